@@ -1,0 +1,81 @@
+//! The command line: parse, call the engine, print the result as JSON.
+//!
+//! Success prints the result JSON on stdout and exits 0; a refusal prints `error: …` on stderr and
+//! exits 1; bad usage exits 2 (clap).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::engine::store::Root;
+
+pub mod board;
+pub mod bus;
+pub mod conductor;
+
+/// Pantheon Console: watch and operate a pantheon of AI agents coordinating through files.
+#[derive(Debug, Parser)]
+#[command(name = "pantheon", version, about, long_about = None)]
+pub struct Cli {
+    /// The pantheon root (default: $PANTHEON_ROOT, else ~/pantheon).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Open the live operations console (the default).
+    Console,
+    /// Run a simulated pantheon and watch it in the console.
+    Demo,
+    /// Serve the Conductor and bus tools over MCP on stdio.
+    Mcp,
+    #[command(flatten)]
+    Conductor(conductor::ConductorCommand),
+    /// The per-track message bus.
+    Bus(bus::BusArgs),
+    /// The board deliberation of a track.
+    Board(board::BoardArgs),
+}
+
+/// What a command produced: a JSON result to print, or a process exit code of its own.
+pub enum Outcome {
+    Json(serde_json::Value),
+    Exit(ExitCode),
+}
+
+/// Prints `value` as pretty JSON on stdout.
+pub fn print_json(value: &serde_json::Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).expect("JSON values always serialise")
+    );
+}
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> ExitCode {
+    let root = Root::from_env(cli.root.as_deref());
+    let result: anyhow::Result<Outcome> = match cli.command {
+        None | Some(Command::Console) => Err(anyhow::anyhow!("the console is not built yet")),
+        Some(Command::Demo) => Err(anyhow::anyhow!("the demo is not built yet")),
+        Some(Command::Mcp) => Err(anyhow::anyhow!("the MCP server is not built yet")),
+        Some(Command::Conductor(cmd)) => conductor::run(cmd, &root),
+        Some(Command::Bus(args)) => bus::run(args, &root),
+        Some(Command::Board(args)) => board::run(args, &root),
+    };
+    match result {
+        Ok(Outcome::Json(v)) => {
+            print_json(&v);
+            ExitCode::SUCCESS
+        }
+        Ok(Outcome::Exit(code)) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

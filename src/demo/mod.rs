@@ -1,0 +1,1 @@
+//! The simulated pantheon behind `pantheon demo`.

@@ -1,0 +1,1 @@
+//! The per-track message bus and the board deliberation (PROTOCOL 3 and 4).

@@ -1,0 +1,1 @@
+//! The Conductor protocol (PROTOCOL 2).

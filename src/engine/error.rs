@@ -1,0 +1,88 @@
+//! The engine's error type: every refusal says what was wrong, where, and what to do.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// One schema or rule violation, located by a JSON pointer into the offending document.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Violation {
+    /// JSON pointer (RFC 6901) to the offending value; empty for the document itself.
+    pub pointer: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = if self.pointer.is_empty() { "/" } else { &self.pointer };
+        write!(f, "{at}: {}", self.message)
+    }
+}
+
+/// Everything the engine can refuse or fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A value that becomes part of a path does not match its pattern.
+    #[error("invalid {field} {value:?}: must match {pattern}")]
+    InvalidName {
+        field: &'static str,
+        value: String,
+        pattern: &'static str,
+    },
+
+    /// A document failed validation; every violation is listed.
+    #[error("{what} is invalid:\n{}", .violations.iter().map(|v| format!("  - {v}")).collect::<Vec<_>>().join("\n"))]
+    Invalid {
+        what: String,
+        violations: Vec<Violation>,
+    },
+
+    /// Something the request names does not exist.
+    #[error("{0}")]
+    NotFound(String),
+
+    /// The request is well-formed but the protocol refuses it in the current state.
+    #[error("{0}")]
+    Refused(String),
+
+    /// A protocol lock could not be taken in time.
+    #[error("timed out after {waited:?} waiting for lock {path}; another process holds it (retry, or check for a stuck process)")]
+    LockTimeout { path: PathBuf, waited: Duration },
+
+    /// A file could not be parsed.
+    #[error("{path}: {message}")]
+    Corrupt { path: PathBuf, message: String },
+
+    /// An I/O failure on a named path.
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub fn refused(msg: impl Into<String>) -> Self {
+        Error::Refused(msg.into())
+    }
+
+    pub fn not_found(msg: impl Into<String>) -> Self {
+        Error::NotFound(msg.into())
+    }
+
+    pub fn invalid(what: impl Into<String>, violations: Vec<Violation>) -> Self {
+        Error::Invalid {
+            what: what.into(),
+            violations,
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,10 @@
+//! The protocol engine: a library with no terminal code, no printing and no async runtime.
+//!
+//! - [`store`]: atomic writes, `flock`, tolerant reads, validated ids, timestamps, safe paths.
+//! - [`conductor`]: handoffs, routing, gates, inboxes, acks, workflow state, abort, cleanup (PROTOCOL 2).
+//! - [`bus`]: the per-track message bus and the board deliberation (PROTOCOL 3 and 4).
+
+pub mod bus;
+pub mod conductor;
+pub mod error;
+pub mod store;

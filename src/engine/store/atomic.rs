@@ -1,0 +1,104 @@
+//! Atomic writes: temp file in the same directory, fsync, rename over the target, fsync the directory.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::engine::error::{Error, Result};
+
+/// Serialises `value` as pretty JSON (2-space indent, trailing newline).
+pub fn to_pretty_json<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
+    let mut out = serde_json::to_vec_pretty(value).expect("JSON values always serialise");
+    out.push(b'\n');
+    out
+}
+
+/// Writes pretty JSON to `path` atomically (see [`write_atomic`]).
+pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
+    write_atomic(path, &to_pretty_json(value))
+}
+
+/// Replaces `path` with `bytes` atomically and durably; readers see the old or the new file, never a mix.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path
+        .parent()
+        .ok_or_else(|| Error::refused(format!("{} has no parent directory", path.display())))?;
+    fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tmp-")
+        .suffix(".part")
+        .tempfile_in(dir)
+        .map_err(|e| Error::io(dir, e))?;
+    tmp.write_all(bytes).map_err(|e| Error::io(tmp.path(), e))?;
+    tmp.as_file().sync_all().map_err(|e| Error::io(tmp.path(), e))?;
+    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    sync_dir(dir)
+}
+
+/// Creates `path` (empty) if it does not exist; never truncates an existing file.
+pub fn ensure_file(path: &Path) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    }
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map(|_| ())
+        .map_err(|e| Error::io(path, e))
+}
+
+/// Creates a directory and its parents.
+pub fn ensure_dir(path: &Path) -> Result<()> {
+    fs::create_dir_all(path).map_err(|e| Error::io(path, e))
+}
+
+/// fsyncs a directory so a rename in it is durable.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io(dir, e))
+}
+
+/// Moves `from` to `to` (same file system) and makes the move durable.
+pub fn rename_durable(from: &Path, to: &Path) -> Result<()> {
+    if let Some(dir) = to.parent() {
+        fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    }
+    fs::rename(from, to).map_err(|e| Error::io(from, e))?;
+    if let Some(dir) = to.parent() {
+        sync_dir(dir)?;
+    }
+    if let Some(dir) = from.parent() {
+        sync_dir(dir)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_pretty_json_with_newline_and_no_temp_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("sub/x.json");
+        write_json(&p, &serde_json::json!({"a": [1, 2]})).unwrap();
+        let text = fs::read_to_string(&p).unwrap();
+        assert_eq!(text, "{\n  \"a\": [\n    1,\n    2\n  ]\n}\n");
+        write_json(&p, &serde_json::json!({"a": 3})).unwrap();
+        let names: Vec<_> = fs::read_dir(p.parent().unwrap()).unwrap().collect();
+        assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn ensure_file_never_truncates() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        fs::write(&p, "keep").unwrap();
+        ensure_file(&p).unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "keep");
+    }
+}

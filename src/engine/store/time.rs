@@ -1,0 +1,135 @@
+//! Timestamps: written as UTC RFC 3339 with microseconds and `Z`; read in every form foreign writers use.
+
+use chrono::{DateTime, NaiveDateTime, SecondsFormat, Utc};
+
+/// A timestamp as the protocol writes it: `2026-06-14T10:30:00.123456Z`.
+pub fn format_ts(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+/// Now, formatted with [`format_ts`].
+pub fn now_ts() -> String {
+    format_ts(Utc::now())
+}
+
+/// Parses any timestamp a foreign writer may leave: any fraction precision, `Z`, `+00:00` or another
+/// offset, no zone at all (taken as UTC), and a space instead of `T`. `None` if it is not a time.
+pub fn parse_ts(s: &str) -> Option<DateTime<Utc>> {
+    let s = s.trim();
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Some(t.with_timezone(&Utc));
+    }
+    let normalized = s.replacen(' ', "T", 1);
+    if let Ok(t) = DateTime::parse_from_rfc3339(&normalized) {
+        return Some(t.with_timezone(&Utc));
+    }
+    for fmt in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M"] {
+        if let Ok(t) = NaiveDateTime::parse_from_str(&normalized, fmt) {
+            return Some(t.and_utc());
+        }
+    }
+    if let Ok(t) = DateTime::parse_from_str(&normalized, "%Y-%m-%dT%H:%M:%S%.f%z") {
+        return Some(t.with_timezone(&Utc));
+    }
+    None
+}
+
+/// Parses a timestamp held in a JSON value (string only).
+pub fn parse_ts_value(v: Option<&serde_json::Value>) -> Option<DateTime<Utc>> {
+    v.and_then(|v| v.as_str()).and_then(parse_ts)
+}
+
+/// Parses a duration such as `30s`, `5m`, `2h`, `1d` (also `90` = seconds, `1h30m`).
+pub fn parse_duration(s: &str) -> Option<std::time::Duration> {
+    let s = s.trim();
+    if s.is_empty() {
+        return None;
+    }
+    if let Ok(secs) = s.parse::<u64>() {
+        return Some(std::time::Duration::from_secs(secs));
+    }
+    let mut total: u64 = 0;
+    let mut num = String::new();
+    for c in s.chars() {
+        if c.is_ascii_digit() {
+            num.push(c);
+            continue;
+        }
+        let n: u64 = num.parse().ok()?;
+        num.clear();
+        let unit = match c {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            'd' => 86_400,
+            'w' => 604_800,
+            _ => return None,
+        };
+        total = total.checked_add(n.checked_mul(unit)?)?;
+    }
+    if !num.is_empty() {
+        return None;
+    }
+    Some(std::time::Duration::from_secs(total))
+}
+
+/// "3m ago" style age of an instant relative to `now`.
+pub fn relative(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
+    let secs = (now - t).num_seconds();
+    let (abs, future) = if secs < 0 { (-secs, true) } else { (secs, false) };
+    let text = if abs < 60 {
+        format!("{abs}s")
+    } else if abs < 3600 {
+        format!("{}m", abs / 60)
+    } else if abs < 86_400 {
+        format!("{}h", abs / 3600)
+    } else {
+        format!("{}d", abs / 86_400)
+    };
+    if future {
+        format!("in {text}")
+    } else {
+        format!("{text} ago")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_variant_to_the_same_instant() {
+        let want = parse_ts("2026-02-01T12:00:00Z").unwrap();
+        for s in [
+            "2026-02-01T12:00:00+00:00",
+            "2026-02-01T12:00:00",
+            "2026-02-01T12:00:00.0Z",
+            "2026-02-01T12:00:00.000Z",
+            "2026-02-01T12:00:00.000000",
+            "2026-02-01 12:00:00",
+            "2026-02-01T13:00:00+01:00",
+        ] {
+            assert_eq!(parse_ts(s), Some(want), "{s}");
+        }
+        assert!(parse_ts("yesterday").is_none());
+    }
+
+    #[test]
+    fn precision_is_compared_as_instants() {
+        let a = parse_ts("2026-02-01T12:08:20.5Z").unwrap();
+        let b = parse_ts("2026-02-01T12:08:20.123Z").unwrap();
+        assert!(b < a);
+        assert_eq!(format_ts(a), "2026-02-01T12:08:20.500000Z");
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("30s").unwrap().as_secs(), 30);
+        assert_eq!(parse_duration("5m").unwrap().as_secs(), 300);
+        assert_eq!(parse_duration("2h").unwrap().as_secs(), 7200);
+        assert_eq!(parse_duration("1d").unwrap().as_secs(), 86400);
+        assert_eq!(parse_duration("1h30m").unwrap().as_secs(), 5400);
+        assert!(parse_duration("5x").is_none());
+        assert!(parse_duration("m").is_none());
+    }
+}

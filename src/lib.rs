@@ -1,0 +1,15 @@
+//! Pantheon Console: the protocol engine for a pantheon of file-coordinated AI agents ("gods"), and
+//! the shells around it.
+//!
+//! Dependencies point one way: shells (`cli`, `mcp`, `console`, `demo`) -> `live` -> `engine`.
+//! The engine holds every protocol rule; nothing else writes a protocol file.
+
+pub mod engine;
+pub mod live;
+pub mod console;
+pub mod demo;
+pub mod mcp;
+pub mod cli;
+
+pub use engine::error::{Error, Result};
+pub use engine::store::Root;

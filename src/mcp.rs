@@ -1,0 +1,1 @@
+//! The MCP server (`pantheon mcp`): the engine's tools over stdio.
