@@ -4,12 +4,12 @@
 //! Dependencies point one way: shells (`cli`, `mcp`, `console`, `demo`) -> `live` -> `engine`.
 //! The engine holds every protocol rule; nothing else writes a protocol file.
 
-pub mod engine;
-pub mod live;
+pub mod cli;
 pub mod console;
 pub mod demo;
+pub mod engine;
+pub mod live;
 pub mod mcp;
-pub mod cli;
 
 pub use engine::error::{Error, Result};
 pub use engine::store::Root;

@@ -13,7 +13,11 @@ pub struct Violation {
 
 impl std::fmt::Display for Violation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let at = if self.pointer.is_empty() { "/" } else { &self.pointer };
+        let at = if self.pointer.is_empty() {
+            "/"
+        } else {
+            &self.pointer
+        };
         write!(f, "{at}: {}", self.message)
     }
 }
@@ -45,7 +49,9 @@ pub enum Error {
     Refused(String),
 
     /// A protocol lock could not be taken in time.
-    #[error("timed out after {waited:?} waiting for lock {path}; another process holds it (retry, or check for a stuck process)")]
+    #[error(
+        "timed out after {waited:?} waiting for lock {path}; another process holds it (retry, or check for a stuck process)"
+    )]
     LockTimeout { path: PathBuf, waited: Duration },
 
     /// A file could not be parsed.

@@ -34,7 +34,9 @@ pub fn absolute(p: &Path) -> PathBuf {
     let p = if p.is_absolute() {
         p.to_path_buf()
     } else {
-        std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")).join(p)
+        std::env::current_dir()
+            .unwrap_or_else(|_| PathBuf::from("/"))
+            .join(p)
     };
     normalize(&p)
 }
@@ -166,7 +168,11 @@ impl Root {
         } else {
             PathBuf::from(s)
         };
-        if p.is_absolute() { normalize(&p) } else { normalize(&self.root.join(p)) }
+        if p.is_absolute() {
+            normalize(&p)
+        } else {
+            normalize(&self.root.join(p))
+        }
     }
 
     /// Checks that `path` lies strictly inside one of [`Root::allowed_roots`] once every symbolic link in
@@ -215,7 +221,10 @@ mod tests {
         let root = Root::at(dir.path());
         let wf = WorkflowId::parse("wf_x").unwrap();
         std::fs::create_dir_all(dir.path().join("tmp")).unwrap();
-        assert!(root.confine(&root.expand("{root}/tmp/{workflow_id}/", &wf)).is_ok());
+        assert!(
+            root.confine(&root.expand("{root}/tmp/{workflow_id}/", &wf))
+                .is_ok()
+        );
         assert!(root.confine(&root.expand("tmp/../../etc", &wf)).is_err());
         assert!(root.confine(Path::new("/")).is_err());
         assert!(root.confine(&root.expand("{root}", &wf)).is_err());

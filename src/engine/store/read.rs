@@ -66,7 +66,11 @@ pub fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>> {
         Ok(m) if m.len() > MAX_JSON_BYTES => {
             return Err(Error::Corrupt {
                 path: path.to_path_buf(),
-                message: format!("file is {} bytes, over the {} byte limit", m.len(), MAX_JSON_BYTES),
+                message: format!(
+                    "file is {} bytes, over the {} byte limit",
+                    m.len(),
+                    MAX_JSON_BYTES
+                ),
             });
         }
         Ok(_) => {}
@@ -104,7 +108,8 @@ pub fn kind(v: &Value) -> &'static str {
 
 /// Reads a YAML file into a JSON value (so one code path validates both).
 pub fn read_yaml(path: &Path) -> Result<Value> {
-    let bytes = read_bytes(path)?.ok_or_else(|| Error::not_found(format!("{} does not exist", path.display())))?;
+    let bytes = read_bytes(path)?
+        .ok_or_else(|| Error::not_found(format!("{} does not exist", path.display())))?;
     if bytes.len() > 1024 * 1024 {
         return Err(Error::Corrupt {
             path: path.to_path_buf(),

@@ -23,7 +23,11 @@ pub fn parse_ts(s: &str) -> Option<DateTime<Utc>> {
     if let Ok(t) = DateTime::parse_from_rfc3339(&normalized) {
         return Some(t.with_timezone(&Utc));
     }
-    for fmt in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M"] {
+    for fmt in [
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S",
+        "%Y-%m-%dT%H:%M",
+    ] {
         if let Ok(t) = NaiveDateTime::parse_from_str(&normalized, fmt) {
             return Some(t.and_utc());
         }
@@ -76,7 +80,11 @@ pub fn parse_duration(s: &str) -> Option<std::time::Duration> {
 /// "3m ago" style age of an instant relative to `now`.
 pub fn relative(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
     let secs = (now - t).num_seconds();
-    let (abs, future) = if secs < 0 { (-secs, true) } else { (secs, false) };
+    let (abs, future) = if secs < 0 {
+        (-secs, true)
+    } else {
+        (secs, false)
+    };
     let text = if abs < 60 {
         format!("{abs}s")
     } else if abs < 3600 {
