@@ -252,17 +252,10 @@ impl Conductor {
                 a.hid
             )));
         }
-        if st.current_step.as_deref() != Some(found.dispatch.step.as_str())
-            || st.dispatched_to.as_deref() != Some(god.as_str())
-        {
-            return Err(Error::refused(format!(
-                "handoff {} ({god}, step {:?}) is not the current dispatch of {wf} (current: {} at step {})",
-                a.hid,
-                found.dispatch.step,
-                st.dispatched_to.as_deref().unwrap_or("nobody"),
-                st.current_step.as_deref().unwrap_or("none")
-            )));
-        }
+        // A workflow may have several open dispatches (parallel direct handoffs); only an ack of the
+        // one the state points at moves the workflow's status.
+        let is_current = st.current_step.as_deref() == Some(found.dispatch.step.as_str())
+            && st.dispatched_to.as_deref() == Some(god.as_str());
         if was_accepted {
             match a.status {
                 AckStatus::Accepted => {
@@ -296,7 +289,9 @@ impl Conductor {
                 write_json(&found.path, &d)?;
             }
             AckStatus::Accepted => {
-                st.status = WorkflowStatus::InProgress;
+                if is_current {
+                    st.status = WorkflowStatus::InProgress;
+                }
                 st.acks.push(rec.clone());
                 st.updated = Some(now);
                 files::write_state(&self.root, &wf, &st)?;
@@ -307,6 +302,10 @@ impl Conductor {
                 rec.rerouted_to = fallback.clone();
                 st.acks.push(rec.clone());
                 match &fallback {
+                    _ if !is_current => warnings.push(format!(
+                        "handoff {} is not the workflow's current dispatch; the workflow status is unchanged",
+                        a.hid
+                    )),
                     Some(fb) => {
                         st.dispatched_to = Some(fb.clone());
                         st.status = WorkflowStatus::WaitingForAck;
@@ -493,8 +492,7 @@ impl Conductor {
         }
         if rec.status == AckStatus::Rejected
             && let Some(fb) = rec.rerouted_to.as_deref()
-            && st.dispatched_to.as_deref() == Some(fb)
-            && st.status == WorkflowStatus::WaitingForAck
+            && !st.status.is_finished()
         {
             let fb = GodName::parse(fb)?;
             if !files::dispatch_exists(&self.root, &fb, &hid)

@@ -476,6 +476,7 @@ impl Conductor {
                     .join(format!("{step}.{}.json", encode_key(old_id)));
                 if !keep.exists() {
                     write_json(&keep, &old)?;
+                    super::crash_point("submit:after-keep-old");
                 }
             }
         } else if latest.exists() {
@@ -486,6 +487,7 @@ impl Conductor {
             std::fs::copy(&latest, &keep).map_err(|e| Error::io(&keep, e))?;
         }
         write_json(&latest, &raw)?;
+        super::crash_point("submit:after-handoff");
 
         // 2. The state: the commit point.
         let now = now_ts();
@@ -564,6 +566,7 @@ impl Conductor {
         }
         st.updated = Some(now);
         files::write_state(root, wf, &st)?;
+        super::crash_point("submit:after-state");
 
         // 3. After the commit: close the acked dispatch, supersede a stale one, dispatch.
         if let Some(a) = ack {
@@ -577,7 +580,9 @@ impl Conductor {
             )?;
         }
         self.supersede_stale(wf, &st, &hid)?;
+        super::crash_point("submit:after-supersede");
         self.repair_dispatch(wf, &st, &hid)?;
+        super::crash_point("submit:after-dispatch");
         let rec = st.record_of(hid.as_str()).expect("just recorded");
         Ok(self.result_of(wf, &st, rec, &latest, status, warnings))
     }
