@@ -218,6 +218,7 @@ pub fn handoff(hid: &str, wf: &str, from: &str, to: &str, step: &str, gates: &[&
 }
 
 /// `handoff` routed by a definition (optionally to an explicit step).
+#[allow(clippy::too_many_arguments)]
 pub fn def_handoff(
     hid: &str,
     wf: &str,
