@@ -165,3 +165,35 @@ fn rand_below(n: u64) -> u64 {
     use std::hash::{BuildHasher, RandomState};
     RandomState::new().hash_one(Instant::now()) % n.max(1)
 }
+
+#[test]
+fn rejected_ack_killed_after_its_commit_is_repaired_by_repeating_it() {
+    let env = Env::with_test_flow();
+    let hid = "hof_20260614_cd0002";
+    env.submit(&plan("wf_crash_rej", hid));
+    let a = ack("ack_20260614_cd2", hid, "rejected", "not mine");
+    let mut c = env.command(&["ack", "-"]);
+    c.env("PANTHEON_TEST_CRASH_AT", "ack:after-state")
+        .stdin(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    serde_json::to_writer(child.stdin.take().unwrap(), &a).unwrap();
+    assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGKILL));
+    // The state is committed but the dispatch has not moved yet.
+    assert_eq!(env.names("conductor/pending/hephaestus").len(), 1);
+    let r = env.ack(&a);
+    assert_eq!(r["duplicate"], true);
+    assert_eq!(r["rerouted_to"], "marvin");
+    assert!(env.names("conductor/pending/hephaestus").is_empty());
+    assert_eq!(
+        env.read(&format!("conductor/archive/hephaestus/{hid}.json"))["ack_status"],
+        "rejected"
+    );
+    assert_eq!(
+        env.names("conductor/pending/marvin"),
+        vec![format!("{hid}.json")]
+    );
+    assert_eq!(
+        env.state("wf_crash_rej")["acks"].as_array().unwrap().len(),
+        1
+    );
+}

@@ -74,3 +74,18 @@ fn a_foreign_dispatch_can_be_acked_and_unknown_fields_survive() {
     );
     env.assert_all_json_valid_except(&["conductor/pending/iris/broken.json"]);
 }
+
+#[test]
+fn a_foreign_named_dispatch_is_found_by_its_handoff_id() {
+    let env = Env::foreign();
+    let r = env.ack(
+        &json!({"ack_id": "ack_20260615_9c1", "handoff_id": "hof_20260615_1a2b3c",
+                             "status": "accepted"}),
+    );
+    assert_eq!(r["god"], "thoth");
+    assert!(env.names("conductor/pending/thoth").is_empty());
+    assert_eq!(
+        env.read("conductor/archive/thoth/hof_20260615_1a2b3c.json")["ack_status"],
+        "accepted"
+    );
+}

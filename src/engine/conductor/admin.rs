@@ -478,9 +478,7 @@ impl Conductor {
 }
 
 /// Reads every inbox (for the live model): god -> (dispatches with their paths, errors).
-pub fn read_all_inboxes(
-    root: &Root,
-) -> BTreeMap<String, files::DirListing> {
+pub fn read_all_inboxes(root: &Root) -> BTreeMap<String, files::DirListing> {
     files::god_dirs(&root.pending_root())
         .into_iter()
         .map(|g| (g.to_string(), files::read_dispatch_dir(&root.inbox_dir(&g))))

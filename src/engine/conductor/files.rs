@@ -236,7 +236,24 @@ pub fn find_live(
             return Ok(Some(f));
         }
     }
-    in_quarantine(root, hid)
+    if let Some(f) = in_quarantine(root, hid)? {
+        return Ok(Some(f));
+    }
+    // Slow path: a foreign writer may name the file otherwise (`{workflow}_{step}.json`).
+    for g in god_dirs(&root.pending_root()) {
+        let (found, _) = read_dispatch_dir(&root.inbox_dir(&g));
+        if let Some((path, dispatch)) = found
+            .into_iter()
+            .find(|(_, d)| d.handoff_id == hid.as_str())
+        {
+            return Ok(Some(Found {
+                place: Place::Inbox(g),
+                path,
+                dispatch,
+            }));
+        }
+    }
+    Ok(None)
 }
 
 /// Every archived dispatch of `hid`, preferring `first_god`'s archive.
