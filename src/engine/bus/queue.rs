@@ -63,6 +63,9 @@ pub fn envelope(kind: &str, source: &str, payload: Value) -> Result<Envelope> {
     })
 }
 
+/// Largest chunk of whole lines a batch writes under one hold of the queue's flock.
+pub const BATCH_BYTES: usize = 64 * 1024;
+
 /// An open `queue.jsonl` for appending many lines (one flock per line, the file opened once).
 #[derive(Debug)]
 pub struct QueueWriter {
@@ -101,7 +104,8 @@ impl QueueWriter {
         self.append_line(&line)
     }
 
-    /// Appends `line` (which must end in `\n`) under the queue's flock, fencing a torn last line.
+    /// Appends `line` (which must end in `\n`; it may hold several whole lines) in one `write` under the
+    /// queue's flock, fencing a torn last line.
     pub fn append_line(&mut self, line: &[u8]) -> Result<()> {
         debug_assert!(line.ends_with(b"\n"));
         let len = loop {
