@@ -1,13 +1,14 @@
 //! Benchmarks of the message bus (issue 3, Performance), a plain program: `cargo bench --bench bus`.
 //!
-//! 1. Append throughput, 1 and 8 writer processes: `pantheon bus post --count N` vs the seed's Python
-//!    `post_message` (tests/bus/python) vs a raw `O_APPEND` write loop in Rust (the floor).
+//! 1. Append throughput, 1 and 8 writer processes: `pantheon bus post --count N` (batched) and
+//!    `Bus::post` per message vs the seed's Python `post_message` (tests/bus/python) vs a raw
+//!    `O_APPEND` write loop in Rust (the floor).
 //! 2. `pantheon bus read --tail 100` on a generated ~1 GB queue vs GNU `tail -n 100`: wall time and
 //!    max RSS of the child (from `wait4`).
 //! 3. Lock acquire/release cycles per second with 8 contending processes (engine calls, 3 paths).
 //!
 //! `BUS_BENCH_QUICK=1` shrinks every size for a smoke run. The bench re-executes itself for its
-//! child processes (`__raw-writer`, `__lock-worker`).
+//! child processes (`__raw-writer`, `__post-writer`, `__lock-worker`).
 
 use std::fs::OpenOptions;
 use std::io::{BufWriter, Write};
@@ -140,6 +141,20 @@ fn bench_append() {
                 .spawn()
                 .unwrap()
         });
+        let single = append_case(
+            "engine Bus::post, one call per message",
+            writers,
+            per,
+            |bus, i| {
+                Command::new(&me)
+                    .args(["__post-writer"])
+                    .arg(&bus.root.root)
+                    .arg(format!("worker-{i}"))
+                    .arg(per.to_string())
+                    .spawn()
+                    .unwrap()
+            },
+        );
         let py = append_case("seed post_message (Python)", writers, per, |bus, i| {
             Command::new("python3")
                 .arg(&driver)
@@ -153,7 +168,7 @@ fn bench_append() {
         });
         let raw_rate = raw.total as f64 / raw.secs;
         let raw_cpu_rate = raw.total as f64 / raw.cpu;
-        for r in [&raw, &ours, &py] {
+        for r in [&raw, &ours, &single, &py] {
             let rate = r.total as f64 / r.secs;
             let cpu_rate = r.total as f64 / r.cpu;
             println!(
@@ -177,6 +192,15 @@ fn raw_writer(path: &Path, n: usize) {
     let mut f = OpenOptions::new().append(true).open(path).unwrap();
     for i in 0..n {
         f.write_all(line(i).as_bytes()).unwrap();
+    }
+}
+
+fn post_writer(root: &Path, source: &str, n: usize) {
+    let bus = Bus::open(&Root::at(root), "bench").unwrap();
+    let payload = serde_json::json!({"task_id": "1.1", "progress_pct": 50,
+        "current_subtask": "Stripe client wrapper with retries and idempotency keys"});
+    for _ in 0..n {
+        bus.post("PROGRESS", source, payload.clone()).unwrap();
     }
 }
 
@@ -322,6 +346,9 @@ fn main() {
     match args.get(1).map(String::as_str) {
         Some("__raw-writer") => {
             return raw_writer(&PathBuf::from(&args[2]), args[3].parse().unwrap());
+        }
+        Some("__post-writer") => {
+            return post_writer(Path::new(&args[2]), &args[3], args[4].parse().unwrap());
         }
         Some("__lock-worker") => {
             return lock_worker(Path::new(&args[2]), &args[3], args[4].parse().unwrap());
