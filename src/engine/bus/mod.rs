@@ -380,4 +380,25 @@ mod tests {
         );
         assert_eq!(one.kind, "TASK_COMPLETE");
     }
+
+    #[test]
+    fn list_tracks_names_only_valid_tracks_with_a_bus() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path());
+        assert!(list_tracks(&root).is_empty());
+        for t in ["b-track", "a_track"] {
+            Bus::open(&root, t).unwrap().init().unwrap();
+        }
+        std::fs::create_dir_all(root.tracks_dir().join("no-bus")).unwrap();
+        std::fs::create_dir_all(root.tracks_dir().join("bad name/.message-bus")).unwrap();
+        let names: Vec<String> = list_tracks(&root).iter().map(|t| t.to_string()).collect();
+        assert_eq!(names, ["a_track", "b-track"]);
+        assert!(Bus::open(&root, "../x").is_err());
+        assert!(
+            Bus::open_existing(&root, "no-bus")
+                .unwrap_err()
+                .to_string()
+                .contains("init")
+        );
+    }
 }
