@@ -163,6 +163,17 @@ fn post_many_from_one_process_with_count_and_stdin() {
         (Some("TASK_FAILED"), Some("w9"))
     );
     assert!(env.bus_dir().join("events/TASK_FAILED_b.event").exists());
+    // One bad line in a batch and nothing of it is posted.
+    let out = env
+        .cmd()
+        .args([
+            "bus", "--track", "t1", "post", "PROGRESS", "--source", "w", "--count", "3", "--stdin",
+        ])
+        .write_stdin("{\"type\":\"lower case\",\"payload\":{}}\n")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(strict_lines(&env.bus_dir().join("queue.jsonl")).len(), 52);
 }
 
 #[test]
