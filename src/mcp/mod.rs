@@ -13,6 +13,7 @@ pub mod args;
 pub mod check;
 pub mod reply;
 pub mod server;
+mod tools;
 
 pub use server::{ConductorServer, SERVER_NAME};
 
