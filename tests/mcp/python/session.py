@@ -14,6 +14,9 @@ The steps are a JSON list, run in order in one session; the output is one JSON o
       -> {"is_error": bool, "structured": {...} | null, "text": "..."}
       or {"protocol_error": {"code": int, "message": str}} when the server answers with a
          JSON-RPC error (e.g. an unknown tool)
+  {"op": "gather", "calls": [CALL, ...]}
+      -> {"results": [...], "finished_order": [indices]}: the calls are sent at once, on the
+         same session, and `finished_order` says in which order their answers arrived
 
 The Rust tests (tests/mcp/) decide what is right; this script only speaks the protocol and
 reports faithfully. It exits non-zero (with a traceback) only when the session itself breaks,
@@ -37,18 +40,36 @@ def tool_json(tool):
     }
 
 
+async def call(client, step):
+    try:
+        result = await client.call_tool(step["tool"], step.get("arguments"))
+    except MCPError as e:
+        return {"protocol_error": {"code": e.code, "message": e.message}}
+    text = "\n".join(block.text for block in result.content if getattr(block, "type", None) == "text")
+    return {"is_error": bool(result.is_error), "structured": result.structured_content, "text": text}
+
+
+async def gather(client, calls):
+    order = []
+
+    async def one(i, step):
+        result = await call(client, step)
+        order.append(i)
+        return result
+
+    results = await asyncio.gather(*(one(i, step) for i, step in enumerate(calls)))
+    return {"results": list(results), "finished_order": order}
+
+
 async def run_step(client, step):
     op = step["op"]
     if op == "list_tools":
         listing = await client.list_tools(cache_mode="refresh")
         return {"tools": [tool_json(t) for t in listing.tools]}
     if op == "call":
-        try:
-            result = await client.call_tool(step["tool"], step.get("arguments"))
-        except MCPError as e:
-            return {"protocol_error": {"code": e.code, "message": e.message}}
-        text = "\n".join(block.text for block in result.content if getattr(block, "type", None) == "text")
-        return {"is_error": bool(result.is_error), "structured": result.structured_content, "text": text}
+        return await call(client, step)
+    if op == "gather":
+        return await gather(client, step["calls"])
     raise ValueError(f"unknown step op {op!r}")
 
 
