@@ -220,3 +220,43 @@ pub fn handoff_id(n: u32) -> String {
 pub fn ack_id(n: u32) -> String {
     format!("ack_20260614_{:06x}", n)
 }
+
+/// A step that sends `calls` at once on the same session (see `session.py`).
+pub fn gather(calls: Vec<Value>) -> Value {
+    json!({"op": "gather", "calls": calls})
+}
+
+/// A three-step definition: research (thoth) → implement (hephaestus) → review (marvin);
+/// `implement` declares the `logic_gate`.
+pub const TEST_WORKFLOW: &str = r#"workflow:
+  id: mcp-test
+  name: "MCP test flow"
+  version: "1.0.0"
+  description: "research, implement, review"
+  steps:
+    - id: research
+      god: thoth
+    - id: implement
+      god: hephaestus
+      gates: [logic_gate]
+    - id: review
+      god: marvin
+"#;
+
+/// A handoff for the test workflow (see [`TEST_WORKFLOW`]).
+pub fn handoff(id: &str, wf: &str, from: &str, to: &str, step: &str, gates: &[&str]) -> Value {
+    json!({
+        "handoff_id": id,
+        "workflow_id": wf,
+        "from_god": from,
+        "to_god": to,
+        "step": step,
+        "context": {
+            "summary": format!("{from} finished {step}"),
+            "decisions": [format!("decision of {step}")],
+            "artifacts": [format!("artifacts/{wf}/{step}.md")],
+            "gates_passed": gates,
+        },
+        "routing": {"workflow_definition": "mcp-test", "workflow_version": "1.0.0"},
+    })
+}

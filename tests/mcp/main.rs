@@ -4,5 +4,8 @@
 
 mod harness;
 
+mod bus;
+mod concurrency;
 mod listing;
 mod stdio;
+mod workflow;
