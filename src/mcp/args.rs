@@ -106,6 +106,9 @@ pub struct ReadMessages {
     /// Only messages of this type (e.g. `TASK_COMPLETE`).
     #[serde(default)]
     pub msg_type: Option<String>,
+    /// Only messages from this source.
+    #[serde(default)]
+    pub source: Option<String>,
     /// Only the last N matching messages.
     #[serde(default)]
     pub tail: Option<usize>,
@@ -169,13 +172,14 @@ pub struct WaitForEvent {
     pub event_pattern: String,
     /// Give up after this many seconds. Default 300.
     #[serde(default)]
+    #[schemars(range(min = 0, max = 86400))]
     pub timeout: Option<f64>,
     /// `true`: only count events created after the wait began. Default `false`.
     #[serde(default)]
     pub fresh: bool,
 }
 
-/// Tools that take only the track: `detect_deadlocks`, `board_status`, `board_next_round`.
+/// Tools that take only the track: `detect_deadlocks`, `board_status`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TrackRef {
@@ -191,8 +195,18 @@ pub struct BoardOpen {
     pub track: String,
     /// `EVALUATE_PLAN`, `EVALUATE_EXECUTION`, `PRE_LAUNCH` or `QUICK_REVIEW` (assessments only).
     pub checkpoint: String,
-    /// What the board decides on, in plain words.
+    /// What the board decides on: plain words, or a JSON object given as text.
     pub proposal: String,
+    /// The directors on the board. Default `CA, CPO, CSO, COO, CXO`.
+    #[serde(default)]
+    pub directors: Option<Vec<String>>,
+    /// How many discussion rounds at most. Default 3.
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 20))]
+    pub max_rounds: Option<u32>,
+    /// Who opens it (recorded as the message source). Default `orchestrator`.
+    #[serde(default)]
+    pub source: Option<String>,
 }
 
 /// `board_assess`.
@@ -219,6 +233,10 @@ pub struct BoardAssess {
     /// `true` when a concern blocks approval.
     #[serde(default)]
     pub blocking: Option<bool>,
+    /// Director-specific fields to keep with the assessment (e.g. `vulnerabilities`,
+    /// `timeline_assessment`).
+    #[serde(default)]
+    pub extra: Option<Map<String, Value>>,
 }
 
 /// `board_discuss`.
@@ -257,14 +275,31 @@ pub struct BoardVote {
     pub conditions: Vec<String>,
 }
 
+/// `board_next_round`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BoardRound {
+    /// The track of the board session.
+    pub track: String,
+    /// Who acts (recorded as the message source). Default `orchestrator`.
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
 /// `board_advance` and `board_resolve`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BoardForce {
     /// The track of the board session.
     pub track: String,
+    /// Who acts (recorded as the message source). Default `orchestrator`.
+    #[serde(default)]
+    pub source: Option<String>,
     /// `true`: move on although the phase is incomplete (missing directors count as abstained).
     /// Default `false`.
     #[serde(default)]
     pub force: bool,
 }
+
+/// The source recorded for board acts by an agent that does not name itself.
+pub const DEFAULT_BOARD_SOURCE: &str = "orchestrator";

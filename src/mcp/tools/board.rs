@@ -1,15 +1,14 @@
 //! The board tools (PROTOCOL 4): a five-director deliberation, assess → discuss → vote → resolve.
 //! The orchestrator of a board is an agent too, so opening, advancing and resolving are offered.
 
-use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::CallToolResult;
-use rmcp::{tool, tool_router};
-use serde_json::Value;
-
-use crate::engine::error::Error;
+use crate::engine::bus::Bus;
+use crate::engine::bus::board::{AssessInput, DiscussInput, OpenInput, VoteInput};
 use crate::mcp::args::*;
 use crate::mcp::reply::blocking;
 use crate::mcp::server::ConductorServer;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::CallToolResult;
+use rmcp::{tool, tool_router};
 
 #[tool_router(router = board_tools, vis = "pub(crate)")]
 impl ConductorServer {
@@ -19,8 +18,7 @@ impl ConductorServer {
     async fn board_status(&self, Parameters(a): Parameters<TrackRef>) -> CallToolResult {
         let root = self.root.clone();
         blocking("board_status", move || {
-            let _ = (root, a);
-            Err::<Value, _>(Error::refused("engine not merged yet"))
+            Bus::open_existing(&root, &a.track)?.board_status()
         })
         .await
     }
@@ -37,8 +35,13 @@ impl ConductorServer {
     async fn board_open(&self, Parameters(a): Parameters<BoardOpen>) -> CallToolResult {
         let root = self.root.clone();
         blocking("board_open", move || {
-            let _ = (root, a);
-            Err::<Value, _>(Error::refused("engine not merged yet"))
+            Bus::open(&root, &a.track)?.board_open(&OpenInput {
+                checkpoint: a.checkpoint,
+                proposal: a.proposal,
+                directors: a.directors,
+                max_rounds: a.max_rounds,
+                source: a.source.unwrap_or_else(|| DEFAULT_BOARD_SOURCE.into()),
+            })
         })
         .await
     }
@@ -54,8 +57,16 @@ impl ConductorServer {
     async fn board_assess(&self, Parameters(a): Parameters<BoardAssess>) -> CallToolResult {
         let root = self.root.clone();
         blocking("board_assess", move || {
-            let _ = (root, a);
-            Err::<Value, _>(Error::refused("engine not merged yet"))
+            Bus::open(&root, &a.track)?.board_assess(&AssessInput {
+                director: a.director,
+                verdict: a.verdict,
+                score: a.score,
+                concerns: a.concerns,
+                recommendations: a.recommendations,
+                key_points: a.key_points,
+                blocking: a.blocking,
+                extra: a.extra.unwrap_or_default(),
+            })
         })
         .await
     }
@@ -71,8 +82,13 @@ impl ConductorServer {
     async fn board_discuss(&self, Parameters(a): Parameters<BoardDiscuss>) -> CallToolResult {
         let root = self.root.clone();
         blocking("board_discuss", move || {
-            let _ = (root, a);
-            Err::<Value, _>(Error::refused("engine not merged yet"))
+            Bus::open(&root, &a.track)?.board_discuss(&DiscussInput {
+                from: a.from,
+                to: a.to,
+                kind: a.msg_type,
+                message: a.message,
+                changes_my_verdict: a.changes_my_verdict,
+            })
         })
         .await
     }
@@ -85,11 +101,11 @@ impl ConductorServer {
         idempotent_hint = false,
         open_world_hint = false
     ))]
-    async fn board_next_round(&self, Parameters(a): Parameters<TrackRef>) -> CallToolResult {
+    async fn board_next_round(&self, Parameters(a): Parameters<BoardRound>) -> CallToolResult {
         let root = self.root.clone();
         blocking("board_next_round", move || {
-            let _ = (root, a);
-            Err::<Value, _>(Error::refused("engine not merged yet"))
+            let source = a.source.unwrap_or_else(|| DEFAULT_BOARD_SOURCE.into());
+            Bus::open(&root, &a.track)?.board_next_round(&source)
         })
         .await
     }
@@ -105,8 +121,12 @@ impl ConductorServer {
     async fn board_vote(&self, Parameters(a): Parameters<BoardVote>) -> CallToolResult {
         let root = self.root.clone();
         blocking("board_vote", move || {
-            let _ = (root, a);
-            Err::<Value, _>(Error::refused("engine not merged yet"))
+            Bus::open(&root, &a.track)?.board_vote(&VoteInput {
+                director: a.director,
+                final_verdict: a.final_verdict,
+                confidence: a.confidence,
+                conditions: a.conditions,
+            })
         })
         .await
     }
@@ -123,8 +143,8 @@ impl ConductorServer {
     async fn board_advance(&self, Parameters(a): Parameters<BoardForce>) -> CallToolResult {
         let root = self.root.clone();
         blocking("board_advance", move || {
-            let _ = (root, a);
-            Err::<Value, _>(Error::refused("engine not merged yet"))
+            let source = a.source.unwrap_or_else(|| DEFAULT_BOARD_SOURCE.into());
+            Bus::open(&root, &a.track)?.board_advance(a.force, &source)
         })
         .await
     }
@@ -143,8 +163,8 @@ impl ConductorServer {
     async fn board_resolve(&self, Parameters(a): Parameters<BoardForce>) -> CallToolResult {
         let root = self.root.clone();
         blocking("board_resolve", move || {
-            let _ = (root, a);
-            Err::<Value, _>(Error::refused("engine not merged yet"))
+            let source = a.source.unwrap_or_else(|| DEFAULT_BOARD_SOURCE.into());
+            Bus::open(&root, &a.track)?.board_resolve(a.force, &source)
         })
         .await
     }

@@ -5,11 +5,20 @@ use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
 use rmcp::{tool, tool_router};
 use serde_json::Value;
+use std::time::Duration;
 
+use crate::engine::bus::Bus;
+use crate::engine::bus::locks::DEFAULT_TTL;
+use crate::engine::bus::queue::Filter;
+use crate::engine::bus::workers::Heartbeat;
 use crate::engine::error::Error;
+use crate::engine::store::time::parse_duration;
 use crate::mcp::args::*;
 use crate::mcp::reply::blocking;
 use crate::mcp::server::ConductorServer;
+
+/// `wait_for_event`'s timeout when none is given, as in the seed.
+const DEFAULT_WAIT_SECS: f64 = 300.0;
 
 #[tool_router(router = bus_tools, vis = "pub(crate)")]
 impl ConductorServer {
@@ -26,8 +35,12 @@ impl ConductorServer {
     async fn post_message(&self, Parameters(a): Parameters<PostMessage>) -> CallToolResult {
         let root = self.root.clone();
         blocking("post_message", move || {
-            let _ = (root, a);
-            Err::<Value, _>(Error::refused("engine not merged yet"))
+            let bus = Bus::open(&root, &a.track)?;
+            bus.post(
+                &a.msg_type,
+                &a.source,
+                Value::Object(a.payload.unwrap_or_default()),
+            )
         })
         .await
     }
@@ -42,8 +55,13 @@ impl ConductorServer {
     async fn read_messages(&self, Parameters(a): Parameters<ReadMessages>) -> CallToolResult {
         let root = self.root.clone();
         blocking("read_messages", move || {
-            let _ = (root, a);
-            Err::<Value, _>(Error::refused("engine not merged yet"))
+            let bus = Bus::open_existing(&root, &a.track)?;
+            let filter = Filter {
+                since: a.since.as_deref().map(Filter::parse_since).transpose()?,
+                kind: a.msg_type,
+                source: a.source,
+            };
+            bus.read(&filter, a.tail)
         })
         .await
     }
@@ -62,8 +80,16 @@ impl ConductorServer {
     async fn acquire_lock(&self, Parameters(a): Parameters<AcquireLock>) -> CallToolResult {
         let root = self.root.clone();
         blocking("acquire_lock", move || {
-            let _ = (root, a);
-            Err::<Value, _>(Error::refused("engine not merged yet"))
+            let bus = Bus::open(&root, &a.track)?;
+            let ttl = match a.ttl.as_deref() {
+                None => DEFAULT_TTL,
+                Some(t) => parse_duration(t).ok_or_else(|| {
+                    Error::refused(format!(
+                        "ttl {t:?} is not a duration; use e.g. 30s, 5m, 2h or 1d"
+                    ))
+                })?,
+            };
+            bus.acquire_lock(&a.filepath, &a.worker_id, ttl, None)
         })
         .await
     }
@@ -80,8 +106,7 @@ impl ConductorServer {
     async fn release_lock(&self, Parameters(a): Parameters<ReleaseLock>) -> CallToolResult {
         let root = self.root.clone();
         blocking("release_lock", move || {
-            let _ = (root, a);
-            Err::<Value, _>(Error::refused("engine not merged yet"))
+            Bus::open(&root, &a.track)?.release_lock(&a.filepath, &a.worker_id, false)
         })
         .await
     }
@@ -101,8 +126,13 @@ impl ConductorServer {
     ) -> CallToolResult {
         let root = self.root.clone();
         blocking("update_worker_status", move || {
-            let _ = (root, a);
-            Err::<Value, _>(Error::refused("engine not merged yet"))
+            Bus::open(&root, &a.track)?.heartbeat(&Heartbeat {
+                worker_id: &a.worker_id,
+                task_id: Some(&a.task_id),
+                status: Some(&a.status),
+                progress_pct: a.progress_pct,
+                current_subtask: a.current_subtask.as_deref(),
+            })
         })
         .await
     }
@@ -118,8 +148,11 @@ impl ConductorServer {
     async fn wait_for_event(&self, Parameters(a): Parameters<WaitForEvent>) -> CallToolResult {
         let root = self.root.clone();
         blocking("wait_for_event", move || {
-            let _ = (root, a);
-            Err::<Value, _>(Error::refused("engine not merged yet"))
+            let secs = a.timeout.unwrap_or(DEFAULT_WAIT_SECS);
+            let timeout = Duration::try_from_secs_f64(secs).map_err(|_| {
+                Error::refused(format!("timeout {secs} is not a number of seconds"))
+            })?;
+            Bus::open(&root, &a.track)?.wait_for_event(&a.event_pattern, timeout, a.fresh)
         })
         .await
     }
@@ -134,8 +167,7 @@ impl ConductorServer {
     async fn detect_deadlocks(&self, Parameters(a): Parameters<TrackRef>) -> CallToolResult {
         let root = self.root.clone();
         blocking("detect_deadlocks", move || {
-            let _ = (root, a);
-            Err::<Value, _>(Error::refused("engine not merged yet"))
+            Bus::open_existing(&root, &a.track)?.detect_deadlocks()
         })
         .await
     }
