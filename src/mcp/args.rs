@@ -127,6 +127,9 @@ pub struct AcquireLock {
     /// Lease length: `30s`, `5m`, `2h`, `1d`. Default `30m`. Renew before it runs out.
     #[serde(default)]
     pub ttl: Option<String>,
+    /// The kind of lock recorded with it. Default `exclusive`.
+    #[serde(default)]
+    pub lock_type: Option<String>,
 }
 
 /// `release_lock`.

@@ -9,6 +9,7 @@ const TRACK: &str = "checkout";
 #[test]
 fn lock_is_refused_while_held_and_granted_after_release() {
     let root = TestRoot::new();
+    root.init_track(TRACK);
     let lock = |worker: &str| {
         call(
             "acquire_lock",
@@ -50,6 +51,7 @@ fn lock_is_refused_while_held_and_granted_after_release() {
 #[test]
 fn messages_heartbeats_and_events_round_trip() {
     let root = TestRoot::new();
+    root.init_track(TRACK);
     let report = root.session(&[
         call(
             "post_message",
@@ -71,7 +73,7 @@ fn messages_heartbeats_and_events_round_trip() {
             "wait_for_event",
             json!({"track": TRACK, "event_pattern": "TASK_COMPLETE_1.1", "timeout": 10}),
         ),
-        call("read_messages", json!({"track": TRACK, "tail": 2})),
+        call("read_messages", json!({"track": TRACK, "tail": 1})),
         call("detect_deadlocks", json!({"track": TRACK})),
         call(
             "post_message",
@@ -106,6 +108,7 @@ fn messages_heartbeats_and_events_round_trip() {
 #[test]
 fn a_long_wait_does_not_stall_other_calls_on_the_same_connection() {
     let root = TestRoot::new();
+    root.init_track(TRACK);
     // The wait is answered only because the post runs while it is blocked: no sleeps, the
     // event itself is the signal.
     let report = root.session(&[gather(vec![
@@ -113,7 +116,7 @@ fn a_long_wait_does_not_stall_other_calls_on_the_same_connection() {
             "wait_for_event",
             json!({"track": TRACK, "event_pattern": "TASK_COMPLETE_7.7", "timeout": 60, "fresh": true}),
         ),
-        call("list_pending", json!({})),
+        call("read_messages", json!({"track": TRACK, "tail": 1})),
         call(
             "post_message",
             json!({"track": TRACK, "msg_type": "TASK_COMPLETE", "source": "worker-7",
@@ -125,17 +128,44 @@ fn a_long_wait_does_not_stall_other_calls_on_the_same_connection() {
     ok(&results[1]);
     ok(&results[2]);
     let waited = ok(&results[0]);
-    assert!(waited.to_string().contains("TASK_COMPLETE_7.7"), "{waited}");
+    assert_eq!(
+        waited["matched"],
+        json!(true),
+        "the post sent after the wait was served while the wait blocked: {waited}"
+    );
+}
+
+#[test]
+fn quick_calls_are_answered_while_a_wait_is_pending() {
+    let root = TestRoot::new();
+    root.init_track(TRACK);
+    let report = root.session(&[gather(vec![
+        call(
+            "wait_for_event",
+            json!({"track": TRACK, "event_pattern": "NEVER_*", "timeout": 3}),
+        ),
+        call("board_status", json!({"track": TRACK})),
+        call("read_messages", json!({"track": TRACK})),
+        call("detect_deadlocks", json!({"track": TRACK})),
+    ])]);
+    let g = &report.results[0];
+    let results = g["results"].as_array().unwrap();
+    assert_eq!(
+        ok(&results[0])["matched"],
+        json!(false),
+        "a timeout is an answer, not an error"
+    );
     assert_eq!(
         g["finished_order"].as_array().unwrap().last(),
         Some(&json!(0)),
-        "the wait finished last: {g}"
+        "the three quick calls did not wait for the blocked one: {g}"
     );
 }
 
 #[test]
 fn board_runs_from_open_to_a_resolved_vote() {
     let root = TestRoot::new();
+    root.init_track(TRACK);
     let directors = ["CA", "CPO", "CSO", "COO", "CXO"];
     let mut steps = vec![call(
         "board_open",
@@ -183,19 +213,21 @@ fn board_runs_from_open_to_a_resolved_vote() {
         ok(a);
     }
     refused(&r[6]);
-    for s in &r[7..10] {
+    for s in &r[7..11] {
         ok(s);
     }
-    for v in &r[10..15] {
+    for v in &r[11..16] {
         ok(v);
     }
-    ok(&r[15]);
-    let resolved = ok(&r[16]).to_string();
-    assert!(
-        resolved.contains("APPROVED"),
-        "4 approvals approve: {resolved}"
+    assert_eq!(ok(&r[16])["to"], json!("RESOLVING"));
+    let resolved = ok(&r[17]);
+    assert_eq!(
+        resolved["verdict"],
+        json!("APPROVED"),
+        "4 approvals of 5: {resolved}"
     );
-    let status = ok(&r[17]).to_string();
+    assert_eq!(resolved["dissent"], json!(["CXO"]), "{resolved}");
+    let status = ok(&r[18]).to_string();
     assert!(status.contains("COMPLETE"), "{status}");
     assert!(
         root.path()

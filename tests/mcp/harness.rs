@@ -107,6 +107,11 @@ impl TestRoot {
         serde_json::from_slice(&out.stdout).expect("CLI prints JSON")
     }
 
+    /// Creates the message bus of `track` (as an operator does with the CLI).
+    pub fn init_track(&self, track: &str) {
+        self.cli_json(&["bus", "--track", track, "init"]);
+    }
+
     /// Writes a file under the root (test setup: workflow definitions, artifacts).
     pub fn write(&self, rel: &str, text: &str) {
         let p = self.path().join(rel);

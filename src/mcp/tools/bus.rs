@@ -89,7 +89,7 @@ impl ConductorServer {
                     ))
                 })?,
             };
-            bus.acquire_lock(&a.filepath, &a.worker_id, ttl, None)
+            bus.acquire_lock(&a.filepath, &a.worker_id, ttl, a.lock_type.as_deref())
         })
         .await
     }
