@@ -13,8 +13,11 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool_handler};
 
+use std::sync::Arc;
+
 use super::check::ArgumentChecks;
 use super::reply;
+use crate::engine::conductor::Conductor;
 use crate::engine::store::Root;
 
 /// The server's name: hosts show its tools as `conductor.submit_handoff` or
@@ -29,12 +32,22 @@ summary); do the step; then submit_handoff with your summary, decisions, artifac
 or ack_handoff with status completed. Coordinate with other workers of a track through the bus \
 tools (post_message, acquire_lock, update_worker_status, wait_for_event) and the board tools.";
 
-/// The MCP server for one pantheon root. Cheap to clone; holds no state besides the root.
-#[derive(Debug, Clone)]
+/// The MCP server for one pantheon root. Cheap to clone; it holds no protocol state of its own.
+#[derive(Clone)]
 pub struct ConductorServer {
     pub(super) root: Root,
+    /// Shared by every call: it caches the compiled handoff schema.
+    pub(super) conductor: Arc<Conductor>,
     tool_router: ToolRouter<Self>,
     checks: ArgumentChecks,
+}
+
+impl std::fmt::Debug for ConductorServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConductorServer")
+            .field("root", &self.root.root)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ConductorServer {
@@ -43,6 +56,7 @@ impl ConductorServer {
         let tool_router = Self::router();
         let checks = ArgumentChecks::new(&tool_router.list_all());
         Self {
+            conductor: Arc::new(Conductor::new(root.clone())),
             root,
             tool_router,
             checks,

@@ -7,7 +7,9 @@ use serde_json::{Value, json};
 
 use crate::harness::*;
 
-const GODS: [&str; 4] = ["thoth", "hephaestus", "marvin", "hermes"];
+/// Four gods handing work round in a ring; no sample rule of `pantheon init` matches these
+/// pairs, so every handoff is routed directly.
+const GODS: [&str; 4] = ["hermes", "marvin", "rheta", "thoth"];
 const WORKFLOWS: usize = 4;
 
 fn wf(k: usize) -> String {

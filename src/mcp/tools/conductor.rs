@@ -1,14 +1,15 @@
 //! The Conductor tools (PROTOCOL 2): handoffs, inboxes, acks, state, abort and cleanup.
 
-use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::CallToolResult;
-use rmcp::{tool, tool_router};
-use serde_json::Value;
-
-use crate::engine::error::Error;
+use crate::engine::conductor::Actor;
 use crate::mcp::args::*;
 use crate::mcp::reply::blocking;
 use crate::mcp::server::ConductorServer;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::CallToolResult;
+use rmcp::{tool, tool_router};
+
+/// Recorded as `aborted_by` when the caller does not name itself.
+const DEFAULT_ABORTED_BY: &str = "mcp";
 
 #[tool_router(router = conductor_tools, vis = "pub(crate)")]
 impl ConductorServer {
@@ -26,11 +27,9 @@ impl ConductorServer {
         open_world_hint = false
     ))]
     async fn submit_handoff(&self, Parameters(a): Parameters<SubmitHandoff>) -> CallToolResult {
-        let root = self.root.clone();
-        let handoff = a.handoff;
+        let conductor = self.conductor.clone();
         blocking("submit_handoff", move || {
-            let _ = (root, handoff);
-            Err::<Value, _>(Error::refused("engine not merged yet"))
+            conductor.submit_handoff(&a.handoff)
         })
         .await
     }
@@ -44,17 +43,13 @@ impl ConductorServer {
         open_world_hint = false
     ))]
     async fn check_inbox(&self, Parameters(a): Parameters<CheckInbox>) -> CallToolResult {
-        let root = self.root.clone();
-        blocking("check_inbox", move || {
-            let _ = (root, a);
-            Err::<Value, _>(Error::refused("engine not merged yet"))
-        })
-        .await
+        let conductor = self.conductor.clone();
+        blocking("check_inbox", move || conductor.check_inbox(&a.god_name)).await
     }
 
     /// Acknowledge a dispatch from your inbox with `accepted`, `pending`, `rejected` or
-    /// `completed` (see the `ack` argument). The ack is recorded in the workflow state with you as
-    /// `by`. Returns `{acknowledged, handoff_id, status, state_status, …}`; a rejected dispatch
+    /// `completed` (see the `ack` argument). The ack is recorded in the workflow state with the god the
+    /// dispatch was for as `by`. Returns `{acknowledged, handoff_id, status, state_status, …}`; a rejected dispatch
     /// goes to the step's next fallback god (`rerouted_to`), a completed one dispatches the next
     /// step. Repeating the same ack is harmless (`duplicate`).
     #[tool(annotations(
@@ -65,11 +60,9 @@ impl ConductorServer {
         open_world_hint = false
     ))]
     async fn ack_handoff(&self, Parameters(a): Parameters<AckHandoff>) -> CallToolResult {
-        let root = self.root.clone();
-        let ack = a.ack;
+        let conductor = self.conductor.clone();
         blocking("ack_handoff", move || {
-            let _ = (root, ack);
-            Err::<Value, _>(Error::refused("engine not merged yet"))
+            conductor.ack_handoff(&a.ack, Actor::Recipient)
         })
         .await
     }
@@ -82,10 +75,9 @@ impl ConductorServer {
         open_world_hint = false
     ))]
     async fn get_workflow_state(&self, Parameters(a): Parameters<WorkflowRef>) -> CallToolResult {
-        let root = self.root.clone();
+        let conductor = self.conductor.clone();
         blocking("get_workflow_state", move || {
-            let _ = (root, a);
-            Err::<Value, _>(Error::refused("engine not merged yet"))
+            conductor.get_workflow_state(&a.workflow_id)
         })
         .await
     }
@@ -98,12 +90,8 @@ impl ConductorServer {
         open_world_hint = false
     ))]
     async fn list_pending(&self) -> CallToolResult {
-        let root = self.root.clone();
-        blocking("list_pending", move || {
-            let _ = root;
-            Err::<Value, _>(Error::refused("engine not merged yet"))
-        })
-        .await
+        let conductor = self.conductor.clone();
+        blocking("list_pending", move || conductor.list_pending()).await
     }
 
     /// The reaction rules that route handoffs when no workflow definition applies: `{rules:
@@ -115,12 +103,8 @@ impl ConductorServer {
         open_world_hint = false
     ))]
     async fn list_rules(&self) -> CallToolResult {
-        let root = self.root.clone();
-        blocking("list_rules", move || {
-            let _ = root;
-            Err::<Value, _>(Error::refused("engine not merged yet"))
-        })
-        .await
+        let conductor = self.conductor.clone();
+        blocking("list_rules", move || conductor.list_rules()).await
     }
 
     /// The workflow definitions you can name in `routing.workflow_definition`: `{workflows: [{id,
@@ -131,12 +115,8 @@ impl ConductorServer {
         open_world_hint = false
     ))]
     async fn list_workflows(&self) -> CallToolResult {
-        let root = self.root.clone();
-        blocking("list_workflows", move || {
-            let _ = root;
-            Err::<Value, _>(Error::refused("engine not merged yet"))
-        })
-        .await
+        let conductor = self.conductor.clone();
+        blocking("list_workflows", move || conductor.list_workflows()).await
     }
 
     /// Abort a workflow that cannot go on: marks it `aborted` with your reason, puts a
@@ -152,10 +132,10 @@ impl ConductorServer {
         open_world_hint = false
     ))]
     async fn abort_workflow(&self, Parameters(a): Parameters<AbortWorkflow>) -> CallToolResult {
-        let root = self.root.clone();
+        let conductor = self.conductor.clone();
         blocking("abort_workflow", move || {
-            let _ = (root, a);
-            Err::<Value, _>(Error::refused("engine not merged yet"))
+            let by = Actor::God(a.by.unwrap_or_else(|| DEFAULT_ABORTED_BY.into()));
+            conductor.abort_workflow(&a.workflow_id, &a.reason, by)
         })
         .await
     }
@@ -172,10 +152,9 @@ impl ConductorServer {
         open_world_hint = false
     ))]
     async fn cleanup(&self, Parameters(a): Parameters<Cleanup>) -> CallToolResult {
-        let root = self.root.clone();
+        let conductor = self.conductor.clone();
         blocking("cleanup", move || {
-            let _ = (root, a);
-            Err::<Value, _>(Error::refused("engine not merged yet"))
+            conductor.cleanup(&a.workflow_id, a.dry_run)
         })
         .await
     }
