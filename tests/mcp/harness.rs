@@ -61,6 +61,28 @@ fn session_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/python/session.py")
 }
 
+/// The fixture root as foreign writers leave it (never written to: tests copy it):
+/// `$PANTHEON_FIXTURE_ROOT`, else the shared fixture.
+fn foreign_root() -> PathBuf {
+    std::env::var_os("PANTHEON_FIXTURE_ROOT")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/work/shared/fixtures/foreign-root"))
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap_or_else(|e| panic!("{}: {e}", from.display())) {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
 /// A fresh temp root on which `pantheon init` has run.
 pub struct TestRoot {
     pub dir: TempDir,
@@ -76,6 +98,15 @@ impl TestRoot {
             "pantheon init failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
+        root
+    }
+
+    /// A copy of the shared foreign-root fixture (quirks and junk included), then `pantheon init`.
+    pub fn foreign() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        copy_dir(&foreign_root(), dir.path());
+        let root = Self { dir };
+        root.cli_json(&["init"]);
         root
     }
 

@@ -6,6 +6,7 @@ mod harness;
 
 mod bus;
 mod concurrency;
+mod foreign;
 mod listing;
 mod stdio;
 mod workflow;
