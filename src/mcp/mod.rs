@@ -26,7 +26,7 @@ pub fn serve(root: Root) -> anyhow::Result<()> {
         .thread_name("pantheon-mcp")
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         tracing::info!(root = %root.root.display(), "serving MCP on stdio");
         let service = ConductorServer::new(root)
             .serve(rmcp::transport::stdio())
@@ -35,8 +35,15 @@ pub fn serve(root: Root) -> anyhow::Result<()> {
         let reason = service.waiting().await.context("the MCP service failed")?;
         tracing::info!(?reason, "connection closed");
         Ok(())
-    })
+    });
+    // A call still blocked in the engine (a long `wait_for_event`) must not keep the process
+    // alive after the host hung up. Every engine write is atomic, so abandoning a call is safe.
+    runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    served
 }
+
+/// How long in-flight calls may finish after the connection closes.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Logs to stderr only: stdout is the protocol. The filter comes from `PANTHEON_LOG`.
 fn init_logging() {

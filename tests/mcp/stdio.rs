@@ -3,7 +3,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::process::{ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -17,10 +17,13 @@ struct RawServer {
 
 impl RawServer {
     fn start(root: &TestRoot) -> Self {
-        let mut child = Command::new(pantheon_bin())
-            .arg("--root")
-            .arg(root.path())
-            .arg("mcp")
+        let mut cmd = Command::new(pantheon_bin());
+        cmd.arg("--root").arg(root.path()).arg("mcp");
+        Self::spawn(cmd)
+    }
+
+    fn spawn(mut cmd: Command) -> Self {
+        let mut child = cmd
             .env("PANTHEON_LOG", "warn")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -64,6 +67,44 @@ impl RawServer {
         v
     }
 
+    fn initialize(&mut self) -> Value {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "raw-test", "version": "0"}}})
+            .to_string(),
+        );
+        let init = self.response(1);
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string());
+        init
+    }
+
+    fn call(&mut self, id: u64, tool: &str, arguments: Value) {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                    "params": {"name": tool, "arguments": arguments}})
+            .to_string(),
+        );
+    }
+
+    /// Closes stdin and waits (bounded) for a clean exit.
+    fn close(mut self) {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(status.success(), "exit status {status}");
+                return;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("the server did not exit after stdin closed");
+            }
+            // Polling a child's exit status has no signal to await in std.
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// The response to request `id`, skipping notifications.
     fn response(&self, id: u64) -> Value {
         loop {
@@ -80,15 +121,8 @@ impl RawServer {
 fn server_survives_garbage_lines_malformed_requests_and_bad_arguments() {
     let root = TestRoot::new();
     let mut server = RawServer::start(&root);
-    server.send(
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "raw-test", "version": "0"}}})
-        .to_string(),
-    );
-    let init = server.response(1);
+    let init = server.initialize();
     assert_eq!(init["result"]["serverInfo"]["name"], json!("conductor"));
-    server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string());
 
     // Not JSON at all: ignored (there is no id to answer).
     server.send("{this is not json");
@@ -127,7 +161,56 @@ fn server_survives_garbage_lines_malformed_requests_and_bad_arguments() {
     );
 
     // Closing stdin ends the server cleanly.
-    drop(server.stdin.take());
-    let status = server.child.wait().unwrap();
-    assert!(status.success(), "exit status {status}");
+    server.close();
+}
+
+#[test]
+fn root_comes_from_pantheon_root_when_no_flag_is_given() {
+    let root = TestRoot::new();
+    let mut cmd = Command::new(pantheon_bin());
+    cmd.arg("mcp").env("PANTHEON_ROOT", root.path());
+    let mut server = RawServer::spawn(cmd);
+    server.initialize();
+    server.call(2, "list_workflows", json!({}));
+    let listed = server.response(2);
+    let workflows = &listed["result"]["structuredContent"]["workflows"];
+    let first = workflows[0]["path"]
+        .as_str()
+        .expect("init installs sample workflows");
+    assert!(
+        first.starts_with(root.path().to_str().unwrap()),
+        "{first} lies in $PANTHEON_ROOT"
+    );
+    server.close();
+}
+
+#[test]
+fn a_cancelled_or_abandoned_wait_never_blocks_the_server_or_its_exit() {
+    let root = TestRoot::new();
+    root.init_track("raw");
+    let mut server = RawServer::start(&root);
+    server.initialize();
+    server.call(
+        2,
+        "wait_for_event",
+        json!({"track": "raw", "event_pattern": "NEVER", "timeout": 600}),
+    );
+    server.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": 2, "reason": "host gave up"}})
+        .to_string(),
+    );
+    server.call(
+        3,
+        "wait_for_event",
+        json!({"track": "raw", "event_pattern": "NEVER", "timeout": 600}),
+    );
+    server.send(&json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}).to_string());
+    let list = server.response(4);
+    assert!(
+        list["result"]["tools"].is_array(),
+        "served while two waits are pending"
+    );
+    // The host hangs up with wait 3 still running: the process exits anyway.
+    server.close();
 }
