@@ -96,6 +96,18 @@ fn four_servers_on_one_root_record_every_handoff_and_ack_exactly_once() {
         );
     }
 
+    // Each god's archive holds exactly one taken dispatch per workflow.
+    for god in GODS {
+        let dir = root.path().join("conductor/archive").join(god);
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".json"))
+            .collect();
+        files.sort();
+        assert_eq!(files.len(), WORKFLOWS, "{god}: {files:?}");
+    }
+
     // Every workflow records each of its four handoffs and four acks exactly once.
     for k in 0..WORKFLOWS {
         let state = root.cli_json(&["state", &wf(k)]);
