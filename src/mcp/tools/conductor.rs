@@ -48,10 +48,11 @@ impl ConductorServer {
     }
 
     /// Acknowledge a dispatch from your inbox with `accepted`, `pending`, `rejected` or
-    /// `completed` (see the `ack` argument). The ack is recorded in the workflow state with the god the
-    /// dispatch was for as `by`. Returns `{acknowledged, handoff_id, status, state_status, …}`; a rejected dispatch
-    /// goes to the step's next fallback god (`rerouted_to`), a completed one dispatches the next
-    /// step. Repeating the same ack is harmless (`duplicate`).
+    /// `completed` (see the `ack` argument). The ack is recorded in the workflow state with the
+    /// god the dispatch was for as `by`. Returns `{acknowledged, handoff_id, status,
+    /// state_status, …}`; a rejected dispatch goes to the step's next fallback god
+    /// (`rerouted_to`), a completed one dispatches the next step. Repeating the same ack is
+    /// harmless (`duplicate`).
     #[tool(annotations(
         title = "Acknowledge a dispatch",
         read_only_hint = false,
