@@ -66,9 +66,11 @@ impl Server {
     }
 
     fn initialize(&mut self) {
-        self.send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "bench", "version": "0"}}}));
+            "clientInfo": {"name": "bench", "version": "0"}}}),
+        );
         let r = self.recv();
         assert!(r["result"].is_object(), "{r}");
         self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
