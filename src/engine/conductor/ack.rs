@@ -295,6 +295,7 @@ impl Conductor {
                 st.acks.push(rec.clone());
                 st.updated = Some(now);
                 files::write_state(&self.root, &wf, &st)?;
+                super::crash_point("ack:after-state");
                 files::archive(&self.root, &found.path, &god, &a.hid, &d)?;
             }
             AckStatus::Rejected => {
@@ -327,6 +328,7 @@ impl Conductor {
                 d.archived_at = Some(now.clone());
                 st.updated = Some(now);
                 files::write_state(&self.root, &wf, &st)?;
+                super::crash_point("ack:after-state");
                 files::archive(&self.root, &found.path, &god, &a.hid, &d)?;
                 self.finish_ack(&wf, &st, &rec)?;
             }
