@@ -224,6 +224,10 @@ fn post(
 ) -> anyhow::Result<Outcome> {
     let payload: Value = serde_json::from_str(payload)
         .with_context(|| format!("--payload is not JSON: {payload}"))?;
+    if !stdin && count != 1 {
+        let (posted, first_id, last_id) = bus.post_repeated(&kind, &source, payload, count)?;
+        return json_of(json!({"posted": posted, "first_id": first_id, "last_id": last_id}));
+    }
     let mut items: Vec<(String, String, Value)> =
         std::iter::repeat_n((kind.clone(), source.clone(), payload), count).collect();
     if stdin {

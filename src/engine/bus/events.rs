@@ -344,7 +344,8 @@ mod tests {
         // counted as old, so keep writing new names until the waiter returns.
         let mut i = 2;
         while !t.is_finished() {
-            std::fs::write(ev.join(format!("TASK_COMPLETE_{i}.event")), "new").unwrap();
+            // Written as our writers do (atomic rename), so the file never appears empty.
+            write_atomic(&ev.join(format!("TASK_COMPLETE_{i}.event")), b"new").unwrap();
             i += 1;
             std::thread::sleep(Duration::from_millis(20));
         }

@@ -153,21 +153,90 @@ impl Bus {
         Ok(env)
     }
 
-    /// Posts many messages through one open queue (one flock per line); used for batches.
+    /// Posts many messages from one process. Every item is checked before anything is written; then
+    /// whole lines are appended in chunks of up to [`queue::BATCH_BYTES`], each chunk one `write` under
+    /// one hold of the queue's flock (other writers interleave between chunks, never inside a line).
     pub fn post_batch(
         &self,
         items: impl IntoIterator<Item = (String, String, Value)>,
     ) -> Result<Vec<Envelope>> {
         self.require()?;
+        let envs = items
+            .into_iter()
+            .map(|(kind, source, payload)| queue::envelope(&kind, &source, payload))
+            .collect::<Result<Vec<_>>>()?;
         let mut w = queue::QueueWriter::open(&self.queue_path())?;
-        let mut out = Vec::new();
-        for (kind, source, payload) in items {
-            let env = queue::envelope(&kind, &source, payload)?;
-            w.append(&env)?;
-            events::touch_for(&self.events_dir(), &env)?;
-            out.push(env);
+        let mut chunk = Vec::with_capacity(queue::BATCH_BYTES);
+        let mut pending = 0..0;
+        for (i, env) in envs.iter().enumerate() {
+            serde_json::to_writer(&mut chunk, env).expect("envelopes always serialise");
+            chunk.push(b'\n');
+            pending.end = i + 1;
+            if chunk.len() >= queue::BATCH_BYTES || i + 1 == envs.len() {
+                w.append_line(&chunk)?;
+                chunk.clear();
+                for env in &envs[pending.clone()] {
+                    events::touch_for(&self.events_dir(), env)?;
+                }
+                pending = i + 1..i + 1;
+            }
         }
-        Ok(out)
+        Ok(envs)
+    }
+
+    /// Posts the same message `count` times (each with its own id and time), checked once, streamed
+    /// in chunks of whole lines like [`Bus::post_batch`] without holding every envelope in memory.
+    /// Returns (count, first id, last id).
+    pub fn post_repeated(
+        &self,
+        kind: &str,
+        source: &str,
+        payload: Value,
+        count: usize,
+    ) -> Result<(usize, Option<String>, Option<String>)> {
+        self.require()?;
+        let template = queue::envelope(kind, source, payload)?;
+        if count == 0 {
+            return Ok((0, None, None));
+        }
+        // Every line shares type, source and payload: serialise them once.
+        let head = format!(
+            ",\"type\":{},\"source\":{},\"timestamp\":\"",
+            serde_json::to_string(&template.kind).expect("strings serialise"),
+            serde_json::to_string(&template.source).expect("strings serialise"),
+        );
+        let tail = format!(
+            "\",\"payload\":{}}}\n",
+            serde_json::to_string(&template.payload).expect("JSON values serialise")
+        );
+        let mut w = queue::QueueWriter::open(&self.queue_path())?;
+        let mut chunk = Vec::with_capacity(queue::BATCH_BYTES + 1024);
+        let (mut first, mut last) = (None, String::new());
+        for i in 0..count {
+            let id = crate::engine::store::ids::generate_message_id();
+            chunk.extend_from_slice(b"{\"id\":\"");
+            chunk.extend_from_slice(id.as_bytes());
+            chunk.extend_from_slice(b"\"");
+            chunk.extend_from_slice(head.as_bytes());
+            chunk.extend_from_slice(now_ts().as_bytes());
+            chunk.extend_from_slice(tail.as_bytes());
+            if first.is_none() {
+                first = Some(id.clone());
+            }
+            last = id;
+            if chunk.len() >= queue::BATCH_BYTES || i + 1 == count {
+                w.append_line(&chunk)?;
+                chunk.clear();
+                // Every message names the same event files; the last one written wins, as it would
+                // one message at a time.
+                let env = Envelope {
+                    id: last.clone(),
+                    ..template.clone()
+                };
+                events::touch_for(&self.events_dir(), &env)?;
+            }
+        }
+        Ok((count, first, Some(last)))
     }
 
     /// Reads messages passing `filter`; with `tail`, only the last N (seeking from the end).
@@ -265,4 +334,71 @@ pub fn list_tracks(root: &Root) -> Vec<TrackName> {
         .unwrap_or_default();
     out.sort();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_posts_write_the_same_envelopes_as_single_posts() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = Bus::open(&Root::at(dir.path()), "t").unwrap();
+        bus.init().unwrap();
+        let payload = serde_json::json!({"task_id": "a\"b\n", "n": [1, 2]});
+        let one = bus
+            .post("TASK_COMPLETE", "w \"1\"", payload.clone())
+            .unwrap();
+        let (n, first, last) = bus
+            .post_repeated("TASK_COMPLETE", "w \"1\"", payload.clone(), 3000)
+            .unwrap();
+        assert_eq!(n, 3000);
+        let all = bus.read(&queue::Filter::default(), None).unwrap();
+        assert_eq!((all.count, all.skipped), (3001, 0));
+        assert_eq!(all.messages[1].id, first.unwrap());
+        assert_eq!(all.messages[3000].id, last.clone().unwrap());
+        let text = std::fs::read_to_string(bus.queue_path()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        // Same shape, key order and escaping as a single post, apart from id and time.
+        let strip = |l: &str| {
+            let e = Envelope::parse_line(l.as_bytes()).unwrap();
+            l.replace(&e.id, "ID").replace(&e.timestamp, "TS")
+        };
+        assert_eq!(strip(lines[0]), strip(lines[2999]));
+        assert!(
+            all.messages
+                .iter()
+                .all(|m| m.payload == payload && m.instant().is_some())
+        );
+        let ev =
+            std::fs::read_to_string(bus.events_dir().join("TASK_COMPLETE_a%22b%0A.event")).unwrap();
+        assert_eq!(ev, last.unwrap());
+        assert!(bus.post_repeated("bad", "w", Value::Null, 5).is_err());
+        assert_eq!(
+            bus.read(&queue::Filter::default(), None).unwrap().count,
+            3001
+        );
+        assert_eq!(one.kind, "TASK_COMPLETE");
+    }
+
+    #[test]
+    fn list_tracks_names_only_valid_tracks_with_a_bus() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path());
+        assert!(list_tracks(&root).is_empty());
+        for t in ["b-track", "a_track"] {
+            Bus::open(&root, t).unwrap().init().unwrap();
+        }
+        std::fs::create_dir_all(root.tracks_dir().join("no-bus")).unwrap();
+        std::fs::create_dir_all(root.tracks_dir().join("bad name/.message-bus")).unwrap();
+        let names: Vec<String> = list_tracks(&root).iter().map(|t| t.to_string()).collect();
+        assert_eq!(names, ["a_track", "b-track"]);
+        assert!(Bus::open(&root, "../x").is_err());
+        assert!(
+            Bus::open_existing(&root, "no-bus")
+                .unwrap_err()
+                .to_string()
+                .contains("init")
+        );
+    }
 }
