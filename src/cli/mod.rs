@@ -62,7 +62,7 @@ pub fn run(cli: Cli) -> ExitCode {
     let result: anyhow::Result<Outcome> = match cli.command {
         None | Some(Command::Console) => Err(anyhow::anyhow!("the console is not built yet")),
         Some(Command::Demo) => Err(anyhow::anyhow!("the demo is not built yet")),
-        Some(Command::Mcp) => Err(anyhow::anyhow!("the MCP server is not built yet")),
+        Some(Command::Mcp) => crate::mcp::serve(root).map(|()| Outcome::Exit(ExitCode::SUCCESS)),
         Some(Command::Conductor(cmd)) => conductor::run(cmd, &root),
         Some(Command::Bus(args)) => bus::run(args, &root),
         Some(Command::Board(args)) => board::run(args, &root),
