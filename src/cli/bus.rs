@@ -1,9 +1,21 @@
-//! `pantheon bus --track T …`.
+//! `pantheon bus --track T …`: the message bus of one track (PROTOCOL 3 and 5).
 
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use anyhow::Context;
 use clap::{Args, Subcommand};
+use notify::{RecursiveMode, Watcher};
+use serde_json::{Value, json};
 
 use super::Outcome;
+use crate::engine::bus::queue::{Filter, QueueCursor};
+use crate::engine::bus::workers::Heartbeat;
+use crate::engine::bus::{Bus, locks};
 use crate::engine::store::Root;
+use crate::engine::store::time::parse_duration;
 
 #[derive(Debug, Args)]
 pub struct BusArgs {
@@ -18,8 +30,270 @@ pub struct BusArgs {
 pub enum BusCommand {
     /// Create the bus files (never wipes existing ones).
     Init,
+    /// Append a message to the queue (and touch its events).
+    Post {
+        /// The message type, e.g. PROGRESS, TASK_COMPLETE (^[A-Z][A-Z0-9_]*$).
+        #[arg(value_name = "TYPE")]
+        kind: String,
+        /// Who posts it (a worker id, a director, orchestrator).
+        #[arg(long)]
+        source: String,
+        /// The payload, a JSON object.
+        #[arg(long, default_value = "{}")]
+        payload: String,
+        /// Post the same message N times from this one process (each with its own id).
+        #[arg(long, default_value_t = 1, value_name = "N")]
+        count: usize,
+        /// Also post one message per JSON line on stdin: a payload object, or
+        /// {"type": …, "source": …, "payload": {…}} overriding TYPE and --source.
+        #[arg(long)]
+        stdin: bool,
+    },
+    /// Read messages (skipping and counting bad lines).
+    Read {
+        /// Only messages at or after this time (compared as instants).
+        #[arg(long, value_name = "TS")]
+        since: Option<String>,
+        /// Only this type.
+        #[arg(long = "type", value_name = "TYPE")]
+        kind: Option<String>,
+        /// Only this source.
+        #[arg(long)]
+        source: Option<String>,
+        /// Only the last N (read from the end of the file).
+        #[arg(long, value_name = "N")]
+        tail: Option<usize>,
+        /// Print matching messages as JSON lines, then keep printing new ones as they arrive.
+        #[arg(long)]
+        follow: bool,
+    },
+    /// Acquire or renew the lock on a file.
+    Lock {
+        path: String,
+        #[arg(long)]
+        worker: String,
+        /// Lease length (30m, 2h, 90s).
+        #[arg(long, default_value = "30m")]
+        ttl: String,
+        #[arg(long, default_value = locks::DEFAULT_LOCK_TYPE)]
+        lock_type: String,
+    },
+    /// Release a lock (only its holder, or an operator with --force).
+    Unlock {
+        path: String,
+        #[arg(long)]
+        worker: String,
+        /// Operator override: release a lock held by someone else (recorded as forced_by).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Record a worker heartbeat (merged into worker-status.json).
+    Heartbeat {
+        #[arg(long)]
+        worker: String,
+        #[arg(long)]
+        task: String,
+        /// RUNNING, COMPLETE, FAILED or BLOCKED.
+        #[arg(long)]
+        status: String,
+        /// Progress, 0–100.
+        #[arg(long)]
+        progress: Option<f64>,
+        #[arg(long)]
+        subtask: Option<String>,
+    },
+    /// Wait for an event file matching PATTERN (glob); exits 1 on timeout.
+    Wait {
+        pattern: String,
+        /// Seconds to wait.
+        #[arg(long, default_value_t = 300.0)]
+        timeout: f64,
+        /// Only count events created after the wait began.
+        #[arg(long)]
+        fresh: bool,
+    },
+    /// Report every deadlock cycle among blocked workers.
+    Deadlocks,
+    /// Locks, workers, events and board of the track at a glance.
+    Status,
+    /// Archive a finished track's queue and clear its locks, workers and events.
+    Archive {
+        #[arg(long, value_name = "ID")]
+        track_id: String,
+        /// Archive even with live locks or running workers.
+        #[arg(long)]
+        force: bool,
+    },
 }
 
-pub fn run(_args: BusArgs, _root: &Root) -> anyhow::Result<Outcome> {
-    anyhow::bail!("the bus is not built yet")
+fn json_of<T: serde::Serialize>(v: T) -> anyhow::Result<Outcome> {
+    Ok(Outcome::Json(serde_json::to_value(v)?))
+}
+
+/// Runs `pantheon bus …`.
+pub fn run(args: BusArgs, root: &Root) -> anyhow::Result<Outcome> {
+    let bus = Bus::open(root, &args.track)?;
+    match args.command {
+        BusCommand::Init => json_of(bus.init()?),
+        BusCommand::Post {
+            kind,
+            source,
+            payload,
+            count,
+            stdin,
+        } => post(&bus, kind, source, &payload, count, stdin),
+        BusCommand::Read {
+            since,
+            kind,
+            source,
+            tail,
+            follow,
+        } => {
+            let filter = Filter {
+                since: since.as_deref().map(Filter::parse_since).transpose()?,
+                kind,
+                source,
+            };
+            if follow {
+                follow_queue(&bus, &filter, tail)
+            } else {
+                bus.require()?;
+                json_of(bus.read(&filter, tail)?)
+            }
+        }
+        BusCommand::Lock {
+            path,
+            worker,
+            ttl,
+            lock_type,
+        } => {
+            let ttl = parse_duration(&ttl).with_context(|| {
+                format!("--ttl {ttl:?} is not a duration; use e.g. 30m, 2h, 90s")
+            })?;
+            json_of(bus.acquire_lock(&path, &worker, ttl, Some(&lock_type))?)
+        }
+        BusCommand::Unlock {
+            path,
+            worker,
+            force,
+        } => json_of(bus.release_lock(&path, &worker, force)?),
+        BusCommand::Heartbeat {
+            worker,
+            task,
+            status,
+            progress,
+            subtask,
+        } => json_of(bus.heartbeat(&Heartbeat {
+            worker_id: &worker,
+            task_id: Some(&task),
+            status: Some(&status),
+            progress_pct: progress,
+            current_subtask: subtask.as_deref(),
+        })?),
+        BusCommand::Wait {
+            pattern,
+            timeout,
+            fresh,
+        } => {
+            if !(timeout.is_finite() && timeout >= 0.0) {
+                anyhow::bail!("--timeout must be a number of seconds, not {timeout}");
+            }
+            let r = bus.wait_for_event(&pattern, Duration::from_secs_f64(timeout), fresh)?;
+            if !r.matched {
+                anyhow::bail!(
+                    "no event matching {pattern:?} in {}{} within {timeout}s",
+                    bus.events_dir().display(),
+                    if fresh { " (fresh only)" } else { "" }
+                );
+            }
+            json_of(r)
+        }
+        BusCommand::Deadlocks => json_of(bus.detect_deadlocks()?),
+        BusCommand::Status => json_of(bus.status()?),
+        BusCommand::Archive { track_id, force } => json_of(bus.archive(&track_id, force)?),
+    }
+}
+
+fn post(
+    bus: &Bus,
+    kind: String,
+    source: String,
+    payload: &str,
+    count: usize,
+    stdin: bool,
+) -> anyhow::Result<Outcome> {
+    let payload: Value = serde_json::from_str(payload)
+        .with_context(|| format!("--payload is not JSON: {payload}"))?;
+    let mut items: Vec<(String, String, Value)> =
+        std::iter::repeat_n((kind.clone(), source.clone(), payload), count).collect();
+    if stdin {
+        for (i, line) in std::io::stdin().lock().lines().enumerate() {
+            let line = line.context("reading stdin")?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let v: Value = serde_json::from_str(&line)
+                .with_context(|| format!("stdin line {} is not JSON", i + 1))?;
+            let full = v.get("payload").is_some() || v.get("type").is_some();
+            let item = if full {
+                (
+                    v.get("type")
+                        .and_then(Value::as_str)
+                        .unwrap_or(&kind)
+                        .to_owned(),
+                    v.get("source")
+                        .and_then(Value::as_str)
+                        .unwrap_or(&source)
+                        .to_owned(),
+                    v.get("payload").cloned().unwrap_or(Value::Null),
+                )
+            } else {
+                (kind.clone(), source.clone(), v)
+            };
+            items.push(item);
+        }
+    }
+    let posted = bus.post_batch(items)?;
+    if posted.len() == 1 && !stdin {
+        return json_of(&posted[0]);
+    }
+    json_of(json!({
+        "posted": posted.len(),
+        "first_id": posted.first().map(|e| e.id.clone()),
+        "last_id": posted.last().map(|e| e.id.clone()),
+    }))
+}
+
+/// Prints matching messages as JSON lines, then every new one as it is appended (woken by notify).
+fn follow_queue(bus: &Bus, filter: &Filter, tail: Option<usize>) -> anyhow::Result<Outcome> {
+    bus.require()?;
+    let (tx, rx) = mpsc::channel();
+    let mut watcher = notify::recommended_watcher(move |ev| {
+        let _ = tx.send(ev);
+    })?;
+    // Watch the directory, so an archived (renamed) and re-created queue is followed too.
+    watcher.watch(&bus.dir, RecursiveMode::NonRecursive)?;
+    let first = bus.read(filter, tail)?;
+    let mut out = std::io::stdout().lock();
+    let mut print = |msgs: &[crate::engine::bus::Envelope]| -> bool {
+        for m in msgs.iter().filter(|m| filter.matches(m)) {
+            let line = serde_json::to_string(m).expect("envelopes serialise");
+            if writeln!(out, "{line}").is_err() {
+                return false;
+            }
+        }
+        out.flush().is_ok()
+    };
+    if !print(&first.messages) {
+        return Ok(Outcome::Exit(ExitCode::SUCCESS));
+    }
+    let mut cursor = QueueCursor::at(&bus.queue_path(), first.next_offset);
+    while rx.recv().is_ok() {
+        while rx.try_recv().is_ok() {}
+        let msgs = cursor.poll()?;
+        if !print(&msgs) {
+            break;
+        }
+    }
+    Ok(Outcome::Exit(ExitCode::SUCCESS))
 }
