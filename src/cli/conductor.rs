@@ -1,18 +1,151 @@
-//! `pantheon init | handoff | inbox | ack | state | pending | rules | workflows | abort | cleanup | approve`.
+//! `pantheon init | handoff submit | inbox | ack | state | pending | rules | workflows | abort | cleanup
+//! | approve`: parse, call the [`Conductor`], print its result as JSON.
 
+use std::io::Read;
+use std::path::PathBuf;
+
+use anyhow::Context;
 use clap::Subcommand;
+use serde::Serialize;
 
 use super::Outcome;
+use crate::engine::conductor::{Actor, Conductor};
 use crate::engine::store::Root;
 
 #[derive(Debug, Subcommand)]
 pub enum ConductorCommand {
-    /// Create the root's layout (idempotent; never overwrites).
+    /// Create the root's layout, default inboxes, schema and samples (idempotent; never overwrites).
     Init,
+    /// Handoffs: submit one.
+    Handoff {
+        #[command(subcommand)]
+        command: HandoffCommand,
+    },
+    /// Show a god's inbox (dispatches not yet taken, oldest first).
+    Inbox {
+        /// The god whose inbox to read.
+        god: String,
+    },
+    /// Acknowledge a dispatch with an ack JSON (accepted, pending, rejected, completed).
+    Ack {
+        /// The ack JSON file, or `-` (the default) for standard input.
+        #[arg(value_name = "FILE|-")]
+        file: Option<PathBuf>,
+        /// Record the ack as the operator's rather than the addressed god's.
+        #[arg(long)]
+        operator: bool,
+    },
+    /// Show one workflow's state.
+    State {
+        /// The workflow id (`wf_…`).
+        workflow_id: String,
+    },
+    /// List every dispatch not yet taken, and those held for approval.
+    Pending,
+    /// List the reaction rules (and rule files that do not load).
+    Rules,
+    /// List the workflow definitions (and files that do not load).
+    Workflows,
+    /// Abort a workflow: mark its artifacts, write the manifest, withdraw its dispatches.
+    Abort {
+        /// The workflow id (`wf_…`).
+        workflow_id: String,
+        /// Why (recorded in the state and the manifest).
+        #[arg(long)]
+        reason: String,
+    },
+    /// Delete an aborted or completed workflow's temp_artifacts.
+    Cleanup {
+        /// The workflow id (`wf_…`).
+        workflow_id: String,
+        /// Show what would be deleted, delete nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Release a dispatch held for approval into its god's inbox (or refuse it with --reject).
+    Approve {
+        /// The held dispatch's handoff id (`pantheon pending` lists them under awaiting_approval).
+        handoff_id: String,
+        /// Refuse instead: the dispatch is archived and the workflow fails.
+        #[arg(long, requires = "reason")]
+        reject: bool,
+        /// Why it is refused (required with --reject).
+        #[arg(long)]
+        reason: Option<String>,
+    },
 }
 
-pub fn run(cmd: ConductorCommand, _root: &Root) -> anyhow::Result<Outcome> {
+#[derive(Debug, Subcommand)]
+pub enum HandoffCommand {
+    /// Submit a handoff JSON: validate, record, route, dispatch.
+    Submit {
+        /// The handoff JSON file, or `-` (the default) for standard input.
+        #[arg(value_name = "FILE|-")]
+        file: Option<PathBuf>,
+    },
+}
+
+/// Reads a JSON document from a file or standard input (`-` or nothing).
+fn read_input(file: Option<PathBuf>, what: &str) -> anyhow::Result<serde_json::Value> {
+    let (text, origin) = match file {
+        Some(p) if p.as_os_str() != "-" => (
+            std::fs::read_to_string(&p).with_context(|| format!("cannot read {}", p.display()))?,
+            p.display().to_string(),
+        ),
+        _ => {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .context("cannot read standard input")?;
+            (s, "standard input".to_owned())
+        }
+    };
+    serde_json::from_str(&text).with_context(|| format!("the {what} in {origin} is not valid JSON"))
+}
+
+fn json<T: Serialize>(v: T) -> anyhow::Result<Outcome> {
+    Ok(Outcome::Json(serde_json::to_value(v)?))
+}
+
+pub fn run(cmd: ConductorCommand, root: &Root) -> anyhow::Result<Outcome> {
+    let c = Conductor::new(root.clone());
     match cmd {
-        ConductorCommand::Init => anyhow::bail!("init is not built yet"),
+        ConductorCommand::Init => json(c.init()?),
+        ConductorCommand::Handoff {
+            command: HandoffCommand::Submit { file },
+        } => json(c.submit_handoff(&read_input(file, "handoff")?)?),
+        ConductorCommand::Inbox { god } => json(c.check_inbox(&god)?),
+        ConductorCommand::Ack { file, operator } => {
+            let by = if operator {
+                Actor::Operator
+            } else {
+                Actor::Recipient
+            };
+            json(c.ack_handoff(&read_input(file, "ack")?, by)?)
+        }
+        ConductorCommand::State { workflow_id } => json(c.get_workflow_state(&workflow_id)?),
+        ConductorCommand::Pending => json(c.list_pending()?),
+        ConductorCommand::Rules => json(c.list_rules()?),
+        ConductorCommand::Workflows => json(c.list_workflows()?),
+        ConductorCommand::Abort {
+            workflow_id,
+            reason,
+        } => json(c.abort_workflow(&workflow_id, &reason, Actor::Operator)?),
+        ConductorCommand::Cleanup {
+            workflow_id,
+            dry_run,
+        } => json(c.cleanup(&workflow_id, dry_run)?),
+        ConductorCommand::Approve {
+            handoff_id,
+            reject,
+            reason,
+        } => {
+            if reject {
+                let reason = reason.unwrap_or_default();
+                json(c.reject_held(&handoff_id, &reason, Actor::Operator)?)
+            } else {
+                json(c.approve(&handoff_id, Actor::Operator)?)
+            }
+        }
     }
 }

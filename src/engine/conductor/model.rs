@@ -111,6 +111,7 @@ open_enum!(
     }
 );
 
+#[allow(clippy::derivable_impls)]
 impl Default for WorkflowStatus {
     fn default() -> Self {
         Self::InProgress
@@ -137,6 +138,7 @@ open_enum!(
     }
 );
 
+#[allow(clippy::derivable_impls)]
 impl Default for AckStatus {
     fn default() -> Self {
         Self::Unacked
