@@ -10,9 +10,11 @@
 
 pub mod action;
 pub mod app;
+pub mod engine_ops;
 pub mod items;
 pub mod ops;
 pub mod preview;
+pub mod run;
 pub mod terminal;
 pub mod theme;
 pub mod views;

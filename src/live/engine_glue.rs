@@ -1,12 +1,19 @@
 //! The engine functions the live model leans on, in one place: queue reading from an offset,
-//! deadlock detection and the board's resolve rule all come from `engine::bus`.
+//! the discussion reader, the current board session, deadlock detection and the resolve rule all
+//! come from `engine::bus`.
 
 use std::path::Path;
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
+
+use crate::engine::bus::Bus;
+use crate::engine::bus::board::{self, QUICK_REVIEW, quick_review_rule, resolve_rule};
+use crate::engine::bus::deadlock::detect_deadlocks;
 use crate::engine::bus::model::{
     Assessment, BoardSession, DiscussionLine, Envelope, LockEntry, Vote, WorkerEntry,
 };
+use crate::engine::store::Root;
 
 /// Messages read from a queue offset.
 #[derive(Debug, Default)]
@@ -18,9 +25,10 @@ pub struct QueueBatch {
     pub skipped: u64,
 }
 
-/// Reads the complete lines appended at or after `offset` (engine: `bus::queue::read_from`).
+/// Reads the complete lines appended at or after `offset` (`bus::queue::read_from`).
 pub fn read_queue(path: &Path, offset: u64) -> Result<QueueBatch, String> {
-    let (messages, next_offset, skipped) = interim_read_from(path, offset)?;
+    let (messages, next_offset, skipped) =
+        crate::engine::bus::queue::read_from(path, offset).map_err(|e| e.to_string())?;
     Ok(QueueBatch {
         messages,
         next_offset,
@@ -28,60 +36,56 @@ pub fn read_queue(path: &Path, offset: u64) -> Result<QueueBatch, String> {
     })
 }
 
-/// Reads `discussion.jsonl` (engine: the board's reader).
-pub fn read_discussion(path: &Path) -> Vec<DiscussionLine> {
-    interim_read_from(path, 0)
-        .map(|(v, _, _)| {
-            v.into_iter()
-                .filter_map(|e| {
-                    crate::engine::bus::model::from_object(&serde_json::to_value(e).ok()?)
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+/// Reads `discussion.jsonl` (`bus::board::read_discussion`): the lines and how many were skipped.
+pub fn read_discussion(path: &Path) -> Result<(Vec<DiscussionLine>, usize), String> {
+    board::read_discussion(path).map_err(|e| e.to_string())
 }
 
-/// The wait-for cycles among a track's workers, each as a readable chain (engine: `detect_deadlocks`).
+/// The current board session of a track, chosen by the engine's rule.
+pub fn current_session(root: &Root, track: &str) -> Result<Option<BoardSession>, String> {
+    let bus = Bus::open(root, track).map_err(|e| e.to_string())?;
+    board::current_session(&bus).map_err(|e| e.to_string())
+}
+
+/// The wait-for cycles among a track's workers, each as a readable chain (`detect_deadlocks`).
 pub fn deadlocks(
     messages: &[Arc<Envelope>],
     locks: &[LockEntry],
     workers: &[WorkerEntry],
+    now: DateTime<Utc>,
 ) -> Vec<String> {
-    let _ = (messages, locks, workers);
-    Vec::new()
+    // The engine takes owned envelopes; copying the whole buffer on every append would cost
+    // milliseconds, so it is only done when some worker is blocked at all.
+    if !messages.iter().any(|m| m.kind == "BLOCKED") {
+        return Vec::new();
+    }
+    let owned: Vec<Envelope> = messages.iter().map(|m| (**m).clone()).collect();
+    detect_deadlocks(&owned, locks, workers, now)
+        .cycles
+        .into_iter()
+        .map(|c| {
+            let mut parts = Vec::new();
+            for (w, r) in c.workers.iter().zip(c.resources.iter()) {
+                parts.push(format!("{w} waits for {r}"));
+            }
+            parts.join(" → ")
+        })
+        .collect()
 }
 
-/// The verdict the resolve rule would give now (engine: `board::resolve_rule`).
+/// The verdict the resolve rule (or the quick-review rule) would give now.
 pub fn predicted_verdict(
     session: &BoardSession,
     assessments: &[(String, Assessment)],
     votes: &[(String, Vote)],
 ) -> Option<String> {
-    let _ = (session, assessments, votes);
-    None
-}
-
-// INTERIM(bus::queue::read_from): replaced when the bus branch lands its queue reader.
-fn interim_read_from(path: &Path, offset: u64) -> Result<(Vec<Envelope>, u64, usize), String> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut f = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0, 0)),
-        Err(e) => return Err(e.to_string()),
-    };
-    f.seek(SeekFrom::Start(offset)).map_err(|e| e.to_string())?;
-    let mut buf = Vec::new();
-    f.read_to_end(&mut buf).map_err(|e| e.to_string())?;
-    let mut out = Vec::new();
-    let mut consumed = 0;
-    let mut skipped = 0;
-    while let Some(nl) = buf[consumed..].iter().position(|b| *b == b'\n') {
-        let line = &buf[consumed..consumed + nl];
-        consumed += nl + 1;
-        match Envelope::parse_line(line) {
-            Some(e) => out.push(e),
-            None => skipped += 1,
-        }
+    if session.directors.is_empty() {
+        return None;
     }
-    Ok((out, offset + consumed as u64, skipped))
+    let outcome = if session.checkpoint == QUICK_REVIEW {
+        quick_review_rule(&session.directors, assessments)
+    } else {
+        resolve_rule(&session.directors, votes)
+    };
+    Some(outcome.verdict.as_str().to_owned())
 }

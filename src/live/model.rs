@@ -8,8 +8,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::engine::bus::model::{
-    BoardSession, DiscussionLine, Envelope, LockEntry, WorkerEntry, from_object, parse_assessments,
-    parse_locks, parse_votes, parse_workers,
+    BoardSession, DiscussionLine, Envelope, LockEntry, WorkerEntry, parse_assessments, parse_locks,
+    parse_votes, parse_workers,
 };
 use crate::engine::conductor::definition::load_definitions;
 use crate::engine::conductor::model::{AbortManifest, Dispatch, WorkflowState, from_value};
@@ -236,7 +236,9 @@ struct TrackTracker {
     queue_note: Option<String>,
     locks: JsonFile<Vec<LockEntry>>,
     workers: JsonFile<Vec<WorkerEntry>>,
-    session: Option<JsonFile<BoardSession>>,
+    session: Option<Arc<BoardSession>>,
+    session_warning: Option<String>,
+    board_fp: Vec<(String, super::files::Fingerprint)>,
     assessments: JsonFile<Vec<(String, crate::engine::bus::model::Assessment)>>,
     votes: JsonFile<Vec<(String, crate::engine::bus::model::Vote)>>,
     discussion: Option<(super::files::Fingerprint, Arc<Vec<DiscussionLine>>)>,
@@ -256,6 +258,8 @@ impl TrackTracker {
             locks: JsonFile::new(bus.join("locks.json")),
             workers: JsonFile::new(bus.join("worker-status.json")),
             session: None,
+            session_warning: None,
+            board_fp: Vec::new(),
             assessments: JsonFile::new(board.join("assessments.json")),
             votes: JsonFile::new(board.join("votes.json")),
             discussion: None,
@@ -321,29 +325,31 @@ impl TrackTracker {
             != Refresh::Unchanged
     }
 
-    /// Picks the current session file (the newest `session-*.json`) and refreshes the board files.
-    fn refresh_board(&mut self) -> bool {
+    /// Refreshes the board: the current session (chosen by the engine) when a session file changed,
+    /// then assessments, votes and the discussion.
+    fn refresh_board(&mut self, root: &Root) -> bool {
         let board = self.bus.join("board");
-        let newest = list_dir(&board, false)
+        let mut fps: Vec<(String, super::files::Fingerprint)> = list_dir(&board, false)
             .into_iter()
             .filter(|n| n.starts_with("session-") && n.ends_with(".json"))
-            .max();
+            .filter_map(|n| super::files::Fingerprint::of(&board.join(&n)).map(|f| (n, f)))
+            .collect();
+        fps.sort_by(|a, b| a.0.cmp(&b.0));
         let mut changed = false;
-        match newest {
-            None => {
-                changed |= self.session.take().is_some();
-            }
-            Some(n) => {
-                let path = board.join(&n);
-                if self.session.as_ref().map(|s| s.path()) != Some(path.as_path()) {
-                    self.session = Some(JsonFile::new(path));
-                    changed = true;
+        if fps != self.board_fp {
+            self.board_fp = fps;
+            changed = true;
+            match super::engine_glue::current_session(root, &self.name) {
+                Ok(s) => {
+                    self.session = s.map(Arc::new);
+                    self.session_warning = None;
                 }
-                if let Some(s) = &mut self.session {
-                    changed |= s.refresh(|v| {
-                        from_object::<BoardSession>(&v)
-                            .ok_or_else(|| "expected a JSON object".to_owned())
-                    }) != Refresh::Unchanged;
+                Err(e) => {
+                    self.session_warning = Some(if self.session.is_some() {
+                        format!("{e} (showing the last good version)")
+                    } else {
+                        e
+                    });
                 }
             }
         }
@@ -362,23 +368,25 @@ impl TrackTracker {
             }
             (Some(fp), Some((old, _))) if *old == fp => {}
             (Some(fp), _) => {
-                let lines = super::engine_glue::read_discussion(&disc);
-                self.discussion = Some((fp, Arc::new(lines)));
+                match super::engine_glue::read_discussion(&disc) {
+                    Ok((lines, _skipped)) => self.discussion = Some((fp, Arc::new(lines))),
+                    Err(e) => self.session_warning = Some(e),
+                }
                 changed = true;
             }
         }
         changed
     }
 
-    fn rescan(&mut self, opts: &ModelOptions) -> bool {
+    fn rescan(&mut self, root: &Root, opts: &ModelOptions) -> bool {
         let mut changed = self.read_queue(opts);
         changed |= self.refresh_locks();
         changed |= self.refresh_workers();
-        changed |= self.refresh_board();
+        changed |= self.refresh_board(root);
         changed
     }
 
-    fn rebuild(&mut self) {
+    fn rebuild(&mut self, now: chrono::DateTime<chrono::Utc>) {
         let mut warnings = Vec::new();
         let mut warn = |path: &Path, w: Option<&str>| {
             if let Some(w) = w {
@@ -392,39 +400,29 @@ impl TrackTracker {
         warn(self.workers.path(), self.workers.warning());
         warn(self.assessments.path(), self.assessments.warning());
         warn(self.votes.path(), self.votes.warning());
-        if let Some(s) = &self.session {
-            warn(s.path(), s.warning());
-        }
+        let board_dir = self.bus.join("board");
+        warn(&board_dir, self.session_warning.as_deref());
         let locks = self.locks.value().cloned().unwrap_or_default();
         let workers = self.workers.value().cloned().unwrap_or_default();
         let messages: Vec<Arc<Envelope>> = self.messages.iter().cloned().collect();
-        let deadlocks = super::engine_glue::deadlocks(&messages, &locks, &workers);
-        let board = self
-            .session
-            .as_ref()
-            .and_then(|s| s.value())
-            .map(|session| {
-                let votes = self.votes.value().cloned().unwrap_or_default();
-                let assessments = self.assessments.value().cloned().unwrap_or_default();
-                let predicted =
-                    super::engine_glue::predicted_verdict(session, &assessments, &votes);
-                Arc::new(BoardView {
-                    session: session.clone(),
-                    session_path: self
-                        .session
-                        .as_ref()
-                        .map(|s| s.path().to_path_buf())
-                        .unwrap_or_default(),
-                    assessments,
-                    votes,
-                    discussion: self
-                        .discussion
-                        .as_ref()
-                        .map(|(_, d)| d.clone())
-                        .unwrap_or_default(),
-                    predicted,
-                })
-            });
+        let deadlocks = super::engine_glue::deadlocks(&messages, &locks, &workers, now);
+        let board = self.session.as_ref().map(|session| {
+            let votes = self.votes.value().cloned().unwrap_or_default();
+            let assessments = self.assessments.value().cloned().unwrap_or_default();
+            let predicted = super::engine_glue::predicted_verdict(session, &assessments, &votes);
+            Arc::new(BoardView {
+                session: session.clone(),
+                session_path: board_dir.join(format!("session-{}.json", session.session_id)),
+                assessments,
+                votes,
+                discussion: self
+                    .discussion
+                    .as_ref()
+                    .map(|(_, d)| d.clone())
+                    .unwrap_or_default(),
+                predicted,
+            })
+        });
         let head = self.cursor.skipped_head_bytes;
         self.view = Arc::new(TrackView {
             name: self.name.clone(),
@@ -662,6 +660,7 @@ impl LiveModel {
                     return;
                 }
                 let opts = self.opts;
+                let root = self.root.clone();
                 let is_new = !self.tracks.contains_key(&name);
                 let t = self
                     .tracks
@@ -671,11 +670,11 @@ impl LiveModel {
                     TrackPart::Queue if !is_new => t.read_queue(&opts),
                     TrackPart::Locks if !is_new => t.refresh_locks(),
                     TrackPart::Workers if !is_new => t.refresh_workers(),
-                    TrackPart::Board if !is_new => t.refresh_board(),
-                    _ => t.rescan(&opts),
+                    TrackPart::Board if !is_new => t.refresh_board(&root),
+                    _ => t.rescan(&root, &opts),
                 } || is_new;
                 if changed {
-                    t.rebuild();
+                    t.rebuild(chrono::Utc::now());
                     self.dirty_tracks = true;
                 }
             }
@@ -770,14 +769,15 @@ impl LiveModel {
             self.dirty_tracks = true;
         }
         let opts = self.opts;
+        let root = self.root.clone();
         for n in &names {
             let fresh = !self.tracks.contains_key(n);
             let t = self
                 .tracks
                 .entry(n.clone())
                 .or_insert_with(|| TrackTracker::new(n, dir.join(n).join(".message-bus")));
-            if t.rescan(&opts) || fresh {
-                t.rebuild();
+            if t.rescan(&root, &opts) || fresh {
+                t.rebuild(chrono::Utc::now());
                 self.dirty_tracks = true;
             }
         }
