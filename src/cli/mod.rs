@@ -30,8 +30,10 @@ pub struct Cli {
 pub enum Command {
     /// Open the live operations console (the default).
     Console(ConsoleArgs),
-    /// Run a simulated pantheon and watch it in the console.
-    Demo,
+    /// Run a simulated pantheon and watch it in the console (--headless: simulate and summarise).
+    Demo(crate::demo::DemoArgs),
+    /// Check every protocol file under the root; prints a JSON report, exits 1 on any error.
+    Validate,
     /// Serve the Conductor and bus tools over MCP on stdio.
     Mcp,
     #[command(flatten)]
@@ -65,6 +67,16 @@ fn run_console(args: ConsoleArgs, root: &Root) -> anyhow::Result<Outcome> {
     Ok(Outcome::Exit(ExitCode::SUCCESS))
 }
 
+fn run_validate(root: &Root) -> anyhow::Result<Outcome> {
+    let report = crate::engine::validate::validate_root(root)?;
+    print_json(&serde_json::to_value(&report)?);
+    Ok(Outcome::Exit(if report.valid {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }))
+}
+
 /// What a command produced: a JSON result to print, or a process exit code of its own.
 pub enum Outcome {
     Json(serde_json::Value),
@@ -85,7 +97,8 @@ pub fn run(cli: Cli) -> ExitCode {
     let result: anyhow::Result<Outcome> = match cli.command {
         None => run_console(ConsoleArgs::default(), &root),
         Some(Command::Console(args)) => run_console(args, &root),
-        Some(Command::Demo) => Err(anyhow::anyhow!("the demo is not built yet")),
+        Some(Command::Demo(args)) => crate::demo::run(args, cli.root.as_deref()),
+        Some(Command::Validate) => run_validate(&root),
         Some(Command::Mcp) => Err(anyhow::anyhow!("the MCP server is not built yet")),
         Some(Command::Conductor(cmd)) => conductor::run(cmd, &root),
         Some(Command::Bus(args)) => bus::run(args, &root),
