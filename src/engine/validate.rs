@@ -359,7 +359,13 @@ impl Checker {
         rule_files.dedup();
         self.files += rule_files.len();
         for e in errors.iter().chain(rule_errors.iter()) {
-            self.error(&e.path, e.message.clone());
+            let prefix = format!("{}: ", e.path.display());
+            let msg = e
+                .message
+                .strip_prefix(&prefix)
+                .unwrap_or(&e.message)
+                .to_owned();
+            self.error(&e.path, msg);
         }
     }
 
