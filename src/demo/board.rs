@@ -101,7 +101,7 @@ impl Sim {
             Ok(r) => {
                 self.log
                     .at(self.tick, "board_opened", ORCHESTRATOR)
-                    .track(&self.board.bus.track.to_string())
+                    .track(self.board.bus.track.as_ref())
                     .detail(format!("{checkpoint}: {proposal}"));
                 self.board.sessions.push(SessionRecord {
                     session_id: r.session.session_id.clone(),

@@ -192,7 +192,7 @@ fn refused(e: &Error) -> bool {
 impl Sim {
     pub(crate) fn workers_tick(&mut self) {
         for t in 0..self.workers.tracks.len() {
-            if self.tick % RETRY_LOCK == 0 {
+            if self.tick.is_multiple_of(RETRY_LOCK) {
                 self.check_lost_locks(t);
             }
             if self.workers.tracks[t].idx == 0 {

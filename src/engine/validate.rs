@@ -633,17 +633,17 @@ impl Checker {
 
     fn envelope(&mut self, f: &Path, no: usize, m: &Map<String, Value>) {
         let mut bad = Vec::new();
-        if !str_field(m, "id").is_some_and(|s| !s.is_empty()) {
+        if str_field(m, "id").is_none_or(str::is_empty) {
             bad.push("`id` must be a non-empty string".to_owned());
         }
         match str_field(m, "type") {
             Some(t) if is_valid_type(t) => {}
             _ => bad.push("`type` must match ^[A-Z][A-Z0-9_]*$".to_owned()),
         }
-        if !str_field(m, "source").is_some_and(|s| !s.is_empty()) {
+        if str_field(m, "source").is_none_or(str::is_empty) {
             bad.push("`source` must be a non-empty string".to_owned());
         }
-        if !str_field(m, "timestamp").is_some_and(|s| parse_ts(s).is_some()) {
+        if str_field(m, "timestamp").is_none_or(|s| parse_ts(s).is_none()) {
             bad.push("`timestamp` must be an RFC 3339 timestamp".to_owned());
         }
         if !m.get("payload").is_some_and(Value::is_object) {
@@ -663,7 +663,7 @@ impl Checker {
                     format!("lock {path:?} is a bare holder string (no expiry); the protocol writes an object"),
                 ),
                 Value::Object(o) => {
-                    if !str_field(o, "worker_id").is_some_and(|s| !s.is_empty()) {
+                    if str_field(o, "worker_id").is_none_or(str::is_empty) {
                         self.error(f, format!("lock {path:?} has no `worker_id`"));
                     }
                     if !o.contains_key("expires_at") {
