@@ -153,21 +153,35 @@ impl Bus {
         Ok(env)
     }
 
-    /// Posts many messages through one open queue (one flock per line); used for batches.
+    /// Posts many messages from one process. Every item is checked before anything is written; then
+    /// whole lines are appended in chunks of up to [`queue::BATCH_BYTES`], each chunk one `write` under
+    /// one hold of the queue's flock (other writers interleave between chunks, never inside a line).
     pub fn post_batch(
         &self,
         items: impl IntoIterator<Item = (String, String, Value)>,
     ) -> Result<Vec<Envelope>> {
         self.require()?;
+        let envs = items
+            .into_iter()
+            .map(|(kind, source, payload)| queue::envelope(&kind, &source, payload))
+            .collect::<Result<Vec<_>>>()?;
         let mut w = queue::QueueWriter::open(&self.queue_path())?;
-        let mut out = Vec::new();
-        for (kind, source, payload) in items {
-            let env = queue::envelope(&kind, &source, payload)?;
-            w.append(&env)?;
-            events::touch_for(&self.events_dir(), &env)?;
-            out.push(env);
+        let mut chunk = Vec::with_capacity(queue::BATCH_BYTES);
+        let mut pending = 0..0;
+        for (i, env) in envs.iter().enumerate() {
+            serde_json::to_writer(&mut chunk, env).expect("envelopes always serialise");
+            chunk.push(b'\n');
+            pending.end = i + 1;
+            if chunk.len() >= queue::BATCH_BYTES || i + 1 == envs.len() {
+                w.append_line(&chunk)?;
+                chunk.clear();
+                for env in &envs[pending.clone()] {
+                    events::touch_for(&self.events_dir(), env)?;
+                }
+                pending = i + 1..i + 1;
+            }
         }
-        Ok(out)
+        Ok(envs)
     }
 
     /// Reads messages passing `filter`; with `tail`, only the last N (seeking from the end).
