@@ -813,3 +813,145 @@ impl App {
         self.dispatch(action)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::store::Root;
+    use crate::live::{LiveModel, ModelOptions};
+    use crossterm::event::KeyModifiers;
+    use std::path::PathBuf;
+
+    /// The shared fixture, read in place (the live model never writes).
+    fn fixture() -> PathBuf {
+        let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        ["../shared", "../../shared", "shared"]
+            .iter()
+            .map(|rel| here.join(rel).join("fixtures/foreign-root"))
+            .find(|p| p.exists())
+            .unwrap_or_else(|| PathBuf::from("/work/shared/fixtures/foreign-root"))
+    }
+
+    fn app() -> App {
+        let m = LiveModel::open(Root::at(fixture()), ModelOptions::default());
+        App::new(m.snapshot(), false, "2026-06-14T10:36:00Z".parse().unwrap())
+    }
+
+    fn k(c: char) -> KeyEvent {
+        KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
+    }
+
+    fn kc(c: KeyCode) -> KeyEvent {
+        KeyEvent::new(c, KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn confirm_starts_on_cancel_and_enter_there_does_nothing() {
+        let mut a = app();
+        a.dispatch(Action::GoPane(Pane::Locks));
+        a.on_key(k('u'));
+        let Mode::Confirm(c) = &a.mode else {
+            panic!("force-unlock confirms")
+        };
+        assert!(!c.confirm_focused);
+        assert!(a.on_key(kc(KeyCode::Enter)).is_empty());
+        assert!(matches!(a.mode, Mode::Normal));
+        assert!(a.flash.as_ref().unwrap().text.starts_with("cancelled"));
+    }
+
+    #[test]
+    fn a_confirmed_op_becomes_an_effect_and_its_result_a_flash() {
+        let mut a = app();
+        a.dispatch(Action::GoPane(Pane::Locks));
+        a.on_key(k('u'));
+        a.on_key(kc(KeyCode::Tab));
+        let effects = a.on_key(kc(KeyCode::Enter));
+        let [Effect::Execute(op)] = effects.as_slice() else {
+            panic!("{effects:?}")
+        };
+        assert!(
+            matches!(op, Op::ForceUnlock { path, .. } if path == "src/app/api/webhooks/stripe/route.ts")
+        );
+        assert_eq!(a.in_flight, 1);
+        a.op_finished(op, Err("lock timed out".into()));
+        let f = a.flash.clone().unwrap();
+        assert_eq!(f.kind, FlashKind::Error);
+        assert!(f.text.contains("refused: lock timed out"), "{}", f.text);
+        assert_eq!(a.in_flight, 0);
+    }
+
+    #[test]
+    fn required_prompt_text_cannot_be_empty_and_esc_leaves_without_effect() {
+        let mut a = app();
+        a.on_key(k('x'));
+        assert!(matches!(a.mode, Mode::Prompt(_)));
+        assert!(a.on_key(kc(KeyCode::Enter)).is_empty());
+        assert!(matches!(a.mode, Mode::Prompt(_)));
+        assert!(a.on_key(kc(KeyCode::Esc)).is_empty());
+        assert!(matches!(a.mode, Mode::Normal));
+    }
+
+    #[test]
+    fn approve_needs_a_held_dispatch_selected() {
+        let mut a = app();
+        a.dispatch(Action::GoPane(Pane::Inboxes));
+        a.on_key(k('p'));
+        assert!(matches!(a.mode, Mode::Normal));
+        assert!(a.flash.as_ref().unwrap().text.contains("held dispatch"));
+    }
+
+    #[test]
+    fn bus_follow_stops_when_scrolling_up_and_resumes_at_the_bottom() {
+        let mut a = app();
+        a.dispatch(Action::GoPane(Pane::Bus));
+        let n = a.row_count();
+        assert!(a.follow);
+        assert_eq!(a.selected(Pane::Bus), n - 1);
+        a.dispatch(Action::Up);
+        assert!(!a.follow);
+        assert_eq!(a.selected(Pane::Bus), n - 2);
+        a.dispatch(Action::Down);
+        assert!(a.follow, "reaching the bottom resumes following");
+        a.dispatch(Action::Top);
+        assert!(!a.follow);
+        a.dispatch(Action::Bottom);
+        assert!(a.follow);
+    }
+
+    #[test]
+    fn command_line_maps_onto_actions_and_reports_unknown_ones() {
+        let mut a = app();
+        a.on_key(k(':'));
+        for c in "pane locks".chars() {
+            a.on_key(k(c));
+        }
+        a.on_key(kc(KeyCode::Enter));
+        assert_eq!(a.pane, Pane::Locks);
+        assert_eq!(a.run_command("q"), vec![Effect::Quit]);
+        a.run_command("ack maybe");
+        assert!(
+            a.flash
+                .as_ref()
+                .unwrap()
+                .text
+                .contains("unknown ack status")
+        );
+        a.run_command("frobnicate");
+        assert!(a.flash.as_ref().unwrap().text.contains("unknown command"));
+    }
+
+    #[test]
+    fn filter_narrows_rows_as_typed_and_esc_clears_it() {
+        let mut a = app();
+        let all = a.row_count();
+        a.on_key(k('/'));
+        for c in "deploy".chars() {
+            a.on_key(k(c));
+        }
+        assert_eq!(a.row_count(), 1);
+        a.on_key(kc(KeyCode::Enter));
+        assert_eq!(a.row_count(), 1, "Enter keeps the filter");
+        a.on_key(kc(KeyCode::Esc));
+        assert_eq!(a.row_count(), all, "Esc in normal mode clears it");
+    }
+}
