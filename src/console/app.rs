@@ -214,9 +214,66 @@ impl App {
         st.selected.min(n.saturating_sub(1))
     }
 
-    /// Installs a newer snapshot.
+    /// Installs a newer snapshot. Each pane keeps the same record selected (by identity, not by row
+    /// number) when rows appear or vanish above it, so an action never lands on a neighbour.
     pub fn set_snapshot(&mut self, s: Arc<Snapshot>) {
+        let keys: Vec<Option<String>> = Pane::ALL.iter().map(|p| self.selected_key(*p)).collect();
         self.snapshot = s;
+        for (pane, key) in Pane::ALL.iter().zip(keys) {
+            let Some(key) = key else { continue };
+            if let Some(i) = self.keys(*pane).iter().position(|k| *k == key) {
+                self.panes[pane.number() - 1].selected = i;
+            }
+        }
+    }
+
+    /// The identities of the rows of `pane`, in row order.
+    fn keys(&self, pane: Pane) -> Vec<String> {
+        let s = &self.snapshot;
+        let f = self.filter(pane);
+        match pane {
+            Pane::Workflows => items::workflows(s, &f)
+                .iter()
+                .map(|w| w.id.clone())
+                .collect(),
+            Pane::Inboxes => items::dispatches(s, &f)
+                .iter()
+                .map(|r| format!("{}/{}", r.god, r.view.name))
+                .collect(),
+            Pane::Bus => items::track(s, self.track.as_deref())
+                .map(|t| {
+                    items::messages(t, &f)
+                        .iter()
+                        .map(|m| m.id.clone())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            Pane::Locks => items::locks(s, &f)
+                .iter()
+                .map(|(t, l)| format!("{t}/{}", l.path))
+                .collect(),
+            Pane::Workers => items::workers(s, &f)
+                .iter()
+                .map(|(t, w)| format!("{t}/{}", w.worker_id))
+                .collect(),
+            Pane::Board => items::track(s, self.track.as_deref())
+                .and_then(|t| t.board.as_ref())
+                .map(|b| {
+                    items::directors(b)
+                        .iter()
+                        .map(|c| c.director.to_owned())
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
+
+    fn selected_key(&self, pane: Pane) -> Option<String> {
+        if pane == Pane::Bus && self.follow {
+            return None;
+        }
+        let sel = self.panes[pane.number() - 1].selected;
+        self.keys(pane).into_iter().nth(sel)
     }
 
     /// Shows a flash message.
@@ -938,6 +995,29 @@ mod tests {
         );
         a.run_command("frobnicate");
         assert!(a.flash.as_ref().unwrap().text.contains("unknown command"));
+    }
+
+    #[test]
+    fn selection_follows_the_same_record_when_rows_shift() {
+        let mut a = app();
+        a.dispatch(Action::Down);
+        a.dispatch(Action::Down);
+        assert_eq!(
+            a.keys(Pane::Workflows)[a.selected(Pane::Workflows)],
+            "wf_deploy_42"
+        );
+        // A snapshot where a workflow sorting before it appeared.
+        let mut s = (*a.snapshot).clone();
+        let mut list = (*s.workflows).clone();
+        let mut extra = list[0].clone();
+        extra.id = "wf_0000".into();
+        list.insert(0, extra);
+        s.workflows = Arc::new(list);
+        a.set_snapshot(Arc::new(s));
+        assert_eq!(
+            a.keys(Pane::Workflows)[a.selected(Pane::Workflows)],
+            "wf_deploy_42"
+        );
     }
 
     #[test]
