@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::definition::{find_definition, load_definitions};
-use super::files::{self, FileError};
+use super::files;
 use super::model::{
     AbortManifest, AckStatus, CompletedStep, SkippedArtifact, WorkflowState, WorkflowStatus,
 };
@@ -480,7 +480,7 @@ impl Conductor {
 /// Reads every inbox (for the live model): god -> (dispatches with their paths, errors).
 pub fn read_all_inboxes(
     root: &Root,
-) -> BTreeMap<String, (Vec<(PathBuf, super::model::Dispatch)>, Vec<FileError>)> {
+) -> BTreeMap<String, files::DirListing> {
     files::god_dirs(&root.pending_root())
         .into_iter()
         .map(|g| (g.to_string(), files::read_dispatch_dir(&root.inbox_dir(&g))))

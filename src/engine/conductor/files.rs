@@ -86,10 +86,13 @@ pub fn write_state(root: &Root, wf: &WorkflowId, state: &WorkflowState) -> Resul
     write_json(&root.state_path(wf), state)
 }
 
+/// The dispatches of one directory with their paths, and the files that could not be read.
+pub type DirListing = (Vec<(PathBuf, Dispatch)>, Vec<FileError>);
+
 /// The dispatch files of one directory (an inbox, the quarantine or an archive), oldest first.
 /// Hidden files (temp files of writes in progress) are skipped; anything else that is not a readable
 /// dispatch is reported.
-pub fn read_dispatch_dir(dir: &Path) -> (Vec<(PathBuf, Dispatch)>, Vec<FileError>) {
+pub fn read_dispatch_dir(dir: &Path) -> DirListing {
     let mut found = Vec::new();
     let mut errors = Vec::new();
     let Ok(rd) = std::fs::read_dir(dir) else {

@@ -578,6 +578,7 @@ impl Conductor {
                 &hid_of(&a.closes)?,
                 &a.dispatch_update,
             )?;
+            super::crash_point("ack:after-archive");
         }
         self.supersede_stale(wf, &st, &hid)?;
         super::crash_point("submit:after-supersede");

@@ -197,7 +197,7 @@ impl Root {
             Err(_) => normalize(parent),
         };
         let real = real_parent.join(name);
-        if roots.iter().any(|r| *r == real) {
+        if roots.contains(&real) {
             return Err("refusing to touch the root itself or a cleanup root".into());
         }
         if roots.iter().any(|r| real.starts_with(r)) {

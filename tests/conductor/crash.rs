@@ -1,0 +1,167 @@
+//! Crash repair: a submit killed at any point, then resubmitted, ends exactly as if the first had
+//! succeeded, with exactly one dispatch.
+
+use std::os::unix::process::ExitStatusExt;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::*;
+
+fn plan(wf: &str, hid: &str) -> Value {
+    def_handoff(
+        hid,
+        wf,
+        "thoth",
+        "hephaestus",
+        "plan",
+        &["state_gate"],
+        "test-flow",
+        None,
+    )
+}
+
+/// The state without the fields that differ between two runs (times, the workflow id).
+fn normalized(mut s: Value, wf: &str, hid: &str) -> Value {
+    let text = s.to_string().replace(wf, "wf_X").replace(hid, "hof_X");
+    s = serde_json::from_str(&text).unwrap();
+    for k in ["created", "updated"] {
+        s.as_object_mut().unwrap().remove(k);
+    }
+    for r in s["step_history"].as_array_mut().unwrap() {
+        r.as_object_mut().unwrap().remove("completed_at");
+    }
+    s
+}
+
+/// Asserts `wf` looks exactly like the reference run, with one dispatch of `hid` to hephaestus.
+fn assert_as_if_first_succeeded(env: &Env, reference: &Value, wf: &str, hid: &str, h: &Value) {
+    assert_eq!(normalized(env.state(wf), wf, hid), *reference, "{wf}");
+    let file = format!("{hid}.json");
+    let copies: usize = [
+        "conductor/pending/hephaestus",
+        "conductor/archive/hephaestus",
+        "conductor/pending/_quarantine",
+    ]
+    .iter()
+    .map(|d| env.names(d).iter().filter(|n| **n == file).count())
+    .sum();
+    assert_eq!(copies, 1, "{wf}: exactly one dispatch");
+    let d = env.read(&format!("conductor/pending/hephaestus/{file}"));
+    assert_eq!(d["ack_status"], "unacked");
+    assert_eq!(d["workflow_id"], wf);
+    assert_eq!(env.read(&format!("shared/handoffs/{wf}/plan.json")), *h);
+}
+
+fn reference(env: &Env) -> Value {
+    let h = plan("wf_crash_ref", "hof_20260614_ce0000");
+    env.submit(&h);
+    normalized(
+        env.state("wf_crash_ref"),
+        "wf_crash_ref",
+        "hof_20260614_ce0000",
+    )
+}
+
+#[test]
+fn submit_killed_at_every_crash_point_is_repaired_by_resubmitting() {
+    let env = Env::with_test_flow();
+    let reference = reference(&env);
+    for (i, point) in [
+        "submit:after-handoff",
+        "submit:after-state",
+        "submit:after-supersede",
+        "submit:after-dispatch",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let wf = format!("wf_crash_point_{i}");
+        let hid = format!("hof_20260614_cf{i:04}");
+        let h = plan(&wf, &hid);
+        let mut c = env.command(&["handoff", "submit", "-"]);
+        c.env("PANTHEON_TEST_CRASH_AT", point)
+            .stdin(std::process::Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        serde_json::to_writer(child.stdin.take().unwrap(), &h).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(
+            status.signal(),
+            Some(libc::SIGKILL),
+            "{point} was not reached"
+        );
+        let r = env.submit(&h);
+        let expect = if i == 0 { "dispatched" } else { "duplicate" };
+        assert_eq!(r["status"], expect, "{point}");
+        assert_as_if_first_succeeded(&env, &reference, &wf, &hid, &h);
+    }
+}
+
+#[test]
+fn completed_ack_killed_after_archiving_is_repaired_by_repeating_it() {
+    let env = Env::with_test_flow();
+    let hid = "hof_20260614_cd0001";
+    env.submit(&plan("wf_crash_ack", hid));
+    let a = ack("ack_20260614_cd1", hid, "completed", "built");
+    let mut c = env.command(&["ack", "-"]);
+    c.env("PANTHEON_TEST_CRASH_AT", "ack:after-archive")
+        .stdin(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    serde_json::to_writer(child.stdin.take().unwrap(), &a).unwrap();
+    assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGKILL));
+    let r = env.ack(&a);
+    assert_eq!(r["duplicate"], true);
+    let s = env.state("wf_crash_ack");
+    assert_eq!(s["acks"].as_array().unwrap().len(), 1);
+    assert_eq!(s["current_step"], "check");
+    let next = s["acks"][0]["recorded_handoff_id"].as_str().unwrap();
+    assert_eq!(
+        env.names("conductor/pending/iris"),
+        vec![format!("{next}.json")]
+    );
+}
+
+#[test]
+fn submit_killed_at_random_moments_is_repaired_by_resubmitting() {
+    let env = Env::with_test_flow();
+    let reference = reference(&env);
+    // How long one submit takes here, to spread the kills over its whole run.
+    let t0 = Instant::now();
+    env.submit(&plan("wf_crash_timing", "hof_20260614_ce0001"));
+    let span = t0.elapsed().as_micros() as u64 + 1;
+    let iterations = 40;
+    let mut killed_mid_way = 0;
+    for i in 0..iterations {
+        let wf = format!("wf_crash_rand_{i}");
+        let hid = format!("hof_20260614_cr{i:04}");
+        let h = plan(&wf, &hid);
+        let mut c = env.command(&["handoff", "submit", "-"]);
+        c.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        let mut child = c.spawn().unwrap();
+        serde_json::to_writer(child.stdin.take().unwrap(), &h).unwrap();
+        let delay = rand_below(span * 12 / 10);
+        std::thread::sleep(Duration::from_micros(delay));
+        // SAFETY: kill(2) on our own child's pid; the child is not yet reaped, so the pid is its.
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, libc::SIGKILL);
+        }
+        let status = child.wait().unwrap();
+        if status.signal() == Some(libc::SIGKILL)
+            && env.path(&format!("shared/handoffs/{wf}")).exists()
+        {
+            killed_mid_way += 1;
+        }
+        env.submit(&h);
+        assert_as_if_first_succeeded(&env, &reference, &wf, &hid, &h);
+    }
+    env.assert_all_json_valid();
+    eprintln!("{killed_mid_way} of {iterations} submits were killed after their first write");
+}
+
+/// A cheap random number below `n` (no need for a generator crate in tests).
+fn rand_below(n: u64) -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    RandomState::new().hash_one(Instant::now()) % n.max(1)
+}

@@ -1,0 +1,10 @@
+//! Integration tests of the Conductor: the real `pantheon` binary on temp roots.
+
+mod abort_cleanup;
+mod acks;
+mod common;
+mod concurrency;
+mod crash;
+mod foreign;
+mod refusals;
+mod routing;

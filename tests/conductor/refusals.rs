@@ -1,0 +1,220 @@
+//! Refusals write nothing: each is checked by snapshotting the whole root before and after.
+
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+/// Runs a command that must be refused and asserts the root is byte-for-byte unchanged.
+fn refused_unchanged(env: &Env, args: &[&str], stdin: Option<&Value>) -> String {
+    let before = env.snapshot();
+    let err = env.refused(args, stdin);
+    assert_eq!(before, env.snapshot(), "pantheon {args:?} wrote something");
+    err
+}
+
+fn good() -> Value {
+    def_handoff(
+        "hof_20260614_0a0001",
+        "wf_ref_1",
+        "thoth",
+        "hephaestus",
+        "plan",
+        &["state_gate"],
+        "test-flow",
+        None,
+    )
+}
+
+#[test]
+fn each_missing_required_field_is_refused_with_its_pointer() {
+    let env = Env::with_test_flow();
+    for field in [
+        "handoff_id",
+        "workflow_id",
+        "from_god",
+        "to_god",
+        "step",
+        "context",
+    ] {
+        let mut h = good();
+        h.as_object_mut().unwrap().remove(field);
+        let err = refused_unchanged(&env, &["handoff", "submit", "-"], Some(&h));
+        assert!(err.contains(&format!("/{field}")), "{field}: {err}");
+    }
+    for field in ["summary", "decisions", "artifacts"] {
+        let mut h = good();
+        h["context"].as_object_mut().unwrap().remove(field);
+        let err = refused_unchanged(&env, &["handoff", "submit", "-"], Some(&h));
+        assert!(err.contains(&format!("/context/{field}")), "{field}: {err}");
+    }
+}
+
+#[test]
+fn every_violation_is_listed_and_unknown_top_level_keys_are_refused() {
+    let env = Env::with_test_flow();
+    let mut h = good();
+    h["surprise"] = json!(1);
+    h["context"]["decisions"] = json!("not a list");
+    h["handoff_id"] = json!("hof_bad");
+    let err = refused_unchanged(&env, &["handoff", "submit", "-"], Some(&h));
+    assert!(err.contains("surprise"), "{err}");
+    assert!(err.contains("/context/decisions"), "{err}");
+    assert!(err.contains("/handoff_id"), "{err}");
+}
+
+#[test]
+fn bad_ids_and_path_tricks_in_any_name_are_refused() {
+    let env = Env::with_test_flow();
+    let cases: &[(&str, Value)] = &[
+        ("/handoff_id", json!("hof_20260614_../../x")),
+        ("/workflow_id", json!("wf_../../etc")),
+        ("/workflow_id", json!("WF_upper")),
+        ("/from_god", json!("../thoth")),
+        ("/to_god", json!("a/b")),
+        ("/step", json!("../../etc/passwd")),
+        ("/step", json!("/abs")),
+        ("/routing/workflow_definition", json!("../defs")),
+        ("/routing/workflow_step", json!("/etc")),
+    ];
+    for (pointer, value) in cases {
+        let mut h = good();
+        if pointer.starts_with("/routing") {
+            let key = pointer.rsplit('/').next().unwrap();
+            h["routing"][key] = value.clone();
+        } else {
+            h[&pointer[1..]] = value.clone();
+        }
+        let err = refused_unchanged(&env, &["handoff", "submit", "-"], Some(&h));
+        assert!(err.contains(pointer), "{pointer} {value}: {err}");
+    }
+    for args in [
+        vec!["inbox", "../thoth"],
+        vec!["inbox", "a/b"],
+        vec!["state", "wf_../x"],
+        vec!["state", "/etc/passwd"],
+        vec!["abort", "wf_../x", "--reason", "r"],
+        vec!["cleanup", "../wf_x"],
+        vec!["approve", "hof_20260614_../x"],
+    ] {
+        let err = refused_unchanged(&env, &args, None);
+        assert!(err.contains("must match"), "{args:?}: {err}");
+    }
+    let bad_ack =
+        json!({"ack_id": "ack_1", "handoff_id": "hof_20260614_0a0001", "status": "accepted"});
+    let err = refused_unchanged(&env, &["ack"], Some(&bad_ack));
+    assert!(err.contains("/ack_id"), "{err}");
+}
+
+#[test]
+fn unknown_definition_step_and_missing_gate_are_refused() {
+    let env = Env::with_test_flow();
+    let mut h = good();
+    h["step"] = json!("nope");
+    let err = refused_unchanged(&env, &["handoff", "submit", "-"], Some(&h));
+    assert!(
+        err.contains("nope") && err.contains("phase_detect"),
+        "{err}"
+    );
+    let mut h = good();
+    h["routing"]["workflow_step"] = json!("deploy");
+    let err = refused_unchanged(&env, &["handoff", "submit", "-"], Some(&h));
+    assert!(
+        err.contains("deploy") && err.contains("plan, build, check"),
+        "{err}"
+    );
+    let mut h = good();
+    h["routing"]["workflow_definition"] = json!("no-such-flow");
+    let err = refused_unchanged(&env, &["handoff", "submit", "-"], Some(&h));
+    assert!(err.contains("no-such-flow"), "{err}");
+    let mut h = good();
+    h["context"]["gates_passed"] = json!([]);
+    let err = refused_unchanged(&env, &["handoff", "submit", "-"], Some(&h));
+    assert!(err.contains("state_gate"), "{err}");
+}
+
+#[test]
+fn same_handoff_id_with_other_content_is_refused() {
+    let env = Env::with_test_flow();
+    env.submit(&good());
+    let mut h = good();
+    h["context"]["summary"] = json!("something else");
+    let err = refused_unchanged(&env, &["handoff", "submit", "-"], Some(&h));
+    assert!(err.contains("different content"), "{err}");
+}
+
+#[test]
+fn ack_for_an_unknown_handoff_and_on_an_aborted_workflow_are_refused() {
+    let env = Env::with_test_flow();
+    let err = refused_unchanged(
+        &env,
+        &["ack"],
+        Some(&ack(
+            "ack_20260614_b01",
+            "hof_20260614_ffffff",
+            "accepted",
+            "",
+        )),
+    );
+    assert!(err.contains("unknown handoff"), "{err}");
+    env.submit(&good());
+    env.ok(&["abort", "wf_ref_1", "--reason", "cancelled"], None);
+    let err = refused_unchanged(
+        &env,
+        &["ack"],
+        Some(
+            &json!({"ack_id": "ack_20260614_b02", "handoff_id": "hof_20260614_0a0001",
+                     "workflow_id": "wf_ref_1", "status": "accepted"}),
+        ),
+    );
+    assert!(err.contains("aborted"), "{err}");
+    let err = refused_unchanged(
+        &env,
+        &["handoff", "submit", "-"],
+        Some(&def_handoff(
+            "hof_20260614_0a0002",
+            "wf_ref_1",
+            "hephaestus",
+            "iris",
+            "build",
+            &[],
+            "test-flow",
+            None,
+        )),
+    );
+    assert!(err.contains("aborted"), "{err}");
+}
+
+#[test]
+fn cleanup_of_a_running_workflow_and_abort_of_a_completed_one_are_refused() {
+    let env = Env::with_test_flow();
+    env.submit(&good());
+    let err = refused_unchanged(&env, &["cleanup", "wf_ref_1"], None);
+    assert!(err.contains("abort it first"), "{err}");
+    env.submit(&def_handoff(
+        "hof_20260614_0a0003",
+        "wf_ref_2",
+        "iris",
+        "thoth",
+        "check",
+        &["logic_gate"],
+        "test-flow",
+        None,
+    ));
+    let err = refused_unchanged(&env, &["abort", "wf_ref_2", "--reason", "late"], None);
+    assert!(err.contains("completed"), "{err}");
+    let err = refused_unchanged(&env, &["state", "wf_nothing"], None);
+    assert!(err.contains("unknown workflow"), "{err}");
+}
+
+#[test]
+fn bad_usage_exits_2_and_bad_json_exits_1() {
+    let env = Env::with_test_flow();
+    assert_eq!(env.run(&["abort", "wf_x"], None).status.code(), Some(2));
+    let out = env
+        .command(&["handoff", "submit", "-"])
+        .stdin(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not valid JSON"));
+}
