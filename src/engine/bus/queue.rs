@@ -68,6 +68,8 @@ pub fn envelope(kind: &str, source: &str, payload: Value) -> Result<Envelope> {
 pub struct QueueWriter {
     path: PathBuf,
     file: File,
+    /// The file's length right after our last write (to skip the torn-line check when unchanged).
+    end: Option<u64>,
 }
 
 fn open_append(path: &Path) -> Result<File> {
@@ -88,6 +90,7 @@ impl QueueWriter {
         Ok(Self {
             path: path.to_path_buf(),
             file: open_append(path)?,
+            end: None,
         })
     }
 
@@ -101,46 +104,48 @@ impl QueueWriter {
     /// Appends `line` (which must end in `\n`) under the queue's flock, fencing a torn last line.
     pub fn append_line(&mut self, line: &[u8]) -> Result<()> {
         debug_assert!(line.ends_with(b"\n"));
-        loop {
+        let len = loop {
             lock_file(&self.file, &self.path, lock_timeout())?;
             // The queue may have been archived (renamed) since we opened it: follow the name.
-            let same = match (std::fs::metadata(&self.path), self.file.metadata()) {
+            let mine = self.file.metadata();
+            let same = match (std::fs::metadata(&self.path), &mine) {
                 (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
                 _ => false,
             };
             if same {
-                break;
+                break mine.map_err(|e| Error::io(&self.path, e))?.len();
             }
             let _ = self.file.unlock();
             self.file = open_append(&self.path)?;
-        }
-        let result = self.write_locked(line);
+            self.end = None;
+        };
+        let result = self.write_locked(line, len);
         let _ = self.file.unlock();
         result
     }
 
-    fn write_locked(&mut self, line: &[u8]) -> Result<()> {
-        let len = self
-            .file
-            .metadata()
-            .map_err(|e| Error::io(&self.path, e))?
-            .len();
-        let mut last = [0u8; 1];
-        let torn = len > 0
-            && self
-                .file
+    fn write_locked(&mut self, line: &[u8], len: u64) -> Result<()> {
+        // When nobody wrote since our last line, the file ends with our newline: no need to look.
+        let torn = if len == 0 || self.end == Some(len) {
+            false
+        } else {
+            let mut last = [0u8; 1];
+            self.file
                 .read_exact_at(&mut last, len - 1)
-                .map(|_| last[0] != b'\n')
                 .map_err(|e| Error::io(&self.path, e))?;
-        if torn {
+            last[0] != b'\n'
+        };
+        let written = if torn {
             let mut fenced = Vec::with_capacity(line.len() + 1);
             fenced.push(b'\n');
             fenced.extend_from_slice(line);
-            self.file.write_all(&fenced)
+            self.file.write_all(&fenced).map(|_| fenced.len())
         } else {
-            self.file.write_all(line)
+            self.file.write_all(line).map(|_| line.len())
         }
-        .map_err(|e| Error::io(&self.path, e))
+        .map_err(|e| Error::io(&self.path, e))?;
+        self.end = Some(len + written as u64);
+        Ok(())
     }
 }
 

@@ -1,0 +1,11 @@
+//! Integration tests of the message bus and the board, driving the real `pantheon` binary against temp
+//! roots, with real concurrent processes and real Python processes running the seed's functions.
+
+mod common;
+
+mod board;
+mod fixture;
+mod interop;
+mod locks;
+mod queue;
+mod stress;

@@ -1,0 +1,126 @@
+"""Test driver: runs seed functions (seed_bus.py) as a real Python process. Usage:
+  driver.py post BUS N SOURCE              post N PROGRESS messages
+  driver.py hold-mutex BUS                 take .lock_mutex, print "held", release on a stdin line
+  driver.py try-lock BUS PATH WORKER       seed acquire_lock once; prints {"acquired": bool}
+  driver.py release BUS PATH WORKER        seed release_lock; prints {"released": bool}
+  driver.py heartbeat BUS WORKER TASK STATUS PROGRESS
+  driver.py read-all BUS                   parse every file we write; print a summary (fails on any bad line)
+  driver.py contend BUS COUNTERS SECONDS WORKER MODE PANTHEON ROOT TRACK
+                                            MODE=cli (pantheon bus lock/unlock) or seed (acquire_lock)
+"""
+import fcntl
+import glob
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import seed_bus  # noqa: E402
+
+
+def read_all(bus):
+    out = {}
+    with open(f"{bus}/queue.jsonl") as f:
+        lines = f.read().split("\n")
+    assert lines[-1] == "", "queue.jsonl does not end in a newline"
+    msgs = [json.loads(line) for line in lines[:-1]]
+    for m in msgs:
+        assert set(["id", "type", "source", "timestamp", "payload"]) <= set(m), m
+        seed_bus.parse_ts(m["timestamp"])
+    out["queue"] = len(msgs)
+    out["types"] = sorted(set(m["type"] for m in msgs))
+    out["locks"] = json.load(open(f"{bus}/locks.json"))
+    for entry in out["locks"].values():
+        seed_bus.parse_ts(entry["expires_at"])
+    out["workers"] = json.load(open(f"{bus}/worker-status.json"))
+    board = f"{bus}/board"
+    sessions = glob.glob(f"{board}/session-*.json")
+    out["sessions"] = [json.load(open(s)) for s in sessions]
+    for name in ("assessments", "votes"):
+        p = f"{board}/{name}.json"
+        out[name] = json.load(open(p)) if os.path.exists(p) else None
+    p = f"{board}/discussion.jsonl"
+    out["discussion"] = [json.loads(l) for l in open(p)] if os.path.exists(p) else None
+    p = f"{board}/resolution.md"
+    out["resolution_md"] = open(p).read() if os.path.exists(p) else None
+    out["events"] = {os.path.basename(e): open(e).read() for e in glob.glob(f"{bus}/events/*.event")}
+    return out
+
+
+def contend(bus, counters, seconds, worker, mode, pantheon, root, track):
+    paths = ["src/a.ts", "src/b.ts", "src/c.ts"]
+    stats = {"acquired": 0, "refused": 0, "violations": 0, "release_failures": 0}
+    deadline = time.time() + seconds
+    env = dict(os.environ, PANTHEON_LOCK_TIMEOUT_MS="2000")
+    while time.time() < deadline:
+        path = random.choice(paths)
+        if mode == "cli":
+            r = subprocess.run([pantheon, "--root", root, "bus", "--track", track, "lock", path,
+                                "--worker", worker], capture_output=True, env=env)
+            ok = r.returncode == 0
+        else:
+            ok = seed_bus.acquire_lock(bus, path, worker)
+        if not ok:
+            stats["refused"] += 1
+            continue
+        stats["acquired"] += 1
+        counter = os.path.join(counters, path.replace("/", "_"))
+        with open(counter, "a+") as f:
+            f.seek(0)
+            holders = int(f.read() or "0")
+        if holders != 0:
+            stats["violations"] += 1
+        with open(counter, "w") as f:
+            f.write(str(holders + 1))
+        time.sleep(0.002)
+        with open(counter, "r+") as f:
+            now = int(f.read() or "0")
+            if now != holders + 1:
+                stats["violations"] += 1
+            f.seek(0)
+            f.truncate()
+            f.write(str(now - 1))
+        if mode == "cli":
+            r = subprocess.run([pantheon, "--root", root, "bus", "--track", track, "unlock", path,
+                                "--worker", worker], capture_output=True, env=env)
+            released = r.returncode == 0
+        else:
+            released = seed_bus.release_lock(bus, path, worker)
+        if not released:
+            stats["release_failures"] += 1
+    print(json.dumps(stats))
+
+
+def main():
+    cmd, bus = sys.argv[1], sys.argv[2]
+    if cmd == "post":
+        for i in range(int(sys.argv[3])):
+            seed_bus.post_message(bus, "PROGRESS", sys.argv[4], {"task_id": "py", "progress_pct": i})
+        print(json.dumps({"posted": int(sys.argv[3])}))
+    elif cmd == "hold-mutex":
+        with open(f"{bus}/.lock_mutex", "a") as m:
+            fcntl.flock(m, fcntl.LOCK_EX)
+            print("held", flush=True)
+            sys.stdin.readline()
+            fcntl.flock(m, fcntl.LOCK_UN)
+    elif cmd == "try-lock":
+        print(json.dumps({"acquired": seed_bus.acquire_lock(bus, sys.argv[3], sys.argv[4])}))
+    elif cmd == "release":
+        print(json.dumps({"released": seed_bus.release_lock(bus, sys.argv[3], sys.argv[4])}))
+    elif cmd == "heartbeat":
+        seed_bus.update_worker_status(bus, sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]))
+        print("{}")
+    elif cmd == "read-all":
+        print(json.dumps(read_all(bus)))
+    elif cmd == "contend":
+        contend(bus, sys.argv[3], float(sys.argv[4]), sys.argv[5], sys.argv[6], sys.argv[7],
+                sys.argv[8], sys.argv[9])
+    else:
+        sys.exit(f"unknown command {cmd}")
+
+
+if __name__ == "__main__":
+    main()

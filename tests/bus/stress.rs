@@ -1,0 +1,138 @@
+//! Stress with real processes: concurrent writers, heartbeats and lock contention.
+
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use crate::common::{Env, bin, driver, strict_lines};
+
+fn pantheon(env: &Env) -> Command {
+    let mut c = Command::new(bin());
+    c.arg("--root").arg(env.root()).stdout(Stdio::null());
+    c
+}
+
+#[test]
+fn eight_writers_of_two_thousand_messages_leave_exactly_sixteen_thousand_valid_lines() {
+    let env = Env::new();
+    let children: Vec<_> = (0..8)
+        .map(|i| {
+            pantheon(&env)
+                .args(["bus", "--track", "t1", "post", "PROGRESS", "--source", &format!("writer-{i}"), "--count", "2000"])
+                .args(["--payload", r#"{"task_id":"stress","progress_pct":1,"current_subtask":"a fairly long subtask text to make lines realistic"}"#])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let lines = strict_lines(&env.bus_dir().join("queue.jsonl"));
+    assert_eq!(lines.len(), 16_000);
+    let ids: std::collections::HashSet<&str> =
+        lines.iter().map(|l| l["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 16_000);
+    for i in 0..8 {
+        assert_eq!(
+            lines
+                .iter()
+                .filter(|l| l["source"] == format!("writer-{i}"))
+                .count(),
+            2000
+        );
+    }
+}
+
+#[test]
+fn sixteen_workers_heartbeating_concurrently_all_keep_their_last_beat() {
+    let env = Env::new();
+    let beats = 5;
+    // Each worker is a shell loop of real `pantheon bus heartbeat` processes, all 16 at once.
+    let children: Vec<_> = (0..16)
+        .map(|w| {
+            let script = format!(
+                "for p in $(seq 1 {beats}); do \"$0\" --root \"$1\" bus --track t1 heartbeat --worker worker-{w} --task task-{w} --status RUNNING --progress $((p * 20)) --subtask step-$p >/dev/null || exit 1; done"
+            );
+            Command::new("sh")
+                .args(["-c", &script])
+                .arg(bin())
+                .arg(env.root())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let all: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.bus_dir().join("worker-status.json")).unwrap(),
+    )
+    .unwrap();
+    let all = all.as_object().unwrap();
+    assert_eq!(all.len(), 16);
+    for w in 0..16 {
+        let e = &all[&format!("worker-{w}")];
+        assert_eq!(e["progress_pct"], 100, "worker-{w}");
+        assert_eq!(e["current_subtask"], format!("step-{beats}"));
+        assert_eq!(e["task_id"], format!("task-{w}"));
+    }
+}
+
+#[test]
+fn eight_processes_contending_for_three_locks_never_share_one() {
+    let env = Env::new();
+    let bus = env.bus_dir();
+    let counters = tempfile::tempdir().unwrap();
+    // Six contenders use our CLI; two use the seed's Python acquire_lock on the same files.
+    let children: Vec<_> = (0..8)
+        .map(|i| {
+            let mode = if i < 6 { "cli" } else { "seed" };
+            Command::new("python3")
+                .arg(driver())
+                .args([
+                    "contend",
+                    bus.to_str().unwrap(),
+                    counters.path().to_str().unwrap(),
+                    "3",
+                ])
+                .arg(format!("{mode}-{i}"))
+                .arg(mode)
+                .arg(bin())
+                .arg(env.root())
+                .arg("t1")
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut acquired = 0;
+    let mut by_seed = 0;
+    for (i, c) in children.into_iter().enumerate() {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success());
+        let s: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(s["violations"], 0, "contender {i} saw two holders: {s}");
+        assert_eq!(s["release_failures"], 0, "contender {i}: {s}");
+        acquired += s["acquired"].as_u64().unwrap();
+        if i >= 6 {
+            by_seed += s["acquired"].as_u64().unwrap();
+        }
+    }
+    assert!(
+        acquired > 50,
+        "too little contention to mean anything: {acquired}"
+    );
+    assert!(by_seed > 0, "the Python contenders never got a lock");
+    // Nothing left invalid: every lock released, the queue all valid lines, locks.json an empty object.
+    let locks: Value =
+        serde_json::from_str(&std::fs::read_to_string(bus.join("locks.json")).unwrap()).unwrap();
+    assert_eq!(locks, serde_json::json!({}));
+    let lines = strict_lines(&bus.join("queue.jsonl"));
+    assert_eq!(
+        lines.len() as u64,
+        acquired * 2,
+        "one FILE_LOCK and one FILE_UNLOCK per hold"
+    );
+    let r = env.ok(&["read"]);
+    assert_eq!(r["skipped"], 0);
+}
