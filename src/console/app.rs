@@ -214,9 +214,66 @@ impl App {
         st.selected.min(n.saturating_sub(1))
     }
 
-    /// Installs a newer snapshot.
+    /// Installs a newer snapshot. Each pane keeps the same record selected (by identity, not by row
+    /// number) when rows appear or vanish above it, so an action never lands on a neighbour.
     pub fn set_snapshot(&mut self, s: Arc<Snapshot>) {
+        let keys: Vec<Option<String>> = Pane::ALL.iter().map(|p| self.selected_key(*p)).collect();
         self.snapshot = s;
+        for (pane, key) in Pane::ALL.iter().zip(keys) {
+            let Some(key) = key else { continue };
+            if let Some(i) = self.keys(*pane).iter().position(|k| *k == key) {
+                self.panes[pane.number() - 1].selected = i;
+            }
+        }
+    }
+
+    /// The identities of the rows of `pane`, in row order.
+    fn keys(&self, pane: Pane) -> Vec<String> {
+        let s = &self.snapshot;
+        let f = self.filter(pane);
+        match pane {
+            Pane::Workflows => items::workflows(s, &f)
+                .iter()
+                .map(|w| w.id.clone())
+                .collect(),
+            Pane::Inboxes => items::dispatches(s, &f)
+                .iter()
+                .map(|r| format!("{}/{}", r.god, r.view.name))
+                .collect(),
+            Pane::Bus => items::track(s, self.track.as_deref())
+                .map(|t| {
+                    items::messages(t, &f)
+                        .iter()
+                        .map(|m| m.id.clone())
+                        .collect()
+                })
+                .unwrap_or_default(),
+            Pane::Locks => items::locks(s, &f)
+                .iter()
+                .map(|(t, l)| format!("{t}/{}", l.path))
+                .collect(),
+            Pane::Workers => items::workers(s, &f)
+                .iter()
+                .map(|(t, w)| format!("{t}/{}", w.worker_id))
+                .collect(),
+            Pane::Board => items::track(s, self.track.as_deref())
+                .and_then(|t| t.board.as_ref())
+                .map(|b| {
+                    items::directors(b)
+                        .iter()
+                        .map(|c| c.director.to_owned())
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
+
+    fn selected_key(&self, pane: Pane) -> Option<String> {
+        if pane == Pane::Bus && self.follow {
+            return None;
+        }
+        let sel = self.panes[pane.number() - 1].selected;
+        self.keys(pane).into_iter().nth(sel)
     }
 
     /// Shows a flash message.
@@ -811,5 +868,170 @@ impl App {
             },
         };
         self.dispatch(action)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::store::Root;
+    use crate::live::{LiveModel, ModelOptions};
+    use crossterm::event::KeyModifiers;
+    use std::path::PathBuf;
+
+    /// The shared fixture, read in place (the live model never writes).
+    fn fixture() -> PathBuf {
+        let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        ["../shared", "../../shared", "shared"]
+            .iter()
+            .map(|rel| here.join(rel).join("fixtures/foreign-root"))
+            .find(|p| p.exists())
+            .unwrap_or_else(|| PathBuf::from("/work/shared/fixtures/foreign-root"))
+    }
+
+    fn app() -> App {
+        let m = LiveModel::open(Root::at(fixture()), ModelOptions::default());
+        App::new(m.snapshot(), false, "2026-06-14T10:36:00Z".parse().unwrap())
+    }
+
+    fn k(c: char) -> KeyEvent {
+        KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
+    }
+
+    fn kc(c: KeyCode) -> KeyEvent {
+        KeyEvent::new(c, KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn confirm_starts_on_cancel_and_enter_there_does_nothing() {
+        let mut a = app();
+        a.dispatch(Action::GoPane(Pane::Locks));
+        a.on_key(k('u'));
+        let Mode::Confirm(c) = &a.mode else {
+            panic!("force-unlock confirms")
+        };
+        assert!(!c.confirm_focused);
+        assert!(a.on_key(kc(KeyCode::Enter)).is_empty());
+        assert!(matches!(a.mode, Mode::Normal));
+        assert!(a.flash.as_ref().unwrap().text.starts_with("cancelled"));
+    }
+
+    #[test]
+    fn a_confirmed_op_becomes_an_effect_and_its_result_a_flash() {
+        let mut a = app();
+        a.dispatch(Action::GoPane(Pane::Locks));
+        a.on_key(k('u'));
+        a.on_key(kc(KeyCode::Tab));
+        let effects = a.on_key(kc(KeyCode::Enter));
+        let [Effect::Execute(op)] = effects.as_slice() else {
+            panic!("{effects:?}")
+        };
+        assert!(
+            matches!(op, Op::ForceUnlock { path, .. } if path == "src/app/api/webhooks/stripe/route.ts")
+        );
+        assert_eq!(a.in_flight, 1);
+        a.op_finished(op, Err("lock timed out".into()));
+        let f = a.flash.clone().unwrap();
+        assert_eq!(f.kind, FlashKind::Error);
+        assert!(f.text.contains("refused: lock timed out"), "{}", f.text);
+        assert_eq!(a.in_flight, 0);
+    }
+
+    #[test]
+    fn required_prompt_text_cannot_be_empty_and_esc_leaves_without_effect() {
+        let mut a = app();
+        a.on_key(k('x'));
+        assert!(matches!(a.mode, Mode::Prompt(_)));
+        assert!(a.on_key(kc(KeyCode::Enter)).is_empty());
+        assert!(matches!(a.mode, Mode::Prompt(_)));
+        assert!(a.on_key(kc(KeyCode::Esc)).is_empty());
+        assert!(matches!(a.mode, Mode::Normal));
+    }
+
+    #[test]
+    fn approve_needs_a_held_dispatch_selected() {
+        let mut a = app();
+        a.dispatch(Action::GoPane(Pane::Inboxes));
+        a.on_key(k('p'));
+        assert!(matches!(a.mode, Mode::Normal));
+        assert!(a.flash.as_ref().unwrap().text.contains("held dispatch"));
+    }
+
+    #[test]
+    fn bus_follow_stops_when_scrolling_up_and_resumes_at_the_bottom() {
+        let mut a = app();
+        a.dispatch(Action::GoPane(Pane::Bus));
+        let n = a.row_count();
+        assert!(a.follow);
+        assert_eq!(a.selected(Pane::Bus), n - 1);
+        a.dispatch(Action::Up);
+        assert!(!a.follow);
+        assert_eq!(a.selected(Pane::Bus), n - 2);
+        a.dispatch(Action::Down);
+        assert!(a.follow, "reaching the bottom resumes following");
+        a.dispatch(Action::Top);
+        assert!(!a.follow);
+        a.dispatch(Action::Bottom);
+        assert!(a.follow);
+    }
+
+    #[test]
+    fn command_line_maps_onto_actions_and_reports_unknown_ones() {
+        let mut a = app();
+        a.on_key(k(':'));
+        for c in "pane locks".chars() {
+            a.on_key(k(c));
+        }
+        a.on_key(kc(KeyCode::Enter));
+        assert_eq!(a.pane, Pane::Locks);
+        assert_eq!(a.run_command("q"), vec![Effect::Quit]);
+        a.run_command("ack maybe");
+        assert!(
+            a.flash
+                .as_ref()
+                .unwrap()
+                .text
+                .contains("unknown ack status")
+        );
+        a.run_command("frobnicate");
+        assert!(a.flash.as_ref().unwrap().text.contains("unknown command"));
+    }
+
+    #[test]
+    fn selection_follows_the_same_record_when_rows_shift() {
+        let mut a = app();
+        a.dispatch(Action::Down);
+        a.dispatch(Action::Down);
+        assert_eq!(
+            a.keys(Pane::Workflows)[a.selected(Pane::Workflows)],
+            "wf_deploy_42"
+        );
+        // A snapshot where a workflow sorting before it appeared.
+        let mut s = (*a.snapshot).clone();
+        let mut list = (*s.workflows).clone();
+        let mut extra = list[0].clone();
+        extra.id = "wf_0000".into();
+        list.insert(0, extra);
+        s.workflows = Arc::new(list);
+        a.set_snapshot(Arc::new(s));
+        assert_eq!(
+            a.keys(Pane::Workflows)[a.selected(Pane::Workflows)],
+            "wf_deploy_42"
+        );
+    }
+
+    #[test]
+    fn filter_narrows_rows_as_typed_and_esc_clears_it() {
+        let mut a = app();
+        let all = a.row_count();
+        a.on_key(k('/'));
+        for c in "deploy".chars() {
+            a.on_key(k(c));
+        }
+        assert_eq!(a.row_count(), 1);
+        a.on_key(kc(KeyCode::Enter));
+        assert_eq!(a.row_count(), 1, "Enter keeps the filter");
+        a.on_key(kc(KeyCode::Esc));
+        assert_eq!(a.row_count(), all, "Esc in normal mode clears it");
     }
 }

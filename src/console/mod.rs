@@ -15,6 +15,7 @@ pub mod items;
 pub mod ops;
 pub mod preview;
 pub mod run;
+pub mod screenshot;
 pub mod terminal;
 pub mod theme;
 pub mod views;

@@ -95,7 +95,7 @@ impl Theme {
         match status {
             "in_progress" => (self.info(), "●"),
             "waiting_for_ack" => (self.warn(), "◌"),
-            "awaiting_approval" => (self.accent(), "⏸"),
+            "awaiting_approval" => (self.accent(), "‖"),
             "completed" => (self.ok(), "✓"),
             "aborted" => (self.dim(), "✗"),
             "failed" => (self.alert(), "!"),
@@ -112,7 +112,7 @@ impl Theme {
             "rejected" => (self.alert(), "✗"),
             "completed" => (self.ok(), "✔"),
             "withdrawn" => (self.dim(), "↩"),
-            "held" => (self.accent(), "⏸"),
+            "held" => (self.accent(), "‖"),
             _ => (self.base(), "?"),
         }
     }

@@ -190,11 +190,11 @@ impl LogCursor {
                 self.ino = Some(fp.ino);
                 self.offset = 0;
                 self.skipped_head_bytes = 0;
-                if fp.len > tail_bytes {
-                    if let Ok(start) = line_start_after(path, fp.len - tail_bytes) {
-                        self.offset = start;
-                        self.skipped_head_bytes = start;
-                    }
+                if fp.len > tail_bytes
+                    && let Ok(start) = line_start_after(path, fp.len - tail_bytes)
+                {
+                    self.offset = start;
+                    self.skipped_head_bytes = start;
                 }
                 if previous.is_some() {
                     LogChange::Replaced

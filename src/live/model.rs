@@ -278,6 +278,7 @@ impl TrackTracker {
     /// Reads what was appended to `queue.jsonl` since the last read; true if anything changed.
     fn read_queue(&mut self, opts: &ModelOptions) -> bool {
         let path = self.queue_path();
+        let mut changed = false;
         match self.cursor.check(&path, opts.tail_bytes) {
             LogChange::Unchanged => return false,
             LogChange::Removed => {
@@ -288,11 +289,14 @@ impl TrackTracker {
                 self.messages.clear();
                 self.queue_note =
                     Some("queue.jsonl was replaced or truncated; reading the new file".into());
+                changed = true;
             }
             LogChange::Appended => {}
         }
         match super::engine_glue::read_queue(&path, self.cursor.offset()) {
             Ok(batch) => {
+                // Only an unterminated line after the offset: nothing to show until it completes.
+                changed |= !batch.messages.is_empty() || batch.skipped > 0;
                 self.cursor.advance_to(batch.next_offset);
                 self.lines_skipped += batch.skipped;
                 self.messages_read += batch.messages.len() as u64;
@@ -308,11 +312,15 @@ impl TrackTracker {
                     .is_some_and(|n| n.contains("gone"))
                 {
                     self.queue_note = None;
+                    changed = true;
                 }
             }
-            Err(e) => self.queue_note = Some(e),
+            Err(e) => {
+                self.queue_note = Some(e);
+                changed = true;
+            }
         }
-        true
+        changed
     }
 
     fn refresh_locks(&mut self) -> bool {
@@ -480,6 +488,8 @@ pub struct LiveModel {
     dirty_inboxes: bool,
     dirty_tracks: bool,
     dirty_definitions: bool,
+    /// Fingerprints of the definition files, to reload them only when one changed.
+    definition_files: Vec<(String, super::files::Fingerprint)>,
 }
 
 impl LiveModel {
@@ -500,6 +510,7 @@ impl LiveModel {
             dirty_inboxes: true,
             dirty_tracks: true,
             dirty_definitions: true,
+            definition_files: Vec::new(),
             root,
         };
         m.rescan_all();
@@ -649,7 +660,7 @@ impl LiveModel {
                     self.dirty_inboxes = true;
                 }
             }
-            Target::Definitions => self.dirty_definitions = true,
+            Target::Definitions => self.check_definitions(),
             Target::TracksDir => self.rescan_tracks(),
             Target::Track(name, part) => {
                 let bus = self.root.tracks_dir().join(&name).join(".message-bus");
@@ -685,7 +696,20 @@ impl LiveModel {
         self.rescan_states();
         self.rescan_inboxes();
         self.rescan_tracks();
-        self.dirty_definitions = true;
+        self.check_definitions();
+    }
+
+    /// Marks the definitions for reloading when a file in `conductor/workflows/` changed.
+    fn check_definitions(&mut self) {
+        let dir = self.root.workflows_dir();
+        let files: Vec<(String, super::files::Fingerprint)> = list_dir(&dir, false)
+            .into_iter()
+            .filter_map(|n| super::files::Fingerprint::of(&dir.join(&n)).map(|f| (n, f)))
+            .collect();
+        if files != self.definition_files {
+            self.definition_files = files;
+            self.dirty_definitions = true;
+        }
     }
 
     fn refresh_state_file(&mut self, name: &str) -> bool {

@@ -37,7 +37,12 @@ impl LiveHandle {
     pub fn start(root: Root, mode: WatchMode, opts: ModelOptions) -> Self {
         let (tx, rx) = mpsc::channel();
         // Watch first, then read: a change between the two is seen twice, never missed.
-        let watcher = super::watch::watch(&root.root, mode, tx.clone());
+        // The conductor directory may live outside the root (`CONDUCTOR_BASE_DIR`): watch it too.
+        let mut dirs = vec![root.root.clone()];
+        if !root.conductor.starts_with(&root.root) && root.conductor.is_dir() {
+            dirs.push(root.conductor.clone());
+        }
+        let watcher = super::watch::watch(&dirs, mode, tx.clone());
         let mut model = LiveModel::open(root, opts);
         model.set_watch_mode(watcher.mode.to_string());
         let (snap_tx, snap_rx) = watch::channel(model.snapshot());

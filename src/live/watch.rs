@@ -1,7 +1,7 @@
 //! File-system change signals for the live model: `notify` (inotify on Linux) watching the root
 //! recursively, or a slow poll when notifications are unavailable or `--poll` forces it.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::mpsc::Sender;
 use std::time::Duration;
 
@@ -49,11 +49,11 @@ pub struct Watcher {
     pub fallback_reason: Option<String>,
 }
 
-/// Starts sending [`Signal`]s for changes under `root` to `tx`. With [`WatchMode::Notify`], falls back
+/// Starts sending [`Signal`]s for changes under `dirs` to `tx`. With [`WatchMode::Notify`], falls back
 /// to polling at [`DEFAULT_POLL`] if the watcher cannot be set up (and says why).
-pub fn watch(root: &Path, wanted: WatchMode, tx: Sender<Signal>) -> Watcher {
+pub fn watch(dirs: &[PathBuf], wanted: WatchMode, tx: Sender<Signal>) -> Watcher {
     if wanted == WatchMode::Notify {
-        match notify_watcher(root, tx.clone()) {
+        match notify_watcher(dirs, tx.clone()) {
             Ok(w) => {
                 return Watcher {
                     _notify: Some(w),
@@ -83,7 +83,7 @@ pub fn watch(root: &Path, wanted: WatchMode, tx: Sender<Signal>) -> Watcher {
     }
 }
 
-fn notify_watcher(root: &Path, tx: Sender<Signal>) -> notify::Result<RecommendedWatcher> {
+fn notify_watcher(dirs: &[PathBuf], tx: Sender<Signal>) -> notify::Result<RecommendedWatcher> {
     let mut w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
         let signal = match res {
             Ok(ev) if ev.need_rescan() => Signal::Rescan,
@@ -100,7 +100,9 @@ fn notify_watcher(root: &Path, tx: Sender<Signal>) -> notify::Result<Recommended
         };
         let _ = tx.send(signal);
     })?;
-    w.watch(root, RecursiveMode::Recursive)?;
+    for d in dirs {
+        w.watch(d, RecursiveMode::Recursive)?;
+    }
     Ok(w)
 }
 

@@ -41,10 +41,7 @@ fn card<'a>(c: &DirectorCard, selected: bool, theme: &Theme) -> Paragraph<'a> {
     let mut l = Vec::new();
     match c.assessment {
         Some(a) => {
-            l.push(Line::styled(
-                format!("{}", a.verdict),
-                theme.verdict(&a.verdict),
-            ));
+            l.push(Line::styled(a.verdict.clone(), theme.verdict(&a.verdict)));
             l.push(Line::raw(format!("score {}", num(a.score.as_ref()))));
             if a.blocking == Some(true) {
                 l.push(Line::styled("▲ blocking", theme.alert()));

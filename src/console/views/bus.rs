@@ -102,7 +102,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         if app.follow {
             "▼ following"
         } else {
-            "⏸ paused"
+            "‖ paused"
         }
     );
     if track.lines_skipped > 0 {

@@ -30,7 +30,7 @@ fn summary_row<'a>(i: &InboxView, app: &App, theme: &Theme, held: bool) -> Row<'
         .filter(|d| d.dispatch.ack_status == AckStatus::Unacked)
         .count();
     let name = if held {
-        "⏸ _quarantine".to_owned()
+        "‖ _quarantine".to_owned()
     } else {
         i.god.clone()
     };

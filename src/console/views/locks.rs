@@ -86,7 +86,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Some(t) if t <= now => {
                 Span::styled(format!("✗ EXPIRED {}", relative(t, now)), theme.alert())
             }
-            Some(t) => Span::styled(format!("⏱ {} left", short_duration(t - now)), theme.ok()),
+            Some(t) => Span::styled(format!("◷ {} left", short_duration(t - now)), theme.ok()),
             None => Span::styled("∞ no expiry", theme.dim()),
         };
         Row::new(vec![

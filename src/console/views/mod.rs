@@ -84,7 +84,7 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let s = &app.snapshot;
     let c = s.counts(app.now);
     let mut spans = vec![
-        Span::styled(" ⚡ pantheon ", theme.title()),
+        Span::styled(" ◈ pantheon ", theme.title()),
         Span::styled(s.root.display().to_string(), theme.base()),
         Span::styled(
             format!("  [{}]", if s.watch.is_empty() { "-" } else { &s.watch }),

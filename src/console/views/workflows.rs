@@ -67,7 +67,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         } else if w.warning.is_some() {
             flag = Span::styled("⚠ file changed, showing last good", theme.warn());
         }
-        let row = Row::new(vec![
+        Row::new(vec![
             Line::from(Span::styled(
                 w.id.clone(),
                 if overdue.is_some() {
@@ -83,8 +83,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::from(age),
             Line::from(Span::styled(format!("{aglyph} {ack}"), astyle)),
             Line::from(flag),
-        ]);
-        row
+        ])
     });
     let table = Table::new(
         table_rows,
