@@ -3,4 +3,5 @@
 mod common;
 mod determinism;
 mod headless;
+mod terminal;
 mod validate;
