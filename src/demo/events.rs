@@ -120,3 +120,24 @@ impl EventLog {
         self.events.iter().filter(|e| e.kind == kind).count()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_recorded_in_order_and_counted_by_kind() {
+        let mut log = EventLog::default();
+        log.at(1, "blocked", "w1")
+            .track("t")
+            .task("task-1")
+            .detail("a.ts");
+        log.at(2, "blocked", "w2");
+        log.at(2, "unblocked", "w1");
+        assert_eq!(log.events().len(), 3);
+        assert_eq!(log.events()[0].detail.as_deref(), Some("a.ts"));
+        assert_eq!(log.events()[2].kind, "unblocked");
+        assert_eq!(log.count("blocked"), 2);
+        assert_eq!(log.counts().get("unblocked"), Some(&1));
+    }
+}

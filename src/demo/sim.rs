@@ -193,3 +193,40 @@ impl Sim {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn staleness_threshold_compresses_ten_minutes_and_scales_with_speed_but_not_below_a_second() {
+        assert_eq!(SimConfig::headless(1, 1.0).stale_after_secs(), 6.0);
+        assert_eq!(SimConfig::headless(1, 3.0).stale_after_secs(), 2.0);
+        assert_eq!(SimConfig::headless(1, 50.0).stale_after_secs(), 1.0);
+    }
+
+    #[test]
+    fn tick_lengths_follow_the_speed() {
+        let c = SimConfig::interactive(1, 2.0);
+        assert_eq!(c.real(TICKS_PER_SECOND), Duration::from_millis(500));
+        assert!(
+            c.operator_patience.unwrap() > SimConfig::headless(1, 2.0).operator_patience.unwrap()
+        );
+    }
+
+    #[test]
+    fn stepping_the_same_seed_twice_gives_the_same_log_and_another_seed_another() {
+        let run = |seed: u64| {
+            let dir = tempfile::tempdir().unwrap();
+            let mut sim = Sim::new(Root::at(dir.path()), SimConfig::headless(seed, 50.0)).unwrap();
+            for _ in 0..120 {
+                sim.step();
+            }
+            sim.log().events().to_vec()
+        };
+        let a = run(11);
+        assert!(a.len() > 20);
+        assert_eq!(a, run(11));
+        assert_ne!(a, run(12));
+    }
+}
