@@ -29,9 +29,11 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Open the live operations console (the default).
-    Console,
-    /// Run a simulated pantheon and watch it in the console.
-    Demo,
+    Console(ConsoleArgs),
+    /// Run a simulated pantheon and watch it in the console (--headless: simulate and summarise).
+    Demo(crate::demo::DemoArgs),
+    /// Check every protocol file under the root; prints a JSON report, exits 1 on any error.
+    Validate,
     /// Serve the Conductor and bus tools over MCP on stdio.
     Mcp,
     #[command(flatten)]
@@ -40,6 +42,39 @@ pub enum Command {
     Bus(bus::BusArgs),
     /// The board deliberation of a track.
     Board(board::BoardArgs),
+}
+
+/// Options of `pantheon console`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ConsoleArgs {
+    /// Watch only: every action that changes files is disabled.
+    #[arg(long)]
+    pub read_only: bool,
+    /// Poll the files every MS milliseconds instead of using file notifications (for file systems
+    /// without them, e.g. some network mounts).
+    #[arg(long, value_name = "MS", num_args = 0..=1, default_missing_value = "1000")]
+    pub poll: Option<u64>,
+}
+
+fn run_console(args: ConsoleArgs, root: &Root) -> anyhow::Result<Outcome> {
+    let opts = crate::console::run::ConsoleOptions {
+        read_only: args.read_only,
+        poll: args
+            .poll
+            .map(|ms| std::time::Duration::from_millis(ms.max(50))),
+    };
+    crate::console::run::run(root.clone(), opts)?;
+    Ok(Outcome::Exit(ExitCode::SUCCESS))
+}
+
+fn run_validate(root: &Root) -> anyhow::Result<Outcome> {
+    let report = crate::engine::validate::validate_root(root)?;
+    print_json(&serde_json::to_value(&report)?);
+    Ok(Outcome::Exit(if report.valid {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }))
 }
 
 /// What a command produced: a JSON result to print, or a process exit code of its own.
@@ -60,8 +95,10 @@ pub fn print_json(value: &serde_json::Value) {
 pub fn run(cli: Cli) -> ExitCode {
     let root = Root::from_env(cli.root.as_deref());
     let result: anyhow::Result<Outcome> = match cli.command {
-        None | Some(Command::Console) => Err(anyhow::anyhow!("the console is not built yet")),
-        Some(Command::Demo) => Err(anyhow::anyhow!("the demo is not built yet")),
+        None => run_console(ConsoleArgs::default(), &root),
+        Some(Command::Console(args)) => run_console(args, &root),
+        Some(Command::Demo(args)) => crate::demo::run(args, cli.root.as_deref()),
+        Some(Command::Validate) => run_validate(&root),
         Some(Command::Mcp) => crate::mcp::serve(root).map(|()| Outcome::Exit(ExitCode::SUCCESS)),
         Some(Command::Conductor(cmd)) => conductor::run(cmd, &root),
         Some(Command::Bus(args)) => bus::run(args, &root),

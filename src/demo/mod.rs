@@ -1,1 +1,122 @@
-//! The simulated pantheon behind `pantheon demo`.
+//! The simulated pantheon behind `pantheon demo`: gods run workflows, workers lock files and report on
+//! the tracks' buses, a board deliberates — all through the same engine calls real agents make, on
+//! real files in a root, so the console shows genuine protocol traffic and every operator action
+//! really changes the run.
+//!
+//! - [`sim`]: the one simulation thread (seeded RNG, discrete ticks, wall-clock pacing).
+//! - [`gods`], [`workers`], [`board`]: the actors.
+//! - [`events`]: the deterministic event log; [`summary`]: what `--headless` prints.
+
+pub mod board;
+pub mod events;
+pub mod gods;
+pub mod sim;
+pub mod summary;
+pub mod text;
+pub mod workers;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, bail};
+
+pub use sim::{Sim, SimConfig, TICKS_PER_SECOND};
+pub use summary::Summary;
+
+use crate::cli::Outcome;
+use crate::engine::bus::model::STALE_AFTER_ENV;
+use crate::engine::store::Root;
+
+/// Options of `pantheon demo`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DemoArgs {
+    /// Pace factor: 2 runs twice as fast (ticks, short leases and the staleness threshold all
+    /// scale); the sequence of events is the same at any speed.
+    #[arg(long, value_name = "X", default_value_t = 1.0)]
+    pub speed: f64,
+    /// Seed of the simulation: the same seed gives the same sequence of events.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub seed: u64,
+    /// Run the simulation without the console and print a JSON summary.
+    #[arg(long)]
+    pub headless: bool,
+    /// With --headless: how many demo seconds to simulate (default 60); wall time is SECS / speed.
+    #[arg(long, value_name = "SECS", requires = "headless")]
+    pub duration: Option<f64>,
+    /// With --headless: include the whole event log in the summary (`event_log`).
+    #[arg(long, requires = "headless")]
+    pub events: bool,
+}
+
+/// Runs `pantheon demo`. `explicit_root` is `--root`; without it a fresh temporary root is created
+/// (and kept), never `$PANTHEON_ROOT`, so a demo cannot mix with a real pantheon by accident.
+pub fn run(args: DemoArgs, explicit_root: Option<&Path>) -> anyhow::Result<Outcome> {
+    if !(args.speed.is_finite() && (0.05..=100.0).contains(&args.speed)) {
+        bail!("--speed {} must be between 0.05 and 100", args.speed);
+    }
+    let duration = args.duration.unwrap_or(60.0);
+    if !(duration.is_finite() && duration > 0.0 && duration <= 86_400.0) {
+        bail!("--duration {duration} must be a number of seconds between 0 and 86400");
+    }
+    let cfg = if args.headless {
+        SimConfig::headless(args.seed, args.speed)
+    } else {
+        SimConfig::interactive(args.seed, args.speed)
+    };
+    if std::env::var_os(STALE_AFTER_ENV).is_none() {
+        // SAFETY: the demo sets this before it starts any thread; nothing else runs yet.
+        unsafe { std::env::set_var(STALE_AFTER_ENV, cfg.stale_after_secs().to_string()) };
+    }
+    let dir = demo_root(explicit_root)?;
+    let root = Root::at(&dir);
+    let mut sim = Sim::new(root.clone(), cfg)
+        .with_context(|| format!("could not set up the demo root {}", dir.display()))?;
+
+    if args.headless {
+        let ticks = (duration * TICKS_PER_SECOND as f64).round() as u64;
+        sim.run(Some(ticks), &AtomicBool::new(false));
+        sim.settle();
+        let summary = sim.summary("headless", args.events);
+        return Ok(Outcome::Json(serde_json::to_value(summary)?));
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    let handle = std::thread::Builder::new()
+        .name("demo-sim".into())
+        .spawn(move || {
+            sim.run(None, &flag);
+            sim
+        })
+        .context("could not start the simulation thread")?;
+    let console = crate::console::run::run(root, crate::console::run::ConsoleOptions::default());
+    stop.store(true, Ordering::Relaxed);
+    let joined = handle.join();
+    println!(
+        "pantheon demo: the root is kept at {0}\n  look again: pantheon --root {0}\n  check it:   pantheon --root {0} validate",
+        dir.display()
+    );
+    console?;
+    if joined.is_err() {
+        bail!("the simulation thread panicked; see the console log");
+    }
+    Ok(Outcome::Exit(ExitCode::SUCCESS))
+}
+
+/// The root to run in: `--root` (created if missing), else a fresh kept temporary directory.
+fn demo_root(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
+    match explicit {
+        Some(p) => {
+            std::fs::create_dir_all(p)
+                .with_context(|| format!("could not create the demo root {}", p.display()))?;
+            Ok(crate::engine::store::paths::absolute(p))
+        }
+        None => Ok(tempfile::Builder::new()
+            .prefix("pantheon-demo-")
+            .tempdir()
+            .context("could not create a temporary directory for the demo")?
+            .keep()),
+    }
+}

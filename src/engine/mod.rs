@@ -3,8 +3,10 @@
 //! - [`store`]: atomic writes, `flock`, tolerant reads, validated ids, timestamps, safe paths.
 //! - [`conductor`]: handoffs, routing, gates, inboxes, acks, workflow state, abort, cleanup (PROTOCOL 2).
 //! - [`bus`]: the per-track message bus and the board deliberation (PROTOCOL 3 and 4).
+//! - [`validate`]: a strict check of every protocol file under a root.
 
 pub mod bus;
 pub mod conductor;
 pub mod error;
 pub mod store;
+pub mod validate;

@@ -310,6 +310,24 @@ impl<'de> Deserialize<'de> for WorkerStatus {
 /// How long a `RUNNING` or `BLOCKED` worker may stay silent before it is stale.
 pub const STALE_AFTER: Duration = Duration::minutes(10);
 
+/// Environment variable overriding [`STALE_AFTER`] in seconds (fractions allowed); the demo sets it
+/// to its compressed time scale so staleness shows within a minute.
+pub const STALE_AFTER_ENV: &str = "PANTHEON_STALE_AFTER_SECS";
+
+/// The staleness threshold in effect: `PANTHEON_STALE_AFTER_SECS` when set to a positive number,
+/// else [`STALE_AFTER`]. Read once per process.
+pub fn stale_after() -> Duration {
+    static CELL: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *CELL.get_or_init(|| {
+        std::env::var(STALE_AFTER_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s > 0.0)
+            .and_then(|s| Duration::from_std(std::time::Duration::from_secs_f64(s)).ok())
+            .unwrap_or(STALE_AFTER)
+    })
+}
+
 /// One worker's entry in `worker-status.json`, extra fields kept.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct WorkerEntry {
@@ -355,9 +373,10 @@ impl WorkerEntry {
         self.progress_pct.as_ref().and_then(Number::as_f64)
     }
 
-    /// A `RUNNING` or `BLOCKED` worker silent for more than 10 minutes (or with no readable heartbeat).
+    /// A `RUNNING` or `BLOCKED` worker silent for more than 10 minutes, or [`stale_after`] (or with no
+    /// readable heartbeat).
     pub fn is_stale(&self, now: DateTime<Utc>) -> bool {
-        self.status.expects_heartbeat() && self.heartbeat().is_none_or(|t| now - t > STALE_AFTER)
+        self.status.expects_heartbeat() && self.heartbeat().is_none_or(|t| now - t > stale_after())
     }
 }
 

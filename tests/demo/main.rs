@@ -1,0 +1,7 @@
+//! Integration tests of `pantheon demo` and `pantheon validate`, driving the real binary on temp roots.
+
+mod common;
+mod determinism;
+mod headless;
+mod terminal;
+mod validate;
