@@ -42,19 +42,32 @@ pub fn pantheon_bin() -> PathBuf {
 }
 
 /// The Python interpreter of the test virtualenv: `$PANTHEON_TEST_PYTHON`, else `.venv/bin/python`
-/// in the repository. Missing is a failure with the fix, never a silent pass.
+/// in the repository, which `scripts/test-setup.sh` creates (run once per test process; it returns at
+/// once when the venv is ready). A setup that fails is a test failure with the fix, never a silent pass.
 pub fn python() -> PathBuf {
     if let Some(p) = std::env::var_os("PANTHEON_TEST_PYTHON").filter(|p| !p.is_empty()) {
         return PathBuf::from(p);
     }
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
-    assert!(
-        venv.exists(),
-        "the MCP tests need the official Python MCP SDK in {}: run scripts/test-setup.sh \
-         (or set PANTHEON_TEST_PYTHON to a python that has `mcp` 2.x installed)",
-        venv.display()
-    );
-    venv
+    static SETUP: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    SETUP
+        .get_or_init(|| {
+            let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+            let out = Command::new("bash")
+                .arg(repo.join("scripts/test-setup.sh"))
+                .output()
+                .map_err(|e| format!("cannot run scripts/test-setup.sh: {e}"))?;
+            if !out.status.success() {
+                return Err(format!(
+                    "scripts/test-setup.sh failed (it installs the Python MCP SDK into .venv; \
+                     or set PANTHEON_TEST_PYTHON to a python that has `mcp` 2.x):\n{}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+            Ok(repo.join(".venv/bin/python"))
+        })
+        .clone()
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn session_script() -> PathBuf {
