@@ -60,6 +60,13 @@ fn latency(rate: u32, count: usize) {
     let root = Root::at(dir.path());
     let bus = Bus::open(&root, "bench").unwrap();
     bus.init().unwrap();
+    // A blocked worker in the buffer makes every rebuild run deadlock detection (the costly path).
+    bus.post(
+        "BLOCKED",
+        "worker-blocked",
+        json!({"task_id": "9", "waiting_for": "file_lock", "resource": "src/x.rs"}),
+    )
+    .unwrap();
     let mut handle = LiveHandle::start(root.clone(), WatchMode::Notify, ModelOptions::default());
     let written: Arc<Mutex<Vec<Option<Instant>>>> = Arc::new(Mutex::new(vec![None; count]));
     let w = written.clone();

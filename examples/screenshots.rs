@@ -29,6 +29,9 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// One screenshot: its file name and the steps that bring the console there from the previous one.
+type Shot = (&'static str, Box<dyn Fn(&mut App)>);
+
 fn key(app: &mut App, c: KeyCode) {
     app.on_key(KeyEvent::new(c, KeyModifiers::NONE));
 }
@@ -52,7 +55,7 @@ fn main() {
     let mut app = App::new(std::sync::Arc::new(snap), false, now);
     let theme = Theme { color: true };
 
-    let mut shots: Vec<(&str, Box<dyn Fn(&mut App)>)> = vec![
+    let shots: Vec<Shot> = vec![
         (
             "1-workflows",
             Box::new(|a: &mut App| {
@@ -145,7 +148,7 @@ fn main() {
         .arg("--version")
         .output()
         .is_ok();
-    for (name, step) in shots.iter_mut() {
+    for (name, step) in shots.iter() {
         step(&mut app);
         let mut term = Terminal::new(TestBackend::new(150, 38)).unwrap();
         term.draw(|f| views::draw(f, &app, &theme)).unwrap();

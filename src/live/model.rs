@@ -154,12 +154,19 @@ impl InboxTracker {
             return self.rescan();
         }
         let path = self.dir.join(name);
+        let exists = path.exists();
         let f = self
             .files
             .entry(name.to_owned())
             .or_insert_with(|| JsonFile::new(path));
         match f.refresh(parse_as::<Dispatch>) {
-            Refresh::Unchanged => false,
+            Refresh::Unchanged => {
+                if !exists {
+                    // An event for a file already gone (a temp name, a quick move): forget it.
+                    self.files.remove(name);
+                }
+                false
+            }
             Refresh::Removed => {
                 self.files.remove(name);
                 true

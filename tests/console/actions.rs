@@ -291,3 +291,76 @@ fn read_only_refuses_every_action_before_any_dialog() {
         assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Error);
     }
 }
+
+fn held_handoff(wf: &str, hid: &str) -> String {
+    serde_json::json!({
+        "handoff_id": hid, "workflow_id": wf, "from_god": "thoth", "to_god": "caduceus",
+        "step": "announce",
+        "context": {"summary": "Tell the partner pantheon", "decisions": [], "artifacts": []}
+    })
+    .to_string()
+}
+
+#[test]
+fn held_dispatches_are_approved_into_the_inbox_or_rejected_with_a_reason() {
+    let root = engine_root();
+    let r = root.path();
+    pantheon(
+        r,
+        &["handoff", "submit", "-"],
+        Some(&held_handoff("wf_ext_1", "hof_20260614_ddd444")),
+    );
+    pantheon(
+        r,
+        &["handoff", "submit", "-"],
+        Some(&held_handoff("wf_ext_2", "hof_20260614_eee555")),
+    );
+    assert!(
+        r.join("conductor/pending/_quarantine/hof_20260614_ddd444.json")
+            .exists()
+    );
+    let op = EngineOperator::new(Root::at(r));
+    let mut app = app_for(r, chrono::Utc::now());
+
+    select_dispatch(&mut app, "hof_20260614_ddd444");
+    // A held dispatch is not acked.
+    app.on_key(key('a'));
+    assert!(matches!(app.mode, Mode::Normal));
+    assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Error);
+    app.on_key(key('p'));
+    let Mode::Confirm(c) = &app.mode else {
+        panic!("approve confirms")
+    };
+    let said: String = c
+        .lines
+        .iter()
+        .map(|(_, l)| l.as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(said.contains("caduceus's inbox"), "{said}");
+    app.on_key(code(KeyCode::Tab));
+    let effects = app.on_key(code(KeyCode::Enter));
+    run(&mut app, &op, effects);
+    let f = app.flash.clone().unwrap();
+    assert_eq!(f.kind, FlashKind::Success, "{}", f.text);
+    assert!(
+        r.join("conductor/pending/caduceus/hof_20260614_ddd444.json")
+            .exists()
+    );
+
+    refresh(&mut app, r);
+    select_dispatch(&mut app, "hof_20260614_eee555");
+    app.on_key(key('R'));
+    type_text(&mut app, "not cleared");
+    app.on_key(code(KeyCode::Enter));
+    app.on_key(code(KeyCode::Tab));
+    let effects = app.on_key(code(KeyCode::Enter));
+    run(&mut app, &op, effects);
+    let f = app.flash.clone().unwrap();
+    assert_eq!(f.kind, FlashKind::Success, "{}", f.text);
+    assert_eq!(state(r, "wf_ext_2")["status"], "failed");
+    assert!(
+        !r.join("conductor/pending/_quarantine/hof_20260614_eee555.json")
+            .exists()
+    );
+}

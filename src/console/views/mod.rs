@@ -83,23 +83,14 @@ fn too_small(frame: &mut Frame, area: Rect, theme: &Theme) {
 fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let s = &app.snapshot;
     let c = s.counts(app.now);
-    let mut spans = vec![
-        Span::styled(" ◈ pantheon ", theme.title()),
-        Span::styled(s.root.display().to_string(), theme.base()),
-        Span::styled(
-            format!("  [{}]", if s.watch.is_empty() { "-" } else { &s.watch }),
-            theme.dim(),
-        ),
-        Span::raw("  "),
-        Span::raw(format!("{} workflows ({} active)", c.workflows, c.active)),
-        Span::raw(format!(" · {} waiting", c.waiting)),
-    ];
-    if c.held > 0 {
-        spans.push(Span::styled(format!(" · {} held", c.held), theme.accent()));
+    // Alerts first, so a narrow terminal cuts the root path, not the news.
+    let mut spans = vec![Span::styled(" ◈ pantheon ", theme.title())];
+    if app.read_only {
+        spans.push(Span::styled("READ-ONLY ", theme.warn()));
     }
     let mut alert = |n: usize, what: &str| {
         if n > 0 {
-            spans.push(Span::styled(format!(" · ▲ {n} {what}"), theme.alert()));
+            spans.push(Span::styled(format!("▲ {n} {what} · "), theme.alert()));
         }
     };
     alert(c.overdue, "overdue");
@@ -108,13 +99,25 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     alert(c.deadlocks, "deadlock");
     if c.warnings > 0 {
         spans.push(Span::styled(
-            format!(" · ⚠ {} file issues", c.warnings),
+            format!("⚠ {} file issues · ", c.warnings),
             theme.warn(),
         ));
     }
-    if app.read_only {
-        spans.push(Span::styled("  READ-ONLY", theme.warn()));
+    spans.push(Span::raw(format!(
+        "{} workflows ({} active) · {} waiting",
+        c.workflows, c.active, c.waiting
+    )));
+    if c.held > 0 {
+        spans.push(Span::styled(format!(" · {} held", c.held), theme.accent()));
     }
+    spans.push(Span::styled(
+        format!(
+            "   {} [{}]",
+            s.root.display(),
+            if s.watch.is_empty() { "-" } else { &s.watch }
+        ),
+        theme.dim(),
+    ));
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 

@@ -85,9 +85,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::from(flag),
         ])
     });
-    let table = Table::new(
-        table_rows,
-        [
+    // Narrow terminals drop DEFINITION and AGE (both are in the detail view) so ids stay whole.
+    let wide = area.width >= 120;
+    let widths: Vec<Constraint> = if wide {
+        vec![
             Constraint::Length(22),
             Constraint::Length(18),
             Constraint::Length(20),
@@ -96,23 +97,36 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Constraint::Length(9),
             Constraint::Length(12),
             Constraint::Min(10),
-        ],
-    )
-    .header(
-        Row::new([
-            "WORKFLOW",
-            "DEFINITION",
-            "STATUS",
-            "STEP",
-            "GOD",
-            "AGE",
-            "ACK",
-            "",
-        ])
-        .style(theme.header()),
-    )
-    .row_highlight_style(theme.selected())
-    .block(block(title, theme));
+        ]
+    } else {
+        vec![
+            Constraint::Min(15),
+            Constraint::Length(0),
+            Constraint::Length(18),
+            Constraint::Length(13),
+            Constraint::Length(11),
+            Constraint::Length(0),
+            Constraint::Length(11),
+            Constraint::Length(10),
+        ]
+    };
+    let table = Table::new(table_rows, widths)
+        .column_spacing(u16::from(wide))
+        .header(
+            Row::new([
+                "WORKFLOW",
+                "DEFINITION",
+                "STATUS",
+                "STEP",
+                "GOD",
+                "AGE",
+                "ACK",
+                "",
+            ])
+            .style(theme.header()),
+        )
+        .row_highlight_style(theme.selected())
+        .block(block(title, theme));
     let mut state = TableState::default().with_selected(Some(rel));
     frame.render_stateful_widget(table, area, &mut state);
 }
