@@ -43,7 +43,12 @@ fn main() {
         .next()
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("PANTHEON_FIXTURE_ROOT").map(PathBuf::from))
-        .unwrap_or_else(|| PathBuf::from("/work/shared/fixtures/foreign-root"));
+        .unwrap_or_else(|| {
+            PathBuf::from(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../shared/fixtures/foreign-root"
+            ))
+        });
     std::fs::create_dir_all(&out).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     copy_dir(&fixture, tmp.path());

@@ -6,7 +6,7 @@ set -eu
 cd "$(dirname "$0")/.."
 fixture="${1:-${PANTHEON_FIXTURE_ROOT:-}}"
 if [ -z "$fixture" ]; then
-  for d in ../shared/fixtures/foreign-root ../../shared/fixtures/foreign-root /work/shared/fixtures/foreign-root; do
+  for d in ../shared/fixtures/foreign-root ../../shared/fixtures/foreign-root; do
     if [ -d "$d" ]; then fixture="$d"; break; fi
   done
 fi

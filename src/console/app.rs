@@ -886,7 +886,12 @@ mod tests {
             .iter()
             .map(|rel| here.join(rel).join("fixtures/foreign-root"))
             .find(|p| p.exists())
-            .unwrap_or_else(|| PathBuf::from("/work/shared/fixtures/foreign-root"))
+            .unwrap_or_else(|| {
+                PathBuf::from(concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/../shared/fixtures/foreign-root"
+                ))
+            })
     }
 
     fn app() -> App {

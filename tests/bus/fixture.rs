@@ -7,7 +7,13 @@ use crate::common::Env;
 fn fixture() -> PathBuf {
     std::env::var_os("PANTHEON_FIXTURE_ROOT")
         .map(PathBuf::from)
-        .unwrap_or_else(|| "/work/shared/fixtures/foreign-root".into())
+        .unwrap_or_else(|| {
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../shared/fixtures/foreign-root"
+            )
+            .into()
+        })
 }
 
 fn copy_dir(from: &Path, to: &Path) {

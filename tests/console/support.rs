@@ -26,7 +26,12 @@ pub fn fixture_source() -> PathBuf {
         .iter()
         .map(|rel| here.join(rel).join("fixtures/foreign-root"))
         .find(|p| p.exists())
-        .unwrap_or_else(|| PathBuf::from("/work/shared/fixtures/foreign-root"))
+        .unwrap_or_else(|| {
+            PathBuf::from(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../shared/fixtures/foreign-root"
+            ))
+        })
 }
 
 pub fn copy_dir(from: &Path, to: &Path) {

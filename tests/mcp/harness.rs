@@ -80,7 +80,12 @@ fn foreign_root() -> PathBuf {
     std::env::var_os("PANTHEON_FIXTURE_ROOT")
         .filter(|p| !p.is_empty())
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/work/shared/fixtures/foreign-root"))
+        .unwrap_or_else(|| {
+            PathBuf::from(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../shared/fixtures/foreign-root"
+            ))
+        })
 }
 
 fn copy_dir(from: &Path, to: &Path) {

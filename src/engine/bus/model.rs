@@ -681,7 +681,13 @@ mod tests {
     fn fixture_bus() -> std::path::PathBuf {
         let root = std::env::var_os("PANTHEON_FIXTURE_ROOT")
             .map(std::path::PathBuf::from)
-            .unwrap_or_else(|| "/work/shared/fixtures/foreign-root".into());
+            .unwrap_or_else(|| {
+                concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/../shared/fixtures/foreign-root"
+                )
+                .into()
+            });
         root.join("conductor/tracks/stripe-checkout_20260201/.message-bus")
     }
 

@@ -563,7 +563,12 @@ pub(crate) mod tests {
             .iter()
             .map(|rel| here.join(rel).join("fixtures/foreign-root"))
             .find(|p| p.exists())
-            .unwrap_or_else(|| PathBuf::from("/work/shared/fixtures/foreign-root"))
+            .unwrap_or_else(|| {
+                PathBuf::from(concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/../shared/fixtures/foreign-root"
+                ))
+            })
     }
 
     fn json(path: &Path) -> Value {
