@@ -178,8 +178,12 @@ fn scan(
     names.sort();
     names.into_iter().find(|n| match baseline {
         None => true,
-        // Fresh: a file that is new, or was re-created or touched after the wait began.
-        Some(base) => base.get(n) != stamp(&dir.join(n)).as_ref(),
+        // Fresh: a file that is new, or was re-created or touched after the wait began. A file that
+        // vanished between the listing and its stamp is not an event.
+        Some(base) => match stamp(&dir.join(n)) {
+            None => false,
+            now => base.get(n) != now.as_ref(),
+        },
     })
 }
 
