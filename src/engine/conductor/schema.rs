@@ -110,10 +110,19 @@ fn violations(validator: &jsonschema::Validator, v: &Value) -> Vec<Violation> {
             {
                 pointer = format!("{pointer}/{p}");
             }
-            Violation {
-                pointer,
-                message: e.to_string(),
-            }
+            // jsonschema abbreviates long enums ("or 2 other candidates"); say every allowed value.
+            let message = match e.kind() {
+                ValidationErrorKind::Enum { options } => match options.as_array() {
+                    Some(all) => format!(
+                        "{} is not one of {}",
+                        e.instance(),
+                        all.iter().map(Value::to_string).collect::<Vec<_>>().join(", ")
+                    ),
+                    None => e.to_string(),
+                },
+                _ => e.to_string(),
+            };
+            Violation { pointer, message }
         })
         .collect();
     out.dedup();
