@@ -29,7 +29,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Open the live operations console (the default).
-    Console,
+    Console(ConsoleArgs),
     /// Run a simulated pantheon and watch it in the console.
     Demo,
     /// Serve the Conductor and bus tools over MCP on stdio.
@@ -40,6 +40,29 @@ pub enum Command {
     Bus(bus::BusArgs),
     /// The board deliberation of a track.
     Board(board::BoardArgs),
+}
+
+/// Options of `pantheon console`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ConsoleArgs {
+    /// Watch only: every action that changes files is disabled.
+    #[arg(long)]
+    pub read_only: bool,
+    /// Poll the files every MS milliseconds instead of using file notifications (for file systems
+    /// without them, e.g. some network mounts).
+    #[arg(long, value_name = "MS", num_args = 0..=1, default_missing_value = "1000")]
+    pub poll: Option<u64>,
+}
+
+fn run_console(args: ConsoleArgs, root: &Root) -> anyhow::Result<Outcome> {
+    let opts = crate::console::run::ConsoleOptions {
+        read_only: args.read_only,
+        poll: args
+            .poll
+            .map(|ms| std::time::Duration::from_millis(ms.max(50))),
+    };
+    crate::console::run::run(root.clone(), opts)?;
+    Ok(Outcome::Exit(ExitCode::SUCCESS))
 }
 
 /// What a command produced: a JSON result to print, or a process exit code of its own.
@@ -60,9 +83,10 @@ pub fn print_json(value: &serde_json::Value) {
 pub fn run(cli: Cli) -> ExitCode {
     let root = Root::from_env(cli.root.as_deref());
     let result: anyhow::Result<Outcome> = match cli.command {
-        None | Some(Command::Console) => Err(anyhow::anyhow!("the console is not built yet")),
+        None => run_console(ConsoleArgs::default(), &root),
+        Some(Command::Console(args)) => run_console(args, &root),
         Some(Command::Demo) => Err(anyhow::anyhow!("the demo is not built yet")),
-        Some(Command::Mcp) => Err(anyhow::anyhow!("the MCP server is not built yet")),
+        Some(Command::Mcp) => crate::mcp::serve(root).map(|()| Outcome::Exit(ExitCode::SUCCESS)),
         Some(Command::Conductor(cmd)) => conductor::run(cmd, &root),
         Some(Command::Bus(args)) => bus::run(args, &root),
         Some(Command::Board(args)) => board::run(args, &root),

@@ -1,1 +1,20 @@
-//! The watched model of a root: file-system notifications -> incremental reads -> an immutable snapshot.
+//! The watched model of a root: file-system notifications -> incremental reads -> an immutable
+//! snapshot.
+//!
+//! - [`files`]: per-file caches (fingerprints, last good value, log offsets).
+//! - [`watch`]: `notify` or poll signals.
+//! - [`model`]: the caches of one root and the snapshot they build.
+//! - [`snapshot`]: what the console draws.
+//! - [`engine_glue`]: the engine functions the model uses (queue reads, deadlocks, resolve rule).
+//! - [`runner`]: the model thread: debounce signals, refresh, publish only the newest snapshot.
+
+pub mod engine_glue;
+pub mod files;
+pub mod model;
+pub mod runner;
+pub mod snapshot;
+pub mod watch;
+
+pub use model::{LiveModel, ModelOptions};
+pub use snapshot::Snapshot;
+pub use watch::WatchMode;

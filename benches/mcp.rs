@@ -1,0 +1,218 @@
+//! MCP server benchmark: the real `pantheon mcp` over stdio, driven with raw JSON-RPC lines (no SDK
+//! overhead in the figures).
+//!
+//! Measures: time from spawn to the `initialize` answer (what a host waits for at session start);
+//! round-trip latency of `check_inbox` and `submit_handoff` called one at a time; throughput of
+//! `list_pending` with 64 requests in flight; and four servers submitting at once on one root.
+//!
+//! Run: `cargo bench --bench mcp` (release build). Set `MCP_BENCH_N` to change the call count.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+}
+
+impl Server {
+    fn start(root: &Path) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_pantheon"))
+            .arg("--root")
+            .arg(root)
+            .arg("mcp")
+            .env("PANTHEON_LOG", "error")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start pantheon mcp");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send(&mut self, v: &Value) {
+        let mut line = serde_json::to_vec(v).unwrap();
+        line.push(b'\n');
+        self.stdin.write_all(&line).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn recv(&self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the server answers");
+        serde_json::from_str(&line).expect("JSON-RPC")
+    }
+
+    fn initialize(&mut self) {
+        self.send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "0"}}}));
+        let r = self.recv();
+        assert!(r["result"].is_object(), "{r}");
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    }
+
+    fn call(&mut self, id: u64, tool: &str, arguments: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                          "params": {"name": tool, "arguments": arguments}}));
+    }
+
+    /// One call, answered; fails the bench on an error result.
+    fn round_trip(&mut self, id: u64, tool: &str, arguments: Value) -> Duration {
+        let t = Instant::now();
+        self.call(id, tool, arguments);
+        let r = self.recv();
+        let took = t.elapsed();
+        assert_eq!(r["id"], json!(id), "{r}");
+        assert_eq!(r["result"]["isError"], json!(false), "{r}");
+        took
+    }
+
+    fn close(mut self) {
+        drop(self.stdin);
+        let _ = self.child.wait();
+    }
+}
+
+fn handoff(k: usize, server: usize) -> Value {
+    json!({"handoff": {
+        "handoff_id": format!("hof_20260614_{:06x}", server * 100_000 + k),
+        "workflow_id": format!("wf_bench_{server}_{k}"),
+        "from_god": "hermes", "to_god": "marvin", "step": "triage",
+        "context": {"summary": "bench", "decisions": ["d"], "artifacts": []}}})
+}
+
+fn report(name: &str, mut samples: Vec<Duration>) {
+    samples.sort();
+    let pct = |p: f64| samples[((samples.len() - 1) as f64 * p).round() as usize];
+    let mean = samples.iter().sum::<Duration>() / samples.len() as u32;
+    println!(
+        "{name:<34} n={:<5} mean {:>8.3} ms  p50 {:>8.3} ms  p99 {:>8.3} ms",
+        samples.len(),
+        mean.as_secs_f64() * 1e3,
+        pct(0.5).as_secs_f64() * 1e3,
+        pct(0.99).as_secs_f64() * 1e3
+    );
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let n: usize = std::env::var("MCP_BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let init = Command::new(env!("CARGO_BIN_EXE_pantheon"))
+        .arg("--root")
+        .arg(root)
+        .arg("init")
+        .output()
+        .unwrap();
+    assert!(init.status.success());
+
+    // Session start: spawn to initialize answered.
+    let starts: Vec<Duration> = (0..20)
+        .map(|_| {
+            let t = Instant::now();
+            let mut s = Server::start(root);
+            s.initialize();
+            let took = t.elapsed();
+            s.close();
+            took
+        })
+        .collect();
+    report("spawn + initialize", starts);
+
+    let mut s = Server::start(root);
+    s.initialize();
+    let mut id = 1;
+    let mut next = || {
+        id += 1;
+        id
+    };
+    let inbox: Vec<Duration> = (0..n)
+        .map(|_| s.round_trip(next(), "check_inbox", json!({"god_name": "marvin"})))
+        .collect();
+    report("check_inbox (empty inbox)", inbox);
+    let submits: Vec<Duration> = (0..n)
+        .map(|k| s.round_trip(next(), "submit_handoff", handoff(k, 0)))
+        .collect();
+    report("submit_handoff (new workflow)", submits);
+    let inbox: Vec<Duration> = (0..50)
+        .map(|_| s.round_trip(next(), "check_inbox", json!({"god_name": "marvin"})))
+        .collect();
+    report(&format!("check_inbox ({n} dispatches)"), inbox);
+
+    // Throughput with many requests in flight on one connection.
+    let in_flight = 64;
+    let t = Instant::now();
+    for _ in 0..in_flight {
+        let i = next();
+        s.call(i, "list_rules", json!({}));
+    }
+    for _ in 0..in_flight {
+        let r = s.recv();
+        assert_eq!(r["result"]["isError"], json!(false), "{r}");
+    }
+    let took = t.elapsed();
+    println!(
+        "{:<34} {in_flight} calls in {:.1} ms = {:.0} calls/s",
+        "list_rules, 64 in flight",
+        took.as_secs_f64() * 1e3,
+        in_flight as f64 / took.as_secs_f64()
+    );
+    s.close();
+
+    // Four servers on one root submitting at once.
+    let per = n / 2;
+    let t = Instant::now();
+    let handles: Vec<_> = (1..=4)
+        .map(|server| {
+            let root = root.to_path_buf();
+            std::thread::spawn(move || {
+                let mut s = Server::start(&root);
+                s.initialize();
+                for k in 0..per {
+                    s.round_trip(k as u64 + 1, "submit_handoff", handoff(k, server));
+                }
+                s.close();
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let took = t.elapsed();
+    println!(
+        "{:<34} {} handoffs in {:.0} ms = {:.0} handoffs/s",
+        "4 servers submitting at once",
+        4 * per,
+        took.as_secs_f64() * 1e3,
+        (4 * per) as f64 / took.as_secs_f64()
+    );
+}

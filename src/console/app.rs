@@ -1,0 +1,957 @@
+//! The console's state and its transitions. Keys become [`Action`]s, actions change the state and
+//! return [`Effect`]s as data (run an engine call, quit…); drawing only reads this state. The whole
+//! operator flow (selection -> confirm -> engine call -> flash) runs here without a terminal.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use serde_json::Value;
+
+use crate::engine::store::{GodName, HandoffId, TrackName, WorkflowId};
+use crate::live::snapshot::Snapshot;
+
+use super::action::{AckChoice, Action, Key, Keymap, Pane};
+use super::items::{self, Filter};
+use super::ops::Op;
+
+/// What the event loop must do after an action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    Quit,
+    /// Re-check every file now.
+    Rescan,
+    /// Run this engine call (in the background) and report back with [`App::op_finished`].
+    Execute(Op),
+    /// Ask the engine for a cleanup dry run and report back with [`App::cleanup_previewed`].
+    PreviewCleanup(WorkflowId),
+}
+
+/// How a flash message reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlashKind {
+    Info,
+    Success,
+    Error,
+}
+
+/// A message at the bottom of the screen that fades after a while.
+#[derive(Debug, Clone)]
+pub struct Flash {
+    pub kind: FlashKind,
+    pub text: String,
+    pub until: Instant,
+}
+
+/// A line of a confirmation dialog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tone {
+    Normal,
+    Warn,
+    Danger,
+    Dim,
+}
+
+/// A confirmation: what will happen, and the two buttons (Cancel is focused first).
+#[derive(Debug, Clone)]
+pub struct Confirm {
+    pub op: Op,
+    pub lines: Vec<(Tone, String)>,
+    /// False: Cancel is focused (the default).
+    pub confirm_focused: bool,
+}
+
+/// What a text prompt's answer is for.
+#[derive(Debug, Clone)]
+pub enum PromptFor {
+    Ack {
+        god: GodName,
+        handoff_id: HandoffId,
+        workflow_id: Option<WorkflowId>,
+        status: AckChoice,
+    },
+    RejectHeld(HandoffId),
+    Abort(WorkflowId),
+}
+
+/// A one-line text prompt.
+#[derive(Debug, Clone)]
+pub struct Prompt {
+    pub label: &'static str,
+    pub required: bool,
+    pub input: String,
+    pub purpose: PromptFor,
+}
+
+/// The dispatch an ack menu is for.
+#[derive(Debug, Clone)]
+pub struct AckTarget {
+    pub god: GodName,
+    pub handoff_id: HandoffId,
+    pub workflow_id: Option<WorkflowId>,
+    pub step: String,
+}
+
+/// The input mode.
+#[derive(Debug, Clone)]
+pub enum Mode {
+    Normal,
+    Help,
+    /// Editing the current pane's filter (applied as typed).
+    Filter,
+    /// Typing a `:` command.
+    Command(String),
+    AckMenu {
+        target: AckTarget,
+        choice: usize,
+    },
+    Prompt(Prompt),
+    Confirm(Confirm),
+}
+
+/// Per-pane view state.
+#[derive(Debug, Clone, Default)]
+pub struct PaneState {
+    pub selected: usize,
+    pub filter: String,
+    pub detail: bool,
+    pub raw: bool,
+    pub scroll: u16,
+}
+
+/// The whole console state.
+pub struct App {
+    pub keymap: Keymap,
+    pub read_only: bool,
+    pub pane: Pane,
+    pub panes: [PaneState; 6],
+    pub mode: Mode,
+    pub flash: Option<Flash>,
+    pub snapshot: Arc<Snapshot>,
+    /// The time views compare against (set by the loop; fixed in tests).
+    pub now: DateTime<Utc>,
+    pub absolute_times: bool,
+    /// The track the Bus and Board panes show.
+    pub track: Option<String>,
+    /// The bus tail follows new messages (stops when scrolling up).
+    pub follow: bool,
+    /// Rows visible in the main table (for paging); set from the terminal size.
+    pub page: usize,
+    /// Operations sent to the engine and not yet answered.
+    pub in_flight: usize,
+}
+
+const FLASH_FOR: Duration = Duration::from_secs(6);
+
+impl App {
+    pub fn new(snapshot: Arc<Snapshot>, read_only: bool, now: DateTime<Utc>) -> Self {
+        Self {
+            keymap: Keymap::default(),
+            read_only,
+            pane: Pane::Workflows,
+            panes: Default::default(),
+            mode: Mode::Normal,
+            flash: None,
+            snapshot,
+            now,
+            absolute_times: false,
+            track: None,
+            follow: true,
+            page: 20,
+            in_flight: 0,
+        }
+    }
+
+    pub fn pane_state(&self) -> &PaneState {
+        &self.panes[self.pane.number() - 1]
+    }
+
+    fn pane_state_mut(&mut self) -> &mut PaneState {
+        &mut self.panes[self.pane.number() - 1]
+    }
+
+    /// The filter of a pane.
+    pub fn filter(&self, pane: Pane) -> Filter {
+        Filter::parse(&self.panes[pane.number() - 1].filter)
+    }
+
+    /// The name of the track the Bus and Board panes show.
+    pub fn track_name(&self) -> Option<String> {
+        items::track(&self.snapshot, self.track.as_deref()).map(|t| t.name.clone())
+    }
+
+    /// Number of rows in the current pane's table.
+    pub fn row_count(&self) -> usize {
+        let s = &self.snapshot;
+        let f = self.filter(self.pane);
+        match self.pane {
+            Pane::Workflows => items::workflows(s, &f).len(),
+            Pane::Inboxes => items::dispatches(s, &f).len(),
+            Pane::Bus => items::track(s, self.track.as_deref())
+                .map(|t| items::messages(t, &f).len())
+                .unwrap_or(0),
+            Pane::Locks => items::locks(s, &f).len(),
+            Pane::Workers => items::workers(s, &f).len(),
+            Pane::Board => items::track(s, self.track.as_deref())
+                .and_then(|t| t.board.as_ref())
+                .map(|b| items::directors(b).len())
+                .unwrap_or(0),
+        }
+    }
+
+    /// The selected row of `pane`, clamped to what is there (the bus follows the newest when following).
+    pub fn selected(&self, pane: Pane) -> usize {
+        let st = &self.panes[pane.number() - 1];
+        let n = if pane == self.pane {
+            self.row_count()
+        } else {
+            usize::MAX
+        };
+        if pane == Pane::Bus && self.follow {
+            return n.saturating_sub(1);
+        }
+        st.selected.min(n.saturating_sub(1))
+    }
+
+    /// Installs a newer snapshot.
+    pub fn set_snapshot(&mut self, s: Arc<Snapshot>) {
+        self.snapshot = s;
+    }
+
+    /// Shows a flash message.
+    pub fn flash(&mut self, kind: FlashKind, text: impl Into<String>) {
+        self.flash = Some(Flash {
+            kind,
+            text: text.into(),
+            until: Instant::now() + FLASH_FOR,
+        });
+    }
+
+    /// Drops an expired flash; true if something changed.
+    pub fn expire_flash(&mut self, at: Instant) -> bool {
+        if self.flash.as_ref().is_some_and(|f| f.until <= at) {
+            self.flash = None;
+            return true;
+        }
+        false
+    }
+
+    /// Handles a terminal key.
+    pub fn on_key(&mut self, ev: KeyEvent) -> Vec<Effect> {
+        if ev.kind == KeyEventKind::Release {
+            return Vec::new();
+        }
+        if ev.code == KeyCode::Char('c') && ev.modifiers.contains(KeyModifiers::CONTROL) {
+            return vec![Effect::Quit];
+        }
+        match std::mem::replace(&mut self.mode, Mode::Normal) {
+            Mode::Normal => {
+                let key = Key::from_event(&ev);
+                match self.keymap.lookup(self.pane, key).cloned() {
+                    Some(a) => self.dispatch(a),
+                    None => Vec::new(),
+                }
+            }
+            Mode::Help => Vec::new(),
+            Mode::Filter => {
+                match ev.code {
+                    KeyCode::Enter => {}
+                    KeyCode::Esc => self.pane_state_mut().filter.clear(),
+                    KeyCode::Backspace => {
+                        self.pane_state_mut().filter.pop();
+                        self.mode = Mode::Filter;
+                    }
+                    KeyCode::Char(c) => {
+                        self.pane_state_mut().filter.push(c);
+                        self.pane_state_mut().selected = 0;
+                        self.mode = Mode::Filter;
+                    }
+                    _ => self.mode = Mode::Filter,
+                }
+                Vec::new()
+            }
+            Mode::Command(mut buf) => match ev.code {
+                KeyCode::Enter => self.run_command(&buf),
+                KeyCode::Esc => Vec::new(),
+                KeyCode::Backspace => {
+                    buf.pop();
+                    self.mode = Mode::Command(buf);
+                    Vec::new()
+                }
+                KeyCode::Char(c) => {
+                    buf.push(c);
+                    self.mode = Mode::Command(buf);
+                    Vec::new()
+                }
+                _ => {
+                    self.mode = Mode::Command(buf);
+                    Vec::new()
+                }
+            },
+            Mode::AckMenu { target, mut choice } => match ev.code {
+                KeyCode::Esc | KeyCode::Char('q') => Vec::new(),
+                KeyCode::Up | KeyCode::Char('k') => {
+                    choice = choice.saturating_sub(1);
+                    self.mode = Mode::AckMenu { target, choice };
+                    Vec::new()
+                }
+                KeyCode::Down | KeyCode::Char('j') => {
+                    choice = (choice + 1).min(AckChoice::ALL.len() - 1);
+                    self.mode = Mode::AckMenu { target, choice };
+                    Vec::new()
+                }
+                KeyCode::Enter => {
+                    self.choose_ack(target, AckChoice::ALL[choice]);
+                    Vec::new()
+                }
+                _ => {
+                    self.mode = Mode::AckMenu { target, choice };
+                    Vec::new()
+                }
+            },
+            Mode::Prompt(mut p) => match ev.code {
+                KeyCode::Esc => Vec::new(),
+                KeyCode::Enter => {
+                    let text = p.input.trim().to_owned();
+                    if p.required && text.is_empty() {
+                        self.flash(FlashKind::Error, format!("{} cannot be empty", p.label));
+                        self.mode = Mode::Prompt(p);
+                        return Vec::new();
+                    }
+                    self.prompt_answered(p.purpose, text);
+                    Vec::new()
+                }
+                KeyCode::Backspace => {
+                    p.input.pop();
+                    self.mode = Mode::Prompt(p);
+                    Vec::new()
+                }
+                KeyCode::Char(c) => {
+                    p.input.push(c);
+                    self.mode = Mode::Prompt(p);
+                    Vec::new()
+                }
+                _ => {
+                    self.mode = Mode::Prompt(p);
+                    Vec::new()
+                }
+            },
+            Mode::Confirm(mut c) => match ev.code {
+                KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('n') => {
+                    self.flash(FlashKind::Info, format!("cancelled: {}", c.op.title()));
+                    Vec::new()
+                }
+                KeyCode::Tab
+                | KeyCode::BackTab
+                | KeyCode::Left
+                | KeyCode::Right
+                | KeyCode::Char('h')
+                | KeyCode::Char('l') => {
+                    c.confirm_focused = !c.confirm_focused;
+                    self.mode = Mode::Confirm(c);
+                    Vec::new()
+                }
+                KeyCode::Enter => {
+                    if c.confirm_focused {
+                        self.in_flight += 1;
+                        self.flash(FlashKind::Info, format!("{}…", c.op.title()));
+                        vec![Effect::Execute(c.op)]
+                    } else {
+                        self.flash(FlashKind::Info, format!("cancelled: {}", c.op.title()));
+                        Vec::new()
+                    }
+                }
+                _ => {
+                    self.mode = Mode::Confirm(c);
+                    Vec::new()
+                }
+            },
+        }
+    }
+
+    /// Performs an action in normal mode.
+    pub fn dispatch(&mut self, action: Action) -> Vec<Effect> {
+        if action.is_mutation() && self.read_only {
+            self.flash(
+                FlashKind::Error,
+                format!("read-only console: {} is disabled", action.describe()),
+            );
+            return Vec::new();
+        }
+        let detail = self.pane_state().detail;
+        match action {
+            Action::Quit => return vec![Effect::Quit],
+            Action::Help => self.mode = Mode::Help,
+            Action::NextPane => self.pane = self.pane.next(),
+            Action::PrevPane => self.pane = self.pane.prev(),
+            Action::GoPane(p) => self.pane = p,
+            Action::Up if detail => {
+                let st = self.pane_state_mut();
+                st.scroll = st.scroll.saturating_sub(1);
+            }
+            Action::Down if detail => self.pane_state_mut().scroll += 1,
+            Action::Up => self.move_by(-1),
+            Action::Down => self.move_by(1),
+            Action::PageUp => self.move_by(-(self.page.max(1) as isize)),
+            Action::PageDown => self.move_by(self.page.max(1) as isize),
+            Action::Top => {
+                if self.pane == Pane::Bus {
+                    self.follow = false;
+                }
+                let st = self.pane_state_mut();
+                st.selected = 0;
+                st.scroll = 0;
+            }
+            Action::Bottom => {
+                if self.pane == Pane::Bus {
+                    self.follow = true;
+                }
+                let n = self.row_count();
+                self.pane_state_mut().selected = n.saturating_sub(1);
+            }
+            Action::Open => {
+                if self.row_count() > 0 || self.pane == Pane::Board {
+                    let st = self.pane_state_mut();
+                    st.detail = true;
+                    st.scroll = 0;
+                }
+            }
+            Action::Back => {
+                let st = self.pane_state_mut();
+                if st.detail {
+                    st.detail = false;
+                    st.raw = false;
+                } else {
+                    st.filter.clear();
+                }
+            }
+            Action::Filter => self.mode = Mode::Filter,
+            Action::Command => self.mode = Mode::Command(String::new()),
+            Action::Refresh => {
+                self.flash(FlashKind::Info, "rescanning the root");
+                return vec![Effect::Rescan];
+            }
+            Action::ToggleTimes => self.absolute_times = !self.absolute_times,
+            Action::ToggleRaw => {
+                let st = self.pane_state_mut();
+                st.raw = !st.raw;
+                st.detail = true;
+                st.scroll = 0;
+            }
+            Action::ToggleFollow => {
+                if self.follow {
+                    let sel = self.selected(Pane::Bus);
+                    self.panes[Pane::Bus.number() - 1].selected = sel;
+                }
+                self.follow = !self.follow;
+            }
+            Action::NextTrack | Action::PrevTrack => self.cycle_track(action == Action::NextTrack),
+            Action::Ack(choice) => self.start_ack(choice),
+            Action::Approve => self.start_approve(),
+            Action::RejectHeld => self.start_reject_held(),
+            Action::Abort => self.start_abort(),
+            Action::Cleanup => return self.start_cleanup(),
+            Action::ForceUnlock => self.start_unlock(),
+            Action::BoardAdvance => self.start_board(Action::BoardAdvance),
+            Action::BoardNextRound => self.start_board(Action::BoardNextRound),
+            Action::BoardResolve => self.start_board(Action::BoardResolve),
+            Action::ToggleFocus => {}
+        }
+        Vec::new()
+    }
+
+    fn move_by(&mut self, delta: isize) {
+        let n = self.row_count();
+        if self.pane == Pane::Bus {
+            if self.follow && delta < 0 {
+                self.follow = false;
+                self.panes[Pane::Bus.number() - 1].selected = n.saturating_sub(1);
+            } else if self.follow {
+                return;
+            }
+        }
+        let cur = self.selected(self.pane) as isize;
+        let next = (cur + delta).clamp(0, n.saturating_sub(1) as isize) as usize;
+        self.pane_state_mut().selected = next;
+        if self.pane == Pane::Bus && n > 0 && next == n - 1 && delta > 0 {
+            self.follow = true;
+        }
+    }
+
+    fn cycle_track(&mut self, forward: bool) {
+        let names: Vec<String> = self
+            .snapshot
+            .tracks
+            .iter()
+            .map(|t| t.name.clone())
+            .collect();
+        if names.is_empty() {
+            self.flash(FlashKind::Info, "no tracks under conductor/tracks");
+            return;
+        }
+        let cur = self
+            .track_name()
+            .and_then(|t| names.iter().position(|n| *n == t))
+            .unwrap_or(0);
+        let next = if forward {
+            (cur + 1) % names.len()
+        } else {
+            (cur + names.len() - 1) % names.len()
+        };
+        self.track = Some(names[next].clone());
+        self.panes[Pane::Bus.number() - 1].selected = 0;
+        self.panes[Pane::Board.number() - 1].selected = 0;
+    }
+
+    fn selected_dispatch(
+        &self,
+    ) -> Option<(String, Arc<crate::engine::conductor::model::Dispatch>, bool)> {
+        if self.pane != Pane::Inboxes {
+            return None;
+        }
+        let rows = items::dispatches(&self.snapshot, &self.filter(Pane::Inboxes));
+        let r = rows.get(self.selected(Pane::Inboxes))?;
+        Some((r.god.to_owned(), r.view.dispatch.clone(), r.held))
+    }
+
+    fn need(&mut self, what: &str) {
+        self.flash(FlashKind::Error, format!("select {what} first"));
+    }
+
+    fn start_ack(&mut self, choice: Option<AckChoice>) {
+        let Some((god, d, held)) = self.selected_dispatch() else {
+            return self.need("a dispatch in the Inboxes pane (2)");
+        };
+        if held {
+            self.flash(
+                FlashKind::Error,
+                "a held dispatch is approved (p) or rejected (R), not acked",
+            );
+            return;
+        }
+        let target = match (GodName::parse(&god), HandoffId::parse(&d.handoff_id)) {
+            (Ok(god), Ok(handoff_id)) => AckTarget {
+                god,
+                handoff_id,
+                workflow_id: WorkflowId::parse(&d.workflow_id).ok(),
+                step: d.step.clone(),
+            },
+            (Err(e), _) | (_, Err(e)) => {
+                self.flash(FlashKind::Error, format!("cannot ack this dispatch: {e}"));
+                return;
+            }
+        };
+        match choice {
+            Some(c) => self.choose_ack(target, c),
+            None => self.mode = Mode::AckMenu { target, choice: 0 },
+        }
+    }
+
+    fn choose_ack(&mut self, t: AckTarget, status: AckChoice) {
+        match status.message_prompt() {
+            Some((label, required)) => {
+                self.mode = Mode::Prompt(Prompt {
+                    label,
+                    required,
+                    input: String::new(),
+                    purpose: PromptFor::Ack {
+                        god: t.god,
+                        handoff_id: t.handoff_id,
+                        workflow_id: t.workflow_id,
+                        status,
+                    },
+                })
+            }
+            None => self.confirm(Op::Ack {
+                god: t.god,
+                handoff_id: t.handoff_id,
+                workflow_id: t.workflow_id,
+                status,
+                message: None,
+            }),
+        }
+    }
+
+    fn prompt_answered(&mut self, purpose: PromptFor, text: String) {
+        let op = match purpose {
+            PromptFor::Ack {
+                god,
+                handoff_id,
+                workflow_id,
+                status,
+            } => Op::Ack {
+                god,
+                handoff_id,
+                workflow_id,
+                status,
+                message: (!text.is_empty()).then_some(text),
+            },
+            PromptFor::RejectHeld(handoff_id) => Op::RejectHeld {
+                handoff_id,
+                reason: text,
+            },
+            PromptFor::Abort(workflow_id) => Op::Abort {
+                workflow_id,
+                reason: text,
+            },
+        };
+        self.confirm(op);
+    }
+
+    fn start_approve(&mut self) {
+        match self.selected_dispatch() {
+            Some((_, d, true)) => match HandoffId::parse(&d.handoff_id) {
+                Ok(handoff_id) => self.confirm(Op::Approve { handoff_id }),
+                Err(e) => self.flash(FlashKind::Error, e.to_string()),
+            },
+            _ => self.need("a held dispatch (the _quarantine rows of pane 2)"),
+        }
+    }
+
+    fn start_reject_held(&mut self) {
+        match self.selected_dispatch() {
+            Some((_, d, true)) => match HandoffId::parse(&d.handoff_id) {
+                Ok(h) => {
+                    self.mode = Mode::Prompt(Prompt {
+                        label: "Reason for rejecting (required)",
+                        required: true,
+                        input: String::new(),
+                        purpose: PromptFor::RejectHeld(h),
+                    })
+                }
+                Err(e) => self.flash(FlashKind::Error, e.to_string()),
+            },
+            _ => self.need("a held dispatch (the _quarantine rows of pane 2)"),
+        }
+    }
+
+    fn selected_workflow(&mut self) -> Option<WorkflowId> {
+        if self.pane != Pane::Workflows {
+            self.need("a workflow in the Workflows pane (1)");
+            return None;
+        }
+        let rows = items::workflows(&self.snapshot, &self.filter(Pane::Workflows));
+        let Some(w) = rows.get(self.selected(Pane::Workflows)) else {
+            self.need("a workflow");
+            return None;
+        };
+        match WorkflowId::parse(&w.id) {
+            Ok(id) => Some(id),
+            Err(e) => {
+                self.flash(FlashKind::Error, e.to_string());
+                None
+            }
+        }
+    }
+
+    fn start_abort(&mut self) {
+        if let Some(wf) = self.selected_workflow() {
+            self.mode = Mode::Prompt(Prompt {
+                label: "Reason for aborting (required)",
+                required: true,
+                input: String::new(),
+                purpose: PromptFor::Abort(wf),
+            });
+        }
+    }
+
+    fn start_cleanup(&mut self) -> Vec<Effect> {
+        match self.selected_workflow() {
+            Some(wf) => {
+                self.flash(FlashKind::Info, format!("dry run of cleanup for {wf}…"));
+                vec![Effect::PreviewCleanup(wf)]
+            }
+            None => Vec::new(),
+        }
+    }
+
+    fn start_unlock(&mut self) {
+        let rows = items::locks(&self.snapshot, &self.filter(Pane::Locks));
+        let Some((track, lock)) = rows.get(self.selected(Pane::Locks)).copied() else {
+            return self.need("a lock in the Locks pane (4)");
+        };
+        match TrackName::parse(track) {
+            Ok(track) => self.confirm(Op::ForceUnlock {
+                track,
+                path: lock.path.clone(),
+            }),
+            Err(e) => self.flash(FlashKind::Error, e.to_string()),
+        }
+    }
+
+    fn start_board(&mut self, which: Action) {
+        let Some(name) = self.track_name() else {
+            return self.need("a track with a board");
+        };
+        let track = match TrackName::parse(&name) {
+            Ok(t) => t,
+            Err(e) => return self.flash(FlashKind::Error, e.to_string()),
+        };
+        let op = match which {
+            Action::BoardAdvance => Op::BoardAdvance { track },
+            Action::BoardNextRound => Op::BoardNextRound { track },
+            _ => {
+                let missing = items::track(&self.snapshot, Some(&name))
+                    .and_then(|t| t.board.as_ref())
+                    .map(|b| items::directors(b).iter().any(|c| c.vote.is_none()))
+                    .unwrap_or(false);
+                Op::BoardResolve {
+                    track,
+                    force: missing,
+                }
+            }
+        };
+        self.confirm(op);
+    }
+
+    /// Opens the confirmation dialog for `op`, with what will happen.
+    fn confirm(&mut self, op: Op) {
+        let lines = super::preview::describe(&op, &self.snapshot, self.now);
+        self.mode = Mode::Confirm(Confirm {
+            op,
+            lines,
+            confirm_focused: false,
+        });
+    }
+
+    /// The engine answered an operation.
+    pub fn op_finished(&mut self, op: &Op, result: Result<Value, String>) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        match result {
+            Ok(v) => self.flash(FlashKind::Success, op.summarize(&v)),
+            Err(e) => self.flash(FlashKind::Error, format!("{} refused: {e}", op.title())),
+        }
+    }
+
+    /// The engine answered a cleanup dry run: show it and ask for confirmation.
+    pub fn cleanup_previewed(&mut self, wf: WorkflowId, result: Result<Value, String>) {
+        match result {
+            Ok(v) => {
+                let op = Op::Cleanup { workflow_id: wf };
+                let lines = super::preview::cleanup_lines(&v);
+                self.flash = None;
+                self.mode = Mode::Confirm(Confirm {
+                    op,
+                    lines,
+                    confirm_focused: false,
+                });
+            }
+            Err(e) => self.flash(FlashKind::Error, format!("cleanup of {wf} refused: {e}")),
+        }
+    }
+
+    /// Runs a `:` command line.
+    pub fn run_command(&mut self, line: &str) -> Vec<Effect> {
+        let mut words = line.split_whitespace();
+        let Some(cmd) = words.next() else {
+            return Vec::new();
+        };
+        let rest: Vec<&str> = words.collect();
+        let arg = rest.join(" ");
+        let action = match cmd {
+            "q" | "quit" => Action::Quit,
+            "help" | "h" => Action::Help,
+            "rescan" | "refresh" => Action::Refresh,
+            "follow" => Action::ToggleFollow,
+            "time" | "times" => Action::ToggleTimes,
+            "raw" => Action::ToggleRaw,
+            "abort" => Action::Abort,
+            "cleanup" => Action::Cleanup,
+            "unlock" => Action::ForceUnlock,
+            "approve" => Action::Approve,
+            "reject" => Action::RejectHeld,
+            "advance" => Action::BoardAdvance,
+            "next-round" | "round" => Action::BoardNextRound,
+            "resolve" => Action::BoardResolve,
+            "ack" => match arg.as_str() {
+                "" => Action::Ack(None),
+                s => match AckChoice::parse(s) {
+                    Some(c) => Action::Ack(Some(c)),
+                    None => {
+                        self.flash(
+                            FlashKind::Error,
+                            format!("unknown ack status {s:?}: use accepted, pending, rejected or completed"),
+                        );
+                        return Vec::new();
+                    }
+                },
+            },
+            "pane" | "p" => match Pane::parse(&arg) {
+                Some(p) => Action::GoPane(p),
+                None => {
+                    self.flash(
+                        FlashKind::Error,
+                        format!("no pane {arg:?}: use 1-6 or a name"),
+                    );
+                    return Vec::new();
+                }
+            },
+            "track" | "t" => {
+                if self.snapshot.track(&arg).is_some() {
+                    self.track = Some(arg);
+                } else {
+                    self.flash(FlashKind::Error, format!("no track {arg:?}"));
+                }
+                return Vec::new();
+            }
+            "filter" | "f" => {
+                self.pane_state_mut().filter = arg;
+                return Vec::new();
+            }
+            other => match Pane::parse(other) {
+                Some(p) => Action::GoPane(p),
+                None => {
+                    self.flash(
+                        FlashKind::Error,
+                        format!("unknown command {other:?} (see ? for commands)"),
+                    );
+                    return Vec::new();
+                }
+            },
+        };
+        self.dispatch(action)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::store::Root;
+    use crate::live::{LiveModel, ModelOptions};
+    use crossterm::event::KeyModifiers;
+    use std::path::PathBuf;
+
+    /// The shared fixture, read in place (the live model never writes).
+    fn fixture() -> PathBuf {
+        let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        ["../shared", "../../shared", "shared"]
+            .iter()
+            .map(|rel| here.join(rel).join("fixtures/foreign-root"))
+            .find(|p| p.exists())
+            .unwrap_or_else(|| PathBuf::from("/work/shared/fixtures/foreign-root"))
+    }
+
+    fn app() -> App {
+        let m = LiveModel::open(Root::at(fixture()), ModelOptions::default());
+        App::new(m.snapshot(), false, "2026-06-14T10:36:00Z".parse().unwrap())
+    }
+
+    fn k(c: char) -> KeyEvent {
+        KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
+    }
+
+    fn kc(c: KeyCode) -> KeyEvent {
+        KeyEvent::new(c, KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn confirm_starts_on_cancel_and_enter_there_does_nothing() {
+        let mut a = app();
+        a.dispatch(Action::GoPane(Pane::Locks));
+        a.on_key(k('u'));
+        let Mode::Confirm(c) = &a.mode else {
+            panic!("force-unlock confirms")
+        };
+        assert!(!c.confirm_focused);
+        assert!(a.on_key(kc(KeyCode::Enter)).is_empty());
+        assert!(matches!(a.mode, Mode::Normal));
+        assert!(a.flash.as_ref().unwrap().text.starts_with("cancelled"));
+    }
+
+    #[test]
+    fn a_confirmed_op_becomes_an_effect_and_its_result_a_flash() {
+        let mut a = app();
+        a.dispatch(Action::GoPane(Pane::Locks));
+        a.on_key(k('u'));
+        a.on_key(kc(KeyCode::Tab));
+        let effects = a.on_key(kc(KeyCode::Enter));
+        let [Effect::Execute(op)] = effects.as_slice() else {
+            panic!("{effects:?}")
+        };
+        assert!(
+            matches!(op, Op::ForceUnlock { path, .. } if path == "src/app/api/webhooks/stripe/route.ts")
+        );
+        assert_eq!(a.in_flight, 1);
+        a.op_finished(op, Err("lock timed out".into()));
+        let f = a.flash.clone().unwrap();
+        assert_eq!(f.kind, FlashKind::Error);
+        assert!(f.text.contains("refused: lock timed out"), "{}", f.text);
+        assert_eq!(a.in_flight, 0);
+    }
+
+    #[test]
+    fn required_prompt_text_cannot_be_empty_and_esc_leaves_without_effect() {
+        let mut a = app();
+        a.on_key(k('x'));
+        assert!(matches!(a.mode, Mode::Prompt(_)));
+        assert!(a.on_key(kc(KeyCode::Enter)).is_empty());
+        assert!(matches!(a.mode, Mode::Prompt(_)));
+        assert!(a.on_key(kc(KeyCode::Esc)).is_empty());
+        assert!(matches!(a.mode, Mode::Normal));
+    }
+
+    #[test]
+    fn approve_needs_a_held_dispatch_selected() {
+        let mut a = app();
+        a.dispatch(Action::GoPane(Pane::Inboxes));
+        a.on_key(k('p'));
+        assert!(matches!(a.mode, Mode::Normal));
+        assert!(a.flash.as_ref().unwrap().text.contains("held dispatch"));
+    }
+
+    #[test]
+    fn bus_follow_stops_when_scrolling_up_and_resumes_at_the_bottom() {
+        let mut a = app();
+        a.dispatch(Action::GoPane(Pane::Bus));
+        let n = a.row_count();
+        assert!(a.follow);
+        assert_eq!(a.selected(Pane::Bus), n - 1);
+        a.dispatch(Action::Up);
+        assert!(!a.follow);
+        assert_eq!(a.selected(Pane::Bus), n - 2);
+        a.dispatch(Action::Down);
+        assert!(a.follow, "reaching the bottom resumes following");
+        a.dispatch(Action::Top);
+        assert!(!a.follow);
+        a.dispatch(Action::Bottom);
+        assert!(a.follow);
+    }
+
+    #[test]
+    fn command_line_maps_onto_actions_and_reports_unknown_ones() {
+        let mut a = app();
+        a.on_key(k(':'));
+        for c in "pane locks".chars() {
+            a.on_key(k(c));
+        }
+        a.on_key(kc(KeyCode::Enter));
+        assert_eq!(a.pane, Pane::Locks);
+        assert_eq!(a.run_command("q"), vec![Effect::Quit]);
+        a.run_command("ack maybe");
+        assert!(
+            a.flash
+                .as_ref()
+                .unwrap()
+                .text
+                .contains("unknown ack status")
+        );
+        a.run_command("frobnicate");
+        assert!(a.flash.as_ref().unwrap().text.contains("unknown command"));
+    }
+
+    #[test]
+    fn filter_narrows_rows_as_typed_and_esc_clears_it() {
+        let mut a = app();
+        let all = a.row_count();
+        a.on_key(k('/'));
+        for c in "deploy".chars() {
+            a.on_key(k(c));
+        }
+        assert_eq!(a.row_count(), 1);
+        a.on_key(kc(KeyCode::Enter));
+        assert_eq!(a.row_count(), 1, "Enter keeps the filter");
+        a.on_key(kc(KeyCode::Esc));
+        assert_eq!(a.row_count(), all, "Esc in normal mode clears it");
+    }
+}

@@ -1,0 +1,233 @@
+//! The rows each pane lists, filtered: computed from a snapshot in one place so the views draw exactly
+//! what the actions act on.
+
+use std::sync::Arc;
+
+use crate::engine::bus::model::{Assessment, Envelope, LockEntry, Vote, WorkerEntry};
+use crate::live::snapshot::{BoardView, DispatchView, Snapshot, TrackView, WorkflowView};
+
+/// A pane filter: free words that must all appear (case-insensitive), and for the bus `type:X` and
+/// `source:Y` terms.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    words: Vec<String>,
+    kind: Option<String>,
+    source: Option<String>,
+}
+
+impl Filter {
+    pub fn parse(text: &str) -> Self {
+        let mut f = Filter::default();
+        for w in text.split_whitespace() {
+            let lower = w.to_lowercase();
+            if let Some(t) = lower.strip_prefix("type:") {
+                f.kind = Some(t.to_owned());
+            } else if let Some(s) = lower.strip_prefix("source:") {
+                f.source = Some(s.to_owned());
+            } else {
+                f.words.push(lower);
+            }
+        }
+        f
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.words.is_empty() && self.kind.is_none() && self.source.is_none()
+    }
+
+    /// True when every free word appears in `haystack` (which the caller lower-cases).
+    pub fn matches_text(&self, haystack: &str) -> bool {
+        let h = haystack.to_lowercase();
+        self.words.iter().all(|w| h.contains(w.as_str()))
+    }
+
+    /// A bus message: `type:` and `source:` are prefixes of those fields; words search the whole line.
+    pub fn matches_message(&self, m: &Envelope) -> bool {
+        if let Some(k) = &self.kind
+            && !m.kind.to_lowercase().starts_with(k.as_str())
+        {
+            return false;
+        }
+        if let Some(s) = &self.source
+            && !m.source.to_lowercase().contains(s.as_str())
+        {
+            return false;
+        }
+        self.words.is_empty()
+            || self.matches_text(&format!("{} {} {} {}", m.kind, m.source, m.id, m.payload))
+    }
+}
+
+/// Workflows, unfinished first, then by id.
+pub fn workflows<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<&'a WorkflowView> {
+    let mut v: Vec<&WorkflowView> = snap
+        .workflows
+        .iter()
+        .filter(|w| {
+            filter.is_empty()
+                || filter.matches_text(&format!(
+                    "{} {} {} {} {}",
+                    w.id,
+                    w.state.definition_id.as_deref().unwrap_or(""),
+                    w.state.status,
+                    w.state.current_step.as_deref().unwrap_or(""),
+                    w.state.dispatched_to.as_deref().unwrap_or("")
+                ))
+        })
+        .collect();
+    v.sort_by(|a, b| {
+        a.state
+            .status
+            .is_finished()
+            .cmp(&b.state.status.is_finished())
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    v
+}
+
+/// One dispatch row of the Inboxes pane.
+#[derive(Debug, Clone, Copy)]
+pub struct DispatchRow<'a> {
+    /// The god whose inbox holds it (`_quarantine` for held ones).
+    pub god: &'a str,
+    pub view: &'a DispatchView,
+    pub held: bool,
+}
+
+/// Every dispatch, grouped by god (gods in name order, each oldest first), the quarantine last.
+pub fn dispatches<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<DispatchRow<'a>> {
+    let inboxes = snap
+        .inboxes
+        .iter()
+        .map(|i| (i, false))
+        .chain(std::iter::once((&*snap.quarantine, true)));
+    let mut out = Vec::new();
+    for (inbox, held) in inboxes {
+        for d in &inbox.dispatches {
+            let x = &d.dispatch;
+            if filter.is_empty()
+                || filter.matches_text(&format!(
+                    "{} {} {} {} {} {} {}",
+                    inbox.god,
+                    d.name,
+                    x.handoff_id,
+                    x.workflow_id,
+                    x.step,
+                    x.from_god,
+                    x.ack_status
+                ))
+            {
+                out.push(DispatchRow {
+                    god: &inbox.god,
+                    view: d,
+                    held,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The track shown by the Bus and Board panes: the named one, else the first.
+pub fn track<'a>(snap: &'a Snapshot, name: Option<&str>) -> Option<&'a Arc<TrackView>> {
+    name.and_then(|n| snap.track(n))
+        .or_else(|| snap.tracks.first())
+}
+
+/// The bus messages of a track that pass the filter, oldest first.
+pub fn messages<'a>(track: &'a TrackView, filter: &Filter) -> Vec<&'a Arc<Envelope>> {
+    track
+        .messages
+        .iter()
+        .filter(|m| filter.is_empty() || filter.matches_message(m))
+        .collect()
+}
+
+/// Every lock of every track: (track, entry).
+pub fn locks<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<(&'a str, &'a LockEntry)> {
+    snap.tracks
+        .iter()
+        .flat_map(|t| t.locks.iter().map(move |l| (t.name.as_str(), l)))
+        .filter(|(t, l)| {
+            filter.is_empty()
+                || filter.matches_text(&format!(
+                    "{t} {} {}",
+                    l.path,
+                    l.worker_id.as_deref().unwrap_or("")
+                ))
+        })
+        .collect()
+}
+
+/// Every worker of every track: (track, entry).
+pub fn workers<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<(&'a str, &'a WorkerEntry)> {
+    snap.tracks
+        .iter()
+        .flat_map(|t| t.workers.iter().map(move |w| (t.name.as_str(), w)))
+        .filter(|(t, w)| {
+            filter.is_empty()
+                || filter.matches_text(&format!(
+                    "{t} {} {} {} {}",
+                    w.worker_id,
+                    w.status,
+                    w.task_id.as_deref().unwrap_or(""),
+                    w.current_subtask.as_deref().unwrap_or("")
+                ))
+        })
+        .collect()
+}
+
+/// A director on the board with what they said so far.
+#[derive(Debug, Clone, Copy)]
+pub struct DirectorCard<'a> {
+    pub director: &'a str,
+    pub assessment: Option<&'a Assessment>,
+    pub vote: Option<&'a Vote>,
+}
+
+/// The board's directors (the session's list, then anyone else who assessed or voted).
+pub fn directors(board: &BoardView) -> Vec<DirectorCard<'_>> {
+    let mut names: Vec<&str> = board.session.directors.iter().map(String::as_str).collect();
+    for (d, _) in board.assessments.iter().chain(std::iter::empty()) {
+        if !names.contains(&d.as_str()) {
+            names.push(d);
+        }
+    }
+    for (d, _) in board.votes.iter() {
+        if !names.contains(&d.as_str()) {
+            names.push(d);
+        }
+    }
+    names
+        .into_iter()
+        .map(|d| DirectorCard {
+            director: d,
+            assessment: board
+                .assessments
+                .iter()
+                .find(|(n, _)| n == d)
+                .map(|(_, a)| a),
+            vote: board.votes.iter().find(|(n, _)| n == d).map(|(_, v)| v),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filter_terms_select_type_source_and_words() {
+        let m: Envelope = serde_json::from_value(serde_json::json!({
+            "id": "msg-1", "type": "PROGRESS", "source": "worker-1.1",
+            "payload": {"current_subtask": "Stripe client"}
+        }))
+        .unwrap();
+        assert!(Filter::parse("type:prog").matches_message(&m));
+        assert!(!Filter::parse("type:task").matches_message(&m));
+        assert!(Filter::parse("source:worker-1 stripe").matches_message(&m));
+        assert!(!Filter::parse("source:worker-2").matches_message(&m));
+        assert!(!Filter::parse("refund").matches_message(&m));
+        assert!(Filter::parse("").is_empty());
+    }
+}

@@ -1,0 +1,170 @@
+//! Operator actions as data: an [`Op`] names one engine call; an [`Operator`] performs it. The console
+//! never writes a file itself: the real operator is the engine (see `engine_ops`).
+
+use serde_json::Value;
+
+use crate::engine::error::Error;
+use crate::engine::store::{GodName, HandoffId, TrackName, WorkflowId};
+
+use super::action::AckChoice;
+
+/// Who the console acts as (recorded as `by` / `source` / `forced_by`).
+pub const OPERATOR: &str = "operator";
+
+/// One engine call the operator asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    Ack {
+        god: GodName,
+        handoff_id: HandoffId,
+        workflow_id: Option<WorkflowId>,
+        status: AckChoice,
+        message: Option<String>,
+    },
+    Approve {
+        handoff_id: HandoffId,
+    },
+    RejectHeld {
+        handoff_id: HandoffId,
+        reason: String,
+    },
+    Abort {
+        workflow_id: WorkflowId,
+        reason: String,
+    },
+    Cleanup {
+        workflow_id: WorkflowId,
+    },
+    ForceUnlock {
+        track: TrackName,
+        path: String,
+    },
+    BoardAdvance {
+        track: TrackName,
+    },
+    BoardNextRound {
+        track: TrackName,
+    },
+    BoardResolve {
+        track: TrackName,
+        /// Needed when some directors have not voted (they are recorded as abstained).
+        force: bool,
+    },
+}
+
+impl Op {
+    /// A short title for dialogs and flash messages.
+    pub fn title(&self) -> String {
+        match self {
+            Op::Ack {
+                handoff_id, status, ..
+            } => format!("Ack {handoff_id} as {}", status.as_str()),
+            Op::Approve { handoff_id } => format!("Approve held dispatch {handoff_id}"),
+            Op::RejectHeld { handoff_id, .. } => format!("Reject held dispatch {handoff_id}"),
+            Op::Abort { workflow_id, .. } => format!("Abort {workflow_id}"),
+            Op::Cleanup { workflow_id } => format!("Clean up {workflow_id}"),
+            Op::ForceUnlock { path, .. } => format!("Force-unlock {path}"),
+            Op::BoardAdvance { track } => format!("Advance the board of {track}"),
+            Op::BoardNextRound { track } => format!("Next discussion round on {track}"),
+            Op::BoardResolve { track, .. } => format!("Resolve the board of {track}"),
+        }
+    }
+
+    /// The button that confirms it.
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Op::Ack { .. } => "Ack",
+            Op::Approve { .. } => "Approve",
+            Op::RejectHeld { .. } => "Reject",
+            Op::Abort { .. } => "Abort",
+            Op::Cleanup { .. } => "Delete",
+            Op::ForceUnlock { .. } => "Unlock",
+            Op::BoardAdvance { .. } => "Advance",
+            Op::BoardNextRound { .. } => "Next round",
+            Op::BoardResolve { .. } => "Resolve",
+        }
+    }
+
+    /// Destructive operations are drawn in red.
+    pub fn is_destructive(&self) -> bool {
+        matches!(
+            self,
+            Op::Abort { .. }
+                | Op::Cleanup { .. }
+                | Op::ForceUnlock { .. }
+                | Op::BoardResolve { .. }
+                | Op::RejectHeld { .. }
+        ) || matches!(
+            self,
+            Op::Ack {
+                status: AckChoice::Rejected,
+                ..
+            }
+        )
+    }
+
+    /// A one-line account of what the engine returned, for the flash message.
+    pub fn summarize(&self, result: &Value) -> String {
+        let s = |k: &str| result.get(k).and_then(Value::as_str);
+        let n = |k: &str| result.get(k).and_then(Value::as_array).map_or(0, Vec::len);
+        match self {
+            Op::Ack { handoff_id, .. } => {
+                let mut out = format!("{handoff_id}: {}", s("status").unwrap_or("acknowledged"));
+                if let Some(st) = s("state_status") {
+                    out.push_str(&format!(", workflow {st}"));
+                }
+                if let Some(g) = s("rerouted_to") {
+                    out.push_str(&format!(", rerouted to {g}"));
+                }
+                out
+            }
+            Op::Approve { handoff_id } => format!(
+                "{handoff_id} approved{}",
+                s("to_god")
+                    .or(s("target_god"))
+                    .map(|g| format!(" into {g}'s inbox"))
+                    .unwrap_or_default()
+            ),
+            Op::RejectHeld { handoff_id, .. } => format!(
+                "{handoff_id} rejected{}",
+                s("state_status")
+                    .map(|st| format!(", workflow {st}"))
+                    .unwrap_or_default()
+            ),
+            Op::Abort { workflow_id, .. } => format!(
+                "{workflow_id} aborted: {} artifact(s) marked, {} dispatch(es) withdrawn",
+                n("artifacts_marked"),
+                n("dispatches_withdrawn")
+            ),
+            Op::Cleanup { workflow_id } => format!(
+                "{workflow_id} cleaned: {} deleted, {} missing, {} refused",
+                n("deleted"),
+                n("missing"),
+                n("refused")
+            ),
+            Op::ForceUnlock { path, .. } => format!("{path} unlocked"),
+            Op::BoardAdvance { .. } | Op::BoardNextRound { .. } => format!(
+                "board {}",
+                s("status")
+                    .or_else(|| result.pointer("/session/status").and_then(Value::as_str))
+                    .unwrap_or("updated")
+            ),
+            Op::BoardResolve { .. } => format!(
+                "board resolved: {}",
+                s("verdict")
+                    .or_else(|| result
+                        .pointer("/resolution/verdict")
+                        .and_then(Value::as_str))
+                    .unwrap_or("done")
+            ),
+        }
+    }
+}
+
+/// Performs operations. The console's real operator calls the engine; tests may record calls.
+pub trait Operator: Send + Sync + 'static {
+    /// Performs `op` and returns the engine's result JSON.
+    fn execute(&self, op: &Op) -> Result<Value, Error>;
+    /// What `cleanup` would do, without doing it (the dry run shown before confirming).
+    fn cleanup_preview(&self, workflow_id: &WorkflowId) -> Result<Value, Error>;
+}

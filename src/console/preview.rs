@@ -1,0 +1,342 @@
+//! What a confirmation dialog says will happen: the files, dispatches and verdicts involved, taken
+//! from the snapshot (and, for cleanup, from the engine's dry run).
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use crate::engine::store::time::{parse_ts, relative};
+use crate::live::snapshot::Snapshot;
+
+use super::action::AckChoice;
+use super::app::Tone;
+use super::items;
+use super::ops::{OPERATOR, Op};
+
+fn line(t: Tone, s: impl Into<String>) -> (Tone, String) {
+    (t, s.into())
+}
+
+/// The lines of the confirmation dialog for `op`.
+pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, String)> {
+    use Tone::*;
+    let mut out = Vec::new();
+    match op {
+        Op::Ack {
+            god,
+            handoff_id,
+            workflow_id,
+            status,
+            message,
+        } => {
+            let wf = workflow_id.as_ref().map(|w| w.as_str()).unwrap_or("?");
+            let step = snap
+                .inboxes
+                .iter()
+                .find(|i| i.god == god.as_str())
+                .and_then(|i| {
+                    i.dispatches
+                        .iter()
+                        .find(|d| d.dispatch.handoff_id == handoff_id.as_str())
+                })
+                .map(|d| d.dispatch.step.clone())
+                .unwrap_or_default();
+            out.push(line(
+                Normal,
+                format!("Dispatch {handoff_id} (step {step} of {wf}) in {god}'s inbox"),
+            ));
+            out.push(line(
+                Normal,
+                format!(
+                    "is acknowledged {} on {god}'s behalf (by: {OPERATOR}).",
+                    status.as_str()
+                ),
+            ));
+            let effect = match status {
+                AckChoice::Accepted => format!(
+                    "The dispatch moves to conductor/archive/{god}/; {wf} becomes in_progress."
+                ),
+                AckChoice::Pending => {
+                    "The dispatch stays in the inbox marked pending; the workflow keeps waiting."
+                        .to_owned()
+                }
+                AckChoice::Rejected => format!(
+                    "The dispatch is archived as rejected; {wf} goes to the step's next fallback god, or fails if none is left."
+                ),
+                AckChoice::Completed => format!(
+                    "Step {step} is recorded done with your message as its summary, and {wf} is routed to its next step."
+                ),
+            };
+            out.push(line(
+                if *status == AckChoice::Rejected {
+                    Warn
+                } else {
+                    Normal
+                },
+                effect,
+            ));
+            if let Some(m) = message {
+                out.push(line(Dim, format!("Message: {m}")));
+            }
+        }
+        Op::Approve { handoff_id } => {
+            let held = snap
+                .quarantine
+                .dispatches
+                .iter()
+                .find(|d| d.dispatch.handoff_id == handoff_id.as_str());
+            match held {
+                Some(d) => {
+                    let x = &d.dispatch;
+                    out.push(line(
+                        Normal,
+                        format!(
+                            "Held dispatch {handoff_id} (step {} of {}) moves from _quarantine",
+                            x.step, x.workflow_id
+                        ),
+                    ));
+                    out.push(line(
+                        Normal,
+                        format!(
+                            "into {}'s inbox; the workflow then waits for its ack.",
+                            x.to_god
+                        ),
+                    ));
+                    if let Some(why) = &x.held_because {
+                        out.push(line(Dim, format!("Held because: {why}")));
+                    }
+                }
+                None => out.push(line(Warn, format!("{handoff_id} is no longer held."))),
+            }
+        }
+        Op::RejectHeld { handoff_id, reason } => {
+            out.push(line(
+                Danger,
+                format!("Held dispatch {handoff_id} is archived as rejected and its workflow is marked failed."),
+            ));
+            out.push(line(Dim, format!("Reason: {reason}")));
+        }
+        Op::Abort {
+            workflow_id,
+            reason,
+        } => {
+            let w = snap.workflows.iter().find(|w| w.id == workflow_id.as_str());
+            match w {
+                Some(w) => {
+                    out.push(line(
+                        Danger,
+                        format!(
+                            "{workflow_id} ({}) is marked aborted; status now {}, step {}.",
+                            w.state.definition_id.as_deref().unwrap_or("no definition"),
+                            w.state.status,
+                            w.state.current_step.as_deref().unwrap_or("-")
+                        ),
+                    ));
+                    if w.waiting.is_empty() {
+                        out.push(line(Dim, "No dispatch of it is waiting in an inbox."));
+                    } else {
+                        out.push(line(Normal, "Withdrawn to the archive:"));
+                        for (god, d) in &w.waiting {
+                            out.push(line(
+                                Warn,
+                                format!("  {} ({} in {god})", d.handoff_id, d.step),
+                            ));
+                        }
+                    }
+                    let mut artifacts: Vec<&String> = w
+                        .state
+                        .step_history
+                        .iter()
+                        .flat_map(|s| s.artifacts.iter())
+                        .chain(w.state.context_bag.artifacts.iter())
+                        .collect();
+                    artifacts.sort();
+                    artifacts.dedup();
+                    if artifacts.is_empty() {
+                        out.push(line(Dim, "No artifacts to mark."));
+                    } else {
+                        out.push(line(
+                            Normal,
+                            "A zero-byte .aborted marker beside each artifact that exists inside the root:",
+                        ));
+                        for a in artifacts.iter().take(8) {
+                            out.push(line(Warn, format!("  {a}.aborted")));
+                        }
+                        if artifacts.len() > 8 {
+                            out.push(line(Dim, format!("  … and {} more", artifacts.len() - 8)));
+                        }
+                    }
+                    out.push(line(
+                        Normal,
+                        format!("Manifest: conductor/state/{workflow_id}.aborted.json"),
+                    ));
+                }
+                None => out.push(line(Warn, format!("{workflow_id} is not in the snapshot."))),
+            }
+            out.push(line(Dim, format!("Reason: {reason}")));
+        }
+        Op::Cleanup { .. } => {}
+        Op::ForceUnlock { track, path } => {
+            let lock = snap
+                .track(track.as_str())
+                .and_then(|t| t.locks.iter().find(|l| l.path == *path));
+            match lock {
+                Some(l) => {
+                    out.push(line(
+                        Danger,
+                        format!(
+                            "Lock on {path} held by {} is removed from {track}'s locks.json.",
+                            l.worker_id.as_deref().unwrap_or("nobody")
+                        ),
+                    ));
+                    let exp = match l.expires() {
+                        Some(t) if t <= now => format!("expired {}", relative(t, now)),
+                        Some(t) => format!("would expire {}", relative(t, now)),
+                        None => "has no expiry".to_owned(),
+                    };
+                    out.push(line(Normal, format!("The lease {exp}.")));
+                }
+                None => out.push(line(
+                    Warn,
+                    format!("{path} is no longer locked on {track}."),
+                )),
+            }
+            out.push(line(
+                Normal,
+                format!("FILE_UNLOCK is posted with forced_by: {OPERATOR}; waiters on it wake up."),
+            ));
+        }
+        Op::BoardAdvance { track }
+        | Op::BoardNextRound { track }
+        | Op::BoardResolve { track, .. } => {
+            let board = items::track(snap, Some(track.as_str())).and_then(|t| t.board.clone());
+            let Some(b) = board else {
+                out.push(line(Warn, format!("{track} has no board session.")));
+                return out;
+            };
+            let s = &b.session;
+            let p = &s.phases;
+            out.push(line(
+                Normal,
+                format!(
+                    "Session {} ({}) is {}.",
+                    s.session_id, s.checkpoint, s.status
+                ),
+            ));
+            out.push(line(
+                Dim,
+                format!(
+                    "assess {}/{} · round {}/{} · votes {}/{}",
+                    p.assess.complete,
+                    p.assess.of,
+                    p.discuss.rounds,
+                    p.discuss.max_rounds,
+                    p.vote.complete,
+                    p.vote.of
+                ),
+            ));
+            match op {
+                Op::BoardAdvance { .. } => out.push(line(
+                    Normal,
+                    "The session moves to its next phase if the current one is complete (else the engine refuses).",
+                )),
+                Op::BoardNextRound { .. } => out.push(line(
+                    Normal,
+                    format!(
+                        "Discussion round {} of {} begins.",
+                        p.discuss.rounds + 1,
+                        p.discuss.max_rounds
+                    ),
+                )),
+                Op::BoardResolve { force, .. } => {
+                    out.push(line(
+                        Danger,
+                        format!(
+                            "Predicted verdict now: {}",
+                            b.predicted.as_deref().unwrap_or("unknown")
+                        ),
+                    ));
+                    for c in items::directors(&b) {
+                        let v = c
+                            .vote
+                            .map(|v| {
+                                format!(
+                                    "{} ({})",
+                                    v.final_verdict,
+                                    v.confidence
+                                        .as_ref()
+                                        .and_then(|n| n.as_f64())
+                                        .map(|f| format!("{f:.2}"))
+                                        .unwrap_or_else(|| "-".into())
+                                )
+                            })
+                            .unwrap_or_else(|| "abstains".into());
+                        out.push(line(Dim, format!("  {:<4} {v}", c.director)));
+                    }
+                    if *force {
+                        out.push(line(
+                            Warn,
+                            "Not every director voted: resolving records them as abstained (forced).",
+                        ));
+                    }
+                    out.push(line(
+                        Normal,
+                        "BOARD_RESOLVE is posted and resolution.md written; the session becomes COMPLETE.",
+                    ));
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// The dialog lines for a cleanup dry run returned by the engine.
+pub fn cleanup_lines(v: &Value) -> Vec<(Tone, String)> {
+    use Tone::*;
+    let list = |k: &str| -> Vec<String> {
+        v.get(k)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|x| match x {
+                        Value::String(s) => s.clone(),
+                        Value::Object(o) => format!(
+                            "{} ({})",
+                            o.get("path").and_then(Value::as_str).unwrap_or("?"),
+                            o.get("reason").and_then(Value::as_str).unwrap_or("")
+                        ),
+                        other => other.to_string(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut out = Vec::new();
+    let deleted = list("deleted");
+    if deleted.is_empty() {
+        out.push(line(Dim, "Nothing to delete."));
+    } else {
+        out.push(line(Normal, "Deleted (dry run found them):"));
+        out.extend(deleted.into_iter().map(|p| line(Danger, format!("  {p}"))));
+    }
+    let missing = list("missing");
+    if !missing.is_empty() {
+        out.push(line(Dim, format!("Already gone: {}", missing.join(", "))));
+    }
+    let refused = list("refused");
+    if !refused.is_empty() {
+        out.push(line(Warn, "Refused (outside the allowed roots):"));
+        out.extend(refused.into_iter().map(|p| line(Warn, format!("  {p}"))));
+    }
+    out.push(line(Dim, "The .aborted markers stay."));
+    out
+}
+
+/// Formats an instant relative to now, or absolute.
+pub fn when(ts: Option<&str>, now: DateTime<Utc>, absolute: bool) -> String {
+    match ts.and_then(parse_ts) {
+        Some(t) if absolute => t.format("%Y-%m-%d %H:%M:%S").to_string(),
+        Some(t) => relative(t, now),
+        None => ts.map(|s| format!("{s}?")).unwrap_or_else(|| "-".into()),
+    }
+}

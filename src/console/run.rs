@@ -1,0 +1,217 @@
+//! The event loop: terminal input (a reader thread), snapshots (the live model's watch channel) and
+//! engine results meet in one `select!`; the screen is redrawn once per wake-up with the newest
+//! snapshot only, and nothing runs while nothing happens.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use crossterm::event::{Event, KeyEventKind};
+use tokio::sync::mpsc;
+
+use crate::engine::store::{Root, WorkflowId};
+use crate::live::runner::LiveHandle;
+use crate::live::{ModelOptions, WatchMode};
+
+use super::app::{App, Effect, FlashKind};
+use super::engine_ops::EngineOperator;
+use super::ops::{Op, Operator};
+use super::terminal::TerminalGuard;
+use super::theme::Theme;
+use super::views;
+
+/// How the console is started.
+#[derive(Debug, Clone, Default)]
+pub struct ConsoleOptions {
+    /// Disable every action that changes files.
+    pub read_only: bool,
+    /// Poll at this interval instead of using file notifications.
+    pub poll: Option<Duration>,
+}
+
+/// Where the console writes its log: `$PANTHEON_LOG`, else `$XDG_STATE_HOME/pantheon/console.log`,
+/// else `~/.local/state/pantheon/console.log`. Never inside the root (the watcher would see it).
+pub fn log_path() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("PANTHEON_LOG").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    let state = std::env::var_os("XDG_STATE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            crate::engine::store::paths::home_dir().map(|h| h.join(".local").join("state"))
+        })?;
+    Some(state.join("pantheon").join("console.log"))
+}
+
+fn init_logging() -> Option<PathBuf> {
+    let path = log_path()?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).ok()?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .ok()?;
+    let filter = tracing_subscriber::EnvFilter::try_from_env("PANTHEON_LOG_LEVEL")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_writer(std::sync::Mutex::new(file))
+        .with_ansi(false)
+        .with_env_filter(filter)
+        .try_init()
+        .ok()?;
+    Some(path)
+}
+
+/// What finished in the background.
+enum Done {
+    Op(Op, Result<serde_json::Value, String>),
+    Preview(WorkflowId, Result<serde_json::Value, String>),
+}
+
+/// Opens the console on `root` until the operator quits.
+pub fn run(root: Root, opts: ConsoleOptions) -> anyhow::Result<()> {
+    if !root.root.is_dir() {
+        anyhow::bail!(
+            "{} is not a directory; create a root with `pantheon --root {} init`, or pass --root / set PANTHEON_ROOT",
+            root.root.display(),
+            root.root.display()
+        );
+    }
+    let log = init_logging();
+    tracing::info!(root = %root.root.display(), ?opts, "console starting");
+    let mode = match opts.poll {
+        Some(d) => WatchMode::Poll(d),
+        None => WatchMode::Notify,
+    };
+    let started = Instant::now();
+    let live = LiveHandle::start(root.clone(), mode, ModelOptions::default());
+    tracing::info!(ready_ms = started.elapsed().as_millis() as u64, mode = %live.mode, "model ready");
+    let operator: Arc<dyn Operator> = Arc::new(EngineOperator::new(root));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .context("starting the event loop")?;
+    let mut guard = TerminalGuard::enter().context("setting up the terminal")?;
+    let mut app = App::new(live.latest(), opts.read_only, chrono::Utc::now());
+    if let Some(why) = &live.fallback_reason {
+        app.flash(
+            FlashKind::Error,
+            format!("file notifications unavailable ({why}); polling every second"),
+        );
+    }
+    let result = rt.block_on(event_loop(&mut guard, &mut app, live, operator));
+    drop(guard);
+    if let Err(e) = &result {
+        tracing::error!("console stopped: {e:#}");
+        if let Some(p) = log {
+            eprintln!("see the log at {}", p.display());
+        }
+    }
+    let _ = std::io::stdout().flush();
+    result
+}
+
+fn spawn_input(tx: mpsc::UnboundedSender<Event>) {
+    std::thread::Builder::new()
+        .name("pantheon-input".into())
+        .spawn(move || {
+            while let Ok(ev) = crossterm::event::read() {
+                if tx.send(ev).is_err() {
+                    return;
+                }
+            }
+        })
+        .expect("spawning the input thread");
+}
+
+async fn event_loop(
+    guard: &mut TerminalGuard,
+    app: &mut App,
+    mut live: LiveHandle,
+    operator: Arc<dyn Operator>,
+) -> anyhow::Result<()> {
+    let theme = Theme::from_env();
+    let (in_tx, mut in_rx) = mpsc::unbounded_channel();
+    spawn_input(in_tx);
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut dirty = true;
+    loop {
+        if dirty {
+            app.now = chrono::Utc::now();
+            let size = guard.terminal.size()?;
+            app.page = size.height.saturating_sub(views::CHROME_ROWS + 3).max(1) as usize;
+            guard
+                .terminal
+                .draw(|f| views::draw(f, app, &theme))
+                .context("drawing")?;
+            dirty = false;
+        }
+        let mut effects = Vec::new();
+        tokio::select! {
+            ev = in_rx.recv() => match ev {
+                Some(Event::Key(k)) if k.kind != KeyEventKind::Release => {
+                    effects = app.on_key(k);
+                    dirty = true;
+                }
+                Some(Event::Resize(..)) => {
+                    guard.terminal.autoresize()?;
+                    dirty = true;
+                }
+                Some(_) => {}
+                None => anyhow::bail!("the terminal input closed"),
+            },
+            changed = live.snapshots.changed() => {
+                if changed.is_err() {
+                    anyhow::bail!("the live model stopped");
+                }
+                // Only the newest snapshot is kept by the channel; a burst is drawn once.
+                let s = live.snapshots.borrow_and_update().clone();
+                app.set_snapshot(s);
+                dirty = true;
+            },
+            Some(done) = done_rx.recv() => {
+                match done {
+                    Done::Op(op, r) => app.op_finished(&op, r),
+                    Done::Preview(wf, r) => app.cleanup_previewed(wf, r),
+                }
+                dirty = true;
+            },
+            _ = tick.tick() => {
+                // Relative times and flash expiry move once a second.
+                app.expire_flash(Instant::now());
+                dirty = true;
+            },
+        }
+        for e in effects {
+            match e {
+                Effect::Quit => return Ok(()),
+                Effect::Rescan => live.rescan(),
+                Effect::Execute(op) => {
+                    let (tx, operator) = (done_tx.clone(), operator.clone());
+                    tracing::info!(op = ?op, "operator action");
+                    tokio::task::spawn_blocking(move || {
+                        let r = operator.execute(&op).map_err(|e| e.to_string());
+                        if let Err(e) = &r {
+                            tracing::warn!(op = ?op, "refused: {e}");
+                        }
+                        let _ = tx.send(Done::Op(op, r));
+                    });
+                }
+                Effect::PreviewCleanup(wf) => {
+                    let (tx, operator) = (done_tx.clone(), operator.clone());
+                    tokio::task::spawn_blocking(move || {
+                        let r = operator.cleanup_preview(&wf).map_err(|e| e.to_string());
+                        let _ = tx.send(Done::Preview(wf, r));
+                    });
+                }
+            }
+        }
+    }
+}

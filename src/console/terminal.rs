@@ -1,0 +1,66 @@
+//! Terminal lifecycle: raw mode + alternate screen on entry, and always restored (on quit, on error via
+//! `Drop`, and on panic via a chained panic hook).
+
+use std::io::{self, Stdout, Write};
+use std::sync::Once;
+
+use crossterm::cursor::{Hide, Show};
+use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
+use crossterm::execute;
+use crossterm::terminal::{
+    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+};
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+
+/// The terminal the console draws on; restored when dropped.
+pub struct TerminalGuard {
+    pub terminal: Terminal<CrosstermBackend<Stdout>>,
+}
+
+/// Puts the terminal back: leaves the alternate screen, shows the cursor, disables raw mode.
+/// Safe to call more than once.
+pub fn restore() {
+    let mut out = io::stdout();
+    let _ = execute!(out, DisableBracketedPaste, LeaveAlternateScreen, Show);
+    let _ = disable_raw_mode();
+    let _ = out.flush();
+}
+
+fn install_panic_hook() {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore();
+            tracing::error!("panic: {info}");
+            previous(info);
+        }));
+    });
+}
+
+impl TerminalGuard {
+    /// Enters raw mode and the alternate screen. If any step fails, what was done is undone.
+    pub fn enter() -> io::Result<Self> {
+        install_panic_hook();
+        enable_raw_mode()?;
+        let mut out = io::stdout();
+        if let Err(e) = execute!(out, EnterAlternateScreen, Hide, EnableBracketedPaste) {
+            restore();
+            return Err(e);
+        }
+        match Terminal::new(CrosstermBackend::new(out)) {
+            Ok(terminal) => Ok(Self { terminal }),
+            Err(e) => {
+                restore();
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        restore();
+    }
+}

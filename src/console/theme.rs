@@ -1,0 +1,155 @@
+//! Colours and glyphs. Every state is shown by word or glyph as well as colour, so `NO_COLOR`
+//! (which drops colours but keeps bold/reverse) loses nothing.
+
+use ratatui::style::{Color, Modifier, Style};
+
+/// The styles the views use.
+#[derive(Debug, Clone, Copy)]
+pub struct Theme {
+    pub color: bool,
+}
+
+impl Theme {
+    /// Colours unless `NO_COLOR` is set (to anything non-empty).
+    pub fn from_env() -> Self {
+        Self {
+            color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        }
+    }
+
+    fn fg(&self, c: Color) -> Style {
+        if self.color {
+            Style::new().fg(c)
+        } else {
+            Style::new()
+        }
+    }
+
+    pub fn base(&self) -> Style {
+        Style::new()
+    }
+    pub fn dim(&self) -> Style {
+        if self.color {
+            Style::new().fg(Color::DarkGray)
+        } else {
+            Style::new().add_modifier(Modifier::DIM)
+        }
+    }
+    pub fn title(&self) -> Style {
+        self.fg(Color::Cyan).add_modifier(Modifier::BOLD)
+    }
+    pub fn header(&self) -> Style {
+        self.fg(Color::Yellow).add_modifier(Modifier::BOLD)
+    }
+    pub fn ok(&self) -> Style {
+        self.fg(Color::Green)
+    }
+    pub fn warn(&self) -> Style {
+        self.fg(Color::Yellow)
+    }
+    /// Something that needs the operator: stale, expired, overdue, failed.
+    pub fn alert(&self) -> Style {
+        self.fg(Color::Red).add_modifier(Modifier::BOLD)
+    }
+    pub fn info(&self) -> Style {
+        self.fg(Color::Blue)
+    }
+    pub fn accent(&self) -> Style {
+        self.fg(Color::Magenta)
+    }
+    pub fn selected(&self) -> Style {
+        if self.color {
+            Style::new()
+                .bg(Color::Rgb(40, 60, 90))
+                .add_modifier(Modifier::BOLD)
+        } else {
+            Style::new().add_modifier(Modifier::REVERSED)
+        }
+    }
+    pub fn key(&self) -> Style {
+        self.fg(Color::Cyan).add_modifier(Modifier::BOLD)
+    }
+    pub fn tab_active(&self) -> Style {
+        if self.color {
+            Style::new()
+                .fg(Color::Black)
+                .bg(Color::Cyan)
+                .add_modifier(Modifier::BOLD)
+        } else {
+            Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD)
+        }
+    }
+    pub fn button_focused(&self, danger: bool) -> Style {
+        if !self.color {
+            return Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD);
+        }
+        let bg = if danger { Color::Red } else { Color::Cyan };
+        Style::new()
+            .fg(Color::Black)
+            .bg(bg)
+            .add_modifier(Modifier::BOLD)
+    }
+
+    /// Style and glyph of a workflow status.
+    pub fn workflow_status(&self, status: &str) -> (Style, &'static str) {
+        match status {
+            "in_progress" => (self.info(), "●"),
+            "waiting_for_ack" => (self.warn(), "◌"),
+            "awaiting_approval" => (self.accent(), "‖"),
+            "completed" => (self.ok(), "✓"),
+            "aborted" => (self.dim(), "✗"),
+            "failed" => (self.alert(), "!"),
+            _ => (self.base(), "?"),
+        }
+    }
+
+    /// Style and glyph of an ack status.
+    pub fn ack_status(&self, status: &str) -> (Style, &'static str) {
+        match status {
+            "unacked" => (self.warn(), "○"),
+            "pending" => (self.info(), "…"),
+            "accepted" => (self.ok(), "✓"),
+            "rejected" => (self.alert(), "✗"),
+            "completed" => (self.ok(), "✔"),
+            "withdrawn" => (self.dim(), "↩"),
+            "held" => (self.accent(), "‖"),
+            _ => (self.base(), "?"),
+        }
+    }
+
+    /// Style and glyph of a bus message type.
+    pub fn message_type(&self, kind: &str) -> (Style, &'static str) {
+        match kind {
+            "PROGRESS" => (self.info(), "▶"),
+            "TASK_COMPLETE" => (self.ok(), "✔"),
+            "TASK_FAILED" => (self.alert(), "✗"),
+            "FILE_LOCK" => (self.warn(), "▣"),
+            "FILE_UNLOCK" => (self.ok(), "□"),
+            "BLOCKED" => (self.alert(), "⊘"),
+            k if k.starts_with("BOARD_") => (self.accent(), "◆"),
+            _ => (self.dim(), "·"),
+        }
+    }
+
+    /// Style and glyph of a worker status.
+    pub fn worker_status(&self, status: &str) -> (Style, &'static str) {
+        match status {
+            "RUNNING" => (self.info(), "▶"),
+            "COMPLETE" => (self.ok(), "✔"),
+            "FAILED" => (self.alert(), "✗"),
+            "BLOCKED" => (self.warn(), "⊘"),
+            _ => (self.dim(), "?"),
+        }
+    }
+
+    /// Style of a board verdict.
+    pub fn verdict(&self, v: &str) -> Style {
+        match v {
+            "APPROVE" | "APPROVED" => self.ok(),
+            "APPROVED_WITH_REVIEW" | "CONCERNS" => self.warn(),
+            "REJECT" | "REJECTED" => self.alert(),
+            "ESCALATE" => self.accent(),
+            _ => self.dim(),
+        }
+    }
+}

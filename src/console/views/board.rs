@@ -1,0 +1,256 @@
+//! Pane 6: the board of a track: phases, a card per director, the discussion, the predicted verdict.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+
+use crate::console::action::Pane;
+use crate::console::app::App;
+use crate::console::items::{self, DirectorCard};
+use crate::console::theme::Theme;
+use crate::engine::bus::model::PHASE_COMPLETE;
+
+use super::{block, empty, kv, section, trunc};
+
+fn num(n: Option<&serde_json::Number>) -> String {
+    n.and_then(|n| n.as_f64())
+        .map(|f| {
+            if f.fract() == 0.0 {
+                format!("{f:.0}")
+            } else {
+                format!("{f}")
+            }
+        })
+        .unwrap_or_else(|| "-".into())
+}
+
+fn phase<'a>(name: &str, status: &str, progress: String, theme: &Theme) -> Vec<Span<'a>> {
+    let (style, g) = match status {
+        PHASE_COMPLETE => (theme.ok(), "✓"),
+        "IN_PROGRESS" => (theme.info(), "●"),
+        _ => (theme.dim(), "○"),
+    };
+    vec![
+        Span::styled(format!("{g} {name} {progress}"), style),
+        Span::raw("   "),
+    ]
+}
+
+fn card<'a>(c: &DirectorCard, selected: bool, theme: &Theme) -> Paragraph<'a> {
+    let mut l = Vec::new();
+    match c.assessment {
+        Some(a) => {
+            l.push(Line::styled(a.verdict.clone(), theme.verdict(&a.verdict)));
+            l.push(Line::raw(format!("score {}", num(a.score.as_ref()))));
+            if a.blocking == Some(true) {
+                l.push(Line::styled("▲ blocking", theme.alert()));
+            }
+            if !a.concerns.is_empty() {
+                l.push(Line::styled(
+                    format!("{} concern(s)", a.concerns.len()),
+                    theme.warn(),
+                ));
+            }
+        }
+        None => l.push(Line::styled("not assessed", theme.dim())),
+    }
+    match c.vote {
+        Some(v) => l.push(Line::from(vec![
+            Span::raw("vote "),
+            Span::styled(v.final_verdict.clone(), theme.verdict(&v.final_verdict)),
+            Span::raw(format!(" {}", num(v.confidence.as_ref()))),
+        ])),
+        None => l.push(Line::styled("no vote", theme.dim())),
+    }
+    let b = block(format!(" {} ", c.director), theme);
+    let b = if selected {
+        b.border_style(theme.key())
+    } else {
+        b
+    };
+    Paragraph::new(l).block(b)
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let snap = &app.snapshot;
+    let Some(track) = items::track(snap, app.track.as_deref()) else {
+        return empty(
+            frame,
+            area,
+            " 6 Board ".into(),
+            "No track under conductor/tracks.",
+            theme,
+        );
+    };
+    let Some(b) = &track.board else {
+        return empty(
+            frame,
+            area,
+            format!(" 6 Board · {} ", track.name),
+            "No board session on this track (] for the next track).",
+            theme,
+        );
+    };
+    let s = &b.session;
+    let p = &s.phases;
+    let cards = items::directors(b);
+    let sel = app.selected(Pane::Board);
+    if app.pane_state().detail {
+        let mut l = Vec::new();
+        if let Some(c) = cards.get(sel) {
+            if let Some(a) = c.assessment {
+                l.push(kv(
+                    "verdict",
+                    a.verdict.clone(),
+                    theme.verdict(&a.verdict),
+                    theme,
+                ));
+                l.push(kv("score", num(a.score.as_ref()), theme.base(), theme));
+                for (name, list) in [
+                    ("Concerns", &a.concerns),
+                    ("Recommendations", &a.recommendations),
+                    ("Key points", &a.key_points),
+                ] {
+                    if !list.is_empty() {
+                        section(&mut l, name, theme);
+                        l.extend(list.iter().map(|x| Line::raw(format!("  • {x}"))));
+                    }
+                }
+                if !a.extra.is_empty() {
+                    section(&mut l, "Director-specific", theme);
+                    l.extend(super::json_lines(
+                        &serde_json::Value::Object(a.extra.clone()),
+                        theme,
+                    ));
+                }
+            } else {
+                l.push(Line::styled("No assessment yet.", theme.dim()));
+            }
+            section(&mut l, "Vote", theme);
+            match c.vote {
+                Some(v) => {
+                    l.push(kv(
+                        "verdict",
+                        v.final_verdict.clone(),
+                        theme.verdict(&v.final_verdict),
+                        theme,
+                    ));
+                    l.push(kv(
+                        "confidence",
+                        num(v.confidence.as_ref()),
+                        theme.base(),
+                        theme,
+                    ));
+                    l.extend(v.conditions.iter().map(|x| Line::raw(format!("  • {x}"))));
+                }
+                None => l.push(Line::styled("  not yet", theme.dim())),
+            }
+            let name = c.director;
+            return super::detail(
+                frame,
+                area,
+                format!(" {name} on {} ", s.session_id),
+                l,
+                app.pane_state().scroll,
+                theme,
+            );
+        }
+    }
+    let [info, cards_area, thread] = Layout::vertical([
+        Constraint::Length(5),
+        Constraint::Length(7),
+        Constraint::Min(3),
+    ])
+    .areas(area);
+    let mut ph = Vec::new();
+    ph.extend(phase(
+        "assess",
+        &p.assess.status,
+        format!("{}/{}", p.assess.complete, p.assess.of),
+        theme,
+    ));
+    ph.extend(phase(
+        "discuss",
+        &p.discuss.status,
+        format!("round {}/{}", p.discuss.rounds, p.discuss.max_rounds),
+        theme,
+    ));
+    ph.extend(phase(
+        "vote",
+        &p.vote.status,
+        format!("{}/{}", p.vote.complete, p.vote.of),
+        theme,
+    ));
+    ph.extend(phase("resolve", &p.resolve.status, String::new(), theme));
+    let predicted = b.predicted.clone().unwrap_or_else(|| "-".into());
+    let info_lines = vec![
+        Line::from(vec![
+            Span::styled(format!("{} ", s.checkpoint), theme.accent()),
+            Span::styled(format!("{}  ", s.status), theme.header()),
+            Span::raw(trunc(&s.proposal_text(), 120)),
+        ]),
+        Line::from(ph),
+        Line::from(vec![
+            Span::styled("resolve now → ", theme.dim()),
+            Span::styled(predicted.clone(), theme.verdict(&predicted)),
+            Span::styled(
+                format!("   ({} of {} voted)", b.votes.len(), cards.len()),
+                theme.dim(),
+            ),
+        ]),
+    ];
+    frame.render_widget(
+        Paragraph::new(info_lines).block(block(
+            format!(" 6 Board · {} · {} ", track.name, s.session_id),
+            theme,
+        )),
+        info,
+    );
+    if !cards.is_empty() {
+        let cols = Layout::horizontal(vec![Constraint::Ratio(1, cards.len() as u32); cards.len()])
+            .split(cards_area);
+        for (i, (c, r)) in cards.iter().zip(cols.iter()).enumerate() {
+            frame.render_widget(card(c, i == sel, theme), *r);
+        }
+    }
+    let lines: Vec<Line> = b
+        .discussion
+        .iter()
+        .map(|d| {
+            Line::from(vec![
+                Span::styled(
+                    format!(
+                        "r{} ",
+                        d.round.map(|r| r.to_string()).unwrap_or_else(|| "?".into())
+                    ),
+                    theme.dim(),
+                ),
+                Span::styled(
+                    format!("{}→{} ", d.from, if d.to.is_empty() { "?" } else { &d.to }),
+                    theme.info(),
+                ),
+                Span::styled(format!("{:<9} ", d.kind), theme.accent()),
+                Span::raw(d.message.clone()),
+                Span::styled(
+                    if d.changes_my_verdict {
+                        "  (changes verdict)"
+                    } else {
+                        ""
+                    },
+                    theme.warn(),
+                ),
+            ])
+        })
+        .collect();
+    let n = lines.len();
+    let visible = thread.height.saturating_sub(2) as usize;
+    let scroll = n.saturating_sub(visible) as u16;
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .scroll((scroll, 0))
+            .block(block(format!(" Discussion ({n}) "), theme)),
+        thread,
+    );
+}

@@ -1,0 +1,196 @@
+//! Pane 3: a live tail of one track's `queue.jsonl`: follow or pause, filter by type and source.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Row, Table, TableState};
+use serde_json::Value;
+
+use crate::console::action::Pane;
+use crate::console::app::App;
+use crate::console::items;
+use crate::console::preview::when;
+use crate::console::theme::Theme;
+use crate::engine::bus::model::Envelope;
+
+use super::{block, detail, empty, json_lines, kv, trunc, window};
+
+/// A one-line reading of a message's payload.
+pub(crate) fn payload_summary(m: &Envelope) -> String {
+    let p = &m.payload;
+    let s = |k: &str| {
+        p.get(k).map(|v| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+    };
+    let join = |parts: Vec<Option<String>>| {
+        parts
+            .into_iter()
+            .flatten()
+            .filter(|x| !x.is_empty())
+            .collect::<Vec<_>>()
+            .join(" · ")
+    };
+    match m.kind.as_str() {
+        "PROGRESS" => join(vec![
+            s("task_id").map(|t| format!("task {t}")),
+            s("progress_pct").map(|x| format!("{x}%")),
+            s("current_subtask"),
+        ]),
+        "TASK_COMPLETE" => join(vec![
+            s("task_id").map(|t| format!("task {t}")),
+            s("commit_sha"),
+            p.get("files_modified")
+                .and_then(Value::as_array)
+                .map(|a| format!("{} files", a.len())),
+        ]),
+        "TASK_FAILED" => join(vec![s("task_id").map(|t| format!("task {t}")), s("error")]),
+        "FILE_LOCK" | "FILE_UNLOCK" => join(vec![
+            s("filepath"),
+            s("forced_by").map(|f| format!("forced by {f}")),
+            s("previous_holder").map(|f| format!("took over from {f}")),
+        ]),
+        "BLOCKED" => join(vec![
+            s("task_id").map(|t| format!("task {t}")),
+            s("waiting_for").map(|w| format!("waits for {w}")),
+            s("resource"),
+        ]),
+        "BOARD_ASSESS" => join(vec![
+            s("director"),
+            s("verdict"),
+            s("score").map(|x| format!("score {x}")),
+        ]),
+        "BOARD_DISCUSS" => join(vec![
+            s("from").zip(s("to")).map(|(f, t)| format!("{f}→{t}")),
+            s("type"),
+            s("message"),
+        ]),
+        "BOARD_VOTE" => join(vec![s("director"), s("final_verdict"), s("confidence")]),
+        "BOARD_RESOLVE" => join(vec![s("session_id"), s("verdict")]),
+        _ => match p {
+            Value::Null => String::new(),
+            other => other.to_string(),
+        },
+    }
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let snap = &app.snapshot;
+    let Some(track) = items::track(snap, app.track.as_deref()) else {
+        return empty(
+            frame,
+            area,
+            " 3 Bus ".into(),
+            "No track under conductor/tracks has a .message-bus.",
+            theme,
+        );
+    };
+    let filter = app.filter(Pane::Bus);
+    let msgs = items::messages(track, &filter);
+    let idx = snap
+        .tracks
+        .iter()
+        .position(|t| t.name == track.name)
+        .unwrap_or(0)
+        + 1;
+    let mut title = format!(
+        " 3 Bus · {} ({idx}/{}) · {} shown · {} ",
+        track.name,
+        snap.tracks.len(),
+        msgs.len(),
+        if app.follow {
+            "▼ following"
+        } else {
+            "‖ paused"
+        }
+    );
+    if track.lines_skipped > 0 {
+        title.push_str(&format!("· {} bad lines skipped ", track.lines_skipped));
+    }
+    if track.head_bytes_skipped > 0 {
+        title.push_str(&format!(
+            "· tail only ({} MiB of history not read) ",
+            track.head_bytes_skipped >> 20
+        ));
+    }
+    if let Some(n) = &track.queue_note {
+        title.push_str(&format!("· ⚠ {n} "));
+    }
+    if msgs.is_empty() {
+        return empty(
+            frame,
+            area,
+            title,
+            "No message yet (or none matches the filter: try type:PROGRESS source:worker).",
+            theme,
+        );
+    }
+    let sel = app.selected(Pane::Bus);
+    let st = app.pane_state();
+    if st.detail {
+        let m = msgs[sel];
+        let mut l = vec![
+            kv("id", m.id.clone(), theme.base(), theme),
+            kv("type", m.kind.clone(), theme.message_type(&m.kind).0, theme),
+            kv("source", m.source.clone(), theme.base(), theme),
+            kv(
+                "time",
+                format!(
+                    "{}  ({})",
+                    m.timestamp,
+                    when(Some(&m.timestamp), app.now, false)
+                ),
+                theme.base(),
+                theme,
+            ),
+            Line::default(),
+        ];
+        l.extend(json_lines(&m.payload, theme));
+        if !m.extra.is_empty() {
+            l.push(Line::default());
+            l.push(Line::styled("extra fields", theme.header()));
+            l.extend(json_lines(&Value::Object(m.extra.clone()), theme));
+        }
+        return detail(
+            frame,
+            area,
+            format!(" {} · message ", track.name),
+            l,
+            st.scroll,
+            theme,
+        );
+    }
+    let height = area.height.saturating_sub(3) as usize;
+    let (first, rel) = window(sel, msgs.len(), height);
+    let rows = msgs.iter().skip(first).take(height).map(|m| {
+        let (style, g) = theme.message_type(&m.kind);
+        Row::new(vec![
+            Line::styled(
+                if app.absolute_times {
+                    m.timestamp.clone()
+                } else {
+                    when(Some(&m.timestamp), app.now, false)
+                },
+                theme.dim(),
+            ),
+            Line::from(Span::styled(format!("{g} {}", m.kind), style)),
+            Line::raw(trunc(&m.source, 28)),
+            Line::raw(payload_summary(m)),
+        ])
+    });
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(10),
+            Constraint::Length(17),
+            Constraint::Length(28),
+            Constraint::Min(10),
+        ],
+    )
+    .header(Row::new(["TIME", "TYPE", "SOURCE", "PAYLOAD"]).style(theme.header()))
+    .row_highlight_style(theme.selected())
+    .block(block(title, theme));
+    let mut state = TableState::default().with_selected(Some(rel));
+    frame.render_stateful_widget(table, area, &mut state);
+}

@@ -1,0 +1,262 @@
+//! Pane 2: per-god inboxes (count, oldest, unacked), every dispatch with its context, the quarantine.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Row, Table, TableState};
+
+use crate::console::action::Pane;
+use crate::console::app::App;
+use crate::console::items;
+use crate::console::preview::when;
+use crate::console::theme::Theme;
+use crate::engine::conductor::model::AckStatus;
+use crate::engine::store::time::parse_ts;
+use crate::live::snapshot::InboxView;
+
+use super::{block, detail, empty, json_lines, kv, section, trunc, window};
+
+fn summary_row<'a>(i: &InboxView, app: &App, theme: &Theme, held: bool) -> Row<'a> {
+    let oldest = i
+        .dispatches
+        .iter()
+        .filter_map(|d| d.dispatch.dispatched_at.as_deref())
+        .min_by_key(|t| parse_ts(t))
+        .map(|t| when(Some(t), app.now, app.absolute_times))
+        .unwrap_or_else(|| "-".into());
+    let unacked = i
+        .dispatches
+        .iter()
+        .filter(|d| d.dispatch.ack_status == AckStatus::Unacked)
+        .count();
+    let name = if held {
+        "‖ _quarantine".to_owned()
+    } else {
+        i.god.clone()
+    };
+    Row::new(vec![
+        Line::styled(name, if held { theme.accent() } else { theme.base() }),
+        Line::raw(i.dispatches.len().to_string()),
+        Line::raw(oldest),
+        Line::styled(
+            unacked.to_string(),
+            if unacked > 0 {
+                theme.warn()
+            } else {
+                theme.dim()
+            },
+        ),
+        Line::styled(
+            if i.errors.is_empty() {
+                String::new()
+            } else {
+                format!("⚠ {} unreadable", i.errors.len())
+            },
+            theme.warn(),
+        ),
+    ])
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let snap = &app.snapshot;
+    let filter = app.filter(Pane::Inboxes);
+    let rows = items::dispatches(snap, &filter);
+    let st = app.pane_state();
+    let sel = app.selected(Pane::Inboxes);
+    if st.detail && !rows.is_empty() {
+        return draw_detail(frame, area, app, rows[sel], theme);
+    }
+    let n_sum = snap.inboxes.len() + 1;
+    let sum_h = (n_sum as u16 + 3).min(area.height / 2).max(4);
+    let [top, bottom] =
+        Layout::vertical([Constraint::Length(sum_h), Constraint::Min(3)]).areas(area);
+    let summary = snap
+        .inboxes
+        .iter()
+        .map(|i| summary_row(i, app, theme, false))
+        .chain(std::iter::once(summary_row(
+            &snap.quarantine,
+            app,
+            theme,
+            true,
+        )));
+    frame.render_widget(
+        Table::new(
+            summary,
+            [
+                Constraint::Length(16),
+                Constraint::Length(7),
+                Constraint::Length(10),
+                Constraint::Length(9),
+                Constraint::Min(10),
+            ],
+        )
+        .header(Row::new(["GOD", "COUNT", "OLDEST", "UNACKED", ""]).style(theme.header()))
+        .block(block(
+            format!(" 2 Inboxes ({} gods) ", snap.inboxes.len()),
+            theme,
+        )),
+        top,
+    );
+    let title = format!(" Dispatches ({}) ", rows.len());
+    if rows.is_empty() {
+        return empty(frame, bottom, title, "No dispatch is waiting.", theme);
+    }
+    let height = bottom.height.saturating_sub(3) as usize;
+    let (first, rel) = window(sel, rows.len(), height);
+    let body = rows.iter().skip(first).take(height).map(|r| {
+        let d = &r.view.dispatch;
+        let ack = if r.held {
+            "held".to_owned()
+        } else {
+            d.ack_status.to_string()
+        };
+        let (astyle, g) = theme.ack_status(&ack);
+        let overdue = d.ack_status == AckStatus::Unacked
+            && !r.held
+            && d.dispatched_at
+                .as_deref()
+                .and_then(parse_ts)
+                .is_some_and(|t| app.now - t > crate::live::snapshot::UNACKED_OVERDUE_AFTER);
+        Row::new(vec![
+            Line::styled(
+                r.god.to_owned(),
+                if r.held { theme.accent() } else { theme.base() },
+            ),
+            Line::raw(if d.handoff_id.is_empty() {
+                r.view.name.clone()
+            } else {
+                d.handoff_id.clone()
+            }),
+            Line::raw(d.workflow_id.clone()),
+            Line::raw(d.step.clone()),
+            Line::raw(d.from_god.clone()),
+            Line::styled(
+                when(d.dispatched_at.as_deref(), app.now, app.absolute_times),
+                if overdue { theme.alert() } else { theme.base() },
+            ),
+            Line::from(vec![
+                Span::styled(format!("{g} {ack}"), astyle),
+                Span::styled(if overdue { " ▲ OVERDUE" } else { "" }, theme.alert()),
+            ]),
+            Line::styled(trunc(&d.context.summary, 60), theme.dim()),
+        ])
+    });
+    let table = Table::new(
+        body,
+        [
+            Constraint::Length(13),
+            Constraint::Length(21),
+            Constraint::Length(16),
+            Constraint::Length(14),
+            Constraint::Length(11),
+            Constraint::Length(9),
+            Constraint::Length(22),
+            Constraint::Min(10),
+        ],
+    )
+    .header(
+        Row::new([
+            "GOD", "HANDOFF", "WORKFLOW", "STEP", "FROM", "AGE", "ACK", "SUMMARY",
+        ])
+        .style(theme.header()),
+    )
+    .row_highlight_style(theme.selected())
+    .block(block(title, theme));
+    let mut state = TableState::default().with_selected(Some(rel));
+    frame.render_stateful_widget(table, bottom, &mut state);
+}
+
+fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, theme: &Theme) {
+    let st = app.pane_state();
+    let v = r.view;
+    if st.raw {
+        let mut lines = json_lines(&v.raw, theme);
+        lines.insert(0, Line::styled(v.path.display().to_string(), theme.dim()));
+        return detail(
+            frame,
+            area,
+            format!(" {} · raw (y) ", v.name),
+            lines,
+            st.scroll,
+            theme,
+        );
+    }
+    let d = &v.dispatch;
+    let now = app.now;
+    let abs = app.absolute_times;
+    let ack = if r.held {
+        "held".to_owned()
+    } else {
+        d.ack_status.to_string()
+    };
+    let (astyle, g) = theme.ack_status(&ack);
+    let mut l = vec![
+        kv("inbox", r.god.to_owned(), theme.base(), theme),
+        kv(
+            "dispatch",
+            d.dispatch_id.clone().unwrap_or_else(|| "-".into()),
+            theme.base(),
+            theme,
+        ),
+        kv("handoff", d.handoff_id.clone(), theme.base(), theme),
+        kv("workflow", d.workflow_id.clone(), theme.base(), theme),
+        kv("step", d.step.clone(), theme.base(), theme),
+        kv(
+            "from → to",
+            format!("{} → {}", d.from_god, d.to_god),
+            theme.base(),
+            theme,
+        ),
+        kv(
+            "dispatched",
+            when(d.dispatched_at.as_deref(), now, abs),
+            theme.base(),
+            theme,
+        ),
+        kv("ack", format!("{g} {ack}"), astyle, theme),
+    ];
+    if let Some(e) = &d.eta {
+        l.push(kv("eta", when(Some(e), now, abs), theme.base(), theme));
+    }
+    if let Some(m) = &d.message {
+        l.push(kv("message", m.clone(), theme.base(), theme));
+    }
+    if let Some(h) = &d.held_because {
+        l.push(kv("held because", h.clone(), theme.accent(), theme));
+    }
+    if let Some(w) = &v.warning {
+        l.push(kv("⚠ file", w.clone(), theme.warn(), theme));
+    }
+    section(&mut l, "Summary", theme);
+    l.push(Line::raw(format!("  {}", d.context.summary)));
+    let c = &d.context;
+    for (name, list) in [
+        ("Decisions", &c.decisions),
+        ("Artifacts", &c.artifacts),
+        ("Open questions", &c.open_questions),
+        ("Gates passed", &c.gates_passed),
+    ] {
+        section(&mut l, &format!("{name} ({})", list.len()), theme);
+        for item in list {
+            l.push(Line::raw(format!("  • {item}")));
+        }
+    }
+    if !c.history.is_empty() {
+        section(&mut l, "History", theme);
+        for h in &c.history {
+            l.push(Line::from(vec![
+                Span::styled(format!("  {:<14}{:<12}", h.step, h.god), theme.info()),
+                Span::raw(h.summary.clone()),
+            ]));
+        }
+    }
+    detail(
+        frame,
+        area,
+        format!(" {} · {} ", r.god, v.name),
+        l,
+        st.scroll,
+        theme,
+    );
+}

@@ -1,0 +1,295 @@
+//! Drawing: pure functions of the [`App`] state (and its snapshot). Nothing here mutates anything.
+
+use ratatui::Frame;
+use ratatui::layout::{Alignment, Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, BorderType, Borders, Paragraph, Wrap};
+
+use super::action::Pane;
+use super::app::{App, FlashKind, Mode};
+use super::theme::Theme;
+
+mod board;
+mod bus;
+mod dialogs;
+mod inboxes;
+mod locks;
+mod workers;
+mod workflows;
+
+/// The smallest terminal the console draws in.
+pub const MIN_WIDTH: u16 = 60;
+pub const MIN_HEIGHT: u16 = 14;
+
+/// Rows of chrome around the pane body (header 2, status 1, footer 1).
+pub const CHROME_ROWS: u16 = 4;
+
+/// Draws the whole console.
+pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
+    let area = frame.area();
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        too_small(frame, area, theme);
+        return;
+    }
+    let [header, tabs, body, status, footer] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(1),
+        Constraint::Min(3),
+        Constraint::Length(1),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    draw_header(frame, header, app, theme);
+    draw_tabs(frame, tabs, app, theme);
+    match app.pane {
+        Pane::Workflows => workflows::draw(frame, body, app, theme),
+        Pane::Inboxes => inboxes::draw(frame, body, app, theme),
+        Pane::Bus => bus::draw(frame, body, app, theme),
+        Pane::Locks => locks::draw(frame, body, app, theme),
+        Pane::Workers => workers::draw(frame, body, app, theme),
+        Pane::Board => board::draw(frame, body, app, theme),
+    }
+    draw_status(frame, status, app, theme);
+    draw_footer(frame, footer, app, theme);
+    match &app.mode {
+        Mode::Help => dialogs::help(frame, area, app, theme),
+        Mode::Confirm(c) => dialogs::confirm(frame, area, c, theme),
+        Mode::AckMenu { target, choice } => dialogs::ack_menu(frame, area, target, *choice, theme),
+        Mode::Prompt(p) => dialogs::prompt(frame, area, p, theme),
+        _ => {}
+    }
+}
+
+fn too_small(frame: &mut Frame, area: Rect, theme: &Theme) {
+    let text = vec![
+        Line::styled("Terminal too small", theme.alert()),
+        Line::from(format!(
+            "{}x{} here, the console needs at least {MIN_WIDTH}x{MIN_HEIGHT}.",
+            area.width, area.height
+        )),
+        Line::styled("Enlarge the window, or press q to quit.", theme.dim()),
+    ];
+    let y = area.height.saturating_sub(3) / 2;
+    let r = Rect::new(area.x, area.y + y, area.width, area.height.min(3));
+    frame.render_widget(
+        Paragraph::new(text)
+            .alignment(Alignment::Center)
+            .wrap(Wrap { trim: true }),
+        r,
+    );
+}
+
+fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let s = &app.snapshot;
+    let c = s.counts(app.now);
+    let mut spans = vec![
+        Span::styled(" ◈ pantheon ", theme.title()),
+        Span::styled(s.root.display().to_string(), theme.base()),
+        Span::styled(
+            format!("  [{}]", if s.watch.is_empty() { "-" } else { &s.watch }),
+            theme.dim(),
+        ),
+        Span::raw("  "),
+        Span::raw(format!("{} workflows ({} active)", c.workflows, c.active)),
+        Span::raw(format!(" · {} waiting", c.waiting)),
+    ];
+    if c.held > 0 {
+        spans.push(Span::styled(format!(" · {} held", c.held), theme.accent()));
+    }
+    let mut alert = |n: usize, what: &str| {
+        if n > 0 {
+            spans.push(Span::styled(format!(" · ▲ {n} {what}"), theme.alert()));
+        }
+    };
+    alert(c.overdue, "overdue");
+    alert(c.stale, "stale");
+    alert(c.expired, "expired");
+    alert(c.deadlocks, "deadlock");
+    if c.warnings > 0 {
+        spans.push(Span::styled(
+            format!(" · ⚠ {} file issues", c.warnings),
+            theme.warn(),
+        ));
+    }
+    if app.read_only {
+        spans.push(Span::styled("  READ-ONLY", theme.warn()));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn draw_tabs(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let mut spans = Vec::new();
+    for p in Pane::ALL {
+        let label = format!(" {} {} ", p.number(), p.title());
+        let style = if p == app.pane {
+            theme.tab_active()
+        } else {
+            theme.dim()
+        };
+        spans.push(Span::styled(label, style));
+        spans.push(Span::raw(" "));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let line = match &app.mode {
+        Mode::Filter => Line::from(vec![
+            Span::styled("/", theme.key()),
+            Span::raw(app.pane_state().filter.clone()),
+            Span::styled("▏", theme.key()),
+            Span::styled("  Enter keep · Esc clear", theme.dim()),
+        ]),
+        Mode::Command(buf) => Line::from(vec![
+            Span::styled(":", theme.key()),
+            Span::raw(buf.clone()),
+            Span::styled("▏", theme.key()),
+        ]),
+        _ => match &app.flash {
+            Some(f) => {
+                let (style, glyph) = match f.kind {
+                    FlashKind::Info => (theme.info(), "ℹ"),
+                    FlashKind::Success => (theme.ok(), "✔"),
+                    FlashKind::Error => (theme.alert(), "✗"),
+                };
+                Line::from(Span::styled(format!("{glyph} {}", f.text), style))
+            }
+            None => {
+                let f = &app.pane_state().filter;
+                if f.is_empty() {
+                    Line::default()
+                } else {
+                    Line::from(vec![
+                        Span::styled("filter: ", theme.dim()),
+                        Span::styled(f.clone(), theme.key()),
+                        Span::styled("  (Esc clears)", theme.dim()),
+                    ])
+                }
+            }
+        },
+    };
+    frame.render_widget(Paragraph::new(line), area);
+}
+
+fn draw_footer(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let mut spans = Vec::new();
+    let hints: Vec<(String, &str)> = match &app.mode {
+        Mode::Confirm(_) => vec![
+            ("Tab".into(), "switch button"),
+            ("Enter".into(), "press focused"),
+            ("Esc".into(), "cancel"),
+        ],
+        Mode::AckMenu { .. } => vec![
+            ("j/k".into(), "choose"),
+            ("Enter".into(), "select"),
+            ("Esc".into(), "cancel"),
+        ],
+        Mode::Prompt(_) => vec![("Enter".into(), "continue"), ("Esc".into(), "cancel")],
+        Mode::Help => vec![("any key".into(), "close help")],
+        _ if app.pane_state().detail => {
+            let mut v = vec![("Esc".to_owned(), "back"), ("j/k".to_owned(), "scroll")];
+            if matches!(app.pane, Pane::Workflows | Pane::Inboxes) {
+                v.push(("y".to_owned(), "raw JSON"));
+            }
+            v.extend(
+                app.keymap
+                    .hints(app.pane, app.read_only)
+                    .into_iter()
+                    .filter(|(k, _)| !matches!(k.as_str(), "Enter" | "/" | ":" | "Tab")),
+            );
+            v
+        }
+        _ => app.keymap.hints(app.pane, app.read_only),
+    };
+    for (k, d) in hints {
+        spans.push(Span::styled(format!(" {k}"), theme.key()));
+        spans.push(Span::styled(format!(" {d} "), theme.dim()));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// A bordered block with a title.
+pub(crate) fn block<'a>(title: impl Into<Line<'a>>, theme: &Theme) -> Block<'a> {
+    Block::default()
+        .borders(Borders::ALL)
+        .border_type(BorderType::Rounded)
+        .border_style(theme.dim())
+        .title(title)
+        .title_style(theme.title())
+}
+
+/// The window of rows to build so the selection stays visible: (first row, selected row within it).
+pub(crate) fn window(selected: usize, len: usize, height: usize) -> (usize, usize) {
+    if height == 0 || len == 0 {
+        return (0, 0);
+    }
+    let first = selected
+        .saturating_sub(height - 1)
+        .min(len.saturating_sub(height.min(len)));
+    (first, selected - first)
+}
+
+/// Cuts `s` to at most `n` characters, with an ellipsis.
+pub(crate) fn trunc(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_owned()
+    } else if n == 0 {
+        String::new()
+    } else {
+        let mut t: String = s.chars().take(n - 1).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// A titled list of lines used by detail views.
+pub(crate) fn section<'a>(out: &mut Vec<Line<'a>>, title: &str, theme: &Theme) {
+    out.push(Line::default());
+    out.push(Line::styled(title.to_owned(), theme.header()));
+}
+
+/// A detail view: a scrollable paragraph in a block.
+pub(crate) fn detail(
+    frame: &mut Frame,
+    area: Rect,
+    title: String,
+    lines: Vec<Line>,
+    scroll: u16,
+    theme: &Theme,
+) {
+    frame.render_widget(
+        Paragraph::new(lines)
+            .block(block(title, theme))
+            .wrap(Wrap { trim: false })
+            .scroll((scroll, 0)),
+        area,
+    );
+}
+
+/// A key: value line.
+pub(crate) fn kv<'a>(k: &str, v: impl Into<String>, style: Style, theme: &Theme) -> Line<'a> {
+    Line::from(vec![
+        Span::styled(format!("{k:<14}"), theme.dim()),
+        Span::styled(v.into(), style),
+    ])
+}
+
+/// Pretty JSON as lines.
+pub(crate) fn json_lines<'a>(v: &serde_json::Value, theme: &Theme) -> Vec<Line<'a>> {
+    serde_json::to_string_pretty(v)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| Line::styled(l.to_owned(), theme.base()))
+        .collect()
+}
+
+/// An empty-state message inside a block.
+pub(crate) fn empty(frame: &mut Frame, area: Rect, title: String, text: &str, theme: &Theme) {
+    frame.render_widget(
+        Paragraph::new(Line::styled(text.to_owned(), theme.dim()))
+            .block(block(title, theme))
+            .wrap(Wrap { trim: true }),
+        area,
+    );
+}

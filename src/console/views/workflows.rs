@@ -1,0 +1,306 @@
+//! Pane 1: workflows, with step history, context bag, acks and gates on Enter, raw state on `y`.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Row, Table, TableState};
+
+use crate::console::action::Pane;
+use crate::console::app::App;
+use crate::console::items;
+use crate::console::preview::when;
+use crate::console::theme::Theme;
+use crate::live::snapshot::WorkflowView;
+
+use super::{block, detail, empty, json_lines, kv, section, trunc, window};
+
+/// The ack column of a workflow: the waiting dispatch's state, else the latest ack.
+pub(crate) fn ack_state(w: &WorkflowView) -> String {
+    if let Some((god, d)) = w.waiting.first() {
+        if god == "_quarantine" {
+            return "held".into();
+        }
+        return d.ack_status.to_string();
+    }
+    w.state
+        .acks
+        .last()
+        .map(|a| a.status.to_string())
+        .unwrap_or_else(|| "-".into())
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let filter = app.filter(Pane::Workflows);
+    let rows = items::workflows(&app.snapshot, &filter);
+    let st = app.pane_state();
+    let title = format!(" 1 Workflows ({}) ", rows.len());
+    if rows.is_empty() {
+        let text = if app.snapshot.workflows.is_empty() {
+            "No workflow state under conductor/state yet."
+        } else {
+            "No workflow matches the filter."
+        };
+        return empty(frame, area, title, text, theme);
+    }
+    let sel = app.selected(Pane::Workflows);
+    if st.detail {
+        return draw_detail(frame, area, app, rows[sel], theme);
+    }
+    let height = area.height.saturating_sub(3) as usize;
+    let (first, rel) = window(sel, rows.len(), height);
+    let now = app.now;
+    let table_rows = rows.iter().skip(first).take(height).map(|w| {
+        let s = &w.state;
+        let status = s.status.to_string();
+        let (sstyle, glyph) = theme.workflow_status(&status);
+        let ack = ack_state(w);
+        let (astyle, aglyph) = theme.ack_status(&ack);
+        let overdue = app.snapshot.overdue(w, now);
+        let age = when(
+            s.created.as_deref().or(s.updated.as_deref()),
+            now,
+            app.absolute_times,
+        );
+        let mut flag = Span::raw("");
+        if let Some(why) = &overdue {
+            flag = Span::styled(format!("▲ OVERDUE {why}"), theme.alert());
+        } else if w.warning.is_some() {
+            flag = Span::styled("⚠ file changed, showing last good", theme.warn());
+        }
+        Row::new(vec![
+            Line::from(Span::styled(
+                w.id.clone(),
+                if overdue.is_some() {
+                    theme.alert()
+                } else {
+                    theme.base()
+                },
+            )),
+            Line::from(s.definition_id.clone().unwrap_or_else(|| "-".into())),
+            Line::from(Span::styled(format!("{glyph} {status}"), sstyle)),
+            Line::from(s.current_step.clone().unwrap_or_else(|| "-".into())),
+            Line::from(s.dispatched_to.clone().unwrap_or_else(|| "-".into())),
+            Line::from(age),
+            Line::from(Span::styled(format!("{aglyph} {ack}"), astyle)),
+            Line::from(flag),
+        ])
+    });
+    let table = Table::new(
+        table_rows,
+        [
+            Constraint::Length(22),
+            Constraint::Length(18),
+            Constraint::Length(20),
+            Constraint::Length(14),
+            Constraint::Length(12),
+            Constraint::Length(9),
+            Constraint::Length(12),
+            Constraint::Min(10),
+        ],
+    )
+    .header(
+        Row::new([
+            "WORKFLOW",
+            "DEFINITION",
+            "STATUS",
+            "STEP",
+            "GOD",
+            "AGE",
+            "ACK",
+            "",
+        ])
+        .style(theme.header()),
+    )
+    .row_highlight_style(theme.selected())
+    .block(block(title, theme));
+    let mut state = TableState::default().with_selected(Some(rel));
+    frame.render_stateful_widget(table, area, &mut state);
+}
+
+fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme: &Theme) {
+    let st = app.pane_state();
+    if st.raw {
+        let mut lines = json_lines(&w.raw, theme);
+        lines.insert(0, Line::styled(w.path.display().to_string(), theme.dim()));
+        return detail(
+            frame,
+            area,
+            format!(" {} · raw state (y) ", w.id),
+            lines,
+            st.scroll,
+            theme,
+        );
+    }
+    let s = &w.state;
+    let now = app.now;
+    let abs = app.absolute_times;
+    let status = s.status.to_string();
+    let (sstyle, glyph) = theme.workflow_status(&status);
+    let mut l: Vec<Line> = vec![
+        kv("status", format!("{glyph} {status}"), sstyle, theme),
+        kv(
+            "definition",
+            format!(
+                "{} {}",
+                s.definition_id.as_deref().unwrap_or("-"),
+                s.definition_version.as_deref().unwrap_or("")
+            ),
+            theme.base(),
+            theme,
+        ),
+        kv(
+            "current step",
+            s.current_step.clone().unwrap_or_else(|| "-".into()),
+            theme.base(),
+            theme,
+        ),
+        kv(
+            "dispatched to",
+            s.dispatched_to.clone().unwrap_or_else(|| "-".into()),
+            theme.base(),
+            theme,
+        ),
+        kv(
+            "created",
+            when(s.created.as_deref(), now, abs),
+            theme.base(),
+            theme,
+        ),
+        kv(
+            "updated",
+            when(s.updated.as_deref(), now, abs),
+            theme.base(),
+            theme,
+        ),
+    ];
+    if let Some(t) = &s.completion_target {
+        l.push(kv("target", when(Some(t), now, abs), theme.base(), theme));
+    }
+    if let Some(why) = app.snapshot.overdue(w, now) {
+        l.push(kv("OVERDUE", why, theme.alert(), theme));
+    }
+    if let Some(r) = &s.failure_reason {
+        l.push(kv("failure", r.clone(), theme.alert(), theme));
+    }
+    if let Some(warn) = &w.warning {
+        l.push(kv("⚠ file", warn.clone(), theme.warn(), theme));
+    }
+    section(&mut l, "Step history", theme);
+    if s.step_history.is_empty() {
+        l.push(Line::styled("  (none)", theme.dim()));
+    }
+    let def = app.snapshot.definition(s.definition_id.as_deref());
+    for r in &s.step_history {
+        let (style, g) = match r.status.as_str() {
+            "completed" => (theme.ok(), "✓"),
+            "in_progress" => (theme.info(), "●"),
+            _ => (theme.base(), "·"),
+        };
+        l.push(Line::from(vec![
+            Span::styled(format!("  {g} {:<14}", r.step_id), style),
+            Span::raw(format!("{:<12}", r.god)),
+            Span::styled(format!("{:<10}", r.status), style),
+            Span::styled(when(r.completed_at.as_deref(), now, abs), theme.dim()),
+        ]));
+        if let Some(sum) = &r.summary {
+            l.push(Line::styled(format!("      {sum}"), theme.dim()));
+        }
+        let declared = def
+            .and_then(|d| d.step(&r.step_id))
+            .map(|s| s.gates.clone())
+            .unwrap_or_default();
+        if !r.gates_passed.is_empty() || !declared.is_empty() {
+            let mut spans = vec![Span::styled("      gates: ", theme.dim())];
+            for g in &declared {
+                let ok = r.gates_passed.contains(g);
+                spans.push(Span::styled(
+                    format!("{}{g} ", if ok { "✓" } else { "✗" }),
+                    if ok { theme.ok() } else { theme.alert() },
+                ));
+            }
+            for g in r.gates_passed.iter().filter(|g| !declared.contains(g)) {
+                spans.push(Span::styled(format!("✓{g} "), theme.ok()));
+            }
+            l.push(Line::from(spans));
+        }
+    }
+    section(&mut l, "Context bag", theme);
+    let bag = &s.context_bag;
+    for (name, list) in [
+        ("decisions", &bag.decisions),
+        ("artifacts", &bag.artifacts),
+        ("open questions", &bag.open_questions),
+    ] {
+        l.push(Line::styled(
+            format!("  {name} ({})", list.len()),
+            theme.dim(),
+        ));
+        for item in list {
+            l.push(Line::raw(format!("    • {item}")));
+        }
+    }
+    section(&mut l, "Acks", theme);
+    if s.acks.is_empty() {
+        l.push(Line::styled("  (none)", theme.dim()));
+    }
+    for a in &s.acks {
+        let st = a.status.to_string();
+        let (style, g) = theme.ack_status(&st);
+        l.push(Line::from(vec![
+            Span::styled(format!("  {g} {st:<10}"), style),
+            Span::raw(format!(
+                "{} by {} {}",
+                a.handoff_id,
+                a.by.as_deref().or(a.god.as_deref()).unwrap_or("?"),
+                when(a.acked_at.as_deref(), now, abs)
+            )),
+        ]));
+        if let Some(m) = &a.message {
+            l.push(Line::styled(format!("      {m}"), theme.dim()));
+        }
+    }
+    if !w.waiting.is_empty() {
+        section(&mut l, "Waiting dispatches", theme);
+        for (god, d) in &w.waiting {
+            l.push(Line::raw(format!(
+                "  {} → {god} (step {}, {}, {})",
+                d.handoff_id,
+                d.step,
+                d.ack_status,
+                when(d.dispatched_at.as_deref(), now, abs)
+            )));
+        }
+    }
+    if let Some(m) = &w.manifest {
+        section(&mut l, "Abort manifest", theme);
+        l.push(kv(
+            "failed step",
+            m.failed_step.clone().unwrap_or_default(),
+            theme.base(),
+            theme,
+        ));
+        l.push(kv(
+            "reason",
+            m.failure_reason.clone().unwrap_or_default(),
+            theme.base(),
+            theme,
+        ));
+        l.push(kv(
+            "marked",
+            m.artifacts_marked.len().to_string(),
+            theme.base(),
+            theme,
+        ));
+        l.push(kv(
+            "withdrawn",
+            m.dispatches_withdrawn.join(", "),
+            theme.base(),
+            theme,
+        ));
+        if m.requires_manual_review {
+            l.push(kv("review", "requires manual review", theme.alert(), theme));
+        }
+    }
+    let title = format!(" {} · {} ", w.id, trunc(&w.path.display().to_string(), 80));
+    detail(frame, area, title, l, st.scroll, theme);
+}

@@ -1,0 +1,91 @@
+//! The engine functions the live model leans on, in one place: queue reading from an offset,
+//! the discussion reader, the current board session, deadlock detection and the resolve rule all
+//! come from `engine::bus`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+
+use crate::engine::bus::Bus;
+use crate::engine::bus::board::{self, QUICK_REVIEW, quick_review_rule, resolve_rule};
+use crate::engine::bus::deadlock::detect_deadlocks;
+use crate::engine::bus::model::{
+    Assessment, BoardSession, DiscussionLine, Envelope, LockEntry, Vote, WorkerEntry,
+};
+use crate::engine::store::Root;
+
+/// Messages read from a queue offset.
+#[derive(Debug, Default)]
+pub struct QueueBatch {
+    pub messages: Vec<Envelope>,
+    /// Offset just past the last complete line (an unterminated last line is left for later).
+    pub next_offset: u64,
+    /// Blank or unparsable lines passed over.
+    pub skipped: u64,
+}
+
+/// Reads the complete lines appended at or after `offset` (`bus::queue::read_from`).
+pub fn read_queue(path: &Path, offset: u64) -> Result<QueueBatch, String> {
+    let (messages, next_offset, skipped) =
+        crate::engine::bus::queue::read_from(path, offset).map_err(|e| e.to_string())?;
+    Ok(QueueBatch {
+        messages,
+        next_offset,
+        skipped: skipped as u64,
+    })
+}
+
+/// Reads `discussion.jsonl` (`bus::board::read_discussion`): the lines and how many were skipped.
+pub fn read_discussion(path: &Path) -> Result<(Vec<DiscussionLine>, usize), String> {
+    board::read_discussion(path).map_err(|e| e.to_string())
+}
+
+/// The current board session of a track, chosen by the engine's rule.
+pub fn current_session(root: &Root, track: &str) -> Result<Option<BoardSession>, String> {
+    let bus = Bus::open(root, track).map_err(|e| e.to_string())?;
+    board::current_session(&bus).map_err(|e| e.to_string())
+}
+
+/// The wait-for cycles among a track's workers, each as a readable chain (`detect_deadlocks`).
+pub fn deadlocks(
+    messages: &[Arc<Envelope>],
+    locks: &[LockEntry],
+    workers: &[WorkerEntry],
+    now: DateTime<Utc>,
+) -> Vec<String> {
+    // The engine takes owned envelopes; copying the whole buffer on every append would cost
+    // milliseconds, so it is only done when some worker is blocked at all.
+    if !messages.iter().any(|m| m.kind == "BLOCKED") {
+        return Vec::new();
+    }
+    let owned: Vec<Envelope> = messages.iter().map(|m| (**m).clone()).collect();
+    detect_deadlocks(&owned, locks, workers, now)
+        .cycles
+        .into_iter()
+        .map(|c| {
+            let mut parts = Vec::new();
+            for (w, r) in c.workers.iter().zip(c.resources.iter()) {
+                parts.push(format!("{w} waits for {r}"));
+            }
+            parts.join(" → ")
+        })
+        .collect()
+}
+
+/// The verdict the resolve rule (or the quick-review rule) would give now.
+pub fn predicted_verdict(
+    session: &BoardSession,
+    assessments: &[(String, Assessment)],
+    votes: &[(String, Vote)],
+) -> Option<String> {
+    if session.directors.is_empty() {
+        return None;
+    }
+    let outcome = if session.checkpoint == QUICK_REVIEW {
+        quick_review_rule(&session.directors, assessments)
+    } else {
+        resolve_rule(&session.directors, votes)
+    };
+    Some(outcome.verdict.as_str().to_owned())
+}

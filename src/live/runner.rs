@@ -1,0 +1,140 @@
+//! The model thread: waits for change signals (blocking, so an idle root costs no CPU), coalesces a
+//! burst, refreshes the model and publishes only the newest snapshot.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+
+use crate::engine::store::Root;
+
+use super::model::{LiveModel, ModelOptions};
+use super::snapshot::Snapshot;
+use super::watch::{Signal, WatchMode, Watcher};
+
+/// A burst of events is considered over after this much quiet.
+pub const DEBOUNCE_QUIET: Duration = Duration::from_millis(10);
+/// A burst is never held back longer than this.
+pub const DEBOUNCE_MAX: Duration = Duration::from_millis(30);
+
+/// The running model: the newest snapshot, and a way to ask for a rescan or stop.
+pub struct LiveHandle {
+    /// Always holds the newest snapshot; a reader that falls behind skips the ones in between.
+    pub snapshots: watch::Receiver<Arc<Snapshot>>,
+    signals: Sender<Signal>,
+    /// How changes are noticed.
+    pub mode: WatchMode,
+    /// Why notifications could not be used, if they were wanted.
+    pub fallback_reason: Option<String>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    _watcher: Watcher,
+}
+
+impl LiveHandle {
+    /// Starts watching `root` and publishes the first snapshot before returning.
+    pub fn start(root: Root, mode: WatchMode, opts: ModelOptions) -> Self {
+        let (tx, rx) = mpsc::channel();
+        // Watch first, then read: a change between the two is seen twice, never missed.
+        let watcher = super::watch::watch(&root.root, mode, tx.clone());
+        let mut model = LiveModel::open(root, opts);
+        model.set_watch_mode(watcher.mode.to_string());
+        let (snap_tx, snap_rx) = watch::channel(model.snapshot());
+        let thread = std::thread::Builder::new()
+            .name("pantheon-live".into())
+            .spawn(move || run(model, rx, snap_tx))
+            .expect("spawning the live model thread");
+        Self {
+            snapshots: snap_rx,
+            signals: tx,
+            mode: watcher.mode,
+            fallback_reason: watcher.fallback_reason.clone(),
+            thread: Some(thread),
+            _watcher: watcher,
+        }
+    }
+
+    /// Asks for every file to be re-checked now.
+    pub fn rescan(&self) {
+        let _ = self.signals.send(Signal::Rescan);
+    }
+
+    /// The newest snapshot.
+    pub fn latest(&self) -> Arc<Snapshot> {
+        self.snapshots.borrow().clone()
+    }
+}
+
+impl Drop for LiveHandle {
+    fn drop(&mut self) {
+        let _ = self.signals.send(Signal::Stop);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Collects one burst: the first signal (blocking), then whatever follows within the debounce window.
+/// Returns `None` on stop.
+fn next_burst(rx: &Receiver<Signal>) -> Option<(bool, Vec<PathBuf>)> {
+    let first = rx.recv().ok()?;
+    let started = Instant::now();
+    let mut rescan = false;
+    let mut paths = Vec::new();
+    let take = |s: Signal, rescan: &mut bool, paths: &mut Vec<PathBuf>| match s {
+        Signal::Stop => false,
+        Signal::Rescan => {
+            *rescan = true;
+            true
+        }
+        Signal::Paths(p) => {
+            paths.extend(p);
+            true
+        }
+    };
+    if !take(first, &mut rescan, &mut paths) {
+        return None;
+    }
+    loop {
+        let left = DEBOUNCE_MAX.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            break;
+        }
+        match rx.recv_timeout(DEBOUNCE_QUIET.min(left)) {
+            Ok(s) => {
+                if !take(s, &mut rescan, &mut paths) {
+                    return None;
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => break,
+            Err(RecvTimeoutError::Disconnected) => return None,
+        }
+    }
+    Some((rescan, paths))
+}
+
+fn run(mut model: LiveModel, rx: Receiver<Signal>, out: watch::Sender<Arc<Snapshot>>) {
+    while let Some((rescan, mut paths)) = next_burst(&rx) {
+        paths.sort();
+        paths.dedup();
+        let started = Instant::now();
+        let snap = if rescan {
+            model.rescan()
+        } else {
+            model.apply(&paths)
+        };
+        if let Some(s) = snap {
+            tracing::debug!(
+                seq = s.seq,
+                paths = paths.len(),
+                rescan,
+                took_us = started.elapsed().as_micros() as u64,
+                "snapshot"
+            );
+            if out.send(s).is_err() {
+                return;
+            }
+        }
+    }
+}

@@ -1,1 +1,0 @@
-//! The MCP server (`pantheon mcp`): the engine's tools over stdio.

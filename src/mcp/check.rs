@@ -1,0 +1,67 @@
+//! Checks a call's arguments against the input schema its tool advertises, before the call.
+//!
+//! A model that sends a wrong type or a misspelt field gets every problem at once, each located by
+//! its JSON pointer (`/god_name: 5 is not of type "string"`), as a tool error it can act on,
+//! instead of serde's first failure without a field name.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rmcp::model::{JsonObject, Tool};
+use serde_json::Value;
+
+/// One compiled validator per tool, built once when the server starts.
+#[derive(Clone)]
+pub struct ArgumentChecks {
+    validators: Arc<HashMap<String, jsonschema::Validator>>,
+}
+
+impl std::fmt::Debug for ArgumentChecks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArgumentChecks")
+            .field("tools", &self.validators.len())
+            .finish()
+    }
+}
+
+impl ArgumentChecks {
+    /// Compiles the input schema of each tool. A schema that does not compile is a programming
+    /// error in this crate (the schemas are generated); that tool is then checked by serde alone.
+    pub fn new(tools: &[Tool]) -> Self {
+        let validators = tools
+            .iter()
+            .filter_map(|t| {
+                let schema = Value::Object((*t.input_schema).clone());
+                match jsonschema::validator_for(&schema) {
+                    Ok(v) => Some((t.name.to_string(), v)),
+                    Err(e) => {
+                        tracing::error!(tool = %t.name, error = %e, "input schema does not compile");
+                        None
+                    }
+                }
+            })
+            .collect();
+        Self {
+            validators: Arc::new(validators),
+        }
+    }
+
+    /// `None` when the arguments fit the tool's schema, else one line per violation.
+    pub fn violations(&self, tool: &str, arguments: Option<&JsonObject>) -> Option<Vec<String>> {
+        let validator = self.validators.get(tool)?;
+        let instance = Value::Object(arguments.cloned().unwrap_or_default());
+        let found: Vec<String> = validator
+            .iter_errors(&instance)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                let at = if at.is_empty() {
+                    "arguments".to_string()
+                } else {
+                    at
+                };
+                format!("{at}: {e}")
+            })
+            .collect();
+        (!found.is_empty()).then_some(found)
+    }
+}

@@ -1,0 +1,161 @@
+//! The Conductor tools (PROTOCOL 2): handoffs, inboxes, acks, state, abort and cleanup.
+
+use crate::engine::conductor::Actor;
+use crate::mcp::args::*;
+use crate::mcp::reply::blocking;
+use crate::mcp::server::ConductorServer;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::CallToolResult;
+use rmcp::{tool, tool_router};
+
+/// Recorded as `aborted_by` when the caller does not name itself.
+const DEFAULT_ABORTED_BY: &str = "mcp";
+
+#[tool_router(router = conductor_tools, vis = "pub(crate)")]
+impl ConductorServer {
+    /// Submit the handoff for the workflow step you just completed. The Conductor validates it
+    /// (schema, names, the step's gates), records it in the workflow state, routes it (workflow
+    /// definition, reaction rules, or `to_god`) and dispatches the next step to that god's inbox.
+    /// Returns `{status, workflow_id, target_god, target_step, state_status, handoff_path,
+    /// dispatch_path, warnings[]}`; `status` is `dispatched`, `awaiting_approval`, `completed`,
+    /// `recorded` or `duplicate`. A refusal lists every violation with its JSON pointer.
+    #[tool(annotations(
+        title = "Submit a handoff",
+        read_only_hint = false,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn submit_handoff(&self, Parameters(a): Parameters<SubmitHandoff>) -> CallToolResult {
+        let conductor = self.conductor.clone();
+        blocking("submit_handoff", move || {
+            conductor.submit_handoff(&a.handoff)
+        })
+        .await
+    }
+
+    /// List the dispatches waiting in your inbox, oldest first: `{god, dispatches[], count}`.
+    /// Each dispatch carries the full context of the workflow so far (all decisions, artifacts and
+    /// step summaries). Call this at the start of every session, then ack each dispatch.
+    #[tool(annotations(
+        title = "Check your inbox",
+        read_only_hint = true,
+        open_world_hint = false
+    ))]
+    async fn check_inbox(&self, Parameters(a): Parameters<CheckInbox>) -> CallToolResult {
+        let conductor = self.conductor.clone();
+        blocking("check_inbox", move || conductor.check_inbox(&a.god_name)).await
+    }
+
+    /// Acknowledge a dispatch from your inbox with `accepted`, `pending`, `rejected` or
+    /// `completed` (see the `ack` argument). The ack is recorded in the workflow state with the god the
+    /// dispatch was for as `by`. Returns `{acknowledged, handoff_id, status, state_status, …}`; a rejected dispatch
+    /// goes to the step's next fallback god (`rerouted_to`), a completed one dispatches the next
+    /// step. Repeating the same ack is harmless (`duplicate`).
+    #[tool(annotations(
+        title = "Acknowledge a dispatch",
+        read_only_hint = false,
+        destructive_hint = false,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn ack_handoff(&self, Parameters(a): Parameters<AckHandoff>) -> CallToolResult {
+        let conductor = self.conductor.clone();
+        blocking("ack_handoff", move || {
+            conductor.ack_handoff(&a.ack, Actor::Recipient)
+        })
+        .await
+    }
+
+    /// The full state of a workflow instance: status, current step, who it is dispatched to, the
+    /// context bag (decisions, artifacts, open questions), the step history and every ack.
+    #[tool(annotations(
+        title = "Get a workflow's state",
+        read_only_hint = true,
+        open_world_hint = false
+    ))]
+    async fn get_workflow_state(&self, Parameters(a): Parameters<WorkflowRef>) -> CallToolResult {
+        let conductor = self.conductor.clone();
+        blocking("get_workflow_state", move || {
+            conductor.get_workflow_state(&a.workflow_id)
+        })
+        .await
+    }
+
+    /// Every dispatch not yet taken, by god: `{pending: {god: [{dispatch_id, handoff_id,
+    /// workflow_id, from_god, step, dispatched_at, ack_status}]}, count, awaiting_approval[]}`.
+    #[tool(annotations(
+        title = "List pending dispatches",
+        read_only_hint = true,
+        open_world_hint = false
+    ))]
+    async fn list_pending(&self) -> CallToolResult {
+        let conductor = self.conductor.clone();
+        blocking("list_pending", move || conductor.list_pending()).await
+    }
+
+    /// The reaction rules that route handoffs when no workflow definition applies: `{rules:
+    /// [paths], count, details: [{id, file, when, then}], errors[]}` (files that do not parse are
+    /// listed in `errors`).
+    #[tool(annotations(
+        title = "List reaction rules",
+        read_only_hint = true,
+        open_world_hint = false
+    ))]
+    async fn list_rules(&self) -> CallToolResult {
+        let conductor = self.conductor.clone();
+        blocking("list_rules", move || conductor.list_rules()).await
+    }
+
+    /// The workflow definitions you can name in `routing.workflow_definition`: `{workflows: [{id,
+    /// name, version, description, steps: [{id, god}], path}], count, errors[]}`.
+    #[tool(annotations(
+        title = "List workflow definitions",
+        read_only_hint = true,
+        open_world_hint = false
+    ))]
+    async fn list_workflows(&self) -> CallToolResult {
+        let conductor = self.conductor.clone();
+        blocking("list_workflows", move || conductor.list_workflows()).await
+    }
+
+    /// Abort a workflow that cannot go on: marks it `aborted` with your reason, puts a
+    /// `.aborted` marker beside every artifact of its completed steps, withdraws its pending
+    /// dispatches and writes an abort manifest. Returns `{status: "aborted", workflow_id,
+    /// artifacts_marked, manifest_path, dispatches_withdrawn}`. Aborting again returns the same
+    /// manifest; a completed workflow cannot be aborted.
+    #[tool(annotations(
+        title = "Abort a workflow",
+        read_only_hint = false,
+        destructive_hint = true,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn abort_workflow(&self, Parameters(a): Parameters<AbortWorkflow>) -> CallToolResult {
+        let conductor = self.conductor.clone();
+        blocking("abort_workflow", move || {
+            let by = Actor::God(a.by.unwrap_or_else(|| DEFAULT_ABORTED_BY.into()));
+            conductor.abort_workflow(&a.workflow_id, &a.reason, by)
+        })
+        .await
+    }
+
+    /// Delete the `temp_artifacts` declared by an aborted or completed workflow's definition
+    /// (only paths inside the pantheon root or the cleanup roots; symlinks are removed, never
+    /// followed). Returns `{status: "cleaned", workflow_id, deleted[], missing[], refused[],
+    /// dry_run}`. Use `dry_run: true` first to see what would go.
+    #[tool(annotations(
+        title = "Clean up temp artifacts",
+        read_only_hint = false,
+        destructive_hint = true,
+        idempotent_hint = true,
+        open_world_hint = false
+    ))]
+    async fn cleanup(&self, Parameters(a): Parameters<Cleanup>) -> CallToolResult {
+        let conductor = self.conductor.clone();
+        blocking("cleanup", move || {
+            conductor.cleanup(&a.workflow_id, a.dry_run)
+        })
+        .await
+    }
+}

@@ -1,0 +1,331 @@
+//! The live model: incremental queue reads, last good values, appearing and vanishing parts, and
+//! snapshots published after real changes by notify and by polling.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use pantheon::Root;
+use pantheon::live::runner::LiveHandle;
+use pantheon::live::{LiveModel, ModelOptions, WatchMode};
+
+use super::support::*;
+
+fn bus_dir(root: &Path, track: &str) -> PathBuf {
+    root.join("conductor/tracks")
+        .join(track)
+        .join(".message-bus")
+}
+
+fn line(id: &str, kind: &str) -> String {
+    format!(
+        "{{\"id\":\"{id}\",\"type\":\"{kind}\",\"source\":\"w\",\"timestamp\":\"2026-02-01T12:00:00Z\",\"payload\":{{}}}}\n"
+    )
+}
+
+fn append(path: &Path, s: &str) {
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .unwrap()
+        .write_all(s.as_bytes())
+        .unwrap();
+}
+
+fn ids(model: &LiveModel, track: &str) -> Vec<String> {
+    model
+        .snapshot()
+        .track(track)
+        .map(|t| t.messages.iter().map(|m| m.id.clone()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn queue_appends_are_read_from_the_last_offset_never_from_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = bus_dir(dir.path(), "t").join("queue.jsonl");
+    std::fs::create_dir_all(q.parent().unwrap()).unwrap();
+    append(&q, &line("msg-1", "PROGRESS"));
+    let mut m = LiveModel::open(Root::at(dir.path()), ModelOptions::default());
+    assert_eq!(ids(&m, "t"), ["msg-1"]);
+    // Rewrite the first line in place (same length): a model that re-read the file would see it.
+    let mut f = std::fs::OpenOptions::new().write(true).open(&q).unwrap();
+    f.write_all(line("msg-X", "PROGRESS").as_bytes()).unwrap();
+    drop(f);
+    append(&q, &line("msg-2", "BLOCKED"));
+    assert!(m.apply(std::slice::from_ref(&q)).is_some());
+    assert_eq!(ids(&m, "t"), ["msg-1", "msg-2"]);
+    assert_eq!(m.snapshot().track("t").unwrap().messages_read, 2);
+}
+
+#[test]
+fn a_torn_last_line_waits_until_it_is_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = bus_dir(dir.path(), "t").join("queue.jsonl");
+    std::fs::create_dir_all(q.parent().unwrap()).unwrap();
+    let full = line("msg-1", "PROGRESS");
+    append(&q, &full[..20]);
+    let mut m = LiveModel::open(Root::at(dir.path()), ModelOptions::default());
+    assert!(ids(&m, "t").is_empty());
+    append(&q, &full[20..]);
+    m.apply(std::slice::from_ref(&q));
+    assert_eq!(ids(&m, "t"), ["msg-1"]);
+    assert_eq!(m.snapshot().track("t").unwrap().lines_skipped, 0);
+}
+
+#[test]
+fn a_replaced_or_truncated_queue_is_read_from_its_start_and_said_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = bus_dir(dir.path(), "t");
+    std::fs::create_dir_all(&b).unwrap();
+    let q = b.join("queue.jsonl");
+    append(&q, &line("msg-1", "PROGRESS"));
+    append(&q, &line("msg-2", "PROGRESS"));
+    let mut m = LiveModel::open(Root::at(dir.path()), ModelOptions::default());
+    std::fs::rename(&q, b.join("queue.old.archive.jsonl")).unwrap();
+    std::fs::write(&q, line("msg-3", "BUS_INIT")).unwrap();
+    m.apply(std::slice::from_ref(&q));
+    assert_eq!(ids(&m, "t"), ["msg-3"]);
+    let note = m.snapshot().track("t").unwrap().queue_note.clone().unwrap();
+    assert!(note.contains("replaced"), "{note}");
+}
+
+#[test]
+fn a_large_queue_is_opened_from_its_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = bus_dir(dir.path(), "t").join("queue.jsonl");
+    std::fs::create_dir_all(q.parent().unwrap()).unwrap();
+    let mut s = String::new();
+    for i in 0..20_000 {
+        s.push_str(&line(&format!("msg-{i}"), "PROGRESS"));
+    }
+    std::fs::write(&q, &s).unwrap();
+    let opts = ModelOptions {
+        tail_bytes: 64 * 1024,
+        buffer: 100,
+    };
+    let m = LiveModel::open(Root::at(dir.path()), opts);
+    let snap = m.snapshot();
+    let t = snap.track("t").unwrap();
+    assert!(t.head_bytes_skipped > s.len() as u64 - 64 * 1024 - 200);
+    assert_eq!(t.messages.len(), 100, "bounded buffer");
+    assert_eq!(t.messages.last().unwrap().id, "msg-19999");
+    assert_eq!(t.lines_skipped, 0, "the tail starts at a line boundary");
+}
+
+#[test]
+fn a_state_file_caught_mid_write_keeps_its_last_good_value_with_a_warning() {
+    let root = fixture_root();
+    let r = root.path();
+    let mut m = LiveModel::open(Root::at(r), ModelOptions::default());
+    let p = r.join("conductor/state/wf_deploy_42.json");
+    let good = std::fs::read_to_string(&p).unwrap();
+    std::fs::write(&p, &good[..good.len() / 2]).unwrap();
+    m.apply(std::slice::from_ref(&p))
+        .expect("a change is published");
+    let s = m.snapshot();
+    let w = s.workflows.iter().find(|w| w.id == "wf_deploy_42").unwrap();
+    assert_eq!(w.state.current_step.as_deref(), Some("architect"));
+    assert!(
+        w.warning.as_deref().unwrap().contains("last good"),
+        "{:?}",
+        w.warning
+    );
+    assert!(s.warnings.iter().any(|x| x.path == p));
+    std::fs::write(&p, good.replace("architect", "implement")).unwrap();
+    m.apply(std::slice::from_ref(&p));
+    let s = m.snapshot();
+    let w = s.workflows.iter().find(|w| w.id == "wf_deploy_42").unwrap();
+    assert_eq!(w.state.current_step.as_deref(), Some("implement"));
+    assert!(w.warning.is_none());
+}
+
+#[test]
+fn unchanged_files_publish_nothing() {
+    let root = fixture_root();
+    let mut m = LiveModel::open(Root::at(root.path()), ModelOptions::default());
+    let p = root.path().join("conductor/state/wf_deploy_42.json");
+    assert!(m.apply(&[p]).is_none());
+    assert!(m.rescan().is_none());
+}
+
+#[test]
+fn tracks_gods_and_workflows_appearing_and_vanishing_are_picked_up() {
+    let root = fixture_root();
+    let r = root.path();
+    let mut m = LiveModel::open(Root::at(r), ModelOptions::default());
+    let n_tracks = m.snapshot().tracks.len();
+    // New track, new god inbox with a dispatch, new workflow.
+    let b = bus_dir(r, "beta");
+    std::fs::create_dir_all(&b).unwrap();
+    append(&b.join("queue.jsonl"), &line("msg-b", "PROGRESS"));
+    let inbox = r.join("conductor/pending/iris2");
+    std::fs::create_dir_all(&inbox).unwrap();
+    std::fs::copy(
+        r.join("conductor/pending/hephaestus/hof_20260614_abc123.json"),
+        inbox.join("hof_20260614_abc999.json"),
+    )
+    .unwrap();
+    std::fs::copy(
+        r.join("conductor/state/wf_bug_7.json"),
+        r.join("conductor/state/wf_new_1.json"),
+    )
+    .unwrap();
+    m.apply(&[
+        b.join("queue.jsonl"),
+        inbox.clone(),
+        r.join("conductor/state/wf_new_1.json"),
+    ]);
+    let s = m.snapshot();
+    assert_eq!(s.tracks.len(), n_tracks + 1);
+    assert_eq!(ids(&m, "beta"), ["msg-b"]);
+    assert!(
+        s.inboxes
+            .iter()
+            .any(|i| i.god == "iris2" && i.dispatches.len() == 1)
+    );
+    assert!(s.workflows.iter().any(|w| w.id == "wf_new_1"));
+    // And gone again.
+    std::fs::remove_dir_all(r.join("conductor/tracks/beta")).unwrap();
+    std::fs::remove_dir_all(&inbox).unwrap();
+    std::fs::remove_file(r.join("conductor/state/wf_new_1.json")).unwrap();
+    m.apply(&[
+        r.join("conductor/tracks/beta"),
+        inbox,
+        r.join("conductor/state/wf_new_1.json"),
+    ]);
+    let s = m.snapshot();
+    assert_eq!(s.tracks.len(), n_tracks);
+    assert!(!s.inboxes.iter().any(|i| i.god == "iris2"));
+    assert!(!s.workflows.iter().any(|w| w.id == "wf_new_1"));
+}
+
+#[test]
+fn the_fixture_is_read_with_every_problem_reported() {
+    let root = fixture_root();
+    let m = LiveModel::open(Root::at(root.path()), ModelOptions::default());
+    let s = m.snapshot();
+    assert_eq!(s.workflows.len(), 4);
+    let msgs: Vec<String> = s
+        .warnings
+        .iter()
+        .map(|w| format!("{}: {}", w.path.display(), w.message))
+        .collect();
+    let all = msgs.join("\n");
+    assert!(
+        all.contains("broken.json") && all.contains("notes.txt") && all.contains("broken.yaml"),
+        "{all}"
+    );
+    let t = &s.tracks[0];
+    assert_eq!(t.messages.len(), 8);
+    assert_eq!(
+        t.lines_skipped, 2,
+        "blank and non-JSON lines (the torn last line waits)"
+    );
+    assert_eq!(t.locks.len(), 3);
+    assert_eq!(
+        t.board.as_ref().unwrap().predicted.as_deref(),
+        Some("ESCALATE")
+    );
+}
+
+/// Waits for a snapshot satisfying `pred`, with a deadline; returns how long it took.
+fn wait_for(
+    handle: &mut LiveHandle,
+    deadline: Duration,
+    pred: impl Fn(&pantheon::live::Snapshot) -> bool,
+) -> Duration {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let start = std::time::Instant::now();
+    rt.block_on(async {
+        loop {
+            if pred(&handle.snapshots.borrow_and_update()) {
+                return start.elapsed();
+            }
+            let left = deadline
+                .checked_sub(start.elapsed())
+                .expect("deadline passed");
+            tokio::time::timeout(left, handle.snapshots.changed())
+                .await
+                .expect("no snapshot before the deadline")
+                .unwrap();
+        }
+    })
+}
+
+#[test]
+fn notify_publishes_an_external_append_within_the_debounce_window() {
+    let root = engine_root();
+    let r = root.path();
+    let mut h = LiveHandle::start(Root::at(r), WatchMode::Notify, ModelOptions::default());
+    assert_eq!(h.mode, WatchMode::Notify);
+    // Another process appends.
+    pantheon(
+        r,
+        &[
+            "bus",
+            "--track",
+            "alpha",
+            "post",
+            "TASK_COMPLETE",
+            "--source",
+            "worker-9",
+        ],
+        None,
+    );
+    let took = wait_for(&mut h, Duration::from_secs(5), |s| {
+        s.track("alpha")
+            .is_some_and(|t| t.messages.iter().any(|m| m.source == "worker-9"))
+    });
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    // And a new inbox file.
+    pantheon(
+        r,
+        &["handoff", "submit", "-"],
+        Some(&research_handoff("wf_pay_3", "hof_20260614_ccc333")),
+    );
+    wait_for(&mut h, Duration::from_secs(5), |s| {
+        s.inboxes.iter().any(|i| {
+            i.dispatches
+                .iter()
+                .any(|d| d.dispatch.handoff_id == "hof_20260614_ccc333")
+        })
+    });
+}
+
+#[test]
+fn poll_mode_sees_changes_without_notifications() {
+    let root = engine_root();
+    let r = root.path();
+    let mut h = LiveHandle::start(
+        Root::at(r),
+        WatchMode::Poll(Duration::from_millis(100)),
+        ModelOptions::default(),
+    );
+    assert_eq!(h.mode, WatchMode::Poll(Duration::from_millis(100)));
+    assert!(h.latest().watch.starts_with("poll"));
+    pantheon(
+        r,
+        &[
+            "bus",
+            "--track",
+            "alpha",
+            "heartbeat",
+            "--worker",
+            "worker-7",
+            "--task",
+            "9",
+            "--status",
+            "BLOCKED",
+        ],
+        None,
+    );
+    wait_for(&mut h, Duration::from_secs(5), |s| {
+        s.track("alpha")
+            .is_some_and(|t| t.workers.iter().any(|w| w.worker_id == "worker-7"))
+    });
+}

@@ -1,0 +1,8 @@
+//! Tests of the live model and the console: views on `TestBackend` (insta), the operator flow against
+//! the real engine, the model's incremental reading, and end-to-end runs in tmux.
+
+mod actions;
+mod e2e;
+mod live;
+mod support;
+mod views;

@@ -1,0 +1,226 @@
+//! Every pane, detail view and dialog drawn on a `TestBackend` from fixture roots (insta), a small
+//! terminal, and the colours that carry meaning.
+
+use crossterm::event::KeyCode;
+use insta::assert_snapshot;
+use pantheon::console::action::{Action, Pane};
+use pantheon::console::app::{App, Mode};
+use pantheon::console::theme::Theme;
+use pantheon::console::views;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::style::Color;
+
+use super::support::*;
+
+const W: u16 = 160;
+const H: u16 = 40;
+
+fn at(app: &mut App, pane: Pane, row: usize) {
+    app.dispatch(Action::GoPane(pane));
+    app.dispatch(Action::Top);
+    for _ in 0..row {
+        app.dispatch(Action::Down);
+    }
+}
+
+#[test]
+fn fixture_root_panes_render_every_record_and_report_broken_files() {
+    let root = fixture_root();
+    let mut app = app_for(root.path(), fixture_now());
+    assert_snapshot!("fixture_workflows", screen(&app, W, H, root.path()));
+    app.dispatch(Action::GoPane(Pane::Inboxes));
+    assert_snapshot!("fixture_inboxes", screen(&app, W, H, root.path()));
+    app.dispatch(Action::GoPane(Pane::Bus));
+    assert_snapshot!("fixture_bus", screen(&app, W, H, root.path()));
+    app.dispatch(Action::GoPane(Pane::Locks));
+    assert_snapshot!("fixture_locks", screen(&app, W, H, root.path()));
+    app.dispatch(Action::GoPane(Pane::Workers));
+    assert_snapshot!("fixture_workers", screen(&app, W, H, root.path()));
+    app.dispatch(Action::GoPane(Pane::Board));
+    assert_snapshot!("fixture_board", screen(&app, W, H, root.path()));
+}
+
+#[test]
+fn detail_views_show_history_context_raw_state_and_director_cards() {
+    let root = fixture_root();
+    let mut app = app_for(root.path(), fixture_now());
+    at(&mut app, Pane::Workflows, 2);
+    app.dispatch(Action::Open);
+    let s = screen(&app, W, H, root.path());
+    assert!(s.contains("wf_deploy_42") && s.contains("OVERDUE"), "{s}");
+    assert_snapshot!("fixture_workflow_detail", s);
+    app.dispatch(Action::ToggleRaw);
+    assert_snapshot!("fixture_workflow_raw", screen(&app, W, H, root.path()));
+    app.dispatch(Action::Back);
+    at(&mut app, Pane::Inboxes, 0);
+    app.dispatch(Action::Open);
+    assert_snapshot!("fixture_dispatch_detail", screen(&app, W, H, root.path()));
+    at(&mut app, Pane::Bus, 3);
+    app.dispatch(Action::Open);
+    assert_snapshot!("fixture_message_detail", screen(&app, W, H, root.path()));
+    at(&mut app, Pane::Board, 2);
+    app.dispatch(Action::Open);
+    let s = screen(&app, W, H, root.path());
+    assert!(s.contains("vulnerabilities"), "CSO's extras are shown: {s}");
+    assert_snapshot!("fixture_board_director_detail", s);
+}
+
+#[test]
+fn bus_filter_keeps_only_matching_types_and_sources() {
+    let root = fixture_root();
+    let mut app = app_for(root.path(), fixture_now());
+    app.dispatch(Action::GoPane(Pane::Bus));
+    app.on_key(key('/'));
+    type_text(&mut app, "type:PROG");
+    app.on_key(code(KeyCode::Enter));
+    let s = screen(&app, W, H, root.path());
+    assert!(
+        s.contains("PROGRESS") && !s.contains("TASK_COMPLETE"),
+        "{s}"
+    );
+    assert_snapshot!("fixture_bus_filtered", s);
+}
+
+#[test]
+fn dialogs_show_what_will_happen_with_cancel_focused() {
+    let root = fixture_root();
+    let mut app = app_for(root.path(), fixture_now());
+    at(&mut app, Pane::Workflows, 2);
+    app.on_key(key('x'));
+    type_text(&mut app, "superseded by v2");
+    assert_snapshot!(
+        "dialog_abort_reason_prompt",
+        screen(&app, W, H, root.path())
+    );
+    app.on_key(code(KeyCode::Enter));
+    let s = screen(&app, W, H, root.path());
+    assert!(
+        s.contains("hof_20260614_abc123") && s.contains("report.md.aborted"),
+        "{s}"
+    );
+    assert_snapshot!("dialog_abort_confirm", s);
+    app.on_key(code(KeyCode::Esc));
+
+    at(&mut app, Pane::Inboxes, 0);
+    app.on_key(key('a'));
+    assert_snapshot!("dialog_ack_menu", screen(&app, W, H, root.path()));
+    app.on_key(key('j'));
+    app.on_key(key('j'));
+    app.on_key(code(KeyCode::Enter));
+    type_text(&mut app, "no capacity");
+    app.on_key(code(KeyCode::Enter));
+    assert_snapshot!(
+        "dialog_ack_rejected_confirm",
+        screen(&app, W, H, root.path())
+    );
+    app.on_key(code(KeyCode::Esc));
+
+    at(&mut app, Pane::Locks, 0);
+    app.on_key(key('u'));
+    assert_snapshot!("dialog_force_unlock", screen(&app, W, H, root.path()));
+    app.on_key(code(KeyCode::Esc));
+
+    app.dispatch(Action::GoPane(Pane::Board));
+    app.on_key(key('s'));
+    let s = screen(&app, W, H, root.path());
+    assert!(
+        s.contains("Predicted verdict now: ESCALATE") && s.contains("abstains"),
+        "{s}"
+    );
+    assert_snapshot!("dialog_board_resolve", s);
+    app.on_key(code(KeyCode::Esc));
+
+    app.on_key(key('?'));
+    assert!(matches!(app.mode, Mode::Help));
+    assert_snapshot!("dialog_help", screen(&app, W, H, root.path()));
+}
+
+#[test]
+fn a_small_terminal_still_draws_and_a_tiny_one_gets_a_message() {
+    let root = fixture_root();
+    let mut app = app_for(root.path(), fixture_now());
+    assert_snapshot!("small_80x24_workflows", screen(&app, 80, 24, root.path()));
+    app.dispatch(Action::GoPane(Pane::Board));
+    assert_snapshot!("small_80x24_board", screen(&app, 80, 24, root.path()));
+    let tiny = screen(&app, 40, 10, root.path());
+    assert!(
+        tiny.contains("Terminal too small") && tiny.contains("40x10"),
+        "{tiny}"
+    );
+    assert_snapshot!("too_small_40x10", tiny);
+}
+
+#[test]
+fn read_only_console_hides_action_hints_and_says_so() {
+    let root = fixture_root();
+    let mut app = App::new(snapshot_of(root.path()), true, fixture_now());
+    app.dispatch(Action::GoPane(Pane::Inboxes));
+    let s = screen(&app, W, H, root.path());
+    assert!(s.contains("READ-ONLY"), "{s}");
+    let footer = s.lines().last().unwrap();
+    assert!(
+        !footer.contains("ack") && footer.contains("quit"),
+        "{footer}"
+    );
+}
+
+#[test]
+fn overdue_stale_and_expired_are_red_and_live_leases_green() {
+    let root = fixture_root();
+    let mut app = app_for(root.path(), fixture_now());
+    let b = render(&app, W, H);
+    assert_eq!(fg_of(&b, "wf_deploy_42"), Color::Red, "overdue workflow");
+    assert_eq!(fg_of(&b, "▲ OVERDUE"), Color::Red);
+    assert_ne!(
+        fg_of(&b, "wf_bug_7"),
+        Color::Red,
+        "a pending ack is not overdue"
+    );
+    app.dispatch(Action::GoPane(Pane::Workers));
+    let b = render(&app, W, H);
+    assert_eq!(fg_of(&b, "▲ STALE"), Color::Red);
+    app.dispatch(Action::GoPane(Pane::Locks));
+    let b = render(&app, W, H);
+    assert_eq!(fg_of(&b, "✗ EXPIRED"), Color::Red);
+    assert_eq!(fg_of(&b, "◷"), Color::Green);
+    assert_eq!(fg_of(&b, "∞ no expiry"), Color::DarkGray);
+}
+
+#[test]
+fn no_color_keeps_every_state_readable_by_word() {
+    let root = fixture_root();
+    let app = app_for(root.path(), fixture_now());
+    let mut t = Terminal::new(TestBackend::new(W, H)).unwrap();
+    t.draw(|f| views::draw(f, &app, &Theme { color: false }))
+        .unwrap();
+    let b = t.backend().buffer().clone();
+    assert!(
+        b.content.iter().all(|c| c.fg == Color::Reset),
+        "no colour at all"
+    );
+    let s = text(&b);
+    assert!(
+        s.contains("▲ OVERDUE") && s.contains("waiting_for_ack"),
+        "{s}"
+    );
+}
+
+#[test]
+fn engine_built_root_panes() {
+    let root = engine_root();
+    let mut app = app_for(root.path(), chrono::Utc::now());
+    let shot = |app: &App| redact(&screen(app, W, H, root.path()));
+    assert_snapshot!("engine_workflows", shot(&app));
+    app.dispatch(Action::GoPane(Pane::Inboxes));
+    assert_snapshot!("engine_inboxes", shot(&app));
+    app.dispatch(Action::GoPane(Pane::Bus));
+    let s = shot(&app);
+    assert!(s.contains("PROGRESS") && s.contains("FILE_LOCK"), "{s}");
+    app.dispatch(Action::GoPane(Pane::Locks));
+    assert_snapshot!("engine_locks", shot(&app));
+    app.dispatch(Action::GoPane(Pane::Workers));
+    assert_snapshot!("engine_workers", shot(&app));
+    app.dispatch(Action::GoPane(Pane::Board));
+    assert_snapshot!("engine_board", shot(&app));
+}

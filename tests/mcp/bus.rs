@@ -1,0 +1,239 @@
+//! The bus and board tools: locks, messages, heartbeats, events and a board vote.
+
+use serde_json::json;
+
+use crate::harness::*;
+
+const TRACK: &str = "checkout";
+
+#[test]
+fn lock_is_refused_while_held_and_granted_after_release() {
+    let root = TestRoot::new();
+    root.init_track(TRACK);
+    let lock = |worker: &str| {
+        call(
+            "acquire_lock",
+            json!({"track": TRACK, "filepath": "src/pay.rs", "worker_id": worker}),
+        )
+    };
+    let unlock = |worker: &str| {
+        call(
+            "release_lock",
+            json!({"track": TRACK, "filepath": "./src//pay.rs", "worker_id": worker}),
+        )
+    };
+    let report = root.session(&[
+        lock("worker-1"),
+        lock("worker-2"),
+        unlock("worker-2"),
+        lock("worker-1"),
+        unlock("worker-1"),
+        lock("worker-2"),
+    ]);
+    ok(&report.results[0]);
+    let held = refused(&report.results[1]);
+    assert!(held.contains("worker-1"), "says who holds it: {held}");
+    let not_holder = refused(&report.results[2]);
+    assert!(not_holder.contains("worker-1"), "{not_holder}");
+    ok(&report.results[3]); // the holder renews its lease
+    ok(&report.results[4]);
+    ok(&report.results[5]);
+
+    let messages = root.session(&[call(
+        "read_messages",
+        json!({"track": TRACK, "msg_type": "FILE_UNLOCK"}),
+    )]);
+    let text = messages.results[0]["text"].as_str().unwrap().to_string();
+    ok(&messages.results[0]);
+    assert!(text.contains("worker-1"), "the release was posted: {text}");
+}
+
+#[test]
+fn messages_heartbeats_and_events_round_trip() {
+    let root = TestRoot::new();
+    root.init_track(TRACK);
+    let report = root.session(&[
+        call(
+            "post_message",
+            json!({"track": TRACK, "msg_type": "PROGRESS", "source": "worker-1",
+                   "payload": {"task_id": "1.1", "progress_pct": 40, "current_subtask": "tests"}}),
+        ),
+        call(
+            "update_worker_status",
+            json!({"track": TRACK, "worker_id": "worker-1", "task_id": "1.1",
+                   "status": "RUNNING", "progress_pct": 40, "current_subtask": "tests"}),
+        ),
+        call(
+            "post_message",
+            json!({"track": TRACK, "msg_type": "TASK_COMPLETE", "source": "worker-1",
+                   "payload": {"task_id": "1.1", "commit_sha": "abc", "files_modified": [],
+                               "unblocks": []}}),
+        ),
+        call(
+            "wait_for_event",
+            json!({"track": TRACK, "event_pattern": "TASK_COMPLETE_1.1", "timeout": 10}),
+        ),
+        call("read_messages", json!({"track": TRACK, "tail": 1})),
+        call("detect_deadlocks", json!({"track": TRACK})),
+        call(
+            "post_message",
+            json!({"track": TRACK, "msg_type": "lower", "source": "w"}),
+        ),
+    ]);
+    for (i, r) in report.results[..6].iter().enumerate() {
+        ok(r);
+        assert_eq!(r["is_error"], json!(false), "step {i}");
+    }
+    let waited = report.results[3]["text"].as_str().unwrap();
+    assert!(waited.contains("TASK_COMPLETE_1.1"), "{waited}");
+    let tail = report.results[4]["text"].as_str().unwrap();
+    assert!(
+        tail.contains("TASK_COMPLETE") && !tail.contains("\"PROGRESS\""),
+        "{tail}"
+    );
+    let bad_type = refused(&report.results[6]);
+    assert!(bad_type.contains("lower"), "{bad_type}");
+
+    let status = root
+        .path()
+        .join("conductor/tracks")
+        .join(TRACK)
+        .join(".message-bus/worker-status.json");
+    let workers: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(status).unwrap()).unwrap();
+    assert_eq!(workers["worker-1"]["status"], json!("RUNNING"));
+    assert!(workers["worker-1"]["last_heartbeat"].is_string());
+}
+
+#[test]
+fn a_wait_is_woken_by_a_post_on_the_same_connection() {
+    let root = TestRoot::new();
+    root.init_track(TRACK);
+    // Sent together on one connection: the wait is answered by the event the post creates, with
+    // no sleeps (the event is the signal), whichever of the two the server starts first.
+    let report = root.session(&[gather(vec![
+        call(
+            "wait_for_event",
+            json!({"track": TRACK, "event_pattern": "TASK_COMPLETE_7.7", "timeout": 60}),
+        ),
+        call("read_messages", json!({"track": TRACK, "tail": 1})),
+        call(
+            "post_message",
+            json!({"track": TRACK, "msg_type": "TASK_COMPLETE", "source": "worker-7",
+                   "payload": {"task_id": "7.7"}}),
+        ),
+    ])]);
+    let g = &report.results[0];
+    let results = g["results"].as_array().unwrap();
+    ok(&results[1]);
+    ok(&results[2]);
+    let waited = ok(&results[0]);
+    assert_eq!(
+        waited["matched"],
+        json!(true),
+        "the post was served while the wait blocked: {waited}"
+    );
+}
+
+#[test]
+fn quick_calls_are_answered_while_a_wait_is_pending() {
+    let root = TestRoot::new();
+    root.init_track(TRACK);
+    let report = root.session(&[gather(vec![
+        call(
+            "wait_for_event",
+            json!({"track": TRACK, "event_pattern": "NEVER_*", "timeout": 3}),
+        ),
+        call("board_status", json!({"track": TRACK})),
+        call("read_messages", json!({"track": TRACK})),
+        call("detect_deadlocks", json!({"track": TRACK})),
+    ])]);
+    let g = &report.results[0];
+    let results = g["results"].as_array().unwrap();
+    assert_eq!(
+        ok(&results[0])["matched"],
+        json!(false),
+        "a timeout is an answer, not an error"
+    );
+    assert_eq!(
+        g["finished_order"].as_array().unwrap().last(),
+        Some(&json!(0)),
+        "the three quick calls did not wait for the blocked one: {g}"
+    );
+}
+
+#[test]
+fn board_runs_from_open_to_a_resolved_vote() {
+    let root = TestRoot::new();
+    root.init_track(TRACK);
+    let directors = ["CA", "CPO", "CSO", "COO", "CXO"];
+    let mut steps = vec![call(
+        "board_open",
+        json!({"track": TRACK, "checkpoint": "EVALUATE_PLAN", "proposal": "Ship checkout v2"}),
+    )];
+    for d in directors {
+        steps.push(call(
+            "board_assess",
+            json!({"track": TRACK, "director": d, "verdict": "APPROVE", "score": 8,
+                   "concerns": [], "recommendations": ["monitor latency"]}),
+        ));
+    }
+    // A vote before the voting phase is refused.
+    steps.push(call(
+        "board_vote",
+        json!({"track": TRACK, "director": "CA", "final_verdict": "APPROVE", "confidence": 0.9}),
+    ));
+    steps.push(call("board_advance", json!({"track": TRACK})));
+    steps.push(call(
+        "board_discuss",
+        json!({"track": TRACK, "from": "CSO", "to": "ALL", "msg_type": "AGREE",
+               "message": "No blocking risk."}),
+    ));
+    steps.push(call("board_next_round", json!({"track": TRACK})));
+    steps.push(call(
+        "board_advance",
+        json!({"track": TRACK, "force": true}),
+    ));
+    for (i, d) in directors.iter().enumerate() {
+        let verdict = if i < 4 { "APPROVE" } else { "REJECT" };
+        steps.push(call(
+            "board_vote",
+            json!({"track": TRACK, "director": d, "final_verdict": verdict, "confidence": 0.8,
+                   "conditions": [format!("condition of {d}")]}),
+        ));
+    }
+    steps.push(call("board_advance", json!({"track": TRACK})));
+    steps.push(call("board_resolve", json!({"track": TRACK})));
+    steps.push(call("board_status", json!({"track": TRACK})));
+    let report = root.session(&steps);
+    let r = &report.results;
+
+    ok(&r[0]);
+    for a in &r[1..6] {
+        ok(a);
+    }
+    refused(&r[6]);
+    for s in &r[7..11] {
+        ok(s);
+    }
+    for v in &r[11..16] {
+        ok(v);
+    }
+    assert_eq!(ok(&r[16])["to"], json!("RESOLVING"));
+    let resolved = ok(&r[17]);
+    assert_eq!(
+        resolved["verdict"],
+        json!("APPROVED"),
+        "4 approvals of 5: {resolved}"
+    );
+    assert_eq!(resolved["dissent"], json!(["CXO"]), "{resolved}");
+    let status = ok(&r[18]).to_string();
+    assert!(status.contains("COMPLETE"), "{status}");
+    assert!(
+        root.path()
+            .join("conductor/tracks")
+            .join(TRACK)
+            .join(".message-bus/board/resolution.md")
+            .exists()
+    );
+}

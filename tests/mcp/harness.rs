@@ -1,0 +1,298 @@
+//! Shared helpers: a fresh initialised root per test, and sessions driven by the official Python
+//! MCP client SDK (`python/session.py`) against the real `pantheon mcp` binary.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+use tempfile::TempDir;
+
+/// Every tool PROTOCOL 5 lists, sorted.
+pub const ALL_TOOLS: [&str; 24] = [
+    "abort_workflow",
+    "ack_handoff",
+    "acquire_lock",
+    "board_advance",
+    "board_assess",
+    "board_discuss",
+    "board_next_round",
+    "board_open",
+    "board_resolve",
+    "board_status",
+    "board_vote",
+    "check_inbox",
+    "cleanup",
+    "detect_deadlocks",
+    "get_workflow_state",
+    "list_pending",
+    "list_rules",
+    "list_workflows",
+    "post_message",
+    "read_messages",
+    "release_lock",
+    "submit_handoff",
+    "update_worker_status",
+    "wait_for_event",
+];
+
+/// The `pantheon` binary under test.
+pub fn pantheon_bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin!("pantheon").to_path_buf()
+}
+
+/// The Python interpreter of the test virtualenv: `$PANTHEON_TEST_PYTHON`, else `.venv/bin/python`
+/// in the repository. Missing is a failure with the fix, never a silent pass.
+pub fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("PANTHEON_TEST_PYTHON").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python");
+    assert!(
+        venv.exists(),
+        "the MCP tests need the official Python MCP SDK in {}: run scripts/test-setup.sh \
+         (or set PANTHEON_TEST_PYTHON to a python that has `mcp` 2.x installed)",
+        venv.display()
+    );
+    venv
+}
+
+fn session_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/python/session.py")
+}
+
+/// The fixture root as foreign writers leave it (never written to: tests copy it):
+/// `$PANTHEON_FIXTURE_ROOT`, else the shared fixture.
+fn foreign_root() -> PathBuf {
+    std::env::var_os("PANTHEON_FIXTURE_ROOT")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/work/shared/fixtures/foreign-root"))
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap_or_else(|e| panic!("{}: {e}", from.display())) {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// A fresh temp root on which `pantheon init` has run.
+pub struct TestRoot {
+    pub dir: TempDir,
+}
+
+impl TestRoot {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = Self { dir };
+        let out = root.pantheon(&["init"]);
+        assert!(
+            out.status.success(),
+            "pantheon init failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        root
+    }
+
+    /// A copy of the shared foreign-root fixture (quirks and junk included), then `pantheon init`.
+    pub fn foreign() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        copy_dir(&foreign_root(), dir.path());
+        let root = Self { dir };
+        root.cli_json(&["init"]);
+        root
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Runs the CLI on this root.
+    pub fn pantheon(&self, args: &[&str]) -> std::process::Output {
+        Command::new(pantheon_bin())
+            .arg("--root")
+            .arg(self.path())
+            .args(args)
+            .env_remove("PANTHEON_ROOT")
+            .env_remove("CONDUCTOR_BASE_DIR")
+            .env_remove("CONDUCTOR_HANDOFFS_DIR")
+            .output()
+            .expect("run pantheon")
+    }
+
+    /// Runs the CLI on this root and parses its JSON output (it must succeed).
+    pub fn cli_json(&self, args: &[&str]) -> Value {
+        let out = self.pantheon(args);
+        assert!(
+            out.status.success(),
+            "pantheon {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("CLI prints JSON")
+    }
+
+    /// Creates the message bus of `track` (as an operator does with the CLI).
+    pub fn init_track(&self, track: &str) {
+        self.cli_json(&["bus", "--track", track, "init"]);
+    }
+
+    /// Writes a file under the root (test setup: workflow definitions, artifacts).
+    pub fn write(&self, rel: &str, text: &str) {
+        let p = self.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    /// Starts a client session running `steps` (see `session.py`); wait with [`Session::finish`].
+    pub fn start_session(&self, mode: &str, steps: &[Value]) -> Session {
+        let mut child = Command::new(python())
+            .arg(session_script())
+            .arg(pantheon_bin())
+            .arg(self.path())
+            .arg(mode)
+            .env_remove("PANTHEON_ROOT")
+            .env_remove("CONDUCTOR_BASE_DIR")
+            .env_remove("CONDUCTOR_HANDOFFS_DIR")
+            .env("PANTHEON_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start python");
+        let steps = serde_json::to_vec(steps).unwrap();
+        child.stdin.take().unwrap().write_all(&steps).unwrap();
+        Session { child }
+    }
+
+    /// Runs one client session to the end and returns its report.
+    pub fn session(&self, steps: &[Value]) -> Report {
+        self.start_session("auto", steps).finish()
+    }
+}
+
+/// A running client session.
+pub struct Session {
+    child: Child,
+}
+
+impl Session {
+    /// Waits for the session; a broken session (server died, SDK error) fails the test with the
+    /// client's and the server's stderr.
+    pub fn finish(self) -> Report {
+        let out = self.child.wait_with_output().expect("wait for python");
+        assert!(
+            out.status.success(),
+            "the MCP client session failed ({}):\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "session output is not JSON ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        });
+        Report {
+            server: v["server"].clone(),
+            results: v["results"].as_array().cloned().unwrap_or_default(),
+        }
+    }
+}
+
+/// What a session saw: the server's identity and one result per step.
+pub struct Report {
+    pub server: Value,
+    pub results: Vec<Value>,
+}
+
+/// A `tools/call` step.
+pub fn call(tool: &str, arguments: Value) -> Value {
+    json!({"op": "call", "tool": tool, "arguments": arguments})
+}
+
+/// A `tools/list` step.
+pub fn list_tools() -> Value {
+    json!({"op": "list_tools"})
+}
+
+/// The structured content of a successful call (fails the test on an error result).
+pub fn ok(result: &Value) -> &Value {
+    assert_eq!(
+        result["is_error"],
+        json!(false),
+        "expected success, got {result:#}"
+    );
+    let s = &result["structured"];
+    assert!(s.is_object(), "no structured content in {result:#}");
+    let text: Value = serde_json::from_str(result["text"].as_str().unwrap())
+        .expect("the text content is the same JSON");
+    assert_eq!(&text, s, "text and structured content differ");
+    s
+}
+
+/// The message of a refused call (fails the test unless it is an `isError` result).
+pub fn refused(result: &Value) -> String {
+    assert_eq!(
+        result["is_error"],
+        json!(true),
+        "expected an isError result, got {result:#}"
+    );
+    result["text"].as_str().unwrap().to_string()
+}
+
+/// A fresh handoff id (`hof_YYYYMMDD_` + 6 hex).
+pub fn handoff_id(n: u32) -> String {
+    format!("hof_20260614_{:06x}", n)
+}
+
+/// A fresh ack id (`ack_YYYYMMDD_` + 6 hex).
+pub fn ack_id(n: u32) -> String {
+    format!("ack_20260614_{:06x}", n)
+}
+
+/// A step that sends `calls` at once on the same session (see `session.py`).
+pub fn gather(calls: Vec<Value>) -> Value {
+    json!({"op": "gather", "calls": calls})
+}
+
+/// A three-step definition: research (thoth) → implement (hephaestus) → review (marvin);
+/// `implement` declares the `logic_gate`.
+pub const TEST_WORKFLOW: &str = r#"workflow:
+  id: mcp-test
+  name: "MCP test flow"
+  version: "1.0.0"
+  description: "research, implement, review"
+  steps:
+    - id: research
+      god: thoth
+    - id: implement
+      god: hephaestus
+      gates: [logic_gate]
+    - id: review
+      god: marvin
+"#;
+
+/// A handoff for the test workflow (see [`TEST_WORKFLOW`]).
+pub fn handoff(id: &str, wf: &str, from: &str, to: &str, step: &str, gates: &[&str]) -> Value {
+    json!({
+        "handoff_id": id,
+        "workflow_id": wf,
+        "from_god": from,
+        "to_god": to,
+        "step": step,
+        "context": {
+            "summary": format!("{from} finished {step}"),
+            "decisions": [format!("decision of {step}")],
+            "artifacts": [format!("artifacts/{wf}/{step}.md")],
+            "gates_passed": gates,
+        },
+        "routing": {"workflow_definition": "mcp-test", "workflow_version": "1.0.0"},
+    })
+}

@@ -1,0 +1,12 @@
+//! Integration tests of `pantheon mcp`: the real binary, driven over stdio by the official Python
+//! MCP client SDK (run `scripts/test-setup.sh` once to create `.venv/`), each test on a fresh
+//! temp root.
+
+mod harness;
+
+mod bus;
+mod concurrency;
+mod foreign;
+mod listing;
+mod stdio;
+mod workflow;
