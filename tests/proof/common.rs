@@ -72,7 +72,8 @@ impl Env {
         ] {
             c.env_remove(v);
         }
-        c.env("HOME", &self.home).env("PANTHEON_LOCK_TIMEOUT_MS", "5000");
+        c.env("HOME", &self.home)
+            .env("PANTHEON_LOCK_TIMEOUT_MS", "5000");
         c
     }
 
@@ -181,11 +182,7 @@ pub fn tree_snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
         };
         out.insert(
             p.to_path_buf(),
-            format!(
-                "{:?} {} {mtime} {content}",
-                meta.file_type(),
-                meta.len()
-            ),
+            format!("{:?} {} {mtime} {content}", meta.file_type(), meta.len()),
         );
     });
     out
@@ -309,19 +306,24 @@ impl Mcp {
     fn request(&mut self, method: &str, params: Value) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string());
+        self.send(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
+        );
         id
     }
 
     /// The response to request `id` (notifications skipped); the server must still be alive.
     pub fn response(&mut self, id: u64) -> Value {
         loop {
-            let line = self.lines.recv_timeout(Duration::from_secs(30)).unwrap_or_else(|_| {
-                panic!(
-                    "the MCP server stopped answering; stderr: {}",
-                    self.stderr.lock().unwrap()
-                )
-            });
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(30))
+                .unwrap_or_else(|_| {
+                    panic!(
+                        "the MCP server stopped answering; stderr: {}",
+                        self.stderr.lock().unwrap()
+                    )
+                });
             let v: Value = serde_json::from_str(&line)
                 .unwrap_or_else(|e| panic!("stdout carries only JSON-RPC, got {line:?}: {e}"));
             if v.get("id") == Some(&json!(id)) {
@@ -338,21 +340,33 @@ impl Mcp {
         self.assert_no_panic(tool);
         if let Some(err) = v.get("error") {
             let msg = err["message"].as_str().unwrap_or_default().to_owned();
-            assert!(!msg.is_empty(), "{tool}: a JSON-RPC error without a message: {v}");
+            assert!(
+                !msg.is_empty(),
+                "{tool}: a JSON-RPC error without a message: {v}"
+            );
             return (true, msg);
         }
         let r = &v["result"];
         let is_error = r["isError"].as_bool().unwrap_or(false);
-        let text = r["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+        let text = r["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         if is_error {
-            assert!(!text.trim().is_empty(), "{tool}: an error result says nothing: {v}");
+            assert!(
+                !text.trim().is_empty(),
+                "{tool}: an error result says nothing: {v}"
+            );
         }
         (is_error, text)
     }
 
     pub fn assert_no_panic(&self, what: &str) {
         let s = self.stderr.lock().unwrap();
-        assert!(!s.contains("panicked"), "{what}: the MCP server panicked: {s}");
+        assert!(
+            !s.contains("panicked"),
+            "{what}: the MCP server panicked: {s}"
+        );
     }
 
     /// Closes stdin and expects a clean exit.

@@ -48,9 +48,18 @@ fn json_value() -> impl Strategy<Value = Value> {
 /// A valid handoff with one field replaced by a hostile value.
 fn mutated_handoff() -> impl Strategy<Value = Value> {
     let fields = prop::sample::select(vec![
-        "/handoff_id", "/workflow_id", "/from_god", "/to_god", "/step", "/context/summary",
-        "/context/decisions", "/context/artifacts", "/routing/workflow_step",
-        "/routing/workflow_definition", "/context", "/routing",
+        "/handoff_id",
+        "/workflow_id",
+        "/from_god",
+        "/to_god",
+        "/step",
+        "/context/summary",
+        "/context/decisions",
+        "/context/artifacts",
+        "/routing/workflow_step",
+        "/routing/workflow_definition",
+        "/context",
+        "/routing",
     ]);
     (fields, json_value()).prop_map(|(ptr, v)| {
         let mut h = json!({"handoff_id": "hof_20260614_ab12cd", "workflow_id": "wf_prop",
@@ -67,13 +76,21 @@ fn mutated_handoff() -> impl Strategy<Value = Value> {
 /// The set of paths under `dir`.
 fn listing(dir: &Path) -> Vec<String> {
     let mut v = vec![];
-    crate::common::walk(dir, &mut |p| v.push(p.to_string_lossy().into_owned()));
+    crate::common::walk(dir, &mut |p| {
+        // Lock files are created by taking a lock (before validation can run), never data.
+        if !p.to_string_lossy().ends_with(".lock") {
+            v.push(p.to_string_lossy().into_owned())
+        }
+    });
     v
 }
 
 fn config(cases: u32) -> ProptestConfig {
     ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(cases),
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(cases),
         failure_persistence: None,
         ..ProptestConfig::default()
     }
