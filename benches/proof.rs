@@ -227,15 +227,14 @@ fn soak(secs: u64) {
     let mut next_rss = 0.0;
     while start.elapsed().as_secs_f64() < secs as f64 {
         let probe = bus.post("PROBE", "soak-probe", json!({})).unwrap();
+        let probe_at = probe.instant();
         let sent = Instant::now();
         let found = loop {
             let snap = handle.latest();
+            // Seen once the model has read up to the probe: the probe itself, or (when a burst was
+            // jumped over to keep memory bounded) any message written after it.
             let seen = snap.track("soak").is_some_and(|t| {
-                t.messages
-                    .iter()
-                    .rev()
-                    .take(20_000)
-                    .any(|m| m.id == probe.id)
+                t.messages.last().is_some_and(|m| m.instant() >= probe_at)
             });
             if seen {
                 break true;
@@ -651,12 +650,13 @@ fn live_latency() {
             let snap = handle.latest();
             if let Some(t) = snap.track("lat") {
                 let now = now_ns();
-                for m in t
+                let fresh: Vec<_> = t
                     .messages
                     .iter()
                     .rev()
                     .take_while(|m| !seen.contains_key(&m.id))
-                {
+                    .collect();
+                for m in fresh {
                     if let Some(s) = m.payload.get("sent_ns").and_then(Value::as_u64) {
                         seen.insert(m.id.clone(), now.saturating_sub(s) as f64 / 1e6);
                     }

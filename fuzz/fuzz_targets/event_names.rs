@@ -9,7 +9,11 @@ use pantheon::engine::store::ids::{decode_key, encode_key};
 fuzz_target!(|data: &[u8]| {
     let s = String::from_utf8_lossy(data);
     let enc = encode_key(&s);
-    assert!(enc.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-%".contains(&b)), "{enc}");
+    assert!(
+        enc.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-%".contains(&b)),
+        "{enc}"
+    );
     assert!(enc != "." && enc != "..");
     assert_eq!(decode_key(&enc), s);
     let name = event_file_name("TASK_COMPLETE", Some(&s));

@@ -5,8 +5,8 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use pantheon::engine::conductor::{Actor, Conductor};
 use pantheon::Root;
+use pantheon::engine::conductor::{Actor, Conductor};
 
 struct World {
     _dir: tempfile::TempDir,
@@ -16,11 +16,18 @@ struct World {
 fn world() -> &'static World {
     static W: OnceLock<World> = OnceLock::new();
     W.get_or_init(|| {
-        let base = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" };
+        let base = if std::path::Path::new("/dev/shm").is_dir() {
+            "/dev/shm"
+        } else {
+            "/tmp"
+        };
         let dir = tempfile::tempdir_in(base).unwrap();
         let conductor = Conductor::new(Root::at(dir.path()));
         conductor.init().unwrap();
-        World { _dir: dir, conductor }
+        World {
+            _dir: dir,
+            conductor,
+        }
     })
 }
 

@@ -14,7 +14,14 @@ fuzz_target!(|data: &[u8]| {
     let all = queue::read(f.path(), &Filter::default()).expect("reading a plain file");
     for n in [1usize, 3, 100] {
         let t = queue::tail(f.path(), n, &Filter::default()).expect("tailing a plain file");
-        let want: Vec<_> = all.messages.iter().rev().take(n).rev().map(|m| m.id.clone()).collect();
+        let want: Vec<_> = all
+            .messages
+            .iter()
+            .rev()
+            .take(n)
+            .rev()
+            .map(|m| m.id.clone())
+            .collect();
         let got: Vec<_> = t.messages.iter().map(|m| m.id.clone()).collect();
         assert_eq!(got, want, "tail {n} disagrees with the forward read");
     }

@@ -15,7 +15,8 @@ fn root() -> &'static (tempfile::TempDir, Root, std::path::PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("root/tmp")).unwrap();
         std::fs::create_dir_all(dir.path().join("outside")).unwrap();
-        std::os::unix::fs::symlink(dir.path().join("outside"), dir.path().join("root/link")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("outside"), dir.path().join("root/link"))
+            .unwrap();
         let canon = std::fs::canonicalize(dir.path().join("root")).unwrap();
         let root = Root::at(dir.path().join("root"));
         (dir, root, canon)
@@ -28,7 +29,11 @@ fuzz_target!(|data: &[u8]| {
     let wf = WorkflowId::parse("wf_fuzz").unwrap();
     let p = root.expand(&s, &wf);
     if let Ok(real) = root.confine(&p) {
-        assert!(real.starts_with(canon) && real != *canon, "{s:?} -> {}", real.display());
+        assert!(
+            real.starts_with(canon) && real != *canon,
+            "{s:?} -> {}",
+            real.display()
+        );
         let rel = real.strip_prefix(canon).unwrap();
         assert!(
             !(rel.starts_with("link") && rel.components().count() > 1),

@@ -59,13 +59,29 @@ pub fn normalize(p: &Path) -> PathBuf {
 /// Roots opened by this process (as given, made absolute). Store writes to a path under one of them
 /// must stay inside it once symbolic links are resolved: a link planted inside a root never leads a
 /// write, move or removal outside it. See [`check_confined`].
-static OPENED_ROOTS: std::sync::RwLock<Vec<PathBuf>> = std::sync::RwLock::new(Vec::new());
+/// Each entry: the root as given and, once it exists, its resolved path (resolved once, so a write
+/// costs one `realpath` of its directory, not two).
+static OPENED_ROOTS: std::sync::RwLock<Vec<(PathBuf, Option<PathBuf>)>> =
+    std::sync::RwLock::new(Vec::new());
 
 fn register_root(root: &Path) {
     let mut roots = OPENED_ROOTS.write().unwrap_or_else(|p| p.into_inner());
-    if !roots.iter().any(|r| r == root) {
-        roots.push(root.to_path_buf());
+    if !roots.iter().any(|(r, _)| r == root) {
+        roots.push((root.to_path_buf(), None));
     }
+}
+
+/// The resolved path of an opened root (cached after the first success).
+fn real_root(root: &Path, cached: &Option<PathBuf>) -> Option<PathBuf> {
+    if let Some(c) = cached {
+        return Some(c.clone());
+    }
+    let real = std::fs::canonicalize(root).ok()?;
+    let mut roots = OPENED_ROOTS.write().unwrap_or_else(|p| p.into_inner());
+    if let Some(entry) = roots.iter_mut().find(|(r, _)| r == root) {
+        entry.1 = Some(real.clone());
+    }
+    Some(real)
 }
 
 /// Refuses a path that lies under a root opened by this process when a symbolic link in its
@@ -73,9 +89,15 @@ fn register_root(root: &Path) {
 /// root. Paths under no opened root (e.g. `PANTHEON_CLEANUP_ROOTS`) are not this check's business.
 pub fn check_confined(path: &Path) -> Result<(), String> {
     let path = normalize(&absolute(path));
-    let roots = OPENED_ROOTS.read().unwrap_or_else(|p| p.into_inner());
-    for root in roots.iter().filter(|r| path.starts_with(r) && path != **r) {
-        let Ok(real_root) = std::fs::canonicalize(root) else {
+    let roots: Vec<(PathBuf, Option<PathBuf>)> = OPENED_ROOTS
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .filter(|(r, _)| path.starts_with(r) && path != *r)
+        .cloned()
+        .collect();
+    for (root, cached) in &roots {
+        let Some(real_root) = real_root(root, cached) else {
             continue;
         };
         // The deepest directory of the path that exists, resolved.
