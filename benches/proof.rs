@@ -113,6 +113,7 @@ fn temp_root() -> (tempfile::TempDir, Root) {
 }
 
 /// Runs a command, returns (wall seconds, max RSS in kB) of that child alone.
+#[allow(clippy::zombie_processes)] // reaped by wait4, which also gives its own rusage
 fn timed(cmd: &mut Command) -> (f64, u64) {
     let t0 = Instant::now();
     let child = cmd
@@ -233,9 +234,9 @@ fn soak(secs: u64) {
             let snap = handle.latest();
             // Seen once the model has read up to the probe: the probe itself, or (when a burst was
             // jumped over to keep memory bounded) any message written after it.
-            let seen = snap.track("soak").is_some_and(|t| {
-                t.messages.last().is_some_and(|m| m.instant() >= probe_at)
-            });
+            let seen = snap
+                .track("soak")
+                .is_some_and(|t| t.messages.last().is_some_and(|m| m.instant() >= probe_at));
             if seen {
                 break true;
             }

@@ -134,7 +134,8 @@ fn debug_args<S: AsRef<OsStr>>(args: &[S]) -> Vec<String> {
         .map(|a| {
             let s = a.as_ref().to_string_lossy();
             if s.len() > 80 {
-                format!("{}…({} bytes)", &s[..s.floor_char_boundary(80)], s.len())
+                let head: String = s.chars().take(80).collect();
+                format!("{head}…({} bytes)", s.len())
             } else {
                 s.into_owned()
             }
