@@ -83,12 +83,13 @@ pub enum Outcome {
     Exit(ExitCode),
 }
 
-/// Prints `value` as pretty JSON on stdout.
+/// Prints `value` as pretty JSON on stdout. A reader that went away (`pantheon … | head`) is not an
+/// error worth a panic: the output is simply dropped, as other Unix tools do.
 pub fn print_json(value: &serde_json::Value) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(value).expect("JSON values always serialise")
-    );
+    use std::io::Write;
+    let text = serde_json::to_string_pretty(value).expect("JSON values always serialise");
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{text}").and_then(|()| out.flush());
 }
 
 /// Runs the parsed command line.

@@ -300,6 +300,18 @@ impl TrackTracker {
             }
             LogChange::Appended => {}
         }
+        // Far behind (writers outpace us): jump to the last `tail_bytes`, as on first open, so one
+        // read never holds more than that in memory; what is jumped over could not stay in the
+        // bounded buffer anyway, and it is counted in `head_bytes_skipped`.
+        if let Ok(len) = std::fs::metadata(&path).map(|m| m.len())
+            && len.saturating_sub(self.cursor.offset()) > opts.tail_bytes
+            && let Ok(start) = super::files::line_start_after(&path, len - opts.tail_bytes)
+            && start > self.cursor.offset()
+        {
+            self.cursor.skipped_head_bytes += start - self.cursor.offset();
+            self.cursor.advance_to(start);
+            changed = true;
+        }
         match super::engine_glue::read_queue(&path, self.cursor.offset()) {
             Ok(batch) => {
                 // Only an unterminated line after the offset: nothing to show until it completes.

@@ -97,6 +97,10 @@ fn next_burst(rx: &Receiver<Signal>) -> Option<(bool, Vec<PathBuf>)> {
             paths.extend(p);
             true
         }
+        Signal::Pending(p) => {
+            paths.extend(p.take());
+            true
+        }
     };
     if !take(first, &mut rescan, &mut paths) {
         return None;

@@ -1,8 +1,10 @@
 //! File-system change signals for the live model: `notify` (inotify on Linux) watching the root
 //! recursively, or a slow poll when notifications are unavailable or `--poll` forces it.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
@@ -12,11 +14,43 @@ use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
 pub enum Signal {
     /// Paths named by file-system events.
     Paths(Vec<PathBuf>),
+    /// Paths named by file-system events, collected in a shared set: the watcher adds to the set and
+    /// sends this signal only when the set was empty, so a burst of writes faster than the model can
+    /// read costs one set entry per distinct file, never an unbounded queue of events.
+    Pending(PendingPaths),
     /// Re-check every file (poll tick, event overflow, or an operator's refresh).
     Rescan,
     /// Stop the model thread.
     Stop,
 }
+
+/// Changed paths not yet taken by the model (see [`Signal::Pending`]).
+#[derive(Debug, Clone, Default)]
+pub struct PendingPaths(Arc<Mutex<BTreeSet<PathBuf>>>);
+
+impl PendingPaths {
+    /// Adds `paths`; true when the set was empty (the model must be woken).
+    fn add(&self, paths: Vec<PathBuf>) -> bool {
+        let mut set = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let was_empty = set.is_empty();
+        set.extend(paths);
+        was_empty
+    }
+
+    /// Takes every pending path.
+    pub fn take(&self) -> Vec<PathBuf> {
+        let mut set = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        std::mem::take(&mut *set).into_iter().collect()
+    }
+}
+
+impl PartialEq for PendingPaths {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for PendingPaths {}
 
 /// How changes are noticed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,14 +118,15 @@ pub fn watch(dirs: &[PathBuf], wanted: WatchMode, tx: Sender<Signal>) -> Watcher
 }
 
 fn notify_watcher(dirs: &[PathBuf], tx: Sender<Signal>) -> notify::Result<RecommendedWatcher> {
+    let pending = PendingPaths::default();
     let mut w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
         let signal = match res {
             Ok(ev) if ev.need_rescan() => Signal::Rescan,
             Ok(ev) => {
-                if matches!(ev.kind, notify::EventKind::Access(_)) {
+                if matches!(ev.kind, notify::EventKind::Access(_)) || !pending.add(ev.paths) {
                     return;
                 }
-                Signal::Paths(ev.paths)
+                Signal::Pending(pending.clone())
             }
             Err(e) => {
                 tracing::warn!("watch error, rescanning: {e}");

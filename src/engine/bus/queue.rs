@@ -76,6 +76,7 @@ pub struct QueueWriter {
 }
 
 fn open_append(path: &Path) -> Result<File> {
+    crate::engine::store::atomic::confined_file(path)?;
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     }

@@ -286,8 +286,9 @@ pub fn dispatch_exists(root: &Root, god: &GodName, hid: &HandoffId) -> bool {
         || root.archive_dir(god).join(format!("{hid}.json")).exists()
 }
 
-/// Moves a dispatch to `archive/{to_god}/` with its new content: writes the archive copy, then removes
-/// the source (so a crash leaves at worst both, and repeating finishes the move).
+/// Moves a dispatch to `archive/{to_god}/` with its new content: rewrites it in place (atomically),
+/// then renames it into the archive, so the dispatch exists in exactly one place at every instant (a
+/// crash leaves it in the inbox with its new status, and repeating finishes the move).
 pub fn archive(
     root: &Root,
     from: &Path,
@@ -296,15 +297,16 @@ pub fn archive(
     d: &Dispatch,
 ) -> Result<PathBuf> {
     let to = root.archive_dir(god).join(format!("{hid}.json"));
-    write_json(&to, d)?;
+    write_json(from, d)?;
     if from != to {
-        remove_file(from)?;
+        crate::engine::store::atomic::rename_durable(from, &to)?;
     }
     Ok(to)
 }
 
 /// Removes a file if it exists, durably.
 pub fn remove_file(path: &Path) -> Result<()> {
+    crate::engine::store::atomic::confined(path)?;
     match std::fs::remove_file(path) {
         Ok(()) => {
             if let Some(dir) = path.parent() {

@@ -8,6 +8,25 @@ use serde::Serialize;
 
 use crate::engine::error::{Error, Result};
 
+/// Refuses `path` when a symbolic link planted in a root leads it outside (see
+/// [`super::paths::check_confined`]).
+pub fn confined(path: &Path) -> Result<()> {
+    super::paths::check_confined(path).map_err(Error::refused)
+}
+
+/// Like [`confined`], and also refuses a symbolic link as the file itself, for writes that open the
+/// file in place (appends) rather than replace it.
+pub fn confined_file(path: &Path) -> Result<()> {
+    confined(path)?;
+    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(Error::refused(format!(
+            "{} is a symbolic link; protocol files are written in place only when they are plain files",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Serialises `value` as pretty JSON (2-space indent, trailing newline).
 pub fn to_pretty_json<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
     let mut out = serde_json::to_vec_pretty(value).expect("JSON values always serialise");
@@ -22,6 +41,7 @@ pub fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<()> {
 
 /// Replaces `path` with `bytes` atomically and durably; readers see the old or the new file, never a mix.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    confined(path)?;
     let dir = path
         .parent()
         .ok_or_else(|| Error::refused(format!("{} has no parent directory", path.display())))?;
@@ -41,6 +61,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Creates `path` (empty) if it does not exist; never truncates an existing file.
 pub fn ensure_file(path: &Path) -> Result<()> {
+    confined_file(path)?;
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     }
@@ -54,6 +75,7 @@ pub fn ensure_file(path: &Path) -> Result<()> {
 
 /// Creates a directory and its parents.
 pub fn ensure_dir(path: &Path) -> Result<()> {
+    confined(&path.join("x"))?;
     fs::create_dir_all(path).map_err(|e| Error::io(path, e))
 }
 
@@ -66,6 +88,8 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 
 /// Moves `from` to `to` (same file system) and makes the move durable.
 pub fn rename_durable(from: &Path, to: &Path) -> Result<()> {
+    confined(from)?;
+    confined(to)?;
     if let Some(dir) = to.parent() {
         fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     }

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Regenerates BENCHMARKS.md: runs every bench program that prints `BENCH {json}` lines (the proof
+# bench measures each performance goal of issues 2, 3, 4 and 7 next to its baseline; the area benches
+# add theirs), then renders the table. One command, about 10-15 minutes on 2 cores.
+#   scripts/bench-report.sh            full run (1 GB queue, 60 s soak)
+#   QUICK=1 scripts/bench-report.sh    smoke run (64 MB queue, 10 s soak), writes BENCHMARKS.quick.md
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+if [[ "${QUICK:-}" == 1 ]]; then
+  export PROOF_BIG_QUEUE_MB=64 soak=10 target_md=BENCHMARKS.quick.md
+else
+  soak=60 target_md=BENCHMARKS.md
+fi
+cargo bench --bench proof --no-run >/dev/null
+cargo bench --bench proof -- goals | tee -a "$out"
+cargo bench --bench proof -- soak "$soak" | tee -a "$out"
+# The areas' own benches, when they print BENCH lines (others are run but contribute nothing).
+for b in conductor bus console; do
+  if grep -q 'BENCH ' "benches/$b.rs" 2>/dev/null; then
+    cargo bench --bench "$b" 2>/dev/null | grep '^BENCH ' | tee -a "$out" || true
+  fi
+done
+cargo bench --bench proof -- render "$out" "$target_md"
+echo "wrote $target_md ($(grep -c '^BENCH ' "$out") figures)"
