@@ -116,7 +116,10 @@ fn violations(validator: &jsonschema::Validator, v: &Value) -> Vec<Violation> {
                     Some(all) => format!(
                         "{} is not one of {}",
                         e.instance(),
-                        all.iter().map(Value::to_string).collect::<Vec<_>>().join(", ")
+                        all.iter()
+                            .map(Value::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                     None => e.to_string(),
                 },
