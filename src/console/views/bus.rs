@@ -1,9 +1,8 @@
 //! Pane 3: a live tail of one track's `queue.jsonl`: follow or pause, filter by type and source.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Row, Table, TableState};
 use serde_json::Value;
 
 use crate::console::action::Pane;
@@ -13,7 +12,8 @@ use crate::console::preview::when;
 use crate::console::theme::Theme;
 use crate::engine::bus::model::Envelope;
 
-use super::{block, detail, empty, json_lines, kv, trunc, window};
+use super::table::{self, Col};
+use super::{detail, empty, json_lines, kv, window};
 
 /// A one-line reading of a message's payload.
 pub(crate) fn payload_summary(m: &Envelope) -> String {
@@ -128,6 +128,9 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     let sel = app.selected(Pane::Bus);
     let st = app.pane_state();
+    if super::gone_detail(frame, area, app, theme) {
+        return;
+    }
     if st.detail {
         let m = msgs[sel];
         let mut l = vec![
@@ -163,34 +166,42 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     let height = area.height.saturating_sub(3) as usize;
     let (first, rel) = window(sel, msgs.len(), height);
-    let rows = msgs.iter().skip(first).take(height).map(|m| {
-        let (style, g) = theme.message_type(&m.kind);
-        Row::new(vec![
-            Line::styled(
-                if app.absolute_times {
-                    m.timestamp.clone()
-                } else {
-                    when(Some(&m.timestamp), app.now, false)
-                },
-                theme.dim(),
-            ),
-            Line::from(Span::styled(format!("{g} {}", m.kind), style)),
-            Line::raw(trunc(&m.source, 28)),
-            Line::raw(payload_summary(m)),
-        ])
-    });
-    let table = Table::new(
+    let rows = msgs
+        .iter()
+        .skip(first)
+        .take(height)
+        .map(|m| {
+            let (style, g) = theme.message_type(&m.kind);
+            vec![
+                Line::styled(
+                    if app.absolute_times {
+                        m.timestamp.clone()
+                    } else {
+                        when(Some(&m.timestamp), app.now, false)
+                    },
+                    theme.dim(),
+                ),
+                Line::from(Span::styled(format!("{g} {}", m.kind), style)),
+                Line::raw(m.source.clone()),
+                Line::raw(payload_summary(m)),
+            ]
+        })
+        .collect();
+    table::draw(
+        frame,
+        area,
+        title,
+        &COLUMNS,
         rows,
-        [
-            Constraint::Length(10),
-            Constraint::Length(17),
-            Constraint::Length(28),
-            Constraint::Min(10),
-        ],
-    )
-    .header(Row::new(["TIME", "TYPE", "SOURCE", "PAYLOAD"]).style(theme.header()))
-    .row_highlight_style(theme.selected())
-    .block(block(title, theme));
-    let mut state = TableState::default().with_selected(Some(rel));
-    frame.render_stateful_widget(table, area, &mut state);
+        super::highlight(app, rel),
+        theme,
+    );
 }
+
+/// The table's columns: the payload takes the room left over.
+const COLUMNS: [Col; 4] = [
+    Col::new("TIME", 6, 32),
+    Col::new("TYPE", 10, 17),
+    Col::new("SOURCE", 8, 32),
+    Col::new("PAYLOAD", 10, 400).flex(),
+];
