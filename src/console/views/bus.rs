@@ -201,7 +201,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 /// The table's columns: the payload takes the room left over.
 const COLUMNS: [Col; 4] = [
     Col::new("TIME", 6, 32),
-    Col::new("TYPE", 10, 17),
+    Col::new("TYPE", 10, 24),
     Col::new("SOURCE", 8, 32),
     Col::new("PAYLOAD", 10, 400).flex(),
 ];

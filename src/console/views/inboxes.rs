@@ -103,44 +103,44 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         .skip(first)
         .take(height)
         .map(|r| {
-        let d = &r.view.dispatch;
-        let ack = if r.held {
-            "held".to_owned()
-        } else {
-            d.ack_status.to_string()
-        };
-        let (astyle, g) = theme.ack_status(&ack);
-        let overdue = d.ack_status == AckStatus::Unacked
-            && !r.held
-            && d.dispatched_at
-                .as_deref()
-                .and_then(parse_ts)
-                .is_some_and(|t| app.now - t > crate::live::snapshot::UNACKED_OVERDUE_AFTER);
-        vec![
-            Line::styled(
-                r.god.to_owned(),
-                if r.held { theme.accent() } else { theme.base() },
-            ),
-            Line::raw(if d.handoff_id.is_empty() {
-                r.view.name.clone()
+            let d = &r.view.dispatch;
+            let ack = if r.held {
+                "held".to_owned()
             } else {
-                d.handoff_id.clone()
-            }),
-            Line::raw(d.workflow_id.clone()),
-            Line::raw(d.step.clone()),
-            Line::raw(d.from_god.clone()),
-            Line::styled(
-                when(d.dispatched_at.as_deref(), app.now, app.absolute_times),
-                if overdue { theme.alert() } else { theme.base() },
-            ),
-            Line::from(vec![
-                Span::styled(format!("{g} {ack}"), astyle),
-                Span::styled(if overdue { " ▲ OVERDUE" } else { "" }, theme.alert()),
-            ]),
-            Line::styled(d.context.summary.clone(), theme.dim()),
-        ]
-    })
-    .collect();
+                d.ack_status.to_string()
+            };
+            let (astyle, g) = theme.ack_status(&ack);
+            let overdue = d.ack_status == AckStatus::Unacked
+                && !r.held
+                && d.dispatched_at
+                    .as_deref()
+                    .and_then(parse_ts)
+                    .is_some_and(|t| app.now - t > crate::live::snapshot::UNACKED_OVERDUE_AFTER);
+            vec![
+                Line::styled(
+                    r.god.to_owned(),
+                    if r.held { theme.accent() } else { theme.base() },
+                ),
+                Line::raw(if d.handoff_id.is_empty() {
+                    r.view.name.clone()
+                } else {
+                    d.handoff_id.clone()
+                }),
+                Line::raw(d.workflow_id.clone()),
+                Line::raw(d.step.clone()),
+                Line::raw(d.from_god.clone()),
+                Line::styled(
+                    when(d.dispatched_at.as_deref(), app.now, app.absolute_times),
+                    if overdue { theme.alert() } else { theme.base() },
+                ),
+                Line::from(vec![
+                    Span::styled(format!("{g} {ack}"), astyle),
+                    Span::styled(if overdue { " ▲ OVERDUE" } else { "" }, theme.alert()),
+                ]),
+                Line::styled(d.context.summary.clone(), theme.dim()),
+            ]
+        })
+        .collect();
     table::draw(
         frame,
         bottom,

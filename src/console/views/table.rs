@@ -124,21 +124,22 @@ fn fit_widths(cols: &[Col], natural: &[u16], avail: u16, spacing: u16) -> Vec<u1
     loop {
         let visible = hidden.iter().filter(|h| !**h).count() as u16;
         let room = avail.saturating_sub(spacing * visible.saturating_sub(1));
-        let mins: u16 = cols
+        // Optional and free-text columns may shrink to their minimum; every other column should
+        // keep its content's width: while that does not fit, optional columns go.
+        let need: u16 = cols
             .iter()
             .zip(natural)
             .zip(&hidden)
             .filter(|(_, h)| !**h)
-            .map(|((c, n), _)| if c.keep { 0 } else { c.min.min(*n) })
+            .map(|((c, n), _)| {
+                if c.flex || c.hide > 0 {
+                    c.min.min(*n)
+                } else {
+                    *n
+                }
+            })
             .sum();
-        let keep_natural: u16 = cols
-            .iter()
-            .zip(natural)
-            .zip(&hidden)
-            .filter(|((c, _), h)| c.keep && !**h)
-            .map(|((_, n), _)| *n)
-            .sum();
-        if mins + keep_natural > room
+        if need > room
             && let Some((_, i)) = ranks.next()
         {
             hidden[i] = true;
@@ -148,8 +149,9 @@ fn fit_widths(cols: &[Col], natural: &[u16], avail: u16, spacing: u16) -> Vec<u1
     }
 }
 
-/// Fits the visible columns into `room`: the flexible column first, then the widest other column
-/// one cell at a time down to its minimum, then the identity columns; leftover goes to the flex one.
+/// Fits the visible columns into `room`, one cell at a time from the widest, each down to its
+/// minimum: the flexible column first, then optional ones, then the others, the identity columns
+/// last; what is left over goes to the flexible column.
 fn shrink(cols: &[Col], natural: &[u16], hidden: &[bool], room: u16) -> Vec<u16> {
     let mut w: Vec<u16> = natural
         .iter()
@@ -170,15 +172,18 @@ fn shrink(cols: &[Col], natural: &[u16], hidden: &[bool], room: u16) -> Vec<u16>
         }
         return w;
     }
-    for pass in [0, 1, 2] {
+    for pass in 0..4 {
         while total(&w) > room32 {
-            // pass 0: the flexible column; 1: the others, widest first; 2: the identity columns.
             let pick = (0..cols.len())
                 .filter(|i| !hidden[*i] && w[*i] > cols[*i].min)
-                .filter(|i| match pass {
-                    0 => cols[*i].flex,
-                    1 => !cols[*i].flex && !cols[*i].keep,
-                    _ => cols[*i].keep,
+                .filter(|i| {
+                    let c = &cols[*i];
+                    match pass {
+                        0 => c.flex,
+                        1 => c.hide > 0,
+                        2 => !c.flex && !c.keep && c.hide == 0,
+                        _ => c.keep,
+                    }
                 })
                 .max_by_key(|i| (w[*i] - cols[*i].min, std::cmp::Reverse(*i)));
             match pick {
@@ -249,7 +254,12 @@ pub(crate) fn draw(
         Row::new(
             shown
                 .iter()
-                .map(|i| fit(cells.get_mut(*i).and_then(Option::take).unwrap_or_default(), w[*i]))
+                .map(|i| {
+                    fit(
+                        cells.get_mut(*i).and_then(Option::take).unwrap_or_default(),
+                        w[*i],
+                    )
+                })
                 .collect::<Vec<_>>(),
         )
     });
@@ -282,7 +292,12 @@ mod tests {
 
     #[test]
     fn wide_terminals_give_each_column_its_widest_cell_and_the_rest_to_the_flex_column() {
-        let r = rows(&[&["wf_cross_pantheon_deploy_1", "cross-pantheon-deploy", "ok", ""]]);
+        let r = rows(&[&[
+            "wf_cross_pantheon_deploy_1",
+            "cross-pantheon-deploy",
+            "ok",
+            "",
+        ]]);
         let w = widths(&COLS, &r, 158);
         assert_eq!(&w[..3], &[26, 21, 8]);
         assert_eq!(w.iter().sum::<u16>() + 3, 158, "the whole row is used");
@@ -306,36 +321,42 @@ mod tests {
     }
 
     #[test]
-    fn narrow_terminals_cut_the_flex_column_then_the_widest_then_hide_optional_columns() {
+    fn narrow_terminals_cut_the_flex_column_then_optional_ones_then_the_rest_and_the_identity_last()
+    {
         let r = rows(&[&[
             "wf_cross_pantheon_deploy_1",
             "cross-pantheon-deploy",
             "awaiting_approval",
             "a note",
         ]]);
-        // 26 + 21 + 17 + 6 + 3 = 73: at 66 the note goes, then the widest (DEFINITION) shrinks.
+        // 26 + 21 + 17 + 6 + 3 = 73: at 66 the note goes, then the optional DEFINITION shrinks.
         assert_eq!(widths(&COLS, &r, 66), [26, 20, 17, 0]);
-        // At 56 both shrink, evenly from the widest, and the identity stays whole.
-        assert_eq!(widths(&COLS, &r, 56), [26, 13, 14, 0]);
-        // Too narrow for every minimum: DEFINITION is hidden, the identity still whole.
-        let w = widths(&COLS, &r, 40);
-        assert_eq!(w[1], 0, "{w:?}");
-        assert_eq!(w[0], 26);
-        // Narrower still: the identity is cut last.
+        // At 56 DEFINITION is at its minimum and STATUS still whole.
+        assert_eq!(widths(&COLS, &r, 56), [26, 10, 17, 0]);
+        // At 50 DEFINITION would push STATUS under its content: it is hidden instead.
+        assert_eq!(widths(&COLS, &r, 50), [26, 0, 17, 5]);
+        // Narrower: STATUS is cut before the identity, which is cut last.
+        assert_eq!(widths(&COLS, &r, 36), [26, 0, 8, 0]);
         let w = widths(&COLS, &r, 24);
-        assert!(w[0] < 26 && w[0] >= 6, "{w:?}");
+        assert!(w[0] < 26 && w[0] >= 6 && w[2] == 8, "{w:?}");
     }
 
     #[test]
     fn fit_cuts_with_an_ellipsis_and_keeps_styles() {
         let l = Line::from(vec![
-            Span::styled("▲ ", ratatui::style::Style::new().fg(ratatui::style::Color::Red)),
+            Span::styled(
+                "▲ ",
+                ratatui::style::Style::new().fg(ratatui::style::Color::Red),
+            ),
             Span::raw("OVERDUE for 6m"),
         ]);
         let cut = fit(l.clone(), 8);
         assert_eq!(cut.to_string(), "▲ OVERD…");
         assert_eq!(cut.width(), 8);
-        assert_eq!(cut.spans[0].style, ratatui::style::Style::new().fg(ratatui::style::Color::Red));
+        assert_eq!(
+            cut.spans[0].style,
+            ratatui::style::Style::new().fg(ratatui::style::Color::Red)
+        );
         assert_eq!(fit(l.clone(), 40), l, "what fits is untouched");
         assert_eq!(fit(l, 0).width(), 0);
     }

@@ -10,6 +10,7 @@ use crate::console::app::App;
 use crate::console::items;
 use crate::console::preview::when;
 use crate::console::theme::Theme;
+use crate::live::snapshot::short_duration;
 
 use super::table::{self, Col};
 use super::{block, empty, kv, window};
@@ -28,6 +29,15 @@ pub(crate) fn gauge(pct: Option<f64>, width: usize) -> String {
                 p
             )
         }
+    }
+}
+
+/// A staleness threshold as the operator reads it: `6s`, `2m`, `500ms`.
+fn threshold(t: chrono::Duration) -> String {
+    if t < chrono::Duration::seconds(1) {
+        format!("{}ms", t.num_milliseconds())
+    } else {
+        short_duration(t)
     }
 }
 
@@ -64,7 +74,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let rows = items::workers(snap, &filter);
     let now = app.now;
     let stale = rows.iter().filter(|(_, w)| w.is_stale(now)).count();
-    let title = format!(" 5 Workers ({}, {stale} stale) ", rows.len());
+    let title = match snap.stale_after {
+        Some(t) => format!(
+            " 5 Workers ({}, {stale} stale · stale after {}) ",
+            rows.len(),
+            threshold(t)
+        ),
+        None => format!(" 5 Workers ({}, {stale} stale) ", rows.len()),
+    };
     if rows.is_empty() {
         return empty(
             frame,
@@ -116,7 +133,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         if w.is_stale(now) {
             lines.push(kv(
                 "STALE",
-                "silent for more than 10 minutes",
+                format!(
+                    "silent for more than {}",
+                    snap.stale_after
+                        .map(threshold)
+                        .unwrap_or_else(|| "10 minutes".into())
+                ),
                 theme.alert(),
                 theme,
             ));
