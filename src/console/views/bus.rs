@@ -15,8 +15,17 @@ use crate::engine::bus::model::Envelope;
 use super::table::{self, Col};
 use super::{detail, empty, json_lines, kv, window};
 
-/// A one-line reading of a message's payload.
+/// A one-line reading of a message's payload (the raw JSON when it has none of the usual fields).
 pub(crate) fn payload_summary(m: &Envelope) -> String {
+    let s = known_fields(m);
+    if s.is_empty() && !m.payload.is_null() {
+        return m.payload.to_string();
+    }
+    s
+}
+
+/// The usual fields of a message of a known type, joined with ` · `.
+fn known_fields(m: &Envelope) -> String {
     let p = &m.payload;
     let s = |k: &str| {
         p.get(k).map(|v| match v {
@@ -68,6 +77,22 @@ pub(crate) fn payload_summary(m: &Envelope) -> String {
         ]),
         "BOARD_VOTE" => join(vec![s("director"), s("final_verdict"), s("confidence")]),
         "BOARD_RESOLVE" => join(vec![s("session_id"), s("verdict")]),
+        "BOARD_OPEN" => join(vec![s("checkpoint"), s("proposal")]),
+        "BOARD_ADVANCE" => join(vec![
+            s("from").zip(s("to")).map(|(f, t)| format!("{f} → {t}")),
+            (p.get("forced") == Some(&Value::Bool(true))).then(|| "forced".to_owned()),
+        ]),
+        "BOARD_ROUND" => join(vec![
+            s("round")
+                .zip(s("max_rounds"))
+                .map(|(r, m)| format!("round {r}/{m}")),
+            s("status"),
+        ]),
+        "WORKER_DISPATCHED" | "WORKER_DISPATCH" => join(vec![
+            s("worker_id"),
+            s("task_id").map(|t| format!("task {t}")),
+            s("parallel_group").map(|g| format!("group {g}")),
+        ]),
         _ => match p {
             Value::Null => String::new(),
             other => other.to_string(),
@@ -205,3 +230,40 @@ const COLUMNS: [Col; 4] = [
     Col::new("SOURCE", 8, 32),
     Col::new("PAYLOAD", 10, 400).flex(),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(kind: &str, payload: Value) -> Envelope {
+        serde_json::from_value(serde_json::json!({
+            "id": "msg-1", "type": kind, "source": "s", "payload": payload
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn board_and_dispatch_messages_read_as_words_not_json() {
+        let adv = msg(
+            "BOARD_ADVANCE",
+            serde_json::json!({"session_id": "b-1", "from": "VOTING", "to": "RESOLVING", "forced": false}),
+        );
+        assert_eq!(payload_summary(&adv), "VOTING → RESOLVING");
+        let round = msg(
+            "BOARD_ROUND",
+            serde_json::json!({"round": 2, "max_rounds": 3, "status": "IN_PROGRESS"}),
+        );
+        assert_eq!(payload_summary(&round), "round 2/3 · IN_PROGRESS");
+        let d = msg(
+            "WORKER_DISPATCHED",
+            serde_json::json!({"worker_id": "worker-1.1", "task_id": "1.1", "parallel_group": "pg-1"}),
+        );
+        assert_eq!(payload_summary(&d), "worker-1.1 · task 1.1 · group pg-1");
+    }
+
+    #[test]
+    fn a_known_type_without_its_usual_fields_shows_its_raw_payload() {
+        let odd = msg("BOARD_ADVANCE", serde_json::json!({"phase": 3}));
+        assert_eq!(payload_summary(&odd), r#"{"phase":3}"#);
+    }
+}

@@ -24,7 +24,8 @@ pub(crate) struct Col {
     pub max: u16,
     /// Takes the width left over once every column has its content's width.
     pub flex: bool,
-    /// Optional columns are hidden, lowest rank first, when the minimums do not fit (0: never).
+    /// Optional columns are shown whole or not at all: hidden, lowest rank first, when the other
+    /// columns would have to be cut (0: never hidden).
     pub hide: u8,
     /// The record's identity: cut only once every other column is at its minimum.
     pub keep: bool,
@@ -48,7 +49,7 @@ impl Col {
         self
     }
 
-    /// Hidden (rank 1 first) when the terminal is too narrow for every column's minimum.
+    /// Hidden (rank 1 first) rather than cut when the terminal is too narrow.
     pub const fn hide(mut self, rank: u8) -> Self {
         self.hide = rank;
         self
@@ -124,20 +125,14 @@ fn fit_widths(cols: &[Col], natural: &[u16], avail: u16, spacing: u16) -> Vec<u1
     loop {
         let visible = hidden.iter().filter(|h| !**h).count() as u16;
         let room = avail.saturating_sub(spacing * visible.saturating_sub(1));
-        // Optional and free-text columns may shrink to their minimum; every other column should
-        // keep its content's width: while that does not fit, optional columns go.
+        // The free-text column may shrink to its minimum; every other column should keep its
+        // content's width: while that does not fit, optional columns go (whole, never cut).
         let need: u16 = cols
             .iter()
             .zip(natural)
             .zip(&hidden)
             .filter(|(_, h)| !**h)
-            .map(|((c, n), _)| {
-                if c.flex || c.hide > 0 {
-                    c.min.min(*n)
-                } else {
-                    *n
-                }
-            })
+            .map(|((c, n), _)| if c.flex { c.min.min(*n) } else { *n })
             .sum();
         if need > room
             && let Some((_, i)) = ranks.next()
@@ -150,8 +145,8 @@ fn fit_widths(cols: &[Col], natural: &[u16], avail: u16, spacing: u16) -> Vec<u1
 }
 
 /// Fits the visible columns into `room`, one cell at a time from the widest, each down to its
-/// minimum: the flexible column first, then optional ones, then the others, the identity columns
-/// last; what is left over goes to the flexible column.
+/// minimum: the flexible column first, then the others, the identity columns last; what is left
+/// over goes to the flexible column.
 fn shrink(cols: &[Col], natural: &[u16], hidden: &[bool], room: u16) -> Vec<u16> {
     let mut w: Vec<u16> = natural
         .iter()
@@ -172,7 +167,7 @@ fn shrink(cols: &[Col], natural: &[u16], hidden: &[bool], room: u16) -> Vec<u16>
         }
         return w;
     }
-    for pass in 0..4 {
+    for pass in 0..3 {
         while total(&w) > room32 {
             let pick = (0..cols.len())
                 .filter(|i| !hidden[*i] && w[*i] > cols[*i].min)
@@ -180,8 +175,7 @@ fn shrink(cols: &[Col], natural: &[u16], hidden: &[bool], room: u16) -> Vec<u16>
                     let c = &cols[*i];
                     match pass {
                         0 => c.flex,
-                        1 => c.hide > 0,
-                        2 => !c.flex && !c.keep && c.hide == 0,
+                        1 => !c.flex && !c.keep,
                         _ => c.keep,
                     }
                 })
@@ -321,20 +315,18 @@ mod tests {
     }
 
     #[test]
-    fn narrow_terminals_cut_the_flex_column_then_optional_ones_then_the_rest_and_the_identity_last()
-    {
+    fn narrow_terminals_cut_the_flex_column_hide_optional_ones_then_cut_the_rest_and_the_identity_last()
+     {
         let r = rows(&[&[
             "wf_cross_pantheon_deploy_1",
             "cross-pantheon-deploy",
             "awaiting_approval",
             "a note",
         ]]);
-        // 26 + 21 + 17 + 6 + 3 = 73: at 66 the note goes, then the optional DEFINITION shrinks.
-        assert_eq!(widths(&COLS, &r, 66), [26, 20, 17, 0]);
-        // At 56 DEFINITION is at its minimum and STATUS still whole.
-        assert_eq!(widths(&COLS, &r, 56), [26, 10, 17, 0]);
-        // At 50 DEFINITION would push STATUS under its content: it is hidden instead.
-        assert_eq!(widths(&COLS, &r, 50), [26, 0, 17, 5]);
+        // 26 + 21 + 17 + 6 + 3 = 73: at 70 the note gives the room.
+        assert_eq!(widths(&COLS, &r, 70), [26, 21, 17, 3]);
+        // At 66 the optional DEFINITION would have to be cut: it is hidden instead, whole or not at all.
+        assert_eq!(widths(&COLS, &r, 66), [26, 0, 17, 21]);
         // Narrower: STATUS is cut before the identity, which is cut last.
         assert_eq!(widths(&COLS, &r, 36), [26, 0, 8, 0]);
         let w = widths(&COLS, &r, 24);

@@ -51,7 +51,15 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let area = if cycles.is_empty() {
         area
     } else {
-        let h = (cycles.len() as u16 + 2).min(area.height / 3).max(3);
+        // Chains wrap: count the rows they take.
+        let inner = area.width.saturating_sub(2).max(1) as usize;
+        let rows: usize = cycles
+            .iter()
+            .map(|(t, c)| {
+                (format!("▲ DEADLOCK {t}: ").chars().count() + c.chars().count()).div_ceil(inner)
+            })
+            .sum();
+        let h = (rows as u16 + 2).min(area.height / 3).max(3);
         let [top, rest] = Layout::vertical([Constraint::Length(h), Constraint::Min(3)]).areas(area);
         let lines: Vec<Line> = cycles
             .iter()
