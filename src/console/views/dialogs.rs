@@ -94,7 +94,9 @@ pub fn ack_menu(frame: &mut Frame, area: Rect, t: &AckTarget, choice: usize, the
             Line::styled(format!(" {text}"), style)
         });
     }
-    let r = centered(area, 56, lines.len() as u16 + 2);
+    // Wide enough for the dispatch it acknowledges (its identity line), at least 56.
+    let w = lines.iter().map(Line::width).max().unwrap_or(0) as u16 + 2;
+    let r = centered(area, w.max(56), lines.len() as u16 + 2);
     frame.render_widget(Clear, r);
     frame.render_widget(
         Paragraph::new(lines).block(block(" Acknowledge as… ", theme)),
