@@ -144,6 +144,9 @@ pub struct App {
     pub page: usize,
     /// Operations sent to the engine and not yet answered.
     pub in_flight: usize,
+    /// The record the operator's last confirmed action was on (pane, identity): when it goes away
+    /// because of that action, the selection moves on to its neighbour instead of reporting it gone.
+    acted_on: Option<(Pane, String)>,
 }
 
 const FLASH_FOR: Duration = Duration::from_secs(6);
@@ -164,6 +167,7 @@ impl App {
             follow: true,
             page: 20,
             in_flight: 0,
+            acted_on: None,
         }
     }
 
@@ -236,7 +240,16 @@ impl App {
                 }
                 None => {
                     st.selected = st.selected.min(rows.len().saturating_sub(1));
-                    st.gone = Some(key);
+                    let ours = self.acted_on.as_ref() == Some(&(*pane, key.clone()));
+                    if ours {
+                        // The operator's own action moved it (approved, acked, unlocked): like
+                        // after a delete in lazygit, the row that took its place is selected.
+                        st.gone = None;
+                        st.detail = false;
+                        self.acted_on = None;
+                    } else {
+                        st.gone = Some(key);
+                    }
                 }
             }
         }
@@ -453,6 +466,7 @@ impl App {
                 KeyCode::Enter => {
                     if c.confirm_focused {
                         self.in_flight += 1;
+                        self.acted_on = self.selected_key(self.pane).map(|k| (self.pane, k));
                         self.flash(FlashKind::Info, format!("{}…", c.op.title()));
                         vec![Effect::Execute(c.op)]
                     } else {

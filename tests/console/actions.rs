@@ -442,6 +442,12 @@ fn approve_acts_on_the_held_dispatch_on_screen_even_when_rows_move_before_enter(
         r.join("conductor/pending/caduceus/hof_20260614_eee555.json")
             .exists()
     );
+    // It went away because of the operator's own approval: the list is back with a row selected,
+    // not a "no longer here" notice.
+    refresh(&mut app, r);
+    assert!(app.pane_state().gone.is_none() && !app.pane_state().detail);
+    let s = screen(&app, 160, 40, r);
+    assert!(!s.contains("no longer here"), "{s}");
 }
 
 #[test]
