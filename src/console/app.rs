@@ -118,6 +118,10 @@ pub struct PaneState {
     pub detail: bool,
     pub raw: bool,
     pub scroll: u16,
+    /// The identity of the selected record after it went away (acked, approved, removed on disk):
+    /// nothing is highlighted, the detail says so, and actions refuse instead of landing on the
+    /// row that slid into its place. Cleared when the operator moves.
+    pub gone: Option<String>,
 }
 
 /// The whole console state.
@@ -140,6 +144,9 @@ pub struct App {
     pub page: usize,
     /// Operations sent to the engine and not yet answered.
     pub in_flight: usize,
+    /// The record the operator's last confirmed action was on (pane, identity): when it goes away
+    /// because of that action, the selection moves on to its neighbour instead of reporting it gone.
+    acted_on: Option<(Pane, String)>,
 }
 
 const FLASH_FOR: Duration = Duration::from_secs(6);
@@ -160,6 +167,7 @@ impl App {
             follow: true,
             page: 20,
             in_flight: 0,
+            acted_on: None,
         }
     }
 
@@ -215,15 +223,40 @@ impl App {
     }
 
     /// Installs a newer snapshot. Each pane keeps the same record selected (by identity, not by row
-    /// number) when rows appear or vanish above it, so an action never lands on a neighbour.
+    /// number) when rows appear or vanish above it, so an action never lands on a neighbour; when the
+    /// selected record itself went away, the pane says so (see [`PaneState::gone`]) instead of quietly
+    /// selecting the row that took its place. An open confirmation is re-described from the new files.
     pub fn set_snapshot(&mut self, s: Arc<Snapshot>) {
         let keys: Vec<Option<String>> = Pane::ALL.iter().map(|p| self.selected_key(*p)).collect();
         self.snapshot = s;
         for (pane, key) in Pane::ALL.iter().zip(keys) {
             let Some(key) = key else { continue };
-            if let Some(i) = self.keys(*pane).iter().position(|k| *k == key) {
-                self.panes[pane.number() - 1].selected = i;
+            let rows = self.keys(*pane);
+            let st = &mut self.panes[pane.number() - 1];
+            match rows.iter().position(|k| *k == key) {
+                Some(i) => {
+                    st.selected = i;
+                    st.gone = None;
+                }
+                None => {
+                    st.selected = st.selected.min(rows.len().saturating_sub(1));
+                    let ours = self.acted_on.as_ref() == Some(&(*pane, key.clone()));
+                    if ours {
+                        // The operator's own action moved it (approved, acked, unlocked): like
+                        // after a delete in lazygit, the row that took its place is selected.
+                        st.gone = None;
+                        st.detail = false;
+                        self.acted_on = None;
+                    } else {
+                        st.gone = Some(key);
+                    }
+                }
             }
+        }
+        if let Mode::Confirm(c) = &mut self.mode
+            && !matches!(c.op, Op::Cleanup { .. })
+        {
+            c.lines = super::preview::describe(&c.op, &self.snapshot, self.now);
         }
     }
 
@@ -268,12 +301,32 @@ impl App {
         }
     }
 
+    /// The identity of the record selected in `pane` (the one that went away, if it did).
     fn selected_key(&self, pane: Pane) -> Option<String> {
         if pane == Pane::Bus && self.follow {
             return None;
         }
-        let sel = self.panes[pane.number() - 1].selected;
-        self.keys(pane).into_iter().nth(sel)
+        let st = &self.panes[pane.number() - 1];
+        if let Some(k) = &st.gone {
+            return Some(k.clone());
+        }
+        let keys = self.keys(pane);
+        let last = keys.len().checked_sub(1)?;
+        keys.into_iter().nth(st.selected.min(last))
+    }
+
+    /// Refuses an action on `pane` while its selected record is gone (true: refused, with a flash).
+    fn refuse_if_gone(&mut self, pane: Pane) -> bool {
+        match self.panes[pane.number() - 1].gone.clone() {
+            Some(k) if self.pane == pane => {
+                self.flash(
+                    FlashKind::Error,
+                    format!("{k} is no longer listed (it changed on disk); select a row again"),
+                );
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Shows a flash message.
@@ -322,6 +375,7 @@ impl App {
                     KeyCode::Char(c) => {
                         self.pane_state_mut().filter.push(c);
                         self.pane_state_mut().selected = 0;
+                        self.pane_state_mut().gone = None;
                         self.mode = Mode::Filter;
                     }
                     _ => self.mode = Mode::Filter,
@@ -412,6 +466,7 @@ impl App {
                 KeyCode::Enter => {
                     if c.confirm_focused {
                         self.in_flight += 1;
+                        self.acted_on = self.selected_key(self.pane).map(|k| (self.pane, k));
                         self.flash(FlashKind::Info, format!("{}…", c.op.title()));
                         vec![Effect::Execute(c.op)]
                     } else {
@@ -459,6 +514,7 @@ impl App {
                 let st = self.pane_state_mut();
                 st.selected = 0;
                 st.scroll = 0;
+                st.gone = None;
             }
             Action::Bottom => {
                 if self.pane == Pane::Bus {
@@ -466,8 +522,12 @@ impl App {
                 }
                 let n = self.row_count();
                 self.pane_state_mut().selected = n.saturating_sub(1);
+                self.pane_state_mut().gone = None;
             }
             Action::Open => {
+                if !detail && self.refuse_if_gone(self.pane) {
+                    return Vec::new();
+                }
                 if self.row_count() > 0 || self.pane == Pane::Board {
                     let st = self.pane_state_mut();
                     st.detail = true;
@@ -528,7 +588,11 @@ impl App {
                 return;
             }
         }
-        let cur = self.selected(self.pane) as isize;
+        let mut cur = self.selected(self.pane) as isize;
+        if self.pane_state_mut().gone.take().is_some() && delta > 0 {
+            // The row that slid into the vanished one's place is the next one down.
+            cur -= 1;
+        }
         let next = (cur + delta).clamp(0, n.saturating_sub(1) as isize) as usize;
         self.pane_state_mut().selected = next;
         if self.pane == Pane::Bus && n > 0 && next == n - 1 && delta > 0 {
@@ -557,14 +621,17 @@ impl App {
             (cur + names.len() - 1) % names.len()
         };
         self.track = Some(names[next].clone());
-        self.panes[Pane::Bus.number() - 1].selected = 0;
-        self.panes[Pane::Board.number() - 1].selected = 0;
+        for p in [Pane::Bus, Pane::Board] {
+            let st = &mut self.panes[p.number() - 1];
+            st.selected = 0;
+            st.gone = None;
+        }
     }
 
     fn selected_dispatch(
         &self,
     ) -> Option<(String, Arc<crate::engine::conductor::model::Dispatch>, bool)> {
-        if self.pane != Pane::Inboxes {
+        if self.pane != Pane::Inboxes || self.pane_state().gone.is_some() {
             return None;
         }
         let rows = items::dispatches(&self.snapshot, &self.filter(Pane::Inboxes));
@@ -577,6 +644,9 @@ impl App {
     }
 
     fn start_ack(&mut self, choice: Option<AckChoice>) {
+        if self.refuse_if_gone(Pane::Inboxes) {
+            return;
+        }
         let Some((god, d, held)) = self.selected_dispatch() else {
             return self.need("a dispatch in the Inboxes pane (2)");
         };
@@ -657,6 +727,9 @@ impl App {
     }
 
     fn start_approve(&mut self) {
+        if self.refuse_if_gone(Pane::Inboxes) {
+            return;
+        }
         match self.selected_dispatch() {
             Some((_, d, true)) => match HandoffId::parse(&d.handoff_id) {
                 Ok(handoff_id) => self.confirm(Op::Approve { handoff_id }),
@@ -667,6 +740,9 @@ impl App {
     }
 
     fn start_reject_held(&mut self) {
+        if self.refuse_if_gone(Pane::Inboxes) {
+            return;
+        }
         match self.selected_dispatch() {
             Some((_, d, true)) => match HandoffId::parse(&d.handoff_id) {
                 Ok(h) => {
@@ -686,6 +762,9 @@ impl App {
     fn selected_workflow(&mut self) -> Option<WorkflowId> {
         if self.pane != Pane::Workflows {
             self.need("a workflow in the Workflows pane (1)");
+            return None;
+        }
+        if self.refuse_if_gone(Pane::Workflows) {
             return None;
         }
         let rows = items::workflows(&self.snapshot, &self.filter(Pane::Workflows));
@@ -724,6 +803,9 @@ impl App {
     }
 
     fn start_unlock(&mut self) {
+        if self.pane == Pane::Locks && self.refuse_if_gone(Pane::Locks) {
+            return;
+        }
         let rows = items::locks(&self.snapshot, &self.filter(Pane::Locks));
         let Some((track, lock)) = rows.get(self.selected(Pane::Locks)).copied() else {
             return self.need("a lock in the Locks pane (4)");

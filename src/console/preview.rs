@@ -90,14 +90,14 @@ pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, Stri
                     out.push(line(
                         Normal,
                         format!(
-                            "Held dispatch {handoff_id} (step {} of {}) moves from _quarantine",
-                            x.step, x.workflow_id
+                            "Held dispatch {handoff_id} (step {} of {}, from {})",
+                            x.step, x.workflow_id, x.from_god
                         ),
                     ));
                     out.push(line(
                         Normal,
                         format!(
-                            "into {}'s inbox; the workflow then waits for its ack.",
+                            "moves from _quarantine into {}'s inbox; the workflow then waits for its ack.",
                             x.to_god
                         ),
                     ));

@@ -841,6 +841,9 @@ impl LiveModel {
         let mut s = (*prev).clone();
         s.root = self.root.root.clone();
         s.watch = self.watch.clone();
+        let stale_after = crate::engine::bus::model::stale_after();
+        s.stale_after =
+            (stale_after != crate::engine::bus::model::STALE_AFTER).then_some(stale_after);
         self.seq += 1;
         s.seq = self.seq;
         s.taken_at = Some(chrono::Utc::now());

@@ -45,6 +45,9 @@ pub struct Snapshot {
     pub tracks: Arc<Vec<Arc<TrackView>>>,
     /// Files that could not be read as they are now.
     pub warnings: Arc<Vec<FileWarning>>,
+    /// The staleness threshold for workers when it is not the protocol's 10 minutes (overridden by
+    /// `PANTHEON_STALE_AFTER_SECS`, as the demo does), so the console can say which one it applies.
+    pub stale_after: Option<Duration>,
 }
 
 /// A workflow's state file, its abort manifest and its dispatches still waiting.

@@ -364,3 +364,153 @@ fn held_dispatches_are_approved_into_the_inbox_or_rejected_with_a_reason() {
             .exists()
     );
 }
+
+/// A root with three held dispatches (wf_ext_1..3), oldest first.
+fn three_held() -> tempfile::TempDir {
+    let root = engine_root();
+    for (wf, hid) in [
+        ("wf_ext_1", "hof_20260614_ddd444"),
+        ("wf_ext_2", "hof_20260614_eee555"),
+        ("wf_ext_3", "hof_20260614_fff666"),
+    ] {
+        pantheon(
+            root.path(),
+            &["handoff", "submit", "-"],
+            Some(&held_handoff(wf, hid)),
+        );
+    }
+    root
+}
+
+fn dialog_text(app: &App) -> String {
+    let Mode::Confirm(c) = &app.mode else {
+        panic!("a confirmation is open: {:?}", app.mode)
+    };
+    let mut s = c.op.title();
+    for (_, l) in &c.lines {
+        s.push('\n');
+        s.push_str(l);
+    }
+    s
+}
+
+fn held_files(root: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(root.join("conductor/pending/_quarantine"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn approve_acts_on_the_held_dispatch_on_screen_even_when_rows_move_before_enter() {
+    let root = three_held();
+    let r = root.path();
+    let op = EngineOperator::new(Root::at(r));
+    let mut app = app_for(r, chrono::Utc::now());
+    select_dispatch(&mut app, "hof_20260614_eee555");
+    app.dispatch(Action::Open);
+    let s = screen(&app, 160, 40, r);
+    assert!(
+        s.contains("hof_20260614_eee555") && s.contains("wf_ext_2"),
+        "{s}"
+    );
+    app.on_key(key('p'));
+    assert!(
+        dialog_text(&app).contains("hof_20260614_eee555 (step announce of wf_ext_2, from thoth)")
+    );
+
+    // While the dialog is open another operator approves the row above: every row moves up.
+    pantheon(r, &["approve", "hof_20260614_ddd444"], None);
+    refresh(&mut app, r);
+    let said = dialog_text(&app);
+    assert!(
+        said.contains("hof_20260614_eee555") && !said.contains("fff666"),
+        "{said}"
+    );
+    app.on_key(code(KeyCode::Tab));
+    let effects = app.on_key(code(KeyCode::Enter));
+    let done = run(&mut app, &op, effects);
+    assert!(
+        matches!(done.as_slice(), [Op::Approve { handoff_id }] if handoff_id.as_str() == "hof_20260614_eee555"),
+        "{done:?}"
+    );
+    assert_eq!(held_files(r), ["hof_20260614_fff666.json"]);
+    assert!(
+        r.join("conductor/pending/caduceus/hof_20260614_eee555.json")
+            .exists()
+    );
+    // It went away because of the operator's own approval: the list is back with a row selected,
+    // not a "no longer here" notice.
+    refresh(&mut app, r);
+    assert!(app.pane_state().gone.is_none() && !app.pane_state().detail);
+    let s = screen(&app, 160, 40, r);
+    assert!(!s.contains("no longer here"), "{s}");
+}
+
+#[test]
+fn a_held_dispatch_that_goes_away_while_viewed_is_reported_and_p_refuses_to_approve_its_neighbour()
+{
+    let root = three_held();
+    let r = root.path();
+    let mut app = app_for(r, chrono::Utc::now());
+    select_dispatch(&mut app, "hof_20260614_eee555");
+    app.dispatch(Action::Open);
+
+    // Someone else approves the very dispatch on screen; the one below slides into its row.
+    pantheon(r, &["approve", "hof_20260614_eee555"], None);
+    refresh(&mut app, r);
+    let s = screen(&app, 160, 40, r);
+    assert!(s.contains("is no longer here"), "{s}");
+    assert!(
+        !s.contains("wf_ext_3"),
+        "the neighbour is not shown as if selected: {s}"
+    );
+    app.on_key(key('p'));
+    assert!(
+        matches!(app.mode, Mode::Normal),
+        "no dialog for a neighbour"
+    );
+    let f = app.flash.clone().unwrap();
+    assert_eq!(f.kind, FlashKind::Error);
+    assert!(f.text.contains("no longer listed"), "{}", f.text);
+
+    // Back in the list nothing is highlighted until the operator moves; then p names the row the
+    // list highlights.
+    app.dispatch(Action::Back);
+    app.on_key(key('j'));
+    let rows = pantheon::console::items::dispatches(&app.snapshot, &app.filter(Pane::Inboxes));
+    let shown = rows[app.selected(Pane::Inboxes)]
+        .view
+        .dispatch
+        .handoff_id
+        .clone();
+    assert!(shown != "hof_20260614_eee555");
+    app.on_key(key('p'));
+    assert!(dialog_text(&app).contains(&shown), "{}", dialog_text(&app));
+    assert_eq!(
+        held_files(r),
+        ["hof_20260614_ddd444.json", "hof_20260614_fff666.json"],
+        "nothing was approved by mistake"
+    );
+}
+
+#[test]
+fn a_selected_record_that_comes_back_is_selected_again() {
+    let root = three_held();
+    let r = root.path();
+    let mut app = app_for(r, chrono::Utc::now());
+    select_dispatch(&mut app, "hof_20260614_eee555");
+    let file = r.join("conductor/pending/_quarantine/hof_20260614_eee555.json");
+    let aside = r.join("eee555.json");
+    std::fs::rename(&file, &aside).unwrap();
+    refresh(&mut app, r);
+    assert!(app.pane_state().gone.is_some());
+    std::fs::rename(&aside, &file).unwrap();
+    refresh(&mut app, r);
+    assert!(app.pane_state().gone.is_none());
+    app.on_key(key('p'));
+    assert!(dialog_text(&app).contains("hof_20260614_eee555"));
+}

@@ -15,6 +15,11 @@ struct Tmux {
 
 impl Tmux {
     fn start(root: &Path, extra: &str) -> Self {
+        Self::start_with_env(root, "", extra)
+    }
+
+    /// Starts the console with `env` (`NAME=value …`) set for it.
+    fn start_with_env(root: &Path, env: &str, extra: &str) -> Self {
         static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let socket = format!(
             "pantheon-e2e-{}-{}",
@@ -24,7 +29,7 @@ impl Tmux {
         let log = tempfile::tempdir().unwrap();
         let bin: PathBuf = assert_cmd::cargo::cargo_bin("pantheon");
         let script = format!(
-            "echo SHELL-BEFORE; PANTHEON_LOG={} {} --root {} console {extra}; echo EXITED=$?; sleep 600",
+            "echo SHELL-BEFORE; {env} PANTHEON_LOG={} {} --root {} console {extra}; echo EXITED=$?; sleep 600",
             log.path().join("console.log").display(),
             bin.display(),
             root.display()
@@ -184,12 +189,18 @@ fn console_follows_other_processes_acks_and_aborts_by_keys_and_restores_the_term
 }
 
 #[test]
-fn console_survives_resizes_and_a_tiny_window_then_quits_cleanly() {
+fn console_names_an_overridden_stale_threshold_survives_resizes_and_quits_cleanly() {
     let root = fixture_root();
-    let t = Tmux::start(root.path(), "--read-only");
+    let t = Tmux::start_with_env(root.path(), "PANTHEON_STALE_AFTER_SECS=6", "--read-only");
     t.wait("the console", |s| {
         s.contains("READ-ONLY") && s.contains("wf_deploy_42")
     });
+    // An overridden staleness threshold is said where staleness is shown.
+    t.keys(&["5"]);
+    t.wait("the workers pane naming the threshold", |s| {
+        s.contains("5 Workers (") && s.contains("stale after 6s")
+    });
+    t.keys(&["1"]);
     t.tmux(&["resize-window", "-t", "main", "-x", "40", "-y", "10"]);
     t.wait("the too-small message", |s| {
         s.contains("Terminal too small")

@@ -224,3 +224,63 @@ fn engine_built_root_panes() {
     app.dispatch(Action::GoPane(Pane::Board));
     assert_snapshot!("engine_board", shot(&app));
 }
+
+#[test]
+fn workers_pane_names_an_overridden_staleness_threshold() {
+    let root = fixture_root();
+    let mut app = app_for(root.path(), fixture_now());
+    app.dispatch(Action::GoPane(Pane::Workers));
+    let s = screen(&app, W, H, root.path());
+    assert!(
+        !s.contains("stale after"),
+        "the protocol's 10 minutes go unsaid: {s}"
+    );
+    let mut snap = (*app.snapshot).clone();
+    snap.stale_after = Some(chrono::Duration::seconds(6));
+    app.set_snapshot(std::sync::Arc::new(snap));
+    let s = screen(&app, W, H, root.path());
+    assert!(
+        s.contains("5 Workers (") && s.contains("stale after 6s"),
+        "{s}"
+    );
+    app.dispatch(Action::Open);
+    let s = screen(&app, W, H, root.path());
+    assert!(
+        s.contains("silent for more than 6s") || !s.contains("STALE"),
+        "{s}"
+    );
+}
+
+#[test]
+fn wide_terminals_show_whole_cells_and_narrow_ones_cut_with_an_ellipsis() {
+    // A cut cell ends in `…` right after its text (the pending glyph `…` starts a cell).
+    let cut = |s: &str| {
+        s.lines()
+            .find(|l| {
+                let c: Vec<char> = l.chars().collect();
+                c.windows(2).any(|w| w[1] == '…' && w[0] != ' ')
+            })
+            .map(str::to_owned)
+    };
+    let root = fixture_root();
+    let mut app = app_for(root.path(), fixture_now());
+    for pane in [Pane::Workflows, Pane::Inboxes, Pane::Locks, Pane::Workers] {
+        app.dispatch(Action::GoPane(pane));
+        let s = screen(&app, W, H, root.path());
+        assert_eq!(
+            cut(&s),
+            None,
+            "nothing is cut at {W} columns in {pane:?}:\n{s}"
+        );
+    }
+    app.dispatch(Action::GoPane(Pane::Locks));
+    let s = screen(&app, 60, 24, root.path());
+    assert!(
+        s.contains("src/app/api/webhooks/stripe/route.ts"),
+        "the lock path (its identity) stays whole:\n{s}"
+    );
+    assert!(
+        cut(&s).is_some(),
+        "something had to give at 60 columns:\n{s}"
+    );
+}

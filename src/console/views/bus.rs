@@ -1,9 +1,8 @@
 //! Pane 3: a live tail of one track's `queue.jsonl`: follow or pause, filter by type and source.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Row, Table, TableState};
 use serde_json::Value;
 
 use crate::console::action::Pane;
@@ -13,10 +12,20 @@ use crate::console::preview::when;
 use crate::console::theme::Theme;
 use crate::engine::bus::model::Envelope;
 
-use super::{block, detail, empty, json_lines, kv, trunc, window};
+use super::table::{self, Col};
+use super::{detail, empty, json_lines, kv, window};
 
-/// A one-line reading of a message's payload.
+/// A one-line reading of a message's payload (the raw JSON when it has none of the usual fields).
 pub(crate) fn payload_summary(m: &Envelope) -> String {
+    let s = known_fields(m);
+    if s.is_empty() && !m.payload.is_null() {
+        return m.payload.to_string();
+    }
+    s
+}
+
+/// The usual fields of a message of a known type, joined with ` · `.
+fn known_fields(m: &Envelope) -> String {
     let p = &m.payload;
     let s = |k: &str| {
         p.get(k).map(|v| match v {
@@ -68,6 +77,22 @@ pub(crate) fn payload_summary(m: &Envelope) -> String {
         ]),
         "BOARD_VOTE" => join(vec![s("director"), s("final_verdict"), s("confidence")]),
         "BOARD_RESOLVE" => join(vec![s("session_id"), s("verdict")]),
+        "BOARD_OPEN" => join(vec![s("checkpoint"), s("proposal")]),
+        "BOARD_ADVANCE" => join(vec![
+            s("from").zip(s("to")).map(|(f, t)| format!("{f} → {t}")),
+            (p.get("forced") == Some(&Value::Bool(true))).then(|| "forced".to_owned()),
+        ]),
+        "BOARD_ROUND" => join(vec![
+            s("round")
+                .zip(s("max_rounds"))
+                .map(|(r, m)| format!("round {r}/{m}")),
+            s("status"),
+        ]),
+        "WORKER_DISPATCHED" | "WORKER_DISPATCH" => join(vec![
+            s("worker_id"),
+            s("task_id").map(|t| format!("task {t}")),
+            s("parallel_group").map(|g| format!("group {g}")),
+        ]),
         _ => match p {
             Value::Null => String::new(),
             other => other.to_string(),
@@ -128,6 +153,9 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     let sel = app.selected(Pane::Bus);
     let st = app.pane_state();
+    if super::gone_detail(frame, area, app, theme) {
+        return;
+    }
     if st.detail {
         let m = msgs[sel];
         let mut l = vec![
@@ -163,34 +191,79 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     let height = area.height.saturating_sub(3) as usize;
     let (first, rel) = window(sel, msgs.len(), height);
-    let rows = msgs.iter().skip(first).take(height).map(|m| {
-        let (style, g) = theme.message_type(&m.kind);
-        Row::new(vec![
-            Line::styled(
-                if app.absolute_times {
-                    m.timestamp.clone()
-                } else {
-                    when(Some(&m.timestamp), app.now, false)
-                },
-                theme.dim(),
-            ),
-            Line::from(Span::styled(format!("{g} {}", m.kind), style)),
-            Line::raw(trunc(&m.source, 28)),
-            Line::raw(payload_summary(m)),
-        ])
-    });
-    let table = Table::new(
+    let rows = msgs
+        .iter()
+        .skip(first)
+        .take(height)
+        .map(|m| {
+            let (style, g) = theme.message_type(&m.kind);
+            vec![
+                Line::styled(
+                    if app.absolute_times {
+                        m.timestamp.clone()
+                    } else {
+                        when(Some(&m.timestamp), app.now, false)
+                    },
+                    theme.dim(),
+                ),
+                Line::from(Span::styled(format!("{g} {}", m.kind), style)),
+                Line::raw(m.source.clone()),
+                Line::raw(payload_summary(m)),
+            ]
+        })
+        .collect();
+    table::draw(
+        frame,
+        area,
+        title,
+        &COLUMNS,
         rows,
-        [
-            Constraint::Length(10),
-            Constraint::Length(17),
-            Constraint::Length(28),
-            Constraint::Min(10),
-        ],
-    )
-    .header(Row::new(["TIME", "TYPE", "SOURCE", "PAYLOAD"]).style(theme.header()))
-    .row_highlight_style(theme.selected())
-    .block(block(title, theme));
-    let mut state = TableState::default().with_selected(Some(rel));
-    frame.render_stateful_widget(table, area, &mut state);
+        super::highlight(app, rel),
+        theme,
+    );
+}
+
+/// The table's columns: the payload takes the room left over.
+const COLUMNS: [Col; 4] = [
+    Col::new("TIME", 6, 32),
+    Col::new("TYPE", 10, 24),
+    Col::new("SOURCE", 8, 32),
+    Col::new("PAYLOAD", 10, 400).flex(),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(kind: &str, payload: Value) -> Envelope {
+        serde_json::from_value(serde_json::json!({
+            "id": "msg-1", "type": kind, "source": "s", "payload": payload
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn board_and_dispatch_messages_read_as_words_not_json() {
+        let adv = msg(
+            "BOARD_ADVANCE",
+            serde_json::json!({"session_id": "b-1", "from": "VOTING", "to": "RESOLVING", "forced": false}),
+        );
+        assert_eq!(payload_summary(&adv), "VOTING → RESOLVING");
+        let round = msg(
+            "BOARD_ROUND",
+            serde_json::json!({"round": 2, "max_rounds": 3, "status": "IN_PROGRESS"}),
+        );
+        assert_eq!(payload_summary(&round), "round 2/3 · IN_PROGRESS");
+        let d = msg(
+            "WORKER_DISPATCHED",
+            serde_json::json!({"worker_id": "worker-1.1", "task_id": "1.1", "parallel_group": "pg-1"}),
+        );
+        assert_eq!(payload_summary(&d), "worker-1.1 · task 1.1 · group pg-1");
+    }
+
+    #[test]
+    fn a_known_type_without_its_usual_fields_shows_its_raw_payload() {
+        let odd = msg("BOARD_ADVANCE", serde_json::json!({"phase": 3}));
+        assert_eq!(payload_summary(&odd), r#"{"phase":3}"#);
+    }
 }

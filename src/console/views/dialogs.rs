@@ -11,6 +11,9 @@ use crate::console::theme::Theme;
 
 use super::block;
 
+/// The confirmation dialog's width (narrower terminals get all but a margin).
+const CONFIRM_WIDTH: u16 = 96;
+
 fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width.saturating_sub(2));
     let h = h.min(area.height.saturating_sub(2));
@@ -56,8 +59,13 @@ pub fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme) {
         ])
         .alignment(Alignment::Center),
     );
-    let h = lines.len() as u16 + 4;
-    let r = centered(area, 84, h);
+    // Long lines wrap: count the rows they take so the buttons are never cut off.
+    let inner = CONFIRM_WIDTH
+        .min(area.width.saturating_sub(2))
+        .saturating_sub(2)
+        .max(1) as usize;
+    let rows: usize = lines.iter().map(|l| l.width().div_ceil(inner).max(1)).sum();
+    let r = centered(area, CONFIRM_WIDTH, rows as u16 + 3);
     frame.render_widget(Clear, r);
     let title = format!(" {} ", c.op.title());
     let b = block(title, theme);
@@ -86,7 +94,9 @@ pub fn ack_menu(frame: &mut Frame, area: Rect, t: &AckTarget, choice: usize, the
             Line::styled(format!(" {text}"), style)
         });
     }
-    let r = centered(area, 56, lines.len() as u16 + 2);
+    // Wide enough for the dispatch it acknowledges (its identity line), at least 56.
+    let w = lines.iter().map(Line::width).max().unwrap_or(0) as u16 + 2;
+    let r = centered(area, w.max(56), lines.len() as u16 + 2);
     frame.render_widget(Clear, r);
     frame.render_widget(
         Paragraph::new(lines).block(block(" Acknowledge as… ", theme)),

@@ -3,7 +3,6 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Row, Table, TableState};
 
 use crate::console::action::Pane;
 use crate::console::app::App;
@@ -14,9 +13,10 @@ use crate::engine::conductor::model::AckStatus;
 use crate::engine::store::time::parse_ts;
 use crate::live::snapshot::InboxView;
 
-use super::{block, detail, empty, json_lines, kv, section, trunc, window};
+use super::table::{self, Col};
+use super::{detail, empty, json_lines, kv, section, window};
 
-fn summary_row<'a>(i: &InboxView, app: &App, theme: &Theme, held: bool) -> Row<'a> {
+fn summary_row<'a>(i: &InboxView, app: &App, theme: &Theme, held: bool) -> Vec<Line<'a>> {
     let oldest = i
         .dispatches
         .iter()
@@ -34,7 +34,7 @@ fn summary_row<'a>(i: &InboxView, app: &App, theme: &Theme, held: bool) -> Row<'
     } else {
         i.god.clone()
     };
-    Row::new(vec![
+    vec![
         Line::styled(name, if held { theme.accent() } else { theme.base() }),
         Line::raw(i.dispatches.len().to_string()),
         Line::raw(oldest),
@@ -54,7 +54,7 @@ fn summary_row<'a>(i: &InboxView, app: &App, theme: &Theme, held: bool) -> Row<'
             },
             theme.warn(),
         ),
-    ])
+    ]
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
@@ -63,6 +63,9 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let rows = items::dispatches(snap, &filter);
     let st = app.pane_state();
     let sel = app.selected(Pane::Inboxes);
+    if super::gone_detail(frame, area, app, theme) {
+        return;
+    }
     if st.detail && !rows.is_empty() {
         return draw_detail(frame, area, app, rows[sel], theme);
     }
@@ -80,23 +83,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             theme,
             true,
         )));
-    frame.render_widget(
-        Table::new(
-            summary,
-            [
-                Constraint::Length(16),
-                Constraint::Length(7),
-                Constraint::Length(10),
-                Constraint::Length(9),
-                Constraint::Min(10),
-            ],
-        )
-        .header(Row::new(["GOD", "COUNT", "OLDEST", "UNACKED", ""]).style(theme.header()))
-        .block(block(
-            format!(" 2 Inboxes ({} gods) ", snap.inboxes.len()),
-            theme,
-        )),
+    table::draw(
+        frame,
         top,
+        format!(" 2 Inboxes ({} gods) ", snap.inboxes.len()),
+        &SUMMARY,
+        summary.collect(),
+        None,
+        theme,
     );
     let title = format!(" Dispatches ({}) ", rows.len());
     if rows.is_empty() {
@@ -104,68 +98,81 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     let height = bottom.height.saturating_sub(3) as usize;
     let (first, rel) = window(sel, rows.len(), height);
-    let body = rows.iter().skip(first).take(height).map(|r| {
-        let d = &r.view.dispatch;
-        let ack = if r.held {
-            "held".to_owned()
-        } else {
-            d.ack_status.to_string()
-        };
-        let (astyle, g) = theme.ack_status(&ack);
-        let overdue = d.ack_status == AckStatus::Unacked
-            && !r.held
-            && d.dispatched_at
-                .as_deref()
-                .and_then(parse_ts)
-                .is_some_and(|t| app.now - t > crate::live::snapshot::UNACKED_OVERDUE_AFTER);
-        Row::new(vec![
-            Line::styled(
-                r.god.to_owned(),
-                if r.held { theme.accent() } else { theme.base() },
-            ),
-            Line::raw(if d.handoff_id.is_empty() {
-                r.view.name.clone()
+    let body = rows
+        .iter()
+        .skip(first)
+        .take(height)
+        .map(|r| {
+            let d = &r.view.dispatch;
+            let ack = if r.held {
+                "held".to_owned()
             } else {
-                d.handoff_id.clone()
-            }),
-            Line::raw(d.workflow_id.clone()),
-            Line::raw(d.step.clone()),
-            Line::raw(d.from_god.clone()),
-            Line::styled(
-                when(d.dispatched_at.as_deref(), app.now, app.absolute_times),
-                if overdue { theme.alert() } else { theme.base() },
-            ),
-            Line::from(vec![
-                Span::styled(format!("{g} {ack}"), astyle),
-                Span::styled(if overdue { " ▲ OVERDUE" } else { "" }, theme.alert()),
-            ]),
-            Line::styled(trunc(&d.context.summary, 60), theme.dim()),
-        ])
-    });
-    let table = Table::new(
+                d.ack_status.to_string()
+            };
+            let (astyle, g) = theme.ack_status(&ack);
+            let overdue = d.ack_status == AckStatus::Unacked
+                && !r.held
+                && d.dispatched_at
+                    .as_deref()
+                    .and_then(parse_ts)
+                    .is_some_and(|t| app.now - t > crate::live::snapshot::UNACKED_OVERDUE_AFTER);
+            vec![
+                Line::styled(
+                    r.god.to_owned(),
+                    if r.held { theme.accent() } else { theme.base() },
+                ),
+                Line::raw(if d.handoff_id.is_empty() {
+                    r.view.name.clone()
+                } else {
+                    d.handoff_id.clone()
+                }),
+                Line::raw(d.workflow_id.clone()),
+                Line::raw(d.step.clone()),
+                Line::raw(d.from_god.clone()),
+                Line::styled(
+                    when(d.dispatched_at.as_deref(), app.now, app.absolute_times),
+                    if overdue { theme.alert() } else { theme.base() },
+                ),
+                Line::from(vec![
+                    Span::styled(format!("{g} {ack}"), astyle),
+                    Span::styled(if overdue { " ▲ OVERDUE" } else { "" }, theme.alert()),
+                ]),
+                Line::styled(d.context.summary.clone(), theme.dim()),
+            ]
+        })
+        .collect();
+    table::draw(
+        frame,
+        bottom,
+        title,
+        &DISPATCHES,
         body,
-        [
-            Constraint::Length(13),
-            Constraint::Length(21),
-            Constraint::Length(16),
-            Constraint::Length(14),
-            Constraint::Length(11),
-            Constraint::Length(9),
-            Constraint::Length(22),
-            Constraint::Min(10),
-        ],
-    )
-    .header(
-        Row::new([
-            "GOD", "HANDOFF", "WORKFLOW", "STEP", "FROM", "AGE", "ACK", "SUMMARY",
-        ])
-        .style(theme.header()),
-    )
-    .row_highlight_style(theme.selected())
-    .block(block(title, theme));
-    let mut state = TableState::default().with_selected(Some(rel));
-    frame.render_stateful_widget(table, bottom, &mut state);
+        super::highlight(app, rel),
+        theme,
+    );
 }
+
+/// The per-god summary's columns.
+const SUMMARY: [Col; 5] = [
+    Col::new("GOD", 8, 24).keep(),
+    Col::new("COUNT", 5, 7),
+    Col::new("OLDEST", 6, 19),
+    Col::new("UNACKED", 7, 9),
+    Col::new("", 10, 40).flex(),
+];
+
+/// The dispatch table's columns: the summary takes the room left over; FROM and AGE go first when
+/// it is narrow, before a handoff id is cut.
+const DISPATCHES: [Col; 8] = [
+    Col::new("GOD", 6, 16),
+    Col::new("HANDOFF", 10, 32).keep(),
+    Col::new("WORKFLOW", 10, 40),
+    Col::new("STEP", 6, 24),
+    Col::new("FROM", 6, 16).hide(2),
+    Col::new("AGE", 6, 19).hide(1),
+    Col::new("ACK", 6, 20),
+    Col::new("SUMMARY", 10, 200).flex(),
+];
 
 fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, theme: &Theme) {
     let st = app.pane_state();

@@ -1,9 +1,8 @@
 //! Pane 4: file locks of every track: holder, acquired, time left or expired.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Row, Table, TableState};
 
 use crate::console::action::Pane;
 use crate::console::app::App;
@@ -13,7 +12,8 @@ use crate::console::theme::Theme;
 use crate::engine::store::time::relative;
 use crate::live::snapshot::short_duration;
 
-use super::{block, empty, kv, window};
+use super::table::{self, Col};
+use super::{empty, kv, window};
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let filter = app.filter(Pane::Locks);
@@ -24,6 +24,9 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     let sel = app.selected(Pane::Locks);
     let now = app.now;
+    if super::gone_detail(frame, area, app, theme) {
+        return;
+    }
     if app.pane_state().detail {
         let (track, l) = rows[sel];
         let mut lines = vec![
@@ -81,40 +84,45 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     let height = area.height.saturating_sub(3) as usize;
     let (first, rel) = window(sel, rows.len(), height);
-    let body = rows.iter().skip(first).take(height).map(|(track, l)| {
-        let left = match l.expires() {
-            Some(t) if t <= now => {
-                Span::styled(format!("✗ EXPIRED {}", relative(t, now)), theme.alert())
-            }
-            Some(t) => Span::styled(format!("◷ {} left", short_duration(t - now)), theme.ok()),
-            None => Span::styled("∞ no expiry", theme.dim()),
-        };
-        Row::new(vec![
-            Line::styled(track.to_string(), theme.dim()),
-            Line::raw(l.path.clone()),
-            Line::raw(l.worker_id.clone().unwrap_or_else(|| "-".into())),
-            Line::raw(l.lock_type.clone().unwrap_or_else(|| "exclusive".into())),
-            Line::raw(when(l.acquired_at.as_deref(), now, app.absolute_times)),
-            Line::from(left),
-        ])
-    });
-    let table = Table::new(
+    let body = rows
+        .iter()
+        .skip(first)
+        .take(height)
+        .map(|(track, l)| {
+            let left = match l.expires() {
+                Some(t) if t <= now => {
+                    Span::styled(format!("✗ EXPIRED {}", relative(t, now)), theme.alert())
+                }
+                Some(t) => Span::styled(format!("◷ {} left", short_duration(t - now)), theme.ok()),
+                None => Span::styled("∞ no expiry", theme.dim()),
+            };
+            vec![
+                Line::styled(track.to_string(), theme.dim()),
+                Line::raw(l.path.clone()),
+                Line::raw(l.worker_id.clone().unwrap_or_else(|| "-".into())),
+                Line::raw(l.lock_type.clone().unwrap_or_else(|| "exclusive".into())),
+                Line::raw(when(l.acquired_at.as_deref(), now, app.absolute_times)),
+                Line::from(left),
+            ]
+        })
+        .collect();
+    table::draw(
+        frame,
+        area,
+        title,
+        &COLUMNS,
         body,
-        [
-            Constraint::Length(26),
-            Constraint::Min(24),
-            Constraint::Length(28),
-            Constraint::Length(10),
-            Constraint::Length(10),
-            Constraint::Length(22),
-        ],
-    )
-    .header(
-        Row::new(["TRACK", "PATH", "HOLDER", "TYPE", "ACQUIRED", "TIME LEFT"])
-            .style(theme.header()),
-    )
-    .row_highlight_style(theme.selected())
-    .block(block(title, theme));
-    let mut state = TableState::default().with_selected(Some(rel));
-    frame.render_stateful_widget(table, area, &mut state);
+        super::highlight(app, rel),
+        theme,
+    );
 }
+
+/// The table's columns: the path is the lock's identity, cut last.
+const COLUMNS: [Col; 6] = [
+    Col::new("TRACK", 8, 32).hide(1),
+    Col::new("PATH", 12, 90).keep(),
+    Col::new("HOLDER", 8, 36),
+    Col::new("TYPE", 6, 10).hide(2),
+    Col::new("ACQUIRED", 6, 19).hide(3),
+    Col::new("TIME LEFT", 10, 24),
+];

@@ -15,6 +15,7 @@ mod bus;
 mod dialogs;
 mod inboxes;
 mod locks;
+mod table;
 mod workers;
 mod workflows;
 
@@ -231,6 +232,29 @@ pub(crate) fn window(selected: usize, len: usize, height: usize) -> (usize, usiz
         .saturating_sub(height - 1)
         .min(len.saturating_sub(height.min(len)));
     (first, selected - first)
+}
+
+/// The row to highlight: none while the selected record has gone away (see `PaneState::gone`).
+pub(crate) fn highlight(app: &App, rel: usize) -> Option<usize> {
+    app.pane_state().gone.is_none().then_some(rel)
+}
+
+/// In a detail view whose record went away, says so instead of showing a neighbour (true: drawn).
+pub(crate) fn gone_detail(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) -> bool {
+    let st = app.pane_state();
+    let Some(k) = st.gone.as_deref().filter(|_| st.detail) else {
+        return false;
+    };
+    let lines = vec![
+        Line::styled(format!("{k} is no longer here."), theme.warn()),
+        Line::styled(
+            "It was acted on or removed while you were looking (by a god, another console or the CLI).",
+            theme.dim(),
+        ),
+        Line::styled("Esc goes back to the list.", theme.dim()),
+    ];
+    detail(frame, area, format!(" {k} · gone "), lines, 0, theme);
+    true
 }
 
 /// Cuts `s` to at most `n` characters, with an ellipsis.

@@ -3,15 +3,17 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Row, Table, TableState, Wrap};
+use ratatui::widgets::{Paragraph, Wrap};
 
 use crate::console::action::Pane;
 use crate::console::app::App;
 use crate::console::items;
 use crate::console::preview::when;
 use crate::console::theme::Theme;
+use crate::live::snapshot::short_duration;
 
-use super::{block, empty, kv, trunc, window};
+use super::table::{self, Col};
+use super::{block, empty, kv, window};
 
 /// A text progress bar: `█████░░░░░  50%`.
 pub(crate) fn gauge(pct: Option<f64>, width: usize) -> String {
@@ -30,6 +32,15 @@ pub(crate) fn gauge(pct: Option<f64>, width: usize) -> String {
     }
 }
 
+/// A staleness threshold as the operator reads it: `6s`, `2m`, `500ms`.
+fn threshold(t: chrono::Duration) -> String {
+    if t < chrono::Duration::seconds(1) {
+        format!("{}ms", t.num_milliseconds())
+    } else {
+        short_duration(t)
+    }
+}
+
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let snap = &app.snapshot;
     let cycles: Vec<(String, String)> = snap
@@ -40,7 +51,15 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let area = if cycles.is_empty() {
         area
     } else {
-        let h = (cycles.len() as u16 + 2).min(area.height / 3).max(3);
+        // Chains wrap: count the rows they take.
+        let inner = area.width.saturating_sub(2).max(1) as usize;
+        let rows: usize = cycles
+            .iter()
+            .map(|(t, c)| {
+                (format!("▲ DEADLOCK {t}: ").chars().count() + c.chars().count()).div_ceil(inner)
+            })
+            .sum();
+        let h = (rows as u16 + 2).min(area.height / 3).max(3);
         let [top, rest] = Layout::vertical([Constraint::Length(h), Constraint::Min(3)]).areas(area);
         let lines: Vec<Line> = cycles
             .iter()
@@ -63,7 +82,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let rows = items::workers(snap, &filter);
     let now = app.now;
     let stale = rows.iter().filter(|(_, w)| w.is_stale(now)).count();
-    let title = format!(" 5 Workers ({}, {stale} stale) ", rows.len());
+    let title = match snap.stale_after {
+        Some(t) => format!(
+            " 5 Workers ({}, {stale} stale · stale after {}) ",
+            rows.len(),
+            threshold(t)
+        ),
+        None => format!(" 5 Workers ({}, {stale} stale) ", rows.len()),
+    };
     if rows.is_empty() {
         return empty(
             frame,
@@ -74,6 +100,9 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         );
     }
     let sel = app.selected(Pane::Workers);
+    if super::gone_detail(frame, area, app, theme) {
+        return;
+    }
     if app.pane_state().detail {
         let (track, w) = rows[sel];
         let mut lines = vec![
@@ -112,7 +141,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         if w.is_stale(now) {
             lines.push(kv(
                 "STALE",
-                "silent for more than 10 minutes",
+                format!(
+                    "silent for more than {}",
+                    snap.stale_after
+                        .map(threshold)
+                        .unwrap_or_else(|| "10 minutes".into())
+                ),
                 theme.alert(),
                 theme,
             ));
@@ -136,49 +170,52 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     let height = area.height.saturating_sub(3) as usize;
     let (first, rel) = window(sel, rows.len(), height);
-    let body = rows.iter().skip(first).take(height).map(|(track, w)| {
-        let status = w.status.to_string();
-        let (style, g) = theme.worker_status(&status);
-        let is_stale = w.is_stale(now);
-        Row::new(vec![
-            Line::styled(trunc(track, 24), theme.dim()),
-            Line::raw(trunc(&w.worker_id, 28)),
-            Line::styled(format!("{g} {status}"), style),
-            Line::styled(gauge(w.progress(), 10), theme.info()),
-            Line::raw(w.task_id.clone().unwrap_or_else(|| "-".into())),
-            Line::raw(trunc(w.current_subtask.as_deref().unwrap_or(""), 30)),
-            Line::styled(
-                when(w.last_heartbeat.as_deref(), now, app.absolute_times),
-                if is_stale {
-                    theme.alert()
-                } else {
-                    theme.base()
-                },
-            ),
-            Line::styled(if is_stale { "▲ STALE" } else { "" }, theme.alert()),
-        ])
-    });
-    let table = Table::new(
+    let body = rows
+        .iter()
+        .skip(first)
+        .take(height)
+        .map(|(track, w)| {
+            let status = w.status.to_string();
+            let (style, g) = theme.worker_status(&status);
+            let is_stale = w.is_stale(now);
+            vec![
+                Line::styled(track.to_string(), theme.dim()),
+                Line::raw(w.worker_id.clone()),
+                Line::styled(format!("{g} {status}"), style),
+                Line::styled(gauge(w.progress(), 10), theme.info()),
+                Line::raw(w.task_id.clone().unwrap_or_else(|| "-".into())),
+                Line::raw(w.current_subtask.clone().unwrap_or_default()),
+                Line::styled(
+                    when(w.last_heartbeat.as_deref(), now, app.absolute_times),
+                    if is_stale {
+                        theme.alert()
+                    } else {
+                        theme.base()
+                    },
+                ),
+                Line::styled(if is_stale { "▲ STALE" } else { "" }, theme.alert()),
+            ]
+        })
+        .collect();
+    table::draw(
+        frame,
+        area,
+        title,
+        &COLUMNS,
         body,
-        [
-            Constraint::Length(24),
-            Constraint::Length(28),
-            Constraint::Length(11),
-            Constraint::Length(16),
-            Constraint::Length(6),
-            Constraint::Min(10),
-            Constraint::Length(10),
-            Constraint::Length(8),
-        ],
-    )
-    .header(
-        Row::new([
-            "TRACK", "WORKER", "STATUS", "PROGRESS", "TASK", "SUBTASK", "BEAT", "",
-        ])
-        .style(theme.header()),
-    )
-    .row_highlight_style(theme.selected())
-    .block(block(title, theme));
-    let mut state = TableState::default().with_selected(Some(rel));
-    frame.render_stateful_widget(table, area, &mut state);
+        super::highlight(app, rel),
+        theme,
+    );
 }
+
+/// The table's columns: the subtask takes the room left over; TRACK goes first when it is narrow.
+const COLUMNS: [Col; 8] = [
+    Col::new("TRACK", 8, 32).hide(1),
+    Col::new("WORKER", 10, 36).keep(),
+    Col::new("STATUS", 10, 12),
+    Col::new("PROGRESS", 15, 15).hide(2),
+    Col::new("TASK", 6, 20),
+    Col::new("SUBTASK", 10, 80).flex(),
+    Col::new("BEAT", 6, 19),
+    Col::new("", 7, 7),
+];

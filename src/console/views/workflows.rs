@@ -1,9 +1,8 @@
 //! Pane 1: workflows, with step history, context bag, acks and gates on Enter, raw state on `y`.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Row, Table, TableState};
 
 use crate::console::action::Pane;
 use crate::console::app::App;
@@ -12,7 +11,8 @@ use crate::console::preview::when;
 use crate::console::theme::Theme;
 use crate::live::snapshot::WorkflowView;
 
-use super::{block, detail, empty, json_lines, kv, section, trunc, window};
+use super::table::{self, Col};
+use super::{detail, empty, json_lines, kv, section, trunc, window};
 
 /// The ack column of a workflow: the waiting dispatch's state, else the latest ack.
 pub(crate) fn ack_state(w: &WorkflowView) -> String {
@@ -43,93 +43,79 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         return empty(frame, area, title, text, theme);
     }
     let sel = app.selected(Pane::Workflows);
+    if super::gone_detail(frame, area, app, theme) {
+        return;
+    }
     if st.detail {
         return draw_detail(frame, area, app, rows[sel], theme);
     }
     let height = area.height.saturating_sub(3) as usize;
     let (first, rel) = window(sel, rows.len(), height);
     let now = app.now;
-    let table_rows = rows.iter().skip(first).take(height).map(|w| {
-        let s = &w.state;
-        let status = s.status.to_string();
-        let (sstyle, glyph) = theme.workflow_status(&status);
-        let ack = ack_state(w);
-        let (astyle, aglyph) = theme.ack_status(&ack);
-        let overdue = app.snapshot.overdue(w, now);
-        let age = when(
-            s.created.as_deref().or(s.updated.as_deref()),
-            now,
-            app.absolute_times,
-        );
-        let mut flag = Span::raw("");
-        if let Some(why) = &overdue {
-            flag = Span::styled(format!("▲ OVERDUE {why}"), theme.alert());
-        } else if w.warning.is_some() {
-            flag = Span::styled("⚠ file changed, showing last good", theme.warn());
-        }
-        Row::new(vec![
-            Line::from(Span::styled(
-                w.id.clone(),
-                if overdue.is_some() {
-                    theme.alert()
-                } else {
-                    theme.base()
-                },
-            )),
-            Line::from(s.definition_id.clone().unwrap_or_else(|| "-".into())),
-            Line::from(Span::styled(format!("{glyph} {status}"), sstyle)),
-            Line::from(s.current_step.clone().unwrap_or_else(|| "-".into())),
-            Line::from(s.dispatched_to.clone().unwrap_or_else(|| "-".into())),
-            Line::from(age),
-            Line::from(Span::styled(format!("{aglyph} {ack}"), astyle)),
-            Line::from(flag),
-        ])
-    });
-    // Narrow terminals drop DEFINITION and AGE (both are in the detail view) so ids stay whole.
-    let wide = area.width >= 120;
-    let widths: Vec<Constraint> = if wide {
-        vec![
-            Constraint::Length(22),
-            Constraint::Length(18),
-            Constraint::Length(20),
-            Constraint::Length(14),
-            Constraint::Length(12),
-            Constraint::Length(9),
-            Constraint::Length(12),
-            Constraint::Min(10),
-        ]
-    } else {
-        vec![
-            Constraint::Min(15),
-            Constraint::Length(0),
-            Constraint::Length(18),
-            Constraint::Length(13),
-            Constraint::Length(11),
-            Constraint::Length(0),
-            Constraint::Length(11),
-            Constraint::Length(10),
-        ]
-    };
-    let table = Table::new(table_rows, widths)
-        .column_spacing(u16::from(wide))
-        .header(
-            Row::new([
-                "WORKFLOW",
-                "DEFINITION",
-                "STATUS",
-                "STEP",
-                "GOD",
-                "AGE",
-                "ACK",
-                "",
-            ])
-            .style(theme.header()),
-        )
-        .row_highlight_style(theme.selected())
-        .block(block(title, theme));
-    let mut state = TableState::default().with_selected(Some(rel));
-    frame.render_stateful_widget(table, area, &mut state);
+    let body = rows
+        .iter()
+        .skip(first)
+        .take(height)
+        .map(|w| {
+            let s = &w.state;
+            let status = s.status.to_string();
+            let (sstyle, glyph) = theme.workflow_status(&status);
+            let ack = ack_state(w);
+            let (astyle, aglyph) = theme.ack_status(&ack);
+            let overdue = app.snapshot.overdue(w, now);
+            let age = when(
+                s.created.as_deref().or(s.updated.as_deref()),
+                now,
+                app.absolute_times,
+            );
+            let mut flag = Span::raw("");
+            if let Some(why) = &overdue {
+                flag = Span::styled(format!("▲ OVERDUE {why}"), theme.alert());
+            } else if w.warning.is_some() {
+                flag = Span::styled("⚠ file changed, showing last good", theme.warn());
+            }
+            vec![
+                Line::from(Span::styled(
+                    w.id.clone(),
+                    if overdue.is_some() {
+                        theme.alert()
+                    } else {
+                        theme.base()
+                    },
+                )),
+                Line::from(s.definition_id.clone().unwrap_or_else(|| "-".into())),
+                Line::from(Span::styled(format!("{glyph} {status}"), sstyle)),
+                Line::from(s.current_step.clone().unwrap_or_else(|| "-".into())),
+                Line::from(s.dispatched_to.clone().unwrap_or_else(|| "-".into())),
+                Line::from(age),
+                Line::from(Span::styled(format!("{aglyph} {ack}"), astyle)),
+                Line::from(flag),
+            ]
+        })
+        .collect();
+    table::draw(
+        frame,
+        area,
+        title,
+        &COLUMNS,
+        body,
+        super::highlight(app, rel),
+        theme,
+    );
 }
+
+/// The table's columns; narrow terminals hide AGE, then DEFINITION (both are in the detail view)
+/// before they cut a workflow id.
+const COLUMNS: [Col; 8] = [
+    Col::new("WORKFLOW", 12, 48).keep(),
+    Col::new("DEFINITION", 10, 32).hide(2),
+    Col::new("STATUS", 12, 22),
+    Col::new("STEP", 6, 24),
+    Col::new("GOD", 6, 16),
+    Col::new("AGE", 6, 19).hide(1),
+    Col::new("ACK", 8, 14),
+    Col::new("", 12, 80).flex(),
+];
 
 fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme: &Theme) {
     let st = app.pane_state();
