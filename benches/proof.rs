@@ -30,11 +30,13 @@ fn main() {
     let mode = args.first().map(String::as_str).unwrap_or("all");
     match mode {
         "writer" => writer(&args[1], args[2].parse().unwrap(), &args[3]),
+        "batchwriter" => batch_writer(&args[1], args[2].parse().unwrap(), &args[3]),
         "lockworker" => lock_worker(&args[1], args[2].parse().unwrap(), &args[3]),
         "open" => open_child(&args[1]),
         "idle" => idle_child(&args[1], args[2].parse().unwrap()),
         "soak" => soak(args.get(1).and_then(|s| s.parse().ok()).unwrap_or(60)),
         "goals" => goals(),
+        "appends" => appends(),
         "render" => render(Path::new(&args[1]), Path::new(&args[2])),
         "all" => {
             goals();
@@ -148,6 +150,21 @@ fn writer(root: &str, secs: f64, source: &str) {
         )
         .unwrap();
         n += 1;
+    }
+    println!("{n}");
+}
+
+/// Posts in batches of 1,000 (what `bus post --count`/`--stdin` does) until `secs` have passed.
+fn batch_writer(root: &str, secs: f64, source: &str) {
+    let bus = Bus::open(&Root::at(root), "soak").unwrap();
+    let end = Instant::now() + Duration::from_secs_f64(secs);
+    let mut n = 0u64;
+    while Instant::now() < end {
+        let payload = json!({"task_id": source, "progress_pct": n % 100, "n": n});
+        n += bus
+            .post_repeated("PROGRESS", source, payload, 1000)
+            .unwrap()
+            .0 as u64;
     }
     println!("{n}");
 }
@@ -377,63 +394,13 @@ fn python_seed() -> PathBuf {
 fn appends() {
     let secs = 3.0;
     for writers in [1usize, 8] {
-        let (d, root) = temp_root();
-        Bus::open(&root, "soak").unwrap().init().unwrap();
-        let t0 = Instant::now();
-        let kids: Vec<_> = (0..writers)
-            .map(|i| {
-                Command::new(self_exe())
-                    .args([
-                        "writer",
-                        &d.path().to_string_lossy(),
-                        &secs.to_string(),
-                        &format!("w{i}"),
-                    ])
-                    .stdout(Stdio::piped())
-                    .spawn()
-                    .unwrap()
-            })
-            .collect();
-        let total: u64 = kids
-            .into_iter()
-            .map(|k| {
-                String::from_utf8_lossy(&k.wait_with_output().unwrap().stdout)
-                    .trim()
-                    .parse::<u64>()
-                    .unwrap()
-            })
-            .sum();
-        let ours = total as f64 / t0.elapsed().as_secs_f64();
+        let ours = writer_processes("writer", writers, secs);
+        let batched = writer_processes("batchwriter", writers, secs);
         // Raw floor: the same number of threads, O_APPEND, one write per line, no lock.
-        let rawdir = tempfile::tempdir().unwrap();
-        let path = rawdir.path().join("raw.jsonl");
-        let line = format!(
-            "{}\n",
-            json!({"id": "msg-00000000-0000-0000-0000-000000000000", "type": "PROGRESS", "source": "w0",
-            "timestamp": "2026-06-14T10:30:00.123456Z", "payload": {"task_id": "w0", "progress_pct": 1, "n": 1}})
-        );
-        let t0 = Instant::now();
-        let counts: Vec<_> = (0..writers)
-            .map(|_| {
-                let (path, line) = (path.clone(), line.clone());
-                std::thread::spawn(move || {
-                    let mut f = std::fs::OpenOptions::new()
-                        .create(true)
-                        .append(true)
-                        .open(path)
-                        .unwrap();
-                    let end = Instant::now() + Duration::from_secs_f64(secs);
-                    let mut n = 0u64;
-                    while Instant::now() < end {
-                        f.write_all(line.as_bytes()).unwrap();
-                        n += 1;
-                    }
-                    n
-                })
-            })
-            .collect();
-        let raw_total: u64 = counts.into_iter().map(|h| h.join().unwrap()).sum();
-        let raw = raw_total as f64 / t0.elapsed().as_secs_f64();
+        let raw = floor_loop(writers, secs, false);
+        // What the contract's per-line flock costs by itself: the same loop, each line written under
+        // flock with the fstat a torn-line check needs, no JSON, no id, no time.
+        let locked = floor_loop(writers, secs, true);
         // The seed's Python post_message (flock + append per call), same number of processes.
         let pydir = tempfile::tempdir().unwrap();
         let per = 4000 / writers;
@@ -466,6 +433,36 @@ fn appends() {
             "",
         );
         bench(
+            &format!("append_{writers}_writer_batched"),
+            3,
+            "appends/s posting a stream in batches (`bus post --count/--stdin`: whole lines, one write per 64 KiB chunk under one flock)",
+            batched,
+            "msgs/s",
+            Some((raw, "raw O_APPEND write loop (Rust, no lock)")),
+            Some(batched >= 0.5 * raw),
+            "",
+        );
+        bench(
+            &format!("append_{writers}_writer_vs_locked_floor"),
+            3,
+            "appends/s next to a bare flock + fstat + write + unlock loop (what the per-line lock alone allows)",
+            ours,
+            "msgs/s",
+            Some((locked, "flock+fstat+write+unlock loop (Rust, same line)")),
+            None,
+            "",
+        );
+        bench(
+            &format!("locked_floor_{writers}_writer_vs_raw"),
+            3,
+            "the bare locked loop itself next to the raw loop: the ceiling of any per-message post that takes the lock",
+            locked,
+            "msgs/s",
+            Some((raw, "raw O_APPEND write loop (Rust, no lock)")),
+            None,
+            "",
+        );
+        bench(
             &format!("append_{writers}_writer_vs_python"),
             3,
             "appends/s faster than the seed's Python post_message",
@@ -476,6 +473,98 @@ fn appends() {
             "",
         );
     }
+}
+
+/// Runs `writers` child processes in `mode` (`writer` or `batchwriter`) on one fresh bus for `secs`;
+/// messages per second over all of them.
+fn writer_processes(mode: &str, writers: usize, secs: f64) -> f64 {
+    let (d, root) = temp_root();
+    Bus::open(&root, "soak").unwrap().init().unwrap();
+    let t0 = Instant::now();
+    let kids: Vec<_> = (0..writers)
+        .map(|i| {
+            Command::new(self_exe())
+                .args([
+                    mode,
+                    &d.path().to_string_lossy(),
+                    &secs.to_string(),
+                    &format!("w{i}"),
+                ])
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let total: u64 = kids
+        .into_iter()
+        .map(|k| {
+            String::from_utf8_lossy(&k.wait_with_output().unwrap().stdout)
+                .trim()
+                .parse::<u64>()
+                .unwrap()
+        })
+        .sum();
+    let rate = total as f64 / t0.elapsed().as_secs_f64();
+    let lines = newlines(&Bus::open(&root, "soak").unwrap().queue_path());
+    assert_eq!(lines, total, "every message posted is one line");
+    rate
+}
+
+/// Counts the lines of a (possibly big) file in 1 MiB reads.
+fn newlines(path: &Path) -> u64 {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut n = 0u64;
+    loop {
+        let got = f.read(&mut buf).unwrap();
+        if got == 0 {
+            return n;
+        }
+        n += buf[..got].iter().filter(|&&b| b == b'\n').count() as u64;
+    }
+}
+
+/// `writers` threads appending the same envelope-sized line for `secs`, each with its own descriptor;
+/// `locked` takes the queue's flock around each line as a post does (with the fstat its torn-line
+/// check needs). Lines per second over all threads.
+fn floor_loop(writers: usize, secs: f64, locked: bool) -> f64 {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("floor.jsonl");
+    let line = format!(
+        "{}\n",
+        json!({"id": "msg-00000000-0000-0000-0000-000000000000", "type": "PROGRESS", "source": "w0",
+        "timestamp": "2026-06-14T10:30:00.123456Z", "payload": {"task_id": "w0", "progress_pct": 1, "n": 1}})
+    );
+    let t0 = Instant::now();
+    let counts: Vec<_> = (0..writers)
+        .map(|_| {
+            let (path, line) = (path.clone(), line.clone());
+            std::thread::spawn(move || {
+                let mut f = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .unwrap();
+                let end = Instant::now() + Duration::from_secs_f64(secs);
+                let mut n = 0u64;
+                while Instant::now() < end {
+                    if locked {
+                        f.lock().unwrap();
+                        std::hint::black_box(f.metadata().unwrap().len());
+                    }
+                    f.write_all(line.as_bytes()).unwrap();
+                    if locked {
+                        f.unlock().unwrap();
+                    }
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let total: u64 = counts.into_iter().map(|h| h.join().unwrap()).sum();
+    total as f64 / t0.elapsed().as_secs_f64()
 }
 
 /// Issue 3: lock acquire/release cycles per second with 8 contending processes.

@@ -87,6 +87,14 @@ impl Bus {
             let _q = FileLock::exclusive(&queue)?;
             archived_bytes = std::fs::metadata(&queue).map(|m| m.len()).unwrap_or(0);
             rename_durable(&queue, &target)?;
+            // Mark the archive read-only while still holding the lock: a writer that opened the queue
+            // before the rename and locks it next sees the mark and goes back to the name (see
+            // `queue::QueueWriter`). Only a file we do not own refuses this; the writer's check of the
+            // name before locking then remains.
+            use std::os::unix::fs::PermissionsExt;
+            let _ = _q
+                .file()
+                .set_permissions(std::fs::Permissions::from_mode(0o444));
         }
         let mut removed = Vec::new();
         for p in [self.locks_path(), self.workers_path()] {

@@ -6,6 +6,7 @@
 //! [`archive`]. [`model`] holds the tolerant record types all of them read.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -35,11 +36,16 @@ pub use model::{
 pub const OPERATOR: &str = "operator";
 
 /// One track's message bus: `conductor/tracks/{track}/.message-bus/`.
+///
+/// The handle keeps `queue.jsonl` open once something was posted, so a long-lived process (the
+/// demo, the MCP server, a god posting progress) pays one lock and one write per message, not an
+/// open and a close. Clones share that writer.
 #[derive(Debug, Clone)]
 pub struct Bus {
     pub root: Root,
     pub track: TrackName,
     pub dir: PathBuf,
+    writer: Arc<Mutex<Option<queue::QueueWriter>>>,
 }
 
 /// What `bus init` did.
@@ -59,6 +65,7 @@ impl Bus {
             dir: root.bus_dir(&track),
             root: root.clone(),
             track,
+            writer: Arc::default(),
         })
     }
 
@@ -146,11 +153,32 @@ impl Bus {
 
     /// Posts a message: appends the envelope under the queue's flock and touches its events.
     pub fn post(&self, kind: &str, source: &str, payload: Value) -> Result<Envelope> {
-        self.require()?;
-        let env = queue::envelope(kind, source, payload)?;
-        queue::append(&self.queue_path(), &env)?;
+        let env = {
+            let mut slot = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+            if slot.is_none() {
+                self.require()?;
+            }
+            let env = queue::envelope(kind, source, payload)?;
+            self.append_with(&mut slot, &queue::line_of(&env))?;
+            env
+        };
         events::touch_for(&self.events_dir(), &env)?;
         Ok(env)
+    }
+
+    /// Appends whole lines through the handle's writer, opening it first when needed. A failed append
+    /// drops the writer, so the next post checks the bus again from scratch.
+    fn append_with(&self, slot: &mut Option<queue::QueueWriter>, lines: &[u8]) -> Result<()> {
+        let writer = match slot {
+            Some(w) => w,
+            None => slot.insert(queue::QueueWriter::open_in_place(&self.queue_path())?),
+        };
+        let result = writer.append_line(lines);
+        if result.is_err() {
+            *slot = None;
+            self.require()?;
+        }
+        result
     }
 
     /// Posts many messages from one process. Every item is checked before anything is written; then
@@ -165,7 +193,7 @@ impl Bus {
             .into_iter()
             .map(|(kind, source, payload)| queue::envelope(&kind, &source, payload))
             .collect::<Result<Vec<_>>>()?;
-        let mut w = queue::QueueWriter::open(&self.queue_path())?;
+        let mut slot = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let mut chunk = Vec::with_capacity(queue::BATCH_BYTES);
         let mut pending = 0..0;
         for (i, env) in envs.iter().enumerate() {
@@ -173,7 +201,7 @@ impl Bus {
             chunk.push(b'\n');
             pending.end = i + 1;
             if chunk.len() >= queue::BATCH_BYTES || i + 1 == envs.len() {
-                w.append_line(&chunk)?;
+                self.append_with(&mut slot, &chunk)?;
                 chunk.clear();
                 for env in &envs[pending.clone()] {
                     events::touch_for(&self.events_dir(), env)?;
@@ -209,7 +237,7 @@ impl Bus {
             "\",\"payload\":{}}}\n",
             serde_json::to_string(&template.payload).expect("JSON values serialise")
         );
-        let mut w = queue::QueueWriter::open(&self.queue_path())?;
+        let mut slot = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let mut chunk = Vec::with_capacity(queue::BATCH_BYTES + 1024);
         let (mut first, mut last) = (None, String::new());
         for i in 0..count {
@@ -225,7 +253,7 @@ impl Bus {
             }
             last = id;
             if chunk.len() >= queue::BATCH_BYTES || i + 1 == count {
-                w.append_line(&chunk)?;
+                self.append_with(&mut slot, &chunk)?;
                 chunk.clear();
                 // Every message names the same event files; the last one written wins, as it would
                 // one message at a time.
@@ -379,6 +407,89 @@ mod tests {
             3001
         );
         assert_eq!(one.kind, "TASK_COMPLETE");
+    }
+
+    fn ids_in(path: &Path) -> Vec<String> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| Envelope::parse_line(l.as_bytes()).unwrap().id)
+            .collect()
+    }
+
+    #[test]
+    fn a_kept_writer_follows_the_name_through_archive_rename_and_delete() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = Bus::open(&Root::at(dir.path()), "t").unwrap();
+        bus.init().unwrap();
+        let post = |n: u64| {
+            bus.post("PROGRESS", "w", serde_json::json!({ "n": n }))
+                .unwrap()
+                .id
+        };
+        let before = post(1);
+        // Our archive moves the queue away while the handle holds it open.
+        let archived = bus.archive("one", false).unwrap().archive;
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&archived).unwrap().permissions().mode();
+        assert_eq!(mode & 0o222, 0, "the archive is marked read-only");
+        let after_archive = post(2);
+        assert_eq!(ids_in(&archived), vec![before]);
+        assert_eq!(ids_in(&bus.queue_path()), vec![after_archive.clone()]);
+        // A foreign rename of the live queue, then a deletion: each post lands under the name.
+        let moved = bus.dir.join("moved.jsonl");
+        std::fs::rename(bus.queue_path(), &moved).unwrap();
+        let after_rename = post(3);
+        assert_eq!(ids_in(&moved), vec![after_archive]);
+        assert_eq!(ids_in(&bus.queue_path()), vec![after_rename]);
+        std::fs::remove_file(bus.queue_path()).unwrap();
+        let after_delete = post(4);
+        assert_eq!(ids_in(&bus.queue_path()), vec![after_delete]);
+    }
+
+    #[test]
+    fn a_kept_writer_whose_bus_is_gone_refuses_without_recreating_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = Bus::open(&Root::at(dir.path()), "t").unwrap();
+        bus.init().unwrap();
+        bus.post("PROGRESS", "w", Value::Null).unwrap();
+        std::fs::remove_dir_all(&bus.dir).unwrap();
+        let err = bus.post("PROGRESS", "w", Value::Null).unwrap_err();
+        assert!(err.to_string().contains("bus --track t init"), "{err}");
+        assert!(!bus.dir.exists());
+        // Once initialised again, the same handle posts again.
+        bus.init().unwrap();
+        let id = bus.post("PROGRESS", "w", Value::Null).unwrap().id;
+        assert_eq!(ids_in(&bus.queue_path()), vec![id]);
+    }
+
+    #[test]
+    fn threads_sharing_a_handle_write_whole_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = Bus::open(&Root::at(dir.path()), "t").unwrap();
+        bus.init().unwrap();
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let bus = bus.clone();
+                s.spawn(move || {
+                    for n in 0..500 {
+                        bus.post("PROGRESS", &format!("w{t}"), serde_json::json!({ "n": n }))
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        let all = bus.read(&queue::Filter::default(), None).unwrap();
+        assert_eq!((all.count, all.skipped), (2000, 0));
+        for t in 0..4 {
+            let mine: Vec<u64> = all
+                .messages
+                .iter()
+                .filter(|m| m.source == format!("w{t}"))
+                .map(|m| m.payload["n"].as_u64().unwrap())
+                .collect();
+            assert_eq!(mine, (0..500).collect::<Vec<_>>(), "w{t}'s posts in order");
+        }
     }
 
     #[test]

@@ -66,67 +66,105 @@ pub fn envelope(kind: &str, source: &str, payload: Value) -> Result<Envelope> {
 /// Largest chunk of whole lines a batch writes under one hold of the queue's flock.
 pub const BATCH_BYTES: usize = 64 * 1024;
 
-/// An open `queue.jsonl` for appending many lines (one flock per line, the file opened once).
+/// An open `queue.jsonl` for appending (one flock per append, the file opened once).
+///
+/// A writer may live long (a [`super::Bus`] keeps one), so every append first makes sure the name
+/// still leads to the file it holds: the queue may have been archived (renamed), replaced or deleted
+/// since. Before locking, `stat(path)` is compared with the held file (the same check a Python writer
+/// gets by opening by name); after locking, the held file's own `fstat` catches what happened in
+/// between: a deleted file has no links, and `bus archive` marks the file it moves away read-only
+/// while it holds the queue's lock. Either hint sends the writer back to the name.
 #[derive(Debug)]
 pub struct QueueWriter {
     path: PathBuf,
     file: File,
+    /// (device, inode) of `file`, fixed at open.
+    identity: (u64, u64),
     /// The file's length right after our last write (to skip the torn-line check when unchanged).
     end: Option<u64>,
+    /// Bound on waiting for the queue's flock (read from the environment once, at open).
+    timeout: std::time::Duration,
 }
 
-fn open_append(path: &Path) -> Result<File> {
+/// Opens `path` for appending (creating the file, not its directory, when missing).
+fn open_append(path: &Path) -> Result<(File, (u64, u64))> {
     crate::engine::store::atomic::confined_file(path)?;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    }
-    OpenOptions::new()
+    let file = OpenOptions::new()
         .create(true)
         .append(true)
         .read(true)
         .open(path)
-        .map_err(|e| Error::io(path, e))
+        .map_err(|e| Error::io(path, e))?;
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    Ok((file, (meta.dev(), meta.ino())))
 }
 
 impl QueueWriter {
-    /// Opens (creating if missing) the queue at `path`.
+    /// Opens (creating if missing, with its directory) the queue at `path`.
     pub fn open(path: &Path) -> Result<Self> {
+        crate::engine::store::atomic::confined_file(path)?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        }
+        Self::open_in_place(path)
+    }
+
+    /// Opens the queue at `path` in a directory that must exist (the file is created if missing).
+    pub fn open_in_place(path: &Path) -> Result<Self> {
+        let (file, identity) = open_append(path)?;
         Ok(Self {
             path: path.to_path_buf(),
-            file: open_append(path)?,
+            file,
+            identity,
             end: None,
+            timeout: lock_timeout(),
         })
     }
 
     /// Appends one envelope as one compact line.
     pub fn append(&mut self, env: &Envelope) -> Result<()> {
-        let mut line = serde_json::to_vec(env).expect("envelopes always serialise");
-        line.push(b'\n');
-        self.append_line(&line)
+        self.append_line(&line_of(env))
     }
 
     /// Appends `line` (which must end in `\n`; it may hold several whole lines) in one `write` under the
     /// queue's flock, fencing a torn last line.
     pub fn append_line(&mut self, line: &[u8]) -> Result<()> {
         debug_assert!(line.ends_with(b"\n"));
+        if !self.name_leads_here() {
+            self.reopen()?;
+        }
         let len = loop {
-            lock_file(&self.file, &self.path, lock_timeout())?;
-            // The queue may have been archived (renamed) since we opened it: follow the name.
-            let mine = self.file.metadata();
-            let same = match (std::fs::metadata(&self.path), &mine) {
-                (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
-                _ => false,
+            lock_file(&self.file, &self.path, self.timeout)?;
+            let meta = match self.file.metadata() {
+                Ok(m) => m,
+                Err(e) => {
+                    let _ = self.file.unlock();
+                    return Err(Error::io(&self.path, e));
+                }
             };
-            if same {
-                break mine.map_err(|e| Error::io(&self.path, e))?.len();
+            let moved_hint = meta.nlink() == 0 || meta.mode() & 0o222 == 0;
+            if !moved_hint || self.name_leads_here() {
+                break meta.len();
             }
             let _ = self.file.unlock();
-            self.file = open_append(&self.path)?;
-            self.end = None;
+            self.reopen()?;
         };
         let result = self.write_locked(line, len);
         let _ = self.file.unlock();
         result
+    }
+
+    /// True when `path` names the file this writer holds.
+    fn name_leads_here(&self) -> bool {
+        std::fs::metadata(&self.path).is_ok_and(|m| (m.dev(), m.ino()) == self.identity)
+    }
+
+    fn reopen(&mut self) -> Result<()> {
+        let (file, identity) = open_append(&self.path)?;
+        self.file = file;
+        self.identity = identity;
+        self.end = None;
+        Ok(())
     }
 
     fn write_locked(&mut self, line: &[u8], len: u64) -> Result<()> {
@@ -157,6 +195,14 @@ impl QueueWriter {
 /// Appends one envelope to the queue at `path`.
 pub fn append(path: &Path, env: &Envelope) -> Result<()> {
     QueueWriter::open(path)?.append(env)
+}
+
+/// One envelope as one compact line, newline included.
+pub fn line_of(env: &Envelope) -> Vec<u8> {
+    let mut line = Vec::with_capacity(256);
+    serde_json::to_writer(&mut line, env).expect("envelopes always serialise");
+    line.push(b'\n');
+    line
 }
 
 /// Which messages a read returns.

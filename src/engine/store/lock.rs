@@ -65,10 +65,18 @@ impl Drop for FileLock {
     }
 }
 
-/// Locks an already open file exclusively, waiting at most `timeout` with a short backoff.
+/// How many times a busy lock is retried after only yielding the CPU before the waiter starts to sleep.
+const YIELDS_BEFORE_SLEEP: u32 = 3;
+
+/// Locks an already open file exclusively, waiting at most `timeout`.
+///
+/// The wait is `try_lock` in a loop (a blocking `flock` cannot be bounded without signals): a few
+/// retries that only yield the CPU, which is enough when the holder is another process's one-line
+/// append and gives a descheduled holder the core it needs, then sleeps doubling from 50 us to 5 ms.
 pub fn lock_file(file: &File, path: &Path, timeout: Duration) -> Result<()> {
     let start = Instant::now();
     let mut pause = Duration::from_micros(50);
+    let mut tries = 0u32;
     loop {
         match file.try_lock() {
             Ok(()) => return Ok(()),
@@ -78,6 +86,11 @@ pub fn lock_file(file: &File, path: &Path, timeout: Duration) -> Result<()> {
                         path: path.to_path_buf(),
                         waited: timeout,
                     });
+                }
+                tries += 1;
+                if tries <= YIELDS_BEFORE_SLEEP {
+                    std::thread::yield_now();
+                    continue;
                 }
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_millis(5));
