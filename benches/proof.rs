@@ -870,7 +870,7 @@ fn render(input: &Path, out: &Path) {
         );
     }
     md += &format!(
-        "\n{} figures. Reproduce: `scripts/bench-report.sh` (about 10 minutes on 2 cores).\n",
+        "\n{} figures. Reproduce: `scripts/bench-report.sh` (a few minutes on 2 cores).\n",
         rows.len()
     );
     std::fs::write(out, md).unwrap();

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates BENCHMARKS.md: runs every bench program that prints `BENCH {json}` lines (the proof
 # bench measures each performance goal of issues 2, 3, 4 and 7 next to its baseline; the area benches
-# add theirs), then renders the table. One command, about 10-15 minutes on 2 cores.
+# add theirs), then renders the table. One command, a few minutes on 2 cores (2.5 measured).
 #   scripts/bench-report.sh            full run (1 GB queue, 60 s soak)
 #   QUICK=1 scripts/bench-report.sh    smoke run (64 MB queue, 10 s soak), writes BENCHMARKS.quick.md
 set -euo pipefail
