@@ -66,19 +66,32 @@ pub struct Confirm {
 #[derive(Debug, Clone)]
 pub enum PromptFor {
     Ack {
-        god: GodName,
-        handoff_id: HandoffId,
-        workflow_id: Option<WorkflowId>,
+        target: AckTarget,
         status: AckChoice,
+        stage: AckStage,
     },
     RejectHeld(HandoffId),
     Abort(WorkflowId),
 }
 
+/// Which question of an ack the prompt asks; earlier answers ride along.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AckStage {
+    /// The message (reason, summary).
+    Message,
+    /// The ETA of a `pending` ack.
+    Eta { message: Option<String> },
+    /// The gates a `completed` ack asserts, when the step declares some.
+    Gates {
+        message: Option<String>,
+        declared: Vec<String>,
+    },
+}
+
 /// A one-line text prompt.
 #[derive(Debug, Clone)]
 pub struct Prompt {
-    pub label: &'static str,
+    pub label: String,
     pub required: bool,
     pub input: String,
     pub purpose: PromptFor,
@@ -430,7 +443,10 @@ impl App {
                         self.mode = Mode::Prompt(p);
                         return Vec::new();
                     }
-                    self.prompt_answered(p.purpose, text);
+                    if let Err(why) = self.prompt_answered(p.purpose.clone(), text) {
+                        self.flash(FlashKind::Error, why);
+                        self.mode = Mode::Prompt(p);
+                    }
                     Vec::new()
                 }
                 KeyCode::Backspace => {
@@ -675,55 +691,120 @@ impl App {
         }
     }
 
-    fn choose_ack(&mut self, t: AckTarget, status: AckChoice) {
+    fn choose_ack(&mut self, target: AckTarget, status: AckChoice) {
         match status.message_prompt() {
-            Some((label, required)) => {
-                self.mode = Mode::Prompt(Prompt {
-                    label,
-                    required,
-                    input: String::new(),
-                    purpose: PromptFor::Ack {
-                        god: t.god,
-                        handoff_id: t.handoff_id,
-                        workflow_id: t.workflow_id,
-                        status,
-                    },
-                })
-            }
-            None => self.confirm(Op::Ack {
-                god: t.god,
-                handoff_id: t.handoff_id,
-                workflow_id: t.workflow_id,
-                status,
-                message: None,
-            }),
+            Some((label, required)) => self.ask(
+                label,
+                required,
+                String::new(),
+                PromptFor::Ack {
+                    target,
+                    status,
+                    stage: AckStage::Message,
+                },
+            ),
+            None => self.confirm(ack_op(target, status, None, None, Vec::new())),
         }
     }
 
-    fn prompt_answered(&mut self, purpose: PromptFor, text: String) {
+    fn ask(&mut self, label: impl Into<String>, required: bool, input: String, purpose: PromptFor) {
+        self.mode = Mode::Prompt(Prompt {
+            label: label.into(),
+            required,
+            input,
+            purpose,
+        });
+    }
+
+    /// The gates the step of a dispatch declares in its workflow's definition (empty when unknown).
+    fn declared_gates(&self, t: &AckTarget) -> Vec<String> {
+        let Some(wf) = &t.workflow_id else {
+            return Vec::new();
+        };
+        self.snapshot
+            .workflows
+            .iter()
+            .find(|w| w.id == wf.as_str())
+            .and_then(|w| self.snapshot.definition(w.state.definition_id.as_deref()))
+            .and_then(|d| d.step(&t.step))
+            .map(|s| s.gates.clone())
+            .unwrap_or_default()
+    }
+
+    /// Takes a prompt's answer: asks the next question or opens the confirmation. An answer that
+    /// cannot be used comes back as the reason, and the prompt stays open.
+    fn prompt_answered(&mut self, purpose: PromptFor, text: String) -> Result<(), String> {
+        let answer = (!text.is_empty()).then_some(text);
         let op = match purpose {
             PromptFor::Ack {
-                god,
-                handoff_id,
-                workflow_id,
+                target,
                 status,
-            } => Op::Ack {
-                god,
-                handoff_id,
-                workflow_id,
-                status,
-                message: (!text.is_empty()).then_some(text),
+                stage,
+            } => match stage {
+                AckStage::Message => match status {
+                    AckChoice::Pending => {
+                        self.ask(
+                            "ETA (optional): in 30m / 2h / 1d, or a time like 2026-06-14T12:00:00Z",
+                            false,
+                            String::new(),
+                            PromptFor::Ack {
+                                target,
+                                status,
+                                stage: AckStage::Eta { message: answer },
+                            },
+                        );
+                        return Ok(());
+                    }
+                    AckChoice::Completed => {
+                        let declared = self.declared_gates(&target);
+                        if declared.is_empty() {
+                            ack_op(target, status, answer, None, Vec::new())
+                        } else {
+                            self.ask(
+                                format!(
+                                    "Gates passed (step {} declares: {}; comma-separated, edit to what really passed)",
+                                    target.step,
+                                    declared.join(", ")
+                                ),
+                                false,
+                                declared.join(", "),
+                                PromptFor::Ack {
+                                    target,
+                                    status,
+                                    stage: AckStage::Gates {
+                                        message: answer,
+                                        declared,
+                                    },
+                                },
+                            );
+                            return Ok(());
+                        }
+                    }
+                    _ => ack_op(target, status, answer, None, Vec::new()),
+                },
+                AckStage::Eta { message } => {
+                    let eta = match answer {
+                        Some(a) => Some(parse_eta(&a, self.now)?),
+                        None => None,
+                    };
+                    ack_op(target, status, message, eta, Vec::new())
+                }
+                AckStage::Gates { message, .. } => {
+                    let gates = parse_gates(answer.as_deref().unwrap_or(""))?;
+                    ack_op(target, status, message, None, gates)
+                }
             },
             PromptFor::RejectHeld(handoff_id) => Op::RejectHeld {
                 handoff_id,
-                reason: text,
+                reason: answer.unwrap_or_default(),
             },
             PromptFor::Abort(workflow_id) => Op::Abort {
                 workflow_id,
-                reason: text,
+                reason: answer.unwrap_or_default(),
             },
         };
         self.confirm(op);
+        Ok(())
     }
 
     fn start_approve(&mut self) {
@@ -745,14 +826,12 @@ impl App {
         }
         match self.selected_dispatch() {
             Some((_, d, true)) => match HandoffId::parse(&d.handoff_id) {
-                Ok(h) => {
-                    self.mode = Mode::Prompt(Prompt {
-                        label: "Reason for rejecting (required)",
-                        required: true,
-                        input: String::new(),
-                        purpose: PromptFor::RejectHeld(h),
-                    })
-                }
+                Ok(h) => self.ask(
+                    "Reason for rejecting (required)",
+                    true,
+                    String::new(),
+                    PromptFor::RejectHeld(h),
+                ),
                 Err(e) => self.flash(FlashKind::Error, e.to_string()),
             },
             _ => self.need("a held dispatch (the _quarantine rows of pane 2)"),
@@ -783,12 +862,12 @@ impl App {
 
     fn start_abort(&mut self) {
         if let Some(wf) = self.selected_workflow() {
-            self.mode = Mode::Prompt(Prompt {
-                label: "Reason for aborting (required)",
-                required: true,
-                input: String::new(),
-                purpose: PromptFor::Abort(wf),
-            });
+            self.ask(
+                "Reason for aborting (required)",
+                true,
+                String::new(),
+                PromptFor::Abort(wf),
+            );
         }
     }
 
@@ -953,6 +1032,57 @@ impl App {
     }
 }
 
+fn ack_op(
+    t: AckTarget,
+    status: AckChoice,
+    message: Option<String>,
+    eta: Option<String>,
+    gates_passed: Vec<String>,
+) -> Op {
+    Op::Ack {
+        god: t.god,
+        handoff_id: t.handoff_id,
+        workflow_id: t.workflow_id,
+        status,
+        message,
+        eta,
+        gates_passed,
+    }
+}
+
+/// An ETA as typed: a duration from now (`30m`, `in 2h`, `+1d`, `1h30m`) or a time in any form the
+/// protocol reads (a bare time is UTC). Returned as RFC 3339 UTC.
+pub fn parse_eta(input: &str, now: DateTime<Utc>) -> Result<String, String> {
+    use crate::engine::store::time::{format_ts, parse_duration, parse_ts};
+    let s = input.trim();
+    let rel = s
+        .strip_prefix("in ")
+        .or_else(|| s.strip_prefix('+'))
+        .unwrap_or(s);
+    if let Some(d) = parse_duration(rel.trim()) {
+        return chrono::Duration::from_std(d)
+            .ok()
+            .and_then(|d| now.checked_add_signed(d))
+            .map(format_ts)
+            .ok_or_else(|| format!("ETA {s:?} is too far away"));
+    }
+    parse_ts(s).map(format_ts).ok_or_else(|| {
+        format!("ETA {s:?} is neither a duration (30m, 2h, 1d) nor a time (2026-06-14T12:00:00Z)")
+    })
+}
+
+/// Gate names as typed, comma-separated (repeats dropped), each 1 to 512 bytes without NUL.
+pub fn parse_gates(input: &str) -> Result<Vec<String>, String> {
+    let mut out: Vec<String> = Vec::new();
+    for g in input.split(',').map(str::trim).filter(|g| !g.is_empty()) {
+        crate::engine::store::ids::check_free_text("gate", g).map_err(|e| e.to_string())?;
+        if !out.iter().any(|o| o == g) {
+            out.push(g.to_owned());
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -960,6 +1090,35 @@ mod tests {
     use crate::live::{LiveModel, ModelOptions};
     use crossterm::event::KeyModifiers;
     use std::path::PathBuf;
+
+    #[test]
+    fn etas_are_durations_from_now_or_times_and_come_back_as_utc() {
+        let now = "2026-06-14T10:00:00Z".parse::<DateTime<Utc>>().unwrap();
+        for (typed, want) in [
+            ("30m", "2026-06-14T10:30:00.000000Z"),
+            ("in 2h", "2026-06-14T12:00:00.000000Z"),
+            ("+1d", "2026-06-15T10:00:00.000000Z"),
+            ("1h30m", "2026-06-14T11:30:00.000000Z"),
+            ("2026-06-14T12:00:00Z", "2026-06-14T12:00:00.000000Z"),
+            ("2026-06-14 14:00:00+02:00", "2026-06-14T12:00:00.000000Z"),
+        ] {
+            assert_eq!(parse_eta(typed, now).as_deref(), Ok(want), "{typed}");
+        }
+        for bad in ["soon", "in", "2x", "-5m", "2026-13-40"] {
+            let err = parse_eta(bad, now).unwrap_err();
+            assert!(err.contains(bad), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn gates_are_split_on_commas_trimmed_and_deduplicated() {
+        assert_eq!(
+            parse_gates(" logic_gate, state_gate ,logic_gate,, ").unwrap(),
+            vec!["logic_gate", "state_gate"]
+        );
+        assert!(parse_gates("").unwrap().is_empty());
+        assert!(parse_gates("a\0b").is_err());
+    }
 
     /// The shared fixture, read in place (the live model never writes).
     fn fixture() -> PathBuf {

@@ -40,6 +40,8 @@ impl Operator for EngineOperator {
                 workflow_id,
                 status,
                 message,
+                eta,
+                gates_passed,
                 ..
             } => {
                 let mut ack = json!({
@@ -52,6 +54,12 @@ impl Operator for EngineOperator {
                 }
                 if let Some(m) = message {
                     ack["message"] = json!(m);
+                }
+                if let Some(e) = eta {
+                    ack["eta"] = json!(e);
+                }
+                if !gates_passed.is_empty() {
+                    ack["context"] = json!({ "gates_passed": gates_passed });
                 }
                 to_json(self.conductor.ack_handoff(&ack, Actor::Operator)?)
             }

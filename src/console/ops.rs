@@ -20,6 +20,10 @@ pub enum Op {
         workflow_id: Option<WorkflowId>,
         status: AckChoice,
         message: Option<String>,
+        /// When the god expects to act (RFC 3339), for `pending`.
+        eta: Option<String>,
+        /// Gates the operator asserts passed, for `completed` (sent as `context.gates_passed`).
+        gates_passed: Vec<String>,
     },
     Approve {
         handoff_id: HandoffId,

@@ -27,6 +27,8 @@ pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, Stri
             workflow_id,
             status,
             message,
+            eta,
+            gates_passed,
         } => {
             let wf = workflow_id.as_ref().map(|w| w.as_str()).unwrap_or("?");
             let step = snap
@@ -76,6 +78,25 @@ pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, Stri
             ));
             if let Some(m) = message {
                 out.push(line(Dim, format!("Message: {m}")));
+            }
+            if let Some(e) = eta {
+                let when = parse_ts(e)
+                    .map(|t| format!(" ({})", relative(t, now)))
+                    .unwrap_or_default();
+                out.push(line(Dim, format!("ETA: {e}{when}")));
+            }
+            if *status == AckChoice::Completed {
+                out.push(line(
+                    Dim,
+                    if gates_passed.is_empty() {
+                        "Gates passed: none asserted".to_owned()
+                    } else {
+                        format!(
+                            "Gates passed (asserted by {OPERATOR}): {}",
+                            gates_passed.join(", ")
+                        )
+                    },
+                ));
             }
         }
         Op::Approve { handoff_id } => {

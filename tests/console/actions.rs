@@ -514,3 +514,148 @@ fn a_selected_record_that_comes_back_is_selected_again() {
     app.on_key(key('p'));
     assert!(dialog_text(&app).contains("hof_20260614_eee555"));
 }
+
+fn confirm_text(app: &App) -> String {
+    let Mode::Confirm(c) = &app.mode else {
+        panic!("expected a confirmation, got {:?}", app.mode)
+    };
+    c.lines
+        .iter()
+        .map(|(_, l)| l.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn prompt_of(app: &App) -> (String, String) {
+    let Mode::Prompt(p) = &app.mode else {
+        panic!("expected a prompt, got {:?}", app.mode)
+    };
+    (p.label.clone(), p.input.clone())
+}
+
+/// Opens the ack menu on the selected dispatch and picks `status` (menu order: accepted, pending,
+/// rejected, completed).
+fn ack_menu_pick(app: &mut App, downs: usize) {
+    app.on_key(key('a'));
+    for _ in 0..downs {
+        app.on_key(key('j'));
+    }
+    app.on_key(code(KeyCode::Enter));
+}
+
+fn confirm(app: &mut App, op: &EngineOperator) -> String {
+    app.on_key(code(KeyCode::Tab));
+    let effects = app.on_key(code(KeyCode::Enter));
+    run(app, op, effects);
+    let f = app.flash.clone().unwrap();
+    assert_eq!(f.kind, FlashKind::Success, "{}", f.text);
+    f.text
+}
+
+#[test]
+fn pending_asks_a_message_then_an_eta_and_the_dispatch_keeps_both() {
+    let root = engine_root();
+    let r = root.path();
+    let op = EngineOperator::new(Root::at(r));
+    let now = chrono::Utc::now();
+    let mut app = app_for(r, now);
+    select_dispatch(&mut app, "hof_20260614_aaa111");
+    ack_menu_pick(&mut app, 1);
+    type_text(&mut app, "waiting for the API keys");
+    app.on_key(code(KeyCode::Enter));
+    let (label, _) = prompt_of(&app);
+    assert!(label.starts_with("ETA"), "{label}");
+    // Something that is no time is refused and the prompt stays.
+    type_text(&mut app, "soonish");
+    app.on_key(code(KeyCode::Enter));
+    let f = app.flash.clone().unwrap();
+    assert_eq!(f.kind, FlashKind::Error);
+    assert!(f.text.contains("neither a duration"), "{}", f.text);
+    for _ in 0.."soonish".len() {
+        app.on_key(code(KeyCode::Backspace));
+    }
+    type_text(&mut app, "in 2h");
+    app.on_key(code(KeyCode::Enter));
+    let said = confirm_text(&app);
+    assert!(said.contains("ETA: ") && said.contains("in 2h"), "{said}");
+    assert!(said.contains("Message: waiting for the API keys"), "{said}");
+    confirm(&mut app, &op);
+    let d: Value = serde_json::from_slice(
+        &std::fs::read(r.join("conductor/pending/hephaestus/hof_20260614_aaa111.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(d["ack_status"], "pending");
+    let eta = pantheon::engine::store::time::parse_ts(d["eta"].as_str().unwrap()).unwrap();
+    let ahead = (eta - now).num_seconds();
+    assert!((7190..=7210).contains(&ahead), "eta {ahead} s ahead");
+    assert_eq!(state(r, "wf_pay_1")["status"], "waiting_for_ack");
+}
+
+#[test]
+fn completed_asks_for_the_gates_its_step_declares_and_the_engine_checks_them() {
+    let root = engine_root();
+    let r = root.path();
+    let op = EngineOperator::new(Root::at(r));
+    let mut app = app_for(r, chrono::Utc::now());
+    // architect declares no gates: summary, then straight to the confirmation.
+    select_dispatch(&mut app, "hof_20260614_aaa111");
+    ack_menu_pick(&mut app, 3);
+    type_text(&mut app, "Design done: webhooks + client");
+    app.on_key(code(KeyCode::Enter));
+    let said = confirm_text(&app);
+    assert!(said.contains("Gates passed: none asserted"), "{said}");
+    let text = confirm(&mut app, &op);
+    assert!(text.contains("completed"), "{text}");
+    // The next step, implement, went to marvin and declares logic_gate.
+    refresh(&mut app, r);
+    let next = pantheon::console::items::dispatches(&app.snapshot, &app.filter(Pane::Inboxes))
+        .iter()
+        .find(|d| d.god == "marvin")
+        .map(|d| d.view.dispatch.handoff_id.clone())
+        .expect("implement dispatched to marvin");
+    select_dispatch(&mut app, &next);
+    ack_menu_pick(&mut app, 3);
+    type_text(&mut app, "Implemented");
+    app.on_key(code(KeyCode::Enter));
+    let (label, input) = prompt_of(&app);
+    assert!(label.contains("implement declares: logic_gate"), "{label}");
+    assert_eq!(input, "logic_gate", "prefilled with the declared gates");
+    // Cleared: the engine refuses and names the gate; nothing moves.
+    for _ in 0..input.len() {
+        app.on_key(code(KeyCode::Backspace));
+    }
+    app.on_key(code(KeyCode::Enter));
+    assert!(confirm_text(&app).contains("none asserted"));
+    app.on_key(code(KeyCode::Tab));
+    let effects = app.on_key(code(KeyCode::Enter));
+    run(&mut app, &op, effects);
+    let f = app.flash.clone().unwrap();
+    assert_eq!(f.kind, FlashKind::Error, "{}", f.text);
+    assert!(f.text.contains("logic_gate"), "{}", f.text);
+    assert!(
+        r.join(format!("conductor/pending/marvin/{next}.json"))
+            .exists()
+    );
+    // With the gate asserted, the step completes and review goes to hephaestus.
+    refresh(&mut app, r);
+    select_dispatch(&mut app, &next);
+    ack_menu_pick(&mut app, 3);
+    type_text(&mut app, "Implemented");
+    app.on_key(code(KeyCode::Enter));
+    app.on_key(code(KeyCode::Enter));
+    let said = confirm_text(&app);
+    assert!(
+        said.contains("Gates passed (asserted by operator): logic_gate"),
+        "{said}"
+    );
+    confirm(&mut app, &op);
+    let st = state(r, "wf_pay_1");
+    assert_eq!(st["current_step"], "review", "{st:#}");
+    let implement = st["step_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["step_id"] == "implement")
+        .unwrap();
+    assert_eq!(implement["gates_passed"], serde_json::json!(["logic_gate"]));
+}

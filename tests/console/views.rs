@@ -116,6 +116,25 @@ fn dialogs_show_what_will_happen_with_cancel_focused() {
     );
     app.on_key(code(KeyCode::Esc));
 
+    // pending: a message, then an ETA.
+    at(&mut app, Pane::Inboxes, 0);
+    app.on_key(key('a'));
+    app.on_key(key('j'));
+    app.on_key(code(KeyCode::Enter));
+    type_text(&mut app, "after the freeze");
+    app.on_key(code(KeyCode::Enter));
+    type_text(&mut app, "2026-06-14T18:00:00Z");
+    assert_snapshot!(
+        "dialog_ack_pending_eta_prompt",
+        screen(&app, W, H, root.path())
+    );
+    app.on_key(code(KeyCode::Enter));
+    assert_snapshot!(
+        "dialog_ack_pending_confirm",
+        screen(&app, W, H, root.path())
+    );
+    app.on_key(code(KeyCode::Esc));
+
     at(&mut app, Pane::Locks, 0);
     app.on_key(key('u'));
     assert_snapshot!("dialog_force_unlock", screen(&app, W, H, root.path()));

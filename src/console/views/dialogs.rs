@@ -106,16 +106,27 @@ pub fn ack_menu(frame: &mut Frame, area: Rect, t: &AckTarget, choice: usize, the
 
 pub fn prompt(frame: &mut Frame, area: Rect, p: &Prompt, theme: &Theme) {
     let lines = vec![
-        Line::styled(p.label, theme.dim()),
+        Line::styled(p.label.as_str(), theme.dim()),
         Line::from(vec![
             Span::styled("> ", theme.key()),
             Span::raw(p.input.clone()),
             Span::styled("▏", theme.key()),
         ]),
     ];
-    let r = centered(area, 72, 4);
+    // The label wraps (a gates prompt names the step's gates); the box grows to fit it.
+    let inner = 72u16
+        .min(area.width.saturating_sub(2))
+        .saturating_sub(2)
+        .max(1) as usize;
+    let label_rows = p.label.chars().count().div_ceil(inner).max(1) as u16;
+    let r = centered(area, 72, label_rows + 3);
     frame.render_widget(Clear, r);
-    frame.render_widget(Paragraph::new(lines).block(block(" Input ", theme)), r);
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .block(block(" Input ", theme)),
+        r,
+    );
 }
 
 pub fn help(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {

@@ -79,7 +79,13 @@ pub fn parse_duration(s: &str) -> Option<std::time::Duration> {
 
 /// "3m ago" style age of an instant relative to `now`.
 pub fn relative(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
-    let secs = (now - t).num_seconds();
+    // Past times count whole seconds elapsed; future ones are rounded to the nearest second, so an
+    // ETA typed as "in 2h" (a few microseconds short of it once stored) still reads "in 2h".
+    let secs = if t > now {
+        ((now - t).num_milliseconds() as f64 / 1000.0).round() as i64
+    } else {
+        (now - t).num_seconds()
+    };
     let (abs, future) = if secs < 0 {
         (-secs, true)
     } else {
