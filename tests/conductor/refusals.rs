@@ -218,3 +218,72 @@ fn bad_usage_exits_2_and_bad_json_exits_1() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not valid JSON"));
 }
+
+/// Replaces the directory `rel` under the root by a symbolic link to a fresh directory outside it.
+fn plant_link(env: &Env, rel: &str) -> tempfile::TempDir {
+    let outside = tempfile::tempdir().unwrap();
+    let p = env.path(rel);
+    if p.exists() {
+        std::fs::remove_dir_all(&p).unwrap();
+    }
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(outside.path(), &p).unwrap();
+    outside
+}
+
+fn is_empty_dir(p: &std::path::Path) -> bool {
+    std::fs::read_dir(p).unwrap().next().is_none()
+}
+
+#[test]
+fn a_planted_inbox_link_refuses_the_submit_before_anything_is_recorded() {
+    let env = Env::with_test_flow();
+    // plan's next step, build, goes to hephaestus.
+    let outside = plant_link(&env, "conductor/pending/hephaestus");
+    let err = refused_unchanged(&env, &["handoff", "submit", "-"], Some(&good()));
+    assert!(err.contains("leads outside the root"), "{err}");
+    assert!(!env.exists("conductor/state/wf_ref_1.json"));
+    assert!(is_empty_dir(outside.path()));
+    // Once the link is gone the same submit goes through whole.
+    std::fs::remove_file(env.path("conductor/pending/hephaestus")).unwrap();
+    let r = env.submit(&good());
+    assert_eq!(r["target_god"], "hephaestus", "{r}");
+    assert!(env.exists("conductor/pending/hephaestus/hof_20260614_0a0001.json"));
+}
+
+#[test]
+fn a_planted_archive_link_refuses_a_completed_ack_before_anything_is_recorded() {
+    let env = Env::with_test_flow();
+    env.submit(&good());
+    let outside = plant_link(&env, "conductor/archive/hephaestus");
+    let a = ack(
+        "ack_20260614_aaa1",
+        "hof_20260614_0a0001",
+        "completed",
+        "built",
+    );
+    let err = refused_unchanged(&env, &["ack", "-"], Some(&a));
+    assert!(err.contains("leads outside the root"), "{err}");
+    assert!(is_empty_dir(outside.path()));
+    assert_eq!(env.state("wf_ref_1")["current_step"], "build");
+}
+
+#[test]
+fn a_planted_archive_link_refuses_an_accept_and_an_abort_whole() {
+    let env = Env::with_test_flow();
+    env.submit(&good());
+    let outside = plant_link(&env, "conductor/archive/hephaestus");
+    let a = ack(
+        "ack_20260614_aaa2",
+        "hof_20260614_0a0001",
+        "accepted",
+        "on it",
+    );
+    let err = refused_unchanged(&env, &["ack", "-"], Some(&a));
+    assert!(err.contains("leads outside the root"), "{err}");
+    // The abort would withdraw the dispatch into that archive: refused before any marker or manifest.
+    let err = refused_unchanged(&env, &["abort", "wf_ref_1", "--reason", "scope cut"], None);
+    assert!(err.contains("leads outside the root"), "{err}");
+    assert!(is_empty_dir(outside.path()));
+    assert_eq!(env.state("wf_ref_1")["status"], "waiting_for_ack");
+}

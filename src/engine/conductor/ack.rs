@@ -281,6 +281,14 @@ impl Conductor {
         d.by = rec.by.clone();
         let now = now_ts();
         let mut warnings = Vec::new();
+        if a.status != AckStatus::Completed {
+            // (completed goes through the submit path, which checks its own files.)
+            files::refuse_unconfined(&[
+                self.root.state_path(&wf),
+                found.path.clone(),
+                self.root.archive_dir(&god).join(format!("{}.json", a.hid)),
+            ])?;
+        }
         match a.status {
             AckStatus::Pending => {
                 st.acks.push(rec.clone());
@@ -300,6 +308,13 @@ impl Conductor {
             }
             AckStatus::Rejected => {
                 let fallback = self.next_fallback(&st, &found, &a.hid, &mut warnings);
+                if let Some(fb) = &fallback {
+                    let fb = GodName::parse(fb)?;
+                    files::refuse_unconfined(&[self
+                        .root
+                        .inbox_dir(&fb)
+                        .join(format!("{}.json", a.hid))])?;
+                }
                 rec.rerouted_to = fallback.clone();
                 st.acks.push(rec.clone());
                 match &fallback {
@@ -639,6 +654,14 @@ impl Conductor {
         let god = GodName::parse(&f.dispatch.to_god)?;
         let by_label = by.label("operator");
         let now = now_ts();
+        files::refuse_unconfined(&[
+            self.root.state_path(&wf),
+            f.path.clone(),
+            match reject {
+                None => self.root.inbox_dir(&god).join(format!("{hid}.json")),
+                Some(_) => self.root.archive_dir(&god).join(format!("{hid}.json")),
+            },
+        ])?;
         if prior.is_none() {
             let entry = json!({
                 "handoff_id": hid.as_str(), "decision": decision, "by": by_label, "at": now,

@@ -246,6 +246,15 @@ impl Conductor {
             }
             _ => {}
         }
+        let mut will_write = vec![manifest_path.clone(), self.root.state_path(&wf)];
+        for f in self.open_dispatches(&wf) {
+            if let (Ok(god), Some(name)) = (GodName::parse(&f.dispatch.to_god), f.path.file_name())
+            {
+                will_write.push(self.root.archive_dir(&god).join(name));
+                will_write.push(f.path);
+            }
+        }
+        files::refuse_unconfined(&will_write)?;
         let completed: Vec<&super::model::StepRecord> = st
             .step_history
             .iter()

@@ -304,6 +304,16 @@ pub fn archive(
     Ok(to)
 }
 
+/// Refuses, before anything is written, when a symbolic link planted on the way to any of `paths`
+/// leads outside the root (every write checks again; this makes a multi-file operation refuse whole
+/// instead of stopping half way).
+pub fn refuse_unconfined<'a>(paths: impl IntoIterator<Item = &'a PathBuf>) -> Result<()> {
+    for p in paths {
+        crate::engine::store::atomic::confined(p)?;
+    }
+    Ok(())
+}
+
 /// Removes a file if it exists, durably.
 pub fn remove_file(path: &Path) -> Result<()> {
     crate::engine::store::atomic::confined(path)?;

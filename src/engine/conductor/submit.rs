@@ -458,10 +458,26 @@ impl Conductor {
         }
         let route = route(root, &h, state.as_ref())?;
         warnings.extend(route.warnings.iter().cloned());
-        if let Target::Dispatch { god, step, .. } = &route.target {
-            GodName::parse_as("target god", god)?;
+        let mut will_write = vec![root.handoff_path(wf, &step), root.state_path(wf)];
+        if let Target::Dispatch { god, step, hold } = &route.target {
+            let god = GodName::parse_as("target god", god)?;
             StepId::parse_as("target step", step)?;
+            will_write.push(match hold {
+                Some(_) => root.quarantine_dir().join(format!("{hid}.json")),
+                None => root.inbox_dir(&god).join(format!("{hid}.json")),
+            });
         }
+        if let Some(a) = &ack {
+            let god = GodName::parse(&a.dispatch_update.to_god)?;
+            will_write.push(a.closes.path.clone());
+            will_write.push(
+                root.archive_dir(&god)
+                    .join(format!("{}.json", hid_of(&a.closes)?)),
+            );
+        }
+        // A symbolic link planted on the way to any of these files is refused before anything is
+        // written, rather than after the commit point (each write checks again).
+        files::refuse_unconfined(&will_write)?;
 
         // 1. The handoff file; an earlier handoff for the step is kept under its own id.
         let latest = root.handoff_path(wf, &step);
