@@ -157,6 +157,7 @@ async fn event_loop(
         tokio::select! {
             ev = in_rx.recv() => match ev {
                 Some(Event::Key(k)) if k.kind != KeyEventKind::Release => {
+                    test_panic_on(&k);
                     effects = app.on_key(k);
                     dirty = true;
                 }
@@ -213,5 +214,16 @@ async fn event_loop(
                 }
             }
         }
+    }
+}
+
+/// Test hook: panics when the key named by `PANTHEON_TEST_PANIC_ON_KEY` (one character) is pressed, so
+/// the end-to-end tests can check that a panic still gives the terminal back.
+fn test_panic_on(k: &crossterm::event::KeyEvent) {
+    if let Some(want) = std::env::var_os("PANTHEON_TEST_PANIC_ON_KEY")
+        && let crossterm::event::KeyCode::Char(c) = k.code
+        && want.to_str().and_then(|w| w.chars().next()) == Some(c)
+    {
+        panic!("test panic requested with PANTHEON_TEST_PANIC_ON_KEY={c}");
     }
 }

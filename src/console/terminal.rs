@@ -3,6 +3,7 @@
 
 use std::io::{self, Stdout, Write};
 use std::sync::Once;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossterm::cursor::{Hide, Show};
 use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
@@ -18,9 +19,17 @@ pub struct TerminalGuard {
     pub terminal: Terminal<CrosstermBackend<Stdout>>,
 }
 
+/// True between entering the alternate screen and restoring it.
+static ENTERED: AtomicBool = AtomicBool::new(false);
+
 /// Puts the terminal back: leaves the alternate screen, shows the cursor, disables raw mode.
-/// Safe to call more than once.
+/// Safe to call more than once: only the first call after [`TerminalGuard::enter`] acts. (A second
+/// "leave alternate screen" would move the cursor back to where the console started, and whatever
+/// is printed next, such as a panic's backtrace, would overwrite the lines above it.)
 pub fn restore() {
+    if !ENTERED.swap(false, Ordering::SeqCst) {
+        return;
+    }
     let mut out = io::stdout();
     let _ = execute!(out, DisableBracketedPaste, LeaveAlternateScreen, Show);
     let _ = disable_raw_mode();
@@ -44,6 +53,7 @@ impl TerminalGuard {
     pub fn enter() -> io::Result<Self> {
         install_panic_hook();
         enable_raw_mode()?;
+        ENTERED.store(true, Ordering::SeqCst);
         let mut out = io::stdout();
         if let Err(e) = execute!(out, EnterAlternateScreen, Hide, EnableBracketedPaste) {
             restore();

@@ -2,129 +2,40 @@
 //! aborts through keys, and leaves the terminal as it found it.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::support::*;
+use crate::tmux::Tmux;
 
-/// A private tmux server running the console in one window.
-struct Tmux {
-    socket: String,
-    _log: tempfile::TempDir,
+/// The console on `root` in a fresh tmux window, with `env` (`NAME=value …`) set for it and `extra`
+/// arguments; the shell prints `SHELL-BEFORE` first, and `EXITED=code` and the terminal's line
+/// discipline (`icanon` or `-icanon`) when the console has gone.
+fn console(root: &Path, env: &str, extra: &str) -> (Tmux, tempfile::TempDir) {
+    let log = tempfile::tempdir().unwrap();
+    let bin: PathBuf = assert_cmd::cargo::cargo_bin("pantheon");
+    let script = format!(
+        "echo SHELL-BEFORE; {env} PANTHEON_LOG={} {} --root {} console {extra}; echo EXITED=$?; \
+         stty -a | grep -o -- '-\\?icanon'; sleep 600",
+        log.path().join("console.log").display(),
+        bin.display(),
+        root.display()
+    );
+    (Tmux::start("e2e", &script), log)
 }
 
-impl Tmux {
-    fn start(root: &Path, extra: &str) -> Self {
-        Self::start_with_env(root, "", extra)
-    }
-
-    /// Starts the console with `env` (`NAME=value …`) set for it.
-    fn start_with_env(root: &Path, env: &str, extra: &str) -> Self {
-        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let socket = format!(
-            "pantheon-e2e-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-        );
-        let log = tempfile::tempdir().unwrap();
-        let bin: PathBuf = assert_cmd::cargo::cargo_bin("pantheon");
-        let script = format!(
-            "echo SHELL-BEFORE; {env} PANTHEON_LOG={} {} --root {} console {extra}; echo EXITED=$?; sleep 600",
-            log.path().join("console.log").display(),
-            bin.display(),
-            root.display()
-        );
-        let ok = Command::new("tmux")
-            .args([
-                "-L",
-                &socket,
-                "new-session",
-                "-d",
-                "-s",
-                "main",
-                "-x",
-                "160",
-                "-y",
-                "45",
-                &script,
-            ])
-            .status()
-            .expect("tmux is installed");
-        assert!(ok.success());
-        Self { socket, _log: log }
-    }
-
-    fn tmux(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn screen(&self) -> String {
-        self.tmux(&["capture-pane", "-p", "-t", "main"])
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        for k in keys {
-            self.tmux(&["send-keys", "-t", "main", k]);
-        }
-    }
-
-    fn type_text(&self, s: &str) {
-        self.tmux(&["send-keys", "-t", "main", "-l", s]);
-    }
-
-    /// Polls the screen until `pred` holds (tmux offers no change signal), with a deadline.
-    fn wait(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let s = self.screen();
-            if pred(&s) {
-                return s;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}; screen:\n{s}"
-            );
-            std::thread::sleep(Duration::from_millis(25));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
-            .status();
-    }
-}
-
-/// Waits until `pred` holds for the file system, with a deadline.
 fn wait_fs(what: &str, pred: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !pred() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(25));
-    }
+    crate::tmux::wait_fs(what, Duration::from_secs(10), pred)
 }
 
 #[test]
 fn console_follows_other_processes_acks_and_aborts_by_keys_and_restores_the_terminal() {
     let root = engine_root();
     let r = root.path();
-    let t = Tmux::start(r, "");
+    let (t, _log) = console(r, "", "");
     t.wait("the console", |s| {
         s.contains("1 Workflows") && s.contains("wf_pay_1")
     });
-    assert_eq!(
-        t.tmux(&["display", "-p", "-t", "main", "#{alternate_on}"])
-            .trim(),
-        "1"
-    );
+    assert!(t.alternate_on());
 
     // Another process posts on the bus: the tail shows it.
     t.keys(&["3"]);
@@ -179,19 +90,18 @@ fn console_follows_other_processes_acks_and_aborts_by_keys_and_restores_the_term
 
     // Quit: the alternate screen is left and the shell's earlier output is back.
     t.keys(&["q"]);
-    let s = t.wait("the console to exit", |s| s.contains("EXITED=0"));
+    let s = t.wait("the console to exit", |s| {
+        s.contains("EXITED=0") && s.contains("icanon")
+    });
     assert!(s.contains("SHELL-BEFORE"), "{s}");
-    assert_eq!(
-        t.tmux(&["display", "-p", "-t", "main", "#{alternate_on}"])
-            .trim(),
-        "0"
-    );
+    assert!(!t.alternate_on());
+    assert!(s.contains("\nicanon"), "line editing is back: {s}");
 }
 
 #[test]
 fn console_names_an_overridden_stale_threshold_survives_resizes_and_quits_cleanly() {
     let root = fixture_root();
-    let t = Tmux::start_with_env(root.path(), "PANTHEON_STALE_AFTER_SECS=6", "--read-only");
+    let (t, _log) = console(root.path(), "PANTHEON_STALE_AFTER_SECS=6", "--read-only");
     t.wait("the console", |s| {
         s.contains("READ-ONLY") && s.contains("wf_deploy_42")
     });
@@ -219,4 +129,34 @@ fn console_names_an_overridden_stale_threshold_survives_resizes_and_quits_cleanl
     t.wait("the read-only refusal", |s| s.contains("read-only console"));
     t.keys(&["q"]);
     t.wait("the console to exit", |s| s.contains("EXITED=0"));
+}
+
+#[test]
+fn a_panic_in_the_console_still_gives_the_terminal_back() {
+    let root = fixture_root();
+    let (t, _log) = console(
+        root.path(),
+        "RUST_BACKTRACE=1 PANTHEON_TEST_PANIC_ON_KEY=!",
+        "--read-only",
+    );
+    t.wait("the console", |s| s.contains("wf_deploy_42"));
+    assert!(t.alternate_on());
+    t.keys(&["!"]);
+    t.wait("the console to die", |s| {
+        s.contains("EXITED=101") && s.contains("icanon")
+    });
+    assert!(!t.alternate_on(), "still on the alternate screen");
+    // The whole scrollback: the shell's line before, the panic and its backtrace, the shell after.
+    let h = t.history();
+    assert!(h.contains("SHELL-BEFORE"), "{h}");
+    assert!(
+        h.contains("test panic requested"),
+        "the panic message is readable: {h}"
+    );
+    assert!(h.contains("\nicanon"), "raw mode is off again: {h}");
+    // Nothing printed after the console is written over what it printed before.
+    assert!(
+        h.lines().any(|l| l.trim_end() == "EXITED=101"),
+        "the shell's next line starts on a fresh line: {h}"
+    );
 }

@@ -5,4 +5,6 @@ mod actions;
 mod e2e;
 mod live;
 mod support;
+#[path = "../shared/tmux.rs"]
+mod tmux;
 mod views;

@@ -4,4 +4,6 @@ mod common;
 mod determinism;
 mod headless;
 mod terminal;
+#[path = "../shared/tmux.rs"]
+mod tmux;
 mod validate;

@@ -3,100 +3,32 @@
 //! simulation reacts, and quitting prints the kept root.
 
 use std::path::Path;
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::common::{json_files_under, pantheon, queue};
+use crate::tmux::Tmux;
 
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn start(root: &Path) -> Self {
-        let socket = format!("pantheon-demo-e2e-{}", std::process::id());
-        let bin = assert_cmd::cargo::cargo_bin("pantheon");
-        let log = root.with_extension("log");
-        let script = format!(
-            "unset PANTHEON_STALE_AFTER_SECS PANTHEON_ROOT; PANTHEON_LOG={} {} demo --root {} --speed 3; echo EXITED=$?; sleep 600",
-            log.display(),
-            bin.display(),
-            root.display()
-        );
-        let ok = Command::new("tmux")
-            .args([
-                "-L",
-                &socket,
-                "new-session",
-                "-d",
-                "-s",
-                "main",
-                "-x",
-                "160",
-                "-y",
-                "45",
-            ])
-            .arg(&script)
-            .status()
-            .expect("tmux is installed");
-        assert!(ok.success());
-        Self { socket }
-    }
-
-    fn tmux(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn screen(&self) -> String {
-        self.tmux(&["capture-pane", "-p", "-t", "main"])
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        for k in keys {
-            self.tmux(&["send-keys", "-t", "main", k]);
-            std::thread::sleep(Duration::from_millis(60));
-        }
-    }
-
-    /// Polls the screen until `pred` holds (tmux offers no change signal).
-    fn wait(&self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(40);
-        loop {
-            let s = self.screen();
-            if pred(&s) {
-                return s;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}; screen:\n{s}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
-            .status();
-    }
+/// The demo on `root` in a fresh tmux window; the shell prints `EXITED=code` when it has gone. Its
+/// screen changes continuously, so keys are paced and waits are long.
+fn demo(root: &Path) -> Tmux {
+    let bin = assert_cmd::cargo::cargo_bin("pantheon");
+    let log = root.with_extension("log");
+    let script = format!(
+        "unset PANTHEON_STALE_AFTER_SECS PANTHEON_ROOT; PANTHEON_LOG={} {} demo --root {} --speed 3; echo EXITED=$?; sleep 600",
+        log.display(),
+        bin.display(),
+        root.display()
+    );
+    let mut t = Tmux::start("demo-e2e", &script);
+    t.deadline = Duration::from_secs(40);
+    t.key_pause = Duration::from_millis(60);
+    t
 }
 
 fn wait_fs(what: &str, pred: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(40);
-    while !pred() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    crate::tmux::wait_fs(what, Duration::from_secs(40), pred)
 }
 
 fn approvals(root: &Path) -> Vec<(String, Value)> {
@@ -118,7 +50,7 @@ fn approvals(root: &Path) -> Vec<(String, Value)> {
 fn demo_in_a_terminal_follows_the_operators_keys_and_prints_the_kept_root_on_quit() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
-    let t = Tmux::start(&root);
+    let t = demo(&root);
     t.wait("the console on the demo root", |s| {
         s.contains("1 Workflows")
     });
