@@ -475,18 +475,15 @@ fn appends() {
     }
 }
 
-/// Runs `writers` child processes in `mode` (`writer` or `batchwriter`) on one fresh bus for `secs`;
-/// messages per second over all of them.
-fn writer_processes(mode: &str, writers: usize, secs: f64) -> f64 {
-    let (d, root) = temp_root();
-    Bus::open(&root, "soak").unwrap().init().unwrap();
-    let t0 = Instant::now();
-    let kids: Vec<_> = (0..writers)
+/// Runs `n` copies of this program in child `mode` on the root at `dir` for `secs` (named `w0`,
+/// `w1`, …) and sums the counts they print.
+fn run_children(mode: &str, dir: &Path, secs: f64, n: usize) -> u64 {
+    let kids: Vec<_> = (0..n)
         .map(|i| {
             Command::new(self_exe())
                 .args([
                     mode,
-                    &d.path().to_string_lossy(),
+                    &dir.to_string_lossy(),
                     &secs.to_string(),
                     &format!("w{i}"),
                 ])
@@ -495,15 +492,23 @@ fn writer_processes(mode: &str, writers: usize, secs: f64) -> f64 {
                 .unwrap()
         })
         .collect();
-    let total: u64 = kids
-        .into_iter()
+    kids.into_iter()
         .map(|k| {
             String::from_utf8_lossy(&k.wait_with_output().unwrap().stdout)
                 .trim()
                 .parse::<u64>()
                 .unwrap()
         })
-        .sum();
+        .sum()
+}
+
+/// Runs `writers` child processes in `mode` (`writer` or `batchwriter`) on one fresh bus for `secs`;
+/// messages per second over all of them.
+fn writer_processes(mode: &str, writers: usize, secs: f64) -> f64 {
+    let (d, root) = temp_root();
+    Bus::open(&root, "soak").unwrap().init().unwrap();
+    let t0 = Instant::now();
+    let total = run_children(mode, d.path(), secs, writers);
     let rate = total as f64 / t0.elapsed().as_secs_f64();
     let lines = newlines(&Bus::open(&root, "soak").unwrap().queue_path());
     assert_eq!(lines, total, "every message posted is one line");
@@ -573,29 +578,7 @@ fn locks() {
     Bus::open(&root, "locks").unwrap().init().unwrap();
     let secs = 3.0;
     let t0 = Instant::now();
-    let kids: Vec<_> = (0..8)
-        .map(|i| {
-            Command::new(self_exe())
-                .args([
-                    "lockworker",
-                    &d.path().to_string_lossy(),
-                    &secs.to_string(),
-                    &format!("w{i}"),
-                ])
-                .stdout(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let total: u64 = kids
-        .into_iter()
-        .map(|k| {
-            String::from_utf8_lossy(&k.wait_with_output().unwrap().stdout)
-                .trim()
-                .parse::<u64>()
-                .unwrap()
-        })
-        .sum();
+    let total = run_children("lockworker", d.path(), secs, 8);
     bench(
         "lock_cycles_8_procs",
         3,
