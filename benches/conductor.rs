@@ -37,11 +37,13 @@ fn main() {
     let cycle_secs = t.elapsed().as_secs_f64();
 
     let floor_dir = dir.path().join("floor");
+    let floor_root = Root::at(&floor_dir);
     let doc = json!({"handoff_id": "hof_20260614_000000", "context": {"summary": "bench"}});
     let t = Instant::now();
     for i in 0..cycles {
         for name in ["handoff", "state", "dispatch"] {
             write_json(
+                &floor_root,
                 &floor_dir.join(format!("{name}-{}.json", i % workflows)),
                 &doc,
             )

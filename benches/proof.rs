@@ -368,7 +368,12 @@ fn conductor_cycle() {
     for i in 0..n {
         let t0 = Instant::now();
         for f in 0..3 {
-            write_json(&dir.path().join(format!("{i}-{f}.json")), &v).unwrap();
+            write_json(
+                &Root::at(dir.path()),
+                &dir.path().join(format!("{i}-{f}.json")),
+                &v,
+            )
+            .unwrap();
         }
         base.push(t0.elapsed().as_secs_f64());
     }

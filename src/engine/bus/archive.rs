@@ -86,7 +86,7 @@ impl Bus {
             // Hold the queue's own lock so no writer is mid-line; ours re-open by name afterwards.
             let _q = FileLock::exclusive(&queue)?;
             archived_bytes = std::fs::metadata(&queue).map(|m| m.len()).unwrap_or(0);
-            rename_durable(&queue, &target)?;
+            rename_durable(&self.root, &queue, &target)?;
             // Mark the archive read-only while still holding the lock: a writer that opened the queue
             // before the rename and locks it next sees the mark and goes back to the name (see
             // `queue::QueueWriter`). Only a file we do not own refuses this; the writer's check of the

@@ -511,7 +511,7 @@ impl Bus {
     }
 
     fn save_session(&self, path: &Path, s: &BoardSession) -> Result<()> {
-        write_json(path, s)
+        write_json(&self.root, path, s)
     }
 
     /// Opens a new session, moving the previous session's files to `board/archive/{old_id}/`.
@@ -581,9 +581,9 @@ impl Bus {
             resolution: None,
             extra: Map::new(),
         };
-        write_json(&self.assessments_path(), &json!({}))?;
-        write_json(&self.votes_path(), &json!({}))?;
-        ensure_file(&self.discussion_path())?;
+        write_json(&self.root, &self.assessments_path(), &json!({}))?;
+        write_json(&self.root, &self.votes_path(), &json!({}))?;
+        ensure_file(&self.root, &self.discussion_path())?;
         self.save_session(&session_file(&board, &id), &session)?;
         let msg = self.post(
             "BOARD_OPEN",
@@ -647,12 +647,12 @@ impl Bus {
                 unique_dir(id)
             };
             let name = path.file_name().expect("listed files have names");
-            rename_durable(path, &dir.join(name))?;
+            rename_durable(&self.root, path, &dir.join(name))?;
             files.push(name.to_string_lossy().into_owned());
         }
         for p in loose {
             let name = p.file_name().expect("fixed names");
-            rename_durable(&p, &main_dir.join(name))?;
+            rename_durable(&self.root, &p, &main_dir.join(name))?;
             files.push(name.to_string_lossy().into_owned());
         }
         Ok(Some(ArchivedSession {
@@ -697,7 +697,7 @@ impl Bus {
         let record = Value::Object(record);
         let mut all = read_json_object(&self.assessments_path())?;
         all.insert(input.director.clone(), record.clone());
-        write_json(&self.assessments_path(), &all)?;
+        write_json(&self.root, &self.assessments_path(), &all)?;
         s.phases.assess.complete = count_of(&s.directors, &all);
         s.phases.assess.of = s.directors.len() as u32;
         self.save_session(&path, &s)?;
@@ -748,7 +748,7 @@ impl Bus {
         });
         let mut line = serde_json::to_vec(&record).expect("JSON values serialise");
         line.push(b'\n');
-        QueueWriter::open(&self.discussion_path())?.append_line(&line)?;
+        QueueWriter::open(&self.root, &self.discussion_path())?.append_line(&line)?;
         if s.phases.discuss.status != PHASE_IN_PROGRESS {
             s.phases.discuss.status = PHASE_IN_PROGRESS.into();
             self.save_session(&path, &s)?;
@@ -809,7 +809,7 @@ impl Bus {
         });
         let mut all = read_json_object(&self.votes_path())?;
         all.insert(input.director.clone(), record.clone());
-        write_json(&self.votes_path(), &all)?;
+        write_json(&self.root, &self.votes_path(), &all)?;
         s.phases.vote.complete = count_of(&s.directors, &all);
         s.phases.vote.of = s.directors.len() as u32;
         self.save_session(&path, &s)?;
@@ -961,7 +961,7 @@ impl Bus {
             &parse_votes(&votes),
             &parse_assessments(&assessments),
         );
-        write_atomic(&self.resolution_path(), md.as_bytes())?;
+        write_atomic(&self.root, &self.resolution_path(), md.as_bytes())?;
         for p in [&mut s.phases.assess, &mut s.phases.vote] {
             if p.status == PHASE_IN_PROGRESS {
                 p.status = PHASE_COMPLETE.into();

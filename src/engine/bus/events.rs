@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::model::Envelope;
 use crate::engine::error::{Error, Result};
+use crate::engine::store::Root;
 use crate::engine::store::atomic::write_atomic;
 use crate::engine::store::ids::{decode_key, encode_key};
 
@@ -48,10 +49,10 @@ pub fn events_for(env: &Envelope) -> Vec<String> {
 }
 
 /// Writes (atomically, replacing) each event file of `env` with the message id as content.
-pub fn touch_for(events_dir: &Path, env: &Envelope) -> Result<Vec<String>> {
+pub fn touch_for(root: &Root, events_dir: &Path, env: &Envelope) -> Result<Vec<String>> {
     let names = events_for(env);
     for name in &names {
-        write_atomic(&events_dir.join(name), env.id.as_bytes())?;
+        write_atomic(root, &events_dir.join(name), env.id.as_bytes())?;
     }
     Ok(names)
 }
@@ -349,7 +350,12 @@ mod tests {
         let mut i = 2;
         while !t.is_finished() {
             // Written as our writers do (atomic rename), so the file never appears empty.
-            write_atomic(&ev.join(format!("TASK_COMPLETE_{i}.event")), b"new").unwrap();
+            write_atomic(
+                &Root::at(dir.path()),
+                &ev.join(format!("TASK_COMPLETE_{i}.event")),
+                b"new",
+            )
+            .unwrap();
             i += 1;
             std::thread::sleep(Duration::from_millis(20));
         }

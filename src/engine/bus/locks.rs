@@ -172,7 +172,7 @@ impl Bus {
             locks.shift_remove(k.as_str());
         }
         locks.insert(key.clone(), entry.to_value());
-        write_json(&self.locks_path(), &locks)?;
+        write_json(&self.root, &self.locks_path(), &locks)?;
 
         let mut payload = json!({
             "filepath": key,
@@ -220,7 +220,7 @@ impl Bus {
         }
         let forced = force && holder.as_deref() != Some(worker);
         locks.shift_remove(raw_key.as_str());
-        write_json(&self.locks_path(), &locks)?;
+        write_json(&self.root, &self.locks_path(), &locks)?;
         let mut payload = json!({ "filepath": key });
         let source = if forced {
             payload["forced_by"] = json!(OPERATOR);

@@ -114,20 +114,20 @@ impl Bus {
         let mut created = Vec::new();
         for d in [self.dir.clone(), self.events_dir(), self.board_dir()] {
             if !d.is_dir() {
-                ensure_dir(&d)?;
+                ensure_dir(&self.root, &d)?;
                 created.push(self.rel(&d));
             }
         }
         for f in [self.queue_path(), self.mutex_path()] {
             if !f.exists() {
-                ensure_file(&f)?;
+                ensure_file(&self.root, &f)?;
                 created.push(self.rel(&f));
             }
         }
         let _mutex = self.mutex()?;
         for f in [self.locks_path(), self.workers_path()] {
             if !f.exists() {
-                write_json(&f, &serde_json::json!({}))?;
+                write_json(&self.root, &f, &serde_json::json!({}))?;
                 created.push(self.rel(&f));
             }
         }
@@ -162,7 +162,7 @@ impl Bus {
             self.append_with(&mut slot, &queue::line_of(&env))?;
             env
         };
-        events::touch_for(&self.events_dir(), &env)?;
+        events::touch_for(&self.root, &self.events_dir(), &env)?;
         Ok(env)
     }
 
@@ -171,7 +171,10 @@ impl Bus {
     fn append_with(&self, slot: &mut Option<queue::QueueWriter>, lines: &[u8]) -> Result<()> {
         let writer = match slot {
             Some(w) => w,
-            None => slot.insert(queue::QueueWriter::open_in_place(&self.queue_path())?),
+            None => slot.insert(queue::QueueWriter::open_in_place(
+                &self.root,
+                &self.queue_path(),
+            )?),
         };
         let result = writer.append_line(lines);
         if result.is_err() {
@@ -204,7 +207,7 @@ impl Bus {
                 self.append_with(&mut slot, &chunk)?;
                 chunk.clear();
                 for env in &envs[pending.clone()] {
-                    events::touch_for(&self.events_dir(), env)?;
+                    events::touch_for(&self.root, &self.events_dir(), env)?;
                 }
                 pending = i + 1..i + 1;
             }
@@ -261,7 +264,7 @@ impl Bus {
                     id: last.clone(),
                     ..template.clone()
                 };
-                events::touch_for(&self.events_dir(), &env)?;
+                events::touch_for(&self.root, &self.events_dir(), &env)?;
             }
         }
         Ok((count, first, Some(last)))

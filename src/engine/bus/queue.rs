@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use super::model::Envelope;
 use crate::engine::error::{Error, Result};
+use crate::engine::store::Root;
 use crate::engine::store::ids::{check_free_text, generate_message_id};
 use crate::engine::store::lock::{lock_file, lock_timeout};
 use crate::engine::store::time::{now_ts, parse_ts};
@@ -76,6 +77,7 @@ pub const BATCH_BYTES: usize = 64 * 1024;
 /// while it holds the queue's lock. Either hint sends the writer back to the name.
 #[derive(Debug)]
 pub struct QueueWriter {
+    root: Root,
     path: PathBuf,
     file: File,
     /// (device, inode) of `file`, fixed at open.
@@ -87,8 +89,8 @@ pub struct QueueWriter {
 }
 
 /// Opens `path` for appending (creating the file, not its directory, when missing).
-fn open_append(path: &Path) -> Result<(File, (u64, u64))> {
-    crate::engine::store::atomic::confined_file(path)?;
+fn open_append(root: &Root, path: &Path) -> Result<(File, (u64, u64))> {
+    crate::engine::store::atomic::confined_file(root, path)?;
     let file = OpenOptions::new()
         .create(true)
         .append(true)
@@ -100,19 +102,20 @@ fn open_append(path: &Path) -> Result<(File, (u64, u64))> {
 }
 
 impl QueueWriter {
-    /// Opens (creating if missing, with its directory) the queue at `path`.
-    pub fn open(path: &Path) -> Result<Self> {
-        crate::engine::store::atomic::confined_file(path)?;
+    /// Opens (creating if missing, with its directory) the queue at `path` under `root`.
+    pub fn open(root: &Root, path: &Path) -> Result<Self> {
+        crate::engine::store::atomic::confined_file(root, path)?;
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         }
-        Self::open_in_place(path)
+        Self::open_in_place(root, path)
     }
 
     /// Opens the queue at `path` in a directory that must exist (the file is created if missing).
-    pub fn open_in_place(path: &Path) -> Result<Self> {
-        let (file, identity) = open_append(path)?;
+    pub fn open_in_place(root: &Root, path: &Path) -> Result<Self> {
+        let (file, identity) = open_append(root, path)?;
         Ok(Self {
+            root: root.clone(),
             path: path.to_path_buf(),
             file,
             identity,
@@ -160,7 +163,7 @@ impl QueueWriter {
     }
 
     fn reopen(&mut self) -> Result<()> {
-        let (file, identity) = open_append(&self.path)?;
+        let (file, identity) = open_append(&self.root, &self.path)?;
         self.file = file;
         self.identity = identity;
         self.end = None;
@@ -193,8 +196,8 @@ impl QueueWriter {
 }
 
 /// Appends one envelope to the queue at `path`.
-pub fn append(path: &Path, env: &Envelope) -> Result<()> {
-    QueueWriter::open(path)?.append(env)
+pub fn append(root: &Root, path: &Path, env: &Envelope) -> Result<()> {
+    QueueWriter::open(root, path)?.append(env)
 }
 
 /// One envelope as one compact line, newline included.
@@ -477,7 +480,7 @@ mod tests {
         std::fs::write(&p, "{\"id\": \"msg-torn\", \"type\": \"PROG").unwrap();
         let r = read(&p, &Filter::default()).unwrap();
         assert_eq!((r.count, r.skipped), (0, 1));
-        append(&p, &env(1)).unwrap();
+        append(&Root::at(dir.path()), &p, &env(1)).unwrap();
         let r = read(&p, &Filter::default()).unwrap();
         assert_eq!((r.count, r.skipped), (1, 1));
         assert_eq!(r.next_offset, std::fs::metadata(&p).unwrap().len());
@@ -487,7 +490,7 @@ mod tests {
     fn tail_matches_a_full_read_for_every_n_and_block_boundary() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("queue.jsonl");
-        let mut w = QueueWriter::open(&p).unwrap();
+        let mut w = QueueWriter::open(&Root::at(dir.path()), &p).unwrap();
         for i in 0..3000 {
             w.append(&env(i)).unwrap();
             if i % 700 == 0 {
@@ -548,7 +551,7 @@ mod tests {
         let p = dir.path().join("queue.jsonl");
         let mut c = QueueCursor::new(&p);
         assert!(c.poll().unwrap().is_empty());
-        append(&p, &env(1)).unwrap();
+        append(&Root::at(dir.path()), &p, &env(1)).unwrap();
         let mut f = OpenOptions::new().append(true).open(&p).unwrap();
         f.write_all(b"{\"id\":\"half").unwrap();
         assert_eq!(c.poll().unwrap().len(), 1);
@@ -558,7 +561,7 @@ mod tests {
         assert_eq!(got[0].id, "half");
         assert!(c.offset() > at);
         std::fs::rename(&p, dir.path().join("old.jsonl")).unwrap();
-        append(&p, &env(2)).unwrap();
+        append(&Root::at(dir.path()), &p, &env(2)).unwrap();
         assert_eq!(c.poll().unwrap().len(), 1);
     }
 

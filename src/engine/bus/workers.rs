@@ -110,7 +110,7 @@ impl Bus {
         entry.insert("last_heartbeat".into(), json!(now_ts()));
         let value = Value::Object(entry);
         all.insert(beat.worker_id.to_owned(), value.clone());
-        write_json(&self.workers_path(), &all)?;
+        write_json(&self.root, &self.workers_path(), &all)?;
         Ok(WorkerView::of(WorkerEntry::from_value(
             beat.worker_id,
             &value,

@@ -283,18 +283,21 @@ impl Conductor {
         let mut warnings = Vec::new();
         if a.status != AckStatus::Completed {
             // (completed goes through the submit path, which checks its own files.)
-            files::refuse_unconfined(&[
-                self.root.state_path(&wf),
-                found.path.clone(),
-                self.root.archive_dir(&god).join(format!("{}.json", a.hid)),
-            ])?;
+            files::refuse_unconfined(
+                &self.root,
+                &[
+                    self.root.state_path(&wf),
+                    found.path.clone(),
+                    self.root.archive_dir(&god).join(format!("{}.json", a.hid)),
+                ],
+            )?;
         }
         match a.status {
             AckStatus::Pending => {
                 st.acks.push(rec.clone());
                 st.updated = Some(now);
                 files::write_state(&self.root, &wf, &st)?;
-                write_json(&found.path, &d)?;
+                write_json(&self.root, &found.path, &d)?;
             }
             AckStatus::Accepted => {
                 if is_current {
@@ -310,10 +313,10 @@ impl Conductor {
                 let fallback = self.next_fallback(&st, &found, &a.hid, &mut warnings);
                 if let Some(fb) = &fallback {
                     let fb = GodName::parse(fb)?;
-                    files::refuse_unconfined(&[self
-                        .root
-                        .inbox_dir(&fb)
-                        .join(format!("{}.json", a.hid))])?;
+                    files::refuse_unconfined(
+                        &self.root,
+                        &[self.root.inbox_dir(&fb).join(format!("{}.json", a.hid))],
+                    )?;
                 }
                 rec.rerouted_to = fallback.clone();
                 st.acks.push(rec.clone());
@@ -531,7 +534,11 @@ impl Conductor {
                 ] {
                     *f = None;
                 }
-                write_json(&self.root.inbox_dir(&fb).join(format!("{hid}.json")), &d)?;
+                write_json(
+                    &self.root,
+                    &self.root.inbox_dir(&fb).join(format!("{hid}.json")),
+                    &d,
+                )?;
             }
         }
         if let Some(next) = rec.recorded_handoff_id.as_deref()
@@ -654,14 +661,17 @@ impl Conductor {
         let god = GodName::parse(&f.dispatch.to_god)?;
         let by_label = by.label("operator");
         let now = now_ts();
-        files::refuse_unconfined(&[
-            self.root.state_path(&wf),
-            f.path.clone(),
-            match reject {
-                None => self.root.inbox_dir(&god).join(format!("{hid}.json")),
-                Some(_) => self.root.archive_dir(&god).join(format!("{hid}.json")),
-            },
-        ])?;
+        files::refuse_unconfined(
+            &self.root,
+            &[
+                self.root.state_path(&wf),
+                f.path.clone(),
+                match reject {
+                    None => self.root.inbox_dir(&god).join(format!("{hid}.json")),
+                    Some(_) => self.root.archive_dir(&god).join(format!("{hid}.json")),
+                },
+            ],
+        )?;
         if prior.is_none() {
             let entry = json!({
                 "handoff_id": hid.as_str(), "decision": decision, "by": by_label, "at": now,
@@ -691,8 +701,8 @@ impl Conductor {
                 d.extra.insert("approved_by".into(), json!(by_label));
                 d.extra.insert("approved_at".into(), json!(now));
                 let to = self.root.inbox_dir(&god).join(format!("{hid}.json"));
-                write_json(&to, &d)?;
-                files::remove_file(&f.path)?;
+                write_json(&self.root, &to, &d)?;
+                files::remove_file(&self.root, &f.path)?;
                 to
             }
             Some(r) => {

@@ -62,7 +62,7 @@ impl Conductor {
         }
         for d in dirs {
             if !d.is_dir() {
-                ensure_dir(&d)?;
+                ensure_dir(&self.root, &d)?;
                 created.push(text(&d));
             }
         }
@@ -77,7 +77,7 @@ impl Conductor {
             if path.exists() || path.symlink_metadata().is_ok() {
                 kept.push(text(&path));
             } else {
-                write_atomic(&path, body.as_bytes())?;
+                write_atomic(&self.root, &path, body.as_bytes())?;
                 created.push(text(&path));
             }
         }
@@ -229,7 +229,7 @@ impl Conductor {
                         && !marker.exists()
                         && self.root.confine(&marker).is_ok()
                     {
-                        write_atomic(&marker, b"")?;
+                        write_atomic(&self.root, &marker, b"")?;
                     }
                 }
                 let reason = m.failure_reason.clone().unwrap_or_default();
@@ -254,7 +254,7 @@ impl Conductor {
                 will_write.push(f.path);
             }
         }
-        files::refuse_unconfined(&will_write)?;
+        files::refuse_unconfined(&self.root, &will_write)?;
         let completed: Vec<&super::model::StepRecord> = st
             .step_history
             .iter()
@@ -288,7 +288,7 @@ impl Conductor {
                 Ok(real) => {
                     let marker = PathBuf::from(format!("{}.aborted", real.display()));
                     if !marker.exists() {
-                        write_atomic(&marker, b"")?;
+                        write_atomic(&self.root, &marker, b"")?;
                     }
                     marked.push(text(&real));
                 }
@@ -322,7 +322,7 @@ impl Conductor {
             aborted_by: Some(by_label.clone()),
             extra: Default::default(),
         };
-        write_json(&manifest_path, &manifest)?;
+        write_json(&self.root, &manifest_path, &manifest)?;
         st.status = WorkflowStatus::Aborted;
         st.failure_reason = Some(reason.to_owned());
         st.aborted_at = Some(now.clone());
@@ -382,8 +382,8 @@ impl Conductor {
                         .root
                         .archive_dir(&god)
                         .join(f.path.file_name().expect("a file"));
-                    write_json(&to, &d)?;
-                    files::remove_file(&f.path)?;
+                    write_json(&self.root, &to, &d)?;
+                    files::remove_file(&self.root, &f.path)?;
                     continue;
                 }
             };
@@ -392,8 +392,8 @@ impl Conductor {
                     .root
                     .archive_dir(&god)
                     .join(f.path.file_name().expect("a file"));
-                write_json(&to, &d)?;
-                files::remove_file(&f.path)?;
+                write_json(&self.root, &to, &d)?;
+                files::remove_file(&self.root, &f.path)?;
             } else {
                 files::archive(&self.root, &f.path, &god, &name, &d)?;
             }

@@ -83,7 +83,7 @@ pub fn require_state(root: &Root, wf: &WorkflowId) -> Result<WorkflowState> {
 
 /// Writes a workflow state atomically.
 pub fn write_state(root: &Root, wf: &WorkflowId, state: &WorkflowState) -> Result<()> {
-    write_json(&root.state_path(wf), state)
+    write_json(root, &root.state_path(wf), state)
 }
 
 /// The dispatches of one directory with their paths, and the files that could not be read.
@@ -297,9 +297,9 @@ pub fn archive(
     d: &Dispatch,
 ) -> Result<PathBuf> {
     let to = root.archive_dir(god).join(format!("{hid}.json"));
-    write_json(from, d)?;
+    write_json(root, from, d)?;
     if from != to {
-        crate::engine::store::atomic::rename_durable(from, &to)?;
+        crate::engine::store::atomic::rename_durable(root, from, &to)?;
     }
     Ok(to)
 }
@@ -307,16 +307,19 @@ pub fn archive(
 /// Refuses, before anything is written, when a symbolic link planted on the way to any of `paths`
 /// leads outside the root (every write checks again; this makes a multi-file operation refuse whole
 /// instead of stopping half way).
-pub fn refuse_unconfined<'a>(paths: impl IntoIterator<Item = &'a PathBuf>) -> Result<()> {
+pub fn refuse_unconfined<'a>(
+    root: &Root,
+    paths: impl IntoIterator<Item = &'a PathBuf>,
+) -> Result<()> {
     for p in paths {
-        crate::engine::store::atomic::confined(p)?;
+        crate::engine::store::atomic::confined(root, p)?;
     }
     Ok(())
 }
 
 /// Removes a file if it exists, durably.
-pub fn remove_file(path: &Path) -> Result<()> {
-    crate::engine::store::atomic::confined(path)?;
+pub fn remove_file(root: &Root, path: &Path) -> Result<()> {
+    crate::engine::store::atomic::confined(root, path)?;
     match std::fs::remove_file(path) {
         Ok(()) => {
             if let Some(dir) = path.parent() {

@@ -477,7 +477,7 @@ impl Conductor {
         }
         // A symbolic link planted on the way to any of these files is refused before anything is
         // written, rather than after the commit point (each write checks again).
-        files::refuse_unconfined(&will_write)?;
+        files::refuse_unconfined(&self.root, &will_write)?;
 
         // 1. The handoff file; an earlier handoff for the step is kept under its own id.
         let latest = root.handoff_path(wf, &step);
@@ -491,7 +491,7 @@ impl Conductor {
                     .handoff_dir(wf)
                     .join(format!("{step}.{}.json", encode_key(old_id)));
                 if !keep.exists() {
-                    write_json(&keep, &old)?;
+                    write_json(&self.root, &keep, &old)?;
                     super::crash_point("submit:after-keep-old");
                 }
             }
@@ -502,7 +502,7 @@ impl Conductor {
             ));
             std::fs::copy(&latest, &keep).map_err(|e| Error::io(&keep, e))?;
         }
-        write_json(&latest, &raw)?;
+        write_json(&self.root, &latest, &raw)?;
         super::crash_point("submit:after-handoff");
 
         // 2. The state: the commit point.
@@ -740,7 +740,7 @@ impl Conductor {
         } else {
             self.root.inbox_dir(&god).join(format!("{hid}.json"))
         };
-        write_json(&path, &d)
+        write_json(&self.root, &path, &d)
     }
 
     fn build_dispatch(

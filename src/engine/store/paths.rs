@@ -56,70 +56,6 @@ pub fn normalize(p: &Path) -> PathBuf {
     out
 }
 
-/// Roots opened by this process (as given, made absolute). Store writes to a path under one of them
-/// must stay inside it once symbolic links are resolved: a link planted inside a root never leads a
-/// write, move or removal outside it. See [`check_confined`].
-/// Each entry: the root as given and, once it exists, its resolved path (resolved once, so a write
-/// costs one `realpath` of its directory, not two).
-static OPENED_ROOTS: std::sync::RwLock<Vec<(PathBuf, Option<PathBuf>)>> =
-    std::sync::RwLock::new(Vec::new());
-
-fn register_root(root: &Path) {
-    let mut roots = OPENED_ROOTS.write().unwrap_or_else(|p| p.into_inner());
-    if !roots.iter().any(|(r, _)| r == root) {
-        roots.push((root.to_path_buf(), None));
-    }
-}
-
-/// The resolved path of an opened root (cached after the first success).
-fn real_root(root: &Path, cached: &Option<PathBuf>) -> Option<PathBuf> {
-    if let Some(c) = cached {
-        return Some(c.clone());
-    }
-    let real = std::fs::canonicalize(root).ok()?;
-    let mut roots = OPENED_ROOTS.write().unwrap_or_else(|p| p.into_inner());
-    if let Some(entry) = roots.iter_mut().find(|(r, _)| r == root) {
-        entry.1 = Some(real.clone());
-    }
-    Some(real)
-}
-
-/// Refuses a path that lies under a root opened by this process when a symbolic link in its
-/// parent directories (the last component is never followed by our writes) resolves outside that
-/// root. Paths under no opened root (e.g. `PANTHEON_CLEANUP_ROOTS`) are not this check's business.
-pub fn check_confined(path: &Path) -> Result<(), String> {
-    let path = normalize(&absolute(path));
-    let roots: Vec<(PathBuf, Option<PathBuf>)> = OPENED_ROOTS
-        .read()
-        .unwrap_or_else(|p| p.into_inner())
-        .iter()
-        .filter(|(r, _)| path.starts_with(r) && path != *r)
-        .cloned()
-        .collect();
-    for (root, cached) in &roots {
-        let Some(real_root) = real_root(root, cached) else {
-            continue;
-        };
-        // The deepest directory of the path that exists, resolved.
-        let mut dir = path.parent();
-        while let Some(d) = dir {
-            if let Ok(real) = std::fs::canonicalize(d) {
-                if !real.starts_with(&real_root) {
-                    return Err(format!(
-                        "{} leads outside the root {} (through a symbolic link to {}); remove the link",
-                        path.display(),
-                        root.display(),
-                        real.display()
-                    ));
-                }
-                break;
-            }
-            dir = d.parent();
-        }
-    }
-    Ok(())
-}
-
 /// `p` with its deepest existing ancestor resolved (symbolic links followed) and the missing rest
 /// appended, so a path below a link that does not exist yet is still judged by where it would land.
 fn resolve_existing(p: &Path) -> PathBuf {
@@ -144,7 +80,6 @@ impl Root {
     /// A root at `root` with the default sub-directories and no extra cleanup roots.
     pub fn at(root: impl AsRef<Path>) -> Self {
         let root = absolute(root.as_ref());
-        register_root(&normalize(&root));
         Self {
             conductor: root.join("conductor"),
             handoffs: root.join("shared").join("handoffs"),
@@ -175,6 +110,39 @@ impl Root {
                 .collect();
         }
         r
+    }
+
+    /// Refuses a write, move or removal of `path` when `path` lies under this root but a symbolic
+    /// link in its parent directories resolves outside it: a link planted inside the root never leads
+    /// our writes elsewhere. The last component is not followed (our writes replace it or refuse a
+    /// link there, see [`super::atomic`]). Paths outside the root (a `CONDUCTOR_BASE_DIR` or cleanup
+    /// root configured elsewhere) are not this check's business.
+    pub fn check_write(&self, path: &Path) -> Result<(), String> {
+        let path = absolute(path);
+        if !path.starts_with(&self.root) || path == self.root {
+            return Ok(());
+        }
+        // A root that does not exist yet holds nothing that could lead outside it.
+        let Ok(real_root) = std::fs::canonicalize(&self.root) else {
+            return Ok(());
+        };
+        // The deepest directory of the path that exists, resolved.
+        let mut dir = path.parent();
+        while let Some(d) = dir {
+            if let Ok(real) = std::fs::canonicalize(d) {
+                if !real.starts_with(&real_root) {
+                    return Err(format!(
+                        "{} leads outside the root {} (through a symbolic link to {}); remove the link",
+                        path.display(),
+                        self.root.display(),
+                        real.display()
+                    ));
+                }
+                break;
+            }
+            dir = d.parent();
+        }
+        Ok(())
     }
 
     pub fn schema_path(&self) -> PathBuf {
