@@ -13,3 +13,8 @@ pub mod mcp;
 
 pub use engine::error::{Error, Result};
 pub use engine::store::Root;
+
+/// The shared fixture finder, the same file the integration tests include.
+#[cfg(test)]
+#[path = "../tests/shared/fixture.rs"]
+pub(crate) mod test_fixture;

@@ -1089,7 +1089,6 @@ mod tests {
     use crate::engine::store::Root;
     use crate::live::{LiveModel, ModelOptions};
     use crossterm::event::KeyModifiers;
-    use std::path::PathBuf;
 
     #[test]
     fn etas_are_durations_from_now_or_times_and_come_back_as_utc() {
@@ -1120,20 +1119,7 @@ mod tests {
         assert!(parse_gates("a\0b").is_err());
     }
 
-    /// The shared fixture, read in place (the live model never writes).
-    fn fixture() -> PathBuf {
-        let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-        ["../shared", "../../shared", "shared"]
-            .iter()
-            .map(|rel| here.join(rel).join("fixtures/foreign-root"))
-            .find(|p| p.exists())
-            .unwrap_or_else(|| {
-                PathBuf::from(concat!(
-                    env!("CARGO_MANIFEST_DIR"),
-                    "/../shared/fixtures/foreign-root"
-                ))
-            })
-    }
+    use crate::test_fixture::fixture_root as fixture;
 
     fn app() -> App {
         let m = LiveModel::open(Root::at(fixture()), ModelOptions::default());

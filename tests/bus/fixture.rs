@@ -1,32 +1,7 @@
 //! The foreign fixture root (quirks and junk included) is read without error and its problems reported.
 
-use std::path::{Path, PathBuf};
-
 use crate::common::Env;
-
-fn fixture() -> PathBuf {
-    std::env::var_os("PANTHEON_FIXTURE_ROOT")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../shared/fixtures/foreign-root"
-            )
-            .into()
-        })
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
-}
+use crate::fixture_root::{copy_dir, fixture_root as fixture};
 
 fn fixture_env() -> Env {
     let src = fixture();

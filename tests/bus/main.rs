@@ -5,6 +5,8 @@ mod common;
 
 mod board;
 mod fixture;
+#[path = "../shared/fixture.rs"]
+mod fixture_root;
 mod interop;
 mod locks;
 mod queue;

@@ -1,5 +1,6 @@
 //! Shared helpers: a temp root, running the binary, building handoffs and acks, snapshots.
 
+pub use crate::fixture_root::{copy_dir, fixture_root as fixture};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -178,33 +179,6 @@ pub fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) {
         f(&p);
         if p.is_dir() && !p.is_symlink() {
             walk(&p, f);
-        }
-    }
-}
-
-pub fn fixture() -> PathBuf {
-    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    ["../shared", "../../shared", "shared"]
-        .iter()
-        .map(|rel| here.join(rel).join("fixtures/foreign-root"))
-        .find(|p| p.exists())
-        .unwrap_or_else(|| {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../shared/fixtures/foreign-root"
-            ))
-        })
-}
-
-pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).unwrap();
         }
     }
 }

@@ -5,6 +5,8 @@ mod acks;
 mod common;
 mod concurrency;
 mod crash;
+#[path = "../shared/fixture.rs"]
+mod fixture_root;
 mod foreign;
 mod refusals;
 mod routing;

@@ -3,6 +3,8 @@
 
 mod actions;
 mod e2e;
+#[path = "../shared/fixture.rs"]
+mod fixture_root;
 mod live;
 mod support;
 #[path = "../shared/tmux.rs"]

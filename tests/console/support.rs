@@ -1,5 +1,6 @@
 //! Shared helpers: fixture roots, an engine-built root, rendering to a `TestBackend`.
 
+pub use crate::fixture_root::{copy_dir, fixture_root as fixture_source};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -15,37 +16,6 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::style::Color;
-
-/// The shared fixture root (read only: always copy it first).
-pub fn fixture_source() -> PathBuf {
-    if let Some(p) = std::env::var_os("PANTHEON_FIXTURE_ROOT") {
-        return PathBuf::from(p);
-    }
-    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    ["../shared", "../../shared", "shared"]
-        .iter()
-        .map(|rel| here.join(rel).join("fixtures/foreign-root"))
-        .find(|p| p.exists())
-        .unwrap_or_else(|| {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../shared/fixtures/foreign-root"
-            ))
-        })
-}
-
-pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), &dest).unwrap();
-        }
-    }
-}
 
 /// A temp copy of the foreign fixture root.
 pub fn fixture_root() -> tempfile::TempDir {

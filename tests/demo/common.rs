@@ -1,5 +1,6 @@
 //! Helpers shared by the demo tests.
 
+pub use crate::fixture_root::fixture_root as fixture;
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
@@ -86,20 +87,4 @@ pub fn copy_tree(from: &Path, to: &Path) {
         std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
         std::fs::write(&dest, std::fs::read(&f).unwrap()).unwrap();
     }
-}
-
-/// The shared foreign-root fixture: `shared/fixtures/foreign-root` beside the checkout (or one or
-/// two levels up), else the team's shared directory.
-pub fn fixture() -> PathBuf {
-    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    ["../shared", "../../shared", "shared"]
-        .iter()
-        .map(|rel| here.join(rel).join("fixtures/foreign-root"))
-        .find(|p| p.exists())
-        .unwrap_or_else(|| {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../shared/fixtures/foreign-root"
-            ))
-        })
 }

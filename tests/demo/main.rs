@@ -2,6 +2,8 @@
 
 mod common;
 mod determinism;
+#[path = "../shared/fixture.rs"]
+mod fixture_root;
 mod headless;
 mod terminal;
 #[path = "../shared/tmux.rs"]

@@ -1,6 +1,7 @@
 //! Shared helpers: a fresh initialised root per test, and sessions driven by the official Python
 //! MCP client SDK (`python/session.py`) against the real `pantheon mcp` binary.
 
+use crate::fixture_root::{copy_dir, fixture_root};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -74,33 +75,6 @@ fn session_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/python/session.py")
 }
 
-/// The fixture root as foreign writers leave it (never written to: tests copy it):
-/// `$PANTHEON_FIXTURE_ROOT`, else the shared fixture.
-fn foreign_root() -> PathBuf {
-    std::env::var_os("PANTHEON_FIXTURE_ROOT")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../shared/fixtures/foreign-root"
-            ))
-        })
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap_or_else(|e| panic!("{}: {e}", from.display())) {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 /// A fresh temp root on which `pantheon init` has run.
 pub struct TestRoot {
     pub dir: TempDir,
@@ -122,7 +96,7 @@ impl TestRoot {
     /// A copy of the shared foreign-root fixture (quirks and junk included), then `pantheon init`.
     pub fn foreign() -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        copy_dir(&foreign_root(), dir.path());
+        copy_dir(&fixture_root(), dir.path());
         let root = Self { dir };
         root.cli_json(&["init"]);
         root

@@ -6,6 +6,8 @@ mod harness;
 
 mod bus;
 mod concurrency;
+#[path = "../shared/fixture.rs"]
+mod fixture_root;
 mod foreign;
 mod listing;
 mod stdio;

@@ -677,18 +677,10 @@ mod tests {
         assert_eq!(w.progress(), Some(40.0));
     }
 
-    /// The fixture root as foreign writers leave it (read only).
+    /// The fixture root's bus (read only).
     fn fixture_bus() -> std::path::PathBuf {
-        let root = std::env::var_os("PANTHEON_FIXTURE_ROOT")
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(|| {
-                concat!(
-                    env!("CARGO_MANIFEST_DIR"),
-                    "/../shared/fixtures/foreign-root"
-                )
-                .into()
-            });
-        root.join("conductor/tracks/stripe-checkout_20260201/.message-bus")
+        crate::test_fixture::fixture_root()
+            .join("conductor/tracks/stripe-checkout_20260201/.message-bus")
     }
 
     #[test]

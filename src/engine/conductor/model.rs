@@ -554,22 +554,9 @@ pub fn from_value<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, String>
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use std::path::{Path, PathBuf};
+    use std::path::Path;
 
-    /// `shared/fixtures/foreign-root`, found beside the checkout (or one level up).
-    pub(crate) fn fixture() -> PathBuf {
-        let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-        ["../shared", "../../shared", "shared"]
-            .iter()
-            .map(|rel| here.join(rel).join("fixtures/foreign-root"))
-            .find(|p| p.exists())
-            .unwrap_or_else(|| {
-                PathBuf::from(concat!(
-                    env!("CARGO_MANIFEST_DIR"),
-                    "/../shared/fixtures/foreign-root"
-                ))
-            })
-    }
+    pub(crate) use crate::test_fixture::fixture_root as fixture;
 
     fn json(path: &Path) -> Value {
         serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
