@@ -38,7 +38,7 @@ pub const OPERATOR: &str = "operator";
 /// One track's message bus: `conductor/tracks/{track}/.message-bus/`.
 ///
 /// The handle keeps `queue.jsonl` open once something was posted, so a long-lived process (the
-/// demo, the MCP server, a god posting progress) pays one lock and one write per message, not an
+/// demo, a god posting progress through the library) pays one lock and one write per message, not an
 /// open and a close. Clones share that writer.
 #[derive(Debug, Clone)]
 pub struct Bus {
