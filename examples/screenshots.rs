@@ -46,7 +46,7 @@ fn main() {
         .unwrap_or_else(|| {
             PathBuf::from(concat!(
                 env!("CARGO_MANIFEST_DIR"),
-                "/../shared/fixtures/foreign-root"
+                "/tests/fixtures/foreign-root"
             ))
         });
     std::fs::create_dir_all(&out).unwrap();

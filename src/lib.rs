@@ -7,14 +7,16 @@
 pub mod cli;
 pub mod console;
 pub mod demo;
-pub mod engine;
 pub mod live;
 pub mod mcp;
+
+/// The protocol engine, its own crate ([`pantheon_engine`]); re-exported so shells name it `engine`.
+pub use pantheon_engine as engine;
 
 pub use engine::error::{Error, Result};
 pub use engine::store::Root;
 
 /// The shared fixture finder, the same file the integration tests include.
 #[cfg(test)]
-#[path = "../tests/shared/fixture.rs"]
+#[path = "../tests/common/fixture.rs"]
 pub(crate) mod test_fixture;

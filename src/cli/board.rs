@@ -1,4 +1,4 @@
-//! `pantheon board --track T …`: the board deliberation of one track (PROTOCOL 4 and 5).
+//! `pantheon board --track T …`: the board deliberation of one track (docs/PROTOCOL.md §4 and §5).
 
 use anyhow::Context;
 use clap::{Args, Subcommand};

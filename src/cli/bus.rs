@@ -1,4 +1,4 @@
-//! `pantheon bus --track T …`: the message bus of one track (PROTOCOL 3 and 5).
+//! `pantheon bus --track T …`: the message bus of one track (docs/PROTOCOL.md §3 and §5).
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;

@@ -66,7 +66,7 @@ impl Pane {
     }
 }
 
-/// An acknowledgement status an operator can give a dispatch (PROTOCOL 2.5).
+/// An acknowledgement status an operator can give a dispatch (docs/PROTOCOL.md §2.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AckChoice {

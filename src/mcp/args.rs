@@ -1,6 +1,6 @@
 //! The argument of every tool, with the descriptions a model reads in `tools/list`.
 //!
-//! Names follow the seeds and PROTOCOL 5 (`handoff`, `ack`, `god_name`, `workflow_id`, …); the bus
+//! Names follow the seeds and docs/PROTOCOL.md §5 (`handoff`, `ack`, `god_name`, `workflow_id`, …); the bus
 //! and board tools take `track` plus the fields of the matching CLI command, named as in the seeds
 //! (`filepath`, `worker_id`, `msg_type`, …). The server checks arguments against these schemas
 //! before the call (unknown fields are refused, so a misspelt argument is reported, never

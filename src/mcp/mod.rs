@@ -1,4 +1,4 @@
-//! The MCP server (`pantheon mcp`): the Conductor and bus tools of PROTOCOL 5 over stdio.
+//! The MCP server (`pantheon mcp`): the Conductor and bus tools of docs/PROTOCOL.md §5 over stdio.
 //!
 //! Every agent session starts its own server process, so many servers share one root at once;
 //! all correctness comes from the engine's file locks, none from this process. Stdout carries

@@ -66,7 +66,7 @@ where
 }
 
 /// A successful result: structured content, and the same JSON as text for hosts that only read
-/// text. Results are JSON objects (PROTOCOL shapes); anything else is wrapped as `{"result": …}`
+/// text. Results are JSON objects (the shapes of docs/PROTOCOL.md); anything else is wrapped as `{"result": …}`
 /// so that structured content stays an object, as MCP requires.
 pub fn success(value: Value) -> CallToolResult {
     let value = match value {

@@ -1,4 +1,4 @@
-//! The `conductor` MCP server: one tool per engine operation of PROTOCOL 5, nothing more.
+//! The `conductor` MCP server: one tool per engine operation of docs/PROTOCOL.md §5, nothing more.
 //!
 //! Each tool deserialises its arguments (see [`super::args`]), calls the engine on the blocking
 //! pool and returns the engine's result unchanged. There is no protocol logic here: validation,

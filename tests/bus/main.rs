@@ -5,7 +5,7 @@ mod common;
 
 mod board;
 mod fixture;
-#[path = "../shared/fixture.rs"]
+#[path = "../common/fixture.rs"]
 mod fixture_root;
 mod interop;
 mod locks;

@@ -1,4 +1,4 @@
-//! Every row of the ack table (PROTOCOL 2.5), fallback rerouting, duplicates.
+//! Every row of the ack table (docs/PROTOCOL.md §2.5), fallback rerouting, duplicates.
 
 use serde_json::json;
 

@@ -5,7 +5,7 @@ mod acks;
 mod common;
 mod concurrency;
 mod crash;
-#[path = "../shared/fixture.rs"]
+#[path = "../common/fixture.rs"]
 mod fixture_root;
 mod foreign;
 mod refusals;

@@ -3,10 +3,10 @@
 
 mod actions;
 mod e2e;
-#[path = "../shared/fixture.rs"]
+#[path = "../common/fixture.rs"]
 mod fixture_root;
 mod live;
 mod support;
-#[path = "../shared/tmux.rs"]
+#[path = "../common/tmux.rs"]
 mod tmux;
 mod views;

@@ -2,10 +2,10 @@
 
 mod common;
 mod determinism;
-#[path = "../shared/fixture.rs"]
+#[path = "../common/fixture.rs"]
 mod fixture_root;
 mod headless;
 mod terminal;
-#[path = "../shared/tmux.rs"]
+#[path = "../common/tmux.rs"]
 mod tmux;
 mod validate;

@@ -6,7 +6,7 @@ mod harness;
 
 mod bus;
 mod concurrency;
-#[path = "../shared/fixture.rs"]
+#[path = "../common/fixture.rs"]
 mod fixture_root;
 mod foreign;
 mod listing;

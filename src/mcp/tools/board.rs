@@ -1,4 +1,4 @@
-//! The board tools (PROTOCOL 4): a five-director deliberation, assess → discuss → vote → resolve.
+//! The board tools (docs/PROTOCOL.md §4): a five-director deliberation, assess → discuss → vote → resolve.
 //! The orchestrator of a board is an agent too, so opening, advancing and resolving are offered.
 
 use crate::engine::bus::Bus;

@@ -1,4 +1,4 @@
-//! The message-bus tools (PROTOCOL 3): messages, locks, heartbeats, events and deadlocks.
+//! The message-bus tools (docs/PROTOCOL.md §3): messages, locks, heartbeats, events and deadlocks.
 //! Force-releasing another worker's lock is an operator act and is not offered here.
 
 use rmcp::handler::server::wrapper::Parameters;

@@ -1,4 +1,4 @@
-//! The Conductor tools (PROTOCOL 2): handoffs, inboxes, acks, state, abort and cleanup.
+//! The Conductor tools (docs/PROTOCOL.md §2): handoffs, inboxes, acks, state, abort and cleanup.
 
 use crate::engine::conductor::Actor;
 use crate::mcp::args::*;

@@ -1,0 +1,518 @@
+//! The per-track message bus and the board deliberation (docs/PROTOCOL.md §3 and §4).
+//!
+//! [`Bus`] is the handle every shell uses: `Bus::open(&root, "track")?.post(…)`, `.acquire_lock(…)`,
+//! `.board_open(…)`. Each area lives in its own module and adds its methods to `Bus`:
+//! [`queue`] (the log), [`events`], [`locks`], [`workers`] (heartbeats), [`deadlock`], [`board`],
+//! [`archive`]. [`model`] holds the tolerant record types all of them read.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::store::Root;
+use crate::store::atomic::{ensure_dir, ensure_file, write_json};
+use crate::store::ids::TrackName;
+use crate::store::lock::FileLock;
+use crate::store::read::read_json_object;
+use crate::store::time::now_ts;
+
+pub mod archive;
+pub mod board;
+pub mod deadlock;
+pub mod events;
+pub mod locks;
+pub mod model;
+pub mod queue;
+pub mod workers;
+
+pub use model::{
+    Assessment, BoardSession, DiscussionLine, Envelope, LockEntry, Vote, WorkerEntry, WorkerStatus,
+};
+
+/// Who operator acts are recorded as (`forced_by`, board `source`).
+pub const OPERATOR: &str = "operator";
+
+/// One track's message bus: `conductor/tracks/{track}/.message-bus/`.
+///
+/// The handle keeps `queue.jsonl` open once something was posted, so a long-lived process (the
+/// demo, a god posting progress through the library) pays one lock and one write per message, not an
+/// open and a close. Clones share that writer.
+#[derive(Debug, Clone)]
+pub struct Bus {
+    pub root: Root,
+    pub track: TrackName,
+    pub dir: PathBuf,
+    writer: Arc<Mutex<Option<queue::QueueWriter>>>,
+}
+
+/// What `bus init` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct InitResult {
+    pub track: String,
+    pub dir: PathBuf,
+    /// Files and directories that were missing and are now created.
+    pub created: Vec<String>,
+}
+
+impl Bus {
+    /// The bus of `track` (validated against the name pattern); the directory need not exist yet.
+    pub fn open(root: &Root, track: &str) -> Result<Self> {
+        let track = TrackName::parse(track)?;
+        Ok(Self {
+            dir: root.bus_dir(&track),
+            root: root.clone(),
+            track,
+            writer: Arc::default(),
+        })
+    }
+
+    /// Like [`Bus::open`], but refuses a bus that was never initialised.
+    pub fn open_existing(root: &Root, track: &str) -> Result<Self> {
+        let bus = Self::open(root, track)?;
+        bus.require()?;
+        Ok(bus)
+    }
+
+    /// Refuses when the bus directory does not exist, saying how to create it.
+    pub fn require(&self) -> Result<()> {
+        if self.dir.is_dir() {
+            Ok(())
+        } else {
+            Err(Error::not_found(format!(
+                "track {} has no message bus at {}; create it with `pantheon bus --track {} init`",
+                self.track,
+                self.dir.display(),
+                self.track
+            )))
+        }
+    }
+
+    pub fn queue_path(&self) -> PathBuf {
+        self.dir.join("queue.jsonl")
+    }
+    pub fn mutex_path(&self) -> PathBuf {
+        self.dir.join(".lock_mutex")
+    }
+    pub fn locks_path(&self) -> PathBuf {
+        self.dir.join("locks.json")
+    }
+    pub fn workers_path(&self) -> PathBuf {
+        self.dir.join("worker-status.json")
+    }
+    pub fn events_dir(&self) -> PathBuf {
+        self.dir.join("events")
+    }
+    pub fn board_dir(&self) -> PathBuf {
+        self.dir.join("board")
+    }
+
+    /// Creates whatever is missing (queue, mutex, locks, worker status, events, board); never wipes.
+    pub fn init(&self) -> Result<InitResult> {
+        let mut created = Vec::new();
+        for d in [self.dir.clone(), self.events_dir(), self.board_dir()] {
+            if !d.is_dir() {
+                ensure_dir(&self.root, &d)?;
+                created.push(self.rel(&d));
+            }
+        }
+        for f in [self.queue_path(), self.mutex_path()] {
+            if !f.exists() {
+                ensure_file(&self.root, &f)?;
+                created.push(self.rel(&f));
+            }
+        }
+        let _mutex = self.mutex()?;
+        for f in [self.locks_path(), self.workers_path()] {
+            if !f.exists() {
+                write_json(&self.root, &f, &serde_json::json!({}))?;
+                created.push(self.rel(&f));
+            }
+        }
+        Ok(InitResult {
+            track: self.track.to_string(),
+            dir: self.dir.clone(),
+            created,
+        })
+    }
+
+    fn rel(&self, p: &Path) -> String {
+        p.strip_prefix(&self.dir)
+            .map(|r| r.display().to_string())
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| ".message-bus".into())
+    }
+
+    /// Takes `.lock_mutex`, the lock of every read-modify-write on the bus (bounded wait).
+    pub fn mutex(&self) -> Result<FileLock> {
+        FileLock::exclusive(&self.mutex_path())
+    }
+
+    /// Posts a message: appends the envelope under the queue's flock and touches its events.
+    pub fn post(&self, kind: &str, source: &str, payload: Value) -> Result<Envelope> {
+        let env = {
+            let mut slot = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+            if slot.is_none() {
+                self.require()?;
+            }
+            let env = queue::envelope(kind, source, payload)?;
+            self.append_with(&mut slot, &queue::line_of(&env))?;
+            env
+        };
+        events::touch_for(&self.root, &self.events_dir(), &env)?;
+        Ok(env)
+    }
+
+    /// Appends whole lines through the handle's writer, opening it first when needed. A failed append
+    /// drops the writer, so the next post checks the bus again from scratch.
+    fn append_with(&self, slot: &mut Option<queue::QueueWriter>, lines: &[u8]) -> Result<()> {
+        let writer = match slot {
+            Some(w) => w,
+            None => slot.insert(queue::QueueWriter::open_in_place(
+                &self.root,
+                &self.queue_path(),
+            )?),
+        };
+        let result = writer.append_line(lines);
+        if result.is_err() {
+            *slot = None;
+            self.require()?;
+        }
+        result
+    }
+
+    /// Posts many messages from one process. Every item is checked before anything is written; then
+    /// whole lines are appended in chunks of up to [`queue::BATCH_BYTES`], each chunk one `write` under
+    /// one hold of the queue's flock (other writers interleave between chunks, never inside a line).
+    pub fn post_batch(
+        &self,
+        items: impl IntoIterator<Item = (String, String, Value)>,
+    ) -> Result<Vec<Envelope>> {
+        self.require()?;
+        let envs = items
+            .into_iter()
+            .map(|(kind, source, payload)| queue::envelope(&kind, &source, payload))
+            .collect::<Result<Vec<_>>>()?;
+        let mut slot = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut chunk = Vec::with_capacity(queue::BATCH_BYTES);
+        let mut pending = 0..0;
+        for (i, env) in envs.iter().enumerate() {
+            serde_json::to_writer(&mut chunk, env).expect("envelopes always serialise");
+            chunk.push(b'\n');
+            pending.end = i + 1;
+            if chunk.len() >= queue::BATCH_BYTES || i + 1 == envs.len() {
+                self.append_with(&mut slot, &chunk)?;
+                chunk.clear();
+                for env in &envs[pending.clone()] {
+                    events::touch_for(&self.root, &self.events_dir(), env)?;
+                }
+                pending = i + 1..i + 1;
+            }
+        }
+        Ok(envs)
+    }
+
+    /// Posts the same message `count` times (each with its own id and time), checked once, streamed
+    /// in chunks of whole lines like [`Bus::post_batch`] without holding every envelope in memory.
+    /// Returns (count, first id, last id).
+    pub fn post_repeated(
+        &self,
+        kind: &str,
+        source: &str,
+        payload: Value,
+        count: usize,
+    ) -> Result<(usize, Option<String>, Option<String>)> {
+        self.require()?;
+        let template = queue::envelope(kind, source, payload)?;
+        if count == 0 {
+            return Ok((0, None, None));
+        }
+        // Every line shares type, source and payload: serialise them once.
+        let head = format!(
+            ",\"type\":{},\"source\":{},\"timestamp\":\"",
+            serde_json::to_string(&template.kind).expect("strings serialise"),
+            serde_json::to_string(&template.source).expect("strings serialise"),
+        );
+        let tail = format!(
+            "\",\"payload\":{}}}\n",
+            serde_json::to_string(&template.payload).expect("JSON values serialise")
+        );
+        let mut slot = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let mut chunk = Vec::with_capacity(queue::BATCH_BYTES + 1024);
+        let (mut first, mut last) = (None, String::new());
+        for i in 0..count {
+            let id = crate::store::ids::generate_message_id();
+            chunk.extend_from_slice(b"{\"id\":\"");
+            chunk.extend_from_slice(id.as_bytes());
+            chunk.extend_from_slice(b"\"");
+            chunk.extend_from_slice(head.as_bytes());
+            chunk.extend_from_slice(now_ts().as_bytes());
+            chunk.extend_from_slice(tail.as_bytes());
+            if first.is_none() {
+                first = Some(id.clone());
+            }
+            last = id;
+            if chunk.len() >= queue::BATCH_BYTES || i + 1 == count {
+                self.append_with(&mut slot, &chunk)?;
+                chunk.clear();
+                // Every message names the same event files; the last one written wins, as it would
+                // one message at a time.
+                let env = Envelope {
+                    id: last.clone(),
+                    ..template.clone()
+                };
+                events::touch_for(&self.root, &self.events_dir(), &env)?;
+            }
+        }
+        Ok((count, first, Some(last)))
+    }
+
+    /// Reads messages passing `filter`; with `tail`, only the last N (seeking from the end).
+    pub fn read(&self, filter: &queue::Filter, tail: Option<usize>) -> Result<queue::ReadResult> {
+        match tail {
+            Some(n) => queue::tail(&self.queue_path(), n, filter),
+            None => queue::read(&self.queue_path(), filter),
+        }
+    }
+
+    /// Waits for an event file (see [`events::wait_for_event`]).
+    pub fn wait_for_event(
+        &self,
+        pattern: &str,
+        timeout: std::time::Duration,
+        fresh: bool,
+    ) -> Result<events::WaitResult> {
+        self.require()?;
+        events::wait_for_event(&self.events_dir(), pattern, timeout, fresh)
+    }
+
+    /// Lists the event files.
+    pub fn events(&self) -> Result<Vec<events::EventFile>> {
+        events::list(&self.events_dir())
+    }
+
+    /// Reads a JSON object file of the bus (missing = empty).
+    fn read_object(&self, path: &Path) -> Result<serde_json::Map<String, Value>> {
+        read_json_object(path)
+    }
+
+    /// A snapshot of the whole bus for `bus status`.
+    pub fn status(&self) -> Result<BusStatus> {
+        self.require()?;
+        let locks = self.locks()?;
+        let workers = self.workers()?;
+        let q = std::fs::metadata(self.queue_path())
+            .map(|m| m.len())
+            .unwrap_or(0);
+        let last = queue::tail(&self.queue_path(), 1, &queue::Filter::default())?;
+        let board = board::current_session(self).ok().flatten();
+        Ok(BusStatus {
+            track: self.track.to_string(),
+            dir: self.dir.clone(),
+            now: now_ts(),
+            queue_bytes: q,
+            last_message: last.messages.into_iter().next(),
+            live_locks: locks.iter().filter(|l| l.live).count(),
+            locks,
+            stale_workers: workers.iter().filter(|w| w.stale).count(),
+            workers,
+            events: self.events()?,
+            board: board.map(|s| BoardSummary {
+                session_id: s.session_id,
+                checkpoint: s.checkpoint,
+                status: s.status,
+            }),
+        })
+    }
+}
+
+/// `bus status`: the locks, workers, events and board of a track at a glance.
+#[derive(Debug, Clone, Serialize)]
+pub struct BusStatus {
+    pub track: String,
+    pub dir: PathBuf,
+    pub now: String,
+    pub queue_bytes: u64,
+    pub last_message: Option<Envelope>,
+    pub live_locks: usize,
+    pub locks: Vec<locks::LockView>,
+    pub stale_workers: usize,
+    pub workers: Vec<workers::WorkerView>,
+    pub events: Vec<events::EventFile>,
+    pub board: Option<BoardSummary>,
+}
+
+/// The current board session in a bus status.
+#[derive(Debug, Clone, Serialize)]
+pub struct BoardSummary {
+    pub session_id: String,
+    pub checkpoint: String,
+    pub status: String,
+}
+
+/// The tracks of `root` that have a `.message-bus` directory, sorted.
+pub fn list_tracks(root: &Root) -> Vec<TrackName> {
+    let mut out: Vec<TrackName> = std::fs::read_dir(root.tracks_dir())
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| TrackName::parse(&e.file_name().to_string_lossy()).ok())
+                .filter(|t| root.bus_dir(t).is_dir())
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_posts_write_the_same_envelopes_as_single_posts() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = Bus::open(&Root::at(dir.path()), "t").unwrap();
+        bus.init().unwrap();
+        let payload = serde_json::json!({"task_id": "a\"b\n", "n": [1, 2]});
+        let one = bus
+            .post("TASK_COMPLETE", "w \"1\"", payload.clone())
+            .unwrap();
+        let (n, first, last) = bus
+            .post_repeated("TASK_COMPLETE", "w \"1\"", payload.clone(), 3000)
+            .unwrap();
+        assert_eq!(n, 3000);
+        let all = bus.read(&queue::Filter::default(), None).unwrap();
+        assert_eq!((all.count, all.skipped), (3001, 0));
+        assert_eq!(all.messages[1].id, first.unwrap());
+        assert_eq!(all.messages[3000].id, last.clone().unwrap());
+        let text = std::fs::read_to_string(bus.queue_path()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        // Same shape, key order and escaping as a single post, apart from id and time.
+        let strip = |l: &str| {
+            let e = Envelope::parse_line(l.as_bytes()).unwrap();
+            l.replace(&e.id, "ID").replace(&e.timestamp, "TS")
+        };
+        assert_eq!(strip(lines[0]), strip(lines[2999]));
+        assert!(
+            all.messages
+                .iter()
+                .all(|m| m.payload == payload && m.instant().is_some())
+        );
+        let ev =
+            std::fs::read_to_string(bus.events_dir().join("TASK_COMPLETE_a%22b%0A.event")).unwrap();
+        assert_eq!(ev, last.unwrap());
+        assert!(bus.post_repeated("bad", "w", Value::Null, 5).is_err());
+        assert_eq!(
+            bus.read(&queue::Filter::default(), None).unwrap().count,
+            3001
+        );
+        assert_eq!(one.kind, "TASK_COMPLETE");
+    }
+
+    fn ids_in(path: &Path) -> Vec<String> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|l| Envelope::parse_line(l.as_bytes()).unwrap().id)
+            .collect()
+    }
+
+    #[test]
+    fn a_kept_writer_follows_the_name_through_archive_rename_and_delete() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = Bus::open(&Root::at(dir.path()), "t").unwrap();
+        bus.init().unwrap();
+        let post = |n: u64| {
+            bus.post("PROGRESS", "w", serde_json::json!({ "n": n }))
+                .unwrap()
+                .id
+        };
+        let before = post(1);
+        // Our archive moves the queue away while the handle holds it open.
+        let archived = bus.archive("one", false).unwrap().archive;
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&archived).unwrap().permissions().mode();
+        assert_eq!(mode & 0o222, 0, "the archive is marked read-only");
+        let after_archive = post(2);
+        assert_eq!(ids_in(&archived), vec![before]);
+        assert_eq!(ids_in(&bus.queue_path()), vec![after_archive.clone()]);
+        // A foreign rename of the live queue, then a deletion: each post lands under the name.
+        let moved = bus.dir.join("moved.jsonl");
+        std::fs::rename(bus.queue_path(), &moved).unwrap();
+        let after_rename = post(3);
+        assert_eq!(ids_in(&moved), vec![after_archive]);
+        assert_eq!(ids_in(&bus.queue_path()), vec![after_rename]);
+        std::fs::remove_file(bus.queue_path()).unwrap();
+        let after_delete = post(4);
+        assert_eq!(ids_in(&bus.queue_path()), vec![after_delete]);
+    }
+
+    #[test]
+    fn a_kept_writer_whose_bus_is_gone_refuses_without_recreating_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = Bus::open(&Root::at(dir.path()), "t").unwrap();
+        bus.init().unwrap();
+        bus.post("PROGRESS", "w", Value::Null).unwrap();
+        std::fs::remove_dir_all(&bus.dir).unwrap();
+        let err = bus.post("PROGRESS", "w", Value::Null).unwrap_err();
+        assert!(err.to_string().contains("bus --track t init"), "{err}");
+        assert!(!bus.dir.exists());
+        // Once initialised again, the same handle posts again.
+        bus.init().unwrap();
+        let id = bus.post("PROGRESS", "w", Value::Null).unwrap().id;
+        assert_eq!(ids_in(&bus.queue_path()), vec![id]);
+    }
+
+    #[test]
+    fn threads_sharing_a_handle_write_whole_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = Bus::open(&Root::at(dir.path()), "t").unwrap();
+        bus.init().unwrap();
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let bus = bus.clone();
+                s.spawn(move || {
+                    for n in 0..500 {
+                        bus.post("PROGRESS", &format!("w{t}"), serde_json::json!({ "n": n }))
+                            .unwrap();
+                    }
+                });
+            }
+        });
+        let all = bus.read(&queue::Filter::default(), None).unwrap();
+        assert_eq!((all.count, all.skipped), (2000, 0));
+        for t in 0..4 {
+            let mine: Vec<u64> = all
+                .messages
+                .iter()
+                .filter(|m| m.source == format!("w{t}"))
+                .map(|m| m.payload["n"].as_u64().unwrap())
+                .collect();
+            assert_eq!(mine, (0..500).collect::<Vec<_>>(), "w{t}'s posts in order");
+        }
+    }
+
+    #[test]
+    fn list_tracks_names_only_valid_tracks_with_a_bus() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path());
+        assert!(list_tracks(&root).is_empty());
+        for t in ["b-track", "a_track"] {
+            Bus::open(&root, t).unwrap().init().unwrap();
+        }
+        std::fs::create_dir_all(root.tracks_dir().join("no-bus")).unwrap();
+        std::fs::create_dir_all(root.tracks_dir().join("bad name/.message-bus")).unwrap();
+        let names: Vec<String> = list_tracks(&root).iter().map(|t| t.to_string()).collect();
+        assert_eq!(names, ["a_track", "b-track"]);
+        assert!(Bus::open(&root, "../x").is_err());
+        assert!(
+            Bus::open_existing(&root, "no-bus")
+                .unwrap_err()
+                .to_string()
+                .contains("init")
+        );
+    }
+}

@@ -1,0 +1,495 @@
+//! Abort, cleanup, init and the read-only queries (docs/PROTOCOL.md §1, 2.6, 2.7).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::definition::{find_definition, load_definitions};
+use super::files;
+use super::model::{
+    AbortManifest, AckStatus, CompletedStep, SkippedArtifact, WorkflowState, WorkflowStatus,
+};
+use super::rules::load_rules;
+use super::samples::{SAMPLE_RULES, SAMPLE_WORKFLOWS};
+use super::schema::BUILTIN_SCHEMA;
+use super::{
+    AbortResult, Actor, CleanupResult, Conductor, InboxResult, InitResult, PendingEntry,
+    PendingResult, RefusedPath, RuleDetail, RulesResult, StepSummary, WorkflowSummary,
+    WorkflowsResult,
+};
+use crate::error::{Error, Result};
+use crate::store::atomic::{ensure_dir, write_atomic, write_json};
+use crate::store::lock::FileLock;
+use crate::store::read::read_json;
+use crate::store::time::now_ts;
+use crate::store::{GodName, HandoffId, Root, WorkflowId};
+
+/// The gods whose inboxes `init` creates.
+pub const DEFAULT_GODS: [&str; 8] = [
+    "thoth",
+    "hephaestus",
+    "marvin",
+    "hermes",
+    "iris",
+    "caduceus",
+    "mercer",
+    "rheta",
+];
+
+fn text(p: &Path) -> String {
+    p.display().to_string()
+}
+
+impl Conductor {
+    /// Creates the layout idempotently: directories, default inboxes, the schema and the samples
+    /// (each only if no file of that name exists). Never overwrites or deletes anything.
+    pub fn init(&self) -> Result<InitResult> {
+        let r = &self.root;
+        let mut created = Vec::new();
+        let mut kept = Vec::new();
+        let mut dirs = vec![
+            r.root.clone(),
+            r.handoffs.clone(),
+            r.workflows_dir(),
+            r.rules_dir(),
+            r.state_dir(),
+            r.pending_root(),
+            r.quarantine_dir(),
+            r.archive_root(),
+            r.tracks_dir(),
+        ];
+        for g in DEFAULT_GODS {
+            dirs.push(r.inbox_dir(&GodName::parse(g)?));
+        }
+        for d in dirs {
+            if !d.is_dir() {
+                ensure_dir(&self.root, &d)?;
+                created.push(text(&d));
+            }
+        }
+        let mut files: Vec<(PathBuf, &str)> = vec![(r.schema_path(), BUILTIN_SCHEMA)];
+        for (name, body) in SAMPLE_WORKFLOWS {
+            files.push((r.workflows_dir().join(name), body));
+        }
+        for (name, body) in SAMPLE_RULES {
+            files.push((r.rules_dir().join(name), body));
+        }
+        for (path, body) in files {
+            if path.exists() || path.symlink_metadata().is_ok() {
+                kept.push(text(&path));
+            } else {
+                write_atomic(&self.root, &path, body.as_bytes())?;
+                created.push(text(&path));
+            }
+        }
+        Ok(InitResult {
+            status: "initialized".into(),
+            root: text(&r.root),
+            created,
+            kept,
+        })
+    }
+
+    /// A god's inbox, oldest first; unreadable files are listed in `errors`.
+    pub fn check_inbox(&self, god: &str) -> Result<InboxResult> {
+        let god = GodName::parse(god)?;
+        Ok(files::read_inbox(&self.root, &god))
+    }
+
+    /// The state of one workflow.
+    pub fn get_workflow_state(&self, wf: &str) -> Result<WorkflowState> {
+        files::require_state(&self.root, &WorkflowId::parse(wf)?)
+    }
+
+    /// Every dispatch not yet taken, by god, and those held for approval.
+    pub fn list_pending(&self) -> Result<PendingResult> {
+        let entry = |d: super::model::Dispatch| PendingEntry {
+            dispatch_id: d.dispatch_id,
+            handoff_id: d.handoff_id,
+            workflow_id: d.workflow_id,
+            from_god: d.from_god,
+            to_god: d.to_god,
+            step: d.step,
+            dispatched_at: d.dispatched_at,
+            ack_status: d.ack_status.to_string(),
+            held_because: d.held_because,
+        };
+        let mut pending = BTreeMap::new();
+        let mut errors = Vec::new();
+        let mut count = 0;
+        for god in files::god_dirs(&self.root.pending_root()) {
+            let (found, errs) = files::read_dispatch_dir(&self.root.inbox_dir(&god));
+            errors.extend(errs);
+            count += found.len();
+            pending.insert(
+                god.to_string(),
+                found.into_iter().map(|(_, d)| entry(d)).collect::<Vec<_>>(),
+            );
+        }
+        let (held, errs) = files::read_dispatch_dir(&self.root.quarantine_dir());
+        errors.extend(errs);
+        Ok(PendingResult {
+            pending,
+            count,
+            awaiting_approval: held.into_iter().map(|(_, d)| entry(d)).collect(),
+            errors,
+        })
+    }
+
+    /// The rule files in matching order, every rule, and the files or rules that do not load.
+    pub fn list_rules(&self) -> Result<RulesResult> {
+        let (rules, errors) = load_rules(&self.root);
+        let files: Vec<String> = super::definition::config_files(&self.root.rules_dir())
+            .iter()
+            .map(|p| text(p))
+            .collect();
+        Ok(RulesResult {
+            count: files.len(),
+            rules: files,
+            details: rules
+                .into_iter()
+                .map(|r| RuleDetail {
+                    id: r.id,
+                    file: text(&r.file),
+                    when: r.when,
+                    then: r.then,
+                })
+                .collect(),
+            errors,
+        })
+    }
+
+    /// The workflow definitions, and the files that do not load.
+    pub fn list_workflows(&self) -> Result<WorkflowsResult> {
+        let (defs, errors) = load_definitions(&self.root);
+        let workflows: Vec<WorkflowSummary> = defs
+            .into_iter()
+            .map(|d| WorkflowSummary {
+                steps: d
+                    .steps
+                    .iter()
+                    .map(|s| StepSummary {
+                        id: s.id.clone(),
+                        god: s.god.clone(),
+                        gates: s.gates.clone(),
+                        timeout: s.timeout_text.clone(),
+                        fallback_gods: s.fallback_gods.clone(),
+                        approval_required: s.approval_required,
+                    })
+                    .collect(),
+                id: d.id,
+                name: d.name,
+                version: d.version,
+                description: d.description,
+                path: text(&d.path),
+            })
+            .collect();
+        Ok(WorkflowsResult {
+            count: workflows.len(),
+            workflows,
+            errors,
+        })
+    }
+
+    /// Aborts a workflow (docs/PROTOCOL.md §2.7): `.aborted` markers beside its artifacts, the manifest, the
+    /// state `aborted`, and every open dispatch withdrawn. Aborting again returns the same manifest
+    /// (finishing anything a crash left undone); a completed workflow cannot be aborted.
+    pub fn abort_workflow(&self, wf: &str, reason: &str, by: Actor) -> Result<AbortResult> {
+        let wf = WorkflowId::parse(wf)?;
+        if reason.trim().is_empty() {
+            return Err(Error::refused("an abort needs a reason (--reason TEXT)"));
+        }
+        let _lock = FileLock::exclusive(&self.root.workflow_lock_path(&wf))?;
+        let mut st = files::require_state(&self.root, &wf)?;
+        let manifest_path = self.root.abort_manifest_path(&wf);
+        let by_label = by.label("operator");
+        match st.status {
+            WorkflowStatus::Completed => {
+                return Err(Error::refused(format!(
+                    "workflow {wf} is completed; there is nothing to abort (cleanup removes its temp artifacts)"
+                )));
+            }
+            WorkflowStatus::Aborted => {
+                let m: AbortManifest = match read_json(&manifest_path)? {
+                    Some(v) => super::model::from_value(v).map_err(|message| Error::Corrupt {
+                        path: manifest_path.clone(),
+                        message,
+                    })?,
+                    None => AbortManifest {
+                        workflow_id: wf.to_string(),
+                        status: WorkflowStatus::Aborted,
+                        failure_reason: st.failure_reason.clone(),
+                        aborted_at: st.aborted_at.clone(),
+                        aborted_by: st.aborted_by.clone(),
+                        ..Default::default()
+                    },
+                };
+                for a in &m.artifacts_marked {
+                    let marker = PathBuf::from(format!("{a}.aborted"));
+                    if Path::new(a).exists()
+                        && !marker.exists()
+                        && self.root.confine(&marker).is_ok()
+                    {
+                        write_atomic(&self.root, &marker, b"")?;
+                    }
+                }
+                let reason = m.failure_reason.clone().unwrap_or_default();
+                self.withdraw_all(&wf, &reason, &by_label)?;
+                return Ok(AbortResult {
+                    status: "aborted".into(),
+                    workflow_id: wf.to_string(),
+                    artifacts_marked: m.artifacts_marked,
+                    artifacts_skipped: m.artifacts_skipped,
+                    manifest_path: text(&manifest_path),
+                    dispatches_withdrawn: m.dispatches_withdrawn,
+                    duplicate: true,
+                });
+            }
+            _ => {}
+        }
+        let mut will_write = vec![manifest_path.clone(), self.root.state_path(&wf)];
+        for f in self.open_dispatches(&wf) {
+            if let (Ok(god), Some(name)) = (GodName::parse(&f.dispatch.to_god), f.path.file_name())
+            {
+                will_write.push(self.root.archive_dir(&god).join(name));
+                will_write.push(f.path);
+            }
+        }
+        files::refuse_unconfined(&self.root, &will_write)?;
+        let completed: Vec<&super::model::StepRecord> = st
+            .step_history
+            .iter()
+            .filter(|r| r.status == "completed")
+            .collect();
+        let mut artifacts: Vec<String> = Vec::new();
+        for a in completed
+            .iter()
+            .flat_map(|r| r.artifacts.iter())
+            .chain(st.context_bag.artifacts.iter())
+        {
+            if !artifacts.contains(a) {
+                artifacts.push(a.clone());
+            }
+        }
+        let mut marked = Vec::new();
+        let mut skipped = Vec::new();
+        for raw in &artifacts {
+            let path = self.root.expand(raw, &wf);
+            match self.root.confine(&path) {
+                Err(why) => skipped.push(SkippedArtifact {
+                    path: raw.clone(),
+                    reason: why,
+                    extra: Default::default(),
+                }),
+                Ok(real) if real.symlink_metadata().is_err() => skipped.push(SkippedArtifact {
+                    path: raw.clone(),
+                    reason: format!("does not exist ({})", real.display()),
+                    extra: Default::default(),
+                }),
+                Ok(real) => {
+                    let marker = PathBuf::from(format!("{}.aborted", real.display()));
+                    if !marker.exists() {
+                        write_atomic(&self.root, &marker, b"")?;
+                    }
+                    marked.push(text(&real));
+                }
+            }
+        }
+        let withdrawn_plan: Vec<String> = self
+            .open_dispatches(&wf)
+            .iter()
+            .map(|f| text(&f.path))
+            .collect();
+        let now = now_ts();
+        let manifest = AbortManifest {
+            workflow_id: wf.to_string(),
+            definition_id: st.definition_id.clone(),
+            status: WorkflowStatus::Aborted,
+            failed_step: st.current_step.clone(),
+            failure_reason: Some(reason.to_owned()),
+            completed_steps: completed
+                .iter()
+                .map(|r| CompletedStep {
+                    step_id: r.step_id.clone(),
+                    god: r.god.clone(),
+                    extra: Default::default(),
+                })
+                .collect(),
+            requires_manual_review: !skipped.is_empty(),
+            artifacts_marked: marked.clone(),
+            artifacts_skipped: skipped.clone(),
+            dispatches_withdrawn: withdrawn_plan.clone(),
+            aborted_at: Some(now.clone()),
+            aborted_by: Some(by_label.clone()),
+            extra: Default::default(),
+        };
+        write_json(&self.root, &manifest_path, &manifest)?;
+        st.status = WorkflowStatus::Aborted;
+        st.failure_reason = Some(reason.to_owned());
+        st.aborted_at = Some(now.clone());
+        st.aborted_by = Some(by_label.clone());
+        st.updated = Some(now);
+        files::write_state(&self.root, &wf, &st)?;
+        self.withdraw_all(&wf, reason, &by_label)?;
+        Ok(AbortResult {
+            status: "aborted".into(),
+            workflow_id: wf.to_string(),
+            artifacts_marked: marked,
+            artifacts_skipped: skipped,
+            manifest_path: text(&manifest_path),
+            dispatches_withdrawn: withdrawn_plan,
+            duplicate: false,
+        })
+    }
+
+    /// Every dispatch of `wf` still in an inbox or in `_quarantine`.
+    fn open_dispatches(&self, wf: &WorkflowId) -> Vec<files::Found> {
+        let mut out = Vec::new();
+        let mut dirs: Vec<(files::Place, PathBuf)> = files::god_dirs(&self.root.pending_root())
+            .into_iter()
+            .map(|g| (files::Place::Inbox(g.clone()), self.root.inbox_dir(&g)))
+            .collect();
+        dirs.push((files::Place::Quarantine, self.root.quarantine_dir()));
+        for (place, dir) in dirs {
+            let (found, _) = files::read_dispatch_dir(&dir);
+            for (path, dispatch) in found {
+                if dispatch.workflow_id == wf.as_str() {
+                    out.push(files::Found {
+                        place: place.clone(),
+                        path,
+                        dispatch,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    fn withdraw_all(&self, wf: &WorkflowId, reason: &str, by: &str) -> Result<()> {
+        for f in self.open_dispatches(wf) {
+            let Ok(god) = GodName::parse(&f.dispatch.to_god) else {
+                continue;
+            };
+            let mut d = f.dispatch.clone();
+            d.ack_status = AckStatus::Withdrawn;
+            d.archive_reason = Some(format!("withdrawn: workflow aborted by {by}: {reason}"));
+            d.archived_at = Some(now_ts());
+            d.by = Some(by.to_owned());
+            let name = match HandoffId::parse(&d.handoff_id) {
+                Ok(h) => h,
+                Err(_) => {
+                    // A foreign file name: archive it under its own (already safe) file name.
+                    let to = self
+                        .root
+                        .archive_dir(&god)
+                        .join(f.path.file_name().expect("a file"));
+                    write_json(&self.root, &to, &d)?;
+                    files::remove_file(&self.root, &f.path)?;
+                    continue;
+                }
+            };
+            if f.path.file_name() != Some(std::ffi::OsStr::new(&format!("{name}.json"))) {
+                let to = self
+                    .root
+                    .archive_dir(&god)
+                    .join(f.path.file_name().expect("a file"));
+                write_json(&self.root, &to, &d)?;
+                files::remove_file(&self.root, &f.path)?;
+            } else {
+                files::archive(&self.root, &f.path, &god, &name, &d)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes the definition's `temp_artifacts` of an aborted or completed workflow, only inside the
+    /// root or `PANTHEON_CLEANUP_ROOTS`, never the roots themselves, never following a symbolic link.
+    pub fn cleanup(&self, wf: &str, dry_run: bool) -> Result<CleanupResult> {
+        let wf = WorkflowId::parse(wf)?;
+        let _lock = FileLock::exclusive(&self.root.workflow_lock_path(&wf))?;
+        let st = files::require_state(&self.root, &wf)?;
+        if !matches!(
+            st.status,
+            WorkflowStatus::Aborted | WorkflowStatus::Completed
+        ) {
+            return Err(Error::refused(format!(
+                "workflow {wf} is {}; cleanup is only for an aborted or completed workflow (abort it first)",
+                st.status
+            )));
+        }
+        let mut warnings = Vec::new();
+        let temp = match st.definition_id.as_deref() {
+            None => {
+                warnings.push(format!(
+                    "workflow {wf} has no definition, so no temp_artifacts"
+                ));
+                Vec::new()
+            }
+            Some(id) => match find_definition(&self.root, id) {
+                Ok(Some(d)) => d.temp_artifacts(),
+                Ok(None) => {
+                    warnings.push(format!("definition {id:?} not found; nothing to clean"));
+                    Vec::new()
+                }
+                Err(e) => {
+                    return Err(Error::Corrupt {
+                        path: e.path,
+                        message: e.message,
+                    });
+                }
+            },
+        };
+        let mut result = CleanupResult {
+            status: "cleaned".into(),
+            workflow_id: wf.to_string(),
+            deleted: Vec::new(),
+            missing: Vec::new(),
+            refused: Vec::new(),
+            dry_run,
+            warnings,
+        };
+        for raw in temp {
+            let path = self.root.expand(&raw, &wf);
+            let real = match self.root.confine(&path) {
+                Ok(r) => r,
+                Err(reason) => {
+                    result.refused.push(RefusedPath {
+                        path: text(&path),
+                        reason,
+                    });
+                    continue;
+                }
+            };
+            let meta = match real.symlink_metadata() {
+                Ok(m) => m,
+                Err(_) => {
+                    result.missing.push(text(&real));
+                    continue;
+                }
+            };
+            if !dry_run {
+                let r = if meta.is_dir() {
+                    std::fs::remove_dir_all(&real)
+                } else {
+                    std::fs::remove_file(&real)
+                };
+                if let Err(e) = r {
+                    result.refused.push(RefusedPath {
+                        path: text(&real),
+                        reason: format!("could not delete: {e}"),
+                    });
+                    continue;
+                }
+            }
+            result.deleted.push(text(&real));
+        }
+        Ok(result)
+    }
+}
+
+/// Reads every inbox (for the live model): god -> (dispatches with their paths, errors).
+pub fn read_all_inboxes(root: &Root) -> BTreeMap<String, files::DirListing> {
+    files::god_dirs(&root.pending_root())
+        .into_iter()
+        .map(|g| (g.to_string(), files::read_dispatch_dir(&root.inbox_dir(&g))))
+        .collect()
+}

@@ -1,0 +1,381 @@
+//! Workflow definitions (`conductor/workflows/*.yaml`, docs/PROTOCOL.md §2.4): loading, checking and lookup.
+//! A file that does not load is reported as a [`LoadError`], never silently dropped; keys this engine
+//! does not use (such as `loop:`) are kept in `extra`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::store::read::{kind, read_yaml};
+use crate::store::time::parse_duration;
+use crate::store::{Root, is_valid_name};
+
+/// A workflow definition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkflowDef {
+    pub id: String,
+    pub name: String,
+    pub version: Option<String>,
+    pub description: Option<String>,
+    pub steps: Vec<StepDef>,
+    /// The file it was loaded from.
+    pub path: PathBuf,
+    /// Keys this engine does not use, kept for display.
+    pub extra: Map<String, Value>,
+}
+
+/// One step of a workflow definition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepDef {
+    pub id: String,
+    pub god: String,
+    pub skill: Option<String>,
+    /// Gates that must appear in `context.gates_passed` of this step's handoff.
+    pub gates: Vec<String>,
+    /// How long the step may take once accepted; past it the console flags it overdue.
+    pub timeout: Option<Duration>,
+    /// `timeout` as written (`2h`).
+    pub timeout_text: Option<String>,
+    pub input_from: Option<String>,
+    /// Gods tried in order when a dispatch to this step is rejected.
+    pub fallback_gods: Vec<String>,
+    /// Dispatches to this step wait in `_quarantine` for an operator.
+    pub approval_required: bool,
+    /// Paths `cleanup` deletes (`{root}`, `{workflow_id}`, `~` expanded).
+    pub temp_artifacts: Vec<String>,
+    pub extra: Map<String, Value>,
+}
+
+/// A definition or rule file that could not be loaded, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LoadError {
+    pub path: PathBuf,
+    pub message: String,
+}
+
+impl WorkflowDef {
+    /// The step with this id.
+    pub fn step(&self, id: &str) -> Option<&StepDef> {
+        self.steps.iter().find(|s| s.id == id)
+    }
+
+    /// The index of the step with this id.
+    pub fn step_index(&self, id: &str) -> Option<usize> {
+        self.steps.iter().position(|s| s.id == id)
+    }
+
+    /// The step after `id` (`None` after the last, or if `id` is unknown).
+    pub fn next_step(&self, id: &str) -> Option<&StepDef> {
+        self.step_index(id).and_then(|i| self.steps.get(i + 1))
+    }
+
+    /// Every `temp_artifacts` entry of every step, in order, without repeats.
+    pub fn temp_artifacts(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for s in &self.steps {
+            for t in &s.temp_artifacts {
+                if !out.contains(t) {
+                    out.push(t.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// Parses a definition from its YAML/JSON value. `stem` (the file name without extension) is the id
+    /// when the file does not give one. Returns every problem found.
+    pub fn from_value(value: &Value, path: &Path) -> Result<Self, String> {
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let body = match value {
+            Value::Object(m) => match m.get("workflow") {
+                Some(Value::Object(inner)) => inner,
+                Some(other) => {
+                    return Err(format!(
+                        "`workflow:` must be a mapping, found {}",
+                        kind(other)
+                    ));
+                }
+                None => m,
+            },
+            other => return Err(format!("expected a mapping, found {}", kind(other))),
+        };
+        let mut problems = Vec::new();
+        let text = |k: &str| body.get(k).and_then(scalar_text);
+        let id = text("id").unwrap_or(stem);
+        if !is_valid_name(&id) {
+            problems.push(format!(
+                "id {id:?} must match ^[A-Za-z0-9][A-Za-z0-9_-]{{0,63}}$"
+            ));
+        }
+        let steps_value = body.get("steps");
+        let mut steps = Vec::new();
+        match steps_value {
+            Some(Value::Array(items)) if !items.is_empty() => {
+                for (i, item) in items.iter().enumerate() {
+                    match StepDef::from_value(item) {
+                        Ok(step) => {
+                            if steps.iter().any(|s: &StepDef| s.id == step.id) {
+                                problems.push(format!("steps[{i}]: step id {:?} repeats", step.id));
+                            }
+                            steps.push(step);
+                        }
+                        Err(e) => problems.push(format!("steps[{i}]: {e}")),
+                    }
+                }
+            }
+            Some(Value::Array(_)) => problems.push("`steps` is empty".into()),
+            Some(other) => problems.push(format!("`steps` must be a list, found {}", kind(other))),
+            None => problems.push("`steps` is missing".into()),
+        }
+        for s in &steps {
+            if let Some(from) = &s.input_from
+                && !steps.iter().any(|o| &o.id == from)
+            {
+                problems.push(format!(
+                    "step {:?}: input_from {from:?} is not a step of this workflow",
+                    s.id
+                ));
+            }
+        }
+        if !problems.is_empty() {
+            return Err(problems.join("; "));
+        }
+        let known = ["id", "name", "version", "description", "steps"];
+        let extra = body
+            .iter()
+            .filter(|(k, _)| !known.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        Ok(Self {
+            name: text("name").unwrap_or_else(|| id.clone()),
+            id,
+            version: text("version"),
+            description: text("description"),
+            steps,
+            path: path.to_path_buf(),
+            extra,
+        })
+    }
+}
+
+/// A YAML scalar as text (`version: 1.0` is a number to YAML, a string to us).
+fn scalar_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+fn string_list(v: Option<&Value>, what: &str) -> Result<Vec<String>, String> {
+    match v {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| scalar_text(i).ok_or_else(|| format!("`{what}` items must be strings")))
+            .collect(),
+        Some(other) => scalar_text(other)
+            .map(|s| vec![s])
+            .ok_or_else(|| format!("`{what}` must be a list")),
+    }
+}
+
+impl StepDef {
+    fn from_value(v: &Value) -> Result<Self, String> {
+        let Value::Object(m) = v else {
+            return Err(format!("a step must be a mapping, found {}", kind(v)));
+        };
+        let text = |k: &str| m.get(k).and_then(scalar_text);
+        let id = text("id").ok_or("step has no `id`")?;
+        let name_ok = |field: &str, value: &str| {
+            if is_valid_name(value) {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{field} {value:?} must match ^[A-Za-z0-9][A-Za-z0-9_-]{{0,63}}$"
+                ))
+            }
+        };
+        name_ok("step id", &id)?;
+        let god = text("god").ok_or_else(|| format!("step {id:?} has no `god`"))?;
+        name_ok("god", &god)?;
+        let fallback_gods = string_list(m.get("fallback_gods"), "fallback_gods")?;
+        for g in &fallback_gods {
+            name_ok("fallback god", g)?;
+        }
+        let timeout_text = text("timeout");
+        let timeout = match &timeout_text {
+            None => None,
+            Some(t) => Some(parse_duration(t).ok_or_else(|| {
+                format!("step {id:?}: timeout {t:?} is not a duration like 30s, 5m, 2h or 1d")
+            })?),
+        };
+        let approval_required = match m.get("approval_required") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(other) => {
+                return Err(format!(
+                    "step {id:?}: approval_required must be true or false, found {}",
+                    kind(other)
+                ));
+            }
+        };
+        let known = [
+            "id",
+            "god",
+            "skill",
+            "gates",
+            "timeout",
+            "input_from",
+            "fallback_gods",
+            "approval_required",
+            "temp_artifacts",
+        ];
+        Ok(Self {
+            skill: text("skill"),
+            gates: string_list(m.get("gates"), "gates")?,
+            timeout,
+            timeout_text,
+            input_from: text("input_from"),
+            fallback_gods,
+            approval_required,
+            temp_artifacts: string_list(m.get("temp_artifacts"), "temp_artifacts")?,
+            extra: m
+                .iter()
+                .filter(|(k, _)| !known.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            id,
+            god,
+        })
+    }
+}
+
+/// The `*.yaml` / `*.yml` / `*.json` files of a directory, in name order (hidden files skipped).
+pub fn config_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
+        Ok(rd) => rd
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                let name = p
+                    .file_name()
+                    .map(|n| n.to_string_lossy())
+                    .unwrap_or_default();
+                !name.starts_with('.')
+                    && (name.ends_with(".yaml")
+                        || name.ends_with(".yml")
+                        || name.ends_with(".json"))
+                    && p.is_file()
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    files.sort();
+    files
+}
+
+/// Loads one definition file.
+pub fn load_definition_file(path: &Path) -> Result<WorkflowDef, LoadError> {
+    let err = |message: String| LoadError {
+        path: path.to_path_buf(),
+        message,
+    };
+    let value = read_yaml(path).map_err(|e| err(e.to_string()))?;
+    WorkflowDef::from_value(&value, path).map_err(err)
+}
+
+/// Loads every definition in `conductor/workflows/`. Broken files and repeated ids are reported in the
+/// second list; the first file (in name order) with an id wins.
+pub fn load_definitions(root: &Root) -> (Vec<WorkflowDef>, Vec<LoadError>) {
+    let mut defs: Vec<WorkflowDef> = Vec::new();
+    let mut errors = Vec::new();
+    for path in config_files(&root.workflows_dir()) {
+        match load_definition_file(&path) {
+            Ok(def) => {
+                if let Some(first) = defs.iter().find(|d| d.id == def.id) {
+                    errors.push(LoadError {
+                        path,
+                        message: format!(
+                            "workflow id {:?} is already defined by {}; this file is ignored",
+                            def.id,
+                            first.path.display()
+                        ),
+                    });
+                } else {
+                    defs.push(def);
+                }
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    (defs, errors)
+}
+
+/// Finds the definition with this id (loading only what is needed: the file named after it first).
+pub fn find_definition(root: &Root, id: &str) -> Result<Option<WorkflowDef>, LoadError> {
+    if !is_valid_name(id) {
+        return Ok(None);
+    }
+    let dir = root.workflows_dir();
+    for ext in ["yaml", "yml", "json"] {
+        let p = dir.join(format!("{id}.{ext}"));
+        if p.is_file() {
+            let def = load_definition_file(&p)?;
+            if def.id == id {
+                return Ok(Some(def));
+            }
+        }
+    }
+    let (defs, _) = load_definitions(root);
+    Ok(defs.into_iter().find(|d| d.id == id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn foreign_definitions_load_and_the_broken_one_is_reported() {
+        let root = Root::at(crate::conductor::model::tests::fixture());
+        let (defs, errors) = load_definitions(&root);
+        assert_eq!(defs.len(), 1);
+        let d = &defs[0];
+        assert_eq!(d.id, "deploy-feature");
+        assert_eq!(d.steps.len(), 4);
+        assert!(d.step("review").unwrap().extra.contains_key("loop"));
+        assert_eq!(
+            d.step("architect").unwrap().timeout,
+            Some(Duration::from_secs(7200))
+        );
+        assert_eq!(d.next_step("research").unwrap().id, "architect");
+        assert!(d.next_step("review").is_none());
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].path.ends_with("broken.yaml"), "{errors:?}");
+    }
+
+    #[test]
+    fn bare_mapping_is_accepted_and_bad_steps_are_named() {
+        let p = Path::new("/x/bare.yaml");
+        let v: Value = serde_yaml::from_str(
+            "id: bare\nversion: 1.0\nsteps:\n  - {id: a, god: thoth, fallback_gods: [hermes], approval_required: true}\n",
+        )
+        .unwrap();
+        let d = WorkflowDef::from_value(&v, p).unwrap();
+        assert_eq!(d.version.as_deref(), Some("1.0"));
+        assert!(d.steps[0].approval_required);
+        assert_eq!(d.steps[0].fallback_gods, vec!["hermes"]);
+        let bad: Value = serde_yaml::from_str(
+            "steps:\n  - {id: a, god: ../x}\n  - {id: b, god: z, timeout: soon}\n",
+        )
+        .unwrap();
+        let err = WorkflowDef::from_value(&bad, p).unwrap_err();
+        assert!(err.contains("steps[0]") && err.contains("../x"), "{err}");
+        assert!(err.contains("steps[1]") && err.contains("soon"), "{err}");
+    }
+}

@@ -1,0 +1,352 @@
+//! Reading and moving the Conductor's files: states, inboxes, the quarantine and the archive.
+//! Readers never fail on one bad file: it is reported in an `errors` list.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::model::{Dispatch, WorkflowState, from_value};
+use crate::error::{Error, Result};
+use crate::store::atomic::{sync_dir, write_json};
+use crate::store::read::read_json;
+use crate::store::time::parse_ts;
+use crate::store::{GodName, HandoffId, Root, WorkflowId, is_valid_name};
+
+/// A file that could not be read, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileError {
+    pub path: PathBuf,
+    pub error: String,
+}
+
+/// Reads one JSON file into a model type, as a [`FileError`] on failure.
+pub fn read_model<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, FileError> {
+    let err = |error: String| FileError {
+        path: path.to_path_buf(),
+        error,
+    };
+    match read_json(path) {
+        Ok(None) => Ok(None),
+        Ok(Some(v)) => from_value(v).map(Some).map_err(err),
+        Err(e) => Err(err(e.to_string())),
+    }
+}
+
+/// Every workflow state in `conductor/state/` (abort manifests, lock files and temp files skipped),
+/// each parsed or with the reason it could not be.
+pub fn list_states(root: &Root) -> Vec<(PathBuf, Result<WorkflowState, String>)> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(root.state_dir()) else {
+        return out;
+    };
+    let mut paths: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.sort();
+    for p in paths {
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if name.starts_with('.') || !name.ends_with(".json") || name.ends_with(".aborted.json") {
+            continue;
+        }
+        match read_model::<WorkflowState>(&p) {
+            Ok(Some(s)) => out.push((p, Ok(s))),
+            Ok(None) => {}
+            Err(e) => out.push((p, Err(e.error))),
+        }
+    }
+    out
+}
+
+/// The state of a workflow, `None` if it has none. A state that does not parse is an error (it is
+/// never overwritten).
+pub fn load_state(root: &Root, wf: &WorkflowId) -> Result<Option<WorkflowState>> {
+    let path = root.state_path(wf);
+    match read_json(&path)? {
+        None => Ok(None),
+        Some(v) => from_value(v).map(Some).map_err(|message| Error::Corrupt {
+            path,
+            message: format!("{message}; fix or move the file, it is never overwritten"),
+        }),
+    }
+}
+
+/// Reads the state of a workflow that must exist.
+pub fn require_state(root: &Root, wf: &WorkflowId) -> Result<WorkflowState> {
+    load_state(root, wf)?.ok_or_else(|| {
+        Error::not_found(format!(
+            "unknown workflow {wf}: no {} (pantheon pending / the console list the workflows)",
+            root.state_path(wf).display()
+        ))
+    })
+}
+
+/// Writes a workflow state atomically.
+pub fn write_state(root: &Root, wf: &WorkflowId, state: &WorkflowState) -> Result<()> {
+    write_json(root, &root.state_path(wf), state)
+}
+
+/// The dispatches of one directory with their paths, and the files that could not be read.
+pub type DirListing = (Vec<(PathBuf, Dispatch)>, Vec<FileError>);
+
+/// The dispatch files of one directory (an inbox, the quarantine or an archive), oldest first.
+/// Hidden files (temp files of writes in progress) are skipped; anything else that is not a readable
+/// dispatch is reported.
+pub fn read_dispatch_dir(dir: &Path) -> DirListing {
+    let mut found = Vec::new();
+    let mut errors = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return (found, errors);
+    };
+    for entry in rd.filter_map(|e| e.ok()) {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || !path.is_file() {
+            continue;
+        }
+        if !name.ends_with(".json") {
+            errors.push(FileError {
+                path,
+                error: "not a dispatch (.json) file; ignored".into(),
+            });
+            continue;
+        }
+        match read_model::<Dispatch>(&path) {
+            Ok(Some(d)) => found.push((path, d)),
+            Ok(None) => {}
+            Err(e) => errors.push(e),
+        }
+    }
+    found.sort_by_cached_key(|(p, d)| {
+        let t = d.dispatched_at.as_deref().and_then(parse_ts).or_else(|| {
+            std::fs::metadata(p)
+                .and_then(|m| m.modified())
+                .ok()
+                .map(chrono::DateTime::<chrono::Utc>::from)
+        });
+        (t, p.clone())
+    });
+    (found, errors)
+}
+
+/// A god's inbox (`check_inbox`).
+pub fn read_inbox(root: &Root, god: &GodName) -> super::InboxResult {
+    let (found, errors) = read_dispatch_dir(&root.inbox_dir(god));
+    let dispatches: Vec<Dispatch> = found.into_iter().map(|(_, d)| d).collect();
+    super::InboxResult {
+        god: god.to_string(),
+        count: dispatches.len(),
+        dispatches,
+        errors,
+    }
+}
+
+/// The god directories under `dir` (inboxes or archives), by valid name, sorted.
+pub fn god_dirs(dir: &Path) -> Vec<GodName> {
+    let mut out: Vec<GodName> = match std::fs::read_dir(dir) {
+        Ok(rd) => rd
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().is_dir())
+            .filter_map(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                if is_valid_name(&n) {
+                    GodName::parse(&n).ok()
+                } else {
+                    None
+                }
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    out.sort();
+    out
+}
+
+/// Where a dispatch file lies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    /// `pending/{god}/`.
+    Inbox(GodName),
+    /// `pending/_quarantine/`.
+    Quarantine,
+    /// `archive/{god}/`.
+    Archive(GodName),
+}
+
+/// A dispatch file found on disk.
+#[derive(Debug, Clone)]
+pub struct Found {
+    pub place: Place,
+    pub path: PathBuf,
+    pub dispatch: Dispatch,
+}
+
+fn read_found(place: Place, path: PathBuf) -> Result<Option<Found>> {
+    match read_model::<Dispatch>(&path) {
+        Ok(Some(dispatch)) => Ok(Some(Found {
+            place,
+            path,
+            dispatch,
+        })),
+        Ok(None) => Ok(None),
+        Err(e) => Err(Error::Corrupt {
+            path: e.path,
+            message: e.error,
+        }),
+    }
+}
+
+/// The dispatch of `hid` in a god's inbox.
+pub fn in_inbox(root: &Root, god: &GodName, hid: &HandoffId) -> Result<Option<Found>> {
+    read_found(
+        Place::Inbox(god.clone()),
+        root.inbox_dir(god).join(format!("{hid}.json")),
+    )
+}
+
+/// The held dispatch of `hid`.
+pub fn in_quarantine(root: &Root, hid: &HandoffId) -> Result<Option<Found>> {
+    read_found(
+        Place::Quarantine,
+        root.quarantine_dir().join(format!("{hid}.json")),
+    )
+}
+
+/// The archived dispatch of `hid` for a god.
+pub fn in_archive(root: &Root, god: &GodName, hid: &HandoffId) -> Result<Option<Found>> {
+    read_found(
+        Place::Archive(god.clone()),
+        root.archive_dir(god).join(format!("{hid}.json")),
+    )
+}
+
+/// Every live (inbox or quarantine) dispatch of `hid`, preferring `first_god`'s inbox.
+pub fn find_live(
+    root: &Root,
+    hid: &HandoffId,
+    first_god: Option<&GodName>,
+) -> Result<Option<Found>> {
+    if let Some(g) = first_god
+        && let Some(f) = in_inbox(root, g, hid)?
+    {
+        return Ok(Some(f));
+    }
+    for g in god_dirs(&root.pending_root()) {
+        if let Some(f) = in_inbox(root, &g, hid)? {
+            return Ok(Some(f));
+        }
+    }
+    if let Some(f) = in_quarantine(root, hid)? {
+        return Ok(Some(f));
+    }
+    // Slow path: a foreign writer may name the file otherwise (`{workflow}_{step}.json`).
+    for g in god_dirs(&root.pending_root()) {
+        let (found, _) = read_dispatch_dir(&root.inbox_dir(&g));
+        if let Some((path, dispatch)) = found
+            .into_iter()
+            .find(|(_, d)| d.handoff_id == hid.as_str())
+        {
+            return Ok(Some(Found {
+                place: Place::Inbox(g),
+                path,
+                dispatch,
+            }));
+        }
+    }
+    Ok(None)
+}
+
+/// Every archived dispatch of `hid`, preferring `first_god`'s archive.
+pub fn find_archived(
+    root: &Root,
+    hid: &HandoffId,
+    first_god: Option<&GodName>,
+) -> Result<Vec<Found>> {
+    let mut out = Vec::new();
+    if let Some(g) = first_god
+        && let Some(f) = in_archive(root, g, hid)?
+    {
+        out.push(f);
+    }
+    for g in god_dirs(&root.archive_root()) {
+        if Some(&g) == first_god {
+            continue;
+        }
+        if let Some(f) = in_archive(root, &g, hid)? {
+            out.push(f);
+        }
+    }
+    Ok(out)
+}
+
+/// Whether a dispatch of `hid` to `god` exists anywhere (inbox, quarantine or archive).
+pub fn dispatch_exists(root: &Root, god: &GodName, hid: &HandoffId) -> bool {
+    root.inbox_dir(god).join(format!("{hid}.json")).exists()
+        || root.quarantine_dir().join(format!("{hid}.json")).exists()
+        || root.archive_dir(god).join(format!("{hid}.json")).exists()
+}
+
+/// Moves a dispatch to `archive/{to_god}/` with its new content: rewrites it in place (atomically),
+/// then renames it into the archive, so the dispatch exists in exactly one place at every instant (a
+/// crash leaves it in the inbox with its new status, and repeating finishes the move).
+pub fn archive(
+    root: &Root,
+    from: &Path,
+    god: &GodName,
+    hid: &HandoffId,
+    d: &Dispatch,
+) -> Result<PathBuf> {
+    let to = root.archive_dir(god).join(format!("{hid}.json"));
+    write_json(root, from, d)?;
+    if from != to {
+        crate::store::atomic::rename_durable(root, from, &to)?;
+    }
+    Ok(to)
+}
+
+/// Refuses, before anything is written, when a symbolic link planted on the way to any of `paths`
+/// leads outside the root (every write checks again; this makes a multi-file operation refuse whole
+/// instead of stopping half way).
+pub fn refuse_unconfined<'a>(
+    root: &Root,
+    paths: impl IntoIterator<Item = &'a PathBuf>,
+) -> Result<()> {
+    for p in paths {
+        crate::store::atomic::confined(root, p)?;
+    }
+    Ok(())
+}
+
+/// Removes a file if it exists, durably.
+pub fn remove_file(root: &Root, path: &Path) -> Result<()> {
+    crate::store::atomic::confined(root, path)?;
+    match std::fs::remove_file(path) {
+        Ok(()) => {
+            if let Some(dir) = path.parent() {
+                sync_dir(dir)?;
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn foreign_inboxes_and_states_read_without_failing() {
+        let root = Root::at(super::super::model::tests::fixture());
+        let iris = read_inbox(&root, &GodName::parse("iris").unwrap());
+        assert_eq!(iris.count, 0);
+        assert_eq!(iris.errors.len(), 2, "{:?}", iris.errors);
+        let thoth = read_inbox(&root, &GodName::parse("thoth").unwrap());
+        assert_eq!(thoth.count, 1);
+        assert_eq!(thoth.dispatches[0].workflow_id, "wf_1a2b3c4d");
+        let states = list_states(&root);
+        assert_eq!(states.len(), 4);
+        assert!(states.iter().all(|(_, s)| s.is_ok()));
+    }
+}

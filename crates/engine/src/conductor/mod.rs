@@ -1,0 +1,101 @@
+//! The Conductor protocol (docs/PROTOCOL.md §2): handoffs, routing by definition, rules or directly, gates,
+//! inboxes, acks, approvals, workflow state, abort and cleanup.
+//!
+//! [`Conductor`] is the one handle every shell (CLI, MCP, console, demo) calls. Each mutation of a
+//! workflow runs under that workflow's `flock` (`conductor/state/.{workflow_id}.lock`) and every file is
+//! written atomically. A mutation commits by writing the workflow state; every file effect after that is
+//! idempotent and re-run when the same request is repeated, so a crash at any point is repaired by
+//! repeating the request.
+
+pub mod ack;
+pub mod admin;
+pub mod definition;
+pub mod files;
+pub mod model;
+pub mod results;
+pub mod rules;
+pub mod samples;
+pub mod schema;
+pub mod submit;
+
+use std::sync::{Arc, Mutex};
+
+pub use definition::{LoadError, StepDef, WorkflowDef, load_definitions};
+pub use files::{FileError, list_states, read_inbox};
+pub use model::*;
+pub use results::*;
+pub use rules::{Rule, load_rules};
+
+use crate::error::Result;
+use crate::store::Root;
+use schema::{SchemaKey, Schemas, schema_key};
+
+/// Test-only crash points: when `PANTHEON_TEST_CRASH_AT` names this point, the process kills itself
+/// with SIGKILL there (used by the crash-repair tests to reach every point between two writes).
+pub(crate) fn crash_point(name: &str) {
+    if let Some(at) = std::env::var_os("PANTHEON_TEST_CRASH_AT")
+        && at == name
+    {
+        // SAFETY: kill(2) on our own pid with a constant signal has no memory-safety preconditions.
+        unsafe {
+            libc::kill(libc::getpid(), libc::SIGKILL);
+        }
+    }
+}
+
+/// Who performs an act: recorded as `by` (acks, approvals) or `aborted_by`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Actor {
+    /// A named god.
+    God(String),
+    /// The god the dispatch is addressed to (what an ack file written by a god means).
+    Recipient,
+    /// A person at the console or CLI.
+    Operator,
+}
+
+impl Actor {
+    /// The value recorded in `by`, given the god the act concerns.
+    pub fn label(&self, recipient: &str) -> String {
+        match self {
+            Actor::God(g) => g.clone(),
+            Actor::Recipient => recipient.to_owned(),
+            Actor::Operator => "operator".to_owned(),
+        }
+    }
+}
+
+/// The Conductor of one root.
+pub struct Conductor {
+    root: Root,
+    schemas: Mutex<Option<(SchemaKey, Arc<Schemas>)>>,
+}
+
+impl Conductor {
+    /// A Conductor working on `root`.
+    pub fn new(root: Root) -> Self {
+        Self {
+            root,
+            schemas: Mutex::new(None),
+        }
+    }
+
+    /// The root this Conductor works on.
+    pub fn root(&self) -> &Root {
+        &self.root
+    }
+
+    /// The compiled schemas, reused while the root's schema file is unchanged.
+    pub(crate) fn schemas(&self) -> Result<Arc<Schemas>> {
+        let key = schema_key(&self.root);
+        let mut guard = self.schemas.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((k, s)) = guard.as_ref()
+            && *k == key
+        {
+            return Ok(s.clone());
+        }
+        let s = Arc::new(Schemas::load(&self.root)?);
+        *guard = Some((key, s.clone()));
+        Ok(s)
+    }
+}

@@ -1,0 +1,814 @@
+//! `submit_handoff` (docs/PROTOCOL.md §2.1, 2.3, 2.4): validation, gates, routing, recording and dispatch, with
+//! idempotent resubmission that repairs a half-finished submit.
+//!
+//! Write order: the handoff file(s), then the state (the commit point: the handoff is "recorded" once
+//! its id is in `step_history`), then the dispatch. Everything after the commit is derived from the
+//! state and skipped when already on disk, so a resubmission finishes exactly what a killed submit left.
+
+use serde_json::Value;
+
+use super::definition::{LoadError, WorkflowDef, find_definition};
+use super::files;
+use super::model::{
+    AckRecord, AckStatus, Dispatch, DispatchContext, Handoff, HistoryEntry, Routed, Routing,
+    StepRecord, WorkflowState, WorkflowStatus, from_value,
+};
+use super::rules::{first_match, handoff_event, load_rules};
+use super::{Conductor, SubmitResult};
+use crate::error::{Error, Result, Violation};
+use crate::store::atomic::write_json;
+use crate::store::lock::FileLock;
+use crate::store::read::read_json;
+use crate::store::time::now_ts;
+use crate::store::{
+    DefinitionId, GodName, HandoffId, Root, StepId, WorkflowId, encode_key, generate_dispatch_id,
+};
+
+/// Where a handoff goes.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Target {
+    /// Dispatch `step` to `god`; `hold` names why it waits in `_quarantine`.
+    Dispatch {
+        god: String,
+        step: String,
+        hold: Option<String>,
+    },
+    /// The definition's last step is done.
+    Complete,
+    /// Nothing to route to (`log_only`).
+    Record,
+}
+
+/// The routing decision for one handoff.
+#[derive(Debug, Clone)]
+pub(crate) struct Route {
+    pub target: Target,
+    /// The definition the workflow is (now) an instance of.
+    pub definition: Option<(String, Option<String>)>,
+    pub rule: Option<String>,
+    pub warnings: Vec<String>,
+}
+
+/// Name checks the engine adds on top of the schema: every value that becomes part of a path.
+pub(crate) fn name_violations(v: &Value, fields: &[(&str, &'static str)]) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for (pointer, kind) in fields {
+        let Some(Value::String(s)) = v.pointer(pointer) else {
+            continue;
+        };
+        let err = match *kind {
+            "handoff_id" => HandoffId::parse(s).err(),
+            "workflow_id" => WorkflowId::parse(s).err(),
+            "ack_id" => crate::store::AckId::parse(s).err(),
+            _ => GodName::parse_as("name", s).err(),
+        };
+        if let Some(Error::InvalidName { value, pattern, .. }) = err {
+            out.push(Violation {
+                pointer: (*pointer).to_owned(),
+                message: format!("{value:?} must match {pattern}"),
+            });
+        }
+    }
+    out
+}
+
+fn required_string(v: &Value, pointer: &str, out: &mut Vec<Violation>) {
+    if !matches!(v.pointer(pointer), Some(Value::String(s)) if !s.is_empty()) {
+        out.push(Violation {
+            pointer: pointer.to_owned(),
+            message: "required: a non-empty string".into(),
+        });
+    }
+}
+
+/// Validates a handoff (schema + names + the fields the engine needs); returns it parsed.
+pub(crate) fn validate_handoff(c: &Conductor, v: &Value) -> Result<(Handoff, Vec<String>)> {
+    let schemas = c.schemas()?;
+    let mut violations = schemas.check_handoff(v);
+    let mut extra = name_violations(
+        v,
+        &[
+            ("/handoff_id", "handoff_id"),
+            ("/workflow_id", "workflow_id"),
+            ("/from_god", "god"),
+            ("/to_god", "god"),
+            ("/step", "step"),
+            ("/routing/workflow_definition", "name"),
+            ("/routing/workflow_step", "name"),
+        ],
+    );
+    for p in [
+        "/handoff_id",
+        "/workflow_id",
+        "/from_god",
+        "/to_god",
+        "/step",
+    ] {
+        required_string(v, p, &mut extra);
+    }
+    if !matches!(v.get("context"), Some(Value::Object(_))) {
+        extra.push(Violation {
+            pointer: "/context".into(),
+            message: "required: an object with summary, decisions, artifacts".into(),
+        });
+    }
+    for x in extra {
+        if !violations.iter().any(|s| s.pointer == x.pointer) {
+            violations.push(x);
+        }
+    }
+    if !violations.is_empty() {
+        return Err(Error::invalid("handoff (gate `handoff`)", violations));
+    }
+    let h: Handoff = from_value(v.clone()).map_err(|m| {
+        Error::invalid(
+            "handoff",
+            vec![Violation {
+                pointer: String::new(),
+                message: m,
+            }],
+        )
+    })?;
+    Ok((h, schemas.warning.clone().into_iter().collect()))
+}
+
+fn definition(root: &Root, id: &str) -> Result<Option<WorkflowDef>> {
+    find_definition(root, id).map_err(|LoadError { path, message }| Error::Corrupt {
+        path,
+        message: format!("workflow definition does not load: {message}"),
+    })
+}
+
+fn check_gates(def: &WorkflowDef, h: &Handoff) -> Result<()> {
+    let Some(step) = def.step(&h.step) else {
+        return Ok(());
+    };
+    let missing: Vec<&String> = step
+        .gates
+        .iter()
+        .filter(|g| !h.context.gates_passed.contains(g))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::invalid(
+        format!("handoff for step {:?} of {:?} (gates)", h.step, def.id),
+        missing
+            .iter()
+            .map(|g| Violation {
+                pointer: "/context/gates_passed".into(),
+                message: format!(
+                    "gate {g:?} declared by step {:?} is not in context.gates_passed; pass it and list it",
+                    h.step
+                ),
+            })
+            .collect(),
+    ))
+}
+
+fn dispatch_to_step(def: &WorkflowDef, step_id: &str, hold_rule: Option<String>) -> Target {
+    let step = def.step(step_id).expect("caller checked the step exists");
+    let hold = hold_rule.or_else(|| {
+        step.approval_required
+            .then(|| format!("step {:?} of {:?} requires approval", step.id, def.id))
+    });
+    Target::Dispatch {
+        god: step.god.clone(),
+        step: step.id.clone(),
+        hold,
+    }
+}
+
+fn unknown_step(def: &WorkflowDef, step: &str, what: &str) -> Error {
+    Error::refused(format!(
+        "{what} {step:?} is not a step of workflow definition {:?} (steps: {}) [gate phase_detect]",
+        def.id,
+        def.steps
+            .iter()
+            .map(|s| s.id.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
+/// Decides where a handoff goes (docs/PROTOCOL.md §2.3). Reads definitions and rules; writes nothing.
+pub(crate) fn route(root: &Root, h: &Handoff, state: Option<&WorkflowState>) -> Result<Route> {
+    let routing = h.routing.clone().unwrap_or_default();
+    let mut warnings = Vec::new();
+    let named = routing.workflow_definition.clone();
+    let inherited = state.and_then(|s| s.definition_id.clone());
+    let def = match (&named, &inherited) {
+        (Some(id), _) => {
+            DefinitionId::parse(id)?;
+            Some(definition(root, id)?.ok_or_else(|| {
+                Error::not_found(format!(
+                    "routing.workflow_definition {id:?} is not in {} (pantheon workflows lists them)",
+                    root.workflows_dir().display()
+                ))
+            })?)
+        }
+        (None, Some(id)) => match definition(root, id) {
+            Ok(Some(d)) => Some(d),
+            Ok(None) => {
+                warnings.push(format!(
+                    "the workflow's definition {id:?} is not in {}; routed by rules instead",
+                    root.workflows_dir().display()
+                ));
+                None
+            }
+            Err(e) => return Err(e),
+        },
+        (None, None) => None,
+    };
+    if let Some(def) = def {
+        if def.step(&h.step).is_none() {
+            return Err(unknown_step(&def, &h.step, "step"));
+        }
+        check_gates(&def, h)?;
+        if let (Some(want), Some(have)) = (&routing.workflow_version, &def.version)
+            && want != have
+        {
+            warnings.push(format!(
+                "routing.workflow_version {want:?} differs from definition {:?} version {have:?}; the definition on disk is used",
+                def.id
+            ));
+        }
+        let target = match &routing.workflow_step {
+            Some(s) => {
+                if def.step(s).is_none() {
+                    return Err(unknown_step(&def, s, "routing.workflow_step"));
+                }
+                dispatch_to_step(&def, s, None)
+            }
+            None => match def.next_step(&h.step) {
+                Some(next) => dispatch_to_step(&def, &next.id, None),
+                None => Target::Complete,
+            },
+        };
+        if let Target::Dispatch { god, step, .. } = &target
+            && *god != h.to_god
+        {
+            warnings.push(format!(
+                "to_god {:?} ignored: definition {:?} assigns step {step:?} to {god:?}",
+                h.to_god, def.id
+            ));
+        }
+        return Ok(Route {
+            target,
+            definition: Some((def.id.clone(), def.version.clone())),
+            rule: None,
+            warnings,
+        });
+    }
+    let (rules, errors) = load_rules(root);
+    for e in &errors {
+        warnings.push(format!(
+            "rule file {} skipped: {}",
+            e.path.display(),
+            e.message
+        ));
+    }
+    let context = serde_json::to_value(&h.context).unwrap_or(Value::Null);
+    let event = handoff_event(&h.from_god, &h.to_god, &h.workflow_id, &h.step, &context);
+    let direct_step = routing
+        .workflow_step
+        .clone()
+        .unwrap_or_else(|| h.step.clone());
+    if let Some(rule) = first_match(&rules, &event) {
+        let a = &rule.action;
+        let hold = a
+            .approval_required
+            .then(|| format!("rule {:?} requires approval", rule.id));
+        let (target, definition) = if let Some(def_id) = &a.dispatch_workflow {
+            let def = definition(root, def_id)?.ok_or_else(|| {
+                Error::refused(format!(
+                    "rule {:?} ({}) dispatches workflow {def_id:?}, which is not in {}; fix the rule or add the definition",
+                    rule.id,
+                    rule.file.display(),
+                    root.workflows_dir().display()
+                ))
+            })?;
+            if def.step(&h.step).is_some() {
+                check_gates(&def, h)?;
+            }
+            let start = match &a.start_at_step {
+                Some(s) => {
+                    if def.step(s).is_none() {
+                        return Err(unknown_step(
+                            &def,
+                            s,
+                            &format!("rule {:?} start_at_step", rule.id),
+                        ));
+                    }
+                    s.clone()
+                }
+                None => def.steps[0].id.clone(),
+            };
+            let t = dispatch_to_step(&def, &start, hold);
+            if let Target::Dispatch { god, step, .. } = &t
+                && *god != h.to_god
+            {
+                warnings.push(format!(
+                    "to_god {:?} ignored: rule {:?} starts {:?} at {step:?}, assigned to {god:?}",
+                    h.to_god, rule.id, def.id
+                ));
+            }
+            (t, Some((def.id.clone(), def.version.clone())))
+        } else if let Some(god) = &a.dispatch_god {
+            let step = a.step.clone().unwrap_or(direct_step);
+            (
+                Target::Dispatch {
+                    god: god.clone(),
+                    step,
+                    hold,
+                },
+                None,
+            )
+        } else if a.log_only {
+            (Target::Record, None)
+        } else {
+            (
+                Target::Dispatch {
+                    god: h.to_god.clone(),
+                    step: direct_step,
+                    hold,
+                },
+                None,
+            )
+        };
+        return Ok(Route {
+            target,
+            definition,
+            rule: Some(rule.id.clone()),
+            warnings,
+        });
+    }
+    Ok(Route {
+        target: Target::Dispatch {
+            god: h.to_god.clone(),
+            step: direct_step,
+            hold: None,
+        },
+        definition: None,
+        rule: None,
+        warnings,
+    })
+}
+
+fn push_unique(into: &mut Vec<String>, items: &[String]) {
+    for i in items {
+        if !into.contains(i) {
+            into.push(i.clone());
+        }
+    }
+}
+
+fn path_text(p: &std::path::Path) -> String {
+    p.display().to_string()
+}
+
+/// The path of the file that holds `hid`'s handoff for `step`, if any.
+fn stored_handoff_path(
+    root: &Root,
+    wf: &WorkflowId,
+    step: &StepId,
+    hid: &HandoffId,
+) -> std::path::PathBuf {
+    let latest = root.handoff_path(wf, step);
+    match read_json(&latest) {
+        Ok(Some(v)) if v.get("handoff_id").and_then(Value::as_str) == Some(hid.as_str()) => latest,
+        _ => root.handoff_history_path(wf, step, hid),
+    }
+}
+
+/// Extra work done in the same commit as a handoff recorded on behalf of an ack.
+pub(crate) struct AckCommit {
+    pub record: AckRecord,
+    /// The dispatch the ack closes (archived after the commit).
+    pub closes: files::Found,
+    pub dispatch_update: Dispatch,
+}
+
+impl Conductor {
+    /// Submits a handoff (docs/PROTOCOL.md §2.1): validates it, records it, routes it and dispatches it.
+    pub fn submit_handoff(&self, handoff: &Value) -> Result<SubmitResult> {
+        let (h, warnings) = validate_handoff(self, handoff)?;
+        let wf = WorkflowId::parse(&h.workflow_id)?;
+        let _lock = FileLock::exclusive(&self.root.workflow_lock_path(&wf))?;
+        let state = files::load_state(&self.root, &wf)?;
+        self.submit_locked(&wf, h, handoff.clone(), state, warnings, None)
+    }
+
+    /// Records and routes a validated handoff; the caller holds the workflow's lock.
+    pub(crate) fn submit_locked(
+        &self,
+        wf: &WorkflowId,
+        h: Handoff,
+        raw: Value,
+        state: Option<WorkflowState>,
+        mut warnings: Vec<String>,
+        ack: Option<AckCommit>,
+    ) -> Result<SubmitResult> {
+        let root = &self.root;
+        let hid = HandoffId::parse(&h.handoff_id)?;
+        let step = StepId::parse(&h.step)?;
+        let from = GodName::parse_as("from_god", &h.from_god)?;
+        GodName::parse_as("to_god", &h.to_god)?;
+
+        if let Some(st) = &state
+            && let Some(rec) = st.record_of(hid.as_str())
+        {
+            let rec_step = StepId::parse(&rec.step_id)?;
+            let stored_path = stored_handoff_path(root, wf, &rec_step, &hid);
+            match read_json(&stored_path) {
+                Ok(Some(stored)) if stored == raw => {}
+                Ok(None) => warnings.push(format!(
+                    "handoff {hid} is recorded but {} is missing; compared by id only",
+                    stored_path.display()
+                )),
+                _ => {
+                    return Err(Error::refused(format!(
+                        "handoff_id {hid} was already recorded for workflow {wf} (step {:?}) with different content; \
+                         a new handoff needs a new handoff_id",
+                        rec.step_id
+                    )));
+                }
+            }
+            self.repair_dispatch(wf, st, &hid)?;
+            return Ok(self.result_of(wf, st, rec, &stored_path, "duplicate", warnings));
+        }
+        if let Some(st) = &state {
+            match st.status {
+                WorkflowStatus::Aborted => {
+                    return Err(Error::refused(format!(
+                        "workflow {wf} was aborted{}; it takes no more handoffs",
+                        st.failure_reason
+                            .as_deref()
+                            .map(|r| format!(" ({r})"))
+                            .unwrap_or_default()
+                    )));
+                }
+                WorkflowStatus::Completed => {
+                    return Err(Error::refused(format!(
+                        "workflow {wf} is completed; start a new workflow_id for new work"
+                    )));
+                }
+                _ => {}
+            }
+        }
+        let route = route(root, &h, state.as_ref())?;
+        warnings.extend(route.warnings.iter().cloned());
+        let mut will_write = vec![root.handoff_path(wf, &step), root.state_path(wf)];
+        if let Target::Dispatch { god, step, hold } = &route.target {
+            let god = GodName::parse_as("target god", god)?;
+            StepId::parse_as("target step", step)?;
+            will_write.push(match hold {
+                Some(_) => root.quarantine_dir().join(format!("{hid}.json")),
+                None => root.inbox_dir(&god).join(format!("{hid}.json")),
+            });
+        }
+        if let Some(a) = &ack {
+            let god = GodName::parse(&a.dispatch_update.to_god)?;
+            will_write.push(a.closes.path.clone());
+            will_write.push(
+                root.archive_dir(&god)
+                    .join(format!("{}.json", hid_of(&a.closes)?)),
+            );
+        }
+        // A symbolic link planted on the way to any of these files is refused before anything is
+        // written, rather than after the commit point (each write checks again).
+        files::refuse_unconfined(&self.root, &will_write)?;
+
+        // 1. The handoff file; an earlier handoff for the step is kept under its own id.
+        let latest = root.handoff_path(wf, &step);
+        if let Some(old) = read_json(&latest).ok().flatten() {
+            let old_id = old
+                .get("handoff_id")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown");
+            if old_id != hid.as_str() {
+                let keep = root
+                    .handoff_dir(wf)
+                    .join(format!("{step}.{}.json", encode_key(old_id)));
+                if !keep.exists() {
+                    write_json(&self.root, &keep, &old)?;
+                    super::crash_point("submit:after-keep-old");
+                }
+            }
+        } else if latest.exists() {
+            let keep = root.handoff_dir(wf).join(format!(
+                "{step}.unreadable-{}.json",
+                chrono::Utc::now().timestamp_micros()
+            ));
+            std::fs::copy(&latest, &keep).map_err(|e| Error::io(&keep, e))?;
+        }
+        write_json(&self.root, &latest, &raw)?;
+        super::crash_point("submit:after-handoff");
+
+        // 2. The state: the commit point.
+        let now = now_ts();
+        let mut st = state.unwrap_or_else(|| WorkflowState {
+            workflow_id: wf.to_string(),
+            created: Some(now.clone()),
+            ..Default::default()
+        });
+        if let Some((id, version)) = &route.definition {
+            st.definition_id = Some(id.clone());
+            st.definition_version = version.clone();
+        }
+        let (status, target_god, target_step) = match &route.target {
+            Target::Dispatch { god, step, hold } => {
+                st.status = if hold.is_some() {
+                    WorkflowStatus::AwaitingApproval
+                } else {
+                    WorkflowStatus::WaitingForAck
+                };
+                st.current_step = Some(step.clone());
+                st.dispatched_to = Some(god.clone());
+                let s = if hold.is_some() {
+                    "awaiting_approval"
+                } else {
+                    "dispatched"
+                };
+                (s, Some(god.clone()), Some(step.clone()))
+            }
+            Target::Complete => {
+                st.status = WorkflowStatus::Completed;
+                st.current_step = None;
+                st.dispatched_to = None;
+                ("completed", None, None)
+            }
+            Target::Record => {
+                st.status = WorkflowStatus::InProgress;
+                st.current_step = None;
+                st.dispatched_to = None;
+                ("recorded", None, None)
+            }
+        };
+        st.failure_reason = None;
+        push_unique(&mut st.context_bag.decisions, &h.context.decisions);
+        push_unique(&mut st.context_bag.artifacts, &h.context.artifacts);
+        st.context_bag.open_questions = h.context.open_questions.clone();
+        let mut routed_extra = serde_json::Map::new();
+        if let Some(r) = &route.rule {
+            routed_extra.insert("rule".into(), Value::String(r.clone()));
+        }
+        if let Target::Dispatch {
+            hold: Some(why), ..
+        } = &route.target
+        {
+            routed_extra.insert("held_because".into(), Value::String(why.clone()));
+        }
+        st.step_history.push(StepRecord {
+            step_id: step.to_string(),
+            god: from.to_string(),
+            status: "completed".into(),
+            completed_at: Some(now.clone()),
+            summary: Some(h.context.summary.clone()),
+            gates_passed: h.context.gates_passed.clone(),
+            handoff_id: Some(hid.to_string()),
+            artifacts: h.context.artifacts.clone(),
+            routed: Some(Routed {
+                status: status.into(),
+                target_god,
+                target_step,
+                warnings: warnings.clone(),
+                extra: routed_extra,
+            }),
+            extra: Default::default(),
+        });
+        if let Some(a) = &ack {
+            st.acks.push(a.record.clone());
+        }
+        st.updated = Some(now);
+        files::write_state(root, wf, &st)?;
+        super::crash_point("submit:after-state");
+
+        // 3. After the commit: close the acked dispatch, supersede a stale one, dispatch.
+        if let Some(a) = ack {
+            let god = GodName::parse(&a.dispatch_update.to_god)?;
+            files::archive(
+                root,
+                &a.closes.path,
+                &god,
+                &hid_of(&a.closes)?,
+                &a.dispatch_update,
+            )?;
+            super::crash_point("ack:after-archive");
+        }
+        self.supersede_stale(wf, &st, &hid)?;
+        super::crash_point("submit:after-supersede");
+        self.repair_dispatch(wf, &st, &hid)?;
+        super::crash_point("submit:after-dispatch");
+        let rec = st.record_of(hid.as_str()).expect("just recorded");
+        Ok(self.result_of(wf, &st, rec, &latest, status, warnings))
+    }
+
+    fn result_of(
+        &self,
+        wf: &WorkflowId,
+        st: &WorkflowState,
+        rec: &StepRecord,
+        handoff_path: &std::path::Path,
+        status: &str,
+        warnings: Vec<String>,
+    ) -> SubmitResult {
+        let routed = rec.routed.clone().unwrap_or_default();
+        let dispatch_path = match (&routed.target_god, rec.handoff_id.as_deref()) {
+            (Some(god), Some(hid)) => {
+                let held = routed.status == "awaiting_approval";
+                let inbox = self
+                    .root
+                    .pending_root()
+                    .join(god)
+                    .join(format!("{hid}.json"));
+                let q = self.root.quarantine_dir().join(format!("{hid}.json"));
+                Some(path_text(if held && !inbox.exists() { &q } else { &inbox }))
+            }
+            _ => None,
+        };
+        SubmitResult {
+            status: status.to_owned(),
+            workflow_id: wf.to_string(),
+            handoff_id: rec.handoff_id.clone().unwrap_or_default(),
+            target_god: routed.target_god.clone(),
+            target_step: routed.target_step.clone(),
+            state_status: st.status.clone(),
+            handoff_path: path_text(handoff_path),
+            dispatch_path,
+            matched_rule: routed
+                .extra
+                .get("rule")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            warnings,
+        }
+    }
+
+    /// Archives a dispatch made obsolete by this handoff: the one that asked for the step just done,
+    /// if it is still in an inbox (the god submitted without acking).
+    fn supersede_stale(&self, wf: &WorkflowId, st: &WorkflowState, hid: &HandoffId) -> Result<()> {
+        let Some(pos) = st
+            .step_history
+            .iter()
+            .position(|r| r.handoff_id.as_deref() == Some(hid.as_str()))
+        else {
+            return Ok(());
+        };
+        let this = &st.step_history[pos];
+        let Some(prev) = st.step_history[..pos]
+            .iter()
+            .rev()
+            .find(|r| r.routed.is_some())
+        else {
+            return Ok(());
+        };
+        let routed = prev.routed.as_ref().expect("filtered");
+        let (Some(god), Some(step), Some(prev_hid)) =
+            (&routed.target_god, &routed.target_step, &prev.handoff_id)
+        else {
+            return Ok(());
+        };
+        if *step != this.step_id {
+            return Ok(());
+        }
+        let (Ok(god), Ok(prev_hid)) = (GodName::parse(god), HandoffId::parse(prev_hid)) else {
+            return Ok(());
+        };
+        for found in [
+            files::in_inbox(&self.root, &god, &prev_hid)?,
+            files::in_quarantine(&self.root, &prev_hid)?,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if found.dispatch.workflow_id != wf.as_str() {
+                continue;
+            }
+            let mut d = found.dispatch.clone();
+            d.ack_status = AckStatus::Completed;
+            d.archive_reason = Some(format!("superseded: handoff {hid} completed step {step:?}"));
+            d.archived_at = Some(now_ts());
+            files::archive(&self.root, &found.path, &god, &prev_hid, &d)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the dispatch a recorded handoff routed to, unless it already exists anywhere or the
+    /// workflow has moved on since. Safe to call any number of times.
+    pub(crate) fn repair_dispatch(
+        &self,
+        wf: &WorkflowId,
+        st: &WorkflowState,
+        hid: &HandoffId,
+    ) -> Result<()> {
+        let Some(last) = st.step_history.last() else {
+            return Ok(());
+        };
+        if last.handoff_id.as_deref() != Some(hid.as_str()) {
+            return Ok(());
+        }
+        let Some(routed) = &last.routed else {
+            return Ok(());
+        };
+        let held = match routed.status.as_str() {
+            "dispatched" => false,
+            "awaiting_approval" => true,
+            _ => return Ok(()),
+        };
+        let (Some(god), Some(step)) = (&routed.target_god, &routed.target_step) else {
+            return Ok(());
+        };
+        let want_status = if held {
+            WorkflowStatus::AwaitingApproval
+        } else {
+            WorkflowStatus::WaitingForAck
+        };
+        if st.status != want_status
+            || st.current_step.as_deref() != Some(step)
+            || st.dispatched_to.as_deref() != Some(god)
+        {
+            return Ok(());
+        }
+        let god = GodName::parse(god)?;
+        if files::dispatch_exists(&self.root, &god, hid) {
+            return Ok(());
+        }
+        let d = self.build_dispatch(wf, st, last, &god, step, routed)?;
+        let path = if held {
+            self.root.quarantine_dir().join(format!("{hid}.json"))
+        } else {
+            self.root.inbox_dir(&god).join(format!("{hid}.json"))
+        };
+        write_json(&self.root, &path, &d)
+    }
+
+    fn build_dispatch(
+        &self,
+        wf: &WorkflowId,
+        st: &WorkflowState,
+        rec: &StepRecord,
+        god: &GodName,
+        step: &str,
+        routed: &Routed,
+    ) -> Result<Dispatch> {
+        let hid = rec.handoff_id.clone().unwrap_or_default();
+        let step_id = StepId::parse(&rec.step_id)?;
+        let handoff: Handoff = read_json(&stored_handoff_path(
+            &self.root,
+            wf,
+            &step_id,
+            &HandoffId::parse(&hid)?,
+        ))?
+        .and_then(|v| from_value(v).ok())
+        .unwrap_or_default();
+        let history = st
+            .step_history
+            .iter()
+            .filter(|r| r.status == "completed")
+            .map(|r| HistoryEntry {
+                step: r.step_id.clone(),
+                god: r.god.clone(),
+                summary: r.summary.clone().unwrap_or_default(),
+                extra: Default::default(),
+            })
+            .collect();
+        Ok(Dispatch {
+            dispatch_id: Some(generate_dispatch_id()),
+            handoff_id: hid,
+            workflow_id: wf.to_string(),
+            from_god: rec.god.clone(),
+            to_god: god.to_string(),
+            step: step.to_owned(),
+            context: DispatchContext {
+                summary: rec.summary.clone().unwrap_or_default(),
+                decisions: st.context_bag.decisions.clone(),
+                artifacts: st.context_bag.artifacts.clone(),
+                open_questions: handoff.context.open_questions.clone(),
+                gates_passed: rec.gates_passed.clone(),
+                history,
+                extra: Default::default(),
+            },
+            routing: Some(Routing {
+                workflow_definition: st.definition_id.clone(),
+                workflow_version: st.definition_version.clone(),
+                workflow_step: Some(step.to_owned()),
+                priority: handoff.routing.and_then(|r| r.priority),
+                extra: Default::default(),
+            }),
+            dispatched_at: Some(now_ts()),
+            ack_status: AckStatus::Unacked,
+            held_because: routed
+                .extra
+                .get("held_because")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            ..Default::default()
+        })
+    }
+}
+
+/// The handoff id of a found dispatch.
+pub(crate) fn hid_of(f: &files::Found) -> Result<HandoffId> {
+    HandoffId::parse(&f.dispatch.handoff_id)
+}

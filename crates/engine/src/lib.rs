@@ -1,0 +1,17 @@
+//! The Pantheon protocol engine: a library with no terminal code, no printing and no async runtime.
+//!
+//! - [`store`]: atomic writes, `flock`, tolerant reads, validated ids, timestamps, safe paths.
+//! - [`conductor`]: handoffs, routing, gates, inboxes, acks, workflow state, abort, cleanup (docs/PROTOCOL.md §2).
+//! - [`bus`]: the per-track message bus and the board deliberation (docs/PROTOCOL.md §3 and §4).
+//! - [`validate`]: a strict check of every protocol file under a root.
+
+pub mod bus;
+pub mod conductor;
+pub mod error;
+pub mod store;
+pub mod validate;
+
+/// The foreign-root fixture finder, the same file the integration tests include.
+#[cfg(test)]
+#[path = "../../../tests/common/fixture.rs"]
+pub(crate) mod test_fixture;

@@ -1,0 +1,154 @@
+//! Atomic writes: temp file in the same directory, fsync, rename over the target, fsync the directory.
+//!
+//! Every write, move and removal names the [`Root`] it works in and is refused when a symbolic link
+//! planted in the root would lead it outside ([`Root::check_write`]).
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::Root;
+use crate::error::{Error, Result};
+
+/// Refuses `path` when a symbolic link planted in `root` leads it outside (see [`Root::check_write`]).
+pub fn confined(root: &Root, path: &Path) -> Result<()> {
+    root.check_write(path).map_err(Error::refused)
+}
+
+/// Like [`confined`], and also refuses a symbolic link as the file itself, for writes that open the
+/// file in place (appends) rather than replace it.
+pub fn confined_file(root: &Root, path: &Path) -> Result<()> {
+    confined(root, path)?;
+    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(Error::refused(format!(
+            "{} is a symbolic link; protocol files are written in place only when they are plain files",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Serialises `value` as pretty JSON (2-space indent, trailing newline).
+pub fn to_pretty_json<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
+    let mut out = serde_json::to_vec_pretty(value).expect("JSON values always serialise");
+    out.push(b'\n');
+    out
+}
+
+/// Writes pretty JSON to `path` atomically (see [`write_atomic`]).
+pub fn write_json<T: Serialize + ?Sized>(root: &Root, path: &Path, value: &T) -> Result<()> {
+    write_atomic(root, path, &to_pretty_json(value))
+}
+
+/// Replaces `path` with `bytes` atomically and durably; readers see the old or the new file, never a mix.
+pub fn write_atomic(root: &Root, path: &Path, bytes: &[u8]) -> Result<()> {
+    confined(root, path)?;
+    let dir = path
+        .parent()
+        .ok_or_else(|| Error::refused(format!("{} has no parent directory", path.display())))?;
+    fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tmp-")
+        .suffix(".part")
+        .tempfile_in(dir)
+        .map_err(|e| Error::io(dir, e))?;
+    tmp.write_all(bytes).map_err(|e| Error::io(tmp.path(), e))?;
+    tmp.as_file()
+        .sync_all()
+        .map_err(|e| Error::io(tmp.path(), e))?;
+    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    sync_dir(dir)
+}
+
+/// Creates `path` (empty) if it does not exist; never truncates an existing file.
+pub fn ensure_file(root: &Root, path: &Path) -> Result<()> {
+    confined_file(root, path)?;
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    }
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map(|_| ())
+        .map_err(|e| Error::io(path, e))
+}
+
+/// Creates a directory and its parents.
+pub fn ensure_dir(root: &Root, path: &Path) -> Result<()> {
+    confined(root, &path.join("x"))?;
+    fs::create_dir_all(path).map_err(|e| Error::io(path, e))
+}
+
+/// fsyncs a directory so a rename in it is durable.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io(dir, e))
+}
+
+/// Moves `from` to `to` (same file system) and makes the move durable.
+pub fn rename_durable(root: &Root, from: &Path, to: &Path) -> Result<()> {
+    confined(root, from)?;
+    confined(root, to)?;
+    if let Some(dir) = to.parent() {
+        fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    }
+    fs::rename(from, to).map_err(|e| Error::io(from, e))?;
+    if let Some(dir) = to.parent() {
+        sync_dir(dir)?;
+    }
+    if let Some(dir) = from.parent() {
+        sync_dir(dir)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_pretty_json_with_newline_and_no_temp_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path());
+        let p = dir.path().join("sub/x.json");
+        write_json(&root, &p, &serde_json::json!({"a": [1, 2]})).unwrap();
+        let text = fs::read_to_string(&p).unwrap();
+        assert_eq!(text, "{\n  \"a\": [\n    1,\n    2\n  ]\n}\n");
+        write_json(&root, &p, &serde_json::json!({"a": 3})).unwrap();
+        let names: Vec<_> = fs::read_dir(p.parent().unwrap()).unwrap().collect();
+        assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn ensure_file_never_truncates() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        fs::write(&p, "keep").unwrap();
+        ensure_file(&Root::at(dir.path()), &p).unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "keep");
+    }
+
+    #[test]
+    fn a_link_planted_in_the_root_never_leads_a_write_outside() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path().join("root"));
+        fs::create_dir_all(&root.root).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.root.join("link")).unwrap();
+        let via_link = root.root.join("link/new/x.json");
+        let err = write_json(&root, &via_link, &1).unwrap_err();
+        assert!(err.to_string().contains("leads outside the root"), "{err}");
+        assert!(ensure_dir(&root, &root.root.join("link/d")).is_err());
+        assert!(fs::read_dir(outside.path()).unwrap().next().is_none());
+        // A link to a file as the file itself is refused for in-place writes.
+        std::os::unix::fs::symlink(outside.path().join("f"), root.root.join("f")).unwrap();
+        assert!(ensure_file(&root, &root.root.join("f")).is_err());
+        // Paths outside the root are not its business; inside and link-free is fine.
+        write_json(&root, &outside.path().join("ok.json"), &1).unwrap();
+        write_json(&root, &root.root.join("a/b.json"), &1).unwrap();
+    }
+}

@@ -1,0 +1,314 @@
+//! Validated names and ids. Every value that becomes part of a path is parsed into one of these
+//! newtypes first, so an unchecked string can never reach the file system.
+
+use std::fmt;
+
+use rand::Rng;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::error::{Error, Result};
+
+fn all(s: &str, ok: impl Fn(u8) -> bool) -> bool {
+    s.bytes().all(ok)
+}
+
+fn is_lower_alnum(b: u8) -> bool {
+    b.is_ascii_lowercase() || b.is_ascii_digit()
+}
+
+/// `^prefix\d{8}_[a-z0-9]{min,max}$`
+fn dated_id(s: &str, prefix: &str, min: usize, max: usize) -> bool {
+    let Some(rest) = s.strip_prefix(prefix) else {
+        return false;
+    };
+    let Some((date, tail)) = rest.split_once('_') else {
+        return false;
+    };
+    date.len() == 8
+        && all(date, |b| b.is_ascii_digit())
+        && (min..=max).contains(&tail.len())
+        && all(tail, is_lower_alnum)
+}
+
+/// Pattern of god, step, track, workflow-definition, rule and director names.
+pub const NAME_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$";
+pub const HANDOFF_ID_PATTERN: &str = "^hof_\\d{8}_[a-z0-9]{6,8}$";
+pub const WORKFLOW_ID_PATTERN: &str = "^wf_[a-z0-9_]{1,120}$";
+pub const ACK_ID_PATTERN: &str = "^ack_\\d{8}_[a-z0-9]{3,8}$";
+
+/// True when `s` matches [`NAME_PATTERN`].
+pub fn is_valid_name(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 64
+        && b[0].is_ascii_alphanumeric()
+        && all(s, |c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
+}
+
+pub fn is_valid_handoff_id(s: &str) -> bool {
+    dated_id(s, "hof_", 6, 8)
+}
+
+pub fn is_valid_ack_id(s: &str) -> bool {
+    dated_id(s, "ack_", 3, 8)
+}
+
+pub fn is_valid_workflow_id(s: &str) -> bool {
+    s.strip_prefix("wf_").is_some_and(|rest| {
+        (1..=120).contains(&rest.len()) && all(rest, |b| is_lower_alnum(b) || b == b'_')
+    })
+}
+
+fn random_hex(n: usize) -> String {
+    let mut rng = rand::rng();
+    (0..n)
+        .map(|_| char::from_digit(rng.random_range(0..16), 16).unwrap())
+        .collect()
+}
+
+macro_rules! validated {
+    ($(#[$doc:meta])* $name:ident, $field:literal, $pattern:expr, $check:expr) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(String);
+
+        impl $name {
+            /// The field name used in error messages.
+            pub const FIELD: &'static str = $field;
+            pub const PATTERN: &'static str = $pattern;
+
+            /// Parses `value`, naming the field `field` in the error.
+            pub fn parse_as(field: &'static str, value: &str) -> Result<Self> {
+                if ($check)(value) {
+                    Ok(Self(value.to_owned()))
+                } else {
+                    Err(Error::InvalidName { field, value: value.to_owned(), pattern: $pattern })
+                }
+            }
+
+            pub fn parse(value: &str) -> Result<Self> {
+                Self::parse_as($field, value)
+            }
+
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = Error;
+            fn from_str(s: &str) -> Result<Self> {
+                Self::parse(s)
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+                s.serialize_str(&self.0)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                Self::parse(&s).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+validated!(
+    /// `hof_YYYYMMDD_xxxxxx`: one handoff.
+    HandoffId, "handoff_id", HANDOFF_ID_PATTERN, is_valid_handoff_id
+);
+validated!(
+    /// `wf_…`: one workflow instance.
+    WorkflowId, "workflow_id", WORKFLOW_ID_PATTERN, is_valid_workflow_id
+);
+validated!(
+    /// `ack_YYYYMMDD_xxx`: one acknowledgement.
+    AckId, "ack_id", ACK_ID_PATTERN, is_valid_ack_id
+);
+validated!(
+    /// A god's name (`thoth`, `hephaestus`, …); names an inbox directory.
+    GodName, "god", NAME_PATTERN, is_valid_name
+);
+validated!(
+    /// A workflow step id.
+    StepId, "step", NAME_PATTERN, is_valid_name
+);
+validated!(
+    /// A message-bus track name; names `conductor/tracks/{track}`.
+    TrackName, "track", NAME_PATTERN, is_valid_name
+);
+validated!(
+    /// A workflow definition id (`deploy-feature`).
+    DefinitionId, "workflow_definition", NAME_PATTERN, is_valid_name
+);
+validated!(
+    /// A reaction rule id.
+    RuleId, "rule id", NAME_PATTERN, is_valid_name
+);
+validated!(
+    /// A board director (`CA`, `CPO`, …).
+    Director, "director", NAME_PATTERN, is_valid_name
+);
+
+fn today() -> String {
+    chrono::Utc::now().format("%Y%m%d").to_string()
+}
+
+impl HandoffId {
+    /// A fresh id: today's date and 6 random hex chars.
+    pub fn generate() -> Self {
+        Self(format!("hof_{}_{}", today(), random_hex(6)))
+    }
+}
+
+impl AckId {
+    pub fn generate() -> Self {
+        Self(format!("ack_{}_{}", today(), random_hex(6)))
+    }
+}
+
+/// A fresh `disp_YYYYMMDD_HHMMSS_{6 hex}`.
+pub fn generate_dispatch_id() -> String {
+    format!(
+        "disp_{}_{}",
+        chrono::Utc::now().format("%Y%m%d_%H%M%S"),
+        random_hex(6)
+    )
+}
+
+/// A fresh bus message id, `msg-{uuid4}`.
+///
+/// The 122 random bits come from `rand`'s thread-local generator (a CSPRNG seeded from the OS), not a
+/// `getrandom` call per id: ids are minted on every post, the bus's hottest path.
+pub fn generate_message_id() -> String {
+    let id = uuid::Builder::from_random_bytes(rand::random()).into_uuid();
+    let mut out = String::with_capacity(40);
+    out.push_str("msg-");
+    out.push_str(
+        id.hyphenated()
+            .encode_lower(&mut uuid::Uuid::encode_buffer()),
+    );
+    out
+}
+
+/// Maximum length of free-text values that live only inside JSON (worker ids, task ids, lock paths).
+pub const FREE_TEXT_MAX: usize = 512;
+
+/// Checks a free-text value (worker id, task id, source, lock path): non-empty, at most 512 bytes, no NUL.
+pub fn check_free_text(field: &'static str, value: &str) -> Result<()> {
+    if value.is_empty() || value.len() > FREE_TEXT_MAX || value.contains('\0') {
+        return Err(Error::InvalidName {
+            field,
+            value: value.chars().take(80).collect(),
+            pattern: "1 to 512 bytes of text without NUL",
+        });
+    }
+    Ok(())
+}
+
+const KEEP: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'-');
+
+/// Percent-encodes a free-text key for use in a file name: every byte outside `[A-Za-z0-9._-]`
+/// becomes `%XX`. A key made only of dots is encoded whole so it never names `.` or `..`.
+pub fn encode_key(key: &str) -> String {
+    if !key.is_empty() && key.bytes().all(|b| b == b'.') {
+        return key.bytes().map(|b| format!("%{b:02X}")).collect();
+    }
+    percent_encoding::utf8_percent_encode(key, KEEP).to_string()
+}
+
+/// Inverse of [`encode_key`] (lossy for invalid UTF-8).
+pub fn decode_key(encoded: &str) -> String {
+    percent_encoding::percent_decode_str(encoded)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn handoff_ids() {
+        assert!(is_valid_handoff_id("hof_20260614_abc123"));
+        assert!(is_valid_handoff_id("hof_20260614_abc12345"));
+        assert!(!is_valid_handoff_id("hof_20260614_abc12"));
+        assert!(!is_valid_handoff_id("hof_2026061_abc123"));
+        assert!(!is_valid_handoff_id("hof_20260614_ABC123"));
+        assert!(!is_valid_handoff_id("hof_20260614_../../x"));
+        assert!(is_valid_handoff_id(HandoffId::generate().as_str()));
+    }
+
+    #[test]
+    fn ack_and_workflow_ids() {
+        assert!(is_valid_ack_id("ack_20260614_456"));
+        assert!(!is_valid_ack_id("ack_20260614_45"));
+        assert!(is_valid_ack_id(AckId::generate().as_str()));
+        assert!(is_valid_workflow_id("wf_deploy_42"));
+        assert!(!is_valid_workflow_id("wf_"));
+        assert!(!is_valid_workflow_id("wf_Deploy"));
+        assert!(!is_valid_workflow_id("wf_a/b"));
+        assert!(!is_valid_workflow_id(&format!("wf_{}", "a".repeat(121))));
+    }
+
+    #[test]
+    fn names() {
+        assert!(is_valid_name("thoth"));
+        assert!(is_valid_name("stripe-checkout_20260201"));
+        assert!(!is_valid_name("-x"));
+        assert!(!is_valid_name(".."));
+        assert!(!is_valid_name("a/b"));
+        assert!(!is_valid_name(""));
+        assert!(!is_valid_name(&"a".repeat(65)));
+        let err = GodName::parse("../etc").unwrap_err().to_string();
+        assert!(
+            err.contains("god") && err.contains("../etc") && err.contains(NAME_PATTERN),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn key_encoding() {
+        assert_eq!(encode_key("1.2"), "1.2");
+        assert_eq!(encode_key("src/app/x.ts"), "src%2Fapp%2Fx.ts");
+        assert_eq!(encode_key(".."), "%2E%2E");
+        assert_eq!(decode_key("src%2Fapp%2Fx.ts"), "src/app/x.ts");
+    }
+
+    proptest! {
+        #[test]
+        fn valid_names_never_escape(s in "\\PC{0,80}") {
+            if is_valid_name(&s) {
+                prop_assert!(!s.contains('/') && !s.contains('\\') && s != "." && s != "..");
+            }
+        }
+
+        #[test]
+        fn encoded_keys_are_safe_file_names(s in "\\PC{1,100}") {
+            let e = encode_key(&s);
+            prop_assert!(e.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-%".contains(&b)));
+            prop_assert!(e != "." && e != "..");
+            prop_assert_eq!(decode_key(&e), s);
+        }
+    }
+}

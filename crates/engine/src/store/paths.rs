@@ -1,0 +1,288 @@
+//! The root and every path in it. Paths are built only from validated ids, and any path that comes
+//! from input (artifacts, temp artifacts) is checked to lie inside the allowed roots.
+
+use std::path::{Component, Path, PathBuf};
+
+use super::ids::{GodName, HandoffId, StepId, TrackName, WorkflowId};
+
+/// The pantheon root and the directories derived from it (docs/PROTOCOL.md §1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Root {
+    /// `$PANTHEON_ROOT`.
+    pub root: PathBuf,
+    /// `$CONDUCTOR_BASE_DIR`, default `{root}/conductor`.
+    pub conductor: PathBuf,
+    /// `$CONDUCTOR_HANDOFFS_DIR`, default `{root}/shared/handoffs`.
+    pub handoffs: PathBuf,
+    /// `$PANTHEON_CLEANUP_ROOTS`: extra directories where cleanup may delete and abort may mark.
+    pub cleanup_roots: Vec<PathBuf>,
+}
+
+fn env_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The user's home directory, if known.
+pub fn home_dir() -> Option<PathBuf> {
+    env_path("HOME")
+}
+
+/// Makes `p` absolute (relative to the current directory) and lexically normalised.
+pub fn absolute(p: &Path) -> PathBuf {
+    let p = if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .unwrap_or_else(|_| PathBuf::from("/"))
+            .join(p)
+    };
+    normalize(&p)
+}
+
+/// Removes `.` and resolves `..` lexically (never above `/`).
+pub fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// `p` with its deepest existing ancestor resolved (symbolic links followed) and the missing rest
+/// appended, so a path below a link that does not exist yet is still judged by where it would land.
+fn resolve_existing(p: &Path) -> PathBuf {
+    let p = normalize(p);
+    let mut missing = Vec::new();
+    let mut cur = p.as_path();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(cur) {
+            return missing.iter().rev().fold(real, |acc, n| acc.join(n));
+        }
+        match (cur.parent(), cur.file_name()) {
+            (Some(parent), Some(name)) => {
+                missing.push(name.to_os_string());
+                cur = parent;
+            }
+            _ => return p,
+        }
+    }
+}
+
+impl Root {
+    /// A root at `root` with the default sub-directories and no extra cleanup roots.
+    pub fn at(root: impl AsRef<Path>) -> Self {
+        let root = absolute(root.as_ref());
+        Self {
+            conductor: root.join("conductor"),
+            handoffs: root.join("shared").join("handoffs"),
+            root,
+            cleanup_roots: Vec::new(),
+        }
+    }
+
+    /// The root from `--root` if given, else `$PANTHEON_ROOT`, else `~/pantheon`, with the
+    /// `CONDUCTOR_BASE_DIR`, `CONDUCTOR_HANDOFFS_DIR` and `PANTHEON_CLEANUP_ROOTS` overrides.
+    pub fn from_env(explicit: Option<&Path>) -> Self {
+        let root = explicit
+            .map(Path::to_path_buf)
+            .or_else(|| env_path("PANTHEON_ROOT"))
+            .or_else(|| home_dir().map(|h| h.join("pantheon")))
+            .unwrap_or_else(|| PathBuf::from("pantheon"));
+        let mut r = Self::at(root);
+        if let Some(c) = env_path("CONDUCTOR_BASE_DIR") {
+            r.conductor = absolute(&c);
+        }
+        if let Some(h) = env_path("CONDUCTOR_HANDOFFS_DIR") {
+            r.handoffs = absolute(&h);
+        }
+        if let Ok(list) = std::env::var("PANTHEON_CLEANUP_ROOTS") {
+            r.cleanup_roots = std::env::split_paths(&list)
+                .filter(|p| !p.as_os_str().is_empty())
+                .map(|p| absolute(&p))
+                .collect();
+        }
+        r
+    }
+
+    /// Refuses a write, move or removal of `path` when `path` lies under this root but a symbolic
+    /// link in its parent directories resolves outside it: a link planted inside the root never leads
+    /// our writes elsewhere. The last component is not followed (our writes replace it or refuse a
+    /// link there, see [`super::atomic`]). Paths outside the root (a `CONDUCTOR_BASE_DIR` or cleanup
+    /// root configured elsewhere) are not this check's business.
+    pub fn check_write(&self, path: &Path) -> Result<(), String> {
+        let path = absolute(path);
+        if !path.starts_with(&self.root) || path == self.root {
+            return Ok(());
+        }
+        // A root that does not exist yet holds nothing that could lead outside it.
+        let Ok(real_root) = std::fs::canonicalize(&self.root) else {
+            return Ok(());
+        };
+        // The deepest directory of the path that exists, resolved.
+        let mut dir = path.parent();
+        while let Some(d) = dir {
+            if let Ok(real) = std::fs::canonicalize(d) {
+                if !real.starts_with(&real_root) {
+                    return Err(format!(
+                        "{} leads outside the root {} (through a symbolic link to {}); remove the link",
+                        path.display(),
+                        self.root.display(),
+                        real.display()
+                    ));
+                }
+                break;
+            }
+            dir = d.parent();
+        }
+        Ok(())
+    }
+
+    pub fn schema_path(&self) -> PathBuf {
+        self.handoffs.join("schema.json")
+    }
+    pub fn handoff_dir(&self, wf: &WorkflowId) -> PathBuf {
+        self.handoffs.join(wf.as_str())
+    }
+    /// `shared/handoffs/{workflow_id}/{step}.json`: the latest handoff for a step.
+    pub fn handoff_path(&self, wf: &WorkflowId, step: &StepId) -> PathBuf {
+        self.handoff_dir(wf).join(format!("{step}.json"))
+    }
+    /// `shared/handoffs/{workflow_id}/{step}.{handoff_id}.json`: an earlier handoff for a step.
+    pub fn handoff_history_path(&self, wf: &WorkflowId, step: &StepId, id: &HandoffId) -> PathBuf {
+        self.handoff_dir(wf).join(format!("{step}.{id}.json"))
+    }
+    pub fn workflows_dir(&self) -> PathBuf {
+        self.conductor.join("workflows")
+    }
+    pub fn rules_dir(&self) -> PathBuf {
+        self.conductor.join("rules")
+    }
+    pub fn state_dir(&self) -> PathBuf {
+        self.conductor.join("state")
+    }
+    pub fn state_path(&self, wf: &WorkflowId) -> PathBuf {
+        self.state_dir().join(format!("{wf}.json"))
+    }
+    pub fn abort_manifest_path(&self, wf: &WorkflowId) -> PathBuf {
+        self.state_dir().join(format!("{wf}.aborted.json"))
+    }
+    /// `conductor/state/.{workflow_id}.lock`: serialises every mutation of one workflow.
+    pub fn workflow_lock_path(&self, wf: &WorkflowId) -> PathBuf {
+        self.state_dir().join(format!(".{wf}.lock"))
+    }
+    pub fn pending_root(&self) -> PathBuf {
+        self.conductor.join("pending")
+    }
+    pub fn inbox_dir(&self, god: &GodName) -> PathBuf {
+        self.pending_root().join(god.as_str())
+    }
+    pub fn quarantine_dir(&self) -> PathBuf {
+        self.pending_root().join("_quarantine")
+    }
+    pub fn archive_root(&self) -> PathBuf {
+        self.conductor.join("archive")
+    }
+    pub fn archive_dir(&self, god: &GodName) -> PathBuf {
+        self.archive_root().join(god.as_str())
+    }
+    pub fn tracks_dir(&self) -> PathBuf {
+        self.conductor.join("tracks")
+    }
+    /// `conductor/tracks/{track}/.message-bus`.
+    pub fn bus_dir(&self, track: &TrackName) -> PathBuf {
+        self.tracks_dir().join(track.as_str()).join(".message-bus")
+    }
+
+    /// The directories where cleanup may delete and abort may mark: the root and `PANTHEON_CLEANUP_ROOTS`.
+    pub fn allowed_roots(&self) -> Vec<PathBuf> {
+        let mut v = vec![self.root.clone()];
+        v.extend(self.cleanup_roots.iter().cloned());
+        v
+    }
+
+    /// Expands `{workflow_id}`, `{root}` and a leading `~`, and resolves a relative path against the root.
+    pub fn expand(&self, raw: &str, wf: &WorkflowId) -> PathBuf {
+        let s = raw
+            .replace("{workflow_id}", wf.as_str())
+            .replace("{root}", &self.root.to_string_lossy());
+        let p = if s == "~" || s.starts_with("~/") {
+            match home_dir() {
+                Some(h) => h.join(s.trim_start_matches('~').trim_start_matches('/')),
+                None => PathBuf::from(s),
+            }
+        } else {
+            PathBuf::from(s)
+        };
+        if p.is_absolute() {
+            normalize(&p)
+        } else {
+            normalize(&self.root.join(p))
+        }
+    }
+
+    /// Checks that `path` lies strictly inside one of [`Root::allowed_roots`] once every symbolic link in
+    /// its parent directories is resolved (the last component is never followed). Returns the path to act
+    /// on, or why it is refused.
+    pub fn confine(&self, path: &Path) -> Result<PathBuf, String> {
+        if path.as_os_str().as_encoded_bytes().contains(&0) {
+            return Err("path contains a NUL byte".into());
+        }
+        let path = normalize(&absolute(path));
+        let roots: Vec<PathBuf> = self
+            .allowed_roots()
+            .iter()
+            .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| normalize(r)))
+            .collect();
+        let (parent, name) = match (path.parent(), path.file_name()) {
+            (Some(p), Some(n)) => (p, n),
+            _ => return Err("refusing the file-system root".into()),
+        };
+        let real_parent = resolve_existing(parent);
+        let real = real_parent.join(name);
+        if roots.contains(&real) {
+            return Err("refusing to touch the root itself or a cleanup root".into());
+        }
+        if roots.iter().any(|r| real.starts_with(r)) {
+            Ok(real)
+        } else {
+            Err(format!(
+                "outside the root and PANTHEON_CLEANUP_ROOTS ({})",
+                real.display()
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn confine_refuses_escapes_and_the_root_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path());
+        let wf = WorkflowId::parse("wf_x").unwrap();
+        std::fs::create_dir_all(dir.path().join("tmp")).unwrap();
+        assert!(
+            root.confine(&root.expand("{root}/tmp/{workflow_id}/", &wf))
+                .is_ok()
+        );
+        assert!(root.confine(&root.expand("tmp/../../etc", &wf)).is_err());
+        assert!(root.confine(Path::new("/")).is_err());
+        assert!(root.confine(&root.expand("{root}", &wf)).is_err());
+        assert!(root.confine(&root.expand("{root}/", &wf)).is_err());
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("link")).unwrap();
+        // The link itself may be removed (it is inside), but nothing reached through it.
+        assert!(root.confine(&dir.path().join("link")).is_ok());
+        assert!(root.confine(&dir.path().join("link/file")).is_err());
+    }
+}

@@ -1,0 +1,147 @@
+//! Tolerant readers: a file being rewritten by a non-atomic writer is retried briefly, then reported;
+//! nothing here panics on bad input.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// Largest JSON document the engine reads (a guard against runaway files).
+pub const MAX_JSON_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Reads and parses a JSON file. `Ok(None)` if it does not exist. A parse failure is retried a few
+/// times over ~50 ms (a foreign writer may be mid-write), then returned as [`Error::Corrupt`].
+pub fn read_json(path: &Path) -> Result<Option<Value>> {
+    let delays = [0u64, 5, 15, 30];
+    let mut last = String::new();
+    for (i, d) in delays.iter().enumerate() {
+        if i > 0 {
+            std::thread::sleep(Duration::from_millis(*d));
+        }
+        let bytes = match read_bytes(path)? {
+            Some(b) => b,
+            None => return Ok(None),
+        };
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(v) => return Ok(Some(v)),
+            Err(e) => last = describe_json_error(&bytes, &e),
+        }
+    }
+    Err(Error::Corrupt {
+        path: path.to_path_buf(),
+        message: last,
+    })
+}
+
+/// Like [`read_json`], but parses once with no retry (for watchers that will see the next change anyway).
+pub fn read_json_once(path: &Path) -> Result<Option<Value>> {
+    let Some(bytes) = read_bytes(path)? else {
+        return Ok(None);
+    };
+    serde_json::from_slice::<Value>(&bytes)
+        .map(Some)
+        .map_err(|e| Error::Corrupt {
+            path: path.to_path_buf(),
+            message: describe_json_error(&bytes, &e),
+        })
+}
+
+/// Reads a JSON file that must hold an object; a missing file is an empty object.
+pub fn read_json_object(path: &Path) -> Result<serde_json::Map<String, Value>> {
+    match read_json(path)? {
+        None => Ok(serde_json::Map::new()),
+        Some(Value::Object(m)) => Ok(m),
+        Some(other) => Err(Error::Corrupt {
+            path: path.to_path_buf(),
+            message: format!("expected a JSON object, found {}", kind(&other)),
+        }),
+    }
+}
+
+/// Reads a whole file, `None` if missing; refuses files over [`MAX_JSON_BYTES`].
+pub fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.len() > MAX_JSON_BYTES => {
+            return Err(Error::Corrupt {
+                path: path.to_path_buf(),
+                message: format!(
+                    "file is {} bytes, over the {} byte limit",
+                    m.len(),
+                    MAX_JSON_BYTES
+                ),
+            });
+        }
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(path, e)),
+    }
+    match std::fs::read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+fn describe_json_error(bytes: &[u8], e: &serde_json::Error) -> String {
+    if bytes.iter().all(|b| b.is_ascii_whitespace()) {
+        "file is empty (being written?)".to_owned()
+    } else if e.is_eof() {
+        format!("truncated JSON ({e}); a writer may have died mid-write")
+    } else {
+        format!("not valid JSON: {e}")
+    }
+}
+
+/// A short name of a JSON value's kind for messages.
+pub fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Reads a YAML file into a JSON value (so one code path validates both).
+pub fn read_yaml(path: &Path) -> Result<Value> {
+    let bytes = read_bytes(path)?
+        .ok_or_else(|| Error::not_found(format!("{} does not exist", path.display())))?;
+    if bytes.len() > 1024 * 1024 {
+        return Err(Error::Corrupt {
+            path: path.to_path_buf(),
+            message: "YAML file over 1 MiB".into(),
+        });
+    }
+    serde_yaml::from_slice::<Value>(&bytes).map_err(|e| Error::Corrupt {
+        path: path.to_path_buf(),
+        message: format!("YAML does not parse: {e}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_is_none_and_truncated_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(read_json(&dir.path().join("nope.json")).unwrap().is_none());
+        let p = dir.path().join("t.json");
+        std::fs::write(&p, "{\"dispatch_id\": \"disp_2026").unwrap();
+        let err = read_json(&p).unwrap_err().to_string();
+        assert!(err.contains("truncated"), "{err}");
+    }
+
+    #[test]
+    fn yaml_errors_name_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("broken.yaml");
+        std::fs::write(&p, "workflow:\n  steps: [ {id: a, god: thoth\n").unwrap();
+        let err = read_yaml(&p).unwrap_err().to_string();
+        assert!(err.contains("broken.yaml") && err.contains("YAML"), "{err}");
+    }
+}

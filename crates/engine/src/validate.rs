@@ -1,0 +1,918 @@
+//! A validator over a whole root: every file of the protocol layout is read and checked against the
+//! contract's shapes, and every file that breaks it is reported with where and why.
+//!
+//! Readers elsewhere in the engine are tolerant (they skip a torn line and read on); this module is the
+//! strict counterpart that says what a tolerant reader had to forgive. Two severities: an `error` is a
+//! file (or line) a reader must skip or cannot use; a `warning` is a quirk the protocol tolerates
+//! (another engine's file naming, a bare-string lock, `COMPLETED` for `COMPLETE`, a blank queue line).
+//! Files outside the protocol's directories (artifacts, notes) are not judged.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::bus::queue::is_valid_type;
+use crate::conductor::{load_definitions, load_rules};
+use crate::error::{Error, Result};
+use crate::store::read::{kind, read_bytes, read_json};
+use crate::store::time::parse_ts;
+use crate::store::{
+    Root, is_valid_ack_id, is_valid_handoff_id, is_valid_name, is_valid_workflow_id,
+};
+
+/// How bad a problem is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Tolerated by readers, but not what the protocol writes.
+    Warning,
+    /// A file or line readers must skip, or a value that breaks the contract.
+    Error,
+}
+
+/// One problem in one file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// The file, relative to the root.
+    pub path: String,
+    /// 1-based line of a JSONL file, when the problem is one line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    pub severity: Severity,
+    pub message: String,
+}
+
+/// The result of [`validate_root`] (what `pantheon validate` prints).
+#[derive(Debug, Clone, Serialize)]
+pub struct ValidationReport {
+    pub root: String,
+    /// True when no problem is an error.
+    pub valid: bool,
+    pub files_checked: usize,
+    pub errors: usize,
+    pub warnings: usize,
+    /// Sorted by path, then line.
+    pub problems: Vec<Problem>,
+}
+
+const WORKFLOW_STATUSES: [&str; 6] = [
+    "in_progress",
+    "waiting_for_ack",
+    "awaiting_approval",
+    "completed",
+    "aborted",
+    "failed",
+];
+const ACK_STATUSES: [&str; 6] = [
+    "unacked",
+    "accepted",
+    "pending",
+    "rejected",
+    "completed",
+    "withdrawn",
+];
+const BOARD_STATUSES: [&str; 5] = ["ASSESSING", "DISCUSSING", "VOTING", "RESOLVING", "COMPLETE"];
+const CHECKPOINTS: [&str; 4] = [
+    "EVALUATE_PLAN",
+    "EVALUATE_EXECUTION",
+    "PRE_LAUNCH",
+    "QUICK_REVIEW",
+];
+const DISCUSS_TYPES: [&str; 4] = ["CHALLENGE", "AGREE", "QUESTION", "CLARIFY"];
+
+/// Checks every protocol file under `root`.
+pub fn validate_root(root: &Root) -> Result<ValidationReport> {
+    if !root.root.is_dir() {
+        return Err(Error::not_found(format!(
+            "{} is not a directory; pass --root DIR or set PANTHEON_ROOT",
+            root.root.display()
+        )));
+    }
+    let mut c = Checker {
+        base: root.root.clone(),
+        problems: Vec::new(),
+        files: 0,
+    };
+    c.handoffs(root);
+    c.definitions(root);
+    c.states(root);
+    c.dispatch_tree(&root.pending_root(), true);
+    c.dispatch_tree(&root.archive_root(), false);
+    c.tracks(root);
+    c.problems
+        .sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+    let errors = c
+        .problems
+        .iter()
+        .filter(|p| p.severity == Severity::Error)
+        .count();
+    Ok(ValidationReport {
+        root: root.root.display().to_string(),
+        valid: errors == 0,
+        files_checked: c.files,
+        errors,
+        warnings: c.problems.len() - errors,
+        problems: c.problems,
+    })
+}
+
+struct Checker {
+    base: PathBuf,
+    problems: Vec<Problem>,
+    files: usize,
+}
+
+/// Entries of a directory, sorted, without our own temp files and lock files (dotfiles).
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn name_of(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn str_field<'a>(m: &'a Map<String, Value>, k: &str) -> Option<&'a str> {
+    m.get(k).and_then(Value::as_str)
+}
+
+impl Checker {
+    fn rel(&self, p: &Path) -> String {
+        p.strip_prefix(&self.base)
+            .unwrap_or(p)
+            .display()
+            .to_string()
+    }
+
+    fn report(
+        &mut self,
+        p: &Path,
+        line: Option<usize>,
+        severity: Severity,
+        msg: impl Into<String>,
+    ) {
+        self.problems.push(Problem {
+            path: self.rel(p),
+            line,
+            severity,
+            message: msg.into(),
+        });
+    }
+    fn error(&mut self, p: &Path, msg: impl Into<String>) {
+        self.report(p, None, Severity::Error, msg);
+    }
+    fn warn(&mut self, p: &Path, msg: impl Into<String>) {
+        self.report(p, None, Severity::Warning, msg);
+    }
+
+    /// Reads a JSON file that must hold an object; reports and returns `None` otherwise.
+    fn object(&mut self, p: &Path) -> Option<Map<String, Value>> {
+        self.files += 1;
+        match read_json(p) {
+            Ok(Some(Value::Object(m))) => Some(m),
+            Ok(Some(other)) => {
+                self.error(p, format!("expected a JSON object, found {}", kind(&other)));
+                None
+            }
+            Ok(None) => None,
+            Err(Error::Corrupt { message, .. }) => {
+                self.error(p, format!("not valid JSON: {message}"));
+                None
+            }
+            Err(e) => {
+                self.error(p, format!("unreadable: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Checks that `k` is a string matching `ok`; `what` names the pattern in the message.
+    fn id_field(
+        &mut self,
+        p: &Path,
+        m: &Map<String, Value>,
+        k: &str,
+        ok: fn(&str) -> bool,
+        what: &str,
+    ) -> Option<String> {
+        match m.get(k) {
+            Some(Value::String(s)) if ok(s) => Some(s.clone()),
+            Some(Value::String(s)) => {
+                self.error(p, format!("`{k}` {s:?} does not match {what}"));
+                None
+            }
+            Some(other) => {
+                self.error(p, format!("`{k}` must be a string, found {}", kind(other)));
+                None
+            }
+            None => {
+                self.error(p, format!("missing `{k}`"));
+                None
+            }
+        }
+    }
+
+    fn timestamp(&mut self, p: &Path, m: &Map<String, Value>, k: &str, line: Option<usize>) {
+        match m.get(k) {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) if parse_ts(s).is_some() => {}
+            Some(v) => self.report(
+                p,
+                line,
+                Severity::Error,
+                format!("`{k}` {v} is not an RFC 3339 timestamp"),
+            ),
+        }
+    }
+
+    fn string_list(&mut self, p: &Path, m: &Map<String, Value>, k: &str, required: bool) {
+        match m.get(k) {
+            Some(Value::Array(items)) => {
+                if items.iter().any(|i| !i.is_string()) {
+                    self.warn(p, format!("`{k}` holds items that are not strings"));
+                }
+            }
+            None if !required => {}
+            None => self.error(p, format!("missing `{k}` (a list)")),
+            Some(other) => self.error(p, format!("`{k}` must be a list, found {}", kind(other))),
+        }
+    }
+
+    // ---- Conductor --------------------------------------------------------------------------
+
+    fn handoffs(&mut self, root: &Root) {
+        let dir = root.schema_path().parent().map(Path::to_path_buf);
+        let Some(dir) = dir else { return };
+        let schema = root.schema_path();
+        if schema.exists() {
+            self.object(&schema);
+        } else if dir.is_dir() {
+            self.warn(
+                &schema,
+                "no schema file; the engine's built-in schema is used (`pantheon init` installs it)",
+            );
+        }
+        for wf_dir in entries(&dir) {
+            if wf_dir == schema {
+                continue;
+            }
+            let wf = name_of(&wf_dir);
+            if !wf_dir.is_dir() {
+                self.files += 1;
+                self.warn(&wf_dir, "unexpected file in shared/handoffs/");
+                continue;
+            }
+            if !is_valid_workflow_id(&wf) {
+                self.error(
+                    &wf_dir,
+                    format!("directory name {wf:?} is not a workflow id (^wf_[a-z0-9_]{{1,120}}$)"),
+                );
+            }
+            for f in entries(&wf_dir) {
+                self.handoff_file(&f, &wf);
+            }
+        }
+    }
+
+    fn handoff_file(&mut self, f: &Path, wf: &str) {
+        let name = name_of(f);
+        let Some(stem) = name.strip_suffix(".json") else {
+            self.files += 1;
+            self.error(
+                f,
+                "not a handoff file (expected {step}.json or {step}.{handoff_id}.json)",
+            );
+            return;
+        };
+        let (step, hid) = match stem.split_once('.') {
+            Some((s, h)) => (s, Some(h)),
+            None => (stem, None),
+        };
+        let Some(m) = self.object(f) else { return };
+        let id = self.id_field(
+            f,
+            &m,
+            "handoff_id",
+            is_valid_handoff_id,
+            "^hof_\\d{8}_[a-z0-9]{6,8}$",
+        );
+        if let (Some(id), Some(h)) = (&id, hid)
+            && id != h
+        {
+            self.error(
+                f,
+                format!("file name says handoff {h} but `handoff_id` is {id}"),
+            );
+        }
+        if let Some(w) = self.id_field(
+            f,
+            &m,
+            "workflow_id",
+            is_valid_workflow_id,
+            "^wf_[a-z0-9_]{1,120}$",
+        ) && w != wf
+        {
+            self.error(
+                f,
+                format!("`workflow_id` {w} differs from its directory {wf}"),
+            );
+        }
+        for k in ["from_god", "to_god"] {
+            self.id_field(f, &m, k, is_valid_name, "the name pattern");
+        }
+        if let Some(s) = self.id_field(f, &m, "step", is_valid_name, "the name pattern")
+            && s != step
+        {
+            self.error(
+                f,
+                format!("`step` {s} differs from the file name's step {step}"),
+            );
+        }
+        match m.get("context") {
+            Some(Value::Object(ctx)) => {
+                if !ctx.get("summary").is_some_and(Value::is_string) {
+                    self.error(f, "`context.summary` must be a string");
+                }
+                self.string_list(f, ctx, "decisions", true);
+                self.string_list(f, ctx, "artifacts", true);
+            }
+            _ => self.error(f, "missing `context` (an object)"),
+        }
+    }
+
+    fn definitions(&mut self, root: &Root) {
+        let (defs, errors) = load_definitions(root);
+        let (rules, rule_errors) = load_rules(root);
+        self.files += defs.len() + rule_errors.len() + errors.len();
+        let mut rule_files: Vec<&PathBuf> = rules.iter().map(|r| &r.file).collect();
+        rule_files.dedup();
+        self.files += rule_files.len();
+        for e in errors.iter().chain(rule_errors.iter()) {
+            let prefix = format!("{}: ", e.path.display());
+            let msg = e
+                .message
+                .strip_prefix(&prefix)
+                .unwrap_or(&e.message)
+                .to_owned();
+            self.error(&e.path, msg);
+        }
+    }
+
+    fn states(&mut self, root: &Root) {
+        for f in entries(&root.state_dir()) {
+            let name = name_of(&f);
+            if let Some(wf) = name.strip_suffix(".aborted.json") {
+                if let Some(m) = self.object(&f) {
+                    self.state_identity(&f, &m, wf);
+                }
+            } else if let Some(wf) = name.strip_suffix(".json") {
+                if let Some(m) = self.object(&f) {
+                    self.state(&f, &m, wf);
+                }
+            } else {
+                self.files += 1;
+                self.warn(&f, "unexpected file in conductor/state/");
+            }
+        }
+    }
+
+    fn state_identity(&mut self, f: &Path, m: &Map<String, Value>, wf: &str) {
+        if !is_valid_workflow_id(wf) {
+            self.error(f, format!("file name {wf:?} is not a workflow id"));
+        }
+        if let Some(w) = self.id_field(
+            f,
+            m,
+            "workflow_id",
+            is_valid_workflow_id,
+            "^wf_[a-z0-9_]{1,120}$",
+        ) && w != wf
+        {
+            self.error(
+                f,
+                format!("`workflow_id` {w} differs from the file name {wf}"),
+            );
+        }
+        match m.get("status") {
+            Some(Value::String(s)) if WORKFLOW_STATUSES.contains(&s.as_str()) => {}
+            Some(v) => self.error(
+                f,
+                format!(
+                    "`status` {v} is not one of {}",
+                    WORKFLOW_STATUSES.join(", ")
+                ),
+            ),
+            None => self.error(f, "missing `status`"),
+        }
+    }
+
+    fn state(&mut self, f: &Path, m: &Map<String, Value>, wf: &str) {
+        self.state_identity(f, m, wf);
+        for k in ["created", "updated", "aborted_at"] {
+            self.timestamp(f, m, k, None);
+        }
+        match m.get("step_history") {
+            None => self.warn(f, "no `step_history`"),
+            Some(Value::Array(items)) => {
+                for (i, it) in items.iter().enumerate() {
+                    let ok = it.as_object().is_some_and(|o| {
+                        str_field(o, "step_id").is_some() && str_field(o, "god").is_some()
+                    });
+                    if !ok {
+                        self.error(
+                            f,
+                            format!("`step_history[{i}]` needs `step_id` and `god` strings"),
+                        );
+                    }
+                }
+            }
+            Some(v) => self.error(
+                f,
+                format!("`step_history` must be a list, found {}", kind(v)),
+            ),
+        }
+        match m.get("acks") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(items)) => {
+                for (i, it) in items.iter().enumerate() {
+                    let Some(o) = it.as_object() else {
+                        self.error(f, format!("`acks[{i}]` must be an object"));
+                        continue;
+                    };
+                    if !str_field(o, "ack_id").is_some_and(is_valid_ack_id) {
+                        self.error(f, format!("`acks[{i}].ack_id` is missing or not an ack id"));
+                    }
+                    if !str_field(o, "status").is_some_and(|s| ACK_STATUSES.contains(&s)) {
+                        self.error(f, format!("`acks[{i}].status` is missing or unknown"));
+                    }
+                }
+            }
+            Some(v) => self.error(f, format!("`acks` must be a list, found {}", kind(v))),
+        }
+    }
+
+    /// `conductor/pending/` (`inbox`: true) or `conductor/archive/`: one directory per god.
+    fn dispatch_tree(&mut self, dir: &Path, inbox: bool) {
+        for god_dir in entries(dir) {
+            let god = name_of(&god_dir);
+            if !god_dir.is_dir() {
+                self.files += 1;
+                self.warn(
+                    &god_dir,
+                    "unexpected file (only god directories belong here)",
+                );
+                continue;
+            }
+            let quarantine = inbox && god == "_quarantine";
+            if !quarantine && !is_valid_name(&god) {
+                self.error(
+                    &god_dir,
+                    format!("directory name {god:?} is not a god name"),
+                );
+            }
+            for f in entries(&god_dir) {
+                self.dispatch(&f, (!quarantine).then_some(god.as_str()));
+            }
+        }
+    }
+
+    fn dispatch(&mut self, f: &Path, god: Option<&str>) {
+        let name = name_of(f);
+        let Some(stem) = name.strip_suffix(".json") else {
+            self.files += 1;
+            self.error(f, "not a dispatch (expected {handoff_id}.json)");
+            return;
+        };
+        let Some(m) = self.object(f) else { return };
+        let hid = self.id_field(
+            f,
+            &m,
+            "handoff_id",
+            is_valid_handoff_id,
+            "^hof_\\d{8}_[a-z0-9]{6,8}$",
+        );
+        if let Some(h) = &hid
+            && h != stem
+        {
+            self.warn(f, format!("named {name}, the protocol names it {h}.json"));
+        }
+        self.id_field(
+            f,
+            &m,
+            "workflow_id",
+            is_valid_workflow_id,
+            "^wf_[a-z0-9_]{1,120}$",
+        );
+        self.id_field(f, &m, "step", is_valid_name, "the name pattern");
+        if let Some(to) = self.id_field(f, &m, "to_god", is_valid_name, "the name pattern")
+            && let Some(g) = god
+            && to != g
+        {
+            self.warn(f, format!("addressed to {to} but filed under {g}"));
+        }
+        if !m.get("context").is_some_and(Value::is_object) {
+            self.error(f, "missing `context` (an object)");
+        }
+        if !m.contains_key("dispatch_id") {
+            self.warn(f, "no `dispatch_id`");
+        }
+        match m.get("ack_status") {
+            None => self.warn(f, "no `ack_status` (read as unacked)"),
+            Some(Value::String(s)) if ACK_STATUSES.contains(&s.as_str()) => {}
+            Some(v) => self.error(
+                f,
+                format!("`ack_status` {v} is not one of {}", ACK_STATUSES.join(", ")),
+            ),
+        }
+        self.timestamp(f, &m, "dispatched_at", None);
+    }
+
+    // ---- Bus --------------------------------------------------------------------------------
+
+    fn tracks(&mut self, root: &Root) {
+        for t in entries(&root.tracks_dir()) {
+            let track = name_of(&t);
+            if !t.is_dir() {
+                self.files += 1;
+                self.warn(&t, "unexpected file in conductor/tracks/");
+                continue;
+            }
+            if !is_valid_name(&track) {
+                self.error(&t, format!("directory name {track:?} is not a track name"));
+            }
+            let bus = t.join(".message-bus");
+            if bus.is_dir() {
+                self.bus(&bus);
+            }
+        }
+    }
+
+    fn bus(&mut self, dir: &Path) {
+        for f in entries(dir) {
+            let name = name_of(&f);
+            match name.as_str() {
+                "locks.json" => self.locks(&f),
+                "worker-status.json" => self.workers(&f),
+                "events" => self.events(&f),
+                "board" => self.board(&f),
+                n if n == "queue.jsonl"
+                    || (n.starts_with("queue.") && n.ends_with(".archive.jsonl")) =>
+                {
+                    self.jsonl(&f, Self::envelope)
+                }
+                _ => {
+                    self.files += 1;
+                    self.warn(&f, "unexpected file in the message bus");
+                }
+            }
+        }
+    }
+
+    /// Checks each line of a JSONL file: blank lines are warnings; lines that are not JSON objects,
+    /// and an unterminated last line (a writer died mid-line), are errors.
+    fn jsonl(&mut self, f: &Path, check: fn(&mut Self, &Path, usize, &Map<String, Value>)) {
+        self.files += 1;
+        let bytes = match read_bytes(f) {
+            Ok(Some(b)) => b,
+            Ok(None) => return,
+            Err(e) => {
+                self.error(f, format!("unreadable: {e}"));
+                return;
+            }
+        };
+        let terminated = bytes.last().is_none_or(|b| *b == b'\n');
+        let lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
+        let n = lines.len();
+        for (i, line) in lines.into_iter().enumerate() {
+            let no = i + 1;
+            let last = i + 1 == n;
+            if last && terminated {
+                break; // the empty piece after the final newline
+            }
+            if last {
+                self.report(
+                    f,
+                    Some(no),
+                    Severity::Error,
+                    "torn last line: no newline at the end (a writer died mid-line); readers skip it",
+                );
+                continue;
+            }
+            if line.iter().all(u8::is_ascii_whitespace) {
+                self.report(f, Some(no), Severity::Warning, "blank line");
+                continue;
+            }
+            match serde_json::from_slice::<Value>(line) {
+                Ok(Value::Object(m)) => check(self, f, no, &m),
+                Ok(other) => self.report(
+                    f,
+                    Some(no),
+                    Severity::Error,
+                    format!("expected a JSON object, found {}", kind(&other)),
+                ),
+                Err(e) => self.report(
+                    f,
+                    Some(no),
+                    Severity::Error,
+                    format!("not JSON ({e}); readers skip it"),
+                ),
+            }
+        }
+    }
+
+    fn envelope(&mut self, f: &Path, no: usize, m: &Map<String, Value>) {
+        let mut bad = Vec::new();
+        if str_field(m, "id").is_none_or(str::is_empty) {
+            bad.push("`id` must be a non-empty string".to_owned());
+        }
+        match str_field(m, "type") {
+            Some(t) if is_valid_type(t) => {}
+            _ => bad.push("`type` must match ^[A-Z][A-Z0-9_]*$".to_owned()),
+        }
+        if str_field(m, "source").is_none_or(str::is_empty) {
+            bad.push("`source` must be a non-empty string".to_owned());
+        }
+        if str_field(m, "timestamp").is_none_or(|s| parse_ts(s).is_none()) {
+            bad.push("`timestamp` must be an RFC 3339 timestamp".to_owned());
+        }
+        if !m.get("payload").is_some_and(Value::is_object) {
+            bad.push("`payload` must be an object".to_owned());
+        }
+        for b in bad {
+            self.report(f, Some(no), Severity::Error, b);
+        }
+    }
+
+    fn locks(&mut self, f: &Path) {
+        let Some(m) = self.object(f) else { return };
+        for (path, v) in &m {
+            match v {
+                Value::String(_) => self.warn(
+                    f,
+                    format!("lock {path:?} is a bare holder string (no expiry); the protocol writes an object"),
+                ),
+                Value::Object(o) => {
+                    if str_field(o, "worker_id").is_none_or(str::is_empty) {
+                        self.error(f, format!("lock {path:?} has no `worker_id`"));
+                    }
+                    if !o.contains_key("expires_at") {
+                        self.warn(f, format!("lock {path:?} has no `expires_at` (no expiry)"));
+                    }
+                    self.timestamp(f, o, "expires_at", None);
+                    self.timestamp(f, o, "acquired_at", None);
+                }
+                other => self.error(
+                    f,
+                    format!("lock {path:?} must be an object, found {}", kind(other)),
+                ),
+            }
+        }
+    }
+
+    fn workers(&mut self, f: &Path) {
+        let Some(m) = self.object(f) else { return };
+        for (w, v) in &m {
+            let Some(o) = v.as_object() else {
+                self.error(
+                    f,
+                    format!("worker {w:?} must be an object, found {}", kind(v)),
+                );
+                continue;
+            };
+            match str_field(o, "status") {
+                Some("RUNNING" | "COMPLETE" | "FAILED" | "BLOCKED") => {}
+                Some("COMPLETED") => {
+                    self.warn(f, format!("worker {w:?} status COMPLETED (read as COMPLETE)"))
+                }
+                other => self.error(
+                    f,
+                    format!(
+                        "worker {w:?} status {other:?} is not one of RUNNING, COMPLETE, FAILED, BLOCKED"
+                    ),
+                ),
+            }
+            if !o.contains_key("last_heartbeat") {
+                self.warn(f, format!("worker {w:?} has no `last_heartbeat`"));
+            }
+            self.timestamp(f, o, "last_heartbeat", None);
+            match o.get("progress_pct") {
+                None | Some(Value::Null) => {}
+                Some(Value::Number(n))
+                    if n.as_f64().is_some_and(|p| (0.0..=100.0).contains(&p)) => {}
+                Some(v) => self.error(
+                    f,
+                    format!("worker {w:?} progress_pct {v} is not a number 0–100"),
+                ),
+            }
+        }
+    }
+
+    fn events(&mut self, dir: &Path) {
+        for f in entries(dir) {
+            self.files += 1;
+            let name = name_of(&f);
+            let ok = name.strip_suffix(".event").is_some_and(|stem| {
+                let kind: String = stem
+                    .chars()
+                    .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                    .collect();
+                !kind.is_empty() && is_valid_type(kind.trim_end_matches('_'))
+            });
+            if !ok || !f.is_file() {
+                self.error(&f, "not an event file (expected {TYPE}_{key}.event)");
+            }
+        }
+    }
+
+    fn board(&mut self, dir: &Path) {
+        for f in entries(dir) {
+            let name = name_of(&f);
+            match name.as_str() {
+                "assessments.json" => self.assessments(&f),
+                "votes.json" => self.votes(&f),
+                "discussion.jsonl" => self.jsonl(&f, Self::discussion),
+                "resolution.md" => self.files += 1,
+                "archive" if f.is_dir() => {
+                    for d in entries(&f) {
+                        if d.is_dir() {
+                            self.board(&d);
+                        } else {
+                            self.files += 1;
+                            self.warn(&d, "unexpected file in board/archive/");
+                        }
+                    }
+                }
+                n if n.starts_with("session-") && n.ends_with(".json") => {
+                    let id = &n["session-".len()..n.len() - ".json".len()];
+                    self.session(&f, id);
+                }
+                _ => {
+                    self.files += 1;
+                    self.warn(&f, "unexpected file in board/");
+                }
+            }
+        }
+    }
+
+    fn session(&mut self, f: &Path, id: &str) {
+        let Some(m) = self.object(f) else { return };
+        match str_field(&m, "session_id") {
+            Some(s) if s == id => {}
+            Some(s) => self.error(
+                f,
+                format!("`session_id` {s} differs from the file name's {id}"),
+            ),
+            None => self.error(f, "missing `session_id`"),
+        }
+        match str_field(&m, "status") {
+            Some(s) if BOARD_STATUSES.contains(&s) => {}
+            other => self.error(
+                f,
+                format!(
+                    "`status` {other:?} is not one of {}",
+                    BOARD_STATUSES.join(", ")
+                ),
+            ),
+        }
+        match str_field(&m, "checkpoint") {
+            Some(s) if CHECKPOINTS.contains(&s) => {}
+            Some(s) => self.warn(
+                f,
+                format!("checkpoint {s:?} is not one of {}", CHECKPOINTS.join(", ")),
+            ),
+            None => self.error(f, "missing `checkpoint`"),
+        }
+        self.string_list(f, &m, "directors", true);
+        if !m.get("phases").is_some_and(Value::is_object) {
+            self.error(f, "missing `phases` (an object)");
+        }
+        self.timestamp(f, &m, "started_at", None);
+    }
+
+    fn assessments(&mut self, f: &Path) {
+        let Some(m) = self.object(f) else { return };
+        for (d, v) in &m {
+            let Some(o) = v.as_object() else {
+                self.error(f, format!("assessment of {d} must be an object"));
+                continue;
+            };
+            if !str_field(o, "verdict")
+                .is_some_and(|s| ["APPROVE", "CONCERNS", "REJECT"].contains(&s))
+            {
+                self.error(
+                    f,
+                    format!("assessment of {d}: `verdict` must be APPROVE, CONCERNS or REJECT"),
+                );
+            }
+            if !o
+                .get("score")
+                .and_then(Value::as_f64)
+                .is_some_and(|s| (1.0..=10.0).contains(&s))
+            {
+                self.error(
+                    f,
+                    format!("assessment of {d}: `score` must be a number 1–10"),
+                );
+            }
+        }
+    }
+
+    fn votes(&mut self, f: &Path) {
+        let Some(m) = self.object(f) else { return };
+        for (d, v) in &m {
+            let Some(o) = v.as_object() else {
+                self.error(f, format!("vote of {d} must be an object"));
+                continue;
+            };
+            if !str_field(o, "final_verdict").is_some_and(|s| s == "APPROVE" || s == "REJECT") {
+                self.error(
+                    f,
+                    format!("vote of {d}: `final_verdict` must be APPROVE or REJECT"),
+                );
+            }
+            if !o
+                .get("confidence")
+                .and_then(Value::as_f64)
+                .is_some_and(|c| (0.0..=1.0).contains(&c))
+            {
+                self.error(f, format!("vote of {d}: `confidence` must be a number 0–1"));
+            }
+        }
+    }
+
+    fn discussion(&mut self, f: &Path, no: usize, m: &Map<String, Value>) {
+        for k in ["from", "to", "type", "message"] {
+            if !m.get(k).is_some_and(Value::is_string) {
+                self.report(f, Some(no), Severity::Warning, format!("no `{k}`"));
+            }
+        }
+        if let Some(t) = str_field(m, "type")
+            && !DISCUSS_TYPES.contains(&t)
+        {
+            self.report(
+                f,
+                Some(no),
+                Severity::Error,
+                format!("`type` {t:?} is not one of {}", DISCUSS_TYPES.join(", ")),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn torn_and_non_json_queue_lines_are_errors_and_blank_lines_warnings() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = dir.path().join("conductor/tracks/t/.message-bus");
+        std::fs::create_dir_all(&bus).unwrap();
+        std::fs::write(
+            bus.join("queue.jsonl"),
+            "{\"id\":\"m1\",\"type\":\"PROGRESS\",\"source\":\"w\",\"timestamp\":\"2026-01-01T00:00:00Z\",\"payload\":{}}\n\nnope\n{\"id\":\"m2\",\"type\":\"bad type\"",
+        )
+        .unwrap();
+        let r = validate_root(&Root::at(dir.path())).unwrap();
+        let lines: Vec<(Option<usize>, Severity)> =
+            r.problems.iter().map(|p| (p.line, p.severity)).collect();
+        assert_eq!(
+            lines,
+            vec![
+                (Some(2), Severity::Warning),
+                (Some(3), Severity::Error),
+                (Some(4), Severity::Error)
+            ]
+        );
+        assert!(!r.valid);
+    }
+
+    #[test]
+    fn an_envelope_with_a_bad_type_and_no_payload_is_reported_field_by_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let bus = dir.path().join("conductor/tracks/t/.message-bus");
+        std::fs::create_dir_all(&bus).unwrap();
+        std::fs::write(
+            bus.join("queue.jsonl"),
+            "{\"id\":\"m1\",\"type\":\"lower\",\"source\":\"w\",\"timestamp\":\"yesterday\"}\n",
+        )
+        .unwrap();
+        let r = validate_root(&Root::at(dir.path())).unwrap();
+        let msgs: Vec<&str> = r.problems.iter().map(|p| p.message.as_str()).collect();
+        assert_eq!(msgs.len(), 3, "{msgs:?}");
+        assert!(msgs.iter().any(|m| m.contains("`type`")));
+        assert!(msgs.iter().any(|m| m.contains("`timestamp`")));
+        assert!(msgs.iter().any(|m| m.contains("`payload`")));
+    }
+}
