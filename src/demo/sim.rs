@@ -69,7 +69,7 @@ impl SimConfig {
         Duration::from_secs_f64(ticks as f64 / (TICKS_PER_SECOND as f64 * self.speed))
     }
 
-    /// The staleness threshold (docs/PROTOCOL.md §3: 10 minutes) on the demo's compressed, sped-up clock, never
+    /// The staleness threshold (docs/PROTOCOL.md §3.5: 10 minutes) on the demo's compressed, sped-up clock, never
     /// below one second: past the speed the disk keeps up with, ticks fall behind their schedule and a
     /// shorter threshold would call workers stale that beat on time.
     pub fn stale_after_secs(&self) -> f64 {

@@ -1,10 +1,11 @@
 //! The argument of every tool, with the descriptions a model reads in `tools/list`.
 //!
-//! Names follow the seeds and docs/PROTOCOL.md §5 (`handoff`, `ack`, `god_name`, `workflow_id`, …); the bus
-//! and board tools take `track` plus the fields of the matching CLI command, named as in the seeds
-//! (`filepath`, `worker_id`, `msg_type`, …). The server checks arguments against these schemas
-//! before the call (unknown fields are refused, so a misspelt argument is reported, never
-//! ignored); the values then go to the engine unchanged, which makes every protocol check.
+//! Names follow docs/PROTOCOL.md §5.2 (`handoff`, `ack`, `god_name`, `workflow_id`, …); the bus
+//! and board tools take `track` plus the fields of the matching CLI command, named as the seed
+//! documents' functions name them (tests/bus/python/seed_bus.py: `filepath`, `worker_id`,
+//! `msg_type`, …). The server checks arguments against these schemas before the call (unknown
+//! fields are refused, so a misspelt argument is reported, never ignored); the values then go to
+//! the engine unchanged, which makes every protocol check.
 
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -1,6 +1,7 @@
-"""The seed's message-bus functions (seeds/002), as Python gods run them, with their obvious bugs fixed:
-`f.write_file` -> `f.write`; the append now takes flock on queue.jsonl (PROTOCOL 3); timestamps are
-timezone-aware so `expires_at` ("...Z") compares with now; release and heartbeat hold .lock_mutex.
+"""The message-bus functions of the seed documents (docs/PROTOCOL.md, introduction), as Python gods
+run them, with their obvious bugs fixed: `f.write_file` -> `f.write`; the append now takes flock on
+queue.jsonl (docs/PROTOCOL.md §3.2); timestamps are timezone-aware so `expires_at` ("...Z") compares
+with now; release and heartbeat hold .lock_mutex.
 Standard library only."""
 
 import fcntl

@@ -1,4 +1,4 @@
-//! Archiving a finished track (docs/PROTOCOL.md §3): `queue.jsonl` becomes `queue.{ID}.archive.jsonl`;
+//! Archiving a finished track (docs/PROTOCOL.md §3.7): `queue.jsonl` becomes `queue.{ID}.archive.jsonl`;
 //! `locks.json`, `worker-status.json` and the event files are removed; `board/` is kept. Refused while
 //! a lock is live or a worker is `RUNNING`, unless forced.
 

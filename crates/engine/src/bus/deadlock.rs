@@ -1,4 +1,4 @@
-//! Deadlock detection (docs/PROTOCOL.md §3): a wait-for graph from each worker's latest message when it is
+//! Deadlock detection (docs/PROTOCOL.md §3.6): a wait-for graph from each worker's latest message when it is
 //! `BLOCKED`, resolved through the live locks and the workers' tasks; every cycle is reported.
 
 use std::collections::{BTreeMap, HashMap};

@@ -1,4 +1,4 @@
-//! Presence files in `events/` (docs/PROTOCOL.md §3): `{TYPE}_{key}.event`, key percent-encoded, content the id
+//! Presence files in `events/` (docs/PROTOCOL.md §3.3): `{TYPE}_{key}.event`, key percent-encoded, content the id
 //! of the message that caused it; and a wait for one woken by file-system notification.
 
 use std::collections::HashMap;

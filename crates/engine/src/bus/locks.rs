@@ -1,4 +1,4 @@
-//! File locks in `locks.json` (docs/PROTOCOL.md §3): leases with a TTL, renewed by the holder, taken over when
+//! File locks in `locks.json` (docs/PROTOCOL.md §3.4): leases with a TTL, renewed by the holder, taken over when
 //! expired, refused while held by another live worker, released only by the holder or by an operator
 //! with force. Every read-modify-write holds `.lock_mutex`, as the Python `acquire_lock` does.
 

@@ -117,7 +117,7 @@ pub fn from_object<T: for<'de> Deserialize<'de>>(v: &Value) -> Option<T> {
     serde_json::from_value(v.clone()).ok()
 }
 
-/// One message on the bus (docs/PROTOCOL.md §3): `{id, type, source, timestamp, payload}`, extra fields kept.
+/// One message on the bus (docs/PROTOCOL.md §3.2): `{id, type, source, timestamp, payload}`, extra fields kept.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Envelope {
     #[serde(default, deserialize_with = "lenient::string")]
@@ -247,7 +247,7 @@ pub fn parse_locks(map: &Map<String, Value>) -> Vec<LockEntry> {
     v
 }
 
-/// A worker's state (docs/PROTOCOL.md §3); `COMPLETED` is read as `COMPLETE`, unknown words are kept.
+/// A worker's state (docs/PROTOCOL.md §3.5); `COMPLETED` is read as `COMPLETE`, unknown words are kept.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub enum WorkerStatus {
     #[default]
@@ -722,11 +722,9 @@ mod tests {
 
         let board = bus.join("board");
         let session: BoardSession = from_object(
-            &crate::store::read::read_json(
-                &board.join("session-board-20260201120005.json"),
-            )
-            .unwrap()
-            .unwrap(),
+            &crate::store::read::read_json(&board.join("session-board-20260201120005.json"))
+                .unwrap()
+                .unwrap(),
         )
         .unwrap();
         assert_eq!(session.status, "DISCUSSING");

@@ -1,4 +1,4 @@
-//! Worker heartbeats in `worker-status.json` (docs/PROTOCOL.md §3): merged under `.lock_mutex`, so concurrent
+//! Worker heartbeats in `worker-status.json` (docs/PROTOCOL.md §3.5): merged under `.lock_mutex`, so concurrent
 //! workers never lose each other's entries, and fields a beat does not set are kept.
 
 use chrono::Utc;
