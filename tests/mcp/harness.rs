@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use serde_json::{Value, json};
 use tempfile::TempDir;
 
-/// Every tool docs/PROTOCOL.md §5 lists, sorted.
+/// Every tool docs/PROTOCOL.md §5.2 lists, sorted.
 pub const ALL_TOOLS: [&str; 24] = [
     "abort_workflow",
     "ack_handoff",

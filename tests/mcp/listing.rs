@@ -16,7 +16,7 @@ fn server_is_named_conductor_and_lists_every_protocol_tool() {
     names.sort();
     assert_eq!(
         names, ALL_TOOLS,
-        "the tool set is exactly docs/PROTOCOL.md §5's list"
+        "the tool set is exactly docs/PROTOCOL.md §5.2's list"
     );
     for name in &names {
         assert!(
