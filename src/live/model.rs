@@ -448,6 +448,10 @@ impl TrackTracker {
                     .map(|(_, d)| d.clone())
                     .unwrap_or_default(),
                 predicted,
+                resolved: session
+                    .resolution
+                    .as_ref()
+                    .and_then(crate::engine::bus::board::ResolvedVotes::read),
             })
         });
         let head = self.cursor.skipped_head_bytes;

@@ -115,6 +115,8 @@ pub struct BoardView {
     pub discussion: Arc<Vec<DiscussionLine>>,
     /// The verdict the resolve rule would give with the votes cast now.
     pub predicted: Option<String>,
+    /// The votes behind the session's resolution once resolved (either shape of `vote_summary`).
+    pub resolved: Option<crate::engine::bus::board::ResolvedVotes>,
 }
 
 impl Snapshot {
