@@ -600,6 +600,9 @@ impl LiveModel {
                 .collect();
             return match parts.as_slice() {
                 [] => Target::InboxesDir,
+                [god, ..] if crate::engine::conductor::files::is_foreign_pending_dir(god) => {
+                    Target::Ignore
+                }
                 [god] if god == "_quarantine" => Target::Quarantine(None),
                 [god] => Target::Inbox(god.clone(), None),
                 [god, file] if god == "_quarantine" => Target::Quarantine(Some(file.clone())),
@@ -780,7 +783,8 @@ impl LiveModel {
 
     fn rescan_inboxes(&mut self) {
         let pending = self.root.pending_root();
-        let gods = list_dir(&pending, true);
+        let mut gods = list_dir(&pending, true);
+        gods.retain(|g| !crate::engine::conductor::files::is_foreign_pending_dir(g));
         let before = self.inboxes.len();
         self.inboxes.retain(|g, _| gods.contains(g));
         let mut changed = before != self.inboxes.len();

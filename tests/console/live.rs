@@ -207,6 +207,12 @@ fn the_fixture_is_read_with_every_problem_reported() {
     let m = LiveModel::open(Root::at(root.path()), ModelOptions::default());
     let s = m.snapshot();
     assert_eq!(s.workflows.len(), 4);
+    let gods: Vec<&str> = s.inboxes.iter().map(|i| i.god.as_str()).collect();
+    assert_eq!(
+        gods,
+        ["hephaestus", "iris", "marvin", "thoth"],
+        "another engine's _webhooks/ and inbox/ are not gods"
+    );
     let msgs: Vec<String> = s
         .warnings
         .iter()

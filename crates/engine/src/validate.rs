@@ -475,6 +475,13 @@ impl Checker {
                 continue;
             }
             let quarantine = inbox && god == "_quarantine";
+            if inbox && crate::conductor::files::is_foreign_pending_dir(&god) {
+                self.warn(
+                    &god_dir,
+                    "a directory another engine keeps here (not a god's inbox); ignored",
+                );
+                continue;
+            }
             if !quarantine && !is_valid_name(&god) {
                 self.error(
                     &god_dir,
