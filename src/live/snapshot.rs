@@ -133,6 +133,9 @@ impl Snapshot {
             if self.overdue(w, now).is_some() {
                 c.overdue += 1;
             }
+            if Self::orphaned(w) {
+                c.orphaned += 1;
+            }
         }
         c.waiting = self.inboxes.iter().map(|i| i.dispatches.len()).sum();
         c.held = self.quarantine.dispatches.len();
@@ -149,6 +152,13 @@ impl Snapshot {
     pub fn definition(&self, id: Option<&str>) -> Option<&WorkflowDef> {
         let id = id?;
         self.definitions.iter().find(|d| d.id == id)
+    }
+
+    /// True when `w` waits for an ack but none of its dispatches is in an inbox or `_quarantine`: it
+    /// was deleted outright, and nobody can ack it (`pantheon redispatch WF` writes it again).
+    pub fn orphaned(w: &WorkflowView) -> bool {
+        w.state.status == crate::engine::conductor::WorkflowStatus::WaitingForAck
+            && w.waiting.is_empty()
     }
 
     /// Why a workflow is overdue, if it is: a dispatch unacknowledged for over 5 minutes, or a step
@@ -204,6 +214,8 @@ pub struct Counts {
     pub expired: usize,
     pub deadlocks: usize,
     pub warnings: usize,
+    /// Workflows waiting for an ack whose dispatch is in no inbox (`pantheon redispatch` writes it again).
+    pub orphaned: usize,
 }
 
 /// `90s` -> `1m`, `2h`, `3d`.

@@ -342,7 +342,7 @@ impl Conductor {
     }
 
     /// Every dispatch of `wf` still in an inbox or in `_quarantine`.
-    fn open_dispatches(&self, wf: &WorkflowId) -> Vec<files::Found> {
+    pub(crate) fn open_dispatches(&self, wf: &WorkflowId) -> Vec<files::Found> {
         let mut out = Vec::new();
         let mut dirs: Vec<(files::Place, PathBuf)> = files::god_dirs(&self.root.pending_root())
             .into_iter()

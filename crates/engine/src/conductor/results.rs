@@ -183,6 +183,18 @@ pub struct CleanupResult {
     pub warnings: Vec<String>,
 }
 
+/// `redispatch`'s result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RedispatchResult {
+    /// `redispatched`.
+    pub status: String,
+    pub workflow_id: String,
+    pub handoff_id: String,
+    pub to_god: String,
+    pub step: String,
+    pub dispatch_path: String,
+}
+
 /// `init`'s result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct InitResult {
