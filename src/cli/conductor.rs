@@ -115,7 +115,13 @@ fn json<T: Serialize>(v: T) -> anyhow::Result<Outcome> {
 pub fn run(cmd: ConductorCommand, root: &Root) -> anyhow::Result<Outcome> {
     let c = Conductor::new(root.clone());
     match cmd {
-        ConductorCommand::Init => json(c.init()?),
+        ConductorCommand::Init => {
+            let r = c.init()?;
+            for n in &r.notes {
+                eprintln!("note: {n}");
+            }
+            json(r)
+        }
         ConductorCommand::Handoff {
             command: HandoffCommand::Submit { file },
         } => json(c.submit_handoff(&read_input(file, "handoff")?)?),

@@ -11,3 +11,4 @@ mod foreign;
 mod orphans;
 mod refusals;
 mod routing;
+mod upgrade;
