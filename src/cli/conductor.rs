@@ -54,6 +54,11 @@ pub enum ConductorCommand {
         #[arg(long)]
         reason: String,
     },
+    /// Write again the dispatch a workflow waiting for an ack lost (deleted from its inbox), from its state.
+    Redispatch {
+        /// The workflow id (`wf_…`); `pantheon validate` names workflows whose dispatch is gone.
+        workflow_id: String,
+    },
     /// Delete an aborted or completed workflow's temp_artifacts.
     Cleanup {
         /// The workflow id (`wf_…`).
@@ -110,7 +115,13 @@ fn json<T: Serialize>(v: T) -> anyhow::Result<Outcome> {
 pub fn run(cmd: ConductorCommand, root: &Root) -> anyhow::Result<Outcome> {
     let c = Conductor::new(root.clone());
     match cmd {
-        ConductorCommand::Init => json(c.init()?),
+        ConductorCommand::Init => {
+            let r = c.init()?;
+            for n in &r.notes {
+                eprintln!("note: {n}");
+            }
+            json(r)
+        }
         ConductorCommand::Handoff {
             command: HandoffCommand::Submit { file },
         } => json(c.submit_handoff(&read_input(file, "handoff")?)?),
@@ -131,6 +142,7 @@ pub fn run(cmd: ConductorCommand, root: &Root) -> anyhow::Result<Outcome> {
             workflow_id,
             reason,
         } => json(c.abort_workflow(&workflow_id, &reason, Actor::Operator)?),
+        ConductorCommand::Redispatch { workflow_id } => json(c.redispatch(&workflow_id)?),
         ConductorCommand::Cleanup {
             workflow_id,
             dry_run,

@@ -448,6 +448,10 @@ impl TrackTracker {
                     .map(|(_, d)| d.clone())
                     .unwrap_or_default(),
                 predicted,
+                resolved: session
+                    .resolution
+                    .as_ref()
+                    .and_then(crate::engine::bus::board::ResolvedVotes::read),
             })
         });
         let head = self.cursor.skipped_head_bytes;
@@ -596,6 +600,9 @@ impl LiveModel {
                 .collect();
             return match parts.as_slice() {
                 [] => Target::InboxesDir,
+                [god, ..] if crate::engine::conductor::files::is_foreign_pending_dir(god) => {
+                    Target::Ignore
+                }
                 [god] if god == "_quarantine" => Target::Quarantine(None),
                 [god] => Target::Inbox(god.clone(), None),
                 [god, file] if god == "_quarantine" => Target::Quarantine(Some(file.clone())),
@@ -776,7 +783,8 @@ impl LiveModel {
 
     fn rescan_inboxes(&mut self) {
         let pending = self.root.pending_root();
-        let gods = list_dir(&pending, true);
+        let mut gods = list_dir(&pending, true);
+        gods.retain(|g| !crate::engine::conductor::files::is_foreign_pending_dir(g));
         let before = self.inboxes.len();
         self.inboxes.retain(|g, _| gods.contains(g));
         let mut changed = before != self.inboxes.len();

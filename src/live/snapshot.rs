@@ -115,6 +115,8 @@ pub struct BoardView {
     pub discussion: Arc<Vec<DiscussionLine>>,
     /// The verdict the resolve rule would give with the votes cast now.
     pub predicted: Option<String>,
+    /// The votes behind the session's resolution once resolved (either shape of `vote_summary`).
+    pub resolved: Option<crate::engine::bus::board::ResolvedVotes>,
 }
 
 impl Snapshot {
@@ -130,6 +132,9 @@ impl Snapshot {
             }
             if self.overdue(w, now).is_some() {
                 c.overdue += 1;
+            }
+            if Self::orphaned(w) {
+                c.orphaned += 1;
             }
         }
         c.waiting = self.inboxes.iter().map(|i| i.dispatches.len()).sum();
@@ -147,6 +152,13 @@ impl Snapshot {
     pub fn definition(&self, id: Option<&str>) -> Option<&WorkflowDef> {
         let id = id?;
         self.definitions.iter().find(|d| d.id == id)
+    }
+
+    /// True when `w` waits for an ack but none of its dispatches is in an inbox or `_quarantine`: it
+    /// was deleted outright, and nobody can ack it (`pantheon redispatch WF` writes it again).
+    pub fn orphaned(w: &WorkflowView) -> bool {
+        w.state.status == crate::engine::conductor::WorkflowStatus::WaitingForAck
+            && w.waiting.is_empty()
     }
 
     /// Why a workflow is overdue, if it is: a dispatch unacknowledged for over 5 minutes, or a step
@@ -202,6 +214,8 @@ pub struct Counts {
     pub expired: usize,
     pub deadlocks: usize,
     pub warnings: usize,
+    /// Workflows waiting for an ack whose dispatch is in no inbox (`pantheon redispatch` writes it again).
+    pub orphaned: usize,
 }
 
 /// `90s` -> `1m`, `2h`, `3d`.

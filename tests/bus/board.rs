@@ -103,8 +103,18 @@ fn full_deliberations_resolve_every_split_by_the_rule() {
         assert_eq!(r["abstained"], json!([]));
         assert_eq!(r["forced"], false);
         assert_eq!(r["conditions"], json!(["Verify webhook signatures (CSO)"]));
+        // The public origin's shape, {director: verdict}, with the counts beside it.
+        let by_director: serde_json::Map<String, Value> = DIRECTORS
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let v = if i < approvals { "APPROVE" } else { "REJECT" };
+                (d.to_string(), json!(v))
+            })
+            .collect();
+        assert_eq!(r["vote_summary"], Value::Object(by_director.clone()));
         assert_eq!(
-            r["vote_summary"],
+            r["vote_counts"],
             json!({"approve": approvals, "reject": 5 - approvals, "abstain": 0, "of": 5})
         );
 
@@ -139,6 +149,12 @@ fn full_deliberations_resolve_every_split_by_the_rule() {
         assert_eq!(types.iter().filter(|t| **t == "BOARD_VOTE").count(), 5);
         let resolve = msgs.iter().find(|m| m["type"] == "BOARD_RESOLVE").unwrap();
         assert_eq!(resolve["payload"]["verdict"], verdict);
+        assert_eq!(
+            resolve["payload"]["vote_summary"],
+            Value::Object(by_director)
+        );
+        assert_eq!(resolve["payload"]["vote_counts"], r["vote_counts"]);
+        assert_eq!(s["resolution"]["vote_summary"], r["vote_summary"]);
         let discussion = strict_lines(&bus.join("board/discussion.jsonl"));
         assert_eq!(discussion[1]["changes_my_verdict"], true);
         assert_eq!(discussion[1]["round"], 1);

@@ -146,3 +146,17 @@ pub fn strict_lines(path: &Path) -> Vec<Value> {
         })
         .collect()
 }
+
+/// The seed's own `read_messages` (`json.loads` on every line, no tolerance) must read the queue of
+/// `bus` whole: as many messages as it has lines. Returns the count.
+pub fn seed_reads_queue(bus: &Path) -> usize {
+    let lines = strict_lines(&bus.join("queue.jsonl")).len();
+    let got = python_json(&["read-messages", bus.to_str().unwrap()])["messages"]
+        .as_u64()
+        .unwrap() as usize;
+    assert_eq!(
+        got, lines,
+        "the seed's read_messages read {got} of {lines} lines"
+    );
+    got
+}

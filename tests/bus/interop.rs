@@ -5,7 +5,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::json;
 
-use crate::common::{Env, driver, python_json, strict_lines};
+use crate::common::{Env, driver, python_json, seed_reads_queue, strict_lines};
 
 #[test]
 fn python_and_pantheon_append_concurrently_without_losing_a_line() {
@@ -57,6 +57,7 @@ fn python_and_pantheon_append_concurrently_without_losing_a_line() {
         (Some(3000), Some(0))
     );
     assert_eq!(python_json(&["read-all", bus_s])["queue"], 3000);
+    seed_reads_queue(&bus);
 }
 
 #[test]
@@ -107,6 +108,7 @@ fn a_python_holder_of_the_mutex_makes_pantheon_wait_then_proceed() {
     assert!(out.status.success());
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["worker_id"], "w1");
+    seed_reads_queue(&bus);
 }
 
 #[test]
@@ -126,6 +128,7 @@ fn pantheon_holding_the_mutex_makes_python_acquire_lock_back_off() {
         python_json(&["try-lock", bus_s, "a.ts", "py-1"]),
         json!({"acquired": true})
     );
+    seed_reads_queue(&bus);
 }
 
 #[test]
@@ -186,6 +189,7 @@ fn python_and_pantheon_respect_each_others_locks() {
         (Some(60), Some("kept"))
     );
     assert_eq!(s["workers"].as_array().unwrap().len(), 2);
+    seed_reads_queue(&bus);
 }
 
 #[test]
@@ -278,4 +282,47 @@ fn python_reads_every_file_we_write() {
             .unwrap()
             .starts_with("msg-")
     );
+    seed_reads_queue(&bus);
+}
+
+/// Kills and reaps a child when the test ends, also on panic.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_line_another_writer_is_still_copying_is_never_fenced() {
+    // The seed's unlocked append writes half a line, waits until our post holds the queue's lock,
+    // pauses 5 ms, then finishes the line. Fencing that live tail would split it (or, when the rest
+    // lands first, leave a blank line); the seed's read_messages fails on either.
+    let env = Env::new();
+    let bus = env.bus_dir();
+    env.ok(&["post", "PROGRESS", "--source", "before"]);
+    let mut py = Reaped(
+        Command::new("python3")
+            .arg(driver())
+            .args(["slow-post", bus.to_str().unwrap(), "5"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut out = BufReader::new(py.0.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "half");
+    env.ok(&["post", "PROGRESS", "--source", "during"]);
+    assert!(py.0.wait().unwrap().success());
+    let text = std::fs::read_to_string(bus.join("queue.jsonl")).unwrap();
+    assert!(!text.contains("\n\n"), "a blank line: {text}");
+    let sources: Vec<_> = strict_lines(&bus.join("queue.jsonl"))
+        .iter()
+        .map(|l| l["source"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(sources, ["before", "slow", "during"]);
+    seed_reads_queue(&bus);
 }

@@ -4,7 +4,7 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-use crate::common::{Env, bin, driver, strict_lines};
+use crate::common::{Env, bin, driver, seed_reads_queue, strict_lines};
 
 fn pantheon(env: &Env) -> Command {
     let mut c = Command::new(bin());
@@ -41,6 +41,7 @@ fn eight_writers_of_two_thousand_messages_leave_exactly_sixteen_thousand_valid_l
             2000
         );
     }
+    assert_eq!(seed_reads_queue(&env.bus_dir()), 16_000);
 }
 
 #[test]
@@ -76,6 +77,7 @@ fn sixteen_workers_heartbeating_concurrently_all_keep_their_last_beat() {
         assert_eq!(e["current_subtask"], format!("step-{beats}"));
         assert_eq!(e["task_id"], format!("task-{w}"));
     }
+    seed_reads_queue(&env.bus_dir());
 }
 
 #[test]
@@ -135,4 +137,5 @@ fn eight_processes_contending_for_three_locks_never_share_one() {
     );
     let r = env.ok(&["read"]);
     assert_eq!(r["skipped"], 0);
+    seed_reads_queue(&bus);
 }

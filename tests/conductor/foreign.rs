@@ -89,3 +89,51 @@ fn a_foreign_named_dispatch_is_found_by_its_handoff_id() {
         "accepted"
     );
 }
+
+#[test]
+fn another_engines_directories_in_pending_are_warnings_never_gods() {
+    // The fixture holds the origin engine's `_webhooks/` and `inbox/`; a plain root gets one more
+    // underscore-prefixed directory of someone else's.
+    for env in [Env::foreign(), Env::new()] {
+        env.write(
+            "conductor/pending/_scratch/x.json",
+            r#"{"not": "a dispatch"}"#,
+        );
+        env.write("conductor/pending/inbox/m.json", r#"{"text": "hi"}"#);
+        let p = env.ok(&["pending"], None);
+        let gods: Vec<&String> = p["pending"].as_object().unwrap().keys().collect();
+        assert!(
+            gods.iter()
+                .all(|g| !["inbox", "_webhooks", "_scratch"].contains(&g.as_str())),
+            "{gods:?}"
+        );
+        let out = env.run(&["validate"], None);
+        let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        for dir in ["pending/inbox", "pending/_scratch"] {
+            let about: Vec<_> = r["problems"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|p| p["path"].as_str().unwrap().contains(dir))
+                .collect();
+            assert_eq!(about.len(), 1, "{dir}: {r:#}");
+            assert_eq!(about[0]["severity"], "warning", "{r:#}");
+            assert!(about[0]["path"].as_str().unwrap().ends_with(dir), "{r:#}");
+            assert!(
+                about[0]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("another engine"),
+                "{r:#}"
+            );
+        }
+    }
+    let plain = Env::new();
+    plain.write("conductor/pending/_webhooks/d.json", r#"{"event": "push"}"#);
+    let out = plain.run(&["validate"], None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

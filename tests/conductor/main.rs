@@ -8,5 +8,7 @@ mod crash;
 #[path = "../common/fixture.rs"]
 mod fixture_root;
 mod foreign;
+mod orphans;
 mod refusals;
 mod routing;
+mod upgrade;

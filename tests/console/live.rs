@@ -207,6 +207,12 @@ fn the_fixture_is_read_with_every_problem_reported() {
     let m = LiveModel::open(Root::at(root.path()), ModelOptions::default());
     let s = m.snapshot();
     assert_eq!(s.workflows.len(), 4);
+    let gods: Vec<&str> = s.inboxes.iter().map(|i| i.god.as_str()).collect();
+    assert_eq!(
+        gods,
+        ["hephaestus", "iris", "marvin", "thoth"],
+        "another engine's _webhooks/ and inbox/ are not gods"
+    );
     let msgs: Vec<String> = s
         .warnings
         .iter()
@@ -328,4 +334,22 @@ fn poll_mode_sees_changes_without_notifications() {
         s.track("alpha")
             .is_some_and(|t| t.workers.iter().any(|w| w.worker_id == "worker-7"))
     });
+}
+
+#[test]
+fn a_wait_whose_dispatch_was_deleted_is_counted_as_orphaned() {
+    let root = fixture_root();
+    let mut m = LiveModel::open(Root::at(root.path()), ModelOptions::default());
+    let now = fixture_now();
+    assert_eq!(m.snapshot().counts(now).orphaned, 0);
+    // wf_deploy_42 waits for hephaestus's ack; a foreign cleanup deletes the dispatch outright.
+    let d = root
+        .path()
+        .join("conductor/pending/hephaestus/hof_20260614_abc123.json");
+    std::fs::remove_file(&d).unwrap();
+    m.apply(std::slice::from_ref(&d));
+    let s = m.snapshot();
+    assert_eq!(s.counts(now).orphaned, 1);
+    let w = s.workflows.iter().find(|w| w.id == "wf_deploy_42").unwrap();
+    assert!(pantheon::live::Snapshot::orphaned(w));
 }

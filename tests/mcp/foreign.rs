@@ -44,7 +44,13 @@ fn tools_read_a_foreign_root_and_report_what_is_broken() {
         "a definition that does not parse is reported: {workflows}"
     );
 
-    ok(&r[3]);
+    let pending = ok(&r[3]);
+    for foreign in ["inbox", "_webhooks"] {
+        assert!(
+            pending["pending"].get(foreign).is_none(),
+            "{foreign} is another engine's directory, not a god: {pending}"
+        );
+    }
     assert_eq!(ok(&r[4])["workflow_id"], json!("wf_deploy_42"));
 
     let messages = ok(&r[5]);

@@ -58,12 +58,12 @@ pub enum Error {
     #[error("{path}: {message}")]
     Corrupt { path: PathBuf, message: String },
 
-    /// An I/O failure on a named path.
-    #[error("{path}: {source}")]
+    /// An I/O failure on a named path. The cause is part of the message, said once (it is not also
+    /// a `source`, which `{:#}` would print a second time).
+    #[error("{}", io_message(path, cause))]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 }
 
@@ -71,7 +71,7 @@ impl Error {
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
             path: path.into(),
-            source,
+            cause: source,
         }
     }
 
@@ -88,6 +88,22 @@ impl Error {
             what: what.into(),
             violations,
         }
+    }
+}
+
+/// `{path}: {cause}`, with what to do when the disk or a size limit is full.
+fn io_message(path: &std::path::Path, cause: &std::io::Error) -> String {
+    use std::io::ErrorKind;
+    let path = path.display();
+    match cause.kind() {
+        ErrorKind::StorageFull | ErrorKind::QuotaExceeded => {
+            format!("{path}: the disk is full ({cause}); free some space, then retry")
+        }
+        ErrorKind::FileTooLarge => format!(
+            "{path}: the file reached the size limit in force ({cause}); \
+             raise the limit (ulimit -f) or archive the file, then retry"
+        ),
+        _ => format!("{path}: {cause}"),
     }
 }
 

@@ -93,12 +93,15 @@ pub fn validate_root(root: &Root) -> Result<ValidationReport> {
         base: root.root.clone(),
         problems: Vec::new(),
         files: 0,
+        waiting: Vec::new(),
+        dispatched: Default::default(),
     };
     c.handoffs(root);
     c.definitions(root);
     c.states(root);
     c.dispatch_tree(&root.pending_root(), true);
     c.dispatch_tree(&root.archive_root(), false);
+    c.orphaned_waits();
     c.tracks(root);
     c.problems
         .sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
@@ -121,6 +124,10 @@ struct Checker {
     base: PathBuf,
     problems: Vec<Problem>,
     files: usize,
+    /// Workflows `waiting_for_ack`: (state file, workflow id, the god it waits for).
+    waiting: Vec<(PathBuf, String, String)>,
+    /// Workflow ids of the dispatches found in the inboxes and `_quarantine`.
+    dispatched: std::collections::HashSet<String>,
 }
 
 /// Entries of a directory, sorted, without our own temp files and lock files (dotfiles).
@@ -419,6 +426,10 @@ impl Checker {
 
     fn state(&mut self, f: &Path, m: &Map<String, Value>, wf: &str) {
         self.state_identity(f, m, wf);
+        if str_field(m, "status") == Some("waiting_for_ack") {
+            let god = str_field(m, "dispatched_to").unwrap_or("?").to_owned();
+            self.waiting.push((f.to_path_buf(), wf.to_owned(), god));
+        }
         for k in ["created", "updated", "aborted_at"] {
             self.timestamp(f, m, k, None);
         }
@@ -475,6 +486,13 @@ impl Checker {
                 continue;
             }
             let quarantine = inbox && god == "_quarantine";
+            if inbox && crate::conductor::files::is_foreign_pending_dir(&god) {
+                self.warn(
+                    &god_dir,
+                    "a directory another engine keeps here (not a god's inbox); ignored",
+                );
+                continue;
+            }
             if !quarantine && !is_valid_name(&god) {
                 self.error(
                     &god_dir,
@@ -482,19 +500,24 @@ impl Checker {
                 );
             }
             for f in entries(&god_dir) {
-                self.dispatch(&f, (!quarantine).then_some(god.as_str()));
+                if let Some(wf) = self.dispatch(&f, (!quarantine).then_some(god.as_str()))
+                    && inbox
+                {
+                    self.dispatched.insert(wf);
+                }
             }
         }
     }
 
-    fn dispatch(&mut self, f: &Path, god: Option<&str>) {
+    /// Checks one dispatch file; returns its workflow id when it has one.
+    fn dispatch(&mut self, f: &Path, god: Option<&str>) -> Option<String> {
         let name = name_of(f);
         let Some(stem) = name.strip_suffix(".json") else {
             self.files += 1;
             self.error(f, "not a dispatch (expected {handoff_id}.json)");
-            return;
+            return None;
         };
-        let Some(m) = self.object(f) else { return };
+        let m = self.object(f)?;
         let hid = self.id_field(
             f,
             &m,
@@ -536,6 +559,23 @@ impl Checker {
             ),
         }
         self.timestamp(f, &m, "dispatched_at", None);
+        str_field(&m, "workflow_id").map(str::to_owned)
+    }
+
+    /// A workflow `waiting_for_ack` with no dispatch in any inbox or `_quarantine` waits for an ack
+    /// nobody can send (a foreign cleanup deleted the dispatch outright).
+    fn orphaned_waits(&mut self) {
+        for (f, wf, god) in std::mem::take(&mut self.waiting) {
+            if !self.dispatched.contains(&wf) {
+                self.warn(
+                    &f,
+                    format!(
+                        "waiting_for_ack from {god}, but no dispatch of {wf} is in any inbox \
+                         (deleted?); `pantheon redispatch {wf}` writes it again from the state"
+                    ),
+                );
+            }
+        }
     }
 
     // ---- Bus --------------------------------------------------------------------------------

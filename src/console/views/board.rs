@@ -191,14 +191,28 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Span::raw(trunc(&s.proposal_text(), 120)),
         ]),
         Line::from(ph),
-        Line::from(vec![
-            Span::styled("resolve now → ", theme.dim()),
-            Span::styled(predicted.clone(), theme.verdict(&predicted)),
-            Span::styled(
-                format!("   ({} of {} voted)", b.votes.len(), cards.len()),
-                theme.dim(),
-            ),
-        ]),
+        match (&b.resolved, s.resolution.as_ref()) {
+            (Some(r), Some(res)) => {
+                let verdict = res
+                    .get("verdict")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("-")
+                    .to_owned();
+                Line::from(vec![
+                    Span::styled("resolved → ", theme.dim()),
+                    Span::styled(verdict.clone(), theme.verdict(&verdict)),
+                    Span::styled(format!("   ({})", r.counts_line()), theme.dim()),
+                ])
+            }
+            _ => Line::from(vec![
+                Span::styled("resolve now → ", theme.dim()),
+                Span::styled(predicted.clone(), theme.verdict(&predicted)),
+                Span::styled(
+                    format!("   ({} of {} voted)", b.votes.len(), cards.len()),
+                    theme.dim(),
+                ),
+            ]),
+        },
     ];
     frame.render_widget(
         Paragraph::new(info_lines).block(block(

@@ -76,7 +76,11 @@ fn known_fields(m: &Envelope) -> String {
             s("message"),
         ]),
         "BOARD_VOTE" => join(vec![s("director"), s("final_verdict"), s("confidence")]),
-        "BOARD_RESOLVE" => join(vec![s("session_id"), s("verdict")]),
+        "BOARD_RESOLVE" => join(vec![
+            s("session_id"),
+            s("verdict"),
+            crate::engine::bus::board::ResolvedVotes::read(p).map(|r| r.counts_line()),
+        ]),
         "BOARD_OPEN" => join(vec![s("checkpoint"), s("proposal")]),
         "BOARD_ADVANCE" => join(vec![
             s("from").zip(s("to")).map(|(f, t)| format!("{f} → {t}")),

@@ -98,6 +98,7 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     alert(c.stale, "stale");
     alert(c.expired, "expired");
     alert(c.deadlocks, "deadlock");
+    alert(c.orphaned, "orphaned (redispatch)");
     if c.warnings > 0 {
         spans.push(Span::styled(
             format!("⚠ {} file issues · ", c.warnings),

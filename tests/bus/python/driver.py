@@ -5,6 +5,9 @@
   driver.py release BUS PATH WORKER        seed release_lock; prints {"released": bool}
   driver.py heartbeat BUS WORKER TASK STATUS PROGRESS
   driver.py read-all BUS                   parse every file we write; print a summary (fails on any bad line)
+  driver.py read-messages BUS              the seed's read_messages (json.loads on every line); prints the count
+  driver.py slow-post BUS PAUSE_MS         the seed's unlocked append, in two writes: half a line, then (once
+                                            another writer holds the queue's flock) a pause and the rest
   driver.py contend BUS COUNTERS SECONDS WORKER MODE PANTHEON ROOT TRACK
                                             MODE=cli (pantheon bus lock/unlock) or seed (acquire_lock)
 """
@@ -94,6 +97,36 @@ def contend(bus, counters, seconds, worker, mode, pantheon, root, track):
     print(json.dumps(stats))
 
 
+def slow_post(bus, pause_ms):
+    """The seed's original post_message appends without the queue's lock; a long line reaches the file
+    in pieces. Write half a line, wait until a locked writer is inside its append (holding the flock),
+    pause, then finish the line. (A writer that does not wait for a torn tail to settle has fenced
+    and written by then: the file grew, which ends the wait too.)"""
+    message = {"id": "msg-slow", "type": "PROGRESS", "source": "slow", "timestamp": seed_bus.now_ts(),
+               "payload": {"task_id": "py", "note": "x" * 200}}
+    line = json.dumps(message) + "\n"
+    queue = f"{bus}/queue.jsonl"
+    with open(queue, "a") as f:
+        f.write(line[: len(line) // 2])
+        f.flush()
+        print("half", flush=True)
+        half = os.path.getsize(queue)
+        deadline = time.time() + 20
+        with open(queue, "a") as probe:
+            while os.path.getsize(queue) == half:
+                try:
+                    fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    fcntl.flock(probe, fcntl.LOCK_UN)
+                except BlockingIOError:
+                    break
+                assert time.time() < deadline, "no writer took the queue's lock"
+                time.sleep(0.0002)
+        time.sleep(pause_ms / 1000)
+        f.write(line[len(line) // 2:])
+        f.flush()
+    print(json.dumps({"posted": 1}))
+
+
 def main():
     cmd, bus = sys.argv[1], sys.argv[2]
     if cmd == "post":
@@ -113,6 +146,10 @@ def main():
     elif cmd == "heartbeat":
         seed_bus.update_worker_status(bus, sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]))
         print("{}")
+    elif cmd == "read-messages":
+        print(json.dumps({"messages": len(seed_bus.read_messages(bus))}))
+    elif cmd == "slow-post":
+        slow_post(bus, float(sys.argv[3]))
     elif cmd == "read-all":
         print(json.dumps(read_all(bus)))
     elif cmd == "contend":

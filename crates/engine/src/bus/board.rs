@@ -69,9 +69,9 @@ impl Verdict {
     }
 }
 
-/// Counts behind a verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
-pub struct VoteSummary {
+/// Counts behind a verdict (`vote_counts` in a `BOARD_RESOLVE` payload and a session's resolution).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
+pub struct VoteCounts {
     pub approve: usize,
     pub reject: usize,
     pub abstain: usize,
@@ -83,7 +83,10 @@ pub struct VoteSummary {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RuleOutcome {
     pub verdict: Verdict,
-    pub vote_summary: VoteSummary,
+    /// `{director: verdict}` for every director on the board who voted (or, for a quick review,
+    /// assessed), the shape the public origin's `resolve_board_vote` writes.
+    pub vote_summary: Map<String, Value>,
+    pub vote_counts: VoteCounts,
     /// `"{condition} ({director})"`.
     pub conditions: Vec<String>,
     /// Directors whose vote goes against the verdict.
@@ -95,16 +98,20 @@ pub struct RuleOutcome {
 /// The resolve rule (docs/PROTOCOL.md §4): with A approvals and R rejections among the votes of directors on
 /// the board, A ≥ 4 → APPROVED; A = 3 → APPROVED_WITH_REVIEW; R ≥ 3 → REJECTED; otherwise ESCALATE.
 pub fn resolve_rule(directors: &[String], votes: &[(String, Vote)]) -> RuleOutcome {
-    let mut s = VoteSummary {
+    let mut s = VoteCounts {
         of: directors.len(),
         ..Default::default()
     };
+    let mut by_director = Map::new();
     let mut approvers = Vec::new();
     let mut rejecters = Vec::new();
     let mut abstained = Vec::new();
     let mut conditions = Vec::new();
     for d in directors {
         let vote = votes.iter().find(|(k, _)| k == d).map(|(_, v)| v);
+        if let Some(v) = vote {
+            by_director.insert(d.clone(), Value::String(v.final_verdict.clone()));
+        }
         match vote.map(|v| v.final_verdict.to_ascii_uppercase()) {
             Some(v) if v == "APPROVE" => {
                 s.approve += 1;
@@ -139,7 +146,8 @@ pub fn resolve_rule(directors: &[String], votes: &[(String, Vote)]) -> RuleOutco
     };
     RuleOutcome {
         verdict,
-        vote_summary: s,
+        vote_summary: by_director,
+        vote_counts: s,
         conditions,
         dissent,
         abstained,
@@ -152,14 +160,18 @@ pub fn quick_review_rule(
     directors: &[String],
     assessments: &[(String, Assessment)],
 ) -> RuleOutcome {
-    let mut s = VoteSummary {
+    let mut s = VoteCounts {
         of: directors.len(),
         ..Default::default()
     };
+    let mut by_director = Map::new();
     let (mut ok, mut against, mut abstained, mut conditions) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for d in directors {
         let a = assessments.iter().find(|(k, _)| k == d).map(|(_, a)| a);
+        if let Some(a) = a {
+            by_director.insert(d.clone(), Value::String(a.verdict.clone()));
+        }
         match a.map(|a| a.verdict.to_ascii_uppercase()) {
             Some(v) if v == "APPROVE" || v == "CONCERNS" => {
                 s.approve += 1;
@@ -186,10 +198,90 @@ pub fn quick_review_rule(
     };
     RuleOutcome {
         verdict,
-        vote_summary: s,
+        vote_summary: by_director,
+        vote_counts: s,
         conditions,
         dissent,
         abstained,
+    }
+}
+
+/// The votes behind a resolution, read from a `BOARD_RESOLVE` payload or a session's `resolution`,
+/// whichever shape wrote it: `vote_summary` as `{director: verdict}` (the public origin, and ours
+/// since 0.2) with `vote_counts` beside it, or `vote_summary` as counts (ours before).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ResolvedVotes {
+    /// Each director's verdict, when the writer recorded them.
+    pub by_director: Vec<(String, String)>,
+    /// The counts: as written, or counted from `by_director` (`of` then counts those who voted).
+    pub counts: VoteCounts,
+}
+
+impl ResolvedVotes {
+    /// Reads `record` (a payload or a resolution object); `None` when it holds no vote summary.
+    pub fn read(record: &Value) -> Option<Self> {
+        let counts_of = |v: &Value| -> Option<VoteCounts> {
+            let o = v.as_object()?;
+            let n = |k: &str| o.get(k).and_then(Value::as_u64).map(|x| x as usize);
+            if ["approve", "reject", "abstain"]
+                .iter()
+                .all(|k| n(k).is_none())
+            {
+                return None;
+            }
+            let (approve, reject, abstain) = (
+                n("approve").unwrap_or(0),
+                n("reject").unwrap_or(0),
+                n("abstain").unwrap_or(0),
+            );
+            Some(VoteCounts {
+                approve,
+                reject,
+                abstain,
+                of: n("of").unwrap_or(approve.saturating_add(reject).saturating_add(abstain)),
+            })
+        };
+        let summary = record.get("vote_summary");
+        let mut out = Self::default();
+        let mut counted = record.get("vote_counts").and_then(counts_of);
+        match summary.and_then(counts_of) {
+            Some(c) => counted = counted.or(Some(c)),
+            None => {
+                if let Some(map) = summary.and_then(Value::as_object) {
+                    out.by_director = map
+                        .iter()
+                        .filter_map(|(d, v)| Some((d.clone(), v.as_str()?.to_owned())))
+                        .collect();
+                }
+            }
+        }
+        if counted.is_none() && out.by_director.is_empty() {
+            return None;
+        }
+        out.counts = counted.unwrap_or_else(|| {
+            let mut c = VoteCounts {
+                of: out.by_director.len(),
+                ..Default::default()
+            };
+            for (_, v) in &out.by_director {
+                match v.to_ascii_uppercase().as_str() {
+                    "APPROVE" | "CONCERNS" => c.approve += 1,
+                    "REJECT" => c.reject += 1,
+                    _ => c.abstain += 1,
+                }
+            }
+            c
+        });
+        Some(out)
+    }
+
+    /// `3 approve, 2 reject, 0 abstained of 5`.
+    pub fn counts_line(&self) -> String {
+        let c = &self.counts;
+        format!(
+            "{} approve, {} reject, {} abstained of {}",
+            c.approve, c.reject, c.abstain, c.of
+        )
     }
 }
 
@@ -986,6 +1078,7 @@ impl Bus {
                 "session_id": s.session_id,
                 "verdict": o.verdict.as_str(),
                 "vote_summary": o.vote_summary,
+                "vote_counts": o.vote_counts,
                 "conditions": o.conditions,
                 "dissent": o.dissent,
                 "abstained": o.abstained,
@@ -1088,7 +1181,7 @@ pub fn render_resolution(
         r.resolved_by,
         if r.forced { " (forced)" } else { "" }
     );
-    let s_ = &o.vote_summary;
+    let s_ = &o.vote_counts;
     let _ = writeln!(
         md,
         "{} approve, {} reject, {} abstained, of {} directors{}.\n",
@@ -1225,9 +1318,9 @@ mod tests {
                 assert_eq!(o.verdict, expected(a, r), "n={n} a={a} r={r}");
                 assert_eq!(
                     (
-                        o.vote_summary.approve,
-                        o.vote_summary.reject,
-                        o.vote_summary.abstain
+                        o.vote_counts.approve,
+                        o.vote_counts.reject,
+                        o.vote_counts.abstain
                     ),
                     (a, r, n - a - r)
                 );
@@ -1296,7 +1389,32 @@ mod tests {
         votes.push(("CFO".into(), vote("REJECT", &["money"])));
         let o = resolve_rule(&directors, &votes);
         assert_eq!(o.conditions, vec!["Verify webhook signatures (CSO)"]);
-        assert_eq!(o.vote_summary.reject, 0);
+        assert_eq!(o.vote_counts.reject, 0);
+        assert_eq!(o.vote_summary.len(), 5, "CFO is not on the board");
+        assert_eq!(o.vote_summary["CA"], "APPROVE");
+    }
+
+    #[test]
+    fn resolved_votes_read_both_shapes_of_vote_summary() {
+        let counts = VoteCounts {
+            approve: 3,
+            reject: 1,
+            abstain: 1,
+            of: 5,
+        };
+        let origin = json!({"vote_summary": {"CA": "APPROVE", "CPO": "approve", "CSO": "APPROVE", "COO": "REJECT", "CXO": "ABSTAIN"}});
+        let ours = json!({"vote_summary": {"CA": "APPROVE"}, "vote_counts": counts});
+        let before = json!({"vote_summary": {"approve": 3, "reject": 1, "abstain": 1, "of": 5}});
+        let r = ResolvedVotes::read(&origin).unwrap();
+        assert_eq!(r.counts, counts);
+        assert_eq!(r.by_director[1], ("CPO".to_owned(), "approve".to_owned()));
+        let r = ResolvedVotes::read(&ours).unwrap();
+        assert_eq!((r.counts, r.by_director.len()), (counts, 1));
+        let r = ResolvedVotes::read(&before).unwrap();
+        assert_eq!((r.counts, r.by_director.len()), (counts, 0));
+        assert_eq!(r.counts_line(), "3 approve, 1 reject, 1 abstained of 5");
+        assert_eq!(ResolvedVotes::read(&json!({"verdict": "APPROVED"})), None);
+        assert_eq!(ResolvedVotes::read(&json!({"vote_summary": 7})), None);
     }
 
     #[test]
@@ -1337,7 +1455,7 @@ mod tests {
                 _ => None,
             }).collect();
             let o = resolve_rule(&directors, &cast);
-            let s = o.vote_summary;
+            let s = o.vote_counts;
             prop_assert_eq!(s.approve + s.reject + s.abstain, directors.len());
             prop_assert!(o.dissent.iter().all(|d| directors.contains(d) && !o.abstained.contains(d)));
             prop_assert_eq!(o.verdict, expected(s.approve, s.reject));

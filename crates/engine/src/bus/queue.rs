@@ -1,8 +1,8 @@
 //! `queue.jsonl`: the append-only log of envelopes (docs/PROTOCOL.md §3).
 //!
 //! Writers take an exclusive `flock` on `queue.jsonl` itself (the lock a fixed Python `post_message`
-//! takes too), fence off a torn line left by a dead writer with a newline, and write each line in one
-//! `write`. Readers never fail on a bad line: blank, unparsable and unterminated lines are skipped and
+//! takes too), fence off a torn line left by a dead writer with a newline (only once it stays torn:
+//! never a blank line), write each line in one `write`, and cut a failed append back off. Readers never fail on a bad line: blank, unparsable and unterminated lines are skipped and
 //! counted. [`tail`] seeks from the end; [`QueueCursor`] reads only what was appended since last time.
 
 use std::fs::{File, OpenOptions};
@@ -172,27 +172,106 @@ impl QueueWriter {
 
     fn write_locked(&mut self, line: &[u8], len: u64) -> Result<()> {
         // When nobody wrote since our last line, the file ends with our newline: no need to look.
-        let torn = if len == 0 || self.end == Some(len) {
-            false
+        let (torn, start) = if len == 0 || self.end == Some(len) {
+            (false, len)
         } else {
+            self.settled_tail(len)?
+        };
+        let fenced;
+        let bytes = if torn {
+            fenced = [b"\n".as_slice(), line].concat();
+            fenced.as_slice()
+        } else {
+            line
+        };
+        match write_counted(&self.file, bytes) {
+            Ok(()) => {
+                self.end = Some(start + bytes.len() as u64);
+                Ok(())
+            }
+            Err((written, e)) => {
+                self.end = None;
+                self.roll_back(start, &bytes[..written]);
+                Err(Error::io(&self.path, e))
+            }
+        }
+    }
+
+    /// Whether the tail must be fenced, and the file's length then. A tail that does not end in a
+    /// newline may be a line another writer is still copying (a seed-style writer appends without the
+    /// queue's lock, and a long line arrives in pieces): it is fenced only once it stays torn, its size
+    /// unchanged for [`SETTLE`], or after [`SETTLE_BOUND`] in all. Fencing a line that then completes
+    /// would leave a blank line, which strict readers (`json.loads` on every line) cannot read.
+    fn settled_tail(&self, len: u64) -> Result<(bool, u64)> {
+        let started = std::time::Instant::now();
+        let mut stable_since = started;
+        let mut len = len;
+        loop {
+            if len == 0 {
+                return Ok((false, 0));
+            }
             let mut last = [0u8; 1];
             self.file
                 .read_exact_at(&mut last, len - 1)
                 .map_err(|e| Error::io(&self.path, e))?;
-            last[0] != b'\n'
-        };
-        let written = if torn {
-            let mut fenced = Vec::with_capacity(line.len() + 1);
-            fenced.push(b'\n');
-            fenced.extend_from_slice(line);
-            self.file.write_all(&fenced).map(|_| fenced.len())
-        } else {
-            self.file.write_all(line).map(|_| line.len())
+            if last[0] == b'\n' {
+                return Ok((false, len));
+            }
+            if stable_since.elapsed() >= SETTLE || started.elapsed() >= SETTLE_BOUND {
+                return Ok((true, len));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            let now = self
+                .file
+                .metadata()
+                .map_err(|e| Error::io(&self.path, e))?
+                .len();
+            if now != len {
+                len = now;
+                stable_since = std::time::Instant::now();
+            }
         }
-        .map_err(|e| Error::io(&self.path, e))?;
-        self.end = Some(len + written as u64);
-        Ok(())
     }
+
+    /// Undoes a failed append (a full disk, a file-size limit): the file is cut back to `start` only
+    /// when it still ends with exactly the bytes we wrote, so nothing another writer appended is lost.
+    fn roll_back(&self, start: u64, ours: &[u8]) {
+        if ours.is_empty() {
+            return;
+        }
+        let Some(end) = start.checked_add(ours.len() as u64) else {
+            return;
+        };
+        if self.file.metadata().map(|m| m.len()).ok() != Some(end) {
+            return;
+        }
+        let mut tail = vec![0u8; ours.len()];
+        if self.file.read_exact_at(&mut tail, start).is_ok() && tail == ours {
+            let _ = self.file.set_len(start);
+        }
+    }
+}
+
+/// How long a torn tail must keep its size before it is taken for a dead writer's and fenced.
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(25);
+/// The longest an append waits for a torn tail to settle.
+const SETTLE_BOUND: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Writes all of `bytes` (appending); on failure, how many bytes went out before it.
+fn write_counted(
+    mut file: &File,
+    bytes: &[u8],
+) -> std::result::Result<(), (usize, std::io::Error)> {
+    let mut written = 0;
+    while written < bytes.len() {
+        match file.write(&bytes[written..]) {
+            Ok(0) => return Err((written, std::io::ErrorKind::WriteZero.into())),
+            Ok(n) => written += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err((written, e)),
+        }
+    }
+    Ok(())
 }
 
 /// Appends one envelope to the queue at `path`.

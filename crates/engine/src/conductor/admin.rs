@@ -73,7 +73,35 @@ impl Conductor {
         for (name, body) in SAMPLE_RULES {
             files.push((r.rules_dir().join(name), body));
         }
+        let mut upgraded = Vec::new();
+        let mut notes = Vec::new();
+        let schema = r.schema_path();
+        if schema.symlink_metadata().is_ok_and(|m| m.is_file()) {
+            let bytes = crate::store::read::read_bytes(&schema)?.unwrap_or_default();
+            match super::schema::classify_schema(&bytes) {
+                super::schema::SchemaFile::Current => {}
+                super::schema::SchemaFile::Shipped(v) => {
+                    write_atomic(&self.root, &schema, BUILTIN_SCHEMA.as_bytes())?;
+                    upgraded.push(text(&schema));
+                    notes.push(format!(
+                        "{} was the schema version {v} shipped; upgraded to version {} (adds $defs/rule_event)",
+                        text(&schema),
+                        super::schema::SCHEMA_VERSION
+                    ));
+                }
+                super::schema::SchemaFile::Edited => notes.push(format!(
+                    "{} differs from every schema pantheon shipped (edited?), so it was left as it is; \
+                     the built-in one is version {}: compare with `pantheon init` in an empty directory \
+                     and merge by hand, or delete the file and run init again",
+                    text(&schema),
+                    super::schema::SCHEMA_VERSION
+                )),
+            }
+        }
         for (path, body) in files {
+            if upgraded.contains(&text(&path)) {
+                continue;
+            }
             if path.exists() || path.symlink_metadata().is_ok() {
                 kept.push(text(&path));
             } else {
@@ -86,6 +114,8 @@ impl Conductor {
             root: text(&r.root),
             created,
             kept,
+            upgraded,
+            notes,
         })
     }
 
@@ -342,7 +372,7 @@ impl Conductor {
     }
 
     /// Every dispatch of `wf` still in an inbox or in `_quarantine`.
-    fn open_dispatches(&self, wf: &WorkflowId) -> Vec<files::Found> {
+    pub(crate) fn open_dispatches(&self, wf: &WorkflowId) -> Vec<files::Found> {
         let mut out = Vec::new();
         let mut dirs: Vec<(files::Place, PathBuf)> = files::god_dirs(&self.root.pending_root())
             .into_iter()

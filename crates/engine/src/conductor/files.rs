@@ -142,6 +142,16 @@ pub fn read_inbox(root: &Root, god: &GodName) -> super::InboxResult {
 }
 
 /// The god directories under `dir` (inboxes or archives), by valid name, sorted.
+/// Directories other engines keep in `conductor/pending/` that are no god's inbox: the public origin's
+/// engine makes `_webhooks/` and `inbox/` there.
+pub const FOREIGN_PENDING_DIRS: [&str; 2] = ["_webhooks", "inbox"];
+
+/// True for a directory of `conductor/pending/` that is not an inbox and not our `_quarantine`: a known
+/// foreign name, or any other underscore-prefixed one. Such directories are reported, never read as gods.
+pub fn is_foreign_pending_dir(name: &str) -> bool {
+    name != "_quarantine" && (name.starts_with('_') || FOREIGN_PENDING_DIRS.contains(&name))
+}
+
 pub fn god_dirs(dir: &Path) -> Vec<GodName> {
     let mut out: Vec<GodName> = match std::fs::read_dir(dir) {
         Ok(rd) => rd
@@ -149,7 +159,7 @@ pub fn god_dirs(dir: &Path) -> Vec<GodName> {
             .filter(|e| e.path().is_dir())
             .filter_map(|e| {
                 let n = e.file_name().to_string_lossy().into_owned();
-                if is_valid_name(&n) {
+                if is_valid_name(&n) && !is_foreign_pending_dir(&n) {
                     GodName::parse(&n).ok()
                 } else {
                     None

@@ -183,6 +183,18 @@ pub struct CleanupResult {
     pub warnings: Vec<String>,
 }
 
+/// `redispatch`'s result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RedispatchResult {
+    /// `redispatched`.
+    pub status: String,
+    pub workflow_id: String,
+    pub handoff_id: String,
+    pub to_god: String,
+    pub step: String,
+    pub dispatch_path: String,
+}
+
 /// `init`'s result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct InitResult {
@@ -192,4 +204,8 @@ pub struct InitResult {
     pub created: Vec<String>,
     /// Sample or schema files left as they were because a file with that name exists.
     pub kept: Vec<String>,
+    /// Files replaced by their current version: an unedited schema an earlier version shipped.
+    pub upgraded: Vec<String>,
+    /// What the operator should know (e.g. an edited schema left as it is, older than the current one).
+    pub notes: Vec<String>,
 }

@@ -15,6 +15,35 @@ use crate::store::read::read_json;
 /// The schema `init` installs and the engine falls back to.
 pub const BUILTIN_SCHEMA: &str = include_str!("schema.json");
 
+/// The `version` [`BUILTIN_SCHEMA`] declares.
+pub const SCHEMA_VERSION: u64 = 2;
+
+/// Every earlier schema text pantheon shipped, byte for byte, with its version (v1 had no `version`
+/// field). `init` replaces a root's schema file only when it is exactly one of these.
+pub const SHIPPED_SCHEMAS: [(u64, &str); 1] = [(1, include_str!("schema-v1.json"))];
+
+/// What a root's schema file is, compared with the schemas pantheon shipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchemaFile {
+    /// The schema this version ships.
+    Current,
+    /// An older schema we shipped, unedited: safe to upgrade.
+    Shipped(u64),
+    /// Anything else: a user's edit (or another tool's file); never touched.
+    Edited,
+}
+
+/// Classifies the bytes of a root's schema file.
+pub fn classify_schema(bytes: &[u8]) -> SchemaFile {
+    if bytes == BUILTIN_SCHEMA.as_bytes() {
+        return SchemaFile::Current;
+    }
+    SHIPPED_SCHEMAS
+        .iter()
+        .find(|(_, text)| text.as_bytes() == bytes)
+        .map_or(SchemaFile::Edited, |(v, _)| SchemaFile::Shipped(*v))
+}
+
 /// Compiled validators for the contracts the engine receives.
 pub struct Schemas {
     handoff: jsonschema::Validator,
@@ -158,6 +187,51 @@ mod tests {
         assert!(pointers.contains(&"/handoff_id"), "{v:?}");
         assert!(pointers.contains(&"/context/decisions"), "{v:?}");
         assert!(pointers.contains(&""), "{v:?}");
+    }
+
+    #[test]
+    fn the_rule_event_definition_accepts_the_event_a_handoff_raises() {
+        let doc: Value = serde_json::from_str(BUILTIN_SCHEMA).unwrap();
+        assert_eq!(doc["version"], SCHEMA_VERSION);
+        let v = compile(&doc, Some("rule_event"), "the built-in schema").unwrap();
+        let ev = crate::conductor::rules::handoff_event(
+            "thoth",
+            "hephaestus",
+            "wf_deploy_42",
+            "research",
+            &json!({"summary": "s"}),
+        );
+        assert_eq!(violations(&v, &ev), vec![]);
+        let mut bad = ev.clone();
+        bad.as_object_mut().unwrap().remove("step");
+        bad["workflow_id"] = json!("deploy");
+        let pointers: Vec<String> = violations(&v, &bad)
+            .into_iter()
+            .map(|v| v.pointer)
+            .collect();
+        assert!(pointers.contains(&"/step".to_owned()), "{pointers:?}");
+        assert!(
+            pointers.contains(&"/workflow_id".to_owned()),
+            "{pointers:?}"
+        );
+    }
+
+    #[test]
+    fn shipped_schemas_are_recognised_byte_for_byte() {
+        assert_eq!(
+            classify_schema(BUILTIN_SCHEMA.as_bytes()),
+            SchemaFile::Current
+        );
+        let v1 = SHIPPED_SCHEMAS[0].1;
+        assert_eq!(classify_schema(v1.as_bytes()), SchemaFile::Shipped(1));
+        let edited = v1.replacen("{0,63}", "{0,31}", 1);
+        assert_eq!(classify_schema(edited.as_bytes()), SchemaFile::Edited);
+        assert_eq!(classify_schema(b""), SchemaFile::Edited);
+        // Every shipped schema still loads, so a root not yet upgraded keeps working.
+        for (_, text) in SHIPPED_SCHEMAS {
+            let doc: Value = serde_json::from_str(text).unwrap();
+            compile(&doc, None, "a shipped schema").unwrap();
+        }
     }
 
     #[test]

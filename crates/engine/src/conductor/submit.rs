@@ -694,6 +694,71 @@ impl Conductor {
         Ok(())
     }
 
+    /// Writes again the dispatch a workflow `waiting_for_ack` waits on after it vanished from every
+    /// inbox (a foreign cleanup deleted it outright), re-derived from the state exactly as crash repair
+    /// does ([`Self::repair_dispatch`]). An operator act: refused while any dispatch of the workflow is
+    /// in an inbox or `_quarantine`, or when the workflow is not waiting for an ack.
+    pub fn redispatch(&self, wf: &str) -> Result<super::RedispatchResult> {
+        let wf = WorkflowId::parse(wf)?;
+        let _lock = FileLock::exclusive(&self.root.workflow_lock_path(&wf))?;
+        let st = files::require_state(&self.root, &wf)?;
+        if st.status != WorkflowStatus::WaitingForAck {
+            return Err(Error::refused(format!(
+                "workflow {wf} is {}, not waiting_for_ack: there is no dispatch to write again",
+                st.status
+            )));
+        }
+        if let Some(open) = self.open_dispatches(&wf).first() {
+            return Err(Error::refused(format!(
+                "workflow {wf} already has its dispatch at {}; nothing to redispatch",
+                open.path.display()
+            )));
+        }
+        let cannot = |why: String| {
+            Error::refused(format!(
+                "cannot re-derive the dispatch of {wf}: {why}; ack or abort the workflow instead \
+                 (pantheon abort {wf} --reason …)"
+            ))
+        };
+        let last = st
+            .step_history
+            .last()
+            .ok_or_else(|| cannot("its state has no step_history".into()))?;
+        let hid = last
+            .handoff_id
+            .as_deref()
+            .and_then(|h| HandoffId::parse(h).ok())
+            .ok_or_else(|| cannot("its last step has no handoff id".into()))?;
+        let god = st
+            .dispatched_to
+            .as_deref()
+            .and_then(|g| GodName::parse(g).ok())
+            .ok_or_else(|| cannot("its state names no god in `dispatched_to`".into()))?;
+        let step = st.current_step.clone().unwrap_or_default();
+        let archived = self.root.archive_dir(&god).join(format!("{hid}.json"));
+        if archived.exists() {
+            return Err(cannot(format!(
+                "its dispatch {hid} was closed and archived ({})",
+                archived.display()
+            )));
+        }
+        self.repair_dispatch(&wf, &st, &hid)?;
+        let path = self.root.inbox_dir(&god).join(format!("{hid}.json"));
+        if !path.exists() {
+            return Err(cannot(format!(
+                "its last handoff {hid} did not route to {god}'s step {step:?}, which it waits on"
+            )));
+        }
+        Ok(super::RedispatchResult {
+            status: "redispatched".into(),
+            workflow_id: wf.to_string(),
+            handoff_id: hid.to_string(),
+            to_god: god.to_string(),
+            step,
+            dispatch_path: path.display().to_string(),
+        })
+    }
+
     /// Writes the dispatch a recorded handoff routed to, unless it already exists anywhere or the
     /// workflow has moved on since. Safe to call any number of times.
     pub(crate) fn repair_dispatch(
