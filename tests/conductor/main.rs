@@ -5,8 +5,11 @@ mod acks;
 mod common;
 mod concurrency;
 mod crash;
+#[path = "../common/decoy.rs"]
+mod decoy;
 #[path = "../common/fixture.rs"]
 mod fixture_root;
 mod foreign;
+mod hardening;
 mod refusals;
 mod routing;

@@ -164,7 +164,7 @@ impl Conductor {
             Some(w) => w.clone(),
             None => self.workflow_of(&a.hid)?,
         };
-        let _lock = FileLock::exclusive(&self.root.workflow_lock_path(&wf))?;
+        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
         let mut st = files::require_state(&self.root, &wf)?;
 
         if let Some(prev) = st
@@ -602,7 +602,7 @@ impl Conductor {
             "approved"
         };
         let wf = self.workflow_of(&hid)?;
-        let _lock = FileLock::exclusive(&self.root.workflow_lock_path(&wf))?;
+        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
         let mut st = files::require_state(&self.root, &wf)?;
         let prior = approvals(&st)
             .into_iter()

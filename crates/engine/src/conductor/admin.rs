@@ -198,7 +198,7 @@ impl Conductor {
         if reason.trim().is_empty() {
             return Err(Error::refused("an abort needs a reason (--reason TEXT)"));
         }
-        let _lock = FileLock::exclusive(&self.root.workflow_lock_path(&wf))?;
+        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
         let mut st = files::require_state(&self.root, &wf)?;
         let manifest_path = self.root.abort_manifest_path(&wf);
         let by_label = by.label("operator");
@@ -405,7 +405,7 @@ impl Conductor {
     /// root or `PANTHEON_CLEANUP_ROOTS`, never the roots themselves, never following a symbolic link.
     pub fn cleanup(&self, wf: &str, dry_run: bool) -> Result<CleanupResult> {
         let wf = WorkflowId::parse(wf)?;
-        let _lock = FileLock::exclusive(&self.root.workflow_lock_path(&wf))?;
+        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
         let st = files::require_state(&self.root, &wf)?;
         if !matches!(
             st.status,

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::model::{Dispatch, WorkflowState, from_value};
 use crate::error::{Error, Result};
-use crate::store::atomic::{sync_dir, write_json};
+use crate::store::atomic::write_json;
 use crate::store::read::read_json;
 use crate::store::time::parse_ts;
 use crate::store::{GodName, HandoffId, Root, WorkflowId, is_valid_name};
@@ -317,19 +317,9 @@ pub fn refuse_unconfined<'a>(
     Ok(())
 }
 
-/// Removes a file if it exists, durably.
+/// Removes a file if it exists, durably (never through a link, see [`crate::store::safe`]).
 pub fn remove_file(root: &Root, path: &Path) -> Result<()> {
-    crate::store::atomic::confined(root, path)?;
-    match std::fs::remove_file(path) {
-        Ok(()) => {
-            if let Some(dir) = path.parent() {
-                sync_dir(dir)?;
-            }
-            Ok(())
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io(path, e)),
-    }
+    crate::store::atomic::remove_file(root, path).map(|_| ())
 }
 
 #[cfg(test)]

@@ -394,7 +394,7 @@ impl Conductor {
     pub fn submit_handoff(&self, handoff: &Value) -> Result<SubmitResult> {
         let (h, warnings) = validate_handoff(self, handoff)?;
         let wf = WorkflowId::parse(&h.workflow_id)?;
-        let _lock = FileLock::exclusive(&self.root.workflow_lock_path(&wf))?;
+        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
         let state = files::load_state(&self.root, &wf)?;
         self.submit_locked(&wf, h, handoff.clone(), state, warnings, None)
     }

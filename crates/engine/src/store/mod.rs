@@ -6,6 +6,7 @@ pub mod ids;
 pub mod lock;
 pub mod paths;
 pub mod read;
+pub mod safe;
 pub mod time;
 
 pub use ids::*;

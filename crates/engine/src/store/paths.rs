@@ -77,9 +77,11 @@ fn resolve_existing(p: &Path) -> PathBuf {
 }
 
 impl Root {
-    /// A root at `root` with the default sub-directories and no extra cleanup roots.
+    /// A root at `root` with the default sub-directories and no extra cleanup roots. The root is
+    /// resolved once here (a root that is itself a link is followed now, never again), so every later
+    /// check treats the resolved directory as the root (docs/THREAT-MODEL.md).
     pub fn at(root: impl AsRef<Path>) -> Self {
-        let root = absolute(root.as_ref());
+        let root = resolve_existing(&absolute(root.as_ref()));
         Self {
             conductor: root.join("conductor"),
             handoffs: root.join("shared").join("handoffs"),
@@ -89,7 +91,8 @@ impl Root {
     }
 
     /// The root from `--root` if given, else `$PANTHEON_ROOT`, else `~/pantheon`, with the
-    /// `CONDUCTOR_BASE_DIR`, `CONDUCTOR_HANDOFFS_DIR` and `PANTHEON_CLEANUP_ROOTS` overrides.
+    /// `CONDUCTOR_BASE_DIR`, `CONDUCTOR_HANDOFFS_DIR` and `PANTHEON_CLEANUP_ROOTS` overrides, each
+    /// resolved once here and then treated as a root of its own.
     pub fn from_env(explicit: Option<&Path>) -> Self {
         let root = explicit
             .map(Path::to_path_buf)
@@ -98,51 +101,47 @@ impl Root {
             .unwrap_or_else(|| PathBuf::from("pantheon"));
         let mut r = Self::at(root);
         if let Some(c) = env_path("CONDUCTOR_BASE_DIR") {
-            r.conductor = absolute(&c);
+            r.conductor = resolve_existing(&absolute(&c));
         }
         if let Some(h) = env_path("CONDUCTOR_HANDOFFS_DIR") {
-            r.handoffs = absolute(&h);
+            r.handoffs = resolve_existing(&absolute(&h));
         }
         if let Ok(list) = std::env::var("PANTHEON_CLEANUP_ROOTS") {
             r.cleanup_roots = std::env::split_paths(&list)
                 .filter(|p| !p.as_os_str().is_empty())
-                .map(|p| absolute(&p))
+                .map(|p| resolve_existing(&absolute(&p)))
                 .collect();
         }
         r
     }
 
-    /// Refuses a write, move or removal of `path` when `path` lies under this root but a symbolic
-    /// link in its parent directories resolves outside it: a link planted inside the root never leads
-    /// our writes elsewhere. The last component is not followed (our writes replace it or refuse a
-    /// link there, see [`super::atomic`]). Paths outside the root (a `CONDUCTOR_BASE_DIR` or cleanup
-    /// root configured elsewhere) are not this check's business.
+    /// The directories writes are anchored at: the root, and each of `conductor`, `handoffs` and the
+    /// cleanup roots that lies outside it. Below an anchor no symbolic link is ever followed.
+    pub fn anchors(&self) -> Vec<PathBuf> {
+        let mut v = vec![self.root.clone()];
+        for p in [&self.conductor, &self.handoffs]
+            .into_iter()
+            .chain(self.cleanup_roots.iter())
+        {
+            if !p.starts_with(&self.root) && !v.contains(p) {
+                v.push(p.clone());
+            }
+        }
+        v
+    }
+
+    /// Refuses a write, move or removal of `path` when it lies outside every anchor or when a
+    /// component of its directory below the anchor is a symbolic link (see [`super::safe`]). Creates
+    /// nothing.
     pub fn check_write(&self, path: &Path) -> Result<(), String> {
         let path = absolute(path);
-        if !path.starts_with(&self.root) || path == self.root {
+        if self.anchors().contains(&path) {
             return Ok(());
         }
-        // A root that does not exist yet holds nothing that could lead outside it.
-        let Ok(real_root) = std::fs::canonicalize(&self.root) else {
-            return Ok(());
-        };
-        // The deepest directory of the path that exists, resolved.
-        let mut dir = path.parent();
-        while let Some(d) = dir {
-            if let Ok(real) = std::fs::canonicalize(d) {
-                if !real.starts_with(&real_root) {
-                    return Err(format!(
-                        "{} leads outside the root {} (through a symbolic link to {}); remove the link",
-                        path.display(),
-                        self.root.display(),
-                        real.display()
-                    ));
-                }
-                break;
-            }
-            dir = d.parent();
+        match super::safe::SafeDir::parent_of(self, &path, false) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(e.to_string()),
         }
-        Ok(())
     }
 
     pub fn schema_path(&self) -> PathBuf {

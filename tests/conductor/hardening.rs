@@ -1,0 +1,165 @@
+//! Issue 12 regressions on the Conductor side: planted links never lead a write outside the root
+//! (a decoy tree outside is compared whole), `init` over a dangling link, file modes under the umask.
+
+use std::os::unix::fs::{PermissionsExt, symlink};
+
+use crate::common::*;
+use crate::decoy::Decoy;
+
+fn direct(hid: &str, wf: &str) -> serde_json::Value {
+    handoff(hid, wf, "thoth", "hephaestus", "scratch", &[])
+}
+
+#[test]
+fn a_planted_workflow_lock_link_creates_nothing_outside() {
+    for target in ["planted.lock", "victim.txt"] {
+        let env = Env::new();
+        let decoy = Decoy::new();
+        let before = decoy.tree();
+        symlink(
+            decoy.path(target),
+            env.path("conductor/state/.wf_lk_1.lock"),
+        )
+        .unwrap();
+        let err = env.refused(
+            &["handoff", "submit", "-"],
+            Some(&direct("hof_20260614_aa0001", "wf_lk_1")),
+        );
+        assert!(err.contains("symbolic link"), "{err}");
+        decoy.assert_unchanged(&before, target);
+        assert!(!env.exists("conductor/state/wf_lk_1.json"));
+    }
+}
+
+#[test]
+fn a_state_dir_linked_outside_gets_no_lock_file_created_there() {
+    let env = Env::new();
+    let decoy = Decoy::new();
+    let before = decoy.tree();
+    std::fs::remove_dir_all(env.path("conductor/state")).unwrap();
+    symlink(decoy.path("sub"), env.path("conductor/state")).unwrap();
+    let err = env.refused(
+        &["handoff", "submit", "-"],
+        Some(&direct("hof_20260614_aa0002", "wf_lk_2")),
+    );
+    assert!(err.contains("symbolic link"), "{err}");
+    decoy.assert_unchanged(&before, "state dir link");
+    // abort and ack take the same lock.
+    env.refused(&["abort", "wf_lk_2", "--reason", "x"], None);
+    decoy.assert_unchanged(&before, "state dir link, abort");
+}
+
+#[test]
+fn init_over_a_dangling_link_refuses_as_outside_the_root() {
+    let env = Env::bare();
+    let decoy = Decoy::new();
+    let before = decoy.tree();
+    std::fs::create_dir_all(&env.root).unwrap();
+    symlink(decoy.path("nowhere/conductor"), env.path("conductor")).unwrap();
+    let err = env.refused(&["init"], None);
+    assert!(!err.contains("File exists"), "{err}");
+    assert!(
+        err.contains("symbolic link") && err.contains("conductor"),
+        "{err}"
+    );
+    decoy.assert_unchanged(&before, "dangling link");
+}
+
+#[test]
+fn a_root_that_is_a_link_and_a_base_dir_elsewhere_are_resolved_once_and_used() {
+    let env = Env::bare();
+    let real = env.dir.path().join("real-root");
+    std::fs::create_dir_all(&real).unwrap();
+    symlink(&real, &env.root).unwrap();
+    env.ok(&["init"], None);
+    env.submit(&direct("hof_20260614_aa0003", "wf_lk_3"));
+    assert!(real.join("conductor/state/wf_lk_3.json").is_file());
+    // A CONDUCTOR_BASE_DIR given as a link elsewhere is followed once and written under.
+    let base = env.dir.path().join("base-real");
+    std::fs::create_dir_all(&base).unwrap();
+    let base_link = env.dir.path().join("base-link");
+    symlink(&base, &base_link).unwrap();
+    let mut c = assert_cmd::Command::from_std(env.command(&["handoff", "submit", "-"]));
+    c.env("CONDUCTOR_BASE_DIR", &base_link)
+        .write_stdin(serde_json::to_vec(&direct("hof_20260614_aa0004", "wf_lk_4")).unwrap());
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(base.join("state/wf_lk_4.json").is_file());
+}
+
+fn mode(p: &std::path::Path) -> u32 {
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+/// Runs the binary under `umask`.
+fn with_umask(env: &Env, umask: &str, args: &[&str], stdin: Option<&serde_json::Value>) {
+    let inner = env.command(args);
+    let mut c = std::process::Command::new("sh");
+    c.arg("-c")
+        .arg(format!("umask {umask} && exec \"$0\" \"$@\""))
+        .arg(inner.get_program())
+        .args(inner.get_args());
+    c.env_clear();
+    for (k, v) in inner.get_envs() {
+        if let Some(v) = v {
+            c.env(k, v);
+        }
+    }
+    c.env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    let mut c = assert_cmd::Command::from_std(c);
+    if let Some(v) = stdin {
+        c.write_stdin(serde_json::to_vec(v).unwrap());
+    }
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn written_files_get_the_umask_mode_and_replaced_files_keep_theirs() {
+    let env = Env::bare();
+    with_umask(&env, "022", &["init"], None);
+    assert_eq!(mode(&env.path("shared/handoffs/schema.json")), 0o644);
+    with_umask(
+        &env,
+        "022",
+        &["handoff", "submit", "-"],
+        Some(&direct("hof_20260614_aa0005", "wf_md_1")),
+    );
+    assert_eq!(mode(&env.path("conductor/state/wf_md_1.json")), 0o644);
+    assert_eq!(
+        mode(&env.path("conductor/pending/hephaestus/hof_20260614_aa0005.json")),
+        0o644
+    );
+    with_umask(
+        &env,
+        "027",
+        &["handoff", "submit", "-"],
+        Some(&direct("hof_20260614_aa0006", "wf_md_2")),
+    );
+    assert_eq!(mode(&env.path("conductor/state/wf_md_2.json")), 0o640);
+    // A replaced file keeps the mode its owner gave it.
+    let state = env.path("conductor/state/wf_md_1.json");
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o604)).unwrap();
+    let a = ack(
+        "ack_20260614_bb1",
+        "hof_20260614_aa0005",
+        "accepted",
+        "on it",
+    );
+    with_umask(&env, "077", &["ack"], Some(&a));
+    assert_eq!(
+        env.read("conductor/state/wf_md_1.json")["status"]
+            .as_str()
+            .is_some(),
+        true
+    );
+    assert_eq!(mode(&state), 0o604);
+}
