@@ -53,3 +53,24 @@ fn a_planted_queue_link_or_hard_link_appends_nothing_outside() {
     // Compare the decoy whole (the victim's link count is 2 while the queue names it; that is ours).
     decoy.assert_unchanged(&before, "hard-linked queue");
 }
+
+#[test]
+fn an_overlong_ttl_is_refused_clearly_and_never_panics() {
+    let env = Env::new();
+    let locks = env.bus_dir().join("locks.json");
+    let before = std::fs::read(&locks).unwrap();
+    for ttl in [
+        "99999999999d",
+        "3000000d",
+        "366d",
+        "99999999999999999999999d",
+    ] {
+        let err = env.refused(&["lock", "src/a.ts", "--worker", "w1", "--ttl", ttl]);
+        assert!(err.contains("365d"), "{ttl}: {err}");
+        assert!(!err.contains("panicked"), "{ttl}: {err}");
+    }
+    assert_eq!(std::fs::read(&locks).unwrap(), before);
+    let ok = env.ok(&["lock", "src/a.ts", "--worker", "w1", "--ttl", "365d"]);
+    let expires = ok.to_string();
+    assert!(!expires.contains("+10240"), "{expires}");
+}
