@@ -74,3 +74,124 @@ fn an_overlong_ttl_is_refused_clearly_and_never_panics() {
     let expires = ok.to_string();
     assert!(!expires.contains("+10240"), "{expires}");
 }
+
+/// A track with `n` messages, a live lock, a RUNNING worker and events, ready to archive.
+fn busy_track(n: usize) -> Env {
+    let env = Env::new();
+    env.ok(&[
+        "post",
+        "PROGRESS",
+        "--source",
+        "w1",
+        "--count",
+        &n.to_string(),
+    ]);
+    env.ok(&[
+        "post",
+        "TASK_COMPLETE",
+        "--source",
+        "w1",
+        "--payload",
+        r#"{"task_id":"1.1"}"#,
+    ]);
+    env.ok(&["lock", "src/a.ts", "--worker", "w1", "--ttl", "1h"]);
+    env.ok(&[
+        "heartbeat",
+        "--worker",
+        "w1",
+        "--task",
+        "1.1",
+        "--status",
+        "RUNNING",
+    ]);
+    env
+}
+
+/// After a completed archive: one archive holding every message once, nothing stale left.
+fn queue_lines(env: &Env) -> usize {
+    std::fs::read_to_string(env.bus_dir().join("queue.jsonl"))
+        .unwrap()
+        .lines()
+        .count()
+}
+
+fn assert_archived_whole(env: &Env, n: usize) {
+    let bus = env.bus_dir();
+    let archive = std::fs::read_to_string(bus.join("queue.done.archive.jsonl")).unwrap();
+    let lines: Vec<&str> = archive.lines().collect();
+    assert_eq!(lines.len(), n, "every message archived exactly once");
+    let mut ids: Vec<String> = lines
+        .iter()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].to_string())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), n);
+    assert!(std::fs::metadata(bus.join("queue.jsonl")).map_or(true, |m| m.len() == 0));
+    assert!(!bus.join("locks.json").exists(), "stale locks left");
+    assert!(
+        !bus.join("worker-status.json").exists(),
+        "RUNNING workers left"
+    );
+    let events: Vec<_> = std::fs::read_dir(bus.join("events")).unwrap().collect();
+    assert!(events.is_empty(), "events left: {events:?}");
+    let s = env.ok(&["status"]);
+    assert!(!s.to_string().contains("RUNNING"), "{s}");
+}
+
+#[test]
+fn an_archive_killed_at_any_point_is_finished_by_repeating_it() {
+    let archive = ["archive", "--track-id", "done", "--force"];
+    for point in [
+        "archive:after-rename",
+        "archive:after-clear-one",
+        "archive:after-event",
+    ] {
+        let env = busy_track(20);
+        let n = queue_lines(&env);
+        let out = env
+            .cmd()
+            .env("PANTHEON_TEST_CRASH_AT", point)
+            .args(["bus", "--track", &env.track])
+            .args(archive)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            None,
+            "{point}: the crash point was not reached"
+        );
+        let r = env.ok(&archive);
+        assert_eq!(r["resumed"], true, "{point}: {r}");
+        assert_archived_whole(&env, n);
+        // Repeating a finished archive is harmless.
+        env.ok(&archive);
+        assert_archived_whole(&env, n);
+    }
+}
+
+#[test]
+fn an_archive_sigkilled_at_random_times_is_finished_by_repeating_it() {
+    use rand::Rng;
+    let archive = ["archive", "--track-id", "done", "--force"];
+    let mut rng = rand::rng();
+    for _ in 0..25 {
+        let env = busy_track(200);
+        let n = queue_lines(&env);
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("pantheon"))
+            .arg("--root")
+            .arg(env.root())
+            .env_remove("PANTHEON_ROOT")
+            .args(["bus", "--track", &env.track])
+            .args(archive)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_micros(rng.random_range(0..6000)));
+        let _ = child.kill();
+        child.wait().unwrap();
+        env.ok(&archive);
+        assert_archived_whole(&env, n);
+    }
+}
