@@ -163,3 +163,93 @@ fn written_files_get_the_umask_mode_and_replaced_files_keep_theirs() {
     );
     assert_eq!(mode(&state), 0o604);
 }
+
+/// A definition whose step `work` (god marvin) declares `temp_artifacts`.
+fn flow_with_temp(env: &Env, entries: &[&str]) {
+    let list: String = entries
+        .iter()
+        .map(|e| format!("      - \"{e}\"\n"))
+        .collect();
+    env.write(
+        "conductor/workflows/tmp-flow.yaml",
+        &format!(
+            "id: tmp-flow\nsteps:\n  - id: work\n    god: marvin\n    temp_artifacts:\n{list}  - id: review\n    god: iris\n"
+        ),
+    );
+}
+
+fn tmp_flow_handoff(hid: &str, wf: &str) -> serde_json::Value {
+    def_handoff(hid, wf, "marvin", "marvin", "work", &[], "tmp-flow", None)
+}
+
+#[test]
+fn a_definition_whose_temp_artifacts_name_the_protocol_is_refused_at_load() {
+    for bad in [
+        "{root}/conductor",
+        "{root}/shared",
+        "{root}/..",
+        "/",
+        "{root}",
+        "conductor/state/x",
+        "{root}/shared/handoffs/{workflow_id}",
+    ] {
+        let env = Env::new();
+        flow_with_temp(&env, &["{root}/tmp/{workflow_id}/", bad]);
+        let before = env.snapshot();
+        let err = env.refused(
+            &["handoff", "submit", "-"],
+            Some(&tmp_flow_handoff("hof_20260614_cc0001", "wf_tmp_1")),
+        );
+        assert!(
+            err.contains("temp_artifacts") && err.contains("refused"),
+            "{bad}: {err}"
+        );
+        assert_eq!(before, env.snapshot(), "{bad}");
+    }
+}
+
+#[test]
+fn cleanup_never_deletes_a_protocol_directory_configured_elsewhere() {
+    let env = Env::new();
+    let decoy = Decoy::new();
+    // The Conductor's directory lives in a cleanup root outside the root; a definition names it by
+    // its absolute path (which no load-time check can know is the protocol's).
+    let base = decoy.path("sub/conductor");
+    let run = |args: &[&str], stdin: Option<&serde_json::Value>| {
+        let mut c = assert_cmd::Command::from_std(env.command(args));
+        c.env("CONDUCTOR_BASE_DIR", &base)
+            .env("PANTHEON_CLEANUP_ROOTS", decoy.path("sub"));
+        if let Some(v) = stdin {
+            c.write_stdin(serde_json::to_vec(v).unwrap());
+        }
+        let out = c.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    run(&["init"], None);
+    let base_s = base.display().to_string();
+    let state_s = format!("{base_s}/state");
+    std::fs::create_dir_all(&base).unwrap();
+    std::fs::write(
+        base.join("workflows/tmp-flow.yaml"),
+        format!(
+            "id: tmp-flow\nsteps:\n  - id: work\n    god: marvin\n    temp_artifacts:\n      - \"{base_s}\"\n      - \"{state_s}\"\n      - \"{}\"\n  - id: review\n    god: iris\n",
+            decoy.path("sub").display()
+        ),
+    )
+    .unwrap();
+    run(
+        &["handoff", "submit", "-"],
+        Some(&tmp_flow_handoff("hof_20260614_cc0002", "wf_tmp_2")),
+    );
+    run(&["abort", "wf_tmp_2", "--reason", "x"], None);
+    let r = run(&["cleanup", "wf_tmp_2"], None);
+    assert_eq!(r["deleted"].as_array().unwrap().len(), 0, "{r}");
+    assert_eq!(r["refused"].as_array().unwrap().len(), 3, "{r}");
+    assert!(base.join("state/wf_tmp_2.json").is_file());
+    assert!(decoy.path("victim.txt").is_file());
+}

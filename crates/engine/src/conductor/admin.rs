@@ -459,19 +459,19 @@ impl Conductor {
                     continue;
                 }
             };
-            let meta = match real.symlink_metadata() {
-                Ok(m) => m,
-                Err(_) => {
-                    result.missing.push(text(&real));
-                    continue;
-                }
-            };
+            if real.symlink_metadata().is_err() {
+                result.missing.push(text(&real));
+                continue;
+            }
             if !dry_run {
-                let r = if meta.is_dir() {
-                    std::fs::remove_dir_all(&real)
-                } else {
-                    std::fs::remove_file(&real)
-                };
+                // Deleted from the opened parent directory, walking the tree by handles: a link
+                // swapped in after the check above is removed itself, never followed.
+                let r = crate::store::safe::SafeDir::parent_of(&self.root, &real, false).and_then(
+                    |d| match d {
+                        Some((dir, name)) => dir.remove_tree(&name).map(|_| ()),
+                        None => Ok(()),
+                    },
+                );
                 if let Err(e) = r {
                     result.refused.push(RefusedPath {
                         path: text(&real),

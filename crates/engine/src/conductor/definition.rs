@@ -237,6 +237,15 @@ impl StepDef {
             "approval_required",
             "temp_artifacts",
         ];
+        let temp_artifacts = string_list(m.get("temp_artifacts"), "temp_artifacts")?;
+        for t in &temp_artifacts {
+            if let Some(why) = crate::store::paths::protocol_temp_artifact(t) {
+                return Err(format!(
+                    "step {id:?}: temp_artifacts entry {t:?} is refused: {why}; list only scratch \
+                     paths of the workflow (e.g. \"{{root}}/tmp/{{workflow_id}}/\")"
+                ));
+            }
+        }
         Ok(Self {
             skill: text("skill"),
             gates: string_list(m.get("gates"), "gates")?,
@@ -245,7 +254,7 @@ impl StepDef {
             input_from: text("input_from"),
             fallback_gods,
             approval_required,
-            temp_artifacts: string_list(m.get("temp_artifacts"), "temp_artifacts")?,
+            temp_artifacts,
             extra: m
                 .iter()
                 .filter(|(k, _)| !known.contains(&k.as_str()))

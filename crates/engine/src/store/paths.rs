@@ -76,6 +76,50 @@ fn resolve_existing(p: &Path) -> PathBuf {
     }
 }
 
+/// Why a path is never deleted by cleanup, if it is one of those: the path (already resolved) is, contains
+/// or lies inside a protocol directory (`conductor/`, `shared/handoffs/`, the bus directories in
+/// `conductor/tracks/`), or contains the root or a cleanup root.
+fn protected_reason(root: &Root, real: &Path) -> Option<String> {
+    for (dir, what) in [
+        (&root.conductor, "the Conductor's directory"),
+        (&root.handoffs, "the handoffs directory"),
+    ] {
+        if real.starts_with(dir) {
+            return Some(format!("it lies inside {what} {}", dir.display()));
+        }
+        if dir.starts_with(real) {
+            return Some(format!("it contains {what} {}", dir.display()));
+        }
+    }
+    root.anchors()
+        .into_iter()
+        .find(|a| a.starts_with(real))
+        .map(|a| format!("it contains the root or a cleanup root ({})", a.display()))
+}
+
+/// Why a definition's `temp_artifacts` entry is refused at load, if it is: judged lexically on the
+/// default layout (`{root}/conductor`, `{root}/shared/handoffs`, the root and anything above it).
+pub fn protocol_temp_artifact(raw: &str) -> Option<String> {
+    let fake = Root {
+        root: PathBuf::from("/ROOT"),
+        conductor: PathBuf::from("/ROOT/conductor"),
+        handoffs: PathBuf::from("/ROOT/shared/handoffs"),
+        cleanup_roots: Vec::new(),
+    };
+    let s = raw
+        .replace("{workflow_id}", "wf_x")
+        .replace("{root}", "/ROOT");
+    if s.starts_with('~') {
+        return None;
+    }
+    let p = if s.starts_with('/') {
+        normalize(Path::new(&s))
+    } else {
+        normalize(&fake.root.join(s))
+    };
+    protected_reason(&fake, &p).map(|r| r.replace("/ROOT", "{root}"))
+}
+
 impl Root {
     /// A root at `root` with the default sub-directories and no extra cleanup roots. The root is
     /// resolved once here (a root that is itself a link is followed now, never again), so every later
@@ -248,6 +292,9 @@ impl Root {
         let real = real_parent.join(name);
         if roots.contains(&real) {
             return Err("refusing to touch the root itself or a cleanup root".into());
+        }
+        if let Some(why) = protected_reason(self, &real) {
+            return Err(format!("refusing a protocol path: {why}"));
         }
         if roots.iter().any(|r| real.starts_with(r)) {
             Ok(real)
