@@ -253,3 +253,98 @@ fn cleanup_never_deletes_a_protocol_directory_configured_elsewhere() {
     assert!(base.join("state/wf_tmp_2.json").is_file());
     assert!(decoy.path("victim.txt").is_file());
 }
+
+#[test]
+fn a_replayed_handoff_for_an_earlier_step_is_refused_naming_the_current_step() {
+    let env = Env::with_test_flow();
+    let plan = def_handoff(
+        "hof_20260614_dd0001",
+        "wf_rp_1",
+        "thoth",
+        "hephaestus",
+        "plan",
+        &["state_gate"],
+        "test-flow",
+        None,
+    );
+    assert_eq!(env.submit(&plan)["status"], "dispatched");
+    // A new handoff of the step already handed off would re-dispatch build a second time.
+    let again = def_handoff(
+        "hof_20260614_dd0002",
+        "wf_rp_1",
+        "thoth",
+        "hephaestus",
+        "plan",
+        &["state_gate"],
+        "test-flow",
+        None,
+    );
+    let before = env.snapshot();
+    let err = env.refused(&["handoff", "submit", "-"], Some(&again));
+    assert!(err.contains("\"build\"") && err.contains("fork"), "{err}");
+    assert_eq!(before, env.snapshot());
+    // The exact resubmit of a recorded handoff still answers duplicate.
+    assert_eq!(env.submit(&plan)["status"], "duplicate");
+    // The current step's own handoff moves the workflow on; then build's replay is refused too.
+    let build = def_handoff(
+        "hof_20260614_dd0003",
+        "wf_rp_1",
+        "hephaestus",
+        "iris",
+        "build",
+        &[],
+        "test-flow",
+        None,
+    );
+    assert_eq!(env.submit(&build)["target_step"], "check");
+    let late = def_handoff(
+        "hof_20260614_dd0004",
+        "wf_rp_1",
+        "thoth",
+        "hephaestus",
+        "plan",
+        &["state_gate"],
+        "test-flow",
+        None,
+    );
+    let err = env.refused(&["handoff", "submit", "-"], Some(&late));
+    assert!(err.contains("\"check\""), "{err}");
+    let st = env.state("wf_rp_1");
+    assert_eq!(st["current_step"], "check", "{st}");
+    // Once the current step is rejected for good, a handoff that dispatches it again is a retry.
+    env.ack(&ack(
+        "ack_20260614_dd7",
+        "hof_20260614_dd0003",
+        "rejected",
+        "not now",
+    ));
+    assert_eq!(env.state("wf_rp_1")["status"], "failed");
+    let retry = def_handoff(
+        "hof_20260614_dd0007",
+        "wf_rp_1",
+        "hephaestus",
+        "iris",
+        "build",
+        &[],
+        "test-flow",
+        None,
+    );
+    assert_eq!(env.submit(&retry)["target_step"], "check");
+    // Directly routed workflows keep today's behaviour.
+    env.submit(&handoff(
+        "hof_20260614_dd0005",
+        "wf_rp_2",
+        "thoth",
+        "hephaestus",
+        "scratch",
+        &[],
+    ));
+    env.submit(&handoff(
+        "hof_20260614_dd0006",
+        "wf_rp_2",
+        "thoth",
+        "hephaestus",
+        "other",
+        &[],
+    ));
+}
