@@ -195,3 +195,23 @@ fn an_archive_sigkilled_at_random_times_is_finished_by_repeating_it() {
         assert_archived_whole(&env, n);
     }
 }
+
+#[test]
+fn an_oversized_message_is_refused_before_anything_is_written() {
+    let env = Env::new();
+    let queue = env.bus_dir().join("queue.jsonl");
+    let before = std::fs::read(&queue).unwrap();
+    let line = format!("{{\"note\": \"{}\"}}\n", "p".repeat(300 * 1024));
+    let out = env
+        .cmd()
+        .args([
+            "bus", "--track", &env.track, "post", "PROGRESS", "--source", "w1", "--stdin",
+        ])
+        .write_stdin(line)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/note") && err.contains("limit"), "{err}");
+    assert_eq!(std::fs::read(&queue).unwrap(), before);
+}

@@ -348,3 +348,55 @@ fn a_replayed_handoff_for_an_earlier_step_is_refused_naming_the_current_step() {
         &[],
     ));
 }
+
+#[test]
+fn input_that_could_not_be_read_back_is_refused_at_the_door() {
+    let env = Env::new();
+    let mut h = direct("hof_20260614_ee0001", "wf_big_1");
+    h["context"]["summary"] = serde_json::json!("s".repeat(300 * 1024));
+    let before = env.snapshot();
+    let err = env.refused(&["handoff", "submit", "-"], Some(&h));
+    assert!(
+        err.contains("/context/summary") && err.contains("limit"),
+        "{err}"
+    );
+    let mut h = direct("hof_20260614_ee0002", "wf_big_1");
+    let many: Vec<String> = (0..12)
+        .map(|i| format!("{i}{}", "d".repeat(200 * 1024)))
+        .collect();
+    h["context"]["decisions"] = serde_json::json!(many);
+    let err = env.refused(&["handoff", "submit", "-"], Some(&h));
+    assert!(err.contains("1048576-byte limit"), "{err}");
+    assert_eq!(before, env.snapshot());
+    // Within the limits the same shape goes through.
+    let mut h = direct("hof_20260614_ee0003", "wf_big_1");
+    h["context"]["summary"] = serde_json::json!("s".repeat(200 * 1024));
+    env.submit(&h);
+    env.ok(&["state", "wf_big_1"], None);
+}
+
+#[test]
+fn abort_works_on_a_workflow_whose_state_is_too_big_to_read() {
+    let env = Env::new();
+    env.submit(&direct("hof_20260614_ee0004", "wf_big_2"));
+    let state = env.path("conductor/state/wf_big_2.json");
+    let mut v = env.read("conductor/state/wf_big_2.json");
+    v["context_bag"]["notes"] = serde_json::json!("n".repeat(65 * 1024 * 1024));
+    std::fs::write(&state, serde_json::to_vec(&v).unwrap()).unwrap();
+    let err = env.refused(&["state", "wf_big_2"], None);
+    assert!(err.contains("limit"), "{err}");
+    let r = env.ok(&["abort", "wf_big_2", "--reason", "too big"], None);
+    assert_eq!(r["status"], "aborted", "{r}");
+    assert_eq!(env.state("wf_big_2")["status"], "aborted");
+    assert!(
+        env.path("conductor/state/.wf_big_2.json.oversize")
+            .metadata()
+            .unwrap()
+            .len()
+            > 64 * 1024 * 1024
+    );
+    assert!(
+        env.names("conductor/pending/hephaestus").is_empty(),
+        "the dispatch is withdrawn"
+    );
+}

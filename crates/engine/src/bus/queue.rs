@@ -54,6 +54,11 @@ pub fn envelope(kind: &str, source: &str, payload: Value) -> Result<Envelope> {
             )));
         }
     };
+    crate::store::limits::check_document(
+        "message payload",
+        &payload,
+        crate::store::limits::MAX_MESSAGE_BYTES - 1024,
+    )?;
     Ok(Envelope {
         id: generate_message_id(),
         kind: kind.to_owned(),

@@ -159,6 +159,7 @@ impl Conductor {
     /// Acknowledges a dispatch (docs/PROTOCOL.md §2.5). `by` is recorded in the ack (`Actor::Recipient`: the god
     /// the dispatch is addressed to).
     pub fn ack_handoff(&self, ack: &Value, by: Actor) -> Result<AckResult> {
+        crate::store::limits::check_document("ack", ack, crate::store::limits::MAX_ACK_BYTES)?;
         let a = validate_ack(self, ack)?;
         let wf = match &a.wf {
             Some(w) => w.clone(),

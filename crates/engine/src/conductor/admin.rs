@@ -199,7 +199,27 @@ impl Conductor {
             return Err(Error::refused("an abort needs a reason (--reason TEXT)"));
         }
         let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
-        let mut st = files::require_state(&self.root, &wf)?;
+        let mut st = match files::require_state(&self.root, &wf) {
+            Err(Error::Corrupt { path, .. })
+                if std::fs::symlink_metadata(&path)
+                    .is_ok_and(|m| m.len() > crate::store::limits::MAX_FILE_BYTES) =>
+            {
+                // Too big to read (written by another engine or before the limits): kept aside
+                // whole, and the workflow is aborted from a fresh state.
+                let aside = self.root.state_dir().join(format!(".{wf}.json.oversize"));
+                crate::store::atomic::rename_durable(&self.root, &path, &aside)?;
+                WorkflowState {
+                    workflow_id: wf.to_string(),
+                    status: WorkflowStatus::InProgress,
+                    failure_reason: Some(format!(
+                        "its state was over the read limit and is kept as {}",
+                        aside.display()
+                    )),
+                    ..Default::default()
+                }
+            }
+            r => r?,
+        };
         let manifest_path = self.root.abort_manifest_path(&wf);
         let by_label = by.label("operator");
         match st.status {

@@ -82,8 +82,19 @@ pub fn require_state(root: &Root, wf: &WorkflowId) -> Result<WorkflowState> {
 }
 
 /// Writes a workflow state atomically.
+/// Refused when the state would outgrow [`crate::store::limits::MAX_STATE_BYTES`] (it must always read
+/// back, so that ack and abort keep working).
 pub fn write_state(root: &Root, wf: &WorkflowId, state: &WorkflowState) -> Result<()> {
-    write_json(root, &root.state_path(wf), state)
+    let bytes = crate::store::atomic::to_pretty_json(state);
+    let max = crate::store::limits::MAX_STATE_BYTES;
+    if bytes.len() > max {
+        return Err(Error::refused(format!(
+            "the state of workflow {wf} would grow to {} bytes, over the {max}-byte limit; nothing was \
+             recorded (abort the workflow, or start a new workflow_id)",
+            bytes.len()
+        )));
+    }
+    crate::store::atomic::write_atomic(root, &root.state_path(wf), &bytes)
 }
 
 /// The dispatches of one directory with their paths, and the files that could not be read.

@@ -83,6 +83,7 @@ fn required_string(v: &Value, pointer: &str, out: &mut Vec<Violation>) {
 
 /// Validates a handoff (schema + names + the fields the engine needs); returns it parsed.
 pub(crate) fn validate_handoff(c: &Conductor, v: &Value) -> Result<(Handoff, Vec<String>)> {
+    crate::store::limits::check_document("handoff", v, crate::store::limits::MAX_HANDOFF_BYTES)?;
     let schemas = c.schemas()?;
     let mut violations = schemas.check_handoff(v);
     let mut extra = name_violations(
