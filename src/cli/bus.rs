@@ -15,7 +15,7 @@ use crate::engine::bus::queue::{Filter, QueueCursor};
 use crate::engine::bus::workers::Heartbeat;
 use crate::engine::bus::{Bus, locks};
 use crate::engine::store::Root;
-use crate::engine::store::time::parse_duration;
+use crate::engine::store::time::parse_duration_checked;
 
 #[derive(Debug, Args)]
 pub struct BusArgs {
@@ -167,9 +167,7 @@ pub fn run(args: BusArgs, root: &Root) -> anyhow::Result<Outcome> {
             ttl,
             lock_type,
         } => {
-            let ttl = parse_duration(&ttl).with_context(|| {
-                format!("--ttl {ttl:?} is not a duration; use e.g. 30m, 2h, 90s")
-            })?;
+            let ttl = parse_duration_checked("--ttl", &ttl)?;
             json_of(bus.acquire_lock(&path, &worker, ttl, Some(&lock_type))?)
         }
         BusCommand::Unlock {

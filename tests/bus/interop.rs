@@ -117,8 +117,11 @@ fn pantheon_holding_the_mutex_makes_python_acquire_lock_back_off() {
     let bus = env.bus_dir();
     let bus_s = bus.to_str().unwrap();
     {
-        let _ours =
-            pantheon::engine::store::lock::FileLock::exclusive(&bus.join(".lock_mutex")).unwrap();
+        let _ours = pantheon::engine::store::lock::FileLock::exclusive(
+            &pantheon::engine::store::Root::at(env.root()),
+            &bus.join(".lock_mutex"),
+        )
+        .unwrap();
         assert_eq!(
             python_json(&["try-lock", bus_s, "a.ts", "py-1"]),
             json!({"acquired": false})

@@ -5,9 +5,12 @@ mod common;
 
 mod board;
 mod disk;
+#[path = "../common/decoy.rs"]
+mod decoy;
 mod fixture;
 #[path = "../common/fixture.rs"]
 mod fixture_root;
+mod hardening;
 mod interop;
 mod locks;
 mod queue;

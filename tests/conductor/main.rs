@@ -5,10 +5,13 @@ mod acks;
 mod common;
 mod concurrency;
 mod crash;
+#[path = "../common/decoy.rs"]
+mod decoy;
 #[path = "../common/fixture.rs"]
 mod fixture_root;
 mod foreign;
 mod orphans;
+mod hardening;
 mod refusals;
 mod routing;
 mod upgrade;

@@ -12,7 +12,7 @@ use crate::engine::bus::locks::DEFAULT_TTL;
 use crate::engine::bus::queue::Filter;
 use crate::engine::bus::workers::Heartbeat;
 use crate::engine::error::Error;
-use crate::engine::store::time::parse_duration;
+use crate::engine::store::time::parse_duration_checked;
 use crate::mcp::args::*;
 use crate::mcp::reply::blocking;
 use crate::mcp::server::ConductorServer;
@@ -83,11 +83,7 @@ impl ConductorServer {
             let bus = Bus::open(&root, &a.track)?;
             let ttl = match a.ttl.as_deref() {
                 None => DEFAULT_TTL,
-                Some(t) => parse_duration(t).ok_or_else(|| {
-                    Error::refused(format!(
-                        "ttl {t:?} is not a duration; use e.g. 30s, 5m, 2h or 1d"
-                    ))
-                })?,
+                Some(t) => parse_duration_checked("ttl", t)?,
             };
             bus.acquire_lock(&a.filepath, &a.worker_id, ttl, a.lock_type.as_deref())
         })

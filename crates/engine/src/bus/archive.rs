@@ -1,6 +1,7 @@
 //! Archiving a finished track (docs/PROTOCOL.md §3.7): `queue.jsonl` becomes `queue.{ID}.archive.jsonl`;
 //! `locks.json`, `worker-status.json` and the event files are removed; `board/` is kept. Refused while
-//! a lock is live or a worker is `RUNNING`, unless forced.
+//! a lock is live or a worker is `RUNNING`, unless forced. Resumable: a run killed part way is finished
+//! by repeating it (the archive exists and the queue is gone: only the clearing is left to do).
 
 use std::path::PathBuf;
 
@@ -10,9 +11,14 @@ use serde::Serialize;
 use super::Bus;
 use super::model::WorkerStatus;
 use crate::error::{Error, Result};
-use crate::store::atomic::{rename_durable, sync_dir};
+use std::os::unix::fs::PermissionsExt;
+
+use rustix::fs::OFlags;
+
+use crate::store::atomic::{remove_file, rename_durable};
 use crate::store::ids::{NAME_PATTERN, is_valid_name};
-use crate::store::lock::FileLock;
+use crate::store::lock::{lock_file, lock_timeout};
+use crate::store::safe::{open_file, require_single_link};
 
 /// What `bus archive` did.
 #[derive(Debug, Clone, Serialize)]
@@ -23,6 +29,8 @@ pub struct ArchiveResult {
     pub archived_bytes: u64,
     pub removed: Vec<String>,
     pub forced: bool,
+    /// True when this run finished an archive an interrupted run had started.
+    pub resumed: bool,
     /// Live locks and running workers that were present (only non-empty when forced).
     pub live_locks: Vec<String>,
     pub running_workers: Vec<String>,
@@ -40,7 +48,18 @@ impl Bus {
             });
         }
         let target = self.dir.join(format!("queue.{track_id}.archive.jsonl"));
+        let queue = self.queue_path();
         let _mutex = self.mutex()?;
+        // An archive that exists while the queue is gone or still empty is one a killed run left half
+        // done: the decision to archive was taken then, so this run only finishes it.
+        let queue_len = std::fs::symlink_metadata(&queue).map(|m| m.len()).ok();
+        let resumed = target.symlink_metadata().is_ok() && queue_len.unwrap_or(0) == 0;
+        if target.symlink_metadata().is_ok() && !resumed {
+            return Err(Error::refused(format!(
+                "{} already exists and the track has a new queue; choose another --track-id",
+                target.display()
+            )));
+        }
         let now = Utc::now();
         let live_locks: Vec<String> = self
             .locks()?
@@ -60,7 +79,7 @@ impl Bus {
             .filter(|w| w.entry.status == WorkerStatus::Running)
             .map(|w| w.entry.worker_id)
             .collect();
-        if !force && (!live_locks.is_empty() || !running.is_empty()) {
+        if !force && !resumed && (!live_locks.is_empty() || !running.is_empty()) {
             let mut why = Vec::new();
             if !live_locks.is_empty() {
                 why.push(format!("live locks: {}", live_locks.join(", ")));
@@ -74,51 +93,49 @@ impl Bus {
                 why.join("; ")
             )));
         }
-        if target.exists() {
-            return Err(Error::refused(format!(
-                "{} already exists; choose another --track-id",
-                target.display()
-            )));
-        }
-        let queue = self.queue_path();
         let mut archived_bytes = 0;
-        if queue.exists() {
+        if resumed {
+            if let Some(f) = open_file(&self.root, &target, OFlags::RDONLY)? {
+                require_single_link(&f, &target)?;
+                archived_bytes = f.metadata().map(|m| m.len()).unwrap_or(0);
+                let _ = f.set_permissions(std::fs::Permissions::from_mode(0o444));
+            }
+            if queue_len == Some(0) {
+                remove_file(&self.root, &queue)?;
+            }
+        } else if let Some(q) = open_file(&self.root, &queue, OFlags::RDONLY)? {
+            require_single_link(&q, &queue)?;
             // Hold the queue's own lock so no writer is mid-line; ours re-open by name afterwards.
-            let _q = FileLock::exclusive(&queue)?;
-            archived_bytes = std::fs::metadata(&queue).map(|m| m.len()).unwrap_or(0);
+            lock_file(&q, &queue, lock_timeout())?;
+            archived_bytes = q.metadata().map(|m| m.len()).unwrap_or(0);
             rename_durable(&self.root, &queue, &target)?;
+            crate::conductor::crash_point("archive:after-rename");
             // Mark the archive read-only while still holding the lock: a writer that opened the queue
             // before the rename and locks it next sees the mark and goes back to the name (see
             // `queue::QueueWriter`). Only a file we do not own refuses this; the writer's check of the
             // name before locking then remains.
-            use std::os::unix::fs::PermissionsExt;
-            let _ = _q
-                .file()
-                .set_permissions(std::fs::Permissions::from_mode(0o444));
+            let _ = q.set_permissions(std::fs::Permissions::from_mode(0o444));
         }
         let mut removed = Vec::new();
         for p in [self.locks_path(), self.workers_path()] {
-            match std::fs::remove_file(&p) {
-                Ok(()) => removed.push(p.file_name().unwrap().to_string_lossy().into_owned()),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io(&p, e)),
+            if remove_file(&self.root, &p)? {
+                removed.push(p.file_name().unwrap().to_string_lossy().into_owned());
             }
+            crate::conductor::crash_point("archive:after-clear-one");
         }
         for ev in self.events()? {
-            let p = self.events_dir().join(&ev.name);
-            match std::fs::remove_file(&p) {
-                Ok(()) => removed.push(format!("events/{}", ev.name)),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io(&p, e)),
+            if remove_file(&self.root, &self.events_dir().join(&ev.name))? {
+                removed.push(format!("events/{}", ev.name));
             }
+            crate::conductor::crash_point("archive:after-event");
         }
-        sync_dir(&self.dir)?;
         Ok(ArchiveResult {
             track: self.track.to_string(),
             archive: target,
             archived_bytes,
             removed,
             forced: force,
+            resumed,
             live_locks: if force { live_locks } else { Vec::new() },
             running_workers: if force { running } else { Vec::new() },
         })

@@ -129,8 +129,7 @@ impl Bus {
         if ttl.is_zero() {
             return Err(Error::refused("--ttl must be longer than zero"));
         }
-        let ttl =
-            chrono::Duration::from_std(ttl).map_err(|_| Error::refused("--ttl is too long"))?;
+        crate::store::time::check_duration("the lock's ttl", ttl)?;
         let lock_type = lock_type.unwrap_or(DEFAULT_LOCK_TYPE);
         check_free_text("lock type", lock_type)?;
 
@@ -164,7 +163,9 @@ impl Bus {
             path: key.clone(),
             worker_id: Some(worker.to_owned()),
             acquired_at: Some(format_ts(now)),
-            expires_at: Some(format_ts(now + ttl)),
+            expires_at: Some(format_ts(crate::store::time::add(now, ttl).ok_or_else(
+                || Error::refused("the lock's ttl leads past the year 9999; use a shorter one"),
+            )?)),
             lock_type: Some(lock_type.to_owned()),
             ..Default::default()
         };

@@ -148,7 +148,7 @@ impl Bus {
 
     /// Takes `.lock_mutex`, the lock of every read-modify-write on the bus (bounded wait).
     pub fn mutex(&self) -> Result<FileLock> {
-        FileLock::exclusive(&self.mutex_path())
+        FileLock::exclusive(&self.root, &self.mutex_path())
     }
 
     /// Posts a message: appends the envelope under the queue's flock and touches its events.
@@ -286,6 +286,7 @@ impl Bus {
         fresh: bool,
     ) -> Result<events::WaitResult> {
         self.require()?;
+        ensure_dir(&self.root, &self.events_dir())?;
         events::wait_for_event(&self.events_dir(), pattern, timeout, fresh)
     }
 

@@ -323,7 +323,9 @@ pub fn stale_after() -> Duration {
             .ok()
             .and_then(|v| v.trim().parse::<f64>().ok())
             .filter(|s| s.is_finite() && *s > 0.0)
-            .and_then(|s| Duration::from_std(std::time::Duration::from_secs_f64(s)).ok())
+            .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
+            .filter(|d| *d <= crate::store::time::MAX_DURATION)
+            .and_then(|d| Duration::from_std(d).ok())
             .unwrap_or(STALE_AFTER)
     })
 }

@@ -5,7 +5,7 @@
 //! never a blank line), write each line in one `write`, and cut a failed append back off. Readers never fail on a bad line: blank, unparsable and unterminated lines are skipped and
 //! counted. [`tail`] seeks from the end; [`QueueCursor`] reads only what was appended since last time.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -54,6 +54,11 @@ pub fn envelope(kind: &str, source: &str, payload: Value) -> Result<Envelope> {
             )));
         }
     };
+    crate::store::limits::check_document(
+        "message payload",
+        &payload,
+        crate::store::limits::MAX_MESSAGE_BYTES - 1024,
+    )?;
     Ok(Envelope {
         id: generate_message_id(),
         kind: kind.to_owned(),
@@ -88,15 +93,11 @@ pub struct QueueWriter {
     timeout: std::time::Duration,
 }
 
-/// Opens `path` for appending (creating the file, not its directory, when missing).
+/// Opens `path` for appending (creating it when missing) without following a link, and refuses a
+/// queue with more than one hard link (an append would land in the linked file, wherever it is).
 fn open_append(root: &Root, path: &Path) -> Result<(File, (u64, u64))> {
-    crate::store::atomic::confined_file(root, path)?;
-    let file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .read(true)
-        .open(path)
-        .map_err(|e| Error::io(path, e))?;
+    let file = crate::store::atomic::open_append_in_place(root, path)?;
+    crate::store::safe::require_single_link(&file, path)?;
     let meta = file.metadata().map_err(|e| Error::io(path, e))?;
     Ok((file, (meta.dev(), meta.ino())))
 }
@@ -104,9 +105,8 @@ fn open_append(root: &Root, path: &Path) -> Result<(File, (u64, u64))> {
 impl QueueWriter {
     /// Opens (creating if missing, with its directory) the queue at `path` under `root`.
     pub fn open(root: &Root, path: &Path) -> Result<Self> {
-        crate::store::atomic::confined_file(root, path)?;
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+            crate::store::atomic::ensure_dir(root, dir)?;
         }
         Self::open_in_place(root, path)
     }
@@ -573,11 +573,11 @@ mod tests {
         for i in 0..3000 {
             w.append(&env(i)).unwrap();
             if i % 700 == 0 {
-                let mut f = OpenOptions::new().append(true).open(&p).unwrap();
+                let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
                 f.write_all(b"not json\n\n").unwrap();
             }
         }
-        let mut f = OpenOptions::new().append(true).open(&p).unwrap();
+        let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
         f.write_all(b"{\"torn").unwrap();
         let all = read(&p, &Filter::default()).unwrap();
         assert_eq!(all.count, 3000);
@@ -631,7 +631,7 @@ mod tests {
         let mut c = QueueCursor::new(&p);
         assert!(c.poll().unwrap().is_empty());
         append(&Root::at(dir.path()), &p, &env(1)).unwrap();
-        let mut f = OpenOptions::new().append(true).open(&p).unwrap();
+        let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
         f.write_all(b"{\"id\":\"half").unwrap();
         assert_eq!(c.poll().unwrap().len(), 1);
         let at = c.offset();

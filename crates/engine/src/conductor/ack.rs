@@ -159,12 +159,13 @@ impl Conductor {
     /// Acknowledges a dispatch (docs/PROTOCOL.md §2.5). `by` is recorded in the ack (`Actor::Recipient`: the god
     /// the dispatch is addressed to).
     pub fn ack_handoff(&self, ack: &Value, by: Actor) -> Result<AckResult> {
+        crate::store::limits::check_document("ack", ack, crate::store::limits::MAX_ACK_BYTES)?;
         let a = validate_ack(self, ack)?;
         let wf = match &a.wf {
             Some(w) => w.clone(),
             None => self.workflow_of(&a.hid)?,
         };
-        let _lock = FileLock::exclusive(&self.root.workflow_lock_path(&wf))?;
+        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
         let mut st = files::require_state(&self.root, &wf)?;
 
         if let Some(prev) = st
@@ -602,7 +603,7 @@ impl Conductor {
             "approved"
         };
         let wf = self.workflow_of(&hid)?;
-        let _lock = FileLock::exclusive(&self.root.workflow_lock_path(&wf))?;
+        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
         let mut st = files::require_state(&self.root, &wf)?;
         let prior = approvals(&st)
             .into_iter()

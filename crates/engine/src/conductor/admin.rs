@@ -228,8 +228,28 @@ impl Conductor {
         if reason.trim().is_empty() {
             return Err(Error::refused("an abort needs a reason (--reason TEXT)"));
         }
-        let _lock = FileLock::exclusive(&self.root.workflow_lock_path(&wf))?;
-        let mut st = files::require_state(&self.root, &wf)?;
+        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
+        let mut st = match files::require_state(&self.root, &wf) {
+            Err(Error::Corrupt { path, .. })
+                if std::fs::symlink_metadata(&path)
+                    .is_ok_and(|m| m.len() > crate::store::limits::MAX_FILE_BYTES) =>
+            {
+                // Too big to read (written by another engine or before the limits): kept aside
+                // whole, and the workflow is aborted from a fresh state.
+                let aside = self.root.state_dir().join(format!(".{wf}.json.oversize"));
+                crate::store::atomic::rename_durable(&self.root, &path, &aside)?;
+                WorkflowState {
+                    workflow_id: wf.to_string(),
+                    status: WorkflowStatus::InProgress,
+                    failure_reason: Some(format!(
+                        "its state was over the read limit and is kept as {}",
+                        aside.display()
+                    )),
+                    ..Default::default()
+                }
+            }
+            r => r?,
+        };
         let manifest_path = self.root.abort_manifest_path(&wf);
         let by_label = by.label("operator");
         match st.status {
@@ -435,7 +455,7 @@ impl Conductor {
     /// root or `PANTHEON_CLEANUP_ROOTS`, never the roots themselves, never following a symbolic link.
     pub fn cleanup(&self, wf: &str, dry_run: bool) -> Result<CleanupResult> {
         let wf = WorkflowId::parse(wf)?;
-        let _lock = FileLock::exclusive(&self.root.workflow_lock_path(&wf))?;
+        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
         let st = files::require_state(&self.root, &wf)?;
         if !matches!(
             st.status,
@@ -489,19 +509,19 @@ impl Conductor {
                     continue;
                 }
             };
-            let meta = match real.symlink_metadata() {
-                Ok(m) => m,
-                Err(_) => {
-                    result.missing.push(text(&real));
-                    continue;
-                }
-            };
+            if real.symlink_metadata().is_err() {
+                result.missing.push(text(&real));
+                continue;
+            }
             if !dry_run {
-                let r = if meta.is_dir() {
-                    std::fs::remove_dir_all(&real)
-                } else {
-                    std::fs::remove_file(&real)
-                };
+                // Deleted from the opened parent directory, walking the tree by handles: a link
+                // swapped in after the check above is removed itself, never followed.
+                let r = crate::store::safe::SafeDir::parent_of(&self.root, &real, false).and_then(
+                    |d| match d {
+                        Some((dir, name)) => dir.remove_tree(&name).map(|_| ()),
+                        None => Ok(()),
+                    },
+                );
                 if let Err(e) = r {
                     result.refused.push(RefusedPath {
                         path: text(&real),

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::store::read::{kind, read_yaml};
-use crate::store::time::parse_duration;
+use crate::store::time::parse_duration_checked;
 use crate::store::{Root, is_valid_name};
 
 /// A workflow definition.
@@ -212,9 +212,9 @@ impl StepDef {
         let timeout_text = text("timeout");
         let timeout = match &timeout_text {
             None => None,
-            Some(t) => Some(parse_duration(t).ok_or_else(|| {
-                format!("step {id:?}: timeout {t:?} is not a duration like 30s, 5m, 2h or 1d")
-            })?),
+            Some(t) => Some(
+                parse_duration_checked("timeout", t).map_err(|e| format!("step {id:?}: {e}"))?,
+            ),
         };
         let approval_required = match m.get("approval_required") {
             None | Some(Value::Null) => false,
@@ -237,6 +237,15 @@ impl StepDef {
             "approval_required",
             "temp_artifacts",
         ];
+        let temp_artifacts = string_list(m.get("temp_artifacts"), "temp_artifacts")?;
+        for t in &temp_artifacts {
+            if let Some(why) = crate::store::paths::protocol_temp_artifact(t) {
+                return Err(format!(
+                    "step {id:?}: temp_artifacts entry {t:?} is refused: {why}; list only scratch \
+                     paths of the workflow (e.g. \"{{root}}/tmp/{{workflow_id}}/\")"
+                ));
+            }
+        }
         Ok(Self {
             skill: text("skill"),
             gates: string_list(m.get("gates"), "gates")?,
@@ -245,7 +254,7 @@ impl StepDef {
             input_from: text("input_from"),
             fallback_gods,
             approval_required,
-            temp_artifacts: string_list(m.get("temp_artifacts"), "temp_artifacts")?,
+            temp_artifacts,
             extra: m
                 .iter()
                 .filter(|(k, _)| !known.contains(&k.as_str()))

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::model::{Dispatch, WorkflowState, from_value};
 use crate::error::{Error, Result};
-use crate::store::atomic::{sync_dir, write_json};
+use crate::store::atomic::write_json;
 use crate::store::read::read_json;
 use crate::store::time::parse_ts;
 use crate::store::{GodName, HandoffId, Root, WorkflowId, is_valid_name};
@@ -82,8 +82,19 @@ pub fn require_state(root: &Root, wf: &WorkflowId) -> Result<WorkflowState> {
 }
 
 /// Writes a workflow state atomically.
+/// Refused when the state would outgrow [`crate::store::limits::MAX_STATE_BYTES`] (it must always read
+/// back, so that ack and abort keep working).
 pub fn write_state(root: &Root, wf: &WorkflowId, state: &WorkflowState) -> Result<()> {
-    write_json(root, &root.state_path(wf), state)
+    let bytes = crate::store::atomic::to_pretty_json(state);
+    let max = crate::store::limits::MAX_STATE_BYTES;
+    if bytes.len() > max {
+        return Err(Error::refused(format!(
+            "the state of workflow {wf} would grow to {} bytes, over the {max}-byte limit; nothing was \
+             recorded (abort the workflow, or start a new workflow_id)",
+            bytes.len()
+        )));
+    }
+    crate::store::atomic::write_atomic(root, &root.state_path(wf), &bytes)
 }
 
 /// The dispatches of one directory with their paths, and the files that could not be read.
@@ -327,19 +338,9 @@ pub fn refuse_unconfined<'a>(
     Ok(())
 }
 
-/// Removes a file if it exists, durably.
+/// Removes a file if it exists, durably (never through a link, see [`crate::store::safe`]).
 pub fn remove_file(root: &Root, path: &Path) -> Result<()> {
-    crate::store::atomic::confined(root, path)?;
-    match std::fs::remove_file(path) {
-        Ok(()) => {
-            if let Some(dir) = path.parent() {
-                sync_dir(dir)?;
-            }
-            Ok(())
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io(path, e)),
-    }
+    crate::store::atomic::remove_file(root, path).map(|_| ())
 }
 
 #[cfg(test)]

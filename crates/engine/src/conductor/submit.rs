@@ -83,6 +83,7 @@ fn required_string(v: &Value, pointer: &str, out: &mut Vec<Violation>) {
 
 /// Validates a handoff (schema + names + the fields the engine needs); returns it parsed.
 pub(crate) fn validate_handoff(c: &Conductor, v: &Value) -> Result<(Handoff, Vec<String>)> {
+    crate::store::limits::check_document("handoff", v, crate::store::limits::MAX_HANDOFF_BYTES)?;
     let schemas = c.schemas()?;
     let mut violations = schemas.check_handoff(v);
     let mut extra = name_violations(
@@ -389,12 +390,42 @@ pub(crate) struct AckCommit {
     pub dispatch_update: Dispatch,
 }
 
+/// For a workflow routed by a definition, refuses a new handoff for any step but the one currently
+/// dispatched (or, once that step was rejected for good, one that dispatches it again): a late or
+/// replayed handoff of an earlier step would otherwise rewind the workflow while the current dispatch
+/// stays live. Restarting from an earlier step is an operator's explicit act.
+fn refuse_out_of_step(
+    wf: &WorkflowId,
+    st: &WorkflowState,
+    h: &Handoff,
+    route: &Route,
+) -> Result<()> {
+    let (Some(_), Some(current)) = (&route.definition, st.current_step.as_deref()) else {
+        return Ok(());
+    };
+    if h.step == current {
+        return Ok(());
+    }
+    let retries_current = st.status == WorkflowStatus::Failed
+        && matches!(&route.target, Target::Dispatch { step, .. } if step == current);
+    if retries_current {
+        return Ok(());
+    }
+    Err(Error::refused(format!(
+        "workflow {wf} is at step {current:?} (dispatched to {}); a new handoff for step {:?} would \
+         fork it. Submit the handoff of step {current:?} when it is done (resubmitting a recorded \
+         handoff unchanged is fine)",
+        st.dispatched_to.as_deref().unwrap_or("?"),
+        h.step
+    )))
+}
+
 impl Conductor {
     /// Submits a handoff (docs/PROTOCOL.md §2.1): validates it, records it, routes it and dispatches it.
     pub fn submit_handoff(&self, handoff: &Value) -> Result<SubmitResult> {
         let (h, warnings) = validate_handoff(self, handoff)?;
         let wf = WorkflowId::parse(&h.workflow_id)?;
-        let _lock = FileLock::exclusive(&self.root.workflow_lock_path(&wf))?;
+        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
         let state = files::load_state(&self.root, &wf)?;
         self.submit_locked(&wf, h, handoff.clone(), state, warnings, None)
     }
@@ -457,6 +488,9 @@ impl Conductor {
             }
         }
         let route = route(root, &h, state.as_ref())?;
+        if let Some(st) = &state {
+            refuse_out_of_step(wf, st, &h, &route)?;
+        }
         warnings.extend(route.warnings.iter().cloned());
         let mut will_write = vec![root.handoff_path(wf, &step), root.state_path(wf)];
         if let Target::Dispatch { god, step, hold } = &route.target {

@@ -3,16 +3,19 @@
 //! Every write, move and removal names the [`Root`] it works in and is refused when a symbolic link
 //! planted in the root would lead it outside ([`Root::check_write`]).
 
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::fs::{self, File};
 use std::path::Path;
+
+use rustix::fs::OFlags;
 
 use serde::Serialize;
 
 use super::Root;
+use super::safe::SafeDir;
 use crate::error::{Error, Result};
 
-/// Refuses `path` when a symbolic link planted in `root` leads it outside (see [`Root::check_write`]).
+/// Refuses `path` when it lies outside the root or a symbolic link below the root is on its way (see
+/// [`Root::check_write`]). Creates nothing.
 pub fn confined(root: &Root, path: &Path) -> Result<()> {
     root.check_write(path).map_err(Error::refused)
 }
@@ -42,44 +45,42 @@ pub fn write_json<T: Serialize + ?Sized>(root: &Root, path: &Path, value: &T) ->
     write_atomic(root, path, &to_pretty_json(value))
 }
 
-/// Replaces `path` with `bytes` atomically and durably; readers see the old or the new file, never a mix.
+fn parent_dir(root: &Root, path: &Path) -> Result<(SafeDir, std::ffi::OsString)> {
+    SafeDir::parent_of(root, path, true)?
+        .ok_or_else(|| Error::refused(format!("{} has no parent directory", path.display())))
+}
+
+/// Replaces `path` with `bytes` atomically and durably; readers see the old or the new file, never a
+/// mix. A new file gets the mode `open(…, "w")` gives under the umask; a replaced one keeps its mode.
 pub fn write_atomic(root: &Root, path: &Path, bytes: &[u8]) -> Result<()> {
-    confined(root, path)?;
-    let dir = path
-        .parent()
-        .ok_or_else(|| Error::refused(format!("{} has no parent directory", path.display())))?;
-    fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmp-")
-        .suffix(".part")
-        .tempfile_in(dir)
-        .map_err(|e| Error::io(dir, e))?;
-    tmp.write_all(bytes).map_err(|e| Error::io(tmp.path(), e))?;
-    tmp.as_file()
-        .sync_all()
-        .map_err(|e| Error::io(tmp.path(), e))?;
-    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
-    sync_dir(dir)
+    let (dir, name) = parent_dir(root, path)?;
+    dir.replace(&name, bytes)
 }
 
 /// Creates `path` (empty) if it does not exist; never truncates an existing file.
 pub fn ensure_file(root: &Root, path: &Path) -> Result<()> {
-    confined_file(root, path)?;
-    if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-    }
-    OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map(|_| ())
-        .map_err(|e| Error::io(path, e))
+    open_append(root, path).map(|_| ())
+}
+
+/// Opens `path` for appending (and reading), creating it and its directory when missing, never
+/// following a link (see [`super::safe`]).
+pub fn open_append(root: &Root, path: &Path) -> Result<File> {
+    let (dir, name) = parent_dir(root, path)?;
+    dir.open_file(&name, OFlags::RDWR | OFlags::APPEND | OFlags::CREATE)?
+        .ok_or_else(|| Error::not_found(format!("{} does not exist", path.display())))
+}
+
+/// Like [`open_append`], but the directory must exist (only the file is created when missing).
+pub fn open_append_in_place(root: &Root, path: &Path) -> Result<File> {
+    let (dir, name) = SafeDir::parent_of(root, path, false)?
+        .ok_or_else(|| Error::io(path, std::io::Error::from(std::io::ErrorKind::NotFound)))?;
+    dir.open_file(&name, OFlags::RDWR | OFlags::APPEND | OFlags::CREATE)?
+        .ok_or_else(|| Error::not_found(format!("{} does not exist", path.display())))
 }
 
 /// Creates a directory and its parents.
 pub fn ensure_dir(root: &Root, path: &Path) -> Result<()> {
-    confined(root, &path.join("x"))?;
-    fs::create_dir_all(path).map_err(|e| Error::io(path, e))
+    SafeDir::open(root, path, true).map(|_| ())
 }
 
 /// fsyncs a directory so a rename in it is durable.
@@ -89,21 +90,28 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
         .map_err(|e| Error::io(dir, e))
 }
 
-/// Moves `from` to `to` (same file system) and makes the move durable.
+/// Moves `from` to `to` (same file system) and makes the move durable; neither path's directories
+/// are reached through a link.
 pub fn rename_durable(root: &Root, from: &Path, to: &Path) -> Result<()> {
-    confined(root, from)?;
-    confined(root, to)?;
-    if let Some(dir) = to.parent() {
-        fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let (from_dir, from_name) = SafeDir::parent_of(root, from, false)?
+        .ok_or_else(|| Error::not_found(format!("{} does not exist", from.display())))?;
+    let (to_dir, to_name) = parent_dir(root, to)?;
+    rustix::fs::renameat(&from_dir, &from_name, &to_dir, &to_name)
+        .map_err(|e| Error::io(from, std::io::Error::from(e)))?;
+    to_dir.sync()?;
+    from_dir.sync()
+}
+
+/// Removes a file (or a link, never followed) if it exists, durably. `Ok(false)` if it was missing.
+pub fn remove_file(root: &Root, path: &Path) -> Result<bool> {
+    let Some((dir, name)) = SafeDir::parent_of(root, path, false)? else {
+        return Ok(false);
+    };
+    let removed = dir.remove_file(&name)?;
+    if removed {
+        dir.sync()?;
     }
-    fs::rename(from, to).map_err(|e| Error::io(from, e))?;
-    if let Some(dir) = to.parent() {
-        sync_dir(dir)?;
-    }
-    if let Some(dir) = from.parent() {
-        sync_dir(dir)?;
-    }
-    Ok(())
+    Ok(removed)
 }
 
 #[cfg(test)]
@@ -147,8 +155,8 @@ mod tests {
         // A link to a file as the file itself is refused for in-place writes.
         std::os::unix::fs::symlink(outside.path().join("f"), root.root.join("f")).unwrap();
         assert!(ensure_file(&root, &root.root.join("f")).is_err());
-        // Paths outside the root are not its business; inside and link-free is fine.
-        write_json(&root, &outside.path().join("ok.json"), &1).unwrap();
+        // Paths outside the root are refused; inside and link-free is fine.
+        assert!(write_json(&root, &outside.path().join("ok.json"), &1).is_err());
         write_json(&root, &root.root.join("a/b.json"), &1).unwrap();
     }
 }

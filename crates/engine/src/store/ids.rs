@@ -59,7 +59,7 @@ pub fn is_valid_workflow_id(s: &str) -> bool {
     })
 }
 
-fn random_hex(n: usize) -> String {
+pub(crate) fn random_hex(n: usize) -> String {
     let mut rng = rand::rng();
     (0..n)
         .map(|_| char::from_digit(rng.random_range(0..16), 16).unwrap())

@@ -1,10 +1,11 @@
 //! BSD `flock` on dedicated lock files, the same lock Python's `fcntl.flock` takes, waited for with a
 //! bounded timeout.
 
-use std::fs::{File, OpenOptions, TryLockError};
+use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::Root;
 use crate::error::{Error, Result};
 
 /// Default bound on waiting for a protocol lock; `PANTHEON_LOCK_TIMEOUT_MS` overrides it.
@@ -27,21 +28,15 @@ pub struct FileLock {
 }
 
 impl FileLock {
-    /// Takes an exclusive lock on `path` (created if missing), waiting up to [`lock_timeout`].
-    pub fn exclusive(path: &Path) -> Result<Self> {
-        Self::exclusive_within(path, lock_timeout())
+    /// Takes an exclusive lock on `path` (created if missing, never through a link, see
+    /// [`super::safe`]), waiting up to [`lock_timeout`].
+    pub fn exclusive(root: &Root, path: &Path) -> Result<Self> {
+        Self::exclusive_within(root, path, lock_timeout())
     }
 
     /// Takes an exclusive lock on `path`, waiting at most `timeout`.
-    pub fn exclusive_within(path: &Path, timeout: Duration) -> Result<Self> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-        }
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| Error::io(path, e))?;
+    pub fn exclusive_within(root: &Root, path: &Path, timeout: Duration) -> Result<Self> {
+        let file = super::atomic::open_append(root, path)?;
         lock_file(&file, path, timeout)?;
         Ok(Self {
             file,
@@ -107,9 +102,10 @@ mod tests {
     #[test]
     fn second_holder_times_out_with_a_clear_error() {
         let dir = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path());
         let p = dir.path().join(".lock");
-        let _held = FileLock::exclusive(&p).unwrap();
-        let err = FileLock::exclusive_within(&p, Duration::from_millis(30)).unwrap_err();
+        let _held = FileLock::exclusive(&root, &p).unwrap();
+        let err = FileLock::exclusive_within(&root, &p, Duration::from_millis(30)).unwrap_err();
         assert!(matches!(err, Error::LockTimeout { .. }));
         assert!(err.to_string().contains(".lock"), "{err}");
     }
@@ -117,9 +113,10 @@ mod tests {
     #[test]
     fn lock_is_free_again_after_drop() {
         let dir = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path());
         let p = dir.path().join(".lock");
-        drop(FileLock::exclusive(&p).unwrap());
-        FileLock::exclusive_within(&p, Duration::from_millis(30)).unwrap();
+        drop(FileLock::exclusive(&root, &p).unwrap());
+        FileLock::exclusive_within(&root, &p, Duration::from_millis(30)).unwrap();
         assert!(p.exists());
     }
 }

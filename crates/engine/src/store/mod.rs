@@ -3,9 +3,11 @@
 
 pub mod atomic;
 pub mod ids;
+pub mod limits;
 pub mod lock;
 pub mod paths;
 pub mod read;
+pub mod safe;
 pub mod time;
 
 pub use ids::*;

@@ -76,10 +76,56 @@ fn resolve_existing(p: &Path) -> PathBuf {
     }
 }
 
+/// Why a path is never deleted by cleanup, if it is one of those: the path (already resolved) is, contains
+/// or lies inside a protocol directory (`conductor/`, `shared/handoffs/`, the bus directories in
+/// `conductor/tracks/`), or contains the root or a cleanup root.
+fn protected_reason(root: &Root, real: &Path) -> Option<String> {
+    for (dir, what) in [
+        (&root.conductor, "the Conductor's directory"),
+        (&root.handoffs, "the handoffs directory"),
+    ] {
+        if real.starts_with(dir) {
+            return Some(format!("it lies inside {what} {}", dir.display()));
+        }
+        if dir.starts_with(real) {
+            return Some(format!("it contains {what} {}", dir.display()));
+        }
+    }
+    root.anchors()
+        .into_iter()
+        .find(|a| a.starts_with(real))
+        .map(|a| format!("it contains the root or a cleanup root ({})", a.display()))
+}
+
+/// Why a definition's `temp_artifacts` entry is refused at load, if it is: judged lexically on the
+/// default layout (`{root}/conductor`, `{root}/shared/handoffs`, the root and anything above it).
+pub fn protocol_temp_artifact(raw: &str) -> Option<String> {
+    let fake = Root {
+        root: PathBuf::from("/ROOT"),
+        conductor: PathBuf::from("/ROOT/conductor"),
+        handoffs: PathBuf::from("/ROOT/shared/handoffs"),
+        cleanup_roots: Vec::new(),
+    };
+    let s = raw
+        .replace("{workflow_id}", "wf_x")
+        .replace("{root}", "/ROOT");
+    if s.starts_with('~') {
+        return None;
+    }
+    let p = if s.starts_with('/') {
+        normalize(Path::new(&s))
+    } else {
+        normalize(&fake.root.join(s))
+    };
+    protected_reason(&fake, &p).map(|r| r.replace("/ROOT", "{root}"))
+}
+
 impl Root {
-    /// A root at `root` with the default sub-directories and no extra cleanup roots.
+    /// A root at `root` with the default sub-directories and no extra cleanup roots. The root is
+    /// resolved once here (a root that is itself a link is followed now, never again), so every later
+    /// check treats the resolved directory as the root (docs/THREAT-MODEL.md).
     pub fn at(root: impl AsRef<Path>) -> Self {
-        let root = absolute(root.as_ref());
+        let root = resolve_existing(&absolute(root.as_ref()));
         Self {
             conductor: root.join("conductor"),
             handoffs: root.join("shared").join("handoffs"),
@@ -89,7 +135,8 @@ impl Root {
     }
 
     /// The root from `--root` if given, else `$PANTHEON_ROOT`, else `~/pantheon`, with the
-    /// `CONDUCTOR_BASE_DIR`, `CONDUCTOR_HANDOFFS_DIR` and `PANTHEON_CLEANUP_ROOTS` overrides.
+    /// `CONDUCTOR_BASE_DIR`, `CONDUCTOR_HANDOFFS_DIR` and `PANTHEON_CLEANUP_ROOTS` overrides, each
+    /// resolved once here and then treated as a root of its own.
     pub fn from_env(explicit: Option<&Path>) -> Self {
         let root = explicit
             .map(Path::to_path_buf)
@@ -98,51 +145,47 @@ impl Root {
             .unwrap_or_else(|| PathBuf::from("pantheon"));
         let mut r = Self::at(root);
         if let Some(c) = env_path("CONDUCTOR_BASE_DIR") {
-            r.conductor = absolute(&c);
+            r.conductor = resolve_existing(&absolute(&c));
         }
         if let Some(h) = env_path("CONDUCTOR_HANDOFFS_DIR") {
-            r.handoffs = absolute(&h);
+            r.handoffs = resolve_existing(&absolute(&h));
         }
         if let Ok(list) = std::env::var("PANTHEON_CLEANUP_ROOTS") {
             r.cleanup_roots = std::env::split_paths(&list)
                 .filter(|p| !p.as_os_str().is_empty())
-                .map(|p| absolute(&p))
+                .map(|p| resolve_existing(&absolute(&p)))
                 .collect();
         }
         r
     }
 
-    /// Refuses a write, move or removal of `path` when `path` lies under this root but a symbolic
-    /// link in its parent directories resolves outside it: a link planted inside the root never leads
-    /// our writes elsewhere. The last component is not followed (our writes replace it or refuse a
-    /// link there, see [`super::atomic`]). Paths outside the root (a `CONDUCTOR_BASE_DIR` or cleanup
-    /// root configured elsewhere) are not this check's business.
+    /// The directories writes are anchored at: the root, and each of `conductor`, `handoffs` and the
+    /// cleanup roots that lies outside it. Below an anchor no symbolic link is ever followed.
+    pub fn anchors(&self) -> Vec<PathBuf> {
+        let mut v = vec![self.root.clone()];
+        for p in [&self.conductor, &self.handoffs]
+            .into_iter()
+            .chain(self.cleanup_roots.iter())
+        {
+            if !p.starts_with(&self.root) && !v.contains(p) {
+                v.push(p.clone());
+            }
+        }
+        v
+    }
+
+    /// Refuses a write, move or removal of `path` when it lies outside every anchor or when a
+    /// component of its directory below the anchor is a symbolic link (see [`super::safe`]). Creates
+    /// nothing.
     pub fn check_write(&self, path: &Path) -> Result<(), String> {
         let path = absolute(path);
-        if !path.starts_with(&self.root) || path == self.root {
+        if self.anchors().contains(&path) {
             return Ok(());
         }
-        // A root that does not exist yet holds nothing that could lead outside it.
-        let Ok(real_root) = std::fs::canonicalize(&self.root) else {
-            return Ok(());
-        };
-        // The deepest directory of the path that exists, resolved.
-        let mut dir = path.parent();
-        while let Some(d) = dir {
-            if let Ok(real) = std::fs::canonicalize(d) {
-                if !real.starts_with(&real_root) {
-                    return Err(format!(
-                        "{} leads outside the root {} (through a symbolic link to {}); remove the link",
-                        path.display(),
-                        self.root.display(),
-                        real.display()
-                    ));
-                }
-                break;
-            }
-            dir = d.parent();
+        match super::safe::SafeDir::parent_of(self, &path, false) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(e.to_string()),
         }
-        Ok(())
     }
 
     pub fn schema_path(&self) -> PathBuf {
@@ -249,6 +292,9 @@ impl Root {
         let real = real_parent.join(name);
         if roots.contains(&real) {
             return Err("refusing to touch the root itself or a cleanup root".into());
+        }
+        if let Some(why) = protected_reason(self, &real) {
+            return Err(format!("refusing a protocol path: {why}"));
         }
         if roots.iter().any(|r| real.starts_with(r)) {
             Ok(real)

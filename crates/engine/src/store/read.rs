@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 
 /// Largest JSON document the engine reads (a guard against runaway files).
-pub const MAX_JSON_BYTES: u64 = 64 * 1024 * 1024;
+pub const MAX_JSON_BYTES: u64 = super::limits::MAX_FILE_BYTES;
 
 /// Reads and parses a JSON file. `Ok(None)` if it does not exist. A parse failure is retried a few
 /// times over ~50 ms (a foreign writer may be mid-write), then returned as [`Error::Corrupt`].

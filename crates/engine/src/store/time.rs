@@ -1,6 +1,6 @@
 //! Timestamps: written as UTC RFC 3339 with microseconds and `Z`; read in every form foreign writers use.
 
-use chrono::{DateTime, NaiveDateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Datelike, NaiveDateTime, SecondsFormat, Utc};
 
 /// A timestamp as the protocol writes it: `2026-06-14T10:30:00.123456Z`.
 pub fn format_ts(t: DateTime<Utc>) -> String {
@@ -43,8 +43,55 @@ pub fn parse_ts_value(v: Option<&serde_json::Value>) -> Option<DateTime<Utc>> {
     v.and_then(|v| v.as_str()).and_then(parse_ts)
 }
 
-/// Parses a duration such as `30s`, `5m`, `2h`, `1d` (also `90` = seconds, `1h30m`).
+/// Longest duration the engine accepts anywhere (lock TTLs, step timeouts, ETAs): 365 days, so every
+/// time computed from one is a valid RFC 3339 instant Python can parse (docs/THREAT-MODEL.md).
+pub const MAX_DURATION: std::time::Duration = std::time::Duration::from_secs(365 * 86_400);
+
+/// Checks `d` against [`MAX_DURATION`], naming `what` in the refusal.
+pub fn check_duration(what: &str, d: std::time::Duration) -> crate::error::Result<()> {
+    if d > MAX_DURATION {
+        return Err(crate::error::Error::refused(format!(
+            "{what} of {}s is longer than the maximum of 365d ({}s); use a shorter one",
+            d.as_secs(),
+            MAX_DURATION.as_secs()
+        )));
+    }
+    Ok(())
+}
+
+/// `t + d`, or `None` when the result is not a time the protocol can write (never panics).
+pub fn add(t: DateTime<Utc>, d: std::time::Duration) -> Option<DateTime<Utc>> {
+    let d = chrono::TimeDelta::from_std(d).ok()?;
+    t.checked_add_signed(d).filter(|r| r.year_ce().1 <= 9999)
+}
+
+/// Parses a duration such as `30s`, `5m`, `2h`, `1d` (also `90` = seconds, `1h30m`). `None` when it is
+/// not one or is longer than [`MAX_DURATION`].
 pub fn parse_duration(s: &str) -> Option<std::time::Duration> {
+    parse_duration_unbounded(s).filter(|d| *d <= MAX_DURATION)
+}
+
+/// Parses a duration given as `what` (e.g. `--ttl`), saying whether it is not one or too long.
+pub fn parse_duration_checked(what: &str, s: &str) -> crate::error::Result<std::time::Duration> {
+    match parse_duration_unbounded(s) {
+        None if s
+            .trim()
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b"smhdw".contains(&b))
+            && s.trim().bytes().any(|b| b.is_ascii_digit()) =>
+        {
+            Err(crate::error::Error::refused(format!(
+                "{what} {s:?} is longer than the maximum of 365d; use a shorter one"
+            )))
+        }
+        None => Err(crate::error::Error::refused(format!(
+            "{what} {s:?} is not a duration; use e.g. 30s, 5m, 2h or 1d (at most 365d)"
+        ))),
+        Some(d) => check_duration(what, d).map(|()| d),
+    }
+}
+
+fn parse_duration_unbounded(s: &str) -> Option<std::time::Duration> {
     let s = s.trim();
     if s.is_empty() {
         return None;
@@ -145,5 +192,45 @@ mod tests {
         assert_eq!(parse_duration("1h30m").unwrap().as_secs(), 5400);
         assert!(parse_duration("5x").is_none());
         assert!(parse_duration("m").is_none());
+        assert_eq!(parse_duration("365d"), Some(MAX_DURATION));
+        assert!(parse_duration("366d").is_none());
+        assert!(parse_duration("99999999999d").is_none());
+        assert!(parse_duration("99999999999999999999d").is_none());
+        let err = parse_duration_checked("--ttl", "99999999999d")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("longer than the maximum of 365d"), "{err}");
+        let err = parse_duration_checked("--ttl", "soon")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not a duration"), "{err}");
+    }
+
+    proptest::proptest! {
+        /// No duration text, and no instant plus any duration, panics; what is accepted stays a time
+        /// the protocol can write and parse back.
+        #[test]
+        fn durations_and_time_arithmetic_never_panic(
+            n in proptest::prelude::any::<u64>(),
+            unit in proptest::sample::select(vec!["", "s", "m", "h", "d", "w", "x"]),
+            secs in proptest::prelude::any::<u64>(),
+            nanos in 0u32..1_000_000_000,
+            base in -8_000_000_000_000i64..250_000_000_000i64,
+        ) {
+            let text = format!("{n}{unit}");
+            if let Some(d) = parse_duration(&text) {
+                proptest::prop_assert!(d <= MAX_DURATION);
+                proptest::prop_assert!(check_duration("ttl", d).is_ok());
+            }
+            let d = std::time::Duration::new(secs, nanos);
+            let _ = check_duration("ttl", d);
+            if let Some(t) = DateTime::from_timestamp(base, 0)
+                && let Some(r) = add(t, d)
+            {
+                let written = format_ts(r);
+                proptest::prop_assert_eq!(parse_ts(&written), Some(r), "{}", written);
+            }
+            let _ = relative(DateTime::<Utc>::MAX_UTC, DateTime::<Utc>::MIN_UTC);
+        }
     }
 }

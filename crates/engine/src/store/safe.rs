@@ -1,0 +1,342 @@
+//! Link-safe file-system access anchored at the root: the one place the engine creates, appends to,
+//! renames or removes anything (docs/THREAT-MODEL.md).
+//!
+//! A path is split into an *anchor* (the root, or a `CONDUCTOR_BASE_DIR` / `CONDUCTOR_HANDOFFS_DIR` /
+//! `PANTHEON_CLEANUP_ROOTS` directory configured outside it, each resolved once when the [`Root`] is
+//! built) and the components below it. Every component is opened with `openat(…, O_NOFOLLOW |
+//! O_DIRECTORY)` from the directory handle of its parent, and the file itself with `O_NOFOLLOW`, so a
+//! symbolic link anywhere below the anchor is refused before anything is created, and a link swapped
+//! in after a check cannot redirect the operation (there is no check-then-use on a path).
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
+
+use super::Root;
+use crate::error::{Error, Result};
+
+/// The mode new files are created with before the umask applies (what `open(…, "w")` uses).
+const FILE_MODE: u32 = 0o666;
+/// The mode new directories are created with before the umask applies.
+const DIR_MODE: u32 = 0o777;
+/// Deepest directory tree [`remove_tree`] descends into.
+const MAX_TREE_DEPTH: usize = 256;
+
+fn io_err(path: &Path, e: Errno) -> Error {
+    Error::io(path, std::io::Error::from(e))
+}
+
+fn link_refusal(path: &Path, link: &Path, anchor: &Path) -> Error {
+    Error::refused(format!(
+        "{} is refused: {} is a symbolic link, and the engine never writes through one (it leads \
+         outside the root {} or could be made to); remove the link",
+        path.display(),
+        link.display(),
+        anchor.display()
+    ))
+}
+
+/// An open directory inside an anchor, with the path it was reached by (for messages).
+#[derive(Debug)]
+pub struct SafeDir {
+    fd: OwnedFd,
+    path: PathBuf,
+    anchor: PathBuf,
+}
+
+/// The anchor `path` lies under and the components below it.
+fn split(root: &Root, path: &Path) -> Result<(PathBuf, Vec<OsString>)> {
+    if path.as_os_str().as_bytes().contains(&0) {
+        return Err(Error::refused(format!(
+            "{} contains a NUL byte",
+            path.display()
+        )));
+    }
+    let path = super::paths::absolute(path);
+    let anchor = root
+        .anchors()
+        .into_iter()
+        .filter(|a| path.starts_with(a))
+        .max_by_key(|a| a.components().count())
+        .ok_or_else(|| {
+            Error::refused(format!(
+                "{} is outside the root {}; the engine writes only inside it",
+                path.display(),
+                root.root.display()
+            ))
+        })?;
+    let rest = path
+        .strip_prefix(&anchor)
+        .expect("anchor is a prefix")
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_os_string()),
+            _ => None,
+        })
+        .collect();
+    Ok((anchor, rest))
+}
+
+/// Opens (creating it when `create`) an anchor directory itself. Anchors were resolved when the root
+/// was built; a dangling link in their place is refused.
+fn open_anchor(anchor: &Path, create: bool) -> Result<Option<OwnedFd>> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    match rustix::fs::open(anchor, flags, Mode::empty()) {
+        Ok(fd) => return Ok(Some(fd)),
+        Err(Errno::NOENT) if !create => return Ok(None),
+        Err(Errno::NOENT) => {}
+        Err(e) => return Err(io_err(anchor, e)),
+    }
+    if let Ok(m) = std::fs::symlink_metadata(anchor)
+        && m.file_type().is_symlink()
+    {
+        let to = std::fs::read_link(anchor).unwrap_or_default();
+        return Err(Error::refused(format!(
+            "{} is a symbolic link to {}, which does not exist; create {} or remove the link",
+            anchor.display(),
+            to.display(),
+            to.display()
+        )));
+    }
+    std::fs::create_dir_all(anchor).map_err(|e| Error::io(anchor, e))?;
+    rustix::fs::open(anchor, flags, Mode::empty())
+        .map(Some)
+        .map_err(|e| io_err(anchor, e))
+}
+
+/// Opens `name` in `dir` as a directory without following a link, creating it when `create`.
+fn open_child_dir(dir: &SafeDir, name: &OsStr, create: bool) -> Result<Option<OwnedFd>> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let path = dir.path.join(name);
+    for _ in 0..3 {
+        match rustix::fs::openat(&dir.fd, name, flags, Mode::empty()) {
+            Ok(fd) => return Ok(Some(fd)),
+            Err(Errno::NOENT) if !create => return Ok(None),
+            Err(Errno::NOENT) => {
+                match rustix::fs::mkdirat(&dir.fd, name, Mode::from_raw_mode(DIR_MODE)) {
+                    Ok(()) | Err(Errno::EXIST) => continue,
+                    Err(e) => return Err(io_err(&path, e)),
+                }
+            }
+            Err(Errno::LOOP | Errno::NOTDIR) => {
+                if is_link(&dir.fd, name) {
+                    return Err(link_refusal(&path, &path, &dir.anchor));
+                }
+                return Err(Error::refused(format!(
+                    "{} is not a directory; remove or rename it",
+                    path.display()
+                )));
+            }
+            Err(e) => return Err(io_err(&path, e)),
+        }
+    }
+    Err(Error::refused(format!(
+        "{} keeps changing while it is created; retry",
+        path.display()
+    )))
+}
+
+fn is_link(dir: impl AsFd, name: &OsStr) -> bool {
+    rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+        .is_ok_and(|s| FileType::from_raw_mode(s.st_mode) == FileType::Symlink)
+}
+
+impl AsFd for SafeDir {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl SafeDir {
+    /// Opens directory `path` under `root` without following any link below its anchor; creates what
+    /// is missing when `create` (nothing is created before every existing component was checked).
+    /// `Ok(None)` when it does not exist and `create` is false.
+    pub fn open(root: &Root, path: &Path, create: bool) -> Result<Option<Self>> {
+        let (anchor, rest) = split(root, path)?;
+        let Some(fd) = open_anchor(&anchor, create)? else {
+            return Ok(None);
+        };
+        let mut dir = SafeDir {
+            fd,
+            path: anchor.clone(),
+            anchor,
+        };
+        for name in rest {
+            let Some(fd) = open_child_dir(&dir, &name, create)? else {
+                return Ok(None);
+            };
+            dir.path.push(&name);
+            dir.fd = fd;
+        }
+        Ok(Some(dir))
+    }
+
+    /// Opens the parent directory of `path` (see [`SafeDir::open`]) and returns it with the file name.
+    pub fn parent_of(root: &Root, path: &Path, create: bool) -> Result<Option<(Self, OsString)>> {
+        let path = super::paths::absolute(path);
+        let name = path
+            .file_name()
+            .ok_or_else(|| Error::refused(format!("{} names no file", path.display())))?
+            .to_os_string();
+        let parent = path.parent().expect("a path with a file name has a parent");
+        Ok(Self::open(root, parent, create)?.map(|d| (d, name)))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// fsyncs the directory (makes a rename or removal in it durable).
+    pub fn sync(&self) -> Result<()> {
+        rustix::fs::fsync(&self.fd).map_err(|e| io_err(&self.path, e))
+    }
+
+    /// Opens file `name` here without following a link.
+    pub fn open_file(&self, name: &OsStr, flags: OFlags) -> Result<Option<File>> {
+        let path = self.path.join(name);
+        match rustix::fs::openat(
+            &self.fd,
+            name,
+            flags | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(FILE_MODE),
+        ) {
+            Ok(fd) => Ok(Some(File::from(fd))),
+            Err(Errno::NOENT) if !flags.contains(OFlags::CREATE) => Ok(None),
+            Err(Errno::LOOP) => Err(link_refusal(&path, &path, &self.anchor)),
+            Err(e) => Err(io_err(&path, e)),
+        }
+    }
+
+    /// The mode of regular file `name` here, if it exists (never following a link).
+    fn file_mode(&self, name: &OsStr) -> Option<u32> {
+        rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW)
+            .ok()
+            .filter(|s| FileType::from_raw_mode(s.st_mode) == FileType::RegularFile)
+            .map(|s| s.st_mode & 0o7777)
+    }
+
+    /// Replaces `name` with `bytes` atomically and durably: a fresh temp file here (mode as `open(…,
+    /// "w")` gives under the umask, or the replaced file's mode), fsync, rename, directory fsync.
+    pub fn replace(&self, name: &OsStr, bytes: &[u8]) -> Result<()> {
+        use std::io::Write;
+        let keep_mode = self.file_mode(name);
+        let (tmp_name, mut tmp) = loop {
+            let candidate = format!(".tmp-{}.part", super::ids::random_hex(12));
+            match self.open_file(
+                OsStr::new(&candidate),
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL,
+            ) {
+                Ok(Some(f)) => break (candidate, f),
+                Err(Error::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+                Ok(None) => unreachable!("CREATE never answers missing"),
+            }
+        };
+        let tmp_path = self.path.join(&tmp_name);
+        let result = (|| {
+            if let Some(mode) = keep_mode {
+                rustix::fs::fchmod(&tmp, Mode::from_raw_mode(mode))
+                    .map_err(|e| io_err(&tmp_path, e))?;
+            }
+            tmp.write_all(bytes).map_err(|e| Error::io(&tmp_path, e))?;
+            tmp.sync_all().map_err(|e| Error::io(&tmp_path, e))?;
+            rustix::fs::renameat(&self.fd, tmp_name.as_str(), &self.fd, name)
+                .map_err(|e| io_err(&self.path.join(name), e))
+        })();
+        if result.is_err() {
+            let _ = rustix::fs::unlinkat(&self.fd, tmp_name.as_str(), AtFlags::empty());
+            return result;
+        }
+        self.sync()
+    }
+
+    /// Removes file (or link) `name` here; `Ok(false)` when it was not there.
+    pub fn remove_file(&self, name: &OsStr) -> Result<bool> {
+        match rustix::fs::unlinkat(&self.fd, name, AtFlags::empty()) {
+            Ok(()) => Ok(true),
+            Err(Errno::NOENT) => Ok(false),
+            Err(e) => Err(io_err(&self.path.join(name), e)),
+        }
+    }
+
+    /// Removes `name` here whatever it is: a file or link is unlinked (a link is never followed), a
+    /// directory is emptied by walking it from its own opened handle, then removed. `Ok(false)` when
+    /// it was not there.
+    pub fn remove_tree(&self, name: &OsStr) -> Result<bool> {
+        remove_entry(&self.fd, &self.path, name, 0)
+    }
+}
+
+fn remove_entry(dir: &OwnedFd, dir_path: &Path, name: &OsStr, depth: usize) -> Result<bool> {
+    let path = dir_path.join(name);
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    match rustix::fs::openat(dir, name, flags, Mode::empty()) {
+        Ok(child) => {
+            if depth >= MAX_TREE_DEPTH {
+                return Err(Error::refused(format!(
+                    "{} is nested deeper than {MAX_TREE_DEPTH} directories; remove it by hand",
+                    path.display()
+                )));
+            }
+            let names: Vec<OsString> = rustix::fs::Dir::read_from(&child)
+                .map_err(|e| io_err(&path, e))?
+                .filter_map(|e| e.ok())
+                .map(|e| OsStr::from_bytes(e.file_name().to_bytes()).to_os_string())
+                .filter(|n| n != "." && n != "..")
+                .collect();
+            for n in names {
+                remove_entry(&child, &path, &n, depth + 1)?;
+            }
+            match rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR) {
+                Ok(()) | Err(Errno::NOENT) => Ok(true),
+                Err(e) => Err(io_err(&path, e)),
+            }
+        }
+        Err(Errno::NOENT) => Ok(false),
+        Err(Errno::NOTDIR | Errno::LOOP) => match rustix::fs::unlinkat(dir, name, AtFlags::empty())
+        {
+            Ok(()) => Ok(true),
+            Err(Errno::NOENT) => Ok(false),
+            Err(e) => Err(io_err(&path, e)),
+        },
+        Err(e) => Err(io_err(&path, e)),
+    }
+}
+
+/// Opens file `path` under `root` with `flags` (plus `O_NOFOLLOW`), creating its directory first when
+/// `flags` holds `CREATE`. `Ok(None)` when it (or its directory) does not exist and is not created.
+pub fn open_file(root: &Root, path: &Path, flags: OFlags) -> Result<Option<File>> {
+    let create = flags.contains(OFlags::CREATE);
+    let Some((dir, name)) = SafeDir::parent_of(root, path, create)? else {
+        return Ok(None);
+    };
+    dir.open_file(&name, flags)
+}
+
+/// Refuses `file` (opened at `path`) unless it has exactly one link: a hard link to a file elsewhere
+/// would make an append or a lock land outside the root.
+pub fn require_single_link(file: &File, path: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    if !meta.file_type().is_file() {
+        return Err(Error::refused(format!(
+            "{} is not a regular file; remove it",
+            path.display()
+        )));
+    }
+    if meta.nlink() != 1 {
+        return Err(Error::refused(format!(
+            "{} has {} hard links; a protocol file the engine appends to must have exactly one (a hard \
+             link can lead outside the root); replace it with a copy",
+            path.display(),
+            meta.nlink()
+        )));
+    }
+    Ok(())
+}
