@@ -46,6 +46,11 @@ pub struct CheckInbox {
     pub god_name: String,
 }
 
+/// Tools that take no arguments (`list_rules`, `list_workflows`): anything given is refused.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArguments {}
+
 /// `get_workflow_state`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -214,12 +214,18 @@ pub fn list_tools() -> Value {
     json!({"op": "list_tools"})
 }
 
-/// The structured content of a successful call (fails the test on an error result).
+/// The structured content of a successful call (fails the test on an error result, and on a
+/// result that does not fit the tool's declared `outputSchema`).
 pub fn ok(result: &Value) -> &Value {
     assert_eq!(
         result["is_error"],
         json!(false),
         "expected success, got {result:#}"
+    );
+    assert_eq!(
+        result["schema_errors"],
+        json!([]),
+        "the result must fit the tool's outputSchema: {result:#}"
     );
     let s = &result["structured"];
     assert!(s.is_object(), "no structured content in {result:#}");
