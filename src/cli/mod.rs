@@ -92,9 +92,51 @@ pub fn print_json(value: &serde_json::Value) {
     let _ = writeln!(out, "{text}").and_then(|()| out.flush());
 }
 
+impl Command {
+    /// True for the commands that create a root (`init`, `demo`, `bus --track T init`); every
+    /// other command refuses a root directory that does not exist.
+    fn creates_root(&self) -> bool {
+        matches!(
+            self,
+            Command::Demo(_)
+                | Command::Conductor(conductor::ConductorCommand::Init)
+                | Command::Bus(bus::BusArgs {
+                    command: bus::BusCommand::Init,
+                    ..
+                })
+        )
+    }
+}
+
+/// Refuses a root that is not an existing directory, with the command that creates one. An
+/// existing empty directory is a root with nothing in it yet, not a missing one.
+pub fn require_root(root: &Root) -> anyhow::Result<()> {
+    if root.root.is_dir() {
+        return Ok(());
+    }
+    let what = if root.root.symlink_metadata().is_ok() {
+        "is not a directory"
+    } else {
+        "does not exist"
+    };
+    anyhow::bail!(
+        "the pantheon root {} {what}; create it with `pantheon --root {} init`, or pass --root DIR / set PANTHEON_ROOT",
+        root.root.display(),
+        root.root.display()
+    )
+}
+
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> ExitCode {
     let root = Root::from_env(cli.root.as_deref());
+    let checked = match &cli.command {
+        Some(c) if c.creates_root() => Ok(()),
+        _ => require_root(&root),
+    };
+    if let Err(e) = checked {
+        eprintln!("error: {e:#}");
+        return ExitCode::from(1);
+    }
     let result: anyhow::Result<Outcome> = match cli.command {
         None => run_console(ConsoleArgs::default(), &root),
         Some(Command::Console(args)) => run_console(args, &root),

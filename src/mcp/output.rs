@@ -125,6 +125,7 @@ pub fn check_inbox() -> Arc<JsonObject> {
     tool_schema(object(
         &[
             ("god", string()),
+            ("known_god", boolean()),
             ("dispatches", array(dispatch())),
             ("count", integer()),
             ("errors", file_errors()),

@@ -151,7 +151,11 @@ fn validate_refuses_a_root_that_does_not_exist() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("is not a directory"), "{err}");
+    assert!(err.contains("does not exist"), "{err}");
+    assert!(
+        err.contains(" init`"),
+        "the same hint as every command: {err}"
+    );
 }
 
 #[test]

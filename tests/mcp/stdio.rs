@@ -214,3 +214,28 @@ fn a_cancelled_or_abandoned_wait_never_blocks_the_server_or_its_exit() {
     // The host hangs up with wait 3 still running: the process exits anyway.
     server.close();
 }
+
+/// Issue 11, 2.8: `pantheon mcp` on a root that does not exist refuses to start (exit 1, the
+/// `init` hint on stderr, nothing on stdout) instead of serving empty answers; hosts show the
+/// hint in their MCP log.
+#[test]
+fn a_server_on_a_missing_root_refuses_to_start_with_the_init_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-root-here");
+    let out = Command::new(pantheon_bin())
+        .arg("--root")
+        .arg(&missing)
+        .arg("mcp")
+        .env_remove("PANTHEON_ROOT")
+        .stdin(Stdio::piped())
+        .output()
+        .expect("run pantheon mcp");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty(), "stdout carries only the protocol");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("pantheon --root {} init", missing.display())),
+        "{err}"
+    );
+    assert!(!missing.exists());
+}

@@ -131,10 +131,12 @@ pub fn read_dispatch_dir(dir: &Path) -> DirListing {
 
 /// A god's inbox (`check_inbox`).
 pub fn read_inbox(root: &Root, god: &GodName) -> super::InboxResult {
-    let (found, errors) = read_dispatch_dir(&root.inbox_dir(god));
+    let dir = root.inbox_dir(god);
+    let (found, errors) = read_dispatch_dir(&dir);
     let dispatches: Vec<Dispatch> = found.into_iter().map(|(_, d)| d).collect();
     super::InboxResult {
         god: god.to_string(),
+        known_god: dir.is_dir(),
         count: dispatches.len(),
         dispatches,
         errors,

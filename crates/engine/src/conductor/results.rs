@@ -55,6 +55,9 @@ pub struct AckResult {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct InboxResult {
     pub god: String,
+    /// False when the god has no inbox directory (a misspelt or unknown god): nothing can be
+    /// dispatched to it until `init` or a first dispatch creates the inbox.
+    pub known_god: bool,
     pub dispatches: Vec<Dispatch>,
     pub count: usize,
     pub errors: Vec<FileError>,
