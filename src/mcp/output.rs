@@ -121,14 +121,58 @@ pub fn submit_handoff() -> Arc<JsonObject> {
     tool_schema(submit_result())
 }
 
+/// The paging fields of a paged listing (`check_inbox`, `list_pending`).
+fn paging() -> [(&'static str, Value); 2] {
+    [
+        ("limit", json!({"type": ["integer", "null"], "minimum": 1})),
+        ("next_cursor", string_or_null()),
+    ]
+}
+
+/// A dispatch in `check_inbox` with `compact: true`.
+fn compact_dispatch() -> Value {
+    object(
+        &[
+            ("dispatch_id", string_or_null()),
+            ("handoff_id", string()),
+            ("workflow_id", string()),
+            ("from_god", string()),
+            ("step", string()),
+            (
+                "age_secs",
+                json!({"type": ["integer", "null"], "minimum": 0}),
+            ),
+            ("summary", string()),
+        ],
+        &[],
+    )
+}
+
 pub fn check_inbox() -> Arc<JsonObject> {
+    let [limit, next_cursor] = paging();
     tool_schema(object(
         &[
             ("god", string()),
             ("known_god", boolean()),
-            ("dispatches", array(dispatch())),
+            (
+                "dispatches",
+                array(json!({"anyOf": [dispatch(), compact_dispatch()]})),
+            ),
             ("count", integer()),
+            limit,
+            next_cursor,
             ("errors", file_errors()),
+        ],
+        &[],
+    ))
+}
+
+pub fn get_dispatch() -> Arc<JsonObject> {
+    tool_schema(object(
+        &[
+            ("god", string()),
+            ("dispatch", dispatch()),
+            ("path", string()),
         ],
         &[],
     ))
@@ -172,6 +216,7 @@ pub fn get_workflow_state() -> Arc<JsonObject> {
 }
 
 pub fn list_pending() -> Arc<JsonObject> {
+    let [limit, next_cursor] = paging();
     tool_schema(object(
         &[
             (
@@ -179,6 +224,8 @@ pub fn list_pending() -> Arc<JsonObject> {
                 json!({"type": "object", "additionalProperties": array(pending_entry())}),
             ),
             ("count", integer()),
+            limit,
+            next_cursor,
             ("awaiting_approval", array(pending_entry())),
             ("errors", file_errors()),
         ],
@@ -478,6 +525,7 @@ mod tests {
         let all = [
             submit_handoff(),
             check_inbox(),
+            get_dispatch(),
             ack_handoff(),
             get_workflow_state(),
             list_pending(),

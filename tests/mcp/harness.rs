@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 /// Every tool docs/PROTOCOL.md §5 lists, sorted.
-pub const ALL_TOOLS: [&str; 24] = [
+pub const ALL_TOOLS: [&str; 25] = [
     "abort_workflow",
     "ack_handoff",
     "acquire_lock",
@@ -25,6 +25,7 @@ pub const ALL_TOOLS: [&str; 24] = [
     "check_inbox",
     "cleanup",
     "detect_deadlocks",
+    "get_dispatch",
     "get_workflow_state",
     "list_pending",
     "list_rules",

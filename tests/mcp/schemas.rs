@@ -62,6 +62,14 @@ fn every_tool_result_fits_its_declared_output_schema() {
             json!({"handoff": handoff(&h1, wf, "thoth", "hephaestus", "research", &[])}),
         ),
         call("check_inbox", json!({"god_name": "hephaestus"})),
+        call(
+            "check_inbox",
+            json!({"god_name": "hephaestus", "compact": true, "limit": 1}),
+        ),
+        call(
+            "get_dispatch",
+            json!({"god_name": "hephaestus", "handoff_id": h1}),
+        ),
         call("list_pending", json!({})),
         call("list_rules", json!({})),
         call("list_workflows", json!({})),
@@ -148,4 +156,82 @@ fn every_tool_result_fits_its_declared_output_schema() {
     covered.sort();
     covered.dedup();
     assert_eq!(covered, ALL_TOOLS, "every tool's result is checked");
+}
+
+/// Issue 11, 2.10: `check_inbox` and `list_pending` page (`limit`, `cursor`, `next_cursor`, `count`
+/// the total), `compact` cuts each dispatch down, `get_dispatch` fetches one whole.
+#[test]
+fn inbox_and_pending_page_through_the_official_client() {
+    let root = TestRoot::new();
+    for n in 0..25u32 {
+        let id = handoff_id(0x700 + n);
+        root.write(
+            &format!("conductor/pending/marvin/{id}.json"),
+            &json!({"handoff_id": id, "workflow_id": format!("wf_page_{n}"), "from_god": "thoth",
+                    "to_god": "marvin", "step": "review",
+                    "context": {"summary": format!("line one {n}\nline two"), "decisions": [], "artifacts": []},
+                    "dispatched_at": format!("2026-06-14T10:00:{n:02}Z"), "ack_status": "unacked"})
+            .to_string(),
+        );
+    }
+    let first = root.session(&[
+        call("check_inbox", json!({"god_name": "marvin"})),
+        call(
+            "check_inbox",
+            json!({"god_name": "marvin", "compact": true, "limit": 3}),
+        ),
+        call("list_pending", json!({"limit": 10})),
+        call(
+            "get_dispatch",
+            json!({"god_name": "marvin", "handoff_id": handoff_id(0x700)}),
+        ),
+        call(
+            "get_dispatch",
+            json!({"god_name": "marvin", "handoff_id": handoff_id(0x7ff)}),
+        ),
+    ]);
+    let page = ok(&first.results[0]);
+    assert_eq!(page["count"], json!(25));
+    assert_eq!(
+        page["dispatches"].as_array().unwrap().len(),
+        20,
+        "default limit 20"
+    );
+    assert_eq!(
+        page["dispatches"][0]["handoff_id"],
+        json!(handoff_id(0x700)),
+        "oldest first"
+    );
+    let compact = ok(&first.results[1]);
+    assert_eq!(compact["dispatches"][0]["summary"], json!("line one 0"));
+    assert!(compact["dispatches"][0]["context"].is_null(), "{compact}");
+    let pending = ok(&first.results[2]);
+    assert_eq!(pending["count"], json!(25));
+    assert_eq!(pending["pending"]["marvin"].as_array().unwrap().len(), 10);
+    let whole = ok(&first.results[3]);
+    assert_eq!(
+        whole["dispatch"]["context"]["summary"],
+        json!("line one 0\nline two")
+    );
+    assert!(refused(&first.results[4]).contains("no dispatch"));
+
+    let cursor = page["next_cursor"].as_str().unwrap();
+    let next = root.session(&[
+        call(
+            "check_inbox",
+            json!({"god_name": "marvin", "cursor": cursor}),
+        ),
+        call(
+            "check_inbox",
+            json!({"god_name": "marvin", "cursor": "bogus"}),
+        ),
+    ]);
+    let rest = ok(&next.results[0]);
+    assert_eq!(rest["dispatches"].as_array().unwrap().len(), 5);
+    assert_eq!(
+        rest["dispatches"][0]["handoff_id"],
+        json!(handoff_id(0x700 + 20))
+    );
+    assert_eq!(rest["next_cursor"], Value::Null);
+    assert!(refused(&next.results[1]).contains("cursor"));
 }

@@ -1,6 +1,7 @@
 //! The Conductor tools (docs/PROTOCOL.md §2): handoffs, inboxes, acks, state, abort and cleanup.
 
-use crate::engine::conductor::Actor;
+use crate::engine::conductor::{Actor, PageRequest};
+use crate::engine::error::Error;
 use crate::mcp::args::*;
 use crate::mcp::output;
 use crate::mcp::reply::blocking;
@@ -38,20 +39,44 @@ impl ConductorServer {
         .await
     }
 
-    /// List the dispatches waiting in your inbox, oldest first: `{god, dispatches[], count}`.
-    /// Each dispatch carries the full context of the workflow so far (all decisions, artifacts and
-    /// step summaries). Call this at the start of every session, then ack each dispatch.
+    /// List the dispatches waiting in your inbox, oldest first, a page at a time: `{god,
+    /// known_god, dispatches[], count, limit, next_cursor, errors[]}`. `count` is the whole inbox;
+    /// call again with `cursor: next_cursor` while it is not null. Each dispatch carries the full
+    /// context of the workflow so far (all decisions, artifacts and step summaries); with
+    /// `compact: true` only ids, sender, step, age and the summary's first line (then
+    /// `get_dispatch` for one whole). Call this at the start of every session, then ack each
+    /// dispatch. `known_god: false` means you have no inbox: check your god name.
     #[tool(
         output_schema = output::check_inbox(),
-        annotations(
-        title = "Check your inbox",
-        read_only_hint = true,
-        open_world_hint = false
-    )
+        annotations(title = "Check your inbox", read_only_hint = true, open_world_hint = false)
     )]
     async fn check_inbox(&self, Parameters(a): Parameters<CheckInbox>) -> CallToolResult {
         let conductor = self.conductor.clone();
-        blocking("check_inbox", move || conductor.check_inbox(&a.god_name)).await
+        blocking("check_inbox", move || {
+            let page = PageRequest::new(a.limit, a.cursor)?;
+            if a.compact {
+                serde_json::to_value(conductor.check_inbox_compact(&a.god_name, &page)?)
+                    .map_err(|e| Error::refused(e.to_string()))
+            } else {
+                serde_json::to_value(conductor.check_inbox_page(&a.god_name, &page)?)
+                    .map_err(|e| Error::refused(e.to_string()))
+            }
+        })
+        .await
+    }
+
+    /// One dispatch of your inbox, whole (its full context), by `handoff_id`: `{god, dispatch,
+    /// path}`. Use it after a `compact` `check_inbox`.
+    #[tool(
+        output_schema = output::get_dispatch(),
+        annotations(title = "Get one dispatch", read_only_hint = true, open_world_hint = false)
+    )]
+    async fn get_dispatch(&self, Parameters(a): Parameters<GetDispatch>) -> CallToolResult {
+        let conductor = self.conductor.clone();
+        blocking("get_dispatch", move || {
+            conductor.get_dispatch(&a.god_name, &a.handoff_id)
+        })
+        .await
     }
 
     /// Acknowledge a dispatch from your inbox with `accepted`, `pending`, `rejected` or
@@ -96,8 +121,10 @@ impl ConductorServer {
         .await
     }
 
-    /// Every dispatch not yet taken, by god: `{pending: {god: [{dispatch_id, handoff_id,
-    /// workflow_id, from_god, step, dispatched_at, ack_status}]}, count, awaiting_approval[]}`.
+    /// Every dispatch not yet taken, by god, a page at a time: `{pending: {god: [{dispatch_id,
+    /// handoff_id, workflow_id, from_god, step, dispatched_at, ack_status}]}, count, limit,
+    /// next_cursor, awaiting_approval[]}`. `count` is the total; pass `cursor: next_cursor` for the
+    /// next page. Dispatches held for approval are all listed on every page.
     #[tool(
         output_schema = output::list_pending(),
         annotations(
@@ -106,9 +133,12 @@ impl ConductorServer {
         open_world_hint = false
     )
     )]
-    async fn list_pending(&self, Parameters(_): Parameters<NoArguments>) -> CallToolResult {
+    async fn list_pending(&self, Parameters(a): Parameters<ListPending>) -> CallToolResult {
         let conductor = self.conductor.clone();
-        blocking("list_pending", move || conductor.list_pending()).await
+        blocking("list_pending", move || {
+            conductor.list_pending_page(&PageRequest::new(a.limit, a.cursor)?)
+        })
+        .await
     }
 
     /// The reaction rules that route handoffs when no workflow definition applies: `{rules:
