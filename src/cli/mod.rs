@@ -45,7 +45,7 @@ pub enum Command {
     Demo(crate::demo::DemoArgs),
     /// Check every protocol file under the root; prints a JSON report, exits 1 on any error.
     Validate,
-    /// Serve the Conductor and bus tools over MCP on stdio.
+    /// Serve the Conductor and bus tools over MCP on stdio (the root must exist: `init` first).
     Mcp,
     #[command(flatten)]
     Conductor(conductor::ConductorCommand),
