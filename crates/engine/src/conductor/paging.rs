@@ -75,7 +75,7 @@ impl SortKey {
                 cursor.chars().take(64).collect::<String>()
             ))
         };
-        if cursor.len() > MAX_CURSOR_CHARS || cursor.len() % 2 != 0 {
+        if cursor.len() > MAX_CURSOR_CHARS || !cursor.len().is_multiple_of(2) {
             return Err(bad());
         }
         let bytes = (0..cursor.len())
