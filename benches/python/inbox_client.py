@@ -23,7 +23,7 @@ VARIANTS = {
 
 async def main():
     binary, root, god, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-    params = StdioServerParameters(command=binary, args=["--root", root, "mcp"])
+    params = StdioServerParameters(command=binary, args=["--root", root, "mcp"], env={"PANTHEON_LOG": "error"})
     out = {}
     async with Client(params) as client:
         for name, extra in VARIANTS.items():
