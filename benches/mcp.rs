@@ -190,6 +190,8 @@ fn main() {
     );
     s.close();
 
+    client_inbox_bench(root);
+
     // Four servers on one root submitting at once.
     let per = n / 2;
     let t = Instant::now();
@@ -217,4 +219,86 @@ fn main() {
         took.as_secs_f64() * 1e3,
         (4 * per) as f64 / took.as_secs_f64()
     );
+}
+
+/// A handoff to `iris` whose context weighs about what real agents write (~1.5 KB).
+fn rich_handoff(k: usize) -> Value {
+    let decisions: Vec<String> = (0..8)
+        .map(|i| format!("decision {i} of step {k}: keep the schema additive and record why in the ADR, with the measurements that back it"))
+        .collect();
+    let artifacts: Vec<String> = (0..4)
+        .map(|i| format!("artifacts/wf_rich_{k}/part-{i}.md"))
+        .collect();
+    json!({"handoff": {
+        "handoff_id": format!("hof_20260615_{:06x}", k),
+        "workflow_id": format!("wf_rich_{k}"),
+        "from_god": "thoth", "to_god": "iris", "step": "research",
+        "context": {"summary": format!("Research for item {k} done.\nDetails follow in the decisions."),
+                    "decisions": decisions, "artifacts": artifacts}}})
+}
+
+/// The 100-dispatch inbox through the official Python client (issue 11, 2.10): the whole inbox
+/// with full context (what every call returned before paging) against the default page and
+/// `compact`. Skipped, saying so, when the test virtualenv is missing.
+fn client_inbox_bench(root: &Path) {
+    let python = std::env::var_os("PANTHEON_TEST_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"));
+    if !python.exists() {
+        println!("check_inbox via the Python client: skipped (run scripts/test-setup.sh)");
+        return;
+    }
+    let mut s = Server::start(root);
+    s.initialize();
+    for k in 0..100 {
+        let r = s.round_trip(10_000 + k as u64, "submit_handoff", rich_handoff(k));
+        assert!(r < Duration::from_secs(30));
+    }
+    s.close();
+    let n = std::env::var("MCP_CLIENT_BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let out = Command::new(&python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/python/inbox_client.py"))
+        .arg(env!("CARGO_BIN_EXE_pantheon"))
+        .arg(root)
+        .arg("iris")
+        .arg(n.to_string())
+        .env("PANTHEON_LOG", "error")
+        .output()
+        .expect("run the Python client");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p99 = |name: &str| {
+        let mut ms: Vec<f64> = v[name]["ms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect();
+        ms.sort_by(f64::total_cmp);
+        (
+            ms[ms.len() / 2],
+            ms[((ms.len() - 1) as f64 * 0.99).round() as usize],
+        )
+    };
+    let (base50, base99) = p99("full_100");
+    for name in ["full_100", "page_20", "compact_100", "compact_20"] {
+        let (p50, p99v) = p99(name);
+        println!(
+            "{:<34} n={n:<5} {} entries, {:>7} bytes  p50 {:>7.2} ms  p99 {:>7.2} ms  (p99 x{:.2} of full_100, p50 x{:.2})",
+            format!("check_inbox 100 via client: {name}"),
+            v[name]["entries"],
+            v[name]["bytes"],
+            p50,
+            p99v,
+            p99v / base99,
+            p50 / base50
+        );
+    }
 }

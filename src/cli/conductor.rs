@@ -1,4 +1,4 @@
-//! `pantheon init | handoff submit | inbox | ack | state | pending | rules | workflows | abort | cleanup
+//! `pantheon init | handoff submit | inbox | dispatch | ack | state | pending | rules | workflows | abort | cleanup
 //! | approve`: parse, call the [`Conductor`], print its result as JSON.
 
 use std::io::Read;
@@ -9,7 +9,7 @@ use clap::Subcommand;
 use serde::Serialize;
 
 use super::Outcome;
-use crate::engine::conductor::{Actor, Conductor};
+use crate::engine::conductor::{Actor, Conductor, PageRequest};
 use crate::engine::store::Root;
 
 #[derive(Debug, Subcommand)]
@@ -21,10 +21,22 @@ pub enum ConductorCommand {
         #[command(subcommand)]
         command: HandoffCommand,
     },
-    /// Show a god's inbox (dispatches not yet taken, oldest first).
+    /// Show a god's inbox (dispatches not yet taken, oldest first), a page at a time.
     Inbox {
         /// The god whose inbox to read.
         god: String,
+        #[command(flatten)]
+        page: PageArgs,
+        /// Each dispatch cut to its ids, sender, step, age and the summary's first line.
+        #[arg(long)]
+        compact: bool,
+    },
+    /// Show one dispatch of a god's inbox whole, by its handoff id.
+    Dispatch {
+        /// The god whose inbox holds it.
+        god: String,
+        /// The dispatch's handoff id (`hof_…`).
+        handoff_id: String,
     },
     /// Acknowledge a dispatch with an ack JSON (accepted, pending, rejected, completed).
     Ack {
@@ -40,8 +52,11 @@ pub enum ConductorCommand {
         /// The workflow id (`wf_…`).
         workflow_id: String,
     },
-    /// List every dispatch not yet taken, and those held for approval.
-    Pending,
+    /// List the dispatches not yet taken (a page at a time), and every one held for approval.
+    Pending {
+        #[command(flatten)]
+        page: PageArgs,
+    },
     /// List the reaction rules (and rule files that do not load).
     Rules,
     /// List the workflow definitions (and files that do not load).
@@ -78,6 +93,23 @@ pub enum ConductorCommand {
         #[arg(long)]
         reason: Option<String>,
     },
+}
+
+/// Paging of `inbox` and `pending` (the same as MCP `check_inbox` and `list_pending`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct PageArgs {
+    /// Entries per page, 1 to 1000.
+    #[arg(long, value_name = "N", default_value_t = crate::engine::conductor::paging::DEFAULT_LIMIT)]
+    pub limit: usize,
+    /// The `next_cursor` of the previous page, for the page after it.
+    #[arg(long, value_name = "CURSOR")]
+    pub cursor: Option<String>,
+}
+
+impl PageArgs {
+    fn request(self) -> anyhow::Result<PageRequest> {
+        Ok(PageRequest::new(Some(self.limit), self.cursor)?)
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -125,7 +157,15 @@ pub fn run(cmd: ConductorCommand, root: &Root) -> anyhow::Result<Outcome> {
         ConductorCommand::Handoff {
             command: HandoffCommand::Submit { file },
         } => json(c.submit_handoff(&read_input(file, "handoff")?)?),
-        ConductorCommand::Inbox { god } => json(c.check_inbox(&god)?),
+        ConductorCommand::Inbox { god, page, compact } => {
+            let page = page.request()?;
+            if compact {
+                json(c.check_inbox_compact(&god, &page)?)
+            } else {
+                json(c.check_inbox_page(&god, &page)?)
+            }
+        }
+        ConductorCommand::Dispatch { god, handoff_id } => json(c.get_dispatch(&god, &handoff_id)?),
         ConductorCommand::Ack { file, operator } => {
             let by = if operator {
                 Actor::Operator
@@ -135,7 +175,7 @@ pub fn run(cmd: ConductorCommand, root: &Root) -> anyhow::Result<Outcome> {
             json(c.ack_handoff(&read_input(file, "ack")?, by)?)
         }
         ConductorCommand::State { workflow_id } => json(c.get_workflow_state(&workflow_id)?),
-        ConductorCommand::Pending => json(c.list_pending()?),
+        ConductorCommand::Pending { page } => json(c.list_pending_page(&page.request()?)?),
         ConductorCommand::Rules => json(c.list_rules()?),
         ConductorCommand::Workflows => json(c.list_workflows()?),
         ConductorCommand::Abort {

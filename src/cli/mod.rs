@@ -16,11 +16,22 @@ pub mod conductor;
 
 /// Pantheon Console: watch and operate a pantheon of AI agents coordinating through files.
 #[derive(Debug, Parser)]
-#[command(name = "pantheon", version, about, long_about = None)]
+#[command(
+    name = "pantheon",
+    version,
+    about,
+    long_about = None
+)]
 pub struct Cli {
-    /// The pantheon root (default: $PANTHEON_ROOT, else ~/pantheon).
+    /// The pantheon root (default: $PANTHEON_ROOT, else ~/pantheon; `demo` without --root makes a
+    /// fresh temporary root).
     #[arg(long, global = true, value_name = "DIR")]
     pub root: Option<PathBuf>,
+
+    /// Without a command, `pantheon` opens the console: `pantheon --read-only` is
+    /// `pantheon console --read-only`.
+    #[command(flatten)]
+    pub console: ConsoleArgs,
 
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -34,7 +45,7 @@ pub enum Command {
     Demo(crate::demo::DemoArgs),
     /// Check every protocol file under the root; prints a JSON report, exits 1 on any error.
     Validate,
-    /// Serve the Conductor and bus tools over MCP on stdio.
+    /// Serve the Conductor and bus tools over MCP on stdio (the root must exist: `init` first).
     Mcp,
     #[command(flatten)]
     Conductor(conductor::ConductorCommand),
@@ -92,11 +103,71 @@ pub fn print_json(value: &serde_json::Value) {
     let _ = writeln!(out, "{text}").and_then(|()| out.flush());
 }
 
+impl Command {
+    /// True for the commands that create a root (`init`, `demo`, `bus --track T init`); every
+    /// other command refuses a root directory that does not exist.
+    fn creates_root(&self) -> bool {
+        matches!(
+            self,
+            Command::Demo(_)
+                | Command::Conductor(conductor::ConductorCommand::Init)
+                | Command::Bus(bus::BusArgs {
+                    command: bus::BusCommand::Init,
+                    ..
+                })
+        )
+    }
+}
+
+/// Refuses a root that is not an existing directory, with the command that creates one. An
+/// existing empty directory is a root with nothing in it yet, not a missing one.
+pub fn require_root(root: &Root) -> anyhow::Result<()> {
+    if root.root.is_dir() {
+        return Ok(());
+    }
+    let what = if root.root.symlink_metadata().is_ok() {
+        "is not a directory"
+    } else {
+        "does not exist"
+    };
+    anyhow::bail!(
+        "the pantheon root {} {what}; create it with `pantheon --root {} init`, or pass --root DIR / set PANTHEON_ROOT",
+        root.root.display(),
+        root.root.display()
+    )
+}
+
+impl Cli {
+    /// Console options given beside another command are a usage error (they would be ignored).
+    pub fn usage_error(&self) -> Option<clap::Error> {
+        let console_flags = self.console.read_only || self.console.poll.is_some();
+        (console_flags && self.command.is_some()).then(|| {
+            use clap::CommandFactory;
+            Self::command().error(
+                clap::error::ErrorKind::ArgumentConflict,
+                "--read-only and --poll before a command belong to the console: \
+                 use `pantheon --read-only` or `pantheon console --read-only`",
+            )
+        })
+    }
+}
+
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> ExitCode {
+    if let Some(e) = cli.usage_error() {
+        e.exit();
+    }
     let root = Root::from_env(cli.root.as_deref());
+    let checked = match &cli.command {
+        Some(c) if c.creates_root() => Ok(()),
+        _ => require_root(&root),
+    };
+    if let Err(e) = checked {
+        eprintln!("error: {e:#}");
+        return ExitCode::from(1);
+    }
     let result: anyhow::Result<Outcome> = match cli.command {
-        None => run_console(ConsoleArgs::default(), &root),
+        None => run_console(cli.console, &root),
         Some(Command::Console(args)) => run_console(args, &root),
         Some(Command::Demo(args)) => crate::demo::run(args, cli.root.as_deref()),
         Some(Command::Validate) => run_validate(&root),
@@ -115,5 +186,30 @@ pub fn run(cli: Cli) -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::from(1)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn console_options_work_without_the_console_command_but_not_beside_another() {
+        let cli = Cli::try_parse_from(["pantheon", "--read-only", "--poll", "200"]).unwrap();
+        assert!(cli.command.is_none());
+        assert!(cli.console.read_only);
+        assert_eq!(cli.console.poll, Some(200));
+        let cli = Cli::try_parse_from(["pantheon", "console", "--read-only"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Some(Command::Console(ConsoleArgs {
+                read_only: true,
+                ..
+            }))
+        ));
+        let beside = Cli::try_parse_from(["pantheon", "--read-only", "pending"]).unwrap();
+        assert!(beside.usage_error().is_some());
+        let global_root = Cli::try_parse_from(["pantheon", "--root", "/r", "pending"]).unwrap();
+        assert!(global_root.usage_error().is_none());
     }
 }

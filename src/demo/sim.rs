@@ -198,6 +198,25 @@ impl Sim {
 mod tests {
     use super::*;
 
+    /// docs/DEMO.md states each patience of both modes; the figures are these.
+    #[test]
+    fn demo_doc_states_the_patience_of_both_modes() {
+        let doc = include_str!("../../docs/DEMO.md").replace('\n', " ");
+        let secs = |t: u64| t / TICKS_PER_SECOND;
+        let (i, h) = (SimConfig::interactive(1, 1.0), SimConfig::headless(1, 1.0));
+        assert_eq!(secs(i.operator_patience.unwrap()), 120);
+        assert!(doc.contains("deadlock after two minutes"));
+        assert!(doc.contains(&format!(
+            "RESOLVING after {} seconds",
+            secs(i.orchestrator_patience)
+        )));
+        assert!(doc.contains(&format!(
+            "stand-in acts after {} demo seconds and the orchestrator after {}.",
+            secs(h.operator_patience.unwrap()),
+            secs(h.orchestrator_patience)
+        )));
+    }
+
     #[test]
     fn staleness_threshold_compresses_ten_minutes_and_scales_with_speed_but_not_below_a_second() {
         assert_eq!(SimConfig::headless(1, 1.0).stale_after_secs(), 6.0);

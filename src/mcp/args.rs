@@ -45,7 +45,46 @@ pub struct AckHandoff {
 pub struct CheckInbox {
     /// Your god name (e.g. `thoth`, `hephaestus`, `marvin`): whose pending dispatches to list.
     pub god_name: String,
+    /// Dispatches per page, oldest first. Default 20.
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: Option<usize>,
+    /// The `next_cursor` of the previous page, for the page after it.
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// `true`: each dispatch is only its ids, `from_god`, `step`, `age_secs` and the first line
+    /// of its summary; fetch one whole with `get_dispatch`. Default `false` (the full context).
+    #[serde(default)]
+    pub compact: bool,
 }
+
+/// `get_dispatch`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetDispatch {
+    /// Your god name: whose inbox holds the dispatch.
+    pub god_name: String,
+    /// The dispatch's `handoff_id` (as `check_inbox` lists it).
+    pub handoff_id: String,
+}
+
+/// `list_pending`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListPending {
+    /// Dispatches per page (ordered by god, then oldest first). Default 20.
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 1000))]
+    pub limit: Option<usize>,
+    /// The `next_cursor` of the previous page, for the page after it.
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// Tools that take no arguments (`list_rules`, `list_workflows`): anything given is refused.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArguments {}
 
 /// `get_workflow_state`.
 #[derive(Debug, Deserialize, JsonSchema)]

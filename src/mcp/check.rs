@@ -7,13 +7,20 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use jsonschema::error::ValidationErrorKind;
 use rmcp::model::{JsonObject, Tool};
 use serde_json::Value;
 
 /// One compiled validator per tool, built once when the server starts.
 #[derive(Clone)]
 pub struct ArgumentChecks {
-    validators: Arc<HashMap<String, jsonschema::Validator>>,
+    validators: Arc<HashMap<String, Checked>>,
+}
+
+/// A tool's validator and the argument names it declares (every tool refuses any other).
+struct Checked {
+    validator: jsonschema::Validator,
+    declared: Vec<String>,
 }
 
 impl std::fmt::Debug for ArgumentChecks {
@@ -32,8 +39,21 @@ impl ArgumentChecks {
             .iter()
             .filter_map(|t| {
                 let schema = Value::Object((*t.input_schema).clone());
+                let mut declared: Vec<String> = t
+                    .input_schema
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .map(|p| p.keys().cloned().collect())
+                    .unwrap_or_default();
+                declared.sort();
                 match jsonschema::validator_for(&schema) {
-                    Ok(v) => Some((t.name.to_string(), v)),
+                    Ok(validator) => Some((
+                        t.name.to_string(),
+                        Checked {
+                            validator,
+                            declared,
+                        },
+                    )),
                     Err(e) => {
                         tracing::error!(tool = %t.name, error = %e, "input schema does not compile");
                         None
@@ -46,22 +66,48 @@ impl ArgumentChecks {
         }
     }
 
-    /// `None` when the arguments fit the tool's schema, else one line per violation.
+    /// `None` when the arguments fit the tool's schema, else one line per violation. An argument
+    /// the tool does not declare is named, with the arguments it does take.
     pub fn violations(&self, tool: &str, arguments: Option<&JsonObject>) -> Option<Vec<String>> {
-        let validator = self.validators.get(tool)?;
+        let checked = self.validators.get(tool)?;
         let instance = Value::Object(arguments.cloned().unwrap_or_default());
-        let found: Vec<String> = validator
-            .iter_errors(&instance)
-            .map(|e| {
-                let at = e.instance_path().to_string();
-                let at = if at.is_empty() {
-                    "arguments".to_string()
+        let mut found: Vec<String> = instance
+            .as_object()
+            .into_iter()
+            .flat_map(|args| args.keys())
+            .filter(|k| !checked.declared.contains(k))
+            .map(|k| {
+                let takes = if checked.declared.is_empty() {
+                    "no arguments".to_string()
                 } else {
-                    at
+                    checked.declared.join(", ")
                 };
-                format!("{at}: {e}")
+                format!("arguments: unknown argument {k:?}; {tool} takes {takes}")
             })
             .collect();
+        let unknown_reported = !found.is_empty();
+        found.extend(
+            checked
+                .validator
+                .iter_errors(&instance)
+                .filter(|e| {
+                    !(unknown_reported
+                        && matches!(
+                            e.kind(),
+                            ValidationErrorKind::AdditionalProperties { .. }
+                                | ValidationErrorKind::FalseSchema
+                        ))
+                })
+                .map(|e| {
+                    let at = e.instance_path().to_string();
+                    let at = if at.is_empty() {
+                        "arguments".to_string()
+                    } else {
+                        at
+                    };
+                    format!("{at}: {e}")
+                }),
+        );
         (!found.is_empty()).then_some(found)
     }
 }

@@ -11,9 +11,11 @@ use crate::engine::store::Root;
 
 pub mod args;
 pub mod check;
+pub mod output;
 pub mod reply;
 pub mod server;
 mod tools;
+pub mod transport;
 
 pub use server::{ConductorServer, SERVER_NAME};
 
@@ -29,7 +31,7 @@ pub fn serve(root: Root) -> anyhow::Result<()> {
     let served = runtime.block_on(async move {
         tracing::info!(root = %root.root.display(), "serving MCP on stdio");
         let service = ConductorServer::new(root)
-            .serve(rmcp::transport::stdio())
+            .serve(transport::stdio())
             .await
             .context("the MCP connection failed before it was established")?;
         let reason = service.waiting().await.context("the MCP service failed")?;

@@ -26,7 +26,9 @@ pub const SERVER_NAME: &str = "conductor";
 
 /// What a host shows the model when it connects.
 const INSTRUCTIONS: &str = "Pantheon Conductor and message bus. At the start of a session: \
-check_inbox(god_name) for work dispatched to you; ack_handoff each dispatch (accepted, or pending if \
+check_inbox(god_name) for work dispatched to you (20 a page, oldest first: call again with \
+cursor = next_cursor while it is not null; compact: true and get_dispatch keep big inboxes small); \
+ack_handoff each dispatch (accepted, or pending if \
 you cannot start yet); read the dispatch's context (it carries every earlier decision, artifact and \
 summary); do the step; then submit_handoff with your summary, decisions, artifacts and gates_passed, \
 or ack_handoff with status completed. Coordinate with other workers of a track through the bus \

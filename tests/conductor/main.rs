@@ -12,6 +12,7 @@ mod fixture_root;
 mod foreign;
 mod orphans;
 mod hardening;
+mod paging;
 mod refusals;
 mod routing;
 mod upgrade;

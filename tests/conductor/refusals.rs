@@ -287,3 +287,64 @@ fn a_planted_archive_link_refuses_an_accept_and_an_abort_whole() {
     assert!(is_empty_dir(outside.path()));
     assert_eq!(env.state("wf_ref_1")["status"], "waiting_for_ack");
 }
+
+/// Issue 11, 2.8: a missing root used to give an empty answer and exit 0.
+#[test]
+fn every_command_but_those_creating_a_root_refuses_a_missing_root_with_the_init_hint() {
+    let env = Env::bare();
+    let hint = format!("pantheon --root {} init", env.root.display());
+    let commands: &[&[&str]] = &[
+        &["inbox", "thoth"],
+        &["pending"],
+        &["workflows"],
+        &["rules"],
+        &["state", "wf_missing_root"],
+        &["validate"],
+        &["abort", "wf_missing_root", "--reason", "r"],
+        &["cleanup", "wf_missing_root", "--dry-run"],
+        &["approve", "hof_20260614_abcdef"],
+        &["handoff", "submit", "-"],
+        &["ack", "-"],
+        &["bus", "--track", "t", "read"],
+        &["bus", "--track", "t", "status"],
+        &["board", "--track", "t", "status"],
+        &["console", "--read-only"],
+        &["mcp"],
+    ];
+    for args in commands {
+        let err = env.refused(args, Some(&json!({})));
+        assert!(err.contains(&hint), "pantheon {args:?}: {err}");
+        assert!(!env.root.exists(), "pantheon {args:?} created the root");
+    }
+    // A file where the root should be is no root either.
+    std::fs::write(&env.root, "not a directory").unwrap();
+    for args in [&["pending"][..], &["workflows"], &["inbox", "thoth"]] {
+        let err = env.refused(args, None);
+        assert!(err.contains("is not a directory"), "{err}");
+        assert!(err.contains(&hint), "{err}");
+    }
+}
+
+#[test]
+fn an_existing_empty_directory_is_an_empty_root_and_init_creates_a_missing_one() {
+    let env = Env::bare();
+    std::fs::create_dir_all(&env.root).unwrap();
+    assert_eq!(env.ok(&["pending"], None)["count"], json!(0));
+    assert_eq!(env.ok(&["workflows"], None)["count"], json!(0));
+    std::fs::remove_dir(&env.root).unwrap();
+    env.ok(&["bus", "--track", "t", "init"], None);
+    assert!(env.root.join("conductor/tracks/t/.message-bus").is_dir());
+    let other = Env::bare();
+    other.ok(&["init"], None);
+    assert!(other.root.join("conductor/pending/thoth").is_dir());
+}
+
+#[test]
+fn the_inbox_of_a_god_with_no_inbox_says_the_god_is_unknown() {
+    let env = Env::new();
+    let unknown = env.ok(&["inbox", "nobody"], None);
+    assert_eq!(unknown["known_god"], json!(false), "{unknown}");
+    assert_eq!(unknown["count"], json!(0));
+    let known = env.ok(&["inbox", "thoth"], None);
+    assert_eq!(known["known_god"], json!(true), "{known}");
+}

@@ -151,7 +151,11 @@ fn validate_refuses_a_root_that_does_not_exist() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("is not a directory"), "{err}");
+    assert!(err.contains("does not exist"), "{err}");
+    assert!(
+        err.contains(" init`"),
+        "the same hint as every command: {err}"
+    );
 }
 
 #[test]
@@ -167,4 +171,42 @@ fn demo_refuses_a_zero_speed_and_duration_without_headless() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "--duration needs --headless");
+}
+
+/// Issue 11, 2.9: the help said `--root` defaults to `$PANTHEON_ROOT`; the demo makes a fresh root.
+#[test]
+fn demo_help_says_a_fresh_temporary_root_is_made_without_root() {
+    let out = pantheon().args(["demo", "--help"]).output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout).replace('\n', " ");
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        help.contains("`demo` without --root makes a fresh temporary root"),
+        "{help}"
+    );
+}
+
+/// Issue 11, 2.9: `pantheon --read-only` was a usage error; it opens the console read-only, as
+/// `pantheon` alone opens the console (here it reaches the console's root check).
+#[test]
+fn read_only_without_the_console_command_opens_the_console() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = pantheon()
+        .arg("--root")
+        .arg(dir.path().join("nope"))
+        .arg("--read-only")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("init`"), "{err}");
+    let beside = pantheon()
+        .args(["--read-only", "pending"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        beside.status.code(),
+        Some(2),
+        "console options only without a command"
+    );
 }

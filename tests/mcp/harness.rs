@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 /// Every tool docs/PROTOCOL.md §5.2 lists, sorted.
-pub const ALL_TOOLS: [&str; 24] = [
+pub const ALL_TOOLS: [&str; 25] = [
     "abort_workflow",
     "ack_handoff",
     "acquire_lock",
@@ -25,6 +25,7 @@ pub const ALL_TOOLS: [&str; 24] = [
     "check_inbox",
     "cleanup",
     "detect_deadlocks",
+    "get_dispatch",
     "get_workflow_state",
     "list_pending",
     "list_rules",
@@ -214,12 +215,18 @@ pub fn list_tools() -> Value {
     json!({"op": "list_tools"})
 }
 
-/// The structured content of a successful call (fails the test on an error result).
+/// The structured content of a successful call (fails the test on an error result, and on a
+/// result that does not fit the tool's declared `outputSchema`).
 pub fn ok(result: &Value) -> &Value {
     assert_eq!(
         result["is_error"],
         json!(false),
         "expected success, got {result:#}"
+    );
+    assert_eq!(
+        result["schema_errors"],
+        json!([]),
+        "the result must fit the tool's outputSchema: {result:#}"
     );
     let s = &result["structured"];
     assert!(s.is_object(), "no structured content in {result:#}");

@@ -10,5 +10,6 @@ mod concurrency;
 mod fixture_root;
 mod foreign;
 mod listing;
+mod schemas;
 mod stdio;
 mod workflow;

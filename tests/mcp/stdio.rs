@@ -124,20 +124,22 @@ fn server_survives_garbage_lines_malformed_requests_and_bad_arguments() {
     let init = server.initialize();
     assert_eq!(init["result"]["serverInfo"]["name"], json!("conductor"));
 
-    // Not JSON at all: ignored (there is no id to answer).
+    // Not JSON at all: a parse error, with no id to answer to (issue 12, 11).
     server.send("{this is not json");
+    let garbage = server.recv();
+    assert_eq!(garbage["error"]["code"], json!(-32700), "{garbage}");
+    assert_eq!(garbage["id"], Value::Null, "{garbage}");
+    // A blank line is no message: nothing to answer.
     server.send("");
-    // JSON, but `arguments` is not an object: the request is invalid.
+    // JSON, but `arguments` is not an object: invalid params for that request.
     server.send(
         &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                 "params": {"name": "check_inbox", "arguments": "thoth"}})
         .to_string(),
     );
     let invalid = server.recv();
-    assert!(
-        invalid["error"]["code"].is_i64(),
-        "an error response: {invalid}"
-    );
+    assert_eq!(invalid["id"], json!(2), "{invalid}");
+    assert_eq!(invalid["error"]["code"], json!(-32602), "{invalid}");
     // Well-formed request, wrong argument type: a tool error naming the field.
     server.send(
         &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
@@ -212,5 +214,103 @@ fn a_cancelled_or_abandoned_wait_never_blocks_the_server_or_its_exit() {
         "served while two waits are pending"
     );
     // The host hangs up with wait 3 still running: the process exits anyway.
+    server.close();
+}
+
+/// Issue 11, 2.8: `pantheon mcp` on a root that does not exist refuses to start (exit 1, the
+/// `init` hint on stderr, nothing on stdout) instead of serving empty answers; hosts show the
+/// hint in their MCP log.
+#[test]
+fn a_server_on_a_missing_root_refuses_to_start_with_the_init_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-root-here");
+    let out = Command::new(pantheon_bin())
+        .arg("--root")
+        .arg(&missing)
+        .arg("mcp")
+        .env_remove("PANTHEON_ROOT")
+        .stdin(Stdio::piped())
+        .output()
+        .expect("run pantheon mcp");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty(), "stdout carries only the protocol");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("pantheon --root {} init", missing.display())),
+        "{err}"
+    );
+    assert!(!missing.exists());
+}
+
+/// Issue 12, 11: every line that is no valid request gets an answer, the request's id when it
+/// can be read, and the server keeps serving.
+#[test]
+fn bad_lines_are_answered_with_json_rpc_errors_over_real_stdio() {
+    let root = TestRoot::new();
+    let mut server = RawServer::start(&root);
+    server.initialize();
+
+    server.send("[1, 2, 3]");
+    let not_a_message = server.recv();
+    assert_eq!(
+        not_a_message["error"]["code"],
+        json!(-32600),
+        "{not_a_message}"
+    );
+    assert_eq!(not_a_message["id"], Value::Null);
+
+    server.send(&json!({"jsonrpc": "2.0", "id": "req-7", "params": {}}).to_string());
+    let no_method = server.recv();
+    assert_eq!(no_method["id"], json!("req-7"), "{no_method}");
+    assert_eq!(no_method["error"]["code"], json!(-32600), "{no_method}");
+
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+                "params": {"name": "list_rules", "arguments": [1]}})
+        .to_string(),
+    );
+    let array_args = server.recv();
+    assert_eq!(array_args["id"], json!(8));
+    assert_eq!(array_args["error"]["code"], json!(-32602), "{array_args}");
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": "list_rules"})
+            .to_string(),
+    );
+    assert_eq!(server.recv()["error"]["code"], json!(-32602));
+
+    // Over the 16 MiB line limit, with the id first (as hosts write it): answered for that id.
+    let big = "x".repeat(17 * 1024 * 1024);
+    server.send(&format!(
+        r#"{{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{{"name":"check_inbox","arguments":{{"god_name":"{big}"}}}}}}"#
+    ));
+    let too_long = server.recv();
+    assert_eq!(
+        too_long["id"],
+        json!(10),
+        "{}",
+        &too_long.to_string()[..200.min(too_long.to_string().len())]
+    );
+    assert_eq!(too_long["error"]["code"], json!(-32600));
+    assert!(
+        too_long["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("limit"),
+        "{too_long}"
+    );
+    // Over the limit with no id before the cut: a parse error without an id.
+    server.send(&format!(r#"{{"params":{{"blob":"{big}"}},"id":11}}"#));
+    let cut = server.recv();
+    assert_eq!(cut["error"]["code"], json!(-32700), "{cut}");
+    assert_eq!(cut["id"], Value::Null);
+
+    // Still serving, and the next request is read whole.
+    server.call(12, "check_inbox", json!({"god_name": "thoth"}));
+    let inbox = server.response(12);
+    assert_eq!(
+        inbox["result"]["structuredContent"]["god"],
+        json!("thoth"),
+        "{inbox}"
+    );
     server.close();
 }

@@ -185,7 +185,7 @@ fn server_keeps_serving_after_a_refusal_an_unknown_tool_and_invalid_arguments() 
     assert!(wrong_type.contains("/god_name"), "{wrong_type}");
     let misspelt = refused(&report.results[3]);
     assert!(
-        misspelt.contains("god_name") && misspelt.contains("'god'"),
+        misspelt.contains("god_name") && misspelt.contains("unknown argument \"god\""),
         "{misspelt}"
     );
     let escape = refused(&report.results[4]);

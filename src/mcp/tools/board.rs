@@ -4,6 +4,7 @@
 use crate::engine::bus::Bus;
 use crate::engine::bus::board::{AssessInput, DiscussInput, OpenInput, VoteInput};
 use crate::mcp::args::*;
+use crate::mcp::output;
 use crate::mcp::reply::blocking;
 use crate::mcp::server::ConductorServer;
 use rmcp::handler::server::wrapper::Parameters;
@@ -14,7 +15,10 @@ use rmcp::{tool, tool_router};
 impl ConductorServer {
     /// The track's current board session: checkpoint, status (`ASSESSING`, `DISCUSSING`,
     /// `VOTING`, `RESOLVING`, `COMPLETE`), each phase's progress, and the resolution once resolved.
-    #[tool(annotations(title = "Board status", read_only_hint = true, open_world_hint = false))]
+    #[tool(
+        output_schema = output::board_status(),
+        annotations(title = "Board status", read_only_hint = true, open_world_hint = false)
+    )]
     async fn board_status(&self, Parameters(a): Parameters<TrackRef>) -> CallToolResult {
         let root = self.root.clone();
         blocking("board_status", move || {
@@ -25,13 +29,16 @@ impl ConductorServer {
 
     /// Open a board session on a proposal at a checkpoint; the previous session's files are
     /// archived. The session starts in `ASSESSING`.
-    #[tool(annotations(
+    #[tool(
+        output_schema = output::board_open(),
+        annotations(
         title = "Open a board session",
         read_only_hint = false,
         destructive_hint = false,
         idempotent_hint = false,
         open_world_hint = false
-    ))]
+    )
+    )]
     async fn board_open(&self, Parameters(a): Parameters<BoardOpen>) -> CallToolResult {
         let root = self.root.clone();
         blocking("board_open", move || {
@@ -47,13 +54,16 @@ impl ConductorServer {
     }
 
     /// Record your director's assessment (phase 1, `ASSESSING` only) and post `BOARD_ASSESS`.
-    #[tool(annotations(
+    #[tool(
+        output_schema = output::board_write(),
+        annotations(
         title = "Assess a proposal",
         read_only_hint = false,
         destructive_hint = false,
         idempotent_hint = true,
         open_world_hint = false
-    ))]
+    )
+    )]
     async fn board_assess(&self, Parameters(a): Parameters<BoardAssess>) -> CallToolResult {
         let root = self.root.clone();
         blocking("board_assess", move || {
@@ -72,13 +82,16 @@ impl ConductorServer {
     }
 
     /// Say something in the discussion (phase 2, `DISCUSSING` only) and post `BOARD_DISCUSS`.
-    #[tool(annotations(
+    #[tool(
+        output_schema = output::board_write(),
+        annotations(
         title = "Discuss",
         read_only_hint = false,
         destructive_hint = false,
         idempotent_hint = false,
         open_world_hint = false
-    ))]
+    )
+    )]
     async fn board_discuss(&self, Parameters(a): Parameters<BoardDiscuss>) -> CallToolResult {
         let root = self.root.clone();
         blocking("board_discuss", move || {
@@ -94,13 +107,16 @@ impl ConductorServer {
     }
 
     /// Close the current discussion round and start the next (up to the session's `max_rounds`).
-    #[tool(annotations(
+    #[tool(
+        output_schema = output::board_write(),
+        annotations(
         title = "Next discussion round",
         read_only_hint = false,
         destructive_hint = false,
         idempotent_hint = false,
         open_world_hint = false
-    ))]
+    )
+    )]
     async fn board_next_round(&self, Parameters(a): Parameters<BoardRound>) -> CallToolResult {
         let root = self.root.clone();
         blocking("board_next_round", move || {
@@ -111,13 +127,16 @@ impl ConductorServer {
     }
 
     /// Cast your director's final vote (phase 3, `VOTING` only) and post `BOARD_VOTE`.
-    #[tool(annotations(
+    #[tool(
+        output_schema = output::board_write(),
+        annotations(
         title = "Vote",
         read_only_hint = false,
         destructive_hint = false,
         idempotent_hint = true,
         open_world_hint = false
-    ))]
+    )
+    )]
     async fn board_vote(&self, Parameters(a): Parameters<BoardVote>) -> CallToolResult {
         let root = self.root.clone();
         blocking("board_vote", move || {
@@ -133,13 +152,16 @@ impl ConductorServer {
 
     /// Move the session to its next phase once the current one is complete (all assessments,
     /// the discussion rounds, all votes), or now with `force`.
-    #[tool(annotations(
+    #[tool(
+        output_schema = output::board_advance(),
+        annotations(
         title = "Advance the board",
         read_only_hint = false,
         destructive_hint = false,
         idempotent_hint = false,
         open_world_hint = false
-    ))]
+    )
+    )]
     async fn board_advance(&self, Parameters(a): Parameters<BoardForce>) -> CallToolResult {
         let root = self.root.clone();
         blocking("board_advance", move || {
@@ -153,13 +175,16 @@ impl ConductorServer {
     /// `REJECTED`, else `ESCALATE` (a quick review resolves from assessments). Writes
     /// `resolution.md`, posts `BOARD_RESOLVE` and completes the session. Missing votes need `force`
     /// (they count as abstained).
-    #[tool(annotations(
+    #[tool(
+        output_schema = output::board_resolve(),
+        annotations(
         title = "Resolve the board",
         read_only_hint = false,
         destructive_hint = false,
         idempotent_hint = false,
         open_world_hint = false
-    ))]
+    )
+    )]
     async fn board_resolve(&self, Parameters(a): Parameters<BoardForce>) -> CallToolResult {
         let root = self.root.clone();
         blocking("board_resolve", move || {

@@ -14,6 +14,7 @@ use crate::engine::bus::workers::Heartbeat;
 use crate::engine::error::Error;
 use crate::engine::store::time::parse_duration_checked;
 use crate::mcp::args::*;
+use crate::mcp::output;
 use crate::mcp::reply::blocking;
 use crate::mcp::server::ConductorServer;
 
@@ -25,13 +26,16 @@ impl ConductorServer {
     /// Post a message to a track's bus (`{id, type, source, timestamp, payload}` appended to
     /// `queue.jsonl`; completion, failure and unlock messages also touch their event files).
     /// Returns the message as written.
-    #[tool(annotations(
+    #[tool(
+        output_schema = output::post_message(),
+        annotations(
         title = "Post a bus message",
         read_only_hint = false,
         destructive_hint = false,
         idempotent_hint = false,
         open_world_hint = false
-    ))]
+    )
+    )]
     async fn post_message(&self, Parameters(a): Parameters<PostMessage>) -> CallToolResult {
         let root = self.root.clone();
         blocking("post_message", move || {
@@ -47,11 +51,14 @@ impl ConductorServer {
 
     /// Read a track's messages, oldest first, optionally only those `since` an instant, of one
     /// `msg_type`, or the last `tail`. Lines that cannot be read are skipped and counted.
-    #[tool(annotations(
+    #[tool(
+        output_schema = output::read_messages(),
+        annotations(
         title = "Read bus messages",
         read_only_hint = true,
         open_world_hint = false
-    ))]
+    )
+    )]
     async fn read_messages(&self, Parameters(a): Parameters<ReadMessages>) -> CallToolResult {
         let root = self.root.clone();
         blocking("read_messages", move || {
@@ -70,13 +77,16 @@ impl ConductorServer {
     /// lease is renewed): granted, and a `FILE_LOCK` message is posted. Held by another live
     /// worker: refused with the holder and its expiry; wait for `FILE_UNLOCK_{filepath}` with
     /// `wait_for_event`, or work on something else.
-    #[tool(annotations(
+    #[tool(
+        output_schema = output::acquire_lock(),
+        annotations(
         title = "Acquire a file lock",
         read_only_hint = false,
         destructive_hint = false,
         idempotent_hint = true,
         open_world_hint = false
-    ))]
+    )
+    )]
     async fn acquire_lock(&self, Parameters(a): Parameters<AcquireLock>) -> CallToolResult {
         let root = self.root.clone();
         blocking("acquire_lock", move || {
@@ -92,13 +102,16 @@ impl ConductorServer {
 
     /// Release a lock you hold: removes it, posts `FILE_UNLOCK` and wakes the workers waiting for
     /// it. A lock held by someone else is refused.
-    #[tool(annotations(
+    #[tool(
+        output_schema = output::release_lock(),
+        annotations(
         title = "Release a file lock",
         read_only_hint = false,
         destructive_hint = false,
         idempotent_hint = false,
         open_world_hint = false
-    ))]
+    )
+    )]
     async fn release_lock(&self, Parameters(a): Parameters<ReleaseLock>) -> CallToolResult {
         let root = self.root.clone();
         blocking("release_lock", move || {
@@ -109,13 +122,16 @@ impl ConductorServer {
 
     /// Heartbeat: merge your task, status, progress and current subtask into your entry in the
     /// track's `worker-status.json` and stamp `last_heartbeat`. Fields you leave out are kept.
-    #[tool(annotations(
+    #[tool(
+        output_schema = output::update_worker_status(),
+        annotations(
         title = "Update worker status",
         read_only_hint = false,
         destructive_hint = false,
         idempotent_hint = true,
         open_world_hint = false
-    ))]
+    )
+    )]
     async fn update_worker_status(
         &self,
         Parameters(a): Parameters<UpdateWorkerStatus>,
@@ -136,11 +152,14 @@ impl ConductorServer {
     /// Wait until an event file matching `event_pattern` exists in the track's `events/`
     /// (e.g. `TASK_COMPLETE_1.1`, `FILE_UNLOCK_*`, `BOARD_RESOLVE*`), or until `timeout` seconds
     /// pass. Woken by file-system notification. Returns whether it matched and which events.
-    #[tool(annotations(
+    #[tool(
+        output_schema = output::wait_for_event(),
+        annotations(
         title = "Wait for a bus event",
         read_only_hint = true,
         open_world_hint = false
-    ))]
+    )
+    )]
     async fn wait_for_event(&self, Parameters(a): Parameters<WaitForEvent>) -> CallToolResult {
         let root = self.root.clone();
         blocking("wait_for_event", move || {
@@ -155,11 +174,14 @@ impl ConductorServer {
 
     /// Find workers blocked on each other in a cycle (from their latest `BLOCKED` messages and the
     /// lock table). Every cycle is reported with the workers and resources in it.
-    #[tool(annotations(
+    #[tool(
+        output_schema = output::detect_deadlocks(),
+        annotations(
         title = "Detect deadlocks",
         read_only_hint = true,
         open_world_hint = false
-    ))]
+    )
+    )]
     async fn detect_deadlocks(&self, Parameters(a): Parameters<TrackRef>) -> CallToolResult {
         let root = self.root.clone();
         blocking("detect_deadlocks", move || {

@@ -1,7 +1,9 @@
 //! The Conductor tools (docs/PROTOCOL.md §2): handoffs, inboxes, acks, state, abort and cleanup.
 
-use crate::engine::conductor::Actor;
+use crate::engine::conductor::{Actor, PageRequest};
+use crate::engine::error::Error;
 use crate::mcp::args::*;
+use crate::mcp::output;
 use crate::mcp::reply::blocking;
 use crate::mcp::server::ConductorServer;
 use rmcp::handler::server::wrapper::Parameters;
@@ -19,13 +21,16 @@ impl ConductorServer {
     /// Returns `{status, workflow_id, target_god, target_step, state_status, handoff_path,
     /// dispatch_path, warnings[]}`; `status` is `dispatched`, `awaiting_approval`, `completed`,
     /// `recorded` or `duplicate`. A refusal lists every violation with its JSON pointer.
-    #[tool(annotations(
+    #[tool(
+        output_schema = output::submit_handoff(),
+        annotations(
         title = "Submit a handoff",
         read_only_hint = false,
         destructive_hint = false,
         idempotent_hint = true,
         open_world_hint = false
-    ))]
+    )
+    )]
     async fn submit_handoff(&self, Parameters(a): Parameters<SubmitHandoff>) -> CallToolResult {
         let conductor = self.conductor.clone();
         blocking("submit_handoff", move || {
@@ -34,17 +39,44 @@ impl ConductorServer {
         .await
     }
 
-    /// List the dispatches waiting in your inbox, oldest first: `{god, dispatches[], count}`.
-    /// Each dispatch carries the full context of the workflow so far (all decisions, artifacts and
-    /// step summaries). Call this at the start of every session, then ack each dispatch.
-    #[tool(annotations(
-        title = "Check your inbox",
-        read_only_hint = true,
-        open_world_hint = false
-    ))]
+    /// List the dispatches waiting in your inbox, oldest first, a page at a time: `{god,
+    /// known_god, dispatches[], count, limit, next_cursor, errors[]}`. `count` is the whole inbox;
+    /// call again with `cursor: next_cursor` while it is not null. Each dispatch carries the full
+    /// context of the workflow so far (all decisions, artifacts and step summaries); with
+    /// `compact: true` only ids, sender, step, age and the summary's first line (then
+    /// `get_dispatch` for one whole). Call this at the start of every session, then ack each
+    /// dispatch. `known_god: false` means you have no inbox: check your god name.
+    #[tool(
+        output_schema = output::check_inbox(),
+        annotations(title = "Check your inbox", read_only_hint = true, open_world_hint = false)
+    )]
     async fn check_inbox(&self, Parameters(a): Parameters<CheckInbox>) -> CallToolResult {
         let conductor = self.conductor.clone();
-        blocking("check_inbox", move || conductor.check_inbox(&a.god_name)).await
+        blocking("check_inbox", move || {
+            let page = PageRequest::new(a.limit, a.cursor)?;
+            if a.compact {
+                serde_json::to_value(conductor.check_inbox_compact(&a.god_name, &page)?)
+                    .map_err(|e| Error::refused(e.to_string()))
+            } else {
+                serde_json::to_value(conductor.check_inbox_page(&a.god_name, &page)?)
+                    .map_err(|e| Error::refused(e.to_string()))
+            }
+        })
+        .await
+    }
+
+    /// One dispatch of your inbox, whole (its full context), by `handoff_id`: `{god, dispatch,
+    /// path}`. Use it after a `compact` `check_inbox`.
+    #[tool(
+        output_schema = output::get_dispatch(),
+        annotations(title = "Get one dispatch", read_only_hint = true, open_world_hint = false)
+    )]
+    async fn get_dispatch(&self, Parameters(a): Parameters<GetDispatch>) -> CallToolResult {
+        let conductor = self.conductor.clone();
+        blocking("get_dispatch", move || {
+            conductor.get_dispatch(&a.god_name, &a.handoff_id)
+        })
+        .await
     }
 
     /// Acknowledge a dispatch from your inbox with `accepted`, `pending`, `rejected` or
@@ -53,13 +85,16 @@ impl ConductorServer {
     /// state_status, …}`; a rejected dispatch goes to the step's next fallback god
     /// (`rerouted_to`), a completed one dispatches the next step. Repeating the same ack is
     /// harmless (`duplicate`).
-    #[tool(annotations(
+    #[tool(
+        output_schema = output::ack_handoff(),
+        annotations(
         title = "Acknowledge a dispatch",
         read_only_hint = false,
         destructive_hint = false,
         idempotent_hint = true,
         open_world_hint = false
-    ))]
+    )
+    )]
     async fn ack_handoff(&self, Parameters(a): Parameters<AckHandoff>) -> CallToolResult {
         let conductor = self.conductor.clone();
         blocking("ack_handoff", move || {
@@ -70,11 +105,14 @@ impl ConductorServer {
 
     /// The full state of a workflow instance: status, current step, who it is dispatched to, the
     /// context bag (decisions, artifacts, open questions), the step history and every ack.
-    #[tool(annotations(
+    #[tool(
+        output_schema = output::get_workflow_state(),
+        annotations(
         title = "Get a workflow's state",
         read_only_hint = true,
         open_world_hint = false
-    ))]
+    )
+    )]
     async fn get_workflow_state(&self, Parameters(a): Parameters<WorkflowRef>) -> CallToolResult {
         let conductor = self.conductor.clone();
         blocking("get_workflow_state", move || {
@@ -83,39 +121,53 @@ impl ConductorServer {
         .await
     }
 
-    /// Every dispatch not yet taken, by god: `{pending: {god: [{dispatch_id, handoff_id,
-    /// workflow_id, from_god, step, dispatched_at, ack_status}]}, count, awaiting_approval[]}`.
-    #[tool(annotations(
+    /// Every dispatch not yet taken, by god, a page at a time: `{pending: {god: [{dispatch_id,
+    /// handoff_id, workflow_id, from_god, step, dispatched_at, ack_status}]}, count, limit,
+    /// next_cursor, awaiting_approval[]}`. `count` is the total; pass `cursor: next_cursor` for the
+    /// next page. Dispatches held for approval are all listed on every page.
+    #[tool(
+        output_schema = output::list_pending(),
+        annotations(
         title = "List pending dispatches",
         read_only_hint = true,
         open_world_hint = false
-    ))]
-    async fn list_pending(&self) -> CallToolResult {
+    )
+    )]
+    async fn list_pending(&self, Parameters(a): Parameters<ListPending>) -> CallToolResult {
         let conductor = self.conductor.clone();
-        blocking("list_pending", move || conductor.list_pending()).await
+        blocking("list_pending", move || {
+            conductor.list_pending_page(&PageRequest::new(a.limit, a.cursor)?)
+        })
+        .await
     }
 
     /// The reaction rules that route handoffs when no workflow definition applies: `{rules:
     /// [paths], count, details: [{id, file, when, then}], errors[]}` (files that do not parse are
     /// listed in `errors`).
-    #[tool(annotations(
+    #[tool(
+        output_schema = output::list_rules(),
+        annotations(
         title = "List reaction rules",
         read_only_hint = true,
         open_world_hint = false
-    ))]
-    async fn list_rules(&self) -> CallToolResult {
+    )
+    )]
+    async fn list_rules(&self, Parameters(_): Parameters<NoArguments>) -> CallToolResult {
         let conductor = self.conductor.clone();
         blocking("list_rules", move || conductor.list_rules()).await
     }
 
     /// The workflow definitions you can name in `routing.workflow_definition`: `{workflows: [{id,
     /// name, version, description, steps: [{id, god}], path}], count, errors[]}`.
-    #[tool(annotations(
+    #[tool(
+        output_schema = output::list_workflows(),
+        annotations(
         title = "List workflow definitions",
         read_only_hint = true,
         open_world_hint = false
-    ))]
-    async fn list_workflows(&self) -> CallToolResult {
+    )
+    )]
+    async fn list_workflows(&self, Parameters(_): Parameters<NoArguments>) -> CallToolResult {
         let conductor = self.conductor.clone();
         blocking("list_workflows", move || conductor.list_workflows()).await
     }
@@ -125,13 +177,16 @@ impl ConductorServer {
     /// dispatches and writes an abort manifest. Returns `{status: "aborted", workflow_id,
     /// artifacts_marked, manifest_path, dispatches_withdrawn}`. Aborting again returns the same
     /// manifest; a completed workflow cannot be aborted.
-    #[tool(annotations(
+    #[tool(
+        output_schema = output::abort_workflow(),
+        annotations(
         title = "Abort a workflow",
         read_only_hint = false,
         destructive_hint = true,
         idempotent_hint = true,
         open_world_hint = false
-    ))]
+    )
+    )]
     async fn abort_workflow(&self, Parameters(a): Parameters<AbortWorkflow>) -> CallToolResult {
         let conductor = self.conductor.clone();
         blocking("abort_workflow", move || {
@@ -145,13 +200,16 @@ impl ConductorServer {
     /// (only paths inside the pantheon root or the cleanup roots; symlinks are removed, never
     /// followed). Returns `{status: "cleaned", workflow_id, deleted[], missing[], refused[],
     /// dry_run}`. Use `dry_run: true` first to see what would go.
-    #[tool(annotations(
+    #[tool(
+        output_schema = output::cleanup(),
+        annotations(
         title = "Clean up temp artifacts",
         read_only_hint = false,
         destructive_hint = true,
         idempotent_hint = true,
         open_world_hint = false
-    ))]
+    )
+    )]
     async fn cleanup(&self, Parameters(a): Parameters<Cleanup>) -> CallToolResult {
         let conductor = self.conductor.clone();
         blocking("cleanup", move || {

@@ -9,9 +9,13 @@ The steps are a JSON list, run in order in one session; the output is one JSON o
 `{"server": {...}, "results": [...]}` with one result per step:
 
   {"op": "list_tools"}
-      -> {"tools": [{"name", "description", "input_schema", "annotations"}]}
+      -> {"tools": [{"name", "description", "input_schema", "output_schema", "annotations"}]}
   {"op": "call", "tool": NAME, "arguments": {...}}
-      -> {"is_error": bool, "structured": {...} | null, "text": "..."}
+      -> {"is_error": bool, "structured": {...} | null, "text": "...", "schema_errors": [...]}
+         `schema_errors` lists every way a successful result's structured content breaks the
+         tool's declared `outputSchema`, checked here with `jsonschema` (empty when it fits;
+         `["no outputSchema declared"]` when the tool declares none). The SDK's own check of the
+         same schema is reported the same way instead of ending the session.
       or {"protocol_error": {"code": int, "message": str}} when the server answers with a
          JSON-RPC error (e.g. an unknown tool)
   {"op": "gather", "calls": [CALL, ...]}
@@ -27,6 +31,8 @@ import asyncio
 import json
 import sys
 
+import jsonschema
+
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
@@ -36,8 +42,22 @@ def tool_json(tool):
         "name": tool.name,
         "description": tool.description,
         "input_schema": tool.input_schema,
+        "output_schema": tool.output_schema,
         "annotations": tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else None,
     }
+
+
+OUTPUT_SCHEMAS = {}
+
+
+def schema_errors(tool, structured):
+    schema = OUTPUT_SCHEMAS.get(tool)
+    if schema is None:
+        return ["no outputSchema declared"]
+    validator_cls = jsonschema.validators.validator_for(schema)
+    validator_cls.check_schema(schema)
+    validator = validator_cls(schema)
+    return [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in validator.iter_errors(structured)]
 
 
 async def call(client, step):
@@ -45,8 +65,13 @@ async def call(client, step):
         result = await client.call_tool(step["tool"], step.get("arguments"))
     except MCPError as e:
         return {"protocol_error": {"code": e.code, "message": e.message}}
+    except RuntimeError as e:
+        # The SDK refuses structured content that does not fit the declared outputSchema.
+        return {"is_error": False, "structured": None, "text": "", "schema_errors": [f"SDK: {e}"]}
     text = "\n".join(block.text for block in result.content if getattr(block, "type", None) == "text")
-    return {"is_error": bool(result.is_error), "structured": result.structured_content, "text": text}
+    errors = [] if result.is_error else schema_errors(step["tool"], result.structured_content)
+    return {"is_error": bool(result.is_error), "structured": result.structured_content, "text": text,
+            "schema_errors": errors}
 
 
 async def gather(client, calls):
@@ -87,6 +112,8 @@ async def main():
             "instructions": client.instructions,
             "tools_capability": client.server_capabilities.tools is not None,
         }
+        for tool in (await client.list_tools()).tools:
+            OUTPUT_SCHEMAS[tool.name] = tool.output_schema
         for step in steps:
             results.append(await run_step(client, step))
     json.dump({"server": server, "results": results}, sys.stdout)

@@ -8,13 +8,14 @@ use super::files;
 use super::model::{
     AbortManifest, AckStatus, CompletedStep, SkippedArtifact, WorkflowState, WorkflowStatus,
 };
+use super::paging::{self, CompactDispatch, PageRequest, SortKey};
 use super::rules::load_rules;
 use super::samples::{SAMPLE_RULES, SAMPLE_WORKFLOWS};
 use super::schema::BUILTIN_SCHEMA;
 use super::{
-    AbortResult, Actor, CleanupResult, Conductor, InboxResult, InitResult, PendingEntry,
-    PendingResult, RefusedPath, RuleDetail, RulesResult, StepSummary, WorkflowSummary,
-    WorkflowsResult,
+    AbortResult, Actor, CleanupResult, Conductor, DispatchResult, InboxResult, InitResult,
+    PendingEntry, PendingResult, RefusedPath, RuleDetail, RulesResult, StepSummary,
+    WorkflowSummary, WorkflowsResult,
 };
 use crate::error::{Error, Result};
 use crate::store::atomic::{ensure_dir, write_atomic, write_json};
@@ -119,10 +120,61 @@ impl Conductor {
         })
     }
 
-    /// A god's inbox, oldest first; unreadable files are listed in `errors`.
+    /// A god's whole inbox, oldest first; unreadable files are listed in `errors`.
     pub fn check_inbox(&self, god: &str) -> Result<InboxResult> {
         let god = GodName::parse(god)?;
         Ok(files::read_inbox(&self.root, &god))
+    }
+
+    /// One page of a god's inbox (docs/PROTOCOL.md §5: `limit`, `cursor`, `next_cursor`).
+    pub fn check_inbox_page(&self, god: &str, request: &PageRequest) -> Result<InboxResult> {
+        files::read_inbox_page(&self.root, &GodName::parse(god)?, request)
+    }
+
+    /// One page of a god's inbox with each dispatch cut to its ids, sender, step, age and the
+    /// first line of its summary.
+    pub fn check_inbox_compact(
+        &self,
+        god: &str,
+        request: &PageRequest,
+    ) -> Result<InboxResult<CompactDispatch>> {
+        let full = self.check_inbox_page(god, request)?;
+        let now = chrono::Utc::now();
+        Ok(InboxResult {
+            dispatches: full
+                .dispatches
+                .iter()
+                .map(|d| CompactDispatch::of(d, now))
+                .collect(),
+            god: full.god,
+            known_god: full.known_god,
+            count: full.count,
+            limit: full.limit,
+            next_cursor: full.next_cursor,
+            errors: full.errors,
+        })
+    }
+
+    /// One dispatch of a god's inbox, whole, by its handoff id.
+    pub fn get_dispatch(&self, god: &str, handoff_id: &str) -> Result<DispatchResult> {
+        let god = GodName::parse(god)?;
+        let id = HandoffId::parse(handoff_id)?;
+        let dir = self.root.inbox_dir(&god);
+        let (found, _) = files::read_dispatch_dir(&dir);
+        found
+            .into_iter()
+            .find(|(_, d)| d.handoff_id == id.as_str())
+            .map(|(path, dispatch)| DispatchResult {
+                god: god.to_string(),
+                dispatch,
+                path: text(&path),
+            })
+            .ok_or_else(|| {
+                Error::not_found(format!(
+                    "no dispatch {id} in {god}'s inbox ({}); check_inbox lists what is there",
+                    dir.display()
+                ))
+            })
     }
 
     /// The state of one workflow.
@@ -132,6 +184,12 @@ impl Conductor {
 
     /// Every dispatch not yet taken, by god, and those held for approval.
     pub fn list_pending(&self) -> Result<PendingResult> {
+        self.list_pending_page(&PageRequest::default())
+    }
+
+    /// One page of the dispatches not yet taken (ordered by god, then oldest first), and every
+    /// dispatch held for approval.
+    pub fn list_pending_page(&self, request: &PageRequest) -> Result<PendingResult> {
         let entry = |d: super::model::Dispatch| PendingEntry {
             dispatch_id: d.dispatch_id,
             handoff_id: d.handoff_id,
@@ -143,23 +201,34 @@ impl Conductor {
             ack_status: d.ack_status.to_string(),
             held_because: d.held_because,
         };
-        let mut pending = BTreeMap::new();
+        let mut pending: BTreeMap<String, Vec<PendingEntry>> = BTreeMap::new();
         let mut errors = Vec::new();
-        let mut count = 0;
+        let mut keyed = Vec::new();
         for god in files::god_dirs(&self.root.pending_root()) {
             let (found, errs) = files::read_dispatch_dir(&self.root.inbox_dir(&god));
             errors.extend(errs);
-            count += found.len();
-            pending.insert(
-                god.to_string(),
-                found.into_iter().map(|(_, d)| entry(d)).collect::<Vec<_>>(),
-            );
+            pending.insert(god.to_string(), Vec::new());
+            for (path, d) in found {
+                let (at, file) = files::dispatch_order(&path, &d);
+                let key = SortKey {
+                    god: god.to_string(),
+                    at,
+                    file,
+                };
+                keyed.push((key, (god.to_string(), d)));
+            }
+        }
+        let page = paging::page(keyed, request)?;
+        for (god, d) in page.items {
+            pending.entry(god).or_default().push(entry(d));
         }
         let (held, errs) = files::read_dispatch_dir(&self.root.quarantine_dir());
         errors.extend(errs);
         Ok(PendingResult {
             pending,
-            count,
+            count: page.count,
+            limit: request.limit,
+            next_cursor: page.next_cursor,
             awaiting_approval: held.into_iter().map(|(_, d)| entry(d)).collect(),
             errors,
         })

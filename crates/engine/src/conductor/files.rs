@@ -128,28 +128,65 @@ pub fn read_dispatch_dir(dir: &Path) -> DirListing {
             Err(e) => errors.push(e),
         }
     }
-    found.sort_by_cached_key(|(p, d)| {
-        let t = d.dispatched_at.as_deref().and_then(parse_ts).or_else(|| {
-            std::fs::metadata(p)
-                .and_then(|m| m.modified())
-                .ok()
-                .map(chrono::DateTime::<chrono::Utc>::from)
-        });
-        (t, p.clone())
-    });
+    found.sort_by_cached_key(|(p, d)| dispatch_order(p, d));
     (found, errors)
 }
 
-/// A god's inbox (`check_inbox`).
-pub fn read_inbox(root: &Root, god: &GodName) -> super::InboxResult {
-    let (found, errors) = read_dispatch_dir(&root.inbox_dir(god));
-    let dispatches: Vec<Dispatch> = found.into_iter().map(|(_, d)| d).collect();
-    super::InboxResult {
+/// Where a dispatch stands in its directory's order, oldest first: `dispatched_at` (the file's
+/// modification time when that is unreadable), then the file name.
+pub fn dispatch_order(
+    path: &Path,
+    d: &Dispatch,
+) -> (Option<chrono::DateTime<chrono::Utc>>, String) {
+    let t = d.dispatched_at.as_deref().and_then(parse_ts).or_else(|| {
+        std::fs::metadata(path)
+            .and_then(|m| m.modified())
+            .ok()
+            .map(chrono::DateTime::<chrono::Utc>::from)
+    });
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    (t, name)
+}
+
+/// A god's inbox (`check_inbox`): the page `request` asks for, oldest first.
+pub fn read_inbox_page(
+    root: &Root,
+    god: &GodName,
+    request: &super::paging::PageRequest,
+) -> Result<super::InboxResult> {
+    let dir = root.inbox_dir(god);
+    let (found, errors) = read_dispatch_dir(&dir);
+    let keyed = found
+        .into_iter()
+        .map(|(p, d)| {
+            let (at, file) = dispatch_order(&p, &d);
+            let key = super::paging::SortKey {
+                god: god.to_string(),
+                at,
+                file,
+            };
+            (key, d)
+        })
+        .collect();
+    let page = super::paging::page(keyed, request)?;
+    Ok(super::InboxResult {
         god: god.to_string(),
-        count: dispatches.len(),
-        dispatches,
+        known_god: dir.is_dir(),
+        dispatches: page.items,
+        count: page.count,
+        limit: request.limit,
+        next_cursor: page.next_cursor,
         errors,
-    }
+    })
+}
+
+/// A god's whole inbox, oldest first.
+pub fn read_inbox(root: &Root, god: &GodName) -> super::InboxResult {
+    read_inbox_page(root, god, &super::paging::PageRequest::default())
+        .expect("a listing without a cursor cannot be refused")
 }
 
 /// The god directories under `dir` (inboxes or archives), by valid name, sorted.

@@ -12,6 +12,7 @@ pub mod admin;
 pub mod definition;
 pub mod files;
 pub mod model;
+pub mod paging;
 pub mod results;
 pub mod rules;
 pub mod samples;
@@ -21,8 +22,9 @@ pub mod submit;
 use std::sync::{Arc, Mutex};
 
 pub use definition::{LoadError, StepDef, WorkflowDef, load_definitions};
-pub use files::{FileError, list_states, read_inbox};
+pub use files::{FileError, list_states, read_inbox, read_inbox_page};
 pub use model::*;
+pub use paging::{CompactDispatch, PageRequest};
 pub use results::*;
 pub use rules::{Rule, load_rules};
 

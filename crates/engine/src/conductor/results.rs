@@ -51,13 +51,31 @@ pub struct AckResult {
     pub warnings: Vec<String>,
 }
 
-/// `check_inbox`'s result: dispatches oldest first; unreadable files in `errors`.
+/// `check_inbox`'s result: one page of dispatches, oldest first; unreadable files in `errors`.
+/// `D` is [`Dispatch`] (the whole dispatch) or, with `compact`, a
+/// [`CompactDispatch`](super::paging::CompactDispatch).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct InboxResult {
+pub struct InboxResult<D = Dispatch> {
     pub god: String,
-    pub dispatches: Vec<Dispatch>,
+    /// False when the god has no inbox directory (a misspelt or unknown god): nothing can be
+    /// dispatched to it until `init` or a first dispatch creates the inbox.
+    pub known_god: bool,
+    pub dispatches: Vec<D>,
+    /// Every dispatch in the inbox, on this page or another.
     pub count: usize,
+    /// The page size asked for (`None`: everything).
+    pub limit: Option<usize>,
+    /// Pass it as `cursor` for the next page; `None` on the last page.
+    pub next_cursor: Option<String>,
     pub errors: Vec<FileError>,
+}
+
+/// `get_dispatch`'s result: one dispatch whole.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DispatchResult {
+    pub god: String,
+    pub dispatch: Dispatch,
+    pub path: String,
 }
 
 /// One line of `list_pending`.
@@ -78,8 +96,13 @@ pub struct PendingEntry {
 /// `list_pending`'s result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PendingResult {
+    /// A key per inbox; the entries are this page's, oldest first within each god.
     pub pending: BTreeMap<String, Vec<PendingEntry>>,
+    /// Every dispatch not yet taken, on this page or another.
     pub count: usize,
+    pub limit: Option<usize>,
+    pub next_cursor: Option<String>,
+    /// Not paged: dispatches held for an operator's approval.
     pub awaiting_approval: Vec<PendingEntry>,
     pub errors: Vec<FileError>,
 }

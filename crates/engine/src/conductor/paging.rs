@@ -1,0 +1,246 @@
+//! Paged listings of dispatches (`check_inbox`, `list_pending`): `limit` entries at a time, oldest
+//! first, and a `next_cursor` for the page after.
+//!
+//! A cursor names the last entry returned by its sort key (god, `dispatched_at`, file name), never
+//! by position, so files added or removed between two pages shift nothing: an entry that exists
+//! throughout is returned exactly once. The cursor is opaque to callers (hex of the key) and
+//! checked when it comes back, since it is input like any other.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+
+/// Entries per page when the caller does not say.
+pub const DEFAULT_LIMIT: usize = 20;
+/// The largest page a caller may ask for.
+pub const MAX_LIMIT: usize = 1000;
+/// The longest cursor accepted (a god name, a timestamp and a file name, hex-encoded).
+const MAX_CURSOR_CHARS: usize = 2048;
+
+/// What page to return: `limit` entries (`None`: all) after `cursor` (`None`: from the start).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PageRequest {
+    pub limit: Option<usize>,
+    pub cursor: Option<String>,
+}
+
+impl PageRequest {
+    /// The first page of the default size.
+    pub fn first() -> Self {
+        Self {
+            limit: Some(DEFAULT_LIMIT),
+            cursor: None,
+        }
+    }
+
+    /// A page as callers ask for it: `limit` defaults to [`DEFAULT_LIMIT`] and must be 1 to
+    /// [`MAX_LIMIT`].
+    pub fn new(limit: Option<usize>, cursor: Option<String>) -> Result<Self> {
+        let limit = limit.unwrap_or(DEFAULT_LIMIT);
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            return Err(Error::refused(format!(
+                "limit {limit} is out of range; ask for 1 to {MAX_LIMIT} entries a page"
+            )));
+        }
+        Ok(Self {
+            limit: Some(limit),
+            cursor,
+        })
+    }
+}
+
+/// Where an entry stands in a listing; pages are cut by comparing these.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SortKey {
+    pub god: String,
+    pub at: Option<DateTime<Utc>>,
+    pub file: String,
+}
+
+impl SortKey {
+    fn encode(&self) -> String {
+        let at = self
+            .at
+            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true))
+            .unwrap_or_default();
+        let plain = format!("{}\t{}\t{}", self.god, at, self.file);
+        plain.bytes().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn decode(cursor: &str) -> Result<Self> {
+        let bad = || {
+            Error::refused(format!(
+                "cursor {:?} is not one this listing gave; start again without a cursor",
+                cursor.chars().take(64).collect::<String>()
+            ))
+        };
+        if cursor.len() > MAX_CURSOR_CHARS || !cursor.len().is_multiple_of(2) {
+            return Err(bad());
+        }
+        let bytes = (0..cursor.len())
+            .step_by(2)
+            .map(|i| {
+                cursor
+                    .get(i..i + 2)
+                    .and_then(|h| u8::from_str_radix(h, 16).ok())
+            })
+            .collect::<Option<Vec<u8>>>()
+            .ok_or_else(bad)?;
+        let plain = String::from_utf8(bytes).map_err(|_| bad())?;
+        let mut parts = plain.splitn(3, '\t');
+        let (Some(god), Some(at), Some(file)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(bad());
+        };
+        let at = if at.is_empty() {
+            None
+        } else {
+            Some(
+                DateTime::parse_from_rfc3339(at)
+                    .map_err(|_| bad())?
+                    .with_timezone(&Utc),
+            )
+        };
+        Ok(Self {
+            god: god.to_owned(),
+            at,
+            file: file.to_owned(),
+        })
+    }
+}
+
+/// One page cut from a listing sorted by key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    /// Every entry of the listing, on any page.
+    pub count: usize,
+    pub next_cursor: Option<String>,
+}
+
+/// Cuts the page `request` asks for from `entries` (sorted by key here, oldest first).
+pub fn page<T>(mut entries: Vec<(SortKey, T)>, request: &PageRequest) -> Result<Page<T>> {
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    let count = entries.len();
+    let after = request.cursor.as_deref().map(SortKey::decode).transpose()?;
+    let start = match &after {
+        Some(k) => entries.partition_point(|(key, _)| key <= k),
+        None => 0,
+    };
+    let limit = request.limit.unwrap_or(usize::MAX);
+    let mut rest = entries.into_iter().skip(start);
+    let taken: Vec<(SortKey, T)> = rest.by_ref().take(limit).collect();
+    let next_cursor = match (rest.next(), taken.last()) {
+        (Some(_), Some((last, _))) => Some(last.encode()),
+        _ => None,
+    };
+    Ok(Page {
+        items: taken.into_iter().map(|(_, t)| t).collect(),
+        count,
+        next_cursor,
+    })
+}
+
+/// A dispatch in a compact inbox (`compact: true`): who, what and how old, without its context.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompactDispatch {
+    pub dispatch_id: Option<String>,
+    pub handoff_id: String,
+    pub workflow_id: String,
+    pub from_god: String,
+    pub step: String,
+    /// Seconds since `dispatched_at`; `None` when that is unreadable.
+    pub age_secs: Option<i64>,
+    /// The first line of the context's summary.
+    pub summary: String,
+}
+
+impl CompactDispatch {
+    pub fn of(d: &super::Dispatch, now: DateTime<Utc>) -> Self {
+        Self {
+            dispatch_id: d.dispatch_id.clone(),
+            handoff_id: d.handoff_id.clone(),
+            workflow_id: d.workflow_id.clone(),
+            from_god: d.from_god.clone(),
+            step: d.step.clone(),
+            age_secs: d
+                .dispatched_at
+                .as_deref()
+                .and_then(crate::store::time::parse_ts)
+                .map(|t| (now - t).num_seconds().max(0)),
+            summary: d.context.summary.lines().next().unwrap_or("").to_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(n: u32) -> SortKey {
+        SortKey {
+            god: "thoth".into(),
+            at: DateTime::from_timestamp(1_700_000_000 + i64::from(n), 0),
+            file: format!("hof_{n:04}.json"),
+        }
+    }
+
+    #[test]
+    fn pages_survive_entries_added_and_removed_between_them() {
+        let mut live: Vec<u32> = (0..30).collect();
+        let mut seen = Vec::new();
+        let mut cursor = None;
+        let mut round = 0;
+        loop {
+            let entries = live.iter().map(|&n| (key(n), n)).collect();
+            let p = page(
+                entries,
+                &PageRequest {
+                    limit: Some(4),
+                    cursor: cursor.clone(),
+                },
+            )
+            .unwrap();
+            assert_eq!(p.count, live.len());
+            seen.extend(p.items.iter().copied());
+            // Between pages: one seen and one unseen entry go, a newer and an older one come.
+            round += 1;
+            live.retain(|&n| n != round * 3 && n != 29 - round);
+            live.push(100 + round);
+            live.push(50 + round);
+            match p.next_cursor {
+                Some(c) => cursor = Some(c),
+                None => break,
+            }
+        }
+        let throughout: Vec<u32> = (0..30).filter(|n| live.contains(n)).collect();
+        for n in &throughout {
+            assert_eq!(
+                seen.iter().filter(|&&s| s == *n).count(),
+                1,
+                "{n} once: {seen:?}"
+            );
+        }
+        let mut sorted = seen.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), seen.len(), "nothing repeated: {seen:?}");
+    }
+
+    #[test]
+    fn a_cursor_that_was_not_given_out_is_refused() {
+        for bad in ["zz", "abc", "00", &"ab".repeat(2000), "74686f7468"] {
+            let r = page::<u32>(
+                vec![],
+                &PageRequest {
+                    limit: Some(1),
+                    cursor: Some(bad.into()),
+                },
+            );
+            assert!(r.is_err(), "{bad}");
+        }
+        assert!(PageRequest::new(Some(0), None).is_err());
+        assert!(PageRequest::new(Some(MAX_LIMIT + 1), None).is_err());
+        assert_eq!(PageRequest::new(None, None).unwrap(), PageRequest::first());
+    }
+}

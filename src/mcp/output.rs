@@ -1,0 +1,558 @@
+//! The `outputSchema` of every tool: the JSON Schema its structured content fits.
+//!
+//! Hosts (and the official clients, which check results against it) learn the shape of each
+//! result before calling. Each schema names the fields every result has, with their types;
+//! objects stay open (`additionalProperties` is not restricted) because readers of protocol
+//! results must tolerate new fields (docs/PROTOCOL.md §5), and the parts that come from files
+//! other programs write (a dispatch's context, a message's payload, a rule's `when`) are only
+//! typed as objects. A refusal (`isError: true`) is `{error, kind, violations?}` and is not
+//! checked against these schemas, as MCP specifies.
+
+use std::sync::Arc;
+
+use rmcp::model::JsonObject;
+use serde_json::{Value, json};
+
+fn string() -> Value {
+    json!({"type": "string"})
+}
+
+fn string_or_null() -> Value {
+    json!({"type": ["string", "null"]})
+}
+
+fn integer() -> Value {
+    json!({"type": "integer", "minimum": 0})
+}
+
+fn boolean() -> Value {
+    json!({"type": "boolean"})
+}
+
+fn any_object() -> Value {
+    json!({"type": "object"})
+}
+
+fn array(items: Value) -> Value {
+    json!({"type": "array", "items": items})
+}
+
+fn strings() -> Value {
+    array(string())
+}
+
+/// An object with `required` fields (all present in every result) and `optional` ones.
+fn object(required: &[(&str, Value)], optional: &[(&str, Value)]) -> Value {
+    let mut properties = serde_json::Map::new();
+    for (name, schema) in required.iter().chain(optional) {
+        properties.insert((*name).to_string(), schema.clone());
+    }
+    json!({
+        "type": "object",
+        "properties": properties,
+        "required": required.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+    })
+}
+
+fn tool_schema(schema: Value) -> Arc<JsonObject> {
+    match schema {
+        Value::Object(map) => Arc::new(map),
+        _ => unreachable!("every output schema is built by `object`"),
+    }
+}
+
+/// A file that could not be read, as listed in `errors`.
+fn file_errors() -> Value {
+    array(any_object())
+}
+
+/// A dispatch as stored in an inbox (the seed's fields; `context` is the workflow so far).
+fn dispatch() -> Value {
+    object(
+        &[
+            ("handoff_id", string()),
+            ("workflow_id", string()),
+            ("from_god", string()),
+            ("to_god", string()),
+            ("step", string()),
+            ("context", any_object()),
+            ("dispatch_id", string_or_null()),
+            ("dispatched_at", string_or_null()),
+            ("ack_status", string()),
+        ],
+        &[("routing", any_object())],
+    )
+}
+
+fn pending_entry() -> Value {
+    object(
+        &[
+            ("dispatch_id", string_or_null()),
+            ("handoff_id", string()),
+            ("workflow_id", string()),
+            ("from_god", string()),
+            ("to_god", string()),
+            ("step", string()),
+            ("dispatched_at", string_or_null()),
+            ("ack_status", string()),
+        ],
+        &[("held_because", string())],
+    )
+}
+
+fn submit_result() -> Value {
+    object(
+        &[
+            ("status", string()),
+            ("workflow_id", string()),
+            ("handoff_id", string()),
+            ("target_god", string_or_null()),
+            ("target_step", string_or_null()),
+            ("state_status", string()),
+            ("handoff_path", string()),
+            ("dispatch_path", string_or_null()),
+            ("warnings", strings()),
+        ],
+        &[("matched_rule", string())],
+    )
+}
+
+pub fn submit_handoff() -> Arc<JsonObject> {
+    tool_schema(submit_result())
+}
+
+/// The paging fields of a paged listing (`check_inbox`, `list_pending`).
+fn paging() -> [(&'static str, Value); 2] {
+    [
+        ("limit", json!({"type": ["integer", "null"], "minimum": 1})),
+        ("next_cursor", string_or_null()),
+    ]
+}
+
+/// A dispatch in `check_inbox` with `compact: true`.
+fn compact_dispatch() -> Value {
+    object(
+        &[
+            ("dispatch_id", string_or_null()),
+            ("handoff_id", string()),
+            ("workflow_id", string()),
+            ("from_god", string()),
+            ("step", string()),
+            (
+                "age_secs",
+                json!({"type": ["integer", "null"], "minimum": 0}),
+            ),
+            ("summary", string()),
+        ],
+        &[],
+    )
+}
+
+pub fn check_inbox() -> Arc<JsonObject> {
+    let [limit, next_cursor] = paging();
+    tool_schema(object(
+        &[
+            ("god", string()),
+            ("known_god", boolean()),
+            (
+                "dispatches",
+                array(json!({"anyOf": [dispatch(), compact_dispatch()]})),
+            ),
+            ("count", integer()),
+            limit,
+            next_cursor,
+            ("errors", file_errors()),
+        ],
+        &[],
+    ))
+}
+
+pub fn get_dispatch() -> Arc<JsonObject> {
+    tool_schema(object(
+        &[
+            ("god", string()),
+            ("dispatch", dispatch()),
+            ("path", string()),
+        ],
+        &[],
+    ))
+}
+
+pub fn ack_handoff() -> Arc<JsonObject> {
+    tool_schema(object(
+        &[
+            ("acknowledged", boolean()),
+            ("handoff_id", string()),
+            ("ack_id", string()),
+            ("workflow_id", string()),
+            ("status", string()),
+            ("state_status", string()),
+            ("god", string()),
+            ("by", string()),
+            ("duplicate", boolean()),
+            ("warnings", strings()),
+        ],
+        &[("rerouted_to", string()), ("next", submit_result())],
+    ))
+}
+
+pub fn get_workflow_state() -> Arc<JsonObject> {
+    tool_schema(object(
+        &[
+            ("workflow_id", string()),
+            ("status", string()),
+            ("context_bag", any_object()),
+            ("step_history", array(any_object())),
+            ("acks", array(any_object())),
+        ],
+        &[
+            ("definition_id", string_or_null()),
+            ("current_step", string_or_null()),
+            ("dispatched_to", string_or_null()),
+            ("created", string_or_null()),
+            ("updated", string_or_null()),
+        ],
+    ))
+}
+
+pub fn list_pending() -> Arc<JsonObject> {
+    let [limit, next_cursor] = paging();
+    tool_schema(object(
+        &[
+            (
+                "pending",
+                json!({"type": "object", "additionalProperties": array(pending_entry())}),
+            ),
+            ("count", integer()),
+            limit,
+            next_cursor,
+            ("awaiting_approval", array(pending_entry())),
+            ("errors", file_errors()),
+        ],
+        &[],
+    ))
+}
+
+pub fn list_rules() -> Arc<JsonObject> {
+    tool_schema(object(
+        &[
+            ("rules", strings()),
+            ("count", integer()),
+            (
+                "details",
+                array(object(
+                    &[
+                        ("id", string()),
+                        ("file", string()),
+                        ("when", any_object()),
+                        ("then", any_object()),
+                    ],
+                    &[],
+                )),
+            ),
+            ("errors", file_errors()),
+        ],
+        &[],
+    ))
+}
+
+pub fn list_workflows() -> Arc<JsonObject> {
+    let step = object(
+        &[
+            ("id", string()),
+            ("god", string()),
+            ("gates", strings()),
+            ("timeout", string_or_null()),
+            ("fallback_gods", strings()),
+            ("approval_required", boolean()),
+        ],
+        &[],
+    );
+    tool_schema(object(
+        &[
+            (
+                "workflows",
+                array(object(
+                    &[
+                        ("id", string()),
+                        ("name", string()),
+                        ("version", string_or_null()),
+                        ("description", string_or_null()),
+                        ("steps", array(step)),
+                        ("path", string()),
+                    ],
+                    &[],
+                )),
+            ),
+            ("count", integer()),
+            ("errors", file_errors()),
+        ],
+        &[],
+    ))
+}
+
+fn path_and_reason() -> Value {
+    object(&[("path", string()), ("reason", string())], &[])
+}
+
+pub fn abort_workflow() -> Arc<JsonObject> {
+    tool_schema(object(
+        &[
+            ("status", string()),
+            ("workflow_id", string()),
+            ("artifacts_marked", strings()),
+            ("artifacts_skipped", array(path_and_reason())),
+            ("manifest_path", string()),
+            ("dispatches_withdrawn", strings()),
+            ("duplicate", boolean()),
+        ],
+        &[],
+    ))
+}
+
+pub fn cleanup() -> Arc<JsonObject> {
+    tool_schema(object(
+        &[
+            ("status", string()),
+            ("workflow_id", string()),
+            ("deleted", strings()),
+            ("missing", strings()),
+            ("refused", array(path_and_reason())),
+            ("dry_run", boolean()),
+            ("warnings", strings()),
+        ],
+        &[],
+    ))
+}
+
+/// A bus message as written (`{id, type, source, timestamp, payload}`).
+fn message() -> Value {
+    object(
+        &[
+            ("id", string()),
+            ("type", string()),
+            ("source", string()),
+            ("timestamp", string()),
+            ("payload", any_object()),
+        ],
+        &[],
+    )
+}
+
+pub fn post_message() -> Arc<JsonObject> {
+    tool_schema(message())
+}
+
+pub fn read_messages() -> Arc<JsonObject> {
+    // Messages read back come from any writer of the queue: only their envelope is an object.
+    tool_schema(object(
+        &[("messages", array(any_object())), ("count", integer())],
+        &[("skipped", integer()), ("next_offset", integer())],
+    ))
+}
+
+pub fn acquire_lock() -> Arc<JsonObject> {
+    tool_schema(object(
+        &[
+            ("filepath", string()),
+            ("worker_id", string()),
+            ("lock_type", string()),
+            ("acquired_at", string()),
+            ("expires_at", string()),
+            ("renewed", boolean()),
+            ("previous_holder", string_or_null()),
+            ("message_id", string()),
+        ],
+        &[],
+    ))
+}
+
+pub fn release_lock() -> Arc<JsonObject> {
+    tool_schema(object(
+        &[
+            ("filepath", string()),
+            ("released_from", string_or_null()),
+            ("forced_by", string_or_null()),
+            ("message_id", string()),
+            ("events", strings()),
+        ],
+        &[],
+    ))
+}
+
+pub fn update_worker_status() -> Arc<JsonObject> {
+    tool_schema(object(
+        &[
+            ("worker_id", string()),
+            ("stale", boolean()),
+            ("last_seen", string_or_null()),
+        ],
+        &[
+            ("task_id", string_or_null()),
+            ("status", string_or_null()),
+            ("progress_pct", json!({"type": ["number", "null"]})),
+            ("current_subtask", string_or_null()),
+            ("last_heartbeat", string_or_null()),
+        ],
+    ))
+}
+
+pub fn wait_for_event() -> Arc<JsonObject> {
+    tool_schema(object(
+        &[
+            ("pattern", string()),
+            ("matched", boolean()),
+            (
+                "event",
+                json!({"anyOf": [
+                    object(&[("name", string())], &[("decoded", string()), ("content", string_or_null()), ("modified", string_or_null())]),
+                    {"type": "null"}
+                ]}),
+            ),
+            ("waited_ms", integer()),
+        ],
+        &[],
+    ))
+}
+
+pub fn detect_deadlocks() -> Arc<JsonObject> {
+    tool_schema(object(
+        &[
+            ("deadlocked", boolean()),
+            ("cycles", array(any_object())),
+            ("waits", array(any_object())),
+        ],
+        &[],
+    ))
+}
+
+/// A board session's header (`session.json`).
+fn session() -> Value {
+    object(
+        &[
+            ("session_id", string()),
+            ("checkpoint", string()),
+            ("status", string()),
+            ("directors", strings()),
+            ("phases", any_object()),
+        ],
+        &[
+            ("started_at", string_or_null()),
+            ("resolution", any_object()),
+        ],
+    )
+}
+
+pub fn board_status() -> Arc<JsonObject> {
+    tool_schema(object(
+        &[
+            ("session", session()),
+            ("assessments", any_object()),
+            ("discussion", array(any_object())),
+            ("votes", any_object()),
+            ("missing_assessments", strings()),
+            ("missing_votes", strings()),
+            ("can_advance", boolean()),
+            ("next_status", string_or_null()),
+        ],
+        &[("predicted", any_object())],
+    ))
+}
+
+pub fn board_open() -> Arc<JsonObject> {
+    tool_schema(object(
+        &[("session", session()), ("message_id", string())],
+        &[("archived", json!({}))],
+    ))
+}
+
+/// `board_assess`, `board_discuss`, `board_vote`, `board_next_round`: the act recorded.
+pub fn board_write() -> Arc<JsonObject> {
+    tool_schema(object(
+        &[
+            ("session_id", string()),
+            ("status", string()),
+            ("phases", any_object()),
+            ("message_id", string()),
+            ("record", any_object()),
+        ],
+        &[],
+    ))
+}
+
+pub fn board_advance() -> Arc<JsonObject> {
+    tool_schema(object(
+        &[
+            ("session_id", string()),
+            ("from", string()),
+            ("to", string()),
+            ("forced", boolean()),
+            ("phases", any_object()),
+            ("message_id", string()),
+        ],
+        &[],
+    ))
+}
+
+pub fn board_resolve() -> Arc<JsonObject> {
+    tool_schema(object(
+        &[
+            ("session_id", string()),
+            ("verdict", string()),
+            ("vote_summary", any_object()),
+            ("conditions", array(json!({}))),
+            ("dissent", strings()),
+            ("abstained", strings()),
+            ("resolved_at", string()),
+            ("message_id", string()),
+            ("events", strings()),
+        ],
+        &[
+            ("quick_review", boolean()),
+            ("forced", boolean()),
+            ("resolved_by", string()),
+            ("resolution_md", string()),
+        ],
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_schema_compiles_and_refuses_a_result_missing_a_field() {
+        let all = [
+            submit_handoff(),
+            check_inbox(),
+            get_dispatch(),
+            ack_handoff(),
+            get_workflow_state(),
+            list_pending(),
+            list_rules(),
+            list_workflows(),
+            abort_workflow(),
+            cleanup(),
+            post_message(),
+            read_messages(),
+            acquire_lock(),
+            release_lock(),
+            update_worker_status(),
+            wait_for_event(),
+            detect_deadlocks(),
+            board_status(),
+            board_open(),
+            board_write(),
+            board_advance(),
+            board_resolve(),
+        ];
+        for schema in all {
+            let schema = Value::Object((*schema).clone());
+            let v = jsonschema::validator_for(&schema).expect("compiles");
+            assert!(
+                !v.is_valid(&json!({})),
+                "an empty object is refused: {schema}"
+            );
+        }
+    }
+}
