@@ -7,6 +7,7 @@ pub mod lock;
 pub mod paths;
 pub mod read;
 pub mod time;
+pub mod yaml;
 
 pub use ids::*;
 pub use paths::Root;
