@@ -8,6 +8,7 @@ mod fixture;
 #[path = "../common/fixture.rs"]
 mod fixture_root;
 mod interop;
+mod limits;
 mod locks;
 mod queue;
 mod stress;
