@@ -117,6 +117,7 @@ fn a_64_mib_last_line_is_tailed_in_under_a_second_and_named() {
     assert_eq!(v["skipped"], 1, "{v}");
     assert_eq!(v["oversized"][0]["bytes"], 64 << 20, "{v}");
     assert!(err.contains("over the 4 MiB line limit"), "{err}");
+    eprintln!("tail --tail 5 over a 64 MiB last line: {took:?}");
     assert!(took < Duration::from_secs(1), "took {took:?}");
 }
 
@@ -142,6 +143,7 @@ fn reading_a_queue_with_a_huge_line_holds_one_bounded_line_not_the_file() {
             assert_eq!(v["messages"][5]["id"], "msg-after");
             assert!(err.contains("over the 4 MiB line limit"), "{err}");
         }
+        eprintln!("{args:?} over a 64 MiB line: peak RSS {rss_kib} KiB");
         // A 64 MiB line held whole (and parsed) needs well over 64 MiB.
         assert!(rss_kib < 40 * 1024, "{args:?}: peak RSS {rss_kib} KiB");
     }
@@ -231,6 +233,7 @@ fn a_waiting_process_costs_almost_no_cpu() {
     let used = cpu_ticks(pid) - before;
     let ticks_per_sec = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
     let share = used as f64 / ticks_per_sec / started.elapsed().as_secs_f64();
+    eprintln!("a waiting process used {:.2} % of a core", share * 100.0);
     // Spinning on its own directory scans cost ~85 % of a core; a waiting process should cost ~0.
     assert!(
         share < 0.05,
