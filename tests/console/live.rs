@@ -338,7 +338,7 @@ fn a_root_deleted_and_recreated_is_watched_again() {
     assert_eq!(h.mode, WatchMode::Notify);
     // The root goes away and comes back (a new directory under the same name).
     std::fs::remove_dir_all(r).unwrap();
-    wait_for(&mut h, Duration::from_secs(5), |s| s.workflows.is_empty());
+    wait_for(&mut h, Duration::from_secs(15), |s| s.workflows.is_empty());
     std::fs::create_dir(r).unwrap();
     pantheon(r, &["init"], None);
     std::fs::create_dir_all(r.join("research")).unwrap();
@@ -348,7 +348,7 @@ fn a_root_deleted_and_recreated_is_watched_again() {
         &["handoff", "submit", "-"],
         Some(&research_handoff("wf_back_1", "hof_20260614_ddd444")),
     );
-    wait_for(&mut h, Duration::from_secs(5), |s| {
+    wait_for(&mut h, Duration::from_secs(15), |s| {
         s.workflows.iter().any(|w| w.id == "wf_back_1")
     });
     // Later changes arrive by notification again, not only by the re-check.
@@ -360,7 +360,7 @@ fn a_root_deleted_and_recreated_is_watched_again() {
         ],
         None,
     );
-    let took = wait_for(&mut h, Duration::from_secs(5), |s| {
+    let took = wait_for(&mut h, Duration::from_secs(15), |s| {
         s.track("beta")
             .is_some_and(|t| t.messages.iter().any(|m| m.source == "worker-5"))
     });
