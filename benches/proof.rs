@@ -345,6 +345,7 @@ fn goals() {
     tail_and_open();
     live_latency();
     idle_cpu();
+    waiting_cpu();
 }
 
 /// Issue 2: a submit + ack cycle vs three plain atomic JSON writes.
@@ -781,6 +782,55 @@ fn idle_cpu() {
         None,
         Some(pct < 1.0),
         "notify mode, 5 s",
+    );
+}
+
+/// Issue 12: a `pantheon bus wait` for an event that never comes, while the track is busy (a post
+/// every 100 ms): its CPU share over 5 s, from its own rusage.
+fn waiting_cpu() {
+    let (d, root) = temp_root();
+    let bus = Bus::open(&root, "waiting").unwrap();
+    bus.init().unwrap();
+    let secs = 5.0;
+    let mut child = Command::new(BIN)
+        .arg("--root")
+        .arg(d.path())
+        .args([
+            "bus",
+            "--track",
+            "waiting",
+            "wait",
+            "NEVER_*",
+            "--timeout",
+            &secs.to_string(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while started.elapsed().as_secs_f64() < secs {
+        bus.post("PROGRESS", "bench", json!({})).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: rusage is plain data; wait4 fills it for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
+    let _ = child.try_wait();
+    let cpu = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let wall = started.elapsed().as_secs_f64();
+    let pct = (cpu(usage.ru_utime) + cpu(usage.ru_stime)) / wall * 100.0;
+    bench(
+        "waiting_cpu",
+        12,
+        "a god blocked in `bus wait` / `wait_for_event`: ~0 % CPU (was ~85 % of a core, spinning on its own scans)",
+        pct,
+        "% CPU",
+        None,
+        Some(pct < 1.0),
+        "`pantheon bus wait` for 5 s on a track posting every 100 ms; whole process from its rusage",
     );
 }
 

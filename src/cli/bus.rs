@@ -11,9 +11,9 @@ use notify::{RecursiveMode, Watcher};
 use serde_json::{Value, json};
 
 use super::Outcome;
-use crate::engine::bus::queue::{Filter, QueueCursor};
+use crate::engine::bus::queue::{Filter, Page, QueueCursor};
 use crate::engine::bus::workers::Heartbeat;
-use crate::engine::bus::{Bus, locks};
+use crate::engine::bus::{Bus, events, locks};
 use crate::engine::store::Root;
 use crate::engine::store::time::parse_duration_checked;
 
@@ -63,6 +63,12 @@ pub enum BusCommand {
         /// Only the last N (read from the end of the file).
         #[arg(long, value_name = "N")]
         tail: Option<usize>,
+        /// At most N messages (oldest first); `next_cursor` in the output continues from there.
+        #[arg(long, value_name = "N", conflicts_with = "follow")]
+        limit: Option<usize>,
+        /// Continue a paged read from a previous output's `next_cursor`.
+        #[arg(long, value_name = "CURSOR", conflicts_with_all = ["follow", "tail"])]
+        cursor: Option<String>,
         /// Print matching messages as JSON lines, then keep printing new ones as they arrive.
         #[arg(long)]
         follow: bool,
@@ -147,6 +153,8 @@ pub fn run(args: BusArgs, root: &Root) -> anyhow::Result<Outcome> {
             kind,
             source,
             tail,
+            limit,
+            cursor,
             follow,
         } => {
             let filter = Filter {
@@ -158,7 +166,11 @@ pub fn run(args: BusArgs, root: &Root) -> anyhow::Result<Outcome> {
                 follow_queue(&bus, &filter, tail)
             } else {
                 bus.require()?;
-                json_of(bus.read(&filter, tail)?)
+                let read = bus.read_page(&filter, tail, &Page { limit, cursor })?;
+                for o in &read.oversized {
+                    eprintln!("note: {}", o.note(&bus.queue_path()));
+                }
+                json_of(read)
             }
         }
         BusCommand::Lock {
@@ -270,7 +282,11 @@ fn post(
 fn follow_queue(bus: &Bus, filter: &Filter, tail: Option<usize>) -> anyhow::Result<Outcome> {
     bus.require()?;
     let (tx, rx) = mpsc::channel();
-    let mut watcher = notify::recommended_watcher(move |ev| {
+    let mut watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
+        // Our own reads of the queue notify too; waking on them would spin.
+        if ev.as_ref().is_ok_and(|e| !events::is_write(e)) {
+            return;
+        }
         let _ = tx.send(ev);
     })?;
     // Watch the directory, so an archived (renamed) and re-created queue is followed too.

@@ -115,6 +115,8 @@ impl AckChoice {
 pub enum Action {
     Quit,
     Help,
+    /// Show every file issue (path, problem, since when).
+    Issues,
     NextPane,
     PrevPane,
     GoPane(Pane),
@@ -154,6 +156,7 @@ impl Action {
         match self {
             Action::Quit => "quit",
             Action::Help => "help",
+            Action::Issues => "file issues",
             Action::NextPane => "next pane",
             Action::PrevPane => "previous pane",
             Action::GoPane(_) => "go to pane",
@@ -287,6 +290,7 @@ impl Default for Keymap {
         };
         bind(vec![Key::ch('q')], g, Action::Quit, true);
         bind(vec![Key::ch('?')], g, Action::Help, true);
+        bind(vec![Key::ch('!')], g, Action::Issues, false);
         bind(vec![Key::plain(Tab)], g, Action::NextPane, true);
         bind(vec![Key::plain(BackTab)], g, Action::PrevPane, false);
         for p in Pane::ALL {

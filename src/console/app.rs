@@ -111,6 +111,8 @@ pub struct AckTarget {
 pub enum Mode {
     Normal,
     Help,
+    /// The file issues overlay (closed by any key).
+    Issues,
     /// Editing the current pane's filter (applied as typed).
     Filter,
     /// Typing a `:` command.
@@ -376,7 +378,7 @@ impl App {
                     None => Vec::new(),
                 }
             }
-            Mode::Help => Vec::new(),
+            Mode::Help | Mode::Issues => Vec::new(),
             Mode::Filter => {
                 match ev.code {
                     KeyCode::Enter => {}
@@ -511,6 +513,7 @@ impl App {
         match action {
             Action::Quit => return vec![Effect::Quit],
             Action::Help => self.mode = Mode::Help,
+            Action::Issues => self.mode = Mode::Issues,
             Action::NextPane => self.pane = self.pane.next(),
             Action::PrevPane => self.pane = self.pane.prev(),
             Action::GoPane(p) => self.pane = p,
@@ -970,6 +973,7 @@ impl App {
         let action = match cmd {
             "q" | "quit" => Action::Quit,
             "help" | "h" => Action::Help,
+            "issues" => Action::Issues,
             "rescan" | "refresh" => Action::Refresh,
             "follow" => Action::ToggleFollow,
             "time" | "times" => Action::ToggleTimes,

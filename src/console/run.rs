@@ -83,6 +83,8 @@ pub fn run(root: Root, opts: ConsoleOptions) -> anyhow::Result<()> {
         );
     }
     let log = init_logging();
+    // A long-lived process: parse each definition and rule file once per version, not per submit.
+    crate::engine::store::yaml::enable_cache();
     tracing::info!(root = %root.root.display(), ?opts, "console starting");
     let mode = match opts.poll {
         Some(d) => WatchMode::Poll(d),

@@ -50,6 +50,9 @@ pub enum Refresh {
     Removed,
 }
 
+/// Appended to a file's warning when the model keeps showing the value it last parsed from it.
+pub const LAST_GOOD_NOTE: &str = " (showing the last good version)";
+
 /// One JSON file and the last value that parsed, re-read only when it changes.
 #[derive(Debug, Clone)]
 pub struct JsonFile<T> {
@@ -118,7 +121,7 @@ impl<T> JsonFile<T> {
             }
             Err(msg) => {
                 self.warning = Some(if self.value.is_some() {
-                    format!("{msg} (showing the last good version)")
+                    format!("{msg}{LAST_GOOD_NOTE}")
                 } else {
                     msg
                 });

@@ -192,6 +192,7 @@ impl InboxTracker {
                         errors.push(FileWarning {
                             path: f.path().to_path_buf(),
                             message: w.to_owned(),
+                            since: None,
                         });
                     }
                 }
@@ -200,6 +201,7 @@ impl InboxTracker {
                 errors.push(FileWarning {
                     path: f.path().to_path_buf(),
                     message: w.to_owned(),
+                    since: None,
                 });
             }
         }
@@ -207,6 +209,7 @@ impl InboxTracker {
             errors.push(FileWarning {
                 path: self.dir.join(s),
                 message: "not a .json dispatch file; ignored".into(),
+                since: None,
             });
         }
         // Oldest first: by dispatch time (parsed), then file name.
@@ -373,7 +376,7 @@ impl TrackTracker {
                 }
                 Err(e) => {
                     self.session_warning = Some(if self.session.is_some() {
-                        format!("{e} (showing the last good version)")
+                        format!("{e}{}", super::files::LAST_GOOD_NOTE)
                     } else {
                         e
                     });
@@ -420,6 +423,7 @@ impl TrackTracker {
                 warnings.push(FileWarning {
                     path: path.to_path_buf(),
                     message: w.to_owned(),
+                    since: None,
                 });
             }
         };
@@ -513,6 +517,8 @@ pub struct LiveModel {
     dirty_definitions: bool,
     /// Fingerprints of the definition files, to reload them only when one changed.
     definition_files: Vec<(String, super::files::Fingerprint)>,
+    /// When each file now in the warnings was first seen with a problem.
+    warned_since: BTreeMap<PathBuf, chrono::DateTime<chrono::Utc>>,
 }
 
 impl LiveModel {
@@ -534,6 +540,7 @@ impl LiveModel {
             dirty_tracks: true,
             dirty_definitions: true,
             definition_files: Vec::new(),
+            warned_since: BTreeMap::new(),
             root,
         };
         m.rescan_all();
@@ -870,7 +877,14 @@ impl LiveModel {
         if self.dirty_tracks {
             s.tracks = Arc::new(self.tracks.values().map(|t| t.view.clone()).collect());
         }
-        s.warnings = Arc::new(self.collect_warnings(&s));
+        let mut warnings = self.collect_warnings(&s);
+        let now = chrono::Utc::now();
+        self.warned_since
+            .retain(|p, _| warnings.iter().any(|w| &w.path == p));
+        for w in &mut warnings {
+            w.since = Some(*self.warned_since.entry(w.path.clone()).or_insert(now));
+        }
+        s.warnings = Arc::new(warnings);
         self.dirty_workflows = false;
         self.dirty_inboxes = false;
         self.dirty_tracks = false;
@@ -916,6 +930,7 @@ impl LiveModel {
                 out.push(FileWarning {
                     path: f.path().to_path_buf(),
                     message: w.to_owned(),
+                    since: None,
                 });
             }
         }
@@ -924,6 +939,7 @@ impl LiveModel {
                 out.push(FileWarning {
                     path: f.path().to_path_buf(),
                     message: w.to_owned(),
+                    since: None,
                 });
             }
         }
@@ -934,6 +950,7 @@ impl LiveModel {
             out.push(FileWarning {
                 path: e.path.clone(),
                 message: e.message.clone(),
+                since: None,
             });
         }
         for t in s.tracks.iter() {

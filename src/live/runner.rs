@@ -18,6 +18,9 @@ use super::watch::{Signal, WatchMode, Watcher};
 pub const DEBOUNCE_QUIET: Duration = Duration::from_millis(10);
 /// A burst is never held back longer than this.
 pub const DEBOUNCE_MAX: Duration = Duration::from_millis(30);
+/// How often the model thread checks, between bursts, that the root is still the directory it
+/// watches (a root deleted and re-created loses every notification watch; one `stat`, ~0 CPU).
+pub const ROOT_CHECK: Duration = Duration::from_secs(1);
 
 /// The running model: the newest snapshot, and a way to ask for a rescan or stop.
 pub struct LiveHandle {
@@ -29,7 +32,6 @@ pub struct LiveHandle {
     /// Why notifications could not be used, if they were wanted.
     pub fallback_reason: Option<String>,
     thread: Option<std::thread::JoinHandle<()>>,
-    _watcher: Watcher,
 }
 
 impl LiveHandle {
@@ -42,21 +44,29 @@ impl LiveHandle {
         if !root.conductor.starts_with(&root.root) && root.conductor.is_dir() {
             dirs.push(root.conductor.clone());
         }
+        let identity = dir_identity(&root.root);
         let watcher = super::watch::watch(&dirs, mode, tx.clone());
-        let mut model = LiveModel::open(root, opts);
-        model.set_watch_mode(watcher.mode.to_string());
+        let (mode, fallback_reason) = (watcher.mode, watcher.fallback_reason.clone());
+        let mut model = LiveModel::open(root.clone(), opts);
+        model.set_watch_mode(mode.to_string());
         let (snap_tx, snap_rx) = watch::channel(model.snapshot());
+        let watched = Watched {
+            root: root.root,
+            dirs,
+            tx: tx.clone(),
+            identity,
+            watcher,
+        };
         let thread = std::thread::Builder::new()
             .name("pantheon-live".into())
-            .spawn(move || run(model, rx, snap_tx))
+            .spawn(move || run(model, rx, snap_tx, watched))
             .expect("spawning the live model thread");
         Self {
             snapshots: snap_rx,
             signals: tx,
-            mode: watcher.mode,
-            fallback_reason: watcher.fallback_reason.clone(),
+            mode,
+            fallback_reason,
             thread: Some(thread),
-            _watcher: watcher,
         }
     }
 
@@ -80,10 +90,47 @@ impl Drop for LiveHandle {
     }
 }
 
-/// Collects one burst: the first signal (blocking), then whatever follows within the debounce window.
-/// Returns `None` on stop.
-fn next_burst(rx: &Receiver<Signal>) -> Option<(bool, Vec<PathBuf>)> {
-    let first = rx.recv().ok()?;
+/// The device and inode of a directory, `None` when it is missing.
+fn dir_identity(p: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// The change source and what it watches, kept by the model thread so it can start it again.
+struct Watched {
+    root: PathBuf,
+    dirs: Vec<PathBuf>,
+    tx: Sender<Signal>,
+    identity: Option<(u64, u64)>,
+    watcher: Watcher,
+}
+
+impl Watched {
+    /// True when the root is no longer the directory the watches were set on (deleted, or deleted and
+    /// re-created): the watches are set again on what is there now, and the model must rescan.
+    fn root_changed(&mut self) -> bool {
+        let now = dir_identity(&self.root);
+        if now == self.identity {
+            return false;
+        }
+        tracing::info!(root = %self.root.display(), present = now.is_some(), "root changed; watching again");
+        self.identity = now;
+        if now.is_some() && self.watcher.mode == WatchMode::Notify {
+            // Replaced before the rescan, so a change in between is seen twice, never missed.
+            self.watcher = super::watch::watch(&self.dirs, WatchMode::Notify, self.tx.clone());
+        }
+        true
+    }
+}
+
+/// Collects one burst: the first signal (waiting at most `idle`), then whatever follows within the
+/// debounce window. Returns `None` on stop, an empty burst when `idle` passed with no signal.
+fn next_burst(rx: &Receiver<Signal>, idle: Duration) -> Option<(bool, Vec<PathBuf>)> {
+    let first = match rx.recv_timeout(idle) {
+        Ok(s) => s,
+        Err(RecvTimeoutError::Timeout) => return Some((false, Vec::new())),
+        Err(RecvTimeoutError::Disconnected) => return None,
+    };
     let started = Instant::now();
     let mut rescan = false;
     let mut paths = Vec::new();
@@ -123,8 +170,17 @@ fn next_burst(rx: &Receiver<Signal>) -> Option<(bool, Vec<PathBuf>)> {
     Some((rescan, paths))
 }
 
-fn run(mut model: LiveModel, rx: Receiver<Signal>, out: watch::Sender<Arc<Snapshot>>) {
-    while let Some((rescan, mut paths)) = next_burst(&rx) {
+fn run(
+    mut model: LiveModel,
+    rx: Receiver<Signal>,
+    out: watch::Sender<Arc<Snapshot>>,
+    mut watched: Watched,
+) {
+    while let Some((mut rescan, mut paths)) = next_burst(&rx, ROOT_CHECK) {
+        rescan |= watched.root_changed();
+        if !rescan && paths.is_empty() {
+            continue;
+        }
         paths.sort();
         paths.dedup();
         let started = Instant::now();

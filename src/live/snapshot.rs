@@ -22,6 +22,15 @@ pub const UNACKED_OVERDUE_AFTER: Duration = Duration::minutes(5);
 pub struct FileWarning {
     pub path: PathBuf,
     pub message: String,
+    /// When the model first saw this file with a problem (set when the snapshot is published).
+    pub since: Option<DateTime<Utc>>,
+}
+
+impl FileWarning {
+    /// True when a pane still shows what this file held before it became unreadable.
+    pub fn shows_last_good(&self) -> bool {
+        self.message.ends_with(super::files::LAST_GOOD_NOTE)
+    }
 }
 
 /// Everything the console shows about a root at one moment.

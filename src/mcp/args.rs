@@ -152,6 +152,12 @@ pub struct ReadMessages {
     /// Only the last N matching messages.
     #[serde(default)]
     pub tail: Option<usize>,
+    /// At most this many messages per page, oldest first (default 100).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// The `next_cursor` of the previous page, to read the next one.
+    #[serde(default)]
+    pub cursor: Option<String>,
 }
 
 /// `acquire_lock`.

@@ -22,6 +22,8 @@ pub use server::{ConductorServer, SERVER_NAME};
 /// Serves the tools for `root` on stdin/stdout until the host closes the connection.
 pub fn serve(root: Root) -> anyhow::Result<()> {
     init_logging();
+    // A long-lived process: parse each definition and rule file once per version, not per submit.
+    crate::engine::store::yaml::enable_cache();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -12,6 +12,7 @@ mod fixture;
 mod fixture_root;
 mod hardening;
 mod interop;
+mod limits;
 mod locks;
 mod queue;
 mod stress;

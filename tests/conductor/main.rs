@@ -13,6 +13,7 @@ mod foreign;
 mod orphans;
 mod hardening;
 mod paging;
+mod limits;
 mod refusals;
 mod routing;
 mod upgrade;

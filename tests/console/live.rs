@@ -353,3 +353,96 @@ fn a_wait_whose_dispatch_was_deleted_is_counted_as_orphaned() {
     let w = s.workflows.iter().find(|w| w.id == "wf_deploy_42").unwrap();
     assert!(pantheon::live::Snapshot::orphaned(w));
 }
+
+#[test]
+fn a_root_deleted_and_recreated_is_watched_again() {
+    let root = engine_root();
+    let r = root.path();
+    let mut h = LiveHandle::start(Root::at(r), WatchMode::Notify, ModelOptions::default());
+    assert_eq!(h.mode, WatchMode::Notify);
+    // The root goes away and comes back (a new directory under the same name).
+    std::fs::remove_dir_all(r).unwrap();
+    wait_for(&mut h, Duration::from_secs(15), |s| s.workflows.is_empty());
+    std::fs::create_dir(r).unwrap();
+    pantheon(r, &["init"], None);
+    std::fs::create_dir_all(r.join("research")).unwrap();
+    std::fs::write(r.join("research/payments.md"), "notes").unwrap();
+    pantheon(
+        r,
+        &["handoff", "submit", "-"],
+        Some(&research_handoff("wf_back_1", "hof_20260614_ddd444")),
+    );
+    wait_for(&mut h, Duration::from_secs(15), |s| {
+        s.workflows.iter().any(|w| w.id == "wf_back_1")
+    });
+    // Later changes arrive by notification again, not only by the re-check.
+    pantheon(r, &["bus", "--track", "beta", "init"], None);
+    pantheon(
+        r,
+        &[
+            "bus", "--track", "beta", "post", "PROGRESS", "--source", "worker-5",
+        ],
+        None,
+    );
+    let took = wait_for(&mut h, Duration::from_secs(15), |s| {
+        s.track("beta")
+            .is_some_and(|t| t.messages.iter().any(|m| m.source == "worker-5"))
+    });
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    assert_eq!(h.latest().watch, "notify");
+}
+
+#[test]
+fn file_issues_are_listed_with_since_and_a_pane_marks_its_last_good_data() {
+    use pantheon::console::app::{App, Mode};
+    let root = engine_root();
+    let r = root.path();
+    let locks = bus_dir(r, "alpha").join("locks.json");
+    let mut m = LiveModel::open(Root::at(r), ModelOptions::default());
+    assert!(m.snapshot().warnings.is_empty());
+    std::fs::write(&locks, "{\"src/x.ts\": {\"worker_id\": ").unwrap();
+    m.apply(std::slice::from_ref(&locks));
+    let s = m.snapshot();
+    let w = s
+        .warnings
+        .iter()
+        .find(|w| w.path == locks)
+        .unwrap_or_else(|| panic!("{:?}", s.warnings));
+    assert!(w.shows_last_good(), "{w:?}");
+    let since = w.since.expect("since when");
+    // Still broken on the next snapshot: the same `since`.
+    append(
+        &bus_dir(r, "alpha").join("queue.jsonl"),
+        &line("msg-z", "PROGRESS"),
+    );
+    m.apply(&[bus_dir(r, "alpha").join("queue.jsonl")]);
+    let s = m.snapshot();
+    assert_eq!(
+        s.warnings.iter().find(|w| w.path == locks).unwrap().since,
+        Some(since)
+    );
+
+    let mut app = App::new(s.clone(), false, chrono::Utc::now());
+    app.on_key(key('4'));
+    let locks_pane = screen(&app, 160, 30, r);
+    assert!(
+        locks_pane.contains("last good: locks.json unreadable since"),
+        "{locks_pane}"
+    );
+    app.on_key(key('!'));
+    assert!(matches!(app.mode, Mode::Issues));
+    let overlay = screen(&app, 160, 30, r);
+    assert!(overlay.contains("File issues: 1"), "{overlay}");
+    assert!(
+        overlay.contains("conductor/tracks/alpha/.message-bus/locks.json"),
+        "{overlay}"
+    );
+    assert!(overlay.contains("locks.json  since "), "{overlay}");
+    assert!(overlay.contains("  truncated JSON"), "{overlay}");
+    app.on_key(key('x'));
+    assert!(matches!(app.mode, Mode::Normal));
+    // Fixed: the issue and its marker go away.
+    std::fs::write(&locks, "{}").unwrap();
+    m.apply(std::slice::from_ref(&locks));
+    assert!(m.snapshot().warnings.is_empty());
+}

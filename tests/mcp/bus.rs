@@ -237,3 +237,43 @@ fn board_runs_from_open_to_a_resolved_vote() {
             .exists()
     );
 }
+
+#[test]
+fn read_messages_is_paged_by_limit_and_cursor() {
+    let root = TestRoot::new();
+    root.init_track(TRACK);
+    root.cli_json(&[
+        "bus", "--track", TRACK, "post", "PROGRESS", "--source", "w1", "--count", "150",
+    ]);
+    let first = root.session(&[call("read_messages", json!({"track": TRACK}))]);
+    let page = ok(&first.results[0]);
+    assert_eq!(page["count"], 150, "count is every match");
+    assert_eq!(
+        page["messages"].as_array().unwrap().len(),
+        100,
+        "100 by default"
+    );
+    let cursor = page["next_cursor"].as_str().unwrap().to_owned();
+    let last_of_first = page["messages"][99]["id"].clone();
+    let rest = root.session(&[
+        call(
+            "read_messages",
+            json!({"track": TRACK, "cursor": cursor, "limit": 30}),
+        ),
+        call(
+            "read_messages",
+            json!({"track": TRACK, "cursor": "7", "limit": 30}),
+        ),
+        call(
+            "read_messages",
+            json!({"track": TRACK, "tail": 3, "cursor": cursor}),
+        ),
+    ]);
+    let second = ok(&rest.results[0]);
+    assert_eq!(second["count"], 50);
+    assert_eq!(second["messages"].as_array().unwrap().len(), 30);
+    assert_ne!(second["messages"][0]["id"], last_of_first);
+    assert!(second["next_cursor"].is_string());
+    assert!(refused(&rest.results[1]).contains("next_cursor"));
+    assert!(refused(&rest.results[2]).contains("either tail or cursor"));
+}

@@ -12,8 +12,18 @@ use pantheon::engine::conductor::definition::load_definition_file;
 use pantheon::engine::conductor::rules::load_rule_file;
 use pantheon::engine::conductor::{Actor, Conductor};
 use pantheon::engine::store::ids::{WorkflowId, decode_key, encode_key};
+use pantheon::engine::store::yaml::{MAX_YAML_NODES, parse_bounded};
 use proptest::prelude::*;
 use serde_json::{Value, json};
+
+/// Nodes of a parsed YAML value, counting mapping keys as the parser does.
+fn nodes(v: &Value) -> usize {
+    1 + match v {
+        Value::Array(a) => a.iter().map(nodes).sum(),
+        Value::Object(m) => m.values().map(|v| 1 + nodes(v)).sum(),
+        _ => 0,
+    }
+}
 
 /// Strings that mix path tricks, NUL, non-ASCII and plain id-like text.
 fn hostile_string() -> impl Strategy<Value = String> {
@@ -180,6 +190,42 @@ proptest! {
         }
         let (rules, _) = load_rule_file(&p);
         let _ = rules;
+    }
+
+    /// Anchors and aliases nested to any width and depth: the loaders either load the file or refuse it
+    /// by the expansion budget, and a bounded parse never builds more nodes than its budget.
+    #[test]
+    fn yaml_expansion_stays_within_the_budget(
+        widths in proptest::collection::vec(1usize..60, 1..7),
+        budget in 10usize..5_000,
+        rule_file in proptest::bool::ANY,
+    ) {
+        let mut text = String::from(if rule_file { "rules: []\n" } else { "workflow:\n  id: wf\n" });
+        text.push_str("l0: &l0 [x, y]\n");
+        for (i, w) in widths.iter().enumerate() {
+            let refs = vec![format!("*l{i}"); *w].join(", ");
+            text.push_str(&format!("l{}: &l{} [{refs}]\n", i + 1, i + 1));
+        }
+        match parse_bounded(text.as_bytes(), budget) {
+            Ok(v) => prop_assert!(nodes(&v) <= budget),
+            Err(e) => prop_assert!(e.contains("alias"), "{e}"),
+        }
+        // The loaders use the engine's budget: a 2-item list copied through the layers either fits or is
+        // refused with the budget named, within the time proptest allows.
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.yaml");
+        std::fs::write(&p, &text).unwrap();
+        let expanded: u128 = widths.iter().fold(3u128, |n, w| n * *w as u128 + 1);
+        let message = if rule_file {
+            load_rule_file(&p).1.first().map(|e| e.message.clone())
+        } else {
+            load_definition_file(&p).err().map(|e| e.message)
+        };
+        // Refused by the budget, or first by the parser's own alias repetition limit.
+        if expanded > MAX_YAML_NODES as u128 {
+            let m = message.unwrap_or_default();
+            prop_assert!(m.contains("alias") || m.contains("repetition limit"), "{text:?}: {m}");
+        }
     }
 
     /// Any key: a single safe file-name component that decodes back to itself.

@@ -14,6 +14,7 @@ mod board;
 mod bus;
 mod dialogs;
 mod inboxes;
+mod issues;
 mod locks;
 mod table;
 mod workers;
@@ -51,10 +52,12 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
         Pane::Workers => workers::draw(frame, body, app, theme),
         Pane::Board => board::draw(frame, body, app, theme),
     }
+    issues::last_good_marker(frame, body, app, theme);
     draw_status(frame, status, app, theme);
     draw_footer(frame, footer, app, theme);
     match &app.mode {
         Mode::Help => dialogs::help(frame, area, app, theme),
+        Mode::Issues => issues::overlay(frame, area, app, theme),
         Mode::Confirm(c) => dialogs::confirm(frame, area, c, theme),
         Mode::AckMenu { target, choice } => dialogs::ack_menu(frame, area, target, *choice, theme),
         Mode::Prompt(p) => dialogs::prompt(frame, area, p, theme),
@@ -192,6 +195,7 @@ fn draw_footer(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         ],
         Mode::Prompt(_) => vec![("Enter".into(), "continue"), ("Esc".into(), "cancel")],
         Mode::Help => vec![("any key".into(), "close help")],
+        Mode::Issues => vec![("any key".into(), "close file issues")],
         _ if app.pane_state().detail => {
             let mut v = vec![("Esc".to_owned(), "back"), ("j/k".to_owned(), "scroll")];
             if matches!(app.pane, Pane::Workflows | Pane::Inboxes) {

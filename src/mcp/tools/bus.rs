@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::engine::bus::Bus;
 use crate::engine::bus::locks::DEFAULT_TTL;
-use crate::engine::bus::queue::Filter;
+use crate::engine::bus::queue::{Filter, Page};
 use crate::engine::bus::workers::Heartbeat;
 use crate::engine::error::Error;
 use crate::engine::store::time::parse_duration_checked;
@@ -20,6 +20,10 @@ use crate::mcp::server::ConductorServer;
 
 /// `wait_for_event`'s timeout when none is given, as in the seed.
 const DEFAULT_WAIT_SECS: f64 = 300.0;
+
+/// `read_messages`' page size when none is given: enough for a track's recent history, small enough
+/// for an agent's context window.
+const READ_MESSAGES_LIMIT: usize = 100;
 
 #[tool_router(router = bus_tools, vis = "pub(crate)")]
 impl ConductorServer {
@@ -50,7 +54,9 @@ impl ConductorServer {
     }
 
     /// Read a track's messages, oldest first, optionally only those `since` an instant, of one
-    /// `msg_type`, or the last `tail`. Lines that cannot be read are skipped and counted.
+    /// `msg_type`, or the last `tail`. Paged: at most `limit` (default 100) messages, `count` of all
+    /// that matched, and `next_cursor` to pass as `cursor` for the next page (null on the last).
+    /// Lines that cannot be read (or are over 4 MiB) are skipped and counted.
     #[tool(
         output_schema = output::read_messages(),
         annotations(
@@ -68,7 +74,11 @@ impl ConductorServer {
                 kind: a.msg_type,
                 source: a.source,
             };
-            bus.read(&filter, a.tail)
+            let page = Page {
+                limit: Some(a.limit.unwrap_or(READ_MESSAGES_LIMIT)),
+                cursor: a.cursor,
+            };
+            bus.read_page(&filter, a.tail, &page)
         })
         .await
     }

@@ -200,7 +200,10 @@ pub fn wait_for_event(
     let started = Instant::now();
     std::fs::create_dir_all(events_dir).map_err(|e| Error::io(events_dir, e))?;
     let (tx, rx) = mpsc::channel();
-    let mut watcher = notify::recommended_watcher(move |ev| {
+    let mut watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
+        if ev.as_ref().is_ok_and(|e| !is_write(e)) {
+            return;
+        }
         let _ = tx.send(ev);
     })
     .map_err(|e| watch_error(events_dir, e))?;
@@ -257,6 +260,20 @@ pub fn wait_for_event(
         event: None,
         waited_ms: started.elapsed().as_millis() as u64,
     })
+}
+
+/// True for notifications that can make an event appear or change: creation, writes, renames,
+/// attribute changes (a `touch`) and overflow. Opening, reading and closing a file or listing the
+/// directory are not: a waiter that woke on those would wake itself with every scan it makes.
+pub fn is_write(ev: &notify::Event) -> bool {
+    use notify::EventKind;
+    use notify::event::{AccessKind, AccessMode};
+    match ev.kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        EventKind::Remove(_) => false,
+        EventKind::Any | EventKind::Create(_) | EventKind::Modify(_) | EventKind::Other => true,
+    }
 }
 
 fn watch_error(dir: &Path, e: notify::Error) -> Error {

@@ -272,9 +272,28 @@ impl Bus {
 
     /// Reads messages passing `filter`; with `tail`, only the last N (seeking from the end).
     pub fn read(&self, filter: &queue::Filter, tail: Option<usize>) -> Result<queue::ReadResult> {
-        match tail {
-            Some(n) => queue::tail(&self.queue_path(), n, filter),
-            None => queue::read(&self.queue_path(), filter),
+        self.read_page(filter, tail, &queue::Page::default())
+    }
+
+    /// One page of a read: at most `page.limit` messages, from `page.cursor` (not with `tail`, whose
+    /// pages continue forward from the cursor of its first page).
+    pub fn read_page(
+        &self,
+        filter: &queue::Filter,
+        tail: Option<usize>,
+        page: &queue::Page,
+    ) -> Result<queue::ReadResult> {
+        if page.limit == Some(0) {
+            return Err(Error::refused(
+                "limit must be at least 1 (leave it out to read every message)",
+            ));
+        }
+        match (tail, &page.cursor) {
+            (Some(_), Some(_)) => Err(Error::refused(
+                "pass either tail or cursor, not both: a cursor continues forward from an earlier page",
+            )),
+            (Some(n), None) => queue::tail_page(&self.queue_path(), n, filter, page.limit),
+            (None, _) => queue::read_page(&self.queue_path(), filter, page),
         }
     }
 

@@ -5,7 +5,7 @@
 //! never a blank line), write each line in one `write`, and cut a failed append back off. Readers never fail on a bad line: blank, unparsable and unterminated lines are skipped and
 //! counted. [`tail`] seeks from the end; [`QueueCursor`] reads only what was appended since last time.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -327,34 +327,114 @@ impl Filter {
     }
 }
 
+/// Longest queue line a reader takes in (without its newline). A longer line is skipped, counted in
+/// `skipped` and listed in [`ReadResult::oversized`]; readers never hold more than this for one line.
+pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
+
+/// A line passed over for being longer than [`MAX_LINE_BYTES`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OversizedLine {
+    /// Byte offset of the line's start.
+    pub offset: u64,
+    /// Its length in bytes, newline included.
+    pub bytes: u64,
+}
+
+impl OversizedLine {
+    /// A one-line note for people, e.g. on stderr.
+    pub fn note(&self, path: &Path) -> String {
+        format!(
+            "{}: skipped the line at byte {} ({} bytes, over the {} MiB line limit)",
+            path.display(),
+            self.offset,
+            self.bytes,
+            MAX_LINE_BYTES >> 20
+        )
+    }
+}
+
+/// Which page of a read to return: at most `limit` messages, starting at `cursor` (a
+/// [`ReadResult::next_cursor`] from the previous page).
+#[derive(Debug, Clone, Default)]
+pub struct Page {
+    pub limit: Option<usize>,
+    pub cursor: Option<String>,
+}
+
 /// The result of a read: the messages, how many lines were skipped, and where the next read starts.
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct ReadResult {
+    /// The messages of this page, oldest first.
     pub messages: Vec<Envelope>,
+    /// How many messages passed the filter in the part read (from the cursor, or the start, to the
+    /// end; for a tail, the last N); `messages` holds the first `limit` of them.
     pub count: usize,
-    /// Blank, unparsable and unterminated lines passed over.
+    /// Blank, unparsable, oversized and unterminated lines passed over.
     pub skipped: usize,
     /// Byte offset just past the last complete line read (for `--follow`).
     pub next_offset: u64,
+    /// Pass back as `cursor` for the next page; `null` when this page holds the last message.
+    pub next_cursor: Option<String>,
+    /// Lines over [`MAX_LINE_BYTES`] that were skipped.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub oversized: Vec<OversizedLine>,
 }
 
-/// Splits `buf` into complete lines; returns (parsed envelopes, consumed bytes, bad lines).
-fn parse_complete(buf: &[u8], filter: &Filter, out: &mut Vec<Envelope>) -> (usize, usize) {
-    let mut consumed = 0;
-    let mut skipped = 0;
-    while let Some(nl) = buf[consumed..].iter().position(|b| *b == b'\n') {
-        let line = &buf[consumed..consumed + nl];
-        consumed += nl + 1;
-        match parse_line(line) {
-            Some(env) => {
-                if filter.matches(&env) {
-                    out.push(env)
-                }
-            }
-            None => skipped += 1,
+/// One line from [`next_line`].
+enum Line {
+    /// A complete line, its bytes (without the newline) in the buffer; `len` counts the newline.
+    Complete {
+        len: u64,
+    },
+    /// A complete line over [`MAX_LINE_BYTES`]; nothing of it was kept.
+    Oversized {
+        len: u64,
+    },
+    /// Bytes after the last newline (a writer is mid-line or died there).
+    Unterminated,
+    Eof,
+}
+
+/// Reads the next line into `buf`, keeping at most `max` bytes of it: a longer line is streamed past.
+fn next_line(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> std::io::Result<Line> {
+    buf.clear();
+    let mut len: u64 = 0;
+    let mut over = false;
+    loop {
+        let avail = match r.fill_buf() {
+            Ok(a) => a,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if avail.is_empty() {
+            return Ok(if len == 0 {
+                Line::Eof
+            } else {
+                Line::Unterminated
+            });
+        }
+        let (chunk, ends) = match memchr::memchr(b'\n', avail) {
+            Some(i) => (&avail[..i], true),
+            None => (avail, false),
+        };
+        if !over && buf.len() + chunk.len() > max {
+            over = true;
+            buf.clear();
+        }
+        if !over {
+            buf.extend_from_slice(chunk);
+        }
+        let used = chunk.len() + usize::from(ends);
+        len += used as u64;
+        r.consume(used);
+        if ends {
+            return Ok(if over {
+                Line::Oversized { len }
+            } else {
+                Line::Complete { len }
+            });
         }
     }
-    (consumed, skipped)
 }
 
 fn parse_line(line: &[u8]) -> Option<Envelope> {
@@ -364,131 +444,266 @@ fn parse_line(line: &[u8]) -> Option<Envelope> {
     Envelope::parse_line(line)
 }
 
-/// Reads every message of the queue at `path` that passes `filter`. A missing queue is empty.
-pub fn read(path: &Path, filter: &Filter) -> Result<ReadResult> {
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ReadResult::default()),
-        Err(e) => return Err(Error::io(path, e)),
-    };
-    let mut reader = BufReader::with_capacity(1 << 20, file);
-    let mut res = ReadResult::default();
-    let mut line = Vec::with_capacity(512);
-    loop {
-        line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| Error::io(path, e))?;
-        if n == 0 {
-            break;
-        }
-        if line.last() != Some(&b'\n') {
-            res.skipped += 1; // unterminated trailing line: a writer is mid-line or died there
-            break;
-        }
-        res.next_offset += n as u64;
-        match parse_line(&line[..n - 1]) {
-            Some(env) if filter.matches(&env) => res.messages.push(env),
-            Some(_) => {}
-            None => res.skipped += 1,
-        }
-    }
-    res.count = res.messages.len();
-    Ok(res)
+fn cursor_of(offset: u64) -> String {
+    offset.to_string()
 }
 
-/// The last `n` messages passing `filter`, found by reading backwards from the end in blocks (the file
-/// is never read whole unless the filter keeps looking).
-pub fn tail(path: &Path, n: usize, filter: &Filter) -> Result<ReadResult> {
-    let mut file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ReadResult::default()),
-        Err(e) => return Err(Error::io(path, e)),
+/// The byte offset a cursor names, checked to be the start of a line of this queue.
+fn parse_cursor(file: &File, path: &Path, cursor: &str, len: u64) -> Result<u64> {
+    let bad = |why: &str| {
+        Error::refused(format!(
+            "cursor {cursor:?} {why}; pass `next_cursor` from the previous page as it is, or read from the start without a cursor"
+        ))
     };
-    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
-    let mut res = ReadResult::default();
-    const BLOCK: usize = 64 * 1024;
-    let mut found: Vec<Envelope> = Vec::new();
-    // `acc` holds the bytes [pos, end) not yet handled; once `end_known`, it ends with '\n'.
-    let mut acc: Vec<u8> = Vec::new();
-    let mut pos = len;
-    let mut end_known = false;
-    let mut block = vec![0u8; BLOCK];
-    'outer: loop {
-        if end_known && found.len() < n {
-            while !acc.is_empty() {
-                let body = &acc[..acc.len() - 1];
-                let (line_start, line) = match body.iter().rposition(|b| *b == b'\n') {
-                    Some(i) => (i + 1, &body[i + 1..]),
-                    None if pos == 0 => (0, body),
-                    None => break,
-                };
-                match parse_line(line) {
-                    Some(env) if filter.matches(&env) => found.push(env),
+    let offset: u64 = cursor
+        .parse()
+        .map_err(|_| bad("is not a cursor this reader gave"))?;
+    if offset > len {
+        return Err(bad("is past the end of the queue (was it archived?)"));
+    }
+    if offset > 0 {
+        let mut b = [0u8];
+        file.read_exact_at(&mut b, offset - 1)
+            .map_err(|e| Error::io(path, e))?;
+        if b[0] != b'\n' {
+            return Err(bad("does not point at the start of a line"));
+        }
+    }
+    Ok(offset)
+}
+
+fn open_queue(path: &Path) -> Result<Option<File>> {
+    match File::open(path) {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io(path, e)),
+    }
+}
+
+/// Reads every message of the queue at `path` that passes `filter`. A missing queue is empty.
+pub fn read(path: &Path, filter: &Filter) -> Result<ReadResult> {
+    read_page(path, filter, &Page::default())
+}
+
+/// Reads one page of the messages passing `filter`, oldest first, streaming: memory holds one line
+/// (at most [`MAX_LINE_BYTES`]) and the page, never the file.
+pub fn read_page(path: &Path, filter: &Filter, page: &Page) -> Result<ReadResult> {
+    let Some(mut file) = open_queue(path)? else {
+        if let Some(c) = &page.cursor
+            && c != "0"
+        {
+            return Err(Error::refused(format!(
+                "cursor {c:?} is past the end of the queue (was it archived?); read from the start without a cursor"
+            )));
+        }
+        return Ok(ReadResult::default());
+    };
+    let start = match &page.cursor {
+        Some(c) => {
+            let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+            parse_cursor(&file, path, c, len)?
+        }
+        None => 0,
+    };
+    file.seek(SeekFrom::Start(start))
+        .map_err(|e| Error::io(path, e))?;
+    let limit = page.limit.unwrap_or(usize::MAX);
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let mut res = ReadResult {
+        next_offset: start,
+        ..Default::default()
+    };
+    let mut line = Vec::with_capacity(512);
+    loop {
+        match next_line(&mut reader, &mut line, MAX_LINE_BYTES).map_err(|e| Error::io(path, e))? {
+            Line::Eof => break,
+            Line::Unterminated => {
+                res.skipped += 1;
+                break;
+            }
+            Line::Oversized { len } => {
+                res.skipped += 1;
+                res.oversized.push(OversizedLine {
+                    offset: res.next_offset,
+                    bytes: len,
+                });
+                res.next_offset += len;
+            }
+            Line::Complete { len } => {
+                res.next_offset += len;
+                match parse_line(&line) {
+                    Some(env) if filter.matches(&env) => {
+                        res.count += 1;
+                        if res.messages.len() < limit {
+                            res.messages.push(env);
+                            if res.messages.len() == limit {
+                                res.next_cursor = Some(cursor_of(res.next_offset));
+                            }
+                        }
+                    }
                     Some(_) => {}
                     None => res.skipped += 1,
                 }
-                acc.truncate(line_start);
-                if found.len() >= n {
-                    break 'outer;
-                }
-            }
-        }
-        if pos == 0 || (end_known && found.len() >= n) {
-            break;
-        }
-        let start = pos.saturating_sub(BLOCK as u64);
-        let size = (pos - start) as usize;
-        file.seek(SeekFrom::Start(start))
-            .map_err(|e| Error::io(path, e))?;
-        file.read_exact(&mut block[..size])
-            .map_err(|e| Error::io(path, e))?;
-        let mut joined = Vec::with_capacity(size + acc.len());
-        joined.extend_from_slice(&block[..size]);
-        joined.extend_from_slice(&acc);
-        acc = joined;
-        pos = start;
-        if !end_known {
-            match acc.iter().rposition(|b| *b == b'\n') {
-                Some(i) => {
-                    if i + 1 < acc.len() {
-                        res.skipped += 1; // unterminated trailing line
-                    }
-                    acc.truncate(i + 1);
-                    res.next_offset = pos + i as u64 + 1;
-                    end_known = true;
-                }
-                None if pos == 0 => {
-                    if !acc.is_empty() {
-                        res.skipped += 1;
-                    }
-                    acc.clear();
-                }
-                None => {}
             }
         }
     }
+    if res.count <= res.messages.len() {
+        res.next_cursor = None;
+    }
+    Ok(res)
+}
+
+/// The newline positions of a file, last first, found by reading backwards in blocks (each byte once).
+struct RevNewlines<'f> {
+    file: &'f File,
+    /// The block in memory and the file offset of its first byte.
+    block: Vec<u8>,
+    block_start: u64,
+    /// Newlines before this index of `block` are still to be returned.
+    upto: usize,
+}
+
+impl<'f> RevNewlines<'f> {
+    const BLOCK: usize = 64 * 1024;
+
+    fn new(file: &'f File, len: u64) -> Self {
+        Self {
+            file,
+            block: Vec::new(),
+            block_start: len,
+            upto: 0,
+        }
+    }
+
+    /// The offset of the previous newline, or `None` at the start of the file.
+    fn prev(&mut self) -> std::io::Result<Option<u64>> {
+        loop {
+            if let Some(i) = memchr::memrchr(b'\n', &self.block[..self.upto]) {
+                self.upto = i;
+                return Ok(Some(self.block_start + i as u64));
+            }
+            if self.block_start == 0 {
+                return Ok(None);
+            }
+            let start = self.block_start.saturating_sub(Self::BLOCK as u64);
+            let size = (self.block_start - start) as usize;
+            self.block.resize(size, 0);
+            self.file.read_exact_at(&mut self.block, start)?;
+            self.block_start = start;
+            self.upto = size;
+        }
+    }
+
+    /// The bytes `[from, to)`: from the block in memory when it holds them, else read from the file.
+    fn bytes(&self, from: u64, to: u64) -> std::io::Result<Vec<u8>> {
+        let end = self.block_start + self.block.len() as u64;
+        if from >= self.block_start && to <= end {
+            let a = (from - self.block_start) as usize;
+            let b = (to - self.block_start) as usize;
+            return Ok(self.block[a..b].to_vec());
+        }
+        let mut buf = vec![0u8; (to - from) as usize];
+        self.file.read_exact_at(&mut buf, from)?;
+        Ok(buf)
+    }
+}
+
+/// The last `n` messages passing `filter`, found by reading backwards from the end in blocks: each
+/// byte is read at most twice, and a line over [`MAX_LINE_BYTES`] is skipped without being read.
+pub fn tail(path: &Path, n: usize, filter: &Filter) -> Result<ReadResult> {
+    tail_page(path, n, filter, None)
+}
+
+/// Like [`tail`], returning at most `limit` of the last `n` (oldest first), with a cursor after them.
+pub fn tail_page(
+    path: &Path,
+    n: usize,
+    filter: &Filter,
+    limit: Option<usize>,
+) -> Result<ReadResult> {
+    let Some(file) = open_queue(path)? else {
+        return Ok(ReadResult::default());
+    };
+    let io = |e| Error::io(path, e);
+    let len = file.metadata().map_err(io)?.len();
+    let mut res = ReadResult::default();
+    let mut lines = RevNewlines::new(&file, len);
+    // `end` is the offset of the newline ending the line being looked at.
+    let Some(mut end) = lines.prev().map_err(io)? else {
+        if len > 0 {
+            res.skipped += 1; // one unterminated line
+        }
+        return Ok(res);
+    };
+    if end + 1 < len {
+        res.skipped += 1; // unterminated trailing line
+    }
+    res.next_offset = end + 1;
+    // (message, offset just past its line), newest first.
+    let mut found: Vec<(Envelope, u64)> = Vec::new();
+    while found.len() < n {
+        let prev = lines.prev().map_err(io)?;
+        let start = prev.map_or(0, |p| p + 1);
+        let size = end - start;
+        if size > MAX_LINE_BYTES as u64 {
+            res.skipped += 1;
+            res.oversized.push(OversizedLine {
+                offset: start,
+                bytes: size + 1,
+            });
+        } else {
+            match parse_line(&lines.bytes(start, end).map_err(io)?) {
+                Some(env) if filter.matches(&env) => found.push((env, end + 1)),
+                Some(_) => {}
+                None => res.skipped += 1,
+            }
+        }
+        match prev {
+            Some(p) => end = p,
+            None => break,
+        }
+    }
     found.reverse();
+    res.oversized.reverse();
     res.count = found.len();
-    res.messages = found;
+    let limit = limit.unwrap_or(usize::MAX);
+    if found.len() > limit {
+        found.truncate(limit);
+        res.next_cursor = found.last().map(|(_, after)| cursor_of(*after));
+    }
+    res.messages = found.into_iter().map(|(env, _)| env).collect();
     Ok(res)
 }
 
 /// Reads the complete lines appended at or after `offset`: (messages, offset after the last complete
-/// line, bad lines skipped). A trailing unterminated line is left for the next call.
+/// line, bad lines skipped). A trailing unterminated line is left for the next call; a line over
+/// [`MAX_LINE_BYTES`] is passed over without being held.
 pub fn read_from(path: &Path, offset: u64) -> Result<(Vec<Envelope>, u64, usize)> {
-    let mut file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0, 0)),
-        Err(e) => return Err(Error::io(path, e)),
+    let Some(mut file) = open_queue(path)? else {
+        return Ok((Vec::new(), 0, 0));
     };
     file.seek(SeekFrom::Start(offset))
         .map_err(|e| Error::io(path, e))?;
-    let mut buf = Vec::new();
-    file.read_to_end(&mut buf).map_err(|e| Error::io(path, e))?;
-    let mut out = Vec::new();
-    let (consumed, skipped) = parse_complete(&buf, &Filter::default(), &mut out);
-    Ok((out, offset + consumed as u64, skipped))
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    let mut line = Vec::with_capacity(512);
+    let (mut out, mut next, mut skipped) = (Vec::new(), offset, 0);
+    loop {
+        match next_line(&mut reader, &mut line, MAX_LINE_BYTES).map_err(|e| Error::io(path, e))? {
+            Line::Eof | Line::Unterminated => break,
+            Line::Oversized { len } => {
+                next += len;
+                skipped += 1;
+            }
+            Line::Complete { len } => {
+                next += len;
+                match parse_line(&line) {
+                    Some(env) => out.push(env),
+                    None => skipped += 1,
+                }
+            }
+        }
+    }
+    Ok((out, next, skipped))
 }
 
 /// An incremental reader for watchers: each [`QueueCursor::poll`] returns only what was appended since

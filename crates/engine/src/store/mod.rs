@@ -9,6 +9,7 @@ pub mod paths;
 pub mod read;
 pub mod safe;
 pub mod time;
+pub mod yaml;
 
 pub use ids::*;
 pub use paths::Root;

@@ -106,20 +106,31 @@ pub fn kind(v: &Value) -> &'static str {
     }
 }
 
-/// Reads a YAML file into a JSON value (so one code path validates both).
+/// Largest YAML file (definition or rule) the engine reads.
+pub const MAX_YAML_BYTES: u64 = 1024 * 1024;
+
+/// Reads a YAML file into a JSON value (so one code path validates both). Bounded twice: the file
+/// by [`MAX_YAML_BYTES`], what it expands to by [`super::yaml::MAX_YAML_NODES`]. Processes that
+/// enabled [`super::yaml::enable_cache`] parse an unchanged file only once.
 pub fn read_yaml(path: &Path) -> Result<Value> {
-    let bytes = read_bytes(path)?
-        .ok_or_else(|| Error::not_found(format!("{} does not exist", path.display())))?;
-    if bytes.len() > 1024 * 1024 {
-        return Err(Error::Corrupt {
+    let parsed = super::yaml::cached(path, || {
+        let bytes = read_bytes(path)?
+            .ok_or_else(|| Error::not_found(format!("{} does not exist", path.display())))?;
+        let corrupt = |message: String| Error::Corrupt {
             path: path.to_path_buf(),
-            message: "YAML file over 1 MiB".into(),
-        });
-    }
-    serde_yaml::from_slice::<Value>(&bytes).map_err(|e| Error::Corrupt {
-        path: path.to_path_buf(),
-        message: format!("YAML does not parse: {e}"),
-    })
+            message,
+        };
+        if bytes.len() as u64 > MAX_YAML_BYTES {
+            return Err(corrupt(format!(
+                "YAML file over {} MiB",
+                MAX_YAML_BYTES >> 20
+            )));
+        }
+        super::yaml::parse_bounded(&bytes, super::yaml::MAX_YAML_NODES)
+            .map(std::sync::Arc::new)
+            .map_err(corrupt)
+    })?;
+    Ok(Value::clone(&parsed))
 }
 
 #[cfg(test)]
