@@ -5,8 +5,8 @@
 //! never a blank line), write each line in one `write`, and cut a failed append back off. Readers never fail on a bad line: blank, unparsable and unterminated lines are skipped and
 //! counted. [`tail`] seeks from the end; [`QueueCursor`] reads only what was appended since last time.
 
-use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 

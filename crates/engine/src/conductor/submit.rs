@@ -734,7 +734,7 @@ impl Conductor {
     /// in an inbox or `_quarantine`, or when the workflow is not waiting for an ack.
     pub fn redispatch(&self, wf: &str) -> Result<super::RedispatchResult> {
         let wf = WorkflowId::parse(wf)?;
-        let _lock = FileLock::exclusive(&self.root.workflow_lock_path(&wf))?;
+        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
         let st = files::require_state(&self.root, &wf)?;
         if st.status != WorkflowStatus::WaitingForAck {
             return Err(Error::refused(format!(

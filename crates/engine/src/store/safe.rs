@@ -232,8 +232,8 @@ impl SafeDir {
                 OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL,
             ) {
                 Ok(Some(f)) => break (candidate, f),
-                Err(Error::Io { source, .. })
-                    if source.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(Error::Io { cause, .. })
+                    if cause.kind() == std::io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(e),
                 Ok(None) => unreachable!("CREATE never answers missing"),
             }
