@@ -13,7 +13,9 @@ use crate::engine::store::{GodName, HandoffId, TrackName, WorkflowId};
 use crate::live::snapshot::Snapshot;
 
 use super::action::{AckChoice, Action, Key, Keymap, Pane};
+use super::commands::{self, Arg};
 use super::items::{self, Filter};
+use super::line::{self, Edit, History, LineEditor};
 use super::ops::Op;
 
 /// What the event loop must do after an action.
@@ -91,9 +93,11 @@ pub enum AckStage {
 /// A one-line text prompt.
 #[derive(Debug, Clone)]
 pub struct Prompt {
+    /// The dialog's title: names the record the answer is for.
+    pub title: String,
     pub label: String,
     pub required: bool,
-    pub input: String,
+    pub input: LineEditor,
     pub purpose: PromptFor,
 }
 
@@ -112,15 +116,24 @@ pub enum Mode {
     Normal,
     Help,
     /// Editing the current pane's filter (applied as typed).
-    Filter,
+    Filter(LineEditor),
     /// Typing a `:` command.
-    Command(String),
+    Command(CommandLine),
     AckMenu {
         target: AckTarget,
         choice: usize,
     },
     Prompt(Prompt),
     Confirm(Confirm),
+}
+
+/// The `:` line being typed: the editor, and where Up/Down stand in the history.
+#[derive(Debug, Clone, Default)]
+pub struct CommandLine {
+    pub edit: LineEditor,
+    /// The history entry shown (None: the line being typed, kept in `draft`).
+    pub recalled: Option<usize>,
+    pub draft: String,
 }
 
 /// Per-pane view state.
@@ -160,6 +173,8 @@ pub struct App {
     /// The record the operator's last confirmed action was on (pane, identity): when it goes away
     /// because of that action, the selection moves on to its neighbour instead of reporting it gone.
     acted_on: Option<(Pane, String)>,
+    /// The `:` lines run so far (Up/Down recall them).
+    pub history: History,
 }
 
 const FLASH_FOR: Duration = Duration::from_secs(6);
@@ -181,6 +196,7 @@ impl App {
             page: 20,
             in_flight: 0,
             acted_on: None,
+            history: History::default(),
         }
     }
 
@@ -377,39 +393,41 @@ impl App {
                 }
             }
             Mode::Help => Vec::new(),
-            Mode::Filter => {
+            Mode::Filter(mut edit) => {
                 match ev.code {
                     KeyCode::Enter => {}
                     KeyCode::Esc => self.pane_state_mut().filter.clear(),
-                    KeyCode::Backspace => {
-                        self.pane_state_mut().filter.pop();
-                        self.mode = Mode::Filter;
+                    _ => {
+                        if edit.handle(&ev) == Edit::Changed {
+                            self.set_filter(edit.text().to_owned());
+                        }
+                        self.mode = Mode::Filter(edit);
                     }
-                    KeyCode::Char(c) => {
-                        self.pane_state_mut().filter.push(c);
-                        self.pane_state_mut().selected = 0;
-                        self.pane_state_mut().gone = None;
-                        self.mode = Mode::Filter;
-                    }
-                    _ => self.mode = Mode::Filter,
                 }
                 Vec::new()
             }
-            Mode::Command(mut buf) => match ev.code {
-                KeyCode::Enter => self.run_command(&buf),
+            Mode::Command(mut cl) => match ev.code {
+                KeyCode::Enter => {
+                    let line = cl.edit.text().to_owned();
+                    self.history.push(&line);
+                    self.run_command(&line)
+                }
                 KeyCode::Esc => Vec::new(),
-                KeyCode::Backspace => {
-                    buf.pop();
-                    self.mode = Mode::Command(buf);
+                KeyCode::Up | KeyCode::Down => {
+                    self.recall(&mut cl, ev.code == KeyCode::Up);
+                    self.mode = Mode::Command(cl);
                     Vec::new()
                 }
-                KeyCode::Char(c) => {
-                    buf.push(c);
-                    self.mode = Mode::Command(buf);
+                KeyCode::Tab => {
+                    self.complete(&mut cl.edit);
+                    self.mode = Mode::Command(cl);
                     Vec::new()
                 }
                 _ => {
-                    self.mode = Mode::Command(buf);
+                    if cl.edit.handle(&ev) == Edit::Changed {
+                        cl.recalled = None;
+                    }
+                    self.mode = Mode::Command(cl);
                     Vec::new()
                 }
             },
@@ -437,7 +455,7 @@ impl App {
             Mode::Prompt(mut p) => match ev.code {
                 KeyCode::Esc => Vec::new(),
                 KeyCode::Enter => {
-                    let text = p.input.trim().to_owned();
+                    let text = p.input.text().trim().to_owned();
                     if p.required && text.is_empty() {
                         self.flash(FlashKind::Error, format!("{} cannot be empty", p.label));
                         self.mode = Mode::Prompt(p);
@@ -449,17 +467,8 @@ impl App {
                     }
                     Vec::new()
                 }
-                KeyCode::Backspace => {
-                    p.input.pop();
-                    self.mode = Mode::Prompt(p);
-                    Vec::new()
-                }
-                KeyCode::Char(c) => {
-                    p.input.push(c);
-                    self.mode = Mode::Prompt(p);
-                    Vec::new()
-                }
                 _ => {
+                    p.input.handle(&ev);
                     self.mode = Mode::Prompt(p);
                     Vec::new()
                 }
@@ -559,8 +568,10 @@ impl App {
                     st.filter.clear();
                 }
             }
-            Action::Filter => self.mode = Mode::Filter,
-            Action::Command => self.mode = Mode::Command(String::new()),
+            Action::Filter => {
+                self.mode = Mode::Filter(LineEditor::new(self.pane_state().filter.clone()))
+            }
+            Action::Command => self.mode = Mode::Command(CommandLine::default()),
             Action::Refresh => {
                 self.flash(FlashKind::Info, "rescanning the root");
                 return vec![Effect::Rescan];
@@ -708,12 +719,142 @@ impl App {
     }
 
     fn ask(&mut self, label: impl Into<String>, required: bool, input: String, purpose: PromptFor) {
+        let title = match &purpose {
+            PromptFor::Ack { target, status, .. } => {
+                format!("Ack {} as {}", target.handoff_id, status.as_str())
+            }
+            PromptFor::RejectHeld(h) => format!("Reject held {h}"),
+            PromptFor::Abort(wf) => format!("Abort {wf}"),
+        };
         self.mode = Mode::Prompt(Prompt {
+            title,
             label: label.into(),
             required,
-            input,
+            input: LineEditor::new(input),
             purpose,
         });
+    }
+
+    /// Pasted text (bracketed paste) goes whole into the focused input; elsewhere it is ignored.
+    pub fn on_paste(&mut self, text: &str) {
+        match &mut self.mode {
+            Mode::Prompt(p) => p.input.insert_str(text),
+            Mode::Command(cl) => {
+                cl.edit.insert_str(text);
+                cl.recalled = None;
+            }
+            Mode::Filter(edit) => {
+                edit.insert_str(text);
+                let t = edit.text().to_owned();
+                self.set_filter(t);
+            }
+            _ => {}
+        }
+    }
+
+    /// Sets the current pane's filter; the selection goes back to the first match.
+    fn set_filter(&mut self, text: String) {
+        let st = self.pane_state_mut();
+        st.filter = text;
+        st.selected = 0;
+        st.gone = None;
+    }
+
+    /// Up/Down on the `:` line: older/newer history entries; past the newest, the line being typed.
+    fn recall(&self, cl: &mut CommandLine, older: bool) {
+        let n = self.history.len();
+        if n == 0 {
+            return;
+        }
+        let next = match (cl.recalled, older) {
+            (None, true) => {
+                cl.draft = cl.edit.text().to_owned();
+                Some(n - 1)
+            }
+            (None, false) => None,
+            (Some(i), true) => Some(i.saturating_sub(1)),
+            (Some(i), false) if i + 1 < n => Some(i + 1),
+            (Some(_), false) => None,
+        };
+        cl.recalled = next;
+        match next.and_then(|i| self.history.get(i)) {
+            Some(line) => cl.edit.set(line),
+            None => cl.edit.set(cl.draft.clone()),
+        }
+    }
+
+    /// What the word being typed on the `:` line can become: command names first, then the
+    /// argument's kind (panes, tracks, ack statuses; for `:filter`, gods, workflow ids and tracks).
+    pub fn completions(&self, line: &str) -> Vec<String> {
+        let mut words: Vec<&str> = line.split_whitespace().collect();
+        let typing_new = line.is_empty() || line.ends_with(char::is_whitespace);
+        let prefix = if typing_new {
+            ""
+        } else {
+            words.pop().unwrap_or("")
+        };
+        let s = &self.snapshot;
+        let cands: Vec<String> = match words.first() {
+            None => commands::COMMANDS
+                .iter()
+                .map(|c| c.name.to_owned())
+                .collect(),
+            Some(w) => match commands::lookup(w).map(|c| c.arg) {
+                Some(Arg::Pane) => Pane::ALL
+                    .iter()
+                    .map(|p| p.title().to_ascii_lowercase())
+                    .collect(),
+                Some(Arg::Track) => s.tracks.iter().map(|t| t.name.clone()).collect(),
+                Some(Arg::AckStatus) => AckChoice::ALL
+                    .iter()
+                    .map(|c| c.as_str().to_owned())
+                    .collect(),
+                Some(Arg::Filter) => {
+                    let mut v: Vec<String> = s.inboxes.iter().map(|i| i.god.clone()).collect();
+                    v.extend(s.workflows.iter().map(|w| w.id.clone()));
+                    v.extend(s.tracks.iter().map(|t| t.name.clone()));
+                    v
+                }
+                Some(Arg::None) | None => Vec::new(),
+            },
+        };
+        let mut out: Vec<String> = cands
+            .into_iter()
+            .filter(|c| c.starts_with(prefix))
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Tab on the `:` line: one candidate is taken whole, several are extended to what they share
+    /// (and listed in a flash).
+    fn complete(&mut self, edit: &mut LineEditor) {
+        let (_, typed) = edit.current_word();
+        let typed = typed.to_owned();
+        let line = edit.split().0.to_owned();
+        let cands = self.completions(&line);
+        match cands.as_slice() {
+            [] => self.flash(FlashKind::Info, format!("nothing completes {typed:?}")),
+            [one] => edit.replace_current_word(&format!("{one} ")),
+            many => {
+                let common = line::common_prefix(many.iter().map(String::as_str));
+                if common.len() > typed.len() {
+                    edit.replace_current_word(&common);
+                }
+                const SHOWN: usize = 12;
+                let mut list = many
+                    .iter()
+                    .take(SHOWN)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join("  ");
+                if many.len() > SHOWN {
+                    list.push_str(&format!("  (+{} more)", many.len() - SHOWN));
+                }
+                self.flash(FlashKind::Info, list);
+            }
+        }
     }
 
     /// The gates the step of a dispatch declares in its workflow's definition (empty when unknown).
@@ -967,12 +1108,13 @@ impl App {
         };
         let rest: Vec<&str> = words.collect();
         let arg = rest.join(" ");
-        let action = match cmd {
-            "q" | "quit" => Action::Quit,
-            "help" | "h" => Action::Help,
-            "rescan" | "refresh" => Action::Refresh,
+        let name = commands::lookup(cmd).map(|c| c.name).unwrap_or(cmd);
+        let action = match name {
+            "quit" => Action::Quit,
+            "help" => Action::Help,
+            "rescan" => Action::Refresh,
             "follow" => Action::ToggleFollow,
-            "time" | "times" => Action::ToggleTimes,
+            "time" => Action::ToggleTimes,
             "raw" => Action::ToggleRaw,
             "abort" => Action::Abort,
             "cleanup" => Action::Cleanup,
@@ -980,7 +1122,7 @@ impl App {
             "approve" => Action::Approve,
             "reject" => Action::RejectHeld,
             "advance" => Action::BoardAdvance,
-            "next-round" | "round" => Action::BoardNextRound,
+            "next-round" => Action::BoardNextRound,
             "resolve" => Action::BoardResolve,
             "ack" => match arg.as_str() {
                 "" => Action::Ack(None),
@@ -995,7 +1137,7 @@ impl App {
                     }
                 },
             },
-            "pane" | "p" => match Pane::parse(&arg) {
+            "pane" => match Pane::parse(&arg) {
                 Some(p) => Action::GoPane(p),
                 None => {
                     self.flash(
@@ -1005,7 +1147,7 @@ impl App {
                     return Vec::new();
                 }
             },
-            "track" | "t" => {
+            "track" => {
                 if self.snapshot.track(&arg).is_some() {
                     self.track = Some(arg);
                 } else {
@@ -1013,8 +1155,8 @@ impl App {
                 }
                 return Vec::new();
             }
-            "filter" | "f" => {
-                self.pane_state_mut().filter = arg;
+            "filter" => {
+                self.set_filter(arg);
                 return Vec::new();
             }
             other => match Pane::parse(other) {
@@ -1250,6 +1392,117 @@ mod tests {
             a.keys(Pane::Workflows)[a.selected(Pane::Workflows)],
             "wf_deploy_42"
         );
+    }
+
+    fn ctrl(c: char) -> KeyEvent {
+        KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)
+    }
+
+    fn typed(a: &mut App, text: &str) {
+        for c in text.chars() {
+            a.on_key(k(c));
+        }
+    }
+
+    #[test]
+    fn every_input_edits_with_readline_keys_and_takes_pastes() {
+        let mut a = app();
+        a.on_key(k('x'));
+        typed(&mut a, "wrong reason");
+        a.on_key(ctrl('u'));
+        a.on_paste("the build\nbroke");
+        let Mode::Prompt(p) = &a.mode else { panic!() };
+        assert_eq!(p.input.text(), "the build broke");
+        assert!(p.title.starts_with("Abort wf_"), "{}", p.title);
+        a.on_key(kc(KeyCode::Esc));
+        a.on_key(k('/'));
+        typed(&mut a, "deploy xyz");
+        a.on_key(ctrl('w'));
+        assert_eq!(a.pane_state().filter, "deploy ");
+        assert_eq!(a.row_count(), 1);
+        a.on_key(kc(KeyCode::Enter));
+        a.on_key(k(':'));
+        typed(&mut a, "pane 3");
+        a.on_key(ctrl('a'));
+        a.on_key(ctrl('k'));
+        a.on_paste("pane 4");
+        a.on_key(kc(KeyCode::Enter));
+        assert_eq!(a.pane, Pane::Locks);
+    }
+
+    #[test]
+    fn command_history_recalls_with_up_and_down() {
+        let mut a = app();
+        a.run_command("pane 2");
+        for line in ["pane 3", "time"] {
+            a.on_key(k(':'));
+            typed(&mut a, line);
+            a.on_key(kc(KeyCode::Enter));
+        }
+        a.on_key(k(':'));
+        typed(&mut a, "dra");
+        let line = |a: &App| match &a.mode {
+            Mode::Command(cl) => cl.edit.text().to_owned(),
+            m => panic!("{m:?}"),
+        };
+        a.on_key(kc(KeyCode::Up));
+        assert_eq!(line(&a), "time");
+        a.on_key(kc(KeyCode::Up));
+        assert_eq!(line(&a), "pane 3");
+        a.on_key(kc(KeyCode::Up));
+        assert_eq!(line(&a), "pane 3", "the oldest stays");
+        a.on_key(kc(KeyCode::Down));
+        a.on_key(kc(KeyCode::Down));
+        assert_eq!(line(&a), "dra", "past the newest: what was being typed");
+        a.on_key(kc(KeyCode::Up));
+        a.on_key(kc(KeyCode::Up));
+        a.on_key(kc(KeyCode::Enter));
+        assert_eq!(a.pane, Pane::Bus);
+    }
+
+    #[test]
+    fn tab_completes_commands_panes_tracks_gods_and_workflow_ids() {
+        let mut a = app();
+        let line = |a: &App| match &a.mode {
+            Mode::Command(cl) => cl.edit.text().to_owned(),
+            m => panic!("{m:?}"),
+        };
+        a.on_key(k(':'));
+        typed(&mut a, "pa");
+        a.on_key(kc(KeyCode::Tab));
+        assert_eq!(line(&a), "pane ");
+        typed(&mut a, "wor");
+        a.on_key(kc(KeyCode::Tab));
+        assert_eq!(line(&a), "pane work", "workers and workflows share 'work'");
+        assert!(
+            a.flash
+                .as_ref()
+                .unwrap()
+                .text
+                .contains("workers  workflows")
+        );
+        a.on_key(kc(KeyCode::Esc));
+        assert_eq!(a.completions("ack p"), vec!["pending"]);
+        let track = a.snapshot.tracks[0].name.clone();
+        assert!(a.completions("track ").contains(&track));
+        let wf = a.completions("filter wf_dep");
+        assert_eq!(wf, vec!["wf_deploy_42"]);
+        let god = a.snapshot.inboxes[0].god.clone();
+        assert!(
+            a.completions(&format!("filter {}", &god[..2]))
+                .contains(&god)
+        );
+        assert!(a.completions("abort ").is_empty());
+    }
+
+    #[test]
+    fn every_command_in_the_table_is_understood() {
+        for c in crate::console::commands::COMMANDS {
+            let mut a = app();
+            a.run_command(c.name);
+            let text = a.flash.map(|f| f.text).unwrap_or_default();
+            assert!(!text.contains("unknown command"), "{}: {text}", c.name);
+        }
     }
 
     #[test]

@@ -530,7 +530,7 @@ fn prompt_of(app: &App) -> (String, String) {
     let Mode::Prompt(p) = &app.mode else {
         panic!("expected a prompt, got {:?}", app.mode)
     };
-    (p.label.clone(), p.input.clone())
+    (p.label.clone(), p.input.text().to_owned())
 }
 
 /// Opens the ack menu on the selected dispatch and picks `status` (menu order: accepted, pending,

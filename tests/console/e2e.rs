@@ -160,3 +160,40 @@ fn a_panic_in_the_console_still_gives_the_terminal_back() {
         "the shell's next line starts on a fresh line: {h}"
     );
 }
+
+#[test]
+fn line_editor_clears_with_ctrl_u_and_takes_a_bracketed_paste() {
+    let root = engine_root();
+    let r = root.path();
+    let (t, _log) = console(r, "", "");
+    t.wait("the console", |s| s.contains("wf_pay_2"));
+    // The abort reason: typed, cleared with C-u, then pasted (two lines become one).
+    t.keys(&["g", "j", "x"]);
+    t.wait("the reason prompt", |s| s.contains("Reason for aborting"));
+    t.type_text("typo typo");
+    t.wait("the typed text", |s| s.contains("> typo typo"));
+    t.keys(&["C-u"]);
+    t.wait("the cleared prompt", |s| {
+        !s.contains("typo") && !s.contains("> u")
+    });
+    t.tmux(&["set-buffer", "-b", "e2e", "pasted\nreason"]);
+    t.tmux(&["paste-buffer", "-p", "-b", "e2e", "-t", "main"]);
+    t.wait("the pasted reason", |s| s.contains("> pasted reason"));
+    t.keys(&["Enter"]);
+    t.wait("the abort confirmation", |s| s.contains("pasted reason"));
+    t.keys(&["Escape"]);
+    t.wait("the cancelled abort", |s| s.contains("cancelled: Abort"));
+    // The `:` line: C-w deletes a word, Tab completes a pane name, Enter runs it.
+    t.keys(&[":"]);
+    t.type_text("track zzz");
+    t.wait("the typed command", |s| s.contains(":track zzz"));
+    t.keys(&["C-u"]);
+    t.type_text("pane loc");
+    t.keys(&["Tab"]);
+    t.wait("the completed pane", |s| s.contains(":pane locks ▏"));
+    t.type_text("zz");
+    t.keys(&["C-w", "Enter"]);
+    t.wait("the locks pane", |s| s.contains("4 Locks ("));
+    t.keys(&["q"]);
+    t.wait("the console to exit", |s| s.contains("EXITED=0"));
+}

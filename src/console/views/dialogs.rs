@@ -107,11 +107,7 @@ pub fn ack_menu(frame: &mut Frame, area: Rect, t: &AckTarget, choice: usize, the
 pub fn prompt(frame: &mut Frame, area: Rect, p: &Prompt, theme: &Theme) {
     let lines = vec![
         Line::styled(p.label.as_str(), theme.dim()),
-        Line::from(vec![
-            Span::styled("> ", theme.key()),
-            Span::raw(p.input.clone()),
-            Span::styled("▏", theme.key()),
-        ]),
+        super::editor_line("> ", &p.input, theme),
     ];
     // The label wraps (a gates prompt names the step's gates); the box grows to fit it.
     let inner = 72u16
@@ -124,7 +120,7 @@ pub fn prompt(frame: &mut Frame, area: Rect, p: &Prompt, theme: &Theme) {
     frame.render_widget(
         Paragraph::new(lines)
             .wrap(Wrap { trim: false })
-            .block(block(" Input ", theme)),
+            .block(block(format!(" {} ", p.title), theme)),
         r,
     );
 }

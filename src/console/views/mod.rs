@@ -139,17 +139,16 @@ fn draw_tabs(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 
 fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let line = match &app.mode {
-        Mode::Filter => Line::from(vec![
-            Span::styled("/", theme.key()),
-            Span::raw(app.pane_state().filter.clone()),
-            Span::styled("▏", theme.key()),
-            Span::styled("  Enter keep · Esc clear", theme.dim()),
-        ]),
-        Mode::Command(buf) => Line::from(vec![
-            Span::styled(":", theme.key()),
-            Span::raw(buf.clone()),
-            Span::styled("▏", theme.key()),
-        ]),
+        Mode::Filter(edit) => {
+            let mut l = editor_line("/", edit, theme);
+            l.push_span(Span::styled("  Enter keep · Esc clear", theme.dim()));
+            l
+        }
+        Mode::Command(cl) => {
+            let mut l = editor_line(":", &cl.edit, theme);
+            l.push_span(Span::styled("  Tab complete · ↑↓ history", theme.dim()));
+            l
+        }
         _ => match &app.flash {
             Some(f) => {
                 let (style, glyph) = match f.kind {
@@ -211,6 +210,21 @@ fn draw_footer(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         spans.push(Span::styled(format!(" {d} "), theme.dim()));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// A line editor drawn as `prompt text▏rest`, the bar at the cursor.
+pub(crate) fn editor_line<'a>(
+    prompt: &'a str,
+    edit: &crate::console::line::LineEditor,
+    theme: &Theme,
+) -> Line<'a> {
+    let (before, after) = edit.split();
+    Line::from(vec![
+        Span::styled(prompt, theme.key()),
+        Span::raw(before.to_owned()),
+        Span::styled("▏", theme.key()),
+        Span::raw(after.to_owned()),
+    ])
 }
 
 /// A bordered block with a title.
