@@ -126,6 +126,10 @@ pub enum Action {
     Bottom,
     Open,
     Back,
+    /// The next record (in a detail: its detail, scrolled to the top).
+    NextRecord,
+    /// The previous record.
+    PrevRecord,
     Filter,
     Command,
     Refresh,
@@ -165,6 +169,8 @@ impl Action {
             Action::Bottom => "bottom / follow",
             Action::Open => "details",
             Action::Back => "back",
+            Action::NextRecord => "next record",
+            Action::PrevRecord => "previous record",
             Action::Filter => "filter",
             Action::Command => "command",
             Action::Refresh => "rescan",
@@ -306,6 +312,8 @@ impl Default for Keymap {
         );
         bind(vec![Key::plain(Enter)], g, Action::Open, true);
         bind(vec![Key::plain(Esc)], g, Action::Back, false);
+        bind(vec![Key::ch('J')], g, Action::NextRecord, false);
+        bind(vec![Key::ch('K')], g, Action::PrevRecord, false);
         bind(vec![Key::ch('/')], g, Action::Filter, true);
         bind(vec![Key::ch(':')], g, Action::Command, true);
         bind(vec![Key::ch('r')], g, Action::Refresh, false);

@@ -2,6 +2,7 @@
 //! return [`Effect`]s as data (run an engine call, quit…); drawing only reads this state. The whole
 //! operator flow (selection -> confirm -> engine call -> flash) runs here without a terminal.
 
+use std::cell::Cell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -175,6 +176,9 @@ pub struct App {
     acted_on: Option<(Pane, String)>,
     /// The `:` lines run so far (Up/Down recall them).
     pub history: History,
+    /// The largest scroll offset of the detail drawn last (its lines past one screen). Written by
+    /// drawing, as ratatui's `TableState` offset is, so `G` and paging stop at the last line.
+    pub detail_max: Cell<u16>,
 }
 
 const FLASH_FOR: Duration = Duration::from_secs(6);
@@ -197,6 +201,7 @@ impl App {
             in_flight: 0,
             acted_on: None,
             history: History::default(),
+            detail_max: Cell::new(u16::MAX),
         }
     }
 
@@ -523,11 +528,14 @@ impl App {
             Action::NextPane => self.pane = self.pane.next(),
             Action::PrevPane => self.pane = self.pane.prev(),
             Action::GoPane(p) => self.pane = p,
-            Action::Up if detail => {
-                let st = self.pane_state_mut();
-                st.scroll = st.scroll.saturating_sub(1);
-            }
-            Action::Down if detail => self.pane_state_mut().scroll += 1,
+            Action::Up if detail => self.scroll_by(-1),
+            Action::Down if detail => self.scroll_by(1),
+            Action::PageUp if detail => self.scroll_by(-(self.page.max(1) as isize)),
+            Action::PageDown if detail => self.scroll_by(self.page.max(1) as isize),
+            Action::Top if detail => self.pane_state_mut().scroll = 0,
+            Action::Bottom if detail => self.pane_state_mut().scroll = self.detail_max.get(),
+            Action::NextRecord => self.move_by(1),
+            Action::PrevRecord => self.move_by(-1),
             Action::Up => self.move_by(-1),
             Action::Down => self.move_by(1),
             Action::PageUp => self.move_by(-(self.page.max(1) as isize)),
@@ -605,7 +613,16 @@ impl App {
         Vec::new()
     }
 
+    /// Scrolls the open detail, within its lines.
+    fn scroll_by(&mut self, delta: isize) {
+        let max = self.detail_max.get() as isize;
+        let st = self.pane_state_mut();
+        st.scroll = (st.scroll as isize + delta).clamp(0, max.max(0)) as u16;
+    }
+
     fn move_by(&mut self, delta: isize) {
+        // Another record: its detail starts at its top.
+        self.pane_state_mut().scroll = 0;
         let n = self.row_count();
         if self.pane == Pane::Bus {
             if self.follow && delta < 0 {

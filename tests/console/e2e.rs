@@ -197,3 +197,24 @@ fn line_editor_clears_with_ctrl_u_and_takes_a_bracketed_paste() {
     t.keys(&["q"]);
     t.wait("the console to exit", |s| s.contains("EXITED=0"));
 }
+
+#[test]
+fn detail_scrolls_with_g_and_pages_and_keeps_its_record() {
+    let root = fixture_root();
+    let (t, _log) = console(root.path(), "", "--read-only");
+    t.tmux(&["resize-window", "-t", "main", "-x", "80", "-y", "24"]);
+    t.wait("the console", |s| s.contains("wf_deploy_42"));
+    t.keys(&["g", "j", "j", "Enter"]);
+    t.wait("the detail", |s| s.contains("record 3/4 · lines 1-"));
+    t.keys(&["G"]);
+    let s = t.wait("the end of the detail", |s| {
+        s.contains("record 3/4 · lines") && !s.contains("lines 1-")
+    });
+    assert!(s.contains("wf_deploy_42"), "G kept the record: {s}");
+    t.keys(&["PPage", "g"]);
+    t.wait("the top again", |s| s.contains("record 3/4 · lines 1-"));
+    t.keys(&["J"]);
+    t.wait("the next record", |s| s.contains("record 4/4"));
+    t.keys(&["q"]);
+    t.wait("the console to exit", |s| s.contains("EXITED=0"));
+}

@@ -303,3 +303,41 @@ fn wide_terminals_show_whole_cells_and_narrow_ones_cut_with_an_ellipsis() {
         "something had to give at 60 columns:\n{s}"
     );
 }
+
+#[test]
+fn detail_keys_scroll_the_record_and_j_k_capitals_step_records() {
+    let root = fixture_root();
+    let mut app = app_for(root.path(), fixture_now());
+    at(&mut app, Pane::Workflows, 2);
+    app.dispatch(Action::Open);
+    // At 80x24 the workflow's detail is longer than the screen.
+    let first = screen(&app, 80, 24, root.path());
+    assert!(first.contains("record 3/4 · lines 1-"), "{first}");
+    app.dispatch(Action::Bottom);
+    let bottom = screen(&app, 80, 24, root.path());
+    assert!(
+        bottom.contains("wf_deploy_42"),
+        "G keeps the same record: {bottom}"
+    );
+    assert!(bottom.contains("record 3/4"), "{bottom}");
+    let max = app.detail_max.get();
+    assert!(max > 0);
+    assert_eq!(app.pane_state().scroll, max, "G goes to the last line");
+    app.dispatch(Action::Down);
+    assert_eq!(app.pane_state().scroll, max, "and not past it");
+    app.dispatch(Action::PageUp);
+    app.dispatch(Action::Top);
+    assert_eq!(app.pane_state().scroll, 0);
+    app.dispatch(Action::PageDown);
+    assert!(app.pane_state().scroll > 0);
+    app.dispatch(Action::NextRecord);
+    assert_eq!(
+        app.pane_state().scroll,
+        0,
+        "another record starts at its top"
+    );
+    let next = screen(&app, 80, 24, root.path());
+    assert!(next.contains("record 4/4"), "{next}");
+    app.dispatch(Action::PrevRecord);
+    assert!(screen(&app, 80, 24, root.path()).contains("record 3/4"));
+}

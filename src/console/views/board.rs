@@ -152,7 +152,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                 area,
                 format!(" {name} on {} ", s.session_id),
                 l,
-                app.pane_state().scroll,
+                app,
                 theme,
             );
         }

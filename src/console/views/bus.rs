@@ -185,7 +185,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             area,
             format!(" {} · message ", track.name),
             l,
-            st.scroll,
+            app,
             theme,
         );
     }

@@ -185,7 +185,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
             area,
             format!(" {} · raw (y) ", v.name),
             lines,
-            st.scroll,
+            app,
             theme,
         );
     }
@@ -263,7 +263,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
         area,
         format!(" {} · {} ", r.god, v.name),
         l,
-        st.scroll,
+        app,
         theme,
     );
 }

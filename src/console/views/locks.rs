@@ -78,7 +78,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             area,
             format!(" lock · {} ", l.path),
             lines,
-            app.pane_state().scroll,
+            app,
             theme,
         );
     }

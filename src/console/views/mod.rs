@@ -18,6 +18,7 @@ mod locks;
 mod table;
 mod workers;
 mod workflows;
+mod wrap;
 
 /// The smallest terminal the console draws in.
 pub const MIN_WIDTH: u16 = 60;
@@ -191,7 +192,11 @@ fn draw_footer(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         Mode::Prompt(_) => vec![("Enter".into(), "continue"), ("Esc".into(), "cancel")],
         Mode::Help => vec![("any key".into(), "close help")],
         _ if app.pane_state().detail => {
-            let mut v = vec![("Esc".to_owned(), "back"), ("j/k".to_owned(), "scroll")];
+            let mut v = vec![
+                ("Esc".to_owned(), "back"),
+                ("j/k/g/G".to_owned(), "scroll"),
+                ("J/K".to_owned(), "next/prev record"),
+            ];
             if matches!(app.pane, Pane::Workflows | Pane::Inboxes) {
                 v.push(("y".to_owned(), "raw JSON"));
             }
@@ -267,7 +272,7 @@ pub(crate) fn gone_detail(frame: &mut Frame, area: Rect, app: &App, theme: &Them
         ),
         Line::styled("Esc goes back to the list.", theme.dim()),
     ];
-    detail(frame, area, format!(" {k} · gone "), lines, 0, theme);
+    detail(frame, area, format!(" {k} · gone "), lines, app, theme);
     true
 }
 
@@ -290,20 +295,39 @@ pub(crate) fn section<'a>(out: &mut Vec<Line<'a>>, title: &str, theme: &Theme) {
     out.push(Line::styled(title.to_owned(), theme.header()));
 }
 
-/// A detail view: a scrollable paragraph in a block.
+/// A detail view: the record's lines wrapped to the width (continuation rows keep the line's
+/// indent), scrolled by the pane's offset, with the record's position and the lines shown in the
+/// bottom border. The scroll limit is handed back to the app through [`App::detail_max`].
 pub(crate) fn detail(
     frame: &mut Frame,
     area: Rect,
     title: String,
     lines: Vec<Line>,
-    scroll: u16,
+    app: &App,
     theme: &Theme,
 ) {
+    let inner_w = area.width.saturating_sub(2).max(1) as usize;
+    let inner_h = area.height.saturating_sub(2) as usize;
+    let wrapped = wrap::wrap_lines(lines, inner_w);
+    let total = wrapped.len();
+    let max = total.saturating_sub(inner_h).min(u16::MAX as usize) as u16;
+    app.detail_max.set(max);
+    let scroll = app.pane_state().scroll.min(max);
+    let first = scroll as usize + 1;
+    let last = (scroll as usize + inner_h).min(total);
+    let mut pos = String::from(" ");
+    let rows = app.row_count();
+    if app.pane_state().gone.is_none() && rows > 0 {
+        pos.push_str(&format!("record {}/{rows} · ", app.selected(app.pane) + 1));
+    }
+    if total > inner_h {
+        pos.push_str(&format!("lines {first}-{last}/{total} "));
+    } else {
+        pos.push_str(&format!("{total} lines "));
+    }
+    let block = block(title, theme).title_bottom(Line::styled(pos, theme.dim()).right_aligned());
     frame.render_widget(
-        Paragraph::new(lines)
-            .block(block(title, theme))
-            .wrap(Wrap { trim: false })
-            .scroll((scroll, 0)),
+        Paragraph::new(wrapped).block(block).scroll((scroll, 0)),
         area,
     );
 }

@@ -127,7 +127,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme
             area,
             format!(" {} · raw state (y) ", w.id),
             lines,
-            st.scroll,
+            app,
             theme,
         );
     }
@@ -302,5 +302,5 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme
         }
     }
     let title = format!(" {} · {} ", w.id, trunc(&w.path.display().to_string(), 80));
-    detail(frame, area, title, l, st.scroll, theme);
+    detail(frame, area, title, l, app, theme);
 }
