@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::engine::store::{GodName, HandoffId, TrackName, WorkflowId};
 use crate::live::snapshot::Snapshot;
 
-use super::action::{AckChoice, Action, Key, Keymap, Pane};
+use super::action::{AckChoice, Action, Dialog, Key, Keymap, Pane};
 use super::commands::{self, Arg};
 use super::items::{self, Filter};
 use super::line::{self, Edit, History, LineEditor};
@@ -115,7 +115,7 @@ pub struct AckTarget {
 #[derive(Debug, Clone)]
 pub enum Mode {
     Normal,
-    Help,
+    Help(HelpView),
     /// Editing the current pane's filter (applied as typed).
     Filter(LineEditor),
     /// Typing a `:` command.
@@ -126,6 +126,15 @@ pub enum Mode {
     },
     Prompt(Prompt),
     Confirm(Confirm),
+}
+
+/// The help overlay: how far it is scrolled, and the words it is narrowed to (`/` in it).
+#[derive(Debug, Clone, Default)]
+pub struct HelpView {
+    pub scroll: usize,
+    pub search: LineEditor,
+    /// The search is being typed.
+    pub searching: bool,
 }
 
 /// The `:` line being typed: the editor, and where Up/Down stand in the history.
@@ -179,6 +188,8 @@ pub struct App {
     /// The largest scroll offset of the detail drawn last (its lines past one screen). Written by
     /// drawing, as ratatui's `TableState` offset is, so `G` and paging stop at the last line.
     pub detail_max: Cell<u16>,
+    /// The same for the help overlay.
+    pub help_max: Cell<usize>,
 }
 
 const FLASH_FOR: Duration = Duration::from_secs(6);
@@ -202,6 +213,7 @@ impl App {
             acted_on: None,
             history: History::default(),
             detail_max: Cell::new(u16::MAX),
+            help_max: Cell::new(usize::MAX),
         }
     }
 
@@ -392,12 +404,50 @@ impl App {
         match std::mem::replace(&mut self.mode, Mode::Normal) {
             Mode::Normal => {
                 let key = Key::from_event(&ev);
-                match self.keymap.lookup(self.pane, key).cloned() {
+                let scopes = Keymap::scopes(self.pane, self.pane_state().detail);
+                match self.keymap.binding(&scopes, key).map(|b| b.action.clone()) {
                     Some(a) => self.dispatch(a),
                     None => Vec::new(),
                 }
             }
-            Mode::Help => Vec::new(),
+            Mode::Help(mut h) => {
+                if h.searching {
+                    match ev.code {
+                        KeyCode::Enter => h.searching = false,
+                        KeyCode::Esc => {
+                            h.search = LineEditor::default();
+                            h.searching = false;
+                        }
+                        _ => {
+                            if h.search.handle(&ev) == Edit::Changed {
+                                h.scroll = 0;
+                            }
+                        }
+                    }
+                    self.mode = Mode::Help(h);
+                    return Vec::new();
+                }
+                let max = self.help_max.get();
+                let page = self.page.max(1);
+                // Bottom is kept as "the end" (whatever the size); moving starts from what is shown.
+                h.scroll = h.scroll.min(max);
+                match self
+                    .keymap
+                    .lookup_dialog(Dialog::Help, Key::from_event(&ev))
+                {
+                    Some(Action::Cancel) => return Vec::new(),
+                    Some(Action::Down) => h.scroll = (h.scroll + 1).min(max),
+                    Some(Action::Up) => h.scroll = h.scroll.saturating_sub(1),
+                    Some(Action::PageDown) => h.scroll = (h.scroll + page).min(max),
+                    Some(Action::PageUp) => h.scroll = h.scroll.saturating_sub(page),
+                    Some(Action::Top) => h.scroll = 0,
+                    Some(Action::Bottom) => h.scroll = usize::MAX,
+                    Some(Action::Filter) => h.searching = true,
+                    _ => {}
+                }
+                self.mode = Mode::Help(h);
+                Vec::new()
+            }
             Mode::Filter(mut edit) => {
                 match ev.code {
                     KeyCode::Enter => {}
@@ -436,30 +486,29 @@ impl App {
                     Vec::new()
                 }
             },
-            Mode::AckMenu { target, mut choice } => match ev.code {
-                KeyCode::Esc | KeyCode::Char('q') => Vec::new(),
-                KeyCode::Up | KeyCode::Char('k') => {
-                    choice = choice.saturating_sub(1);
-                    self.mode = Mode::AckMenu { target, choice };
-                    Vec::new()
+            Mode::AckMenu { target, mut choice } => {
+                match self
+                    .keymap
+                    .lookup_dialog(Dialog::AckMenu, Key::from_event(&ev))
+                {
+                    Some(Action::Cancel) => return Vec::new(),
+                    Some(Action::Up) => choice = choice.saturating_sub(1),
+                    Some(Action::Down) => choice = (choice + 1).min(AckChoice::ALL.len() - 1),
+                    Some(Action::Submit) => {
+                        self.choose_ack(target, AckChoice::ALL[choice]);
+                        return Vec::new();
+                    }
+                    _ => {}
                 }
-                KeyCode::Down | KeyCode::Char('j') => {
-                    choice = (choice + 1).min(AckChoice::ALL.len() - 1);
-                    self.mode = Mode::AckMenu { target, choice };
-                    Vec::new()
-                }
-                KeyCode::Enter => {
-                    self.choose_ack(target, AckChoice::ALL[choice]);
-                    Vec::new()
-                }
-                _ => {
-                    self.mode = Mode::AckMenu { target, choice };
-                    Vec::new()
-                }
-            },
-            Mode::Prompt(mut p) => match ev.code {
-                KeyCode::Esc => Vec::new(),
-                KeyCode::Enter => {
+                self.mode = Mode::AckMenu { target, choice };
+                Vec::new()
+            }
+            Mode::Prompt(mut p) => match self
+                .keymap
+                .lookup_dialog(Dialog::Prompt, Key::from_event(&ev))
+            {
+                Some(Action::Cancel) => Vec::new(),
+                Some(Action::Submit) => {
                     let text = p.input.text().trim().to_owned();
                     if p.required && text.is_empty() {
                         self.flash(FlashKind::Error, format!("{} cannot be empty", p.label));
@@ -478,22 +527,20 @@ impl App {
                     Vec::new()
                 }
             },
-            Mode::Confirm(mut c) => match ev.code {
-                KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('n') => {
+            Mode::Confirm(mut c) => match self
+                .keymap
+                .lookup_dialog(Dialog::Confirm, Key::from_event(&ev))
+            {
+                Some(Action::Cancel) => {
                     self.flash(FlashKind::Info, format!("cancelled: {}", c.op.title()));
                     Vec::new()
                 }
-                KeyCode::Tab
-                | KeyCode::BackTab
-                | KeyCode::Left
-                | KeyCode::Right
-                | KeyCode::Char('h')
-                | KeyCode::Char('l') => {
+                Some(Action::ToggleFocus) => {
                     c.confirm_focused = !c.confirm_focused;
                     self.mode = Mode::Confirm(c);
                     Vec::new()
                 }
-                KeyCode::Enter => {
+                Some(Action::Submit) => {
                     if c.confirm_focused {
                         self.in_flight += 1;
                         self.acted_on = self.selected_key(self.pane).map(|k| (self.pane, k));
@@ -524,7 +571,7 @@ impl App {
         let detail = self.pane_state().detail;
         match action {
             Action::Quit => return vec![Effect::Quit],
-            Action::Help => self.mode = Mode::Help,
+            Action::Help => self.mode = Mode::Help(HelpView::default()),
             Action::NextPane => self.pane = self.pane.next(),
             Action::PrevPane => self.pane = self.pane.prev(),
             Action::GoPane(p) => self.pane = p,
@@ -533,7 +580,7 @@ impl App {
             Action::PageUp if detail => self.scroll_by(-(self.page.max(1) as isize)),
             Action::PageDown if detail => self.scroll_by(self.page.max(1) as isize),
             Action::Top if detail => self.pane_state_mut().scroll = 0,
-            Action::Bottom if detail => self.pane_state_mut().scroll = self.detail_max.get(),
+            Action::Bottom if detail => self.pane_state_mut().scroll = u16::MAX,
             Action::NextRecord => self.move_by(1),
             Action::PrevRecord => self.move_by(-1),
             Action::Up => self.move_by(-1),
@@ -608,7 +655,7 @@ impl App {
             Action::BoardAdvance => self.start_board(Action::BoardAdvance),
             Action::BoardNextRound => self.start_board(Action::BoardNextRound),
             Action::BoardResolve => self.start_board(Action::BoardResolve),
-            Action::ToggleFocus => {}
+            Action::ToggleFocus | Action::Submit | Action::Cancel => {}
         }
         Vec::new()
     }
@@ -617,7 +664,8 @@ impl App {
     fn scroll_by(&mut self, delta: isize) {
         let max = self.detail_max.get() as isize;
         let st = self.pane_state_mut();
-        st.scroll = (st.scroll as isize + delta).clamp(0, max.max(0)) as u16;
+        let from = (st.scroll as isize).min(max);
+        st.scroll = (from + delta).clamp(0, max.max(0)) as u16;
     }
 
     fn move_by(&mut self, delta: isize) {
@@ -1126,21 +1174,13 @@ impl App {
         let rest: Vec<&str> = words.collect();
         let arg = rest.join(" ");
         let name = commands::lookup(cmd).map(|c| c.name).unwrap_or(cmd);
+        if let Some(a) = commands::lookup(name)
+            .filter(|c| c.arg == Arg::None)
+            .and_then(commands::action_of)
+        {
+            return self.dispatch(a);
+        }
         let action = match name {
-            "quit" => Action::Quit,
-            "help" => Action::Help,
-            "rescan" => Action::Refresh,
-            "follow" => Action::ToggleFollow,
-            "time" => Action::ToggleTimes,
-            "raw" => Action::ToggleRaw,
-            "abort" => Action::Abort,
-            "cleanup" => Action::Cleanup,
-            "unlock" => Action::ForceUnlock,
-            "approve" => Action::Approve,
-            "reject" => Action::RejectHeld,
-            "advance" => Action::BoardAdvance,
-            "next-round" => Action::BoardNextRound,
-            "resolve" => Action::BoardResolve,
             "ack" => match arg.as_str() {
                 "" => Action::Ack(None),
                 s => match AckChoice::parse(s) {

@@ -1,5 +1,7 @@
 //! The `:` commands: one table that the command line, its Tab completion and the help overlay read.
 
+use super::action::Action;
+
 /// What a command's argument is, for completion and for the help.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Arg {
@@ -134,6 +136,29 @@ pub const COMMANDS: &[Command] = &[
     cmd("help", &["h"], "", Arg::None, "this help"),
     cmd("quit", &["q"], "", Arg::None, "quit"),
 ];
+
+/// The action a command without an argument stands for (the ones with arguments are parsed by
+/// the app: `:pane`, `:track`, `:filter`, `:ack`).
+pub fn action_of(c: &Command) -> Option<Action> {
+    Some(match c.name {
+        "quit" => Action::Quit,
+        "help" => Action::Help,
+        "rescan" => Action::Refresh,
+        "follow" => Action::ToggleFollow,
+        "time" => Action::ToggleTimes,
+        "raw" => Action::ToggleRaw,
+        "abort" => Action::Abort,
+        "cleanup" => Action::Cleanup,
+        "unlock" => Action::ForceUnlock,
+        "approve" => Action::Approve,
+        "reject" => Action::RejectHeld,
+        "advance" => Action::BoardAdvance,
+        "next-round" => Action::BoardNextRound,
+        "resolve" => Action::BoardResolve,
+        "ack" => Action::Ack(None),
+        _ => return None,
+    })
+}
 
 /// The command named `word` (by name or alias).
 pub fn lookup(word: &str) -> Option<&'static Command> {

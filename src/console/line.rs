@@ -22,6 +22,27 @@ pub enum Edit {
     Ignored,
 }
 
+/// The editor's keys, for the help overlay.
+pub const KEYS: &[(&str, &str)] = &[
+    ("C-a Home", "start of the line"),
+    ("C-e End", "end of the line"),
+    ("← → C-b C-f", "one character"),
+    ("M-b M-f", "one word back / forward"),
+    ("C-u", "delete to the start"),
+    ("C-k", "delete to the end"),
+    ("C-w M-Backspace", "delete the word before"),
+    ("M-d", "delete the word after"),
+    (
+        "paste",
+        "pasted text is inserted whole (line breaks become spaces)",
+    ),
+    (
+        "Tab",
+        "complete a command, pane, track, god or workflow id (: line)",
+    ),
+    ("↑ ↓", "earlier / later command lines (: line)"),
+];
+
 /// Longest line the editor keeps: a reason or a filter, never a document.
 pub const MAX_LEN: usize = 4096;
 

@@ -151,7 +151,7 @@ fn dialogs_show_what_will_happen_with_cancel_focused() {
     app.on_key(code(KeyCode::Esc));
 
     app.on_key(key('?'));
-    assert!(matches!(app.mode, Mode::Help));
+    assert!(matches!(app.mode, Mode::Help(_)));
     assert_snapshot!("dialog_help", screen(&app, W, H, root.path()));
 }
 
@@ -322,9 +322,14 @@ fn detail_keys_scroll_the_record_and_j_k_capitals_step_records() {
     assert!(bottom.contains("record 3/4"), "{bottom}");
     let max = app.detail_max.get();
     assert!(max > 0);
-    assert_eq!(app.pane_state().scroll, max, "G goes to the last line");
     app.dispatch(Action::Down);
-    assert_eq!(app.pane_state().scroll, max, "and not past it");
+    assert_eq!(
+        app.pane_state().scroll,
+        max,
+        "G went to the last line, and not past it"
+    );
+    app.dispatch(Action::Up);
+    assert_eq!(app.pane_state().scroll, max - 1);
     app.dispatch(Action::PageUp);
     app.dispatch(Action::Top);
     assert_eq!(app.pane_state().scroll, 0);
@@ -340,4 +345,42 @@ fn detail_keys_scroll_the_record_and_j_k_capitals_step_records() {
     assert!(next.contains("record 4/4"), "{next}");
     app.dispatch(Action::PrevRecord);
     assert!(screen(&app, 80, 24, root.path()).contains("record 3/4"));
+}
+
+#[test]
+fn help_is_a_scrollable_searchable_reference_at_any_size() {
+    let root = fixture_root();
+    let mut app = app_for(root.path(), fixture_now());
+    app.dispatch(Action::GoPane(Pane::Inboxes));
+    app.on_key(key('?'));
+    for (w, h) in [(80, 24), (200, 50)] {
+        let s = screen(&app, w, h, root.path());
+        assert!(s.contains("2 Inboxes (this pane)"), "this pane first: {s}");
+        assert_snapshot!(format!("help_{w}x{h}_top"), s);
+    }
+    // Scrolled to the end at 80x24: the last commands are there.
+    app.on_key(key('G'));
+    let s = screen(&app, 80, 24, root.path());
+    assert!(s.contains(":quit") && s.contains(":help"), "{s}");
+    assert_snapshot!("help_80x24_bottom", s);
+    app.on_key(key('g'));
+    // `/` narrows it; Esc in the search clears it, Esc again closes the help.
+    app.on_key(key('/'));
+    type_text(&mut app, "unlock");
+    let s = screen(&app, 80, 24, root.path());
+    assert!(
+        s.contains("force-unlock") && !s.contains("approve held"),
+        "{s}"
+    );
+    app.on_key(code(KeyCode::Esc));
+    app.on_key(code(KeyCode::Esc));
+    assert!(matches!(app.mode, Mode::Normal));
+    // Read-only: the keys that change files are marked.
+    let mut ro = app_for(root.path(), fixture_now());
+    ro.read_only = true;
+    ro.dispatch(Action::GoPane(Pane::Inboxes));
+    ro.on_key(key('?'));
+    let s = screen(&ro, 200, 50, root.path());
+    assert!(s.contains("ack (disabled: read-only)"), "{s}");
+    assert!(s.contains("q C-c"), "C-c is listed: {s}");
 }

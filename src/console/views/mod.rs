@@ -6,7 +6,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Paragraph, Wrap};
 
-use super::action::Pane;
+use super::action::{Dialog, Keymap, Pane, Scope};
 use super::app::{App, FlashKind, Mode};
 use super::theme::Theme;
 
@@ -55,7 +55,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
     draw_status(frame, status, app, theme);
     draw_footer(frame, footer, app, theme);
     match &app.mode {
-        Mode::Help => dialogs::help(frame, area, app, theme),
+        Mode::Help(h) => dialogs::help(frame, area, app, h, theme),
         Mode::Confirm(c) => dialogs::confirm(frame, area, c, theme),
         Mode::AckMenu { target, choice } => dialogs::ack_menu(frame, area, target, *choice, theme),
         Mode::Prompt(p) => dialogs::prompt(frame, area, p, theme),
@@ -178,39 +178,39 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 
 fn draw_footer(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let mut spans = Vec::new();
+    let km = &app.keymap;
+    let ro = app.read_only;
     let hints: Vec<(String, &str)> = match &app.mode {
-        Mode::Confirm(_) => vec![
-            ("Tab".into(), "switch button"),
-            ("Enter".into(), "press focused"),
-            ("Esc".into(), "cancel"),
-        ],
-        Mode::AckMenu { .. } => vec![
-            ("j/k".into(), "choose"),
-            ("Enter".into(), "select"),
-            ("Esc".into(), "cancel"),
-        ],
-        Mode::Prompt(_) => vec![("Enter".into(), "continue"), ("Esc".into(), "cancel")],
-        Mode::Help => vec![("any key".into(), "close help")],
-        _ if app.pane_state().detail => {
-            let mut v = vec![
-                ("Esc".to_owned(), "back"),
-                ("j/k/g/G".to_owned(), "scroll"),
-                ("J/K".to_owned(), "next/prev record"),
-            ];
-            if matches!(app.pane, Pane::Workflows | Pane::Inboxes) {
-                v.push(("y".to_owned(), "raw JSON"));
-            }
-            v.extend(
-                app.keymap
-                    .hints(app.pane, app.read_only)
-                    .into_iter()
-                    .filter(|(k, _)| !matches!(k.as_str(), "Enter" | "/" | ":" | "Tab")),
-            );
-            v
-        }
-        _ => app.keymap.hints(app.pane, app.read_only),
+        Mode::Confirm(_) => km.hints_in(&[Scope::Dialog(Dialog::Confirm)], ro),
+        Mode::AckMenu { .. } => km.hints_in(&[Scope::Dialog(Dialog::AckMenu)], ro),
+        Mode::Prompt(_) => km.hints_in(&[Scope::Dialog(Dialog::Prompt)], ro),
+        Mode::Help(_) => km.hints_in(&[Scope::Dialog(Dialog::Help)], ro),
+        _ if app.pane_state().detail => km
+            .hints_in(&Keymap::scopes(app.pane, true), ro)
+            .into_iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "Enter" | "/" | ":" | "Tab"))
+            .collect(),
+        _ => km.hints(app.pane, ro),
     };
-    for (k, d) in hints {
+    // Whole hints only, in the keymap's order, while they fit; `? help` is always kept (last).
+    let width = |k: &str, d: &str| k.chars().count() + d.chars().count() + 3;
+    let help = hints
+        .iter()
+        .position(|(k, _)| k == "?")
+        .map(|i| hints[i].clone());
+    let mut room =
+        (area.width as usize).saturating_sub(help.as_ref().map_or(0, |(k, d)| width(k, d)));
+    let mut shown: Vec<(String, &str)> = Vec::new();
+    for (k, d) in hints.into_iter().filter(|(k, _)| k != "?") {
+        let w = width(&k, d);
+        if w > room {
+            break;
+        }
+        room -= w;
+        shown.push((k, d));
+    }
+    shown.extend(help);
+    for (k, d) in shown {
         spans.push(Span::styled(format!(" {k}"), theme.key()));
         spans.push(Span::styled(format!(" {d} "), theme.dim()));
     }

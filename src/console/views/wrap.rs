@@ -16,8 +16,8 @@ fn hanging_indent(cells: &[(char, Style)], spans: &[Span], width: usize) -> usiz
     };
     // A `kv` line: a padded key span, then the value.
     if let [key, _, ..] = spans
-        && key.content.ends_with(' ')
-        && key.content.trim_end().chars().all(|c| c != ' ')
+        && (key.content.ends_with("  ")
+            || (key.content.ends_with(' ') && !key.content.trim().contains(' ')))
         && key.width() >= 8
     {
         indent = indent.max(key.width());
