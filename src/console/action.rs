@@ -146,6 +146,8 @@ pub enum Action {
     Cleanup,
     ForceUnlock,
     BoardAdvance,
+    /// Advance although the phase is not complete (its own confirmation, as the CLI's `--force`).
+    BoardForceAdvance,
     BoardNextRound,
     BoardResolve,
     /// Focus the other button of a dialog.
@@ -190,6 +192,7 @@ impl Action {
             Action::Cleanup => "cleanup",
             Action::ForceUnlock => "force-unlock",
             Action::BoardAdvance => "advance phase",
+            Action::BoardForceAdvance => "force advance",
             Action::BoardNextRound => "next round",
             Action::BoardResolve => "resolve",
             Action::ToggleFocus => "switch button",
@@ -209,6 +212,7 @@ impl Action {
                 | Action::Cleanup
                 | Action::ForceUnlock
                 | Action::BoardAdvance
+                | Action::BoardForceAdvance
                 | Action::BoardNextRound
                 | Action::BoardResolve
         )
@@ -404,6 +408,7 @@ impl Default for Keymap {
         bind(vec![Key::ch(']')], board, Action::NextTrack, true);
         bind(vec![Key::ch('[')], board, Action::PrevTrack, false);
         bind(vec![Key::ch('>')], board, Action::BoardAdvance, true);
+        bind(vec![Key::ch('F')], board, Action::BoardForceAdvance, true);
         bind(vec![Key::ch('n')], board, Action::BoardNextRound, true);
         bind(vec![Key::ch('s')], board, Action::BoardResolve, true);
         let d = Scope::Detail;
@@ -527,13 +532,28 @@ impl Keymap {
     /// The footer hints for `scopes`, in order. Mutations are left out when `read_only`; a key
     /// already hinted by a more specific scope is not hinted again.
     pub fn hints_in(&self, scopes: &[Scope], read_only: bool) -> Vec<(String, &'static str)> {
+        self.hints_offered(scopes, read_only, &|_| true)
+    }
+
+    /// [`Self::hints_in`], leaving out the actions `offered` says the current state does not allow
+    /// (a board move its phase does not take).
+    pub fn hints_offered(
+        &self,
+        scopes: &[Scope],
+        read_only: bool,
+        offered: &dyn Fn(&Action) -> bool,
+    ) -> Vec<(String, &'static str)> {
         let mut out: Vec<(String, &'static str)> = Vec::new();
         let mut taken: Vec<Key> = Vec::new();
         for scope in scopes {
             for b in self.bindings.iter().filter(|b| b.scope == *scope) {
                 let shadowed = b.keys.iter().all(|k| taken.contains(k));
                 taken.extend(b.keys.iter().copied());
-                if !b.hint || shadowed || (read_only && b.action.is_mutation()) {
+                if !b.hint
+                    || shadowed
+                    || (read_only && b.action.is_mutation())
+                    || !offered(&b.action)
+                {
                     continue;
                 }
                 out.push((b.keys[0].label(), b.describe()));

@@ -653,6 +653,7 @@ impl App {
             Action::Cleanup => return self.start_cleanup(),
             Action::ForceUnlock => self.start_unlock(),
             Action::BoardAdvance => self.start_board(Action::BoardAdvance),
+            Action::BoardForceAdvance => self.start_board(Action::BoardForceAdvance),
             Action::BoardNextRound => self.start_board(Action::BoardNextRound),
             Action::BoardResolve => self.start_board(Action::BoardResolve),
             Action::ToggleFocus | Action::Submit | Action::Cancel => {}
@@ -1104,6 +1105,26 @@ impl App {
         }
     }
 
+    /// The board's moves on the shown track (None: no session).
+    fn board_moves(&self) -> Option<items::BoardMoves> {
+        items::track(&self.snapshot, self.track.as_deref())
+            .and_then(|t| t.board.as_ref())
+            .map(|b| items::board_moves(b))
+    }
+
+    /// Whether the state allows `action` now (the board's moves depend on its phase); the footer
+    /// leaves out what is not offered, and the action itself says why.
+    pub fn offers(&self, action: &Action) -> bool {
+        let board = || self.board_moves();
+        match action {
+            Action::BoardAdvance => board().is_some_and(|m| m.next.is_some() && m.complete),
+            Action::BoardForceAdvance => board().is_some_and(|m| m.next.is_some() && !m.complete),
+            Action::BoardNextRound => board().is_some_and(|m| m.round.is_some()),
+            Action::BoardResolve => board().is_some_and(|m| m.resolved.is_none()),
+            _ => true,
+        }
+    }
+
     fn start_board(&mut self, which: Action) {
         let Some(name) = self.track_name() else {
             return self.need("a track with a board");
@@ -1112,9 +1133,49 @@ impl App {
             Ok(t) => t,
             Err(e) => return self.flash(FlashKind::Error, e.to_string()),
         };
+        let Some(m) = self.board_moves() else {
+            return self.flash(FlashKind::Error, format!("{name} has no board session"));
+        };
+        if let Some(r) = &m.resolved {
+            return self.flash(
+                FlashKind::Error,
+                format!("the session is {r}; nothing is left to do on it"),
+            );
+        }
         let op = match which {
-            Action::BoardAdvance => Op::BoardAdvance { track },
-            Action::BoardNextRound => Op::BoardNextRound { track },
+            Action::BoardAdvance | Action::BoardForceAdvance => {
+                let Some(to) = m.next else {
+                    return self.flash(
+                        FlashKind::Error,
+                        format!("the session is {}: resolve it with s", m.status),
+                    );
+                };
+                let force = !m.complete;
+                if force && which == Action::BoardAdvance {
+                    return self.flash(
+                        FlashKind::Error,
+                        format!(
+                            "the {} phase is not complete ({}); F forces {} -> {to}",
+                            m.status, m.missing, m.status
+                        ),
+                    );
+                }
+                Op::BoardAdvance { track, force }
+            }
+            Action::BoardNextRound => {
+                if m.round.is_none() {
+                    let why = if m.status == crate::engine::bus::board::DISCUSSING {
+                        "all discussion rounds are closed; advance with >".to_owned()
+                    } else {
+                        format!(
+                            "rounds are for DISCUSSING sessions; this one is {}",
+                            m.status
+                        )
+                    };
+                    return self.flash(FlashKind::Error, why);
+                }
+                Op::BoardNextRound { track }
+            }
             _ => {
                 let missing = items::track(&self.snapshot, Some(&name))
                     .and_then(|t| t.board.as_ref())

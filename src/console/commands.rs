@@ -110,6 +110,13 @@ pub const COMMANDS: &[Command] = &[
         "advance the board to its next phase",
     ),
     cmd(
+        "force-advance",
+        &[],
+        "",
+        Arg::None,
+        "advance the board although its phase is not complete",
+    ),
+    cmd(
         "next-round",
         &["round"],
         "",
@@ -153,6 +160,7 @@ pub fn action_of(c: &Command) -> Option<Action> {
         "approve" => Action::Approve,
         "reject" => Action::RejectHeld,
         "advance" => Action::BoardAdvance,
+        "force-advance" => Action::BoardForceAdvance,
         "next-round" => Action::BoardNextRound,
         "resolve" => Action::BoardResolve,
         "ack" => Action::Ack(None),

@@ -177,6 +177,86 @@ pub fn workers<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<(&'a str, &'a Wor
         .collect()
 }
 
+/// What the session's phase allows now, so the console offers only the moves the engine takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BoardMoves {
+    pub status: String,
+    /// Where `advance` goes (None once RESOLVING or COMPLETE).
+    pub next: Option<&'static str>,
+    /// The current phase is complete: advancing needs no force.
+    pub complete: bool,
+    /// Why it is not complete (who has not assessed or voted, rounds left).
+    pub missing: String,
+    /// While DISCUSSING with rounds left: (the round in progress, counted from 1; the last round).
+    pub round: Option<(u32, u32)>,
+    /// `resolved: VERDICT by WHO at WHEN` once the session is COMPLETE.
+    pub resolved: Option<String>,
+}
+
+/// What the board's phase allows now.
+pub fn board_moves(b: &BoardView) -> BoardMoves {
+    use crate::engine::bus::board::{self, COMPLETE, DISCUSSING};
+    let s = &b.session;
+    let assessed = |d: &str| b.assessments.iter().any(|(n, _)| n == d);
+    let voted = |d: &str| b.votes.iter().any(|(n, _)| n == d);
+    let complete = board::phase_complete_with(s, assessed, voted);
+    let d = &s.phases.discuss;
+    let missing = match s.status.as_str() {
+        board::ASSESSING => format!(
+            "no assessment from {}",
+            s.directors
+                .iter()
+                .filter(|x| !assessed(x))
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        DISCUSSING => format!("{} of {} discussion rounds closed", d.rounds, d.max_rounds),
+        board::VOTING => format!(
+            "no vote from {}",
+            s.directors
+                .iter()
+                .filter(|x| !voted(x))
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        _ => String::new(),
+    };
+    let round = (s.status == DISCUSSING && d.rounds < d.max_rounds)
+        .then(|| (d.rounds.saturating_add(1), d.max_rounds));
+    let resolved = (s.status == COMPLETE).then(|| {
+        let r = s.resolution.as_ref();
+        let get = |p: &str| {
+            r.and_then(|r| r.pointer(p))
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("?")
+                .to_owned()
+        };
+        let forced = r
+            .and_then(|r| r.get("forced"))
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false);
+        format!(
+            "resolved: {} by {} at {}{}",
+            get("/verdict"),
+            get("/resolved_by"),
+            crate::engine::store::time::parse_ts(&get("/resolved_at"))
+                .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
+                .unwrap_or_else(|| get("/resolved_at")),
+            if forced { " (forced)" } else { "" }
+        )
+    });
+    BoardMoves {
+        status: s.status.clone(),
+        next: board::next_phase(s),
+        complete,
+        missing,
+        round,
+        resolved,
+    }
+}
+
 /// A director on the board with what they said so far.
 #[derive(Debug, Clone, Copy)]
 pub struct DirectorCard<'a> {

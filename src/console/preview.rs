@@ -226,7 +226,7 @@ pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, Stri
                 format!("FILE_UNLOCK is posted with forced_by: {OPERATOR}; waiters on it wake up."),
             ));
         }
-        Op::BoardAdvance { track }
+        Op::BoardAdvance { track, .. }
         | Op::BoardNextRound { track }
         | Op::BoardResolve { track, .. } => {
             let board = items::track(snap, Some(track.as_str())).and_then(|t| t.board.clone());
@@ -246,7 +246,7 @@ pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, Stri
             out.push(line(
                 Dim,
                 format!(
-                    "assess {}/{} · round {}/{} · votes {}/{}",
+                    "assess {}/{} · rounds closed {}/{} · votes {}/{}",
                     p.assess.complete,
                     p.assess.of,
                     p.discuss.rounds,
@@ -255,18 +255,36 @@ pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, Stri
                     p.vote.of
                 ),
             ));
+            let m = items::board_moves(&b);
+            let to = m.next.unwrap_or("?");
             match op {
-                Op::BoardAdvance { .. } => out.push(line(
+                Op::BoardAdvance { force: false, .. } => out.push(line(
                     Normal,
-                    "The session moves to its next phase if the current one is complete (else the engine refuses).",
+                    format!("{} -> {to}: the {} phase is complete.", m.status, m.status),
                 )),
+                Op::BoardAdvance { force: true, .. } => {
+                    out.push(line(
+                        Danger,
+                        format!("{} -> {to} although the phase is not complete.", m.status),
+                    ));
+                    out.push(line(Warn, format!("Still missing: {}.", m.missing)));
+                    out.push(line(
+                        Normal,
+                        "The move is recorded as forced by operator (as `board advance --force`).",
+                    ));
+                }
                 Op::BoardNextRound { .. } => out.push(line(
                     Normal,
-                    format!(
-                        "Discussion round {} of {} begins.",
-                        p.discuss.rounds + 1,
-                        p.discuss.max_rounds
-                    ),
+                    match m.round {
+                        Some((cur, max)) if cur >= max => format!(
+                            "Discussion round {cur} of {max}, the last, will be closed: the discussion phase is then complete (advance with >)."
+                        ),
+                        Some((cur, max)) => format!(
+                            "Discussion round {cur} of {max} will be closed; round {} begins.",
+                            cur + 1
+                        ),
+                        None => "No discussion round is open: the engine will refuse.".to_owned(),
+                    },
                 )),
                 Op::BoardResolve { force, .. } => {
                     out.push(line(

@@ -250,27 +250,93 @@ fn board_actions_go_through_the_engine() {
     let op = EngineOperator::new(Root::at(r));
     let mut app = app_for(r, chrono::Utc::now());
     app.dispatch(Action::GoPane(Pane::Board));
-    // Advance with 1 of 5 assessments is refused by the engine (not forced).
+    // Advance with 1 of 5 assessments: not offered; the key says why and names the forced move.
+    assert!(!app.offers(&Action::BoardAdvance));
     app.on_key(key('>'));
-    app.on_key(code(KeyCode::Tab));
-    let effects = app.on_key(code(KeyCode::Enter));
-    run(&mut app, &op, effects);
-    assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Error);
+    assert!(matches!(app.mode, Mode::Normal));
+    let f = app.flash.clone().unwrap();
+    assert!(
+        f.text.contains("ASSESSING phase is not complete")
+            && f.text.contains("no assessment from CPO")
+            && f.text.contains("F forces ASSESSING -> DISCUSSING"),
+        "{}",
+        f.text
+    );
+    // No discussion round outside DISCUSSING.
+    app.on_key(key('n'));
+    assert!(matches!(app.mode, Mode::Normal));
+    assert!(
+        app.flash
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("rounds are for DISCUSSING")
+    );
+    // The forced advance has its own confirmation, which names the transition and what is missing.
+    app.on_key(key('F'));
+    let said = confirm_text(&app);
+    assert!(
+        said.contains("ASSESSING -> DISCUSSING although") && said.contains("no assessment from"),
+        "{said}"
+    );
+    let text = confirm(&mut app, &op);
+    assert!(
+        text.contains("board ASSESSING -> DISCUSSING (forced)"),
+        "{text}"
+    );
+    refresh(&mut app, r);
+    // Rounds count from 1; the last one says so.
+    app.on_key(key('n'));
+    let said = confirm_text(&app);
+    assert!(
+        said.contains("Discussion round 1 of 3 will be closed; round 2 begins"),
+        "{said}"
+    );
+    let text = confirm(&mut app, &op);
+    assert!(
+        text.contains("round 1 closed; round 2 of 3 begins"),
+        "{text}"
+    );
     // Resolve with missing votes is forced (they abstain) after the dialog says so.
+    refresh(&mut app, r);
     app.on_key(key('s'));
     let Mode::Confirm(c) = &app.mode else {
         panic!("expected a confirmation")
     };
     assert!(matches!(c.op, Op::BoardResolve { force: true, .. }));
-    app.on_key(code(KeyCode::Tab));
-    let effects = app.on_key(code(KeyCode::Enter));
-    run(&mut app, &op, effects);
-    let f = app.flash.clone().unwrap();
-    assert_eq!(f.kind, FlashKind::Success, "{}", f.text);
+    let text = confirm(&mut app, &op);
+    assert!(text.contains("board resolved"), "{text}");
     assert!(
         r.join("conductor/tracks/alpha/.message-bus/board/resolution.md")
             .exists()
     );
+    // A completed session offers nothing; its header says who resolved it.
+    refresh(&mut app, r);
+    for (k, a) in [
+        ('>', Action::BoardAdvance),
+        ('F', Action::BoardForceAdvance),
+        ('n', Action::BoardNextRound),
+        ('s', Action::BoardResolve),
+    ] {
+        assert!(!app.offers(&a), "{a:?}");
+        app.on_key(key(k));
+        assert!(matches!(app.mode, Mode::Normal), "{k}");
+        let f = app.flash.clone().unwrap();
+        assert!(
+            f.text.contains("is resolved: ESCALATE by operator at"),
+            "{k}: {}",
+            f.text
+        );
+    }
+    let s = screen(&app, 80, 24, r);
+    assert!(s.contains("resolved: ESCALATE by operator at"), "{s}");
+    let footer = s.lines().last().unwrap_or_default();
+    for hint in ["advance phase", "next round", "resolve", "force advance"] {
+        assert!(
+            !footer.contains(hint),
+            "{hint} offered on a completed session: {s}"
+        );
+    }
 }
 
 #[test]

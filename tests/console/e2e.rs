@@ -218,3 +218,47 @@ fn detail_scrolls_with_g_and_pages_and_keeps_its_record() {
     t.keys(&["q"]);
     t.wait("the console to exit", |s| s.contains("EXITED=0"));
 }
+
+#[test]
+fn board_keys_on_a_completed_session_say_it_is_resolved_and_change_nothing() {
+    let root = engine_root();
+    let r = root.path();
+    pantheon(
+        r,
+        &["board", "--track", "alpha", "resolve", "--force"],
+        None,
+    );
+    let session = std::fs::read_dir(r.join("conductor/tracks/alpha/.message-bus/board"))
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with("session-"))
+        .map(|e| e.path())
+        .expect("the session file");
+    let before = std::fs::read(&session).unwrap();
+    let (t, _log) = console(r, "", "");
+    t.wait("the console", |s| s.contains("wf_pay_1"));
+    t.keys(&["6"]);
+    let s = t.wait("the resolved header", |s| {
+        s.contains("resolved: ESCALATE by")
+    });
+    let footer = s
+        .lines()
+        .rfind(|l| !l.trim().is_empty())
+        .unwrap_or_default();
+    assert!(
+        !footer.contains("next round") && !footer.contains("advance"),
+        "{s}"
+    );
+    t.keys(&["n"]);
+    t.wait("the refusal", |s| s.contains("✗ the session is resolved"));
+    t.keys(&[">", "s"]);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!t.screen().contains("[ Cancel ]"), "no confirmation opens");
+    assert_eq!(
+        std::fs::read(&session).unwrap(),
+        before,
+        "nothing was written"
+    );
+    t.keys(&["q"]);
+    t.wait("the console to exit", |s| s.contains("EXITED=0"));
+}

@@ -173,7 +173,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     ph.extend(phase(
         "discuss",
         &p.discuss.status,
-        format!("round {}/{}", p.discuss.rounds, p.discuss.max_rounds),
+        match items::board_moves(b).round {
+            Some((cur, max)) => format!("round {cur}/{max}"),
+            None => format!("rounds {}/{}", p.discuss.rounds, p.discuss.max_rounds),
+        },
         theme,
     ));
     ph.extend(phase(
@@ -191,14 +194,17 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Span::raw(trunc(&s.proposal_text(), 120)),
         ]),
         Line::from(ph),
-        Line::from(vec![
-            Span::styled("resolve now → ", theme.dim()),
-            Span::styled(predicted.clone(), theme.verdict(&predicted)),
-            Span::styled(
-                format!("   ({} of {} voted)", b.votes.len(), cards.len()),
-                theme.dim(),
-            ),
-        ]),
+        match items::board_moves(b).resolved {
+            Some(r) => Line::styled(r, theme.ok()),
+            None => Line::from(vec![
+                Span::styled("resolve now → ", theme.dim()),
+                Span::styled(predicted.clone(), theme.verdict(&predicted)),
+                Span::styled(
+                    format!("   ({} of {} voted)", b.votes.len(), cards.len()),
+                    theme.dim(),
+                ),
+            ]),
+        },
     ];
     frame.render_widget(
         Paragraph::new(info_lines).block(block(

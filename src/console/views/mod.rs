@@ -186,11 +186,11 @@ fn draw_footer(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         Mode::Prompt(_) => km.hints_in(&[Scope::Dialog(Dialog::Prompt)], ro),
         Mode::Help(_) => km.hints_in(&[Scope::Dialog(Dialog::Help)], ro),
         _ if app.pane_state().detail => km
-            .hints_in(&Keymap::scopes(app.pane, true), ro)
+            .hints_offered(&Keymap::scopes(app.pane, true), ro, &|a| app.offers(a))
             .into_iter()
             .filter(|(k, _)| !matches!(k.as_str(), "Enter" | "/" | ":" | "Tab"))
             .collect(),
-        _ => km.hints(app.pane, ro),
+        _ => km.hints_offered(&Keymap::scopes(app.pane, false), ro, &|a| app.offers(a)),
     };
     // Whole hints only, in the keymap's order, while they fit; `? help` is always kept (last).
     let width = |k: &str, d: &str| k.chars().count() + d.chars().count() + 3;
