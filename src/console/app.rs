@@ -1212,6 +1212,17 @@ impl App {
     /// The engine answered a cleanup dry run: show it and ask for confirmation.
     pub fn cleanup_previewed(&mut self, wf: WorkflowId, result: Result<Value, String>) {
         match result {
+            Ok(v) if super::preview::cleanup_finds_nothing(&v) => self.flash(
+                FlashKind::Info,
+                {
+                    let n = |k: &str| v.get(k).and_then(Value::as_array).map_or(0, Vec::len);
+                    format!(
+                        "cleanup of {wf}: the dry run found nothing to delete ({} already gone, {} refused)",
+                        n("missing"),
+                        n("refused")
+                    )
+                },
+            ),
             Ok(v) => {
                 let op = Op::Cleanup { workflow_id: wf };
                 let lines = super::preview::cleanup_lines(&v);
@@ -1621,6 +1632,57 @@ mod tests {
             let text = a.flash.map(|f| f.text).unwrap_or_default();
             assert!(!text.contains("unknown command"), "{}: {text}", c.name);
         }
+    }
+
+    #[test]
+    fn a_cleanup_dry_run_that_finds_nothing_offers_no_delete_button() {
+        let mut a = app();
+        let wf = WorkflowId::parse("wf_deploy_42").unwrap();
+        a.cleanup_previewed(
+            wf.clone(),
+            Ok(serde_json::json!({"deleted": [], "missing": ["a.md"], "refused": []})),
+        );
+        assert!(matches!(a.mode, Mode::Normal));
+        let f = a.flash.clone().unwrap();
+        assert!(
+            f.text.contains("found nothing to delete (1 already gone"),
+            "{}",
+            f.text
+        );
+        a.cleanup_previewed(wf, Ok(serde_json::json!({"deleted": ["a.md"]})));
+        let Mode::Confirm(c) = &a.mode else {
+            panic!("{:?}", a.mode)
+        };
+        assert!(c.lines.iter().any(|(_, l)| l.contains("Will be deleted")));
+    }
+
+    #[test]
+    fn confirmations_speak_of_what_will_happen_and_of_a_vanished_target() {
+        let mut a = app();
+        a.dispatch(Action::GoPane(Pane::Locks));
+        a.on_key(k('u'));
+        let Mode::Confirm(c) = &a.mode else { panic!() };
+        let text: Vec<&str> = c.lines.iter().map(|(_, l)| l.as_str()).collect();
+        assert!(
+            text.iter().any(|l| l.contains("will be removed")),
+            "{text:?}"
+        );
+        // The dispatch an ack was for went away before Enter: said, not `(step  of …)`.
+        let op = Op::Ack {
+            god: GodName::parse("hephaestus").unwrap(),
+            handoff_id: HandoffId::parse("hof_20260614_zzz999").unwrap(),
+            workflow_id: WorkflowId::parse("wf_deploy_42").ok(),
+            status: AckChoice::Accepted,
+            message: None,
+            eta: None,
+            gates_passed: Vec::new(),
+        };
+        let lines = super::super::preview::describe(&op, &a.snapshot, a.now);
+        assert!(
+            lines[0].1.contains("is no longer in hephaestus's inbox"),
+            "{lines:?}"
+        );
+        assert!(!lines.iter().any(|(_, l)| l.contains("(step  of")));
     }
 
     #[test]

@@ -108,7 +108,7 @@ impl Theme {
         match status {
             "unacked" => (self.warn(), "○"),
             "pending" => (self.info(), "…"),
-            "accepted" => (self.ok(), "✓"),
+            "accepted" => (self.ok(), "◐"),
             "rejected" => (self.alert(), "✗"),
             "completed" => (self.ok(), "✔"),
             "withdrawn" => (self.dim(), "↩"),

@@ -7,6 +7,7 @@ use pantheon::console::action::{Action, Pane};
 use pantheon::console::app::{App, Effect, FlashKind, Mode};
 use pantheon::console::engine_ops::EngineOperator;
 use pantheon::console::ops::{Op, Operator};
+use pantheon::engine::store::WorkflowId;
 use serde_json::Value;
 
 use super::support::*;
@@ -167,22 +168,27 @@ fn abort_asks_a_reason_shows_withdrawals_and_writes_the_manifest() {
             .exists()
     );
 
-    // Now finished, it can be cleaned up: the dry run is shown first.
+    // Now finished, it can be cleaned up: the dry run comes first, and when it finds nothing to
+    // delete no Delete button is offered.
     refresh(&mut app, r);
     app.dispatch(Action::GoPane(Pane::Workflows));
     app.dispatch(Action::Bottom);
     let effects = app.run_command("cleanup");
+    let dry = op
+        .cleanup_preview(&WorkflowId::parse("wf_pay_1").unwrap())
+        .unwrap();
     run(&mut app, &op, effects);
-    let Mode::Confirm(c) = &app.mode else {
-        panic!("cleanup shows its dry run first")
-    };
-    assert!(matches!(c.op, Op::Cleanup { .. }));
-    app.on_key(code(KeyCode::Tab));
-    let effects = app.on_key(code(KeyCode::Enter));
-    run(&mut app, &op, effects);
+    assert_eq!(dry["deleted"], serde_json::json!([]), "{dry:#}");
+    assert!(matches!(app.mode, Mode::Normal), "{:?}", app.mode);
     let f = app.flash.clone().unwrap();
-    assert_eq!(f.kind, FlashKind::Success, "{}", f.text);
-    assert!(f.text.contains("cleaned"), "{}", f.text);
+    assert!(f.text.contains("found nothing to delete"), "{}", f.text);
+    // The aborted workflow's ACK column no longer says it was accepted.
+    let s = screen(&app, 160, 40, r);
+    let row = s
+        .lines()
+        .find(|l| l.contains("wf_pay_1"))
+        .unwrap_or_default();
+    assert!(!row.contains("accepted"), "{row}");
 }
 
 #[test]

@@ -22,6 +22,10 @@ pub(crate) fn ack_state(w: &WorkflowView) -> String {
         }
         return d.ack_status.to_string();
     }
+    // An aborted workflow's last ack ("accepted") no longer says anything about it.
+    if w.state.status.to_string() == "aborted" {
+        return "-".into();
+    }
     w.state
         .acks
         .last()
