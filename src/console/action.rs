@@ -131,6 +131,10 @@ pub enum Action {
     /// The previous record.
     PrevRecord,
     Filter,
+    /// The next row matching the filter (wrapping around).
+    NextMatch,
+    /// The previous row matching the filter.
+    PrevMatch,
     Command,
     Refresh,
     ToggleTimes,
@@ -178,6 +182,8 @@ impl Action {
             Action::NextRecord => "next record",
             Action::PrevRecord => "previous record",
             Action::Filter => "filter",
+            Action::NextMatch => "next match",
+            Action::PrevMatch => "previous match",
             Action::Command => "command",
             Action::Refresh => "rescan",
             Action::ToggleTimes => "absolute times",
@@ -386,6 +392,8 @@ impl Default for Keymap {
         bind(vec![Key::ch('J')], g, Action::NextRecord, false);
         bind(vec![Key::ch('K')], g, Action::PrevRecord, false);
         bind(vec![Key::ch('/')], g, Action::Filter, true);
+        bind(vec![Key::ch('n')], g, Action::NextMatch, true);
+        bind(vec![Key::ch('N')], g, Action::PrevMatch, false);
         bind(vec![Key::ch(':')], g, Action::Command, true);
         bind(vec![Key::ch('r')], g, Action::Refresh, false);
         bind(vec![Key::ch('t')], g, Action::ToggleTimes, false);

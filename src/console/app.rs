@@ -227,7 +227,12 @@ impl App {
 
     /// The filter of a pane.
     pub fn filter(&self, pane: Pane) -> Filter {
-        Filter::parse(&self.panes[pane.number() - 1].filter)
+        Filter::parse(&self.panes[pane.number() - 1].filter).at(self.now)
+    }
+
+    /// The words to highlight in the current pane (its filter's).
+    pub fn marks(&self) -> Vec<String> {
+        self.filter(self.pane).words().to_vec()
     }
 
     /// The name of the track the Bus and Board panes show.
@@ -623,8 +628,30 @@ impl App {
                     st.filter.clear();
                 }
             }
+            Action::Filter if self.pane == Pane::Board => self.flash(
+                FlashKind::Info,
+                "the board shows one session whole: there is nothing to filter",
+            ),
             Action::Filter => {
                 self.mode = Mode::Filter(LineEditor::new(self.pane_state().filter.clone()))
+            }
+            Action::NextMatch | Action::PrevMatch => {
+                let n = self.row_count();
+                if self.pane_state().filter.is_empty() {
+                    self.flash(FlashKind::Info, "no filter: / starts one");
+                } else if n == 0 {
+                    self.flash(FlashKind::Info, "nothing matches the filter");
+                } else {
+                    // Every listed row matches; n and N step through them, wrapping around.
+                    let cur = self.selected(self.pane);
+                    let next = if action == Action::NextMatch {
+                        (cur + 1) % n
+                    } else {
+                        (cur + n - 1) % n
+                    };
+                    self.move_by(next as isize - cur as isize);
+                    self.flash(FlashKind::Info, format!("match {}/{n}", next + 1));
+                }
             }
             Action::Command => self.mode = Mode::Command(CommandLine::default()),
             Action::Refresh => {
@@ -1121,6 +1148,8 @@ impl App {
             Action::BoardForceAdvance => board().is_some_and(|m| m.next.is_some() && !m.complete),
             Action::BoardNextRound => board().is_some_and(|m| m.round.is_some()),
             Action::BoardResolve => board().is_some_and(|m| m.resolved.is_none()),
+            Action::Filter => self.pane != Pane::Board,
+            Action::NextMatch | Action::PrevMatch => !self.pane_state().filter.is_empty(),
             _ => true,
         }
     }

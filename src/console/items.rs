@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
+
 use crate::engine::bus::model::{Assessment, Envelope, LockEntry, Vote, WorkerEntry};
 use crate::live::snapshot::{BoardView, DispatchView, Snapshot, TrackView, WorkflowView};
 
@@ -13,6 +15,8 @@ pub struct Filter {
     words: Vec<String>,
     kind: Option<String>,
     source: Option<String>,
+    /// The time the rows' labels (OVERDUE, STALE, EXPIRED) are computed at.
+    now: Option<DateTime<Utc>>,
 }
 
 impl Filter {
@@ -29,6 +33,17 @@ impl Filter {
             }
         }
         f
+    }
+
+    /// The same filter, with time-dependent labels computed at `now`.
+    pub fn at(mut self, now: DateTime<Utc>) -> Self {
+        self.now = Some(now);
+        self
+    }
+
+    /// The free words (lower case), for highlighting them.
+    pub fn words(&self) -> &[String] {
+        &self.words
     }
 
     pub fn is_empty(&self) -> bool {
@@ -58,7 +73,39 @@ impl Filter {
     }
 }
 
-/// Workflows, unfinished first, then by id.
+/// The ack column of a workflow: the waiting dispatch's state, else the latest ack (none for an
+/// aborted workflow, whose last ack no longer says anything about it).
+pub fn ack_state(w: &WorkflowView) -> String {
+    if let Some((god, d)) = w.waiting.first() {
+        if god == "_quarantine" {
+            return "held".into();
+        }
+        return d.ack_status.to_string();
+    }
+    if w.state.status.to_string() == "aborted" {
+        return "-".into();
+    }
+    w.state
+        .acks
+        .last()
+        .map(|a| a.status.to_string())
+        .unwrap_or_else(|| "-".into())
+}
+
+/// True when a dispatch waiting in a god's inbox has gone unacknowledged past the overdue limit.
+pub fn dispatch_overdue(d: &DispatchView, held: bool, now: DateTime<Utc>) -> bool {
+    use crate::engine::conductor::model::AckStatus;
+    let x = &d.dispatch;
+    x.ack_status == AckStatus::Unacked
+        && !held
+        && x.dispatched_at
+            .as_deref()
+            .and_then(crate::engine::store::time::parse_ts)
+            .is_some_and(|t| now - t > crate::live::snapshot::UNACKED_OVERDUE_AFTER)
+}
+
+/// Workflows, unfinished first, then by id. The filter sees what the row shows, labels included
+/// (`unacked`, `held`, `overdue`).
 pub fn workflows<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<&'a WorkflowView> {
     let mut v: Vec<&WorkflowView> = snap
         .workflows
@@ -66,12 +113,17 @@ pub fn workflows<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<&'a WorkflowVie
         .filter(|w| {
             filter.is_empty()
                 || filter.matches_text(&format!(
-                    "{} {} {} {} {}",
+                    "{} {} {} {} {} {} {}",
                     w.id,
                     w.state.definition_id.as_deref().unwrap_or(""),
                     w.state.status,
                     w.state.current_step.as_deref().unwrap_or(""),
-                    w.state.dispatched_to.as_deref().unwrap_or("")
+                    w.state.dispatched_to.as_deref().unwrap_or(""),
+                    ack_state(w),
+                    match filter.now.and_then(|n| snap.overdue(w, n)) {
+                        Some(why) => format!("overdue {why}"),
+                        None => String::new(),
+                    }
                 ))
         })
         .collect();
@@ -107,14 +159,21 @@ pub fn dispatches<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<DispatchRow<'a
             let x = &d.dispatch;
             if filter.is_empty()
                 || filter.matches_text(&format!(
-                    "{} {} {} {} {} {} {}",
+                    "{} {} {} {} {} {} {} {} {} {}",
                     inbox.god,
                     d.name,
                     x.handoff_id,
                     x.workflow_id,
                     x.step,
                     x.from_god,
-                    x.ack_status
+                    x.to_god,
+                    if held { "held" } else { "" },
+                    x.ack_status,
+                    if filter.now.is_some_and(|n| dispatch_overdue(d, held, n)) {
+                        "overdue"
+                    } else {
+                        ""
+                    }
                 ))
             {
                 out.push(DispatchRow {
@@ -151,9 +210,14 @@ pub fn locks<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<(&'a str, &'a LockE
         .filter(|(t, l)| {
             filter.is_empty()
                 || filter.matches_text(&format!(
-                    "{t} {} {}",
+                    "{t} {} {} {}",
                     l.path,
-                    l.worker_id.as_deref().unwrap_or("")
+                    l.worker_id.as_deref().unwrap_or(""),
+                    if filter.now.is_some_and(|n| l.is_expired(n)) {
+                        "expired"
+                    } else {
+                        ""
+                    }
                 ))
         })
         .collect()
@@ -167,11 +231,16 @@ pub fn workers<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<(&'a str, &'a Wor
         .filter(|(t, w)| {
             filter.is_empty()
                 || filter.matches_text(&format!(
-                    "{t} {} {} {} {}",
+                    "{t} {} {} {} {} {}",
                     w.worker_id,
                     w.status,
                     w.task_id.as_deref().unwrap_or(""),
-                    w.current_subtask.as_deref().unwrap_or("")
+                    w.current_subtask.as_deref().unwrap_or(""),
+                    if filter.now.is_some_and(|n| w.is_stale(n)) {
+                        "stale"
+                    } else {
+                        ""
+                    }
                 ))
         })
         .collect()

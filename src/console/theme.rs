@@ -66,6 +66,11 @@ impl Theme {
             Style::new().add_modifier(Modifier::REVERSED)
         }
     }
+    /// Text matching the filter.
+    pub fn matched(&self) -> Style {
+        Style::new().add_modifier(Modifier::UNDERLINED | Modifier::BOLD)
+    }
+
     pub fn key(&self) -> Style {
         self.fg(Color::Cyan).add_modifier(Modifier::BOLD)
     }

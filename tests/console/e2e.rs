@@ -262,3 +262,19 @@ fn board_keys_on_a_completed_session_say_it_is_resolved_and_change_nothing() {
     t.keys(&["q"]);
     t.wait("the console to exit", |s| s.contains("EXITED=0"));
 }
+
+#[test]
+fn the_filter_finds_the_overdue_rows_by_the_word_on_screen() {
+    let root = fixture_root();
+    let (t, _log) = console(root.path(), "", "--read-only");
+    t.wait("the console", |s| s.contains("wf_deploy_42"));
+    t.keys(&["/"]);
+    t.type_text("overdue");
+    let s = t.wait("the filtered list", |s| s.contains("1 Workflows (1)"));
+    assert!(s.contains("wf_deploy_42") && s.contains("OVERDUE"), "{s}");
+    t.keys(&["Enter", "2", "/"]);
+    t.type_text("overdue");
+    t.wait("the overdue dispatch", |s| s.contains("Dispatches (1)"));
+    t.keys(&["Enter", "q"]);
+    t.wait("the console to exit", |s| s.contains("EXITED=0"));
+}

@@ -384,3 +384,41 @@ fn help_is_a_scrollable_searchable_reference_at_any_size() {
     assert!(s.contains("ack (disabled: read-only)"), "{s}");
     assert!(s.contains("q C-c"), "C-c is listed: {s}");
 }
+
+#[test]
+fn the_filter_matches_the_labels_on_screen_highlights_them_and_n_steps() {
+    let root = fixture_root();
+    let mut app = app_for(root.path(), fixture_now());
+    app.on_key(key('/'));
+    type_text(&mut app, "overdue");
+    app.on_key(code(KeyCode::Enter));
+    let s = screen(&app, W, H, root.path());
+    assert_eq!(app.row_count(), 1, "{s}");
+    assert!(s.contains("wf_deploy_42") && s.contains("OVERDUE"), "{s}");
+    let buf = render(&app, W, H);
+    let (x, y) = find(&buf, "OVERDUE").expect("the label");
+    assert!(
+        buf[(x, y)]
+            .modifier
+            .contains(ratatui::style::Modifier::UNDERLINED),
+        "the matched word is marked"
+    );
+    // Dispatches are found by the ack words they show.
+    app.dispatch(Action::GoPane(Pane::Inboxes));
+    app.run_command("filter pending");
+    assert_eq!(app.row_count(), 1);
+    app.run_command("filter unacked");
+    let n = app.row_count();
+    assert_eq!(n, 2);
+    app.dispatch(Action::Top);
+    app.on_key(key('n'));
+    assert_eq!(app.selected(Pane::Inboxes), 1);
+    assert_eq!(app.flash.as_ref().unwrap().text, format!("match 2/{n}"));
+    app.on_key(key('N'));
+    app.on_key(key('N'));
+    assert_eq!(app.selected(Pane::Inboxes), n - 1, "N wraps around");
+    // The board is shown whole: no filter there.
+    app.dispatch(Action::GoPane(Pane::Board));
+    app.on_key(key('/'));
+    assert!(matches!(app.mode, Mode::Normal));
+}

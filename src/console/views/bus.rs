@@ -219,6 +219,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         &COLUMNS,
         rows,
         super::highlight(app, rel),
+        &app.marks(),
         theme,
     );
 }

@@ -90,6 +90,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         &SUMMARY,
         summary.collect(),
         None,
+        &app.marks(),
         theme,
     );
     let title = format!(" Dispatches ({}) ", rows.len());
@@ -110,12 +111,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                 d.ack_status.to_string()
             };
             let (astyle, g) = theme.ack_status(&ack);
-            let overdue = d.ack_status == AckStatus::Unacked
-                && !r.held
-                && d.dispatched_at
-                    .as_deref()
-                    .and_then(parse_ts)
-                    .is_some_and(|t| app.now - t > crate::live::snapshot::UNACKED_OVERDUE_AFTER);
+            let overdue = items::dispatch_overdue(r.view, r.held, app.now);
             vec![
                 Line::styled(
                     r.god.to_owned(),
@@ -148,6 +144,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         &DISPATCHES,
         body,
         super::highlight(app, rel),
+        &app.marks(),
         theme,
     );
 }

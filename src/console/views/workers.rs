@@ -204,6 +204,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         &COLUMNS,
         body,
         super::highlight(app, rel),
+        &app.marks(),
         theme,
     );
 }

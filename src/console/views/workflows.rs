@@ -14,25 +14,6 @@ use crate::live::snapshot::WorkflowView;
 use super::table::{self, Col};
 use super::{detail, empty, json_lines, kv, section, trunc, window};
 
-/// The ack column of a workflow: the waiting dispatch's state, else the latest ack.
-pub(crate) fn ack_state(w: &WorkflowView) -> String {
-    if let Some((god, d)) = w.waiting.first() {
-        if god == "_quarantine" {
-            return "held".into();
-        }
-        return d.ack_status.to_string();
-    }
-    // An aborted workflow's last ack ("accepted") no longer says anything about it.
-    if w.state.status.to_string() == "aborted" {
-        return "-".into();
-    }
-    w.state
-        .acks
-        .last()
-        .map(|a| a.status.to_string())
-        .unwrap_or_else(|| "-".into())
-}
-
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let filter = app.filter(Pane::Workflows);
     let rows = items::workflows(&app.snapshot, &filter);
@@ -64,7 +45,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             let s = &w.state;
             let status = s.status.to_string();
             let (sstyle, glyph) = theme.workflow_status(&status);
-            let ack = ack_state(w);
+            let ack = items::ack_state(w);
             let (astyle, aglyph) = theme.ack_status(&ack);
             let overdue = app.snapshot.overdue(w, now);
             let age = when(
@@ -104,6 +85,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         &COLUMNS,
         body,
         super::highlight(app, rel),
+        &app.marks(),
         theme,
     );
 }
