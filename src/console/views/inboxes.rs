@@ -89,8 +89,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         format!(" 2 Inboxes ({} gods) ", snap.inboxes.len()),
         &SUMMARY,
         summary.collect(),
-        None,
-        &app.marks(),
+        table::Marked {
+            row: None,
+            marks: &app.marks(),
+        },
         theme,
     );
     let title = format!(" Dispatches ({}) ", rows.len());
@@ -143,8 +145,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         title,
         &DISPATCHES,
         body,
-        super::highlight(app, rel),
-        &app.marks(),
+        table::Marked {
+            row: super::highlight(app, rel),
+            marks: &app.marks(),
+        },
         theme,
     );
 }

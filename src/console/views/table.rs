@@ -272,6 +272,13 @@ pub(crate) fn mark<'a>(line: Line<'a>, words: &[String], style: ratatui::style::
     Line::from(spans).style(line.style)
 }
 
+/// What a table highlights: the selected row among those on screen (none while the selected record
+/// has gone away) and the filter's words.
+pub(crate) struct Marked<'a> {
+    pub row: Option<usize>,
+    pub marks: &'a [String],
+}
+
 /// A pane's table, sized and cut by [`widths`] and [`fit`]: `rows` are the rows on screen,
 /// `selected` the highlighted one among them (none while the selected record has gone away).
 pub(crate) fn draw(
@@ -280,10 +287,13 @@ pub(crate) fn draw(
     title: String,
     cols: &[Col],
     rows: Vec<Vec<Line<'_>>>,
-    selected: Option<usize>,
-    marks: &[String],
+    marked: Marked,
     theme: &Theme,
 ) {
+    let Marked {
+        row: selected,
+        marks,
+    } = marked;
     let (w, spacing) = layout(cols, &rows, area.width.saturating_sub(2));
     let shown: Vec<usize> = (0..cols.len()).filter(|i| w[*i] > 0).collect();
     let header = Row::new(

@@ -203,8 +203,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         title,
         &COLUMNS,
         body,
-        super::highlight(app, rel),
-        &app.marks(),
+        table::Marked {
+            row: super::highlight(app, rel),
+            marks: &app.marks(),
+        },
         theme,
     );
 }
