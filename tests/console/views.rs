@@ -422,3 +422,25 @@ fn the_filter_matches_the_labels_on_screen_highlights_them_and_n_steps() {
     app.on_key(key('/'));
     assert!(matches!(app.mode, Mode::Normal));
 }
+
+#[test]
+fn long_flashes_wrap_and_narrow_board_cards_cut_with_an_ellipsis() {
+    let root = fixture_root();
+    let mut app = app_for(root.path(), fixture_now());
+    app.flash(
+        pantheon::console::app::FlashKind::Error,
+        "cleanup refused: the workflow wf_deploy_42 is still waiting_for_ack; abort it first (x) or wait until it is finished",
+    );
+    let s = screen(&app, 80, 24, root.path());
+    assert!(
+        s.contains("wait until it is finished"),
+        "the flash wraps: {s}"
+    );
+    app.flash = None;
+    app.dispatch(Action::GoPane(Pane::Board));
+    let s = screen(&app, 60, 24, root.path());
+    assert!(
+        s.contains("1 concern…") && !s.contains("1 concern("),
+        "a card line too wide for its card is cut with …: {s}"
+    );
+}

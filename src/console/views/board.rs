@@ -37,7 +37,7 @@ fn phase<'a>(name: &str, status: &str, progress: String, theme: &Theme) -> Vec<S
     ]
 }
 
-fn card<'a>(c: &DirectorCard, selected: bool, theme: &Theme) -> Paragraph<'a> {
+fn card<'a>(c: &DirectorCard, selected: bool, width: u16, theme: &Theme) -> Paragraph<'a> {
     let mut l = Vec::new();
     match c.assessment {
         Some(a) => {
@@ -69,6 +69,9 @@ fn card<'a>(c: &DirectorCard, selected: bool, theme: &Theme) -> Paragraph<'a> {
     } else {
         b
     };
+    // A value that does not fit ends in `…`, never cut bare (`vote REJECT 0.`).
+    let inner = width.saturating_sub(2);
+    let l: Vec<Line> = l.into_iter().map(|x| super::table::fit(x, inner)).collect();
     Paragraph::new(l).block(b)
 }
 
@@ -217,7 +220,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         let cols = Layout::horizontal(vec![Constraint::Ratio(1, cards.len() as u32); cards.len()])
             .split(cards_area);
         for (i, (c, r)) in cards.iter().zip(cols.iter()).enumerate() {
-            frame.render_widget(card(c, i == sel, theme), *r);
+            frame.render_widget(card(c, i == sel, r.width, theme), *r);
         }
     }
     let lines: Vec<Line> = b

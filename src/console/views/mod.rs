@@ -34,11 +34,18 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
         too_small(frame, area, theme);
         return;
     }
+    // A long flash (an engine refusal) wraps onto up to three rows instead of being cut.
+    let status_rows = match (&app.mode, &app.flash) {
+        (m, Some(f)) if !matches!(m, Mode::Filter(_) | Mode::Command(_)) => {
+            ((f.text.chars().count() + 2).div_ceil(area.width.max(1) as usize)).clamp(1, 3) as u16
+        }
+        _ => 1,
+    };
     let [header, tabs, body, status, footer] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(1),
         Constraint::Min(3),
-        Constraint::Length(1),
+        Constraint::Length(status_rows),
         Constraint::Length(1),
     ])
     .areas(area);
@@ -173,7 +180,7 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             }
         },
     };
-    frame.render_widget(Paragraph::new(line), area);
+    frame.render_widget(Paragraph::new(line).wrap(Wrap { trim: false }), area);
 }
 
 fn draw_footer(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
