@@ -69,7 +69,9 @@ fn console_follows_other_processes_acks_and_aborts_by_keys_and_restores_the_term
     t.keys(&["Tab", "Enter"]);
     let archived = r.join("conductor/archive/hephaestus/hof_20260614_aaa111.json");
     wait_fs("the ack to archive the dispatch", || archived.exists());
-    t.wait("the success flash", |s| s.contains("accepted"));
+    t.wait("the success flash", |s| {
+        s.contains("✔ ") && s.contains("accepted")
+    });
 
     // Abort the other workflow: 1, move to wf_pay_2, x, reason, Enter, Tab, Enter.
     t.keys(&["1", "g", "j"]);
@@ -77,7 +79,9 @@ fn console_follows_other_processes_acks_and_aborts_by_keys_and_restores_the_term
     t.wait("the reason prompt", |s| s.contains("Reason for aborting"));
     t.type_text("e2e abort");
     t.keys(&["Enter"]);
-    t.wait("the abort confirmation", |s| s.contains("Abort wf_pay_2"));
+    t.wait("the abort confirmation", |s| {
+        s.contains("Abort wf_pay_2") && s.contains("[ Cancel ]")
+    });
     t.keys(&["Tab", "Enter"]);
     let manifest = r.join("conductor/state/wf_pay_2.aborted.json");
     wait_fs("the abort manifest", || manifest.exists());
