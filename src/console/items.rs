@@ -132,9 +132,43 @@ pub fn workflows<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<&'a WorkflowVie
             .status
             .is_finished()
             .cmp(&b.state.status.is_finished())
-            .then_with(|| a.id.cmp(&b.id))
+            .then_with(|| natural_cmp(&a.id, &b.id))
     });
     v
+}
+
+/// Orders ids as people read them: runs of digits by value (`wf_bug_fix_5` before `wf_bug_fix_11`).
+pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let (mut x, mut y) = (a, b);
+    loop {
+        match (x.chars().next(), y.chars().next()) {
+            (None, None) => return a.cmp(b),
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(c), Some(d)) if c.is_ascii_digit() && d.is_ascii_digit() => {
+                let n = x.len() - x.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+                let m = y.len() - y.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+                let (p, q) = (
+                    x[..n].trim_start_matches('0'),
+                    y[..m].trim_start_matches('0'),
+                );
+                let ord = p.len().cmp(&q.len()).then_with(|| p.cmp(q));
+                if ord != Ordering::Equal {
+                    return ord;
+                }
+                x = &x[n..];
+                y = &y[m..];
+            }
+            (Some(c), Some(d)) => {
+                if c != d {
+                    return c.cmp(&d);
+                }
+                x = &x[c.len_utf8()..];
+                y = &y[d.len_utf8()..];
+            }
+        }
+    }
 }
 
 /// One dispatch row of the Inboxes pane.
@@ -364,6 +398,29 @@ pub fn directors(board: &BoardView) -> Vec<DirectorCard<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_sort_in_natural_order() {
+        let mut ids = vec![
+            "wf_bug_fix_11",
+            "wf_bug_fix_5",
+            "wf_bug_fix_05b",
+            "wf_a",
+            "wf_bug_fix_100",
+        ];
+        ids.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(
+            ids,
+            vec![
+                "wf_a",
+                "wf_bug_fix_5",
+                "wf_bug_fix_05b",
+                "wf_bug_fix_11",
+                "wf_bug_fix_100"
+            ]
+        );
+        assert_eq!(natural_cmp("x1", "x01"), "x1".cmp("x01"), "a total order");
+    }
 
     #[test]
     fn filter_terms_select_type_source_and_words() {
