@@ -128,7 +128,15 @@ pub enum Action {
     Bottom,
     Open,
     Back,
+    /// The next record (in a detail: its detail, scrolled to the top).
+    NextRecord,
+    /// The previous record.
+    PrevRecord,
     Filter,
+    /// The next row matching the filter (wrapping around).
+    NextMatch,
+    /// The previous row matching the filter.
+    PrevMatch,
     Command,
     Refresh,
     ToggleTimes,
@@ -144,10 +152,16 @@ pub enum Action {
     Cleanup,
     ForceUnlock,
     BoardAdvance,
+    /// Advance although the phase is not complete (its own confirmation, as the CLI's `--force`).
+    BoardForceAdvance,
     BoardNextRound,
     BoardResolve,
     /// Focus the other button of a dialog.
     ToggleFocus,
+    /// Press the focused button, take the chosen item, or send the typed answer.
+    Submit,
+    /// Leave a dialog without acting.
+    Cancel,
 }
 
 impl Action {
@@ -168,7 +182,11 @@ impl Action {
             Action::Bottom => "bottom / follow",
             Action::Open => "details",
             Action::Back => "back",
+            Action::NextRecord => "next record",
+            Action::PrevRecord => "previous record",
             Action::Filter => "filter",
+            Action::NextMatch => "next match",
+            Action::PrevMatch => "previous match",
             Action::Command => "command",
             Action::Refresh => "rescan",
             Action::ToggleTimes => "absolute times",
@@ -183,9 +201,12 @@ impl Action {
             Action::Cleanup => "cleanup",
             Action::ForceUnlock => "force-unlock",
             Action::BoardAdvance => "advance phase",
+            Action::BoardForceAdvance => "force advance",
             Action::BoardNextRound => "next round",
             Action::BoardResolve => "resolve",
             Action::ToggleFocus => "switch button",
+            Action::Submit => "press focused / select",
+            Action::Cancel => "cancel",
         }
     }
 
@@ -200,17 +221,46 @@ impl Action {
                 | Action::Cleanup
                 | Action::ForceUnlock
                 | Action::BoardAdvance
+                | Action::BoardForceAdvance
                 | Action::BoardNextRound
                 | Action::BoardResolve
         )
     }
 }
 
-/// Where a binding applies.
+/// A dialog or overlay with keys of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Dialog {
+    /// A confirmation (Cancel focused first).
+    Confirm,
+    /// The ack status chooser.
+    AckMenu,
+    /// A text prompt (the line editor's keys apply too).
+    Prompt,
+    /// The help overlay.
+    Help,
+}
+
+impl Dialog {
+    pub fn title(self) -> &'static str {
+        match self {
+            Dialog::Confirm => "Confirmation",
+            Dialog::AckMenu => "Ack chooser",
+            Dialog::Prompt => "Prompt",
+            Dialog::Help => "This help",
+        }
+    }
+}
+
+/// Where a binding applies: its condition. A pane binding wins over a global one; a detail binding
+/// wins over both while a detail is open; a dialog's bindings are the only ones while it is open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
     Global,
     Pane(Pane),
+    /// In any pane's detail view.
+    Detail,
+    Dialog(Dialog),
 }
 
 /// A key as the keymap spells it.
@@ -267,6 +317,34 @@ pub struct Binding {
     pub scope: Scope,
     pub action: Action,
     pub hint: bool,
+    /// What the help and footer say, when the action's own description does not fit the place.
+    pub label: Option<&'static str>,
+}
+
+impl Binding {
+    pub fn describe(&self) -> &'static str {
+        self.label.unwrap_or_else(|| self.action.describe())
+    }
+
+    /// The keys as the help writes them (`j ↓`).
+    pub fn keys_label(&self) -> String {
+        self.keys
+            .iter()
+            .map(Key::label)
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// A row of the help overlay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HelpRow {
+    /// The section it belongs to (`2 Inboxes (this pane)`, `Everywhere`, `Commands (:)`).
+    pub section: String,
+    pub keys: String,
+    pub text: String,
+    /// It changes files: disabled in a read-only console.
+    pub mutation: bool,
 }
 
 /// The console's keys. The footer and the help overlay are generated from this table only.
@@ -286,9 +364,14 @@ impl Default for Keymap {
                 scope,
                 action,
                 hint,
+                label: None,
             })
         };
-        bind(vec![Key::ch('q')], g, Action::Quit, true);
+        let ctrl_c = Key {
+            code: Char('c'),
+            ctrl: true,
+        };
+        bind(vec![Key::ch('q'), ctrl_c], g, Action::Quit, true);
         bind(vec![Key::ch('?')], g, Action::Help, true);
         bind(vec![Key::ch('!')], g, Action::Issues, false);
         bind(vec![Key::plain(Tab)], g, Action::NextPane, true);
@@ -310,19 +393,23 @@ impl Default for Keymap {
         );
         bind(vec![Key::plain(Enter)], g, Action::Open, true);
         bind(vec![Key::plain(Esc)], g, Action::Back, false);
+        bind(vec![Key::ch('J')], g, Action::NextRecord, false);
+        bind(vec![Key::ch('K')], g, Action::PrevRecord, false);
         bind(vec![Key::ch('/')], g, Action::Filter, true);
+        bind(vec![Key::ch('n')], g, Action::NextMatch, true);
+        bind(vec![Key::ch('N')], g, Action::PrevMatch, false);
         bind(vec![Key::ch(':')], g, Action::Command, true);
         bind(vec![Key::ch('r')], g, Action::Refresh, false);
         bind(vec![Key::ch('t')], g, Action::ToggleTimes, false);
         let wf = Scope::Pane(Pane::Workflows);
-        bind(vec![Key::ch('y')], wf, Action::ToggleRaw, false);
         bind(vec![Key::ch('x')], wf, Action::Abort, true);
         bind(vec![Key::ch('c')], wf, Action::Cleanup, true);
+        bind(vec![Key::ch('y')], wf, Action::ToggleRaw, true);
         let inbox = Scope::Pane(Pane::Inboxes);
         bind(vec![Key::ch('a')], inbox, Action::Ack(None), true);
         bind(vec![Key::ch('p')], inbox, Action::Approve, true);
         bind(vec![Key::ch('R')], inbox, Action::RejectHeld, true);
-        bind(vec![Key::ch('y')], inbox, Action::ToggleRaw, false);
+        bind(vec![Key::ch('y')], inbox, Action::ToggleRaw, true);
         let bus = Scope::Pane(Pane::Bus);
         bind(vec![Key::ch('f')], bus, Action::ToggleFollow, true);
         bind(vec![Key::ch(']')], bus, Action::NextTrack, true);
@@ -333,61 +420,240 @@ impl Default for Keymap {
         bind(vec![Key::ch(']')], board, Action::NextTrack, true);
         bind(vec![Key::ch('[')], board, Action::PrevTrack, false);
         bind(vec![Key::ch('>')], board, Action::BoardAdvance, true);
+        bind(vec![Key::ch('F')], board, Action::BoardForceAdvance, true);
         bind(vec![Key::ch('n')], board, Action::BoardNextRound, true);
         bind(vec![Key::ch('s')], board, Action::BoardResolve, true);
-        Keymap { bindings: b }
+        let d = Scope::Detail;
+        bind(vec![Key::plain(Esc)], d, Action::Back, true);
+        bind(vec![Key::ch('j'), Key::plain(Down)], d, Action::Down, true);
+        bind(vec![Key::ch('k'), Key::plain(Up)], d, Action::Up, false);
+        bind(vec![Key::plain(PageDown)], d, Action::PageDown, false);
+        bind(vec![Key::plain(PageUp)], d, Action::PageUp, false);
+        bind(vec![Key::ch('g'), Key::plain(Home)], d, Action::Top, false);
+        bind(
+            vec![Key::ch('G'), Key::plain(End)],
+            d,
+            Action::Bottom,
+            false,
+        );
+        bind(vec![Key::ch('J')], d, Action::NextRecord, true);
+        bind(vec![Key::ch('K')], d, Action::PrevRecord, true);
+        let c = Scope::Dialog(Dialog::Confirm);
+        let focus = vec![
+            Key::plain(Tab),
+            Key::plain(BackTab),
+            Key::plain(Left),
+            Key::plain(Right),
+            Key::ch('h'),
+            Key::ch('l'),
+        ];
+        bind(focus, c, Action::ToggleFocus, true);
+        bind(vec![Key::plain(Enter)], c, Action::Submit, true);
+        bind(
+            vec![Key::plain(Esc), Key::ch('q'), Key::ch('n')],
+            c,
+            Action::Cancel,
+            true,
+        );
+        let m = Scope::Dialog(Dialog::AckMenu);
+        bind(vec![Key::ch('j'), Key::plain(Down)], m, Action::Down, true);
+        bind(vec![Key::ch('k'), Key::plain(Up)], m, Action::Up, false);
+        bind(vec![Key::plain(Enter)], m, Action::Submit, true);
+        bind(vec![Key::plain(Esc), Key::ch('q')], m, Action::Cancel, true);
+        let p = Scope::Dialog(Dialog::Prompt);
+        bind(vec![Key::plain(Enter)], p, Action::Submit, true);
+        bind(vec![Key::plain(Esc)], p, Action::Cancel, true);
+        let h = Scope::Dialog(Dialog::Help);
+        bind(vec![Key::ch('j'), Key::plain(Down)], h, Action::Down, true);
+        bind(vec![Key::ch('k'), Key::plain(Up)], h, Action::Up, false);
+        bind(
+            vec![Key::plain(PageDown), Key::ch(' ')],
+            h,
+            Action::PageDown,
+            true,
+        );
+        bind(vec![Key::plain(PageUp)], h, Action::PageUp, false);
+        bind(vec![Key::ch('g'), Key::plain(Home)], h, Action::Top, false);
+        bind(
+            vec![Key::ch('G'), Key::plain(End)],
+            h,
+            Action::Bottom,
+            false,
+        );
+        bind(vec![Key::ch('/')], h, Action::Filter, true);
+        bind(
+            vec![Key::plain(Esc), Key::ch('q'), Key::ch('?')],
+            h,
+            Action::Cancel,
+            true,
+        );
+        let mut km = Keymap { bindings: b };
+        // Words that read better in their place than the action's own.
+        for bd in &mut km.bindings {
+            bd.label = match (bd.scope, &bd.action) {
+                (Scope::Dialog(Dialog::Confirm), Action::Submit) => Some("press focused"),
+                (Scope::Dialog(Dialog::AckMenu), Action::Submit) => Some("select"),
+                (Scope::Dialog(Dialog::AckMenu), Action::Down) => Some("choose"),
+                (Scope::Dialog(Dialog::Prompt), Action::Submit) => Some("continue"),
+                (Scope::Dialog(Dialog::Help), Action::Down) => Some("scroll"),
+                (Scope::Dialog(Dialog::Help), Action::Filter) => Some("search"),
+                (Scope::Dialog(Dialog::Help), Action::Cancel) => Some("close"),
+                (Scope::Detail, Action::Down) => Some("scroll down"),
+                (Scope::Detail, Action::Up) => Some("scroll up"),
+                (Scope::Detail, Action::Top) => Some("first line"),
+                (Scope::Detail, Action::Bottom) => Some("last line"),
+                _ => None,
+            };
+        }
+        km
     }
 }
 
 impl Keymap {
-    /// The action for `key` in `pane`: a pane binding wins over a global one.
-    pub fn lookup(&self, pane: Pane, key: Key) -> Option<&Action> {
-        let find = |scope: Scope| {
+    /// The binding for `key` among `scopes`, the first scope winning.
+    pub fn binding(&self, scopes: &[Scope], key: Key) -> Option<&Binding> {
+        scopes.iter().find_map(|scope| {
             self.bindings
                 .iter()
-                .find(|b| b.scope == scope && b.keys.contains(&key))
-                .map(|b| &b.action)
-        };
-        find(Scope::Pane(pane)).or_else(|| find(Scope::Global))
+                .find(|b| b.scope == *scope && b.keys.contains(&key))
+        })
     }
 
-    /// The footer hints for `pane`: pane actions first, then the global ones. Mutations are left out
-    /// when `read_only`.
-    pub fn hints(&self, pane: Pane, read_only: bool) -> Vec<(String, &'static str)> {
+    /// The scopes in force in `pane`, most specific first.
+    pub fn scopes(pane: Pane, detail: bool) -> Vec<Scope> {
+        let mut v = Vec::with_capacity(3);
+        if detail {
+            v.push(Scope::Detail);
+        }
+        v.extend([Scope::Pane(pane), Scope::Global]);
+        v
+    }
+
+    /// The action for `key` in `pane` (list view): a pane binding wins over a global one.
+    pub fn lookup(&self, pane: Pane, key: Key) -> Option<&Action> {
+        self.binding(&Self::scopes(pane, false), key)
+            .map(|b| &b.action)
+    }
+
+    /// The action for `key` in a dialog.
+    pub fn lookup_dialog(&self, dialog: Dialog, key: Key) -> Option<&Action> {
+        self.binding(&[Scope::Dialog(dialog)], key)
+            .map(|b| &b.action)
+    }
+
+    /// The footer hints for `scopes`, in order. Mutations are left out when `read_only`; a key
+    /// already hinted by a more specific scope is not hinted again.
+    pub fn hints_in(&self, scopes: &[Scope], read_only: bool) -> Vec<(String, &'static str)> {
+        self.hints_offered(scopes, read_only, &|_| true)
+    }
+
+    /// [`Self::hints_in`], leaving out the actions `offered` says the current state does not allow
+    /// (a board move its phase does not take).
+    pub fn hints_offered(
+        &self,
+        scopes: &[Scope],
+        read_only: bool,
+        offered: &dyn Fn(&Action) -> bool,
+    ) -> Vec<(String, &'static str)> {
         let mut out: Vec<(String, &'static str)> = Vec::new();
-        for scope in [Scope::Pane(pane), Scope::Global] {
-            for b in self.bindings.iter().filter(|b| b.scope == scope && b.hint) {
-                if read_only && b.action.is_mutation() {
+        let mut taken: Vec<Key> = Vec::new();
+        for scope in scopes {
+            for b in self.bindings.iter().filter(|b| b.scope == *scope) {
+                let shadowed = b.keys.iter().all(|k| taken.contains(k));
+                taken.extend(b.keys.iter().copied());
+                if !b.hint
+                    || shadowed
+                    || (read_only && b.action.is_mutation())
+                    || !offered(&b.action)
+                {
                     continue;
                 }
-                out.push((b.keys[0].label(), b.action.describe()));
+                out.push((b.keys[0].label(), b.describe()));
             }
         }
         out
     }
 
-    /// Every binding as (scope title, keys, description), for the help overlay.
-    pub fn help_rows(&self) -> Vec<(String, String, &'static str)> {
+    /// The footer hints for `pane`'s list: pane actions first, then the global ones.
+    pub fn hints(&self, pane: Pane, read_only: bool) -> Vec<(String, &'static str)> {
+        self.hints_in(&Self::scopes(pane, false), read_only)
+    }
+
+    /// The whole reference, for the help overlay: the current pane's keys first, its detail view,
+    /// the global keys, the other panes, the dialogs, the line editor, then every `:` command.
+    /// In a read-only console the rows that change files are kept and marked.
+    pub fn help_rows(&self, current: Pane) -> Vec<HelpRow> {
         let mut rows = Vec::new();
-        let mut scopes = vec![Scope::Global];
-        scopes.extend(Pane::ALL.iter().map(|p| Scope::Pane(*p)));
-        for scope in scopes {
-            let title = match scope {
-                Scope::Global => "Everywhere".to_owned(),
-                Scope::Pane(p) => format!("{} {}", p.number(), p.title()),
-            };
+        let mut scopes = vec![
+            (
+                Scope::Pane(current),
+                format!("{} {} (this pane)", current.number(), current.title()),
+            ),
+            (Scope::Detail, "In a detail view (Enter)".to_owned()),
+            (Scope::Global, "Everywhere".to_owned()),
+        ];
+        scopes.extend(
+            Pane::ALL
+                .into_iter()
+                .filter(|p| *p != current)
+                .map(|p| (Scope::Pane(p), format!("{} {}", p.number(), p.title()))),
+        );
+        for d in [
+            Dialog::Confirm,
+            Dialog::AckMenu,
+            Dialog::Prompt,
+            Dialog::Help,
+        ] {
+            scopes.push((Scope::Dialog(d), d.title().to_owned()));
+        }
+        for (scope, section) in scopes {
             let mut seen_go = false;
             for b in self.bindings.iter().filter(|b| b.scope == scope) {
                 if let Action::GoPane(_) = b.action {
                     if !seen_go {
                         seen_go = true;
-                        rows.push((title.clone(), "1-6".to_owned(), "go to pane"));
+                        rows.push(HelpRow {
+                            section: section.clone(),
+                            keys: format!("1-{}", Pane::ALL.len()),
+                            text: "go to pane".into(),
+                            mutation: false,
+                        });
                     }
                     continue;
                 }
-                let keys = b.keys.iter().map(Key::label).collect::<Vec<_>>().join(" ");
-                rows.push((title.clone(), keys, b.action.describe()));
+                rows.push(HelpRow {
+                    section: section.clone(),
+                    keys: b.keys_label(),
+                    text: b.describe().to_owned(),
+                    mutation: b.action.is_mutation(),
+                });
             }
+        }
+        for (keys, text) in super::line::KEYS {
+            rows.push(HelpRow {
+                section: "Typing (prompts, / filter, : line)".into(),
+                keys: (*keys).to_owned(),
+                text: (*text).to_owned(),
+                mutation: false,
+            });
+        }
+        for c in super::commands::COMMANDS {
+            let mut keys = format!(":{}", c.name);
+            if !c.usage.is_empty() {
+                keys.push(' ');
+                keys.push_str(c.usage);
+            }
+            let mut text = c.help.to_owned();
+            if !c.aliases.is_empty() {
+                text.push_str(&format!(" (also :{})", c.aliases.join(", :")));
+            }
+            let mutation = super::commands::action_of(c).is_some_and(|a| a.is_mutation());
+            rows.push(HelpRow {
+                section: "Commands (:)".into(),
+                keys,
+                text,
+                mutation,
+            });
         }
         rows
     }
@@ -433,15 +699,42 @@ mod tests {
     }
 
     #[test]
-    fn help_lists_every_binding_once_per_scope() {
+    fn help_starts_with_this_pane_and_lists_everything_once() {
         let km = Keymap::default();
-        let rows = km.help_rows();
+        let rows = km.help_rows(Pane::Locks);
+        assert_eq!(rows[0].section, "4 Locks (this pane)");
+        assert!(rows.iter().any(|r| r.section == "3 Bus" && r.keys == "f"));
         assert!(
             rows.iter()
-                .any(|(s, k, d)| s == "3 Bus" && k == "f" && *d == "follow/pause")
+                .any(|r| r.section == "Everywhere" && r.keys == "q C-c")
         );
-        assert!(rows.iter().any(|(s, k, _)| s == "Everywhere" && k == "1-6"));
-        assert_eq!(rows.iter().filter(|(_, k, _)| k == "1-6").count(), 1);
+        assert_eq!(rows.iter().filter(|r| r.keys == "1-6").count(), 1);
+        for c in crate::console::commands::COMMANDS {
+            assert!(
+                rows.iter()
+                    .any(|r| r.keys.starts_with(&format!(":{}", c.name))),
+                "{}",
+                c.name
+            );
+        }
+        assert!(
+            rows.iter()
+                .any(|r| r.section == "Confirmation" && r.text == "press focused")
+        );
+        assert!(rows.iter().any(|r| r.keys == "C-u"));
+        assert!(rows.iter().any(|r| r.keys == ":abort" && r.mutation));
+    }
+
+    #[test]
+    fn a_detail_binding_wins_and_dialogs_see_only_their_own() {
+        let km = Keymap::default();
+        let b = km.binding(&Keymap::scopes(Pane::Workflows, true), Key::ch('G'));
+        assert_eq!(b.map(|b| b.scope), Some(Scope::Detail));
+        assert_eq!(
+            km.lookup_dialog(Dialog::Confirm, Key::plain(KeyCode::Tab)),
+            Some(&Action::ToggleFocus)
+        );
+        assert_eq!(km.lookup_dialog(Dialog::Confirm, Key::ch('x')), None);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! return [`Effect`]s as data (run an engine call, quit…); drawing only reads this state. The whole
 //! operator flow (selection -> confirm -> engine call -> flash) runs here without a terminal.
 
+use std::cell::Cell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,8 +13,10 @@ use serde_json::Value;
 use crate::engine::store::{GodName, HandoffId, TrackName, WorkflowId};
 use crate::live::snapshot::Snapshot;
 
-use super::action::{AckChoice, Action, Key, Keymap, Pane};
+use super::action::{AckChoice, Action, Dialog, Key, Keymap, Pane};
+use super::commands::{self, Arg};
 use super::items::{self, Filter};
+use super::line::{self, Edit, History, LineEditor};
 use super::ops::Op;
 
 /// What the event loop must do after an action.
@@ -91,9 +94,11 @@ pub enum AckStage {
 /// A one-line text prompt.
 #[derive(Debug, Clone)]
 pub struct Prompt {
+    /// The dialog's title: names the record the answer is for.
+    pub title: String,
     pub label: String,
     pub required: bool,
-    pub input: String,
+    pub input: LineEditor,
     pub purpose: PromptFor,
 }
 
@@ -110,19 +115,37 @@ pub struct AckTarget {
 #[derive(Debug, Clone)]
 pub enum Mode {
     Normal,
-    Help,
+    Help(HelpView),
     /// The file issues overlay (closed by any key).
     Issues,
     /// Editing the current pane's filter (applied as typed).
-    Filter,
+    Filter(LineEditor),
     /// Typing a `:` command.
-    Command(String),
+    Command(CommandLine),
     AckMenu {
         target: AckTarget,
         choice: usize,
     },
     Prompt(Prompt),
     Confirm(Confirm),
+}
+
+/// The help overlay: how far it is scrolled, and the words it is narrowed to (`/` in it).
+#[derive(Debug, Clone, Default)]
+pub struct HelpView {
+    pub scroll: usize,
+    pub search: LineEditor,
+    /// The search is being typed.
+    pub searching: bool,
+}
+
+/// The `:` line being typed: the editor, and where Up/Down stand in the history.
+#[derive(Debug, Clone, Default)]
+pub struct CommandLine {
+    pub edit: LineEditor,
+    /// The history entry shown (None: the line being typed, kept in `draft`).
+    pub recalled: Option<usize>,
+    pub draft: String,
 }
 
 /// Per-pane view state.
@@ -162,6 +185,13 @@ pub struct App {
     /// The record the operator's last confirmed action was on (pane, identity): when it goes away
     /// because of that action, the selection moves on to its neighbour instead of reporting it gone.
     acted_on: Option<(Pane, String)>,
+    /// The `:` lines run so far (Up/Down recall them).
+    pub history: History,
+    /// The largest scroll offset of the detail drawn last (its lines past one screen). Written by
+    /// drawing, as ratatui's `TableState` offset is, so `G` and paging stop at the last line.
+    pub detail_max: Cell<u16>,
+    /// The same for the help overlay.
+    pub help_max: Cell<usize>,
 }
 
 const FLASH_FOR: Duration = Duration::from_secs(6);
@@ -183,6 +213,9 @@ impl App {
             page: 20,
             in_flight: 0,
             acted_on: None,
+            history: History::default(),
+            detail_max: Cell::new(u16::MAX),
+            help_max: Cell::new(usize::MAX),
         }
     }
 
@@ -196,7 +229,12 @@ impl App {
 
     /// The filter of a pane.
     pub fn filter(&self, pane: Pane) -> Filter {
-        Filter::parse(&self.panes[pane.number() - 1].filter)
+        Filter::parse(&self.panes[pane.number() - 1].filter).at(self.now)
+    }
+
+    /// The words to highlight in the current pane (its filter's).
+    pub fn marks(&self) -> Vec<String> {
+        self.filter(self.pane).words().to_vec()
     }
 
     /// The name of the track the Bus and Board panes show.
@@ -373,73 +411,113 @@ impl App {
         match std::mem::replace(&mut self.mode, Mode::Normal) {
             Mode::Normal => {
                 let key = Key::from_event(&ev);
-                match self.keymap.lookup(self.pane, key).cloned() {
+                let scopes = Keymap::scopes(self.pane, self.pane_state().detail);
+                match self.keymap.binding(&scopes, key).map(|b| b.action.clone()) {
                     Some(a) => self.dispatch(a),
                     None => Vec::new(),
                 }
             }
-            Mode::Help | Mode::Issues => Vec::new(),
-            Mode::Filter => {
+            Mode::Issues => Vec::new(),
+            Mode::Help(mut h) => {
+                if h.searching {
+                    match ev.code {
+                        KeyCode::Enter => h.searching = false,
+                        KeyCode::Esc => {
+                            h.search = LineEditor::default();
+                            h.searching = false;
+                        }
+                        _ => {
+                            if h.search.handle(&ev) == Edit::Changed {
+                                h.scroll = 0;
+                            }
+                        }
+                    }
+                    self.mode = Mode::Help(h);
+                    return Vec::new();
+                }
+                let max = self.help_max.get();
+                let page = self.page.max(1);
+                // Bottom is kept as "the end" (whatever the size); moving starts from what is shown.
+                h.scroll = h.scroll.min(max);
+                match self
+                    .keymap
+                    .lookup_dialog(Dialog::Help, Key::from_event(&ev))
+                {
+                    Some(Action::Cancel) => return Vec::new(),
+                    Some(Action::Down) => h.scroll = (h.scroll + 1).min(max),
+                    Some(Action::Up) => h.scroll = h.scroll.saturating_sub(1),
+                    Some(Action::PageDown) => h.scroll = (h.scroll + page).min(max),
+                    Some(Action::PageUp) => h.scroll = h.scroll.saturating_sub(page),
+                    Some(Action::Top) => h.scroll = 0,
+                    Some(Action::Bottom) => h.scroll = usize::MAX,
+                    Some(Action::Filter) => h.searching = true,
+                    _ => {}
+                }
+                self.mode = Mode::Help(h);
+                Vec::new()
+            }
+            Mode::Filter(mut edit) => {
                 match ev.code {
                     KeyCode::Enter => {}
                     KeyCode::Esc => self.pane_state_mut().filter.clear(),
-                    KeyCode::Backspace => {
-                        self.pane_state_mut().filter.pop();
-                        self.mode = Mode::Filter;
+                    _ => {
+                        if edit.handle(&ev) == Edit::Changed {
+                            self.set_filter(edit.text().to_owned());
+                        }
+                        self.mode = Mode::Filter(edit);
                     }
-                    KeyCode::Char(c) => {
-                        self.pane_state_mut().filter.push(c);
-                        self.pane_state_mut().selected = 0;
-                        self.pane_state_mut().gone = None;
-                        self.mode = Mode::Filter;
-                    }
-                    _ => self.mode = Mode::Filter,
                 }
                 Vec::new()
             }
-            Mode::Command(mut buf) => match ev.code {
-                KeyCode::Enter => self.run_command(&buf),
+            Mode::Command(mut cl) => match ev.code {
+                KeyCode::Enter => {
+                    let line = cl.edit.text().to_owned();
+                    self.history.push(&line);
+                    self.run_command(&line)
+                }
                 KeyCode::Esc => Vec::new(),
-                KeyCode::Backspace => {
-                    buf.pop();
-                    self.mode = Mode::Command(buf);
+                KeyCode::Up | KeyCode::Down => {
+                    self.recall(&mut cl, ev.code == KeyCode::Up);
+                    self.mode = Mode::Command(cl);
                     Vec::new()
                 }
-                KeyCode::Char(c) => {
-                    buf.push(c);
-                    self.mode = Mode::Command(buf);
+                KeyCode::Tab => {
+                    self.complete(&mut cl.edit);
+                    self.mode = Mode::Command(cl);
                     Vec::new()
                 }
                 _ => {
-                    self.mode = Mode::Command(buf);
+                    if cl.edit.handle(&ev) == Edit::Changed {
+                        cl.recalled = None;
+                    }
+                    self.mode = Mode::Command(cl);
                     Vec::new()
                 }
             },
-            Mode::AckMenu { target, mut choice } => match ev.code {
-                KeyCode::Esc | KeyCode::Char('q') => Vec::new(),
-                KeyCode::Up | KeyCode::Char('k') => {
-                    choice = choice.saturating_sub(1);
-                    self.mode = Mode::AckMenu { target, choice };
-                    Vec::new()
+            Mode::AckMenu { target, mut choice } => {
+                match self
+                    .keymap
+                    .lookup_dialog(Dialog::AckMenu, Key::from_event(&ev))
+                {
+                    Some(Action::Cancel) => return Vec::new(),
+                    Some(Action::Up) => choice = choice.saturating_sub(1),
+                    Some(Action::Down) => choice = (choice + 1).min(AckChoice::ALL.len() - 1),
+                    Some(Action::Submit) => {
+                        self.choose_ack(target, AckChoice::ALL[choice]);
+                        return Vec::new();
+                    }
+                    _ => {}
                 }
-                KeyCode::Down | KeyCode::Char('j') => {
-                    choice = (choice + 1).min(AckChoice::ALL.len() - 1);
-                    self.mode = Mode::AckMenu { target, choice };
-                    Vec::new()
-                }
-                KeyCode::Enter => {
-                    self.choose_ack(target, AckChoice::ALL[choice]);
-                    Vec::new()
-                }
-                _ => {
-                    self.mode = Mode::AckMenu { target, choice };
-                    Vec::new()
-                }
-            },
-            Mode::Prompt(mut p) => match ev.code {
-                KeyCode::Esc => Vec::new(),
-                KeyCode::Enter => {
-                    let text = p.input.trim().to_owned();
+                self.mode = Mode::AckMenu { target, choice };
+                Vec::new()
+            }
+            Mode::Prompt(mut p) => match self
+                .keymap
+                .lookup_dialog(Dialog::Prompt, Key::from_event(&ev))
+            {
+                Some(Action::Cancel) => Vec::new(),
+                Some(Action::Submit) => {
+                    let text = p.input.text().trim().to_owned();
                     if p.required && text.is_empty() {
                         self.flash(FlashKind::Error, format!("{} cannot be empty", p.label));
                         self.mode = Mode::Prompt(p);
@@ -451,37 +529,26 @@ impl App {
                     }
                     Vec::new()
                 }
-                KeyCode::Backspace => {
-                    p.input.pop();
-                    self.mode = Mode::Prompt(p);
-                    Vec::new()
-                }
-                KeyCode::Char(c) => {
-                    p.input.push(c);
-                    self.mode = Mode::Prompt(p);
-                    Vec::new()
-                }
                 _ => {
+                    p.input.handle(&ev);
                     self.mode = Mode::Prompt(p);
                     Vec::new()
                 }
             },
-            Mode::Confirm(mut c) => match ev.code {
-                KeyCode::Esc | KeyCode::Char('q') | KeyCode::Char('n') => {
+            Mode::Confirm(mut c) => match self
+                .keymap
+                .lookup_dialog(Dialog::Confirm, Key::from_event(&ev))
+            {
+                Some(Action::Cancel) => {
                     self.flash(FlashKind::Info, format!("cancelled: {}", c.op.title()));
                     Vec::new()
                 }
-                KeyCode::Tab
-                | KeyCode::BackTab
-                | KeyCode::Left
-                | KeyCode::Right
-                | KeyCode::Char('h')
-                | KeyCode::Char('l') => {
+                Some(Action::ToggleFocus) => {
                     c.confirm_focused = !c.confirm_focused;
                     self.mode = Mode::Confirm(c);
                     Vec::new()
                 }
-                KeyCode::Enter => {
+                Some(Action::Submit) => {
                     if c.confirm_focused {
                         self.in_flight += 1;
                         self.acted_on = self.selected_key(self.pane).map(|k| (self.pane, k));
@@ -512,16 +579,19 @@ impl App {
         let detail = self.pane_state().detail;
         match action {
             Action::Quit => return vec![Effect::Quit],
-            Action::Help => self.mode = Mode::Help,
+            Action::Help => self.mode = Mode::Help(HelpView::default()),
             Action::Issues => self.mode = Mode::Issues,
             Action::NextPane => self.pane = self.pane.next(),
             Action::PrevPane => self.pane = self.pane.prev(),
             Action::GoPane(p) => self.pane = p,
-            Action::Up if detail => {
-                let st = self.pane_state_mut();
-                st.scroll = st.scroll.saturating_sub(1);
-            }
-            Action::Down if detail => self.pane_state_mut().scroll += 1,
+            Action::Up if detail => self.scroll_by(-1),
+            Action::Down if detail => self.scroll_by(1),
+            Action::PageUp if detail => self.scroll_by(-(self.page.max(1) as isize)),
+            Action::PageDown if detail => self.scroll_by(self.page.max(1) as isize),
+            Action::Top if detail => self.pane_state_mut().scroll = 0,
+            Action::Bottom if detail => self.pane_state_mut().scroll = u16::MAX,
+            Action::NextRecord => self.move_by(1),
+            Action::PrevRecord => self.move_by(-1),
             Action::Up => self.move_by(-1),
             Action::Down => self.move_by(1),
             Action::PageUp => self.move_by(-(self.page.max(1) as isize)),
@@ -562,8 +632,32 @@ impl App {
                     st.filter.clear();
                 }
             }
-            Action::Filter => self.mode = Mode::Filter,
-            Action::Command => self.mode = Mode::Command(String::new()),
+            Action::Filter if self.pane == Pane::Board => self.flash(
+                FlashKind::Info,
+                "the board shows one session whole: there is nothing to filter",
+            ),
+            Action::Filter => {
+                self.mode = Mode::Filter(LineEditor::new(self.pane_state().filter.clone()))
+            }
+            Action::NextMatch | Action::PrevMatch => {
+                let n = self.row_count();
+                if self.pane_state().filter.is_empty() {
+                    self.flash(FlashKind::Info, "no filter: / starts one");
+                } else if n == 0 {
+                    self.flash(FlashKind::Info, "nothing matches the filter");
+                } else {
+                    // Every listed row matches; n and N step through them, wrapping around.
+                    let cur = self.selected(self.pane);
+                    let next = if action == Action::NextMatch {
+                        (cur + 1) % n
+                    } else {
+                        (cur + n - 1) % n
+                    };
+                    self.move_by(next as isize - cur as isize);
+                    self.flash(FlashKind::Info, format!("match {}/{n}", next + 1));
+                }
+            }
+            Action::Command => self.mode = Mode::Command(CommandLine::default()),
             Action::Refresh => {
                 self.flash(FlashKind::Info, "rescanning the root");
                 return vec![Effect::Rescan];
@@ -590,14 +684,25 @@ impl App {
             Action::Cleanup => return self.start_cleanup(),
             Action::ForceUnlock => self.start_unlock(),
             Action::BoardAdvance => self.start_board(Action::BoardAdvance),
+            Action::BoardForceAdvance => self.start_board(Action::BoardForceAdvance),
             Action::BoardNextRound => self.start_board(Action::BoardNextRound),
             Action::BoardResolve => self.start_board(Action::BoardResolve),
-            Action::ToggleFocus => {}
+            Action::ToggleFocus | Action::Submit | Action::Cancel => {}
         }
         Vec::new()
     }
 
+    /// Scrolls the open detail, within its lines.
+    fn scroll_by(&mut self, delta: isize) {
+        let max = self.detail_max.get() as isize;
+        let st = self.pane_state_mut();
+        let from = (st.scroll as isize).min(max);
+        st.scroll = (from + delta).clamp(0, max.max(0)) as u16;
+    }
+
     fn move_by(&mut self, delta: isize) {
+        // Another record: its detail starts at its top.
+        self.pane_state_mut().scroll = 0;
         let n = self.row_count();
         if self.pane == Pane::Bus {
             if self.follow && delta < 0 {
@@ -711,12 +816,142 @@ impl App {
     }
 
     fn ask(&mut self, label: impl Into<String>, required: bool, input: String, purpose: PromptFor) {
+        let title = match &purpose {
+            PromptFor::Ack { target, status, .. } => {
+                format!("Ack {} as {}", target.handoff_id, status.as_str())
+            }
+            PromptFor::RejectHeld(h) => format!("Reject held {h}"),
+            PromptFor::Abort(wf) => format!("Abort {wf}"),
+        };
         self.mode = Mode::Prompt(Prompt {
+            title,
             label: label.into(),
             required,
-            input,
+            input: LineEditor::new(input),
             purpose,
         });
+    }
+
+    /// Pasted text (bracketed paste) goes whole into the focused input; elsewhere it is ignored.
+    pub fn on_paste(&mut self, text: &str) {
+        match &mut self.mode {
+            Mode::Prompt(p) => p.input.insert_str(text),
+            Mode::Command(cl) => {
+                cl.edit.insert_str(text);
+                cl.recalled = None;
+            }
+            Mode::Filter(edit) => {
+                edit.insert_str(text);
+                let t = edit.text().to_owned();
+                self.set_filter(t);
+            }
+            _ => {}
+        }
+    }
+
+    /// Sets the current pane's filter; the selection goes back to the first match.
+    fn set_filter(&mut self, text: String) {
+        let st = self.pane_state_mut();
+        st.filter = text;
+        st.selected = 0;
+        st.gone = None;
+    }
+
+    /// Up/Down on the `:` line: older/newer history entries; past the newest, the line being typed.
+    fn recall(&self, cl: &mut CommandLine, older: bool) {
+        let n = self.history.len();
+        if n == 0 {
+            return;
+        }
+        let next = match (cl.recalled, older) {
+            (None, true) => {
+                cl.draft = cl.edit.text().to_owned();
+                Some(n - 1)
+            }
+            (None, false) => None,
+            (Some(i), true) => Some(i.saturating_sub(1)),
+            (Some(i), false) if i + 1 < n => Some(i + 1),
+            (Some(_), false) => None,
+        };
+        cl.recalled = next;
+        match next.and_then(|i| self.history.get(i)) {
+            Some(line) => cl.edit.set(line),
+            None => cl.edit.set(cl.draft.clone()),
+        }
+    }
+
+    /// What the word being typed on the `:` line can become: command names first, then the
+    /// argument's kind (panes, tracks, ack statuses; for `:filter`, gods, workflow ids and tracks).
+    pub fn completions(&self, line: &str) -> Vec<String> {
+        let mut words: Vec<&str> = line.split_whitespace().collect();
+        let typing_new = line.is_empty() || line.ends_with(char::is_whitespace);
+        let prefix = if typing_new {
+            ""
+        } else {
+            words.pop().unwrap_or("")
+        };
+        let s = &self.snapshot;
+        let cands: Vec<String> = match words.first() {
+            None => commands::COMMANDS
+                .iter()
+                .map(|c| c.name.to_owned())
+                .collect(),
+            Some(w) => match commands::lookup(w).map(|c| c.arg) {
+                Some(Arg::Pane) => Pane::ALL
+                    .iter()
+                    .map(|p| p.title().to_ascii_lowercase())
+                    .collect(),
+                Some(Arg::Track) => s.tracks.iter().map(|t| t.name.clone()).collect(),
+                Some(Arg::AckStatus) => AckChoice::ALL
+                    .iter()
+                    .map(|c| c.as_str().to_owned())
+                    .collect(),
+                Some(Arg::Filter) => {
+                    let mut v: Vec<String> = s.inboxes.iter().map(|i| i.god.clone()).collect();
+                    v.extend(s.workflows.iter().map(|w| w.id.clone()));
+                    v.extend(s.tracks.iter().map(|t| t.name.clone()));
+                    v
+                }
+                Some(Arg::None) | None => Vec::new(),
+            },
+        };
+        let mut out: Vec<String> = cands
+            .into_iter()
+            .filter(|c| c.starts_with(prefix))
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Tab on the `:` line: one candidate is taken whole, several are extended to what they share
+    /// (and listed in a flash).
+    fn complete(&mut self, edit: &mut LineEditor) {
+        let (_, typed) = edit.current_word();
+        let typed = typed.to_owned();
+        let line = edit.split().0.to_owned();
+        let cands = self.completions(&line);
+        match cands.as_slice() {
+            [] => self.flash(FlashKind::Info, format!("nothing completes {typed:?}")),
+            [one] => edit.replace_current_word(&format!("{one} ")),
+            many => {
+                let common = line::common_prefix(many.iter().map(String::as_str));
+                if common.len() > typed.len() {
+                    edit.replace_current_word(&common);
+                }
+                const SHOWN: usize = 12;
+                let mut list = many
+                    .iter()
+                    .take(SHOWN)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join("  ");
+                if many.len() > SHOWN {
+                    list.push_str(&format!("  (+{} more)", many.len() - SHOWN));
+                }
+                self.flash(FlashKind::Info, list);
+            }
+        }
     }
 
     /// The gates the step of a dispatch declares in its workflow's definition (empty when unknown).
@@ -901,6 +1136,28 @@ impl App {
         }
     }
 
+    /// The board's moves on the shown track (None: no session).
+    fn board_moves(&self) -> Option<items::BoardMoves> {
+        items::track(&self.snapshot, self.track.as_deref())
+            .and_then(|t| t.board.as_ref())
+            .map(|b| items::board_moves(b))
+    }
+
+    /// Whether the state allows `action` now (the board's moves depend on its phase); the footer
+    /// leaves out what is not offered, and the action itself says why.
+    pub fn offers(&self, action: &Action) -> bool {
+        let board = || self.board_moves();
+        match action {
+            Action::BoardAdvance => board().is_some_and(|m| m.next.is_some() && m.complete),
+            Action::BoardForceAdvance => board().is_some_and(|m| m.next.is_some() && !m.complete),
+            Action::BoardNextRound => board().is_some_and(|m| m.round.is_some()),
+            Action::BoardResolve => board().is_some_and(|m| m.resolved.is_none()),
+            Action::Filter => self.pane != Pane::Board,
+            Action::NextMatch | Action::PrevMatch => !self.pane_state().filter.is_empty(),
+            _ => true,
+        }
+    }
+
     fn start_board(&mut self, which: Action) {
         let Some(name) = self.track_name() else {
             return self.need("a track with a board");
@@ -909,9 +1166,49 @@ impl App {
             Ok(t) => t,
             Err(e) => return self.flash(FlashKind::Error, e.to_string()),
         };
+        let Some(m) = self.board_moves() else {
+            return self.flash(FlashKind::Error, format!("{name} has no board session"));
+        };
+        if let Some(r) = &m.resolved {
+            return self.flash(
+                FlashKind::Error,
+                format!("the session is {r}; nothing is left to do on it"),
+            );
+        }
         let op = match which {
-            Action::BoardAdvance => Op::BoardAdvance { track },
-            Action::BoardNextRound => Op::BoardNextRound { track },
+            Action::BoardAdvance | Action::BoardForceAdvance => {
+                let Some(to) = m.next else {
+                    return self.flash(
+                        FlashKind::Error,
+                        format!("the session is {}: resolve it with s", m.status),
+                    );
+                };
+                let force = !m.complete;
+                if force && which == Action::BoardAdvance {
+                    return self.flash(
+                        FlashKind::Error,
+                        format!(
+                            "the {} phase is not complete ({}); F forces {} -> {to}",
+                            m.status, m.missing, m.status
+                        ),
+                    );
+                }
+                Op::BoardAdvance { track, force }
+            }
+            Action::BoardNextRound => {
+                if m.round.is_none() {
+                    let why = if m.status == crate::engine::bus::board::DISCUSSING {
+                        "all discussion rounds are closed; advance with >".to_owned()
+                    } else {
+                        format!(
+                            "rounds are for DISCUSSING sessions; this one is {}",
+                            m.status
+                        )
+                    };
+                    return self.flash(FlashKind::Error, why);
+                }
+                Op::BoardNextRound { track }
+            }
             _ => {
                 let missing = items::track(&self.snapshot, Some(&name))
                     .and_then(|t| t.board.as_ref())
@@ -948,6 +1245,17 @@ impl App {
     /// The engine answered a cleanup dry run: show it and ask for confirmation.
     pub fn cleanup_previewed(&mut self, wf: WorkflowId, result: Result<Value, String>) {
         match result {
+            Ok(v) if super::preview::cleanup_finds_nothing(&v) => self.flash(
+                FlashKind::Info,
+                {
+                    let n = |k: &str| v.get(k).and_then(Value::as_array).map_or(0, Vec::len);
+                    format!(
+                        "cleanup of {wf}: the dry run found nothing to delete ({} already gone, {} refused)",
+                        n("missing"),
+                        n("refused")
+                    )
+                },
+            ),
             Ok(v) => {
                 let op = Op::Cleanup { workflow_id: wf };
                 let lines = super::preview::cleanup_lines(&v);
@@ -970,22 +1278,14 @@ impl App {
         };
         let rest: Vec<&str> = words.collect();
         let arg = rest.join(" ");
-        let action = match cmd {
-            "q" | "quit" => Action::Quit,
-            "help" | "h" => Action::Help,
-            "issues" => Action::Issues,
-            "rescan" | "refresh" => Action::Refresh,
-            "follow" => Action::ToggleFollow,
-            "time" | "times" => Action::ToggleTimes,
-            "raw" => Action::ToggleRaw,
-            "abort" => Action::Abort,
-            "cleanup" => Action::Cleanup,
-            "unlock" => Action::ForceUnlock,
-            "approve" => Action::Approve,
-            "reject" => Action::RejectHeld,
-            "advance" => Action::BoardAdvance,
-            "next-round" | "round" => Action::BoardNextRound,
-            "resolve" => Action::BoardResolve,
+        let name = commands::lookup(cmd).map(|c| c.name).unwrap_or(cmd);
+        if let Some(a) = commands::lookup(name)
+            .filter(|c| c.arg == Arg::None)
+            .and_then(commands::action_of)
+        {
+            return self.dispatch(a);
+        }
+        let action = match name {
             "ack" => match arg.as_str() {
                 "" => Action::Ack(None),
                 s => match AckChoice::parse(s) {
@@ -999,7 +1299,7 @@ impl App {
                     }
                 },
             },
-            "pane" | "p" => match Pane::parse(&arg) {
+            "pane" => match Pane::parse(&arg) {
                 Some(p) => Action::GoPane(p),
                 None => {
                     self.flash(
@@ -1009,7 +1309,7 @@ impl App {
                     return Vec::new();
                 }
             },
-            "track" | "t" => {
+            "track" => {
                 if self.snapshot.track(&arg).is_some() {
                     self.track = Some(arg);
                 } else {
@@ -1017,8 +1317,8 @@ impl App {
                 }
                 return Vec::new();
             }
-            "filter" | "f" => {
-                self.pane_state_mut().filter = arg;
+            "filter" => {
+                self.set_filter(arg);
                 return Vec::new();
             }
             other => match Pane::parse(other) {
@@ -1254,6 +1554,168 @@ mod tests {
             a.keys(Pane::Workflows)[a.selected(Pane::Workflows)],
             "wf_deploy_42"
         );
+    }
+
+    fn ctrl(c: char) -> KeyEvent {
+        KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)
+    }
+
+    fn typed(a: &mut App, text: &str) {
+        for c in text.chars() {
+            a.on_key(k(c));
+        }
+    }
+
+    #[test]
+    fn every_input_edits_with_readline_keys_and_takes_pastes() {
+        let mut a = app();
+        a.on_key(k('x'));
+        typed(&mut a, "wrong reason");
+        a.on_key(ctrl('u'));
+        a.on_paste("the build\nbroke");
+        let Mode::Prompt(p) = &a.mode else { panic!() };
+        assert_eq!(p.input.text(), "the build broke");
+        assert!(p.title.starts_with("Abort wf_"), "{}", p.title);
+        a.on_key(kc(KeyCode::Esc));
+        a.on_key(k('/'));
+        typed(&mut a, "deploy xyz");
+        a.on_key(ctrl('w'));
+        assert_eq!(a.pane_state().filter, "deploy ");
+        assert_eq!(a.row_count(), 1);
+        a.on_key(kc(KeyCode::Enter));
+        a.on_key(k(':'));
+        typed(&mut a, "pane 3");
+        a.on_key(ctrl('a'));
+        a.on_key(ctrl('k'));
+        a.on_paste("pane 4");
+        a.on_key(kc(KeyCode::Enter));
+        assert_eq!(a.pane, Pane::Locks);
+    }
+
+    #[test]
+    fn command_history_recalls_with_up_and_down() {
+        let mut a = app();
+        a.run_command("pane 2");
+        for line in ["pane 3", "time"] {
+            a.on_key(k(':'));
+            typed(&mut a, line);
+            a.on_key(kc(KeyCode::Enter));
+        }
+        a.on_key(k(':'));
+        typed(&mut a, "dra");
+        let line = |a: &App| match &a.mode {
+            Mode::Command(cl) => cl.edit.text().to_owned(),
+            m => panic!("{m:?}"),
+        };
+        a.on_key(kc(KeyCode::Up));
+        assert_eq!(line(&a), "time");
+        a.on_key(kc(KeyCode::Up));
+        assert_eq!(line(&a), "pane 3");
+        a.on_key(kc(KeyCode::Up));
+        assert_eq!(line(&a), "pane 3", "the oldest stays");
+        a.on_key(kc(KeyCode::Down));
+        a.on_key(kc(KeyCode::Down));
+        assert_eq!(line(&a), "dra", "past the newest: what was being typed");
+        a.on_key(kc(KeyCode::Up));
+        a.on_key(kc(KeyCode::Up));
+        a.on_key(kc(KeyCode::Enter));
+        assert_eq!(a.pane, Pane::Bus);
+    }
+
+    #[test]
+    fn tab_completes_commands_panes_tracks_gods_and_workflow_ids() {
+        let mut a = app();
+        let line = |a: &App| match &a.mode {
+            Mode::Command(cl) => cl.edit.text().to_owned(),
+            m => panic!("{m:?}"),
+        };
+        a.on_key(k(':'));
+        typed(&mut a, "pa");
+        a.on_key(kc(KeyCode::Tab));
+        assert_eq!(line(&a), "pane ");
+        typed(&mut a, "wor");
+        a.on_key(kc(KeyCode::Tab));
+        assert_eq!(line(&a), "pane work", "workers and workflows share 'work'");
+        assert!(
+            a.flash
+                .as_ref()
+                .unwrap()
+                .text
+                .contains("workers  workflows")
+        );
+        a.on_key(kc(KeyCode::Esc));
+        assert_eq!(a.completions("ack p"), vec!["pending"]);
+        let track = a.snapshot.tracks[0].name.clone();
+        assert!(a.completions("track ").contains(&track));
+        let wf = a.completions("filter wf_dep");
+        assert_eq!(wf, vec!["wf_deploy_42"]);
+        let god = a.snapshot.inboxes[0].god.clone();
+        assert!(
+            a.completions(&format!("filter {}", &god[..2]))
+                .contains(&god)
+        );
+        assert!(a.completions("abort ").is_empty());
+    }
+
+    #[test]
+    fn every_command_in_the_table_is_understood() {
+        for c in crate::console::commands::COMMANDS {
+            let mut a = app();
+            a.run_command(c.name);
+            let text = a.flash.map(|f| f.text).unwrap_or_default();
+            assert!(!text.contains("unknown command"), "{}: {text}", c.name);
+        }
+    }
+
+    #[test]
+    fn a_cleanup_dry_run_that_finds_nothing_offers_no_delete_button() {
+        let mut a = app();
+        let wf = WorkflowId::parse("wf_deploy_42").unwrap();
+        a.cleanup_previewed(
+            wf.clone(),
+            Ok(serde_json::json!({"deleted": [], "missing": ["a.md"], "refused": []})),
+        );
+        assert!(matches!(a.mode, Mode::Normal));
+        let f = a.flash.clone().unwrap();
+        assert!(
+            f.text.contains("found nothing to delete (1 already gone"),
+            "{}",
+            f.text
+        );
+        a.cleanup_previewed(wf, Ok(serde_json::json!({"deleted": ["a.md"]})));
+        let Mode::Confirm(c) = &a.mode else {
+            panic!("{:?}", a.mode)
+        };
+        assert!(c.lines.iter().any(|(_, l)| l.contains("Will be deleted")));
+    }
+
+    #[test]
+    fn confirmations_speak_of_what_will_happen_and_of_a_vanished_target() {
+        let mut a = app();
+        a.dispatch(Action::GoPane(Pane::Locks));
+        a.on_key(k('u'));
+        let Mode::Confirm(c) = &a.mode else { panic!() };
+        let text: Vec<&str> = c.lines.iter().map(|(_, l)| l.as_str()).collect();
+        assert!(
+            text.iter().any(|l| l.contains("will be removed")),
+            "{text:?}"
+        );
+        // The dispatch an ack was for went away before Enter: said, not `(step  of …)`.
+        let op = Op::Ack {
+            god: GodName::parse("hephaestus").unwrap(),
+            handoff_id: HandoffId::parse("hof_20260614_zzz999").unwrap(),
+            workflow_id: WorkflowId::parse("wf_deploy_42").ok(),
+            status: AckChoice::Accepted,
+            message: None,
+            eta: None,
+            gates_passed: Vec::new(),
+        };
+        let lines = super::super::preview::describe(&op, &a.snapshot, a.now);
+        assert!(
+            lines[0].1.contains("is no longer in hephaestus's inbox"),
+            "{lines:?}"
+        );
+        assert!(!lines.iter().any(|(_, l)| l.contains("(step  of")));
     }
 
     #[test]

@@ -87,8 +87,8 @@ impl Operator for EngineOperator {
                 self.bus(track.as_str())?
                     .release_lock(path, OPERATOR, true)?,
             ),
-            Op::BoardAdvance { track } => {
-                to_json(self.bus(track.as_str())?.board_advance(false, OPERATOR)?)
+            Op::BoardAdvance { track, force } => {
+                to_json(self.bus(track.as_str())?.board_advance(*force, OPERATOR)?)
             }
             Op::BoardNextRound { track } => {
                 to_json(self.bus(track.as_str())?.board_next_round(OPERATOR)?)

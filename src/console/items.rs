@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
+
 use crate::engine::bus::model::{Assessment, Envelope, LockEntry, Vote, WorkerEntry};
 use crate::live::snapshot::{BoardView, DispatchView, Snapshot, TrackView, WorkflowView};
 
@@ -13,6 +15,8 @@ pub struct Filter {
     words: Vec<String>,
     kind: Option<String>,
     source: Option<String>,
+    /// The time the rows' labels (OVERDUE, STALE, EXPIRED) are computed at.
+    now: Option<DateTime<Utc>>,
 }
 
 impl Filter {
@@ -29,6 +33,17 @@ impl Filter {
             }
         }
         f
+    }
+
+    /// The same filter, with time-dependent labels computed at `now`.
+    pub fn at(mut self, now: DateTime<Utc>) -> Self {
+        self.now = Some(now);
+        self
+    }
+
+    /// The free words (lower case), for highlighting them.
+    pub fn words(&self) -> &[String] {
+        &self.words
     }
 
     pub fn is_empty(&self) -> bool {
@@ -58,7 +73,39 @@ impl Filter {
     }
 }
 
-/// Workflows, unfinished first, then by id.
+/// The ack column of a workflow: the waiting dispatch's state, else the latest ack (none for an
+/// aborted workflow, whose last ack no longer says anything about it).
+pub fn ack_state(w: &WorkflowView) -> String {
+    if let Some((god, d)) = w.waiting.first() {
+        if god == "_quarantine" {
+            return "held".into();
+        }
+        return d.ack_status.to_string();
+    }
+    if w.state.status.to_string() == "aborted" {
+        return "-".into();
+    }
+    w.state
+        .acks
+        .last()
+        .map(|a| a.status.to_string())
+        .unwrap_or_else(|| "-".into())
+}
+
+/// True when a dispatch waiting in a god's inbox has gone unacknowledged past the overdue limit.
+pub fn dispatch_overdue(d: &DispatchView, held: bool, now: DateTime<Utc>) -> bool {
+    use crate::engine::conductor::model::AckStatus;
+    let x = &d.dispatch;
+    x.ack_status == AckStatus::Unacked
+        && !held
+        && x.dispatched_at
+            .as_deref()
+            .and_then(crate::engine::store::time::parse_ts)
+            .is_some_and(|t| now - t > crate::live::snapshot::UNACKED_OVERDUE_AFTER)
+}
+
+/// Workflows, unfinished first, then by id. The filter sees what the row shows, labels included
+/// (`unacked`, `held`, `overdue`).
 pub fn workflows<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<&'a WorkflowView> {
     let mut v: Vec<&WorkflowView> = snap
         .workflows
@@ -66,12 +113,17 @@ pub fn workflows<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<&'a WorkflowVie
         .filter(|w| {
             filter.is_empty()
                 || filter.matches_text(&format!(
-                    "{} {} {} {} {}",
+                    "{} {} {} {} {} {} {}",
                     w.id,
                     w.state.definition_id.as_deref().unwrap_or(""),
                     w.state.status,
                     w.state.current_step.as_deref().unwrap_or(""),
-                    w.state.dispatched_to.as_deref().unwrap_or("")
+                    w.state.dispatched_to.as_deref().unwrap_or(""),
+                    ack_state(w),
+                    match filter.now.and_then(|n| snap.overdue(w, n)) {
+                        Some(why) => format!("overdue {why}"),
+                        None => String::new(),
+                    }
                 ))
         })
         .collect();
@@ -80,9 +132,43 @@ pub fn workflows<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<&'a WorkflowVie
             .status
             .is_finished()
             .cmp(&b.state.status.is_finished())
-            .then_with(|| a.id.cmp(&b.id))
+            .then_with(|| natural_cmp(&a.id, &b.id))
     });
     v
+}
+
+/// Orders ids as people read them: runs of digits by value (`wf_bug_fix_5` before `wf_bug_fix_11`).
+pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let (mut x, mut y) = (a, b);
+    loop {
+        match (x.chars().next(), y.chars().next()) {
+            (None, None) => return a.cmp(b),
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(c), Some(d)) if c.is_ascii_digit() && d.is_ascii_digit() => {
+                let n = x.len() - x.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+                let m = y.len() - y.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+                let (p, q) = (
+                    x[..n].trim_start_matches('0'),
+                    y[..m].trim_start_matches('0'),
+                );
+                let ord = p.len().cmp(&q.len()).then_with(|| p.cmp(q));
+                if ord != Ordering::Equal {
+                    return ord;
+                }
+                x = &x[n..];
+                y = &y[m..];
+            }
+            (Some(c), Some(d)) => {
+                if c != d {
+                    return c.cmp(&d);
+                }
+                x = &x[c.len_utf8()..];
+                y = &y[d.len_utf8()..];
+            }
+        }
+    }
 }
 
 /// One dispatch row of the Inboxes pane.
@@ -107,14 +193,21 @@ pub fn dispatches<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<DispatchRow<'a
             let x = &d.dispatch;
             if filter.is_empty()
                 || filter.matches_text(&format!(
-                    "{} {} {} {} {} {} {}",
+                    "{} {} {} {} {} {} {} {} {} {}",
                     inbox.god,
                     d.name,
                     x.handoff_id,
                     x.workflow_id,
                     x.step,
                     x.from_god,
-                    x.ack_status
+                    x.to_god,
+                    if held { "held" } else { "" },
+                    x.ack_status,
+                    if filter.now.is_some_and(|n| dispatch_overdue(d, held, n)) {
+                        "overdue"
+                    } else {
+                        ""
+                    }
                 ))
             {
                 out.push(DispatchRow {
@@ -151,9 +244,14 @@ pub fn locks<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<(&'a str, &'a LockE
         .filter(|(t, l)| {
             filter.is_empty()
                 || filter.matches_text(&format!(
-                    "{t} {} {}",
+                    "{t} {} {} {}",
                     l.path,
-                    l.worker_id.as_deref().unwrap_or("")
+                    l.worker_id.as_deref().unwrap_or(""),
+                    if filter.now.is_some_and(|n| l.is_expired(n)) {
+                        "expired"
+                    } else {
+                        ""
+                    }
                 ))
         })
         .collect()
@@ -167,14 +265,99 @@ pub fn workers<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<(&'a str, &'a Wor
         .filter(|(t, w)| {
             filter.is_empty()
                 || filter.matches_text(&format!(
-                    "{t} {} {} {} {}",
+                    "{t} {} {} {} {} {}",
                     w.worker_id,
                     w.status,
                     w.task_id.as_deref().unwrap_or(""),
-                    w.current_subtask.as_deref().unwrap_or("")
+                    w.current_subtask.as_deref().unwrap_or(""),
+                    if filter.now.is_some_and(|n| w.is_stale(n)) {
+                        "stale"
+                    } else {
+                        ""
+                    }
                 ))
         })
         .collect()
+}
+
+/// What the session's phase allows now, so the console offers only the moves the engine takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BoardMoves {
+    pub status: String,
+    /// Where `advance` goes (None once RESOLVING or COMPLETE).
+    pub next: Option<&'static str>,
+    /// The current phase is complete: advancing needs no force.
+    pub complete: bool,
+    /// Why it is not complete (who has not assessed or voted, rounds left).
+    pub missing: String,
+    /// While DISCUSSING with rounds left: (the round in progress, counted from 1; the last round).
+    pub round: Option<(u32, u32)>,
+    /// `resolved: VERDICT by WHO at WHEN` once the session is COMPLETE.
+    pub resolved: Option<String>,
+}
+
+/// What the board's phase allows now.
+pub fn board_moves(b: &BoardView) -> BoardMoves {
+    use crate::engine::bus::board::{self, COMPLETE, DISCUSSING};
+    let s = &b.session;
+    let assessed = |d: &str| b.assessments.iter().any(|(n, _)| n == d);
+    let voted = |d: &str| b.votes.iter().any(|(n, _)| n == d);
+    let complete = board::phase_complete_with(s, assessed, voted);
+    let d = &s.phases.discuss;
+    let missing = match s.status.as_str() {
+        board::ASSESSING => format!(
+            "no assessment from {}",
+            s.directors
+                .iter()
+                .filter(|x| !assessed(x))
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        DISCUSSING => format!("{} of {} discussion rounds closed", d.rounds, d.max_rounds),
+        board::VOTING => format!(
+            "no vote from {}",
+            s.directors
+                .iter()
+                .filter(|x| !voted(x))
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        _ => String::new(),
+    };
+    let round = (s.status == DISCUSSING && d.rounds < d.max_rounds)
+        .then(|| (d.rounds.saturating_add(1), d.max_rounds));
+    let resolved = (s.status == COMPLETE).then(|| {
+        let r = s.resolution.as_ref();
+        let get = |p: &str| {
+            r.and_then(|r| r.pointer(p))
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("?")
+                .to_owned()
+        };
+        let forced = r
+            .and_then(|r| r.get("forced"))
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false);
+        format!(
+            "resolved: {} by {} at {}{}",
+            get("/verdict"),
+            get("/resolved_by"),
+            crate::engine::store::time::parse_ts(&get("/resolved_at"))
+                .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
+                .unwrap_or_else(|| get("/resolved_at")),
+            if forced { " (forced)" } else { "" }
+        )
+    });
+    BoardMoves {
+        status: s.status.clone(),
+        next: board::next_phase(s),
+        complete,
+        missing,
+        round,
+        resolved,
+    }
 }
 
 /// A director on the board with what they said so far.
@@ -215,6 +398,29 @@ pub fn directors(board: &BoardView) -> Vec<DirectorCard<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_sort_in_natural_order() {
+        let mut ids = vec![
+            "wf_bug_fix_11",
+            "wf_bug_fix_5",
+            "wf_bug_fix_05b",
+            "wf_a",
+            "wf_bug_fix_100",
+        ];
+        ids.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(
+            ids,
+            vec![
+                "wf_a",
+                "wf_bug_fix_5",
+                "wf_bug_fix_05b",
+                "wf_bug_fix_11",
+                "wf_bug_fix_100"
+            ]
+        );
+        assert_eq!(natural_cmp("x1", "x01"), "x1".cmp("x01"), "a total order");
+    }
 
     #[test]
     fn filter_terms_select_type_source_and_words() {

@@ -10,8 +10,10 @@
 
 pub mod action;
 pub mod app;
+pub mod commands;
 pub mod engine_ops;
 pub mod items;
+pub mod line;
 pub mod ops;
 pub mod preview;
 pub mod run;

@@ -45,6 +45,8 @@ pub enum Op {
     },
     BoardAdvance {
         track: TrackName,
+        /// Move on although the current phase is not complete (the CLI's `--force`).
+        force: bool,
     },
     BoardNextRound {
         track: TrackName,
@@ -68,7 +70,13 @@ impl Op {
             Op::Abort { workflow_id, .. } => format!("Abort {workflow_id}"),
             Op::Cleanup { workflow_id } => format!("Clean up {workflow_id}"),
             Op::ForceUnlock { path, .. } => format!("Force-unlock {path}"),
-            Op::BoardAdvance { track } => format!("Advance the board of {track}"),
+            Op::BoardAdvance {
+                track,
+                force: false,
+            } => format!("Advance the board of {track}"),
+            Op::BoardAdvance { track, force: true } => {
+                format!("Force the board of {track} to its next phase")
+            }
             Op::BoardNextRound { track } => format!("Next discussion round on {track}"),
             Op::BoardResolve { track, .. } => format!("Resolve the board of {track}"),
         }
@@ -83,7 +91,8 @@ impl Op {
             Op::Abort { .. } => "Abort",
             Op::Cleanup { .. } => "Delete",
             Op::ForceUnlock { .. } => "Unlock",
-            Op::BoardAdvance { .. } => "Advance",
+            Op::BoardAdvance { force: false, .. } => "Advance",
+            Op::BoardAdvance { force: true, .. } => "Force advance",
             Op::BoardNextRound { .. } => "Next round",
             Op::BoardResolve { .. } => "Resolve",
         }
@@ -97,6 +106,7 @@ impl Op {
                 | Op::Cleanup { .. }
                 | Op::ForceUnlock { .. }
                 | Op::BoardResolve { .. }
+                | Op::BoardAdvance { force: true, .. }
                 | Op::RejectHeld { .. }
         ) || matches!(
             self,
@@ -147,12 +157,37 @@ impl Op {
                 n("refused")
             ),
             Op::ForceUnlock { path, .. } => format!("{path} unlocked"),
-            Op::BoardAdvance { .. } | Op::BoardNextRound { .. } => format!(
-                "board {}",
-                s("status")
-                    .or_else(|| result.pointer("/session/status").and_then(Value::as_str))
-                    .unwrap_or("updated")
+            Op::BoardAdvance { .. } => format!(
+                "board {} -> {}{}",
+                s("from").unwrap_or("?"),
+                s("to").unwrap_or("?"),
+                if result.get("forced").and_then(Value::as_bool) == Some(true) {
+                    " (forced)"
+                } else {
+                    ""
+                }
             ),
+            Op::BoardNextRound { .. } => {
+                let r = |k: &str| {
+                    result
+                        .pointer(&format!("/record/{k}"))
+                        .and_then(Value::as_u64)
+                };
+                match (r("round"), r("max_rounds")) {
+                    (Some(done), Some(max)) if done >= max => {
+                        format!(
+                            "discussion round {done} of {max} closed: the last one (advance with >)"
+                        )
+                    }
+                    (Some(done), Some(max)) => {
+                        format!(
+                            "discussion round {done} closed; round {} of {max} begins",
+                            done + 1
+                        )
+                    }
+                    _ => "discussion round closed".to_owned(),
+                }
+            }
             Op::BoardResolve { .. } => format!(
                 "board resolved: {}",
                 s("verdict")

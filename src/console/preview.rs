@@ -40,8 +40,21 @@ pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, Stri
                         .iter()
                         .find(|d| d.dispatch.handoff_id == handoff_id.as_str())
                 })
-                .map(|d| d.dispatch.step.clone())
-                .unwrap_or_default();
+                .map(|d| d.dispatch.step.clone());
+            let Some(step) = step else {
+                out.push(line(
+                    Warn,
+                    format!(
+                        "Dispatch {handoff_id} of {wf} is no longer in {god}'s inbox: it was acked, \
+                         withdrawn or moved since you selected it."
+                    ),
+                ));
+                out.push(line(
+                    Dim,
+                    "Acking it now would be refused; cancel and pick a row again.",
+                ));
+                return out;
+            };
             out.push(line(
                 Normal,
                 format!("Dispatch {handoff_id} (step {step} of {wf}) in {god}'s inbox"),
@@ -49,23 +62,23 @@ pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, Stri
             out.push(line(
                 Normal,
                 format!(
-                    "is acknowledged {} on {god}'s behalf (by: {OPERATOR}).",
+                    "will be acknowledged {} on {god}'s behalf (by: {OPERATOR}).",
                     status.as_str()
                 ),
             ));
             let effect = match status {
                 AckChoice::Accepted => format!(
-                    "The dispatch moves to conductor/archive/{god}/; {wf} becomes in_progress."
+                    "The dispatch will move to conductor/archive/{god}/; {wf} will become in_progress."
                 ),
                 AckChoice::Pending => {
-                    "The dispatch stays in the inbox marked pending; the workflow keeps waiting."
+                    "The dispatch will stay in the inbox marked pending; the workflow will keep waiting."
                         .to_owned()
                 }
                 AckChoice::Rejected => format!(
-                    "The dispatch is archived as rejected; {wf} goes to the step's next fallback god, or fails if none is left."
+                    "The dispatch will be archived as rejected; {wf} will go to the step's next fallback god, or fail if none is left."
                 ),
                 AckChoice::Completed => format!(
-                    "Step {step} is recorded done with your message as its summary, and {wf} is routed to its next step."
+                    "Step {step} will be recorded done with your message as its summary, and {wf} routed to its next step."
                 ),
             };
             out.push(line(
@@ -118,7 +131,7 @@ pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, Stri
                     out.push(line(
                         Normal,
                         format!(
-                            "moves from _quarantine into {}'s inbox; the workflow then waits for its ack.",
+                            "will move from _quarantine into {}'s inbox; the workflow will then wait for its ack.",
                             x.to_god
                         ),
                     ));
@@ -126,13 +139,18 @@ pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, Stri
                         out.push(line(Dim, format!("Held because: {why}")));
                     }
                 }
-                None => out.push(line(Warn, format!("{handoff_id} is no longer held."))),
+                None => out.push(line(
+                    Warn,
+                    format!(
+                        "{handoff_id} is no longer held (approved, rejected or removed since you selected it); the engine would refuse."
+                    ),
+                )),
             }
         }
         Op::RejectHeld { handoff_id, reason } => {
             out.push(line(
                 Danger,
-                format!("Held dispatch {handoff_id} is archived as rejected and its workflow is marked failed."),
+                format!("Held dispatch {handoff_id} will be archived as rejected and its workflow marked failed."),
             ));
             out.push(line(Dim, format!("Reason: {reason}")));
         }
@@ -146,7 +164,7 @@ pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, Stri
                     out.push(line(
                         Danger,
                         format!(
-                            "{workflow_id} ({}) is marked aborted; status now {}, step {}.",
+                            "{workflow_id} ({}) will be marked aborted (now {}, step {}).",
                             w.state.definition_id.as_deref().unwrap_or("no definition"),
                             w.state.status,
                             w.state.current_step.as_deref().unwrap_or("-")
@@ -155,7 +173,7 @@ pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, Stri
                     if w.waiting.is_empty() {
                         out.push(line(Dim, "No dispatch of it is waiting in an inbox."));
                     } else {
-                        out.push(line(Normal, "Withdrawn to the archive:"));
+                        out.push(line(Normal, "Will be withdrawn to the archive:"));
                         for (god, d) in &w.waiting {
                             out.push(line(
                                 Warn,
@@ -177,7 +195,7 @@ pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, Stri
                     } else {
                         out.push(line(
                             Normal,
-                            "A zero-byte .aborted marker beside each artifact that exists inside the root:",
+                            "A zero-byte .aborted marker will be put beside each artifact that exists inside the root:",
                         ));
                         for a in artifacts.iter().take(8) {
                             out.push(line(Warn, format!("  {a}.aborted")));
@@ -188,10 +206,15 @@ pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, Stri
                     }
                     out.push(line(
                         Normal,
-                        format!("Manifest: conductor/state/{workflow_id}.aborted.json"),
+                        format!("A manifest will be written: conductor/state/{workflow_id}.aborted.json"),
                     ));
                 }
-                None => out.push(line(Warn, format!("{workflow_id} is not in the snapshot."))),
+                None => out.push(line(
+                    Warn,
+                    format!(
+                        "{workflow_id} is no longer listed (removed on disk since you selected it); the engine would refuse."
+                    ),
+                )),
             }
             out.push(line(Dim, format!("Reason: {reason}")));
         }
@@ -205,7 +228,7 @@ pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, Stri
                     out.push(line(
                         Danger,
                         format!(
-                            "Lock on {path} held by {} is removed from {track}'s locks.json.",
+                            "Lock on {path} held by {} will be removed from {track}'s locks.json.",
                             l.worker_id.as_deref().unwrap_or("nobody")
                         ),
                     ));
@@ -218,15 +241,17 @@ pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, Stri
                 }
                 None => out.push(line(
                     Warn,
-                    format!("{path} is no longer locked on {track}."),
+                    format!(
+                        "{path} is no longer locked on {track} (released since you selected it)."
+                    ),
                 )),
             }
             out.push(line(
                 Normal,
-                format!("FILE_UNLOCK is posted with forced_by: {OPERATOR}; waiters on it wake up."),
+                format!("FILE_UNLOCK will be posted with forced_by: {OPERATOR}; waiters on it will wake up."),
             ));
         }
-        Op::BoardAdvance { track }
+        Op::BoardAdvance { track, .. }
         | Op::BoardNextRound { track }
         | Op::BoardResolve { track, .. } => {
             let board = items::track(snap, Some(track.as_str())).and_then(|t| t.board.clone());
@@ -246,7 +271,7 @@ pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, Stri
             out.push(line(
                 Dim,
                 format!(
-                    "assess {}/{} · round {}/{} · votes {}/{}",
+                    "assess {}/{} · rounds closed {}/{} · votes {}/{}",
                     p.assess.complete,
                     p.assess.of,
                     p.discuss.rounds,
@@ -255,18 +280,36 @@ pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, Stri
                     p.vote.of
                 ),
             ));
+            let m = items::board_moves(&b);
+            let to = m.next.unwrap_or("?");
             match op {
-                Op::BoardAdvance { .. } => out.push(line(
+                Op::BoardAdvance { force: false, .. } => out.push(line(
                     Normal,
-                    "The session moves to its next phase if the current one is complete (else the engine refuses).",
+                    format!("{} -> {to}: the {} phase is complete.", m.status, m.status),
                 )),
+                Op::BoardAdvance { force: true, .. } => {
+                    out.push(line(
+                        Danger,
+                        format!("{} -> {to} although the phase is not complete.", m.status),
+                    ));
+                    out.push(line(Warn, format!("Still missing: {}.", m.missing)));
+                    out.push(line(
+                        Normal,
+                        "The move is recorded as forced by operator (as `board advance --force`).",
+                    ));
+                }
                 Op::BoardNextRound { .. } => out.push(line(
                     Normal,
-                    format!(
-                        "Discussion round {} of {} begins.",
-                        p.discuss.rounds + 1,
-                        p.discuss.max_rounds
-                    ),
+                    match m.round {
+                        Some((cur, max)) if cur >= max => format!(
+                            "Discussion round {cur} of {max}, the last, will be closed: the discussion phase is then complete (advance with >)."
+                        ),
+                        Some((cur, max)) => format!(
+                            "Discussion round {cur} of {max} will be closed; round {} begins.",
+                            cur + 1
+                        ),
+                        None => "No discussion round is open: the engine will refuse.".to_owned(),
+                    },
                 )),
                 Op::BoardResolve { force, .. } => {
                     out.push(line(
@@ -312,6 +355,13 @@ pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, Stri
 }
 
 /// The dialog lines for a cleanup dry run returned by the engine.
+/// True when a cleanup dry run found nothing to delete (no Delete button is offered then).
+pub fn cleanup_finds_nothing(v: &Value) -> bool {
+    v.get("deleted")
+        .and_then(Value::as_array)
+        .is_none_or(|a| a.is_empty())
+}
+
 pub fn cleanup_lines(v: &Value) -> Vec<(Tone, String)> {
     use Tone::*;
     let list = |k: &str| -> Vec<String> {
@@ -337,7 +387,7 @@ pub fn cleanup_lines(v: &Value) -> Vec<(Tone, String)> {
     if deleted.is_empty() {
         out.push(line(Dim, "Nothing to delete."));
     } else {
-        out.push(line(Normal, "Deleted (dry run found them):"));
+        out.push(line(Normal, "Will be deleted (the dry run found them):"));
         out.extend(deleted.into_iter().map(|p| line(Danger, format!("  {p}"))));
     }
     let missing = list("missing");
@@ -349,7 +399,7 @@ pub fn cleanup_lines(v: &Value) -> Vec<(Tone, String)> {
         out.push(line(Warn, "Refused (outside the allowed roots):"));
         out.extend(refused.into_iter().map(|p| line(Warn, format!("  {p}"))));
     }
-    out.push(line(Dim, "The .aborted markers stay."));
+    out.push(line(Dim, "The .aborted markers will stay."));
     out
 }
 

@@ -163,6 +163,10 @@ async fn event_loop(
                     effects = app.on_key(k);
                     dirty = true;
                 }
+                Some(Event::Paste(text)) => {
+                    app.on_paste(&text);
+                    dirty = true;
+                }
                 Some(Event::Resize(..)) => {
                     guard.terminal.autoresize()?;
                     dirty = true;

@@ -66,6 +66,11 @@ impl Theme {
             Style::new().add_modifier(Modifier::REVERSED)
         }
     }
+    /// Text matching the filter.
+    pub fn matched(&self) -> Style {
+        Style::new().add_modifier(Modifier::UNDERLINED | Modifier::BOLD)
+    }
+
     pub fn key(&self) -> Style {
         self.fg(Color::Cyan).add_modifier(Modifier::BOLD)
     }
@@ -108,7 +113,7 @@ impl Theme {
         match status {
             "unacked" => (self.warn(), "○"),
             "pending" => (self.info(), "…"),
-            "accepted" => (self.ok(), "✓"),
+            "accepted" => (self.ok(), "◐"),
             "rejected" => (self.alert(), "✗"),
             "completed" => (self.ok(), "✔"),
             "withdrawn" => (self.dim(), "↩"),

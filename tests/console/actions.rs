@@ -7,6 +7,7 @@ use pantheon::console::action::{Action, Pane};
 use pantheon::console::app::{App, Effect, FlashKind, Mode};
 use pantheon::console::engine_ops::EngineOperator;
 use pantheon::console::ops::{Op, Operator};
+use pantheon::engine::store::WorkflowId;
 use serde_json::Value;
 
 use super::support::*;
@@ -167,22 +168,27 @@ fn abort_asks_a_reason_shows_withdrawals_and_writes_the_manifest() {
             .exists()
     );
 
-    // Now finished, it can be cleaned up: the dry run is shown first.
+    // Now finished, it can be cleaned up: the dry run comes first, and when it finds nothing to
+    // delete no Delete button is offered.
     refresh(&mut app, r);
     app.dispatch(Action::GoPane(Pane::Workflows));
     app.dispatch(Action::Bottom);
     let effects = app.run_command("cleanup");
+    let dry = op
+        .cleanup_preview(&WorkflowId::parse("wf_pay_1").unwrap())
+        .unwrap();
     run(&mut app, &op, effects);
-    let Mode::Confirm(c) = &app.mode else {
-        panic!("cleanup shows its dry run first")
-    };
-    assert!(matches!(c.op, Op::Cleanup { .. }));
-    app.on_key(code(KeyCode::Tab));
-    let effects = app.on_key(code(KeyCode::Enter));
-    run(&mut app, &op, effects);
+    assert_eq!(dry["deleted"], serde_json::json!([]), "{dry:#}");
+    assert!(matches!(app.mode, Mode::Normal), "{:?}", app.mode);
     let f = app.flash.clone().unwrap();
-    assert_eq!(f.kind, FlashKind::Success, "{}", f.text);
-    assert!(f.text.contains("cleaned"), "{}", f.text);
+    assert!(f.text.contains("found nothing to delete"), "{}", f.text);
+    // The aborted workflow's ACK column no longer says it was accepted.
+    let s = screen(&app, 160, 40, r);
+    let row = s
+        .lines()
+        .find(|l| l.contains("wf_pay_1"))
+        .unwrap_or_default();
+    assert!(!row.contains("accepted"), "{row}");
 }
 
 #[test]
@@ -250,27 +256,93 @@ fn board_actions_go_through_the_engine() {
     let op = EngineOperator::new(Root::at(r));
     let mut app = app_for(r, chrono::Utc::now());
     app.dispatch(Action::GoPane(Pane::Board));
-    // Advance with 1 of 5 assessments is refused by the engine (not forced).
+    // Advance with 1 of 5 assessments: not offered; the key says why and names the forced move.
+    assert!(!app.offers(&Action::BoardAdvance));
     app.on_key(key('>'));
-    app.on_key(code(KeyCode::Tab));
-    let effects = app.on_key(code(KeyCode::Enter));
-    run(&mut app, &op, effects);
-    assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Error);
+    assert!(matches!(app.mode, Mode::Normal));
+    let f = app.flash.clone().unwrap();
+    assert!(
+        f.text.contains("ASSESSING phase is not complete")
+            && f.text.contains("no assessment from CPO")
+            && f.text.contains("F forces ASSESSING -> DISCUSSING"),
+        "{}",
+        f.text
+    );
+    // No discussion round outside DISCUSSING.
+    app.on_key(key('n'));
+    assert!(matches!(app.mode, Mode::Normal));
+    assert!(
+        app.flash
+            .as_ref()
+            .unwrap()
+            .text
+            .contains("rounds are for DISCUSSING")
+    );
+    // The forced advance has its own confirmation, which names the transition and what is missing.
+    app.on_key(key('F'));
+    let said = confirm_text(&app);
+    assert!(
+        said.contains("ASSESSING -> DISCUSSING although") && said.contains("no assessment from"),
+        "{said}"
+    );
+    let text = confirm(&mut app, &op);
+    assert!(
+        text.contains("board ASSESSING -> DISCUSSING (forced)"),
+        "{text}"
+    );
+    refresh(&mut app, r);
+    // Rounds count from 1; the last one says so.
+    app.on_key(key('n'));
+    let said = confirm_text(&app);
+    assert!(
+        said.contains("Discussion round 1 of 3 will be closed; round 2 begins"),
+        "{said}"
+    );
+    let text = confirm(&mut app, &op);
+    assert!(
+        text.contains("round 1 closed; round 2 of 3 begins"),
+        "{text}"
+    );
     // Resolve with missing votes is forced (they abstain) after the dialog says so.
+    refresh(&mut app, r);
     app.on_key(key('s'));
     let Mode::Confirm(c) = &app.mode else {
         panic!("expected a confirmation")
     };
     assert!(matches!(c.op, Op::BoardResolve { force: true, .. }));
-    app.on_key(code(KeyCode::Tab));
-    let effects = app.on_key(code(KeyCode::Enter));
-    run(&mut app, &op, effects);
-    let f = app.flash.clone().unwrap();
-    assert_eq!(f.kind, FlashKind::Success, "{}", f.text);
+    let text = confirm(&mut app, &op);
+    assert!(text.contains("board resolved"), "{text}");
     assert!(
         r.join("conductor/tracks/alpha/.message-bus/board/resolution.md")
             .exists()
     );
+    // A completed session offers nothing; its header says who resolved it.
+    refresh(&mut app, r);
+    for (k, a) in [
+        ('>', Action::BoardAdvance),
+        ('F', Action::BoardForceAdvance),
+        ('n', Action::BoardNextRound),
+        ('s', Action::BoardResolve),
+    ] {
+        assert!(!app.offers(&a), "{a:?}");
+        app.on_key(key(k));
+        assert!(matches!(app.mode, Mode::Normal), "{k}");
+        let f = app.flash.clone().unwrap();
+        assert!(
+            f.text.contains("is resolved: ESCALATE by operator at"),
+            "{k}: {}",
+            f.text
+        );
+    }
+    let s = screen(&app, 80, 24, r);
+    assert!(s.contains("resolved: ESCALATE by operator at"), "{s}");
+    let footer = s.lines().last().unwrap_or_default();
+    for hint in ["advance phase", "next round", "resolve", "force advance"] {
+        assert!(
+            !footer.contains(hint),
+            "{hint} offered on a completed session: {s}"
+        );
+    }
 }
 
 #[test]
@@ -530,7 +602,7 @@ fn prompt_of(app: &App) -> (String, String) {
     let Mode::Prompt(p) = &app.mode else {
         panic!("expected a prompt, got {:?}", app.mode)
     };
-    (p.label.clone(), p.input.clone())
+    (p.label.clone(), p.input.text().to_owned())
 }
 
 /// Opens the ack menu on the selected dispatch and picks `status` (menu order: accepted, pending,

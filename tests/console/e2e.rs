@@ -69,7 +69,9 @@ fn console_follows_other_processes_acks_and_aborts_by_keys_and_restores_the_term
     t.keys(&["Tab", "Enter"]);
     let archived = r.join("conductor/archive/hephaestus/hof_20260614_aaa111.json");
     wait_fs("the ack to archive the dispatch", || archived.exists());
-    t.wait("the success flash", |s| s.contains("accepted"));
+    t.wait("the success flash", |s| {
+        s.contains("✔ ") && s.contains("accepted")
+    });
 
     // Abort the other workflow: 1, move to wf_pay_2, x, reason, Enter, Tab, Enter.
     t.keys(&["1", "g", "j"]);
@@ -77,7 +79,9 @@ fn console_follows_other_processes_acks_and_aborts_by_keys_and_restores_the_term
     t.wait("the reason prompt", |s| s.contains("Reason for aborting"));
     t.type_text("e2e abort");
     t.keys(&["Enter"]);
-    t.wait("the abort confirmation", |s| s.contains("Abort wf_pay_2"));
+    t.wait("the abort confirmation", |s| {
+        s.contains("Abort wf_pay_2") && s.contains("[ Cancel ]")
+    });
     t.keys(&["Tab", "Enter"]);
     let manifest = r.join("conductor/state/wf_pay_2.aborted.json");
     wait_fs("the abort manifest", || manifest.exists());
@@ -159,4 +163,122 @@ fn a_panic_in_the_console_still_gives_the_terminal_back() {
         h.lines().any(|l| l.trim_end() == "EXITED=101"),
         "the shell's next line starts on a fresh line: {h}"
     );
+}
+
+#[test]
+fn line_editor_clears_with_ctrl_u_and_takes_a_bracketed_paste() {
+    let root = engine_root();
+    let r = root.path();
+    let (t, _log) = console(r, "", "");
+    t.wait("the console", |s| s.contains("wf_pay_2"));
+    // The abort reason: typed, cleared with C-u, then pasted (two lines become one).
+    t.keys(&["g", "j", "x"]);
+    t.wait("the reason prompt", |s| s.contains("Reason for aborting"));
+    t.type_text("typo typo");
+    t.wait("the typed text", |s| s.contains("> typo typo"));
+    t.keys(&["C-u"]);
+    t.wait("the cleared prompt", |s| {
+        !s.contains("typo") && !s.contains("> u")
+    });
+    t.tmux(&["set-buffer", "-b", "e2e", "pasted\nreason"]);
+    t.tmux(&["paste-buffer", "-p", "-b", "e2e", "-t", "main"]);
+    t.wait("the pasted reason", |s| s.contains("> pasted reason"));
+    t.keys(&["Enter"]);
+    t.wait("the abort confirmation", |s| s.contains("pasted reason"));
+    t.keys(&["Escape"]);
+    t.wait("the cancelled abort", |s| s.contains("cancelled: Abort"));
+    // The `:` line: C-w deletes a word, Tab completes a pane name, Enter runs it.
+    t.keys(&[":"]);
+    t.type_text("track zzz");
+    t.wait("the typed command", |s| s.contains(":track zzz"));
+    t.keys(&["C-u"]);
+    t.type_text("pane loc");
+    t.keys(&["Tab"]);
+    t.wait("the completed pane", |s| s.contains(":pane locks ▏"));
+    t.type_text("zz");
+    t.keys(&["C-w", "Enter"]);
+    t.wait("the locks pane", |s| s.contains("4 Locks ("));
+    t.keys(&["q"]);
+    t.wait("the console to exit", |s| s.contains("EXITED=0"));
+}
+
+#[test]
+fn detail_scrolls_with_g_and_pages_and_keeps_its_record() {
+    let root = fixture_root();
+    let (t, _log) = console(root.path(), "", "--read-only");
+    t.tmux(&["resize-window", "-t", "main", "-x", "80", "-y", "24"]);
+    t.wait("the console", |s| s.contains("wf_deploy_42"));
+    t.keys(&["g", "j", "j", "Enter"]);
+    t.wait("the detail", |s| s.contains("record 3/4 · lines 1-"));
+    t.keys(&["G"]);
+    let s = t.wait("the end of the detail", |s| {
+        s.contains("record 3/4 · lines") && !s.contains("lines 1-")
+    });
+    assert!(s.contains("wf_deploy_42"), "G kept the record: {s}");
+    t.keys(&["PPage", "g"]);
+    t.wait("the top again", |s| s.contains("record 3/4 · lines 1-"));
+    t.keys(&["J"]);
+    t.wait("the next record", |s| s.contains("record 4/4"));
+    t.keys(&["q"]);
+    t.wait("the console to exit", |s| s.contains("EXITED=0"));
+}
+
+#[test]
+fn board_keys_on_a_completed_session_say_it_is_resolved_and_change_nothing() {
+    let root = engine_root();
+    let r = root.path();
+    pantheon(
+        r,
+        &["board", "--track", "alpha", "resolve", "--force"],
+        None,
+    );
+    let session = std::fs::read_dir(r.join("conductor/tracks/alpha/.message-bus/board"))
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with("session-"))
+        .map(|e| e.path())
+        .expect("the session file");
+    let before = std::fs::read(&session).unwrap();
+    let (t, _log) = console(r, "", "");
+    t.wait("the console", |s| s.contains("wf_pay_1"));
+    t.keys(&["6"]);
+    let s = t.wait("the resolved header", |s| {
+        s.contains("resolved: ESCALATE by")
+    });
+    let footer = s
+        .lines()
+        .rfind(|l| !l.trim().is_empty())
+        .unwrap_or_default();
+    assert!(
+        !footer.contains("next round") && !footer.contains("advance"),
+        "{s}"
+    );
+    t.keys(&["n"]);
+    t.wait("the refusal", |s| s.contains("✗ the session is resolved"));
+    t.keys(&[">", "s"]);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!t.screen().contains("[ Cancel ]"), "no confirmation opens");
+    assert_eq!(
+        std::fs::read(&session).unwrap(),
+        before,
+        "nothing was written"
+    );
+    t.keys(&["q"]);
+    t.wait("the console to exit", |s| s.contains("EXITED=0"));
+}
+
+#[test]
+fn the_filter_finds_the_overdue_rows_by_the_word_on_screen() {
+    let root = fixture_root();
+    let (t, _log) = console(root.path(), "", "--read-only");
+    t.wait("the console", |s| s.contains("wf_deploy_42"));
+    t.keys(&["/"]);
+    t.type_text("overdue");
+    let s = t.wait("the filtered list", |s| s.contains("1 Workflows (1)"));
+    assert!(s.contains("wf_deploy_42") && s.contains("OVERDUE"), "{s}");
+    t.keys(&["Enter", "2", "/"]);
+    t.type_text("overdue");
+    t.wait("the overdue dispatch", |s| s.contains("Dispatches (1)"));
+    t.keys(&["Enter", "q"]);
+    t.wait("the console to exit", |s| s.contains("EXITED=0"));
 }

@@ -151,7 +151,7 @@ fn dialogs_show_what_will_happen_with_cancel_focused() {
     app.on_key(code(KeyCode::Esc));
 
     app.on_key(key('?'));
-    assert!(matches!(app.mode, Mode::Help));
+    assert!(matches!(app.mode, Mode::Help(_)));
     assert_snapshot!("dialog_help", screen(&app, W, H, root.path()));
 }
 
@@ -301,5 +301,146 @@ fn wide_terminals_show_whole_cells_and_narrow_ones_cut_with_an_ellipsis() {
     assert!(
         cut(&s).is_some(),
         "something had to give at 60 columns:\n{s}"
+    );
+}
+
+#[test]
+fn detail_keys_scroll_the_record_and_j_k_capitals_step_records() {
+    let root = fixture_root();
+    let mut app = app_for(root.path(), fixture_now());
+    at(&mut app, Pane::Workflows, 2);
+    app.dispatch(Action::Open);
+    // At 80x24 the workflow's detail is longer than the screen.
+    let first = screen(&app, 80, 24, root.path());
+    assert!(first.contains("record 3/4 · lines 1-"), "{first}");
+    app.dispatch(Action::Bottom);
+    let bottom = screen(&app, 80, 24, root.path());
+    assert!(
+        bottom.contains("wf_deploy_42"),
+        "G keeps the same record: {bottom}"
+    );
+    assert!(bottom.contains("record 3/4"), "{bottom}");
+    let max = app.detail_max.get();
+    assert!(max > 0);
+    app.dispatch(Action::Down);
+    assert_eq!(
+        app.pane_state().scroll,
+        max,
+        "G went to the last line, and not past it"
+    );
+    app.dispatch(Action::Up);
+    assert_eq!(app.pane_state().scroll, max - 1);
+    app.dispatch(Action::PageUp);
+    app.dispatch(Action::Top);
+    assert_eq!(app.pane_state().scroll, 0);
+    app.dispatch(Action::PageDown);
+    assert!(app.pane_state().scroll > 0);
+    app.dispatch(Action::NextRecord);
+    assert_eq!(
+        app.pane_state().scroll,
+        0,
+        "another record starts at its top"
+    );
+    let next = screen(&app, 80, 24, root.path());
+    assert!(next.contains("record 4/4"), "{next}");
+    app.dispatch(Action::PrevRecord);
+    assert!(screen(&app, 80, 24, root.path()).contains("record 3/4"));
+}
+
+#[test]
+fn help_is_a_scrollable_searchable_reference_at_any_size() {
+    let root = fixture_root();
+    let mut app = app_for(root.path(), fixture_now());
+    app.dispatch(Action::GoPane(Pane::Inboxes));
+    app.on_key(key('?'));
+    for (w, h) in [(80, 24), (200, 50)] {
+        let s = screen(&app, w, h, root.path());
+        assert!(s.contains("2 Inboxes (this pane)"), "this pane first: {s}");
+        assert_snapshot!(format!("help_{w}x{h}_top"), s);
+    }
+    // Scrolled to the end at 80x24: the last commands are there.
+    app.on_key(key('G'));
+    let s = screen(&app, 80, 24, root.path());
+    assert!(s.contains(":quit") && s.contains(":help"), "{s}");
+    assert_snapshot!("help_80x24_bottom", s);
+    app.on_key(key('g'));
+    // `/` narrows it; Esc in the search clears it, Esc again closes the help.
+    app.on_key(key('/'));
+    type_text(&mut app, "unlock");
+    let s = screen(&app, 80, 24, root.path());
+    assert!(
+        s.contains("force-unlock") && !s.contains("approve held"),
+        "{s}"
+    );
+    app.on_key(code(KeyCode::Esc));
+    app.on_key(code(KeyCode::Esc));
+    assert!(matches!(app.mode, Mode::Normal));
+    // Read-only: the keys that change files are marked.
+    let mut ro = app_for(root.path(), fixture_now());
+    ro.read_only = true;
+    ro.dispatch(Action::GoPane(Pane::Inboxes));
+    ro.on_key(key('?'));
+    let s = screen(&ro, 200, 50, root.path());
+    assert!(s.contains("ack (disabled: read-only)"), "{s}");
+    assert!(s.contains("q C-c"), "C-c is listed: {s}");
+}
+
+#[test]
+fn the_filter_matches_the_labels_on_screen_highlights_them_and_n_steps() {
+    let root = fixture_root();
+    let mut app = app_for(root.path(), fixture_now());
+    app.on_key(key('/'));
+    type_text(&mut app, "overdue");
+    app.on_key(code(KeyCode::Enter));
+    let s = screen(&app, W, H, root.path());
+    assert_eq!(app.row_count(), 1, "{s}");
+    assert!(s.contains("wf_deploy_42") && s.contains("OVERDUE"), "{s}");
+    let buf = render(&app, W, H);
+    let (x, y) = find(&buf, "OVERDUE").expect("the label");
+    assert!(
+        buf[(x, y)]
+            .modifier
+            .contains(ratatui::style::Modifier::UNDERLINED),
+        "the matched word is marked"
+    );
+    // Dispatches are found by the ack words they show.
+    app.dispatch(Action::GoPane(Pane::Inboxes));
+    app.run_command("filter pending");
+    assert_eq!(app.row_count(), 1);
+    app.run_command("filter unacked");
+    let n = app.row_count();
+    assert_eq!(n, 2);
+    app.dispatch(Action::Top);
+    app.on_key(key('n'));
+    assert_eq!(app.selected(Pane::Inboxes), 1);
+    assert_eq!(app.flash.as_ref().unwrap().text, format!("match 2/{n}"));
+    app.on_key(key('N'));
+    app.on_key(key('N'));
+    assert_eq!(app.selected(Pane::Inboxes), n - 1, "N wraps around");
+    // The board is shown whole: no filter there.
+    app.dispatch(Action::GoPane(Pane::Board));
+    app.on_key(key('/'));
+    assert!(matches!(app.mode, Mode::Normal));
+}
+
+#[test]
+fn long_flashes_wrap_and_narrow_board_cards_cut_with_an_ellipsis() {
+    let root = fixture_root();
+    let mut app = app_for(root.path(), fixture_now());
+    app.flash(
+        pantheon::console::app::FlashKind::Error,
+        "cleanup refused: the workflow wf_deploy_42 is still waiting_for_ack; abort it first (x) or wait until it is finished",
+    );
+    let s = screen(&app, 80, 24, root.path());
+    assert!(
+        s.contains("wait until it is finished"),
+        "the flash wraps: {s}"
+    );
+    app.flash = None;
+    app.dispatch(Action::GoPane(Pane::Board));
+    let s = screen(&app, 60, 24, root.path());
+    assert!(
+        s.contains("1 concern…") && !s.contains("1 concern("),
+        "a card line too wide for its card is cut with …: {s}"
     );
 }

@@ -37,7 +37,7 @@ fn phase<'a>(name: &str, status: &str, progress: String, theme: &Theme) -> Vec<S
     ]
 }
 
-fn card<'a>(c: &DirectorCard, selected: bool, theme: &Theme) -> Paragraph<'a> {
+fn card<'a>(c: &DirectorCard, selected: bool, width: u16, theme: &Theme) -> Paragraph<'a> {
     let mut l = Vec::new();
     match c.assessment {
         Some(a) => {
@@ -69,6 +69,9 @@ fn card<'a>(c: &DirectorCard, selected: bool, theme: &Theme) -> Paragraph<'a> {
     } else {
         b
     };
+    // A value that does not fit ends in `…`, never cut bare (`vote REJECT 0.`).
+    let inner = width.saturating_sub(2);
+    let l: Vec<Line> = l.into_iter().map(|x| super::table::fit(x, inner)).collect();
     Paragraph::new(l).block(b)
 }
 
@@ -152,7 +155,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                 area,
                 format!(" {name} on {} ", s.session_id),
                 l,
-                app.pane_state().scroll,
+                app,
                 theme,
             );
         }
@@ -173,7 +176,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     ph.extend(phase(
         "discuss",
         &p.discuss.status,
-        format!("round {}/{}", p.discuss.rounds, p.discuss.max_rounds),
+        match items::board_moves(b).round {
+            Some((cur, max)) => format!("round {cur}/{max}"),
+            None => format!("rounds {}/{}", p.discuss.rounds, p.discuss.max_rounds),
+        },
         theme,
     ));
     ph.extend(phase(
@@ -191,20 +197,9 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Span::raw(trunc(&s.proposal_text(), 120)),
         ]),
         Line::from(ph),
-        match (&b.resolved, s.resolution.as_ref()) {
-            (Some(r), Some(res)) => {
-                let verdict = res
-                    .get("verdict")
-                    .and_then(|v| v.as_str())
-                    .unwrap_or("-")
-                    .to_owned();
-                Line::from(vec![
-                    Span::styled("resolved → ", theme.dim()),
-                    Span::styled(verdict.clone(), theme.verdict(&verdict)),
-                    Span::styled(format!("   ({})", r.counts_line()), theme.dim()),
-                ])
-            }
-            _ => Line::from(vec![
+        match items::board_moves(b).resolved {
+            Some(r) => Line::styled(r, theme.ok()),
+            None => Line::from(vec![
                 Span::styled("resolve now → ", theme.dim()),
                 Span::styled(predicted.clone(), theme.verdict(&predicted)),
                 Span::styled(
@@ -225,7 +220,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         let cols = Layout::horizontal(vec![Constraint::Ratio(1, cards.len() as u32); cards.len()])
             .split(cards_area);
         for (i, (c, r)) in cards.iter().zip(cols.iter()).enumerate() {
-            frame.render_widget(card(c, i == sel, theme), *r);
+            frame.render_widget(card(c, i == sel, r.width, theme), *r);
         }
     }
     let lines: Vec<Line> = b

@@ -189,7 +189,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             area,
             format!(" {} · message ", track.name),
             l,
-            st.scroll,
+            app,
             theme,
         );
     }
@@ -222,7 +222,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         title,
         &COLUMNS,
         rows,
-        super::highlight(app, rel),
+        table::Marked {
+            row: super::highlight(app, rel),
+            marks: &app.marks(),
+        },
         theme,
     );
 }

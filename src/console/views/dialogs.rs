@@ -1,12 +1,12 @@
 //! Overlays: the confirmation dialog (Cancel focused), the ack chooser, the text prompt, the help.
 
 use ratatui::Frame;
-use ratatui::layout::{Alignment, Constraint, Layout, Rect};
+use ratatui::layout::{Alignment, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Clear, Paragraph, Row, Table, Wrap};
+use ratatui::widgets::{Clear, Paragraph, Wrap};
 
 use crate::console::action::AckChoice;
-use crate::console::app::{AckTarget, App, Confirm, Prompt, Tone};
+use crate::console::app::{AckTarget, App, Confirm, HelpView, Prompt, Tone};
 use crate::console::theme::Theme;
 
 use super::block;
@@ -107,11 +107,7 @@ pub fn ack_menu(frame: &mut Frame, area: Rect, t: &AckTarget, choice: usize, the
 pub fn prompt(frame: &mut Frame, area: Rect, p: &Prompt, theme: &Theme) {
     let lines = vec![
         Line::styled(p.label.as_str(), theme.dim()),
-        Line::from(vec![
-            Span::styled("> ", theme.key()),
-            Span::raw(p.input.clone()),
-            Span::styled("▏", theme.key()),
-        ]),
+        super::editor_line("> ", &p.input, theme),
     ];
     // The label wraps (a gates prompt names the step's gates); the box grows to fit it.
     let inner = 72u16
@@ -124,62 +120,98 @@ pub fn prompt(frame: &mut Frame, area: Rect, p: &Prompt, theme: &Theme) {
     frame.render_widget(
         Paragraph::new(lines)
             .wrap(Wrap { trim: false })
-            .block(block(" Input ", theme)),
+            .block(block(format!(" {} ", p.title), theme)),
         r,
     );
 }
 
-pub fn help(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let rows = app.keymap.help_rows();
-    let r = centered(area, 76, area.height.saturating_sub(2));
-    frame.render_widget(Clear, r);
-    let [keys, cmds] = Layout::vertical([Constraint::Min(5), Constraint::Length(5)]).areas(r);
-    let mut last = String::new();
-    let body: Vec<Row> = rows
-        .into_iter()
-        .map(|(scope, k, d)| {
-            let s = if scope == last {
-                String::new()
-            } else {
-                scope.clone()
-            };
-            last = scope;
-            Row::new(vec![
-                Line::styled(s, theme.header()),
-                Line::styled(k, theme.key()),
-                Line::raw(d),
-            ])
+/// The help overlay: the keymap's reference (this pane first, then everywhere, the other panes,
+/// the dialogs, the line editor and every `:` command), scrollable and searchable.
+pub fn help(frame: &mut Frame, area: Rect, app: &App, h: &HelpView, theme: &Theme) {
+    let all = app.keymap.help_rows(app.pane);
+    let q = h.search.text().to_lowercase();
+    let rows: Vec<_> = all
+        .iter()
+        .filter(|r| {
+            q.is_empty()
+                || format!("{} {} {}", r.section, r.keys, r.text)
+                    .to_lowercase()
+                    .contains(&q)
         })
         .collect();
-    let mut title = " Keys (from the keymap) ".to_owned();
-    if app.read_only {
-        title = " Keys · read-only: actions are disabled ".into();
+    let r = centered(area, 92, area.height.saturating_sub(2));
+    let inner_w = r.width.saturating_sub(2) as usize;
+    let key_w = 18.min(inner_w / 3);
+    let mut lines: Vec<Line> = Vec::new();
+    let mut last = "";
+    for row in &rows {
+        if row.section != last {
+            if !lines.is_empty() {
+                lines.push(Line::default());
+            }
+            lines.push(Line::styled(row.section.clone(), theme.header()));
+            last = &row.section;
+        }
+        let disabled = app.read_only && row.mutation;
+        let mut text = row.text.clone();
+        if disabled {
+            text.push_str(" (disabled: read-only)");
+        }
+        lines.push(Line::from(vec![
+            Span::styled(
+                format!("  {:<w$}  ", row.keys, w = key_w.saturating_sub(4)),
+                if disabled { theme.dim() } else { theme.key() },
+            ),
+            Span::styled(text, if disabled { theme.dim() } else { theme.base() }),
+        ]));
     }
-    frame.render_widget(
-        Table::new(
-            body,
-            [
-                Constraint::Length(14),
-                Constraint::Length(12),
-                Constraint::Min(10),
-            ],
+    if rows.is_empty() {
+        lines.push(Line::styled(
+            format!("Nothing in the help matches {:?}.", h.search.text()),
+            theme.dim(),
+        ));
+    }
+    let lines = super::wrap::wrap_lines(lines, inner_w.max(1));
+    let height = r.height.saturating_sub(2) as usize;
+    let max = lines.len().saturating_sub(height);
+    app.help_max.set(max);
+    let scroll = h.scroll.min(max);
+    let mut title = String::from(" Help ");
+    if app.read_only {
+        title.push_str("· read-only: actions are disabled ");
+    }
+    let pos = if lines.len() > height {
+        format!(
+            " lines {}-{}/{} ",
+            scroll + 1,
+            (scroll + height).min(lines.len()),
+            lines.len()
         )
-        .block(block(title, theme)),
-        keys,
-    );
-    let cmd_lines = vec![
-        Line::raw(
-            ":pane N|name  :track NAME  :filter TEXT  :ack accepted|pending|rejected|completed",
-        ),
-        Line::raw(":abort  :cleanup  :unlock  :approve  :reject  :advance  :next-round  :resolve"),
-        Line::raw(
-            ":follow  :time  :raw  :rescan  :q     filter: words, type:PROGRESS, source:worker",
-        ),
-    ];
+    } else {
+        format!(" {} lines ", lines.len())
+    };
+    let search = if h.searching || !h.search.is_empty() {
+        let mut l = super::editor_line(" /", &h.search, theme);
+        if !h.searching {
+            l = Line::from(vec![
+                Span::styled(" /", theme.key()),
+                Span::raw(h.search.text().to_owned()),
+                Span::raw(" "),
+            ]);
+        }
+        l
+    } else {
+        Line::styled(" / search ", theme.dim())
+    };
+    frame.render_widget(Clear, r);
     frame.render_widget(
-        Paragraph::new(cmd_lines)
-            .wrap(Wrap { trim: true })
-            .block(block(" Commands ", theme)),
-        cmds,
+        Paragraph::new(lines)
+            .scroll((scroll.min(u16::MAX as usize) as u16, 0))
+            .block(
+                block(title, theme)
+                    .title_bottom(search)
+                    .title_bottom(Line::styled(pos, theme.dim()).right_aligned()),
+            ),
+        r,
     );
 }

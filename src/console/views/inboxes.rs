@@ -89,7 +89,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         format!(" 2 Inboxes ({} gods) ", snap.inboxes.len()),
         &SUMMARY,
         summary.collect(),
-        None,
+        table::Marked {
+            row: None,
+            marks: &app.marks(),
+        },
         theme,
     );
     let title = format!(" Dispatches ({}) ", rows.len());
@@ -110,12 +113,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                 d.ack_status.to_string()
             };
             let (astyle, g) = theme.ack_status(&ack);
-            let overdue = d.ack_status == AckStatus::Unacked
-                && !r.held
-                && d.dispatched_at
-                    .as_deref()
-                    .and_then(parse_ts)
-                    .is_some_and(|t| app.now - t > crate::live::snapshot::UNACKED_OVERDUE_AFTER);
+            let overdue = items::dispatch_overdue(r.view, r.held, app.now);
             vec![
                 Line::styled(
                     r.god.to_owned(),
@@ -147,7 +145,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         title,
         &DISPATCHES,
         body,
-        super::highlight(app, rel),
+        table::Marked {
+            row: super::highlight(app, rel),
+            marks: &app.marks(),
+        },
         theme,
     );
 }
@@ -185,7 +186,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
             area,
             format!(" {} · raw (y) ", v.name),
             lines,
-            st.scroll,
+            app,
             theme,
         );
     }
@@ -263,7 +264,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
         area,
         format!(" {} · {} ", r.god, v.name),
         l,
-        st.scroll,
+        app,
         theme,
     );
 }

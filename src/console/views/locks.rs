@@ -78,7 +78,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             area,
             format!(" lock · {} ", l.path),
             lines,
-            app.pane_state().scroll,
+            app,
             theme,
         );
     }
@@ -112,7 +112,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         title,
         &COLUMNS,
         body,
-        super::highlight(app, rel),
+        table::Marked {
+            row: super::highlight(app, rel),
+            marks: &app.marks(),
+        },
         theme,
     );
 }

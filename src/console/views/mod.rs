@@ -6,7 +6,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Paragraph, Wrap};
 
-use super::action::Pane;
+use super::action::{Dialog, Keymap, Pane, Scope};
 use super::app::{App, FlashKind, Mode};
 use super::theme::Theme;
 
@@ -19,6 +19,7 @@ mod locks;
 mod table;
 mod workers;
 mod workflows;
+mod wrap;
 
 /// The smallest terminal the console draws in.
 pub const MIN_WIDTH: u16 = 60;
@@ -34,11 +35,18 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
         too_small(frame, area, theme);
         return;
     }
+    // A long flash (an engine refusal) wraps onto up to three rows instead of being cut.
+    let status_rows = match (&app.mode, &app.flash) {
+        (m, Some(f)) if !matches!(m, Mode::Filter(_) | Mode::Command(_)) => {
+            ((f.text.chars().count() + 2).div_ceil(area.width.max(1) as usize)).clamp(1, 3) as u16
+        }
+        _ => 1,
+    };
     let [header, tabs, body, status, footer] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(1),
         Constraint::Min(3),
-        Constraint::Length(1),
+        Constraint::Length(status_rows),
         Constraint::Length(1),
     ])
     .areas(area);
@@ -56,7 +64,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
     draw_status(frame, status, app, theme);
     draw_footer(frame, footer, app, theme);
     match &app.mode {
-        Mode::Help => dialogs::help(frame, area, app, theme),
+        Mode::Help(h) => dialogs::help(frame, area, app, h, theme),
         Mode::Issues => issues::overlay(frame, area, app, theme),
         Mode::Confirm(c) => dialogs::confirm(frame, area, c, theme),
         Mode::AckMenu { target, choice } => dialogs::ack_menu(frame, area, target, *choice, theme),
@@ -143,17 +151,16 @@ fn draw_tabs(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 
 fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let line = match &app.mode {
-        Mode::Filter => Line::from(vec![
-            Span::styled("/", theme.key()),
-            Span::raw(app.pane_state().filter.clone()),
-            Span::styled("▏", theme.key()),
-            Span::styled("  Enter keep · Esc clear", theme.dim()),
-        ]),
-        Mode::Command(buf) => Line::from(vec![
-            Span::styled(":", theme.key()),
-            Span::raw(buf.clone()),
-            Span::styled("▏", theme.key()),
-        ]),
+        Mode::Filter(edit) => {
+            let mut l = editor_line("/", edit, theme);
+            l.push_span(Span::styled("  Enter keep · Esc clear", theme.dim()));
+            l
+        }
+        Mode::Command(cl) => {
+            let mut l = editor_line(":", &cl.edit, theme);
+            l.push_span(Span::styled("  Tab complete · ↑↓ history", theme.dim()));
+            l
+        }
         _ => match &app.flash {
             Some(f) => {
                 let (style, glyph) = match f.kind {
@@ -177,45 +184,64 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             }
         },
     };
-    frame.render_widget(Paragraph::new(line), area);
+    frame.render_widget(Paragraph::new(line).wrap(Wrap { trim: false }), area);
 }
 
 fn draw_footer(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let mut spans = Vec::new();
+    let km = &app.keymap;
+    let ro = app.read_only;
     let hints: Vec<(String, &str)> = match &app.mode {
-        Mode::Confirm(_) => vec![
-            ("Tab".into(), "switch button"),
-            ("Enter".into(), "press focused"),
-            ("Esc".into(), "cancel"),
-        ],
-        Mode::AckMenu { .. } => vec![
-            ("j/k".into(), "choose"),
-            ("Enter".into(), "select"),
-            ("Esc".into(), "cancel"),
-        ],
-        Mode::Prompt(_) => vec![("Enter".into(), "continue"), ("Esc".into(), "cancel")],
-        Mode::Help => vec![("any key".into(), "close help")],
+        Mode::Confirm(_) => km.hints_in(&[Scope::Dialog(Dialog::Confirm)], ro),
+        Mode::AckMenu { .. } => km.hints_in(&[Scope::Dialog(Dialog::AckMenu)], ro),
+        Mode::Prompt(_) => km.hints_in(&[Scope::Dialog(Dialog::Prompt)], ro),
+        Mode::Help(_) => km.hints_in(&[Scope::Dialog(Dialog::Help)], ro),
         Mode::Issues => vec![("any key".into(), "close file issues")],
-        _ if app.pane_state().detail => {
-            let mut v = vec![("Esc".to_owned(), "back"), ("j/k".to_owned(), "scroll")];
-            if matches!(app.pane, Pane::Workflows | Pane::Inboxes) {
-                v.push(("y".to_owned(), "raw JSON"));
-            }
-            v.extend(
-                app.keymap
-                    .hints(app.pane, app.read_only)
-                    .into_iter()
-                    .filter(|(k, _)| !matches!(k.as_str(), "Enter" | "/" | ":" | "Tab")),
-            );
-            v
-        }
-        _ => app.keymap.hints(app.pane, app.read_only),
+        _ if app.pane_state().detail => km
+            .hints_offered(&Keymap::scopes(app.pane, true), ro, &|a| app.offers(a))
+            .into_iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "Enter" | "/" | ":" | "Tab"))
+            .collect(),
+        _ => km.hints_offered(&Keymap::scopes(app.pane, false), ro, &|a| app.offers(a)),
     };
-    for (k, d) in hints {
+    // Whole hints only, in the keymap's order, while they fit; `? help` is always kept (last).
+    let width = |k: &str, d: &str| k.chars().count() + d.chars().count() + 3;
+    let help = hints
+        .iter()
+        .position(|(k, _)| k == "?")
+        .map(|i| hints[i].clone());
+    let mut room =
+        (area.width as usize).saturating_sub(help.as_ref().map_or(0, |(k, d)| width(k, d)));
+    let mut shown: Vec<(String, &str)> = Vec::new();
+    for (k, d) in hints.into_iter().filter(|(k, _)| k != "?") {
+        let w = width(&k, d);
+        if w > room {
+            break;
+        }
+        room -= w;
+        shown.push((k, d));
+    }
+    shown.extend(help);
+    for (k, d) in shown {
         spans.push(Span::styled(format!(" {k}"), theme.key()));
         spans.push(Span::styled(format!(" {d} "), theme.dim()));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// A line editor drawn as `prompt text▏rest`, the bar at the cursor.
+pub(crate) fn editor_line<'a>(
+    prompt: &'a str,
+    edit: &crate::console::line::LineEditor,
+    theme: &Theme,
+) -> Line<'a> {
+    let (before, after) = edit.split();
+    Line::from(vec![
+        Span::styled(prompt, theme.key()),
+        Span::raw(before.to_owned()),
+        Span::styled("▏", theme.key()),
+        Span::raw(after.to_owned()),
+    ])
 }
 
 /// A bordered block with a title.
@@ -258,7 +284,7 @@ pub(crate) fn gone_detail(frame: &mut Frame, area: Rect, app: &App, theme: &Them
         ),
         Line::styled("Esc goes back to the list.", theme.dim()),
     ];
-    detail(frame, area, format!(" {k} · gone "), lines, 0, theme);
+    detail(frame, area, format!(" {k} · gone "), lines, app, theme);
     true
 }
 
@@ -281,20 +307,39 @@ pub(crate) fn section<'a>(out: &mut Vec<Line<'a>>, title: &str, theme: &Theme) {
     out.push(Line::styled(title.to_owned(), theme.header()));
 }
 
-/// A detail view: a scrollable paragraph in a block.
+/// A detail view: the record's lines wrapped to the width (continuation rows keep the line's
+/// indent), scrolled by the pane's offset, with the record's position and the lines shown in the
+/// bottom border. The scroll limit is handed back to the app through [`App::detail_max`].
 pub(crate) fn detail(
     frame: &mut Frame,
     area: Rect,
     title: String,
     lines: Vec<Line>,
-    scroll: u16,
+    app: &App,
     theme: &Theme,
 ) {
+    let inner_w = area.width.saturating_sub(2).max(1) as usize;
+    let inner_h = area.height.saturating_sub(2) as usize;
+    let wrapped = wrap::wrap_lines(lines, inner_w);
+    let total = wrapped.len();
+    let max = total.saturating_sub(inner_h).min(u16::MAX as usize) as u16;
+    app.detail_max.set(max);
+    let scroll = app.pane_state().scroll.min(max);
+    let first = scroll as usize + 1;
+    let last = (scroll as usize + inner_h).min(total);
+    let mut pos = String::from(" ");
+    let rows = app.row_count();
+    if app.pane_state().gone.is_none() && rows > 0 {
+        pos.push_str(&format!("record {}/{rows} · ", app.selected(app.pane) + 1));
+    }
+    if total > inner_h {
+        pos.push_str(&format!("lines {first}-{last}/{total} "));
+    } else {
+        pos.push_str(&format!("{total} lines "));
+    }
+    let block = block(title, theme).title_bottom(Line::styled(pos, theme.dim()).right_aligned());
     frame.render_widget(
-        Paragraph::new(lines)
-            .block(block(title, theme))
-            .wrap(Wrap { trim: false })
-            .scroll((scroll, 0)),
+        Paragraph::new(wrapped).block(block).scroll((scroll, 0)),
         area,
     );
 }

@@ -223,6 +223,62 @@ pub(crate) fn fit(line: Line<'_>, width: u16) -> Line<'_> {
     Line::from(out).style(line.style)
 }
 
+/// `line` with every case-insensitive occurrence of `words` styled as a match (styles kept).
+pub(crate) fn mark<'a>(line: Line<'a>, words: &[String], style: ratatui::style::Style) -> Line<'a> {
+    if words.is_empty() {
+        return line;
+    }
+    let cells: Vec<(char, ratatui::style::Style)> = line
+        .spans
+        .iter()
+        .flat_map(|s| s.content.chars().map(move |c| (c, s.style)))
+        .collect();
+    let lower: Vec<char> = cells
+        .iter()
+        .map(|(c, _)| c.to_lowercase().next().unwrap_or(*c))
+        .collect();
+    let mut hit = vec![false; cells.len()];
+    for w in words {
+        let w: Vec<char> = w.chars().collect();
+        if w.is_empty() || w.len() > lower.len() {
+            continue;
+        }
+        for i in 0..=lower.len() - w.len() {
+            if lower[i..i + w.len()] == w[..] {
+                hit[i..i + w.len()].iter_mut().for_each(|h| *h = true);
+            }
+        }
+    }
+    if !hit.contains(&true) {
+        return line;
+    }
+    let mut spans: Vec<Span<'static>> = Vec::new();
+    let mut cur = String::new();
+    let mut cur_style = None;
+    for ((c, st), h) in cells.into_iter().zip(hit) {
+        let st = if h { st.patch(style) } else { st };
+        if cur_style.is_some_and(|s| s != st) {
+            spans.push(Span::styled(
+                std::mem::take(&mut cur),
+                cur_style.unwrap_or_default(),
+            ));
+        }
+        cur_style = Some(st);
+        cur.push(c);
+    }
+    if !cur.is_empty() {
+        spans.push(Span::styled(cur, cur_style.unwrap_or_default()));
+    }
+    Line::from(spans).style(line.style)
+}
+
+/// What a table highlights: the selected row among those on screen (none while the selected record
+/// has gone away) and the filter's words.
+pub(crate) struct Marked<'a> {
+    pub row: Option<usize>,
+    pub marks: &'a [String],
+}
+
 /// A pane's table, sized and cut by [`widths`] and [`fit`]: `rows` are the rows on screen,
 /// `selected` the highlighted one among them (none while the selected record has gone away).
 pub(crate) fn draw(
@@ -231,9 +287,13 @@ pub(crate) fn draw(
     title: String,
     cols: &[Col],
     rows: Vec<Vec<Line<'_>>>,
-    selected: Option<usize>,
+    marked: Marked,
     theme: &Theme,
 ) {
+    let Marked {
+        row: selected,
+        marks,
+    } = marked;
     let (w, spacing) = layout(cols, &rows, area.width.saturating_sub(2));
     let shown: Vec<usize> = (0..cols.len()).filter(|i| w[*i] > 0).collect();
     let header = Row::new(
@@ -249,10 +309,11 @@ pub(crate) fn draw(
             shown
                 .iter()
                 .map(|i| {
-                    fit(
+                    let cell = fit(
                         cells.get_mut(*i).and_then(Option::take).unwrap_or_default(),
                         w[*i],
-                    )
+                    );
+                    mark(cell, marks, theme.matched())
                 })
                 .collect::<Vec<_>>(),
         )

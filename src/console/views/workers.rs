@@ -164,7 +164,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             area,
             format!(" worker · {} ", w.worker_id),
             lines,
-            app.pane_state().scroll,
+            app,
             theme,
         );
     }
@@ -203,7 +203,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         title,
         &COLUMNS,
         body,
-        super::highlight(app, rel),
+        table::Marked {
+            row: super::highlight(app, rel),
+            marks: &app.marks(),
+        },
         theme,
     );
 }

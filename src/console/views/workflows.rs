@@ -14,21 +14,6 @@ use crate::live::snapshot::WorkflowView;
 use super::table::{self, Col};
 use super::{detail, empty, json_lines, kv, section, trunc, window};
 
-/// The ack column of a workflow: the waiting dispatch's state, else the latest ack.
-pub(crate) fn ack_state(w: &WorkflowView) -> String {
-    if let Some((god, d)) = w.waiting.first() {
-        if god == "_quarantine" {
-            return "held".into();
-        }
-        return d.ack_status.to_string();
-    }
-    w.state
-        .acks
-        .last()
-        .map(|a| a.status.to_string())
-        .unwrap_or_else(|| "-".into())
-}
-
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let filter = app.filter(Pane::Workflows);
     let rows = items::workflows(&app.snapshot, &filter);
@@ -60,7 +45,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             let s = &w.state;
             let status = s.status.to_string();
             let (sstyle, glyph) = theme.workflow_status(&status);
-            let ack = ack_state(w);
+            let ack = items::ack_state(w);
             let (astyle, aglyph) = theme.ack_status(&ack);
             let overdue = app.snapshot.overdue(w, now);
             let age = when(
@@ -99,7 +84,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         title,
         &COLUMNS,
         body,
-        super::highlight(app, rel),
+        table::Marked {
+            row: super::highlight(app, rel),
+            marks: &app.marks(),
+        },
         theme,
     );
 }
@@ -127,7 +115,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme
             area,
             format!(" {} · raw state (y) ", w.id),
             lines,
-            st.scroll,
+            app,
             theme,
         );
     }
@@ -302,5 +290,5 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme
         }
     }
     let title = format!(" {} · {} ", w.id, trunc(&w.path.display().to_string(), 80));
-    detail(frame, area, title, l, st.scroll, theme);
+    detail(frame, area, title, l, app, theme);
 }

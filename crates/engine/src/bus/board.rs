@@ -532,12 +532,31 @@ fn phase_complete(
     assessments: &Map<String, Value>,
     votes: &Map<String, Value>,
 ) -> bool {
+    phase_complete_with(
+        s,
+        |d| assessments.contains_key(d),
+        |d| votes.contains_key(d),
+    )
+}
+
+/// Whether the session's current phase is complete (so `board advance` needs no force), given who
+/// has assessed and who has voted. Read-only: shells use it to offer only the moves the engine takes.
+pub fn phase_complete_with(
+    s: &BoardSession,
+    assessed: impl Fn(&str) -> bool,
+    voted: impl Fn(&str) -> bool,
+) -> bool {
     match s.status.as_str() {
-        ASSESSING => s.directors.iter().all(|d| assessments.contains_key(d)),
+        ASSESSING => s.directors.iter().all(|d| assessed(d)),
         DISCUSSING => s.phases.discuss.rounds >= s.phases.discuss.max_rounds,
-        VOTING => s.directors.iter().all(|d| votes.contains_key(d)),
+        VOTING => s.directors.iter().all(|d| voted(d)),
         _ => false,
     }
+}
+
+/// The phase `board advance` moves the session to (None once it is RESOLVING or COMPLETE).
+pub fn next_phase(s: &BoardSession) -> Option<&'static str> {
+    next_status(s)
 }
 
 fn next_status(s: &BoardSession) -> Option<&'static str> {

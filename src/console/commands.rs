@@ -1,0 +1,195 @@
+//! The `:` commands: one table that the command line, its Tab completion and the help overlay read.
+
+use super::action::Action;
+
+/// What a command's argument is, for completion and for the help.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arg {
+    None,
+    /// A pane number or name.
+    Pane,
+    /// A track name.
+    Track,
+    /// An ack status word.
+    AckStatus,
+    /// Free text matched against what the rows show (completes gods, workflow ids, tracks).
+    Filter,
+}
+
+/// One `:` command.
+#[derive(Debug, Clone, Copy)]
+pub struct Command {
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    /// How the argument is written in the help (`N|name`), empty when there is none.
+    pub usage: &'static str,
+    pub arg: Arg,
+    pub help: &'static str,
+}
+
+const fn cmd(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    usage: &'static str,
+    arg: Arg,
+    help: &'static str,
+) -> Command {
+    Command {
+        name,
+        aliases,
+        usage,
+        arg,
+        help,
+    }
+}
+
+/// Every `:` command, in the order the help lists them.
+pub const COMMANDS: &[Command] = &[
+    cmd(
+        "pane",
+        &["p"],
+        "N|name",
+        Arg::Pane,
+        "go to a pane (`:3`, `:locks` work too)",
+    ),
+    cmd(
+        "track",
+        &["t"],
+        "NAME",
+        Arg::Track,
+        "show a track on the Bus and Board panes",
+    ),
+    cmd(
+        "filter",
+        &["f"],
+        "TEXT",
+        Arg::Filter,
+        "filter the pane (empty clears)",
+    ),
+    cmd(
+        "ack",
+        &[],
+        "[STATUS]",
+        Arg::AckStatus,
+        "ack the selected dispatch (accepted, pending, rejected, completed)",
+    ),
+    cmd(
+        "approve",
+        &[],
+        "",
+        Arg::None,
+        "approve the selected held dispatch",
+    ),
+    cmd(
+        "reject",
+        &[],
+        "",
+        Arg::None,
+        "reject the selected held dispatch",
+    ),
+    cmd("abort", &[], "", Arg::None, "abort the selected workflow"),
+    cmd(
+        "cleanup",
+        &[],
+        "",
+        Arg::None,
+        "clean up the selected finished workflow",
+    ),
+    cmd(
+        "unlock",
+        &[],
+        "",
+        Arg::None,
+        "force-unlock the selected lock",
+    ),
+    cmd(
+        "advance",
+        &[],
+        "",
+        Arg::None,
+        "advance the board to its next phase",
+    ),
+    cmd(
+        "force-advance",
+        &[],
+        "",
+        Arg::None,
+        "advance the board although its phase is not complete",
+    ),
+    cmd(
+        "next-round",
+        &["round"],
+        "",
+        Arg::None,
+        "start the next discussion round",
+    ),
+    cmd("resolve", &[], "", Arg::None, "resolve the board session"),
+    cmd("follow", &[], "", Arg::None, "follow / pause the bus tail"),
+    cmd(
+        "time",
+        &["times"],
+        "",
+        Arg::None,
+        "relative / absolute times",
+    ),
+    cmd("raw", &[], "", Arg::None, "raw JSON of the selected record"),
+    cmd(
+        "rescan",
+        &["refresh"],
+        "",
+        Arg::None,
+        "re-read every file now",
+    ),
+    cmd("help", &["h"], "", Arg::None, "this help"),
+    cmd("issues", &[], "", Arg::None, "the files the engine cannot read: path, since when, problem"),
+    cmd("quit", &["q"], "", Arg::None, "quit"),
+];
+
+/// The action a command without an argument stands for (the ones with arguments are parsed by
+/// the app: `:pane`, `:track`, `:filter`, `:ack`).
+pub fn action_of(c: &Command) -> Option<Action> {
+    Some(match c.name {
+        "quit" => Action::Quit,
+        "help" => Action::Help,
+        "issues" => Action::Issues,
+        "rescan" => Action::Refresh,
+        "follow" => Action::ToggleFollow,
+        "time" => Action::ToggleTimes,
+        "raw" => Action::ToggleRaw,
+        "abort" => Action::Abort,
+        "cleanup" => Action::Cleanup,
+        "unlock" => Action::ForceUnlock,
+        "approve" => Action::Approve,
+        "reject" => Action::RejectHeld,
+        "advance" => Action::BoardAdvance,
+        "force-advance" => Action::BoardForceAdvance,
+        "next-round" => Action::BoardNextRound,
+        "resolve" => Action::BoardResolve,
+        "ack" => Action::Ack(None),
+        _ => return None,
+    })
+}
+
+/// The command named `word` (by name or alias).
+pub fn lookup(word: &str) -> Option<&'static Command> {
+    COMMANDS
+        .iter()
+        .find(|c| c.name == word || c.aliases.contains(&word))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_aliases_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for c in COMMANDS {
+            for w in std::iter::once(&c.name).chain(c.aliases) {
+                assert!(seen.insert(*w), "{w} twice");
+            }
+        }
+        assert_eq!(lookup("q").map(|c| c.name), Some("quit"));
+        assert!(lookup("frobnicate").is_none());
+    }
+}
