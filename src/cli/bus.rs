@@ -14,6 +14,7 @@ use super::Outcome;
 use crate::engine::bus::queue::{Filter, QueueCursor};
 use crate::engine::bus::workers::Heartbeat;
 use crate::engine::bus::{Bus, locks};
+use crate::engine::journal::Origin;
 use crate::engine::store::Root;
 use crate::engine::store::time::parse_duration;
 
@@ -131,8 +132,8 @@ fn json_of<T: serde::Serialize>(v: T) -> anyhow::Result<Outcome> {
 }
 
 /// Runs `pantheon bus …`.
-pub fn run(args: BusArgs, root: &Root) -> anyhow::Result<Outcome> {
-    let bus = Bus::open(root, &args.track)?;
+pub fn run(args: BusArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
+    let bus = Bus::open(root, &args.track)?.with_origin(origin);
     match args.command {
         BusCommand::Init => json_of(bus.init()?),
         BusCommand::Post {

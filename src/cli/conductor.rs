@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::Outcome;
 use crate::engine::conductor::{Actor, Conductor};
+use crate::engine::journal::Origin;
 use crate::engine::store::Root;
 
 #[derive(Debug, Subcommand)]
@@ -107,8 +108,8 @@ fn json<T: Serialize>(v: T) -> anyhow::Result<Outcome> {
     Ok(Outcome::Json(serde_json::to_value(v)?))
 }
 
-pub fn run(cmd: ConductorCommand, root: &Root) -> anyhow::Result<Outcome> {
-    let c = Conductor::new(root.clone());
+pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
+    let c = Conductor::new(root.clone()).with_origin(origin);
     match cmd {
         ConductorCommand::Init => json(c.init()?),
         ConductorCommand::Handoff {

@@ -214,3 +214,32 @@ fn a_cancelled_or_abandoned_wait_never_blocks_the_server_or_its_exit() {
     // The host hangs up with wait 3 still running: the process exits anyway.
     server.close();
 }
+
+#[test]
+fn mcp_acts_are_journaled_as_the_client_that_made_them() {
+    let root = TestRoot::new();
+    root.write("conductor/workflows/mcp-test.yaml", TEST_WORKFLOW);
+    let mut server = RawServer::start(&root);
+    server.initialize();
+    let h = handoff(
+        &handoff_id(0x51),
+        "wf_mcp_journal",
+        "thoth",
+        "hephaestus",
+        "research",
+        &[],
+    );
+    server.call(2, "submit_handoff", json!({"handoff": h}));
+    let r = server.response(2);
+    assert_eq!(r["result"]["isError"], json!(false), "{r}");
+    server.close();
+
+    let j = root.cli_json(&["journal"]);
+    assert_eq!(j["count"], 1, "{j}");
+    let e = &j["entries"][0];
+    assert_eq!(e["actor"], "raw-test", "the client's name from initialize");
+    assert_eq!(e["source"], "mcp");
+    assert_eq!(e["action"], "submit");
+    assert_eq!(e["targets"]["workflow_id"], "wf_mcp_journal");
+    assert_eq!(root.cli_json(&["journal", "--verify"])["valid"], true);
+}

@@ -197,7 +197,12 @@ impl Bus {
 
     /// Releases the lock on `path`: by its holder, or by anyone with `force` (an operator act, recorded
     /// as `forced_by: "operator"`). Posts `FILE_UNLOCK` and touches `FILE_UNLOCK_all` and `FILE_UNLOCK_{path}`.
-    pub fn release_lock(&self, path: &str, worker: &str, force: bool) -> Result<UnlockResult> {
+    pub(crate) fn release_unjournaled(
+        &self,
+        path: &str,
+        worker: &str,
+        force: bool,
+    ) -> Result<UnlockResult> {
         self.require()?;
         let key = normalize_key(path)?;
         check_free_text("worker", worker)?;
