@@ -78,6 +78,9 @@ pub enum BusCommand {
         ttl: String,
         #[arg(long, default_value = locks::DEFAULT_LOCK_TYPE)]
         lock_type: String,
+        /// Renew only the lease this fencing token belongs to; a stale token is refused (exit 1).
+        #[arg(long, value_name = "N")]
+        token: Option<u64>,
     },
     /// Release a lock (only its holder, or an operator with --force).
     Unlock {
@@ -87,6 +90,9 @@ pub enum BusCommand {
         /// Operator override: release a lock held by someone else (recorded as forced_by).
         #[arg(long)]
         force: bool,
+        /// Release only the lease this fencing token belongs to; a stale token is refused (exit 1).
+        #[arg(long, value_name = "N")]
+        token: Option<u64>,
     },
     /// Record a worker heartbeat (merged into worker-status.json).
     Heartbeat {
@@ -167,17 +173,19 @@ pub fn run(args: BusArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome
             worker,
             ttl,
             lock_type,
+            token,
         } => {
             let ttl = parse_duration(&ttl).with_context(|| {
                 format!("--ttl {ttl:?} is not a duration; use e.g. 30m, 2h, 90s")
             })?;
-            json_of(bus.acquire_lock(&path, &worker, ttl, Some(&lock_type))?)
+            json_of(bus.acquire_lock_fenced(&path, &worker, ttl, Some(&lock_type), token)?)
         }
         BusCommand::Unlock {
             path,
             worker,
             force,
-        } => json_of(bus.release_lock(&path, &worker, force)?),
+            token,
+        } => json_of(bus.release_lock_fenced(&path, &worker, force, token)?),
         BusCommand::Heartbeat {
             worker,
             task,

@@ -4,6 +4,7 @@
 mod common;
 
 mod board;
+mod fencing;
 mod fixture;
 #[path = "../common/fixture.rs"]
 mod fixture_root;

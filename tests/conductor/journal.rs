@@ -139,6 +139,21 @@ fn verify_names_an_edited_a_removed_and_a_swapped_entry() {
     assert_ne!(edited[2], orig[2]);
     put_lines(&env, &edited);
     verify_fails(&env, &["entry 3", "edited", "line 3"]);
+    let out = env.run(&["validate"], None);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "validate reports the broken chain"
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p = report["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["path"] == "conductor/journal.jsonl")
+        .unwrap_or_else(|| panic!("{report}"));
+    assert_eq!(p["line"], 3);
+    assert!(p["message"].as_str().unwrap().contains("edited"));
 
     let mut removed = orig.clone();
     removed.remove(1);

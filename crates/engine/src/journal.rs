@@ -422,6 +422,12 @@ pub struct VerifyResult {
     pub head: String,
     /// The first problem: which entry, where, and whether it was edited, removed or reordered.
     pub problem: Option<String>,
+    /// The file of the first problem, relative to the root.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem_file: Option<String>,
+    /// Its 1-based line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem_line: Option<usize>,
 }
 
 /// Checks the whole chain, streaming: each entry's hash matches its content, sequence numbers run on
@@ -434,7 +440,16 @@ pub fn verify(root: &Root) -> Result<VerifyResult> {
     let mut problem: Option<String> = None;
     // After a sequence gap, the scan goes on to learn whether the missing entry comes later.
     let mut gap: Option<(u64, u64, String)> = None;
+    let mut loc: Option<(String, usize)> = None;
+    let mut gap_loc: Option<(String, usize)> = None;
     for_each_line(root, |path, n, line| {
+        loc = Some((
+            path.strip_prefix(&root.root)
+                .unwrap_or(path)
+                .display()
+                .to_string(),
+            n,
+        ));
         let name = path
             .strip_prefix(&root.conductor)
             .unwrap_or(path)
@@ -481,6 +496,7 @@ pub fn verify(root: &Root) -> Result<VerifyResult> {
         }
         if seq > expected {
             gap = Some((expected, seq, at));
+            gap_loc = loc.clone();
             return Ok(true);
         }
         if seq < expected {
@@ -504,6 +520,7 @@ pub fn verify(root: &Root) -> Result<VerifyResult> {
     if problem.is_none()
         && let Some((missing, found, found_at)) = gap
     {
+        loc = gap_loc;
         problem = Some(if found == missing + 1 {
             format!(
                 "journal entry {missing} was removed: entry {found} ({found_at}) follows entry {}",
@@ -517,12 +534,42 @@ pub fn verify(root: &Root) -> Result<VerifyResult> {
             )
         });
     }
+    let (problem_file, problem_line) = match (&problem, loc) {
+        (Some(_), Some((f, l))) => (Some(f), Some(l)),
+        _ => (None, None),
+    };
     Ok(VerifyResult {
+        problem_file,
+        problem_line,
         valid: problem.is_none(),
         entries: checked,
         files: all.iter().filter(|p| p.exists()).count(),
         head: prev,
         problem,
+    })
+}
+
+/// `pantheon validate`'s check of the journal: the first break of the chain, as an error.
+pub fn validation_problem(root: &Root) -> Option<crate::validate::Problem> {
+    let v = match verify(root) {
+        Ok(v) => v,
+        Err(e) => {
+            return Some(crate::validate::Problem {
+                path: "conductor/journal.jsonl".into(),
+                line: None,
+                severity: crate::validate::Severity::Error,
+                message: format!("the journal cannot be read: {e}"),
+            });
+        }
+    };
+    let message = v.problem?;
+    Some(crate::validate::Problem {
+        path: v
+            .problem_file
+            .unwrap_or_else(|| "conductor/journal.jsonl".into()),
+        line: v.problem_line,
+        severity: crate::validate::Severity::Error,
+        message: format!("{message} (see `pantheon journal --verify`)"),
     })
 }
 

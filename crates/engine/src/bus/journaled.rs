@@ -28,7 +28,18 @@ impl Bus {
     /// as `forced_by: "operator"` and journaled). Posts `FILE_UNLOCK` and touches `FILE_UNLOCK_all` and
     /// `FILE_UNLOCK_{path}`.
     pub fn release_lock(&self, path: &str, worker: &str, force: bool) -> Result<UnlockResult> {
-        let r = self.release_unjournaled(path, worker, force)?;
+        self.release_lock_fenced(path, worker, force, None)
+    }
+
+    /// [`Bus::release_lock`]; with `token`, refused unless it is the current lease's fencing token.
+    pub fn release_lock_fenced(
+        &self,
+        path: &str,
+        worker: &str,
+        force: bool,
+        token: Option<u64>,
+    ) -> Result<UnlockResult> {
+        let r = self.release_unjournaled(path, worker, force, token)?;
         if r.forced_by.is_some() {
             self.journal(
                 Act::new("force_unlock", "released")

@@ -24,6 +24,7 @@ pub mod archive;
 pub mod board;
 pub mod deadlock;
 pub mod events;
+pub mod fencing;
 pub mod journaled;
 pub mod locks;
 pub mod model;
