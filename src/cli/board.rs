@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::Outcome;
 use crate::engine::bus::board::{AssessInput, DiscussInput, OpenInput, VoteInput};
 use crate::engine::bus::{Bus, OPERATOR};
+use crate::engine::journal::Origin;
 use crate::engine::store::Root;
 
 #[derive(Debug, Args)]
@@ -119,8 +120,8 @@ fn json_of<T: serde::Serialize>(v: T) -> anyhow::Result<Outcome> {
 }
 
 /// Runs `pantheon board …`.
-pub fn run(args: BoardArgs, root: &Root) -> anyhow::Result<Outcome> {
-    let bus = Bus::open(root, &args.track)?;
+pub fn run(args: BoardArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
+    let bus = Bus::open(root, &args.track)?.with_origin(origin);
     match args.command {
         BoardCommand::Open {
             checkpoint,

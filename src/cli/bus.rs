@@ -14,6 +14,7 @@ use super::Outcome;
 use crate::engine::bus::queue::{Filter, Page, QueueCursor};
 use crate::engine::bus::workers::Heartbeat;
 use crate::engine::bus::{Bus, events, locks};
+use crate::engine::journal::Origin;
 use crate::engine::store::Root;
 use crate::engine::store::time::parse_duration_checked;
 
@@ -83,6 +84,9 @@ pub enum BusCommand {
         ttl: String,
         #[arg(long, default_value = locks::DEFAULT_LOCK_TYPE)]
         lock_type: String,
+        /// Renew only the lease this fencing token belongs to; a stale token is refused (exit 1).
+        #[arg(long, value_name = "N")]
+        token: Option<u64>,
     },
     /// Release a lock (only its holder, or an operator with --force).
     Unlock {
@@ -92,6 +96,9 @@ pub enum BusCommand {
         /// Operator override: release a lock held by someone else (recorded as forced_by).
         #[arg(long)]
         force: bool,
+        /// Release only the lease this fencing token belongs to; a stale token is refused (exit 1).
+        #[arg(long, value_name = "N")]
+        token: Option<u64>,
     },
     /// Record a worker heartbeat (merged into worker-status.json).
     Heartbeat {
@@ -137,8 +144,8 @@ fn json_of<T: serde::Serialize>(v: T) -> anyhow::Result<Outcome> {
 }
 
 /// Runs `pantheon bus …`.
-pub fn run(args: BusArgs, root: &Root) -> anyhow::Result<Outcome> {
-    let bus = Bus::open(root, &args.track)?;
+pub fn run(args: BusArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
+    let bus = Bus::open(root, &args.track)?.with_origin(origin);
     match args.command {
         BusCommand::Init => json_of(bus.init()?),
         BusCommand::Post {
@@ -178,15 +185,17 @@ pub fn run(args: BusArgs, root: &Root) -> anyhow::Result<Outcome> {
             worker,
             ttl,
             lock_type,
+            token,
         } => {
             let ttl = parse_duration_checked("--ttl", &ttl)?;
-            json_of(bus.acquire_lock(&path, &worker, ttl, Some(&lock_type))?)
+            json_of(bus.acquire_lock_fenced(&path, &worker, ttl, Some(&lock_type), token)?)
         }
         BusCommand::Unlock {
             path,
             worker,
             force,
-        } => json_of(bus.release_lock(&path, &worker, force)?),
+            token,
+        } => json_of(bus.release_lock_fenced(&path, &worker, force, token)?),
         BusCommand::Heartbeat {
             worker,
             task,

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::Outcome;
 use crate::engine::conductor::{Actor, Conductor, PageRequest};
+use crate::engine::journal::Origin;
 use crate::engine::store::Root;
 
 #[derive(Debug, Subcommand)]
@@ -144,8 +145,8 @@ fn json<T: Serialize>(v: T) -> anyhow::Result<Outcome> {
     Ok(Outcome::Json(serde_json::to_value(v)?))
 }
 
-pub fn run(cmd: ConductorCommand, root: &Root) -> anyhow::Result<Outcome> {
-    let c = Conductor::new(root.clone());
+pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
+    let c = Conductor::new(root.clone()).with_origin(origin);
     match cmd {
         ConductorCommand::Init => {
             let r = c.init()?;

@@ -8,11 +8,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use crate::engine::journal::Origin;
 use crate::engine::store::Root;
 
 pub mod board;
 pub mod bus;
 pub mod conductor;
+pub mod journal;
 
 /// Pantheon Console: watch and operate a pantheon of AI agents coordinating through files.
 #[derive(Debug, Parser)]
@@ -32,6 +34,10 @@ pub struct Cli {
     /// `pantheon console --read-only`.
     #[command(flatten)]
     pub console: ConsoleArgs,
+    /// Who is acting, as recorded in the operator journal (default: your user name). With
+    /// `pantheon journal`: show only this actor's entries.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub actor: Option<String>,
 
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -53,6 +59,8 @@ pub enum Command {
     Bus(bus::BusArgs),
     /// The board deliberation of a track.
     Board(board::BoardArgs),
+    /// The operator journal: every state-changing act, hash-chained (--verify checks the chain).
+    Journal(journal::JournalArgs),
 }
 
 /// Options of `pantheon console`.
@@ -166,15 +174,23 @@ pub fn run(cli: Cli) -> ExitCode {
         eprintln!("error: {e:#}");
         return ExitCode::from(1);
     }
+    if let Some(a) = &cli.actor
+        && let Err(e) = crate::engine::journal::check_actor(a)
+    {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
+    let origin = Origin::new(cli.actor.as_deref(), "cli");
     let result: anyhow::Result<Outcome> = match cli.command {
         None => run_console(cli.console, &root),
         Some(Command::Console(args)) => run_console(args, &root),
         Some(Command::Demo(args)) => crate::demo::run(args, cli.root.as_deref()),
         Some(Command::Validate) => run_validate(&root),
         Some(Command::Mcp) => crate::mcp::serve(root).map(|()| Outcome::Exit(ExitCode::SUCCESS)),
-        Some(Command::Conductor(cmd)) => conductor::run(cmd, &root),
-        Some(Command::Bus(args)) => bus::run(args, &root),
-        Some(Command::Board(args)) => board::run(args, &root),
+        Some(Command::Conductor(cmd)) => conductor::run(cmd, &root, origin),
+        Some(Command::Bus(args)) => bus::run(args, &root, origin),
+        Some(Command::Board(args)) => board::run(args, &root, origin),
+        Some(Command::Journal(args)) => journal::run(args, &root, cli.actor),
     };
     match result {
         Ok(Outcome::Json(v)) => {

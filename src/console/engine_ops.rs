@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 use crate::engine::bus::Bus;
 use crate::engine::conductor::{Actor, Conductor};
 use crate::engine::error::Error;
+use crate::engine::journal::Origin;
 use crate::engine::store::{AckId, Root, WorkflowId};
 
 use super::ops::{OPERATOR, Op, Operator};
@@ -18,13 +19,13 @@ pub struct EngineOperator {
 impl EngineOperator {
     pub fn new(root: Root) -> Self {
         Self {
-            conductor: Conductor::new(root.clone()),
+            conductor: Conductor::new(root.clone()).with_origin(Origin::new(None, "console")),
             root,
         }
     }
 
     fn bus(&self, track: &str) -> Result<Bus, Error> {
-        Bus::open_existing(&self.root, track)
+        Bus::open_existing(&self.root, track).map(|b| b.with_origin(self.conductor.origin()))
     }
 }
 

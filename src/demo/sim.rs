@@ -20,6 +20,7 @@ use super::workers::Workers;
 use crate::engine::bus::Bus;
 use crate::engine::conductor::Conductor;
 use crate::engine::error::{Error, Result};
+use crate::engine::journal::Origin;
 use crate::engine::store::Root;
 
 /// Ticks per demo second (at speed 1 a tick is 100 ms).
@@ -99,15 +100,16 @@ pub struct Sim {
 impl Sim {
     /// Initialises `root` (conductor layout, samples, the tracks' buses) and prepares the actors.
     pub fn new(root: Root, cfg: SimConfig) -> Result<Self> {
-        let conductor = Conductor::new(root.clone());
+        let origin = Origin::new(Some("demo"), "demo");
+        let conductor = Conductor::new(root.clone()).with_origin(origin.clone());
         conductor.init()?;
         let mut buses = Vec::new();
         for (name, no, count) in TRACKS {
-            let bus = Bus::open(&root, name)?;
+            let bus = Bus::open(&root, name)?.with_origin(origin.clone());
             bus.init()?;
             buses.push((bus, no, count));
         }
-        let board_bus = Bus::open(&root, BOARD_TRACK)?;
+        let board_bus = Bus::open(&root, BOARD_TRACK)?.with_origin(origin);
         Ok(Self {
             gods: Gods::new(&root)?,
             workers: Workers::new(buses),

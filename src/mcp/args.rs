@@ -188,6 +188,9 @@ pub struct ReleaseLock {
     pub filepath: String,
     /// Your worker id: only the holder may release (operators force-release at the console).
     pub worker_id: String,
+    /// The `fencing_token` `acquire_lock` returned: the release is refused if your lease was lost.
+    #[serde(default)]
+    pub fencing_token: Option<u64>,
 }
 
 /// `update_worker_status`.

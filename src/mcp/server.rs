@@ -58,7 +58,10 @@ impl ConductorServer {
         let tool_router = Self::router();
         let checks = ArgumentChecks::new(&tool_router.list_all());
         Self {
-            conductor: Arc::new(Conductor::new(root.clone())),
+            conductor: Arc::new(
+                Conductor::new(root.clone())
+                    .with_origin(crate::engine::journal::Origin::new(None, "mcp")),
+            ),
             root,
             tool_router,
             checks,
@@ -107,6 +110,13 @@ impl ServerHandler for ConductorServer {
         {
             tracing::info!(tool = %request.name, ?violations, "arguments refused");
             return Ok(reply::bad_arguments(&request.name, violations).into());
+        }
+        if let Some(info) = context.peer.peer_info() {
+            let name = info.client_info.name.as_str();
+            if self.conductor.origin().actor != crate::engine::journal::clean_actor(name) {
+                self.conductor
+                    .set_origin(crate::engine::journal::Origin::new(Some(name), "mcp"));
+            }
         }
         let call = ToolCallContext::new(self, request, context);
         self.tool_router.call(call).await

@@ -7,6 +7,7 @@ mod board;
 mod disk;
 #[path = "../common/decoy.rs"]
 mod decoy;
+mod fencing;
 mod fixture;
 #[path = "../common/fixture.rs"]
 mod fixture_root;

@@ -14,6 +14,7 @@ mod orphans;
 mod hardening;
 mod paging;
 mod limits;
+mod journal;
 mod refusals;
 mod routing;
 mod upgrade;

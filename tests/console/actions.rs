@@ -98,6 +98,15 @@ fn ack_accepted_through_the_dialog_archives_the_dispatch_as_the_operator() {
     let st = state(r, "wf_pay_1");
     assert_eq!(st["status"], "in_progress");
     assert_eq!(st["acks"][0]["by"], "operator");
+
+    // The act is in the operator journal, as the console's user.
+    let j = pantheon::engine::journal::read(&Root::at(r), &Default::default()).unwrap();
+    let e = j.entries.last().unwrap();
+    assert_eq!(e["source"], "console", "{:?}", j.entries);
+    assert_eq!(e["actor"], pantheon::engine::journal::user_name());
+    assert_eq!(e["action"], "ack");
+    assert_eq!(e["outcome"], "accepted");
+    assert_eq!(e["targets"]["handoff_id"], "hof_20260614_aaa111");
 }
 
 #[test]

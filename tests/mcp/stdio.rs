@@ -314,3 +314,67 @@ fn bad_lines_are_answered_with_json_rpc_errors_over_real_stdio() {
     );
     server.close();
 }
+
+#[test]
+fn mcp_acts_are_journaled_as_the_client_that_made_them() {
+    let root = TestRoot::new();
+    root.write("conductor/workflows/mcp-test.yaml", TEST_WORKFLOW);
+    let mut server = RawServer::start(&root);
+    server.initialize();
+    let h = handoff(
+        &handoff_id(0x51),
+        "wf_mcp_journal",
+        "thoth",
+        "hephaestus",
+        "research",
+        &[],
+    );
+    server.call(2, "submit_handoff", json!({"handoff": h}));
+    let r = server.response(2);
+    assert_eq!(r["result"]["isError"], json!(false), "{r}");
+    server.close();
+
+    let j = root.cli_json(&["journal"]);
+    assert_eq!(j["count"], 1, "{j}");
+    let e = &j["entries"][0];
+    assert_eq!(e["actor"], "raw-test", "the client's name from initialize");
+    assert_eq!(e["source"], "mcp");
+    assert_eq!(e["action"], "submit");
+    assert_eq!(e["targets"]["workflow_id"], "wf_mcp_journal");
+    assert_eq!(root.cli_json(&["journal", "--verify"])["valid"], true);
+}
+
+#[test]
+fn acquire_lock_returns_a_fencing_token_and_release_lock_refuses_a_stale_one() {
+    let root = TestRoot::new();
+    root.init_track("t1");
+    let mut server = RawServer::start(&root);
+    server.initialize();
+    let lock = |s: &mut RawServer, id: u64| {
+        s.call(
+            id,
+            "acquire_lock",
+            json!({"track": "t1", "filepath": "src/a.ts", "worker_id": "w1"}),
+        );
+        s.response(id)["result"]["structuredContent"]["fencing_token"]
+            .as_u64()
+            .expect("acquire_lock answers its fencing_token")
+    };
+    let t1 = lock(&mut server, 2);
+    server.call(
+        3,
+        "release_lock",
+        json!({"track": "t1", "filepath": "src/a.ts", "worker_id": "w1", "fencing_token": t1 + 1}),
+    );
+    let stale = server.response(3);
+    assert_eq!(stale["result"]["isError"], json!(true), "{stale}");
+    assert!(stale.to_string().contains("stale"), "{stale}");
+    server.call(
+        4,
+        "release_lock",
+        json!({"track": "t1", "filepath": "src/a.ts", "worker_id": "w1", "fencing_token": t1}),
+    );
+    assert_eq!(server.response(4)["result"]["isError"], json!(false));
+    assert!(lock(&mut server, 5) > t1, "a new lease gets a higher token");
+    server.close();
+}

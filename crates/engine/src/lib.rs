@@ -8,6 +8,7 @@
 pub mod bus;
 pub mod conductor;
 pub mod error;
+pub mod journal;
 pub mod store;
 pub mod validate;
 

@@ -103,6 +103,7 @@ pub fn validate_root(root: &Root) -> Result<ValidationReport> {
     c.dispatch_tree(&root.archive_root(), false);
     c.orphaned_waits();
     c.tracks(root);
+    c.problems.extend(crate::journal::validation_problem(root));
     c.problems
         .sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
     let errors = c

@@ -164,9 +164,12 @@ impl ConductorServer {
     )]
     async fn board_advance(&self, Parameters(a): Parameters<BoardForce>) -> CallToolResult {
         let root = self.root.clone();
+        let origin = self.conductor.origin();
         blocking("board_advance", move || {
             let source = a.source.unwrap_or_else(|| DEFAULT_BOARD_SOURCE.into());
-            Bus::open(&root, &a.track)?.board_advance(a.force, &source)
+            Bus::open(&root, &a.track)?
+                .with_origin(origin)
+                .board_advance(a.force, &source)
         })
         .await
     }
@@ -187,9 +190,12 @@ impl ConductorServer {
     )]
     async fn board_resolve(&self, Parameters(a): Parameters<BoardForce>) -> CallToolResult {
         let root = self.root.clone();
+        let origin = self.conductor.origin();
         blocking("board_resolve", move || {
             let source = a.source.unwrap_or_else(|| DEFAULT_BOARD_SOURCE.into());
-            Bus::open(&root, &a.track)?.board_resolve(a.force, &source)
+            Bus::open(&root, &a.track)?
+                .with_origin(origin)
+                .board_resolve(a.force, &source)
         })
         .await
     }

@@ -86,7 +86,9 @@ impl ConductorServer {
     /// Lock a file for your worker before changing it. Free, expired, or already yours (the
     /// lease is renewed): granted, and a `FILE_LOCK` message is posted. Held by another live
     /// worker: refused with the holder and its expiry; wait for `FILE_UNLOCK_{filepath}` with
-    /// `wait_for_event`, or work on something else.
+    /// `wait_for_event`, or work on something else. The answer's `fencing_token` is higher than any
+    /// earlier lease of the path: pass it to `release_lock`; if your lease was taken over, you get
+    /// `LOCK_LOST` and the `LOCK_LOST_{worker_id}` event, and the old token is refused.
     #[tool(
         output_schema = output::acquire_lock(),
         annotations(
@@ -125,7 +127,12 @@ impl ConductorServer {
     async fn release_lock(&self, Parameters(a): Parameters<ReleaseLock>) -> CallToolResult {
         let root = self.root.clone();
         blocking("release_lock", move || {
-            Bus::open(&root, &a.track)?.release_lock(&a.filepath, &a.worker_id, false)
+            Bus::open(&root, &a.track)?.release_lock_fenced(
+                &a.filepath,
+                &a.worker_id,
+                false,
+                a.fencing_token,
+            )
         })
         .await
     }

@@ -931,7 +931,7 @@ impl Bus {
     }
 
     /// Moves to the next phase when the current one is complete, or when forced.
-    pub fn board_advance(&self, force: bool, source: &str) -> Result<AdvanceResult> {
+    pub(crate) fn advance_unjournaled(&self, force: bool, source: &str) -> Result<AdvanceResult> {
         self.require()?;
         check_free_text("source", source)?;
         let _mutex = self.mutex()?;
@@ -1018,7 +1018,7 @@ impl Bus {
     /// Resolves the session: applies the rule (or the quick-review rule), writes `resolution.md`,
     /// stores the resolution, sets the session `COMPLETE`, posts `BOARD_RESOLVE` and touches its events.
     /// Needs the resolve phase (or VOTING with every vote in); anything missing needs `force`.
-    pub fn board_resolve(&self, force: bool, source: &str) -> Result<ResolveResult> {
+    pub(crate) fn resolve_unjournaled(&self, force: bool, source: &str) -> Result<ResolveResult> {
         self.require()?;
         check_free_text("source", source)?;
         let _mutex = self.mutex()?;

@@ -40,6 +40,10 @@ pub fn events_for(env: &Envelope) -> Vec<String> {
             }
             v
         }
+        "LOCK_LOST" => match env.payload_str("holder") {
+            Some(h) => vec![event_file_name("LOCK_LOST", Some(h))],
+            None => Vec::new(),
+        },
         "BOARD_RESOLVE" => vec![
             event_file_name("BOARD_RESOLVE", Some("all")),
             event_file_name("BOARD_RESOLVE", None),

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::model::LockEntry;
-use super::{Bus, OPERATOR};
+use super::{Bus, OPERATOR, fencing};
 use crate::error::{Error, Result};
 use crate::store::atomic::write_json;
 use crate::store::ids::check_free_text;
@@ -80,6 +80,11 @@ pub struct LockResult {
     /// The holder of an expired lock this one took over.
     pub previous_holder: Option<String>,
     pub message_id: String,
+    /// This lease's fencing token: higher than any earlier lease of the same path.
+    pub fencing_token: u64,
+    /// On a takeover, the event file touched for the previous holder (`LOCK_LOST_{holder}.event`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost_event: Option<String>,
 }
 
 /// The result of a successful `unlock`.
@@ -123,6 +128,19 @@ impl Bus {
         ttl: Duration,
         lock_type: Option<&str>,
     ) -> Result<LockResult> {
+        self.acquire_lock_fenced(path, worker, ttl, lock_type, None)
+    }
+
+    /// [`Bus::acquire_lock`]; with `token`, only a renewal of the lease that token belongs to (a stale
+    /// token is refused: the lease was lost).
+    pub fn acquire_lock_fenced(
+        &self,
+        path: &str,
+        worker: &str,
+        ttl: Duration,
+        lock_type: Option<&str>,
+        token: Option<u64>,
+    ) -> Result<LockResult> {
         self.require()?;
         let key = normalize_key(path)?;
         check_free_text("worker", worker)?;
@@ -140,6 +158,9 @@ impl Bus {
         let existing = raw_key
             .as_ref()
             .map(|k| LockEntry::from_value(k, &locks[k.as_str()]));
+        if token.is_some() {
+            fencing::check_token(&key, token, existing.as_ref())?;
+        }
         let mut renewed = false;
         let mut previous_holder = None;
         if let Some(e) = &existing {
@@ -159,7 +180,15 @@ impl Bus {
                 None => {}
             }
         }
-        let entry = LockEntry {
+        let fencing_token = match existing
+            .as_ref()
+            .filter(|_| renewed)
+            .and_then(fencing::token_of)
+        {
+            Some(t) => t,
+            None => self.next_fencing_token(&key, existing.as_ref())?,
+        };
+        let mut entry = LockEntry {
             path: key.clone(),
             worker_id: Some(worker.to_owned()),
             acquired_at: Some(format_ts(now)),
@@ -169,6 +198,9 @@ impl Bus {
             lock_type: Some(lock_type.to_owned()),
             ..Default::default()
         };
+        entry
+            .extra
+            .insert(fencing::TOKEN_FIELD.into(), json!(fencing_token));
         if let Some(k) = &raw_key {
             locks.shift_remove(k.as_str());
         }
@@ -184,7 +216,21 @@ impl Bus {
             payload["previous_holder"] = json!(p);
         }
         let msg = self.post("FILE_LOCK", worker, payload)?;
+        let lost_event = match (&previous_holder, &existing) {
+            (Some(p), Some(old)) => {
+                let lost = self.post(
+                    "LOCK_LOST",
+                    worker,
+                    json!({"path": key, "holder": p, "token": fencing::token_of(old),
+                           "new_holder": worker, "new_token": fencing_token}),
+                )?;
+                super::events::events_for(&lost).into_iter().next()
+            }
+            _ => None,
+        };
         Ok(LockResult {
+            fencing_token,
+            lost_event,
             filepath: key,
             worker_id: worker.to_owned(),
             lock_type: lock_type.to_owned(),
@@ -198,7 +244,13 @@ impl Bus {
 
     /// Releases the lock on `path`: by its holder, or by anyone with `force` (an operator act, recorded
     /// as `forced_by: "operator"`). Posts `FILE_UNLOCK` and touches `FILE_UNLOCK_all` and `FILE_UNLOCK_{path}`.
-    pub fn release_lock(&self, path: &str, worker: &str, force: bool) -> Result<UnlockResult> {
+    pub(crate) fn release_unjournaled(
+        &self,
+        path: &str,
+        worker: &str,
+        force: bool,
+        token: Option<u64>,
+    ) -> Result<UnlockResult> {
         self.require()?;
         let key = normalize_key(path)?;
         check_free_text("worker", worker)?;
@@ -212,6 +264,9 @@ impl Bus {
         };
         let entry = LockEntry::from_value(&raw_key, &locks[raw_key.as_str()]);
         let holder = entry.worker_id.clone();
+        if token.is_some() {
+            fencing::check_token(&key, token, Some(&entry))?;
+        }
         if !force && holder.as_deref() != Some(worker) {
             return Err(Error::refused(format!(
                 "{key} is held by {}, not by {worker}; only the holder may release it \

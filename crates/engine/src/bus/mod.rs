@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::journal::Origin;
 use crate::store::Root;
 use crate::store::atomic::{ensure_dir, ensure_file, write_json};
 use crate::store::ids::TrackName;
@@ -23,6 +24,8 @@ pub mod archive;
 pub mod board;
 pub mod deadlock;
 pub mod events;
+pub mod fencing;
+pub mod journaled;
 pub mod locks;
 pub mod model;
 pub mod queue;
@@ -46,6 +49,8 @@ pub struct Bus {
     pub track: TrackName,
     pub dir: PathBuf,
     writer: Arc<Mutex<Option<queue::QueueWriter>>>,
+    /// Who acts through this handle, for the journal.
+    pub origin: Origin,
 }
 
 /// What `bus init` did.
@@ -66,6 +71,7 @@ impl Bus {
             root: root.clone(),
             track,
             writer: Arc::default(),
+            origin: Origin::default(),
         })
     }
 

@@ -158,7 +158,7 @@ impl Conductor {
 
     /// Acknowledges a dispatch (docs/PROTOCOL.md §2.5). `by` is recorded in the ack (`Actor::Recipient`: the god
     /// the dispatch is addressed to).
-    pub fn ack_handoff(&self, ack: &Value, by: Actor) -> Result<AckResult> {
+    pub(crate) fn ack_unjournaled(&self, ack: &Value, by: Actor) -> Result<AckResult> {
         crate::store::limits::check_document("ack", ack, crate::store::limits::MAX_ACK_BYTES)?;
         let a = validate_ack(self, ack)?;
         let wf = match &a.wf {
@@ -576,12 +576,21 @@ impl Conductor {
     }
 
     /// Releases a dispatch held in `_quarantine` into its god's inbox (an operator act).
-    pub fn approve(&self, handoff_id: &str, by: Actor) -> Result<ApprovalResult> {
+    pub(crate) fn approve_unjournaled(
+        &self,
+        handoff_id: &str,
+        by: Actor,
+    ) -> Result<ApprovalResult> {
         self.decide_held(handoff_id, None, by)
     }
 
     /// Refuses a held dispatch: it is archived as rejected and the workflow `failed` (an operator act).
-    pub fn reject_held(&self, handoff_id: &str, reason: &str, by: Actor) -> Result<ApprovalResult> {
+    pub(crate) fn reject_held_unjournaled(
+        &self,
+        handoff_id: &str,
+        reason: &str,
+        by: Actor,
+    ) -> Result<ApprovalResult> {
         if reason.trim().is_empty() {
             return Err(Error::refused(
                 "rejecting a held dispatch needs a reason (--reason TEXT)",

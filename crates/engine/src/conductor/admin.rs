@@ -292,7 +292,12 @@ impl Conductor {
     /// Aborts a workflow (docs/PROTOCOL.md §2.7): `.aborted` markers beside its artifacts, the manifest, the
     /// state `aborted`, and every open dispatch withdrawn. Aborting again returns the same manifest
     /// (finishing anything a crash left undone); a completed workflow cannot be aborted.
-    pub fn abort_workflow(&self, wf: &str, reason: &str, by: Actor) -> Result<AbortResult> {
+    pub(crate) fn abort_unjournaled(
+        &self,
+        wf: &str,
+        reason: &str,
+        by: Actor,
+    ) -> Result<AbortResult> {
         let wf = WorkflowId::parse(wf)?;
         if reason.trim().is_empty() {
             return Err(Error::refused("an abort needs a reason (--reason TEXT)"));
@@ -522,7 +527,7 @@ impl Conductor {
 
     /// Deletes the definition's `temp_artifacts` of an aborted or completed workflow, only inside the
     /// root or `PANTHEON_CLEANUP_ROOTS`, never the roots themselves, never following a symbolic link.
-    pub fn cleanup(&self, wf: &str, dry_run: bool) -> Result<CleanupResult> {
+    pub(crate) fn cleanup_unjournaled(&self, wf: &str, dry_run: bool) -> Result<CleanupResult> {
         let wf = WorkflowId::parse(wf)?;
         let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
         let st = files::require_state(&self.root, &wf)?;

@@ -11,6 +11,7 @@ pub mod ack;
 pub mod admin;
 pub mod definition;
 pub mod files;
+pub mod journaled;
 pub mod model;
 pub mod paging;
 pub mod results;
@@ -19,7 +20,7 @@ pub mod samples;
 pub mod schema;
 pub mod submit;
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 pub use definition::{LoadError, StepDef, WorkflowDef, load_definitions};
 pub use files::{FileError, list_states, read_inbox, read_inbox_page};
@@ -29,6 +30,7 @@ pub use results::*;
 pub use rules::{Rule, load_rules};
 
 use crate::error::Result;
+use crate::journal::Origin;
 use crate::store::Root;
 use schema::{SchemaKey, Schemas, schema_key};
 
@@ -71,6 +73,8 @@ impl Actor {
 pub struct Conductor {
     root: Root,
     schemas: Mutex<Option<(SchemaKey, Arc<Schemas>)>>,
+    /// Who acts through this handle, for the journal.
+    origin: RwLock<Origin>,
 }
 
 impl Conductor {
@@ -79,7 +83,27 @@ impl Conductor {
         Self {
             root,
             schemas: Mutex::new(None),
+            origin: RwLock::new(Origin::default()),
         }
+    }
+
+    /// This Conductor, journaling its acts as `origin`'s.
+    pub fn with_origin(self, origin: Origin) -> Self {
+        self.set_origin(origin);
+        self
+    }
+
+    /// Journals later acts as `origin`'s (an MCP server learns its client's name after it starts).
+    pub fn set_origin(&self, origin: Origin) {
+        *self.origin.write().unwrap_or_else(|p| p.into_inner()) = origin;
+    }
+
+    /// Who acts through this handle.
+    pub fn origin(&self) -> Origin {
+        self.origin
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// The root this Conductor works on.

@@ -422,7 +422,7 @@ fn refuse_out_of_step(
 
 impl Conductor {
     /// Submits a handoff (docs/PROTOCOL.md §2.1): validates it, records it, routes it and dispatches it.
-    pub fn submit_handoff(&self, handoff: &Value) -> Result<SubmitResult> {
+    pub(crate) fn submit_unjournaled(&self, handoff: &Value) -> Result<SubmitResult> {
         let (h, warnings) = validate_handoff(self, handoff)?;
         let wf = WorkflowId::parse(&h.workflow_id)?;
         let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;

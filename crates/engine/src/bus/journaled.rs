@@ -1,0 +1,87 @@
+//! The bus's operator acts, each recorded in the operator journal ([`crate::journal`]) as the handle's
+//! [`Origin`]: a forced lock release, a board advance, a board resolution. Ordinary posts, locks and
+//! heartbeats are the gods' traffic and stay out of the journal.
+
+use super::Bus;
+use super::board::{AdvanceResult, ResolveResult};
+use super::locks::UnlockResult;
+use crate::error::Result;
+use crate::journal::{self, Act, Origin};
+
+impl Bus {
+    /// This handle, journaling its operator acts as `origin`'s.
+    pub fn with_origin(mut self, origin: Origin) -> Self {
+        self.origin = origin;
+        self
+    }
+
+    fn journal(&self, act: Act) {
+        // The act is done; a journal that cannot be written does not undo it.
+        let _ = journal::append(
+            &self.root,
+            &self.origin,
+            &act.target("track", Some(self.track.as_str())),
+        );
+    }
+
+    /// Releases the lock on `path`: by its holder, or by anyone with `force` (an operator act, recorded
+    /// as `forced_by: "operator"` and journaled). Posts `FILE_UNLOCK` and touches `FILE_UNLOCK_all` and
+    /// `FILE_UNLOCK_{path}`.
+    pub fn release_lock(&self, path: &str, worker: &str, force: bool) -> Result<UnlockResult> {
+        self.release_lock_fenced(path, worker, force, None)
+    }
+
+    /// [`Bus::release_lock`]; with `token`, refused unless it is the current lease's fencing token.
+    pub fn release_lock_fenced(
+        &self,
+        path: &str,
+        worker: &str,
+        force: bool,
+        token: Option<u64>,
+    ) -> Result<UnlockResult> {
+        let r = self.release_unjournaled(path, worker, force, token)?;
+        if r.forced_by.is_some() {
+            self.journal(
+                Act::new("force_unlock", "released")
+                    .target("path", Some(&r.filepath))
+                    .target("holder", r.released_from.as_ref())
+                    .target("message_id", Some(&r.message_id)),
+            );
+        }
+        Ok(r)
+    }
+
+    /// Moves the board session to its next phase (`force`: even with records missing).
+    pub fn board_advance(&self, force: bool, source: &str) -> Result<AdvanceResult> {
+        let r = self.advance_unjournaled(force, source)?;
+        let outcome = format!(
+            "{} -> {}{}",
+            r.from,
+            r.to,
+            if r.forced { " (forced)" } else { "" }
+        );
+        self.journal(
+            Act::new("board_advance", outcome)
+                .target("session_id", Some(&r.session_id))
+                .target("message_id", Some(&r.message_id)),
+        );
+        Ok(r)
+    }
+
+    /// Resolves the board session: applies the rule to the votes, writes the resolution, posts it.
+    pub fn board_resolve(&self, force: bool, source: &str) -> Result<ResolveResult> {
+        let r = self.resolve_unjournaled(force, source)?;
+        let res = &r.resolution;
+        let outcome = format!(
+            "{}{}",
+            res.outcome.verdict.as_str(),
+            if res.forced { " (forced)" } else { "" }
+        );
+        self.journal(
+            Act::new("board_resolve", outcome)
+                .target("session_id", Some(&res.session_id))
+                .target("message_id", Some(&r.message_id)),
+        );
+        Ok(r)
+    }
+}

@@ -1,0 +1,121 @@
+//! The Conductor's state-changing acts, each recorded in the operator journal ([`crate::journal`]) as the
+//! handle's [`Origin`](crate::journal::Origin) once it succeeded. A refusal changes nothing and is not
+//! journaled; a journal that cannot be written never undoes the act (it is reported in `warnings`
+//! where the result has them).
+
+use serde_json::Value;
+
+use super::{
+    AbortResult, AckResult, Actor, ApprovalResult, CleanupResult, Conductor, SubmitResult,
+};
+use crate::error::Result;
+use crate::journal::{self, Act};
+
+impl Conductor {
+    /// Appends `act` to the journal; the error, if any, as a warning line.
+    pub(crate) fn journal(&self, act: &Act) -> Option<String> {
+        journal::append(self.root(), &self.origin(), act)
+            .err()
+            .map(|e| format!("the act was done but could not be journaled: {e}"))
+    }
+
+    /// Submits a handoff (docs/PROTOCOL.md §2.1): validates it, records it, routes it and dispatches it.
+    pub fn submit_handoff(&self, handoff: &Value) -> Result<SubmitResult> {
+        let mut r = self.submit_unjournaled(handoff)?;
+        let act = Act::new("submit", r.status.clone())
+            .target("workflow_id", Some(&r.workflow_id))
+            .target("handoff_id", Some(&r.handoff_id))
+            .target("to_god", r.target_god.as_ref())
+            .target("step", r.target_step.as_ref());
+        r.warnings.extend(self.journal(&act));
+        Ok(r)
+    }
+
+    /// Acknowledges a dispatch (docs/PROTOCOL.md §2.5). `by` is recorded in the ack (`Actor::Recipient`:
+    /// the god the dispatch is addressed to).
+    pub fn ack_handoff(&self, ack: &Value, by: Actor) -> Result<AckResult> {
+        let mut r = self.ack_unjournaled(ack, by)?;
+        let outcome = if r.duplicate {
+            format!("{} (duplicate)", r.status)
+        } else {
+            r.status.clone()
+        };
+        let act = Act::new("ack", outcome)
+            .target("workflow_id", Some(&r.workflow_id))
+            .target("handoff_id", Some(&r.handoff_id))
+            .target("ack_id", Some(&r.ack_id))
+            .target("god", Some(&r.god))
+            .target("by", Some(&r.by))
+            .target("rerouted_to", r.rerouted_to.as_ref())
+            .target("next_handoff_id", r.next.as_ref().map(|n| &n.handoff_id));
+        r.warnings.extend(self.journal(&act));
+        Ok(r)
+    }
+
+    /// Releases a dispatch held in `_quarantine` into its god's inbox (an operator act).
+    pub fn approve(&self, handoff_id: &str, by: Actor) -> Result<ApprovalResult> {
+        let r = self.approve_unjournaled(handoff_id, by)?;
+        self.journal(&approval_act("approve", &r, None));
+        Ok(r)
+    }
+
+    /// Refuses a held dispatch: it is archived as rejected and the workflow `failed` (an operator act).
+    pub fn reject_held(&self, handoff_id: &str, reason: &str, by: Actor) -> Result<ApprovalResult> {
+        let r = self.reject_held_unjournaled(handoff_id, reason, by)?;
+        self.journal(&approval_act("reject", &r, Some(reason)));
+        Ok(r)
+    }
+
+    /// Aborts a workflow (docs/PROTOCOL.md §2.7): `.aborted` markers beside its artifacts, the manifest,
+    /// the state `aborted`, and every open dispatch withdrawn. Aborting again returns the same manifest
+    /// (finishing anything a crash left undone); a completed workflow cannot be aborted.
+    pub fn abort_workflow(&self, wf: &str, reason: &str, by: Actor) -> Result<AbortResult> {
+        let r = self.abort_unjournaled(wf, reason, by)?;
+        let outcome = if r.duplicate {
+            format!("{} (duplicate)", r.status)
+        } else {
+            r.status.clone()
+        };
+        let mut act = Act::new("abort", outcome)
+            .target("workflow_id", Some(&r.workflow_id))
+            .reason(Some(reason));
+        if !r.dispatches_withdrawn.is_empty() {
+            act.targets.insert(
+                "dispatches_withdrawn".into(),
+                serde_json::json!(r.dispatches_withdrawn),
+            );
+        }
+        self.journal(&act);
+        Ok(r)
+    }
+
+    /// Deletes the definition's `temp_artifacts` of an aborted or completed workflow, only inside the
+    /// root or `PANTHEON_CLEANUP_ROOTS`, never the roots themselves, never following a symbolic link.
+    /// A dry run changes nothing and is not journaled.
+    pub fn cleanup(&self, wf: &str, dry_run: bool) -> Result<CleanupResult> {
+        let mut r = self.cleanup_unjournaled(wf, dry_run)?;
+        if !dry_run {
+            let act = Act::new(
+                "cleanup",
+                format!("{} ({} deleted)", r.status, r.deleted.len()),
+            )
+            .target("workflow_id", Some(&r.workflow_id));
+            r.warnings.extend(self.journal(&act));
+        }
+        Ok(r)
+    }
+}
+
+fn approval_act(action: &'static str, r: &ApprovalResult, reason: Option<&str>) -> Act {
+    let outcome = if r.duplicate {
+        format!("{} (duplicate)", r.status)
+    } else {
+        r.status.clone()
+    };
+    Act::new(action, outcome)
+        .target("workflow_id", Some(&r.workflow_id))
+        .target("handoff_id", Some(&r.handoff_id))
+        .target("to_god", Some(&r.target_god))
+        .target("step", Some(&r.target_step))
+        .reason(reason)
+}

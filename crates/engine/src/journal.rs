@@ -1,0 +1,659 @@
+//! The operator journal (docs/CONDUCTOR.md "Operator journal"): every state-changing act, one JSON line
+//! each in `conductor/journal.jsonl`, appended under `conductor/.journal.lock`, each entry carrying the
+//! SHA-256 of the previous one so an edited, removed or reordered entry is found by [`verify`].
+//!
+//! The journal rotates into `conductor/journal/{first_seq}.jsonl` segments before it reaches
+//! [`DEFAULT_SEGMENT_BYTES`]; the chain runs on across segments. Journaling never blocks the act it
+//! records: an entry that cannot be written is reported by the caller as a warning.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+use crate::store::Root;
+use crate::store::lock::FileLock;
+use crate::store::time::{now_ts, parse_ts};
+
+/// The `prev` of the first entry.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// A segment is rotated out once it reaches this size, well below the engine's read limits.
+pub const DEFAULT_SEGMENT_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Longest journal line a reader accepts (an entry is a few hundred bytes).
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// Longest actor name (`--actor`, an MCP client's name).
+pub const MAX_ACTOR_CHARS: usize = 128;
+
+/// Longest reason kept in an entry; longer ones are cut with `…`.
+const MAX_REASON_CHARS: usize = 2000;
+
+/// Who acts and through which surface: recorded in every journal entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Origin {
+    /// `--actor`, else the user name; the client's name for MCP calls.
+    pub actor: String,
+    /// `cli`, `console`, `mcp`, `supervisor`, `demo`, or `engine` (a library caller that said nothing).
+    pub source: String,
+}
+
+impl Default for Origin {
+    fn default() -> Self {
+        Self::new(None, "engine")
+    }
+}
+
+impl Origin {
+    /// `actor` (cleaned), else the user name, acting through `source`.
+    pub fn new(actor: Option<&str>, source: &str) -> Self {
+        let actor = actor
+            .map(clean_actor)
+            .filter(|a| !a.is_empty())
+            .unwrap_or_else(user_name);
+        Self {
+            actor,
+            source: source.to_owned(),
+        }
+    }
+}
+
+/// The user running this process (`$USER`, else `$LOGNAME`, else `unknown`).
+pub fn user_name() -> String {
+    ["USER", "LOGNAME"]
+        .iter()
+        .filter_map(|v| std::env::var(v).ok())
+        .map(|v| clean_actor(&v))
+        .find(|v| !v.is_empty())
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// An actor name without control characters, at most [`MAX_ACTOR_CHARS`] long.
+pub fn clean_actor(a: &str) -> String {
+    a.trim()
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(MAX_ACTOR_CHARS)
+        .collect()
+}
+
+/// Refuses an actor name that is empty, too long or holds control characters (for `--actor`).
+pub fn check_actor(a: &str) -> Result<()> {
+    if a.trim().is_empty() || a.chars().count() > MAX_ACTOR_CHARS || a.chars().any(char::is_control)
+    {
+        return Err(Error::refused(format!(
+            "--actor {a:?} is not a usable name: give 1 to {MAX_ACTOR_CHARS} printable characters"
+        )));
+    }
+    Ok(())
+}
+
+/// One act to record.
+#[derive(Debug, Clone)]
+pub struct Act {
+    /// What was done: `submit`, `ack`, `approve`, `reject`, `abort`, `cleanup`, `force_unlock`, …
+    pub action: &'static str,
+    /// The ids it concerns (`workflow_id`, `handoff_id`, `track`, `path`, …).
+    pub targets: Map<String, Value>,
+    pub reason: Option<String>,
+    /// What came of it, in the result's own words (`dispatched`, `completed`, `aborted`, …).
+    pub outcome: String,
+}
+
+impl Act {
+    /// An act with no targets yet.
+    pub fn new(action: &'static str, outcome: impl Into<String>) -> Self {
+        Self {
+            action,
+            targets: Map::new(),
+            reason: None,
+            outcome: outcome.into(),
+        }
+    }
+
+    /// Adds a target id (skipped when `None` or empty).
+    pub fn target<S: AsRef<str>>(mut self, key: &str, value: Option<S>) -> Self {
+        if let Some(v) = value
+            && !v.as_ref().is_empty()
+        {
+            self.targets.insert(key.to_owned(), json!(v.as_ref()));
+        }
+        self
+    }
+
+    /// Sets the reason.
+    pub fn reason(mut self, reason: Option<&str>) -> Self {
+        self.reason = reason.filter(|r| !r.trim().is_empty()).map(|r| {
+            let mut s: String = r.chars().take(MAX_REASON_CHARS).collect();
+            if r.chars().count() > MAX_REASON_CHARS {
+                s.push('…');
+            }
+            s
+        });
+        self
+    }
+}
+
+/// `conductor/journal.jsonl`: the segment being appended to.
+pub fn journal_path(root: &Root) -> PathBuf {
+    root.conductor.join("journal.jsonl")
+}
+
+/// `conductor/journal/`: the rotated segments, named by their first sequence number.
+pub fn segments_dir(root: &Root) -> PathBuf {
+    root.conductor.join("journal")
+}
+
+/// `conductor/.journal.lock`: the journal's `flock` (a file of its own, so rotation never moves it).
+pub fn lock_path(root: &Root) -> PathBuf {
+    root.conductor.join(".journal.lock")
+}
+
+/// The rotation size in force: `PANTHEON_JOURNAL_SEGMENT_BYTES` (at least 1 KiB), else the default.
+pub fn segment_bytes() -> u64 {
+    std::env::var("PANTHEON_JOURNAL_SEGMENT_BYTES")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(|n| n.clamp(1024, DEFAULT_SEGMENT_BYTES * 8))
+        .unwrap_or(DEFAULT_SEGMENT_BYTES)
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Opens a journal file for reading and appending, never through a symbolic link.
+fn open_nofollow(path: &Path, write: bool) -> std::io::Result<File> {
+    let mut o = OpenOptions::new();
+    o.read(true).custom_flags(libc::O_NOFOLLOW);
+    if write {
+        o.append(true).create(true);
+    }
+    o.open(path)
+}
+
+/// What the last entry of the journal was: its sequence number and hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Head {
+    seq: u64,
+    hash: String,
+}
+
+impl Head {
+    fn genesis() -> Self {
+        Self {
+            seq: 0,
+            hash: GENESIS.to_owned(),
+        }
+    }
+}
+
+/// The head from the last complete line of `bytes` (the tail of a file). A line that is not an entry
+/// still chains: the next entry's `prev` is the hash of its raw bytes, so `verify` reports it.
+fn head_of_tail(bytes: &[u8]) -> Option<Head> {
+    let mut lines = bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()).rev();
+    let last = lines.next()?;
+    if let Some(h) = parse_head(last) {
+        return Some(h);
+    }
+    let seq = lines.find_map(parse_head).map_or(0, |h| h.seq);
+    Some(Head {
+        seq: seq.saturating_add(1),
+        hash: sha256_hex(last),
+    })
+}
+
+fn parse_head(line: &[u8]) -> Option<Head> {
+    let v: Map<String, Value> = serde_json::from_slice(line).ok()?;
+    Some(Head {
+        seq: v.get("seq")?.as_u64()?,
+        hash: v.get("hash")?.as_str()?.to_owned(),
+    })
+}
+
+/// Reads enough of the end of `file` (length `len`) to hold its last whole line: 4 KiB, else up to
+/// [`MAX_LINE_BYTES`].
+fn read_tail(file: &mut File, len: u64) -> std::io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    for window in [4096u64, MAX_LINE_BYTES as u64 * 2] {
+        let start = len.saturating_sub(window);
+        file.seek(SeekFrom::Start(start))?;
+        buf.clear();
+        Read::by_ref(file).take(len - start).read_to_end(&mut buf)?;
+        let body = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        if start == 0 || body.contains(&b'\n') {
+            break;
+        }
+    }
+    Ok(buf)
+}
+
+/// The rotated segments, oldest first.
+pub fn segments(root: &Root) -> Vec<PathBuf> {
+    let mut found: Vec<(u64, PathBuf)> = std::fs::read_dir(segments_dir(root))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let n = name.strip_suffix(".jsonl")?.parse::<u64>().ok()?;
+            Some((n, e.path()))
+        })
+        .collect();
+    found.sort();
+    found.into_iter().map(|(_, p)| p).collect()
+}
+
+/// Every journal file in order: the segments, then `journal.jsonl`.
+pub fn files(root: &Root) -> Vec<PathBuf> {
+    let mut all = segments(root);
+    all.push(journal_path(root));
+    all
+}
+
+fn head_of_file(path: &Path) -> Result<Option<Head>> {
+    let mut f = match open_nofollow(path, false) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let len = f.metadata().map_err(|e| Error::io(path, e))?.len();
+    let tail = read_tail(&mut f, len).map_err(|e| Error::io(path, e))?;
+    Ok(head_of_tail(&tail))
+}
+
+fn first_seq(path: &Path) -> Option<u64> {
+    let f = open_nofollow(path, false).ok()?;
+    let mut line = Vec::new();
+    BufReader::new(f)
+        .take(MAX_LINE_BYTES as u64)
+        .read_until(b'\n', &mut line)
+        .ok()?;
+    parse_head(line.trim_ascii_end()).map(|h| h.seq)
+}
+
+/// Appends one entry for `act` by `origin`; returns the entry as written.
+pub fn append(root: &Root, origin: &Origin, act: &Act) -> Result<Value> {
+    let path = journal_path(root);
+    let _lock = FileLock::exclusive(&lock_path(root))?;
+    let mut file = open_nofollow(&path, true).map_err(|e| Error::io(&path, e))?;
+    let len = file.metadata().map_err(|e| Error::io(&path, e))?.len();
+    let tail = read_tail(&mut file, len).map_err(|e| Error::io(&path, e))?;
+    // Writers end every entry with a newline; anything after the last one is a torn line left by a
+    // writer killed mid-write, which never became an entry.
+    let keep = tail.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let start = len - tail.len() as u64;
+    let len = start + keep as u64;
+    if keep < tail.len() {
+        file.set_len(len).map_err(|e| Error::io(&path, e))?;
+    }
+    let head = match head_of_tail(&tail[..keep]) {
+        Some(h) => h,
+        None => match segments(root).last() {
+            Some(seg) => head_of_file(seg)?.unwrap_or_else(Head::genesis),
+            None => Head::genesis(),
+        },
+    };
+
+    if len >= segment_bytes() {
+        drop(file);
+        let first = first_seq(&path).unwrap_or(head.seq);
+        let dir = segments_dir(root);
+        crate::store::atomic::ensure_dir(root, &dir)?;
+        let seg = dir.join(format!("{first:020}.jsonl"));
+        crate::store::atomic::rename_durable(root, &path, &seg)?;
+        file = open_nofollow(&path, true).map_err(|e| Error::io(&path, e))?;
+    }
+
+    let mut body = Map::new();
+    body.insert("seq".into(), json!(head.seq.saturating_add(1)));
+    body.insert("at".into(), json!(now_ts()));
+    body.insert("actor".into(), json!(origin.actor));
+    body.insert("source".into(), json!(origin.source));
+    body.insert("action".into(), json!(act.action));
+    body.insert("targets".into(), Value::Object(act.targets.clone()));
+    body.insert("reason".into(), json!(act.reason));
+    body.insert("outcome".into(), json!(act.outcome));
+    body.insert("prev".into(), json!(head.hash));
+    let text = serde_json::to_string(&body).map_err(|e| Error::refused(e.to_string()))?;
+    body.insert("hash".into(), json!(sha256_hex(text.as_bytes())));
+    let mut line = serde_json::to_vec(&body).map_err(|e| Error::refused(e.to_string()))?;
+    line.push(b'\n');
+    file.write_all(&line).map_err(|e| Error::io(&path, e))?;
+    Ok(Value::Object(body))
+}
+
+/// Filters for [`read`].
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    pub since: Option<DateTime<Utc>>,
+    pub actor: Option<String>,
+}
+
+/// What `pantheon journal` prints.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReadResult {
+    pub entries: Vec<Value>,
+    pub count: usize,
+    /// Lines that are not entries (see `pantheon journal --verify`).
+    pub bad_lines: usize,
+}
+
+/// Calls `f(file, line_number, line)` for every line of every journal file in order, streaming.
+fn for_each_line(
+    root: &Root,
+    mut f: impl FnMut(&Path, usize, &[u8]) -> Result<bool>,
+) -> Result<()> {
+    for path in files(root) {
+        let file = match open_nofollow(&path, false) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::io(&path, e)),
+        };
+        let mut r = BufReader::new(file);
+        let mut buf = Vec::new();
+        let mut n = 0usize;
+        loop {
+            buf.clear();
+            let got = (&mut r)
+                .take(MAX_LINE_BYTES as u64 + 1)
+                .read_until(b'\n', &mut buf)
+                .map_err(|e| Error::io(&path, e))?;
+            if got == 0 {
+                break;
+            }
+            n += 1;
+            if buf.len() > MAX_LINE_BYTES && !buf.ends_with(b"\n") {
+                // Skip the rest of an overlong line; it is reported as not an entry.
+                let mut rest = Vec::new();
+                r.read_until(b'\n', &mut rest)
+                    .map_err(|e| Error::io(&path, e))?;
+            }
+            let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+            if !f(&path, n, line)? {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The entries matching `filter`, oldest first.
+pub fn read(root: &Root, filter: &Filter) -> Result<ReadResult> {
+    let mut entries = Vec::new();
+    let mut bad_lines = 0;
+    for_each_line(root, |_, _, line| {
+        match serde_json::from_slice::<Map<String, Value>>(line) {
+            Ok(e) => {
+                let at = e.get("at").and_then(Value::as_str).and_then(parse_ts);
+                let actor = e.get("actor").and_then(Value::as_str);
+                let keep = filter.since.is_none_or(|s| at.is_some_and(|t| t >= s))
+                    && filter.actor.as_deref().is_none_or(|a| actor == Some(a));
+                if keep {
+                    entries.push(Value::Object(e));
+                }
+            }
+            Err(_) => bad_lines += 1,
+        }
+        Ok(true)
+    })?;
+    Ok(ReadResult {
+        count: entries.len(),
+        entries,
+        bad_lines,
+    })
+}
+
+/// What `pantheon journal --verify` found.
+#[derive(Debug, Clone, Serialize)]
+pub struct VerifyResult {
+    pub valid: bool,
+    /// Entries checked before the first problem (all of them when valid).
+    pub entries: u64,
+    pub files: usize,
+    /// The hash of the last entry: keep it to detect a later truncation of the journal's end.
+    pub head: String,
+    /// The first problem: which entry, where, and whether it was edited, removed or reordered.
+    pub problem: Option<String>,
+    /// The file of the first problem, relative to the root.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem_file: Option<String>,
+    /// Its 1-based line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem_line: Option<usize>,
+}
+
+/// Checks the whole chain, streaming: each entry's hash matches its content, sequence numbers run on
+/// by one, and each `prev` is the hash of the entry before. Stops at the first problem.
+pub fn verify(root: &Root) -> Result<VerifyResult> {
+    let all = files(root);
+    let mut expected = 1u64;
+    let mut prev = GENESIS.to_owned();
+    let mut checked = 0u64;
+    let mut problem: Option<String> = None;
+    // After a sequence gap, the scan goes on to learn whether the missing entry comes later.
+    let mut gap: Option<(u64, u64, String)> = None;
+    let mut loc: Option<(String, usize)> = None;
+    let mut gap_loc: Option<(String, usize)> = None;
+    for_each_line(root, |path, n, line| {
+        loc = Some((
+            path.strip_prefix(&root.root)
+                .unwrap_or(path)
+                .display()
+                .to_string(),
+            n,
+        ));
+        let name = path
+            .strip_prefix(&root.conductor)
+            .unwrap_or(path)
+            .display()
+            .to_string();
+        let at = format!("{name} line {n}");
+        let parsed = serde_json::from_slice::<Map<String, Value>>(line).ok();
+        let seq = parsed
+            .as_ref()
+            .and_then(|m| m.get("seq"))
+            .and_then(Value::as_u64);
+        if let Some((missing, found, found_at)) = &gap {
+            if seq == Some(*missing) {
+                problem = Some(format!(
+                    "journal entries were reordered: entry {found} ({found_at}) comes before entry {missing} ({at})"
+                ));
+                return Ok(false);
+            }
+            return Ok(true);
+        }
+        let Some(mut entry) = parsed else {
+            problem = Some(format!(
+                "{at} is not a journal entry (edited or corrupted); the entry expected there is {expected}"
+            ));
+            return Ok(false);
+        };
+        let (Some(seq), Some(hash), Some(p)) = (
+            seq,
+            entry.get("hash").and_then(Value::as_str).map(str::to_owned),
+            entry.get("prev").and_then(Value::as_str).map(str::to_owned),
+        ) else {
+            problem = Some(format!(
+                "{at} lacks its seq, prev or hash: entry {expected} was edited"
+            ));
+            return Ok(false);
+        };
+        entry.shift_remove("hash");
+        let body = serde_json::to_string(&entry).map_err(|e| Error::refused(e.to_string()))?;
+        if sha256_hex(body.as_bytes()) != hash {
+            problem = Some(format!(
+                "journal entry {seq} ({at}) was edited: its hash does not match its content"
+            ));
+            return Ok(false);
+        }
+        if seq > expected {
+            gap = Some((expected, seq, at));
+            gap_loc = loc.clone();
+            return Ok(true);
+        }
+        if seq < expected {
+            problem = Some(format!(
+                "journal entries were reordered: entry {seq} ({at}) comes after entry {}",
+                expected - 1
+            ));
+            return Ok(false);
+        }
+        if p != prev {
+            problem = Some(format!(
+                "journal entry {seq} ({at}) does not chain to the entry before it: that entry was edited or replaced"
+            ));
+            return Ok(false);
+        }
+        prev = hash;
+        checked += 1;
+        expected = seq + 1;
+        Ok(true)
+    })?;
+    if problem.is_none()
+        && let Some((missing, found, found_at)) = gap
+    {
+        loc = gap_loc;
+        problem = Some(if found == missing + 1 {
+            format!(
+                "journal entry {missing} was removed: entry {found} ({found_at}) follows entry {}",
+                missing - 1
+            )
+        } else {
+            format!(
+                "journal entries {missing} to {} were removed: entry {found} ({found_at}) follows entry {}",
+                found - 1,
+                missing - 1
+            )
+        });
+    }
+    let (problem_file, problem_line) = match (&problem, loc) {
+        (Some(_), Some((f, l))) => (Some(f), Some(l)),
+        _ => (None, None),
+    };
+    Ok(VerifyResult {
+        problem_file,
+        problem_line,
+        valid: problem.is_none(),
+        entries: checked,
+        files: all.iter().filter(|p| p.exists()).count(),
+        head: prev,
+        problem,
+    })
+}
+
+/// `pantheon validate`'s check of the journal: the first break of the chain, as an error.
+pub fn validation_problem(root: &Root) -> Option<crate::validate::Problem> {
+    let v = match verify(root) {
+        Ok(v) => v,
+        Err(e) => {
+            return Some(crate::validate::Problem {
+                path: "conductor/journal.jsonl".into(),
+                line: None,
+                severity: crate::validate::Severity::Error,
+                message: format!("the journal cannot be read: {e}"),
+            });
+        }
+    };
+    let message = v.problem?;
+    Some(crate::validate::Problem {
+        path: v
+            .problem_file
+            .unwrap_or_else(|| "conductor/journal.jsonl".into()),
+        line: v.problem_line,
+        severity: crate::validate::Severity::Error,
+        message: format!("{message} (see `pantheon journal --verify`)"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root() -> (tempfile::TempDir, Root) {
+        let d = tempfile::tempdir().unwrap();
+        let r = Root::at(d.path());
+        std::fs::create_dir_all(&r.conductor).unwrap();
+        (d, r)
+    }
+
+    fn write_n(r: &Root, n: usize) {
+        let o = Origin::new(Some("alice"), "cli");
+        for i in 0..n {
+            append(
+                r,
+                &o,
+                &Act::new("abort", "aborted").target("workflow_id", Some(format!("wf_{i}"))),
+            )
+            .unwrap();
+        }
+    }
+
+    fn lines(r: &Root) -> Vec<String> {
+        std::fs::read_to_string(journal_path(r))
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn put(r: &Root, lines: &[String]) {
+        std::fs::write(journal_path(r), lines.join("\n") + "\n").unwrap();
+    }
+
+    #[test]
+    fn an_untouched_chain_verifies() {
+        let (_d, r) = root();
+        write_n(&r, 5);
+        let v = verify(&r).unwrap();
+        assert!(v.valid, "{v:?}");
+        assert_eq!(v.entries, 5);
+    }
+
+    #[test]
+    fn edits_removals_and_swaps_are_named() {
+        let (_d, r) = root();
+        write_n(&r, 5);
+        let orig = lines(&r);
+
+        let mut l = orig.clone();
+        l[2] = l[2].replace("wf_2", "wf_9");
+        put(&r, &l);
+        let p = verify(&r).unwrap().problem.unwrap();
+        assert!(p.contains("entry 3") && p.contains("edited"), "{p}");
+
+        let mut l = orig.clone();
+        l.remove(1);
+        put(&r, &l);
+        let p = verify(&r).unwrap().problem.unwrap();
+        assert!(p.contains("entry 2 was removed"), "{p}");
+
+        let mut l = orig.clone();
+        l.swap(1, 2);
+        put(&r, &l);
+        let p = verify(&r).unwrap().problem.unwrap();
+        assert!(p.contains("reordered") && p.contains("entry 3"), "{p}");
+    }
+
+    #[test]
+    fn a_torn_tail_is_cut_and_the_chain_goes_on() {
+        let (_d, r) = root();
+        write_n(&r, 2);
+        let mut f = OpenOptions::new()
+            .append(true)
+            .open(journal_path(&r))
+            .unwrap();
+        f.write_all(b"{\"seq\":3,\"at\":").unwrap();
+        write_n(&r, 1);
+        let v = verify(&r).unwrap();
+        assert!(v.valid, "{v:?}");
+        assert_eq!(v.entries, 3);
+    }
+}
