@@ -42,6 +42,8 @@ pub enum Command {
     Bus(bus::BusArgs),
     /// The board deliberation of a track.
     Board(board::BoardArgs),
+    /// Connect this root to other pantheons over NATS JetStream (long-running; `bridge status`: JSON).
+    Bridge(crate::bridge::BridgeArgs),
 }
 
 /// Options of `pantheon console`.
@@ -104,6 +106,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Conductor(cmd)) => conductor::run(cmd, &root),
         Some(Command::Bus(args)) => bus::run(args, &root),
         Some(Command::Board(args)) => board::run(args, &root),
+        Some(Command::Bridge(args)) => crate::bridge::run(args, &root),
     };
     match result {
         Ok(Outcome::Json(v)) => {

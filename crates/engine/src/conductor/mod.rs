@@ -12,11 +12,13 @@ pub mod admin;
 pub mod definition;
 pub mod files;
 pub mod model;
+pub mod outbox;
 pub mod results;
 pub mod rules;
 pub mod samples;
 pub mod schema;
 pub mod submit;
+pub mod template;
 
 use std::sync::{Arc, Mutex};
 

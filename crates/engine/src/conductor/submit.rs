@@ -355,6 +355,54 @@ pub(crate) fn route(root: &Root, h: &Handoff, state: Option<&WorkflowState>) -> 
     })
 }
 
+/// Keeps the context keys a definition declares (`context.required` / `optional`) in the state's
+/// `context`; a starting handoff without a required key is refused.
+fn keep_context(
+    def: &WorkflowDef,
+    h: &Handoff,
+    st: &mut WorkflowState,
+    starting: bool,
+) -> Result<()> {
+    if def.context_required.is_empty() && def.context_optional.is_empty() {
+        return Ok(());
+    }
+    let missing: Vec<&String> = def
+        .context_required
+        .iter()
+        .filter(|k| matches!(h.context.extra.get(k.as_str()), None | Some(Value::Null)))
+        .collect();
+    if starting && !missing.is_empty() {
+        return Err(Error::invalid(
+            format!("handoff starting workflow {:?}", def.id),
+            missing
+                .iter()
+                .map(|k| Violation {
+                    pointer: format!("/context/{k}"),
+                    message: format!(
+                        "required by the definition's context.required; add context.{k} to the handoff"
+                    ),
+                })
+                .collect(),
+        ));
+    }
+    let kept = st
+        .extra
+        .entry("context")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if !kept.is_object() {
+        *kept = Value::Object(Default::default());
+    }
+    let map = kept.as_object_mut().expect("object");
+    for k in def.context_required.iter().chain(&def.context_optional) {
+        if let Some(v) = h.context.extra.get(k)
+            && !v.is_null()
+        {
+            map.insert(k.clone(), v.clone());
+        }
+    }
+    Ok(())
+}
+
 fn push_unique(into: &mut Vec<String>, items: &[String]) {
     for i in items {
         if !into.contains(i) {
@@ -392,11 +440,17 @@ pub(crate) struct AckCommit {
 impl Conductor {
     /// Submits a handoff (docs/PROTOCOL.md §2.1): validates it, records it, routes it and dispatches it.
     pub fn submit_handoff(&self, handoff: &Value) -> Result<SubmitResult> {
+        self.submit_handoff_held(handoff, None)
+    }
+
+    /// [`Self::submit_handoff`], holding the dispatch for approval when `hold` gives a reason
+    /// (the bridge holds inbound work when its operator asks).
+    pub fn submit_handoff_held(&self, handoff: &Value, hold: Option<String>) -> Result<SubmitResult> {
         let (h, warnings) = validate_handoff(self, handoff)?;
         let wf = WorkflowId::parse(&h.workflow_id)?;
         let _lock = FileLock::exclusive(&self.root.workflow_lock_path(&wf))?;
         let state = files::load_state(&self.root, &wf)?;
-        self.submit_locked(&wf, h, handoff.clone(), state, warnings, None)
+        self.submit_locked(&wf, h, handoff.clone(), state, warnings, None, hold)
     }
 
     /// Records and routes a validated handoff; the caller holds the workflow's lock.
@@ -408,6 +462,7 @@ impl Conductor {
         state: Option<WorkflowState>,
         mut warnings: Vec<String>,
         ack: Option<AckCommit>,
+        hold: Option<String>,
     ) -> Result<SubmitResult> {
         let root = &self.root;
         let hid = HandoffId::parse(&h.handoff_id)?;
@@ -435,6 +490,7 @@ impl Conductor {
                 }
             }
             self.repair_dispatch(wf, st, &hid)?;
+            self.repair_tail(wf, st)?;
             return Ok(self.result_of(wf, st, rec, &stored_path, "duplicate", warnings));
         }
         if let Some(st) = &state {
@@ -456,7 +512,10 @@ impl Conductor {
                 _ => {}
             }
         }
-        let route = route(root, &h, state.as_ref())?;
+        let mut route = route(root, &h, state.as_ref())?;
+        if let (Some(why), Target::Dispatch { hold: h @ None, .. }) = (hold, &mut route.target) {
+            *h = Some(why);
+        }
         warnings.extend(route.warnings.iter().cloned());
         let mut will_write = vec![root.handoff_path(wf, &step), root.state_path(wf)];
         if let Target::Dispatch { god, step, hold } = &route.target {
@@ -507,6 +566,7 @@ impl Conductor {
 
         // 2. The state: the commit point.
         let now = now_ts();
+        let state_was_new = state.is_none();
         let mut st = state.unwrap_or_else(|| WorkflowState {
             workflow_id: wf.to_string(),
             created: Some(now.clone()),
@@ -581,6 +641,14 @@ impl Conductor {
             st.acks.push(a.record.clone());
         }
         st.updated = Some(now);
+        if let Some((def_id, _)) = &route.definition
+            && let Some(def) = definition(root, def_id)?
+        {
+            keep_context(&def, &h, &mut st, state_was_new)?;
+            if matches!(route.target, Target::Dispatch { hold: None, .. }) {
+                super::outbox::advance(root, &def, wf, &mut st)?;
+            }
+        }
         files::write_state(root, wf, &st)?;
         super::crash_point("submit:after-state");
 
@@ -599,6 +667,7 @@ impl Conductor {
         self.supersede_stale(wf, &st, &hid)?;
         super::crash_point("submit:after-supersede");
         self.repair_dispatch(wf, &st, &hid)?;
+        self.repair_tail(wf, &st)?;
         super::crash_point("submit:after-dispatch");
         let rec = st.record_of(hid.as_str()).expect("just recorded");
         Ok(self.result_of(wf, &st, rec, &latest, status, warnings))
@@ -690,6 +759,19 @@ impl Conductor {
             d.archive_reason = Some(format!("superseded: handoff {hid} completed step {step:?}"));
             d.archived_at = Some(now_ts());
             files::archive(&self.root, &found.path, &god, &prev_hid, &d)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the dispatch the last step record routes to when the engine added that record itself
+    /// (a publish or a reply moved the workflow on).
+    pub(crate) fn repair_tail(&self, wf: &WorkflowId, st: &WorkflowState) -> Result<()> {
+        if let Some(last) = st.step_history.last()
+            && (last.extra.contains_key("outbox_id") || last.extra.contains_key("reply_id"))
+            && let Some(hid) = &last.handoff_id
+            && let Ok(hid) = HandoffId::parse(hid)
+        {
+            self.repair_dispatch(wf, st, &hid)?;
         }
         Ok(())
     }
