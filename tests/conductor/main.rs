@@ -8,5 +8,6 @@ mod crash;
 #[path = "../common/fixture.rs"]
 mod fixture_root;
 mod foreign;
+mod publish;
 mod refusals;
 mod routing;

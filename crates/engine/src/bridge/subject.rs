@@ -136,12 +136,14 @@ mod tests {
         let t = Template::parse("subspace.${context.from}.outgoing", &[]).unwrap();
         let mut ctx = serde_json::Map::new();
         ctx.insert("from".into(), "konan".into());
-        let v = |ctx| Vars {
-            workflow_id: "w",
-            message: "",
-            context: Some(ctx),
-            outputs: vec![],
-        };
+        fn v(ctx: &serde_json::Map<String, serde_json::Value>) -> Vars<'_> {
+            Vars {
+                workflow_id: "w",
+                message: "",
+                context: Some(ctx),
+                outputs: vec![],
+            }
+        }
         assert_eq!(
             render_subject(&t, &v(&ctx)).unwrap(),
             "subspace.konan.outgoing"

@@ -485,3 +485,56 @@ impl Conductor {
         Ok(outcome("applied", &st))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FLOW: &str = "workflow:\n  id: early\n  steps:\n    - {id: package, god: hephaestus}\n    - {id: notify, type: nats_publish, subject: \"p.b.in\"}\n    - {id: review, god: thoth}\n    - {id: await, god: hermes, action: await_ack}\n    - {id: announce, god: hermes}\n";
+
+    fn handoff(hid: &str, from: &str, step: &str) -> Value {
+        json!({"handoff_id": hid, "workflow_id": "wf_early", "from_god": from, "to_god": "hermes",
+               "step": step, "context": {"summary": step, "decisions": [], "artifacts": []},
+               "routing": {"workflow_definition": "early"}})
+    }
+
+    #[test]
+    fn a_reply_before_its_await_step_is_kept_and_taken_when_the_step_is_reached() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Conductor::new(Root::at(dir.path()));
+        c.init().unwrap();
+        std::fs::write(c.root().workflows_dir().join("early.yaml"), FLOW).unwrap();
+        c.submit_handoff(&handoff("hof_20261201_e00001", "hephaestus", "package"))
+            .unwrap();
+        let wf = WorkflowId::parse("wf_early").unwrap();
+        let st = files::load_state(c.root(), &wf).unwrap().unwrap();
+        assert_eq!(st.current_step.as_deref(), Some("review"));
+        let (live, _) = pending(c.root());
+        assert_eq!(live.len(), 1);
+        let reply = Reply {
+            reply_id: "rp_1".into(),
+            in_reply_to: live[0].outbox_id.clone(),
+            workflow_id: "wf_early".into(),
+            from_pantheon: "b".into(),
+            status: "completed".into(),
+            message: "done over there".into(),
+            ..Default::default()
+        };
+        assert_eq!(c.receive_reply(&reply).unwrap().status, "kept");
+        assert_eq!(c.receive_reply(&reply).unwrap().status, "kept");
+        let other = Reply {
+            reply_id: "rp_2".into(),
+            ..reply.clone()
+        };
+        assert!(c.receive_reply(&other).is_err(), "a second answer is refused");
+        c.submit_handoff(&handoff("hof_20261201_e00002", "thoth", "review"))
+            .unwrap();
+        let st = files::load_state(c.root(), &wf).unwrap().unwrap();
+        assert_eq!(st.current_step.as_deref(), Some("announce"), "{st:?}");
+        let taken = st.step_history.iter().filter(|r| r.step_id == "await").count();
+        assert_eq!(taken, 1);
+        assert_eq!(c.receive_reply(&reply).unwrap().status, "duplicate");
+        let announce = c.root().inbox_dir(&crate::store::GodName::parse("hermes").unwrap());
+        assert_eq!(std::fs::read_dir(announce).unwrap().count(), 1);
+    }
+}

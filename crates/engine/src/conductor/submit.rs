@@ -355,17 +355,8 @@ pub(crate) fn route(root: &Root, h: &Handoff, state: Option<&WorkflowState>) -> 
     })
 }
 
-/// Keeps the context keys a definition declares (`context.required` / `optional`) in the state's
-/// `context`; a starting handoff without a required key is refused.
-fn keep_context(
-    def: &WorkflowDef,
-    h: &Handoff,
-    st: &mut WorkflowState,
-    starting: bool,
-) -> Result<()> {
-    if def.context_required.is_empty() && def.context_optional.is_empty() {
-        return Ok(());
-    }
+/// Refuses a handoff that starts a workflow without a key its definition's `context.required` lists.
+fn check_required_context(def: &WorkflowDef, h: &Handoff, starting: bool) -> Result<()> {
     let missing: Vec<&String> = def
         .context_required
         .iter()
@@ -385,6 +376,15 @@ fn keep_context(
                 .collect(),
         ));
     }
+    Ok(())
+}
+
+/// Keeps the context keys a definition declares (`context.required` / `optional`) in the state's
+/// `context`, so publish templates can use them.
+fn keep_context(def: &WorkflowDef, h: &Handoff, st: &mut WorkflowState) {
+    if def.context_required.is_empty() && def.context_optional.is_empty() {
+        return;
+    }
     let kept = st
         .extra
         .entry("context")
@@ -400,7 +400,6 @@ fn keep_context(
             map.insert(k.clone(), v.clone());
         }
     }
-    Ok(())
 }
 
 fn push_unique(into: &mut Vec<String>, items: &[String]) {
@@ -516,6 +515,13 @@ impl Conductor {
         if let (Some(why), Target::Dispatch { hold: h @ None, .. }) = (hold, &mut route.target) {
             *h = Some(why);
         }
+        let def = match &route.definition {
+            Some((def_id, _)) => definition(root, def_id)?,
+            None => None,
+        };
+        if let Some(def) = &def {
+            check_required_context(def, &h, state.is_none())?;
+        }
         warnings.extend(route.warnings.iter().cloned());
         let mut will_write = vec![root.handoff_path(wf, &step), root.state_path(wf)];
         if let Target::Dispatch { god, step, hold } = &route.target {
@@ -566,7 +572,6 @@ impl Conductor {
 
         // 2. The state: the commit point.
         let now = now_ts();
-        let state_was_new = state.is_none();
         let mut st = state.unwrap_or_else(|| WorkflowState {
             workflow_id: wf.to_string(),
             created: Some(now.clone()),
@@ -641,12 +646,10 @@ impl Conductor {
             st.acks.push(a.record.clone());
         }
         st.updated = Some(now);
-        if let Some((def_id, _)) = &route.definition
-            && let Some(def) = definition(root, def_id)?
-        {
-            keep_context(&def, &h, &mut st, state_was_new)?;
+        if let Some(def) = &def {
+            keep_context(def, &h, &mut st);
             if matches!(route.target, Target::Dispatch { hold: None, .. }) {
-                super::outbox::advance(root, &def, wf, &mut st)?;
+                super::outbox::advance(root, def, wf, &mut st)?;
             }
         }
         files::write_state(root, wf, &st)?;
