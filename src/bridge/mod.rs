@@ -151,7 +151,11 @@ fn stream_name(name: &str) -> String {
     format!("PANTHEON_{name}")
 }
 
-async fn connect(args: &BridgeArgs, url: &str, shared: Arc<Shared>) -> anyhow::Result<async_nats::Client> {
+async fn connect(
+    args: &BridgeArgs,
+    url: &str,
+    shared: Arc<Shared>,
+) -> anyhow::Result<async_nats::Client> {
     let mut opts = async_nats::ConnectOptions::new()
         .name(format!("pantheon-bridge {}", shared.inbound.name))
         .retry_on_initial_connect()
@@ -249,7 +253,12 @@ async fn serve(args: BridgeArgs, url: String, name: String, root: Root) -> anyho
         shared.clone(),
         Duration::from_millis(args.poll_ms.max(10)),
     ));
-    let inn = tokio::spawn(consume_loop(js.clone(), shared.clone(), subjects, args.replicas));
+    let inn = tokio::spawn(consume_loop(
+        js.clone(),
+        shared.clone(),
+        subjects,
+        args.replicas,
+    ));
     while !shared.stop.load(Ordering::SeqCst) {
         tokio::time::sleep(Duration::from_millis(50)).await;
         if out.is_finished() || inn.is_finished() {
@@ -299,7 +308,9 @@ async fn publish_loop(js: jetstream::Context, shared: Arc<Shared>, every: Durati
             match tokio::time::timeout(Duration::from_secs(10), sent).await {
                 Ok(Ok(ack)) => {
                     if let Err(e) = outbox::mark_sent(&shared.root, &rec, ack.sequence) {
-                        shared.note_error(format!("marking {} sent: {e}", rec.outbox_id)).await;
+                        shared
+                            .note_error(format!("marking {} sent: {e}", rec.outbox_id))
+                            .await;
                     }
                     if !ack.duplicate {
                         shared.published.fetch_add(1, Ordering::Relaxed);
@@ -307,13 +318,18 @@ async fn publish_loop(js: jetstream::Context, shared: Arc<Shared>, every: Durati
                 }
                 Ok(Err(e)) => {
                     shared
-                        .note_error(format!("publishing {} on {}: {e:#}", rec.outbox_id, rec.subject))
+                        .note_error(format!(
+                            "publishing {} on {}: {e:#}",
+                            rec.outbox_id, rec.subject
+                        ))
                         .await;
                     failed = true;
                     break;
                 }
                 Err(_) => {
-                    shared.note_error(format!("publishing {}: no answer in 10s", rec.outbox_id)).await;
+                    shared
+                        .note_error(format!("publishing {}: no answer in 10s", rec.outbox_id))
+                        .await;
                     failed = true;
                     break;
                 }
@@ -331,7 +347,12 @@ async fn publish_loop(js: jetstream::Context, shared: Arc<Shared>, every: Durati
 
 /// Creates the stream and durable consumer, then takes messages until stopped; a broken session
 /// is started again after a pause that grows to 5 s.
-async fn consume_loop(js: jetstream::Context, shared: Arc<Shared>, subjects: Vec<String>, replicas: usize) {
+async fn consume_loop(
+    js: jetstream::Context,
+    shared: Arc<Shared>,
+    subjects: Vec<String>,
+    replicas: usize,
+) {
     let mut pause = Duration::from_millis(100);
     while !shared.stop.load(Ordering::SeqCst) {
         match consume_session(&js, &shared, &subjects, replicas).await {
@@ -404,7 +425,9 @@ async fn consume_session(
         match verdict {
             Ok(()) => {
                 shared.received.fetch_add(1, Ordering::Relaxed);
-                msg.double_ack().await.map_err(|e| anyhow::anyhow!("ack: {e}"))?;
+                msg.double_ack()
+                    .await
+                    .map_err(|e| anyhow::anyhow!("ack: {e}"))?;
             }
             Err(Verdict::Dead(reason)) => {
                 dead(shared, seq, &subj, &reason, &data).await;
@@ -413,13 +436,22 @@ async fn consume_session(
                     .map_err(|e| anyhow::anyhow!("term: {e}"))?;
             }
             Err(Verdict::Retry(reason)) if delivered >= MAX_DELIVER => {
-                dead(shared, seq, &subj, &format!("gave up after {delivered} deliveries: {reason}"), &data).await;
+                dead(
+                    shared,
+                    seq,
+                    &subj,
+                    &format!("gave up after {delivered} deliveries: {reason}"),
+                    &data,
+                )
+                .await;
                 msg.ack_with(AckKind::Term)
                     .await
                     .map_err(|e| anyhow::anyhow!("term: {e}"))?;
             }
             Err(Verdict::Retry(reason)) => {
-                shared.note_error(format!("message {seq} on {subj} will be retried: {reason}")).await;
+                shared
+                    .note_error(format!("message {seq} on {subj} will be retried: {reason}"))
+                    .await;
                 msg.ack_with(AckKind::Nak(Some(Duration::from_secs(1))))
                     .await
                     .map_err(|e| anyhow::anyhow!("nak: {e}"))?;
@@ -456,6 +488,8 @@ async fn dead(shared: &Shared, seq: u64, subj: &str, reason: &str, data: &[u8]) 
     shared.dead.fetch_add(1, Ordering::Relaxed);
     tracing::warn!("bridge: dead-lettered message {seq} on {subj}: {reason}");
     if let Err(e) = eb::dead_letter(&shared.root, seq, subj, reason, data) {
-        shared.note_error(format!("dead letter {seq} not kept: {e}")).await;
+        shared
+            .note_error(format!("dead letter {seq} not kept: {e}"))
+            .await;
     }
 }

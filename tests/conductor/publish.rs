@@ -66,7 +66,10 @@ fn reaching_a_publish_step_writes_the_outbox_and_moves_on_to_await() {
     let st = env.state("wf_pub_1");
     assert_eq!(st["current_step"], "await");
     assert_eq!(st["status"], "waiting_for_ack");
-    assert_eq!(st["context"], json!({"feature_summary": "fast boots", "partner": "tallon"}));
+    assert_eq!(
+        st["context"],
+        json!({"feature_summary": "fast boots", "partner": "tallon"})
+    );
     let ob = outbox(&env);
     assert_eq!(ob.len(), 1);
     assert_eq!(ob[0]["message"], "Deploy wf_pub_1: v1 packaged");
@@ -104,7 +107,11 @@ fn unknown_placeholders_refuse_the_file_with_its_line() {
     let env = env_with(&FLOW.replace("${message}", "${mesage}"));
     let err = env.refused(
         &["handoff", "submit", "-"],
-        Some(&start("hof_20261201_p00003", "wf_pub_3", json!({"feature_summary": "x"}))),
+        Some(&start(
+            "hof_20261201_p00003",
+            "wf_pub_3",
+            json!({"feature_summary": "x"}),
+        )),
     );
     assert!(err.contains("pub-flow.yaml:13"), "{err}");
     assert!(err.contains("${mesage}"), "{err}");
@@ -138,16 +145,25 @@ fn a_value_that_would_inject_a_subject_separator_is_refused() {
 
 #[test]
 fn a_held_publish_waits_for_approval_and_publishes_when_approved() {
-    let flow = FLOW.replace("      type: nats_publish\n", "      type: nats_publish\n      approval_required: true\n");
+    let flow = FLOW.replace(
+        "      type: nats_publish\n",
+        "      type: nats_publish\n      approval_required: true\n",
+    );
     let env = env_with(&flow);
     let hid = "hof_20261201_p00006";
-    let r = env.submit(&start(hid, "wf_pub_6", json!({"feature_summary": "x", "partner": "tallon"})));
+    let r = env.submit(&start(
+        hid,
+        "wf_pub_6",
+        json!({"feature_summary": "x", "partner": "tallon"}),
+    ));
     assert_eq!(r["status"], "awaiting_approval", "{r}");
     assert!(outbox(&env).is_empty());
     assert!(env.exists(&format!("conductor/pending/_quarantine/{hid}.json")));
     let w = env.ok(&["workflows"], None);
     assert!(
-        w["workflows"].to_string().contains("input_from \\\"nowhere\\\" is not a step"),
+        w["workflows"]
+            .to_string()
+            .contains("input_from \\\"nowhere\\\" is not a step"),
         "a dangling input_from is a warning: {w}"
     );
     let a = env.ok(&["approve", hid], None);
@@ -161,7 +177,11 @@ fn a_held_publish_waits_for_approval_and_publishes_when_approved() {
 #[test]
 fn a_crash_between_the_outbox_record_and_the_state_neither_loses_nor_doubles_it() {
     let env = env_with(FLOW);
-    let h = start("hof_20261201_p00007", "wf_pub_7", json!({"feature_summary": "x", "partner": "tallon"}));
+    let h = start(
+        "hof_20261201_p00007",
+        "wf_pub_7",
+        json!({"feature_summary": "x", "partner": "tallon"}),
+    );
     let mut c = env.command(&["handoff", "submit", "-"]);
     c.env("PANTHEON_TEST_CRASH_AT", "publish:after-outbox");
     let out = assert_cmd::Command::from_std(c)
@@ -170,7 +190,10 @@ fn a_crash_between_the_outbox_record_and_the_state_neither_loses_nor_doubles_it(
         .unwrap();
     assert!(!out.status.success());
     let status = env.ok(&["bridge", "status"], None);
-    assert_eq!(status["outbox_pending"], 0, "not live before the state commits: {status}");
+    assert_eq!(
+        status["outbox_pending"], 0,
+        "not live before the state commits: {status}"
+    );
     assert_eq!(status["outbox_uncommitted"], 1, "{status}");
     env.submit(&h);
     let status = env.ok(&["bridge", "status"], None);

@@ -108,7 +108,14 @@ impl Server {
     fn restart(&mut self) {
         self.proc.kill();
         let child = Command::new(nats_server_bin())
-            .args(["-a", "127.0.0.1", "-p", &self.port.to_string(), "-js", "-sd"])
+            .args([
+                "-a",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-js",
+                "-sd",
+            ])
             .arg(&self.store)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -148,7 +155,12 @@ impl Machine {
     fn command(&self, args: &[&str]) -> Command {
         let mut c = Command::new(bin());
         c.arg("--root").arg(&self.root).args(args);
-        for v in ["PANTHEON_ROOT", "CONDUCTOR_BASE_DIR", "CONDUCTOR_HANDOFFS_DIR", "PANTHEON_NATS_URL"] {
+        for v in [
+            "PANTHEON_ROOT",
+            "CONDUCTOR_BASE_DIR",
+            "CONDUCTOR_HANDOFFS_DIR",
+            "PANTHEON_NATS_URL",
+        ] {
             c.env_remove(v);
         }
         c
@@ -156,7 +168,9 @@ impl Machine {
 
     fn ok(&self, args: &[&str], stdin: Option<&Value>) -> Value {
         let mut c = self.command(args);
-        c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        c.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         let mut child = c.spawn().unwrap();
         {
             use std::io::Write;
@@ -176,11 +190,19 @@ impl Machine {
     }
 
     fn start_bridge(&mut self, url: &str, extra: &[&str]) {
-        self.bridge_args = ["bridge", "--nats", url, "--name", &self.name, "--poll-ms", "50"]
-            .iter()
-            .map(|s| s.to_string())
-            .chain(extra.iter().map(|s| s.to_string()))
-            .collect();
+        self.bridge_args = [
+            "bridge",
+            "--nats",
+            url,
+            "--name",
+            &self.name,
+            "--poll-ms",
+            "50",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(extra.iter().map(|s| s.to_string()))
+        .collect();
         self.restart_bridge();
     }
 
@@ -285,7 +307,14 @@ fn two_machines(server: &Server) -> (Machine, Machine) {
     a.write("conductor/workflows/deploy-across.yaml", DEPLOY);
     b.start_bridge(
         &server.url(),
-        &["--peer", "konan", "--subject", "subspace.*.outgoing.tallon", "--god", "hermes"],
+        &[
+            "--peer",
+            "konan",
+            "--subject",
+            "subspace.*.outgoing.tallon",
+            "--god",
+            "hermes",
+        ],
     );
     a.start_bridge(&server.url(), &["--peer", "tallon"]);
     (a, b)
@@ -306,8 +335,10 @@ fn ack_all(b: &Machine, acked: &mut std::collections::BTreeSet<String>) {
             let n = acked.len();
             b.ok(
                 &["ack"],
-                Some(&json!({"ack_id": format!("ack_20261201_{n:05}"), "handoff_id": hid,
-                             "status": "accepted", "message": "ready on tallon"})),
+                Some(
+                    &json!({"ack_id": format!("ack_20261201_{n:05}"), "handoff_id": hid,
+                             "status": "accepted", "message": "ready on tallon"}),
+                ),
             );
         }
     }
@@ -323,7 +354,9 @@ fn cross_pantheon_deploy_end_to_end() {
     assert_eq!(st["current_step"], "await-ack", "{st}");
     assert_eq!(st["context"]["feature_summary"], "feature 1");
 
-    wait_for("B's dispatch", Duration::from_secs(30), || inbox(&b).len() == 1);
+    wait_for("B's dispatch", Duration::from_secs(30), || {
+        inbox(&b).len() == 1
+    });
     let d = &inbox(&b)[0];
     assert_eq!(d["step"], "notify-enterprise");
     assert_eq!(d["from_god"], "konan");
@@ -345,20 +378,35 @@ fn cross_pantheon_deploy_end_to_end() {
         .unwrap();
     assert_eq!(await_rec["summary"], "ready on tallon");
     assert_eq!(await_rec["reply_from"], "tallon");
-    assert!(a.path("conductor/pending/hermes").read_dir().unwrap().count() == 1);
+    assert!(
+        a.path("conductor/pending/hermes")
+            .read_dir()
+            .unwrap()
+            .count()
+            == 1
+    );
 
     let status = a.ok(&["bridge", "status"], None);
     assert_eq!(status["status"]["name"], "konan", "{status}");
     assert_eq!(status["outbox_pending"], 0, "{status}");
-    assert!(a.bridge.terminate(), "bridge A did not exit cleanly on SIGTERM");
-    assert!(b.bridge.terminate(), "bridge B did not exit cleanly on SIGTERM");
+    assert!(
+        a.bridge.terminate(),
+        "bridge A did not exit cleanly on SIGTERM"
+    );
+    assert!(
+        b.bridge.terminate(),
+        "bridge B did not exit cleanly on SIGTERM"
+    );
 }
 
 #[test]
 fn refused_messages_are_dead_lettered_with_their_reason() {
     let server = Server::start();
     let mut b = Machine::new("tallon");
-    b.start_bridge(&server.url(), &["--peer", "konan", "--subject", "subspace.*.outgoing.tallon"]);
+    b.start_bridge(
+        &server.url(),
+        &["--peer", "konan", "--subject", "subspace.*.outgoing.tallon"],
+    );
     // A stranger publishes through another pantheon's bridge: not on tallon's peer list.
     let mut x = Machine::new("stranger");
     x.write("conductor/workflows/deploy-across.yaml", DEPLOY);
@@ -368,9 +416,13 @@ fn refused_messages_are_dead_lettered_with_their_reason() {
         b.files("conductor/bridge/dead").len() == 1
     });
     let dead: Value =
-        serde_json::from_slice(&std::fs::read(&b.files("conductor/bridge/dead")[0]).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(&b.files("conductor/bridge/dead")[0]).unwrap())
+            .unwrap();
     assert!(
-        dead["reason"].as_str().unwrap().contains("not an allowed peer"),
+        dead["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not an allowed peer"),
         "{dead}"
     );
     assert!(inbox(&b).is_empty());
@@ -387,7 +439,7 @@ fn faults_lose_nothing_and_double_nothing() {
     for n in 0..N {
         a.ok(&["handoff", "submit", "-"], Some(&start_handoff(n)));
         match n {
-            6 => server.restart(),  // SIGKILL the server mid-traffic, start it again on its store
+            6 => server.restart(), // SIGKILL the server mid-traffic, start it again on its store
             12 => b.restart_bridge(), // SIGKILL the receiving bridge
             18 => a.restart_bridge(), // SIGKILL the sending bridge
             _ => {}
@@ -400,22 +452,34 @@ fn faults_lose_nothing_and_double_nothing() {
         ack_all(&b, &mut acked);
         acked.len() >= N
     });
-    wait_for("every workflow past await-ack on A", Duration::from_secs(90), || {
-        (0..N).all(|n| a.state(&format!("wf_deploy_{n}"))["current_step"] == "announce")
-    });
+    wait_for(
+        "every workflow past await-ack on A",
+        Duration::from_secs(90),
+        || (0..N).all(|n| a.state(&format!("wf_deploy_{n}"))["current_step"] == "announce"),
+    );
     // Nothing doubled: one inbound workflow per request on B, one await-ack completion per workflow on A.
     assert_eq!(acked.len(), N);
     assert_eq!(b.files("conductor/bridge/inbound").len(), N);
     let b_states = b
         .files("conductor/state")
         .into_iter()
-        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("wf_nats_"))
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("wf_nats_")
+        })
         .count();
     assert_eq!(b_states, N);
     for n in 0..N {
         let st = a.state(&format!("wf_deploy_{n}"));
         let h = st["step_history"].as_array().unwrap();
-        assert_eq!(h.iter().filter(|r| r["step_id"] == "notify-enterprise").count(), 1);
+        assert_eq!(
+            h.iter()
+                .filter(|r| r["step_id"] == "notify-enterprise")
+                .count(),
+            1
+        );
         assert_eq!(h.iter().filter(|r| r["step_id"] == "await-ack").count(), 1);
     }
     assert_eq!(a.files("conductor/pending/hermes").len(), N);

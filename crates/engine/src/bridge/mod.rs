@@ -267,9 +267,12 @@ pub fn take(c: &Conductor, cfg: &Inbound, subject: &str, w: &Wire) -> Result<Tak
         "step": w.step,
         "context": context,
     });
-    let hold = cfg
-        .hold
-        .then(|| format!("inbound from pantheon {} (bridge holds inbound work)", w.from_pantheon));
+    let hold = cfg.hold.then(|| {
+        format!(
+            "inbound from pantheon {} (bridge holds inbound work)",
+            w.from_pantheon
+        )
+    });
     let r: SubmitResult = c.submit_handoff_held(&handoff, hold)?;
     Ok(Taken::Request {
         workflow_id: r.workflow_id,
@@ -284,7 +287,8 @@ pub fn collect_replies(c: &Conductor) -> Result<usize> {
     let dir = bridge_dir(root).join("inbound");
     let mut written = 0;
     for path in crate::conductor::definition::config_files(&dir) {
-        let Some(mut e) = read_json(&path)?.and_then(|v| serde_json::from_value::<LedgerEntry>(v).ok())
+        let Some(mut e) =
+            read_json(&path)?.and_then(|v| serde_json::from_value::<LedgerEntry>(v).ok())
         else {
             continue;
         };
@@ -310,7 +314,10 @@ pub fn collect_replies(c: &Conductor) -> Result<usize> {
         if subject::check_subject(&reply_to).is_err() {
             continue;
         }
-        let id = format!("rp_{}", &derive_hex(&[&e.from_pantheon, &e.message_id])[..24]);
+        let id = format!(
+            "rp_{}",
+            &derive_hex(&[&e.from_pantheon, &e.message_id])[..24]
+        );
         let rec = OutboxRecord {
             outbox_id: id.clone(),
             kind: "reply".into(),
@@ -338,7 +345,13 @@ pub fn collect_replies(c: &Conductor) -> Result<usize> {
 }
 
 /// Keeps a message that was refused (`conductor/bridge/dead/`), with why; never retried.
-pub fn dead_letter(root: &Root, stream_seq: u64, subject: &str, reason: &str, data: &[u8]) -> Result<()> {
+pub fn dead_letter(
+    root: &Root,
+    stream_seq: u64,
+    subject: &str,
+    reason: &str,
+    data: &[u8],
+) -> Result<()> {
     let keep = &data[..data.len().min(64 * 1024)];
     let path = bridge_dir(root)
         .join("dead")

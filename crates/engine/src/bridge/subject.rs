@@ -16,9 +16,7 @@ fn token_ok(t: &str) -> bool {
 /// A literal subject: dot-separated non-empty tokens of printable ASCII, no wildcards.
 pub fn check_subject(s: &str) -> Result<(), String> {
     if s.is_empty() || s.len() > MAX_SUBJECT {
-        return Err(format!(
-            "subject {s:?} must be 1 to {MAX_SUBJECT} bytes"
-        ));
+        return Err(format!("subject {s:?} must be 1 to {MAX_SUBJECT} bytes"));
     }
     if let Some(bad) = s.split('.').find(|t| !token_ok(t)) {
         return Err(format!(
@@ -31,7 +29,9 @@ pub fn check_subject(s: &str) -> Result<(), String> {
 /// A subject filter: like [`check_subject`], but a token may be `*` and the last may be `>`.
 pub fn check_filter(s: &str) -> Result<(), String> {
     if s.is_empty() || s.len() > MAX_SUBJECT {
-        return Err(format!("subject filter {s:?} must be 1 to {MAX_SUBJECT} bytes"));
+        return Err(format!(
+            "subject filter {s:?} must be 1 to {MAX_SUBJECT} bytes"
+        ));
     }
     let tokens: Vec<&str> = s.split('.').collect();
     for (i, t) in tokens.iter().enumerate() {
@@ -129,7 +129,10 @@ mod tests {
         assert!(check_filter("subspace.*.outgoing.tallon").is_ok());
         assert!(check_filter("pantheon.a.in.>").is_ok());
         assert!(check_filter("a.>.b").is_err());
-        assert!(matches("subspace.*.outgoing.tallon", "subspace.konan.outgoing.tallon"));
+        assert!(matches(
+            "subspace.*.outgoing.tallon",
+            "subspace.konan.outgoing.tallon"
+        ));
         assert!(matches("p.a.>", "p.a.in.x"));
         assert!(!matches("p.a.>", "p.a"));
         assert!(!matches("p.*", "p.a.b"));

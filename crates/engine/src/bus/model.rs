@@ -722,11 +722,9 @@ mod tests {
 
         let board = bus.join("board");
         let session: BoardSession = from_object(
-            &crate::store::read::read_json(
-                &board.join("session-board-20260201120005.json"),
-            )
-            .unwrap()
-            .unwrap(),
+            &crate::store::read::read_json(&board.join("session-board-20260201120005.json"))
+                .unwrap()
+                .unwrap(),
         )
         .unwrap();
         assert_eq!(session.status, "DISCUSSING");

@@ -665,7 +665,10 @@ impl Conductor {
             Some(id) => super::definition::find_definition(&self.root, id)
                 .ok()
                 .flatten()
-                .filter(|d| d.step(&f.dispatch.step).is_some_and(|s| s.publish.is_some())),
+                .filter(|d| {
+                    d.step(&f.dispatch.step)
+                        .is_some_and(|s| s.publish.is_some())
+                }),
             None => None,
         };
         files::refuse_unconfined(

@@ -261,7 +261,10 @@ impl WorkflowDef {
                 lists
             }
             Some(other) => {
-                problems.push(format!("`context` must be a mapping, found {}", kind(other)));
+                problems.push(format!(
+                    "`context` must be a mapping, found {}",
+                    kind(other)
+                ));
                 (Vec::new(), Vec::new())
             }
         };

@@ -15,10 +15,10 @@ use super::definition::WorkflowDef;
 use super::model::{Routed, StepRecord, WorkflowState, WorkflowStatus};
 use super::template::Vars;
 use super::{Conductor, files};
-use crate::store::lock::FileLock;
 use crate::bridge::subject::render_subject;
 use crate::error::{Error, Result};
 use crate::store::atomic::write_json;
+use crate::store::lock::FileLock;
 use crate::store::read::read_json;
 use crate::store::time::now_ts;
 use crate::store::{Root, WorkflowId};
@@ -140,7 +140,12 @@ pub(crate) fn advance(
         if st.status != WorkflowStatus::WaitingForAck {
             break;
         }
-        let Some(step) = st.current_step.as_deref().and_then(|s| def.step(s)).cloned() else {
+        let Some(step) = st
+            .current_step
+            .as_deref()
+            .and_then(|s| def.step(s))
+            .cloned()
+        else {
             break;
         };
         if let Some(last) = st.step_history.last_mut()
@@ -526,15 +531,24 @@ mod tests {
             reply_id: "rp_2".into(),
             ..reply.clone()
         };
-        assert!(c.receive_reply(&other).is_err(), "a second answer is refused");
+        assert!(
+            c.receive_reply(&other).is_err(),
+            "a second answer is refused"
+        );
         c.submit_handoff(&handoff("hof_20261201_e00002", "thoth", "review"))
             .unwrap();
         let st = files::load_state(c.root(), &wf).unwrap().unwrap();
         assert_eq!(st.current_step.as_deref(), Some("announce"), "{st:?}");
-        let taken = st.step_history.iter().filter(|r| r.step_id == "await").count();
+        let taken = st
+            .step_history
+            .iter()
+            .filter(|r| r.step_id == "await")
+            .count();
         assert_eq!(taken, 1);
         assert_eq!(c.receive_reply(&reply).unwrap().status, "duplicate");
-        let announce = c.root().inbox_dir(&crate::store::GodName::parse("hermes").unwrap());
+        let announce = c
+            .root()
+            .inbox_dir(&crate::store::GodName::parse("hermes").unwrap());
         assert_eq!(std::fs::read_dir(announce).unwrap().count(), 1);
     }
 }

@@ -444,7 +444,11 @@ impl Conductor {
 
     /// [`Self::submit_handoff`], holding the dispatch for approval when `hold` gives a reason
     /// (the bridge holds inbound work when its operator asks).
-    pub fn submit_handoff_held(&self, handoff: &Value, hold: Option<String>) -> Result<SubmitResult> {
+    pub fn submit_handoff_held(
+        &self,
+        handoff: &Value,
+        hold: Option<String>,
+    ) -> Result<SubmitResult> {
         let (h, warnings) = validate_handoff(self, handoff)?;
         let wf = WorkflowId::parse(&h.workflow_id)?;
         let _lock = FileLock::exclusive(&self.root.workflow_lock_path(&wf))?;
@@ -453,6 +457,7 @@ impl Conductor {
     }
 
     /// Records and routes a validated handoff; the caller holds the workflow's lock.
+    #[allow(clippy::too_many_arguments)] // each is one input of the one commit; a struct would only rename them
     pub(crate) fn submit_locked(
         &self,
         wf: &WorkflowId,

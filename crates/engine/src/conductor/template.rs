@@ -168,11 +168,9 @@ impl PayloadTemplate {
             Self::Str(t) => Value::String(t.render(vars)),
             Self::Other(v) => v.clone(),
             Self::List(items) => Value::Array(items.iter().map(|i| i.render(vars)).collect()),
-            Self::Map(m) => Value::Object(
-                m.iter()
-                    .map(|(k, v)| (k.clone(), v.render(vars)))
-                    .collect(),
-            ),
+            Self::Map(m) => {
+                Value::Object(m.iter().map(|(k, v)| (k.clone(), v.render(vars))).collect())
+            }
         }
     }
 }
@@ -205,7 +203,12 @@ mod tests {
             outputs: vec![("build".into(), "built".into())],
         };
         assert_eq!(t.render(&vars), "Deploy wf_1: go [fast] built");
-        for bad in ["${nope}", "${step.other.output}", "${context.a/b}", "x ${open"] {
+        for bad in [
+            "${nope}",
+            "${step.other.output}",
+            "${context.a/b}",
+            "x ${open",
+        ] {
             let e = Template::parse(bad, &["build"]).unwrap_err();
             assert!(!e.message.is_empty(), "{bad}");
         }
