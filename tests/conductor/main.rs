@@ -15,6 +15,7 @@ mod hardening;
 mod paging;
 mod limits;
 mod journal;
+mod publish;
 mod refusals;
 mod routing;
 mod upgrade;

@@ -282,7 +282,7 @@ fn first_seq(path: &Path) -> Option<u64> {
 /// Appends one entry for `act` by `origin`; returns the entry as written.
 pub fn append(root: &Root, origin: &Origin, act: &Act) -> Result<Value> {
     let path = journal_path(root);
-    let _lock = FileLock::exclusive(&lock_path(root))?;
+    let _lock = FileLock::exclusive(root, &lock_path(root))?;
     let mut file = open_nofollow(&path, true).map_err(|e| Error::io(&path, e))?;
     let len = file.metadata().map_err(|e| Error::io(&path, e))?.len();
     let tail = read_tail(&mut file, len).map_err(|e| Error::io(&path, e))?;

@@ -5,6 +5,7 @@
 //! - [`bus`]: the per-track message bus and the board deliberation (docs/PROTOCOL.md §3 and §4).
 //! - [`validate`]: a strict check of every protocol file under a root.
 
+pub mod bridge;
 pub mod bus;
 pub mod conductor;
 pub mod error;

@@ -479,7 +479,7 @@ impl Conductor {
             dispatch_update: d,
         };
         let next = self
-            .submit_locked(wf, h, raw, Some(st), warnings, Some(commit))
+            .submit_locked(wf, h, raw, Some(st), warnings, Some(commit), None)
             .map_err(|e| match e {
                 Error::Invalid { what, violations } => Error::Invalid {
                     what: format!("{what}; for a completed ack put them in the ack's `context`"),
@@ -671,6 +671,16 @@ impl Conductor {
         let god = GodName::parse(&f.dispatch.to_god)?;
         let by_label = by.label("operator");
         let now = now_ts();
+        let publish_def = match st.definition_id.as_deref() {
+            Some(id) => super::definition::find_definition(&self.root, id)
+                .ok()
+                .flatten()
+                .filter(|d| {
+                    d.step(&f.dispatch.step)
+                        .is_some_and(|s| s.publish.is_some())
+                }),
+            None => None,
+        };
         files::refuse_unconfined(
             &self.root,
             &[
@@ -693,7 +703,12 @@ impl Conductor {
             }
             list.as_array_mut().expect("array").push(entry);
             match reject {
-                None => st.status = WorkflowStatus::WaitingForAck,
+                None => {
+                    st.status = WorkflowStatus::WaitingForAck;
+                    if let Some(def) = &publish_def {
+                        super::outbox::advance(&self.root, def, &wf, &mut st)?;
+                    }
+                }
                 Some(r) => {
                     st.status = WorkflowStatus::Failed;
                     st.failure_reason = Some(format!(
@@ -707,6 +722,14 @@ impl Conductor {
         let mut d = f.dispatch.clone();
         d.by = Some(by_label.clone());
         let path = match reject {
+            None if publish_def.is_some() => {
+                d.ack_status = AckStatus::Completed;
+                d.archive_reason = Some(format!("approved by {by_label}: published"));
+                d.archived_at = Some(now);
+                let to = files::archive(&self.root, &f.path, &god, &hid_of(&f)?, &d)?;
+                self.repair_tail(&wf, &st)?;
+                to
+            }
             None => {
                 d.extra.insert("approved_by".into(), json!(by_label));
                 d.extra.insert("approved_at".into(), json!(now));

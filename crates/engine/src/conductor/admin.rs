@@ -280,6 +280,7 @@ impl Conductor {
                 version: d.version,
                 description: d.description,
                 path: text(&d.path),
+                warnings: d.warnings,
             })
             .collect();
         Ok(WorkflowsResult {

@@ -8,7 +8,8 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::store::read::{kind, read_yaml};
+use super::template::{PayloadTemplate, Template, TemplateError, line_of};
+use crate::store::read::{kind, read_bytes, read_yaml};
 use crate::store::time::parse_duration_checked;
 use crate::store::{Root, is_valid_name};
 
@@ -20,6 +21,12 @@ pub struct WorkflowDef {
     pub version: Option<String>,
     pub description: Option<String>,
     pub steps: Vec<StepDef>,
+    /// `context.required`: keys the starting handoff's `context` must carry (kept in the state).
+    pub context_required: Vec<String>,
+    /// `context.optional`: keys kept in the state when the starting handoff carries them.
+    pub context_optional: Vec<String>,
+    /// Problems that do not stop the definition from loading (a dangling `input_from`).
+    pub warnings: Vec<String>,
     /// The file it was loaded from.
     pub path: PathBuf,
     /// Keys this engine does not use, kept for display.
@@ -45,8 +52,23 @@ pub struct StepDef {
     pub approval_required: bool,
     /// Paths `cleanup` deletes (`{root}`, `{workflow_id}`, `~` expanded).
     pub temp_artifacts: Vec<String>,
+    /// `type: nats_publish`: reaching the step writes an outbox record the bridge publishes.
+    pub publish: Option<PublishDef>,
+    /// `action: await_ack`: the step waits for the reply to the workflow's last publish.
+    pub await_ack: bool,
     pub extra: Map<String, Value>,
 }
+
+/// The templates of a `nats_publish` step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PublishDef {
+    pub subject: Template,
+    pub message: Option<Template>,
+    pub payload: Option<PayloadTemplate>,
+}
+
+/// The god a `nats_publish` step without one is recorded under: the bridge performs it.
+pub const PUBLISH_GOD: &str = "bridge";
 
 /// A definition or rule file that could not be loaded, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -132,20 +154,124 @@ impl WorkflowDef {
             Some(other) => problems.push(format!("`steps` must be a list, found {}", kind(other))),
             None => problems.push("`steps` is missing".into()),
         }
+        let mut warnings = Vec::new();
         for s in &steps {
             if let Some(from) = &s.input_from
                 && !steps.iter().any(|o| &o.id == from)
             {
-                problems.push(format!(
-                    "step {:?}: input_from {from:?} is not a step of this workflow",
+                warnings.push(format!(
+                    "step {:?}: input_from {from:?} is not a step of this workflow (ignored)",
                     s.id
                 ));
             }
         }
+        let step_ids: Vec<String> = steps.iter().map(|s| s.id.clone()).collect();
+        let ids: Vec<&str> = step_ids.iter().map(String::as_str).collect();
+        let mut source: Option<String> = None;
+        let mut at_line = |e: TemplateError| -> String {
+            let text = source.get_or_insert_with(|| {
+                read_bytes(path)
+                    .ok()
+                    .flatten()
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default()
+            });
+            match line_of(text, &e.placeholder) {
+                Some(n) => format!("{}:{n}: {}", path.display(), e.message),
+                None => e.message,
+            }
+        };
+        for (i, item) in steps_value
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let Some(step) = steps.get_mut(i) else { break };
+            if step.id != item.get("id").and_then(scalar_text).unwrap_or_default() {
+                continue;
+            }
+            if item.get("type").and_then(Value::as_str) == Some("nats_publish") {
+                let field = |k: &str| item.get(k).filter(|v| !v.is_null());
+                let subject = match field("subject").and_then(scalar_text) {
+                    None => {
+                        problems.push(format!(
+                            "step {:?}: a nats_publish step needs a `subject`",
+                            step.id
+                        ));
+                        continue;
+                    }
+                    Some(s) => match Template::parse(&s, &ids) {
+                        Ok(t) => t,
+                        Err(e) => {
+                            problems.push(format!("step {:?}: subject: {}", step.id, at_line(e)));
+                            continue;
+                        }
+                    },
+                };
+                if let Err(e) = crate::bridge::subject::check_template_subject(&subject) {
+                    problems.push(format!("step {:?}: subject: {e}", step.id));
+                }
+                let message = match field("message").and_then(scalar_text) {
+                    None => None,
+                    Some(m) => match Template::parse(&m, &ids) {
+                        Ok(t) => Some(t),
+                        Err(e) => {
+                            problems.push(format!("step {:?}: message: {}", step.id, at_line(e)));
+                            None
+                        }
+                    },
+                };
+                let payload = match field("payload") {
+                    None => None,
+                    Some(p) => match PayloadTemplate::parse(p, &ids) {
+                        Ok(t) => Some(t),
+                        Err(e) => {
+                            problems.push(format!("step {:?}: payload: {}", step.id, at_line(e)));
+                            None
+                        }
+                    },
+                };
+                step.publish = Some(PublishDef {
+                    subject,
+                    message,
+                    payload,
+                });
+            }
+        }
+        let (context_required, context_optional) = match body.get("context") {
+            None | Some(Value::Null) => (Vec::new(), Vec::new()),
+            Some(Value::Object(c)) => {
+                let mut lists = (Vec::new(), Vec::new());
+                for (key, into) in [("required", &mut lists.0), ("optional", &mut lists.1)] {
+                    match string_list(c.get(key), &format!("context.{key}")) {
+                        Ok(l) => {
+                            for k in &l {
+                                if !is_valid_name(k) {
+                                    problems.push(format!(
+                                        "context.{key}: {k:?} must match ^[A-Za-z0-9][A-Za-z0-9_-]{{0,63}}$"
+                                    ));
+                                }
+                            }
+                            *into = l;
+                        }
+                        Err(e) => problems.push(e),
+                    }
+                }
+                lists
+            }
+            Some(other) => {
+                problems.push(format!(
+                    "`context` must be a mapping, found {}",
+                    kind(other)
+                ));
+                (Vec::new(), Vec::new())
+            }
+        };
         if !problems.is_empty() {
             return Err(problems.join("; "));
         }
-        let known = ["id", "name", "version", "description", "steps"];
+        let known = ["id", "name", "version", "description", "steps", "context"];
         let extra = body
             .iter()
             .filter(|(k, _)| !known.contains(&k.as_str()))
@@ -157,6 +283,9 @@ impl WorkflowDef {
             version: text("version"),
             description: text("description"),
             steps,
+            context_required,
+            context_optional,
+            warnings,
             path: path.to_path_buf(),
             extra,
         })
@@ -203,8 +332,28 @@ impl StepDef {
             }
         };
         name_ok("step id", &id)?;
-        let god = text("god").ok_or_else(|| format!("step {id:?} has no `god`"))?;
+        let publishes = m.get("type").and_then(Value::as_str) == Some("nats_publish");
+        let god = match text("god") {
+            Some(g) => g,
+            None if publishes => PUBLISH_GOD.to_owned(),
+            None => return Err(format!("step {id:?} has no `god`")),
+        };
         name_ok("god", &god)?;
+        let await_ack = match m.get("action") {
+            None | Some(Value::Null) => false,
+            Some(Value::String(a)) if a == "await_ack" => true,
+            Some(other) => {
+                return Err(format!(
+                    "step {id:?}: action {} is not known (the one action is await_ack)",
+                    scalar_text(other).unwrap_or_else(|| kind(other).to_owned())
+                ));
+            }
+        };
+        if publishes && await_ack {
+            return Err(format!(
+                "step {id:?}: a nats_publish step cannot also be action: await_ack"
+            ));
+        }
         let fallback_gods = string_list(m.get("fallback_gods"), "fallback_gods")?;
         for g in &fallback_gods {
             name_ok("fallback god", g)?;
@@ -236,6 +385,11 @@ impl StepDef {
             "fallback_gods",
             "approval_required",
             "temp_artifacts",
+            "type",
+            "action",
+            "subject",
+            "message",
+            "payload",
         ];
         let temp_artifacts = string_list(m.get("temp_artifacts"), "temp_artifacts")?;
         for t in &temp_artifacts {
@@ -255,6 +409,8 @@ impl StepDef {
             fallback_gods,
             approval_required,
             temp_artifacts,
+            publish: None,
+            await_ack,
             extra: m
                 .iter()
                 .filter(|(k, _)| !known.contains(&k.as_str()))

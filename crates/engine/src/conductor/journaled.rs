@@ -21,7 +21,13 @@ impl Conductor {
 
     /// Submits a handoff (docs/PROTOCOL.md §2.1): validates it, records it, routes it and dispatches it.
     pub fn submit_handoff(&self, handoff: &Value) -> Result<SubmitResult> {
-        let mut r = self.submit_unjournaled(handoff)?;
+        self.submit_handoff_held(handoff, None)
+    }
+
+    /// [`Self::submit_handoff`], holding the dispatch for approval when `hold` gives a reason (the
+    /// bridge holds inbound work when its operator asks).
+    pub fn submit_handoff_held(&self, handoff: &Value, hold: Option<String>) -> Result<SubmitResult> {
+        let mut r = self.submit_held_unjournaled(handoff, hold)?;
         let act = Act::new("submit", r.status.clone())
             .target("workflow_id", Some(&r.workflow_id))
             .target("handoff_id", Some(&r.handoff_id))

@@ -14,11 +14,13 @@ pub mod files;
 pub mod journaled;
 pub mod model;
 pub mod paging;
+pub mod outbox;
 pub mod results;
 pub mod rules;
 pub mod samples;
 pub mod schema;
 pub mod submit;
+pub mod template;
 
 use std::sync::{Arc, Mutex, RwLock};
 

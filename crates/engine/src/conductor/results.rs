@@ -146,6 +146,9 @@ pub struct WorkflowSummary {
     pub description: Option<String>,
     pub steps: Vec<StepSummary>,
     pub path: String,
+    /// Problems that do not stop the definition loading (a dangling `input_from`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// `list_workflows`'s result.

@@ -356,6 +356,53 @@ pub(crate) fn route(root: &Root, h: &Handoff, state: Option<&WorkflowState>) -> 
     })
 }
 
+/// Refuses a handoff that starts a workflow without a key its definition's `context.required` lists.
+fn check_required_context(def: &WorkflowDef, h: &Handoff, starting: bool) -> Result<()> {
+    let missing: Vec<&String> = def
+        .context_required
+        .iter()
+        .filter(|k| matches!(h.context.extra.get(k.as_str()), None | Some(Value::Null)))
+        .collect();
+    if starting && !missing.is_empty() {
+        return Err(Error::invalid(
+            format!("handoff starting workflow {:?}", def.id),
+            missing
+                .iter()
+                .map(|k| Violation {
+                    pointer: format!("/context/{k}"),
+                    message: format!(
+                        "required by the definition's context.required; add context.{k} to the handoff"
+                    ),
+                })
+                .collect(),
+        ));
+    }
+    Ok(())
+}
+
+/// Keeps the context keys a definition declares (`context.required` / `optional`) in the state's
+/// `context`, so publish templates can use them.
+fn keep_context(def: &WorkflowDef, h: &Handoff, st: &mut WorkflowState) {
+    if def.context_required.is_empty() && def.context_optional.is_empty() {
+        return;
+    }
+    let kept = st
+        .extra
+        .entry("context")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if !kept.is_object() {
+        *kept = Value::Object(Default::default());
+    }
+    let map = kept.as_object_mut().expect("object");
+    for k in def.context_required.iter().chain(&def.context_optional) {
+        if let Some(v) = h.context.extra.get(k)
+            && !v.is_null()
+        {
+            map.insert(k.clone(), v.clone());
+        }
+    }
+}
+
 fn push_unique(into: &mut Vec<String>, items: &[String]) {
     for i in items {
         if !into.contains(i) {
@@ -421,16 +468,23 @@ fn refuse_out_of_step(
 }
 
 impl Conductor {
-    /// Submits a handoff (docs/PROTOCOL.md §2.1): validates it, records it, routes it and dispatches it.
-    pub(crate) fn submit_unjournaled(&self, handoff: &Value) -> Result<SubmitResult> {
+    /// Submits a handoff (docs/PROTOCOL.md §2.1): validates it, records it, routes it and dispatches it,
+    /// holding the dispatch for approval when `hold` gives a reason (the bridge holds inbound work when
+    /// its operator asks). Journaled by [`Conductor::submit_handoff_held`].
+    pub(crate) fn submit_held_unjournaled(
+        &self,
+        handoff: &Value,
+        hold: Option<String>,
+    ) -> Result<SubmitResult> {
         let (h, warnings) = validate_handoff(self, handoff)?;
         let wf = WorkflowId::parse(&h.workflow_id)?;
         let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
         let state = files::load_state(&self.root, &wf)?;
-        self.submit_locked(&wf, h, handoff.clone(), state, warnings, None)
+        self.submit_locked(&wf, h, handoff.clone(), state, warnings, None, hold)
     }
 
     /// Records and routes a validated handoff; the caller holds the workflow's lock.
+    #[allow(clippy::too_many_arguments)] // each is one input of the one commit; a struct would only rename them
     pub(crate) fn submit_locked(
         &self,
         wf: &WorkflowId,
@@ -439,6 +493,7 @@ impl Conductor {
         state: Option<WorkflowState>,
         mut warnings: Vec<String>,
         ack: Option<AckCommit>,
+        hold: Option<String>,
     ) -> Result<SubmitResult> {
         let root = &self.root;
         let hid = HandoffId::parse(&h.handoff_id)?;
@@ -466,6 +521,7 @@ impl Conductor {
                 }
             }
             self.repair_dispatch(wf, st, &hid)?;
+            self.repair_tail(wf, st)?;
             return Ok(self.result_of(wf, st, rec, &stored_path, "duplicate", warnings));
         }
         if let Some(st) = &state {
@@ -487,9 +543,19 @@ impl Conductor {
                 _ => {}
             }
         }
-        let route = route(root, &h, state.as_ref())?;
+        let mut route = route(root, &h, state.as_ref())?;
         if let Some(st) = &state {
             refuse_out_of_step(wf, st, &h, &route)?;
+        }
+        if let (Some(why), Target::Dispatch { hold: h @ None, .. }) = (hold, &mut route.target) {
+            *h = Some(why);
+        }
+        let def = match &route.definition {
+            Some((def_id, _)) => definition(root, def_id)?,
+            None => None,
+        };
+        if let Some(def) = &def {
+            check_required_context(def, &h, state.is_none())?;
         }
         warnings.extend(route.warnings.iter().cloned());
         let mut will_write = vec![root.handoff_path(wf, &step), root.state_path(wf)];
@@ -615,6 +681,12 @@ impl Conductor {
             st.acks.push(a.record.clone());
         }
         st.updated = Some(now);
+        if let Some(def) = &def {
+            keep_context(def, &h, &mut st);
+            if matches!(route.target, Target::Dispatch { hold: None, .. }) {
+                super::outbox::advance(root, def, wf, &mut st)?;
+            }
+        }
         files::write_state(root, wf, &st)?;
         super::crash_point("submit:after-state");
 
@@ -633,6 +705,7 @@ impl Conductor {
         self.supersede_stale(wf, &st, &hid)?;
         super::crash_point("submit:after-supersede");
         self.repair_dispatch(wf, &st, &hid)?;
+        self.repair_tail(wf, &st)?;
         super::crash_point("submit:after-dispatch");
         let rec = st.record_of(hid.as_str()).expect("just recorded");
         Ok(self.result_of(wf, &st, rec, &latest, status, warnings))
@@ -791,6 +864,19 @@ impl Conductor {
             step,
             dispatch_path: path.display().to_string(),
         })
+    }
+
+    /// Writes the dispatch the last step record routes to when the engine added that record itself
+    /// (a publish or a reply moved the workflow on).
+    pub(crate) fn repair_tail(&self, wf: &WorkflowId, st: &WorkflowState) -> Result<()> {
+        if let Some(last) = st.step_history.last()
+            && (last.extra.contains_key("outbox_id") || last.extra.contains_key("reply_id"))
+            && let Some(hid) = &last.handoff_id
+            && let Ok(hid) = HandoffId::parse(hid)
+        {
+            self.repair_dispatch(wf, st, &hid)?;
+        }
+        Ok(())
     }
 
     /// Writes the dispatch a recorded handoff routed to, unless it already exists anywhere or the

@@ -1,0 +1,159 @@
+//! NATS subject checks (docs/NATS.md): a subject the bridge publishes on is literal (no `*` or `>`),
+//! a value put into a subject from an id or a template is exactly one token (no `.`), and a filter
+//! the operator configures may use `*` tokens and a final `>`.
+
+use super::super::conductor::template::{Part, Template, Vars};
+
+/// Longest subject accepted, in bytes.
+pub const MAX_SUBJECT: usize = 256;
+
+fn token_ok(t: &str) -> bool {
+    !t.is_empty()
+        && t.bytes()
+            .all(|b| b.is_ascii_graphic() && b != b'.' && b != b'*' && b != b'>')
+}
+
+/// A literal subject: dot-separated non-empty tokens of printable ASCII, no wildcards.
+pub fn check_subject(s: &str) -> Result<(), String> {
+    if s.is_empty() || s.len() > MAX_SUBJECT {
+        return Err(format!("subject {s:?} must be 1 to {MAX_SUBJECT} bytes"));
+    }
+    if let Some(bad) = s.split('.').find(|t| !token_ok(t)) {
+        return Err(format!(
+            "subject {s:?}: token {bad:?} is empty or holds a wildcard, space or control character"
+        ));
+    }
+    Ok(())
+}
+
+/// A subject filter: like [`check_subject`], but a token may be `*` and the last may be `>`.
+pub fn check_filter(s: &str) -> Result<(), String> {
+    if s.is_empty() || s.len() > MAX_SUBJECT {
+        return Err(format!(
+            "subject filter {s:?} must be 1 to {MAX_SUBJECT} bytes"
+        ));
+    }
+    let tokens: Vec<&str> = s.split('.').collect();
+    for (i, t) in tokens.iter().enumerate() {
+        let ok = token_ok(t) || *t == "*" || (*t == ">" && i + 1 == tokens.len());
+        if !ok {
+            return Err(format!(
+                "subject filter {s:?}: token {t:?} is not a name, `*`, or a final `>`"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// One token taken from an id or a rendered value.
+pub fn check_token(what: &str, s: &str) -> Result<(), String> {
+    if s.len() <= MAX_SUBJECT && token_ok(s) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} {s:?} cannot be part of a subject: it must be one token (no `.`, `*`, `>`, spaces)"
+        ))
+    }
+}
+
+/// True when `subject` (literal) matches `filter`.
+pub fn matches(filter: &str, subject: &str) -> bool {
+    let mut f = filter.split('.');
+    let mut s = subject.split('.');
+    loop {
+        match (f.next(), s.next()) {
+            (Some(">"), Some(_)) => return true,
+            (Some("*"), Some(_)) => {}
+            (Some(a), Some(b)) if a == b => {}
+            (None, None) => return true,
+            _ => return false,
+        }
+    }
+}
+
+/// Checks the literal text of a subject template (at load): its fixed tokens must be valid.
+pub fn check_template_subject(t: &Template) -> Result<(), String> {
+    let filled: String = t
+        .parts
+        .iter()
+        .map(|p| match p {
+            Part::Text(s) => s.as_str(),
+            _ => "x",
+        })
+        .collect();
+    check_subject(&filled).map_err(|e| format!("{e} (in {:?})", t.source))?;
+    Ok(())
+}
+
+/// Renders a subject template: every substituted value must be one token.
+pub fn render_subject(t: &Template, vars: &Vars<'_>) -> Result<String, String> {
+    let mut out = String::new();
+    for p in &t.parts {
+        match p {
+            Part::Text(s) => out.push_str(s),
+            other => {
+                let one = Template {
+                    source: String::new(),
+                    parts: vec![other.clone()],
+                }
+                .render(vars);
+                check_token(&format!("value of {}", describe(other)), &one)?;
+                out.push_str(&one);
+            }
+        }
+    }
+    check_subject(&out)?;
+    Ok(out)
+}
+
+fn describe(p: &Part) -> String {
+    match p {
+        Part::Text(_) => "text".into(),
+        Part::WorkflowId => "${workflow_id}".into(),
+        Part::Message => "${message}".into(),
+        Part::Context(k) => format!("${{context.{k}}}"),
+        Part::StepOutput(s) => format!("${{step.{s}.output}}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subjects_filters_and_injection() {
+        assert!(check_subject("subspace.konan.outgoing.tallon").is_ok());
+        for bad in ["", "a..b", "a.*", "a.>", "a b", ".a", "a."] {
+            assert!(check_subject(bad).is_err(), "{bad}");
+        }
+        assert!(check_filter("subspace.*.outgoing.tallon").is_ok());
+        assert!(check_filter("pantheon.a.in.>").is_ok());
+        assert!(check_filter("a.>.b").is_err());
+        assert!(matches(
+            "subspace.*.outgoing.tallon",
+            "subspace.konan.outgoing.tallon"
+        ));
+        assert!(matches("p.a.>", "p.a.in.x"));
+        assert!(!matches("p.a.>", "p.a"));
+        assert!(!matches("p.*", "p.a.b"));
+        let t = Template::parse("subspace.${context.from}.outgoing", &[]).unwrap();
+        let mut ctx = serde_json::Map::new();
+        ctx.insert("from".into(), "konan".into());
+        fn v(ctx: &serde_json::Map<String, serde_json::Value>) -> Vars<'_> {
+            Vars {
+                workflow_id: "w",
+                message: "",
+                context: Some(ctx),
+                outputs: vec![],
+            }
+        }
+        assert_eq!(
+            render_subject(&t, &v(&ctx)).unwrap(),
+            "subspace.konan.outgoing"
+        );
+        for inject in ["a.b", "*", ">", "", "a b"] {
+            ctx.insert("from".into(), inject.into());
+            assert!(render_subject(&t, &v(&ctx)).is_err(), "{inject}");
+        }
+    }
+}

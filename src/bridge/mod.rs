@@ -1,0 +1,495 @@
+//! `pantheon bridge` (docs/NATS.md): a thin async shell that moves the engine's outbox records to
+//! NATS JetStream and turns messages from a durable consumer into local handoffs and replies. Every
+//! protocol decision is the engine's (`pantheon_engine::bridge`, `conductor::outbox`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use async_nats::jetstream::{self, AckKind, consumer::pull, stream};
+use futures_util::StreamExt;
+use tokio::sync::Mutex;
+
+use crate::engine::bridge::{self as eb, Inbound, Status, subject};
+use crate::engine::conductor::{Conductor, outbox};
+use crate::engine::error::Error as EngineError;
+use crate::engine::store::{Root, is_valid_name};
+
+/// Options of `pantheon bridge`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct BridgeArgs {
+    #[command(subcommand)]
+    pub command: Option<BridgeCommand>,
+    /// The NATS server URL(s), comma-separated (nats://host:4222).
+    #[arg(long, env = "PANTHEON_NATS_URL")]
+    pub nats: Option<String>,
+    /// This pantheon's name (its replies come back on `pantheon.NAME.in.reply`).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// A peer pantheon whose messages are taken (repeat; messages from others are dead-lettered).
+    #[arg(long = "peer", value_name = "PANTHEON")]
+    pub peers: Vec<String>,
+    /// A subject filter this pantheon receives on, besides its reply subject (repeat;
+    /// e.g. `subspace.*.outgoing.tallon`).
+    #[arg(long = "subject", value_name = "FILTER")]
+    pub subjects: Vec<String>,
+    /// The god inbound requests are dispatched to.
+    #[arg(long, default_value = "hermes")]
+    pub god: String,
+    /// Hold inbound requests in the approval hold until an operator approves them.
+    #[arg(long)]
+    pub hold_inbound: bool,
+    /// Replicas of the stream the bridge creates (3 on a three-node cluster).
+    #[arg(long, default_value_t = 1)]
+    pub replicas: usize,
+    /// A NATS credentials file (JWT + nkey seed).
+    #[arg(long, value_name = "FILE")]
+    pub creds: Option<PathBuf>,
+    /// A file holding an nkey seed.
+    #[arg(long, value_name = "FILE")]
+    pub nkey: Option<PathBuf>,
+    /// A file holding an auth token (or set PANTHEON_NATS_TOKEN).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Require TLS; with --tls-ca to trust a private CA, and --tls-cert/--tls-key for a client certificate.
+    #[arg(long)]
+    pub tls: bool,
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<PathBuf>,
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// How often the outbox is scanned, in milliseconds.
+    #[arg(long, default_value_t = 200)]
+    pub poll_ms: u64,
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum BridgeCommand {
+    /// The bridge's status as JSON (from the root: works whether or not the bridge runs).
+    Status,
+}
+
+/// Deliveries of one message before it is dead-lettered.
+const MAX_DELIVER: i64 = 20;
+
+/// Runs `pantheon bridge …`.
+pub fn run(args: BridgeArgs, root: &Root) -> anyhow::Result<crate::cli::Outcome> {
+    if let Some(BridgeCommand::Status) = args.command {
+        return Ok(crate::cli::Outcome::Json(eb::read_status(root)?));
+    }
+    let url = args
+        .nats
+        .clone()
+        .context("--nats URL is required (or PANTHEON_NATS_URL)")?;
+    let name = args.name.clone().context("--name PANTHEON is required")?;
+    if !is_valid_name(&name) {
+        bail!("--name {name:?} must match ^[A-Za-z0-9][A-Za-z0-9_-]{{0,63}}$");
+    }
+    for p in &args.peers {
+        if !is_valid_name(p) {
+            bail!("--peer {p:?} must match ^[A-Za-z0-9][A-Za-z0-9_-]{{0,63}}$");
+        }
+    }
+    for s in &args.subjects {
+        subject::check_filter(s).map_err(anyhow::Error::msg)?;
+    }
+    if !is_valid_name(&args.god) {
+        bail!("--god {:?} is not a god name", args.god);
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(serve(args, url, name, root.clone()))?;
+    Ok(crate::cli::Outcome::Exit(std::process::ExitCode::SUCCESS))
+}
+
+struct Shared {
+    root: Root,
+    conductor: Conductor,
+    inbound: Inbound,
+    status: Mutex<Status>,
+    published: AtomicU64,
+    received: AtomicU64,
+    dead: AtomicU64,
+    stop: AtomicBool,
+}
+
+impl Shared {
+    async fn note_error(&self, e: impl std::fmt::Display) {
+        let text = e.to_string();
+        tracing::warn!("bridge: {text}");
+        self.status.lock().await.last_error = Some(text);
+    }
+
+    async fn save_status(&self, connected: Option<bool>, lag: Option<u64>) {
+        let mut s = self.status.lock().await;
+        if let Some(c) = connected {
+            s.connected = c;
+        }
+        if let Some(l) = lag {
+            s.lag = l;
+        }
+        s.published = self.published.load(Ordering::Relaxed);
+        s.received = self.received.load(Ordering::Relaxed);
+        s.dead_lettered = self.dead.load(Ordering::Relaxed);
+        s.outbox_pending = outbox::pending(&self.root).0.len();
+        s.updated = crate::engine::store::time::now_ts();
+        if let Err(e) = eb::write_status(&self.root, &s) {
+            tracing::warn!("bridge: status not written: {e}");
+        }
+    }
+}
+
+/// The stream this pantheon receives on.
+fn stream_name(name: &str) -> String {
+    format!("PANTHEON_{name}")
+}
+
+async fn connect(
+    args: &BridgeArgs,
+    url: &str,
+    shared: Arc<Shared>,
+) -> anyhow::Result<async_nats::Client> {
+    let mut opts = async_nats::ConnectOptions::new()
+        .name(format!("pantheon-bridge {}", shared.inbound.name))
+        .retry_on_initial_connect()
+        .max_reconnects(None)
+        .connection_timeout(Duration::from_secs(5))
+        .reconnect_delay_callback(|attempts| {
+            let ms = 100u64.saturating_mul(1 << attempts.min(6) as u64);
+            Duration::from_millis(ms.min(5_000))
+        });
+    if let Some(c) = &args.creds {
+        opts = opts
+            .credentials_file(c)
+            .await
+            .with_context(|| format!("reading the credentials file {}", c.display()))?;
+    }
+    if let Some(n) = &args.nkey {
+        let seed = std::fs::read_to_string(n)
+            .with_context(|| format!("reading the nkey seed file {}", n.display()))?;
+        opts = opts.nkey(seed.trim().to_owned());
+    }
+    let token = match &args.token_file {
+        Some(f) => Some(
+            std::fs::read_to_string(f)
+                .with_context(|| format!("reading the token file {}", f.display()))?
+                .trim()
+                .to_owned(),
+        ),
+        None => std::env::var("PANTHEON_NATS_TOKEN").ok(),
+    };
+    if let Some(t) = token {
+        opts = opts.token(t);
+    }
+    if args.tls {
+        opts = opts.require_tls(true);
+    }
+    if let Some(ca) = &args.tls_ca {
+        opts = opts.add_root_certificates(ca.clone());
+    }
+    if let (Some(c), Some(k)) = (&args.tls_cert, &args.tls_key) {
+        opts = opts.add_client_certificate(c.clone(), k.clone());
+    }
+    let events = shared.clone();
+    opts = opts.event_callback(move |ev| {
+        let s = events.clone();
+        async move {
+            match ev {
+                async_nats::Event::Connected => s.save_status(Some(true), None).await,
+                async_nats::Event::Disconnected => s.save_status(Some(false), None).await,
+                other => s.note_error(format!("nats: {other}")).await,
+            }
+        }
+    });
+    Ok(opts.connect(url).await?)
+}
+
+async fn serve(args: BridgeArgs, url: String, name: String, root: Root) -> anyhow::Result<()> {
+    let mut subjects = vec![eb::reply_subject(&name)];
+    subjects.extend(args.subjects.iter().cloned());
+    let shared = Arc::new(Shared {
+        conductor: Conductor::new(root.clone()),
+        root: root.clone(),
+        inbound: Inbound {
+            name: name.clone(),
+            peers: args.peers.clone(),
+            subjects: subjects.clone(),
+            god: args.god.clone(),
+            hold: args.hold_inbound,
+        },
+        status: Mutex::new(Status {
+            name: name.clone(),
+            server: eb::redact_url(&url),
+            pid: std::process::id(),
+            ..Default::default()
+        }),
+        published: AtomicU64::new(0),
+        received: AtomicU64::new(0),
+        dead: AtomicU64::new(0),
+        stop: AtomicBool::new(false),
+    });
+    shared.save_status(Some(false), None).await;
+    let client = connect(&args, &url, shared.clone()).await?;
+    let js = jetstream::new(client.clone());
+
+    let stopper = shared.clone();
+    let signals = tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+        let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+        tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+        stopper.stop.store(true, Ordering::SeqCst);
+    });
+
+    let out = tokio::spawn(publish_loop(
+        js.clone(),
+        shared.clone(),
+        Duration::from_millis(args.poll_ms.max(10)),
+    ));
+    let inn = tokio::spawn(consume_loop(
+        js.clone(),
+        shared.clone(),
+        subjects,
+        args.replicas,
+    ));
+    while !shared.stop.load(Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if out.is_finished() || inn.is_finished() {
+            break;
+        }
+    }
+    shared.stop.store(true, Ordering::SeqCst);
+    let _ = tokio::time::timeout(Duration::from_secs(5), out).await;
+    let _ = tokio::time::timeout(Duration::from_secs(5), inn).await;
+    signals.abort();
+    let _ = tokio::time::timeout(Duration::from_secs(2), client.flush()).await;
+    shared.save_status(Some(false), None).await;
+    Ok(())
+}
+
+/// Publishes live outbox records in order, each with `Nats-Msg-Id` = its id, and marks each sent
+/// only after the server stored it.
+async fn publish_loop(js: jetstream::Context, shared: Arc<Shared>, every: Duration) {
+    let mut backoff = every;
+    while !shared.stop.load(Ordering::SeqCst) {
+        let c = &shared.conductor;
+        if let Err(e) = eb::collect_replies(c) {
+            shared.note_error(format!("collecting replies: {e}")).await;
+        }
+        let (records, _) = outbox::pending(&shared.root);
+        let mut failed = false;
+        for rec in records {
+            if shared.stop.load(Ordering::SeqCst) {
+                break;
+            }
+            let wire = eb::to_wire(&rec, &shared.inbound.name);
+            let body = match serde_json::to_vec(&wire) {
+                Ok(b) => b,
+                Err(e) => {
+                    shared.note_error(e).await;
+                    continue;
+                }
+            };
+            let mut headers = async_nats::HeaderMap::new();
+            headers.insert("Nats-Msg-Id", rec.outbox_id.as_str());
+            let sent = async {
+                js.publish_with_headers(rec.subject.clone(), headers, body.into())
+                    .await?
+                    .await
+                    .map_err(anyhow::Error::from)
+            };
+            match tokio::time::timeout(Duration::from_secs(10), sent).await {
+                Ok(Ok(ack)) => {
+                    if let Err(e) = outbox::mark_sent(&shared.root, &rec, ack.sequence) {
+                        shared
+                            .note_error(format!("marking {} sent: {e}", rec.outbox_id))
+                            .await;
+                    }
+                    if !ack.duplicate {
+                        shared.published.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                Ok(Err(e)) => {
+                    shared
+                        .note_error(format!(
+                            "publishing {} on {}: {e:#}",
+                            rec.outbox_id, rec.subject
+                        ))
+                        .await;
+                    failed = true;
+                    break;
+                }
+                Err(_) => {
+                    shared
+                        .note_error(format!("publishing {}: no answer in 10s", rec.outbox_id))
+                        .await;
+                    failed = true;
+                    break;
+                }
+            }
+        }
+        shared.save_status(None, None).await;
+        backoff = if failed {
+            (backoff * 2).min(Duration::from_secs(5))
+        } else {
+            every
+        };
+        tokio::time::sleep(backoff).await;
+    }
+}
+
+/// Creates the stream and durable consumer, then takes messages until stopped; a broken session
+/// is started again after a pause that grows to 5 s.
+async fn consume_loop(
+    js: jetstream::Context,
+    shared: Arc<Shared>,
+    subjects: Vec<String>,
+    replicas: usize,
+) {
+    let mut pause = Duration::from_millis(100);
+    while !shared.stop.load(Ordering::SeqCst) {
+        match consume_session(&js, &shared, &subjects, replicas).await {
+            Ok(()) => pause = Duration::from_millis(100),
+            Err(e) => {
+                shared.note_error(format!("consumer: {e:#}")).await;
+                shared.save_status(None, None).await;
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+async fn consume_session(
+    js: &jetstream::Context,
+    shared: &Arc<Shared>,
+    subjects: &[String],
+    replicas: usize,
+) -> anyhow::Result<()> {
+    let name = &shared.inbound.name;
+    let stream = js
+        .get_or_create_stream(stream::Config {
+            name: stream_name(name),
+            subjects: subjects.to_vec(),
+            storage: stream::StorageType::File,
+            num_replicas: replicas,
+            duplicate_window: Duration::from_secs(120),
+            ..Default::default()
+        })
+        .await
+        .context("creating the stream")?;
+    let consumer = stream
+        .get_or_create_consumer(
+            "bridge",
+            pull::Config {
+                durable_name: Some("bridge".into()),
+                ack_policy: jetstream::consumer::AckPolicy::Explicit,
+                ack_wait: Duration::from_secs(30),
+                max_deliver: MAX_DELIVER,
+                num_replicas: replicas,
+                ..Default::default()
+            },
+        )
+        .await
+        .context("creating the consumer")?;
+    let mut messages = consumer
+        .stream()
+        .heartbeat(Duration::from_secs(2))
+        .expires(Duration::from_secs(5))
+        .messages()
+        .await
+        .context("starting the consumer")?;
+    shared.save_status(Some(true), None).await;
+    while !shared.stop.load(Ordering::SeqCst) {
+        let next = tokio::time::timeout(Duration::from_millis(250), messages.next()).await;
+        let msg = match next {
+            Err(_) => continue,
+            Ok(None) => bail!("the consumer's message stream ended"),
+            Ok(Some(Err(e))) => bail!("{e}"),
+            Ok(Some(Ok(m))) => m,
+        };
+        let (seq, delivered, pending) = match msg.info() {
+            Ok(i) => (i.stream_sequence, i.delivered, i.pending),
+            Err(e) => bail!("message without JetStream info: {e}"),
+        };
+        let subj = msg.subject.to_string();
+        let data = msg.payload.to_vec();
+        let verdict = take_one(shared, &subj, &data);
+        match verdict {
+            Ok(()) => {
+                shared.received.fetch_add(1, Ordering::Relaxed);
+                msg.double_ack()
+                    .await
+                    .map_err(|e| anyhow::anyhow!("ack: {e}"))?;
+            }
+            Err(Verdict::Dead(reason)) => {
+                dead(shared, seq, &subj, &reason, &data).await;
+                msg.ack_with(AckKind::Term)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("term: {e}"))?;
+            }
+            Err(Verdict::Retry(reason)) if delivered >= MAX_DELIVER => {
+                dead(
+                    shared,
+                    seq,
+                    &subj,
+                    &format!("gave up after {delivered} deliveries: {reason}"),
+                    &data,
+                )
+                .await;
+                msg.ack_with(AckKind::Term)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("term: {e}"))?;
+            }
+            Err(Verdict::Retry(reason)) => {
+                shared
+                    .note_error(format!("message {seq} on {subj} will be retried: {reason}"))
+                    .await;
+                msg.ack_with(AckKind::Nak(Some(Duration::from_secs(1))))
+                    .await
+                    .map_err(|e| anyhow::anyhow!("nak: {e}"))?;
+            }
+        }
+        shared.save_status(Some(true), Some(pending)).await;
+    }
+    Ok(())
+}
+
+enum Verdict {
+    /// Never worth retrying: dead-letter it.
+    Dead(String),
+    /// A local failure (a lock, the disk): the server redelivers it.
+    Retry(String),
+}
+
+fn take_one(shared: &Shared, subj: &str, data: &[u8]) -> Result<(), Verdict> {
+    let w = eb::parse_wire(data).map_err(Verdict::Dead)?;
+    eb::admit(&shared.inbound, subj, &w).map_err(Verdict::Dead)?;
+    match eb::take(&shared.conductor, &shared.inbound, subj, &w) {
+        Ok(_) => Ok(()),
+        Err(
+            e @ (EngineError::Refused(_)
+            | EngineError::NotFound(_)
+            | EngineError::Invalid { .. }
+            | EngineError::InvalidName { .. }),
+        ) => Err(Verdict::Dead(e.to_string())),
+        Err(e) => Err(Verdict::Retry(e.to_string())),
+    }
+}
+
+async fn dead(shared: &Shared, seq: u64, subj: &str, reason: &str, data: &[u8]) {
+    shared.dead.fetch_add(1, Ordering::Relaxed);
+    tracing::warn!("bridge: dead-lettered message {seq} on {subj}: {reason}");
+    if let Err(e) = eb::dead_letter(&shared.root, seq, subj, reason, data) {
+        shared
+            .note_error(format!("dead letter {seq} not kept: {e}"))
+            .await;
+    }
+}

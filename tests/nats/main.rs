@@ -1,0 +1,487 @@
+//! Pantheons across machines over a real `nats-server` (docs/NATS.md): two roots with two bridges
+//! stand for two machines. The server and the bridges are children of the test, killed and reaped
+//! by guards even when a test panics.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+fn bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_pantheon"))
+}
+
+/// `nats-server` on PATH (or in /usr/sbin), or a failure that says how to install it.
+fn nats_server_bin() -> PathBuf {
+    let candidates = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/local/bin")]);
+    for dir in candidates {
+        let p = dir.join("nats-server");
+        if p.is_file() {
+            return p;
+        }
+    }
+    panic!(
+        "nats-server not found: these tests need a real NATS server. Install it with \
+         `apt-get install -y nats-server` (Debian/Ubuntu; .ci/run does this) and run again"
+    );
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A child process killed (SIGKILL) and reaped on drop.
+struct Guard(Option<Child>);
+
+impl Guard {
+    fn kill(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// SIGTERM, then wait for a clean exit; true when it exited 0 in time.
+    fn terminate(&mut self) -> bool {
+        let Some(mut c) = self.0.take() else {
+            return false;
+        };
+        // SAFETY: kill(2) on our own child's pid with a constant signal.
+        unsafe {
+            libc::kill(c.id() as i32, libc::SIGTERM);
+        }
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(15) {
+            if let Ok(Some(st)) = c.try_wait() {
+                return st.success();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = c.kill();
+        let _ = c.wait();
+        false
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// One `nats-server` with JetStream on a loopback port, its store in a temp dir.
+struct Server {
+    port: u16,
+    store: PathBuf,
+    proc: Guard,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("js");
+        let mut s = Self {
+            port: free_port(),
+            store,
+            proc: Guard(None),
+            _dir: dir,
+        };
+        s.restart();
+        s
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    fn restart(&mut self) {
+        self.proc.kill();
+        let child = Command::new(nats_server_bin())
+            .args([
+                "-a",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-js",
+                "-sd",
+            ])
+            .arg(&self.store)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting nats-server");
+        self.proc = Guard(Some(child));
+        wait_for("nats-server to listen", Duration::from_secs(20), || {
+            std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+        });
+    }
+}
+
+/// A root with `pantheon init` done, standing for one machine.
+struct Machine {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    name: String,
+    bridge_args: Vec<String>,
+    bridge: Guard,
+}
+
+impl Machine {
+    fn new(name: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        let m = Self {
+            _dir: dir,
+            root,
+            name: name.to_owned(),
+            bridge_args: Vec::new(),
+            bridge: Guard(None),
+        };
+        m.ok(&["init"], None);
+        m
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(bin());
+        c.arg("--root").arg(&self.root).args(args);
+        for v in [
+            "PANTHEON_ROOT",
+            "CONDUCTOR_BASE_DIR",
+            "CONDUCTOR_HANDOFFS_DIR",
+            "PANTHEON_NATS_URL",
+        ] {
+            c.env_remove(v);
+        }
+        c
+    }
+
+    fn ok(&self, args: &[&str], stdin: Option<&Value>) -> Value {
+        let mut c = self.command(args);
+        c.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        {
+            use std::io::Write;
+            let mut sin = child.stdin.take().unwrap();
+            if let Some(v) = stdin {
+                sin.write_all(&serde_json::to_vec(v).unwrap()).unwrap();
+            }
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}: pantheon {args:?} failed: {}",
+            self.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    fn start_bridge(&mut self, url: &str, extra: &[&str]) {
+        self.bridge_args = [
+            "bridge",
+            "--nats",
+            url,
+            "--name",
+            &self.name,
+            "--poll-ms",
+            "50",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(extra.iter().map(|s| s.to_string()))
+        .collect();
+        self.restart_bridge();
+    }
+
+    fn restart_bridge(&mut self) {
+        self.bridge.kill();
+        let args: Vec<&str> = self.bridge_args.iter().map(String::as_str).collect();
+        let child = self
+            .command(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting pantheon bridge");
+        self.bridge = Guard(Some(child));
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    fn write(&self, rel: &str, text: &str) {
+        let p = self.path(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    fn files(&self, rel: &str) -> Vec<PathBuf> {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(self.path(rel))
+            .map(|rd| {
+                rd.filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|e| e == "json"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+
+    fn state(&self, wf: &str) -> Value {
+        self.ok(&["state", wf], None)
+    }
+}
+
+fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The origin's cross-pantheon-deploy shape: package, publish to the partner, await its ack, announce.
+const DEPLOY: &str = r#"
+workflow:
+  id: deploy-across
+  version: "1.0.0"
+  context:
+    required: [feature_summary]
+    optional: [ticket]
+  steps:
+    - id: package
+      god: hephaestus
+      input_from: build
+    - id: notify-enterprise
+      type: nats_publish
+      subject: "subspace.konan.outgoing.tallon"
+      input_from: package
+      message: "Deploy request: ${workflow_id} - ${message}"
+      payload:
+        workflow_id: "${workflow_id}"
+        feature_summary: "${context.feature_summary}"
+        ticket: "${context.ticket}"
+        package: "${step.package.output}"
+    - id: await-ack
+      god: hermes
+      action: await_ack
+      timeout: 24h
+    - id: announce
+      god: hermes
+"#;
+
+fn start_handoff(n: usize) -> Value {
+    json!({
+        "handoff_id": format!("hof_20261201_s{n:05}"),
+        "workflow_id": format!("wf_deploy_{n}"),
+        "from_god": "hephaestus",
+        "to_god": "hermes",
+        "step": "package",
+        "context": {
+            "summary": format!("package {n} built"),
+            "decisions": [], "artifacts": [],
+            "feature_summary": format!("feature {n}"),
+        },
+        "routing": {"workflow_definition": "deploy-across"},
+    })
+}
+
+/// konan (A) with the deploy definition, tallon (B) taking konan's requests for hermes.
+fn two_machines(server: &Server) -> (Machine, Machine) {
+    let mut a = Machine::new("konan");
+    let mut b = Machine::new("tallon");
+    a.write("conductor/workflows/deploy-across.yaml", DEPLOY);
+    b.start_bridge(
+        &server.url(),
+        &[
+            "--peer",
+            "konan",
+            "--subject",
+            "subspace.*.outgoing.tallon",
+            "--god",
+            "hermes",
+        ],
+    );
+    a.start_bridge(&server.url(), &["--peer", "tallon"]);
+    (a, b)
+}
+
+/// B's inbound dispatches to hermes (live in the inbox).
+fn inbox(b: &Machine) -> Vec<Value> {
+    b.files("conductor/pending/hermes")
+        .iter()
+        .filter_map(|p| serde_json::from_slice(&std::fs::read(p).ok()?).ok())
+        .collect()
+}
+
+fn ack_all(b: &Machine, acked: &mut std::collections::BTreeSet<String>) {
+    for d in inbox(b) {
+        let hid = d["handoff_id"].as_str().unwrap().to_owned();
+        if acked.insert(hid.clone()) {
+            let n = acked.len();
+            b.ok(
+                &["ack"],
+                Some(
+                    &json!({"ack_id": format!("ack_20261201_{n:05}"), "handoff_id": hid,
+                             "status": "accepted", "message": "ready on tallon"}),
+                ),
+            );
+        }
+    }
+}
+
+#[test]
+fn cross_pantheon_deploy_end_to_end() {
+    let server = Server::start();
+    let (mut a, mut b) = two_machines(&server);
+    let r = a.ok(&["handoff", "submit", "-"], Some(&start_handoff(1)));
+    assert_eq!(r["status"], "dispatched", "{r}");
+    let st = a.state("wf_deploy_1");
+    assert_eq!(st["current_step"], "await-ack", "{st}");
+    assert_eq!(st["context"]["feature_summary"], "feature 1");
+
+    wait_for("B's dispatch", Duration::from_secs(30), || {
+        inbox(&b).len() == 1
+    });
+    let d = &inbox(&b)[0];
+    assert_eq!(d["step"], "notify-enterprise");
+    assert_eq!(d["from_god"], "konan");
+    assert_eq!(
+        d["context"]["summary"],
+        "Deploy request: wf_deploy_1 - package 1 built"
+    );
+    let mut acked = Default::default();
+    ack_all(&b, &mut acked);
+    wait_for("A's await-ack to complete", Duration::from_secs(30), || {
+        a.state("wf_deploy_1")["current_step"] == "announce"
+    });
+    let st = a.state("wf_deploy_1");
+    let await_rec = st["step_history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["step_id"] == "await-ack")
+        .unwrap();
+    assert_eq!(await_rec["summary"], "ready on tallon");
+    assert_eq!(await_rec["reply_from"], "tallon");
+    assert!(
+        a.path("conductor/pending/hermes")
+            .read_dir()
+            .unwrap()
+            .count()
+            == 1
+    );
+
+    let status = a.ok(&["bridge", "status"], None);
+    assert_eq!(status["status"]["name"], "konan", "{status}");
+    assert_eq!(status["outbox_pending"], 0, "{status}");
+    assert!(
+        a.bridge.terminate(),
+        "bridge A did not exit cleanly on SIGTERM"
+    );
+    assert!(
+        b.bridge.terminate(),
+        "bridge B did not exit cleanly on SIGTERM"
+    );
+}
+
+#[test]
+fn refused_messages_are_dead_lettered_with_their_reason() {
+    let server = Server::start();
+    let mut b = Machine::new("tallon");
+    b.start_bridge(
+        &server.url(),
+        &["--peer", "konan", "--subject", "subspace.*.outgoing.tallon"],
+    );
+    // A stranger publishes through another pantheon's bridge: not on tallon's peer list.
+    let mut x = Machine::new("stranger");
+    x.write("conductor/workflows/deploy-across.yaml", DEPLOY);
+    x.start_bridge(&server.url(), &[]);
+    x.ok(&["handoff", "submit", "-"], Some(&start_handoff(7)));
+    wait_for("a dead letter", Duration::from_secs(30), || {
+        b.files("conductor/bridge/dead").len() == 1
+    });
+    let dead: Value =
+        serde_json::from_slice(&std::fs::read(&b.files("conductor/bridge/dead")[0]).unwrap())
+            .unwrap();
+    assert!(
+        dead["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not an allowed peer"),
+        "{dead}"
+    );
+    assert!(inbox(&b).is_empty());
+    let status = b.ok(&["bridge", "status"], None);
+    assert_eq!(status["dead_letters"], 1, "{status}");
+}
+
+#[test]
+fn faults_lose_nothing_and_double_nothing() {
+    const N: usize = 24;
+    let mut server = Server::start();
+    let (mut a, mut b) = two_machines(&server);
+    let mut acked = std::collections::BTreeSet::new();
+    for n in 0..N {
+        a.ok(&["handoff", "submit", "-"], Some(&start_handoff(n)));
+        match n {
+            6 => server.restart(), // SIGKILL the server mid-traffic, start it again on its store
+            12 => b.restart_bridge(), // SIGKILL the receiving bridge
+            18 => a.restart_bridge(), // SIGKILL the sending bridge
+            _ => {}
+        }
+        if n % 5 == 0 {
+            ack_all(&b, &mut acked);
+        }
+    }
+    wait_for("every request on B", Duration::from_secs(90), || {
+        ack_all(&b, &mut acked);
+        acked.len() >= N
+    });
+    wait_for(
+        "every workflow past await-ack on A",
+        Duration::from_secs(90),
+        || (0..N).all(|n| a.state(&format!("wf_deploy_{n}"))["current_step"] == "announce"),
+    );
+    // Nothing doubled: one inbound workflow per request on B, one await-ack completion per workflow on A.
+    assert_eq!(acked.len(), N);
+    assert_eq!(b.files("conductor/bridge/inbound").len(), N);
+    let b_states = b
+        .files("conductor/state")
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("wf_nats_")
+        })
+        .count();
+    assert_eq!(b_states, N);
+    for n in 0..N {
+        let st = a.state(&format!("wf_deploy_{n}"));
+        let h = st["step_history"].as_array().unwrap();
+        assert_eq!(
+            h.iter()
+                .filter(|r| r["step_id"] == "notify-enterprise")
+                .count(),
+            1
+        );
+        assert_eq!(h.iter().filter(|r| r["step_id"] == "await-ack").count(), 1);
+    }
+    assert_eq!(a.files("conductor/pending/hermes").len(), N);
+    assert!(b.files("conductor/bridge/dead").is_empty());
+}
