@@ -141,7 +141,13 @@ pub const COMMANDS: &[Command] = &[
         "re-read every file now",
     ),
     cmd("help", &["h"], "", Arg::None, "this help"),
-    cmd("issues", &[], "", Arg::None, "the files the engine cannot read: path, since when, problem"),
+    cmd(
+        "issues",
+        &[],
+        "",
+        Arg::None,
+        "the files the engine cannot read: path, since when, problem",
+    ),
     cmd("quit", &["q"], "", Arg::None, "quit"),
 ];
 

@@ -4,9 +4,9 @@
 mod common;
 
 mod board;
-mod disk;
 #[path = "../common/decoy.rs"]
 mod decoy;
+mod disk;
 mod fencing;
 mod fixture;
 #[path = "../common/fixture.rs"]

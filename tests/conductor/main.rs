@@ -10,11 +10,11 @@ mod decoy;
 #[path = "../common/fixture.rs"]
 mod fixture_root;
 mod foreign;
-mod orphans;
 mod hardening;
-mod paging;
-mod limits;
 mod journal;
+mod limits;
+mod orphans;
+mod paging;
 mod publish;
 mod refusals;
 mod routing;

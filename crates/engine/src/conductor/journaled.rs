@@ -26,7 +26,11 @@ impl Conductor {
 
     /// [`Self::submit_handoff`], holding the dispatch for approval when `hold` gives a reason (the
     /// bridge holds inbound work when its operator asks).
-    pub fn submit_handoff_held(&self, handoff: &Value, hold: Option<String>) -> Result<SubmitResult> {
+    pub fn submit_handoff_held(
+        &self,
+        handoff: &Value,
+        hold: Option<String>,
+    ) -> Result<SubmitResult> {
         let mut r = self.submit_held_unjournaled(handoff, hold)?;
         let act = Act::new("submit", r.status.clone())
             .target("workflow_id", Some(&r.workflow_id))

@@ -426,7 +426,7 @@ impl Conductor {
         let wf = WorkflowId::parse(&reply.workflow_id)?;
         let kept_path = reply_path(root, &reply.in_reply_to)?;
         id_ok(&reply.reply_id)?;
-        let _lock = FileLock::exclusive(&root, &root.workflow_lock_path(&wf))?;
+        let _lock = FileLock::exclusive(root, &root.workflow_lock_path(&wf))?;
         let Some(mut st) = files::load_state(root, &wf)? else {
             return Err(Error::not_found(format!(
                 "reply {} names workflow {wf}, which this root does not have",
