@@ -6,7 +6,8 @@
 use serde_json::Value;
 
 use super::{
-    AbortResult, AckResult, Actor, ApprovalResult, CleanupResult, Conductor, SubmitResult,
+    AbortResult, AckResult, Actor, ApprovalResult, CleanupResult, Conductor, RedispatchResult,
+    SubmitResult,
 };
 use crate::error::Result;
 use crate::journal::{self, Act};
@@ -112,6 +113,19 @@ impl Conductor {
             .target("workflow_id", Some(&r.workflow_id));
             r.warnings.extend(self.journal(&act));
         }
+        Ok(r)
+    }
+
+    /// Writes again the dispatch a workflow `waiting_for_ack` lost (deleted outright by a foreign
+    /// cleanup), re-derived from its state. An operator act, journaled.
+    pub fn redispatch(&self, wf: &str) -> Result<RedispatchResult> {
+        let r = self.redispatch_unjournaled(wf)?;
+        let act = Act::new("redispatch", r.status.clone())
+            .target("workflow_id", Some(&r.workflow_id))
+            .target("handoff_id", Some(&r.handoff_id))
+            .target("to_god", Some(&r.to_god))
+            .target("step", Some(&r.step));
+        self.journal(&act);
         Ok(r)
     }
 }

@@ -805,7 +805,7 @@ impl Conductor {
     /// inbox (a foreign cleanup deleted it outright), re-derived from the state exactly as crash repair
     /// does ([`Self::repair_dispatch`]). An operator act: refused while any dispatch of the workflow is
     /// in an inbox or `_quarantine`, or when the workflow is not waiting for an ack.
-    pub fn redispatch(&self, wf: &str) -> Result<super::RedispatchResult> {
+    pub(crate) fn redispatch_unjournaled(&self, wf: &str) -> Result<super::RedispatchResult> {
         let wf = WorkflowId::parse(wf)?;
         let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
         let st = files::require_state(&self.root, &wf)?;
