@@ -139,3 +139,77 @@ fn eight_processes_contending_for_three_locks_never_share_one() {
     assert_eq!(r["skipped"], 0);
     seed_reads_queue(&bus);
 }
+
+/// Defect 2.1 of issue 11 as it was first seen: four Python processes running the seed's `post_message`
+/// (no lock at all, some lines long enough to reach the file in pieces) and four `pantheon` processes posting
+/// one message per invocation, each of which checks the queue's tail for a torn line before it writes. The
+/// torn-line fence must never leave an empty line, lose a line or double one, and the seed's unforgiving
+/// `read_messages` must read the result. Three rounds on one queue, since the race showed in 2 runs of 6.
+#[test]
+fn four_unlocked_python_writers_and_four_pantheon_writers_never_leave_a_blank_line() {
+    let env = Env::new();
+    let bus = env.bus_dir();
+    std::fs::create_dir_all(&bus).unwrap();
+    let bus_s = bus.to_str().unwrap().to_string();
+    const ROUNDS: usize = 3;
+    const PY: usize = 120;
+    const RS: usize = 40;
+    for round in 0..ROUNDS {
+        let py: Vec<_> = (0..4)
+            .map(|i| {
+                Command::new("python3")
+                    .arg(driver())
+                    .args(["post-unlocked", &bus_s, &PY.to_string(), &format!("py-{i}")])
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let rs: Vec<_> = (0..4)
+            .map(|i| {
+                let root = env.root().to_path_buf();
+                std::thread::spawn(move || {
+                    for n in 0..RS {
+                        let payload = format!(r#"{{"task_id":"rs","round":{round},"n":{n}}}"#);
+                        let st = Command::new(bin())
+                            .arg("--root")
+                            .arg(&root)
+                            .args(["bus", "--track", "t1", "post", "PROGRESS"])
+                            .args(["--source", &format!("rs-{i}"), "--payload", &payload])
+                            .stdout(Stdio::null())
+                            .status()
+                            .unwrap();
+                        assert!(st.success(), "rs-{i} post {n} failed");
+                    }
+                })
+            })
+            .collect();
+        for mut c in py {
+            assert!(c.wait().unwrap().success());
+        }
+        for t in rs {
+            t.join().unwrap();
+        }
+        let text = std::fs::read_to_string(bus.join("queue.jsonl")).unwrap();
+        assert!(
+            !text.contains("\n\n") && !text.starts_with('\n'),
+            "round {round}: an empty line in the queue"
+        );
+        let lines = strict_lines(&bus.join("queue.jsonl"));
+        assert_eq!(lines.len(), (round + 1) * 4 * (PY + RS), "round {round}");
+    }
+    let lines = strict_lines(&bus.join("queue.jsonl"));
+    let ids: std::collections::HashSet<&str> =
+        lines.iter().map(|l| l["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), lines.len(), "a line was doubled");
+    for i in 0..4 {
+        for (who, per) in [("py", PY), ("rs", RS)] {
+            let n = lines
+                .iter()
+                .filter(|l| l["source"] == format!("{who}-{i}"))
+                .count();
+            assert_eq!(n, ROUNDS * per, "{who}-{i}");
+        }
+    }
+    assert_eq!(seed_reads_queue(&bus), lines.len());
+}

@@ -19,6 +19,7 @@ import random
 import subprocess
 import sys
 import time
+from uuid import uuid4
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import seed_bus  # noqa: E402
@@ -127,12 +128,30 @@ def slow_post(bus, pause_ms):
     print(json.dumps({"posted": 1}))
 
 
+def post_unlocked(bus, count, source):
+    """The seed's post_message exactly as the seed document writes it: open in append mode and write,
+    with no lock at all. Every seventh line carries a large payload (~96 KiB), which reaches the file in
+    several pieces that other processes can see half-copied."""
+    for i in range(count):
+        payload = {"task_id": "py", "progress_pct": i}
+        if i % 7 == 0:
+            payload["note"] = "y" * (96 * 1024)
+        message = {"id": f"msg-{uuid4()}", "type": "PROGRESS", "source": source,
+                   "timestamp": seed_bus.now_ts(), "payload": payload}
+        with open(f"{bus}/queue.jsonl", "a") as f:
+            f.write(json.dumps(message) + "\n")
+        time.sleep(0.004)  # spread the lines over the time the pantheon writers run
+    print(json.dumps({"posted": count}))
+
+
 def main():
     cmd, bus = sys.argv[1], sys.argv[2]
     if cmd == "post":
         for i in range(int(sys.argv[3])):
             seed_bus.post_message(bus, "PROGRESS", sys.argv[4], {"task_id": "py", "progress_pct": i})
         print(json.dumps({"posted": int(sys.argv[3])}))
+    elif cmd == "post-unlocked":
+        post_unlocked(bus, int(sys.argv[3]), sys.argv[4])
     elif cmd == "hold-mutex":
         with open(f"{bus}/.lock_mutex", "a") as m:
             fcntl.flock(m, fcntl.LOCK_EX)
