@@ -57,10 +57,13 @@ pub struct BridgeArgs {
     /// Require TLS; with --tls-ca to trust a private CA, and --tls-cert/--tls-key for a client certificate.
     #[arg(long)]
     pub tls: bool,
+    /// A PEM file of the CA that signed the server's certificate.
     #[arg(long, value_name = "FILE")]
     pub tls_ca: Option<PathBuf>,
+    /// A PEM client certificate (with --tls-key).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
     /// How often the outbox is scanned, in milliseconds.

@@ -41,6 +41,7 @@ pub enum BoardCommand {
     },
     /// Record a director's assessment (ASSESSING phase).
     Assess {
+        /// The director assessing (CA, CPO, CSO, COO, CXO or one the session was opened with).
         #[arg(long)]
         director: String,
         /// APPROVE, CONCERNS or REJECT.
@@ -49,10 +50,13 @@ pub enum BoardCommand {
         /// 1–10.
         #[arg(long)]
         score: f64,
+        /// A concern (repeat).
         #[arg(long = "concern", value_name = "C")]
         concerns: Vec<String>,
+        /// A recommendation (repeat).
         #[arg(long = "recommendation", value_name = "R")]
         recommendations: Vec<String>,
+        /// A key point (repeat).
         #[arg(long = "key-point", value_name = "K")]
         key_points: Vec<String>,
         /// The concerns block approval.
@@ -64,6 +68,7 @@ pub enum BoardCommand {
     },
     /// Add a line to the current discussion round (DISCUSSING phase).
     Discuss {
+        /// The director speaking.
         #[arg(long)]
         from: String,
         /// A director, or ALL.
@@ -72,6 +77,7 @@ pub enum BoardCommand {
         /// CHALLENGE, AGREE, QUESTION or CLARIFY.
         #[arg(long = "type", value_name = "TYPE")]
         kind: String,
+        /// What the director says.
         #[arg(long)]
         message: String,
         /// This exchange changes the sender's verdict.
@@ -80,11 +86,13 @@ pub enum BoardCommand {
     },
     /// Close the current discussion round.
     NextRound {
+        /// Who closes the round (recorded in the BOARD_* message).
         #[arg(long, default_value = OPERATOR)]
         source: String,
     },
     /// Record a director's final vote (VOTING phase).
     Vote {
+        /// The director voting.
         #[arg(long)]
         director: String,
         /// APPROVE or REJECT.
@@ -93,13 +101,16 @@ pub enum BoardCommand {
         /// 0–1.
         #[arg(long)]
         confidence: f64,
+        /// A condition attached to the vote (repeat).
         #[arg(long = "condition", value_name = "C")]
         conditions: Vec<String>,
     },
     /// Move to the next phase (when complete, or with --force).
     Advance {
+        /// Advance even though the phase is not complete (missing assessments or votes).
         #[arg(long)]
         force: bool,
+        /// Who advances (recorded in the BOARD_* message).
         #[arg(long, default_value = OPERATOR)]
         source: String,
     },
@@ -108,6 +119,7 @@ pub enum BoardCommand {
         /// Resolve with missing votes (they count as abstained) or before the resolve phase.
         #[arg(long)]
         force: bool,
+        /// Who resolves (recorded in the BOARD_RESOLVE message).
         #[arg(long, default_value = OPERATOR)]
         source: String,
     },

@@ -76,12 +76,15 @@ pub enum BusCommand {
     },
     /// Acquire or renew the lock on a file.
     Lock {
+        /// The file to lock, as the workers name it (a path relative to the project).
         path: String,
+        /// The worker taking the lock.
         #[arg(long)]
         worker: String,
         /// Lease length (30m, 2h, 90s).
         #[arg(long, default_value = "30m")]
         ttl: String,
+        /// The kind of lock, recorded in locks.json.
         #[arg(long, default_value = locks::DEFAULT_LOCK_TYPE)]
         lock_type: String,
         /// Renew only the lease this fencing token belongs to; a stale token is refused (exit 1).
@@ -90,7 +93,9 @@ pub enum BusCommand {
     },
     /// Release a lock (only its holder, or an operator with --force).
     Unlock {
+        /// The locked file, as it was locked.
         path: String,
+        /// The worker releasing the lock (its holder, unless --force).
         #[arg(long)]
         worker: String,
         /// Operator override: release a lock held by someone else (recorded as forced_by).
@@ -102,8 +107,10 @@ pub enum BusCommand {
     },
     /// Record a worker heartbeat (merged into worker-status.json).
     Heartbeat {
+        /// The worker reporting.
         #[arg(long)]
         worker: String,
+        /// The task it works on.
         #[arg(long)]
         task: String,
         /// RUNNING, COMPLETE, FAILED or BLOCKED.
@@ -112,11 +119,13 @@ pub enum BusCommand {
         /// Progress, 0–100.
         #[arg(long)]
         progress: Option<f64>,
+        /// What it is doing right now, in a few words.
         #[arg(long)]
         subtask: Option<String>,
     },
     /// Wait for an event file matching PATTERN (glob); exits 1 on timeout.
     Wait {
+        /// A glob over the event file names in events/ (TASK_COMPLETE_*, FILE_UNLOCK_src_main.rs.event, …).
         pattern: String,
         /// Seconds to wait.
         #[arg(long, default_value_t = 300.0)]
@@ -131,6 +140,7 @@ pub enum BusCommand {
     Status,
     /// Archive a finished track's queue and clear its locks, workers and events.
     Archive {
+        /// The name of the archive (archive/{ID}/); repeating it finishes an interrupted archive.
         #[arg(long, value_name = "ID")]
         track_id: String,
         /// Archive even with live locks or running workers.

@@ -11,6 +11,7 @@ mod decoy;
 mod fixture_root;
 mod foreign;
 mod hardening;
+mod help;
 mod journal;
 mod limits;
 mod orphans;
