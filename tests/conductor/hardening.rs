@@ -395,3 +395,65 @@ fn abort_works_on_a_workflow_whose_state_is_too_big_to_read() {
         "the dispatch is withdrawn"
     );
 }
+
+#[test]
+fn abort_withdraws_a_dispatch_too_big_to_read_and_a_repeat_finishes_it() {
+    let env = Env::new();
+    env.submit(&direct("hof_20260614_ee0005", "wf_big_3"));
+    let names = env.names("conductor/pending/hephaestus");
+    assert_eq!(names.len(), 1, "{names:?}");
+    // Another engine (or an agent with file access) grows the dispatch past the read limit.
+    let rel = format!("conductor/pending/hephaestus/{}", names[0]);
+    let mut d = env.read(&rel);
+    d["context"]["notes"] = serde_json::json!("n".repeat(65 * 1024 * 1024));
+    std::fs::write(env.path(&rel), serde_json::to_vec(&d).unwrap()).unwrap();
+    let r = env.ok(&["abort", "wf_big_3", "--reason", "too big"], None);
+    assert_eq!(r["status"], "aborted", "{r}");
+    let withdrawn = r["dispatches_withdrawn"].to_string();
+    assert!(withdrawn.contains(&names[0]), "{r}");
+    assert!(
+        env.names("conductor/pending/hephaestus").is_empty(),
+        "the dispatch is withdrawn"
+    );
+    // Its archive record is readable and says where the whole file is kept.
+    let rec = env.read(&format!("conductor/archive/hephaestus/{}", names[0]));
+    assert_eq!(rec["ack_status"], "withdrawn", "{rec}");
+    assert_eq!(rec["workflow_id"], "wf_big_3");
+    assert!(
+        rec["archive_reason"]
+            .as_str()
+            .unwrap()
+            .contains("read limit"),
+        "{rec}"
+    );
+    let aside = env.path(&format!(
+        "conductor/archive/hephaestus/.{}.oversize",
+        names[0]
+    ));
+    assert!(
+        aside.metadata().unwrap().len() > 64 * 1024 * 1024,
+        "kept whole"
+    );
+    // A repeat answers duplicate and changes nothing.
+    let again = env.ok(&["abort", "wf_big_3", "--reason", "too big"], None);
+    assert_eq!(again["duplicate"], true, "{again}");
+    // Interrupted after the record, before the move: the repeat finishes it.
+    env.submit(&direct("hof_20260614_ee0006", "wf_big_4"));
+    let n4 = env.names("conductor/pending/hephaestus");
+    let rel4 = format!("conductor/pending/hephaestus/{}", n4[0]);
+    let mut d4 = env.read(&rel4);
+    d4["context"]["notes"] = serde_json::json!("n".repeat(65 * 1024 * 1024));
+    let big = serde_json::to_vec(&d4).unwrap();
+    std::fs::write(env.path(&rel4), &big).unwrap();
+    env.ok(&["abort", "wf_big_4", "--reason", "too big"], None);
+    // Put the file back as if the rename had not happened.
+    std::fs::rename(
+        env.path(&format!("conductor/archive/hephaestus/.{}.oversize", n4[0])),
+        env.path(&rel4),
+    )
+    .unwrap();
+    let again = env.ok(&["abort", "wf_big_4", "--reason", "too big"], None);
+    assert_eq!(again["duplicate"], true, "{again}");
+    assert!(env.names("conductor/pending/hephaestus").is_empty());
+    env.ok(&["validate"], None);
+}

@@ -358,7 +358,7 @@ impl Conductor {
                     }
                 }
                 let reason = m.failure_reason.clone().unwrap_or_default();
-                self.withdraw_all(&wf, &reason, &by_label)?;
+                self.withdraw_all(&wf, &st, &reason, &by_label)?;
                 return Ok(AbortResult {
                     status: "aborted".into(),
                     workflow_id: wf.to_string(),
@@ -423,6 +423,7 @@ impl Conductor {
             .open_dispatches(&wf)
             .iter()
             .map(|f| text(&f.path))
+            .chain(self.oversize_dispatches(&st).iter().map(|o| text(&o.path)))
             .collect();
         let now = now_ts();
         let manifest = AbortManifest {
@@ -454,7 +455,7 @@ impl Conductor {
         st.aborted_by = Some(by_label.clone());
         st.updated = Some(now);
         files::write_state(&self.root, &wf, &st)?;
-        self.withdraw_all(&wf, reason, &by_label)?;
+        self.withdraw_all(&wf, &st, reason, &by_label)?;
         Ok(AbortResult {
             status: "aborted".into(),
             workflow_id: wf.to_string(),
@@ -466,7 +467,7 @@ impl Conductor {
         })
     }
 
-    /// Every dispatch of `wf` still in an inbox or in `_quarantine`.
+    /// Every dispatch of `wf` still in an inbox or in `_quarantine` that can be read.
     pub(crate) fn open_dispatches(&self, wf: &WorkflowId) -> Vec<files::Found> {
         let mut out = Vec::new();
         let mut dirs: Vec<(files::Place, PathBuf)> = files::god_dirs(&self.root.pending_root())
@@ -489,7 +490,84 @@ impl Conductor {
         out
     }
 
-    fn withdraw_all(&self, wf: &WorkflowId, reason: &str, by: &str) -> Result<()> {
+    /// The dispatches of a workflow (by the handoff ids its state records) whose files in a god's inbox
+    /// are over the read limit: no reader can open them, so `open_dispatches` cannot see them.
+    fn oversize_dispatches(&self, st: &WorkflowState) -> Vec<Oversize> {
+        let limit = crate::store::limits::MAX_FILE_BYTES;
+        let ids: Vec<(HandoffId, String)> = st
+            .step_history
+            .iter()
+            .filter_map(|r| {
+                let hid = HandoffId::parse(r.handoff_id.as_deref()?).ok()?;
+                Some((hid, r.step_id.clone()))
+            })
+            .collect();
+        let mut out = Vec::new();
+        for god in files::god_dirs(&self.root.pending_root()) {
+            for (hid, step) in &ids {
+                let path = self.root.inbox_dir(&god).join(format!("{hid}.json"));
+                if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.len() > limit) {
+                    out.push(Oversize {
+                        god: god.clone(),
+                        hid: hid.clone(),
+                        step: step.clone(),
+                        path,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// Withdraws a dispatch too big to read: its archive record is rebuilt from the state and the
+    /// file itself is kept aside whole as `archive/{god}/.{handoff_id}.json.oversize` (a dot name, so
+    /// readers skip it). The record is written first, so repeating the abort finishes an interrupted one.
+    fn withdraw_oversize(
+        &self,
+        wf: &WorkflowId,
+        o: &Oversize,
+        reason: &str,
+        by: &str,
+    ) -> Result<()> {
+        let aside = self
+            .root
+            .archive_dir(&o.god)
+            .join(format!(".{}.json.oversize", o.hid));
+        let record = super::model::Dispatch {
+            handoff_id: o.hid.to_string(),
+            workflow_id: wf.to_string(),
+            to_god: o.god.to_string(),
+            step: o.step.clone(),
+            ack_status: AckStatus::Withdrawn,
+            archive_reason: Some(format!(
+                "withdrawn: workflow aborted by {by}: {reason}; the dispatch was over the read limit and is kept as {}",
+                aside.display()
+            )),
+            archived_at: Some(now_ts()),
+            by: Some(by.to_owned()),
+            ..Default::default()
+        };
+        write_json(
+            &self.root,
+            &self
+                .root
+                .archive_dir(&o.god)
+                .join(format!("{}.json", o.hid)),
+            &record,
+        )?;
+        crate::store::atomic::rename_durable(&self.root, &o.path, &aside)
+    }
+
+    fn withdraw_all(
+        &self,
+        wf: &WorkflowId,
+        st: &WorkflowState,
+        reason: &str,
+        by: &str,
+    ) -> Result<()> {
+        for o in self.oversize_dispatches(st) {
+            self.withdraw_oversize(wf, &o, reason, by)?;
+        }
         for f in self.open_dispatches(wf) {
             let Ok(god) = GodName::parse(&f.dispatch.to_god) else {
                 continue;
@@ -617,4 +695,12 @@ pub fn read_all_inboxes(root: &Root) -> BTreeMap<String, files::DirListing> {
         .into_iter()
         .map(|g| (g.to_string(), files::read_dispatch_dir(&root.inbox_dir(&g))))
         .collect()
+}
+
+/// A dispatch file of a workflow that is over the read limit (see `Conductor::oversize_dispatches`).
+struct Oversize {
+    god: GodName,
+    hid: HandoffId,
+    step: String,
+    path: PathBuf,
 }
