@@ -219,3 +219,40 @@ fn the_journal_rotates_into_segments_and_the_chain_runs_across_them() {
     std::fs::remove_file(&names[1]).unwrap();
     verify_fails(&env, &["removed"]);
 }
+
+/// The journal is appended to like every other protocol file: never through a link planted at it (a
+/// symbolic link or a hard link to a file outside the root), so no act writes outside the root. (Before
+/// it went through `store::safe`, a hard link was followed.)
+#[test]
+fn a_journal_planted_as_a_link_is_never_written_through() {
+    use crate::decoy::Decoy;
+    for kind in ["symlink", "hardlink"] {
+        let env = Env::new();
+        let decoy = Decoy::new();
+        std::fs::write(decoy.path("victim.txt"), "keep me\n").unwrap();
+        let before = decoy.tree();
+        let journal = env.root.join("conductor/journal.jsonl");
+        let _ = std::fs::remove_file(&journal);
+        match kind {
+            "symlink" => std::os::unix::fs::symlink(decoy.path("victim.txt"), &journal).unwrap(),
+            _ => std::fs::hard_link(decoy.path("victim.txt"), &journal).unwrap(),
+        }
+        let h = handoff(
+            "hof_20260614_0a0001",
+            "wf_journal_link",
+            "thoth",
+            "hephaestus",
+            "plan",
+            &[],
+        );
+        // The act is done (a journal that cannot be written never undoes it) and says why it was not
+        // journaled; nothing outside the root changed.
+        let r = env.ok(&["handoff", "submit"], Some(&h));
+        let warnings = r["warnings"].to_string();
+        assert!(
+            warnings.contains("could not be journaled") && warnings.contains("link"),
+            "{kind}: {r}"
+        );
+        decoy.assert_unchanged(&before, "victim.txt");
+    }
+}

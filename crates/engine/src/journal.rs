@@ -169,14 +169,26 @@ fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// Opens a journal file for reading and appending, never through a symbolic link.
-fn open_nofollow(path: &Path, write: bool) -> std::io::Result<File> {
-    let mut o = OpenOptions::new();
-    o.read(true).custom_flags(libc::O_NOFOLLOW);
-    if write {
-        o.append(true).create(true);
-    }
-    o.open(path)
+/// Opens the journal for reading and appending the way every engine write opens a file
+/// ([`crate::store::safe`]): by `openat` from the root down, never through a symbolic link in any
+/// component, created with the mode `open(…, "w")` gives, and refused when it has more than one hard
+/// link (an append through a hard link would land outside the root).
+/// Opens a journal file for reading, never through a symbolic link (readers are tolerant: a file they
+/// cannot open is reported by `verify`, never followed).
+fn open_read(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+}
+
+fn open_for_append(root: &Root, path: &Path) -> Result<File> {
+    use rustix::fs::OFlags;
+    let file =
+        crate::store::safe::open_file(root, path, OFlags::RDWR | OFlags::APPEND | OFlags::CREATE)?
+            .ok_or_else(|| Error::refused(format!("{} could not be created", path.display())))?;
+    crate::store::safe::require_single_link(&file, path)?;
+    Ok(file)
 }
 
 /// What the last entry of the journal was: its sequence number and hash.
@@ -259,7 +271,7 @@ pub fn files(root: &Root) -> Vec<PathBuf> {
 }
 
 fn head_of_file(path: &Path) -> Result<Option<Head>> {
-    let mut f = match open_nofollow(path, false) {
+    let mut f = match open_read(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io(path, e)),
@@ -270,7 +282,7 @@ fn head_of_file(path: &Path) -> Result<Option<Head>> {
 }
 
 fn first_seq(path: &Path) -> Option<u64> {
-    let f = open_nofollow(path, false).ok()?;
+    let f = open_read(path).ok()?;
     let mut line = Vec::new();
     BufReader::new(f)
         .take(MAX_LINE_BYTES as u64)
@@ -283,7 +295,7 @@ fn first_seq(path: &Path) -> Option<u64> {
 pub fn append(root: &Root, origin: &Origin, act: &Act) -> Result<Value> {
     let path = journal_path(root);
     let _lock = FileLock::exclusive(root, &lock_path(root))?;
-    let mut file = open_nofollow(&path, true).map_err(|e| Error::io(&path, e))?;
+    let mut file = open_for_append(root, &path)?;
     let len = file.metadata().map_err(|e| Error::io(&path, e))?.len();
     let tail = read_tail(&mut file, len).map_err(|e| Error::io(&path, e))?;
     // Writers end every entry with a newline; anything after the last one is a torn line left by a
@@ -309,7 +321,7 @@ pub fn append(root: &Root, origin: &Origin, act: &Act) -> Result<Value> {
         crate::store::atomic::ensure_dir(root, &dir)?;
         let seg = dir.join(format!("{first:020}.jsonl"));
         crate::store::atomic::rename_durable(root, &path, &seg)?;
-        file = open_nofollow(&path, true).map_err(|e| Error::io(&path, e))?;
+        file = open_for_append(root, &path)?;
     }
 
     let mut body = Map::new();
@@ -352,7 +364,7 @@ fn for_each_line(
     mut f: impl FnMut(&Path, usize, &[u8]) -> Result<bool>,
 ) -> Result<()> {
     for path in files(root) {
-        let file = match open_nofollow(&path, false) {
+        let file = match open_read(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(Error::io(&path, e)),
