@@ -143,22 +143,29 @@ pub(super) async fn ensure_bucket(
     if let Ok(s) = js.get_key_value(bucket).await {
         return Ok(s);
     }
-    match js
-        .create_key_value(kv::Config {
-            bucket: bucket.to_owned(),
-            history: 1,
+    // The bucket's stream is made here, in the layout KV clients expect, rather than through
+    // `create_key_value`, whose reply parsing fails against nats-server 2.9.
+    let made = js
+        .create_stream(stream::Config {
+            name: format!("KV_{bucket}"),
+            subjects: vec![format!("$KV.{bucket}.>")],
+            max_messages_per_subject: 1,
+            discard: stream::DiscardPolicy::New,
+            allow_rollup: true,
+            deny_delete: true,
+            allow_direct: true,
             storage: stream::StorageType::File,
             num_replicas: replicas,
+            duplicate_window: Duration::from_secs(120),
             ..Default::default()
         })
-        .await
-    {
+        .await;
+    match js.get_key_value(bucket).await {
         Ok(s) => Ok(s),
-        // Another bridge created it in between.
-        Err(e) => js
-            .get_key_value(bucket)
-            .await
-            .map_err(|_| anyhow::anyhow!("creating the KV bucket {bucket}: {e}")),
+        Err(e) => Err(anyhow::anyhow!(
+            "creating the KV bucket {bucket}: {e}{}",
+            made.err().map(|m| format!(" ({m})")).unwrap_or_default()
+        )),
     }
 }
 

@@ -581,6 +581,7 @@ fn a_shared_track_carries_every_message_to_both_sides_once_in_order() {
     let mut a = Machine::new("konan");
     let mut b = Machine::new("tallon");
     a.ok(&["bus", "--track", "shared", "init"], None);
+    b.ok(&["bus", "--track", "shared", "init"], None);
     a.start_bridge(&server.url(), &["--track", "shared"]);
     b.start_bridge(&server.url(), &["--track", "shared"]);
     for r in 0..ROUNDS {
@@ -818,6 +819,7 @@ fn a_three_node_cluster_loses_a_node_and_the_shared_track_goes_on() {
     let mut a = Machine::new("konan");
     let mut b = Machine::new("tallon");
     a.ok(&["bus", "--track", "shared", "init"], None);
+    b.ok(&["bus", "--track", "shared", "init"], None);
     a.start_bridge(&urls, &["--track", "shared", "--replicas", "3"]);
     b.start_bridge(&urls, &["--track", "shared", "--replicas", "3"]);
     a.post_numbered("shared", "wa", 0, PER);
