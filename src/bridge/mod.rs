@@ -17,15 +17,14 @@ use crate::engine::conductor::{Conductor, outbox};
 use crate::engine::error::Error as EngineError;
 use crate::engine::store::{Root, is_valid_name};
 
+mod track;
+
 /// Options of `pantheon bridge`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct BridgeArgs {
     #[command(subcommand)]
     pub command: Option<BridgeCommand>,
-    /// The NATS server URL(s), comma-separated (nats://host:4222).
-    #[arg(long, env = "PANTHEON_NATS_URL")]
-    pub nats: Option<String>,
     /// This pantheon's name (its replies come back on `pantheon.NAME.in.reply`).
     #[arg(long)]
     pub name: Option<String>,
@@ -45,6 +44,23 @@ pub struct BridgeArgs {
     /// Replicas of the stream the bridge creates (3 on a three-node cluster).
     #[arg(long, default_value_t = 1)]
     pub replicas: usize,
+    #[command(flatten)]
+    pub conn: Conn,
+    /// A bus track shared with the other pantheons on the server (repeat): its lines, locks and
+    /// heartbeats are mirrored across machines.
+    #[arg(long = "track", value_name = "TRACK")]
+    pub tracks: Vec<String>,
+    /// How often the outbox is scanned, in milliseconds.
+    #[arg(long, default_value_t = 200)]
+    pub poll_ms: u64,
+}
+
+/// How to reach and authenticate to NATS (credentials are read from files, never printed).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Conn {
+    /// The NATS server URL(s), comma-separated (nats://host:4222).
+    #[arg(long, env = "PANTHEON_NATS_URL")]
+    pub nats: Option<String>,
     /// A NATS credentials file (JWT + nkey seed).
     #[arg(long, value_name = "FILE")]
     pub creds: Option<PathBuf>,
@@ -66,15 +82,46 @@ pub struct BridgeArgs {
     /// The PEM private key of --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
-    /// How often the outbox is scanned, in milliseconds.
-    #[arg(long, default_value_t = 200)]
-    pub poll_ms: u64,
 }
 
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum BridgeCommand {
     /// The bridge's status as JSON (from the root: works whether or not the bridge runs).
     Status,
+    /// Take, renew (--token) or release (--release) a lock of a shared track through the track's
+    /// KV bucket (compare-and-set; the returned fencing token is the KV revision). JSON out.
+    Lock(LockArgs),
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct LockArgs {
+    #[command(flatten)]
+    pub conn: Conn,
+    /// This pantheon's name.
+    #[arg(long)]
+    pub name: String,
+    #[arg(long)]
+    pub track: String,
+    /// The file to lock.
+    #[arg(long)]
+    pub path: String,
+    #[arg(long)]
+    pub worker: String,
+    /// Lease in seconds.
+    #[arg(long, default_value_t = 1800)]
+    pub ttl: u64,
+    #[arg(long, default_value = "exclusive")]
+    pub lock_type: String,
+    /// Renew (or release) only the lease this token belongs to.
+    #[arg(long)]
+    pub token: Option<u64>,
+    #[arg(long)]
+    pub release: bool,
+    /// Release another holder's lock (an operator act).
+    #[arg(long, requires = "release")]
+    pub force: bool,
+    #[arg(long, default_value_t = 1)]
+    pub replicas: usize,
 }
 
 /// Deliveries of one message before it is dead-lettered.
@@ -85,7 +132,11 @@ pub fn run(args: BridgeArgs, root: &Root) -> anyhow::Result<crate::cli::Outcome>
     if let Some(BridgeCommand::Status) = args.command {
         return Ok(crate::cli::Outcome::Json(eb::read_status(root)?));
     }
+    if let Some(BridgeCommand::Lock(l)) = &args.command {
+        return run_lock(l, root);
+    }
     let url = args
+        .conn
         .nats
         .clone()
         .context("--nats URL is required (or PANTHEON_NATS_URL)")?;
@@ -100,6 +151,9 @@ pub fn run(args: BridgeArgs, root: &Root) -> anyhow::Result<crate::cli::Outcome>
     }
     for s in &args.subjects {
         subject::check_filter(s).map_err(anyhow::Error::msg)?;
+    }
+    for t in &args.tracks {
+        crate::engine::store::ids::TrackName::parse(t)?;
     }
     if !is_valid_name(&args.god) {
         bail!("--god {:?} is not a god name", args.god);
@@ -121,6 +175,7 @@ struct Shared {
     received: AtomicU64,
     dead: AtomicU64,
     stop: AtomicBool,
+    tracks: std::sync::Mutex<Vec<(String, Arc<track::TrackStats>)>>,
 }
 
 impl Shared {
@@ -142,6 +197,17 @@ impl Shared {
         s.received = self.received.load(Ordering::Relaxed);
         s.dead_lettered = self.dead.load(Ordering::Relaxed);
         s.outbox_pending = outbox::pending(&self.root).0.len();
+        let tracks: serde_json::Map<String, serde_json::Value> = self
+            .tracks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(t, st)| (t.clone(), st.to_json()))
+            .collect();
+        if !tracks.is_empty() {
+            s.extra
+                .insert("tracks".into(), serde_json::Value::Object(tracks));
+        }
         s.updated = crate::engine::store::time::now_ts();
         if let Err(e) = eb::write_status(&self.root, &s) {
             tracing::warn!("bridge: status not written: {e}");
@@ -159,8 +225,26 @@ async fn connect(
     url: &str,
     shared: Arc<Shared>,
 ) -> anyhow::Result<async_nats::Client> {
+    let mut opts = options(&args.conn, &shared.inbound.name).await?;
+    let events = shared.clone();
+    opts = opts.event_callback(move |ev| {
+        let s = events.clone();
+        async move {
+            match ev {
+                async_nats::Event::Connected => s.save_status(Some(true), None).await,
+                async_nats::Event::Disconnected => s.save_status(Some(false), None).await,
+                other => s.note_error(format!("nats: {other}")).await,
+            }
+        }
+    });
+    Ok(opts.connect(server_list(url)).await?)
+}
+
+/// Connection options from `conn`: reconnects forever with a delay growing to 5 s; credentials by
+/// creds file, nkey seed, token or TLS client certificate.
+async fn options(args: &Conn, name: &str) -> anyhow::Result<async_nats::ConnectOptions> {
     let mut opts = async_nats::ConnectOptions::new()
-        .name(format!("pantheon-bridge {}", shared.inbound.name))
+        .name(format!("pantheon-bridge {name}"))
         .retry_on_initial_connect()
         .max_reconnects(None)
         .connection_timeout(Duration::from_secs(5))
@@ -200,18 +284,61 @@ async fn connect(
     if let (Some(c), Some(k)) = (&args.tls_cert, &args.tls_key) {
         opts = opts.add_client_certificate(c.clone(), k.clone());
     }
-    let events = shared.clone();
-    opts = opts.event_callback(move |ev| {
-        let s = events.clone();
-        async move {
-            match ev {
-                async_nats::Event::Connected => s.save_status(Some(true), None).await,
-                async_nats::Event::Disconnected => s.save_status(Some(false), None).await,
-                other => s.note_error(format!("nats: {other}")).await,
-            }
-        }
-    });
-    Ok(opts.connect(url).await?)
+    Ok(opts)
+}
+
+/// The servers of a comma-separated URL list.
+fn server_list(url: &str) -> Vec<String> {
+    url.split(',')
+        .map(|u| u.trim().to_owned())
+        .filter(|u| !u.is_empty())
+        .collect()
+}
+
+/// `pantheon bridge lock`: one compare-and-set on the track's lock bucket.
+fn run_lock(l: &LockArgs, root: &Root) -> anyhow::Result<crate::cli::Outcome> {
+    let url = l
+        .conn
+        .nats
+        .clone()
+        .context("--nats URL is required (or PANTHEON_NATS_URL)")?;
+    if !is_valid_name(&l.name) {
+        bail!("--name {:?} must match ^[A-Za-z0-9][A-Za-z0-9_-]{{0,63}}$", l.name);
+    }
+    crate::engine::store::ids::check_free_text("worker", &l.worker)?;
+    crate::engine::store::ids::check_free_text("lock type", &l.lock_type)?;
+    if l.ttl == 0 {
+        bail!("--ttl must be at least 1 second");
+    }
+    let req = track::LockRequest {
+        pantheon: l.name.clone(),
+        track: crate::engine::store::ids::TrackName::parse(&l.track)?,
+        path: l.path.clone(),
+        worker: l.worker.clone(),
+        ttl: Duration::from_secs(l.ttl),
+        lock_type: l.lock_type.clone(),
+        token: l.token,
+        release: l.release,
+        force: l.force,
+        replicas: l.replicas,
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let out = rt.block_on(async {
+        let client = options(&l.conn, &l.name)
+            .await?
+            .connect(server_list(&url))
+            .await
+            .map_err(|e| anyhow::anyhow!("connecting to {}: {e}", eb::redact_url(&url)))?;
+        let js = jetstream::new(client.clone());
+        let r = tokio::time::timeout(Duration::from_secs(30), track::lock(&js, root, &req))
+            .await
+            .map_err(|_| anyhow::anyhow!("no answer from NATS in 30s"))?;
+        let _ = tokio::time::timeout(Duration::from_secs(2), client.flush()).await;
+        r
+    })?;
+    Ok(crate::cli::Outcome::Json(out))
 }
 
 async fn serve(args: BridgeArgs, url: String, name: String, root: Root) -> anyhow::Result<()> {
@@ -237,6 +364,7 @@ async fn serve(args: BridgeArgs, url: String, name: String, root: Root) -> anyho
         received: AtomicU64::new(0),
         dead: AtomicU64::new(0),
         stop: AtomicBool::new(false),
+        tracks: Default::default(),
     });
     shared.save_status(Some(false), None).await;
     let client = connect(&args, &url, shared.clone()).await?;
@@ -262,6 +390,23 @@ async fn serve(args: BridgeArgs, url: String, name: String, root: Root) -> anyho
         subjects,
         args.replicas,
     ));
+    let mut track_tasks = Vec::new();
+    for t in &args.tracks {
+        let name = crate::engine::store::ids::TrackName::parse(t)?;
+        let (tasks, stats) = track::spawn(
+            js.clone(),
+            shared.clone(),
+            name,
+            args.replicas,
+            Duration::from_millis(args.poll_ms.max(10)),
+        )?;
+        track_tasks.extend(tasks);
+        shared
+            .tracks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((t.clone(), stats));
+    }
     while !shared.stop.load(Ordering::SeqCst) {
         tokio::time::sleep(Duration::from_millis(50)).await;
         if out.is_finished() || inn.is_finished() {
@@ -271,6 +416,9 @@ async fn serve(args: BridgeArgs, url: String, name: String, root: Root) -> anyho
     shared.stop.store(true, Ordering::SeqCst);
     let _ = tokio::time::timeout(Duration::from_secs(5), out).await;
     let _ = tokio::time::timeout(Duration::from_secs(5), inn).await;
+    for t in track_tasks {
+        let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+    }
     signals.abort();
     let _ = tokio::time::timeout(Duration::from_secs(2), client.flush()).await;
     shared.save_status(Some(false), None).await;

@@ -485,3 +485,364 @@ fn faults_lose_nothing_and_double_nothing() {
     assert_eq!(a.files("conductor/pending/hermes").len(), N);
     assert!(b.files("conductor/bridge/dead").is_empty());
 }
+
+// ---- Shared tracks (issue 17.3) ----
+
+impl Machine {
+    /// Runs `pantheon ARGS`: (exit status success, stdout JSON or Null, stderr).
+    fn run(&self, args: &[&str]) -> (bool, Value, String) {
+        let out = self
+            .command(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// Posts `n` PROGRESS messages from `source`, numbered from `from`, in one process.
+    fn post_numbered(&self, track: &str, source: &str, from: usize, n: usize) {
+        let mut c = self.command(&["bus", "--track", track, "post", "PROGRESS", "--source", source]);
+        c.arg("--stdin")
+            .arg("--count")
+            .arg("0")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        {
+            use std::io::Write;
+            let mut sin = child.stdin.take().unwrap();
+            for k in from..from + n {
+                writeln!(sin, "{}", json!({ "n": k, "by": source })).unwrap();
+            }
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "post failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// The lines of a track's queue, parsed.
+    fn queue(&self, track: &str) -> Vec<Value> {
+        std::fs::read_to_string(
+            self.path(&format!("conductor/tracks/{track}/.message-bus/queue.jsonl")),
+        )
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every queue line is JSON"))
+        .collect()
+    }
+
+    fn bus_file(&self, track: &str, name: &str) -> Value {
+        std::fs::read(self.path(&format!("conductor/tracks/{track}/.message-bus/{name}")))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or(Value::Null)
+    }
+}
+
+/// Every line once (by id), and each writer's `n` in order `0..per_writer`, for `writers`.
+fn assert_exactly_once_in_order(m: &Machine, track: &str, writers: &[&str], per_writer: usize) {
+    let q = m.queue(track);
+    let ids: std::collections::BTreeSet<&str> = q.iter().map(|l| l["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), q.len(), "{}: an id appears twice", m.name);
+    for w in writers {
+        let ns: Vec<u64> = q
+            .iter()
+            .filter(|l| l["source"] == *w && l["type"] == "PROGRESS")
+            .map(|l| l["payload"]["n"].as_u64().unwrap())
+            .collect();
+        assert_eq!(
+            ns,
+            (0..per_writer as u64).collect::<Vec<_>>(),
+            "{}: {w}'s messages, each once and in order",
+            m.name
+        );
+    }
+}
+
+fn progress_count(m: &Machine, track: &str) -> usize {
+    m.queue(track).iter().filter(|l| l["type"] == "PROGRESS").count()
+}
+
+#[test]
+fn a_shared_track_carries_every_message_to_both_sides_once_in_order() {
+    const ROUNDS: usize = 6;
+    const PER: usize = 25;
+    let server = Server::start();
+    let mut a = Machine::new("konan");
+    let mut b = Machine::new("tallon");
+    a.ok(&["bus", "--track", "shared", "init"], None);
+    b.ok(&["bus", "--track", "shared", "init"], None);
+    a.start_bridge(&server.url(), &["--track", "shared"]);
+    b.start_bridge(&server.url(), &["--track", "shared"]);
+    for r in 0..ROUNDS {
+        std::thread::scope(|s| {
+            s.spawn(|| a.post_numbered("shared", "wa", r * PER, PER));
+            s.spawn(|| b.post_numbered("shared", "wb", r * PER, PER));
+        });
+        if r == 2 {
+            b.restart_bridge(); // SIGKILL B's bridge mid-traffic: its cursor and the queue's ids resume it
+        }
+    }
+    let total = 2 * ROUNDS * PER;
+    for m in [&a, &b] {
+        wait_for(&format!("{}: every message", m.name), Duration::from_secs(60), || {
+            progress_count(m, "shared") >= total
+        });
+    }
+    // Let any late double arrive before counting.
+    std::thread::sleep(Duration::from_millis(500));
+    for m in [&a, &b] {
+        assert_eq!(progress_count(m, "shared"), total, "{}", m.name);
+        assert_exactly_once_in_order(m, "shared", &["wa", "wb"], ROUNDS * PER);
+    }
+    // Mirrored lines keep what was written and name the machine they came from.
+    let qa = a.queue("shared");
+    let qb = b.queue("shared");
+    let first_a = qa.iter().find(|l| l["source"] == "wa").unwrap();
+    assert!(first_a.get("from_pantheon").is_none());
+    let mirrored = qb.iter().find(|l| l["id"] == first_a["id"]).unwrap();
+    assert_eq!(mirrored["from_pantheon"], "konan");
+    for k in ["id", "type", "source", "timestamp", "payload"] {
+        assert_eq!(mirrored[k], first_a[k], "{k}");
+    }
+    let raw_a = std::fs::read_to_string(a.path("conductor/tracks/shared/.message-bus/queue.jsonl")).unwrap();
+    let raw_b = std::fs::read_to_string(b.path("conductor/tracks/shared/.message-bus/queue.jsonl")).unwrap();
+    let line_a = raw_a.lines().find(|l| l.contains(first_a["id"].as_str().unwrap())).unwrap();
+    let line_b = raw_b.lines().find(|l| l.contains(first_a["id"].as_str().unwrap())).unwrap();
+    assert_eq!(
+        line_b,
+        format!("{},\"from_pantheon\":\"konan\"}}", &line_a[..line_a.len() - 1]),
+        "the bytes as written, plus the machine"
+    );
+
+    // Heartbeats cross too: every console sees every worker.
+    a.ok(
+        &["bus", "--track", "shared", "heartbeat", "--worker", "w1", "--task", "t1", "--status", "RUNNING"],
+        None,
+    );
+    wait_for("A's worker on B", Duration::from_secs(30), || {
+        b.bus_file("shared", "worker-status.json")["w1@konan"]["task_id"] == "t1"
+    });
+    assert_eq!(
+        b.bus_file("shared", "worker-status.json")["w1@konan"]["from_pantheon"],
+        "konan"
+    );
+    assert!(a.bus_file("shared", "worker-status.json").get("w1@konan").is_none());
+
+    let status = b.ok(&["bridge", "status"], None);
+    assert!(
+        status["status"]["tracks"]["shared"]["mirrored"].as_u64().unwrap() > 0,
+        "{status}"
+    );
+    let v = b.run(&["validate"]);
+    assert!(
+        !v.1.to_string().contains("conductor/bridge"),
+        "validate finds no problem in the bridge's files: {}",
+        v.1
+    );
+    assert!(a.bridge.terminate(), "bridge A did not exit cleanly");
+    assert!(b.bridge.terminate(), "bridge B did not exit cleanly");
+}
+
+#[test]
+fn locks_of_a_shared_track_have_one_holder_and_refuse_stale_tokens() {
+    const ROUNDS: usize = 6;
+    let server = Server::start();
+    let mut a = Machine::new("konan");
+    let mut b = Machine::new("tallon");
+    a.start_bridge(&server.url(), &["--track", "shared"]);
+    b.start_bridge(&server.url(), &["--track", "shared"]);
+    for m in [&a, &b] {
+        wait_for("the bus", Duration::from_secs(30), || {
+            m.path("conductor/tracks/shared/.message-bus/locks.json").exists()
+        });
+    }
+    let shared_dir = tempfile::tempdir().unwrap();
+    let counter = shared_dir.path().join("counter");
+    let holder = shared_dir.path().join("holder");
+    std::fs::write(&counter, "0").unwrap();
+    let url = server.url();
+    let work = |m: &Machine, worker: &str| {
+        let mut tokens = Vec::new();
+        for _ in 0..ROUNDS {
+            let base = [
+                "bridge", "lock", "--nats", &url, "--name", &m.name, "--track", "shared", "--path",
+                "src/counter.rs", "--worker", worker, "--ttl", "60",
+            ];
+            let start = Instant::now();
+            let token = loop {
+                let (ok, out, err) = m.run(&base);
+                if ok {
+                    break out["fencing_token"].as_u64().unwrap();
+                }
+                assert!(err.contains("locked by") || err.contains("in between"), "{err}");
+                assert!(start.elapsed() < Duration::from_secs(60), "never got the lock");
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            // Never two holders: the holder file is created exclusively.
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&holder)
+                .unwrap_or_else(|e| panic!("{worker}@{}: two holders at once ({e})", m.name));
+            let n: u64 = std::fs::read_to_string(&counter).unwrap().trim().parse().unwrap();
+            std::thread::sleep(Duration::from_millis(30));
+            std::fs::write(&counter, (n + 1).to_string()).unwrap();
+            std::fs::remove_file(&holder).unwrap();
+            let mut rel = base.to_vec();
+            let t = token.to_string();
+            rel.extend(["--release", "--token", &t]);
+            let (ok, _, err) = m.run(&rel);
+            assert!(ok, "release: {err}");
+            tokens.push(token);
+        }
+        tokens
+    };
+    let (ta, tb) = std::thread::scope(|s| {
+        let ha = s.spawn(|| work(&a, "wa"));
+        let hb = s.spawn(|| work(&b, "wb"));
+        (ha.join().unwrap(), hb.join().unwrap())
+    });
+    assert_eq!(std::fs::read_to_string(&counter).unwrap(), (2 * ROUNDS).to_string());
+    let mut all: Vec<u64> = ta.iter().chain(&tb).copied().collect();
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), 2 * ROUNDS, "every lease has its own token");
+
+    // A lease that expired is taken over; the old token is refused for renewal and release.
+    let lock = |m: &Machine, worker: &str, extra: &[&str]| {
+        let mut args = vec![
+            "bridge", "lock", "--nats", &url, "--name", &m.name, "--track", "shared", "--path",
+            "src/app.rs", "--worker", worker,
+        ];
+        args.extend_from_slice(extra);
+        m.run(&args)
+    };
+    let (ok, first, err) = lock(&a, "wa", &["--ttl", "1"]);
+    assert!(ok, "{err}");
+    let t1 = first["fencing_token"].as_u64().unwrap();
+    let (ok, _, err) = lock(&b, "wb", &["--ttl", "60"]);
+    assert!(!ok && err.contains("locked by wa@konan"), "{err}");
+    std::thread::sleep(Duration::from_millis(1500));
+    let (ok, second, err) = lock(&b, "wb", &["--ttl", "60"]);
+    assert!(ok, "{err}");
+    let t2 = second["fencing_token"].as_u64().unwrap();
+    assert!(t2 > t1);
+    assert_eq!(second["previous_holder"], "wa@konan");
+    let (ok, _, err) = lock(&a, "wa", &["--ttl", "60", "--token", &t1.to_string()]);
+    assert!(!ok && err.contains("stale"), "renewal with a stale token: {err}");
+    let (ok, _, err) = lock(&a, "wa", &["--release", "--token", &t1.to_string()]);
+    assert!(!ok && err.contains("stale"), "release with a stale token: {err}");
+    // locks.json on both machines mirrors the bucket for local readers.
+    for m in [&a, &b] {
+        wait_for(&format!("{}'s locks.json", m.name), Duration::from_secs(30), || {
+            let l = m.bus_file("shared", "locks.json");
+            l["src/app.rs"]["fencing_token"] == t2 && l["src/app.rs"]["worker_id"] == "wb"
+        });
+    }
+    assert_eq!(a.bus_file("shared", "locks.json")["src/app.rs"]["from_pantheon"], "tallon");
+    let (ok, _, err) = lock(&b, "wb", &["--release", "--token", &t2.to_string()]);
+    assert!(ok, "{err}");
+    wait_for("the release on A", Duration::from_secs(30), || {
+        a.bus_file("shared", "locks.json").get("src/app.rs").is_none()
+    });
+}
+
+/// Three `nats-server`s clustered on loopback, JetStream on each.
+struct Cluster {
+    nodes: Vec<(u16, Guard)>,
+    _dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let ports: Vec<(u16, u16)> = (0..3).map(|_| (free_port(), free_port())).collect();
+        let routes = ports
+            .iter()
+            .map(|(_, r)| format!("nats://127.0.0.1:{r}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut nodes = Vec::new();
+        for (i, (p, r)) in ports.iter().enumerate() {
+            let child = Command::new(nats_server_bin())
+                .args(["-a", "127.0.0.1", "-p", &p.to_string(), "-js", "-sd"])
+                .arg(dir.path().join(format!("n{i}")))
+                .args([
+                    "--server_name",
+                    &format!("n{i}"),
+                    "--cluster_name",
+                    "pantheon",
+                    "--cluster",
+                    &format!("nats://127.0.0.1:{r}"),
+                    "--routes",
+                    &routes,
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("starting nats-server");
+            nodes.push((*p, Guard(Some(child))));
+        }
+        for (p, _) in &nodes {
+            wait_for("a cluster node to listen", Duration::from_secs(20), || {
+                std::net::TcpStream::connect(("127.0.0.1", *p)).is_ok()
+            });
+        }
+        Self { nodes, _dir: dir }
+    }
+
+    fn urls(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|(p, _)| format!("nats://127.0.0.1:{p}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+#[test]
+fn a_three_node_cluster_loses_a_node_and_the_shared_track_goes_on() {
+    const PER: usize = 30;
+    let mut cluster = Cluster::start();
+    let urls = cluster.urls();
+    let mut a = Machine::new("konan");
+    let mut b = Machine::new("tallon");
+    a.ok(&["bus", "--track", "shared", "init"], None);
+    b.ok(&["bus", "--track", "shared", "init"], None);
+    a.start_bridge(&urls, &["--track", "shared", "--replicas", "3"]);
+    b.start_bridge(&urls, &["--track", "shared", "--replicas", "3"]);
+    a.post_numbered("shared", "wa", 0, PER);
+    b.post_numbered("shared", "wb", 0, PER);
+    for m in [&a, &b] {
+        wait_for(&format!("{}: the first half", m.name), Duration::from_secs(90), || {
+            progress_count(m, "shared") >= 2 * PER
+        });
+    }
+    // Kill the node every client tried first.
+    cluster.nodes[0].1.kill();
+    a.post_numbered("shared", "wa", PER, PER);
+    b.post_numbered("shared", "wb", PER, PER);
+    for m in [&a, &b] {
+        wait_for(&format!("{}: the second half", m.name), Duration::from_secs(120), || {
+            progress_count(m, "shared") >= 4 * PER
+        });
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    for m in [&a, &b] {
+        assert_eq!(progress_count(m, "shared"), 4 * PER, "{}", m.name);
+        assert_exactly_once_in_order(m, "shared", &["wa", "wb"], 2 * PER);
+    }
+    assert!(a.bridge.terminate(), "bridge A did not exit cleanly");
+    assert!(b.bridge.terminate(), "bridge B did not exit cleanly");
+}

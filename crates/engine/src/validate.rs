@@ -103,6 +103,7 @@ pub fn validate_root(root: &Root) -> Result<ValidationReport> {
     c.dispatch_tree(&root.archive_root(), false);
     c.orphaned_waits();
     c.tracks(root);
+    c.bridge(root);
     c.problems.extend(crate::journal::validation_problem(root));
     c.problems
         .sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
@@ -156,6 +157,62 @@ fn str_field<'a>(m: &'a Map<String, Value>, k: &str) -> Option<&'a str> {
 }
 
 impl Checker {
+    /// The bridge's files (docs/NATS.md): outbox records (pending and sent) and shared-track cursors.
+    fn bridge(&mut self, root: &Root) {
+        use crate::bridge::{subject, track};
+        use crate::conductor::outbox;
+        for (dir, sent) in [
+            (outbox::outbox_dir(root), false),
+            (outbox::sent_dir(root), true),
+        ] {
+            for f in entries(&dir) {
+                if !f.is_file() || f.extension().is_none_or(|e| e != "json") {
+                    continue;
+                }
+                let Some(m) = self.object(&f) else { continue };
+                let stem = f.file_stem().map(|s| s.to_string_lossy().into_owned());
+                match str_field(&m, "outbox_id") {
+                    Some(id) if Some(id) == stem.as_deref() => {}
+                    Some(id) => self.error(
+                        &f,
+                        format!("outbox_id {id:?} is not the file's name; the bridge skips it"),
+                    ),
+                    None => self.error(&f, "outbox_id is missing; the bridge skips it"),
+                }
+                match str_field(&m, "kind") {
+                    Some("request" | "reply") => {}
+                    other => self.error(&f, format!("kind {other:?} is not request or reply")),
+                }
+                match str_field(&m, "subject") {
+                    Some(s) => {
+                        if let Err(e) = subject::check_subject(s) {
+                            self.error(&f, e);
+                        }
+                    }
+                    None => self.error(&f, "subject is missing"),
+                }
+                if !str_field(&m, "workflow_id").is_some_and(is_valid_workflow_id) {
+                    self.error(&f, "workflow_id is missing or not a workflow id");
+                }
+                if sent && !m.get("stream_seq").is_some_and(Value::is_u64) {
+                    self.warn(&f, "a sent record without its stream_seq");
+                }
+            }
+        }
+        for f in entries(&crate::bridge::bridge_dir(root).join("tracks")) {
+            if !f.is_file() || f.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            let Some(m) = self.object(&f) else { continue };
+            for problem in track::check_cursor(&Value::Object(m.clone())) {
+                self.error(&f, problem);
+            }
+            if str_field(&m, "track").map(|t| format!("{t}.json")) != Some(name_of(&f)) {
+                self.error(&f, "the cursor's track is not the file's name");
+            }
+        }
+    }
+
     fn rel(&self, p: &Path) -> String {
         p.strip_prefix(&self.base)
             .unwrap_or(p)

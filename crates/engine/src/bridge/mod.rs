@@ -3,6 +3,7 @@
 //! No network and no async here; `pantheon bridge` (src/bridge/) moves the bytes.
 
 pub mod subject;
+pub mod track;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -411,8 +412,11 @@ pub fn read_status(root: &Root) -> Result<Value> {
     }))
 }
 
-/// Removes `user:password@` from a URL for display.
+/// Removes `user:password@` from a URL (or each of a comma-separated list) for display.
 pub fn redact_url(url: &str) -> String {
+    if url.contains(',') {
+        return url.split(',').map(redact_url).collect::<Vec<_>>().join(",");
+    }
     match (url.find("://"), url.rfind('@')) {
         (Some(s), Some(at)) if at > s => format!("{}{}", &url[..s + 3], &url[at + 1..]),
         (None, Some(at)) => url[at + 1..].to_owned(),
@@ -434,5 +438,9 @@ mod tests {
         assert!(parse_wire(&vec![b' '; MAX_MESSAGE + 1]).is_err());
         assert_eq!(redact_url("nats://u:secret@h:4222"), "nats://h:4222");
         assert_eq!(redact_url("nats://h:4222"), "nats://h:4222");
+        assert_eq!(
+            redact_url("nats://a:s1@h:1,nats://tok@g:2"),
+            "nats://h:1,nats://g:2"
+        );
     }
 }

@@ -381,7 +381,7 @@ pub struct ReadResult {
 }
 
 /// One line from [`next_line`].
-enum Line {
+pub(crate) enum Line {
     /// A complete line, its bytes (without the newline) in the buffer; `len` counts the newline.
     Complete {
         len: u64,
@@ -396,7 +396,11 @@ enum Line {
 }
 
 /// Reads the next line into `buf`, keeping at most `max` bytes of it: a longer line is streamed past.
-fn next_line(r: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> std::io::Result<Line> {
+pub(crate) fn next_line(
+    r: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Line> {
     buf.clear();
     let mut len: u64 = 0;
     let mut over = false;
@@ -472,7 +476,7 @@ fn parse_cursor(file: &File, path: &Path, cursor: &str, len: u64) -> Result<u64>
     Ok(offset)
 }
 
-fn open_queue(path: &Path) -> Result<Option<File>> {
+pub(crate) fn open_queue(path: &Path) -> Result<Option<File>> {
     match File::open(path) {
         Ok(f) => Ok(Some(f)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),

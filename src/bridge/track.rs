@@ -1,0 +1,578 @@
+//! Shared tracks over JetStream (docs/NATS.md): per `--track T`, the bridge publishes the lines
+//! written on this machine to the track's stream, appends the other machines' lines to the local
+//! queue exactly once, mirrors the track's KV lock bucket into `locks.json` and exchanges heartbeats
+//! through the track's KV worker bucket. Every decision is the engine's (`bridge::track`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use anyhow::Context;
+use async_nats::jetstream::{self, consumer::pull, kv, stream};
+use futures_util::{FutureExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+use super::Shared;
+use crate::engine::bridge::track::{self as et, KvEntry, LockStep, Mirror, SharedLock, TrackCursor};
+use crate::engine::bus::Bus;
+use crate::engine::store::ids::TrackName;
+
+/// Lines published in one go before their acknowledgements are awaited.
+const PUBLISH_BATCH: usize = 512;
+/// Messages appended to the local queue in one write.
+const APPLY_BATCH: usize = 1024;
+
+/// Counters of one shared track, for `bridge status`.
+#[derive(Debug, Default)]
+pub struct TrackStats {
+    pub published: AtomicU64,
+    pub mirrored: AtomicU64,
+    pub stream_seq: AtomicU64,
+    pub lag: AtomicU64,
+}
+
+impl TrackStats {
+    pub fn to_json(&self) -> Value {
+        json!({
+            "published": self.published.load(Ordering::Relaxed),
+            "mirrored": self.mirrored.load(Ordering::Relaxed),
+            "stream_seq": self.stream_seq.load(Ordering::Relaxed),
+            "lag": self.lag.load(Ordering::Relaxed),
+        })
+    }
+}
+
+struct Track {
+    shared: Arc<Shared>,
+    track: TrackName,
+    bus: Bus,
+    cursor: std::sync::Mutex<TrackCursor>,
+    stats: Arc<TrackStats>,
+    wake: Arc<Notify>,
+    replicas: usize,
+    poll: Duration,
+}
+
+impl Track {
+    fn save_cursor(&self, f: impl FnOnce(&mut TrackCursor)) -> anyhow::Result<()> {
+        let mut c = self.cursor.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut c);
+        et::write_cursor(&self.shared.root, &self.track, &c)?;
+        Ok(())
+    }
+
+    fn stopped(&self) -> bool {
+        self.shared.stop.load(Ordering::SeqCst)
+    }
+}
+
+/// Starts the tasks of one shared track; they end when the bridge stops.
+pub(super) fn spawn(
+    js: jetstream::Context,
+    shared: Arc<Shared>,
+    track: TrackName,
+    replicas: usize,
+    poll: Duration,
+) -> anyhow::Result<(Vec<tokio::task::JoinHandle<()>>, Arc<TrackStats>)> {
+    let bus = Bus::open(&shared.root, track.as_str())?;
+    bus.init()?;
+    let cursor = et::read_cursor(&shared.root, &track)?;
+    let stats = Arc::new(TrackStats::default());
+    stats.stream_seq.store(cursor.stream_seq, Ordering::Relaxed);
+    let wake = Arc::new(Notify::new());
+    let t = Arc::new(Track {
+        shared,
+        bus,
+        track,
+        cursor: std::sync::Mutex::new(cursor),
+        stats: stats.clone(),
+        wake,
+        replicas,
+        poll,
+    });
+    let mut tasks = Vec::new();
+    tasks.push(tokio::spawn(publish_loop(js.clone(), t.clone())));
+    tasks.push(tokio::spawn(retrying("consumer", t.clone(), js.clone(), consume_session)));
+    tasks.push(tokio::spawn(retrying("locks", t.clone(), js.clone(), locks_session)));
+    tasks.push(tokio::spawn(retrying("heartbeats", t.clone(), js.clone(), workers_session)));
+    Ok((tasks, stats))
+}
+
+/// Runs `session` again after an error, with a pause that grows to 5 s.
+async fn retrying<F, Fut>(what: &'static str, t: Arc<Track>, js: jetstream::Context, session: F)
+where
+    F: Fn(Arc<Track>, jetstream::Context) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let mut pause = Duration::from_millis(100);
+    while !t.stopped() {
+        match session(t.clone(), js.clone()).await {
+            Ok(()) => pause = Duration::from_millis(100),
+            Err(e) => {
+                t.shared
+                    .note_error(format!("track {} {what}: {e:#}", t.track))
+                    .await;
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+async fn ensure_stream(t: &Track, js: &jetstream::Context) -> anyhow::Result<stream::Stream> {
+    js.get_or_create_stream(stream::Config {
+        name: et::stream_name(&t.track),
+        subjects: vec![et::filter(&t.track)],
+        storage: stream::StorageType::File,
+        num_replicas: t.replicas,
+        duplicate_window: Duration::from_secs(120),
+        ..Default::default()
+    })
+    .await
+    .with_context(|| format!("creating the stream {}", et::stream_name(&t.track)))
+}
+
+/// The KV bucket `bucket`, created when missing.
+pub(super) async fn ensure_bucket(
+    js: &jetstream::Context,
+    bucket: &str,
+    replicas: usize,
+) -> anyhow::Result<kv::Store> {
+    if let Ok(s) = js.get_key_value(bucket).await {
+        return Ok(s);
+    }
+    // The bucket's stream is made here, in the layout KV clients expect, rather than through
+    // `create_key_value`, whose reply parsing fails against nats-server 2.9.
+    let made = js
+        .create_stream(stream::Config {
+            name: format!("KV_{bucket}"),
+            subjects: vec![format!("$KV.{bucket}.>")],
+            max_messages_per_subject: 1,
+            discard: stream::DiscardPolicy::New,
+            allow_rollup: true,
+            deny_delete: true,
+            allow_direct: true,
+            storage: stream::StorageType::File,
+            num_replicas: replicas,
+            duplicate_window: Duration::from_secs(120),
+            ..Default::default()
+        })
+        .await;
+    match js.get_key_value(bucket).await {
+        Ok(s) => Ok(s),
+        Err(e) => Err(anyhow::anyhow!(
+            "creating the KV bucket {bucket}: {e}{}",
+            made.err().map(|m| format!(" ({m})")).unwrap_or_default()
+        )),
+    }
+}
+
+/// Publishes the lines written on this machine, oldest first, each with `Nats-Msg-Id` = its id; the
+/// cursor moves past a line only once the server stored it.
+async fn publish_loop(js: jetstream::Context, t: Arc<Track>) {
+    // Wake on every change in the bus directory; poll as a fallback.
+    let wake = t.wake.clone();
+    let watcher = {
+        use notify::Watcher;
+        let mut w = notify::recommended_watcher(move |_res: notify::Result<notify::Event>| {
+            wake.notify_one();
+        })
+        .ok();
+        if let Some(w) = &mut w {
+            let _ = w.watch(&t.bus.dir, notify::RecursiveMode::NonRecursive);
+        }
+        w
+    };
+    let mut stream_ready = false;
+    let mut pause = t.poll;
+    let subject = et::subject(&t.track, &t.shared.inbound.name);
+    while !t.stopped() {
+        if !stream_ready {
+            match ensure_stream(&t, &js).await {
+                Ok(_) => stream_ready = true,
+                Err(e) => {
+                    t.shared.note_error(format!("track {}: {e:#}", t.track)).await;
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(5));
+                    continue;
+                }
+            }
+        }
+        match publish_new(&js, &t, &subject).await {
+            Ok(true) => {
+                pause = t.poll;
+                continue;
+            }
+            Ok(false) => pause = t.poll,
+            Err(e) => {
+                t.shared
+                    .note_error(format!("track {} publish: {e:#}", t.track))
+                    .await;
+                pause = (pause * 2).min(Duration::from_secs(5));
+                tokio::time::sleep(pause).await;
+                continue;
+            }
+        }
+        let _ = tokio::time::timeout(pause, t.wake.notified()).await;
+    }
+    drop(watcher);
+}
+
+/// Publishes what was appended since the cursor; true when something was published.
+async fn publish_new(js: &jetstream::Context, t: &Track, subject: &str) -> anyhow::Result<bool> {
+    let queue = t.bus.queue_path();
+    let (mut offset, ident) = {
+        let c = t.cursor.lock().unwrap_or_else(|e| e.into_inner());
+        (c.published_offset, c.queue_identity)
+    };
+    let now_ident = et::identity(&queue);
+    let len = std::fs::metadata(&queue).map(|m| m.len()).unwrap_or(0);
+    if now_ident != ident || len < offset {
+        // The queue was archived or replaced: its new file is read from the start.
+        offset = 0;
+        t.save_cursor(|c| {
+            c.published_offset = 0;
+            c.queue_identity = now_ident;
+        })?;
+    }
+    if len == offset {
+        return Ok(false);
+    }
+    let root = t.shared.root.clone();
+    let (lines, next) = tokio::task::spawn_blocking(move || et::read_raw_from(&queue, offset))
+        .await
+        .context("reading the queue")??;
+    let mut any = false;
+    let own: Vec<_> = lines.iter().filter(|l| !l.mirrored).collect();
+    for chunk in own.chunks(PUBLISH_BATCH) {
+        let mut acks = Vec::with_capacity(chunk.len());
+        for l in chunk {
+            let mut headers = async_nats::HeaderMap::new();
+            headers.insert("Nats-Msg-Id", l.env.id.as_str());
+            let fut = js
+                .publish_with_headers(subject.to_owned(), headers, l.bytes.clone().into())
+                .await
+                .with_context(|| format!("publishing {}", l.env.id))?;
+            acks.push(fut);
+        }
+        let mut fresh = 0;
+        for a in acks {
+            let ack = tokio::time::timeout(Duration::from_secs(10), a)
+                .await
+                .context("no acknowledgement in 10s")??;
+            if !ack.duplicate {
+                fresh += 1;
+            }
+        }
+        let end = chunk.last().map(|l| l.end).unwrap_or(offset);
+        t.save_cursor(|c| c.published_offset = end)?;
+        t.stats.published.fetch_add(fresh, Ordering::Relaxed);
+        any = true;
+    }
+    // Lines after the last own line (mirrored ones, skipped ones) are passed over too.
+    t.save_cursor(|c| c.published_offset = next)?;
+    let _ = root;
+    Ok(any || next > offset)
+}
+
+/// Reads the track's stream from the cursor with an ordered consumer and appends the other machines'
+/// lines to the local queue, each id once.
+async fn consume_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Result<()> {
+    let stream = ensure_stream(&t, &js).await?;
+    let bus = t.bus.clone();
+    let mut mirror = tokio::task::spawn_blocking(move || Mirror::open(bus)).await??;
+    let start = t
+        .cursor
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .stream_seq
+        .saturating_add(1);
+    let consumer = stream
+        .create_consumer(pull::OrderedConfig {
+            filter_subject: et::filter(&t.track),
+            deliver_policy: jetstream::consumer::DeliverPolicy::ByStartSequence {
+                start_sequence: start,
+            },
+            ..Default::default()
+        })
+        .await
+        .context("creating the ordered consumer")?;
+    let mut messages = consumer.messages().await.context("starting the consumer")?;
+    let me = t.shared.inbound.name.clone();
+    while !t.stopped() {
+        let first = match tokio::time::timeout(Duration::from_millis(250), messages.next()).await {
+            Err(_) => continue,
+            Ok(None) => anyhow::bail!("the consumer's message stream ended"),
+            Ok(Some(m)) => m.map_err(|e| anyhow::anyhow!("{e}"))?,
+        };
+        let mut batch = vec![first];
+        while batch.len() < APPLY_BATCH {
+            match messages.next().now_or_never() {
+                Some(Some(Ok(m))) => batch.push(m),
+                Some(Some(Err(e))) => anyhow::bail!("{e}"),
+                Some(None) => break,
+                None => break,
+            }
+        }
+        let mut last_seq = 0;
+        let mut lag = 0;
+        let mut items = Vec::new();
+        let mut seqs = Vec::new();
+        for m in &batch {
+            let info = m.info().map_err(|e| anyhow::anyhow!("{e}"))?;
+            last_seq = info.stream_sequence;
+            lag = info.pending;
+            match et::sender_of(&m.subject) {
+                Some(from) if from == me => {}
+                Some(from) => {
+                    items.push((from.to_owned(), m.payload.to_vec()));
+                    seqs.push(info.stream_sequence);
+                }
+                None => {
+                    let reason = format!("subject {} names no pantheon", m.subject);
+                    dead(&t, info.stream_sequence, &m.subject, &reason, &m.payload).await;
+                }
+            }
+        }
+        let (n, refused) = mirror.apply(&items)?;
+        for (i, reason) in refused {
+            let subj = et::subject(&t.track, &items[i].0);
+            dead(&t, seqs[i], &subj, &reason, &items[i].1).await;
+        }
+        t.save_cursor(|c| c.stream_seq = last_seq)?;
+        t.stats.mirrored.fetch_add(n as u64, Ordering::Relaxed);
+        t.stats.stream_seq.store(last_seq, Ordering::Relaxed);
+        t.stats.lag.store(lag, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+async fn dead(t: &Track, seq: u64, subj: &str, reason: &str, data: &[u8]) {
+    t.shared.dead.fetch_add(1, Ordering::Relaxed);
+    tracing::warn!("bridge: dead-lettered track message {seq} on {subj}: {reason}");
+    let path = crate::engine::bridge::bridge_dir(&t.shared.root)
+        .join("dead")
+        .join(format!("track_{}_{seq:012}.json", t.track));
+    let keep = &data[..data.len().min(64 * 1024)];
+    let body = json!({
+        "stream": et::stream_name(&t.track), "stream_seq": seq, "subject": subj, "reason": reason,
+        "dead_at": crate::engine::store::time::now_ts(), "data": String::from_utf8_lossy(keep),
+        "truncated": keep.len() < data.len(),
+    });
+    if let Err(e) = crate::engine::store::atomic::write_json(&t.shared.root, &path, &body) {
+        t.shared
+            .note_error(format!("dead letter {seq} not kept: {e}"))
+            .await;
+    }
+}
+
+/// Mirrors the track's lock bucket into `locks.json`.
+async fn locks_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Result<()> {
+    let store = ensure_bucket(&js, &et::locks_bucket(&t.track), t.replicas).await?;
+    let mut watch = store.watch_all().await.context("watching the lock bucket")?;
+    let mut locks: BTreeMap<String, (SharedLock, u64)> = BTreeMap::new();
+    // The watch starts with every current value; mirror once they are in, then on every change.
+    let mut dirty = true;
+    while !t.stopped() {
+        let next = tokio::time::timeout(Duration::from_millis(250), watch.next()).await;
+        match next {
+            Err(_) => {}
+            Ok(None) => anyhow::bail!("the lock watch ended"),
+            Ok(Some(e)) => {
+                let e = e.map_err(|e| anyhow::anyhow!("{e}"))?;
+                if let Some(path) = et::decode_kv_key(&e.key) {
+                    match (e.operation, SharedLock::parse(&e.value)) {
+                        (kv::Operation::Put, Some(l)) => {
+                            locks.insert(path, (l, e.revision));
+                        }
+                        _ => {
+                            locks.remove(&path);
+                        }
+                    }
+                    dirty = true;
+                }
+                if e.delta > 0 {
+                    continue;
+                }
+            }
+        }
+        if dirty {
+            let bus = t.bus.clone();
+            let snapshot = locks.clone();
+            tokio::task::spawn_blocking(move || et::mirror_locks(&bus, &snapshot)).await??;
+            dirty = false;
+        }
+    }
+    Ok(())
+}
+
+/// Publishes this machine's heartbeats to the track's worker bucket and mirrors the other machines'
+/// into `worker-status.json` (as `worker@pantheon`).
+async fn workers_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Result<()> {
+    let store = ensure_bucket(&js, &et::workers_bucket(&t.track), t.replicas).await?;
+    let me = t.shared.inbound.name.clone();
+    let mut watch = store.watch_all().await.context("watching the worker bucket")?;
+    let mut remote: BTreeMap<(String, String), Value> = BTreeMap::new();
+    let mut sent: BTreeMap<String, Value> = BTreeMap::new();
+    let mut dirty = true;
+    let mut last_scan = tokio::time::Instant::now() - t.poll;
+    while !t.stopped() {
+        if last_scan.elapsed() >= t.poll {
+            last_scan = tokio::time::Instant::now();
+            let bus = t.bus.clone();
+            let local = tokio::task::spawn_blocking(move || et::local_workers(&bus)).await??;
+            for (w, v) in &local {
+                if sent.get(w) != Some(v) {
+                    let mut body = v.clone();
+                    body["pantheon"] = json!(me);
+                    store
+                        .put(et::worker_key(&me, w), serde_json::to_vec(&body)?.into())
+                        .await
+                        .context("publishing a heartbeat")?;
+                    sent.insert(w.clone(), v.clone());
+                }
+            }
+        }
+        match tokio::time::timeout(t.poll, watch.next()).await {
+            Err(_) => {}
+            Ok(None) => anyhow::bail!("the worker watch ended"),
+            Ok(Some(e)) => {
+                let e = e.map_err(|e| anyhow::anyhow!("{e}"))?;
+                if let Some((p, w)) = e.key.split_once('.')
+                    && p != me
+                    && crate::engine::store::is_valid_name(p)
+                    && let Some(worker) = et::decode_kv_key(w)
+                {
+                    let value: Option<Value> = (e.operation == kv::Operation::Put
+                        && e.value.len() <= 64 * 1024)
+                        .then(|| serde_json::from_slice(&e.value).ok())
+                        .flatten()
+                        .filter(Value::is_object);
+                    match value {
+                        Some(mut v) => {
+                            if let Some(m) = v.as_object_mut() {
+                                m.remove("pantheon");
+                            }
+                            remote.insert((p.to_owned(), worker), v);
+                        }
+                        None => {
+                            remote.remove(&(p.to_owned(), worker));
+                        }
+                    }
+                    dirty = true;
+                }
+                if e.delta > 0 {
+                    continue;
+                }
+            }
+        }
+        if dirty {
+            let bus = t.bus.clone();
+            let snapshot = remote.clone();
+            tokio::task::spawn_blocking(move || et::mirror_workers(&bus, &snapshot)).await??;
+            dirty = false;
+        }
+    }
+    Ok(())
+}
+
+/// The current entry of a lock key, if any (deleted entries count: their revision is needed to
+/// replace them).
+async fn lock_entry(store: &kv::Store, key: &str) -> anyhow::Result<Option<KvEntry>> {
+    Ok(store.entry(key).await?.map(|e| KvEntry {
+        lock: (e.operation == kv::Operation::Put)
+            .then(|| SharedLock::parse(&e.value))
+            .flatten(),
+        revision: e.revision,
+    }))
+}
+
+/// What `pantheon bridge lock` asks.
+pub struct LockRequest {
+    pub pantheon: String,
+    pub track: TrackName,
+    pub path: String,
+    pub worker: String,
+    pub ttl: Duration,
+    pub lock_type: String,
+    pub token: Option<u64>,
+    pub release: bool,
+    pub force: bool,
+    pub replicas: usize,
+}
+
+/// Takes, renews or releases a lock of a shared track by compare-and-set on the KV revision, then
+/// mirrors the bucket into the local `locks.json` and posts FILE_LOCK / FILE_UNLOCK on the track.
+pub async fn lock(js: &jetstream::Context, root: &crate::engine::store::Root, r: &LockRequest) -> anyhow::Result<Value> {
+    let key_path = crate::engine::bus::locks::normalize_key(&r.path)?;
+    let bus = Bus::open_existing(root, r.track.as_str())?;
+    let store = ensure_bucket(js, &et::locks_bucket(&r.track), r.replicas).await?;
+    let key = et::encode_kv_key(&key_path);
+    let current = lock_entry(&store, &key).await?;
+    let now = chrono::Utc::now();
+    let out = if r.release {
+        let rev = et::plan_release(&key_path, current.as_ref(), &r.worker, &r.pantheon, r.token, r.force)?;
+        store
+            .delete_expect_revision(&key, Some(rev))
+            .await
+            .map_err(|e| anyhow::anyhow!("{key_path} changed while releasing it (token {rev}): {e}"))?;
+        bus.post(
+            "FILE_UNLOCK",
+            &r.worker,
+            json!({"filepath": key_path, "pantheon": r.pantheon}),
+        )?;
+        json!({"filepath": key_path, "released": true, "fencing_token": rev})
+    } else {
+        let step = et::plan_acquire(&key_path, current.as_ref(), &r.worker, &r.pantheon, r.token, now)?;
+        let value = et::new_lock(&key_path, &r.worker, &r.pantheon, &r.lock_type, r.ttl, now)?;
+        let body = serde_json::to_vec(&value)?;
+        let (rev, previous, renewed) = match &step {
+            LockStep::Create => (
+                store.create(&key, body.into()).await.map_err(|e| {
+                    anyhow::Error::new(crate::engine::error::Error::refused(format!(
+                        "{key_path} was taken by another worker in between: {e}"
+                    )))
+                })?,
+                None,
+                false,
+            ),
+            LockStep::Replace { revision, previous } => (
+                store.update(&key, body.into(), *revision).await.map_err(|e| {
+                    anyhow::Error::new(crate::engine::error::Error::refused(format!(
+                        "{key_path} changed in between (expected token {revision}): {e}"
+                    )))
+                })?,
+                previous.clone(),
+                current.as_ref().and_then(|c| c.lock.as_ref()).is_some_and(|l| {
+                    l.worker_id == r.worker && l.pantheon == r.pantheon
+                }),
+            ),
+        };
+        bus.post(
+            "FILE_LOCK",
+            &r.worker,
+            json!({"filepath": key_path, "lock_type": r.lock_type, "expires_at": value.expires_at,
+                   "pantheon": r.pantheon, "fencing_token": rev}),
+        )?;
+        json!({
+            "filepath": key_path, "worker_id": r.worker, "pantheon": r.pantheon,
+            "fencing_token": rev, "acquired_at": value.acquired_at, "expires_at": value.expires_at,
+            "renewed": renewed, "previous_holder": previous,
+        })
+    };
+    // Local readers see the change at once (the running bridge keeps the mirror current afterwards).
+    let mut all = BTreeMap::new();
+    let mut keys = store.keys().await?;
+    while let Some(k) = keys.next().await {
+        let k = k?;
+        if let (Some(p), Some(KvEntry { lock: Some(l), revision })) =
+            (et::decode_kv_key(&k), lock_entry(&store, &k).await?)
+        {
+            all.insert(p, (l, revision));
+        }
+    }
+    et::mirror_locks(&bus, &all)?;
+    Ok(out)
+}
