@@ -8,7 +8,7 @@ use crate::engine::conductor::model::Dispatch;
 
 use super::super::files::{JsonFile, Refresh};
 use super::super::snapshot::{DispatchView, FileWarning, InboxView};
-use super::{LiveModel, Parsed, list_dir, parse_as};
+use super::{LiveModel, Parsed, compact_dispatch, list_dir, parse_as};
 
 /// A directory of one-JSON-per-file records (an inbox, the quarantine).
 #[derive(Debug)]
@@ -59,7 +59,8 @@ impl InboxTracker {
                 .files
                 .entry(n.clone())
                 .or_insert_with(|| JsonFile::new(dir.join(n)));
-            changed |= f.refresh(parse_as::<Dispatch>) != Refresh::Unchanged;
+            changed |=
+                f.refresh(|v| parse_as::<Dispatch>(v, compact_dispatch)) != Refresh::Unchanged;
         }
         changed
     }
@@ -78,7 +79,7 @@ impl InboxTracker {
             .files
             .entry(name.to_owned())
             .or_insert_with(|| JsonFile::new(path));
-        match f.refresh(parse_as::<Dispatch>) {
+        match f.refresh(|v| parse_as::<Dispatch>(v, compact_dispatch)) {
             Refresh::Unchanged => {
                 if !exists {
                     // An event for a file already gone (a temp name, a quick move): forget it.
@@ -103,7 +104,7 @@ impl InboxTracker {
                     path: f.path().to_path_buf(),
                     name: name.trim_end_matches(".json").to_owned(),
                     dispatch: p.typed.clone(),
-                    raw: p.raw.clone(),
+                    whole: p.whole.clone(),
                     warning: f.warning().map(str::to_owned),
                 }),
                 None => {
@@ -147,7 +148,7 @@ impl InboxTracker {
         });
         self.view = Arc::new(InboxView {
             god: self.god.clone(),
-            dispatches,
+            dispatches: Arc::new(dispatches),
             errors,
         });
     }

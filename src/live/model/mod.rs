@@ -8,11 +8,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::engine::conductor::definition::load_definitions;
-use crate::engine::conductor::model::{AbortManifest, WorkflowState, from_value};
+use crate::engine::conductor::model::{AbortManifest, Dispatch, WorkflowState, from_value};
 use crate::engine::store::Root;
 
 use super::files::JsonFile;
-use super::snapshot::{FileWarning, Snapshot};
+use super::snapshot::{FileWarning, Snapshot, WholeCell};
 
 /// Tuning of the live model.
 #[derive(Debug, Clone, Copy)]
@@ -32,26 +32,54 @@ impl Default for ModelOptions {
     }
 }
 
-/// A parsed JSON file: the typed value and the raw document (for the raw view).
+/// A parsed record file: its compact typed value (what tables and counts need) and the cell that
+/// reads the whole file when a detail view asks for it.
 #[derive(Debug)]
 struct Parsed<T> {
     typed: Arc<T>,
-    raw: Arc<Value>,
+    whole: Arc<WholeCell<T>>,
 }
 
-fn parse_as<T: serde::de::DeserializeOwned>(v: Value) -> Result<Parsed<T>, String> {
+/// Parses a record file into its compact form: `compact` drops what only a detail view shows.
+fn parse_as<T: serde::de::DeserializeOwned>(
+    v: Value,
+    compact: fn(&mut T),
+) -> Result<Parsed<T>, String> {
     if !v.is_object() {
         return Err(format!(
             "expected a JSON object, found {}",
             crate::engine::store::read::kind(&v)
         ));
     }
-    let typed = from_value::<T>(v.clone())?;
+    let mut typed = from_value::<T>(v)?;
+    compact(&mut typed);
     Ok(Parsed {
         typed: Arc::new(typed),
-        raw: Arc::new(v),
+        whole: Arc::new(WholeCell::default()),
     })
 }
+
+/// Keeps what the Workflows table, the header counts and the overdue check read: the latest ack,
+/// not the history; no context bag; no unknown fields.
+fn compact_state(s: &mut WorkflowState) {
+    s.context_bag = Default::default();
+    s.step_history = Vec::new();
+    s.extra = Default::default();
+    if s.acks.len() > 1 {
+        s.acks.drain(..s.acks.len() - 1);
+    }
+    s.acks.shrink_to_fit();
+}
+
+/// Keeps the summary of a dispatch's context (the Inboxes table shows it), nothing else of it.
+fn compact_dispatch(d: &mut Dispatch) {
+    let summary = std::mem::take(&mut d.context.summary);
+    d.context = Default::default();
+    d.context.summary = summary;
+    d.extra = Default::default();
+}
+
+fn keep_all<T>(_: &mut T) {}
 
 fn object(v: Value) -> Result<serde_json::Map<String, Value>, String> {
     match v {

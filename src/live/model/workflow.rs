@@ -7,7 +7,7 @@ use crate::engine::conductor::model::{AbortManifest, Dispatch, WorkflowState};
 
 use super::super::files::{JsonFile, Refresh};
 use super::super::snapshot::{Snapshot, WorkflowView};
-use super::{LiveModel, list_dir, parse_as};
+use super::{LiveModel, compact_state, keep_all, list_dir, parse_as};
 
 impl LiveModel {
     pub(super) fn refresh_state_file(&mut self, name: &str) -> bool {
@@ -17,7 +17,7 @@ impl LiveModel {
                 .manifests
                 .entry(id.to_owned())
                 .or_insert_with(|| JsonFile::new(dir.join(name)));
-            let r = f.refresh(parse_as::<AbortManifest>);
+            let r = f.refresh(|v| parse_as::<AbortManifest>(v, keep_all));
             if r == Refresh::Removed {
                 self.manifests.remove(id);
             }
@@ -30,7 +30,7 @@ impl LiveModel {
             .states
             .entry(id.to_owned())
             .or_insert_with(|| JsonFile::new(dir.join(name)));
-        let r = f.refresh(parse_as::<WorkflowState>);
+        let r = f.refresh(|v| parse_as::<WorkflowState>(v, compact_state));
         if r == Refresh::Removed {
             self.states.remove(id);
         }
@@ -56,7 +56,7 @@ impl LiveModel {
     pub(super) fn build_workflows(&self, s: &Snapshot) -> Vec<WorkflowView> {
         let mut waiting: BTreeMap<&str, Vec<(String, Arc<Dispatch>)>> = BTreeMap::new();
         for inbox in s.inboxes.iter().chain(std::iter::once(&*s.quarantine)) {
-            for d in &inbox.dispatches {
+            for d in inbox.dispatches.iter() {
                 waiting
                     .entry(d.dispatch.workflow_id.as_str())
                     .or_default()
@@ -71,7 +71,7 @@ impl LiveModel {
                     id: id.clone(),
                     path: f.path().to_path_buf(),
                     state: p.typed.clone(),
-                    raw: p.raw.clone(),
+                    whole: p.whole.clone(),
                     manifest: self
                         .manifests
                         .get(id)
