@@ -189,7 +189,7 @@ pub fn dispatches<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<DispatchRow<'a
         .chain(std::iter::once((&*snap.quarantine, true)));
     let mut out = Vec::new();
     for (inbox, held) in inboxes {
-        for d in &inbox.dispatches {
+        for d in inbox.dispatches.iter() {
             let x = &d.dispatch;
             if filter.is_empty()
                 || filter.matches_text(&format!(

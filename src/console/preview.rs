@@ -181,12 +181,17 @@ pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, Stri
                             ));
                         }
                     }
-                    let mut artifacts: Vec<&String> = w
-                        .state
-                        .step_history
+                    // The snapshot keeps a compact state: the artifacts are in the whole file.
+                    let whole = w.whole().ok();
+                    let mut artifacts: Vec<&String> = whole
                         .iter()
-                        .flat_map(|s| s.artifacts.iter())
-                        .chain(w.state.context_bag.artifacts.iter())
+                        .flat_map(|x| {
+                            x.typed
+                                .step_history
+                                .iter()
+                                .flat_map(|s| s.artifacts.iter())
+                                .chain(x.typed.context_bag.artifacts.iter())
+                        })
                         .collect();
                     artifacts.sort();
                     artifacts.dedup();

@@ -3,7 +3,8 @@
 //!
 //! - [`files`]: per-file caches (fingerprints, last good value, log offsets).
 //! - [`watch`]: `notify` or poll signals.
-//! - [`model`]: the caches of one root and the snapshot they build.
+//! - [`model`]: the caches of one root (split by record kind: workflows, inboxes, tracks) and the
+//!   snapshot they build.
 //! - [`snapshot`]: what the console draws.
 //! - [`engine_glue`]: the engine functions the model uses (queue reads, deadlocks, resolve rule).
 //! - [`runner`]: the model thread: debounce signals, refresh, publish only the newest snapshot.

@@ -1,8 +1,8 @@
 //! The immutable picture of a root the console draws: engine types behind `Arc`s, shared between
 //! snapshots when a part did not change.
 
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
@@ -59,13 +59,58 @@ pub struct Snapshot {
     pub stale_after: Option<Duration>,
 }
 
+/// A record read whole (a detail view, a confirmation): the typed value and the raw document.
+#[derive(Debug)]
+pub struct Whole<T> {
+    pub typed: T,
+    pub raw: Value,
+}
+
+/// The whole of one version of a record's file, read the first time someone asks for it and shared
+/// by every snapshot that shows that version (the model makes a new cell when the file changes).
+#[derive(Debug)]
+pub struct WholeCell<T>(OnceLock<Result<Arc<Whole<T>>, String>>);
+
+impl<T> Default for WholeCell<T> {
+    fn default() -> Self {
+        Self(OnceLock::new())
+    }
+}
+
+impl<T: serde::de::DeserializeOwned> WholeCell<T> {
+    /// Reads `path` whole (once per version; through the engine's bounded, no-follow read).
+    pub fn get(&self, path: &Path) -> Result<Arc<Whole<T>>, String> {
+        self.0
+            .get_or_init(|| {
+                let v = crate::engine::store::read::read_json_once(path)
+                    .map_err(|e| e.to_string())?
+                    .ok_or_else(|| format!("{} is gone", path.display()))?;
+                if !v.is_object() {
+                    return Err(format!(
+                        "expected a JSON object, found {}",
+                        crate::engine::store::read::kind(&v)
+                    ));
+                }
+                let typed = crate::engine::conductor::model::from_value::<T>(v.clone())?;
+                Ok(Arc::new(Whole { typed, raw: v }))
+            })
+            .clone()
+    }
+}
+
 /// A workflow's state file, its abort manifest and its dispatches still waiting.
+///
+/// The model keeps a compact row per workflow: `state` holds what the tables, counts and overdue
+/// checks use (ids, status, step, god, times, the latest ack only); `step_history`, `context_bag`
+/// and unknown fields are left empty. Read the whole file with [`WorkflowView::whole`].
 #[derive(Debug, Clone)]
 pub struct WorkflowView {
     pub id: String,
     pub path: PathBuf,
+    /// The compact state (see above).
     pub state: Arc<WorkflowState>,
-    pub raw: Arc<Value>,
+    /// The whole state file, read on demand.
+    pub whole: Arc<WholeCell<WorkflowState>>,
     pub manifest: Option<Arc<AbortManifest>>,
     /// Set when the file on disk is not the version shown (mid-write, corrupt).
     pub warning: Option<String>,
@@ -73,22 +118,42 @@ pub struct WorkflowView {
     pub waiting: Vec<(String, Arc<Dispatch>)>,
 }
 
+impl WorkflowView {
+    /// The whole state file (step history, context bag, raw document), read now if not read yet.
+    pub fn whole(&self) -> Result<Arc<Whole<WorkflowState>>, String> {
+        self.whole.get(&self.path)
+    }
+}
+
 /// One dispatch file.
+///
+/// `dispatch` is compact: its context keeps only the summary; read the whole file with
+/// [`DispatchView::whole`].
 #[derive(Debug, Clone)]
 pub struct DispatchView {
     pub path: PathBuf,
     /// The file name without `.json`.
     pub name: String,
+    /// The compact dispatch (see above).
     pub dispatch: Arc<Dispatch>,
-    pub raw: Arc<Value>,
+    /// The whole dispatch file, read on demand.
+    pub whole: Arc<WholeCell<Dispatch>>,
     pub warning: Option<String>,
+}
+
+impl DispatchView {
+    /// The whole dispatch file (full context, raw document), read now if not read yet.
+    pub fn whole(&self) -> Result<Arc<Whole<Dispatch>>, String> {
+        self.whole.get(&self.path)
+    }
 }
 
 /// A god's inbox (or the quarantine): its dispatches oldest first and the files it could not read.
 #[derive(Debug, Clone, Default)]
 pub struct InboxView {
     pub god: String,
-    pub dispatches: Vec<DispatchView>,
+    /// Shared between snapshots while the inbox does not change.
+    pub dispatches: Arc<Vec<DispatchView>>,
     pub errors: Vec<FileWarning>,
 }
 

@@ -47,7 +47,7 @@ fn all_warnings(s: &pantheon::live::Snapshot) -> String {
         for w in &i.errors {
             out += &format!("{}: {}\n", w.path.display(), w.message);
         }
-        for d in &i.dispatches {
+        for d in i.dispatches.iter() {
             if let Some(w) = &d.warning {
                 out += &format!("{}: {w}\n", d.path.display());
             }

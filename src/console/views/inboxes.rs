@@ -178,8 +178,13 @@ const DISPATCHES: [Col; 8] = [
 fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, theme: &Theme) {
     let st = app.pane_state();
     let v = r.view;
+    // The table keeps a compact dispatch; the detail reads the file whole (once per version).
+    let whole = v.whole();
     if st.raw {
-        let mut lines = json_lines(&v.raw, theme);
+        let mut lines = match &whole {
+            Ok(x) => json_lines(&x.raw, theme),
+            Err(e) => vec![Line::styled(format!("⚠ {e}"), theme.warn())],
+        };
         lines.insert(0, Line::styled(v.path.display().to_string(), theme.dim()));
         return detail(
             frame,
@@ -190,7 +195,10 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
             theme,
         );
     }
-    let d = &v.dispatch;
+    let d = match &whole {
+        Ok(x) => &x.typed,
+        Err(_) => &*v.dispatch,
+    };
     let now = app.now;
     let abs = app.absolute_times;
     let ack = if r.held {
@@ -235,6 +243,14 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
     }
     if let Some(w) = &v.warning {
         l.push(kv("⚠ file", w.clone(), theme.warn(), theme));
+    }
+    if let Err(e) = &whole {
+        l.push(kv(
+            "⚠ file",
+            format!("{e}; showing the summary only"),
+            theme.warn(),
+            theme,
+        ));
     }
     section(&mut l, "Summary", theme);
     l.push(Line::raw(format!("  {}", d.context.summary)));

@@ -107,8 +107,13 @@ const COLUMNS: [Col; 8] = [
 
 fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme: &Theme) {
     let st = app.pane_state();
+    // The table keeps a compact state; the detail reads the file whole (once per version).
+    let whole = w.whole();
     if st.raw {
-        let mut lines = json_lines(&w.raw, theme);
+        let mut lines = match &whole {
+            Ok(x) => json_lines(&x.raw, theme),
+            Err(e) => vec![Line::styled(format!("⚠ {e}"), theme.warn())],
+        };
         lines.insert(0, Line::styled(w.path.display().to_string(), theme.dim()));
         return detail(
             frame,
@@ -119,7 +124,10 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme
             theme,
         );
     }
-    let s = &w.state;
+    let s = match &whole {
+        Ok(x) => &x.typed,
+        Err(_) => &*w.state,
+    };
     let now = app.now;
     let abs = app.absolute_times;
     let status = s.status.to_string();
@@ -166,6 +174,14 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme
     }
     if let Some(why) = app.snapshot.overdue(w, now) {
         l.push(kv("OVERDUE", why, theme.alert(), theme));
+    }
+    if let Err(e) = &whole {
+        l.push(kv(
+            "⚠ file",
+            format!("{e}; showing the summary only"),
+            theme.warn(),
+            theme,
+        ));
     }
     if let Some(r) = &s.failure_reason {
         l.push(kv("failure", r.clone(), theme.alert(), theme));

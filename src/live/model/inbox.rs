@@ -1,0 +1,184 @@
+//! Inboxes and the quarantine: one dispatch file per record.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::engine::conductor::model::Dispatch;
+
+use super::super::files::{JsonFile, Refresh};
+use super::super::snapshot::{DispatchView, FileWarning, InboxView};
+use super::{LiveModel, Parsed, compact_dispatch, list_dir, parse_as};
+
+/// A directory of one-JSON-per-file records (an inbox, the quarantine).
+#[derive(Debug)]
+pub(super) struct InboxTracker {
+    god: String,
+    dir: PathBuf,
+    files: BTreeMap<String, JsonFile<Parsed<Dispatch>>>,
+    /// Files that are not `*.json` (reported, not read).
+    strays: BTreeSet<String>,
+    pub(super) view: Arc<InboxView>,
+}
+
+impl InboxTracker {
+    pub(super) fn new(god: &str, dir: PathBuf) -> Self {
+        Self {
+            god: god.to_owned(),
+            dir,
+            files: BTreeMap::new(),
+            strays: BTreeSet::new(),
+            view: Arc::new(InboxView {
+                god: god.to_owned(),
+                ..InboxView::default()
+            }),
+        }
+    }
+
+    /// Re-lists the directory and refreshes every file; true if anything changed.
+    pub(super) fn rescan(&mut self) -> bool {
+        let names = list_dir(&self.dir, false);
+        let mut changed = false;
+        self.files.retain(|n, _| {
+            let keep = names.contains(n);
+            changed |= !keep;
+            keep
+        });
+        let strays: BTreeSet<String> = names
+            .iter()
+            .filter(|n| !n.ends_with(".json"))
+            .cloned()
+            .collect();
+        if strays != self.strays {
+            self.strays = strays;
+            changed = true;
+        }
+        for n in names.iter().filter(|n| n.ends_with(".json")) {
+            let dir = &self.dir;
+            let f = self
+                .files
+                .entry(n.clone())
+                .or_insert_with(|| JsonFile::new(dir.join(n)));
+            changed |=
+                f.refresh(|v| parse_as::<Dispatch>(v, compact_dispatch)) != Refresh::Unchanged;
+        }
+        changed
+    }
+
+    /// Refreshes one file named by an event; true if anything changed.
+    pub(super) fn touch(&mut self, name: &str) -> bool {
+        if name.starts_with('.') {
+            return false;
+        }
+        if !name.ends_with(".json") {
+            return self.rescan();
+        }
+        let path = self.dir.join(name);
+        let exists = path.exists();
+        let f = self
+            .files
+            .entry(name.to_owned())
+            .or_insert_with(|| JsonFile::new(path));
+        match f.refresh(|v| parse_as::<Dispatch>(v, compact_dispatch)) {
+            Refresh::Unchanged => {
+                if !exists {
+                    // An event for a file already gone (a temp name, a quick move): forget it.
+                    self.files.remove(name);
+                }
+                false
+            }
+            Refresh::Removed => {
+                self.files.remove(name);
+                true
+            }
+            _ => true,
+        }
+    }
+
+    pub(super) fn rebuild(&mut self) {
+        let mut dispatches = Vec::new();
+        let mut errors = Vec::new();
+        for (name, f) in &self.files {
+            match f.value() {
+                Some(p) => dispatches.push(DispatchView {
+                    path: f.path().to_path_buf(),
+                    name: name.trim_end_matches(".json").to_owned(),
+                    dispatch: p.typed.clone(),
+                    whole: p.whole.clone(),
+                    warning: f.warning().map(str::to_owned),
+                }),
+                None => {
+                    if let Some(w) = f.warning() {
+                        errors.push(FileWarning {
+                            path: f.path().to_path_buf(),
+                            message: w.to_owned(),
+                            since: None,
+                        });
+                    }
+                }
+            }
+            if let (Some(_), Some(w)) = (f.value(), f.warning()) {
+                errors.push(FileWarning {
+                    path: f.path().to_path_buf(),
+                    message: w.to_owned(),
+                    since: None,
+                });
+            }
+        }
+        for s in &self.strays {
+            errors.push(FileWarning {
+                path: self.dir.join(s),
+                message: "not a .json dispatch file; ignored".into(),
+                since: None,
+            });
+        }
+        // Oldest first: by dispatch time (parsed), then file name.
+        dispatches.sort_by(|a, b| {
+            let ta = a
+                .dispatch
+                .dispatched_at
+                .as_deref()
+                .and_then(crate::engine::store::time::parse_ts);
+            let tb = b
+                .dispatch
+                .dispatched_at
+                .as_deref()
+                .and_then(crate::engine::store::time::parse_ts);
+            ta.cmp(&tb).then_with(|| a.name.cmp(&b.name))
+        });
+        self.view = Arc::new(InboxView {
+            god: self.god.clone(),
+            dispatches: Arc::new(dispatches),
+            errors,
+        });
+    }
+}
+
+impl LiveModel {
+    pub(super) fn rescan_inboxes(&mut self) {
+        let pending = self.root.pending_root();
+        let mut gods = list_dir(&pending, true);
+        gods.retain(|g| !crate::engine::conductor::files::is_foreign_pending_dir(g));
+        let before = self.inboxes.len();
+        self.inboxes.retain(|g, _| gods.contains(g));
+        let mut changed = before != self.inboxes.len();
+        for g in gods.iter().filter(|g| *g != "_quarantine") {
+            let is_new = !self.inboxes.contains_key(g);
+            let inbox = self
+                .inboxes
+                .entry(g.clone())
+                .or_insert_with(|| InboxTracker::new(g, pending.join(g)));
+            if inbox.rescan() || is_new {
+                inbox.rebuild();
+                changed = true;
+            }
+        }
+        if self.quarantine.rescan() {
+            self.quarantine.rebuild();
+            changed = true;
+        }
+        if changed {
+            self.dirty_inboxes = true;
+        }
+    }
+}

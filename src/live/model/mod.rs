@@ -1,0 +1,478 @@
+//! The live model: keeps one cache per file of the root, refreshes only what changed, and builds
+//! an immutable [`Snapshot`] that shares every unchanged part with the previous one.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::engine::conductor::definition::load_definitions;
+use crate::engine::conductor::model::{AbortManifest, Dispatch, WorkflowState, from_value};
+use crate::engine::store::Root;
+
+use super::files::JsonFile;
+use super::snapshot::{FileWarning, Snapshot, WholeCell};
+
+/// Tuning of the live model.
+#[derive(Debug, Clone, Copy)]
+pub struct ModelOptions {
+    /// When a queue is first opened, only its last this-many bytes are read.
+    pub tail_bytes: u64,
+    /// The most bus messages kept per track.
+    pub buffer: usize,
+}
+
+impl Default for ModelOptions {
+    fn default() -> Self {
+        Self {
+            tail_bytes: 4 * 1024 * 1024,
+            buffer: 10_000,
+        }
+    }
+}
+
+/// A parsed record file: its compact typed value (what tables and counts need) and the cell that
+/// reads the whole file when a detail view asks for it.
+#[derive(Debug)]
+struct Parsed<T> {
+    typed: Arc<T>,
+    whole: Arc<WholeCell<T>>,
+}
+
+/// Parses a record file into its compact form: `compact` drops what only a detail view shows.
+fn parse_as<T: serde::de::DeserializeOwned>(
+    v: Value,
+    compact: fn(&mut T),
+) -> Result<Parsed<T>, String> {
+    if !v.is_object() {
+        return Err(format!(
+            "expected a JSON object, found {}",
+            crate::engine::store::read::kind(&v)
+        ));
+    }
+    let mut typed = from_value::<T>(v)?;
+    compact(&mut typed);
+    Ok(Parsed {
+        typed: Arc::new(typed),
+        whole: Arc::new(WholeCell::default()),
+    })
+}
+
+/// Keeps what the Workflows table, the header counts and the overdue check read: the latest ack,
+/// not the history; no context bag; no unknown fields.
+fn compact_state(s: &mut WorkflowState) {
+    s.context_bag = Default::default();
+    s.step_history = Vec::new();
+    s.extra = Default::default();
+    if s.acks.len() > 1 {
+        s.acks.drain(..s.acks.len() - 1);
+    }
+    s.acks.shrink_to_fit();
+}
+
+/// Keeps the summary of a dispatch's context (the Inboxes table shows it), nothing else of it.
+fn compact_dispatch(d: &mut Dispatch) {
+    let summary = std::mem::take(&mut d.context.summary);
+    d.context = Default::default();
+    d.context.summary = summary;
+    d.extra = Default::default();
+}
+
+fn keep_all<T>(_: &mut T) {}
+
+fn object(v: Value) -> Result<serde_json::Map<String, Value>, String> {
+    match v {
+        Value::Object(m) => Ok(m),
+        other => Err(format!(
+            "expected a JSON object, found {}",
+            crate::engine::store::read::kind(&other)
+        )),
+    }
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Names of the entries of `dir` (files and directories), hidden and temporary ones left out.
+fn list_dir(dir: &Path, want_dirs: bool) -> BTreeSet<String> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return BTreeSet::new();
+    };
+    rd.filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_type()
+                .map(|t| t.is_dir() == want_dirs)
+                .unwrap_or(false)
+        })
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.'))
+        .collect()
+}
+
+mod inbox;
+mod track;
+mod workflow;
+
+use inbox::InboxTracker;
+use track::TrackTracker;
+
+/// Which part of the model a changed path belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Target {
+    Everything,
+    StateFile(String),
+    StateDir,
+    Inbox(String, Option<String>),
+    Quarantine(Option<String>),
+    InboxesDir,
+    Definitions,
+    Track(String, TrackPart),
+    TracksDir,
+    Ignore,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum TrackPart {
+    Queue,
+    Locks,
+    Workers,
+    Board,
+    All,
+}
+
+/// The watched model of one root.
+pub struct LiveModel {
+    root: Root,
+    opts: ModelOptions,
+    seq: u64,
+    watch: String,
+    states: BTreeMap<String, JsonFile<Parsed<WorkflowState>>>,
+    manifests: BTreeMap<String, JsonFile<Parsed<AbortManifest>>>,
+    inboxes: BTreeMap<String, InboxTracker>,
+    quarantine: InboxTracker,
+    tracks: BTreeMap<String, TrackTracker>,
+    snapshot: Arc<Snapshot>,
+    dirty_workflows: bool,
+    dirty_inboxes: bool,
+    dirty_tracks: bool,
+    dirty_definitions: bool,
+    /// Fingerprints of the definition files, to reload them only when one changed.
+    definition_files: Vec<(String, crate::live::files::Fingerprint)>,
+    /// When each file now in the warnings was first seen with a problem.
+    warned_since: BTreeMap<PathBuf, chrono::DateTime<chrono::Utc>>,
+}
+
+impl LiveModel {
+    /// A model of `root`, fully read once (queues from their tail).
+    pub fn open(root: Root, opts: ModelOptions) -> Self {
+        let quarantine = InboxTracker::new("_quarantine", root.quarantine_dir());
+        let mut m = Self {
+            opts,
+            seq: 0,
+            watch: String::new(),
+            states: BTreeMap::new(),
+            manifests: BTreeMap::new(),
+            inboxes: BTreeMap::new(),
+            quarantine,
+            tracks: BTreeMap::new(),
+            snapshot: Arc::new(Snapshot::default()),
+            dirty_workflows: true,
+            dirty_inboxes: true,
+            dirty_tracks: true,
+            dirty_definitions: true,
+            definition_files: Vec::new(),
+            warned_since: BTreeMap::new(),
+            root,
+        };
+        m.rescan_all();
+        m.publish();
+        m
+    }
+
+    /// Records how changes are noticed, for the header.
+    pub fn set_watch_mode(&mut self, mode: impl Into<String>) {
+        self.watch = mode.into();
+        let mut s = (*self.snapshot).clone();
+        s.watch = self.watch.clone();
+        self.snapshot = Arc::new(s);
+    }
+
+    pub fn root(&self) -> &Root {
+        &self.root
+    }
+
+    /// The latest snapshot.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.snapshot.clone()
+    }
+
+    /// Re-checks every file (stat; only changed files are read) and publishes a new snapshot if
+    /// anything changed. Returns the new snapshot, or `None` if nothing changed.
+    pub fn rescan(&mut self) -> Option<Arc<Snapshot>> {
+        self.rescan_all();
+        self.publish_if_dirty()
+    }
+
+    /// Applies the changes named by file-system events; `None` if nothing visible changed.
+    pub fn apply(&mut self, paths: &[PathBuf]) -> Option<Arc<Snapshot>> {
+        let mut targets: BTreeSet<Target> = paths.iter().map(|p| self.classify(p)).collect();
+        if targets.contains(&Target::Everything) {
+            targets = [Target::Everything].into();
+        }
+        for t in targets {
+            self.refresh_target(t);
+        }
+        self.publish_if_dirty()
+    }
+
+    fn classify(&self, path: &Path) -> Target {
+        let name = file_name(path);
+        if name.starts_with(".tmp-") || name.ends_with(".lock") || name == ".lock_mutex" {
+            return Target::Ignore;
+        }
+        if path == self.root.root || path == self.root.conductor {
+            return Target::Everything;
+        }
+        if let Ok(rel) = path.strip_prefix(self.root.state_dir()) {
+            let parts: Vec<_> = rel.components().collect();
+            return match parts.len() {
+                0 => Target::StateDir,
+                1 => Target::StateFile(name),
+                _ => Target::Ignore,
+            };
+        }
+        if let Ok(rel) = path.strip_prefix(self.root.pending_root()) {
+            let parts: Vec<String> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            return match parts.as_slice() {
+                [] => Target::InboxesDir,
+                [god, ..] if crate::engine::conductor::files::is_foreign_pending_dir(god) => {
+                    Target::Ignore
+                }
+                [god] if god == "_quarantine" => Target::Quarantine(None),
+                [god] => Target::Inbox(god.clone(), None),
+                [god, file] if god == "_quarantine" => Target::Quarantine(Some(file.clone())),
+                [god, file] => Target::Inbox(god.clone(), Some(file.clone())),
+                _ => Target::Ignore,
+            };
+        }
+        if path.starts_with(self.root.workflows_dir()) {
+            return Target::Definitions;
+        }
+        if let Ok(rel) = path.strip_prefix(self.root.tracks_dir()) {
+            let parts: Vec<String> = rel
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            return match parts.as_slice() {
+                [] => Target::TracksDir,
+                [track] | [track, _] => Target::Track(track.clone(), TrackPart::All),
+                [track, _, f] if f == "queue.jsonl" => {
+                    Target::Track(track.clone(), TrackPart::Queue)
+                }
+                [track, _, f] if f == "locks.json" => {
+                    Target::Track(track.clone(), TrackPart::Locks)
+                }
+                [track, _, f] if f == "worker-status.json" => {
+                    Target::Track(track.clone(), TrackPart::Workers)
+                }
+                [track, _, b, ..] if b == "board" => Target::Track(track.clone(), TrackPart::Board),
+                _ => Target::Ignore,
+            };
+        }
+        if path.starts_with(&self.root.conductor) {
+            // A new or removed top-level directory (pending/, state/, tracks/ created by init).
+            if path.parent() == Some(self.root.conductor.as_path()) {
+                return Target::Everything;
+            }
+        }
+        Target::Ignore
+    }
+
+    fn refresh_target(&mut self, t: Target) {
+        match t {
+            Target::Everything => self.rescan_all(),
+            Target::Ignore => {}
+            Target::StateDir => self.rescan_states(),
+            Target::StateFile(name) => {
+                if self.refresh_state_file(&name) {
+                    self.dirty_workflows = true;
+                }
+            }
+            Target::InboxesDir => self.rescan_inboxes(),
+            Target::Inbox(god, file) => {
+                let dir = self.root.pending_root().join(&god);
+                if !dir.is_dir() {
+                    if self.inboxes.remove(&god).is_some() {
+                        self.dirty_inboxes = true;
+                    }
+                    return;
+                }
+                let is_new = !self.inboxes.contains_key(&god);
+                let inbox = self
+                    .inboxes
+                    .entry(god.clone())
+                    .or_insert_with(|| InboxTracker::new(&god, dir));
+                let changed = match file {
+                    Some(f) => inbox.touch(&f),
+                    None => inbox.rescan(),
+                } || is_new;
+                if changed {
+                    inbox.rebuild();
+                    self.dirty_inboxes = true;
+                }
+            }
+            Target::Quarantine(file) => {
+                let changed = match file {
+                    Some(f) => self.quarantine.touch(&f),
+                    None => self.quarantine.rescan(),
+                };
+                if changed {
+                    self.quarantine.rebuild();
+                    self.dirty_inboxes = true;
+                }
+            }
+            Target::Definitions => self.check_definitions(),
+            Target::TracksDir => self.rescan_tracks(),
+            Target::Track(name, part) => {
+                let bus = self.root.tracks_dir().join(&name).join(".message-bus");
+                if !bus.is_dir() {
+                    if self.tracks.remove(&name).is_some() {
+                        self.dirty_tracks = true;
+                    }
+                    return;
+                }
+                let opts = self.opts;
+                let root = self.root.clone();
+                let is_new = !self.tracks.contains_key(&name);
+                let t = self
+                    .tracks
+                    .entry(name.clone())
+                    .or_insert_with(|| TrackTracker::new(&name, bus));
+                let changed = match part {
+                    TrackPart::Queue if !is_new => t.read_queue(&opts),
+                    TrackPart::Locks if !is_new => t.refresh_locks(),
+                    TrackPart::Workers if !is_new => t.refresh_workers(),
+                    TrackPart::Board if !is_new => t.refresh_board(&root),
+                    _ => t.rescan(&root, &opts),
+                } || is_new;
+                if changed {
+                    t.rebuild(chrono::Utc::now());
+                    self.dirty_tracks = true;
+                }
+            }
+        }
+    }
+
+    fn rescan_all(&mut self) {
+        self.rescan_states();
+        self.rescan_inboxes();
+        self.rescan_tracks();
+        self.check_definitions();
+    }
+
+    /// Marks the definitions for reloading when a file in `conductor/workflows/` changed.
+    fn check_definitions(&mut self) {
+        let dir = self.root.workflows_dir();
+        let files: Vec<(String, crate::live::files::Fingerprint)> = list_dir(&dir, false)
+            .into_iter()
+            .filter_map(|n| crate::live::files::Fingerprint::of(&dir.join(&n)).map(|f| (n, f)))
+            .collect();
+        if files != self.definition_files {
+            self.definition_files = files;
+            self.dirty_definitions = true;
+        }
+    }
+    fn publish_if_dirty(&mut self) -> Option<Arc<Snapshot>> {
+        if self.dirty_workflows || self.dirty_inboxes || self.dirty_tracks || self.dirty_definitions
+        {
+            self.publish();
+            Some(self.snapshot.clone())
+        } else {
+            None
+        }
+    }
+
+    fn publish(&mut self) {
+        let prev = self.snapshot.clone();
+        let mut s = (*prev).clone();
+        s.root = self.root.root.clone();
+        s.watch = self.watch.clone();
+        let stale_after = crate::engine::bus::model::stale_after();
+        s.stale_after =
+            (stale_after != crate::engine::bus::model::STALE_AFTER).then_some(stale_after);
+        self.seq += 1;
+        s.seq = self.seq;
+        s.taken_at = Some(chrono::Utc::now());
+        if self.dirty_definitions {
+            let (defs, errors) = load_definitions(&self.root);
+            s.definitions = Arc::new(defs);
+            s.definition_errors = Arc::new(errors);
+        }
+        if self.dirty_inboxes {
+            s.inboxes = Arc::new(self.inboxes.values().map(|i| (*i.view).clone()).collect());
+            s.quarantine = self.quarantine.view.clone();
+        }
+        if self.dirty_inboxes || self.dirty_workflows {
+            s.workflows = Arc::new(self.build_workflows(&s));
+        }
+        if self.dirty_tracks {
+            s.tracks = Arc::new(self.tracks.values().map(|t| t.view.clone()).collect());
+        }
+        let mut warnings = self.collect_warnings(&s);
+        let now = chrono::Utc::now();
+        self.warned_since
+            .retain(|p, _| warnings.iter().any(|w| &w.path == p));
+        for w in &mut warnings {
+            w.since = Some(*self.warned_since.entry(w.path.clone()).or_insert(now));
+        }
+        s.warnings = Arc::new(warnings);
+        self.dirty_workflows = false;
+        self.dirty_inboxes = false;
+        self.dirty_tracks = false;
+        self.dirty_definitions = false;
+        self.snapshot = Arc::new(s);
+    }
+
+    fn collect_warnings(&self, s: &Snapshot) -> Vec<FileWarning> {
+        let mut out = Vec::new();
+        for f in self.states.values() {
+            if let Some(w) = f.warning() {
+                out.push(FileWarning {
+                    path: f.path().to_path_buf(),
+                    message: w.to_owned(),
+                    since: None,
+                });
+            }
+        }
+        for f in self.manifests.values() {
+            if let Some(w) = f.warning() {
+                out.push(FileWarning {
+                    path: f.path().to_path_buf(),
+                    message: w.to_owned(),
+                    since: None,
+                });
+            }
+        }
+        for i in s.inboxes.iter().chain(std::iter::once(&*s.quarantine)) {
+            out.extend(i.errors.iter().cloned());
+        }
+        for e in s.definition_errors.iter() {
+            out.push(FileWarning {
+                path: e.path.clone(),
+                message: e.message.clone(),
+                since: None,
+            });
+        }
+        for t in s.tracks.iter() {
+            out.extend(t.warnings.iter().cloned());
+        }
+        out
+    }
+}
