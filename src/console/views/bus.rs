@@ -138,7 +138,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                 .and_then(|id| track.messages.iter().rposition(|m| m.id == *id))
                 .map_or(0, |i| track.messages.len() - 1 - i);
             format!(
-                "‖ paused · row {}/{} · {new} new (G follows)",
+                "‖ paused {}/{} · {new} new",
                 app.selected(Pane::Bus).saturating_add(1).min(msgs.len()),
                 msgs.len()
             )
