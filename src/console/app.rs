@@ -1326,6 +1326,15 @@ impl App {
             Action::BoardResolve => board().is_some_and(|m| m.resolved.is_none()),
             Action::Filter => self.pane != Pane::Board,
             Action::NextMatch | Action::PrevMatch => !self.pane_state().filter.is_empty(),
+            // Nothing listed (an empty root): no action on a selected record is offered.
+            Action::Abort
+            | Action::Cleanup
+            | Action::ToggleRaw
+            | Action::Ack(_)
+            | Action::Approve
+            | Action::RejectHeld
+            | Action::ForceUnlock => self.row_count() > 0,
+            Action::Open => self.row_count() > 0 || self.pane == Pane::Board,
             _ => true,
         }
     }

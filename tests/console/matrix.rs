@@ -244,3 +244,45 @@ fn sorted_and_narrowed_lists() {
         a.hide_finished
     });
 }
+
+#[test]
+fn an_empty_root_says_what_to_run_and_offers_no_action_on_records() {
+    let root = tempfile::tempdir().unwrap();
+    let app = app_for(root.path(), fixture_now());
+    for (w, h) in SIZES {
+        let s = screen(&app, w, h, root.path());
+        assert!(
+            s.contains("pantheon init") && s.contains("pantheon demo"),
+            "{s}"
+        );
+        assert!(!s.contains("abort") && !s.contains("cleanup"), "{s}");
+        assert_snapshot!(format!("matrix_empty_root_{w}x{h}"), s);
+    }
+}
+
+#[test]
+fn the_demo_hints_once_at_the_first_held_dispatch() {
+    let root = root_with_held();
+    let mut app = App::new(snapshot_of(root.path()), false, fixture_now());
+    app.hints = Some(Default::default());
+    app.first_time_hints();
+    let hint = app
+        .flash
+        .as_ref()
+        .map(|f| f.text.clone())
+        .unwrap_or_default();
+    assert!(hint.contains("press 2, select the held row, p"), "{hint}");
+    app.flash = None;
+    app.set_snapshot(snapshot_of(root.path()));
+    // Not again for the same kind; the next one (a deadlock in the fixture) gets its own line.
+    let next = app
+        .flash
+        .as_ref()
+        .map(|f| f.text.clone())
+        .unwrap_or_default();
+    assert!(!next.contains("held"), "{next}");
+    // Without hints (the plain console) nothing is said.
+    let mut plain = app_for(root.path(), fixture_now());
+    plain.set_snapshot(snapshot_of(root.path()));
+    assert!(plain.flash.is_none());
+}
