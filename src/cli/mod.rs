@@ -83,6 +83,7 @@ fn run_console(args: ConsoleArgs, root: &Root) -> anyhow::Result<Outcome> {
         poll: args
             .poll
             .map(|ms| std::time::Duration::from_millis(ms.max(50))),
+        hints: false,
     };
     crate::console::run::run(root.clone(), opts)?;
     Ok(Outcome::Exit(ExitCode::SUCCESS))

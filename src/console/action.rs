@@ -162,6 +162,14 @@ pub enum Action {
     Submit,
     /// Leave a dialog without acting.
     Cancel,
+    /// Order the pane's rows by a column (again: the other way round).
+    Sort(String),
+    /// Hide / show finished workflows.
+    ToggleFinished,
+    /// Narrow the dispatch list to the next god's inbox (after the last: every inbox again).
+    NextGod,
+    /// The same, backwards.
+    PrevGod,
 }
 
 impl Action {
@@ -189,7 +197,7 @@ impl Action {
             Action::PrevMatch => "previous match",
             Action::Command => "command",
             Action::Refresh => "rescan",
-            Action::ToggleTimes => "absolute times",
+            Action::ToggleTimes => "ages / local HH:MM:SS",
             Action::ToggleRaw => "raw JSON",
             Action::ToggleFollow => "follow/pause",
             Action::NextTrack => "next track",
@@ -207,6 +215,10 @@ impl Action {
             Action::ToggleFocus => "switch button",
             Action::Submit => "press focused / select",
             Action::Cancel => "cancel",
+            Action::Sort(_) => "sort by column",
+            Action::ToggleFinished => "hide/show finished",
+            Action::NextGod => "next god",
+            Action::PrevGod => "previous god",
         }
     }
 
@@ -487,6 +499,34 @@ impl Default for Keymap {
             Action::Cancel,
             true,
         );
+        let wf = Scope::Pane(Pane::Workflows);
+        bind(vec![Key::ch('h')], wf, Action::ToggleFinished, false);
+        let inbox = Scope::Pane(Pane::Inboxes);
+        bind(vec![Key::ch(']')], inbox, Action::NextGod, true);
+        bind(vec![Key::ch('[')], inbox, Action::PrevGod, false);
+        // Sorting, k9s style: Shift + the column's first letter, where that key is still free in
+        // the pane (its detail included); `:sort COLUMN` works for every column.
+        for p in Pane::ALL {
+            let scopes = [Scope::Detail, Scope::Pane(p), Scope::Global];
+            for col in super::items::sort_columns(p) {
+                let Some(c) = col.chars().next().filter(char::is_ascii_uppercase) else {
+                    continue;
+                };
+                let key = Key::ch(c);
+                let taken = b
+                    .iter()
+                    .any(|x| scopes.contains(&x.scope) && x.keys.contains(&key));
+                if !taken {
+                    b.push(Binding {
+                        keys: vec![key],
+                        scope: Scope::Pane(p),
+                        action: Action::Sort((*col).to_owned()),
+                        hint: false,
+                        label: None,
+                    });
+                }
+            }
+        }
         let mut km = Keymap { bindings: b };
         // Words that read better in their place than the action's own.
         for bd in &mut km.bindings {
@@ -624,7 +664,10 @@ impl Keymap {
                 rows.push(HelpRow {
                     section: section.clone(),
                     keys: b.keys_label(),
-                    text: b.describe().to_owned(),
+                    text: match &b.action {
+                        Action::Sort(c) => format!("sort by {c} (again: reversed)"),
+                        _ => b.describe().to_owned(),
+                    },
                     mutation: b.action.is_mutation(),
                 });
             }
@@ -723,6 +766,30 @@ mod tests {
         );
         assert!(rows.iter().any(|r| r.keys == "C-u"));
         assert!(rows.iter().any(|r| r.keys == ":abort" && r.mutation));
+    }
+
+    #[test]
+    fn sort_keys_take_only_free_capitals() {
+        let km = Keymap::default();
+        let sort = |p, c| km.lookup(p, Key::ch(c)).cloned();
+        assert_eq!(sort(Pane::Workflows, 'A'), Some(Action::Sort("AGE".into())));
+        assert_eq!(
+            sort(Pane::Workflows, 'S'),
+            Some(Action::Sort("STATUS".into()))
+        );
+        // G stays "bottom", R stays "reject held".
+        assert_eq!(sort(Pane::Workflows, 'G'), Some(Action::Bottom));
+        assert_eq!(sort(Pane::Inboxes, 'R'), Some(Action::RejectHeld));
+        assert_eq!(
+            sort(Pane::Inboxes, 'H'),
+            Some(Action::Sort("HANDOFF".into()))
+        );
+        assert_eq!(sort(Pane::Bus, 'T'), None);
+        let rows = km.help_rows(Pane::Workflows);
+        assert!(
+            rows.iter()
+                .any(|r| r.keys == "A" && r.text.starts_with("sort by AGE"))
+        );
     }
 
     #[test]

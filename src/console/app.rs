@@ -160,6 +160,8 @@ pub struct PaneState {
     /// nothing is highlighted, the detail says so, and actions refuse instead of landing on the
     /// row that slid into its place. Cleared when the operator moves.
     pub gone: Option<String>,
+    /// The column the rows are ordered by (`:sort`, Shift + its letter).
+    pub sort: Option<items::Sort>,
 }
 
 /// The whole console state.
@@ -192,6 +194,22 @@ pub struct App {
     pub detail_max: Cell<u16>,
     /// The same for the help overlay.
     pub help_max: Cell<usize>,
+    /// Finished workflows are left out of the Workflows pane (`h`, `:finished`).
+    pub hide_finished: bool,
+    /// The inbox the Inboxes pane's dispatch list is narrowed to (`]`/`[`): a god or `_quarantine`.
+    pub inbox_god: Option<String>,
+    /// The newest bus message when the tail was paused: the ones after it are counted as new.
+    pub paused_at: Option<String>,
+    /// One-line hints the first time something needs the operator (the demo turns them on).
+    pub hints: Option<FirstTimeHints>,
+}
+
+/// Which first-time hints were shown already.
+#[derive(Debug, Clone, Default)]
+pub struct FirstTimeHints {
+    pub held: bool,
+    pub deadlock: bool,
+    pub vote: bool,
 }
 
 const FLASH_FOR: Duration = Duration::from_secs(6);
@@ -216,6 +234,10 @@ impl App {
             history: History::default(),
             detail_max: Cell::new(u16::MAX),
             help_max: Cell::new(usize::MAX),
+            hide_finished: false,
+            inbox_god: None,
+            paused_at: None,
+            hints: None,
         }
     }
 
@@ -229,7 +251,136 @@ impl App {
 
     /// The filter of a pane.
     pub fn filter(&self, pane: Pane) -> Filter {
-        Filter::parse(&self.panes[pane.number() - 1].filter).at(self.now)
+        let st = &self.panes[pane.number() - 1];
+        Filter::parse(&st.filter)
+            .at(self.now)
+            .sorted(st.sort.clone())
+            .hiding_finished(self.hide_finished && pane == Pane::Workflows)
+            .in_inbox(self.inbox_god.clone().filter(|_| pane == Pane::Inboxes))
+    }
+
+    /// Changes how `pane`'s rows are listed (order, what is left out) keeping the same record
+    /// selected when it is still listed.
+    fn relist(&mut self, pane: Pane, change: impl FnOnce(&mut Self)) {
+        let key = self.selected_key(pane);
+        change(self);
+        let keys = self.keys(pane);
+        let st = &mut self.panes[pane.number() - 1];
+        st.gone = None;
+        st.selected = key
+            .and_then(|k| keys.iter().position(|x| *x == k))
+            .unwrap_or(0);
+    }
+
+    fn sort_by(&mut self, word: &str) {
+        let pane = self.pane;
+        if word.trim().is_empty() {
+            self.relist(pane, |a| a.pane_state_mut().sort = None);
+            return self.flash(FlashKind::Info, "the pane's own order again");
+        }
+        let Some(column) = items::sort_column(pane, word) else {
+            let cols = items::sort_columns(pane);
+            let text = if cols.is_empty() {
+                format!("{} rows are not sortable", pane.title())
+            } else {
+                format!(
+                    "no column {word:?} here: use {}",
+                    cols.iter()
+                        .map(|c| c.to_ascii_lowercase().replace(' ', "-"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            return self.flash(FlashKind::Error, text);
+        };
+        let descending = self
+            .pane_state()
+            .sort
+            .as_ref()
+            .is_some_and(|s| s.column == column && !s.descending);
+        self.relist(pane, |a| {
+            a.pane_state_mut().sort = Some(items::Sort { column, descending })
+        });
+        self.flash(
+            FlashKind::Info,
+            format!(
+                "sorted by {column} {}",
+                if descending {
+                    "↓ (descending)"
+                } else {
+                    "↑"
+                }
+            ),
+        );
+    }
+
+    fn cycle_god(&mut self, forward: bool) {
+        let mut names: Vec<String> = vec!["_quarantine".into()];
+        names.extend(self.snapshot.inboxes.iter().map(|i| i.god.clone()));
+        // None (every inbox) sits before the first and after the last.
+        let cur = self
+            .inbox_god
+            .as_ref()
+            .and_then(|g| names.iter().position(|n| n == g));
+        let next = match (cur, forward) {
+            (None, true) => Some(0),
+            (None, false) => names.len().checked_sub(1),
+            (Some(i), true) => (i + 1 < names.len()).then_some(i + 1),
+            (Some(i), false) => i.checked_sub(1),
+        };
+        let god = next.map(|i| names[i].clone());
+        self.relist(Pane::Inboxes, |a| a.inbox_god = god.clone());
+        self.flash(
+            FlashKind::Info,
+            match god {
+                Some(g) => format!("dispatches in {g}'s inbox (] next, [ previous)"),
+                None => "dispatches of every inbox".to_owned(),
+            },
+        );
+    }
+
+    /// Stops the bus tail from following, remembering the newest message so the new ones count.
+    fn pause(&mut self) {
+        self.follow = false;
+        self.paused_at = items::track(&self.snapshot, self.track.as_deref())
+            .and_then(|t| t.messages.last())
+            .map(|m| m.id.clone());
+    }
+
+    /// The first time a held dispatch, a deadlock or an open vote appears, one line says what to do.
+    pub fn first_time_hints(&mut self) {
+        let Some(mut seen) = self.hints.take() else {
+            return;
+        };
+        let c = self.snapshot.counts(self.now);
+        let voting = self.snapshot.tracks.iter().any(|t| {
+            t.board
+                .as_ref()
+                .is_some_and(|b| b.session.status == crate::engine::bus::board::VOTING)
+        });
+        let hint = if c.held > 0 && !seen.held {
+            seen.held = true;
+            Some(
+                "a dispatch is held for approval: press 2, select the held row, p approves, R rejects",
+            )
+        } else if c.deadlocks > 0 && !seen.deadlock {
+            seen.deadlock = true;
+            Some("workers wait on each other (a deadlock): press 5 to see the cycle")
+        } else if voting && !seen.vote {
+            seen.vote = true;
+            Some("the board is voting: press 6 to watch the votes come in")
+        } else {
+            None
+        };
+        self.hints = Some(seen);
+        if let Some(h) = hint
+            && !matches!(
+                self.mode,
+                Mode::Confirm(_) | Mode::Prompt(_) | Mode::AckMenu { .. }
+            )
+        {
+            self.flash(FlashKind::Info, format!("hint: {h}"));
+        }
     }
 
     /// The words to highlight in the current pane (its filter's).
@@ -311,6 +462,7 @@ impl App {
         {
             c.lines = super::preview::describe(&c.op, &self.snapshot, self.now);
         }
+        self.first_time_hints();
     }
 
     /// The identities of the rows of `pane`, in row order.
@@ -597,8 +749,8 @@ impl App {
             Action::PageUp => self.move_by(-(self.page.max(1) as isize)),
             Action::PageDown => self.move_by(self.page.max(1) as isize),
             Action::Top => {
-                if self.pane == Pane::Bus {
-                    self.follow = false;
+                if self.pane == Pane::Bus && self.follow {
+                    self.pause();
                 }
                 let st = self.pane_state_mut();
                 st.selected = 0;
@@ -673,8 +825,10 @@ impl App {
                 if self.follow {
                     let sel = self.selected(Pane::Bus);
                     self.panes[Pane::Bus.number() - 1].selected = sel;
+                    self.pause();
+                } else {
+                    self.follow = true;
                 }
-                self.follow = !self.follow;
             }
             Action::NextTrack | Action::PrevTrack => self.cycle_track(action == Action::NextTrack),
             Action::Ack(choice) => self.start_ack(choice),
@@ -688,6 +842,20 @@ impl App {
             Action::BoardNextRound => self.start_board(Action::BoardNextRound),
             Action::BoardResolve => self.start_board(Action::BoardResolve),
             Action::ToggleFocus | Action::Submit | Action::Cancel => {}
+            Action::Sort(col) => self.sort_by(&col),
+            Action::ToggleFinished => {
+                let hide = !self.hide_finished;
+                self.relist(Pane::Workflows, |a| a.hide_finished = hide);
+                self.flash(
+                    FlashKind::Info,
+                    if hide {
+                        "finished workflows hidden (h shows them)"
+                    } else {
+                        "finished workflows shown"
+                    },
+                );
+            }
+            Action::NextGod | Action::PrevGod => self.cycle_god(action == Action::NextGod),
         }
         Vec::new()
     }
@@ -706,7 +874,7 @@ impl App {
         let n = self.row_count();
         if self.pane == Pane::Bus {
             if self.follow && delta < 0 {
-                self.follow = false;
+                self.pause();
                 self.panes[Pane::Bus.number() - 1].selected = n.saturating_sub(1);
             } else if self.follow {
                 return;
@@ -912,6 +1080,10 @@ impl App {
                     v.extend(s.tracks.iter().map(|t| t.name.clone()));
                     v
                 }
+                Some(Arg::Column) => items::sort_columns(self.pane)
+                    .iter()
+                    .map(|c| c.to_ascii_lowercase().replace(' ', "-"))
+                    .collect(),
                 Some(Arg::None) | None => Vec::new(),
             },
         };
@@ -1154,6 +1326,15 @@ impl App {
             Action::BoardResolve => board().is_some_and(|m| m.resolved.is_none()),
             Action::Filter => self.pane != Pane::Board,
             Action::NextMatch | Action::PrevMatch => !self.pane_state().filter.is_empty(),
+            // Nothing listed (an empty root): no action on a selected record is offered.
+            Action::Abort
+            | Action::Cleanup
+            | Action::ToggleRaw
+            | Action::Ack(_)
+            | Action::Approve
+            | Action::RejectHeld
+            | Action::ForceUnlock => self.row_count() > 0,
+            Action::Open => self.row_count() > 0 || self.pane == Pane::Board,
             _ => true,
         }
     }
@@ -1321,6 +1502,7 @@ impl App {
                 self.set_filter(arg);
                 return Vec::new();
             }
+            "sort" => Action::Sort(arg),
             other => match Pane::parse(other) {
                 Some(p) => Action::GoPane(p),
                 None => {

@@ -14,6 +14,8 @@ pub enum Arg {
     AckStatus,
     /// Free text matched against what the rows show (completes gods, workflow ids, tracks).
     Filter,
+    /// A column of the current pane's table.
+    Column,
 }
 
 /// One `:` command.
@@ -130,7 +132,7 @@ pub const COMMANDS: &[Command] = &[
         &["times"],
         "",
         Arg::None,
-        "relative / absolute times",
+        "relative ages / local HH:MM:SS times",
     ),
     cmd("raw", &[], "", Arg::None, "raw JSON of the selected record"),
     cmd(
@@ -149,6 +151,20 @@ pub const COMMANDS: &[Command] = &[
         "the files the engine cannot read: path, since when, problem",
     ),
     cmd("quit", &["q"], "", Arg::None, "quit"),
+    cmd(
+        "sort",
+        &[],
+        "COLUMN",
+        Arg::Column,
+        "order the rows by a column (again: reversed; empty: the pane's own order)",
+    ),
+    cmd(
+        "finished",
+        &[],
+        "",
+        Arg::None,
+        "hide / show finished workflows",
+    ),
 ];
 
 /// The action a command without an argument stands for (the ones with arguments are parsed by
@@ -172,6 +188,7 @@ pub fn action_of(c: &Command) -> Option<Action> {
         "next-round" => Action::BoardNextRound,
         "resolve" => Action::BoardResolve,
         "ack" => Action::Ack(None),
+        "finished" => Action::ToggleFinished,
         _ => return None,
     })
 }

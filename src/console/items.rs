@@ -17,6 +17,68 @@ pub struct Filter {
     source: Option<String>,
     /// The time the rows' labels (OVERDUE, STALE, EXPIRED) are computed at.
     now: Option<DateTime<Utc>>,
+    /// The column the rows are ordered by (else each list's own order).
+    sort: Option<Sort>,
+    /// Leave out finished workflows (completed, aborted).
+    hide_finished: bool,
+    /// Only the dispatches of this inbox (a god, or `_quarantine`).
+    god: Option<String>,
+}
+
+/// A list ordered by one of its columns (`:sort COLUMN`, or Shift + the column's letter).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sort {
+    /// The column's header, as [`sort_columns`] names it.
+    pub column: &'static str,
+    pub descending: bool,
+}
+
+/// The columns a pane's rows can be sorted by (their headers); none for the bus tail (arrival
+/// order) and the board.
+pub fn sort_columns(pane: crate::console::action::Pane) -> &'static [&'static str] {
+    use crate::console::action::Pane;
+    match pane {
+        Pane::Workflows => &[
+            "WORKFLOW",
+            "DEFINITION",
+            "STATUS",
+            "STEP",
+            "GOD",
+            "AGE",
+            "ACK",
+        ],
+        Pane::Inboxes => &["GOD", "HANDOFF", "WORKFLOW", "STEP", "FROM", "AGE", "ACK"],
+        Pane::Locks => &["TRACK", "PATH", "HOLDER", "TYPE", "ACQUIRED", "TIME LEFT"],
+        Pane::Workers => &[
+            "TRACK", "WORKER", "STATUS", "PROGRESS", "TASK", "SUBTASK", "BEAT",
+        ],
+        _ => &[],
+    }
+}
+
+/// The column of `pane` that `word` names: case-insensitive, a prefix, `-` or `_` for a space.
+pub fn sort_column(pane: crate::console::action::Pane, word: &str) -> Option<&'static str> {
+    let w = word.trim().to_uppercase().replace(['-', '_'], " ");
+    if w.is_empty() {
+        return None;
+    }
+    let cols = sort_columns(pane);
+    cols.iter()
+        .find(|c| **c == w)
+        .or_else(|| cols.iter().find(|c| c.starts_with(&w)))
+        .copied()
+}
+
+/// Orders `v` by the text `key` gives each row for the sort's column, in natural order (stable:
+/// rows with the same key keep the list's own order).
+fn apply_sort<T>(v: &mut Vec<T>, sort: Option<&Sort>, key: impl Fn(&T, &str) -> String) {
+    let Some(s) = sort else { return };
+    let mut keyed: Vec<(String, T)> = v.drain(..).map(|x| (key(&x, s.column), x)).collect();
+    keyed.sort_by(|a, b| {
+        let o = natural_cmp(&a.0, &b.0);
+        if s.descending { o.reverse() } else { o }
+    });
+    v.extend(keyed.into_iter().map(|(_, x)| x));
 }
 
 impl Filter {
@@ -38,6 +100,24 @@ impl Filter {
     /// The same filter, with time-dependent labels computed at `now`.
     pub fn at(mut self, now: DateTime<Utc>) -> Self {
         self.now = Some(now);
+        self
+    }
+
+    /// The same filter, ordering rows by `sort`.
+    pub fn sorted(mut self, sort: Option<Sort>) -> Self {
+        self.sort = sort;
+        self
+    }
+
+    /// The same filter, leaving out finished workflows when `on`.
+    pub fn hiding_finished(mut self, on: bool) -> Self {
+        self.hide_finished = on;
+        self
+    }
+
+    /// The same filter, keeping only the dispatches of `god`'s inbox.
+    pub fn in_inbox(mut self, god: Option<String>) -> Self {
+        self.god = god;
         self
     }
 
@@ -104,12 +184,27 @@ pub fn dispatch_overdue(d: &DispatchView, held: bool, now: DateTime<Utc>) -> boo
             .is_some_and(|t| now - t > crate::live::snapshot::UNACKED_OVERDUE_AFTER)
 }
 
-/// Workflows, unfinished first, then by id. The filter sees what the row shows, labels included
+/// A held dispatch (in `_quarantine`) waiting for an operator longer than this is flagged as
+/// overdue, as an unacknowledged dispatch is after [`crate::live::snapshot::UNACKED_OVERDUE_AFTER`].
+pub const HELD_OVERDUE_AFTER: chrono::Duration = chrono::Duration::minutes(30);
+
+/// True when a held dispatch has waited for approval past [`HELD_OVERDUE_AFTER`].
+pub fn held_overdue(d: &DispatchView, held: bool, now: DateTime<Utc>) -> bool {
+    held && d
+        .dispatch
+        .dispatched_at
+        .as_deref()
+        .and_then(crate::engine::store::time::parse_ts)
+        .is_some_and(|t| now - t > HELD_OVERDUE_AFTER)
+}
+
+/// Workflows, unfinished first, then by id (or by the sort's column). The filter sees what the row shows, labels included
 /// (`unacked`, `held`, `overdue`).
 pub fn workflows<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<&'a WorkflowView> {
     let mut v: Vec<&WorkflowView> = snap
         .workflows
         .iter()
+        .filter(|w| !(filter.hide_finished && w.state.status.is_finished()))
         .filter(|w| {
             filter.is_empty()
                 || filter.matches_text(&format!(
@@ -133,6 +228,20 @@ pub fn workflows<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<&'a WorkflowVie
             .is_finished()
             .cmp(&b.state.status.is_finished())
             .then_with(|| natural_cmp(&a.id, &b.id))
+    });
+    apply_sort(&mut v, filter.sort.as_ref(), |w, col| {
+        let s = &w.state;
+        match col {
+            "WORKFLOW" => w.id.clone(),
+            "DEFINITION" => s.definition_id.clone().unwrap_or_default(),
+            "STATUS" => s.status.to_string(),
+            "STEP" => s.current_step.clone().unwrap_or_default(),
+            "GOD" => s.dispatched_to.clone().unwrap_or_default(),
+            // Oldest first: the timestamps sort as text.
+            "AGE" => s.created.clone().or(s.updated.clone()).unwrap_or_default(),
+            "ACK" => ack_state(w),
+            _ => String::new(),
+        }
     });
     v
 }
@@ -189,6 +298,9 @@ pub fn dispatches<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<DispatchRow<'a
         .chain(std::iter::once((&*snap.quarantine, true)));
     let mut out = Vec::new();
     for (inbox, held) in inboxes {
+        if filter.god.as_deref().is_some_and(|g| g != inbox.god) {
+            continue;
+        }
         for d in inbox.dispatches.iter() {
             let x = &d.dispatch;
             if filter.is_empty()
@@ -203,7 +315,10 @@ pub fn dispatches<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<DispatchRow<'a
                     x.to_god,
                     if held { "held" } else { "" },
                     x.ack_status,
-                    if filter.now.is_some_and(|n| dispatch_overdue(d, held, n)) {
+                    if filter
+                        .now
+                        .is_some_and(|n| dispatch_overdue(d, held, n) || held_overdue(d, held, n))
+                    {
                         "overdue"
                     } else {
                         ""
@@ -218,6 +333,25 @@ pub fn dispatches<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<DispatchRow<'a
             }
         }
     }
+    apply_sort(&mut out, filter.sort.as_ref(), |r, col| {
+        let d = &r.view.dispatch;
+        match col {
+            "GOD" => r.god.to_owned(),
+            "HANDOFF" => d.handoff_id.clone(),
+            "WORKFLOW" => d.workflow_id.to_string(),
+            "STEP" => d.step.to_string(),
+            "FROM" => d.from_god.to_string(),
+            "AGE" => d.dispatched_at.clone().unwrap_or_default(),
+            "ACK" => {
+                if r.held {
+                    "held".into()
+                } else {
+                    d.ack_status.to_string()
+                }
+            }
+            _ => String::new(),
+        }
+    });
     out
 }
 
@@ -238,7 +372,8 @@ pub fn messages<'a>(track: &'a TrackView, filter: &Filter) -> Vec<&'a Arc<Envelo
 
 /// Every lock of every track: (track, entry).
 pub fn locks<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<(&'a str, &'a LockEntry)> {
-    snap.tracks
+    let mut v: Vec<(&str, &LockEntry)> = snap
+        .tracks
         .iter()
         .flat_map(|t| t.locks.iter().map(move |l| (t.name.as_str(), l)))
         .filter(|(t, l)| {
@@ -254,12 +389,23 @@ pub fn locks<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<(&'a str, &'a LockE
                     }
                 ))
         })
-        .collect()
+        .collect();
+    apply_sort(&mut v, filter.sort.as_ref(), |(t, l), col| match col {
+        "TRACK" => t.to_string(),
+        "PATH" => l.path.clone(),
+        "HOLDER" => l.worker_id.clone().unwrap_or_default(),
+        "TYPE" => l.lock_type.clone().unwrap_or_else(|| "exclusive".into()),
+        "ACQUIRED" => l.acquired_at.clone().unwrap_or_default(),
+        "TIME LEFT" => l.expires_at.clone().unwrap_or_else(|| "~".into()),
+        _ => String::new(),
+    });
+    v
 }
 
 /// Every worker of every track: (track, entry).
 pub fn workers<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<(&'a str, &'a WorkerEntry)> {
-    snap.tracks
+    let mut v: Vec<(&str, &WorkerEntry)> = snap
+        .tracks
         .iter()
         .flat_map(|t| t.workers.iter().map(move |w| (t.name.as_str(), w)))
         .filter(|(t, w)| {
@@ -277,7 +423,22 @@ pub fn workers<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<(&'a str, &'a Wor
                     }
                 ))
         })
-        .collect()
+        .collect();
+    apply_sort(&mut v, filter.sort.as_ref(), |(t, w), col| match col {
+        "TRACK" => t.to_string(),
+        "WORKER" => w.worker_id.clone(),
+        "STATUS" => w.status.to_string(),
+        // Whole percents, so the natural order compares them as numbers.
+        "PROGRESS" => w
+            .progress()
+            .map(|p| format!("{}", p.clamp(0.0, 100.0) as u32))
+            .unwrap_or_default(),
+        "TASK" => w.task_id.clone().unwrap_or_default(),
+        "SUBTASK" => w.current_subtask.clone().unwrap_or_default(),
+        "BEAT" => w.last_heartbeat.clone().unwrap_or_default(),
+        _ => String::new(),
+    });
+    v
 }
 
 /// What the session's phase allows now, so the console offers only the moves the engine takes.
@@ -420,6 +581,33 @@ mod tests {
             ]
         );
         assert_eq!(natural_cmp("x1", "x01"), "x1".cmp("x01"), "a total order");
+    }
+
+    #[test]
+    fn sort_columns_are_named_by_prefix_and_with_dashes() {
+        use crate::console::action::Pane;
+        assert_eq!(sort_column(Pane::Workflows, "age"), Some("AGE"));
+        assert_eq!(sort_column(Pane::Workflows, "st"), Some("STATUS"));
+        assert_eq!(sort_column(Pane::Workflows, "step"), Some("STEP"));
+        assert_eq!(sort_column(Pane::Locks, "time-left"), Some("TIME LEFT"));
+        assert_eq!(sort_column(Pane::Bus, "time"), None);
+        assert_eq!(sort_column(Pane::Workflows, ""), None);
+        let mut v = vec!["b10", "b9", "a"];
+        let s = Sort {
+            column: "X",
+            descending: true,
+        };
+        apply_sort(&mut v, Some(&s), |x, _| x.to_string());
+        assert_eq!(v, ["b10", "b9", "a"]);
+        apply_sort(
+            &mut v,
+            Some(&Sort {
+                descending: false,
+                ..s
+            }),
+            |x, _| x.to_string(),
+        );
+        assert_eq!(v, ["a", "b9", "b10"]);
     }
 
     #[test]

@@ -408,10 +408,21 @@ pub fn cleanup_lines(v: &Value) -> Vec<(Tone, String)> {
     out
 }
 
-/// Formats an instant relative to now, or absolute.
+/// Formats an instant relative to now, or absolute in local time: `HH:MM:SS` on the same local
+/// day as now, with the date before it otherwise.
 pub fn when(ts: Option<&str>, now: DateTime<Utc>, absolute: bool) -> String {
     match ts.and_then(parse_ts) {
-        Some(t) if absolute => t.format("%Y-%m-%d %H:%M:%S").to_string(),
+        Some(t) if absolute => {
+            let (t, today) = (
+                t.with_timezone(&chrono::Local),
+                now.with_timezone(&chrono::Local),
+            );
+            if t.date_naive() == today.date_naive() {
+                t.format("%H:%M:%S").to_string()
+            } else {
+                t.format("%Y-%m-%d %H:%M:%S").to_string()
+            }
+        }
         Some(t) => relative(t, now),
         None => ts.map(|s| format!("{s}?")).unwrap_or_else(|| "-".into()),
     }

@@ -29,6 +29,8 @@ pub struct ConsoleOptions {
     pub read_only: bool,
     /// Poll at this interval instead of using file notifications.
     pub poll: Option<Duration>,
+    /// Say in one line what to do the first time a held dispatch, a deadlock or a vote appears.
+    pub hints: bool,
 }
 
 /// Where the console writes its log: `$PANTHEON_LOG`, else `$XDG_STATE_HOME/pantheon/console.log`,
@@ -100,6 +102,10 @@ pub fn run(root: Root, opts: ConsoleOptions) -> anyhow::Result<()> {
         .context("starting the event loop")?;
     let mut guard = TerminalGuard::enter().context("setting up the terminal")?;
     let mut app = App::new(live.latest(), opts.read_only, chrono::Utc::now());
+    if opts.hints {
+        app.hints = Some(Default::default());
+        app.first_time_hints();
+    }
     if let Some(why) = &live.fallback_reason {
         app.flash(
             FlashKind::Error,

@@ -91,7 +91,13 @@ pub fn run(args: DemoArgs, explicit_root: Option<&Path>) -> anyhow::Result<Outco
             sim
         })
         .context("could not start the simulation thread")?;
-    let console = crate::console::run::run(root, crate::console::run::ConsoleOptions::default());
+    let console = crate::console::run::run(
+        root,
+        crate::console::run::ConsoleOptions {
+            hints: true,
+            ..Default::default()
+        },
+    );
     stop.store(true, Ordering::Relaxed);
     let joined = handle.join();
     println!(

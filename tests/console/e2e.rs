@@ -282,3 +282,57 @@ fn the_filter_finds_the_overdue_rows_by_the_word_on_screen() {
     t.keys(&["Enter", "q"]);
     t.wait("the console to exit", |s| s.contains("EXITED=0"));
 }
+
+/// The rows of `ids` in the order they appear on `screen`.
+fn order<'a>(screen: &str, ids: &[&'a str]) -> Vec<&'a str> {
+    let mut at: Vec<(usize, &str)> = ids
+        .iter()
+        .map(|id| (screen.find(id).unwrap_or(usize::MAX), *id))
+        .collect();
+    at.sort();
+    at.into_iter().map(|(_, id)| id).collect()
+}
+
+#[test]
+fn sorting_by_a_column_with_its_capital_letter_and_with_sort() {
+    let root = fixture_root();
+    let (t, _log) = console(root.path(), "", "--read-only");
+    let ids = ["wf_1a2b3c4d", "wf_bug_7", "wf_deploy_42", "wf_old_3"];
+    let s = t.wait("the console", |s| s.contains("wf_deploy_42"));
+    // The pane's own order: unfinished first, ids in natural order.
+    assert_eq!(
+        order(&s, &ids),
+        ["wf_1a2b3c4d", "wf_bug_7", "wf_deploy_42", "wf_old_3"]
+    );
+    // Shift+A: by AGE, oldest first (no creation time sorts first); again: reversed.
+    t.keys(&["A"]);
+    let s = t.wait("sorted by age", |s| s.contains("by AGE ↑"));
+    assert_eq!(
+        order(&s, &ids),
+        ["wf_old_3", "wf_deploy_42", "wf_bug_7", "wf_1a2b3c4d"],
+        "{s}"
+    );
+    t.keys(&["A"]);
+    let s = t.wait("reversed", |s| s.contains("by AGE ↓"));
+    assert_eq!(
+        order(&s, &ids),
+        ["wf_1a2b3c4d", "wf_bug_7", "wf_deploy_42", "wf_old_3"],
+        "{s}"
+    );
+    // `:sort god` for a column whose letter is taken (G is "bottom").
+    t.keys(&[":"]);
+    t.type_text("sort god");
+    t.keys(&["Enter"]);
+    let s = t.wait("sorted by god", |s| s.contains("by GOD ↑"));
+    assert_eq!(
+        order(&s, &["wf_old_3", "wf_deploy_42", "wf_bug_7", "wf_1a2b3c4d"]),
+        ["wf_old_3", "wf_deploy_42", "wf_bug_7", "wf_1a2b3c4d"],
+        "- before hephaestus, marvin, thoth: {s}"
+    );
+    // `h` hides the finished one.
+    t.keys(&["h"]);
+    let s = t.wait("finished hidden", |s| s.contains("1 finished hidden"));
+    assert!(!s.contains("wf_old_3"), "{s}");
+    t.keys(&["q"]);
+    t.wait("the console to exit", |s| s.contains("EXITED=0"));
+}

@@ -6,6 +6,7 @@ mod e2e;
 #[path = "../common/fixture.rs"]
 mod fixture_root;
 mod live;
+mod matrix;
 mod support;
 #[path = "../common/tmux.rs"]
 mod tmux;

@@ -13,7 +13,7 @@ use crate::console::theme::Theme;
 use crate::engine::bus::model::Envelope;
 
 use super::table::{self, Col};
-use super::{detail, empty, json_lines, kv, window};
+use super::{detail, empty, json_lines, kv};
 
 /// A one-line reading of a message's payload (the raw JSON when it has none of the usual fields).
 pub(crate) fn payload_summary(m: &Envelope) -> String {
@@ -129,9 +129,19 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         snap.tracks.len(),
         msgs.len(),
         if app.follow {
-            "▼ following"
+            "▼ following".to_owned()
         } else {
-            "‖ paused"
+            // Paused: where the operator is, and how much arrived since.
+            let new = app
+                .paused_at
+                .as_ref()
+                .and_then(|id| track.messages.iter().rposition(|m| m.id == *id))
+                .map_or(0, |i| track.messages.len() - 1 - i);
+            format!(
+                "‖ paused {}/{} · {new} new",
+                app.selected(Pane::Bus).saturating_add(1).min(msgs.len()),
+                msgs.len()
+            )
         }
     );
     if track.lines_skipped > 0 {
@@ -193,40 +203,32 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             theme,
         );
     }
-    let height = area.height.saturating_sub(3) as usize;
-    let (first, rel) = window(sel, msgs.len(), height);
-    let rows = msgs
-        .iter()
-        .skip(first)
-        .take(height)
-        .map(|m| {
-            let (style, g) = theme.message_type(&m.kind);
-            vec![
-                Line::styled(
-                    if app.absolute_times {
-                        m.timestamp.clone()
-                    } else {
-                        when(Some(&m.timestamp), app.now, false)
-                    },
-                    theme.dim(),
-                ),
-                Line::from(Span::styled(format!("{g} {}", m.kind), style)),
-                Line::raw(m.source.clone()),
-                Line::raw(payload_summary(m)),
-            ]
-        })
-        .collect();
-    table::draw(
+    let row = |m: &&std::sync::Arc<Envelope>| {
+        let (style, g) = theme.message_type(&m.kind);
+        vec![
+            Line::styled(
+                if app.absolute_times {
+                    m.timestamp.clone()
+                } else {
+                    when(Some(&m.timestamp), app.now, false)
+                },
+                theme.dim(),
+            ),
+            Line::from(Span::styled(format!("{g} {}", m.kind), style)),
+            Line::raw(m.source.clone()),
+            Line::raw(payload_summary(m)),
+        ]
+    };
+    table::list(
         frame,
         area,
         title,
         &COLUMNS,
-        rows,
-        table::Marked {
-            row: super::highlight(app, rel),
-            marks: &app.marks(),
-        },
+        &msgs,
+        super::rows_of(app, msgs.len()),
+        &app.marks(),
         theme,
+        row,
     );
 }
 

@@ -14,7 +14,7 @@ use crate::engine::store::time::parse_ts;
 use crate::live::snapshot::InboxView;
 
 use super::table::{self, Col};
-use super::{detail, empty, json_lines, kv, section, window};
+use super::{detail, empty, json_lines, kv, section};
 
 fn summary_row<'a>(i: &InboxView, app: &App, theme: &Theme, held: bool) -> Vec<Line<'a>> {
     let oldest = i
@@ -73,83 +73,87 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let sum_h = (n_sum as u16 + 3).min(area.height / 2).max(4);
     let [top, bottom] =
         Layout::vertical([Constraint::Length(sum_h), Constraint::Min(3)]).areas(area);
-    let summary = snap
-        .inboxes
-        .iter()
-        .map(|i| summary_row(i, app, theme, false))
-        .chain(std::iter::once(summary_row(
-            &snap.quarantine,
-            app,
-            theme,
-            true,
-        )));
-    table::draw(
+    // The quarantine first: it holds what waits for the operator, so it is never scrolled away.
+    let inboxes: Vec<(&InboxView, bool)> = std::iter::once((&*snap.quarantine, true))
+        .chain(snap.inboxes.iter().map(|i| (i, false)))
+        .collect();
+    let chosen = app
+        .inbox_god
+        .as_ref()
+        .and_then(|g| inboxes.iter().position(|(i, _)| i.god == *g));
+    let mut sum_title = format!(" 2 Inboxes ({} gods) ", snap.inboxes.len());
+    if let Some(g) = &app.inbox_god {
+        sum_title.push_str(&format!("· showing {g} ([ ] other gods) "));
+    }
+    table::list(
         frame,
         top,
-        format!(" 2 Inboxes ({} gods) ", snap.inboxes.len()),
+        sum_title,
         &SUMMARY,
-        summary.collect(),
-        table::Marked {
-            row: None,
-            marks: &app.marks(),
+        &inboxes,
+        table::Rows {
+            len: inboxes.len(),
+            selected: chosen.unwrap_or(0),
+            no_highlight: chosen.is_none(),
         },
+        &app.marks(),
         theme,
+        |(i, held)| summary_row(i, app, theme, *held),
     );
-    let title = format!(" Dispatches ({}) ", rows.len());
+    let title = format!(" Dispatches ({}) {}", rows.len(), super::order_note(app));
     if rows.is_empty() {
-        return empty(frame, bottom, title, "No dispatch is waiting.", theme);
+        let text = match &app.inbox_god {
+            Some(g) => format!("No dispatch is waiting in {g}'s inbox ([ ] other gods)."),
+            None => "No dispatch is waiting.".to_owned(),
+        };
+        return empty(frame, bottom, title, &text, theme);
     }
-    let height = bottom.height.saturating_sub(3) as usize;
-    let (first, rel) = window(sel, rows.len(), height);
-    let body = rows
-        .iter()
-        .skip(first)
-        .take(height)
-        .map(|r| {
-            let d = &r.view.dispatch;
-            let ack = if r.held {
-                "held".to_owned()
+    let row = |r: &items::DispatchRow| {
+        let d = &r.view.dispatch;
+        let ack = if r.held {
+            "held".to_owned()
+        } else {
+            d.ack_status.to_string()
+        };
+        let (astyle, g) = theme.ack_status(&ack);
+        let overdue = items::dispatch_overdue(r.view, r.held, app.now)
+            || items::held_overdue(r.view, r.held, app.now);
+        vec![
+            // A held dispatch names the god it is meant for.
+            if r.held {
+                Line::styled(format!("‖ {}", d.to_god), theme.accent())
             } else {
-                d.ack_status.to_string()
-            };
-            let (astyle, g) = theme.ack_status(&ack);
-            let overdue = items::dispatch_overdue(r.view, r.held, app.now);
-            vec![
-                Line::styled(
-                    r.god.to_owned(),
-                    if r.held { theme.accent() } else { theme.base() },
-                ),
-                Line::raw(if d.handoff_id.is_empty() {
-                    r.view.name.clone()
-                } else {
-                    d.handoff_id.clone()
-                }),
-                Line::raw(d.workflow_id.clone()),
-                Line::raw(d.step.clone()),
-                Line::raw(d.from_god.clone()),
-                Line::styled(
-                    when(d.dispatched_at.as_deref(), app.now, app.absolute_times),
-                    if overdue { theme.alert() } else { theme.base() },
-                ),
-                Line::from(vec![
-                    Span::styled(format!("{g} {ack}"), astyle),
-                    Span::styled(if overdue { " ▲ OVERDUE" } else { "" }, theme.alert()),
-                ]),
-                Line::styled(d.context.summary.clone(), theme.dim()),
-            ]
-        })
-        .collect();
-    table::draw(
+                Line::styled(r.god.to_owned(), theme.base())
+            },
+            Line::raw(if d.handoff_id.is_empty() {
+                r.view.name.clone()
+            } else {
+                d.handoff_id.clone()
+            }),
+            Line::raw(d.workflow_id.clone()),
+            Line::raw(d.step.clone()),
+            Line::raw(d.from_god.clone()),
+            Line::styled(
+                when(d.dispatched_at.as_deref(), app.now, app.absolute_times),
+                if overdue { theme.alert() } else { theme.base() },
+            ),
+            Line::from(vec![
+                Span::styled(format!("{g} {ack}"), astyle),
+                Span::styled(if overdue { " ▲ OVERDUE" } else { "" }, theme.alert()),
+            ]),
+            Line::styled(d.context.summary.clone(), theme.dim()),
+        ]
+    };
+    table::list(
         frame,
         bottom,
         title,
         &DISPATCHES,
-        body,
-        table::Marked {
-            row: super::highlight(app, rel),
-            marks: &app.marks(),
-        },
+        &rows,
+        super::rows_of(app, rows.len()),
+        &app.marks(),
         theme,
+        row,
     );
 }
 

@@ -13,12 +13,12 @@ use crate::engine::store::time::relative;
 use crate::live::snapshot::short_duration;
 
 use super::table::{self, Col};
-use super::{empty, kv, window};
+use super::{empty, kv};
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let filter = app.filter(Pane::Locks);
     let rows = items::locks(&app.snapshot, &filter);
-    let title = format!(" 4 Locks ({}) ", rows.len());
+    let title = format!(" 4 Locks ({}) {}", rows.len(), super::order_note(app));
     if rows.is_empty() {
         return empty(frame, area, title, "No file is locked.", theme);
     }
@@ -82,41 +82,38 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             theme,
         );
     }
-    let height = area.height.saturating_sub(3) as usize;
-    let (first, rel) = window(sel, rows.len(), height);
-    let body = rows
-        .iter()
-        .skip(first)
-        .take(height)
-        .map(|(track, l)| {
-            let left = match l.expires() {
-                Some(t) if t <= now => {
-                    Span::styled(format!("✗ EXPIRED {}", relative(t, now)), theme.alert())
-                }
-                Some(t) => Span::styled(format!("◷ {} left", short_duration(t - now)), theme.ok()),
-                None => Span::styled("∞ no expiry", theme.dim()),
-            };
-            vec![
-                Line::styled(track.to_string(), theme.dim()),
-                Line::raw(l.path.clone()),
-                Line::raw(l.worker_id.clone().unwrap_or_else(|| "-".into())),
-                Line::raw(l.lock_type.clone().unwrap_or_else(|| "exclusive".into())),
-                Line::raw(when(l.acquired_at.as_deref(), now, app.absolute_times)),
-                Line::from(left),
-            ]
-        })
-        .collect();
-    table::draw(
+    let row = |(track, l): &(&str, &crate::engine::bus::model::LockEntry)| {
+        let left = match l.expires() {
+            Some(t) if t <= now => {
+                Span::styled(format!("✗ EXPIRED {}", relative(t, now)), theme.alert())
+            }
+            Some(t) => Span::styled(format!("◷ {} left", short_duration(t - now)), theme.ok()),
+            None => Span::styled("∞ no expiry", theme.dim()),
+        };
+        vec![
+            Line::styled(track.to_string(), theme.dim()),
+            Line::raw(l.path.clone()),
+            Line::raw(l.worker_id.clone().unwrap_or_else(|| "-".into())),
+            Line::raw(l.lock_type.clone().unwrap_or_else(|| "exclusive".into())),
+            Line::raw(when(l.acquired_at.as_deref(), now, app.absolute_times)),
+            Line::from(left),
+        ]
+    };
+    // With locks of two or more tracks the track says which file is meant: it is never hidden.
+    let mut cols = COLUMNS;
+    if rows.iter().any(|(t, _)| *t != rows[0].0) {
+        cols[0] = Col::new("TRACK", 8, 32);
+    }
+    table::list(
         frame,
         area,
         title,
-        &COLUMNS,
-        body,
-        table::Marked {
-            row: super::highlight(app, rel),
-            marks: &app.marks(),
-        },
+        &cols,
+        &rows,
+        super::rows_of(app, rows.len()),
+        &app.marks(),
         theme,
+        row,
     );
 }
 

@@ -95,42 +95,73 @@ fn too_small(frame: &mut Frame, area: Rect, theme: &Theme) {
 fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let s = &app.snapshot;
     let c = s.counts(app.now);
-    // Alerts first, so a narrow terminal cuts the root path, not the news.
-    let mut spans = vec![Span::styled(" ◈ pantheon ", theme.title())];
+    // (rank, text, style): a narrow terminal drops whole items, the highest rank first (the root
+    // path, then the counts), so the news stays and nothing is cut mid-word.
+    let mut items: Vec<(u8, String, Style)> = vec![(0, " ◈ pantheon ".into(), theme.title())];
     if app.read_only {
-        spans.push(Span::styled("READ-ONLY ", theme.warn()));
+        items.push((1, "READ-ONLY ".into(), theme.warn()));
     }
-    let mut alert = |n: usize, what: &str| {
+    for (n, what) in [
+        (c.overdue, "overdue"),
+        (c.stale, "stale"),
+        (c.expired, "expired"),
+        (c.deadlocks, "deadlock"),
+        (c.orphaned, "orphaned (redispatch)"),
+    ] {
         if n > 0 {
-            spans.push(Span::styled(format!("▲ {n} {what} · "), theme.alert()));
+            items.push((2, format!("▲ {n} {what} · "), theme.alert()));
         }
-    };
-    alert(c.overdue, "overdue");
-    alert(c.stale, "stale");
-    alert(c.expired, "expired");
-    alert(c.deadlocks, "deadlock");
-    alert(c.orphaned, "orphaned (redispatch)");
+    }
     if c.warnings > 0 {
-        spans.push(Span::styled(
-            format!("⚠ {} file issues · ", c.warnings),
-            theme.warn(),
-        ));
+        items.push((3, format!("⚠ {} file issues · ", c.warnings), theme.warn()));
     }
-    spans.push(Span::raw(format!(
-        "{} workflows ({} active) · {} waiting",
-        c.workflows, c.active, c.waiting
-    )));
     if c.held > 0 {
-        spans.push(Span::styled(format!(" · {} held", c.held), theme.accent()));
+        items.push((4, format!("‖ {} held · ", c.held), theme.accent()));
     }
-    spans.push(Span::styled(
+    items.push((
+        5,
+        format!("{} workflows ({} active) · ", c.workflows, c.active),
+        theme.base(),
+    ));
+    items.push((6, format!("{} waiting ", c.waiting), theme.base()));
+    items.push((
+        9,
         format!(
-            "   {} [{}]",
+            "  {} [{}]",
             s.root.display(),
             if s.watch.is_empty() { "-" } else { &s.watch }
         ),
         theme.dim(),
     ));
+    let room = area.width as usize;
+    let width = |items: &[(u8, String, Style)]| -> usize {
+        items
+            .iter()
+            .map(|(_, t, _)| Line::raw(t.as_str()).width())
+            .sum()
+    };
+    while width(&items) > room {
+        let Some(i) = items
+            .iter()
+            .enumerate()
+            .filter(|(_, (r, _, _))| *r > 0)
+            .max_by_key(|(i, (r, _, _))| (*r, *i))
+            .map(|(i, _)| i)
+        else {
+            break;
+        };
+        items.remove(i);
+    }
+    // A separator left dangling at the end is dropped.
+    if let Some((_, t, _)) = items.last_mut()
+        && let Some(stripped) = t.strip_suffix(" · ")
+    {
+        *t = format!("{stripped} ");
+    }
+    let spans: Vec<Span> = items
+        .into_iter()
+        .map(|(_, t, st)| Span::styled(t, st))
+        .collect();
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
@@ -265,9 +296,26 @@ pub(crate) fn window(selected: usize, len: usize, height: usize) -> (usize, usiz
     (first, selected - first)
 }
 
-/// The row to highlight: none while the selected record has gone away (see `PaneState::gone`).
-pub(crate) fn highlight(app: &App, rel: usize) -> Option<usize> {
-    app.pane_state().gone.is_none().then_some(rel)
+/// The current pane's rows for [`table::list`]: `len` of them, the selected one highlighted unless
+/// it went away.
+pub(crate) fn rows_of(app: &App, len: usize) -> table::Rows {
+    table::Rows {
+        len,
+        selected: app.selected(app.pane),
+        no_highlight: app.pane_state().gone.is_some(),
+    }
+}
+
+/// What a list title adds when the rows are sorted: `· by AGE ↑ `.
+pub(crate) fn order_note(app: &App) -> String {
+    match &app.pane_state().sort {
+        Some(s) => format!(
+            "· by {} {} ",
+            s.column,
+            if s.descending { "↓" } else { "↑" }
+        ),
+        None => String::new(),
+    }
 }
 
 /// In a detail view whose record went away, says so instead of showing a neighbour (true: drawn).

@@ -279,15 +279,74 @@ pub(crate) struct Marked<'a> {
     pub marks: &'a [String],
 }
 
-/// A pane's table, sized and cut by [`widths`] and [`fit`]: `rows` are the rows on screen,
-/// `selected` the highlighted one among them (none while the selected record has gone away).
-pub(crate) fn draw(
+/// The rows of a pane's list: how many there are and which one is selected.
+pub(crate) struct Rows {
+    pub len: usize,
+    pub selected: usize,
+    /// Nothing is highlighted (the selected record went away, or the table has no selection).
+    pub no_highlight: bool,
+}
+
+/// What a list shows past its window: `+N more` below (and the rows above), in the bottom border.
+pub(crate) fn more_label(first: usize, shown: usize, len: usize) -> Option<String> {
+    let below = len.saturating_sub(first.saturating_add(shown));
+    if first == 0 && below == 0 {
+        return None;
+    }
+    let mut s = format!(" rows {}-{}/{len}", first + 1, first + shown);
+    if below > 0 {
+        s.push_str(&format!(" · +{below} more"));
+    }
+    s.push(' ');
+    Some(s)
+}
+
+/// The tail every pane's list shares: the window of rows around the selection (the table scrolls),
+/// each built by `row`, drawn by [`draw`] with the selection and the filter's words highlighted and
+/// `+N more` in the bottom border when not every row fits.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn list<'a, T>(
+    frame: &mut Frame,
+    area: Rect,
+    title: String,
+    cols: &[Col],
+    items: &[T],
+    rows: Rows,
+    marks: &[String],
+    theme: &Theme,
+    row: impl Fn(&T) -> Vec<Line<'a>>,
+) {
+    // Borders (2) and the header row (1).
+    let height = area.height.saturating_sub(3) as usize;
+    let (first, rel) = super::window(rows.selected, rows.len.min(items.len()), height);
+    let body: Vec<Vec<Line<'a>>> = items.iter().skip(first).take(height).map(row).collect();
+    let more = more_label(first, body.len(), items.len());
+    draw(
+        frame,
+        area,
+        title,
+        cols,
+        body,
+        Marked {
+            row: (!rows.no_highlight).then_some(rel),
+            marks,
+        },
+        more,
+        theme,
+    );
+}
+
+/// A pane's table, sized and cut by [`layout`] and [`fit`]: `rows` are the rows on screen,
+/// `marked` the highlighted one among them, `more` what the bottom border says of the rest.
+#[allow(clippy::too_many_arguments)]
+fn draw(
     frame: &mut Frame,
     area: Rect,
     title: String,
     cols: &[Col],
     rows: Vec<Vec<Line<'_>>>,
     marked: Marked,
+    more: Option<String>,
     theme: &Theme,
 ) {
     let Marked {
@@ -318,11 +377,16 @@ pub(crate) fn draw(
                 .collect::<Vec<_>>(),
         )
     });
+    let title = fit(Line::raw(title), area.width.saturating_sub(2));
+    let mut block = block(title, theme);
+    if let Some(m) = more {
+        block = block.title_bottom(Line::styled(m, theme.dim()).right_aligned());
+    }
     let table = Table::new(body, shown.iter().map(|i| Constraint::Length(w[*i])))
         .column_spacing(spacing)
         .header(header)
         .row_highlight_style(theme.selected())
-        .block(block(title, theme));
+        .block(block);
     let mut state = TableState::default().with_selected(selected);
     frame.render_stateful_widget(table, area, &mut state);
 }
@@ -392,6 +456,16 @@ mod tests {
         assert_eq!(widths(&COLS, &r, 36), [26, 0, 8, 0]);
         let w = widths(&COLS, &r, 24);
         assert!(w[0] < 26 && w[0] >= 6 && w[2] == 8, "{w:?}");
+    }
+
+    #[test]
+    fn a_list_that_does_not_fit_says_how_many_rows_are_below() {
+        assert_eq!(more_label(0, 10, 10), None);
+        assert_eq!(
+            more_label(0, 10, 13).as_deref(),
+            Some(" rows 1-10/13 · +3 more ")
+        );
+        assert_eq!(more_label(3, 10, 13).as_deref(), Some(" rows 4-13/13 "));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::console::theme::Theme;
 use crate::live::snapshot::short_duration;
 
 use super::table::{self, Col};
-use super::{block, empty, kv, window};
+use super::{block, empty, kv};
 
 /// A text progress bar: `█████░░░░░  50%`.
 pub(crate) fn gauge(pct: Option<f64>, width: usize) -> String {
@@ -89,7 +89,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             threshold(t)
         ),
         None => format!(" 5 Workers ({}, {stale} stale) ", rows.len()),
-    };
+    } + &super::order_note(app);
     if rows.is_empty() {
         return empty(
             frame,
@@ -168,46 +168,38 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             theme,
         );
     }
-    let height = area.height.saturating_sub(3) as usize;
-    let (first, rel) = window(sel, rows.len(), height);
-    let body = rows
-        .iter()
-        .skip(first)
-        .take(height)
-        .map(|(track, w)| {
-            let status = w.status.to_string();
-            let (style, g) = theme.worker_status(&status);
-            let is_stale = w.is_stale(now);
-            vec![
-                Line::styled(track.to_string(), theme.dim()),
-                Line::raw(w.worker_id.clone()),
-                Line::styled(format!("{g} {status}"), style),
-                Line::styled(gauge(w.progress(), 10), theme.info()),
-                Line::raw(w.task_id.clone().unwrap_or_else(|| "-".into())),
-                Line::raw(w.current_subtask.clone().unwrap_or_default()),
-                Line::styled(
-                    when(w.last_heartbeat.as_deref(), now, app.absolute_times),
-                    if is_stale {
-                        theme.alert()
-                    } else {
-                        theme.base()
-                    },
-                ),
-                Line::styled(if is_stale { "▲ STALE" } else { "" }, theme.alert()),
-            ]
-        })
-        .collect();
-    table::draw(
+    let row = |(track, w): &(&str, &crate::engine::bus::model::WorkerEntry)| {
+        let status = w.status.to_string();
+        let (style, g) = theme.worker_status(&status);
+        let is_stale = w.is_stale(now);
+        vec![
+            Line::styled(track.to_string(), theme.dim()),
+            Line::raw(w.worker_id.clone()),
+            Line::styled(format!("{g} {status}"), style),
+            Line::styled(gauge(w.progress(), 10), theme.info()),
+            Line::raw(w.task_id.clone().unwrap_or_else(|| "-".into())),
+            Line::raw(w.current_subtask.clone().unwrap_or_default()),
+            Line::styled(
+                when(w.last_heartbeat.as_deref(), now, app.absolute_times),
+                if is_stale {
+                    theme.alert()
+                } else {
+                    theme.base()
+                },
+            ),
+            Line::styled(if is_stale { "▲ STALE" } else { "" }, theme.alert()),
+        ]
+    };
+    table::list(
         frame,
         area,
         title,
         &COLUMNS,
-        body,
-        table::Marked {
-            row: super::highlight(app, rel),
-            marks: &app.marks(),
-        },
+        &rows,
+        super::rows_of(app, rows.len()),
+        &app.marks(),
         theme,
+        row,
     );
 }
 

@@ -12,16 +12,33 @@ use crate::console::theme::Theme;
 use crate::live::snapshot::WorkflowView;
 
 use super::table::{self, Col};
-use super::{detail, empty, json_lines, kv, section, trunc, window};
+use super::{detail, empty, json_lines, kv, section, trunc};
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let filter = app.filter(Pane::Workflows);
     let rows = items::workflows(&app.snapshot, &filter);
     let st = app.pane_state();
-    let title = format!(" 1 Workflows ({}) ", rows.len());
+    let mut title = format!(" 1 Workflows ({}) ", rows.len());
+    if app.hide_finished {
+        let finished = app
+            .snapshot
+            .workflows
+            .iter()
+            .filter(|w| w.state.status.is_finished())
+            .count();
+        title.push_str(&format!("· {finished} finished hidden (h) "));
+    }
+    title.push_str(&super::order_note(app));
     if rows.is_empty() {
-        let text = if app.snapshot.workflows.is_empty() {
-            "No workflow state under conductor/state yet."
+        let s = &app.snapshot;
+        let text = if s.workflows.is_empty() && s.inboxes.is_empty() && s.tracks.is_empty() {
+            "This root has no pantheon in it yet. To start one here run `pantheon init` \
+             (then `pantheon submit ...`); to watch one at work run `pantheon demo`. \
+             See README.md, \"Quick start\"."
+        } else if s.workflows.is_empty() {
+            "No workflow state under conductor/state yet: `pantheon submit DEFINITION` starts one."
+        } else if app.hide_finished && app.pane_state().filter.is_empty() {
+            "Every workflow is finished and finished ones are hidden: h shows them."
         } else {
             "No workflow matches the filter."
         };
@@ -34,61 +51,53 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     if st.detail {
         return draw_detail(frame, area, app, rows[sel], theme);
     }
-    let height = area.height.saturating_sub(3) as usize;
-    let (first, rel) = window(sel, rows.len(), height);
     let now = app.now;
-    let body = rows
-        .iter()
-        .skip(first)
-        .take(height)
-        .map(|w| {
-            let s = &w.state;
-            let status = s.status.to_string();
-            let (sstyle, glyph) = theme.workflow_status(&status);
-            let ack = items::ack_state(w);
-            let (astyle, aglyph) = theme.ack_status(&ack);
-            let overdue = app.snapshot.overdue(w, now);
-            let age = when(
-                s.created.as_deref().or(s.updated.as_deref()),
-                now,
-                app.absolute_times,
-            );
-            let mut flag = Span::raw("");
-            if let Some(why) = &overdue {
-                flag = Span::styled(format!("▲ OVERDUE {why}"), theme.alert());
-            } else if w.warning.is_some() {
-                flag = Span::styled("⚠ file changed, showing last good", theme.warn());
-            }
-            vec![
-                Line::from(Span::styled(
-                    w.id.clone(),
-                    if overdue.is_some() {
-                        theme.alert()
-                    } else {
-                        theme.base()
-                    },
-                )),
-                Line::from(s.definition_id.clone().unwrap_or_else(|| "-".into())),
-                Line::from(Span::styled(format!("{glyph} {status}"), sstyle)),
-                Line::from(s.current_step.clone().unwrap_or_else(|| "-".into())),
-                Line::from(s.dispatched_to.clone().unwrap_or_else(|| "-".into())),
-                Line::from(age),
-                Line::from(Span::styled(format!("{aglyph} {ack}"), astyle)),
-                Line::from(flag),
-            ]
-        })
-        .collect();
-    table::draw(
+    let row = |w: &&WorkflowView| {
+        let s = &w.state;
+        let status = s.status.to_string();
+        let (sstyle, glyph) = theme.workflow_status(&status);
+        let ack = items::ack_state(w);
+        let (astyle, aglyph) = theme.ack_status(&ack);
+        let overdue = app.snapshot.overdue(w, now);
+        let age = when(
+            s.created.as_deref().or(s.updated.as_deref()),
+            now,
+            app.absolute_times,
+        );
+        let mut flag = Span::raw("");
+        if let Some(why) = &overdue {
+            flag = Span::styled(format!("▲ OVERDUE {why}"), theme.alert());
+        } else if w.warning.is_some() {
+            flag = Span::styled("⚠ file changed, showing last good", theme.warn());
+        }
+        vec![
+            Line::from(Span::styled(
+                w.id.clone(),
+                if overdue.is_some() {
+                    theme.alert()
+                } else {
+                    theme.base()
+                },
+            )),
+            Line::from(s.definition_id.clone().unwrap_or_else(|| "-".into())),
+            Line::from(Span::styled(format!("{glyph} {status}"), sstyle)),
+            Line::from(s.current_step.clone().unwrap_or_else(|| "-".into())),
+            Line::from(s.dispatched_to.clone().unwrap_or_else(|| "-".into())),
+            Line::from(age),
+            Line::from(Span::styled(format!("{aglyph} {ack}"), astyle)),
+            Line::from(flag),
+        ]
+    };
+    table::list(
         frame,
         area,
         title,
         &COLUMNS,
-        body,
-        table::Marked {
-            row: super::highlight(app, rel),
-            marks: &app.marks(),
-        },
+        &rows,
+        super::rows_of(app, rows.len()),
+        &app.marks(),
         theme,
+        row,
     );
 }
 
