@@ -192,6 +192,10 @@ pub struct App {
     pub detail_max: Cell<u16>,
     /// The same for the help overlay.
     pub help_max: Cell<usize>,
+    /// The config's thresholds (stale, overdue, held too long).
+    pub thresholds: super::config::Thresholds,
+    /// The config's `[notify]` settings, for the attention notifier.
+    pub notify: super::config::NotifySettings,
 }
 
 const FLASH_FOR: Duration = Duration::from_secs(6);
@@ -216,7 +220,20 @@ impl App {
             history: History::default(),
             detail_max: Cell::new(u16::MAX),
             help_max: Cell::new(usize::MAX),
+            thresholds: Default::default(),
+            notify: Default::default(),
         }
+    }
+
+    /// Takes the operator's configuration: the remapped keymap, the time format, the thresholds
+    /// and the notification settings.
+    pub fn configure(&mut self, cfg: &super::config::Config) {
+        self.keymap = cfg.keymap.clone();
+        let local = cfg.time == super::config::TimeFormat::Local;
+        self.absolute_times = local;
+        super::preview::LOCAL_TIMES.store(local, std::sync::atomic::Ordering::Relaxed);
+        self.thresholds = cfg.thresholds;
+        self.notify = cfg.notify.clone();
     }
 
     pub fn pane_state(&self) -> &PaneState {

@@ -10,7 +10,9 @@
 
 pub mod action;
 pub mod app;
+pub mod clipboard;
 pub mod commands;
+pub mod config;
 pub mod engine_ops;
 pub mod items;
 pub mod line;

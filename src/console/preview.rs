@@ -404,8 +404,16 @@ pub fn cleanup_lines(v: &Value) -> Vec<(Tone, String)> {
 }
 
 /// Formats an instant relative to now, or absolute.
+/// Absolute times are local `HH:MM:SS` (the config's `[time] format = "local"`) instead of UTC
+/// dates. Set once by the console at start.
+pub static LOCAL_TIMES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 pub fn when(ts: Option<&str>, now: DateTime<Utc>, absolute: bool) -> String {
     match ts.and_then(parse_ts) {
+        Some(t) if absolute && LOCAL_TIMES.load(std::sync::atomic::Ordering::Relaxed) => t
+            .with_timezone(&chrono::Local)
+            .format("%H:%M:%S")
+            .to_string(),
         Some(t) if absolute => t.format("%Y-%m-%d %H:%M:%S").to_string(),
         Some(t) => relative(t, now),
         None => ts.map(|s| format!("{s}?")).unwrap_or_else(|| "-".into()),

@@ -29,6 +29,8 @@ pub struct ConsoleOptions {
     pub read_only: bool,
     /// Poll at this interval instead of using file notifications.
     pub poll: Option<Duration>,
+    /// The operator's configuration (keys, theme, times, thresholds, notifications).
+    pub config: super::config::Config,
 }
 
 /// Where the console writes its log: `$PANTHEON_LOG`, else `$XDG_STATE_HOME/pantheon/console.log`,
@@ -90,6 +92,7 @@ pub fn run(root: Root, opts: ConsoleOptions) -> anyhow::Result<()> {
         Some(d) => WatchMode::Poll(d),
         None => WatchMode::Notify,
     };
+    super::config::apply_thresholds(&opts.config.thresholds);
     let started = Instant::now();
     let live = LiveHandle::start(root.clone(), mode, ModelOptions::default());
     tracing::info!(ready_ms = started.elapsed().as_millis() as u64, mode = %live.mode, "model ready");
@@ -100,13 +103,15 @@ pub fn run(root: Root, opts: ConsoleOptions) -> anyhow::Result<()> {
         .context("starting the event loop")?;
     let mut guard = TerminalGuard::enter().context("setting up the terminal")?;
     let mut app = App::new(live.latest(), opts.read_only, chrono::Utc::now());
+    app.configure(&opts.config);
+    let theme = Theme::with_palette(opts.config.palette);
     if let Some(why) = &live.fallback_reason {
         app.flash(
             FlashKind::Error,
             format!("file notifications unavailable ({why}); polling every second"),
         );
     }
-    let result = rt.block_on(event_loop(&mut guard, &mut app, live, operator));
+    let result = rt.block_on(event_loop(&mut guard, &mut app, live, operator, theme));
     drop(guard);
     if let Err(e) = &result {
         tracing::error!("console stopped: {e:#}");
@@ -136,8 +141,8 @@ async fn event_loop(
     app: &mut App,
     mut live: LiveHandle,
     operator: Arc<dyn Operator>,
+    theme: Theme,
 ) -> anyhow::Result<()> {
-    let theme = Theme::from_env();
     let (in_tx, mut in_rx) = mpsc::unbounded_channel();
     spawn_input(in_tx);
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
