@@ -149,6 +149,27 @@ pub const COMMANDS: &[Command] = &[
         "the files the engine cannot read: path, since when, problem",
     ),
     cmd("quit", &["q"], "", Arg::None, "quit"),
+    cmd(
+        "yank",
+        &["copy"],
+        "",
+        Arg::None,
+        "copy the selected id or path (every marked one's) to the clipboard (OSC 52)",
+    ),
+    cmd(
+        "mark-all",
+        &["marks"],
+        "",
+        Arg::None,
+        "mark every listed row (again: unmark them); Esc clears the marks",
+    ),
+    cmd(
+        "mouse",
+        &[],
+        "",
+        Arg::None,
+        "mouse capture on / off (off: the terminal selects text; on: Shift-drag selects)",
+    ),
 ];
 
 /// The action a command without an argument stands for (the ones with arguments are parsed by
@@ -172,6 +193,9 @@ pub fn action_of(c: &Command) -> Option<Action> {
         "next-round" => Action::BoardNextRound,
         "resolve" => Action::BoardResolve,
         "ack" => Action::Ack(None),
+        "yank" => Action::Yank,
+        "mark-all" => Action::MarkAll,
+        "mouse" => Action::ToggleMouse,
         _ => return None,
     })
 }

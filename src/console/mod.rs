@@ -16,6 +16,8 @@ pub mod config;
 pub mod engine_ops;
 pub mod items;
 pub mod line;
+pub mod marks;
+pub mod mouse;
 pub mod ops;
 pub mod preview;
 pub mod run;

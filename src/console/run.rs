@@ -168,6 +168,10 @@ async fn event_loop(
                     effects = app.on_key(k);
                     dirty = true;
                 }
+                Some(Event::Mouse(m)) => {
+                    effects = app.on_mouse(m, Instant::now());
+                    dirty = true;
+                }
                 Some(Event::Paste(text)) => {
                     app.on_paste(&text);
                     dirty = true;
@@ -215,6 +219,21 @@ async fn event_loop(
                         }
                         let _ = tx.send(Done::Op(op, r));
                     });
+                }
+                Effect::Clipboard(text) => {
+                    // Straight to the terminal: ratatui's buffer has no place for it.
+                    let out = guard.terminal.backend_mut();
+                    out.write_all(super::clipboard::osc52(&text).as_bytes())
+                        .and_then(|()| out.flush())
+                        .context("writing to the terminal")?;
+                }
+                Effect::Mouse(on) => {
+                    let out = guard.terminal.backend_mut();
+                    if on {
+                        crossterm::execute!(out, crossterm::event::EnableMouseCapture)?;
+                    } else {
+                        crossterm::execute!(out, crossterm::event::DisableMouseCapture)?;
+                    }
                 }
                 Effect::PreviewCleanup(wf) => {
                     let (tx, operator) = (done_tx.clone(), operator.clone());

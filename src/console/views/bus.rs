@@ -228,6 +228,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         },
         theme,
     );
+    super::record_table(app, area, first);
 }
 
 /// The table's columns: the payload takes the room left over.

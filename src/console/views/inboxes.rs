@@ -151,6 +151,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         },
         theme,
     );
+    super::record_table(app, bottom, first);
 }
 
 /// The per-god summary's columns.
