@@ -172,7 +172,7 @@ fn big_queue(gib_target: u64) {
     let mut app = App::new(snap.clone(), false, chrono::Utc::now());
     app.dispatch(Action::GoPane(Pane::Bus));
     let mut term = Terminal::new(TestBackend::new(200, 50)).unwrap();
-    term.draw(|f| views::draw(f, &app, &Theme { color: true }))
+    term.draw(|f| views::draw(f, &app, &Theme::plain(true)))
         .unwrap();
     let ready = t.elapsed();
     let after = rss_kib();
@@ -269,7 +269,7 @@ fn render_times() {
         t.elapsed().as_secs_f64() * 1e3
     );
     let mut app = App::new(model.snapshot(), false, chrono::Utc::now());
-    let theme = Theme { color: true };
+    let theme = Theme::plain(true);
     let mut term = Terminal::new(TestBackend::new(200, 50)).unwrap();
     let mut all = Vec::new();
     for pane in Pane::ALL {

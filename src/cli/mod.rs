@@ -63,6 +63,23 @@ pub enum Command {
     Journal(journal::JournalArgs),
     /// Connect this root to other pantheons over NATS JetStream (long-running; `bridge status`: JSON).
     Bridge(crate::bridge::BridgeArgs),
+    /// The console's own configuration (keys, theme, times, thresholds, notifications).
+    Config(ConfigArgs),
+}
+
+/// Options of `pantheon config`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ConfigArgs {
+    /// Print the full default configuration, commented (save it as the config file to edit it).
+    #[arg(long, conflicts_with = "check", required_unless_present = "check")]
+    pub default: bool,
+    /// Check the configuration the console would read (--config PATH, else the XDG config file)
+    /// and print where it is; a problem is reported with its line and exits 1.
+    #[arg(long)]
+    pub check: bool,
+    /// The file to check (default: $XDG_CONFIG_HOME/pantheon/config.toml, else ~/.config/…).
+    #[arg(long, value_name = "PATH", requires = "check")]
+    pub config: Option<PathBuf>,
 }
 
 /// Options of `pantheon console`.
@@ -75,10 +92,17 @@ pub struct ConsoleArgs {
     /// without them, e.g. some network mounts).
     #[arg(long, value_name = "MS", num_args = 0..=1, default_missing_value = "1000")]
     pub poll: Option<u64>,
+    /// Read the console's configuration from PATH instead of
+    /// $XDG_CONFIG_HOME/pantheon/config.toml (`pantheon config --default` prints one).
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
 }
 
 fn run_console(args: ConsoleArgs, root: &Root) -> anyhow::Result<Outcome> {
+    // A config that cannot be used stops here, before the terminal is taken, with its line.
+    let config = crate::console::config::load(args.config.as_deref())?;
     let opts = crate::console::run::ConsoleOptions {
+        config,
         read_only: args.read_only,
         poll: args
             .poll
@@ -87,6 +111,25 @@ fn run_console(args: ConsoleArgs, root: &Root) -> anyhow::Result<Outcome> {
     };
     crate::console::run::run(root.clone(), opts)?;
     Ok(Outcome::Exit(ExitCode::SUCCESS))
+}
+
+fn run_config(args: ConfigArgs) -> anyhow::Result<Outcome> {
+    use crate::console::config;
+    if args.default {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = out
+            .write_all(config::default_toml().as_bytes())
+            .and_then(|()| out.flush());
+        return Ok(Outcome::Exit(ExitCode::SUCCESS));
+    }
+    let cfg = config::load(args.config.as_deref())?;
+    Ok(Outcome::Json(serde_json::json!({
+        "ok": true,
+        "path": cfg.source.as_ref().map(|p| p.display().to_string()),
+        "defaults": cfg.source.is_none(),
+        "theme": cfg.theme_name,
+    })))
 }
 
 fn run_validate(root: &Root) -> anyhow::Result<Outcome> {
@@ -151,12 +194,13 @@ pub fn require_root(root: &Root) -> anyhow::Result<()> {
 impl Cli {
     /// Console options given beside another command are a usage error (they would be ignored).
     pub fn usage_error(&self) -> Option<clap::Error> {
-        let console_flags = self.console.read_only || self.console.poll.is_some();
+        let console_flags =
+            self.console.read_only || self.console.poll.is_some() || self.console.config.is_some();
         (console_flags && self.command.is_some()).then(|| {
             use clap::CommandFactory;
             Self::command().error(
                 clap::error::ErrorKind::ArgumentConflict,
-                "--read-only and --poll before a command belong to the console: \
+                "--read-only, --poll and --config before a command belong to the console: \
                  use `pantheon --read-only` or `pantheon console --read-only`",
             )
         })
@@ -170,7 +214,7 @@ pub fn run(cli: Cli) -> ExitCode {
     }
     let root = Root::from_env(cli.root.as_deref());
     let checked = match &cli.command {
-        Some(c) if c.creates_root() => Ok(()),
+        Some(c) if c.creates_root() || matches!(c, Command::Config(_)) => Ok(()),
         _ => require_root(&root),
     };
     if let Err(e) = checked {
@@ -195,6 +239,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Board(args)) => board::run(args, &root, origin),
         Some(Command::Journal(args)) => journal::run(args, &root, cli.actor),
         Some(Command::Bridge(args)) => crate::bridge::run(args, &root),
+        Some(Command::Config(args)) => run_config(args),
     };
     match result {
         Ok(Outcome::Json(v)) => {

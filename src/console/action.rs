@@ -170,6 +170,16 @@ pub enum Action {
     NextGod,
     /// The same, backwards.
     PrevGod,
+    /// Copy the selected record's id or path (every marked one's, if any) to the clipboard (OSC 52).
+    Yank,
+    /// Mark or unmark the selected row (bulk actions apply to every mark).
+    ToggleMark,
+    /// Mark every row from the last mark to the selected one.
+    MarkRange,
+    /// Mark every row the filter lists (again: unmark them).
+    MarkAll,
+    /// Turn mouse capture off (the terminal selects text) or on.
+    ToggleMouse,
 }
 
 impl Action {
@@ -219,6 +229,11 @@ impl Action {
             Action::ToggleFinished => "hide/show finished",
             Action::NextGod => "next god",
             Action::PrevGod => "previous god",
+            Action::Yank => "yank id/path",
+            Action::ToggleMark => "mark",
+            Action::MarkRange => "mark range",
+            Action::MarkAll => "mark all listed",
+            Action::ToggleMouse => "mouse on/off",
         }
     }
 
@@ -416,12 +431,12 @@ impl Default for Keymap {
         let wf = Scope::Pane(Pane::Workflows);
         bind(vec![Key::ch('x')], wf, Action::Abort, true);
         bind(vec![Key::ch('c')], wf, Action::Cleanup, true);
-        bind(vec![Key::ch('y')], wf, Action::ToggleRaw, true);
+        bind(vec![Key::ch('v')], wf, Action::ToggleRaw, true);
         let inbox = Scope::Pane(Pane::Inboxes);
         bind(vec![Key::ch('a')], inbox, Action::Ack(None), true);
         bind(vec![Key::ch('p')], inbox, Action::Approve, true);
         bind(vec![Key::ch('R')], inbox, Action::RejectHeld, true);
-        bind(vec![Key::ch('y')], inbox, Action::ToggleRaw, true);
+        bind(vec![Key::ch('v')], inbox, Action::ToggleRaw, true);
         let bus = Scope::Pane(Pane::Bus);
         bind(vec![Key::ch('f')], bus, Action::ToggleFollow, true);
         bind(vec![Key::ch(']')], bus, Action::NextTrack, true);
@@ -499,6 +514,10 @@ impl Default for Keymap {
             Action::Cancel,
             true,
         );
+        bind(vec![Key::ch('y')], g, Action::Yank, true);
+        bind(vec![Key::ch(' ')], g, Action::ToggleMark, true);
+        bind(vec![Key::ch('V')], g, Action::MarkRange, false);
+        bind(vec![Key::ch('*')], g, Action::MarkAll, false);
         let wf = Scope::Pane(Pane::Workflows);
         bind(vec![Key::ch('h')], wf, Action::ToggleFinished, false);
         let inbox = Scope::Pane(Pane::Inboxes);
@@ -710,7 +729,7 @@ mod tests {
     fn pane_bindings_win_over_global_ones() {
         let km = Keymap::default();
         assert_eq!(
-            km.lookup(Pane::Workflows, Key::ch('y')),
+            km.lookup(Pane::Workflows, Key::ch('v')),
             Some(&Action::ToggleRaw)
         );
         assert_eq!(km.lookup(Pane::Bus, Key::ch('q')), Some(&Action::Quit));

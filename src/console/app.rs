@@ -29,6 +29,10 @@ pub enum Effect {
     Execute(Op),
     /// Ask the engine for a cleanup dry run and report back with [`App::cleanup_previewed`].
     PreviewCleanup(WorkflowId),
+    /// Put this text on the system clipboard (OSC 52, see `clipboard`).
+    Clipboard(String),
+    /// Turn mouse capture on (true) or off.
+    Mouse(bool),
 }
 
 /// How a flash message reads.
@@ -162,6 +166,8 @@ pub struct PaneState {
     pub gone: Option<String>,
     /// The column the rows are ordered by (`:sort`, Shift + its letter).
     pub sort: Option<items::Sort>,
+    /// The marked records (identities, in marking order): bulk actions apply to them (see `marks`).
+    pub picked: Vec<String>,
 }
 
 /// The whole console state.
@@ -210,6 +216,16 @@ pub struct FirstTimeHints {
     pub held: bool,
     pub deadlock: bool,
     pub vote: bool,
+    /// The config's thresholds (stale, overdue, held too long).
+    pub thresholds: super::config::Thresholds,
+    /// The config's `[notify]` settings, for the attention notifier.
+    pub notify: super::config::NotifySettings,
+    /// Where the current pane's table was drawn (written by drawing; read by mouse clicks).
+    pub table_at: Cell<Option<super::mouse::TableAt>>,
+    /// The last click on a row (when, pane, row), for double-clicks.
+    pub(crate) last_click: Option<(Instant, Pane, usize)>,
+    /// Mouse capture is on (`:mouse` toggles it).
+    pub mouse: bool,
 }
 
 const FLASH_FOR: Duration = Duration::from_secs(6);
@@ -238,14 +254,29 @@ impl App {
             inbox_god: None,
             paused_at: None,
             hints: None,
+            thresholds: Default::default(),
+            notify: Default::default(),
+            table_at: Cell::new(None),
+            last_click: None,
+            mouse: true,
         }
+    }
+
+    /// Takes the operator's configuration: the remapped keymap, the time format, the thresholds
+    /// and the notification settings.
+    pub fn configure(&mut self, cfg: &super::config::Config) {
+        self.keymap = cfg.keymap.clone();
+        let local = cfg.time == super::config::TimeFormat::Local;
+        self.absolute_times = local;
+        self.thresholds = cfg.thresholds;
+        self.notify = cfg.notify.clone();
     }
 
     pub fn pane_state(&self) -> &PaneState {
         &self.panes[self.pane.number() - 1]
     }
 
-    fn pane_state_mut(&mut self) -> &mut PaneState {
+    pub(crate) fn pane_state_mut(&mut self) -> &mut PaneState {
         &mut self.panes[self.pane.number() - 1]
     }
 
@@ -466,7 +497,7 @@ impl App {
     }
 
     /// The identities of the rows of `pane`, in row order.
-    fn keys(&self, pane: Pane) -> Vec<String> {
+    pub(crate) fn keys(&self, pane: Pane) -> Vec<String> {
         let s = &self.snapshot;
         let f = self.filter(pane);
         match pane {
@@ -507,7 +538,7 @@ impl App {
     }
 
     /// The identity of the record selected in `pane` (the one that went away, if it did).
-    fn selected_key(&self, pane: Pane) -> Option<String> {
+    pub(crate) fn selected_key(&self, pane: Pane) -> Option<String> {
         if pane == Pane::Bus && self.follow {
             return None;
         }
@@ -703,7 +734,10 @@ impl App {
                 Some(Action::Submit) => {
                     if c.confirm_focused {
                         self.in_flight += 1;
-                        self.acted_on = self.selected_key(self.pane).map(|k| (self.pane, k));
+                        self.acted_on = self
+                            .selected_key(self.pane)
+                            .filter(|_| !matches!(c.op, Op::Bulk { .. }))
+                            .map(|k| (self.pane, k));
                         self.flash(FlashKind::Info, format!("{}…", c.op.title()));
                         vec![Effect::Execute(c.op)]
                     } else {
@@ -729,6 +763,25 @@ impl App {
             return Vec::new();
         }
         let detail = self.pane_state().detail;
+        if !self.pane_state().picked.is_empty() && !detail {
+            let fits: Option<(&dyn Fn(&App, &str) -> bool, &str)> = match action {
+                Action::Ack(_) => Some((
+                    &|a: &App, k: &str| a.dispatch_is_held(k) == Some(false),
+                    "a dispatch to ack",
+                )),
+                Action::Approve | Action::RejectHeld => Some((
+                    &|a: &App, k: &str| a.dispatch_is_held(k) == Some(true),
+                    "a held dispatch",
+                )),
+                Action::Abort | Action::ForceUnlock => Some((&|_: &App, _: &str| true, "listed")),
+                _ => None,
+            };
+            if let Some((fits, what)) = fits
+                && !self.select_first_mark(fits, what)
+            {
+                return Vec::new();
+            }
+        }
         match action {
             Action::Quit => return vec![Effect::Quit],
             Action::Help => self.mode = Mode::Help(HelpView::default()),
@@ -775,6 +828,7 @@ impl App {
                     st.scroll = 0;
                 }
             }
+            Action::Back if !detail && self.clear_marks() => {}
             Action::Back => {
                 let st = self.pane_state_mut();
                 if st.detail {
@@ -856,8 +910,83 @@ impl App {
                 );
             }
             Action::NextGod | Action::PrevGod => self.cycle_god(action == Action::NextGod),
+            Action::Yank => return self.yank(),
+            Action::ToggleMark => self.toggle_mark(),
+            Action::MarkRange => self.mark_range(),
+            Action::MarkAll => self.mark_all(),
+            Action::ToggleMouse => {
+                self.mouse = !self.mouse;
+                self.flash(
+                    FlashKind::Info,
+                    if self.mouse {
+                        "mouse on: click tabs and rows, wheel scrolls (Shift-drag selects text)"
+                    } else {
+                        "mouse off: the terminal selects text (:mouse turns it back on)"
+                    },
+                );
+                return vec![Effect::Mouse(self.mouse)];
+            }
         }
         Vec::new()
+    }
+
+    /// `y`: the selected record's id or path (every marked one's, a line each), to the clipboard.
+    fn yank(&mut self) -> Vec<Effect> {
+        let picked = self.pane_state().picked.clone();
+        let keys: Vec<String> = if picked.is_empty() {
+            if self.refuse_if_gone(self.pane) {
+                return Vec::new();
+            }
+            match self.yank_text(self.selected(self.pane)) {
+                Some(t) => vec![t],
+                None => {
+                    self.flash(FlashKind::Info, "nothing selected to yank");
+                    return Vec::new();
+                }
+            }
+        } else {
+            let all = self.keys(self.pane);
+            all.iter()
+                .enumerate()
+                .filter(|(_, k)| picked.contains(k))
+                .filter_map(|(i, _)| self.yank_text(i))
+                .collect()
+        };
+        if keys.is_empty() {
+            self.flash(FlashKind::Info, "the marked rows are not listed (filter?)");
+            return Vec::new();
+        }
+        let text = keys.join("\n");
+        let shown = if keys.len() == 1 {
+            keys[0].clone()
+        } else {
+            format!("{} ids", keys.len())
+        };
+        self.flash(
+            FlashKind::Success,
+            format!("yanked {shown} to the clipboard (OSC 52)"),
+        );
+        vec![Effect::Clipboard(text)]
+    }
+
+    /// What `y` copies for row `i` of the current pane: a workflow id, a handoff id, a message id,
+    /// a lock's path, a worker id, a director.
+    fn yank_text(&self, i: usize) -> Option<String> {
+        let s = &self.snapshot;
+        let f = self.filter(self.pane);
+        match self.pane {
+            Pane::Workflows => items::workflows(s, &f).get(i).map(|w| w.id.clone()),
+            Pane::Inboxes => items::dispatches(s, &f)
+                .get(i)
+                .map(|r| r.view.dispatch.handoff_id.clone()),
+            Pane::Locks => items::locks(s, &f).get(i).map(|(_, l)| l.path.clone()),
+            _ => {
+                let keys = self.keys(self.pane);
+                let k = keys.get(i)?;
+                // Workers are `track/worker_id`; messages and directors are their own id.
+                Some(k.rsplit('/').next().unwrap_or(k).to_owned())
+            }
+        }
     }
 
     /// Scrolls the open detail, within its lines.
@@ -1405,7 +1534,11 @@ impl App {
     }
 
     /// Opens the confirmation dialog for `op`, with what will happen.
-    fn confirm(&mut self, op: Op) {
+    pub(crate) fn confirm(&mut self, op: Op) {
+        let op = match self.fan_out(&op) {
+            Some((items, skipped)) => Op::Bulk { items, skipped },
+            None => op,
+        };
         let lines = super::preview::describe(&op, &self.snapshot, self.now);
         self.mode = Mode::Confirm(Confirm {
             op,
@@ -1418,6 +1551,17 @@ impl App {
     pub fn op_finished(&mut self, op: &Op, result: Result<Value, String>) {
         self.in_flight = self.in_flight.saturating_sub(1);
         match result {
+            Ok(v) if matches!(op, Op::Bulk { .. }) => {
+                let kind = if super::marks::bulk_has_failures(&v) {
+                    FlashKind::Error
+                } else {
+                    FlashKind::Success
+                };
+                self.flash(kind, op.summarize(&v));
+                if let Op::Bulk { items, .. } = op {
+                    self.bulk_finished(items, &v);
+                }
+            }
             Ok(v) => self.flash(FlashKind::Success, op.summarize(&v)),
             Err(e) => self.flash(FlashKind::Error, format!("{} refused: {e}", op.title())),
         }

@@ -164,6 +164,25 @@ pub const COMMANDS: &[Command] = &[
         "",
         Arg::None,
         "hide / show finished workflows",
+        "yank",
+        &["copy"],
+        "",
+        Arg::None,
+        "copy the selected id or path (every marked one's) to the clipboard (OSC 52)",
+    ),
+    cmd(
+        "mark-all",
+        &["marks"],
+        "",
+        Arg::None,
+        "mark every listed row (again: unmark them); Esc clears the marks",
+    ),
+    cmd(
+        "mouse",
+        &[],
+        "",
+        Arg::None,
+        "mouse capture on / off (off: the terminal selects text; on: Shift-drag selects)",
     ),
 ];
 
@@ -189,6 +208,9 @@ pub fn action_of(c: &Command) -> Option<Action> {
         "resolve" => Action::BoardResolve,
         "ack" => Action::Ack(None),
         "finished" => Action::ToggleFinished,
+        "yank" => Action::Yank,
+        "mark-all" => Action::MarkAll,
+        "mouse" => Action::ToggleMouse,
         _ => return None,
     })
 }

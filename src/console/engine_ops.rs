@@ -97,6 +97,7 @@ impl Operator for EngineOperator {
             Op::BoardResolve { track, force } => {
                 to_json(self.bus(track.as_str())?.board_resolve(*force, OPERATOR)?)
             }
+            Op::Bulk { items, skipped } => Ok(super::marks::execute_bulk(self, items, skipped)),
         }
     }
 

@@ -181,7 +181,7 @@ pub fn dispatch_overdue(d: &DispatchView, held: bool, now: DateTime<Utc>) -> boo
         && x.dispatched_at
             .as_deref()
             .and_then(crate::engine::store::time::parse_ts)
-            .is_some_and(|t| now - t > crate::live::snapshot::UNACKED_OVERDUE_AFTER)
+            .is_some_and(|t| now - t > crate::live::snapshot::unacked_overdue_after())
 }
 
 /// A held dispatch (in `_quarantine`) waiting for an operator longer than this is flagged as

@@ -10,10 +10,14 @@
 
 pub mod action;
 pub mod app;
+pub mod clipboard;
 pub mod commands;
+pub mod config;
 pub mod engine_ops;
 pub mod items;
 pub mod line;
+pub mod marks;
+pub mod mouse;
 pub mod ops;
 pub mod preview;
 pub mod run;

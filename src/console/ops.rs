@@ -56,6 +56,12 @@ pub enum Op {
         /// Needed when some directors have not voted (they are recorded as abstained).
         force: bool,
     },
+    /// The same action on every marked record (see `marks`): one engine call each, in order.
+    Bulk {
+        items: Vec<super::marks::BulkItem>,
+        /// Marked records the action does not apply to, with why (reported, never called).
+        skipped: Vec<(String, String)>,
+    },
 }
 
 impl Op {
@@ -79,6 +85,10 @@ impl Op {
             }
             Op::BoardNextRound { track } => format!("Next discussion round on {track}"),
             Op::BoardResolve { track, .. } => format!("Resolve the board of {track}"),
+            Op::Bulk { items, .. } => match items.first() {
+                Some((_, op)) => format!("{} {} marked record(s)", op.verb(), items.len()),
+                None => "Nothing to do on the marked records".to_owned(),
+            },
         }
     }
 
@@ -95,6 +105,7 @@ impl Op {
             Op::BoardAdvance { force: true, .. } => "Force advance",
             Op::BoardNextRound { .. } => "Next round",
             Op::BoardResolve { .. } => "Resolve",
+            Op::Bulk { items, .. } => items.first().map_or("OK", |(_, op)| op.verb()),
         }
     }
 
@@ -108,17 +119,21 @@ impl Op {
                 | Op::BoardResolve { .. }
                 | Op::BoardAdvance { force: true, .. }
                 | Op::RejectHeld { .. }
-        ) || matches!(
-            self,
-            Op::Ack {
-                status: AckChoice::Rejected,
-                ..
-            }
-        )
+        ) || matches!(self, Op::Bulk { items, .. } if items.iter().any(|(_, o)| o.is_destructive()))
+            || matches!(
+                self,
+                Op::Ack {
+                    status: AckChoice::Rejected,
+                    ..
+                }
+            )
     }
 
     /// A one-line account of what the engine returned, for the flash message.
     pub fn summarize(&self, result: &Value) -> String {
+        if let Op::Bulk { items, .. } = self {
+            return super::marks::summarize_bulk(items, result);
+        }
         let s = |k: &str| result.get(k).and_then(Value::as_str);
         let n = |k: &str| result.get(k).and_then(Value::as_array).map_or(0, Vec::len);
         match self {
@@ -188,6 +203,7 @@ impl Op {
                     _ => "discussion round closed".to_owned(),
                 }
             }
+            Op::Bulk { .. } => String::new(),
             Op::BoardResolve { .. } => format!(
                 "board resolved: {}",
                 s("verdict")

@@ -21,6 +21,7 @@ pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, Stri
     use Tone::*;
     let mut out = Vec::new();
     match op {
+        Op::Bulk { items, skipped } => return super::marks::describe_bulk(items, skipped),
         Op::Ack {
             god,
             handoff_id,

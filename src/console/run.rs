@@ -31,6 +31,8 @@ pub struct ConsoleOptions {
     pub poll: Option<Duration>,
     /// Say in one line what to do the first time a held dispatch, a deadlock or a vote appears.
     pub hints: bool,
+    /// The operator's configuration (keys, theme, times, thresholds, notifications).
+    pub config: super::config::Config,
 }
 
 /// Where the console writes its log: `$PANTHEON_LOG`, else `$XDG_STATE_HOME/pantheon/console.log`,
@@ -92,6 +94,7 @@ pub fn run(root: Root, opts: ConsoleOptions) -> anyhow::Result<()> {
         Some(d) => WatchMode::Poll(d),
         None => WatchMode::Notify,
     };
+    super::config::apply_thresholds(&opts.config.thresholds);
     let started = Instant::now();
     let live = LiveHandle::start(root.clone(), mode, ModelOptions::default());
     tracing::info!(ready_ms = started.elapsed().as_millis() as u64, mode = %live.mode, "model ready");
@@ -106,13 +109,15 @@ pub fn run(root: Root, opts: ConsoleOptions) -> anyhow::Result<()> {
         app.hints = Some(Default::default());
         app.first_time_hints();
     }
+    app.configure(&opts.config);
+    let theme = Theme::with_palette(opts.config.palette);
     if let Some(why) = &live.fallback_reason {
         app.flash(
             FlashKind::Error,
             format!("file notifications unavailable ({why}); polling every second"),
         );
     }
-    let result = rt.block_on(event_loop(&mut guard, &mut app, live, operator));
+    let result = rt.block_on(event_loop(&mut guard, &mut app, live, operator, theme));
     drop(guard);
     if let Err(e) = &result {
         tracing::error!("console stopped: {e:#}");
@@ -142,8 +147,8 @@ async fn event_loop(
     app: &mut App,
     mut live: LiveHandle,
     operator: Arc<dyn Operator>,
+    theme: Theme,
 ) -> anyhow::Result<()> {
-    let theme = Theme::from_env();
     let (in_tx, mut in_rx) = mpsc::unbounded_channel();
     spawn_input(in_tx);
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
@@ -167,6 +172,10 @@ async fn event_loop(
                 Some(Event::Key(k)) if k.kind != KeyEventKind::Release => {
                     test_panic_on(&k);
                     effects = app.on_key(k);
+                    dirty = true;
+                }
+                Some(Event::Mouse(m)) => {
+                    effects = app.on_mouse(m, Instant::now());
                     dirty = true;
                 }
                 Some(Event::Paste(text)) => {
@@ -216,6 +225,21 @@ async fn event_loop(
                         }
                         let _ = tx.send(Done::Op(op, r));
                     });
+                }
+                Effect::Clipboard(text) => {
+                    // Straight to the terminal: ratatui's buffer has no place for it.
+                    let out = guard.terminal.backend_mut();
+                    out.write_all(super::clipboard::osc52(&text).as_bytes())
+                        .and_then(|()| out.flush())
+                        .context("writing to the terminal")?;
+                }
+                Effect::Mouse(on) => {
+                    let out = guard.terminal.backend_mut();
+                    if on {
+                        crossterm::execute!(out, crossterm::event::EnableMouseCapture)?;
+                    } else {
+                        crossterm::execute!(out, crossterm::event::DisableMouseCapture)?;
+                    }
                 }
                 Effect::PreviewCleanup(wf) => {
                     let (tx, operator) = (done_tx.clone(), operator.clone());

@@ -6,7 +6,9 @@ use std::sync::Once;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossterm::cursor::{Hide, Show};
-use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
+use crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture,
+};
 use crossterm::execute;
 use crossterm::terminal::{
     EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
@@ -31,7 +33,13 @@ pub fn restore() {
         return;
     }
     let mut out = io::stdout();
-    let _ = execute!(out, DisableBracketedPaste, LeaveAlternateScreen, Show);
+    let _ = execute!(
+        out,
+        DisableMouseCapture,
+        DisableBracketedPaste,
+        LeaveAlternateScreen,
+        Show
+    );
     let _ = disable_raw_mode();
     let _ = out.flush();
 }
@@ -55,7 +63,13 @@ impl TerminalGuard {
         enable_raw_mode()?;
         ENTERED.store(true, Ordering::SeqCst);
         let mut out = io::stdout();
-        if let Err(e) = execute!(out, EnterAlternateScreen, Hide, EnableBracketedPaste) {
+        if let Err(e) = execute!(
+            out,
+            EnterAlternateScreen,
+            Hide,
+            EnableBracketedPaste,
+            EnableMouseCapture
+        ) {
             restore();
             return Err(e);
         }

@@ -3,17 +3,34 @@
 
 use ratatui::style::{Color, Modifier, Style};
 
-/// The styles the views use.
+use super::config::Palette;
+
+/// The styles the views use: a palette (the config's theme or skin), and whether to colour at all.
 #[derive(Debug, Clone, Copy)]
 pub struct Theme {
     pub color: bool,
+    pub palette: Palette,
 }
 
 impl Theme {
-    /// Colours unless `NO_COLOR` is set (to anything non-empty).
+    /// Colours unless `NO_COLOR` is set (to anything non-empty), in the dark theme.
     pub fn from_env() -> Self {
+        Self::with_palette(Palette::DARK)
+    }
+
+    /// `palette`, unless `NO_COLOR` is set.
+    pub fn with_palette(palette: Palette) -> Self {
         Self {
             color: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+            palette,
+        }
+    }
+
+    /// The dark theme, coloured or not (tests and screenshots).
+    pub fn plain(color: bool) -> Self {
+        Self {
+            color,
+            palette: Palette::DARK,
         }
     }
 
@@ -30,37 +47,37 @@ impl Theme {
     }
     pub fn dim(&self) -> Style {
         if self.color {
-            Style::new().fg(Color::DarkGray)
+            Style::new().fg(self.palette.dim)
         } else {
             Style::new().add_modifier(Modifier::DIM)
         }
     }
     pub fn title(&self) -> Style {
-        self.fg(Color::Cyan).add_modifier(Modifier::BOLD)
+        self.fg(self.palette.title).add_modifier(Modifier::BOLD)
     }
     pub fn header(&self) -> Style {
-        self.fg(Color::Yellow).add_modifier(Modifier::BOLD)
+        self.fg(self.palette.header).add_modifier(Modifier::BOLD)
     }
     pub fn ok(&self) -> Style {
-        self.fg(Color::Green)
+        self.fg(self.palette.ok)
     }
     pub fn warn(&self) -> Style {
-        self.fg(Color::Yellow)
+        self.fg(self.palette.warn)
     }
     /// Something that needs the operator: stale, expired, overdue, failed.
     pub fn alert(&self) -> Style {
-        self.fg(Color::Red).add_modifier(Modifier::BOLD)
+        self.fg(self.palette.alert).add_modifier(Modifier::BOLD)
     }
     pub fn info(&self) -> Style {
-        self.fg(Color::Blue)
+        self.fg(self.palette.info)
     }
     pub fn accent(&self) -> Style {
-        self.fg(Color::Magenta)
+        self.fg(self.palette.accent)
     }
     pub fn selected(&self) -> Style {
         if self.color {
             Style::new()
-                .bg(Color::Rgb(40, 60, 90))
+                .bg(self.palette.selected_bg)
                 .add_modifier(Modifier::BOLD)
         } else {
             Style::new().add_modifier(Modifier::REVERSED)
@@ -72,13 +89,13 @@ impl Theme {
     }
 
     pub fn key(&self) -> Style {
-        self.fg(Color::Cyan).add_modifier(Modifier::BOLD)
+        self.fg(self.palette.key).add_modifier(Modifier::BOLD)
     }
     pub fn tab_active(&self) -> Style {
         if self.color {
             Style::new()
-                .fg(Color::Black)
-                .bg(Color::Cyan)
+                .fg(self.palette.tab_fg)
+                .bg(self.palette.tab_bg)
                 .add_modifier(Modifier::BOLD)
         } else {
             Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD)
@@ -88,9 +105,13 @@ impl Theme {
         if !self.color {
             return Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD);
         }
-        let bg = if danger { Color::Red } else { Color::Cyan };
+        let bg = if danger {
+            self.palette.alert
+        } else {
+            self.palette.tab_bg
+        };
         Style::new()
-            .fg(Color::Black)
+            .fg(self.palette.tab_fg)
             .bg(bg)
             .add_modifier(Modifier::BOLD)
     }

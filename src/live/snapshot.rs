@@ -14,8 +14,25 @@ use crate::engine::conductor::definition::{LoadError, WorkflowDef};
 use crate::engine::conductor::model::{AbortManifest, AckStatus, Dispatch, WorkflowState};
 use crate::engine::store::time::parse_ts;
 
-/// A dispatch that has waited unacknowledged this long is overdue.
+/// A dispatch that has waited unacknowledged this long is overdue (the default of
+/// [`unacked_overdue_after`]).
 pub const UNACKED_OVERDUE_AFTER: Duration = Duration::minutes(5);
+
+static OVERDUE_AFTER_SECS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(300);
+
+/// The overdue threshold in effect: [`UNACKED_OVERDUE_AFTER`] unless the console's config
+/// (`[thresholds] overdue_secs`) set another one.
+pub fn unacked_overdue_after() -> Duration {
+    Duration::seconds(OVERDUE_AFTER_SECS.load(std::sync::atomic::Ordering::Relaxed))
+}
+
+/// Sets the overdue threshold for this process (at least one second).
+pub fn set_unacked_overdue_after(secs: u64) {
+    let secs = i64::try_from(secs)
+        .unwrap_or(i64::MAX)
+        .clamp(1, 100 * 365 * 86_400);
+    OVERDUE_AFTER_SECS.store(secs, std::sync::atomic::Ordering::Relaxed);
+}
 
 /// A problem with one file: it is shown, never fatal.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -244,7 +261,7 @@ impl Snapshot {
         for (_, d) in &w.waiting {
             if d.ack_status == AckStatus::Unacked
                 && let Some(at) = d.dispatched_at.as_deref().and_then(parse_ts)
-                && now - at > UNACKED_OVERDUE_AFTER
+                && now - at > unacked_overdue_after()
             {
                 return Some(format!("unacked for {}", short_duration(now - at)));
             }

@@ -168,7 +168,7 @@ pub fn type_text(app: &mut App, s: &str) {
 
 pub fn render(app: &App, w: u16, h: u16) -> Buffer {
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-    t.draw(|f| views::draw(f, app, &Theme { color: true }))
+    t.draw(|f| views::draw(f, app, &Theme::plain(true)))
         .unwrap();
     t.backend().buffer().clone()
 }

@@ -211,7 +211,7 @@ fn no_color_keeps_every_state_readable_by_word() {
     let root = fixture_root();
     let app = app_for(root.path(), fixture_now());
     let mut t = Terminal::new(TestBackend::new(W, H)).unwrap();
-    t.draw(|f| views::draw(f, &app, &Theme { color: false }))
+    t.draw(|f| views::draw(f, &app, &Theme::plain(false)))
         .unwrap();
     let b = t.backend().buffer().clone();
     assert!(

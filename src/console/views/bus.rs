@@ -230,6 +230,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         theme,
         row,
     );
+    super::record_table(app, area, first);
 }
 
 /// The table's columns: the payload takes the room left over.

@@ -155,6 +155,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         theme,
         row,
     );
+    super::record_table(app, bottom, first);
 }
 
 /// The per-god summary's columns.

@@ -115,6 +115,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         theme,
         row,
     );
+    super::record_table(app, area, first);
 }
 
 /// The table's columns: the path is the lock's identity, cut last.

@@ -52,6 +52,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
     .areas(area);
     draw_header(frame, header, app, theme);
     draw_tabs(frame, tabs, app, theme);
+    app.table_at.set(None);
     match app.pane {
         Pane::Workflows => workflows::draw(frame, body, app, theme),
         Pane::Inboxes => inboxes::draw(frame, body, app, theme),
@@ -60,6 +61,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
         Pane::Workers => workers::draw(frame, body, app, theme),
         Pane::Board => board::draw(frame, body, app, theme),
     }
+    draw_marks(frame, app, theme);
     issues::last_good_marker(frame, body, app, theme);
     draw_status(frame, status, app, theme);
     draw_footer(frame, footer, app, theme);
@@ -70,6 +72,33 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
         Mode::AckMenu { target, choice } => dialogs::ack_menu(frame, area, target, *choice, theme),
         Mode::Prompt(p) => dialogs::prompt(frame, area, p, theme),
         _ => {}
+    }
+}
+
+/// Records where the current pane's table was drawn (for mouse clicks and marks): `first` is the
+/// index of the record on its first row.
+pub(crate) fn record_table(app: &App, area: Rect, first: usize) {
+    let height = area.height.saturating_sub(3) as usize;
+    let rows = app.row_count().saturating_sub(first).min(height);
+    app.table_at
+        .set(Some(crate::console::mouse::TableAt { area, first, rows }));
+}
+
+/// A `●` on the left border of every marked row on screen.
+fn draw_marks(frame: &mut Frame, app: &App, theme: &Theme) {
+    let st = app.pane_state();
+    if st.picked.is_empty() || st.detail {
+        return;
+    }
+    let Some(t) = app.table_at.get() else { return };
+    let keys = app.keys(app.pane);
+    for i in 0..t.rows {
+        if app.is_picked(&keys, t.first + i) {
+            let y = t.area.y + 2 + i as u16;
+            frame
+                .buffer_mut()
+                .set_string(t.area.x, y, "●", theme.accent());
+        }
     }
 }
 
@@ -201,6 +230,16 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                 };
                 Line::from(Span::styled(format!("{glyph} {}", f.text), style))
             }
+            None if !app.pane_state().picked.is_empty() => Line::from(vec![
+                Span::styled(
+                    format!("● {} marked", app.pane_state().picked.len()),
+                    theme.accent(),
+                ),
+                Span::styled(
+                    "  an action applies to every mark · Space unmark · Esc clears",
+                    theme.dim(),
+                ),
+            ]),
             None => {
                 let f = &app.pane_state().filter;
                 if f.is_empty() {

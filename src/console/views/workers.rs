@@ -201,6 +201,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         theme,
         row,
     );
+    super::record_table(app, area, first);
 }
 
 /// The table's columns: the subtask takes the room left over; TRACK goes first when it is narrow.

@@ -99,6 +99,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         theme,
         row,
     );
+    super::record_table(app, area, first);
 }
 
 /// The table's columns; narrow terminals hide AGE, then DEFINITION (both are in the detail view)

@@ -1,0 +1,456 @@
+//! Marks and bulk actions: `Space` marks a row, `V` marks the range from the last mark to the
+//! selected row, `*` marks every row the filter lists (again: unmarks them). While a pane has marks,
+//! ack, approve, reject, abort and force-unlock apply to every marked record after ONE confirmation
+//! that lists them; the engine is called once per record and the result is reported per item
+//! ("approved 4, refused 1: hof_…: why"). Records that refused stay marked, so a retry is one key.
+//!
+//! A mark is the record's identity (the same one the selection follows), so it stays on its record
+//! when rows move, and a record that went away is reported as skipped, never replaced by a neighbour.
+
+use serde_json::{Value, json};
+
+use crate::engine::store::{GodName, HandoffId, TrackName, WorkflowId};
+
+use super::action::Pane;
+use super::app::{App, FlashKind, Tone};
+use super::items::{self, Filter};
+use super::ops::{Op, Operator};
+
+/// One record of a bulk action: its mark (identity) and the engine call for it.
+pub type BulkItem = (String, Op);
+
+impl App {
+    /// The marks of `pane`, in the order they were made.
+    pub fn picked(&self, pane: Pane) -> &[String] {
+        &self.panes[pane.number() - 1].picked
+    }
+
+    /// True when the record at `row` of the current pane's list is marked.
+    pub fn is_picked(&self, keys: &[String], row: usize) -> bool {
+        keys.get(row)
+            .is_some_and(|k| self.pane_state().picked.contains(k))
+    }
+
+    /// Space: marks (or unmarks) the selected row and moves down.
+    pub fn toggle_mark(&mut self) {
+        if self.pane_state().detail {
+            return;
+        }
+        let Some(key) = self.selected_key(self.pane) else {
+            return self.flash(FlashKind::Info, "nothing to mark here");
+        };
+        if self.pane_state().gone.is_some() {
+            return self.flash(
+                FlashKind::Error,
+                "the selected record went away: select a row",
+            );
+        }
+        let st = self.pane_state_mut();
+        if let Some(i) = st.picked.iter().position(|k| *k == key) {
+            st.picked.remove(i);
+        } else {
+            st.picked.push(key);
+        }
+        self.dispatch(super::action::Action::Down);
+        self.say_marks();
+    }
+
+    /// V: marks every row from the last mark to the selected one (both included).
+    pub fn mark_range(&mut self) {
+        let keys = self.keys(self.pane);
+        let cur = self.selected(self.pane);
+        let Some(anchor) = self
+            .pane_state()
+            .picked
+            .iter()
+            .rev()
+            .find_map(|k| keys.iter().position(|x| x == k))
+        else {
+            return self.flash(
+                FlashKind::Info,
+                "mark a first row with Space, then V marks the range to here",
+            );
+        };
+        let (a, b) = if anchor <= cur {
+            (anchor, cur)
+        } else {
+            (cur, anchor)
+        };
+        let st = self.pane_state_mut();
+        for k in keys.iter().take(b + 1).skip(a) {
+            if !st.picked.contains(k) {
+                st.picked.push(k.clone());
+            }
+        }
+        self.say_marks();
+    }
+
+    /// `*`: marks every row the filter lists; when all of them are marked already, unmarks them.
+    pub fn mark_all(&mut self) {
+        let keys = self.keys(self.pane);
+        if keys.is_empty() {
+            return self.flash(FlashKind::Info, "nothing listed to mark");
+        }
+        let st = self.pane_state_mut();
+        if keys.iter().all(|k| st.picked.contains(k)) {
+            st.picked.retain(|k| !keys.contains(k));
+        } else {
+            for k in keys {
+                if !st.picked.contains(&k) {
+                    st.picked.push(k);
+                }
+            }
+        }
+        self.say_marks();
+    }
+
+    /// Drops the current pane's marks (Esc); true if there were some.
+    pub fn clear_marks(&mut self) -> bool {
+        let had = !self.pane_state().picked.is_empty();
+        self.pane_state_mut().picked.clear();
+        if had {
+            self.flash(FlashKind::Info, "marks cleared");
+        }
+        had
+    }
+
+    fn say_marks(&mut self) {
+        let n = self.pane_state().picked.len();
+        let text = if n == 0 {
+            "no row marked".to_owned()
+        } else {
+            format!("{n} marked: an action now applies to every marked row · Esc clears the marks")
+        };
+        self.flash(FlashKind::Info, text);
+    }
+
+    /// Before an action on a pane with marks, selects the first marked row `fits` accepts (so the
+    /// action's prompts are asked about a record it applies to). False (with a flash) when none does.
+    pub(crate) fn select_first_mark(
+        &mut self,
+        fits: &dyn Fn(&App, &str) -> bool,
+        what: &str,
+    ) -> bool {
+        let keys = self.keys(self.pane);
+        let picked = self.pane_state().picked.clone();
+        let found = keys
+            .iter()
+            .enumerate()
+            .find(|(_, k)| picked.contains(k) && fits(self, k));
+        match found {
+            Some((i, _)) => {
+                let st = self.pane_state_mut();
+                st.selected = i;
+                st.gone = None;
+                true
+            }
+            None => {
+                self.flash(
+                    FlashKind::Error,
+                    format!(
+                        "none of the {} marked rows listed here is {what}",
+                        picked.len()
+                    ),
+                );
+                false
+            }
+        }
+    }
+
+    /// True when a dispatch key (`god/name`) of pane 2 is a held one.
+    pub(crate) fn dispatch_is_held(&self, key: &str) -> Option<bool> {
+        items::dispatches(&self.snapshot, &Filter::default())
+            .iter()
+            .find(|r| format!("{}/{}", r.god, r.view.name) == key)
+            .map(|r| r.held)
+    }
+
+    /// `op` made for every mark of the current pane (None: no marks, or an op that is not bulk).
+    /// Marks it cannot apply to come back as skipped, with why.
+    pub(crate) fn fan_out(&self, op: &Op) -> Option<(Vec<BulkItem>, Vec<(String, String)>)> {
+        let picked = self.pane_state().picked.clone();
+        if picked.is_empty()
+            || !matches!(
+                op,
+                Op::Ack { .. }
+                    | Op::Approve { .. }
+                    | Op::RejectHeld { .. }
+                    | Op::Abort { .. }
+                    | Op::ForceUnlock { .. }
+            )
+        {
+            return None;
+        }
+        let snap = &self.snapshot;
+        let all = Filter::default();
+        let mut items = Vec::new();
+        let mut skipped = Vec::new();
+        for key in picked {
+            let made: Result<Op, String> = match op {
+                Op::Ack {
+                    status,
+                    message,
+                    eta,
+                    gates_passed,
+                    ..
+                } => match items::dispatches(snap, &all)
+                    .iter()
+                    .find(|r| format!("{}/{}", r.god, r.view.name) == key)
+                {
+                    None => Err("no longer listed".into()),
+                    Some(r) if r.held => Err("held: approve (p) or reject (R) it".into()),
+                    Some(r) => match (
+                        GodName::parse(r.god),
+                        HandoffId::parse(&r.view.dispatch.handoff_id),
+                    ) {
+                        (Ok(god), Ok(handoff_id)) => Ok(Op::Ack {
+                            god,
+                            handoff_id,
+                            workflow_id: WorkflowId::parse(&r.view.dispatch.workflow_id).ok(),
+                            status: *status,
+                            message: message.clone(),
+                            eta: eta.clone(),
+                            gates_passed: gates_passed.clone(),
+                        }),
+                        (Err(e), _) | (_, Err(e)) => Err(e.to_string()),
+                    },
+                },
+                Op::Approve { .. } | Op::RejectHeld { .. } => match items::dispatches(snap, &all)
+                    .iter()
+                    .find(|r| format!("{}/{}", r.god, r.view.name) == key)
+                {
+                    None => Err("no longer listed".into()),
+                    Some(r) if !r.held => Err("not held (ack it with a)".into()),
+                    Some(r) => HandoffId::parse(&r.view.dispatch.handoff_id)
+                        .map_err(|e| e.to_string())
+                        .map(|handoff_id| match op {
+                            Op::RejectHeld { reason, .. } => Op::RejectHeld {
+                                handoff_id,
+                                reason: reason.clone(),
+                            },
+                            _ => Op::Approve { handoff_id },
+                        }),
+                },
+                Op::Abort { reason, .. } => {
+                    if snap.workflows.iter().any(|w| w.id == key) {
+                        WorkflowId::parse(&key)
+                            .map_err(|e| e.to_string())
+                            .map(|workflow_id| Op::Abort {
+                                workflow_id,
+                                reason: reason.clone(),
+                            })
+                    } else {
+                        Err("no longer listed".into())
+                    }
+                }
+                Op::ForceUnlock { .. } => match items::locks(snap, &all)
+                    .iter()
+                    .find(|(t, l)| format!("{t}/{}", l.path) == key)
+                {
+                    None => Err("no longer listed".into()),
+                    Some((t, l)) => TrackName::parse(t).map_err(|e| e.to_string()).map(|track| {
+                        Op::ForceUnlock {
+                            track,
+                            path: l.path.clone(),
+                        }
+                    }),
+                },
+                _ => return None,
+            };
+            match made {
+                Ok(op) => items.push((key, op)),
+                Err(why) => skipped.push((key, why)),
+            }
+        }
+        Some((items, skipped))
+    }
+
+    /// The engine answered a bulk action: one flash for all, per item; the records that refused
+    /// stay marked (the others are unmarked).
+    pub(crate) fn bulk_finished(&mut self, items: &[BulkItem], result: &Value) {
+        let pane = match items.first().map(|(_, op)| op) {
+            Some(Op::Abort { .. }) => Pane::Workflows,
+            Some(Op::ForceUnlock { .. }) => Pane::Locks,
+            Some(_) => Pane::Inboxes,
+            None => return,
+        };
+        let results = result
+            .get("results")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let failed: Vec<String> = results
+            .iter()
+            .filter(|r| r.get("ok").and_then(Value::as_bool) != Some(true))
+            .filter_map(|r| r.get("key").and_then(Value::as_str).map(str::to_owned))
+            .collect();
+        self.panes[pane.number() - 1]
+            .picked
+            .retain(|k| failed.contains(k));
+    }
+}
+
+/// The past tense of a bulk action, for "approved 4, refused 1".
+pub fn done_word(op: &Op) -> &'static str {
+    match op {
+        Op::Ack { .. } => "acked",
+        Op::Approve { .. } => "approved",
+        Op::RejectHeld { .. } => "rejected",
+        Op::Abort { .. } => "aborted",
+        Op::ForceUnlock { .. } => "unlocked",
+        Op::Cleanup { .. } => "cleaned up",
+        _ => "done",
+    }
+}
+
+/// The short name of the record an op is for (the handoff, workflow or lock path).
+pub fn subject(op: &Op) -> String {
+    match op {
+        Op::Ack { handoff_id, .. }
+        | Op::Approve { handoff_id }
+        | Op::RejectHeld { handoff_id, .. } => handoff_id.to_string(),
+        Op::Abort { workflow_id, .. } | Op::Cleanup { workflow_id } => workflow_id.to_string(),
+        Op::ForceUnlock { path, .. } => path.clone(),
+        Op::Bulk { items, .. } => format!("{} records", items.len()),
+        Op::BoardAdvance { track, .. }
+        | Op::BoardNextRound { track }
+        | Op::BoardResolve { track, .. } => track.to_string(),
+    }
+}
+
+/// Runs every item of a bulk action, one engine call each, in order; a refusal does not stop the
+/// others. The result lists each item (`key`, `subject`, `ok`, `result` or `error`) and the skipped.
+pub fn execute_bulk(
+    operator: &dyn Operator,
+    items: &[BulkItem],
+    skipped: &[(String, String)],
+) -> Value {
+    let results: Vec<Value> = items
+        .iter()
+        .map(|(key, op)| match operator.execute(op) {
+            Ok(v) => json!({"key": key, "subject": subject(op), "ok": true, "result": v}),
+            Err(e) => {
+                json!({"key": key, "subject": subject(op), "ok": false, "error": e.to_string()})
+            }
+        })
+        .collect();
+    json!({
+        "results": results,
+        "skipped": skipped.iter().map(|(k, why)| json!({"key": k, "why": why})).collect::<Vec<_>>(),
+    })
+}
+
+/// "approved 4, refused 1: hof_x: why; skipped 1: god/file: not held".
+pub fn summarize_bulk(items: &[BulkItem], result: &Value) -> String {
+    let word = items.first().map_or("done", |(_, op)| done_word(op));
+    let empty = Vec::new();
+    let results = result
+        .get("results")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty);
+    let ok = results
+        .iter()
+        .filter(|r| r.get("ok").and_then(Value::as_bool) == Some(true))
+        .count();
+    let refused: Vec<String> = results
+        .iter()
+        .filter(|r| r.get("ok").and_then(Value::as_bool) != Some(true))
+        .map(|r| {
+            format!(
+                "{}: {}",
+                r.get("subject").and_then(Value::as_str).unwrap_or("?"),
+                r.get("error").and_then(Value::as_str).unwrap_or("?")
+            )
+        })
+        .collect();
+    let skipped: Vec<String> = result
+        .get("skipped")
+        .and_then(Value::as_array)
+        .unwrap_or(&empty)
+        .iter()
+        .map(|s| {
+            format!(
+                "{}: {}",
+                s.get("key").and_then(Value::as_str).unwrap_or("?"),
+                s.get("why").and_then(Value::as_str).unwrap_or("?")
+            )
+        })
+        .collect();
+    let mut out = format!("{word} {ok}");
+    if !refused.is_empty() {
+        out.push_str(&format!(
+            ", refused {}: {}",
+            refused.len(),
+            refused.join("; ")
+        ));
+    }
+    if !skipped.is_empty() {
+        out.push_str(&format!(
+            ", skipped {}: {}",
+            skipped.len(),
+            skipped.join("; ")
+        ));
+    }
+    out
+}
+
+/// True when a bulk result has a refusal or a skipped record.
+pub fn bulk_has_failures(result: &Value) -> bool {
+    let any = |k: &str, bad: &dyn Fn(&Value) -> bool| {
+        result
+            .get(k)
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.iter().any(bad))
+    };
+    any("results", &|r| {
+        r.get("ok").and_then(Value::as_bool) != Some(true)
+    }) || any("skipped", &|_| true)
+}
+
+/// The confirmation of a bulk action: what it does to each record, and what is skipped.
+pub fn describe_bulk(items: &[BulkItem], skipped: &[(String, String)]) -> Vec<(Tone, String)> {
+    const SHOWN: usize = 12;
+    let mut out = Vec::new();
+    let first = items.first().map(|(_, op)| op);
+    let word = first.map_or("changed", done_word);
+    out.push((
+        Tone::Normal,
+        format!(
+            "{} marked record(s) will be {word}, one engine call each:",
+            items.len()
+        ),
+    ));
+    for (_, op) in items.iter().take(SHOWN) {
+        out.push((Tone::Normal, format!("  • {}", op.title())));
+    }
+    if items.len() > SHOWN {
+        out.push((Tone::Dim, format!("  … and {} more", items.len() - SHOWN)));
+    }
+    match first {
+        Some(Op::Ack {
+            message: Some(m), ..
+        })
+        | Some(Op::RejectHeld { reason: m, .. })
+        | Some(Op::Abort { reason: m, .. }) => {
+            out.push((Tone::Dim, format!("With the same words for each: {m}")));
+        }
+        _ => {}
+    }
+    if !skipped.is_empty() {
+        out.push((
+            Tone::Warn,
+            format!("{} marked record(s) are skipped:", skipped.len()),
+        ));
+        for (k, why) in skipped.iter().take(SHOWN) {
+            out.push((Tone::Warn, format!("  • {k}: {why}")));
+        }
+    }
+    if first.is_some_and(Op::is_destructive) {
+        out.push((Tone::Danger, "This cannot be undone.".to_owned()));
+    }
+    out.push((
+        Tone::Dim,
+        "Each result is reported; the records that refuse stay marked.".to_owned(),
+    ));
+    out
+}

@@ -1,0 +1,134 @@
+//! The mouse: a click on a tab opens its pane, a click on a row selects it, a second click on the
+//! same row (within [`DOUBLE_CLICK`]) opens its detail, the wheel scrolls (the list, the detail, the
+//! help). Mouse capture takes the terminal's own text selection: hold Shift while dragging to
+//! select text (most terminals, and tmux), or turn capture off with `:mouse`.
+//!
+//! Where rows are on screen is written by drawing into [`App::table_at`], as the detail's scroll
+//! limit is, so a click means the row that was drawn there.
+
+use std::time::{Duration, Instant};
+
+use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+use ratatui::layout::Rect;
+
+use super::action::{Action, Pane};
+use super::app::{App, Effect, Mode};
+
+/// Two clicks on the same row within this time open it.
+pub const DOUBLE_CLICK: Duration = Duration::from_millis(400);
+
+/// Rows the wheel moves per notch.
+pub const WHEEL_ROWS: usize = 3;
+
+/// Where the current pane's main table was drawn: its area (with the border) and the index of the
+/// record on its first row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableAt {
+    pub area: Rect,
+    pub first: usize,
+    /// Rows drawn.
+    pub rows: usize,
+}
+
+impl TableAt {
+    /// The record index drawn at screen row `y`, column `x` (None: not a data row).
+    pub fn row_at(&self, x: u16, y: u16) -> Option<usize> {
+        let a = self.area;
+        // Top border, then the header row, then the data rows.
+        let top = a.y.checked_add(2)?;
+        if x <= a.x || x >= a.x.saturating_add(a.width).saturating_sub(1) || y < top {
+            return None;
+        }
+        let rel = usize::from(y - top);
+        (rel < self.rows).then(|| self.first + rel)
+    }
+}
+
+/// The pane whose tab is at column `x` of the tab bar (drawn as ` N Title ` and a space each).
+pub fn tab_at(x: u16) -> Option<Pane> {
+    let mut from = 0usize;
+    for p in Pane::ALL {
+        let w = format!(" {} {} ", p.number(), p.title()).chars().count();
+        if (from..from + w).contains(&usize::from(x)) {
+            return Some(p);
+        }
+        from += w + 1;
+    }
+    None
+}
+
+/// The screen row of the tab bar (under the header).
+pub const TAB_ROW: u16 = 1;
+
+impl App {
+    /// Handles a mouse event at time `at`.
+    pub fn on_mouse(&mut self, ev: MouseEvent, at: Instant) -> Vec<Effect> {
+        match (&self.mode, ev.kind) {
+            (Mode::Help(_), MouseEventKind::ScrollDown | MouseEventKind::ScrollUp) => {
+                let down = ev.kind == MouseEventKind::ScrollDown;
+                let key = if down { 'j' } else { 'k' };
+                let mut out = Vec::new();
+                for _ in 0..WHEEL_ROWS {
+                    out.extend(self.on_key(crossterm::event::KeyEvent::new(
+                        crossterm::event::KeyCode::Char(key),
+                        crossterm::event::KeyModifiers::NONE,
+                    )));
+                }
+                return out;
+            }
+            (Mode::Normal, _) => {}
+            _ => return Vec::new(),
+        }
+        match ev.kind {
+            MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => {
+                let a = if ev.kind == MouseEventKind::ScrollDown {
+                    Action::Down
+                } else {
+                    Action::Up
+                };
+                for _ in 0..WHEEL_ROWS {
+                    self.dispatch(a.clone());
+                }
+                Vec::new()
+            }
+            MouseEventKind::Down(MouseButton::Left) => self.click(ev.column, ev.row, at),
+            _ => Vec::new(),
+        }
+    }
+
+    fn click(&mut self, x: u16, y: u16, at: Instant) -> Vec<Effect> {
+        if y == TAB_ROW {
+            self.last_click = None;
+            return match tab_at(x) {
+                Some(p) => self.dispatch(Action::GoPane(p)),
+                None => Vec::new(),
+            };
+        }
+        if self.pane_state().detail {
+            return Vec::new();
+        }
+        let Some(row) = self.table_at.get().and_then(|t| t.row_at(x, y)) else {
+            return Vec::new();
+        };
+        if row >= self.row_count() {
+            return Vec::new();
+        }
+        let double = self.last_click.is_some_and(|(t, p, r)| {
+            p == self.pane && r == row && at.duration_since(t) <= DOUBLE_CLICK
+        });
+        let n = self.row_count();
+        if self.pane == Pane::Bus {
+            self.follow = row + 1 == n;
+        }
+        let st = self.pane_state_mut();
+        st.selected = row;
+        st.gone = None;
+        st.scroll = 0;
+        if double {
+            self.last_click = None;
+            return self.dispatch(Action::Open);
+        }
+        self.last_click = Some((at, self.pane, row));
+        Vec::new()
+    }
+}
