@@ -75,6 +75,25 @@ pub struct ConsoleArgs {
     /// without them, e.g. some network mounts).
     #[arg(long, value_name = "MS", num_args = 0..=1, default_missing_value = "1000")]
     pub poll: Option<u64>,
+    /// Run CMD (through `sh -c`) when a new attention item appears: each item as one compact JSON
+    /// object per line on its stdin ({kind, ids, reason, since}). Rate-limited.
+    #[arg(long, value_name = "CMD")]
+    pub on_attention: Option<String>,
+    /// Ring the terminal bell when a new attention item appears.
+    #[arg(long)]
+    pub bell: bool,
+    /// Send a desktop notification through the terminal when a new attention item appears: OSC 9
+    /// (iTerm2, kitty, WezTerm; the default) or OSC 777 (foot, urxvt, VTE).
+    #[arg(long, value_name = "osc9|osc777", num_args = 0..=1, default_missing_value = "osc9",
+          value_parser = parse_desktop)]
+    pub notify_desktop: Option<crate::console::notify::Desktop>,
+    /// At most one notification per this many seconds (new items in between go together).
+    #[arg(long, value_name = "SECS", default_value_t = 5)]
+    pub notify_every: u64,
+}
+
+fn parse_desktop(s: &str) -> Result<crate::console::notify::Desktop, String> {
+    crate::console::notify::Desktop::parse(s).ok_or_else(|| format!("{s:?}: use osc9 or osc777"))
 }
 
 fn run_console(args: ConsoleArgs, root: &Root) -> anyhow::Result<Outcome> {
@@ -83,6 +102,13 @@ fn run_console(args: ConsoleArgs, root: &Root) -> anyhow::Result<Outcome> {
         poll: args
             .poll
             .map(|ms| std::time::Duration::from_millis(ms.max(50))),
+        notify: crate::console::notify::NotifySettings {
+            bell: args.bell,
+            desktop: args.notify_desktop,
+            on_attention: args.on_attention.filter(|c| !c.trim().is_empty()),
+            min_interval: std::time::Duration::from_secs(args.notify_every),
+            ..Default::default()
+        },
     };
     crate::console::run::run(root.clone(), opts)?;
     Ok(Outcome::Exit(ExitCode::SUCCESS))
@@ -150,12 +176,17 @@ pub fn require_root(root: &Root) -> anyhow::Result<()> {
 impl Cli {
     /// Console options given beside another command are a usage error (they would be ignored).
     pub fn usage_error(&self) -> Option<clap::Error> {
-        let console_flags = self.console.read_only || self.console.poll.is_some();
+        let c = &self.console;
+        let console_flags = c.read_only
+            || c.poll.is_some()
+            || c.on_attention.is_some()
+            || c.bell
+            || c.notify_desktop.is_some();
         (console_flags && self.command.is_some()).then(|| {
             use clap::CommandFactory;
             Self::command().error(
                 clap::error::ErrorKind::ArgumentConflict,
-                "--read-only and --poll before a command belong to the console: \
+                "--read-only, --poll and the notification options before a command belong to the console: \
                  use `pantheon --read-only` or `pantheon console --read-only`",
             )
         })

@@ -149,6 +149,27 @@ pub const COMMANDS: &[Command] = &[
         "the files the engine cannot read: path, since when, problem",
     ),
     cmd("quit", &["q"], "", Arg::None, "quit"),
+    cmd(
+        "messages",
+        &["msgs"],
+        "",
+        Arg::None,
+        "the flash and notification history, newest first",
+    ),
+    cmd(
+        "snooze",
+        &[],
+        "",
+        Arg::None,
+        "snooze the selected attention item (asks for how long)",
+    ),
+    cmd(
+        "next-attention",
+        &["attention"],
+        "",
+        Arg::None,
+        "jump to the record of the next attention item",
+    ),
 ];
 
 /// The action a command without an argument stands for (the ones with arguments are parsed by
@@ -172,6 +193,9 @@ pub fn action_of(c: &Command) -> Option<Action> {
         "next-round" => Action::BoardNextRound,
         "resolve" => Action::BoardResolve,
         "ack" => Action::Ack(None),
+        "messages" => Action::Messages,
+        "snooze" => Action::Snooze,
+        "next-attention" => Action::NextAttention,
         _ => return None,
     })
 }

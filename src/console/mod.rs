@@ -10,10 +10,12 @@
 
 pub mod action;
 pub mod app;
+pub mod attention;
 pub mod commands;
 pub mod engine_ops;
 pub mod items;
 pub mod line;
+pub mod notify;
 pub mod ops;
 pub mod preview;
 pub mod run;

@@ -17,7 +17,8 @@ use crate::engine::store::Root;
 
 use super::files::{JsonFile, LogChange, LogCursor, Refresh};
 use super::snapshot::{
-    BoardView, DispatchView, FileWarning, InboxView, Snapshot, TrackView, WorkflowView,
+    BoardView, DispatchView, FileWarning, InboxView, JournalView, Snapshot, TrackView,
+    WorkflowView,
 };
 
 /// Tuning of the live model.
@@ -252,6 +253,9 @@ struct TrackTracker {
     assessments: JsonFile<Vec<(String, crate::engine::bus::model::Assessment)>>,
     votes: JsonFile<Vec<(String, crate::engine::bus::model::Vote)>>,
     discussion: Option<(super::files::Fingerprint, Arc<Vec<DiscussionLine>>)>,
+    /// Messages per second of their timestamps, oldest second first, over the newest
+    /// [`super::snapshot::RATE_SECONDS`] seconds seen.
+    rate: VecDeque<(i64, u32)>,
     view: Arc<TrackView>,
 }
 
@@ -262,6 +266,7 @@ impl TrackTracker {
             name: name.to_owned(),
             cursor: LogCursor::new(),
             messages: VecDeque::new(),
+            rate: VecDeque::new(),
             messages_read: 0,
             lines_skipped: 0,
             queue_note: None,
@@ -297,6 +302,7 @@ impl TrackTracker {
             }
             LogChange::Replaced => {
                 self.messages.clear();
+                self.rate.clear();
                 self.queue_note =
                     Some("queue.jsonl was replaced or truncated; reading the new file".into());
                 changed = true;
@@ -323,6 +329,7 @@ impl TrackTracker {
                 self.lines_skipped += batch.skipped;
                 self.messages_read += batch.messages.len() as u64;
                 for m in batch.messages {
+                    self.count_rate(&m);
                     if self.messages.len() == opts.buffer {
                         self.messages.pop_front();
                     }
@@ -343,6 +350,31 @@ impl TrackTracker {
             }
         }
         changed
+    }
+
+    /// Counts a message in the second its timestamp names (one parse per message read).
+    fn count_rate(&mut self, m: &Envelope) {
+        let Some(sec) = crate::engine::store::time::parse_ts(&m.timestamp).map(|t| t.timestamp())
+        else {
+            return;
+        };
+        let window = super::snapshot::RATE_SECONDS as i64;
+        let newest = self.rate.back().map_or(sec, |(s, _)| (*s).max(sec));
+        if sec <= newest.saturating_sub(window) {
+            return;
+        }
+        match self.rate.iter().rposition(|(s, _)| *s <= sec) {
+            Some(i) if self.rate[i].0 == sec => self.rate[i].1 = self.rate[i].1.saturating_add(1),
+            Some(i) => self.rate.insert(i + 1, (sec, 1)),
+            None => self.rate.push_front((sec, 1)),
+        }
+        while self
+            .rate
+            .front()
+            .is_some_and(|(s, _)| *s <= newest.saturating_sub(window))
+        {
+            self.rate.pop_front();
+        }
     }
 
     fn refresh_locks(&mut self) -> bool {
@@ -436,7 +468,8 @@ impl TrackTracker {
         let locks = self.locks.value().cloned().unwrap_or_default();
         let workers = self.workers.value().cloned().unwrap_or_default();
         let messages: Vec<Arc<Envelope>> = self.messages.iter().cloned().collect();
-        let deadlocks = super::engine_glue::deadlocks(&messages, &locks, &workers, now);
+        let (deadlocks, deadlock_locks) =
+            super::engine_glue::deadlocks(&messages, &locks, &workers, now);
         let board = self.session.as_ref().map(|session| {
             let votes = self.votes.value().cloned().unwrap_or_default();
             let assessments = self.assessments.value().cloned().unwrap_or_default();
@@ -469,6 +502,8 @@ impl TrackTracker {
             locks,
             workers,
             deadlocks: Arc::new(deadlocks),
+            deadlock_locks: Arc::new(deadlock_locks),
+            rate: Arc::new(self.rate.iter().copied().collect()),
             board,
             warnings,
         });
@@ -487,6 +522,10 @@ enum Target {
     Definitions,
     Track(String, TrackPart),
     TracksDir,
+    /// `conductor/dead/`: dead-lettered dispatches.
+    Dead,
+    /// `conductor/journal.jsonl` or a segment in `conductor/journal/`.
+    Journal,
     Ignore,
 }
 
@@ -519,6 +558,12 @@ pub struct LiveModel {
     definition_files: Vec<(String, super::files::Fingerprint)>,
     /// When each file now in the warnings was first seen with a problem.
     warned_since: BTreeMap<PathBuf, chrono::DateTime<chrono::Utc>>,
+    /// `conductor/dead/{god}/`: dead letters, read as dispatches.
+    dead: BTreeMap<String, InboxTracker>,
+    dirty_dead: bool,
+    /// Fingerprints of the journal's files when it was last read.
+    journal_files: Vec<(PathBuf, Option<super::files::Fingerprint>)>,
+    dirty_journal: bool,
 }
 
 impl LiveModel {
@@ -541,6 +586,10 @@ impl LiveModel {
             dirty_definitions: true,
             definition_files: Vec::new(),
             warned_since: BTreeMap::new(),
+            dead: BTreeMap::new(),
+            dirty_dead: true,
+            journal_files: Vec::new(),
+            dirty_journal: true,
             root,
         };
         m.rescan_all();
@@ -641,6 +690,13 @@ impl LiveModel {
                 _ => Target::Ignore,
             };
         }
+        if path.starts_with(self.dead_dir()) {
+            return Target::Dead;
+        }
+        let journal = crate::engine::journal::journal_path(&self.root);
+        if path == journal || path.starts_with(crate::engine::journal::segments_dir(&self.root)) {
+            return Target::Journal;
+        }
         if path.starts_with(&self.root.conductor) {
             // A new or removed top-level directory (pending/, state/, tracks/ created by init).
             if path.parent() == Some(self.root.conductor.as_path()) {
@@ -694,6 +750,8 @@ impl LiveModel {
                 }
             }
             Target::Definitions => self.check_definitions(),
+            Target::Dead => self.rescan_dead(),
+            Target::Journal => self.check_journal(),
             Target::TracksDir => self.rescan_tracks(),
             Target::Track(name, part) => {
                 let bus = self.root.tracks_dir().join(&name).join(".message-bus");
@@ -730,6 +788,51 @@ impl LiveModel {
         self.rescan_inboxes();
         self.rescan_tracks();
         self.check_definitions();
+        self.rescan_dead();
+        self.check_journal();
+    }
+
+    fn dead_dir(&self) -> PathBuf {
+        self.root.conductor.join("dead")
+    }
+
+    /// Re-lists `conductor/dead/` and refreshes its files (only changed ones are read).
+    fn rescan_dead(&mut self) {
+        let dir = self.dead_dir();
+        let gods = list_dir(&dir, true);
+        let before = self.dead.len();
+        self.dead.retain(|g, _| gods.contains(g));
+        let mut changed = before != self.dead.len();
+        for g in &gods {
+            let is_new = !self.dead.contains_key(g);
+            let t = self
+                .dead
+                .entry(g.clone())
+                .or_insert_with(|| InboxTracker::new(g, dir.join(g)));
+            if t.rescan() || is_new {
+                t.rebuild();
+                changed = true;
+            }
+        }
+        if changed {
+            self.dirty_dead = true;
+        }
+    }
+
+    /// Marks the journal for reading when one of its files changed (appended, rotated).
+    fn check_journal(&mut self) {
+        let files: Vec<(PathBuf, Option<super::files::Fingerprint>)> =
+            crate::engine::journal::files(&self.root)
+                .into_iter()
+                .map(|p| {
+                    let f = super::files::Fingerprint::of(&p);
+                    (p, f)
+                })
+                .collect();
+        if files != self.journal_files {
+            self.journal_files = files;
+            self.dirty_journal = true;
+        }
     }
 
     /// Marks the definitions for reloading when a file in `conductor/workflows/` changed.
@@ -842,7 +945,12 @@ impl LiveModel {
     }
 
     fn publish_if_dirty(&mut self) -> Option<Arc<Snapshot>> {
-        if self.dirty_workflows || self.dirty_inboxes || self.dirty_tracks || self.dirty_definitions
+        if self.dirty_workflows
+            || self.dirty_inboxes
+            || self.dirty_tracks
+            || self.dirty_definitions
+            || self.dirty_dead
+            || self.dirty_journal
         {
             self.publish();
             Some(self.snapshot.clone())
@@ -877,6 +985,27 @@ impl LiveModel {
         if self.dirty_tracks {
             s.tracks = Arc::new(self.tracks.values().map(|t| t.view.clone()).collect());
         }
+        if self.dirty_dead {
+            s.dead_letters = Arc::new(self.dead.values().map(|i| (*i.view).clone()).collect());
+        }
+        if self.dirty_journal {
+            s.journal = Arc::new(
+                match crate::engine::journal::read_recent(
+                    &self.root,
+                    super::snapshot::JOURNAL_KEPT,
+                ) {
+                    Ok(r) => JournalView {
+                        entries: r.entries.into_iter().map(Arc::new).collect(),
+                        bad_lines: r.bad_lines,
+                        error: None,
+                    },
+                    Err(e) => JournalView {
+                        error: Some(e.to_string()),
+                        ..JournalView::default()
+                    },
+                },
+            );
+        }
         let mut warnings = self.collect_warnings(&s);
         let now = chrono::Utc::now();
         self.warned_since
@@ -889,6 +1018,8 @@ impl LiveModel {
         self.dirty_inboxes = false;
         self.dirty_tracks = false;
         self.dirty_definitions = false;
+        self.dirty_dead = false;
+        self.dirty_journal = false;
         self.snapshot = Arc::new(s);
     }
 
@@ -955,6 +1086,9 @@ impl LiveModel {
         }
         for t in s.tracks.iter() {
             out.extend(t.warnings.iter().cloned());
+        }
+        for i in s.dead_letters.iter() {
+            out.extend(i.errors.iter().cloned());
         }
         out
     }

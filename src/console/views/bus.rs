@@ -134,6 +134,15 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             "‖ paused"
         }
     );
+    {
+        // Messages per second over the last minute, and the other tracks' current rate.
+        let rate = track.per_second(app.now, 60);
+        title.push_str(&format!(
+            "· {} {}/s ",
+            super::sparkline(&rate),
+            rate.last().copied().unwrap_or(0)
+        ));
+    }
     if track.lines_skipped > 0 {
         title.push_str(&format!("· {} bad lines skipped ", track.lines_skipped));
     }

@@ -82,6 +82,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             theme,
         );
     }
+    let cycles = app.cycle_locks();
     let height = area.height.saturating_sub(3) as usize;
     let (first, rel) = window(sel, rows.len(), height);
     let body = rows
@@ -98,7 +99,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             };
             vec![
                 Line::styled(track.to_string(), theme.dim()),
-                Line::raw(l.path.clone()),
+                if cycles.iter().any(|(t, p)| t.as_str() == *track && *p == l.path) {
+                    Line::styled(format!("⟲ CYCLE {}", l.path), theme.alert())
+                } else {
+                    Line::raw(l.path.clone())
+                },
                 Line::raw(l.worker_id.clone().unwrap_or_else(|| "-".into())),
                 Line::raw(l.lock_type.clone().unwrap_or_else(|| "exclusive".into())),
                 Line::raw(when(l.acquired_at.as_deref(), now, app.absolute_times)),
