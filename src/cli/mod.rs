@@ -96,18 +96,55 @@ pub struct ConsoleArgs {
     /// $XDG_CONFIG_HOME/pantheon/config.toml (`pantheon config --default` prints one).
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
+    /// Run CMD (through `sh -c`) when a new attention item appears: each item as one compact JSON
+    /// object per line on its stdin ({kind, ids, reason, since}). Rate-limited. Default: the
+    /// config's `[notify] on_attention`.
+    #[arg(long, value_name = "CMD")]
+    pub on_attention: Option<String>,
+    /// Ring the terminal bell when a new attention item appears (or `[notify] bell = true`).
+    #[arg(long)]
+    pub bell: bool,
+    /// Send a desktop notification through the terminal when a new attention item appears: OSC 9
+    /// (iTerm2, kitty, WezTerm; the default) or OSC 777 (foot, urxvt, VTE); or `[notify] desktop`.
+    #[arg(long, value_name = "osc9|osc777", num_args = 0..=1, default_missing_value = "osc9",
+          value_parser = parse_desktop)]
+    pub notify_desktop: Option<crate::console::notify::Desktop>,
+    /// At most one notification per this many seconds (new items in between go together).
+    /// Default: the config's `[notify] rate_limit_secs`, else 5.
+    #[arg(long, value_name = "SECS")]
+    pub notify_every: Option<u64>,
+}
+
+fn parse_desktop(s: &str) -> Result<crate::console::notify::Desktop, String> {
+    crate::console::notify::Desktop::parse(s).ok_or_else(|| format!("{s:?}: use osc9 or osc777"))
 }
 
 fn run_console(args: ConsoleArgs, root: &Root) -> anyhow::Result<Outcome> {
     // A config that cannot be used stops here, before the terminal is taken, with its line.
     let config = crate::console::config::load(args.config.as_deref())?;
     let opts = crate::console::run::ConsoleOptions {
-        config,
         read_only: args.read_only,
         poll: args
             .poll
             .map(|ms| std::time::Duration::from_millis(ms.max(50))),
         hints: false,
+        // The operator's flags win over the operator's config; neither ever comes from the root.
+        notify: crate::console::notify::NotifySettings {
+            bell: args.bell || config.notify.bell,
+            desktop: args.notify_desktop.or(config
+                .notify
+                .desktop
+                .then_some(crate::console::notify::Desktop::Osc9)),
+            on_attention: args
+                .on_attention
+                .or_else(|| config.notify.on_attention.clone())
+                .filter(|c| !c.trim().is_empty()),
+            min_interval: std::time::Duration::from_secs(
+                args.notify_every.unwrap_or(config.notify.rate_limit_secs),
+            ),
+            ..Default::default()
+        },
+        config,
     };
     crate::console::run::run(root.clone(), opts)?;
     Ok(Outcome::Exit(ExitCode::SUCCESS))
@@ -194,13 +231,19 @@ pub fn require_root(root: &Root) -> anyhow::Result<()> {
 impl Cli {
     /// Console options given beside another command are a usage error (they would be ignored).
     pub fn usage_error(&self) -> Option<clap::Error> {
-        let console_flags =
-            self.console.read_only || self.console.poll.is_some() || self.console.config.is_some();
+        let c = &self.console;
+        let console_flags = c.read_only
+            || c.poll.is_some()
+            || c.config.is_some()
+            || c.on_attention.is_some()
+            || c.bell
+            || c.notify_desktop.is_some()
+            || c.notify_every.is_some();
         (console_flags && self.command.is_some()).then(|| {
             use clap::CommandFactory;
             Self::command().error(
                 clap::error::ErrorKind::ArgumentConflict,
-                "--read-only, --poll and --config before a command belong to the console: \
+                "--read-only, --poll, --config and the notification options before a command belong to the console: \
                  use `pantheon --read-only` or `pantheon console --read-only`",
             )
         })

@@ -4,7 +4,8 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde::{Deserialize, Serialize};
 
-/// The six panes, numbered as operators see them.
+/// The panes, numbered as operators see them: 1-6 as ever, then the newer views (7, 8, …; past 9
+/// only by `:pane NAME`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Pane {
@@ -14,17 +15,23 @@ pub enum Pane {
     Locks,
     Workers,
     Board,
+    /// Everything that waits on a human.
+    Attention,
+    /// The operator journal.
+    Journal,
 }
 
 impl Pane {
     /// All panes in number order.
-    pub const ALL: [Pane; 6] = [
+    pub const ALL: [Pane; 8] = [
         Pane::Workflows,
         Pane::Inboxes,
         Pane::Bus,
         Pane::Locks,
         Pane::Workers,
         Pane::Board,
+        Pane::Attention,
+        Pane::Journal,
     ];
 
     /// 1-based number shown in the tab bar.
@@ -40,6 +47,22 @@ impl Pane {
             Pane::Locks => "Locks",
             Pane::Workers => "Workers",
             Pane::Board => "Board",
+            Pane::Attention => "Attention",
+            Pane::Journal => "Journal",
+        }
+    }
+
+    /// The title cut short, for a tab bar that does not fit the whole titles.
+    pub fn short_title(self) -> &'static str {
+        match self {
+            Pane::Workflows => "Wf",
+            Pane::Inboxes => "Inbox",
+            Pane::Bus => "Bus",
+            Pane::Locks => "Lock",
+            Pane::Workers => "Work",
+            Pane::Board => "Board",
+            Pane::Attention => "Attn",
+            Pane::Journal => "Jrnl",
         }
     }
 
@@ -156,6 +179,22 @@ pub enum Action {
     BoardForceAdvance,
     BoardNextRound,
     BoardResolve,
+    /// Jump to the next attention item's record, from anywhere.
+    NextAttention,
+    /// Snooze the selected attention item (asks for how long).
+    Snooze,
+    /// The notification history (`:messages`).
+    Messages,
+    /// From a worker: the locks it holds (pane 4).
+    WorkerLocks,
+    /// From a worker: its track's bus messages from it (pane 3).
+    WorkerMessages,
+    /// From pane 5 during a deadlock: select a lock of the cycle in pane 4, to release it.
+    CycleLock,
+    /// From a dispatch: its workflow (pane 1).
+    GoWorkflow,
+    /// From a workflow: its waiting dispatch (pane 2).
+    GoDispatch,
     /// Focus the other button of a dialog.
     ToggleFocus,
     /// Press the focused button, take the chosen item, or send the typed answer.
@@ -222,6 +261,14 @@ impl Action {
             Action::BoardForceAdvance => "force advance",
             Action::BoardNextRound => "next round",
             Action::BoardResolve => "resolve",
+            Action::NextAttention => "next attention item",
+            Action::Snooze => "snooze",
+            Action::Messages => "messages",
+            Action::WorkerLocks => "its locks",
+            Action::WorkerMessages => "its messages",
+            Action::CycleLock => "deadlock lock",
+            Action::GoWorkflow => "its workflow",
+            Action::GoDispatch => "its dispatch",
             Action::ToggleFocus => "switch button",
             Action::Submit => "press focused / select",
             Action::Cancel => "cancel",
@@ -404,8 +451,10 @@ impl Default for Keymap {
         bind(vec![Key::plain(Tab)], g, Action::NextPane, true);
         bind(vec![Key::plain(BackTab)], g, Action::PrevPane, false);
         for p in Pane::ALL {
-            let c = char::from_digit(p.number() as u32, 10).expect("six panes");
-            bind(vec![Key::ch(c)], g, Action::GoPane(p), false);
+            // Panes past 9 are reached by `:pane NAME` only.
+            if let Some(c) = char::from_digit(p.number() as u32, 10).filter(|_| p.number() <= 9) {
+                bind(vec![Key::ch(c)], g, Action::GoPane(p), false);
+            }
         }
         bind(vec![Key::ch('j'), Key::plain(Down)], g, Action::Down, false);
         bind(vec![Key::ch('k'), Key::plain(Up)], g, Action::Up, false);
@@ -428,6 +477,7 @@ impl Default for Keymap {
         bind(vec![Key::ch(':')], g, Action::Command, true);
         bind(vec![Key::ch('r')], g, Action::Refresh, false);
         bind(vec![Key::ch('t')], g, Action::ToggleTimes, false);
+        bind(vec![Key::ch('@')], g, Action::NextAttention, true);
         let wf = Scope::Pane(Pane::Workflows);
         bind(vec![Key::ch('x')], wf, Action::Abort, true);
         bind(vec![Key::ch('c')], wf, Action::Cleanup, true);
@@ -450,6 +500,14 @@ impl Default for Keymap {
         bind(vec![Key::ch('F')], board, Action::BoardForceAdvance, true);
         bind(vec![Key::ch('n')], board, Action::BoardNextRound, true);
         bind(vec![Key::ch('s')], board, Action::BoardResolve, true);
+        let attention = Scope::Pane(Pane::Attention);
+        bind(vec![Key::ch('z')], attention, Action::Snooze, true);
+        let workers = Scope::Pane(Pane::Workers);
+        bind(vec![Key::ch('l')], workers, Action::WorkerLocks, true);
+        bind(vec![Key::ch('m')], workers, Action::WorkerMessages, true);
+        bind(vec![Key::ch('L')], workers, Action::CycleLock, true);
+        bind(vec![Key::ch('w')], inbox, Action::GoWorkflow, true);
+        bind(vec![Key::ch('d')], wf, Action::GoDispatch, true);
         let d = Scope::Detail;
         bind(vec![Key::plain(Esc)], d, Action::Back, true);
         bind(vec![Key::ch('j'), Key::plain(Down)], d, Action::Down, true);
@@ -673,7 +731,7 @@ impl Keymap {
                         seen_go = true;
                         rows.push(HelpRow {
                             section: section.clone(),
-                            keys: format!("1-{}", Pane::ALL.len()),
+                            keys: format!("1-{}", Pane::ALL.len().min(9)),
                             text: "go to pane".into(),
                             mutation: false,
                         });
@@ -770,7 +828,7 @@ mod tests {
             rows.iter()
                 .any(|r| r.section == "Everywhere" && r.keys == "q C-c")
         );
-        assert_eq!(rows.iter().filter(|r| r.keys == "1-6").count(), 1);
+        assert_eq!(rows.iter().filter(|r| r.keys == "1-8").count(), 1);
         for c in crate::console::commands::COMMANDS {
             assert!(
                 rows.iter()
@@ -827,8 +885,10 @@ mod tests {
     fn panes_parse_by_number_and_name() {
         assert_eq!(Pane::parse("3"), Some(Pane::Bus));
         assert_eq!(Pane::parse("worke"), Some(Pane::Workers));
-        assert_eq!(Pane::parse("7"), None);
-        assert_eq!(Pane::Board.next(), Pane::Workflows);
-        assert_eq!(Pane::Workflows.prev(), Pane::Board);
+        assert_eq!(Pane::parse("7"), Some(Pane::Attention));
+        assert_eq!(Pane::parse("journal"), Some(Pane::Journal));
+        assert_eq!(Pane::parse("10"), None);
+        assert_eq!(Pane::Journal.next(), Pane::Workflows);
+        assert_eq!(Pane::Workflows.prev(), Pane::Journal);
     }
 }

@@ -3,6 +3,7 @@
 //! operator flow (selection -> confirm -> engine call -> flash) runs here without a terminal.
 
 use std::cell::Cell;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,6 +15,7 @@ use crate::engine::store::{GodName, HandoffId, TrackName, WorkflowId};
 use crate::live::snapshot::Snapshot;
 
 use super::action::{AckChoice, Action, Dialog, Key, Keymap, Pane};
+use super::attention::{self, Jump};
 use super::commands::{self, Arg};
 use super::items::{self, Filter};
 use super::line::{self, Edit, History, LineEditor};
@@ -79,6 +81,8 @@ pub enum PromptFor {
     },
     RejectHeld(HandoffId),
     Abort(WorkflowId),
+    /// How long to snooze the attention item with this key.
+    Snooze(String),
 }
 
 /// Which question of an ack the prompt asks; earlier answers ride along.
@@ -122,6 +126,8 @@ pub enum Mode {
     Help(HelpView),
     /// The file issues overlay (closed by any key).
     Issues,
+    /// The flash and notification history (`:messages`), closed by any key.
+    Messages,
     /// Editing the current pane's filter (applied as typed).
     Filter(LineEditor),
     /// Typing a `:` command.
@@ -170,12 +176,27 @@ pub struct PaneState {
     pub picked: Vec<String>,
 }
 
+/// A flash or notification kept for `:messages`.
+#[derive(Debug, Clone)]
+pub struct Message {
+    pub at: DateTime<Utc>,
+    pub kind: FlashKind,
+    pub text: String,
+}
+
+/// The most messages `:messages` keeps.
+pub const MESSAGES_KEPT: usize = 500;
+
+/// Inbox depth samples: one every [`DEPTH_EVERY`], [`DEPTH_SAMPLES`] kept (five minutes).
+pub const DEPTH_EVERY: chrono::Duration = chrono::Duration::seconds(10);
+pub const DEPTH_SAMPLES: usize = 30;
+
 /// The whole console state.
 pub struct App {
     pub keymap: Keymap,
     pub read_only: bool,
     pub pane: Pane,
-    pub panes: [PaneState; 6],
+    pub panes: [PaneState; 8],
     pub mode: Mode,
     pub flash: Option<Flash>,
     pub snapshot: Arc<Snapshot>,
@@ -208,14 +229,6 @@ pub struct App {
     pub paused_at: Option<String>,
     /// One-line hints the first time something needs the operator (the demo turns them on).
     pub hints: Option<FirstTimeHints>,
-}
-
-/// Which first-time hints were shown already.
-#[derive(Debug, Clone, Default)]
-pub struct FirstTimeHints {
-    pub held: bool,
-    pub deadlock: bool,
-    pub vote: bool,
     /// The config's thresholds (stale, overdue, held too long).
     pub thresholds: super::config::Thresholds,
     /// The config's `[notify]` settings, for the attention notifier.
@@ -226,6 +239,23 @@ pub struct FirstTimeHints {
     pub(crate) last_click: Option<(Instant, Pane, usize)>,
     /// Mouse capture is on (`:mouse` toggles it).
     pub mouse: bool,
+    /// Attention items snoozed (by key) until a time.
+    pub snoozed: HashMap<String, DateTime<Utc>>,
+    /// The key of the attention item the global key jumped to last.
+    last_attention: Option<String>,
+    /// Every flash and notification, oldest first (`:messages`).
+    pub messages: VecDeque<Message>,
+    /// Per god, its inbox depth sampled every [`DEPTH_EVERY`], oldest first.
+    pub depth: BTreeMap<String, VecDeque<u32>>,
+    depth_sampled: Option<DateTime<Utc>>,
+}
+
+/// Which first-time hints were shown already.
+#[derive(Debug, Clone, Default)]
+pub struct FirstTimeHints {
+    pub held: bool,
+    pub deadlock: bool,
+    pub vote: bool,
 }
 
 const FLASH_FOR: Duration = Duration::from_secs(6);
@@ -259,6 +289,313 @@ impl App {
             table_at: Cell::new(None),
             last_click: None,
             mouse: true,
+            snoozed: HashMap::new(),
+            last_attention: None,
+            messages: VecDeque::new(),
+            depth: BTreeMap::new(),
+            depth_sampled: None,
+        }
+    }
+
+    /// The attention items not snoozed, newest first (the Attention pane's filter not applied).
+    pub fn attention_all(&self) -> Vec<attention::Item> {
+        attention::items(&self.snapshot, self.now)
+            .into_iter()
+            .filter(|i| self.snoozed.get(&i.key).is_none_or(|until| *until <= self.now))
+            .collect()
+    }
+
+    /// The rows of the Attention pane: [`Self::attention_all`] through its filter.
+    pub fn attention(&self) -> Vec<attention::Item> {
+        let f = self.filter(Pane::Attention);
+        self.attention_all()
+            .into_iter()
+            .filter(|i| f.is_empty() || f.matches_text(&i.haystack()))
+            .collect()
+    }
+
+    /// How many attention items are snoozed now (their cause still there).
+    pub fn snoozed_count(&self) -> usize {
+        attention::items(&self.snapshot, self.now)
+            .iter()
+            .filter(|i| self.snoozed.get(&i.key).is_some_and(|until| *until > self.now))
+            .count()
+    }
+
+    /// The rows of the Journal pane: the entries read, newest first, through its filter.
+    pub fn journal(&self) -> Vec<&Arc<Value>> {
+        let f = self.filter(Pane::Journal);
+        self.snapshot
+            .journal
+            .entries
+            .iter()
+            .rev()
+            .filter(|e| f.is_empty() || f.matches_text(&e.to_string()))
+            .collect()
+    }
+
+    /// Records the inbox depth of every god when [`DEPTH_EVERY`] has passed (the loop calls this).
+    pub fn sample_depth(&mut self) {
+        if self
+            .depth_sampled
+            .is_some_and(|t| self.now - t < DEPTH_EVERY)
+        {
+            return;
+        }
+        self.depth_sampled = Some(self.now);
+        let s = self.snapshot.clone();
+        self.depth.retain(|g, _| s.inboxes.iter().any(|i| &i.god == g));
+        for i in s.inboxes.iter() {
+            let v = self.depth.entry(i.god.clone()).or_default();
+            if v.len() == DEPTH_SAMPLES {
+                v.pop_front();
+            }
+            v.push_back(i.dispatches.len() as u32);
+        }
+    }
+
+    /// Shows `pane` with the row whose identity is `key` selected (the pane's filter cleared so it
+    /// is listed); false when no such row is there.
+    pub fn jump_to(&mut self, pane: Pane, key: &str) -> bool {
+        let saved = std::mem::take(&mut self.panes[pane.number() - 1].filter);
+        let keys = self.keys(pane);
+        let Some(i) = keys.iter().position(|k| k == key) else {
+            self.panes[pane.number() - 1].filter = saved;
+            return false;
+        };
+        if pane == Pane::Bus {
+            self.follow = false;
+        }
+        let st = &mut self.panes[pane.number() - 1];
+        st.selected = i;
+        st.gone = None;
+        st.detail = false;
+        st.scroll = 0;
+        self.pane = pane;
+        true
+    }
+
+    /// Takes the operator to an attention item's record, and says what resolves it.
+    fn open_attention(&mut self, item: &attention::Item) {
+        match &item.jump {
+            Jump::Row(pane, key) => {
+                if key.is_empty() {
+                    self.pane = *pane;
+                } else if !self.jump_to(*pane, key) {
+                    self.flash(
+                        FlashKind::Error,
+                        format!("{key} is not listed in {} any more", pane.title()),
+                    );
+                    return;
+                }
+            }
+            Jump::Board(track) => {
+                self.track = Some(track.clone());
+                self.pane = Pane::Board;
+                self.panes[Pane::Board.number() - 1].detail = false;
+            }
+            Jump::Issues => self.mode = Mode::Issues,
+        }
+        self.last_attention = Some(item.key.clone());
+        self.flash(
+            FlashKind::Info,
+            format!("{}: {} · {}", item.kind.as_str(), item.reason, item.action),
+        );
+    }
+
+    /// The global key: the record of the attention item after the one it jumped to last.
+    fn next_attention(&mut self) {
+        let items = self.attention_all();
+        if items.is_empty() {
+            self.flash(FlashKind::Success, "nothing waits on you");
+            return;
+        }
+        let next = self
+            .last_attention
+            .as_ref()
+            .and_then(|k| items.iter().position(|i| &i.key == k))
+            .map_or(0, |i| (i + 1) % items.len());
+        let item = items[next].clone();
+        self.open_attention(&item);
+    }
+
+    fn start_snooze(&mut self) {
+        if self.pane != Pane::Attention || self.refuse_if_gone(Pane::Attention) {
+            return self.need("an attention item (7 Attention)");
+        }
+        let items = self.attention();
+        let Some(item) = items.get(self.selected(Pane::Attention)) else {
+            return self.need("an attention item");
+        };
+        self.ask(
+            "Snooze for (e.g. 15m, 2h, 1d, or a time)",
+            true,
+            "1h".into(),
+            PromptFor::Snooze(item.key.clone()),
+        );
+    }
+
+    /// Takes the operator from a journal entry to the record it is about; false if none is listed.
+    fn open_journal_entry(&mut self, e: &Value) -> bool {
+        let t = |k: &str| e.pointer(&format!("/targets/{k}")).and_then(Value::as_str);
+        if let Some(h) = t("handoff_id") {
+            let key = items::dispatches(&self.snapshot, &Filter::default())
+                .iter()
+                .find(|r| r.view.dispatch.handoff_id == h || r.view.name == h)
+                .map(|r| format!("{}/{}", r.god, r.view.name));
+            if let Some(k) = key
+                && self.jump_to(Pane::Inboxes, &k)
+            {
+                return true;
+            }
+        }
+        if let Some(w) = t("workflow_id")
+            && self.jump_to(Pane::Workflows, w)
+        {
+            return true;
+        }
+        if let (Some(track), Some(path)) = (t("track"), t("path"))
+            && self.jump_to(Pane::Locks, &format!("{track}/{path}"))
+        {
+            return true;
+        }
+        if let Some(track) = t("track")
+            && self.snapshot.track(track).is_some()
+            && e.get("action")
+                .and_then(Value::as_str)
+                .is_some_and(|a| a.starts_with("board"))
+        {
+            self.track = Some(track.to_owned());
+            self.pane = Pane::Board;
+            return true;
+        }
+        false
+    }
+
+    /// The selected worker: (track, worker id).
+    fn selected_worker(&mut self) -> Option<(String, String)> {
+        if self.pane != Pane::Workers || self.refuse_if_gone(Pane::Workers) {
+            return None;
+        }
+        let rows = items::workers(&self.snapshot, &self.filter(Pane::Workers));
+        rows.get(self.selected(Pane::Workers))
+            .map(|(t, w)| ((*t).to_owned(), w.worker_id.clone()))
+    }
+
+    fn worker_locks(&mut self) {
+        let Some((_, worker)) = self.selected_worker() else {
+            return self.need("a worker");
+        };
+        let held = items::locks(&self.snapshot, &Filter::default())
+            .iter()
+            .filter(|(_, l)| l.worker_id.as_deref() == Some(worker.as_str()))
+            .count();
+        if held == 0 {
+            return self.flash(FlashKind::Info, format!("{worker} holds no lock"));
+        }
+        self.panes[Pane::Locks.number() - 1] = PaneState {
+            filter: worker.clone(),
+            ..PaneState::default()
+        };
+        self.pane = Pane::Locks;
+        self.flash(
+            FlashKind::Info,
+            format!("{held} lock(s) held by {worker} · Esc clears the filter"),
+        );
+    }
+
+    fn worker_messages(&mut self) {
+        let Some((track, worker)) = self.selected_worker() else {
+            return self.need("a worker");
+        };
+        self.track = Some(track.clone());
+        self.panes[Pane::Bus.number() - 1] = PaneState {
+            filter: format!("source:{worker}"),
+            ..PaneState::default()
+        };
+        self.follow = true;
+        self.pane = Pane::Bus;
+        self.flash(
+            FlashKind::Info,
+            format!("{track}: messages from {worker} · Esc shows the whole track"),
+        );
+    }
+
+    /// Every lock in a deadlock cycle: (track, path).
+    pub fn cycle_locks(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for t in self.snapshot.tracks.iter() {
+            for cycle in t.deadlock_locks.iter() {
+                for p in cycle {
+                    let k = (t.name.clone(), p.clone());
+                    if !out.contains(&k) {
+                        out.push(k);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn cycle_lock(&mut self) {
+        let locks = self.cycle_locks();
+        if locks.is_empty() {
+            return self.flash(FlashKind::Info, "no deadlock cycle holds a lock");
+        }
+        // The selected worker's track first; pressed again, the next lock of the cycles.
+        let track = self.selected_worker().map(|(t, _)| t);
+        let current = self.selected_key(Pane::Locks);
+        let mut order: Vec<&(String, String)> = locks
+            .iter()
+            .filter(|(t, _)| Some(t) == track.as_ref())
+            .collect();
+        order.extend(locks.iter().filter(|(t, _)| Some(t) != track.as_ref()));
+        let at = order
+            .iter()
+            .position(|(t, p)| current.as_deref() == Some(&format!("{t}/{p}")))
+            .map_or(0, |i| (i + 1) % order.len());
+        let (t, p) = order[at].clone();
+        if self.jump_to(Pane::Locks, &format!("{t}/{p}")) {
+            self.flash(
+                FlashKind::Info,
+                format!("{p} is in a deadlock cycle ({t}) · u force-unlocks it"),
+            );
+        }
+    }
+
+    fn go_workflow(&mut self) {
+        let Some((_, d, _)) = self.selected_dispatch() else {
+            return self.need("a dispatch");
+        };
+        if !self.jump_to(Pane::Workflows, &d.workflow_id) {
+            self.flash(
+                FlashKind::Error,
+                format!("workflow {} has no state file here", d.workflow_id),
+            );
+        }
+    }
+
+    fn go_dispatch(&mut self) {
+        let Some(wf) = self.selected_workflow() else {
+            return;
+        };
+        let key = self
+            .snapshot
+            .workflows
+            .iter()
+            .find(|w| w.id == wf.as_str())
+            .and_then(|w| w.waiting.first().cloned())
+            .and_then(|(god, d)| {
+                items::dispatches(&self.snapshot, &Filter::default())
+                    .iter()
+                    .find(|r| r.god == god && r.view.dispatch.handoff_id == d.handoff_id)
+                    .map(|r| format!("{}/{}", r.god, r.view.name))
+            });
+        match key {
+            Some(k) => {
+                self.jump_to(Pane::Inboxes, &k);
+            }
+            None => self.flash(FlashKind::Info, format!("{wf} has no dispatch waiting")),
         }
     }
 
@@ -440,6 +777,8 @@ impl App {
                 .and_then(|t| t.board.as_ref())
                 .map(|b| items::directors(b).len())
                 .unwrap_or(0),
+            Pane::Attention => self.attention().len(),
+            Pane::Journal => self.journal().len(),
         }
     }
 
@@ -534,6 +873,16 @@ impl App {
                         .collect()
                 })
                 .unwrap_or_default(),
+            Pane::Attention => self.attention().into_iter().map(|i| i.key).collect(),
+            Pane::Journal => self
+                .journal()
+                .iter()
+                .map(|e| {
+                    e.get("seq")
+                        .map(|v| v.to_string())
+                        .unwrap_or_else(|| e.to_string())
+                })
+                .collect(),
         }
     }
 
@@ -567,10 +916,24 @@ impl App {
 
     /// Shows a flash message.
     pub fn flash(&mut self, kind: FlashKind, text: impl Into<String>) {
+        let text = text.into();
+        self.remember(kind, text.clone());
         self.flash = Some(Flash {
             kind,
-            text: text.into(),
+            text,
             until: Instant::now() + FLASH_FOR,
+        });
+    }
+
+    /// Keeps a message for `:messages` (the newest [`MESSAGES_KEPT`]).
+    pub fn remember(&mut self, kind: FlashKind, text: String) {
+        if self.messages.len() == MESSAGES_KEPT {
+            self.messages.pop_front();
+        }
+        self.messages.push_back(Message {
+            at: self.now,
+            kind,
+            text,
         });
     }
 
@@ -600,7 +963,7 @@ impl App {
                     None => Vec::new(),
                 }
             }
-            Mode::Issues => Vec::new(),
+            Mode::Issues | Mode::Messages => Vec::new(),
             Mode::Help(mut h) => {
                 if h.searching {
                     match ev.code {
@@ -818,6 +1181,34 @@ impl App {
                 self.pane_state_mut().selected = n.saturating_sub(1);
                 self.pane_state_mut().gone = None;
             }
+            Action::Open if self.pane == Pane::Attention && !detail => {
+                if self.refuse_if_gone(Pane::Attention) {
+                    return Vec::new();
+                }
+                if let Some(item) = self.attention().get(self.selected(Pane::Attention)).cloned() {
+                    self.open_attention(&item);
+                }
+            }
+            Action::Open if self.pane == Pane::Journal && !detail => {
+                if self.refuse_if_gone(Pane::Journal) {
+                    return Vec::new();
+                }
+                let entry = self
+                    .journal()
+                    .get(self.selected(Pane::Journal))
+                    .map(|e| (**e).clone());
+                if let Some(e) = entry
+                    && !self.open_journal_entry(&e)
+                {
+                    let st = self.pane_state_mut();
+                    st.detail = true;
+                    st.scroll = 0;
+                    self.flash(
+                        FlashKind::Info,
+                        "the record of this entry is not listed now: showing the entry",
+                    );
+                }
+            }
             Action::Open => {
                 if !detail && self.refuse_if_gone(self.pane) {
                     return Vec::new();
@@ -895,6 +1286,14 @@ impl App {
             Action::BoardForceAdvance => self.start_board(Action::BoardForceAdvance),
             Action::BoardNextRound => self.start_board(Action::BoardNextRound),
             Action::BoardResolve => self.start_board(Action::BoardResolve),
+            Action::NextAttention => self.next_attention(),
+            Action::Snooze => self.start_snooze(),
+            Action::Messages => self.mode = Mode::Messages,
+            Action::WorkerLocks => self.worker_locks(),
+            Action::WorkerMessages => self.worker_messages(),
+            Action::CycleLock => self.cycle_lock(),
+            Action::GoWorkflow => self.go_workflow(),
+            Action::GoDispatch => self.go_dispatch(),
             Action::ToggleFocus | Action::Submit | Action::Cancel => {}
             Action::Sort(col) => self.sort_by(&col),
             Action::ToggleFinished => {
@@ -1119,6 +1518,7 @@ impl App {
             }
             PromptFor::RejectHeld(h) => format!("Reject held {h}"),
             PromptFor::Abort(wf) => format!("Abort {wf}"),
+            PromptFor::Snooze(key) => format!("Snooze {key}"),
         };
         self.mode = Mode::Prompt(Prompt {
             title,
@@ -1341,6 +1741,21 @@ impl App {
                 workflow_id,
                 reason: answer.unwrap_or_default(),
             },
+            PromptFor::Snooze(key) => {
+                let until = parse_eta(answer.as_deref().unwrap_or(""), self.now)?;
+                let until = crate::engine::store::time::parse_ts(&until)
+                    .ok_or_else(|| format!("cannot read {until:?} as a time"))?;
+                self.snoozed.retain(|_, t| *t > self.now);
+                self.snoozed.insert(key.clone(), until);
+                self.flash(
+                    FlashKind::Info,
+                    format!(
+                        "snoozed {key} until {}",
+                        until.format("%Y-%m-%d %H:%M:%S UTC")
+                    ),
+                );
+                return Ok(());
+            }
         };
         self.confirm(op);
         Ok(())
@@ -1629,7 +2044,10 @@ impl App {
                 None => {
                     self.flash(
                         FlashKind::Error,
-                        format!("no pane {arg:?}: use 1-6 or a name"),
+                        format!(
+                            "no pane {arg:?}: use 1-{} or a name",
+                            Pane::ALL.len()
+                        ),
                     );
                     return Vec::new();
                 }

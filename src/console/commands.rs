@@ -164,6 +164,8 @@ pub const COMMANDS: &[Command] = &[
         "",
         Arg::None,
         "hide / show finished workflows",
+    ),
+    cmd(
         "yank",
         &["copy"],
         "",
@@ -183,6 +185,27 @@ pub const COMMANDS: &[Command] = &[
         "",
         Arg::None,
         "mouse capture on / off (off: the terminal selects text; on: Shift-drag selects)",
+    ),
+    cmd(
+        "messages",
+        &["msgs"],
+        "",
+        Arg::None,
+        "the flash and notification history, newest first",
+    ),
+    cmd(
+        "snooze",
+        &[],
+        "",
+        Arg::None,
+        "snooze the selected attention item (asks for how long)",
+    ),
+    cmd(
+        "next-attention",
+        &["attention"],
+        "",
+        Arg::None,
+        "jump to the record of the next attention item",
     ),
 ];
 
@@ -211,6 +234,9 @@ pub fn action_of(c: &Command) -> Option<Action> {
         "yank" => Action::Yank,
         "mark-all" => Action::MarkAll,
         "mouse" => Action::ToggleMouse,
+        "messages" => Action::Messages,
+        "snooze" => Action::Snooze,
+        "next-attention" => Action::NextAttention,
         _ => return None,
     })
 }

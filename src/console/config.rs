@@ -42,7 +42,7 @@ impl Default for NotifySettings {
             bell: false,
             desktop: false,
             on_attention: None,
-            rate_limit_secs: 30,
+            rate_limit_secs: 5,
         }
     }
 }

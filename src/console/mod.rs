@@ -11,6 +11,7 @@
 pub mod action;
 pub mod app;
 pub mod clipboard;
+pub mod attention;
 pub mod commands;
 pub mod config;
 pub mod engine_ops;
@@ -18,6 +19,7 @@ pub mod items;
 pub mod line;
 pub mod marks;
 pub mod mouse;
+pub mod notify;
 pub mod ops;
 pub mod preview;
 pub mod run;

@@ -33,6 +33,9 @@ pub struct ConsoleOptions {
     pub hints: bool,
     /// The operator's configuration (keys, theme, times, thresholds, notifications).
     pub config: super::config::Config,
+    /// Bell, desktop notification and hook for new attention items (the operator's flags over the
+    /// operator's config; never from the root).
+    pub notify: super::notify::NotifySettings,
 }
 
 /// Where the console writes its log: `$PANTHEON_LOG`, else `$XDG_STATE_HOME/pantheon/console.log`,
@@ -117,7 +120,8 @@ pub fn run(root: Root, opts: ConsoleOptions) -> anyhow::Result<()> {
             format!("file notifications unavailable ({why}); polling every second"),
         );
     }
-    let result = rt.block_on(event_loop(&mut guard, &mut app, live, operator, theme));
+    let notifier = super::notify::Notifier::new(opts.notify.clone());
+    let result = rt.block_on(event_loop(&mut guard, &mut app, live, operator, theme, notifier));
     drop(guard);
     if let Err(e) = &result {
         tracing::error!("console stopped: {e:#}");
@@ -148,6 +152,7 @@ async fn event_loop(
     mut live: LiveHandle,
     operator: Arc<dyn Operator>,
     theme: Theme,
+    mut notifier: super::notify::Notifier,
 ) -> anyhow::Result<()> {
     let (in_tx, mut in_rx) = mpsc::unbounded_channel();
     spawn_input(in_tx);
@@ -155,7 +160,35 @@ async fn event_loop(
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut dirty = true;
+    // Items are looked at when the files change and once a second (ages cross thresholds).
+    let mut look = true;
     loop {
+        if look {
+            app.now = chrono::Utc::now();
+            app.sample_depth();
+            if notifier.settings.any() {
+                notifier.observe(&app.attention_all(), Instant::now());
+            }
+            look = false;
+        }
+        if let Some(batch) = notifier.due(Instant::now()) {
+            let text = super::notify::summary(&batch);
+            tracing::info!(items = batch.len(), "notifying: {text}");
+            app.remember(FlashKind::Info, format!("▲ notified: {text}"));
+            let bytes = super::notify::terminal_bytes(&notifier.settings, &batch);
+            if !bytes.is_empty() {
+                let out = guard.terminal.backend_mut();
+                out.write_all(&bytes).context("writing a notification")?;
+                out.flush().context("writing a notification")?;
+            }
+            if let Some(cmd) = &notifier.settings.on_attention
+                && let Err(e) = super::notify::run_hook(cmd, &batch)
+            {
+                tracing::warn!("the on-attention hook could not start: {e}");
+                app.flash(FlashKind::Error, format!("--on-attention could not start: {e}"));
+            }
+            dirty = true;
+        }
         if dirty {
             app.now = chrono::Utc::now();
             let size = guard.terminal.size()?;
@@ -197,6 +230,7 @@ async fn event_loop(
                 let s = live.snapshots.borrow_and_update().clone();
                 app.set_snapshot(s);
                 dirty = true;
+                look = true;
             },
             Some(done) = done_rx.recv() => {
                 match done {
@@ -209,6 +243,7 @@ async fn event_loop(
                 // Relative times and flash expiry move once a second.
                 app.expire_flash(Instant::now());
                 dirty = true;
+                look = true;
             },
         }
         for e in effects {

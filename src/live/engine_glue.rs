@@ -47,19 +47,23 @@ pub fn current_session(root: &Root, track: &str) -> Result<Option<BoardSession>,
     board::current_session(&bus).map_err(|e| e.to_string())
 }
 
-/// The wait-for cycles among a track's workers, each as a readable chain (`detect_deadlocks`).
+/// The wait-for cycles among a track's workers, each as a readable chain (`detect_deadlocks`), and
+/// for each cycle the paths of the locks in it (the resources waited for that are locked).
 pub fn deadlocks(
     messages: &[Arc<Envelope>],
     locks: &[LockEntry],
     workers: &[WorkerEntry],
     now: DateTime<Utc>,
-) -> Vec<String> {
+) -> (Vec<String>, Vec<Vec<String>>) {
     // The engine takes owned envelopes; copying the whole buffer on every append would cost
     // milliseconds, so it is only done when some worker is blocked at all.
     if !messages.iter().any(|m| m.kind == "BLOCKED") {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     }
     let owned: Vec<Envelope> = messages.iter().map(|m| (**m).clone()).collect();
+    let norm = |p: &str| {
+        crate::engine::bus::locks::normalize_key(p).unwrap_or_else(|_| p.to_owned())
+    };
     detect_deadlocks(&owned, locks, workers, now)
         .cycles
         .into_iter()
@@ -68,9 +72,19 @@ pub fn deadlocks(
             for (w, r) in c.workers.iter().zip(c.resources.iter()) {
                 parts.push(format!("{w} waits for {r}"));
             }
-            parts.join(" → ")
+            let held: Vec<String> = c
+                .resources
+                .iter()
+                .filter_map(|r| {
+                    locks
+                        .iter()
+                        .find(|l| norm(&l.path) == norm(r))
+                        .map(|l| l.path.clone())
+                })
+                .collect();
+            (parts.join(" → "), held)
         })
-        .collect()
+        .unzip()
 }
 
 /// The verdict the resolve rule (or the quick-review rule) would give now.

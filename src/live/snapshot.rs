@@ -74,6 +74,10 @@ pub struct Snapshot {
     /// The staleness threshold for workers when it is not the protocol's 10 minutes (overridden by
     /// `PANTHEON_STALE_AFTER_SECS`, as the demo does), so the console can say which one it applies.
     pub stale_after: Option<Duration>,
+    /// Dead-lettered dispatches, `conductor/dead/{god}/{handoff_id}.json`, one entry per god.
+    pub dead_letters: Arc<Vec<InboxView>>,
+    /// The newest entries of the operator journal (`conductor/journal.jsonl` and its segments).
+    pub journal: Arc<JournalView>,
 }
 
 /// A record read whole (a detail view, a confirmation): the typed value and the raw document.
@@ -114,6 +118,42 @@ impl<T: serde::de::DeserializeOwned> WholeCell<T> {
             .clone()
     }
 }
+/// The newest entries of the operator journal, read through the engine's journal module.
+#[derive(Debug, Clone, Default)]
+pub struct JournalView {
+    /// Oldest first, at most [`JOURNAL_KEPT`].
+    pub entries: Vec<Arc<Value>>,
+    /// Lines of the files read that are not entries.
+    pub bad_lines: usize,
+    /// Why the journal could not be read.
+    pub error: Option<String>,
+}
+
+/// How many seconds of message rate a track keeps.
+pub const RATE_SECONDS: usize = 120;
+
+impl TrackView {
+    /// Messages per second over the `secs` seconds up to `now`, oldest first.
+    pub fn per_second(&self, now: DateTime<Utc>, secs: usize) -> Vec<u32> {
+        let end = now.timestamp();
+        let start = end - secs as i64 + 1;
+        let mut out = vec![0u32; secs];
+        for (s, n) in self.rate.iter().rev() {
+            if *s < start {
+                break;
+            }
+            if let Ok(i) = usize::try_from(s - start)
+                && let Some(slot) = out.get_mut(i)
+            {
+                *slot = *n;
+            }
+        }
+        out
+    }
+}
+
+/// The most journal entries the console keeps.
+pub const JOURNAL_KEPT: usize = 2000;
 
 /// A workflow's state file, its abort manifest and its dispatches still waiting.
 ///
@@ -192,6 +232,11 @@ pub struct TrackView {
     pub workers: Arc<Vec<WorkerEntry>>,
     /// Wait-for cycles among the workers, each as a readable chain.
     pub deadlocks: Arc<Vec<String>>,
+    /// For each cycle in `deadlocks`, the paths of the locks in it (as `locks.json` writes them).
+    pub deadlock_locks: Arc<Vec<Vec<String>>>,
+    /// Messages per second (by their timestamps): (unix second, count), oldest first, over the
+    /// newest [`RATE_SECONDS`] seconds seen.
+    pub rate: Arc<Vec<(i64, u32)>>,
     pub board: Option<Arc<BoardView>>,
     pub warnings: Vec<FileWarning>,
 }

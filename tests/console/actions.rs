@@ -26,7 +26,7 @@ fn run(app: &mut App, op: &EngineOperator, effects: Vec<Effect>) -> Vec<Op> {
                 let r = op.cleanup_preview(&wf).map_err(|e| e.to_string());
                 app.cleanup_previewed(wf, r);
             }
-            Effect::Quit | Effect::Rescan => {}
+            Effect::Quit | Effect::Rescan | Effect::Clipboard(_) | Effect::Mouse(_) => {}
         }
     }
     done

@@ -336,3 +336,87 @@ fn sorting_by_a_column_with_its_capital_letter_and_with_sort() {
     t.keys(&["q"]);
     t.wait("the console to exit", |s| s.contains("EXITED=0"));
 }
+
+#[test]
+fn new_attention_items_reach_a_hook_once_each_and_the_terminal_as_osc_9() {
+    let root = fixture_root();
+    let r = root.path();
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("hook-out.jsonl");
+    let raw = work.path().join("raw.log");
+    // A real script, as an operator would wire ntfy or Slack: it keeps what it is given.
+    let hook = work.path().join("hook.sh");
+    std::fs::write(&hook, "#!/bin/sh\ncat >> \"$1\"\n").unwrap();
+    let extra = format!(
+        "--read-only --bell --notify-desktop --notify-every 1 --on-attention 'sh {} {}'",
+        hook.display(),
+        out.display()
+    );
+    let (t, _log) = console(r, "", &extra);
+    t.wait("the console", |s| s.contains("1 Workflows"));
+    // capture-pane drops escape sequences: the raw output is piped to a file.
+    t.tmux(&[
+        "pipe-pane",
+        "-t",
+        "main",
+        "-o",
+        &format!("cat >> {}", raw.display()),
+    ]);
+    t.keys(&["7"]);
+    t.wait("the attention pane", |s| s.contains("7 Attention ("));
+    let lines = || -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&out)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+            .collect()
+    };
+    let held = |hid: &str| {
+        serde_json::json!({"handoff_id": hid, "workflow_id": "wf_n", "from_god": "thoth",
+            "to_god": "apollo", "step": "build", "context": {"summary": "s"},
+            "dispatched_at": chrono::Utc::now().to_rfc3339(), "ack_status": "unacked",
+            "held_because": "rule guard"})
+        .to_string()
+    };
+    let q = r.join("conductor/pending/_quarantine");
+    std::fs::create_dir_all(&q).unwrap();
+    // What was there when the console opened is on screen: not announced.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(lines().is_empty(), "the baseline is not announced: {:?}", lines());
+
+    std::fs::write(q.join("hof_flap_1.json"), held("hof_flap_1")).unwrap();
+    t.wait("the held item", |s| s.contains("hof_flap_1"));
+    wait_fs("the hook's first line", || lines().len() == 1);
+    let first = &lines()[0];
+    assert_eq!(first["kind"], "held");
+    assert_eq!(first["ids"]["handoff_id"], "hof_flap_1");
+    assert!(first["reason"].as_str().unwrap().contains("rule guard"));
+    assert!(first["since"].is_string());
+
+    // The cause flaps: gone, back. It was announced once and is not announced again.
+    std::fs::remove_file(q.join("hof_flap_1.json")).unwrap();
+    t.wait("the item gone", |s| !s.contains("hof_flap_1"));
+    std::fs::write(q.join("hof_flap_1.json"), held("hof_flap_1")).unwrap();
+    t.wait("the item back", |s| s.contains("hof_flap_1"));
+    std::fs::write(q.join("hof_new_2.json"), held("hof_new_2")).unwrap();
+    wait_fs("the hook's second line", || lines().len() >= 2);
+    std::thread::sleep(Duration::from_millis(1500));
+    let ids: Vec<String> = lines()
+        .iter()
+        .map(|l| l["ids"]["handoff_id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids, ["hof_flap_1", "hof_new_2"]);
+
+    let raw_out = String::from_utf8_lossy(&std::fs::read(&raw).unwrap()).into_owned();
+    assert!(
+        raw_out.contains("\x1b]9;pantheon: held: held for approval (rule guard)"),
+        "no OSC 9 in the raw output"
+    );
+    assert!(raw_out.contains('\x07'));
+    // The history keeps what was announced.
+    t.type_text(":messages");
+    t.keys(&["Enter"]);
+    t.wait("the messages", |s| s.contains("▲ notified: held"));
+    t.keys(&["Escape", "q"]);
+    t.wait("the console to exit", |s| s.contains("EXITED=0"));
+}

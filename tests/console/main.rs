@@ -2,6 +2,7 @@
 //! the real engine, the model's incremental reading, and end-to-end runs in tmux.
 
 mod actions;
+mod attention;
 mod e2e;
 #[path = "../common/fixture.rs"]
 mod fixture_root;

@@ -444,3 +444,63 @@ fn long_flashes_wrap_and_narrow_board_cards_cut_with_an_ellipsis() {
         "a card line too wide for its card is cut with …: {s}"
     );
 }
+
+/// The fixture root with a dead letter and a few journal entries (fixed times).
+fn attention_root() -> tempfile::TempDir {
+    let root = fixture_root();
+    let r = root.path();
+    let dead = r.join("conductor/dead/hephaestus");
+    std::fs::create_dir_all(&dead).unwrap();
+    std::fs::write(
+        dead.join("hof_20260614_dead01.json"),
+        serde_json::json!({"handoff_id": "hof_20260614_dead01", "workflow_id": "wf_bug_7",
+            "from_god": "thoth", "to_god": "hephaestus", "step": "fix",
+            "context": {"summary": "fix the bug"}, "dispatched_at": "2026-06-14T09:00:00Z",
+            "ack_status": "unacked",
+            "deliveries": [{"at": "2026-06-14T09:00:00Z", "to": "hephaestus"},
+                           {"at": "2026-06-14T09:10:00Z", "to": "hephaestus"},
+                           {"at": "2026-06-14T09:20:00Z", "to": "marvin"}],
+            "dead_at": "2026-06-14T09:30:00Z", "reason": "not acked after 3 deliveries"})
+        .to_string(),
+    )
+    .unwrap();
+    let entry = |seq: u64, at: &str, actor: &str, source: &str, action: &str, t: &str, outcome: &str| {
+        serde_json::json!({"seq": seq, "at": at, "actor": actor, "source": source, "action": action,
+            "targets": {"workflow_id": t}, "reason": null, "outcome": outcome,
+            "prev": "0", "hash": "0"})
+        .to_string()
+    };
+    std::fs::write(
+        r.join("conductor/journal.jsonl"),
+        [
+            entry(1, "2026-06-14T10:00:00Z", "alice", "cli", "submit", "wf_deploy_42", "dispatched"),
+            entry(2, "2026-06-14T10:20:00Z", "claude-desktop", "mcp", "ack", "wf_bug_7", "accepted"),
+            entry(3, "2026-06-14T10:35:00Z", "bob", "console", "abort", "wf_old_3", "aborted"),
+        ]
+        .join("\n")
+            + "\n",
+    )
+    .unwrap();
+    root
+}
+
+#[test]
+fn attention_and_journal_panes_at_80x24_and_200x50() {
+    let root = attention_root();
+    let mut app = app_for(root.path(), fixture_now());
+    for (w, h) in [(80, 24), (200, 50)] {
+        app.dispatch(Action::GoPane(Pane::Attention));
+        assert_snapshot!(format!("attention_{w}x{h}"), screen(&app, w, h, root.path()));
+        app.dispatch(Action::GoPane(Pane::Journal));
+        assert_snapshot!(format!("journal_{w}x{h}"), screen(&app, w, h, root.path()));
+    }
+    // The tab bar lists every pane at 80 columns (abbreviated) and whole at 200.
+    let narrow = screen(&app, 80, 24, root.path());
+    let tabs = narrow.lines().nth(1).unwrap();
+    for n in 1..=8 {
+        assert!(tabs.contains(&format!(" {n} ")), "{tabs}");
+    }
+    let wide = screen(&app, 200, 50, root.path());
+    assert!(wide.lines().nth(1).unwrap().contains("8 Journal"));
+    assert!(wide.lines().nth(1).unwrap().contains("7 Attention"));
+}

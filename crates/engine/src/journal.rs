@@ -361,9 +361,17 @@ pub struct ReadResult {
 /// Calls `f(file, line_number, line)` for every line of every journal file in order, streaming.
 fn for_each_line(
     root: &Root,
+    f: impl FnMut(&Path, usize, &[u8]) -> Result<bool>,
+) -> Result<()> {
+    for_each_line_of(files(root), f)
+}
+
+/// [`for_each_line`] over the given files.
+fn for_each_line_of(
+    paths: Vec<PathBuf>,
     mut f: impl FnMut(&Path, usize, &[u8]) -> Result<bool>,
 ) -> Result<()> {
-    for path in files(root) {
+    for path in paths {
         let file = match open_read(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
@@ -416,6 +424,37 @@ pub fn read(root: &Root, filter: &Filter) -> Result<ReadResult> {
         }
         Ok(true)
     })?;
+    Ok(ReadResult {
+        count: entries.len(),
+        entries,
+        bad_lines,
+    })
+}
+
+/// The newest entries, at least `limit` of them when there are (whole files are read, newest
+/// first, until enough are found), oldest first; the console's Journal pane reads this. Lines that
+/// are not entries are counted in `bad_lines` (of the files read).
+pub fn read_recent(root: &Root, limit: usize) -> Result<ReadResult> {
+    let all = files(root);
+    let mut entries: Vec<Value> = Vec::new();
+    let mut bad_lines = 0;
+    for path in all.into_iter().rev() {
+        let mut these = Vec::new();
+        for_each_line_of(vec![path], |_, _, line| {
+            match serde_json::from_slice::<Map<String, Value>>(line) {
+                Ok(e) => these.push(Value::Object(e)),
+                Err(_) => bad_lines += 1,
+            }
+            Ok(true)
+        })?;
+        these.append(&mut entries);
+        entries = these;
+        if entries.len() >= limit {
+            break;
+        }
+    }
+    let cut = entries.len().saturating_sub(limit);
+    entries.drain(..cut);
     Ok(ReadResult {
         count: entries.len(),
         entries,
@@ -667,5 +706,29 @@ mod tests {
         let v = verify(&r).unwrap();
         assert!(v.valid, "{v:?}");
         assert_eq!(v.entries, 3);
+    }
+
+    #[test]
+    fn recent_entries_come_from_the_newest_files_first() {
+        let (_d, r) = root();
+        write_n(&r, 3);
+        std::fs::create_dir_all(segments_dir(&r)).unwrap();
+        std::fs::rename(
+            journal_path(&r),
+            segments_dir(&r).join(format!("{:020}.jsonl", 1)),
+        )
+        .unwrap();
+        write_n(&r, 2);
+        let seqs = |n: usize| -> Vec<u64> {
+            read_recent(&r, n)
+                .unwrap()
+                .entries
+                .iter()
+                .map(|e| e["seq"].as_u64().unwrap())
+                .collect()
+        };
+        assert_eq!(seqs(2), vec![4, 5]);
+        assert_eq!(seqs(4), vec![2, 3, 4, 5]);
+        assert_eq!(seqs(100), vec![1, 2, 3, 4, 5]);
     }
 }

@@ -144,6 +144,15 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             )
         }
     );
+    {
+        // Messages per second over the last minute, and the other tracks' current rate.
+        let rate = track.per_second(app.now, 60);
+        title.push_str(&format!(
+            "· {} {}/s ",
+            super::sparkline(&rate),
+            rate.last().copied().unwrap_or(0)
+        ));
+    }
     if track.lines_skipped > 0 {
         title.push_str(&format!("· {} bad lines skipped ", track.lines_skipped));
     }
@@ -219,7 +228,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::raw(payload_summary(m)),
         ]
     };
-    table::list(
+    let first = table::list(
         frame,
         area,
         title,

@@ -47,6 +47,14 @@ fn summary_row<'a>(i: &InboxView, app: &App, theme: &Theme, held: bool) -> Vec<L
             },
         ),
         Line::styled(
+            app.depth
+                .get(&i.god)
+                .filter(|_| !held)
+                .map(|v| super::sparkline(&v.iter().copied().collect::<Vec<_>>()))
+                .unwrap_or_default(),
+            theme.info(),
+        ),
+        Line::styled(
             if i.errors.is_empty() {
                 String::new()
             } else {
@@ -144,7 +152,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::styled(d.context.summary.clone(), theme.dim()),
         ]
     };
-    table::list(
+    let first = table::list(
         frame,
         bottom,
         title,
@@ -159,11 +167,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 }
 
 /// The per-god summary's columns.
-const SUMMARY: [Col; 5] = [
+const SUMMARY: [Col; 6] = [
     Col::new("GOD", 8, 24).keep(),
     Col::new("COUNT", 5, 7),
     Col::new("OLDEST", 6, 19),
     Col::new("UNACKED", 7, 9),
+    Col::new("DEPTH 5m", 8, 30).hide(1),
     Col::new("", 10, 40).flex(),
 ];
 

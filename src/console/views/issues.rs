@@ -94,7 +94,8 @@ fn feeds(pane: Pane, w: &FileWarning) -> bool {
         Pane::Locks => name == "locks.json",
         Pane::Workers => name == "worker-status.json",
         Pane::Board => p.contains("/board/") || p.ends_with("/board"),
-        Pane::Bus => false,
+        Pane::Bus | Pane::Attention => false,
+        Pane::Journal => p.contains("journal"),
     }
 }
 

@@ -82,6 +82,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             theme,
         );
     }
+    let cycles = app.cycle_locks();
     let row = |(track, l): &(&str, &crate::engine::bus::model::LockEntry)| {
         let left = match l.expires() {
             Some(t) if t <= now => {
@@ -92,7 +93,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         };
         vec![
             Line::styled(track.to_string(), theme.dim()),
-            Line::raw(l.path.clone()),
+            if cycles.iter().any(|(t, p)| t.as_str() == *track && *p == l.path) {
+                Line::styled(format!("⟲ CYCLE {}", l.path), theme.alert())
+            } else {
+                Line::raw(l.path.clone())
+            },
             Line::raw(l.worker_id.clone().unwrap_or_else(|| "-".into())),
             Line::raw(l.lock_type.clone().unwrap_or_else(|| "exclusive".into())),
             Line::raw(when(l.acquired_at.as_deref(), now, app.absolute_times)),
@@ -104,7 +109,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     if rows.iter().any(|(t, _)| *t != rows[0].0) {
         cols[0] = Col::new("TRACK", 8, 32);
     }
-    table::list(
+    let first = table::list(
         frame,
         area,
         title,

@@ -10,11 +10,13 @@ use super::action::{Dialog, Keymap, Pane, Scope};
 use super::app::{App, FlashKind, Mode};
 use super::theme::Theme;
 
+mod attention;
 mod board;
 mod bus;
 mod dialogs;
 mod inboxes;
 mod issues;
+mod journal;
 mod locks;
 mod table;
 mod workers;
@@ -60,6 +62,8 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
         Pane::Locks => locks::draw(frame, body, app, theme),
         Pane::Workers => workers::draw(frame, body, app, theme),
         Pane::Board => board::draw(frame, body, app, theme),
+        Pane::Attention => attention::draw(frame, body, app, theme),
+        Pane::Journal => journal::draw(frame, body, app, theme),
     }
     draw_marks(frame, app, theme);
     issues::last_good_marker(frame, body, app, theme);
@@ -68,6 +72,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
     match &app.mode {
         Mode::Help(h) => dialogs::help(frame, area, app, h, theme),
         Mode::Issues => issues::overlay(frame, area, app, theme),
+        Mode::Messages => messages(frame, area, app, theme),
         Mode::Confirm(c) => dialogs::confirm(frame, area, c, theme),
         Mode::AckMenu { target, choice } => dialogs::ack_menu(frame, area, target, *choice, theme),
         Mode::Prompt(p) => dialogs::prompt(frame, area, p, theme),
@@ -130,6 +135,10 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     if app.read_only {
         items.push((1, "READ-ONLY ".into(), theme.warn()));
     }
+    let waiting = app.attention_all().len();
+    if waiting > 0 {
+        items.push((1, format!("@ {waiting} need you · "), theme.alert()));
+    }
     for (n, what) in [
         (c.overdue, "overdue"),
         (c.stale, "stale"),
@@ -153,6 +162,15 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         theme.base(),
     ));
     items.push((6, format!("{} waiting ", c.waiting), theme.base()));
+    if let Some(t) = super::items::track(s, app.track.as_deref()) {
+        let rate = t.per_second(app.now, HEADER_SPARK);
+        let now_rate = rate.last().copied().unwrap_or(0);
+        items.push((
+            7,
+            format!("· {} {} {now_rate}/s ", t.name, sparkline(&rate)),
+            theme.info(),
+        ));
+    }
     items.push((
         9,
         format!(
@@ -194,10 +212,92 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
+/// Seconds of message rate the header shows.
+const HEADER_SPARK: usize = 10;
+
+/// A sparkline: one block per value, its height relative to the largest (`▁` is zero).
+pub(crate) fn sparkline(values: &[u32]) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let max = values.iter().copied().max().unwrap_or(0).max(1) as u64;
+    values
+        .iter()
+        .map(|v| {
+            let v = *v as u64;
+            let i = if v == 0 { 0 } else { (v * 7).div_ceil(max).clamp(1, 7) };
+            BARS[i as usize]
+        })
+        .collect()
+}
+
+/// The tab bar's labels: whole titles when they fit, else short ones (the current pane's whole),
+/// else numbers only for the others. The Attention tab counts its items.
+fn tab_labels(app: &App, width: usize) -> Vec<(Pane, String)> {
+    let waiting = app.attention_all().len();
+    let label = |p: Pane, how: u8| {
+        let mut l = match how {
+            0 => format!(" {} {} ", p.number(), p.title()),
+            1 => format!(" {} {} ", p.number(), p.short_title()),
+            _ => format!(" {} ", p.number()),
+        };
+        if p == Pane::Attention && waiting > 0 {
+            l.insert_str(l.len() - 1, &format!(" {waiting}"));
+        }
+        l
+    };
+    for how in 0..3u8 {
+        let labels: Vec<(Pane, String)> = Pane::ALL
+            .into_iter()
+            .map(|p| (p, label(p, if p == app.pane { how.min(1) } else { how })))
+            .collect();
+        let w: usize = labels.iter().map(|(_, l)| l.chars().count() + 1).sum();
+        if w <= width || how == 2 {
+            return labels;
+        }
+    }
+    Vec::new()
+}
+
+/// The flash and notification history (`:messages`), newest first.
+fn messages(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let r = Rect::new(
+        area.x + 1,
+        area.y + 1,
+        area.width.saturating_sub(2),
+        area.height.saturating_sub(2),
+    );
+    frame.render_widget(ratatui::widgets::Clear, r);
+    let title = format!(" Messages: {} · any key closes ", app.messages.len());
+    if app.messages.is_empty() {
+        return empty(frame, r, title, "No message yet.", theme);
+    }
+    let lines: Vec<Line> = app
+        .messages
+        .iter()
+        .rev()
+        .take(r.height.saturating_sub(2) as usize)
+        .map(|m| {
+            let (style, glyph) = match m.kind {
+                FlashKind::Info => (theme.info(), "ℹ"),
+                FlashKind::Success => (theme.ok(), "✔"),
+                FlashKind::Error => (theme.alert(), "✗"),
+            };
+            let at = if app.absolute_times {
+                m.at.format("%Y-%m-%d %H:%M:%S").to_string()
+            } else {
+                crate::engine::store::time::relative(m.at, app.now)
+            };
+            Line::from(vec![
+                Span::styled(format!("{at:>10} "), theme.dim()),
+                Span::styled(format!("{glyph} {}", m.text), style),
+            ])
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines).block(block(title, theme)), r);
+}
+
 fn draw_tabs(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let mut spans = Vec::new();
-    for p in Pane::ALL {
-        let label = format!(" {} {} ", p.number(), p.title());
+    for (p, label) in tab_labels(app, area.width as usize) {
         let style = if p == app.pane {
             theme.tab_active()
         } else {

@@ -303,7 +303,8 @@ pub(crate) fn more_label(first: usize, shown: usize, len: usize) -> Option<Strin
 
 /// The tail every pane's list shares: the window of rows around the selection (the table scrolls),
 /// each built by `row`, drawn by [`draw`] with the selection and the filter's words highlighted and
-/// `+N more` in the bottom border when not every row fits.
+/// `+N more` in the bottom border when not every row fits. Returns the index of the first row on
+/// screen (mouse clicks map screen rows back to records with it).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn list<'a, T>(
     frame: &mut Frame,
@@ -315,7 +316,7 @@ pub(crate) fn list<'a, T>(
     marks: &[String],
     theme: &Theme,
     row: impl Fn(&T) -> Vec<Line<'a>>,
-) {
+) -> usize {
     // Borders (2) and the header row (1).
     let height = area.height.saturating_sub(3) as usize;
     let (first, rel) = super::window(rows.selected, rows.len.min(items.len()), height);
@@ -334,6 +335,7 @@ pub(crate) fn list<'a, T>(
         more,
         theme,
     );
+    first
 }
 
 /// A pane's table, sized and cut by [`layout`] and [`fit`]: `rows` are the rows on screen,

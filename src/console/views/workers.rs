@@ -190,7 +190,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::styled(if is_stale { "▲ STALE" } else { "" }, theme.alert()),
         ]
     };
-    table::list(
+    let first = table::list(
         frame,
         area,
         title,

@@ -88,7 +88,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::from(flag),
         ]
     };
-    table::list(
+    let first = table::list(
         frame,
         area,
         title,

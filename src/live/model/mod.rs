@@ -12,7 +12,7 @@ use crate::engine::conductor::model::{AbortManifest, Dispatch, WorkflowState, fr
 use crate::engine::store::Root;
 
 use super::files::JsonFile;
-use super::snapshot::{FileWarning, Snapshot, WholeCell};
+use super::snapshot::{FileWarning, JournalView, Snapshot, WholeCell};
 
 /// Tuning of the live model.
 #[derive(Debug, Clone, Copy)]
@@ -132,6 +132,10 @@ enum Target {
     Definitions,
     Track(String, TrackPart),
     TracksDir,
+    /// `conductor/dead/`: dead-lettered dispatches.
+    Dead,
+    /// `conductor/journal.jsonl` or a segment in `conductor/journal/`.
+    Journal,
     Ignore,
 }
 
@@ -164,6 +168,12 @@ pub struct LiveModel {
     definition_files: Vec<(String, crate::live::files::Fingerprint)>,
     /// When each file now in the warnings was first seen with a problem.
     warned_since: BTreeMap<PathBuf, chrono::DateTime<chrono::Utc>>,
+    /// `conductor/dead/{god}/`: dead letters, read as dispatches.
+    dead: BTreeMap<String, InboxTracker>,
+    dirty_dead: bool,
+    /// Fingerprints of the journal's files when it was last read.
+    journal_files: Vec<(PathBuf, Option<crate::live::files::Fingerprint>)>,
+    dirty_journal: bool,
 }
 
 impl LiveModel {
@@ -186,6 +196,10 @@ impl LiveModel {
             dirty_definitions: true,
             definition_files: Vec::new(),
             warned_since: BTreeMap::new(),
+            dead: BTreeMap::new(),
+            dirty_dead: true,
+            journal_files: Vec::new(),
+            dirty_journal: true,
             root,
         };
         m.rescan_all();
@@ -286,6 +300,13 @@ impl LiveModel {
                 _ => Target::Ignore,
             };
         }
+        if path.starts_with(self.dead_dir()) {
+            return Target::Dead;
+        }
+        let journal = crate::engine::journal::journal_path(&self.root);
+        if path == journal || path.starts_with(crate::engine::journal::segments_dir(&self.root)) {
+            return Target::Journal;
+        }
         if path.starts_with(&self.root.conductor) {
             // A new or removed top-level directory (pending/, state/, tracks/ created by init).
             if path.parent() == Some(self.root.conductor.as_path()) {
@@ -339,6 +360,8 @@ impl LiveModel {
                 }
             }
             Target::Definitions => self.check_definitions(),
+            Target::Dead => self.rescan_dead(),
+            Target::Journal => self.check_journal(),
             Target::TracksDir => self.rescan_tracks(),
             Target::Track(name, part) => {
                 let bus = self.root.tracks_dir().join(&name).join(".message-bus");
@@ -375,6 +398,51 @@ impl LiveModel {
         self.rescan_inboxes();
         self.rescan_tracks();
         self.check_definitions();
+        self.rescan_dead();
+        self.check_journal();
+    }
+
+    fn dead_dir(&self) -> PathBuf {
+        self.root.conductor.join("dead")
+    }
+
+    /// Re-lists `conductor/dead/` and refreshes its files (only changed ones are read).
+    fn rescan_dead(&mut self) {
+        let dir = self.dead_dir();
+        let gods = list_dir(&dir, true);
+        let before = self.dead.len();
+        self.dead.retain(|g, _| gods.contains(g));
+        let mut changed = before != self.dead.len();
+        for g in &gods {
+            let is_new = !self.dead.contains_key(g);
+            let t = self
+                .dead
+                .entry(g.clone())
+                .or_insert_with(|| InboxTracker::new(g, dir.join(g)));
+            if t.rescan() || is_new {
+                t.rebuild();
+                changed = true;
+            }
+        }
+        if changed {
+            self.dirty_dead = true;
+        }
+    }
+
+    /// Marks the journal for reading when one of its files changed (appended, rotated).
+    fn check_journal(&mut self) {
+        let files: Vec<(PathBuf, Option<crate::live::files::Fingerprint>)> =
+            crate::engine::journal::files(&self.root)
+                .into_iter()
+                .map(|p| {
+                    let f = crate::live::files::Fingerprint::of(&p);
+                    (p, f)
+                })
+                .collect();
+        if files != self.journal_files {
+            self.journal_files = files;
+            self.dirty_journal = true;
+        }
     }
 
     /// Marks the definitions for reloading when a file in `conductor/workflows/` changed.
@@ -390,7 +458,12 @@ impl LiveModel {
         }
     }
     fn publish_if_dirty(&mut self) -> Option<Arc<Snapshot>> {
-        if self.dirty_workflows || self.dirty_inboxes || self.dirty_tracks || self.dirty_definitions
+        if self.dirty_workflows
+            || self.dirty_inboxes
+            || self.dirty_tracks
+            || self.dirty_definitions
+            || self.dirty_dead
+            || self.dirty_journal
         {
             self.publish();
             Some(self.snapshot.clone())
@@ -425,6 +498,27 @@ impl LiveModel {
         if self.dirty_tracks {
             s.tracks = Arc::new(self.tracks.values().map(|t| t.view.clone()).collect());
         }
+        if self.dirty_dead {
+            s.dead_letters = Arc::new(self.dead.values().map(|i| (*i.view).clone()).collect());
+        }
+        if self.dirty_journal {
+            s.journal = Arc::new(
+                match crate::engine::journal::read_recent(
+                    &self.root,
+                    crate::live::snapshot::JOURNAL_KEPT,
+                ) {
+                    Ok(r) => JournalView {
+                        entries: r.entries.into_iter().map(Arc::new).collect(),
+                        bad_lines: r.bad_lines,
+                        error: None,
+                    },
+                    Err(e) => JournalView {
+                        error: Some(e.to_string()),
+                        ..JournalView::default()
+                    },
+                },
+            );
+        }
         let mut warnings = self.collect_warnings(&s);
         let now = chrono::Utc::now();
         self.warned_since
@@ -437,6 +531,8 @@ impl LiveModel {
         self.dirty_inboxes = false;
         self.dirty_tracks = false;
         self.dirty_definitions = false;
+        self.dirty_dead = false;
+        self.dirty_journal = false;
         self.snapshot = Arc::new(s);
     }
 
@@ -472,6 +568,9 @@ impl LiveModel {
         }
         for t in s.tracks.iter() {
             out.extend(t.warnings.iter().cloned());
+        }
+        for i in s.dead_letters.iter() {
+            out.extend(i.errors.iter().cloned());
         }
         out
     }

@@ -32,6 +32,9 @@ pub(super) struct TrackTracker {
     assessments: JsonFile<Vec<(String, crate::engine::bus::model::Assessment)>>,
     votes: JsonFile<Vec<(String, crate::engine::bus::model::Vote)>>,
     discussion: Option<(crate::live::files::Fingerprint, Arc<Vec<DiscussionLine>>)>,
+    /// Messages per second of their timestamps, oldest second first, over the newest
+    /// [`crate::live::snapshot::RATE_SECONDS`] seconds seen.
+    rate: VecDeque<(i64, u32)>,
     pub(super) view: Arc<TrackView>,
 }
 
@@ -42,6 +45,7 @@ impl TrackTracker {
             name: name.to_owned(),
             cursor: LogCursor::new(),
             messages: VecDeque::new(),
+            rate: VecDeque::new(),
             messages_read: 0,
             lines_skipped: 0,
             queue_note: None,
@@ -77,6 +81,7 @@ impl TrackTracker {
             }
             LogChange::Replaced => {
                 self.messages.clear();
+                self.rate.clear();
                 self.queue_note =
                     Some("queue.jsonl was replaced or truncated; reading the new file".into());
                 changed = true;
@@ -103,6 +108,7 @@ impl TrackTracker {
                 self.lines_skipped += batch.skipped;
                 self.messages_read += batch.messages.len() as u64;
                 for m in batch.messages {
+                    self.count_rate(&m);
                     if self.messages.len() == opts.buffer {
                         self.messages.pop_front();
                     }
@@ -123,6 +129,31 @@ impl TrackTracker {
             }
         }
         changed
+    }
+
+    /// Counts a message in the second its timestamp names (one parse per message read).
+    fn count_rate(&mut self, m: &Envelope) {
+        let Some(sec) = crate::engine::store::time::parse_ts(&m.timestamp).map(|t| t.timestamp())
+        else {
+            return;
+        };
+        let window = crate::live::snapshot::RATE_SECONDS as i64;
+        let newest = self.rate.back().map_or(sec, |(s, _)| (*s).max(sec));
+        if sec <= newest.saturating_sub(window) {
+            return;
+        }
+        match self.rate.iter().rposition(|(s, _)| *s <= sec) {
+            Some(i) if self.rate[i].0 == sec => self.rate[i].1 = self.rate[i].1.saturating_add(1),
+            Some(i) => self.rate.insert(i + 1, (sec, 1)),
+            None => self.rate.push_front((sec, 1)),
+        }
+        while self
+            .rate
+            .front()
+            .is_some_and(|(s, _)| *s <= newest.saturating_sub(window))
+        {
+            self.rate.pop_front();
+        }
     }
 
     pub(super) fn refresh_locks(&mut self) -> bool {
@@ -216,7 +247,8 @@ impl TrackTracker {
         let locks = self.locks.value().cloned().unwrap_or_default();
         let workers = self.workers.value().cloned().unwrap_or_default();
         let messages: Vec<Arc<Envelope>> = self.messages.iter().cloned().collect();
-        let deadlocks = crate::live::engine_glue::deadlocks(&messages, &locks, &workers, now);
+        let (deadlocks, deadlock_locks) =
+            crate::live::engine_glue::deadlocks(&messages, &locks, &workers, now);
         let board = self.session.as_ref().map(|session| {
             let votes = self.votes.value().cloned().unwrap_or_default();
             let assessments = self.assessments.value().cloned().unwrap_or_default();
@@ -250,6 +282,8 @@ impl TrackTracker {
             locks,
             workers,
             deadlocks: Arc::new(deadlocks),
+            deadlock_locks: Arc::new(deadlock_locks),
+            rate: Arc::new(self.rate.iter().copied().collect()),
             board,
             warnings,
         });

@@ -1,0 +1,355 @@
+//! The attention queue: everything in a snapshot that waits on a human, newest first, each with its
+//! reason, age, the action that resolves it and the record it is about. Computed from the snapshot
+//! alone (a pure function), so an item is gone as soon as its cause is.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, Utc};
+use serde_json::{Value, json};
+
+use crate::engine::store::time::parse_ts;
+use crate::live::snapshot::{Snapshot, short_duration};
+
+use super::action::Pane;
+
+/// How long a board session may stay in `VOTING` (or wait in `RESOLVING`) after it started when the
+/// session names no deadline of its own (`vote_deadline` or `deadline`).
+pub const BOARD_VOTE_DEADLINE: Duration = Duration::hours(1);
+
+/// Why an item waits on a human.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    Held,
+    Overdue,
+    Orphaned,
+    StaleWorker,
+    ExpiredLock,
+    Deadlock,
+    VoteOverdue,
+    DeadLetter,
+    Unreadable,
+}
+
+impl Kind {
+    /// The word used in the pane, the filter and the hook's JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Held => "held",
+            Kind::Overdue => "overdue",
+            Kind::Orphaned => "orphaned",
+            Kind::StaleWorker => "stale_worker",
+            Kind::ExpiredLock => "expired_lock",
+            Kind::Deadlock => "deadlock",
+            Kind::VoteOverdue => "vote_overdue",
+            Kind::DeadLetter => "dead_letter",
+            Kind::Unreadable => "unreadable_file",
+        }
+    }
+}
+
+/// Where Enter takes the operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Jump {
+    /// The row with this identity in this pane (see `App::keys`).
+    Row(Pane, String),
+    /// The Board pane on this track.
+    Board(String),
+    /// The file issues overlay.
+    Issues,
+}
+
+/// One thing that waits on a human.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    pub kind: Kind,
+    /// The identity of the cause (kind and record ids): the same cause keeps the same key.
+    pub key: String,
+    /// The ids of the records it concerns (`workflow_id`, `handoff_id`, `god`, `track`, `path`, …).
+    pub ids: BTreeMap<&'static str, String>,
+    /// The id the pane shows for it (the record's own: handoff, workflow, worker, lock path…).
+    pub record: String,
+    pub reason: String,
+    /// Since when the cause holds, when known.
+    pub since: Option<DateTime<Utc>>,
+    /// What resolves it, with its key in the pane Enter opens.
+    pub action: &'static str,
+    pub jump: Jump,
+}
+
+impl Item {
+    fn new(kind: Kind, ids: &[(&'static str, &str)], reason: String, jump: Jump) -> Self {
+        let key = std::iter::once(kind.as_str().to_owned())
+            .chain(ids.iter().map(|(_, v)| (*v).to_owned()))
+            .collect::<Vec<_>>()
+            .join("/");
+        let record = match (kind, ids.first()) {
+            (Kind::StaleWorker | Kind::ExpiredLock | Kind::Deadlock | Kind::VoteOverdue, _) => {
+                ids.get(1).map(|(_, v)| (*v).to_owned()).unwrap_or_default()
+            }
+            (_, Some((_, v))) => (*v).to_owned(),
+            (_, None) => String::new(),
+        };
+        Self {
+            kind,
+            key,
+            record,
+            ids: ids.iter().map(|(k, v)| (*k, (*v).to_owned())).collect(),
+            reason,
+            since: None,
+            action: "",
+            jump,
+        }
+    }
+
+    fn since(mut self, t: Option<DateTime<Utc>>) -> Self {
+        self.since = t;
+        self
+    }
+
+    fn action(mut self, a: &'static str) -> Self {
+        self.action = a;
+        self
+    }
+
+    /// The compact JSON a notification hook receives (one object per line).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "kind": self.kind.as_str(),
+            "ids": self.ids,
+            "reason": self.reason,
+            "since": self.since.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+        })
+    }
+
+    /// The text the filter matches: kind, ids and reason.
+    pub fn haystack(&self) -> String {
+        let mut s = format!("{} {} {}", self.kind.as_str(), self.record, self.reason);
+        for v in self.ids.values() {
+            s.push(' ');
+            s.push_str(v);
+        }
+        s
+    }
+}
+
+fn ts(s: Option<&str>) -> Option<DateTime<Utc>> {
+    s.and_then(parse_ts)
+}
+
+/// The board deadline of a session: its own `vote_deadline` / `deadline`, else its start plus
+/// [`BOARD_VOTE_DEADLINE`].
+fn board_deadline(b: &crate::live::snapshot::BoardView) -> Option<DateTime<Utc>> {
+    let s = &b.session;
+    ["vote_deadline", "deadline"]
+        .iter()
+        .find_map(|k| s.extra.get(*k).and_then(Value::as_str).and_then(parse_ts))
+        .or_else(|| s.started().map(|t| t + BOARD_VOTE_DEADLINE))
+}
+
+/// Everything that waits on a human now, newest first (items with no known time last).
+pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
+    let mut out = Vec::new();
+    for d in s.quarantine.dispatches.iter() {
+        let x = &d.dispatch;
+        out.push(
+            Item::new(
+                Kind::Held,
+                &[
+                    ("handoff_id", x.handoff_id.as_str()),
+                    ("workflow_id", x.workflow_id.as_str()),
+                ],
+                format!(
+                    "held for approval ({}): {} → {} step {}",
+                    x.held_because.as_deref().unwrap_or("approval required"),
+                    x.from_god,
+                    x.to_god,
+                    x.step
+                ),
+                Jump::Row(Pane::Inboxes, format!("{}/{}", s.quarantine.god, d.name)),
+            )
+            .since(ts(x.dispatched_at.as_deref()))
+            .action("p approve · R reject"),
+        );
+    }
+    for w in s.workflows.iter() {
+        if let Some(why) = s.overdue(w, now) {
+            // The oldest unacked dispatch, else the last ack, dates it.
+            let since = w
+                .waiting
+                .iter()
+                .filter_map(|(_, d)| ts(d.dispatched_at.as_deref()))
+                .min()
+                .or_else(|| w.state.acks.last().and_then(|a| ts(a.acked_at.as_deref())));
+            out.push(
+                Item::new(
+                    Kind::Overdue,
+                    &[("workflow_id", w.id.as_str())],
+                    format!("overdue: {why}"),
+                    Jump::Row(Pane::Workflows, w.id.clone()),
+                )
+                .since(since)
+                .action("x abort · ack it in 2 Inboxes"),
+            );
+        }
+        if Snapshot::orphaned(w) {
+            out.push(
+                Item::new(
+                    Kind::Orphaned,
+                    &[("workflow_id", w.id.as_str())],
+                    "waits for an ack but its dispatch is in no inbox".into(),
+                    Jump::Row(Pane::Workflows, w.id.clone()),
+                )
+                .since(ts(w.state.updated.as_deref()))
+                .action("x abort · `pantheon redispatch` writes it again"),
+            );
+        }
+    }
+    for t in s.tracks.iter() {
+        for w in t.workers.iter().filter(|w| w.is_stale(now)) {
+            let beat = w.heartbeat();
+            out.push(
+                Item::new(
+                    Kind::StaleWorker,
+                    &[("track", t.name.as_str()), ("worker_id", w.worker_id.as_str())],
+                    format!(
+                        "{} {} and silent for {}",
+                        w.worker_id,
+                        w.status,
+                        beat.map_or("ever".into(), |b| short_duration(now - b))
+                    ),
+                    Jump::Row(Pane::Workers, format!("{}/{}", t.name, w.worker_id)),
+                )
+                .since(beat)
+                .action("l its locks · check the worker"),
+            );
+        }
+        for l in t.locks.iter().filter(|l| l.is_expired(now)) {
+            out.push(
+                Item::new(
+                    Kind::ExpiredLock,
+                    &[("track", t.name.as_str()), ("path", l.path.as_str())],
+                    format!(
+                        "lock expired, still held by {}",
+                        l.worker_id.as_deref().unwrap_or("-")
+                    ),
+                    Jump::Row(Pane::Locks, format!("{}/{}", t.name, l.path)),
+                )
+                .since(l.expires())
+                .action("u force-unlock"),
+            );
+        }
+        for (i, cycle) in t.deadlocks.iter().enumerate() {
+            let locks = t.deadlock_locks.get(i).cloned().unwrap_or_default();
+            let jump = match locks.first() {
+                Some(p) => Jump::Row(Pane::Locks, format!("{}/{p}", t.name)),
+                None => Jump::Row(Pane::Workers, String::new()),
+            };
+            let mut reason = format!("deadlock: {cycle}");
+            if !locks.is_empty() {
+                reason.push_str(&format!(" (locks: {})", locks.join(", ")));
+            }
+            // A cycle dates from its newest BLOCKED message.
+            let since = t
+                .messages
+                .iter()
+                .rev()
+                .find(|m| m.kind == "BLOCKED")
+                .and_then(|m| parse_ts(&m.timestamp));
+            out.push(
+                Item::new(
+                    Kind::Deadlock,
+                    &[("track", t.name.as_str()), ("cycle", cycle.as_str())],
+                    reason,
+                    jump,
+                )
+                .since(since)
+                .action("u force-unlock a lock of the cycle"),
+            );
+        }
+        if let Some(b) = &t.board {
+            let status = b.session.status.as_str();
+            if matches!(status, "VOTING" | "RESOLVING")
+                && let Some(deadline) = board_deadline(b)
+                && deadline <= now
+            {
+                out.push(
+                    Item::new(
+                        Kind::VoteOverdue,
+                        &[
+                            ("track", t.name.as_str()),
+                            ("session_id", b.session.session_id.as_str()),
+                        ],
+                        format!(
+                            "board {status} past its deadline ({} votes of {})",
+                            b.votes.len(),
+                            b.session.directors.len()
+                        ),
+                        Jump::Board(t.name.clone()),
+                    )
+                    .since(Some(deadline))
+                    .action("s resolve · F force advance"),
+                );
+            }
+        }
+    }
+    for inbox in s.dead_letters.iter() {
+        for d in inbox.dispatches.iter() {
+            let x = &d.dispatch;
+            // Dead letters are few: their whole file (delivery history, reason) is read on demand
+            // and cached with the snapshot's record.
+            let raw = d.whole().map(|w| w.raw.clone()).unwrap_or_default();
+            let extra = |k: &str| raw.get(k).and_then(Value::as_str).map(str::to_owned);
+            let deliveries = raw
+                .get("deliveries")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            let mut reason = format!(
+                "dead-lettered after {deliveries} deliveries: step {} for {}",
+                x.step, inbox.god
+            );
+            if let Some(why) = extra("reason").or_else(|| extra("dead_reason")) {
+                reason.push_str(&format!(" ({why})"));
+            }
+            let since = ts(extra("dead_at")
+                .or_else(|| extra("dead_lettered_at"))
+                .as_deref())
+            .or_else(|| ts(x.dispatched_at.as_deref()));
+            out.push(
+                Item::new(
+                    Kind::DeadLetter,
+                    &[
+                        ("god", inbox.god.as_str()),
+                        ("handoff_id", d.name.as_str()),
+                        ("workflow_id", x.workflow_id.as_str()),
+                    ],
+                    reason,
+                    Jump::Row(Pane::Workflows, x.workflow_id.clone()),
+                )
+                .since(since)
+                .action("`pantheon requeue` · x abort"),
+            );
+        }
+    }
+    for w in s.warnings.iter() {
+        let path = w.path.to_string_lossy();
+        out.push(
+            Item::new(
+                Kind::Unreadable,
+                &[("path", path.as_ref())],
+                format!("cannot read the file: {}", w.message),
+                Jump::Issues,
+            )
+            .since(w.since)
+            .action("fix or remove the file"),
+        );
+    }
+    // Newest first; undated last; then by key so the order is stable.
+    out.sort_by(|a, b| {
+        b.since
+            .is_some()
+            .cmp(&a.since.is_some())
+            .then(b.since.cmp(&a.since))
+            .then_with(|| a.key.cmp(&b.key))
+    });
+    out
+}

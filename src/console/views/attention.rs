@@ -1,0 +1,70 @@
+//! Pane 7: everything that waits on a human, newest first: reason, age, what resolves it.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+
+use crate::console::action::Pane;
+use crate::console::app::App;
+use crate::console::theme::Theme;
+use crate::engine::store::time::relative;
+
+use super::table::{self, Col};
+use super::empty;
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let rows = app.attention();
+    let snoozed = app.snoozed_count();
+    let mut title = format!(" 7 Attention ({}", rows.len());
+    if snoozed > 0 {
+        title.push_str(&format!(", {snoozed} snoozed"));
+    }
+    title.push_str(") ");
+    if rows.is_empty() {
+        let text = if app.filter(Pane::Attention).is_empty() {
+            "Nothing waits on you."
+        } else {
+            "No attention item matches the filter."
+        };
+        return empty(frame, area, title, text, theme);
+    }
+    let now = app.now;
+    let row = |i: &crate::console::attention::Item| {
+        let age = match i.since {
+            Some(t) if app.absolute_times => crate::console::preview::when(
+                Some(&t.to_rfc3339()),
+                now,
+                true,
+            ),
+            Some(t) => relative(t, now),
+            None => "-".into(),
+        };
+        vec![
+            Line::styled(format!("▲ {}", i.kind.as_str()), theme.alert()),
+            Line::raw(i.record.clone()),
+            Line::raw(age),
+            Line::raw(i.reason.clone()),
+            Line::styled(i.action.to_owned(), theme.key()),
+        ]
+    };
+    let first = table::list(
+        frame,
+        area,
+        title,
+        &COLUMNS,
+        &rows,
+        super::rows_of(app, rows.len()),
+        &app.marks(),
+        theme,
+        row,
+    );
+    super::record_table(app, area, first);
+}
+
+const COLUMNS: [Col; 5] = [
+    Col::new("KIND", 8, 16),
+    Col::new("RECORD", 8, 40).keep(),
+    Col::new("AGE", 6, 20),
+    Col::new("REASON", 20, 200).flex(),
+    Col::new("ACTION (Enter goes there)", 10, 48).hide(1),
+];

@@ -1,0 +1,482 @@
+//! The attention queue from roots written by hand, one cause at a time: the item appears with its
+//! reason, Enter jumps to the record in its pane (the resolving action one key away), it can be
+//! snoozed, and it goes when its cause goes. The journal pane jumps to an entry's record.
+
+use std::path::Path;
+
+use chrono::{DateTime, Duration, Utc};
+use crossterm::event::KeyCode;
+use pantheon::console::action::{Action, Pane};
+use pantheon::console::app::{App, Mode};
+use pantheon::console::attention::Kind;
+use serde_json::json;
+
+use super::support::*;
+
+fn now() -> DateTime<Utc> {
+    "2026-06-14T12:00:00Z".parse().unwrap()
+}
+
+fn ago(mins: i64) -> String {
+    (now() - Duration::minutes(mins)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+fn put(root: &Path, rel: &str, v: &serde_json::Value) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, serde_json::to_vec_pretty(v).unwrap()).unwrap();
+}
+
+fn bus(track: &str) -> String {
+    format!("conductor/tracks/{track}/.message-bus")
+}
+
+fn dispatch(hid: &str, wf: &str, to: &str, at: &str) -> serde_json::Value {
+    json!({"handoff_id": hid, "workflow_id": wf, "from_god": "thoth", "to_god": to,
+           "step": "build", "context": {"summary": "s"}, "dispatched_at": at,
+           "ack_status": "unacked"})
+}
+
+fn state(wf: &str, status: &str) -> serde_json::Value {
+    json!({"workflow_id": wf, "status": status, "current_step": "build",
+           "dispatched_to": "hephaestus", "created": ago(60), "updated": ago(30)})
+}
+
+/// An empty root with one track.
+fn root() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    for dir in ["conductor/state", "conductor/pending", "conductor/workflows"] {
+        std::fs::create_dir_all(d.path().join(dir)).unwrap();
+    }
+    std::fs::create_dir_all(d.path().join(bus("t1"))).unwrap();
+    std::fs::write(d.path().join(bus("t1")).join("queue.jsonl"), "").unwrap();
+    d
+}
+
+fn kinds(app: &App) -> Vec<Kind> {
+    app.attention_all().iter().map(|i| i.kind).collect()
+}
+
+/// The one item of `kind`: it is listed in pane 7, Enter takes the operator to `pane` with the
+/// record selected (its identity `key`), and the flash says what resolves it.
+fn check_jump(app: &mut App, kind: Kind, pane: Pane, key: &str, action_key: &str) {
+    let items = app.attention_all();
+    let item = items
+        .iter()
+        .find(|i| i.kind == kind)
+        .unwrap_or_else(|| panic!("no {kind:?} item in {items:?}"));
+    assert!(!item.reason.is_empty() && !item.action.is_empty());
+    assert!(item.action.contains(action_key), "{}", item.action);
+    app.dispatch(Action::GoPane(Pane::Attention));
+    let row = app
+        .attention()
+        .iter()
+        .position(|i| i.kind == kind)
+        .unwrap();
+    app.dispatch(Action::Top);
+    for _ in 0..row {
+        app.dispatch(Action::Down);
+    }
+    app.on_key(code(KeyCode::Enter));
+    assert_eq!(app.pane, pane, "{kind:?} jumps to {pane:?}");
+    let st = &app.panes[pane.number() - 1];
+    assert!(st.gone.is_none());
+    let flash = app.flash.as_ref().unwrap().text.clone();
+    assert!(flash.contains(item.action), "{flash}");
+    if !key.is_empty() {
+        let selected = app.selected(pane);
+        let keys = row_keys(app, pane);
+        assert_eq!(keys.get(selected).map(String::as_str), Some(key), "{kind:?}");
+    }
+}
+
+/// The identities of a pane's rows, as the app knows them (through the jump itself).
+fn row_keys(app: &App, pane: Pane) -> Vec<String> {
+    let s = &app.snapshot;
+    let f = app.filter(pane);
+    use pantheon::console::items;
+    match pane {
+        Pane::Workflows => items::workflows(s, &f).iter().map(|w| w.id.clone()).collect(),
+        Pane::Inboxes => items::dispatches(s, &f)
+            .iter()
+            .map(|r| format!("{}/{}", r.god, r.view.name))
+            .collect(),
+        Pane::Locks => items::locks(s, &f)
+            .iter()
+            .map(|(t, l)| format!("{t}/{}", l.path))
+            .collect(),
+        Pane::Workers => items::workers(s, &f)
+            .iter()
+            .map(|(t, w)| format!("{t}/{}", w.worker_id))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn app_at(root: &Path) -> App {
+    app_for(root, now())
+}
+
+/// Checks the whole life of one cause: appears (and nothing else), jumps, snoozes, goes away.
+fn life(
+    make: impl Fn(&Path),
+    undo: impl Fn(&Path),
+    kind: Kind,
+    pane: Pane,
+    key: &str,
+    action_key: &str,
+) {
+    let d = root();
+    let r = d.path();
+    assert!(kinds(&app_at(r)).is_empty(), "an empty root needs nobody");
+    make(r);
+    let mut app = app_at(r);
+    assert_eq!(kinds(&app), vec![kind]);
+    check_jump(&mut app, kind, pane, key, action_key);
+
+    // Snooze it for 2 hours: it leaves the queue, the title counts it, and it comes back later.
+    let mut app = app_at(r);
+    app.dispatch(Action::GoPane(Pane::Attention));
+    app.on_key(key_z());
+    let Mode::Prompt(p) = &app.mode else {
+        panic!("z asks how long")
+    };
+    assert_eq!(p.input.text(), "1h");
+    app.on_key(code(KeyCode::Backspace));
+    app.on_key(code(KeyCode::Backspace));
+    type_text(&mut app, "2h");
+    app.on_key(code(KeyCode::Enter));
+    assert!(app.attention_all().is_empty(), "snoozed");
+    assert_eq!(app.snoozed_count(), 1);
+    assert!(screen(&app, 120, 30, r).contains("7 Attention (0, 1 snoozed)"));
+    app.now = now() + Duration::hours(3);
+    // (Moved on in time, other causes may have grown due; this one is back.)
+    assert!(app.attention_all().iter().any(|i| i.kind == kind));
+
+    undo(r);
+    assert!(kinds(&app_at(r)).is_empty(), "{kind:?} gone with its cause");
+}
+
+fn key_z() -> crossterm::event::KeyEvent {
+    key('z')
+}
+
+#[test]
+fn a_held_dispatch_waits_for_approval() {
+    let f = "conductor/pending/_quarantine/hof_held_1.json";
+    life(
+        |r| put(r, f, &dispatch("hof_held_1", "wf_h", "hephaestus", &ago(3))),
+        |r| std::fs::remove_file(r.join(f)).unwrap(),
+        Kind::Held,
+        Pane::Inboxes,
+        "_quarantine/hof_held_1",
+        "p approve",
+    );
+}
+
+#[test]
+fn an_overdue_dispatch_waits_for_its_ack() {
+    let f = "conductor/pending/hephaestus/hof_late_1.json";
+    life(
+        |r| {
+            put(r, "conductor/state/wf_late.json", &state("wf_late", "waiting_for_ack"));
+            put(r, f, &dispatch("hof_late_1", "wf_late", "hephaestus", &ago(20)));
+        },
+        |r| {
+            let mut d = dispatch("hof_late_1", "wf_late", "hephaestus", &ago(20));
+            d["ack_status"] = json!("accepted");
+            put(r, f, &d);
+        },
+        Kind::Overdue,
+        Pane::Workflows,
+        "wf_late",
+        "x abort",
+    );
+}
+
+#[test]
+fn an_orphaned_wait_needs_a_redispatch() {
+    let f = "conductor/state/wf_orphan.json";
+    life(
+        |r| put(r, f, &state("wf_orphan", "waiting_for_ack")),
+        |r| put(r, f, &state("wf_orphan", "completed")),
+        Kind::Orphaned,
+        Pane::Workflows,
+        "wf_orphan",
+        "redispatch",
+    );
+}
+
+#[test]
+fn a_stale_worker_is_listed_until_it_beats_again() {
+    let f = format!("{}/worker-status.json", bus("t1"));
+    let beat = |at: String| json!({"w1": {"task_id": "1", "status": "RUNNING", "last_heartbeat": at}});
+    life(
+        |r| put(r, &f, &beat(ago(30))),
+        |r| put(r, &f, &beat(ago(0))),
+        Kind::StaleWorker,
+        Pane::Workers,
+        "t1/w1",
+        "l its locks",
+    );
+}
+
+#[test]
+fn an_expired_lock_still_held_waits_for_a_force_unlock() {
+    let f = format!("{}/locks.json", bus("t1"));
+    life(
+        |r| {
+            put(
+                r,
+                &f,
+                &json!({"src/a.rs": {"worker_id": "w1", "acquired_at": ago(60), "expires_at": ago(10)}}),
+            )
+        },
+        |r| put(r, &f, &json!({})),
+        Kind::ExpiredLock,
+        Pane::Locks,
+        "t1/src/a.rs",
+        "u force-unlock",
+    );
+}
+
+fn deadlock(r: &Path) {
+    let locks = json!({
+        "a.ts": {"worker_id": "w1", "acquired_at": ago(5), "expires_at": "2099-01-01T00:00:00Z"},
+        "b.ts": {"worker_id": "w2", "acquired_at": ago(5), "expires_at": "2099-01-01T00:00:00Z"},
+    });
+    put(r, &format!("{}/locks.json", bus("t1")), &locks);
+    let msg = |id: &str, src: &str, res: &str| {
+        json!({"id": id, "type": "BLOCKED", "source": src, "timestamp": ago(2),
+               "payload": {"waiting_for": "file_lock", "resource": res}})
+        .to_string()
+    };
+    std::fs::write(
+        r.join(bus("t1")).join("queue.jsonl"),
+        format!("{}\n{}\n", msg("m1", "w1", "b.ts"), msg("m2", "w2", "a.ts")),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_deadlock_names_its_locks_and_jumps_to_one_to_release() {
+    life(
+        deadlock,
+        |r| {
+            put(
+                r,
+                &format!("{}/locks.json", bus("t1")),
+                &json!({"a.ts": {"worker_id": "w1", "expires_at": "2099-01-01T00:00:00Z"}}),
+            )
+        },
+        Kind::Deadlock,
+        Pane::Locks,
+        "t1/a.ts",
+        "u force-unlock",
+    );
+}
+
+#[test]
+fn deadlocked_locks_are_marked_in_pane_4_and_l_in_pane_5_selects_one() {
+    let d = root();
+    let r = d.path();
+    deadlock(r);
+    let mut app = app_at(r);
+    let item = &app.attention_all()[0];
+    assert!(
+        item.reason.contains("locks: a.ts, b.ts"),
+        "the deadlock names its locks: {}",
+        item.reason
+    );
+    app.dispatch(Action::GoPane(Pane::Locks));
+    let s = screen(&app, 120, 30, r);
+    assert_eq!(s.matches("⟲ CYCLE").count(), 2, "{s}");
+    app.dispatch(Action::GoPane(Pane::Workers));
+    app.on_key(key('L'));
+    assert_eq!(app.pane, Pane::Locks);
+    let first = row_keys(&app, Pane::Locks)[app.selected(Pane::Locks)].clone();
+    assert!(first == "t1/a.ts" || first == "t1/b.ts", "{first}");
+    assert!(app.flash.as_ref().unwrap().text.contains("u force-unlocks"));
+    // Pressed again (from pane 5): the other lock of the cycle.
+    app.dispatch(Action::GoPane(Pane::Workers));
+    app.on_key(key('L'));
+    let second = row_keys(&app, Pane::Locks)[app.selected(Pane::Locks)].clone();
+    assert_ne!(first, second);
+}
+
+#[test]
+fn a_board_vote_past_its_deadline_waits_for_a_resolution() {
+    let f = format!("{}/board/session-b1.json", bus("t1"));
+    let session = |status: &str| {
+        json!({"session_id": "b1", "checkpoint": "EVALUATE_PLAN", "status": status,
+               "proposal": "Ship it", "directors": ["CA", "CPO", "CSO", "COO", "CXO"],
+               "started_at": ago(200), "vote_deadline": ago(20)})
+    };
+    life(
+        |r| put(r, &f, &session("VOTING")),
+        |r| put(r, &f, &session("COMPLETE")),
+        Kind::VoteOverdue,
+        Pane::Board,
+        "",
+        "s resolve",
+    );
+}
+
+#[test]
+fn a_dead_lettered_dispatch_is_listed_from_conductor_dead() {
+    // The shape the delivery supervisor writes: the dispatch, its deliveries, when and why.
+    let f = "conductor/dead/hephaestus/hof_dead_1.json";
+    life(
+        |r| {
+            put(r, "conductor/state/wf_dead.json", &state("wf_dead", "stalled"));
+            let mut d = dispatch("hof_dead_1", "wf_dead", "hephaestus", &ago(40));
+            d["deliveries"] = json!([{"at": ago(40), "to": "hephaestus"},
+                                     {"at": ago(30), "to": "hephaestus"},
+                                     {"at": ago(20), "to": "apollo"}]);
+            d["dead_at"] = json!(ago(10));
+            d["reason"] = json!("not acked after 3 deliveries");
+            put(r, f, &d);
+        },
+        |r| std::fs::remove_file(r.join(f)).unwrap(),
+        Kind::DeadLetter,
+        Pane::Workflows,
+        "wf_dead",
+        "requeue",
+    );
+}
+
+#[test]
+fn a_file_the_engine_cannot_read_opens_the_issues() {
+    let f = "conductor/pending/hephaestus/broken.json";
+    let d = root();
+    let r = d.path();
+    std::fs::create_dir_all(r.join("conductor/pending/hephaestus")).unwrap();
+    std::fs::write(r.join(f), "{ not json").unwrap();
+    let mut app = app_at(r);
+    assert_eq!(kinds(&app), vec![Kind::Unreadable]);
+    app.dispatch(Action::GoPane(Pane::Attention));
+    app.on_key(code(KeyCode::Enter));
+    assert!(matches!(app.mode, Mode::Issues));
+    std::fs::remove_file(r.join(f)).unwrap();
+    assert!(kinds(&app_at(r)).is_empty());
+}
+
+#[test]
+fn newest_first_and_the_global_key_walks_every_item_from_any_pane() {
+    let d = root();
+    let r = d.path();
+    put(r, "conductor/pending/_quarantine/hof_a.json", &dispatch("hof_a", "wf_a", "apollo", &ago(50)));
+    put(r, "conductor/pending/_quarantine/hof_b.json", &dispatch("hof_b", "wf_b", "apollo", &ago(5)));
+    put(r, "conductor/state/wf_orphan.json", &state("wf_orphan", "waiting_for_ack"));
+    let mut app = app_at(r);
+    let items = app.attention_all();
+    assert_eq!(items.len(), 3);
+    // Newest first: hof_b (5 min), wf_orphan (updated 30 min ago), hof_a (50 min).
+    assert_eq!(items[0].ids["handoff_id"], "hof_b");
+    assert_eq!(items[1].kind, Kind::Orphaned);
+    assert_eq!(items[2].ids["handoff_id"], "hof_a");
+    app.dispatch(Action::GoPane(Pane::Bus));
+    let mut visited = Vec::new();
+    for _ in 0..4 {
+        app.on_key(key('@'));
+        visited.push((app.pane, app.selected(app.pane)));
+    }
+    assert_eq!(visited[0].0, Pane::Inboxes);
+    assert_eq!(visited[1].0, Pane::Workflows);
+    assert_eq!(visited[2].0, Pane::Inboxes);
+    assert_eq!(visited[3], visited[0], "wraps around");
+    assert_ne!(visited[0].1, visited[2].1);
+    // From the held dispatch, approving is one key away.
+    app.on_key(key('p'));
+    assert!(matches!(app.mode, Mode::Confirm(_)));
+}
+
+#[test]
+fn the_journal_pane_lists_entries_newest_first_filters_and_jumps_to_the_record() {
+    let d = root();
+    let r = d.path();
+    put(r, "conductor/state/wf_j.json", &state("wf_j", "in_progress"));
+    let root = pantheon::Root::at(r);
+    let o = pantheon::engine::journal::Origin::new(Some("alice"), "cli");
+    for (wf, action) in [("wf_j", "submit"), ("wf_gone", "abort")] {
+        pantheon::engine::journal::append(
+            &root,
+            &o,
+            &pantheon::engine::journal::Act::new(action, "done").target("workflow_id", Some(wf)),
+        )
+        .unwrap();
+    }
+    let mut app = app_at(r);
+    app.dispatch(Action::GoPane(Pane::Journal));
+    assert_eq!(app.row_count(), 2);
+    let s = screen(&app, 120, 30, r);
+    let (abort, submit) = (s.find("abort").unwrap(), s.find("submit").unwrap());
+    assert!(abort < submit, "newest first:\n{s}");
+    assert!(s.contains("alice (cli)"), "{s}");
+    app.dispatch(Action::Filter);
+    type_text(&mut app, "wf_j");
+    app.on_key(code(KeyCode::Enter));
+    assert_eq!(app.row_count(), 1);
+    app.on_key(code(KeyCode::Enter));
+    assert_eq!(app.pane, Pane::Workflows, "Enter jumps to the workflow");
+    assert_eq!(row_keys(&app, Pane::Workflows)[app.selected(Pane::Workflows)], "wf_j");
+    // An entry whose record is gone opens the entry itself.
+    app.dispatch(Action::GoPane(Pane::Journal));
+    app.on_key(code(KeyCode::Esc));
+    app.dispatch(Action::Top);
+    app.on_key(code(KeyCode::Enter));
+    assert_eq!(app.pane, Pane::Journal);
+    assert!(app.pane_state().detail);
+    assert!(screen(&app, 120, 30, r).contains("\"wf_gone\""));
+}
+
+#[test]
+fn flashes_are_kept_in_messages() {
+    let d = root();
+    let mut app = app_at(d.path());
+    app.dispatch(Action::Refresh);
+    app.on_key(key('@'));
+    app.run_command("messages");
+    assert!(matches!(app.mode, Mode::Messages));
+    let s = screen(&app, 120, 30, d.path());
+    assert!(s.contains("rescanning the root"), "{s}");
+    assert!(s.contains("nothing waits on you"), "{s}");
+    let (a, b) = (s.find("nothing waits").unwrap(), s.find("rescanning").unwrap());
+    assert!(a < b, "newest first");
+}
+
+#[test]
+fn workers_link_to_their_locks_and_messages_and_dispatches_to_their_workflow() {
+    let d = root();
+    let r = d.path();
+    put(
+        r,
+        &format!("{}/worker-status.json", bus("t1")),
+        &json!({"w1": {"task_id": "1", "status": "RUNNING", "last_heartbeat": ago(0)}}),
+    );
+    put(
+        r,
+        &format!("{}/locks.json", bus("t1")),
+        &json!({"src/x.rs": {"worker_id": "w1", "expires_at": "2099-01-01T00:00:00Z"},
+                "src/y.rs": {"worker_id": "w9", "expires_at": "2099-01-01T00:00:00Z"}}),
+    );
+    put(r, "conductor/state/wf_l.json", &state("wf_l", "waiting_for_ack"));
+    put(r, "conductor/pending/hephaestus/hof_l.json", &dispatch("hof_l", "wf_l", "hephaestus", &ago(1)));
+    let mut app = app_at(r);
+    app.dispatch(Action::GoPane(Pane::Workers));
+    app.on_key(key('l'));
+    assert_eq!(app.pane, Pane::Locks);
+    assert_eq!(row_keys(&app, Pane::Locks), vec!["t1/src/x.rs"]);
+    app.dispatch(Action::GoPane(Pane::Workers));
+    app.on_key(key('m'));
+    assert_eq!(app.pane, Pane::Bus);
+    assert_eq!(app.track_name().as_deref(), Some("t1"));
+    assert_eq!(app.pane_state().filter, "source:w1");
+    app.dispatch(Action::GoPane(Pane::Workflows));
+    app.on_key(key('d'));
+    assert_eq!(app.pane, Pane::Inboxes);
+    assert_eq!(row_keys(&app, Pane::Inboxes)[app.selected(Pane::Inboxes)], "hephaestus/hof_l");
+    app.on_key(key('w'));
+    assert_eq!(app.pane, Pane::Workflows);
+    assert_eq!(row_keys(&app, Pane::Workflows)[app.selected(Pane::Workflows)], "wf_l");
+}
