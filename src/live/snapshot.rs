@@ -57,6 +57,8 @@ pub struct Snapshot {
     /// The staleness threshold for workers when it is not the protocol's 10 minutes (overridden by
     /// `PANTHEON_STALE_AFTER_SECS`, as the demo does), so the console can say which one it applies.
     pub stale_after: Option<Duration>,
+    /// `conductor/bridge/status.json` as the running bridge last wrote it (docs/NATS.md), if any.
+    pub bridge: Option<Arc<Value>>,
 }
 
 /// A workflow's state file, its abort manifest and its dispatches still waiting.

@@ -123,6 +123,9 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     if c.held > 0 {
         spans.push(Span::styled(format!(" · {} held", c.held), theme.accent()));
     }
+    if let Some(b) = &s.bridge {
+        bridge_spans(&mut spans, b, theme);
+    }
     spans.push(Span::styled(
         format!(
             "   {} [{}]",
@@ -132,6 +135,37 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         theme.dim(),
     ));
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The bridge's status in the header (docs/NATS.md): connected or not, server, lag, last error.
+fn bridge_spans<'a>(spans: &mut Vec<Span<'a>>, b: &serde_json::Value, theme: &Theme) {
+    let text = |k: &str| b.get(k).and_then(serde_json::Value::as_str).unwrap_or("");
+    let num = |k: &str| b.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+    let connected = b.get("connected").and_then(serde_json::Value::as_bool) == Some(true);
+    let mut lag = num("lag");
+    if let Some(tracks) = b.get("tracks").and_then(serde_json::Value::as_object) {
+        lag += tracks
+            .values()
+            .filter_map(|t| t.get("lag").and_then(serde_json::Value::as_u64))
+            .sum::<u64>();
+    }
+    let (mark, style) = if connected {
+        ("●", theme.accent())
+    } else {
+        ("○", theme.warn())
+    };
+    spans.push(Span::styled(
+        format!(
+            " · ⇄ {} {mark} {} {} lag {lag}",
+            text("name"),
+            if connected { "connected" } else { "disconnected" },
+            text("server"),
+        ),
+        style,
+    ));
+    if let Some(e) = b.get("last_error").and_then(serde_json::Value::as_str) {
+        spans.push(Span::styled(format!(" ({})", trunc(e, 60)), theme.dim()));
+    }
 }
 
 fn draw_tabs(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
