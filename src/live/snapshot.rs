@@ -78,6 +78,8 @@ pub struct Snapshot {
     pub dead_letters: Arc<Vec<InboxView>>,
     /// The newest entries of the operator journal (`conductor/journal.jsonl` and its segments).
     pub journal: Arc<JournalView>,
+    /// `conductor/bridge/status.json` as the running bridge last wrote it (docs/NATS.md), if any.
+    pub bridge: Option<Arc<Value>>,
 }
 
 /// A record read whole (a detail view, a confirmation): the typed value and the raw document.

@@ -504,3 +504,49 @@ fn attention_and_journal_panes_at_80x24_and_200x50() {
     assert!(wide.lines().nth(1).unwrap().contains("8 Journal"));
     assert!(wide.lines().nth(1).unwrap().contains("7 Attention"));
 }
+
+#[test]
+fn the_header_shows_the_bridge_and_the_bus_names_the_machine_of_a_mirrored_line() {
+    let root = fixture_root();
+    // A bridge status as `pantheon bridge` writes it, and a line mirrored from another machine.
+    let status = serde_json::json!({
+        "name": "tallon", "server": "nats://10.0.0.7:4222", "connected": true, "lag": 3,
+        "tracks": {"shared": {"lag": 2}}, "last_error": null,
+    });
+    let dir = root.path().join("conductor/bridge");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("status.json"), status.to_string()).unwrap();
+    let bus = pantheon::engine::bus::Bus::open(&pantheon::engine::store::Root::at(root.path()), "shared").unwrap();
+    bus.init().unwrap();
+    std::fs::write(
+        bus.queue_path(),
+        "{\"id\":\"msg-r1\",\"type\":\"PROGRESS\",\"source\":\"worker-9\",\"timestamp\":\"2026-02-01T12:00:00Z\",\"payload\":{},\"from_pantheon\":\"konan\"}\n",
+    )
+    .unwrap();
+    let mut app = app_for(root.path(), fixture_now());
+    let s = screen(&app, 320, H, root.path());
+    assert!(
+        s.contains("⇄ tallon ● connected nats://10.0.0.7:4222 lag 5"),
+        "{s}"
+    );
+    app.dispatch(Action::GoPane(Pane::Bus));
+    for _ in 0..20 {
+        if app.track.as_deref() == Some("shared") {
+            break;
+        }
+        app.dispatch(Action::NextTrack);
+    }
+    let s = screen(&app, 320, H, root.path());
+    assert!(s.contains("worker-9@konan"), "{s}");
+
+    let mut down = status.clone();
+    down["connected"] = false.into();
+    down["last_error"] = "nats: disconnected".into();
+    std::fs::write(dir.join("status.json"), down.to_string()).unwrap();
+    let app = app_for(root.path(), fixture_now());
+    let s = screen(&app, 320, H, root.path());
+    assert!(
+        s.contains("○ disconnected") && s.contains("(nats: disconnected)"),
+        "{s}"
+    );
+}

@@ -184,7 +184,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         let mut l = vec![
             kv("id", m.id.clone(), theme.base(), theme),
             kv("type", m.kind.clone(), theme.message_type(&m.kind).0, theme),
-            kv("source", m.source.clone(), theme.base(), theme),
+            kv("source", source_of(m), theme.base(), theme),
             kv(
                 "time",
                 format!(
@@ -224,7 +224,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                 theme.dim(),
             ),
             Line::from(Span::styled(format!("{g} {}", m.kind), style)),
-            Line::raw(m.source.clone()),
+            Line::raw(source_of(m)),
             Line::raw(payload_summary(m)),
         ]
     };
@@ -284,5 +284,14 @@ mod tests {
     fn a_known_type_without_its_usual_fields_shows_its_raw_payload() {
         let odd = msg("BOARD_ADVANCE", serde_json::json!({"phase": 3}));
         assert_eq!(payload_summary(&odd), r#"{"phase":3}"#);
+    }
+}
+
+/// The source of a message; a line mirrored from another machine's shared track (docs/NATS.md)
+/// shows where it came from: `worker-1@konan`.
+fn source_of(m: &crate::engine::bus::Envelope) -> String {
+    match m.extra.get("from_pantheon").and_then(serde_json::Value::as_str) {
+        Some(p) => format!("{}@{p}", m.source),
+        None => m.source.clone(),
     }
 }

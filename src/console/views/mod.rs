@@ -171,6 +171,9 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             theme.info(),
         ));
     }
+    if let Some(b) = &s.bridge {
+        bridge_items(&mut items, b, theme);
+    }
     items.push((
         9,
         format!(
@@ -293,6 +296,38 @@ fn messages(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         })
         .collect();
     frame.render_widget(Paragraph::new(lines).block(block(title, theme)), r);
+}
+
+/// The bridge's status in the header (docs/NATS.md): connected or not, server, lag, last error.
+fn bridge_items(items: &mut Vec<(u8, String, Style)>, b: &serde_json::Value, theme: &Theme) {
+    let text = |k: &str| b.get(k).and_then(serde_json::Value::as_str).unwrap_or("");
+    let num = |k: &str| b.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+    let connected = b.get("connected").and_then(serde_json::Value::as_bool) == Some(true);
+    let mut lag = num("lag");
+    if let Some(tracks) = b.get("tracks").and_then(serde_json::Value::as_object) {
+        lag += tracks
+            .values()
+            .filter_map(|t| t.get("lag").and_then(serde_json::Value::as_u64))
+            .sum::<u64>();
+    }
+    let (mark, style) = if connected {
+        ("●", theme.accent())
+    } else {
+        ("○", theme.warn())
+    };
+    items.push((
+        8,
+        format!(
+            "· ⇄ {} {mark} {} {} lag {lag} ",
+            text("name"),
+            if connected { "connected" } else { "disconnected" },
+            text("server"),
+        ),
+        style,
+    ));
+    if let Some(e) = b.get("last_error").and_then(serde_json::Value::as_str) {
+        items.push((8, format!("({}) ", trunc(e, 60)), theme.dim()));
+    }
 }
 
 fn draw_tabs(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {

@@ -1,0 +1,293 @@
+//! Benchmarks of shared tracks over NATS JetStream (issue 17, Performance), a plain program:
+//! `cargo bench --bench nats`. Needs `nats-server` (Debian's package) on PATH or in /usr/sbin.
+//!
+//! On one `nats-server` started here (loopback, JetStream in a temp dir), in the same run:
+//! 1. Cross-root latency on a shared track: `Bus::post` on root A -> the line in root B's
+//!    `queue.jsonl` (two `pantheon bridge --track` processes), p50/p99, next to a bare JetStream
+//!    round trip (publish, await the server's ack, receive it on an ordered consumer).
+//! 2. Mirrored throughput: a batch posted on A until every line is in B's queue, next to bare
+//!    JetStream publish throughput (pipelined publishes, acks awaited in windows of 512).
+//!
+//! Prints one `BENCH {json}` line per figure (collected by `scripts/bench-report.sh`).
+//! `NATS_BENCH_QUICK=1` shrinks the sizes.
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::{self, consumer::pull, stream};
+use futures_util::StreamExt;
+use pantheon::engine::bus::Bus;
+use pantheon::engine::store::Root;
+use serde_json::json;
+
+const PANTHEON: &str = env!("CARGO_BIN_EXE_pantheon");
+
+fn quick() -> bool {
+    std::env::var_os("NATS_BENCH_QUICK").is_some()
+}
+
+fn nats_server_bin() -> PathBuf {
+    let dirs = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default();
+    dirs.into_iter()
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/local/bin")])
+        .map(|d| d.join("nats-server"))
+        .find(|p| p.is_file())
+        .expect("nats-server not found: apt-get install -y nats-server")
+}
+
+struct Kill(Child);
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn bench(
+    name: &str,
+    goal: &str,
+    median: f64,
+    unit: &str,
+    baseline: (f64, &str),
+    met: bool,
+    note: &str,
+) {
+    let round = |x: f64| (x * 1000.0).round() / 1000.0;
+    let ratio = if baseline.0 != 0.0 {
+        median / baseline.0
+    } else {
+        f64::NAN
+    };
+    let line = json!({"name": name, "issue": 17, "goal": goal, "median": round(median), "unit": unit,
+        "baseline": round(baseline.0), "baseline_name": baseline.1, "ratio": round(ratio), "met": met,
+        "note": note});
+    println!("BENCH {line}");
+    std::io::stdout().flush().unwrap();
+}
+
+fn percentile(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let i = ((v.len() as f64 - 1.0) * p).round() as usize;
+    v[i.min(v.len() - 1)]
+}
+
+fn payload(i: usize) -> serde_json::Value {
+    json!({"task_id": "1.1", "progress_pct": i % 100,
+           "current_subtask": "Stripe client wrapper with retries and idempotency keys"})
+}
+
+/// Lines in a queue file (counted by newlines).
+fn lines_in(path: &Path) -> usize {
+    std::fs::read(path)
+        .map(|b| b.iter().filter(|c| **c == b'\n').count())
+        .unwrap_or(0)
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; nothing else is taken.
+    let (lat_n, tput_n) = if quick() { (100, 2_000) } else { (400, 20_000) };
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let _server = Kill(
+        Command::new(nats_server_bin())
+            .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
+            .arg(dir.path().join("js"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting nats-server"),
+    );
+    wait_for("nats-server", Duration::from_secs(20), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let url = format!("nats://127.0.0.1:{port}");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+
+    // ---- bare JetStream, same server, same run
+    let sample = serde_json::to_vec(&json!({"id": "msg-00000000-0000-4000-8000-000000000000",
+        "type": "PROGRESS", "source": "worker-1", "timestamp": "2026-02-01T12:00:00.000000Z",
+        "payload": payload(1)}))
+    .unwrap();
+    let (bare_rtt, bare_tput) = rt.block_on(async {
+        let client = async_nats::connect(&url).await.unwrap();
+        let js = jetstream::new(client);
+        let st = js
+            .get_or_create_stream(stream::Config {
+                name: "BARE".into(),
+                subjects: vec!["bare.>".into()],
+                storage: stream::StorageType::File,
+                duplicate_window: Duration::from_secs(120),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let consumer = st
+            .create_consumer(pull::OrderedConfig {
+                filter_subject: "bare.rtt".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let mut msgs = consumer.messages().await.unwrap();
+        let mut rtt = Vec::new();
+        for i in 0..lat_n + 20 {
+            let t = Instant::now();
+            let mut h = async_nats::HeaderMap::new();
+            h.insert("Nats-Msg-Id", format!("rtt-{i}").as_str());
+            js.publish_with_headers("bare.rtt", h, sample.clone().into())
+                .await
+                .unwrap()
+                .await
+                .unwrap();
+            msgs.next().await.unwrap().unwrap();
+            if i >= 20 {
+                rtt.push(t.elapsed().as_secs_f64() * 1000.0);
+            }
+        }
+        let t = Instant::now();
+        let mut done = 0;
+        while done < tput_n {
+            let mut acks = Vec::new();
+            for i in done..(done + 512).min(tput_n) {
+                let mut h = async_nats::HeaderMap::new();
+                h.insert("Nats-Msg-Id", format!("tp-{i}").as_str());
+                acks.push(
+                    js.publish_with_headers("bare.tput", h, sample.clone().into())
+                        .await
+                        .unwrap(),
+                );
+            }
+            done += acks.len();
+            for a in acks {
+                a.await.unwrap();
+            }
+        }
+        (rtt, tput_n as f64 / t.elapsed().as_secs_f64())
+    });
+
+    // ---- ours: two roots, two bridges, one shared track
+    let roots: Vec<Root> = ["a", "b"]
+        .iter()
+        .map(|n| Root::at(&dir.path().join(n)))
+        .collect();
+    let buses: Vec<Bus> = roots
+        .iter()
+        .map(|r| {
+            let b = Bus::open(r, "bench").unwrap();
+            b.init().unwrap();
+            b
+        })
+        .collect();
+    let _bridges: Vec<Kill> = roots
+        .iter()
+        .zip(["konan", "tallon"])
+        .map(|(r, name)| {
+            Kill(
+                Command::new(PANTHEON)
+                    .arg("--root")
+                    .arg(&r.root)
+                    .args(["bridge", "--nats", &url, "--name", name, "--track", "bench"])
+                    .env_remove("PANTHEON_ROOT")
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("starting pantheon bridge"),
+            )
+        })
+        .collect();
+    let qb = buses[1].queue_path();
+    // Warm up until the bridges carry lines.
+    buses[0].post("PROGRESS", "warm", payload(0)).unwrap();
+    wait_for("the bridges", Duration::from_secs(60), || lines_in(&qb) >= 1);
+    let mut ours = Vec::new();
+    let mut seen = lines_in(&qb);
+    let mut len_b = std::fs::metadata(&qb).unwrap().len();
+    for i in 0..lat_n + 20 {
+        let t = Instant::now();
+        buses[0].post("PROGRESS", "worker-1", payload(i)).unwrap();
+        // Spin on B's queue length (a stat per 50 µs), then confirm the line is complete.
+        loop {
+            let l = std::fs::metadata(&qb).map(|m| m.len()).unwrap_or(0);
+            if l > len_b {
+                len_b = l;
+                break;
+            }
+            assert!(t.elapsed() < Duration::from_secs(30), "line {i} never arrived");
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        if i >= 20 {
+            ours.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+    }
+    seen += lat_n + 20;
+    let t = Instant::now();
+    buses[0]
+        .post_repeated("PROGRESS", "worker-1", payload(7), tput_n)
+        .unwrap();
+    wait_for("every mirrored line", Duration::from_secs(600), || {
+        lines_in(&qb) >= seen + tput_n
+    });
+    let our_tput = tput_n as f64 / t.elapsed().as_secs_f64();
+    assert_eq!(lines_in(&qb), seen + tput_n, "B has every line exactly once");
+
+    let mut bare = bare_rtt.clone();
+    let (b50, b99) = (percentile(&mut bare, 0.5), percentile(&mut bare, 0.99));
+    let (o50, o99) = (percentile(&mut ours, 0.5), percentile(&mut ours, 0.99));
+    let note = format!(
+        "p50 {o50:.3} ms / p99 {o99:.3} ms vs bare p50 {b50:.3} ms / p99 {b99:.3} ms; {lat_n} posts, one at a time"
+    );
+    bench(
+        "shared track latency p50 (A append -> B queue.jsonl)",
+        "within 3x of a bare JetStream round trip",
+        o50,
+        "ms",
+        (b50, "bare JetStream publish+ack+consume p50"),
+        o50 <= 3.0 * b50,
+        &note,
+    );
+    bench(
+        "shared track latency p99 (A append -> B queue.jsonl)",
+        "within 3x of a bare JetStream round trip",
+        o99,
+        "ms",
+        (b99, "bare JetStream publish+ack+consume p99"),
+        o99 <= 3.0 * b99,
+        &note,
+    );
+    bench(
+        "shared track mirrored throughput (A batch -> B queue.jsonl)",
+        ">= 0.5x bare JetStream publish throughput",
+        our_tput,
+        "msg/s",
+        (bare_tput, "bare JetStream publish, acks in windows of 512"),
+        our_tput >= 0.5 * bare_tput,
+        &format!("{tput_n} lines posted in one batch on A, counted in B's queue"),
+    );
+}
