@@ -393,6 +393,48 @@ fn a_root_deleted_and_recreated_is_watched_again() {
 }
 
 #[test]
+fn watches_do_not_grow_with_workflows_and_new_directories_are_followed() {
+    let root = engine_root();
+    let r = root.path();
+    // A year of workflows leaves a handoff directory each: none of them may cost a watch.
+    for i in 0..300 {
+        let d = r.join(format!("shared/handoffs/wf_old_{i}"));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("research.json"), "{}").unwrap();
+    }
+    let mut h = LiveHandle::start(Root::at(r), WatchMode::Notify, ModelOptions::default());
+    assert_eq!(h.mode, WatchMode::Notify);
+    let before = h.watch_count();
+    assert!(before > 0 && before < 30, "{before} watches");
+    // A god's inbox appears with a dispatch already in it (written before any watch could exist on
+    // the new directory): it is read, and the directory is watched from then on.
+    let inbox = r.join("conductor/pending/newgod");
+    std::fs::create_dir(&inbox).unwrap();
+    let disp = serde_json::json!({
+        "dispatch_id": "disp_20260614_120000_aaaaaa", "handoff_id": "hof_20260614_eee555",
+        "workflow_id": "wf_deploy_42", "from_god": "thoth", "to_god": "newgod", "step": "review",
+        "context": {"summary": "first"}, "dispatched_at": "2026-06-14T12:00:00Z", "ack_status": "unacked"
+    });
+    std::fs::write(inbox.join("hof_20260614_eee555.json"), disp.to_string()).unwrap();
+    wait_for(&mut h, Duration::from_secs(15), |s| {
+        s.inboxes
+            .iter()
+            .any(|i| i.god == "newgod" && i.dispatches.len() == 1)
+    });
+    let mut second = disp.clone();
+    second["handoff_id"] = "hof_20260614_fff666".into();
+    std::fs::write(inbox.join("hof_20260614_fff666.json"), second.to_string()).unwrap();
+    let took = wait_for(&mut h, Duration::from_secs(15), |s| {
+        s.inboxes
+            .iter()
+            .any(|i| i.god == "newgod" && i.dispatches.len() == 2)
+    });
+    // By notification on the new directory's own watch, not by a later re-check.
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    assert_eq!(h.watch_count(), before + 1);
+}
+
+#[test]
 fn file_issues_are_listed_with_since_and_a_pane_marks_its_last_good_data() {
     use pantheon::console::app::{App, Mode};
     let root = engine_root();

@@ -120,6 +120,37 @@ mod workflow;
 use inbox::InboxTracker;
 use track::TrackTracker;
 
+/// The directories whose entries the model reads, each to be watched non-recursively: the root and
+/// `conductor/` (for the protocol directories appearing), `state/`, `workflows/`, `pending/` and each
+/// inbox, `tracks/` and each track, its `.message-bus/` and `board/`. Not `shared/handoffs/`, whose
+/// directory per workflow the console does not read: watching it recursively would cost a watch per
+/// workflow out of a limit every process of the user shares.
+pub fn dirs_to_watch(root: &Root) -> BTreeSet<PathBuf> {
+    let mut out: BTreeSet<PathBuf> = [
+        root.root.clone(),
+        root.conductor.clone(),
+        root.state_dir(),
+        root.workflows_dir(),
+        root.pending_root(),
+        root.tracks_dir(),
+    ]
+    .into();
+    let pending = root.pending_root();
+    for g in list_dir(&pending, true) {
+        if !crate::engine::conductor::files::is_foreign_pending_dir(&g) {
+            out.insert(pending.join(g));
+        }
+    }
+    let tracks = root.tracks_dir();
+    for t in list_dir(&tracks, true) {
+        let bus = tracks.join(&t).join(".message-bus");
+        out.insert(tracks.join(&t));
+        out.insert(bus.join("board"));
+        out.insert(bus);
+    }
+    out
+}
+
 /// Which part of the model a changed path belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Target {
@@ -164,6 +195,8 @@ pub struct LiveModel {
     definition_files: Vec<(String, crate::live::files::Fingerprint)>,
     /// When each file now in the warnings was first seen with a problem.
     warned_since: BTreeMap<PathBuf, chrono::DateTime<chrono::Utc>>,
+    /// Increases whenever a directory may have appeared or vanished (see [`LiveModel::layout_generation`]).
+    layout: u64,
 }
 
 impl LiveModel {
@@ -186,6 +219,7 @@ impl LiveModel {
             dirty_definitions: true,
             definition_files: Vec::new(),
             warned_since: BTreeMap::new(),
+            layout: 0,
             root,
         };
         m.rescan_all();
@@ -199,6 +233,12 @@ impl LiveModel {
         let mut s = (*self.snapshot).clone();
         s.watch = self.watch.clone();
         self.snapshot = Arc::new(s);
+    }
+
+    /// Increases whenever an event or a rescan may have made a directory appear or vanish: the
+    /// runner then syncs its watches with [`dirs_to_watch`].
+    pub fn layout_generation(&self) -> u64 {
+        self.layout
     }
 
     pub fn root(&self) -> &Root {
@@ -287,8 +327,9 @@ impl LiveModel {
             };
         }
         if path.starts_with(&self.root.conductor) {
-            // A new or removed top-level directory (pending/, state/, tracks/ created by init).
-            if path.parent() == Some(self.root.conductor.as_path()) {
+            // A new or removed top-level directory (pending/, state/, tracks/ created by init); not a
+            // file such as the journal, whose every append would cost a rescan of the whole root.
+            if path.parent() == Some(self.root.conductor.as_path()) && !path.is_file() {
                 return Target::Everything;
             }
         }
@@ -296,6 +337,18 @@ impl LiveModel {
     }
 
     fn refresh_target(&mut self, t: Target) {
+        if matches!(
+            t,
+            Target::Everything
+                | Target::StateDir
+                | Target::InboxesDir
+                | Target::TracksDir
+                | Target::Inbox(_, None)
+                | Target::Quarantine(None)
+                | Target::Track(_, TrackPart::All | TrackPart::Board)
+        ) {
+            self.layout += 1;
+        }
         match t {
             Target::Everything => self.rescan_all(),
             Target::Ignore => {}
