@@ -11,7 +11,7 @@ use tokio::sync::watch;
 
 use crate::engine::store::Root;
 
-use super::model::{LiveModel, ModelOptions, dirs_to_watch};
+use super::model::{FIRST_CHUNK, LOAD_CHUNK, LiveModel, ModelOptions, dirs_to_watch};
 use super::snapshot::Snapshot;
 use super::watch::{Signal, WatchMode, Watcher, dir_identity};
 
@@ -47,7 +47,7 @@ impl LiveHandle {
         watcher.sync(&dirs_to_watch(&root));
         let watches = Arc::new(AtomicUsize::new(watcher.watch_count()));
         let (mode, fallback_reason) = (watcher.mode, watcher.fallback_reason.clone());
-        let mut model = LiveModel::open(root.clone(), opts);
+        let mut model = LiveModel::open_progressive(root.clone(), opts, FIRST_CHUNK);
         model.set_watch_mode(mode.to_string());
         let (snap_tx, snap_rx) = watch::channel(model.snapshot());
         let watched = Watched {
@@ -199,40 +199,54 @@ fn run(
     out: watch::Sender<Arc<Snapshot>>,
     mut watched: Watched,
 ) {
-    while let Some((mut rescan, mut paths)) = next_burst(&rx, ROOT_CHECK) {
-        rescan |= watched.root_changed();
-        if !rescan && paths.is_empty() {
-            continue;
-        }
-        paths.sort();
-        paths.dedup();
-        let started = Instant::now();
-        let mut snap = if rescan {
-            model.rescan()
+    loop {
+        // While the first load is still reading, take what signals there are and go on reading.
+        let idle = if model.is_loading() {
+            Duration::ZERO
         } else {
-            model.apply(&paths)
+            ROOT_CHECK
         };
-        let mode = watched.watcher.mode;
-        let fresh = watched.follow(&model, rescan, &paths);
-        if !fresh.is_empty() {
-            // Files written in a new directory before its watch existed.
-            snap = model.apply(&fresh).or(snap);
-        }
-        if watched.watcher.mode != mode {
-            model.set_watch_mode(watched.watcher.mode.to_string());
-            snap = Some(model.snapshot());
-        }
-        if let Some(s) = snap {
-            tracing::debug!(
-                seq = s.seq,
-                paths = paths.len(),
-                rescan,
-                took_us = started.elapsed().as_micros() as u64,
-                "snapshot"
-            );
-            if out.send(s).is_err() {
-                return;
+        let Some((mut rescan, mut paths)) = next_burst(&rx, idle) else {
+            return;
+        };
+        rescan |= watched.root_changed();
+        if rescan || !paths.is_empty() {
+            paths.sort();
+            paths.dedup();
+            let started = Instant::now();
+            let mut snap = if rescan {
+                model.rescan()
+            } else {
+                model.apply(&paths)
+            };
+            let mode = watched.watcher.mode;
+            let fresh = watched.follow(&model, rescan, &paths);
+            if !fresh.is_empty() {
+                // Files written in a new directory before its watch existed.
+                snap = model.apply(&fresh).or(snap);
             }
+            if watched.watcher.mode != mode {
+                model.set_watch_mode(watched.watcher.mode.to_string());
+                snap = Some(model.snapshot());
+            }
+            if let Some(s) = snap {
+                tracing::debug!(
+                    seq = s.seq,
+                    paths = paths.len(),
+                    rescan,
+                    took_us = started.elapsed().as_micros() as u64,
+                    "snapshot"
+                );
+                if out.send(s).is_err() {
+                    return;
+                }
+            }
+        }
+        if model.is_loading()
+            && let Some(s) = model.load_more(LOAD_CHUNK)
+            && out.send(s).is_err()
+        {
+            return;
         }
     }
 }

@@ -57,6 +57,16 @@ pub struct Snapshot {
     /// The staleness threshold for workers when it is not the protocol's 10 minutes (overridden by
     /// `PANTHEON_STALE_AFTER_SECS`, as the demo does), so the console can say which one it applies.
     pub stale_after: Option<Duration>,
+    /// Set while the first load of a large root is still reading files (the first screen is drawn
+    /// before the whole root is read).
+    pub loading: Option<Loading>,
+}
+
+/// How far the first load of a root got: files read of those listed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Loading {
+    pub read: usize,
+    pub total: usize,
 }
 
 /// A record read whole (a detail view, a confirmation): the typed value and the raw document.

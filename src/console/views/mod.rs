@@ -116,6 +116,13 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             theme.warn(),
         ));
     }
+    if let Some(l) = s.loading {
+        // The first screen of a large root comes before the whole root is read.
+        spans.push(Span::styled(
+            format!("⟳ loading {} of {} files · ", l.read, l.total),
+            theme.info(),
+        ));
+    }
     spans.push(Span::raw(format!(
         "{} workflows ({} active) · {} waiting",
         c.workflows, c.active, c.waiting

@@ -175,6 +175,20 @@ enum TrackPart {
     All,
 }
 
+/// A file listed by the first load but not read yet.
+#[derive(Debug, Clone)]
+enum Unread {
+    /// A file of `conductor/state/`.
+    State(String),
+    /// A dispatch file: (god or `_quarantine`, file name).
+    Dispatch(String, String),
+}
+
+/// How long the first load reads before the first snapshot is published (the first screen).
+pub const FIRST_CHUNK: std::time::Duration = std::time::Duration::from_millis(40);
+/// How long each later step of the first load reads before it publishes what it has.
+pub const LOAD_CHUNK: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// The watched model of one root.
 pub struct LiveModel {
     root: Root,
@@ -197,13 +211,26 @@ pub struct LiveModel {
     warned_since: BTreeMap<PathBuf, chrono::DateTime<chrono::Utc>>,
     /// Increases whenever a directory may have appeared or vanished (see [`LiveModel::layout_generation`]).
     layout: u64,
+    /// True while the first load lists files without reading the new ones (they go to `unread`).
+    progressive: bool,
+    /// Files listed by the first load and not read yet, read a chunk at a time by [`LiveModel::load_more`].
+    unread: std::collections::VecDeque<Unread>,
+    /// How many files the first load listed (for "loading N of M").
+    load_total: usize,
 }
 
 impl LiveModel {
     /// A model of `root`, fully read once (queues from their tail).
     pub fn open(root: Root, opts: ModelOptions) -> Self {
+        let mut m = Self::open_empty(root, opts);
+        m.rescan_all();
+        m.publish();
+        m
+    }
+
+    fn open_empty(root: Root, opts: ModelOptions) -> Self {
         let quarantine = InboxTracker::new("_quarantine", root.quarantine_dir());
-        let mut m = Self {
+        Self {
             opts,
             seq: 0,
             watch: String::new(),
@@ -220,11 +247,75 @@ impl LiveModel {
             definition_files: Vec::new(),
             warned_since: BTreeMap::new(),
             layout: 0,
+            progressive: false,
+            unread: Default::default(),
+            load_total: 0,
             root,
-        };
+        }
+    }
+
+    /// A model of `root` whose first snapshot is published after `first` of reading: the protocol
+    /// directories are listed, tracks and definitions read, then workflow states and dispatches
+    /// until the time is up. The rest is read by [`LiveModel::load_more`]; until then the snapshot
+    /// says how far the load got ([`Snapshot::loading`]).
+    pub fn open_progressive(root: Root, opts: ModelOptions, first: std::time::Duration) -> Self {
+        let started = std::time::Instant::now();
+        let mut m = Self::open_empty(root, opts);
+        m.progressive = true;
         m.rescan_all();
+        m.progressive = false;
+        m.load_total = m.unread.len();
+        let left = first.saturating_sub(started.elapsed());
+        m.read_unread(left);
         m.publish();
         m
+    }
+
+    /// True while files listed by the first load are still unread.
+    pub fn is_loading(&self) -> bool {
+        !self.unread.is_empty()
+    }
+
+    /// Reads unread files for about `budget`, then publishes what changed.
+    pub fn load_more(&mut self, budget: std::time::Duration) -> Option<Arc<Snapshot>> {
+        if self.unread.is_empty() {
+            return None;
+        }
+        self.read_unread(budget);
+        // The last step always publishes, so the "loading" note goes away.
+        self.dirty_workflows = true;
+        self.publish_if_dirty()
+    }
+
+    fn defer(&mut self, files: Vec<Unread>) {
+        self.unread.extend(files);
+    }
+
+    /// Reads unread files until `budget` is spent (at least one file).
+    fn read_unread(&mut self, budget: std::time::Duration) {
+        let started = std::time::Instant::now();
+        let mut touched = BTreeSet::new();
+        let mut n = 0usize;
+        while let Some(u) = self.unread.pop_front() {
+            match u {
+                Unread::State(name) => {
+                    if self.refresh_state_file(&name) {
+                        self.dirty_workflows = true;
+                    }
+                }
+                Unread::Dispatch(god, file) => {
+                    if self.read_deferred_dispatch(&god, &file) {
+                        touched.insert(god);
+                    }
+                }
+            }
+            n += 1;
+            // A clock read every 64 files: cheap next to reading one.
+            if n % 64 == 0 && started.elapsed() >= budget {
+                break;
+            }
+        }
+        self.rebuild_inboxes(&touched);
     }
 
     /// Records how changes are noticed, for the header.
@@ -462,6 +553,10 @@ impl LiveModel {
             (stale_after != crate::engine::bus::model::STALE_AFTER).then_some(stale_after);
         self.seq += 1;
         s.seq = self.seq;
+        s.loading = (!self.unread.is_empty()).then(|| super::snapshot::Loading {
+            read: self.load_total.saturating_sub(self.unread.len()),
+            total: self.load_total,
+        });
         s.taken_at = Some(chrono::Utc::now());
         if self.dirty_definitions {
             let (defs, errors) = load_definitions(&self.root);
