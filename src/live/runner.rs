@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
@@ -10,9 +11,9 @@ use tokio::sync::watch;
 
 use crate::engine::store::Root;
 
-use super::model::{LiveModel, ModelOptions};
+use super::model::{FIRST_CHUNK, LOAD_CHUNK, LiveModel, ModelOptions, dirs_to_watch};
 use super::snapshot::Snapshot;
-use super::watch::{Signal, WatchMode, Watcher};
+use super::watch::{Signal, WatchMode, Watcher, dir_identity};
 
 /// A burst of events is considered over after this much quiet.
 pub const DEBOUNCE_QUIET: Duration = Duration::from_millis(10);
@@ -31,6 +32,8 @@ pub struct LiveHandle {
     pub mode: WatchMode,
     /// Why notifications could not be used, if they were wanted.
     pub fallback_reason: Option<String>,
+    /// How many directories are watched now (each non-recursively).
+    watches: Arc<AtomicUsize>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -39,23 +42,21 @@ impl LiveHandle {
     pub fn start(root: Root, mode: WatchMode, opts: ModelOptions) -> Self {
         let (tx, rx) = mpsc::channel();
         // Watch first, then read: a change between the two is seen twice, never missed.
-        // The conductor directory may live outside the root (`CONDUCTOR_BASE_DIR`): watch it too.
-        let mut dirs = vec![root.root.clone()];
-        if !root.conductor.starts_with(&root.root) && root.conductor.is_dir() {
-            dirs.push(root.conductor.clone());
-        }
         let identity = dir_identity(&root.root);
-        let watcher = super::watch::watch(&dirs, mode, tx.clone());
+        let mut watcher = super::watch::watch(mode, tx.clone());
+        watcher.sync(&dirs_to_watch(&root));
+        let watches = Arc::new(AtomicUsize::new(watcher.watch_count()));
         let (mode, fallback_reason) = (watcher.mode, watcher.fallback_reason.clone());
-        let mut model = LiveModel::open(root.clone(), opts);
+        let mut model = LiveModel::open_progressive(root.clone(), opts, FIRST_CHUNK);
         model.set_watch_mode(mode.to_string());
         let (snap_tx, snap_rx) = watch::channel(model.snapshot());
         let watched = Watched {
-            root: root.root,
-            dirs,
+            root,
             tx: tx.clone(),
             identity,
             watcher,
+            layout: model.layout_generation(),
+            watches: watches.clone(),
         };
         let thread = std::thread::Builder::new()
             .name("pantheon-live".into())
@@ -66,6 +67,7 @@ impl LiveHandle {
             signals: tx,
             mode,
             fallback_reason,
+            watches,
             thread: Some(thread),
         }
     }
@@ -73,6 +75,11 @@ impl LiveHandle {
     /// Asks for every file to be re-checked now.
     pub fn rescan(&self) {
         let _ = self.signals.send(Signal::Rescan);
+    }
+
+    /// How many directories are watched now (a few per god and track, none per workflow).
+    pub fn watch_count(&self) -> usize {
+        self.watches.load(Ordering::Relaxed)
     }
 
     /// The newest snapshot.
@@ -90,36 +97,52 @@ impl Drop for LiveHandle {
     }
 }
 
-/// The device and inode of a directory, `None` when it is missing.
-fn dir_identity(p: &std::path::Path) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
-}
-
-/// The change source and what it watches, kept by the model thread so it can start it again.
+/// The change source and what it watches, kept by the model thread so it can follow the root's
+/// directories as they appear and vanish.
 struct Watched {
-    root: PathBuf,
-    dirs: Vec<PathBuf>,
+    root: Root,
     tx: Sender<Signal>,
     identity: Option<(u64, u64)>,
     watcher: Watcher,
+    /// The model's layout generation when the watches were last synced.
+    layout: u64,
+    /// Shared with the handle: how many directories are watched.
+    watches: Arc<AtomicUsize>,
 }
 
 impl Watched {
     /// True when the root is no longer the directory the watches were set on (deleted, or deleted and
     /// re-created): the watches are set again on what is there now, and the model must rescan.
     fn root_changed(&mut self) -> bool {
-        let now = dir_identity(&self.root);
+        let now = dir_identity(&self.root.root);
         if now == self.identity {
             return false;
         }
-        tracing::info!(root = %self.root.display(), present = now.is_some(), "root changed; watching again");
+        tracing::info!(root = %self.root.root.display(), present = now.is_some(), "root changed; watching again");
         self.identity = now;
         if now.is_some() && self.watcher.mode == WatchMode::Notify {
             // Replaced before the rescan, so a change in between is seen twice, never missed.
-            self.watcher = super::watch::watch(&self.dirs, WatchMode::Notify, self.tx.clone());
+            self.watcher = super::watch::watch(WatchMode::Notify, self.tx.clone());
+            self.watcher.sync(&dirs_to_watch(&self.root));
+            self.watches
+                .store(self.watcher.watch_count(), Ordering::Relaxed);
         }
         true
+    }
+
+    /// Follows the directories of the root after the model took a burst: when a directory appeared,
+    /// vanished or was replaced (the model's layout changed, or an event named a watched directory),
+    /// the watches are synced; the directories newly watched are returned, to be read again.
+    fn follow(&mut self, model: &LiveModel, rescan: bool, paths: &[PathBuf]) -> Vec<PathBuf> {
+        let layout = model.layout_generation();
+        if !rescan && layout == self.layout && !paths.iter().any(|p| self.watcher.is_watched(p)) {
+            return Vec::new();
+        }
+        self.layout = layout;
+        let fresh = self.watcher.sync(&dirs_to_watch(&self.root));
+        self.watches
+            .store(self.watcher.watch_count(), Ordering::Relaxed);
+        fresh
     }
 }
 
@@ -176,30 +199,54 @@ fn run(
     out: watch::Sender<Arc<Snapshot>>,
     mut watched: Watched,
 ) {
-    while let Some((mut rescan, mut paths)) = next_burst(&rx, ROOT_CHECK) {
-        rescan |= watched.root_changed();
-        if !rescan && paths.is_empty() {
-            continue;
-        }
-        paths.sort();
-        paths.dedup();
-        let started = Instant::now();
-        let snap = if rescan {
-            model.rescan()
+    loop {
+        // While the first load is still reading, take what signals there are and go on reading.
+        let idle = if model.is_loading() {
+            Duration::ZERO
         } else {
-            model.apply(&paths)
+            ROOT_CHECK
         };
-        if let Some(s) = snap {
-            tracing::debug!(
-                seq = s.seq,
-                paths = paths.len(),
-                rescan,
-                took_us = started.elapsed().as_micros() as u64,
-                "snapshot"
-            );
-            if out.send(s).is_err() {
-                return;
+        let Some((mut rescan, mut paths)) = next_burst(&rx, idle) else {
+            return;
+        };
+        rescan |= watched.root_changed();
+        if rescan || !paths.is_empty() {
+            paths.sort();
+            paths.dedup();
+            let started = Instant::now();
+            let mut snap = if rescan {
+                model.rescan()
+            } else {
+                model.apply(&paths)
+            };
+            let mode = watched.watcher.mode;
+            let fresh = watched.follow(&model, rescan, &paths);
+            if !fresh.is_empty() {
+                // Files written in a new directory before its watch existed.
+                snap = model.apply(&fresh).or(snap);
             }
+            if watched.watcher.mode != mode {
+                model.set_watch_mode(watched.watcher.mode.to_string());
+                snap = Some(model.snapshot());
+            }
+            if let Some(s) = snap {
+                tracing::debug!(
+                    seq = s.seq,
+                    paths = paths.len(),
+                    rescan,
+                    took_us = started.elapsed().as_micros() as u64,
+                    "snapshot"
+                );
+                if out.send(s).is_err() {
+                    return;
+                }
+            }
+        }
+        if model.is_loading()
+            && let Some(s) = model.load_more(LOAD_CHUNK)
+            && out.send(s).is_err()
+        {
+            return;
         }
     }
 }

@@ -80,6 +80,16 @@ pub struct Snapshot {
     pub journal: Arc<JournalView>,
     /// `conductor/bridge/status.json` as the running bridge last wrote it (docs/NATS.md), if any.
     pub bridge: Option<Arc<Value>>,
+    /// Set while the first load of a large root is still reading files (the first screen is drawn
+    /// before the whole root is read).
+    pub loading: Option<Loading>,
+}
+
+/// How far the first load of a root got: files read of those listed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Loading {
+    pub read: usize,
+    pub total: usize,
 }
 
 /// A record read whole (a detail view, a confirmation): the typed value and the raw document.

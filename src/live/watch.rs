@@ -1,8 +1,10 @@
-//! File-system change signals for the live model: `notify` (inotify on Linux) watching the root
-//! recursively, or a slow poll when notifications are unavailable or `--poll` forces it.
+//! File-system change signals for the live model: `notify` (inotify on Linux) watching the
+//! directories the model reads, each non-recursively (a few dozen watches whatever the number of
+//! workflows: inotify watches are a per-user limit shared by every process), or a slow poll when
+//! notifications are unavailable or `--poll` forces it.
 
-use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -76,50 +78,125 @@ pub const DEFAULT_POLL: Duration = Duration::from_millis(1000);
 /// Keeps the change source alive; dropping it stops notifications (the poll thread ends when its
 /// receiver is gone).
 pub struct Watcher {
-    _notify: Option<RecommendedWatcher>,
+    notify: Option<RecommendedWatcher>,
+    /// The directories watched, with the identity (device, inode) each had when its watch was set.
+    watched: BTreeMap<PathBuf, (u64, u64)>,
+    tx: Sender<Signal>,
     /// The mode actually in force.
     pub mode: WatchMode,
     /// Why notifications were not used, when they were wanted but failed.
     pub fallback_reason: Option<String>,
 }
 
-/// Starts sending [`Signal`]s for changes under `dirs` to `tx`. With [`WatchMode::Notify`], falls back
-/// to polling at [`DEFAULT_POLL`] if the watcher cannot be set up (and says why).
-pub fn watch(dirs: &[PathBuf], wanted: WatchMode, tx: Sender<Signal>) -> Watcher {
-    if wanted == WatchMode::Notify {
-        match notify_watcher(dirs, tx.clone()) {
-            Ok(w) => {
-                return Watcher {
-                    _notify: Some(w),
-                    mode: WatchMode::Notify,
-                    fallback_reason: None,
-                };
-            }
-            Err(e) => {
-                tracing::warn!("file notifications unavailable, polling instead: {e}");
-                spawn_poll(DEFAULT_POLL, tx);
-                return Watcher {
-                    _notify: None,
-                    mode: WatchMode::Poll(DEFAULT_POLL),
-                    fallback_reason: Some(e.to_string()),
-                };
-            }
-        }
-    }
-    let WatchMode::Poll(every) = wanted else {
-        unreachable!("notify handled above")
-    };
-    spawn_poll(every, tx);
-    Watcher {
-        _notify: None,
+/// The device and inode of a directory, `None` when it is missing (or not a directory).
+pub fn dir_identity(p: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p)
+        .ok()
+        .filter(|m| m.is_dir())
+        .map(|m| (m.dev(), m.ino()))
+}
+
+/// Starts sending [`Signal`]s to `tx`: with [`WatchMode::Notify`] for the directories later given to
+/// [`Watcher::sync`], falling back to polling at [`DEFAULT_POLL`] if notifications cannot be set up
+/// (and saying why).
+pub fn watch(wanted: WatchMode, tx: Sender<Signal>) -> Watcher {
+    let mut w = Watcher {
+        notify: None,
+        watched: BTreeMap::new(),
+        tx: tx.clone(),
         mode: wanted,
         fallback_reason: None,
+    };
+    match wanted {
+        WatchMode::Notify => match notify_watcher(tx) {
+            Ok(n) => w.notify = Some(n),
+            Err(e) => w.fall_back(e.to_string()),
+        },
+        WatchMode::Poll(every) => spawn_poll(every, tx),
+    }
+    w
+}
+
+impl Watcher {
+    fn fall_back(&mut self, why: String) {
+        tracing::warn!("file notifications unavailable, polling instead: {why}");
+        self.notify = None;
+        self.watched.clear();
+        self.mode = WatchMode::Poll(DEFAULT_POLL);
+        self.fallback_reason = Some(why);
+        spawn_poll(DEFAULT_POLL, self.tx.clone());
+    }
+
+    /// True when `path` is one of the watched directories.
+    pub fn is_watched(&self, path: &Path) -> bool {
+        self.watched.contains_key(path)
+    }
+
+    /// How many directories are watched.
+    pub fn watch_count(&self) -> usize {
+        self.watched.len()
+    }
+
+    /// Watches exactly the directories of `want` that exist (each non-recursively): sets a watch on
+    /// each new one and on each replaced since its watch was set (a directory deleted and created
+    /// again loses its watch), drops the others. Returns the directories whose watch is new: what
+    /// was written in them before the watch existed must be read again by the caller. When a watch
+    /// cannot be set (the user's inotify limit), falls back to polling.
+    pub fn sync(&mut self, want: &BTreeSet<PathBuf>) -> Vec<PathBuf> {
+        let Some(n) = self.notify.as_mut() else {
+            return Vec::new();
+        };
+        let gone: Vec<PathBuf> = self
+            .watched
+            .keys()
+            .filter(|p| !want.contains(*p))
+            .cloned()
+            .collect();
+        for p in gone {
+            self.watched.remove(&p);
+            let _ = n.unwatch(&p);
+        }
+        let mut added = Vec::new();
+        let mut failed = None;
+        for d in want {
+            let Some(id) = dir_identity(d) else {
+                if self.watched.remove(d).is_some() {
+                    let _ = n.unwatch(d);
+                }
+                continue;
+            };
+            if self.watched.get(d) == Some(&id) {
+                continue;
+            }
+            match n.watch(d, RecursiveMode::NonRecursive) {
+                Ok(()) => {
+                    self.watched.insert(d.clone(), id);
+                    added.push(d.clone());
+                }
+                // Removed between the stat and the watch: its parent's watch reports it.
+                Err(e) if matches!(&e.kind, notify::ErrorKind::PathNotFound) => {}
+                Err(e) if matches!(&e.kind, notify::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::NotFound) =>
+                    {}
+                Err(e) => {
+                    failed = Some(format!("watching {}: {e}", d.display()));
+                    break;
+                }
+            }
+        }
+        if let Some(why) = failed {
+            self.fall_back(why);
+            // Everything must be re-checked by the poll from now on.
+            let _ = self.tx.send(Signal::Rescan);
+            return Vec::new();
+        }
+        added
     }
 }
 
-fn notify_watcher(dirs: &[PathBuf], tx: Sender<Signal>) -> notify::Result<RecommendedWatcher> {
+fn notify_watcher(tx: Sender<Signal>) -> notify::Result<RecommendedWatcher> {
     let pending = PendingPaths::default();
-    let mut w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+    notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
         let signal = match res {
             Ok(ev) if ev.need_rescan() => Signal::Rescan,
             Ok(ev) => {
@@ -134,11 +211,7 @@ fn notify_watcher(dirs: &[PathBuf], tx: Sender<Signal>) -> notify::Result<Recomm
             }
         };
         let _ = tx.send(signal);
-    })?;
-    for d in dirs {
-        w.watch(d, RecursiveMode::Recursive)?;
-    }
-    Ok(w)
+    })
 }
 
 fn spawn_poll(every: Duration, tx: Sender<Signal>) {

@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use pantheon::Root;
@@ -390,6 +391,100 @@ fn a_root_deleted_and_recreated_is_watched_again() {
     });
     assert!(took < Duration::from_secs(1), "{took:?}");
     assert_eq!(h.latest().watch, "notify");
+}
+
+#[test]
+fn watches_do_not_grow_with_workflows_and_new_directories_are_followed() {
+    let root = engine_root();
+    let r = root.path();
+    // A year of workflows leaves a handoff directory each: none of them may cost a watch.
+    for i in 0..300 {
+        let d = r.join(format!("shared/handoffs/wf_old_{i}"));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("research.json"), "{}").unwrap();
+    }
+    let mut h = LiveHandle::start(Root::at(r), WatchMode::Notify, ModelOptions::default());
+    assert_eq!(h.mode, WatchMode::Notify);
+    let before = h.watch_count();
+    assert!(before > 0 && before < 30, "{before} watches");
+    // A god's inbox appears with a dispatch already in it (written before any watch could exist on
+    // the new directory): it is read, and the directory is watched from then on.
+    let inbox = r.join("conductor/pending/newgod");
+    std::fs::create_dir(&inbox).unwrap();
+    let disp = serde_json::json!({
+        "dispatch_id": "disp_20260614_120000_aaaaaa", "handoff_id": "hof_20260614_eee555",
+        "workflow_id": "wf_deploy_42", "from_god": "thoth", "to_god": "newgod", "step": "review",
+        "context": {"summary": "first"}, "dispatched_at": "2026-06-14T12:00:00Z", "ack_status": "unacked"
+    });
+    std::fs::write(inbox.join("hof_20260614_eee555.json"), disp.to_string()).unwrap();
+    wait_for(&mut h, Duration::from_secs(15), |s| {
+        s.inboxes
+            .iter()
+            .any(|i| i.god == "newgod" && i.dispatches.len() == 1)
+    });
+    let mut second = disp.clone();
+    second["handoff_id"] = "hof_20260614_fff666".into();
+    std::fs::write(inbox.join("hof_20260614_fff666.json"), second.to_string()).unwrap();
+    let took = wait_for(&mut h, Duration::from_secs(15), |s| {
+        s.inboxes
+            .iter()
+            .any(|i| i.god == "newgod" && i.dispatches.len() == 2)
+    });
+    // By notification on the new directory's own watch, not by a later re-check.
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    assert_eq!(h.watch_count(), before + 1);
+}
+
+#[test]
+fn a_large_root_is_shown_before_it_is_read_whole_and_details_read_the_file_on_demand() {
+    let root = engine_root();
+    let r = root.path();
+    for i in 0..300 {
+        let st = serde_json::json!({
+            "workflow_id": format!("wf_many_{i}"), "definition_id": "deploy-feature",
+            "status": "completed", "current_step": "architect",
+            "context_bag": {"decisions": [format!("decision {i}")], "artifacts": []},
+            "step_history": [{"step_id": "research", "god": "thoth", "status": "completed"}],
+            "acks": []
+        });
+        std::fs::write(
+            r.join(format!("conductor/state/wf_many_{i}.json")),
+            st.to_string(),
+        )
+        .unwrap();
+    }
+    // No time for the first snapshot: it holds a first chunk and says the load goes on.
+    let mut m = LiveModel::open_progressive(Root::at(r), ModelOptions::default(), Duration::ZERO);
+    assert!(m.is_loading());
+    let first = m.snapshot();
+    let l = first
+        .loading
+        .expect("the first snapshot says it is loading");
+    assert!(l.read < l.total && l.total >= 300, "{l:?}");
+    assert!(first.workflows.len() < 300);
+    let mut steps = 0;
+    while m.is_loading() {
+        m.load_more(Duration::ZERO).expect("each step publishes");
+        steps += 1;
+        assert!(steps < 1000);
+    }
+    let s = m.snapshot();
+    assert!(s.loading.is_none());
+    assert_eq!(
+        s.workflows
+            .iter()
+            .filter(|w| w.id.starts_with("wf_many_"))
+            .count(),
+        300
+    );
+    // The snapshot keeps a compact row; the detail reads the whole file, once per version.
+    let w = s.workflows.iter().find(|w| w.id == "wf_many_7").unwrap();
+    assert!(w.state.step_history.is_empty() && w.state.context_bag.decisions.is_empty());
+    let whole = w.whole().unwrap();
+    assert_eq!(whole.typed.context_bag.decisions, ["decision 7"]);
+    assert_eq!(whole.typed.step_history.len(), 1);
+    assert_eq!(whole.raw["workflow_id"], "wf_many_7");
+    assert!(Arc::ptr_eq(&whole, &w.whole().unwrap()));
 }
 
 #[test]

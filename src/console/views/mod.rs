@@ -174,6 +174,14 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     if let Some(b) = &s.bridge {
         bridge_items(&mut items, b, theme);
     }
+    if let Some(l) = s.loading {
+        // The first screen of a large root comes before the whole root is read.
+        items.push((
+            1,
+            format!("⟳ loading {} of {} files · ", l.read, l.total),
+            theme.info(),
+        ));
+    }
     items.push((
         9,
         format!(

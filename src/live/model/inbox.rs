@@ -8,7 +8,7 @@ use crate::engine::conductor::model::Dispatch;
 
 use super::super::files::{JsonFile, Refresh};
 use super::super::snapshot::{DispatchView, FileWarning, InboxView};
-use super::{LiveModel, Parsed, compact_dispatch, list_dir, parse_as};
+use super::{LiveModel, Parsed, Unread, compact_dispatch, list_dir, parse_as};
 
 /// A directory of one-JSON-per-file records (an inbox, the quarantine).
 #[derive(Debug)]
@@ -37,6 +37,12 @@ impl InboxTracker {
 
     /// Re-lists the directory and refreshes every file; true if anything changed.
     pub(super) fn rescan(&mut self) -> bool {
+        self.rescan_deferring(None)
+    }
+
+    /// Like [`InboxTracker::rescan`], but a file not seen before is not read: its name goes to
+    /// `defer` (the first load reads them a chunk at a time).
+    pub(super) fn rescan_deferring(&mut self, mut defer: Option<&mut Vec<String>>) -> bool {
         let names = list_dir(&self.dir, false);
         let mut changed = false;
         self.files.retain(|n, _| {
@@ -54,6 +60,12 @@ impl InboxTracker {
             changed = true;
         }
         for n in names.iter().filter(|n| n.ends_with(".json")) {
+            if let Some(d) = defer.as_deref_mut()
+                && !self.files.contains_key(n)
+            {
+                d.push(n.clone());
+                continue;
+            }
             let dir = &self.dir;
             let f = self
                 .files
@@ -162,22 +174,61 @@ impl LiveModel {
         let before = self.inboxes.len();
         self.inboxes.retain(|g, _| gods.contains(g));
         let mut changed = before != self.inboxes.len();
+        let progressive = self.progressive;
+        let mut deferred = Vec::new();
         for g in gods.iter().filter(|g| *g != "_quarantine") {
             let is_new = !self.inboxes.contains_key(g);
             let inbox = self
                 .inboxes
                 .entry(g.clone())
                 .or_insert_with(|| InboxTracker::new(g, pending.join(g)));
-            if inbox.rescan() || is_new {
+            let mut later = Vec::new();
+            if inbox.rescan_deferring(progressive.then_some(&mut later)) || is_new {
                 inbox.rebuild();
                 changed = true;
             }
+            deferred.extend(later.into_iter().map(|f| Unread::Dispatch(g.clone(), f)));
         }
-        if self.quarantine.rescan() {
+        let mut later = Vec::new();
+        if self
+            .quarantine
+            .rescan_deferring(progressive.then_some(&mut later))
+        {
             self.quarantine.rebuild();
             changed = true;
         }
+        deferred.extend(
+            later
+                .into_iter()
+                .map(|f| Unread::Dispatch("_quarantine".into(), f)),
+        );
+        self.defer(deferred);
         if changed {
+            self.dirty_inboxes = true;
+        }
+    }
+
+    /// Reads one dispatch file left for later by the first load; the inbox is rebuilt by the caller.
+    pub(super) fn read_deferred_dispatch(&mut self, god: &str, file: &str) -> bool {
+        if god == "_quarantine" {
+            return self.quarantine.touch(file);
+        }
+        match self.inboxes.get_mut(god) {
+            Some(inbox) => inbox.touch(file),
+            None => false,
+        }
+    }
+
+    /// Rebuilds the views of the inboxes named (after deferred reads).
+    pub(super) fn rebuild_inboxes(&mut self, gods: &std::collections::BTreeSet<String>) {
+        for g in gods {
+            if g == "_quarantine" {
+                self.quarantine.rebuild();
+            } else if let Some(i) = self.inboxes.get_mut(g) {
+                i.rebuild();
+            }
+        }
+        if !gods.is_empty() {
             self.dirty_inboxes = true;
         }
     }

@@ -120,6 +120,37 @@ mod workflow;
 use inbox::InboxTracker;
 use track::TrackTracker;
 
+/// The directories whose entries the model reads, each to be watched non-recursively: the root and
+/// `conductor/` (for the protocol directories appearing), `state/`, `workflows/`, `pending/` and each
+/// inbox, `tracks/` and each track, its `.message-bus/` and `board/`. Not `shared/handoffs/`, whose
+/// directory per workflow the console does not read: watching it recursively would cost a watch per
+/// workflow out of a limit every process of the user shares.
+pub fn dirs_to_watch(root: &Root) -> BTreeSet<PathBuf> {
+    let mut out: BTreeSet<PathBuf> = [
+        root.root.clone(),
+        root.conductor.clone(),
+        root.state_dir(),
+        root.workflows_dir(),
+        root.pending_root(),
+        root.tracks_dir(),
+    ]
+    .into();
+    let pending = root.pending_root();
+    for g in list_dir(&pending, true) {
+        if !crate::engine::conductor::files::is_foreign_pending_dir(&g) {
+            out.insert(pending.join(g));
+        }
+    }
+    let tracks = root.tracks_dir();
+    for t in list_dir(&tracks, true) {
+        let bus = tracks.join(&t).join(".message-bus");
+        out.insert(tracks.join(&t));
+        out.insert(bus.join("board"));
+        out.insert(bus);
+    }
+    out
+}
+
 /// Which part of the model a changed path belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Target {
@@ -148,6 +179,20 @@ enum TrackPart {
     All,
 }
 
+/// A file listed by the first load but not read yet.
+#[derive(Debug, Clone)]
+enum Unread {
+    /// A file of `conductor/state/`.
+    State(String),
+    /// A dispatch file: (god or `_quarantine`, file name).
+    Dispatch(String, String),
+}
+
+/// How long the first load reads before the first snapshot is published (the first screen).
+pub const FIRST_CHUNK: std::time::Duration = std::time::Duration::from_millis(40);
+/// How long each later step of the first load reads before it publishes what it has.
+pub const LOAD_CHUNK: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// The watched model of one root.
 pub struct LiveModel {
     root: Root,
@@ -174,13 +219,28 @@ pub struct LiveModel {
     /// Fingerprints of the journal's files when it was last read.
     journal_files: Vec<(PathBuf, Option<crate::live::files::Fingerprint>)>,
     dirty_journal: bool,
+    /// Increases whenever a directory may have appeared or vanished (see [`LiveModel::layout_generation`]).
+    layout: u64,
+    /// True while the first load lists files without reading the new ones (they go to `unread`).
+    progressive: bool,
+    /// Files listed by the first load and not read yet, read a chunk at a time by [`LiveModel::load_more`].
+    unread: std::collections::VecDeque<Unread>,
+    /// How many files the first load listed (for "loading N of M").
+    load_total: usize,
 }
 
 impl LiveModel {
     /// A model of `root`, fully read once (queues from their tail).
     pub fn open(root: Root, opts: ModelOptions) -> Self {
+        let mut m = Self::open_empty(root, opts);
+        m.rescan_all();
+        m.publish();
+        m
+    }
+
+    fn open_empty(root: Root, opts: ModelOptions) -> Self {
         let quarantine = InboxTracker::new("_quarantine", root.quarantine_dir());
-        let mut m = Self {
+        Self {
             opts,
             seq: 0,
             watch: String::new(),
@@ -200,11 +260,76 @@ impl LiveModel {
             dirty_dead: true,
             journal_files: Vec::new(),
             dirty_journal: true,
+            layout: 0,
+            progressive: false,
+            unread: Default::default(),
+            load_total: 0,
             root,
-        };
+        }
+    }
+
+    /// A model of `root` whose first snapshot is published after `first` of reading: the protocol
+    /// directories are listed, tracks and definitions read, then workflow states and dispatches
+    /// until the time is up. The rest is read by [`LiveModel::load_more`]; until then the snapshot
+    /// says how far the load got ([`Snapshot::loading`]).
+    pub fn open_progressive(root: Root, opts: ModelOptions, first: std::time::Duration) -> Self {
+        let started = std::time::Instant::now();
+        let mut m = Self::open_empty(root, opts);
+        m.progressive = true;
         m.rescan_all();
+        m.progressive = false;
+        m.load_total = m.unread.len();
+        let left = first.saturating_sub(started.elapsed());
+        m.read_unread(left);
         m.publish();
         m
+    }
+
+    /// True while files listed by the first load are still unread.
+    pub fn is_loading(&self) -> bool {
+        !self.unread.is_empty()
+    }
+
+    /// Reads unread files for about `budget`, then publishes what changed.
+    pub fn load_more(&mut self, budget: std::time::Duration) -> Option<Arc<Snapshot>> {
+        if self.unread.is_empty() {
+            return None;
+        }
+        self.read_unread(budget);
+        // The last step always publishes, so the "loading" note goes away.
+        self.dirty_workflows = true;
+        self.publish_if_dirty()
+    }
+
+    fn defer(&mut self, files: Vec<Unread>) {
+        self.unread.extend(files);
+    }
+
+    /// Reads unread files until `budget` is spent (at least one file).
+    fn read_unread(&mut self, budget: std::time::Duration) {
+        let started = std::time::Instant::now();
+        let mut touched = BTreeSet::new();
+        let mut n = 0usize;
+        while let Some(u) = self.unread.pop_front() {
+            match u {
+                Unread::State(name) => {
+                    if self.refresh_state_file(&name) {
+                        self.dirty_workflows = true;
+                    }
+                }
+                Unread::Dispatch(god, file) => {
+                    if self.read_deferred_dispatch(&god, &file) {
+                        touched.insert(god);
+                    }
+                }
+            }
+            n += 1;
+            // A clock read every 64 files: cheap next to reading one.
+            if n % 64 == 0 && started.elapsed() >= budget {
+                break;
+            }
+        }
+        self.rebuild_inboxes(&touched);
     }
 
     /// Records how changes are noticed, for the header.
@@ -213,6 +338,12 @@ impl LiveModel {
         let mut s = (*self.snapshot).clone();
         s.watch = self.watch.clone();
         self.snapshot = Arc::new(s);
+    }
+
+    /// Increases whenever an event or a rescan may have made a directory appear or vanish: the
+    /// runner then syncs its watches with [`dirs_to_watch`].
+    pub fn layout_generation(&self) -> u64 {
+        self.layout
     }
 
     pub fn root(&self) -> &Root {
@@ -308,8 +439,9 @@ impl LiveModel {
             return Target::Journal;
         }
         if path.starts_with(&self.root.conductor) {
-            // A new or removed top-level directory (pending/, state/, tracks/ created by init).
-            if path.parent() == Some(self.root.conductor.as_path()) {
+            // A new or removed top-level directory (pending/, state/, tracks/ created by init); not a
+            // file such as the journal, whose every append would cost a rescan of the whole root.
+            if path.parent() == Some(self.root.conductor.as_path()) && !path.is_file() {
                 return Target::Everything;
             }
         }
@@ -317,6 +449,18 @@ impl LiveModel {
     }
 
     fn refresh_target(&mut self, t: Target) {
+        if matches!(
+            t,
+            Target::Everything
+                | Target::StateDir
+                | Target::InboxesDir
+                | Target::TracksDir
+                | Target::Inbox(_, None)
+                | Target::Quarantine(None)
+                | Target::Track(_, TrackPart::All | TrackPart::Board)
+        ) {
+            self.layout += 1;
+        }
         match t {
             Target::Everything => self.rescan_all(),
             Target::Ignore => {}
@@ -489,6 +633,10 @@ impl LiveModel {
         .map(Arc::new);
         self.seq += 1;
         s.seq = self.seq;
+        s.loading = (!self.unread.is_empty()).then(|| super::snapshot::Loading {
+            read: self.load_total.saturating_sub(self.unread.len()),
+            total: self.load_total,
+        });
         s.taken_at = Some(chrono::Utc::now());
         if self.dirty_definitions {
             let (defs, errors) = load_definitions(&self.root);

@@ -7,7 +7,7 @@ use crate::engine::conductor::model::{AbortManifest, Dispatch, WorkflowState};
 
 use super::super::files::{JsonFile, Refresh};
 use super::super::snapshot::{Snapshot, WorkflowView};
-use super::{LiveModel, compact_state, keep_all, list_dir, parse_as};
+use super::{LiveModel, Unread, compact_state, keep_all, list_dir, parse_as};
 
 impl LiveModel {
     pub(super) fn refresh_state_file(&mut self, name: &str) -> bool {
@@ -37,6 +37,15 @@ impl LiveModel {
         r != Refresh::Unchanged
     }
 
+    fn is_known_state_file(&self, name: &str) -> bool {
+        match name.strip_suffix(".aborted.json") {
+            Some(id) => self.manifests.contains_key(id),
+            None => name
+                .strip_suffix(".json")
+                .is_some_and(|id| self.states.contains_key(id)),
+        }
+    }
+
     pub(super) fn rescan_states(&mut self) {
         let names = list_dir(&self.root.state_dir(), false);
         let before = (self.states.len(), self.manifests.len());
@@ -45,9 +54,15 @@ impl LiveModel {
         self.manifests
             .retain(|id, _| names.contains(&format!("{id}.aborted.json")));
         let mut changed = before != (self.states.len(), self.manifests.len());
+        let mut deferred = Vec::new();
         for n in names.iter().filter(|n| n.ends_with(".json")) {
+            if self.progressive && !self.is_known_state_file(n) {
+                deferred.push(Unread::State(n.clone()));
+                continue;
+            }
             changed |= self.refresh_state_file(n);
         }
+        self.defer(deferred);
         if changed {
             self.dirty_workflows = true;
         }
