@@ -167,8 +167,18 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 
 fn draw_tabs(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let mut spans = Vec::new();
+    // Too narrow for every title: the other panes show their number only (never a cut title).
+    let full: usize = Pane::ALL
+        .iter()
+        .map(|p| format!(" {} {} ", p.number(), p.title()).chars().count() + 1)
+        .sum();
+    let compact = full > area.width as usize;
     for p in Pane::ALL {
-        let label = format!(" {} {} ", p.number(), p.title());
+        let label = if compact && p != app.pane {
+            format!(" {} ", p.number())
+        } else {
+            format!(" {} {} ", p.number(), p.title())
+        };
         let style = if p == app.pane {
             theme.tab_active()
         } else {
