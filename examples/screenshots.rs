@@ -1,85 +1,177 @@
-//! Regenerates `screenshots/*.png` from the real render path: the foreign fixture root (a temp
-//! copy) is drawn by `console::views::draw` on a `TestBackend`, exported as SVG and converted with
-//! `rsvg-convert`. Run `scripts/screenshots.sh`.
+//! Regenerates `screenshots/*.png` and `screenshots/demo.gif` from the real render path: the demo's
+//! simulation runs on a temp root up to a rich moment (a held dispatch, a deadlock, a vote under way,
+//! many workflows), `console::views::draw` draws it on a `TestBackend`, each frame becomes an SVG
+//! (`console::screenshot`) that `rsvg-convert` turns into a PNG; ImageMagick's `convert` joins the
+//! recording's frames into the GIF. Run `scripts/screenshots.sh`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use pantheon::Root;
 use pantheon::console::action::{Action, Pane};
-use pantheon::console::app::App;
+use pantheon::console::app::{App, Mode};
 use pantheon::console::screenshot::buffer_to_svg;
 use pantheon::console::theme::Theme;
 use pantheon::console::views;
-use pantheon::live::{LiveModel, ModelOptions};
+use pantheon::demo::{Sim, SimConfig};
+use pantheon::live::{LiveModel, ModelOptions, Snapshot};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), &dest).unwrap();
-        }
-    }
-}
+const W: u16 = 150;
+const H: u16 = 38;
+const SEED: u64 = 1;
 
-/// One screenshot: its file name and the steps that bring the console there from the previous one.
+/// One screenshot: its file name and the steps that bring the console there.
 type Shot = (&'static str, Box<dyn Fn(&mut App)>);
 
 fn key(app: &mut App, c: KeyCode) {
     app.on_key(KeyEvent::new(c, KeyModifiers::NONE));
 }
 
-fn main() {
-    let mut args = std::env::args().skip(1);
-    let out = PathBuf::from(args.next().unwrap_or_else(|| "screenshots".into()));
-    let fixture = args
-        .next()
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("PANTHEON_FIXTURE_ROOT").map(PathBuf::from))
-        .unwrap_or_else(|| {
-            PathBuf::from(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/tests/fixtures/foreign-root"
-            ))
-        });
-    std::fs::create_dir_all(&out).unwrap();
-    let tmp = tempfile::tempdir().unwrap();
-    copy_dir(&fixture, tmp.path());
-    let model = LiveModel::open(Root::at(tmp.path()), ModelOptions::default());
+fn snapshot(root: &Path) -> Arc<Snapshot> {
+    let model = LiveModel::open(Root::at(root), ModelOptions::default());
     let mut snap = (*model.snapshot()).clone();
     snap.root = PathBuf::from("/home/ops/pantheon");
     snap.watch = "notify".into();
-    let now = "2026-06-14T10:36:00Z".parse().unwrap();
-    let mut app = App::new(std::sync::Arc::new(snap), false, now);
-    let theme = Theme::plain(true);
+    Arc::new(snap)
+}
 
+/// How much a moment shows: a held dispatch, a deadlock and a vote under way count most.
+fn richness(s: &Snapshot) -> (usize, usize) {
+    let c = s.counts(chrono::Utc::now());
+    let voting = s.tracks.iter().any(|t| {
+        t.board
+            .as_ref()
+            .is_some_and(|b| b.session.status == pantheon::engine::bus::board::VOTING)
+    });
+    (
+        (c.held > 0) as usize + (c.deadlocks > 0) as usize + voting as usize,
+        c.workflows,
+    )
+}
+
+fn sim(root: &Path) -> Sim {
+    Sim::new(Root::at(root), SimConfig::interactive(SEED, 1.0)).expect("demo simulation")
+}
+
+/// Draws `app` at `w`x`h` and writes `out/name.png` (or the SVG without rsvg-convert).
+fn shoot(app: &App, w: u16, h: u16, out: &Path, name: &str) -> PathBuf {
+    let theme = Theme::plain(true);
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| views::draw(f, app, &theme)).unwrap();
+    let svg_path = out.join(format!("{name}.svg"));
+    std::fs::write(&svg_path, buffer_to_svg(term.backend().buffer())).unwrap();
+    let png = out.join(format!("{name}.png"));
+    let ok = Command::new("rsvg-convert")
+        .arg("-o")
+        .arg(&png)
+        .arg(&svg_path)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(
+        ok,
+        "rsvg-convert failed on {} (apt-get install librsvg2-bin)",
+        svg_path.display()
+    );
+    if std::env::var_os("KEEP_SVG").is_none() {
+        std::fs::remove_file(&svg_path).unwrap();
+    }
+    png
+}
+
+fn main() {
+    let out = PathBuf::from(
+        std::env::args()
+            .nth(1)
+            .unwrap_or_else(|| "screenshots".into()),
+    );
+    std::fs::create_dir_all(&out).unwrap();
+    // Find the richest moment of the first 90 demo seconds (checked every second), then run the
+    // same seed again to it: the simulation is deterministic.
+    let probe = tempfile::tempdir().unwrap();
+    let mut s = sim(probe.path());
+    let (mut best, mut best_tick) = ((0, 0), 0);
+    for t in 1..=90 * pantheon::demo::TICKS_PER_SECOND {
+        s.step();
+        if t % pantheon::demo::TICKS_PER_SECOND == 0 {
+            let r = richness(&snapshot(probe.path()));
+            if r > best {
+                (best, best_tick) = (r, t);
+            }
+        }
+    }
+    eprintln!("richest moment: tick {best_tick} ({best:?})");
+
+    // The recording: the demo from its start to that moment, switching panes as an operator would.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = sim(tmp.path());
+    let frames = tempfile::tempdir().unwrap();
+    let every = (best_tick / 36).max(1);
+    let panes = [
+        Pane::Workflows,
+        Pane::Inboxes,
+        Pane::Bus,
+        Pane::Workers,
+        Pane::Board,
+    ];
+    let mut app = App::new(snapshot(tmp.path()), false, chrono::Utc::now());
+    let mut n = 0;
+    while s.ticks() < best_tick {
+        for _ in 0..every {
+            if s.ticks() < best_tick {
+                s.step();
+            }
+        }
+        app.now = chrono::Utc::now();
+        app.set_snapshot(snapshot(tmp.path()));
+        app.flash = None;
+        app.dispatch(Action::GoPane(panes[(n / 8) % panes.len()]));
+        shoot(&app, 120, 32, frames.path(), &format!("f{n:03}"));
+        n += 1;
+    }
+    let gif = out.join("demo.gif");
+    let mut cmd = Command::new("convert");
+    cmd.args(["-delay", "40", "-loop", "0"])
+        .arg(frames.path().join("f*.png"))
+        .args(["-colors", "48", "-layers", "Optimize"])
+        .arg(&gif);
+    match cmd.status() {
+        Ok(st) if st.success() => println!("{} ({n} frames)", gif.display()),
+        _ => eprintln!(
+            "ImageMagick's convert is missing or failed: no demo.gif (apt-get install imagemagick)"
+        ),
+    }
+
+    // The screenshots, at the richest moment.
+    let mut app = App::new(snapshot(tmp.path()), false, chrono::Utc::now());
+    let held_row = items_held_row(&app);
     let shots: Vec<Shot> = vec![
         (
             "1-workflows",
             Box::new(|a: &mut App| {
                 a.dispatch(Action::GoPane(Pane::Workflows));
-                a.dispatch(Action::Down);
-                a.dispatch(Action::Down);
             }),
         ),
         (
             "1-workflow-detail",
             Box::new(|a: &mut App| {
+                a.dispatch(Action::Down);
                 a.dispatch(Action::Open);
             }),
         ),
         (
             "2-inboxes",
-            Box::new(|a: &mut App| {
+            Box::new(move |a: &mut App| {
                 a.dispatch(Action::Back);
                 a.dispatch(Action::GoPane(Pane::Inboxes));
+                a.dispatch(Action::Top);
+                for _ in 0..held_row {
+                    a.dispatch(Action::Down);
+                }
             }),
         ),
         (
@@ -111,8 +203,6 @@ fn main() {
             "6-board",
             Box::new(|a: &mut App| {
                 a.dispatch(Action::GoPane(Pane::Board));
-                a.dispatch(Action::Down);
-                a.dispatch(Action::Down);
             }),
         ),
         (
@@ -138,6 +228,7 @@ fn main() {
             Box::new(|a: &mut App| {
                 key(a, KeyCode::Esc);
                 a.dispatch(Action::GoPane(Pane::Inboxes));
+                a.dispatch(Action::Top);
                 a.dispatch(Action::Ack(None));
             }),
         ),
@@ -145,40 +236,32 @@ fn main() {
             "help",
             Box::new(|a: &mut App| {
                 key(a, KeyCode::Esc);
+                a.dispatch(Action::GoPane(Pane::Workflows));
                 a.dispatch(Action::Help);
             }),
         ),
     ];
-    let have_rsvg = Command::new("rsvg-convert")
-        .arg("--version")
-        .output()
-        .is_ok();
     for (name, step) in shots.iter() {
         step(&mut app);
-        let mut term = Terminal::new(TestBackend::new(150, 38)).unwrap();
-        term.draw(|f| views::draw(f, &app, &theme)).unwrap();
-        let svg = buffer_to_svg(term.backend().buffer());
-        let svg_path = out.join(format!("{name}.svg"));
-        std::fs::write(&svg_path, svg).unwrap();
-        if have_rsvg {
-            let png = out.join(format!("{name}.png"));
-            let ok = Command::new("rsvg-convert")
-                .arg("-o")
-                .arg(&png)
-                .arg(&svg_path)
-                .status()
-                .unwrap();
-            assert!(
-                ok.success(),
-                "rsvg-convert failed on {}",
-                svg_path.display()
-            );
-            if std::env::var_os("KEEP_SVG").is_none() {
-                std::fs::remove_file(&svg_path).unwrap();
-            }
-            println!("{}", png.display());
+        // No flash left over from an earlier step.
+        app.flash = None;
+        let png = if matches!(app.mode, Mode::Help(_)) {
+            // The whole reference in one picture: as tall as its rows.
+            shoot(&app, W, H, frames.path(), "probe");
+            let h = (H as usize + app.help_max.get()).min(400) as u16;
+            shoot(&app, W, h, &out, name)
         } else {
-            println!("{} (install librsvg2-bin for PNGs)", svg_path.display());
-        }
+            shoot(&app, W, H, &out, name)
+        };
+        println!("{}", png.display());
     }
+}
+
+/// The row of the first held dispatch in the Inboxes list (they come after every god's inbox).
+fn items_held_row(app: &App) -> usize {
+    let s = &app.snapshot;
+    if s.quarantine.dispatches.is_empty() {
+        return 0;
+    }
+    s.inboxes.iter().map(|i| i.dispatches.len()).sum()
 }

@@ -46,6 +46,35 @@ fn escape(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// The strokes of a box-drawing glyph in the cell at (`x`, `y`), reaching the cell's edges so the
+/// lines of neighbouring cells join (None: not a box-drawing glyph).
+fn box_path(sym: &str, x: f64, y: f64) -> Option<String> {
+    let (w, h) = (CELL_W, CELL_H);
+    let (cx, cy, r, b) = (x + w / 2.0, y + h / 2.0, x + w, y + h);
+    let up = format!("M{cx:.1} {y:.1}V{cy:.1}");
+    let down = format!("M{cx:.1} {cy:.1}V{b:.1}");
+    let left = format!("M{x:.1} {cy:.1}H{cx:.1}");
+    let right = format!("M{cx:.1} {cy:.1}H{r:.1}");
+    Some(match sym {
+        "│" | "┃" => format!("M{cx:.1} {y:.1}V{b:.1}"),
+        "─" | "━" => format!("M{x:.1} {cy:.1}H{r:.1}"),
+        "╭" => format!("M{cx:.1} {b:.1}Q{cx:.1} {cy:.1} {r:.1} {cy:.1}"),
+        "╮" => format!("M{x:.1} {cy:.1}Q{cx:.1} {cy:.1} {cx:.1} {b:.1}"),
+        "╰" => format!("M{cx:.1} {y:.1}Q{cx:.1} {cy:.1} {r:.1} {cy:.1}"),
+        "╯" => format!("M{x:.1} {cy:.1}Q{cx:.1} {cy:.1} {cx:.1} {y:.1}"),
+        "┌" => format!("{down}{right}"),
+        "┐" => format!("{down}{left}"),
+        "└" => format!("{up}{right}"),
+        "┘" => format!("{up}{left}"),
+        "├" => format!("{up}{down}{right}"),
+        "┤" => format!("{up}{down}{left}"),
+        "┬" => format!("{left}{right}{down}"),
+        "┴" => format!("{left}{right}{up}"),
+        "┼" => format!("{left}{right}{up}{down}"),
+        _ => return None,
+    })
+}
+
 /// Renders `buf` as an SVG document.
 pub fn buffer_to_svg(buf: &Buffer) -> String {
     let (w, h) = (buf.area.width as usize, buf.area.height as usize);
@@ -97,7 +126,25 @@ pub fn buffer_to_svg(buf: &Buffer) -> String {
             let mut end = x;
             while end < w && row[end].fg == fg && row[end].modifier.contains(Modifier::BOLD) == bold
             {
-                text.push_str(row[end].symbol());
+                let sym = row[end].symbol();
+                // Box-drawing glyphs are drawn as strokes across the whole cell: as text they
+                // leave gaps between rows (the font's glyph is shorter than the cell).
+                match box_path(sym, end as f64 * CELL_W, y as f64 * CELL_H) {
+                    Some(d) => {
+                        let _ = write!(
+                            out,
+                            r#"<path d="{d}" stroke="{}" stroke-width="1.2" fill="none"{}/>"#,
+                            hex(row[end].fg, true),
+                            if row[end].modifier.contains(Modifier::DIM) {
+                                r#" opacity="0.6""#
+                            } else {
+                                ""
+                            }
+                        );
+                        text.push(' ');
+                    }
+                    None => text.push_str(sym),
+                }
                 end += 1;
             }
             if !text.trim().is_empty() {
@@ -138,5 +185,17 @@ mod tests {
         );
         assert!(svg.contains(r##"fill="#7aa2f7""##), "{svg}");
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
+    }
+
+    #[test]
+    fn vertical_borders_are_strokes_through_the_whole_cell() {
+        let mut b = Buffer::empty(Rect::new(0, 0, 3, 2));
+        b.set_string(0, 0, "╭─╮", Style::new());
+        b.set_string(0, 1, "│x│", Style::new());
+        let svg = buffer_to_svg(&b);
+        // Row 1's bar runs from the top of its cell (y 18) to the bottom (y 36): no gap.
+        assert!(svg.contains(r#"d="M4.2 18.0V36.0""#), "{svg}");
+        assert!(!svg.contains('│') && !svg.contains('╭'), "{svg}");
+        assert!(svg.contains(">x<") || svg.contains(" x "), "{svg}");
     }
 }

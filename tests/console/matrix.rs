@@ -286,3 +286,48 @@ fn the_demo_hints_once_at_the_first_held_dispatch() {
     plain.set_snapshot(snapshot_of(root.path()));
     assert!(plain.flash.is_none());
 }
+
+#[test]
+fn header_tabs_and_footer_drop_whole_items_at_any_width() {
+    let root = root_with_held();
+    let mut app = app_for(root.path(), fixture_now());
+    let endings = [
+        "pantheon",
+        "overdue",
+        "stale",
+        "expired",
+        "deadlock",
+        "(redispatch)",
+        "issues",
+        "held",
+        "active)",
+        "waiting",
+        "[notify]",
+    ];
+    for p in Pane::ALL {
+        app.dispatch(Action::GoPane(p));
+        for w in (60..=200).step_by(7) {
+            let s = screen(&app, w, 24, root.path());
+            let lines: Vec<&str> = s.lines().collect();
+            let header = lines[0].trim_end();
+            assert!(
+                endings.iter().any(|e| header.ends_with(e)),
+                "{w}: header cut mid-item: {header:?}"
+            );
+            for tab in lines[1]
+                .split("  ")
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+            {
+                let (n, title) = tab.split_once(' ').unwrap_or((tab, ""));
+                assert!(n.parse::<usize>().is_ok(), "{w}: {tab:?}");
+                assert!(
+                    title.is_empty() || Pane::ALL.iter().any(|p| p.title() == title),
+                    "{w}: tab cut: {tab:?}"
+                );
+            }
+            let footer = lines[lines.len() - 1].trim_end();
+            assert!(footer.ends_with("? help"), "{w}: footer {footer:?}");
+        }
+    }
+}

@@ -216,11 +216,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         let (style, g) = theme.message_type(&m.kind);
         vec![
             Line::styled(
-                if app.absolute_times {
-                    m.timestamp.clone()
-                } else {
-                    when(Some(&m.timestamp), app.now, false)
-                },
+                when(Some(&m.timestamp), app.now, app.absolute_times),
                 theme.dim(),
             ),
             Line::from(Span::styled(format!("{g} {}", m.kind), style)),
