@@ -5,6 +5,7 @@ mod actions;
 mod e2e;
 #[path = "../common/fixture.rs"]
 mod fixture_root;
+mod habits;
 mod live;
 mod support;
 #[path = "../common/tmux.rs"]
