@@ -1284,6 +1284,9 @@ impl App {
             Action::BoardResolve => board().is_some_and(|m| m.resolved.is_none()),
             Action::Filter => self.pane != Pane::Board,
             Action::NextMatch | Action::PrevMatch => !self.pane_state().filter.is_empty(),
+            Action::ToggleMark | Action::MarkRange | Action::MarkAll => {
+                !self.pane_state().detail && self.pane != Pane::Board
+            }
             _ => true,
         }
     }
