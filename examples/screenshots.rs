@@ -58,7 +58,7 @@ fn main() {
     snap.watch = "notify".into();
     let now = "2026-06-14T10:36:00Z".parse().unwrap();
     let mut app = App::new(std::sync::Arc::new(snap), false, now);
-    let theme = Theme { color: true };
+    let theme = Theme::plain(true);
 
     let shots: Vec<Shot> = vec![
         (

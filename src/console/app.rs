@@ -613,7 +613,7 @@ impl App {
         }
         let detail = self.pane_state().detail;
         if !self.pane_state().picked.is_empty() && !detail {
-            let fits: Option<(&dyn Fn(&App, &str) -> bool, &str)> = match action {
+            let fits: Option<super::marks::MarkFits> = match action {
                 Action::Ack(_) => Some((
                     &|a: &App, k: &str| a.dispatch_is_held(k) == Some(false),
                     "a dispatch to ack",

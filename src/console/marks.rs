@@ -19,6 +19,12 @@ use super::ops::{Op, Operator};
 /// One record of a bulk action: its mark (identity) and the engine call for it.
 pub type BulkItem = (String, Op);
 
+/// A marked record a bulk action skips, and why.
+pub type Skipped = (String, String);
+
+/// Which marked rows an action can start from (its prompts are asked about the first one).
+pub(crate) type MarkFits<'a> = (&'a dyn Fn(&App, &str) -> bool, &'a str);
+
 impl App {
     /// The marks of `pane`, in the order they were made.
     pub fn picked(&self, pane: Pane) -> &[String] {
@@ -174,7 +180,7 @@ impl App {
 
     /// `op` made for every mark of the current pane (None: no marks, or an op that is not bulk).
     /// Marks it cannot apply to come back as skipped, with why.
-    pub(crate) fn fan_out(&self, op: &Op) -> Option<(Vec<BulkItem>, Vec<(String, String)>)> {
+    pub(crate) fn fan_out(&self, op: &Op) -> Option<(Vec<BulkItem>, Vec<Skipped>)> {
         let picked = self.pane_state().picked.clone();
         if picked.is_empty()
             || !matches!(
