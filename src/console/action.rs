@@ -378,6 +378,7 @@ impl Key {
             KeyCode::PageDown => "PgDn".into(),
             KeyCode::Home => "Home".into(),
             KeyCode::End => "End".into(),
+            KeyCode::F(n) => format!("F{n}"),
             other => format!("{other:?}"),
         };
         if self.ctrl { format!("C-{base}") } else { base }
@@ -627,6 +628,17 @@ impl Default for Keymap {
 }
 
 impl Keymap {
+    /// The first key bound to `action` outside the dialogs, as the help writes it (for messages
+    /// that name a key: they follow the operator's remaps).
+    pub fn key_for(&self, action: &Action) -> String {
+        self.bindings
+            .iter()
+            .find(|b| !matches!(b.scope, Scope::Dialog(_)) && b.action == *action)
+            .and_then(|b| b.keys.first())
+            .map(Key::label)
+            .unwrap_or_else(|| format!(":{}", action.describe()))
+    }
+
     /// The binding for `key` among `scopes`, the first scope winning.
     pub fn binding(&self, scopes: &[Scope], key: Key) -> Option<&Binding> {
         scopes.iter().find_map(|scope| {

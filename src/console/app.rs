@@ -1127,7 +1127,7 @@ impl App {
         }
         let detail = self.pane_state().detail;
         if !self.pane_state().picked.is_empty() && !detail {
-            let fits: Option<(&dyn Fn(&App, &str) -> bool, &str)> = match action {
+            let fits: Option<super::marks::MarkFits> = match action {
                 Action::Ack(_) => Some((
                     &|a: &App, k: &str| a.dispatch_is_held(k) == Some(false),
                     "a dispatch to ack",
@@ -1879,6 +1879,9 @@ impl App {
             | Action::RejectHeld
             | Action::ForceUnlock => self.row_count() > 0,
             Action::Open => self.row_count() > 0 || self.pane == Pane::Board,
+            Action::ToggleMark | Action::MarkRange | Action::MarkAll => {
+                !self.pane_state().detail && self.pane != Pane::Board
+            }
             _ => true,
         }
     }

@@ -12,7 +12,7 @@ pub fn osc52(text: &str) -> String {
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    format!("\x1b]52;c;{}\x07", base64(text[..end].as_bytes()))
+    format!("\x1b]52;c;{}\x07", base64(&text.as_bytes()[..end]))
 }
 
 /// Standard base64 with padding (RFC 4648 §4).

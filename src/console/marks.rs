@@ -19,6 +19,12 @@ use super::ops::{Op, Operator};
 /// One record of a bulk action: its mark (identity) and the engine call for it.
 pub type BulkItem = (String, Op);
 
+/// A marked record a bulk action skips, and why.
+pub type Skipped = (String, String);
+
+/// Which marked rows an action can start from (its prompts are asked about the first one).
+pub(crate) type MarkFits<'a> = (&'a dyn Fn(&App, &str) -> bool, &'a str);
+
 impl App {
     /// The marks of `pane`, in the order they were made.
     pub fn picked(&self, pane: Pane) -> &[String] {
@@ -68,7 +74,11 @@ impl App {
         else {
             return self.flash(
                 FlashKind::Info,
-                "mark a first row with Space, then V marks the range to here",
+                format!(
+                    "mark a first row with {}, then {} marks the range to here",
+                    self.keymap.key_for(&super::action::Action::ToggleMark),
+                    self.keymap.key_for(&super::action::Action::MarkRange)
+                ),
             );
         };
         let (a, b) = if anchor <= cur {
@@ -119,7 +129,10 @@ impl App {
         let text = if n == 0 {
             "no row marked".to_owned()
         } else {
-            format!("{n} marked: an action now applies to every marked row · Esc clears the marks")
+            format!(
+                "{n} marked: an action now applies to every marked row · {} clears the marks",
+                self.keymap.key_for(&super::action::Action::Back)
+            )
         };
         self.flash(FlashKind::Info, text);
     }
@@ -167,7 +180,7 @@ impl App {
 
     /// `op` made for every mark of the current pane (None: no marks, or an op that is not bulk).
     /// Marks it cannot apply to come back as skipped, with why.
-    pub(crate) fn fan_out(&self, op: &Op) -> Option<(Vec<BulkItem>, Vec<(String, String)>)> {
+    pub(crate) fn fan_out(&self, op: &Op) -> Option<(Vec<BulkItem>, Vec<Skipped>)> {
         let picked = self.pane_state().picked.clone();
         if picked.is_empty()
             || !matches!(
@@ -183,9 +196,19 @@ impl App {
         }
         let snap = &self.snapshot;
         let all = Filter::default();
+        let key = |a: super::action::Action| self.keymap.key_for(&a);
+        let held_why = format!(
+            "held: approve ({}) or reject ({}) it",
+            key(super::action::Action::Approve),
+            key(super::action::Action::RejectHeld)
+        );
+        let not_held_why = format!(
+            "not held (ack it with {})",
+            key(super::action::Action::Ack(None))
+        );
         let mut items = Vec::new();
         let mut skipped = Vec::new();
-        for key in picked {
+        for mark in picked {
             let made: Result<Op, String> = match op {
                 Op::Ack {
                     status,
@@ -195,10 +218,10 @@ impl App {
                     ..
                 } => match items::dispatches(snap, &all)
                     .iter()
-                    .find(|r| format!("{}/{}", r.god, r.view.name) == key)
+                    .find(|r| format!("{}/{}", r.god, r.view.name) == mark)
                 {
                     None => Err("no longer listed".into()),
-                    Some(r) if r.held => Err("held: approve (p) or reject (R) it".into()),
+                    Some(r) if r.held => Err(held_why.clone()),
                     Some(r) => match (
                         GodName::parse(r.god),
                         HandoffId::parse(&r.view.dispatch.handoff_id),
@@ -217,10 +240,10 @@ impl App {
                 },
                 Op::Approve { .. } | Op::RejectHeld { .. } => match items::dispatches(snap, &all)
                     .iter()
-                    .find(|r| format!("{}/{}", r.god, r.view.name) == key)
+                    .find(|r| format!("{}/{}", r.god, r.view.name) == mark)
                 {
                     None => Err("no longer listed".into()),
-                    Some(r) if !r.held => Err("not held (ack it with a)".into()),
+                    Some(r) if !r.held => Err(not_held_why.clone()),
                     Some(r) => HandoffId::parse(&r.view.dispatch.handoff_id)
                         .map_err(|e| e.to_string())
                         .map(|handoff_id| match op {
@@ -232,8 +255,8 @@ impl App {
                         }),
                 },
                 Op::Abort { reason, .. } => {
-                    if snap.workflows.iter().any(|w| w.id == key) {
-                        WorkflowId::parse(&key)
+                    if snap.workflows.iter().any(|w| w.id == mark) {
+                        WorkflowId::parse(&mark)
                             .map_err(|e| e.to_string())
                             .map(|workflow_id| Op::Abort {
                                 workflow_id,
@@ -245,7 +268,7 @@ impl App {
                 }
                 Op::ForceUnlock { .. } => match items::locks(snap, &all)
                     .iter()
-                    .find(|(t, l)| format!("{t}/{}", l.path) == key)
+                    .find(|(t, l)| format!("{t}/{}", l.path) == mark)
                 {
                     None => Err("no longer listed".into()),
                     Some((t, l)) => TrackName::parse(t).map_err(|e| e.to_string()).map(|track| {
@@ -258,8 +281,8 @@ impl App {
                 _ => return None,
             };
             match made {
-                Ok(op) => items.push((key, op)),
-                Err(why) => skipped.push((key, why)),
+                Ok(op) => items.push((mark, op)),
+                Err(why) => skipped.push((mark, why)),
             }
         }
         Some((items, skipped))

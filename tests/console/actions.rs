@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::support::*;
 
 /// Runs the effects the way the event loop does (synchronously) and feeds the results back.
-fn run(app: &mut App, op: &EngineOperator, effects: Vec<Effect>) -> Vec<Op> {
+pub(crate) fn run(app: &mut App, op: &EngineOperator, effects: Vec<Effect>) -> Vec<Op> {
     let mut done = Vec::new();
     for e in effects {
         match e {
@@ -373,7 +373,7 @@ fn read_only_refuses_every_action_before_any_dialog() {
     }
 }
 
-fn held_handoff(wf: &str, hid: &str) -> String {
+pub(crate) fn held_handoff(wf: &str, hid: &str) -> String {
     serde_json::json!({
         "handoff_id": hid, "workflow_id": wf, "from_god": "thoth", "to_god": "caduceus",
         "step": "announce",
@@ -463,7 +463,7 @@ fn three_held() -> tempfile::TempDir {
     root
 }
 
-fn dialog_text(app: &App) -> String {
+pub(crate) fn dialog_text(app: &App) -> String {
     let Mode::Confirm(c) = &app.mode else {
         panic!("a confirmation is open: {:?}", app.mode)
     };
@@ -475,7 +475,7 @@ fn dialog_text(app: &App) -> String {
     s
 }
 
-fn held_files(root: &std::path::Path) -> Vec<String> {
+pub(crate) fn held_files(root: &std::path::Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(root.join("conductor/pending/_quarantine"))
         .unwrap()
         .flatten()

@@ -420,3 +420,48 @@ fn new_attention_items_reach_a_hook_once_each_and_the_terminal_as_osc_9() {
     t.keys(&["Escape", "q"]);
     t.wait("the console to exit", |s| s.contains("EXITED=0"));
 }
+
+/// The operator's config is read from `$XDG_CONFIG_HOME/pantheon/config.toml` (here `yank` is on
+/// `Y`); the yank reaches the terminal as OSC 52 (checked in the raw output with `pipe-pane`, since
+/// `capture-pane` drops it); a click through tmux's mouse reporting opens a tab.
+#[test]
+fn yank_writes_osc52_a_remapped_key_works_and_a_mouse_click_opens_a_tab() {
+    let root = engine_root();
+    let r = root.path();
+    let xdg = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(xdg.path().join("pantheon")).unwrap();
+    std::fs::write(
+        xdg.path().join("pantheon/config.toml"),
+        "[keys]\nyank = \"Y\"\n[theme]\nname = \"light\"\n",
+    )
+    .unwrap();
+    let raw = xdg.path().join("raw.out");
+    let (t, _log) = console(r, &format!("XDG_CONFIG_HOME={}", xdg.path().display()), "");
+    t.wait("the console", |s| {
+        s.contains("1 Workflows") && s.contains("wf_pay_1")
+    });
+    t.tmux(&[
+        "pipe-pane",
+        "-t",
+        "main",
+        "-o",
+        &format!("cat >> {}", raw.display()),
+    ]);
+    t.wait("the remapped key in the footer", |s| s.contains("Y yank"));
+    t.keys(&["Y"]);
+    t.wait("the yank flash", |s| s.contains("yanked wf_pay_1"));
+    // base64("wf_pay_1") = d2ZfcGF5XzE=
+    let want = "\x1b]52;c;d2ZfcGF5XzE=\x07";
+    wait_fs("the OSC 52 sequence in the raw output", || {
+        std::fs::read(&raw)
+            .map(|b| String::from_utf8_lossy(&b).contains(want))
+            .unwrap_or(false)
+    });
+    // An SGR mouse press and release on the tab " 4 Locks " (column 36, row 2, 1-based).
+    t.type_text("\x1b[<0;36;2M\x1b[<0;36;2m");
+    t.wait("the Locks pane after the click", |s| {
+        s.contains("4 Locks (") && s.contains("HOLDER")
+    });
+    t.keys(&["q"]);
+    t.wait("the console to exit", |s| s.contains("EXITED=0"));
+}

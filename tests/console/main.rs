@@ -6,6 +6,7 @@ mod attention;
 mod e2e;
 #[path = "../common/fixture.rs"]
 mod fixture_root;
+mod habits;
 mod live;
 mod matrix;
 mod support;

@@ -379,7 +379,11 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                     theme.accent(),
                 ),
                 Span::styled(
-                    "  an action applies to every mark · Space unmark · Esc clears",
+                    format!(
+                        "  an action applies to every mark · {} unmark · {} clears",
+                        app.keymap.key_for(&super::action::Action::ToggleMark),
+                        app.keymap.key_for(&super::action::Action::Back)
+                    ),
                     theme.dim(),
                 ),
             ]),
