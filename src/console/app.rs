@@ -258,7 +258,11 @@ impl App {
     pub fn attention_all(&self) -> Vec<attention::Item> {
         attention::items(&self.snapshot, self.now)
             .into_iter()
-            .filter(|i| self.snoozed.get(&i.key).is_none_or(|until| *until <= self.now))
+            .filter(|i| {
+                self.snoozed
+                    .get(&i.key)
+                    .is_none_or(|until| *until <= self.now)
+            })
             .collect()
     }
 
@@ -275,7 +279,11 @@ impl App {
     pub fn snoozed_count(&self) -> usize {
         attention::items(&self.snapshot, self.now)
             .iter()
-            .filter(|i| self.snoozed.get(&i.key).is_some_and(|until| *until > self.now))
+            .filter(|i| {
+                self.snoozed
+                    .get(&i.key)
+                    .is_some_and(|until| *until > self.now)
+            })
             .count()
     }
 
@@ -301,7 +309,8 @@ impl App {
         }
         self.depth_sampled = Some(self.now);
         let s = self.snapshot.clone();
-        self.depth.retain(|g, _| s.inboxes.iter().any(|i| &i.god == g));
+        self.depth
+            .retain(|g, _| s.inboxes.iter().any(|i| &i.god == g));
         for i in s.inboxes.iter() {
             let v = self.depth.entry(i.god.clone()).or_default();
             if v.len() == DEPTH_SAMPLES {
@@ -980,7 +989,11 @@ impl App {
                 if self.refuse_if_gone(Pane::Attention) {
                     return Vec::new();
                 }
-                if let Some(item) = self.attention().get(self.selected(Pane::Attention)).cloned() {
+                if let Some(item) = self
+                    .attention()
+                    .get(self.selected(Pane::Attention))
+                    .cloned()
+                {
                     self.open_attention(&item);
                 }
             }
@@ -1719,10 +1732,7 @@ impl App {
                 None => {
                     self.flash(
                         FlashKind::Error,
-                        format!(
-                            "no pane {arg:?}: use 1-{} or a name",
-                            Pane::ALL.len()
-                        ),
+                        format!("no pane {arg:?}: use 1-{} or a name", Pane::ALL.len()),
                     );
                     return Vec::new();
                 }

@@ -237,12 +237,19 @@ mod tests {
             ..NotifySettings::default()
         });
         let t0 = Instant::now();
-        assert_eq!(n.observe(&[item("a")], t0), 0, "the baseline is not announced");
+        assert_eq!(
+            n.observe(&[item("a")], t0),
+            0,
+            "the baseline is not announced"
+        );
         assert_eq!(n.observe(&[item("a"), item("b")], t0), 1);
         assert_eq!(n.due(t0).map(|b| b.len()), Some(1));
         // b goes and comes back: the same cause.
         n.observe(&[item("a")], t0 + Duration::from_secs(1));
-        assert_eq!(n.observe(&[item("a"), item("b")], t0 + Duration::from_secs(2)), 0);
+        assert_eq!(
+            n.observe(&[item("a"), item("b")], t0 + Duration::from_secs(2)),
+            0
+        );
         // c arrives within the rate limit: held back, then sent.
         n.observe(&[item("c")], t0 + Duration::from_secs(3));
         assert!(n.due(t0 + Duration::from_secs(3)).is_none());
@@ -260,7 +267,10 @@ mod tests {
             ..NotifySettings::default()
         };
         let b = String::from_utf8(terminal_bytes(&s, &[item("x")])).unwrap();
-        assert!(b.starts_with("\x1b]9;pantheon: held: held ]0;evil x\x07"), "{b:?}");
+        assert!(
+            b.starts_with("\x1b]9;pantheon: held: held ]0;evil x\x07"),
+            "{b:?}"
+        );
         assert!(b.ends_with('\x07'));
         assert_eq!(b.matches('\x1b').count(), 1);
         let line = hook_input(&[item("x"), item("y")]);

@@ -173,7 +173,10 @@ async fn event_loop(
                 && let Err(e) = super::notify::run_hook(cmd, &batch)
             {
                 tracing::warn!("the on-attention hook could not start: {e}");
-                app.flash(FlashKind::Error, format!("--on-attention could not start: {e}"));
+                app.flash(
+                    FlashKind::Error,
+                    format!("--on-attention could not start: {e}"),
+                );
             }
             dirty = true;
         }

@@ -17,8 +17,7 @@ use crate::engine::store::Root;
 
 use super::files::{JsonFile, LogChange, LogCursor, Refresh};
 use super::snapshot::{
-    BoardView, DispatchView, FileWarning, InboxView, JournalView, Snapshot, TrackView,
-    WorkflowView,
+    BoardView, DispatchView, FileWarning, InboxView, JournalView, Snapshot, TrackView, WorkflowView,
 };
 
 /// Tuning of the live model.
@@ -990,10 +989,8 @@ impl LiveModel {
         }
         if self.dirty_journal {
             s.journal = Arc::new(
-                match crate::engine::journal::read_recent(
-                    &self.root,
-                    super::snapshot::JOURNAL_KEPT,
-                ) {
+                match crate::engine::journal::read_recent(&self.root, super::snapshot::JOURNAL_KEPT)
+                {
                     Ok(r) => JournalView {
                         entries: r.entries.into_iter().map(Arc::new).collect(),
                         bad_lines: r.bad_lines,

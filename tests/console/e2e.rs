@@ -328,7 +328,11 @@ fn new_attention_items_reach_a_hook_once_each_and_the_terminal_as_osc_9() {
     std::fs::create_dir_all(&q).unwrap();
     // What was there when the console opened is on screen: not announced.
     std::thread::sleep(Duration::from_millis(1500));
-    assert!(lines().is_empty(), "the baseline is not announced: {:?}", lines());
+    assert!(
+        lines().is_empty(),
+        "the baseline is not announced: {:?}",
+        lines()
+    );
 
     std::fs::write(q.join("hof_flap_1.json"), held("hof_flap_1")).unwrap();
     t.wait("the held item", |s| s.contains("hof_flap_1"));

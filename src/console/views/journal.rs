@@ -40,7 +40,13 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     title.push_str(") ");
     if let Some(e) = &j.error {
-        return empty(frame, area, title, &format!("The journal cannot be read: {e}"), theme);
+        return empty(
+            frame,
+            area,
+            title,
+            &format!("The journal cannot be read: {e}"),
+            theme,
+        );
     }
     if rows.is_empty() {
         let text = if app.filter(Pane::Journal).is_empty() {
@@ -59,7 +65,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         return super::detail(
             frame,
             area,
-            format!(" journal entry {} ", e.get("seq").map(|v| v.to_string()).unwrap_or_default()),
+            format!(
+                " journal entry {} ",
+                e.get("seq").map(|v| v.to_string()).unwrap_or_default()
+            ),
             json_lines(e, theme),
             app,
             theme,
@@ -83,8 +92,15 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                 what.push_str(&format!(" · {r}"));
             }
             vec![
-                Line::styled(e.get("seq").map(|v| v.to_string()).unwrap_or_default(), theme.dim()),
-                Line::raw(when(e.get("at").and_then(Value::as_str), app.now, app.absolute_times)),
+                Line::styled(
+                    e.get("seq").map(|v| v.to_string()).unwrap_or_default(),
+                    theme.dim(),
+                ),
+                Line::raw(when(
+                    e.get("at").and_then(Value::as_str),
+                    app.now,
+                    app.absolute_times,
+                )),
                 Line::raw(format!("{} ({})", s(e, "actor"), s(e, "source"))),
                 Line::styled(s(e, "action").to_owned(), theme.key()),
                 Line::styled(outcome.to_owned(), style),

@@ -107,7 +107,10 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     let waiting = app.attention_all().len();
     if waiting > 0 {
-        spans.push(Span::styled(format!("@ {waiting} need you · "), theme.alert()));
+        spans.push(Span::styled(
+            format!("@ {waiting} need you · "),
+            theme.alert(),
+        ));
     }
     let mut alert = |n: usize, what: &str| {
         if n > 0 {
@@ -132,13 +135,6 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     if c.held > 0 {
         spans.push(Span::styled(format!(" · {} held", c.held), theme.accent()));
     }
-    if let Some(t) = super::items::track(s, app.track.as_deref()) {
-        let rate = t.per_second(app.now, HEADER_SPARK);
-        let now_rate = rate.last().copied().unwrap_or(0);
-        spans.push(Span::raw(format!(" · {} ", t.name)));
-        spans.push(Span::styled(sparkline(&rate), theme.info()));
-        spans.push(Span::raw(format!(" {now_rate}/s")));
-    }
     spans.push(Span::styled(
         format!(
             "   {} [{}]",
@@ -147,11 +143,21 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         ),
         theme.dim(),
     ));
+    // The shown track's traffic (the Bus pane's title names the track).
+    if let Some(t) = super::items::track(s, app.track.as_deref()) {
+        let rate = t.per_second(app.now, HEADER_SPARK);
+        spans.push(Span::styled(" · bus ", theme.dim()));
+        spans.push(Span::styled(sparkline(&rate), theme.info()));
+        spans.push(Span::styled(
+            format!(" {}/s", rate.last().copied().unwrap_or(0)),
+            theme.dim(),
+        ));
+    }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
 /// Seconds of message rate the header shows.
-const HEADER_SPARK: usize = 10;
+const HEADER_SPARK: usize = 8;
 
 /// A sparkline: one block per value, its height relative to the largest (`▁` is zero).
 pub(crate) fn sparkline(values: &[u32]) -> String {
@@ -161,7 +167,11 @@ pub(crate) fn sparkline(values: &[u32]) -> String {
         .iter()
         .map(|v| {
             let v = *v as u64;
-            let i = if v == 0 { 0 } else { (v * 7).div_ceil(max).clamp(1, 7) };
+            let i = if v == 0 {
+                0
+            } else {
+                (v * 7).div_ceil(max).clamp(1, 7)
+            };
             BARS[i as usize]
         })
         .collect()
