@@ -148,6 +148,19 @@ fn main() {
                 a.dispatch(Action::Help);
             }),
         ),
+        (
+            "7-attention",
+            Box::new(|a: &mut App| {
+                key(a, KeyCode::Esc);
+                a.dispatch(Action::GoPane(Pane::Attention));
+            }),
+        ),
+        (
+            "8-journal",
+            Box::new(|a: &mut App| {
+                a.dispatch(Action::GoPane(Pane::Journal));
+            }),
+        ),
     ];
     let have_rsvg = Command::new("rsvg-convert")
         .arg("--version")
