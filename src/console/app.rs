@@ -2,7 +2,7 @@
 //! return [`Effect`]s as data (run an engine call, quit…); drawing only reads this state. The whole
 //! operator flow (selection -> confirm -> engine call -> flash) runs here without a terminal.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -222,7 +222,13 @@ pub struct App {
     /// Per god, its inbox depth sampled every [`DEPTH_EVERY`], oldest first.
     pub depth: BTreeMap<String, VecDeque<u32>>,
     depth_sampled: Option<DateTime<Utc>>,
+    /// Counts the snapshots installed (the attention items are computed once per snapshot and time).
+    snapshot_gen: u64,
+    /// The attention items of (snapshot generation, now): the header, the tabs and pane 7 share them.
+    attention_memo: RefCell<Option<AttentionMemo>>,
 }
+
+type AttentionMemo = (u64, DateTime<Utc>, Arc<Vec<attention::Item>>);
 
 const FLASH_FOR: Duration = Duration::from_secs(6);
 
@@ -251,13 +257,31 @@ impl App {
             messages: VecDeque::new(),
             depth: BTreeMap::new(),
             depth_sampled: None,
+            snapshot_gen: 0,
+            attention_memo: RefCell::new(None),
         }
+    }
+
+    /// Every attention item of the snapshot now, snoozed ones included (computed once per snapshot
+    /// and time).
+    fn attention_items(&self) -> Arc<Vec<attention::Item>> {
+        let mut memo = self.attention_memo.borrow_mut();
+        if let Some((g, t, items)) = memo.as_ref()
+            && *g == self.snapshot_gen
+            && *t == self.now
+        {
+            return items.clone();
+        }
+        let items = Arc::new(attention::items(&self.snapshot, self.now));
+        *memo = Some((self.snapshot_gen, self.now, items.clone()));
+        items
     }
 
     /// The attention items not snoozed, newest first (the Attention pane's filter not applied).
     pub fn attention_all(&self) -> Vec<attention::Item> {
-        attention::items(&self.snapshot, self.now)
-            .into_iter()
+        self.attention_items()
+            .iter()
+            .cloned()
             .filter(|i| {
                 self.snoozed
                     .get(&i.key)
@@ -277,7 +301,7 @@ impl App {
 
     /// How many attention items are snoozed now (their cause still there).
     pub fn snoozed_count(&self) -> usize {
-        attention::items(&self.snapshot, self.now)
+        self.attention_items()
             .iter()
             .filter(|i| {
                 self.snoozed
@@ -630,6 +654,7 @@ impl App {
     pub fn set_snapshot(&mut self, s: Arc<Snapshot>) {
         let keys: Vec<Option<String>> = Pane::ALL.iter().map(|p| self.selected_key(*p)).collect();
         self.snapshot = s;
+        self.snapshot_gen += 1;
         for (pane, key) in Pane::ALL.iter().zip(keys) {
             let Some(key) = key else { continue };
             let rows = self.keys(*pane);

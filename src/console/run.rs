@@ -155,7 +155,7 @@ async fn event_loop(
             app.now = chrono::Utc::now();
             app.sample_depth();
             if notifier.settings.any() {
-                notifier.observe(&app.attention_all(), Instant::now());
+                notifier.observe(&app.attention_all(), Instant::now(), app.now);
             }
             look = false;
         }
