@@ -240,6 +240,19 @@ fn main() {
                 a.dispatch(Action::Help);
             }),
         ),
+        (
+            "7-attention",
+            Box::new(|a: &mut App| {
+                key(a, KeyCode::Esc);
+                a.dispatch(Action::GoPane(Pane::Attention));
+            }),
+        ),
+        (
+            "8-journal",
+            Box::new(|a: &mut App| {
+                a.dispatch(Action::GoPane(Pane::Journal));
+            }),
+        ),
     ];
     for (name, step) in shots.iter() {
         step(&mut app);

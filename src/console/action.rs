@@ -261,7 +261,7 @@ impl Action {
             Action::BoardForceAdvance => "force advance",
             Action::BoardNextRound => "next round",
             Action::BoardResolve => "resolve",
-            Action::NextAttention => "next attention item",
+            Action::NextAttention => "next attention",
             Action::Snooze => "snooze",
             Action::Messages => "messages",
             Action::WorkerLocks => "its locks",
@@ -502,7 +502,10 @@ impl Default for Keymap {
         bind(vec![Key::ch('n')], board, Action::BoardNextRound, true);
         bind(vec![Key::ch('s')], board, Action::BoardResolve, true);
         let attention = Scope::Pane(Pane::Attention);
+        bind(vec![Key::plain(Enter)], attention, Action::Open, true);
         bind(vec![Key::ch('z')], attention, Action::Snooze, true);
+        let journal = Scope::Pane(Pane::Journal);
+        bind(vec![Key::plain(Enter)], journal, Action::Open, true);
         let workers = Scope::Pane(Pane::Workers);
         bind(vec![Key::ch('l')], workers, Action::WorkerLocks, true);
         bind(vec![Key::ch('m')], workers, Action::WorkerMessages, true);
@@ -616,6 +619,8 @@ impl Default for Keymap {
                 (Scope::Dialog(Dialog::Help), Action::Down) => Some("scroll"),
                 (Scope::Dialog(Dialog::Help), Action::Filter) => Some("search"),
                 (Scope::Dialog(Dialog::Help), Action::Cancel) => Some("close"),
+                (Scope::Pane(Pane::Attention), Action::Open) => Some("go to record"),
+                (Scope::Pane(Pane::Journal), Action::Open) => Some("go to record"),
                 (Scope::Detail, Action::Down) => Some("scroll down"),
                 (Scope::Detail, Action::Up) => Some("scroll up"),
                 (Scope::Detail, Action::Top) => Some("first line"),

@@ -2,7 +2,7 @@
 //! return [`Effect`]s as data (run an engine call, quit…); drawing only reads this state. The whole
 //! operator flow (selection -> confirm -> engine call -> flash) runs here without a terminal.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -248,6 +248,10 @@ pub struct App {
     /// Per god, its inbox depth sampled every [`DEPTH_EVERY`], oldest first.
     pub depth: BTreeMap<String, VecDeque<u32>>,
     depth_sampled: Option<DateTime<Utc>>,
+    /// Counts the snapshots installed (the attention items are computed once per snapshot and time).
+    snapshot_gen: u64,
+    /// The attention items of (snapshot generation, now): the header, the tabs and pane 7 share them.
+    attention_memo: RefCell<Option<AttentionMemo>>,
 }
 
 /// Which first-time hints were shown already.
@@ -257,6 +261,8 @@ pub struct FirstTimeHints {
     pub deadlock: bool,
     pub vote: bool,
 }
+
+type AttentionMemo = (u64, DateTime<Utc>, Arc<Vec<attention::Item>>);
 
 const FLASH_FOR: Duration = Duration::from_secs(6);
 
@@ -294,14 +300,36 @@ impl App {
             messages: VecDeque::new(),
             depth: BTreeMap::new(),
             depth_sampled: None,
+            snapshot_gen: 0,
+            attention_memo: RefCell::new(None),
         }
+    }
+
+    /// Every attention item of the snapshot now, snoozed ones included (computed once per snapshot
+    /// and time).
+    fn attention_items(&self) -> Arc<Vec<attention::Item>> {
+        let mut memo = self.attention_memo.borrow_mut();
+        if let Some((g, t, items)) = memo.as_ref()
+            && *g == self.snapshot_gen
+            && *t == self.now
+        {
+            return items.clone();
+        }
+        let items = Arc::new(attention::items(&self.snapshot, self.now));
+        *memo = Some((self.snapshot_gen, self.now, items.clone()));
+        items
     }
 
     /// The attention items not snoozed, newest first (the Attention pane's filter not applied).
     pub fn attention_all(&self) -> Vec<attention::Item> {
-        attention::items(&self.snapshot, self.now)
-            .into_iter()
-            .filter(|i| self.snoozed.get(&i.key).is_none_or(|until| *until <= self.now))
+        self.attention_items()
+            .iter()
+            .cloned()
+            .filter(|i| {
+                self.snoozed
+                    .get(&i.key)
+                    .is_none_or(|until| *until <= self.now)
+            })
             .collect()
     }
 
@@ -316,9 +344,13 @@ impl App {
 
     /// How many attention items are snoozed now (their cause still there).
     pub fn snoozed_count(&self) -> usize {
-        attention::items(&self.snapshot, self.now)
+        self.attention_items()
             .iter()
-            .filter(|i| self.snoozed.get(&i.key).is_some_and(|until| *until > self.now))
+            .filter(|i| {
+                self.snoozed
+                    .get(&i.key)
+                    .is_some_and(|until| *until > self.now)
+            })
             .count()
     }
 
@@ -344,7 +376,8 @@ impl App {
         }
         self.depth_sampled = Some(self.now);
         let s = self.snapshot.clone();
-        self.depth.retain(|g, _| s.inboxes.iter().any(|i| &i.god == g));
+        self.depth
+            .retain(|g, _| s.inboxes.iter().any(|i| &i.god == g));
         for i in s.inboxes.iter() {
             let v = self.depth.entry(i.god.clone()).or_default();
             if v.len() == DEPTH_SAMPLES {
@@ -803,6 +836,7 @@ impl App {
     pub fn set_snapshot(&mut self, s: Arc<Snapshot>) {
         let keys: Vec<Option<String>> = Pane::ALL.iter().map(|p| self.selected_key(*p)).collect();
         self.snapshot = s;
+        self.snapshot_gen += 1;
         for (pane, key) in Pane::ALL.iter().zip(keys) {
             let Some(key) = key else { continue };
             let rows = self.keys(*pane);
@@ -1185,7 +1219,11 @@ impl App {
                 if self.refuse_if_gone(Pane::Attention) {
                     return Vec::new();
                 }
-                if let Some(item) = self.attention().get(self.selected(Pane::Attention)).cloned() {
+                if let Some(item) = self
+                    .attention()
+                    .get(self.selected(Pane::Attention))
+                    .cloned()
+                {
                     self.open_attention(&item);
                 }
             }
@@ -2047,10 +2085,7 @@ impl App {
                 None => {
                     self.flash(
                         FlashKind::Error,
-                        format!(
-                            "no pane {arg:?}: use 1-{} or a name",
-                            Pane::ALL.len()
-                        ),
+                        format!("no pane {arg:?}: use 1-{} or a name", Pane::ALL.len()),
                     );
                     return Vec::new();
                 }

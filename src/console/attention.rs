@@ -210,7 +210,10 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
             out.push(
                 Item::new(
                     Kind::StaleWorker,
-                    &[("track", t.name.as_str()), ("worker_id", w.worker_id.as_str())],
+                    &[
+                        ("track", t.name.as_str()),
+                        ("worker_id", w.worker_id.as_str()),
+                    ],
                     format!(
                         "{} {} and silent for {}",
                         w.worker_id,
@@ -318,8 +321,8 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
                 Item::new(
                     Kind::DeadLetter,
                     &[
-                        ("god", inbox.god.as_str()),
                         ("handoff_id", d.name.as_str()),
+                        ("god", inbox.god.as_str()),
                         ("workflow_id", x.workflow_id.as_str()),
                     ],
                     reason,
@@ -331,7 +334,15 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
         }
     }
     for w in s.warnings.iter() {
-        let path = w.path.to_string_lossy();
+        // Shown from the root (the protocol's own names), whole when it lies elsewhere.
+        let full = w.path.to_string_lossy();
+        let path = match w.path.strip_prefix(&s.root) {
+            Ok(rel) => rel.to_string_lossy(),
+            Err(_) => match full.find("/conductor/") {
+                Some(i) => full[i + 1..].to_owned().into(),
+                None => full.clone(),
+            },
+        };
         out.push(
             Item::new(
                 Kind::Unreadable,

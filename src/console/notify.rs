@@ -12,7 +12,13 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::attention::Item;
+use chrono::{DateTime, Utc};
+
+use super::attention::{Item, Kind};
+
+/// A file the engine cannot read is announced once it stayed so this long: a file caught mid-write
+/// by a writer that does not rename into place reads as broken for a moment.
+pub const UNREADABLE_SETTLE: chrono::Duration = chrono::Duration::seconds(3);
 
 /// Which escape sequence carries a desktop notification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,11 +98,19 @@ impl Notifier {
     }
 
     /// Looks at the current items: the ones never seen (or gone for longer than the flap window)
-    /// are queued for announcing. Returns how many were new.
-    pub fn observe(&mut self, items: &[Item], now: Instant) -> usize {
+    /// are queued for announcing. Returns how many were new. `wall` is the clock the items' `since`
+    /// is read against.
+    pub fn observe(&mut self, items: &[Item], now: Instant, wall: DateTime<Utc>) -> usize {
         let window = self.settings.flap_window;
         let mut new = 0;
         for item in items {
+            if self.primed
+                && item.kind == Kind::Unreadable
+                && item.since.is_some_and(|t| wall - t < UNREADABLE_SETTLE)
+            {
+                // Not settled yet: looked at again on a later pass.
+                continue;
+            }
             if self.known.insert(item.key.clone(), now).is_none() && self.primed {
                 self.pending.push(item.clone());
                 new += 1;
@@ -215,7 +229,7 @@ pub fn run_hook(cmd: &str, batch: &[Item]) -> std::io::Result<()> {
 mod tests {
     use super::*;
     use crate::console::action::Pane;
-    use crate::console::attention::{Jump, Kind};
+    use crate::console::attention::Jump;
 
     fn item(key: &str) -> Item {
         Item {
@@ -237,18 +251,45 @@ mod tests {
             ..NotifySettings::default()
         });
         let t0 = Instant::now();
-        assert_eq!(n.observe(&[item("a")], t0), 0, "the baseline is not announced");
-        assert_eq!(n.observe(&[item("a"), item("b")], t0), 1);
+        let w0 = Utc::now();
+        assert_eq!(
+            n.observe(&[item("a")], t0, w0),
+            0,
+            "the baseline is not announced"
+        );
+        assert_eq!(n.observe(&[item("a"), item("b")], t0, w0), 1);
         assert_eq!(n.due(t0).map(|b| b.len()), Some(1));
         // b goes and comes back: the same cause.
-        n.observe(&[item("a")], t0 + Duration::from_secs(1));
-        assert_eq!(n.observe(&[item("a"), item("b")], t0 + Duration::from_secs(2)), 0);
+        n.observe(&[item("a")], t0 + Duration::from_secs(1), w0);
+        assert_eq!(
+            n.observe(&[item("a"), item("b")], t0 + Duration::from_secs(2), w0),
+            0
+        );
         // c arrives within the rate limit: held back, then sent.
-        n.observe(&[item("c")], t0 + Duration::from_secs(3));
+        n.observe(&[item("c")], t0 + Duration::from_secs(3), w0);
         assert!(n.due(t0 + Duration::from_secs(3)).is_none());
         assert_eq!(
             n.due(t0 + Duration::from_secs(6)).map(|b| b[0].key.clone()),
             Some("c".into())
+        );
+    }
+
+    #[test]
+    fn an_unreadable_file_is_announced_only_once_it_stays_unreadable() {
+        let mut n = Notifier::new(NotifySettings::default());
+        let (t0, w0) = (Instant::now(), Utc::now());
+        n.observe(&[], t0, w0);
+        let mut broken = item("conductor/pending/x/a.json");
+        broken.kind = Kind::Unreadable;
+        broken.since = Some(w0);
+        assert_eq!(n.observe(std::slice::from_ref(&broken), t0, w0), 0);
+        assert_eq!(
+            n.observe(
+                std::slice::from_ref(&broken),
+                t0 + Duration::from_secs(4),
+                w0 + chrono::Duration::seconds(4)
+            ),
+            1
         );
     }
 
@@ -260,7 +301,10 @@ mod tests {
             ..NotifySettings::default()
         };
         let b = String::from_utf8(terminal_bytes(&s, &[item("x")])).unwrap();
-        assert!(b.starts_with("\x1b]9;pantheon: held: held ]0;evil x\x07"), "{b:?}");
+        assert!(
+            b.starts_with("\x1b]9;pantheon: held: held ]0;evil x\x07"),
+            "{b:?}"
+        );
         assert!(b.ends_with('\x07'));
         assert_eq!(b.matches('\x1b').count(), 1);
         let line = hook_input(&[item("x"), item("y")]);

@@ -167,7 +167,7 @@ async fn event_loop(
             app.now = chrono::Utc::now();
             app.sample_depth();
             if notifier.settings.any() {
-                notifier.observe(&app.attention_all(), Instant::now());
+                notifier.observe(&app.attention_all(), Instant::now(), app.now);
             }
             look = false;
         }
@@ -185,7 +185,10 @@ async fn event_loop(
                 && let Err(e) = super::notify::run_hook(cmd, &batch)
             {
                 tracing::warn!("the on-attention hook could not start: {e}");
-                app.flash(FlashKind::Error, format!("--on-attention could not start: {e}"));
+                app.flash(
+                    FlashKind::Error,
+                    format!("--on-attention could not start: {e}"),
+                );
             }
             dirty = true;
         }

@@ -61,9 +61,8 @@ pub fn deadlocks(
         return (Vec::new(), Vec::new());
     }
     let owned: Vec<Envelope> = messages.iter().map(|m| (**m).clone()).collect();
-    let norm = |p: &str| {
-        crate::engine::bus::locks::normalize_key(p).unwrap_or_else(|_| p.to_owned())
-    };
+    let norm =
+        |p: &str| crate::engine::bus::locks::normalize_key(p).unwrap_or_else(|_| p.to_owned());
     detect_deadlocks(&owned, locks, workers, now)
         .cycles
         .into_iter()

@@ -45,7 +45,11 @@ fn state(wf: &str, status: &str) -> serde_json::Value {
 /// An empty root with one track.
 fn root() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
-    for dir in ["conductor/state", "conductor/pending", "conductor/workflows"] {
+    for dir in [
+        "conductor/state",
+        "conductor/pending",
+        "conductor/workflows",
+    ] {
         std::fs::create_dir_all(d.path().join(dir)).unwrap();
     }
     std::fs::create_dir_all(d.path().join(bus("t1"))).unwrap();
@@ -68,11 +72,7 @@ fn check_jump(app: &mut App, kind: Kind, pane: Pane, key: &str, action_key: &str
     assert!(!item.reason.is_empty() && !item.action.is_empty());
     assert!(item.action.contains(action_key), "{}", item.action);
     app.dispatch(Action::GoPane(Pane::Attention));
-    let row = app
-        .attention()
-        .iter()
-        .position(|i| i.kind == kind)
-        .unwrap();
+    let row = app.attention().iter().position(|i| i.kind == kind).unwrap();
     app.dispatch(Action::Top);
     for _ in 0..row {
         app.dispatch(Action::Down);
@@ -86,7 +86,11 @@ fn check_jump(app: &mut App, kind: Kind, pane: Pane, key: &str, action_key: &str
     if !key.is_empty() {
         let selected = app.selected(pane);
         let keys = row_keys(app, pane);
-        assert_eq!(keys.get(selected).map(String::as_str), Some(key), "{kind:?}");
+        assert_eq!(
+            keys.get(selected).map(String::as_str),
+            Some(key),
+            "{kind:?}"
+        );
     }
 }
 
@@ -96,7 +100,10 @@ fn row_keys(app: &App, pane: Pane) -> Vec<String> {
     let f = app.filter(pane);
     use pantheon::console::items;
     match pane {
-        Pane::Workflows => items::workflows(s, &f).iter().map(|w| w.id.clone()).collect(),
+        Pane::Workflows => items::workflows(s, &f)
+            .iter()
+            .map(|w| w.id.clone())
+            .collect(),
         Pane::Inboxes => items::dispatches(s, &f)
             .iter()
             .map(|r| format!("{}/{}", r.god, r.view.name))
@@ -179,8 +186,16 @@ fn an_overdue_dispatch_waits_for_its_ack() {
     let f = "conductor/pending/hephaestus/hof_late_1.json";
     life(
         |r| {
-            put(r, "conductor/state/wf_late.json", &state("wf_late", "waiting_for_ack"));
-            put(r, f, &dispatch("hof_late_1", "wf_late", "hephaestus", &ago(20)));
+            put(
+                r,
+                "conductor/state/wf_late.json",
+                &state("wf_late", "waiting_for_ack"),
+            );
+            put(
+                r,
+                f,
+                &dispatch("hof_late_1", "wf_late", "hephaestus", &ago(20)),
+            );
         },
         |r| {
             let mut d = dispatch("hof_late_1", "wf_late", "hephaestus", &ago(20));
@@ -210,7 +225,8 @@ fn an_orphaned_wait_needs_a_redispatch() {
 #[test]
 fn a_stale_worker_is_listed_until_it_beats_again() {
     let f = format!("{}/worker-status.json", bus("t1"));
-    let beat = |at: String| json!({"w1": {"task_id": "1", "status": "RUNNING", "last_heartbeat": at}});
+    let beat =
+        |at: String| json!({"w1": {"task_id": "1", "status": "RUNNING", "last_heartbeat": at}});
     life(
         |r| put(r, &f, &beat(ago(30))),
         |r| put(r, &f, &beat(ago(0))),
@@ -271,7 +287,7 @@ fn a_deadlock_names_its_locks_and_jumps_to_one_to_release() {
         },
         Kind::Deadlock,
         Pane::Locks,
-        "t1/a.ts",
+        "t1/b.ts",
         "u force-unlock",
     );
 }
@@ -284,7 +300,7 @@ fn deadlocked_locks_are_marked_in_pane_4_and_l_in_pane_5_selects_one() {
     let mut app = app_at(r);
     let item = &app.attention_all()[0];
     assert!(
-        item.reason.contains("locks: a.ts, b.ts"),
+        item.reason.contains("(locks: b.ts, a.ts)"),
         "the deadlock names its locks: {}",
         item.reason
     );
@@ -328,7 +344,11 @@ fn a_dead_lettered_dispatch_is_listed_from_conductor_dead() {
     let f = "conductor/dead/hephaestus/hof_dead_1.json";
     life(
         |r| {
-            put(r, "conductor/state/wf_dead.json", &state("wf_dead", "stalled"));
+            put(
+                r,
+                "conductor/state/wf_dead.json",
+                &state("wf_dead", "stalled"),
+            );
             let mut d = dispatch("hof_dead_1", "wf_dead", "hephaestus", &ago(40));
             d["deliveries"] = json!([{"at": ago(40), "to": "hephaestus"},
                                      {"at": ago(30), "to": "hephaestus"},
@@ -365,16 +385,28 @@ fn a_file_the_engine_cannot_read_opens_the_issues() {
 fn newest_first_and_the_global_key_walks_every_item_from_any_pane() {
     let d = root();
     let r = d.path();
-    put(r, "conductor/pending/_quarantine/hof_a.json", &dispatch("hof_a", "wf_a", "apollo", &ago(50)));
-    put(r, "conductor/pending/_quarantine/hof_b.json", &dispatch("hof_b", "wf_b", "apollo", &ago(5)));
-    put(r, "conductor/state/wf_orphan.json", &state("wf_orphan", "waiting_for_ack"));
+    put(
+        r,
+        "conductor/pending/_quarantine/hof_20260614_aaaa01.json",
+        &dispatch("hof_20260614_aaaa01", "wf_a", "apollo", &ago(50)),
+    );
+    put(
+        r,
+        "conductor/pending/_quarantine/hof_20260614_bbbb02.json",
+        &dispatch("hof_20260614_bbbb02", "wf_b", "apollo", &ago(5)),
+    );
+    put(
+        r,
+        "conductor/state/wf_orphan.json",
+        &state("wf_orphan", "waiting_for_ack"),
+    );
     let mut app = app_at(r);
     let items = app.attention_all();
     assert_eq!(items.len(), 3);
     // Newest first: hof_b (5 min), wf_orphan (updated 30 min ago), hof_a (50 min).
-    assert_eq!(items[0].ids["handoff_id"], "hof_b");
+    assert_eq!(items[0].ids["handoff_id"], "hof_20260614_bbbb02");
     assert_eq!(items[1].kind, Kind::Orphaned);
-    assert_eq!(items[2].ids["handoff_id"], "hof_a");
+    assert_eq!(items[2].ids["handoff_id"], "hof_20260614_aaaa01");
     app.dispatch(Action::GoPane(Pane::Bus));
     let mut visited = Vec::new();
     for _ in 0..4 {
@@ -395,7 +427,11 @@ fn newest_first_and_the_global_key_walks_every_item_from_any_pane() {
 fn the_journal_pane_lists_entries_newest_first_filters_and_jumps_to_the_record() {
     let d = root();
     let r = d.path();
-    put(r, "conductor/state/wf_j.json", &state("wf_j", "in_progress"));
+    put(
+        r,
+        "conductor/state/wf_j.json",
+        &state("wf_j", "in_progress"),
+    );
     let root = pantheon::Root::at(r);
     let o = pantheon::engine::journal::Origin::new(Some("alice"), "cli");
     for (wf, action) in [("wf_j", "submit"), ("wf_gone", "abort")] {
@@ -419,7 +455,10 @@ fn the_journal_pane_lists_entries_newest_first_filters_and_jumps_to_the_record()
     assert_eq!(app.row_count(), 1);
     app.on_key(code(KeyCode::Enter));
     assert_eq!(app.pane, Pane::Workflows, "Enter jumps to the workflow");
-    assert_eq!(row_keys(&app, Pane::Workflows)[app.selected(Pane::Workflows)], "wf_j");
+    assert_eq!(
+        row_keys(&app, Pane::Workflows)[app.selected(Pane::Workflows)],
+        "wf_j"
+    );
     // An entry whose record is gone opens the entry itself.
     app.dispatch(Action::GoPane(Pane::Journal));
     app.on_key(code(KeyCode::Esc));
@@ -441,7 +480,10 @@ fn flashes_are_kept_in_messages() {
     let s = screen(&app, 120, 30, d.path());
     assert!(s.contains("rescanning the root"), "{s}");
     assert!(s.contains("nothing waits on you"), "{s}");
-    let (a, b) = (s.find("nothing waits").unwrap(), s.find("rescanning").unwrap());
+    let (a, b) = (
+        s.find("nothing waits").unwrap(),
+        s.find("rescanning").unwrap(),
+    );
     assert!(a < b, "newest first");
 }
 
@@ -460,8 +502,16 @@ fn workers_link_to_their_locks_and_messages_and_dispatches_to_their_workflow() {
         &json!({"src/x.rs": {"worker_id": "w1", "expires_at": "2099-01-01T00:00:00Z"},
                 "src/y.rs": {"worker_id": "w9", "expires_at": "2099-01-01T00:00:00Z"}}),
     );
-    put(r, "conductor/state/wf_l.json", &state("wf_l", "waiting_for_ack"));
-    put(r, "conductor/pending/hephaestus/hof_l.json", &dispatch("hof_l", "wf_l", "hephaestus", &ago(1)));
+    put(
+        r,
+        "conductor/state/wf_l.json",
+        &state("wf_l", "waiting_for_ack"),
+    );
+    put(
+        r,
+        "conductor/pending/hephaestus/hof_l.json",
+        &dispatch("hof_l", "wf_l", "hephaestus", &ago(1)),
+    );
     let mut app = app_at(r);
     app.dispatch(Action::GoPane(Pane::Workers));
     app.on_key(key('l'));
@@ -475,8 +525,74 @@ fn workers_link_to_their_locks_and_messages_and_dispatches_to_their_workflow() {
     app.dispatch(Action::GoPane(Pane::Workflows));
     app.on_key(key('d'));
     assert_eq!(app.pane, Pane::Inboxes);
-    assert_eq!(row_keys(&app, Pane::Inboxes)[app.selected(Pane::Inboxes)], "hephaestus/hof_l");
+    assert_eq!(
+        row_keys(&app, Pane::Inboxes)[app.selected(Pane::Inboxes)],
+        "hephaestus/hof_l"
+    );
     app.on_key(key('w'));
     assert_eq!(app.pane, Pane::Workflows);
-    assert_eq!(row_keys(&app, Pane::Workflows)[app.selected(Pane::Workflows)], "wf_l");
+    assert_eq!(
+        row_keys(&app, Pane::Workflows)[app.selected(Pane::Workflows)],
+        "wf_l"
+    );
+}
+
+#[test]
+fn sparklines_show_messages_per_second_and_inbox_depth_over_time() {
+    let d = root();
+    let r = d.path();
+    let at = |secs: i64| {
+        (now() - Duration::seconds(secs)).to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    };
+    let msg = |id: &str, ts: String| {
+        json!({"id": id, "type": "PROGRESS", "source": "w1", "timestamp": ts, "payload": {}})
+            .to_string()
+    };
+    let lines = [
+        msg("m1", at(2)),
+        msg("m2", at(0)),
+        msg("m3", at(0)),
+        msg("m4", at(0)),
+    ];
+    std::fs::write(
+        r.join(bus("t1")).join("queue.jsonl"),
+        lines.join("\n") + "\n",
+    )
+    .unwrap();
+    let mut app = app_at(r);
+    let t = app.snapshot.track("t1").unwrap().clone();
+    assert_eq!(t.per_second(now(), 8), vec![0, 0, 0, 0, 0, 1, 0, 3]);
+    let s = screen(&app, 200, 30, r);
+    assert!(
+        s.lines().next().unwrap().contains("bus ▁▁▁▁▁▄▁█ 3/s"),
+        "{s}"
+    );
+    app.dispatch(Action::GoPane(Pane::Bus));
+    assert!(screen(&app, 200, 30, r).contains("▁▄▁█ 3/s"));
+
+    // Inbox depth: sampled every 10 s while the console runs.
+    for (i, n) in [0usize, 2, 1].iter().enumerate() {
+        for k in 0..*n {
+            put(
+                r,
+                &format!("conductor/pending/hephaestus/hof_20260614_d{i}{k}.json"),
+                &dispatch(
+                    &format!("hof_20260614_d{i}{k}"),
+                    "wf_x",
+                    "hephaestus",
+                    &ago(1),
+                ),
+            );
+        }
+        std::fs::create_dir_all(r.join("conductor/pending/hephaestus")).unwrap();
+        app.set_snapshot(snapshot_of(r));
+        app.now = now() + Duration::seconds(10 * i as i64);
+        app.sample_depth();
+    }
+    // Depths 0, 2, 3 (the files add up).
+    let depth: Vec<u32> = app.depth["hephaestus"].iter().copied().collect();
+    assert_eq!(depth, vec![0, 2, 3]);
+    app.dispatch(Action::GoPane(Pane::Inboxes));
+    let s = screen(&app, 160, 30, r);
+    assert!(s.contains("DEPTH 5m") && s.contains("▁▆█"), "{s}");
 }

@@ -379,12 +379,22 @@ fn new_attention_items_reach_a_hook_once_each_and_the_terminal_as_osc_9() {
         .to_string()
     };
     let q = r.join("conductor/pending/_quarantine");
+    // As the engine and the Python gods write: a temporary file renamed into place.
+    let put = |name: &str, body: String| {
+        let tmp = q.join(format!(".tmp-{name}"));
+        std::fs::write(&tmp, body).unwrap();
+        std::fs::rename(&tmp, q.join(name)).unwrap();
+    };
     std::fs::create_dir_all(&q).unwrap();
     // What was there when the console opened is on screen: not announced.
     std::thread::sleep(Duration::from_millis(1500));
-    assert!(lines().is_empty(), "the baseline is not announced: {:?}", lines());
+    assert!(
+        lines().is_empty(),
+        "the baseline is not announced: {:?}",
+        lines()
+    );
 
-    std::fs::write(q.join("hof_flap_1.json"), held("hof_flap_1")).unwrap();
+    put("hof_flap_1.json", held("hof_flap_1"));
     t.wait("the held item", |s| s.contains("hof_flap_1"));
     wait_fs("the hook's first line", || lines().len() == 1);
     let first = &lines()[0];
@@ -396,16 +406,16 @@ fn new_attention_items_reach_a_hook_once_each_and_the_terminal_as_osc_9() {
     // The cause flaps: gone, back. It was announced once and is not announced again.
     std::fs::remove_file(q.join("hof_flap_1.json")).unwrap();
     t.wait("the item gone", |s| !s.contains("hof_flap_1"));
-    std::fs::write(q.join("hof_flap_1.json"), held("hof_flap_1")).unwrap();
+    put("hof_flap_1.json", held("hof_flap_1"));
     t.wait("the item back", |s| s.contains("hof_flap_1"));
-    std::fs::write(q.join("hof_new_2.json"), held("hof_new_2")).unwrap();
+    put("hof_new_2.json", held("hof_new_2"));
     wait_fs("the hook's second line", || lines().len() >= 2);
     std::thread::sleep(Duration::from_millis(1500));
     let ids: Vec<String> = lines()
         .iter()
-        .map(|l| l["ids"]["handoff_id"].as_str().unwrap().to_owned())
+        .map(|l| format!("{} {}", l["kind"], l["ids"]["handoff_id"]))
         .collect();
-    assert_eq!(ids, ["hof_flap_1", "hof_new_2"]);
+    assert_eq!(ids, [r#""held" "hof_flap_1""#, r#""held" "hof_new_2""#]);
 
     let raw_out = String::from_utf8_lossy(&std::fs::read(&raw).unwrap()).into_owned();
     assert!(

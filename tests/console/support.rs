@@ -232,8 +232,16 @@ pub fn redact(s: &str) -> String {
                     let is_age = !digits.is_empty()
                         && digits.len() + 1 == w.len()
                         && digits.chars().all(|c| c.is_ascii_digit());
+                    let spark = !w.is_empty() && w.chars().all(|c| ('▁'..='█').contains(&c));
+                    let rate = w
+                        .strip_suffix("/s")
+                        .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
                     if is_age {
                         "<t>".to_owned()
+                    } else if spark {
+                        "<spark>".to_owned()
+                    } else if rate {
+                        "<n>/s".to_owned()
                     } else if let Some(rest) = w.strip_prefix("board-") {
                         format!("board-{}", "#".repeat(rest.len().min(14)))
                     } else {

@@ -464,7 +464,13 @@ fn attention_root() -> tempfile::TempDir {
         .to_string(),
     )
     .unwrap();
-    let entry = |seq: u64, at: &str, actor: &str, source: &str, action: &str, t: &str, outcome: &str| {
+    let entry = |seq: u64,
+                 at: &str,
+                 actor: &str,
+                 source: &str,
+                 action: &str,
+                 t: &str,
+                 outcome: &str| {
         serde_json::json!({"seq": seq, "at": at, "actor": actor, "source": source, "action": action,
             "targets": {"workflow_id": t}, "reason": null, "outcome": outcome,
             "prev": "0", "hash": "0"})
@@ -473,9 +479,33 @@ fn attention_root() -> tempfile::TempDir {
     std::fs::write(
         r.join("conductor/journal.jsonl"),
         [
-            entry(1, "2026-06-14T10:00:00Z", "alice", "cli", "submit", "wf_deploy_42", "dispatched"),
-            entry(2, "2026-06-14T10:20:00Z", "claude-desktop", "mcp", "ack", "wf_bug_7", "accepted"),
-            entry(3, "2026-06-14T10:35:00Z", "bob", "console", "abort", "wf_old_3", "aborted"),
+            entry(
+                1,
+                "2026-06-14T10:00:00Z",
+                "alice",
+                "cli",
+                "submit",
+                "wf_deploy_42",
+                "dispatched",
+            ),
+            entry(
+                2,
+                "2026-06-14T10:20:00Z",
+                "claude-desktop",
+                "mcp",
+                "ack",
+                "wf_bug_7",
+                "accepted",
+            ),
+            entry(
+                3,
+                "2026-06-14T10:35:00Z",
+                "bob",
+                "console",
+                "abort",
+                "wf_old_3",
+                "aborted",
+            ),
         ]
         .join("\n")
             + "\n",
@@ -488,9 +518,25 @@ fn attention_root() -> tempfile::TempDir {
 fn attention_and_journal_panes_at_80x24_and_200x50() {
     let root = attention_root();
     let mut app = app_for(root.path(), fixture_now());
+    // When a file became unreadable is the model's clock: fixed here, as the rest is.
+    let mut snap = (*app.snapshot).clone();
+    snap.warnings = std::sync::Arc::new(
+        snap.warnings
+            .iter()
+            .cloned()
+            .map(|mut w| {
+                w.since = Some(fixture_now() - chrono::Duration::minutes(90));
+                w
+            })
+            .collect(),
+    );
+    app.set_snapshot(std::sync::Arc::new(snap));
     for (w, h) in [(80, 24), (200, 50)] {
         app.dispatch(Action::GoPane(Pane::Attention));
-        assert_snapshot!(format!("attention_{w}x{h}"), screen(&app, w, h, root.path()));
+        assert_snapshot!(
+            format!("attention_{w}x{h}"),
+            screen(&app, w, h, root.path())
+        );
         app.dispatch(Action::GoPane(Pane::Journal));
         assert_snapshot!(format!("journal_{w}x{h}"), screen(&app, w, h, root.path()));
     }

@@ -359,10 +359,7 @@ pub struct ReadResult {
 }
 
 /// Calls `f(file, line_number, line)` for every line of every journal file in order, streaming.
-fn for_each_line(
-    root: &Root,
-    f: impl FnMut(&Path, usize, &[u8]) -> Result<bool>,
-) -> Result<()> {
+fn for_each_line(root: &Root, f: impl FnMut(&Path, usize, &[u8]) -> Result<bool>) -> Result<()> {
     for_each_line_of(files(root), f)
 }
 

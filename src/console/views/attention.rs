@@ -40,7 +40,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             None => "-".into(),
         };
         vec![
-            Line::styled(format!("▲ {}", i.kind.as_str()), theme.alert()),
+            Line::styled(i.kind.as_str().to_owned(), theme.alert()),
             Line::raw(i.record.clone()),
             Line::raw(age),
             Line::raw(i.reason.clone()),
@@ -62,9 +62,9 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 }
 
 const COLUMNS: [Col; 5] = [
-    Col::new("KIND", 8, 16),
-    Col::new("RECORD", 8, 40).keep(),
-    Col::new("AGE", 6, 20),
+    Col::new("KIND", 15, 15),
+    Col::new("RECORD", 10, 30).keep(),
+    Col::new("AGE", 7, 20),
     Col::new("REASON", 20, 200).flex(),
     Col::new("ACTION (Enter goes there)", 10, 48).hide(1),
 ];

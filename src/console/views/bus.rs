@@ -145,8 +145,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         }
     );
     {
-        // Messages per second over the last minute, and the other tracks' current rate.
-        let rate = track.per_second(app.now, 60);
+        // Messages per second over the last half minute.
+        let rate = track.per_second(app.now, 30);
         title.push_str(&format!(
             "· {} {}/s ",
             super::sparkline(&rate),

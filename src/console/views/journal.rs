@@ -40,7 +40,13 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     title.push_str(") ");
     if let Some(e) = &j.error {
-        return empty(frame, area, title, &format!("The journal cannot be read: {e}"), theme);
+        return empty(
+            frame,
+            area,
+            title,
+            &format!("The journal cannot be read: {e}"),
+            theme,
+        );
     }
     if rows.is_empty() {
         let text = if app.filter(Pane::Journal).is_empty() {
@@ -59,7 +65,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         return super::detail(
             frame,
             area,
-            format!(" journal entry {} ", e.get("seq").map(|v| v.to_string()).unwrap_or_default()),
+            format!(
+                " journal entry {} ",
+                e.get("seq").map(|v| v.to_string()).unwrap_or_default()
+            ),
             json_lines(e, theme),
             app,
             theme,

@@ -224,7 +224,7 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 }
 
 /// Seconds of message rate the header shows.
-const HEADER_SPARK: usize = 10;
+const HEADER_SPARK: usize = 8;
 
 /// A sparkline: one block per value, its height relative to the largest (`▁` is zero).
 pub(crate) fn sparkline(values: &[u32]) -> String {
@@ -234,7 +234,11 @@ pub(crate) fn sparkline(values: &[u32]) -> String {
         .iter()
         .map(|v| {
             let v = *v as u64;
-            let i = if v == 0 { 0 } else { (v * 7).div_ceil(max).clamp(1, 7) };
+            let i = if v == 0 {
+                0
+            } else {
+                (v * 7).div_ceil(max).clamp(1, 7)
+            };
             BARS[i as usize]
         })
         .collect()
