@@ -132,18 +132,18 @@ impl Command {
 /// Refuses a root that is not an existing directory, with the command that creates one. An
 /// existing empty directory is a root with nothing in it yet, not a missing one.
 pub fn require_root(root: &Root) -> anyhow::Result<()> {
-    if root.root.is_dir() {
+    if root.dir.is_dir() {
         return Ok(());
     }
-    let what = if root.root.symlink_metadata().is_ok() {
+    let what = if root.dir.symlink_metadata().is_ok() {
         "is not a directory"
     } else {
         "does not exist"
     };
     anyhow::bail!(
         "the pantheon root {} {what}; create it with `pantheon --root {} init`, or pass --root DIR / set PANTHEON_ROOT",
-        root.root.display(),
-        root.root.display()
+        root.dir.display(),
+        root.dir.display()
     )
 }
 

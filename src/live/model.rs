@@ -589,7 +589,7 @@ impl LiveModel {
         if name.starts_with(".tmp-") || name.ends_with(".lock") || name == ".lock_mutex" {
             return Target::Ignore;
         }
-        if path == self.root.root || path == self.root.conductor {
+        if path == self.root.dir || path == self.root.conductor {
             return Target::Everything;
         }
         if let Ok(rel) = path.strip_prefix(self.root.state_dir()) {
@@ -854,9 +854,10 @@ impl LiveModel {
     fn publish(&mut self) {
         let prev = self.snapshot.clone();
         let mut s = (*prev).clone();
-        s.root = self.root.root.clone();
+        s.root = self.root.dir.clone();
         s.watch = self.watch.clone();
-        let stale_after = crate::engine::bus::model::stale_after();
+        let stale_after = chrono::Duration::from_std(self.root.settings.stale_after)
+            .unwrap_or(crate::engine::bus::model::STALE_AFTER);
         s.stale_after =
             (stale_after != crate::engine::bus::model::STALE_AFTER).then_some(stale_after);
         self.seq += 1;

@@ -40,18 +40,18 @@ impl LiveHandle {
         let (tx, rx) = mpsc::channel();
         // Watch first, then read: a change between the two is seen twice, never missed.
         // The conductor directory may live outside the root (`CONDUCTOR_BASE_DIR`): watch it too.
-        let mut dirs = vec![root.root.clone()];
-        if !root.conductor.starts_with(&root.root) && root.conductor.is_dir() {
+        let mut dirs = vec![root.dir.clone()];
+        if !root.conductor.starts_with(&root.dir) && root.conductor.is_dir() {
             dirs.push(root.conductor.clone());
         }
-        let identity = dir_identity(&root.root);
+        let identity = dir_identity(&root.dir);
         let watcher = super::watch::watch(&dirs, mode, tx.clone());
         let (mode, fallback_reason) = (watcher.mode, watcher.fallback_reason.clone());
         let mut model = LiveModel::open(root.clone(), opts);
         model.set_watch_mode(mode.to_string());
         let (snap_tx, snap_rx) = watch::channel(model.snapshot());
         let watched = Watched {
-            root: root.root,
+            root: root.dir,
             dirs,
             tx: tx.clone(),
             identity,

@@ -10,6 +10,7 @@
 pub mod ack;
 pub mod admin;
 pub mod definition;
+pub mod delivery;
 pub mod files;
 pub mod journaled;
 pub mod model;
