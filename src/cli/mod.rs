@@ -15,6 +15,7 @@ pub mod board;
 pub mod bus;
 pub mod conductor;
 pub mod journal;
+pub mod serve;
 
 /// Pantheon Console: watch and operate a pantheon of AI agents coordinating through files.
 #[derive(Debug, Parser)]
@@ -63,6 +64,10 @@ pub enum Command {
     Journal(journal::JournalArgs),
     /// Connect this root to other pantheons over NATS JetStream (long-running; `bridge status`: JSON).
     Bridge(crate::bridge::BridgeArgs),
+    /// One pass of the delivery supervisor: redeliver and dead-letter what is due, then exit (cron, tests).
+    Tick,
+    /// The delivery supervisor in the foreground: enforces ack deadlines as they fall due (SIGTERM: exit 0).
+    Serve(serve::ServeArgs),
 }
 
 /// Options of `pantheon console`.
@@ -194,6 +199,10 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Board(args)) => board::run(args, &root, origin),
         Some(Command::Journal(args)) => journal::run(args, &root, cli.actor),
         Some(Command::Bridge(args)) => crate::bridge::run(args, &root),
+        Some(Command::Tick) => serve::tick(&root, Origin::new(cli.actor.as_deref(), "supervisor")),
+        Some(Command::Serve(args)) => {
+            serve::serve(args, &root, Origin::new(cli.actor.as_deref(), "supervisor"))
+        }
     };
     match result {
         Ok(Outcome::Json(v)) => {

@@ -102,6 +102,21 @@ pub fn validate_root(root: &Root) -> Result<ValidationReport> {
     c.states(root);
     c.dispatch_tree(&root.pending_root(), true);
     c.dispatch_tree(&root.archive_root(), false);
+    c.dispatch_tree(&root.dead_root(), false);
+    for w in &root.settings.warnings {
+        let p = root.config_path();
+        c.warn(&p, w.clone());
+    }
+    if let Some(n) = crate::conductor::delivery::unsupervised_deadlines(root, chrono::Utc::now()) {
+        let p = root.supervisor_dir();
+        c.warn(
+            &p,
+            format!(
+                "{n} dispatch(es) have an ack deadline but no supervisor is alive to enforce it; \
+                 run `pantheon serve` (or `pantheon tick` from cron)"
+            ),
+        );
+    }
     c.orphaned_waits();
     c.tracks(root);
     c.problems.extend(crate::journal::validation_problem(root));

@@ -81,7 +81,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let filter = app.filter(Pane::Workers);
     let rows = items::workers(snap, &filter);
     let now = app.now;
-    let stale = rows.iter().filter(|(_, w)| w.is_stale(now, snap.stale_threshold())).count();
+    let stale = rows
+        .iter()
+        .filter(|(_, w)| w.is_stale(now, snap.stale_threshold()))
+        .count();
     let title = match snap.stale_after {
         Some(t) => format!(
             " 5 Workers ({}, {stale} stale · stale after {}) ",

@@ -659,7 +659,10 @@ mod tests {
         );
         assert!(!w.is_stale(now, std::time::Duration::from_secs(600)));
         let w = WorkerEntry::from_value("w", &json!({"status": "RUNNING", "progress_pct": "40"}));
-        assert!(w.is_stale(now, std::time::Duration::from_secs(600)), "no heartbeat at all counts as stale");
+        assert!(
+            w.is_stale(now, std::time::Duration::from_secs(600)),
+            "no heartbeat at all counts as stale"
+        );
         assert_eq!(w.progress(), Some(40.0));
     }
 

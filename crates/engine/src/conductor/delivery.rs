@@ -16,9 +16,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value, json};
 
+use super::Conductor;
 use super::files::{self, Found, Place};
 use super::model::{AckStatus, Dispatch, WorkflowStatus, lenient};
-use super::Conductor;
 use crate::error::{Error, Result};
 use crate::store::atomic::{rename_durable, write_json};
 use crate::store::lock::FileLock;
@@ -232,12 +232,7 @@ pub enum Due {
 /// `fallback_gods` in order (the last one keeps it once they are used up).
 pub fn target_of(first: &str, fallbacks: &[String], n: usize) -> String {
     let mut targets: Vec<&str> = vec![first];
-    targets.extend(
-        fallbacks
-            .iter()
-            .map(String::as_str)
-            .filter(|g| *g != first),
-    );
+    targets.extend(fallbacks.iter().map(String::as_str).filter(|g| *g != first));
     let i = n.saturating_sub(2).min(targets.len() - 1);
     targets.get(i).copied().unwrap_or(first).to_owned()
 }
@@ -453,6 +448,14 @@ impl Conductor {
                 continue;
             }
             report.watched += 1;
+            if d.extra.contains_key("dead_at") {
+                match self.finish_dead(&d, &path) {
+                    Ok(true) => report.repaired += 1,
+                    Ok(false) => {}
+                    Err(e) => report.errors.push(format!("{}: {e}", path.display())),
+                }
+                continue;
+            }
             if d.to_god != god.as_str() {
                 match self.finish_move(&d, &path) {
                     Ok(true) => report.repaired += 1,
@@ -501,10 +504,31 @@ impl Conductor {
         else {
             return Ok(false);
         };
-        if again.to_god != d.to_god || again.deliveries.last().map(|x| x.to.as_str()) != Some(to.as_str()) {
+        if again.to_god != d.to_god
+            || again.deliveries.last().map(|x| x.to.as_str()) != Some(to.as_str())
+        {
             return Ok(false);
         }
         let target = self.root.inbox_dir(&to).join(format!("{hid}.json"));
+        rename_durable(&self.root, path, &target)?;
+        Ok(true)
+    }
+
+    /// A dispatch marked dead but not yet renamed into the dead letters (a crash between the two
+    /// steps): renamed now, under the workflow's lock.
+    fn finish_dead(&self, d: &Dispatch, path: &std::path::Path) -> Result<bool> {
+        let wf = WorkflowId::parse(&d.workflow_id)?;
+        let hid = HandoffId::parse(&d.handoff_id)?;
+        let god = GodName::parse(&d.to_god)?;
+        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
+        let still = files::read_model::<Dispatch>(path)
+            .ok()
+            .flatten()
+            .is_some_and(|x| x.extra.contains_key("dead_at"));
+        if !still {
+            return Ok(false);
+        }
+        let target = self.root.dead_dir(&god).join(format!("{hid}.json"));
         rename_durable(&self.root, path, &target)?;
         Ok(true)
     }
@@ -716,8 +740,79 @@ impl Conductor {
     /// Whether `god` may ack the dispatch `found`: its addressee, or an earlier target while it is open.
     pub(crate) fn may_ack(found: &Found, god: &str) -> bool {
         found.dispatch.to_god == god
-            || (matches!(found.place, Place::Inbox(_)) && found.dispatch.deliveries.iter().any(|x| x.to == god))
+            || (matches!(found.place, Place::Inbox(_))
+                && found.dispatch.deliveries.iter().any(|x| x.to == god))
     }
+}
+
+/// How often `pantheon serve` writes its heartbeat.
+pub const SUPERVISOR_BEAT: Duration = Duration::from_secs(10);
+/// A supervisor whose heartbeat is older than this is not alive.
+pub const SUPERVISOR_DEAD_AFTER: Duration = Duration::from_secs(30);
+
+/// The heartbeat file of supervisor `id` (`conductor/supervisor/{id}.json`).
+fn heartbeat_path(root: &Root, id: &str) -> Result<PathBuf> {
+    let id = GodName::parse_as("supervisor id", id)?;
+    Ok(root.supervisor_dir().join(format!("{id}.json")))
+}
+
+/// Writes supervisor `id`'s heartbeat (pid, start, last beat, next deadline).
+pub fn write_supervisor_heartbeat(
+    root: &Root,
+    id: &str,
+    started: &str,
+    next_deadline: Option<&str>,
+) -> Result<PathBuf> {
+    let path = heartbeat_path(root, id)?;
+    write_json(
+        root,
+        &path,
+        &json!({
+            "supervisor": id, "pid": std::process::id(), "started": started,
+            "last_beat": format_ts(Utc::now()), "next_deadline": next_deadline,
+        }),
+    )?;
+    Ok(path)
+}
+
+/// Removes supervisor `id`'s heartbeat (a clean exit).
+pub fn remove_supervisor_heartbeat(root: &Root, id: &str) -> Result<()> {
+    files::remove_file(root, &heartbeat_path(root, id)?)
+}
+
+/// The heartbeats of the supervisors alive at `now` (beat within [`SUPERVISOR_DEAD_AFTER`]).
+pub fn live_supervisors(root: &Root, now: DateTime<Utc>) -> Vec<Value> {
+    let Ok(rd) = std::fs::read_dir(root.supervisor_dir()) else {
+        return Vec::new();
+    };
+    let limit = chrono::Duration::from_std(SUPERVISOR_DEAD_AFTER).unwrap_or_default();
+    rd.flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+        .filter_map(|e| crate::store::read::read_json(&e.path()).ok().flatten())
+        .filter(|v| {
+            v.get("last_beat")
+                .and_then(Value::as_str)
+                .and_then(parse_ts)
+                .is_some_and(|t| now - t <= limit)
+        })
+        .collect()
+}
+
+/// How many open dispatches have an ack deadline, when no supervisor is alive to enforce it (`None`
+/// when one is alive or nothing has a deadline).
+pub fn unsupervised_deadlines(root: &Root, now: DateTime<Utc>) -> Option<usize> {
+    let mut n = 0;
+    for god in files::god_dirs(&root.pending_root()) {
+        n += files::read_dispatch_dir(&root.inbox_dir(&god))
+            .0
+            .iter()
+            .filter(|(_, d)| {
+                d.ack_deadline.is_some()
+                    && matches!(d.ack_status, AckStatus::Unacked | AckStatus::Pending)
+            })
+            .count();
+    }
+    (n > 0 && live_supervisors(root, now).is_empty()).then_some(n)
 }
 
 fn delivery_act(a: &DeliveryAct, dead: bool) -> crate::journal::Act {
@@ -816,7 +911,10 @@ mod tests {
             deadline_after_ack(&d, &AckStatus::Pending, None, now).as_deref(),
             Some("2026-01-01T00:00:15.000000Z")
         );
-        assert_eq!(deadline_after_ack(&d, &AckStatus::Accepted, None, now), None);
+        assert_eq!(
+            deadline_after_ack(&d, &AckStatus::Accepted, None, now),
+            None
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod journaled;
 pub mod model;
 pub mod outbox;
 pub mod paging;
+pub mod rerun;
 pub mod results;
 pub mod rules;
 pub mod samples;

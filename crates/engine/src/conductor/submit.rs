@@ -1022,7 +1022,11 @@ impl Conductor {
         let declared = if by_rule.is_empty() {
             st.definition_id
                 .as_deref()
-                .and_then(|id| super::definition::find_definition(&self.root, id).ok().flatten())
+                .and_then(|id| {
+                    super::definition::find_definition(&self.root, id)
+                        .ok()
+                        .flatten()
+                })
                 .and_then(|def| def.step(step).map(|s| s.delivery.clone()))
                 .unwrap_or_default()
         } else {

@@ -245,10 +245,13 @@ mod tests {
             &serde_json::json!({"stale_after": -1, "lock_timeout": "1000d",
                 "max_deliveries": 99999999999u64, "ack_wait": [1]}),
         );
-        assert_eq!(s, Settings {
-            warnings: s.warnings.clone(),
-            ..Settings::default()
-        });
+        assert_eq!(
+            s,
+            Settings {
+                warnings: s.warnings.clone(),
+                ..Settings::default()
+            }
+        );
         assert_eq!(s.warnings.len(), 4);
         let mut t = Settings::default();
         t.apply_config("cfg", &serde_json::json!(["a"]));
