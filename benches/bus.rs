@@ -132,7 +132,7 @@ fn bench_append() {
         let ours = append_case("pantheon bus post --count", writers, per, |bus, i| {
             Command::new(PANTHEON)
                 .arg("--root")
-                .arg(&bus.root.root)
+                .arg(&bus.root.dir)
                 .args(["bus", "--track", "bench", "post", "PROGRESS", "--source"])
                 .arg(format!("worker-{i}"))
                 .args(["--payload", r#"{"task_id":"1.1","progress_pct":50,"current_subtask":"Stripe client wrapper with retries and idempotency keys"}"#])
@@ -148,7 +148,7 @@ fn bench_append() {
             |bus, i| {
                 Command::new(&me)
                     .args(["__post-writer"])
-                    .arg(&bus.root.root)
+                    .arg(&bus.root.dir)
                     .arg(format!("worker-{i}"))
                     .arg(per.to_string())
                     .spawn()
@@ -247,7 +247,7 @@ fn bench_tail() {
             if make == 0 {
                 c.arg(PANTHEON)
                     .arg("--root")
-                    .arg(&bus.root.root)
+                    .arg(&bus.root.dir)
                     .args(["bus", "--track", "big", "read", "--tail", "100"]);
             } else {
                 c.args(["tail", "-n", "100"]).arg(&q);
@@ -275,7 +275,7 @@ fn bench_tail() {
     // Sanity: the tail really is the end of the file.
     let out = Command::new(PANTHEON)
         .arg("--root")
-        .arg(&bus.root.root)
+        .arg(&bus.root.dir)
         .args(["bus", "--track", "big", "read", "--tail", "100"])
         .output()
         .unwrap();

@@ -211,7 +211,7 @@ fn main() {
             Kill(
                 Command::new(PANTHEON)
                     .arg("--root")
-                    .arg(&r.root)
+                    .arg(&r.dir)
                     .args(["bridge", "--nats", &url, "--name", name, "--track", "bench"])
                     .env_remove("PANTHEON_ROOT")
                     .stdin(Stdio::null())

@@ -94,6 +94,27 @@ pub enum ConductorCommand {
         #[arg(long)]
         reason: Option<String>,
     },
+    /// Put a dead letter (a dispatch out of deliveries) back into an inbox, deliveries reset.
+    Requeue {
+        /// The dead letter's handoff id (`pantheon dead` lists them).
+        handoff_id: String,
+        /// Deliver it to this god instead of the one it died with.
+        #[arg(long, value_name = "GOD")]
+        to: Option<String>,
+    },
+    /// List the dead letters (`conductor/dead/{god}/`), oldest first.
+    Dead,
+    /// Start a failed, stalled or completed workflow again from a step (history keeps every attempt).
+    Rerun {
+        /// The workflow id (`wf_…`).
+        workflow_id: String,
+        /// The step to dispatch again.
+        #[arg(long, value_name = "STEP")]
+        from: String,
+        /// A JSON object (summary, decisions, artifacts, open_questions) replacing the context; `-`: stdin.
+        #[arg(long, value_name = "FILE")]
+        context: Option<PathBuf>,
+    },
 }
 
 /// Paging of `inbox` and `pending` (the same as MCP `check_inbox` and `list_pending`).
@@ -199,6 +220,21 @@ pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result
             } else {
                 json(c.approve(&handoff_id, Actor::Operator)?)
             }
+        }
+        ConductorCommand::Requeue { handoff_id, to } => {
+            json(c.requeue(&handoff_id, to.as_deref())?)
+        }
+        ConductorCommand::Dead => json(crate::engine::conductor::delivery::list_dead(root)),
+        ConductorCommand::Rerun {
+            workflow_id,
+            from,
+            context,
+        } => {
+            let ctx = match context {
+                Some(f) => Some(read_input(Some(f), "context")?),
+                None => None,
+            };
+            json(c.rerun(&workflow_id, &from, ctx.as_ref())?)
         }
     }
 }

@@ -15,6 +15,7 @@ pub mod board;
 pub mod bus;
 pub mod conductor;
 pub mod journal;
+pub mod serve;
 
 /// Pantheon Console: watch and operate a pantheon of AI agents coordinating through files.
 #[derive(Debug, Parser)]
@@ -65,6 +66,10 @@ pub enum Command {
     Bridge(crate::bridge::BridgeArgs),
     /// The console's own configuration (keys, theme, times, thresholds, notifications).
     Config(ConfigArgs),
+    /// One pass of the delivery supervisor: redeliver and dead-letter what is due, then exit (cron, tests).
+    Tick,
+    /// The delivery supervisor in the foreground: enforces ack deadlines as they fall due (SIGTERM: exit 0).
+    Serve(serve::ServeArgs),
 }
 
 /// Options of `pantheon config`.
@@ -213,18 +218,18 @@ impl Command {
 /// Refuses a root that is not an existing directory, with the command that creates one. An
 /// existing empty directory is a root with nothing in it yet, not a missing one.
 pub fn require_root(root: &Root) -> anyhow::Result<()> {
-    if root.root.is_dir() {
+    if root.dir.is_dir() {
         return Ok(());
     }
-    let what = if root.root.symlink_metadata().is_ok() {
+    let what = if root.dir.symlink_metadata().is_ok() {
         "is not a directory"
     } else {
         "does not exist"
     };
     anyhow::bail!(
         "the pantheon root {} {what}; create it with `pantheon --root {} init`, or pass --root DIR / set PANTHEON_ROOT",
-        root.root.display(),
-        root.root.display()
+        root.dir.display(),
+        root.dir.display()
     )
 }
 
@@ -283,6 +288,10 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Journal(args)) => journal::run(args, &root, cli.actor),
         Some(Command::Bridge(args)) => crate::bridge::run(args, &root),
         Some(Command::Config(args)) => run_config(args),
+        Some(Command::Tick) => serve::tick(&root, Origin::new(cli.actor.as_deref(), "supervisor")),
+        Some(Command::Serve(args)) => {
+            serve::serve(args, &root, Origin::new(cli.actor.as_deref(), "supervisor"))
+        }
     };
     match result {
         Ok(Outcome::Json(v)) => {

@@ -416,7 +416,10 @@ pub fn workers<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<(&'a str, &'a Wor
                     w.status,
                     w.task_id.as_deref().unwrap_or(""),
                     w.current_subtask.as_deref().unwrap_or(""),
-                    if filter.now.is_some_and(|n| w.is_stale(n)) {
+                    if filter
+                        .now
+                        .is_some_and(|n| w.is_stale(n, snap.stale_threshold()))
+                    {
                         "stale"
                     } else {
                         ""

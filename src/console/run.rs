@@ -82,17 +82,17 @@ enum Done {
 
 /// Opens the console on `root` until the operator quits.
 pub fn run(root: Root, opts: ConsoleOptions) -> anyhow::Result<()> {
-    if !root.root.is_dir() {
+    if !root.dir.is_dir() {
         anyhow::bail!(
             "{} is not a directory; create a root with `pantheon --root {} init`, or pass --root / set PANTHEON_ROOT",
-            root.root.display(),
-            root.root.display()
+            root.dir.display(),
+            root.dir.display()
         );
     }
     let log = init_logging();
     // A long-lived process: parse each definition and rule file once per version, not per submit.
     crate::engine::store::yaml::enable_cache();
-    tracing::info!(root = %root.root.display(), ?opts, "console starting");
+    tracing::info!(root = %root.dir.display(), ?opts, "console starting");
     let mode = match opts.poll {
         Some(d) => WatchMode::Poll(d),
         None => WatchMode::Notify,

@@ -458,7 +458,7 @@ impl Sim {
                 .join("\n"),
             topic = info.topic,
         );
-        if let Err(e) = write_atomic(&self.root, &self.root.root.join(&rel), body.as_bytes()) {
+        if let Err(e) = write_atomic(&self.root, &self.root.dir.join(&rel), body.as_bytes()) {
             return self.engine_error(god, "write artifact", &e);
         }
         self.log

@@ -65,12 +65,15 @@ pub fn run(args: DemoArgs, explicit_root: Option<&Path>) -> anyhow::Result<Outco
     } else {
         SimConfig::interactive(args.seed, args.speed)
     };
-    if std::env::var_os(STALE_AFTER_ENV).is_none() {
-        // SAFETY: the demo sets this before it starts any thread; nothing else runs yet.
-        unsafe { std::env::set_var(STALE_AFTER_ENV, cfg.stale_after_secs().to_string()) };
-    }
     let dir = demo_root(explicit_root)?;
-    let root = Root::at(&dir);
+    let mut root = Root::at(&dir);
+    if std::env::var_os(STALE_AFTER_ENV).is_none() {
+        // The demo compresses time: staleness shows within its minute (through the root's settings,
+        // which the simulation and the console both read).
+        if let Ok(d) = std::time::Duration::try_from_secs_f64(cfg.stale_after_secs()) {
+            root.settings.stale_after = d;
+        }
+    }
     let mut sim = Sim::new(root.clone(), cfg)
         .with_context(|| format!("could not set up the demo root {}", dir.display()))?;
 

@@ -169,15 +169,14 @@ impl Sim {
             messages.insert(track, by_type);
         }
         Summary {
-            root: self.root.root.display().to_string(),
+            root: self.root.dir.display().to_string(),
             seed: self.cfg.seed,
             speed: self.cfg.speed,
             mode: mode.to_owned(),
             ticks: self.tick,
             ticks_per_second: TICKS_PER_SECOND,
             demo_seconds: self.tick as f64 / TICKS_PER_SECOND as f64,
-            stale_after_secs: crate::engine::bus::model::stale_after().num_milliseconds() as f64
-                / 1000.0,
+            stale_after_secs: self.root.settings.stale_after.as_secs_f64(),
             operator: OperatorSummary {
                 note: match mode {
                     "headless" => "nobody was at a console: the simulation's stand-in operator \

@@ -42,7 +42,7 @@ impl LiveHandle {
     pub fn start(root: Root, mode: WatchMode, opts: ModelOptions) -> Self {
         let (tx, rx) = mpsc::channel();
         // Watch first, then read: a change between the two is seen twice, never missed.
-        let identity = dir_identity(&root.root);
+        let identity = dir_identity(&root.dir);
         let mut watcher = super::watch::watch(mode, tx.clone());
         watcher.sync(&dirs_to_watch(&root));
         let watches = Arc::new(AtomicUsize::new(watcher.watch_count()));
@@ -114,11 +114,11 @@ impl Watched {
     /// True when the root is no longer the directory the watches were set on (deleted, or deleted and
     /// re-created): the watches are set again on what is there now, and the model must rescan.
     fn root_changed(&mut self) -> bool {
-        let now = dir_identity(&self.root.root);
+        let now = dir_identity(&self.root.dir);
         if now == self.identity {
             return false;
         }
-        tracing::info!(root = %self.root.root.display(), present = now.is_some(), "root changed; watching again");
+        tracing::info!(root = %self.root.dir.display(), present = now.is_some(), "root changed; watching again");
         self.identity = now;
         if now.is_some() && self.watcher.mode == WatchMode::Notify {
             // Replaced before the rescan, so a change in between is seen twice, never missed.

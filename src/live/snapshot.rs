@@ -288,7 +288,11 @@ impl Snapshot {
         c.waiting = self.inboxes.iter().map(|i| i.dispatches.len()).sum();
         c.held = self.quarantine.dispatches.len();
         for t in self.tracks.iter() {
-            c.stale += t.workers.iter().filter(|w| w.is_stale(now)).count();
+            c.stale += t
+                .workers
+                .iter()
+                .filter(|w| w.is_stale(now, self.stale_threshold()))
+                .count();
             c.expired += t.locks.iter().filter(|l| l.is_expired(now)).count();
             c.deadlocks += t.deadlocks.len();
         }
@@ -307,6 +311,13 @@ impl Snapshot {
     pub fn orphaned(w: &WorkflowView) -> bool {
         w.state.status == crate::engine::conductor::WorkflowStatus::WaitingForAck
             && w.waiting.is_empty()
+    }
+
+    /// The staleness threshold of the root's settings.
+    pub fn stale_threshold(&self) -> std::time::Duration {
+        self.stale_after
+            .and_then(|d| d.to_std().ok())
+            .unwrap_or(crate::engine::store::settings::DEFAULT_STALE_AFTER)
     }
 
     /// Why a workflow is overdue, if it is: a dispatch unacknowledged for over 5 minutes, or a step

@@ -31,7 +31,7 @@ pub fn serve(root: Root) -> anyhow::Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     let served = runtime.block_on(async move {
-        tracing::info!(root = %root.root.display(), "serving MCP on stdio");
+        tracing::info!(root = %root.dir.display(), "serving MCP on stdio");
         let service = ConductorServer::new(root)
             .serve(transport::stdio())
             .await

@@ -190,6 +190,8 @@ pub fn ack_handoff() -> Arc<JsonObject> {
             ("god", string()),
             ("by", string()),
             ("duplicate", boolean()),
+            ("deadline", string_or_null()),
+            ("deadline_kind", string_or_null()),
             ("warnings", strings()),
         ],
         &[("rerouted_to", string()), ("next", submit_result())],

@@ -47,7 +47,7 @@ pub struct ConductorServer {
 impl std::fmt::Debug for ConductorServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ConductorServer")
-            .field("root", &self.root.root)
+            .field("root", &self.root.dir)
             .finish_non_exhaustive()
     }
 }

@@ -7,6 +7,7 @@ mod concurrency;
 mod crash;
 #[path = "../common/decoy.rs"]
 mod decoy;
+mod delivery;
 #[path = "../common/fixture.rs"]
 mod fixture_root;
 mod foreign;

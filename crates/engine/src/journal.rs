@@ -492,7 +492,7 @@ pub fn verify(root: &Root) -> Result<VerifyResult> {
     let mut gap_loc: Option<(String, usize)> = None;
     for_each_line(root, |path, n, line| {
         loc = Some((
-            path.strip_prefix(&root.root)
+            path.strip_prefix(&root.dir)
                 .unwrap_or(path)
                 .display()
                 .to_string(),

@@ -56,13 +56,14 @@ pub struct ValidationReport {
     pub problems: Vec<Problem>,
 }
 
-const WORKFLOW_STATUSES: [&str; 6] = [
+const WORKFLOW_STATUSES: [&str; 7] = [
     "in_progress",
     "waiting_for_ack",
     "awaiting_approval",
     "completed",
     "aborted",
     "failed",
+    "stalled",
 ];
 const ACK_STATUSES: [&str; 6] = [
     "unacked",
@@ -83,14 +84,14 @@ const DISCUSS_TYPES: [&str; 4] = ["CHALLENGE", "AGREE", "QUESTION", "CLARIFY"];
 
 /// Checks every protocol file under `root`.
 pub fn validate_root(root: &Root) -> Result<ValidationReport> {
-    if !root.root.is_dir() {
+    if !root.dir.is_dir() {
         return Err(Error::not_found(format!(
             "{} is not a directory; pass --root DIR or set PANTHEON_ROOT",
-            root.root.display()
+            root.dir.display()
         )));
     }
     let mut c = Checker {
-        base: root.root.clone(),
+        base: root.dir.clone(),
         problems: Vec::new(),
         files: 0,
         waiting: Vec::new(),
@@ -101,6 +102,21 @@ pub fn validate_root(root: &Root) -> Result<ValidationReport> {
     c.states(root);
     c.dispatch_tree(&root.pending_root(), true);
     c.dispatch_tree(&root.archive_root(), false);
+    c.dispatch_tree(&root.dead_root(), false);
+    for w in &root.settings.warnings {
+        let p = root.config_path();
+        c.warn(&p, w.clone());
+    }
+    if let Some(n) = crate::conductor::delivery::unsupervised_deadlines(root, chrono::Utc::now()) {
+        let p = root.supervisor_dir();
+        c.warn(
+            &p,
+            format!(
+                "{n} dispatch(es) have an ack deadline but no supervisor is alive to enforce it; \
+                 run `pantheon serve` (or `pantheon tick` from cron)"
+            ),
+        );
+    }
     c.orphaned_waits();
     c.tracks(root);
     c.bridge(root);
@@ -113,7 +129,7 @@ pub fn validate_root(root: &Root) -> Result<ValidationReport> {
         .filter(|p| p.severity == Severity::Error)
         .count();
     Ok(ValidationReport {
-        root: root.root.display().to_string(),
+        root: root.dir.display().to_string(),
         valid: errors == 0,
         files_checked: c.files,
         errors,

@@ -81,7 +81,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let filter = app.filter(Pane::Workers);
     let rows = items::workers(snap, &filter);
     let now = app.now;
-    let stale = rows.iter().filter(|(_, w)| w.is_stale(now)).count();
+    let stale = rows
+        .iter()
+        .filter(|(_, w)| w.is_stale(now, snap.stale_threshold()))
+        .count();
     let title = match snap.stale_after {
         Some(t) => format!(
             " 5 Workers ({}, {stale} stale · stale after {}) ",
@@ -138,7 +141,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                 theme,
             ),
         ];
-        if w.is_stale(now) {
+        if w.is_stale(now, snap.stale_threshold()) {
             lines.push(kv(
                 "STALE",
                 format!(
@@ -171,7 +174,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let row = |(track, w): &(&str, &crate::engine::bus::model::WorkerEntry)| {
         let status = w.status.to_string();
         let (style, g) = theme.worker_status(&status);
-        let is_stale = w.is_stale(now);
+        let is_stale = w.is_stale(now, snap.stale_threshold());
         vec![
             Line::styled(track.to_string(), theme.dim()),
             Line::raw(w.worker_id.clone()),

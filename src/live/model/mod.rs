@@ -127,7 +127,7 @@ use track::TrackTracker;
 /// workflow out of a limit every process of the user shares.
 pub fn dirs_to_watch(root: &Root) -> BTreeSet<PathBuf> {
     let mut out: BTreeSet<PathBuf> = [
-        root.root.clone(),
+        root.dir.clone(),
         root.conductor.clone(),
         root.state_dir(),
         root.workflows_dir(),
@@ -147,6 +147,17 @@ pub fn dirs_to_watch(root: &Root) -> BTreeSet<PathBuf> {
         out.insert(tracks.join(&t));
         out.insert(bus.join("board"));
         out.insert(bus);
+    }
+    // Dead letters (`dead/` and a directory per god), the journal's segments and the bridge's
+    // status file, which the Dead letters, Journal and header items show.
+    let dead = root.conductor.join("dead");
+    for g in list_dir(&dead, true) {
+        out.insert(dead.join(g));
+    }
+    out.insert(dead);
+    out.insert(crate::engine::journal::segments_dir(root));
+    if let Some(parent) = crate::engine::bridge::status_path(root).parent() {
+        out.insert(parent.to_path_buf());
     }
     out
 }
@@ -379,7 +390,7 @@ impl LiveModel {
         if name.starts_with(".tmp-") || name.ends_with(".lock") || name == ".lock_mutex" {
             return Target::Ignore;
         }
-        if path == self.root.root || path == self.root.conductor {
+        if path == self.root.dir || path == self.root.conductor {
             return Target::Everything;
         }
         if let Ok(rel) = path.strip_prefix(self.root.state_dir()) {
@@ -458,6 +469,7 @@ impl LiveModel {
                 | Target::Inbox(_, None)
                 | Target::Quarantine(None)
                 | Target::Track(_, TrackPart::All | TrackPart::Board)
+                | Target::Dead
         ) {
             self.layout += 1;
         }
@@ -619,9 +631,10 @@ impl LiveModel {
     fn publish(&mut self) {
         let prev = self.snapshot.clone();
         let mut s = (*prev).clone();
-        s.root = self.root.root.clone();
+        s.root = self.root.dir.clone();
         s.watch = self.watch.clone();
-        let stale_after = crate::engine::bus::model::stale_after();
+        let stale_after = chrono::Duration::from_std(self.root.settings.stale_after)
+            .unwrap_or(crate::engine::bus::model::STALE_AFTER);
         s.stale_after =
             (stale_after != crate::engine::bus::model::STALE_AFTER).then_some(stale_after);
         s.bridge = crate::engine::store::read::read_json(

@@ -84,7 +84,10 @@ impl ConductorServer {
     /// god the dispatch was for as `by`. Returns `{acknowledged, handoff_id, status,
     /// state_status, …}`; a rejected dispatch goes to the step's next fallback god
     /// (`rerouted_to`), a completed one dispatches the next step. Repeating the same ack is
-    /// harmless (`duplicate`).
+    /// harmless (`duplicate`). `deadline` says when the next deadline now falls: after `pending`,
+    /// the ack deadline (your `eta`, or the wait restarted), after `accepted`, the end of the step's
+    /// `timeout` (`deadline_kind`: `ack` or `step_timeout`); past an ack deadline the dispatch is
+    /// redelivered.
     #[tool(
         output_schema = output::ack_handoff(),
         annotations(

@@ -17,7 +17,7 @@ use rustix::fs::OFlags;
 
 use crate::store::atomic::{remove_file, rename_durable};
 use crate::store::ids::{NAME_PATTERN, is_valid_name};
-use crate::store::lock::{lock_file, lock_timeout};
+use crate::store::lock::lock_file;
 use crate::store::safe::{open_file, require_single_link};
 
 /// What `bus archive` did.
@@ -106,7 +106,7 @@ impl Bus {
         } else if let Some(q) = open_file(&self.root, &queue, OFlags::RDONLY)? {
             require_single_link(&q, &queue)?;
             // Hold the queue's own lock so no writer is mid-line; ours re-open by name afterwards.
-            lock_file(&q, &queue, lock_timeout())?;
+            lock_file(&q, &queue, self.root.settings.lock_timeout)?;
             archived_bytes = q.metadata().map(|m| m.len()).unwrap_or(0);
             rename_durable(&self.root, &queue, &target)?;
             crate::conductor::crash_point("archive:after-rename");

@@ -307,28 +307,11 @@ impl<'de> Deserialize<'de> for WorkerStatus {
     }
 }
 
-/// How long a `RUNNING` or `BLOCKED` worker may stay silent before it is stale.
+/// How long a `RUNNING` or `BLOCKED` worker may stay silent before it is stale, unless the root's
+/// settings say otherwise ([`crate::store::Settings::stale_after`]).
 pub const STALE_AFTER: Duration = Duration::minutes(10);
 
-/// Environment variable overriding [`STALE_AFTER`] in seconds (fractions allowed); the demo sets it
-/// to its compressed time scale so staleness shows within a minute.
-pub const STALE_AFTER_ENV: &str = "PANTHEON_STALE_AFTER_SECS";
-
-/// The staleness threshold in effect: `PANTHEON_STALE_AFTER_SECS` when set to a positive number,
-/// else [`STALE_AFTER`]. Read once per process.
-pub fn stale_after() -> Duration {
-    static CELL: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
-    *CELL.get_or_init(|| {
-        std::env::var(STALE_AFTER_ENV)
-            .ok()
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s > 0.0)
-            .and_then(|s| std::time::Duration::try_from_secs_f64(s).ok())
-            .filter(|d| *d <= crate::store::time::MAX_DURATION)
-            .and_then(|d| Duration::from_std(d).ok())
-            .unwrap_or(STALE_AFTER)
-    })
-}
+pub use crate::store::settings::STALE_AFTER_ENV;
 
 /// One worker's entry in `worker-status.json`, extra fields kept.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -375,10 +358,11 @@ impl WorkerEntry {
         self.progress_pct.as_ref().and_then(Number::as_f64)
     }
 
-    /// A `RUNNING` or `BLOCKED` worker silent for more than 10 minutes, or [`stale_after`] (or with no
-    /// readable heartbeat).
-    pub fn is_stale(&self, now: DateTime<Utc>) -> bool {
-        self.status.expects_heartbeat() && self.heartbeat().is_none_or(|t| now - t > stale_after())
+    /// A `RUNNING` or `BLOCKED` worker silent for more than `after` (the root's
+    /// [`crate::store::Settings::stale_after`]), or with no readable heartbeat.
+    pub fn is_stale(&self, now: DateTime<Utc>, after: std::time::Duration) -> bool {
+        let after = Duration::from_std(after).unwrap_or(STALE_AFTER);
+        self.status.expects_heartbeat() && self.heartbeat().is_none_or(|t| now - t > after)
     }
 }
 
@@ -663,19 +647,22 @@ mod tests {
             "w",
             &json!({"status": "RUNNING", "last_heartbeat": "2026-02-01T12:19:59Z"}),
         );
-        assert!(w.is_stale(now));
+        assert!(w.is_stale(now, std::time::Duration::from_secs(600)));
         let w = WorkerEntry::from_value(
             "w",
             &json!({"status": "BLOCKED", "last_heartbeat": "2026-02-01T12:20:00Z"}),
         );
-        assert!(!w.is_stale(now));
+        assert!(!w.is_stale(now, std::time::Duration::from_secs(600)));
         let w = WorkerEntry::from_value(
             "w",
             &json!({"status": "FAILED", "last_heartbeat": "2020-01-01T00:00:00Z"}),
         );
-        assert!(!w.is_stale(now));
+        assert!(!w.is_stale(now, std::time::Duration::from_secs(600)));
         let w = WorkerEntry::from_value("w", &json!({"status": "RUNNING", "progress_pct": "40"}));
-        assert!(w.is_stale(now), "no heartbeat at all counts as stale");
+        assert!(
+            w.is_stale(now, std::time::Duration::from_secs(600)),
+            "no heartbeat at all counts as stale"
+        );
         assert_eq!(w.progress(), Some(40.0));
     }
 
@@ -720,7 +707,7 @@ mod tests {
                 WorkerStatus::Failed
             ]
         );
-        assert!(workers[0].is_stale(now));
+        assert!(workers[0].is_stale(now, std::time::Duration::from_secs(600)));
 
         let board = bus.join("board");
         let session: BoardSession = from_object(

@@ -18,7 +18,7 @@ use super::model::Envelope;
 use crate::error::{Error, Result};
 use crate::store::Root;
 use crate::store::ids::{check_free_text, generate_message_id};
-use crate::store::lock::{lock_file, lock_timeout};
+use crate::store::lock::lock_file;
 use crate::store::time::{now_ts, parse_ts};
 
 /// Pattern of message types.
@@ -120,7 +120,7 @@ impl QueueWriter {
             file,
             identity,
             end: None,
-            timeout: lock_timeout(),
+            timeout: root.settings.lock_timeout,
         })
     }
 

@@ -35,10 +35,10 @@ pub struct WorkerView {
 }
 
 impl WorkerView {
-    fn of(entry: WorkerEntry) -> Self {
+    fn of(entry: WorkerEntry, stale_after: std::time::Duration) -> Self {
         let now = Utc::now();
         Self {
-            stale: entry.is_stale(now),
+            stale: entry.is_stale(now, stale_after),
             last_seen: entry.heartbeat().map(|t| relative(t, now)),
             entry,
         }
@@ -69,7 +69,7 @@ impl Bus {
         let map = self.read_object(&self.workers_path())?;
         Ok(parse_workers(&map)
             .into_iter()
-            .map(WorkerView::of)
+            .map(|e| WorkerView::of(e, self.root.settings.stale_after))
             .collect())
     }
 
@@ -111,9 +111,9 @@ impl Bus {
         let value = Value::Object(entry);
         all.insert(beat.worker_id.to_owned(), value.clone());
         write_json(&self.root, &self.workers_path(), &all)?;
-        Ok(WorkerView::of(WorkerEntry::from_value(
-            beat.worker_id,
-            &value,
-        )))
+        Ok(WorkerView::of(
+            WorkerEntry::from_value(beat.worker_id, &value),
+            self.root.settings.stale_after,
+        ))
     }
 }

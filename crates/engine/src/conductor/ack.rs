@@ -244,7 +244,16 @@ impl Conductor {
                 a.hid, found.dispatch.workflow_id
             )));
         }
-        let god = GodName::parse(&found.dispatch.to_god)?;
+        let mut god = GodName::parse(&found.dispatch.to_god)?;
+        // A redelivered dispatch may be acked by any god it was delivered to while it is open; the
+        // ack makes that god its addressee (docs/PROTOCOL.md §2.10).
+        let addressee_before = god.clone();
+        if let Actor::God(g) = &by
+            && g != god.as_str()
+            && Self::may_ack(&found, g)
+        {
+            god = GodName::parse(g)?;
+        }
         if let Actor::God(g) = &by
             && g != god.as_str()
         {
@@ -256,7 +265,10 @@ impl Conductor {
         // A workflow may have several open dispatches (parallel direct handoffs); only an ack of the
         // one the state points at moves the workflow's status.
         let is_current = st.current_step.as_deref() == Some(found.dispatch.step.as_str())
-            && st.dispatched_to.as_deref() == Some(god.as_str());
+            && st.dispatched_to.as_deref() == Some(addressee_before.as_str());
+        if is_current && god != addressee_before {
+            st.dispatched_to = Some(god.to_string());
+        }
         if was_accepted {
             match a.status {
                 AckStatus::Accepted => {
@@ -275,6 +287,13 @@ impl Conductor {
 
         let mut rec = self.record(&a, god.as_str(), &by, None);
         let mut d = found.dispatch.clone();
+        d.ack_deadline = super::delivery::deadline_after_ack(
+            &d,
+            &a.status,
+            a.eta.as_deref(),
+            chrono::Utc::now(),
+        );
+        d.to_god = god.to_string();
         d.ack_status = a.status.clone();
         d.eta = a.eta.clone().or(d.eta);
         d.message = a.message.clone().or(d.message);
@@ -358,6 +377,24 @@ impl Conductor {
         }
         let mut result = self.ack_result(&wf, &st, &rec, false, None);
         result.warnings = warnings;
+        match a.status {
+            AckStatus::Pending => {
+                result.deadline = d.ack_deadline.clone();
+                result.deadline_kind = d.ack_deadline.as_ref().map(|_| "ack".to_owned());
+            }
+            AckStatus::Accepted => {
+                let timeout = st
+                    .definition_id
+                    .as_deref()
+                    .and_then(|id| find_definition(&self.root, id).ok().flatten())
+                    .and_then(|def| def.step(&d.step).and_then(|s| s.timeout));
+                result.deadline = timeout
+                    .and_then(|t| crate::store::time::add(chrono::Utc::now(), t))
+                    .map(crate::store::time::format_ts);
+                result.deadline_kind = result.deadline.as_ref().map(|_| "step_timeout".to_owned());
+            }
+            _ => {}
+        }
         Ok(result)
     }
 
@@ -571,6 +608,8 @@ impl Conductor {
             duplicate,
             rerouted_to: rec.rerouted_to.clone(),
             next,
+            deadline: None,
+            deadline_kind: None,
             warnings: Vec::new(),
         }
     }
@@ -733,6 +772,12 @@ impl Conductor {
             None => {
                 d.extra.insert("approved_by".into(), json!(by_label));
                 d.extra.insert("approved_at".into(), json!(now));
+                if d.deliveries.is_empty()
+                    && let Some(p) = super::delivery::Policy::of_dispatch(&d)
+                {
+                    // The ack deadline starts when the dispatch reaches the inbox.
+                    p.stamp(&mut d, chrono::Utc::now());
+                }
                 let to = self.root.inbox_dir(&god).join(format!("{hid}.json"));
                 write_json(&self.root, &to, &d)?;
                 files::remove_file(&self.root, &f.path)?;

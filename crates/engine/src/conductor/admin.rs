@@ -48,7 +48,7 @@ impl Conductor {
         let mut created = Vec::new();
         let mut kept = Vec::new();
         let mut dirs = vec![
-            r.root.clone(),
+            r.dir.clone(),
             r.handoffs.clone(),
             r.workflows_dir(),
             r.rules_dir(),
@@ -112,7 +112,7 @@ impl Conductor {
         }
         Ok(InitResult {
             status: "initialized".into(),
-            root: text(&r.root),
+            root: text(&r.dir),
             created,
             kept,
             upgraded,

@@ -56,6 +56,8 @@ pub struct StepDef {
     pub publish: Option<PublishDef>,
     /// `action: await_ack`: the step waits for the reply to the workflow's last publish.
     pub await_ack: bool,
+    /// `ack_wait`, `max_deliveries` and `backoff` as declared (docs/PROTOCOL.md §2.10).
+    pub delivery: super::delivery::DeclaredPolicy,
     pub extra: Map<String, Value>,
 }
 
@@ -390,6 +392,9 @@ impl StepDef {
             "subject",
             "message",
             "payload",
+            "ack_wait",
+            "max_deliveries",
+            "backoff",
         ];
         let temp_artifacts = string_list(m.get("temp_artifacts"), "temp_artifacts")?;
         for t in &temp_artifacts {
@@ -411,6 +416,8 @@ impl StepDef {
             temp_artifacts,
             publish: None,
             await_ack,
+            delivery: super::delivery::DeclaredPolicy::from_map(m)
+                .map_err(|e| format!("step {id:?}: {e}"))?,
             extra: m
                 .iter()
                 .filter(|(k, _)| !known.contains(&k.as_str()))

@@ -10,11 +10,13 @@
 pub mod ack;
 pub mod admin;
 pub mod definition;
+pub mod delivery;
 pub mod files;
 pub mod journaled;
 pub mod model;
 pub mod outbox;
 pub mod paging;
+pub mod rerun;
 pub mod results;
 pub mod rules;
 pub mod samples;

@@ -108,6 +108,8 @@ open_enum!(
         Completed = "completed",
         Aborted = "aborted",
         Failed = "failed",
+        /// A dispatch ran out of deliveries and was dead-lettered (docs/PROTOCOL.md §2.10).
+        Stalled = "stalled",
     }
 );
 
@@ -322,6 +324,41 @@ pub struct Dispatch {
         skip_serializing_if = "Option::is_none"
     )]
     pub archived_at: Option<String>,
+    /// The wait for the first ack (docs/PROTOCOL.md §2.10); absent: no ack deadline.
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub ack_wait: Option<String>,
+    /// Deliveries, the first included, before the dispatch is dead-lettered.
+    #[serde(
+        default,
+        deserialize_with = "super::delivery::opt_count",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_deliveries: Option<u32>,
+    /// The waits after the second, third, … delivery.
+    #[serde(
+        default,
+        deserialize_with = "lenient::strings",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub backoff: Vec<String>,
+    /// One entry per delivery: when and to whom.
+    #[serde(
+        default,
+        deserialize_with = "super::delivery::deliveries_de",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub deliveries: Vec<super::delivery::Delivery>,
+    /// When the current delivery's ack (or progress ack) is due.
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub ack_deadline: Option<String>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

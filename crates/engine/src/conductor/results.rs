@@ -48,6 +48,12 @@ pub struct AckResult {
     /// `completed`: the handoff recorded on the god's behalf and where it went.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next: Option<SubmitResult>,
+    /// When the next deadline now falls (docs/PROTOCOL.md §2.10): after `pending`, the ack deadline
+    /// (the ETA, or the wait restarted); after `accepted`, the end of the step's `timeout`. `None`: no
+    /// deadline applies.
+    pub deadline: Option<String>,
+    /// `ack` or `step_timeout`, beside `deadline`.
+    pub deadline_kind: Option<String>,
     pub warnings: Vec<String>,
 }
 

@@ -38,6 +38,8 @@ pub struct RuleAction {
     pub approval_required: bool,
     /// Record only; dispatch nothing.
     pub log_only: bool,
+    /// `ack_wait`, `max_deliveries` and `backoff` of the dispatches it makes (docs/PROTOCOL.md §2.10).
+    pub delivery: super::delivery::DeclaredPolicy,
 }
 
 impl RuleAction {
@@ -69,6 +71,7 @@ impl RuleAction {
             step: text("step")?,
             approval_required: mode == Some("approval_required") || flag("approval_required"),
             log_only: mode == Some("log_only") || flag("log_only"),
+            delivery: super::delivery::DeclaredPolicy::from_map(then)?,
         })
     }
 }

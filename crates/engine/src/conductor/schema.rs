@@ -16,11 +16,14 @@ use crate::store::read::read_json;
 pub const BUILTIN_SCHEMA: &str = include_str!("schema.json");
 
 /// The `version` [`BUILTIN_SCHEMA`] declares.
-pub const SCHEMA_VERSION: u64 = 2;
+pub const SCHEMA_VERSION: u64 = 3;
 
 /// Every earlier schema text pantheon shipped, byte for byte, with its version (v1 had no `version`
 /// field). `init` replaces a root's schema file only when it is exactly one of these.
-pub const SHIPPED_SCHEMAS: [(u64, &str); 1] = [(1, include_str!("schema-v1.json"))];
+pub const SHIPPED_SCHEMAS: [(u64, &str); 2] = [
+    (1, include_str!("schema-v1.json")),
+    (2, include_str!("schema-v2.json")),
+];
 
 /// What a root's schema file is, compared with the schemas pantheon shipped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -958,7 +958,8 @@ impl Conductor {
                 extra: Default::default(),
             })
             .collect();
-        Ok(Dispatch {
+        let held = routed.extra.contains_key("held_because");
+        let mut d = Dispatch {
             dispatch_id: Some(generate_dispatch_id()),
             handoff_id: hid,
             workflow_id: wf.to_string(),
@@ -989,7 +990,49 @@ impl Conductor {
                 .and_then(Value::as_str)
                 .map(str::to_owned),
             ..Default::default()
-        })
+        };
+        if let Some(policy) = self.delivery_policy(st, step, routed) {
+            policy.stamp(&mut d, chrono::Utc::now());
+            if held {
+                // The deadline starts when an operator releases it (approve).
+                d.deliveries.clear();
+                d.ack_deadline = None;
+            }
+        }
+        Ok(d)
+    }
+
+    /// The delivery policy of a dispatch to `step`: the step's (its definition's) or the routing rule's
+    /// declaration, the root's settings filling in; `None` when no `ack_wait` applies.
+    pub(crate) fn delivery_policy(
+        &self,
+        st: &WorkflowState,
+        step: &str,
+        routed: &Routed,
+    ) -> Option<super::delivery::Policy> {
+        let by_rule = match routed.extra.get("rule").and_then(Value::as_str) {
+            Some(rule) => super::rules::load_rules(&self.root)
+                .0
+                .into_iter()
+                .find(|r| r.id == rule)
+                .map(|r| r.action.delivery)
+                .unwrap_or_default(),
+            None => Default::default(),
+        };
+        let declared = if by_rule.is_empty() {
+            st.definition_id
+                .as_deref()
+                .and_then(|id| {
+                    super::definition::find_definition(&self.root, id)
+                        .ok()
+                        .flatten()
+                })
+                .and_then(|def| def.step(step).map(|s| s.delivery.clone()))
+                .unwrap_or_default()
+        } else {
+            by_rule
+        };
+        declared.resolve(&self.root.settings)
     }
 }
 

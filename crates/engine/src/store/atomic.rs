@@ -145,18 +145,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let outside = tempfile::tempdir().unwrap();
         let root = Root::at(dir.path().join("root"));
-        fs::create_dir_all(&root.root).unwrap();
-        std::os::unix::fs::symlink(outside.path(), root.root.join("link")).unwrap();
-        let via_link = root.root.join("link/new/x.json");
+        fs::create_dir_all(&root.dir).unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.dir.join("link")).unwrap();
+        let via_link = root.dir.join("link/new/x.json");
         let err = write_json(&root, &via_link, &1).unwrap_err();
         assert!(err.to_string().contains("leads outside the root"), "{err}");
-        assert!(ensure_dir(&root, &root.root.join("link/d")).is_err());
+        assert!(ensure_dir(&root, &root.dir.join("link/d")).is_err());
         assert!(fs::read_dir(outside.path()).unwrap().next().is_none());
         // A link to a file as the file itself is refused for in-place writes.
-        std::os::unix::fs::symlink(outside.path().join("f"), root.root.join("f")).unwrap();
-        assert!(ensure_file(&root, &root.root.join("f")).is_err());
+        std::os::unix::fs::symlink(outside.path().join("f"), root.dir.join("f")).unwrap();
+        assert!(ensure_file(&root, &root.dir.join("f")).is_err());
         // Paths outside the root are refused; inside and link-free is fine.
         assert!(write_json(&root, &outside.path().join("ok.json"), &1).is_err());
-        write_json(&root, &root.root.join("a/b.json"), &1).unwrap();
+        write_json(&root, &root.dir.join("a/b.json"), &1).unwrap();
     }
 }

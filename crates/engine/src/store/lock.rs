@@ -8,17 +8,7 @@ use std::time::{Duration, Instant};
 use super::Root;
 use crate::error::{Error, Result};
 
-/// Default bound on waiting for a protocol lock; `PANTHEON_LOCK_TIMEOUT_MS` overrides it.
-pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The lock timeout in force (environment override, else the default).
-pub fn lock_timeout() -> Duration {
-    std::env::var("PANTHEON_LOCK_TIMEOUT_MS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .map(Duration::from_millis)
-        .unwrap_or(DEFAULT_LOCK_TIMEOUT)
-}
+pub use super::settings::DEFAULT_LOCK_TIMEOUT;
 
 /// An exclusive `flock` held until dropped. The lock file itself is never truncated, renamed or deleted.
 #[derive(Debug)]
@@ -29,9 +19,9 @@ pub struct FileLock {
 
 impl FileLock {
     /// Takes an exclusive lock on `path` (created if missing, never through a link, see
-    /// [`super::safe`]), waiting up to [`lock_timeout`].
+    /// [`super::safe`]), waiting up to the root's lock timeout ([`super::Settings::lock_timeout`]).
     pub fn exclusive(root: &Root, path: &Path) -> Result<Self> {
-        Self::exclusive_within(root, path, lock_timeout())
+        Self::exclusive_within(root, path, root.settings.lock_timeout)
     }
 
     /// Takes an exclusive lock on `path`, waiting at most `timeout`.

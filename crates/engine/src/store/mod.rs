@@ -8,8 +8,10 @@ pub mod lock;
 pub mod paths;
 pub mod read;
 pub mod safe;
+pub mod settings;
 pub mod time;
 pub mod yaml;
 
 pub use ids::*;
 pub use paths::Root;
+pub use settings::Settings;

@@ -4,18 +4,22 @@
 use std::path::{Component, Path, PathBuf};
 
 use super::ids::{GodName, HandoffId, StepId, TrackName, WorkflowId};
+use super::settings::Settings;
 
 /// The pantheon root and the directories derived from it (docs/PROTOCOL.md §1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Root {
-    /// `$PANTHEON_ROOT`.
-    pub root: PathBuf,
+    /// The root directory itself: `$PANTHEON_ROOT` or `--root`, resolved once.
+    pub dir: PathBuf,
     /// `$CONDUCTOR_BASE_DIR`, default `{root}/conductor`.
     pub conductor: PathBuf,
     /// `$CONDUCTOR_HANDOFFS_DIR`, default `{root}/shared/handoffs`.
     pub handoffs: PathBuf,
     /// `$PANTHEON_CLEANUP_ROOTS`: extra directories where cleanup may delete and abort may mark.
     pub cleanup_roots: Vec<PathBuf>,
+    /// The protocol settings shared by every process on this root (defaults, `conductor/config.yaml`,
+    /// environment), read once when the root is built.
+    pub settings: Settings,
 }
 
 fn env_path(name: &str) -> Option<PathBuf> {
@@ -101,10 +105,11 @@ fn protected_reason(root: &Root, real: &Path) -> Option<String> {
 /// default layout (`{root}/conductor`, `{root}/shared/handoffs`, the root and anything above it).
 pub fn protocol_temp_artifact(raw: &str) -> Option<String> {
     let fake = Root {
-        root: PathBuf::from("/ROOT"),
+        dir: PathBuf::from("/ROOT"),
         conductor: PathBuf::from("/ROOT/conductor"),
         handoffs: PathBuf::from("/ROOT/shared/handoffs"),
         cleanup_roots: Vec::new(),
+        settings: Settings::default(),
     };
     let s = raw
         .replace("{workflow_id}", "wf_x")
@@ -115,7 +120,7 @@ pub fn protocol_temp_artifact(raw: &str) -> Option<String> {
     let p = if s.starts_with('/') {
         normalize(Path::new(&s))
     } else {
-        normalize(&fake.root.join(s))
+        normalize(&fake.dir.join(s))
     };
     protected_reason(&fake, &p).map(|r| r.replace("/ROOT", "{root}"))
 }
@@ -124,14 +129,31 @@ impl Root {
     /// A root at `root` with the default sub-directories and no extra cleanup roots. The root is
     /// resolved once here (a root that is itself a link is followed now, never again), so every later
     /// check treats the resolved directory as the root (docs/THREAT-MODEL.md).
+    ///
+    /// Its settings are read from `conductor/config.yaml` and the environment (see [`Settings::load`]).
     pub fn at(root: impl AsRef<Path>) -> Self {
-        let root = resolve_existing(&absolute(root.as_ref()));
-        Self {
-            conductor: root.join("conductor"),
-            handoffs: root.join("shared").join("handoffs"),
-            root,
+        let dir = resolve_existing(&absolute(root.as_ref()));
+        let mut r = Self {
+            conductor: dir.join("conductor"),
+            handoffs: dir.join("shared").join("handoffs"),
+            dir,
             cleanup_roots: Vec::new(),
-        }
+            settings: Settings::default(),
+        };
+        r.settings = Settings::load(&r);
+        r
+    }
+
+    /// The same root with `settings` in place of the ones read from its config and the environment
+    /// (the demo compresses staleness this way; tests shorten timeouts).
+    pub fn with_settings(mut self, settings: Settings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// `conductor/config.yaml`: the protocol settings shared by every process on the root.
+    pub fn config_path(&self) -> PathBuf {
+        self.conductor.join("config.yaml")
     }
 
     /// The root from `--root` if given, else `$PANTHEON_ROOT`, else `~/pantheon`, with the
@@ -156,18 +178,19 @@ impl Root {
                 .map(|p| resolve_existing(&absolute(&p)))
                 .collect();
         }
+        r.settings = Settings::load(&r);
         r
     }
 
     /// The directories writes are anchored at: the root, and each of `conductor`, `handoffs` and the
     /// cleanup roots that lies outside it. Below an anchor no symbolic link is ever followed.
     pub fn anchors(&self) -> Vec<PathBuf> {
-        let mut v = vec![self.root.clone()];
+        let mut v = vec![self.dir.clone()];
         for p in [&self.conductor, &self.handoffs]
             .into_iter()
             .chain(self.cleanup_roots.iter())
         {
-            if !p.starts_with(&self.root) && !v.contains(p) {
+            if !p.starts_with(&self.dir) && !v.contains(p) {
                 v.push(p.clone());
             }
         }
@@ -236,6 +259,18 @@ impl Root {
     pub fn archive_dir(&self, god: &GodName) -> PathBuf {
         self.archive_root().join(god.as_str())
     }
+    /// `conductor/dead`: dispatches out of deliveries (docs/PROTOCOL.md §2.10).
+    pub fn dead_root(&self) -> PathBuf {
+        self.conductor.join("dead")
+    }
+    /// `conductor/dead/{god}`.
+    pub fn dead_dir(&self, god: &GodName) -> PathBuf {
+        self.dead_root().join(god.as_str())
+    }
+    /// `conductor/supervisor`: the heartbeats of running supervisors (`pantheon serve`).
+    pub fn supervisor_dir(&self) -> PathBuf {
+        self.conductor.join("supervisor")
+    }
     pub fn tracks_dir(&self) -> PathBuf {
         self.conductor.join("tracks")
     }
@@ -246,7 +281,7 @@ impl Root {
 
     /// The directories where cleanup may delete and abort may mark: the root and `PANTHEON_CLEANUP_ROOTS`.
     pub fn allowed_roots(&self) -> Vec<PathBuf> {
-        let mut v = vec![self.root.clone()];
+        let mut v = vec![self.dir.clone()];
         v.extend(self.cleanup_roots.iter().cloned());
         v
     }
@@ -255,7 +290,7 @@ impl Root {
     pub fn expand(&self, raw: &str, wf: &WorkflowId) -> PathBuf {
         let s = raw
             .replace("{workflow_id}", wf.as_str())
-            .replace("{root}", &self.root.to_string_lossy());
+            .replace("{root}", &self.dir.to_string_lossy());
         let p = if s == "~" || s.starts_with("~/") {
             match home_dir() {
                 Some(h) => h.join(s.trim_start_matches('~').trim_start_matches('/')),
@@ -267,7 +302,7 @@ impl Root {
         if p.is_absolute() {
             normalize(&p)
         } else {
-            normalize(&self.root.join(p))
+            normalize(&self.dir.join(p))
         }
     }
 

@@ -67,7 +67,7 @@ fn split(root: &Root, path: &Path) -> Result<(PathBuf, Vec<OsString>)> {
             Error::refused(format!(
                 "{} is outside the root {}; the engine writes only inside it",
                 path.display(),
-                root.root.display()
+                root.dir.display()
             ))
         })?;
     let rest = path

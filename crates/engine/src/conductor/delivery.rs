@@ -1,0 +1,933 @@
+//! Ack deadlines, redelivery and dead letters (docs/PROTOCOL.md §2.10): JetStream's delivery model
+//! (AckWait, MaxDeliver, BackOff, progress acks, dead letters) on the Conductor's files.
+//!
+//! A dispatch whose step (or rule) has an `ack_wait` carries its policy and a `deliveries` list. The
+//! supervisor ([`Conductor::tick`]) finds dispatches whose `ack_deadline` has passed and, under the
+//! workflow's lock, either moves the one dispatch to its next target (the same god, then the step's
+//! `fallback_gods` in order) or, after `max_deliveries`, moves it to `conductor/dead/{god}/`. Every
+//! decision is a pure function of the dispatch and the time ([`decide`]); the file effects are
+//! idempotent on the delivery number, so two supervisors, or one restarted after a crash, redeliver each
+//! dispatch exactly once.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::Conductor;
+use super::files::{self, Found, Place};
+use super::model::{AckStatus, Dispatch, WorkflowStatus, lenient};
+use crate::error::{Error, Result};
+use crate::store::atomic::{rename_durable, write_json};
+use crate::store::lock::FileLock;
+use crate::store::read::kind;
+use crate::store::time::{add, format_ts, parse_duration, parse_ts};
+use crate::store::{GodName, HandoffId, Root, Settings, WorkflowId};
+
+/// One delivery of a dispatch: when, and to whom.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Delivery {
+    /// When the dispatch was (re)delivered.
+    #[serde(default, deserialize_with = "lenient::or_default")]
+    pub at: String,
+    /// The god it was delivered to.
+    #[serde(default, deserialize_with = "lenient::or_default")]
+    pub to: String,
+}
+
+/// `deliveries` read leniently: a non-list is empty, unreadable items are skipped.
+pub(crate) fn deliveries_de<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Delivery>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::Array(items) => items
+            .into_iter()
+            .filter_map(|i| serde_json::from_value(i).ok())
+            .collect(),
+        _ => Vec::new(),
+    })
+}
+
+/// A count read leniently (a non-count is absent).
+pub(crate) fn opt_count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::Number(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    })
+}
+
+/// The delivery settings a step or rule declares (each may be absent: the root's settings fill in).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeclaredPolicy {
+    /// `ack_wait`: time to the first ack.
+    pub ack_wait: Option<Duration>,
+    /// `max_deliveries`: deliveries, the first included, before the dispatch is dead-lettered.
+    pub max_deliveries: Option<u32>,
+    /// `backoff`: the waits after the second, third, … delivery (the last one repeats).
+    pub backoff: Vec<Duration>,
+}
+
+fn duration_value(what: &str, v: &Value) -> Result<Duration, String> {
+    let d = match v {
+        Value::String(s) => parse_duration(s),
+        Value::Number(n) => n.as_u64().map(Duration::from_secs),
+        _ => None,
+    };
+    d.filter(|d| !d.is_zero()).ok_or_else(|| {
+        format!(
+            "{what} {} is not a positive duration (e.g. 30s, 5m; at most 365d)",
+            match v {
+                Value::String(s) => format!("{s:?}"),
+                other => kind(other).to_owned(),
+            }
+        )
+    })
+}
+
+impl DeclaredPolicy {
+    /// Reads `ack_wait`, `max_deliveries` and `backoff` from a step (or a rule's `then`).
+    pub fn from_map(m: &Map<String, Value>) -> Result<Self, String> {
+        let ack_wait = match m.get("ack_wait") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(duration_value("ack_wait", v)?),
+        };
+        let max_deliveries = match m.get("max_deliveries") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(
+                v.as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .filter(|n| (1..=crate::store::settings::MAX_MAX_DELIVERIES).contains(n))
+                    .ok_or_else(|| {
+                        format!(
+                            "max_deliveries must be a count from 1 to {}",
+                            crate::store::settings::MAX_MAX_DELIVERIES
+                        )
+                    })?,
+            ),
+        };
+        let backoff = match m.get("backoff") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) if items.len() <= 100 => items
+                .iter()
+                .map(|i| duration_value("backoff entry", i))
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err("backoff must be a list of at most 100 durations".into()),
+        };
+        Ok(Self {
+            ack_wait,
+            max_deliveries,
+            backoff,
+        })
+    }
+
+    /// True when nothing is declared.
+    pub fn is_empty(&self) -> bool {
+        self.ack_wait.is_none() && self.max_deliveries.is_none() && self.backoff.is_empty()
+    }
+
+    /// The policy in force with the root's `settings` filling in; `None` when no `ack_wait` applies
+    /// (the dispatch has no deadline).
+    pub fn resolve(&self, settings: &Settings) -> Option<Policy> {
+        Some(Policy {
+            ack_wait: self.ack_wait.or(settings.ack_wait)?,
+            max_deliveries: self.max_deliveries.unwrap_or(settings.max_deliveries),
+            backoff: self.backoff.clone(),
+        })
+    }
+}
+
+/// The delivery policy of one dispatch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    /// Time to the first ack.
+    pub ack_wait: Duration,
+    /// Deliveries, the first included, before the dispatch is dead-lettered.
+    pub max_deliveries: u32,
+    /// Waits after the second, third, … delivery; empty: `ack_wait` each time.
+    pub backoff: Vec<Duration>,
+}
+
+fn duration_text(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}", d.as_secs_f64())
+    }
+}
+
+fn parse_duration_text(s: &str) -> Option<Duration> {
+    parse_duration(s).or_else(|| {
+        s.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|f| f.is_finite() && *f > 0.0)
+            .and_then(|f| Duration::try_from_secs_f64(f).ok())
+            .filter(|d| *d <= crate::store::time::MAX_DURATION)
+    })
+}
+
+impl Policy {
+    /// How long delivery number `n` (1 = the first) waits for an ack.
+    pub fn wait_for(&self, n: usize) -> Duration {
+        if n <= 1 || self.backoff.is_empty() {
+            return self.ack_wait;
+        }
+        let i = (n - 2).min(self.backoff.len() - 1);
+        self.backoff.get(i).copied().unwrap_or(self.ack_wait)
+    }
+
+    /// The policy a dispatch carries, if it has one (`ack_wait` present and readable).
+    pub fn of_dispatch(d: &Dispatch) -> Option<Self> {
+        let ack_wait = parse_duration_text(d.ack_wait.as_deref()?)?;
+        Some(Self {
+            ack_wait,
+            max_deliveries: d
+                .max_deliveries
+                .filter(|n| *n >= 1)
+                .unwrap_or(crate::store::settings::DEFAULT_MAX_DELIVERIES),
+            backoff: d
+                .backoff
+                .iter()
+                .filter_map(|b| parse_duration_text(b))
+                .collect(),
+        })
+    }
+
+    /// Writes the policy and the first delivery into a new dispatch.
+    pub fn stamp(&self, d: &mut Dispatch, now: DateTime<Utc>) {
+        d.ack_wait = Some(duration_text(self.ack_wait));
+        d.max_deliveries = Some(self.max_deliveries);
+        d.backoff = self.backoff.iter().map(|b| duration_text(*b)).collect();
+        d.deliveries = vec![Delivery {
+            at: format_ts(now),
+            to: d.to_god.clone(),
+        }];
+        d.ack_deadline = add(now, self.ack_wait).map(format_ts);
+    }
+}
+
+/// What is due for one open dispatch at a given time.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Due {
+    /// Nothing yet; the deadline, if it has one.
+    NotDue(Option<DateTime<Utc>>),
+    /// Deliver it again, as delivery number `n`, to `to`, with the next deadline.
+    Redeliver {
+        /// The delivery number this redelivery makes.
+        n: usize,
+        /// The god it goes to.
+        to: String,
+        /// When this delivery's ack is due.
+        deadline: Option<DateTime<Utc>>,
+    },
+    /// Its `max_deliveries` are used up: move it to the dead letters.
+    DeadLetter {
+        /// Why, for the workflow's `failure_reason`.
+        reason: String,
+    },
+}
+
+/// The god delivery number `n` goes to: the first target for deliveries 1 and 2, then the step's
+/// `fallback_gods` in order (the last one keeps it once they are used up).
+pub fn target_of(first: &str, fallbacks: &[String], n: usize) -> String {
+    let mut targets: Vec<&str> = vec![first];
+    targets.extend(fallbacks.iter().map(String::as_str).filter(|g| *g != first));
+    let i = n.saturating_sub(2).min(targets.len() - 1);
+    targets.get(i).copied().unwrap_or(first).to_owned()
+}
+
+/// Decides what is due for dispatch `d` at `now` (pure; the step's `fallback_gods` given).
+pub fn decide(d: &Dispatch, fallbacks: &[String], now: DateTime<Utc>) -> Due {
+    let Some(policy) = Policy::of_dispatch(d) else {
+        return Due::NotDue(None);
+    };
+    if !matches!(d.ack_status, AckStatus::Unacked | AckStatus::Pending) {
+        return Due::NotDue(None);
+    }
+    let Some(deadline) = d.ack_deadline.as_deref().and_then(parse_ts) else {
+        return Due::NotDue(None);
+    };
+    if deadline > now {
+        return Due::NotDue(Some(deadline));
+    }
+    let n = d.deliveries.len().max(1);
+    if n >= policy.max_deliveries as usize {
+        return Due::DeadLetter {
+            reason: format!(
+                "handoff {} to {} was not acknowledged after {n} deliver{} (max_deliveries {})",
+                d.handoff_id,
+                d.to_god,
+                if n == 1 { "y" } else { "ies" },
+                policy.max_deliveries
+            ),
+        };
+    }
+    let first = d
+        .deliveries
+        .first()
+        .map(|x| x.to.as_str())
+        .unwrap_or(d.to_god.as_str());
+    let next = n + 1;
+    Due::Redeliver {
+        n: next,
+        to: target_of(first, fallbacks, next),
+        deadline: add(now, policy.wait_for(next)),
+    }
+}
+
+/// The deadline after an ack: `pending` with a readable future ETA moves it to the ETA, `pending`
+/// without one restarts the current wait (a progress ack); other statuses end it.
+pub fn deadline_after_ack(
+    d: &Dispatch,
+    status: &AckStatus,
+    eta: Option<&str>,
+    now: DateTime<Utc>,
+) -> Option<String> {
+    let policy = Policy::of_dispatch(d)?;
+    if *status != AckStatus::Pending {
+        return None;
+    }
+    let eta = eta.and_then(parse_ts).filter(|t| *t > now);
+    let at = match eta {
+        Some(t) => Some(t),
+        None => add(now, policy.wait_for(d.deliveries.len().max(1))),
+    };
+    at.map(format_ts)
+}
+
+/// What one pass of the supervisor did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TickReport {
+    /// When the pass ran.
+    pub now: String,
+    /// Open dispatches with a deadline that were looked at.
+    pub watched: usize,
+    /// Dispatches moved to their next delivery.
+    pub redelivered: Vec<DeliveryAct>,
+    /// Dispatches moved to the dead letters.
+    pub dead_lettered: Vec<DeliveryAct>,
+    /// Half-done moves a crash left behind, finished.
+    pub repaired: usize,
+    /// The earliest deadline still ahead, if any.
+    pub next_deadline: Option<String>,
+    /// Dispatches or workflows that could not be handled this pass (the next pass retries).
+    pub errors: Vec<String>,
+}
+
+/// One redelivery or dead letter.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeliveryAct {
+    /// The dispatch's handoff.
+    pub handoff_id: String,
+    /// Its workflow.
+    pub workflow_id: String,
+    /// The god it left.
+    pub from_god: String,
+    /// The god it went to (redelivery) or whose dead letters hold it.
+    pub to_god: String,
+    /// The delivery number (redelivery) or the deliveries used (dead letter).
+    pub delivery: usize,
+    /// The new deadline (redelivery).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<String>,
+    /// Where the dispatch is now.
+    pub path: String,
+}
+
+/// `requeue`'s result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RequeueResult {
+    /// `requeued`.
+    pub status: String,
+    /// The handoff.
+    pub handoff_id: String,
+    /// Its workflow.
+    pub workflow_id: String,
+    /// The god it was delivered to.
+    pub to_god: String,
+    /// Where the dispatch is now.
+    pub dispatch_path: String,
+    /// Its new deadline, if it has an `ack_wait`.
+    pub ack_deadline: Option<String>,
+}
+
+/// One dead letter, as listed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeadLetter {
+    /// The god whose dead letters hold it.
+    pub god: String,
+    /// Its file.
+    pub path: PathBuf,
+    /// The dispatch, with `deliveries`, `dead_at` and `dead_reason`.
+    pub dispatch: Dispatch,
+}
+
+/// `dead`'s result: every dead letter, oldest first, and the files that could not be read.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DeadLetters {
+    /// The dead letters.
+    pub dead: Vec<DeadLetter>,
+    /// Unreadable files.
+    pub errors: Vec<files::FileError>,
+}
+
+/// Every dead letter of the root.
+pub fn list_dead(root: &Root) -> DeadLetters {
+    let mut out = DeadLetters {
+        dead: Vec::new(),
+        errors: Vec::new(),
+    };
+    for god in files::god_dirs(&root.dead_root()) {
+        let (dispatches, errors) = files::read_dispatch_dir(&root.dead_dir(&god));
+        for (path, d) in dispatches {
+            out.dead.push(DeadLetter {
+                god: god.to_string(),
+                path,
+                dispatch: d,
+            });
+        }
+        out.errors.extend(errors);
+    }
+    out.dead.sort_by(|a, b| {
+        dead_at(&a.dispatch)
+            .cmp(&dead_at(&b.dispatch))
+            .then(a.path.cmp(&b.path))
+    });
+    out
+}
+
+fn dead_at(d: &Dispatch) -> String {
+    d.extra
+        .get("dead_at")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+impl Conductor {
+    /// Every open dispatch in the inboxes (the quarantine is not delivered, so it has no deadline).
+    fn inbox_dispatches(&self) -> Vec<(GodName, PathBuf, Dispatch)> {
+        let mut out = Vec::new();
+        for god in files::god_dirs(&self.root.pending_root()) {
+            for (path, d) in files::read_dispatch_dir(&self.root.inbox_dir(&god)).0 {
+                out.push((god.clone(), path, d));
+            }
+        }
+        out
+    }
+
+    /// The `fallback_gods` of the step a dispatch is for (none when its definition is gone).
+    fn fallbacks_of(&self, d: &Dispatch) -> Vec<String> {
+        let def_id = d
+            .routing
+            .as_ref()
+            .and_then(|r| r.workflow_definition.clone());
+        let Some(def_id) = def_id else {
+            return Vec::new();
+        };
+        match super::definition::find_definition(&self.root, &def_id) {
+            Ok(Some(def)) => def
+                .step(&d.step)
+                .map(|s| s.fallback_gods.clone())
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// One pass of the supervisor at `now`: finishes half-done moves, redelivers every dispatch whose
+    /// ack deadline has passed and dead-letters those out of deliveries. Each act is journaled.
+    pub fn tick(&self, now: DateTime<Utc>) -> TickReport {
+        let mut report = TickReport {
+            now: format_ts(now),
+            ..Default::default()
+        };
+        let mut next: Option<DateTime<Utc>> = None;
+        for (god, path, d) in self.inbox_dispatches() {
+            if d.deliveries.is_empty() && d.ack_wait.is_none() {
+                continue;
+            }
+            report.watched += 1;
+            if d.extra.contains_key("dead_at") {
+                match self.finish_dead(&d, &path) {
+                    Ok(true) => report.repaired += 1,
+                    Ok(false) => {}
+                    Err(e) => report.errors.push(format!("{}: {e}", path.display())),
+                }
+                continue;
+            }
+            if d.to_god != god.as_str() {
+                match self.finish_move(&d, &path) {
+                    Ok(true) => report.repaired += 1,
+                    Ok(false) => {}
+                    Err(e) => report.errors.push(format!("{}: {e}", path.display())),
+                }
+                continue;
+            }
+            match decide(&d, &[], now) {
+                Due::NotDue(Some(t)) => next = Some(next.map_or(t, |n| n.min(t))),
+                Due::NotDue(None) => {}
+                _ => match self.deliver_due(&path, &d, now) {
+                    Ok(Some((act, dead))) => {
+                        let journal_act = delivery_act(&act, dead);
+                        self.journal(&journal_act);
+                        if dead {
+                            self.post_dead_event(&act);
+                            report.dead_lettered.push(act);
+                        } else {
+                            if let Some(t) = act.deadline.as_deref().and_then(parse_ts) {
+                                next = Some(next.map_or(t, |n| n.min(t)));
+                            }
+                            report.redelivered.push(act);
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(e) => report.errors.push(format!("{}: {e}", path.display())),
+                },
+            }
+        }
+        report.next_deadline = next.map(format_ts);
+        report
+    }
+
+    /// A dispatch rewritten for another god but not yet renamed into its inbox (a crash between the
+    /// two steps of a redelivery): renamed now, under the workflow's lock.
+    fn finish_move(&self, d: &Dispatch, path: &std::path::Path) -> Result<bool> {
+        let wf = WorkflowId::parse(&d.workflow_id)?;
+        let hid = HandoffId::parse(&d.handoff_id)?;
+        let to = GodName::parse(&d.to_god)?;
+        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
+        let Some(again) = files::read_model::<Dispatch>(path).map_err(|e| Error::Corrupt {
+            path: e.path,
+            message: e.error,
+        })?
+        else {
+            return Ok(false);
+        };
+        if again.to_god != d.to_god
+            || again.deliveries.last().map(|x| x.to.as_str()) != Some(to.as_str())
+        {
+            return Ok(false);
+        }
+        let target = self.root.inbox_dir(&to).join(format!("{hid}.json"));
+        rename_durable(&self.root, path, &target)?;
+        Ok(true)
+    }
+
+    /// A dispatch marked dead but not yet renamed into the dead letters (a crash between the two
+    /// steps): renamed now, under the workflow's lock.
+    fn finish_dead(&self, d: &Dispatch, path: &std::path::Path) -> Result<bool> {
+        let wf = WorkflowId::parse(&d.workflow_id)?;
+        let hid = HandoffId::parse(&d.handoff_id)?;
+        let god = GodName::parse(&d.to_god)?;
+        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
+        let still = files::read_model::<Dispatch>(path)
+            .ok()
+            .flatten()
+            .is_some_and(|x| x.extra.contains_key("dead_at"));
+        if !still {
+            return Ok(false);
+        }
+        let target = self.root.dead_dir(&god).join(format!("{hid}.json"));
+        rename_durable(&self.root, path, &target)?;
+        Ok(true)
+    }
+
+    /// Redelivers or dead-letters one due dispatch under its workflow's lock; `None` when another
+    /// supervisor (or an ack) got there first. Idempotent on the delivery number.
+    fn deliver_due(
+        &self,
+        path: &std::path::Path,
+        seen: &Dispatch,
+        now: DateTime<Utc>,
+    ) -> Result<Option<(DeliveryAct, bool)>> {
+        let wf = WorkflowId::parse(&seen.workflow_id)?;
+        let hid = HandoffId::parse(&seen.handoff_id)?;
+        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
+        // Re-read under the lock: only the delivery this pass saw is acted on.
+        let Some(d) = files::read_model::<Dispatch>(path).map_err(|e| Error::Corrupt {
+            path: e.path,
+            message: e.error,
+        })?
+        else {
+            return Ok(None);
+        };
+        if d.deliveries.len() != seen.deliveries.len() || d.to_god != seen.to_god {
+            return Ok(None);
+        }
+        let from = GodName::parse(&d.to_god)?;
+        let fallbacks = self.fallbacks_of(&d);
+        match decide(&d, &fallbacks, now) {
+            Due::NotDue(_) => Ok(None),
+            Due::Redeliver { n, to, deadline } => {
+                let to_god = GodName::parse(&to)?;
+                let target = self.root.inbox_dir(&to_god).join(format!("{hid}.json"));
+                files::refuse_unconfined(&self.root, &[path.to_path_buf(), target.clone()])?;
+                let mut st = files::require_state(&self.root, &wf)?;
+                let current = st.dispatched_to.as_deref() == Some(from.as_str())
+                    && st.current_step.as_deref() == Some(d.step.as_str());
+                if current && to != from.as_str() {
+                    st.dispatched_to = Some(to.clone());
+                    st.updated = Some(format_ts(now));
+                    files::write_state(&self.root, &wf, &st)?;
+                    super::crash_point("redeliver:after-state");
+                }
+                let mut nd = d.clone();
+                nd.to_god = to.clone();
+                nd.deliveries.push(Delivery {
+                    at: format_ts(now),
+                    to: to.clone(),
+                });
+                nd.ack_deadline = deadline.map(format_ts);
+                nd.dispatched_at = Some(format_ts(now));
+                write_json(&self.root, path, &nd)?;
+                super::crash_point("redeliver:after-rewrite");
+                if target != path {
+                    rename_durable(&self.root, path, &target)?;
+                }
+                Ok(Some((
+                    DeliveryAct {
+                        handoff_id: hid.to_string(),
+                        workflow_id: wf.to_string(),
+                        from_god: from.to_string(),
+                        to_god: to,
+                        delivery: n,
+                        deadline: nd.ack_deadline.clone(),
+                        path: target.display().to_string(),
+                    },
+                    false,
+                )))
+            }
+            Due::DeadLetter { reason } => {
+                let target = self.root.dead_dir(&from).join(format!("{hid}.json"));
+                files::refuse_unconfined(&self.root, &[path.to_path_buf(), target.clone()])?;
+                let mut st = files::require_state(&self.root, &wf)?;
+                let current = st.dispatched_to.as_deref() == Some(from.as_str())
+                    && st.current_step.as_deref() == Some(d.step.as_str());
+                if current && !st.status.is_finished() {
+                    st.status = WorkflowStatus::Stalled;
+                    st.failure_reason = Some(reason.clone());
+                    st.updated = Some(format_ts(now));
+                    files::write_state(&self.root, &wf, &st)?;
+                    super::crash_point("dead:after-state");
+                }
+                let mut nd = d.clone();
+                nd.extra.insert("dead_at".into(), json!(format_ts(now)));
+                nd.extra.insert("dead_reason".into(), json!(reason));
+                nd.ack_deadline = None;
+                write_json(&self.root, path, &nd)?;
+                super::crash_point("dead:after-rewrite");
+                rename_durable(&self.root, path, &target)?;
+                Ok(Some((
+                    DeliveryAct {
+                        handoff_id: hid.to_string(),
+                        workflow_id: wf.to_string(),
+                        from_god: from.to_string(),
+                        to_god: from.to_string(),
+                        delivery: d.deliveries.len(),
+                        deadline: None,
+                        path: target.display().to_string(),
+                    },
+                    true,
+                )))
+            }
+        }
+    }
+
+    /// Posts `DISPATCH_DEAD` on the bus of every initialised track (the supervisor's notice; a track
+    /// that refuses it is skipped).
+    fn post_dead_event(&self, act: &DeliveryAct) {
+        let Ok(rd) = std::fs::read_dir(self.root.tracks_dir()) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Ok(bus) = crate::bus::Bus::open_existing(&self.root, &name) else {
+                continue;
+            };
+            let _ = bus.post(
+                "DISPATCH_DEAD",
+                "supervisor",
+                json!({
+                    "handoff_id": act.handoff_id,
+                    "workflow_id": act.workflow_id,
+                    "god": act.from_god,
+                    "deliveries": act.delivery,
+                    "dead_letter": act.path,
+                }),
+            );
+        }
+    }
+
+    /// Finds a dead letter by handoff id (in any god's dead letters).
+    pub fn find_dead(&self, hid: &HandoffId) -> Option<DeadLetter> {
+        list_dead(&self.root)
+            .dead
+            .into_iter()
+            .find(|x| x.dispatch.handoff_id == hid.as_str())
+    }
+
+    /// Puts a dead letter back into an inbox (its god's, or `to`), deliveries reset, the workflow
+    /// `waiting_for_ack` again. Unjournaled; see [`Conductor::requeue`].
+    pub(crate) fn requeue_unjournaled(
+        &self,
+        handoff_id: &str,
+        to: Option<&str>,
+    ) -> Result<RequeueResult> {
+        let hid = HandoffId::parse(handoff_id)?;
+        let found = self.find_dead(&hid).ok_or_else(|| {
+            Error::not_found(format!(
+                "no dead letter for handoff {hid} (pantheon dead lists them)"
+            ))
+        })?;
+        let wf = WorkflowId::parse(&found.dispatch.workflow_id)?;
+        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
+        let mut st = files::require_state(&self.root, &wf)?;
+        if st.status.is_finished() {
+            return Err(Error::refused(format!(
+                "workflow {wf} is {}; a dead letter of it cannot be requeued (pantheon rerun starts it again)",
+                st.status
+            )));
+        }
+        let god = match to {
+            Some(g) => GodName::parse_as("--to", g)?,
+            None => GodName::parse(&found.dispatch.to_god)?,
+        };
+        let target = self.root.inbox_dir(&god).join(format!("{hid}.json"));
+        files::refuse_unconfined(&self.root, &[found.path.clone(), target.clone()])?;
+        let now = Utc::now();
+        let mut d = found.dispatch.clone();
+        d.extra.remove("dead_at");
+        d.extra.remove("dead_reason");
+        d.to_god = god.to_string();
+        d.ack_status = AckStatus::Unacked;
+        d.dispatched_at = Some(format_ts(now));
+        if let Some(p) = Policy::of_dispatch(&d) {
+            p.stamp(&mut d, now);
+        } else {
+            d.deliveries.clear();
+        }
+        if st.current_step.as_deref() == Some(d.step.as_str()) {
+            st.status = WorkflowStatus::WaitingForAck;
+            st.dispatched_to = Some(god.to_string());
+            st.failure_reason = None;
+            st.updated = Some(format_ts(now));
+            files::write_state(&self.root, &wf, &st)?;
+        }
+        write_json(&self.root, &found.path, &d)?;
+        rename_durable(&self.root, &found.path, &target)?;
+        Ok(RequeueResult {
+            status: "requeued".into(),
+            handoff_id: hid.to_string(),
+            workflow_id: wf.to_string(),
+            to_god: god.to_string(),
+            dispatch_path: target.display().to_string(),
+            ack_deadline: d.ack_deadline,
+        })
+    }
+
+    /// Puts a dead letter back (docs/PROTOCOL.md §2.10): an operator act, journaled.
+    pub fn requeue(&self, handoff_id: &str, to: Option<&str>) -> Result<RequeueResult> {
+        let r = self.requeue_unjournaled(handoff_id, to)?;
+        let act = crate::journal::Act::new("requeue", r.status.clone())
+            .target("workflow_id", Some(&r.workflow_id))
+            .target("handoff_id", Some(&r.handoff_id))
+            .target("to_god", Some(&r.to_god));
+        self.journal(&act);
+        Ok(r)
+    }
+
+    /// Whether `god` may ack the dispatch `found`: its addressee, or an earlier target while it is open.
+    pub(crate) fn may_ack(found: &Found, god: &str) -> bool {
+        found.dispatch.to_god == god
+            || (matches!(found.place, Place::Inbox(_))
+                && found.dispatch.deliveries.iter().any(|x| x.to == god))
+    }
+}
+
+/// How often `pantheon serve` writes its heartbeat.
+pub const SUPERVISOR_BEAT: Duration = Duration::from_secs(10);
+/// A supervisor whose heartbeat is older than this is not alive.
+pub const SUPERVISOR_DEAD_AFTER: Duration = Duration::from_secs(30);
+
+/// The heartbeat file of supervisor `id` (`conductor/supervisor/{id}.json`).
+fn heartbeat_path(root: &Root, id: &str) -> Result<PathBuf> {
+    let id = GodName::parse_as("supervisor id", id)?;
+    Ok(root.supervisor_dir().join(format!("{id}.json")))
+}
+
+/// Writes supervisor `id`'s heartbeat (pid, start, last beat, next deadline).
+pub fn write_supervisor_heartbeat(
+    root: &Root,
+    id: &str,
+    started: &str,
+    next_deadline: Option<&str>,
+) -> Result<PathBuf> {
+    let path = heartbeat_path(root, id)?;
+    write_json(
+        root,
+        &path,
+        &json!({
+            "supervisor": id, "pid": std::process::id(), "started": started,
+            "last_beat": format_ts(Utc::now()), "next_deadline": next_deadline,
+        }),
+    )?;
+    Ok(path)
+}
+
+/// Removes supervisor `id`'s heartbeat (a clean exit).
+pub fn remove_supervisor_heartbeat(root: &Root, id: &str) -> Result<()> {
+    files::remove_file(root, &heartbeat_path(root, id)?)
+}
+
+/// The heartbeats of the supervisors alive at `now` (beat within [`SUPERVISOR_DEAD_AFTER`]).
+pub fn live_supervisors(root: &Root, now: DateTime<Utc>) -> Vec<Value> {
+    let Ok(rd) = std::fs::read_dir(root.supervisor_dir()) else {
+        return Vec::new();
+    };
+    let limit = chrono::Duration::from_std(SUPERVISOR_DEAD_AFTER).unwrap_or_default();
+    rd.flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+        .filter_map(|e| crate::store::read::read_json(&e.path()).ok().flatten())
+        .filter(|v| {
+            v.get("last_beat")
+                .and_then(Value::as_str)
+                .and_then(parse_ts)
+                .is_some_and(|t| now - t <= limit)
+        })
+        .collect()
+}
+
+/// How many open dispatches have an ack deadline, when no supervisor is alive to enforce it (`None`
+/// when one is alive or nothing has a deadline).
+pub fn unsupervised_deadlines(root: &Root, now: DateTime<Utc>) -> Option<usize> {
+    let mut n = 0;
+    for god in files::god_dirs(&root.pending_root()) {
+        n += files::read_dispatch_dir(&root.inbox_dir(&god))
+            .0
+            .iter()
+            .filter(|(_, d)| {
+                d.ack_deadline.is_some()
+                    && matches!(d.ack_status, AckStatus::Unacked | AckStatus::Pending)
+            })
+            .count();
+    }
+    (n > 0 && live_supervisors(root, now).is_empty()).then_some(n)
+}
+
+fn delivery_act(a: &DeliveryAct, dead: bool) -> crate::journal::Act {
+    let n = a.delivery.to_string();
+    crate::journal::Act::new(
+        if dead { "dead_letter" } else { "redeliver" },
+        if dead { "dead_lettered" } else { "redelivered" },
+    )
+    .target("workflow_id", Some(&a.workflow_id))
+    .target("handoff_id", Some(&a.handoff_id))
+    .target("from_god", Some(&a.from_god))
+    .target("to_god", Some(&a.to_god))
+    .target("delivery", Some(&n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dispatch(deliveries: usize, deadline: &str) -> Dispatch {
+        let mut d = Dispatch {
+            handoff_id: "hof_20260101_abcdef".into(),
+            workflow_id: "wf_x".into(),
+            to_god: "thoth".into(),
+            step: "s".into(),
+            ..Default::default()
+        };
+        d.ack_wait = Some("10s".into());
+        d.max_deliveries = Some(3);
+        d.deliveries = (0..deliveries)
+            .map(|_| Delivery {
+                at: "2026-01-01T00:00:00Z".into(),
+                to: "thoth".into(),
+            })
+            .collect();
+        d.ack_deadline = Some(deadline.into());
+        d
+    }
+
+    fn t(s: &str) -> DateTime<Utc> {
+        parse_ts(s).unwrap()
+    }
+
+    #[test]
+    fn redelivers_to_the_same_god_then_fallbacks_then_dead() {
+        let fb = vec!["anubis".to_string(), "ra".to_string()];
+        let now = t("2026-01-01T00:00:11Z");
+        assert_eq!(
+            decide(&dispatch(1, "2026-01-01T00:00:12Z"), &fb, now),
+            Due::NotDue(Some(t("2026-01-01T00:00:12Z")))
+        );
+        match decide(&dispatch(1, "2026-01-01T00:00:10Z"), &fb, now) {
+            Due::Redeliver { n, to, deadline } => {
+                assert_eq!((n, to.as_str()), (2, "thoth"));
+                assert_eq!(deadline, Some(t("2026-01-01T00:00:21Z")));
+            }
+            other => panic!("{other:?}"),
+        }
+        match decide(&dispatch(2, "2026-01-01T00:00:10Z"), &fb, now) {
+            Due::Redeliver { n, to, .. } => assert_eq!((n, to.as_str()), (3, "anubis")),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            decide(&dispatch(3, "2026-01-01T00:00:10Z"), &fb, now),
+            Due::DeadLetter { .. }
+        ));
+        let mut accepted = dispatch(1, "2026-01-01T00:00:10Z");
+        accepted.ack_status = AckStatus::Accepted;
+        assert_eq!(decide(&accepted, &fb, now), Due::NotDue(None));
+        assert_eq!(target_of("thoth", &fb, 9), "ra");
+    }
+
+    #[test]
+    fn backoff_sets_the_waits_after_the_first_delivery() {
+        let p = Policy {
+            ack_wait: Duration::from_secs(5),
+            max_deliveries: 5,
+            backoff: vec![Duration::from_secs(10), Duration::from_secs(60)],
+        };
+        assert_eq!(
+            [1, 2, 3, 4].map(|n| p.wait_for(n).as_secs()),
+            [5, 10, 60, 60]
+        );
+    }
+
+    #[test]
+    fn pending_with_eta_moves_the_deadline() {
+        let d = dispatch(1, "2026-01-01T00:00:10Z");
+        let now = t("2026-01-01T00:00:05Z");
+        assert_eq!(
+            deadline_after_ack(&d, &AckStatus::Pending, Some("2026-01-01T01:00:00Z"), now)
+                .as_deref(),
+            Some("2026-01-01T01:00:00.000000Z")
+        );
+        assert_eq!(
+            deadline_after_ack(&d, &AckStatus::Pending, None, now).as_deref(),
+            Some("2026-01-01T00:00:15.000000Z")
+        );
+        assert_eq!(
+            deadline_after_ack(&d, &AckStatus::Accepted, None, now),
+            None
+        );
+    }
+
+    #[test]
+    fn declared_policy_is_checked() {
+        let m = |v: Value| v.as_object().cloned().unwrap();
+        let p = DeclaredPolicy::from_map(&m(json!({"ack_wait": "30s", "backoff": ["1m", 120]})))
+            .unwrap();
+        assert_eq!(p.ack_wait, Some(Duration::from_secs(30)));
+        assert_eq!(p.backoff.len(), 2);
+        assert!(DeclaredPolicy::from_map(&m(json!({"ack_wait": "soon"}))).is_err());
+        assert!(DeclaredPolicy::from_map(&m(json!({"max_deliveries": 0}))).is_err());
+        let settings = Settings::default();
+        assert_eq!(DeclaredPolicy::default().resolve(&settings), None);
+        assert_eq!(p.resolve(&settings).map(|p| p.max_deliveries), Some(3));
+    }
+}

@@ -1,0 +1,239 @@
+//! `rerun`: start a failed, stalled or completed workflow again from a chosen step, optionally with
+//! edited context (docs/PROTOCOL.md §2.11). The state keeps every attempt: the step history is only
+//! appended to, and `attempts` records each rerun.
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use super::Conductor;
+use super::definition::find_definition;
+use super::files;
+use super::model::{Routed, StepRecord, WorkflowState, WorkflowStatus, lenient};
+use crate::error::{Error, Result};
+use crate::store::lock::FileLock;
+use crate::store::time::now_ts;
+use crate::store::{GodName, HandoffId, WorkflowId};
+
+/// `rerun`'s result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RerunResult {
+    /// `rerun`.
+    pub status: String,
+    /// The workflow.
+    pub workflow_id: String,
+    /// The step dispatched again.
+    pub step: String,
+    /// Its god.
+    pub to_god: String,
+    /// The handoff id of the new dispatch.
+    pub handoff_id: String,
+    /// The workflow's status before the rerun.
+    pub previous_status: String,
+    /// Which attempt this is (the first run is attempt 1).
+    pub attempt: usize,
+    /// The new dispatch.
+    pub dispatch_path: String,
+}
+
+/// The next state of a rerun (pure): the record appended, the context edited, the status reset.
+pub fn rerun_state(
+    st: &WorkflowState,
+    step: &str,
+    god: &str,
+    hid: &HandoffId,
+    context: Option<&Map<String, Value>>,
+    now: &str,
+) -> Result<(WorkflowState, usize)> {
+    if !matches!(
+        st.status,
+        WorkflowStatus::Failed | WorkflowStatus::Stalled | WorkflowStatus::Completed
+    ) {
+        return Err(Error::refused(format!(
+            "workflow {} is {}; only a failed, stalled or completed workflow is rerun (abort it first, \
+             or requeue its dead letter)",
+            st.workflow_id, st.status
+        )));
+    }
+    let mut next = st.clone();
+    let strings = |v: Option<&Value>| -> Option<Vec<String>> {
+        match v? {
+            Value::Array(a) => Some(a.iter().cloned().map(lenient::text).collect()),
+            Value::String(s) => Some(vec![s.clone()]),
+            _ => None,
+        }
+    };
+    let mut summary = format!("rerun from step {step}");
+    if let Some(c) = context {
+        if let Some(d) = strings(c.get("decisions")) {
+            next.context_bag.decisions = d;
+        }
+        if let Some(a) = strings(c.get("artifacts")) {
+            next.context_bag.artifacts = a;
+        }
+        if let Some(q) = strings(c.get("open_questions")) {
+            next.context_bag.open_questions = q;
+        }
+        if let Some(Value::String(s)) = c.get("summary") {
+            summary = s.clone();
+        }
+    }
+    let attempts = next.extra.entry("attempts").or_insert_with(|| json!([]));
+    if !attempts.is_array() {
+        *attempts = json!([]);
+    }
+    let list = match attempts.as_array_mut() {
+        Some(l) => l,
+        None => return Err(Error::refused("attempts is not a list")),
+    };
+    list.push(json!({
+        "at": now, "from_step": step, "previous_status": st.status.as_str(),
+        "failure_reason": st.failure_reason, "handoff_id": hid.as_str(),
+        "edited_context": context.is_some(),
+    }));
+    let attempt = list.len() + 1;
+    next.step_history.push(StepRecord {
+        step_id: step.to_owned(),
+        god: "operator".into(),
+        status: "rerun".into(),
+        completed_at: Some(now.to_owned()),
+        summary: Some(summary),
+        handoff_id: Some(hid.to_string()),
+        routed: Some(Routed {
+            status: "dispatched".into(),
+            target_god: Some(god.to_owned()),
+            target_step: Some(step.to_owned()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    next.status = WorkflowStatus::WaitingForAck;
+    next.current_step = Some(step.to_owned());
+    next.dispatched_to = Some(god.to_owned());
+    next.failure_reason = None;
+    next.updated = Some(now.to_owned());
+    Ok((next, attempt))
+}
+
+impl Conductor {
+    /// Reruns `workflow_id` from `step` (unjournaled; see [`Conductor::rerun`]).
+    pub(crate) fn rerun_unjournaled(
+        &self,
+        workflow_id: &str,
+        step: &str,
+        context: Option<&Value>,
+    ) -> Result<RerunResult> {
+        let wf = WorkflowId::parse(workflow_id)?;
+        let context = match context {
+            None => None,
+            Some(Value::Object(m)) => Some(m),
+            Some(other) => {
+                return Err(Error::refused(format!(
+                    "--context must hold a JSON object (summary, decisions, artifacts, open_questions), found {}",
+                    crate::store::read::kind(other)
+                )));
+            }
+        };
+        if let Some(c) = context {
+            crate::store::limits::check_document(
+                "context",
+                &Value::Object(c.clone()),
+                crate::store::limits::MAX_HANDOFF_BYTES,
+            )?;
+        }
+        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
+        let st = files::require_state(&self.root, &wf)?;
+        let def_id = st.definition_id.clone().ok_or_else(|| {
+            Error::refused(format!(
+                "workflow {wf} follows no definition; rerun needs one to know the step's god"
+            ))
+        })?;
+        let def = find_definition(&self.root, &def_id)
+            .map_err(|e| {
+                Error::refused(format!(
+                    "definition {def_id:?} of workflow {wf} does not load: {}",
+                    e.message
+                ))
+            })?
+            .ok_or_else(|| {
+                Error::not_found(format!("definition {def_id:?} of workflow {wf} is gone"))
+            })?;
+        let sd = def.step(step).ok_or_else(|| {
+            Error::refused(format!(
+                "{step:?} is not a step of definition {def_id:?} (steps: {})",
+                def.steps
+                    .iter()
+                    .map(|s| s.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        let god = GodName::parse(&sd.god)?;
+        let hid = HandoffId::generate();
+        let (next, attempt) = rerun_state(&st, step, god.as_str(), &hid, context, &now_ts())?;
+        let path = self.root.inbox_dir(&god).join(format!("{hid}.json"));
+        files::refuse_unconfined(&self.root, &[self.root.state_path(&wf), path.clone()])?;
+        files::write_state(&self.root, &wf, &next)?;
+        super::crash_point("rerun:after-state");
+        self.repair_dispatch(&wf, &next, &hid)?;
+        Ok(RerunResult {
+            status: "rerun".into(),
+            workflow_id: wf.to_string(),
+            step: step.to_owned(),
+            to_god: god.to_string(),
+            handoff_id: hid.to_string(),
+            previous_status: st.status.to_string(),
+            attempt,
+            dispatch_path: path.display().to_string(),
+        })
+    }
+
+    /// Reruns a failed, stalled or completed workflow from `step`, with `context` (a JSON object of
+    /// `summary`, `decisions`, `artifacts`, `open_questions`) replacing those of the context bag. An
+    /// operator act, journaled.
+    pub fn rerun(
+        &self,
+        workflow_id: &str,
+        step: &str,
+        context: Option<&Value>,
+    ) -> Result<RerunResult> {
+        let r = self.rerun_unjournaled(workflow_id, step, context)?;
+        let attempt = r.attempt.to_string();
+        let act = crate::journal::Act::new("rerun", r.status.clone())
+            .target("workflow_id", Some(&r.workflow_id))
+            .target("handoff_id", Some(&r.handoff_id))
+            .target("step", Some(&r.step))
+            .target("to_god", Some(&r.to_god))
+            .target("attempt", Some(&attempt));
+        self.journal(&act);
+        Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rerun_appends_and_edits_the_context() {
+        let st = WorkflowState {
+            workflow_id: "wf_x".into(),
+            status: WorkflowStatus::Stalled,
+            failure_reason: Some("no ack".into()),
+            ..Default::default()
+        };
+        let hid = HandoffId::parse("hof_20260101_abcdef").unwrap();
+        let ctx = json!({"decisions": ["use B"]});
+        let (next, attempt) =
+            rerun_state(&st, "build", "hephaestus", &hid, ctx.as_object(), "t").unwrap();
+        assert_eq!(attempt, 2);
+        assert_eq!(next.status, WorkflowStatus::WaitingForAck);
+        assert_eq!(next.context_bag.decisions, vec!["use B".to_string()]);
+        assert_eq!(next.step_history.len(), 1);
+        assert_eq!(next.extra["attempts"][0]["previous_status"], "stalled");
+        let running = WorkflowState {
+            status: WorkflowStatus::WaitingForAck,
+            ..Default::default()
+        };
+        assert!(rerun_state(&running, "build", "h", &hid, None, "t").is_err());
+    }
+}

@@ -1,0 +1,260 @@
+//! Protocol settings shared by every process on a root (docs/PROTOCOL.md §1.2): staleness, the lock
+//! timeout, the default `ack_wait` and `max_deliveries`. Read once when a [`super::Root`] is built, from
+//! built-in defaults, then `conductor/config.yaml` (hostile input: values only, bounded, unknown keys
+//! warned), then environment variables; the last one that sets a value wins.
+
+use std::io::Read;
+use std::time::Duration;
+
+use rustix::fs::OFlags;
+use serde_json::Value;
+
+use super::paths::Root;
+
+/// How long a `RUNNING` or `BLOCKED` worker may stay silent before it is stale, by default.
+pub const DEFAULT_STALE_AFTER: Duration = Duration::from_secs(600);
+/// Default bound on waiting for a protocol lock.
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many deliveries (the first included) a dispatch gets before it is dead-lettered, by default.
+pub const DEFAULT_MAX_DELIVERIES: u32 = 3;
+/// Most deliveries any setting may ask for.
+pub const MAX_MAX_DELIVERIES: u32 = 1000;
+/// Largest `conductor/config.yaml` read.
+pub const MAX_CONFIG_BYTES: u64 = 64 * 1024;
+/// Longest lock timeout accepted (a longer wait is a hang, not a timeout).
+pub const MAX_LOCK_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// Environment variable overriding the staleness threshold, in seconds (fractions allowed).
+pub const STALE_AFTER_ENV: &str = "PANTHEON_STALE_AFTER_SECS";
+/// Environment variable overriding the lock timeout, in milliseconds.
+pub const LOCK_TIMEOUT_ENV: &str = "PANTHEON_LOCK_TIMEOUT_MS";
+/// Environment variable overriding the default `ack_wait` (a duration such as `30s`; `0` or `none`
+/// turns the default off).
+pub const ACK_WAIT_ENV: &str = "PANTHEON_ACK_WAIT";
+/// Environment variable overriding the default `max_deliveries`.
+pub const MAX_DELIVERIES_ENV: &str = "PANTHEON_MAX_DELIVERIES";
+
+/// The keys `conductor/config.yaml` may hold.
+pub const CONFIG_KEYS: [&str; 4] = ["stale_after", "lock_timeout", "ack_wait", "max_deliveries"];
+
+/// The protocol settings of one root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// Silence after which a `RUNNING`/`BLOCKED` worker is stale.
+    pub stale_after: Duration,
+    /// Bound on waiting for any protocol lock.
+    pub lock_timeout: Duration,
+    /// `ack_wait` for steps and rules that declare none; `None`: such dispatches have no ack deadline.
+    pub ack_wait: Option<Duration>,
+    /// `max_deliveries` for steps and rules that declare none.
+    pub max_deliveries: u32,
+    /// What was wrong with the config file or the environment (each value ignored, default kept).
+    pub warnings: Vec<String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            stale_after: DEFAULT_STALE_AFTER,
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            ack_wait: None,
+            max_deliveries: DEFAULT_MAX_DELIVERIES,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// A duration given as a string (`30s`, `5m`, `1h30m`) or a number of seconds (fractions allowed),
+/// positive and at most a year.
+fn duration_of(v: &Value) -> Option<Duration> {
+    let d = match v {
+        Value::String(s) => super::time::parse_duration(s)?,
+        Value::Number(n) => {
+            let secs = n.as_f64()?;
+            if !secs.is_finite() || secs < 0.0 {
+                return None;
+            }
+            Duration::try_from_secs_f64(secs).ok()?
+        }
+        _ => return None,
+    };
+    (d <= super::time::MAX_DURATION).then_some(d)
+}
+
+fn count_of(v: &Value) -> Option<u32> {
+    let n = match v {
+        Value::Number(n) => n.as_u64()?,
+        Value::String(s) => s.trim().parse().ok()?,
+        _ => return None,
+    };
+    u32::try_from(n)
+        .ok()
+        .filter(|n| (1..=MAX_MAX_DELIVERIES).contains(n))
+}
+
+impl Settings {
+    /// Applies one key of the config file (or of an override); a bad value is a warning, never an error.
+    fn apply(&mut self, source: &str, key: &str, v: &Value) {
+        let bad = |what: &str| format!("{source}: {key} {v} is not {what}; the default is kept");
+        match key {
+            "stale_after" => match duration_of(v).filter(|d| !d.is_zero()) {
+                Some(d) => self.stale_after = d,
+                None => self.warnings.push(bad("a positive duration")),
+            },
+            "lock_timeout" => match duration_of(v).filter(|d| *d <= MAX_LOCK_TIMEOUT) {
+                Some(d) => self.lock_timeout = d,
+                None => self.warnings.push(bad("a duration of at most 1h")),
+            },
+            "ack_wait" => match v {
+                Value::Null => self.ack_wait = None,
+                Value::String(s) if s.trim() == "none" => self.ack_wait = None,
+                _ => match duration_of(v) {
+                    Some(d) if d.is_zero() => self.ack_wait = None,
+                    Some(d) => self.ack_wait = Some(d),
+                    None => self.warnings.push(bad("a duration")),
+                },
+            },
+            "max_deliveries" => match count_of(v) {
+                Some(n) => self.max_deliveries = n,
+                None => self
+                    .warnings
+                    .push(bad(&format!("a count from 1 to {MAX_MAX_DELIVERIES}"))),
+            },
+            other => self.warnings.push(format!(
+                "{source}: unknown key {other:?} ignored (known: {})",
+                CONFIG_KEYS.join(", ")
+            )),
+        }
+    }
+
+    /// Applies a parsed config document (an object of values).
+    pub fn apply_config(&mut self, source: &str, doc: &Value) {
+        match doc {
+            Value::Null => {}
+            Value::Object(m) => {
+                for (k, v) in m {
+                    self.apply(source, k, v);
+                }
+            }
+            other => self.warnings.push(format!(
+                "{source}: expected a mapping of settings, found {}; ignored",
+                super::read::kind(other)
+            )),
+        }
+    }
+
+    /// Applies environment overrides read through `get` (the process environment in
+    /// [`Settings::load`], a map in tests).
+    pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) {
+        if let Some(v) = get(STALE_AFTER_ENV) {
+            match v.trim().parse::<f64>() {
+                Ok(s) => self.apply(STALE_AFTER_ENV, "stale_after", &serde_json::json!(s)),
+                Err(_) => self.warnings.push(format!(
+                    "{STALE_AFTER_ENV}={v:?} is not a number of seconds; ignored"
+                )),
+            }
+        }
+        if let Some(v) = get(LOCK_TIMEOUT_ENV) {
+            match v.trim().parse::<u64>() {
+                Ok(ms) => self.apply(
+                    LOCK_TIMEOUT_ENV,
+                    "lock_timeout",
+                    &serde_json::json!(ms as f64 / 1000.0),
+                ),
+                Err(_) => self.warnings.push(format!(
+                    "{LOCK_TIMEOUT_ENV}={v:?} is not a number of milliseconds; ignored"
+                )),
+            }
+        }
+        if let Some(v) = get(ACK_WAIT_ENV) {
+            self.apply(ACK_WAIT_ENV, "ack_wait", &Value::String(v));
+        }
+        if let Some(v) = get(MAX_DELIVERIES_ENV) {
+            self.apply(MAX_DELIVERIES_ENV, "max_deliveries", &Value::String(v));
+        }
+    }
+
+    /// The settings of `root`: defaults, then `conductor/config.yaml`, then the environment.
+    pub fn load(root: &Root) -> Self {
+        let mut s = Self::default();
+        match read_config(root) {
+            Ok(Some(doc)) => s.apply_config("conductor/config.yaml", &doc),
+            Ok(None) => {}
+            Err(e) => s
+                .warnings
+                .push(format!("conductor/config.yaml: {e}; defaults used")),
+        }
+        s.apply_env(|k| std::env::var(k).ok().filter(|v| !v.is_empty()));
+        s
+    }
+}
+
+/// Reads and parses `conductor/config.yaml` (never through a link, at most [`MAX_CONFIG_BYTES`]).
+pub fn read_config(root: &Root) -> Result<Option<Value>, String> {
+    let path = root.config_path();
+    let file = super::safe::open_file(root, &path, OFlags::RDONLY | OFlags::CLOEXEC)
+        .map_err(|e| e.to_string())?;
+    let Some(file) = file else {
+        return Ok(None);
+    };
+    let mut bytes = Vec::new();
+    file.take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(format!("over {MAX_CONFIG_BYTES} bytes"));
+    }
+    super::yaml::parse_bounded(&bytes, 1000).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_then_env_with_warnings_for_bad_values() {
+        let mut s = Settings::default();
+        let doc: Value = serde_json::json!({
+            "stale_after": "2m", "lock_timeout": 3, "ack_wait": "30s", "max_deliveries": 5,
+            "run": "rm -rf /"
+        });
+        s.apply_config("cfg", &doc);
+        assert_eq!(s.stale_after, Duration::from_secs(120));
+        assert_eq!(s.lock_timeout, Duration::from_secs(3));
+        assert_eq!(s.ack_wait, Some(Duration::from_secs(30)));
+        assert_eq!(s.max_deliveries, 5);
+        assert_eq!(s.warnings.len(), 1, "{:?}", s.warnings);
+        assert!(s.warnings[0].contains("unknown key \"run\""));
+        s.apply_env(|k| match k {
+            STALE_AFTER_ENV => Some("1.5".into()),
+            ACK_WAIT_ENV => Some("none".into()),
+            MAX_DELIVERIES_ENV => Some("0".into()),
+            _ => None,
+        });
+        assert_eq!(s.stale_after, Duration::from_millis(1500));
+        assert_eq!(s.ack_wait, None);
+        assert_eq!(s.max_deliveries, 5, "0 is refused");
+        assert_eq!(s.warnings.len(), 2);
+    }
+
+    #[test]
+    fn hostile_values_are_bounded() {
+        let mut s = Settings::default();
+        s.apply_config(
+            "cfg",
+            &serde_json::json!({"stale_after": -1, "lock_timeout": "1000d",
+                "max_deliveries": 99999999999u64, "ack_wait": [1]}),
+        );
+        assert_eq!(
+            s,
+            Settings {
+                warnings: s.warnings.clone(),
+                ..Settings::default()
+            }
+        );
+        assert_eq!(s.warnings.len(), 4);
+        let mut t = Settings::default();
+        t.apply_config("cfg", &serde_json::json!(["a"]));
+        assert_eq!(t.warnings.len(), 1);
+    }
+}

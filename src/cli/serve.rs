@@ -1,0 +1,213 @@
+//! `pantheon tick` (one pass of the delivery supervisor, then exit) and `pantheon serve` (the supervisor
+//! in the foreground): thin shells around [`Conductor::tick`] (docs/PROTOCOL.md §2.10).
+//!
+//! `serve` sleeps until the earliest ack deadline or a file event under `conductor/pending/`, never
+//! polls; it writes a heartbeat every [`SUPERVISOR_BEAT`]; SIGTERM or SIGINT finish the current pass and
+//! exit 0.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use notify::Watcher;
+
+use super::Outcome;
+use crate::engine::conductor::Conductor;
+use crate::engine::conductor::delivery::{
+    SUPERVISOR_BEAT, TickReport, remove_supervisor_heartbeat, write_supervisor_heartbeat,
+};
+use crate::engine::journal::Origin;
+use crate::engine::store::Root;
+use crate::engine::store::time::{format_ts, parse_ts};
+
+/// Options of `pantheon serve`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ServeArgs {
+    /// Append the log here instead of standard error.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+}
+
+/// A full rescan at least this often, whatever the file events said (a safety net for missed events).
+const RESCAN_EVERY: Duration = Duration::from_secs(60);
+
+/// `pantheon tick`: one pass, its report as JSON.
+pub fn tick(root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
+    let c = Conductor::new(root.clone()).with_origin(origin);
+    let r = c.tick(chrono::Utc::now());
+    Ok(Outcome::Json(serde_json::to_value(r)?))
+}
+
+fn log_line(out: &mut dyn Write, report: &TickReport) {
+    for a in &report.redelivered {
+        let _ = writeln!(
+            out,
+            "{} redelivered {} ({}) {} -> {} as delivery {}, deadline {}",
+            report.now,
+            a.handoff_id,
+            a.workflow_id,
+            a.from_god,
+            a.to_god,
+            a.delivery,
+            a.deadline.as_deref().unwrap_or("none")
+        );
+    }
+    for a in &report.dead_lettered {
+        let _ = writeln!(
+            out,
+            "{} dead-lettered {} ({}) of {} after {} deliveries: {}",
+            report.now, a.handoff_id, a.workflow_id, a.from_god, a.delivery, a.path
+        );
+    }
+    for e in &report.errors {
+        let _ = writeln!(out, "{} error: {e}", report.now);
+    }
+    if report.repaired > 0 {
+        let _ = writeln!(
+            out,
+            "{} finished {} half-done move(s)",
+            report.now, report.repaired
+        );
+    }
+}
+
+/// `pantheon serve`: the supervisor, until SIGTERM or SIGINT.
+pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
+    let mut out: Box<dyn Write> = match &args.log {
+        Some(p) => Box::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .with_context(|| format!("cannot open the log {}", p.display()))?,
+        ),
+        None => Box::new(std::io::stderr()),
+    };
+    let c = Conductor::new(root.clone()).with_origin(origin);
+    let id = format!("pid-{}", std::process::id());
+    let started = format_ts(chrono::Utc::now());
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel::<()>();
+
+    // Signals: a small runtime on its own thread sets `stop` and wakes the loop.
+    {
+        let stop = stop.clone();
+        let tx = tx.clone();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the signal handler")?;
+        let (ready_tx, ready_rx) = mpsc::channel::<anyhow::Result<()>>();
+        std::thread::Builder::new()
+            .name("serve-signals".into())
+            .spawn(move || {
+                rt.block_on(async move {
+                    use tokio::signal::unix::{SignalKind, signal};
+                    let term = signal(SignalKind::terminate());
+                    let int = signal(SignalKind::interrupt());
+                    let (mut term, mut int) = match (term, int) {
+                        (Ok(t), Ok(i)) => {
+                            let _ = ready_tx.send(Ok(()));
+                            (t, i)
+                        }
+                        (Err(e), _) | (_, Err(e)) => {
+                            let _ = ready_tx.send(Err(e.into()));
+                            return;
+                        }
+                    };
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = int.recv() => {}
+                    }
+                    stop.store(true, Ordering::SeqCst);
+                    let _ = tx.send(());
+                });
+            })
+            .context("cannot start the signal thread")?;
+        ready_rx
+            .recv()
+            .context("the signal thread ended")?
+            .context("cannot install the SIGTERM handler")?;
+    }
+
+    // File events under conductor/pending wake the loop (new dispatches, acks, moves).
+    let pending = root.pending_root();
+    std::fs::create_dir_all(&pending).ok();
+    let wake = tx.clone();
+    let mut watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
+        if ev.is_ok() {
+            let _ = wake.send(());
+        }
+    })
+    .context("cannot watch the inboxes")?;
+    watcher
+        .watch(&pending, notify::RecursiveMode::Recursive)
+        .with_context(|| format!("cannot watch {}", pending.display()))?;
+
+    let _ = writeln!(
+        out,
+        "{started} pantheon serve: supervising {} (heartbeat {})",
+        root.dir.display(),
+        root.supervisor_dir().join(format!("{id}.json")).display()
+    );
+    let mut next_deadline: Option<chrono::DateTime<chrono::Utc>> = None;
+    let mut last_scan = Instant::now() - RESCAN_EVERY;
+    let mut last_beat = Instant::now() - SUPERVISOR_BEAT;
+    let mut scan = true;
+    while !stop.load(Ordering::SeqCst) {
+        let now = chrono::Utc::now();
+        let due = next_deadline.is_some_and(|t| t <= now);
+        if scan || due || last_scan.elapsed() >= RESCAN_EVERY {
+            let report = c.tick(now);
+            log_line(&mut *out, &report);
+            next_deadline = report.next_deadline.as_deref().and_then(parse_ts);
+            last_scan = Instant::now();
+            // Our own moves raised file events: drop the ones that arrived during the pass.
+            while rx.try_recv().is_ok() {}
+            scan = false;
+        }
+        if last_beat.elapsed() >= SUPERVISOR_BEAT {
+            let nd = next_deadline.map(format_ts);
+            if let Err(e) = write_supervisor_heartbeat(root, &id, &started, nd.as_deref()) {
+                let _ = writeln!(out, "{} heartbeat: {e}", format_ts(chrono::Utc::now()));
+            }
+            last_beat = Instant::now();
+        }
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let mut wait = SUPERVISOR_BEAT.saturating_sub(last_beat.elapsed());
+        wait = wait.min(RESCAN_EVERY.saturating_sub(last_scan.elapsed()));
+        if let Some(t) = next_deadline {
+            let until = (t - chrono::Utc::now()).to_std().unwrap_or(Duration::ZERO);
+            wait = wait.min(until);
+        }
+        match rx.recv_timeout(wait) {
+            Ok(()) => {
+                // Let a burst of events settle into one pass.
+                let quiet = Instant::now() + Duration::from_millis(20);
+                while let Some(left) = quiet.checked_duration_since(Instant::now()) {
+                    if rx.recv_timeout(left).is_err() {
+                        break;
+                    }
+                }
+                scan = true;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    drop(watcher);
+    let _ = remove_supervisor_heartbeat(root, &id);
+    let _ = writeln!(
+        out,
+        "{} pantheon serve: stopped",
+        format_ts(chrono::Utc::now())
+    );
+    Ok(Outcome::Exit(ExitCode::SUCCESS))
+}

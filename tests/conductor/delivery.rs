@@ -1,0 +1,477 @@
+//! Ack deadlines, redelivery, dead letters, requeue and rerun (docs/PROTOCOL.md §2.10-2.11), in real
+//! time with a 1 s `ack_wait`, through `pantheon tick` and `pantheon serve`.
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+const DELIVER_FLOW: &str = r#"
+workflow:
+  id: deliver-flow
+  version: "1"
+  steps:
+    - id: plan
+      god: thoth
+    - id: build
+      god: hephaestus
+      ack_wait: 1s
+      max_deliveries: 3
+      fallback_gods: [marvin]
+"#;
+
+fn env() -> Env {
+    let env = Env::with_test_flow();
+    env.write("conductor/workflows/deliver-flow.yaml", DELIVER_FLOW);
+    env
+}
+
+fn start(env: &Env, wf: &str, hid: &str) -> Value {
+    env.submit(&def_handoff(
+        hid,
+        wf,
+        "thoth",
+        "hephaestus",
+        "plan",
+        &[],
+        "deliver-flow",
+        None,
+    ))
+}
+
+/// Waits past the ack deadline of the dispatch at `rel`.
+fn wait_past_deadline(env: &Env, rel: &str) {
+    let d = env.read(rel);
+    let deadline = chrono::DateTime::parse_from_rfc3339(d["ack_deadline"].as_str().unwrap())
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    let left = deadline - chrono::Utc::now();
+    if let Ok(left) = left.to_std() {
+        std::thread::sleep(left + Duration::from_millis(30));
+    }
+}
+
+fn journal(env: &Env) -> Vec<Value> {
+    std::fs::read_to_string(env.path("conductor/journal.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn acts(env: &Env, action: &str, hid: &str) -> usize {
+    journal(env)
+        .iter()
+        .filter(|e| e["action"] == action && e["targets"]["handoff_id"] == hid)
+        .count()
+}
+
+/// Every place a dispatch of `hid` lies (inboxes, dead letters, archive).
+fn copies(env: &Env, hid: &str) -> Vec<String> {
+    let file = format!("{hid}.json");
+    let mut out = Vec::new();
+    for top in ["conductor/pending", "conductor/dead", "conductor/archive"] {
+        for god in env.names(top) {
+            let dir = format!("{top}/{god}");
+            if env.names(&dir).contains(&file) {
+                out.push(dir);
+            }
+        }
+    }
+    out
+}
+
+fn assert_valid(env: &Env) {
+    let out = env.run(&["validate"], None);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["errors"], 0, "{report:#}");
+}
+
+#[test]
+fn tick_redelivers_to_the_same_god_then_the_fallback_then_dead_letters() {
+    let env = env();
+    let (wf, hid) = ("wf_deliver_tick", "hof_20260614_de0001");
+    start(&env, wf, hid);
+    let inbox = format!("conductor/pending/hephaestus/{hid}.json");
+    let d = env.read(&inbox);
+    assert_eq!(d["deliveries"].as_array().unwrap().len(), 1);
+    assert_eq!(d["deliveries"][0]["to"], "hephaestus");
+    assert_eq!(d["ack_wait"], "1s");
+    assert_eq!(d["max_deliveries"], 3);
+
+    let r = env.ok(&["tick"], None);
+    assert_eq!(r["redelivered"], json!([]), "nothing is due yet");
+    assert_eq!(r["watched"], 1);
+    assert!(r["next_deadline"].is_string());
+
+    wait_past_deadline(&env, &inbox);
+    let r = env.ok(&["tick"], None);
+    assert_eq!(r["redelivered"][0]["to_god"], "hephaestus");
+    assert_eq!(r["redelivered"][0]["delivery"], 2);
+    assert_eq!(env.read(&inbox)["deliveries"].as_array().unwrap().len(), 2);
+
+    wait_past_deadline(&env, &inbox);
+    let r = env.ok(&["tick"], None);
+    assert_eq!(r["redelivered"][0]["to_god"], "marvin");
+    assert_eq!(
+        copies(&env, hid),
+        vec!["conductor/pending/marvin".to_string()]
+    );
+    assert_eq!(env.state(wf)["dispatched_to"], "marvin");
+
+    let moved = format!("conductor/pending/marvin/{hid}.json");
+    wait_past_deadline(&env, &moved);
+    let r = env.ok(&["tick"], None);
+    assert_eq!(r["dead_lettered"][0]["handoff_id"], hid);
+    assert_eq!(copies(&env, hid), vec!["conductor/dead/marvin".to_string()]);
+    let dead = env.read(&format!("conductor/dead/marvin/{hid}.json"));
+    assert_eq!(dead["deliveries"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        dead["context"]["summary"], "thoth finished plan",
+        "the whole payload"
+    );
+    assert!(
+        dead["dead_reason"]
+            .as_str()
+            .unwrap()
+            .contains("3 deliveries")
+    );
+    let st = env.state(wf);
+    assert_eq!(st["status"], "stalled");
+    assert!(st["failure_reason"].as_str().unwrap().contains(hid));
+    assert_eq!(acts(&env, "redeliver", hid), 2);
+    assert_eq!(acts(&env, "dead_letter", hid), 1);
+    let listed = env.ok(&["dead"], None);
+    assert_eq!(listed["dead"][0]["dispatch"]["handoff_id"], hid);
+    assert_valid(&env);
+
+    // Another tick changes nothing.
+    let r = env.ok(&["tick"], None);
+    assert_eq!(
+        (r["redelivered"].clone(), r["dead_lettered"].clone()),
+        (json!([]), json!([]))
+    );
+
+    // requeue puts it back, deliveries reset, journaled.
+    let r = env.ok(
+        &["--actor", "alice", "requeue", hid, "--to", "hermes"],
+        None,
+    );
+    assert_eq!(r["to_god"], "hermes");
+    assert_eq!(
+        copies(&env, hid),
+        vec!["conductor/pending/hermes".to_string()]
+    );
+    let d = env.read(&format!("conductor/pending/hermes/{hid}.json"));
+    assert_eq!(d["deliveries"].as_array().unwrap().len(), 1);
+    assert!(d.get("dead_reason").is_none());
+    let st = env.state(wf);
+    assert_eq!(st["status"], "waiting_for_ack");
+    assert_eq!(st["dispatched_to"], "hermes");
+    let requeued: Vec<Value> = journal(&env)
+        .into_iter()
+        .filter(|e| e["action"] == "requeue")
+        .collect();
+    assert_eq!(requeued.len(), 1);
+    assert_eq!(requeued[0]["actor"], "alice");
+    assert_valid(&env);
+}
+
+#[test]
+fn a_pending_ack_with_an_eta_postpones_redelivery() {
+    let env = env();
+    let (wf, hid) = ("wf_deliver_eta", "hof_20260614_de0002");
+    start(&env, wf, hid);
+    let eta = chrono::Utc::now() + chrono::Duration::milliseconds(2500);
+    let eta_text = eta.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    let mut a = ack("ack_20260614_de2", hid, "pending", "on it, need 2.5 s");
+    a["eta"] = json!(eta_text);
+    let r = env.ack(&a);
+    assert_eq!(
+        r["deadline"], eta_text,
+        "the ack result says when the deadline falls"
+    );
+    assert_eq!(r["deadline_kind"], "ack");
+    let inbox = format!("conductor/pending/hephaestus/{hid}.json");
+    std::thread::sleep(Duration::from_millis(1300));
+    let r = env.ok(&["tick"], None);
+    assert_eq!(r["redelivered"], json!([]), "the ETA moved the deadline");
+    wait_past_deadline(&env, &inbox);
+    let r = env.ok(&["tick"], None);
+    assert_eq!(r["redelivered"][0]["handoff_id"], hid);
+    assert_eq!(env.read(&inbox)["deliveries"].as_array().unwrap().len(), 2);
+
+    // accepted ends the ack deadline: no more redelivery.
+    let r = env.ack(&ack("ack_20260614_de3", hid, "accepted", ""));
+    assert_eq!(r["state_status"], "in_progress");
+    std::thread::sleep(Duration::from_millis(1100));
+    let r = env.ok(&["tick"], None);
+    assert_eq!(r["watched"], 0);
+    assert_eq!(
+        copies(&env, hid),
+        vec!["conductor/archive/hephaestus".to_string()]
+    );
+}
+
+fn serve(env: &Env, log: &str) -> Child {
+    env.command(&["serve", "--log", env.path(log).to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn terminate(mut child: Child) {
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "serve exits 0 on SIGTERM");
+}
+
+#[test]
+fn serve_redelivers_and_dead_letters_as_deadlines_fall_due_and_exits_on_sigterm() {
+    let env = env();
+    let child = serve(&env, "serve.log");
+    wait_for("the heartbeat", Duration::from_secs(20), || {
+        !env.names("conductor/supervisor").is_empty()
+    });
+    let (wf, hid) = ("wf_deliver_serve", "hof_20260614_de0003");
+    start(&env, wf, hid);
+    // The act is journaled just after the file moves.
+    wait_for("the dead letter", Duration::from_secs(30), || {
+        acts(&env, "dead_letter", hid) == 1
+    });
+    assert_eq!(copies(&env, hid).len(), 1);
+    assert_eq!(acts(&env, "redeliver", hid), 2);
+    assert_eq!(acts(&env, "dead_letter", hid), 1);
+    assert_eq!(env.state(wf)["status"], "stalled");
+    let dead = env.read(&format!("conductor/dead/marvin/{hid}.json"));
+    let at: Vec<&str> = dead["deliveries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["to"].as_str().unwrap())
+        .collect();
+    assert_eq!(at, ["hephaestus", "hephaestus", "marvin"]);
+    terminate(child);
+    assert!(
+        env.names("conductor/supervisor").is_empty(),
+        "heartbeat removed on exit"
+    );
+    let log = std::fs::read_to_string(env.path("serve.log")).unwrap();
+    assert!(log.contains("dead-lettered"), "{log}");
+    assert!(log.contains("stopped"), "{log}");
+    assert_valid(&env);
+}
+
+#[test]
+fn two_supervisors_redeliver_each_dispatch_exactly_once() {
+    let env = env();
+    let a = serve(&env, "a.log");
+    let b = serve(&env, "b.log");
+    wait_for("two heartbeats", Duration::from_secs(20), || {
+        env.names("conductor/supervisor").len() == 2
+    });
+    let n = 12;
+    let ids: Vec<(String, String)> = (0..n)
+        .map(|i| {
+            (
+                format!("wf_deliver_two_{i}"),
+                format!("hof_20260614_df{i:04}"),
+            )
+        })
+        .collect();
+    for (wf, hid) in &ids {
+        start(&env, wf, hid);
+    }
+    wait_for("every dead letter", Duration::from_secs(60), || {
+        journal(&env)
+            .iter()
+            .filter(|e| e["action"] == "dead_letter")
+            .count()
+            >= n
+    });
+    for (wf, hid) in &ids {
+        assert_eq!(
+            copies(&env, hid),
+            vec!["conductor/dead/marvin".to_string()],
+            "{hid}"
+        );
+        assert_eq!(
+            acts(&env, "redeliver", hid),
+            2,
+            "{hid}: each redelivery once"
+        );
+        assert_eq!(acts(&env, "dead_letter", hid), 1, "{hid}");
+        let dead = env.read(&format!("conductor/dead/marvin/{hid}.json"));
+        assert_eq!(dead["deliveries"].as_array().unwrap().len(), 3, "{hid}");
+        assert_eq!(env.state(wf)["status"], "stalled");
+    }
+    terminate(a);
+    terminate(b);
+    assert_valid(&env);
+}
+
+/// Runs `tick` with a crash point; returns whether the point was reached (SIGKILL).
+fn tick_killed_at(env: &Env, point: &str) -> bool {
+    let out = env
+        .command(&["tick"])
+        .env("PANTHEON_TEST_CRASH_AT", point)
+        .output()
+        .unwrap();
+    out.status.signal() == Some(libc::SIGKILL)
+}
+
+#[test]
+fn a_supervisor_killed_during_redelivery_or_dead_lettering_loses_and_doubles_nothing() {
+    let env = env();
+    for (i, (point, redeliveries)) in [
+        ("redeliver:after-state", 1),
+        ("redeliver:after-rewrite", 1),
+        ("dead:after-state", 2),
+        ("dead:after-rewrite", 2),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let wf = format!("wf_deliver_crash_{i}");
+        let hid = format!("hof_20260614_dc{i:04}");
+        start(&env, &wf, &hid);
+        let mut at = format!("conductor/pending/hephaestus/{hid}.json");
+        for _ in 0..*redeliveries {
+            wait_past_deadline(&env, &at);
+            env.ok(&["tick"], None);
+            let c = copies(&env, &hid);
+            assert_eq!(c.len(), 1);
+            at = format!("{}/{hid}.json", c[0]);
+        }
+        wait_past_deadline(&env, &at);
+        assert!(tick_killed_at(&env, point), "{point} was not reached");
+        assert_eq!(copies(&env, &hid).len(), 1, "{point}: never a copy");
+        env.assert_all_json_valid();
+        // The next pass finishes the act.
+        env.ok(&["tick"], None);
+        let c = copies(&env, &hid);
+        assert_eq!(c.len(), 1, "{point}: {c:?}");
+        let d = env.read(&format!("{}/{hid}.json", c[0]));
+        let n = d["deliveries"].as_array().unwrap().len();
+        if point.starts_with("dead") {
+            assert_eq!(c[0], "conductor/dead/marvin", "{point}");
+            assert_eq!(n, 3, "{point}");
+            assert_eq!(env.state(&wf)["status"], "stalled", "{point}");
+        } else {
+            assert_eq!(c[0], "conductor/pending/marvin", "{point}");
+            assert_eq!(n, 3, "{point}: delivery 3 recorded once");
+            assert_eq!(env.state(&wf)["dispatched_to"], "marvin", "{point}");
+        }
+    }
+    assert_valid(&env);
+}
+
+#[test]
+fn rerun_from_a_step_with_edited_context_keeps_every_attempt() {
+    let env = env();
+    let (wf, hid) = ("wf_deliver_rerun", "hof_20260614_de0005");
+    start(&env, wf, hid);
+    // Reject through every god: the workflow fails.
+    for (i, _) in ["hephaestus", "marvin"].iter().enumerate() {
+        env.ack(&ack(
+            &format!("ack_20260614_dr{i}"),
+            hid,
+            "rejected",
+            "cannot",
+        ));
+    }
+    let before = env.state(wf);
+    assert_eq!(before["status"], "failed");
+    let history_before = before["step_history"].as_array().unwrap().len();
+
+    env.write(
+        "ctx.json",
+        r#"{"summary": "retry with the smaller design", "decisions": ["use the smaller design"]}"#,
+    );
+    let ctx = env.path("ctx.json");
+    let r = env.ok(
+        &[
+            "rerun",
+            wf,
+            "--from",
+            "build",
+            "--context",
+            ctx.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(r["status"], "rerun");
+    assert_eq!(r["previous_status"], "failed");
+    assert_eq!(r["attempt"], 2);
+    let new_hid = r["handoff_id"].as_str().unwrap().to_owned();
+    let d = env.read(&format!("conductor/pending/hephaestus/{new_hid}.json"));
+    assert_eq!(d["context"]["decisions"], json!(["use the smaller design"]));
+    assert_eq!(d["context"]["summary"], "retry with the smaller design");
+    assert_eq!(
+        d["deliveries"].as_array().unwrap().len(),
+        1,
+        "a fresh delivery"
+    );
+    let st = env.state(wf);
+    assert_eq!(st["status"], "waiting_for_ack");
+    assert_eq!(
+        st["step_history"].as_array().unwrap().len(),
+        history_before + 1
+    );
+    assert_eq!(st["attempts"].as_array().unwrap().len(), 1);
+    assert_eq!(st["attempts"][0]["previous_status"], "failed");
+    assert_eq!(acts(&env, "rerun", &new_hid), 1);
+    // A running workflow is not rerun.
+    let e = env.refused(&["rerun", wf, "--from", "build"], None);
+    assert!(e.contains("waiting_for_ack"), "{e}");
+    assert_valid(&env);
+}
+
+#[test]
+fn root_config_sets_the_default_ack_wait_and_bad_values_are_warned() {
+    let env = Env::with_test_flow();
+    env.write(
+        "conductor/config.yaml",
+        "ack_wait: 1h\nmax_deliveries: 5\nlock_timeout: forever\nrun: rm -rf /\n",
+    );
+    let hid = "hof_20260614_de0006";
+    env.submit(&def_handoff(
+        hid,
+        "wf_deliver_cfg",
+        "thoth",
+        "hephaestus",
+        "plan",
+        &["state_gate"],
+        "test-flow",
+        None,
+    ));
+    let d = env.read(&format!("conductor/pending/hephaestus/{hid}.json"));
+    assert_eq!(d["ack_wait"], "3600s");
+    assert_eq!(d["max_deliveries"], 5);
+    // The environment overrides the file.
+    let out = env
+        .command(&["validate"])
+        .env("PANTHEON_MAX_DELIVERIES", "7")
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = report.to_string();
+    assert!(text.contains("unknown key"), "{text}");
+    assert!(text.contains("lock_timeout"), "{text}");
+    assert!(text.contains("no supervisor is alive"), "{text}");
+}
