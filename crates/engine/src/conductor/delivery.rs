@@ -555,9 +555,7 @@ impl Conductor {
         else {
             return Ok(false);
         };
-        if again.to_god != d.to_god
-            || again.deliveries.last().map(|x| x.to.as_str()) != Some(to.as_str())
-        {
+        if again.to_god != d.to_god || !again.deliveries.iter().any(|x| x.to == to.as_str()) {
             return Ok(false);
         }
         let target = self.root.inbox_dir(&to).join(format!("{hid}.json"));
