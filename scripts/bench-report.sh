@@ -17,7 +17,7 @@ cargo bench --bench proof --no-run >/dev/null
 cargo bench --bench proof -- goals | tee -a "$out"
 cargo bench --bench proof -- soak "$soak" | tee -a "$out"
 # The areas' own benches, when they print BENCH lines (others are run but contribute nothing).
-for b in conductor bus console mcp nats; do
+for b in conductor bus console mcp nats delivery; do
   if grep -q 'BENCH ' "benches/$b.rs" 2>/dev/null; then
     cargo bench --bench "$b" 2>/dev/null | grep '^BENCH ' | tee -a "$out" || true
   fi

@@ -19,7 +19,7 @@ use notify::Watcher;
 use super::Outcome;
 use crate::engine::conductor::Conductor;
 use crate::engine::conductor::delivery::{
-    SUPERVISOR_BEAT, TickReport, remove_supervisor_heartbeat, write_supervisor_heartbeat,
+    SUPERVISOR_BEAT, ScanCache, TickReport, remove_supervisor_heartbeat, write_supervisor_heartbeat,
 };
 use crate::engine::journal::Origin;
 use crate::engine::store::Root;
@@ -159,11 +159,12 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     let mut last_scan = Instant::now() - RESCAN_EVERY;
     let mut last_beat = Instant::now() - SUPERVISOR_BEAT;
     let mut scan = true;
+    let mut cache = ScanCache::default();
     while !stop.load(Ordering::SeqCst) {
         let now = chrono::Utc::now();
         let due = next_deadline.is_some_and(|t| t <= now);
         if scan || due || last_scan.elapsed() >= RESCAN_EVERY {
-            let report = c.tick(now);
+            let report = c.tick_with(&mut cache, now);
             log_line(&mut *out, &report);
             next_deadline = report.next_deadline.as_deref().and_then(parse_ts);
             last_scan = Instant::now();

@@ -198,6 +198,39 @@ pub fn held_overdue(d: &DispatchView, held: bool, now: DateTime<Utc>) -> bool {
         .is_some_and(|t| now - t > HELD_OVERDUE_AFTER)
 }
 
+/// The delivery count and the ack deadline's countdown of a dispatch with an `ack_wait`
+/// (docs/PROTOCOL.md §2.10): `2/3 due 12s`, `2/3 due now`; `None` without a deadline.
+pub fn delivery_note(
+    d: &crate::engine::conductor::model::Dispatch,
+    now: DateTime<Utc>,
+) -> Option<String> {
+    if d.deliveries.is_empty() {
+        return None;
+    }
+    let max = d
+        .max_deliveries
+        .map(|m| m.to_string())
+        .unwrap_or_else(|| "?".into());
+    let due = d
+        .ack_deadline
+        .as_deref()
+        .and_then(crate::engine::store::time::parse_ts)
+        .map(|t| {
+            let left = (t - now).num_seconds();
+            if left <= 0 {
+                " due now".to_owned()
+            } else if left < 120 {
+                format!(" due {left}s")
+            } else if left < 7200 {
+                format!(" due {}m", left / 60)
+            } else {
+                format!(" due {}h", left / 3600)
+            }
+        })
+        .unwrap_or_default();
+    Some(format!("{}/{max}{due}", d.deliveries.len()))
+}
+
 /// Workflows, unfinished first, then by id (or by the sort's column). The filter sees what the row shows, labels included
 /// (`unacked`, `held`, `overdue`).
 pub fn workflows<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<&'a WorkflowView> {

@@ -29,14 +29,14 @@ fn init_upgrades_the_schema_an_earlier_version_shipped_and_says_so() {
         r["notes"][0]
             .as_str()
             .unwrap()
-            .contains("upgraded to version 2")
+            .contains("upgraded to version 3")
     );
     assert_eq!(
         std::fs::read_to_string(env.path(SCHEMA)).unwrap(),
         shipped("schema.json")
     );
     let doc = env.read(SCHEMA);
-    assert_eq!(doc["version"], 2);
+    assert_eq!(doc["version"], 3);
     assert!(doc["$defs"]["rule_event"].is_object());
 
     let again = env.ok(&["init"], None);

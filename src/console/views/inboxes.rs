@@ -148,6 +148,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::from(vec![
                 Span::styled(format!("{g} {ack}"), astyle),
                 Span::styled(if overdue { " ▲ OVERDUE" } else { "" }, theme.alert()),
+                Span::styled(
+                    items::delivery_note(d, app.now)
+                        .map(|n| format!(" {n}"))
+                        .unwrap_or_default(),
+                    theme.dim(),
+                ),
             ]),
             Line::styled(d.context.summary.clone(), theme.dim()),
         ]

@@ -277,11 +277,14 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme
         section(&mut l, "Waiting dispatches", theme);
         for (god, d) in &w.waiting {
             l.push(Line::raw(format!(
-                "  {} → {god} (step {}, {}, {})",
+                "  {} → {god} (step {}, {}, {}{})",
                 d.handoff_id,
                 d.step,
                 d.ack_status,
-                when(d.dispatched_at.as_deref(), now, abs)
+                when(d.dispatched_at.as_deref(), now, abs),
+                crate::console::items::delivery_note(d, now)
+                    .map(|n| format!(", deliveries {n}"))
+                    .unwrap_or_default()
             )));
         }
     }

@@ -318,6 +318,11 @@ impl Conductor {
                 st.updated = Some(now);
                 files::write_state(&self.root, &wf, &st)?;
                 write_json(&self.root, &found.path, &d)?;
+                if god != addressee_before {
+                    // An earlier target took it back: the dispatch follows it to its inbox.
+                    let to = self.root.inbox_dir(&god).join(format!("{}.json", a.hid));
+                    crate::store::atomic::rename_durable(&self.root, &found.path, &to)?;
+                }
             }
             AckStatus::Accepted => {
                 if is_current {

@@ -9,7 +9,10 @@
 //! idempotent on the delivery number, so two supervisors, or one restarted after a crash, redeliver each
 //! dispatch exactly once.
 
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -296,6 +299,15 @@ pub fn deadline_after_ack(
     at.map(format_ts)
 }
 
+/// File identity (device, inode, size, mtime) of each inbox file the last pass saw, with the dispatch
+/// parsed from it when it has a delivery policy.
+#[derive(Debug, Default)]
+pub struct ScanCache {
+    files: HashMap<PathBuf, (FileId, Option<Arc<Dispatch>>)>,
+}
+
+type FileId = (u64, u64, u64, i64, i64);
+
 /// What one pass of the supervisor did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct TickReport {
@@ -406,14 +418,47 @@ fn dead_at(d: &Dispatch) -> String {
 }
 
 impl Conductor {
-    /// Every open dispatch in the inboxes (the quarantine is not delivered, so it has no deadline).
-    fn inbox_dispatches(&self) -> Vec<(GodName, PathBuf, Dispatch)> {
+    /// Every dispatch with a delivery policy in the inboxes (the quarantine is not delivered, so it has
+    /// no deadline). Files unchanged since the last pass (same inode, size and mtime) are not read again.
+    fn inbox_dispatches(&self, cache: &mut ScanCache) -> Vec<(GodName, PathBuf, Arc<Dispatch>)> {
         let mut out = Vec::new();
+        let mut seen = HashMap::new();
         for god in files::god_dirs(&self.root.pending_root()) {
-            for (path, d) in files::read_dispatch_dir(&self.root.inbox_dir(&god)).0 {
-                out.push((god.clone(), path, d));
+            let Ok(rd) = std::fs::read_dir(self.root.inbox_dir(&god)) else {
+                continue;
+            };
+            for e in rd.flatten() {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                if name.starts_with('.') || !name.ends_with(".json") {
+                    continue;
+                }
+                let Ok(m) = e.metadata() else {
+                    continue;
+                };
+                if !m.is_file() {
+                    continue;
+                }
+                let id = (m.dev(), m.ino(), m.len(), m.mtime(), m.mtime_nsec());
+                let path = e.path();
+                let entry = match cache.files.remove(&path) {
+                    Some((old, d)) if old == id => (id, d),
+                    _ => {
+                        let d = files::read_model::<Dispatch>(&path)
+                            .ok()
+                            .flatten()
+                            .filter(|d| !d.deliveries.is_empty() || d.ack_wait.is_some())
+                            .map(Arc::new);
+                        (id, d)
+                    }
+                };
+                if let Some(d) = &entry.1 {
+                    out.push((god.clone(), path.clone(), d.clone()));
+                }
+                seen.insert(path, entry);
             }
         }
+        cache.files = seen;
         out
     }
 
@@ -438,12 +483,18 @@ impl Conductor {
     /// One pass of the supervisor at `now`: finishes half-done moves, redelivers every dispatch whose
     /// ack deadline has passed and dead-letters those out of deliveries. Each act is journaled.
     pub fn tick(&self, now: DateTime<Utc>) -> TickReport {
+        self.tick_with(&mut ScanCache::default(), now)
+    }
+
+    /// [`Conductor::tick`] for a long-running supervisor: `cache` keeps what earlier passes read, so a
+    /// pass over 10,000 waiting dispatches lists and stats them but parses only the changed ones.
+    pub fn tick_with(&self, cache: &mut ScanCache, now: DateTime<Utc>) -> TickReport {
         let mut report = TickReport {
             now: format_ts(now),
             ..Default::default()
         };
         let mut next: Option<DateTime<Utc>> = None;
-        for (god, path, d) in self.inbox_dispatches() {
+        for (god, path, d) in self.inbox_dispatches(cache) {
             if d.deliveries.is_empty() && d.ack_wait.is_none() {
                 continue;
             }
@@ -504,9 +555,7 @@ impl Conductor {
         else {
             return Ok(false);
         };
-        if again.to_god != d.to_god
-            || again.deliveries.last().map(|x| x.to.as_str()) != Some(to.as_str())
-        {
+        if again.to_god != d.to_god || !again.deliveries.iter().any(|x| x.to == to.as_str()) {
             return Ok(false);
         }
         let target = self.root.inbox_dir(&to).join(format!("{hid}.json"));
