@@ -846,3 +846,62 @@ fn a_three_node_cluster_loses_a_node_and_the_shared_track_goes_on() {
     assert!(a.bridge.terminate(), "bridge A did not exit cleanly");
     assert!(b.bridge.terminate(), "bridge B did not exit cleanly");
 }
+
+#[test]
+fn credentials_never_reach_logs_or_status() {
+    const TOKEN: &str = "planted-s3cret-token-7f3a";
+    const PASS: &str = "planted-pa55word-91c";
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let _server = Guard(Some(
+        Command::new(nats_server_bin())
+            .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
+            .arg(dir.path().join("js"))
+            .args(["--auth", TOKEN])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    ));
+    wait_for("nats-server", Duration::from_secs(20), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, TOKEN).unwrap();
+    let good = Machine::new("konan");
+    let bad = Machine::new("tallon");
+    let log = |m: &Machine, url: &str, extra: &[&str]| {
+        let err = std::fs::File::create(m.path("bridge.log")).unwrap();
+        let mut c = m.command(&["bridge", "--nats", url, "--name", &m.name, "--track", "shared"]);
+        c.args(extra)
+            .env("RUST_LOG", "debug")
+            .stdin(Stdio::null())
+            .stdout(err.try_clone().unwrap())
+            .stderr(err);
+        Guard(Some(c.spawn().unwrap()))
+    };
+    let url = format!("nats://127.0.0.1:{port}");
+    let mut g = log(&good, &url, &["--token-file", token_file.to_str().unwrap()]);
+    // Wrong credentials in the URL: refused by the server, the error kept in the status.
+    let mut b = log(&bad, &format!("nats://someone:{PASS}@127.0.0.1:{port}"), &[]);
+    wait_for("A connected", Duration::from_secs(30), || {
+        good.ok(&["bridge", "status"], None)["status"]["connected"] == true
+    });
+    wait_for("B's error", Duration::from_secs(30), || {
+        !bad.ok(&["bridge", "status"], None)["status"]["last_error"].is_null()
+    });
+    assert!(g.terminate(), "the bridge with the token did not exit cleanly");
+    assert!(b.terminate(), "the refused bridge did not exit cleanly");
+    for m in [&good, &bad] {
+        let status = m.ok(&["bridge", "status"], None).to_string();
+        let logged = std::fs::read_to_string(m.path("bridge.log")).unwrap();
+        let file = std::fs::read_to_string(m.path("conductor/bridge/status.json")).unwrap();
+        for text in [&status, &logged, &file] {
+            assert!(!text.contains(TOKEN) && !text.contains(PASS), "{}: a secret leaked: {text}", m.name);
+        }
+    }
+    let logged = std::fs::read_to_string(bad.path("bridge.log")).unwrap();
+    assert!(logged.contains("bridge: nats"), "the refusal is logged: {logged}");
+    let s = bad.ok(&["bridge", "status"], None);
+    assert_eq!(s["status"]["server"], format!("nats://127.0.0.1:{port}"), "{s}");
+}
