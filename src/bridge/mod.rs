@@ -327,7 +327,10 @@ fn run_lock(l: &LockArgs, root: &Root) -> anyhow::Result<crate::cli::Outcome> {
         .clone()
         .context("--nats URL is required (or PANTHEON_NATS_URL)")?;
     if !is_valid_name(&l.name) {
-        bail!("--name {:?} must match ^[A-Za-z0-9][A-Za-z0-9_-]{{0,63}}$", l.name);
+        bail!(
+            "--name {:?} must match ^[A-Za-z0-9][A-Za-z0-9_-]{{0,63}}$",
+            l.name
+        );
     }
     crate::engine::store::ids::check_free_text("worker", &l.worker)?;
     crate::engine::store::ids::check_free_text("lock type", &l.lock_type)?;

@@ -859,13 +859,12 @@ impl LiveModel {
         let stale_after = crate::engine::bus::model::stale_after();
         s.stale_after =
             (stale_after != crate::engine::bus::model::STALE_AFTER).then_some(stale_after);
-        s.bridge = crate::engine::store::read::read_json(
-            &crate::engine::bridge::status_path(&self.root),
-        )
-        .ok()
-        .flatten()
-        .filter(Value::is_object)
-        .map(Arc::new);
+        s.bridge =
+            crate::engine::store::read::read_json(&crate::engine::bridge::status_path(&self.root))
+                .ok()
+                .flatten()
+                .filter(Value::is_object)
+                .map(Arc::new);
         self.seq += 1;
         s.seq = self.seq;
         s.taken_at = Some(chrono::Utc::now());

@@ -278,7 +278,11 @@ mod tests {
 /// The source of a message; a line mirrored from another machine's shared track (docs/NATS.md)
 /// shows where it came from: `worker-1@konan`.
 fn source_of(m: &crate::engine::bus::Envelope) -> String {
-    match m.extra.get("from_pantheon").and_then(serde_json::Value::as_str) {
+    match m
+        .extra
+        .get("from_pantheon")
+        .and_then(serde_json::Value::as_str)
+    {
         Some(p) => format!("{}@{p}", m.source),
         None => m.source.clone(),
     }

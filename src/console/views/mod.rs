@@ -158,7 +158,11 @@ fn bridge_spans<'a>(spans: &mut Vec<Span<'a>>, b: &serde_json::Value, theme: &Th
         format!(
             " · ⇄ {} {mark} {} {} lag {lag}",
             text("name"),
-            if connected { "connected" } else { "disconnected" },
+            if connected {
+                "connected"
+            } else {
+                "disconnected"
+            },
             text("server"),
         ),
         style,
