@@ -220,7 +220,7 @@ fn main() {
     // ---- ours: two roots, two bridges, one shared track
     let roots: Vec<Root> = ["a", "b"]
         .iter()
-        .map(|n| Root::at(&dir.path().join(n)))
+        .map(|n| Root::at(dir.path().join(n)))
         .collect();
     let buses: Vec<Bus> = roots
         .iter()

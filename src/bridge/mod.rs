@@ -87,7 +87,7 @@ pub enum BridgeCommand {
     Status,
     /// Take, renew (--token) or release (--release) a lock of a shared track through the track's
     /// KV bucket (compare-and-set; the returned fencing token is the KV revision). JSON out.
-    Lock(LockArgs),
+    Lock(Box<LockArgs>),
 }
 
 #[derive(Debug, Clone, clap::Args)]

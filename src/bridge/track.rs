@@ -128,26 +128,17 @@ pub(super) fn spawn(
         replicas,
         poll,
     });
-    let mut tasks = Vec::new();
-    tasks.push(tokio::spawn(publish_loop(js.clone(), t.clone())));
-    tasks.push(tokio::spawn(retrying(
-        "consumer",
-        t.clone(),
-        js.clone(),
-        consume_session,
-    )));
-    tasks.push(tokio::spawn(retrying(
-        "locks",
-        t.clone(),
-        js.clone(),
-        locks_session,
-    )));
-    tasks.push(tokio::spawn(retrying(
-        "heartbeats",
-        t.clone(),
-        js.clone(),
-        workers_session,
-    )));
+    let tasks = vec![
+        tokio::spawn(publish_loop(js.clone(), t.clone())),
+        tokio::spawn(retrying("consumer", t.clone(), js.clone(), consume_session)),
+        tokio::spawn(retrying("locks", t.clone(), js.clone(), locks_session)),
+        tokio::spawn(retrying(
+            "heartbeats",
+            t.clone(),
+            js.clone(),
+            workers_session,
+        )),
+    ];
     Ok((tasks, stats))
 }
 

@@ -62,7 +62,7 @@ pub enum Command {
     /// The operator journal: every state-changing act, hash-chained (--verify checks the chain).
     Journal(journal::JournalArgs),
     /// Connect this root to other pantheons over NATS JetStream (long-running; `bridge status`: JSON).
-    Bridge(crate::bridge::BridgeArgs),
+    Bridge(Box<crate::bridge::BridgeArgs>),
 }
 
 /// Options of `pantheon console`.
@@ -193,7 +193,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Bus(args)) => bus::run(args, &root, origin),
         Some(Command::Board(args)) => board::run(args, &root, origin),
         Some(Command::Journal(args)) => journal::run(args, &root, cli.actor),
-        Some(Command::Bridge(args)) => crate::bridge::run(args, &root),
+        Some(Command::Bridge(args)) => crate::bridge::run(*args, &root),
     };
     match result {
         Ok(Outcome::Json(v)) => {

@@ -329,9 +329,12 @@ impl Mirror {
             .iter()
             .rev()
             .filter(|e| {
-                events::events_for(e)
-                    .into_iter()
-                    .fold(false, |fresh, n| named.insert(n) || fresh)
+                // Every name is recorded (no short circuit): an earlier message naming it is covered.
+                let mut fresh = false;
+                for n in events::events_for(e) {
+                    fresh |= named.insert(n);
+                }
+                fresh
             })
             .collect();
         touch.reverse();
