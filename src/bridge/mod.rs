@@ -90,7 +90,7 @@ pub enum BridgeCommand {
     Status,
     /// Take, renew (--token) or release (--release) a lock of a shared track through the track's
     /// KV bucket (compare-and-set; the returned fencing token is the KV revision). JSON out.
-    Lock(LockArgs),
+    Lock(Box<LockArgs>),
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -158,6 +158,16 @@ pub fn run(args: BridgeArgs, root: &Root) -> anyhow::Result<crate::cli::Outcome>
     if !is_valid_name(&args.god) {
         bail!("--god {:?} is not a god name", args.god);
     }
+    // The bridge logs its warnings (errors, dead letters) to stderr; RUST_LOG raises or lowers that.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"))
+                // The client's debug and trace output can show credentials: never below info.
+                .add_directive("async_nats=info".parse().expect("a valid directive")),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -237,6 +247,7 @@ async fn connect(
             }
         }
     });
+    opts = userinfo_options(opts, url);
     Ok(opts.connect(server_list(url)).await?)
 }
 
@@ -287,12 +298,28 @@ async fn options(args: &Conn, name: &str) -> anyhow::Result<async_nats::ConnectO
     Ok(opts)
 }
 
-/// The servers of a comma-separated URL list.
+/// The servers of a comma-separated URL list, without any `user:password@` (given to the client as
+/// options instead, so the client's own debug logs of the server address hold no secret).
 fn server_list(url: &str) -> Vec<String> {
-    url.split(',')
+    eb::redact_url(url)
+        .split(',')
         .map(|u| u.trim().to_owned())
         .filter(|u| !u.is_empty())
         .collect()
+}
+
+/// `user:password@` (or `token@`) of the first URL that has one, as client options.
+fn userinfo_options(opts: async_nats::ConnectOptions, url: &str) -> async_nats::ConnectOptions {
+    for u in url.split(',') {
+        let rest = u.split_once("://").map_or(u, |(_, r)| r);
+        if let Some((info, _)) = rest.rsplit_once('@') {
+            return match info.split_once(':') {
+                Some((user, pass)) => opts.user_and_password(user.to_owned(), pass.to_owned()),
+                None => opts.token(info.to_owned()),
+            };
+        }
+    }
+    opts
 }
 
 /// `pantheon bridge lock`: one compare-and-set on the track's lock bucket.
@@ -303,7 +330,10 @@ fn run_lock(l: &LockArgs, root: &Root) -> anyhow::Result<crate::cli::Outcome> {
         .clone()
         .context("--nats URL is required (or PANTHEON_NATS_URL)")?;
     if !is_valid_name(&l.name) {
-        bail!("--name {:?} must match ^[A-Za-z0-9][A-Za-z0-9_-]{{0,63}}$", l.name);
+        bail!(
+            "--name {:?} must match ^[A-Za-z0-9][A-Za-z0-9_-]{{0,63}}$",
+            l.name
+        );
     }
     crate::engine::store::ids::check_free_text("worker", &l.worker)?;
     crate::engine::store::ids::check_free_text("lock type", &l.lock_type)?;
@@ -326,8 +356,7 @@ fn run_lock(l: &LockArgs, root: &Root) -> anyhow::Result<crate::cli::Outcome> {
         .enable_all()
         .build()?;
     let out = rt.block_on(async {
-        let client = options(&l.conn, &l.name)
-            .await?
+        let client = userinfo_options(options(&l.conn, &l.name).await?, &url)
             .connect(server_list(&url))
             .await
             .map_err(|e| anyhow::anyhow!("connecting to {}: {e}", eb::redact_url(&url)))?;
@@ -414,10 +443,17 @@ async fn serve(args: BridgeArgs, url: String, name: String, root: Root) -> anyho
         }
     }
     shared.stop.store(true, Ordering::SeqCst);
-    let _ = tokio::time::timeout(Duration::from_secs(5), out).await;
-    let _ = tokio::time::timeout(Duration::from_secs(5), inn).await;
-    for t in track_tasks {
-        let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+    // Every loop sees the stop within a poll; one that waits on the server is cut off after 5 s.
+    let mut tasks = vec![out, inn];
+    tasks.extend(track_tasks);
+    let aborts: Vec<_> = tasks.iter().map(|t| t.abort_handle()).collect();
+    let _ = tokio::time::timeout(
+        Duration::from_secs(5),
+        futures_util::future::join_all(tasks),
+    )
+    .await;
+    for a in aborts {
+        a.abort();
     }
     signals.abort();
     let _ = tokio::time::timeout(Duration::from_secs(2), client.flush()).await;

@@ -15,7 +15,9 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use super::Shared;
-use crate::engine::bridge::track::{self as et, KvEntry, LockStep, Mirror, SharedLock, TrackCursor};
+use crate::engine::bridge::track::{
+    self as et, KvEntry, LockStep, Mirror, SharedLock, TrackCursor,
+};
 use crate::engine::bus::Bus;
 use crate::engine::store::ids::TrackName;
 
@@ -49,17 +51,49 @@ struct Track {
     track: TrackName,
     bus: Bus,
     cursor: std::sync::Mutex<TrackCursor>,
+    /// The cursor changed since it was last written.
+    dirty: std::sync::atomic::AtomicBool,
+    written: std::sync::Mutex<std::time::Instant>,
     stats: Arc<TrackStats>,
     wake: Arc<Notify>,
     replicas: usize,
     poll: Duration,
 }
 
+/// How often the cursor file is written while lines flow. A crash loses at most this much of the
+/// cursor: the lines after it are read again and skipped by id (and deduplicated by the server).
+const CURSOR_EVERY: Duration = Duration::from_millis(250);
+
 impl Track {
+    /// Updates the cursor; written to disk at most every [`CURSOR_EVERY`] (see [`Track::flush`]).
     fn save_cursor(&self, f: impl FnOnce(&mut TrackCursor)) -> anyhow::Result<()> {
         let mut c = self.cursor.lock().unwrap_or_else(|e| e.into_inner());
         f(&mut c);
-        et::write_cursor(&self.shared.root, &self.track, &c)?;
+        self.dirty.store(true, Ordering::SeqCst);
+        let mut last = self.written.lock().unwrap_or_else(|e| e.into_inner());
+        if last.elapsed() >= CURSOR_EVERY {
+            et::write_cursor(&self.shared.root, &self.track, &c)?;
+            self.dirty.store(false, Ordering::SeqCst);
+            *last = std::time::Instant::now();
+        }
+        Ok(())
+    }
+
+    /// Writes the cursor if it changed since it was last written (and, unless `now`, was last
+    /// written at least [`CURSOR_EVERY`] ago).
+    fn flush(&self, now: bool) -> anyhow::Result<()> {
+        let due = now
+            || self
+                .written
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .elapsed()
+                >= CURSOR_EVERY;
+        if due && self.dirty.swap(false, Ordering::SeqCst) {
+            let c = self.cursor.lock().unwrap_or_else(|e| e.into_inner());
+            et::write_cursor(&self.shared.root, &self.track, &c)?;
+            *self.written.lock().unwrap_or_else(|e| e.into_inner()) = std::time::Instant::now();
+        }
         Ok(())
     }
 
@@ -87,16 +121,24 @@ pub(super) fn spawn(
         bus,
         track,
         cursor: std::sync::Mutex::new(cursor),
+        dirty: Default::default(),
+        written: std::sync::Mutex::new(std::time::Instant::now()),
         stats: stats.clone(),
         wake,
         replicas,
         poll,
     });
-    let mut tasks = Vec::new();
-    tasks.push(tokio::spawn(publish_loop(js.clone(), t.clone())));
-    tasks.push(tokio::spawn(retrying("consumer", t.clone(), js.clone(), consume_session)));
-    tasks.push(tokio::spawn(retrying("locks", t.clone(), js.clone(), locks_session)));
-    tasks.push(tokio::spawn(retrying("heartbeats", t.clone(), js.clone(), workers_session)));
+    let tasks = vec![
+        tokio::spawn(publish_loop(js.clone(), t.clone())),
+        tokio::spawn(retrying("consumer", t.clone(), js.clone(), consume_session)),
+        tokio::spawn(retrying("locks", t.clone(), js.clone(), locks_session)),
+        tokio::spawn(retrying(
+            "heartbeats",
+            t.clone(),
+            js.clone(),
+            workers_session,
+        )),
+    ];
     Ok((tasks, stats))
 }
 
@@ -193,7 +235,9 @@ async fn publish_loop(js: jetstream::Context, t: Arc<Track>) {
             match ensure_stream(&t, &js).await {
                 Ok(_) => stream_ready = true,
                 Err(e) => {
-                    t.shared.note_error(format!("track {}: {e:#}", t.track)).await;
+                    t.shared
+                        .note_error(format!("track {}: {e:#}", t.track))
+                        .await;
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(Duration::from_secs(5));
                     continue;
@@ -205,7 +249,14 @@ async fn publish_loop(js: jetstream::Context, t: Arc<Track>) {
                 pause = t.poll;
                 continue;
             }
-            Ok(false) => pause = t.poll,
+            Ok(false) => {
+                pause = t.poll;
+                if let Err(e) = t.flush(false) {
+                    t.shared
+                        .note_error(format!("track {} cursor: {e:#}", t.track))
+                        .await;
+                }
+            }
             Err(e) => {
                 t.shared
                     .note_error(format!("track {} publish: {e:#}", t.track))
@@ -218,6 +269,11 @@ async fn publish_loop(js: jetstream::Context, t: Arc<Track>) {
         let _ = tokio::time::timeout(pause, t.wake.notified()).await;
     }
     drop(watcher);
+    if let Err(e) = t.flush(true) {
+        t.shared
+            .note_error(format!("track {} cursor: {e:#}", t.track))
+            .await;
+    }
 }
 
 /// Publishes what was appended since the cursor; true when something was published.
@@ -303,7 +359,10 @@ async fn consume_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Resul
     let me = t.shared.inbound.name.clone();
     while !t.stopped() {
         let first = match tokio::time::timeout(Duration::from_millis(250), messages.next()).await {
-            Err(_) => continue,
+            Err(_) => {
+                t.flush(false)?;
+                continue;
+            }
             Ok(None) => anyhow::bail!("the consumer's message stream ended"),
             Ok(Some(m)) => m.map_err(|e| anyhow::anyhow!("{e}"))?,
         };
@@ -346,6 +405,7 @@ async fn consume_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Resul
         t.stats.stream_seq.store(last_seq, Ordering::Relaxed);
         t.stats.lag.store(lag, Ordering::Relaxed);
     }
+    t.flush(true)?;
     Ok(())
 }
 
@@ -371,7 +431,10 @@ async fn dead(t: &Track, seq: u64, subj: &str, reason: &str, data: &[u8]) {
 /// Mirrors the track's lock bucket into `locks.json`.
 async fn locks_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Result<()> {
     let store = ensure_bucket(&js, &et::locks_bucket(&t.track), t.replicas).await?;
-    let mut watch = store.watch_all().await.context("watching the lock bucket")?;
+    let mut watch = store
+        .watch_all()
+        .await
+        .context("watching the lock bucket")?;
     let mut locks: BTreeMap<String, (SharedLock, u64)> = BTreeMap::new();
     // The watch starts with every current value; mirror once they are in, then on every change.
     let mut dirty = true;
@@ -413,7 +476,10 @@ async fn locks_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Result<
 async fn workers_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Result<()> {
     let store = ensure_bucket(&js, &et::workers_bucket(&t.track), t.replicas).await?;
     let me = t.shared.inbound.name.clone();
-    let mut watch = store.watch_all().await.context("watching the worker bucket")?;
+    let mut watch = store
+        .watch_all()
+        .await
+        .context("watching the worker bucket")?;
     let mut remote: BTreeMap<(String, String), Value> = BTreeMap::new();
     let mut sent: BTreeMap<String, Value> = BTreeMap::new();
     let mut dirty = true;
@@ -505,7 +571,11 @@ pub struct LockRequest {
 
 /// Takes, renews or releases a lock of a shared track by compare-and-set on the KV revision, then
 /// mirrors the bucket into the local `locks.json` and posts FILE_LOCK / FILE_UNLOCK on the track.
-pub async fn lock(js: &jetstream::Context, root: &crate::engine::store::Root, r: &LockRequest) -> anyhow::Result<Value> {
+pub async fn lock(
+    js: &jetstream::Context,
+    root: &crate::engine::store::Root,
+    r: &LockRequest,
+) -> anyhow::Result<Value> {
     let key_path = crate::engine::bus::locks::normalize_key(&r.path)?;
     let bus = Bus::open_existing(root, r.track.as_str())?;
     let store = ensure_bucket(js, &et::locks_bucket(&r.track), r.replicas).await?;
@@ -513,11 +583,20 @@ pub async fn lock(js: &jetstream::Context, root: &crate::engine::store::Root, r:
     let current = lock_entry(&store, &key).await?;
     let now = chrono::Utc::now();
     let out = if r.release {
-        let rev = et::plan_release(&key_path, current.as_ref(), &r.worker, &r.pantheon, r.token, r.force)?;
+        let rev = et::plan_release(
+            &key_path,
+            current.as_ref(),
+            &r.worker,
+            &r.pantheon,
+            r.token,
+            r.force,
+        )?;
         store
             .delete_expect_revision(&key, Some(rev))
             .await
-            .map_err(|e| anyhow::anyhow!("{key_path} changed while releasing it (token {rev}): {e}"))?;
+            .map_err(|e| {
+                anyhow::anyhow!("{key_path} changed while releasing it (token {rev}): {e}")
+            })?;
         bus.post(
             "FILE_UNLOCK",
             &r.worker,
@@ -525,7 +604,14 @@ pub async fn lock(js: &jetstream::Context, root: &crate::engine::store::Root, r:
         )?;
         json!({"filepath": key_path, "released": true, "fencing_token": rev})
     } else {
-        let step = et::plan_acquire(&key_path, current.as_ref(), &r.worker, &r.pantheon, r.token, now)?;
+        let step = et::plan_acquire(
+            &key_path,
+            current.as_ref(),
+            &r.worker,
+            &r.pantheon,
+            r.token,
+            now,
+        )?;
         let value = et::new_lock(&key_path, &r.worker, &r.pantheon, &r.lock_type, r.ttl, now)?;
         let body = serde_json::to_vec(&value)?;
         let (rev, previous, renewed) = match &step {
@@ -539,15 +625,19 @@ pub async fn lock(js: &jetstream::Context, root: &crate::engine::store::Root, r:
                 false,
             ),
             LockStep::Replace { revision, previous } => (
-                store.update(&key, body.into(), *revision).await.map_err(|e| {
-                    anyhow::Error::new(crate::engine::error::Error::refused(format!(
-                        "{key_path} changed in between (expected token {revision}): {e}"
-                    )))
-                })?,
+                store
+                    .update(&key, body.into(), *revision)
+                    .await
+                    .map_err(|e| {
+                        anyhow::Error::new(crate::engine::error::Error::refused(format!(
+                            "{key_path} changed in between (expected token {revision}): {e}"
+                        )))
+                    })?,
                 previous.clone(),
-                current.as_ref().and_then(|c| c.lock.as_ref()).is_some_and(|l| {
-                    l.worker_id == r.worker && l.pantheon == r.pantheon
-                }),
+                current
+                    .as_ref()
+                    .and_then(|c| c.lock.as_ref())
+                    .is_some_and(|l| l.worker_id == r.worker && l.pantheon == r.pantheon),
             ),
         };
         bus.post(
@@ -567,8 +657,13 @@ pub async fn lock(js: &jetstream::Context, root: &crate::engine::store::Root, r:
     let mut keys = store.keys().await?;
     while let Some(k) = keys.next().await {
         let k = k?;
-        if let (Some(p), Some(KvEntry { lock: Some(l), revision })) =
-            (et::decode_kv_key(&k), lock_entry(&store, &k).await?)
+        if let (
+            Some(p),
+            Some(KvEntry {
+                lock: Some(l),
+                revision,
+            }),
+        ) = (et::decode_kv_key(&k), lock_entry(&store, &k).await?)
         {
             all.insert(p, (l, revision));
         }

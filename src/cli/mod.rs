@@ -63,7 +63,7 @@ pub enum Command {
     /// The operator journal: every state-changing act, hash-chained (--verify checks the chain).
     Journal(journal::JournalArgs),
     /// Connect this root to other pantheons over NATS JetStream (long-running; `bridge status`: JSON).
-    Bridge(crate::bridge::BridgeArgs),
+    Bridge(Box<crate::bridge::BridgeArgs>),
     /// The console's own configuration (keys, theme, times, thresholds, notifications).
     Config(ConfigArgs),
     /// One pass of the delivery supervisor: redeliver and dead-letter what is due, then exit (cron, tests).
@@ -286,7 +286,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Bus(args)) => bus::run(args, &root, origin),
         Some(Command::Board(args)) => board::run(args, &root, origin),
         Some(Command::Journal(args)) => journal::run(args, &root, cli.actor),
-        Some(Command::Bridge(args)) => crate::bridge::run(args, &root),
+        Some(Command::Bridge(args)) => crate::bridge::run(*args, &root),
         Some(Command::Config(args)) => run_config(args),
         Some(Command::Tick) => serve::tick(&root, Origin::new(cli.actor.as_deref(), "supervisor")),
         Some(Command::Serve(args)) => {

@@ -507,7 +507,9 @@ impl Machine {
 
     /// Posts `n` PROGRESS messages from `source`, numbered from `from`, in one process.
     fn post_numbered(&self, track: &str, source: &str, from: usize, n: usize) {
-        let mut c = self.command(&["bus", "--track", track, "post", "PROGRESS", "--source", source]);
+        let mut c = self.command(&[
+            "bus", "--track", track, "post", "PROGRESS", "--source", source,
+        ]);
         c.arg("--stdin")
             .arg("--count")
             .arg("0")
@@ -532,9 +534,9 @@ impl Machine {
 
     /// The lines of a track's queue, parsed.
     fn queue(&self, track: &str) -> Vec<Value> {
-        std::fs::read_to_string(
-            self.path(&format!("conductor/tracks/{track}/.message-bus/queue.jsonl")),
-        )
+        std::fs::read_to_string(self.path(&format!(
+            "conductor/tracks/{track}/.message-bus/queue.jsonl"
+        )))
         .unwrap_or_default()
         .lines()
         .map(|l| serde_json::from_str(l).expect("every queue line is JSON"))
@@ -552,7 +554,8 @@ impl Machine {
 /// Every line once (by id), and each writer's `n` in order `0..per_writer`, for `writers`.
 fn assert_exactly_once_in_order(m: &Machine, track: &str, writers: &[&str], per_writer: usize) {
     let q = m.queue(track);
-    let ids: std::collections::BTreeSet<&str> = q.iter().map(|l| l["id"].as_str().unwrap()).collect();
+    let ids: std::collections::BTreeSet<&str> =
+        q.iter().map(|l| l["id"].as_str().unwrap()).collect();
     assert_eq!(ids.len(), q.len(), "{}: an id appears twice", m.name);
     for w in writers {
         let ns: Vec<u64> = q
@@ -570,7 +573,10 @@ fn assert_exactly_once_in_order(m: &Machine, track: &str, writers: &[&str], per_
 }
 
 fn progress_count(m: &Machine, track: &str) -> usize {
-    m.queue(track).iter().filter(|l| l["type"] == "PROGRESS").count()
+    m.queue(track)
+        .iter()
+        .filter(|l| l["type"] == "PROGRESS")
+        .count()
 }
 
 #[test]
@@ -595,9 +601,11 @@ fn a_shared_track_carries_every_message_to_both_sides_once_in_order() {
     }
     let total = 2 * ROUNDS * PER;
     for m in [&a, &b] {
-        wait_for(&format!("{}: every message", m.name), Duration::from_secs(60), || {
-            progress_count(m, "shared") >= total
-        });
+        wait_for(
+            &format!("{}: every message", m.name),
+            Duration::from_secs(60),
+            || progress_count(m, "shared") >= total,
+        );
     }
     // Let any late double arrive before counting.
     std::thread::sleep(Duration::from_millis(500));
@@ -615,19 +623,41 @@ fn a_shared_track_carries_every_message_to_both_sides_once_in_order() {
     for k in ["id", "type", "source", "timestamp", "payload"] {
         assert_eq!(mirrored[k], first_a[k], "{k}");
     }
-    let raw_a = std::fs::read_to_string(a.path("conductor/tracks/shared/.message-bus/queue.jsonl")).unwrap();
-    let raw_b = std::fs::read_to_string(b.path("conductor/tracks/shared/.message-bus/queue.jsonl")).unwrap();
-    let line_a = raw_a.lines().find(|l| l.contains(first_a["id"].as_str().unwrap())).unwrap();
-    let line_b = raw_b.lines().find(|l| l.contains(first_a["id"].as_str().unwrap())).unwrap();
+    let raw_a = std::fs::read_to_string(a.path("conductor/tracks/shared/.message-bus/queue.jsonl"))
+        .unwrap();
+    let raw_b = std::fs::read_to_string(b.path("conductor/tracks/shared/.message-bus/queue.jsonl"))
+        .unwrap();
+    let line_a = raw_a
+        .lines()
+        .find(|l| l.contains(first_a["id"].as_str().unwrap()))
+        .unwrap();
+    let line_b = raw_b
+        .lines()
+        .find(|l| l.contains(first_a["id"].as_str().unwrap()))
+        .unwrap();
     assert_eq!(
         line_b,
-        format!("{},\"from_pantheon\":\"konan\"}}", &line_a[..line_a.len() - 1]),
+        format!(
+            "{},\"from_pantheon\":\"konan\"}}",
+            &line_a[..line_a.len() - 1]
+        ),
         "the bytes as written, plus the machine"
     );
 
     // Heartbeats cross too: every console sees every worker.
     a.ok(
-        &["bus", "--track", "shared", "heartbeat", "--worker", "w1", "--task", "t1", "--status", "RUNNING"],
+        &[
+            "bus",
+            "--track",
+            "shared",
+            "heartbeat",
+            "--worker",
+            "w1",
+            "--task",
+            "t1",
+            "--status",
+            "RUNNING",
+        ],
         None,
     );
     wait_for("A's worker on B", Duration::from_secs(30), || {
@@ -637,11 +667,18 @@ fn a_shared_track_carries_every_message_to_both_sides_once_in_order() {
         b.bus_file("shared", "worker-status.json")["w1@konan"]["from_pantheon"],
         "konan"
     );
-    assert!(a.bus_file("shared", "worker-status.json").get("w1@konan").is_none());
+    assert!(
+        a.bus_file("shared", "worker-status.json")
+            .get("w1@konan")
+            .is_none()
+    );
 
     let status = b.ok(&["bridge", "status"], None);
     assert!(
-        status["status"]["tracks"]["shared"]["mirrored"].as_u64().unwrap() > 0,
+        status["status"]["tracks"]["shared"]["mirrored"]
+            .as_u64()
+            .unwrap()
+            > 0,
         "{status}"
     );
     let v = b.run(&["validate"]);
@@ -664,7 +701,8 @@ fn locks_of_a_shared_track_have_one_holder_and_refuse_stale_tokens() {
     b.start_bridge(&server.url(), &["--track", "shared"]);
     for m in [&a, &b] {
         wait_for("the bus", Duration::from_secs(30), || {
-            m.path("conductor/tracks/shared/.message-bus/locks.json").exists()
+            m.path("conductor/tracks/shared/.message-bus/locks.json")
+                .exists()
         });
     }
     let shared_dir = tempfile::tempdir().unwrap();
@@ -676,8 +714,20 @@ fn locks_of_a_shared_track_have_one_holder_and_refuse_stale_tokens() {
         let mut tokens = Vec::new();
         for _ in 0..ROUNDS {
             let base = [
-                "bridge", "lock", "--nats", &url, "--name", &m.name, "--track", "shared", "--path",
-                "src/counter.rs", "--worker", worker, "--ttl", "60",
+                "bridge",
+                "lock",
+                "--nats",
+                &url,
+                "--name",
+                &m.name,
+                "--track",
+                "shared",
+                "--path",
+                "src/counter.rs",
+                "--worker",
+                worker,
+                "--ttl",
+                "60",
             ];
             let start = Instant::now();
             let token = loop {
@@ -685,8 +735,14 @@ fn locks_of_a_shared_track_have_one_holder_and_refuse_stale_tokens() {
                 if ok {
                     break out["fencing_token"].as_u64().unwrap();
                 }
-                assert!(err.contains("locked by") || err.contains("in between"), "{err}");
-                assert!(start.elapsed() < Duration::from_secs(60), "never got the lock");
+                assert!(
+                    err.contains("locked by") || err.contains("in between"),
+                    "{err}"
+                );
+                assert!(
+                    start.elapsed() < Duration::from_secs(60),
+                    "never got the lock"
+                );
                 std::thread::sleep(Duration::from_millis(20));
             };
             // Never two holders: the holder file is created exclusively.
@@ -695,7 +751,11 @@ fn locks_of_a_shared_track_have_one_holder_and_refuse_stale_tokens() {
                 .create_new(true)
                 .open(&holder)
                 .unwrap_or_else(|e| panic!("{worker}@{}: two holders at once ({e})", m.name));
-            let n: u64 = std::fs::read_to_string(&counter).unwrap().trim().parse().unwrap();
+            let n: u64 = std::fs::read_to_string(&counter)
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
             std::thread::sleep(Duration::from_millis(30));
             std::fs::write(&counter, (n + 1).to_string()).unwrap();
             std::fs::remove_file(&holder).unwrap();
@@ -713,7 +773,10 @@ fn locks_of_a_shared_track_have_one_holder_and_refuse_stale_tokens() {
         let hb = s.spawn(|| work(&b, "wb"));
         (ha.join().unwrap(), hb.join().unwrap())
     });
-    assert_eq!(std::fs::read_to_string(&counter).unwrap(), (2 * ROUNDS).to_string());
+    assert_eq!(
+        std::fs::read_to_string(&counter).unwrap(),
+        (2 * ROUNDS).to_string()
+    );
     let mut all: Vec<u64> = ta.iter().chain(&tb).copied().collect();
     all.sort();
     all.dedup();
@@ -722,8 +785,18 @@ fn locks_of_a_shared_track_have_one_holder_and_refuse_stale_tokens() {
     // A lease that expired is taken over; the old token is refused for renewal and release.
     let lock = |m: &Machine, worker: &str, extra: &[&str]| {
         let mut args = vec![
-            "bridge", "lock", "--nats", &url, "--name", &m.name, "--track", "shared", "--path",
-            "src/app.rs", "--worker", worker,
+            "bridge",
+            "lock",
+            "--nats",
+            &url,
+            "--name",
+            &m.name,
+            "--track",
+            "shared",
+            "--path",
+            "src/app.rs",
+            "--worker",
+            worker,
         ];
         args.extend_from_slice(extra);
         m.run(&args)
@@ -740,21 +813,36 @@ fn locks_of_a_shared_track_have_one_holder_and_refuse_stale_tokens() {
     assert!(t2 > t1);
     assert_eq!(second["previous_holder"], "wa@konan");
     let (ok, _, err) = lock(&a, "wa", &["--ttl", "60", "--token", &t1.to_string()]);
-    assert!(!ok && err.contains("stale"), "renewal with a stale token: {err}");
+    assert!(
+        !ok && err.contains("stale"),
+        "renewal with a stale token: {err}"
+    );
     let (ok, _, err) = lock(&a, "wa", &["--release", "--token", &t1.to_string()]);
-    assert!(!ok && err.contains("stale"), "release with a stale token: {err}");
+    assert!(
+        !ok && err.contains("stale"),
+        "release with a stale token: {err}"
+    );
     // locks.json on both machines mirrors the bucket for local readers.
     for m in [&a, &b] {
-        wait_for(&format!("{}'s locks.json", m.name), Duration::from_secs(30), || {
-            let l = m.bus_file("shared", "locks.json");
-            l["src/app.rs"]["fencing_token"] == t2 && l["src/app.rs"]["worker_id"] == "wb"
-        });
+        wait_for(
+            &format!("{}'s locks.json", m.name),
+            Duration::from_secs(30),
+            || {
+                let l = m.bus_file("shared", "locks.json");
+                l["src/app.rs"]["fencing_token"] == t2 && l["src/app.rs"]["worker_id"] == "wb"
+            },
+        );
     }
-    assert_eq!(a.bus_file("shared", "locks.json")["src/app.rs"]["from_pantheon"], "tallon");
+    assert_eq!(
+        a.bus_file("shared", "locks.json")["src/app.rs"]["from_pantheon"],
+        "tallon"
+    );
     let (ok, _, err) = lock(&b, "wb", &["--release", "--token", &t2.to_string()]);
     assert!(ok, "{err}");
     wait_for("the release on A", Duration::from_secs(30), || {
-        a.bus_file("shared", "locks.json").get("src/app.rs").is_none()
+        a.bus_file("shared", "locks.json")
+            .get("src/app.rs")
+            .is_none()
     });
 }
 
@@ -825,18 +913,22 @@ fn a_three_node_cluster_loses_a_node_and_the_shared_track_goes_on() {
     a.post_numbered("shared", "wa", 0, PER);
     b.post_numbered("shared", "wb", 0, PER);
     for m in [&a, &b] {
-        wait_for(&format!("{}: the first half", m.name), Duration::from_secs(90), || {
-            progress_count(m, "shared") >= 2 * PER
-        });
+        wait_for(
+            &format!("{}: the first half", m.name),
+            Duration::from_secs(90),
+            || progress_count(m, "shared") >= 2 * PER,
+        );
     }
     // Kill the node every client tried first.
     cluster.nodes[0].1.kill();
     a.post_numbered("shared", "wa", PER, PER);
     b.post_numbered("shared", "wb", PER, PER);
     for m in [&a, &b] {
-        wait_for(&format!("{}: the second half", m.name), Duration::from_secs(120), || {
-            progress_count(m, "shared") >= 4 * PER
-        });
+        wait_for(
+            &format!("{}: the second half", m.name),
+            Duration::from_secs(120),
+            || progress_count(m, "shared") >= 4 * PER,
+        );
     }
     std::thread::sleep(Duration::from_millis(500));
     for m in [&a, &b] {
@@ -845,4 +937,83 @@ fn a_three_node_cluster_loses_a_node_and_the_shared_track_goes_on() {
     }
     assert!(a.bridge.terminate(), "bridge A did not exit cleanly");
     assert!(b.bridge.terminate(), "bridge B did not exit cleanly");
+}
+
+#[test]
+fn credentials_never_reach_logs_or_status() {
+    const TOKEN: &str = "planted-s3cret-token-7f3a";
+    const PASS: &str = "planted-pa55word-91c";
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let _server = Guard(Some(
+        Command::new(nats_server_bin())
+            .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-js", "-sd"])
+            .arg(dir.path().join("js"))
+            .args(["--auth", TOKEN])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    ));
+    wait_for("nats-server", Duration::from_secs(20), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, TOKEN).unwrap();
+    let good = Machine::new("konan");
+    let bad = Machine::new("tallon");
+    let log = |m: &Machine, url: &str, extra: &[&str]| {
+        let err = std::fs::File::create(m.path("bridge.log")).unwrap();
+        let mut c = m.command(&[
+            "bridge", "--nats", url, "--name", &m.name, "--track", "shared",
+        ]);
+        c.args(extra)
+            .env("RUST_LOG", "debug")
+            .stdin(Stdio::null())
+            .stdout(err.try_clone().unwrap())
+            .stderr(err);
+        Guard(Some(c.spawn().unwrap()))
+    };
+    let url = format!("nats://127.0.0.1:{port}");
+    let mut g = log(&good, &url, &["--token-file", token_file.to_str().unwrap()]);
+    // Wrong credentials in the URL: refused by the server, the error kept in the status.
+    let mut b = log(
+        &bad,
+        &format!("nats://someone:{PASS}@127.0.0.1:{port}"),
+        &[],
+    );
+    wait_for("A connected", Duration::from_secs(30), || {
+        good.ok(&["bridge", "status"], None)["status"]["connected"] == true
+    });
+    wait_for("B's error", Duration::from_secs(30), || {
+        !bad.ok(&["bridge", "status"], None)["status"]["last_error"].is_null()
+    });
+    assert!(
+        g.terminate(),
+        "the bridge with the token did not exit cleanly"
+    );
+    assert!(b.terminate(), "the refused bridge did not exit cleanly");
+    for m in [&good, &bad] {
+        let status = m.ok(&["bridge", "status"], None).to_string();
+        let logged = std::fs::read_to_string(m.path("bridge.log")).unwrap();
+        let file = std::fs::read_to_string(m.path("conductor/bridge/status.json")).unwrap();
+        for text in [&status, &logged, &file] {
+            assert!(
+                !text.contains(TOKEN) && !text.contains(PASS),
+                "{}: a secret leaked: {text}",
+                m.name
+            );
+        }
+    }
+    let logged = std::fs::read_to_string(bad.path("bridge.log")).unwrap();
+    assert!(
+        logged.contains("bridge: nats"),
+        "the refusal is logged: {logged}"
+    );
+    let s = bad.ok(&["bridge", "status"], None);
+    assert_eq!(
+        s["status"]["server"],
+        format!("nats://127.0.0.1:{port}"),
+        "{s}"
+    );
 }

@@ -246,6 +246,19 @@ const COLUMNS: [Col; 4] = [
     Col::new("PAYLOAD", 10, 400).flex(),
 ];
 
+/// The source of a message; a line mirrored from another machine's shared track (docs/NATS.md)
+/// shows where it came from: `worker-1@konan`.
+fn source_of(m: &crate::engine::bus::Envelope) -> String {
+    match m
+        .extra
+        .get("from_pantheon")
+        .and_then(serde_json::Value::as_str)
+    {
+        Some(p) => format!("{}@{p}", m.source),
+        None => m.source.clone(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,14 +293,5 @@ mod tests {
     fn a_known_type_without_its_usual_fields_shows_its_raw_payload() {
         let odd = msg("BOARD_ADVANCE", serde_json::json!({"phase": 3}));
         assert_eq!(payload_summary(&odd), r#"{"phase":3}"#);
-    }
-}
-
-/// The source of a message; a line mirrored from another machine's shared track (docs/NATS.md)
-/// shows where it came from: `worker-1@konan`.
-fn source_of(m: &crate::engine::bus::Envelope) -> String {
-    match m.extra.get("from_pantheon").and_then(serde_json::Value::as_str) {
-        Some(p) => format!("{}@{p}", m.source),
-        None => m.source.clone(),
     }
 }

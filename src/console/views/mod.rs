@@ -332,7 +332,11 @@ fn bridge_items(items: &mut Vec<(u8, String, Style)>, b: &serde_json::Value, the
         format!(
             "· ⇄ {} {mark} {} {} lag {lag} ",
             text("name"),
-            if connected { "connected" } else { "disconnected" },
+            if connected {
+                "connected"
+            } else {
+                "disconnected"
+            },
             text("server"),
         ),
         style,

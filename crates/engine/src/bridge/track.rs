@@ -244,7 +244,8 @@ pub fn read_cursor(root: &Root, track: &TrackName) -> Result<TrackCursor> {
                     problems.join("; ")
                 )));
             }
-            serde_json::from_value(v).map_err(|e| Error::refused(format!("{}: {e}", path.display())))
+            serde_json::from_value(v)
+                .map_err(|e| Error::refused(format!("{}: {e}", path.display())))
         }
     }
 }
@@ -291,10 +292,7 @@ impl Mirror {
 
     /// Appends the lines not yet in the queue, in order, as one write; returns how many. A line that
     /// is not acceptable is returned in the second list with its reason (the caller dead-letters it).
-    pub fn apply(
-        &mut self,
-        batch: &[(String, Vec<u8>)],
-    ) -> Result<(usize, Vec<(usize, String)>)> {
+    pub fn apply(&mut self, batch: &[(String, Vec<u8>)]) -> Result<(usize, Vec<(usize, String)>)> {
         let mut chunk = Vec::new();
         let mut envs = Vec::new();
         let mut refused = Vec::new();
@@ -325,7 +323,22 @@ impl Mirror {
             self.writer = None;
             return Err(e);
         }
-        for env in &envs {
+        // One touch per event file: the last message naming it wins, as one post at a time would.
+        let mut named = HashSet::new();
+        let mut touch: Vec<&Envelope> = envs
+            .iter()
+            .rev()
+            .filter(|e| {
+                // Every name is recorded (no short circuit): an earlier message naming it is covered.
+                let mut fresh = false;
+                for n in events::events_for(e) {
+                    fresh |= named.insert(n);
+                }
+                fresh
+            })
+            .collect();
+        touch.reverse();
+        for env in touch {
             events::touch_for(&self.bus.root, &self.bus.events_dir(), env)?;
         }
         let n = envs.len();
@@ -378,7 +391,10 @@ pub enum LockStep {
     /// No live entry: create the key (or replace a deleted one).
     Create,
     /// Replace the entry at exactly this revision (renewal or takeover of an expired lease).
-    Replace { revision: u64, previous: Option<String> },
+    Replace {
+        revision: u64,
+        previous: Option<String>,
+    },
 }
 
 /// Decides an acquire (or, with `token`, a renewal) of `path` for `worker` on `pantheon`.
@@ -447,7 +463,9 @@ pub fn plan_release(
     force: bool,
 ) -> Result<u64> {
     let Some((l, rev)) = current.and_then(|e| e.lock.as_ref().map(|l| (l, e.revision))) else {
-        return Err(Error::not_found(format!("there is no shared lock on {path}")));
+        return Err(Error::not_found(format!(
+            "there is no shared lock on {path}"
+        )));
     };
     if let Some(t) = token
         && t != rev
@@ -621,20 +639,36 @@ mod tests {
         let mut again = Mirror::open(bus.clone()).unwrap();
         assert_eq!(again.apply(&batch).unwrap().0, 0);
         let (lines, _) = read_raw_from(&bus.queue_path(), 0).unwrap();
-        let ids: Vec<_> = lines.iter().map(|l| (l.env.id.as_str(), l.mirrored)).collect();
-        assert_eq!(ids, [(local.id.as_str(), false), ("r1", true), ("r2", true)]);
+        let ids: Vec<_> = lines
+            .iter()
+            .map(|l| (l.env.id.as_str(), l.mirrored))
+            .collect();
+        assert_eq!(
+            ids,
+            [(local.id.as_str(), false), ("r1", true), ("r2", true)]
+        );
     }
 
     #[test]
     fn locks_are_refused_while_live_and_stale_tokens_never_pass() {
         let now = Utc::now();
-        let l = new_lock("a", "w1", "konan", "exclusive", std::time::Duration::from_secs(60), now)
-            .unwrap();
+        let l = new_lock(
+            "a",
+            "w1",
+            "konan",
+            "exclusive",
+            std::time::Duration::from_secs(60),
+            now,
+        )
+        .unwrap();
         let held = KvEntry {
             lock: Some(l.clone()),
             revision: 7,
         };
-        assert_eq!(plan_acquire("a", None, "w2", "tallon", None, now).unwrap(), LockStep::Create);
+        assert_eq!(
+            plan_acquire("a", None, "w2", "tallon", None, now).unwrap(),
+            LockStep::Create
+        );
         assert!(plan_acquire("a", Some(&held), "w2", "tallon", None, now).is_err());
         // Same worker name on another machine is another holder.
         assert!(plan_acquire("a", Some(&held), "w1", "tallon", None, now).is_err());
@@ -651,16 +685,27 @@ mod tests {
                 previous: Some("w1@konan".into())
             }
         );
-        assert_eq!(plan_release("a", Some(&held), "w1", "konan", Some(7), false).unwrap(), 7);
+        assert_eq!(
+            plan_release("a", Some(&held), "w1", "konan", Some(7), false).unwrap(),
+            7
+        );
         assert!(plan_release("a", Some(&held), "w1", "konan", Some(3), false).is_err());
         assert!(plan_release("a", Some(&held), "w2", "tallon", None, false).is_err());
-        assert_eq!(plan_release("a", Some(&held), "op", "tallon", None, true).unwrap(), 7);
+        assert_eq!(
+            plan_release("a", Some(&held), "op", "tallon", None, true).unwrap(),
+            7
+        );
     }
 
     #[test]
     fn cursors_are_checked() {
-        assert!(check_cursor(&json!({"track": "t", "stream_seq": 1, "published_offset": 0})).is_empty());
-        assert_eq!(check_cursor(&json!({"track": "../x", "stream_seq": -1})).len(), 3);
+        assert!(
+            check_cursor(&json!({"track": "t", "stream_seq": 1, "published_offset": 0})).is_empty()
+        );
+        assert_eq!(
+            check_cursor(&json!({"track": "../x", "stream_seq": -1})).len(),
+            3
+        );
         assert!(!check_cursor(&json!([])).is_empty());
     }
 }
