@@ -4,7 +4,10 @@
 //! 1. append -> snapshot latency at 10 and 1,000 messages/s (p50/p99),
 //! 2. opening a root whose queue.jsonl is 1 GB (ready time, resident memory),
 //! 3. frame render time at 200x50 with 1,000 workflows, 50 gods, 10,000 messages, 500 locks, 100 workers,
-//! 4. CPU while idle on a quiet root.
+//! 4. CPU while idle on a quiet root,
+//! 5. scale (issue 14): first screen, resident memory and frame time on roots of 1,000, 10,000 and
+//!    100,000 workflows, each with a dispatch and a handoff file, every fifth unfinished
+//!    (`cargo bench --bench console -- scale`; each size is measured in a fresh child process).
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -382,11 +385,229 @@ fn idle_cpu() {
         .status();
 }
 
+/// Writes a root of `n` workflows (every fifth waiting for an ack, the rest completed), each with a
+/// dispatch in one of 50 inboxes and a handoff file in its own `shared/handoffs/` directory.
+fn scale_root(dir: &Path, n: usize) {
+    let c = dir.join("conductor");
+    std::fs::create_dir_all(c.join("state")).unwrap();
+    for g in 0..50 {
+        std::fs::create_dir_all(c.join(format!("pending/god{g}"))).unwrap();
+    }
+    std::fs::create_dir_all(c.join("tracks/bench/.message-bus")).unwrap();
+    std::fs::write(c.join("tracks/bench/.message-bus/queue.jsonl"), "").unwrap();
+    for i in 0..n {
+        let wf = format!("wf_scale_{i}");
+        let unfinished = i % 5 == 0;
+        let hof = format!("hof_20260614_{i:08x}");
+        let st = json!({
+            "workflow_id": wf, "definition_id": "deploy-feature", "definition_version": "1.0",
+            "status": if unfinished { "waiting_for_ack" } else { "completed" },
+            "current_step": "architect", "dispatched_to": format!("god{}", i % 50),
+            "context_bag": {"decisions": ["use postgres", "ship behind a flag"], "artifacts": ["docs/design.md", "src/payments.rs"], "open_questions": []},
+            "step_history": [
+                {"step_id": "research", "god": "thoth", "status": "completed", "handoff_id": format!("hof_20260614_r{i:07x}"), "completed_at": "2026-06-14T09:30:00Z", "artifacts": ["docs/research.md"]},
+                {"step_id": "architect", "god": format!("god{}", i % 50), "status": if unfinished { "dispatched" } else { "completed" }, "handoff_id": hof}
+            ],
+            "acks": [{"handoff_id": format!("hof_20260614_r{i:07x}"), "status": "completed", "god": "thoth", "acked_at": "2026-06-14T09:30:00Z"}],
+            "created": "2026-06-14T09:00:00Z", "updated": "2026-06-14T10:30:00Z"
+        });
+        std::fs::write(
+            c.join(format!("state/{wf}.json")),
+            serde_json::to_vec_pretty(&st).unwrap(),
+        )
+        .unwrap();
+        let disp = json!({
+            "dispatch_id": format!("disp_20260614_103000_{i:08x}"), "handoff_id": hof,
+            "workflow_id": wf, "from_god": "thoth", "to_god": format!("god{}", i % 50),
+            "step": "architect",
+            "context": {"summary": "design the payments service", "decisions": ["use postgres"], "artifacts": ["docs/research.md"]},
+            "dispatched_at": "2026-06-14T10:30:00Z",
+            "ack_status": if unfinished { "unacked" } else { "completed" }
+        });
+        std::fs::write(
+            c.join(format!("pending/god{}/{hof}.json", i % 50)),
+            serde_json::to_vec_pretty(&disp).unwrap(),
+        )
+        .unwrap();
+        let h = dir.join(format!("shared/handoffs/{wf}"));
+        std::fs::create_dir_all(&h).unwrap();
+        std::fs::write(
+            h.join("research.json"),
+            serde_json::to_vec_pretty(&json!({"handoff_id": format!("hof_20260614_r{i:07x}"), "workflow_id": wf, "from_god": "thoth", "summary": "research done"})).unwrap(),
+        )
+        .unwrap();
+    }
+}
+
+/// One size, in a fresh process (so resident memory is this root's alone): prints
+/// `SCALE {json}` with the first screen, the full load, resident memory and frame times.
+fn scale_child(root: &Path, n: usize) {
+    let theme = Theme { color: true };
+    let t = Instant::now();
+    let mut handle = LiveHandle::start(Root::at(root), WatchMode::Notify, ModelOptions::default());
+    let first = handle.latest();
+    let mut app = App::new(first.clone(), false, chrono::Utc::now());
+    let mut term = Terminal::new(TestBackend::new(200, 50)).unwrap();
+    term.draw(|f| views::draw(f, &app, &theme)).unwrap();
+    let first_screen = t.elapsed();
+    let first_rows = first.workflows.len();
+    let first_loading = first.loading.is_some();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let full = rt.block_on(async {
+        loop {
+            let s = handle.snapshots.borrow_and_update().clone();
+            if s.loading.is_none() {
+                return s;
+            }
+            if tokio::time::timeout(Duration::from_secs(600), handle.snapshots.changed())
+                .await
+                .is_err()
+            {
+                panic!("the load did not finish");
+            }
+        }
+    });
+    let loaded = t.elapsed();
+    assert_eq!(full.workflows.len(), n, "every workflow is in the snapshot");
+    app.set_snapshot(full.clone());
+    let mut frames = Vec::new();
+    for pane in [Pane::Workflows, Pane::Inboxes] {
+        app.dispatch(Action::GoPane(pane));
+        app.dispatch(Action::Bottom);
+        for _ in 0..100 {
+            let t = Instant::now();
+            term.draw(|f| views::draw(f, &app, &theme)).unwrap();
+            frames.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    let frame_median = pct(&mut frames, 0.5);
+    let rss = rss_kib();
+    let watches = handle.watch_count();
+    drop(handle);
+    println!(
+        "SCALE {}",
+        json!({
+            "n": n, "first_screen_ms": first_screen.as_secs_f64() * 1e3,
+            "first_rows": first_rows, "first_loading": first_loading,
+            "loaded_ms": loaded.as_secs_f64() * 1e3, "rss_mib": rss as f64 / 1024.0,
+            "frame_median_ms": frame_median, "watches": watches
+        })
+    );
+}
+
+fn scale() {
+    let exe = std::env::current_exe().unwrap();
+    let sizes: Vec<usize> = std::env::var("PANTHEON_BENCH_SCALE")
+        .ok()
+        .map(|v| v.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![1_000, 10_000, 100_000]);
+    let mut results: Vec<serde_json::Value> = Vec::new();
+    for &n in &sizes {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Instant::now();
+        scale_root(dir.path(), n);
+        println!(
+            "scale: wrote a root of {n} workflows in {:.1} s",
+            t.elapsed().as_secs_f64()
+        );
+        let out = std::process::Command::new(&exe)
+            .args(["--bench", "scale-child"])
+            .arg(dir.path())
+            .arg(n.to_string())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let Some(line) = text.lines().find_map(|l| l.strip_prefix("SCALE ")) else {
+            println!(
+                "scale {n}: the child failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            continue;
+        };
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        println!(
+            "scale {n:>7} workflows: first screen {:.0} ms ({} rows, loading: {}), fully loaded {:.0} ms, RSS {:.1} MiB, frame median {:.2} ms, {} watches",
+            v["first_screen_ms"].as_f64().unwrap_or(0.0),
+            v["first_rows"],
+            v["first_loading"],
+            v["loaded_ms"].as_f64().unwrap_or(0.0),
+            v["rss_mib"].as_f64().unwrap_or(0.0),
+            v["frame_median_ms"].as_f64().unwrap_or(0.0),
+            v["watches"]
+        );
+        results.push(v);
+    }
+    let base = results
+        .iter()
+        .find(|v| v["n"] == 1_000)
+        .and_then(|v| v["first_screen_ms"].as_f64());
+    for v in &results {
+        let n = v["n"].as_u64().unwrap_or(0);
+        if n == 1_000 {
+            continue;
+        }
+        let label = if n >= 1000 && n % 1000 == 0 {
+            format!("{}k", n / 1000)
+        } else {
+            n.to_string()
+        };
+        let first = v["first_screen_ms"].as_f64().unwrap_or(f64::NAN);
+        let ratio = base.map(|b| first / b);
+        println!(
+            "BENCH {}",
+            json!({
+                "name": format!("scale_first_screen_{label}"), "issue": 14,
+                "goal": format!("first screen on a root of {n} workflows within 3x of a 1,000-workflow root"),
+                "median": (first * 10.0).round() / 10.0, "unit": "ms",
+                "baseline": base.map(|b| (b * 10.0).round() / 10.0), "baseline_name": "1,000 workflows",
+                "ratio": ratio.map(|r| (r * 100.0).round() / 100.0),
+                "met": ratio.is_some_and(|r| r <= 3.0),
+                "note": format!("LiveHandle::start + first 200x50 frame; fully loaded after {:.0} ms", v["loaded_ms"].as_f64().unwrap_or(0.0))
+            })
+        );
+        let limit = if n >= 100_000 { 150.0 } else { 60.0 };
+        let rss = v["rss_mib"].as_f64().unwrap_or(f64::NAN);
+        println!(
+            "BENCH {}",
+            json!({
+                "name": format!("scale_rss_{label}"), "issue": 14,
+                "goal": format!("resident memory with {n} workflows loaded < {limit} MiB"),
+                "median": (rss * 10.0).round() / 10.0, "unit": "MiB",
+                "baseline": null, "baseline_name": null, "ratio": null, "met": rss < limit,
+                "note": "VmRSS of a fresh process after the whole root is read"
+            })
+        );
+        let fm = v["frame_median_ms"].as_f64().unwrap_or(f64::NAN);
+        println!(
+            "BENCH {}",
+            json!({
+                "name": format!("scale_frame_{label}"), "issue": 14,
+                "goal": format!("frame render at 200x50 with {n} workflows: median < 5 ms"),
+                "median": (fm * 1000.0).round() / 1000.0, "unit": "ms",
+                "baseline": null, "baseline_name": null, "ratio": null, "met": fm < 5.0,
+                "note": "Workflows and Inboxes panes, 100 draws each"
+            })
+        );
+    }
+}
+
 fn main() {
     // `cargo test --benches` runs bench targets with `--bench` absent: keep that quick.
     if !std::env::args().any(|a| a == "--bench") {
         println!("console bench: pass --bench (cargo bench --bench console) to run");
         return;
+    }
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "scale-child") {
+        let root = PathBuf::from(&args[i + 1]);
+        let n = args[i + 2].parse().unwrap();
+        return scale_child(&root, n);
+    }
+    if args.iter().any(|a| a == "scale") {
+        return scale();
     }
     latency(10, 50);
     latency(1000, 3000);
@@ -397,4 +618,5 @@ fn main() {
         .and_then(|v| v.parse::<u64>().ok())
         .unwrap_or(1024);
     big_queue(gib << 20);
+    scale();
 }

@@ -16,7 +16,9 @@ fi
 cargo bench --bench proof --no-run >/dev/null
 cargo bench --bench proof -- goals | tee -a "$out"
 cargo bench --bench proof -- soak "$soak" | tee -a "$out"
-# The areas' own benches, when they print BENCH lines (others are run but contribute nothing).
+# The areas' own benches, when they print BENCH lines (others are run but contribute nothing). The
+# console bench ends with the scale rows (issue 14): roots of 1,000, 10,000 and 100,000 workflows,
+# first screen, resident memory and frame time (PANTHEON_BENCH_SCALE=1000,10000 to stop earlier).
 for b in conductor bus console mcp nats delivery; do
   if grep -q 'BENCH ' "benches/$b.rs" 2>/dev/null; then
     cargo bench --bench "$b" 2>/dev/null | grep '^BENCH ' | tee -a "$out" || true

@@ -255,6 +255,10 @@ pub fn workflows<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<&'a WorkflowVie
                 ))
         })
         .collect();
+    // The model publishes them in this order already (a filter keeps the order).
+    if snap.workflows_in_order {
+        return v;
+    }
     v.sort_by(|a, b| {
         a.state
             .status

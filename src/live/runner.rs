@@ -220,10 +220,15 @@ fn run(
                 model.apply(&paths)
             };
             let mode = watched.watcher.mode;
-            let fresh = watched.follow(&model, rescan, &paths);
-            if !fresh.is_empty() {
-                // Files written in a new directory before its watch existed.
+            let mut fresh = watched.follow(&model, rescan, &paths);
+            // Files written in a new directory before its watch existed are read now; reading
+            // them may find directories made meanwhile (`init` makes a tree): follow those too.
+            for _ in 0..16 {
+                if fresh.is_empty() {
+                    break;
+                }
                 snap = model.apply(&fresh).or(snap);
+                fresh = watched.follow(&model, false, &fresh);
             }
             if watched.watcher.mode != mode {
                 model.set_watch_mode(watched.watcher.mode.to_string());

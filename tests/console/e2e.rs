@@ -85,6 +85,14 @@ fn console_follows_other_processes_acks_and_aborts_by_keys_and_restores_the_term
     t.keys(&["Tab", "Enter"]);
     let manifest = r.join("conductor/state/wf_pay_2.aborted.json");
     wait_fs("the abort manifest", || manifest.exists());
+    // The engine writes the manifest first, then the state: wait for both.
+    let state = r.join("conductor/state/wf_pay_2.json");
+    wait_fs("the state to say aborted", || {
+        std::fs::read(&state)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .is_some_and(|v| v["status"] == "aborted")
+    });
     let st: serde_json::Value =
         serde_json::from_slice(&std::fs::read(r.join("conductor/state/wf_pay_2.json")).unwrap())
             .unwrap();

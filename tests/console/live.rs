@@ -477,6 +477,20 @@ fn a_large_root_is_shown_before_it_is_read_whole_and_details_read_the_file_on_de
             .count(),
         300
     );
+    // The model's tallies and order are what counting and sorting row by row would give.
+    let now = chrono::Utc::now();
+    let mut by_hand = (*s).clone();
+    by_hand.tallies = None;
+    by_hand.workflows_in_order = false;
+    assert_eq!(s.counts(now), by_hand.counts(now));
+    let f = pantheon::console::items::Filter::default();
+    let ids = |s: &pantheon::live::Snapshot| -> Vec<String> {
+        pantheon::console::items::workflows(s, &f)
+            .iter()
+            .map(|w| w.id.clone())
+            .collect()
+    };
+    assert_eq!(ids(&s), ids(&by_hand));
     // The snapshot keeps a compact row; the detail reads the whole file, once per version.
     let w = s.workflows.iter().find(|w| w.id == "wf_many_7").unwrap();
     assert!(w.state.step_history.is_empty() && w.state.context_bag.decisions.is_empty());

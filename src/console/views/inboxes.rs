@@ -9,26 +9,19 @@ use crate::console::app::App;
 use crate::console::items;
 use crate::console::preview::when;
 use crate::console::theme::Theme;
-use crate::engine::conductor::model::AckStatus;
-use crate::engine::store::time::parse_ts;
 use crate::live::snapshot::InboxView;
 
 use super::table::{self, Col};
 use super::{detail, empty, json_lines, kv, section};
 
 fn summary_row<'a>(i: &InboxView, app: &App, theme: &Theme, held: bool) -> Vec<Line<'a>> {
+    // Worked out by the model once per change of the inbox.
     let oldest = i
-        .dispatches
-        .iter()
-        .filter_map(|d| d.dispatch.dispatched_at.as_deref())
-        .min_by_key(|t| parse_ts(t))
+        .oldest_at
+        .as_deref()
         .map(|t| when(Some(t), app.now, app.absolute_times))
         .unwrap_or_else(|| "-".into());
-    let unacked = i
-        .dispatches
-        .iter()
-        .filter(|d| d.dispatch.ack_status == AckStatus::Unacked)
-        .count();
+    let unacked = i.unacked;
     let name = if held {
         "‖ _quarantine".to_owned()
     } else {

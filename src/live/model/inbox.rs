@@ -158,9 +158,23 @@ impl InboxTracker {
                 .and_then(crate::engine::store::time::parse_ts);
             ta.cmp(&tb).then_with(|| a.name.cmp(&b.name))
         });
+        // Once per change of the inbox, not on every frame that shows its summary row.
+        let oldest_at = dispatches
+            .iter()
+            .filter_map(|d| d.dispatch.dispatched_at.as_deref())
+            .min_by_key(|t| crate::engine::store::time::parse_ts(t))
+            .map(str::to_owned);
+        let unacked = dispatches
+            .iter()
+            .filter(|d| {
+                d.dispatch.ack_status == crate::engine::conductor::model::AckStatus::Unacked
+            })
+            .count();
         self.view = Arc::new(InboxView {
             god: self.god.clone(),
             dispatches: Arc::new(dispatches),
+            oldest_at,
+            unacked,
             errors,
         });
     }

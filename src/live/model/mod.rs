@@ -336,7 +336,7 @@ impl LiveModel {
             }
             n += 1;
             // A clock read every 64 files: cheap next to reading one.
-            if n % 64 == 0 && started.elapsed() >= budget {
+            if n.is_multiple_of(64) && started.elapsed() >= budget {
                 break;
             }
         }
@@ -660,8 +660,19 @@ impl LiveModel {
             s.inboxes = Arc::new(self.inboxes.values().map(|i| (*i.view).clone()).collect());
             s.quarantine = self.quarantine.view.clone();
         }
-        if self.dirty_inboxes || self.dirty_workflows {
-            s.workflows = Arc::new(self.build_workflows(&s));
+        if self.dirty_inboxes || self.dirty_workflows || self.dirty_definitions {
+            let mut list = self.build_workflows(&s);
+            // In the Workflows pane's order once here, not on every frame.
+            list.sort_by(|a, b| {
+                a.state
+                    .status
+                    .is_finished()
+                    .cmp(&b.state.status.is_finished())
+                    .then_with(|| crate::console::items::natural_cmp(&a.id, &b.id))
+            });
+            s.workflows = Arc::new(list);
+            s.workflows_in_order = true;
+            s.tallies = Some(Arc::new(s.tally()));
         }
         if self.dirty_tracks {
             s.tracks = Arc::new(self.tracks.values().map(|t| t.view.clone()).collect());
