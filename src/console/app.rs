@@ -324,12 +324,12 @@ impl App {
     pub fn attention_all(&self) -> Vec<attention::Item> {
         self.attention_items()
             .iter()
-            .cloned()
             .filter(|i| {
                 self.snoozed
                     .get(&i.key)
                     .is_none_or(|until| *until <= self.now)
             })
+            .cloned()
             .collect()
     }
 
