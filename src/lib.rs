@@ -21,3 +21,7 @@ pub use engine::store::Root;
 #[cfg(test)]
 #[path = "../tests/common/fixture.rs"]
 pub(crate) mod test_fixture;
+
+/// Checks on the source tree itself (layering and spelling rules a compiler cannot see).
+#[cfg(test)]
+mod source_checks;

@@ -2,13 +2,13 @@
 //! return [`Effect`]s as data (run an engine call, quit…); drawing only reads this state. The whole
 //! operator flow (selection -> confirm -> engine call -> flash) runs here without a terminal.
 
+use crate::engine::conductor::CleanupResult;
 use std::cell::Cell;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
-use serde_json::Value;
 
 use crate::engine::store::{GodName, HandoffId, TrackName, WorkflowId};
 use crate::live::snapshot::Snapshot;
@@ -800,7 +800,7 @@ impl App {
     }
 
     fn choose_ack(&mut self, target: AckTarget, status: AckChoice) {
-        match status.message_prompt() {
+        match super::action::ack_message_prompt(status) {
             Some((label, required)) => self.ask(
                 label,
                 required,
@@ -1234,7 +1234,7 @@ impl App {
     }
 
     /// The engine answered an operation.
-    pub fn op_finished(&mut self, op: &Op, result: Result<Value, String>) {
+    pub fn op_finished(&mut self, op: &Op, result: Result<super::ops::Outcome, String>) {
         self.in_flight = self.in_flight.saturating_sub(1);
         match result {
             Ok(v) => self.flash(FlashKind::Success, op.summarize(&v)),
@@ -1243,18 +1243,15 @@ impl App {
     }
 
     /// The engine answered a cleanup dry run: show it and ask for confirmation.
-    pub fn cleanup_previewed(&mut self, wf: WorkflowId, result: Result<Value, String>) {
+    pub fn cleanup_previewed(&mut self, wf: WorkflowId, result: Result<CleanupResult, String>) {
         match result {
             Ok(v) if super::preview::cleanup_finds_nothing(&v) => self.flash(
                 FlashKind::Info,
-                {
-                    let n = |k: &str| v.get(k).and_then(Value::as_array).map_or(0, Vec::len);
-                    format!(
-                        "cleanup of {wf}: the dry run found nothing to delete ({} already gone, {} refused)",
-                        n("missing"),
-                        n("refused")
-                    )
-                },
+                format!(
+                    "cleanup of {wf}: the dry run found nothing to delete ({} already gone, {} refused)",
+                    v.missing.len(),
+                    v.refused.len()
+                ),
             ),
             Ok(v) => {
                 let op = Op::Cleanup { workflow_id: wf };
@@ -1288,7 +1285,7 @@ impl App {
         let action = match name {
             "ack" => match arg.as_str() {
                 "" => Action::Ack(None),
-                s => match AckChoice::parse(s) {
+                s => match AckChoice::parse(s.trim()) {
                     Some(c) => Action::Ack(Some(c)),
                     None => {
                         self.flash(
@@ -1671,10 +1668,16 @@ mod tests {
     fn a_cleanup_dry_run_that_finds_nothing_offers_no_delete_button() {
         let mut a = app();
         let wf = WorkflowId::parse("wf_deploy_42").unwrap();
-        a.cleanup_previewed(
-            wf.clone(),
-            Ok(serde_json::json!({"deleted": [], "missing": ["a.md"], "refused": []})),
-        );
+        let dry = |deleted: &[&str], missing: &[&str]| CleanupResult {
+            status: "dry_run".into(),
+            workflow_id: wf.to_string(),
+            deleted: deleted.iter().map(|s| s.to_string()).collect(),
+            missing: missing.iter().map(|s| s.to_string()).collect(),
+            refused: Vec::new(),
+            dry_run: true,
+            warnings: Vec::new(),
+        };
+        a.cleanup_previewed(wf.clone(), Ok(dry(&[], &["a.md"])));
         assert!(matches!(a.mode, Mode::Normal));
         let f = a.flash.clone().unwrap();
         assert!(
@@ -1682,7 +1685,7 @@ mod tests {
             "{}",
             f.text
         );
-        a.cleanup_previewed(wf, Ok(serde_json::json!({"deleted": ["a.md"]})));
+        a.cleanup_previewed(wf.clone(), Ok(dry(&["a.md"], &[])));
         let Mode::Confirm(c) = &a.mode else {
             panic!("{:?}", a.mode)
         };

@@ -1,8 +1,8 @@
 //! What a confirmation dialog says will happen: the files, dispatches and verdicts involved, taken
 //! from the snapshot (and, for cleanup, from the engine's dry run).
 
+use crate::engine::conductor::CleanupResult;
 use chrono::{DateTime, Utc};
-use serde_json::Value;
 
 use crate::engine::store::time::{parse_ts, relative};
 use crate::live::snapshot::Snapshot;
@@ -356,48 +356,29 @@ pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, Stri
 
 /// The dialog lines for a cleanup dry run returned by the engine.
 /// True when a cleanup dry run found nothing to delete (no Delete button is offered then).
-pub fn cleanup_finds_nothing(v: &Value) -> bool {
-    v.get("deleted")
-        .and_then(Value::as_array)
-        .is_none_or(|a| a.is_empty())
+pub fn cleanup_finds_nothing(r: &CleanupResult) -> bool {
+    r.deleted.is_empty()
 }
 
-pub fn cleanup_lines(v: &Value) -> Vec<(Tone, String)> {
+pub fn cleanup_lines(r: &CleanupResult) -> Vec<(Tone, String)> {
     use Tone::*;
-    let list = |k: &str| -> Vec<String> {
-        v.get(k)
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .map(|x| match x {
-                        Value::String(s) => s.clone(),
-                        Value::Object(o) => format!(
-                            "{} ({})",
-                            o.get("path").and_then(Value::as_str).unwrap_or("?"),
-                            o.get("reason").and_then(Value::as_str).unwrap_or("")
-                        ),
-                        other => other.to_string(),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
     let mut out = Vec::new();
-    let deleted = list("deleted");
-    if deleted.is_empty() {
+    if r.deleted.is_empty() {
         out.push(line(Dim, "Nothing to delete."));
     } else {
         out.push(line(Normal, "Will be deleted (the dry run found them):"));
-        out.extend(deleted.into_iter().map(|p| line(Danger, format!("  {p}"))));
+        out.extend(r.deleted.iter().map(|p| line(Danger, format!("  {p}"))));
     }
-    let missing = list("missing");
-    if !missing.is_empty() {
-        out.push(line(Dim, format!("Already gone: {}", missing.join(", "))));
+    if !r.missing.is_empty() {
+        out.push(line(Dim, format!("Already gone: {}", r.missing.join(", "))));
     }
-    let refused = list("refused");
-    if !refused.is_empty() {
+    if !r.refused.is_empty() {
         out.push(line(Warn, "Refused (outside the allowed roots):"));
-        out.extend(refused.into_iter().map(|p| line(Warn, format!("  {p}"))));
+        out.extend(
+            r.refused
+                .iter()
+                .map(|p| line(Warn, format!("  {} ({})", p.path, p.reason))),
+        );
     }
     out.push(line(Dim, "The .aborted markers will stay."));
     out

@@ -69,8 +69,11 @@ fn init_logging() -> Option<PathBuf> {
 
 /// What finished in the background.
 enum Done {
-    Op(Op, Result<serde_json::Value, String>),
-    Preview(WorkflowId, Result<serde_json::Value, String>),
+    Op(Op, Result<super::ops::Outcome, String>),
+    Preview(
+        WorkflowId,
+        Result<crate::engine::conductor::CleanupResult, String>,
+    ),
 }
 
 /// Opens the console on `root` until the operator quits.

@@ -1,6 +1,7 @@
 //! The live model: keeps one cache per file of the root, refreshes only what changed, and builds
 //! an immutable [`Snapshot`] that shares every unchanged part with the previous one.
 
+use crate::engine::store::layout;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -67,12 +68,6 @@ fn object(v: Value) -> Result<serde_json::Map<String, Value>, String> {
             crate::engine::store::read::kind(&other)
         )),
     }
-}
-
-fn file_name(p: &Path) -> String {
-    p.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }
 
 /// Names of the entries of `dir` (files and directories), hidden and temporary ones left out.
@@ -257,7 +252,7 @@ struct TrackTracker {
 
 impl TrackTracker {
     fn new(name: &str, bus: PathBuf) -> Self {
-        let board = bus.join("board");
+        let board = bus.join(layout::BOARD_DIR);
         Self {
             name: name.to_owned(),
             cursor: LogCursor::new(),
@@ -265,13 +260,13 @@ impl TrackTracker {
             messages_read: 0,
             lines_skipped: 0,
             queue_note: None,
-            locks: JsonFile::new(bus.join("locks.json")),
-            workers: JsonFile::new(bus.join("worker-status.json")),
+            locks: JsonFile::new(bus.join(layout::LOCKS_FILE)),
+            workers: JsonFile::new(bus.join(layout::WORKERS_FILE)),
             session: None,
             session_warning: None,
             board_fp: Vec::new(),
-            assessments: JsonFile::new(board.join("assessments.json")),
-            votes: JsonFile::new(board.join("votes.json")),
+            assessments: JsonFile::new(board.join(layout::ASSESSMENTS_FILE)),
+            votes: JsonFile::new(board.join(layout::VOTES_FILE)),
             discussion: None,
             bus,
             view: Arc::new(TrackView {
@@ -282,7 +277,7 @@ impl TrackTracker {
     }
 
     fn queue_path(&self) -> PathBuf {
-        self.bus.join("queue.jsonl")
+        self.bus.join(layout::QUEUE_FILE)
     }
 
     /// Reads what was appended to `queue.jsonl` since the last read; true if anything changed.
@@ -358,10 +353,10 @@ impl TrackTracker {
     /// Refreshes the board: the current session (chosen by the engine) when a session file changed,
     /// then assessments, votes and the discussion.
     fn refresh_board(&mut self, root: &Root) -> bool {
-        let board = self.bus.join("board");
+        let board = self.bus.join(layout::BOARD_DIR);
         let mut fps: Vec<(String, super::files::Fingerprint)> = list_dir(&board, false)
             .into_iter()
-            .filter(|n| n.starts_with("session-") && n.ends_with(".json"))
+            .filter(|n| layout::session_id_of(n).is_some())
             .filter_map(|n| super::files::Fingerprint::of(&board.join(&n)).map(|f| (n, f)))
             .collect();
         fps.sort_by(|a, b| a.0.cmp(&b.0));
@@ -388,7 +383,7 @@ impl TrackTracker {
             .refresh(|v| object(v).map(|m| parse_assessments(&m)))
             != Refresh::Unchanged;
         changed |= self.votes.refresh(|v| object(v).map(|m| parse_votes(&m))) != Refresh::Unchanged;
-        let disc = board.join("discussion.jsonl");
+        let disc = board.join(layout::DISCUSSION_FILE);
         let fp = super::files::Fingerprint::of(&disc);
         match (fp, &self.discussion) {
             (None, None) => {}
@@ -431,7 +426,7 @@ impl TrackTracker {
         warn(self.workers.path(), self.workers.warning());
         warn(self.assessments.path(), self.assessments.warning());
         warn(self.votes.path(), self.votes.warning());
-        let board_dir = self.bus.join("board");
+        let board_dir = self.bus.join(layout::BOARD_DIR);
         warn(&board_dir, self.session_warning.as_deref());
         let locks = self.locks.value().cloned().unwrap_or_default();
         let workers = self.workers.value().cloned().unwrap_or_default();
@@ -443,7 +438,7 @@ impl TrackTracker {
             let predicted = super::engine_glue::predicted_verdict(session, &assessments, &votes);
             Arc::new(BoardView {
                 session: session.clone(),
-                session_path: board_dir.join(format!("session-{}.json", session.session_id)),
+                session_path: board_dir.join(layout::session_file_name(&session.session_id)),
                 assessments,
                 votes,
                 discussion: self
@@ -524,7 +519,7 @@ pub struct LiveModel {
 impl LiveModel {
     /// A model of `root`, fully read once (queues from their tail).
     pub fn open(root: Root, opts: ModelOptions) -> Self {
-        let quarantine = InboxTracker::new("_quarantine", root.quarantine_dir());
+        let quarantine = InboxTracker::new(layout::QUARANTINE_DIR, root.quarantine_dir());
         let mut m = Self {
             opts,
             seq: 0,
@@ -584,70 +579,30 @@ impl LiveModel {
         self.publish_if_dirty()
     }
 
+    /// Maps a changed path onto what to refresh; the engine's [`layout::classify`] says what the path is.
     fn classify(&self, path: &Path) -> Target {
-        let name = file_name(path);
-        if name.starts_with(".tmp-") || name.ends_with(".lock") || name == ".lock_mutex" {
-            return Target::Ignore;
-        }
-        if path == self.root.root || path == self.root.conductor {
-            return Target::Everything;
-        }
-        if let Ok(rel) = path.strip_prefix(self.root.state_dir()) {
-            let parts: Vec<_> = rel.components().collect();
-            return match parts.len() {
-                0 => Target::StateDir,
-                1 => Target::StateFile(name),
-                _ => Target::Ignore,
-            };
-        }
-        if let Ok(rel) = path.strip_prefix(self.root.pending_root()) {
-            let parts: Vec<String> = rel
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect();
-            return match parts.as_slice() {
-                [] => Target::InboxesDir,
-                [god, ..] if crate::engine::conductor::files::is_foreign_pending_dir(god) => {
+        use layout::{BusEntry, Place};
+        match layout::classify(&self.root, path) {
+            Place::Top | Place::ConductorChild => Target::Everything,
+            Place::StateDir => Target::StateDir,
+            Place::StateFile(name) => Target::StateFile(name),
+            Place::PendingDir => Target::InboxesDir,
+            Place::ForeignPending | Place::Other => Target::Ignore,
+            Place::Quarantine(file) => Target::Quarantine(file),
+            Place::Inbox(god, file) => Target::Inbox(god, file),
+            Place::Definitions => Target::Definitions,
+            Place::TracksDir => Target::TracksDir,
+            Place::Track(track) => Target::Track(track, TrackPart::All),
+            Place::Bus(track, entry) => match entry {
+                BusEntry::Queue => Target::Track(track, TrackPart::Queue),
+                BusEntry::Locks => Target::Track(track, TrackPart::Locks),
+                BusEntry::Workers => Target::Track(track, TrackPart::Workers),
+                BusEntry::Board => Target::Track(track, TrackPart::Board),
+                BusEntry::QueueArchive | BusEntry::Mutex | BusEntry::Fencing | BusEntry::Events => {
                     Target::Ignore
                 }
-                [god] if god == "_quarantine" => Target::Quarantine(None),
-                [god] => Target::Inbox(god.clone(), None),
-                [god, file] if god == "_quarantine" => Target::Quarantine(Some(file.clone())),
-                [god, file] => Target::Inbox(god.clone(), Some(file.clone())),
-                _ => Target::Ignore,
-            };
+            },
         }
-        if path.starts_with(self.root.workflows_dir()) {
-            return Target::Definitions;
-        }
-        if let Ok(rel) = path.strip_prefix(self.root.tracks_dir()) {
-            let parts: Vec<String> = rel
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect();
-            return match parts.as_slice() {
-                [] => Target::TracksDir,
-                [track] | [track, _] => Target::Track(track.clone(), TrackPart::All),
-                [track, _, f] if f == "queue.jsonl" => {
-                    Target::Track(track.clone(), TrackPart::Queue)
-                }
-                [track, _, f] if f == "locks.json" => {
-                    Target::Track(track.clone(), TrackPart::Locks)
-                }
-                [track, _, f] if f == "worker-status.json" => {
-                    Target::Track(track.clone(), TrackPart::Workers)
-                }
-                [track, _, b, ..] if b == "board" => Target::Track(track.clone(), TrackPart::Board),
-                _ => Target::Ignore,
-            };
-        }
-        if path.starts_with(&self.root.conductor) {
-            // A new or removed top-level directory (pending/, state/, tracks/ created by init).
-            if path.parent() == Some(self.root.conductor.as_path()) {
-                return Target::Everything;
-            }
-        }
-        Target::Ignore
     }
 
     fn refresh_target(&mut self, t: Target) {
@@ -696,7 +651,7 @@ impl LiveModel {
             Target::Definitions => self.check_definitions(),
             Target::TracksDir => self.rescan_tracks(),
             Target::Track(name, part) => {
-                let bus = self.root.tracks_dir().join(&name).join(".message-bus");
+                let bus = self.root.tracks_dir().join(&name).join(layout::BUS_DIR);
                 if !bus.is_dir() {
                     if self.tracks.remove(&name).is_some() {
                         self.dirty_tracks = true;
@@ -747,7 +702,7 @@ impl LiveModel {
 
     fn refresh_state_file(&mut self, name: &str) -> bool {
         let dir = self.root.state_dir();
-        if let Some(id) = name.strip_suffix(".aborted.json") {
+        if let Some(id) = name.strip_suffix(layout::ABORTED_SUFFIX) {
             let f = self
                 .manifests
                 .entry(id.to_owned())
@@ -778,7 +733,7 @@ impl LiveModel {
         self.states
             .retain(|id, _| names.contains(&format!("{id}.json")));
         self.manifests
-            .retain(|id, _| names.contains(&format!("{id}.aborted.json")));
+            .retain(|id, _| names.contains(&format!("{id}{}", layout::ABORTED_SUFFIX)));
         let mut changed = before != (self.states.len(), self.manifests.len());
         for n in names.iter().filter(|n| n.ends_with(".json")) {
             changed |= self.refresh_state_file(n);
@@ -795,7 +750,7 @@ impl LiveModel {
         let before = self.inboxes.len();
         self.inboxes.retain(|g, _| gods.contains(g));
         let mut changed = before != self.inboxes.len();
-        for g in gods.iter().filter(|g| *g != "_quarantine") {
+        for g in gods.iter().filter(|g| *g != layout::QUARANTINE_DIR) {
             let is_new = !self.inboxes.contains_key(g);
             let inbox = self
                 .inboxes
@@ -819,7 +774,7 @@ impl LiveModel {
         let dir = self.root.tracks_dir();
         let names: BTreeSet<String> = list_dir(&dir, true)
             .into_iter()
-            .filter(|t| dir.join(t).join(".message-bus").is_dir())
+            .filter(|t| dir.join(t).join(layout::BUS_DIR).is_dir())
             .collect();
         let before = self.tracks.len();
         self.tracks.retain(|t, _| names.contains(t));
@@ -833,7 +788,7 @@ impl LiveModel {
             let t = self
                 .tracks
                 .entry(n.clone())
-                .or_insert_with(|| TrackTracker::new(n, dir.join(n).join(".message-bus")));
+                .or_insert_with(|| TrackTracker::new(n, dir.join(n).join(layout::BUS_DIR)));
             if t.rescan(&root, &opts) || fresh {
                 t.rebuild(chrono::Utc::now());
                 self.dirty_tracks = true;

@@ -47,7 +47,9 @@ impl Bus {
                 pattern: NAME_PATTERN,
             });
         }
-        let target = self.dir.join(format!("queue.{track_id}.archive.jsonl"));
+        let target = self
+            .dir
+            .join(crate::store::layout::queue_archive_name(track_id));
         let queue = self.queue_path();
         let _mutex = self.mutex()?;
         // An archive that exists while the queue is gone or still empty is one a killed run left half

@@ -46,7 +46,10 @@ pub fn list_states(root: &Root) -> Vec<(PathBuf, Result<WorkflowState, String>)>
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        if name.starts_with('.') || !name.ends_with(".json") || name.ends_with(".aborted.json") {
+        if name.starts_with('.')
+            || !name.ends_with(".json")
+            || name.ends_with(crate::store::layout::ABORTED_SUFFIX)
+        {
             continue;
         }
         match read_model::<WorkflowState>(&p) {
@@ -197,7 +200,8 @@ pub const FOREIGN_PENDING_DIRS: [&str; 2] = ["_webhooks", "inbox"];
 /// True for a directory of `conductor/pending/` that is not an inbox and not our `_quarantine`: a known
 /// foreign name, or any other underscore-prefixed one. Such directories are reported, never read as gods.
 pub fn is_foreign_pending_dir(name: &str) -> bool {
-    name != "_quarantine" && (name.starts_with('_') || FOREIGN_PENDING_DIRS.contains(&name))
+    name != crate::store::layout::QUARANTINE_DIR
+        && (name.starts_with('_') || FOREIGN_PENDING_DIRS.contains(&name))
 }
 
 pub fn god_dirs(dir: &Path) -> Vec<GodName> {

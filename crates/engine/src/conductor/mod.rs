@@ -15,6 +15,7 @@ pub mod journaled;
 pub mod model;
 pub mod outbox;
 pub mod paging;
+pub mod request;
 pub mod results;
 pub mod rules;
 pub mod samples;
@@ -28,6 +29,7 @@ pub use definition::{LoadError, StepDef, WorkflowDef, load_definitions};
 pub use files::{FileError, list_states, read_inbox, read_inbox_page};
 pub use model::*;
 pub use paging::{CompactDispatch, PageRequest};
+pub use request::{AckDecision, AckRequest};
 pub use results::*;
 pub use rules::{Rule, load_rules};
 

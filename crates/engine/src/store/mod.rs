@@ -3,6 +3,7 @@
 
 pub mod atomic;
 pub mod ids;
+pub mod layout;
 pub mod limits;
 pub mod lock;
 pub mod paths;
