@@ -67,3 +67,23 @@ fn the_spelling_check_sees_a_literal() {
     assert!(code.contains("\"locks.json\""));
     assert!(!code.contains("\"queue.jsonl\""));
 }
+
+/// The shells `cli` dispatches to (`demo`, `bridge`) and the layers below never import `cli` back, so
+/// the module graph has no cycle through the command line.
+#[test]
+fn nothing_below_the_command_line_imports_it() {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    for d in ["demo", "bridge", "console", "live", "mcp"] {
+        rust_files(&base.join(d), &mut files);
+    }
+    assert!(files.len() > 20, "found only {} sources", files.len());
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(
+            !text.contains("crate::cli"),
+            "{} imports crate::cli",
+            f.display()
+        );
+    }
+}

@@ -821,7 +821,7 @@ impl Checker {
                 self.error(f, format!("assessment of {d} must be an object"));
                 continue;
             };
-            if !str_field(o, "verdict").is_some_and(|s| AssessVerdict::parse(s).is_some()) {
+            if str_field(o, "verdict").is_none_or(|s| AssessVerdict::parse(s).is_none()) {
                 self.error(
                     f,
                     format!(
@@ -850,7 +850,7 @@ impl Checker {
                 self.error(f, format!("vote of {d} must be an object"));
                 continue;
             };
-            if !str_field(o, "final_verdict").is_some_and(|s| VoteVerdict::parse(s).is_some()) {
+            if str_field(o, "final_verdict").is_none_or(|s| VoteVerdict::parse(s).is_none()) {
                 self.error(
                     f,
                     format!(

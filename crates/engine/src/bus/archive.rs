@@ -121,7 +121,12 @@ impl Bus {
         let mut removed = Vec::new();
         for p in [self.locks_path(), self.workers_path()] {
             if remove_file(&self.root, &p)? {
-                removed.push(p.file_name().unwrap().to_string_lossy().into_owned());
+                removed.push(
+                    p.file_name()
+                        .unwrap_or_default()
+                        .to_string_lossy()
+                        .into_owned(),
+                );
             }
             crate::conductor::crash_point("archive:after-clear-one");
         }

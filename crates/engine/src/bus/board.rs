@@ -175,8 +175,9 @@ pub fn quick_review_rule(
             Some(v) if v == "APPROVE" || v == "CONCERNS" => {
                 s.approve += 1;
                 ok.push(d.clone());
-                if v == "CONCERNS" {
-                    let a = a.expect("matched above");
+                if v == "CONCERNS"
+                    && let Some(a) = a
+                {
                     conditions.extend(a.concerns.iter().map(|c| format!("{c} ({d})")));
                 }
             }
@@ -755,12 +756,16 @@ impl Bus {
             } else {
                 unique_dir(id)
             };
-            let name = path.file_name().expect("listed files have names");
+            let Some(name) = path.file_name() else {
+                continue;
+            };
             rename_durable(&self.root, path, &dir.join(name))?;
             files.push(name.to_string_lossy().into_owned());
         }
         for p in loose {
-            let name = p.file_name().expect("fixed names");
+            let Some(name) = p.file_name() else {
+                continue;
+            };
             rename_durable(&self.root, &p, &main_dir.join(name))?;
             files.push(name.to_string_lossy().into_owned());
         }
@@ -855,7 +860,7 @@ impl Bus {
             "round": round,
             "timestamp": now_ts(),
         });
-        let mut line = serde_json::to_vec(&record).expect("JSON values serialise");
+        let mut line = crate::store::json_text(&record, false);
         line.push(b'\n');
         QueueWriter::open(&self.root, &self.discussion_path())?.append_line(&line)?;
         if s.phases.discuss.status != PHASE_IN_PROGRESS {
@@ -1085,7 +1090,7 @@ impl Bus {
         }
         s.phases.resolve.status = PHASE_COMPLETE.into();
         s.status = COMPLETE.into();
-        s.resolution = Some(serde_json::to_value(&resolution).expect("resolutions serialise"));
+        s.resolution = Some(crate::store::json_value(&resolution));
         self.save_session(&path, &s)?;
         let o = &resolution.outcome;
         let msg = self.post(

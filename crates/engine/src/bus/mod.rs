@@ -209,7 +209,7 @@ impl Bus {
         let mut chunk = Vec::with_capacity(queue::BATCH_BYTES);
         let mut pending = 0..0;
         for (i, env) in envs.iter().enumerate() {
-            serde_json::to_writer(&mut chunk, env).expect("envelopes always serialise");
+            chunk.extend(crate::store::json_text(env, false));
             chunk.push(b'\n');
             pending.end = i + 1;
             if chunk.len() >= queue::BATCH_BYTES || i + 1 == envs.len() {
@@ -242,12 +242,12 @@ impl Bus {
         // Every line shares type, source and payload: serialise them once.
         let head = format!(
             ",\"type\":{},\"source\":{},\"timestamp\":\"",
-            serde_json::to_string(&template.kind).expect("strings serialise"),
-            serde_json::to_string(&template.source).expect("strings serialise"),
+            crate::store::json_string(&template.kind),
+            crate::store::json_string(&template.source),
         );
         let tail = format!(
             "\",\"payload\":{}}}\n",
-            serde_json::to_string(&template.payload).expect("JSON values serialise")
+            crate::store::json_string(&template.payload)
         );
         let mut slot = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let mut chunk = Vec::with_capacity(queue::BATCH_BYTES + 1024);
