@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use pantheon::engine::conductor::{Actor, Conductor};
 use pantheon::engine::store::Root;
-use pantheon::engine::store::atomic::write_json;
+use pantheon::engine::store::atomic::{to_pretty_json, write_atomic};
 use serde_json::json;
 
 fn main() {
@@ -42,10 +42,10 @@ fn main() {
     let t = Instant::now();
     for i in 0..cycles {
         for name in ["handoff", "state", "dispatch"] {
-            write_json(
+            write_atomic(
                 &floor_root,
                 &floor_dir.join(format!("{name}-{}.json", i % workflows)),
-                &doc,
+                &to_pretty_json(&doc),
             )
             .expect("write");
         }

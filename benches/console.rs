@@ -442,7 +442,7 @@ fn scale_root(dir: &Path, n: usize) {
 /// One size, in a fresh process (so resident memory is this root's alone): prints
 /// `SCALE {json}` with the first screen, the full load, resident memory and frame times.
 fn scale_child(root: &Path, n: usize) {
-    let theme = Theme { color: true };
+    let theme = Theme::plain(true);
     let t = Instant::now();
     let mut handle = LiveHandle::start(Root::at(root), WatchMode::Notify, ModelOptions::default());
     let first = handle.latest();

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 use pantheon::Root;
 use pantheon::engine::bus::Bus;
 use pantheon::engine::conductor::{Actor, Conductor};
-use pantheon::engine::store::atomic::write_json;
+use pantheon::engine::store::atomic::{to_pretty_json, write_atomic};
 use pantheon::live::runner::LiveHandle;
 use pantheon::live::{LiveModel, ModelOptions, WatchMode};
 use serde_json::{Value, json};
@@ -369,10 +369,10 @@ fn conductor_cycle() {
     for i in 0..n {
         let t0 = Instant::now();
         for f in 0..3 {
-            write_json(
+            write_atomic(
                 &Root::at(dir.path()),
                 &dir.path().join(format!("{i}-{f}.json")),
-                &v,
+                &to_pretty_json(&v),
             )
             .unwrap();
         }

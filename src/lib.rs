@@ -10,6 +10,7 @@ pub mod console;
 pub mod demo;
 pub mod live;
 pub mod mcp;
+pub mod outcome;
 
 /// The protocol engine, its own crate ([`pantheon_engine`]); re-exported so shells name it `engine`.
 pub use pantheon_engine as engine;
@@ -21,3 +22,7 @@ pub use engine::store::Root;
 #[cfg(test)]
 #[path = "../tests/common/fixture.rs"]
 pub(crate) mod test_fixture;
+
+/// Checks on the source tree itself (layering and spelling rules a compiler cannot see).
+#[cfg(test)]
+mod source_checks;

@@ -128,9 +128,9 @@ pub struct LockArgs {
 const MAX_DELIVER: i64 = 20;
 
 /// Runs `pantheon bridge …`.
-pub fn run(args: BridgeArgs, root: &Root) -> anyhow::Result<crate::cli::Outcome> {
+pub fn run(args: BridgeArgs, root: &Root) -> anyhow::Result<crate::outcome::Outcome> {
     if let Some(BridgeCommand::Status) = args.command {
-        return Ok(crate::cli::Outcome::Json(eb::read_status(root)?));
+        return Ok(crate::outcome::Outcome::Json(eb::read_status(root)?));
     }
     if let Some(BridgeCommand::Lock(l)) = &args.command {
         return run_lock(l, root);
@@ -173,7 +173,9 @@ pub fn run(args: BridgeArgs, root: &Root) -> anyhow::Result<crate::cli::Outcome>
         .enable_all()
         .build()?;
     rt.block_on(serve(args, url, name, root.clone()))?;
-    Ok(crate::cli::Outcome::Exit(std::process::ExitCode::SUCCESS))
+    Ok(crate::outcome::Outcome::Exit(
+        std::process::ExitCode::SUCCESS,
+    ))
 }
 
 struct Shared {

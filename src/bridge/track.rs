@@ -421,7 +421,7 @@ async fn dead(t: &Track, seq: u64, subj: &str, reason: &str, data: &[u8]) {
         "dead_at": crate::engine::store::time::now_ts(), "data": String::from_utf8_lossy(keep),
         "truncated": keep.len() < data.len(),
     });
-    if let Err(e) = crate::engine::store::atomic::write_json(&t.shared.root, &path, &body) {
+    if let Err(e) = crate::engine::bridge::write_bridge_record(&t.shared.root, &path, &body) {
         t.shared
             .note_error(format!("dead letter {seq} not kept: {e}"))
             .await;

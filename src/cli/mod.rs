@@ -184,11 +184,7 @@ fn run_validate(root: &Root) -> anyhow::Result<Outcome> {
     }))
 }
 
-/// What a command produced: a JSON result to print, or a process exit code of its own.
-pub enum Outcome {
-    Json(serde_json::Value),
-    Exit(ExitCode),
-}
+pub use crate::outcome::Outcome;
 
 /// Prints `value` as pretty JSON on stdout. A reader that went away (`pantheon … | head`) is not an
 /// error worth a panic: the output is simply dropped, as other Unix tools do.

@@ -89,46 +89,17 @@ impl Pane {
     }
 }
 
-/// An acknowledgement status an operator can give a dispatch (docs/PROTOCOL.md §2.5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AckChoice {
-    Accepted,
-    Pending,
-    Rejected,
-    Completed,
-}
+/// An acknowledgement status an operator can give a dispatch (docs/PROTOCOL.md §2.5): the engine's
+/// closed [`AckDecision`](crate::engine::conductor::AckDecision), so the console builds typed acks.
+pub use crate::engine::conductor::AckDecision as AckChoice;
 
-impl AckChoice {
-    pub const ALL: [AckChoice; 4] = [
-        AckChoice::Accepted,
-        AckChoice::Pending,
-        AckChoice::Rejected,
-        AckChoice::Completed,
-    ];
-
-    /// The protocol word.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AckChoice::Accepted => "accepted",
-            AckChoice::Pending => "pending",
-            AckChoice::Rejected => "rejected",
-            AckChoice::Completed => "completed",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<AckChoice> {
-        AckChoice::ALL.into_iter().find(|c| c.as_str() == s.trim())
-    }
-
-    /// What the operator is asked to type, and whether it is required.
-    pub fn message_prompt(self) -> Option<(&'static str, bool)> {
-        match self {
-            AckChoice::Accepted => None,
-            AckChoice::Pending => Some(("Message (optional, e.g. why it waits)", false)),
-            AckChoice::Rejected => Some(("Reason for rejecting (required)", true)),
-            AckChoice::Completed => Some(("Summary of the finished step (required)", true)),
-        }
+/// What the operator is asked to type for an ack, and whether it is required.
+pub fn ack_message_prompt(choice: AckChoice) -> Option<(&'static str, bool)> {
+    match choice {
+        AckChoice::Accepted => None,
+        AckChoice::Pending => Some(("Message (optional, e.g. why it waits)", false)),
+        AckChoice::Rejected => Some(("Reason for rejecting (required)", true)),
+        AckChoice::Completed => Some(("Summary of the finished step (required)", true)),
     }
 }
 

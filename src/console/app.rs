@@ -2,6 +2,8 @@
 //! return [`Effect`]s as data (run an engine call, quit…); drawing only reads this state. The whole
 //! operator flow (selection -> confirm -> engine call -> flash) runs here without a terminal.
 
+use crate::engine::conductor::CleanupResult;
+use serde_json::Value;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
@@ -9,7 +11,6 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
-use serde_json::Value;
 
 use crate::engine::store::{GodName, HandoffId, TrackName, WorkflowId};
 use crate::live::snapshot::Snapshot;
@@ -1534,7 +1535,7 @@ impl App {
     }
 
     fn choose_ack(&mut self, target: AckTarget, status: AckChoice) {
-        match status.message_prompt() {
+        match super::action::ack_message_prompt(status) {
             Some((label, required)) => self.ask(
                 label,
                 required,
@@ -2004,16 +2005,16 @@ impl App {
     }
 
     /// The engine answered an operation.
-    pub fn op_finished(&mut self, op: &Op, result: Result<Value, String>) {
+    pub fn op_finished(&mut self, op: &Op, result: Result<super::ops::Outcome, String>) {
         self.in_flight = self.in_flight.saturating_sub(1);
         match result {
-            Ok(v) if matches!(op, Op::Bulk { .. }) => {
+            Ok(super::ops::Outcome::Bulk(v)) => {
                 let kind = if super::marks::bulk_has_failures(&v) {
                     FlashKind::Error
                 } else {
                     FlashKind::Success
                 };
-                self.flash(kind, op.summarize(&v));
+                self.flash(kind, op.summarize(&super::ops::Outcome::Bulk(v.clone())));
                 if let Op::Bulk { items, .. } = op {
                     self.bulk_finished(items, &v);
                 }
@@ -2024,18 +2025,15 @@ impl App {
     }
 
     /// The engine answered a cleanup dry run: show it and ask for confirmation.
-    pub fn cleanup_previewed(&mut self, wf: WorkflowId, result: Result<Value, String>) {
+    pub fn cleanup_previewed(&mut self, wf: WorkflowId, result: Result<CleanupResult, String>) {
         match result {
             Ok(v) if super::preview::cleanup_finds_nothing(&v) => self.flash(
                 FlashKind::Info,
-                {
-                    let n = |k: &str| v.get(k).and_then(Value::as_array).map_or(0, Vec::len);
-                    format!(
-                        "cleanup of {wf}: the dry run found nothing to delete ({} already gone, {} refused)",
-                        n("missing"),
-                        n("refused")
-                    )
-                },
+                format!(
+                    "cleanup of {wf}: the dry run found nothing to delete ({} already gone, {} refused)",
+                    v.missing.len(),
+                    v.refused.len()
+                ),
             ),
             Ok(v) => {
                 let op = Op::Cleanup { workflow_id: wf };
@@ -2069,7 +2067,7 @@ impl App {
         let action = match name {
             "ack" => match arg.as_str() {
                 "" => Action::Ack(None),
-                s => match AckChoice::parse(s) {
+                s => match AckChoice::parse(s.trim()) {
                     Some(c) => Action::Ack(Some(c)),
                     None => {
                         self.flash(
@@ -2453,10 +2451,16 @@ mod tests {
     fn a_cleanup_dry_run_that_finds_nothing_offers_no_delete_button() {
         let mut a = app();
         let wf = WorkflowId::parse("wf_deploy_42").unwrap();
-        a.cleanup_previewed(
-            wf.clone(),
-            Ok(serde_json::json!({"deleted": [], "missing": ["a.md"], "refused": []})),
-        );
+        let dry = |deleted: &[&str], missing: &[&str]| CleanupResult {
+            status: "dry_run".into(),
+            workflow_id: wf.to_string(),
+            deleted: deleted.iter().map(|s| s.to_string()).collect(),
+            missing: missing.iter().map(|s| s.to_string()).collect(),
+            refused: Vec::new(),
+            dry_run: true,
+            warnings: Vec::new(),
+        };
+        a.cleanup_previewed(wf.clone(), Ok(dry(&[], &["a.md"])));
         assert!(matches!(a.mode, Mode::Normal));
         let f = a.flash.clone().unwrap();
         assert!(
@@ -2464,7 +2468,7 @@ mod tests {
             "{}",
             f.text
         );
-        a.cleanup_previewed(wf, Ok(serde_json::json!({"deleted": ["a.md"]})));
+        a.cleanup_previewed(wf.clone(), Ok(dry(&["a.md"], &[])));
         let Mode::Confirm(c) = &a.mode else {
             panic!("{:?}", a.mode)
         };

@@ -1,14 +1,15 @@
 //! The console's real [`Operator`]: every action is one engine call, recorded as the operator.
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::engine::bus::Bus;
-use crate::engine::conductor::{Actor, Conductor};
+use crate::engine::conductor::{AckRequest, Actor, Conductor};
 use crate::engine::error::Error;
 use crate::engine::journal::Origin;
-use crate::engine::store::{AckId, Root, WorkflowId};
+use crate::engine::store::{Root, WorkflowId};
 
-use super::ops::{OPERATOR, Op, Operator};
+use super::ops::{OPERATOR, Op, Operator, Outcome};
+use crate::engine::conductor::CleanupResult;
 
 /// Performs operations with the Conductor and bus engines of one root.
 pub struct EngineOperator {
@@ -29,12 +30,8 @@ impl EngineOperator {
     }
 }
 
-fn to_json<T: serde::Serialize>(v: T) -> Result<Value, Error> {
-    Ok(serde_json::to_value(v).expect("engine results always serialise"))
-}
-
 impl Operator for EngineOperator {
-    fn execute(&self, op: &Op) -> Result<Value, Error> {
+    fn execute(&self, op: &Op) -> Result<Outcome, Error> {
         match op {
             Op::Ack {
                 handoff_id,
@@ -45,63 +42,55 @@ impl Operator for EngineOperator {
                 gates_passed,
                 ..
             } => {
-                let mut ack = json!({
-                    "ack_id": AckId::generate().as_str(),
-                    "handoff_id": handoff_id.as_str(),
-                    "status": status.as_str(),
-                });
-                if let Some(w) = workflow_id {
-                    ack["workflow_id"] = json!(w.as_str());
-                }
-                if let Some(m) = message {
-                    ack["message"] = json!(m);
-                }
-                if let Some(e) = eta {
-                    ack["eta"] = json!(e);
-                }
+                let mut ack = AckRequest::new(handoff_id.clone(), *status);
+                ack.workflow_id = workflow_id.clone();
+                ack.message = message.clone();
+                ack.eta = eta.clone();
                 if !gates_passed.is_empty() {
-                    ack["context"] = json!({ "gates_passed": gates_passed });
+                    ack.context
+                        .insert("gates_passed".into(), json!(gates_passed));
                 }
-                to_json(self.conductor.ack_handoff(&ack, Actor::Operator)?)
+                Ok(Outcome::Ack(self.conductor.ack(&ack, Actor::Operator)?))
             }
-            Op::Approve { handoff_id } => to_json(
+            Op::Approve { handoff_id } => Ok(Outcome::Approval(
                 self.conductor
                     .approve(handoff_id.as_str(), Actor::Operator)?,
-            ),
-            Op::RejectHeld { handoff_id, reason } => to_json(self.conductor.reject_held(
-                handoff_id.as_str(),
-                reason,
-                Actor::Operator,
-            )?),
+            )),
+            Op::RejectHeld { handoff_id, reason } => Ok(Outcome::Approval(
+                self.conductor
+                    .reject_held(handoff_id.as_str(), reason, Actor::Operator)?,
+            )),
             Op::Abort {
                 workflow_id,
                 reason,
-            } => to_json(self.conductor.abort_workflow(
+            } => Ok(Outcome::Abort(self.conductor.abort_workflow(
                 workflow_id.as_str(),
                 reason,
                 Actor::Operator,
-            )?),
-            Op::Cleanup { workflow_id } => {
-                to_json(self.conductor.cleanup(workflow_id.as_str(), false)?)
-            }
-            Op::ForceUnlock { track, path } => to_json(
+            )?)),
+            Op::Cleanup { workflow_id } => Ok(Outcome::Cleanup(
+                self.conductor.cleanup(workflow_id.as_str(), false)?,
+            )),
+            Op::ForceUnlock { track, path } => Ok(Outcome::Unlock(
                 self.bus(track.as_str())?
                     .release_lock(path, OPERATOR, true)?,
-            ),
-            Op::BoardAdvance { track, force } => {
-                to_json(self.bus(track.as_str())?.board_advance(*force, OPERATOR)?)
-            }
-            Op::BoardNextRound { track } => {
-                to_json(self.bus(track.as_str())?.board_next_round(OPERATOR)?)
-            }
-            Op::BoardResolve { track, force } => {
-                to_json(self.bus(track.as_str())?.board_resolve(*force, OPERATOR)?)
-            }
-            Op::Bulk { items, skipped } => Ok(super::marks::execute_bulk(self, items, skipped)),
+            )),
+            Op::BoardAdvance { track, force } => Ok(Outcome::Advance(
+                self.bus(track.as_str())?.board_advance(*force, OPERATOR)?,
+            )),
+            Op::BoardNextRound { track } => Ok(Outcome::Round(
+                self.bus(track.as_str())?.board_next_round(OPERATOR)?,
+            )),
+            Op::BoardResolve { track, force } => Ok(Outcome::Resolve(
+                self.bus(track.as_str())?.board_resolve(*force, OPERATOR)?,
+            )),
+            Op::Bulk { items, skipped } => Ok(Outcome::Bulk(super::marks::execute_bulk(
+                self, items, skipped,
+            ))),
         }
     }
 
-    fn cleanup_preview(&self, workflow_id: &WorkflowId) -> Result<Value, Error> {
-        to_json(self.conductor.cleanup(workflow_id.as_str(), true)?)
+    fn cleanup_preview(&self, workflow_id: &WorkflowId) -> Result<CleanupResult, Error> {
+        self.conductor.cleanup(workflow_id.as_str(), true)
     }
 }

@@ -157,7 +157,7 @@ impl Filter {
 /// aborted workflow, whose last ack no longer says anything about it).
 pub fn ack_state(w: &WorkflowView) -> String {
     if let Some((god, d)) = w.waiting.first() {
-        if god == "_quarantine" {
+        if god == crate::engine::store::layout::QUARANTINE_DIR {
             return "held".into();
         }
         return d.ack_status.to_string();

@@ -351,7 +351,7 @@ pub fn execute_bulk(
     let results: Vec<Value> = items
         .iter()
         .map(|(key, op)| match operator.execute(op) {
-            Ok(v) => json!({"key": key, "subject": subject(op), "ok": true, "result": v}),
+            Ok(_) => json!({"key": key, "subject": subject(op), "ok": true}),
             Err(e) => {
                 json!({"key": key, "subject": subject(op), "ok": false, "error": e.to_string()})
             }

@@ -3,6 +3,10 @@
 
 use serde_json::Value;
 
+use crate::engine::bus::board::{AdvanceResult, ResolveResult, WriteResult};
+use crate::engine::bus::locks::UnlockResult;
+use crate::engine::conductor::{AbortResult, AckResult, ApprovalResult, CleanupResult};
+
 use crate::engine::error::Error;
 use crate::engine::store::{GodName, HandoffId, TrackName, WorkflowId};
 
@@ -130,96 +134,115 @@ impl Op {
     }
 
     /// A one-line account of what the engine returned, for the flash message.
-    pub fn summarize(&self, result: &Value) -> String {
-        if let Op::Bulk { items, .. } = self {
-            return super::marks::summarize_bulk(items, result);
-        }
-        let s = |k: &str| result.get(k).and_then(Value::as_str);
-        let n = |k: &str| result.get(k).and_then(Value::as_array).map_or(0, Vec::len);
-        match self {
-            Op::Ack { handoff_id, .. } => {
-                let mut out = format!("{handoff_id}: {}", s("status").unwrap_or("acknowledged"));
-                if let Some(st) = s("state_status") {
-                    out.push_str(&format!(", workflow {st}"));
+    pub fn summarize(&self, outcome: &Outcome) -> String {
+        match outcome {
+            Outcome::Bulk(report) => match self {
+                Op::Bulk { items, .. } => super::marks::summarize_bulk(items, report),
+                _ => String::new(),
+            },
+            Outcome::Ack(r) => {
+                let mut out = format!("{}: {}", r.handoff_id, r.status);
+                if r.duplicate {
+                    out.push_str(" (already recorded)");
                 }
-                if let Some(g) = s("rerouted_to") {
+                out.push_str(&format!(", workflow {}", r.state_status));
+                if let Some(g) = &r.rerouted_to {
                     out.push_str(&format!(", rerouted to {g}"));
                 }
                 out
             }
-            Op::Approve { handoff_id } => format!(
-                "{handoff_id} approved{}",
-                s("to_god")
-                    .or(s("target_god"))
-                    .map(|g| format!(" into {g}'s inbox"))
-                    .unwrap_or_default()
+            Outcome::Approval(r) if r.status == "approved" => format!(
+                "{} approved into {}'s inbox (step {}), workflow {}",
+                r.handoff_id, r.target_god, r.target_step, r.state_status
             ),
-            Op::RejectHeld { handoff_id, .. } => format!(
-                "{handoff_id} rejected{}",
-                s("state_status")
-                    .map(|st| format!(", workflow {st}"))
-                    .unwrap_or_default()
-            ),
-            Op::Abort { workflow_id, .. } => format!(
-                "{workflow_id} aborted: {} artifact(s) marked, {} dispatch(es) withdrawn",
-                n("artifacts_marked"),
-                n("dispatches_withdrawn")
-            ),
-            Op::Cleanup { workflow_id } => format!(
-                "{workflow_id} cleaned: {} deleted, {} missing, {} refused",
-                n("deleted"),
-                n("missing"),
-                n("refused")
-            ),
-            Op::ForceUnlock { path, .. } => format!("{path} unlocked"),
-            Op::BoardAdvance { .. } => format!(
-                "board {} -> {}{}",
-                s("from").unwrap_or("?"),
-                s("to").unwrap_or("?"),
-                if result.get("forced").and_then(Value::as_bool) == Some(true) {
-                    " (forced)"
+            Outcome::Approval(r) => {
+                format!("{} {}, workflow {}", r.handoff_id, r.status, r.state_status)
+            }
+            Outcome::Abort(r) => format!(
+                "{} aborted: {} artifact(s) marked, {} dispatch(es) withdrawn{}",
+                r.workflow_id,
+                r.artifacts_marked.len(),
+                r.dispatches_withdrawn.len(),
+                if r.duplicate {
+                    " (already aborted)"
                 } else {
                     ""
                 }
             ),
-            Op::BoardNextRound { .. } => {
-                let r = |k: &str| {
-                    result
-                        .pointer(&format!("/record/{k}"))
-                        .and_then(Value::as_u64)
-                };
-                match (r("round"), r("max_rounds")) {
-                    (Some(done), Some(max)) if done >= max => {
-                        format!(
-                            "discussion round {done} of {max} closed: the last one (advance with >)"
-                        )
-                    }
-                    (Some(done), Some(max)) => {
-                        format!(
-                            "discussion round {done} closed; round {} of {max} begins",
-                            done + 1
-                        )
-                    }
-                    _ => "discussion round closed".to_owned(),
+            Outcome::Cleanup(r) => format!(
+                "{} cleaned: {} deleted, {} missing, {} refused",
+                r.workflow_id,
+                r.deleted.len(),
+                r.missing.len(),
+                r.refused.len()
+            ),
+            Outcome::Unlock(r) => format!(
+                "{} unlocked{}",
+                r.filepath,
+                r.released_from
+                    .as_deref()
+                    .map(|h| format!(" (was held by {h})"))
+                    .unwrap_or_default()
+            ),
+            Outcome::Advance(r) => format!(
+                "board {} -> {}{}",
+                r.from,
+                r.to,
+                if r.forced { " (forced)" } else { "" }
+            ),
+            Outcome::Round(r) => {
+                let d = &r.phases.discuss;
+                if d.rounds >= d.max_rounds {
+                    format!(
+                        "discussion round {} of {} closed: the last one (advance with >)",
+                        d.rounds, d.max_rounds
+                    )
+                } else {
+                    format!(
+                        "discussion round {} closed; round {} of {} begins",
+                        d.rounds,
+                        d.rounds.saturating_add(1),
+                        d.max_rounds
+                    )
                 }
             }
-            Op::Bulk { .. } => String::new(),
-            Op::BoardResolve { .. } => format!(
-                "board resolved: {}",
-                s("verdict")
-                    .or_else(|| result
-                        .pointer("/resolution/verdict")
-                        .and_then(Value::as_str))
-                    .unwrap_or("done")
+            Outcome::Resolve(r) => format!(
+                "board resolved: {}{}",
+                r.resolution.outcome.verdict.as_str(),
+                if r.resolution.forced { " (forced)" } else { "" }
             ),
         }
     }
 }
 
+/// What the engine returned for an [`Op`]: its typed result, so a flash message reads real fields.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    /// [`Op::Ack`].
+    Ack(AckResult),
+    /// [`Op::Approve`] and [`Op::RejectHeld`].
+    Approval(ApprovalResult),
+    /// [`Op::Abort`].
+    Abort(AbortResult),
+    /// [`Op::Cleanup`].
+    Cleanup(CleanupResult),
+    /// [`Op::ForceUnlock`].
+    Unlock(UnlockResult),
+    /// [`Op::BoardAdvance`].
+    Advance(AdvanceResult),
+    /// [`Op::BoardNextRound`].
+    Round(WriteResult),
+    /// [`Op::BoardResolve`].
+    Resolve(ResolveResult),
+    /// [`Op::Bulk`]: one entry per item (`key`, `subject`, `ok`, and `error` when refused) and the
+    /// marked records that were skipped, as [`super::marks::execute_bulk`] reports them.
+    Bulk(Value),
+}
+
 /// Performs operations. The console's real operator calls the engine; tests may record calls.
 pub trait Operator: Send + Sync + 'static {
-    /// Performs `op` and returns the engine's result JSON.
-    fn execute(&self, op: &Op) -> Result<Value, Error>;
+    /// Performs `op` and returns the engine's typed result.
+    fn execute(&self, op: &Op) -> Result<Outcome, Error>;
     /// What `cleanup` would do, without doing it (the dry run shown before confirming).
-    fn cleanup_preview(&self, workflow_id: &WorkflowId) -> Result<Value, Error>;
+    fn cleanup_preview(&self, workflow_id: &WorkflowId) -> Result<CleanupResult, Error>;
 }

@@ -1,8 +1,8 @@
 //! What a confirmation dialog says will happen: the files, dispatches and verdicts involved, taken
 //! from the snapshot (and, for cleanup, from the engine's dry run).
 
+use crate::engine::conductor::CleanupResult;
 use chrono::{DateTime, Utc};
-use serde_json::Value;
 
 use crate::engine::store::time::{parse_ts, relative};
 use crate::live::snapshot::Snapshot;
@@ -18,392 +18,424 @@ fn line(t: Tone, s: impl Into<String>) -> (Tone, String) {
 
 /// The lines of the confirmation dialog for `op`.
 pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, String)> {
-    use Tone::*;
     let mut out = Vec::new();
     match op {
         Op::Bulk { items, skipped } => return super::marks::describe_bulk(items, skipped),
-        Op::Ack {
-            god,
-            handoff_id,
-            workflow_id,
-            status,
-            message,
-            eta,
-            gates_passed,
-        } => {
-            let wf = workflow_id.as_ref().map(|w| w.as_str()).unwrap_or("?");
-            let step = snap
-                .inboxes
-                .iter()
-                .find(|i| i.god == god.as_str())
-                .and_then(|i| {
-                    i.dispatches
-                        .iter()
-                        .find(|d| d.dispatch.handoff_id == handoff_id.as_str())
-                })
-                .map(|d| d.dispatch.step.clone());
-            let Some(step) = step else {
-                out.push(line(
-                    Warn,
-                    format!(
-                        "Dispatch {handoff_id} of {wf} is no longer in {god}'s inbox: it was acked, \
-                         withdrawn or moved since you selected it."
-                    ),
-                ));
-                out.push(line(
-                    Dim,
-                    "Acking it now would be refused; cancel and pick a row again.",
-                ));
-                return out;
-            };
-            out.push(line(
-                Normal,
-                format!("Dispatch {handoff_id} (step {step} of {wf}) in {god}'s inbox"),
-            ));
-            out.push(line(
-                Normal,
-                format!(
-                    "will be acknowledged {} on {god}'s behalf (by: {OPERATOR}).",
-                    status.as_str()
-                ),
-            ));
-            let effect = match status {
-                AckChoice::Accepted => format!(
-                    "The dispatch will move to conductor/archive/{god}/; {wf} will become in_progress."
-                ),
-                AckChoice::Pending => {
-                    "The dispatch will stay in the inbox marked pending; the workflow will keep waiting."
-                        .to_owned()
-                }
-                AckChoice::Rejected => format!(
-                    "The dispatch will be archived as rejected; {wf} will go to the step's next fallback god, or fail if none is left."
-                ),
-                AckChoice::Completed => format!(
-                    "Step {step} will be recorded done with your message as its summary, and {wf} routed to its next step."
-                ),
-            };
-            out.push(line(
-                if *status == AckChoice::Rejected {
-                    Warn
-                } else {
-                    Normal
-                },
-                effect,
-            ));
-            if let Some(m) = message {
-                out.push(line(Dim, format!("Message: {m}")));
-            }
-            if let Some(e) = eta {
-                let when = parse_ts(e)
-                    .map(|t| format!(" ({})", relative(t, now)))
-                    .unwrap_or_default();
-                out.push(line(Dim, format!("ETA: {e}{when}")));
-            }
-            if *status == AckChoice::Completed {
-                out.push(line(
-                    Dim,
-                    if gates_passed.is_empty() {
-                        "Gates passed: none asserted".to_owned()
-                    } else {
-                        format!(
-                            "Gates passed (asserted by {OPERATOR}): {}",
-                            gates_passed.join(", ")
-                        )
-                    },
-                ));
-            }
-        }
-        Op::Approve { handoff_id } => {
-            let held = snap
-                .quarantine
-                .dispatches
-                .iter()
-                .find(|d| d.dispatch.handoff_id == handoff_id.as_str());
-            match held {
-                Some(d) => {
-                    let x = &d.dispatch;
-                    out.push(line(
-                        Normal,
-                        format!(
-                            "Held dispatch {handoff_id} (step {} of {}, from {})",
-                            x.step, x.workflow_id, x.from_god
-                        ),
-                    ));
-                    out.push(line(
-                        Normal,
-                        format!(
-                            "will move from _quarantine into {}'s inbox; the workflow will then wait for its ack.",
-                            x.to_god
-                        ),
-                    ));
-                    if let Some(why) = &x.held_because {
-                        out.push(line(Dim, format!("Held because: {why}")));
-                    }
-                }
-                None => out.push(line(
-                    Warn,
-                    format!(
-                        "{handoff_id} is no longer held (approved, rejected or removed since you selected it); the engine would refuse."
-                    ),
-                )),
-            }
-        }
-        Op::RejectHeld { handoff_id, reason } => {
-            out.push(line(
-                Danger,
-                format!("Held dispatch {handoff_id} will be archived as rejected and its workflow marked failed."),
-            ));
-            out.push(line(Dim, format!("Reason: {reason}")));
-        }
-        Op::Abort {
-            workflow_id,
-            reason,
-        } => {
-            let w = snap.workflows.iter().find(|w| w.id == workflow_id.as_str());
-            match w {
-                Some(w) => {
-                    out.push(line(
-                        Danger,
-                        format!(
-                            "{workflow_id} ({}) will be marked aborted (now {}, step {}).",
-                            w.state.definition_id.as_deref().unwrap_or("no definition"),
-                            w.state.status,
-                            w.state.current_step.as_deref().unwrap_or("-")
-                        ),
-                    ));
-                    if w.waiting.is_empty() {
-                        out.push(line(Dim, "No dispatch of it is waiting in an inbox."));
-                    } else {
-                        out.push(line(Normal, "Will be withdrawn to the archive:"));
-                        for (god, d) in &w.waiting {
-                            out.push(line(
-                                Warn,
-                                format!("  {} ({} in {god})", d.handoff_id, d.step),
-                            ));
-                        }
-                    }
-                    // The snapshot keeps a compact state: the artifacts are in the whole file.
-                    let whole = w.whole().ok();
-                    let mut artifacts: Vec<&String> = whole
-                        .iter()
-                        .flat_map(|x| {
-                            x.typed
-                                .step_history
-                                .iter()
-                                .flat_map(|s| s.artifacts.iter())
-                                .chain(x.typed.context_bag.artifacts.iter())
-                        })
-                        .collect();
-                    artifacts.sort();
-                    artifacts.dedup();
-                    if artifacts.is_empty() {
-                        out.push(line(Dim, "No artifacts to mark."));
-                    } else {
-                        out.push(line(
-                            Normal,
-                            "A zero-byte .aborted marker will be put beside each artifact that exists inside the root:",
-                        ));
-                        for a in artifacts.iter().take(8) {
-                            out.push(line(Warn, format!("  {a}.aborted")));
-                        }
-                        if artifacts.len() > 8 {
-                            out.push(line(Dim, format!("  … and {} more", artifacts.len() - 8)));
-                        }
-                    }
-                    out.push(line(
-                        Normal,
-                        format!("A manifest will be written: conductor/state/{workflow_id}.aborted.json"),
-                    ));
-                }
-                None => out.push(line(
-                    Warn,
-                    format!(
-                        "{workflow_id} is no longer listed (removed on disk since you selected it); the engine would refuse."
-                    ),
-                )),
-            }
-            out.push(line(Dim, format!("Reason: {reason}")));
-        }
+        Op::Ack { .. } => describe_ack(&mut out, op, snap, now),
+        Op::Approve { .. } => describe_approve(&mut out, op, snap),
+        Op::RejectHeld { .. } => describe_reject_held(&mut out, op),
+        Op::Abort { .. } => describe_abort(&mut out, op, snap),
         Op::Cleanup { .. } => {}
-        Op::ForceUnlock { track, path } => {
-            let lock = snap
-                .track(track.as_str())
-                .and_then(|t| t.locks.iter().find(|l| l.path == *path));
-            match lock {
-                Some(l) => {
-                    out.push(line(
-                        Danger,
-                        format!(
-                            "Lock on {path} held by {} will be removed from {track}'s locks.json.",
-                            l.worker_id.as_deref().unwrap_or("nobody")
-                        ),
-                    ));
-                    let exp = match l.expires() {
-                        Some(t) if t <= now => format!("expired {}", relative(t, now)),
-                        Some(t) => format!("would expire {}", relative(t, now)),
-                        None => "has no expiry".to_owned(),
-                    };
-                    out.push(line(Normal, format!("The lease {exp}.")));
-                }
-                None => out.push(line(
-                    Warn,
-                    format!(
-                        "{path} is no longer locked on {track} (released since you selected it)."
-                    ),
-                )),
-            }
-            out.push(line(
-                Normal,
-                format!("FILE_UNLOCK will be posted with forced_by: {OPERATOR}; waiters on it will wake up."),
-            ));
-        }
-        Op::BoardAdvance { track, .. }
-        | Op::BoardNextRound { track }
-        | Op::BoardResolve { track, .. } => {
-            let board = items::track(snap, Some(track.as_str())).and_then(|t| t.board.clone());
-            let Some(b) = board else {
-                out.push(line(Warn, format!("{track} has no board session.")));
-                return out;
-            };
-            let s = &b.session;
-            let p = &s.phases;
-            out.push(line(
-                Normal,
-                format!(
-                    "Session {} ({}) is {}.",
-                    s.session_id, s.checkpoint, s.status
-                ),
-            ));
-            out.push(line(
-                Dim,
-                format!(
-                    "assess {}/{} · rounds closed {}/{} · votes {}/{}",
-                    p.assess.complete,
-                    p.assess.of,
-                    p.discuss.rounds,
-                    p.discuss.max_rounds,
-                    p.vote.complete,
-                    p.vote.of
-                ),
-            ));
-            let m = items::board_moves(&b);
-            let to = m.next.unwrap_or("?");
-            match op {
-                Op::BoardAdvance { force: false, .. } => out.push(line(
-                    Normal,
-                    format!("{} -> {to}: the {} phase is complete.", m.status, m.status),
-                )),
-                Op::BoardAdvance { force: true, .. } => {
-                    out.push(line(
-                        Danger,
-                        format!("{} -> {to} although the phase is not complete.", m.status),
-                    ));
-                    out.push(line(Warn, format!("Still missing: {}.", m.missing)));
-                    out.push(line(
-                        Normal,
-                        "The move is recorded as forced by operator (as `board advance --force`).",
-                    ));
-                }
-                Op::BoardNextRound { .. } => out.push(line(
-                    Normal,
-                    match m.round {
-                        Some((cur, max)) if cur >= max => format!(
-                            "Discussion round {cur} of {max}, the last, will be closed: the discussion phase is then complete (advance with >)."
-                        ),
-                        Some((cur, max)) => format!(
-                            "Discussion round {cur} of {max} will be closed; round {} begins.",
-                            cur + 1
-                        ),
-                        None => "No discussion round is open: the engine will refuse.".to_owned(),
-                    },
-                )),
-                Op::BoardResolve { force, .. } => {
-                    out.push(line(
-                        Danger,
-                        format!(
-                            "Predicted verdict now: {}",
-                            b.predicted.as_deref().unwrap_or("unknown")
-                        ),
-                    ));
-                    for c in items::directors(&b) {
-                        let v = c
-                            .vote
-                            .map(|v| {
-                                format!(
-                                    "{} ({})",
-                                    v.final_verdict,
-                                    v.confidence
-                                        .as_ref()
-                                        .and_then(|n| n.as_f64())
-                                        .map(|f| format!("{f:.2}"))
-                                        .unwrap_or_else(|| "-".into())
-                                )
-                            })
-                            .unwrap_or_else(|| "abstains".into());
-                        out.push(line(Dim, format!("  {:<4} {v}", c.director)));
-                    }
-                    if *force {
-                        out.push(line(
-                            Warn,
-                            "Not every director voted: resolving records them as abstained (forced).",
-                        ));
-                    }
-                    out.push(line(
-                        Normal,
-                        "BOARD_RESOLVE is posted and resolution.md written; the session becomes COMPLETE.",
-                    ));
-                }
-                _ => {}
-            }
+        Op::ForceUnlock { .. } => describe_force_unlock(&mut out, op, snap, now),
+        Op::BoardAdvance { .. } | Op::BoardNextRound { .. } | Op::BoardResolve { .. } => {
+            describe_board(&mut out, op, snap)
         }
     }
     out
 }
 
-/// The dialog lines for a cleanup dry run returned by the engine.
-/// True when a cleanup dry run found nothing to delete (no Delete button is offered then).
-pub fn cleanup_finds_nothing(v: &Value) -> bool {
-    v.get("deleted")
-        .and_then(Value::as_array)
-        .is_none_or(|a| a.is_empty())
+/// The confirmation lines of [`Op::Ack`].
+fn describe_ack(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot, now: DateTime<Utc>) {
+    use Tone::*;
+    let Op::Ack {
+        god,
+        handoff_id,
+        workflow_id,
+        status,
+        message,
+        eta,
+        gates_passed,
+    } = op
+    else {
+        return;
+    };
+    let wf = workflow_id.as_ref().map(|w| w.as_str()).unwrap_or("?");
+    let step = snap
+        .inboxes
+        .iter()
+        .find(|i| i.god == god.as_str())
+        .and_then(|i| {
+            i.dispatches
+                .iter()
+                .find(|d| d.dispatch.handoff_id == handoff_id.as_str())
+        })
+        .map(|d| d.dispatch.step.clone());
+    let Some(step) = step else {
+        out.push(line(
+            Warn,
+            format!(
+                "Dispatch {handoff_id} of {wf} is no longer in {god}'s inbox: it was acked, \
+                 withdrawn or moved since you selected it."
+            ),
+        ));
+        out.push(line(
+            Dim,
+            "Acking it now would be refused; cancel and pick a row again.",
+        ));
+        return;
+    };
+    out.push(line(
+        Normal,
+        format!("Dispatch {handoff_id} (step {step} of {wf}) in {god}'s inbox"),
+    ));
+    out.push(line(
+        Normal,
+        format!(
+            "will be acknowledged {} on {god}'s behalf (by: {OPERATOR}).",
+            status.as_str()
+        ),
+    ));
+    let effect = match status {
+        AckChoice::Accepted => format!(
+            "The dispatch will move to conductor/archive/{god}/; {wf} will become in_progress."
+        ),
+        AckChoice::Pending => {
+            "The dispatch will stay in the inbox marked pending; the workflow will keep waiting."
+                .to_owned()
+        }
+        AckChoice::Rejected => format!(
+            "The dispatch will be archived as rejected; {wf} will go to the step's next fallback god, or fail if none is left."
+        ),
+        AckChoice::Completed => format!(
+            "Step {step} will be recorded done with your message as its summary, and {wf} routed to its next step."
+        ),
+    };
+    out.push(line(
+        if *status == AckChoice::Rejected {
+            Warn
+        } else {
+            Normal
+        },
+        effect,
+    ));
+    if let Some(m) = message {
+        out.push(line(Dim, format!("Message: {m}")));
+    }
+    if let Some(e) = eta {
+        let when = parse_ts(e)
+            .map(|t| format!(" ({})", relative(t, now)))
+            .unwrap_or_default();
+        out.push(line(Dim, format!("ETA: {e}{when}")));
+    }
+    if *status == AckChoice::Completed {
+        out.push(line(
+            Dim,
+            if gates_passed.is_empty() {
+                "Gates passed: none asserted".to_owned()
+            } else {
+                format!(
+                    "Gates passed (asserted by {OPERATOR}): {}",
+                    gates_passed.join(", ")
+                )
+            },
+        ));
+    }
 }
 
-pub fn cleanup_lines(v: &Value) -> Vec<(Tone, String)> {
+/// The confirmation lines of [`Op::Approve`].
+fn describe_approve(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot) {
     use Tone::*;
-    let list = |k: &str| -> Vec<String> {
-        v.get(k)
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .map(|x| match x {
-                        Value::String(s) => s.clone(),
-                        Value::Object(o) => format!(
-                            "{} ({})",
-                            o.get("path").and_then(Value::as_str).unwrap_or("?"),
-                            o.get("reason").and_then(Value::as_str).unwrap_or("")
-                        ),
-                        other => other.to_string(),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
+    let Op::Approve { handoff_id } = op else {
+        return;
     };
+    let held = snap
+        .quarantine
+        .dispatches
+        .iter()
+        .find(|d| d.dispatch.handoff_id == handoff_id.as_str());
+    match held {
+        Some(d) => {
+            let x = &d.dispatch;
+            out.push(line(
+                Normal,
+                format!(
+                    "Held dispatch {handoff_id} (step {} of {}, from {})",
+                    x.step, x.workflow_id, x.from_god
+                ),
+            ));
+            out.push(line(
+                Normal,
+                format!(
+                    "will move from _quarantine into {}'s inbox; the workflow will then wait for its ack.",
+                    x.to_god
+                ),
+            ));
+            if let Some(why) = &x.held_because {
+                out.push(line(Dim, format!("Held because: {why}")));
+            }
+        }
+        None => out.push(line(
+            Warn,
+            format!(
+                "{handoff_id} is no longer held (approved, rejected or removed since you selected it); the engine would refuse."
+            ),
+        )),
+    }
+}
+
+/// The confirmation lines of [`Op::RejectHeld`].
+fn describe_reject_held(out: &mut Vec<(Tone, String)>, op: &Op) {
+    use Tone::*;
+    let Op::RejectHeld { handoff_id, reason } = op else {
+        return;
+    };
+    out.push(line(
+        Danger,
+        format!("Held dispatch {handoff_id} will be archived as rejected and its workflow marked failed."),
+    ));
+    out.push(line(Dim, format!("Reason: {reason}")));
+}
+
+/// The confirmation lines of [`Op::Abort`].
+fn describe_abort(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot) {
+    use Tone::*;
+    let Op::Abort {
+        workflow_id,
+        reason,
+    } = op
+    else {
+        return;
+    };
+    let w = snap.workflows.iter().find(|w| w.id == workflow_id.as_str());
+    match w {
+        Some(w) => {
+            out.push(line(
+                Danger,
+                format!(
+                    "{workflow_id} ({}) will be marked aborted (now {}, step {}).",
+                    w.state.definition_id.as_deref().unwrap_or("no definition"),
+                    w.state.status,
+                    w.state.current_step.as_deref().unwrap_or("-")
+                ),
+            ));
+            if w.waiting.is_empty() {
+                out.push(line(Dim, "No dispatch of it is waiting in an inbox."));
+            } else {
+                out.push(line(Normal, "Will be withdrawn to the archive:"));
+                for (god, d) in &w.waiting {
+                    out.push(line(
+                        Warn,
+                        format!("  {} ({} in {god})", d.handoff_id, d.step),
+                    ));
+                }
+            }
+            // The snapshot keeps a compact state: the artifacts are in the whole file.
+            let whole = w.whole().ok();
+            let mut artifacts: Vec<&String> = whole
+                .iter()
+                .flat_map(|x| {
+                    x.typed
+                        .step_history
+                        .iter()
+                        .flat_map(|s| s.artifacts.iter())
+                        .chain(x.typed.context_bag.artifacts.iter())
+                })
+                .collect();
+            artifacts.sort();
+            artifacts.dedup();
+            if artifacts.is_empty() {
+                out.push(line(Dim, "No artifacts to mark."));
+            } else {
+                out.push(line(
+                    Normal,
+                    "A zero-byte .aborted marker will be put beside each artifact that exists inside the root:",
+                ));
+                for a in artifacts.iter().take(8) {
+                    out.push(line(Warn, format!("  {a}.aborted")));
+                }
+                if artifacts.len() > 8 {
+                    out.push(line(Dim, format!("  … and {} more", artifacts.len() - 8)));
+                }
+            }
+            out.push(line(
+                Normal,
+                format!("A manifest will be written: conductor/state/{workflow_id}.aborted.json"),
+            ));
+        }
+        None => out.push(line(
+            Warn,
+            format!(
+                "{workflow_id} is no longer listed (removed on disk since you selected it); the engine would refuse."
+            ),
+        )),
+    }
+    out.push(line(Dim, format!("Reason: {reason}")));
+}
+
+/// The confirmation lines of [`Op::ForceUnlock`].
+fn describe_force_unlock(
+    out: &mut Vec<(Tone, String)>,
+    op: &Op,
+    snap: &Snapshot,
+    now: DateTime<Utc>,
+) {
+    use Tone::*;
+    let Op::ForceUnlock { track, path } = op else {
+        return;
+    };
+    let lock = snap
+        .track(track.as_str())
+        .and_then(|t| t.locks.iter().find(|l| l.path == *path));
+    match lock {
+        Some(l) => {
+            out.push(line(
+                Danger,
+                format!(
+                    "Lock on {path} held by {} will be removed from {track}'s locks.json.",
+                    l.worker_id.as_deref().unwrap_or("nobody")
+                ),
+            ));
+            let exp = match l.expires() {
+                Some(t) if t <= now => format!("expired {}", relative(t, now)),
+                Some(t) => format!("would expire {}", relative(t, now)),
+                None => "has no expiry".to_owned(),
+            };
+            out.push(line(Normal, format!("The lease {exp}.")));
+        }
+        None => out.push(line(
+            Warn,
+            format!("{path} is no longer locked on {track} (released since you selected it)."),
+        )),
+    }
+    out.push(line(
+        Normal,
+        format!(
+            "FILE_UNLOCK will be posted with forced_by: {OPERATOR}; waiters on it will wake up."
+        ),
+    ));
+}
+
+/// The confirmation lines of [`Op::BoardAdvance`].
+fn describe_board(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot) {
+    use Tone::*;
+    let (Op::BoardAdvance { track, .. }
+    | Op::BoardNextRound { track }
+    | Op::BoardResolve { track, .. }) = op
+    else {
+        return;
+    };
+    let board = items::track(snap, Some(track.as_str())).and_then(|t| t.board.clone());
+    let Some(b) = board else {
+        out.push(line(Warn, format!("{track} has no board session.")));
+        return;
+    };
+    let s = &b.session;
+    let p = &s.phases;
+    out.push(line(
+        Normal,
+        format!(
+            "Session {} ({}) is {}.",
+            s.session_id, s.checkpoint, s.status
+        ),
+    ));
+    out.push(line(
+        Dim,
+        format!(
+            "assess {}/{} · rounds closed {}/{} · votes {}/{}",
+            p.assess.complete,
+            p.assess.of,
+            p.discuss.rounds,
+            p.discuss.max_rounds,
+            p.vote.complete,
+            p.vote.of
+        ),
+    ));
+    let m = items::board_moves(&b);
+    let to = m.next.unwrap_or("?");
+    match op {
+        Op::BoardAdvance { force: false, .. } => out.push(line(
+            Normal,
+            format!("{} -> {to}: the {} phase is complete.", m.status, m.status),
+        )),
+        Op::BoardAdvance { force: true, .. } => {
+            out.push(line(
+                Danger,
+                format!("{} -> {to} although the phase is not complete.", m.status),
+            ));
+            out.push(line(Warn, format!("Still missing: {}.", m.missing)));
+            out.push(line(
+                Normal,
+                "The move is recorded as forced by operator (as `board advance --force`).",
+            ));
+        }
+        Op::BoardNextRound { .. } => out.push(line(
+            Normal,
+            match m.round {
+                Some((cur, max)) if cur >= max => format!(
+                    "Discussion round {cur} of {max}, the last, will be closed: the discussion phase is then complete (advance with >)."
+                ),
+                Some((cur, max)) => format!(
+                    "Discussion round {cur} of {max} will be closed; round {} begins.",
+                    cur + 1
+                ),
+                None => "No discussion round is open: the engine will refuse.".to_owned(),
+            },
+        )),
+        Op::BoardResolve { force, .. } => {
+            out.push(line(
+                Danger,
+                format!(
+                    "Predicted verdict now: {}",
+                    b.predicted.as_deref().unwrap_or("unknown")
+                ),
+            ));
+            for c in items::directors(&b) {
+                let v = c
+                    .vote
+                    .map(|v| {
+                        format!(
+                            "{} ({})",
+                            v.final_verdict,
+                            v.confidence
+                                .as_ref()
+                                .and_then(|n| n.as_f64())
+                                .map(|f| format!("{f:.2}"))
+                                .unwrap_or_else(|| "-".into())
+                        )
+                    })
+                    .unwrap_or_else(|| "abstains".into());
+                out.push(line(Dim, format!("  {:<4} {v}", c.director)));
+            }
+            if *force {
+                out.push(line(
+                    Warn,
+                    "Not every director voted: resolving records them as abstained (forced).",
+                ));
+            }
+            out.push(line(
+                Normal,
+                "BOARD_RESOLVE is posted and resolution.md written; the session becomes COMPLETE.",
+            ));
+        }
+        _ => {}
+    }
+}
+
+/// The dialog lines for a cleanup dry run returned by the engine.
+/// True when a cleanup dry run found nothing to delete (no Delete button is offered then).
+pub fn cleanup_finds_nothing(r: &CleanupResult) -> bool {
+    r.deleted.is_empty()
+}
+
+pub fn cleanup_lines(r: &CleanupResult) -> Vec<(Tone, String)> {
+    use Tone::*;
     let mut out = Vec::new();
-    let deleted = list("deleted");
-    if deleted.is_empty() {
+    if r.deleted.is_empty() {
         out.push(line(Dim, "Nothing to delete."));
     } else {
         out.push(line(Normal, "Will be deleted (the dry run found them):"));
-        out.extend(deleted.into_iter().map(|p| line(Danger, format!("  {p}"))));
+        out.extend(r.deleted.iter().map(|p| line(Danger, format!("  {p}"))));
     }
-    let missing = list("missing");
-    if !missing.is_empty() {
-        out.push(line(Dim, format!("Already gone: {}", missing.join(", "))));
+    if !r.missing.is_empty() {
+        out.push(line(Dim, format!("Already gone: {}", r.missing.join(", "))));
     }
-    let refused = list("refused");
-    if !refused.is_empty() {
+    if !r.refused.is_empty() {
         out.push(line(Warn, "Refused (outside the allowed roots):"));
-        out.extend(refused.into_iter().map(|p| line(Warn, format!("  {p}"))));
+        out.extend(
+            r.refused
+                .iter()
+                .map(|p| line(Warn, format!("  {} ({})", p.path, p.reason))),
+        );
     }
     out.push(line(Dim, "The .aborted markers will stay."));
     out

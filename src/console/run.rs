@@ -76,8 +76,12 @@ fn init_logging() -> Option<PathBuf> {
 
 /// What finished in the background.
 enum Done {
-    Op(Op, Result<serde_json::Value, String>),
-    Preview(WorkflowId, Result<serde_json::Value, String>),
+    /// Boxed: an engine result is large beside a preview.
+    Op(Box<(Op, Result<super::ops::Outcome, String>)>),
+    Preview(
+        WorkflowId,
+        Result<crate::engine::conductor::CleanupResult, String>,
+    ),
 }
 
 /// Opens the console on `root` until the operator quits.
@@ -237,7 +241,7 @@ async fn event_loop(
             },
             Some(done) = done_rx.recv() => {
                 match done {
-                    Done::Op(op, r) => app.op_finished(&op, r),
+                    Done::Op(done) => app.op_finished(&done.0, done.1),
                     Done::Preview(wf, r) => app.cleanup_previewed(wf, r),
                 }
                 dirty = true;
@@ -261,7 +265,7 @@ async fn event_loop(
                         if let Err(e) = &r {
                             tracing::warn!(op = ?op, "refused: {e}");
                         }
-                        let _ = tx.send(Done::Op(op, r));
+                        let _ = tx.send(Done::Op(Box::new((op, r))));
                     });
                 }
                 Effect::Clipboard(text) => {

@@ -15,17 +15,8 @@ use crate::engine::error::Result;
 use crate::engine::store::atomic::write_atomic;
 use crate::engine::store::{AckId, HandoffId, Root, WorkflowId};
 
-/// The default gods, in the order they take their turn.
-pub const GODS: [&str; 8] = [
-    "thoth",
-    "hephaestus",
-    "marvin",
-    "hermes",
-    "iris",
-    "caduceus",
-    "mercer",
-    "rheta",
-];
+/// The default gods (the inboxes `init` creates), in the order they take their turn.
+pub const GODS: [&str; 8] = crate::engine::conductor::admin::DEFAULT_GODS;
 
 /// The definitions the first three workflows use, so every kind of event shows in the first minute:
 /// a held handover, a short pipeline that completes, the full feature pipeline.

@@ -25,9 +25,9 @@ use anyhow::{Context, bail};
 pub use sim::{Sim, SimConfig, TICKS_PER_SECOND};
 pub use summary::Summary;
 
-use crate::cli::Outcome;
 use crate::engine::bus::model::STALE_AFTER_ENV;
 use crate::engine::store::Root;
+use crate::outcome::Outcome;
 
 /// Options of `pantheon demo`.
 #[derive(Debug, Clone, clap::Args)]

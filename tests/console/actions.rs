@@ -168,7 +168,14 @@ fn abort_asks_a_reason_shows_withdrawals_and_writes_the_manifest() {
     app.on_key(code(KeyCode::Tab));
     let effects = app.on_key(code(KeyCode::Enter));
     run(&mut app, &op, effects);
-    assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Success);
+    let f = app.flash.clone().unwrap();
+    assert_eq!(f.kind, FlashKind::Success);
+    assert!(
+        f.text
+            .starts_with("wf_pay_1 aborted: 1 artifact(s) marked, 1 dispatch(es) withdrawn"),
+        "{}",
+        f.text
+    );
     assert_eq!(state(r, "wf_pay_1")["status"], "aborted");
     assert_eq!(state(r, "wf_pay_1")["aborted_by"], "operator");
     assert!(r.join("conductor/state/wf_pay_1.aborted.json").exists());
@@ -187,10 +194,22 @@ fn abort_asks_a_reason_shows_withdrawals_and_writes_the_manifest() {
         .cleanup_preview(&WorkflowId::parse("wf_pay_1").unwrap())
         .unwrap();
     run(&mut app, &op, effects);
-    assert_eq!(dry["deleted"], serde_json::json!([]), "{dry:#}");
+    assert!(dry.deleted.is_empty(), "{dry:?}");
     assert!(matches!(app.mode, Mode::Normal), "{:?}", app.mode);
     let f = app.flash.clone().unwrap();
     assert!(f.text.contains("found nothing to delete"), "{}", f.text);
+    // The cleanup itself (no Delete button here, so straight through the operator): its flash counts.
+    let cleanup = Op::Cleanup {
+        workflow_id: WorkflowId::parse("wf_pay_1").unwrap(),
+    };
+    let done = op.execute(&cleanup).unwrap();
+    assert_eq!(
+        cleanup.summarize(&done),
+        format!(
+            "wf_pay_1 cleaned: 0 deleted, {} missing, 0 refused",
+            dry.missing.len()
+        )
+    );
     // The aborted workflow's ACK column no longer says it was accepted.
     let s = screen(&app, 160, 40, r);
     let row = s
@@ -240,7 +259,9 @@ fn force_unlock_releases_the_lock_and_posts_file_unlock() {
     app.on_key(key('l'));
     let effects = app.on_key(code(KeyCode::Enter));
     run(&mut app, &op, effects);
-    assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Success);
+    let f = app.flash.clone().unwrap();
+    assert_eq!(f.kind, FlashKind::Success);
+    assert_eq!(f.text, "src/app.rs unlocked (was held by worker-1)");
     let locks: Value = serde_json::from_slice(
         &std::fs::read(r.join("conductor/tracks/alpha/.message-bus/locks.json")).unwrap(),
     )
@@ -320,7 +341,7 @@ fn board_actions_go_through_the_engine() {
     };
     assert!(matches!(c.op, Op::BoardResolve { force: true, .. }));
     let text = confirm(&mut app, &op);
-    assert!(text.contains("board resolved"), "{text}");
+    assert!(text.contains("board resolved: ESCALATE (forced)"), "{text}");
     assert!(
         r.join("conductor/tracks/alpha/.message-bus/board/resolution.md")
             .exists()
@@ -425,6 +446,12 @@ fn held_dispatches_are_approved_into_the_inbox_or_rejected_with_a_reason() {
     let f = app.flash.clone().unwrap();
     assert_eq!(f.kind, FlashKind::Success, "{}", f.text);
     assert!(
+        f.text
+            .starts_with("hof_20260614_ddd444 approved into caduceus's inbox (step "),
+        "{}",
+        f.text
+    );
+    assert!(
         r.join("conductor/pending/caduceus/hof_20260614_ddd444.json")
             .exists()
     );
@@ -439,6 +466,7 @@ fn held_dispatches_are_approved_into_the_inbox_or_rejected_with_a_reason() {
     run(&mut app, &op, effects);
     let f = app.flash.clone().unwrap();
     assert_eq!(f.kind, FlashKind::Success, "{}", f.text);
+    assert_eq!(f.text, "hof_20260614_eee555 rejected, workflow failed");
     assert_eq!(state(r, "wf_ext_2")["status"], "failed");
     assert!(
         !r.join("conductor/pending/_quarantine/hof_20260614_eee555.json")

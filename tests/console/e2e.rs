@@ -85,18 +85,13 @@ fn console_follows_other_processes_acks_and_aborts_by_keys_and_restores_the_term
     t.keys(&["Tab", "Enter"]);
     let manifest = r.join("conductor/state/wf_pay_2.aborted.json");
     wait_fs("the abort manifest", || manifest.exists());
-    // The engine writes the manifest first, then the state: wait for both.
-    let state = r.join("conductor/state/wf_pay_2.json");
-    wait_fs("the state to say aborted", || {
-        std::fs::read(&state)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .is_some_and(|v| v["status"] == "aborted")
-    });
-    let st: serde_json::Value =
+    // The manifest is written before the state (docs/PROTOCOL.md §2.7): wait for the state too.
+    let state_of = || -> serde_json::Value {
         serde_json::from_slice(&std::fs::read(r.join("conductor/state/wf_pay_2.json")).unwrap())
-            .unwrap();
-    assert_eq!(st["status"], "aborted");
+            .unwrap()
+    };
+    wait_fs("the aborted state", || state_of()["status"] == "aborted");
+    let st = state_of();
     assert_eq!(st["failure_reason"], "e2e abort");
     t.wait("the aborted status on screen", |s| s.contains("✗ aborted"));
 

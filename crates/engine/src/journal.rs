@@ -143,7 +143,7 @@ impl Act {
 
 /// `conductor/journal.jsonl`: the segment being appended to.
 pub fn journal_path(root: &Root) -> PathBuf {
-    root.conductor.join("journal.jsonl")
+    root.conductor.join(crate::store::layout::JOURNAL_FILE)
 }
 
 /// `conductor/journal/`: the rotated segments, named by their first sequence number.

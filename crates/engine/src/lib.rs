@@ -5,6 +5,14 @@
 //! - [`bus`]: the per-track message bus and the board deliberation (docs/PROTOCOL.md §3 and §4).
 //! - [`validate`]: a strict check of every protocol file under a root.
 
+// Lints (docs in ARCHITECTURE.md): no unsafe code but the one explained crash-point hook; no unwrap, expect
+// or panic outside tests (serialisation of the engine's own values goes through `store::json_text`).
+#![deny(unsafe_code)]
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
 pub mod bridge;
 pub mod bus;
 pub mod conductor;

@@ -13,8 +13,14 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::bus::queue::is_valid_type;
+use crate::bus::vocab::{
+    AssessVerdict, Checkpoint, DiscussKind, SessionStatus, VoteVerdict, WORKER_COMPLETED_ALIAS,
+    WorkerWord,
+};
+use crate::conductor::{AckStatus, WorkflowStatus};
 use crate::conductor::{load_definitions, load_rules};
 use crate::error::{Error, Result};
+use crate::store::layout::{self, BoardEntry, BusEntry};
 use crate::store::read::{kind, read_bytes, read_json};
 use crate::store::time::parse_ts;
 use crate::store::{
@@ -55,32 +61,6 @@ pub struct ValidationReport {
     /// Sorted by path, then line.
     pub problems: Vec<Problem>,
 }
-
-const WORKFLOW_STATUSES: [&str; 7] = [
-    "in_progress",
-    "waiting_for_ack",
-    "awaiting_approval",
-    "completed",
-    "aborted",
-    "failed",
-    "stalled",
-];
-const ACK_STATUSES: [&str; 6] = [
-    "unacked",
-    "accepted",
-    "pending",
-    "rejected",
-    "completed",
-    "withdrawn",
-];
-const BOARD_STATUSES: [&str; 5] = ["ASSESSING", "DISCUSSING", "VOTING", "RESOLVING", "COMPLETE"];
-const CHECKPOINTS: [&str; 4] = [
-    "EVALUATE_PLAN",
-    "EVALUATE_EXECUTION",
-    "PRE_LAUNCH",
-    "QUICK_REVIEW",
-];
-const DISCUSS_TYPES: [&str; 4] = ["CHALLENGE", "AGREE", "QUESTION", "CLARIFY"];
 
 /// Checks every protocol file under `root`.
 pub fn validate_root(root: &Root) -> Result<ValidationReport> {
@@ -453,7 +433,7 @@ impl Checker {
     fn states(&mut self, root: &Root) {
         for f in entries(&root.state_dir()) {
             let name = name_of(&f);
-            if let Some(wf) = name.strip_suffix(".aborted.json") {
+            if let Some(wf) = name.strip_suffix(layout::ABORTED_SUFFIX) {
                 if let Some(m) = self.object(&f) {
                     self.state_identity(&f, &m, wf);
                 }
@@ -486,13 +466,10 @@ impl Checker {
             );
         }
         match m.get("status") {
-            Some(Value::String(s)) if WORKFLOW_STATUSES.contains(&s.as_str()) => {}
+            Some(Value::String(s)) if WorkflowStatus::is_known(s) => {}
             Some(v) => self.error(
                 f,
-                format!(
-                    "`status` {v} is not one of {}",
-                    WORKFLOW_STATUSES.join(", ")
-                ),
+                format!("`status` {v} is not one of {}", WorkflowStatus::list()),
             ),
             None => self.error(f, "missing `status`"),
         }
@@ -538,7 +515,7 @@ impl Checker {
                     if !str_field(o, "ack_id").is_some_and(is_valid_ack_id) {
                         self.error(f, format!("`acks[{i}].ack_id` is missing or not an ack id"));
                     }
-                    if !str_field(o, "status").is_some_and(|s| ACK_STATUSES.contains(&s)) {
+                    if !str_field(o, "status").is_some_and(AckStatus::is_known) {
                         self.error(f, format!("`acks[{i}].status` is missing or unknown"));
                     }
                 }
@@ -559,7 +536,7 @@ impl Checker {
                 );
                 continue;
             }
-            let quarantine = inbox && god == "_quarantine";
+            let quarantine = inbox && god == layout::QUARANTINE_DIR;
             if inbox && crate::conductor::files::is_foreign_pending_dir(&god) {
                 self.warn(
                     &god_dir,
@@ -626,10 +603,10 @@ impl Checker {
         }
         match m.get("ack_status") {
             None => self.warn(f, "no `ack_status` (read as unacked)"),
-            Some(Value::String(s)) if ACK_STATUSES.contains(&s.as_str()) => {}
+            Some(Value::String(s)) if AckStatus::is_known(s) => {}
             Some(v) => self.error(
                 f,
-                format!("`ack_status` {v} is not one of {}", ACK_STATUSES.join(", ")),
+                format!("`ack_status` {v} is not one of {}", AckStatus::list()),
             ),
         }
         self.timestamp(f, &m, "dispatched_at", None);
@@ -665,7 +642,7 @@ impl Checker {
             if !is_valid_name(&track) {
                 self.error(&t, format!("directory name {track:?} is not a track name"));
             }
-            let bus = t.join(".message-bus");
+            let bus = t.join(layout::BUS_DIR);
             if bus.is_dir() {
                 self.bus(&bus);
             }
@@ -675,16 +652,12 @@ impl Checker {
     fn bus(&mut self, dir: &Path) {
         for f in entries(dir) {
             let name = name_of(&f);
-            match name.as_str() {
-                "locks.json" => self.locks(&f),
-                "worker-status.json" => self.workers(&f),
-                "events" => self.events(&f),
-                "board" => self.board(&f),
-                n if n == "queue.jsonl"
-                    || (n.starts_with("queue.") && n.ends_with(".archive.jsonl")) =>
-                {
-                    self.jsonl(&f, Self::envelope)
-                }
+            match BusEntry::of(&name) {
+                Some(BusEntry::Locks) => self.locks(&f),
+                Some(BusEntry::Workers) => self.workers(&f),
+                Some(BusEntry::Events) => self.events(&f),
+                Some(BusEntry::Board) => self.board(&f),
+                Some(BusEntry::Queue | BusEntry::QueueArchive) => self.jsonl(&f, Self::envelope),
                 _ => {
                     self.files += 1;
                     self.warn(&f, "unexpected file in the message bus");
@@ -805,14 +778,19 @@ impl Checker {
                 continue;
             };
             match str_field(o, "status") {
-                Some("RUNNING" | "COMPLETE" | "FAILED" | "BLOCKED") => {}
-                Some("COMPLETED") => {
-                    self.warn(f, format!("worker {w:?} status COMPLETED (read as COMPLETE)"))
-                }
+                Some(s) if WorkerWord::parse(s).is_some() => {}
+                Some(WORKER_COMPLETED_ALIAS) => self.warn(
+                    f,
+                    format!(
+                        "worker {w:?} status {WORKER_COMPLETED_ALIAS} (read as {})",
+                        WorkerWord::Complete
+                    ),
+                ),
                 other => self.error(
                     f,
                     format!(
-                        "worker {w:?} status {other:?} is not one of RUNNING, COMPLETE, FAILED, BLOCKED"
+                        "worker {w:?} status {other:?} is not one of {}",
+                        WorkerWord::list()
                     ),
                 ),
             }
@@ -852,12 +830,12 @@ impl Checker {
     fn board(&mut self, dir: &Path) {
         for f in entries(dir) {
             let name = name_of(&f);
-            match name.as_str() {
-                "assessments.json" => self.assessments(&f),
-                "votes.json" => self.votes(&f),
-                "discussion.jsonl" => self.jsonl(&f, Self::discussion),
-                "resolution.md" => self.files += 1,
-                "archive" if f.is_dir() => {
+            match BoardEntry::of(&name) {
+                Some(BoardEntry::Assessments) => self.assessments(&f),
+                Some(BoardEntry::Votes) => self.votes(&f),
+                Some(BoardEntry::Discussion) => self.jsonl(&f, Self::discussion),
+                Some(BoardEntry::Resolution) => self.files += 1,
+                Some(BoardEntry::Archive) if f.is_dir() => {
                     for d in entries(&f) {
                         if d.is_dir() {
                             self.board(&d);
@@ -867,10 +845,7 @@ impl Checker {
                         }
                     }
                 }
-                n if n.starts_with("session-") && n.ends_with(".json") => {
-                    let id = &n["session-".len()..n.len() - ".json".len()];
-                    self.session(&f, id);
-                }
+                Some(BoardEntry::Session(id)) => self.session(&f, &id),
                 _ => {
                     self.files += 1;
                     self.warn(&f, "unexpected file in board/");
@@ -890,20 +865,17 @@ impl Checker {
             None => self.error(f, "missing `session_id`"),
         }
         match str_field(&m, "status") {
-            Some(s) if BOARD_STATUSES.contains(&s) => {}
+            Some(s) if SessionStatus::parse(s).is_some() => {}
             other => self.error(
                 f,
-                format!(
-                    "`status` {other:?} is not one of {}",
-                    BOARD_STATUSES.join(", ")
-                ),
+                format!("`status` {other:?} is not one of {}", SessionStatus::list()),
             ),
         }
         match str_field(&m, "checkpoint") {
-            Some(s) if CHECKPOINTS.contains(&s) => {}
+            Some(s) if Checkpoint::parse(s).is_some() => {}
             Some(s) => self.warn(
                 f,
-                format!("checkpoint {s:?} is not one of {}", CHECKPOINTS.join(", ")),
+                format!("checkpoint {s:?} is not one of {}", Checkpoint::list()),
             ),
             None => self.error(f, "missing `checkpoint`"),
         }
@@ -921,12 +893,13 @@ impl Checker {
                 self.error(f, format!("assessment of {d} must be an object"));
                 continue;
             };
-            if !str_field(o, "verdict")
-                .is_some_and(|s| ["APPROVE", "CONCERNS", "REJECT"].contains(&s))
-            {
+            if str_field(o, "verdict").is_none_or(|s| AssessVerdict::parse(s).is_none()) {
                 self.error(
                     f,
-                    format!("assessment of {d}: `verdict` must be APPROVE, CONCERNS or REJECT"),
+                    format!(
+                        "assessment of {d}: `verdict` must be one of {}",
+                        AssessVerdict::list()
+                    ),
                 );
             }
             if !o
@@ -949,10 +922,13 @@ impl Checker {
                 self.error(f, format!("vote of {d} must be an object"));
                 continue;
             };
-            if !str_field(o, "final_verdict").is_some_and(|s| s == "APPROVE" || s == "REJECT") {
+            if str_field(o, "final_verdict").is_none_or(|s| VoteVerdict::parse(s).is_none()) {
                 self.error(
                     f,
-                    format!("vote of {d}: `final_verdict` must be APPROVE or REJECT"),
+                    format!(
+                        "vote of {d}: `final_verdict` must be one of {}",
+                        VoteVerdict::list()
+                    ),
                 );
             }
             if !o
@@ -972,13 +948,13 @@ impl Checker {
             }
         }
         if let Some(t) = str_field(m, "type")
-            && !DISCUSS_TYPES.contains(&t)
+            && DiscussKind::parse(t).is_none()
         {
             self.report(
                 f,
                 Some(no),
                 Severity::Error,
-                format!("`type` {t:?} is not one of {}", DISCUSS_TYPES.join(", ")),
+                format!("`type` {t:?} is not one of {}", DiscussKind::list()),
             );
         }
     }

@@ -9,7 +9,7 @@ use crate::console::action::Pane;
 use crate::console::app::App;
 use crate::console::items::{self, DirectorCard};
 use crate::console::theme::Theme;
-use crate::engine::bus::model::PHASE_COMPLETE;
+use crate::engine::bus::model::{PHASE_COMPLETE, PHASE_IN_PROGRESS};
 
 use super::{block, empty, kv, section, trunc};
 
@@ -28,7 +28,7 @@ fn num(n: Option<&serde_json::Number>) -> String {
 fn phase<'a>(name: &str, status: &str, progress: String, theme: &Theme) -> Vec<Span<'a>> {
     let (style, g) = match status {
         PHASE_COMPLETE => (theme.ok(), "✓"),
-        "IN_PROGRESS" => (theme.info(), "●"),
+        PHASE_IN_PROGRESS => (theme.info(), "●"),
         _ => (theme.dim(), "○"),
     };
     vec![

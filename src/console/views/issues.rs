@@ -1,6 +1,7 @@
 //! File issues: the overlay (`!` or `:issues`) listing every file the model cannot read as it is now
 //! (path, since when, problem), and the marker a pane gets while it shows a file's last good version.
 
+use crate::engine::store::layout;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -91,8 +92,8 @@ fn feeds(pane: Pane, w: &FileWarning) -> bool {
     match pane {
         Pane::Workflows => p.contains("/state/"),
         Pane::Inboxes => p.contains("/pending/"),
-        Pane::Locks => name == "locks.json",
-        Pane::Workers => name == "worker-status.json",
+        Pane::Locks => name == layout::LOCKS_FILE,
+        Pane::Workers => name == layout::WORKERS_FILE,
         Pane::Board => p.contains("/board/") || p.ends_with("/board"),
         Pane::Bus | Pane::Attention => false,
         Pane::Journal => p.contains("journal"),

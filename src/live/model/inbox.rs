@@ -1,5 +1,6 @@
 //! Inboxes and the quarantine: one dispatch file per record.
 
+use crate::engine::store::layout;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -190,7 +191,7 @@ impl LiveModel {
         let mut changed = before != self.inboxes.len();
         let progressive = self.progressive;
         let mut deferred = Vec::new();
-        for g in gods.iter().filter(|g| *g != "_quarantine") {
+        for g in gods.iter().filter(|g| *g != layout::QUARANTINE_DIR) {
             let is_new = !self.inboxes.contains_key(g);
             let inbox = self
                 .inboxes
@@ -214,7 +215,7 @@ impl LiveModel {
         deferred.extend(
             later
                 .into_iter()
-                .map(|f| Unread::Dispatch("_quarantine".into(), f)),
+                .map(|f| Unread::Dispatch(layout::QUARANTINE_DIR.into(), f)),
         );
         self.defer(deferred);
         if changed {
@@ -224,7 +225,7 @@ impl LiveModel {
 
     /// Reads one dispatch file left for later by the first load; the inbox is rebuilt by the caller.
     pub(super) fn read_deferred_dispatch(&mut self, god: &str, file: &str) -> bool {
-        if god == "_quarantine" {
+        if god == layout::QUARANTINE_DIR {
             return self.quarantine.touch(file);
         }
         match self.inboxes.get_mut(god) {
@@ -236,7 +237,7 @@ impl LiveModel {
     /// Rebuilds the views of the inboxes named (after deferred reads).
     pub(super) fn rebuild_inboxes(&mut self, gods: &std::collections::BTreeSet<String>) {
         for g in gods {
-            if g == "_quarantine" {
+            if g == layout::QUARANTINE_DIR {
                 self.quarantine.rebuild();
             } else if let Some(i) = self.inboxes.get_mut(g) {
                 i.rebuild();

@@ -1,6 +1,7 @@
 //! The live model: keeps one cache per file of the root, refreshes only what changed, and builds
 //! an immutable [`Snapshot`] that shares every unchanged part with the previous one.
 
+use crate::engine::store::layout;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -145,7 +146,7 @@ pub fn dirs_to_watch(root: &Root) -> BTreeSet<PathBuf> {
     for t in list_dir(&tracks, true) {
         let bus = tracks.join(&t).join(".message-bus");
         out.insert(tracks.join(&t));
-        out.insert(bus.join("board"));
+        out.insert(bus.join(layout::BOARD_DIR));
         out.insert(bus);
     }
     // Dead letters (`dead/` and a directory per god), the journal's segments and the bridge's
@@ -250,7 +251,7 @@ impl LiveModel {
     }
 
     fn open_empty(root: Root, opts: ModelOptions) -> Self {
-        let quarantine = InboxTracker::new("_quarantine", root.quarantine_dir());
+        let quarantine = InboxTracker::new(layout::QUARANTINE_DIR, root.quarantine_dir());
         Self {
             opts,
             seq: 0,
@@ -411,9 +412,9 @@ impl LiveModel {
                 [god, ..] if crate::engine::conductor::files::is_foreign_pending_dir(god) => {
                     Target::Ignore
                 }
-                [god] if god == "_quarantine" => Target::Quarantine(None),
+                [god] if god == layout::QUARANTINE_DIR => Target::Quarantine(None),
                 [god] => Target::Inbox(god.clone(), None),
-                [god, file] if god == "_quarantine" => Target::Quarantine(Some(file.clone())),
+                [god, file] if god == layout::QUARANTINE_DIR => Target::Quarantine(Some(file.clone())),
                 [god, file] => Target::Inbox(god.clone(), Some(file.clone())),
                 _ => Target::Ignore,
             };
@@ -429,16 +430,16 @@ impl LiveModel {
             return match parts.as_slice() {
                 [] => Target::TracksDir,
                 [track] | [track, _] => Target::Track(track.clone(), TrackPart::All),
-                [track, _, f] if f == "queue.jsonl" => {
+                [track, _, f] if f == layout::QUEUE_FILE => {
                     Target::Track(track.clone(), TrackPart::Queue)
                 }
-                [track, _, f] if f == "locks.json" => {
+                [track, _, f] if f == layout::LOCKS_FILE => {
                     Target::Track(track.clone(), TrackPart::Locks)
                 }
-                [track, _, f] if f == "worker-status.json" => {
+                [track, _, f] if f == layout::WORKERS_FILE => {
                     Target::Track(track.clone(), TrackPart::Workers)
                 }
-                [track, _, b, ..] if b == "board" => Target::Track(track.clone(), TrackPart::Board),
+                [track, _, b, ..] if b == layout::BOARD_DIR => Target::Track(track.clone(), TrackPart::Board),
                 _ => Target::Ignore,
             };
         }

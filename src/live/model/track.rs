@@ -1,5 +1,6 @@
 //! Tracks: a message bus each (queue, locks, workers, board).
 
+use crate::engine::store::layout;
 use std::collections::{BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -40,7 +41,7 @@ pub(super) struct TrackTracker {
 
 impl TrackTracker {
     pub(super) fn new(name: &str, bus: PathBuf) -> Self {
-        let board = bus.join("board");
+        let board = bus.join(layout::BOARD_DIR);
         Self {
             name: name.to_owned(),
             cursor: LogCursor::new(),
@@ -49,13 +50,13 @@ impl TrackTracker {
             messages_read: 0,
             lines_skipped: 0,
             queue_note: None,
-            locks: JsonFile::new(bus.join("locks.json")),
-            workers: JsonFile::new(bus.join("worker-status.json")),
+            locks: JsonFile::new(bus.join(layout::LOCKS_FILE)),
+            workers: JsonFile::new(bus.join(layout::WORKERS_FILE)),
             session: None,
             session_warning: None,
             board_fp: Vec::new(),
-            assessments: JsonFile::new(board.join("assessments.json")),
-            votes: JsonFile::new(board.join("votes.json")),
+            assessments: JsonFile::new(board.join(layout::ASSESSMENTS_FILE)),
+            votes: JsonFile::new(board.join(layout::VOTES_FILE)),
             discussion: None,
             bus,
             view: Arc::new(TrackView {
@@ -66,7 +67,7 @@ impl TrackTracker {
     }
 
     pub(super) fn queue_path(&self) -> PathBuf {
-        self.bus.join("queue.jsonl")
+        self.bus.join(layout::QUEUE_FILE)
     }
 
     /// Reads what was appended to `queue.jsonl` since the last read; true if anything changed.
@@ -169,10 +170,10 @@ impl TrackTracker {
     /// Refreshes the board: the current session (chosen by the engine) when a session file changed,
     /// then assessments, votes and the discussion.
     pub(super) fn refresh_board(&mut self, root: &Root) -> bool {
-        let board = self.bus.join("board");
+        let board = self.bus.join(layout::BOARD_DIR);
         let mut fps: Vec<(String, crate::live::files::Fingerprint)> = list_dir(&board, false)
             .into_iter()
-            .filter(|n| n.starts_with("session-") && n.ends_with(".json"))
+            .filter(|n| layout::session_id_of(n).is_some())
             .filter_map(|n| crate::live::files::Fingerprint::of(&board.join(&n)).map(|f| (n, f)))
             .collect();
         fps.sort_by(|a, b| a.0.cmp(&b.0));
@@ -199,7 +200,7 @@ impl TrackTracker {
             .refresh(|v| object(v).map(|m| parse_assessments(&m)))
             != Refresh::Unchanged;
         changed |= self.votes.refresh(|v| object(v).map(|m| parse_votes(&m))) != Refresh::Unchanged;
-        let disc = board.join("discussion.jsonl");
+        let disc = board.join(layout::DISCUSSION_FILE);
         let fp = crate::live::files::Fingerprint::of(&disc);
         match (fp, &self.discussion) {
             (None, None) => {}
@@ -242,7 +243,7 @@ impl TrackTracker {
         warn(self.workers.path(), self.workers.warning());
         warn(self.assessments.path(), self.assessments.warning());
         warn(self.votes.path(), self.votes.warning());
-        let board_dir = self.bus.join("board");
+        let board_dir = self.bus.join(layout::BOARD_DIR);
         warn(&board_dir, self.session_warning.as_deref());
         let locks = self.locks.value().cloned().unwrap_or_default();
         let workers = self.workers.value().cloned().unwrap_or_default();
@@ -256,7 +257,7 @@ impl TrackTracker {
                 crate::live::engine_glue::predicted_verdict(session, &assessments, &votes);
             Arc::new(BoardView {
                 session: session.clone(),
-                session_path: board_dir.join(format!("session-{}.json", session.session_id)),
+                session_path: board_dir.join(layout::session_file_name(&session.session_id)),
                 assessments,
                 votes,
                 discussion: self

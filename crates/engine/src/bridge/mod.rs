@@ -394,6 +394,19 @@ pub fn status_path(root: &Root) -> std::path::PathBuf {
     bridge_dir(root).join("status.json")
 }
 
+/// Writes one of the bridge's own records (a dead letter of a shared track, a cursor) atomically under
+/// `conductor/bridge/`; any other path is refused, so the bridge cannot write protocol files this way.
+pub fn write_bridge_record(root: &Root, path: &std::path::Path, value: &Value) -> Result<()> {
+    if !path.starts_with(bridge_dir(root)) {
+        return Err(crate::error::Error::refused(format!(
+            "{} is not under {}",
+            path.display(),
+            bridge_dir(root).display()
+        )));
+    }
+    write_json(root, path, value)
+}
+
 pub fn write_status(root: &Root, s: &Status) -> Result<()> {
     write_json(root, &status_path(root), s)
 }

@@ -47,7 +47,9 @@ impl Bus {
                 pattern: NAME_PATTERN,
             });
         }
-        let target = self.dir.join(format!("queue.{track_id}.archive.jsonl"));
+        let target = self
+            .dir
+            .join(crate::store::layout::queue_archive_name(track_id));
         let queue = self.queue_path();
         let _mutex = self.mutex()?;
         // An archive that exists while the queue is gone or still empty is one a killed run left half
@@ -119,7 +121,12 @@ impl Bus {
         let mut removed = Vec::new();
         for p in [self.locks_path(), self.workers_path()] {
             if remove_file(&self.root, &p)? {
-                removed.push(p.file_name().unwrap().to_string_lossy().into_owned());
+                removed.push(
+                    p.file_name()
+                        .unwrap_or_default()
+                        .to_string_lossy()
+                        .into_owned(),
+                );
             }
             crate::conductor::crash_point("archive:after-clear-one");
         }

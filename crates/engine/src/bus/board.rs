@@ -12,40 +12,39 @@ use serde_json::{Map, Value, json};
 
 use super::Bus;
 use super::model::{
-    Assessment, BoardSession, CountPhase, DiscussPhase, DiscussionLine, PHASE_COMPLETE,
-    PHASE_IN_PROGRESS, PHASE_NOT_STARTED, Phases, ResolvePhase, Vote, from_object,
-    parse_assessments, parse_votes,
+    Assessment, BoardSession, CountPhase, DiscussPhase, DiscussionLine, Phases, ResolvePhase, Vote,
+    from_object, parse_assessments, parse_votes,
 };
 use super::queue::QueueWriter;
 use crate::error::{Error, Result};
 use crate::store::atomic::{ensure_file, rename_durable, write_atomic, write_json};
 use crate::store::ids::{Director, check_free_text, encode_key, is_valid_name};
+use crate::store::layout;
 use crate::store::read::{read_json, read_json_object};
 use crate::store::time::now_ts;
 
-/// The default board.
-pub const DEFAULT_DIRECTORS: [&str; 5] = ["CA", "CPO", "CSO", "COO", "CXO"];
-/// The checkpoints a session may be opened for.
-pub const CHECKPOINTS: [&str; 4] = [
-    "EVALUATE_PLAN",
-    "EVALUATE_EXECUTION",
-    "PRE_LAUNCH",
-    "QUICK_REVIEW",
-];
-/// The checkpoint that resolves from assessments alone.
-pub const QUICK_REVIEW: &str = "QUICK_REVIEW";
-/// Session statuses, in order.
-pub const ASSESSING: &str = "ASSESSING";
-pub const DISCUSSING: &str = "DISCUSSING";
-pub const VOTING: &str = "VOTING";
-pub const RESOLVING: &str = "RESOLVING";
-pub const COMPLETE: &str = "COMPLETE";
-/// Phase status of a phase a quick review never runs.
-pub const PHASE_SKIPPED: &str = "SKIPPED";
+pub use super::vocab::DEFAULT_DIRECTORS;
+use super::vocab::{
+    AssessVerdict, Checkpoint, DiscussKind, MessageType, PhaseStatus, SessionStatus, TO_ALL,
+    Vocabulary, VoteVerdict,
+};
 
-const ASSESS_VERDICTS: [&str; 3] = ["APPROVE", "CONCERNS", "REJECT"];
-const VOTE_VERDICTS: [&str; 2] = ["APPROVE", "REJECT"];
-const DISCUSS_TYPES: [&str; 4] = ["CHALLENGE", "AGREE", "QUESTION", "CLARIFY"];
+/// Session statuses as string constants for `match` on a tolerant record's field, derived from
+/// [`SessionStatus`] (spelled there once).
+pub const ASSESSING: &str = SessionStatus::Assessing.as_str();
+/// See [`SessionStatus::Discussing`].
+pub const DISCUSSING: &str = SessionStatus::Discussing.as_str();
+/// See [`SessionStatus::Voting`].
+pub const VOTING: &str = SessionStatus::Voting.as_str();
+/// See [`SessionStatus::Resolving`].
+pub const RESOLVING: &str = SessionStatus::Resolving.as_str();
+/// See [`SessionStatus::Complete`].
+pub const COMPLETE: &str = SessionStatus::Complete.as_str();
+/// See [`Checkpoint::QuickReview`].
+pub const QUICK_REVIEW: &str = Checkpoint::QuickReview.as_str();
+use super::model::{PHASE_COMPLETE, PHASE_IN_PROGRESS, PHASE_NOT_STARTED};
+/// See [`PhaseStatus::Skipped`].
+pub const PHASE_SKIPPED: &str = PhaseStatus::Skipped.as_str();
 
 /// The outcome of a board.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -176,8 +175,9 @@ pub fn quick_review_rule(
             Some(v) if v == "APPROVE" || v == "CONCERNS" => {
                 s.approve += 1;
                 ok.push(d.clone());
-                if v == "CONCERNS" {
-                    let a = a.expect("matched above");
+                if v == "CONCERNS"
+                    && let Some(a) = a
+                {
                     conditions.extend(a.concerns.iter().map(|c| format!("{c} ({d})")));
                 }
             }
@@ -413,7 +413,7 @@ pub struct BoardStatus {
 }
 
 fn session_file(board: &Path, id: &str) -> PathBuf {
-    board.join(format!("session-{id}.json"))
+    board.join(layout::session_file_name(id))
 }
 
 /// The session files in `board/` (not in the archive): (session id from the name, path).
@@ -423,10 +423,7 @@ fn session_files(board: &Path) -> Vec<(String, PathBuf)> {
             rd.flatten()
                 .filter_map(|e| {
                     let name = e.file_name().to_string_lossy().into_owned();
-                    let id = name
-                        .strip_prefix("session-")?
-                        .strip_suffix(".json")?
-                        .to_owned();
+                    let id = layout::session_id_of(&name)?.to_owned();
                     Some((id, e.path()))
                 })
                 .collect()
@@ -515,15 +512,13 @@ fn require_director(s: &BoardSession, d: &str, field: &'static str) -> Result<()
     }
 }
 
-fn one_of(field: &str, value: &str, allowed: &[&str]) -> Result<String> {
-    let up = value.trim().to_ascii_uppercase();
-    if allowed.contains(&up.as_str()) {
-        Ok(up)
-    } else {
-        Err(Error::refused(format!(
+fn one_of<W: Vocabulary>(field: &str, value: &str) -> Result<String> {
+    match W::parse_word_loose(value) {
+        Some(w) => Ok(w.word().to_owned()),
+        None => Err(Error::refused(format!(
             "{field} {value:?} must be one of {}",
-            allowed.join(", ")
-        )))
+            W::every_word()
+        ))),
     }
 }
 
@@ -609,16 +604,16 @@ pub fn read_discussion(path: &Path) -> Result<(Vec<DiscussionLine>, usize)> {
 
 impl Bus {
     fn assessments_path(&self) -> PathBuf {
-        self.board_dir().join("assessments.json")
+        self.board_dir().join(layout::ASSESSMENTS_FILE)
     }
     fn votes_path(&self) -> PathBuf {
-        self.board_dir().join("votes.json")
+        self.board_dir().join(layout::VOTES_FILE)
     }
     fn discussion_path(&self) -> PathBuf {
-        self.board_dir().join("discussion.jsonl")
+        self.board_dir().join(layout::DISCUSSION_FILE)
     }
     fn resolution_path(&self) -> PathBuf {
-        self.board_dir().join("resolution.md")
+        self.board_dir().join(layout::RESOLUTION_FILE)
     }
 
     fn save_session(&self, path: &Path, s: &BoardSession) -> Result<()> {
@@ -628,7 +623,7 @@ impl Bus {
     /// Opens a new session, moving the previous session's files to `board/archive/{old_id}/`.
     pub fn board_open(&self, input: &OpenInput) -> Result<OpenResult> {
         self.require()?;
-        let checkpoint = one_of("checkpoint", &input.checkpoint, &CHECKPOINTS)?;
+        let checkpoint = one_of::<Checkpoint>("checkpoint", &input.checkpoint)?;
         check_free_text("source", &input.source)?;
         if input.proposal.trim().is_empty() {
             return Err(Error::refused(
@@ -657,7 +652,9 @@ impl Bus {
         let base = format!("board-{}", Utc::now().format("%Y%m%d%H%M%S"));
         let mut id = base.clone();
         let mut n = 1;
-        while session_file(&board, &id).exists() || board.join("archive").join(&id).exists() {
+        while session_file(&board, &id).exists()
+            || board.join(layout::BOARD_ARCHIVE_DIR).join(&id).exists()
+        {
             n += 1;
             id = format!("{base}-{n}");
         }
@@ -697,7 +694,7 @@ impl Bus {
         ensure_file(&self.root, &self.discussion_path())?;
         self.save_session(&session_file(&board, &id), &session)?;
         let msg = self.post(
-            "BOARD_OPEN",
+            MessageType::BoardOpen.as_str(),
             &input.source,
             json!({"session_id": id, "checkpoint": checkpoint, "proposal": proposal, "directors": directors}),
         )?;
@@ -740,11 +737,13 @@ impl Bus {
             }
         };
         let unique_dir = |id: &str| {
-            let mut d = board.join("archive").join(dir_name(id));
+            let mut d = board.join(layout::BOARD_ARCHIVE_DIR).join(dir_name(id));
             let mut n = 1;
             while d.exists() {
                 n += 1;
-                d = board.join("archive").join(format!("{}-{n}", dir_name(id)));
+                d = board
+                    .join(layout::BOARD_ARCHIVE_DIR)
+                    .join(format!("{}-{n}", dir_name(id)));
             }
             d
         };
@@ -757,12 +756,16 @@ impl Bus {
             } else {
                 unique_dir(id)
             };
-            let name = path.file_name().expect("listed files have names");
+            let Some(name) = path.file_name() else {
+                continue;
+            };
             rename_durable(&self.root, path, &dir.join(name))?;
             files.push(name.to_string_lossy().into_owned());
         }
         for p in loose {
-            let name = p.file_name().expect("fixed names");
+            let Some(name) = p.file_name() else {
+                continue;
+            };
             rename_durable(&self.root, &p, &main_dir.join(name))?;
             files.push(name.to_string_lossy().into_owned());
         }
@@ -777,7 +780,7 @@ impl Bus {
     /// Records a director's assessment (ASSESSING only; a director may revise theirs).
     pub fn board_assess(&self, input: &AssessInput) -> Result<WriteResult> {
         self.require()?;
-        let verdict = one_of("verdict", &input.verdict, &ASSESS_VERDICTS)?;
+        let verdict = one_of::<AssessVerdict>("verdict", &input.verdict)?;
         if !(1.0..=10.0).contains(&input.score) {
             return Err(Error::refused(format!(
                 "score {} is outside 1–10",
@@ -814,7 +817,7 @@ impl Bus {
         self.save_session(&path, &s)?;
         let mut payload = record.clone();
         payload["session_id"] = json!(s.session_id);
-        let msg = self.post("BOARD_ASSESS", &input.director, payload)?;
+        let msg = self.post(MessageType::BoardAssess.as_str(), &input.director, payload)?;
         Ok(self.write_result(s, msg.id, record))
     }
 
@@ -831,13 +834,13 @@ impl Bus {
     /// Appends a discussion line for the current round (DISCUSSING only).
     pub fn board_discuss(&self, input: &DiscussInput) -> Result<WriteResult> {
         self.require()?;
-        let kind = one_of("discussion type", &input.kind, &DISCUSS_TYPES)?;
+        let kind = one_of::<DiscussKind>("discussion type", &input.kind)?;
         check_free_text("message", &input.message)?;
         let _mutex = self.mutex()?;
         let (path, mut s) = require_session(self)?;
         require_status(&s, &[DISCUSSING], "discuss")?;
         require_director(&s, &input.from, "from")?;
-        if input.to != "ALL" {
+        if input.to != TO_ALL {
             require_director(&s, &input.to, "to")?;
         }
         let d = &s.phases.discuss;
@@ -857,7 +860,7 @@ impl Bus {
             "round": round,
             "timestamp": now_ts(),
         });
-        let mut line = serde_json::to_vec(&record).expect("JSON values serialise");
+        let mut line = crate::store::json_text(&record, false);
         line.push(b'\n');
         QueueWriter::open(&self.root, &self.discussion_path())?.append_line(&line)?;
         if s.phases.discuss.status != PHASE_IN_PROGRESS {
@@ -866,7 +869,7 @@ impl Bus {
         }
         let mut payload = record.clone();
         payload["session_id"] = json!(s.session_id);
-        let msg = self.post("BOARD_DISCUSS", &input.from, payload)?;
+        let msg = self.post(MessageType::BoardDiscuss.as_str(), &input.from, payload)?;
         Ok(self.write_result(s, msg.id, record))
     }
 
@@ -892,14 +895,14 @@ impl Bus {
         self.save_session(&path, &s)?;
         let mut payload = record.clone();
         payload["session_id"] = json!(s.session_id);
-        let msg = self.post("BOARD_ROUND", source, payload)?;
+        let msg = self.post(MessageType::BoardRound.as_str(), source, payload)?;
         Ok(self.write_result(s, msg.id, record))
     }
 
     /// Records a director's final vote (VOTING only; a director may change it until resolved).
     pub fn board_vote(&self, input: &VoteInput) -> Result<WriteResult> {
         self.require()?;
-        let verdict = one_of("verdict", &input.final_verdict, &VOTE_VERDICTS)?;
+        let verdict = one_of::<VoteVerdict>("verdict", &input.final_verdict)?;
         if !(0.0..=1.0).contains(&input.confidence) {
             return Err(Error::refused(format!(
                 "confidence {} is outside 0–1",
@@ -926,7 +929,7 @@ impl Bus {
         self.save_session(&path, &s)?;
         let mut payload = record.clone();
         payload["session_id"] = json!(s.session_id);
-        let msg = self.post("BOARD_VOTE", &input.director, payload)?;
+        let msg = self.post(MessageType::BoardVote.as_str(), &input.director, payload)?;
         Ok(self.write_result(s, msg.id, record))
     }
 
@@ -1001,7 +1004,7 @@ impl Bus {
         s.status = to.into();
         self.save_session(&path, &s)?;
         let msg = self.post(
-            "BOARD_ADVANCE",
+            MessageType::BoardAdvance.as_str(),
             source,
             json!({"session_id": s.session_id, "from": from, "to": to, "forced": force}),
         )?;
@@ -1087,11 +1090,11 @@ impl Bus {
         }
         s.phases.resolve.status = PHASE_COMPLETE.into();
         s.status = COMPLETE.into();
-        s.resolution = Some(serde_json::to_value(&resolution).expect("resolutions serialise"));
+        s.resolution = Some(crate::store::json_value(&resolution));
         self.save_session(&path, &s)?;
         let o = &resolution.outcome;
         let msg = self.post(
-            "BOARD_RESOLVE",
+            MessageType::BoardResolve.as_str(),
             source,
             json!({
                 "session_id": s.session_id,

@@ -93,7 +93,7 @@ pub fn detect_deadlocks(
     }
     let mut waits = Vec::new();
     for (worker, m) in latest {
-        if m.kind != "BLOCKED" {
+        if !super::vocab::MessageType::Blocked.is(&m.kind) {
             continue;
         }
         let waiting_for = m.payload_str("waiting_for").unwrap_or("").to_owned();

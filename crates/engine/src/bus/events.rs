@@ -28,25 +28,29 @@ pub fn event_file_name(kind: &str, key: Option<&str>) -> String {
 /// `FILE_UNLOCK_all` + `FILE_UNLOCK_{filepath}`, `BOARD_RESOLVE_all` + `BOARD_RESOLVE`.
 /// A task event without a `task_id` falls back to `_all`, as the seed's writer does.
 pub fn events_for(env: &Envelope) -> Vec<String> {
-    match env.kind.as_str() {
-        "TASK_COMPLETE" | "TASK_FAILED" => {
+    use super::vocab::MessageType as M;
+    let Some(kind) = M::parse(&env.kind) else {
+        return Vec::new();
+    };
+    match kind {
+        M::TaskComplete | M::TaskFailed => {
             let key = env.payload_str("task_id").unwrap_or("all");
             vec![event_file_name(&env.kind, Some(key))]
         }
-        "FILE_UNLOCK" => {
-            let mut v = vec![event_file_name("FILE_UNLOCK", Some("all"))];
+        M::FileUnlock => {
+            let mut v = vec![event_file_name(kind.as_str(), Some("all"))];
             if let Some(p) = env.payload_str("filepath") {
-                v.push(event_file_name("FILE_UNLOCK", Some(p)));
+                v.push(event_file_name(kind.as_str(), Some(p)));
             }
             v
         }
-        "LOCK_LOST" => match env.payload_str("holder") {
-            Some(h) => vec![event_file_name("LOCK_LOST", Some(h))],
+        M::LockLost => match env.payload_str("holder") {
+            Some(h) => vec![event_file_name(kind.as_str(), Some(h))],
             None => Vec::new(),
         },
-        "BOARD_RESOLVE" => vec![
-            event_file_name("BOARD_RESOLVE", Some("all")),
-            event_file_name("BOARD_RESOLVE", None),
+        M::BoardResolve => vec![
+            event_file_name(kind.as_str(), Some("all")),
+            event_file_name(kind.as_str(), None),
         ],
         _ => Vec::new(),
     }

@@ -25,7 +25,7 @@ pub fn token_of(e: &LockEntry) -> Option<u64> {
 impl Bus {
     /// `.message-bus/fencing.json`.
     pub fn fencing_path(&self) -> PathBuf {
-        self.dir.join("fencing.json")
+        self.dir.join(crate::store::layout::FENCING_FILE)
     }
 
     /// The next token for `key` (above the stored mark and the current entry's token), recorded as the

@@ -2,6 +2,7 @@
 //! expired, refused while held by another live worker, released only by the holder or by an operator
 //! with force. Every read-modify-write holds `.lock_mutex`, as the Python `acquire_lock` does.
 
+use super::vocab::MessageType;
 use std::time::Duration;
 
 use chrono::Utc;
@@ -215,11 +216,11 @@ impl Bus {
         if let Some(p) = &previous_holder {
             payload["previous_holder"] = json!(p);
         }
-        let msg = self.post("FILE_LOCK", worker, payload)?;
+        let msg = self.post(MessageType::FileLock.as_str(), worker, payload)?;
         let lost_event = match (&previous_holder, &existing) {
             (Some(p), Some(old)) => {
                 let lost = self.post(
-                    "LOCK_LOST",
+                    MessageType::LockLost.as_str(),
                     worker,
                     json!({"path": key, "holder": p, "token": fencing::token_of(old),
                            "new_holder": worker, "new_token": fencing_token}),
@@ -287,7 +288,7 @@ impl Bus {
         } else {
             worker
         };
-        let msg = self.post("FILE_UNLOCK", source, payload)?;
+        let msg = self.post(MessageType::FileUnlock.as_str(), source, payload)?;
         Ok(UnlockResult {
             filepath: key,
             released_from: holder,

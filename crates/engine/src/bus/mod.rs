@@ -20,6 +20,8 @@ use crate::store::lock::FileLock;
 use crate::store::read::read_json_object;
 use crate::store::time::now_ts;
 
+use crate::store::layout;
+
 pub mod archive;
 pub mod board;
 pub mod deadlock;
@@ -29,6 +31,7 @@ pub mod journaled;
 pub mod locks;
 pub mod model;
 pub mod queue;
+pub mod vocab;
 pub mod workers;
 
 pub use model::{
@@ -97,22 +100,22 @@ impl Bus {
     }
 
     pub fn queue_path(&self) -> PathBuf {
-        self.dir.join("queue.jsonl")
+        self.dir.join(layout::QUEUE_FILE)
     }
     pub fn mutex_path(&self) -> PathBuf {
-        self.dir.join(".lock_mutex")
+        self.dir.join(layout::BUS_MUTEX_FILE)
     }
     pub fn locks_path(&self) -> PathBuf {
-        self.dir.join("locks.json")
+        self.dir.join(layout::LOCKS_FILE)
     }
     pub fn workers_path(&self) -> PathBuf {
-        self.dir.join("worker-status.json")
+        self.dir.join(layout::WORKERS_FILE)
     }
     pub fn events_dir(&self) -> PathBuf {
-        self.dir.join("events")
+        self.dir.join(layout::EVENTS_DIR)
     }
     pub fn board_dir(&self) -> PathBuf {
-        self.dir.join("board")
+        self.dir.join(layout::BOARD_DIR)
     }
 
     /// Creates whatever is missing (queue, mutex, locks, worker status, events, board); never wipes.
@@ -149,7 +152,7 @@ impl Bus {
             .map(|r| r.display().to_string())
             .ok()
             .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| ".message-bus".into())
+            .unwrap_or_else(|| layout::BUS_DIR.into())
     }
 
     /// Takes `.lock_mutex`, the lock of every read-modify-write on the bus (bounded wait).
@@ -206,7 +209,7 @@ impl Bus {
         let mut chunk = Vec::with_capacity(queue::BATCH_BYTES);
         let mut pending = 0..0;
         for (i, env) in envs.iter().enumerate() {
-            serde_json::to_writer(&mut chunk, env).expect("envelopes always serialise");
+            chunk.extend(crate::store::json_text(env, false));
             chunk.push(b'\n');
             pending.end = i + 1;
             if chunk.len() >= queue::BATCH_BYTES || i + 1 == envs.len() {
@@ -239,12 +242,12 @@ impl Bus {
         // Every line shares type, source and payload: serialise them once.
         let head = format!(
             ",\"type\":{},\"source\":{},\"timestamp\":\"",
-            serde_json::to_string(&template.kind).expect("strings serialise"),
-            serde_json::to_string(&template.source).expect("strings serialise"),
+            crate::store::json_string(&template.kind),
+            crate::store::json_string(&template.source),
         );
         let tail = format!(
             "\",\"payload\":{}}}\n",
-            serde_json::to_string(&template.payload).expect("JSON values serialise")
+            crate::store::json_string(&template.payload)
         );
         let mut slot = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let mut chunk = Vec::with_capacity(queue::BATCH_BYTES + 1024);

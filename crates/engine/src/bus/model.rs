@@ -6,6 +6,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 
+use super::vocab::{PhaseStatus, WORKER_COMPLETED_ALIAS, WorkerWord};
 use crate::store::time::parse_ts;
 
 /// Lenient field parsers: a wrong type degrades to "missing" instead of failing the whole record.
@@ -261,22 +262,25 @@ pub enum WorkerStatus {
 impl WorkerStatus {
     /// Parses a status word (case-insensitive; `COMPLETED` is `COMPLETE`).
     pub fn parse(s: &str) -> Self {
-        match s.trim().to_ascii_uppercase().as_str() {
-            "RUNNING" => Self::Running,
-            "COMPLETE" | "COMPLETED" => Self::Complete,
-            "FAILED" => Self::Failed,
-            "BLOCKED" => Self::Blocked,
-            _ => Self::Other(s.to_owned()),
+        if s.trim().eq_ignore_ascii_case(WORKER_COMPLETED_ALIAS) {
+            return Self::Complete;
+        }
+        match WorkerWord::parse_loose(s) {
+            Some(WorkerWord::Running) => Self::Running,
+            Some(WorkerWord::Complete) => Self::Complete,
+            Some(WorkerWord::Failed) => Self::Failed,
+            Some(WorkerWord::Blocked) => Self::Blocked,
+            None => Self::Other(s.to_owned()),
         }
     }
 
     /// The word written on disk.
     pub fn as_str(&self) -> &str {
         match self {
-            Self::Running => "RUNNING",
-            Self::Complete => "COMPLETE",
-            Self::Failed => "FAILED",
-            Self::Blocked => "BLOCKED",
+            Self::Running => WorkerWord::Running.as_str(),
+            Self::Complete => WorkerWord::Complete.as_str(),
+            Self::Failed => WorkerWord::Failed.as_str(),
+            Self::Blocked => WorkerWord::Blocked.as_str(),
             Self::Other(s) => s,
         }
     }
@@ -441,10 +445,12 @@ fn default_max_rounds() -> u32 {
     DEFAULT_MAX_ROUNDS
 }
 
-/// Phase status words.
-pub const PHASE_NOT_STARTED: &str = "NOT_STARTED";
-pub const PHASE_IN_PROGRESS: &str = "IN_PROGRESS";
-pub const PHASE_COMPLETE: &str = "COMPLETE";
+/// Phase status words as constants for `match`, derived from [`PhaseStatus`] (spelled there once).
+pub const PHASE_NOT_STARTED: &str = PhaseStatus::NotStarted.as_str();
+/// See [`PhaseStatus::InProgress`].
+pub const PHASE_IN_PROGRESS: &str = PhaseStatus::InProgress.as_str();
+/// See [`PhaseStatus::Complete`].
+pub const PHASE_COMPLETE: &str = PhaseStatus::Complete.as_str();
 
 /// The four phases of a session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]

@@ -281,8 +281,7 @@ pub fn append(root: &Root, path: &Path, env: &Envelope) -> Result<()> {
 
 /// One envelope as one compact line, newline included.
 pub fn line_of(env: &Envelope) -> Vec<u8> {
-    let mut line = Vec::with_capacity(256);
-    serde_json::to_writer(&mut line, env).expect("envelopes always serialise");
+    let mut line = crate::store::json_text(env, false);
     line.push(b'\n');
     line
 }

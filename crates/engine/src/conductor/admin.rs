@@ -123,7 +123,7 @@ impl Conductor {
     /// A god's whole inbox, oldest first; unreadable files are listed in `errors`.
     pub fn check_inbox(&self, god: &str) -> Result<InboxResult> {
         let god = GodName::parse(god)?;
-        Ok(files::read_inbox(&self.root, &god))
+        files::read_inbox(&self.root, &god)
     }
 
     /// One page of a god's inbox (docs/PROTOCOL.md §5: `limit`, `cursor`, `next_cursor`).
@@ -584,7 +584,7 @@ impl Conductor {
                     let to = self
                         .root
                         .archive_dir(&god)
-                        .join(f.path.file_name().expect("a file"));
+                        .join(f.path.file_name().unwrap_or_default());
                     write_json(&self.root, &to, &d)?;
                     files::remove_file(&self.root, &f.path)?;
                     continue;
@@ -594,7 +594,7 @@ impl Conductor {
                 let to = self
                     .root
                     .archive_dir(&god)
-                    .join(f.path.file_name().expect("a file"));
+                    .join(f.path.file_name().unwrap_or_default());
                 write_json(&self.root, &to, &d)?;
                 files::remove_file(&self.root, &f.path)?;
             } else {

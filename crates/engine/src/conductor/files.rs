@@ -46,7 +46,10 @@ pub fn list_states(root: &Root) -> Vec<(PathBuf, Result<WorkflowState, String>)>
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        if name.starts_with('.') || !name.ends_with(".json") || name.ends_with(".aborted.json") {
+        if name.starts_with('.')
+            || !name.ends_with(".json")
+            || name.ends_with(crate::store::layout::ABORTED_SUFFIX)
+        {
             continue;
         }
         match read_model::<WorkflowState>(&p) {
@@ -84,7 +87,7 @@ pub fn require_state(root: &Root, wf: &WorkflowId) -> Result<WorkflowState> {
 /// Writes a workflow state atomically.
 /// Refused when the state would outgrow [`crate::store::limits::MAX_STATE_BYTES`] (it must always read
 /// back, so that ack and abort keep working).
-pub fn write_state(root: &Root, wf: &WorkflowId, state: &WorkflowState) -> Result<()> {
+pub(crate) fn write_state(root: &Root, wf: &WorkflowId, state: &WorkflowState) -> Result<()> {
     let bytes = crate::store::atomic::to_pretty_json(state);
     let max = crate::store::limits::MAX_STATE_BYTES;
     if bytes.len() > max {
@@ -184,9 +187,8 @@ pub fn read_inbox_page(
 }
 
 /// A god's whole inbox, oldest first.
-pub fn read_inbox(root: &Root, god: &GodName) -> super::InboxResult {
+pub fn read_inbox(root: &Root, god: &GodName) -> crate::error::Result<super::InboxResult> {
     read_inbox_page(root, god, &super::paging::PageRequest::default())
-        .expect("a listing without a cursor cannot be refused")
 }
 
 /// The god directories under `dir` (inboxes or archives), by valid name, sorted.
@@ -197,7 +199,8 @@ pub const FOREIGN_PENDING_DIRS: [&str; 2] = ["_webhooks", "inbox"];
 /// True for a directory of `conductor/pending/` that is not an inbox and not our `_quarantine`: a known
 /// foreign name, or any other underscore-prefixed one. Such directories are reported, never read as gods.
 pub fn is_foreign_pending_dir(name: &str) -> bool {
-    name != "_quarantine" && (name.starts_with('_') || FOREIGN_PENDING_DIRS.contains(&name))
+    name != crate::store::layout::QUARANTINE_DIR
+        && (name.starts_with('_') || FOREIGN_PENDING_DIRS.contains(&name))
 }
 
 pub fn god_dirs(dir: &Path) -> Vec<GodName> {
@@ -347,7 +350,7 @@ pub fn dispatch_exists(root: &Root, god: &GodName, hid: &HandoffId) -> bool {
 /// Moves a dispatch to `archive/{to_god}/` with its new content: rewrites it in place (atomically),
 /// then renames it into the archive, so the dispatch exists in exactly one place at every instant (a
 /// crash leaves it in the inbox with its new status, and repeating finishes the move).
-pub fn archive(
+pub(crate) fn archive(
     root: &Root,
     from: &Path,
     god: &GodName,
@@ -365,7 +368,7 @@ pub fn archive(
 /// Refuses, before anything is written, when a symbolic link planted on the way to any of `paths`
 /// leads outside the root (every write checks again; this makes a multi-file operation refuse whole
 /// instead of stopping half way).
-pub fn refuse_unconfined<'a>(
+pub(crate) fn refuse_unconfined<'a>(
     root: &Root,
     paths: impl IntoIterator<Item = &'a PathBuf>,
 ) -> Result<()> {
@@ -376,7 +379,7 @@ pub fn refuse_unconfined<'a>(
 }
 
 /// Removes a file if it exists, durably (never through a link, see [`crate::store::safe`]).
-pub fn remove_file(root: &Root, path: &Path) -> Result<()> {
+pub(crate) fn remove_file(root: &Root, path: &Path) -> Result<()> {
     crate::store::atomic::remove_file(root, path).map(|_| ())
 }
 
@@ -387,10 +390,10 @@ mod tests {
     #[test]
     fn foreign_inboxes_and_states_read_without_failing() {
         let root = Root::at(super::super::model::tests::fixture());
-        let iris = read_inbox(&root, &GodName::parse("iris").unwrap());
+        let iris = read_inbox(&root, &GodName::parse("iris").unwrap()).unwrap();
         assert_eq!(iris.count, 0);
         assert_eq!(iris.errors.len(), 2, "{:?}", iris.errors);
-        let thoth = read_inbox(&root, &GodName::parse("thoth").unwrap());
+        let thoth = read_inbox(&root, &GodName::parse("thoth").unwrap()).unwrap();
         assert_eq!(thoth.count, 1);
         assert_eq!(thoth.dispatches[0].workflow_id, "wf_1a2b3c4d");
         let states = list_states(&root);

@@ -63,6 +63,12 @@ impl Conductor {
         Ok(r)
     }
 
+    /// Acknowledges a dispatch with a typed request: the same checks and journal entry as
+    /// [`Conductor::ack_handoff`], which takes the JSON document.
+    pub fn ack(&self, ack: &super::request::AckRequest, by: Actor) -> Result<AckResult> {
+        self.ack_handoff(&ack.to_json(), by)
+    }
+
     /// Releases a dispatch held in `_quarantine` into its god's inbox (an operator act).
     pub fn approve(&self, handoff_id: &str, by: Actor) -> Result<ApprovalResult> {
         let r = self.approve_unjournaled(handoff_id, by)?;

@@ -7,6 +7,9 @@
 //! idempotent and re-run when the same request is repeated, so a crash at any point is repaired by
 //! repeating the request.
 
+// `ack` and `submit` keep a few `expect`s on values checked a few lines earlier; they are being split around
+// pure steps (issue 16) and lose them there. Until then the crate-wide deny is lifted for these two only.
+#[allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 pub mod ack;
 pub mod admin;
 pub mod definition;
@@ -17,10 +20,12 @@ pub mod model;
 pub mod outbox;
 pub mod paging;
 pub mod rerun;
+pub mod request;
 pub mod results;
 pub mod rules;
 pub mod samples;
 pub mod schema;
+#[allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 pub mod submit;
 pub mod template;
 
@@ -28,9 +33,18 @@ use std::sync::{Arc, Mutex, RwLock};
 
 pub use definition::{LoadError, StepDef, WorkflowDef, load_definitions};
 pub use files::{FileError, list_states, read_inbox, read_inbox_page};
-pub use model::*;
+pub use model::{
+    AbortManifest, AckRecord, AckStatus, CompletedStep, ContextBag, Dispatch, DispatchContext,
+    Handoff, HandoffContext, HistoryEntry, Routed, Routing, SkippedArtifact, StepRecord,
+    WorkflowState, WorkflowStatus, from_value, lenient,
+};
 pub use paging::{CompactDispatch, PageRequest};
-pub use results::*;
+pub use request::{AckDecision, AckRequest};
+pub use results::{
+    AbortResult, AckResult, ApprovalResult, CleanupResult, DispatchResult, InboxResult, InitResult,
+    PendingEntry, PendingResult, RedispatchResult, RefusedPath, RuleDetail, RulesResult,
+    StepSummary, SubmitResult, WorkflowSummary, WorkflowsResult,
+};
 pub use rules::{Rule, load_rules};
 
 use crate::error::Result;
@@ -45,6 +59,8 @@ pub(crate) fn crash_point(name: &str) {
         && at == name
     {
         // SAFETY: kill(2) on our own pid with a constant signal has no memory-safety preconditions.
+        // The crate denies `unsafe_code`; this test hook is its one exception.
+        #[allow(unsafe_code)]
         unsafe {
             libc::kill(libc::getpid(), libc::SIGKILL);
         }

@@ -58,6 +58,19 @@ macro_rules! open_enum {
         }
 
         impl $name {
+            /// Every word this engine knows, in protocol order (without [`Self::Other`]).
+            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
+
+            /// True when `s` is one of [`Self::ALL`], spelled exactly.
+            pub fn is_known(s: &str) -> bool {
+                !matches!(Self::parse(s), Self::Other(_))
+            }
+
+            /// `a, b, c`: every known word, for messages.
+            pub fn list() -> String {
+                Self::ALL.iter().map(|w| w.as_str()).collect::<Vec<_>>().join(", ")
+            }
+
             /// The protocol's spelling.
             pub fn as_str(&self) -> &str {
                 match self {

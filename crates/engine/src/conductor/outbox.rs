@@ -86,7 +86,7 @@ pub fn derive_handoff_id(parts: &[&str]) -> String {
 }
 
 pub fn outbox_dir(root: &Root) -> std::path::PathBuf {
-    root.conductor.join("outbox")
+    root.conductor.join(crate::store::layout::OUTBOX_DIR)
 }
 
 pub fn sent_dir(root: &Root) -> std::path::PathBuf {

@@ -15,6 +15,14 @@ use crate::store::read::read_json;
 /// The schema `init` installs and the engine falls back to.
 pub const BUILTIN_SCHEMA: &str = include_str!("schema.json");
 
+/// [`BUILTIN_SCHEMA`] parsed (a tested constant; a parse failure would be a build defect, reported as corrupt).
+fn builtin_schema() -> Result<Value> {
+    serde_json::from_str(BUILTIN_SCHEMA).map_err(|e| Error::Corrupt {
+        path: std::path::PathBuf::from("schema.json (built in)"),
+        message: e.to_string(),
+    })
+}
+
 /// The `version` [`BUILTIN_SCHEMA`] declares.
 pub const SCHEMA_VERSION: u64 = 3;
 
@@ -98,7 +106,7 @@ impl Schemas {
         let (doc, origin, warning) = match read_json(&path)? {
             Some(doc) => (doc, path.display().to_string(), None),
             None => (
-                serde_json::from_str(BUILTIN_SCHEMA).expect("the built-in schema is valid JSON"),
+                builtin_schema()?,
                 "the built-in schema".to_owned(),
                 Some(format!(
                     "{} does not exist; validated with the built-in schema (run `pantheon init` to install it)",
@@ -111,7 +119,7 @@ impl Schemas {
         let ack = if has_ack {
             compile(&doc, Some("ack"), &origin)?
         } else {
-            let builtin: Value = serde_json::from_str(BUILTIN_SCHEMA).expect("valid");
+            let builtin = builtin_schema()?;
             compile(&builtin, Some("ack"), "the built-in schema")?
         };
         Ok(Self {

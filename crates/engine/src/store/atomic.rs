@@ -3,7 +3,7 @@
 //! Every write, move and removal names the [`Root`] it works in and is refused when a symbolic link
 //! planted in the root would lead it outside ([`Root::check_write`]).
 
-use std::fs::{self, File};
+use std::fs::File;
 use std::path::Path;
 
 use rustix::fs::OFlags;
@@ -20,28 +20,15 @@ pub fn confined(root: &Root, path: &Path) -> Result<()> {
     root.check_write(path).map_err(Error::refused)
 }
 
-/// Like [`confined`], and also refuses a symbolic link as the file itself, for writes that open the
-/// file in place (appends) rather than replace it.
-pub fn confined_file(root: &Root, path: &Path) -> Result<()> {
-    confined(root, path)?;
-    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
-        return Err(Error::refused(format!(
-            "{} is a symbolic link; protocol files are written in place only when they are plain files",
-            path.display()
-        )));
-    }
-    Ok(())
-}
-
 /// Serialises `value` as pretty JSON (2-space indent, trailing newline).
 pub fn to_pretty_json<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
-    let mut out = serde_json::to_vec_pretty(value).expect("JSON values always serialise");
+    let mut out = super::json_text(value, true);
     out.push(b'\n');
     out
 }
 
 /// Writes pretty JSON to `path` atomically (see [`write_atomic`]).
-pub fn write_json<T: Serialize + ?Sized>(root: &Root, path: &Path, value: &T) -> Result<()> {
+pub(crate) fn write_json<T: Serialize + ?Sized>(root: &Root, path: &Path, value: &T) -> Result<()> {
     write_atomic(root, path, &to_pretty_json(value))
 }
 
@@ -58,20 +45,20 @@ pub fn write_atomic(root: &Root, path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// Creates `path` (empty) if it does not exist; never truncates an existing file.
-pub fn ensure_file(root: &Root, path: &Path) -> Result<()> {
+pub(crate) fn ensure_file(root: &Root, path: &Path) -> Result<()> {
     open_append(root, path).map(|_| ())
 }
 
 /// Opens `path` for appending (and reading), creating it and its directory when missing, never
 /// following a link (see [`super::safe`]).
-pub fn open_append(root: &Root, path: &Path) -> Result<File> {
+pub(crate) fn open_append(root: &Root, path: &Path) -> Result<File> {
     let (dir, name) = parent_dir(root, path)?;
     dir.open_file(&name, OFlags::RDWR | OFlags::APPEND | OFlags::CREATE)?
         .ok_or_else(|| Error::not_found(format!("{} does not exist", path.display())))
 }
 
 /// Like [`open_append`], but the directory must exist (only the file is created when missing).
-pub fn open_append_in_place(root: &Root, path: &Path) -> Result<File> {
+pub(crate) fn open_append_in_place(root: &Root, path: &Path) -> Result<File> {
     let (dir, name) = SafeDir::parent_of(root, path, false)?
         .ok_or_else(|| Error::io(path, std::io::Error::from(std::io::ErrorKind::NotFound)))?;
     dir.open_file(&name, OFlags::RDWR | OFlags::APPEND | OFlags::CREATE)?
@@ -79,20 +66,13 @@ pub fn open_append_in_place(root: &Root, path: &Path) -> Result<File> {
 }
 
 /// Creates a directory and its parents.
-pub fn ensure_dir(root: &Root, path: &Path) -> Result<()> {
+pub(crate) fn ensure_dir(root: &Root, path: &Path) -> Result<()> {
     SafeDir::open(root, path, true).map(|_| ())
-}
-
-/// fsyncs a directory so a rename in it is durable.
-pub fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io(dir, e))
 }
 
 /// Moves `from` to `to` (same file system) and makes the move durable; neither path's directories
 /// are reached through a link.
-pub fn rename_durable(root: &Root, from: &Path, to: &Path) -> Result<()> {
+pub(crate) fn rename_durable(root: &Root, from: &Path, to: &Path) -> Result<()> {
     let (from_dir, from_name) = SafeDir::parent_of(root, from, false)?
         .ok_or_else(|| Error::not_found(format!("{} does not exist", from.display())))?;
     let (to_dir, to_name) = parent_dir(root, to)?;
@@ -103,7 +83,7 @@ pub fn rename_durable(root: &Root, from: &Path, to: &Path) -> Result<()> {
 }
 
 /// Removes a file (or a link, never followed) if it exists, durably. `Ok(false)` if it was missing.
-pub fn remove_file(root: &Root, path: &Path) -> Result<bool> {
+pub(crate) fn remove_file(root: &Root, path: &Path) -> Result<bool> {
     let Some((dir, name)) = SafeDir::parent_of(root, path, false)? else {
         return Ok(false);
     };
@@ -117,6 +97,7 @@ pub fn remove_file(root: &Root, path: &Path) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn writes_pretty_json_with_newline_and_no_temp_left() {

@@ -62,7 +62,7 @@ pub fn is_valid_workflow_id(s: &str) -> bool {
 pub(crate) fn random_hex(n: usize) -> String {
     let mut rng = rand::rng();
     (0..n)
-        .map(|_| char::from_digit(rng.random_range(0..16), 16).unwrap())
+        .map(|_| char::from_digit(rng.random_range(0..16), 16).unwrap_or('0'))
         .collect()
 }
 

@@ -4,6 +4,7 @@
 use std::path::{Component, Path, PathBuf};
 
 use super::ids::{GodName, HandoffId, StepId, TrackName, WorkflowId};
+use super::layout as L;
 use super::settings::Settings;
 
 /// The pantheon root and the directories derived from it (docs/PROTOCOL.md §1).
@@ -134,8 +135,8 @@ impl Root {
     pub fn at(root: impl AsRef<Path>) -> Self {
         let dir = resolve_existing(&absolute(root.as_ref()));
         let mut r = Self {
-            conductor: dir.join("conductor"),
-            handoffs: dir.join("shared").join("handoffs"),
+            conductor: dir.join(L::CONDUCTOR_DIR),
+            handoffs: dir.join(L::SHARED_DIR).join(L::HANDOFFS_DIR),
             dir,
             cleanup_roots: Vec::new(),
             settings: Settings::default(),
@@ -212,7 +213,7 @@ impl Root {
     }
 
     pub fn schema_path(&self) -> PathBuf {
-        self.handoffs.join("schema.json")
+        self.handoffs.join(L::SCHEMA_FILE)
     }
     pub fn handoff_dir(&self, wf: &WorkflowId) -> PathBuf {
         self.handoffs.join(wf.as_str())
@@ -226,35 +227,35 @@ impl Root {
         self.handoff_dir(wf).join(format!("{step}.{id}.json"))
     }
     pub fn workflows_dir(&self) -> PathBuf {
-        self.conductor.join("workflows")
+        self.conductor.join(L::WORKFLOWS_DIR)
     }
     pub fn rules_dir(&self) -> PathBuf {
-        self.conductor.join("rules")
+        self.conductor.join(L::RULES_DIR)
     }
     pub fn state_dir(&self) -> PathBuf {
-        self.conductor.join("state")
+        self.conductor.join(L::STATE_DIR)
     }
     pub fn state_path(&self, wf: &WorkflowId) -> PathBuf {
         self.state_dir().join(format!("{wf}.json"))
     }
     pub fn abort_manifest_path(&self, wf: &WorkflowId) -> PathBuf {
-        self.state_dir().join(format!("{wf}.aborted.json"))
+        self.state_dir().join(format!("{wf}{}", L::ABORTED_SUFFIX))
     }
     /// `conductor/state/.{workflow_id}.lock`: serialises every mutation of one workflow.
     pub fn workflow_lock_path(&self, wf: &WorkflowId) -> PathBuf {
-        self.state_dir().join(format!(".{wf}.lock"))
+        self.state_dir().join(format!(".{wf}{}", L::LOCK_SUFFIX))
     }
     pub fn pending_root(&self) -> PathBuf {
-        self.conductor.join("pending")
+        self.conductor.join(L::PENDING_DIR)
     }
     pub fn inbox_dir(&self, god: &GodName) -> PathBuf {
         self.pending_root().join(god.as_str())
     }
     pub fn quarantine_dir(&self) -> PathBuf {
-        self.pending_root().join("_quarantine")
+        self.pending_root().join(L::QUARANTINE_DIR)
     }
     pub fn archive_root(&self) -> PathBuf {
-        self.conductor.join("archive")
+        self.conductor.join(L::ARCHIVE_DIR)
     }
     pub fn archive_dir(&self, god: &GodName) -> PathBuf {
         self.archive_root().join(god.as_str())
@@ -272,11 +273,11 @@ impl Root {
         self.conductor.join("supervisor")
     }
     pub fn tracks_dir(&self) -> PathBuf {
-        self.conductor.join("tracks")
+        self.conductor.join(L::TRACKS_DIR)
     }
     /// `conductor/tracks/{track}/.message-bus`.
     pub fn bus_dir(&self, track: &TrackName) -> PathBuf {
-        self.tracks_dir().join(track.as_str()).join(".message-bus")
+        self.tracks_dir().join(track.as_str()).join(L::BUS_DIR)
     }
 
     /// The directories where cleanup may delete and abort may mark: the root and `PANTHEON_CLEANUP_ROOTS`.

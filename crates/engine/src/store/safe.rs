@@ -72,7 +72,7 @@ fn split(root: &Root, path: &Path) -> Result<(PathBuf, Vec<OsString>)> {
         })?;
     let rest = path
         .strip_prefix(&anchor)
-        .expect("anchor is a prefix")
+        .map_err(|_| Error::refused(format!("{} lies outside its anchor", path.display())))?
         .components()
         .filter_map(|c| match c {
             Component::Normal(n) => Some(n.to_os_string()),
@@ -183,7 +183,9 @@ impl SafeDir {
             .file_name()
             .ok_or_else(|| Error::refused(format!("{} names no file", path.display())))?
             .to_os_string();
-        let parent = path.parent().expect("a path with a file name has a parent");
+        let parent = path
+            .parent()
+            .ok_or_else(|| Error::refused(format!("{} has no parent", path.display())))?;
         Ok(Self::open(root, parent, create)?.map(|d| (d, name)))
     }
 
@@ -235,7 +237,9 @@ impl SafeDir {
                 Err(Error::Io { cause, .. })
                     if cause.kind() == std::io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(e),
-                Ok(None) => unreachable!("CREATE never answers missing"),
+                Ok(None) => {
+                    return Err(Error::refused(format!("{candidate} could not be created")));
+                }
             }
         };
         let tmp_path = self.path.join(&tmp_name);

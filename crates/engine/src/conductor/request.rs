@@ -1,0 +1,175 @@
+//! Typed requests at the engine's seam: what a shell (console, CLI, MCP) asks the Conductor to do, built
+//! from validated ids and closed enums instead of loose JSON.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::model::AckStatus;
+use crate::error::{Error, Result};
+use crate::store::{AckId, HandoffId, WorkflowId};
+
+/// What an ack decides (docs/PROTOCOL.md §2.5): the four statuses a recipient may send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AckDecision {
+    /// The god took the dispatch.
+    Accepted,
+    /// The god will act later (`eta`).
+    Pending,
+    /// The god refuses it: the step goes to a fallback god or the workflow fails.
+    Rejected,
+    /// The god finished the step (a handoff is recorded on its behalf).
+    Completed,
+}
+
+impl AckDecision {
+    /// Every decision, in protocol order.
+    pub const ALL: [Self; 4] = [
+        Self::Accepted,
+        Self::Pending,
+        Self::Rejected,
+        Self::Completed,
+    ];
+
+    /// The word written in the ack (`accepted`, …).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Accepted => "accepted",
+            Self::Pending => "pending",
+            Self::Rejected => "rejected",
+            Self::Completed => "completed",
+        }
+    }
+
+    /// The decision spelled as the protocol does; `None` for anything else (`unacked`, `withdrawn`, …).
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|d| d.as_str() == s)
+    }
+
+    /// The ack status this decision records.
+    pub fn status(self) -> AckStatus {
+        AckStatus::parse(self.as_str())
+    }
+}
+
+impl std::fmt::Display for AckDecision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An ack, typed: the console builds it directly, the CLI and MCP parse it from the JSON they receive
+/// ([`AckRequest::from_json`]). [`AckRequest::to_json`] gives the document the protocol defines, which
+/// [`super::Conductor::ack`] checks against the ack schema like any other ack.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AckRequest {
+    /// The ack's own id (idempotency key).
+    pub ack_id: AckId,
+    /// The dispatch acknowledged.
+    pub handoff_id: HandoffId,
+    /// Optional: found from the handoff when absent.
+    pub workflow_id: Option<WorkflowId>,
+    /// What the ack decides.
+    pub decision: AckDecision,
+    /// Free text for the operator.
+    pub message: Option<String>,
+    /// When the god expects to act (RFC 3339), for `pending`.
+    pub eta: Option<String>,
+    /// `context` (`gates_passed`, `summary`, … for `completed`), kept as given.
+    pub context: Map<String, Value>,
+}
+
+impl AckRequest {
+    /// A new ack with a fresh `ack_id` and nothing optional.
+    pub fn new(handoff_id: HandoffId, decision: AckDecision) -> Self {
+        Self {
+            ack_id: AckId::generate(),
+            handoff_id,
+            workflow_id: None,
+            decision,
+            message: None,
+            eta: None,
+            context: Map::new(),
+        }
+    }
+
+    /// Parses an ack document: the ids must be valid and `status` one of the four decisions. The
+    /// remaining checks (schema, sizes) run when it is submitted.
+    pub fn from_json(v: &Value) -> Result<Self> {
+        let Some(m) = v.as_object() else {
+            return Err(Error::refused("an ack must be a JSON object"));
+        };
+        let s = |k: &str| m.get(k).and_then(Value::as_str);
+        let text = |k: &str| match m.get(k) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(other) => Some(other.to_string()),
+        };
+        let status = s("status").unwrap_or_default();
+        let decision = AckDecision::parse(status).ok_or_else(|| {
+            Error::refused(format!(
+                "ack status {status:?} must be one of accepted, pending, rejected, completed"
+            ))
+        })?;
+        Ok(Self {
+            ack_id: AckId::parse(s("ack_id").unwrap_or_default())?,
+            handoff_id: HandoffId::parse(s("handoff_id").unwrap_or_default())?,
+            workflow_id: s("workflow_id").map(WorkflowId::parse).transpose()?,
+            decision,
+            message: text("message"),
+            eta: text("eta"),
+            context: m
+                .get("context")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
+        })
+    }
+
+    /// The ack document (docs/PROTOCOL.md §2.5).
+    pub fn to_json(&self) -> Value {
+        let mut v = json!({
+            "ack_id": self.ack_id.as_str(),
+            "handoff_id": self.handoff_id.as_str(),
+            "status": self.decision.as_str(),
+        });
+        if let Some(w) = &self.workflow_id {
+            v["workflow_id"] = json!(w.as_str());
+        }
+        if let Some(m) = &self.message {
+            v["message"] = json!(m);
+        }
+        if let Some(e) = &self.eta {
+            v["eta"] = json!(e);
+        }
+        if !self.context.is_empty() {
+            v["context"] = Value::Object(self.context.clone());
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ack_round_trips_and_only_the_four_decisions_parse() {
+        let v = json!({"ack_id": "ack_20260201_abcdef", "handoff_id": "hof_20260201_abcdef",
+            "status": "pending", "eta": "2026-02-01T12:00:00Z", "context": {"gates_passed": ["a"]}});
+        let a = AckRequest::from_json(&v).unwrap();
+        assert_eq!(a.decision, AckDecision::Pending);
+        assert_eq!(a.to_json(), v);
+        for bad in ["unacked", "withdrawn", "ACCEPTED", ""] {
+            let mut w = v.clone();
+            w["status"] = json!(bad);
+            assert!(AckRequest::from_json(&w).is_err(), "{bad}");
+        }
+        let mut w = v.clone();
+        w["handoff_id"] = json!("../x");
+        assert!(AckRequest::from_json(&w).is_err());
+        for d in AckDecision::ALL {
+            assert_eq!(d.status().as_str(), d.as_str());
+        }
+    }
+}
