@@ -205,7 +205,11 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
         }
     }
     for t in s.tracks.iter() {
-        for w in t.workers.iter().filter(|w| w.is_stale(now, s.stale_threshold())) {
+        for w in t
+            .workers
+            .iter()
+            .filter(|w| w.is_stale(now, s.stale_threshold()))
+        {
             let beat = w.heartbeat();
             out.push(
                 Item::new(

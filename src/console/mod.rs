@@ -10,8 +10,8 @@
 
 pub mod action;
 pub mod app;
-pub mod clipboard;
 pub mod attention;
+pub mod clipboard;
 pub mod commands;
 pub mod config;
 pub mod engine_ops;

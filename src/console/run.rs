@@ -125,7 +125,9 @@ pub fn run(root: Root, opts: ConsoleOptions) -> anyhow::Result<()> {
         );
     }
     let notifier = super::notify::Notifier::new(opts.notify.clone());
-    let result = rt.block_on(event_loop(&mut guard, &mut app, live, operator, theme, notifier));
+    let result = rt.block_on(event_loop(
+        &mut guard, &mut app, live, operator, theme, notifier,
+    ));
     drop(guard);
     if let Err(e) = &result {
         tracing::error!("console stopped: {e:#}");

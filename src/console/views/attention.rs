@@ -9,8 +9,8 @@ use crate::console::app::App;
 use crate::console::theme::Theme;
 use crate::engine::store::time::relative;
 
-use super::table::{self, Col};
 use super::empty;
+use super::table::{self, Col};
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let rows = app.attention();
@@ -31,11 +31,9 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let now = app.now;
     let row = |i: &crate::console::attention::Item| {
         let age = match i.since {
-            Some(t) if app.absolute_times => crate::console::preview::when(
-                Some(&t.to_rfc3339()),
-                now,
-                true,
-            ),
+            Some(t) if app.absolute_times => {
+                crate::console::preview::when(Some(&t.to_rfc3339()), now, true)
+            }
             Some(t) => relative(t, now),
             None => "-".into(),
         };

@@ -86,8 +86,15 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             what.push_str(&format!(" · {r}"));
         }
         vec![
-            Line::styled(e.get("seq").map(|v| v.to_string()).unwrap_or_default(), theme.dim()),
-            Line::raw(when(e.get("at").and_then(Value::as_str), app.now, app.absolute_times)),
+            Line::styled(
+                e.get("seq").map(|v| v.to_string()).unwrap_or_default(),
+                theme.dim(),
+            ),
+            Line::raw(when(
+                e.get("at").and_then(Value::as_str),
+                app.now,
+                app.absolute_times,
+            )),
             Line::raw(format!("{} ({})", s(e, "actor"), s(e, "source"))),
             Line::styled(s(e, "action").to_owned(), theme.key()),
             Line::styled(outcome.to_owned(), style),

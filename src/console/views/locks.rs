@@ -93,7 +93,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         };
         vec![
             Line::styled(track.to_string(), theme.dim()),
-            if cycles.iter().any(|(t, p)| t.as_str() == *track && *p == l.path) {
+            if cycles
+                .iter()
+                .any(|(t, p)| t.as_str() == *track && *p == l.path)
+            {
                 Line::styled(format!("⟲ CYCLE {}", l.path), theme.alert())
             } else {
                 Line::raw(l.path.clone())

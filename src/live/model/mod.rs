@@ -414,7 +414,9 @@ impl LiveModel {
                 }
                 [god] if god == layout::QUARANTINE_DIR => Target::Quarantine(None),
                 [god] => Target::Inbox(god.clone(), None),
-                [god, file] if god == layout::QUARANTINE_DIR => Target::Quarantine(Some(file.clone())),
+                [god, file] if god == layout::QUARANTINE_DIR => {
+                    Target::Quarantine(Some(file.clone()))
+                }
                 [god, file] => Target::Inbox(god.clone(), Some(file.clone())),
                 _ => Target::Ignore,
             };
@@ -439,7 +441,9 @@ impl LiveModel {
                 [track, _, f] if f == layout::WORKERS_FILE => {
                     Target::Track(track.clone(), TrackPart::Workers)
                 }
-                [track, _, b, ..] if b == layout::BOARD_DIR => Target::Track(track.clone(), TrackPart::Board),
+                [track, _, b, ..] if b == layout::BOARD_DIR => {
+                    Target::Track(track.clone(), TrackPart::Board)
+                }
                 _ => Target::Ignore,
             };
         }
@@ -638,13 +642,12 @@ impl LiveModel {
             .unwrap_or(crate::engine::bus::model::STALE_AFTER);
         s.stale_after =
             (stale_after != crate::engine::bus::model::STALE_AFTER).then_some(stale_after);
-        s.bridge = crate::engine::store::read::read_json(
-            &crate::engine::bridge::status_path(&self.root),
-        )
-        .ok()
-        .flatten()
-        .filter(Value::is_object)
-        .map(Arc::new);
+        s.bridge =
+            crate::engine::store::read::read_json(&crate::engine::bridge::status_path(&self.root))
+                .ok()
+                .flatten()
+                .filter(Value::is_object)
+                .map(Arc::new);
         self.seq += 1;
         s.seq = self.seq;
         s.loading = (!self.unread.is_empty()).then(|| super::snapshot::Loading {
