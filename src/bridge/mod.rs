@@ -100,26 +100,31 @@ pub struct LockArgs {
     /// This pantheon's name.
     #[arg(long)]
     pub name: String,
+    /// The shared track whose KV lock bucket holds the lock.
     #[arg(long)]
     pub track: String,
     /// The file to lock.
     #[arg(long)]
     pub path: String,
+    /// The worker taking (or releasing) the lock.
     #[arg(long)]
     pub worker: String,
     /// Lease in seconds.
     #[arg(long, default_value_t = 1800)]
     pub ttl: u64,
+    /// The kind of lock, recorded with it.
     #[arg(long, default_value = "exclusive")]
     pub lock_type: String,
     /// Renew (or release) only the lease this token belongs to.
     #[arg(long)]
     pub token: Option<u64>,
+    /// Release the lock instead of taking it.
     #[arg(long)]
     pub release: bool,
     /// Release another holder's lock (an operator act).
     #[arg(long, requires = "release")]
     pub force: bool,
+    /// Replicas of the KV bucket if the bridge creates it (3 on a three-node cluster).
     #[arg(long, default_value_t = 1)]
     pub replicas: usize,
 }
@@ -325,7 +330,7 @@ fn userinfo_options(opts: async_nats::ConnectOptions, url: &str) -> async_nats::
 }
 
 /// `pantheon bridge lock`: one compare-and-set on the track's lock bucket.
-fn run_lock(l: &LockArgs, root: &Root) -> anyhow::Result<crate::cli::Outcome> {
+fn run_lock(l: &LockArgs, root: &Root) -> anyhow::Result<crate::outcome::Outcome> {
     let url = l
         .conn
         .nats
@@ -369,7 +374,7 @@ fn run_lock(l: &LockArgs, root: &Root) -> anyhow::Result<crate::cli::Outcome> {
         let _ = tokio::time::timeout(Duration::from_secs(2), client.flush()).await;
         r
     })?;
-    Ok(crate::cli::Outcome::Json(out))
+    Ok(crate::outcome::Outcome::Json(out))
 }
 
 async fn serve(args: BridgeArgs, url: String, name: String, root: Root) -> anyhow::Result<()> {

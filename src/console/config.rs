@@ -342,12 +342,18 @@ impl Default for RawNotify {
 
 // ---- names ----
 
-/// The name of an action in `[keys]`: its snake_case name (`force_unlock`, `toggle_raw`), and
-/// `pane_N` for the pane keys.
+/// The name of an action in `[keys]`: its snake_case name (`force_unlock`, `toggle_raw`),
+/// `pane_N` for the pane keys and `sort_COLUMN` for sorting by a column.
 pub fn action_name(a: &Action) -> String {
     match a {
         Action::GoPane(p) => format!("pane_{}", p.number()),
         Action::Ack(Some(c)) => format!("ack_{}", c.as_str()),
+        // One name per column (`sort_age`), so each column's Shift-letter can be remapped.
+        Action::Sort(col) => format!(
+            "sort_{}",
+            col.to_ascii_lowercase()
+                .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+        ),
         other => serde_json::to_value(other)
             .ok()
             .and_then(|v| v.get("action").and_then(|s| s.as_str()).map(str::to_owned))

@@ -255,8 +255,9 @@ pub fn workflows<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<&'a WorkflowVie
                 ))
         })
         .collect();
-    // The model publishes them in this order already (a filter keeps the order).
-    if snap.workflows_in_order {
+    // The model publishes them in this order already (a filter keeps the order); a column sort
+    // still orders them.
+    if snap.workflows_in_order && filter.sort.is_none() {
         return v;
     }
     v.sort_by(|a, b| {

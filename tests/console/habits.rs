@@ -52,10 +52,7 @@ fn bulk_approve_of_five_held_dispatches_with_one_refused_reports_both() {
     let screen = text(&render(&app, 160, 40));
     assert!(screen.contains("● 5 marked"), "{screen}");
     assert_eq!(
-        screen
-            .lines()
-            .filter(|l| l.starts_with("●_quarantine"))
-            .count(),
+        screen.lines().filter(|l| l.starts_with("●‖ ")).count(),
         5,
         "{screen}"
     );
@@ -232,7 +229,7 @@ fn clicks_select_tabs_and_rows_double_clicks_open_and_the_wheel_scrolls() {
 #[test]
 fn remapped_keys_are_what_the_help_and_the_footer_show_and_what_works() {
     let cfg = config::parse(
-        "[keys]\nabort = \"X\"\nhelp = \"F1\"\nyank = \"Y\"\ntoggle_raw = \"w\"\n",
+        "[keys]\nabort = \"X\"\nhelp = \"F1\"\nyank = \"Y\"\ntoggle_raw = \"F5\"\n",
         "test.toml",
     )
     .unwrap();
@@ -254,7 +251,7 @@ fn remapped_keys_are_what_the_help_and_the_footer_show_and_what_works() {
         rows.iter()
             .any(|r| r.keys == "Y" && r.text.starts_with("yank"))
     );
-    assert!(rows.iter().any(|r| r.keys == "w" && r.text == "raw JSON"));
+    assert!(rows.iter().any(|r| r.keys == "F5" && r.text == "raw JSON"));
     app.on_key(code(KeyCode::Esc));
     app.on_key(key('X'));
     assert!(matches!(app.mode, Mode::Prompt(_)), "X now aborts");

@@ -167,7 +167,7 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         let now_rate = rate.last().copied().unwrap_or(0);
         items.push((
             7,
-            format!("· {} {} {now_rate}/s ", t.name, sparkline(&rate)),
+            format!("· bus {} {now_rate}/s ", sparkline(&rate)),
             theme.info(),
         ));
     }

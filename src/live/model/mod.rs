@@ -388,7 +388,10 @@ impl LiveModel {
 
     fn classify(&self, path: &Path) -> Target {
         let name = file_name(path);
-        if name.starts_with(".tmp-") || name.ends_with(".lock") || name == ".lock_mutex" {
+        if name.starts_with(layout::TEMP_PREFIX)
+            || name.ends_with(layout::LOCK_SUFFIX)
+            || name == layout::BUS_MUTEX_FILE
+        {
             return Target::Ignore;
         }
         if path == self.root.dir || path == self.root.conductor {
