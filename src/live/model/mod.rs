@@ -144,7 +144,7 @@ pub fn dirs_to_watch(root: &Root) -> BTreeSet<PathBuf> {
     }
     let tracks = root.tracks_dir();
     for t in list_dir(&tracks, true) {
-        let bus = tracks.join(&t).join(".message-bus");
+        let bus = tracks.join(&t).join(layout::BUS_DIR);
         out.insert(tracks.join(&t));
         out.insert(bus.join(layout::BOARD_DIR));
         out.insert(bus);
@@ -528,7 +528,7 @@ impl LiveModel {
             Target::Journal => self.check_journal(),
             Target::TracksDir => self.rescan_tracks(),
             Target::Track(name, part) => {
-                let bus = self.root.tracks_dir().join(&name).join(".message-bus");
+                let bus = self.root.tracks_dir().join(&name).join(layout::BUS_DIR);
                 if !bus.is_dir() {
                     if self.tracks.remove(&name).is_some() {
                         self.dirty_tracks = true;

@@ -296,7 +296,7 @@ impl LiveModel {
         let dir = self.root.tracks_dir();
         let names: BTreeSet<String> = list_dir(&dir, true)
             .into_iter()
-            .filter(|t| dir.join(t).join(".message-bus").is_dir())
+            .filter(|t| dir.join(t).join(layout::BUS_DIR).is_dir())
             .collect();
         let before = self.tracks.len();
         self.tracks.retain(|t, _| names.contains(t));
@@ -310,7 +310,7 @@ impl LiveModel {
             let t = self
                 .tracks
                 .entry(n.clone())
-                .or_insert_with(|| TrackTracker::new(n, dir.join(n).join(".message-bus")));
+                .or_insert_with(|| TrackTracker::new(n, dir.join(n).join(layout::BUS_DIR)));
             if t.rescan(&root, &opts) || fresh {
                 t.rebuild(chrono::Utc::now());
                 self.dirty_tracks = true;
