@@ -73,7 +73,7 @@ impl Default for Thresholds {
         Self {
             stale_secs: 600,
             overdue_secs: 300,
-            held_secs: 3600,
+            held_secs: 1800,
         }
     }
 }
@@ -764,19 +764,28 @@ fn apply_remaps(mut km: Keymap, remaps: &[Remap]) -> Result<Keymap, (Option<usiz
     Ok(km)
 }
 
-/// Puts the thresholds and time format in force for this process; called once at start, before
-/// the live model's threads exist. The stale threshold goes through `PANTHEON_STALE_AFTER_SECS`
-/// (which, when set in the environment, wins, as for the demo).
-pub fn apply_thresholds(t: &Thresholds) {
+/// Puts the thresholds in force for this console: the overdue and held-too-long limits for its
+/// views, and the stale threshold as this process's setting of `root` (never written to the root;
+/// `PANTHEON_STALE_AFTER_SECS` in the environment, read into the root's settings, wins). Called once
+/// at start.
+pub fn apply_thresholds(
+    root: crate::engine::store::Root,
+    t: &Thresholds,
+) -> crate::engine::store::Root {
     crate::live::snapshot::set_unacked_overdue_after(t.overdue_secs);
+    crate::console::items::set_held_overdue_after(t.held_secs);
     let stale = crate::engine::bus::model::STALE_AFTER_ENV;
     if t.stale_secs != Thresholds::default().stale_secs
         && t.stale_secs > 0
         && std::env::var_os(stale).is_none()
     {
-        // SAFETY: called at the console's start, before it spawns any thread.
-        unsafe { std::env::set_var(stale, t.stale_secs.to_string()) };
+        let settings = crate::engine::store::Settings {
+            stale_after: std::time::Duration::from_secs(t.stale_secs),
+            ..root.settings.clone()
+        };
+        return root.with_settings(settings);
     }
+    root
 }
 
 /// The header of a table line (`[keys.in_confirm]` -> `["keys", "confirm"]`), None for other lines.
@@ -887,7 +896,7 @@ pub fn default_toml() -> String {
          [thresholds]\n\
          stale_secs = {}     # a RUNNING/BLOCKED worker silent this long is STALE\n\
          overdue_secs = {}   # an unacknowledged dispatch this old is OVERDUE\n\
-         held_secs = {}     # a dispatch held for approval this long needs attention\n\n\
+         held_secs = {}     # a dispatch held for approval this long is flagged OVERDUE\n\n\
          # Notifications when something new needs a human.\n\
          [notify]\n\
          bell = {}           # ring the terminal bell\n\

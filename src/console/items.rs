@@ -185,17 +185,32 @@ pub fn dispatch_overdue(d: &DispatchView, held: bool, now: DateTime<Utc>) -> boo
 }
 
 /// A held dispatch (in `_quarantine`) waiting for an operator longer than this is flagged as
-/// overdue, as an unacknowledged dispatch is after [`crate::live::snapshot::UNACKED_OVERDUE_AFTER`].
+/// overdue, as an unacknowledged dispatch is after [`crate::live::snapshot::UNACKED_OVERDUE_AFTER`]
+/// (the default of [`held_overdue_after`]; the config's `[thresholds] held_secs` sets another).
 pub const HELD_OVERDUE_AFTER: chrono::Duration = chrono::Duration::minutes(30);
 
-/// True when a held dispatch has waited for approval past [`HELD_OVERDUE_AFTER`].
+static HELD_AFTER_SECS: std::sync::atomic::AtomicI64 =
+    std::sync::atomic::AtomicI64::new(HELD_OVERDUE_AFTER.num_seconds());
+
+/// The held-too-long threshold in effect.
+pub fn held_overdue_after() -> chrono::Duration {
+    chrono::Duration::seconds(HELD_AFTER_SECS.load(std::sync::atomic::Ordering::Relaxed))
+}
+
+/// Sets the held-too-long threshold for this process (at least one second).
+pub fn set_held_overdue_after(secs: u64) {
+    let secs = i64::try_from(secs).unwrap_or(i64::MAX).max(1);
+    HELD_AFTER_SECS.store(secs, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// True when a held dispatch has waited for approval past [`held_overdue_after`].
 pub fn held_overdue(d: &DispatchView, held: bool, now: DateTime<Utc>) -> bool {
     held && d
         .dispatch
         .dispatched_at
         .as_deref()
         .and_then(crate::engine::store::time::parse_ts)
-        .is_some_and(|t| now - t > HELD_OVERDUE_AFTER)
+        .is_some_and(|t| now - t > held_overdue_after())
 }
 
 /// The delivery count and the ack deadline's countdown of a dispatch with an `ack_wait`

@@ -101,7 +101,7 @@ pub fn run(root: Root, opts: ConsoleOptions) -> anyhow::Result<()> {
         Some(d) => WatchMode::Poll(d),
         None => WatchMode::Notify,
     };
-    super::config::apply_thresholds(&opts.config.thresholds);
+    let root = super::config::apply_thresholds(root, &opts.config.thresholds);
     let started = Instant::now();
     let live = LiveHandle::start(root.clone(), mode, ModelOptions::default());
     tracing::info!(ready_ms = started.elapsed().as_millis() as u64, mode = %live.mode, "model ready");
