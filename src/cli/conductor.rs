@@ -145,21 +145,32 @@ pub enum HandoffCommand {
 }
 
 /// Reads a JSON document from a file or standard input (`-` or nothing).
+/// Reads a JSON document from a file or standard input, refusing more than the engine would accept
+/// (a handoff, an ack or a context is at most 1 MiB: docs/PROTOCOL.md, limits) before holding it all.
 fn read_input(file: Option<PathBuf>, what: &str) -> anyhow::Result<serde_json::Value> {
-    let (text, origin) = match file {
-        Some(p) if p.as_os_str() != "-" => (
-            std::fs::read_to_string(&p).with_context(|| format!("cannot read {}", p.display()))?,
-            p.display().to_string(),
-        ),
+    let limit = crate::engine::store::limits::MAX_HANDOFF_BYTES;
+    let mut bytes = Vec::new();
+    let origin = match file {
+        Some(p) if p.as_os_str() != "-" => {
+            std::fs::File::open(&p)
+                .and_then(|f| f.take(limit as u64 + 1).read_to_end(&mut bytes))
+                .with_context(|| format!("cannot read {}", p.display()))?;
+            p.display().to_string()
+        }
         _ => {
-            let mut s = String::new();
             std::io::stdin()
-                .read_to_string(&mut s)
+                .lock()
+                .take(limit as u64 + 1)
+                .read_to_end(&mut bytes)
                 .context("cannot read standard input")?;
-            (s, "standard input".to_owned())
+            "standard input".to_owned()
         }
     };
-    serde_json::from_str(&text).with_context(|| format!("the {what} in {origin} is not valid JSON"))
+    if bytes.len() > limit {
+        anyhow::bail!("the {what} in {origin} is over the {limit}-byte limit");
+    }
+    serde_json::from_slice(&bytes)
+        .with_context(|| format!("the {what} in {origin} is not valid JSON"))
 }
 
 fn json<T: Serialize>(v: T) -> anyhow::Result<Outcome> {

@@ -870,8 +870,8 @@ impl App {
         self.first_time_hints();
     }
 
-    /// The identities of the rows of `pane`, in row order.
-    pub(crate) fn keys(&self, pane: Pane) -> Vec<String> {
+    /// The identities of the rows of `pane`, in row order (what selection, marks and jumps follow).
+    pub fn keys(&self, pane: Pane) -> Vec<String> {
         let s = &self.snapshot;
         let f = self.filter(pane);
         match pane {

@@ -94,30 +94,9 @@ fn check_jump(app: &mut App, kind: Kind, pane: Pane, key: &str, action_key: &str
     }
 }
 
-/// The identities of a pane's rows, as the app knows them (through the jump itself).
+/// The identities of a pane's rows, as the app knows them (what a jump selects).
 fn row_keys(app: &App, pane: Pane) -> Vec<String> {
-    let s = &app.snapshot;
-    let f = app.filter(pane);
-    use pantheon::console::items;
-    match pane {
-        Pane::Workflows => items::workflows(s, &f)
-            .iter()
-            .map(|w| w.id.clone())
-            .collect(),
-        Pane::Inboxes => items::dispatches(s, &f)
-            .iter()
-            .map(|r| format!("{}/{}", r.god, r.view.name))
-            .collect(),
-        Pane::Locks => items::locks(s, &f)
-            .iter()
-            .map(|(t, l)| format!("{t}/{}", l.path))
-            .collect(),
-        Pane::Workers => items::workers(s, &f)
-            .iter()
-            .map(|(t, w)| format!("{t}/{}", w.worker_id))
-            .collect(),
-        _ => Vec::new(),
-    }
+    app.keys(pane)
 }
 
 fn app_at(root: &Path) -> App {
