@@ -8,6 +8,7 @@ use std::time::Duration;
 pub struct Violation {
     /// JSON pointer (RFC 6901) to the offending value; empty for the document itself.
     pub pointer: String,
+    /// What is wrong, in words.
     pub message: String,
 }
 
@@ -28,15 +29,20 @@ pub enum Error {
     /// A value that becomes part of a path does not match its pattern.
     #[error("invalid {field} {value:?}: must match {pattern}")]
     InvalidName {
+        /// The field the value was given for (`workflow_id`, `god`, …).
         field: &'static str,
+        /// The value as given.
         value: String,
+        /// The pattern it must match.
         pattern: &'static str,
     },
 
     /// A document failed validation; every violation is listed.
     #[error("{what} is invalid:\n{}", .violations.iter().map(|v| format!("  - {v}")).collect::<Vec<_>>().join("\n"))]
     Invalid {
+        /// The document checked.
         what: String,
+        /// Every violation found.
         violations: Vec<Violation>,
     },
 
@@ -52,22 +58,35 @@ pub enum Error {
     #[error(
         "timed out after {waited:?} waiting for lock {path}; another process holds it (retry, or check for a stuck process)"
     )]
-    LockTimeout { path: PathBuf, waited: Duration },
+    LockTimeout {
+        /// The lock file.
+        path: PathBuf,
+        /// How long the caller waited.
+        waited: Duration,
+    },
 
     /// A file could not be parsed.
     #[error("{path}: {message}")]
-    Corrupt { path: PathBuf, message: String },
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What the parser said.
+        message: String,
+    },
 
     /// An I/O failure on a named path. The cause is part of the message, said once (it is not also
     /// a `source`, which `{:#}` would print a second time).
     #[error("{}", io_message(path, cause))]
     Io {
+        /// The path the operation was on.
         path: PathBuf,
+        /// The operating system's error.
         cause: std::io::Error,
     },
 }
 
 impl Error {
+    /// An I/O failure on `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {
             path: path.into(),
@@ -75,14 +94,17 @@ impl Error {
         }
     }
 
+    /// A request the protocol refuses in the current state.
     pub fn refused(msg: impl Into<String>) -> Self {
         Error::Refused(msg.into())
     }
 
+    /// Something the request names does not exist.
     pub fn not_found(msg: impl Into<String>) -> Self {
         Error::NotFound(msg.into())
     }
 
+    /// A document `what` that failed validation, with every violation.
     pub fn invalid(what: impl Into<String>, violations: Vec<Violation>) -> Self {
         Error::Invalid {
             what: what.into(),
@@ -107,4 +129,5 @@ fn io_message(path: &std::path::Path, cause: &std::io::Error) -> String {
     }
 }
 
+/// The engine's result type: its error is [`Error`] unless said otherwise.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -102,6 +102,7 @@ pub struct Act {
     pub action: &'static str,
     /// The ids it concerns (`workflow_id`, `handoff_id`, `track`, `path`, …).
     pub targets: Map<String, Value>,
+    /// Why, when the actor gave a reason (an operator's reject or abort).
     pub reason: Option<String>,
     /// What came of it, in the result's own words (`dispatched`, `completed`, `aborted`, …).
     pub outcome: String,
@@ -345,14 +346,18 @@ pub fn append(root: &Root, origin: &Origin, act: &Act) -> Result<Value> {
 /// Filters for [`read`].
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
+    /// Only entries at or after this time.
     pub since: Option<DateTime<Utc>>,
+    /// Only entries by this actor.
     pub actor: Option<String>,
 }
 
 /// What `pantheon journal` prints.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReadResult {
+    /// The entries that passed the filter, oldest first.
     pub entries: Vec<Value>,
+    /// How many entries passed.
     pub count: usize,
     /// Lines that are not entries (see `pantheon journal --verify`).
     pub bad_lines: usize,
@@ -462,9 +467,11 @@ pub fn read_recent(root: &Root, limit: usize) -> Result<ReadResult> {
 /// What `pantheon journal --verify` found.
 #[derive(Debug, Clone, Serialize)]
 pub struct VerifyResult {
+    /// True when every entry's hash chains to the one before.
     pub valid: bool,
     /// Entries checked before the first problem (all of them when valid).
     pub entries: u64,
+    /// How many journal files (segments included) were checked.
     pub files: usize,
     /// The hash of the last entry: keep it to detect a later truncation of the journal's end.
     pub head: String,

@@ -6,8 +6,10 @@
 //! - [`validate`]: a strict check of every protocol file under a root.
 
 // Lints (docs in ARCHITECTURE.md): no unsafe code but the one explained crash-point hook; no unwrap, expect
-// or panic outside tests (serialisation of the engine's own values goes through `store::json_text`).
+// or panic outside tests (serialisation of the engine's own values goes through `store::json_text`); a doc
+// comment on every public item (`missing_docs`, an error under `clippy -D warnings`).
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
 #![cfg_attr(
     not(test),
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)

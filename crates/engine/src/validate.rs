@@ -45,18 +45,24 @@ pub struct Problem {
     /// 1-based line of a JSONL file, when the problem is one line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<usize>,
+    /// Whether the problem makes the root invalid.
     pub severity: Severity,
+    /// What is wrong, in words.
     pub message: String,
 }
 
 /// The result of [`validate_root`] (what `pantheon validate` prints).
 #[derive(Debug, Clone, Serialize)]
 pub struct ValidationReport {
+    /// The root checked.
     pub root: String,
     /// True when no problem is an error.
     pub valid: bool,
+    /// How many files were read.
     pub files_checked: usize,
+    /// How many problems are errors.
     pub errors: usize,
+    /// How many problems are warnings.
     pub warnings: usize,
     /// Sorted by path, then line.
     pub problems: Vec<Problem>,

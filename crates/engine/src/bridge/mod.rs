@@ -35,21 +35,31 @@ pub fn reply_subject(pantheon: &str) -> String {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Wire {
+    /// The wire format's version; a receiver refuses a version it does not know.
     pub pantheon_bridge: u64,
     /// `request` or `reply`.
     pub kind: String,
     /// The message id (the sender's outbox id; also `Nats-Msg-Id`).
     pub id: String,
+    /// The sending pantheon's name.
     pub from_pantheon: String,
+    /// The sender's workflow id.
     pub workflow_id: String,
+    /// The sender's step that published it.
     pub step: String,
+    /// The message text.
     pub message: String,
+    /// The JSON payload.
     pub payload: Value,
+    /// When the sender created it (RFC 3339).
     pub created: String,
+    /// For a request: the subject to send the reply to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reply_to: Option<String>,
+    /// For a reply: the id of the request it answers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub in_reply_to: Option<String>,
+    /// For a reply: the ack status (`accepted`, `completed`, `rejected`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
 }
@@ -148,23 +158,42 @@ pub struct Inbound {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Taken {
     /// A request became a handoff (status `dispatched`, `awaiting_approval` or `duplicate`).
-    Request { workflow_id: String, status: String },
+    Request {
+        /// The local workflow the request started (or had started).
+        workflow_id: String,
+        /// The submit status.
+        status: String,
+    },
     /// A reply was applied, kept or was a duplicate.
-    Reply { workflow_id: String, status: String },
+    Reply {
+        /// The local workflow the reply belongs to.
+        workflow_id: String,
+        /// `applied`, `kept` or `duplicate`.
+        status: String,
+    },
 }
 
 /// One entry of the inbound ledger (`conductor/bridge/inbound/{id}.json`): what to reply to.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct LedgerEntry {
+    /// The inbound message's id (deduplicates redeliveries).
     pub message_id: String,
+    /// The pantheon that sent it.
     pub from_pantheon: String,
+    /// The subject it arrived on.
     pub subject: String,
+    /// The sender's workflow id.
     pub remote_workflow_id: String,
+    /// The local workflow the request started.
     pub workflow_id: String,
+    /// The local handoff the request became.
     pub handoff_id: String,
+    /// Where to send the reply, if the sender asked for one.
     pub reply_to: Option<String>,
+    /// When it arrived (RFC 3339).
     pub received_at: String,
+    /// The last ack status replied, so a repeat is not sent twice.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replied: Option<String>,
 }
@@ -372,24 +401,34 @@ pub fn dead_letter(
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Status {
+    /// This pantheon's bridge name.
     pub name: String,
     /// The server URL with any user or password removed.
     pub server: String,
+    /// True while the bridge holds a connection to the server.
     pub connected: bool,
+    /// The bridge process's id.
     pub pid: u32,
+    /// Messages published since the bridge started.
     pub published: u64,
+    /// Messages received since the bridge started.
     pub received: u64,
+    /// Messages moved to dead letters since the bridge started.
     pub dead_lettered: u64,
     /// Outbox records waiting to be published.
     pub outbox_pending: usize,
     /// Messages the consumer has not delivered yet (from the server).
     pub lag: u64,
+    /// The last error the bridge met, if any.
     pub last_error: Option<String>,
+    /// When the file was last written (RFC 3339); an old time means the bridge is gone.
     pub updated: String,
+    /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
+/// `conductor/bridge/status.json`.
 pub fn status_path(root: &Root) -> std::path::PathBuf {
     bridge_dir(root).join("status.json")
 }
@@ -407,6 +446,7 @@ pub fn write_bridge_record(root: &Root, path: &std::path::Path, value: &Value) -
     write_json(root, path, value)
 }
 
+/// Writes the bridge's status file atomically.
 pub fn write_status(root: &Root, s: &Status) -> Result<()> {
     write_json(root, &status_path(root), s)
 }

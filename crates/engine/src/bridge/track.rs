@@ -95,6 +95,7 @@ pub fn decode_kv_key(k: &str) -> Option<String> {
 pub struct RawLine {
     /// The line's bytes without its newline.
     pub bytes: Vec<u8>,
+    /// The line parsed as an envelope (tolerantly).
     pub env: Envelope,
     /// True when the line came from another pantheon (it has [`MIRROR_FIELD`]).
     pub mirrored: bool,
@@ -186,7 +187,9 @@ pub fn mirror_line(raw: &[u8], from: &str) -> std::result::Result<(Envelope, Vec
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TrackCursor {
+    /// The shared track.
     pub track: String,
+    /// The JetStream stream it is mirrored through.
     pub stream: String,
     /// The last stream sequence whose message is applied to the local queue.
     pub stream_seq: u64,
@@ -194,9 +197,11 @@ pub struct TrackCursor {
     pub published_offset: u64,
     /// (device, inode) of the queue `published_offset` belongs to.
     pub queue_identity: Option<[u64; 2]>,
+    /// When the cursor was last written (RFC 3339).
     pub updated: String,
 }
 
+/// `conductor/bridge/tracks/{track}.json`: the cursor of one shared track.
 pub fn cursor_path(root: &Root, track: &TrackName) -> PathBuf {
     super::bridge_dir(root)
         .join("tracks")
@@ -250,6 +255,7 @@ pub fn read_cursor(root: &Root, track: &TrackName) -> Result<TrackCursor> {
     }
 }
 
+/// Writes a track's cursor atomically (stamping `updated`).
 pub fn write_cursor(root: &Root, track: &TrackName, c: &TrackCursor) -> Result<()> {
     let mut c = c.clone();
     c.updated = now_ts();
@@ -352,15 +358,22 @@ impl Mirror {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SharedLock {
+    /// The lock key (a file path relative to the project).
     pub path: String,
+    /// The holder.
     pub worker_id: String,
+    /// The pantheon the holder runs in.
     pub pantheon: String,
+    /// `exclusive` or `shared`.
     pub lock_type: String,
+    /// When the lease was taken (RFC 3339).
     pub acquired_at: String,
+    /// When it expires unless renewed (RFC 3339).
     pub expires_at: String,
 }
 
 impl SharedLock {
+    /// The parsed expiry; `None` when unreadable.
     pub fn expires(&self) -> Option<DateTime<Utc>> {
         parse_ts(&self.expires_at)
     }
@@ -370,6 +383,7 @@ impl SharedLock {
         self.expires().is_some_and(|t| t > now)
     }
 
+    /// Parses a KV value; `None` for a value over 64 KiB or not a lock.
     pub fn parse(data: &[u8]) -> Option<Self> {
         if data.len() > 64 * 1024 {
             return None;
@@ -381,7 +395,9 @@ impl SharedLock {
 /// The current KV entry of a lock key: its value (None when deleted or unreadable) and revision.
 #[derive(Debug, Clone)]
 pub struct KvEntry {
+    /// The lock, or `None` when the key is deleted or its value unreadable.
     pub lock: Option<SharedLock>,
+    /// The entry's KV revision (the lease's fencing token).
     pub revision: u64,
 }
 
@@ -392,7 +408,9 @@ pub enum LockStep {
     Create,
     /// Replace the entry at exactly this revision (renewal or takeover of an expired lease).
     Replace {
+        /// The revision the entry must still have.
         revision: u64,
+        /// The holder of the expired lease taken over; `None` for a renewal.
         previous: Option<String>,
     },
 }

@@ -23,16 +23,21 @@ use crate::store::safe::{open_file, require_single_link};
 /// What `bus archive` did.
 #[derive(Debug, Clone, Serialize)]
 pub struct ArchiveResult {
+    /// The track archived.
     pub track: String,
+    /// The archive file the queue was moved into.
     pub archive: PathBuf,
     /// Lines (complete or not) moved into the archive.
     pub archived_bytes: u64,
+    /// The locks, workers and event files cleared.
     pub removed: Vec<String>,
+    /// True when live locks or running workers were overridden; without force they refuse the archive.
     pub forced: bool,
     /// True when this run finished an archive an interrupted run had started.
     pub resumed: bool,
     /// Live locks and running workers that were present (only non-empty when forced).
     pub live_locks: Vec<String>,
+    /// Workers that were running (only non-empty when forced).
     pub running_workers: Vec<String>,
 }
 

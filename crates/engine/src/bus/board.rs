@@ -50,9 +50,13 @@ pub const PHASE_SKIPPED: &str = PhaseStatus::Skipped.as_str();
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Verdict {
+    /// Four or more approvals (a quick review: three or more APPROVE or CONCERNS assessments).
     Approved,
+    /// Exactly three approvals: approved, to be reviewed.
     ApprovedWithReview,
+    /// Three or more rejections with fewer than three approvals (a quick review: fewer than three in favour).
     Rejected,
+    /// Neither enough approvals nor enough rejections: a human decides.
     Escalate,
 }
 
@@ -71,8 +75,11 @@ impl Verdict {
 /// Counts behind a verdict (`vote_counts` in a `BOARD_RESOLVE` payload and a session's resolution).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
 pub struct VoteCounts {
+    /// Votes (or assessments) for approval.
     pub approve: usize,
+    /// Votes (or assessments) for rejection.
     pub reject: usize,
+    /// Directors who did not vote, or voted neither APPROVE nor REJECT.
     pub abstain: usize,
     /// Directors on the board.
     pub of: usize,
@@ -81,10 +88,12 @@ pub struct VoteCounts {
 /// What the rule decides from the votes (or, for a quick review, the assessments) cast so far.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RuleOutcome {
+    /// The verdict.
     pub verdict: Verdict,
     /// `{director: verdict}` for every director on the board who voted (or, for a quick review,
     /// assessed), the shape the public origin's `resolve_board_vote` writes.
     pub vote_summary: Map<String, Value>,
+    /// The counts behind it.
     pub vote_counts: VoteCounts,
     /// `"{condition} ({director})"`.
     pub conditions: Vec<String>,
@@ -288,25 +297,37 @@ impl ResolvedVotes {
 /// The resolution stored in the session, posted as `BOARD_RESOLVE` and written to `resolution.md`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Resolution {
+    /// The session resolved.
     pub session_id: String,
+    /// What the rule decided.
     #[serde(flatten)]
     pub outcome: RuleOutcome,
+    /// True when the verdict came from the assessments alone (no discussion or vote).
     pub quick_review: bool,
     /// True when resolved with missing votes (or before the resolve phase).
     pub forced: bool,
+    /// Who resolved it (a director, `operator` or the source of the call).
     pub resolved_by: String,
+    /// When it was resolved (RFC 3339).
     pub resolved_at: String,
 }
 
 /// A new assessment.
 #[derive(Debug, Clone, Default)]
 pub struct AssessInput {
+    /// The director assessing; refused unless on the session's board.
     pub director: String,
+    /// `APPROVE`, `CONCERNS` or `REJECT`; other words are refused.
     pub verdict: String,
+    /// The score, 1–10; out-of-range values are refused.
     pub score: f64,
+    /// Concerns raised.
     pub concerns: Vec<String>,
+    /// Recommendations made.
     pub recommendations: Vec<String>,
+    /// The points that weighed most.
     pub key_points: Vec<String>,
+    /// True when a concern blocks approval.
     pub blocking: Option<bool>,
     /// Director-specific fields kept as given (`vulnerabilities`, `timeline_assessment`, …).
     pub extra: Map<String, Value>,
@@ -315,25 +336,35 @@ pub struct AssessInput {
 /// A new discussion line.
 #[derive(Debug, Clone, Default)]
 pub struct DiscussInput {
+    /// The director speaking; refused unless on the session's board.
     pub from: String,
+    /// A director or `ALL`.
     pub to: String,
+    /// `CHALLENGE`, `AGREE`, `QUESTION` or `CLARIFY`; other words are refused.
     pub kind: String,
+    /// The message text (free text, bounded).
     pub message: String,
+    /// True when the speaker means to change its verdict.
     pub changes_my_verdict: bool,
 }
 
 /// A new vote.
 #[derive(Debug, Clone, Default)]
 pub struct VoteInput {
+    /// The director voting; refused unless on the session's board.
     pub director: String,
+    /// `APPROVE` or `REJECT`; other words are refused.
     pub final_verdict: String,
+    /// Confidence, 0–1; out-of-range values are refused.
     pub confidence: f64,
+    /// Conditions attached to the vote.
     pub conditions: Vec<String>,
 }
 
 /// Options of `board open`.
 #[derive(Debug, Clone)]
 pub struct OpenInput {
+    /// What is being decided (free text, bounded).
     pub checkpoint: String,
     /// Text, or a JSON object given as text.
     pub proposal: String,
@@ -341,33 +372,44 @@ pub struct OpenInput {
     pub directors: Option<Vec<String>>,
     /// Default 3.
     pub max_rounds: Option<u32>,
+    /// Who opens the session (the message's `source`).
     pub source: String,
 }
 
 /// What `board open` did.
 #[derive(Debug, Clone, Serialize)]
 pub struct OpenResult {
+    /// The new session as written.
     pub session: BoardSession,
     /// The earlier session moved to `board/archive/{id}/`, and its status then.
     pub archived: Option<ArchivedSession>,
+    /// The id of the `BOARD_OPEN` message posted.
     pub message_id: String,
 }
 
 /// An earlier session moved away by `board open`.
 #[derive(Debug, Clone, Serialize)]
 pub struct ArchivedSession {
+    /// The earlier session's id.
     pub session_id: String,
+    /// Its status when it was moved.
     pub status: Option<String>,
+    /// Where it went (`board/archive/{id}/`).
     pub dir: PathBuf,
+    /// The files moved.
     pub files: Vec<String>,
 }
 
 /// The result of a board write: the session after it, and the message posted.
 #[derive(Debug, Clone, Serialize)]
 pub struct WriteResult {
+    /// The session written.
     pub session_id: String,
+    /// Its status after the write.
     pub status: String,
+    /// Its phases after the write.
     pub phases: Phases,
+    /// The id of the message posted.
     pub message_id: String,
     /// The record written (assessment, discussion line or vote).
     pub record: Value,
@@ -376,37 +418,54 @@ pub struct WriteResult {
 /// What `advance` did.
 #[derive(Debug, Clone, Serialize)]
 pub struct AdvanceResult {
+    /// The session advanced.
     pub session_id: String,
+    /// The status it left.
     pub from: String,
+    /// The status it entered.
     pub to: String,
+    /// True when it moved on with records missing (an operator's force).
     pub forced: bool,
+    /// Its phases after the move.
     pub phases: Phases,
+    /// The id of the message posted.
     pub message_id: String,
 }
 
 /// What `resolve` did.
 #[derive(Debug, Clone, Serialize)]
 pub struct ResolveResult {
+    /// The resolution stored and posted.
     #[serde(flatten)]
     pub resolution: Resolution,
+    /// The `resolution.md` written.
     pub resolution_md: PathBuf,
+    /// The id of the `BOARD_RESOLVE` message posted.
     pub message_id: String,
+    /// The event files touched.
     pub events: Vec<String>,
 }
 
 /// `board status`: the session, its records, what is missing, and the predicted verdict.
 #[derive(Debug, Clone, Serialize)]
 pub struct BoardStatus {
+    /// The current session; `None` when the track has none.
     pub session: Option<BoardSession>,
+    /// `assessments.json` as read.
     pub assessments: Map<String, Value>,
+    /// The discussion lines that could be read, in file order.
     pub discussion: Vec<DiscussionLine>,
     /// Discussion lines that could not be read.
     pub discussion_skipped: usize,
+    /// `votes.json` as read.
     pub votes: Map<String, Value>,
+    /// Directors who have not assessed.
     pub missing_assessments: Vec<String>,
+    /// Directors who have not voted.
     pub missing_votes: Vec<String>,
     /// Whether `advance` would move on without force, and to what.
     pub can_advance: bool,
+    /// The status `advance` would move to.
     pub next_status: Option<String>,
     /// The verdict the rule gives for what is on disk now.
     pub predicted: Option<RuleOutcome>,

@@ -14,7 +14,9 @@ use crate::error::Result;
 /// One wait: `worker` is blocked on `resource`, which `holder` holds (or runs).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct WaitEdge {
+    /// The waiting worker.
     pub worker: String,
+    /// The task it was on, if it said.
     pub task_id: Option<String>,
     /// As written in the `BLOCKED` message (`FILE_UNLOCK_{path}`, `file_lock`, a task id).
     pub waiting_for: String,
@@ -22,6 +24,7 @@ pub struct WaitEdge {
     pub resource: String,
     /// The worker holding the lock or running the task; `None` when nobody does (the wait will end).
     pub holder: Option<String>,
+    /// When it said it was blocked (the message's timestamp).
     pub since: String,
 }
 
@@ -32,13 +35,16 @@ pub struct Cycle {
     pub workers: Vec<String>,
     /// The resources waited for, in the same order.
     pub resources: Vec<String>,
+    /// Each wait of the cycle, in order.
     pub edges: Vec<WaitEdge>,
 }
 
 /// Every wait and every cycle.
 #[derive(Debug, Clone, Serialize, PartialEq, Default)]
 pub struct DeadlockReport {
+    /// True when at least one cycle exists.
     pub deadlocked: bool,
+    /// Every cycle found.
     pub cycles: Vec<Cycle>,
     /// Every current wait, including those that are not part of a cycle.
     pub waits: Vec<WaitEdge>,

@@ -149,6 +149,7 @@ impl EventPattern {
         self.glob.is_match(name) || self.glob.is_match(stem) || self.glob.is_match(decode_key(stem))
     }
 
+    /// The pattern as given.
     pub fn as_str(&self) -> &str {
         &self.raw
     }
@@ -157,10 +158,13 @@ impl EventPattern {
 /// What a wait found.
 #[derive(Debug, Clone, Serialize)]
 pub struct WaitResult {
+    /// The pattern waited for.
     pub pattern: String,
+    /// True when an event matched before the timeout.
     pub matched: bool,
     /// The event that matched.
     pub event: Option<EventFile>,
+    /// How long the wait took, in milliseconds.
     pub waited_ms: u64,
 }
 

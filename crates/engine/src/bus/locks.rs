@@ -45,9 +45,12 @@ pub fn normalize_key(path: &str) -> Result<String> {
 /// A lock as shown to people and tools: the entry plus whether it is live.
 #[derive(Debug, Clone, Serialize)]
 pub struct LockView {
+    /// The entry as read from `locks.json`.
     #[serde(flatten)]
     pub entry: LockEntry,
+    /// True when the lock holds now (not expired).
     pub live: bool,
+    /// True when its expiry has passed; anyone may take it over.
     pub expired: bool,
     /// No readable expiry (a bare-string entry or a missing `expires_at`): shown as "no expiry".
     pub no_expiry: bool,
@@ -71,15 +74,21 @@ impl LockView {
 /// The result of a successful `lock`.
 #[derive(Debug, Clone, Serialize)]
 pub struct LockResult {
+    /// The lock key taken.
     pub filepath: String,
+    /// The holder.
     pub worker_id: String,
+    /// `exclusive` or `shared` as asked.
     pub lock_type: String,
+    /// When the lease was taken (RFC 3339).
     pub acquired_at: String,
+    /// When it expires unless renewed (RFC 3339).
     pub expires_at: String,
     /// True when the holder renewed its own lease.
     pub renewed: bool,
     /// The holder of an expired lock this one took over.
     pub previous_holder: Option<String>,
+    /// The id of the `FILE_LOCK` message posted.
     pub message_id: String,
     /// This lease's fencing token: higher than any earlier lease of the same path.
     pub fencing_token: u64,
@@ -91,12 +100,15 @@ pub struct LockResult {
 /// The result of a successful `unlock`.
 #[derive(Debug, Clone, Serialize)]
 pub struct UnlockResult {
+    /// The lock key released.
     pub filepath: String,
     /// Who held the lock.
     pub released_from: Option<String>,
     /// `operator` when forced.
     pub forced_by: Option<String>,
+    /// The id of the `FILE_UNLOCK` message posted.
     pub message_id: String,
+    /// The event files touched (`FILE_UNLOCK_{path}`).
     pub events: Vec<String>,
 }
 

@@ -48,8 +48,11 @@ pub const OPERATOR: &str = "operator";
 /// open and a close. Clones share that writer.
 #[derive(Debug, Clone)]
 pub struct Bus {
+    /// The root this track lives in.
     pub root: Root,
+    /// The track (validated name).
     pub track: TrackName,
+    /// The track's directory, `tracks/{track}/`.
     pub dir: PathBuf,
     writer: Arc<Mutex<Option<queue::QueueWriter>>>,
     /// Who acts through this handle, for the journal.
@@ -59,7 +62,9 @@ pub struct Bus {
 /// What `bus init` did.
 #[derive(Debug, Clone, Serialize)]
 pub struct InitResult {
+    /// The track initialised.
     pub track: String,
+    /// Its directory.
     pub dir: PathBuf,
     /// Files and directories that were missing and are now created.
     pub created: Vec<String>,
@@ -99,21 +104,27 @@ impl Bus {
         }
     }
 
+    /// The track's `queue.jsonl`.
     pub fn queue_path(&self) -> PathBuf {
         self.dir.join(layout::QUEUE_FILE)
     }
+    /// The lock file that serialises queue appends across processes.
     pub fn mutex_path(&self) -> PathBuf {
         self.dir.join(layout::BUS_MUTEX_FILE)
     }
+    /// The track's `locks.json`.
     pub fn locks_path(&self) -> PathBuf {
         self.dir.join(layout::LOCKS_FILE)
     }
+    /// The track's `worker-status.json`.
     pub fn workers_path(&self) -> PathBuf {
         self.dir.join(layout::WORKERS_FILE)
     }
+    /// The track's `events/` directory.
     pub fn events_dir(&self) -> PathBuf {
         self.dir.join(layout::EVENTS_DIR)
     }
+    /// The track's `board/` directory.
     pub fn board_dir(&self) -> PathBuf {
         self.dir.join(layout::BOARD_DIR)
     }
@@ -361,24 +372,38 @@ impl Bus {
 /// `bus status`: the locks, workers, events and board of a track at a glance.
 #[derive(Debug, Clone, Serialize)]
 pub struct BusStatus {
+    /// The track.
     pub track: String,
+    /// Its directory.
     pub dir: PathBuf,
+    /// When the status was taken (RFC 3339).
     pub now: String,
+    /// The size of `queue.jsonl` in bytes.
     pub queue_bytes: u64,
+    /// The last readable message, if any.
     pub last_message: Option<Envelope>,
+    /// How many locks hold now.
     pub live_locks: usize,
+    /// Every lock, live or not.
     pub locks: Vec<locks::LockView>,
+    /// How many workers missed their heartbeat.
     pub stale_workers: usize,
+    /// Every worker.
     pub workers: Vec<workers::WorkerView>,
+    /// The event files present.
     pub events: Vec<events::EventFile>,
+    /// The current board session, if any.
     pub board: Option<BoardSummary>,
 }
 
 /// The current board session in a bus status.
 #[derive(Debug, Clone, Serialize)]
 pub struct BoardSummary {
+    /// The session's id.
     pub session_id: String,
+    /// What it decides.
     pub checkpoint: String,
+    /// Its status (`ASSESSING`…`COMPLETE`).
     pub status: String,
 }
 

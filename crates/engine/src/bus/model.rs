@@ -121,18 +121,22 @@ pub fn from_object<T: for<'de> Deserialize<'de>>(v: &Value) -> Option<T> {
 /// One message on the bus (docs/PROTOCOL.md §3.2): `{id, type, source, timestamp, payload}`, extra fields kept.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Envelope {
+    /// The message's id (unique per queue; written by the poster).
     #[serde(default, deserialize_with = "lenient::string")]
     pub id: String,
     /// The message type (`PROGRESS`, `BOARD_VOTE`, or any other upper-case name).
     #[serde(rename = "type", default, deserialize_with = "lenient::string")]
     pub kind: String,
+    /// Who posted it (a worker, director or `operator`).
     #[serde(default, deserialize_with = "lenient::string")]
     pub source: String,
     /// The timestamp exactly as written; compare with [`Envelope::instant`], never as a string.
     #[serde(default, deserialize_with = "lenient::string")]
     pub timestamp: String,
+    /// The type-specific body.
     #[serde(default)]
     pub payload: Value,
+    /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -161,18 +165,22 @@ pub struct LockEntry {
     /// The lock key (a file path relative to the project).
     #[serde(default)]
     pub path: String,
+    /// The holder; `None` for an entry a foreign writer left without one.
     #[serde(default, deserialize_with = "lenient::opt_string")]
     pub worker_id: Option<String>,
+    /// When the lease was taken, as written.
     #[serde(default, deserialize_with = "lenient::opt_string")]
     pub acquired_at: Option<String>,
     /// `None` means "no expiry" (a bare-string entry or a foreign writer that left it out).
     #[serde(default, deserialize_with = "lenient::opt_string")]
     pub expires_at: Option<String>,
+    /// `exclusive` or `shared`, as written.
     #[serde(default, deserialize_with = "lenient::opt_string")]
     pub lock_type: Option<String>,
     /// True when the file held a bare string rather than an object.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub bare: bool,
+    /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -251,11 +259,16 @@ pub fn parse_locks(map: &Map<String, Value>) -> Vec<LockEntry> {
 /// A worker's state (docs/PROTOCOL.md §3.5); `COMPLETED` is read as `COMPLETE`, unknown words are kept.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub enum WorkerStatus {
+    /// Working; expects heartbeats (the default).
     #[default]
     Running,
+    /// Done (`COMPLETED` reads as this too).
     Complete,
+    /// Gave up.
     Failed,
+    /// Waiting on a lock or another task; still expects heartbeats.
     Blocked,
+    /// A word this engine does not know, kept as written.
     Other(String),
 }
 
@@ -323,16 +336,22 @@ pub struct WorkerEntry {
     /// The key of the entry in `worker-status.json`.
     #[serde(default, deserialize_with = "lenient::string")]
     pub worker_id: String,
+    /// The task the worker is on, if it said.
     #[serde(default, deserialize_with = "lenient::opt_string")]
     pub task_id: Option<String>,
+    /// Its state; a missing status reads as an empty `Other`.
     #[serde(default = "missing_status")]
     pub status: WorkerStatus,
+    /// Progress 0–100, as written (integers and floats both occur).
     #[serde(default, deserialize_with = "lenient::opt_number")]
     pub progress_pct: Option<Number>,
+    /// What it is doing now, in its own words.
     #[serde(default, deserialize_with = "lenient::opt_string")]
     pub current_subtask: Option<String>,
+    /// Its last heartbeat, as written; see [`WorkerEntry::heartbeat`].
     #[serde(default, deserialize_with = "lenient::opt_string")]
     pub last_heartbeat: Option<String>,
+    /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -383,12 +402,16 @@ pub fn parse_workers(map: &Map<String, Value>) -> Vec<WorkerEntry> {
 /// Progress of the assess or vote phase.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct CountPhase {
+    /// `NOT_STARTED`, `IN_PROGRESS`, `COMPLETE` or `SKIPPED`.
     #[serde(default = "not_started", deserialize_with = "lenient::string")]
     pub status: String,
+    /// Records in so far.
     #[serde(default, deserialize_with = "lenient::u32")]
     pub complete: u32,
+    /// Records expected (the number of directors).
     #[serde(default, deserialize_with = "lenient::u32")]
     pub of: u32,
+    /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -396,12 +419,16 @@ pub struct CountPhase {
 /// Progress of the discussion phase.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DiscussPhase {
+    /// `NOT_STARTED`, `IN_PROGRESS`, `COMPLETE` or `SKIPPED`.
     #[serde(default = "not_started", deserialize_with = "lenient::string")]
     pub status: String,
+    /// Rounds held so far.
     #[serde(default, deserialize_with = "lenient::u32")]
     pub rounds: u32,
+    /// Rounds allowed; the discussion ends when reached.
     #[serde(default = "default_max_rounds", deserialize_with = "lenient::u32")]
     pub max_rounds: u32,
+    /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -420,8 +447,10 @@ impl Default for DiscussPhase {
 /// Progress of the resolve phase.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResolvePhase {
+    /// `NOT_STARTED`, `IN_PROGRESS` or `COMPLETE`.
     #[serde(default = "not_started", deserialize_with = "lenient::string")]
     pub status: String,
+    /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -455,14 +484,19 @@ pub const PHASE_COMPLETE: &str = PhaseStatus::Complete.as_str();
 /// The four phases of a session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Phases {
+    /// Assessment progress.
     #[serde(default)]
     pub assess: CountPhase,
+    /// Discussion progress.
     #[serde(default)]
     pub discuss: DiscussPhase,
+    /// Vote progress.
     #[serde(default)]
     pub vote: CountPhase,
+    /// Resolution progress.
     #[serde(default)]
     pub resolve: ResolvePhase,
+    /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -470,24 +504,31 @@ pub struct Phases {
 /// A board session file, `board/session-{session_id}.json` (docs/PROTOCOL.md §4).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct BoardSession {
+    /// The session's id; it names the session file.
     #[serde(default, deserialize_with = "lenient::string")]
     pub session_id: String,
+    /// What is being decided.
     #[serde(default, deserialize_with = "lenient::string")]
     pub checkpoint: String,
     /// `ASSESSING`, `DISCUSSING`, `VOTING`, `RESOLVING` or `COMPLETE` (other words kept as written).
     #[serde(default, deserialize_with = "lenient::string")]
     pub status: String,
+    /// The proposal: text, or an object with a `proposal`/`title`/`summary` field.
     #[serde(default)]
     pub proposal: Value,
+    /// The directors on this board, in order.
     #[serde(default, deserialize_with = "lenient::names")]
     pub directors: Vec<String>,
+    /// When the session was opened, as written.
     #[serde(default, deserialize_with = "lenient::opt_string")]
     pub started_at: Option<String>,
+    /// Progress of each phase.
     #[serde(default)]
     pub phases: Phases,
     /// Stored when the session is resolved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolution: Option<Value>,
+    /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -516,6 +557,7 @@ impl BoardSession {
 /// A director's assessment (`assessments.json[director]`), director-specific extras kept.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Assessment {
+    /// The director; when missing, the key it is stored under names it.
     #[serde(default, deserialize_with = "lenient::opt_string")]
     pub director: Option<String>,
     /// `APPROVE`, `CONCERNS` or `REJECT` (other words kept as written).
@@ -524,16 +566,22 @@ pub struct Assessment {
     /// 1–10; foreign writers use floats.
     #[serde(default, deserialize_with = "lenient::opt_number")]
     pub score: Option<Number>,
+    /// Concerns raised.
     #[serde(default, deserialize_with = "lenient::string_list")]
     pub concerns: Vec<String>,
+    /// Recommendations made.
     #[serde(default, deserialize_with = "lenient::string_list")]
     pub recommendations: Vec<String>,
+    /// The points that weighed most.
     #[serde(default, deserialize_with = "lenient::string_list")]
     pub key_points: Vec<String>,
+    /// True when a concern blocks approval.
     #[serde(default, deserialize_with = "lenient::opt_bool")]
     pub blocking: Option<bool>,
+    /// When it was written, as written.
     #[serde(default, deserialize_with = "lenient::opt_string")]
     pub timestamp: Option<String>,
+    /// Director-specific fields, kept as written.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -552,6 +600,7 @@ pub fn parse_assessments(map: &Map<String, Value>) -> Vec<(String, Assessment)> 
 /// One line of `discussion.jsonl`; every field may be missing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct DiscussionLine {
+    /// The director speaking.
     #[serde(default, deserialize_with = "lenient::string")]
     pub from: String,
     /// A director or `ALL`.
@@ -560,14 +609,19 @@ pub struct DiscussionLine {
     /// `CHALLENGE`, `AGREE`, `QUESTION` or `CLARIFY`.
     #[serde(rename = "type", default, deserialize_with = "lenient::string")]
     pub kind: String,
+    /// The message text.
     #[serde(default, deserialize_with = "lenient::string")]
     pub message: String,
+    /// True when the speaker means to change its verdict.
     #[serde(default, deserialize_with = "lenient::bool")]
     pub changes_my_verdict: bool,
+    /// The discussion round it belongs to.
     #[serde(default, deserialize_with = "lenient::opt_u32")]
     pub round: Option<u32>,
+    /// When it was written, as written.
     #[serde(default, deserialize_with = "lenient::opt_string")]
     pub timestamp: Option<String>,
+    /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -575,6 +629,7 @@ pub struct DiscussionLine {
 /// A director's final vote (`votes.json[director]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Vote {
+    /// The director; when missing, the key it is stored under names it.
     #[serde(default, deserialize_with = "lenient::opt_string")]
     pub director: Option<String>,
     /// `APPROVE` or `REJECT` (other words kept as written).
@@ -583,10 +638,13 @@ pub struct Vote {
     /// 0–1.
     #[serde(default, deserialize_with = "lenient::opt_number")]
     pub confidence: Option<Number>,
+    /// Conditions attached to the vote.
     #[serde(default, deserialize_with = "lenient::string_list")]
     pub conditions: Vec<String>,
+    /// When it was written, as written.
     #[serde(default, deserialize_with = "lenient::opt_string")]
     pub timestamp: Option<String>,
+    /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

@@ -356,7 +356,9 @@ impl OversizedLine {
 /// [`ReadResult::next_cursor`] from the previous page).
 #[derive(Debug, Clone, Default)]
 pub struct Page {
+    /// Messages per page; `None` returns every message from the cursor on.
     pub limit: Option<usize>,
+    /// Where to start: a previous page's `next_cursor`; `None` starts at the first line.
     pub cursor: Option<String>,
 }
 

@@ -15,20 +15,25 @@ use crate::store::time::{now_ts, relative};
 /// One heartbeat.
 #[derive(Debug, Clone, Default)]
 pub struct Heartbeat<'a> {
+    /// The worker's id (protocol name rules); refused when invalid.
     pub worker_id: &'a str,
+    /// The task it is on, if any.
     pub task_id: Option<&'a str>,
     /// `RUNNING`, `COMPLETE` (or `COMPLETED`), `FAILED` or `BLOCKED`.
     pub status: Option<&'a str>,
     /// 0–100.
     pub progress_pct: Option<f64>,
+    /// What it is doing now (free text, bounded).
     pub current_subtask: Option<&'a str>,
 }
 
 /// A worker as shown to people and tools: the entry plus staleness.
 #[derive(Debug, Clone, Serialize)]
 pub struct WorkerView {
+    /// The entry as read from `worker-status.json`.
     #[serde(flatten)]
     pub entry: WorkerEntry,
+    /// True when a running or blocked worker missed its heartbeat past the root's stale threshold.
     pub stale: bool,
     /// "3m ago", when the heartbeat is readable.
     pub last_seen: Option<String>,

@@ -16,10 +16,15 @@ use crate::store::{Root, is_valid_name};
 /// A workflow definition.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WorkflowDef {
+    /// The definition's id (protocol name rules); handoffs and states name it in `definition_id`.
     pub id: String,
+    /// A human title, shown in listings.
     pub name: String,
+    /// The definition's version; a state pins the version it started with.
     pub version: Option<String>,
+    /// A free-text description, shown in listings.
     pub description: Option<String>,
+    /// The steps in order; the first one starts the workflow.
     pub steps: Vec<StepDef>,
     /// `context.required`: keys the starting handoff's `context` must carry (kept in the state).
     pub context_required: Vec<String>,
@@ -36,8 +41,11 @@ pub struct WorkflowDef {
 /// One step of a workflow definition.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StepDef {
+    /// The step's id, unique within the definition.
     pub id: String,
+    /// The god that does the step (a validated god name).
     pub god: String,
+    /// The skill the god is asked to use, passed through in the dispatch.
     pub skill: Option<String>,
     /// Gates that must appear in `context.gates_passed` of this step's handoff.
     pub gates: Vec<String>,
@@ -45,6 +53,7 @@ pub struct StepDef {
     pub timeout: Option<Duration>,
     /// `timeout` as written (`2h`).
     pub timeout_text: Option<String>,
+    /// The step whose output this one reads; a dangling reference is a warning, not an error.
     pub input_from: Option<String>,
     /// Gods tried in order when a dispatch to this step is rejected.
     pub fallback_gods: Vec<String>,
@@ -58,14 +67,18 @@ pub struct StepDef {
     pub await_ack: bool,
     /// `ack_wait`, `max_deliveries` and `backoff` as declared (docs/PROTOCOL.md §2.10).
     pub delivery: super::delivery::DeclaredPolicy,
+    /// Keys this engine does not use, kept for display.
     pub extra: Map<String, Value>,
 }
 
 /// The templates of a `nats_publish` step.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PublishDef {
+    /// The NATS subject, checked at load (known placeholders only).
     pub subject: Template,
+    /// The message text; absent: the workflow's last summary.
     pub message: Option<Template>,
+    /// The JSON payload whose strings are templates; absent: an empty payload.
     pub payload: Option<PayloadTemplate>,
 }
 
@@ -75,7 +88,9 @@ pub const PUBLISH_GOD: &str = "bridge";
 /// A definition or rule file that could not be loaded, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LoadError {
+    /// The file that failed.
     pub path: PathBuf,
+    /// Why it failed, with the line when the parser gave one.
     pub message: String,
 }
 

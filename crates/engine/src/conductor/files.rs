@@ -15,7 +15,9 @@ use crate::store::{GodName, HandoffId, Root, WorkflowId, is_valid_name};
 /// A file that could not be read, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FileError {
+    /// The file that could not be read.
     pub path: PathBuf,
+    /// Why (too big, not JSON, not the expected shape, a link refused…).
     pub error: String,
 }
 
@@ -203,6 +205,7 @@ pub fn is_foreign_pending_dir(name: &str) -> bool {
         && (name.starts_with('_') || FOREIGN_PENDING_DIRS.contains(&name))
 }
 
+/// The god inboxes under `dir`, sorted: directories with a valid god name; foreign and underscore names are left out, unreadable directories give an empty list.
 pub fn god_dirs(dir: &Path) -> Vec<GodName> {
     let mut out: Vec<GodName> = match std::fs::read_dir(dir) {
         Ok(rd) => rd
@@ -237,8 +240,11 @@ pub enum Place {
 /// A dispatch file found on disk.
 #[derive(Debug, Clone)]
 pub struct Found {
+    /// Which directory it lies in.
     pub place: Place,
+    /// Its full path.
     pub path: PathBuf,
+    /// The dispatch as read (tolerantly).
     pub dispatch: Dispatch,
 }
 

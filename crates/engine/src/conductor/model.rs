@@ -115,11 +115,17 @@ macro_rules! open_enum {
 open_enum!(
     /// A workflow's status (docs/PROTOCOL.md §2.2).
     WorkflowStatus {
+        /// A step is dispatched or being worked on; the default for a new workflow.
         InProgress = "in_progress",
+        /// A dispatch waits for its receiving god's first ack.
         WaitingForAck = "waiting_for_ack",
+        /// A dispatch is held in `_quarantine` until an operator approves or rejects it.
         AwaitingApproval = "awaiting_approval",
+        /// The completion target's handoff was recorded; no further handoff is taken.
         Completed = "completed",
+        /// Aborted by a god or the operator; its dispatches were withdrawn.
         Aborted = "aborted",
+        /// A step failed with nowhere to go (no fallback).
         Failed = "failed",
         /// A dispatch ran out of deliveries and was dead-lettered (docs/PROTOCOL.md §2.10).
         Stalled = "stalled",
@@ -143,10 +149,15 @@ impl WorkflowStatus {
 open_enum!(
     /// A dispatch's acknowledgement status, and the status of an ack (docs/PROTOCOL.md §2.5).
     AckStatus {
+        /// Delivered, not yet acknowledged.
         Unacked = "unacked",
+        /// The god took the work.
         Accepted = "accepted",
+        /// The god is still on it (a progress ack that renews the deadline).
         Pending = "pending",
+        /// The god refused the work; the step goes to its fallback, if any.
         Rejected = "rejected",
+        /// The god finished; a handoff was recorded on its behalf.
         Completed = "completed",
         /// Withdrawn from an inbox by an abort (archive only).
         Withdrawn = "withdrawn",
@@ -171,22 +182,28 @@ impl AckStatus {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct HandoffContext {
+    /// What the step did, in one paragraph for the next god; a missing or `null` summary reads as empty.
     #[serde(deserialize_with = "lenient::or_default")]
     pub summary: String,
+    /// Decisions the step made; they are appended to the workflow's `context_bag`.
     #[serde(deserialize_with = "lenient::strings")]
     pub decisions: Vec<String>,
+    /// Paths of the files the step produced (checked against the workspace, never opened here).
     #[serde(deserialize_with = "lenient::strings")]
     pub artifacts: Vec<String>,
+    /// Questions the step leaves open; empty lists are not written back.
     #[serde(
         deserialize_with = "lenient::strings",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub open_questions: Vec<String>,
+    /// Gate names the sender claims passed; the Conductor checks them against the step's gates.
     #[serde(
         deserialize_with = "lenient::strings",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub gates_passed: Vec<String>,
+    /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -195,26 +212,31 @@ pub struct HandoffContext {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Routing {
+    /// The workflow definition id the sender means; absent: the state's definition is used.
     #[serde(
         deserialize_with = "lenient::opt_string",
         skip_serializing_if = "Option::is_none"
     )]
     pub workflow_definition: Option<String>,
+    /// The definition version the sender means; a mismatch is reported, not silently taken.
     #[serde(
         deserialize_with = "lenient::opt_string",
         skip_serializing_if = "Option::is_none"
     )]
     pub workflow_version: Option<String>,
+    /// The definition step this handoff completes, when it differs from `step`.
     #[serde(
         deserialize_with = "lenient::opt_string",
         skip_serializing_if = "Option::is_none"
     )]
     pub workflow_step: Option<String>,
+    /// A free-form priority word carried to the dispatch; the Conductor does not order by it.
     #[serde(
         deserialize_with = "lenient::opt_string",
         skip_serializing_if = "Option::is_none"
     )]
     pub priority: Option<String>,
+    /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -223,20 +245,28 @@ pub struct Routing {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Handoff {
+    /// The handoff's own id (protocol id rules, see `store::ids`); a resubmission with the same id returns the first result.
     #[serde(deserialize_with = "lenient::or_default")]
     pub handoff_id: String,
+    /// The workflow this handoff belongs to; it names `conductor/state/{workflow_id}.json`.
     #[serde(deserialize_with = "lenient::or_default")]
     pub workflow_id: String,
+    /// The god that did the step; it must be the god the step was dispatched to.
     #[serde(deserialize_with = "lenient::or_default")]
     pub from_god: String,
+    /// The god the sender proposes next; the definition's routing may override it.
     #[serde(deserialize_with = "lenient::or_default")]
     pub to_god: String,
+    /// The step this handoff completes.
     #[serde(deserialize_with = "lenient::or_default")]
     pub step: String,
+    /// What the step did and produced.
     #[serde(deserialize_with = "lenient::or_default")]
     pub context: HandoffContext,
+    /// Optional routing hints (definition, version, step, priority).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub routing: Option<Routing>,
+    /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -245,12 +275,16 @@ pub struct Handoff {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct HistoryEntry {
+    /// The step id that was done.
     #[serde(deserialize_with = "lenient::or_default")]
     pub step: String,
+    /// The god that did it.
     #[serde(deserialize_with = "lenient::or_default")]
     pub god: String,
+    /// Its one-paragraph summary.
     #[serde(deserialize_with = "lenient::or_default")]
     pub summary: String,
+    /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -259,18 +293,25 @@ pub struct HistoryEntry {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct DispatchContext {
+    /// The summary of the step that led here.
     #[serde(deserialize_with = "lenient::or_default")]
     pub summary: String,
+    /// Every decision made so far in the workflow.
     #[serde(deserialize_with = "lenient::strings")]
     pub decisions: Vec<String>,
+    /// Every artifact produced so far in the workflow.
     #[serde(deserialize_with = "lenient::strings")]
     pub artifacts: Vec<String>,
+    /// Questions still open.
     #[serde(deserialize_with = "lenient::strings")]
     pub open_questions: Vec<String>,
+    /// Gates that passed on the way here.
     #[serde(deserialize_with = "lenient::strings")]
     pub gates_passed: Vec<String>,
+    /// The steps done before, oldest first.
     #[serde(deserialize_with = "lenient::or_default")]
     pub history: Vec<HistoryEntry>,
+    /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -279,36 +320,49 @@ pub struct DispatchContext {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Dispatch {
+    /// An optional id of this delivery, distinct from the handoff id when a foreign writer sets one.
     #[serde(deserialize_with = "lenient::opt_string")]
     pub dispatch_id: Option<String>,
+    /// The handoff id this dispatch carries; it is also the file's name.
     #[serde(deserialize_with = "lenient::or_default")]
     pub handoff_id: String,
+    /// The workflow the dispatch belongs to.
     #[serde(deserialize_with = "lenient::or_default")]
     pub workflow_id: String,
+    /// The god whose handoff led here.
     #[serde(deserialize_with = "lenient::or_default")]
     pub from_god: String,
+    /// The god that must act; it names the `pending/{god}/` directory.
     #[serde(deserialize_with = "lenient::or_default")]
     pub to_god: String,
+    /// The step the receiving god is to do.
     #[serde(deserialize_with = "lenient::or_default")]
     pub step: String,
+    /// Everything the receiving god needs to know.
     #[serde(deserialize_with = "lenient::or_default")]
     pub context: DispatchContext,
+    /// Routing hints carried over from the handoff.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub routing: Option<Routing>,
+    /// When the Conductor wrote the dispatch (RFC 3339).
     #[serde(deserialize_with = "lenient::opt_string")]
     pub dispatched_at: Option<String>,
+    /// Where the receiving god stands: pending until its first ack.
     #[serde(deserialize_with = "lenient::or_default")]
     pub ack_status: AckStatus,
+    /// The god's estimate of when it will be done, as it wrote it.
     #[serde(
         deserialize_with = "lenient::opt_string",
         skip_serializing_if = "Option::is_none"
     )]
     pub eta: Option<String>,
+    /// The god's last ack message.
     #[serde(
         deserialize_with = "lenient::opt_string",
         skip_serializing_if = "Option::is_none"
     )]
     pub message: Option<String>,
+    /// When the last ack was recorded (RFC 3339).
     #[serde(
         deserialize_with = "lenient::opt_string",
         skip_serializing_if = "Option::is_none"
@@ -332,6 +386,7 @@ pub struct Dispatch {
         skip_serializing_if = "Option::is_none"
     )]
     pub archive_reason: Option<String>,
+    /// When the dispatch was moved to the archive (RFC 3339).
     #[serde(
         deserialize_with = "lenient::opt_string",
         skip_serializing_if = "Option::is_none"
@@ -372,6 +427,7 @@ pub struct Dispatch {
         skip_serializing_if = "Option::is_none"
     )]
     pub ack_deadline: Option<String>,
+    /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -380,12 +436,16 @@ pub struct Dispatch {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ContextBag {
+    /// Every decision made so far, in the order the handoffs reported them.
     #[serde(deserialize_with = "lenient::strings")]
     pub decisions: Vec<String>,
+    /// Every artifact produced so far.
     #[serde(deserialize_with = "lenient::strings")]
     pub artifacts: Vec<String>,
+    /// Questions still open.
     #[serde(deserialize_with = "lenient::strings")]
     pub open_questions: Vec<String>,
+    /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -397,12 +457,16 @@ pub struct Routed {
     /// `dispatched`, `awaiting_approval`, `completed` or `recorded`.
     #[serde(deserialize_with = "lenient::or_default")]
     pub status: String,
+    /// The god the handoff was routed to, if any.
     #[serde(deserialize_with = "lenient::opt_string")]
     pub target_god: Option<String>,
+    /// The step it was routed to, if any.
     #[serde(deserialize_with = "lenient::opt_string")]
     pub target_step: Option<String>,
+    /// Warnings the routing produced (unknown gates, a proposal overridden…).
     #[serde(deserialize_with = "lenient::strings")]
     pub warnings: Vec<String>,
+    /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -411,24 +475,31 @@ pub struct Routed {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct StepRecord {
+    /// The step this entry records.
     #[serde(deserialize_with = "lenient::or_default")]
     pub step_id: String,
+    /// The god that did (or was asked to do) the step.
     #[serde(deserialize_with = "lenient::or_default")]
     pub god: String,
+    /// `completed`, `dispatched`, `rejected`…; kept as text so unknown words survive a rewrite.
     #[serde(deserialize_with = "lenient::or_default")]
     pub status: String,
+    /// When the step was done (RFC 3339).
     #[serde(
         deserialize_with = "lenient::opt_string",
         skip_serializing_if = "Option::is_none"
     )]
     pub completed_at: Option<String>,
+    /// The step's summary, from its handoff.
     #[serde(
         deserialize_with = "lenient::opt_string",
         skip_serializing_if = "Option::is_none"
     )]
     pub summary: Option<String>,
+    /// Gates that passed for this step.
     #[serde(deserialize_with = "lenient::strings")]
     pub gates_passed: Vec<String>,
+    /// The handoff that recorded this step; looked up to answer a resubmission.
     #[serde(
         deserialize_with = "lenient::opt_string",
         skip_serializing_if = "Option::is_none"
@@ -440,8 +511,10 @@ pub struct StepRecord {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub artifacts: Vec<String>,
+    /// Where the handoff was routed, so a resubmission returns the first result.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub routed: Option<Routed>,
+    /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -450,20 +523,28 @@ pub struct StepRecord {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct AckRecord {
+    /// This ack's own id.
     #[serde(deserialize_with = "lenient::or_default")]
     pub ack_id: String,
+    /// The dispatch (handoff id) the ack answers.
     #[serde(deserialize_with = "lenient::or_default")]
     pub handoff_id: String,
+    /// The god that acked (or the operator acting for it).
     #[serde(deserialize_with = "lenient::opt_string")]
     pub god: Option<String>,
+    /// The decision the ack recorded.
     #[serde(deserialize_with = "lenient::or_default")]
     pub status: AckStatus,
+    /// The estimate given with an `accepted` or `in_progress` ack.
     #[serde(deserialize_with = "lenient::opt_string")]
     pub eta: Option<String>,
+    /// The free-text message given with the ack.
     #[serde(deserialize_with = "lenient::opt_string")]
     pub message: Option<String>,
+    /// When the ack was recorded (RFC 3339).
     #[serde(deserialize_with = "lenient::opt_string")]
     pub acked_at: Option<String>,
+    /// Who wrote it: the god itself or `operator`.
     #[serde(deserialize_with = "lenient::opt_string")]
     pub by: Option<String>,
     /// For `completed`: the handoff recorded on the god's behalf.
@@ -478,6 +559,7 @@ pub struct AckRecord {
         skip_serializing_if = "Option::is_none"
     )]
     pub rerouted_to: Option<String>,
+    /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -486,47 +568,64 @@ pub struct AckRecord {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct WorkflowState {
+    /// The workflow's id; it names this file.
     #[serde(deserialize_with = "lenient::or_default")]
     pub workflow_id: String,
+    /// The workflow definition it follows, if it was started from one.
     #[serde(deserialize_with = "lenient::opt_string")]
     pub definition_id: Option<String>,
+    /// The version of that definition, pinned at start.
     #[serde(deserialize_with = "lenient::opt_string")]
     pub definition_version: Option<String>,
+    /// Where the workflow stands; only the Conductor changes it.
     #[serde(deserialize_with = "lenient::or_default")]
     pub status: WorkflowStatus,
+    /// The step now being done, if any.
     #[serde(deserialize_with = "lenient::opt_string")]
     pub current_step: Option<String>,
+    /// The god the current step was dispatched to.
     #[serde(deserialize_with = "lenient::opt_string")]
     pub dispatched_to: Option<String>,
+    /// Every decision and artifact so far.
     #[serde(deserialize_with = "lenient::or_default")]
     pub context_bag: ContextBag,
+    /// Every step recorded, oldest first.
     #[serde(deserialize_with = "lenient::or_default")]
     pub step_history: Vec<StepRecord>,
+    /// Every ack recorded, oldest first.
     #[serde(deserialize_with = "lenient::or_default")]
     pub acks: Vec<AckRecord>,
+    /// When the workflow was started (RFC 3339).
     #[serde(deserialize_with = "lenient::opt_string")]
     pub created: Option<String>,
+    /// When the state was last written (RFC 3339).
     #[serde(deserialize_with = "lenient::opt_string")]
     pub updated: Option<String>,
+    /// The step or god whose handoff completes the workflow, from the definition.
     #[serde(deserialize_with = "lenient::opt_string")]
     pub completion_target: Option<String>,
+    /// When true, a failed step aborts the workflow instead of holding it.
     #[serde(deserialize_with = "lenient::or_default")]
     pub abort_on_fail: bool,
+    /// Why the workflow failed, when it did.
     #[serde(
         deserialize_with = "lenient::opt_string",
         skip_serializing_if = "Option::is_none"
     )]
     pub failure_reason: Option<String>,
+    /// When it was aborted (RFC 3339).
     #[serde(
         deserialize_with = "lenient::opt_string",
         skip_serializing_if = "Option::is_none"
     )]
     pub aborted_at: Option<String>,
+    /// Who aborted it (a god, `operator` or `conductor`).
     #[serde(
         deserialize_with = "lenient::opt_string",
         skip_serializing_if = "Option::is_none"
     )]
     pub aborted_by: Option<String>,
+    /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -544,10 +643,13 @@ impl WorkflowState {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct CompletedStep {
+    /// The step that was completed before the abort.
     #[serde(deserialize_with = "lenient::or_default")]
     pub step_id: String,
+    /// The god that completed it.
     #[serde(deserialize_with = "lenient::or_default")]
     pub god: String,
+    /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -556,10 +658,13 @@ pub struct CompletedStep {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SkippedArtifact {
+    /// The artifact's path as the handoff named it.
     #[serde(deserialize_with = "lenient::or_default")]
     pub path: String,
+    /// Why it was not marked (outside the workspace, missing, a link…).
     #[serde(deserialize_with = "lenient::or_default")]
     pub reason: String,
+    /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -568,30 +673,43 @@ pub struct SkippedArtifact {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct AbortManifest {
+    /// The aborted workflow.
     #[serde(deserialize_with = "lenient::or_default")]
     pub workflow_id: String,
+    /// Its definition, if any.
     #[serde(deserialize_with = "lenient::opt_string")]
     pub definition_id: Option<String>,
+    /// The workflow's status at the abort (normally `aborted`).
     #[serde(deserialize_with = "lenient::or_default")]
     pub status: WorkflowStatus,
+    /// The step that was current when the workflow was aborted.
     #[serde(deserialize_with = "lenient::opt_string")]
     pub failed_step: Option<String>,
+    /// Why the workflow was aborted.
     #[serde(deserialize_with = "lenient::opt_string")]
     pub failure_reason: Option<String>,
+    /// Steps completed before the abort, so a human can undo them.
     #[serde(deserialize_with = "lenient::or_default")]
     pub completed_steps: Vec<CompletedStep>,
+    /// Artifacts marked as belonging to an aborted workflow.
     #[serde(deserialize_with = "lenient::strings")]
     pub artifacts_marked: Vec<String>,
+    /// Artifacts that could not be marked, with the reason.
     #[serde(deserialize_with = "lenient::or_default")]
     pub artifacts_skipped: Vec<SkippedArtifact>,
+    /// Handoff ids of the dispatches withdrawn to the archive.
     #[serde(deserialize_with = "lenient::strings")]
     pub dispatches_withdrawn: Vec<String>,
+    /// When the abort happened (RFC 3339).
     #[serde(deserialize_with = "lenient::opt_string")]
     pub aborted_at: Option<String>,
+    /// Who aborted.
     #[serde(deserialize_with = "lenient::opt_string")]
     pub aborted_by: Option<String>,
+    /// True when something could not be undone automatically and a human must look.
     #[serde(deserialize_with = "lenient::or_default")]
     pub requires_manual_review: bool,
+    /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

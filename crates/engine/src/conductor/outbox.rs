@@ -31,11 +31,17 @@ pub struct OutboxRecord {
     pub outbox_id: String,
     /// `request` (a publish step) or `reply` (the answer to an inbound request).
     pub kind: String,
+    /// The workflow whose step wrote this record.
     pub workflow_id: String,
+    /// The step that wrote it (for a reply: the step the request answered).
     pub step: String,
+    /// The NATS subject, rendered from the step's template.
     pub subject: String,
+    /// The rendered message text.
     pub message: String,
+    /// The rendered JSON payload.
     pub payload: Value,
+    /// When the record was written (RFC 3339).
     pub created: String,
     /// For a reply: the `outbox_id` of the request it answers.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -43,6 +49,7 @@ pub struct OutboxRecord {
     /// For a reply: the ack status (`accepted`, `completed`, `rejected`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -53,12 +60,19 @@ pub struct OutboxRecord {
 pub struct Reply {
     /// The reply's message id.
     pub reply_id: String,
+    /// The `outbox_id` of our request this answers.
     pub in_reply_to: String,
+    /// The workflow that sent the request.
     pub workflow_id: String,
+    /// The pantheon that answered (its bridge name).
     pub from_pantheon: String,
+    /// The remote ack status: `accepted`, `completed` or `rejected`.
     pub status: String,
+    /// The remote's message text.
     pub message: String,
+    /// The remote's JSON payload.
     pub payload: Value,
+    /// When the bridge received it (RFC 3339).
     pub received_at: String,
 }
 
@@ -85,14 +99,17 @@ pub fn derive_handoff_id(parts: &[&str]) -> String {
     format!("hof_{date}_{}", &hex[..8])
 }
 
+/// `conductor/outbox/`: records waiting for the bridge to publish them.
 pub fn outbox_dir(root: &Root) -> std::path::PathBuf {
     root.conductor.join(crate::store::layout::OUTBOX_DIR)
 }
 
+/// `conductor/outbox/sent/`: records the bridge has published.
 pub fn sent_dir(root: &Root) -> std::path::PathBuf {
     outbox_dir(root).join("sent")
 }
 
+/// `conductor/replies/`: replies the bridge received to our requests.
 pub fn replies_dir(root: &Root) -> std::path::PathBuf {
     root.conductor.join("replies")
 }
@@ -111,11 +128,13 @@ fn id_ok(id: &str) -> Result<()> {
     }
 }
 
+/// The path of outbox record `id`; refuses an id that is not 1–80 lowercase letters, digits or `_`.
 pub fn record_path(root: &Root, id: &str) -> Result<std::path::PathBuf> {
     id_ok(id)?;
     Ok(outbox_dir(root).join(format!("{id}.json")))
 }
 
+/// The path of the reply to `outbox_id`; refuses an id that is not 1–80 lowercase letters, digits or `_`.
 pub fn reply_path(root: &Root, outbox_id: &str) -> Result<std::path::PathBuf> {
     id_ok(outbox_id)?;
     Ok(replies_dir(root).join(format!("{outbox_id}.json")))
@@ -414,7 +433,9 @@ pub fn mark_sent(root: &Root, rec: &OutboxRecord, stream_seq: u64) -> Result<()>
 pub struct ReplyOutcome {
     /// `applied` (the await_ack step completed), `kept` (the step is not reached yet) or `duplicate`.
     pub status: String,
+    /// The workflow the reply belongs to.
     pub workflow_id: String,
+    /// The workflow's status after the reply.
     pub state_status: WorkflowStatus,
 }
 

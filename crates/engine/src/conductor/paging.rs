@@ -21,7 +21,9 @@ const MAX_CURSOR_CHARS: usize = 2048;
 /// What page to return: `limit` entries (`None`: all) after `cursor` (`None`: from the start).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PageRequest {
+    /// Entries per page; `None` returns every entry.
     pub limit: Option<usize>,
+    /// The opaque cursor from the previous page's `next_cursor`; `None` starts at the first entry.
     pub cursor: Option<String>,
 }
 
@@ -53,8 +55,11 @@ impl PageRequest {
 /// Where an entry stands in a listing; pages are cut by comparing these.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SortKey {
+    /// The inbox the entry lies in (listings across gods sort by god first).
     pub god: String,
+    /// When the entry was dispatched; unreadable times sort first.
     pub at: Option<DateTime<Utc>>,
+    /// The file name, which breaks ties.
     pub file: String,
 }
 
@@ -112,9 +117,11 @@ impl SortKey {
 /// One page cut from a listing sorted by key.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Page<T> {
+    /// This page's entries.
     pub items: Vec<T>,
     /// Every entry of the listing, on any page.
     pub count: usize,
+    /// The cursor for the next page; `None` on the last page.
     pub next_cursor: Option<String>,
 }
 
@@ -144,10 +151,15 @@ pub fn page<T>(mut entries: Vec<(SortKey, T)>, request: &PageRequest) -> Result<
 /// A dispatch in a compact inbox (`compact: true`): who, what and how old, without its context.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CompactDispatch {
+    /// The dispatch's own id, when set.
     pub dispatch_id: Option<String>,
+    /// The handoff id (and file name) of the dispatch.
     pub handoff_id: String,
+    /// The workflow it belongs to.
     pub workflow_id: String,
+    /// The god whose handoff led here.
     pub from_god: String,
+    /// The step to do.
     pub step: String,
     /// Seconds since `dispatched_at`; `None` when that is unreadable.
     pub age_secs: Option<i64>,
@@ -156,6 +168,7 @@ pub struct CompactDispatch {
 }
 
 impl CompactDispatch {
+    /// The compact form of `d`, its age measured against `now`.
     pub fn of(d: &super::Dispatch, now: DateTime<Utc>) -> Self {
         Self {
             dispatch_id: d.dispatch_id.clone(),

@@ -14,31 +14,45 @@ use super::model::{Dispatch, WorkflowStatus};
 pub struct SubmitResult {
     /// `dispatched`, `awaiting_approval`, `completed`, `recorded` or `duplicate`.
     pub status: String,
+    /// The workflow the handoff belongs to.
     pub workflow_id: String,
+    /// The handoff recorded.
     pub handoff_id: String,
+    /// The god the next step was dispatched to, if any.
     pub target_god: Option<String>,
+    /// The step dispatched next, if any.
     pub target_step: Option<String>,
+    /// The workflow's status after the handoff.
     pub state_status: WorkflowStatus,
+    /// Where the handoff was written, relative to the root.
     pub handoff_path: String,
+    /// Where the dispatch was written, if one was.
     pub dispatch_path: Option<String>,
     /// The rule that routed it, when a rule did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub matched_rule: Option<String>,
+    /// Problems that did not stop the handoff (unknown gates, a proposal overridden…).
     pub warnings: Vec<String>,
 }
 
 /// `ack_handoff`'s result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AckResult {
+    /// True when the ack was recorded (also for a duplicate).
     pub acknowledged: bool,
+    /// The dispatch acked.
     pub handoff_id: String,
+    /// The id of the ack record (the first one's, for a duplicate).
     pub ack_id: String,
+    /// The workflow the dispatch belongs to.
     pub workflow_id: String,
     /// The ack's status (`accepted`, `pending`, `rejected`, `completed`).
     pub status: String,
+    /// The workflow's status after the ack.
     pub state_status: WorkflowStatus,
     /// The god the dispatch was addressed to.
     pub god: String,
+    /// Who acked: the god itself or `operator`.
     pub by: String,
     /// True when this ack repeats one already recorded (nothing new happened).
     pub duplicate: bool,
@@ -54,6 +68,7 @@ pub struct AckResult {
     pub deadline: Option<String>,
     /// `ack` or `step_timeout`, beside `deadline`.
     pub deadline_kind: Option<String>,
+    /// Problems that did not stop the ack.
     pub warnings: Vec<String>,
 }
 
@@ -62,10 +77,12 @@ pub struct AckResult {
 /// [`CompactDispatch`](super::paging::CompactDispatch).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct InboxResult<D = Dispatch> {
+    /// The inbox read.
     pub god: String,
     /// False when the god has no inbox directory (a misspelt or unknown god): nothing can be
     /// dispatched to it until `init` or a first dispatch creates the inbox.
     pub known_god: bool,
+    /// This page's dispatches, oldest first.
     pub dispatches: Vec<D>,
     /// Every dispatch in the inbox, on this page or another.
     pub count: usize,
@@ -73,28 +90,41 @@ pub struct InboxResult<D = Dispatch> {
     pub limit: Option<usize>,
     /// Pass it as `cursor` for the next page; `None` on the last page.
     pub next_cursor: Option<String>,
+    /// Files in the inbox that could not be read, and why.
     pub errors: Vec<FileError>,
 }
 
 /// `get_dispatch`'s result: one dispatch whole.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DispatchResult {
+    /// The inbox the dispatch lies in.
     pub god: String,
+    /// The dispatch as read.
     pub dispatch: Dispatch,
+    /// Its path, relative to the root.
     pub path: String,
 }
 
 /// One line of `list_pending`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PendingEntry {
+    /// The dispatch's own id, when set.
     pub dispatch_id: Option<String>,
+    /// Its handoff id (and file name).
     pub handoff_id: String,
+    /// The workflow it belongs to.
     pub workflow_id: String,
+    /// The god whose handoff led here.
     pub from_god: String,
+    /// The god that must act.
     pub to_god: String,
+    /// The step to do.
     pub step: String,
+    /// When it was dispatched (RFC 3339).
     pub dispatched_at: Option<String>,
+    /// Its ack status as written.
     pub ack_status: String,
+    /// Why it is held, for a dispatch in `_quarantine`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub held_because: Option<String>,
 }
@@ -106,19 +136,26 @@ pub struct PendingResult {
     pub pending: BTreeMap<String, Vec<PendingEntry>>,
     /// Every dispatch not yet taken, on this page or another.
     pub count: usize,
+    /// The page size asked for (`None`: everything).
     pub limit: Option<usize>,
+    /// Pass it as `cursor` for the next page; `None` on the last page.
     pub next_cursor: Option<String>,
     /// Not paged: dispatches held for an operator's approval.
     pub awaiting_approval: Vec<PendingEntry>,
+    /// Files that could not be read, and why.
     pub errors: Vec<FileError>,
 }
 
 /// One rule in `list_rules`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RuleDetail {
+    /// The rule's id.
     pub id: String,
+    /// The file it came from.
     pub file: String,
+    /// The conditions, as written.
     pub when: Map<String, Value>,
+    /// The action, as written.
     pub then: Map<String, Value>,
 }
 
@@ -127,30 +164,45 @@ pub struct RuleDetail {
 pub struct RulesResult {
     /// The rule files, in the order they are matched.
     pub rules: Vec<String>,
+    /// How many rules loaded.
     pub count: usize,
+    /// Every loaded rule.
     pub details: Vec<RuleDetail>,
+    /// Rule files that failed to load, and why.
     pub errors: Vec<LoadError>,
 }
 
 /// A step in `list_workflows`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StepSummary {
+    /// The step's id.
     pub id: String,
+    /// The god that does it.
     pub god: String,
+    /// The gates its handoff must claim.
     pub gates: Vec<String>,
+    /// Its timeout as written (`2h`), if any.
     pub timeout: Option<String>,
+    /// Gods tried in order when the step is rejected.
     pub fallback_gods: Vec<String>,
+    /// True when its dispatches wait for an operator.
     pub approval_required: bool,
 }
 
 /// A definition in `list_workflows`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct WorkflowSummary {
+    /// The definition's id.
     pub id: String,
+    /// Its human title.
     pub name: String,
+    /// Its version, if any.
     pub version: Option<String>,
+    /// Its description, if any.
     pub description: Option<String>,
+    /// Its steps, in order.
     pub steps: Vec<StepSummary>,
+    /// The file it was loaded from.
     pub path: String,
     /// Problems that do not stop the definition loading (a dangling `input_from`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -160,8 +212,11 @@ pub struct WorkflowSummary {
 /// `list_workflows`'s result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct WorkflowsResult {
+    /// Every definition that loaded.
     pub workflows: Vec<WorkflowSummary>,
+    /// How many loaded.
     pub count: usize,
+    /// Definition files that failed to load, and why.
     pub errors: Vec<LoadError>,
 }
 
@@ -170,13 +225,19 @@ pub struct WorkflowsResult {
 pub struct ApprovalResult {
     /// `approved` or `rejected`.
     pub status: String,
+    /// The held dispatch decided.
     pub handoff_id: String,
+    /// The workflow it belongs to.
     pub workflow_id: String,
+    /// The god it was addressed to.
     pub target_god: String,
+    /// The step it asks for.
     pub target_step: String,
+    /// The workflow's status after the decision.
     pub state_status: WorkflowStatus,
     /// Where the dispatch is now (the inbox when approved, the archive when rejected).
     pub dispatch_path: String,
+    /// Who decided (normally `operator`).
     pub by: String,
     /// True when this repeats a decision already taken.
     pub duplicate: bool,
@@ -185,11 +246,17 @@ pub struct ApprovalResult {
 /// `abort_workflow`'s result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AbortResult {
+    /// `aborted`, or `already_aborted` for a repeat.
     pub status: String,
+    /// The workflow aborted.
     pub workflow_id: String,
+    /// Artifacts marked as belonging to an aborted workflow.
     pub artifacts_marked: Vec<String>,
+    /// Artifacts that could not be marked, and why.
     pub artifacts_skipped: Vec<super::model::SkippedArtifact>,
+    /// Where the abort manifest was written, relative to the root.
     pub manifest_path: String,
+    /// Handoff ids of the dispatches withdrawn to the archive.
     pub dispatches_withdrawn: Vec<String>,
     /// True when the workflow was already aborted (the existing manifest is returned).
     pub duplicate: bool,
@@ -198,20 +265,28 @@ pub struct AbortResult {
 /// A path `cleanup` would not touch, and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RefusedPath {
+    /// The path as the definition named it.
     pub path: String,
+    /// Why it was refused (outside the workspace, a link, a protocol directory…).
     pub reason: String,
 }
 
 /// `cleanup`'s result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CleanupResult {
+    /// `cleaned`, or `dry_run` when nothing was deleted.
     pub status: String,
+    /// The workflow whose temporary artifacts were cleaned.
     pub workflow_id: String,
     /// Deleted (or, in a dry run, that would be deleted).
     pub deleted: Vec<String>,
+    /// Paths that did not exist.
     pub missing: Vec<String>,
+    /// Paths that were refused, with the reason.
     pub refused: Vec<RefusedPath>,
+    /// True when nothing was deleted.
     pub dry_run: bool,
+    /// Problems that did not stop the cleanup.
     pub warnings: Vec<String>,
 }
 
@@ -220,17 +295,24 @@ pub struct CleanupResult {
 pub struct RedispatchResult {
     /// `redispatched`.
     pub status: String,
+    /// The workflow whose step was dispatched again.
     pub workflow_id: String,
+    /// The handoff id of the new dispatch.
     pub handoff_id: String,
+    /// The god it went to.
     pub to_god: String,
+    /// The step it asks for.
     pub step: String,
+    /// Where it was written, relative to the root.
     pub dispatch_path: String,
 }
 
 /// `init`'s result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct InitResult {
+    /// `initialised`, or `already_initialised` when nothing was created.
     pub status: String,
+    /// The root directory initialised.
     pub root: String,
     /// Directories and files created now.
     pub created: Vec<String>,

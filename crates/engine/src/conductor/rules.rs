@@ -14,11 +14,15 @@ use crate::store::{Root, is_valid_name};
 /// One rule: when an event matches `when`, do `then`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Rule {
+    /// The rule's id (from the file, or the file name).
     pub id: String,
     /// The file it came from.
     pub file: PathBuf,
+    /// The conditions, as written (shown by `list_rules`).
     pub when: Map<String, Value>,
+    /// The action, as written (shown by `list_rules`).
     pub then: Map<String, Value>,
+    /// The action parsed from `then`; rules with an action this engine does not know fail to load.
     #[serde(skip)]
     pub action: RuleAction,
 }

@@ -9,25 +9,35 @@ use crate::store::is_valid_name;
 /// One piece of a parsed template.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Part {
+    /// Literal text, copied as is.
     Text(String),
+    /// `${workflow_id}`.
     WorkflowId,
+    /// `${message}`: the workflow's last summary.
     Message,
+    /// `${context.KEY}`: a key of the starting handoff's context (empty when absent).
     Context(String),
+    /// `${step.ID.output}`: the summary of step ID's latest completion (empty when absent).
     StepOutput(String),
 }
 
 /// A parsed template string.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Template {
+    /// The template as written.
     pub source: String,
+    /// Its pieces, in order.
     pub parts: Vec<Part>,
 }
 
 /// What a template is rendered with.
 #[derive(Debug, Clone, Default)]
 pub struct Vars<'a> {
+    /// The workflow the step belongs to.
     pub workflow_id: &'a str,
+    /// The workflow's last summary.
     pub message: &'a str,
+    /// The starting handoff's context, if any.
     pub context: Option<&'a Map<String, Value>>,
     /// `step id -> output` (the summary of the step's latest completion).
     pub outputs: Vec<(String, String)>,
@@ -132,19 +142,25 @@ impl Template {
 pub struct TemplateError {
     /// The placeholder as written (to find its line in the file).
     pub placeholder: String,
+    /// What is wrong with it.
     pub message: String,
 }
 
 /// A payload template: any JSON/YAML value whose strings are templates.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PayloadTemplate {
+    /// A string: rendered as a template.
     Str(Template),
+    /// A number, boolean or null: copied as is.
     Other(Value),
+    /// An array: each item rendered.
     List(Vec<PayloadTemplate>),
+    /// An object: each value rendered, keys kept in order.
     Map(Vec<(String, PayloadTemplate)>),
 }
 
 impl PayloadTemplate {
+    /// Parses every string in `v` as a template; refuses an unknown placeholder or a step id not in `steps`.
     pub fn parse(v: &Value, steps: &[&str]) -> Result<Self, TemplateError> {
         Ok(match v {
             Value::String(s) => Self::Str(Template::parse(s, steps)?),
@@ -163,6 +179,7 @@ impl PayloadTemplate {
         })
     }
 
+    /// Renders every template in the value with `vars`; never fails (missing values render empty).
     pub fn render(&self, vars: &Vars<'_>) -> Value {
         match self {
             Self::Str(t) => Value::String(t.render(vars)),

@@ -32,8 +32,11 @@ fn dated_id(s: &str, prefix: &str, min: usize, max: usize) -> bool {
 
 /// Pattern of god, step, track, workflow-definition, rule and director names.
 pub const NAME_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$";
+/// Pattern of handoff ids: `hof_`, a date, then 6–8 lowercase letters or digits.
 pub const HANDOFF_ID_PATTERN: &str = "^hof_\\d{8}_[a-z0-9]{6,8}$";
+/// Pattern of workflow ids: `wf_` then 1–120 lowercase letters, digits or `_`.
 pub const WORKFLOW_ID_PATTERN: &str = "^wf_[a-z0-9_]{1,120}$";
+/// Pattern of ack ids: `ack_`, a date, then 3–8 lowercase letters or digits.
 pub const ACK_ID_PATTERN: &str = "^ack_\\d{8}_[a-z0-9]{3,8}$";
 
 /// True when `s` matches [`NAME_PATTERN`].
@@ -45,14 +48,17 @@ pub fn is_valid_name(s: &str) -> bool {
         && all(s, |c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
 }
 
+/// True when `s` matches [`HANDOFF_ID_PATTERN`].
 pub fn is_valid_handoff_id(s: &str) -> bool {
     dated_id(s, "hof_", 6, 8)
 }
 
+/// True when `s` matches [`ACK_ID_PATTERN`].
 pub fn is_valid_ack_id(s: &str) -> bool {
     dated_id(s, "ack_", 3, 8)
 }
 
+/// True when `s` matches [`WORKFLOW_ID_PATTERN`].
 pub fn is_valid_workflow_id(s: &str) -> bool {
     s.strip_prefix("wf_").is_some_and(|rest| {
         (1..=120).contains(&rest.len()) && all(rest, |b| is_lower_alnum(b) || b == b'_')
@@ -75,6 +81,7 @@ macro_rules! validated {
         impl $name {
             /// The field name used in error messages.
             pub const FIELD: &'static str = $field;
+            /// The pattern a value must match, as shown in error messages.
             pub const PATTERN: &'static str = $pattern;
 
             /// Parses `value`, naming the field `field` in the error.
@@ -86,10 +93,12 @@ macro_rules! validated {
                 }
             }
 
+            /// Parses `value`; refuses (`Error::InvalidName`) a value that does not match [`Self::PATTERN`].
             pub fn parse(value: &str) -> Result<Self> {
                 Self::parse_as($field, value)
             }
 
+            /// The validated text.
             pub fn as_str(&self) -> &str {
                 &self.0
             }
@@ -178,6 +187,7 @@ impl HandoffId {
 }
 
 impl AckId {
+    /// A new ack id, dated today, with 6 random hex digits.
     pub fn generate() -> Self {
         Self(format!("ack_{}_{}", today(), random_hex(6)))
     }

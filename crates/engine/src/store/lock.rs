@@ -39,6 +39,7 @@ impl FileLock {
         &self.file
     }
 
+    /// The lock file's path.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -212,9 +212,11 @@ impl Root {
         }
     }
 
+    /// The handoff JSON schema in `shared/handoffs/`, which every handoff is checked against.
     pub fn schema_path(&self) -> PathBuf {
         self.handoffs.join(L::SCHEMA_FILE)
     }
+    /// `shared/handoffs/{workflow_id}/`: the handoffs of one workflow.
     pub fn handoff_dir(&self, wf: &WorkflowId) -> PathBuf {
         self.handoffs.join(wf.as_str())
     }
@@ -226,18 +228,23 @@ impl Root {
     pub fn handoff_history_path(&self, wf: &WorkflowId, step: &StepId, id: &HandoffId) -> PathBuf {
         self.handoff_dir(wf).join(format!("{step}.{id}.json"))
     }
+    /// `conductor/workflows/`: the workflow definitions.
     pub fn workflows_dir(&self) -> PathBuf {
         self.conductor.join(L::WORKFLOWS_DIR)
     }
+    /// `conductor/rules/`: the routing rules.
     pub fn rules_dir(&self) -> PathBuf {
         self.conductor.join(L::RULES_DIR)
     }
+    /// `conductor/state/`: one state file per workflow.
     pub fn state_dir(&self) -> PathBuf {
         self.conductor.join(L::STATE_DIR)
     }
+    /// `conductor/state/{workflow_id}.json`: a workflow's state.
     pub fn state_path(&self, wf: &WorkflowId) -> PathBuf {
         self.state_dir().join(format!("{wf}.json"))
     }
+    /// `conductor/state/{workflow_id}.aborted.json`: the abort manifest.
     pub fn abort_manifest_path(&self, wf: &WorkflowId) -> PathBuf {
         self.state_dir().join(format!("{wf}{}", L::ABORTED_SUFFIX))
     }
@@ -245,18 +252,23 @@ impl Root {
     pub fn workflow_lock_path(&self, wf: &WorkflowId) -> PathBuf {
         self.state_dir().join(format!(".{wf}{}", L::LOCK_SUFFIX))
     }
+    /// `conductor/pending/`: the inboxes.
     pub fn pending_root(&self) -> PathBuf {
         self.conductor.join(L::PENDING_DIR)
     }
+    /// `conductor/pending/{god}/`: one god's inbox.
     pub fn inbox_dir(&self, god: &GodName) -> PathBuf {
         self.pending_root().join(god.as_str())
     }
+    /// `conductor/pending/_quarantine/`: dispatches held for an operator.
     pub fn quarantine_dir(&self) -> PathBuf {
         self.pending_root().join(L::QUARANTINE_DIR)
     }
+    /// `conductor/archive/`: dispatches done with.
     pub fn archive_root(&self) -> PathBuf {
         self.conductor.join(L::ARCHIVE_DIR)
     }
+    /// `conductor/archive/{god}/`: one god's archived dispatches.
     pub fn archive_dir(&self, god: &GodName) -> PathBuf {
         self.archive_root().join(god.as_str())
     }
@@ -272,6 +284,7 @@ impl Root {
     pub fn supervisor_dir(&self) -> PathBuf {
         self.conductor.join("supervisor")
     }
+    /// `conductor/tracks/`: the per-track buses.
     pub fn tracks_dir(&self) -> PathBuf {
         self.conductor.join(L::TRACKS_DIR)
     }

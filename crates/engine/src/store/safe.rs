@@ -189,6 +189,7 @@ impl SafeDir {
         Ok(Self::open(root, parent, create)?.map(|d| (d, name)))
     }
 
+    /// The directory's path (for messages; every access goes through the open descriptor).
     pub fn path(&self) -> &Path {
         &self.path
     }
