@@ -87,3 +87,100 @@ fn nothing_below_the_command_line_imports_it() {
         );
     }
 }
+
+/// The process environment is never written outside tests (`set_var` is unsound with threads; settings
+/// live in the root's `Settings`, issue 13): no non-test module of the shells, the engine or the benches
+/// calls it.
+#[test]
+fn the_environment_is_written_only_in_tests() {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for d in ["src", "crates/engine/src", "benches"] {
+        rust_files(&base.join(d), &mut files);
+    }
+    assert!(files.len() > 50, "found only {} sources", files.len());
+    // Spelled in two halves so this file does not find itself.
+    let calls = [concat!("set", "_var("), concat!("remove", "_var(")];
+    for f in files {
+        let code = non_test_code(&std::fs::read_to_string(&f).unwrap());
+        for call in calls {
+            assert!(
+                !code.contains(call),
+                "{} calls {call}…) outside tests",
+                f.display()
+            );
+        }
+    }
+}
+
+/// Every package `name` depends on (normal and dev dependencies, transitively), read from Cargo.lock.
+fn locked_dependencies(lock: &str, name: &str) -> std::collections::BTreeSet<String> {
+    // One `[[package]]` block per package: its name and the names in its `dependencies` list (an entry
+    // is `"name"` or `"name version"` when two versions are locked).
+    let mut deps: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for block in lock.split("[[package]]").skip(1) {
+        let Some(pkg) = block
+            .lines()
+            .find_map(|l| l.strip_prefix("name = \""))
+            .and_then(|l| l.strip_suffix('"'))
+        else {
+            continue;
+        };
+        let list = block
+            .split_once("dependencies = [")
+            .map(|(_, rest)| rest.split(']').next().unwrap_or(""))
+            .unwrap_or("");
+        let names = list
+            .lines()
+            .filter_map(|l| l.trim().trim_end_matches(',').strip_prefix('"'))
+            .filter_map(|l| l.strip_suffix('"'))
+            .map(|l| l.split(' ').next().unwrap_or(l).to_owned())
+            .collect();
+        deps.entry(pkg.to_owned())
+            .or_default()
+            .extend::<Vec<String>>(names);
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let mut todo = vec![name.to_owned()];
+    while let Some(p) = todo.pop() {
+        for d in deps.get(&p).into_iter().flatten() {
+            if seen.insert(d.clone()) {
+                todo.push(d.clone());
+            }
+        }
+    }
+    seen
+}
+
+/// The engine crate pulls no terminal, async runtime, MCP or command-line crate, directly or through
+/// another crate (issue 13's "done when"; Cargo.lock holds the whole resolved graph).
+#[test]
+fn the_engine_depends_on_no_terminal_async_or_mcp_crate() {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lock = std::fs::read_to_string(base.join("Cargo.lock")).unwrap();
+    let engine = locked_dependencies(&lock, "pantheon-engine");
+    assert!(
+        engine.contains("serde_json") && engine.contains("rustix"),
+        "the lock file parse found too little: {engine:?}"
+    );
+    let forbidden = [
+        "ratatui",
+        "crossterm",
+        "termion",
+        "tokio",
+        "async-std",
+        "futures",
+        "rmcp",
+        "clap",
+        "async-nats",
+    ];
+    for f in forbidden {
+        assert!(
+            !engine.contains(f),
+            "pantheon-engine depends on {f} (through Cargo.lock); the engine has no terminal, async or MCP code"
+        );
+    }
+    // The check would see them: the console package pulls them.
+    let shell = locked_dependencies(&lock, "pantheon");
+    assert!(shell.contains("ratatui") && shell.contains("tokio"));
+}
