@@ -475,3 +475,124 @@ fn root_config_sets_the_default_ack_wait_and_bad_values_are_warned() {
     assert!(text.contains("lock_timeout"), "{text}");
     assert!(text.contains("no supervisor is alive"), "{text}");
 }
+
+const THREE_STEP_FLOW: &str = r#"
+workflow:
+  id: three-flow
+  version: "1"
+  steps:
+    - id: plan
+      god: thoth
+    - id: build
+      god: hephaestus
+      ack_wait: 1s
+      max_deliveries: 5
+      fallback_gods: [marvin]
+    - id: ship
+      god: iris
+"#;
+
+/// An ack through the engine as god `by` (what the MCP server and the demo gods do: `Actor::God`).
+fn ack_as(env: &Env, by: &str, a: &Value) -> pantheon::engine::error::Result<Value> {
+    use pantheon::engine::conductor::{Actor, Conductor};
+    let c = Conductor::new(pantheon::engine::store::Root::at(&env.root));
+    c.ack_handoff(a, Actor::God(by.to_owned()))
+        .map(|r| serde_json::to_value(r).unwrap())
+}
+
+#[test]
+fn an_ack_from_an_earlier_target_is_accepted_while_open_and_a_late_one_is_a_duplicate() {
+    let env = Env::with_test_flow();
+    env.write("conductor/workflows/three-flow.yaml", THREE_STEP_FLOW);
+    let (wf, hid) = ("wf_deliver_earlier", "hof_20260614_de0007");
+    env.submit(&def_handoff(
+        hid,
+        wf,
+        "thoth",
+        "hephaestus",
+        "plan",
+        &[],
+        "three-flow",
+        None,
+    ));
+    // Deliveries 2 (hephaestus again) and 3 (the fallback, marvin).
+    let mut at = format!("conductor/pending/hephaestus/{hid}.json");
+    for to in ["hephaestus", "marvin"] {
+        wait_past_deadline(&env, &at);
+        let r = env.ok(&["tick"], None);
+        assert_eq!(r["redelivered"][0]["to_god"], to);
+        at = format!("conductor/pending/{to}/{hid}.json");
+    }
+    assert_eq!(
+        copies(&env, hid),
+        vec!["conductor/pending/marvin".to_string()]
+    );
+    assert_eq!(env.state(wf)["dispatched_to"], "marvin");
+
+    // The first god acks the handoff while it is open in marvin's inbox: accepted, not forked.
+    let r = ack_as(
+        &env,
+        "hephaestus",
+        &ack("ack_20260614_ea1", hid, "accepted", "on it"),
+    )
+    .unwrap();
+    assert_eq!(r["status"], "accepted");
+    assert_eq!(r["duplicate"], false);
+    assert_eq!(r["god"], "hephaestus");
+    assert_eq!(
+        copies(&env, hid),
+        vec!["conductor/archive/hephaestus".to_string()],
+        "one dispatch, archived for the god that acked"
+    );
+    let st = env.state(wf);
+    assert_eq!(st["status"], "in_progress");
+    assert_eq!(st["dispatched_to"], "hephaestus");
+    // marvin can no longer ack it as accepted work of its own.
+    let e = ack_as(
+        &env,
+        "marvin",
+        &ack("ack_20260614_ea2", hid, "accepted", "me too"),
+    );
+    let e = e.unwrap_err().to_string();
+    assert!(e.contains("cannot acknowledge"), "{e}");
+
+    // hephaestus completes it: the workflow moves on once, to ship.
+    let r = ack_as(
+        &env,
+        "hephaestus",
+        &ack("ack_20260614_ea3", hid, "completed", "built"),
+    )
+    .unwrap();
+    assert_eq!(r["status"], "completed");
+    let st = env.state(wf);
+    assert_eq!(st["current_step"], "ship");
+    assert_eq!(st["dispatched_to"], "iris");
+    let history = st["step_history"].as_array().unwrap().len();
+    assert_eq!(
+        env.names("conductor/pending/iris").len(),
+        1,
+        "one next dispatch"
+    );
+
+    // A late completed ack from the fallback god, after the dispatch completed: a duplicate, nothing moves.
+    let r = ack_as(
+        &env,
+        "marvin",
+        &ack("ack_20260614_ea4", hid, "completed", "built too"),
+    )
+    .unwrap();
+    assert_eq!(r["duplicate"], true, "{r:#}");
+    let st = env.state(wf);
+    assert_eq!(st["current_step"], "ship");
+    assert_eq!(st["step_history"].as_array().unwrap().len(), history);
+    assert_eq!(
+        env.names("conductor/pending/iris").len(),
+        1,
+        "still one next dispatch"
+    );
+    assert_eq!(
+        copies(&env, hid),
+        vec!["conductor/archive/hephaestus".to_string()]
+    );
+    assert_valid(&env);
+}
