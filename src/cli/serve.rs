@@ -1,8 +1,9 @@
 //! `pantheon tick` (one pass of the delivery supervisor, then exit) and `pantheon serve` (the supervisor
 //! in the foreground): thin shells around [`Conductor::tick`] (docs/PROTOCOL.md §2.10).
 //!
-//! `serve` sleeps until the earliest ack deadline or a file event under `conductor/pending/`, never
-//! polls; it writes a heartbeat every [`SUPERVISOR_BEAT`]; SIGTERM or SIGINT finish the current pass and
+//! `serve` keeps a deadline index (a min-heap by due time) updated from the paths file events name, and
+//! sleeps until the earliest due time or a file event under `conductor/pending/` or `conductor/timers/`,
+//! never polls; it writes a heartbeat every [`SUPERVISOR_BEAT`]; SIGTERM or SIGINT finish the current pass and
 //! exit 0.
 
 use std::io::Write;
@@ -18,12 +19,13 @@ use notify::Watcher;
 
 use super::Outcome;
 use crate::engine::conductor::Conductor;
+use crate::engine::conductor::deadlines::DeadlineIndex;
 use crate::engine::conductor::delivery::{
-    SUPERVISOR_BEAT, ScanCache, TickReport, remove_supervisor_heartbeat, write_supervisor_heartbeat,
+    SUPERVISOR_BEAT, TickReport, remove_supervisor_heartbeat, write_supervisor_heartbeat,
 };
 use crate::engine::journal::Origin;
 use crate::engine::store::Root;
-use crate::engine::store::time::{format_ts, parse_ts};
+use crate::engine::store::time::format_ts;
 
 /// Options of `pantheon serve`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -33,8 +35,15 @@ pub struct ServeArgs {
     pub log: Option<PathBuf>,
 }
 
-/// A full rescan at least this often, whatever the file events said (a safety net for missed events).
-const RESCAN_EVERY: Duration = Duration::from_secs(60);
+/// What wakes the loop.
+enum Wake {
+    /// Files changed (the paths notify reported).
+    Paths(Vec<PathBuf>),
+    /// The watcher lost events (overflow) or asked for a rescan: rebuild the index.
+    Rescan,
+    /// SIGTERM or SIGINT.
+    Stop,
+}
 
 /// `pantheon tick`: one pass, its report as JSON.
 pub fn tick(root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
@@ -92,7 +101,7 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     let id = format!("pid-{}", std::process::id());
     let started = format_ts(chrono::Utc::now());
     let stop = Arc::new(AtomicBool::new(false));
-    let (tx, rx) = mpsc::channel::<()>();
+    let (tx, rx) = mpsc::channel::<Wake>();
 
     // Signals: a small runtime on its own thread sets `stop` and wakes the loop.
     {
@@ -125,7 +134,7 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
                         _ = int.recv() => {}
                     }
                     stop.store(true, Ordering::SeqCst);
-                    let _ = tx.send(());
+                    let _ = tx.send(Wake::Stop);
                 });
             })
             .context("cannot start the signal thread")?;
@@ -135,19 +144,27 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
             .context("cannot install the SIGTERM handler")?;
     }
 
-    // File events under conductor/pending wake the loop (new dispatches, acks, moves).
+    // File events under conductor/pending and conductor/timers wake the loop with their paths; only
+    // those files are read again (the deadline index), the whole tree only at start and on overflow.
     let pending = root.pending_root();
+    let timers = root.timers_dir();
     std::fs::create_dir_all(&pending).ok();
+    std::fs::create_dir_all(&timers).ok();
     let wake = tx.clone();
     let mut watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
-        if ev.is_ok() {
-            let _ = wake.send(());
-        }
+        let _ = match ev {
+            Ok(ev) if ev.need_rescan() => wake.send(Wake::Rescan),
+            Ok(ev) => wake.send(Wake::Paths(ev.paths)),
+            Err(_) => wake.send(Wake::Rescan),
+        };
     })
     .context("cannot watch the inboxes")?;
     watcher
         .watch(&pending, notify::RecursiveMode::Recursive)
         .with_context(|| format!("cannot watch {}", pending.display()))?;
+    watcher
+        .watch(&timers, notify::RecursiveMode::NonRecursive)
+        .with_context(|| format!("cannot watch {}", timers.display()))?;
 
     let _ = writeln!(
         out,
@@ -155,25 +172,18 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
         root.dir.display(),
         root.supervisor_dir().join(format!("{id}.json")).display()
     );
-    let mut next_deadline: Option<chrono::DateTime<chrono::Utc>> = None;
-    let mut last_scan = Instant::now() - RESCAN_EVERY;
+    let mut index = DeadlineIndex::build(root);
     let mut last_beat = Instant::now() - SUPERVISOR_BEAT;
-    let mut scan = true;
-    let mut cache = ScanCache::default();
+    let mut pass = true;
     while !stop.load(Ordering::SeqCst) {
         let now = chrono::Utc::now();
-        let due = next_deadline.is_some_and(|t| t <= now);
-        if scan || due || last_scan.elapsed() >= RESCAN_EVERY {
-            let report = c.tick_with(&mut cache, now);
+        if pass || index.next_due().is_some_and(|t| t <= now) {
+            let report = c.tick_index(&mut index, now);
             log_line(&mut *out, &report);
-            next_deadline = report.next_deadline.as_deref().and_then(parse_ts);
-            last_scan = Instant::now();
-            // Our own moves raised file events: drop the ones that arrived during the pass.
-            while rx.try_recv().is_ok() {}
-            scan = false;
+            pass = false;
         }
         if last_beat.elapsed() >= SUPERVISOR_BEAT {
-            let nd = next_deadline.map(format_ts);
+            let nd = index.next_due().map(format_ts);
             if let Err(e) = write_supervisor_heartbeat(root, &id, &started, nd.as_deref()) {
                 let _ = writeln!(out, "{} heartbeat: {e}", format_ts(chrono::Utc::now()));
             }
@@ -182,25 +192,35 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
         if stop.load(Ordering::SeqCst) {
             break;
         }
+        // Sleep exactly until the next due time (or the next heartbeat), unless a file event comes.
         let mut wait = SUPERVISOR_BEAT.saturating_sub(last_beat.elapsed());
-        wait = wait.min(RESCAN_EVERY.saturating_sub(last_scan.elapsed()));
-        if let Some(t) = next_deadline {
+        if let Some(t) = index.next_due() {
             let until = (t - chrono::Utc::now()).to_std().unwrap_or(Duration::ZERO);
             wait = wait.min(until);
         }
-        match rx.recv_timeout(wait) {
-            Ok(()) => {
-                // Let a burst of events settle into one pass.
-                let quiet = Instant::now() + Duration::from_millis(20);
-                while let Some(left) = quiet.checked_duration_since(Instant::now()) {
-                    if rx.recv_timeout(left).is_err() {
-                        break;
-                    }
-                }
-                scan = true;
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        let first = match rx.recv_timeout(wait) {
+            Ok(w) => w,
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        // Take every event already queued, then update the index from them.
+        let mut rescan = false;
+        let mut changed: Vec<PathBuf> = Vec::new();
+        for w in std::iter::once(first).chain(rx.try_iter()) {
+            match w {
+                Wake::Paths(p) => changed.extend(p),
+                Wake::Rescan => rescan = true,
+                Wake::Stop => {}
+            }
+        }
+        if rescan {
+            index.rebuild(root);
+        } else {
+            changed.sort();
+            changed.dedup();
+            for p in &changed {
+                index.refresh(root, p);
+            }
         }
     }
     drop(watcher);

@@ -475,3 +475,280 @@ fn root_config_sets_the_default_ack_wait_and_bad_values_are_warned() {
     assert!(text.contains("lock_timeout"), "{text}");
     assert!(text.contains("no supervisor is alive"), "{text}");
 }
+
+const THREE_STEP_FLOW: &str = r#"
+workflow:
+  id: three-flow
+  version: "1"
+  steps:
+    - id: plan
+      god: thoth
+    - id: build
+      god: hephaestus
+      ack_wait: 1s
+      max_deliveries: 5
+      fallback_gods: [marvin]
+    - id: ship
+      god: iris
+"#;
+
+/// An ack through the engine as god `by` (what the MCP server and the demo gods do: `Actor::God`).
+fn ack_as(env: &Env, by: &str, a: &Value) -> pantheon::engine::error::Result<Value> {
+    use pantheon::engine::conductor::{Actor, Conductor};
+    let c = Conductor::new(pantheon::engine::store::Root::at(&env.root));
+    c.ack_handoff(a, Actor::God(by.to_owned()))
+        .map(|r| serde_json::to_value(r).unwrap())
+}
+
+#[test]
+fn an_ack_from_an_earlier_target_is_accepted_while_open_and_a_late_one_is_a_duplicate() {
+    let env = Env::with_test_flow();
+    env.write("conductor/workflows/three-flow.yaml", THREE_STEP_FLOW);
+    let (wf, hid) = ("wf_deliver_earlier", "hof_20260614_de0007");
+    env.submit(&def_handoff(
+        hid,
+        wf,
+        "thoth",
+        "hephaestus",
+        "plan",
+        &[],
+        "three-flow",
+        None,
+    ));
+    // Deliveries 2 (hephaestus again) and 3 (the fallback, marvin).
+    let mut at = format!("conductor/pending/hephaestus/{hid}.json");
+    for to in ["hephaestus", "marvin"] {
+        wait_past_deadline(&env, &at);
+        let r = env.ok(&["tick"], None);
+        assert_eq!(r["redelivered"][0]["to_god"], to);
+        at = format!("conductor/pending/{to}/{hid}.json");
+    }
+    assert_eq!(
+        copies(&env, hid),
+        vec!["conductor/pending/marvin".to_string()]
+    );
+    assert_eq!(env.state(wf)["dispatched_to"], "marvin");
+
+    // The first god acks the handoff while it is open in marvin's inbox: accepted, not forked.
+    let r = ack_as(
+        &env,
+        "hephaestus",
+        &ack("ack_20260614_ea1", hid, "accepted", "on it"),
+    )
+    .unwrap();
+    assert_eq!(r["status"], "accepted");
+    assert_eq!(r["duplicate"], false);
+    assert_eq!(r["god"], "hephaestus");
+    assert_eq!(
+        copies(&env, hid),
+        vec!["conductor/archive/hephaestus".to_string()],
+        "one dispatch, archived for the god that acked"
+    );
+    let st = env.state(wf);
+    assert_eq!(st["status"], "in_progress");
+    assert_eq!(st["dispatched_to"], "hephaestus");
+    // marvin can no longer ack it as accepted work of its own.
+    let e = ack_as(
+        &env,
+        "marvin",
+        &ack("ack_20260614_ea2", hid, "accepted", "me too"),
+    );
+    let e = e.unwrap_err().to_string();
+    assert!(e.contains("cannot acknowledge"), "{e}");
+
+    // hephaestus completes it: the workflow moves on once, to ship.
+    let r = ack_as(
+        &env,
+        "hephaestus",
+        &ack("ack_20260614_ea3", hid, "completed", "built"),
+    )
+    .unwrap();
+    assert_eq!(r["status"], "completed");
+    let st = env.state(wf);
+    assert_eq!(st["current_step"], "ship");
+    assert_eq!(st["dispatched_to"], "iris");
+    let history = st["step_history"].as_array().unwrap().len();
+    assert_eq!(
+        env.names("conductor/pending/iris").len(),
+        1,
+        "one next dispatch"
+    );
+
+    // A late completed ack from the fallback god, after the dispatch completed: a duplicate, nothing moves.
+    let r = ack_as(
+        &env,
+        "marvin",
+        &ack("ack_20260614_ea4", hid, "completed", "built too"),
+    )
+    .unwrap();
+    assert_eq!(r["duplicate"], true, "{r:#}");
+    let st = env.state(wf);
+    assert_eq!(st["current_step"], "ship");
+    assert_eq!(st["step_history"].as_array().unwrap().len(), history);
+    assert_eq!(
+        env.names("conductor/pending/iris").len(),
+        1,
+        "still one next dispatch"
+    );
+    assert_eq!(
+        copies(&env, hid),
+        vec!["conductor/archive/hephaestus".to_string()]
+    );
+    assert_valid(&env);
+}
+
+const TIMEOUT_FLOW: &str = r#"
+workflow:
+  id: timeout-flow
+  version: "1"
+  steps:
+    - id: plan
+      god: thoth
+    - id: build
+      god: hephaestus
+      ack_wait: 1s
+      timeout: 1s
+      max_deliveries: 3
+      fallback_gods: [marvin]
+"#;
+
+fn timeout_env() -> Env {
+    let env = Env::with_test_flow();
+    env.write("conductor/workflows/timeout-flow.yaml", TIMEOUT_FLOW);
+    env
+}
+
+fn start_timeout(env: &Env, wf: &str, hid: &str) {
+    env.submit(&def_handoff(
+        hid,
+        wf,
+        "thoth",
+        "hephaestus",
+        "plan",
+        &[],
+        "timeout-flow",
+        None,
+    ));
+}
+
+/// Waits past the step deadline of the accepted dispatch at `rel`.
+fn wait_past_step_deadline(env: &Env, rel: &str) {
+    let d = env.read(rel);
+    let deadline = chrono::DateTime::parse_from_rfc3339(d["step_deadline"].as_str().unwrap())
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    if let Ok(left) = (deadline - chrono::Utc::now()).to_std() {
+        std::thread::sleep(left + Duration::from_millis(30));
+    }
+}
+
+#[test]
+fn tick_enforces_the_step_timeout_after_accepted_then_dead_letters() {
+    let env = timeout_env();
+    let (wf, hid) = ("wf_deliver_timeout", "hof_20260614_de0008");
+    start_timeout(&env, wf, hid);
+    let r = env.ack(&ack("ack_20260614_to1", hid, "accepted", "on it"));
+    assert_eq!(r["deadline_kind"], "step_timeout");
+    let archived = format!("conductor/archive/hephaestus/{hid}.json");
+    assert_eq!(env.read(&archived)["step_deadline"], r["deadline"]);
+    assert_eq!(env.names("conductor/timers"), vec![format!("{hid}.json")]);
+    let r = env.ok(&["tick"], None);
+    assert_eq!(r["redelivered"], json!([]), "the timeout has not run out");
+    assert_eq!(r["watched"], 1, "the timer is watched");
+
+    // The timeout passes with no completion: delivery 2, to the same god, waiting for an ack again.
+    wait_past_step_deadline(&env, &archived);
+    let r = env.ok(&["tick"], None);
+    assert_eq!(r["redelivered"][0]["to_god"], "hephaestus", "{r:#}");
+    assert_eq!(r["redelivered"][0]["delivery"], 2);
+    let inbox = format!("conductor/pending/hephaestus/{hid}.json");
+    assert_eq!(
+        copies(&env, hid),
+        vec!["conductor/pending/hephaestus".to_string()]
+    );
+    let d = env.read(&inbox);
+    assert_eq!(d["ack_status"], "unacked");
+    assert_eq!(d["deliveries"].as_array().unwrap().len(), 2);
+    assert!(d.get("step_deadline").is_none());
+    let st = env.state(wf);
+    assert_eq!(st["status"], "waiting_for_ack");
+    assert!(
+        env.names("conductor/timers").is_empty(),
+        "the timer is spent"
+    );
+    // The same expiry never acts twice.
+    let r = env.ok(&["tick"], None);
+    assert_eq!(r["redelivered"], json!([]));
+
+    // Accepted again; a progress ack (pending with an ETA) after accepted moves the step deadline.
+    env.ack(&ack("ack_20260614_to2", hid, "accepted", "again"));
+    let eta = chrono::Utc::now() + chrono::Duration::milliseconds(2200);
+    let eta_text = eta.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    let mut p = ack("ack_20260614_to3", hid, "pending", "half way");
+    p["eta"] = json!(eta_text);
+    let r = env.ack(&p);
+    assert_eq!(r["deadline"], eta_text);
+    assert_eq!(r["deadline_kind"], "step_timeout");
+    assert_eq!(env.read(&archived)["step_deadline"], eta_text);
+    std::thread::sleep(Duration::from_millis(1200));
+    let r = env.ok(&["tick"], None);
+    assert_eq!(r["redelivered"], json!([]), "the progress ack moved it");
+    wait_past_step_deadline(&env, &archived);
+    let r = env.ok(&["tick"], None);
+    assert_eq!(r["redelivered"][0]["to_god"], "marvin", "{r:#}");
+    assert_eq!(r["redelivered"][0]["delivery"], 3);
+    assert_eq!(env.state(wf)["dispatched_to"], "marvin");
+
+    // marvin accepts and never finishes: out of deliveries, dead-lettered, the workflow stalled.
+    env.ack(&ack("ack_20260614_to4", hid, "accepted", "mine now"));
+    let marvin = format!("conductor/archive/marvin/{hid}.json");
+    wait_past_step_deadline(&env, &marvin);
+    let r = env.ok(&["tick"], None);
+    assert_eq!(r["dead_lettered"][0]["handoff_id"], hid, "{r:#}");
+    assert_eq!(copies(&env, hid), vec!["conductor/dead/marvin".to_string()]);
+    let dead = env.read(&format!("conductor/dead/marvin/{hid}.json"));
+    assert!(
+        dead["dead_reason"].as_str().unwrap().contains("timed out"),
+        "{dead:#}"
+    );
+    let st = env.state(wf);
+    assert_eq!(st["status"], "stalled");
+    assert!(st["failure_reason"].as_str().unwrap().contains("timed out"));
+    assert_eq!(acts(&env, "redeliver", hid), 2);
+    assert_eq!(acts(&env, "dead_letter", hid), 1);
+    assert_valid(&env);
+}
+
+#[test]
+fn a_completed_step_is_never_timed_out_and_serve_enforces_the_timeout() {
+    let env = timeout_env();
+    // Completed before its timeout: the timer finds nothing to do.
+    let (wf1, hid1) = ("wf_deliver_timeout_done", "hof_20260614_de0009");
+    start_timeout(&env, wf1, hid1);
+    env.ack(&ack("ack_20260614_tc1", hid1, "accepted", ""));
+    env.ack(&ack("ack_20260614_tc2", hid1, "completed", "done"));
+    let child = serve(&env, "serve.log");
+    // Accepted and left: serve redelivers it when the timeout runs out.
+    let (wf2, hid2) = ("wf_deliver_timeout_serve", "hof_20260614_de0010");
+    start_timeout(&env, wf2, hid2);
+    env.ack(&ack("ack_20260614_ts1", hid2, "accepted", ""));
+    wait_for("the timeout redelivery", Duration::from_secs(30), || {
+        acts(&env, "redeliver", hid2) == 1
+    });
+    assert_eq!(
+        copies(&env, hid2),
+        vec!["conductor/pending/hephaestus".to_string()]
+    );
+    assert_eq!(env.state(wf2)["status"], "waiting_for_ack");
+    wait_for("the spent timers", Duration::from_secs(10), || {
+        env.names("conductor/timers").is_empty()
+    });
+    terminate(child);
+    assert_eq!(env.state(wf1)["status"], "completed");
+    assert_eq!(acts(&env, "redeliver", hid1), 0);
+    assert_eq!(
+        copies(&env, hid1),
+        vec!["conductor/archive/hephaestus".to_string()]
+    );
+    assert_valid(&env);
+}

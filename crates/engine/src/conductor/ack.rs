@@ -276,10 +276,14 @@ impl Conductor {
                     return Ok(self.ack_result(&wf, &st, &rec, true, None));
                 }
                 AckStatus::Pending => {
-                    return Err(Error::refused(format!(
-                        "handoff {} was already accepted by {god}; it can now only be completed or rejected",
-                        a.hid
-                    )));
+                    // A progress ack on an accepted step with a timeout (docs/PROTOCOL.md §2.10).
+                    let rec = self.record(&a, god.as_str(), &by, None);
+                    let deadline =
+                        self.step_progress(&wf, &mut st, &found, &rec, a.eta.as_deref())?;
+                    let mut result = self.ack_result(&wf, &st, &rec, false, None);
+                    result.deadline = Some(deadline);
+                    result.deadline_kind = Some("step_timeout".to_owned());
+                    return Ok(result);
                 }
                 _ => {}
             }
@@ -301,6 +305,7 @@ impl Conductor {
         d.by = rec.by.clone();
         let now = now_ts();
         let mut warnings = Vec::new();
+        let mut step_deadline = None;
         if a.status != AckStatus::Completed {
             // (completed goes through the submit path, which checks its own files.)
             files::refuse_unconfined(
@@ -328,6 +333,7 @@ impl Conductor {
                 if is_current {
                     st.status = WorkflowStatus::InProgress;
                 }
+                step_deadline = self.arm_step_timer(&mut d, &god, chrono::Utc::now())?;
                 st.acks.push(rec.clone());
                 st.updated = Some(now);
                 files::write_state(&self.root, &wf, &st)?;
@@ -388,14 +394,7 @@ impl Conductor {
                 result.deadline_kind = d.ack_deadline.as_ref().map(|_| "ack".to_owned());
             }
             AckStatus::Accepted => {
-                let timeout = st
-                    .definition_id
-                    .as_deref()
-                    .and_then(|id| find_definition(&self.root, id).ok().flatten())
-                    .and_then(|def| def.step(&d.step).and_then(|s| s.timeout));
-                result.deadline = timeout
-                    .and_then(|t| crate::store::time::add(chrono::Utc::now(), t))
-                    .map(crate::store::time::format_ts);
+                result.deadline = step_deadline;
                 result.deadline_kind = result.deadline.as_ref().map(|_| "step_timeout".to_owned());
             }
             _ => {}

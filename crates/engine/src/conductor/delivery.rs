@@ -9,10 +9,7 @@
 //! idempotent on the delivery number, so two supervisors, or one restarted after a crash, redeliver each
 //! dispatch exactly once.
 
-use std::collections::HashMap;
-use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -20,6 +17,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::Conductor;
+use super::deadlines::{DeadlineIndex, Kind};
 use super::files::{self, Found, Place};
 use super::model::{AckStatus, Dispatch, WorkflowStatus, lenient};
 use crate::error::{Error, Result};
@@ -197,6 +195,13 @@ impl Policy {
         })
     }
 
+    /// Writes the policy (not the deliveries) into a dispatch.
+    pub fn stamp_policy(&self, d: &mut Dispatch) {
+        d.ack_wait = Some(duration_text(self.ack_wait));
+        d.max_deliveries = Some(self.max_deliveries);
+        d.backoff = self.backoff.iter().map(|b| duration_text(*b)).collect();
+    }
+
     /// Writes the policy and the first delivery into a new dispatch.
     pub fn stamp(&self, d: &mut Dispatch, now: DateTime<Utc>) {
         d.ack_wait = Some(duration_text(self.ack_wait));
@@ -299,21 +304,15 @@ pub fn deadline_after_ack(
     at.map(format_ts)
 }
 
-/// File identity (device, inode, size, mtime) of each inbox file the last pass saw, with the dispatch
-/// parsed from it when it has a delivery policy.
-#[derive(Debug, Default)]
-pub struct ScanCache {
-    files: HashMap<PathBuf, (FileId, Option<Arc<Dispatch>>)>,
-}
-
-type FileId = (u64, u64, u64, i64, i64);
+/// How long a dispatch that could not be handled waits before the supervisor tries it again.
+pub const RETRY_AFTER: Duration = Duration::from_secs(5);
 
 /// What one pass of the supervisor did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct TickReport {
     /// When the pass ran.
     pub now: String,
-    /// Open dispatches with a deadline that were looked at.
+    /// Open dispatches with a deadline and step timers the supervisor watches.
     pub watched: usize,
     /// Dispatches moved to their next delivery.
     pub redelivered: Vec<DeliveryAct>,
@@ -418,52 +417,8 @@ fn dead_at(d: &Dispatch) -> String {
 }
 
 impl Conductor {
-    /// Every dispatch with a delivery policy in the inboxes (the quarantine is not delivered, so it has
-    /// no deadline). Files unchanged since the last pass (same inode, size and mtime) are not read again.
-    fn inbox_dispatches(&self, cache: &mut ScanCache) -> Vec<(GodName, PathBuf, Arc<Dispatch>)> {
-        let mut out = Vec::new();
-        let mut seen = HashMap::new();
-        for god in files::god_dirs(&self.root.pending_root()) {
-            let Ok(rd) = std::fs::read_dir(self.root.inbox_dir(&god)) else {
-                continue;
-            };
-            for e in rd.flatten() {
-                let name = e.file_name();
-                let name = name.to_string_lossy();
-                if name.starts_with('.') || !name.ends_with(".json") {
-                    continue;
-                }
-                let Ok(m) = e.metadata() else {
-                    continue;
-                };
-                if !m.is_file() {
-                    continue;
-                }
-                let id = (m.dev(), m.ino(), m.len(), m.mtime(), m.mtime_nsec());
-                let path = e.path();
-                let entry = match cache.files.remove(&path) {
-                    Some((old, d)) if old == id => (id, d),
-                    _ => {
-                        let d = files::read_model::<Dispatch>(&path)
-                            .ok()
-                            .flatten()
-                            .filter(|d| !d.deliveries.is_empty() || d.ack_wait.is_some())
-                            .map(Arc::new);
-                        (id, d)
-                    }
-                };
-                if let Some(d) = &entry.1 {
-                    out.push((god.clone(), path.clone(), d.clone()));
-                }
-                seen.insert(path, entry);
-            }
-        }
-        cache.files = seen;
-        out
-    }
-
     /// The `fallback_gods` of the step a dispatch is for (none when its definition is gone).
-    fn fallbacks_of(&self, d: &Dispatch) -> Vec<String> {
+    pub(crate) fn step_fallbacks(&self, d: &Dispatch) -> Vec<String> {
         let def_id = d
             .routing
             .as_ref()
@@ -481,64 +436,133 @@ impl Conductor {
     }
 
     /// One pass of the supervisor at `now`: finishes half-done moves, redelivers every dispatch whose
-    /// ack deadline has passed and dead-letters those out of deliveries. Each act is journaled.
+    /// ack deadline (or accepted step's timeout) has passed and dead-letters those out of deliveries.
+    /// Each act is journaled.
     pub fn tick(&self, now: DateTime<Utc>) -> TickReport {
-        self.tick_with(&mut ScanCache::default(), now)
+        self.tick_index(&mut DeadlineIndex::build(&self.root), now)
     }
 
-    /// [`Conductor::tick`] for a long-running supervisor: `cache` keeps what earlier passes read, so a
-    /// pass over 10,000 waiting dispatches lists and stats them but parses only the changed ones.
-    pub fn tick_with(&self, cache: &mut ScanCache, now: DateTime<Utc>) -> TickReport {
+    /// [`Conductor::tick`] for a long-running supervisor: acts on the entries of `index` that are
+    /// due at `now` only (reading each file again under its workflow's lock), then puts every file it
+    /// touched back into the index with its new due time.
+    pub fn tick_index(&self, index: &mut DeadlineIndex, now: DateTime<Utc>) -> TickReport {
         let mut report = TickReport {
             now: format_ts(now),
             ..Default::default()
         };
         let mut next: Option<DateTime<Utc>> = None;
-        for (god, path, d) in self.inbox_dispatches(cache) {
-            if d.deliveries.is_empty() && d.ack_wait.is_none() {
-                continue;
+        for (path, kind) in index.take_due(now) {
+            let touched = match kind {
+                Kind::Timer => self.handle_timer(&path, now, &mut report, &mut next),
+                Kind::Dispatch => self.handle_dispatch(&path, now, &mut report, &mut next),
+            };
+            index.refresh(&self.root, &path);
+            if let Some(t) = touched {
+                index.refresh(&self.root, &t);
             }
-            report.watched += 1;
-            if d.extra.contains_key("dead_at") {
-                match self.finish_dead(&d, &path) {
-                    Ok(true) => report.repaired += 1,
-                    Ok(false) => {}
-                    Err(e) => report.errors.push(format!("{}: {e}", path.display())),
-                }
-                continue;
-            }
-            if d.to_god != god.as_str() {
-                match self.finish_move(&d, &path) {
-                    Ok(true) => report.repaired += 1,
-                    Ok(false) => {}
-                    Err(e) => report.errors.push(format!("{}: {e}", path.display())),
-                }
-                continue;
-            }
-            match decide(&d, &[], now) {
-                Due::NotDue(Some(t)) => next = Some(next.map_or(t, |n| n.min(t))),
-                Due::NotDue(None) => {}
-                _ => match self.deliver_due(&path, &d, now) {
-                    Ok(Some((act, dead))) => {
-                        let journal_act = delivery_act(&act, dead);
-                        self.journal(&journal_act);
-                        if dead {
-                            self.post_dead_event(&act);
-                            report.dead_lettered.push(act);
-                        } else {
-                            if let Some(t) = act.deadline.as_deref().and_then(parse_ts) {
-                                next = Some(next.map_or(t, |n| n.min(t)));
-                            }
-                            report.redelivered.push(act);
-                        }
-                    }
-                    Ok(None) => {}
-                    Err(e) => report.errors.push(format!("{}: {e}", path.display())),
-                },
-            }
+            // Still due after the pass (an error, or a half-done move that could not be finished):
+            // retried a little later, never in a tight loop.
+            index.postpone_if_due(&path, now, RETRY_AFTER);
         }
+        report.watched = index.len();
+        let ahead = index.next_due();
+        next = match (next, ahead) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         report.next_deadline = next.map(format_ts);
         report
+    }
+
+    fn record_act(
+        &self,
+        act: DeliveryAct,
+        dead: bool,
+        report: &mut TickReport,
+        next: &mut Option<DateTime<Utc>>,
+    ) -> PathBuf {
+        let journal_act = delivery_act(&act, dead);
+        self.journal(&journal_act);
+        let path = PathBuf::from(&act.path);
+        if dead {
+            self.post_dead_event(&act);
+            report.dead_lettered.push(act);
+        } else {
+            if let Some(t) = act.deadline.as_deref().and_then(parse_ts) {
+                *next = Some(next.map_or(t, |n| n.min(t)));
+            }
+            report.redelivered.push(act);
+        }
+        path
+    }
+
+    /// One due step timer (docs/PROTOCOL.md §2.10); returns the path it moved a dispatch to.
+    fn handle_timer(
+        &self,
+        path: &std::path::Path,
+        now: DateTime<Utc>,
+        report: &mut TickReport,
+        next: &mut Option<DateTime<Utc>>,
+    ) -> Option<PathBuf> {
+        match self.fire_step_timer(path, now, next, &mut report.repaired) {
+            Ok(Some((act, dead))) => Some(self.record_act(act, dead, report, next)),
+            Ok(None) => None,
+            Err(e) => {
+                report.errors.push(format!("{}: {e}", path.display()));
+                None
+            }
+        }
+    }
+
+    /// One due inbox dispatch; returns the path it moved to.
+    fn handle_dispatch(
+        &self,
+        path: &std::path::Path,
+        now: DateTime<Utc>,
+        report: &mut TickReport,
+        next: &mut Option<DateTime<Utc>>,
+    ) -> Option<PathBuf> {
+        let god = path
+            .parent()
+            .and_then(|p| p.file_name())
+            .map(|g| g.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let d = files::read_model::<Dispatch>(path).ok().flatten()?;
+        if d.deliveries.is_empty() && d.ack_wait.is_none() {
+            return None;
+        }
+        let mut err = |e: Error| report.errors.push(format!("{}: {e}", path.display()));
+        if d.extra.contains_key("dead_at") {
+            match self.finish_dead(&d, path) {
+                Ok(true) => report.repaired += 1,
+                Ok(false) => {}
+                Err(e) => err(e),
+            }
+            return None;
+        }
+        if d.to_god != god {
+            match self.finish_move(&d, path) {
+                Ok(true) => report.repaired += 1,
+                Ok(false) => {}
+                Err(e) => err(e),
+            }
+            return GodName::parse(&d.to_god).ok().map(|g| {
+                self.root
+                    .inbox_dir(&g)
+                    .join(path.file_name().unwrap_or_default())
+            });
+        }
+        match decide(&d, &[], now) {
+            Due::NotDue(_) => None,
+            _ => match self.deliver_due(path, &d, now) {
+                Ok(Some((act, dead))) => Some(self.record_act(act, dead, report, next)),
+                Ok(None) => None,
+                Err(e) => {
+                    err(e);
+                    None
+                }
+            },
+        }
     }
 
     /// A dispatch rewritten for another god but not yet renamed into its inbox (a crash between the
@@ -605,7 +629,7 @@ impl Conductor {
             return Ok(None);
         }
         let from = GodName::parse(&d.to_god)?;
-        let fallbacks = self.fallbacks_of(&d);
+        let fallbacks = self.step_fallbacks(&d);
         match decide(&d, &fallbacks, now) {
             Due::NotDue(_) => Ok(None),
             Due::Redeliver { n, to, deadline } => {

@@ -12,6 +12,7 @@
 #[allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 pub mod ack;
 pub mod admin;
+pub mod deadlines;
 pub mod definition;
 pub mod delivery;
 pub mod files;
@@ -28,6 +29,7 @@ pub mod schema;
 #[allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 pub mod submit;
 pub mod template;
+pub mod timers;
 
 use std::sync::{Arc, Mutex, RwLock};
 

@@ -280,6 +280,11 @@ impl Root {
     pub fn dead_dir(&self, god: &GodName) -> PathBuf {
         self.dead_root().join(god.as_str())
     }
+    /// `conductor/timers`: one file per accepted dispatch whose step `timeout` the supervisor enforces
+    /// (docs/PROTOCOL.md §2.10).
+    pub fn timers_dir(&self) -> PathBuf {
+        self.conductor.join("timers")
+    }
     /// `conductor/supervisor`: the heartbeats of running supervisors (`pantheon serve`).
     pub fn supervisor_dir(&self) -> PathBuf {
         self.conductor.join("supervisor")

@@ -1,0 +1,386 @@
+//! Step timeouts after `accepted` (docs/PROTOCOL.md §2.10): JetStream's AckWait after a `+WPI`.
+//!
+//! An `accepted` ack archives the dispatch; when its step declares a `timeout`, the archived dispatch
+//! carries `step_deadline` (and `step_timeout`, as written) and a timer file
+//! `conductor/timers/{handoff_id}.json` names it so the supervisor need not read the archive. The
+//! timer is only a hint: when it falls due the supervisor re-reads the archived dispatch and the state
+//! under the workflow's lock, and acts only when the dispatch is still `accepted`, still the
+//! workflow's current step, and its `step_deadline` has passed. It then redelivers it exactly as for a
+//! missed `ack_wait` (counting toward `max_deliveries`, the same god then `fallback_gods`) or, out of
+//! deliveries, dead-letters it. A `pending` ack after `accepted` is a progress ack: it moves the step
+//! deadline to its ETA, or restarts the timeout.
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::Conductor;
+use super::delivery::{Delivery, DeliveryAct, Policy, target_of};
+use super::files;
+use super::model::{AckRecord, AckStatus, Dispatch, WorkflowState, WorkflowStatus, lenient};
+use crate::error::{Error, Result};
+use crate::store::atomic::{rename_durable, write_json};
+use crate::store::lock::FileLock;
+use crate::store::time::{add, format_ts, parse_duration, parse_ts};
+use crate::store::{GodName, HandoffId, Root, WorkflowId};
+
+/// The archived dispatch's field: when the accepted step's `timeout` runs out.
+pub const STEP_DEADLINE: &str = "step_deadline";
+/// The archived dispatch's field: the step's `timeout` as written.
+pub const STEP_TIMEOUT: &str = "step_timeout";
+
+/// A timer file: which accepted dispatch to look at, and when.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StepTimer {
+    /// The handoff of the accepted dispatch.
+    #[serde(deserialize_with = "lenient::or_default")]
+    pub handoff_id: String,
+    /// Its workflow.
+    #[serde(deserialize_with = "lenient::or_default")]
+    pub workflow_id: String,
+    /// The god whose archive holds it.
+    #[serde(deserialize_with = "lenient::or_default")]
+    pub god: String,
+    /// Its step.
+    #[serde(deserialize_with = "lenient::or_default")]
+    pub step: String,
+    /// When the step's timeout runs out.
+    #[serde(deserialize_with = "lenient::or_default")]
+    pub deadline: String,
+    /// The deliveries the dispatch had when it was accepted (the act is idempotent on it).
+    pub delivery: usize,
+}
+
+/// `conductor/timers/{handoff_id}.json`.
+pub fn timer_path(root: &Root, hid: &HandoffId) -> PathBuf {
+    root.timers_dir().join(format!("{hid}.json"))
+}
+
+/// Reads a timer file leniently (`None`: missing or unreadable).
+pub fn read_timer(path: &Path) -> Option<StepTimer> {
+    files::read_model::<StepTimer>(path).ok().flatten()
+}
+
+/// The step's `timeout` of a dispatch, from its workflow definition (`None`: no definition or none).
+fn step_timeout(root: &Root, d: &Dispatch) -> Option<(std::time::Duration, String)> {
+    let def_id = d.routing.as_ref()?.workflow_definition.clone()?;
+    let def = super::definition::find_definition(root, &def_id).ok()??;
+    let s = def.step(&d.step)?;
+    Some((s.timeout?, s.timeout_text.clone().unwrap_or_default()))
+}
+
+/// What a timer falls due to.
+enum Fire {
+    NotDue(DateTime<Utc>),
+    Drop,
+    Act(DeliveryAct, bool),
+    Repaired,
+}
+
+impl Conductor {
+    /// For an `accepted` ack of `d` (about to be archived for `god`): when its step has a `timeout`,
+    /// stamps `step_deadline` into `d` and writes the timer (before the ack commits, so a crash leaves
+    /// at most a timer that finds nothing to do). Returns the deadline.
+    pub(crate) fn arm_step_timer(
+        &self,
+        d: &mut Dispatch,
+        god: &GodName,
+        now: DateTime<Utc>,
+    ) -> Result<Option<String>> {
+        let Some((timeout, text)) = step_timeout(&self.root, d) else {
+            return Ok(None);
+        };
+        let Some(deadline) = add(now, timeout).map(format_ts) else {
+            return Ok(None);
+        };
+        let hid = HandoffId::parse(&d.handoff_id)?;
+        d.extra.insert(STEP_DEADLINE.into(), json!(deadline));
+        d.extra.insert(STEP_TIMEOUT.into(), json!(text));
+        self.write_timer(&hid, d, god, &deadline)?;
+        Ok(Some(deadline))
+    }
+
+    fn write_timer(
+        &self,
+        hid: &HandoffId,
+        d: &Dispatch,
+        god: &GodName,
+        deadline: &str,
+    ) -> Result<()> {
+        let t = StepTimer {
+            handoff_id: hid.to_string(),
+            workflow_id: d.workflow_id.clone(),
+            god: god.to_string(),
+            step: d.step.clone(),
+            deadline: deadline.to_owned(),
+            delivery: d.deliveries.len(),
+        };
+        crate::store::atomic::ensure_dir(&self.root, &self.root.timers_dir())?;
+        write_json(&self.root, &timer_path(&self.root, hid), &t)
+    }
+
+    /// A `pending` ack after `accepted` (a progress ack, JetStream's `+WPI`): moves the archived
+    /// dispatch's `step_deadline` to the ETA (when it is later than now), else restarts the step's
+    /// timeout; records the ack. Refused when the dispatch has no step deadline (as before: `pending`
+    /// after `accepted` means nothing then). Called under the workflow's lock.
+    pub(crate) fn step_progress(
+        &self,
+        wf: &WorkflowId,
+        st: &mut WorkflowState,
+        found: &files::Found,
+        rec: &AckRecord,
+        eta: Option<&str>,
+    ) -> Result<String> {
+        let mut d = found.dispatch.clone();
+        let god = GodName::parse(&d.to_god)?;
+        let hid = HandoffId::parse(&d.handoff_id)?;
+        let refused = || {
+            Error::refused(format!(
+                "handoff {hid} was already accepted by {god} and its step has no timeout; it can now only be completed or rejected"
+            ))
+        };
+        if !d.extra.contains_key(STEP_DEADLINE) {
+            return Err(refused());
+        }
+        let now = Utc::now();
+        let deadline = match eta.and_then(parse_ts).filter(|t| *t > now) {
+            Some(t) => format_ts(t),
+            None => {
+                let timeout = d
+                    .extra
+                    .get(STEP_TIMEOUT)
+                    .and_then(|v| v.as_str())
+                    .and_then(parse_duration)
+                    .or_else(|| step_timeout(&self.root, &d).map(|x| x.0))
+                    .ok_or_else(refused)?;
+                add(now, timeout).map(format_ts).ok_or_else(refused)?
+            }
+        };
+        d.extra.insert(STEP_DEADLINE.into(), json!(deadline));
+        d.eta = rec.eta.clone().or(d.eta);
+        d.message = rec.message.clone().or(d.message);
+        self.write_timer(&hid, &d, &god, &deadline)?;
+        st.acks.push(rec.clone());
+        st.updated = Some(format_ts(now));
+        files::write_state(&self.root, wf, st)?;
+        write_json(&self.root, &found.path, &d)?;
+        Ok(deadline)
+    }
+
+    /// Handles one step timer at `now` (see the module doc): `Ok(None)` when nothing was done (not
+    /// due: the deadline is returned in `next`; stale: the timer is removed).
+    pub(crate) fn fire_step_timer(
+        &self,
+        timer: &Path,
+        now: DateTime<Utc>,
+        next: &mut Option<DateTime<Utc>>,
+        repaired: &mut usize,
+    ) -> Result<Option<(DeliveryAct, bool)>> {
+        let Some(t) = read_timer(timer) else {
+            return Ok(None);
+        };
+        let (Ok(wf), Ok(hid), Ok(god)) = (
+            WorkflowId::parse(&t.workflow_id),
+            HandoffId::parse(&t.handoff_id),
+            GodName::parse(&t.god),
+        ) else {
+            files::remove_file(&self.root, timer)?;
+            return Ok(None);
+        };
+        if timer != timer_path(&self.root, &hid) {
+            // Not a file this engine wrote under that name: never acted on.
+            return Ok(None);
+        }
+        let fire = {
+            let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
+            self.fire_locked(&t, &wf, &hid, &god, now)?
+        };
+        match fire {
+            Fire::NotDue(at) => {
+                *next = Some(next.map_or(at, |n| n.min(at)));
+                Ok(None)
+            }
+            Fire::Drop => {
+                files::remove_file(&self.root, timer)?;
+                Ok(None)
+            }
+            Fire::Repaired => {
+                *repaired += 1;
+                files::remove_file(&self.root, timer)?;
+                Ok(None)
+            }
+            Fire::Act(act, dead) => {
+                if let Some(at) = act.deadline.as_deref().and_then(parse_ts) {
+                    *next = Some(next.map_or(at, |n| n.min(at)));
+                }
+                super::crash_point("timeout:before-timer-removed");
+                files::remove_file(&self.root, timer)?;
+                Ok(Some((act, dead)))
+            }
+        }
+    }
+
+    fn fire_locked(
+        &self,
+        t: &StepTimer,
+        wf: &WorkflowId,
+        hid: &HandoffId,
+        god: &GodName,
+        now: DateTime<Utc>,
+    ) -> Result<Fire> {
+        let path = self.root.archive_dir(god).join(format!("{hid}.json"));
+        let Some(d) = files::read_model::<Dispatch>(&path).map_err(|e| Error::Corrupt {
+            path: e.path,
+            message: e.error,
+        })?
+        else {
+            return Ok(Fire::Drop);
+        };
+        if d.handoff_id != hid.as_str() || d.workflow_id != wf.as_str() {
+            return Ok(Fire::Drop);
+        }
+        // A crash between rewriting the archived dispatch and renaming it: finish the move.
+        let decided = if d.extra.contains_key("dead_at") {
+            Some(self.root.dead_dir(&GodName::parse(&d.to_god)?))
+        } else if d.deliveries.len() > t.delivery && d.ack_status == AckStatus::Unacked {
+            Some(self.root.inbox_dir(&GodName::parse(&d.to_god)?))
+        } else {
+            None
+        };
+        if let Some(to) = decided {
+            let target = to.join(format!("{hid}.json"));
+            files::refuse_unconfined(&self.root, &[path.clone(), target.clone()])?;
+            rename_durable(&self.root, &path, &target)?;
+            return Ok(Fire::Repaired);
+        }
+        if d.ack_status != AckStatus::Accepted || d.deliveries.len() != t.delivery {
+            return Ok(Fire::Drop);
+        }
+        let Some(deadline) = d
+            .extra
+            .get(STEP_DEADLINE)
+            .and_then(|v| v.as_str())
+            .and_then(parse_ts)
+        else {
+            return Ok(Fire::Drop);
+        };
+        if deadline > now {
+            return Ok(Fire::NotDue(deadline));
+        }
+        let mut st = files::require_state(&self.root, wf)?;
+        let current = st.current_step.as_deref() == Some(d.step.as_str())
+            && st.dispatched_to.as_deref() == Some(god.as_str());
+        if !current || st.status.is_finished() || st.status != WorkflowStatus::InProgress {
+            return Ok(Fire::Drop);
+        }
+        let timeout_text = d
+            .extra
+            .get(STEP_TIMEOUT)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_owned();
+        let policy = Policy::of_dispatch(&d).unwrap_or_else(|| Policy {
+            ack_wait: parse_duration(&timeout_text).unwrap_or(std::time::Duration::from_secs(60)),
+            max_deliveries: self.root.settings.max_deliveries,
+            backoff: Vec::new(),
+        });
+        let mut nd = d.clone();
+        if nd.deliveries.is_empty() {
+            nd.deliveries.push(Delivery {
+                at: d.dispatched_at.clone().unwrap_or_else(|| format_ts(now)),
+                to: d.to_god.clone(),
+            });
+        }
+        let n = nd.deliveries.len();
+        nd.extra.remove(STEP_DEADLINE);
+        nd.acked_at = None;
+        nd.by = None;
+        let accepted_for = format!(
+            "handoff {hid} was accepted by {god} but its step {:?} timed out ({}) without completion",
+            d.step,
+            if timeout_text.is_empty() {
+                "timeout"
+            } else {
+                &timeout_text
+            }
+        );
+        if n >= policy.max_deliveries as usize {
+            let reason = format!(
+                "{accepted_for}; {n} deliver{} used (max_deliveries {})",
+                if n == 1 { "y" } else { "ies" },
+                policy.max_deliveries
+            );
+            let target = self.root.dead_dir(god).join(format!("{hid}.json"));
+            files::refuse_unconfined(&self.root, &[path.clone(), target.clone()])?;
+            st.status = WorkflowStatus::Stalled;
+            st.failure_reason = Some(reason.clone());
+            st.updated = Some(format_ts(now));
+            files::write_state(&self.root, wf, &st)?;
+            nd.extra.insert("dead_at".into(), json!(format_ts(now)));
+            nd.extra.insert("dead_reason".into(), json!(reason));
+            nd.ack_deadline = None;
+            write_json(&self.root, &path, &nd)?;
+            super::crash_point("timeout:dead-after-rewrite");
+            rename_durable(&self.root, &path, &target)?;
+            return Ok(Fire::Act(
+                DeliveryAct {
+                    handoff_id: hid.to_string(),
+                    workflow_id: wf.to_string(),
+                    from_god: god.to_string(),
+                    to_god: god.to_string(),
+                    delivery: n,
+                    deadline: None,
+                    path: target.display().to_string(),
+                },
+                true,
+            ));
+        }
+        let first = nd
+            .deliveries
+            .first()
+            .map(|x| x.to.clone())
+            .unwrap_or_else(|| d.to_god.clone());
+        let fallbacks = self.step_fallbacks(&d);
+        let next_n = n + 1;
+        let to = target_of(&first, &fallbacks, next_n);
+        let to_god = GodName::parse(&to)?;
+        let target = self.root.inbox_dir(&to_god).join(format!("{hid}.json"));
+        files::refuse_unconfined(&self.root, &[path.clone(), target.clone()])?;
+        st.status = WorkflowStatus::WaitingForAck;
+        st.dispatched_to = Some(to.clone());
+        st.updated = Some(format_ts(now));
+        files::write_state(&self.root, wf, &st)?;
+        super::crash_point("timeout:after-state");
+        if nd.ack_wait.is_none() {
+            policy.stamp_policy(&mut nd);
+        }
+        nd.to_god = to.clone();
+        nd.ack_status = AckStatus::Unacked;
+        nd.deliveries.push(Delivery {
+            at: format_ts(now),
+            to: to.clone(),
+        });
+        nd.ack_deadline = add(now, policy.wait_for(next_n)).map(format_ts);
+        nd.dispatched_at = Some(format_ts(now));
+        nd.extra
+            .insert("timed_out_at".into(), json!(format_ts(now)));
+        write_json(&self.root, &path, &nd)?;
+        super::crash_point("timeout:after-rewrite");
+        rename_durable(&self.root, &path, &target)?;
+        Ok(Fire::Act(
+            DeliveryAct {
+                handoff_id: hid.to_string(),
+                workflow_id: wf.to_string(),
+                from_god: god.to_string(),
+                to_god: to,
+                delivery: next_n,
+                deadline: nd.ack_deadline.clone(),
+                path: target.display().to_string(),
+            },
+            false,
+        ))
+    }
+}
