@@ -702,3 +702,215 @@ fn pane_9_its_detail_its_dialogs_and_the_header_notice_at_80x24_and_200x50() {
         assert_snapshot!(format!("rerun_confirm_{w}x{h}"), screen(&app, w, h, r));
     }
 }
+
+#[test]
+fn remapped_pane_keys_show_in_the_tabs_and_the_help_and_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(&cfg, "[keys]\npane_9 = \"F9\"\npane_1 = \"F1\"\n").unwrap();
+    let cfg = pantheon::console::config::load(Some(&cfg)).unwrap();
+    let root = fixture_with_dead();
+    let r = root.path();
+    let mut app = app_for(r, fixture_now());
+    app.configure(&cfg);
+    let help = app.keymap.help_rows(Pane::Workflows);
+    let row = |keys: &str| {
+        help.iter()
+            .find(|h| h.keys == keys)
+            .map(|h| h.text.clone())
+            .unwrap_or_else(|| panic!("no help row for {keys}"))
+    };
+    assert_eq!(row("F9"), "go to pane 9 Dead letters");
+    assert_eq!(row("F1"), "go to pane 1 Workflows");
+    assert_eq!(row("2"), "go to pane 2 Inboxes");
+    assert!(
+        !help.iter().any(|h| h.keys == "1-9"),
+        "no `1-9` once remapped"
+    );
+    // The tab bar names the keys as bound; the old digit does nothing, the new key works.
+    let s = screen(&app, 200, 50, r);
+    let tabs = s.lines().nth(1).unwrap();
+    assert!(
+        tabs.contains(" F1 Workflows ") && tabs.ends_with(" F9 Dead letters"),
+        "{tabs}"
+    );
+    app.on_key(key('9'));
+    assert_eq!(app.pane, Pane::Workflows);
+    app.on_key(code(KeyCode::F(9)));
+    assert_eq!(app.pane, Pane::DeadLetters);
+    // The help overlay as drawn.
+    app.on_key(key('?'));
+    let s = screen(&app, 200, 50, r);
+    assert!(s.contains("go to pane 9 Dead letters"), "{s}");
+    // A click on the drawn tab follows the drawn labels.
+    app.on_key(code(KeyCode::Esc));
+    let _ = screen(&app, 200, 50, r);
+    let x = tabs.find("F1 Workflows").unwrap() as u16;
+    app.on_mouse(
+        crossterm::event::MouseEvent {
+            kind: crossterm::event::MouseEventKind::Down(crossterm::event::MouseButton::Left),
+            column: x,
+            row: 1,
+            modifiers: KeyModifiers::NONE,
+        },
+        Instant::now(),
+    );
+    assert_eq!(app.pane, Pane::Workflows);
+}
+
+/// A root with one dispatch waiting unacked for two minutes and one held for ten.
+fn root_with_waits() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    let r = d.path();
+    let at = |mins: i64| (chrono::Utc::now() - chrono::Duration::minutes(mins)).to_rfc3339();
+    for (dir, hid, mins) in [
+        ("conductor/pending/hephaestus", "hof_20260614_aa0001", 2),
+        ("conductor/pending/_quarantine", "hof_20260614_aa0002", 10),
+    ] {
+        std::fs::create_dir_all(r.join(dir)).unwrap();
+        std::fs::write(
+            r.join(dir).join(format!("{hid}.json")),
+            json!({"handoff_id": hid, "workflow_id": format!("wf_{hid}"), "from_god": "thoth",
+                   "to_god": "hephaestus", "step": "build", "context": {"summary": "s"},
+                   "dispatched_at": at(mins), "ack_status": "unacked", "held_because": "rule"})
+            .to_string(),
+        )
+        .unwrap();
+    }
+    std::fs::create_dir_all(r.join("conductor/state")).unwrap();
+    std::fs::write(
+        r.join("conductor/state/wf_hof_20260614_aa0001.json"),
+        json!({"workflow_id": "wf_hof_20260614_aa0001", "status": "waiting_for_ack",
+               "current_step": "build", "dispatched_to": "hephaestus", "created": at(3)})
+        .to_string(),
+    )
+    .unwrap();
+    d
+}
+
+#[test]
+fn two_consoles_in_one_process_keep_their_own_thresholds() {
+    let root = root_with_waits();
+    let r = root.path();
+    let now = chrono::Utc::now();
+    // One by its live model's options, one by its config; a third with the defaults.
+    let strict = LiveModel::open(
+        Root::at(r),
+        ModelOptions {
+            overdue_after: Some(chrono::Duration::seconds(60)),
+            held_after: Some(chrono::Duration::seconds(300)),
+            ..ModelOptions::default()
+        },
+    );
+    let a = App::new(strict.snapshot(), false, now);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.toml");
+    std::fs::write(&cfg, "[thresholds]\noverdue_secs = 90\nheld_secs = 120\n").unwrap();
+    let mut b = App::new(
+        LiveModel::open(Root::at(r), ModelOptions::default()).snapshot(),
+        false,
+        now,
+    );
+    b.configure(&pantheon::console::config::load(Some(&cfg)).unwrap());
+    let c = App::new(
+        LiveModel::open(Root::at(r), ModelOptions::default()).snapshot(),
+        false,
+        now,
+    );
+    let kinds = |app: &App| {
+        let mut k: Vec<Kind> = app.attention_all().iter().map(|i| i.kind).collect();
+        k.sort();
+        k
+    };
+    // Held 10 minutes: overdue for a (5m) and b (2m), not for c (30m). Unacked 2 minutes: overdue
+    // for a (1m) and b (90s), not for c (5m).
+    for app in [&a, &b] {
+        assert_eq!(app.snapshot.counts(now).overdue, 1);
+        let s = screen(app, 200, 50, r);
+        assert!(s.contains("▲ 1 overdue"), "{s}");
+    }
+    assert_eq!(c.snapshot.counts(now).overdue, 0);
+    assert!(!screen(&c, 200, 50, r).contains("overdue"));
+    assert_eq!(kinds(&a), vec![Kind::Held, Kind::Overdue]);
+    assert_eq!(kinds(&c), vec![Kind::Held]);
+    let held_flag = |app: &mut App| {
+        app.dispatch(Action::GoPane(Pane::Inboxes));
+        screen(app, 200, 50, r).contains("held ▲ O")
+    };
+    let (mut a, mut b, mut c) = (a, b, c);
+    assert!(held_flag(&mut a) && held_flag(&mut b) && !held_flag(&mut c));
+    // A new snapshot keeps each console's own limits.
+    b.set_snapshot(LiveModel::open(Root::at(r), ModelOptions::default()).snapshot());
+    assert_eq!(b.snapshot.counts(now).overdue, 1);
+    c.set_snapshot(strict.snapshot());
+    assert_eq!(c.snapshot.counts(now).overdue, 0, "c keeps the defaults");
+}
+
+#[test]
+fn the_live_model_watches_dead_letters_and_supervisor_heartbeats() {
+    let root = root_with(DL_FLOW, &[("wf_dl_1", "hof_20260614_dd0001")]);
+    let r = root.path();
+    dead_letter_all(r);
+    std::fs::create_dir_all(r.join("conductor/supervisor")).unwrap();
+    let dirs = pantheon::live::model::dirs_to_watch(&Root::at(r));
+    for d in [
+        "conductor/dead",
+        "conductor/dead/hephaestus",
+        "conductor/supervisor",
+    ] {
+        assert!(dirs.contains(&r.join(d)), "{d} is watched: {dirs:?}");
+    }
+}
+
+/// In a real terminal: a dead letter made while the console runs shows in pane 9 (the console
+/// watches `conductor/dead/` as it appears), and R, Tab completion and the confirmation requeue it.
+#[test]
+fn in_tmux_a_new_dead_letter_appears_in_pane_9_and_is_requeued_by_keys() {
+    let root = root_with(DL_FLOW, &[("wf_dl_1", "hof_20260614_dd0001")]);
+    let r = root.path();
+    let log = tempfile::tempdir().unwrap();
+    let script = format!(
+        "PANTHEON_LOG={} {} --root {} console; echo EXITED=$?; sleep 600",
+        log.path().join("console.log").display(),
+        assert_cmd::cargo::cargo_bin("pantheon").display(),
+        r.display()
+    );
+    let t = crate::tmux::Tmux::start("dead", &script);
+    t.wait("the console", |s| {
+        s.contains("1 Workflows") && s.contains("wf_dl_1")
+    });
+    t.keys(&["9"]);
+    t.wait("an empty pane 9", |s| s.contains("9 Dead letters (0)"));
+    dead_letter_all(r);
+    t.wait("the dead letter", |s| {
+        s.contains("9 Dead letters (1)") && s.contains("hof_20260614_dd0001")
+    });
+    t.wait("the header notice gone with the deadline", |s| {
+        !s.lines().next().unwrap_or("").contains("no supervisor")
+    });
+    t.keys(&["R"]);
+    t.wait("the requeue prompt", |s| s.contains("Requeue to god"));
+    t.keys(&["C-u"]);
+    t.type_text("ma");
+    t.keys(&["Tab"]);
+    t.wait("marvin completed", |s| s.contains("marvin▏"));
+    t.keys(&["Enter"]);
+    t.wait("the confirmation", |s| {
+        s.contains("[ Cancel ]") && s.contains("will be put back into marvin's inbox")
+    });
+    t.keys(&["Tab", "Enter"]);
+    t.wait("the flash", |s| {
+        s.contains("hof_20260614_dd0001 requeued into marvin's inbox")
+    });
+    assert!(
+        r.join("conductor/pending/marvin/hof_20260614_dd0001.json")
+            .exists()
+    );
+    t.wait("the empty pane again", |s| s.contains("9 Dead letters (0)"));
+    // The requeued dispatch has a deadline and no supervisor runs: the header says so.
+    t.wait("the notice", |s| {
+        s.lines().next().unwrap_or("").contains("▲ no supervisor")
+    });
+    t.keys(&["q"]);
+    t.wait("the console to exit", |s| s.contains("EXITED=0"));
+}
