@@ -62,8 +62,16 @@ fn dead_letters(root: &Path) {
     std::fs::write(root.join("conductor/workflows/escalation.yaml"), def).unwrap();
     let c = pantheon::engine::conductor::Conductor::new(Root::at(root));
     for (wf, hid, summary) in [
-        ("wf_pager_17", "hof_20260614_e5c017", "Checkout 500s since the 14:02 deploy"),
-        ("wf_pager_18", "hof_20260614_e5c018", "Refund queue stuck at 312 items"),
+        (
+            "wf_pager_17",
+            "hof_20260614_e5c017",
+            "Checkout 500s since the 14:02 deploy",
+        ),
+        (
+            "wf_pager_18",
+            "hof_20260614_e5c018",
+            "Refund queue stuck at 312 items",
+        ),
     ] {
         let h = serde_json::json!({
             "handoff_id": hid, "workflow_id": wf, "from_god": "iris", "to_god": "hermes",

@@ -1869,9 +1869,14 @@ impl App {
                     None => None,
                     Some(g) => Some(GodName::parse_as("god", g).map_err(|e| e.to_string())?),
                 };
-                // The god it was delivered to last is the engine's own default: no `--to`.
+                // The god it was delivered to last is the engine's own default: no `--to` (with
+                // marks, each dead letter is compared with its own last god when fanned out).
                 let last = self.dead_row_of(&handoff_id).map(|(_, last)| last);
-                let to = to.filter(|g| last.as_deref() != Some(g.as_str()));
+                let to = if self.pane_state().picked.is_empty() {
+                    to.filter(|g| last.as_deref() != Some(g.as_str()))
+                } else {
+                    to
+                };
                 Op::Requeue {
                     handoff_id,
                     from_god,

@@ -289,8 +289,54 @@ fn abort_from_pane_9_and_a_bulk_requeue_report_each_dead_letter() {
         (Some("abort"), Some("console"))
     );
 
-    // Mark all three and requeue each to its last god: the aborted one is refused and stays marked.
+    // Requeued alone, the engine refuses it: the flash is the engine's reason.
     app.set_snapshot(snapshot_of(r));
+    app.dispatch(Action::Bottom);
+    app.on_key(key('R'));
+    app.on_key(code(KeyCode::Enter));
+    let lines = confirm_lines(&app);
+    assert!(
+        lines.contains("wf_dl_3 is aborted: the engine will refuse"),
+        "{lines}"
+    );
+    let effects = press_confirm(&mut app);
+    run(&mut app, &op, effects);
+    assert_eq!(
+        flash(&app),
+        (
+            FlashKind::Error,
+            "Requeue hof_20260614_dd0003 refused: workflow wf_dl_3 is aborted; a dead letter of it \
+             cannot be requeued (pantheon rerun starts it again)"
+                .into()
+        )
+    );
+    // w goes to its workflow; the journal's dead-letter entry comes back here.
+    app.on_key(key('w'));
+    assert_eq!(app.pane, Pane::Workflows);
+    assert_eq!(
+        app.keys(Pane::Workflows)[app.selected(Pane::Workflows)],
+        "wf_dl_3"
+    );
+    app.dispatch(Action::GoPane(Pane::Journal));
+    let row = app
+        .journal()
+        .iter()
+        .position(|e| {
+            e["action"] == "dead_letter" && e["targets"]["handoff_id"] == "hof_20260614_dd0001"
+        })
+        .expect("the dead letter's journal entry");
+    app.dispatch(Action::Top);
+    for _ in 0..row {
+        app.dispatch(Action::Down);
+    }
+    app.on_key(code(KeyCode::Enter));
+    assert_eq!(app.pane, Pane::DeadLetters);
+    assert_eq!(
+        app.keys(Pane::DeadLetters)[app.selected(Pane::DeadLetters)],
+        "hephaestus/hof_20260614_dd0001"
+    );
+
+    // Mark all three and requeue each to its last god: the aborted one is refused and stays marked.
     app.on_key(key('*'));
     assert_eq!(app.picked(Pane::DeadLetters).len(), 3);
     app.on_key(key('R'));
@@ -320,6 +366,39 @@ fn abort_from_pane_9_and_a_bulk_requeue_report_each_dead_letter() {
     for hid in ["hof_20260614_dd0001", "hof_20260614_dd0002"] {
         assert!(
             r.join(format!("conductor/pending/hephaestus/{hid}.json"))
+                .exists()
+        );
+    }
+    // A god typed for several marks goes to each of them (as `--to`).
+    let root2 = root_with(
+        DL_FLOW,
+        &[
+            ("wf_dl_4", "hof_20260614_dd0004"),
+            ("wf_dl_5", "hof_20260614_dd0005"),
+        ],
+    );
+    let r2 = root2.path();
+    dead_letter_all(r2);
+    let op2 = EngineOperator::new(Root::at(r2));
+    let mut app = app_for(r2, chrono::Utc::now());
+    app.dispatch(Action::GoPane(Pane::DeadLetters));
+    app.on_key(key('*'));
+    app.on_key(key('R'));
+    type_text(&mut app, "apo");
+    app.on_key(code(KeyCode::Tab));
+    assert_eq!(prompt_text(&app), "apollo");
+    app.on_key(code(KeyCode::Enter));
+    let lines = confirm_lines(&app);
+    assert!(
+        lines.contains("Requeue hof_20260614_dd0004 to apollo"),
+        "{lines}"
+    );
+    let effects = press_confirm(&mut app);
+    run(&mut app, &op2, effects);
+    assert_eq!(flash(&app), (FlashKind::Success, "requeued 2".into()));
+    for hid in ["hof_20260614_dd0004", "hof_20260614_dd0005"] {
+        assert!(
+            r2.join(format!("conductor/pending/apollo/{hid}.json"))
                 .exists()
         );
     }
