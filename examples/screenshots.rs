@@ -53,6 +53,40 @@ fn richness(s: &Snapshot) -> (usize, usize) {
     )
 }
 
+/// Two dispatches nobody acks in time, dead-lettered through the engine as `pantheon serve` would
+/// (pane 9 has something to show; the demo's own steps have no ack deadline).
+fn dead_letters(root: &Path) {
+    let def = "workflow:\n  id: escalation\n  version: \"1\"\n  steps:\n    - id: intake\n      god: iris\n    \
+               - id: triage\n      god: hermes\n      ack_wait: 2m\n      max_deliveries: 3\n      \
+               fallback_gods: [apollo]\n";
+    std::fs::write(root.join("conductor/workflows/escalation.yaml"), def).unwrap();
+    let c = pantheon::engine::conductor::Conductor::new(Root::at(root));
+    for (wf, hid, summary) in [
+        (
+            "wf_pager_17",
+            "hof_20260614_e5c017",
+            "Checkout 500s since the 14:02 deploy",
+        ),
+        (
+            "wf_pager_18",
+            "hof_20260614_e5c018",
+            "Refund queue stuck at 312 items",
+        ),
+    ] {
+        let h = serde_json::json!({
+            "handoff_id": hid, "workflow_id": wf, "from_god": "iris", "to_god": "hermes",
+            "step": "intake", "routing": {"workflow_definition": "escalation"},
+            "context": {"summary": summary, "decisions": ["page the on-call god"],
+                        "artifacts": [], "open_questions": ["roll back?"], "gates_passed": []}
+        });
+        c.submit_handoff(&h).expect("submit");
+    }
+    let t = chrono::Utc::now();
+    for m in [3, 6, 9] {
+        c.tick(t + chrono::Duration::minutes(m));
+    }
+}
+
 fn sim(root: &Path) -> Sim {
     Sim::new(Root::at(root), SimConfig::interactive(SEED, 1.0)).expect("demo simulation")
 }
@@ -147,6 +181,7 @@ fn main() {
     }
 
     // The screenshots, at the richest moment.
+    dead_letters(tmp.path());
     let mut app = App::new(snapshot(tmp.path()), false, chrono::Utc::now());
     let held_row = items_held_row(&app);
     let shots: Vec<Shot> = vec![
@@ -251,6 +286,29 @@ fn main() {
             "8-journal",
             Box::new(|a: &mut App| {
                 a.dispatch(Action::GoPane(Pane::Journal));
+            }),
+        ),
+        (
+            "9-dead-letters",
+            Box::new(|a: &mut App| {
+                // The supervisor passes ran 3, 6 and 9 minutes ahead: look from just after them.
+                a.now += chrono::Duration::minutes(12);
+                a.dispatch(Action::GoPane(Pane::DeadLetters));
+                a.dispatch(Action::Top);
+            }),
+        ),
+        (
+            "9-dead-letter-detail",
+            Box::new(|a: &mut App| {
+                a.dispatch(Action::Open);
+            }),
+        ),
+        (
+            "dialog-requeue",
+            Box::new(|a: &mut App| {
+                a.dispatch(Action::Back);
+                a.dispatch(Action::Requeue);
+                key(a, KeyCode::Enter);
             }),
         ),
     ];

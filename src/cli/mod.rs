@@ -127,30 +127,19 @@ fn parse_desktop(s: &str) -> Result<crate::console::notify::Desktop, String> {
 fn run_console(args: ConsoleArgs, root: &Root) -> anyhow::Result<Outcome> {
     // A config that cannot be used stops here, before the terminal is taken, with its line.
     let config = crate::console::config::load(args.config.as_deref())?;
-    let opts = crate::console::run::ConsoleOptions {
-        read_only: args.read_only,
-        poll: args
-            .poll
-            .map(|ms| std::time::Duration::from_millis(ms.max(50))),
-        hints: false,
-        // The operator's flags win over the operator's config; neither ever comes from the root.
-        notify: crate::console::notify::NotifySettings {
-            bell: args.bell || config.notify.bell,
-            desktop: args.notify_desktop.or(config
-                .notify
-                .desktop
-                .then_some(crate::console::notify::Desktop::Osc9)),
-            on_attention: args
-                .on_attention
-                .or_else(|| config.notify.on_attention.clone())
-                .filter(|c| !c.trim().is_empty()),
-            min_interval: std::time::Duration::from_secs(
-                args.notify_every.unwrap_or(config.notify.rate_limit_secs),
-            ),
-            ..Default::default()
-        },
+    // The operator's flags win over the operator's config; neither ever comes from the root.
+    let opts = crate::console::run::ConsoleOptions::for_operator(
         config,
-    };
+        crate::console::run::OperatorFlags {
+            read_only: args.read_only,
+            poll_ms: args.poll,
+            hints: false,
+            bell: args.bell,
+            notify_desktop: args.notify_desktop,
+            on_attention: args.on_attention,
+            notify_every: args.notify_every,
+        },
+    );
     crate::console::run::run(root.clone(), opts)?;
     Ok(Outcome::Exit(ExitCode::SUCCESS))
 }

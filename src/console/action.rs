@@ -19,11 +19,13 @@ pub enum Pane {
     Attention,
     /// The operator journal.
     Journal,
+    /// Dispatches dead-lettered after their last delivery (`conductor/dead/{god}/`).
+    DeadLetters,
 }
 
 impl Pane {
     /// All panes in number order.
-    pub const ALL: [Pane; 8] = [
+    pub const ALL: [Pane; 9] = [
         Pane::Workflows,
         Pane::Inboxes,
         Pane::Bus,
@@ -32,6 +34,7 @@ impl Pane {
         Pane::Board,
         Pane::Attention,
         Pane::Journal,
+        Pane::DeadLetters,
     ];
 
     /// 1-based number shown in the tab bar.
@@ -49,6 +52,7 @@ impl Pane {
             Pane::Board => "Board",
             Pane::Attention => "Attention",
             Pane::Journal => "Journal",
+            Pane::DeadLetters => "Dead letters",
         }
     }
 
@@ -56,13 +60,14 @@ impl Pane {
     pub fn short_title(self) -> &'static str {
         match self {
             Pane::Workflows => "Wf",
-            Pane::Inboxes => "Inbox",
+            Pane::Inboxes => "Inb",
             Pane::Bus => "Bus",
             Pane::Locks => "Lock",
             Pane::Workers => "Work",
-            Pane::Board => "Board",
+            Pane::Board => "Brd",
             Pane::Attention => "Attn",
             Pane::Journal => "Jrnl",
+            Pane::DeadLetters => "Dead",
         }
     }
 
@@ -190,6 +195,10 @@ pub enum Action {
     MarkAll,
     /// Turn mouse capture off (the terminal selects text) or on.
     ToggleMouse,
+    /// Put the selected dead letter back into an inbox (its god's, or one typed with Tab completion).
+    Requeue,
+    /// Dispatch a failed, stalled or completed workflow again from a step (asked, Tab completes).
+    Rerun,
 }
 
 impl Action {
@@ -252,6 +261,8 @@ impl Action {
             Action::MarkRange => "mark range",
             Action::MarkAll => "mark all listed",
             Action::ToggleMouse => "mouse on/off",
+            Action::Requeue => "requeue",
+            Action::Rerun => "rerun from a step",
         }
     }
 
@@ -269,6 +280,8 @@ impl Action {
                 | Action::BoardForceAdvance
                 | Action::BoardNextRound
                 | Action::BoardResolve
+                | Action::Requeue
+                | Action::Rerun
         )
     }
 }
@@ -483,6 +496,12 @@ impl Default for Keymap {
         bind(vec![Key::ch('L')], workers, Action::CycleLock, true);
         bind(vec![Key::ch('w')], inbox, Action::GoWorkflow, true);
         bind(vec![Key::ch('d')], wf, Action::GoDispatch, true);
+        bind(vec![Key::ch('R')], wf, Action::Rerun, false);
+        let dead = Scope::Pane(Pane::DeadLetters);
+        bind(vec![Key::ch('R')], dead, Action::Requeue, true);
+        bind(vec![Key::ch('x')], dead, Action::Abort, true);
+        bind(vec![Key::ch('w')], dead, Action::GoWorkflow, true);
+        bind(vec![Key::ch('v')], dead, Action::ToggleRaw, true);
         let d = Scope::Detail;
         bind(vec![Key::plain(Esc)], d, Action::Back, true);
         bind(vec![Key::ch('j'), Key::plain(Down)], d, Action::Down, true);
@@ -592,6 +611,7 @@ impl Default for Keymap {
                 (Scope::Dialog(Dialog::Help), Action::Cancel) => Some("close"),
                 (Scope::Pane(Pane::Attention), Action::Open) => Some("go to record"),
                 (Scope::Pane(Pane::Journal), Action::Open) => Some("go to record"),
+                (Scope::Pane(Pane::DeadLetters), Action::Abort) => Some("abort its workflow"),
                 (Scope::Detail, Action::Down) => Some("scroll down"),
                 (Scope::Detail, Action::Up) => Some("scroll up"),
                 (Scope::Detail, Action::Top) => Some("first line"),
@@ -613,6 +633,28 @@ impl Keymap {
             .and_then(|b| b.keys.first())
             .map(Key::label)
             .unwrap_or_else(|| format!(":{}", action.describe()))
+    }
+
+    /// The first key that goes to `pane` (as the help writes it), following the operator's remaps;
+    /// `None` when no key does (panes past 9 are reached by `:pane NAME`).
+    pub fn pane_key(&self, pane: Pane) -> Option<String> {
+        self.bindings
+            .iter()
+            .find(|b| b.scope == Scope::Global && b.action == Action::GoPane(pane))
+            .and_then(|b| b.keys.first())
+            .map(Key::label)
+    }
+
+    /// True while every pane key is its number (`1`-`9`), as the default keymap binds them.
+    pub fn pane_keys_are_digits(&self) -> bool {
+        Pane::ALL.iter().all(|p| {
+            let digit = (p.number() <= 9).then(|| p.number().to_string());
+            self.pane_key(*p) == digit
+        }) && self
+            .bindings
+            .iter()
+            .filter(|b| matches!(b.action, Action::GoPane(_)))
+            .all(|b| b.keys.len() == 1)
     }
 
     /// The binding for `key` among `scopes`, the first scope winning.
@@ -713,8 +755,19 @@ impl Keymap {
         }
         for (scope, section) in scopes {
             let mut seen_go = false;
+            let digits = self.pane_keys_are_digits();
             for b in self.bindings.iter().filter(|b| b.scope == scope) {
-                if let Action::GoPane(_) = b.action {
+                if let Action::GoPane(p) = b.action {
+                    // Remapped pane keys are listed one by one, as the operator bound them.
+                    if !digits {
+                        rows.push(HelpRow {
+                            section: section.clone(),
+                            keys: b.keys_label(),
+                            text: format!("go to pane {} {}", p.number(), p.title()),
+                            mutation: false,
+                        });
+                        continue;
+                    }
                     if !seen_go {
                         seen_go = true;
                         rows.push(HelpRow {
@@ -816,7 +869,7 @@ mod tests {
             rows.iter()
                 .any(|r| r.section == "Everywhere" && r.keys == "q C-c")
         );
-        assert_eq!(rows.iter().filter(|r| r.keys == "1-8").count(), 1);
+        assert_eq!(rows.iter().filter(|r| r.keys == "1-9").count(), 1);
         for c in crate::console::commands::COMMANDS {
             assert!(
                 rows.iter()
@@ -875,8 +928,10 @@ mod tests {
         assert_eq!(Pane::parse("worke"), Some(Pane::Workers));
         assert_eq!(Pane::parse("7"), Some(Pane::Attention));
         assert_eq!(Pane::parse("journal"), Some(Pane::Journal));
+        assert_eq!(Pane::parse("9"), Some(Pane::DeadLetters));
+        assert_eq!(Pane::parse("dead"), Some(Pane::DeadLetters));
         assert_eq!(Pane::parse("10"), None);
-        assert_eq!(Pane::Journal.next(), Pane::Workflows);
-        assert_eq!(Pane::Workflows.prev(), Pane::Journal);
+        assert_eq!(Pane::DeadLetters.next(), Pane::Workflows);
+        assert_eq!(Pane::Workflows.prev(), Pane::DeadLetters);
     }
 }

@@ -82,6 +82,13 @@ pub enum PromptFor {
     },
     RejectHeld(HandoffId),
     Abort(WorkflowId),
+    /// Which god's inbox a dead letter goes back to (empty: the god it was delivered to last).
+    Requeue {
+        handoff_id: HandoffId,
+        from_god: GodName,
+    },
+    /// The step a workflow is dispatched again from.
+    Rerun(WorkflowId),
     /// How long to snooze the attention item with this key.
     Snooze(String),
 }
@@ -109,6 +116,8 @@ pub struct Prompt {
     pub required: bool,
     pub input: LineEditor,
     pub purpose: PromptFor,
+    /// What Tab completes the answer to (gods, step ids); empty: Tab does nothing.
+    pub completions: Vec<String>,
 }
 
 /// The dispatch an ack menu is for.
@@ -197,7 +206,7 @@ pub struct App {
     pub keymap: Keymap,
     pub read_only: bool,
     pub pane: Pane,
-    pub panes: [PaneState; 8],
+    pub panes: [PaneState; 9],
     pub mode: Mode,
     pub flash: Option<Flash>,
     pub snapshot: Arc<Snapshot>,
@@ -236,6 +245,9 @@ pub struct App {
     pub notify: super::config::NotifySettings,
     /// Where the current pane's table was drawn (written by drawing; read by mouse clicks).
     pub table_at: Cell<Option<super::mouse::TableAt>>,
+    /// Where each tab was drawn last (first column, width, pane), written by drawing, read by clicks
+    /// (labels follow the width and the operator's pane keys).
+    pub(crate) tabs_drawn: RefCell<Vec<(usize, usize, Pane)>>,
     /// The last click on a row (when, pane, row), for double-clicks.
     pub(crate) last_click: Option<(Instant, Pane, usize)>,
     /// Mouse capture is on (`:mouse` toggles it).
@@ -294,6 +306,7 @@ impl App {
             thresholds: Default::default(),
             notify: Default::default(),
             table_at: Cell::new(None),
+            tabs_drawn: RefCell::new(Vec::new()),
             last_click: None,
             mouse: true,
             snoozed: HashMap::new(),
@@ -483,6 +496,13 @@ impl App {
                 return true;
             }
         }
+        if let Some(h) = t("handoff_id")
+            && let Ok(h) = HandoffId::parse(h)
+            && let Some((k, _)) = self.dead_row_of(&h)
+            && self.jump_to(Pane::DeadLetters, &k)
+        {
+            return true;
+        }
         if let Some(w) = t("workflow_id")
             && self.jump_to(Pane::Workflows, w)
         {
@@ -598,13 +618,17 @@ impl App {
     }
 
     fn go_workflow(&mut self) {
-        let Some((_, d, _)) = self.selected_dispatch() else {
-            return self.need("a dispatch");
+        let wf = match self.selected_dispatch() {
+            Some((_, d, _)) => d.workflow_id.clone(),
+            None => match self.selected_dead() {
+                Some((_, _, wf)) => wf,
+                None => return self.need("a dispatch or a dead letter"),
+            },
         };
-        if !self.jump_to(Pane::Workflows, &d.workflow_id) {
+        if !self.jump_to(Pane::Workflows, &wf) {
             self.flash(
                 FlashKind::Error,
-                format!("workflow {} has no state file here", d.workflow_id),
+                format!("workflow {wf} has no state file here"),
             );
         }
     }
@@ -641,6 +665,18 @@ impl App {
         self.absolute_times = local;
         self.thresholds = cfg.thresholds;
         self.notify = cfg.notify.clone();
+        let s = self.snapshot.clone();
+        self.snapshot = self.with_my_thresholds(&s);
+        self.snapshot_gen += 1;
+    }
+
+    /// `s` with this console's overdue and held-too-long thresholds (the snapshot itself when the
+    /// live model published it with them already).
+    fn with_my_thresholds(&self, s: &Arc<Snapshot>) -> Arc<Snapshot> {
+        s.with_thresholds(
+            self.thresholds.overdue_after(),
+            self.thresholds.held_after(),
+        )
     }
 
     pub fn pane_state(&self) -> &PaneState {
@@ -813,6 +849,7 @@ impl App {
                 .unwrap_or(0),
             Pane::Attention => self.attention().len(),
             Pane::Journal => self.journal().len(),
+            Pane::DeadLetters => items::dead_letters(s, &f).len(),
         }
     }
 
@@ -836,7 +873,7 @@ impl App {
     /// selecting the row that took its place. An open confirmation is re-described from the new files.
     pub fn set_snapshot(&mut self, s: Arc<Snapshot>) {
         let keys: Vec<Option<String>> = Pane::ALL.iter().map(|p| self.selected_key(*p)).collect();
-        self.snapshot = s;
+        self.snapshot = self.with_my_thresholds(&s);
         self.snapshot_gen += 1;
         for (pane, key) in Pane::ALL.iter().zip(keys) {
             let Some(key) = key else { continue };
@@ -917,6 +954,10 @@ impl App {
                         .map(|v| v.to_string())
                         .unwrap_or_else(|| e.to_string())
                 })
+                .collect(),
+            Pane::DeadLetters => items::dead_letters(s, &f)
+                .iter()
+                .map(items::DeadRow::key)
                 .collect(),
         }
     }
@@ -1110,6 +1151,11 @@ impl App {
                     }
                     Vec::new()
                 }
+                _ if ev.code == KeyCode::Tab && !p.completions.is_empty() => {
+                    self.complete_prompt(&mut p);
+                    self.mode = Mode::Prompt(p);
+                    Vec::new()
+                }
                 _ => {
                     p.input.handle(&ev);
                     self.mode = Mode::Prompt(p);
@@ -1171,7 +1217,9 @@ impl App {
                     &|a: &App, k: &str| a.dispatch_is_held(k) == Some(true),
                     "a held dispatch",
                 )),
-                Action::Abort | Action::ForceUnlock => Some((&|_: &App, _: &str| true, "listed")),
+                Action::Abort | Action::ForceUnlock | Action::Requeue => {
+                    Some((&|_: &App, _: &str| true, "listed"))
+                }
                 _ => None,
             };
             if let Some((fits, what)) = fits
@@ -1319,6 +1367,8 @@ impl App {
             Action::Approve => self.start_approve(),
             Action::RejectHeld => self.start_reject_held(),
             Action::Abort => self.start_abort(),
+            Action::Requeue => self.start_requeue(),
+            Action::Rerun => self.start_rerun(),
             Action::Cleanup => return self.start_cleanup(),
             Action::ForceUnlock => self.start_unlock(),
             Action::BoardAdvance => self.start_board(Action::BoardAdvance),
@@ -1557,6 +1607,8 @@ impl App {
             }
             PromptFor::RejectHeld(h) => format!("Reject held {h}"),
             PromptFor::Abort(wf) => format!("Abort {wf}"),
+            PromptFor::Requeue { handoff_id, .. } => format!("Requeue dead letter {handoff_id}"),
+            PromptFor::Rerun(wf) => format!("Rerun {wf}"),
             PromptFor::Snooze(key) => format!("Snooze {key}"),
         };
         self.mode = Mode::Prompt(Prompt {
@@ -1565,7 +1617,36 @@ impl App {
             required,
             input: LineEditor::new(input),
             purpose,
+            completions: Vec::new(),
         });
+    }
+
+    /// Tab in a prompt that offers completions: one candidate is taken whole, several are extended
+    /// to what they share (and listed in a flash).
+    fn complete_prompt(&mut self, p: &mut Prompt) {
+        let typed = p.input.text().trim().to_owned();
+        let cands: Vec<&String> = p
+            .completions
+            .iter()
+            .filter(|c| c.starts_with(&typed))
+            .collect();
+        match cands.as_slice() {
+            [] => self.flash(FlashKind::Info, format!("nothing completes {typed:?}")),
+            [one] => p.input.set((*one).clone()),
+            many => {
+                let common = line::common_prefix(many.iter().map(|c| c.as_str()));
+                if common.len() > typed.len() {
+                    p.input.set(common);
+                }
+                self.flash(
+                    FlashKind::Info,
+                    many.iter()
+                        .map(|c| c.as_str())
+                        .collect::<Vec<_>>()
+                        .join("  "),
+                );
+            }
+        }
     }
 
     /// Pasted text (bracketed paste) goes whole into the focused input; elsewhere it is ignored.
@@ -1780,6 +1861,39 @@ impl App {
                 workflow_id,
                 reason: answer.unwrap_or_default(),
             },
+            PromptFor::Requeue {
+                handoff_id,
+                from_god,
+            } => {
+                let to = match answer.as_deref() {
+                    None => None,
+                    Some(g) => Some(GodName::parse_as("god", g).map_err(|e| e.to_string())?),
+                };
+                // The god it was delivered to last is the engine's own default: no `--to` (with
+                // marks, each dead letter is compared with its own last god when fanned out).
+                let last = self.dead_row_of(&handoff_id).map(|(_, last)| last);
+                let to = if self.pane_state().picked.is_empty() {
+                    to.filter(|g| last.as_deref() != Some(g.as_str()))
+                } else {
+                    to
+                };
+                Op::Requeue {
+                    handoff_id,
+                    from_god,
+                    to,
+                }
+            }
+            PromptFor::Rerun(workflow_id) => {
+                let step = answer.unwrap_or_default();
+                let steps = self.rerun_steps(&workflow_id);
+                if !steps.is_empty() && !steps.contains(&step) {
+                    return Err(format!(
+                        "{step:?} is not a step of {workflow_id}'s definition (Tab completes: {})",
+                        steps.join(", ")
+                    ));
+                }
+                Op::Rerun { workflow_id, step }
+            }
             PromptFor::Snooze(key) => {
                 let until = parse_eta(answer.as_deref().unwrap_or(""), self.now)?;
                 let until = crate::engine::store::time::parse_ts(&until)
@@ -1832,6 +1946,22 @@ impl App {
     }
 
     fn selected_workflow(&mut self) -> Option<WorkflowId> {
+        if self.pane == Pane::DeadLetters {
+            if self.refuse_if_gone(Pane::DeadLetters) {
+                return None;
+            }
+            let Some(wf) = self.selected_dead().map(|(_, _, wf)| wf) else {
+                self.need("a dead letter");
+                return None;
+            };
+            return match WorkflowId::parse(&wf) {
+                Ok(id) => Some(id),
+                Err(e) => {
+                    self.flash(FlashKind::Error, e.to_string());
+                    None
+                }
+            };
+        }
         if self.pane != Pane::Workflows {
             self.need("a workflow in the Workflows pane (1)");
             return None;
@@ -1850,6 +1980,140 @@ impl App {
                 self.flash(FlashKind::Error, e.to_string());
                 None
             }
+        }
+    }
+
+    /// The selected dead letter of pane 9: (its god, its handoff id, its workflow id).
+    fn selected_dead(&self) -> Option<(String, String, String)> {
+        if self.pane != Pane::DeadLetters || self.pane_state().gone.is_some() {
+            return None;
+        }
+        let rows = items::dead_letters(&self.snapshot, &self.filter(Pane::DeadLetters));
+        let r = rows.get(self.selected(Pane::DeadLetters))?;
+        let d = &r.view.dispatch;
+        let hid = if d.handoff_id.is_empty() {
+            r.view.name.clone()
+        } else {
+            d.handoff_id.clone()
+        };
+        Some((r.god.to_owned(), hid, d.workflow_id.clone()))
+    }
+
+    /// The dead letter of `handoff_id`: (its row key, the god it was delivered to last).
+    fn dead_row_of(&self, handoff_id: &HandoffId) -> Option<(String, String)> {
+        items::dead_letters(&self.snapshot, &Filter::default())
+            .iter()
+            .find(|r| {
+                r.view.dispatch.handoff_id == handoff_id.as_str()
+                    || r.view.name == handoff_id.as_str()
+            })
+            .map(|r| (r.key(), r.last_target().to_owned()))
+    }
+
+    /// Every god the console knows of (inboxes, dead letters, definitions' steps), for completion.
+    pub fn known_gods(&self) -> Vec<String> {
+        let s = &self.snapshot;
+        let mut v: Vec<String> = s.inboxes.iter().map(|i| i.god.clone()).collect();
+        v.extend(s.dead_letters.iter().map(|i| i.god.clone()));
+        for d in s.definitions.iter() {
+            for st in &d.steps {
+                v.push(st.god.clone());
+                v.extend(st.fallback_gods.iter().cloned());
+            }
+        }
+        v.retain(|g| GodName::parse(g).is_ok());
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    /// The step ids of a workflow's definition, in its order (empty when it is not loaded).
+    pub fn rerun_steps(&self, wf: &WorkflowId) -> Vec<String> {
+        self.snapshot
+            .workflows
+            .iter()
+            .find(|w| w.id == wf.as_str())
+            .and_then(|w| self.snapshot.definition(w.state.definition_id.as_deref()))
+            .map(|d| d.steps.iter().map(|s| s.id.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    fn start_requeue(&mut self) {
+        if self.refuse_if_gone(Pane::DeadLetters) {
+            return;
+        }
+        let Some((god, hid, _)) = self.selected_dead() else {
+            return self.need("a dead letter in the Dead letters pane (9)");
+        };
+        let (handoff_id, from_god) = match (HandoffId::parse(&hid), GodName::parse(&god)) {
+            (Ok(h), Ok(g)) => (h, g),
+            (Err(e), _) | (_, Err(e)) => {
+                return self.flash(FlashKind::Error, format!("cannot requeue this file: {e}"));
+            }
+        };
+        let last = self
+            .dead_row_of(&handoff_id)
+            .map(|(_, l)| l)
+            .unwrap_or_else(|| god.clone());
+        let marked = self.pane_state().picked.len();
+        let label = if marked > 1 {
+            "Requeue to god (empty: each to the god it was delivered to last; Tab completes)"
+                .to_owned()
+        } else {
+            format!("Requeue to god (the god it was delivered to last: {last}; Tab completes)")
+        };
+        let input = if marked > 1 { String::new() } else { last };
+        self.ask(
+            label,
+            false,
+            input,
+            PromptFor::Requeue {
+                handoff_id,
+                from_god,
+            },
+        );
+        let gods = self.known_gods();
+        if let Mode::Prompt(p) = &mut self.mode {
+            p.completions = gods;
+        }
+    }
+
+    fn start_rerun(&mut self) {
+        let Some(wf) = self.selected_workflow() else {
+            return;
+        };
+        let Some(w) = self.snapshot.workflows.iter().find(|w| w.id == wf.as_str()) else {
+            return self.need("a workflow");
+        };
+        use crate::engine::conductor::WorkflowStatus as S;
+        let status = w.state.status.clone();
+        if !matches!(status, S::Failed | S::Stalled | S::Completed) {
+            return self.flash(
+                FlashKind::Error,
+                format!(
+                    "{wf} is {status}: only a failed, stalled or completed workflow is rerun (abort it first)"
+                ),
+            );
+        }
+        let steps = self.rerun_steps(&wf);
+        // The step it failed or stalled at; a completed workflow starts again from its first step.
+        let default = match status {
+            S::Completed => steps.first().cloned(),
+            _ => w
+                .state
+                .current_step
+                .clone()
+                .or_else(|| steps.first().cloned()),
+        }
+        .unwrap_or_default();
+        let label = if steps.is_empty() {
+            "Rerun from step (its definition is not loaded here)".to_owned()
+        } else {
+            format!("Rerun from step (Tab completes: {})", steps.join(", "))
+        };
+        self.ask(label, true, default, PromptFor::Rerun(wf));
+        if let Mode::Prompt(p) = &mut self.mode {
+            p.completions = steps;
         }
     }
 
@@ -1916,7 +2180,9 @@ impl App {
             | Action::Ack(_)
             | Action::Approve
             | Action::RejectHeld
-            | Action::ForceUnlock => self.row_count() > 0,
+            | Action::ForceUnlock
+            | Action::Requeue
+            | Action::Rerun => self.row_count() > 0,
             Action::Open => self.row_count() > 0 || self.pane == Pane::Board,
             Action::ToggleMark | Action::MarkRange | Action::MarkAll => {
                 !self.pane_state().detail && self.pane != Pane::Board

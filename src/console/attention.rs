@@ -28,6 +28,8 @@ pub enum Kind {
     VoteOverdue,
     DeadLetter,
     Unreadable,
+    /// Ack deadlines exist and no `pantheon serve` is alive to enforce them.
+    NoSupervisor,
 }
 
 impl Kind {
@@ -43,6 +45,7 @@ impl Kind {
             Kind::VoteOverdue => "vote_overdue",
             Kind::DeadLetter => "dead_letter",
             Kind::Unreadable => "unreadable_file",
+            Kind::NoSupervisor => "no_supervisor",
         }
     }
 }
@@ -330,12 +333,32 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
                         ("workflow_id", x.workflow_id.as_str()),
                     ],
                     reason,
-                    Jump::Row(Pane::Workflows, x.workflow_id.clone()),
+                    Jump::Row(Pane::DeadLetters, format!("{}/{}", inbox.god, d.name)),
                 )
                 .since(since)
-                .action("`pantheon requeue` · x abort"),
+                .action("R requeue · x abort its workflow"),
             );
         }
+    }
+    if let Some(n) = s.unsupervised_deadlines(now) {
+        // Dated from the last beat of the newest supervisor that was alive once, if any.
+        let since = s.supervisors.iter().filter_map(|b| b.last_beat).max();
+        let mut reason = format!(
+            "{n} dispatch(es) have an ack deadline and no supervisor is alive to enforce it"
+        );
+        if let Some(t) = since {
+            reason.push_str(&format!(" (last beat {} ago)", short_duration(now - t)));
+        }
+        out.push(
+            Item::new(
+                Kind::NoSupervisor,
+                &[("supervisor", "none")],
+                reason,
+                Jump::Row(Pane::Inboxes, String::new()),
+            )
+            .since(since)
+            .action("run `pantheon serve` for this root"),
+        );
     }
     for w in s.warnings.iter() {
         // Shown from the root (the protocol's own names), whole when it lies elsewhere.

@@ -207,6 +207,21 @@ pub const COMMANDS: &[Command] = &[
         Arg::None,
         "jump to the record of the next attention item",
     ),
+    cmd(
+        "requeue",
+        &[],
+        "",
+        Arg::None,
+        "put the selected dead letter (9) back into an inbox: its last god's, or one typed (Tab completes)",
+    ),
+    cmd(
+        "rerun",
+        &[],
+        "",
+        Arg::None,
+        "dispatch the selected failed, stalled or completed workflow (1) again from a step; \
+         an edited context is the CLI's (`pantheon rerun WF --from STEP --context FILE`)",
+    ),
 ];
 
 /// The action a command without an argument stands for (the ones with arguments are parsed by
@@ -237,6 +252,8 @@ pub fn action_of(c: &Command) -> Option<Action> {
         "messages" => Action::Messages,
         "snooze" => Action::Snooze,
         "next-attention" => Action::NextAttention,
+        "requeue" => Action::Requeue,
+        "rerun" => Action::Rerun,
         _ => return None,
     })
 }

@@ -764,16 +764,29 @@ fn apply_remaps(mut km: Keymap, remaps: &[Remap]) -> Result<Keymap, (Option<usiz
     Ok(km)
 }
 
-/// Puts the thresholds in force for this console: the overdue and held-too-long limits for its
-/// views, and the stale threshold as this process's setting of `root` (never written to the root;
-/// `PANTHEON_STALE_AFTER_SECS` in the environment, read into the root's settings, wins). Called once
-/// at start.
+impl Thresholds {
+    /// The overdue threshold as the live model and the app take it (`None`: the default).
+    pub fn overdue_after(&self) -> Option<chrono::Duration> {
+        let d = crate::live::snapshot::threshold_secs(self.overdue_secs);
+        (d != crate::live::snapshot::UNACKED_OVERDUE_AFTER).then_some(d)
+    }
+
+    /// The held-too-long threshold (`None`: the default).
+    pub fn held_after(&self) -> Option<chrono::Duration> {
+        let d = crate::live::snapshot::threshold_secs(self.held_secs);
+        (d != crate::live::snapshot::HELD_OVERDUE_AFTER).then_some(d)
+    }
+}
+
+/// Puts the stale threshold in force for this console as its own setting of `root` (never written
+/// to the root; `PANTHEON_STALE_AFTER_SECS` in the environment, read into the root's settings,
+/// wins). The overdue and held-too-long limits are this console's alone: the live model publishes
+/// them with its snapshots ([`Thresholds::overdue_after`]) and the app applies them to each
+/// snapshot it shows ([`crate::console::app::App::configure`]); nothing is process-wide.
 pub fn apply_thresholds(
     root: crate::engine::store::Root,
     t: &Thresholds,
 ) -> crate::engine::store::Root {
-    crate::live::snapshot::set_unacked_overdue_after(t.overdue_secs);
-    crate::console::items::set_held_overdue_after(t.held_secs);
     let stale = crate::engine::bus::model::STALE_AFTER_ENV;
     if t.stale_secs != Thresholds::default().stale_secs
         && t.stale_secs > 0

@@ -84,6 +84,15 @@ impl Operator for EngineOperator {
             Op::BoardResolve { track, force } => Ok(Outcome::Resolve(
                 self.bus(track.as_str())?.board_resolve(*force, OPERATOR)?,
             )),
+            Op::Requeue { handoff_id, to, .. } => Ok(Outcome::Requeue(
+                self.conductor
+                    .requeue(handoff_id.as_str(), to.as_ref().map(|g| g.as_str()))?,
+            )),
+            Op::Rerun { workflow_id, step } => Ok(Outcome::Rerun(self.conductor.rerun(
+                workflow_id.as_str(),
+                step,
+                None,
+            )?)),
             Op::Bulk { items, skipped } => Ok(Outcome::Bulk(super::marks::execute_bulk(
                 self, items, skipped,
             ))),

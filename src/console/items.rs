@@ -52,6 +52,15 @@ pub fn sort_columns(pane: crate::console::action::Pane) -> &'static [&'static st
         Pane::Workers => &[
             "TRACK", "WORKER", "STATUS", "PROGRESS", "TASK", "SUBTASK", "BEAT",
         ],
+        Pane::DeadLetters => &[
+            "GOD",
+            "HANDOFF",
+            "WORKFLOW",
+            "STEP",
+            "DELIVERIES",
+            "DEAD SINCE",
+            "LAST TARGET",
+        ],
         _ => &[],
     }
 }
@@ -173,7 +182,7 @@ pub fn ack_state(w: &WorkflowView) -> String {
 }
 
 /// True when a dispatch waiting in a god's inbox has gone unacknowledged past the overdue limit.
-pub fn dispatch_overdue(d: &DispatchView, held: bool, now: DateTime<Utc>) -> bool {
+pub fn dispatch_overdue(snap: &Snapshot, d: &DispatchView, held: bool, now: DateTime<Utc>) -> bool {
     use crate::engine::conductor::model::AckStatus;
     let x = &d.dispatch;
     x.ack_status == AckStatus::Unacked
@@ -181,36 +190,19 @@ pub fn dispatch_overdue(d: &DispatchView, held: bool, now: DateTime<Utc>) -> boo
         && x.dispatched_at
             .as_deref()
             .and_then(crate::engine::store::time::parse_ts)
-            .is_some_and(|t| now - t > crate::live::snapshot::unacked_overdue_after())
+            .is_some_and(|t| now - t > snap.unacked_overdue_after())
 }
 
-/// A held dispatch (in `_quarantine`) waiting for an operator longer than this is flagged as
-/// overdue, as an unacknowledged dispatch is after [`crate::live::snapshot::UNACKED_OVERDUE_AFTER`]
-/// (the default of [`held_overdue_after`]; the config's `[thresholds] held_secs` sets another).
-pub const HELD_OVERDUE_AFTER: chrono::Duration = chrono::Duration::minutes(30);
+pub use crate::live::snapshot::HELD_OVERDUE_AFTER;
 
-static HELD_AFTER_SECS: std::sync::atomic::AtomicI64 =
-    std::sync::atomic::AtomicI64::new(HELD_OVERDUE_AFTER.num_seconds());
-
-/// The held-too-long threshold in effect.
-pub fn held_overdue_after() -> chrono::Duration {
-    chrono::Duration::seconds(HELD_AFTER_SECS.load(std::sync::atomic::Ordering::Relaxed))
-}
-
-/// Sets the held-too-long threshold for this process (at least one second).
-pub fn set_held_overdue_after(secs: u64) {
-    let secs = i64::try_from(secs).unwrap_or(i64::MAX).max(1);
-    HELD_AFTER_SECS.store(secs, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// True when a held dispatch has waited for approval past [`held_overdue_after`].
-pub fn held_overdue(d: &DispatchView, held: bool, now: DateTime<Utc>) -> bool {
+/// True when a held dispatch has waited for approval past the snapshot's held-too-long threshold.
+pub fn held_overdue(snap: &Snapshot, d: &DispatchView, held: bool, now: DateTime<Utc>) -> bool {
     held && d
         .dispatch
         .dispatched_at
         .as_deref()
         .and_then(crate::engine::store::time::parse_ts)
-        .is_some_and(|t| now - t > held_overdue_after())
+        .is_some_and(|t| now - t > snap.held_overdue_after())
 }
 
 /// The delivery count and the ack deadline's countdown of a dispatch with an `ack_wait`
@@ -368,10 +360,9 @@ pub fn dispatches<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<DispatchRow<'a
                     x.to_god,
                     if held { "held" } else { "" },
                     x.ack_status,
-                    if filter
-                        .now
-                        .is_some_and(|n| dispatch_overdue(d, held, n) || held_overdue(d, held, n))
-                    {
+                    if filter.now.is_some_and(|n| {
+                        dispatch_overdue(snap, d, held, n) || held_overdue(snap, d, held, n)
+                    }) {
                         "overdue"
                     } else {
                         ""
@@ -402,6 +393,106 @@ pub fn dispatches<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<DispatchRow<'a
                     d.ack_status.to_string()
                 }
             }
+            _ => String::new(),
+        }
+    });
+    out
+}
+
+/// One row of the Dead letters pane: a dispatch in `conductor/dead/{god}/`.
+#[derive(Debug, Clone, Copy)]
+pub struct DeadRow<'a> {
+    /// The god whose dead letters hold it.
+    pub god: &'a str,
+    pub view: &'a DispatchView,
+}
+
+impl DeadRow<'_> {
+    /// The identity the selection and the marks follow: `god/file name`.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.god, self.view.name)
+    }
+
+    /// When it was dead-lettered (`dead_at`, as written).
+    pub fn dead_at(&self) -> Option<&str> {
+        self.view
+            .dispatch
+            .extra
+            .get(crate::live::model::DEAD_AT)
+            .and_then(serde_json::Value::as_str)
+    }
+
+    /// Why (`dead_reason`).
+    pub fn reason(&self) -> Option<&str> {
+        self.view
+            .dispatch
+            .extra
+            .get(crate::live::model::DEAD_REASON)
+            .and_then(serde_json::Value::as_str)
+    }
+
+    /// The god of its last delivery.
+    pub fn last_target(&self) -> &str {
+        self.view
+            .dispatch
+            .deliveries
+            .last()
+            .map_or(self.view.dispatch.to_god.as_str(), |d| d.to.as_str())
+    }
+
+    /// `3/3`: deliveries made of the most allowed.
+    pub fn deliveries(&self) -> String {
+        let d = &self.view.dispatch;
+        match d.max_deliveries {
+            Some(m) => format!("{}/{m}", d.deliveries.len()),
+            None => d.deliveries.len().to_string(),
+        }
+    }
+}
+
+/// Every dead letter, oldest first (by `dead_at`, then god and file), as `pantheon dead` lists them.
+pub fn dead_letters<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<DeadRow<'a>> {
+    let mut out: Vec<DeadRow> = snap
+        .dead_letters
+        .iter()
+        .flat_map(|i| {
+            i.dispatches.iter().map(move |d| DeadRow {
+                god: i.god.as_str(),
+                view: d,
+            })
+        })
+        .filter(|r| {
+            let x = &r.view.dispatch;
+            filter.is_empty()
+                || filter.matches_text(&format!(
+                    "{} {} {} {} {} {} {} {}",
+                    r.god,
+                    r.view.name,
+                    x.handoff_id,
+                    x.workflow_id,
+                    x.step,
+                    x.from_god,
+                    r.last_target(),
+                    r.reason().unwrap_or("")
+                ))
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        let t = |r: &DeadRow| r.dead_at().and_then(crate::engine::store::time::parse_ts);
+        t(a).cmp(&t(b))
+            .then_with(|| a.god.cmp(b.god))
+            .then_with(|| a.view.name.cmp(&b.view.name))
+    });
+    apply_sort(&mut out, filter.sort.as_ref(), |r, col| {
+        let d = &r.view.dispatch;
+        match col {
+            "GOD" => r.god.to_owned(),
+            "HANDOFF" => d.handoff_id.clone(),
+            "WORKFLOW" => d.workflow_id.clone(),
+            "STEP" => d.step.clone(),
+            "DELIVERIES" => d.deliveries.len().to_string(),
+            "DEAD SINCE" => r.dead_at().unwrap_or_default().to_owned(),
+            "LAST TARGET" => r.last_target().to_owned(),
             _ => String::new(),
         }
     });

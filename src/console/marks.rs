@@ -190,10 +190,14 @@ impl App {
                     | Op::RejectHeld { .. }
                     | Op::Abort { .. }
                     | Op::ForceUnlock { .. }
+                    | Op::Requeue { .. }
             )
         {
             return None;
         }
+        let dead_pane = self.pane == Pane::DeadLetters;
+        let dead = items::dead_letters(&self.snapshot, &Filter::default());
+        let mut aborted: Vec<String> = Vec::new();
         let snap = &self.snapshot;
         let all = Filter::default();
         let key = |a: super::action::Action| self.keymap.key_for(&a);
@@ -254,6 +258,44 @@ impl App {
                             _ => Op::Approve { handoff_id },
                         }),
                 },
+                Op::Requeue { to, .. } => match dead.iter().find(|r| r.key() == mark) {
+                    None => Err("no longer listed".into()),
+                    Some(r) => {
+                        let d = &r.view.dispatch;
+                        let hid = if d.handoff_id.is_empty() {
+                            r.view.name.as_str()
+                        } else {
+                            d.handoff_id.as_str()
+                        };
+                        match (HandoffId::parse(hid), GodName::parse(r.god)) {
+                            (Ok(handoff_id), Ok(from_god)) => Ok(Op::Requeue {
+                                handoff_id,
+                                from_god,
+                                to: to.clone().filter(|g| g.as_str() != r.last_target()),
+                            }),
+                            (Err(e), _) | (_, Err(e)) => Err(e.to_string()),
+                        }
+                    }
+                },
+                Op::Abort { reason, .. } if dead_pane => {
+                    match dead.iter().find(|r| r.key() == mark) {
+                        None => Err("no longer listed".into()),
+                        Some(r) => {
+                            let wf = r.view.dispatch.workflow_id.clone();
+                            if aborted.contains(&wf) {
+                                Err(format!("its workflow {wf} is aborted once already"))
+                            } else {
+                                aborted.push(wf.clone());
+                                WorkflowId::parse(&wf).map_err(|e| e.to_string()).map(
+                                    |workflow_id| Op::Abort {
+                                        workflow_id,
+                                        reason: reason.clone(),
+                                    },
+                                )
+                            }
+                        }
+                    }
+                }
                 Op::Abort { reason, .. } => {
                     if snap.workflows.iter().any(|w| w.id == mark) {
                         WorkflowId::parse(&mark)
@@ -291,9 +333,12 @@ impl App {
     /// The engine answered a bulk action: one flash for all, per item; the records that refused
     /// stay marked (the others are unmarked).
     pub(crate) fn bulk_finished(&mut self, items: &[BulkItem], result: &Value) {
-        let pane = match items.first().map(|(_, op)| op) {
-            Some(Op::Abort { .. }) => Pane::Workflows,
-            Some(Op::ForceUnlock { .. }) => Pane::Locks,
+        let pane = match items.first() {
+            // Dead letters are marked as `god/file`; workflow ids hold no `/`.
+            Some((_, Op::Requeue { .. })) => Pane::DeadLetters,
+            Some((k, Op::Abort { .. })) if k.contains('/') => Pane::DeadLetters,
+            Some((_, Op::Abort { .. })) => Pane::Workflows,
+            Some((_, Op::ForceUnlock { .. })) => Pane::Locks,
             Some(_) => Pane::Inboxes,
             None => return,
         };
@@ -322,6 +367,8 @@ pub fn done_word(op: &Op) -> &'static str {
         Op::Abort { .. } => "aborted",
         Op::ForceUnlock { .. } => "unlocked",
         Op::Cleanup { .. } => "cleaned up",
+        Op::Requeue { .. } => "requeued",
+        Op::Rerun { .. } => "rerun",
         _ => "done",
     }
 }
@@ -334,6 +381,8 @@ pub fn subject(op: &Op) -> String {
         | Op::RejectHeld { handoff_id, .. } => handoff_id.to_string(),
         Op::Abort { workflow_id, .. } | Op::Cleanup { workflow_id } => workflow_id.to_string(),
         Op::ForceUnlock { path, .. } => path.clone(),
+        Op::Requeue { handoff_id, .. } => handoff_id.to_string(),
+        Op::Rerun { workflow_id, .. } => workflow_id.to_string(),
         Op::Bulk { items, .. } => format!("{} records", items.len()),
         Op::BoardAdvance { track, .. }
         | Op::BoardNextRound { track }

@@ -99,7 +99,18 @@ impl App {
     fn click(&mut self, x: u16, y: u16, at: Instant) -> Vec<Effect> {
         if y == TAB_ROW {
             self.last_click = None;
-            return match tab_at(x) {
+            let drawn = self
+                .tabs_drawn
+                .borrow()
+                .iter()
+                .find(|(from, w, _)| (*from..from + w).contains(&usize::from(x)))
+                .map(|(_, _, p)| *p);
+            let hit = if self.tabs_drawn.borrow().is_empty() {
+                tab_at(x)
+            } else {
+                drawn
+            };
+            return match hit {
                 Some(p) => self.dispatch(Action::GoPane(p)),
                 None => Vec::new(),
             };

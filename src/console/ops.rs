@@ -5,6 +5,8 @@ use serde_json::Value;
 
 use crate::engine::bus::board::{AdvanceResult, ResolveResult, WriteResult};
 use crate::engine::bus::locks::UnlockResult;
+use crate::engine::conductor::delivery::RequeueResult;
+use crate::engine::conductor::rerun::RerunResult;
 use crate::engine::conductor::{AbortResult, AckResult, ApprovalResult, CleanupResult};
 
 use crate::engine::error::Error;
@@ -60,6 +62,20 @@ pub enum Op {
         /// Needed when some directors have not voted (they are recorded as abstained).
         force: bool,
     },
+    /// Puts a dead letter back into an inbox (`pantheon requeue HANDOFF_ID [--to GOD]`).
+    Requeue {
+        handoff_id: HandoffId,
+        /// The god whose dead letters hold it (for the confirmation and the flash).
+        from_god: GodName,
+        /// Another god's inbox; `None`: the god it was last delivered to.
+        to: Option<GodName>,
+    },
+    /// Dispatches a failed, stalled or completed workflow again from a step (`pantheon rerun WF
+    /// --from STEP`; an edited context is the CLI's `--context FILE` only).
+    Rerun {
+        workflow_id: WorkflowId,
+        step: String,
+    },
     /// The same action on every marked record (see `marks`): one engine call each, in order.
     Bulk {
         items: Vec<super::marks::BulkItem>,
@@ -89,6 +105,11 @@ impl Op {
             }
             Op::BoardNextRound { track } => format!("Next discussion round on {track}"),
             Op::BoardResolve { track, .. } => format!("Resolve the board of {track}"),
+            Op::Requeue { handoff_id, to, .. } => match to {
+                Some(g) => format!("Requeue {handoff_id} to {g}"),
+                None => format!("Requeue {handoff_id}"),
+            },
+            Op::Rerun { workflow_id, step } => format!("Rerun {workflow_id} from step {step}"),
             Op::Bulk { items, .. } => match items.first() {
                 Some((_, op)) => format!("{} {} marked record(s)", op.verb(), items.len()),
                 None => "Nothing to do on the marked records".to_owned(),
@@ -109,6 +130,8 @@ impl Op {
             Op::BoardAdvance { force: true, .. } => "Force advance",
             Op::BoardNextRound { .. } => "Next round",
             Op::BoardResolve { .. } => "Resolve",
+            Op::Requeue { .. } => "Requeue",
+            Op::Rerun { .. } => "Rerun",
             Op::Bulk { items, .. } => items.first().map_or("OK", |(_, op)| op.verb()),
         }
     }
@@ -206,6 +229,20 @@ impl Op {
                     )
                 }
             }
+            Outcome::Requeue(r) => format!(
+                "{} requeued into {}'s inbox, workflow {} waits for its ack again{}",
+                r.handoff_id,
+                r.to_god,
+                r.workflow_id,
+                r.ack_deadline
+                    .as_deref()
+                    .map(|d| format!(" (ack deadline {d})"))
+                    .unwrap_or_default()
+            ),
+            Outcome::Rerun(r) => format!(
+                "{} rerun from step {} (attempt {}, was {}): dispatched to {} as {}",
+                r.workflow_id, r.step, r.attempt, r.previous_status, r.to_god, r.handoff_id
+            ),
             Outcome::Resolve(r) => format!(
                 "board resolved: {}{}",
                 r.resolution.outcome.verdict.as_str(),
@@ -234,6 +271,10 @@ pub enum Outcome {
     Round(WriteResult),
     /// [`Op::BoardResolve`].
     Resolve(ResolveResult),
+    /// [`Op::Requeue`].
+    Requeue(RequeueResult),
+    /// [`Op::Rerun`].
+    Rerun(RerunResult),
     /// [`Op::Bulk`]: one entry per item (`key`, `subject`, `ok`, and `error` when refused) and the
     /// marked records that were skipped, as [`super::marks::execute_bulk`] reports them.
     Bulk(Value),

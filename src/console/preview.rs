@@ -25,6 +25,8 @@ pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, Stri
         Op::Approve { .. } => describe_approve(&mut out, op, snap),
         Op::RejectHeld { .. } => describe_reject_held(&mut out, op),
         Op::Abort { .. } => describe_abort(&mut out, op, snap),
+        Op::Requeue { .. } => describe_requeue(&mut out, op, snap, now),
+        Op::Rerun { .. } => describe_rerun(&mut out, op, snap),
         Op::Cleanup { .. } => {}
         Op::ForceUnlock { .. } => describe_force_unlock(&mut out, op, snap, now),
         Op::BoardAdvance { .. } | Op::BoardNextRound { .. } | Op::BoardResolve { .. } => {
@@ -259,7 +261,149 @@ fn describe_abort(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot) {
             ),
         )),
     }
+    let dead: Vec<String> = items::dead_letters(snap, &items::Filter::default())
+        .iter()
+        .filter(|r| r.view.dispatch.workflow_id == workflow_id.as_str())
+        .map(|r| r.key())
+        .collect();
+    if !dead.is_empty() {
+        out.push(line(
+            Dim,
+            format!(
+                "Its dead letter(s) will stay in conductor/dead/ as a record: {}",
+                dead.join(", ")
+            ),
+        ));
+    }
     out.push(line(Dim, format!("Reason: {reason}")));
+}
+
+/// The confirmation lines of [`Op::Requeue`].
+fn describe_requeue(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot, now: DateTime<Utc>) {
+    use Tone::*;
+    let Op::Requeue {
+        handoff_id,
+        from_god,
+        to,
+    } = op
+    else {
+        return;
+    };
+    let rows = items::dead_letters(snap, &items::Filter::default());
+    let Some(r) = rows.iter().find(|r| {
+        r.god == from_god.as_str()
+            && (r.view.dispatch.handoff_id == handoff_id.as_str()
+                || r.view.name == handoff_id.as_str())
+    }) else {
+        out.push(line(
+            Warn,
+            format!(
+                "Dead letter {handoff_id} is no longer in {from_god}'s dead letters: it was requeued \
+                 or removed since you selected it; the engine would refuse."
+            ),
+        ));
+        return;
+    };
+    let d = &r.view.dispatch;
+    let target = to
+        .as_ref()
+        .map_or_else(|| r.last_target().to_owned(), |g| g.to_string());
+    out.push(line(
+        Normal,
+        format!(
+            "Dead letter {handoff_id} (step {} of {}, {} deliveries, dead {})",
+            d.step,
+            d.workflow_id,
+            r.deliveries(),
+            when(r.dead_at(), now, false)
+        ),
+    ));
+    out.push(line(
+        Normal,
+        format!(
+            "will be put back into {target}'s inbox{}, its deliveries counted again from 1.",
+            if to.is_some() {
+                " (--to)"
+            } else {
+                ", the god it was delivered to last"
+            }
+        ),
+    ));
+    let status = snap
+        .workflows
+        .iter()
+        .find(|w| w.id == d.workflow_id)
+        .map(|w| w.state.status.to_string());
+    match status.as_deref() {
+        Some("stalled") | Some("waiting_for_ack") => out.push(line(
+            Normal,
+            format!("{} will wait for {target}'s ack again.", d.workflow_id),
+        )),
+        Some(st) => out.push(line(
+            Warn,
+            format!(
+                "{} is {st}: the engine will refuse unless it is still running (rerun starts a finished one again).",
+                d.workflow_id
+            ),
+        )),
+        None => out.push(line(
+            Warn,
+            format!("{} has no state file here: the engine will refuse.", d.workflow_id),
+        )),
+    }
+    if let Some(why) = r.reason() {
+        out.push(line(Dim, format!("It died because: {why}")));
+    }
+    out.push(line(
+        Dim,
+        format!("Journaled as requeue by {OPERATOR} (console)."),
+    ));
+}
+
+/// The confirmation lines of [`Op::Rerun`].
+fn describe_rerun(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot) {
+    use Tone::*;
+    let Op::Rerun { workflow_id, step } = op else {
+        return;
+    };
+    let Some(w) = snap.workflows.iter().find(|w| w.id == workflow_id.as_str()) else {
+        out.push(line(
+            Warn,
+            format!(
+                "{workflow_id} is no longer listed (removed on disk); the engine would refuse."
+            ),
+        ));
+        return;
+    };
+    let god = snap
+        .definition(w.state.definition_id.as_deref())
+        .and_then(|d| d.step(step))
+        .map(|s| s.god.clone());
+    out.push(line(
+        Normal,
+        format!(
+            "Workflow {workflow_id} ({}, now {}) will be dispatched again from step {step}{}.",
+            w.state.definition_id.as_deref().unwrap_or("no definition"),
+            w.state.status,
+            god.as_deref()
+                .map(|g| format!(" to {g}'s inbox"))
+                .unwrap_or_default()
+        ),
+    ));
+    out.push(line(
+        Normal,
+        "Its history keeps every attempt: this one is appended, nothing is removed.",
+    ));
+    out.push(line(
+        Dim,
+        format!(
+            "The context stays as it is; to edit it, use the CLI: pantheon rerun {workflow_id} --from {step} --context FILE"
+        ),
+    ));
+    out.push(line(
+        Dim,
+        format!("Journaled as rerun by {OPERATOR} (console)."),
+    ));
 }
 
 /// The confirmation lines of [`Op::ForceUnlock`].

@@ -38,6 +38,49 @@ pub struct ConsoleOptions {
     pub notify: super::notify::NotifySettings,
 }
 
+/// The operator's command-line flags that the console and the demo share.
+#[derive(Debug, Clone, Default)]
+pub struct OperatorFlags {
+    pub read_only: bool,
+    /// Poll every this many milliseconds instead of file notifications.
+    pub poll_ms: Option<u64>,
+    pub hints: bool,
+    pub bell: bool,
+    pub notify_desktop: Option<super::notify::Desktop>,
+    pub on_attention: Option<String>,
+    pub notify_every: Option<u64>,
+}
+
+impl ConsoleOptions {
+    /// The options of a console started by the operator: the operator's config (keys, theme, time
+    /// format, thresholds, `[notify]`) with the operator's flags winning over it. Nothing comes from
+    /// the root. `pantheon console` and `pantheon demo` both start this way.
+    pub fn for_operator(config: super::config::Config, flags: OperatorFlags) -> Self {
+        let notify = super::notify::NotifySettings {
+            bell: flags.bell || config.notify.bell,
+            desktop: flags.notify_desktop.or(config
+                .notify
+                .desktop
+                .then_some(super::notify::Desktop::Osc9)),
+            on_attention: flags
+                .on_attention
+                .or_else(|| config.notify.on_attention.clone())
+                .filter(|c| !c.trim().is_empty()),
+            min_interval: Duration::from_secs(
+                flags.notify_every.unwrap_or(config.notify.rate_limit_secs),
+            ),
+            ..Default::default()
+        };
+        Self {
+            read_only: flags.read_only,
+            poll: flags.poll_ms.map(|ms| Duration::from_millis(ms.max(50))),
+            hints: flags.hints,
+            config,
+            notify,
+        }
+    }
+}
+
 /// Where the console writes its log: `$PANTHEON_LOG`, else `$XDG_STATE_HOME/pantheon/console.log`,
 /// else `~/.local/state/pantheon/console.log`. Never inside the root (the watcher would see it).
 pub fn log_path() -> Option<PathBuf> {
@@ -103,7 +146,13 @@ pub fn run(root: Root, opts: ConsoleOptions) -> anyhow::Result<()> {
     };
     let root = super::config::apply_thresholds(root, &opts.config.thresholds);
     let started = Instant::now();
-    let live = LiveHandle::start(root.clone(), mode, ModelOptions::default());
+    let thresholds = &opts.config.thresholds;
+    let model = ModelOptions {
+        overdue_after: thresholds.overdue_after(),
+        held_after: thresholds.held_after(),
+        ..ModelOptions::default()
+    };
+    let live = LiveHandle::start(root.clone(), mode, model);
     tracing::info!(ready_ms = started.elapsed().as_millis() as u64, mode = %live.mode, "model ready");
     let operator: Arc<dyn Operator> = Arc::new(EngineOperator::new(root));
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -48,6 +48,10 @@ pub struct DemoArgs {
     /// With --headless: include the whole event log in the summary (`event_log`).
     #[arg(long, requires = "headless")]
     pub events: bool,
+    /// Read the console's configuration (keys, theme, time format, thresholds, `[notify]`) from
+    /// PATH instead of $XDG_CONFIG_HOME/pantheon/config.toml, as `pantheon console --config` does.
+    #[arg(long, value_name = "PATH")]
+    pub config: Option<PathBuf>,
 }
 
 /// Runs `pantheon demo`. `explicit_root` is `--root`; without it a fresh temporary root is created
@@ -64,6 +68,13 @@ pub fn run(args: DemoArgs, explicit_root: Option<&Path>) -> anyhow::Result<Outco
         SimConfig::headless(args.seed, args.speed)
     } else {
         SimConfig::interactive(args.seed, args.speed)
+    };
+    // The operator's config, read as the console reads it (a bad one stops here, with its line),
+    // before any root is made.
+    let config = if args.headless {
+        None
+    } else {
+        Some(crate::console::config::load(args.config.as_deref())?)
     };
     let dir = demo_root(explicit_root)?;
     let mut root = Root::at(&dir);
@@ -96,10 +107,13 @@ pub fn run(args: DemoArgs, explicit_root: Option<&Path>) -> anyhow::Result<Outco
         .context("could not start the simulation thread")?;
     let console = crate::console::run::run(
         root,
-        crate::console::run::ConsoleOptions {
-            hints: true,
-            ..Default::default()
-        },
+        crate::console::run::ConsoleOptions::for_operator(
+            config.unwrap_or_default(),
+            crate::console::run::OperatorFlags {
+                hints: true,
+                ..Default::default()
+            },
+        ),
     );
     stop.store(true, Ordering::Relaxed);
     let joined = handle.join();

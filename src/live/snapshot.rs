@@ -15,23 +15,20 @@ use crate::engine::conductor::model::{AbortManifest, AckStatus, Dispatch, Workfl
 use crate::engine::store::time::parse_ts;
 
 /// A dispatch that has waited unacknowledged this long is overdue (the default of
-/// [`unacked_overdue_after`]).
+/// [`Snapshot::unacked_overdue_after`]; the console's `[thresholds] overdue_secs` sets another).
 pub const UNACKED_OVERDUE_AFTER: Duration = Duration::minutes(5);
 
-static OVERDUE_AFTER_SECS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(300);
+/// A held dispatch (in `_quarantine`) waiting for an operator longer than this is flagged as
+/// overdue (the default of [`Snapshot::held_overdue_after`]; `[thresholds] held_secs` sets another).
+pub const HELD_OVERDUE_AFTER: Duration = Duration::minutes(30);
 
-/// The overdue threshold in effect: [`UNACKED_OVERDUE_AFTER`] unless the console's config
-/// (`[thresholds] overdue_secs`) set another one.
-pub fn unacked_overdue_after() -> Duration {
-    Duration::seconds(OVERDUE_AFTER_SECS.load(std::sync::atomic::Ordering::Relaxed))
-}
-
-/// Sets the overdue threshold for this process (at least one second).
-pub fn set_unacked_overdue_after(secs: u64) {
-    let secs = i64::try_from(secs)
-        .unwrap_or(i64::MAX)
-        .clamp(1, 100 * 365 * 86_400);
-    OVERDUE_AFTER_SECS.store(secs, std::sync::atomic::Ordering::Relaxed);
+/// A threshold in seconds as the config gives it, bounded (at least one second, at most a century).
+pub fn threshold_secs(secs: u64) -> Duration {
+    Duration::seconds(
+        i64::try_from(secs)
+            .unwrap_or(i64::MAX)
+            .clamp(1, 100 * 365 * 86_400),
+    )
 }
 
 /// A problem with one file: it is shown, never fatal.
@@ -86,6 +83,16 @@ pub struct Snapshot {
     /// True when `workflows` is already in the Workflows pane's order (unfinished first, then ids
     /// in natural order), as the model publishes it: a frame need not sort 100,000 rows again.
     pub workflows_in_order: bool,
+    /// The overdue threshold of this console (`None`: [`UNACKED_OVERDUE_AFTER`]); set by the live
+    /// model from its options, or by the app from its config, never process-wide.
+    pub overdue_after: Option<Duration>,
+    /// The held-too-long threshold of this console (`None`: [`HELD_OVERDUE_AFTER`]).
+    pub held_after: Option<Duration>,
+    /// The heartbeats of `pantheon serve` supervisors (`conductor/supervisor/*.json`), alive or not.
+    pub supervisors: Arc<Vec<SupervisorBeat>>,
+    /// Open dispatches (unacked or pending, in an inbox) with an ack deadline: what a supervisor
+    /// enforces (the count `validate` warns about when none is alive).
+    pub deadlines: usize,
     /// The header's workflow counts, worked out once per snapshot by the model (a frame then costs
     /// no pass over every workflow); `None` in a snapshot built by hand, which counts row by row.
     pub tallies: Option<Arc<Tallies>>,
@@ -98,6 +105,24 @@ pub struct Tallies {
     pub active: usize,
     pub orphaned: usize,
     pub overdue_from: Vec<DateTime<Utc>>,
+}
+
+/// One supervisor's heartbeat file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SupervisorBeat {
+    /// Its id (the file name without `.json`).
+    pub id: String,
+    /// Its `last_beat`, when the file holds a readable one.
+    pub last_beat: Option<DateTime<Utc>>,
+}
+
+impl SupervisorBeat {
+    /// True when it beat within the engine's liveness limit at `now`.
+    pub fn alive(&self, now: DateTime<Utc>) -> bool {
+        let limit = Duration::from_std(crate::engine::conductor::delivery::SUPERVISOR_DEAD_AFTER)
+            .unwrap_or_else(|_| Duration::seconds(30));
+        self.last_beat.is_some_and(|t| now - t <= limit)
+    }
 }
 
 /// How far the first load of a root got: files read of those listed.
@@ -338,6 +363,37 @@ impl Snapshot {
             && w.waiting.is_empty()
     }
 
+    /// The overdue threshold in effect for this snapshot.
+    pub fn unacked_overdue_after(&self) -> Duration {
+        self.overdue_after.unwrap_or(UNACKED_OVERDUE_AFTER)
+    }
+
+    /// The held-too-long threshold in effect for this snapshot.
+    pub fn held_overdue_after(&self) -> Duration {
+        self.held_after.unwrap_or(HELD_OVERDUE_AFTER)
+    }
+
+    /// The same snapshot with these thresholds (`None`: the defaults), its tallies worked out again
+    /// when they change; shared as it is when they do not.
+    pub fn with_thresholds(
+        self: &Arc<Self>,
+        overdue_after: Option<Duration>,
+        held_after: Option<Duration>,
+    ) -> Arc<Self> {
+        if self.unacked_overdue_after() == overdue_after.unwrap_or(UNACKED_OVERDUE_AFTER)
+            && self.held_overdue_after() == held_after.unwrap_or(HELD_OVERDUE_AFTER)
+        {
+            return self.clone();
+        }
+        let mut s = (**self).clone();
+        s.overdue_after = overdue_after;
+        s.held_after = held_after;
+        if s.tallies.is_some() {
+            s.tallies = Some(Arc::new(s.tally()));
+        }
+        Arc::new(s)
+    }
+
     /// The staleness threshold of the root's settings.
     pub fn stale_threshold(&self) -> std::time::Duration {
         self.stale_after
@@ -354,7 +410,7 @@ impl Snapshot {
         for (_, d) in &w.waiting {
             if d.ack_status == AckStatus::Unacked
                 && let Some(at) = d.dispatched_at.as_deref().and_then(parse_ts)
-                && now - at > unacked_overdue_after()
+                && now - at > self.unacked_overdue_after()
             {
                 return Some(format!("unacked for {}", short_duration(now - at)));
             }
@@ -409,7 +465,7 @@ impl Snapshot {
         for (_, d) in &w.waiting {
             if d.ack_status == AckStatus::Unacked
                 && let Some(at) = d.dispatched_at.as_deref().and_then(parse_ts)
-                && let Some(t) = at.checked_add_signed(UNACKED_OVERDUE_AFTER)
+                && let Some(t) = at.checked_add_signed(self.unacked_overdue_after())
             {
                 earliest(t);
             }
@@ -429,6 +485,13 @@ impl Snapshot {
             earliest(t);
         }
         from
+    }
+
+    /// How many open dispatches have an ack deadline while no supervisor is alive at `now` to
+    /// enforce it (`None` when one is alive or nothing has a deadline), as `validate` warns.
+    pub fn unsupervised_deadlines(&self, now: DateTime<Utc>) -> Option<usize> {
+        (self.deadlines > 0 && !self.supervisors.iter().any(|b| b.alive(now)))
+            .then_some(self.deadlines)
     }
 
     /// The track with this name.

@@ -338,9 +338,9 @@ fn a_dead_lettered_dispatch_is_listed_from_conductor_dead() {
         },
         |r| std::fs::remove_file(r.join(f)).unwrap(),
         Kind::DeadLetter,
-        Pane::Workflows,
-        "wf_dead",
-        "requeue",
+        Pane::DeadLetters,
+        "hephaestus/hof_dead_1",
+        "R requeue",
     );
 }
 

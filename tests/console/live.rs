@@ -105,6 +105,7 @@ fn a_large_queue_is_opened_from_its_tail() {
     let opts = ModelOptions {
         tail_bytes: 64 * 1024,
         buffer: 100,
+        ..ModelOptions::default()
     };
     let m = LiveModel::open(Root::at(dir.path()), opts);
     let snap = m.snapshot();

@@ -361,7 +361,7 @@ fn help_is_a_scrollable_searchable_reference_at_any_size() {
     // Scrolled to the end at 80x24: the last commands are there.
     app.on_key(key('G'));
     let s = screen(&app, 80, 24, root.path());
-    assert!(s.contains(":quit") && s.contains(":help"), "{s}");
+    assert!(s.contains(":requeue") && s.contains(":rerun"), "{s}");
     assert_snapshot!("help_80x24_bottom", s);
     app.on_key(key('g'));
     // `/` narrows it; Esc in the search clears it, Esc again closes the help.

@@ -147,3 +147,100 @@ fn demo_in_a_terminal_follows_the_operators_keys_and_prints_the_kept_root_on_qui
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+/// The demo reads the operator's config the way `pantheon console` does (`$XDG_CONFIG_HOME`, or
+/// `--config PATH`): a remapped pane key shows in the tab bar and works, `time = "local"` shows
+/// wall-clock times, and `[notify] on_attention` runs the operator's hook for new attention items.
+#[test]
+fn demo_honours_the_operators_config_keys_time_and_notify() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let xdg = dir.path().join("xdg");
+    let out = dir.path().join("hook-out.jsonl");
+    let hook = dir.path().join("hook.sh");
+    std::fs::write(&hook, "#!/bin/sh\ncat >> \"$1\"\n").unwrap();
+    std::fs::create_dir_all(xdg.join("pantheon")).unwrap();
+    std::fs::write(
+        xdg.join("pantheon/config.toml"),
+        format!(
+            "[keys]\npane_9 = \"F9\"\n[theme]\nname = \"light\"\n[time]\nformat = \"local\"\n\
+             [notify]\non_attention = \"sh {} {}\"\nrate_limit_secs = 1\n",
+            hook.display(),
+            out.display()
+        ),
+    )
+    .unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("pantheon");
+    let script = format!(
+        "unset PANTHEON_STALE_AFTER_SECS PANTHEON_ROOT; XDG_CONFIG_HOME={} PANTHEON_LOG={} {} demo --root {} --speed 3; echo EXITED=$?; sleep 600",
+        xdg.display(),
+        root.with_extension("log").display(),
+        bin.display(),
+        root.display()
+    );
+    let mut t = Tmux::start("demo-config", &script);
+    t.deadline = Duration::from_secs(40);
+    t.key_pause = Duration::from_millis(60);
+    let s = t.wait("the console on the demo root", |s| {
+        s.contains("1 Workflows")
+    });
+    assert!(
+        s.contains("F9 Dead letters"),
+        "the remapped key in the tabs: {s}"
+    );
+    // Local wall-clock times (HH:MM:SS) in the workflows' AGE column, not "3s ago".
+    t.wait("a local time", |s| {
+        s.lines().any(|l| {
+            l.contains("wf_")
+                && l.split_whitespace().any(|w| {
+                    w.len() == 8
+                        && w.chars().enumerate().all(|(i, c)| {
+                            if i == 2 || i == 5 {
+                                c == ':'
+                            } else {
+                                c.is_ascii_digit()
+                            }
+                        })
+                })
+        })
+    });
+    t.keys(&["F9"]);
+    t.wait("pane 9 by its remapped key", |s| {
+        s.contains("9 Dead letters (")
+    });
+    // The help lists the remapped key.
+    t.keys(&["?"]);
+    t.wait("the help with F9", |s| {
+        s.contains("go to pane 9 Dead letters")
+    });
+    t.keys(&["Escape"]);
+    wait_fs("the operator's hook run for an attention item", || {
+        std::fs::read_to_string(&out)
+            .map(|s| s.lines().any(|l| l.contains("\"kind\"")))
+            .unwrap_or(false)
+    });
+    t.keys(&["q"]);
+    let s = t.wait("the exit", |s| s.contains("EXITED="));
+    assert!(s.contains("EXITED=0"), "{s}");
+}
+
+#[test]
+fn demo_with_a_bad_config_stops_before_the_terminal_naming_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("bad.toml");
+    std::fs::write(&cfg, "[keys]\nnot_an_action = \"x\"\n").unwrap();
+    let out = pantheon()
+        .arg("--root")
+        .arg(dir.path().join("root"))
+        .args(["demo", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("line 2"), "{err}");
+    assert!(
+        !dir.path().join("root").exists(),
+        "no root is made for a config that cannot be used"
+    );
+}

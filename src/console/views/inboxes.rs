@@ -117,8 +117,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             d.ack_status.to_string()
         };
         let (astyle, g) = theme.ack_status(&ack);
-        let overdue = items::dispatch_overdue(r.view, r.held, app.now)
-            || items::held_overdue(r.view, r.held, app.now);
+        let overdue = items::dispatch_overdue(snap, r.view, r.held, app.now)
+            || items::held_overdue(snap, r.view, r.held, app.now);
         vec![
             // A held dispatch names the god it is meant for.
             if r.held {

@@ -13,6 +13,7 @@ use super::theme::Theme;
 mod attention;
 mod board;
 mod bus;
+mod deadletters;
 mod dialogs;
 mod inboxes;
 mod issues;
@@ -64,6 +65,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
         Pane::Board => board::draw(frame, body, app, theme),
         Pane::Attention => attention::draw(frame, body, app, theme),
         Pane::Journal => journal::draw(frame, body, app, theme),
+        Pane::DeadLetters => deadletters::draw(frame, body, app, theme),
     }
     draw_marks(frame, app, theme);
     issues::last_good_marker(frame, body, app, theme);
@@ -138,6 +140,11 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let waiting = app.attention_all().len();
     if waiting > 0 {
         items.push((1, format!("@ {waiting} need you · "), theme.alert()));
+    }
+    if s.unsupervised_deadlines(app.now).is_some() {
+        // Deadlines nobody enforces: `pantheon serve` is not running (or died). First of the
+        // alerts, so it is the last of them a narrow header drops.
+        items.push((2, "▲ no supervisor · ".into(), theme.alert()));
     }
     for (n, what) in [
         (c.overdue, "overdue"),
@@ -249,10 +256,17 @@ pub(crate) fn sparkline(values: &[u32]) -> String {
 fn tab_labels(app: &App, width: usize) -> Vec<(Pane, String)> {
     let waiting = app.attention_all().len();
     let label = |p: Pane, how: u8| {
+        // The key that goes there, as the operator bound it (none past 9: `:pane NAME`).
+        let key = app
+            .keymap
+            .pane_key(p)
+            .map(|k| format!("{k} "))
+            .unwrap_or_default();
         let mut l = match how {
-            0 => format!(" {} {} ", p.number(), p.title()),
-            1 => format!(" {} {} ", p.number(), p.short_title()),
-            _ => format!(" {} ", p.number()),
+            0 => format!(" {key}{} ", p.title()),
+            1 => format!(" {key}{} ", p.short_title()),
+            _ if key.is_empty() => format!(" {} ", p.short_title()),
+            _ => format!(" {key}"),
         };
         if p == Pane::Attention && waiting > 0 {
             l.insert_str(l.len() - 1, &format!(" {waiting}"));
@@ -348,7 +362,12 @@ fn bridge_items(items: &mut Vec<(u8, String, Style)>, b: &serde_json::Value, the
 
 fn draw_tabs(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let mut spans = Vec::new();
+    let mut drawn = Vec::new();
+    let mut x = 0usize;
     for (p, label) in tab_labels(app, area.width as usize) {
+        let w = label.chars().count();
+        drawn.push((x, w, p));
+        x += w + 1;
         let style = if p == app.pane {
             theme.tab_active()
         } else {
@@ -357,6 +376,7 @@ fn draw_tabs(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         spans.push(Span::styled(label, style));
         spans.push(Span::raw(" "));
     }
+    *app.tabs_drawn.borrow_mut() = drawn;
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 

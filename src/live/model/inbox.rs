@@ -20,6 +20,8 @@ pub(super) struct InboxTracker {
     /// Files that are not `*.json` (reported, not read).
     strays: BTreeSet<String>,
     pub(super) view: Arc<InboxView>,
+    /// What of a dispatch the rows keep (see [`compact_dispatch`]).
+    compact: fn(&mut Dispatch),
 }
 
 impl InboxTracker {
@@ -33,7 +35,15 @@ impl InboxTracker {
                 god: god.to_owned(),
                 ..InboxView::default()
             }),
+            compact: compact_dispatch,
         }
+    }
+
+    /// The same tracker keeping what `compact` leaves of each dispatch (dead letters keep their
+    /// `dead_at` and `dead_reason`).
+    pub(super) fn compacting(mut self, compact: fn(&mut Dispatch)) -> Self {
+        self.compact = compact;
+        self
     }
 
     /// Re-lists the directory and refreshes every file; true if anything changed.
@@ -44,8 +54,15 @@ impl InboxTracker {
     /// Like [`InboxTracker::rescan`], but a file not seen before is not read: its name goes to
     /// `defer` (the first load reads them a chunk at a time).
     pub(super) fn rescan_deferring(&mut self, mut defer: Option<&mut Vec<String>>) -> bool {
-        let names = list_dir(&self.dir, false);
+        let mut names = list_dir(&self.dir, false);
         let mut changed = false;
+        // A symbolic link is never followed: it is reported as a file issue (a stray).
+        let links: BTreeSet<String> = names
+            .iter()
+            .filter(|n| is_symlink(&self.dir.join(n)))
+            .cloned()
+            .collect();
+        names.retain(|n| !links.contains(n));
         self.files.retain(|n, _| {
             let keep = names.contains(n);
             changed |= !keep;
@@ -54,6 +71,7 @@ impl InboxTracker {
         let strays: BTreeSet<String> = names
             .iter()
             .filter(|n| !n.ends_with(".json"))
+            .chain(links.iter())
             .cloned()
             .collect();
         if strays != self.strays {
@@ -72,8 +90,8 @@ impl InboxTracker {
                 .files
                 .entry(n.clone())
                 .or_insert_with(|| JsonFile::new(dir.join(n)));
-            changed |=
-                f.refresh(|v| parse_as::<Dispatch>(v, compact_dispatch)) != Refresh::Unchanged;
+            let compact = self.compact;
+            changed |= f.refresh(|v| parse_as::<Dispatch>(v, compact)) != Refresh::Unchanged;
         }
         changed
     }
@@ -83,7 +101,7 @@ impl InboxTracker {
         if name.starts_with('.') {
             return false;
         }
-        if !name.ends_with(".json") {
+        if !name.ends_with(".json") || is_symlink(&self.dir.join(name)) {
             return self.rescan();
         }
         let path = self.dir.join(name);
@@ -92,7 +110,8 @@ impl InboxTracker {
             .files
             .entry(name.to_owned())
             .or_insert_with(|| JsonFile::new(path));
-        match f.refresh(|v| parse_as::<Dispatch>(v, compact_dispatch)) {
+        let compact = self.compact;
+        match f.refresh(|v| parse_as::<Dispatch>(v, compact)) {
             Refresh::Unchanged => {
                 if !exists {
                     // An event for a file already gone (a temp name, a quick move): forget it.
@@ -139,9 +158,15 @@ impl InboxTracker {
             }
         }
         for s in &self.strays {
+            let path = self.dir.join(s);
+            let message = if is_symlink(&path) {
+                "a symbolic link; not followed"
+            } else {
+                "not a .json dispatch file; ignored"
+            };
             errors.push(FileWarning {
-                path: self.dir.join(s),
-                message: "not a .json dispatch file; ignored".into(),
+                path,
+                message: message.into(),
                 since: None,
             });
         }
@@ -179,6 +204,10 @@ impl InboxTracker {
             errors,
         });
     }
+}
+
+fn is_symlink(p: &std::path::Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink())
 }
 
 impl LiveModel {

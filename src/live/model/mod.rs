@@ -22,6 +22,10 @@ pub struct ModelOptions {
     pub tail_bytes: u64,
     /// The most bus messages kept per track.
     pub buffer: usize,
+    /// This console's overdue threshold (`None`: the default), published with every snapshot.
+    pub overdue_after: Option<chrono::Duration>,
+    /// This console's held-too-long threshold (`None`: the default).
+    pub held_after: Option<chrono::Duration>,
 }
 
 impl Default for ModelOptions {
@@ -29,6 +33,8 @@ impl Default for ModelOptions {
         Self {
             tail_bytes: 4 * 1024 * 1024,
             buffer: 10_000,
+            overdue_after: None,
+            held_after: None,
         }
     }
 }
@@ -79,6 +85,21 @@ fn compact_dispatch(d: &mut Dispatch) {
     d.context.summary = summary;
     d.extra = Default::default();
 }
+
+/// A dead letter keeps what pane 9 lists besides the compact dispatch: when and why it died.
+pub(crate) fn compact_dead(d: &mut Dispatch) {
+    let extra = std::mem::take(&mut d.extra);
+    compact_dispatch(d);
+    for k in [DEAD_AT, DEAD_REASON] {
+        if let Some(v) = extra.get(k) {
+            d.extra.insert(k.to_owned(), v.clone());
+        }
+    }
+}
+
+/// The fields a dead letter gains (docs/PROTOCOL.md §2.10).
+pub const DEAD_AT: &str = "dead_at";
+pub const DEAD_REASON: &str = "dead_reason";
 
 fn keep_all<T>(_: &mut T) {}
 
@@ -151,11 +172,12 @@ pub fn dirs_to_watch(root: &Root) -> BTreeSet<PathBuf> {
     }
     // Dead letters (`dead/` and a directory per god), the journal's segments and the bridge's
     // status file, which the Dead letters, Journal and header items show.
-    let dead = root.conductor.join("dead");
+    let dead = root.dead_root();
     for g in list_dir(&dead, true) {
         out.insert(dead.join(g));
     }
     out.insert(dead);
+    out.insert(root.supervisor_dir());
     out.insert(crate::engine::journal::segments_dir(root));
     if let Some(parent) = crate::engine::bridge::status_path(root).parent() {
         out.insert(parent.to_path_buf());
@@ -179,6 +201,8 @@ enum Target {
     Dead,
     /// `conductor/journal.jsonl` or a segment in `conductor/journal/`.
     Journal,
+    /// `conductor/supervisor/`: supervisor heartbeats.
+    Supervisors,
     Ignore,
 }
 
@@ -228,6 +252,9 @@ pub struct LiveModel {
     /// `conductor/dead/{god}/`: dead letters, read as dispatches.
     dead: BTreeMap<String, InboxTracker>,
     dirty_dead: bool,
+    /// The supervisors' heartbeats, as last read.
+    supervisors: Vec<crate::live::snapshot::SupervisorBeat>,
+    dirty_supervisors: bool,
     /// Fingerprints of the journal's files when it was last read.
     journal_files: Vec<(PathBuf, Option<crate::live::files::Fingerprint>)>,
     dirty_journal: bool,
@@ -270,6 +297,8 @@ impl LiveModel {
             warned_since: BTreeMap::new(),
             dead: BTreeMap::new(),
             dirty_dead: true,
+            supervisors: Vec::new(),
+            dirty_supervisors: true,
             journal_files: Vec::new(),
             dirty_journal: true,
             layout: 0,
@@ -453,6 +482,9 @@ impl LiveModel {
         if path.starts_with(self.dead_dir()) {
             return Target::Dead;
         }
+        if path.starts_with(self.root.supervisor_dir()) {
+            return Target::Supervisors;
+        }
         let journal = crate::engine::journal::journal_path(&self.root);
         if path == journal || path.starts_with(crate::engine::journal::segments_dir(&self.root)) {
             return Target::Journal;
@@ -525,6 +557,7 @@ impl LiveModel {
             }
             Target::Definitions => self.check_definitions(),
             Target::Dead => self.rescan_dead(),
+            Target::Supervisors => self.rescan_supervisors(),
             Target::Journal => self.check_journal(),
             Target::TracksDir => self.rescan_tracks(),
             Target::Track(name, part) => {
@@ -563,11 +596,44 @@ impl LiveModel {
         self.rescan_tracks();
         self.check_definitions();
         self.rescan_dead();
+        self.rescan_supervisors();
         self.check_journal();
     }
 
+    /// Re-reads the supervisors' heartbeats (small files, few of them; bounded reads, links not
+    /// followed, an unreadable one counts as not alive).
+    fn rescan_supervisors(&mut self) {
+        let dir = self.root.supervisor_dir();
+        let beats: Vec<crate::live::snapshot::SupervisorBeat> = list_dir(&dir, false)
+            .into_iter()
+            .filter_map(|n| {
+                let id = n.strip_suffix(".json")?.to_owned();
+                let path = dir.join(&n);
+                let link =
+                    std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
+                let last_beat = (!link)
+                    .then(|| {
+                        crate::engine::store::read::read_json_once(&path)
+                            .ok()
+                            .flatten()
+                    })
+                    .flatten()
+                    .and_then(|v| {
+                        v.get("last_beat")
+                            .and_then(Value::as_str)
+                            .and_then(crate::engine::store::time::parse_ts)
+                    });
+                Some(crate::live::snapshot::SupervisorBeat { id, last_beat })
+            })
+            .collect();
+        if beats != self.supervisors {
+            self.supervisors = beats;
+            self.dirty_supervisors = true;
+        }
+    }
+
     fn dead_dir(&self) -> PathBuf {
-        self.root.conductor.join("dead")
+        self.root.dead_root()
     }
 
     /// Re-lists `conductor/dead/` and refreshes its files (only changed ones are read).
@@ -582,7 +648,7 @@ impl LiveModel {
             let t = self
                 .dead
                 .entry(g.clone())
-                .or_insert_with(|| InboxTracker::new(g, dir.join(g)));
+                .or_insert_with(|| InboxTracker::new(g, dir.join(g)).compacting(compact_dead));
             if t.rescan() || is_new {
                 t.rebuild();
                 changed = true;
@@ -627,6 +693,7 @@ impl LiveModel {
             || self.dirty_tracks
             || self.dirty_definitions
             || self.dirty_dead
+            || self.dirty_supervisors
             || self.dirty_journal
         {
             self.publish();
@@ -641,6 +708,8 @@ impl LiveModel {
         let mut s = (*prev).clone();
         s.root = self.root.dir.clone();
         s.watch = self.watch.clone();
+        s.overdue_after = self.opts.overdue_after;
+        s.held_after = self.opts.held_after;
         let stale_after = chrono::Duration::from_std(self.root.settings.stale_after)
             .unwrap_or(crate::engine::bus::model::STALE_AFTER);
         s.stale_after =
@@ -666,6 +735,22 @@ impl LiveModel {
         if self.dirty_inboxes {
             s.inboxes = Arc::new(self.inboxes.values().map(|i| (*i.view).clone()).collect());
             s.quarantine = self.quarantine.view.clone();
+            s.deadlines = s
+                .inboxes
+                .iter()
+                .flat_map(|i| i.dispatches.iter())
+                .filter(|d| {
+                    use crate::engine::conductor::model::AckStatus;
+                    d.dispatch.ack_deadline.is_some()
+                        && matches!(
+                            d.dispatch.ack_status,
+                            AckStatus::Unacked | AckStatus::Pending
+                        )
+                })
+                .count();
+        }
+        if self.dirty_supervisors {
+            s.supervisors = Arc::new(self.supervisors.clone());
         }
         if self.dirty_inboxes || self.dirty_workflows || self.dirty_definitions {
             let mut list = self.build_workflows(&s);
@@ -718,6 +803,7 @@ impl LiveModel {
         self.dirty_tracks = false;
         self.dirty_definitions = false;
         self.dirty_dead = false;
+        self.dirty_supervisors = false;
         self.dirty_journal = false;
         self.snapshot = Arc::new(s);
     }

@@ -1,0 +1,206 @@
+//! Pane 9: dispatches dead-lettered after their last delivery (`conductor/dead/{god}/`), with their
+//! payload and whole delivery history in the detail; `R` requeues, `x` aborts the workflow.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+
+use crate::console::action::{Action, Pane};
+use crate::console::app::App;
+use crate::console::items;
+use crate::console::preview::when;
+use crate::console::theme::Theme;
+
+use super::table::{self, Col};
+use super::{detail, empty, json_lines, kv, section};
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let snap = &app.snapshot;
+    let rows = items::dead_letters(snap, &app.filter(Pane::DeadLetters));
+    let unreadable: usize = snap.dead_letters.iter().map(|i| i.errors.len()).sum();
+    let mut title = format!(" 9 Dead letters ({}", rows.len());
+    if unreadable > 0 {
+        title.push_str(&format!(", ⚠ {unreadable} unreadable: ! lists them"));
+    }
+    title.push_str(&format!(") {}", super::order_note(app)));
+    if rows.is_empty() {
+        let text = if app.filter(Pane::DeadLetters).is_empty() {
+            "No dead letter: every dispatch with an ack deadline was acked in time \
+             (conductor/dead/ is empty)."
+        } else {
+            "No dead letter matches the filter."
+        };
+        return empty(frame, area, title, text, theme);
+    }
+    if super::gone_detail(frame, area, app, theme) {
+        return;
+    }
+    let sel = app.selected(Pane::DeadLetters);
+    if app.pane_state().detail {
+        return draw_detail(frame, area, app, rows[sel], theme);
+    }
+    let row = |r: &items::DeadRow| {
+        let d = &r.view.dispatch;
+        let status = snap
+            .workflows
+            .iter()
+            .find(|w| w.id == d.workflow_id)
+            .map(|w| w.state.status.to_string());
+        let mut reason = r.reason().unwrap_or("").to_owned();
+        if let Some(st) = status.as_deref().filter(|s| *s != "stalled") {
+            // Requeue refuses once the workflow is finished: say so on the row.
+            reason = format!("[workflow {st}] {reason}");
+        }
+        vec![
+            Line::raw(r.god.to_owned()),
+            Line::styled(d.handoff_id.clone(), theme.alert()),
+            Line::raw(d.workflow_id.clone()),
+            Line::raw(d.step.clone()),
+            Line::styled(r.deliveries(), theme.warn()),
+            Line::raw(when(r.dead_at(), app.now, app.absolute_times)),
+            Line::raw(r.last_target().to_owned()),
+            Line::styled(reason, theme.dim()),
+        ]
+    };
+    let first = table::list(
+        frame,
+        area,
+        title,
+        &COLUMNS,
+        &rows,
+        super::rows_of(app, rows.len()),
+        &app.marks(),
+        theme,
+        row,
+    );
+    super::record_table(app, area, first);
+}
+
+/// The columns: the handoff id is kept whole; the reason takes the room left over.
+const COLUMNS: [Col; 8] = [
+    Col::new("GOD", 6, 16),
+    Col::new("HANDOFF", 10, 32).keep(),
+    Col::new("WORKFLOW", 10, 40),
+    Col::new("STEP", 6, 24).hide(1),
+    Col::new("DELIV", 5, 7),
+    Col::new("DEAD SINCE", 6, 19),
+    Col::new("LAST TARGET", 6, 16).hide(2),
+    Col::new("REASON", 10, 200).flex(),
+];
+
+fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DeadRow, theme: &Theme) {
+    let v = r.view;
+    // The row is compact; the detail reads the file whole (payload, delivery history).
+    let whole = v.whole();
+    if app.pane_state().raw {
+        let mut lines = match &whole {
+            Ok(x) => json_lines(&x.raw, theme),
+            Err(e) => vec![Line::styled(format!("⚠ {e}"), theme.warn())],
+        };
+        lines.insert(0, Line::styled(v.path.display().to_string(), theme.dim()));
+        return detail(
+            frame,
+            area,
+            format!(" dead {} · raw (y) ", v.name),
+            lines,
+            app,
+            theme,
+        );
+    }
+    let d = match &whole {
+        Ok(x) => &x.typed,
+        Err(_) => &*v.dispatch,
+    };
+    let now = app.now;
+    let abs = app.absolute_times;
+    let status = app
+        .snapshot
+        .workflows
+        .iter()
+        .find(|w| w.id == d.workflow_id)
+        .map(|w| w.state.status.to_string())
+        .unwrap_or_else(|| "no state file".into());
+    let mut l = vec![
+        kv("dead letters", r.god.to_owned(), theme.base(), theme),
+        kv("handoff", d.handoff_id.clone(), theme.alert(), theme),
+        kv(
+            "workflow",
+            format!("{} ({status})", d.workflow_id),
+            theme.base(),
+            theme,
+        ),
+        kv("step", d.step.clone(), theme.base(), theme),
+        kv(
+            "from → to",
+            format!("{} → {}", d.from_god, d.to_god),
+            theme.base(),
+            theme,
+        ),
+        kv("deliveries", r.deliveries(), theme.warn(), theme),
+        kv(
+            "dead since",
+            when(r.dead_at(), now, abs),
+            theme.base(),
+            theme,
+        ),
+        kv(
+            "reason",
+            r.reason().unwrap_or("-").to_owned(),
+            theme.warn(),
+            theme,
+        ),
+    ];
+    if let Some(w) = &d.ack_wait {
+        l.push(kv("ack wait", w.clone(), theme.dim(), theme));
+    }
+    if let Some(w) = &v.warning {
+        l.push(kv("⚠ file", w.clone(), theme.warn(), theme));
+    }
+    if let Err(e) = &whole {
+        l.push(kv(
+            "⚠ file",
+            format!("{e}; showing the row only"),
+            theme.warn(),
+            theme,
+        ));
+    }
+    let key = |a: Action| app.keymap.key_for(&a);
+    l.push(Line::styled(
+        format!(
+            "  {} requeues it (to its last god, or another: Tab completes) · {} aborts its workflow",
+            key(Action::Requeue),
+            key(Action::Abort)
+        ),
+        theme.dim(),
+    ));
+    section(
+        &mut l,
+        &format!("Delivery history ({})", d.deliveries.len()),
+        theme,
+    );
+    for (i, x) in d.deliveries.iter().enumerate() {
+        l.push(Line::from(vec![
+            Span::styled(format!("  #{:<3}", i + 1), theme.dim()),
+            Span::raw(format!("{:<22}", when(Some(&x.at), now, abs))),
+            Span::styled(format!("→ {}", x.to), theme.info()),
+        ]));
+    }
+    section(&mut l, "Payload (context)", theme);
+    let context = match &whole {
+        Ok(x) => x
+            .raw
+            .get("context")
+            .cloned()
+            .unwrap_or(serde_json::Value::Null),
+        Err(_) => serde_json::json!({"summary": d.context.summary}),
+    };
+    l.extend(json_lines(&context, theme));
+    detail(
+        frame,
+        area,
+        format!(" dead letter {} · {} ", r.god, v.name),
+        l,
+        app,
+        theme,
+    );
+}
