@@ -481,6 +481,82 @@ fn scale_dir(n: usize) -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 
+/// What glibc's malloc takes for a request of `len` bytes (16-byte steps, 32 at least).
+fn chunk(len: usize) -> usize {
+    if len == 0 {
+        0
+    } else {
+        (len + 8).div_ceil(16).max(2) * 16
+    }
+}
+
+/// Where the bytes of a loaded root go: the size of each part of a workflow row and of a dispatch
+/// row (structs, their allocations, their strings), averaged over the snapshot, as counted from
+/// the types (the model's maps and the allocator's free lists come on top).
+fn row_bytes(s: &pantheon::live::Snapshot) -> serde_json::Value {
+    use pantheon::engine::conductor::model::{Dispatch, WorkflowState};
+    use pantheon::live::files::RecordFile;
+    use pantheon::live::snapshot::{DispatchView, Record, WholeCell, WorkflowRow, WorkflowView};
+    use std::mem::size_of;
+    let n = s.workflows.len().max(1);
+    let text = |o: Option<&str>| o.map_or(0, |t| chunk(t.len()));
+    let mut wf_strings = 0;
+    let mut waiting = 0;
+    for w in s.workflows.iter() {
+        wf_strings += chunk(16 + w.id.len())
+            + text(w.state.created.as_deref())
+            + text(w.state.updated.as_deref())
+            + text(
+                w.state
+                    .last_ack
+                    .as_ref()
+                    .and_then(|a| a.acked_at.as_deref()),
+            );
+        waiting +=
+            chunk(w.waiting.len() * size_of::<(pantheon::live::snapshot::Sym, Arc<Dispatch>)>());
+    }
+    let record = chunk(16 + size_of::<Record<WorkflowRow, WorkflowState>>());
+    let model_entry = size_of::<(Arc<str>, RecordFile<Record<WorkflowRow, WorkflowState>>)>();
+    let per_wf = size_of::<WorkflowView>() + record + model_entry + (wf_strings + waiting) / n;
+    let ds: Vec<&DispatchView> = s
+        .inboxes
+        .iter()
+        .chain(std::iter::once(&*s.quarantine))
+        .flat_map(|i| i.dispatches.iter())
+        .collect();
+    let m = ds.len().max(1);
+    let mut d_strings = 0;
+    for d in &ds {
+        let x = &d.dispatch;
+        d_strings += text(x.dispatch_id.as_deref())
+            + text(Some(&x.handoff_id))
+            + text(Some(&x.workflow_id))
+            + text(Some(&x.from_god))
+            + text(Some(&x.to_god))
+            + text(Some(&x.step))
+            + text(Some(&x.context.summary))
+            + text(x.dispatched_at.as_deref())
+            + chunk(d.path.as_os_str().len())
+            + chunk(d.name.len())
+            + chunk(d.name.len() + 5);
+    }
+    let dispatch = chunk(16 + size_of::<Dispatch>());
+    let whole = chunk(16 + size_of::<WholeCell<Dispatch>>());
+    let model_file = size_of::<(
+        String,
+        RecordFile<(Arc<Dispatch>, Arc<WholeCell<Dispatch>>)>,
+    )>() + chunk(32);
+    let per_d = dispatch + whole + size_of::<DispatchView>() + model_file + d_strings / m;
+    json!({
+        "workflow_view": size_of::<WorkflowView>(), "workflow_record": record,
+        "workflow_model_entry": model_entry, "workflow_strings": wf_strings / n,
+        "workflow_waiting": waiting / n, "per_workflow": per_wf,
+        "dispatch_struct": dispatch, "dispatch_whole_cell": whole,
+        "dispatch_view": size_of::<DispatchView>(), "dispatch_model_file": model_file,
+        "dispatch_strings": d_strings / m, "per_dispatch": per_d, "dispatches": ds.len(),
+    })
+}
+
 /// One size, in a fresh process (so resident memory is this root's alone): prints
 /// `SCALE {json}` with the first screen, the full load, resident memory and frame times.
 fn scale_child(root: &Path, n: usize) {
@@ -527,6 +603,11 @@ fn scale_child(root: &Path, n: usize) {
     }
     let frame_median = pct(&mut frames, 0.5);
     let rss = rss_kib();
+    let bytes = row_bytes(&full);
+    // How much of it is memory the allocator keeps after frees (not live data): the resident size
+    // once glibc has given its free pages back. Diagnosis only: the goal is `rss` above.
+    unsafe { libc::malloc_trim(0) };
+    let rss_trimmed = rss_kib();
     let watches = handle.watch_count();
     drop(handle);
     println!(
@@ -535,7 +616,8 @@ fn scale_child(root: &Path, n: usize) {
             "n": n, "first_screen_ms": first_screen.as_secs_f64() * 1e3,
             "first_rows": first_rows, "first_loading": first_loading,
             "loaded_ms": loaded.as_secs_f64() * 1e3, "rss_mib": rss as f64 / 1024.0,
-            "frame_median_ms": frame_median, "watches": watches
+            "frame_median_ms": frame_median, "watches": watches, "bytes": bytes,
+            "rss_trimmed_mib": rss_trimmed as f64 / 1024.0
         })
     );
 }
@@ -580,6 +662,11 @@ fn scale() {
             v["rss_mib"].as_f64().unwrap_or(0.0),
             v["frame_median_ms"].as_f64().unwrap_or(0.0),
             v["watches"]
+        );
+        println!(
+            "scale {n:>7} row bytes: {}; RSS after malloc_trim {:.1} MiB",
+            v["bytes"],
+            v["rss_trimmed_mib"].as_f64().unwrap_or(0.0)
         );
         results.push(v);
     }

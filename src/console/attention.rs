@@ -196,7 +196,7 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
                 .action("x abort · ack it in 2 Inboxes"),
             );
         }
-        if Snapshot::orphaned(w) {
+        if s.loading.is_none() && Snapshot::orphaned(w) {
             out.push(
                 Item::new(
                     Kind::Orphaned,

@@ -442,7 +442,7 @@ impl Snapshot {
                 if self.overdue(w, now).is_some() {
                     c.overdue += 1;
                 }
-                if Self::orphaned(w) {
+                if self.loading.is_none() && Self::orphaned(w) {
                     c.orphaned += 1;
                 }
             }
@@ -470,6 +470,8 @@ impl Snapshot {
 
     /// True when `w` waits for an ack but none of its dispatches is in an inbox or `_quarantine`: it
     /// was deleted outright, and nobody can ack it (`pantheon redispatch WF` writes it again).
+    /// The counts and the attention list ask only once the first load is over: until then its
+    /// dispatch may just not be read yet.
     pub fn orphaned(w: &WorkflowView) -> bool {
         w.state.status == crate::engine::conductor::WorkflowStatus::WaitingForAck
             && w.waiting.is_empty()
@@ -524,7 +526,7 @@ impl Snapshot {
             if !w.state.status.is_finished() {
                 t.active += 1;
             }
-            if Self::orphaned(w) {
+            if self.loading.is_none() && Self::orphaned(w) {
                 t.orphaned += 1;
             }
             if let Some(at) = self.overdue_from(w) {

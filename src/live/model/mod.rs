@@ -234,6 +234,12 @@ pub struct LiveModel {
     load_total: usize,
     /// True once the files left by the first chunk are ordered newest first.
     load_ordered: bool,
+    /// True while the first load has not listed the inboxes yet (a large state directory took the
+    /// first screen's time).
+    inboxes_unlisted: bool,
+    /// How long the last publish took: a step of the first load reads at least four times that
+    /// long, so publishing a root of 100,000 rows does not take most of the load's time.
+    last_publish: std::time::Duration,
 }
 
 impl LiveModel {
@@ -274,6 +280,8 @@ impl LiveModel {
             unread: Default::default(),
             load_total: 0,
             load_ordered: false,
+            inboxes_unlisted: false,
+            last_publish: std::time::Duration::ZERO,
             root,
         }
     }
@@ -286,7 +294,18 @@ impl LiveModel {
         let started = std::time::Instant::now();
         let mut m = Self::open_empty(root, opts);
         m.progressive = true;
-        m.rescan_all();
+        m.rescan_states();
+        // Listing a few hundred thousand files takes a while: when the state directory alone took
+        // the first screen's time, the inboxes are listed by the first step after it.
+        if started.elapsed() < first {
+            m.rescan_inboxes();
+        } else {
+            m.inboxes_unlisted = true;
+        }
+        m.rescan_tracks();
+        m.check_definitions();
+        m.rescan_dead();
+        m.check_journal();
         m.progressive = false;
         m.load_total = m.unread.len();
         let left = first.saturating_sub(started.elapsed());
@@ -297,17 +316,30 @@ impl LiveModel {
 
     /// True while files listed by the first load are still unread.
     pub fn is_loading(&self) -> bool {
-        !self.unread.is_empty()
+        !self.unread.is_empty() || self.inboxes_unlisted
     }
 
     /// Reads unread files for about `budget`, then publishes what changed.
     pub fn load_more(&mut self, budget: std::time::Duration) -> Option<Arc<Snapshot>> {
-        if self.unread.is_empty() {
+        if !self.is_loading() {
             return None;
+        }
+        if self.inboxes_unlisted {
+            self.inboxes_unlisted = false;
+            let before = self.unread.len();
+            self.progressive = true;
+            self.rescan_inboxes();
+            self.progressive = false;
+            self.load_total += self.unread.len().saturating_sub(before);
         }
         if !self.load_ordered {
             self.order_unread();
         }
+        let budget = if budget.is_zero() {
+            budget
+        } else {
+            budget.max(self.last_publish.saturating_mul(4))
+        };
         self.read_unread(budget);
         // The last step always publishes, so the "loading" note goes away.
         self.dirty_workflows = true;
@@ -663,6 +695,12 @@ impl LiveModel {
     }
 
     fn publish(&mut self) {
+        let started = std::time::Instant::now();
+        self.publish_now();
+        self.last_publish = started.elapsed();
+    }
+
+    fn publish_now(&mut self) {
         let prev = self.snapshot.clone();
         let mut s = (*prev).clone();
         s.root = self.root.dir.clone();
@@ -679,7 +717,7 @@ impl LiveModel {
                 .map(Arc::new);
         self.seq += 1;
         s.seq = self.seq;
-        s.loading = (!self.unread.is_empty()).then(|| super::snapshot::Loading {
+        s.loading = self.is_loading().then(|| super::snapshot::Loading {
             read: self.load_total.saturating_sub(self.unread.len()),
             total: self.load_total,
             finished: 0,

@@ -434,4 +434,49 @@ mod tests {
             ["decided wf_a_done_1234"]
         );
     }
+    /// When the state directory takes the first screen's time, the inboxes are listed by the first
+    /// step after it; until their dispatches are read no workflow is called orphaned.
+    #[test]
+    fn inboxes_listed_after_the_first_screen_and_no_orphans_while_loading() {
+        let (_d, root) = root();
+        let inbox = root.pending_root().join("hermes");
+        std::fs::create_dir_all(&inbox).unwrap();
+        for i in 0..200 {
+            let id = format!("wf_{i}");
+            write(
+                &root,
+                &id,
+                &state(&id, "waiting_for_ack", "hermes", "deploy"),
+            );
+            let d = serde_json::json!({
+                "handoff_id": format!("hof_{i}"), "workflow_id": id, "from_god": "thoth",
+                "to_god": "hermes", "step": "build", "ack_status": "unacked",
+                "context": {"summary": "s"}
+            });
+            std::fs::write(inbox.join(format!("hof_{i}.json")), d.to_string()).unwrap();
+        }
+        let mut m =
+            LiveModel::open_progressive(root.clone(), ModelOptions::default(), Duration::ZERO);
+        let first = m.snapshot();
+        assert!(first.loading.is_some() && first.inboxes.is_empty());
+        let now = chrono::Utc::now();
+        assert_eq!(first.counts(now).orphaned, 0);
+        assert!(first.workflows.iter().any(Snapshot::orphaned));
+        let mut steps = 0;
+        while m.is_loading() {
+            let s = m.load_more(Duration::ZERO).expect("each step publishes");
+            assert_eq!(s.counts(now).orphaned, 0, "none while loading");
+            steps += 1;
+            assert!(steps < 100);
+        }
+        let s = m.snapshot();
+        assert_eq!(s.inboxes.len(), 1);
+        assert_eq!(s.inboxes[0].dispatches.len(), 200);
+        assert!(s.workflows.iter().all(|w| w.waiting.len() == 1));
+        assert_eq!(s.counts(now).orphaned, 0);
+        // A workflow whose dispatch is gone is orphaned once the load is over.
+        std::fs::remove_file(inbox.join("hof_7.json")).unwrap();
+        let s = m.rescan().expect("the change is seen");
+        assert_eq!(s.counts(now).orphaned, 1);
+    }
 }
