@@ -386,7 +386,8 @@ fn idle_cpu() {
 }
 
 /// Writes a root of `n` workflows (every fifth waiting for an ack, the rest completed), each with a
-/// dispatch in one of 50 inboxes and a handoff file in its own `shared/handoffs/` directory.
+/// dispatch in one of 50 inboxes and a handoff file in its own `shared/handoffs/` directory. The
+/// files are written by one thread per core (100,000 workflows are some 300,000 files).
 fn scale_root(dir: &Path, n: usize) {
     let c = dir.join("conductor");
     std::fs::create_dir_all(c.join("state")).unwrap();
@@ -395,48 +396,165 @@ fn scale_root(dir: &Path, n: usize) {
     }
     std::fs::create_dir_all(c.join("tracks/bench/.message-bus")).unwrap();
     std::fs::write(c.join("tracks/bench/.message-bus/queue.jsonl"), "").unwrap();
-    for i in 0..n {
-        let wf = format!("wf_scale_{i}");
-        let unfinished = i % 5 == 0;
-        let hof = format!("hof_20260614_{i:08x}");
-        let st = json!({
-            "workflow_id": wf, "definition_id": "deploy-feature", "definition_version": "1.0",
-            "status": if unfinished { "waiting_for_ack" } else { "completed" },
-            "current_step": "architect", "dispatched_to": format!("god{}", i % 50),
-            "context_bag": {"decisions": ["use postgres", "ship behind a flag"], "artifacts": ["docs/design.md", "src/payments.rs"], "open_questions": []},
-            "step_history": [
-                {"step_id": "research", "god": "thoth", "status": "completed", "handoff_id": format!("hof_20260614_r{i:07x}"), "completed_at": "2026-06-14T09:30:00Z", "artifacts": ["docs/research.md"]},
-                {"step_id": "architect", "god": format!("god{}", i % 50), "status": if unfinished { "dispatched" } else { "completed" }, "handoff_id": hof}
-            ],
-            "acks": [{"handoff_id": format!("hof_20260614_r{i:07x}"), "status": "completed", "god": "thoth", "acked_at": "2026-06-14T09:30:00Z"}],
-            "created": "2026-06-14T09:00:00Z", "updated": "2026-06-14T10:30:00Z"
-        });
-        std::fs::write(
-            c.join(format!("state/{wf}.json")),
-            serde_json::to_vec_pretty(&st).unwrap(),
-        )
-        .unwrap();
-        let disp = json!({
-            "dispatch_id": format!("disp_20260614_103000_{i:08x}"), "handoff_id": hof,
-            "workflow_id": wf, "from_god": "thoth", "to_god": format!("god{}", i % 50),
-            "step": "architect",
-            "context": {"summary": "design the payments service", "decisions": ["use postgres"], "artifacts": ["docs/research.md"]},
-            "dispatched_at": "2026-06-14T10:30:00Z",
-            "ack_status": if unfinished { "unacked" } else { "completed" }
-        });
-        std::fs::write(
-            c.join(format!("pending/god{}/{hof}.json", i % 50)),
-            serde_json::to_vec_pretty(&disp).unwrap(),
-        )
-        .unwrap();
-        let h = dir.join(format!("shared/handoffs/{wf}"));
-        std::fs::create_dir_all(&h).unwrap();
-        std::fs::write(
-            h.join("research.json"),
-            serde_json::to_vec_pretty(&json!({"handoff_id": format!("hof_20260614_r{i:07x}"), "workflow_id": wf, "from_god": "thoth", "summary": "research done"})).unwrap(),
-        )
-        .unwrap();
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8);
+    std::thread::scope(|scope| {
+        for t in 0..threads {
+            let c = &c;
+            scope.spawn(move || {
+                for i in (t..n).step_by(threads) {
+                    scale_workflow(dir, c, i);
+                }
+            });
+        }
+    });
+}
+
+/// The three files of workflow `i` of [`scale_root`].
+fn scale_workflow(dir: &Path, c: &Path, i: usize) {
+    let wf = format!("wf_scale_{i}");
+    let unfinished = i.is_multiple_of(5);
+    let hof = format!("hof_20260614_{i:08x}");
+    let st = json!({
+        "workflow_id": wf, "definition_id": "deploy-feature", "definition_version": "1.0",
+        "status": if unfinished { "waiting_for_ack" } else { "completed" },
+        "current_step": "architect", "dispatched_to": format!("god{}", i % 50),
+        "context_bag": {"decisions": ["use postgres", "ship behind a flag"], "artifacts": ["docs/design.md", "src/payments.rs"], "open_questions": []},
+        "step_history": [
+            {"step_id": "research", "god": "thoth", "status": "completed", "handoff_id": format!("hof_20260614_r{i:07x}"), "completed_at": "2026-06-14T09:30:00Z", "artifacts": ["docs/research.md"]},
+            {"step_id": "architect", "god": format!("god{}", i % 50), "status": if unfinished { "dispatched" } else { "completed" }, "handoff_id": hof}
+        ],
+        "acks": [{"handoff_id": format!("hof_20260614_r{i:07x}"), "status": "completed", "god": "thoth", "acked_at": "2026-06-14T09:30:00Z"}],
+        "created": "2026-06-14T09:00:00Z", "updated": "2026-06-14T10:30:00Z"
+    });
+    std::fs::write(
+        c.join(format!("state/{wf}.json")),
+        serde_json::to_vec_pretty(&st).unwrap(),
+    )
+    .unwrap();
+    let disp = json!({
+        "dispatch_id": format!("disp_20260614_103000_{i:08x}"), "handoff_id": hof,
+        "workflow_id": wf, "from_god": "thoth", "to_god": format!("god{}", i % 50),
+        "step": "architect",
+        "context": {"summary": "design the payments service", "decisions": ["use postgres"], "artifacts": ["docs/research.md"]},
+        "dispatched_at": "2026-06-14T10:30:00Z",
+        "ack_status": if unfinished { "unacked" } else { "completed" }
+    });
+    std::fs::write(
+        c.join(format!("pending/god{}/{hof}.json", i % 50)),
+        serde_json::to_vec_pretty(&disp).unwrap(),
+    )
+    .unwrap();
+    let h = dir.join(format!("shared/handoffs/{wf}"));
+    std::fs::create_dir_all(&h).unwrap();
+    std::fs::write(
+        h.join("research.json"),
+        serde_json::to_vec_pretty(&json!({"handoff_id": format!("hof_20260614_r{i:07x}"), "workflow_id": wf, "from_god": "thoth", "summary": "research done"})).unwrap(),
+    )
+    .unwrap();
+}
+
+/// Where the scale roots are written: a directory in `/dev/shm` when it is there with room for
+/// the largest root (about 1.5 GB of small files for 100,000 workflows), else the default temp dir.
+fn scale_dir(n: usize) -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    let need = n as u64 * 16 * 1024;
+    let room = {
+        let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+        let p = std::ffi::CString::new("/dev/shm").unwrap();
+        if unsafe { libc::statvfs(p.as_ptr(), &mut s) } == 0 {
+            s.f_bavail as u64 * s.f_frsize as u64
+        } else {
+            0
+        }
+    };
+    if shm.is_dir()
+        && room > need.saturating_mul(2)
+        && let Ok(d) = tempfile::Builder::new()
+            .prefix("pantheon-scale-")
+            .tempdir_in(shm)
+    {
+        return d;
     }
+    tempfile::tempdir().unwrap()
+}
+
+/// What glibc's malloc takes for a request of `len` bytes (16-byte steps, 32 at least).
+fn chunk(len: usize) -> usize {
+    if len == 0 {
+        0
+    } else {
+        (len + 8).div_ceil(16).max(2) * 16
+    }
+}
+
+/// Where the bytes of a loaded root go: the size of each part of a workflow row and of a dispatch
+/// row (structs, their allocations, their strings), averaged over the snapshot, as counted from
+/// the types (the model's maps and the allocator's free lists come on top).
+fn row_bytes(s: &pantheon::live::Snapshot) -> serde_json::Value {
+    use pantheon::engine::conductor::model::{Dispatch, WorkflowState};
+    use pantheon::live::files::RecordFile;
+    use pantheon::live::snapshot::{DispatchView, Record, WholeCell, WorkflowRow, WorkflowView};
+    use std::mem::size_of;
+    let n = s.workflows.len().max(1);
+    let text = |o: Option<&str>| o.map_or(0, |t| chunk(t.len()));
+    let mut wf_strings = 0;
+    let mut waiting = 0;
+    for w in s.workflows.iter() {
+        wf_strings += chunk(16 + w.id.len())
+            + text(w.state.created.as_deref())
+            + text(w.state.updated.as_deref())
+            + text(
+                w.state
+                    .last_ack
+                    .as_ref()
+                    .and_then(|a| a.acked_at.as_deref()),
+            );
+        waiting +=
+            chunk(w.waiting.len() * size_of::<(pantheon::live::snapshot::Sym, Arc<Dispatch>)>());
+    }
+    let record = chunk(16 + size_of::<Record<WorkflowRow, WorkflowState>>());
+    let model_entry = size_of::<(Arc<str>, RecordFile<Record<WorkflowRow, WorkflowState>>)>();
+    let per_wf = size_of::<WorkflowView>() + record + model_entry + (wf_strings + waiting) / n;
+    let ds: Vec<&DispatchView> = s
+        .inboxes
+        .iter()
+        .chain(std::iter::once(&*s.quarantine))
+        .flat_map(|i| i.dispatches.iter())
+        .collect();
+    let m = ds.len().max(1);
+    let mut d_strings = 0;
+    for d in &ds {
+        let x = &d.dispatch;
+        d_strings += text(x.dispatch_id.as_deref())
+            + text(Some(&x.handoff_id))
+            + text(Some(&x.workflow_id))
+            + text(Some(&x.from_god))
+            + text(Some(&x.to_god))
+            + text(Some(&x.step))
+            + text(Some(&x.context.summary))
+            + text(x.dispatched_at.as_deref())
+            + chunk(d.path.as_os_str().len())
+            + chunk(d.name.len())
+            + chunk(d.name.len() + 5);
+    }
+    let dispatch = chunk(16 + size_of::<Dispatch>());
+    let whole = chunk(16 + size_of::<WholeCell<Dispatch>>());
+    let model_file = size_of::<(
+        String,
+        RecordFile<(Arc<Dispatch>, Arc<WholeCell<Dispatch>>)>,
+    )>() + chunk(32);
+    let per_d = dispatch + whole + size_of::<DispatchView>() + model_file + d_strings / m;
+    json!({
+        "workflow_view": size_of::<WorkflowView>(), "workflow_record": record,
+        "workflow_model_entry": model_entry, "workflow_strings": wf_strings / n,
+        "workflow_waiting": waiting / n, "per_workflow": per_wf,
+        "dispatch_struct": dispatch, "dispatch_whole_cell": whole,
+        "dispatch_view": size_of::<DispatchView>(), "dispatch_model_file": model_file,
+        "dispatch_strings": d_strings / m, "per_dispatch": per_d, "dispatches": ds.len(),
+    })
 }
 
 /// One size, in a fresh process (so resident memory is this root's alone): prints
@@ -485,6 +603,11 @@ fn scale_child(root: &Path, n: usize) {
     }
     let frame_median = pct(&mut frames, 0.5);
     let rss = rss_kib();
+    let bytes = row_bytes(&full);
+    // How much of it is memory the allocator keeps after frees (not live data): the resident size
+    // once glibc has given its free pages back. Diagnosis only: the goal is `rss` above.
+    unsafe { libc::malloc_trim(0) };
+    let rss_trimmed = rss_kib();
     let watches = handle.watch_count();
     drop(handle);
     println!(
@@ -493,7 +616,8 @@ fn scale_child(root: &Path, n: usize) {
             "n": n, "first_screen_ms": first_screen.as_secs_f64() * 1e3,
             "first_rows": first_rows, "first_loading": first_loading,
             "loaded_ms": loaded.as_secs_f64() * 1e3, "rss_mib": rss as f64 / 1024.0,
-            "frame_median_ms": frame_median, "watches": watches
+            "frame_median_ms": frame_median, "watches": watches, "bytes": bytes,
+            "rss_trimmed_mib": rss_trimmed as f64 / 1024.0
         })
     );
 }
@@ -506,12 +630,13 @@ fn scale() {
         .unwrap_or_else(|| vec![1_000, 10_000, 100_000]);
     let mut results: Vec<serde_json::Value> = Vec::new();
     for &n in &sizes {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = scale_dir(n);
         let t = Instant::now();
         scale_root(dir.path(), n);
         println!(
-            "scale: wrote a root of {n} workflows in {:.1} s",
-            t.elapsed().as_secs_f64()
+            "scale: wrote a root of {n} workflows in {:.1} s ({})",
+            t.elapsed().as_secs_f64(),
+            dir.path().display()
         );
         let out = std::process::Command::new(&exe)
             .args(["--bench", "scale-child"])
@@ -537,6 +662,11 @@ fn scale() {
             v["rss_mib"].as_f64().unwrap_or(0.0),
             v["frame_median_ms"].as_f64().unwrap_or(0.0),
             v["watches"]
+        );
+        println!(
+            "scale {n:>7} row bytes: {}; RSS after malloc_trim {:.1} MiB",
+            v["bytes"],
+            v["rss_trimmed_mib"].as_f64().unwrap_or(0.0)
         );
         results.push(v);
     }

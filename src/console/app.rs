@@ -641,12 +641,12 @@ impl App {
             .snapshot
             .workflows
             .iter()
-            .find(|w| w.id == wf.as_str())
+            .find(|w| *w.id == *wf.as_str())
             .and_then(|w| w.waiting.first().cloned())
             .and_then(|(god, d)| {
                 items::dispatches(&self.snapshot, &Filter::default())
                     .iter()
-                    .find(|r| r.god == god && r.view.dispatch.handoff_id == d.handoff_id)
+                    .find(|r| *r.god == *god && r.view.dispatch.handoff_id == d.handoff_id)
                     .map(|r| format!("{}/{}", r.god, r.view.name))
             });
         match key {
@@ -914,7 +914,7 @@ impl App {
         match pane {
             Pane::Workflows => items::workflows(s, &f)
                 .iter()
-                .map(|w| w.id.clone())
+                .map(|w| w.id.to_string())
                 .collect(),
             Pane::Inboxes => items::dispatches(s, &f)
                 .iter()
@@ -1463,7 +1463,7 @@ impl App {
         let s = &self.snapshot;
         let f = self.filter(self.pane);
         match self.pane {
-            Pane::Workflows => items::workflows(s, &f).get(i).map(|w| w.id.clone()),
+            Pane::Workflows => items::workflows(s, &f).get(i).map(|w| w.id.to_string()),
             Pane::Inboxes => items::dispatches(s, &f)
                 .get(i)
                 .map(|r| r.view.dispatch.handoff_id.clone()),
@@ -1725,7 +1725,7 @@ impl App {
                     .collect(),
                 Some(Arg::Filter) => {
                     let mut v: Vec<String> = s.inboxes.iter().map(|i| i.god.clone()).collect();
-                    v.extend(s.workflows.iter().map(|w| w.id.clone()));
+                    v.extend(s.workflows.iter().map(|w| w.id.to_string()));
                     v.extend(s.tracks.iter().map(|t| t.name.clone()));
                     v
                 }
@@ -1783,7 +1783,7 @@ impl App {
         self.snapshot
             .workflows
             .iter()
-            .find(|w| w.id == wf.as_str())
+            .find(|w| *w.id == *wf.as_str())
             .and_then(|w| self.snapshot.definition(w.state.definition_id.as_deref()))
             .and_then(|d| d.step(&t.step))
             .map(|s| s.gates.clone())

@@ -182,25 +182,30 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
                 .iter()
                 .filter_map(|(_, d)| ts(d.dispatched_at.as_deref()))
                 .min()
-                .or_else(|| w.state.acks.last().and_then(|a| ts(a.acked_at.as_deref())));
+                .or_else(|| {
+                    w.state
+                        .last_ack
+                        .as_ref()
+                        .and_then(|a| ts(a.acked_at.as_deref()))
+                });
             out.push(
                 Item::new(
                     Kind::Overdue,
-                    &[("workflow_id", w.id.as_str())],
+                    &[("workflow_id", &w.id)],
                     format!("overdue: {why}"),
-                    Jump::Row(Pane::Workflows, w.id.clone()),
+                    Jump::Row(Pane::Workflows, w.id.to_string()),
                 )
                 .since(since)
                 .action("x abort · ack it in 2 Inboxes"),
             );
         }
-        if Snapshot::orphaned(w) {
+        if s.loading.is_none() && Snapshot::orphaned(w) {
             out.push(
                 Item::new(
                     Kind::Orphaned,
-                    &[("workflow_id", w.id.as_str())],
+                    &[("workflow_id", &w.id)],
                     "waits for an ack but its dispatch is in no inbox".into(),
-                    Jump::Row(Pane::Workflows, w.id.clone()),
+                    Jump::Row(Pane::Workflows, w.id.to_string()),
                 )
                 .since(ts(w.state.updated.as_deref()))
                 .action("x abort · `pantheon redispatch` writes it again"),

@@ -166,7 +166,7 @@ impl Filter {
 /// aborted workflow, whose last ack no longer says anything about it).
 pub fn ack_state(w: &WorkflowView) -> String {
     if let Some((god, d)) = w.waiting.first() {
-        if god == crate::engine::store::layout::QUARANTINE_DIR {
+        if &**god == crate::engine::store::layout::QUARANTINE_DIR {
             return "held".into();
         }
         return d.ack_status.to_string();
@@ -175,8 +175,8 @@ pub fn ack_state(w: &WorkflowView) -> String {
         return "-".into();
     }
     w.state
-        .acks
-        .last()
+        .last_ack
+        .as_ref()
         .map(|a| a.status.to_string())
         .unwrap_or_else(|| "-".into())
 }
@@ -277,13 +277,18 @@ pub fn workflows<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<&'a WorkflowVie
     apply_sort(&mut v, filter.sort.as_ref(), |w, col| {
         let s = &w.state;
         match col {
-            "WORKFLOW" => w.id.clone(),
-            "DEFINITION" => s.definition_id.clone().unwrap_or_default(),
+            "WORKFLOW" => w.id.to_string(),
+            "DEFINITION" => s.definition_id.as_deref().unwrap_or_default().to_owned(),
             "STATUS" => s.status.to_string(),
-            "STEP" => s.current_step.clone().unwrap_or_default(),
-            "GOD" => s.dispatched_to.clone().unwrap_or_default(),
+            "STEP" => s.current_step.as_deref().unwrap_or_default().to_owned(),
+            "GOD" => s.dispatched_to.as_deref().unwrap_or_default().to_owned(),
             // Oldest first: the timestamps sort as text.
-            "AGE" => s.created.clone().or(s.updated.clone()).unwrap_or_default(),
+            "AGE" => s
+                .created
+                .as_deref()
+                .or(s.updated.as_deref())
+                .unwrap_or_default()
+                .to_owned(),
             "ACK" => ack_state(w),
             _ => String::new(),
         }

@@ -297,7 +297,7 @@ impl App {
                     }
                 }
                 Op::Abort { reason, .. } => {
-                    if snap.workflows.iter().any(|w| w.id == mark) {
+                    if snap.workflows.iter().any(|w| *w.id == *mark) {
                         WorkflowId::parse(&mark)
                             .map_err(|e| e.to_string())
                             .map(|workflow_id| Op::Abort {

@@ -198,7 +198,10 @@ fn describe_abort(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot) {
     else {
         return;
     };
-    let w = snap.workflows.iter().find(|w| w.id == workflow_id.as_str());
+    let w = snap
+        .workflows
+        .iter()
+        .find(|w| *w.id == *workflow_id.as_str());
     match w {
         Some(w) => {
             out.push(line(

@@ -17,8 +17,8 @@ use crate::engine::store::read::read_json_once;
 pub struct Fingerprint {
     pub ino: u64,
     pub len: u64,
-    pub mtime_ns: i128,
-    pub ctime_ns: i128,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
 }
 
 impl Fingerprint {
@@ -31,8 +31,14 @@ impl Fingerprint {
         Some(Self {
             ino: m.ino(),
             len: m.len(),
-            mtime_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
-            ctime_ns: m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128,
+            mtime_ns: m
+                .mtime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(m.mtime_nsec()),
+            ctime_ns: m
+                .ctime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(m.ctime_nsec()),
         })
     }
 }
@@ -57,9 +63,7 @@ pub const LAST_GOOD_NOTE: &str = " (showing the last good version)";
 #[derive(Debug, Clone)]
 pub struct JsonFile<T> {
     path: PathBuf,
-    fingerprint: Option<Fingerprint>,
-    value: Option<Arc<T>>,
-    warning: Option<String>,
+    file: RecordFile<T>,
 }
 
 impl<T> JsonFile<T> {
@@ -67,9 +71,7 @@ impl<T> JsonFile<T> {
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Self {
             path: path.into(),
-            fingerprint: None,
-            value: None,
-            warning: None,
+            file: RecordFile::default(),
         }
     }
 
@@ -77,6 +79,42 @@ impl<T> JsonFile<T> {
         &self.path
     }
 
+    /// The last value that parsed.
+    pub fn value(&self) -> Option<&Arc<T>> {
+        self.file.value()
+    }
+
+    /// Why the current file content is not the value shown (mid-write, corrupt), if it is not.
+    pub fn warning(&self) -> Option<&str> {
+        self.file.warning()
+    }
+
+    /// Re-reads the file if its fingerprint changed, parsing the JSON with `parse`.
+    pub fn refresh(&mut self, parse: impl FnOnce(Value) -> Result<T, String>) -> Refresh {
+        self.file.refresh(&self.path, parse)
+    }
+}
+
+/// A [`JsonFile`] that does not keep its path: the owner knows it (a record file of a directory
+/// with thousands of them, whose path is the directory and its key), which saves a path per file.
+#[derive(Debug, Clone)]
+pub struct RecordFile<T> {
+    fingerprint: Option<Fingerprint>,
+    value: Option<Arc<T>>,
+    warning: Option<Box<str>>,
+}
+
+impl<T> Default for RecordFile<T> {
+    fn default() -> Self {
+        Self {
+            fingerprint: None,
+            value: None,
+            warning: None,
+        }
+    }
+}
+
+impl<T> RecordFile<T> {
     /// The last value that parsed.
     pub fn value(&self) -> Option<&Arc<T>> {
         self.value.as_ref()
@@ -87,9 +125,13 @@ impl<T> JsonFile<T> {
         self.warning.as_deref()
     }
 
-    /// Re-reads the file if its fingerprint changed, parsing the JSON with `parse`.
-    pub fn refresh(&mut self, parse: impl FnOnce(Value) -> Result<T, String>) -> Refresh {
-        let Some(fp) = Fingerprint::of(&self.path) else {
+    /// Re-reads `path` (this record's file) if its fingerprint changed, parsing the JSON with `parse`.
+    pub fn refresh(
+        &mut self,
+        path: &Path,
+        parse: impl FnOnce(Value) -> Result<T, String>,
+    ) -> Refresh {
+        let Some(fp) = Fingerprint::of(path) else {
             let was = self.fingerprint.take().is_some() || self.value.is_some();
             self.value = None;
             self.warning = None;
@@ -103,7 +145,7 @@ impl<T> JsonFile<T> {
             return Refresh::Unchanged;
         }
         self.fingerprint = Some(fp);
-        let parsed = match read_json_once(&self.path) {
+        let parsed = match read_json_once(path) {
             Ok(Some(v)) => parse(v),
             Ok(None) => {
                 self.fingerprint = None;
@@ -120,11 +162,14 @@ impl<T> JsonFile<T> {
                 Refresh::Updated
             }
             Err(msg) => {
-                self.warning = Some(if self.value.is_some() {
-                    format!("{msg}{LAST_GOOD_NOTE}")
-                } else {
-                    msg
-                });
+                self.warning = Some(
+                    if self.value.is_some() {
+                        format!("{msg}{LAST_GOOD_NOTE}")
+                    } else {
+                        msg
+                    }
+                    .into(),
+                );
                 Refresh::Broken
             }
         }

@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::engine::bus::model::{
     Assessment, BoardSession, DiscussionLine, Envelope, LockEntry, Vote, WorkerEntry,
 };
+use crate::engine::conductor::WorkflowStatus;
 use crate::engine::conductor::definition::{LoadError, WorkflowDef};
 use crate::engine::conductor::model::{AbortManifest, AckStatus, Dispatch, WorkflowState};
 use crate::engine::store::time::parse_ts;
@@ -130,6 +131,9 @@ impl SupervisorBeat {
 pub struct Loading {
     pub read: usize,
     pub total: usize,
+    /// Finished workflows read so far (they keep coming in the background; unfinished ones are
+    /// read first, see `LiveModel::load_more`).
+    pub finished: usize,
 }
 
 /// A record read whole (a detail view, a confirmation): the typed value and the raw document.
@@ -147,6 +151,13 @@ pub struct WholeCell<T>(OnceLock<Result<Arc<Whole<T>>, String>>);
 impl<T> Default for WholeCell<T> {
     fn default() -> Self {
         Self(OnceLock::new())
+    }
+}
+
+impl<T> WholeCell<T> {
+    /// True once the whole file was read (or found unreadable).
+    pub fn is_read(&self) -> bool {
+        self.0.get().is_some()
     }
 }
 
@@ -207,30 +218,156 @@ impl TrackView {
 /// The most journal entries the console keeps.
 pub const JOURNAL_KEPT: usize = 2000;
 
+/// A string shared by every row that holds it (god names, step ids, definition ids): the model
+/// keeps one copy of each (see `Interner` in the live model).
+pub type Sym = Arc<str>;
+
+/// What the tables, counts, filters, sorts and overdue checks read of a workflow's state file:
+/// everything else (step history, context bag, every ack but the latest, unknown fields) is read
+/// from the file when a detail asks for it ([`WorkflowView::whole`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkflowRow {
+    pub status: WorkflowStatus,
+    pub definition_id: Option<Sym>,
+    pub current_step: Option<Sym>,
+    pub dispatched_to: Option<Sym>,
+    pub created: Option<Box<str>>,
+    /// When the state was last written: for a finished workflow, when it finished.
+    pub updated: Option<Box<str>>,
+    /// The latest entry of `acks`.
+    pub last_ack: Option<LastAck>,
+}
+
+/// The latest ack of a workflow, as its row keeps it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LastAck {
+    pub status: AckStatus,
+    pub acked_at: Option<Box<str>>,
+}
+
+impl WorkflowRow {
+    /// The row of a state (strings not interned; the live model interns them).
+    pub fn of(s: &WorkflowState) -> Self {
+        Self::with(s, &mut |x: &str| Sym::from(x))
+    }
+
+    /// The row of a state, with `intern` giving the shared copy of a god, step or definition name.
+    pub fn with(s: &WorkflowState, intern: &mut dyn FnMut(&str) -> Sym) -> Self {
+        let mut sym = |o: &Option<String>| o.as_deref().map(&mut *intern);
+        Self {
+            status: s.status.clone(),
+            definition_id: sym(&s.definition_id),
+            current_step: sym(&s.current_step),
+            dispatched_to: sym(&s.dispatched_to),
+            created: s.created.as_deref().map(Box::from),
+            updated: s.updated.as_deref().map(Box::from),
+            last_ack: s.acks.last().map(|a| LastAck {
+                status: a.status.clone(),
+                acked_at: a.acked_at.as_deref().map(Box::from),
+            }),
+        }
+    }
+
+    /// True once the workflow can no longer move (completed, aborted, failed).
+    pub fn is_finished(&self) -> bool {
+        self.status.is_finished()
+    }
+
+    /// A state holding what this row knows (for a detail when the file can no longer be read).
+    pub fn to_state(&self, id: &str) -> WorkflowState {
+        let s = |o: &Option<Sym>| o.as_deref().map(str::to_owned);
+        let t = |o: &Option<Box<str>>| o.as_deref().map(str::to_owned);
+        WorkflowState {
+            workflow_id: id.to_owned(),
+            definition_id: s(&self.definition_id),
+            status: self.status.clone(),
+            current_step: s(&self.current_step),
+            dispatched_to: s(&self.dispatched_to),
+            created: t(&self.created),
+            updated: t(&self.updated),
+            acks: self
+                .last_ack
+                .iter()
+                .map(|a| crate::engine::conductor::model::AckRecord {
+                    status: a.status.clone(),
+                    acked_at: t(&a.acked_at),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+}
+
+/// A record's compact row and the cell that reads its file whole on demand, in one allocation.
+#[derive(Debug, Default)]
+pub struct Record<R, W> {
+    pub row: R,
+    pub whole: WholeCell<W>,
+}
+
+impl<R, W> Record<R, W> {
+    /// A row whose file is not read whole yet.
+    pub fn new(row: R) -> Self {
+        Self {
+            row,
+            whole: WholeCell::default(),
+        }
+    }
+}
+
+impl<R, W> std::ops::Deref for Record<R, W> {
+    type Target = R;
+    fn deref(&self) -> &R {
+        &self.row
+    }
+}
+
 /// A workflow's state file, its abort manifest and its dispatches still waiting.
 ///
-/// The model keeps a compact row per workflow: `state` holds what the tables, counts and overdue
-/// checks use (ids, status, step, god, times, the latest ack only); `step_history`, `context_bag`
-/// and unknown fields are left empty. Read the whole file with [`WorkflowView::whole`].
+/// The model keeps a compact row per workflow ([`WorkflowRow`], reached through `state`): what the
+/// tables, counts and overdue checks use. Read the whole file with [`WorkflowView::whole`].
 #[derive(Debug, Clone)]
 pub struct WorkflowView {
-    pub id: String,
-    pub path: PathBuf,
-    /// The compact state (see above).
-    pub state: Arc<WorkflowState>,
-    /// The whole state file, read on demand.
-    pub whole: Arc<WholeCell<WorkflowState>>,
+    pub id: Sym,
+    /// The compact row (see above) and the whole file once read.
+    pub state: Arc<Record<WorkflowRow, WorkflowState>>,
     pub manifest: Option<Arc<AbortManifest>>,
     /// Set when the file on disk is not the version shown (mid-write, corrupt).
     pub warning: Option<String>,
     /// Dispatches of this workflow in an inbox or `_quarantine`: (god or `_quarantine`, dispatch).
-    pub waiting: Vec<(String, Arc<Dispatch>)>,
+    pub waiting: Vec<(Sym, Arc<Dispatch>)>,
+    /// `conductor/state/`, shared by every row.
+    pub dir: Arc<Path>,
 }
 
 impl WorkflowView {
+    /// A view of a state read whole already (tests, snapshots built by hand).
+    pub fn of_state(dir: &Path, state: WorkflowState) -> Self {
+        let rec = Record::new(WorkflowRow::of(&state));
+        let raw = serde_json::to_value(&state).unwrap_or_default();
+        let _ = rec.whole.0.set(Ok(Arc::new(Whole {
+            typed: state.clone(),
+            raw,
+        })));
+        Self {
+            id: Sym::from(state.workflow_id.as_str()),
+            state: Arc::new(rec),
+            manifest: None,
+            warning: None,
+            waiting: Vec::new(),
+            dir: Arc::from(dir),
+        }
+    }
+
+    /// The state file: `conductor/state/{id}.json`.
+    pub fn path(&self) -> PathBuf {
+        self.dir.join(format!("{}.json", self.id))
+    }
+
     /// The whole state file (step history, context bag, raw document), read now if not read yet.
     pub fn whole(&self) -> Result<Arc<Whole<WorkflowState>>, String> {
-        self.whole.get(&self.path)
+        self.state.whole.get(&self.path())
     }
 }
 
@@ -330,7 +467,7 @@ impl Snapshot {
                 if self.overdue(w, now).is_some() {
                     c.overdue += 1;
                 }
-                if Self::orphaned(w) {
+                if self.loading.is_none() && Self::orphaned(w) {
                     c.orphaned += 1;
                 }
             }
@@ -358,6 +495,8 @@ impl Snapshot {
 
     /// True when `w` waits for an ack but none of its dispatches is in an inbox or `_quarantine`: it
     /// was deleted outright, and nobody can ack it (`pantheon redispatch WF` writes it again).
+    /// The counts and the attention list ask only once the first load is over: until then its
+    /// dispatch may just not be read yet.
     pub fn orphaned(w: &WorkflowView) -> bool {
         w.state.status == crate::engine::conductor::WorkflowStatus::WaitingForAck
             && w.waiting.is_empty()
@@ -421,7 +560,7 @@ impl Snapshot {
             .step(step)?
             .timeout?;
         // The step's clock starts at the latest ack when that ack accepted it.
-        let last = w.state.acks.last()?;
+        let last = w.state.last_ack.as_ref()?;
         if last.status != AckStatus::Accepted {
             return None;
         }
@@ -443,7 +582,7 @@ impl Snapshot {
             if !w.state.status.is_finished() {
                 t.active += 1;
             }
-            if Self::orphaned(w) {
+            if self.loading.is_none() && Self::orphaned(w) {
                 t.orphaned += 1;
             }
             if let Some(at) = self.overdue_from(w) {
@@ -476,7 +615,7 @@ impl Snapshot {
                 .timeout
         });
         if let Some(timeout) = timeout
-            && let Some(last) = w.state.acks.last()
+            && let Some(last) = &w.state.last_ack
             && last.status == AckStatus::Accepted
             && let Some(accepted) = last.acked_at.as_deref().and_then(parse_ts)
             && let Ok(limit) = Duration::from_std(timeout)

@@ -147,7 +147,7 @@ fn y_yanks_the_selected_id_and_every_marked_one_and_v_shows_the_raw_json() {
     let mut app = app_for(root.path(), chrono::Utc::now());
     let wf = pantheon::console::items::workflows(&app.snapshot, &app.filter(Pane::Workflows))[0]
         .id
-        .clone();
+        .to_string();
     assert_eq!(app.on_key(key('y')), vec![Effect::Clipboard(wf.clone())]);
     assert!(app.flash.as_ref().unwrap().text.contains(&wf));
     app.on_key(key('*'));

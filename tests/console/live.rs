@@ -127,7 +127,11 @@ fn a_state_file_caught_mid_write_keeps_its_last_good_value_with_a_warning() {
     m.apply(std::slice::from_ref(&p))
         .expect("a change is published");
     let s = m.snapshot();
-    let w = s.workflows.iter().find(|w| w.id == "wf_deploy_42").unwrap();
+    let w = s
+        .workflows
+        .iter()
+        .find(|w| &*w.id == "wf_deploy_42")
+        .unwrap();
     assert_eq!(w.state.current_step.as_deref(), Some("architect"));
     assert!(
         w.warning.as_deref().unwrap().contains("last good"),
@@ -138,7 +142,11 @@ fn a_state_file_caught_mid_write_keeps_its_last_good_value_with_a_warning() {
     std::fs::write(&p, good.replace("architect", "implement")).unwrap();
     m.apply(std::slice::from_ref(&p));
     let s = m.snapshot();
-    let w = s.workflows.iter().find(|w| w.id == "wf_deploy_42").unwrap();
+    let w = s
+        .workflows
+        .iter()
+        .find(|w| &*w.id == "wf_deploy_42")
+        .unwrap();
     assert_eq!(w.state.current_step.as_deref(), Some("implement"));
     assert!(w.warning.is_none());
 }
@@ -187,7 +195,7 @@ fn tracks_gods_and_workflows_appearing_and_vanishing_are_picked_up() {
             .iter()
             .any(|i| i.god == "iris2" && i.dispatches.len() == 1)
     );
-    assert!(s.workflows.iter().any(|w| w.id == "wf_new_1"));
+    assert!(s.workflows.iter().any(|w| &*w.id == "wf_new_1"));
     // And gone again.
     std::fs::remove_dir_all(r.join("conductor/tracks/beta")).unwrap();
     std::fs::remove_dir_all(&inbox).unwrap();
@@ -200,7 +208,7 @@ fn tracks_gods_and_workflows_appearing_and_vanishing_are_picked_up() {
     let s = m.snapshot();
     assert_eq!(s.tracks.len(), n_tracks);
     assert!(!s.inboxes.iter().any(|i| i.god == "iris2"));
-    assert!(!s.workflows.iter().any(|w| w.id == "wf_new_1"));
+    assert!(!s.workflows.iter().any(|w| &*w.id == "wf_new_1"));
 }
 
 #[test]
@@ -352,7 +360,11 @@ fn a_wait_whose_dispatch_was_deleted_is_counted_as_orphaned() {
     m.apply(std::slice::from_ref(&d));
     let s = m.snapshot();
     assert_eq!(s.counts(now).orphaned, 1);
-    let w = s.workflows.iter().find(|w| w.id == "wf_deploy_42").unwrap();
+    let w = s
+        .workflows
+        .iter()
+        .find(|w| &*w.id == "wf_deploy_42")
+        .unwrap();
     assert!(pantheon::live::Snapshot::orphaned(w));
 }
 
@@ -375,7 +387,7 @@ fn a_root_deleted_and_recreated_is_watched_again() {
         Some(&research_handoff("wf_back_1", "hof_20260614_ddd444")),
     );
     wait_for(&mut h, Duration::from_secs(15), |s| {
-        s.workflows.iter().any(|w| w.id == "wf_back_1")
+        s.workflows.iter().any(|w| &*w.id == "wf_back_1")
     });
     // Later changes arrive by notification again, not only by the re-check.
     pantheon(r, &["bus", "--track", "beta", "init"], None);
@@ -488,18 +500,22 @@ fn a_large_root_is_shown_before_it_is_read_whole_and_details_read_the_file_on_de
     let ids = |s: &pantheon::live::Snapshot| -> Vec<String> {
         pantheon::console::items::workflows(s, &f)
             .iter()
-            .map(|w| w.id.clone())
+            .map(|w| w.id.to_string())
             .collect()
     };
     assert_eq!(ids(&s), ids(&by_hand));
     // The snapshot keeps a compact row; the detail reads the whole file, once per version.
-    let w = s.workflows.iter().find(|w| w.id == "wf_many_7").unwrap();
-    assert!(w.state.step_history.is_empty() && w.state.context_bag.decisions.is_empty());
+    let w = s.workflows.iter().find(|w| &*w.id == "wf_many_7").unwrap();
+    assert!(
+        !w.state.whole.is_read(),
+        "not read whole before a detail asks"
+    );
     let whole = w.whole().unwrap();
     assert_eq!(whole.typed.context_bag.decisions, ["decision 7"]);
     assert_eq!(whole.typed.step_history.len(), 1);
     assert_eq!(whole.raw["workflow_id"], "wf_many_7");
     assert!(Arc::ptr_eq(&whole, &w.whole().unwrap()));
+    assert!(w.state.whole.is_read());
 }
 
 #[test]

@@ -55,7 +55,7 @@ fn all_warnings(s: &pantheon::live::Snapshot) -> String {
     }
     for w in s.workflows.iter() {
         if let Some(m) = &w.warning {
-            out += &format!("{}: {m}\n", w.path.display());
+            out += &format!("{}: {m}\n", w.path().display());
         }
     }
     for t in s.tracks.iter() {

@@ -185,7 +185,10 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         // The first screen of a large root comes before the whole root is read.
         items.push((
             1,
-            format!("⟳ loading {} of {} files · ", l.read, l.total),
+            format!(
+                "⟳ loading {} of {} files, {} finished so far · ",
+                l.read, l.total, l.finished
+            ),
             theme.info(),
         ));
     }

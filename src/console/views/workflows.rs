@@ -72,17 +72,17 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         }
         vec![
             Line::from(Span::styled(
-                w.id.clone(),
+                w.id.to_string(),
                 if overdue.is_some() {
                     theme.alert()
                 } else {
                     theme.base()
                 },
             )),
-            Line::from(s.definition_id.clone().unwrap_or_else(|| "-".into())),
+            Line::from(s.definition_id.as_deref().unwrap_or("-").to_owned()),
             Line::from(Span::styled(format!("{glyph} {status}"), sstyle)),
-            Line::from(s.current_step.clone().unwrap_or_else(|| "-".into())),
-            Line::from(s.dispatched_to.clone().unwrap_or_else(|| "-".into())),
+            Line::from(s.current_step.as_deref().unwrap_or("-").to_owned()),
+            Line::from(s.dispatched_to.as_deref().unwrap_or("-").to_owned()),
             Line::from(age),
             Line::from(Span::styled(format!("{aglyph} {ack}"), astyle)),
             Line::from(flag),
@@ -124,7 +124,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme
             Ok(x) => json_lines(&x.raw, theme),
             Err(e) => vec![Line::styled(format!("⚠ {e}"), theme.warn())],
         };
-        lines.insert(0, Line::styled(w.path.display().to_string(), theme.dim()));
+        lines.insert(0, Line::styled(w.path().display().to_string(), theme.dim()));
         return detail(
             frame,
             area,
@@ -134,9 +134,13 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme
             theme,
         );
     }
+    let known;
     let s = match &whole {
         Ok(x) => &x.typed,
-        Err(_) => &*w.state,
+        Err(_) => {
+            known = w.state.to_state(&w.id);
+            &known
+        }
     };
     let now = app.now;
     let abs = app.absolute_times;
@@ -318,6 +322,10 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme
             l.push(kv("review", "requires manual review", theme.alert(), theme));
         }
     }
-    let title = format!(" {} · {} ", w.id, trunc(&w.path.display().to_string(), 80));
+    let title = format!(
+        " {} · {} ",
+        w.id,
+        trunc(&w.path().display().to_string(), 80)
+    );
     detail(frame, area, title, l, app, theme);
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::engine::conductor::model::Dispatch;
 
-use super::super::files::{JsonFile, Refresh};
+use super::super::files::{RecordFile, Refresh};
 use super::super::snapshot::{DispatchView, FileWarning, InboxView};
 use super::{LiveModel, Parsed, Unread, compact_dispatch, list_dir, parse_as};
 
@@ -16,7 +16,8 @@ use super::{LiveModel, Parsed, Unread, compact_dispatch, list_dir, parse_as};
 pub(super) struct InboxTracker {
     god: String,
     dir: PathBuf,
-    files: BTreeMap<String, JsonFile<Parsed<Dispatch>>>,
+    /// By file name; the path is `dir` and the name (no path kept per file).
+    files: BTreeMap<String, RecordFile<Parsed<Dispatch>>>,
     /// Files that are not `*.json` (reported, not read).
     strays: BTreeSet<String>,
     pub(super) view: Arc<InboxView>,
@@ -85,13 +86,11 @@ impl InboxTracker {
                 d.push(n.clone());
                 continue;
             }
-            let dir = &self.dir;
-            let f = self
-                .files
-                .entry(n.clone())
-                .or_insert_with(|| JsonFile::new(dir.join(n)));
+            let path = self.dir.join(n);
             let compact = self.compact;
-            changed |= f.refresh(|v| parse_as::<Dispatch>(v, compact)) != Refresh::Unchanged;
+            let f = self.files.entry(n.clone()).or_default();
+            changed |=
+                f.refresh(&path, |v| parse_as::<Dispatch>(v, compact)) != Refresh::Unchanged;
         }
         changed
     }
@@ -106,12 +105,9 @@ impl InboxTracker {
         }
         let path = self.dir.join(name);
         let exists = path.exists();
-        let f = self
-            .files
-            .entry(name.to_owned())
-            .or_insert_with(|| JsonFile::new(path));
         let compact = self.compact;
-        match f.refresh(|v| parse_as::<Dispatch>(v, compact)) {
+        let f = self.files.entry(name.to_owned()).or_default();
+        match f.refresh(&path, |v| parse_as::<Dispatch>(v, compact)) {
             Refresh::Unchanged => {
                 if !exists {
                     // An event for a file already gone (a temp name, a quick move): forget it.
@@ -131,9 +127,10 @@ impl InboxTracker {
         let mut dispatches = Vec::new();
         let mut errors = Vec::new();
         for (name, f) in &self.files {
+            let path = || self.dir.join(name);
             match f.value() {
                 Some(p) => dispatches.push(DispatchView {
-                    path: f.path().to_path_buf(),
+                    path: path(),
                     name: name.trim_end_matches(".json").to_owned(),
                     dispatch: p.typed.clone(),
                     whole: p.whole.clone(),
@@ -142,7 +139,7 @@ impl InboxTracker {
                 None => {
                     if let Some(w) = f.warning() {
                         errors.push(FileWarning {
-                            path: f.path().to_path_buf(),
+                            path: path(),
                             message: w.to_owned(),
                             since: None,
                         });
@@ -151,7 +148,7 @@ impl InboxTracker {
             }
             if let (Some(_), Some(w)) = (f.value(), f.warning()) {
                 errors.push(FileWarning {
-                    path: f.path().to_path_buf(),
+                    path: path(),
                     message: w.to_owned(),
                     since: None,
                 });

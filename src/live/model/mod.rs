@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::engine::conductor::definition::load_definitions;
-use crate::engine::conductor::model::{AbortManifest, Dispatch, WorkflowState, from_value};
+use crate::engine::conductor::model::{AbortManifest, Dispatch, from_value};
 use crate::engine::store::Root;
 
 use super::files::JsonFile;
@@ -64,18 +64,6 @@ fn parse_as<T: serde::de::DeserializeOwned>(
         typed: Arc::new(typed),
         whole: Arc::new(WholeCell::default()),
     })
-}
-
-/// Keeps what the Workflows table, the header counts and the overdue check read: the latest ack,
-/// not the history; no context bag; no unknown fields.
-fn compact_state(s: &mut WorkflowState) {
-    s.context_bag = Default::default();
-    s.step_history = Vec::new();
-    s.extra = Default::default();
-    if s.acks.len() > 1 {
-        s.acks.drain(..s.acks.len() - 1);
-    }
-    s.acks.shrink_to_fit();
 }
 
 /// Keeps the summary of a dispatch's context (the Inboxes table shows it), nothing else of it.
@@ -235,7 +223,12 @@ pub struct LiveModel {
     opts: ModelOptions,
     seq: u64,
     watch: String,
-    states: BTreeMap<String, JsonFile<Parsed<WorkflowState>>>,
+    /// One compact row per state file, by workflow id.
+    states: BTreeMap<super::snapshot::Sym, workflow::StateFile>,
+    /// The shared copies of the names the rows hold.
+    names: workflow::Interner,
+    /// `conductor/state/`, shared by every workflow view.
+    state_dir: Arc<Path>,
     manifests: BTreeMap<String, JsonFile<Parsed<AbortManifest>>>,
     inboxes: BTreeMap<String, InboxTracker>,
     quarantine: InboxTracker,
@@ -266,6 +259,14 @@ pub struct LiveModel {
     unread: std::collections::VecDeque<Unread>,
     /// How many files the first load listed (for "loading N of M").
     load_total: usize,
+    /// True once the files left by the first chunk are ordered newest first.
+    load_ordered: bool,
+    /// True while the first load has not listed the inboxes yet (a large state directory took the
+    /// first screen's time).
+    inboxes_unlisted: bool,
+    /// How long the last publish took: a step of the first load reads at least four times that
+    /// long, so publishing a root of 100,000 rows does not take most of the load's time.
+    last_publish: std::time::Duration,
 }
 
 impl LiveModel {
@@ -284,6 +285,8 @@ impl LiveModel {
             seq: 0,
             watch: String::new(),
             states: BTreeMap::new(),
+            names: Default::default(),
+            state_dir: Self::state_dir_of(&root),
             manifests: BTreeMap::new(),
             inboxes: BTreeMap::new(),
             quarantine,
@@ -305,6 +308,9 @@ impl LiveModel {
             progressive: false,
             unread: Default::default(),
             load_total: 0,
+            load_ordered: false,
+            inboxes_unlisted: false,
+            last_publish: std::time::Duration::ZERO,
             root,
         }
     }
@@ -317,7 +323,18 @@ impl LiveModel {
         let started = std::time::Instant::now();
         let mut m = Self::open_empty(root, opts);
         m.progressive = true;
-        m.rescan_all();
+        m.rescan_states();
+        // Listing a few hundred thousand files takes a while: when the state directory alone took
+        // the first screen's time, the inboxes are listed by the first step after it.
+        if started.elapsed() < first {
+            m.rescan_inboxes();
+        } else {
+            m.inboxes_unlisted = true;
+        }
+        m.rescan_tracks();
+        m.check_definitions();
+        m.rescan_dead();
+        m.check_journal();
         m.progressive = false;
         m.load_total = m.unread.len();
         let left = first.saturating_sub(started.elapsed());
@@ -328,18 +345,59 @@ impl LiveModel {
 
     /// True while files listed by the first load are still unread.
     pub fn is_loading(&self) -> bool {
-        !self.unread.is_empty()
+        !self.unread.is_empty() || self.inboxes_unlisted
     }
 
     /// Reads unread files for about `budget`, then publishes what changed.
     pub fn load_more(&mut self, budget: std::time::Duration) -> Option<Arc<Snapshot>> {
-        if self.unread.is_empty() {
+        if !self.is_loading() {
             return None;
         }
+        if self.inboxes_unlisted {
+            self.inboxes_unlisted = false;
+            let before = self.unread.len();
+            self.progressive = true;
+            self.rescan_inboxes();
+            self.progressive = false;
+            self.load_total += self.unread.len().saturating_sub(before);
+        }
+        if !self.load_ordered {
+            self.order_unread();
+        }
+        let budget = if budget.is_zero() {
+            budget
+        } else {
+            budget.max(self.last_publish.saturating_mul(4))
+        };
         self.read_unread(budget);
         // The last step always publishes, so the "loading" note goes away.
         self.dirty_workflows = true;
         self.publish_if_dirty()
+    }
+
+    /// Orders the files the first chunk left unread newest first (by modification time): a
+    /// workflow still running was written lately, a finished one long ago, so the unfinished ones
+    /// and their dispatches come in the first pages and the finished ones follow in the background.
+    /// One `stat` per file, done once, after the first screen.
+    fn order_unread(&mut self) {
+        self.load_ordered = true;
+        let state = self.root.state_dir();
+        let pending = self.root.pending_root();
+        let mut files: Vec<(Option<std::time::SystemTime>, Unread)> = self
+            .unread
+            .drain(..)
+            .map(|u| {
+                let path = match &u {
+                    Unread::State(n) => state.join(n),
+                    Unread::Dispatch(g, n) => pending.join(g).join(n),
+                };
+                (std::fs::metadata(path).and_then(|m| m.modified()).ok(), u)
+            })
+            .collect();
+        // Newest first; a file that could not be stat'ed last. The sort is stable: equal times
+        // keep the listing's order.
+        files.sort_by_key(|f| std::cmp::Reverse(f.0));
+        self.unread = files.into_iter().map(|(_, u)| u).collect();
     }
 
     fn defer(&mut self, files: Vec<Unread>) {
@@ -704,6 +762,12 @@ impl LiveModel {
     }
 
     fn publish(&mut self) {
+        let started = std::time::Instant::now();
+        self.publish_now();
+        self.last_publish = started.elapsed();
+    }
+
+    fn publish_now(&mut self) {
         let prev = self.snapshot.clone();
         let mut s = (*prev).clone();
         s.root = self.root.dir.clone();
@@ -722,9 +786,10 @@ impl LiveModel {
                 .map(Arc::new);
         self.seq += 1;
         s.seq = self.seq;
-        s.loading = (!self.unread.is_empty()).then(|| super::snapshot::Loading {
+        s.loading = self.is_loading().then(|| super::snapshot::Loading {
             read: self.load_total.saturating_sub(self.unread.len()),
             total: self.load_total,
+            finished: 0,
         });
         s.taken_at = Some(chrono::Utc::now());
         if self.dirty_definitions {
@@ -765,6 +830,7 @@ impl LiveModel {
             s.workflows = Arc::new(list);
             s.workflows_in_order = true;
             s.tallies = Some(Arc::new(s.tally()));
+            self.names.prune();
         }
         if self.dirty_tracks {
             s.tracks = Arc::new(self.tracks.values().map(|t| t.view.clone()).collect());
@@ -790,6 +856,9 @@ impl LiveModel {
                 },
             );
         }
+        if let (Some(l), Some(t)) = (s.loading.as_mut(), s.tallies.as_ref()) {
+            l.finished = s.workflows.len().saturating_sub(t.active);
+        }
         let mut warnings = self.collect_warnings(&s);
         let now = chrono::Utc::now();
         self.warned_since
@@ -810,10 +879,10 @@ impl LiveModel {
 
     fn collect_warnings(&self, s: &Snapshot) -> Vec<FileWarning> {
         let mut out = Vec::new();
-        for f in self.states.values() {
+        for (id, f) in &self.states {
             if let Some(w) = f.warning() {
                 out.push(FileWarning {
-                    path: f.path().to_path_buf(),
+                    path: self.state_dir.join(format!("{id}.json")),
                     message: w.to_owned(),
                     since: None,
                 });
