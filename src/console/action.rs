@@ -19,11 +19,14 @@ pub enum Pane {
     Attention,
     /// The operator journal.
     Journal,
+    /// The NATS bridge: status, shared-track cursors, outbox, sent records, dead letters
+    /// (`:pane bridge`).
+    Bridge,
 }
 
 impl Pane {
     /// All panes in number order.
-    pub const ALL: [Pane; 8] = [
+    pub const ALL: [Pane; 9] = [
         Pane::Workflows,
         Pane::Inboxes,
         Pane::Bus,
@@ -32,6 +35,7 @@ impl Pane {
         Pane::Board,
         Pane::Attention,
         Pane::Journal,
+        Pane::Bridge,
     ];
 
     /// 1-based number shown in the tab bar.
@@ -49,6 +53,7 @@ impl Pane {
             Pane::Board => "Board",
             Pane::Attention => "Attention",
             Pane::Journal => "Journal",
+            Pane::Bridge => "Bridge",
         }
     }
 
@@ -63,6 +68,7 @@ impl Pane {
             Pane::Board => "Board",
             Pane::Attention => "Attn",
             Pane::Journal => "Jrnl",
+            Pane::Bridge => "Brdg",
         }
     }
 

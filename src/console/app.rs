@@ -197,7 +197,7 @@ pub struct App {
     pub keymap: Keymap,
     pub read_only: bool,
     pub pane: Pane,
-    pub panes: [PaneState; 8],
+    pub panes: [PaneState; 9],
     pub mode: Mode,
     pub flash: Option<Flash>,
     pub snapshot: Arc<Snapshot>,
@@ -364,6 +364,27 @@ impl App {
             .iter()
             .rev()
             .filter(|e| f.is_empty() || f.matches_text(&e.to_string()))
+            .collect()
+    }
+
+    /// The rows of the Bridge pane: tracks, pending, dead and sent records, through its filter.
+    pub fn bridge_rows(&self) -> Vec<&crate::live::snapshot::BridgeRow> {
+        let f = self.filter(Pane::Bridge);
+        self.snapshot
+            .bridge_view
+            .rows
+            .iter()
+            .filter(|r| {
+                f.is_empty()
+                    || f.matches_text(&format!(
+                        "{} {} {} {} {}",
+                        r.kind.word(),
+                        r.id,
+                        r.subject,
+                        r.what,
+                        r.at
+                    ))
+            })
             .collect()
     }
 
@@ -813,6 +834,7 @@ impl App {
                 .unwrap_or(0),
             Pane::Attention => self.attention().len(),
             Pane::Journal => self.journal().len(),
+            Pane::Bridge => self.bridge_rows().len(),
         }
     }
 
@@ -917,6 +939,11 @@ impl App {
                         .map(|v| v.to_string())
                         .unwrap_or_else(|| e.to_string())
                 })
+                .collect(),
+            Pane::Bridge => self
+                .bridge_rows()
+                .iter()
+                .map(|r| format!("{}/{}", r.kind.word(), r.id))
                 .collect(),
         }
     }

@@ -52,7 +52,7 @@ pub const COMMANDS: &[Command] = &[
         &["p"],
         "N|name",
         Arg::Pane,
-        "go to a pane (`:3`, `:locks` work too)",
+        "go to a pane (`:3`, `:locks` work too; `:pane bridge` for the NATS bridge)",
     ),
     cmd(
         "track",
@@ -207,6 +207,13 @@ pub const COMMANDS: &[Command] = &[
         Arg::None,
         "jump to the record of the next attention item",
     ),
+    cmd(
+        "bridge",
+        &[],
+        "",
+        Arg::None,
+        "the NATS bridge: status, track cursors, outbox, dead letters (as :pane bridge)",
+    ),
 ];
 
 /// The action a command without an argument stands for (the ones with arguments are parsed by
@@ -237,6 +244,7 @@ pub fn action_of(c: &Command) -> Option<Action> {
         "messages" => Action::Messages,
         "snooze" => Action::Snooze,
         "next-attention" => Action::NextAttention,
+        "bridge" => Action::GoPane(crate::console::action::Pane::Bridge),
         _ => return None,
     })
 }

@@ -97,6 +97,7 @@ fn feeds(pane: Pane, w: &FileWarning) -> bool {
         Pane::Board => p.contains("/board/") || p.ends_with("/board"),
         Pane::Bus | Pane::Attention => false,
         Pane::Journal => p.contains("journal"),
+        Pane::Bridge => false,
     }
 }
 

@@ -12,6 +12,7 @@ use super::theme::Theme;
 
 mod attention;
 mod board;
+mod bridge;
 mod bus;
 mod dialogs;
 mod inboxes;
@@ -64,6 +65,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
         Pane::Board => board::draw(frame, body, app, theme),
         Pane::Attention => attention::draw(frame, body, app, theme),
         Pane::Journal => journal::draw(frame, body, app, theme),
+        Pane::Bridge => bridge::draw(frame, body, app, theme),
     }
     draw_marks(frame, app, theme);
     issues::last_good_marker(frame, body, app, theme);

@@ -114,6 +114,7 @@ fn list_dir(dir: &Path, want_dirs: bool) -> BTreeSet<String> {
         .collect()
 }
 
+mod bridge;
 mod inbox;
 mod track;
 mod workflow;
@@ -157,9 +158,8 @@ pub fn dirs_to_watch(root: &Root) -> BTreeSet<PathBuf> {
     }
     out.insert(dead);
     out.insert(crate::engine::journal::segments_dir(root));
-    if let Some(parent) = crate::engine::bridge::status_path(root).parent() {
-        out.insert(parent.to_path_buf());
-    }
+    // The bridge's status, cursors, dead letters and outbox (the header item and `:pane bridge`).
+    out.extend(crate::engine::bridge::watched_dirs(root));
     out
 }
 
@@ -179,6 +179,8 @@ enum Target {
     Dead,
     /// `conductor/journal.jsonl` or a segment in `conductor/journal/`.
     Journal,
+    /// The bridge's status, cursors, outbox, sent records or dead letters.
+    Bridge(bridge::BridgePart),
     Ignore,
 }
 
@@ -231,6 +233,9 @@ pub struct LiveModel {
     /// Fingerprints of the journal's files when it was last read.
     journal_files: Vec<(PathBuf, Option<crate::live::files::Fingerprint>)>,
     dirty_journal: bool,
+    /// The bridge's records (`conductor/bridge/`, `conductor/outbox/`).
+    bridge: bridge::BridgeTracker,
+    dirty_bridge: bool,
     /// Increases whenever a directory may have appeared or vanished (see [`LiveModel::layout_generation`]).
     layout: u64,
     /// True while the first load lists files without reading the new ones (they go to `unread`).
@@ -272,6 +277,8 @@ impl LiveModel {
             dirty_dead: true,
             journal_files: Vec::new(),
             dirty_journal: true,
+            bridge: Default::default(),
+            dirty_bridge: true,
             layout: 0,
             progressive: false,
             unread: Default::default(),
@@ -450,6 +457,9 @@ impl LiveModel {
                 _ => Target::Ignore,
             };
         }
+        if let Some(part) = bridge::part_of(&self.root, path) {
+            return Target::Bridge(part);
+        }
         if path.starts_with(self.dead_dir()) {
             return Target::Dead;
         }
@@ -478,6 +488,7 @@ impl LiveModel {
                 | Target::Quarantine(None)
                 | Target::Track(_, TrackPart::All | TrackPart::Board)
                 | Target::Dead
+                | Target::Bridge(bridge::BridgePart::All)
         ) {
             self.layout += 1;
         }
@@ -526,6 +537,11 @@ impl LiveModel {
             Target::Definitions => self.check_definitions(),
             Target::Dead => self.rescan_dead(),
             Target::Journal => self.check_journal(),
+            Target::Bridge(part) => {
+                if self.bridge.refresh(&self.root, part) {
+                    self.dirty_bridge = true;
+                }
+            }
             Target::TracksDir => self.rescan_tracks(),
             Target::Track(name, part) => {
                 let bus = self.root.tracks_dir().join(&name).join(layout::BUS_DIR);
@@ -564,6 +580,9 @@ impl LiveModel {
         self.check_definitions();
         self.rescan_dead();
         self.check_journal();
+        if self.bridge.refresh(&self.root, bridge::BridgePart::All) {
+            self.dirty_bridge = true;
+        }
     }
 
     fn dead_dir(&self) -> PathBuf {
@@ -628,6 +647,7 @@ impl LiveModel {
             || self.dirty_definitions
             || self.dirty_dead
             || self.dirty_journal
+            || self.dirty_bridge
         {
             self.publish();
             Some(self.snapshot.clone())
@@ -651,6 +671,9 @@ impl LiveModel {
                 .flatten()
                 .filter(Value::is_object)
                 .map(Arc::new);
+        if self.dirty_bridge {
+            s.bridge_view = Arc::new(self.bridge.view(s.bridge.as_deref()));
+        }
         self.seq += 1;
         s.seq = self.seq;
         s.loading = (!self.unread.is_empty()).then(|| super::snapshot::Loading {
@@ -719,6 +742,7 @@ impl LiveModel {
         self.dirty_definitions = false;
         self.dirty_dead = false;
         self.dirty_journal = false;
+        self.dirty_bridge = false;
         self.snapshot = Arc::new(s);
     }
 
