@@ -965,6 +965,14 @@ fn a_three_node_cluster_loses_a_node_and_the_shared_track_goes_on() {
         "both sides whole {} ms after the node was killed",
         start.elapsed().as_millis()
     );
+    for m in [&a, &b] {
+        let log = std::fs::read_to_string(m.log_path()).unwrap_or_default();
+        for l in log.lines().filter(|l| {
+            l.contains("made again") || l.contains("connected") || l.contains("publish")
+        }) {
+            eprintln!("{}: {l}", m.name);
+        }
+    }
     std::thread::sleep(Duration::from_millis(500));
     for m in [&a, &b] {
         assert_eq!(progress_count(m, "shared"), 4 * PER, "{}", m.name);
