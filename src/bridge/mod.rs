@@ -129,6 +129,9 @@ pub struct LockArgs {
     pub replicas: usize,
 }
 
+/// How often the status file is written when nothing in it changed.
+const STATUS_EVERY: Duration = Duration::from_secs(5);
+
 /// Deliveries of one message before it is dead-lettered.
 const MAX_DELIVER: i64 = 20;
 
@@ -193,6 +196,11 @@ struct Shared {
     dead: AtomicU64,
     stop: AtomicBool,
     tracks: std::sync::Mutex<Vec<(String, Arc<track::TrackStats>)>>,
+    /// The status last written (without its time) and when.
+    status_written: std::sync::Mutex<Option<(Status, std::time::Instant)>>,
+    /// Connections made to a server (the first and every reconnect): a shared track's consumer
+    /// is made again from its cursor when this changes (see `track::consume_session`).
+    connects: AtomicU64,
 }
 
 impl Shared {
@@ -225,10 +233,25 @@ impl Shared {
             s.extra
                 .insert("tracks".into(), serde_json::Value::Object(tracks));
         }
+        // Written when something in it changed, else every few seconds (its `updated` says the
+        // bridge is alive): a console watching the file is not woken five times a second.
+        let mut last = self
+            .status_written
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let mut same = s.clone();
+        same.updated.clear();
+        if last
+            .as_ref()
+            .is_some_and(|(prev, at)| *prev == same && at.elapsed() < STATUS_EVERY)
+        {
+            return;
+        }
         s.updated = crate::engine::store::time::now_ts();
         if let Err(e) = eb::write_status(&self.root, &s) {
             tracing::warn!("bridge: status not written: {e}");
         }
+        *last = Some((same, std::time::Instant::now()));
     }
 }
 
@@ -248,8 +271,15 @@ async fn connect(
         let s = events.clone();
         async move {
             match ev {
-                async_nats::Event::Connected => s.save_status(Some(true), None).await,
-                async_nats::Event::Disconnected => s.save_status(Some(false), None).await,
+                async_nats::Event::Connected => {
+                    let n = s.connects.fetch_add(1, Ordering::SeqCst) + 1;
+                    tracing::info!("bridge: connected (connection {n})");
+                    s.save_status(Some(true), None).await
+                }
+                async_nats::Event::Disconnected => {
+                    tracing::info!("bridge: disconnected");
+                    s.save_status(Some(false), None).await
+                }
                 other => s.note_error(format!("nats: {other}")).await,
             }
         }
@@ -401,6 +431,8 @@ async fn serve(args: BridgeArgs, url: String, name: String, root: Root) -> anyho
         dead: AtomicU64::new(0),
         stop: AtomicBool::new(false),
         tracks: Default::default(),
+        connects: AtomicU64::new(0),
+        status_written: Default::default(),
     });
     shared.save_status(Some(false), None).await;
     let client = connect(&args, &url, shared.clone()).await?;

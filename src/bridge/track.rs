@@ -21,8 +21,8 @@ use crate::engine::bridge::track::{
 use crate::engine::bus::Bus;
 use crate::engine::store::ids::TrackName;
 
-/// Lines published in one go before their acknowledgements are awaited.
-const PUBLISH_BATCH: usize = 512;
+/// Publishes in flight before the oldest one's acknowledgement is awaited.
+const PUBLISH_WINDOW: usize = 2048;
 /// Messages appended to the local queue in one write.
 const APPLY_BATCH: usize = 1024;
 
@@ -296,76 +296,132 @@ async fn publish_new(js: &jetstream::Context, t: &Track, subject: &str) -> anyho
     if len == offset {
         return Ok(false);
     }
-    let root = t.shared.root.clone();
-    let (lines, next) = tokio::task::spawn_blocking(move || et::read_raw_from(&queue, offset))
+    let (lines, next) = tokio::task::spawn_blocking(move || et::read_own_from(&queue, offset))
         .await
         .context("reading the queue")??;
-    let mut any = false;
-    let own: Vec<_> = lines.iter().filter(|l| !l.mirrored).collect();
-    for chunk in own.chunks(PUBLISH_BATCH) {
-        let mut acks = Vec::with_capacity(chunk.len());
-        for l in chunk {
-            let mut headers = async_nats::HeaderMap::new();
-            headers.insert("Nats-Msg-Id", l.env.id.as_str());
-            let fut = js
-                .publish_with_headers(subject.to_owned(), headers, l.bytes.clone().into())
-                .await
-                .with_context(|| format!("publishing {}", l.env.id))?;
-            acks.push(fut);
+    // Up to PUBLISH_WINDOW publishes are in flight; the cursor follows the acknowledgements, in
+    // order, so it never passes a line the server has not stored.
+    let mut in_flight = std::collections::VecDeque::with_capacity(PUBLISH_WINDOW);
+    let mut fresh = 0u64;
+    let any = !lines.is_empty();
+    for l in lines {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Nats-Msg-Id", l.id.as_str());
+        let fut = js
+            .publish_with_headers(subject.to_owned(), headers, l.bytes.into())
+            .await
+            .with_context(|| format!("publishing {}", l.id))?;
+        in_flight.push_back((fut, l.end));
+        if in_flight.len() >= PUBLISH_WINDOW
+            && let Some((ack, end)) = in_flight.pop_front()
+        {
+            fresh += await_ack(t, ack, end).await?;
         }
-        let mut fresh = 0;
-        for a in acks {
-            let ack = tokio::time::timeout(Duration::from_secs(10), a)
-                .await
-                .context("no acknowledgement in 10s")??;
-            if !ack.duplicate {
-                fresh += 1;
-            }
-        }
-        let end = chunk.last().map(|l| l.end).unwrap_or(offset);
-        t.save_cursor(|c| c.published_offset = end)?;
-        t.stats.published.fetch_add(fresh, Ordering::Relaxed);
-        any = true;
     }
+    while let Some((ack, end)) = in_flight.pop_front() {
+        fresh += await_ack(t, ack, end).await?;
+    }
+    t.stats.published.fetch_add(fresh, Ordering::Relaxed);
     // Lines after the last own line (mirrored ones, skipped ones) are passed over too.
     t.save_cursor(|c| c.published_offset = next)?;
-    let _ = root;
     Ok(any || next > offset)
 }
 
+/// Awaits one publish acknowledgement, then moves the cursor past its line; 1 when the server
+/// stored the line now, 0 when it already had it (a duplicate by id).
+async fn await_ack(
+    t: &Track,
+    ack: async_nats::jetstream::context::PublishAckFuture,
+    end: u64,
+) -> anyhow::Result<u64> {
+    let ack = tokio::time::timeout(Duration::from_secs(10), ack)
+        .await
+        .context("no acknowledgement in 10s")??;
+    t.save_cursor(|c| c.published_offset = end)?;
+    Ok(u64::from(!ack.duplicate))
+}
+
+/// How long the stream may hold a message past the cursor, with nothing arriving, before the
+/// consumer is taken for stalled and made again from the cursor.
+const STALL_AFTER: Duration = Duration::from_secs(2);
+/// How often an idle consumer compares the stream's last sequence with the cursor.
+const STALL_CHECK: Duration = Duration::from_secs(1);
+
 /// Reads the track's stream from the cursor with an ordered consumer and appends the other machines'
 /// lines to the local queue, each id once.
+///
+/// An ordered consumer acknowledges nothing: a message the server pushed while this client was
+/// reconnecting to another node is gone, and the client notices the gap only when a later message
+/// arrives. When no later message comes (the other side wrote its last lines during the failover),
+/// the consumer waits forever while the stream holds lines past the cursor. So the session ends,
+/// and the retrying loop makes a new consumer from the cursor, (a) after every reconnect and (b)
+/// when the stream's last sequence stays past the cursor for [`STALL_AFTER`] with nothing arriving.
+/// Lines delivered twice that way are skipped by stream sequence and by id.
 async fn consume_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Result<()> {
+    let connection = t.shared.connects.load(Ordering::SeqCst);
     let stream = ensure_stream(&t, &js).await?;
     let bus = t.bus.clone();
     let mut mirror = tokio::task::spawn_blocking(move || Mirror::open(bus)).await??;
-    let start = t
+    let mut applied = t
         .cursor
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .stream_seq
-        .saturating_add(1);
+        .stream_seq;
     let consumer = stream
         .create_consumer(pull::OrderedConfig {
             filter_subject: et::filter(&t.track),
             deliver_policy: jetstream::consumer::DeliverPolicy::ByStartSequence {
-                start_sequence: start,
+                start_sequence: applied.saturating_add(1),
             },
             ..Default::default()
         })
         .await
         .context("creating the ordered consumer")?;
     let mut messages = consumer.messages().await.context("starting the consumer")?;
+    tracing::debug!("bridge: track {} consumer from {}", t.track, applied + 1);
     let me = t.shared.inbound.name.clone();
+    let mut last_check = tokio::time::Instant::now();
+    let mut behind_since: Option<tokio::time::Instant> = None;
     while !t.stopped() {
         let first = match tokio::time::timeout(Duration::from_millis(250), messages.next()).await {
             Err(_) => {
                 t.flush(false)?;
+                if t.shared.connects.load(Ordering::SeqCst) != connection {
+                    tracing::info!(
+                        "bridge: track {} reconnected: consumer made again from {}",
+                        t.track,
+                        applied + 1
+                    );
+                    return Ok(());
+                }
+                if last_check.elapsed() >= STALL_CHECK {
+                    last_check = tokio::time::Instant::now();
+                    let last = tokio::time::timeout(STALL_CHECK, stream.get_info())
+                        .await
+                        .ok()
+                        .and_then(Result::ok)
+                        .map(|i| i.state.last_sequence);
+                    match last {
+                        Some(last) if last > applied => {
+                            let since = *behind_since.get_or_insert_with(tokio::time::Instant::now);
+                            if since.elapsed() >= STALL_AFTER {
+                                tracing::warn!(
+                                    "bridge: track {} consumer stalled at {applied} (stream at {last}): made again",
+                                    t.track
+                                );
+                                return Ok(());
+                            }
+                        }
+                        Some(_) => behind_since = None,
+                        None => {}
+                    }
+                }
                 continue;
             }
             Ok(None) => anyhow::bail!("the consumer's message stream ended"),
             Ok(Some(m)) => m.map_err(|e| anyhow::anyhow!("{e}"))?,
         };
+        behind_since = None;
         let mut batch = vec![first];
         while batch.len() < APPLY_BATCH {
             match messages.next().now_or_never() {
@@ -375,14 +431,18 @@ async fn consume_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Resul
                 None => break,
             }
         }
-        let mut last_seq = 0;
+        let mut last_seq = applied;
         let mut lag = 0;
         let mut items = Vec::new();
         let mut seqs = Vec::new();
         for m in &batch {
             let info = m.info().map_err(|e| anyhow::anyhow!("{e}"))?;
-            last_seq = info.stream_sequence;
             lag = info.pending;
+            if info.stream_sequence <= applied {
+                // Delivered again (a consumer made again from an older sequence): already applied.
+                continue;
+            }
+            last_seq = info.stream_sequence;
             match et::sender_of(&m.subject) {
                 Some(from) if from == me => {}
                 Some(from) => {
@@ -400,6 +460,7 @@ async fn consume_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Resul
             let subj = et::subject(&t.track, &items[i].0);
             dead(&t, seqs[i], &subj, &reason, &items[i].1).await;
         }
+        applied = last_seq;
         t.save_cursor(|c| c.stream_seq = last_seq)?;
         t.stats.mirrored.fetch_add(n as u64, Ordering::Relaxed);
         t.stats.stream_seq.store(last_seq, Ordering::Relaxed);
@@ -412,8 +473,7 @@ async fn consume_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Resul
 async fn dead(t: &Track, seq: u64, subj: &str, reason: &str, data: &[u8]) {
     t.shared.dead.fetch_add(1, Ordering::Relaxed);
     tracing::warn!("bridge: dead-lettered track message {seq} on {subj}: {reason}");
-    let path = crate::engine::bridge::bridge_dir(&t.shared.root)
-        .join("dead")
+    let path = crate::engine::bridge::dead_dir(&t.shared.root)
         .join(format!("track_{}_{seq:012}.json", t.track));
     let keep = &data[..data.len().min(64 * 1024)];
     let body = json!({

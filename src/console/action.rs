@@ -21,11 +21,14 @@ pub enum Pane {
     Journal,
     /// Dispatches dead-lettered after their last delivery (`conductor/dead/{god}/`).
     DeadLetters,
+    /// The NATS bridge: status, shared-track cursors, outbox, sent records, dead letters
+    /// (`:pane bridge`).
+    Bridge,
 }
 
 impl Pane {
     /// All panes in number order.
-    pub const ALL: [Pane; 9] = [
+    pub const ALL: [Pane; 10] = [
         Pane::Workflows,
         Pane::Inboxes,
         Pane::Bus,
@@ -35,6 +38,7 @@ impl Pane {
         Pane::Attention,
         Pane::Journal,
         Pane::DeadLetters,
+        Pane::Bridge,
     ];
 
     /// 1-based number shown in the tab bar.
@@ -53,6 +57,7 @@ impl Pane {
             Pane::Attention => "Attention",
             Pane::Journal => "Journal",
             Pane::DeadLetters => "Dead letters",
+            Pane::Bridge => "Bridge",
         }
     }
 
@@ -68,6 +73,7 @@ impl Pane {
             Pane::Attention => "Attn",
             Pane::Journal => "Jrnl",
             Pane::DeadLetters => "Dead",
+            Pane::Bridge => "Brdg",
         }
     }
 
@@ -930,8 +936,11 @@ mod tests {
         assert_eq!(Pane::parse("journal"), Some(Pane::Journal));
         assert_eq!(Pane::parse("9"), Some(Pane::DeadLetters));
         assert_eq!(Pane::parse("dead"), Some(Pane::DeadLetters));
-        assert_eq!(Pane::parse("10"), None);
-        assert_eq!(Pane::DeadLetters.next(), Pane::Workflows);
-        assert_eq!(Pane::Workflows.prev(), Pane::DeadLetters);
+        assert_eq!(Pane::parse("bridge"), Some(Pane::Bridge));
+        assert_eq!(Pane::parse("10"), Some(Pane::Bridge));
+        assert_eq!(Pane::parse("11"), None);
+        assert_eq!(Pane::DeadLetters.next(), Pane::Bridge);
+        assert_eq!(Pane::Bridge.next(), Pane::Workflows);
+        assert_eq!(Pane::Workflows.prev(), Pane::Bridge);
     }
 }

@@ -206,7 +206,7 @@ pub struct App {
     pub keymap: Keymap,
     pub read_only: bool,
     pub pane: Pane,
-    pub panes: [PaneState; 9],
+    pub panes: [PaneState; Pane::ALL.len()],
     pub mode: Mode,
     pub flash: Option<Flash>,
     pub snapshot: Arc<Snapshot>,
@@ -377,6 +377,27 @@ impl App {
             .iter()
             .rev()
             .filter(|e| f.is_empty() || f.matches_text(&e.to_string()))
+            .collect()
+    }
+
+    /// The rows of the Bridge pane: tracks, pending, dead and sent records, through its filter.
+    pub fn bridge_rows(&self) -> Vec<&crate::live::snapshot::BridgeRow> {
+        let f = self.filter(Pane::Bridge);
+        self.snapshot
+            .bridge_view
+            .rows
+            .iter()
+            .filter(|r| {
+                f.is_empty()
+                    || f.matches_text(&format!(
+                        "{} {} {} {} {}",
+                        r.kind.word(),
+                        r.id,
+                        r.subject,
+                        r.what,
+                        r.at
+                    ))
+            })
             .collect()
     }
 
@@ -850,6 +871,7 @@ impl App {
             Pane::Attention => self.attention().len(),
             Pane::Journal => self.journal().len(),
             Pane::DeadLetters => items::dead_letters(s, &f).len(),
+            Pane::Bridge => self.bridge_rows().len(),
         }
     }
 
@@ -958,6 +980,11 @@ impl App {
             Pane::DeadLetters => items::dead_letters(s, &f)
                 .iter()
                 .map(items::DeadRow::key)
+                .collect(),
+            Pane::Bridge => self
+                .bridge_rows()
+                .iter()
+                .map(|r| format!("{}/{}", r.kind.word(), r.id))
                 .collect(),
         }
     }
@@ -2032,7 +2059,7 @@ impl App {
         self.snapshot
             .workflows
             .iter()
-            .find(|w| w.id == wf.as_str())
+            .find(|w| &*w.id == wf.as_str())
             .and_then(|w| self.snapshot.definition(w.state.definition_id.as_deref()))
             .map(|d| d.steps.iter().map(|s| s.id.clone()).collect())
             .unwrap_or_default()
@@ -2082,7 +2109,12 @@ impl App {
         let Some(wf) = self.selected_workflow() else {
             return;
         };
-        let Some(w) = self.snapshot.workflows.iter().find(|w| w.id == wf.as_str()) else {
+        let Some(w) = self
+            .snapshot
+            .workflows
+            .iter()
+            .find(|w| &*w.id == wf.as_str())
+        else {
             return self.need("a workflow");
         };
         use crate::engine::conductor::WorkflowStatus as S;
@@ -2102,7 +2134,8 @@ impl App {
             _ => w
                 .state
                 .current_step
-                .clone()
+                .as_deref()
+                .map(str::to_owned)
                 .or_else(|| steps.first().cloned()),
         }
         .unwrap_or_default();

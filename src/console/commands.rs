@@ -52,7 +52,7 @@ pub const COMMANDS: &[Command] = &[
         &["p"],
         "N|name",
         Arg::Pane,
-        "go to a pane (`:3`, `:locks` work too)",
+        "go to a pane (`:3`, `:locks` work too; `:pane bridge` for the NATS bridge)",
     ),
     cmd(
         "track",
@@ -222,6 +222,13 @@ pub const COMMANDS: &[Command] = &[
         "dispatch the selected failed, stalled or completed workflow (1) again from a step; \
          an edited context is the CLI's (`pantheon rerun WF --from STEP --context FILE`)",
     ),
+    cmd(
+        "bridge",
+        &[],
+        "",
+        Arg::None,
+        "the NATS bridge: status, track cursors, outbox, dead letters (as :pane bridge)",
+    ),
 ];
 
 /// The action a command without an argument stands for (the ones with arguments are parsed by
@@ -254,6 +261,7 @@ pub fn action_of(c: &Command) -> Option<Action> {
         "next-attention" => Action::NextAttention,
         "requeue" => Action::Requeue,
         "rerun" => Action::Rerun,
+        "bridge" => Action::GoPane(crate::console::action::Pane::Bridge),
         _ => return None,
     })
 }

@@ -335,7 +335,7 @@ fn describe_requeue(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot, now
     let status = snap
         .workflows
         .iter()
-        .find(|w| w.id == d.workflow_id)
+        .find(|w| *w.id == *d.workflow_id)
         .map(|w| w.state.status.to_string());
     match status.as_deref() {
         Some("stalled") | Some("waiting_for_ack") => out.push(line(
@@ -369,7 +369,11 @@ fn describe_rerun(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot) {
     let Op::Rerun { workflow_id, step } = op else {
         return;
     };
-    let Some(w) = snap.workflows.iter().find(|w| w.id == workflow_id.as_str()) else {
+    let Some(w) = snap
+        .workflows
+        .iter()
+        .find(|w| &*w.id == workflow_id.as_str())
+    else {
         out.push(line(
             Warn,
             format!(

@@ -81,6 +81,8 @@ pub struct Snapshot {
     /// Set while the first load of a large root is still reading files (the first screen is drawn
     /// before the whole root is read).
     pub loading: Option<Loading>,
+    /// The bridge's records for the `:pane bridge` view: track cursors, outbox, sent, dead letters.
+    pub bridge_view: Arc<BridgeView>,
     /// True when `workflows` is already in the Workflows pane's order (unfinished first, then ids
     /// in natural order), as the model publishes it: a frame need not sort 100,000 rows again.
     pub workflows_in_order: bool,
@@ -191,6 +193,63 @@ pub struct JournalView {
     /// Why the journal could not be read.
     pub error: Option<String>,
 }
+
+/// What a row of the bridge view is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum BridgeKind {
+    /// A shared track's cursor (`conductor/bridge/tracks/T.json`) with the bridge's counts.
+    Track,
+    /// An outbox record waiting for the bridge (`conductor/outbox/`).
+    Pending,
+    /// A message the bridge refused (`conductor/bridge/dead/`).
+    Dead,
+    /// An outbox record the server stored (`conductor/outbox/sent/`).
+    Sent,
+}
+
+impl BridgeKind {
+    /// The word shown in the KIND column.
+    pub fn word(self) -> &'static str {
+        match self {
+            BridgeKind::Track => "track",
+            BridgeKind::Pending => "pending",
+            BridgeKind::Dead => "dead",
+            BridgeKind::Sent => "sent",
+        }
+    }
+}
+
+/// One row of the bridge view.
+#[derive(Debug, Clone)]
+pub struct BridgeRow {
+    pub kind: BridgeKind,
+    /// The track name, outbox id or dead letter's file name.
+    pub id: String,
+    /// The subject (or a track's stream).
+    pub subject: String,
+    /// A one-line summary (counts, workflow and step, reason).
+    pub what: String,
+    /// The record's time (cursor updated, created, sent, dead-lettered), as written.
+    pub at: String,
+    /// The whole record, for the detail view.
+    pub raw: Arc<Value>,
+}
+
+/// The bridge's files as the console shows them (docs/NATS.md).
+#[derive(Debug, Clone, Default)]
+pub struct BridgeView {
+    /// Tracks, then pending records (oldest first), dead letters and sent records (newest first).
+    pub rows: Vec<BridgeRow>,
+    /// Files of each kind on disk (the rows keep at most [`BRIDGE_KEPT`] sent records).
+    pub pending: usize,
+    pub sent: usize,
+    pub dead: usize,
+    /// Files that could not be read, with why.
+    pub unreadable: Vec<String>,
+}
+
+/// The most sent records the bridge view keeps (the newest by file time).
+pub const BRIDGE_KEPT: usize = 500;
 
 /// How many seconds of message rate a track keeps.
 pub const RATE_SECONDS: usize = 120;

@@ -3,6 +3,7 @@
 
 mod actions;
 mod attention;
+mod bridge;
 mod deadletters;
 mod e2e;
 #[path = "../common/fixture.rs"]

@@ -44,7 +44,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         let status = snap
             .workflows
             .iter()
-            .find(|w| w.id == d.workflow_id)
+            .find(|w| *w.id == *d.workflow_id)
             .map(|w| w.state.status.to_string());
         let mut reason = r.reason().unwrap_or("").to_owned();
         if let Some(st) = status.as_deref().filter(|s| *s != "stalled") {
@@ -117,7 +117,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DeadRow, them
         .snapshot
         .workflows
         .iter()
-        .find(|w| w.id == d.workflow_id)
+        .find(|w| *w.id == *d.workflow_id)
         .map(|w| w.state.status.to_string())
         .unwrap_or_else(|| "no state file".into());
     let mut l = vec![

@@ -12,6 +12,7 @@ use super::theme::Theme;
 
 mod attention;
 mod board;
+mod bridge;
 mod bus;
 mod deadletters;
 mod dialogs;
@@ -66,6 +67,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
         Pane::Attention => attention::draw(frame, body, app, theme),
         Pane::Journal => journal::draw(frame, body, app, theme),
         Pane::DeadLetters => deadletters::draw(frame, body, app, theme),
+        Pane::Bridge => bridge::draw(frame, body, app, theme),
     }
     draw_marks(frame, app, theme);
     issues::last_good_marker(frame, body, app, theme);
@@ -254,8 +256,9 @@ pub(crate) fn sparkline(values: &[u32]) -> String {
         .collect()
 }
 
-/// The tab bar's labels: whole titles when they fit, else short ones (the current pane's whole),
-/// else numbers only for the others. The Attention tab counts its items.
+/// The tab bar's labels: whole titles when they fit, else (first dropping the keyless panes past 9
+/// that are not on screen) short ones (the current pane's whole), else numbers only for the others.
+/// The Attention tab counts its items.
 fn tab_labels(app: &App, width: usize) -> Vec<(Pane, String)> {
     let waiting = app.attention_all().len();
     let label = |p: Pane, how: u8| {
@@ -276,9 +279,12 @@ fn tab_labels(app: &App, width: usize) -> Vec<(Pane, String)> {
         }
         l
     };
-    for how in 0..3u8 {
+    // Panes with no key (past 9) go first when space is short, unless they are on screen.
+    let tries = [(0u8, true), (0, false), (1, false), (2, false)];
+    for (how, keyless) in tries {
         let labels: Vec<(Pane, String)> = Pane::ALL
             .into_iter()
+            .filter(|p| keyless || *p == app.pane || app.keymap.pane_key(*p).is_some())
             .map(|p| (p, label(p, if p == app.pane { how.min(1) } else { how })))
             .collect();
         let w: usize = labels.iter().map(|(_, l)| l.chars().count() + 1).sum();

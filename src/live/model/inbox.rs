@@ -89,8 +89,7 @@ impl InboxTracker {
             let path = self.dir.join(n);
             let compact = self.compact;
             let f = self.files.entry(n.clone()).or_default();
-            changed |=
-                f.refresh(&path, |v| parse_as::<Dispatch>(v, compact)) != Refresh::Unchanged;
+            changed |= f.refresh(&path, |v| parse_as::<Dispatch>(v, compact)) != Refresh::Unchanged;
         }
         changed
     }

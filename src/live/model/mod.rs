@@ -123,6 +123,7 @@ fn list_dir(dir: &Path, want_dirs: bool) -> BTreeSet<String> {
         .collect()
 }
 
+mod bridge;
 mod inbox;
 mod track;
 mod workflow;
@@ -167,9 +168,8 @@ pub fn dirs_to_watch(root: &Root) -> BTreeSet<PathBuf> {
     out.insert(dead);
     out.insert(root.supervisor_dir());
     out.insert(crate::engine::journal::segments_dir(root));
-    if let Some(parent) = crate::engine::bridge::status_path(root).parent() {
-        out.insert(parent.to_path_buf());
-    }
+    // The bridge's status, cursors, dead letters and outbox (the header item and `:pane bridge`).
+    out.extend(crate::engine::bridge::watched_dirs(root));
     out
 }
 
@@ -191,6 +191,8 @@ enum Target {
     Journal,
     /// `conductor/supervisor/`: supervisor heartbeats.
     Supervisors,
+    /// The bridge's status, cursors, outbox, sent records or dead letters.
+    Bridge(bridge::BridgePart),
     Ignore,
 }
 
@@ -251,6 +253,9 @@ pub struct LiveModel {
     /// Fingerprints of the journal's files when it was last read.
     journal_files: Vec<(PathBuf, Option<crate::live::files::Fingerprint>)>,
     dirty_journal: bool,
+    /// The bridge's records (`conductor/bridge/`, `conductor/outbox/`).
+    bridge: bridge::BridgeTracker,
+    dirty_bridge: bool,
     /// Increases whenever a directory may have appeared or vanished (see [`LiveModel::layout_generation`]).
     layout: u64,
     /// True while the first load lists files without reading the new ones (they go to `unread`).
@@ -304,6 +309,8 @@ impl LiveModel {
             dirty_supervisors: true,
             journal_files: Vec::new(),
             dirty_journal: true,
+            bridge: Default::default(),
+            dirty_bridge: true,
             layout: 0,
             progressive: false,
             unread: Default::default(),
@@ -537,6 +544,9 @@ impl LiveModel {
                 _ => Target::Ignore,
             };
         }
+        if let Some(part) = bridge::part_of(&self.root, path) {
+            return Target::Bridge(part);
+        }
         if path.starts_with(self.dead_dir()) {
             return Target::Dead;
         }
@@ -568,6 +578,7 @@ impl LiveModel {
                 | Target::Quarantine(None)
                 | Target::Track(_, TrackPart::All | TrackPart::Board)
                 | Target::Dead
+                | Target::Bridge(bridge::BridgePart::All)
         ) {
             self.layout += 1;
         }
@@ -617,6 +628,11 @@ impl LiveModel {
             Target::Dead => self.rescan_dead(),
             Target::Supervisors => self.rescan_supervisors(),
             Target::Journal => self.check_journal(),
+            Target::Bridge(part) => {
+                if self.bridge.refresh(&self.root, part) {
+                    self.dirty_bridge = true;
+                }
+            }
             Target::TracksDir => self.rescan_tracks(),
             Target::Track(name, part) => {
                 let bus = self.root.tracks_dir().join(&name).join(layout::BUS_DIR);
@@ -656,6 +672,9 @@ impl LiveModel {
         self.rescan_dead();
         self.rescan_supervisors();
         self.check_journal();
+        if self.bridge.refresh(&self.root, bridge::BridgePart::All) {
+            self.dirty_bridge = true;
+        }
     }
 
     /// Re-reads the supervisors' heartbeats (small files, few of them; bounded reads, links not
@@ -753,6 +772,7 @@ impl LiveModel {
             || self.dirty_dead
             || self.dirty_supervisors
             || self.dirty_journal
+            || self.dirty_bridge
         {
             self.publish();
             Some(self.snapshot.clone())
@@ -784,6 +804,9 @@ impl LiveModel {
                 .flatten()
                 .filter(Value::is_object)
                 .map(Arc::new);
+        if self.dirty_bridge {
+            s.bridge_view = Arc::new(self.bridge.view(s.bridge.as_deref()));
+        }
         self.seq += 1;
         s.seq = self.seq;
         s.loading = self.is_loading().then(|| super::snapshot::Loading {
@@ -874,6 +897,7 @@ impl LiveModel {
         self.dirty_dead = false;
         self.dirty_supervisors = false;
         self.dirty_journal = false;
+        self.dirty_bridge = false;
         self.snapshot = Arc::new(s);
     }
 

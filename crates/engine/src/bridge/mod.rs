@@ -26,6 +26,23 @@ pub fn bridge_dir(root: &Root) -> std::path::PathBuf {
     root.conductor.join("bridge")
 }
 
+/// `conductor/bridge/dead/`: messages the bridge refused (inbound and shared-track lines), with why.
+pub fn dead_dir(root: &Root) -> std::path::PathBuf {
+    bridge_dir(root).join("dead")
+}
+
+/// The directories whose files make up the bridge's picture in the console (status, cursors, dead
+/// letters, the outbox and its sent records), for a watcher.
+pub fn watched_dirs(root: &Root) -> Vec<std::path::PathBuf> {
+    vec![
+        bridge_dir(root),
+        dead_dir(root),
+        track::cursors_dir(root),
+        outbox::outbox_dir(root),
+        outbox::sent_dir(root),
+    ]
+}
+
 /// The subject a pantheon's replies come back on.
 pub fn reply_subject(pantheon: &str) -> String {
     format!("pantheon.{pantheon}.in.reply")
@@ -383,9 +400,7 @@ pub fn dead_letter(
     data: &[u8],
 ) -> Result<()> {
     let keep = &data[..data.len().min(64 * 1024)];
-    let path = bridge_dir(root)
-        .join("dead")
-        .join(format!("{stream_seq:012}.json"));
+    let path = dead_dir(root).join(format!("{stream_seq:012}.json"));
     write_json(
         root,
         &path,
@@ -455,7 +470,7 @@ pub fn write_status(root: &Root, s: &Status) -> Result<()> {
 pub fn read_status(root: &Root) -> Result<Value> {
     let status = read_json(&status_path(root))?;
     let (pending, inert) = outbox::pending(root);
-    let dead = crate::conductor::definition::config_files(&bridge_dir(root).join("dead")).len();
+    let dead = crate::conductor::definition::config_files(&dead_dir(root)).len();
     Ok(json!({
         "running": status.is_some(),
         "status": status,

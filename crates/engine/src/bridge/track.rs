@@ -138,6 +138,96 @@ pub fn read_raw_from(path: &Path, offset: u64) -> Result<(Vec<RawLine>, u64)> {
     Ok((out, next))
 }
 
+/// One line written on this machine, as the publisher needs it: its bytes, id and end offset.
+#[derive(Debug, Clone)]
+pub struct OwnLine {
+    /// The line's bytes without its newline.
+    pub bytes: Vec<u8>,
+    /// The line's `id` (its `Nats-Msg-Id`).
+    pub id: String,
+    /// The queue offset just after this line.
+    pub end: u64,
+}
+
+/// The fields of a queue line the publisher reads; everything else is skipped unparsed.
+#[derive(Deserialize)]
+struct IdOnly {
+    #[serde(default, deserialize_with = "crate::bus::model::lenient::string")]
+    id: String,
+    #[serde(default, rename = "from_pantheon")]
+    mirrored: Option<serde::de::IgnoredAny>,
+}
+
+/// True when `line` ends the way [`mirror_line`] ends a line: `,"from_pantheon":"NAME"}`.
+fn ends_as_mirrored(line: &[u8]) -> bool {
+    let line = line.trim_ascii_end();
+    let Some(body) = line.strip_suffix(b"\"}") else {
+        return false;
+    };
+    let Some(q) = body.iter().rposition(|b| *b == b'"') else {
+        return false;
+    };
+    let name = &body[q + 1..];
+    let head = &body[..q + 1];
+    head.ends_with(format!(",\"{MIRROR_FIELD}\":\"").as_bytes())
+        && std::str::from_utf8(name).is_ok_and(is_valid_name)
+}
+
+/// The id of a line written on this machine; `None` for a mirrored line, a line that is not an
+/// envelope, or one without an id. Reads only what it needs: a mirrored line is known by its end,
+/// and the id is taken without building the payload.
+fn own_id(line: &[u8]) -> Option<String> {
+    if ends_as_mirrored(line) || line.trim_ascii_start().first() != Some(&b'{') {
+        return None;
+    }
+    let id = match serde_json::from_slice::<IdOnly>(line) {
+        Ok(l) if l.mirrored.is_some() => return None,
+        Ok(l) => l.id,
+        // A shape the quick read refuses (a key written twice): the envelope reader decides.
+        Err(_) => {
+            let env = Envelope::parse_line(line)?;
+            if env.extra.contains_key(MIRROR_FIELD) {
+                return None;
+            }
+            env.id
+        }
+    };
+    (!id.is_empty()).then_some(id)
+}
+
+/// Reads the complete lines at or after `offset` that were written on this machine (not mirrored):
+/// (lines, offset after the last complete line). Lines that are not envelopes, lines without an id
+/// and lines over [`MAX_LINE_BYTES`] are passed over, as by [`read_raw_from`].
+pub fn read_own_from(path: &Path, offset: u64) -> Result<(Vec<OwnLine>, u64)> {
+    let Some(mut file) = queue::open_queue(path)? else {
+        return Ok((Vec::new(), 0));
+    };
+    file.seek(SeekFrom::Start(offset))
+        .map_err(|e| Error::io(path, e))?;
+    let mut reader = BufReader::with_capacity(256 * 1024, file);
+    let mut line = Vec::with_capacity(512);
+    let (mut out, mut next) = (Vec::new(), offset);
+    loop {
+        match queue::next_line(&mut reader, &mut line, MAX_LINE_BYTES)
+            .map_err(|e| Error::io(path, e))?
+        {
+            Line::Eof | Line::Unterminated => break,
+            Line::Oversized { len } => next = next.saturating_add(len),
+            Line::Complete { len } => {
+                next = next.saturating_add(len);
+                if let Some(id) = own_id(&line) {
+                    out.push(OwnLine {
+                        id,
+                        end: next,
+                        bytes: line.clone(),
+                    });
+                }
+            }
+        }
+    }
+    Ok((out, next))
+}
+
 /// The (device, inode) of a file, to notice a queue that was archived and replaced.
 pub fn identity(path: &Path) -> Option<[u64; 2]> {
     std::fs::metadata(path).ok().map(|m| [m.dev(), m.ino()])
@@ -156,6 +246,7 @@ pub fn mirror_line(raw: &[u8], from: &str) -> std::result::Result<(Envelope, Vec
     if raw.iter().any(|b| *b == b'\n' || *b == b'\r') {
         return Err("a queue line cannot hold a line break".into());
     }
+    // One parse: the value is checked, then moved into the envelope.
     let v: Value = serde_json::from_slice(raw).map_err(|e| format!("not JSON: {e}"))?;
     let Value::Object(m) = &v else {
         return Err("not a JSON object".into());
@@ -163,7 +254,7 @@ pub fn mirror_line(raw: &[u8], from: &str) -> std::result::Result<(Envelope, Vec
     if m.contains_key(MIRROR_FIELD) {
         return Err(format!("the line already has {MIRROR_FIELD}"));
     }
-    let env = Envelope::parse_line(raw).ok_or("not an envelope")?;
+    let env: Envelope = serde_json::from_value(v).map_err(|_| "not an envelope")?;
     if env.id.is_empty() || env.id.len() > 200 {
         return Err("the line has no usable id".into());
     }
@@ -201,11 +292,14 @@ pub struct TrackCursor {
     pub updated: String,
 }
 
-/// `conductor/bridge/tracks/{track}.json`: the cursor of one shared track.
+/// `conductor/bridge/tracks/`: one cursor file per shared track.
+pub fn cursors_dir(root: &Root) -> PathBuf {
+    super::bridge_dir(root).join("tracks")
+}
+
+/// The cursor file of one shared track.
 pub fn cursor_path(root: &Root, track: &TrackName) -> PathBuf {
-    super::bridge_dir(root)
-        .join("tracks")
-        .join(format!("{track}.json"))
+    cursors_dir(root).join(format!("{track}.json"))
 }
 
 /// Checks a cursor file's shape; the problems found (for `validate`).
@@ -630,6 +724,49 @@ mod tests {
         assert!(mirror_line(b"{\"id\":\"a\",\"type\":\"bad\"}", "k").is_err());
         assert!(mirror_line(b"{\"id\":\"a\",\n\"type\":\"X\"}", "k").is_err());
         assert!(mirror_line(raw, "no.dots").is_err());
+    }
+
+    #[test]
+    fn the_publisher_reads_only_this_machines_lines_and_their_ids() {
+        let raw = br#"{"id":"msg-1","type":"PROGRESS","source":"w","timestamp":"t","payload":{"x":[1,{"y":"}"}]}}"#;
+        assert_eq!(own_id(raw).as_deref(), Some("msg-1"));
+        let (_, mirrored) = mirror_line(raw, "konan").unwrap();
+        assert_eq!(own_id(mirrored.trim_ascii_end()), None, "known by its end");
+        // from_pantheon anywhere marks a line as mirrored, as the envelope reader says.
+        assert_eq!(own_id(br#"{"from_pantheon":"x","id":"m2"}"#), None);
+        // No id, not an object, not JSON: passed over. A key written twice: the envelope reader.
+        for bad in [
+            &br#"{"type":"X"}"#[..],
+            br#"["m3"]"#,
+            b"not json",
+            br#"{"id":""}"#,
+        ] {
+            assert_eq!(own_id(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
+        assert_eq!(own_id(br#"{"id":"a","id":"b"}"#).as_deref(), Some("b"));
+        assert_eq!(own_id(br#"{"id":7}"#).as_deref(), Some("7"));
+        // The same lines, the same ends, as read_raw_from.
+        let dir = tempfile::tempdir().unwrap();
+        let bus = Bus::open(&Root::at(dir.path()), "t").unwrap();
+        bus.init().unwrap();
+        let a = bus.post("PROGRESS", "w", json!({"n": 0})).unwrap();
+        let mut m = Mirror::open(bus.clone()).unwrap();
+        let remote = r#"{"id":"r1","type":"PROGRESS","source":"x","timestamp":"2026-01-01T00:00:00Z","payload":{}}"#;
+        m.apply(&[("tallon".into(), remote.as_bytes().to_vec())])
+            .unwrap();
+        let b = bus.post("PROGRESS", "w", json!({"n": 1})).unwrap();
+        let (own, next) = read_own_from(&bus.queue_path(), 0).unwrap();
+        let (all, next_all) = read_raw_from(&bus.queue_path(), 0).unwrap();
+        assert_eq!(next, next_all);
+        let ids: Vec<&str> = own.iter().map(|l| l.id.as_str()).collect();
+        assert_eq!(ids, [a.id.as_str(), b.id.as_str()]);
+        let expect: Vec<(u64, &[u8])> = all
+            .iter()
+            .filter(|l| !l.mirrored)
+            .map(|l| (l.end, l.bytes.as_slice()))
+            .collect();
+        let got: Vec<(u64, &[u8])> = own.iter().map(|l| (l.end, l.bytes.as_slice())).collect();
+        assert_eq!(got, expect);
     }
 
     #[test]

@@ -1,0 +1,186 @@
+//! `:pane bridge`: the NATS bridge of this root (docs/NATS.md). On top, its status as the running
+//! bridge last wrote it (connected, server, counts, lag, last error); below, one row per shared
+//! track (its cursor and counts), then the outbox records waiting, the dead letters and the sent
+//! records. Enter shows a row's whole record.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+use serde_json::Value;
+
+use crate::console::action::Pane;
+use crate::console::app::App;
+use crate::console::preview::when;
+use crate::console::theme::Theme;
+use crate::live::snapshot::BridgeKind;
+
+use super::table::{self, Col};
+use super::{block, empty, json_lines, trunc};
+
+fn text<'a>(v: &'a Value, k: &str) -> &'a str {
+    v.get(k).and_then(Value::as_str).unwrap_or("")
+}
+
+fn num(v: &Value, k: &str) -> u64 {
+    v.get(k).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// The status box's lines.
+fn status_lines<'a>(b: &Value, app: &App, theme: &Theme, width: usize) -> Vec<Line<'a>> {
+    let connected = b.get("connected").and_then(Value::as_bool) == Some(true);
+    let (mark, word, style) = if connected {
+        ("●", "connected", theme.accent())
+    } else {
+        ("○", "disconnected", theme.warn())
+    };
+    let mut lag = num(b, "lag");
+    if let Some(tracks) = b.get("tracks").and_then(Value::as_object) {
+        lag += tracks.values().map(|t| num(t, "lag")).sum::<u64>();
+    }
+    let mut out = vec![Line::from(vec![
+        Span::styled(format!("{} ", text(b, "name")), theme.key()),
+        Span::styled(format!("{mark} {word} "), style),
+        Span::raw(trunc(text(b, "server"), width.saturating_sub(40).max(10))),
+        Span::styled(
+            format!(
+                " · pid {} · updated {}",
+                num(b, "pid"),
+                when(
+                    b.get("updated").and_then(Value::as_str),
+                    app.now,
+                    app.absolute_times
+                )
+            ),
+            theme.dim(),
+        ),
+    ])];
+    out.push(Line::raw(format!(
+        "published {} · received {} · dead-lettered {} · outbox pending {} · lag {lag}",
+        num(b, "published"),
+        num(b, "received"),
+        num(b, "dead_lettered"),
+        num(b, "outbox_pending"),
+    )));
+    out.push(match b.get("last_error").and_then(Value::as_str) {
+        Some(e) => Line::styled(format!("last error: {e}"), theme.alert()),
+        None => Line::styled("no error", theme.dim()),
+    });
+    out
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let v = &app.snapshot.bridge_view;
+    let status = app.snapshot.bridge.as_deref();
+    if status.is_none() && v.rows.is_empty() {
+        return empty(
+            frame,
+            area,
+            " Bridge ".into(),
+            "No bridge has run in this root (conductor/bridge/status.json): start one with \
+             `pantheon bridge --nats URL --name PANTHEON` (docs/NATS.md).",
+            theme,
+        );
+    }
+    // The status box takes five rows when the pane has room for a table below it.
+    let (top, rest) = if area.height >= 11 {
+        let [t, r] = Layout::vertical([Constraint::Length(5), Constraint::Min(3)]).areas(area);
+        (Some(t), r)
+    } else {
+        (None, area)
+    };
+    if let Some(t) = top {
+        let lines = match status {
+            Some(b) => status_lines(b, app, theme, t.width as usize),
+            None => vec![Line::styled(
+                "No status file: the bridge is not running (conductor/bridge/status.json).",
+                theme.warn(),
+            )],
+        };
+        frame.render_widget(
+            Paragraph::new(lines)
+                .block(block(" Bridge status ", theme))
+                .wrap(Wrap { trim: true }),
+            t,
+        );
+    }
+    let rows = app.bridge_rows();
+    let tracks = v
+        .rows
+        .iter()
+        .filter(|r| r.kind == BridgeKind::Track)
+        .count();
+    let mut title = format!(
+        " {} Bridge ({tracks} tracks · {} pending · {} dead · {} sent",
+        Pane::Bridge.number(),
+        v.pending,
+        v.dead,
+        v.sent
+    );
+    if !v.unreadable.is_empty() {
+        title.push_str(&format!(" · {} unreadable", v.unreadable.len()));
+    }
+    title.push_str(") ");
+    if rows.is_empty() {
+        let text = if app.filter(Pane::Bridge).is_empty() {
+            "No shared track, outbox record or dead letter yet.".to_owned()
+        } else {
+            "No bridge record matches the filter.".to_owned()
+        };
+        return empty(frame, rest, title, &text, theme);
+    }
+    let sel = app.selected(Pane::Bridge);
+    if super::gone_detail(frame, rest, app, theme) {
+        return;
+    }
+    if app.pane_state().detail {
+        let r = rows[sel];
+        return super::detail(
+            frame,
+            area,
+            format!(" {} {} ", r.kind.word(), r.id),
+            json_lines(&r.raw, theme),
+            app,
+            theme,
+        );
+    }
+    let row = |r: &&crate::live::snapshot::BridgeRow| {
+        let style = match r.kind {
+            BridgeKind::Dead => theme.alert(),
+            BridgeKind::Pending => theme.warn(),
+            BridgeKind::Track => theme.key(),
+            BridgeKind::Sent => theme.dim(),
+        };
+        vec![
+            Line::styled(r.kind.word(), style),
+            Line::raw(r.id.clone()),
+            Line::raw(r.subject.clone()),
+            Line::raw(when(
+                (!r.at.is_empty()).then_some(r.at.as_str()),
+                app.now,
+                app.absolute_times,
+            )),
+            Line::raw(r.what.clone()),
+        ]
+    };
+    let first = table::list(
+        frame,
+        rest,
+        title,
+        &COLUMNS,
+        &rows,
+        super::rows_of(app, rows.len()),
+        &app.marks(),
+        theme,
+        row,
+    );
+    super::record_table(app, rest, first);
+}
+
+const COLUMNS: [Col; 5] = [
+    Col::new("KIND", 4, 7).keep(),
+    Col::new("ID", 8, 40),
+    Col::new("SUBJECT", 8, 40).hide(1),
+    Col::new("AT", 6, 19),
+    Col::new("WHAT", 12, 200).flex(),
+];

@@ -1,0 +1,171 @@
+//! `:pane bridge` and the header's bridge item (issue 17.4): the bridge's status, shared-track
+//! cursors, outbox, sent records and dead letters, in the files and shapes the bridge writes, at
+//! 80x24 and 200x50; and the header following the status file as it changes (it is watched). The
+//! same pane over a root a real bridge ran on is in `tests/nats`.
+
+use insta::assert_snapshot;
+use pantheon::Root;
+use pantheon::console::action::{Action, Pane};
+use pantheon::engine::bridge::{self as eb, Status};
+use pantheon::engine::conductor::outbox::{self, OutboxRecord};
+use pantheon::live::{LiveModel, ModelOptions};
+use serde_json::json;
+
+use super::support::*;
+
+fn write(path: &std::path::Path, v: &serde_json::Value) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, serde_json::to_vec_pretty(v).unwrap()).unwrap();
+}
+
+fn status(connected: bool, error: Option<&str>) -> Status {
+    let mut s = Status {
+        name: "konan".into(),
+        server: "nats://10.0.0.5:4222".into(),
+        connected,
+        pid: 4242,
+        published: 12,
+        received: 3,
+        dead_lettered: 1,
+        outbox_pending: 1,
+        lag: 0,
+        last_error: error.map(str::to_owned),
+        updated: "2026-06-14T10:35:58Z".into(),
+        ..Default::default()
+    };
+    s.extra.insert(
+        "tracks".into(),
+        json!({"shared": {"published": 40, "mirrored": 37, "stream_seq": 77, "lag": 2}}),
+    );
+    s
+}
+
+/// The fixture root with the bridge's files as a bridge writes them, at fixed times.
+fn root_with_bridge() -> tempfile::TempDir {
+    let dir = fixture_root();
+    let root = Root::at(dir.path());
+    eb::write_status(&root, &status(true, None)).unwrap();
+    write(
+        &eb::track::cursors_dir(&root).join("shared.json"),
+        &json!({"track": "shared", "stream": "PANTHEON_TRACK_shared", "stream_seq": 77,
+                "published_offset": 9120, "queue_identity": [2049, 131], "updated": "2026-06-14T10:35:57Z"}),
+    );
+    let pending = OutboxRecord {
+        outbox_id: "ob_deploy_42_notify".into(),
+        kind: "request".into(),
+        workflow_id: "wf_deploy_42".into(),
+        step: "notify-enterprise".into(),
+        subject: "subspace.konan.outgoing.tallon".into(),
+        message: "Deploy request: wf_deploy_42".into(),
+        payload: json!({"workflow_id": "wf_deploy_42"}),
+        created: "2026-06-14T10:34:00Z".into(),
+        ..Default::default()
+    };
+    write(
+        &outbox::record_path(&root, &pending.outbox_id).unwrap(),
+        &serde_json::to_value(&pending).unwrap(),
+    );
+    let mut sent = serde_json::to_value(OutboxRecord {
+        outbox_id: "ob_ship_7_notify".into(),
+        workflow_id: "wf_ship_7".into(),
+        created: "2026-06-14T10:20:00Z".into(),
+        ..pending.clone()
+    })
+    .unwrap();
+    sent["sent_at"] = json!("2026-06-14T10:20:01Z");
+    sent["stream_seq"] = json!(31);
+    write(
+        &outbox::sent_dir(&root).join("ob_ship_7_notify.json"),
+        &sent,
+    );
+    write(
+        &eb::dead_dir(&root).join("000000000005.json"),
+        &json!({"stream_seq": 5, "subject": "subspace.romulus.outgoing.konan",
+                "reason": "romulus is not a peer of konan (--peer)", "dead_at": "2026-06-14T10:30:00Z",
+                "data": "{}", "truncated": false}),
+    );
+    dir
+}
+
+#[test]
+fn the_bridge_pane_at_80x24_and_200x50() {
+    let root = root_with_bridge();
+    for (w, h) in [(80, 24), (200, 50)] {
+        let mut app = app_for(root.path(), fixture_now());
+        app.run_command("pane bridge");
+        assert_eq!(app.pane, Pane::Bridge);
+        let s = screen(&app, w, h, root.path());
+        for want in [
+            "konan",
+            "connected",
+            "shared",
+            "ob_deploy_42_notify",
+            "ob_ship_7_notify",
+            "pending",
+            "dead",
+            "sent",
+        ] {
+            assert!(s.contains(want), "{w}x{h}: no {want:?} in\n{s}");
+        }
+        assert_snapshot!(format!("bridge_pane_{w}x{h}"), s);
+        // Enter shows the selected row's whole record (the track's cursor, the first row).
+        app.dispatch(Action::Open);
+        let d = screen(&app, w, h, root.path());
+        assert!(d.contains("published_offset"), "{d}");
+        assert_snapshot!(format!("bridge_pane_detail_{w}x{h}"), d);
+    }
+}
+
+#[test]
+fn the_bridge_pane_filters_and_says_when_no_bridge_ran() {
+    let root = fixture_root();
+    let mut app = app_for(root.path(), fixture_now());
+    app.dispatch(Action::GoPane(Pane::Bridge));
+    let s = screen(&app, 80, 24, root.path());
+    assert!(s.contains("No bridge has run in this root"), "{s}");
+
+    let root = root_with_bridge();
+    let mut app = app_for(root.path(), fixture_now());
+    app.dispatch(Action::GoPane(Pane::Bridge));
+    assert_eq!(app.row_count(), 4);
+    app.run_command("filter romulus");
+    assert_eq!(app.row_count(), 1);
+    assert_eq!(app.keys(Pane::Bridge), vec!["dead/000000000005".to_owned()]);
+}
+
+#[test]
+fn the_header_follows_the_bridge_status_file_as_it_changes() {
+    let dir = fixture_root();
+    let root = Root::at(dir.path());
+    eb::write_status(&root, &status(true, None)).unwrap();
+    // The status file's directory and the outbox's are watched.
+    let watched = pantheon::live::model::dirs_to_watch(&root);
+    for d in eb::watched_dirs(&root) {
+        assert!(watched.contains(&d), "{} is not watched", d.display());
+    }
+    let mut model = LiveModel::open(root.clone(), ModelOptions::default());
+    let s = model.snapshot();
+    assert_eq!(s.bridge.as_ref().unwrap()["connected"], true);
+    // Only the status file changes (nothing else in the root): the header follows it.
+    eb::write_status(&root, &status(false, Some("nats: disconnected"))).unwrap();
+    let s = model
+        .apply(&[eb::status_path(&root)])
+        .expect("a changed status file publishes a snapshot");
+    assert_eq!(s.bridge.as_ref().unwrap()["connected"], false);
+    let app = pantheon::console::app::App::new(s, false, fixture_now());
+    let text = screen(&app, 200, 50, dir.path());
+    let header = text.lines().next().unwrap();
+    assert!(
+        header.contains("disconnected") && header.contains("konan"),
+        "{header}"
+    );
+    // A dead letter appearing is a new row.
+    write(
+        &eb::dead_dir(&root).join("000000000009.json"),
+        &json!({"stream_seq": 9, "subject": "x.y", "reason": "not JSON", "dead_at": "2026-06-14T10:35:00Z"}),
+    );
+    let s = model
+        .apply(&[eb::dead_dir(&root).join("000000000009.json")])
+        .expect("a new dead letter publishes a snapshot");
+    assert_eq!(s.bridge_view.dead, 1);
+}
