@@ -641,6 +641,19 @@ impl Keymap {
             .unwrap_or_else(|| format!(":{}", action.describe()))
     }
 
+    /// The first key bound, outside the dialogs, to the action with this `[keys]` name
+    /// (`approve`, `pane_2`, …), as the help writes it; `None` when none is.
+    pub fn key_named(&self, name: &str) -> Option<String> {
+        self.bindings
+            .iter()
+            .find(|b| {
+                !matches!(b.scope, Scope::Dialog(_))
+                    && super::config::action_name(&b.action) == name
+            })
+            .and_then(|b| b.keys.first())
+            .map(Key::label)
+    }
+
     /// The first key that goes to `pane` (as the help writes it), following the operator's remaps;
     /// `None` when no key does (panes past 9 are reached by `:pane NAME`).
     pub fn pane_key(&self, pane: Pane) -> Option<String> {

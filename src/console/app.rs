@@ -467,7 +467,12 @@ impl App {
         self.last_attention = Some(item.key.clone());
         self.flash(
             FlashKind::Info,
-            format!("{}: {} · {}", item.kind.as_str(), item.reason, item.action),
+            format!(
+                "{}: {} · {}",
+                item.kind.as_str(),
+                item.reason,
+                item.action_text(&self.keymap)
+            ),
         );
     }
 

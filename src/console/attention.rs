@@ -74,7 +74,8 @@ pub struct Item {
     pub reason: String,
     /// Since when the cause holds, when known.
     pub since: Option<DateTime<Utc>>,
-    /// What resolves it, with its key in the pane Enter opens.
+    /// What resolves it, with its key in the pane Enter opens: a template whose `{name}` stands
+    /// for the key bound to the action of that `[keys]` name (see [`Item::action_text`]).
     pub action: &'static str,
     pub jump: Jump,
 }
@@ -112,6 +113,24 @@ impl Item {
     fn action(mut self, a: &'static str) -> Self {
         self.action = a;
         self
+    }
+
+    /// The resolving action as the operator reads it: each `{name}` replaced by the key bound to
+    /// that action (following remaps; `:name` when no key is bound).
+    pub fn action_text(&self, keymap: &super::action::Keymap) -> String {
+        let mut out = String::with_capacity(self.action.len());
+        let mut rest = self.action;
+        while let Some(open) = rest.find('{') {
+            let Some(close) = rest[open..].find('}') else {
+                break;
+            };
+            out.push_str(&rest[..open]);
+            let name = &rest[open + 1..open + close];
+            out.push_str(&keymap.key_named(name).unwrap_or_else(|| format!(":{name}")));
+            rest = &rest[open + close + 1..];
+        }
+        out.push_str(rest);
+        out
     }
 
     /// The compact JSON a notification hook receives (one object per line).
@@ -171,7 +190,7 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
                 Jump::Row(Pane::Inboxes, format!("{}/{}", s.quarantine.god, d.name)),
             )
             .since(ts(x.dispatched_at.as_deref()))
-            .action("p approve · R reject"),
+            .action("{approve} approve · {reject_held} reject"),
         );
     }
     for w in s.workflows.iter() {
@@ -196,7 +215,7 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
                     Jump::Row(Pane::Workflows, w.id.to_string()),
                 )
                 .since(since)
-                .action("x abort · ack it in 2 Inboxes"),
+                .action("{abort} abort · ack it in {pane_2} Inboxes"),
             );
         }
         if s.loading.is_none() && Snapshot::orphaned(w) {
@@ -208,7 +227,7 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
                     Jump::Row(Pane::Workflows, w.id.to_string()),
                 )
                 .since(ts(w.state.updated.as_deref()))
-                .action("x abort · `pantheon redispatch` writes it again"),
+                .action("{abort} abort · `pantheon redispatch` writes it again"),
             );
         }
     }
@@ -235,7 +254,7 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
                     Jump::Row(Pane::Workers, format!("{}/{}", t.name, w.worker_id)),
                 )
                 .since(beat)
-                .action("l its locks · check the worker"),
+                .action("{worker_locks} its locks · check the worker"),
             );
         }
         for l in t.locks.iter().filter(|l| l.is_expired(now)) {
@@ -250,7 +269,7 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
                     Jump::Row(Pane::Locks, format!("{}/{}", t.name, l.path)),
                 )
                 .since(l.expires())
-                .action("u force-unlock"),
+                .action("{force_unlock} force-unlock"),
             );
         }
         for (i, cycle) in t.deadlocks.iter().enumerate() {
@@ -278,7 +297,7 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
                     jump,
                 )
                 .since(since)
-                .action("u force-unlock a lock of the cycle"),
+                .action("{force_unlock} force-unlock a lock of the cycle"),
             );
         }
         if let Some(b) = &t.board {
@@ -302,7 +321,7 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
                         Jump::Board(t.name.clone()),
                     )
                     .since(Some(deadline))
-                    .action("s resolve · F force advance"),
+                    .action("{board_resolve} resolve · {board_force_advance} force advance"),
                 );
             }
         }
@@ -341,7 +360,7 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
                     Jump::Row(Pane::DeadLetters, format!("{}/{}", inbox.god, d.name)),
                 )
                 .since(since)
-                .action("R requeue · x abort its workflow"),
+                .action("{requeue} requeue · {abort} abort its workflow"),
             );
         }
     }
@@ -395,4 +414,75 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
             .then_with(|| a.key.cmp(&b.key))
     });
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::console::action::Keymap;
+
+    fn item(action: &'static str) -> Item {
+        Item::new(
+            Kind::Held,
+            &[("handoff_id", "h1")],
+            String::new(),
+            Jump::Issues,
+        )
+        .action(action)
+    }
+
+    #[test]
+    fn action_texts_name_the_keys_bound_now() {
+        let km = Keymap::default();
+        let cases = [
+            (
+                "{approve} approve · {reject_held} reject",
+                "p approve · R reject",
+            ),
+            (
+                "{abort} abort · ack it in {pane_2} Inboxes",
+                "x abort · ack it in 2 Inboxes",
+            ),
+            (
+                "{worker_locks} its locks · check the worker",
+                "l its locks · check the worker",
+            ),
+            ("{force_unlock} force-unlock", "u force-unlock"),
+            (
+                "{board_resolve} resolve · {board_force_advance} force advance",
+                "s resolve · F force advance",
+            ),
+            (
+                "{requeue} requeue · {abort} abort its workflow",
+                "R requeue · x abort its workflow",
+            ),
+            (
+                "run `pantheon serve` for this root",
+                "run `pantheon serve` for this root",
+            ),
+        ];
+        for (template, text) in cases {
+            assert_eq!(item(template).action_text(&km), text);
+        }
+        // An unknown name is said as a command rather than dropped; a lone brace stays text.
+        assert_eq!(item("{no_such} x").action_text(&km), ":no_such x");
+        assert_eq!(item("a { b").action_text(&km), "a { b");
+    }
+
+    #[test]
+    fn action_texts_follow_the_operators_remaps() {
+        let cfg = crate::console::config::parse(
+            "[keys]\napprove = \"Z\"\npane_2 = \"F2\"\n",
+            "test.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            item("{approve} approve · {reject_held} reject").action_text(&cfg.keymap),
+            "Z approve · R reject"
+        );
+        assert_eq!(
+            item("ack it in {pane_2} Inboxes").action_text(&cfg.keymap),
+            "ack it in F2 Inboxes"
+        );
+    }
 }

@@ -69,8 +69,9 @@ fn check_jump(app: &mut App, kind: Kind, pane: Pane, key: &str, action_key: &str
         .iter()
         .find(|i| i.kind == kind)
         .unwrap_or_else(|| panic!("no {kind:?} item in {items:?}"));
-    assert!(!item.reason.is_empty() && !item.action.is_empty());
-    assert!(item.action.contains(action_key), "{}", item.action);
+    let action = item.action_text(&app.keymap);
+    assert!(!item.reason.is_empty() && !action.is_empty());
+    assert!(action.contains(action_key), "{action}");
     app.dispatch(Action::GoPane(Pane::Attention));
     let row = app.attention().iter().position(|i| i.kind == kind).unwrap();
     app.dispatch(Action::Top);
@@ -82,7 +83,7 @@ fn check_jump(app: &mut App, kind: Kind, pane: Pane, key: &str, action_key: &str
     let st = &app.panes[pane.number() - 1];
     assert!(st.gone.is_none());
     let flash = app.flash.as_ref().unwrap().text.clone();
-    assert!(flash.contains(item.action), "{flash}");
+    assert!(flash.contains(&action), "{flash}");
     if !key.is_empty() {
         let selected = app.selected(pane);
         let keys = row_keys(app, pane);

@@ -42,7 +42,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::raw(i.record.clone()),
             Line::raw(age),
             Line::raw(i.reason.clone()),
-            Line::styled(i.action.to_owned(), theme.key()),
+            Line::styled(i.action_text(&app.keymap), theme.key()),
         ]
     };
     let first = table::list(
