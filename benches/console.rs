@@ -209,6 +209,30 @@ fn big_root(dir: &Path) {
         )
         .unwrap();
     }
+    // 200 dead letters over 20 gods (pane 9), with their delivery history.
+    for g in 0..20 {
+        let d = c.join(format!("dead/god{g}"));
+        std::fs::create_dir_all(&d).unwrap();
+        for j in 0..10 {
+            let i = 900 + g * 10 + j;
+            let dead = json!({
+                "handoff_id": format!("hof_20260614_{i:06x}"), "workflow_id": format!("wf_bench_{i}"),
+                "from_god": "thoth", "to_god": format!("god{g}"), "step": "architect",
+                "context": {"summary": "bench", "decisions": [], "artifacts": []},
+                "dispatched_at": "2026-06-14T10:30:00Z", "ack_status": "unacked",
+                "ack_wait": "30s", "max_deliveries": 3,
+                "deliveries": [{"at": "2026-06-14T10:29:00Z", "to": format!("god{g}")},
+                               {"at": "2026-06-14T10:29:30Z", "to": format!("god{g}")},
+                               {"at": "2026-06-14T10:30:00Z", "to": format!("god{g}")}],
+                "dead_at": "2026-06-14T10:30:30Z", "dead_reason": "not acked after 3 deliveries"
+            });
+            std::fs::write(
+                d.join(format!("hof_20260614_{i:06x}.json")),
+                serde_json::to_vec_pretty(&dead).unwrap(),
+            )
+            .unwrap();
+        }
+    }
     for g in 0..50 {
         let d = c.join(format!("pending/god{g}"));
         std::fs::create_dir_all(&d).unwrap();
@@ -302,7 +326,7 @@ fn render_times() {
             "goal": "frame render at 200x50 with 1,000 workflows, 50 gods, 10,000 messages, 500 locks, 100 workers: median < 5 ms",
             "median": (median * 1000.0).round() / 1000.0, "unit": "ms",
             "baseline": null, "baseline_name": null, "ratio": null, "met": median < 5.0,
-            "note": "all six panes, 200 draws each, ratatui TestBackend"
+            "note": "every pane, 200 draws each, ratatui TestBackend"
         })
     );
 }
@@ -738,6 +762,9 @@ fn main() {
     }
     if args.iter().any(|a| a == "scale") {
         return scale();
+    }
+    if args.iter().any(|a| a == "render") {
+        return render_times();
     }
     latency(10, 50);
     latency(1000, 3000);

@@ -822,17 +822,33 @@ impl App {
                 .as_ref()
                 .is_some_and(|b| b.session.status == crate::engine::bus::board::VOTING)
         });
+        // The keys as the operator bound them.
+        let pane = |p: Pane| {
+            self.keymap
+                .pane_key(p)
+                .unwrap_or_else(|| format!(":pane {}", p.title().to_ascii_lowercase()))
+        };
+        let act = |a: Action| self.keymap.key_for(&a);
         let hint = if c.held > 0 && !seen.held {
             seen.held = true;
-            Some(
-                "a dispatch is held for approval: press 2, select the held row, p approves, R rejects",
-            )
+            Some(format!(
+                "a dispatch is held for approval: press {}, select the held row, {} approves, {} rejects",
+                pane(Pane::Inboxes),
+                act(Action::Approve),
+                act(Action::RejectHeld)
+            ))
         } else if c.deadlocks > 0 && !seen.deadlock {
             seen.deadlock = true;
-            Some("workers wait on each other (a deadlock): press 5 to see the cycle")
+            Some(format!(
+                "workers wait on each other (a deadlock): press {} to see the cycle",
+                pane(Pane::Workers)
+            ))
         } else if voting && !seen.vote {
             seen.vote = true;
-            Some("the board is voting: press 6 to watch the votes come in")
+            Some(format!(
+                "the board is voting: press {} to watch the votes come in",
+                pane(Pane::Board)
+            ))
         } else {
             None
         };

@@ -727,3 +727,64 @@ pub fn short_duration(d: Duration) -> String {
         format!("{}d{}h", s / 86_400, (s % 86_400) / 3600)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn a_supervisor_is_alive_within_the_engines_limit_and_deadlines_need_one() {
+        let now = at("2026-06-14T10:00:30Z");
+        let beat = |t: Option<&str>| SupervisorBeat {
+            id: "s".into(),
+            last_beat: t.map(at),
+        };
+        assert!(beat(Some("2026-06-14T10:00:00Z")).alive(now), "30 s: alive");
+        assert!(!beat(Some("2026-06-14T09:59:59Z")).alive(now), "31 s: not");
+        assert!(!beat(None).alive(now), "unreadable: not");
+        let mut s = Snapshot::default();
+        assert_eq!(s.unsupervised_deadlines(now), None, "no deadline");
+        s.deadlines = 2;
+        assert_eq!(s.unsupervised_deadlines(now), Some(2));
+        s.supervisors = Arc::new(vec![beat(Some("2026-06-14T09:00:00Z"))]);
+        assert_eq!(s.unsupervised_deadlines(now), Some(2), "an old beat");
+        s.supervisors = Arc::new(vec![
+            beat(Some("2026-06-14T09:00:00Z")),
+            beat(Some("2026-06-14T10:00:25Z")),
+        ]);
+        assert_eq!(s.unsupervised_deadlines(now), None, "one alive is enough");
+    }
+
+    #[test]
+    fn thresholds_are_the_snapshots_own_and_shared_when_unchanged() {
+        let s = Arc::new(Snapshot {
+            tallies: Some(Arc::new(Tallies::default())),
+            ..Snapshot::default()
+        });
+        assert_eq!(s.unacked_overdue_after(), UNACKED_OVERDUE_AFTER);
+        assert_eq!(s.held_overdue_after(), HELD_OVERDUE_AFTER);
+        assert!(Arc::ptr_eq(&s, &s.with_thresholds(None, None)));
+        assert!(Arc::ptr_eq(
+            &s,
+            &s.with_thresholds(Some(UNACKED_OVERDUE_AFTER), None)
+        ));
+        let t = s.with_thresholds(Some(Duration::seconds(60)), Some(Duration::seconds(90)));
+        assert!(!Arc::ptr_eq(&s, &t));
+        assert_eq!(t.unacked_overdue_after(), Duration::seconds(60));
+        assert_eq!(t.held_overdue_after(), Duration::seconds(90));
+        assert_eq!(
+            s.unacked_overdue_after(),
+            UNACKED_OVERDUE_AFTER,
+            "s unchanged"
+        );
+        assert_eq!(threshold_secs(0), Duration::seconds(1));
+        assert_eq!(
+            threshold_secs(u64::MAX),
+            Duration::seconds(100 * 365 * 86_400)
+        );
+    }
+}

@@ -835,6 +835,23 @@ fn remapped_pane_keys_show_in_the_tabs_and_the_help_and_work() {
         Instant::now(),
     );
     assert_eq!(app.pane, Pane::Workflows);
+    // The first-time hints name the keys as bound too.
+    std::fs::write(
+        dir.path().join("c2.toml"),
+        "[keys]\npane_2 = \"F2\"\napprove = \"P\"\n",
+    )
+    .unwrap();
+    let cfg = pantheon::console::config::load(Some(&dir.path().join("c2.toml"))).unwrap();
+    let waits = root_with_waits();
+    let mut app = app_for(waits.path(), chrono::Utc::now());
+    app.configure(&cfg);
+    app.hints = Some(Default::default());
+    app.first_time_hints();
+    let hint = flash(&app).1;
+    assert!(
+        hint.contains("press F2, select the held row, P approves"),
+        "{hint}"
+    );
 }
 
 /// A root with one dispatch waiting unacked for two minutes and one held for ten.
