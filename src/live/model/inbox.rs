@@ -9,7 +9,7 @@ use crate::engine::conductor::model::Dispatch;
 
 use super::super::files::{RecordFile, Refresh};
 use super::super::snapshot::{DispatchView, FileWarning, InboxView};
-use super::{LiveModel, Parsed, Unread, compact_dispatch, list_dir, parse_as};
+use super::{LiveModel, Parsed, Unread, compact_dispatch, list_dir, list_files_sorted, parse_as};
 
 /// A directory of one-JSON-per-file records (an inbox, the quarantine).
 #[derive(Debug)]
@@ -45,10 +45,10 @@ impl InboxTracker {
     /// Like [`InboxTracker::rescan`], but a file not seen before is not read: its name goes to
     /// `defer` (the first load reads them a chunk at a time).
     pub(super) fn rescan_deferring(&mut self, mut defer: Option<&mut Vec<String>>) -> bool {
-        let names = list_dir(&self.dir, false);
+        let names = list_files_sorted(&self.dir);
         let mut changed = false;
         self.files.retain(|n, _| {
-            let keep = names.contains(n);
+            let keep = names.binary_search(n).is_ok();
             changed |= !keep;
             keep
         });
@@ -61,15 +61,15 @@ impl InboxTracker {
             self.strays = strays;
             changed = true;
         }
-        for n in names.iter().filter(|n| n.ends_with(".json")) {
+        for n in names.into_iter().filter(|n| n.ends_with(".json")) {
             if let Some(d) = defer.as_deref_mut()
-                && !self.files.contains_key(n)
+                && !self.files.contains_key(&n)
             {
-                d.push(n.clone());
+                d.push(n);
                 continue;
             }
-            let path = self.dir.join(n);
-            let f = self.files.entry(n.clone()).or_default();
+            let path = self.dir.join(&n);
+            let f = self.files.entry(n).or_default();
             changed |= f.refresh(&path, |v| parse_as::<Dispatch>(v, compact_dispatch))
                 != Refresh::Unchanged;
         }
