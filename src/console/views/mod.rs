@@ -135,7 +135,7 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     if app.read_only {
         items.push((1, "READ-ONLY ".into(), theme.warn()));
     }
-    let waiting = app.attention_all().len();
+    let waiting = app.attention_count();
     if waiting > 0 {
         items.push((1, format!("@ {waiting} need you · "), theme.alert()));
     }
@@ -250,7 +250,7 @@ pub(crate) fn sparkline(values: &[u32]) -> String {
 /// The tab bar's labels: whole titles when they fit, else short ones (the current pane's whole),
 /// else numbers only for the others. The Attention tab counts its items.
 fn tab_labels(app: &App, width: usize) -> Vec<(Pane, String)> {
-    let waiting = app.attention_all().len();
+    let waiting = app.attention_count();
     let label = |p: Pane, how: u8| {
         let mut l = match how {
             0 => format!(" {} {} ", p.number(), p.title()),
