@@ -265,6 +265,9 @@ pub struct App {
     snapshot_gen: u64,
     /// The attention items of (snapshot generation, now): the header, the tabs and pane 7 share them.
     attention_memo: RefCell<Option<AttentionMemo>>,
+    /// The row count of the Workflows or Inboxes pane for (pane, snapshot, generation, filter):
+    /// a frame asks for it twice, and each count is a pass over every workflow or dispatch.
+    rows_memo: RefCell<Option<RowsMemo>>,
 }
 
 /// Which first-time hints were shown already.
@@ -276,6 +279,7 @@ pub struct FirstTimeHints {
 }
 
 type AttentionMemo = (u64, DateTime<Utc>, Arc<Vec<attention::Item>>);
+type RowsMemo = (Pane, usize, u64, Filter, usize);
 
 const FLASH_FOR: Duration = Duration::from_secs(6);
 
@@ -316,6 +320,7 @@ impl App {
             depth_sampled: None,
             snapshot_gen: 0,
             attention_memo: RefCell::new(None),
+            rows_memo: RefCell::new(None),
         }
     }
 
@@ -345,6 +350,19 @@ impl App {
             })
             .cloned()
             .collect()
+    }
+
+    /// How many of [`Self::attention_all`] there are, without copying them (the header and the tab
+    /// bar ask on every frame; a large root can have thousands of overdue workflows).
+    pub fn attention_count(&self) -> usize {
+        self.attention_items()
+            .iter()
+            .filter(|i| {
+                self.snoozed
+                    .get(&i.key)
+                    .is_none_or(|until| *until <= self.now)
+            })
+            .count()
     }
 
     /// The rows of the Attention pane: [`Self::attention_all`] through its filter.
@@ -877,6 +895,21 @@ impl App {
     pub fn row_count(&self) -> usize {
         let s = &self.snapshot;
         let f = self.filter(self.pane);
+        if matches!(self.pane, Pane::Workflows | Pane::Inboxes) {
+            let at = Arc::as_ptr(s) as usize;
+            if let Some((p, ptr, g, filter, n)) = self.rows_memo.borrow().as_ref()
+                && (*p, *ptr, *g) == (self.pane, at, self.snapshot_gen)
+                && *filter == f
+            {
+                return *n;
+            }
+            let n = match self.pane {
+                Pane::Workflows => items::workflows(s, &f).len(),
+                _ => items::dispatches(s, &f).len(),
+            };
+            *self.rows_memo.borrow_mut() = Some((self.pane, at, self.snapshot_gen, f, n));
+            return n;
+        }
         match self.pane {
             Pane::Workflows => items::workflows(s, &f).len(),
             Pane::Inboxes => items::dispatches(s, &f).len(),

@@ -401,24 +401,6 @@ pub struct WorkflowView {
 }
 
 impl WorkflowView {
-    /// A view of a state read whole already (tests, snapshots built by hand).
-    pub fn of_state(dir: &Path, state: WorkflowState) -> Self {
-        let rec = Record::new(WorkflowRow::of(&state));
-        let raw = serde_json::to_value(&state).unwrap_or_default();
-        let _ = rec.whole.0.set(Ok(Arc::new(Whole {
-            typed: state.clone(),
-            raw,
-        })));
-        Self {
-            id: Sym::from(state.workflow_id.as_str()),
-            state: Arc::new(rec),
-            manifest: None,
-            warning: None,
-            waiting: Vec::new(),
-            dir: Arc::from(dir),
-        }
-    }
-
     /// The state file: `conductor/state/{id}.json`.
     pub fn path(&self) -> PathBuf {
         self.dir.join(format!("{}.json", self.id))

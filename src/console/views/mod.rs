@@ -139,7 +139,7 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     if app.read_only {
         items.push((1, "READ-ONLY ".into(), theme.warn()));
     }
-    let waiting = app.attention_all().len();
+    let waiting = app.attention_count();
     if waiting > 0 {
         items.push((1, format!("@ {waiting} need you · "), theme.alert()));
     }
@@ -260,7 +260,7 @@ pub(crate) fn sparkline(values: &[u32]) -> String {
 /// that are not on screen) short ones (the current pane's whole), else numbers only for the others.
 /// The Attention tab counts its items.
 fn tab_labels(app: &App, width: usize) -> Vec<(Pane, String)> {
-    let waiting = app.attention_all().len();
+    let waiting = app.attention_count();
     let label = |p: Pane, how: u8| {
         // The key that goes there, as the operator bound it (none past 9: `:pane NAME`).
         let key = app

@@ -9,7 +9,7 @@ use crate::engine::conductor::model::Dispatch;
 
 use super::super::files::{RecordFile, Refresh};
 use super::super::snapshot::{DispatchView, FileWarning, InboxView};
-use super::{LiveModel, Parsed, Unread, compact_dispatch, list_dir, parse_as};
+use super::{LiveModel, Parsed, Unread, compact_dispatch, list_dir, list_files_sorted, parse_as};
 
 /// A directory of one-JSON-per-file records (an inbox, the quarantine).
 #[derive(Debug)]
@@ -55,7 +55,7 @@ impl InboxTracker {
     /// Like [`InboxTracker::rescan`], but a file not seen before is not read: its name goes to
     /// `defer` (the first load reads them a chunk at a time).
     pub(super) fn rescan_deferring(&mut self, mut defer: Option<&mut Vec<String>>) -> bool {
-        let mut names = list_dir(&self.dir, false);
+        let mut names = list_files_sorted(&self.dir);
         let mut changed = false;
         // A symbolic link is never followed: it is reported as a file issue (a stray).
         let links: BTreeSet<String> = names
@@ -65,7 +65,7 @@ impl InboxTracker {
             .collect();
         names.retain(|n| !links.contains(n));
         self.files.retain(|n, _| {
-            let keep = names.contains(n);
+            let keep = names.binary_search(n).is_ok();
             changed |= !keep;
             keep
         });
@@ -79,16 +79,16 @@ impl InboxTracker {
             self.strays = strays;
             changed = true;
         }
-        for n in names.iter().filter(|n| n.ends_with(".json")) {
+        for n in names.into_iter().filter(|n| n.ends_with(".json")) {
             if let Some(d) = defer.as_deref_mut()
-                && !self.files.contains_key(n)
+                && !self.files.contains_key(&n)
             {
-                d.push(n.clone());
+                d.push(n);
                 continue;
             }
-            let path = self.dir.join(n);
+            let path = self.dir.join(&n);
             let compact = self.compact;
-            let f = self.files.entry(n.clone()).or_default();
+            let f = self.files.entry(n).or_default();
             changed |= f.refresh(&path, |v| parse_as::<Dispatch>(v, compact)) != Refresh::Unchanged;
         }
         changed

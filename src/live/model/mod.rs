@@ -124,6 +124,23 @@ fn list_dir(dir: &Path, want_dirs: bool) -> BTreeSet<String> {
 }
 
 mod bridge;
+/// The files of `dir` (hidden and temporary ones left out), sorted by name: for the directories of
+/// many thousand records, where a sort after the listing is cheaper than a tree of names.
+fn list_files_sorted(dir: &Path) -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = rd
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().map(|t| !t.is_dir()).unwrap_or(false))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.'))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
 mod inbox;
 mod track;
 mod workflow;
@@ -434,6 +451,10 @@ impl LiveModel {
             if n.is_multiple_of(64) && started.elapsed() >= budget {
                 break;
             }
+        }
+        if self.unread.is_empty() {
+            // The queue held every file of the root once: give its memory back.
+            self.unread = Default::default();
         }
         self.rebuild_inboxes(&touched);
     }

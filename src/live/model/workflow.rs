@@ -12,7 +12,7 @@ use crate::engine::conductor::model::{AbortManifest, Dispatch, WorkflowState, fr
 
 use super::super::files::{JsonFile, RecordFile, Refresh};
 use super::super::snapshot::{Record, Snapshot, Sym, WorkflowRow, WorkflowView};
-use super::{LiveModel, Unread, keep_all, list_dir, parse_as};
+use super::{LiveModel, Unread, keep_all, list_files_sorted, parse_as};
 
 /// The cached state file of one workflow.
 pub(super) type StateFile = RecordFile<Record<WorkflowRow, WorkflowState>>;
@@ -115,20 +115,20 @@ impl LiveModel {
     }
 
     pub(super) fn rescan_states(&mut self) {
-        let names = list_dir(&self.root.state_dir(), false);
+        let names = list_files_sorted(&self.root.state_dir());
+        let has = |n: String| names.binary_search(&n).is_ok();
         let before = (self.states.len(), self.manifests.len());
-        self.states
-            .retain(|id, _| names.contains(&format!("{id}.json")));
+        self.states.retain(|id, _| has(format!("{id}.json")));
         self.manifests
-            .retain(|id, _| names.contains(&format!("{id}.aborted.json")));
+            .retain(|id, _| has(format!("{id}.aborted.json")));
         let mut changed = before != (self.states.len(), self.manifests.len());
         let mut deferred = Vec::new();
-        for n in names.iter().filter(|n| n.ends_with(".json")) {
-            if self.progressive && !self.is_known_state_file(n) {
-                deferred.push(Unread::State(n.clone()));
+        for n in names.into_iter().filter(|n| n.ends_with(".json")) {
+            if self.progressive && !self.is_known_state_file(&n) {
+                deferred.push(Unread::State(n));
                 continue;
             }
-            changed |= self.refresh_state_file(n);
+            changed |= self.refresh_state_file(&n);
         }
         self.defer(deferred);
         if changed {
