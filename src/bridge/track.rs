@@ -142,7 +142,12 @@ pub(super) fn spawn(
     Ok((tasks, stats))
 }
 
-/// Runs `session` again after an error, with a pause that grows to 5 s.
+/// The longest pause between two tries after an error. Short, because the usual error on a
+/// cluster is a leader election (no stream answers for a few seconds): a long pause would add up to
+/// itself to every failover.
+const MAX_PAUSE: Duration = Duration::from_secs(1);
+
+/// Runs `session` again after an error, with a pause that grows to [`MAX_PAUSE`].
 async fn retrying<F, Fut>(what: &'static str, t: Arc<Track>, js: jetstream::Context, session: F)
 where
     F: Fn(Arc<Track>, jetstream::Context) -> Fut,
@@ -157,7 +162,7 @@ where
                     .note_error(format!("track {} {what}: {e:#}", t.track))
                     .await;
                 tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_secs(5));
+                pause = (pause * 2).min(MAX_PAUSE);
             }
         }
     }
@@ -239,7 +244,7 @@ async fn publish_loop(js: jetstream::Context, t: Arc<Track>) {
                         .note_error(format!("track {}: {e:#}", t.track))
                         .await;
                     tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_secs(5));
+                    pause = (pause * 2).min(MAX_PAUSE);
                     continue;
                 }
             }
@@ -261,7 +266,7 @@ async fn publish_loop(js: jetstream::Context, t: Arc<Track>) {
                 t.shared
                     .note_error(format!("track {} publish: {e:#}", t.track))
                     .await;
-                pause = (pause * 2).min(Duration::from_secs(5));
+                pause = (pause * 2).min(MAX_PAUSE);
                 tokio::time::sleep(pause).await;
                 continue;
             }
@@ -296,9 +301,14 @@ async fn publish_new(js: &jetstream::Context, t: &Track, subject: &str) -> anyho
     if len == offset {
         return Ok(false);
     }
-    let (lines, next) = tokio::task::spawn_blocking(move || et::read_own_from(&queue, offset))
-        .await
-        .context("reading the queue")??;
+    // A few lines (the usual case: one post) are read in place; a backlog on a blocking thread.
+    let (lines, next) = if len - offset <= 64 * 1024 {
+        et::read_own_from(&queue, offset)?
+    } else {
+        tokio::task::spawn_blocking(move || et::read_own_from(&queue, offset))
+            .await
+            .context("reading the queue")??
+    };
     // Up to PUBLISH_WINDOW publishes are in flight; the cursor follows the acknowledgements, in
     // order, so it never passes a line the server has not stored.
     let mut in_flight = std::collections::VecDeque::with_capacity(PUBLISH_WINDOW);

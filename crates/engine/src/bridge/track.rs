@@ -751,9 +751,8 @@ mod tests {
         bus.init().unwrap();
         let a = bus.post("PROGRESS", "w", json!({"n": 0})).unwrap();
         let mut m = Mirror::open(bus.clone()).unwrap();
-        let remote = r#"{"id":"r1","type":"PROGRESS","source":"x","timestamp":"2026-01-01T00:00:00Z","payload":{}}"#;
-        m.apply(&[("tallon".into(), remote.as_bytes().to_vec())])
-            .unwrap();
+        let remote = br#"{"id":"r1","type":"PROGRESS","source":"x","timestamp":"2026-01-01T00:00:00Z","payload":{}}"#;
+        m.apply(&[("tallon".into(), remote.to_vec())]).unwrap();
         let b = bus.post("PROGRESS", "w", json!({"n": 1})).unwrap();
         let (own, next) = read_own_from(&bus.queue_path(), 0).unwrap();
         let (all, next_all) = read_raw_from(&bus.queue_path(), 0).unwrap();
