@@ -751,7 +751,7 @@ impl Conductor {
             ],
         )?;
         if let Some(new) = state {
-            st = new;
+            st = *new;
             if let Some(def) = &publish_def
                 && to == HeldMove::ArchivePublished
             {
@@ -843,9 +843,9 @@ pub(crate) enum HeldStep {
     Decide {
         /// The state with the decision recorded, to write (after the outbox advances for an approved
         /// publish step); `None` when the decision is already recorded (a repeat after a crash).
-        state: Option<WorkflowState>,
+        state: Option<Box<WorkflowState>>,
         /// The dispatch as it is to be written.
-        dispatch: Dispatch,
+        dispatch: Box<Dispatch>,
         /// Where it goes.
         to: HeldMove,
     },
@@ -923,7 +923,7 @@ pub(crate) fn held_step(
                 }
             }
             st.updated = Some(now_text.clone());
-            Some(st)
+            Some(Box::new(st))
         }
     };
     let mut d = held.clone();
@@ -955,7 +955,7 @@ pub(crate) fn held_step(
     };
     Ok(HeldStep::Decide {
         state,
-        dispatch: d,
+        dispatch: Box::new(d),
         to,
     })
 }
@@ -1253,7 +1253,7 @@ mod tests {
         assert_eq!(r.state.status, WorkflowStatus::WaitingForAck);
         assert_eq!(r.state.dispatched_to.as_deref(), Some("apollo"));
         assert_eq!(r.record.rerouted_to.as_deref(), Some("apollo"));
-        assert_eq!(r.state.acks, [r.record.clone()]);
+        assert_eq!(r.state.acks, std::slice::from_ref(&r.record));
         assert_eq!(
             r.dispatch.archive_reason.as_deref(),
             Some("rejected; rerouted to apollo")
