@@ -674,7 +674,7 @@ impl Conductor {
     /// Releases a dispatch held in `_quarantine` into its god's inbox (an operator act).
     pub(crate) fn approve_unjournaled(
         &self,
-        handoff_id: &str,
+        handoff_id: &HandoffId,
         by: Actor,
     ) -> Result<ApprovalResult> {
         self.decide_held(handoff_id, None, by)
@@ -683,7 +683,7 @@ impl Conductor {
     /// Refuses a held dispatch: it is archived as rejected and the workflow `failed` (an operator act).
     pub(crate) fn reject_held_unjournaled(
         &self,
-        handoff_id: &str,
+        handoff_id: &HandoffId,
         reason: &str,
         by: Actor,
     ) -> Result<ApprovalResult> {
@@ -697,11 +697,11 @@ impl Conductor {
 
     fn decide_held(
         &self,
-        handoff_id: &str,
+        hid: &HandoffId,
         reject: Option<&str>,
         by: Actor,
     ) -> Result<ApprovalResult> {
-        let hid = HandoffId::parse(handoff_id)?;
+        let hid = hid.clone();
         let wf = self.workflow_of(&hid)?;
         let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
         let mut st = files::require_state(&self.root, &wf)?;

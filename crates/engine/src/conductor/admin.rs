@@ -121,21 +121,20 @@ impl Conductor {
     }
 
     /// A god's whole inbox, oldest first; unreadable files are listed in `errors`.
-    pub fn check_inbox(&self, god: &str) -> Result<InboxResult> {
-        let god = GodName::parse(god)?;
-        files::read_inbox(&self.root, &god)
+    pub fn check_inbox(&self, god: &GodName) -> Result<InboxResult> {
+        files::read_inbox(&self.root, god)
     }
 
     /// One page of a god's inbox (docs/PROTOCOL.md §5: `limit`, `cursor`, `next_cursor`).
-    pub fn check_inbox_page(&self, god: &str, request: &PageRequest) -> Result<InboxResult> {
-        files::read_inbox_page(&self.root, &GodName::parse(god)?, request)
+    pub fn check_inbox_page(&self, god: &GodName, request: &PageRequest) -> Result<InboxResult> {
+        files::read_inbox_page(&self.root, god, request)
     }
 
     /// One page of a god's inbox with each dispatch cut to its ids, sender, step, age and the
     /// first line of its summary.
     pub fn check_inbox_compact(
         &self,
-        god: &str,
+        god: &GodName,
         request: &PageRequest,
     ) -> Result<InboxResult<CompactDispatch>> {
         let full = self.check_inbox_page(god, request)?;
@@ -156,10 +155,8 @@ impl Conductor {
     }
 
     /// One dispatch of a god's inbox, whole, by its handoff id.
-    pub fn get_dispatch(&self, god: &str, handoff_id: &str) -> Result<DispatchResult> {
-        let god = GodName::parse(god)?;
-        let id = HandoffId::parse(handoff_id)?;
-        let dir = self.root.inbox_dir(&god);
+    pub fn get_dispatch(&self, god: &GodName, id: &HandoffId) -> Result<DispatchResult> {
+        let dir = self.root.inbox_dir(god);
         let (found, _) = files::read_dispatch_dir(&dir);
         found
             .into_iter()
@@ -178,8 +175,8 @@ impl Conductor {
     }
 
     /// The state of one workflow.
-    pub fn get_workflow_state(&self, wf: &str) -> Result<WorkflowState> {
-        files::require_state(&self.root, &WorkflowId::parse(wf)?)
+    pub fn get_workflow_state(&self, wf: &WorkflowId) -> Result<WorkflowState> {
+        files::require_state(&self.root, wf)
     }
 
     /// Every dispatch not yet taken, by god, and those held for approval.
@@ -295,11 +292,11 @@ impl Conductor {
     /// (finishing anything a crash left undone); a completed workflow cannot be aborted.
     pub(crate) fn abort_unjournaled(
         &self,
-        wf: &str,
+        wf: &WorkflowId,
         reason: &str,
         by: Actor,
     ) -> Result<AbortResult> {
-        let wf = WorkflowId::parse(wf)?;
+        let wf = wf.clone();
         if reason.trim().is_empty() {
             return Err(Error::refused("an abort needs a reason (--reason TEXT)"));
         }
@@ -571,8 +568,12 @@ impl Conductor {
 
     /// Deletes the definition's `temp_artifacts` of an aborted or completed workflow, only inside the
     /// root or `PANTHEON_CLEANUP_ROOTS`, never the roots themselves, never following a symbolic link.
-    pub(crate) fn cleanup_unjournaled(&self, wf: &str, dry_run: bool) -> Result<CleanupResult> {
-        let wf = WorkflowId::parse(wf)?;
+    pub(crate) fn cleanup_unjournaled(
+        &self,
+        wf: &WorkflowId,
+        dry_run: bool,
+    ) -> Result<CleanupResult> {
+        let wf = wf.clone();
         let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
         let st = files::require_state(&self.root, &wf)?;
         if !matches!(

@@ -922,8 +922,11 @@ impl Conductor {
     /// inbox (a foreign cleanup deleted it outright), re-derived from the state exactly as crash repair
     /// does ([`Self::repair_dispatch`]). An operator act: refused while any dispatch of the workflow is
     /// in an inbox or `_quarantine`, or when the workflow is not waiting for an ack.
-    pub(crate) fn redispatch_unjournaled(&self, wf: &str) -> Result<super::RedispatchResult> {
-        let wf = WorkflowId::parse(wf)?;
+    pub(crate) fn redispatch_unjournaled(
+        &self,
+        wf: &WorkflowId,
+    ) -> Result<super::RedispatchResult> {
+        let wf = wf.clone();
         let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
         let st = files::require_state(&self.root, &wf)?;
         if st.status != WorkflowStatus::WaitingForAck {
