@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::Outcome;
 use crate::engine::conductor::{Actor, Conductor, PageRequest};
 use crate::engine::journal::Origin;
-use crate::engine::store::Root;
+use crate::engine::store::{GodName, HandoffId, Root, WorkflowId};
 
 #[derive(Debug, Subcommand)]
 pub enum ConductorCommand {
@@ -193,12 +193,14 @@ pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result
         ConductorCommand::Inbox { god, page, compact } => {
             let page = page.request()?;
             if compact {
-                json(c.check_inbox_compact(&god, &page)?)
+                json(c.check_inbox_compact(&GodName::parse(&god)?, &page)?)
             } else {
-                json(c.check_inbox_page(&god, &page)?)
+                json(c.check_inbox_page(&GodName::parse(&god)?, &page)?)
             }
         }
-        ConductorCommand::Dispatch { god, handoff_id } => json(c.get_dispatch(&god, &handoff_id)?),
+        ConductorCommand::Dispatch { god, handoff_id } => {
+            json(c.get_dispatch(&GodName::parse(&god)?, &HandoffId::parse(&handoff_id)?)?)
+        }
         ConductorCommand::Ack { file, operator } => {
             let by = if operator {
                 Actor::Operator
@@ -207,19 +209,23 @@ pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result
             };
             json(c.ack_handoff(&read_input(file, "ack")?, by)?)
         }
-        ConductorCommand::State { workflow_id } => json(c.get_workflow_state(&workflow_id)?),
+        ConductorCommand::State { workflow_id } => {
+            json(c.get_workflow_state(&WorkflowId::parse(&workflow_id)?)?)
+        }
         ConductorCommand::Pending { page } => json(c.list_pending_page(&page.request()?)?),
         ConductorCommand::Rules => json(c.list_rules()?),
         ConductorCommand::Workflows => json(c.list_workflows()?),
         ConductorCommand::Abort {
             workflow_id,
             reason,
-        } => json(c.abort_workflow(&workflow_id, &reason, Actor::Operator)?),
-        ConductorCommand::Redispatch { workflow_id } => json(c.redispatch(&workflow_id)?),
+        } => json(c.abort_workflow(&WorkflowId::parse(&workflow_id)?, &reason, Actor::Operator)?),
+        ConductorCommand::Redispatch { workflow_id } => {
+            json(c.redispatch(&WorkflowId::parse(&workflow_id)?)?)
+        }
         ConductorCommand::Cleanup {
             workflow_id,
             dry_run,
-        } => json(c.cleanup(&workflow_id, dry_run)?),
+        } => json(c.cleanup(&WorkflowId::parse(&workflow_id)?, dry_run)?),
         ConductorCommand::Approve {
             handoff_id,
             reject,
@@ -227,9 +233,9 @@ pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result
         } => {
             if reject {
                 let reason = reason.unwrap_or_default();
-                json(c.reject_held(&handoff_id, &reason, Actor::Operator)?)
+                json(c.reject_held(&HandoffId::parse(&handoff_id)?, &reason, Actor::Operator)?)
             } else {
-                json(c.approve(&handoff_id, Actor::Operator)?)
+                json(c.approve(&HandoffId::parse(&handoff_id)?, Actor::Operator)?)
             }
         }
         ConductorCommand::Requeue { handoff_id, to } => {

@@ -53,23 +53,22 @@ impl Operator for EngineOperator {
                 Ok(Outcome::Ack(self.conductor.ack(&ack, Actor::Operator)?))
             }
             Op::Approve { handoff_id } => Ok(Outcome::Approval(
-                self.conductor
-                    .approve(handoff_id.as_str(), Actor::Operator)?,
+                self.conductor.approve(handoff_id, Actor::Operator)?,
             )),
             Op::RejectHeld { handoff_id, reason } => Ok(Outcome::Approval(
                 self.conductor
-                    .reject_held(handoff_id.as_str(), reason, Actor::Operator)?,
+                    .reject_held(handoff_id, reason, Actor::Operator)?,
             )),
             Op::Abort {
                 workflow_id,
                 reason,
             } => Ok(Outcome::Abort(self.conductor.abort_workflow(
-                workflow_id.as_str(),
+                workflow_id,
                 reason,
                 Actor::Operator,
             )?)),
             Op::Cleanup { workflow_id } => Ok(Outcome::Cleanup(
-                self.conductor.cleanup(workflow_id.as_str(), false)?,
+                self.conductor.cleanup(workflow_id, false)?,
             )),
             Op::ForceUnlock { track, path } => Ok(Outcome::Unlock(
                 self.bus(track.as_str())?
@@ -100,6 +99,6 @@ impl Operator for EngineOperator {
     }
 
     fn cleanup_preview(&self, workflow_id: &WorkflowId) -> Result<CleanupResult, Error> {
-        self.conductor.cleanup(workflow_id.as_str(), true)
+        self.conductor.cleanup(workflow_id, true)
     }
 }

@@ -13,7 +13,7 @@ use super::text;
 use crate::engine::conductor::{AckStatus, Actor, WorkflowDef, WorkflowStatus, load_definitions};
 use crate::engine::error::Result;
 use crate::engine::store::atomic::write_atomic;
-use crate::engine::store::{AckId, HandoffId, Root, WorkflowId};
+use crate::engine::store::{AckId, GodName, HandoffId, Root, WorkflowId};
 
 /// The default gods (the inboxes `init` creates), in the order they take their turn.
 pub const GODS: [&str; 8] = crate::engine::conductor::admin::DEFAULT_GODS;
@@ -256,7 +256,7 @@ impl Sim {
 
     /// A god reads its inbox and takes on each new dispatch of a simulated workflow.
     fn check_inbox(&mut self, god: &str) {
-        let inbox = match self.conductor.check_inbox(god) {
+        let inbox = match GodName::parse(god).and_then(|g| self.conductor.check_inbox(&g)) {
             Ok(r) => r,
             Err(e) => return self.engine_error(god, "check_inbox", &e),
         };
@@ -543,9 +543,8 @@ impl Sim {
         let held = std::mem::take(&mut self.gods.held);
         for h in held {
             if !still.contains(&h.handoff_id) {
-                let failed = self
-                    .conductor
-                    .get_workflow_state(&h.wf)
+                let failed = WorkflowId::parse(&h.wf)
+                    .and_then(|wf| self.conductor.get_workflow_state(&wf))
                     .map(|s| s.status == WorkflowStatus::Failed)
                     .unwrap_or(false);
                 if failed {
@@ -570,7 +569,9 @@ impl Sim {
                 self.gods.held.push(h);
                 continue;
             }
-            match self.conductor.approve(&h.handoff_id, Actor::Operator) {
+            match HandoffId::parse(&h.handoff_id)
+                .and_then(|hid| self.conductor.approve(&hid, Actor::Operator))
+            {
                 Ok(_) => {
                     self.log
                         .at(self.tick, "sim_operator_approved", "sim-operator")

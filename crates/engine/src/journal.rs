@@ -153,12 +153,12 @@ pub fn segments_dir(root: &Root) -> PathBuf {
 }
 
 /// `conductor/.journal.lock`: the journal's `flock` (a file of its own, so rotation never moves it).
-pub fn lock_path(root: &Root) -> PathBuf {
+pub(crate) fn lock_path(root: &Root) -> PathBuf {
     root.conductor.join(".journal.lock")
 }
 
 /// The rotation size in force: `PANTHEON_JOURNAL_SEGMENT_BYTES` (at least 1 KiB), else the default.
-pub fn segment_bytes() -> u64 {
+pub(crate) fn segment_bytes() -> u64 {
     std::env::var("PANTHEON_JOURNAL_SEGMENT_BYTES")
         .ok()
         .and_then(|v| v.trim().parse::<u64>().ok())
@@ -605,7 +605,7 @@ pub fn verify(root: &Root) -> Result<VerifyResult> {
 }
 
 /// `pantheon validate`'s check of the journal: the first break of the chain, as an error.
-pub fn validation_problem(root: &Root) -> Option<crate::validate::Problem> {
+pub(crate) fn validation_problem(root: &Root) -> Option<crate::validate::Problem> {
     let v = match verify(root) {
         Ok(v) => v,
         Err(e) => {

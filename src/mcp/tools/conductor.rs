@@ -2,6 +2,7 @@
 
 use crate::engine::conductor::{Actor, PageRequest};
 use crate::engine::error::Error;
+use crate::engine::store::{GodName, HandoffId, WorkflowId};
 use crate::mcp::args::*;
 use crate::mcp::output;
 use crate::mcp::reply::blocking;
@@ -54,11 +55,12 @@ impl ConductorServer {
         let conductor = self.conductor.clone();
         blocking("check_inbox", move || {
             let page = PageRequest::new(a.limit, a.cursor)?;
+            let god = GodName::parse(&a.god_name)?;
             if a.compact {
-                serde_json::to_value(conductor.check_inbox_compact(&a.god_name, &page)?)
+                serde_json::to_value(conductor.check_inbox_compact(&god, &page)?)
                     .map_err(|e| Error::refused(e.to_string()))
             } else {
-                serde_json::to_value(conductor.check_inbox_page(&a.god_name, &page)?)
+                serde_json::to_value(conductor.check_inbox_page(&god, &page)?)
                     .map_err(|e| Error::refused(e.to_string()))
             }
         })
@@ -74,7 +76,10 @@ impl ConductorServer {
     async fn get_dispatch(&self, Parameters(a): Parameters<GetDispatch>) -> CallToolResult {
         let conductor = self.conductor.clone();
         blocking("get_dispatch", move || {
-            conductor.get_dispatch(&a.god_name, &a.handoff_id)
+            conductor.get_dispatch(
+                &GodName::parse(&a.god_name)?,
+                &HandoffId::parse(&a.handoff_id)?,
+            )
         })
         .await
     }
@@ -119,7 +124,7 @@ impl ConductorServer {
     async fn get_workflow_state(&self, Parameters(a): Parameters<WorkflowRef>) -> CallToolResult {
         let conductor = self.conductor.clone();
         blocking("get_workflow_state", move || {
-            conductor.get_workflow_state(&a.workflow_id)
+            conductor.get_workflow_state(&WorkflowId::parse(&a.workflow_id)?)
         })
         .await
     }
@@ -194,7 +199,7 @@ impl ConductorServer {
         let conductor = self.conductor.clone();
         blocking("abort_workflow", move || {
             let by = Actor::God(a.by.unwrap_or_else(|| DEFAULT_ABORTED_BY.into()));
-            conductor.abort_workflow(&a.workflow_id, &a.reason, by)
+            conductor.abort_workflow(&WorkflowId::parse(&a.workflow_id)?, &a.reason, by)
         })
         .await
     }
@@ -216,7 +221,7 @@ impl ConductorServer {
     async fn cleanup(&self, Parameters(a): Parameters<Cleanup>) -> CallToolResult {
         let conductor = self.conductor.clone();
         blocking("cleanup", move || {
-            conductor.cleanup(&a.workflow_id, a.dry_run)
+            conductor.cleanup(&WorkflowId::parse(&a.workflow_id)?, a.dry_run)
         })
         .await
     }

@@ -27,7 +27,7 @@ pub fn event_file_name(kind: &str, key: Option<&str>) -> String {
 /// The events a message touches: `TASK_COMPLETE_{task_id}`, `TASK_FAILED_{task_id}`,
 /// `FILE_UNLOCK_all` + `FILE_UNLOCK_{filepath}`, `BOARD_RESOLVE_all` + `BOARD_RESOLVE`.
 /// A task event without a `task_id` falls back to `_all`, as the seed's writer does.
-pub fn events_for(env: &Envelope) -> Vec<String> {
+pub(crate) fn events_for(env: &Envelope) -> Vec<String> {
     use super::vocab::MessageType as M;
     let Some(kind) = M::parse(&env.kind) else {
         return Vec::new();
@@ -57,7 +57,7 @@ pub fn events_for(env: &Envelope) -> Vec<String> {
 }
 
 /// Writes (atomically, replacing) each event file of `env` with the message id as content.
-pub fn touch_for(root: &Root, events_dir: &Path, env: &Envelope) -> Result<Vec<String>> {
+pub(crate) fn touch_for(root: &Root, events_dir: &Path, env: &Envelope) -> Result<Vec<String>> {
     let names = events_for(env);
     for name in &names {
         write_atomic(root, &events_dir.join(name), env.id.as_bytes())?;

@@ -18,7 +18,7 @@ use crate::store::atomic::write_json;
 pub const TOKEN_FIELD: &str = "fencing_token";
 
 /// The token recorded in a lock entry, if any.
-pub fn token_of(e: &LockEntry) -> Option<u64> {
+pub(crate) fn token_of(e: &LockEntry) -> Option<u64> {
     e.extra.get(TOKEN_FIELD).and_then(Value::as_u64)
 }
 

@@ -111,7 +111,7 @@ pub mod lenient {
 }
 
 /// Parses a tolerant record from a JSON value; `None` only when it is not an object.
-pub fn from_object<T: for<'de> Deserialize<'de>>(v: &Value) -> Option<T> {
+pub(crate) fn from_object<T: for<'de> Deserialize<'de>>(v: &Value) -> Option<T> {
     if !v.is_object() {
         return None;
     }

@@ -25,7 +25,7 @@ use crate::store::time::{now_ts, parse_ts};
 pub const TYPE_PATTERN: &str = "^[A-Z][A-Z0-9_]*$";
 
 /// True when `kind` matches [`TYPE_PATTERN`].
-pub fn is_valid_type(kind: &str) -> bool {
+pub(crate) fn is_valid_type(kind: &str) -> bool {
     let b = kind.as_bytes();
     !b.is_empty()
         && b.len() <= 64
@@ -620,7 +620,7 @@ pub fn tail(path: &Path, n: usize, filter: &Filter) -> Result<ReadResult> {
 }
 
 /// Like [`tail`], returning at most `limit` of the last `n` (oldest first), with a cursor after them.
-pub fn tail_page(
+pub(crate) fn tail_page(
     path: &Path,
     n: usize,
     filter: &Filter,

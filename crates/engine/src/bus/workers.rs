@@ -51,7 +51,7 @@ impl WorkerView {
 }
 
 /// Parses a status given on the command line or by a tool; only the four protocol words.
-pub fn parse_status(s: &str) -> Result<WorkerStatus> {
+pub(crate) fn parse_status(s: &str) -> Result<WorkerStatus> {
     match WorkerStatus::parse(s) {
         WorkerStatus::Other(_) => Err(Error::refused(format!(
             "status {s:?} is not one of RUNNING, COMPLETE, FAILED, BLOCKED"

@@ -121,21 +121,20 @@ impl Conductor {
     }
 
     /// A god's whole inbox, oldest first; unreadable files are listed in `errors`.
-    pub fn check_inbox(&self, god: &str) -> Result<InboxResult> {
-        let god = GodName::parse(god)?;
-        files::read_inbox(&self.root, &god)
+    pub fn check_inbox(&self, god: &GodName) -> Result<InboxResult> {
+        files::read_inbox(&self.root, god)
     }
 
     /// One page of a god's inbox (docs/PROTOCOL.md §5: `limit`, `cursor`, `next_cursor`).
-    pub fn check_inbox_page(&self, god: &str, request: &PageRequest) -> Result<InboxResult> {
-        files::read_inbox_page(&self.root, &GodName::parse(god)?, request)
+    pub fn check_inbox_page(&self, god: &GodName, request: &PageRequest) -> Result<InboxResult> {
+        files::read_inbox_page(&self.root, god, request)
     }
 
     /// One page of a god's inbox with each dispatch cut to its ids, sender, step, age and the
     /// first line of its summary.
     pub fn check_inbox_compact(
         &self,
-        god: &str,
+        god: &GodName,
         request: &PageRequest,
     ) -> Result<InboxResult<CompactDispatch>> {
         let full = self.check_inbox_page(god, request)?;
@@ -156,10 +155,8 @@ impl Conductor {
     }
 
     /// One dispatch of a god's inbox, whole, by its handoff id.
-    pub fn get_dispatch(&self, god: &str, handoff_id: &str) -> Result<DispatchResult> {
-        let god = GodName::parse(god)?;
-        let id = HandoffId::parse(handoff_id)?;
-        let dir = self.root.inbox_dir(&god);
+    pub fn get_dispatch(&self, god: &GodName, id: &HandoffId) -> Result<DispatchResult> {
+        let dir = self.root.inbox_dir(god);
         let (found, _) = files::read_dispatch_dir(&dir);
         found
             .into_iter()
@@ -178,8 +175,8 @@ impl Conductor {
     }
 
     /// The state of one workflow.
-    pub fn get_workflow_state(&self, wf: &str) -> Result<WorkflowState> {
-        files::require_state(&self.root, &WorkflowId::parse(wf)?)
+    pub fn get_workflow_state(&self, wf: &WorkflowId) -> Result<WorkflowState> {
+        files::require_state(&self.root, wf)
     }
 
     /// Every dispatch not yet taken, by god, and those held for approval.
@@ -295,16 +292,16 @@ impl Conductor {
     /// (finishing anything a crash left undone); a completed workflow cannot be aborted.
     pub(crate) fn abort_unjournaled(
         &self,
-        wf: &str,
+        wf: &WorkflowId,
         reason: &str,
         by: Actor,
     ) -> Result<AbortResult> {
-        let wf = WorkflowId::parse(wf)?;
+        let wf = wf.clone();
         if reason.trim().is_empty() {
             return Err(Error::refused("an abort needs a reason (--reason TEXT)"));
         }
         let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
-        let mut st = match files::require_state(&self.root, &wf) {
+        let st = match files::require_state(&self.root, &wf) {
             Err(Error::Corrupt { path, .. })
                 if std::fs::symlink_metadata(&path)
                     .is_ok_and(|m| m.len() > crate::store::limits::MAX_FILE_BYTES) =>
@@ -327,13 +324,8 @@ impl Conductor {
         };
         let manifest_path = self.root.abort_manifest_path(&wf);
         let by_label = by.label("operator");
-        match st.status {
-            WorkflowStatus::Completed => {
-                return Err(Error::refused(format!(
-                    "workflow {wf} is completed; there is nothing to abort (cleanup removes its temp artifacts)"
-                )));
-            }
-            WorkflowStatus::Aborted => {
+        let (artifacts, completed) = match abort_step(&wf, &st)? {
+            AbortStep::Repeat => {
                 let m: AbortManifest = match read_json(&manifest_path)? {
                     Some(v) => super::model::from_value(v).map_err(|message| Error::Corrupt {
                         path: manifest_path.clone(),
@@ -369,8 +361,11 @@ impl Conductor {
                     duplicate: true,
                 });
             }
-            _ => {}
-        }
+            AbortStep::Fresh {
+                artifacts,
+                completed,
+            } => (artifacts, completed),
+        };
         let mut will_write = vec![manifest_path.clone(), self.root.state_path(&wf)];
         for f in self.open_dispatches(&wf) {
             if let (Ok(god), Some(name)) = (GodName::parse(&f.dispatch.to_god), f.path.file_name())
@@ -380,21 +375,6 @@ impl Conductor {
             }
         }
         files::refuse_unconfined(&self.root, &will_write)?;
-        let completed: Vec<&super::model::StepRecord> = st
-            .step_history
-            .iter()
-            .filter(|r| r.status == "completed")
-            .collect();
-        let mut artifacts: Vec<String> = Vec::new();
-        for a in completed
-            .iter()
-            .flat_map(|r| r.artifacts.iter())
-            .chain(st.context_bag.artifacts.iter())
-        {
-            if !artifacts.contains(a) {
-                artifacts.push(a.clone());
-            }
-        }
         let mut marked = Vec::new();
         let mut skipped = Vec::new();
         for raw in &artifacts {
@@ -425,35 +405,17 @@ impl Conductor {
             .map(|f| text(&f.path))
             .chain(self.oversize_dispatches(&st).iter().map(|o| text(&o.path)))
             .collect();
-        let now = now_ts();
-        let manifest = AbortManifest {
-            workflow_id: wf.to_string(),
-            definition_id: st.definition_id.clone(),
-            status: WorkflowStatus::Aborted,
-            failed_step: st.current_step.clone(),
-            failure_reason: Some(reason.to_owned()),
-            completed_steps: completed
-                .iter()
-                .map(|r| CompletedStep {
-                    step_id: r.step_id.clone(),
-                    god: r.god.clone(),
-                    extra: Default::default(),
-                })
-                .collect(),
-            requires_manual_review: !skipped.is_empty(),
-            artifacts_marked: marked.clone(),
-            artifacts_skipped: skipped.clone(),
-            dispatches_withdrawn: withdrawn_plan.clone(),
-            aborted_at: Some(now.clone()),
-            aborted_by: Some(by_label.clone()),
-            extra: Default::default(),
-        };
+        let (manifest, st) = aborted(
+            &wf,
+            st,
+            completed,
+            reason,
+            &by_label,
+            (marked.clone(), skipped.clone()),
+            withdrawn_plan.clone(),
+            &now_ts(),
+        );
         write_json(&self.root, &manifest_path, &manifest)?;
-        st.status = WorkflowStatus::Aborted;
-        st.failure_reason = Some(reason.to_owned());
-        st.aborted_at = Some(now.clone());
-        st.aborted_by = Some(by_label.clone());
-        st.updated = Some(now);
         files::write_state(&self.root, &wf, &st)?;
         self.withdraw_all(&wf, &st, reason, &by_label)?;
         Ok(AbortResult {
@@ -606,8 +568,12 @@ impl Conductor {
 
     /// Deletes the definition's `temp_artifacts` of an aborted or completed workflow, only inside the
     /// root or `PANTHEON_CLEANUP_ROOTS`, never the roots themselves, never following a symbolic link.
-    pub(crate) fn cleanup_unjournaled(&self, wf: &str, dry_run: bool) -> Result<CleanupResult> {
-        let wf = WorkflowId::parse(wf)?;
+    pub(crate) fn cleanup_unjournaled(
+        &self,
+        wf: &WorkflowId,
+        dry_run: bool,
+    ) -> Result<CleanupResult> {
+        let wf = wf.clone();
         let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
         let st = files::require_state(&self.root, &wf)?;
         if !matches!(
@@ -689,6 +655,98 @@ impl Conductor {
     }
 }
 
+/// What an abort decides from the state alone (see [`Conductor::abort_workflow`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum AbortStep {
+    /// Already aborted: finish what a crash left undone (markers, withdrawals) and return the manifest.
+    Repeat,
+    /// Abort now: mark these artifacts (every completed step's, then the context bag's, each once),
+    /// then write the manifest, the state and the withdrawals.
+    Fresh {
+        /// The artifacts to mark, as the handoffs named them.
+        artifacts: Vec<String>,
+        /// The steps completed before the abort, for the manifest.
+        completed: Vec<CompletedStep>,
+    },
+}
+
+/// The pure first step of an abort: refuses a completed workflow, repeats an aborted one, and otherwise
+/// lists what to mark.
+pub(crate) fn abort_step(wf: &WorkflowId, st: &WorkflowState) -> Result<AbortStep> {
+    match st.status {
+        WorkflowStatus::Completed => Err(Error::refused(format!(
+            "workflow {wf} is completed; there is nothing to abort (cleanup removes its temp artifacts)"
+        ))),
+        WorkflowStatus::Aborted => Ok(AbortStep::Repeat),
+        _ => {
+            let done: Vec<&super::model::StepRecord> = st
+                .step_history
+                .iter()
+                .filter(|r| r.status == "completed")
+                .collect();
+            let mut artifacts: Vec<String> = Vec::new();
+            for a in done
+                .iter()
+                .flat_map(|r| r.artifacts.iter())
+                .chain(st.context_bag.artifacts.iter())
+            {
+                if !artifacts.contains(a) {
+                    artifacts.push(a.clone());
+                }
+            }
+            let completed = done
+                .iter()
+                .map(|r| CompletedStep {
+                    step_id: r.step_id.clone(),
+                    god: r.god.clone(),
+                    extra: Default::default(),
+                })
+                .collect();
+            Ok(AbortStep::Fresh {
+                artifacts,
+                completed,
+            })
+        }
+    }
+}
+
+/// The pure commit of an abort: the manifest and the aborted state, from the workflow id, the state, the steps
+/// completed, the reason, who aborted, what was marked and skipped, the dispatches to withdraw and
+/// `now`. A skipped artifact asks for a manual review.
+#[allow(clippy::too_many_arguments)] // each is one field of the one commit; a struct would only rename them
+pub(crate) fn aborted(
+    wf: &WorkflowId,
+    mut st: WorkflowState,
+    completed: Vec<CompletedStep>,
+    reason: &str,
+    by: &str,
+    (marked, skipped): (Vec<String>, Vec<SkippedArtifact>),
+    withdrawn: Vec<String>,
+    now: &str,
+) -> (AbortManifest, WorkflowState) {
+    let manifest = AbortManifest {
+        workflow_id: wf.to_string(),
+        definition_id: st.definition_id.clone(),
+        status: WorkflowStatus::Aborted,
+        failed_step: st.current_step.clone(),
+        failure_reason: Some(reason.to_owned()),
+        completed_steps: completed,
+        requires_manual_review: !skipped.is_empty(),
+        artifacts_marked: marked,
+        artifacts_skipped: skipped,
+        dispatches_withdrawn: withdrawn,
+        aborted_at: Some(now.to_owned()),
+        aborted_by: Some(by.to_owned()),
+        extra: Default::default(),
+    };
+    st.status = WorkflowStatus::Aborted;
+    st.failure_reason = Some(reason.to_owned());
+    st.aborted_at = Some(now.to_owned());
+    st.aborted_by = Some(by.to_owned());
+    st.updated = Some(now.to_owned());
+    (manifest, st)
+}
+
 /// Reads every inbox (for the live model): god -> (dispatches with their paths, errors).
 pub fn read_all_inboxes(root: &Root) -> BTreeMap<String, files::DirListing> {
     files::god_dirs(&root.pending_root())
@@ -703,4 +761,134 @@ struct Oversize {
     hid: HandoffId,
     step: String,
     path: PathBuf,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conductor::model::StepRecord;
+
+    fn wf() -> WorkflowId {
+        WorkflowId::parse("wf_pure").unwrap()
+    }
+
+    fn record(step: &str, status: &str, artifacts: &[&str]) -> StepRecord {
+        StepRecord {
+            step_id: step.into(),
+            god: format!("god_{step}"),
+            status: status.into(),
+            artifacts: artifacts.iter().map(|a| a.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    fn running() -> WorkflowState {
+        let mut st = WorkflowState {
+            workflow_id: "wf_pure".into(),
+            definition_id: Some("flow".into()),
+            status: WorkflowStatus::WaitingForAck,
+            current_step: Some("build".into()),
+            step_history: vec![
+                record("plan", "completed", &["plan.md", "shared.txt"]),
+                record("build", "dispatched", &["never.txt"]),
+                record("review", "completed", &["shared.txt"]),
+            ],
+            ..Default::default()
+        };
+        st.context_bag.artifacts = vec!["plan.md".into(), "bag.txt".into()];
+        st
+    }
+
+    #[test]
+    fn a_completed_workflow_cannot_be_aborted_and_an_aborted_one_repeats() {
+        let mut st = running();
+        st.status = WorkflowStatus::Completed;
+        let e = abort_step(&wf(), &st).unwrap_err().to_string();
+        assert!(e.contains("is completed; there is nothing to abort"), "{e}");
+        st.status = WorkflowStatus::Aborted;
+        assert_eq!(abort_step(&wf(), &st).unwrap(), AbortStep::Repeat);
+    }
+
+    #[test]
+    fn every_open_status_aborts_and_marks_completed_artifacts_once() {
+        for status in [
+            WorkflowStatus::InProgress,
+            WorkflowStatus::WaitingForAck,
+            WorkflowStatus::AwaitingApproval,
+            WorkflowStatus::Failed,
+            WorkflowStatus::Stalled,
+            WorkflowStatus::Other("paused".into()),
+        ] {
+            let mut st = running();
+            st.status = status.clone();
+            let AbortStep::Fresh {
+                artifacts,
+                completed,
+            } = abort_step(&wf(), &st).unwrap()
+            else {
+                panic!("{status:?} must abort");
+            };
+            assert_eq!(artifacts, ["plan.md", "shared.txt", "bag.txt"]);
+            let steps: Vec<(&str, &str)> = completed
+                .iter()
+                .map(|c| (c.step_id.as_str(), c.god.as_str()))
+                .collect();
+            assert_eq!(steps, [("plan", "god_plan"), ("review", "god_review")]);
+        }
+    }
+
+    #[test]
+    fn the_abort_commit_fills_the_manifest_and_the_state() {
+        let completed = vec![CompletedStep {
+            step_id: "plan".into(),
+            god: "athena".into(),
+            extra: Default::default(),
+        }];
+        let now = "2026-12-01T12:00:00Z";
+        let (m, st) = aborted(
+            &wf(),
+            running(),
+            completed.clone(),
+            "no budget",
+            "operator",
+            (vec!["/r/plan.md".into()], Vec::new()),
+            vec!["pending/hermes/hof_20261201_aaaaaa.json".into()],
+            now,
+        );
+        assert_eq!(m.workflow_id, "wf_pure");
+        assert_eq!(m.definition_id.as_deref(), Some("flow"));
+        assert_eq!(m.status, WorkflowStatus::Aborted);
+        assert_eq!(m.failed_step.as_deref(), Some("build"));
+        assert_eq!(m.failure_reason.as_deref(), Some("no budget"));
+        assert_eq!(m.completed_steps, completed);
+        assert_eq!(m.artifacts_marked, ["/r/plan.md"]);
+        assert_eq!(m.dispatches_withdrawn.len(), 1);
+        assert!(!m.requires_manual_review);
+        assert_eq!(
+            (m.aborted_at.as_deref(), m.aborted_by.as_deref()),
+            (Some(now), Some("operator"))
+        );
+        assert_eq!(st.status, WorkflowStatus::Aborted);
+        assert_eq!(st.failure_reason.as_deref(), Some("no budget"));
+        assert_eq!(st.aborted_by.as_deref(), Some("operator"));
+        assert_eq!(st.updated.as_deref(), Some(now));
+        assert_eq!(st.step_history, running().step_history, "history is kept");
+
+        let skipped = SkippedArtifact {
+            path: "../outside".into(),
+            reason: "outside the workspace".into(),
+            extra: Default::default(),
+        };
+        let (m, _) = aborted(
+            &wf(),
+            running(),
+            Vec::new(),
+            "r",
+            "athena",
+            (Vec::new(), vec![skipped]),
+            Vec::new(),
+            now,
+        );
+        assert!(m.requires_manual_review, "a skipped artifact needs a human");
+    }
 }

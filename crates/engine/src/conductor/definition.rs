@@ -445,7 +445,7 @@ impl StepDef {
 }
 
 /// The `*.yaml` / `*.yml` / `*.json` files of a directory, in name order (hidden files skipped).
-pub fn config_files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn config_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
         Ok(rd) => rd
             .filter_map(|e| e.ok().map(|e| e.path()))
@@ -505,7 +505,7 @@ pub fn load_definitions(root: &Root) -> (Vec<WorkflowDef>, Vec<LoadError>) {
 }
 
 /// Finds the definition with this id (loading only what is needed: the file named after it first).
-pub fn find_definition(root: &Root, id: &str) -> Result<Option<WorkflowDef>, LoadError> {
+pub(crate) fn find_definition(root: &Root, id: &str) -> Result<Option<WorkflowDef>, LoadError> {
     if !is_valid_name(id) {
         return Ok(None);
     }

@@ -22,7 +22,9 @@ pub struct FileError {
 }
 
 /// Reads one JSON file into a model type, as a [`FileError`] on failure.
-pub fn read_model<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, FileError> {
+pub(crate) fn read_model<T: serde::de::DeserializeOwned>(
+    path: &Path,
+) -> Result<Option<T>, FileError> {
     let err = |error: String| FileError {
         path: path.to_path_buf(),
         error,
@@ -65,7 +67,7 @@ pub fn list_states(root: &Root) -> Vec<(PathBuf, Result<WorkflowState, String>)>
 
 /// The state of a workflow, `None` if it has none. A state that does not parse is an error (it is
 /// never overwritten).
-pub fn load_state(root: &Root, wf: &WorkflowId) -> Result<Option<WorkflowState>> {
+pub(crate) fn load_state(root: &Root, wf: &WorkflowId) -> Result<Option<WorkflowState>> {
     let path = root.state_path(wf);
     match read_json(&path)? {
         None => Ok(None),
@@ -77,7 +79,7 @@ pub fn load_state(root: &Root, wf: &WorkflowId) -> Result<Option<WorkflowState>>
 }
 
 /// Reads the state of a workflow that must exist.
-pub fn require_state(root: &Root, wf: &WorkflowId) -> Result<WorkflowState> {
+pub(crate) fn require_state(root: &Root, wf: &WorkflowId) -> Result<WorkflowState> {
     load_state(root, wf)?.ok_or_else(|| {
         Error::not_found(format!(
             "unknown workflow {wf}: no {} (pantheon pending / the console list the workflows)",
@@ -108,7 +110,7 @@ pub type DirListing = (Vec<(PathBuf, Dispatch)>, Vec<FileError>);
 /// The dispatch files of one directory (an inbox, the quarantine or an archive), oldest first.
 /// Hidden files (temp files of writes in progress) are skipped; anything else that is not a readable
 /// dispatch is reported.
-pub fn read_dispatch_dir(dir: &Path) -> DirListing {
+pub(crate) fn read_dispatch_dir(dir: &Path) -> DirListing {
     let mut found = Vec::new();
     let mut errors = Vec::new();
     let Ok(rd) = std::fs::read_dir(dir) else {
@@ -139,7 +141,7 @@ pub fn read_dispatch_dir(dir: &Path) -> DirListing {
 
 /// Where a dispatch stands in its directory's order, oldest first: `dispatched_at` (the file's
 /// modification time when that is unreadable), then the file name.
-pub fn dispatch_order(
+pub(crate) fn dispatch_order(
     path: &Path,
     d: &Dispatch,
 ) -> (Option<chrono::DateTime<chrono::Utc>>, String) {
@@ -206,7 +208,7 @@ pub fn is_foreign_pending_dir(name: &str) -> bool {
 }
 
 /// The god inboxes under `dir`, sorted: directories with a valid god name; foreign and underscore names are left out, unreadable directories give an empty list.
-pub fn god_dirs(dir: &Path) -> Vec<GodName> {
+pub(crate) fn god_dirs(dir: &Path) -> Vec<GodName> {
     let mut out: Vec<GodName> = match std::fs::read_dir(dir) {
         Ok(rd) => rd
             .filter_map(|e| e.ok())
@@ -272,7 +274,7 @@ pub fn in_inbox(root: &Root, god: &GodName, hid: &HandoffId) -> Result<Option<Fo
 }
 
 /// The held dispatch of `hid`.
-pub fn in_quarantine(root: &Root, hid: &HandoffId) -> Result<Option<Found>> {
+pub(crate) fn in_quarantine(root: &Root, hid: &HandoffId) -> Result<Option<Found>> {
     read_found(
         Place::Quarantine,
         root.quarantine_dir().join(format!("{hid}.json")),
@@ -280,7 +282,7 @@ pub fn in_quarantine(root: &Root, hid: &HandoffId) -> Result<Option<Found>> {
 }
 
 /// The archived dispatch of `hid` for a god.
-pub fn in_archive(root: &Root, god: &GodName, hid: &HandoffId) -> Result<Option<Found>> {
+pub(crate) fn in_archive(root: &Root, god: &GodName, hid: &HandoffId) -> Result<Option<Found>> {
     read_found(
         Place::Archive(god.clone()),
         root.archive_dir(god).join(format!("{hid}.json")),
@@ -288,7 +290,7 @@ pub fn in_archive(root: &Root, god: &GodName, hid: &HandoffId) -> Result<Option<
 }
 
 /// Every live (inbox or quarantine) dispatch of `hid`, preferring `first_god`'s inbox.
-pub fn find_live(
+pub(crate) fn find_live(
     root: &Root,
     hid: &HandoffId,
     first_god: Option<&GodName>,
@@ -324,7 +326,7 @@ pub fn find_live(
 }
 
 /// Every archived dispatch of `hid`, preferring `first_god`'s archive.
-pub fn find_archived(
+pub(crate) fn find_archived(
     root: &Root,
     hid: &HandoffId,
     first_god: Option<&GodName>,
@@ -347,7 +349,7 @@ pub fn find_archived(
 }
 
 /// Whether a dispatch of `hid` to `god` exists anywhere (inbox, quarantine or archive).
-pub fn dispatch_exists(root: &Root, god: &GodName, hid: &HandoffId) -> bool {
+pub(crate) fn dispatch_exists(root: &Root, god: &GodName, hid: &HandoffId) -> bool {
     root.inbox_dir(god).join(format!("{hid}.json")).exists()
         || root.quarantine_dir().join(format!("{hid}.json")).exists()
         || root.archive_dir(god).join(format!("{hid}.json")).exists()

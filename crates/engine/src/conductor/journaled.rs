@@ -11,6 +11,7 @@ use super::{
 };
 use crate::error::Result;
 use crate::journal::{self, Act};
+use crate::store::{HandoffId, WorkflowId};
 
 impl Conductor {
     /// Appends `act` to the journal; the error, if any, as a warning line.
@@ -70,14 +71,19 @@ impl Conductor {
     }
 
     /// Releases a dispatch held in `_quarantine` into its god's inbox (an operator act).
-    pub fn approve(&self, handoff_id: &str, by: Actor) -> Result<ApprovalResult> {
+    pub fn approve(&self, handoff_id: &HandoffId, by: Actor) -> Result<ApprovalResult> {
         let r = self.approve_unjournaled(handoff_id, by)?;
         self.journal(&approval_act("approve", &r, None));
         Ok(r)
     }
 
     /// Refuses a held dispatch: it is archived as rejected and the workflow `failed` (an operator act).
-    pub fn reject_held(&self, handoff_id: &str, reason: &str, by: Actor) -> Result<ApprovalResult> {
+    pub fn reject_held(
+        &self,
+        handoff_id: &HandoffId,
+        reason: &str,
+        by: Actor,
+    ) -> Result<ApprovalResult> {
         let r = self.reject_held_unjournaled(handoff_id, reason, by)?;
         self.journal(&approval_act("reject", &r, Some(reason)));
         Ok(r)
@@ -86,7 +92,7 @@ impl Conductor {
     /// Aborts a workflow (docs/PROTOCOL.md §2.7): `.aborted` markers beside its artifacts, the manifest,
     /// the state `aborted`, and every open dispatch withdrawn. Aborting again returns the same manifest
     /// (finishing anything a crash left undone); a completed workflow cannot be aborted.
-    pub fn abort_workflow(&self, wf: &str, reason: &str, by: Actor) -> Result<AbortResult> {
+    pub fn abort_workflow(&self, wf: &WorkflowId, reason: &str, by: Actor) -> Result<AbortResult> {
         let r = self.abort_unjournaled(wf, reason, by)?;
         let outcome = if r.duplicate {
             format!("{} (duplicate)", r.status)
@@ -109,7 +115,7 @@ impl Conductor {
     /// Deletes the definition's `temp_artifacts` of an aborted or completed workflow, only inside the
     /// root or `PANTHEON_CLEANUP_ROOTS`, never the roots themselves, never following a symbolic link.
     /// A dry run changes nothing and is not journaled.
-    pub fn cleanup(&self, wf: &str, dry_run: bool) -> Result<CleanupResult> {
+    pub fn cleanup(&self, wf: &WorkflowId, dry_run: bool) -> Result<CleanupResult> {
         let mut r = self.cleanup_unjournaled(wf, dry_run)?;
         if !dry_run {
             let act = Act::new(
@@ -124,7 +130,7 @@ impl Conductor {
 
     /// Writes again the dispatch a workflow `waiting_for_ack` lost (deleted outright by a foreign
     /// cleanup), re-derived from its state. An operator act, journaled.
-    pub fn redispatch(&self, wf: &str) -> Result<RedispatchResult> {
+    pub fn redispatch(&self, wf: &WorkflowId) -> Result<RedispatchResult> {
         let r = self.redispatch_unjournaled(wf)?;
         let act = Act::new("redispatch", r.status.clone())
             .target("workflow_id", Some(&r.workflow_id))

@@ -77,7 +77,7 @@ pub struct Reply {
 }
 
 /// 128-bit FNV-1a of the parts, as 32 hex digits: ids derived from ids, stable across runs.
-pub fn derive_hex(parts: &[&str]) -> String {
+pub(crate) fn derive_hex(parts: &[&str]) -> String {
     let mut out = String::new();
     for seed in [0xcbf2_9ce4_8422_2325u64, 0x6c62_272e_07bb_0142] {
         let mut h = seed;
@@ -93,7 +93,7 @@ pub fn derive_hex(parts: &[&str]) -> String {
 }
 
 /// A handoff id derived from `parts` (dated today, so it sorts like the others).
-pub fn derive_handoff_id(parts: &[&str]) -> String {
+pub(crate) fn derive_handoff_id(parts: &[&str]) -> String {
     let hex = derive_hex(parts);
     let date = chrono::Utc::now().format("%Y%m%d");
     format!("hof_{date}_{}", &hex[..8])
@@ -110,7 +110,7 @@ pub fn sent_dir(root: &Root) -> std::path::PathBuf {
 }
 
 /// `conductor/replies/`: replies the bridge received to our requests.
-pub fn replies_dir(root: &Root) -> std::path::PathBuf {
+pub(crate) fn replies_dir(root: &Root) -> std::path::PathBuf {
     root.conductor.join("replies")
 }
 
@@ -135,13 +135,13 @@ pub fn record_path(root: &Root, id: &str) -> Result<std::path::PathBuf> {
 }
 
 /// The path of the reply to `outbox_id`; refuses an id that is not 1–80 lowercase letters, digits or `_`.
-pub fn reply_path(root: &Root, outbox_id: &str) -> Result<std::path::PathBuf> {
+pub(crate) fn reply_path(root: &Root, outbox_id: &str) -> Result<std::path::PathBuf> {
     id_ok(outbox_id)?;
     Ok(replies_dir(root).join(format!("{outbox_id}.json")))
 }
 
 /// The `outbox_id` a state's step record carries.
-pub fn outbox_id_of(r: &StepRecord) -> Option<&str> {
+pub(crate) fn outbox_id_of(r: &StepRecord) -> Option<&str> {
     r.extra.get("outbox_id").and_then(Value::as_str)
 }
 

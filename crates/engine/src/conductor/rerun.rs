@@ -36,7 +36,7 @@ pub struct RerunResult {
 }
 
 /// The next state of a rerun (pure): the record appended, the context edited, the status reset.
-pub fn rerun_state(
+pub(crate) fn rerun_state(
     st: &WorkflowState,
     step: &str,
     god: &str,

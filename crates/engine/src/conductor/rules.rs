@@ -96,7 +96,7 @@ impl Rule {
 }
 
 /// The event a handoff raises: `{type: "handoff.completed", source, target, workflow_id, step, context}`.
-pub fn handoff_event(
+pub(crate) fn handoff_event(
     source: &str,
     target: &str,
     workflow_id: &str,
@@ -149,7 +149,7 @@ fn value_matches(want: &Value, got: Option<&Value>) -> bool {
 }
 
 /// `*` matches any run of characters, `?` exactly one.
-pub fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
+pub(crate) fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
     let (mut p, mut t) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while t < text.len() {
@@ -276,7 +276,7 @@ pub fn load_rules(root: &Root) -> (Vec<Rule>, Vec<LoadError>) {
 }
 
 /// The first rule matching `event`.
-pub fn first_match<'a>(rules: &'a [Rule], event: &Value) -> Option<&'a Rule> {
+pub(crate) fn first_match<'a>(rules: &'a [Rule], event: &Value) -> Option<&'a Rule> {
     rules.iter().find(|r| r.matches(event))
 }
 

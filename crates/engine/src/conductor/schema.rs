@@ -45,7 +45,7 @@ pub enum SchemaFile {
 }
 
 /// Classifies the bytes of a root's schema file.
-pub fn classify_schema(bytes: &[u8]) -> SchemaFile {
+pub(crate) fn classify_schema(bytes: &[u8]) -> SchemaFile {
     if bytes == BUILTIN_SCHEMA.as_bytes() {
         return SchemaFile::Current;
     }
@@ -67,7 +67,7 @@ pub struct Schemas {
 pub type SchemaKey = Option<(PathBuf, SystemTime, u64)>;
 
 /// The key of the root's schema file now (`None`: no file).
-pub fn schema_key(root: &Root) -> SchemaKey {
+pub(crate) fn schema_key(root: &Root) -> SchemaKey {
     let p = root.schema_path();
     let m = std::fs::metadata(&p).ok()?;
     Some((p, m.modified().ok()?, m.len()))

@@ -467,6 +467,183 @@ fn refuse_out_of_step(
     )))
 }
 
+/// Refuses any handoff for a workflow that is aborted or completed.
+fn refuse_closed(wf: &WorkflowId, st: &WorkflowState) -> Result<()> {
+    match st.status {
+        WorkflowStatus::Aborted => Err(Error::refused(format!(
+            "workflow {wf} was aborted{}; it takes no more handoffs",
+            st.failure_reason
+                .as_deref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default()
+        ))),
+        WorkflowStatus::Completed => Err(Error::refused(format!(
+            "workflow {wf} is completed; start a new workflow_id for new work"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// One write (or group of writes) of a submit, in the order the shell applies them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SubmitEffect {
+    /// The handoff file (an earlier handoff for the step is kept under its own id).
+    WriteHandoff,
+    /// A publish step is reached: its outbox record, noted in the state before the commit.
+    AdvanceOutbox,
+    /// The state: the commit point.
+    WriteState,
+    /// The dispatch the ack closes goes to the archive.
+    ArchiveAcked,
+    /// A dispatch made obsolete by this handoff goes to the archive.
+    SupersedeStale,
+    /// The dispatch the state names (and the tail a half-finished submit left) is written.
+    DispatchFromState,
+}
+
+/// What a submit decides before any file is written (see [`next_state`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SubmitStep {
+    /// The state to commit (before a publish step adds its outbox record).
+    pub state: WorkflowState,
+    /// `dispatched`, `awaiting_approval`, `completed` or `recorded`.
+    pub status: &'static str,
+    /// The dispatch to write: god, step, and whether it waits in `_quarantine`.
+    pub dispatch: Option<(GodName, StepId, bool)>,
+    /// The writes, in order.
+    pub effects: Vec<SubmitEffect>,
+}
+
+/// The pure step of a submit: from the current state (`None` for a new workflow), the validated
+/// handoff, its route, the definition, the ack recorded with it and `now`, the state to commit and the
+/// writes to apply. Refuses a handoff for a closed workflow, one out of step with a definition, one
+/// that starts a workflow without its required context, and names that cannot become paths.
+#[allow(clippy::too_many_arguments)] // each is one input of the one commit; a struct would only rename them
+pub(crate) fn next_state(
+    wf: &WorkflowId,
+    state: Option<WorkflowState>,
+    h: &Handoff,
+    route: &Route,
+    def: Option<&WorkflowDef>,
+    ack: Option<&AckRecord>,
+    warnings: &[String],
+    now: &str,
+) -> Result<SubmitStep> {
+    let hid = HandoffId::parse(&h.handoff_id)?;
+    let step = StepId::parse(&h.step)?;
+    let from = GodName::parse_as("from_god", &h.from_god)?;
+    if let Some(st) = &state {
+        refuse_closed(wf, st)?;
+        refuse_out_of_step(wf, st, h, route)?;
+    }
+    if let Some(def) = def {
+        check_required_context(def, h, state.is_none())?;
+    }
+    let dispatch = match &route.target {
+        Target::Dispatch { god, step, hold } => Some((
+            GodName::parse_as("target god", god)?,
+            StepId::parse_as("target step", step)?,
+            hold.is_some(),
+        )),
+        _ => None,
+    };
+    let mut st = state.unwrap_or_else(|| WorkflowState {
+        workflow_id: wf.to_string(),
+        created: Some(now.to_owned()),
+        ..Default::default()
+    });
+    if let Some((id, version)) = &route.definition {
+        st.definition_id = Some(id.clone());
+        st.definition_version = version.clone();
+    }
+    let (status, target_god, target_step) = match &route.target {
+        Target::Dispatch { god, step, hold } => {
+            st.status = if hold.is_some() {
+                WorkflowStatus::AwaitingApproval
+            } else {
+                WorkflowStatus::WaitingForAck
+            };
+            st.current_step = Some(step.clone());
+            st.dispatched_to = Some(god.clone());
+            let s = if hold.is_some() {
+                "awaiting_approval"
+            } else {
+                "dispatched"
+            };
+            (s, Some(god.clone()), Some(step.clone()))
+        }
+        Target::Complete => {
+            st.status = WorkflowStatus::Completed;
+            st.current_step = None;
+            st.dispatched_to = None;
+            ("completed", None, None)
+        }
+        Target::Record => {
+            st.status = WorkflowStatus::InProgress;
+            st.current_step = None;
+            st.dispatched_to = None;
+            ("recorded", None, None)
+        }
+    };
+    st.failure_reason = None;
+    push_unique(&mut st.context_bag.decisions, &h.context.decisions);
+    push_unique(&mut st.context_bag.artifacts, &h.context.artifacts);
+    st.context_bag.open_questions = h.context.open_questions.clone();
+    let mut routed_extra = serde_json::Map::new();
+    if let Some(r) = &route.rule {
+        routed_extra.insert("rule".into(), Value::String(r.clone()));
+    }
+    if let Target::Dispatch {
+        hold: Some(why), ..
+    } = &route.target
+    {
+        routed_extra.insert("held_because".into(), Value::String(why.clone()));
+    }
+    st.step_history.push(StepRecord {
+        step_id: step.to_string(),
+        god: from.to_string(),
+        status: "completed".into(),
+        completed_at: Some(now.to_owned()),
+        summary: Some(h.context.summary.clone()),
+        gates_passed: h.context.gates_passed.clone(),
+        handoff_id: Some(hid.to_string()),
+        artifacts: h.context.artifacts.clone(),
+        routed: Some(Routed {
+            status: status.into(),
+            target_god,
+            target_step,
+            warnings: warnings.to_vec(),
+            extra: routed_extra,
+        }),
+        extra: Default::default(),
+    });
+    if let Some(a) = ack {
+        st.acks.push(a.clone());
+    }
+    st.updated = Some(now.to_owned());
+    let mut effects = vec![SubmitEffect::WriteHandoff];
+    if let Some(def) = def {
+        keep_context(def, h, &mut st);
+        if matches!(route.target, Target::Dispatch { hold: None, .. }) {
+            effects.push(SubmitEffect::AdvanceOutbox);
+        }
+    }
+    effects.push(SubmitEffect::WriteState);
+    if ack.is_some() {
+        effects.push(SubmitEffect::ArchiveAcked);
+    }
+    effects.extend([
+        SubmitEffect::SupersedeStale,
+        SubmitEffect::DispatchFromState,
+    ]);
+    Ok(SubmitStep {
+        state: st,
+        status,
+        dispatch,
+        effects,
+    })
+}
+
 impl Conductor {
     /// Submits a handoff (docs/PROTOCOL.md §2.1): validates it, records it, routes it and dispatches it,
     /// holding the dispatch for approval when `hold` gives a reason (the bridge holds inbound work when
@@ -498,7 +675,7 @@ impl Conductor {
         let root = &self.root;
         let hid = HandoffId::parse(&h.handoff_id)?;
         let step = StepId::parse(&h.step)?;
-        let from = GodName::parse_as("from_god", &h.from_god)?;
+        GodName::parse_as("from_god", &h.from_god)?;
         GodName::parse_as("to_god", &h.to_god)?;
 
         if let Some(st) = &state
@@ -525,28 +702,9 @@ impl Conductor {
             return Ok(self.result_of(wf, st, rec, &stored_path, "duplicate", warnings));
         }
         if let Some(st) = &state {
-            match st.status {
-                WorkflowStatus::Aborted => {
-                    return Err(Error::refused(format!(
-                        "workflow {wf} was aborted{}; it takes no more handoffs",
-                        st.failure_reason
-                            .as_deref()
-                            .map(|r| format!(" ({r})"))
-                            .unwrap_or_default()
-                    )));
-                }
-                WorkflowStatus::Completed => {
-                    return Err(Error::refused(format!(
-                        "workflow {wf} is completed; start a new workflow_id for new work"
-                    )));
-                }
-                _ => {}
-            }
+            refuse_closed(wf, st)?;
         }
         let mut route = route(root, &h, state.as_ref())?;
-        if let Some(st) = &state {
-            refuse_out_of_step(wf, st, &h, &route)?;
-        }
         if let (Some(why), Target::Dispatch { hold: h @ None, .. }) = (hold, &mut route.target) {
             *h = Some(why);
         }
@@ -554,17 +712,28 @@ impl Conductor {
             Some((def_id, _)) => definition(root, def_id)?,
             None => None,
         };
-        if let Some(def) = &def {
-            check_required_context(def, &h, state.is_none())?;
-        }
         warnings.extend(route.warnings.iter().cloned());
+        let SubmitStep {
+            state: mut st,
+            status,
+            dispatch,
+            effects,
+        } = next_state(
+            wf,
+            state,
+            &h,
+            &route,
+            def.as_ref(),
+            ack.as_ref().map(|a| &a.record),
+            &warnings,
+            &now_ts(),
+        )?;
+
         let mut will_write = vec![root.handoff_path(wf, &step), root.state_path(wf)];
-        if let Target::Dispatch { god, step, hold } = &route.target {
-            let god = GodName::parse_as("target god", god)?;
-            StepId::parse_as("target step", step)?;
-            will_write.push(match hold {
-                Some(_) => root.quarantine_dir().join(format!("{hid}.json")),
-                None => root.inbox_dir(&god).join(format!("{hid}.json")),
+        if let Some((god, _, held)) = &dispatch {
+            will_write.push(match held {
+                true => root.quarantine_dir().join(format!("{hid}.json")),
+                false => root.inbox_dir(god).join(format!("{hid}.json")),
             });
         }
         if let Some(a) = &ack {
@@ -579,8 +748,62 @@ impl Conductor {
         // written, rather than after the commit point (each write checks again).
         files::refuse_unconfined(&self.root, &will_write)?;
 
-        // 1. The handoff file; an earlier handoff for the step is kept under its own id.
         let latest = root.handoff_path(wf, &step);
+        let mut ack = ack;
+        for effect in effects {
+            match effect {
+                SubmitEffect::WriteHandoff => {
+                    self.write_handoff(wf, &step, &hid, &raw)?;
+                    super::crash_point("submit:after-handoff");
+                }
+                SubmitEffect::AdvanceOutbox => {
+                    if let Some(def) = &def {
+                        super::outbox::advance(root, def, wf, &mut st)?;
+                    }
+                }
+                SubmitEffect::WriteState => {
+                    files::write_state(root, wf, &st)?;
+                    super::crash_point("submit:after-state");
+                }
+                SubmitEffect::ArchiveAcked => {
+                    if let Some(a) = ack.take() {
+                        let god = GodName::parse(&a.dispatch_update.to_god)?;
+                        files::archive(
+                            root,
+                            &a.closes.path,
+                            &god,
+                            &hid_of(&a.closes)?,
+                            &a.dispatch_update,
+                        )?;
+                        super::crash_point("ack:after-archive");
+                    }
+                }
+                SubmitEffect::SupersedeStale => {
+                    self.supersede_stale(wf, &st, &hid)?;
+                    super::crash_point("submit:after-supersede");
+                }
+                SubmitEffect::DispatchFromState => {
+                    self.repair_dispatch(wf, &st, &hid)?;
+                    self.repair_tail(wf, &st)?;
+                    super::crash_point("submit:after-dispatch");
+                }
+            }
+        }
+        let rec = st.record_of(hid.as_str()).expect("just recorded");
+        Ok(self.result_of(wf, &st, rec, &latest, status, warnings))
+    }
+
+    /// Writes the handoff file of `step`; an earlier handoff for the step (another id) is kept under
+    /// its own id first, and an unreadable one is copied aside.
+    fn write_handoff(
+        &self,
+        wf: &WorkflowId,
+        step: &StepId,
+        hid: &HandoffId,
+        raw: &Value,
+    ) -> Result<()> {
+        let root = &self.root;
+        let latest = root.handoff_path(wf, step);
         if let Some(old) = read_json(&latest).ok().flatten() {
             let old_id = old
                 .get("handoff_id")
@@ -602,113 +825,7 @@ impl Conductor {
             ));
             std::fs::copy(&latest, &keep).map_err(|e| Error::io(&keep, e))?;
         }
-        write_json(&self.root, &latest, &raw)?;
-        super::crash_point("submit:after-handoff");
-
-        // 2. The state: the commit point.
-        let now = now_ts();
-        let mut st = state.unwrap_or_else(|| WorkflowState {
-            workflow_id: wf.to_string(),
-            created: Some(now.clone()),
-            ..Default::default()
-        });
-        if let Some((id, version)) = &route.definition {
-            st.definition_id = Some(id.clone());
-            st.definition_version = version.clone();
-        }
-        let (status, target_god, target_step) = match &route.target {
-            Target::Dispatch { god, step, hold } => {
-                st.status = if hold.is_some() {
-                    WorkflowStatus::AwaitingApproval
-                } else {
-                    WorkflowStatus::WaitingForAck
-                };
-                st.current_step = Some(step.clone());
-                st.dispatched_to = Some(god.clone());
-                let s = if hold.is_some() {
-                    "awaiting_approval"
-                } else {
-                    "dispatched"
-                };
-                (s, Some(god.clone()), Some(step.clone()))
-            }
-            Target::Complete => {
-                st.status = WorkflowStatus::Completed;
-                st.current_step = None;
-                st.dispatched_to = None;
-                ("completed", None, None)
-            }
-            Target::Record => {
-                st.status = WorkflowStatus::InProgress;
-                st.current_step = None;
-                st.dispatched_to = None;
-                ("recorded", None, None)
-            }
-        };
-        st.failure_reason = None;
-        push_unique(&mut st.context_bag.decisions, &h.context.decisions);
-        push_unique(&mut st.context_bag.artifacts, &h.context.artifacts);
-        st.context_bag.open_questions = h.context.open_questions.clone();
-        let mut routed_extra = serde_json::Map::new();
-        if let Some(r) = &route.rule {
-            routed_extra.insert("rule".into(), Value::String(r.clone()));
-        }
-        if let Target::Dispatch {
-            hold: Some(why), ..
-        } = &route.target
-        {
-            routed_extra.insert("held_because".into(), Value::String(why.clone()));
-        }
-        st.step_history.push(StepRecord {
-            step_id: step.to_string(),
-            god: from.to_string(),
-            status: "completed".into(),
-            completed_at: Some(now.clone()),
-            summary: Some(h.context.summary.clone()),
-            gates_passed: h.context.gates_passed.clone(),
-            handoff_id: Some(hid.to_string()),
-            artifacts: h.context.artifacts.clone(),
-            routed: Some(Routed {
-                status: status.into(),
-                target_god,
-                target_step,
-                warnings: warnings.clone(),
-                extra: routed_extra,
-            }),
-            extra: Default::default(),
-        });
-        if let Some(a) = &ack {
-            st.acks.push(a.record.clone());
-        }
-        st.updated = Some(now);
-        if let Some(def) = &def {
-            keep_context(def, &h, &mut st);
-            if matches!(route.target, Target::Dispatch { hold: None, .. }) {
-                super::outbox::advance(root, def, wf, &mut st)?;
-            }
-        }
-        files::write_state(root, wf, &st)?;
-        super::crash_point("submit:after-state");
-
-        // 3. After the commit: close the acked dispatch, supersede a stale one, dispatch.
-        if let Some(a) = ack {
-            let god = GodName::parse(&a.dispatch_update.to_god)?;
-            files::archive(
-                root,
-                &a.closes.path,
-                &god,
-                &hid_of(&a.closes)?,
-                &a.dispatch_update,
-            )?;
-            super::crash_point("ack:after-archive");
-        }
-        self.supersede_stale(wf, &st, &hid)?;
-        super::crash_point("submit:after-supersede");
-        self.repair_dispatch(wf, &st, &hid)?;
-        self.repair_tail(wf, &st)?;
-        super::crash_point("submit:after-dispatch");
-        let rec = st.record_of(hid.as_str()).expect("just recorded");
-        Ok(self.result_of(wf, &st, rec, &latest, status, warnings))
+        write_json(&self.root, &latest, raw)
     }
 
     fn result_of(
@@ -805,8 +922,11 @@ impl Conductor {
     /// inbox (a foreign cleanup deleted it outright), re-derived from the state exactly as crash repair
     /// does ([`Self::repair_dispatch`]). An operator act: refused while any dispatch of the workflow is
     /// in an inbox or `_quarantine`, or when the workflow is not waiting for an ack.
-    pub(crate) fn redispatch_unjournaled(&self, wf: &str) -> Result<super::RedispatchResult> {
-        let wf = WorkflowId::parse(wf)?;
+    pub(crate) fn redispatch_unjournaled(
+        &self,
+        wf: &WorkflowId,
+    ) -> Result<super::RedispatchResult> {
+        let wf = wf.clone();
         let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
         let st = files::require_state(&self.root, &wf)?;
         if st.status != WorkflowStatus::WaitingForAck {
@@ -1039,4 +1159,250 @@ impl Conductor {
 /// The handoff id of a found dispatch.
 pub(crate) fn hid_of(f: &files::Found) -> Result<HandoffId> {
     HandoffId::parse(&f.dispatch.handoff_id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const NOW: &str = "2026-12-01T12:00:00Z";
+
+    fn wf() -> WorkflowId {
+        WorkflowId::parse("wf_pure").unwrap()
+    }
+
+    fn handoff(step: &str, id: &str) -> Handoff {
+        from_value(json!({
+            "handoff_id": id, "workflow_id": "wf_pure", "from_god": "athena", "to_god": "hermes",
+            "step": step,
+            "context": {"summary": "did it", "decisions": ["d1", "d1"], "artifacts": ["a.txt"],
+                        "open_questions": ["q?"], "ticket": "T-1"}
+        }))
+        .unwrap()
+    }
+
+    fn route(target: Target, definition: Option<&str>) -> Route {
+        Route {
+            target,
+            definition: definition.map(|d| (d.to_owned(), Some("1".to_owned()))),
+            rule: None,
+            warnings: Vec::new(),
+        }
+    }
+
+    fn dispatch(god: &str, step: &str, hold: Option<&str>) -> Target {
+        Target::Dispatch {
+            god: god.into(),
+            step: step.into(),
+            hold: hold.map(str::to_owned),
+        }
+    }
+
+    fn def(required: &[&str]) -> WorkflowDef {
+        WorkflowDef::from_value(
+            &json!({"id": "flow", "name": "Flow", "version": "1",
+                    "context": {"required": required},
+                    "steps": [{"id": "plan", "god": "athena"}, {"id": "build", "god": "hermes"}]}),
+            std::path::Path::new("flow.yaml"),
+        )
+        .unwrap()
+    }
+
+    fn state(status: WorkflowStatus, current: Option<&str>) -> WorkflowState {
+        WorkflowState {
+            workflow_id: "wf_pure".into(),
+            status,
+            current_step: current.map(str::to_owned),
+            dispatched_to: current.map(|_| "athena".to_owned()),
+            context_bag: super::super::model::ContextBag {
+                decisions: vec!["d0".into(), "d1".into()],
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    fn step_of(
+        st: Option<WorkflowState>,
+        h: &Handoff,
+        r: &Route,
+        d: Option<&WorkflowDef>,
+    ) -> Result<SubmitStep> {
+        next_state(&wf(), st, h, r, d, None, &["w".to_owned()], NOW)
+    }
+
+    #[test]
+    fn a_first_handoff_starts_the_workflow_and_dispatches_the_next_step() {
+        let h = handoff("plan", "hof_20261201_aaaaaa");
+        let s = step_of(
+            None,
+            &h,
+            &route(dispatch("hermes", "build", None), None),
+            None,
+        )
+        .unwrap();
+        assert_eq!(s.status, "dispatched");
+        assert_eq!(s.state.status, WorkflowStatus::WaitingForAck);
+        assert_eq!(s.state.created.as_deref(), Some(NOW));
+        assert_eq!(s.state.updated.as_deref(), Some(NOW));
+        assert_eq!(s.state.current_step.as_deref(), Some("build"));
+        assert_eq!(s.state.dispatched_to.as_deref(), Some("hermes"));
+        assert_eq!(
+            s.state.context_bag.decisions,
+            ["d1"],
+            "decisions are kept once"
+        );
+        assert_eq!(s.state.context_bag.open_questions, ["q?"]);
+        let rec = s.state.record_of("hof_20261201_aaaaaa").unwrap();
+        assert_eq!((rec.step_id.as_str(), rec.god.as_str()), ("plan", "athena"));
+        let routed = rec.routed.clone().unwrap();
+        assert_eq!(routed.status, "dispatched");
+        assert_eq!(routed.target_god.as_deref(), Some("hermes"));
+        assert_eq!(routed.warnings, ["w"]);
+        let (god, step, held) = s.dispatch.unwrap();
+        assert_eq!(
+            (god.as_str(), step.as_str(), held),
+            ("hermes", "build", false)
+        );
+        assert_eq!(
+            s.effects,
+            [
+                SubmitEffect::WriteHandoff,
+                SubmitEffect::WriteState,
+                SubmitEffect::SupersedeStale,
+                SubmitEffect::DispatchFromState
+            ]
+        );
+    }
+
+    #[test]
+    fn a_held_dispatch_awaits_approval_and_names_why() {
+        let h = handoff("plan", "hof_20261201_aaaaaa");
+        let r = route(dispatch("hermes", "build", Some("rule r1")), Some("flow"));
+        let s = step_of(None, &h, &r, Some(&def(&[]))).unwrap();
+        assert_eq!(s.status, "awaiting_approval");
+        assert_eq!(s.state.status, WorkflowStatus::AwaitingApproval);
+        assert_eq!(s.state.definition_id.as_deref(), Some("flow"));
+        let rec = s.state.record_of("hof_20261201_aaaaaa").unwrap();
+        assert_eq!(
+            rec.routed.as_ref().unwrap().extra["held_because"],
+            json!("rule r1")
+        );
+        assert!(s.dispatch.unwrap().2, "held");
+        assert!(
+            !s.effects.contains(&SubmitEffect::AdvanceOutbox),
+            "a held dispatch reaches no publish step"
+        );
+    }
+
+    #[test]
+    fn a_definition_dispatch_advances_the_outbox_and_an_ack_is_archived_after_the_commit() {
+        let h = handoff("build", "hof_20261201_bbbbbb");
+        let st = state(WorkflowStatus::WaitingForAck, Some("build"));
+        let ack = AckRecord {
+            ack_id: "ack_20261201_abc".into(),
+            handoff_id: "hof_20261201_aaaaaa".into(),
+            status: AckStatus::Completed,
+            ..Default::default()
+        };
+        let r = route(dispatch("athena", "plan", None), Some("flow"));
+        let d = def(&[]);
+        let s = next_state(&wf(), Some(st), &h, &r, Some(&d), Some(&ack), &[], NOW).unwrap();
+        assert_eq!(s.state.acks, [ack]);
+        assert_eq!(
+            s.effects,
+            [
+                SubmitEffect::WriteHandoff,
+                SubmitEffect::AdvanceOutbox,
+                SubmitEffect::WriteState,
+                SubmitEffect::ArchiveAcked,
+                SubmitEffect::SupersedeStale,
+                SubmitEffect::DispatchFromState
+            ]
+        );
+    }
+
+    #[test]
+    fn complete_and_record_clear_the_current_step() {
+        let h = handoff("plan", "hof_20261201_aaaaaa");
+        for (target, status, word) in [
+            (Target::Complete, WorkflowStatus::Completed, "completed"),
+            (Target::Record, WorkflowStatus::InProgress, "recorded"),
+        ] {
+            let mut st = state(WorkflowStatus::Failed, None);
+            st.failure_reason = Some("earlier".into());
+            let s = step_of(Some(st), &h, &route(target, None), None).unwrap();
+            assert_eq!((s.status, s.state.status), (word, status));
+            assert_eq!(s.state.current_step, None);
+            assert_eq!(s.state.dispatched_to, None);
+            assert_eq!(
+                s.state.failure_reason, None,
+                "a new handoff clears the failure"
+            );
+            assert_eq!(s.dispatch, None);
+        }
+    }
+
+    #[test]
+    fn closed_workflows_refuse_every_handoff() {
+        let h = handoff("plan", "hof_20261201_aaaaaa");
+        let r = route(Target::Record, None);
+        let mut aborted = state(WorkflowStatus::Aborted, None);
+        aborted.failure_reason = Some("operator said so".into());
+        let e = step_of(Some(aborted), &h, &r, None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("was aborted (operator said so)"), "{e}");
+        let e = step_of(Some(state(WorkflowStatus::Completed, None)), &h, &r, None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is completed"), "{e}");
+    }
+
+    #[test]
+    fn a_handoff_out_of_step_with_its_definition_is_refused_unless_it_retries_a_failed_step() {
+        let h = handoff("plan", "hof_20261201_cccccc");
+        let d = def(&[]);
+        let r = route(dispatch("hermes", "build", None), Some("flow"));
+        let at_build = state(WorkflowStatus::WaitingForAck, Some("build"));
+        let e = step_of(Some(at_build), &h, &r, Some(&d))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is at step \"build\""), "{e}");
+        let failed = state(WorkflowStatus::Failed, Some("build"));
+        assert!(step_of(Some(failed), &h, &r, Some(&d)).is_ok());
+        let no_definition = route(dispatch("hermes", "build", None), None);
+        let at_build = state(WorkflowStatus::WaitingForAck, Some("build"));
+        assert!(step_of(Some(at_build), &h, &no_definition, None).is_ok());
+    }
+
+    #[test]
+    fn a_starting_handoff_needs_the_required_context_and_keeps_the_declared_keys() {
+        let h = handoff("plan", "hof_20261201_aaaaaa");
+        let r = route(dispatch("hermes", "build", None), Some("flow"));
+        let e = step_of(None, &h, &r, Some(&def(&["budget"])))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("context.budget"), "{e}");
+        let s = step_of(None, &h, &r, Some(&def(&["ticket"]))).unwrap();
+        assert_eq!(s.state.extra["context"], json!({"ticket": "T-1"}));
+        // Only a starting handoff is held to it.
+        let st = state(WorkflowStatus::WaitingForAck, Some("plan"));
+        assert!(step_of(Some(st), &h, &r, Some(&def(&["budget"]))).is_ok());
+    }
+
+    #[test]
+    fn names_that_cannot_become_paths_are_refused() {
+        let r = route(dispatch("../etc", "build", None), None);
+        let e = step_of(None, &handoff("plan", "hof_20261201_aaaaaa"), &r, None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("target god"), "{e}");
+        let r = route(Target::Record, None);
+        let e = step_of(None, &handoff("plan", "not-an-id"), &r, None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("handoff_id"), "{e}");
+    }
 }

@@ -102,12 +102,12 @@ pub fn session_id_of(name: &str) -> Option<&str> {
 }
 
 /// `queue.{track_id}.archive.jsonl`: a queue moved aside by `bus archive`.
-pub fn queue_archive_name(track_id: &str) -> String {
+pub(crate) fn queue_archive_name(track_id: &str) -> String {
     format!("{QUEUE_ARCHIVE_PREFIX}{track_id}{QUEUE_ARCHIVE_SUFFIX}")
 }
 
 /// True for the engine's temporary files and lock files, which are never protocol records.
-pub fn is_scratch(name: &str) -> bool {
+pub(crate) fn is_scratch(name: &str) -> bool {
     name.starts_with(TEMP_PREFIX) || name.ends_with(LOCK_SUFFIX) || name == BUS_MUTEX_FILE
 }
 

@@ -21,7 +21,7 @@ pub const MAX_STATE_BYTES: usize = 32 * 1024 * 1024;
 
 /// Refuses `value` (a `what` such as "handoff") when any string in it is over [`MAX_FIELD_BYTES`] or its
 /// compact JSON is over `max` bytes.
-pub fn check_document(what: &str, value: &Value, max: usize) -> Result<()> {
+pub(crate) fn check_document(what: &str, value: &Value, max: usize) -> Result<()> {
     if let Some((pointer, len)) = long_string(value, String::new()) {
         return Err(Error::refused(format!(
             "{what} field {pointer} is {len} bytes, over the {MAX_FIELD_BYTES}-byte limit per field; \

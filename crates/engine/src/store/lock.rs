@@ -59,7 +59,7 @@ const YIELDS_BEFORE_SLEEP: u32 = 3;
 /// The wait is `try_lock` in a loop (a blocking `flock` cannot be bounded without signals): a few
 /// retries that only yield the CPU, which is enough when the holder is another process's one-line
 /// append and gives a descheduled holder the core it needs, then sleeps doubling from 50 us to 5 ms.
-pub fn lock_file(file: &File, path: &Path, timeout: Duration) -> Result<()> {
+pub(crate) fn lock_file(file: &File, path: &Path, timeout: Duration) -> Result<()> {
     let start = Instant::now();
     let mut pause = Duration::from_micros(50);
     let mut tries = 0u32;

@@ -27,7 +27,7 @@ pub use settings::Settings;
 /// `Serialize` refuses. This is the one place the engine accepts a panic for serialisation, so the crate's
 /// `expect_used` lint can hold everywhere else.
 #[allow(clippy::expect_used)]
-pub fn json_text<T: serde::Serialize + ?Sized>(value: &T, pretty: bool) -> Vec<u8> {
+pub(crate) fn json_text<T: serde::Serialize + ?Sized>(value: &T, pretty: bool) -> Vec<u8> {
     let out = if pretty {
         serde_json::to_vec_pretty(value)
     } else {
@@ -36,13 +36,13 @@ pub fn json_text<T: serde::Serialize + ?Sized>(value: &T, pretty: bool) -> Vec<u
     out.expect("the engine's own values always serialise")
 }
 
-/// [`json_text`] as a `serde_json::Value`.
+/// `json_text` as a `serde_json::Value`.
 #[allow(clippy::expect_used)]
 pub fn json_value<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Value {
     serde_json::to_value(value).expect("the engine's own values always serialise")
 }
 
 /// [`json_text`] as a `String` (compact).
-pub fn json_string<T: serde::Serialize + ?Sized>(value: &T) -> String {
+pub(crate) fn json_string<T: serde::Serialize + ?Sized>(value: &T) -> String {
     String::from_utf8_lossy(&json_text(value, false)).into_owned()
 }

@@ -47,7 +47,7 @@ pub fn absolute(p: &Path) -> PathBuf {
 }
 
 /// Removes `.` and resolves `..` lexically (never above `/`).
-pub fn normalize(p: &Path) -> PathBuf {
+pub(crate) fn normalize(p: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for c in p.components() {
         match c {
@@ -104,7 +104,7 @@ fn protected_reason(root: &Root, real: &Path) -> Option<String> {
 
 /// Why a definition's `temp_artifacts` entry is refused at load, if it is: judged lexically on the
 /// default layout (`{root}/conductor`, `{root}/shared/handoffs`, the root and anything above it).
-pub fn protocol_temp_artifact(raw: &str) -> Option<String> {
+pub(crate) fn protocol_temp_artifact(raw: &str) -> Option<String> {
     let fake = Root {
         dir: PathBuf::from("/ROOT"),
         conductor: PathBuf::from("/ROOT/conductor"),

@@ -49,7 +49,7 @@ pub fn read_json_once(path: &Path) -> Result<Option<Value>> {
 }
 
 /// Reads a JSON file that must hold an object; a missing file is an empty object.
-pub fn read_json_object(path: &Path) -> Result<serde_json::Map<String, Value>> {
+pub(crate) fn read_json_object(path: &Path) -> Result<serde_json::Map<String, Value>> {
     match read_json(path)? {
         None => Ok(serde_json::Map::new()),
         Some(Value::Object(m)) => Ok(m),
@@ -61,7 +61,7 @@ pub fn read_json_object(path: &Path) -> Result<serde_json::Map<String, Value>> {
 }
 
 /// Reads a whole file, `None` if missing; refuses files over [`MAX_JSON_BYTES`].
-pub fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>> {
+pub(crate) fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>> {
     match std::fs::metadata(path) {
         Ok(m) if m.len() > MAX_JSON_BYTES => {
             return Err(Error::Corrupt {
@@ -112,7 +112,7 @@ pub const MAX_YAML_BYTES: u64 = 1024 * 1024;
 /// Reads a YAML file into a JSON value (so one code path validates both). Bounded twice: the file
 /// by [`MAX_YAML_BYTES`], what it expands to by [`super::yaml::MAX_YAML_NODES`]. Processes that
 /// enabled [`super::yaml::enable_cache`] parse an unchanged file only once.
-pub fn read_yaml(path: &Path) -> Result<Value> {
+pub(crate) fn read_yaml(path: &Path) -> Result<Value> {
     let parsed = super::yaml::cached(path, || {
         let bytes = read_bytes(path)?
             .ok_or_else(|| Error::not_found(format!("{} does not exist", path.display())))?;

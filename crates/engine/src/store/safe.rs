@@ -316,7 +316,7 @@ fn remove_entry(dir: &OwnedFd, dir_path: &Path, name: &OsStr, depth: usize) -> R
 
 /// Opens file `path` under `root` with `flags` (plus `O_NOFOLLOW`), creating its directory first when
 /// `flags` holds `CREATE`. `Ok(None)` when it (or its directory) does not exist and is not created.
-pub fn open_file(root: &Root, path: &Path, flags: OFlags) -> Result<Option<File>> {
+pub(crate) fn open_file(root: &Root, path: &Path, flags: OFlags) -> Result<Option<File>> {
     let create = flags.contains(OFlags::CREATE);
     let Some((dir, name)) = SafeDir::parent_of(root, path, create)? else {
         return Ok(None);
@@ -326,7 +326,7 @@ pub fn open_file(root: &Root, path: &Path, flags: OFlags) -> Result<Option<File>
 
 /// Refuses `file` (opened at `path`) unless it has exactly one link: a hard link to a file elsewhere
 /// would make an append or a lock land outside the root.
-pub fn require_single_link(file: &File, path: &Path) -> Result<()> {
+pub(crate) fn require_single_link(file: &File, path: &Path) -> Result<()> {
     use std::os::unix::fs::MetadataExt;
     let meta = file.metadata().map_err(|e| Error::io(path, e))?;
     if !meta.file_type().is_file() {

@@ -190,7 +190,7 @@ impl Settings {
 }
 
 /// Reads and parses `conductor/config.yaml` (never through a link, at most [`MAX_CONFIG_BYTES`]).
-pub fn read_config(root: &Root) -> Result<Option<Value>, String> {
+pub(crate) fn read_config(root: &Root) -> Result<Option<Value>, String> {
     let path = root.config_path();
     let file = super::safe::open_file(root, &path, OFlags::RDONLY | OFlags::CLOEXEC)
         .map_err(|e| e.to_string())?;

@@ -48,7 +48,7 @@ pub fn parse_ts_value(v: Option<&serde_json::Value>) -> Option<DateTime<Utc>> {
 pub const MAX_DURATION: std::time::Duration = std::time::Duration::from_secs(365 * 86_400);
 
 /// Checks `d` against [`MAX_DURATION`], naming `what` in the refusal.
-pub fn check_duration(what: &str, d: std::time::Duration) -> crate::error::Result<()> {
+pub(crate) fn check_duration(what: &str, d: std::time::Duration) -> crate::error::Result<()> {
     if d > MAX_DURATION {
         return Err(crate::error::Error::refused(format!(
             "{what} of {}s is longer than the maximum of 365d ({}s); use a shorter one",
