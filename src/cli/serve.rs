@@ -225,6 +225,8 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     let watched_tracks = tracks_dir.clone();
     let mut watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
         let _ = match ev {
+            // Opening or reading a file (our own reads included) changes nothing.
+            Ok(ev) if matches!(ev.kind, notify::EventKind::Access(_)) => Ok(()),
             Ok(ev) if ev.need_rescan() => wake.send(Wake::Rescan),
             Ok(ev) if ev.paths.iter().any(|p| p.starts_with(&watched_tracks)) => {
                 // Only the lease and heartbeat files of a track matter (queue appends do not wake us).

@@ -21,7 +21,6 @@ use serde_json::{Map, Value, json};
 use super::Conductor;
 use super::files;
 use crate::journal::{Act, Origin};
-use crate::store::atomic::write_json;
 use crate::store::time::{now_ts, parse_ts};
 use crate::store::{HandoffId, Root, WorkflowId};
 
@@ -116,6 +115,30 @@ fn journal_names(root: &Root, key: &str) -> bool {
     })
 }
 
+/// Writes an intent through [`crate::store::safe`] (no link followed) without fsync: it guards against a
+/// killed process, whose writes the kernel keeps; after a power loss the journal's own fsync-free append is
+/// no more durable than the intent. A torn intent is unreadable and is dropped by the repair.
+fn write_intent(root: &Root, path: &std::path::Path, f: &IntentFile) -> crate::error::Result<()> {
+    use rustix::fs::OFlags;
+    use std::io::Write;
+    let bytes = crate::store::atomic::to_pretty_json(f);
+    let mut file =
+        crate::store::safe::open_file(root, path, OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC)?
+            .ok_or_else(|| {
+                crate::error::Error::refused(format!("{} could not be created", path.display()))
+            })?;
+    file.write_all(&bytes)
+        .map_err(|e| crate::error::Error::io(path, e))
+}
+
+/// Removes an intent (no fsync, see [`write_intent`]).
+fn remove_intent(root: &Root, path: &std::path::Path) -> crate::error::Result<bool> {
+    let Some((dir, name)) = crate::store::safe::SafeDir::parent_of(root, path, false)? else {
+        return Ok(false);
+    };
+    dir.remove_file(&name)
+}
+
 fn pid_alive(pid: u32) -> bool {
     pid == std::process::id() || std::path::Path::new("/proc").join(pid.to_string()).exists()
 }
@@ -145,7 +168,7 @@ impl Conductor {
         };
         let made_dir = !intents_dir(&self.root).is_dir();
         crate::store::atomic::ensure_dir(&self.root, &intents_dir(&self.root)).ok()?;
-        write_json(&self.root, &path, &f).ok()?;
+        write_intent(&self.root, &path, &f).ok()?;
         Some(Intent {
             key: key.to_owned(),
             path,
@@ -160,7 +183,7 @@ impl Conductor {
         if let Some(i) = intent
             && !i.unjournaled_before
         {
-            let _ = files::remove_file(&self.root, &i.path);
+            let _ = remove_intent(&self.root, &i.path);
             if i.made_dir {
                 // Only an empty directory is removed (another writer's intent keeps it).
                 let _ = std::fs::remove_dir(intents_dir(&self.root));
@@ -188,7 +211,7 @@ impl Conductor {
         act.targets.insert("intent".into(), json!(intent.key));
         let warning = self.journal(&act);
         if warning.is_none() {
-            let _ = files::remove_file(&self.root, &intent.path);
+            let _ = remove_intent(&self.root, &intent.path);
         }
         warning
     }
@@ -204,6 +227,16 @@ impl Conductor {
         for e in rd.flatten() {
             let path = e.path();
             let Some(f) = files::read_model::<IntentFile>(&path).ok().flatten() else {
+                // A torn intent (its writer killed mid-write) names no act: dropped once it is old.
+                let stale = e
+                    .metadata()
+                    .ok()
+                    .and_then(|m| m.modified().ok())
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age > std::time::Duration::from_secs(600));
+                if stale {
+                    let _ = remove_intent(&self.root, &path);
+                }
                 continue;
             };
             if path != dir.join(format!("{}.json", f.key)) {
@@ -215,7 +248,7 @@ impl Conductor {
                 continue;
             }
             if journal_names(&self.root, &f.key) {
-                let _ = files::remove_file(&self.root, &path);
+                let _ = remove_intent(&self.root, &path);
                 continue;
             }
             let Some(action) = action_word(&f.action) else {
@@ -242,7 +275,7 @@ impl Conductor {
                 }
                 journaled += 1;
             }
-            let _ = files::remove_file(&self.root, &path);
+            let _ = remove_intent(&self.root, &path);
         }
         journaled
     }
