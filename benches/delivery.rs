@@ -105,9 +105,14 @@ fn main() {
     let disp0 = std::fs::read_to_string(inbox.join(format!("{hid0}.json"))).unwrap();
     let total = WAITING + DUE;
     let t_build = Instant::now();
-    let start = Utc::now() + chrono::Duration::seconds(15);
     let mut deadlines = std::collections::HashMap::new();
-    for i in 1..total {
+    // The waiting dispatches first, then the due ones, so their deadlines are set relative to the moment
+    // the supervisor starts (a slow build of the root must not put them in the past).
+    let mut start = Utc::now() + chrono::Duration::seconds(15);
+    for i in (DUE + 1..total).chain(1..=DUE) {
+        if i == 1 {
+            start = Utc::now() + chrono::Duration::seconds(15);
+        }
         let hid = format!("hof_20260614_b{i:05}");
         let wf = format!("wf_bench_{i}");
         let st: Value =

@@ -18,6 +18,7 @@ use anyhow::Context;
 use notify::Watcher;
 
 use super::Outcome;
+use crate::engine::bus::notices::post_notices;
 use crate::engine::conductor::Conductor;
 use crate::engine::conductor::deadlines::DeadlineIndex;
 use crate::engine::conductor::delivery::{
@@ -25,6 +26,7 @@ use crate::engine::conductor::delivery::{
 };
 use crate::engine::journal::Origin;
 use crate::engine::store::Root;
+use crate::engine::store::layout;
 use crate::engine::store::time::format_ts;
 
 /// Options of `pantheon serve`.
@@ -37,6 +39,8 @@ pub struct ServeArgs {
 
 /// What wakes the loop.
 enum Wake {
+    /// A track's `locks.json` or `worker-status.json` changed, or a track appeared (its name).
+    Track(String),
     /// Files changed (the paths notify reported).
     Paths(Vec<PathBuf>),
     /// The watcher lost events (overflow) or asked for a rescan: rebuild the index.
@@ -45,11 +49,76 @@ enum Wake {
     Stop,
 }
 
-/// `pantheon tick`: one pass, its report as JSON.
+/// `pantheon tick`: one pass (deadlines, then lease and staleness notices), its report as JSON.
 pub fn tick(root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
     let c = Conductor::new(root.clone()).with_origin(origin);
-    let r = c.tick(chrono::Utc::now());
-    Ok(Outcome::Json(serde_json::to_value(r)?))
+    let now = chrono::Utc::now();
+    let r = c.tick(now);
+    let mut v = serde_json::to_value(r)?;
+    let mut notices = Vec::new();
+    for track in tracks(root) {
+        if let Ok(n) = post_notices(root, &track, now) {
+            notices.extend(n.posted.into_iter().map(|(kind, payload)| {
+                serde_json::json!({"track": track, "type": kind.as_str(), "payload": payload})
+            }));
+        }
+    }
+    v["notices"] = serde_json::Value::Array(notices);
+    Ok(Outcome::Json(v))
+}
+
+/// The tracks of the root (directories under `conductor/tracks/`).
+fn tracks(root: &Root) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(root.tracks_dir())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The track a bus file event concerns: `conductor/tracks/{track}/.message-bus/{locks,worker-status}.json`,
+/// or a track directory itself.
+fn track_of_event(tracks_dir: &std::path::Path, path: &std::path::Path) -> Option<String> {
+    let rel = path.strip_prefix(tracks_dir).ok()?;
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    match parts.as_slice() {
+        [track] => Some(track.clone()),
+        [track, bus, file]
+            if bus == layout::BUS_DIR
+                && (file == layout::LOCKS_FILE || file == layout::WORKERS_FILE) =>
+        {
+            Some(track.clone())
+        }
+        _ => None,
+    }
+}
+
+/// Posts the notices due on `track` and returns when its next cause falls due.
+fn notices_for(
+    root: &Root,
+    track: &str,
+    out: &mut dyn Write,
+) -> Option<chrono::DateTime<chrono::Utc>> {
+    match post_notices(root, track, chrono::Utc::now()) {
+        Ok(r) => {
+            for (kind, payload) in &r.posted {
+                let _ = writeln!(
+                    out,
+                    "{} posted {kind} on track {track}: {payload}",
+                    format_ts(chrono::Utc::now())
+                );
+            }
+            r.next_due
+        }
+        Err(_) => None,
+    }
 }
 
 fn log_line(out: &mut dyn Write, report: &TickReport) {
@@ -150,10 +219,26 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     let timers = root.timers_dir();
     std::fs::create_dir_all(&pending).ok();
     std::fs::create_dir_all(&timers).ok();
+    let tracks_dir = root.tracks_dir();
+    std::fs::create_dir_all(&tracks_dir).ok();
     let wake = tx.clone();
+    let watched_tracks = tracks_dir.clone();
     let mut watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
         let _ = match ev {
+            // Opening or reading a file (our own reads included) changes nothing.
+            Ok(ev) if matches!(ev.kind, notify::EventKind::Access(_)) => Ok(()),
             Ok(ev) if ev.need_rescan() => wake.send(Wake::Rescan),
+            Ok(ev) if ev.paths.iter().any(|p| p.starts_with(&watched_tracks)) => {
+                // Only the lease and heartbeat files of a track matter (queue appends do not wake us).
+                for t in ev
+                    .paths
+                    .iter()
+                    .filter_map(|p| track_of_event(&watched_tracks, p))
+                {
+                    let _ = wake.send(Wake::Track(t));
+                }
+                Ok(())
+            }
             Ok(ev) => wake.send(Wake::Paths(ev.paths)),
             Err(_) => wake.send(Wake::Rescan),
         };
@@ -165,6 +250,9 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     watcher
         .watch(&timers, notify::RecursiveMode::NonRecursive)
         .with_context(|| format!("cannot watch {}", timers.display()))?;
+    watcher
+        .watch(&tracks_dir, notify::RecursiveMode::Recursive)
+        .with_context(|| format!("cannot watch {}", tracks_dir.display()))?;
 
     let _ = writeln!(
         out,
@@ -175,12 +263,28 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     let mut index = DeadlineIndex::build(root);
     let mut last_beat = Instant::now() - SUPERVISOR_BEAT;
     let mut pass = true;
+    // When each track's next lease expiry or staleness falls due.
+    let mut notice_due: std::collections::BTreeMap<String, Option<chrono::DateTime<chrono::Utc>>> =
+        tracks(root).into_iter().map(|t| (t, None)).collect();
+    let mut notice_now: Vec<String> = notice_due.keys().cloned().collect();
     while !stop.load(Ordering::SeqCst) {
         let now = chrono::Utc::now();
         if pass || index.next_due().is_some_and(|t| t <= now) {
             let report = c.tick_index(&mut index, now);
             log_line(&mut *out, &report);
             pass = false;
+        }
+        notice_now.extend(
+            notice_due
+                .iter()
+                .filter(|(_, d)| d.is_some_and(|t| t <= now))
+                .map(|(t, _)| t.clone()),
+        );
+        notice_now.sort();
+        notice_now.dedup();
+        for t in notice_now.drain(..) {
+            let due = notices_for(root, &t, &mut *out);
+            notice_due.insert(t, due);
         }
         if last_beat.elapsed() >= SUPERVISOR_BEAT {
             let nd = index.next_due().map(format_ts);
@@ -194,7 +298,11 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
         }
         // Sleep exactly until the next due time (or the next heartbeat), unless a file event comes.
         let mut wait = SUPERVISOR_BEAT.saturating_sub(last_beat.elapsed());
-        if let Some(t) = index.next_due() {
+        for t in index
+            .next_due()
+            .into_iter()
+            .chain(notice_due.values().flatten().copied())
+        {
             let until = (t - chrono::Utc::now()).to_std().unwrap_or(Duration::ZERO);
             wait = wait.min(until);
         }
@@ -209,7 +317,11 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
         for w in std::iter::once(first).chain(rx.try_iter()) {
             match w {
                 Wake::Paths(p) => changed.extend(p),
-                Wake::Rescan => rescan = true,
+                Wake::Rescan => {
+                    rescan = true;
+                    notice_now.extend(tracks(root));
+                }
+                Wake::Track(t) => notice_now.push(t),
                 Wake::Stop => {}
             }
         }

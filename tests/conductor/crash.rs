@@ -197,3 +197,151 @@ fn rejected_ack_killed_after_its_commit_is_repaired_by_repeating_it() {
         1
     );
 }
+
+/// Runs `args` with stdin `input` and the crash point `point`; asserts the process was killed there.
+fn killed_at(env: &Env, args: &[&str], input: Option<&Value>, point: &str) {
+    use std::io::Write;
+    let mut c = env.command(args);
+    c.env("PANTHEON_TEST_CRASH_AT", point)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = c.spawn().unwrap();
+    if let Some(v) = input {
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(v.to_string().as_bytes())
+            .unwrap();
+    }
+    drop(child.stdin.take());
+    let status = child.wait().unwrap();
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGKILL),
+        "{point} was not reached"
+    );
+}
+
+fn entries(env: &Env, action: &str, key: &str, id: &str) -> Vec<Value> {
+    std::fs::read_to_string(env.path("conductor/journal.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["action"] == action && e["targets"][key] == id)
+        .collect()
+}
+
+fn assert_chain_valid(env: &Env) {
+    let out = env.run(&["journal", "--verify"], None);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn an_act_killed_before_its_journal_entry_is_journaled_once_by_its_repeat_or_the_next_tick() {
+    let env = Env::with_test_flow();
+    // submit killed after the act, before the append; the resubmit journals it once.
+    let (wf, hid) = ("wf_crash_journal", "hof_20260614_cj0001");
+    let h = plan(wf, hid);
+    killed_at(
+        &env,
+        &["handoff", "submit", "-"],
+        Some(&h),
+        "journal:before-append:submit",
+    );
+    assert!(entries(&env, "submit", "handoff_id", hid).is_empty());
+    env.submit(&h);
+    let e = entries(&env, "submit", "handoff_id", hid);
+    assert_eq!(e.len(), 1, "{e:#?}");
+    assert_eq!(e[0]["outcome"], "dispatched");
+    assert_eq!(env.names("conductor/journal-intents"), Vec::<String>::new());
+
+    // ack killed before the append; its repeat journals the original act (not a duplicate), once.
+    let a = ack("ack_20260614_cj1", hid, "accepted", "on it");
+    killed_at(&env, &["ack"], Some(&a), "journal:before-append:ack");
+    assert!(entries(&env, "ack", "ack_id", "ack_20260614_cj1").is_empty());
+    assert_eq!(
+        env.names("conductor/journal-intents").len(),
+        1,
+        "the intent stays"
+    );
+    let r = env.ack(&a);
+    assert_eq!(r["duplicate"], true, "the act was done");
+    let e = entries(&env, "ack", "ack_id", "ack_20260614_cj1");
+    assert_eq!(e.len(), 1, "{e:#?}");
+    assert_eq!(e[0]["outcome"], "accepted");
+    // A second repeat is an ordinary duplicate.
+    env.ack(&a);
+    let e = entries(&env, "ack", "ack_id", "ack_20260614_cj1");
+    assert_eq!(e.len(), 2);
+    assert_eq!(e[1]["outcome"], "accepted (duplicate)");
+    assert_chain_valid(&env);
+
+    // An ack killed before the append and never repeated: the next tick journals it, once.
+    let (wf2, hid2) = ("wf_crash_journal_2", "hof_20260614_cj0002");
+    env.submit(&plan(wf2, hid2));
+    let a2 = ack("ack_20260614_cj2", hid2, "accepted", "");
+    killed_at(&env, &["ack"], Some(&a2), "journal:before-append:ack");
+    let r = env.ok(&["tick"], None);
+    assert_eq!(r["journaled_late"], 1);
+    let e = entries(&env, "ack", "ack_id", "ack_20260614_cj2");
+    assert_eq!(e.len(), 1, "{e:#?}");
+    assert_eq!(e[0]["outcome"], "accepted");
+    let r = env.ok(&["tick"], None);
+    assert_eq!(r["journaled_late"], 0);
+    assert_eq!(entries(&env, "ack", "ack_id", "ack_20260614_cj2").len(), 1);
+    assert_chain_valid(&env);
+
+    // A refused act leaves no intent behind.
+    let bad = ack("ack_20260614_cj3", "hof_20260614_cj9999", "accepted", "");
+    env.refused(&["ack"], Some(&bad));
+    assert_eq!(env.names("conductor/journal-intents"), Vec::<String>::new());
+}
+
+#[test]
+fn a_redelivery_killed_before_its_journal_entry_is_journaled_once_by_the_next_tick() {
+    let env = Env::with_test_flow();
+    env.write(
+        "conductor/workflows/quick-flow.yaml",
+        "workflow:\n  id: quick-flow\n  steps:\n    - {id: plan, god: thoth}\n    - {id: build, god: hephaestus, ack_wait: 1s, max_deliveries: 2}\n",
+    );
+    let (wf, hid) = ("wf_crash_journal_3", "hof_20260614_cj0003");
+    env.submit(&def_handoff(
+        hid,
+        wf,
+        "thoth",
+        "hephaestus",
+        "plan",
+        &[],
+        "quick-flow",
+        None,
+    ));
+    let inbox = format!("conductor/pending/hephaestus/{hid}.json");
+    for (point, action, n) in [
+        ("journal:before-append:redeliver", "redeliver", 2),
+        ("journal:before-append:dead_letter", "dead_letter", 2),
+    ] {
+        std::thread::sleep(Duration::from_millis(1100));
+        killed_at(&env, &["tick"], None, point);
+        assert!(
+            entries(&env, action, "handoff_id", hid).is_empty(),
+            "{point}"
+        );
+        let r = env.ok(&["tick"], None);
+        assert_eq!(r["journaled_late"], 1, "{point}: {r:#}");
+        let e = entries(&env, action, "handoff_id", hid);
+        assert_eq!(e.len(), 1, "{point}: {e:#?}");
+        assert_eq!(e[0]["targets"]["delivery"], n.to_string());
+        assert_eq!(e[0]["source"], "supervisor");
+        assert_chain_valid(&env);
+    }
+    assert!(!env.exists(&inbox));
+    assert!(env.exists(&format!("conductor/dead/hephaestus/{hid}.json")));
+    assert_eq!(env.state(wf)["status"], "stalled");
+}

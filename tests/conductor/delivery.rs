@@ -752,3 +752,123 @@ fn a_completed_step_is_never_timed_out_and_serve_enforces_the_timeout() {
     );
     assert_valid(&env);
 }
+
+fn bus_messages(env: &Env, track: &str, kind: &str) -> Vec<Value> {
+    std::fs::read_to_string(env.path(&format!(
+        "conductor/tracks/{track}/.message-bus/queue.jsonl"
+    )))
+    .unwrap_or_default()
+    .lines()
+    .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    .filter(|m| m["type"] == kind)
+    .collect()
+}
+
+#[test]
+fn two_supervisors_post_each_lease_expiry_and_staleness_once_and_rearm_on_renewal() {
+    let env = Env::new();
+    env.write("conductor/config.yaml", "stale_after: 2s\n");
+    env.ok(&["bus", "--track", "t1", "init"], None);
+    let a = serve(&env, "a.log");
+    let b = serve(&env, "b.log");
+    wait_for("two heartbeats", Duration::from_secs(20), || {
+        env.names("conductor/supervisor").len() >= 2
+    });
+    let lock = env.ok(
+        &[
+            "bus",
+            "--track",
+            "t1",
+            "lock",
+            "src/app.rs",
+            "--worker",
+            "w1",
+            "--ttl",
+            "1s",
+        ],
+        None,
+    );
+    env.ok(
+        &[
+            "bus",
+            "--track",
+            "t1",
+            "heartbeat",
+            "--worker",
+            "w2",
+            "--task",
+            "1.1",
+            "--status",
+            "RUNNING",
+        ],
+        None,
+    );
+    wait_for("the lease notice", Duration::from_secs(20), || {
+        !bus_messages(&env, "t1", "LOCK_EXPIRED").is_empty()
+    });
+    wait_for("the staleness notice", Duration::from_secs(20), || {
+        !bus_messages(&env, "t1", "WORKER_STALE").is_empty()
+    });
+    // Give the other supervisor every chance to post a second one.
+    std::thread::sleep(Duration::from_millis(1500));
+    let expired = bus_messages(&env, "t1", "LOCK_EXPIRED");
+    assert_eq!(expired.len(), 1, "{expired:#?}");
+    let p = &expired[0]["payload"];
+    assert_eq!(p["path"], "src/app.rs");
+    assert_eq!(p["holder"], "w1");
+    assert_eq!(p["fencing_token"], lock["fencing_token"]);
+    assert_eq!(p["expired_at"], lock["expires_at"]);
+    assert_eq!(expired[0]["source"], "supervisor");
+    let stale = bus_messages(&env, "t1", "WORKER_STALE");
+    assert_eq!(stale.len(), 1, "{stale:#?}");
+    assert_eq!(stale[0]["payload"]["worker_id"], "w2");
+
+    // A renewed lease and a fresh heartbeat re-arm: their next expiry and staleness are posted again, once.
+    env.ok(
+        &[
+            "bus",
+            "--track",
+            "t1",
+            "lock",
+            "src/app.rs",
+            "--worker",
+            "w1",
+            "--ttl",
+            "1s",
+        ],
+        None,
+    );
+    env.ok(
+        &[
+            "bus",
+            "--track",
+            "t1",
+            "heartbeat",
+            "--worker",
+            "w2",
+            "--task",
+            "1.1",
+            "--status",
+            "RUNNING",
+        ],
+        None,
+    );
+    wait_for("the second lease notice", Duration::from_secs(20), || {
+        bus_messages(&env, "t1", "LOCK_EXPIRED").len() >= 2
+    });
+    wait_for(
+        "the second staleness notice",
+        Duration::from_secs(20),
+        || bus_messages(&env, "t1", "WORKER_STALE").len() >= 2,
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let again = bus_messages(&env, "t1", "LOCK_EXPIRED");
+    assert_eq!(again.len(), 2, "{again:#?}");
+    assert_eq!(bus_messages(&env, "t1", "WORKER_STALE").len(), 2);
+    terminate(a);
+    terminate(b);
+    // A tick afterwards finds every cause already posted.
+    let r = env.ok(&["tick"], None);
+    assert_eq!(r["notices"], json!([]));
+    assert_valid(&env);
+}

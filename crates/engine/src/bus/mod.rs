@@ -30,6 +30,7 @@ pub mod fencing;
 pub mod journaled;
 pub mod locks;
 pub mod model;
+pub mod notices;
 pub mod queue;
 pub mod vocab;
 pub mod workers;

@@ -119,6 +119,10 @@ words!(
         BoardAdvance = "BOARD_ADVANCE",
         /// The session was resolved.
         BoardResolve = "BOARD_RESOLVE",
+        /// A held lock's lease ran out (posted once by the supervisor, `pantheon serve`).
+        LockExpired = "LOCK_EXPIRED",
+        /// A worker's heartbeat went stale (posted once by the supervisor, `pantheon serve`).
+        WorkerStale = "WORKER_STALE",
     }
 );
 
@@ -248,7 +252,7 @@ mod tests {
             VoteVerdict::parse_loose(" approve "),
             Some(VoteVerdict::Approve)
         );
-        assert_eq!(MessageType::ALL.len(), 14);
+        assert_eq!(MessageType::ALL.len(), 16);
         for m in MessageType::ALL {
             assert!(crate::bus::queue::is_valid_type(m.as_str()), "{m}");
         }

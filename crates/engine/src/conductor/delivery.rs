@@ -320,6 +320,8 @@ pub struct TickReport {
     pub dead_lettered: Vec<DeliveryAct>,
     /// Half-done moves a crash left behind, finished.
     pub repaired: usize,
+    /// Acts a crashed process did without journaling them, journaled now (docs/PROTOCOL.md §2.8).
+    pub journaled_late: usize,
     /// The earliest deadline still ahead, if any.
     pub next_deadline: Option<String>,
     /// Dispatches or workflows that could not be handled this pass (the next pass retries).
@@ -451,6 +453,7 @@ impl Conductor {
             ..Default::default()
         };
         let mut next: Option<DateTime<Utc>> = None;
+        report.journaled_late = self.repair_intents();
         for (path, kind) in index.take_due(now) {
             let touched = match kind {
                 Kind::Timer => self.handle_timer(&path, now, &mut report, &mut next),
@@ -474,6 +477,43 @@ impl Conductor {
         report
     }
 
+    /// Writes the intent of a redelivery or dead letter before its first write (under the workflow's
+    /// lock), so a crash before its journal entry is journaled by the next pass.
+    pub(crate) fn intend_delivery(
+        &self,
+        workflow_id: &str,
+        handoff_id: &str,
+        from: &str,
+        to: &str,
+        delivery: usize,
+        dead: bool,
+    ) {
+        let act = DeliveryAct {
+            handoff_id: handoff_id.to_owned(),
+            workflow_id: workflow_id.to_owned(),
+            from_god: from.to_owned(),
+            to_god: to.to_owned(),
+            delivery,
+            deadline: None,
+            path: String::new(),
+        };
+        let check = if dead {
+            super::intents::Check::Dead {
+                handoff_id: handoff_id.to_owned(),
+            }
+        } else {
+            super::intents::Check::Delivery {
+                handoff_id: handoff_id.to_owned(),
+                delivery,
+            }
+        };
+        self.intend(
+            &delivery_intent_key(&act, dead),
+            &delivery_act(&act, dead),
+            check,
+        );
+    }
+
     fn record_act(
         &self,
         act: DeliveryAct,
@@ -482,7 +522,8 @@ impl Conductor {
         next: &mut Option<DateTime<Utc>>,
     ) -> PathBuf {
         let journal_act = delivery_act(&act, dead);
-        self.journal(&journal_act);
+        let intent = self.intent_of(&delivery_intent_key(&act, dead));
+        self.journal_intent(intent, journal_act);
         let path = PathBuf::from(&act.path);
         if dead {
             self.post_dead_event(&act);
@@ -636,6 +677,7 @@ impl Conductor {
                 let to_god = GodName::parse(&to)?;
                 let target = self.root.inbox_dir(&to_god).join(format!("{hid}.json"));
                 files::refuse_unconfined(&self.root, &[path.to_path_buf(), target.clone()])?;
+                self.intend_delivery(wf.as_str(), hid.as_str(), from.as_str(), &to, n, false);
                 let mut st = files::require_state(&self.root, &wf)?;
                 let current = st.dispatched_to.as_deref() == Some(from.as_str())
                     && st.current_step.as_deref() == Some(d.step.as_str());
@@ -674,6 +716,15 @@ impl Conductor {
             Due::DeadLetter { reason } => {
                 let target = self.root.dead_dir(&from).join(format!("{hid}.json"));
                 files::refuse_unconfined(&self.root, &[path.to_path_buf(), target.clone()])?;
+                let used = d.deliveries.len();
+                self.intend_delivery(
+                    wf.as_str(),
+                    hid.as_str(),
+                    from.as_str(),
+                    from.as_str(),
+                    used,
+                    true,
+                );
                 let mut st = files::require_state(&self.root, &wf)?;
                 let current = st.dispatched_to.as_deref() == Some(from.as_str())
                     && st.current_step.as_deref() == Some(d.step.as_str());
@@ -886,6 +937,15 @@ pub fn unsupervised_deadlines(root: &Root, now: DateTime<Utc>) -> Option<usize> 
             .count();
     }
     (n > 0 && live_supervisors(root, now).is_empty()).then_some(n)
+}
+
+fn delivery_intent_key(a: &DeliveryAct, dead: bool) -> String {
+    format!(
+        "{}-{}-{}",
+        if dead { "dead" } else { "redeliver" },
+        a.handoff_id,
+        a.delivery
+    )
 }
 
 fn delivery_act(a: &DeliveryAct, dead: bool) -> crate::journal::Act {

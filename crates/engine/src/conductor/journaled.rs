@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 
+use super::intents::Check;
 use super::{
     AbortResult, AckResult, Actor, ApprovalResult, CleanupResult, Conductor, RedispatchResult,
     SubmitResult,
@@ -33,21 +34,66 @@ impl Conductor {
         handoff: &Value,
         hold: Option<String>,
     ) -> Result<SubmitResult> {
-        let mut r = self.submit_held_unjournaled(handoff, hold)?;
-        let act = Act::new("submit", r.status.clone())
+        let s = |k: &str| handoff.get(k).and_then(Value::as_str).unwrap_or_default();
+        let intent = self.intend(
+            &format!("submit-{}", s("handoff_id")),
+            &Act::new("submit", "submitted")
+                .target("workflow_id", Some(s("workflow_id")))
+                .target("handoff_id", Some(s("handoff_id"))),
+            Check::Submit {
+                workflow_id: s("workflow_id").to_owned(),
+                handoff_id: s("handoff_id").to_owned(),
+            },
+        );
+        let mut r = match self.submit_held_unjournaled(handoff, hold) {
+            Ok(r) => r,
+            Err(e) => {
+                self.drop_intent(intent);
+                return Err(e);
+            }
+        };
+        // The repeat of a submit killed before its journal entry: journal the original outcome, once.
+        let outcome = match &intent {
+            Some(i) if i.unjournaled_before && r.status == "duplicate" => self
+                .submit_outcome(&r.workflow_id, &r.handoff_id)
+                .unwrap_or_else(|| r.status.clone()),
+            _ => r.status.clone(),
+        };
+        let act = Act::new("submit", outcome)
             .target("workflow_id", Some(&r.workflow_id))
             .target("handoff_id", Some(&r.handoff_id))
             .target("to_god", r.target_god.as_ref())
             .target("step", r.target_step.as_ref());
-        r.warnings.extend(self.journal(&act));
+        r.warnings.extend(self.journal_intent(intent, act));
         Ok(r)
     }
 
     /// Acknowledges a dispatch (docs/PROTOCOL.md §2.5). `by` is recorded in the ack (`Actor::Recipient`:
     /// the god the dispatch is addressed to).
     pub fn ack_handoff(&self, ack: &Value, by: Actor) -> Result<AckResult> {
-        let mut r = self.ack_unjournaled(ack, by)?;
-        let outcome = if r.duplicate {
+        let s = |k: &str| ack.get(k).and_then(Value::as_str).unwrap_or_default();
+        let intent = self.intend(
+            &format!("ack-{}", s("ack_id")),
+            &Act::new("ack", s("status"))
+                .target("workflow_id", Some(s("workflow_id")))
+                .target("handoff_id", Some(s("handoff_id")))
+                .target("ack_id", Some(s("ack_id"))),
+            Check::Ack {
+                ack_id: s("ack_id").to_owned(),
+                handoff_id: s("handoff_id").to_owned(),
+            },
+        );
+        let mut r = match self.ack_unjournaled(ack, by) {
+            Ok(r) => r,
+            Err(e) => {
+                self.drop_intent(intent);
+                return Err(e);
+            }
+        };
+        // The repeat of an ack whose first attempt was killed before its journal entry: the act is
+        // done (a duplicate) and unjournaled, so the original is journaled now, once.
+        let original = intent.as_ref().is_some_and(|i| i.unjournaled_before);
+        let outcome = if r.duplicate && !original {
             format!("{} (duplicate)", r.status)
         } else {
             r.status.clone()
@@ -60,7 +106,7 @@ impl Conductor {
             .target("by", Some(&r.by))
             .target("rerouted_to", r.rerouted_to.as_ref())
             .target("next_handoff_id", r.next.as_ref().map(|n| &n.handoff_id));
-        r.warnings.extend(self.journal(&act));
+        r.warnings.extend(self.journal_intent(intent, act));
         Ok(r)
     }
 

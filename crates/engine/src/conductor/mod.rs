@@ -16,6 +16,7 @@ pub mod deadlines;
 pub mod definition;
 pub mod delivery;
 pub mod files;
+pub mod intents;
 pub mod journaled;
 pub mod model;
 pub mod outbox;

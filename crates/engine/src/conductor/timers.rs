@@ -315,6 +315,14 @@ impl Conductor {
             );
             let target = self.root.dead_dir(god).join(format!("{hid}.json"));
             files::refuse_unconfined(&self.root, &[path.clone(), target.clone()])?;
+            self.intend_delivery(
+                wf.as_str(),
+                hid.as_str(),
+                god.as_str(),
+                god.as_str(),
+                n,
+                true,
+            );
             st.status = WorkflowStatus::Stalled;
             st.failure_reason = Some(reason.clone());
             st.updated = Some(format_ts(now));
@@ -349,6 +357,7 @@ impl Conductor {
         let to_god = GodName::parse(&to)?;
         let target = self.root.inbox_dir(&to_god).join(format!("{hid}.json"));
         files::refuse_unconfined(&self.root, &[path.clone(), target.clone()])?;
+        self.intend_delivery(wf.as_str(), hid.as_str(), god.as_str(), &to, next_n, false);
         st.status = WorkflowStatus::WaitingForAck;
         st.dispatched_to = Some(to.clone());
         st.updated = Some(format_ts(now));

@@ -1,0 +1,344 @@
+//! Journal crash-consistency (docs/PROTOCOL.md §2.8): an intent file before the act, the journal entry
+//! after it.
+//!
+//! The journaled wrappers of the acts a crash can cut off from their entry (submit, ack, redelivery,
+//! dead letter) first write `conductor/journal-intents/{key}.json`: the act's action, targets, the
+//! origin, the writer's pid, and how to tell whether the act happened (`check`). After the act the
+//! entry is appended with `targets.intent = key` and the intent removed. A process killed between the
+//! act and the append leaves the intent behind; it is settled exactly once:
+//! - by the repeat of the act (same key): when the act turns out already done (a duplicate) and no
+//!   entry names the intent, the repeat journals the original act, not a duplicate;
+//! - by the supervisor's next pass ([`Conductor::repair_intents`]) for intents whose writer is gone:
+//!   when the journal already names the intent it is only removed; when the act is done (its `check`
+//!   holds) the original act is journaled; when it is not, the intent is dropped (nothing happened, and
+//!   a repeat journals itself).
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::Conductor;
+use super::files;
+use crate::journal::{Act, Origin};
+use crate::store::time::{now_ts, parse_ts};
+use crate::store::{HandoffId, Root, WorkflowId};
+
+/// How to tell, after a crash, whether the act of an intent happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Check {
+    /// The workflow's state records this ack id.
+    Ack {
+        /// The ack's id.
+        ack_id: String,
+        /// The handoff it acknowledges.
+        handoff_id: String,
+    },
+    /// The workflow's state records this handoff.
+    Submit {
+        /// The workflow.
+        workflow_id: String,
+        /// The handoff.
+        handoff_id: String,
+    },
+    /// The dispatch has at least this many deliveries, or lies in the dead letters.
+    Delivery {
+        /// The handoff.
+        handoff_id: String,
+        /// The delivery number the act made.
+        delivery: usize,
+    },
+    /// The dispatch lies in the dead letters.
+    Dead {
+        /// The handoff.
+        handoff_id: String,
+    },
+}
+
+/// An intent file as written.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct IntentFile {
+    key: String,
+    at: String,
+    pid: u32,
+    actor: String,
+    source: String,
+    action: String,
+    targets: Map<String, Value>,
+    outcome: String,
+    check: Check,
+}
+
+/// An intent written before an act.
+#[derive(Debug)]
+pub(crate) struct Intent {
+    key: String,
+    path: PathBuf,
+    /// An intent of this key was already there (a crashed earlier attempt) and no entry names it.
+    pub(crate) unjournaled_before: bool,
+    /// This intent created `conductor/journal-intents/` (a refusal removes it again: it writes nothing).
+    made_dir: bool,
+}
+
+/// `conductor/journal-intents/`.
+pub fn intents_dir(root: &Root) -> PathBuf {
+    root.conductor.join("journal-intents")
+}
+
+/// The actions an intent may name (the journal's `action` is a static word).
+fn action_word(a: &str) -> Option<&'static str> {
+    ["submit", "ack", "redeliver", "dead_letter"]
+        .into_iter()
+        .find(|w| *w == a)
+}
+
+/// Whether any journal entry in the current journal file or the last segment names intent `key`.
+fn journal_names(root: &Root, key: &str) -> bool {
+    let needle = format!("\"intent\":{}", json!(key));
+    let mut files = vec![crate::journal::journal_path(root)];
+    files.extend(crate::journal::segments(root).pop());
+    files.iter().any(|p| {
+        use std::io::{BufRead, Read};
+        use std::os::unix::fs::OpenOptionsExt;
+        let Ok(f) = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(p)
+        else {
+            return false;
+        };
+        std::io::BufReader::new(f.take(crate::journal::DEFAULT_SEGMENT_BYTES * 9))
+            .split(b'\n')
+            .map_while(|l| l.ok())
+            .any(|l| String::from_utf8_lossy(&l).contains(&needle))
+    })
+}
+
+/// Writes an intent through [`crate::store::safe`] (no link followed) without fsync: it guards against a
+/// killed process, whose writes the kernel keeps; after a power loss the journal's own fsync-free append is
+/// no more durable than the intent. A torn intent is unreadable and is dropped by the repair.
+fn write_intent(root: &Root, path: &std::path::Path, f: &IntentFile) -> crate::error::Result<()> {
+    use rustix::fs::OFlags;
+    use std::io::Write;
+    let bytes = crate::store::atomic::to_pretty_json(f);
+    let mut file =
+        crate::store::safe::open_file(root, path, OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC)?
+            .ok_or_else(|| {
+                crate::error::Error::refused(format!("{} could not be created", path.display()))
+            })?;
+    file.write_all(&bytes)
+        .map_err(|e| crate::error::Error::io(path, e))
+}
+
+/// Removes an intent (no fsync, see [`write_intent`]).
+fn remove_intent(root: &Root, path: &std::path::Path) -> crate::error::Result<bool> {
+    let Some((dir, name)) = crate::store::safe::SafeDir::parent_of(root, path, false)? else {
+        return Ok(false);
+    };
+    dir.remove_file(&name)
+}
+
+fn pid_alive(pid: u32) -> bool {
+    pid == std::process::id() || std::path::Path::new("/proc").join(pid.to_string()).exists()
+}
+
+impl Conductor {
+    /// Writes the intent `key` before an act (a failure to write it never stops the act: `None`).
+    pub(crate) fn intend(&self, key: &str, act: &Act, check: Check) -> Option<Intent> {
+        if !key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return None;
+        }
+        let path = intents_dir(&self.root).join(format!("{key}.json"));
+        let unjournaled_before = path.exists() && !journal_names(&self.root, key);
+        let origin = self.origin();
+        let f = IntentFile {
+            key: key.to_owned(),
+            at: now_ts(),
+            pid: std::process::id(),
+            actor: origin.actor.clone(),
+            source: origin.source.clone(),
+            action: act.action.to_owned(),
+            targets: act.targets.clone(),
+            outcome: act.outcome.clone(),
+            check,
+        };
+        let made_dir = !intents_dir(&self.root).is_dir();
+        crate::store::atomic::ensure_dir(&self.root, &intents_dir(&self.root)).ok()?;
+        write_intent(&self.root, &path, &f).ok()?;
+        Some(Intent {
+            key: key.to_owned(),
+            path,
+            unjournaled_before,
+            made_dir,
+        })
+    }
+
+    /// Removes the intent of an act that was refused (changing nothing), unless it was left by an
+    /// earlier attempt that still needs settling.
+    pub(crate) fn drop_intent(&self, intent: Option<Intent>) {
+        if let Some(i) = intent
+            && !i.unjournaled_before
+        {
+            let _ = remove_intent(&self.root, &i.path);
+            if i.made_dir {
+                // Only an empty directory is removed (another writer's intent keeps it).
+                let _ = std::fs::remove_dir(intents_dir(&self.root));
+            }
+        }
+    }
+
+    /// The intent `key` if its file is there (the supervisor's acts write it under the lock).
+    pub(crate) fn intent_of(&self, key: &str) -> Option<Intent> {
+        let path = intents_dir(&self.root).join(format!("{key}.json"));
+        path.exists().then(|| Intent {
+            key: key.to_owned(),
+            path,
+            unjournaled_before: false,
+            made_dir: false,
+        })
+    }
+
+    /// Journals `act` for `intent` (naming it) and removes the intent; a warning when it cannot.
+    pub(crate) fn journal_intent(&self, intent: Option<Intent>, mut act: Act) -> Option<String> {
+        super::crash_point(&format!("journal:before-append:{}", act.action));
+        let Some(intent) = intent else {
+            return self.journal(&act);
+        };
+        act.targets.insert("intent".into(), json!(intent.key));
+        let warning = self.journal(&act);
+        if warning.is_none() {
+            let _ = remove_intent(&self.root, &intent.path);
+        }
+        warning
+    }
+
+    /// Settles the intents a crashed process left (see the module doc); returns how many acts were
+    /// journaled late.
+    pub fn repair_intents(&self) -> usize {
+        let dir = intents_dir(&self.root);
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            return 0;
+        };
+        let mut journaled = 0;
+        for e in rd.flatten() {
+            let path = e.path();
+            let Some(f) = files::read_model::<IntentFile>(&path).ok().flatten() else {
+                // A torn intent (its writer killed mid-write) names no act: dropped once it is old.
+                let stale = e
+                    .metadata()
+                    .ok()
+                    .and_then(|m| m.modified().ok())
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age > std::time::Duration::from_secs(600));
+                if stale {
+                    let _ = remove_intent(&self.root, &path);
+                }
+                continue;
+            };
+            if path != dir.join(format!("{}.json", f.key)) {
+                continue;
+            }
+            let old = parse_ts(&f.at)
+                .is_some_and(|t| chrono::Utc::now() - t > chrono::Duration::minutes(10));
+            if pid_alive(f.pid) && !old {
+                continue;
+            }
+            if journal_names(&self.root, &f.key) {
+                let _ = remove_intent(&self.root, &path);
+                continue;
+            }
+            let Some(action) = action_word(&f.action) else {
+                continue;
+            };
+            if self.intent_done(&f.check) {
+                let outcome = match &f.check {
+                    Check::Submit {
+                        workflow_id,
+                        handoff_id,
+                    } => self.submit_outcome(workflow_id, handoff_id),
+                    _ => None,
+                }
+                .unwrap_or_else(|| f.outcome.clone());
+                let mut act = Act::new(action, outcome);
+                act.targets = f.targets.clone();
+                act.targets.insert("intent".into(), json!(f.key));
+                let origin = Origin {
+                    actor: f.actor.clone(),
+                    source: f.source.clone(),
+                };
+                if crate::journal::append(&self.root, &origin, &act).is_err() {
+                    continue;
+                }
+                journaled += 1;
+            }
+            let _ = remove_intent(&self.root, &path);
+        }
+        journaled
+    }
+
+    /// The outcome a submit had, from the state's record of it (`None`: not recorded).
+    pub(crate) fn submit_outcome(&self, workflow_id: &str, handoff_id: &str) -> Option<String> {
+        let wf = WorkflowId::parse(workflow_id).ok()?;
+        let st = files::require_state(&self.root, &wf).ok()?;
+        let rec = st.record_of(handoff_id)?;
+        Some(
+            rec.routed
+                .as_ref()
+                .map(|r| r.status.clone())
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "recorded".to_owned()),
+        )
+    }
+
+    fn intent_done(&self, check: &Check) -> bool {
+        match check {
+            Check::Ack { ack_id, handoff_id } => {
+                let Ok(hid) = HandoffId::parse(handoff_id) else {
+                    return false;
+                };
+                let found = files::find_live(&self.root, &hid, None)
+                    .ok()
+                    .flatten()
+                    .map(|f| f.dispatch)
+                    .or_else(|| {
+                        files::find_archived(&self.root, &hid, None)
+                            .ok()
+                            .and_then(|v| v.into_iter().next())
+                            .map(|f| f.dispatch)
+                    })
+                    .or_else(|| self.find_dead(&hid).map(|d| d.dispatch));
+                found
+                    .and_then(|d| WorkflowId::parse(&d.workflow_id).ok())
+                    .and_then(|wf| files::require_state(&self.root, &wf).ok())
+                    .is_some_and(|st| st.acks.iter().any(|a| a.ack_id == *ack_id))
+            }
+            Check::Submit {
+                workflow_id,
+                handoff_id,
+            } => WorkflowId::parse(workflow_id)
+                .ok()
+                .and_then(|wf| files::require_state(&self.root, &wf).ok())
+                .is_some_and(|st| st.record_of(handoff_id).is_some()),
+            Check::Delivery {
+                handoff_id,
+                delivery,
+            } => {
+                let Ok(hid) = HandoffId::parse(handoff_id) else {
+                    return false;
+                };
+                self.find_dead(&hid).is_some()
+                    || files::find_live(&self.root, &hid, None)
+                        .ok()
+                        .flatten()
+                        .is_some_and(|f| f.dispatch.deliveries.len() >= *delivery)
+            }
+            Check::Dead { handoff_id } => HandoffId::parse(handoff_id)
+                .ok()
+                .is_some_and(|hid| self.find_dead(&hid).is_some()),
+        }
+    }
+}
