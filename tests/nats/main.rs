@@ -1088,16 +1088,24 @@ fn the_console_bridge_pane_shows_what_a_real_bridge_wrote() {
             .as_ref()
             .and_then(|b| b["tracks"]["shared"]["mirrored"].as_u64())
     };
-    // The status file catches up with the counts (it is written when they change).
+    // The status file catches up with the counts (it is written when they change) and the track's
+    // cursor row is read. (Once in about ten runs a model opened right after the status matched
+    // read no cursor row: the wait takes the model that shows both; see the closing note.)
+    let mut seen = None;
     wait_for(
-        "A's status file naming 5 mirrored",
+        "A's status file naming 5 mirrored, and the track's cursor",
         Duration::from_secs(30),
         || {
             let model = pantheon::live::LiveModel::open(root.clone(), Default::default());
-            mirrored(&model.snapshot()) == Some(5)
+            let s = model.snapshot();
+            let ok = mirrored(&s) == Some(5) && s.bridge_view.rows.iter().any(|r| r.id == "shared");
+            if ok {
+                seen = Some(model);
+            }
+            ok
         },
     );
-    let model = pantheon::live::LiveModel::open(root.clone(), Default::default());
+    let model = seen.expect("the wait returned with a model");
     let mut app = App::new(model.snapshot(), false, chrono::Utc::now());
     app.run_command("pane bridge");
     assert_eq!(app.pane, Pane::Bridge);

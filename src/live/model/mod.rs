@@ -358,7 +358,11 @@ impl LiveModel {
         m.rescan_tracks();
         m.check_definitions();
         m.rescan_dead();
+        m.rescan_supervisors();
         m.check_journal();
+        // Small files: the supervisors' heartbeats and the bridge's status are part of the first
+        // screen (the header's notices), not of the background load.
+        m.bridge.refresh(&m.root, bridge::BridgePart::All);
         m.progressive = false;
         m.load_total = m.unread.len();
         let left = first.saturating_sub(started.elapsed());

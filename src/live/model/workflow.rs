@@ -479,4 +479,32 @@ mod tests {
         let s = m.rescan().expect("the change is seen");
         assert_eq!(s.counts(now).orphaned, 1);
     }
+
+    #[test]
+    fn the_first_screen_of_a_progressive_load_has_the_supervisors_and_the_bridge() {
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::at(d.path());
+        std::fs::create_dir_all(root.supervisor_dir()).unwrap();
+        let now = crate::engine::store::time::now_ts();
+        std::fs::write(
+            root.supervisor_dir().join("s1.json"),
+            serde_json::json!({"last_beat": now}).to_string(),
+        )
+        .unwrap();
+        let status = crate::engine::bridge::status_path(&root);
+        std::fs::create_dir_all(status.parent().unwrap()).unwrap();
+        std::fs::write(
+            &status,
+            serde_json::json!({"name": "konan", "connected": true, "updated": now}).to_string(),
+        )
+        .unwrap();
+        let m = LiveModel::open_progressive(root, ModelOptions::default(), Duration::ZERO);
+        let s = m.snapshot();
+        assert_eq!(s.supervisors.len(), 1, "{:?}", s.supervisors);
+        assert!(s.supervisors[0].alive(chrono::Utc::now()));
+        assert_eq!(
+            s.bridge.as_ref().and_then(|b| b["name"].as_str()),
+            Some("konan")
+        );
+    }
 }
