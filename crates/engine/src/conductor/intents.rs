@@ -115,20 +115,17 @@ fn journal_names(root: &Root, key: &str) -> bool {
     })
 }
 
-/// Writes an intent through [`crate::store::safe`] (no link followed) without fsync: it guards against a
-/// killed process, whose writes the kernel keeps; after a power loss the journal's own fsync-free append is
-/// no more durable than the intent. A torn intent is unreadable and is dropped by the repair.
+/// Writes an intent through [`crate::store::safe`] (no link followed) atomically, without fsync: it
+/// guards against a killed process, whose writes the kernel keeps, and a kill mid-write leaves no
+/// intent or a whole one, never a torn file; after a power loss the journal's own fsync-free append
+/// is no more durable than the intent.
 fn write_intent(root: &Root, path: &std::path::Path, f: &IntentFile) -> crate::error::Result<()> {
-    use rustix::fs::OFlags;
-    use std::io::Write;
     let bytes = crate::store::atomic::to_pretty_json(f);
-    let mut file =
-        crate::store::safe::open_file(root, path, OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC)?
-            .ok_or_else(|| {
-                crate::error::Error::refused(format!("{} could not be created", path.display()))
-            })?;
-    file.write_all(&bytes)
-        .map_err(|e| crate::error::Error::io(path, e))
+    let (dir, name) =
+        crate::store::safe::SafeDir::parent_of(root, path, true)?.ok_or_else(|| {
+            crate::error::Error::refused(format!("{} has no parent directory", path.display()))
+        })?;
+    dir.replace_volatile(&name, &bytes)
 }
 
 /// Removes an intent (no fsync, see [`write_intent`]).

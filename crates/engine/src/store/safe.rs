@@ -226,6 +226,17 @@ impl SafeDir {
     /// Replaces `name` with `bytes` atomically and durably: a fresh temp file here (mode as `open(…,
     /// "w")` gives under the umask, or the replaced file's mode), fsync, rename, directory fsync.
     pub fn replace(&self, name: &OsStr, bytes: &[u8]) -> Result<()> {
+        self.replace_with(name, bytes, true)
+    }
+
+    /// Replaces `name` with `bytes` atomically but not durably (no fsync): a killed process leaves
+    /// the old or the new file, never a torn one; a power loss may leave the old one. For records
+    /// that only guard against a killed process (the journal's intents).
+    pub fn replace_volatile(&self, name: &OsStr, bytes: &[u8]) -> Result<()> {
+        self.replace_with(name, bytes, false)
+    }
+
+    fn replace_with(&self, name: &OsStr, bytes: &[u8], durable: bool) -> Result<()> {
         use std::io::Write;
         let keep_mode = self.file_mode(name);
         let (tmp_name, mut tmp) = loop {
@@ -250,7 +261,9 @@ impl SafeDir {
                     .map_err(|e| io_err(&tmp_path, e))?;
             }
             tmp.write_all(bytes).map_err(|e| Error::io(&tmp_path, e))?;
-            tmp.sync_all().map_err(|e| Error::io(&tmp_path, e))?;
+            if durable {
+                tmp.sync_all().map_err(|e| Error::io(&tmp_path, e))?;
+            }
             rustix::fs::renameat(&self.fd, tmp_name.as_str(), &self.fd, name)
                 .map_err(|e| io_err(&self.path.join(name), e))
         })();
@@ -258,7 +271,7 @@ impl SafeDir {
             let _ = rustix::fs::unlinkat(&self.fd, tmp_name.as_str(), AtFlags::empty());
             return result;
         }
-        self.sync()
+        if durable { self.sync() } else { Ok(()) }
     }
 
     /// Removes file (or link) `name` here; `Ok(false)` when it was not there.
