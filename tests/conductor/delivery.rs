@@ -720,6 +720,37 @@ fn tick_enforces_the_step_timeout_after_accepted_then_dead_letters() {
 }
 
 #[test]
+fn a_repeated_first_accept_after_a_timeout_redelivery_arms_the_step_timeout_again() {
+    let env = timeout_env();
+    let (wf, hid) = ("wf_deliver_timeout_repeat", "hof_20260614_de0011");
+    start_timeout(&env, wf, hid);
+    let first = ack("ack_20260614_tr1", hid, "accepted", "on it");
+    env.ack(&first);
+    let archived = format!("conductor/archive/hephaestus/{hid}.json");
+    wait_past_step_deadline(&env, &archived);
+    let r = env.ok(&["tick"], None);
+    assert_eq!(r["redelivered"][0]["delivery"], 2, "{r:#}");
+    assert!(env.names("conductor/timers").is_empty());
+
+    // The god repeats its first ack (same ack_id): a duplicate answer, and the redelivered
+    // dispatch is accepted again with its step timeout running, not left without a deadline.
+    let r = env.ack(&first);
+    assert_eq!(r["duplicate"], true, "{r:#}");
+    assert_eq!(
+        copies(&env, hid),
+        vec!["conductor/archive/hephaestus".to_string()]
+    );
+    assert!(env.read(&archived)["step_deadline"].is_string());
+    assert_eq!(env.names("conductor/timers"), vec![format!("{hid}.json")]);
+    assert_eq!(env.state(wf)["status"], "in_progress");
+    wait_past_step_deadline(&env, &archived);
+    let r = env.ok(&["tick"], None);
+    assert_eq!(r["redelivered"][0]["to_god"], "marvin", "{r:#}");
+    assert_eq!(r["redelivered"][0]["delivery"], 3);
+    assert_valid(&env);
+}
+
+#[test]
 fn a_completed_step_is_never_timed_out_and_serve_enforces_the_timeout() {
     let env = timeout_env();
     // Completed before its timeout: the timer finds nothing to do.

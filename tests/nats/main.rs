@@ -1089,8 +1089,9 @@ fn the_console_bridge_pane_shows_what_a_real_bridge_wrote() {
             .and_then(|b| b["tracks"]["shared"]["mirrored"].as_u64())
     };
     // The status file catches up with the counts (it is written when they change) and the track's
-    // cursor row is read. (Once in about ten runs a model opened right after the status matched
-    // read no cursor row: the wait takes the model that shows both; see the closing note.)
+    // cursor file exists: the bridge writes the cursor at most every 250 ms (`CURSOR_EVERY`), so
+    // the status may name 5 mirrored before the first cursor file is there. The wait keeps the
+    // model that shows both.
     let mut seen = None;
     wait_for(
         "A's status file naming 5 mirrored, and the track's cursor",

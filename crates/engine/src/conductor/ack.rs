@@ -602,6 +602,22 @@ impl Conductor {
             d.message = rec.message.clone().or(d.message);
             d.acked_at = rec.acked_at.clone();
             d.by = rec.by.clone();
+            if rec.status == AckStatus::Accepted {
+                // The step timeout starts with the acceptance this archive makes: after a crash
+                // between state and archive, or for a dispatch redelivered after its step timed
+                // out and accepted again by a repeat of the god's first ack (docs/PROTOCOL.md §2.10).
+                self.arm_step_timer(&mut d, &god, chrono::Utc::now())?;
+                // ... and the workflow is in progress again, as a fresh accept makes it.
+                if st.status == WorkflowStatus::WaitingForAck
+                    && st.current_step.as_deref() == Some(d.step.as_str())
+                    && st.dispatched_to.as_deref() == Some(god.as_str())
+                {
+                    let mut st = st.clone();
+                    st.status = WorkflowStatus::InProgress;
+                    st.updated = Some(now_ts());
+                    files::write_state(&self.root, wf, &st)?;
+                }
+            }
             files::archive(&self.root, &f.path, &god, &hid, &d)?;
         }
         if rec.status == AckStatus::Rejected
