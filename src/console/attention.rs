@@ -329,6 +329,14 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
     for inbox in s.dead_letters.iter() {
         for d in inbox.dispatches.iter() {
             let x = &d.dispatch;
+            // A dead letter of a finished (aborted) workflow waits on nobody: the record stays in
+            // pane 9, the item goes with its cause.
+            if s.workflows
+                .iter()
+                .any(|w| *w.id == *x.workflow_id && w.state.status.is_finished())
+            {
+                continue;
+            }
             // Dead letters are few: their whole file (delivery history, reason) is read on demand
             // and cached with the snapshot's record.
             let raw = d.whole().map(|w| w.raw.clone()).unwrap_or_default();
