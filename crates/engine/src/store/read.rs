@@ -60,28 +60,44 @@ pub(crate) fn read_json_object(path: &Path) -> Result<serde_json::Map<String, Va
     }
 }
 
-/// Reads a whole file, `None` if missing; refuses files over [`MAX_JSON_BYTES`].
+/// Reads a whole file, `None` if missing; refuses files over [`MAX_JSON_BYTES`] and anything that is
+/// not a regular file (a FIFO would block the reader, a device such as `/dev/zero` never ends). The size
+/// is checked on the open handle and the read is bounded, so a file that grows meanwhile cannot push it
+/// past the limit.
 pub(crate) fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>> {
-    match std::fs::metadata(path) {
-        Ok(m) if m.len() > MAX_JSON_BYTES => {
-            return Err(Error::Corrupt {
-                path: path.to_path_buf(),
-                message: format!(
-                    "file is {} bytes, over the {} byte limit",
-                    m.len(),
-                    MAX_JSON_BYTES
-                ),
-            });
-        }
-        Ok(_) => {}
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let too_big = |len: u64| Error::Corrupt {
+        path: path.to_path_buf(),
+        message: format!("file is {len} bytes, over the {MAX_JSON_BYTES} byte limit"),
+    };
+    let f = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io(path, e)),
+    };
+    let m = f.metadata().map_err(|e| Error::io(path, e))?;
+    if !m.is_file() {
+        return Err(Error::Corrupt {
+            path: path.to_path_buf(),
+            message: "not a regular file".to_owned(),
+        });
     }
-    match std::fs::read(path) {
-        Ok(b) => Ok(Some(b)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(path, e)),
+    if m.len() > MAX_JSON_BYTES {
+        return Err(too_big(m.len()));
     }
+    let mut bytes = Vec::new();
+    f.take(MAX_JSON_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, e))?;
+    if bytes.len() as u64 > MAX_JSON_BYTES {
+        return Err(too_big(bytes.len() as u64));
+    }
+    Ok(Some(bytes))
 }
 
 fn describe_json_error(bytes: &[u8], e: &serde_json::Error) -> String {
@@ -154,5 +170,37 @@ mod tests {
         std::fs::write(&p, "workflow:\n  steps: [ {id: a, god: thoth\n").unwrap();
         let err = read_yaml(&p).unwrap_err().to_string();
         assert!(err.contains("broken.yaml") && err.contains("YAML"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod read_bytes_tests {
+    use super::*;
+
+    #[test]
+    fn a_device_or_a_fifo_is_refused_without_blocking_or_reading_forever() {
+        let started = std::time::Instant::now();
+        let e = read_bytes(Path::new("/dev/zero")).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("x.json");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let e = read_bytes(&fifo).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        // A link to the device is followed to it and refused the same way.
+        let link = d.path().join("zero.json");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        assert!(read_bytes(&link).is_err());
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert_eq!(read_bytes(&d.path().join("missing.json")).unwrap(), None);
+        std::fs::write(d.path().join("ok.json"), b"{}").unwrap();
+        assert_eq!(
+            read_bytes(&d.path().join("ok.json")).unwrap().unwrap(),
+            b"{}"
+        );
     }
 }
