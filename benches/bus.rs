@@ -64,7 +64,7 @@ fn run_all(children: Vec<Child>) -> f64 {
 
 fn fresh_bus(track: &str) -> (tempfile::TempDir, Bus) {
     let dir = tempfile::tempdir().unwrap();
-    let bus = Bus::open(&Root::at(dir.path()), track).unwrap();
+    let bus = Bus::open(&Root::at(dir.path()), &track.parse().unwrap());
     bus.init().unwrap();
     (dir, bus)
 }
@@ -196,7 +196,7 @@ fn raw_writer(path: &Path, n: usize) {
 }
 
 fn post_writer(root: &Path, source: &str, n: usize) {
-    let bus = Bus::open(&Root::at(root), "bench").unwrap();
+    let bus = Bus::open(&Root::at(root), &"bench".parse().unwrap());
     let payload = serde_json::json!({"task_id": "1.1", "progress_pct": 50,
         "current_subtask": "Stripe client wrapper with retries and idempotency keys"});
     for _ in 0..n {
@@ -322,7 +322,7 @@ fn bench_locks() {
 }
 
 fn lock_worker(root: &Path, worker: &str, secs: f64) {
-    let bus = Bus::open(&Root::at(root), "locks").unwrap();
+    let bus = Bus::open(&Root::at(root), &"locks".parse().unwrap());
     let paths = ["src/a.ts", "src/b.ts", "src/c.ts"];
     let deadline = Instant::now() + Duration::from_secs_f64(secs);
     let (mut cycles, mut refused, mut i) = (0u64, 0u64, 0usize);

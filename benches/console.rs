@@ -61,7 +61,7 @@ fn cpu_time_of(pid: u32) -> Option<Duration> {
 fn latency(rate: u32, count: usize) {
     let dir = tempfile::tempdir().unwrap();
     let root = Root::at(dir.path());
-    let bus = Bus::open(&root, "bench").unwrap();
+    let bus = Bus::open(&root, &"bench".parse().unwrap());
     bus.init().unwrap();
     // A blocked worker in the buffer makes every rebuild run deadlock detection (the costly path).
     bus.post(

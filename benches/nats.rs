@@ -225,7 +225,7 @@ fn main() {
     let buses: Vec<Bus> = roots
         .iter()
         .map(|r| {
-            let b = Bus::open(r, "bench").unwrap();
+            let b = Bus::open(r, &"bench".parse().unwrap());
             b.init().unwrap();
             b
         })

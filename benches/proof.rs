@@ -139,7 +139,7 @@ fn self_exe() -> PathBuf {
 
 /// Posts as fast as it can to `track` until `secs` have passed.
 fn writer(root: &str, secs: f64, source: &str) {
-    let bus = Bus::open(&Root::at(root), "soak").unwrap();
+    let bus = Bus::open(&Root::at(root), &"soak".parse().unwrap());
     let end = Instant::now() + Duration::from_secs_f64(secs);
     let mut n = 0u64;
     while Instant::now() < end {
@@ -156,7 +156,7 @@ fn writer(root: &str, secs: f64, source: &str) {
 
 /// Posts in batches of 1,000 (what `bus post --count`/`--stdin` does) until `secs` have passed.
 fn batch_writer(root: &str, secs: f64, source: &str) {
-    let bus = Bus::open(&Root::at(root), "soak").unwrap();
+    let bus = Bus::open(&Root::at(root), &"soak".parse().unwrap());
     let end = Instant::now() + Duration::from_secs_f64(secs);
     let mut n = 0u64;
     while Instant::now() < end {
@@ -171,7 +171,7 @@ fn batch_writer(root: &str, secs: f64, source: &str) {
 
 /// Acquire/release cycles on 3 contended keys for `secs`; prints the successful cycles.
 fn lock_worker(root: &str, secs: f64, worker: &str) {
-    let bus = Bus::open(&Root::at(root), "locks").unwrap();
+    let bus = Bus::open(&Root::at(root), &"locks".parse().unwrap());
     let end = Instant::now() + Duration::from_secs_f64(secs);
     let (mut ok, mut i) = (0u64, 0usize);
     while Instant::now() < end {
@@ -220,8 +220,8 @@ fn idle_child(root: &str, secs: f64) {
 /// timed until a snapshot shows it; RSS sampled every second.
 fn soak(secs: u64) {
     let (dir, root) = temp_root();
-    Bus::open(&root, "soak").unwrap().init().unwrap();
-    let bus = Bus::open(&root, "soak").unwrap();
+    Bus::open(&root, &"soak".parse().unwrap()).init().unwrap();
+    let bus = Bus::open(&root, &"soak".parse().unwrap());
     let handle = LiveHandle::start(root.clone(), WatchMode::Notify, ModelOptions::default());
     let rss0 = rss_kb("VmRSS:");
     let writers: Vec<_> = (0..8)
@@ -512,11 +512,11 @@ fn run_children(mode: &str, dir: &Path, secs: f64, n: usize) -> u64 {
 /// messages per second over all of them.
 fn writer_processes(mode: &str, writers: usize, secs: f64) -> f64 {
     let (d, root) = temp_root();
-    Bus::open(&root, "soak").unwrap().init().unwrap();
+    Bus::open(&root, &"soak".parse().unwrap()).init().unwrap();
     let t0 = Instant::now();
     let total = run_children(mode, d.path(), secs, writers);
     let rate = total as f64 / t0.elapsed().as_secs_f64();
-    let lines = newlines(&Bus::open(&root, "soak").unwrap().queue_path());
+    let lines = newlines(&Bus::open(&root, &"soak".parse().unwrap()).queue_path());
     assert_eq!(lines, total, "every message posted is one line");
     rate
 }
@@ -581,7 +581,7 @@ fn floor_loop(writers: usize, secs: f64, locked: bool) -> f64 {
 /// Issue 3: lock acquire/release cycles per second with 8 contending processes.
 fn locks() {
     let (d, root) = temp_root();
-    Bus::open(&root, "locks").unwrap().init().unwrap();
+    Bus::open(&root, &"locks".parse().unwrap()).init().unwrap();
     let secs = 3.0;
     let t0 = Instant::now();
     let total = run_children("lockworker", d.path(), secs, 8);
@@ -623,8 +623,8 @@ fn tail_and_open() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(1024u64);
     let (d, root) = temp_root();
-    Bus::open(&root, "big").unwrap().init().unwrap();
-    let q = Bus::open(&root, "big").unwrap().queue_path();
+    Bus::open(&root, &"big".parse().unwrap()).init().unwrap();
+    let q = Bus::open(&root, &"big".parse().unwrap()).queue_path();
     let lines = big_queue(&q, gb << 20);
     let (mut ours, mut ours_rss, mut gnu, mut gnu_rss) = (vec![], 0, vec![], 0);
     for _ in 0..7 {
@@ -704,7 +704,7 @@ fn tail_and_open() {
 fn live_latency() {
     for rate in [10u64, 1000] {
         let (_d, root) = temp_root();
-        let bus = Bus::open(&root, "lat").unwrap();
+        let bus = Bus::open(&root, &"lat".parse().unwrap());
         bus.init().unwrap();
         let handle = LiveHandle::start(root.clone(), WatchMode::Notify, ModelOptions::default());
         let secs = if rate == 10 { 6 } else { 4 };
@@ -767,7 +767,7 @@ fn live_latency() {
 /// Issue 4: CPU of the live model on a quiet root.
 fn idle_cpu() {
     let (d, root) = temp_root();
-    Bus::open(&root, "idle").unwrap().init().unwrap();
+    Bus::open(&root, &"idle".parse().unwrap()).init().unwrap();
     let out = Command::new(self_exe())
         .args(["idle", &d.path().to_string_lossy(), "5"])
         .output()
@@ -789,7 +789,7 @@ fn idle_cpu() {
 /// every 100 ms): its CPU share over 5 s, from its own rusage.
 fn waiting_cpu() {
     let (d, root) = temp_root();
-    let bus = Bus::open(&root, "waiting").unwrap();
+    let bus = Bus::open(&root, &"waiting".parse().unwrap());
     bus.init().unwrap();
     let secs = 5.0;
     let mut child = Command::new(BIN)

@@ -110,7 +110,7 @@ pub(super) fn spawn(
     replicas: usize,
     poll: Duration,
 ) -> anyhow::Result<(Vec<tokio::task::JoinHandle<()>>, Arc<TrackStats>)> {
-    let bus = Bus::open(&shared.root, track.as_str())?;
+    let bus = Bus::open(&shared.root, &track);
     bus.init()?;
     let cursor = et::read_cursor(&shared.root, &track)?;
     let stats = Arc::new(TrackStats::default());
@@ -647,7 +647,7 @@ pub async fn lock(
     r: &LockRequest,
 ) -> anyhow::Result<Value> {
     let key_path = crate::engine::bus::locks::normalize_key(&r.path)?;
-    let bus = Bus::open_existing(root, r.track.as_str())?;
+    let bus = Bus::open_existing(root, &r.track)?;
     let store = ensure_bucket(js, &et::locks_bucket(&r.track), r.replicas).await?;
     let key = et::encode_kv_key(&key_path);
     let current = lock_entry(&store, &key).await?;

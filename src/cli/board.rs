@@ -8,7 +8,7 @@ use super::Outcome;
 use crate::engine::bus::board::{AssessInput, DiscussInput, OpenInput, VoteInput};
 use crate::engine::bus::{Bus, OPERATOR};
 use crate::engine::journal::Origin;
-use crate::engine::store::Root;
+use crate::engine::store::{Root, TrackName};
 
 #[derive(Debug, Args)]
 pub struct BoardArgs {
@@ -133,7 +133,7 @@ fn json_of<T: serde::Serialize>(v: T) -> anyhow::Result<Outcome> {
 
 /// Runs `pantheon board …`.
 pub fn run(args: BoardArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
-    let bus = Bus::open(root, &args.track)?.with_origin(origin);
+    let bus = Bus::open(root, &TrackName::parse(&args.track)?).with_origin(origin);
     match args.command {
         BoardCommand::Open {
             checkpoint,

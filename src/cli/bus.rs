@@ -15,8 +15,8 @@ use crate::engine::bus::queue::{Filter, Page, QueueCursor};
 use crate::engine::bus::workers::Heartbeat;
 use crate::engine::bus::{Bus, events, locks};
 use crate::engine::journal::Origin;
-use crate::engine::store::Root;
 use crate::engine::store::time::parse_duration_checked;
+use crate::engine::store::{Root, TrackName};
 
 #[derive(Debug, Args)]
 pub struct BusArgs {
@@ -155,7 +155,7 @@ fn json_of<T: serde::Serialize>(v: T) -> anyhow::Result<Outcome> {
 
 /// Runs `pantheon bus …`.
 pub fn run(args: BusArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
-    let bus = Bus::open(root, &args.track)?.with_origin(origin);
+    let bus = Bus::open(root, &TrackName::parse(&args.track)?).with_origin(origin);
     match args.command {
         BusCommand::Init => json_of(bus.init()?),
         BusCommand::Post {

@@ -25,9 +25,9 @@ use crate::engine::conductor::delivery::{
     SUPERVISOR_BEAT, TickReport, remove_supervisor_heartbeat, write_supervisor_heartbeat,
 };
 use crate::engine::journal::Origin;
-use crate::engine::store::Root;
 use crate::engine::store::layout;
 use crate::engine::store::time::format_ts;
+use crate::engine::store::{Root, TrackName};
 
 /// Options of `pantheon serve`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -68,13 +68,13 @@ pub fn tick(root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
 }
 
 /// The tracks of the root (directories under `conductor/tracks/`).
-fn tracks(root: &Root) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(root.tracks_dir())
+fn tracks(root: &Root) -> Vec<TrackName> {
+    let mut v: Vec<TrackName> = std::fs::read_dir(root.tracks_dir())
         .into_iter()
         .flatten()
         .flatten()
         .filter(|e| e.path().is_dir())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter_map(|e| TrackName::parse(&e.file_name().to_string_lossy()).ok())
         .collect();
     v.sort();
     v
@@ -103,7 +103,7 @@ fn track_of_event(tracks_dir: &std::path::Path, path: &std::path::Path) -> Optio
 /// Posts the notices due on `track` and returns when its next cause falls due.
 fn notices_for(
     root: &Root,
-    track: &str,
+    track: &TrackName,
     out: &mut dyn Write,
 ) -> Option<chrono::DateTime<chrono::Utc>> {
     match post_notices(root, track, chrono::Utc::now()) {
@@ -264,9 +264,11 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     let mut last_beat = Instant::now() - SUPERVISOR_BEAT;
     let mut pass = true;
     // When each track's next lease expiry or staleness falls due.
-    let mut notice_due: std::collections::BTreeMap<String, Option<chrono::DateTime<chrono::Utc>>> =
-        tracks(root).into_iter().map(|t| (t, None)).collect();
-    let mut notice_now: Vec<String> = notice_due.keys().cloned().collect();
+    let mut notice_due: std::collections::BTreeMap<
+        TrackName,
+        Option<chrono::DateTime<chrono::Utc>>,
+    > = tracks(root).into_iter().map(|t| (t, None)).collect();
+    let mut notice_now: Vec<TrackName> = notice_due.keys().cloned().collect();
     while !stop.load(Ordering::SeqCst) {
         let now = chrono::Utc::now();
         if pass || index.next_due().is_some_and(|t| t <= now) {
@@ -321,7 +323,8 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
                     rescan = true;
                     notice_now.extend(tracks(root));
                 }
-                Wake::Track(t) => notice_now.push(t),
+                // A directory whose name is no track name holds no bus (PROTOCOL.md 1.3).
+                Wake::Track(t) => notice_now.extend(TrackName::parse(&t).ok()),
                 Wake::Stop => {}
             }
         }

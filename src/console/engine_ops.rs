@@ -6,7 +6,7 @@ use crate::engine::bus::Bus;
 use crate::engine::conductor::{AckRequest, Actor, Conductor};
 use crate::engine::error::Error;
 use crate::engine::journal::Origin;
-use crate::engine::store::{Root, WorkflowId};
+use crate::engine::store::{Root, TrackName, WorkflowId};
 
 use super::ops::{OPERATOR, Op, Operator, Outcome};
 use crate::engine::conductor::CleanupResult;
@@ -25,7 +25,7 @@ impl EngineOperator {
         }
     }
 
-    fn bus(&self, track: &str) -> Result<Bus, Error> {
+    fn bus(&self, track: &TrackName) -> Result<Bus, Error> {
         Bus::open_existing(&self.root, track).map(|b| b.with_origin(self.conductor.origin()))
     }
 }
@@ -71,17 +71,16 @@ impl Operator for EngineOperator {
                 self.conductor.cleanup(workflow_id, false)?,
             )),
             Op::ForceUnlock { track, path } => Ok(Outcome::Unlock(
-                self.bus(track.as_str())?
-                    .release_lock(path, OPERATOR, true)?,
+                self.bus(track)?.release_lock(path, OPERATOR, true)?,
             )),
             Op::BoardAdvance { track, force } => Ok(Outcome::Advance(
-                self.bus(track.as_str())?.board_advance(*force, OPERATOR)?,
+                self.bus(track)?.board_advance(*force, OPERATOR)?,
             )),
-            Op::BoardNextRound { track } => Ok(Outcome::Round(
-                self.bus(track.as_str())?.board_next_round(OPERATOR)?,
-            )),
+            Op::BoardNextRound { track } => {
+                Ok(Outcome::Round(self.bus(track)?.board_next_round(OPERATOR)?))
+            }
             Op::BoardResolve { track, force } => Ok(Outcome::Resolve(
-                self.bus(track.as_str())?.board_resolve(*force, OPERATOR)?,
+                self.bus(track)?.board_resolve(*force, OPERATOR)?,
             )),
             Op::Requeue { handoff_id, to, .. } => Ok(Outcome::Requeue(
                 self.conductor

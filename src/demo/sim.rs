@@ -21,7 +21,7 @@ use crate::engine::bus::Bus;
 use crate::engine::conductor::Conductor;
 use crate::engine::error::{Error, Result};
 use crate::engine::journal::Origin;
-use crate::engine::store::Root;
+use crate::engine::store::{Root, TrackName};
 
 /// Ticks per demo second (at speed 1 a tick is 100 ms).
 pub const TICKS_PER_SECOND: u64 = 10;
@@ -105,11 +105,11 @@ impl Sim {
         conductor.init()?;
         let mut buses = Vec::new();
         for (name, no, count) in TRACKS {
-            let bus = Bus::open(&root, name)?.with_origin(origin.clone());
+            let bus = Bus::open(&root, &TrackName::parse(name)?).with_origin(origin.clone());
             bus.init()?;
             buses.push((bus, no, count));
         }
-        let board_bus = Bus::open(&root, BOARD_TRACK)?.with_origin(origin);
+        let board_bus = Bus::open(&root, &TrackName::parse(BOARD_TRACK)?).with_origin(origin);
         Ok(Self {
             gods: Gods::new(&root)?,
             workers: Workers::new(buses),

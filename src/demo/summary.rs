@@ -12,6 +12,7 @@ use super::gods::WfOutcome;
 use super::sim::{Sim, TICKS_PER_SECOND};
 use crate::engine::bus::Bus;
 use crate::engine::bus::queue::Filter;
+use crate::engine::store::TrackName;
 
 /// The summary of a run.
 #[derive(Debug, Clone, Serialize)]
@@ -125,7 +126,8 @@ impl Sim {
             .workers
             .track_names()
             .iter()
-            .filter_map(|t| Bus::open(&self.root, t).ok())
+            .filter_map(|t| TrackName::parse(t).ok())
+            .map(|t| Bus::open(&self.root, &t))
             .collect();
         self.wait_until(max, || {
             let stale: BTreeSet<String> = buses
@@ -146,9 +148,10 @@ impl Sim {
         let mut stale_workers = Vec::new();
         let mut messages = BTreeMap::new();
         for track in self.workers.track_names() {
-            let Ok(bus) = Bus::open(&self.root, &track) else {
+            let Ok(name) = TrackName::parse(&track) else {
                 continue;
             };
+            let bus = Bus::open(&self.root, &name);
             for w in bus.workers().unwrap_or_default() {
                 if w.stale {
                     stale_workers.push(StaleWorker {

@@ -13,7 +13,7 @@ use crate::engine::bus::deadlock::detect_deadlocks;
 use crate::engine::bus::model::{
     Assessment, BoardSession, DiscussionLine, Envelope, LockEntry, Vote, WorkerEntry,
 };
-use crate::engine::store::Root;
+use crate::engine::store::{Root, TrackName};
 
 /// Messages read from a queue offset.
 #[derive(Debug, Default)]
@@ -43,7 +43,8 @@ pub fn read_discussion(path: &Path) -> Result<(Vec<DiscussionLine>, usize), Stri
 
 /// The current board session of a track, chosen by the engine's rule.
 pub fn current_session(root: &Root, track: &str) -> Result<Option<BoardSession>, String> {
-    let bus = Bus::open(root, track).map_err(|e| e.to_string())?;
+    let track = TrackName::parse(track).map_err(|e| e.to_string())?;
+    let bus = Bus::open(root, &track);
     board::current_session(&bus).map_err(|e| e.to_string())
 }
 

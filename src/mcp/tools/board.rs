@@ -3,6 +3,7 @@
 
 use crate::engine::bus::Bus;
 use crate::engine::bus::board::{AssessInput, DiscussInput, OpenInput, VoteInput};
+use crate::engine::store::TrackName;
 use crate::mcp::args::*;
 use crate::mcp::output;
 use crate::mcp::reply::blocking;
@@ -22,7 +23,7 @@ impl ConductorServer {
     async fn board_status(&self, Parameters(a): Parameters<TrackRef>) -> CallToolResult {
         let root = self.root.clone();
         blocking("board_status", move || {
-            Bus::open_existing(&root, &a.track)?.board_status()
+            Bus::open_existing(&root, &TrackName::parse(&a.track)?)?.board_status()
         })
         .await
     }
@@ -42,7 +43,7 @@ impl ConductorServer {
     async fn board_open(&self, Parameters(a): Parameters<BoardOpen>) -> CallToolResult {
         let root = self.root.clone();
         blocking("board_open", move || {
-            Bus::open(&root, &a.track)?.board_open(&OpenInput {
+            Bus::open(&root, &TrackName::parse(&a.track)?).board_open(&OpenInput {
                 checkpoint: a.checkpoint,
                 proposal: a.proposal,
                 directors: a.directors,
@@ -67,7 +68,7 @@ impl ConductorServer {
     async fn board_assess(&self, Parameters(a): Parameters<BoardAssess>) -> CallToolResult {
         let root = self.root.clone();
         blocking("board_assess", move || {
-            Bus::open(&root, &a.track)?.board_assess(&AssessInput {
+            Bus::open(&root, &TrackName::parse(&a.track)?).board_assess(&AssessInput {
                 director: a.director,
                 verdict: a.verdict,
                 score: a.score,
@@ -95,7 +96,7 @@ impl ConductorServer {
     async fn board_discuss(&self, Parameters(a): Parameters<BoardDiscuss>) -> CallToolResult {
         let root = self.root.clone();
         blocking("board_discuss", move || {
-            Bus::open(&root, &a.track)?.board_discuss(&DiscussInput {
+            Bus::open(&root, &TrackName::parse(&a.track)?).board_discuss(&DiscussInput {
                 from: a.from,
                 to: a.to,
                 kind: a.msg_type,
@@ -121,7 +122,7 @@ impl ConductorServer {
         let root = self.root.clone();
         blocking("board_next_round", move || {
             let source = a.source.unwrap_or_else(|| DEFAULT_BOARD_SOURCE.into());
-            Bus::open(&root, &a.track)?.board_next_round(&source)
+            Bus::open(&root, &TrackName::parse(&a.track)?).board_next_round(&source)
         })
         .await
     }
@@ -140,7 +141,7 @@ impl ConductorServer {
     async fn board_vote(&self, Parameters(a): Parameters<BoardVote>) -> CallToolResult {
         let root = self.root.clone();
         blocking("board_vote", move || {
-            Bus::open(&root, &a.track)?.board_vote(&VoteInput {
+            Bus::open(&root, &TrackName::parse(&a.track)?).board_vote(&VoteInput {
                 director: a.director,
                 final_verdict: a.final_verdict,
                 confidence: a.confidence,
@@ -167,7 +168,7 @@ impl ConductorServer {
         let origin = self.conductor.origin();
         blocking("board_advance", move || {
             let source = a.source.unwrap_or_else(|| DEFAULT_BOARD_SOURCE.into());
-            Bus::open(&root, &a.track)?
+            Bus::open(&root, &TrackName::parse(&a.track)?)
                 .with_origin(origin)
                 .board_advance(a.force, &source)
         })
@@ -193,7 +194,7 @@ impl ConductorServer {
         let origin = self.conductor.origin();
         blocking("board_resolve", move || {
             let source = a.source.unwrap_or_else(|| DEFAULT_BOARD_SOURCE.into());
-            Bus::open(&root, &a.track)?
+            Bus::open(&root, &TrackName::parse(&a.track)?)
                 .with_origin(origin)
                 .board_resolve(a.force, &source)
         })

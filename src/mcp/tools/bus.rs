@@ -12,6 +12,7 @@ use crate::engine::bus::locks::DEFAULT_TTL;
 use crate::engine::bus::queue::{Filter, Page};
 use crate::engine::bus::workers::Heartbeat;
 use crate::engine::error::Error;
+use crate::engine::store::TrackName;
 use crate::engine::store::time::parse_duration_checked;
 use crate::mcp::args::*;
 use crate::mcp::output;
@@ -43,7 +44,7 @@ impl ConductorServer {
     async fn post_message(&self, Parameters(a): Parameters<PostMessage>) -> CallToolResult {
         let root = self.root.clone();
         blocking("post_message", move || {
-            let bus = Bus::open(&root, &a.track)?;
+            let bus = Bus::open(&root, &TrackName::parse(&a.track)?);
             bus.post(
                 &a.msg_type,
                 &a.source,
@@ -68,7 +69,7 @@ impl ConductorServer {
     async fn read_messages(&self, Parameters(a): Parameters<ReadMessages>) -> CallToolResult {
         let root = self.root.clone();
         blocking("read_messages", move || {
-            let bus = Bus::open_existing(&root, &a.track)?;
+            let bus = Bus::open_existing(&root, &TrackName::parse(&a.track)?)?;
             let filter = Filter {
                 since: a.since.as_deref().map(Filter::parse_since).transpose()?,
                 kind: a.msg_type,
@@ -102,7 +103,7 @@ impl ConductorServer {
     async fn acquire_lock(&self, Parameters(a): Parameters<AcquireLock>) -> CallToolResult {
         let root = self.root.clone();
         blocking("acquire_lock", move || {
-            let bus = Bus::open(&root, &a.track)?;
+            let bus = Bus::open(&root, &TrackName::parse(&a.track)?);
             let ttl = match a.ttl.as_deref() {
                 None => DEFAULT_TTL,
                 Some(t) => parse_duration_checked("ttl", t)?,
@@ -127,7 +128,7 @@ impl ConductorServer {
     async fn release_lock(&self, Parameters(a): Parameters<ReleaseLock>) -> CallToolResult {
         let root = self.root.clone();
         blocking("release_lock", move || {
-            Bus::open(&root, &a.track)?.release_lock_fenced(
+            Bus::open(&root, &TrackName::parse(&a.track)?).release_lock_fenced(
                 &a.filepath,
                 &a.worker_id,
                 false,
@@ -155,7 +156,7 @@ impl ConductorServer {
     ) -> CallToolResult {
         let root = self.root.clone();
         blocking("update_worker_status", move || {
-            Bus::open(&root, &a.track)?.heartbeat(&Heartbeat {
+            Bus::open(&root, &TrackName::parse(&a.track)?).heartbeat(&Heartbeat {
                 worker_id: &a.worker_id,
                 task_id: Some(&a.task_id),
                 status: Some(&a.status),
@@ -184,7 +185,11 @@ impl ConductorServer {
             let timeout = Duration::try_from_secs_f64(secs).map_err(|_| {
                 Error::refused(format!("timeout {secs} is not a number of seconds"))
             })?;
-            Bus::open(&root, &a.track)?.wait_for_event(&a.event_pattern, timeout, a.fresh)
+            Bus::open(&root, &TrackName::parse(&a.track)?).wait_for_event(
+                &a.event_pattern,
+                timeout,
+                a.fresh,
+            )
         })
         .await
     }
@@ -202,7 +207,7 @@ impl ConductorServer {
     async fn detect_deadlocks(&self, Parameters(a): Parameters<TrackRef>) -> CallToolResult {
         let root = self.root.clone();
         blocking("detect_deadlocks", move || {
-            Bus::open_existing(&root, &a.track)?.detect_deadlocks()
+            Bus::open_existing(&root, &TrackName::parse(&a.track)?)?.detect_deadlocks()
         })
         .await
     }

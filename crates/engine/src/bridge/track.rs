@@ -747,7 +747,7 @@ mod tests {
         assert_eq!(own_id(br#"{"id":7}"#).as_deref(), Some("7"));
         // The same lines, the same ends, as read_raw_from.
         let dir = tempfile::tempdir().unwrap();
-        let bus = Bus::open(&Root::at(dir.path()), "t").unwrap();
+        let bus = Bus::open(&Root::at(dir.path()), &"t".parse().unwrap());
         bus.init().unwrap();
         let a = bus.post("PROGRESS", "w", json!({"n": 0})).unwrap();
         let mut m = Mirror::open(bus.clone()).unwrap();
@@ -771,7 +771,7 @@ mod tests {
     #[test]
     fn a_mirror_appends_each_id_once() {
         let dir = tempfile::tempdir().unwrap();
-        let bus = Bus::open(&Root::at(dir.path()), "t").unwrap();
+        let bus = Bus::open(&Root::at(dir.path()), &"t".parse().unwrap());
         bus.init().unwrap();
         let local = bus.post("PROGRESS", "w", json!({"n": 0})).unwrap();
         let mut m = Mirror::open(bus.clone()).unwrap();

@@ -1,6 +1,6 @@
 //! The per-track message bus and the board deliberation (docs/PROTOCOL.md §3 and §4).
 //!
-//! [`Bus`] is the handle every shell uses: `Bus::open(&root, "track")?.post(…)`, `.acquire_lock(…)`,
+//! [`Bus`] is the handle every shell uses: `Bus::open(&root, &track).post(…)` (a [`TrackName`] parsed at the edge), `.acquire_lock(…)`,
 //! `.board_open(…)`. Each area lives in its own module and adds its methods to `Bus`:
 //! [`queue`] (the log), [`events`], [`locks`], [`workers`] (heartbeats), [`deadlock`], [`board`],
 //! [`archive`]. [`model`] holds the tolerant record types all of them read.
@@ -72,21 +72,21 @@ pub struct InitResult {
 }
 
 impl Bus {
-    /// The bus of `track` (validated against the name pattern); the directory need not exist yet.
-    pub fn open(root: &Root, track: &str) -> Result<Self> {
-        let track = TrackName::parse(track)?;
-        Ok(Self {
-            dir: root.bus_dir(&track),
+    /// The bus of `track`; the directory need not exist yet. The name was validated when the
+    /// [`TrackName`] was parsed (at the CLI, MCP or console edge), so opening cannot fail.
+    pub fn open(root: &Root, track: &TrackName) -> Self {
+        Self {
+            dir: root.bus_dir(track),
             root: root.clone(),
-            track,
+            track: track.clone(),
             writer: Arc::default(),
             origin: Origin::default(),
-        })
+        }
     }
 
     /// Like [`Bus::open`], but refuses a bus that was never initialised.
-    pub fn open_existing(root: &Root, track: &str) -> Result<Self> {
-        let bus = Self::open(root, track)?;
+    pub fn open_existing(root: &Root, track: &TrackName) -> Result<Self> {
+        let bus = Self::open(root, track);
         bus.require()?;
         Ok(bus)
     }
@@ -429,7 +429,7 @@ mod tests {
     #[test]
     fn repeated_posts_write_the_same_envelopes_as_single_posts() {
         let dir = tempfile::tempdir().unwrap();
-        let bus = Bus::open(&Root::at(dir.path()), "t").unwrap();
+        let bus = Bus::open(&Root::at(dir.path()), &"t".parse().unwrap());
         bus.init().unwrap();
         let payload = serde_json::json!({"task_id": "a\"b\n", "n": [1, 2]});
         let one = bus
@@ -478,7 +478,7 @@ mod tests {
     #[test]
     fn a_kept_writer_follows_the_name_through_archive_rename_and_delete() {
         let dir = tempfile::tempdir().unwrap();
-        let bus = Bus::open(&Root::at(dir.path()), "t").unwrap();
+        let bus = Bus::open(&Root::at(dir.path()), &"t".parse().unwrap());
         bus.init().unwrap();
         let post = |n: u64| {
             bus.post("PROGRESS", "w", serde_json::json!({ "n": n }))
@@ -508,7 +508,7 @@ mod tests {
     #[test]
     fn a_kept_writer_whose_bus_is_gone_refuses_without_recreating_it() {
         let dir = tempfile::tempdir().unwrap();
-        let bus = Bus::open(&Root::at(dir.path()), "t").unwrap();
+        let bus = Bus::open(&Root::at(dir.path()), &"t".parse().unwrap());
         bus.init().unwrap();
         bus.post("PROGRESS", "w", Value::Null).unwrap();
         std::fs::remove_dir_all(&bus.dir).unwrap();
@@ -524,7 +524,7 @@ mod tests {
     #[test]
     fn threads_sharing_a_handle_write_whole_lines() {
         let dir = tempfile::tempdir().unwrap();
-        let bus = Bus::open(&Root::at(dir.path()), "t").unwrap();
+        let bus = Bus::open(&Root::at(dir.path()), &"t".parse().unwrap());
         bus.init().unwrap();
         std::thread::scope(|s| {
             for t in 0..4 {
@@ -556,15 +556,15 @@ mod tests {
         let root = Root::at(dir.path());
         assert!(list_tracks(&root).is_empty());
         for t in ["b-track", "a_track"] {
-            Bus::open(&root, t).unwrap().init().unwrap();
+            Bus::open(&root, &t.parse().unwrap()).init().unwrap();
         }
         std::fs::create_dir_all(root.tracks_dir().join("no-bus")).unwrap();
         std::fs::create_dir_all(root.tracks_dir().join("bad name/.message-bus")).unwrap();
         let names: Vec<String> = list_tracks(&root).iter().map(|t| t.to_string()).collect();
         assert_eq!(names, ["a_track", "b-track"]);
-        assert!(Bus::open(&root, "../x").is_err());
+        assert!("../x".parse::<TrackName>().is_err());
         assert!(
-            Bus::open_existing(&root, "no-bus")
+            Bus::open_existing(&root, &"no-bus".parse().unwrap())
                 .unwrap_err()
                 .to_string()
                 .contains("init")

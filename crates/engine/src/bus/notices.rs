@@ -19,13 +19,13 @@ use super::Bus;
 use super::model::{parse_locks, parse_workers};
 use super::vocab::MessageType;
 use crate::error::Result;
-use crate::store::Root;
 use crate::store::atomic::write_json;
 use crate::store::lock::FileLock;
 use crate::store::time::{add, format_ts};
+use crate::store::{Root, TrackName};
 
 /// `conductor/supervisor/notices/{track}.json`: the causes already posted on a track.
-pub fn marker_path(root: &Root, track: &str) -> PathBuf {
+pub fn marker_path(root: &Root, track: &TrackName) -> PathBuf {
     root.supervisor_dir()
         .join("notices")
         .join(format!("{track}.json"))
@@ -109,7 +109,7 @@ fn causes(
 
 /// Looks at track `track` at `now`: posts one `LOCK_EXPIRED` per held lock whose lease has run out and
 /// one `WORKER_STALE` per worker whose heartbeat went stale, each cause once across every supervisor.
-pub fn post_notices(root: &Root, track: &str, now: DateTime<Utc>) -> Result<NoticeReport> {
+pub fn post_notices(root: &Root, track: &TrackName, now: DateTime<Utc>) -> Result<NoticeReport> {
     let bus = Bus::open_existing(root, track)?;
     let (found, next_due) = causes(&bus, root, now)?;
     let mut report = NoticeReport {

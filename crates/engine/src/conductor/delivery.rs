@@ -25,7 +25,7 @@ use crate::store::atomic::{rename_durable, write_json};
 use crate::store::lock::FileLock;
 use crate::store::read::kind;
 use crate::store::time::{add, format_ts, parse_duration, parse_ts};
-use crate::store::{GodName, HandoffId, Root, Settings, WorkflowId};
+use crate::store::{GodName, HandoffId, Root, Settings, TrackName, WorkflowId};
 
 /// One delivery of a dispatch: when, and to whom.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -765,7 +765,9 @@ impl Conductor {
             return;
         };
         for e in rd.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
+            let Ok(name) = TrackName::parse(&e.file_name().to_string_lossy()) else {
+                continue;
+            };
             let Ok(bus) = crate::bus::Bus::open_existing(&self.root, &name) else {
                 continue;
             };
