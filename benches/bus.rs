@@ -16,8 +16,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use pantheon::engine::bus::Bus;
+use pantheon::engine::bus::{Bus, LockKey};
 use pantheon::engine::store::Root;
+use pantheon::engine::store::WorkerId;
 
 const PANTHEON: &str = env!("CARGO_BIN_EXE_pantheon");
 
@@ -326,12 +327,14 @@ fn lock_worker(root: &Path, worker: &str, secs: f64) {
     let paths = ["src/a.ts", "src/b.ts", "src/c.ts"];
     let deadline = Instant::now() + Duration::from_secs_f64(secs);
     let (mut cycles, mut refused, mut i) = (0u64, 0u64, 0usize);
+    let worker: WorkerId = worker.parse().unwrap();
     while Instant::now() < deadline {
-        let p = paths[i % 3];
+        // Parsed (normalised) per cycle, as a caller at the edge does.
+        let p: LockKey = paths[i % 3].parse().unwrap();
         i += 1;
-        match bus.acquire_lock(p, worker, Duration::from_secs(1800), None) {
+        match bus.acquire_lock(&p, &worker, Duration::from_secs(1800), None) {
             Ok(_) => {
-                bus.release_lock(p, worker, false).unwrap();
+                bus.release_lock(&p, &worker, false).unwrap();
                 cycles += 1;
             }
             Err(pantheon::Error::Refused(_)) => refused += 1,

@@ -13,8 +13,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use pantheon::Root;
-use pantheon::engine::bus::Bus;
+use pantheon::engine::bus::{Bus, LockKey};
 use pantheon::engine::conductor::{Actor, Conductor};
+use pantheon::engine::store::WorkerId;
 use pantheon::engine::store::atomic::{to_pretty_json, write_atomic};
 use pantheon::live::runner::LiveHandle;
 use pantheon::live::{LiveModel, ModelOptions, WatchMode};
@@ -174,14 +175,16 @@ fn lock_worker(root: &str, secs: f64, worker: &str) {
     let bus = Bus::open(&Root::at(root), &"locks".parse().unwrap());
     let end = Instant::now() + Duration::from_secs_f64(secs);
     let (mut ok, mut i) = (0u64, 0usize);
+    let worker: WorkerId = worker.parse().unwrap();
     while Instant::now() < end {
-        let key = format!("src/f{}.rs", i % 3);
+        // Parsed (normalised) per cycle, as a caller at the edge does.
+        let key: LockKey = format!("src/f{}.rs", i % 3).parse().unwrap();
         i += 1;
         if bus
-            .acquire_lock(&key, worker, Duration::from_secs(60), None)
+            .acquire_lock(&key, &worker, Duration::from_secs(60), None)
             .is_ok()
         {
-            bus.release_lock(&key, worker, false).unwrap();
+            bus.release_lock(&key, &worker, false).unwrap();
             ok += 1;
         }
     }

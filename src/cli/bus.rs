@@ -11,12 +11,13 @@ use notify::{RecursiveMode, Watcher};
 use serde_json::{Value, json};
 
 use super::Outcome;
+use crate::engine::bus::LockKey;
 use crate::engine::bus::queue::{Filter, Page, QueueCursor};
 use crate::engine::bus::workers::Heartbeat;
 use crate::engine::bus::{Bus, events, locks};
 use crate::engine::journal::Origin;
 use crate::engine::store::time::parse_duration_checked;
-use crate::engine::store::{Root, TrackName};
+use crate::engine::store::{Root, TrackName, WorkerId};
 
 #[derive(Debug, Args)]
 pub struct BusArgs {
@@ -198,14 +199,25 @@ pub fn run(args: BusArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome
             token,
         } => {
             let ttl = parse_duration_checked("--ttl", &ttl)?;
-            json_of(bus.acquire_lock_fenced(&path, &worker, ttl, Some(&lock_type), token)?)
+            json_of(bus.acquire_lock_fenced(
+                &LockKey::parse(&path)?,
+                &WorkerId::parse(&worker)?,
+                ttl,
+                Some(&lock_type),
+                token,
+            )?)
         }
         BusCommand::Unlock {
             path,
             worker,
             force,
             token,
-        } => json_of(bus.release_lock_fenced(&path, &worker, force, token)?),
+        } => json_of(bus.release_lock_fenced(
+            &LockKey::parse(&path)?,
+            &WorkerId::parse(&worker)?,
+            force,
+            token,
+        )?),
         BusCommand::Heartbeat {
             worker,
             task,
@@ -213,7 +225,7 @@ pub fn run(args: BusArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome
             progress,
             subtask,
         } => json_of(bus.heartbeat(&Heartbeat {
-            worker_id: &worker,
+            worker_id: &WorkerId::parse(&worker)?,
             task_id: Some(&task),
             status: Some(&status),
             progress_pct: progress,

@@ -3,10 +3,11 @@
 use serde_json::json;
 
 use crate::engine::bus::Bus;
+use crate::engine::bus::LockKey;
 use crate::engine::conductor::{AckRequest, Actor, Conductor};
 use crate::engine::error::Error;
 use crate::engine::journal::Origin;
-use crate::engine::store::{Root, TrackName, WorkflowId};
+use crate::engine::store::{Root, TrackName, WorkerId, WorkflowId};
 
 use super::ops::{OPERATOR, Op, Operator, Outcome};
 use crate::engine::conductor::CleanupResult;
@@ -70,9 +71,11 @@ impl Operator for EngineOperator {
             Op::Cleanup { workflow_id } => Ok(Outcome::Cleanup(
                 self.conductor.cleanup(workflow_id, false)?,
             )),
-            Op::ForceUnlock { track, path } => Ok(Outcome::Unlock(
-                self.bus(track)?.release_lock(path, OPERATOR, true)?,
-            )),
+            Op::ForceUnlock { track, path } => Ok(Outcome::Unlock(self.bus(track)?.release_lock(
+                &LockKey::parse(path)?,
+                &WorkerId::operator(),
+                true,
+            )?)),
             Op::BoardAdvance { track, force } => Ok(Outcome::Advance(
                 self.bus(track)?.board_advance(*force, OPERATOR)?,
             )),

@@ -18,8 +18,9 @@ use super::sim::Sim;
 use super::text;
 use crate::engine::bus::locks::DEFAULT_TTL;
 use crate::engine::bus::workers::Heartbeat;
-use crate::engine::bus::{Bus, OPERATOR};
+use crate::engine::bus::{Bus, LockKey, OPERATOR};
 use crate::engine::error::Error;
+use crate::engine::store::WorkerId;
 
 /// Ticks between heartbeats of a running or blocked worker (5 protocol minutes).
 const BEAT_EVERY: u64 = 30;
@@ -185,6 +186,12 @@ impl Workers {
     }
 }
 
+/// The demo's lock path and worker id, parsed as a god's library call would (the demo's own names
+/// are valid; a refusal is reported like any engine error).
+fn lock_ids(file: &str, worker: &str) -> Result<(LockKey, WorkerId), Error> {
+    Ok((LockKey::parse(file)?, WorkerId::parse(worker)?))
+}
+
 fn refused(e: &Error) -> bool {
     matches!(e, Error::Refused(_))
 }
@@ -231,14 +238,16 @@ impl Sim {
                 wk.progress,
             )
         };
-        let beat = Heartbeat {
-            worker_id: &id,
-            task_id: task.as_deref(),
-            status: Some(status),
-            progress_pct: Some(progress as f64),
-            current_subtask: Some(subtask),
-        };
-        match self.bus(t).heartbeat(&beat) {
+        let beat = WorkerId::parse(&id).and_then(|worker_id| {
+            self.bus(t).heartbeat(&Heartbeat {
+                worker_id: &worker_id,
+                task_id: task.as_deref(),
+                status: Some(status),
+                progress_pct: Some(progress as f64),
+                current_subtask: Some(subtask),
+            })
+        });
+        match beat {
             Ok(_) => {
                 self.log
                     .at(self.tick, "heartbeat", &id)
@@ -393,7 +402,7 @@ impl Sim {
             TaskKind::Crash => self.cfg.real(CRASH_TTL),
             _ => DEFAULT_TTL,
         };
-        match bus.acquire_lock(&file, &wk.id, ttl, None) {
+        match lock_ids(&file, &wk.id).and_then(|(k, w)| bus.acquire_lock(&k, &w, ttl, None)) {
             Ok(r) => {
                 self.wk(t, w).held.push(file.clone());
                 self.log
@@ -547,7 +556,7 @@ impl Sim {
             )
         };
         for f in held {
-            match self.bus(t).release_lock(&f, &id, false) {
+            match lock_ids(&f, &id).and_then(|(k, w)| self.bus(t).release_lock(&k, &w, false)) {
                 Ok(_) => {
                     self.log
                         .at(self.tick, "lock_released", &id)
@@ -835,7 +844,9 @@ impl Sim {
                     .operator_patience
                     .is_some_and(|p| tick >= since + p);
                 if let (true, Some(file)) = (due, a_holds) {
-                    match self.bus(t).release_lock(&file, OPERATOR, true) {
+                    let forced = LockKey::parse(&file)
+                        .and_then(|k| self.bus(t).release_lock(&k, &WorkerId::operator(), true));
+                    match forced {
                         Ok(_) => {
                             if let Some(dl) = &mut self.workers.tracks[t].deadlock {
                                 dl.forced_by_sim = true;

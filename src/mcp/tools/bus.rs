@@ -8,12 +8,13 @@ use serde_json::Value;
 use std::time::Duration;
 
 use crate::engine::bus::Bus;
+use crate::engine::bus::LockKey;
 use crate::engine::bus::locks::DEFAULT_TTL;
 use crate::engine::bus::queue::{Filter, Page};
 use crate::engine::bus::workers::Heartbeat;
 use crate::engine::error::Error;
-use crate::engine::store::TrackName;
 use crate::engine::store::time::parse_duration_checked;
+use crate::engine::store::{TrackName, WorkerId};
 use crate::mcp::args::*;
 use crate::mcp::output;
 use crate::mcp::reply::blocking;
@@ -108,7 +109,12 @@ impl ConductorServer {
                 None => DEFAULT_TTL,
                 Some(t) => parse_duration_checked("ttl", t)?,
             };
-            bus.acquire_lock(&a.filepath, &a.worker_id, ttl, a.lock_type.as_deref())
+            bus.acquire_lock(
+                &LockKey::parse(&a.filepath)?,
+                &WorkerId::parse(&a.worker_id)?,
+                ttl,
+                a.lock_type.as_deref(),
+            )
         })
         .await
     }
@@ -129,8 +135,8 @@ impl ConductorServer {
         let root = self.root.clone();
         blocking("release_lock", move || {
             Bus::open(&root, &TrackName::parse(&a.track)?).release_lock_fenced(
-                &a.filepath,
-                &a.worker_id,
+                &LockKey::parse(&a.filepath)?,
+                &WorkerId::parse(&a.worker_id)?,
                 false,
                 a.fencing_token,
             )
@@ -157,7 +163,7 @@ impl ConductorServer {
         let root = self.root.clone();
         blocking("update_worker_status", move || {
             Bus::open(&root, &TrackName::parse(&a.track)?).heartbeat(&Heartbeat {
-                worker_id: &a.worker_id,
+                worker_id: &WorkerId::parse(&a.worker_id)?,
                 task_id: Some(&a.task_id),
                 status: Some(&a.status),
                 progress_pct: a.progress_pct,

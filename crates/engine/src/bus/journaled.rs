@@ -4,9 +4,10 @@
 
 use super::Bus;
 use super::board::{AdvanceResult, ResolveResult};
-use super::locks::UnlockResult;
+use super::locks::{LockKey, UnlockResult};
 use crate::error::Result;
 use crate::journal::{self, Act, Origin};
+use crate::store::WorkerId;
 
 impl Bus {
     /// This handle, journaling its operator acts as `origin`'s.
@@ -27,15 +28,20 @@ impl Bus {
     /// Releases the lock on `path`: by its holder, or by anyone with `force` (an operator act, recorded
     /// as `forced_by: "operator"` and journaled). Posts `FILE_UNLOCK` and touches `FILE_UNLOCK_all` and
     /// `FILE_UNLOCK_{path}`.
-    pub fn release_lock(&self, path: &str, worker: &str, force: bool) -> Result<UnlockResult> {
+    pub fn release_lock(
+        &self,
+        path: &LockKey,
+        worker: &WorkerId,
+        force: bool,
+    ) -> Result<UnlockResult> {
         self.release_lock_fenced(path, worker, force, None)
     }
 
     /// [`Bus::release_lock`]; with `token`, refused unless it is the current lease's fencing token.
     pub fn release_lock_fenced(
         &self,
-        path: &str,
-        worker: &str,
+        path: &LockKey,
+        worker: &WorkerId,
         force: bool,
         token: Option<u64>,
     ) -> Result<UnlockResult> {

@@ -13,7 +13,7 @@ use super::model::LockEntry;
 use super::{Bus, OPERATOR, fencing};
 use crate::error::{Error, Result};
 use crate::store::atomic::write_json;
-use crate::store::ids::check_free_text;
+use crate::store::ids::{WorkerId, check_free_text};
 use crate::store::time::{format_ts, relative};
 
 /// Default lease of a lock.
@@ -40,6 +40,61 @@ pub fn normalize_key(path: &str) -> Result<String> {
     } else {
         joined
     })
+}
+
+/// A lock key: a file path as the workers name it, normalised by [`normalize_key`] when parsed
+/// (`./src//x.ts` is `src/x.ts`). The protocol keeps it as free text inside JSON (1 to 512 bytes, no
+/// NUL) that must name a file; a leading `/` and `..` segments are kept as written (docs/PROTOCOL.md
+/// 3.4), since a lock key is a name agreed between workers, never opened by the engine.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LockKey(String);
+
+impl LockKey {
+    /// The field name used in error messages.
+    pub const FIELD: &'static str = "lock path";
+
+    /// Parses and normalises `path`; refuses empty text, NUL, more than 512 bytes, and a path with
+    /// no segment left after normalising (`./`).
+    pub fn parse(path: &str) -> Result<Self> {
+        normalize_key(path).map(Self)
+    }
+
+    /// The normalised key.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for LockKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for LockKey {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for LockKey {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Self::parse(s)
+    }
+}
+
+impl Serialize for LockKey {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for LockKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Self::parse(&s).map_err(serde::de::Error::custom)
+    }
 }
 
 /// A lock as shown to people and tools: the entry plus whether it is live.
@@ -136,8 +191,8 @@ impl Bus {
     /// Acquires (or renews) the lock on `path` for `worker`; refused while another live worker holds it.
     pub fn acquire_lock(
         &self,
-        path: &str,
-        worker: &str,
+        path: &LockKey,
+        worker: &WorkerId,
         ttl: Duration,
         lock_type: Option<&str>,
     ) -> Result<LockResult> {
@@ -148,15 +203,15 @@ impl Bus {
     /// token is refused: the lease was lost).
     pub fn acquire_lock_fenced(
         &self,
-        path: &str,
-        worker: &str,
+        path: &LockKey,
+        worker: &WorkerId,
         ttl: Duration,
         lock_type: Option<&str>,
         token: Option<u64>,
     ) -> Result<LockResult> {
         self.require()?;
-        let key = normalize_key(path)?;
-        check_free_text("worker", worker)?;
+        let key = path.as_str().to_owned();
+        let worker = worker.as_str();
         if ttl.is_zero() {
             return Err(Error::refused("--ttl must be longer than zero"));
         }
@@ -259,14 +314,14 @@ impl Bus {
     /// as `forced_by: "operator"`). Posts `FILE_UNLOCK` and touches `FILE_UNLOCK_all` and `FILE_UNLOCK_{path}`.
     pub(crate) fn release_unjournaled(
         &self,
-        path: &str,
-        worker: &str,
+        path: &LockKey,
+        worker: &WorkerId,
         force: bool,
         token: Option<u64>,
     ) -> Result<UnlockResult> {
         self.require()?;
-        let key = normalize_key(path)?;
-        check_free_text("worker", worker)?;
+        let key = path.as_str().to_owned();
+        let worker = worker.as_str();
         let _mutex = self.mutex()?;
         let mut locks = self.read_object(&self.locks_path())?;
         let Some(raw_key) = find_key(&locks, &key) else {
@@ -324,6 +379,39 @@ mod tests {
         assert_eq!(normalize_key("../x").unwrap(), "../x");
         assert!(normalize_key("./").is_err());
         assert!(normalize_key("").is_err());
+    }
+
+    #[test]
+    fn lock_keys_parse_normalised_and_refuse_what_names_no_file() {
+        let k = LockKey::parse("./src//app/x.ts").unwrap();
+        assert_eq!(k.as_str(), "src/app/x.ts");
+        assert_eq!(k.to_string(), "src/app/x.ts");
+        assert_eq!(
+            "src/x.ts".parse::<LockKey>().unwrap(),
+            LockKey::parse("src/./x.ts/").unwrap()
+        );
+        // Kept as written (PROTOCOL.md 3.4): a lock key is a name, never opened by the engine.
+        assert_eq!(LockKey::parse("/srv/x").unwrap().as_str(), "/srv/x");
+        assert_eq!(LockKey::parse("../x").unwrap().as_str(), "../x");
+        let long = "a".repeat(crate::store::FREE_TEXT_MAX + 1);
+        for bad in ["", "./", "/", "//", "a\0b", &long] {
+            let err = LockKey::parse(bad).unwrap_err().to_string();
+            assert!(err.contains("lock path"), "{bad:?}: {err}");
+        }
+        assert!(
+            LockKey::parse("./")
+                .unwrap_err()
+                .to_string()
+                .contains("names no file")
+        );
+        assert!(serde_json::from_str::<LockKey>("\"./\"").is_err());
+        assert_eq!(
+            serde_json::from_str::<LockKey>("\"a//b\"")
+                .unwrap()
+                .as_str(),
+            "a/b"
+        );
+        assert_eq!(WorkerId::operator().as_str(), OPERATOR);
     }
 
     proptest! {

@@ -35,6 +35,7 @@ pub mod queue;
 pub mod vocab;
 pub mod workers;
 
+pub use locks::LockKey;
 pub use model::{
     Assessment, BoardSession, DiscussionLine, Envelope, LockEntry, Vote, WorkerEntry, WorkerStatus,
 };
@@ -547,6 +548,37 @@ mod tests {
                 .map(|m| m.payload["n"].as_u64().unwrap())
                 .collect();
             assert_eq!(mine, (0..500).collect::<Vec<_>>(), "w{t}'s posts in order");
+        }
+    }
+
+    /// The foreign fixture root (written by the original Python tools) names its tracks, lock
+    /// keys and workers in forms every typed id accepts.
+    #[test]
+    fn the_foreign_roots_names_parse_as_typed_ids() {
+        let fixture =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/foreign-root");
+        let root = Root::at(&fixture);
+        let tracks = list_tracks(&root);
+        assert_eq!(tracks.len(), 1, "{tracks:?}");
+        let bus = Bus::open_existing(&root, &tracks[0]).unwrap();
+        let object = |p: PathBuf| -> serde_json::Map<String, Value> {
+            serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+        };
+        let locks = object(bus.locks_path());
+        assert_eq!(locks.len(), 3);
+        for (key, entry) in &locks {
+            assert_eq!(LockKey::parse(key).unwrap().as_str(), key);
+            let holder = entry
+                .get("worker_id")
+                .and_then(Value::as_str)
+                .or(entry.as_str())
+                .unwrap();
+            crate::store::WorkerId::parse(holder).unwrap();
+        }
+        let workers = object(bus.workers_path());
+        assert_eq!(workers.len(), 3);
+        for id in workers.keys() {
+            crate::store::WorkerId::parse(id).unwrap();
         }
     }
 

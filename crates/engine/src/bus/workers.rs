@@ -9,14 +9,14 @@ use super::Bus;
 use super::model::{WorkerEntry, WorkerStatus, parse_workers};
 use crate::error::{Error, Result};
 use crate::store::atomic::write_json;
-use crate::store::ids::check_free_text;
+use crate::store::ids::{WorkerId, check_free_text};
 use crate::store::time::{now_ts, relative};
 
 /// One heartbeat.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Heartbeat<'a> {
-    /// The worker's id (protocol name rules); refused when invalid.
-    pub worker_id: &'a str,
+    /// The worker's id (validated when parsed).
+    pub worker_id: &'a WorkerId,
     /// The task it is on, if any.
     pub task_id: Option<&'a str>,
     /// `RUNNING`, `COMPLETE` (or `COMPLETED`), `FAILED` or `BLOCKED`.
@@ -82,7 +82,6 @@ impl Bus {
     /// `last_heartbeat`, under `.lock_mutex`.
     pub fn heartbeat(&self, beat: &Heartbeat<'_>) -> Result<WorkerView> {
         self.require()?;
-        check_free_text("worker", beat.worker_id)?;
         if let Some(t) = beat.task_id {
             check_free_text("task", t)?;
         }
@@ -94,7 +93,7 @@ impl Bus {
         }
         let _mutex = self.mutex()?;
         let mut all = self.read_object(&self.workers_path())?;
-        let mut entry = match all.get(beat.worker_id) {
+        let mut entry = match all.get(beat.worker_id.as_str()) {
             Some(Value::Object(m)) => m.clone(),
             _ => serde_json::Map::new(),
         };
@@ -114,10 +113,10 @@ impl Bus {
         }
         entry.insert("last_heartbeat".into(), json!(now_ts()));
         let value = Value::Object(entry);
-        all.insert(beat.worker_id.to_owned(), value.clone());
+        all.insert(beat.worker_id.to_string(), value.clone());
         write_json(&self.root, &self.workers_path(), &all)?;
         Ok(WorkerView::of(
-            WorkerEntry::from_value(beat.worker_id, &value),
+            WorkerEntry::from_value(beat.worker_id.as_str(), &value),
             self.root.settings.stale_after,
         ))
     }

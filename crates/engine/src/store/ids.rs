@@ -89,7 +89,8 @@ macro_rules! validated {
                 if ($check)(value) {
                     Ok(Self(value.to_owned()))
                 } else {
-                    Err(Error::InvalidName { field, value: value.to_owned(), pattern: $pattern })
+                    // An over-long value is shown cut to its first 80 characters.
+                    Err(Error::InvalidName { field, value: value.chars().take(80).collect(), pattern: $pattern })
                 }
             }
 
@@ -220,16 +221,38 @@ pub fn generate_message_id() -> String {
 /// Maximum length of free-text values that live only inside JSON (worker ids, task ids, lock paths).
 pub const FREE_TEXT_MAX: usize = 512;
 
+/// The rule free text follows, as shown in error messages (docs/PROTOCOL.md 1.3).
+pub const FREE_TEXT_RULE: &str = "1 to 512 bytes of text without NUL";
+
+/// True when `value` is valid free text: non-empty, at most [`FREE_TEXT_MAX`] bytes, no NUL.
+pub fn is_free_text(value: &str) -> bool {
+    !value.is_empty() && value.len() <= FREE_TEXT_MAX && !value.contains('\0')
+}
+
 /// Checks a free-text value (worker id, task id, source, lock path): non-empty, at most 512 bytes, no NUL.
 pub fn check_free_text(field: &'static str, value: &str) -> Result<()> {
-    if value.is_empty() || value.len() > FREE_TEXT_MAX || value.contains('\0') {
+    if !is_free_text(value) {
         return Err(Error::InvalidName {
             field,
             value: value.chars().take(80).collect(),
-            pattern: "1 to 512 bytes of text without NUL",
+            pattern: FREE_TEXT_RULE,
         });
     }
     Ok(())
+}
+
+validated!(
+    /// A bus worker's id (`worker-1.1`): the holder of a lock, the key of a heartbeat. The protocol
+    /// keeps it as free text inside JSON (1 to 512 bytes, no NUL; docs/PROTOCOL.md 1.3), and it is
+    /// percent-encoded wherever it becomes part of a file name (`LOCK_LOST_{holder}.event`).
+    WorkerId, "worker", FREE_TEXT_RULE, is_free_text
+);
+
+impl WorkerId {
+    /// The id operator acts hold and release locks as: `operator` (the bus's `OPERATOR`).
+    pub fn operator() -> Self {
+        Self(String::from("operator"))
+    }
 }
 
 const KEEP: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
@@ -295,6 +318,81 @@ mod tests {
             err.contains("god") && err.contains("../etc") && err.contains(NAME_PATTERN),
             "{err}"
         );
+    }
+
+    #[test]
+    fn track_names_accept_the_protocol_form_and_refuse_paths() {
+        for ok in [
+            "t",
+            "checkout",
+            "stripe-checkout_20260201",
+            "A1",
+            &"a".repeat(64),
+        ] {
+            assert_eq!(TrackName::parse(ok).unwrap().as_str(), ok);
+            assert_eq!(ok.parse::<TrackName>().unwrap().to_string(), ok);
+        }
+        let long = "a".repeat(65);
+        for bad in [
+            "",
+            "..",
+            ".",
+            "a/b",
+            "a\\b",
+            "/t",
+            "-t",
+            "_t",
+            "t t",
+            "t\n",
+            "t\0",
+            "t\u{1b}[2J",
+            "tröt",
+            &long,
+        ] {
+            let err = TrackName::parse(bad).unwrap_err().to_string();
+            assert!(
+                err.starts_with("invalid track ") && err.contains(NAME_PATTERN),
+                "{bad:?}: {err}"
+            );
+        }
+        // Serde goes through the same check.
+        assert!(serde_json::from_str::<TrackName>("\"../x\"").is_err());
+        assert_eq!(
+            serde_json::from_str::<TrackName>("\"checkout\"")
+                .unwrap()
+                .as_str(),
+            "checkout"
+        );
+    }
+
+    #[test]
+    fn worker_ids_are_the_protocols_free_text() {
+        // The protocol keeps worker ids as free text inside JSON (PROTOCOL.md 1.3): separators and
+        // dots are allowed; they are percent-encoded where an id becomes part of a file name.
+        for ok in [
+            "worker-1.1",
+            "worker-1.5-1706789012345",
+            "team/a",
+            "..",
+            "operator",
+            &"w".repeat(FREE_TEXT_MAX),
+        ] {
+            let id = WorkerId::parse(ok).unwrap();
+            assert_eq!(id.as_str(), ok);
+            assert!(!encode_key(id.as_str()).contains('/') && encode_key(id.as_str()) != "..");
+        }
+        let long = "w".repeat(FREE_TEXT_MAX + 1);
+        for bad in ["", "w\0", &long] {
+            let err = WorkerId::parse(bad).unwrap_err().to_string();
+            assert!(
+                err.starts_with("invalid worker ") && err.contains(FREE_TEXT_RULE),
+                "{err}"
+            );
+            // The refusal quotes at most the first 80 characters of the value.
+            assert!(err.len() < 200, "{err}");
+        }
+        assert_eq!(WorkerId::operator().as_str(), "operator");
+        assert!(serde_json::from_str::<WorkerId>("\"\"").is_err());
     }
 
     #[test]

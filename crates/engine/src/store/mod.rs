@@ -14,10 +14,11 @@ pub mod time;
 pub mod yaml;
 
 pub use ids::{
-    ACK_ID_PATTERN, AckId, DefinitionId, Director, FREE_TEXT_MAX, GodName, HANDOFF_ID_PATTERN,
-    HandoffId, NAME_PATTERN, RuleId, StepId, TrackName, WORKFLOW_ID_PATTERN, WorkflowId,
-    check_free_text, decode_key, encode_key, generate_dispatch_id, generate_message_id,
-    is_valid_ack_id, is_valid_handoff_id, is_valid_name, is_valid_workflow_id,
+    ACK_ID_PATTERN, AckId, DefinitionId, Director, FREE_TEXT_MAX, FREE_TEXT_RULE, GodName,
+    HANDOFF_ID_PATTERN, HandoffId, NAME_PATTERN, RuleId, StepId, TrackName, WORKFLOW_ID_PATTERN,
+    WorkerId, WorkflowId, check_free_text, decode_key, encode_key, generate_dispatch_id,
+    generate_message_id, is_free_text, is_valid_ack_id, is_valid_handoff_id, is_valid_name,
+    is_valid_workflow_id,
 };
 pub use paths::Root;
 pub use settings::Settings;
