@@ -8,7 +8,7 @@ use super::Outcome;
 use crate::engine::bus::board::{AssessInput, DiscussInput, OpenInput, VoteInput};
 use crate::engine::bus::{Bus, OPERATOR};
 use crate::engine::journal::Origin;
-use crate::engine::store::{Root, TrackName};
+use crate::engine::store::{Director, Root, TrackName};
 
 #[derive(Debug, Args)]
 pub struct BoardArgs {
@@ -141,13 +141,17 @@ pub fn run(args: BoardArgs, root: &Root, origin: Origin) -> anyhow::Result<Outco
             directors,
             max_rounds,
             source,
-        } => json_of(bus.board_open(&OpenInput {
-            checkpoint,
-            proposal,
-            directors: (!directors.is_empty()).then_some(directors),
-            max_rounds,
-            source,
-        })?),
+        } => json_of(
+            bus.board_open(&OpenInput {
+                checkpoint,
+                proposal,
+                directors: (!directors.is_empty())
+                    .then(|| directors.iter().map(|d| Director::parse(d)).collect())
+                    .transpose()?,
+                max_rounds,
+                source,
+            })?,
+        ),
         BoardCommand::Assess {
             director,
             verdict,
@@ -168,7 +172,7 @@ pub fn run(args: BoardArgs, root: &Root, origin: Origin) -> anyhow::Result<Outco
                 },
             };
             json_of(bus.board_assess(&AssessInput {
-                director,
+                director: Director::parse(&director)?,
                 verdict,
                 score,
                 concerns,
@@ -185,8 +189,8 @@ pub fn run(args: BoardArgs, root: &Root, origin: Origin) -> anyhow::Result<Outco
             message,
             changes_verdict,
         } => json_of(bus.board_discuss(&DiscussInput {
-            from,
-            to,
+            from: Director::parse_as("from", &from)?,
+            to: Director::parse_as("to", &to)?,
             kind,
             message,
             changes_my_verdict: changes_verdict,
@@ -198,7 +202,7 @@ pub fn run(args: BoardArgs, root: &Root, origin: Origin) -> anyhow::Result<Outco
             confidence,
             conditions,
         } => json_of(bus.board_vote(&VoteInput {
-            director,
+            director: Director::parse(&director)?,
             final_verdict: verdict,
             confidence,
             conditions,

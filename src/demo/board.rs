@@ -15,6 +15,7 @@ use super::sim::Sim;
 use super::text;
 use crate::engine::bus::Bus;
 use crate::engine::bus::board::{AssessInput, DiscussInput, OpenInput, VoteInput};
+use crate::engine::store::Director;
 
 /// Who the orchestrator's acts are recorded as.
 pub const ORCHESTRATOR: &str = "orchestrator";
@@ -310,8 +311,12 @@ impl Sim {
             }
             _ => {}
         }
+        let id = match Director::parse(director) {
+            Ok(id) => id,
+            Err(e) => return self.engine_error(director, "board_assess", &e),
+        };
         let input = AssessInput {
-            director: director.to_owned(),
+            director: id,
             verdict: verdict.to_owned(),
             score,
             concerns,
@@ -350,9 +355,15 @@ impl Sim {
         // A clarification or agreement sometimes moves a director with concerns (or an approver
         // who was challenged) to the other side.
         let changes = matches!(kind, "CLARIFY" | "AGREE") && self.rng.random_bool(0.35);
+        let ids =
+            Director::parse_as("from", &from).and_then(|f| Ok((f, Director::parse_as("to", &to)?)));
+        let (from_id, to_id) = match ids {
+            Ok(ids) => ids,
+            Err(e) => return self.engine_error(&from, "board_discuss", &e),
+        };
         let input = DiscussInput {
-            from: from.clone(),
-            to: to.clone(),
+            from: from_id,
+            to: to_id,
             kind: kind.to_owned(),
             message: text::discussion(&mut self.rng, kind).to_owned(),
             changes_my_verdict: changes,
@@ -393,8 +404,12 @@ impl Sim {
         } else {
             Vec::new()
         };
+        let id = match Director::parse(director) {
+            Ok(id) => id,
+            Err(e) => return self.engine_error(director, "board_vote", &e),
+        };
         let input = VoteInput {
-            director: director.to_owned(),
+            director: id,
             final_verdict: verdict.to_owned(),
             confidence,
             conditions,

@@ -3,7 +3,7 @@
 
 use crate::engine::bus::Bus;
 use crate::engine::bus::board::{AssessInput, DiscussInput, OpenInput, VoteInput};
-use crate::engine::store::TrackName;
+use crate::engine::store::{Director, TrackName};
 use crate::mcp::args::*;
 use crate::mcp::output;
 use crate::mcp::reply::blocking;
@@ -46,7 +46,10 @@ impl ConductorServer {
             Bus::open(&root, &TrackName::parse(&a.track)?).board_open(&OpenInput {
                 checkpoint: a.checkpoint,
                 proposal: a.proposal,
-                directors: a.directors,
+                directors: a
+                    .directors
+                    .map(|ds| ds.iter().map(|d| Director::parse(d)).collect())
+                    .transpose()?,
                 max_rounds: a.max_rounds,
                 source: a.source.unwrap_or_else(|| DEFAULT_BOARD_SOURCE.into()),
             })
@@ -69,7 +72,7 @@ impl ConductorServer {
         let root = self.root.clone();
         blocking("board_assess", move || {
             Bus::open(&root, &TrackName::parse(&a.track)?).board_assess(&AssessInput {
-                director: a.director,
+                director: Director::parse(&a.director)?,
                 verdict: a.verdict,
                 score: a.score,
                 concerns: a.concerns,
@@ -97,8 +100,8 @@ impl ConductorServer {
         let root = self.root.clone();
         blocking("board_discuss", move || {
             Bus::open(&root, &TrackName::parse(&a.track)?).board_discuss(&DiscussInput {
-                from: a.from,
-                to: a.to,
+                from: Director::parse_as("from", &a.from)?,
+                to: Director::parse_as("to", &a.to)?,
                 kind: a.msg_type,
                 message: a.message,
                 changes_my_verdict: a.changes_my_verdict,
@@ -142,7 +145,7 @@ impl ConductorServer {
         let root = self.root.clone();
         blocking("board_vote", move || {
             Bus::open(&root, &TrackName::parse(&a.track)?).board_vote(&VoteInput {
-                director: a.director,
+                director: Director::parse(&a.director)?,
                 final_verdict: a.final_verdict,
                 confidence: a.confidence,
                 conditions: a.conditions,

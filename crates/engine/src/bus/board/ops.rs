@@ -35,10 +35,10 @@ use super::{
 };
 
 /// A new assessment.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct AssessInput {
     /// The director assessing; refused unless on the session's board.
-    pub director: String,
+    pub director: Director,
     /// `APPROVE`, `CONCERNS` or `REJECT`; other words are refused.
     pub verdict: String,
     /// The score, 1–10; out-of-range values are refused.
@@ -56,12 +56,12 @@ pub struct AssessInput {
 }
 
 /// A new discussion line.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct DiscussInput {
     /// The director speaking; refused unless on the session's board.
-    pub from: String,
-    /// A director or `ALL`.
-    pub to: String,
+    pub from: Director,
+    /// A director on the board, or `ALL` (which matches the director pattern too).
+    pub to: Director,
     /// `CHALLENGE`, `AGREE`, `QUESTION` or `CLARIFY`; other words are refused.
     pub kind: String,
     /// The message text (free text, bounded).
@@ -71,10 +71,10 @@ pub struct DiscussInput {
 }
 
 /// A new vote.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct VoteInput {
     /// The director voting; refused unless on the session's board.
-    pub director: String,
+    pub director: Director,
     /// `APPROVE` or `REJECT`; other words are refused.
     pub final_verdict: String,
     /// Confidence, 0–1; out-of-range values are refused.
@@ -91,7 +91,7 @@ pub struct OpenInput {
     /// Text, or a JSON object given as text.
     pub proposal: String,
     /// Default: the five default directors.
-    pub directors: Option<Vec<String>>,
+    pub directors: Option<Vec<Director>>,
     /// Default 3.
     pub max_rounds: Option<u32>,
     /// Who opens the session (the message's `source`).
@@ -209,12 +209,9 @@ impl Bus {
             _ => json!({ "proposal": input.proposal }),
         };
         let directors: Vec<String> = match &input.directors {
-            Some(d) if !d.is_empty() => d.clone(),
+            Some(d) if !d.is_empty() => d.iter().map(Director::to_string).collect(),
             _ => DEFAULT_DIRECTORS.iter().map(|s| s.to_string()).collect(),
         };
-        for d in &directors {
-            Director::parse(d)?;
-        }
         if (1..directors.len()).any(|i| directors[..i].contains(&directors[i])) {
             return Err(Error::refused("a director is listed twice"));
         }
@@ -297,7 +294,7 @@ impl Bus {
         let _mutex = self.mutex()?;
         let (path, mut s) = require_session(self)?;
         require_status(&s, &[ASSESSING], "assess")?;
-        require_director(&s, &input.director, "director")?;
+        require_director(&s, &input.director)?;
         let mut record = Map::new();
         record.insert("director".into(), json!(input.director));
         record.insert("verdict".into(), json!(verdict));
@@ -314,14 +311,18 @@ impl Bus {
         record.insert("timestamp".into(), json!(now_ts()));
         let record = Value::Object(record);
         let mut all = read_json_object(&self.assessments_path())?;
-        all.insert(input.director.clone(), record.clone());
+        all.insert(input.director.to_string(), record.clone());
         write_json(&self.root, &self.assessments_path(), &all)?;
         s.phases.assess.complete = count_of(&s.directors, &all);
         s.phases.assess.of = s.directors.len() as u32;
         self.save_session(&path, &s)?;
         let mut payload = record.clone();
         payload["session_id"] = json!(s.session_id);
-        let msg = self.post(MessageType::BoardAssess.as_str(), &input.director, payload)?;
+        let msg = self.post(
+            MessageType::BoardAssess.as_str(),
+            input.director.as_str(),
+            payload,
+        )?;
         Ok(self.write_result(s, msg.id, record))
     }
 
@@ -343,9 +344,9 @@ impl Bus {
         let _mutex = self.mutex()?;
         let (path, mut s) = require_session(self)?;
         require_status(&s, &[DISCUSSING], "discuss")?;
-        require_director(&s, &input.from, "from")?;
-        if input.to != TO_ALL {
-            require_director(&s, &input.to, "to")?;
+        require_director(&s, &input.from)?;
+        if input.to.as_str() != TO_ALL {
+            require_director(&s, &input.to)?;
         }
         let d = &s.phases.discuss;
         if d.rounds >= d.max_rounds {
@@ -373,7 +374,11 @@ impl Bus {
         }
         let mut payload = record.clone();
         payload["session_id"] = json!(s.session_id);
-        let msg = self.post(MessageType::BoardDiscuss.as_str(), &input.from, payload)?;
+        let msg = self.post(
+            MessageType::BoardDiscuss.as_str(),
+            input.from.as_str(),
+            payload,
+        )?;
         Ok(self.write_result(s, msg.id, record))
     }
 
@@ -417,7 +422,7 @@ impl Bus {
         let _mutex = self.mutex()?;
         let (path, mut s) = require_session(self)?;
         require_status(&s, &[VOTING], "vote")?;
-        require_director(&s, &input.director, "director")?;
+        require_director(&s, &input.director)?;
         let record = json!({
             "director": input.director,
             "final_verdict": verdict,
@@ -426,14 +431,18 @@ impl Bus {
             "timestamp": now_ts(),
         });
         let mut all = read_json_object(&self.votes_path())?;
-        all.insert(input.director.clone(), record.clone());
+        all.insert(input.director.to_string(), record.clone());
         write_json(&self.root, &self.votes_path(), &all)?;
         s.phases.vote.complete = count_of(&s.directors, &all);
         s.phases.vote.of = s.directors.len() as u32;
         self.save_session(&path, &s)?;
         let mut payload = record.clone();
         payload["session_id"] = json!(s.session_id);
-        let msg = self.post(MessageType::BoardVote.as_str(), &input.director, payload)?;
+        let msg = self.post(
+            MessageType::BoardVote.as_str(),
+            input.director.as_str(),
+            payload,
+        )?;
         Ok(self.write_result(s, msg.id, record))
     }
 

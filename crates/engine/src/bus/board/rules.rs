@@ -203,9 +203,8 @@ pub(super) fn require_status(s: &BoardSession, want: &[&str], what: &str) -> Res
     )))
 }
 
-pub(super) fn require_director(s: &BoardSession, d: &str, field: &'static str) -> Result<()> {
-    Director::parse_as(field, d)?;
-    if s.directors.iter().any(|x| x == d) {
+pub(super) fn require_director(s: &BoardSession, d: &Director) -> Result<()> {
+    if s.directors.iter().any(|x| x == d.as_str()) {
         Ok(())
     } else {
         Err(Error::refused(format!(
