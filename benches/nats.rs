@@ -9,7 +9,10 @@
 //!    JetStream publish throughput (pipelined publishes, acks awaited in windows of 512).
 //!
 //! Prints one `BENCH {json}` line per figure (collected by `scripts/bench-report.sh`).
-//! `NATS_BENCH_QUICK=1` shrinks the sizes.
+//! `NATS_BENCH_QUICK=1` shrinks the sizes. `NATS_BENCH_TRACE=1` runs the bridges with
+//! `PANTHEON_BRIDGE_TRACE` and prints (as `TRACE` lines) where the time of each latency sample went:
+//! post -> A's bridge woken -> line read -> published -> acknowledged; -> received on B -> appended
+//! -> seen by this program, and which background writes (cursor, status, outbox scan) overlapped it.
 
 use std::io::Write;
 use std::net::TcpListener;
@@ -131,6 +134,121 @@ fn bytecount(b: &[u8]) -> usize {
     b.iter().filter(|c| **c == b'\n').count()
 }
 
+fn unix_nanos() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+/// One bridge's trace: (stage, key, unix nanos) lines as `src/bridge/trace.rs` writes them.
+fn read_trace(path: &Path) -> Vec<(String, String, u128)> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split(' ');
+            let (stage, key, at) = (it.next()?, it.next()?, it.next()?.parse().ok()?);
+            Some((stage.to_owned(), key.to_owned(), at))
+        })
+        .collect()
+}
+
+/// Prints where the time of each latency sample went (see the module comment).
+fn print_trace(samples: &[(String, u128, u128)], a: &Path, b: &Path) {
+    use std::collections::HashMap;
+    let (ta, tb) = (read_trace(a), read_trace(b));
+    let by = |t: &[(String, String, u128)], stage: &str| -> HashMap<String, u128> {
+        t.iter()
+            .filter(|e| e.0 == stage)
+            .map(|e| (e.1.clone(), e.2))
+            .collect()
+    };
+    let (read, sent, acked) = (by(&ta, "read"), by(&ta, "sent"), by(&ta, "acked"));
+    let (recv, applied) = (by(&tb, "recv"), by(&tb, "applied"));
+    let mut wakes: Vec<u128> = ta.iter().filter(|e| e.0 == "wake").map(|e| e.2).collect();
+    wakes.sort();
+    // Background work of one side: (start, end, what) intervals.
+    let spans = |t: &[(String, String, u128)], side: &str| -> Vec<(u128, u128, String)> {
+        let mut out = Vec::new();
+        for what in ["cursor", "status", "outbox"] {
+            let done = format!("{what}_done");
+            let mut open = None;
+            for e in t {
+                if e.0 == what {
+                    open = Some(e.2);
+                } else if e.0 == done
+                    && let Some(s) = open.take()
+                {
+                    out.push((s, e.2, format!("{side}.{what}")));
+                }
+            }
+        }
+        out
+    };
+    let mut bg = spans(&ta, "A");
+    bg.extend(spans(&tb, "B"));
+    let ms = |x: Option<u128>, y: Option<u128>| match (x, y) {
+        (Some(x), Some(y)) if y >= x => Some((y - x) as f64 / 1e6),
+        _ => None,
+    };
+    let names = [
+        "wake", "read", "publish", "ack", "to B", "append", "observe", "total",
+    ];
+    let mut cols: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
+    let mut rows = Vec::new();
+    for (id, t0, t1) in samples {
+        let w = wakes.iter().copied().find(|w| w >= t0);
+        let (r, s, k) = (
+            read.get(id).copied(),
+            sent.get(id).copied(),
+            acked.get(id).copied(),
+        );
+        let (rv, ap) = (recv.get(id).copied(), applied.get(id).copied());
+        let seg = [
+            ms(Some(*t0), w),
+            ms(w, r),
+            ms(r, s),
+            ms(s, k),
+            ms(s, rv),
+            ms(rv, ap),
+            ms(ap, Some(*t1)),
+            ms(Some(*t0), Some(*t1)),
+        ];
+        for (c, v) in cols.iter_mut().zip(seg) {
+            if let Some(v) = v {
+                c.push(v);
+            }
+        }
+        let overlaps: Vec<String> = bg
+            .iter()
+            .filter(|(s, e, _)| s < t1 && e > t0)
+            .map(|(s, e, w)| format!("{w} {:.3}ms", (e - s) as f64 / 1e6))
+            .collect();
+        rows.push((seg, overlaps));
+    }
+    for (n, c) in names.iter().zip(cols.iter_mut()) {
+        if c.is_empty() {
+            continue;
+        }
+        let (p50, p99, max) = (percentile(c, 0.5), percentile(c, 0.99), percentile(c, 1.0));
+        println!(
+            "TRACE stage {n:>8}: p50 {p50:.3} ms  p99 {p99:.3} ms  max {max:.3} ms  (n={})",
+            c.len()
+        );
+    }
+    rows.sort_by(|a, b| b.0[7].partial_cmp(&a.0[7]).unwrap());
+    for (seg, overlaps) in rows.iter().take(12) {
+        let f = |v: &Option<f64>| v.map(|v| format!("{v:.3}")).unwrap_or("-".into());
+        let cells: Vec<String> = names
+            .iter()
+            .zip(seg)
+            .map(|(n, v)| format!("{n} {}", f(v)))
+            .collect();
+        println!("TRACE slow: {} | {}", cells.join(", "), overlaps.join(", "));
+    }
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; nothing else is taken.
     let (lat_n, tput_n) = if quick() { (100, 2_000) } else { (400, 20_000) };
@@ -230,13 +348,18 @@ fn main() {
             b
         })
         .collect();
+    let traced = std::env::var_os("NATS_BENCH_TRACE").is_some();
+    let trace_of = |name: &str| dir.path().join(format!("trace-{name}.log"));
     let _bridges: Vec<Kill> = roots
         .iter()
         .zip(["konan", "tallon"])
         .map(|(r, name)| {
+            let mut cmd = Command::new(PANTHEON);
+            if traced {
+                cmd.env("PANTHEON_BRIDGE_TRACE", trace_of(name));
+            }
             Kill(
-                Command::new(PANTHEON)
-                    .arg("--root")
+                cmd.arg("--root")
                     .arg(&r.dir)
                     .args(["bridge", "--nats", &url, "--name", name, "--track", "bench"])
                     .env_remove("PANTHEON_ROOT")
@@ -255,11 +378,13 @@ fn main() {
         lines_in(&qb) >= 1
     });
     let mut ours = Vec::new();
+    let mut traced_samples = Vec::new();
     let mut seen = lines_in(&qb);
     let mut len_b = std::fs::metadata(&qb).unwrap().len();
     for i in 0..lat_n + 20 {
         let t = Instant::now();
-        buses[0].post("PROGRESS", "worker-1", payload(i)).unwrap();
+        let t0 = unix_nanos();
+        let env = buses[0].post("PROGRESS", "worker-1", payload(i)).unwrap();
         // Spin on B's queue length (a stat per 50 µs), then confirm the line is complete.
         loop {
             let l = std::fs::metadata(&qb).map(|m| m.len()).unwrap_or(0);
@@ -275,9 +400,15 @@ fn main() {
         }
         if i >= 20 {
             ours.push(t.elapsed().as_secs_f64() * 1000.0);
+            if traced {
+                traced_samples.push((env.id, t0, unix_nanos()));
+            }
         }
     }
     seen += lat_n + 20;
+    if traced {
+        print_trace(&traced_samples, &trace_of("konan"), &trace_of("tallon"));
+    }
     let t = Instant::now();
     buses[0]
         .post_repeated("PROGRESS", "worker-1", payload(7), tput_n)

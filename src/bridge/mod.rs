@@ -17,6 +17,7 @@ use crate::engine::conductor::{Conductor, outbox};
 use crate::engine::error::Error as EngineError;
 use crate::engine::store::{Root, is_valid_name};
 
+mod trace;
 mod track;
 
 /// Options of `pantheon bridge`.
@@ -210,6 +211,8 @@ impl Shared {
         self.status.lock().await.last_error = Some(text);
     }
 
+    /// Writes `status.json` when something in it changed, else every [`STATUS_EVERY`]. The outbox
+    /// scan and the write run on a blocking thread, so the loops moving messages never wait on them.
     async fn save_status(&self, connected: Option<bool>, lag: Option<u64>) {
         let mut s = self.status.lock().await;
         if let Some(c) = connected {
@@ -221,7 +224,10 @@ impl Shared {
         s.published = self.published.load(Ordering::Relaxed);
         s.received = self.received.load(Ordering::Relaxed);
         s.dead_lettered = self.dead.load(Ordering::Relaxed);
-        s.outbox_pending = outbox::pending(&self.root).0.len();
+        let root = self.root.clone();
+        if let Ok(n) = tokio::task::spawn_blocking(move || outbox::pending(&root).0.len()).await {
+            s.outbox_pending = n;
+        }
         let tracks: serde_json::Map<String, serde_json::Value> = self
             .tracks
             .lock()
@@ -235,23 +241,36 @@ impl Shared {
         }
         // Written when something in it changed, else every few seconds (its `updated` says the
         // bridge is alive): a console watching the file is not woken five times a second.
-        let mut last = self
-            .status_written
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
         let mut same = s.clone();
         same.updated.clear();
-        if last
+        if self
+            .status_written
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
             .as_ref()
             .is_some_and(|(prev, at)| *prev == same && at.elapsed() < STATUS_EVERY)
         {
             return;
         }
         s.updated = crate::engine::store::time::now_ts();
-        if let Err(e) = eb::write_status(&self.root, &s) {
-            tracing::warn!("bridge: status not written: {e}");
+        let (root, body) = (self.root.clone(), s.clone());
+        // The status lock is held until the file is written: writes never overtake each other.
+        let written = tokio::task::spawn_blocking(move || {
+            trace::mark("status", "");
+            let r = eb::write_status(&root, &body);
+            trace::mark("status_done", "");
+            r
+        })
+        .await;
+        match written {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!("bridge: status not written: {e}"),
+            Err(e) => tracing::warn!("bridge: status not written: {e}"),
         }
-        *last = Some((same, std::time::Instant::now()));
+        *self
+            .status_written
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some((same, std::time::Instant::now()));
     }
 }
 
@@ -505,11 +524,26 @@ async fn serve(args: BridgeArgs, url: String, name: String, root: Root) -> anyho
 async fn publish_loop(js: jetstream::Context, shared: Arc<Shared>, every: Duration) {
     let mut backoff = every;
     while !shared.stop.load(Ordering::SeqCst) {
-        let c = &shared.conductor;
-        if let Err(e) = eb::collect_replies(c) {
-            shared.note_error(format!("collecting replies: {e}")).await;
-        }
-        let (records, _) = outbox::pending(&shared.root);
+        trace::mark("outbox", "");
+        // The scans read files: on a blocking thread, so the shared tracks' loops never wait on them.
+        let scan = shared.clone();
+        let scanned = tokio::task::spawn_blocking(move || {
+            let replies = eb::collect_replies(&scan.conductor);
+            (replies, outbox::pending(&scan.root).0)
+        })
+        .await;
+        let records = match scanned {
+            Ok((replies, records)) => {
+                if let Err(e) = replies {
+                    shared.note_error(format!("collecting replies: {e}")).await;
+                }
+                records
+            }
+            Err(e) => {
+                shared.note_error(format!("scanning the outbox: {e}")).await;
+                Vec::new()
+            }
+        };
         let mut failed = false;
         for rec in records {
             if shared.stop.load(Ordering::SeqCst) {
@@ -562,6 +596,7 @@ async fn publish_loop(js: jetstream::Context, shared: Arc<Shared>, every: Durati
             }
         }
         shared.save_status(None, None).await;
+        trace::mark("outbox_done", "");
         backoff = if failed {
             (backoff * 2).min(Duration::from_secs(5))
         } else {

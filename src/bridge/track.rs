@@ -14,7 +14,7 @@ use futures_util::{FutureExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use super::Shared;
+use super::{Shared, trace};
 use crate::engine::bridge::track::{
     self as et, KvEntry, LockStep, Mirror, SharedLock, TrackCursor,
 };
@@ -53,48 +53,52 @@ struct Track {
     cursor: std::sync::Mutex<TrackCursor>,
     /// The cursor changed since it was last written.
     dirty: std::sync::atomic::AtomicBool,
-    written: std::sync::Mutex<std::time::Instant>,
+    /// Held while the cursor is written.
+    disk: std::sync::Mutex<()>,
     stats: Arc<TrackStats>,
     wake: Arc<Notify>,
     replicas: usize,
     poll: Duration,
 }
 
-/// How often the cursor file is written while lines flow. A crash loses at most this much of the
-/// cursor: the lines after it are read again and skipped by id (and deduplicated by the server).
+/// How often the cursor file is written while lines flow (by [`cursor_loop`]). A crash loses at most
+/// this much of the cursor: the lines after it are read again and skipped by id (and deduplicated by
+/// the server).
 const CURSOR_EVERY: Duration = Duration::from_millis(250);
 
 impl Track {
-    /// Updates the cursor; written to disk at most every [`CURSOR_EVERY`] (see [`Track::flush`]).
+    /// Updates the cursor in memory; [`cursor_loop`] writes it to disk at most every
+    /// [`CURSOR_EVERY`], off the path of the lines (see [`Track::flush`]).
     fn save_cursor(&self, f: impl FnOnce(&mut TrackCursor)) -> anyhow::Result<()> {
         let mut c = self.cursor.lock().unwrap_or_else(|e| e.into_inner());
         f(&mut c);
         self.dirty.store(true, Ordering::SeqCst);
-        let mut last = self.written.lock().unwrap_or_else(|e| e.into_inner());
-        if last.elapsed() >= CURSOR_EVERY {
-            et::write_cursor(&self.shared.root, &self.track, &c)?;
-            self.dirty.store(false, Ordering::SeqCst);
-            *last = std::time::Instant::now();
-        }
         Ok(())
     }
 
-    /// Writes the cursor if it changed since it was last written (and, unless `now`, was last
-    /// written at least [`CURSOR_EVERY`] ago).
-    fn flush(&self, now: bool) -> anyhow::Result<()> {
-        let due = now
-            || self
-                .written
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .elapsed()
-                >= CURSOR_EVERY;
-        if due && self.dirty.swap(false, Ordering::SeqCst) {
-            let c = self.cursor.lock().unwrap_or_else(|e| e.into_inner());
-            et::write_cursor(&self.shared.root, &self.track, &c)?;
-            *self.written.lock().unwrap_or_else(|e| e.into_inner()) = std::time::Instant::now();
+    /// Writes the cursor if it changed since it was last written: first the local queue is synced
+    /// to disk, so a cursor on disk never counts a mirrored line a power loss could take from the
+    /// queue (such a line would never be read from the stream again), then the cursor is replaced
+    /// atomically. Blocking: called from [`cursor_loop`] on a blocking thread and when a loop ends.
+    fn flush(&self) -> anyhow::Result<()> {
+        // One writer at a time, so a write never replaces a newer cursor with an older one.
+        let _disk = self.disk.lock().unwrap_or_else(|e| e.into_inner());
+        if !self.dirty.swap(false, Ordering::SeqCst) {
+            return Ok(());
         }
-        Ok(())
+        let c = self
+            .cursor
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        trace::mark("cursor", "");
+        let done = et::sync_queue(&self.bus)
+            .and_then(|()| et::write_cursor(&self.shared.root, &self.track, &c));
+        trace::mark("cursor_done", "");
+        if done.is_err() {
+            self.dirty.store(true, Ordering::SeqCst);
+        }
+        Ok(done?)
     }
 
     fn stopped(&self) -> bool {
@@ -122,7 +126,7 @@ pub(super) fn spawn(
         track,
         cursor: std::sync::Mutex::new(cursor),
         dirty: Default::default(),
-        written: std::sync::Mutex::new(std::time::Instant::now()),
+        disk: Default::default(),
         stats: stats.clone(),
         wake,
         replicas,
@@ -130,6 +134,7 @@ pub(super) fn spawn(
     });
     let tasks = vec![
         tokio::spawn(publish_loop(js.clone(), t.clone())),
+        tokio::spawn(cursor_loop(t.clone())),
         tokio::spawn(retrying("consumer", t.clone(), js.clone(), consume_session)),
         tokio::spawn(retrying("locks", t.clone(), js.clone(), locks_session)),
         tokio::spawn(retrying(
@@ -219,12 +224,33 @@ pub(super) async fn ensure_bucket(
 /// Publishes the lines written on this machine, oldest first, each with `Nats-Msg-Id` = its id; the
 /// cursor moves past a line only once the server stored it.
 async fn publish_loop(js: jetstream::Context, t: Arc<Track>) {
-    // Wake on every change in the bus directory; poll as a fallback.
+    // Wake on a change of the queue (a write, a new or moved file, or a lost event); poll as a
+    // fallback. Other files of the bus directory (locks, heartbeats, their temporary files) and
+    // opens (this loop's own reads) wake nothing.
     let wake = t.wake.clone();
+    let queue_name = t.bus.queue_path().file_name().map(|n| n.to_owned());
     let watcher = {
         use notify::Watcher;
-        let mut w = notify::recommended_watcher(move |_res: notify::Result<notify::Event>| {
-            wake.notify_one();
+        use notify::event::{AccessKind, EventKind};
+        let mut w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+            let wanted = match &res {
+                Ok(ev) => {
+                    ev.need_rescan()
+                        || ev.paths.is_empty()
+                        || (!matches!(
+                            ev.kind,
+                            EventKind::Access(AccessKind::Open(_) | AccessKind::Read)
+                        ) && ev
+                            .paths
+                            .iter()
+                            .any(|p| p.file_name() == queue_name.as_deref()))
+                }
+                Err(_) => true,
+            };
+            if wanted {
+                trace::mark("wake", "");
+                wake.notify_one();
+            }
         })
         .ok();
         if let Some(w) = &mut w {
@@ -254,14 +280,7 @@ async fn publish_loop(js: jetstream::Context, t: Arc<Track>) {
                 pause = t.poll;
                 continue;
             }
-            Ok(false) => {
-                pause = t.poll;
-                if let Err(e) = t.flush(false) {
-                    t.shared
-                        .note_error(format!("track {} cursor: {e:#}", t.track))
-                        .await;
-                }
-            }
+            Ok(false) => pause = t.poll,
             Err(e) => {
                 t.shared
                     .note_error(format!("track {} publish: {e:#}", t.track))
@@ -274,7 +293,38 @@ async fn publish_loop(js: jetstream::Context, t: Arc<Track>) {
         let _ = tokio::time::timeout(pause, t.wake.notified()).await;
     }
     drop(watcher);
-    if let Err(e) = t.flush(true) {
+    final_flush(&t).await;
+}
+
+/// Writes the cursor every [`CURSOR_EVERY`] while it changes, on a blocking thread: the loops that
+/// move lines never wait for the disk.
+async fn cursor_loop(t: Arc<Track>) {
+    while !t.stopped() {
+        tokio::time::sleep(CURSOR_EVERY).await;
+        if !t.dirty.load(Ordering::SeqCst) {
+            continue;
+        }
+        let w = t.clone();
+        let done = tokio::task::spawn_blocking(move || w.flush())
+            .await
+            .map_err(anyhow::Error::from)
+            .and_then(|r| r);
+        if let Err(e) = done {
+            t.shared
+                .note_error(format!("track {} cursor: {e:#}", t.track))
+                .await;
+        }
+    }
+}
+
+/// The last write of the cursor when a loop ends (the bridge stops or the consumer is made again).
+async fn final_flush(t: &Arc<Track>) {
+    let w = t.clone();
+    let done = tokio::task::spawn_blocking(move || w.flush())
+        .await
+        .map_err(anyhow::Error::from)
+        .and_then(|r| r);
+    if let Err(e) = done {
         t.shared
             .note_error(format!("track {} cursor: {e:#}", t.track))
             .await;
@@ -314,6 +364,11 @@ async fn publish_new(js: &jetstream::Context, t: &Track, subject: &str) -> anyho
     let mut in_flight = std::collections::VecDeque::with_capacity(PUBLISH_WINDOW);
     let mut fresh = 0u64;
     let any = !lines.is_empty();
+    if trace::on() {
+        for l in &lines {
+            trace::mark("read", &l.id);
+        }
+    }
     for l in lines {
         let mut headers = async_nats::HeaderMap::new();
         headers.insert("Nats-Msg-Id", l.id.as_str());
@@ -321,15 +376,16 @@ async fn publish_new(js: &jetstream::Context, t: &Track, subject: &str) -> anyho
             .publish_with_headers(subject.to_owned(), headers, l.bytes.into())
             .await
             .with_context(|| format!("publishing {}", l.id))?;
-        in_flight.push_back((fut, l.end));
+        trace::mark("sent", &l.id);
+        in_flight.push_back((fut, l.end, l.id));
         if in_flight.len() >= PUBLISH_WINDOW
-            && let Some((ack, end)) = in_flight.pop_front()
+            && let Some((ack, end, id)) = in_flight.pop_front()
         {
-            fresh += await_ack(t, ack, end).await?;
+            fresh += await_ack(t, ack, end, &id).await?;
         }
     }
-    while let Some((ack, end)) = in_flight.pop_front() {
-        fresh += await_ack(t, ack, end).await?;
+    while let Some((ack, end, id)) = in_flight.pop_front() {
+        fresh += await_ack(t, ack, end, &id).await?;
     }
     t.stats.published.fetch_add(fresh, Ordering::Relaxed);
     // Lines after the last own line (mirrored ones, skipped ones) are passed over too.
@@ -343,10 +399,12 @@ async fn await_ack(
     t: &Track,
     ack: async_nats::jetstream::context::PublishAckFuture,
     end: u64,
+    id: &str,
 ) -> anyhow::Result<u64> {
     let ack = tokio::time::timeout(Duration::from_secs(10), ack)
         .await
         .context("no acknowledgement in 10s")??;
+    trace::mark("acked", id);
     t.save_cursor(|c| c.published_offset = end)?;
     Ok(u64::from(!ack.duplicate))
 }
@@ -395,7 +453,6 @@ async fn consume_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Resul
     while !t.stopped() {
         let first = match tokio::time::timeout(Duration::from_millis(250), messages.next()).await {
             Err(_) => {
-                t.flush(false)?;
                 if t.shared.connects.load(Ordering::SeqCst) != connection {
                     tracing::info!(
                         "bridge: track {} reconnected: consumer made again from {}",
@@ -441,6 +498,18 @@ async fn consume_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Resul
                 None => break,
             }
         }
+        let msg_id = |m: &jetstream::Message| {
+            m.headers
+                .as_ref()
+                .and_then(|h| h.get("Nats-Msg-Id"))
+                .map(|v| v.as_str().to_owned())
+                .unwrap_or_default()
+        };
+        if trace::on() {
+            for m in &batch {
+                trace::mark("recv", &msg_id(m));
+            }
+        }
         let mut last_seq = applied;
         let mut lag = 0;
         let mut items = Vec::new();
@@ -466,6 +535,11 @@ async fn consume_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Resul
             }
         }
         let (n, refused) = mirror.apply(&items)?;
+        if trace::on() {
+            for m in &batch {
+                trace::mark("applied", &msg_id(m));
+            }
+        }
         for (i, reason) in refused {
             let subj = et::subject(&t.track, &items[i].0);
             dead(&t, seqs[i], &subj, &reason, &items[i].1).await;
@@ -476,7 +550,7 @@ async fn consume_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Resul
         t.stats.stream_seq.store(last_seq, Ordering::Relaxed);
         t.stats.lag.store(lag, Ordering::Relaxed);
     }
-    t.flush(true)?;
+    final_flush(&t).await;
     Ok(())
 }
 

@@ -461,9 +461,15 @@ pub fn write_bridge_record(root: &Root, path: &std::path::Path, value: &Value) -
     write_json(root, path, value)
 }
 
-/// Writes the bridge's status file atomically.
+/// Writes the bridge's status file atomically but without fsync: it is a report the running bridge
+/// rewrites every few seconds (a kill leaves the old or the new file, never a torn one; a power
+/// loss may leave an older one, which the next write replaces), and an fsync per write cost the
+/// bridge's loops milliseconds on a busy disk.
 pub fn write_status(root: &Root, s: &Status) -> Result<()> {
-    write_json(root, &status_path(root), s)
+    let path = status_path(root);
+    let (dir, name) = crate::store::safe::SafeDir::parent_of(root, &path, true)?
+        .ok_or_else(|| Error::refused(format!("{} has no parent directory", path.display())))?;
+    dir.replace_volatile(&name, &crate::store::atomic::to_pretty_json(s))
 }
 
 /// The status file if any, with the outbox and dead-letter counts taken from disk now.

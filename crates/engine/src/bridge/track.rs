@@ -356,6 +356,17 @@ pub fn write_cursor(root: &Root, track: &TrackName, c: &TrackCursor) -> Result<(
     write_json(root, &cursor_path(root, track), &c)
 }
 
+/// Syncs the data of the track's local queue to disk, so a cursor written next never counts a
+/// mirrored line a power loss could take back (it would never be read from the stream again). A
+/// missing queue has nothing to sync.
+pub fn sync_queue(bus: &Bus) -> Result<()> {
+    let path = bus.queue_path();
+    match queue::open_queue(&path)? {
+        Some(f) => f.sync_data().map_err(|e| Error::io(&path, e)),
+        None => Ok(()),
+    }
+}
+
 /// Appends remote lines to a local queue exactly once: every id already in the queue (read once when
 /// opened) or appended since is skipped.
 #[derive(Debug)]
