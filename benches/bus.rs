@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use pantheon::engine::bus::vocab::MessageType;
 use pantheon::engine::bus::{Bus, LockKey};
 use pantheon::engine::store::Root;
 use pantheon::engine::store::WorkerId;
@@ -201,7 +202,8 @@ fn post_writer(root: &Path, source: &str, n: usize) {
     let payload = serde_json::json!({"task_id": "1.1", "progress_pct": 50,
         "current_subtask": "Stripe client wrapper with retries and idempotency keys"});
     for _ in 0..n {
-        bus.post("PROGRESS", source, payload.clone()).unwrap();
+        bus.post(MessageType::Progress, source, payload.clone())
+            .unwrap();
     }
 }
 

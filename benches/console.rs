@@ -20,6 +20,7 @@ use pantheon::console::app::App;
 use pantheon::console::theme::Theme;
 use pantheon::console::views;
 use pantheon::engine::bus::Bus;
+use pantheon::engine::bus::vocab::MessageType;
 use pantheon::live::runner::LiveHandle;
 use pantheon::live::{LiveModel, ModelOptions, WatchMode};
 use ratatui::Terminal;
@@ -65,7 +66,7 @@ fn latency(rate: u32, count: usize) {
     bus.init().unwrap();
     // A blocked worker in the buffer makes every rebuild run deadlock detection (the costly path).
     bus.post(
-        "BLOCKED",
+        MessageType::Blocked,
         "worker-blocked",
         json!({"task_id": "9", "waiting_for": "file_lock", "resource": "src/x.rs"}),
     )
@@ -81,7 +82,7 @@ fn latency(rate: u32, count: usize) {
             if let Some(d) = due.checked_duration_since(Instant::now()) {
                 std::thread::sleep(d);
             }
-            bus.post("PROGRESS", "bench-writer", json!({"seq": i}))
+            bus.post(MessageType::Progress, "bench-writer", json!({"seq": i}))
                 .unwrap();
             w.lock().unwrap()[i] = Some(Instant::now());
         }

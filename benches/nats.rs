@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use async_nats::jetstream::{self, consumer::pull, stream};
 use futures_util::StreamExt;
 use pantheon::engine::bus::Bus;
+use pantheon::engine::bus::vocab::MessageType;
 use pantheon::engine::store::Root;
 use serde_json::json;
 
@@ -373,7 +374,9 @@ fn main() {
         .collect();
     let qb = buses[1].queue_path();
     // Warm up until the bridges carry lines.
-    buses[0].post("PROGRESS", "warm", payload(0)).unwrap();
+    buses[0]
+        .post(MessageType::Progress, "warm", payload(0))
+        .unwrap();
     wait_for("the bridges", Duration::from_secs(60), || {
         lines_in(&qb) >= 1
     });
@@ -384,7 +387,9 @@ fn main() {
     for i in 0..lat_n + 20 {
         let t = Instant::now();
         let t0 = unix_nanos();
-        let env = buses[0].post("PROGRESS", "worker-1", payload(i)).unwrap();
+        let env = buses[0]
+            .post(MessageType::Progress, "worker-1", payload(i))
+            .unwrap();
         // Spin on B's queue length (a stat per 50 µs), then confirm the line is complete.
         loop {
             let l = std::fs::metadata(&qb).map(|m| m.len()).unwrap_or(0);
@@ -411,7 +416,7 @@ fn main() {
     }
     let t = Instant::now();
     buses[0]
-        .post_repeated("PROGRESS", "worker-1", payload(7), tput_n)
+        .post_repeated(MessageType::Progress, "worker-1", payload(7), tput_n)
         .unwrap();
     let mut counter = LineCounter {
         path: qb.clone(),

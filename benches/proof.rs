@@ -13,7 +13,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use pantheon::Root;
-use pantheon::engine::bus::{Bus, LockKey};
+use pantheon::engine::bus::vocab::MessageType;
+use pantheon::engine::bus::{Bus, LockKey, MessageKind};
 use pantheon::engine::conductor::{Actor, Conductor};
 use pantheon::engine::store::WorkerId;
 use pantheon::engine::store::atomic::{to_pretty_json, write_atomic};
@@ -145,7 +146,7 @@ fn writer(root: &str, secs: f64, source: &str) {
     let mut n = 0u64;
     while Instant::now() < end {
         bus.post(
-            "PROGRESS",
+            MessageType::Progress,
             source,
             json!({"task_id": source, "progress_pct": n % 100, "n": n}),
         )
@@ -163,7 +164,7 @@ fn batch_writer(root: &str, secs: f64, source: &str) {
     while Instant::now() < end {
         let payload = json!({"task_id": source, "progress_pct": n % 100, "n": n});
         n += bus
-            .post_repeated("PROGRESS", source, payload, 1000)
+            .post_repeated(MessageType::Progress, source, payload, 1000)
             .unwrap()
             .0 as u64;
     }
@@ -247,7 +248,13 @@ fn soak(secs: u64) {
     let mut missed = 0;
     let mut next_rss = 0.0;
     while start.elapsed().as_secs_f64() < secs as f64 {
-        let probe = bus.post("PROBE", "soak-probe", json!({})).unwrap();
+        let probe = bus
+            .post(
+                "PROBE".parse::<MessageKind>().unwrap(),
+                "soak-probe",
+                json!({}),
+            )
+            .unwrap();
         let probe_at = probe.instant();
         let sent = Instant::now();
         let found = loop {
@@ -721,7 +728,7 @@ fn live_latency() {
                     if let Some(w) = due.checked_duration_since(Instant::now()) {
                         std::thread::sleep(w);
                     }
-                    bus.post("PROGRESS", "lat", json!({"sent_ns": now_ns()}))
+                    bus.post(MessageType::Progress, "lat", json!({"sent_ns": now_ns()}))
                         .unwrap();
                 }
             })
@@ -813,7 +820,7 @@ fn waiting_cpu() {
         .unwrap();
     let started = Instant::now();
     while started.elapsed().as_secs_f64() < secs {
-        bus.post("PROGRESS", "bench", json!({})).unwrap();
+        bus.post(MessageType::Progress, "bench", json!({})).unwrap();
         std::thread::sleep(Duration::from_millis(100));
     }
     let pid = child.id() as libc::pid_t;

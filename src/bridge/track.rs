@@ -19,6 +19,7 @@ use crate::engine::bridge::track::{
     self as et, KvEntry, LockStep, Mirror, SharedLock, TrackCursor,
 };
 use crate::engine::bus::Bus;
+use crate::engine::bus::vocab::MessageType;
 use crate::engine::store::ids::TrackName;
 
 /// Publishes in flight before the oldest one's acknowledgement is awaited.
@@ -742,7 +743,7 @@ pub async fn lock(
                 anyhow::anyhow!("{key_path} changed while releasing it (token {rev}): {e}")
             })?;
         bus.post(
-            "FILE_UNLOCK",
+            MessageType::FileUnlock,
             &r.worker,
             json!({"filepath": key_path, "pantheon": r.pantheon}),
         )?;
@@ -785,7 +786,7 @@ pub async fn lock(
             ),
         };
         bus.post(
-            "FILE_LOCK",
+            MessageType::FileLock,
             &r.worker,
             json!({"filepath": key_path, "lock_type": r.lock_type, "expires_at": value.expires_at,
                    "pantheon": r.pantheon, "fencing_token": rev}),

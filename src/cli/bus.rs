@@ -11,10 +11,10 @@ use notify::{RecursiveMode, Watcher};
 use serde_json::{Value, json};
 
 use super::Outcome;
-use crate::engine::bus::LockKey;
 use crate::engine::bus::queue::{Filter, Page, QueueCursor};
 use crate::engine::bus::workers::Heartbeat;
 use crate::engine::bus::{Bus, events, locks};
+use crate::engine::bus::{LockKey, MessageKind};
 use crate::engine::journal::Origin;
 use crate::engine::store::time::parse_duration_checked;
 use crate::engine::store::{Root, TrackName, WorkerId};
@@ -251,7 +251,9 @@ pub fn run(args: BusArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome
         }
         BusCommand::Deadlocks => json_of(bus.detect_deadlocks()?),
         BusCommand::Status => json_of(bus.status()?),
-        BusCommand::Archive { track_id, force } => json_of(bus.archive(&track_id, force)?),
+        BusCommand::Archive { track_id, force } => {
+            json_of(bus.archive(&TrackName::parse_as("track id", &track_id)?, force)?)
+        }
     }
 }
 
@@ -265,11 +267,12 @@ fn post(
 ) -> anyhow::Result<Outcome> {
     let payload: Value = serde_json::from_str(payload)
         .with_context(|| format!("--payload is not JSON: {payload}"))?;
+    let kind = MessageKind::parse(&kind)?;
     if !stdin && count != 1 {
         let (posted, first_id, last_id) = bus.post_repeated(&kind, &source, payload, count)?;
         return json_of(json!({"posted": posted, "first_id": first_id, "last_id": last_id}));
     }
-    let mut items: Vec<(String, String, Value)> =
+    let mut items: Vec<(MessageKind, String, Value)> =
         std::iter::repeat_n((kind.clone(), source.clone(), payload), count).collect();
     if stdin {
         for (i, line) in std::io::stdin().lock().lines().enumerate() {
@@ -282,10 +285,11 @@ fn post(
             let full = v.get("payload").is_some() || v.get("type").is_some();
             let item = if full {
                 (
-                    v.get("type")
-                        .and_then(Value::as_str)
-                        .unwrap_or(&kind)
-                        .to_owned(),
+                    match v.get("type").and_then(Value::as_str) {
+                        Some(t) => MessageKind::parse(t)
+                            .with_context(|| format!("stdin line {}", i + 1))?,
+                        None => kind.clone(),
+                    },
                     v.get("source")
                         .and_then(Value::as_str)
                         .unwrap_or(&source)

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use super::sim::Sim;
 use super::text;
 use crate::engine::bus::locks::DEFAULT_TTL;
+use crate::engine::bus::vocab::MessageType;
 use crate::engine::bus::workers::Heartbeat;
 use crate::engine::bus::{Bus, LockKey, OPERATOR};
 use crate::engine::error::Error;
@@ -221,7 +222,7 @@ impl Sim {
         &mut self.workers.tracks[t].workers[w]
     }
 
-    fn post(&mut self, t: usize, kind: &str, source: &str, payload: Value) {
+    fn post(&mut self, t: usize, kind: MessageType, source: &str, payload: Value) {
         if let Err(e) = self.bus(t).post(kind, source, payload) {
             self.engine_error(source, &format!("post {kind}"), &e);
         }
@@ -375,7 +376,7 @@ impl Sim {
         self.beat(t, w, "RUNNING", sub);
         self.post(
             t,
-            "PROGRESS",
+            MessageType::Progress,
             &id,
             json!({"task_id": task.id, "progress_pct": 0, "current_subtask": sub}),
         );
@@ -426,7 +427,7 @@ impl Sim {
                     self.beat(t, w, "RUNNING", "got the lock, resuming");
                     self.post(
                         t,
-                        "PROGRESS",
+                        MessageType::Progress,
                         &wk.id,
                         json!({"task_id": task.id, "progress_pct": wk.progress,
                                "current_subtask": format!("got the lock on {file}, resuming")}),
@@ -446,7 +447,7 @@ impl Sim {
                     self.wk(t, w).blocked_on = Some(file.clone());
                     self.post(
                         t,
-                        "BLOCKED",
+                        MessageType::Blocked,
                         &wk.id,
                         json!({"task_id": task.id, "waiting_for": format!("FILE_UNLOCK_{file}"),
                                "resource": file}),
@@ -490,7 +491,7 @@ impl Sim {
             self.wk(t, w).progress = 30;
             self.post(
                 t,
-                "PROGRESS",
+                MessageType::Progress,
                 &wk.id,
                 json!({"task_id": task.id, "progress_pct": 30, "current_subtask": "rebuilding the index"}),
             );
@@ -526,7 +527,7 @@ impl Sim {
             let sub = text::subtask(&mut self.rng, m);
             self.post(
                 t,
-                "PROGRESS",
+                MessageType::Progress,
                 &wk.id,
                 json!({"task_id": task.id, "progress_pct": m, "current_subtask": sub}),
             );
@@ -588,7 +589,7 @@ impl Sim {
             .collect();
         self.post(
             t,
-            "TASK_COMPLETE",
+            MessageType::TaskComplete,
             &wk.id,
             json!({"task_id": task.id, "commit_sha": sha, "files_modified": task.files,
                    "unblocks": unblocks}),
@@ -615,7 +616,7 @@ impl Sim {
         let (error, trace) = text::failure(&mut self.rng);
         self.post(
             t,
-            "TASK_FAILED",
+            MessageType::TaskFailed,
             &wk.id,
             json!({"task_id": task.id, "error": error, "stack_trace": trace}),
         );
@@ -688,7 +689,7 @@ impl Sim {
         self.release_all(t, w);
         self.post(
             t,
-            "TASK_FAILED",
+            MessageType::TaskFailed,
             &wk.id,
             json!({"task_id": task,
                    "error": format!("lost the lock on {file} (released by someone else); retrying"),
@@ -922,7 +923,7 @@ impl Sim {
         let task = wk.task.as_ref().map(|t| t.id.clone()).unwrap_or_default();
         self.post(
             t,
-            "TASK_FAILED",
+            MessageType::TaskFailed,
             &wk.id,
             json!({"task_id": task,
                    "error": format!("worker restarted after going silent; its lease on {CRASH_FILE} had expired"),

@@ -12,6 +12,7 @@ mod fixture;
 #[path = "../common/fixture.rs"]
 mod fixture_root;
 mod hardening;
+mod ids;
 mod interop;
 mod limits;
 mod locks;

@@ -277,3 +277,96 @@ fn read_messages_is_paged_by_limit_and_cursor() {
     assert!(refused(&rest.results[1]).contains("next_cursor"));
     assert!(refused(&rest.results[2]).contains("either tail or cursor"));
 }
+
+#[test]
+fn bad_ids_are_clear_tool_errors_and_touch_nothing() {
+    let root = TestRoot::new();
+    root.init_track(TRACK);
+    let name_rule = "must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$";
+    let free_text_rule = "must match 1 to 512 bytes of text without NUL";
+    let long = "w".repeat(600);
+    let report = root.session(&[
+        call(
+            "acquire_lock",
+            json!({"track": "../etc", "filepath": "src/a.rs", "worker_id": "w1"}),
+        ),
+        call(
+            "acquire_lock",
+            json!({"track": TRACK, "filepath": "./", "worker_id": "w1"}),
+        ),
+        call(
+            "acquire_lock",
+            json!({"track": TRACK, "filepath": "src/a.rs", "worker_id": ""}),
+        ),
+        call(
+            "release_lock",
+            json!({"track": TRACK, "filepath": "src/a.rs", "worker_id": "w\u{0}1"}),
+        ),
+        call(
+            "update_worker_status",
+            json!({"track": TRACK, "worker_id": long, "task_id": "1.1", "status": "RUNNING"}),
+        ),
+        call("read_messages", json!({"track": "a/b"})),
+        call(
+            "board_open",
+            json!({"track": TRACK, "checkpoint": "EVALUATE_PLAN", "proposal": "x",
+                   "directors": ["CA", "../CPO"]}),
+        ),
+        call(
+            "post_message",
+            json!({"track": TRACK, "msg_type": "FILE_LOCK", "source": "w1",
+                   "payload": {"filepath": "src/a.rs"}}),
+        ),
+    ]);
+    let r = &report.results;
+    assert_eq!(
+        refused(&r[0]),
+        format!("invalid track \"../etc\": {name_rule}")
+    );
+    let e = refused(&r[1]);
+    assert!(e.starts_with("lock path \"./\" names no file"), "{e}");
+    assert_eq!(
+        refused(&r[2]),
+        format!("invalid worker \"\": {free_text_rule}")
+    );
+    assert_eq!(
+        refused(&r[3]),
+        format!("invalid worker \"w\\0\u{31}\": {free_text_rule}")
+    );
+    let e = refused(&r[4]);
+    assert!(
+        e.starts_with(&format!("invalid worker \"{}\"", "w".repeat(80)))
+            && e.ends_with(free_text_rule),
+        "the value is cut to 80 characters: {e}"
+    );
+    assert_eq!(
+        refused(&r[5]),
+        format!("invalid track \"a/b\": {name_rule}")
+    );
+    assert_eq!(
+        refused(&r[6]),
+        format!("invalid director \"../CPO\": {name_rule}")
+    );
+    // The server still answers after the refusals.
+    ok(&r[7]);
+    assert!(!root.path().join("conductor/etc").exists());
+    assert!(!root.path().join("conductor/tracks/a").exists());
+    let bus = root
+        .path()
+        .join("conductor/tracks")
+        .join(TRACK)
+        .join(".message-bus");
+    let locks: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(bus.join("locks.json")).unwrap()).unwrap();
+    assert_eq!(locks, json!({}), "no lock was taken");
+    let workers: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(bus.join("worker-status.json")).unwrap()).unwrap();
+    assert_eq!(workers, json!({}), "no heartbeat was written");
+    assert!(
+        std::fs::read_dir(bus.join("board"))
+            .unwrap()
+            .next()
+            .is_none(),
+        "no board session was opened"
+    );
+}

@@ -8,10 +8,10 @@ use serde_json::Value;
 use std::time::Duration;
 
 use crate::engine::bus::Bus;
-use crate::engine::bus::LockKey;
 use crate::engine::bus::locks::DEFAULT_TTL;
 use crate::engine::bus::queue::{Filter, Page};
 use crate::engine::bus::workers::Heartbeat;
+use crate::engine::bus::{LockKey, MessageKind};
 use crate::engine::error::Error;
 use crate::engine::store::time::parse_duration_checked;
 use crate::engine::store::{TrackName, WorkerId};
@@ -47,7 +47,7 @@ impl ConductorServer {
         blocking("post_message", move || {
             let bus = Bus::open(&root, &TrackName::parse(&a.track)?);
             bus.post(
-                &a.msg_type,
+                MessageKind::parse(&a.msg_type)?,
                 &a.source,
                 Value::Object(a.payload.unwrap_or_default()),
             )

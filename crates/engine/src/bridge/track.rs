@@ -760,11 +760,23 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let bus = Bus::open(&Root::at(dir.path()), &"t".parse().unwrap());
         bus.init().unwrap();
-        let a = bus.post("PROGRESS", "w", json!({"n": 0})).unwrap();
+        let a = bus
+            .post(
+                crate::bus::vocab::MessageType::Progress,
+                "w",
+                json!({"n": 0}),
+            )
+            .unwrap();
         let mut m = Mirror::open(bus.clone()).unwrap();
         let remote = br#"{"id":"r1","type":"PROGRESS","source":"x","timestamp":"2026-01-01T00:00:00Z","payload":{}}"#;
         m.apply(&[("tallon".into(), remote.to_vec())]).unwrap();
-        let b = bus.post("PROGRESS", "w", json!({"n": 1})).unwrap();
+        let b = bus
+            .post(
+                crate::bus::vocab::MessageType::Progress,
+                "w",
+                json!({"n": 1}),
+            )
+            .unwrap();
         let (own, next) = read_own_from(&bus.queue_path(), 0).unwrap();
         let (all, next_all) = read_raw_from(&bus.queue_path(), 0).unwrap();
         assert_eq!(next, next_all);
@@ -784,7 +796,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let bus = Bus::open(&Root::at(dir.path()), &"t".parse().unwrap());
         bus.init().unwrap();
-        let local = bus.post("PROGRESS", "w", json!({"n": 0})).unwrap();
+        let local = bus
+            .post(
+                crate::bus::vocab::MessageType::Progress,
+                "w",
+                json!({"n": 0}),
+            )
+            .unwrap();
         let mut m = Mirror::open(bus.clone()).unwrap();
         assert!(m.has(&local.id));
         let line = |id: &str| {

@@ -16,7 +16,7 @@ use std::os::unix::fs::PermissionsExt;
 use rustix::fs::OFlags;
 
 use crate::store::atomic::{remove_file, rename_durable};
-use crate::store::ids::{NAME_PATTERN, is_valid_name};
+use crate::store::ids::TrackName;
 use crate::store::lock::lock_file;
 use crate::store::safe::{open_file, require_single_link};
 
@@ -42,19 +42,14 @@ pub struct ArchiveResult {
 }
 
 impl Bus {
-    /// Archives the track's queue under `track_id` and clears its locks, workers and events.
-    pub fn archive(&self, track_id: &str, force: bool) -> Result<ArchiveResult> {
+    /// Archives the track's queue under `track_id` (the archive's name, which follows the track
+    /// name pattern; parse it with `TrackName::parse_as("track id", …)`) and clears its locks,
+    /// workers and events.
+    pub fn archive(&self, track_id: &TrackName, force: bool) -> Result<ArchiveResult> {
         self.require()?;
-        if !is_valid_name(track_id) {
-            return Err(Error::InvalidName {
-                field: "track id",
-                value: track_id.chars().take(80).collect(),
-                pattern: NAME_PATTERN,
-            });
-        }
         let target = self
             .dir
-            .join(crate::store::layout::queue_archive_name(track_id));
+            .join(crate::store::layout::queue_archive_name(track_id.as_str()));
         let queue = self.queue_path();
         let _mutex = self.mutex()?;
         // An archive that exists while the queue is gone or still empty is one a killed run left half

@@ -283,11 +283,11 @@ impl Bus {
         if let Some(p) = &previous_holder {
             payload["previous_holder"] = json!(p);
         }
-        let msg = self.post(MessageType::FileLock.as_str(), worker, payload)?;
+        let msg = self.post(MessageType::FileLock, worker, payload)?;
         let lost_event = match (&previous_holder, &existing) {
             (Some(p), Some(old)) => {
                 let lost = self.post(
-                    MessageType::LockLost.as_str(),
+                    MessageType::LockLost,
                     worker,
                     json!({"path": key, "holder": p, "token": fencing::token_of(old),
                            "new_holder": worker, "new_token": fencing_token}),
@@ -355,7 +355,7 @@ impl Bus {
         } else {
             worker
         };
-        let msg = self.post(MessageType::FileUnlock.as_str(), source, payload)?;
+        let msg = self.post(MessageType::FileUnlock, source, payload)?;
         Ok(UnlockResult {
             filepath: key,
             released_from: holder,

@@ -145,7 +145,7 @@ pub fn post_notices(root: &Root, track: &TrackName, now: DateTime<Utc>) -> Resul
         if kept.contains_key(&c.key) {
             continue;
         }
-        let env = bus.post(c.kind.as_str(), "supervisor", c.payload.clone())?;
+        let env = bus.post(c.kind, "supervisor", c.payload.clone())?;
         crate::conductor::crash_point("notice:after-post");
         kept.insert(
             c.key.clone(),

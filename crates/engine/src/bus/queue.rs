@@ -34,15 +34,86 @@ pub(crate) fn is_valid_type(kind: &str) -> bool {
             .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == b'_')
 }
 
-/// Builds a fresh envelope (new id, now) after checking the type, the source and the payload.
-pub fn envelope(kind: &str, source: &str, payload: Value) -> Result<Envelope> {
-    if !is_valid_type(kind) {
-        return Err(Error::InvalidName {
-            field: "message type",
-            value: kind.chars().take(80).collect(),
-            pattern: TYPE_PATTERN,
-        });
+/// A message `type` (`PROGRESS`, `TASK_COMPLETE`, or any other word a track agrees on): validated
+/// against [`TYPE_PATTERN`] and at most 64 bytes when parsed (docs/PROTOCOL.md 1.3). The engine's own
+/// words convert from [`MessageType`](super::vocab::MessageType) without a check or an allocation.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MessageKind(std::borrow::Cow<'static, str>);
+
+impl MessageKind {
+    /// The field name used in error messages.
+    pub const FIELD: &'static str = "message type";
+    /// The pattern a value must match (and at most 64 bytes), as shown in error messages.
+    pub const PATTERN: &'static str = TYPE_PATTERN;
+
+    /// Parses `value`; refuses (`Error::InvalidName`) a value that does not match [`TYPE_PATTERN`]
+    /// or is longer than 64 bytes.
+    pub fn parse(value: &str) -> Result<Self> {
+        if is_valid_type(value) {
+            Ok(Self(std::borrow::Cow::Owned(value.to_owned())))
+        } else {
+            Err(Error::InvalidName {
+                field: Self::FIELD,
+                value: value.chars().take(80).collect(),
+                pattern: TYPE_PATTERN,
+            })
+        }
     }
+
+    /// The validated text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<super::vocab::MessageType> for MessageKind {
+    fn from(t: super::vocab::MessageType) -> Self {
+        Self(std::borrow::Cow::Borrowed(t.as_str()))
+    }
+}
+
+impl From<&MessageKind> for MessageKind {
+    fn from(k: &MessageKind) -> Self {
+        k.clone()
+    }
+}
+
+impl std::fmt::Display for MessageKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for MessageKind {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for MessageKind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Self::parse(s)
+    }
+}
+
+impl serde::Serialize for MessageKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for MessageKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = <String as serde::Deserialize>::deserialize(d)?;
+        Self::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Builds a fresh envelope (new id, now) after checking the source and the payload (the type was
+/// checked when parsed).
+pub fn envelope(kind: &MessageKind, source: &str, payload: Value) -> Result<Envelope> {
+    let kind = kind.as_str();
     check_free_text("source", source)?;
     let payload = match payload {
         Value::Null => Value::Object(Default::default()),
@@ -767,7 +838,12 @@ mod tests {
     use super::*;
 
     fn env(i: usize) -> Envelope {
-        let mut e = envelope("PROGRESS", "w", serde_json::json!({"i": i})).unwrap();
+        let mut e = envelope(
+            &super::super::vocab::MessageType::Progress.into(),
+            "w",
+            serde_json::json!({"i": i}),
+        )
+        .unwrap();
         e.timestamp = format!("2026-02-01T12:00:{:02}Z", i % 60);
         e
     }
@@ -868,7 +944,27 @@ mod tests {
     fn message_types_follow_the_pattern() {
         assert!(is_valid_type("PROGRESS") && is_valid_type("BUS_INIT") && is_valid_type("X2"));
         assert!(!is_valid_type("progress") && !is_valid_type("2X") && !is_valid_type(""));
-        assert!(envelope("bad type", "w", Value::Null).is_err());
-        assert!(envelope("X", "w", serde_json::json!([1])).is_err());
+        for ok in ["PROGRESS", "X", "BUS_INIT", "A1_B2", &"A".repeat(64)] {
+            let k = MessageKind::parse(ok).unwrap();
+            assert_eq!((k.as_str(), k.to_string()), (ok, ok.to_owned()));
+        }
+        let long = "A".repeat(65);
+        for bad in [
+            "", "bad type", "progress", "1X", "_X", "X-Y", "X/Y", "..", "X\n", "X\0", &long,
+        ] {
+            let err = MessageKind::parse(bad).unwrap_err().to_string();
+            assert!(
+                err.starts_with("invalid message type ") && err.contains(TYPE_PATTERN),
+                "{bad:?}: {err}"
+            );
+        }
+        assert_eq!(
+            MessageKind::from(super::super::vocab::MessageType::FileLock).as_str(),
+            "FILE_LOCK"
+        );
+        assert!(serde_json::from_str::<MessageKind>("\"x\"").is_err());
+        let x = MessageKind::parse("X").unwrap();
+        assert!(envelope(&x, "w", serde_json::json!([1])).is_err());
+        assert!(envelope(&x, "", Value::Null).is_err());
     }
 }

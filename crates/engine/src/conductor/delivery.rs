@@ -771,8 +771,11 @@ impl Conductor {
             let Ok(bus) = crate::bus::Bus::open_existing(&self.root, &name) else {
                 continue;
             };
+            let Ok(kind) = crate::bus::MessageKind::parse("DISPATCH_DEAD") else {
+                return;
+            };
             let _ = bus.post(
-                "DISPATCH_DEAD",
+                kind,
                 "supervisor",
                 json!({
                     "handoff_id": act.handoff_id,

@@ -267,7 +267,7 @@ impl Bus {
         ensure_file(&self.root, &self.discussion_path())?;
         self.save_session(&session_file(&board, &id), &session)?;
         let msg = self.post(
-            MessageType::BoardOpen.as_str(),
+            MessageType::BoardOpen,
             &input.source,
             json!({"session_id": id, "checkpoint": checkpoint, "proposal": proposal, "directors": directors}),
         )?;
@@ -318,11 +318,7 @@ impl Bus {
         self.save_session(&path, &s)?;
         let mut payload = record.clone();
         payload["session_id"] = json!(s.session_id);
-        let msg = self.post(
-            MessageType::BoardAssess.as_str(),
-            input.director.as_str(),
-            payload,
-        )?;
+        let msg = self.post(MessageType::BoardAssess, input.director.as_str(), payload)?;
         Ok(self.write_result(s, msg.id, record))
     }
 
@@ -374,11 +370,7 @@ impl Bus {
         }
         let mut payload = record.clone();
         payload["session_id"] = json!(s.session_id);
-        let msg = self.post(
-            MessageType::BoardDiscuss.as_str(),
-            input.from.as_str(),
-            payload,
-        )?;
+        let msg = self.post(MessageType::BoardDiscuss, input.from.as_str(), payload)?;
         Ok(self.write_result(s, msg.id, record))
     }
 
@@ -404,7 +396,7 @@ impl Bus {
         self.save_session(&path, &s)?;
         let mut payload = record.clone();
         payload["session_id"] = json!(s.session_id);
-        let msg = self.post(MessageType::BoardRound.as_str(), source, payload)?;
+        let msg = self.post(MessageType::BoardRound, source, payload)?;
         Ok(self.write_result(s, msg.id, record))
     }
 
@@ -438,11 +430,7 @@ impl Bus {
         self.save_session(&path, &s)?;
         let mut payload = record.clone();
         payload["session_id"] = json!(s.session_id);
-        let msg = self.post(
-            MessageType::BoardVote.as_str(),
-            input.director.as_str(),
-            payload,
-        )?;
+        let msg = self.post(MessageType::BoardVote, input.director.as_str(), payload)?;
         Ok(self.write_result(s, msg.id, record))
     }
 
@@ -517,7 +505,7 @@ impl Bus {
         s.status = to.into();
         self.save_session(&path, &s)?;
         let msg = self.post(
-            MessageType::BoardAdvance.as_str(),
+            MessageType::BoardAdvance,
             source,
             json!({"session_id": s.session_id, "from": from, "to": to, "forced": force}),
         )?;
@@ -607,7 +595,7 @@ impl Bus {
         self.save_session(&path, &s)?;
         let o = &resolution.outcome;
         let msg = self.post(
-            MessageType::BoardResolve.as_str(),
+            MessageType::BoardResolve,
             source,
             json!({
                 "session_id": s.session_id,
