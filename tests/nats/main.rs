@@ -501,7 +501,12 @@ fn faults_lose_nothing_and_double_nothing() {
         assert_eq!(h.iter().filter(|r| r["step_id"] == "await-ack").count(), 1);
     }
     assert_eq!(a.files("conductor/pending/hermes").len(), N);
-    assert!(b.files("conductor/bridge/dead").is_empty());
+    let dead: Vec<String> = b
+        .files("conductor/bridge/dead")
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+        .collect();
+    assert!(dead.is_empty(), "dead letters on B: {dead:#?}");
 }
 
 // ---- Shared tracks (issue 17.3) ----
