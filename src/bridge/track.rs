@@ -262,6 +262,7 @@ async fn publish_loop(js: jetstream::Context, t: Arc<Track>) {
     let mut stream_ready = false;
     let mut pause = t.poll;
     let subject = et::subject(&t.track, &t.shared.inbound.name);
+    let mut p = Publisher::from_cursor(&t);
     while !t.stopped() {
         if !stream_ready {
             match ensure_stream(&t, &js).await {
@@ -276,25 +277,145 @@ async fn publish_loop(js: jetstream::Context, t: Arc<Track>) {
                 }
             }
         }
-        match publish_new(&js, &t, &subject).await {
-            Ok(true) => {
-                pause = t.poll;
-                continue;
+        let mut done = publish_new(&js, &t, &subject, &mut p).await;
+        if let Ok(false) = done {
+            // Nothing new: wait for a change of the queue, the oldest acknowledgement, or the poll.
+            let acked = match p.in_flight.front_mut().and_then(|e| e.ack.as_mut()) {
+                Some(ack) => tokio::select! {
+                    r = ack => Some(r),
+                    _ = t.wake.notified() => None,
+                    _ = tokio::time::sleep(pause) => None,
+                },
+                None => {
+                    let _ = tokio::time::timeout(pause, t.wake.notified()).await;
+                    None
+                }
+            };
+            if let Some(r) = acked {
+                done = settle_front(&t, &mut p, Some(r)).map(|()| false);
             }
-            Ok(false) => pause = t.poll,
+        }
+        match done {
+            Ok(_) => pause = t.poll,
             Err(e) => {
                 t.shared
                     .note_error(format!("track {} publish: {e:#}", t.track))
                     .await;
+                p.rewind(&t);
                 pause = (pause * 2).min(MAX_PAUSE);
                 tokio::time::sleep(pause).await;
-                continue;
             }
         }
-        let _ = tokio::time::timeout(pause, t.wake.notified()).await;
     }
     drop(watcher);
+    // The publishes still in flight get a moment; any not acknowledged are published again by the
+    // next run (the server drops the repeats by id).
+    let _ = tokio::time::timeout(Duration::from_secs(2), settle_all(&t, &mut p)).await;
     final_flush(&t).await;
+}
+
+/// A publish acknowledgement awaited (bounded at 10 s).
+type AckFuture = std::pin::Pin<
+    Box<
+        dyn std::future::Future<
+                Output = Result<
+                    Result<jetstream::publish::PublishAck, jetstream::context::PublishError>,
+                    tokio::time::error::Elapsed,
+                >,
+            > + Send,
+    >,
+>;
+
+/// One step of the publisher's cursor still waiting: a published line's acknowledgement, or (no
+/// acknowledgement) lines passed over (mirrored or not envelopes), which wait only for those before.
+struct InFlight {
+    ack: Option<AckFuture>,
+    /// The queue offset the cursor moves to once this and every earlier step is done.
+    end: u64,
+    id: String,
+}
+
+/// The publisher's reading position, which runs ahead of the cursor by the publishes in flight: a
+/// line is read and published while earlier ones still wait for their acknowledgement, and the
+/// cursor follows the acknowledgements in order, so it never passes a line the server has not stored.
+struct Publisher {
+    offset: u64,
+    identity: Option<[u64; 2]>,
+    in_flight: std::collections::VecDeque<InFlight>,
+}
+
+impl Publisher {
+    fn from_cursor(t: &Track) -> Self {
+        let mut p = Self {
+            offset: 0,
+            identity: None,
+            in_flight: Default::default(),
+        };
+        p.rewind(t);
+        p
+    }
+
+    /// Back to the cursor (after an error): what was in flight is read and published again.
+    fn rewind(&mut self, t: &Track) {
+        self.in_flight.clear();
+        let c = t.cursor.lock().unwrap_or_else(|e| e.into_inner());
+        self.offset = c.published_offset;
+        self.identity = c.queue_identity;
+    }
+}
+
+/// Settles the oldest step in flight with its acknowledgement `r` (awaited when `None`): the cursor
+/// moves past it. An error leaves the cursor where it was.
+fn settle_front(
+    t: &Track,
+    p: &mut Publisher,
+    r: Option<<AckFuture as std::future::Future>::Output>,
+) -> anyhow::Result<()> {
+    let Some(step) = p.in_flight.pop_front() else {
+        return Ok(());
+    };
+    if let Some(r) = r {
+        let ack = r
+            .map_err(|_| anyhow::anyhow!("no acknowledgement of {} in 10s", step.id))?
+            .with_context(|| format!("publishing {}", step.id))?;
+        trace::mark("acked", &step.id);
+        t.stats
+            .published
+            .fetch_add(u64::from(!ack.duplicate), Ordering::Relaxed);
+    }
+    t.save_cursor(|c| c.published_offset = step.end)
+}
+
+/// Settles the steps whose acknowledgement is in, oldest first, without waiting.
+fn settle_ready(t: &Track, p: &mut Publisher) -> anyhow::Result<()> {
+    while let Some(front) = p.in_flight.front_mut() {
+        let r = match &mut front.ack {
+            None => None,
+            Some(ack) => match ack.now_or_never() {
+                Some(r) => Some(r),
+                None => return Ok(()),
+            },
+        };
+        settle_front(t, p, r)?;
+    }
+    Ok(())
+}
+
+/// Awaits the oldest step in flight and settles it.
+async fn settle_one(t: &Track, p: &mut Publisher) -> anyhow::Result<()> {
+    let r = match p.in_flight.front_mut().and_then(|e| e.ack.as_mut()) {
+        Some(ack) => Some(ack.await),
+        None => None,
+    };
+    settle_front(t, p, r)
+}
+
+/// Awaits every step in flight.
+async fn settle_all(t: &Track, p: &mut Publisher) -> anyhow::Result<()> {
+    while !p.in_flight.is_empty() {
+        settle_one(t, p).await?;
+    }
+    Ok(())
 }
 
 /// Writes the cursor every [`CURSOR_EVERY`] while it changes, on a blocking thread: the loops that
@@ -332,23 +453,30 @@ async fn final_flush(t: &Arc<Track>) {
     }
 }
 
-/// Publishes what was appended since the cursor; true when something was published.
-async fn publish_new(js: &jetstream::Context, t: &Track, subject: &str) -> anyhow::Result<bool> {
+/// Publishes what was appended since the publisher's position, leaving the acknowledgements in
+/// flight (at most [`PUBLISH_WINDOW`]); true when something was read.
+async fn publish_new(
+    js: &jetstream::Context,
+    t: &Track,
+    subject: &str,
+    p: &mut Publisher,
+) -> anyhow::Result<bool> {
+    settle_ready(t, p)?;
     let queue = t.bus.queue_path();
-    let (mut offset, ident) = {
-        let c = t.cursor.lock().unwrap_or_else(|e| e.into_inner());
-        (c.published_offset, c.queue_identity)
-    };
     let now_ident = et::identity(&queue);
     let len = std::fs::metadata(&queue).map(|m| m.len()).unwrap_or(0);
-    if now_ident != ident || len < offset {
-        // The queue was archived or replaced: its new file is read from the start.
-        offset = 0;
+    if now_ident != p.identity || len < p.offset {
+        // The queue was archived or replaced: the old file's publishes are settled, then the new
+        // file is read from the start.
+        settle_all(t, p).await?;
+        p.offset = 0;
+        p.identity = now_ident;
         t.save_cursor(|c| {
             c.published_offset = 0;
             c.queue_identity = now_ident;
         })?;
     }
+    let offset = p.offset;
     if len == offset {
         return Ok(false);
     }
@@ -360,54 +488,45 @@ async fn publish_new(js: &jetstream::Context, t: &Track, subject: &str) -> anyho
             .await
             .context("reading the queue")??
     };
-    // Up to PUBLISH_WINDOW publishes are in flight; the cursor follows the acknowledgements, in
-    // order, so it never passes a line the server has not stored.
-    let mut in_flight = std::collections::VecDeque::with_capacity(PUBLISH_WINDOW);
-    let mut fresh = 0u64;
-    let any = !lines.is_empty();
     if trace::on() {
         for l in &lines {
             trace::mark("read", &l.id);
         }
     }
+    let mut last = offset;
     for l in lines {
+        while p.in_flight.len() >= PUBLISH_WINDOW {
+            settle_one(t, p).await?;
+        }
         let mut headers = async_nats::HeaderMap::new();
         headers.insert("Nats-Msg-Id", l.id.as_str());
-        let fut = js
+        let ack = js
             .publish_with_headers(subject.to_owned(), headers, l.bytes.into())
             .await
             .with_context(|| format!("publishing {}", l.id))?;
         trace::mark("sent", &l.id);
-        in_flight.push_back((fut, l.end, l.id));
-        if in_flight.len() >= PUBLISH_WINDOW
-            && let Some((ack, end, id)) = in_flight.pop_front()
-        {
-            fresh += await_ack(t, ack, end, &id).await?;
-        }
+        last = l.end;
+        p.in_flight.push_back(InFlight {
+            ack: Some(Box::pin(tokio::time::timeout(
+                Duration::from_secs(10),
+                std::future::IntoFuture::into_future(ack),
+            ))),
+            end: l.end,
+            id: l.id,
+        });
     }
-    while let Some((ack, end, id)) = in_flight.pop_front() {
-        fresh += await_ack(t, ack, end, &id).await?;
+    // Lines after the last own line (mirrored ones, skipped ones) are passed over too, once the
+    // publishes before them are acknowledged.
+    if next > last {
+        p.in_flight.push_back(InFlight {
+            ack: None,
+            end: next,
+            id: String::new(),
+        });
     }
-    t.stats.published.fetch_add(fresh, Ordering::Relaxed);
-    // Lines after the last own line (mirrored ones, skipped ones) are passed over too.
-    t.save_cursor(|c| c.published_offset = next)?;
-    Ok(any || next > offset)
-}
-
-/// Awaits one publish acknowledgement, then moves the cursor past its line; 1 when the server
-/// stored the line now, 0 when it already had it (a duplicate by id).
-async fn await_ack(
-    t: &Track,
-    ack: async_nats::jetstream::context::PublishAckFuture,
-    end: u64,
-    id: &str,
-) -> anyhow::Result<u64> {
-    let ack = tokio::time::timeout(Duration::from_secs(10), ack)
-        .await
-        .context("no acknowledgement in 10s")??;
-    trace::mark("acked", id);
-    t.save_cursor(|c| c.published_offset = end)?;
-    Ok(u64::from(!ack.duplicate))
+    p.offset = next;
+    settle_ready(t, p)?;
+    Ok(next > offset)
 }
 
 /// How long the stream may hold a message past the cursor, with nothing arriving, before the
