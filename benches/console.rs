@@ -517,31 +517,32 @@ fn chunk(len: usize) -> usize {
 
 /// Where the bytes of a loaded root go: the size of each part of a workflow row and of a dispatch
 /// row (structs, their allocations, their strings), averaged over the snapshot, as counted from
-/// the types (the model's maps and the allocator's free lists come on top).
+/// the types (the model's maps' nodes and the allocator's free lists come on top; `rows_mib` is
+/// the sum, to compare with the resident size).
 fn row_bytes(s: &pantheon::live::Snapshot) -> serde_json::Value {
-    use pantheon::engine::conductor::model::{Dispatch, WorkflowState};
+    use pantheon::engine::conductor::model::WorkflowState;
     use pantheon::live::files::RecordFile;
-    use pantheon::live::snapshot::{DispatchView, Record, WholeCell, WorkflowRow, WorkflowView};
+    use pantheon::live::snapshot::{
+        DispatchRecord, DispatchView, Record, Stamp, Sym, WorkflowRow, WorkflowView,
+    };
     use std::mem::size_of;
     let n = s.workflows.len().max(1);
-    let text = |o: Option<&str>| o.map_or(0, |t| chunk(t.len()));
+    // Only a time that did not parse keeps its text.
+    let stamp = |o: Option<&Stamp>| match o {
+        Some(Stamp::Unparsed(t)) => chunk(t.len()),
+        _ => 0,
+    };
     let mut wf_strings = 0;
     let mut waiting = 0;
     for w in s.workflows.iter() {
         wf_strings += chunk(16 + w.id.len())
-            + text(w.state.created.as_deref())
-            + text(w.state.updated.as_deref())
-            + text(
-                w.state
-                    .last_ack
-                    .as_ref()
-                    .and_then(|a| a.acked_at.as_deref()),
-            );
-        waiting +=
-            chunk(w.waiting.len() * size_of::<(pantheon::live::snapshot::Sym, Arc<Dispatch>)>());
+            + stamp(w.state.created.as_ref())
+            + stamp(w.state.updated.as_ref())
+            + stamp(w.state.last_ack.as_ref().and_then(|a| a.acked_at.as_ref()));
+        waiting += chunk(w.waiting.len() * size_of::<(Sym, Arc<DispatchRecord>)>());
     }
     let record = chunk(16 + size_of::<Record<WorkflowRow, WorkflowState>>());
-    let model_entry = size_of::<(Arc<str>, RecordFile<Record<WorkflowRow, WorkflowState>>)>();
+    let model_entry = size_of::<(Sym, RecordFile<Record<WorkflowRow, WorkflowState>>)>();
     let per_wf = size_of::<WorkflowView>() + record + model_entry + (wf_strings + waiting) / n;
     let ds: Vec<&DispatchView> = s
         .inboxes
@@ -553,32 +554,31 @@ fn row_bytes(s: &pantheon::live::Snapshot) -> serde_json::Value {
     let mut d_strings = 0;
     for d in &ds {
         let x = &d.dispatch;
-        d_strings += text(x.dispatch_id.as_deref())
-            + text(Some(&x.handoff_id))
-            + text(Some(&x.workflow_id))
-            + text(Some(&x.from_god))
-            + text(Some(&x.to_god))
-            + text(Some(&x.step))
-            + text(Some(&x.context.summary))
-            + text(x.dispatched_at.as_deref())
-            + chunk(d.path.as_os_str().len())
-            + chunk(d.name.len())
-            + chunk(d.name.len() + 5);
+        // The file name and the handoff id are one allocation when they agree.
+        let name = chunk(16 + d.name.len());
+        d_strings +=
+            name + if Arc::ptr_eq(&x.handoff_id, &d.name) {
+                0
+            } else {
+                chunk(16 + x.handoff_id.len())
+            } + chunk(x.workflow_id.len())
+                + chunk(x.summary.len())
+                + stamp(x.dispatched_at.as_ref())
+                + stamp(x.ack_deadline.as_ref())
+                + x.dead.as_ref().map_or(0, |_| chunk(32));
     }
-    let dispatch = chunk(16 + size_of::<Dispatch>());
-    let whole = chunk(16 + size_of::<WholeCell<Dispatch>>());
-    let model_file = size_of::<(
-        String,
-        RecordFile<(Arc<Dispatch>, Arc<WholeCell<Dispatch>>)>,
-    )>() + chunk(32);
-    let per_d = dispatch + whole + size_of::<DispatchView>() + model_file + d_strings / m;
+    let dispatch = chunk(16 + size_of::<DispatchRecord>());
+    let model_file = size_of::<(Sym, RecordFile<DispatchRecord>)>();
+    let per_d = dispatch + size_of::<DispatchView>() + model_file + d_strings / m;
+    let rows = per_wf * s.workflows.len() + per_d * ds.len();
     json!({
         "workflow_view": size_of::<WorkflowView>(), "workflow_record": record,
         "workflow_model_entry": model_entry, "workflow_strings": wf_strings / n,
         "workflow_waiting": waiting / n, "per_workflow": per_wf,
-        "dispatch_struct": dispatch, "dispatch_whole_cell": whole,
-        "dispatch_view": size_of::<DispatchView>(), "dispatch_model_file": model_file,
-        "dispatch_strings": d_strings / m, "per_dispatch": per_d, "dispatches": ds.len(),
+        "dispatch_record": dispatch, "dispatch_view": size_of::<DispatchView>(),
+        "dispatch_model_file": model_file, "dispatch_strings": d_strings / m,
+        "per_dispatch": per_d, "dispatches": ds.len(),
+        "rows_mib": (rows as f64 / 1048576.0 * 10.0).round() / 10.0,
     })
 }
 

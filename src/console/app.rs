@@ -532,7 +532,7 @@ impl App {
         if let Some(h) = t("handoff_id") {
             let key = items::dispatches(&self.snapshot, &Filter::default())
                 .iter()
-                .find(|r| r.view.dispatch.handoff_id == h || r.view.name == h)
+                .find(|r| *r.view.dispatch.handoff_id == *h || *r.view.name == *h)
                 .map(|r| format!("{}/{}", r.god, r.view.name));
             if let Some(k) = key
                 && self.jump_to(Pane::Inboxes, &k)
@@ -663,7 +663,7 @@ impl App {
 
     fn go_workflow(&mut self) {
         let wf = match self.selected_dispatch() {
-            Some((_, d, _)) => d.workflow_id.clone(),
+            Some((_, d, _)) => d.workflow_id.to_string(),
             None => match self.selected_dead() {
                 Some((_, _, wf)) => wf,
                 None => return self.need("a dispatch or a dead letter"),
@@ -1547,7 +1547,7 @@ impl App {
             Pane::Workflows => items::workflows(s, &f).get(i).map(|w| w.id.to_string()),
             Pane::Inboxes => items::dispatches(s, &f)
                 .get(i)
-                .map(|r| r.view.dispatch.handoff_id.clone()),
+                .map(|r| r.view.dispatch.handoff_id.to_string()),
             Pane::Locks => items::locks(s, &f).get(i).map(|(_, l)| l.path.clone()),
             _ => {
                 let keys = self.keys(self.pane);
@@ -1620,7 +1620,7 @@ impl App {
 
     fn selected_dispatch(
         &self,
-    ) -> Option<(String, Arc<crate::engine::conductor::model::Dispatch>, bool)> {
+    ) -> Option<(String, Arc<crate::live::snapshot::DispatchRecord>, bool)> {
         if self.pane != Pane::Inboxes || self.pane_state().gone.is_some() {
             return None;
         }
@@ -1652,7 +1652,7 @@ impl App {
                 god,
                 handoff_id,
                 workflow_id: WorkflowId::parse(&d.workflow_id).ok(),
-                step: d.step.clone(),
+                step: d.step.to_string(),
             },
             (Err(e), _) | (_, Err(e)) => {
                 self.flash(FlashKind::Error, format!("cannot ack this dispatch: {e}"));
@@ -2073,11 +2073,11 @@ impl App {
         let r = rows.get(self.selected(Pane::DeadLetters))?;
         let d = &r.view.dispatch;
         let hid = if d.handoff_id.is_empty() {
-            r.view.name.clone()
+            r.view.name.to_string()
         } else {
-            d.handoff_id.clone()
+            d.handoff_id.to_string()
         };
-        Some((r.god.to_owned(), hid, d.workflow_id.clone()))
+        Some((r.god.to_owned(), hid, d.workflow_id.to_string()))
     }
 
     /// The dead letter of `handoff_id`: (its row key, the god it was delivered to last).
@@ -2085,8 +2085,8 @@ impl App {
         items::dead_letters(&self.snapshot, &Filter::default())
             .iter()
             .find(|r| {
-                r.view.dispatch.handoff_id == handoff_id.as_str()
-                    || r.view.name == handoff_id.as_str()
+                *r.view.dispatch.handoff_id == *handoff_id.as_str()
+                    || *r.view.name == *handoff_id.as_str()
             })
             .map(|r| (r.key(), r.last_target().to_owned()))
     }

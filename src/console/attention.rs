@@ -177,8 +177,8 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
             Item::new(
                 Kind::Held,
                 &[
-                    ("handoff_id", x.handoff_id.as_str()),
-                    ("workflow_id", x.workflow_id.as_str()),
+                    ("handoff_id", &*x.handoff_id),
+                    ("workflow_id", &*x.workflow_id),
                 ],
                 format!(
                     "held for approval ({}): {} → {} step {}",
@@ -189,7 +189,7 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
                 ),
                 Jump::Row(Pane::Inboxes, format!("{}/{}", s.quarantine.god, d.name)),
             )
-            .since(ts(x.dispatched_at.as_deref()))
+            .since(x.dispatched_at.as_ref().and_then(|t| t.at()))
             .action("{approve} approve · {reject_held} reject"),
         );
     }
@@ -199,13 +199,13 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
             let since = w
                 .waiting
                 .iter()
-                .filter_map(|(_, d)| ts(d.dispatched_at.as_deref()))
+                .filter_map(|(_, d)| d.dispatched_at.as_ref().and_then(|t| t.at()))
                 .min()
                 .or_else(|| {
                     w.state
                         .last_ack
                         .as_ref()
-                        .and_then(|a| ts(a.acked_at.as_deref()))
+                        .and_then(|a| a.acked_at.as_ref().and_then(|t| t.at()))
                 });
             out.push(
                 Item::new(
@@ -226,7 +226,7 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
                     "waits for an ack but its dispatch is in no inbox".into(),
                     Jump::Row(Pane::Workflows, w.id.to_string()),
                 )
-                .since(ts(w.state.updated.as_deref()))
+                .since(w.state.updated.as_ref().and_then(|t| t.at()))
                 .action("{abort} abort · `pantheon redispatch` writes it again"),
             );
         }
@@ -355,14 +355,14 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
             let since = ts(extra("dead_at")
                 .or_else(|| extra("dead_lettered_at"))
                 .as_deref())
-            .or_else(|| ts(x.dispatched_at.as_deref()));
+            .or_else(|| x.dispatched_at.as_ref().and_then(|t| t.at()));
             out.push(
                 Item::new(
                     Kind::DeadLetter,
                     &[
-                        ("handoff_id", d.name.as_str()),
+                        ("handoff_id", &*d.name),
                         ("god", inbox.god.as_str()),
-                        ("workflow_id", x.workflow_id.as_str()),
+                        ("workflow_id", &*x.workflow_id),
                     ],
                     reason,
                     Jump::Row(Pane::DeadLetters, format!("{}/{}", inbox.god, d.name)),

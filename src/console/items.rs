@@ -188,8 +188,8 @@ pub fn dispatch_overdue(snap: &Snapshot, d: &DispatchView, held: bool, now: Date
     x.ack_status == AckStatus::Unacked
         && !held
         && x.dispatched_at
-            .as_deref()
-            .and_then(crate::engine::store::time::parse_ts)
+            .as_ref()
+            .and_then(|t| t.at())
             .is_some_and(|t| now - t > snap.unacked_overdue_after())
 }
 
@@ -200,18 +200,15 @@ pub fn held_overdue(snap: &Snapshot, d: &DispatchView, held: bool, now: DateTime
     held && d
         .dispatch
         .dispatched_at
-        .as_deref()
-        .and_then(crate::engine::store::time::parse_ts)
+        .as_ref()
+        .and_then(|t| t.at())
         .is_some_and(|t| now - t > snap.held_overdue_after())
 }
 
 /// The delivery count and the ack deadline's countdown of a dispatch with an `ack_wait`
 /// (docs/PROTOCOL.md §2.10): `2/3 due 12s`, `2/3 due now`; `None` without a deadline.
-pub fn delivery_note(
-    d: &crate::engine::conductor::model::Dispatch,
-    now: DateTime<Utc>,
-) -> Option<String> {
-    if d.deliveries.is_empty() {
+pub fn delivery_note(d: &crate::live::snapshot::DispatchRow, now: DateTime<Utc>) -> Option<String> {
+    if d.deliveries == 0 {
         return None;
     }
     let max = d
@@ -220,8 +217,8 @@ pub fn delivery_note(
         .unwrap_or_else(|| "?".into());
     let due = d
         .ack_deadline
-        .as_deref()
-        .and_then(crate::engine::store::time::parse_ts)
+        .as_ref()
+        .and_then(|t| t.at())
         .map(|t| {
             let left = (t - now).num_seconds();
             if left <= 0 {
@@ -235,7 +232,7 @@ pub fn delivery_note(
             }
         })
         .unwrap_or_default();
-    Some(format!("{}/{max}{due}", d.deliveries.len()))
+    Some(format!("{}/{max}{due}", d.deliveries))
 }
 
 /// Workflows, unfinished first, then by id (or by the sort's column). The filter sees what the row shows, labels included
@@ -282,13 +279,13 @@ pub fn workflows<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<&'a WorkflowVie
             "STATUS" => s.status.to_string(),
             "STEP" => s.current_step.as_deref().unwrap_or_default().to_owned(),
             "GOD" => s.dispatched_to.as_deref().unwrap_or_default().to_owned(),
-            // Oldest first: the timestamps sort as text.
+            // Oldest first: the timestamps sort as text (RFC 3339 in UTC once parsed).
             "AGE" => s
                 .created
-                .as_deref()
-                .or(s.updated.as_deref())
-                .unwrap_or_default()
-                .to_owned(),
+                .as_ref()
+                .or(s.updated.as_ref())
+                .map(|t| t.text().into_owned())
+                .unwrap_or_default(),
             "ACK" => ack_state(w),
             _ => String::new(),
         }
@@ -386,11 +383,15 @@ pub fn dispatches<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<DispatchRow<'a
         let d = &r.view.dispatch;
         match col {
             "GOD" => r.god.to_owned(),
-            "HANDOFF" => d.handoff_id.clone(),
+            "HANDOFF" => d.handoff_id.to_string(),
             "WORKFLOW" => d.workflow_id.to_string(),
             "STEP" => d.step.to_string(),
             "FROM" => d.from_god.to_string(),
-            "AGE" => d.dispatched_at.clone().unwrap_or_default(),
+            "AGE" => d
+                .dispatched_at
+                .as_ref()
+                .map(|t| t.text().into_owned())
+                .unwrap_or_default(),
             "ACK" => {
                 if r.held {
                     "held".into()
@@ -420,37 +421,25 @@ impl DeadRow<'_> {
 
     /// When it was dead-lettered (`dead_at`, as written).
     pub fn dead_at(&self) -> Option<&str> {
-        self.view
-            .dispatch
-            .extra
-            .get(crate::live::model::DEAD_AT)
-            .and_then(serde_json::Value::as_str)
+        self.view.dispatch.dead.as_ref()?.at.as_deref()
     }
 
     /// Why (`dead_reason`).
     pub fn reason(&self) -> Option<&str> {
-        self.view
-            .dispatch
-            .extra
-            .get(crate::live::model::DEAD_REASON)
-            .and_then(serde_json::Value::as_str)
+        self.view.dispatch.dead.as_ref()?.reason.as_deref()
     }
 
     /// The god of its last delivery.
     pub fn last_target(&self) -> &str {
-        self.view
-            .dispatch
-            .deliveries
-            .last()
-            .map_or(self.view.dispatch.to_god.as_str(), |d| d.to.as_str())
+        self.view.dispatch.last_target()
     }
 
     /// `3/3`: deliveries made of the most allowed.
     pub fn deliveries(&self) -> String {
         let d = &self.view.dispatch;
         match d.max_deliveries {
-            Some(m) => format!("{}/{m}", d.deliveries.len()),
-            None => d.deliveries.len().to_string(),
+            Some(m) => format!("{}/{m}", d.deliveries),
+            None => d.deliveries.to_string(),
         }
     }
 }
@@ -492,10 +481,10 @@ pub fn dead_letters<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<DeadRow<'a>>
         let d = &r.view.dispatch;
         match col {
             "GOD" => r.god.to_owned(),
-            "HANDOFF" => d.handoff_id.clone(),
-            "WORKFLOW" => d.workflow_id.clone(),
-            "STEP" => d.step.clone(),
-            "DELIVERIES" => d.deliveries.len().to_string(),
+            "HANDOFF" => d.handoff_id.to_string(),
+            "WORKFLOW" => d.workflow_id.to_string(),
+            "STEP" => d.step.to_string(),
+            "DELIVERIES" => d.deliveries.to_string(),
             "DEAD SINCE" => r.dead_at().unwrap_or_default().to_owned(),
             "LAST TARGET" => r.last_target().to_owned(),
             _ => String::new(),

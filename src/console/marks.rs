@@ -262,10 +262,10 @@ impl App {
                     None => Err("no longer listed".into()),
                     Some(r) => {
                         let d = &r.view.dispatch;
-                        let hid = if d.handoff_id.is_empty() {
-                            r.view.name.as_str()
+                        let hid: &str = if d.handoff_id.is_empty() {
+                            &r.view.name
                         } else {
-                            d.handoff_id.as_str()
+                            &d.handoff_id
                         };
                         match (HandoffId::parse(hid), GodName::parse(r.god)) {
                             (Ok(handoff_id), Ok(from_god)) => Ok(Op::Requeue {
@@ -281,7 +281,7 @@ impl App {
                     match dead.iter().find(|r| r.key() == mark) {
                         None => Err("no longer listed".into()),
                         Some(r) => {
-                            let wf = r.view.dispatch.workflow_id.clone();
+                            let wf = r.view.dispatch.workflow_id.to_string();
                             if aborted.contains(&wf) {
                                 Err(format!("its workflow {wf} is aborted once already"))
                             } else {

@@ -5,7 +5,7 @@ use crate::engine::conductor::CleanupResult;
 use chrono::{DateTime, Utc};
 
 use crate::engine::store::time::{parse_ts, relative};
-use crate::live::snapshot::Snapshot;
+use crate::live::snapshot::{Snapshot, Stamp};
 
 use super::action::AckChoice;
 use super::app::Tone;
@@ -59,7 +59,7 @@ fn describe_ack(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot, now: Da
         .and_then(|i| {
             i.dispatches
                 .iter()
-                .find(|d| d.dispatch.handoff_id == handoff_id.as_str())
+                .find(|d| *d.dispatch.handoff_id == *handoff_id.as_str())
         })
         .map(|d| d.dispatch.step.clone());
     let Some(step) = step else {
@@ -144,7 +144,7 @@ fn describe_approve(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot) {
         .quarantine
         .dispatches
         .iter()
-        .find(|d| d.dispatch.handoff_id == handoff_id.as_str());
+        .find(|d| *d.dispatch.handoff_id == *handoff_id.as_str());
     match held {
         Some(d) => {
             let x = &d.dispatch;
@@ -266,7 +266,7 @@ fn describe_abort(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot) {
     }
     let dead: Vec<String> = items::dead_letters(snap, &items::Filter::default())
         .iter()
-        .filter(|r| r.view.dispatch.workflow_id == workflow_id.as_str())
+        .filter(|r| *r.view.dispatch.workflow_id == *workflow_id.as_str())
         .map(|r| r.key())
         .collect();
     if !dead.is_empty() {
@@ -295,8 +295,8 @@ fn describe_requeue(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot, now
     let rows = items::dead_letters(snap, &items::Filter::default());
     let Some(r) = rows.iter().find(|r| {
         r.god == from_god.as_str()
-            && (r.view.dispatch.handoff_id == handoff_id.as_str()
-                || r.view.name == handoff_id.as_str())
+            && (*r.view.dispatch.handoff_id == *handoff_id.as_str()
+                || *r.view.name == *handoff_id.as_str())
     }) else {
         out.push(line(
             Warn,
@@ -596,18 +596,32 @@ pub fn cleanup_lines(r: &CleanupResult) -> Vec<(Tone, String)> {
 /// day as now, with the date before it otherwise.
 pub fn when(ts: Option<&str>, now: DateTime<Utc>, absolute: bool) -> String {
     match ts.and_then(parse_ts) {
-        Some(t) if absolute => {
-            let (t, today) = (
-                t.with_timezone(&chrono::Local),
-                now.with_timezone(&chrono::Local),
-            );
-            if t.date_naive() == today.date_naive() {
-                t.format("%H:%M:%S").to_string()
-            } else {
-                t.format("%Y-%m-%d %H:%M:%S").to_string()
-            }
-        }
-        Some(t) => relative(t, now),
+        Some(t) => when_time(t, now, absolute),
         None => ts.map(|s| format!("{s}?")).unwrap_or_else(|| "-".into()),
+    }
+}
+
+/// [`when`] of a time a compact row keeps (parsed once when its file was read).
+pub fn when_at(ts: Option<&Stamp>, now: DateTime<Utc>, absolute: bool) -> String {
+    match ts {
+        Some(Stamp::At(t)) => when_time(*t, now, absolute),
+        Some(Stamp::Unparsed(s)) => format!("{s}?"),
+        None => "-".into(),
+    }
+}
+
+/// A parsed time as [`when`] shows it.
+fn when_time(t: DateTime<Utc>, now: DateTime<Utc>, absolute: bool) -> String {
+    if !absolute {
+        return relative(t, now);
+    }
+    let (t, today) = (
+        t.with_timezone(&chrono::Local),
+        now.with_timezone(&chrono::Local),
+    );
+    if t.date_naive() == today.date_naive() {
+        t.format("%H:%M:%S").to_string()
+    } else {
+        t.format("%Y-%m-%d %H:%M:%S").to_string()
     }
 }

@@ -13,7 +13,8 @@ use crate::engine::bus::model::{
 use crate::engine::conductor::WorkflowStatus;
 use crate::engine::conductor::definition::{LoadError, WorkflowDef};
 use crate::engine::conductor::model::{AbortManifest, AckStatus, Dispatch, WorkflowState};
-use crate::engine::store::time::parse_ts;
+
+pub use super::compact::{DeadNote, DispatchRow, Stamp};
 
 /// A dispatch that has waited unacknowledged this long is overdue (the default of
 /// [`Snapshot::unacked_overdue_after`]; the console's `[thresholds] overdue_secs` sets another).
@@ -290,9 +291,9 @@ pub struct WorkflowRow {
     pub definition_id: Option<Sym>,
     pub current_step: Option<Sym>,
     pub dispatched_to: Option<Sym>,
-    pub created: Option<Box<str>>,
+    pub created: Option<Stamp>,
     /// When the state was last written: for a finished workflow, when it finished.
-    pub updated: Option<Box<str>>,
+    pub updated: Option<Stamp>,
     /// The latest entry of `acks`.
     pub last_ack: Option<LastAck>,
 }
@@ -301,7 +302,7 @@ pub struct WorkflowRow {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LastAck {
     pub status: AckStatus,
-    pub acked_at: Option<Box<str>>,
+    pub acked_at: Option<Stamp>,
 }
 
 impl WorkflowRow {
@@ -318,11 +319,11 @@ impl WorkflowRow {
             definition_id: sym(&s.definition_id),
             current_step: sym(&s.current_step),
             dispatched_to: sym(&s.dispatched_to),
-            created: s.created.as_deref().map(Box::from),
-            updated: s.updated.as_deref().map(Box::from),
+            created: Stamp::of_opt(s.created.as_deref()),
+            updated: Stamp::of_opt(s.updated.as_deref()),
             last_ack: s.acks.last().map(|a| LastAck {
                 status: a.status.clone(),
-                acked_at: a.acked_at.as_deref().map(Box::from),
+                acked_at: Stamp::of_opt(a.acked_at.as_deref()),
             }),
         }
     }
@@ -335,7 +336,7 @@ impl WorkflowRow {
     /// A state holding what this row knows (for a detail when the file can no longer be read).
     pub fn to_state(&self, id: &str) -> WorkflowState {
         let s = |o: &Option<Sym>| o.as_deref().map(str::to_owned);
-        let t = |o: &Option<Box<str>>| o.as_deref().map(str::to_owned);
+        let t = |o: &Option<Stamp>| o.as_ref().map(|x| x.text().into_owned());
         WorkflowState {
             workflow_id: id.to_owned(),
             definition_id: s(&self.definition_id),
@@ -395,7 +396,7 @@ pub struct WorkflowView {
     /// Set when the file on disk is not the version shown (mid-write, corrupt).
     pub warning: Option<String>,
     /// Dispatches of this workflow in an inbox or `_quarantine`: (god or `_quarantine`, dispatch).
-    pub waiting: Vec<(Sym, Arc<Dispatch>)>,
+    pub waiting: Vec<(Sym, Arc<DispatchRecord>)>,
     /// `conductor/state/`, shared by every row.
     pub dir: Arc<Path>,
 }
@@ -412,26 +413,43 @@ impl WorkflowView {
     }
 }
 
+/// A dispatch's compact row and the cell that reads its file whole on demand, in one allocation.
+pub type DispatchRecord = Record<DispatchRow, Dispatch>;
+
 /// One dispatch file.
 ///
-/// `dispatch` is compact: its context keeps only the summary; read the whole file with
-/// [`DispatchView::whole`].
+/// `dispatch` is compact ([`DispatchRow`]: ids, names, times, ack status, delivery count); read the
+/// whole file with [`DispatchView::whole`].
 #[derive(Debug, Clone)]
 pub struct DispatchView {
-    pub path: PathBuf,
-    /// The file name without `.json`.
-    pub name: String,
-    /// The compact dispatch (see above).
-    pub dispatch: Arc<Dispatch>,
-    /// The whole dispatch file, read on demand.
-    pub whole: Arc<WholeCell<Dispatch>>,
+    /// The directory of the file, shared by every dispatch of the inbox.
+    pub dir: Arc<Path>,
+    /// The file name without `.json` (the same allocation as the handoff id when they agree).
+    pub name: Sym,
+    /// The compact row (see above) and the whole file once read.
+    pub dispatch: Arc<DispatchRecord>,
     pub warning: Option<String>,
 }
 
 impl DispatchView {
-    /// The whole dispatch file (full context, raw document), read now if not read yet.
+    /// The dispatch file: `{dir}/{name}.json`.
+    pub fn path(&self) -> PathBuf {
+        self.dir.join(format!("{}.json", self.name))
+    }
+
+    /// The whole dispatch file (full context, raw document), read now if not read yet. The read is
+    /// checked again as the listing was: a file since replaced by a symbolic link is refused (the
+    /// inbox never follows one), and the engine's bounded read refuses anything but a regular file
+    /// and anything over the size limit.
     pub fn whole(&self) -> Result<Arc<Whole<Dispatch>>, String> {
-        self.whole.get(&self.path)
+        let path = self.path();
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(format!(
+                "{} is now a symbolic link; not followed",
+                path.display()
+            ));
+        }
+        self.dispatch.whole.get(&path)
     }
 }
 
@@ -441,7 +459,8 @@ pub struct InboxView {
     pub god: String,
     /// Shared between snapshots while the inbox does not change.
     pub dispatches: Arc<Vec<DispatchView>>,
-    /// The earliest `dispatched_at` among the dispatches (as written), worked out by the model.
+    /// The earliest `dispatched_at` among the dispatches (RFC 3339, or as written when it is not a
+    /// time), worked out by the model.
     pub oldest_at: Option<String>,
     /// How many of the dispatches are unacknowledged, worked out by the model.
     pub unacked: usize,
@@ -589,7 +608,7 @@ impl Snapshot {
         }
         for (_, d) in &w.waiting {
             if d.ack_status == AckStatus::Unacked
-                && let Some(at) = d.dispatched_at.as_deref().and_then(parse_ts)
+                && let Some(at) = d.dispatched_at.as_ref().and_then(Stamp::at)
                 && now - at > self.unacked_overdue_after()
             {
                 return Some(format!("unacked for {}", short_duration(now - at)));
@@ -605,7 +624,7 @@ impl Snapshot {
         if last.status != AckStatus::Accepted {
             return None;
         }
-        let accepted = last.acked_at.as_deref().and_then(parse_ts)?;
+        let accepted = last.acked_at.as_ref().and_then(Stamp::at)?;
         let limit = Duration::from_std(timeout).ok()?;
         (now - accepted > limit).then(|| {
             format!(
@@ -644,7 +663,7 @@ impl Snapshot {
         let mut earliest = |t: DateTime<Utc>| from = Some(from.map_or(t, |f| f.min(t)));
         for (_, d) in &w.waiting {
             if d.ack_status == AckStatus::Unacked
-                && let Some(at) = d.dispatched_at.as_deref().and_then(parse_ts)
+                && let Some(at) = d.dispatched_at.as_ref().and_then(Stamp::at)
                 && let Some(t) = at.checked_add_signed(self.unacked_overdue_after())
             {
                 earliest(t);
@@ -658,7 +677,7 @@ impl Snapshot {
         if let Some(timeout) = timeout
             && let Some(last) = &w.state.last_ack
             && last.status == AckStatus::Accepted
-            && let Some(accepted) = last.acked_at.as_deref().and_then(parse_ts)
+            && let Some(accepted) = last.acked_at.as_ref().and_then(Stamp::at)
             && let Ok(limit) = Duration::from_std(timeout)
             && let Some(t) = accepted.checked_add_signed(limit)
         {

@@ -41,7 +41,7 @@ fn select_dispatch(app: &mut App, handoff: &str) {
     app.dispatch(Action::Top);
     let idx = pantheon::console::items::dispatches(&app.snapshot, &app.filter(Pane::Inboxes))
         .iter()
-        .position(|r| r.view.dispatch.handoff_id == handoff)
+        .position(|r| *r.view.dispatch.handoff_id == *handoff)
         .unwrap_or_else(|| panic!("{handoff} not in the Inboxes pane"));
     for _ in 0..idx {
         app.dispatch(Action::Down);
@@ -595,7 +595,7 @@ fn a_held_dispatch_that_goes_away_while_viewed_is_reported_and_p_refuses_to_appr
         .view
         .dispatch
         .handoff_id
-        .clone();
+        .to_string();
     assert!(shown != "hof_20260614_eee555");
     app.on_key(key('p'));
     assert!(dialog_text(&app).contains(&shown), "{}", dialog_text(&app));
@@ -720,7 +720,7 @@ fn completed_asks_for_the_gates_its_step_declares_and_the_engine_checks_them() {
     let next = pantheon::console::items::dispatches(&app.snapshot, &app.filter(Pane::Inboxes))
         .iter()
         .find(|d| d.god == "marvin")
-        .map(|d| d.view.dispatch.handoff_id.clone())
+        .map(|d| d.view.dispatch.handoff_id.to_string())
         .expect("implement dispatched to marvin");
     select_dispatch(&mut app, &next);
     ack_menu_pick(&mut app, 3);

@@ -192,7 +192,7 @@ fn clicks_select_tabs_and_rows_double_clicks_open_and_the_wheel_scrolls() {
     app.on_mouse(mouse(MouseEventKind::Down(MouseButton::Left), hx, hy), t0);
     let rows = pantheon::console::items::dispatches(&app.snapshot, &app.filter(Pane::Inboxes));
     assert_eq!(
-        rows[app.selected(Pane::Inboxes)].view.dispatch.handoff_id,
+        &*rows[app.selected(Pane::Inboxes)].view.dispatch.handoff_id,
         HELD[3].1
     );
     drop(rows);

@@ -308,7 +308,7 @@ fn notify_publishes_an_external_append_within_the_debounce_window() {
         s.inboxes.iter().any(|i| {
             i.dispatches
                 .iter()
-                .any(|d| d.dispatch.handoff_id == "hof_20260614_ccc333")
+                .any(|d| &*d.dispatch.handoff_id == "hof_20260614_ccc333")
         })
     });
 }

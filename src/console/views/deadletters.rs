@@ -53,9 +53,9 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         }
         vec![
             Line::raw(r.god.to_owned()),
-            Line::styled(d.handoff_id.clone(), theme.alert()),
-            Line::raw(d.workflow_id.clone()),
-            Line::raw(d.step.clone()),
+            Line::styled(d.handoff_id.to_string(), theme.alert()),
+            Line::raw(d.workflow_id.to_string()),
+            Line::raw(d.step.to_string()),
             Line::styled(r.deliveries(), theme.warn()),
             Line::raw(when(r.dead_at(), app.now, app.absolute_times)),
             Line::raw(r.last_target().to_owned()),
@@ -97,7 +97,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DeadRow, them
             Ok(x) => json_lines(&x.raw, theme),
             Err(e) => vec![Line::styled(format!("⚠ {e}"), theme.warn())],
         };
-        lines.insert(0, Line::styled(v.path.display().to_string(), theme.dim()));
+        lines.insert(0, Line::styled(v.path().display().to_string(), theme.dim()));
         return detail(
             frame,
             area,
@@ -107,9 +107,13 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DeadRow, them
             theme,
         );
     }
+    let known;
     let d = match &whole {
         Ok(x) => &x.typed,
-        Err(_) => &*v.dispatch,
+        Err(_) => {
+            known = v.dispatch.to_dispatch();
+            &known
+        }
     };
     let now = app.now;
     let abs = app.absolute_times;

@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use crate::console::action::Pane;
 use crate::console::app::App;
 use crate::console::items;
-use crate::console::preview::when;
+use crate::console::preview::{when, when_at};
 use crate::console::theme::Theme;
 use crate::live::snapshot::InboxView;
 
@@ -127,15 +127,15 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                 Line::styled(r.god.to_owned(), theme.base())
             },
             Line::raw(if d.handoff_id.is_empty() {
-                r.view.name.clone()
+                r.view.name.to_string()
             } else {
-                d.handoff_id.clone()
+                d.handoff_id.to_string()
             }),
-            Line::raw(d.workflow_id.clone()),
-            Line::raw(d.step.clone()),
-            Line::raw(d.from_god.clone()),
+            Line::raw(d.workflow_id.to_string()),
+            Line::raw(d.step.to_string()),
+            Line::raw(d.from_god.to_string()),
             Line::styled(
-                when(d.dispatched_at.as_deref(), app.now, app.absolute_times),
+                when_at(d.dispatched_at.as_ref(), app.now, app.absolute_times),
                 if overdue { theme.alert() } else { theme.base() },
             ),
             Line::from(vec![
@@ -148,7 +148,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                     theme.dim(),
                 ),
             ]),
-            Line::styled(d.context.summary.clone(), theme.dim()),
+            Line::styled(d.summary.to_string(), theme.dim()),
         ]
     };
     let first = table::list(
@@ -198,7 +198,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
             Ok(x) => json_lines(&x.raw, theme),
             Err(e) => vec![Line::styled(format!("⚠ {e}"), theme.warn())],
         };
-        lines.insert(0, Line::styled(v.path.display().to_string(), theme.dim()));
+        lines.insert(0, Line::styled(v.path().display().to_string(), theme.dim()));
         return detail(
             frame,
             area,
@@ -208,9 +208,13 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
             theme,
         );
     }
+    let known;
     let d = match &whole {
         Ok(x) => &x.typed,
-        Err(_) => &*v.dispatch,
+        Err(_) => {
+            known = v.dispatch.to_dispatch();
+            &known
+        }
     };
     let now = app.now;
     let abs = app.absolute_times;

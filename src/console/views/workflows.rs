@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use crate::console::action::Pane;
 use crate::console::app::App;
 use crate::console::items;
-use crate::console::preview::when;
+use crate::console::preview::{when, when_at};
 use crate::console::theme::Theme;
 use crate::live::snapshot::WorkflowView;
 
@@ -59,8 +59,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         let ack = items::ack_state(w);
         let (astyle, aglyph) = theme.ack_status(&ack);
         let overdue = app.snapshot.overdue(w, now);
-        let age = when(
-            s.created.as_deref().or(s.updated.as_deref()),
+        let age = when_at(
+            s.created.as_ref().or(s.updated.as_ref()),
             now,
             app.absolute_times,
         );
@@ -285,7 +285,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme
                 d.handoff_id,
                 d.step,
                 d.ack_status,
-                when(d.dispatched_at.as_deref(), now, abs),
+                when_at(d.dispatched_at.as_ref(), now, abs),
                 crate::console::items::delivery_note(d, now)
                     .map(|n| format!(", deliveries {n}"))
                     .unwrap_or_default()

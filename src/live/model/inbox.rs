@@ -2,59 +2,95 @@
 
 use crate::engine::store::layout;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::engine::conductor::model::Dispatch;
+use crate::engine::conductor::model::from_value;
 
 use super::super::files::{RecordFile, Refresh};
-use super::super::snapshot::{DispatchView, FileWarning, InboxView};
-use super::{LiveModel, Parsed, Unread, compact_dispatch, list_dir, list_files_sorted, parse_as};
+use super::super::snapshot::{
+    DispatchRecord, DispatchRow, DispatchView, FileWarning, InboxView, Record, Sym,
+};
+use super::workflow::Interner;
+use super::{LiveModel, Unread, list_dir, list_files_sorted};
 
-/// A directory of one-JSON-per-file records (an inbox, the quarantine).
+/// A directory of one-JSON-per-file records (an inbox, the quarantine, a god's dead letters).
 #[derive(Debug)]
 pub(super) struct InboxTracker {
     god: String,
-    dir: PathBuf,
-    /// By file name; the path is `dir` and the name (no path kept per file).
-    files: BTreeMap<String, RecordFile<Parsed<Dispatch>>>,
+    /// The directory, shared by every row's view (no path kept per file).
+    dir: Arc<Path>,
+    /// By file name without `.json` (the key is the view's name and, normally, the handoff id: one
+    /// allocation for the three).
+    files: BTreeMap<Sym, RecordFile<DispatchRecord>>,
     /// Files that are not `*.json` (reported, not read).
     strays: BTreeSet<String>,
     pub(super) view: Arc<InboxView>,
-    /// What of a dispatch the rows keep (see [`compact_dispatch`]).
-    compact: fn(&mut Dispatch),
+}
+
+/// Parses a dispatch file into its compact row (names shared through `names`); the whole file is
+/// read again, through the same bounded read, when a detail asks ([`DispatchView::whole`]).
+fn parse_row(
+    v: serde_json::Value,
+    name: &Sym,
+    names: &mut Interner,
+) -> Result<DispatchRecord, String> {
+    if !v.is_object() {
+        return Err(format!(
+            "expected a JSON object, found {}",
+            crate::engine::store::read::kind(&v)
+        ));
+    }
+    let d = from_value::<crate::engine::conductor::model::Dispatch>(v)?;
+    Ok(Record::new(DispatchRow::with(&d, Some(name), &mut |s| {
+        names.get(s)
+    })))
 }
 
 impl InboxTracker {
     pub(super) fn new(god: &str, dir: PathBuf) -> Self {
         Self {
             god: god.to_owned(),
-            dir,
+            dir: Arc::from(dir),
             files: BTreeMap::new(),
             strays: BTreeSet::new(),
             view: Arc::new(InboxView {
                 god: god.to_owned(),
                 ..InboxView::default()
             }),
-            compact: compact_dispatch,
         }
     }
 
-    /// The same tracker keeping what `compact` leaves of each dispatch (dead letters keep their
-    /// `dead_at` and `dead_reason`).
-    pub(super) fn compacting(mut self, compact: fn(&mut Dispatch)) -> Self {
-        self.compact = compact;
-        self
+    /// Re-lists the directory and refreshes every file; true if anything changed.
+    pub(super) fn rescan(&mut self, names: &mut Interner) -> bool {
+        self.rescan_deferring(None, names)
     }
 
-    /// Re-lists the directory and refreshes every file; true if anything changed.
-    pub(super) fn rescan(&mut self) -> bool {
-        self.rescan_deferring(None)
+    /// Refreshes the file `{stem}.json`, creating its entry when new; what the refresh found.
+    fn refresh_file(&mut self, stem: &str, names: &mut Interner) -> Refresh {
+        let path = self.dir.join(format!("{stem}.json"));
+        let known = self.files.get_key_value(stem).map(|(k, _)| k.clone());
+        match known.and_then(|k| Some((self.files.get_mut(stem)?, k))) {
+            Some((f, key)) => f.refresh(&path, |v| parse_row(v, &key, names)),
+            None => {
+                let key = Sym::from(stem);
+                let mut f = RecordFile::default();
+                let r = f.refresh(&path, |v| parse_row(v, &key, names));
+                if r != Refresh::Unchanged {
+                    self.files.insert(key, f);
+                }
+                r
+            }
+        }
     }
 
     /// Like [`InboxTracker::rescan`], but a file not seen before is not read: its name goes to
     /// `defer` (the first load reads them a chunk at a time).
-    pub(super) fn rescan_deferring(&mut self, mut defer: Option<&mut Vec<String>>) -> bool {
+    pub(super) fn rescan_deferring(
+        &mut self,
+        mut defer: Option<&mut Vec<String>>,
+        intern: &mut Interner,
+    ) -> bool {
         let mut names = list_files_sorted(&self.dir);
         let mut changed = false;
         // A symbolic link is never followed: it is reported as a file issue (a stray).
@@ -64,8 +100,8 @@ impl InboxTracker {
             .cloned()
             .collect();
         names.retain(|n| !links.contains(n));
-        self.files.retain(|n, _| {
-            let keep = names.binary_search(n).is_ok();
+        self.files.retain(|stem, _| {
+            let keep = names.binary_search(&format!("{stem}.json")).is_ok();
             changed |= !keep;
             keep
         });
@@ -79,43 +115,43 @@ impl InboxTracker {
             self.strays = strays;
             changed = true;
         }
-        for n in names.into_iter().filter(|n| n.ends_with(".json")) {
+        for n in names.into_iter() {
+            let Some(stem) = n.strip_suffix(".json") else {
+                continue;
+            };
             if let Some(d) = defer.as_deref_mut()
-                && !self.files.contains_key(&n)
+                && !self.files.contains_key(stem)
             {
                 d.push(n);
                 continue;
             }
-            let path = self.dir.join(&n);
-            let compact = self.compact;
-            let f = self.files.entry(n).or_default();
-            changed |= f.refresh(&path, |v| parse_as::<Dispatch>(v, compact)) != Refresh::Unchanged;
+            changed |= self.refresh_file(stem, intern) != Refresh::Unchanged;
         }
         changed
     }
 
     /// Refreshes one file named by an event; true if anything changed.
-    pub(super) fn touch(&mut self, name: &str) -> bool {
+    pub(super) fn touch(&mut self, name: &str, names: &mut Interner) -> bool {
         if name.starts_with('.') {
             return false;
         }
-        if !name.ends_with(".json") || is_symlink(&self.dir.join(name)) {
-            return self.rescan();
+        let Some(stem) = name.strip_suffix(".json") else {
+            return self.rescan(names);
+        };
+        if is_symlink(&self.dir.join(name)) {
+            return self.rescan(names);
         }
-        let path = self.dir.join(name);
-        let exists = path.exists();
-        let compact = self.compact;
-        let f = self.files.entry(name.to_owned()).or_default();
-        match f.refresh(&path, |v| parse_as::<Dispatch>(v, compact)) {
+        let exists = self.dir.join(name).exists();
+        match self.refresh_file(stem, names) {
             Refresh::Unchanged => {
                 if !exists {
                     // An event for a file already gone (a temp name, a quick move): forget it.
-                    self.files.remove(name);
+                    self.files.remove(stem);
                 }
                 false
             }
             Refresh::Removed => {
-                self.files.remove(name);
+                self.files.remove(stem);
                 true
             }
             _ => true,
@@ -123,16 +159,15 @@ impl InboxTracker {
     }
 
     pub(super) fn rebuild(&mut self) {
-        let mut dispatches = Vec::new();
+        let mut dispatches = Vec::with_capacity(self.files.len());
         let mut errors = Vec::new();
         for (name, f) in &self.files {
-            let path = || self.dir.join(name);
+            let path = || self.dir.join(format!("{name}.json"));
             match f.value() {
                 Some(p) => dispatches.push(DispatchView {
-                    path: path(),
-                    name: name.trim_end_matches(".json").to_owned(),
-                    dispatch: p.typed.clone(),
-                    whole: p.whole.clone(),
+                    dir: self.dir.clone(),
+                    name: name.clone(),
+                    dispatch: p.clone(),
                     warning: f.warning().map(str::to_owned),
                 }),
                 None => {
@@ -166,26 +201,15 @@ impl InboxTracker {
                 since: None,
             });
         }
-        // Oldest first: by dispatch time (parsed), then file name.
-        dispatches.sort_by(|a, b| {
-            let ta = a
-                .dispatch
-                .dispatched_at
-                .as_deref()
-                .and_then(crate::engine::store::time::parse_ts);
-            let tb = b
-                .dispatch
-                .dispatched_at
-                .as_deref()
-                .and_then(crate::engine::store::time::parse_ts);
-            ta.cmp(&tb).then_with(|| a.name.cmp(&b.name))
-        });
+        // Oldest first: by dispatch time (parsed once, when the file was read), then file name.
+        let at = |d: &DispatchView| d.dispatch.dispatched_at.as_ref().and_then(|t| t.at());
+        dispatches.sort_by(|a, b| at(a).cmp(&at(b)).then_with(|| a.name.cmp(&b.name)));
         // Once per change of the inbox, not on every frame that shows its summary row.
         let oldest_at = dispatches
             .iter()
-            .filter_map(|d| d.dispatch.dispatched_at.as_deref())
-            .min_by_key(|t| crate::engine::store::time::parse_ts(t))
-            .map(str::to_owned);
+            .filter_map(|d| d.dispatch.dispatched_at.as_ref())
+            .min_by_key(|t| t.at())
+            .map(|t| t.text().into_owned());
         let unacked = dispatches
             .iter()
             .filter(|d| {
@@ -223,7 +247,8 @@ impl LiveModel {
                 .entry(g.clone())
                 .or_insert_with(|| InboxTracker::new(g, pending.join(g)));
             let mut later = Vec::new();
-            if inbox.rescan_deferring(progressive.then_some(&mut later)) || is_new {
+            if inbox.rescan_deferring(progressive.then_some(&mut later), &mut self.names) || is_new
+            {
                 inbox.rebuild();
                 changed = true;
             }
@@ -232,7 +257,7 @@ impl LiveModel {
         let mut later = Vec::new();
         if self
             .quarantine
-            .rescan_deferring(progressive.then_some(&mut later))
+            .rescan_deferring(progressive.then_some(&mut later), &mut self.names)
         {
             self.quarantine.rebuild();
             changed = true;
@@ -251,10 +276,10 @@ impl LiveModel {
     /// Reads one dispatch file left for later by the first load; the inbox is rebuilt by the caller.
     pub(super) fn read_deferred_dispatch(&mut self, god: &str, file: &str) -> bool {
         if god == layout::QUARANTINE_DIR {
-            return self.quarantine.touch(file);
+            return self.quarantine.touch(file, &mut self.names);
         }
         match self.inboxes.get_mut(god) {
-            Some(inbox) => inbox.touch(file),
+            Some(inbox) => inbox.touch(file, &mut self.names),
             None => false,
         }
     }

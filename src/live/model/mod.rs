@@ -9,11 +9,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::engine::conductor::definition::load_definitions;
-use crate::engine::conductor::model::{AbortManifest, Dispatch, from_value};
+use crate::engine::conductor::model::{AbortManifest, from_value};
 use crate::engine::store::Root;
 
 use super::files::JsonFile;
-use super::snapshot::{FileWarning, JournalView, Snapshot, WholeCell};
+use super::snapshot::{FileWarning, JournalView, Snapshot};
 
 /// Tuning of the live model.
 #[derive(Debug, Clone, Copy)]
@@ -39,57 +39,21 @@ impl Default for ModelOptions {
     }
 }
 
-/// A parsed record file: its compact typed value (what tables and counts need) and the cell that
-/// reads the whole file when a detail view asks for it.
-#[derive(Debug)]
-struct Parsed<T> {
-    typed: Arc<T>,
-    whole: Arc<WholeCell<T>>,
-}
-
-/// Parses a record file into its compact form: `compact` drops what only a detail view shows.
-fn parse_as<T: serde::de::DeserializeOwned>(
-    v: Value,
-    compact: fn(&mut T),
-) -> Result<Parsed<T>, String> {
+/// Parses a record file that must hold a JSON object into `T`.
+fn parse_as<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, String> {
     if !v.is_object() {
         return Err(format!(
             "expected a JSON object, found {}",
             crate::engine::store::read::kind(&v)
         ));
     }
-    let mut typed = from_value::<T>(v)?;
-    compact(&mut typed);
-    Ok(Parsed {
-        typed: Arc::new(typed),
-        whole: Arc::new(WholeCell::default()),
-    })
+    from_value::<T>(v)
 }
 
-/// Keeps the summary of a dispatch's context (the Inboxes table shows it), nothing else of it.
-fn compact_dispatch(d: &mut Dispatch) {
-    let summary = std::mem::take(&mut d.context.summary);
-    d.context = Default::default();
-    d.context.summary = summary;
-    d.extra = Default::default();
-}
-
-/// A dead letter keeps what pane 9 lists besides the compact dispatch: when and why it died.
-pub(crate) fn compact_dead(d: &mut Dispatch) {
-    let extra = std::mem::take(&mut d.extra);
-    compact_dispatch(d);
-    for k in [DEAD_AT, DEAD_REASON] {
-        if let Some(v) = extra.get(k) {
-            d.extra.insert(k.to_owned(), v.clone());
-        }
-    }
-}
-
-/// The fields a dead letter gains (docs/PROTOCOL.md §2.10).
+/// The fields a dead letter gains (docs/PROTOCOL.md §2.10), kept in its row
+/// ([`crate::live::snapshot::DeadNote`]).
 pub const DEAD_AT: &str = "dead_at";
 pub const DEAD_REASON: &str = "dead_reason";
-
-fn keep_all<T>(_: &mut T) {}
 
 fn object(v: Value) -> Result<serde_json::Map<String, Value>, String> {
     match v {
@@ -248,7 +212,7 @@ pub struct LiveModel {
     names: workflow::Interner,
     /// `conductor/state/`, shared by every workflow view.
     state_dir: Arc<Path>,
-    manifests: BTreeMap<String, JsonFile<Parsed<AbortManifest>>>,
+    manifests: BTreeMap<String, JsonFile<AbortManifest>>,
     inboxes: BTreeMap<String, InboxTracker>,
     quarantine: InboxTracker,
     tracks: BTreeMap<String, TrackTracker>,
@@ -631,8 +595,8 @@ impl LiveModel {
                     .entry(god.clone())
                     .or_insert_with(|| InboxTracker::new(&god, dir));
                 let changed = match file {
-                    Some(f) => inbox.touch(&f),
-                    None => inbox.rescan(),
+                    Some(f) => inbox.touch(&f, &mut self.names),
+                    None => inbox.rescan(&mut self.names),
                 } || is_new;
                 if changed {
                     inbox.rebuild();
@@ -641,8 +605,8 @@ impl LiveModel {
             }
             Target::Quarantine(file) => {
                 let changed = match file {
-                    Some(f) => self.quarantine.touch(&f),
-                    None => self.quarantine.rescan(),
+                    Some(f) => self.quarantine.touch(&f, &mut self.names),
+                    None => self.quarantine.rescan(&mut self.names),
                 };
                 if changed {
                     self.quarantine.rebuild();
@@ -750,8 +714,8 @@ impl LiveModel {
             let t = self
                 .dead
                 .entry(g.clone())
-                .or_insert_with(|| InboxTracker::new(g, dir.join(g)).compacting(compact_dead));
-            if t.rescan() || is_new {
+                .or_insert_with(|| InboxTracker::new(g, dir.join(g)));
+            if t.rescan(&mut self.names) || is_new {
                 t.rebuild();
                 changed = true;
             }

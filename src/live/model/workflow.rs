@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::engine::conductor::model::{AbortManifest, Dispatch, WorkflowState, from_value};
+use crate::engine::conductor::model::{AbortManifest, WorkflowState, from_value};
 
 use super::super::files::{JsonFile, RecordFile, Refresh};
-use super::super::snapshot::{Record, Snapshot, Sym, WorkflowRow, WorkflowView};
-use super::{LiveModel, Unread, keep_all, list_files_sorted, parse_as};
+use super::super::snapshot::{DispatchRecord, Record, Snapshot, Sym, WorkflowRow, WorkflowView};
+use super::{LiveModel, Unread, list_files_sorted, parse_as};
 
 /// The cached state file of one workflow.
 pub(super) type StateFile = RecordFile<Record<WorkflowRow, WorkflowState>>;
@@ -77,7 +77,7 @@ impl LiveModel {
                 .manifests
                 .entry(id.to_owned())
                 .or_insert_with(|| JsonFile::new(dir.join(name)));
-            let r = f.refresh(|v| parse_as::<AbortManifest>(v, keep_all));
+            let r = f.refresh(parse_as::<AbortManifest>);
             if r == Refresh::Removed {
                 self.manifests.remove(id);
             }
@@ -137,18 +137,19 @@ impl LiveModel {
     }
 
     pub(super) fn build_workflows(&self, s: &Snapshot) -> Vec<WorkflowView> {
-        let mut waiting: BTreeMap<&str, Vec<(Sym, Arc<Dispatch>)>> = BTreeMap::new();
+        let mut waiting: BTreeMap<&str, Vec<(Sym, Arc<DispatchRecord>)>> = BTreeMap::new();
         for inbox in s.inboxes.iter().chain(std::iter::once(&*s.quarantine)) {
             // One shared name per inbox, not one per dispatch.
             let god: Sym = Sym::from(inbox.god.as_str());
             for d in inbox.dispatches.iter() {
                 waiting
-                    .entry(d.dispatch.workflow_id.as_str())
+                    .entry(&*d.dispatch.workflow_id)
                     .or_default()
                     .push((god.clone(), d.dispatch.clone()));
             }
         }
-        self.states
+        let mut list: Vec<WorkflowView> = self
+            .states
             .iter()
             .filter_map(|(id, f)| {
                 let p = f.value()?;
@@ -157,17 +158,16 @@ impl LiveModel {
                 Some(WorkflowView {
                     id: id.clone(),
                     state: p.clone(),
-                    manifest: self
-                        .manifests
-                        .get(&**id)
-                        .and_then(|m| m.value())
-                        .map(|m| m.typed.clone()),
+                    manifest: self.manifests.get(&**id).and_then(|m| m.value()).cloned(),
                     warning: f.warning().map(str::to_owned),
                     waiting: w,
                     dir: self.state_dir.clone(),
                 })
             })
-            .collect()
+            .collect();
+        // Exactly as long as the rows (a collect through a filter grows by doubling).
+        list.shrink_to_fit();
+        list
     }
 
     /// The state directory every row names its file in.
@@ -185,6 +185,7 @@ mod tests {
     use crate::engine::conductor::WorkflowStatus;
     use crate::engine::store::Root;
     use crate::live::ModelOptions;
+    use crate::live::snapshot::Stamp;
 
     fn state(id: &str, status: &str, god: &str, def: &str) -> serde_json::Value {
         serde_json::json!({
@@ -243,10 +244,12 @@ mod tests {
         // The row: status, step, times and the latest ack only.
         assert_eq!(a.state.status, WorkflowStatus::Completed);
         assert_eq!(a.state.current_step.as_deref(), Some("build"));
-        assert_eq!(a.state.updated.as_deref(), Some("2026-06-14T10:00:00Z"));
+        let ten = Stamp::of("2026-06-14T10:00:00Z");
+        assert_eq!(a.state.updated, Some(ten.clone()));
+        assert_eq!(ten.text(), "2026-06-14T10:00:00Z");
         let last = a.state.last_ack.as_ref().unwrap();
         assert_eq!(last.status.as_str(), "completed");
-        assert_eq!(last.acked_at.as_deref(), Some("2026-06-14T10:00:00Z"));
+        assert_eq!(last.acked_at, Some(ten));
         assert_eq!(a.path(), root.state_dir().join("wf_a.json"));
         // Nothing read whole until a detail asks; then once per version of the file.
         assert!(!a.state.whole.is_read() && !b.state.whole.is_read());
