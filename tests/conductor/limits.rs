@@ -75,7 +75,9 @@ fn an_alias_bomb_definition_is_refused_in_under_a_second_under_a_memory_limit() 
     );
     // The samples `init` installed still load beside it.
     assert!(v["workflows"].as_array().unwrap().len() >= 5, "{v}");
-    assert!(took < Duration::from_secs(1), "took {took:?}");
+    // Generous for a loaded machine: the whole process, start to exit, usually takes well under a
+    // second, and an expansion that is not cut short runs for minutes or dies of the memory limit.
+    assert!(took < Duration::from_secs(5), "took {took:?}");
 }
 
 #[test]
@@ -103,7 +105,9 @@ fn an_alias_bomb_rule_file_leaves_direct_submits_working_under_a_memory_limit() 
         warnings.contains("00-bomb.yaml") && warnings.contains("alias"),
         "{v}"
     );
-    assert!(took < Duration::from_secs(1), "took {took:?}");
+    // Generous for a loaded machine: the whole process, start to exit, usually takes well under a
+    // second, and an expansion that is not cut short runs for minutes or dies of the memory limit.
+    assert!(took < Duration::from_secs(5), "took {took:?}");
     let (out, _) = run_limited(&env, &["rules"], None);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["errors"].to_string().contains("alias"), "{v}");
