@@ -377,6 +377,33 @@ mod tests {
     }
 
     #[test]
+    fn directors_are_names_not_a_closed_set() {
+        // The default board and any other name matching the pattern (`board open --director D`),
+        // and `ALL`, the discussion's addressee of everyone.
+        for ok in ["CA", "CPO", "CSO", "COO", "CXO", "CFO", "legal-1", "ALL"] {
+            assert_eq!(Director::parse(ok).unwrap().as_str(), ok);
+        }
+        for bad in [
+            "",
+            "..",
+            "C/A",
+            "C A",
+            "-CA",
+            "CA\n",
+            "CA\0",
+            &"C".repeat(65),
+        ] {
+            let err = Director::parse(bad).unwrap_err().to_string();
+            assert!(
+                err.starts_with("invalid director ") && err.contains(NAME_PATTERN),
+                "{bad:?}: {err}"
+            );
+        }
+        let err = Director::parse_as("to", "a b").unwrap_err().to_string();
+        assert!(err.starts_with("invalid to \"a b\""), "{err}");
+    }
+
+    #[test]
     fn worker_ids_are_the_protocols_free_text() {
         // The protocol keeps worker ids as free text inside JSON (PROTOCOL.md 1.3): separators and
         // dots are allowed; they are percent-encoded where an id becomes part of a file name.
