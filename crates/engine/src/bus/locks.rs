@@ -65,37 +65,7 @@ impl LockKey {
     }
 }
 
-impl std::fmt::Display for LockKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl AsRef<str> for LockKey {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::str::FromStr for LockKey {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        Self::parse(s)
-    }
-}
-
-impl Serialize for LockKey {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.serialize_str(&self.0)
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for LockKey {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        Self::parse(&s).map_err(serde::de::Error::custom)
-    }
-}
+crate::store::ids::str_id_impls!(LockKey);
 
 /// A lock as shown to people and tools: the entry plus whether it is live.
 #[derive(Debug, Clone, Serialize)]

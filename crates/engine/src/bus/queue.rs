@@ -78,37 +78,7 @@ impl From<&MessageKind> for MessageKind {
     }
 }
 
-impl std::fmt::Display for MessageKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl AsRef<str> for MessageKind {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::str::FromStr for MessageKind {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        Self::parse(s)
-    }
-}
-
-impl serde::Serialize for MessageKind {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.serialize_str(&self.0)
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for MessageKind {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let s = <String as serde::Deserialize>::deserialize(d)?;
-        Self::parse(&s).map_err(serde::de::Error::custom)
-    }
-}
+crate::store::ids::str_id_impls!(MessageKind);
 
 /// Builds a fresh envelope (new id, now) after checking the source and the payload (the type was
 /// checked when parsed).

@@ -1,10 +1,7 @@
 //! Validated names and ids. Every value that becomes part of a path is parsed into one of these
 //! newtypes first, so an unchecked string can never reach the file system.
 
-use std::fmt;
-
 use rand::Rng;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::{Error, Result};
 
@@ -72,6 +69,50 @@ pub(crate) fn random_hex(n: usize) -> String {
         .collect()
 }
 
+/// `Display`, `AsRef<str>`, `FromStr` and a serde pair that validates on the way in, for a newtype
+/// over text (`self.0` derefs to `str`) with a `parse(&str) -> Result<Self>`.
+macro_rules! str_id_impls {
+    ($name:ident) => {
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = $crate::error::Error;
+            fn from_str(s: &str) -> $crate::error::Result<Self> {
+                Self::parse(s)
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(
+                &self,
+                s: S,
+            ) -> std::result::Result<S::Ok, S::Error> {
+                s.serialize_str(&self.0)
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(
+                d: D,
+            ) -> std::result::Result<Self, D::Error> {
+                let s = <String as serde::Deserialize>::deserialize(d)?;
+                Self::parse(&s).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+pub(crate) use str_id_impls;
+
 macro_rules! validated {
     ($(#[$doc:meta])* $name:ident, $field:literal, $pattern:expr, $check:expr) => {
         $(#[$doc])*
@@ -105,37 +146,7 @@ macro_rules! validated {
             }
         }
 
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
-
-        impl AsRef<str> for $name {
-            fn as_ref(&self) -> &str {
-                &self.0
-            }
-        }
-
-        impl std::str::FromStr for $name {
-            type Err = Error;
-            fn from_str(s: &str) -> Result<Self> {
-                Self::parse(s)
-            }
-        }
-
-        impl Serialize for $name {
-            fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-                s.serialize_str(&self.0)
-            }
-        }
-
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-                let s = String::deserialize(d)?;
-                Self::parse(&s).map_err(serde::de::Error::custom)
-            }
-        }
+        str_id_impls!($name);
     };
 }
 
@@ -363,6 +374,33 @@ mod tests {
                 .as_str(),
             "checkout"
         );
+    }
+
+    #[test]
+    fn directors_are_names_not_a_closed_set() {
+        // The default board and any other name matching the pattern (`board open --director D`),
+        // and `ALL`, the discussion's addressee of everyone.
+        for ok in ["CA", "CPO", "CSO", "COO", "CXO", "CFO", "legal-1", "ALL"] {
+            assert_eq!(Director::parse(ok).unwrap().as_str(), ok);
+        }
+        for bad in [
+            "",
+            "..",
+            "C/A",
+            "C A",
+            "-CA",
+            "CA\n",
+            "CA\0",
+            &"C".repeat(65),
+        ] {
+            let err = Director::parse(bad).unwrap_err().to_string();
+            assert!(
+                err.starts_with("invalid director ") && err.contains(NAME_PATTERN),
+                "{bad:?}: {err}"
+            );
+        }
+        let err = Director::parse_as("to", "a b").unwrap_err().to_string();
+        assert!(err.starts_with("invalid to \"a b\""), "{err}");
     }
 
     #[test]
