@@ -539,7 +539,8 @@ fn row_bytes(s: &pantheon::live::Snapshot) -> serde_json::Value {
             + stamp(w.state.created.as_ref())
             + stamp(w.state.updated.as_ref())
             + stamp(w.state.last_ack.as_ref().and_then(|a| a.acked_at.as_ref()));
-        waiting += chunk(w.waiting.len() * size_of::<(Sym, Arc<DispatchRecord>)>());
+        // A range of one list the rows share: its entries, no allocation per row.
+        waiting += w.waiting.len() * size_of::<(Sym, Arc<DispatchRecord>)>();
     }
     let record = chunk(16 + size_of::<Record<WorkflowRow, WorkflowState>>());
     let model_entry = size_of::<(Sym, RecordFile<Record<WorkflowRow, WorkflowState>>)>();
@@ -628,6 +629,9 @@ fn scale_child(root: &Path, n: usize) {
     }
     let frame_median = pct(&mut frames, 0.5);
     let rss = rss_kib();
+    // The allocator's own count over every arena (to stderr, read by the parent): bytes it took
+    // from the system and bytes handed out (live data); the difference is kept free.
+    unsafe { libc::malloc_stats() };
     let bytes = row_bytes(&full);
     // How much of it is memory the allocator keeps after frees (not live data): the resident size
     // once glibc has given its free pages back. Diagnosis only: the goal is `rss` above.
@@ -677,7 +681,20 @@ fn scale() {
             );
             continue;
         };
-        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+        // `malloc_stats`' totals (its last two counts): system bytes and bytes in use.
+        let err = String::from_utf8_lossy(&out.stderr);
+        let count = |what: &str| {
+            err.lines()
+                .filter_map(|l| l.trim().strip_prefix(what))
+                .filter_map(|x| x.trim_start_matches([' ', '=']).trim().parse::<f64>().ok())
+                .next_back()
+                .unwrap_or(0.0)
+                / 1048576.0
+        };
+        let (system, in_use) = (count("system bytes"), count("in use bytes"));
+        v["heap_in_use_mib"] = json!(in_use);
+        v["heap_free_mib"] = json!(system - in_use);
         println!(
             "scale {n:>7} workflows: first screen {:.0} ms ({} rows, loading: {}), fully loaded {:.0} ms, RSS {:.1} MiB, frame median {:.2} ms, {} watches",
             v["first_screen_ms"].as_f64().unwrap_or(0.0),
@@ -689,9 +706,11 @@ fn scale() {
             v["watches"]
         );
         println!(
-            "scale {n:>7} row bytes: {}; RSS after malloc_trim {:.1} MiB",
+            "scale {n:>7} row bytes: {}; RSS after malloc_trim {:.1} MiB; heap in use {:.1} MiB, free in the allocator {:.1} MiB",
             v["bytes"],
-            v["rss_trimmed_mib"].as_f64().unwrap_or(0.0)
+            v["rss_trimmed_mib"].as_f64().unwrap_or(0.0),
+            v["heap_in_use_mib"].as_f64().unwrap_or(0.0),
+            v["heap_free_mib"].as_f64().unwrap_or(0.0)
         );
         results.push(v);
     }

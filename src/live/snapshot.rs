@@ -396,7 +396,7 @@ pub struct WorkflowView {
     /// Set when the file on disk is not the version shown (mid-write, corrupt).
     pub warning: Option<String>,
     /// Dispatches of this workflow in an inbox or `_quarantine`: (god or `_quarantine`, dispatch).
-    pub waiting: Vec<(Sym, Arc<DispatchRecord>)>,
+    pub waiting: Waiting,
     /// `conductor/state/`, shared by every row.
     pub dir: Arc<Path>,
 }
@@ -415,6 +415,57 @@ impl WorkflowView {
 
 /// A dispatch's compact row and the cell that reads its file whole on demand, in one allocation.
 pub type DispatchRecord = Record<DispatchRow, Dispatch>;
+
+/// A waiting dispatch of a workflow: the god (or `_quarantine`) and the dispatch.
+pub type WaitingDispatch = (Sym, Arc<DispatchRecord>);
+
+/// The dispatches of one workflow still waiting, oldest first per inbox: a range of one list the
+/// snapshot's rows share (a publish makes one allocation for every workflow's, not one per row).
+/// Reads as a slice.
+#[derive(Debug, Clone, Default)]
+pub struct Waiting {
+    all: Option<Arc<[WaitingDispatch]>>,
+    start: u32,
+    end: u32,
+}
+
+impl Waiting {
+    /// The range `start..end` of `all` (an empty one when it is not inside `all`).
+    pub fn new(all: &Arc<[WaitingDispatch]>, start: usize, end: usize) -> Self {
+        match (u32::try_from(start), u32::try_from(end)) {
+            (Ok(s), Ok(e)) if s < e && end <= all.len() => Self {
+                all: Some(all.clone()),
+                start: s,
+                end: e,
+            },
+            _ => Self::default(),
+        }
+    }
+
+    /// A list of its own (tests, hand-built snapshots).
+    pub fn of(list: Vec<WaitingDispatch>) -> Self {
+        let all: Arc<[WaitingDispatch]> = list.into();
+        Self::new(&all, 0, all.len())
+    }
+}
+
+impl std::ops::Deref for Waiting {
+    type Target = [WaitingDispatch];
+    fn deref(&self) -> &[WaitingDispatch] {
+        self.all
+            .as_deref()
+            .and_then(|a| a.get(self.start as usize..self.end as usize))
+            .unwrap_or(&[])
+    }
+}
+
+impl<'a> IntoIterator for &'a Waiting {
+    type Item = &'a WaitingDispatch;
+    type IntoIter = std::slice::Iter<'a, WaitingDispatch>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
 
 /// One dispatch file.
 ///

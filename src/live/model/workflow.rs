@@ -4,14 +4,15 @@
 //! the latest ack) with its names interned, and no path: the file is `state/{id}.json`. The whole
 //! file is read only when a detail, a preview or a confirmation asks for it.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use crate::engine::conductor::model::{AbortManifest, WorkflowState, from_value};
 
 use super::super::files::{JsonFile, RecordFile, Refresh};
-use super::super::snapshot::{DispatchRecord, Record, Snapshot, Sym, WorkflowRow, WorkflowView};
+use super::super::snapshot::{
+    DispatchRecord, Record, Snapshot, Sym, Waiting, WaitingDispatch, WorkflowRow, WorkflowView,
+};
 use super::{LiveModel, Unread, list_files_sorted, parse_as};
 
 /// The cached state file of one workflow.
@@ -137,36 +138,52 @@ impl LiveModel {
     }
 
     pub(super) fn build_workflows(&self, s: &Snapshot) -> Vec<WorkflowView> {
-        let mut waiting: BTreeMap<&str, Vec<(Sym, Arc<DispatchRecord>)>> = BTreeMap::new();
+        // Every dispatch with its workflow id, sorted by it; the sort is stable, so each workflow
+        // keeps its inboxes in god order, then the quarantine, each oldest first.
+        let count = s.inboxes.iter().map(|i| i.dispatches.len()).sum::<usize>()
+            + s.quarantine.dispatches.len();
+        let mut flat: Vec<(&str, Sym, &Arc<DispatchRecord>)> = Vec::with_capacity(count);
         for inbox in s.inboxes.iter().chain(std::iter::once(&*s.quarantine)) {
             // One shared name per inbox, not one per dispatch.
             let god: Sym = Sym::from(inbox.god.as_str());
             for d in inbox.dispatches.iter() {
-                waiting
-                    .entry(&*d.dispatch.workflow_id)
-                    .or_default()
-                    .push((god.clone(), d.dispatch.clone()));
+                flat.push((&*d.dispatch.workflow_id, god.clone(), &d.dispatch));
             }
         }
-        let mut list: Vec<WorkflowView> = self
-            .states
-            .iter()
-            .filter_map(|(id, f)| {
-                let p = f.value()?;
-                let mut w = waiting.remove(&**id).unwrap_or_default();
-                w.shrink_to_fit();
-                Some(WorkflowView {
-                    id: id.clone(),
-                    state: p.clone(),
-                    manifest: self.manifests.get(&**id).and_then(|m| m.value()).cloned(),
-                    warning: f.warning().map(str::to_owned),
-                    waiting: w,
-                    dir: self.state_dir.clone(),
-                })
-            })
-            .collect();
-        // Exactly as long as the rows (a collect through a filter grows by doubling).
-        list.shrink_to_fit();
+        flat.sort_by(|a, b| a.0.cmp(b.0));
+        // Joined with the states (in id order too): one shared list, a range of it per workflow.
+        // A publish of 100,000 rows then makes a few large allocations, not one per row (the
+        // small ones, freed at the next publish, left the heap full of holes).
+        let mut all = Vec::with_capacity(flat.len());
+        let mut ranges = Vec::with_capacity(self.states.len());
+        let mut i = 0;
+        for id in self.states.keys() {
+            while flat.get(i).is_some_and(|f| f.0 < &**id) {
+                i += 1;
+            }
+            let start = all.len();
+            while let Some(f) = flat.get(i).filter(|f| f.0 == &**id) {
+                all.push((f.1.clone(), f.2.clone()));
+                i += 1;
+            }
+            ranges.push((start, all.len()));
+        }
+        drop(flat);
+        let all: Arc<[WaitingDispatch]> = all.into();
+        let mut list = Vec::with_capacity(self.states.len());
+        for ((id, f), (start, end)) in self.states.iter().zip(ranges) {
+            let Some(p) = f.value() else {
+                continue;
+            };
+            list.push(WorkflowView {
+                id: id.clone(),
+                state: p.clone(),
+                manifest: self.manifests.get(&**id).and_then(|m| m.value()).cloned(),
+                warning: f.warning().map(str::to_owned),
+                waiting: Waiting::new(&all, start, end),
+                dir: self.state_dir.clone(),
+            });
+        }
         list
     }
 
