@@ -100,12 +100,7 @@ fn journal_names(root: &Root, key: &str) -> bool {
     files.extend(crate::journal::segments(root).pop());
     files.iter().any(|p| {
         use std::io::{BufRead, Read};
-        use std::os::unix::fs::OpenOptionsExt;
-        let Ok(f) = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(p)
-        else {
+        let Ok(f) = crate::journal::open_read(p) else {
             return false;
         };
         std::io::BufReader::new(f.take(crate::journal::DEFAULT_SEGMENT_BYTES * 9))
