@@ -236,10 +236,10 @@ pub fn run(args: BusArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome
             timeout,
             fresh,
         } => {
-            if !(timeout.is_finite() && timeout >= 0.0) {
+            let Ok(wait) = Duration::try_from_secs_f64(timeout) else {
                 anyhow::bail!("--timeout must be a number of seconds, not {timeout}");
-            }
-            let r = bus.wait_for_event(&pattern, Duration::from_secs_f64(timeout), fresh)?;
+            };
+            let r = bus.wait_for_event(&pattern, wait, fresh)?;
             if !r.matched {
                 anyhow::bail!(
                     "no event matching {pattern:?} in {}{} within {timeout}s",

@@ -440,6 +440,28 @@ mod tests {
     }
 
     #[test]
+    fn a_board_started_at_the_end_of_time_has_no_deadline_instead_of_a_panic() {
+        // A session file is agents' input: its start plus the vote deadline must not overflow.
+        for started in ["+262142-12-31T23:30:00", "9999-12-31T23:30:00Z"] {
+            let session = crate::engine::bus::model::BoardSession {
+                started_at: Some(started.to_owned()),
+                ..Default::default()
+            };
+            let b = crate::live::snapshot::BoardView {
+                session: std::sync::Arc::new(session),
+                session_path: std::path::PathBuf::from("board/session-x.json"),
+                assessments: Default::default(),
+                votes: Default::default(),
+                discussion: Default::default(),
+                predicted: None,
+                resolved: None,
+            };
+            let d = board_deadline(&b);
+            assert_eq!(d.is_some(), started.starts_with("9999"), "{started}: {d:?}");
+        }
+    }
+
+    #[test]
     fn action_texts_name_the_keys_bound_now() {
         let km = Keymap::default();
         let cases = [

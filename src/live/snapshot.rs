@@ -123,9 +123,8 @@ pub struct SupervisorBeat {
 impl SupervisorBeat {
     /// True when it beat within the engine's liveness limit at `now`.
     pub fn alive(&self, now: DateTime<Utc>) -> bool {
-        let limit = Duration::from_std(crate::engine::conductor::delivery::SUPERVISOR_DEAD_AFTER)
-            .unwrap_or_else(|_| Duration::seconds(30));
-        self.last_beat.is_some_and(|t| now - t <= limit)
+        self.last_beat
+            .is_some_and(|t| crate::engine::conductor::delivery::supervisor_alive(t, now))
     }
 }
 

@@ -285,6 +285,19 @@ fn wait_returns_when_the_event_appears_and_exits_1_on_timeout() {
 }
 
 #[test]
+fn wait_refuses_a_timeout_that_is_no_duration_instead_of_panicking() {
+    let env = Env::new();
+    for t in ["1e30", "-1", "NaN", "inf"] {
+        let arg = format!("--timeout={t}");
+        let err = env.refused(&["wait", "TASK_COMPLETE_*", &arg]);
+        assert!(
+            err.contains("--timeout must be a number of seconds"),
+            "{t}: {err}"
+        );
+    }
+}
+
+#[test]
 fn heartbeats_merge_and_staleness_is_reported() {
     let env = Env::new();
     env.ok(&[

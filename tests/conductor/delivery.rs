@@ -443,6 +443,124 @@ fn rerun_from_a_step_with_edited_context_keeps_every_attempt() {
 }
 
 #[test]
+fn a_rerun_killed_between_its_state_and_its_dispatch_is_finished_by_repeating_it() {
+    let env = env();
+    let (wf, hid) = ("wf_deliver_rerun_crash", "hof_20260614_de0015");
+    start(&env, wf, hid);
+    for (i, _) in ["hephaestus", "marvin"].iter().enumerate() {
+        env.ack(&ack(
+            &format!("ack_20260614_rc{i}"),
+            hid,
+            "rejected",
+            "cannot",
+        ));
+    }
+    assert_eq!(env.state(wf)["status"], "failed");
+    let history_before = env.state(wf)["step_history"].as_array().unwrap().len();
+    let out = env
+        .command(&["rerun", wf, "--from", "build"])
+        .env("PANTHEON_TEST_CRASH_AT", "rerun:after-state")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGKILL),
+        "the crash point was not reached"
+    );
+    env.assert_all_json_valid();
+    let st = env.state(wf);
+    let new_hid = st["attempts"][0]["handoff_id"].as_str().unwrap().to_owned();
+    assert!(
+        copies(&env, &new_hid).is_empty(),
+        "killed before its dispatch"
+    );
+
+    // The repeat finishes the same rerun: one attempt, one dispatch, one journal entry.
+    let r = env.ok(&["rerun", wf, "--from", "build"], None);
+    assert_eq!(r["handoff_id"], new_hid.as_str());
+    assert_eq!(r["attempt"], 2);
+    assert_eq!(r["previous_status"], "failed");
+    assert_eq!(
+        copies(&env, &new_hid),
+        vec!["conductor/pending/hephaestus".to_string()]
+    );
+    let st = env.state(wf);
+    assert_eq!(st["status"], "waiting_for_ack");
+    assert_eq!(st["attempts"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        st["step_history"].as_array().unwrap().len(),
+        history_before + 1
+    );
+    assert_eq!(acts(&env, "rerun", &new_hid), 1);
+    // Once its dispatch exists, a further repeat is refused as before.
+    let e = env.refused(&["rerun", wf, "--from", "build"], None);
+    assert!(e.contains("waiting_for_ack"), "{e}");
+    assert_valid(&env);
+}
+
+#[test]
+fn a_requeue_killed_halfway_is_finished_by_repeating_it() {
+    let env = env();
+    // One delivery: the first deadline dead-letters.
+    env.write(
+        "conductor/workflows/deliver-once-flow.yaml",
+        &DELIVER_FLOW
+            .replace("deliver-flow", "deliver-once-flow")
+            .replace("max_deliveries: 3", "max_deliveries: 1"),
+    );
+    for (i, point) in ["requeue:after-state", "requeue:after-rewrite"]
+        .iter()
+        .enumerate()
+    {
+        let wf = format!("wf_requeue_crash_{i}");
+        let hid = format!("hof_20260614_rq{i:04}");
+        env.submit(&def_handoff(
+            &hid,
+            &wf,
+            "thoth",
+            "hephaestus",
+            "plan",
+            &[],
+            "deliver-once-flow",
+            None,
+        ));
+        wait_past_deadline(&env, &format!("conductor/pending/hephaestus/{hid}.json"));
+        env.ok(&["tick"], None);
+        assert_eq!(
+            copies(&env, &hid),
+            vec!["conductor/dead/hephaestus".to_string()]
+        );
+        let out = env
+            .command(&["requeue", &hid, "--to", "hermes"])
+            .env("PANTHEON_TEST_CRASH_AT", point)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGKILL),
+            "{point} was not reached"
+        );
+        assert_eq!(copies(&env, &hid).len(), 1, "{point}: never a copy");
+        env.assert_all_json_valid();
+        let r = env.ok(&["requeue", &hid, "--to", "hermes"], None);
+        assert_eq!(r["to_god"], "hermes", "{point}");
+        assert_eq!(
+            copies(&env, &hid),
+            vec!["conductor/pending/hermes".to_string()],
+            "{point}"
+        );
+        let d = env.read(&format!("conductor/pending/hermes/{hid}.json"));
+        assert_eq!(d["deliveries"].as_array().unwrap().len(), 1, "{point}");
+        assert!(d.get("dead_at").is_none(), "{point}");
+        let st = env.state(&wf);
+        assert_eq!(st["status"], "waiting_for_ack", "{point}");
+        assert_eq!(st["dispatched_to"], "hermes", "{point}");
+        assert_eq!(acts(&env, "requeue", &hid), 1, "{point}");
+    }
+    assert_valid(&env);
+}
+
+#[test]
 fn root_config_sets_the_default_ack_wait_and_bad_values_are_warned() {
     let env = Env::with_test_flow();
     env.write(
@@ -716,6 +834,85 @@ fn tick_enforces_the_step_timeout_after_accepted_then_dead_letters() {
     assert!(st["failure_reason"].as_str().unwrap().contains("timed out"));
     assert_eq!(acts(&env, "redeliver", hid), 2);
     assert_eq!(acts(&env, "dead_letter", hid), 1);
+    assert_valid(&env);
+}
+
+#[test]
+fn a_supervisor_killed_during_a_step_timeout_redelivery_or_dead_letter_loses_and_doubles_nothing() {
+    let env = timeout_env();
+    // The same flow with one delivery: the first timeout dead-letters.
+    env.write(
+        "conductor/workflows/timeout-dead-flow.yaml",
+        &TIMEOUT_FLOW
+            .replace("timeout-flow", "timeout-dead-flow")
+            .replace("max_deliveries: 3", "max_deliveries: 1"),
+    );
+    for (i, point) in [
+        "timeout:after-state",
+        "timeout:after-rewrite",
+        "timeout:before-timer-removed",
+        "timeout:dead-after-state",
+        "timeout:dead-after-rewrite",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let dead = point.starts_with("timeout:dead");
+        let wf = format!("wf_timeout_crash_{i}");
+        let hid = format!("hof_20260614_tc{i:04}");
+        env.submit(&def_handoff(
+            &hid,
+            &wf,
+            "thoth",
+            "hephaestus",
+            "plan",
+            &[],
+            if dead {
+                "timeout-dead-flow"
+            } else {
+                "timeout-flow"
+            },
+            None,
+        ));
+        env.ack(&ack(
+            &format!("ack_20260614_tk{i:03}"),
+            &hid,
+            "accepted",
+            "on it",
+        ));
+        let archived = format!("conductor/archive/hephaestus/{hid}.json");
+        wait_past_step_deadline(&env, &archived);
+        assert!(tick_killed_at(&env, point), "{point} was not reached");
+        assert_eq!(copies(&env, &hid).len(), 1, "{point}: never a copy");
+        env.assert_all_json_valid();
+        // The next pass finishes the act, once.
+        env.ok(&["tick"], None);
+        env.ok(&["tick"], None);
+        let c = copies(&env, &hid);
+        let st = env.state(&wf);
+        if dead {
+            assert_eq!(c, vec!["conductor/dead/hephaestus".to_string()], "{point}");
+            assert_eq!(st["status"], "stalled", "{point}");
+            assert_eq!(acts(&env, "dead_letter", &hid), 1, "{point}");
+        } else {
+            assert_eq!(
+                c,
+                vec!["conductor/pending/hephaestus".to_string()],
+                "{point}: {st:#}"
+            );
+            let d = env.read(&format!("conductor/pending/hephaestus/{hid}.json"));
+            assert_eq!(d["deliveries"].as_array().unwrap().len(), 2, "{point}");
+            assert_eq!(d["ack_status"], "unacked", "{point}");
+            assert_eq!(st["status"], "waiting_for_ack", "{point}");
+            assert_eq!(st["dispatched_to"], "hephaestus", "{point}");
+            assert_eq!(acts(&env, "redeliver", &hid), 1, "{point}");
+        }
+        assert!(
+            !env.names("conductor/timers")
+                .contains(&format!("{hid}.json")),
+            "{point}: the timer is spent"
+        );
+    }
     assert_valid(&env);
 }
 

@@ -117,6 +117,27 @@ fn the_bridge_pane_at_80x24_and_200x50() {
 }
 
 #[test]
+fn a_status_file_with_lags_that_overflow_when_added_draws_a_saturated_lag() {
+    // status.json is a file in the root: its counts are input, and their sum must not overflow.
+    let root = fixture_root();
+    let r = Root::at(root.path());
+    let mut st = status(true, None);
+    st.lag = u64::MAX;
+    st.extra.insert(
+        "tracks".into(),
+        json!({"a": {"lag": u64::MAX}, "b": {"lag": 7}, "c": {"lag": -3}}),
+    );
+    eb::write_status(&r, &st).unwrap();
+    let mut app = app_for(root.path(), fixture_now());
+    // The header adds the lags up too (its bridge item may be dropped for width, not the sum).
+    let head = screen(&app, 200, 50, root.path());
+    assert!(head.contains("Workflows"), "{head}");
+    app.run_command("pane bridge");
+    let s = screen(&app, 200, 50, root.path());
+    assert!(s.contains(&format!("lag {}", u64::MAX)), "{s}");
+}
+
+#[test]
 fn the_bridge_pane_filters_and_says_when_no_bridge_ran() {
     let root = fixture_root();
     let mut app = app_for(root.path(), fixture_now());

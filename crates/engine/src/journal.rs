@@ -176,11 +176,40 @@ fn sha256_hex(bytes: &[u8]) -> String {
 /// link (an append through a hard link would land outside the root).
 /// Opens a journal file for reading, never through a symbolic link (readers are tolerant: a file they
 /// cannot open is reported by `verify`, never followed).
-fn open_read(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new()
+/// `O_NONBLOCK` so a FIFO planted in its place cannot block the open; anything but a regular file is
+/// refused (a FIFO or a device would block or never end every journaled act and every reader).
+pub(crate) fn open_read(path: &Path) -> std::io::Result<File> {
+    let f = OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file; move it away (the journal is plain JSON lines)",
+        ));
+    }
+    Ok(f)
+}
+
+/// Skips the rest of the current line of `r` (through its newline) without holding it in memory.
+fn skip_line(r: &mut impl BufRead) -> std::io::Result<()> {
+    loop {
+        let buf = r.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => {
+                r.consume(i + 1);
+                return Ok(());
+            }
+            None => {
+                let n = buf.len();
+                r.consume(n);
+            }
+        }
+    }
 }
 
 fn open_for_append(root: &Root, path: &Path) -> Result<File> {
@@ -394,9 +423,7 @@ fn for_each_line_of(
             n += 1;
             if buf.len() > MAX_LINE_BYTES && !buf.ends_with(b"\n") {
                 // Skip the rest of an overlong line; it is reported as not an entry.
-                let mut rest = Vec::new();
-                r.read_until(b'\n', &mut rest)
-                    .map_err(|e| Error::io(&path, e))?;
+                skip_line(&mut r).map_err(|e| Error::io(&path, e))?;
             }
             let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
             if !f(&path, n, line)? {
@@ -734,5 +761,98 @@ mod tests {
         assert_eq!(seqs(2), vec![4, 5]);
         assert_eq!(seqs(4), vec![2, 3, 4, 5]);
         assert_eq!(seqs(100), vec![1, 2, 3, 4, 5]);
+    }
+
+    /// Runs `f` on a thread and gives up after 5 s (a reader blocked on a FIFO never returns).
+    fn within_5s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(5)).ok()
+    }
+
+    #[test]
+    fn a_fifo_in_place_of_the_journal_or_a_segment_is_refused_not_waited_on() {
+        let (d, r) = root();
+        write_n(&r, 1);
+        std::fs::create_dir_all(segments_dir(&r)).unwrap();
+        let seg = segments_dir(&r).join(format!("{:020}.jsonl", 1));
+        // The last segment is a FIFO and journal.jsonl is gone (rotated away).
+        std::fs::remove_file(journal_path(&r)).unwrap();
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &seg,
+            rustix::fs::Mode::from_raw_mode(0o644),
+        )
+        .unwrap();
+        // An append reads the last segment's head when journal.jsonl is empty.
+        let r2 = r.clone();
+        let got = within_5s(move || {
+            append(
+                &r2,
+                &Origin::new(Some("a"), "cli"),
+                &Act::new("abort", "aborted"),
+            )
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+        })
+        .expect("the append blocked on a FIFO segment");
+        let e = got.unwrap_err();
+        assert!(
+            e.contains("regular file") && e.contains("00000000000000000001.jsonl"),
+            "{e}"
+        );
+
+        std::fs::remove_file(&seg).unwrap();
+        std::fs::remove_file(journal_path(&r)).ok();
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &journal_path(&r),
+            rustix::fs::Mode::from_raw_mode(0o644),
+        )
+        .unwrap();
+        let r3 = r.clone();
+        let got = within_5s(move || read(&r3, &Filter::default()).map_err(|e| e.to_string()))
+            .expect("reading the journal blocked on a FIFO");
+        assert!(got.unwrap_err().contains("journal.jsonl"));
+        let r4 = r.clone();
+        let got = within_5s(move || read_recent(&r4, 10).map_err(|e| e.to_string()))
+            .expect("the console's journal read blocked on a FIFO");
+        assert!(got.is_err());
+        drop(d);
+    }
+
+    /// The process's peak resident set (`VmHWM`), in KiB.
+    fn max_rss_kib() -> i64 {
+        std::fs::read_to_string("/proc/self/status")
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap()
+    }
+
+    #[test]
+    fn an_overlong_line_with_no_newline_is_skipped_without_holding_it() {
+        let (_d, r) = root();
+        write_n(&r, 2);
+        // 256 MiB of one line with no newline (sparse, so cheap on disk).
+        let f = OpenOptions::new()
+            .append(true)
+            .open(journal_path(&r))
+            .unwrap();
+        let len = f.metadata().unwrap().len();
+        f.set_len(len + 256 * 1024 * 1024).unwrap();
+        drop(f);
+        let before = max_rss_kib();
+        let got = read(&r, &Filter::default()).unwrap();
+        let grew_mib = (max_rss_kib() - before) / 1024;
+        assert_eq!(got.count, 2);
+        assert_eq!(got.bad_lines, 1);
+        assert!(
+            grew_mib < 64,
+            "reading grew the resident set by {grew_mib} MiB"
+        );
     }
 }

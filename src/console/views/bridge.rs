@@ -26,6 +26,16 @@ fn num(v: &Value, k: &str) -> u64 {
     v.get(k).and_then(Value::as_u64).unwrap_or(0)
 }
 
+/// The bridge's lag with its tracks' (a status file is input: the sum saturates, never overflows).
+pub fn total_lag(b: &Value) -> u64 {
+    let tracks = b.get("tracks").and_then(Value::as_object);
+    tracks
+        .into_iter()
+        .flat_map(|t| t.values())
+        .map(|t| num(t, "lag"))
+        .fold(num(b, "lag"), u64::saturating_add)
+}
+
 /// The status box's lines.
 fn status_lines<'a>(b: &Value, app: &App, theme: &Theme, width: usize) -> Vec<Line<'a>> {
     let connected = b.get("connected").and_then(Value::as_bool) == Some(true);
@@ -34,10 +44,7 @@ fn status_lines<'a>(b: &Value, app: &App, theme: &Theme, width: usize) -> Vec<Li
     } else {
         ("○", "disconnected", theme.warn())
     };
-    let mut lag = num(b, "lag");
-    if let Some(tracks) = b.get("tracks").and_then(Value::as_object) {
-        lag += tracks.values().map(|t| num(t, "lag")).sum::<u64>();
-    }
+    let lag = total_lag(b);
     let mut out = vec![Line::from(vec![
         Span::styled(format!("{} ", text(b, "name")), theme.key()),
         Span::styled(format!("{mark} {word} "), style),

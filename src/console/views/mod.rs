@@ -336,15 +336,8 @@ fn messages(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 /// The bridge's status in the header (docs/NATS.md): connected or not, server, lag, last error.
 fn bridge_items(items: &mut Vec<(u8, String, Style)>, b: &serde_json::Value, theme: &Theme) {
     let text = |k: &str| b.get(k).and_then(serde_json::Value::as_str).unwrap_or("");
-    let num = |k: &str| b.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
     let connected = b.get("connected").and_then(serde_json::Value::as_bool) == Some(true);
-    let mut lag = num("lag");
-    if let Some(tracks) = b.get("tracks").and_then(serde_json::Value::as_object) {
-        lag += tracks
-            .values()
-            .filter_map(|t| t.get("lag").and_then(serde_json::Value::as_u64))
-            .sum::<u64>();
-    }
+    let lag = bridge::total_lag(b);
     let (mark, style) = if connected {
         ("●", theme.accent())
     } else {

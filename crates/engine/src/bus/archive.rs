@@ -97,7 +97,7 @@ impl Bus {
         }
         let mut archived_bytes = 0;
         if resumed {
-            if let Some(f) = open_file(&self.root, &target, OFlags::RDONLY)? {
+            if let Some(f) = open_file(&self.root, &target, OFlags::RDONLY | OFlags::NONBLOCK)? {
                 require_single_link(&f, &target)?;
                 archived_bytes = f.metadata().map(|m| m.len()).unwrap_or(0);
                 let _ = f.set_permissions(std::fs::Permissions::from_mode(0o444));
@@ -105,7 +105,7 @@ impl Bus {
             if queue_len == Some(0) {
                 remove_file(&self.root, &queue)?;
             }
-        } else if let Some(q) = open_file(&self.root, &queue, OFlags::RDONLY)? {
+        } else if let Some(q) = open_file(&self.root, &queue, OFlags::RDONLY | OFlags::NONBLOCK)? {
             require_single_link(&q, &queue)?;
             // Hold the queue's own lock so no writer is mid-line; ours re-open by name afterwards.
             lock_file(&q, &queue, self.root.settings.lock_timeout)?;

@@ -99,7 +99,10 @@ pub fn list(events_dir: &Path) -> Result<Vec<EventFile>> {
 
 fn read_event(events_dir: &Path, name: &str) -> EventFile {
     let path = events_dir.join(name);
-    let content = std::fs::read(&path)
+    // Bounded, and never blocking on a FIFO named like an event.
+    let content = crate::store::read::read_bytes(&path)
+        .ok()
+        .flatten()
         .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
         .unwrap_or_default();
     let modified = std::fs::metadata(&path)

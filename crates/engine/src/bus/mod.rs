@@ -635,4 +635,74 @@ mod tests {
                 .contains("init")
         );
     }
+
+    /// Runs `f` on a thread and gives up after 5 s (a reader blocked on a FIFO never returns).
+    fn within_5s<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(5)).ok()
+    }
+
+    use std::os::unix::fs::FileTypeExt;
+
+    fn fifo(p: &Path) {
+        let _ = std::fs::remove_file(p);
+        rustix::fs::mkfifoat(rustix::fs::CWD, p, rustix::fs::Mode::from_raw_mode(0o644)).unwrap();
+    }
+
+    #[test]
+    fn fifos_planted_as_the_queue_an_event_or_the_discussion_never_block_a_reader() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path());
+        let bus = Bus::open(&root, &"t".parse().unwrap());
+        bus.init().unwrap();
+
+        fifo(&bus.events_dir().join("TASK_COMPLETE_1.event"));
+        let b = bus.clone();
+        let waited = within_5s(move || {
+            b.wait_for_event("TASK_COMPLETE_*", std::time::Duration::from_secs(1), false)
+                .map(|r| r.matched)
+                .map_err(|e| e.to_string())
+        })
+        .expect("wait_for_event blocked on a FIFO event");
+        assert!(waited.is_ok(), "{waited:?}");
+
+        std::fs::create_dir_all(bus.board_dir()).unwrap();
+        fifo(&bus.board_dir().join("discussion.jsonl"));
+        let p = bus.board_dir().join("discussion.jsonl");
+        let got = within_5s(move || board::read_discussion(&p).map_err(|e| e.to_string()))
+            .expect("reading the discussion blocked on a FIFO");
+        assert!(got.unwrap_err().contains("not a regular file"));
+
+        fifo(&bus.queue_path());
+        let b = bus.clone();
+        let got = within_5s(move || {
+            b.read(&queue::Filter::default(), None)
+                .map(|r| r.count)
+                .map_err(|e| e.to_string())
+        })
+        .expect("reading the queue blocked on a FIFO");
+        let e = got.unwrap_err();
+        assert!(
+            e.contains("not a regular file") && e.contains("queue.jsonl"),
+            "{e}"
+        );
+        let b = bus.clone();
+        let got = within_5s(move || b.read(&queue::Filter::default(), Some(5)).is_err())
+            .expect("a tail of the queue blocked on a FIFO");
+        assert!(got);
+        let b = bus.clone();
+        let got = within_5s(move || b.archive(&"t1".parse().unwrap(), true).map_err(|e| e.to_string()))
+            .expect("archiving blocked on a FIFO queue");
+        assert!(got.unwrap_err().contains("not a regular file"));
+        assert!(
+            std::fs::symlink_metadata(bus.queue_path())
+                .unwrap()
+                .file_type()
+                .is_fifo(),
+            "the FIFO is left where it was"
+        );
+    }
 }

@@ -518,12 +518,10 @@ fn parse_cursor(file: &File, path: &Path, cursor: &str, len: u64) -> Result<u64>
     Ok(offset)
 }
 
+/// Opens a queue for reading, `None` if missing; anything but a regular file (a FIFO would block every
+/// reader, a device never ends) is refused.
 pub(crate) fn open_queue(path: &Path) -> Result<Option<File>> {
-    match File::open(path) {
-        Ok(f) => Ok(Some(f)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(path, e)),
-    }
+    crate::store::read::open_regular(path)
 }
 
 /// Reads every message of the queue at `path` that passes `filter`. A missing queue is empty.

@@ -842,8 +842,10 @@ impl Conductor {
             st.failure_reason = None;
             st.updated = Some(format_ts(now));
             files::write_state(&self.root, &wf, &st)?;
+            super::crash_point("requeue:after-state");
         }
         write_json(&self.root, &found.path, &d)?;
+        super::crash_point("requeue:after-rewrite");
         rename_durable(&self.root, &found.path, &target)?;
         Ok(RequeueResult {
             status: "requeued".into(),
@@ -909,12 +911,21 @@ pub fn remove_supervisor_heartbeat(root: &Root, id: &str) -> Result<()> {
     files::remove_file(root, &heartbeat_path(root, id)?)
 }
 
-/// The heartbeats of the supervisors alive at `now` (beat within [`SUPERVISOR_DEAD_AFTER`]).
+/// True when a supervisor whose last beat was `last_beat` is alive at `now`: it beat within
+/// [`SUPERVISOR_DEAD_AFTER`], and not further than that ahead of `now` either (a beat stamped in the
+/// future, by a skewed clock or a planted file, would otherwise count as alive for years and hide that
+/// no supervisor enforces the deadlines).
+pub fn supervisor_alive(last_beat: DateTime<Utc>, now: DateTime<Utc>) -> bool {
+    let limit = chrono::Duration::from_std(SUPERVISOR_DEAD_AFTER).unwrap_or_default();
+    let age = now - last_beat;
+    age <= limit && -age <= limit
+}
+
+/// The heartbeats of the supervisors alive at `now` (see [`supervisor_alive`]).
 pub fn live_supervisors(root: &Root, now: DateTime<Utc>) -> Vec<Value> {
     let Ok(rd) = std::fs::read_dir(root.supervisor_dir()) else {
         return Vec::new();
     };
-    let limit = chrono::Duration::from_std(SUPERVISOR_DEAD_AFTER).unwrap_or_default();
     rd.flatten()
         .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
         .filter_map(|e| crate::store::read::read_json(&e.path()).ok().flatten())
@@ -922,7 +933,7 @@ pub fn live_supervisors(root: &Root, now: DateTime<Utc>) -> Vec<Value> {
             v.get("last_beat")
                 .and_then(Value::as_str)
                 .and_then(parse_ts)
-                .is_some_and(|t| now - t <= limit)
+                .is_some_and(|t| supervisor_alive(t, now))
         })
         .collect()
 }
@@ -1067,5 +1078,32 @@ mod tests {
         let settings = Settings::default();
         assert_eq!(DeclaredPolicy::default().resolve(&settings), None);
         assert_eq!(p.resolve(&settings).map(|p| p.max_deliveries), Some(3));
+    }
+
+    #[test]
+    fn a_heartbeat_stamped_in_the_future_is_no_live_supervisor() {
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::at(d.path());
+        std::fs::create_dir_all(root.supervisor_dir()).unwrap();
+        let now = t("2026-06-14T10:00:00Z");
+        for (id, beat) in [
+            ("fresh", "2026-06-14T09:59:50Z"),
+            ("old", "2026-06-14T09:00:00Z"),
+            ("skewed", "2026-06-14T10:00:20Z"),
+            ("planted", "9999-12-31T23:59:59Z"),
+        ] {
+            std::fs::write(
+                root.supervisor_dir().join(format!("{id}.json")),
+                format!(r#"{{"supervisor": "{id}", "last_beat": "{beat}"}}"#),
+            )
+            .unwrap();
+        }
+        let mut alive: Vec<String> = live_supervisors(&root, now)
+            .iter()
+            .map(|v| v["supervisor"].as_str().unwrap().to_owned())
+            .collect();
+        alive.sort();
+        assert_eq!(alive, vec!["fresh", "skewed"]);
+        assert!(!supervisor_alive(t("9999-12-31T23:59:59Z"), now));
     }
 }

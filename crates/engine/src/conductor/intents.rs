@@ -100,12 +100,7 @@ fn journal_names(root: &Root, key: &str) -> bool {
     files.extend(crate::journal::segments(root).pop());
     files.iter().any(|p| {
         use std::io::{BufRead, Read};
-        use std::os::unix::fs::OpenOptionsExt;
-        let Ok(f) = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(p)
-        else {
+        let Ok(f) = crate::journal::open_read(p) else {
             return false;
         };
         std::io::BufReader::new(f.take(crate::journal::DEFAULT_SEGMENT_BYTES * 9))
@@ -291,6 +286,20 @@ impl Conductor {
         )
     }
 
+    /// A step-timeout redelivery or dead letter killed between rewriting the archived dispatch of
+    /// `hid` and moving it out (`pred` tells the rewrite): the act is done, the next timer pass
+    /// finishes the move (conductor/timers.rs).
+    fn archived_halfway(
+        &self,
+        hid: &HandoffId,
+        pred: impl Fn(&super::model::Dispatch) -> bool,
+    ) -> bool {
+        files::god_dirs(&self.root.archive_root())
+            .iter()
+            .filter_map(|g| files::in_archive(&self.root, g, hid).ok().flatten())
+            .any(|f| pred(&f.dispatch))
+    }
+
     fn intent_done(&self, check: &Check) -> bool {
         match check {
             Check::Ack { ack_id, handoff_id } => {
@@ -327,15 +336,20 @@ impl Conductor {
                 let Ok(hid) = HandoffId::parse(handoff_id) else {
                     return false;
                 };
+                let delivered = |d: &super::model::Dispatch| d.deliveries.len() >= *delivery;
                 self.find_dead(&hid).is_some()
                     || files::find_live(&self.root, &hid, None)
                         .ok()
                         .flatten()
-                        .is_some_and(|f| f.dispatch.deliveries.len() >= *delivery)
+                        .is_some_and(|f| delivered(&f.dispatch))
+                    || self.archived_halfway(&hid, |d| {
+                        delivered(d) && d.ack_status == super::model::AckStatus::Unacked
+                    })
             }
-            Check::Dead { handoff_id } => HandoffId::parse(handoff_id)
-                .ok()
-                .is_some_and(|hid| self.find_dead(&hid).is_some()),
+            Check::Dead { handoff_id } => HandoffId::parse(handoff_id).ok().is_some_and(|hid| {
+                self.find_dead(&hid).is_some()
+                    || self.archived_halfway(&hid, |d| d.extra.contains_key("dead_at"))
+            }),
         }
     }
 }

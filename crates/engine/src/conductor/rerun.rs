@@ -168,6 +168,9 @@ impl Conductor {
             ))
         })?;
         let god = GodName::parse(&sd.god)?;
+        if let Some(r) = self.finish_interrupted_rerun(&wf, &st, step, &god)? {
+            return Ok(r);
+        }
         let hid = HandoffId::generate();
         let (next, attempt) = rerun_state(&st, step, god.as_str(), &hid, context, &now_ts())?;
         let path = self.root.inbox_dir(&god).join(format!("{hid}.json"));
@@ -185,6 +188,66 @@ impl Conductor {
             attempt,
             dispatch_path: path.display().to_string(),
         })
+    }
+
+    /// The repeat of a rerun of `step` killed between its state and its dispatch: the state already
+    /// records the rerun (its last step record and attempt name the new handoff) but no dispatch of
+    /// that handoff exists. Writes the dispatch and answers as the first run would have; `None` when
+    /// the state shows no such interrupted rerun.
+    fn finish_interrupted_rerun(
+        &self,
+        wf: &WorkflowId,
+        st: &WorkflowState,
+        step: &str,
+        god: &GodName,
+    ) -> Result<Option<RerunResult>> {
+        let Some(last) = st.step_history.last() else {
+            return Ok(None);
+        };
+        let Some(hid) = last
+            .handoff_id
+            .as_deref()
+            .and_then(|h| HandoffId::parse(h).ok())
+        else {
+            return Ok(None);
+        };
+        let attempts = st
+            .extra
+            .get("attempts")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let Some(record) = attempts.last() else {
+            return Ok(None);
+        };
+        let interrupted = st.status == WorkflowStatus::WaitingForAck
+            && last.status == "rerun"
+            && last.god == "operator"
+            && last.step_id == step
+            && st.current_step.as_deref() == Some(step)
+            && st.dispatched_to.as_deref() == Some(god.as_str())
+            && record.get("handoff_id").and_then(Value::as_str) == Some(hid.as_str())
+            && record.get("from_step").and_then(Value::as_str) == Some(step)
+            && !files::dispatch_exists(&self.root, god, &hid);
+        if !interrupted {
+            return Ok(None);
+        }
+        self.repair_dispatch(wf, st, &hid)?;
+        let path = self.root.inbox_dir(god).join(format!("{hid}.json"));
+        Ok(Some(RerunResult {
+            status: "rerun".into(),
+            workflow_id: wf.to_string(),
+            step: step.to_owned(),
+            to_god: god.to_string(),
+            handoff_id: hid.to_string(),
+            previous_status: record
+                .get("previous_status")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            attempt: attempts.len() + 1,
+            dispatch_path: path.display().to_string(),
+        }))
     }
 
     /// Reruns a failed, stalled or completed workflow from `step`, with `context` (a JSON object of

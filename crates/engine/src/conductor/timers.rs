@@ -271,11 +271,6 @@ impl Conductor {
             return Ok(Fire::NotDue(deadline));
         }
         let mut st = files::require_state(&self.root, wf)?;
-        let current = st.current_step.as_deref() == Some(d.step.as_str())
-            && st.dispatched_to.as_deref() == Some(god.as_str());
-        if !current || st.status.is_finished() || st.status != WorkflowStatus::InProgress {
-            return Ok(Fire::Drop);
-        }
         let timeout_text = d
             .extra
             .get(STEP_TIMEOUT)
@@ -287,6 +282,32 @@ impl Conductor {
             max_deliveries: self.root.settings.max_deliveries,
             backoff: Vec::new(),
         });
+        // The act writes the state first: a pass killed right after it left the workflow `stalled`
+        // (a dead letter) or `waiting_for_ack` on the next delivery's god, with the dispatch still
+        // accepted here; the repeat recognises that state and finishes the act.
+        let delivered = d.deliveries.len().max(1);
+        let (halfway_status, halfway_god) = if delivered >= policy.max_deliveries as usize {
+            (WorkflowStatus::Stalled, god.to_string())
+        } else {
+            let first = d
+                .deliveries
+                .first()
+                .map(|x| x.to.clone())
+                .unwrap_or_else(|| d.to_god.clone());
+            let fallbacks = self.step_fallbacks(&d);
+            (
+                WorkflowStatus::WaitingForAck,
+                target_of(&first, &fallbacks, delivered + 1),
+            )
+        };
+        let on_step = st.current_step.as_deref() == Some(d.step.as_str());
+        let running = st.status == WorkflowStatus::InProgress
+            && st.dispatched_to.as_deref() == Some(god.as_str());
+        let halfway = st.status == halfway_status
+            && st.dispatched_to.as_deref() == Some(halfway_god.as_str());
+        if !on_step || !(running || halfway) {
+            return Ok(Fire::Drop);
+        }
         let mut nd = d.clone();
         if nd.deliveries.is_empty() {
             nd.deliveries.push(Delivery {
@@ -327,6 +348,7 @@ impl Conductor {
             st.failure_reason = Some(reason.clone());
             st.updated = Some(format_ts(now));
             files::write_state(&self.root, wf, &st)?;
+            super::crash_point("timeout:dead-after-state");
             nd.extra.insert("dead_at".into(), json!(format_ts(now)));
             nd.extra.insert("dead_reason".into(), json!(reason));
             nd.ack_deadline = None;

@@ -66,11 +66,32 @@ pub(crate) fn read_json_object(path: &Path) -> Result<serde_json::Map<String, Va
 /// past the limit.
 pub(crate) fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>> {
     use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
     let too_big = |len: u64| Error::Corrupt {
         path: path.to_path_buf(),
         message: format!("file is {len} bytes, over the {MAX_JSON_BYTES} byte limit"),
     };
+    let Some(f) = open_regular(path)? else {
+        return Ok(None);
+    };
+    let m = f.metadata().map_err(|e| Error::io(path, e))?;
+    if m.len() > MAX_JSON_BYTES {
+        return Err(too_big(m.len()));
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_JSON_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, e))?;
+    if bytes.len() as u64 > MAX_JSON_BYTES {
+        return Err(too_big(bytes.len() as u64));
+    }
+    Ok(Some(bytes))
+}
+
+/// Opens `path` for reading, `None` if missing; refuses anything that is not a regular file. The open
+/// does not block (`O_NONBLOCK`), so a FIFO planted in a root cannot hang the reader, and a device such
+/// as `/dev/zero` is refused before it is read.
+pub(crate) fn open_regular(path: &Path) -> Result<Option<std::fs::File>> {
+    use std::os::unix::fs::OpenOptionsExt;
     let f = match std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
@@ -87,17 +108,7 @@ pub(crate) fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>> {
             message: "not a regular file".to_owned(),
         });
     }
-    if m.len() > MAX_JSON_BYTES {
-        return Err(too_big(m.len()));
-    }
-    let mut bytes = Vec::new();
-    f.take(MAX_JSON_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| Error::io(path, e))?;
-    if bytes.len() as u64 > MAX_JSON_BYTES {
-        return Err(too_big(bytes.len() as u64));
-    }
-    Ok(Some(bytes))
+    Ok(Some(f))
 }
 
 fn describe_json_error(bytes: &[u8], e: &serde_json::Error) -> String {

@@ -192,11 +192,19 @@ impl Settings {
 /// Reads and parses `conductor/config.yaml` (never through a link, at most [`MAX_CONFIG_BYTES`]).
 pub(crate) fn read_config(root: &Root) -> Result<Option<Value>, String> {
     let path = root.config_path();
-    let file = super::safe::open_file(root, &path, OFlags::RDONLY | OFlags::CLOEXEC)
-        .map_err(|e| e.to_string())?;
+    // NONBLOCK: a FIFO planted here must not hang every command that builds a root.
+    let file = super::safe::open_file(
+        root,
+        &path,
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK,
+    )
+    .map_err(|e| e.to_string())?;
     let Some(file) = file else {
         return Ok(None);
     };
+    if !file.metadata().map_err(|e| e.to_string())?.is_file() {
+        return Err("not a regular file".into());
+    }
     let mut bytes = Vec::new();
     file.take(MAX_CONFIG_BYTES + 1)
         .read_to_end(&mut bytes)
@@ -210,6 +218,32 @@ pub(crate) fn read_config(root: &Root) -> Result<Option<Value>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fifo_as_the_config_is_a_warning_not_a_hang() {
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::at(d.path());
+        std::fs::create_dir_all(root.config_path().parent().unwrap()).unwrap();
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &root.config_path(),
+            rustix::fs::Mode::from_raw_mode(0o644),
+        )
+        .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(Settings::load(&root));
+        });
+        let s = rx
+            .recv_timeout(Duration::from_secs(5))
+            .expect("loading the settings blocked on a FIFO");
+        assert_eq!(s.ack_wait, None);
+        assert!(
+            s.warnings.iter().any(|w| w.contains("not a regular file")),
+            "{:?}",
+            s.warnings
+        );
+    }
 
     #[test]
     fn config_then_env_with_warnings_for_bad_values() {

@@ -13,8 +13,14 @@ pub fn now_ts() -> String {
 }
 
 /// Parses any timestamp a foreign writer may leave: any fraction precision, `Z`, `+00:00` or another
-/// offset, no zone at all (taken as UTC), and a space instead of `T`. `None` if it is not a time.
+/// offset, no zone at all (taken as UTC), and a space instead of `T`. `None` if it is not a time, or
+/// not one of the years 0000 to 9999 RFC 3339 can write (a signed year such as `+262142-…` would
+/// make a reader's arithmetic on it overflow, and Python cannot read it back).
 pub fn parse_ts(s: &str) -> Option<DateTime<Utc>> {
+    parse_ts_any(s).filter(|t| (0..=9999).contains(&t.year()))
+}
+
+fn parse_ts_any(s: &str) -> Option<DateTime<Utc>> {
     let s = s.trim();
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
         return Some(t.with_timezone(&Utc));
@@ -173,6 +179,25 @@ mod tests {
             assert_eq!(parse_ts(s), Some(want), "{s}");
         }
         assert!(parse_ts("yesterday").is_none());
+    }
+
+    #[test]
+    fn years_rfc_3339_cannot_write_are_not_times() {
+        for s in [
+            "+262142-12-31T23:30:00",
+            "+10000-01-01T00:00:00Z",
+            "-0001-01-01T00:00:00",
+            "-262143-01-01 00:00:00",
+        ] {
+            assert_eq!(parse_ts(s), None, "{s}");
+        }
+        // The edges of the range still parse, and a reader may add an hour to the last one.
+        let last = parse_ts("9999-12-31T23:59:59.999999Z").unwrap();
+        assert!(
+            last.checked_add_signed(chrono::TimeDelta::hours(1))
+                .is_some()
+        );
+        assert!(parse_ts("0000-01-01T00:00:00Z").is_some());
     }
 
     #[test]

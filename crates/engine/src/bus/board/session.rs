@@ -83,10 +83,9 @@ pub(super) fn require_session(bus: &Bus) -> Result<(PathBuf, BoardSession)> {
 
 /// Reads `discussion.jsonl` tolerantly: (lines, lines skipped).
 pub fn read_discussion(path: &Path) -> Result<(Vec<DiscussionLine>, usize)> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
-        Err(e) => return Err(Error::io(path, e)),
+    // Bounded like every JSON read; a FIFO or a device is refused, never waited on.
+    let Some(bytes) = crate::store::read::read_bytes(path)? else {
+        return Ok((Vec::new(), 0));
     };
     let mut lines = Vec::new();
     let mut skipped = 0;
