@@ -28,7 +28,7 @@ pub(crate) enum AckStart {
     /// unless the workflow was aborted since) and answer from the record.
     Repeat {
         /// The recorded ack.
-        record: AckRecord,
+        record: Box<AckRecord>,
         /// Whether its effects are to be finished.
         finish: bool,
     },
@@ -42,7 +42,7 @@ pub(crate) fn ack_start(wf: &WorkflowId, st: &WorkflowState, a: &AckRequest) -> 
     if let Some(prev) = st.acks.iter().find(|r| r.ack_id == a.ack_id.as_str()) {
         if prev.handoff_id == a.handoff_id.as_str() && prev.status == a.decision.status() {
             return Ok(AckStart::Repeat {
-                record: prev.clone(),
+                record: Box::new(prev.clone()),
                 finish: st.status != WorkflowStatus::Aborted,
             });
         }
