@@ -12,16 +12,7 @@ fn abort_marks_artifacts_writes_the_manifest_and_withdraws_dispatches() {
     std::fs::create_dir_all(outside.parent().unwrap()).unwrap();
     std::fs::write(&outside, "x").unwrap();
     env.write("out/plan.md", "plan");
-    let mut h = def_handoff(
-        "hof_20260614_ab0001",
-        "wf_ab_1",
-        "thoth",
-        "hephaestus",
-        "plan",
-        &["state_gate"],
-        "test-flow",
-        None,
-    );
+    let mut h = plan_handoff("hof_20260614_ab0001", "wf_ab_1");
     h["context"]["artifacts"] = json!([
         "out/plan.md",
         outside.to_str().unwrap(),

@@ -9,18 +9,7 @@ const HID: &str = "hof_20260614_f00001";
 
 /// A test-flow workflow with `build` dispatched to hephaestus.
 fn dispatched() -> Env {
-    let env = Env::with_test_flow();
-    env.submit(&def_handoff(
-        HID,
-        WF,
-        "thoth",
-        "hephaestus",
-        "plan",
-        &["state_gate"],
-        "test-flow",
-        None,
-    ));
-    env
+    Env::dispatched(WF, HID)
 }
 
 #[test]

@@ -216,6 +216,20 @@ pub fn def_handoff(
     h
 }
 
+/// Thoth's `plan` of workflow `wf` in the test flow (its gate passed), handed to hephaestus as `hid`.
+pub fn plan_handoff(hid: &str, wf: &str) -> Value {
+    def_handoff(
+        hid,
+        wf,
+        "thoth",
+        "hephaestus",
+        "plan",
+        &["state_gate"],
+        "test-flow",
+        None,
+    )
+}
+
 pub fn ack(ack_id: &str, hid: &str, status: &str, message: &str) -> Value {
     json!({"ack_id": ack_id, "handoff_id": hid, "status": status, "message": message})
 }
@@ -246,6 +260,28 @@ impl Env {
         for e in std::fs::read_dir(env.path("conductor/rules")).unwrap() {
             std::fs::remove_file(e.unwrap().path()).unwrap();
         }
+        env
+    }
+
+    /// Starts workflow `wf` of definition `flow`: thoth's `plan` (with `gates` passed) handed to
+    /// hephaestus as handoff `hid`. The submit's answer.
+    pub fn start(&self, flow: &str, wf: &str, hid: &str, gates: &[&str]) -> Value {
+        self.submit(&def_handoff(
+            hid,
+            wf,
+            "thoth",
+            "hephaestus",
+            "plan",
+            gates,
+            flow,
+            None,
+        ))
+    }
+
+    /// A test-flow root with workflow `wf`'s `build` step dispatched to hephaestus as handoff `hid`.
+    pub fn dispatched(wf: &str, hid: &str) -> Self {
+        let env = Self::with_test_flow();
+        env.submit(&plan_handoff(hid, wf));
         env
     }
 

@@ -9,16 +9,7 @@ use serde_json::Value;
 use crate::common::*;
 
 fn plan(wf: &str, hid: &str) -> Value {
-    def_handoff(
-        hid,
-        wf,
-        "thoth",
-        "hephaestus",
-        "plan",
-        &["state_gate"],
-        "test-flow",
-        None,
-    )
+    plan_handoff(hid, wf)
 }
 
 /// The state without the fields that differ between two runs (times, the workflow id).
@@ -312,16 +303,7 @@ fn a_redelivery_killed_before_its_journal_entry_is_journaled_once_by_the_next_ti
         "workflow:\n  id: quick-flow\n  steps:\n    - {id: plan, god: thoth}\n    - {id: build, god: hephaestus, ack_wait: 1s, max_deliveries: 2}\n",
     );
     let (wf, hid) = ("wf_crash_journal_3", "hof_20260614_cj0003");
-    env.submit(&def_handoff(
-        hid,
-        wf,
-        "thoth",
-        "hephaestus",
-        "plan",
-        &[],
-        "quick-flow",
-        None,
-    ));
+    env.start("quick-flow", wf, hid, &[]);
     let inbox = format!("conductor/pending/hephaestus/{hid}.json");
     for (point, action, n) in [
         ("journal:before-append:redeliver", "redeliver", 2),

@@ -23,35 +23,35 @@ workflow:
       fallback_gods: [marvin]
 "#;
 
-fn env() -> Env {
+/// A root with the test flow and the definition `yaml` (named `id`).
+fn flow_env(id: &str, yaml: &str) -> Env {
     let env = Env::with_test_flow();
-    env.write("conductor/workflows/deliver-flow.yaml", DELIVER_FLOW);
+    env.write(&format!("conductor/workflows/{id}.yaml"), yaml);
     env
 }
 
+fn env() -> Env {
+    flow_env("deliver-flow", DELIVER_FLOW)
+}
+
 fn start(env: &Env, wf: &str, hid: &str) -> Value {
-    env.submit(&def_handoff(
-        hid,
-        wf,
-        "thoth",
-        "hephaestus",
-        "plan",
-        &[],
-        "deliver-flow",
-        None,
-    ))
+    env.start("deliver-flow", wf, hid, &[])
+}
+
+/// Waits past the time in the `field` of the dispatch at `rel`.
+fn wait_past(env: &Env, rel: &str, field: &str) {
+    let d = env.read(rel);
+    let deadline = chrono::DateTime::parse_from_rfc3339(d[field].as_str().unwrap())
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    if let Ok(left) = (deadline - chrono::Utc::now()).to_std() {
+        std::thread::sleep(left + Duration::from_millis(30));
+    }
 }
 
 /// Waits past the ack deadline of the dispatch at `rel`.
 fn wait_past_deadline(env: &Env, rel: &str) {
-    let d = env.read(rel);
-    let deadline = chrono::DateTime::parse_from_rfc3339(d["ack_deadline"].as_str().unwrap())
-        .unwrap()
-        .with_timezone(&chrono::Utc);
-    let left = deadline - chrono::Utc::now();
-    if let Ok(left) = left.to_std() {
-        std::thread::sleep(left + Duration::from_millis(30));
-    }
+    wait_past(env, rel, "ack_deadline");
 }
 
 fn journal(env: &Env) -> Vec<Value> {
@@ -568,16 +568,7 @@ fn root_config_sets_the_default_ack_wait_and_bad_values_are_warned() {
         "ack_wait: 1h\nmax_deliveries: 5\nlock_timeout: forever\nrun: rm -rf /\n",
     );
     let hid = "hof_20260614_de0006";
-    env.submit(&def_handoff(
-        hid,
-        "wf_deliver_cfg",
-        "thoth",
-        "hephaestus",
-        "plan",
-        &["state_gate"],
-        "test-flow",
-        None,
-    ));
+    env.submit(&plan_handoff(hid, "wf_deliver_cfg"));
     let d = env.read(&format!("conductor/pending/hephaestus/{hid}.json"));
     assert_eq!(d["ack_wait"], "3600s");
     assert_eq!(d["max_deliveries"], 5);
@@ -620,19 +611,9 @@ fn ack_as(env: &Env, by: &str, a: &Value) -> pantheon::engine::error::Result<Val
 
 #[test]
 fn an_ack_from_an_earlier_target_is_accepted_while_open_and_a_late_one_is_a_duplicate() {
-    let env = Env::with_test_flow();
-    env.write("conductor/workflows/three-flow.yaml", THREE_STEP_FLOW);
+    let env = flow_env("three-flow", THREE_STEP_FLOW);
     let (wf, hid) = ("wf_deliver_earlier", "hof_20260614_de0007");
-    env.submit(&def_handoff(
-        hid,
-        wf,
-        "thoth",
-        "hephaestus",
-        "plan",
-        &[],
-        "three-flow",
-        None,
-    ));
+    env.start("three-flow", wf, hid, &[]);
     // Deliveries 2 (hephaestus again) and 3 (the fallback, marvin).
     let mut at = format!("conductor/pending/hephaestus/{hid}.json");
     for to in ["hephaestus", "marvin"] {
@@ -731,41 +712,26 @@ workflow:
 "#;
 
 fn timeout_env() -> Env {
-    let env = Env::with_test_flow();
-    env.write("conductor/workflows/timeout-flow.yaml", TIMEOUT_FLOW);
-    env
+    flow_env("timeout-flow", TIMEOUT_FLOW)
 }
 
-fn start_timeout(env: &Env, wf: &str, hid: &str) {
-    env.submit(&def_handoff(
-        hid,
-        wf,
-        "thoth",
-        "hephaestus",
-        "plan",
-        &[],
-        "timeout-flow",
-        None,
-    ));
+/// Starts `wf` in the timeout flow and has hephaestus accept its `build` step with `ack_id`:
+/// the answer (with the step deadline).
+fn start_accepted(env: &Env, wf: &str, hid: &str, ack_id: &str) -> Value {
+    env.start("timeout-flow", wf, hid, &[]);
+    env.ack(&ack(ack_id, hid, "accepted", "on it"))
 }
 
 /// Waits past the step deadline of the accepted dispatch at `rel`.
 fn wait_past_step_deadline(env: &Env, rel: &str) {
-    let d = env.read(rel);
-    let deadline = chrono::DateTime::parse_from_rfc3339(d["step_deadline"].as_str().unwrap())
-        .unwrap()
-        .with_timezone(&chrono::Utc);
-    if let Ok(left) = (deadline - chrono::Utc::now()).to_std() {
-        std::thread::sleep(left + Duration::from_millis(30));
-    }
+    wait_past(env, rel, "step_deadline");
 }
 
 #[test]
 fn tick_enforces_the_step_timeout_after_accepted_then_dead_letters() {
     let env = timeout_env();
     let (wf, hid) = ("wf_deliver_timeout", "hof_20260614_de0008");
-    start_timeout(&env, wf, hid);
-    let r = env.ack(&ack("ack_20260614_to1", hid, "accepted", "on it"));
+    let r = start_accepted(&env, wf, hid, "ack_20260614_to1");
     assert_eq!(r["deadline_kind"], "step_timeout");
     let archived = format!("conductor/archive/hephaestus/{hid}.json");
     assert_eq!(env.read(&archived)["step_deadline"], r["deadline"]);
@@ -920,9 +886,8 @@ fn a_supervisor_killed_during_a_step_timeout_redelivery_or_dead_letter_loses_and
 fn a_repeated_first_accept_after_a_timeout_redelivery_arms_the_step_timeout_again() {
     let env = timeout_env();
     let (wf, hid) = ("wf_deliver_timeout_repeat", "hof_20260614_de0011");
-    start_timeout(&env, wf, hid);
+    start_accepted(&env, wf, hid, "ack_20260614_tr1");
     let first = ack("ack_20260614_tr1", hid, "accepted", "on it");
-    env.ack(&first);
     let archived = format!("conductor/archive/hephaestus/{hid}.json");
     wait_past_step_deadline(&env, &archived);
     let r = env.ok(&["tick"], None);
@@ -952,14 +917,12 @@ fn a_completed_step_is_never_timed_out_and_serve_enforces_the_timeout() {
     let env = timeout_env();
     // Completed before its timeout: the timer finds nothing to do.
     let (wf1, hid1) = ("wf_deliver_timeout_done", "hof_20260614_de0009");
-    start_timeout(&env, wf1, hid1);
-    env.ack(&ack("ack_20260614_tc1", hid1, "accepted", ""));
+    start_accepted(&env, wf1, hid1, "ack_20260614_tc1");
     env.ack(&ack("ack_20260614_tc2", hid1, "completed", "done"));
     let child = serve(&env, "serve.log");
     // Accepted and left: serve redelivers it when the timeout runs out.
     let (wf2, hid2) = ("wf_deliver_timeout_serve", "hof_20260614_de0010");
-    start_timeout(&env, wf2, hid2);
-    env.ack(&ack("ack_20260614_ts1", hid2, "accepted", ""));
+    start_accepted(&env, wf2, hid2, "ack_20260614_ts1");
     wait_for("the timeout redelivery", Duration::from_secs(30), || {
         acts(&env, "redeliver", hid2) == 1
     });
@@ -992,6 +955,22 @@ fn bus_messages(env: &Env, track: &str, kind: &str) -> Vec<Value> {
     .collect()
 }
 
+/// On track t1: w1 takes a 1 s lease on `src/app.rs` (the answer), w2 beats once.
+fn lease_and_beat(env: &Env) -> Value {
+    let bus = |args: &[&str]| env.ok(&[&["bus", "--track", "t1"], args].concat(), None);
+    let lock = bus(&["lock", "src/app.rs", "--worker", "w1", "--ttl", "1s"]);
+    bus(&[
+        "heartbeat",
+        "--worker",
+        "w2",
+        "--task",
+        "1.1",
+        "--status",
+        "RUNNING",
+    ]);
+    lock
+}
+
 #[test]
 fn two_supervisors_post_each_lease_expiry_and_staleness_once_and_rearm_on_renewal() {
     let env = Env::new();
@@ -1002,35 +981,7 @@ fn two_supervisors_post_each_lease_expiry_and_staleness_once_and_rearm_on_renewa
     wait_for("two heartbeats", Duration::from_secs(20), || {
         env.names("conductor/supervisor").len() >= 2
     });
-    let lock = env.ok(
-        &[
-            "bus",
-            "--track",
-            "t1",
-            "lock",
-            "src/app.rs",
-            "--worker",
-            "w1",
-            "--ttl",
-            "1s",
-        ],
-        None,
-    );
-    env.ok(
-        &[
-            "bus",
-            "--track",
-            "t1",
-            "heartbeat",
-            "--worker",
-            "w2",
-            "--task",
-            "1.1",
-            "--status",
-            "RUNNING",
-        ],
-        None,
-    );
+    let lock = lease_and_beat(&env);
     wait_for("the lease notice", Duration::from_secs(20), || {
         !bus_messages(&env, "t1", "LOCK_EXPIRED").is_empty()
     });
@@ -1052,35 +1003,7 @@ fn two_supervisors_post_each_lease_expiry_and_staleness_once_and_rearm_on_renewa
     assert_eq!(stale[0]["payload"]["worker_id"], "w2");
 
     // A renewed lease and a fresh heartbeat re-arm: their next expiry and staleness are posted again, once.
-    env.ok(
-        &[
-            "bus",
-            "--track",
-            "t1",
-            "lock",
-            "src/app.rs",
-            "--worker",
-            "w1",
-            "--ttl",
-            "1s",
-        ],
-        None,
-    );
-    env.ok(
-        &[
-            "bus",
-            "--track",
-            "t1",
-            "heartbeat",
-            "--worker",
-            "w2",
-            "--task",
-            "1.1",
-            "--status",
-            "RUNNING",
-        ],
-        None,
-    );
+    lease_and_beat(&env);
     wait_for("the second lease notice", Duration::from_secs(20), || {
         bus_messages(&env, "t1", "LOCK_EXPIRED").len() >= 2
     });

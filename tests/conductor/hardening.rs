@@ -252,28 +252,10 @@ fn cleanup_never_deletes_a_protocol_directory_configured_elsewhere() {
 #[test]
 fn a_replayed_handoff_for_an_earlier_step_is_refused_naming_the_current_step() {
     let env = Env::with_test_flow();
-    let plan = def_handoff(
-        "hof_20260614_dd0001",
-        "wf_rp_1",
-        "thoth",
-        "hephaestus",
-        "plan",
-        &["state_gate"],
-        "test-flow",
-        None,
-    );
+    let plan = plan_handoff("hof_20260614_dd0001", "wf_rp_1");
     assert_eq!(env.submit(&plan)["status"], "dispatched");
     // A new handoff of the step already handed off would re-dispatch build a second time.
-    let again = def_handoff(
-        "hof_20260614_dd0002",
-        "wf_rp_1",
-        "thoth",
-        "hephaestus",
-        "plan",
-        &["state_gate"],
-        "test-flow",
-        None,
-    );
+    let again = plan_handoff("hof_20260614_dd0002", "wf_rp_1");
     let before = env.snapshot();
     let err = env.refused(&["handoff", "submit", "-"], Some(&again));
     assert!(err.contains("\"build\"") && err.contains("fork"), "{err}");
@@ -292,16 +274,7 @@ fn a_replayed_handoff_for_an_earlier_step_is_refused_naming_the_current_step() {
         None,
     );
     assert_eq!(env.submit(&build)["target_step"], "check");
-    let late = def_handoff(
-        "hof_20260614_dd0004",
-        "wf_rp_1",
-        "thoth",
-        "hephaestus",
-        "plan",
-        &["state_gate"],
-        "test-flow",
-        None,
-    );
+    let late = plan_handoff("hof_20260614_dd0004", "wf_rp_1");
     let err = env.refused(&["handoff", "submit", "-"], Some(&late));
     assert!(err.contains("\"check\""), "{err}");
     let st = env.state("wf_rp_1");

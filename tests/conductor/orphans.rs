@@ -10,18 +10,7 @@ const DISPATCH: &str = "conductor/pending/hephaestus/hof_20260614_0a0001.json";
 
 /// A test-flow workflow with `build` dispatched to hephaestus.
 fn dispatched() -> Env {
-    let env = Env::with_test_flow();
-    env.submit(&def_handoff(
-        HID,
-        WF,
-        "thoth",
-        "hephaestus",
-        "plan",
-        &["state_gate"],
-        "test-flow",
-        None,
-    ));
-    env
+    Env::dispatched(WF, HID)
 }
 
 fn validate(env: &Env) -> (bool, Value) {

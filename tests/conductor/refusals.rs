@@ -13,16 +13,7 @@ fn refused_unchanged(env: &Env, args: &[&str], stdin: Option<&Value>) -> String 
 }
 
 fn good() -> Value {
-    def_handoff(
-        "hof_20260614_0a0001",
-        "wf_ref_1",
-        "thoth",
-        "hephaestus",
-        "plan",
-        &["state_gate"],
-        "test-flow",
-        None,
-    )
+    plan_handoff("hof_20260614_0a0001", "wf_ref_1")
 }
 
 #[test]

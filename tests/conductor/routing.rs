@@ -9,16 +9,7 @@ const WF: &str = "wf_route_1";
 #[test]
 fn definition_routes_to_the_next_step_with_all_context() {
     let env = Env::with_test_flow();
-    let h = def_handoff(
-        "hof_20260614_aaa001",
-        WF,
-        "thoth",
-        "hephaestus",
-        "plan",
-        &["state_gate"],
-        "test-flow",
-        None,
-    );
+    let h = plan_handoff("hof_20260614_aaa001", WF);
     let r = env.submit(&h);
     assert_eq!(r["status"], "dispatched");
     assert_eq!(r["target_god"], "hephaestus");
@@ -90,16 +81,7 @@ fn routing_workflow_step_picks_the_target_and_a_version_mismatch_warns() {
 #[test]
 fn last_step_completes_the_workflow() {
     let env = Env::with_test_flow();
-    env.submit(&def_handoff(
-        "hof_20260614_aaa004",
-        WF,
-        "thoth",
-        "hephaestus",
-        "plan",
-        &["state_gate"],
-        "test-flow",
-        None,
-    ));
+    env.submit(&plan_handoff("hof_20260614_aaa004", WF));
     env.submit(&def_handoff(
         "hof_20260614_aaa005",
         WF,

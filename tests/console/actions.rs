@@ -152,29 +152,16 @@ fn abort_asks_a_reason_shows_withdrawals_and_writes_the_manifest() {
     app.on_key(key('x'));
     type_text(&mut app, "scope cut");
     app.on_key(code(KeyCode::Enter));
-    let Mode::Confirm(c) = &app.mode else {
-        panic!("expected a confirmation")
-    };
-    let said: String = c
-        .lines
-        .iter()
-        .map(|(_, l)| l.as_str())
-        .collect::<Vec<_>>()
-        .join("\n");
+    let said = confirm_text(&app);
     assert!(
         said.contains("hof_20260614_aaa111") && said.contains("wf_pay_1.aborted.json"),
         "{said}"
     );
-    app.on_key(code(KeyCode::Tab));
-    let effects = app.on_key(code(KeyCode::Enter));
-    run(&mut app, &op, effects);
-    let f = app.flash.clone().unwrap();
-    assert_eq!(f.kind, FlashKind::Success);
+    let text = confirm(&mut app, &op);
     assert!(
-        f.text
-            .starts_with("wf_pay_1 aborted: 1 artifact(s) marked, 1 dispatch(es) withdrawn"),
+        text.starts_with("wf_pay_1 aborted: 1 artifact(s) marked, 1 dispatch(es) withdrawn"),
         "{}",
-        f.text
+        text
     );
     assert_eq!(state(r, "wf_pay_1")["status"], "aborted");
     assert_eq!(state(r, "wf_pay_1")["aborted_by"], "operator");
@@ -243,15 +230,7 @@ fn force_unlock_releases_the_lock_and_posts_file_unlock() {
     let mut app = app_for(r, chrono::Utc::now());
     app.dispatch(Action::GoPane(Pane::Locks));
     app.on_key(key('u'));
-    let Mode::Confirm(c) = &app.mode else {
-        panic!("expected a confirmation")
-    };
-    let said: String = c
-        .lines
-        .iter()
-        .map(|(_, l)| l.as_str())
-        .collect::<Vec<_>>()
-        .join("\n");
+    let said = confirm_text(&app);
     assert!(
         said.contains("src/app.rs") && said.contains("worker-1"),
         "{said}"
@@ -430,26 +409,13 @@ fn held_dispatches_are_approved_into_the_inbox_or_rejected_with_a_reason() {
     assert!(matches!(app.mode, Mode::Normal));
     assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Error);
     app.on_key(key('p'));
-    let Mode::Confirm(c) = &app.mode else {
-        panic!("approve confirms")
-    };
-    let said: String = c
-        .lines
-        .iter()
-        .map(|(_, l)| l.as_str())
-        .collect::<Vec<_>>()
-        .join("\n");
+    let said = confirm_text(&app);
     assert!(said.contains("caduceus's inbox"), "{said}");
-    app.on_key(code(KeyCode::Tab));
-    let effects = app.on_key(code(KeyCode::Enter));
-    run(&mut app, &op, effects);
-    let f = app.flash.clone().unwrap();
-    assert_eq!(f.kind, FlashKind::Success, "{}", f.text);
+    let text = confirm(&mut app, &op);
     assert!(
-        f.text
-            .starts_with("hof_20260614_ddd444 approved into caduceus's inbox (step "),
+        text.starts_with("hof_20260614_ddd444 approved into caduceus's inbox (step "),
         "{}",
-        f.text
+        text
     );
     assert!(
         r.join("conductor/pending/caduceus/hof_20260614_ddd444.json")
@@ -461,12 +427,8 @@ fn held_dispatches_are_approved_into_the_inbox_or_rejected_with_a_reason() {
     app.on_key(key('R'));
     type_text(&mut app, "not cleared");
     app.on_key(code(KeyCode::Enter));
-    app.on_key(code(KeyCode::Tab));
-    let effects = app.on_key(code(KeyCode::Enter));
-    run(&mut app, &op, effects);
-    let f = app.flash.clone().unwrap();
-    assert_eq!(f.kind, FlashKind::Success, "{}", f.text);
-    assert_eq!(f.text, "hof_20260614_eee555 rejected, workflow failed");
+    let text = confirm(&mut app, &op);
+    assert_eq!(text, "hof_20260614_eee555 rejected, workflow failed");
     assert_eq!(state(r, "wf_ext_2")["status"], "failed");
     assert!(
         !r.join("conductor/pending/_quarantine/hof_20260614_eee555.json")
@@ -624,7 +586,8 @@ fn a_selected_record_that_comes_back_is_selected_again() {
     assert!(dialog_text(&app).contains("hof_20260614_eee555"));
 }
 
-fn confirm_text(app: &App) -> String {
+/// The lines of the confirmation on screen, joined.
+pub(crate) fn confirm_text(app: &App) -> String {
     let Mode::Confirm(c) = &app.mode else {
         panic!("expected a confirmation, got {:?}", app.mode)
     };
@@ -767,4 +730,47 @@ fn completed_asks_for_the_gates_its_step_declares_and_the_engine_checks_them() {
         .find(|s| s["step_id"] == "implement")
         .unwrap();
     assert_eq!(implement["gates_passed"], serde_json::json!(["logic_gate"]));
+}
+
+/// The flashes of repeats read the engine's `duplicate`: an ack the engine already holds, an abort of an
+/// aborted workflow.
+#[test]
+fn repeated_acks_and_aborts_flash_what_the_engine_says_of_them() {
+    use pantheon::console::action::AckChoice;
+    use pantheon::engine::store::{GodName, HandoffId};
+    let root = engine_root();
+    let r = root.path();
+    let op = EngineOperator::new(Root::at(r));
+    let accept = Op::Ack {
+        god: GodName::parse("hephaestus").unwrap(),
+        handoff_id: HandoffId::parse("hof_20260614_aaa111").unwrap(),
+        workflow_id: None,
+        status: AckChoice::Accepted,
+        message: None,
+        eta: None,
+        gates_passed: Vec::new(),
+    };
+    let first = accept.summarize(&op.execute(&accept).unwrap());
+    assert_eq!(
+        first, "hof_20260614_aaa111: accepted, workflow in_progress",
+        "{first}"
+    );
+    // A second accept (a new ack id) of the archived, accepted dispatch: the engine calls it a duplicate.
+    let again = accept.summarize(&op.execute(&accept).unwrap());
+    assert_eq!(
+        again,
+        "hof_20260614_aaa111: accepted (already recorded), workflow in_progress"
+    );
+    let abort = Op::Abort {
+        workflow_id: WorkflowId::parse("wf_pay_1").unwrap(),
+        reason: "scope cut".into(),
+    };
+    let first = abort.summarize(&op.execute(&abort).unwrap());
+    assert!(!first.contains("already aborted"), "{first}");
+    let again = abort.summarize(&op.execute(&abort).unwrap());
+    assert_eq!(
+        again,
+        format!("{} (already aborted)", first),
+        "the repeat returns the same manifest"
+    );
 }

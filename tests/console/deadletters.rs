@@ -17,7 +17,7 @@ use pantheon::engine::conductor::Conductor;
 use pantheon::live::{LiveModel, ModelOptions};
 use serde_json::{Value, json};
 
-use super::actions::run;
+use super::actions::{confirm_text, run};
 use super::support::*;
 
 /// `build` waits 1 s for an ack and is delivered twice at most; `ship` follows it.
@@ -95,18 +95,6 @@ fn flash(app: &App) -> (FlashKind, String) {
     (f.kind, f.text.clone())
 }
 
-fn confirm_lines(app: &App) -> String {
-    match &app.mode {
-        Mode::Confirm(c) => c
-            .lines
-            .iter()
-            .map(|(_, l)| l.as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        m => panic!("expected a confirmation, got {m:?}"),
-    }
-}
-
 /// Tab to the confirm button and press it: the effects to run.
 fn press_confirm(app: &mut App) -> Vec<pantheon::console::app::Effect> {
     assert!(app.on_key(code(KeyCode::Tab)).is_empty());
@@ -164,7 +152,7 @@ fn a_dead_letter_is_listed_requeued_to_another_god_and_journaled_as_the_console(
     app.on_key(code(KeyCode::Tab));
     assert_eq!(prompt_text(&app), "marvin");
     app.on_key(code(KeyCode::Enter));
-    let lines = confirm_lines(&app);
+    let lines = confirm_text(&app);
     assert!(
         lines.contains("will be put back into marvin's inbox (--to)"),
         "{lines}"
@@ -224,7 +212,7 @@ fn a_dead_letter_is_listed_requeued_to_another_god_and_journaled_as_the_console(
     app.on_key(key('R'));
     assert_eq!(prompt_text(&app), "hephaestus");
     app.on_key(code(KeyCode::Enter));
-    let lines = confirm_lines(&app);
+    let lines = confirm_text(&app);
     assert!(
         lines.contains("hephaestus's inbox, the god it was delivered to last"),
         "{lines}"
@@ -264,7 +252,7 @@ fn abort_from_pane_9_and_a_bulk_requeue_report_each_dead_letter() {
     app.on_key(key('x'));
     type_text(&mut app, "no builder left");
     app.on_key(code(KeyCode::Enter));
-    let lines = confirm_lines(&app);
+    let lines = confirm_text(&app);
     assert!(
         lines.contains("wf_dl_3 (dl-flow) will be marked aborted"),
         "{lines}"
@@ -305,7 +293,7 @@ fn abort_from_pane_9_and_a_bulk_requeue_report_each_dead_letter() {
     app.dispatch(Action::Bottom);
     app.on_key(key('R'));
     app.on_key(code(KeyCode::Enter));
-    let lines = confirm_lines(&app);
+    let lines = confirm_text(&app);
     assert!(
         lines.contains("wf_dl_3 is aborted: the engine will refuse"),
         "{lines}"
@@ -357,7 +345,7 @@ fn abort_from_pane_9_and_a_bulk_requeue_report_each_dead_letter() {
         "several marks: empty means each to its own"
     );
     app.on_key(code(KeyCode::Enter));
-    let lines = confirm_lines(&app);
+    let lines = confirm_text(&app);
     assert!(
         lines.contains("3 marked record(s) will be requeued, one engine call each"),
         "{lines}"
@@ -399,7 +387,7 @@ fn abort_from_pane_9_and_a_bulk_requeue_report_each_dead_letter() {
     app.on_key(code(KeyCode::Tab));
     assert_eq!(prompt_text(&app), "apollo");
     app.on_key(code(KeyCode::Enter));
-    let lines = confirm_lines(&app);
+    let lines = confirm_text(&app);
     assert!(
         lines.contains("Requeue hof_20260614_dd0004 to apollo"),
         "{lines}"
@@ -469,7 +457,7 @@ fn rerun_asks_for_a_step_of_the_definition_and_dispatches_it_again() {
     app.on_key(code(KeyCode::Tab));
     assert_eq!(prompt_text(&app), "build");
     app.on_key(code(KeyCode::Enter));
-    let lines = confirm_lines(&app);
+    let lines = confirm_text(&app);
     assert!(
         lines.contains("Workflow wf_dl_1 (dl-flow, now stalled) will be dispatched again from step build to hephaestus's inbox."),
         "{lines}"

@@ -9,8 +9,7 @@ use crate::console::app::App;
 use crate::console::theme::Theme;
 use crate::engine::store::time::relative;
 
-use super::empty;
-use super::table::{self, Col};
+use super::table::Col;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let rows = app.attention();
@@ -20,13 +19,21 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         title.push_str(&format!(", {snoozed} snoozed"));
     }
     title.push_str(") ");
-    if rows.is_empty() {
-        let text = if app.filter(Pane::Attention).is_empty() {
-            "Nothing waits on you."
-        } else {
-            "No attention item matches the filter."
-        };
-        return empty(frame, area, title, text, theme);
+    let texts = (
+        "Nothing waits on you.",
+        "No attention item matches the filter.",
+    );
+    if super::list_head(
+        frame,
+        area,
+        app,
+        Pane::Attention,
+        &title,
+        rows.len(),
+        texts,
+        theme,
+    ) {
+        return;
     }
     let now = app.now;
     let row = |i: &crate::console::attention::Item| {
@@ -45,18 +52,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::styled(i.action_text(&app.keymap), theme.key()),
         ]
     };
-    let first = table::list(
-        frame,
-        area,
-        title,
-        &COLUMNS,
-        &rows,
-        super::rows_of(app, rows.len()),
-        &app.marks(),
-        theme,
-        row,
-    );
-    super::record_table(app, area, first);
+    super::pane_table(frame, area, app, title, &COLUMNS, &rows, theme, row);
 }
 
 const COLUMNS: [Col; 5] = [

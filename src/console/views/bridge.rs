@@ -15,7 +15,7 @@ use crate::console::preview::when;
 use crate::console::theme::Theme;
 use crate::live::snapshot::BridgeKind;
 
-use super::table::{self, Col};
+use super::table::Col;
 use super::{block, empty, json_lines, trunc};
 
 fn text<'a>(v: &'a Value, k: &str) -> &'a str {
@@ -128,18 +128,23 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         title.push_str(&format!(" · {} unreadable", v.unreadable.len()));
     }
     title.push_str(") ");
-    if rows.is_empty() {
-        let text = if app.filter(Pane::Bridge).is_empty() {
-            "No shared track, outbox record or dead letter yet.".to_owned()
-        } else {
-            "No bridge record matches the filter.".to_owned()
-        };
-        return empty(frame, rest, title, &text, theme);
-    }
-    let sel = app.selected(Pane::Bridge);
-    if super::gone_detail(frame, rest, app, theme) {
+    let texts = (
+        "No shared track, outbox record or dead letter yet.",
+        "No bridge record matches the filter.",
+    );
+    if super::list_head(
+        frame,
+        rest,
+        app,
+        Pane::Bridge,
+        &title,
+        rows.len(),
+        texts,
+        theme,
+    ) {
         return;
     }
+    let sel = app.selected(Pane::Bridge);
     if app.pane_state().detail {
         let r = rows[sel];
         return super::detail(
@@ -170,18 +175,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::raw(r.what.clone()),
         ]
     };
-    let first = table::list(
-        frame,
-        rest,
-        title,
-        &COLUMNS,
-        &rows,
-        super::rows_of(app, rows.len()),
-        &app.marks(),
-        theme,
-        row,
-    );
-    super::record_table(app, rest, first);
+    super::pane_table(frame, rest, app, title, &COLUMNS, &rows, theme, row);
 }
 
 const COLUMNS: [Col; 5] = [

@@ -12,7 +12,7 @@ use crate::console::preview::when;
 use crate::console::theme::Theme;
 use crate::engine::bus::model::Envelope;
 
-use super::table::{self, Col};
+use super::table::Col;
 use super::{detail, empty, json_lines, kv};
 
 /// A one-line reading of a message's payload (the raw JSON when it has none of the usual fields).
@@ -224,18 +224,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::raw(payload_summary(m)),
         ]
     };
-    let first = table::list(
-        frame,
-        area,
-        title,
-        &COLUMNS,
-        &msgs,
-        super::rows_of(app, msgs.len()),
-        &app.marks(),
-        theme,
-        row,
-    );
-    super::record_table(app, area, first);
+    super::pane_table(frame, area, app, title, &COLUMNS, &msgs, theme, row);
 }
 
 /// The table's columns: the payload takes the room left over.

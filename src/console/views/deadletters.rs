@@ -11,8 +11,8 @@ use crate::console::items;
 use crate::console::preview::when;
 use crate::console::theme::Theme;
 
-use super::table::{self, Col};
-use super::{detail, empty, json_lines, kv, section};
+use super::table::Col;
+use super::{detail, json_lines, kv, section};
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let snap = &app.snapshot;
@@ -23,16 +23,21 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         title.push_str(&format!(", ⚠ {unreadable} unreadable: ! lists them"));
     }
     title.push_str(&format!(") {}", super::order_note(app)));
-    if rows.is_empty() {
-        let text = if app.filter(Pane::DeadLetters).is_empty() {
-            "No dead letter: every dispatch with an ack deadline was acked in time \
-             (conductor/dead/ is empty)."
-        } else {
-            "No dead letter matches the filter."
-        };
-        return empty(frame, area, title, text, theme);
-    }
-    if super::gone_detail(frame, area, app, theme) {
+    let texts = (
+        "No dead letter: every dispatch with an ack deadline was acked in time \
+         (conductor/dead/ is empty).",
+        "No dead letter matches the filter.",
+    );
+    if super::list_head(
+        frame,
+        area,
+        app,
+        Pane::DeadLetters,
+        &title,
+        rows.len(),
+        texts,
+        theme,
+    ) {
         return;
     }
     let sel = app.selected(Pane::DeadLetters);
@@ -62,18 +67,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::styled(reason, theme.dim()),
         ]
     };
-    let first = table::list(
-        frame,
-        area,
-        title,
-        &COLUMNS,
-        &rows,
-        super::rows_of(app, rows.len()),
-        &app.marks(),
-        theme,
-        row,
-    );
-    super::record_table(app, area, first);
+    super::pane_table(frame, area, app, title, &COLUMNS, &rows, theme, row);
 }
 
 /// The columns: the handoff id is kept whole; the reason takes the room left over.

@@ -151,18 +151,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::styled(d.summary.to_string(), theme.dim()),
         ]
     };
-    let first = table::list(
-        frame,
-        bottom,
-        title,
-        &DISPATCHES,
-        &rows,
-        super::rows_of(app, rows.len()),
-        &app.marks(),
-        theme,
-        row,
-    );
-    super::record_table(app, bottom, first);
+    super::pane_table(frame, bottom, app, title, &DISPATCHES, &rows, theme, row);
 }
 
 /// The per-god summary's columns.

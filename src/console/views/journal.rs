@@ -11,7 +11,7 @@ use crate::console::app::App;
 use crate::console::preview::when;
 use crate::console::theme::Theme;
 
-use super::table::{self, Col};
+use super::table::Col;
 use super::{empty, json_lines};
 
 fn s<'a>(e: &'a Value, k: &str) -> &'a str {
@@ -48,18 +48,23 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             theme,
         );
     }
-    if rows.is_empty() {
-        let text = if app.filter(Pane::Journal).is_empty() {
-            "No operator act recorded yet (conductor/journal.jsonl)."
-        } else {
-            "No journal entry matches the filter."
-        };
-        return empty(frame, area, title, text, theme);
-    }
-    let sel = app.selected(Pane::Journal);
-    if super::gone_detail(frame, area, app, theme) {
+    let texts = (
+        "No operator act recorded yet (conductor/journal.jsonl).",
+        "No journal entry matches the filter.",
+    );
+    if super::list_head(
+        frame,
+        area,
+        app,
+        Pane::Journal,
+        &title,
+        rows.len(),
+        texts,
+        theme,
+    ) {
         return;
     }
+    let sel = app.selected(Pane::Journal);
     if app.pane_state().detail {
         let e = rows[sel];
         return super::detail(
@@ -101,18 +106,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::raw(what),
         ]
     };
-    let first = table::list(
-        frame,
-        area,
-        title,
-        &COLUMNS,
-        &rows,
-        super::rows_of(app, rows.len()),
-        &app.marks(),
-        theme,
-        row,
-    );
-    super::record_table(app, area, first);
+    super::pane_table(frame, area, app, title, &COLUMNS, &rows, theme, row);
 }
 
 const COLUMNS: [Col; 6] = [

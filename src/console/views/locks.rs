@@ -12,21 +12,28 @@ use crate::console::theme::Theme;
 use crate::engine::store::time::relative;
 use crate::live::snapshot::short_duration;
 
-use super::table::{self, Col};
-use super::{empty, kv};
+use super::kv;
+use super::table::Col;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let filter = app.filter(Pane::Locks);
     let rows = items::locks(&app.snapshot, &filter);
     let title = format!(" 4 Locks ({}) {}", rows.len(), super::order_note(app));
-    if rows.is_empty() {
-        return empty(frame, area, title, "No file is locked.", theme);
+    let texts = ("No file is locked.", "No lock matches the filter.");
+    if super::list_head(
+        frame,
+        area,
+        app,
+        Pane::Locks,
+        &title,
+        rows.len(),
+        texts,
+        theme,
+    ) {
+        return;
     }
     let sel = app.selected(Pane::Locks);
     let now = app.now;
-    if super::gone_detail(frame, area, app, theme) {
-        return;
-    }
     if app.pane_state().detail {
         let (track, l) = rows[sel];
         let mut lines = vec![
@@ -112,18 +119,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     if rows.iter().any(|(t, _)| *t != rows[0].0) {
         cols[0] = Col::new("TRACK", 8, 32);
     }
-    let first = table::list(
-        frame,
-        area,
-        title,
-        &cols,
-        &rows,
-        super::rows_of(app, rows.len()),
-        &app.marks(),
-        theme,
-        row,
-    );
-    super::record_table(app, area, first);
+    super::pane_table(frame, area, app, title, &cols, &rows, theme, row);
 }
 
 /// The table's columns: the path is the lock's identity, cut last.

@@ -93,6 +93,35 @@ pub(crate) fn record_table(app: &App, area: Rect, first: usize) {
         .set(Some(crate::console::mouse::TableAt { area, first, rows }));
 }
 
+/// The current pane's record list: the one tail every pane's table shares. [`table::list`] draws the
+/// window of rows around the selection (the table scrolls), the selection highlighted unless its
+/// record went away, the filter's words marked, cells cut with `…` and `+N more` in the bottom
+/// border; then where it lies is recorded for mouse clicks and marks ([`record_table`]).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn pane_table<'a, T>(
+    frame: &mut Frame,
+    area: Rect,
+    app: &App,
+    title: String,
+    cols: &[table::Col],
+    items: &[T],
+    theme: &Theme,
+    row: impl Fn(&T) -> Vec<Line<'a>>,
+) {
+    let first = table::list(
+        frame,
+        area,
+        title,
+        cols,
+        items,
+        rows_of(app, items.len()),
+        &app.marks(),
+        theme,
+        row,
+    );
+    record_table(app, area, first);
+}
+
 /// A `●` on the left border of every marked row on screen.
 fn draw_marks(frame: &mut Frame, app: &App, theme: &Theme) {
     let st = app.pane_state();
@@ -514,7 +543,7 @@ pub(crate) fn window(selected: usize, len: usize, height: usize) -> (usize, usiz
 
 /// The current pane's rows for [`table::list`]: `len` of them, the selected one highlighted unless
 /// it went away.
-pub(crate) fn rows_of(app: &App, len: usize) -> table::Rows {
+fn rows_of(app: &App, len: usize) -> table::Rows {
     table::Rows {
         len,
         selected: app.selected(app.pane),
@@ -532,6 +561,31 @@ pub(crate) fn order_note(app: &App) -> String {
         ),
         None => String::new(),
     }
+}
+
+/// The head every list pane shares: with no row to show it says why (`none`, or `unmatched` when the
+/// pane's filter hides them all), and a detail whose record went away says so. True: the pane is drawn.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn list_head(
+    frame: &mut Frame,
+    area: Rect,
+    app: &App,
+    pane: Pane,
+    title: &str,
+    len: usize,
+    (none, unmatched): (&str, &str),
+    theme: &Theme,
+) -> bool {
+    if len == 0 {
+        let text = if app.filter(pane).is_empty() {
+            none
+        } else {
+            unmatched
+        };
+        empty(frame, area, title.to_owned(), text, theme);
+        return true;
+    }
+    gone_detail(frame, area, app, theme)
 }
 
 /// In a detail view whose record went away, says so instead of showing a neighbour (true: drawn).

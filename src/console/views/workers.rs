@@ -12,8 +12,8 @@ use crate::console::preview::when;
 use crate::console::theme::Theme;
 use crate::live::snapshot::short_duration;
 
-use super::table::{self, Col};
-use super::{block, empty, kv};
+use super::table::Col;
+use super::{block, kv};
 
 /// A text progress bar: `█████░░░░░  50%`.
 pub(crate) fn gauge(pct: Option<f64>, width: usize) -> String {
@@ -93,19 +93,23 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         ),
         None => format!(" 5 Workers ({}, {stale} stale) ", rows.len()),
     } + &super::order_note(app);
-    if rows.is_empty() {
-        return empty(
-            frame,
-            area,
-            title,
-            "No worker has reported a heartbeat.",
-            theme,
-        );
-    }
-    let sel = app.selected(Pane::Workers);
-    if super::gone_detail(frame, area, app, theme) {
+    let texts = (
+        "No worker has reported a heartbeat.",
+        "No worker matches the filter.",
+    );
+    if super::list_head(
+        frame,
+        area,
+        app,
+        Pane::Workers,
+        &title,
+        rows.len(),
+        texts,
+        theme,
+    ) {
         return;
     }
+    let sel = app.selected(Pane::Workers);
     if app.pane_state().detail {
         let (track, w) = rows[sel];
         let mut lines = vec![
@@ -193,18 +197,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::styled(if is_stale { "▲ STALE" } else { "" }, theme.alert()),
         ]
     };
-    let first = table::list(
-        frame,
-        area,
-        title,
-        &COLUMNS,
-        &rows,
-        super::rows_of(app, rows.len()),
-        &app.marks(),
-        theme,
-        row,
-    );
-    super::record_table(app, area, first);
+    super::pane_table(frame, area, app, title, &COLUMNS, &rows, theme, row);
 }
 
 /// The table's columns: the subtask takes the room left over; TRACK goes first when it is narrow.

@@ -11,7 +11,7 @@ use crate::console::preview::{when, when_at};
 use crate::console::theme::Theme;
 use crate::live::snapshot::WorkflowView;
 
-use super::table::{self, Col};
+use super::table::Col;
 use super::{detail, empty, json_lines, kv, section, trunc};
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
@@ -88,18 +88,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::from(flag),
         ]
     };
-    let first = table::list(
-        frame,
-        area,
-        title,
-        &COLUMNS,
-        &rows,
-        super::rows_of(app, rows.len()),
-        &app.marks(),
-        theme,
-        row,
-    );
-    super::record_table(app, area, first);
+    super::pane_table(frame, area, app, title, &COLUMNS, &rows, theme, row);
 }
 
 /// The table's columns; narrow terminals hide AGE, then DEFINITION (both are in the detail view)

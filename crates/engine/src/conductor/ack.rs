@@ -5,10 +5,16 @@
 
 use serde_json::{Value, json};
 
+use super::ack_step::{
+    AckEffect, AckFacts, AckInput, AckPlan, AckStart, Located, ack_result, ack_start, ack_step,
+    rerouted, settled_by, unknown_handoff,
+};
 use super::definition::find_definition;
-use super::files::{self, Found, Place};
+use super::files::{self, Found};
 use super::model::{AckRecord, AckStatus, Dispatch, WorkflowState, WorkflowStatus, lenient};
+use super::request::{AckDecision, AckRequest};
 use super::submit::{AckCommit, hid_of, name_violations, validate_handoff};
+use super::timers::{STEP_TIMEOUT, step_timeout};
 use super::{AckResult, Actor, ApprovalResult, Conductor};
 use crate::error::{Error, Result, Violation};
 use crate::store::atomic::write_json;
@@ -16,17 +22,6 @@ use crate::store::lock::FileLock;
 use crate::store::time::{format_ts, now_ts};
 use crate::store::{AckId, GodName, HandoffId, WorkflowId};
 use chrono::{DateTime, Utc};
-
-/// A parsed, validated ack.
-struct Ack {
-    ack_id: AckId,
-    hid: HandoffId,
-    wf: Option<WorkflowId>,
-    status: AckStatus,
-    eta: Option<String>,
-    message: Option<String>,
-    context: serde_json::Map<String, Value>,
-}
 
 fn opt_text(v: &Value, k: &str) -> Option<String> {
     match v.get(k) {
@@ -60,7 +55,7 @@ fn derived_handoff_id(ack_id: &AckId, hid: &HandoffId) -> HandoffId {
     HandoffId::parse(&format!("hof_{date}_{:06x}", h & 0xff_ffff)).expect("well-formed")
 }
 
-fn validate_ack(c: &Conductor, v: &Value) -> Result<Ack> {
+fn validate_ack(c: &Conductor, v: &Value) -> Result<AckRequest> {
     let schemas = c.schemas()?;
     let mut violations = schemas.check_ack(v);
     let mut extra = name_violations(
@@ -79,11 +74,8 @@ fn validate_ack(c: &Conductor, v: &Value) -> Result<Ack> {
             });
         }
     }
-    let status = AckStatus::parse(v.get("status").and_then(Value::as_str).unwrap_or(""));
-    if !matches!(
-        status,
-        AckStatus::Accepted | AckStatus::Pending | AckStatus::Rejected | AckStatus::Completed
-    ) {
+    let decision = AckDecision::parse(v.get("status").and_then(Value::as_str).unwrap_or(""));
+    if decision.is_none() {
         extra.push(Violation {
             pointer: "/status".into(),
             message: "must be one of accepted, pending, rejected, completed".into(),
@@ -94,18 +86,18 @@ fn validate_ack(c: &Conductor, v: &Value) -> Result<Ack> {
             violations.push(x);
         }
     }
-    if !violations.is_empty() {
+    let (true, Some(decision)) = (violations.is_empty(), decision) else {
         return Err(Error::invalid("ack", violations));
-    }
+    };
     let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default();
-    Ok(Ack {
+    Ok(AckRequest {
         ack_id: AckId::parse(s("ack_id"))?,
-        hid: HandoffId::parse(s("handoff_id"))?,
-        wf: match v.get("workflow_id").and_then(Value::as_str) {
+        handoff_id: HandoffId::parse(s("handoff_id"))?,
+        workflow_id: match v.get("workflow_id").and_then(Value::as_str) {
             Some(w) => Some(WorkflowId::parse(w)?),
             None => None,
         },
-        status,
+        decision,
         eta: opt_text(v, "eta"),
         message: opt_text(v, "message"),
         context: v
@@ -114,128 +106,6 @@ fn validate_ack(c: &Conductor, v: &Value) -> Result<Ack> {
             .cloned()
             .unwrap_or_default(),
     })
-}
-
-fn unknown_handoff(hid: &HandoffId) -> Error {
-    Error::not_found(format!(
-        "unknown handoff {hid}: no dispatch for it in any inbox, the quarantine or the archive \
-         (pantheon pending lists the open ones)"
-    ))
-}
-
-fn finished_refusal(wf: &WorkflowId, st: &WorkflowState) -> Option<Error> {
-    match st.status {
-        WorkflowStatus::Aborted => Some(Error::refused(format!(
-            "workflow {wf} was aborted{}{}; acks are refused",
-            st.aborted_at
-                .as_deref()
-                .map(|t| format!(" at {t}"))
-                .unwrap_or_default(),
-            st.failure_reason
-                .as_deref()
-                .map(|r| format!(" ({r})"))
-                .unwrap_or_default()
-        ))),
-        WorkflowStatus::Completed | WorkflowStatus::Failed => Some(Error::refused(format!(
-            "workflow {wf} is {}; it takes no more acks",
-            st.status
-        ))),
-        _ => None,
-    }
-}
-
-/// The god an ack counts for: the dispatch's addressee, or, for an open dispatch redelivered to other
-/// gods, whichever of them acks (it becomes the addressee, docs/PROTOCOL.md §2.10). An operator acts for
-/// the addressee. Refuses a god the dispatch was never delivered to.
-fn ack_addressee(found: &Found, by: &Actor, hid: &HandoffId) -> Result<GodName> {
-    let god = GodName::parse(&found.dispatch.to_god)?;
-    match by {
-        Actor::God(g) if g != god.as_str() && Conductor::may_ack(found, g) => GodName::parse(g),
-        Actor::God(g) if g != god.as_str() => Err(Error::refused(format!(
-            "handoff {hid} is addressed to {god}; {g} cannot acknowledge it"
-        ))),
-        _ => Ok(god),
-    }
-}
-
-/// The dispatch as an ack leaves it: the acking god as addressee, the ack's status, ETA and message
-/// (an absent ETA or message keeps the earlier one), who acked and when, and the next ack deadline
-/// from `now`.
-fn dispatch_after_ack(
-    before: &Dispatch,
-    a: &Ack,
-    rec: &AckRecord,
-    god: &GodName,
-    now: DateTime<Utc>,
-) -> Dispatch {
-    let mut d = before.clone();
-    d.ack_deadline = super::delivery::deadline_after_ack(&d, &a.status, a.eta.as_deref(), now);
-    d.to_god = god.to_string();
-    d.ack_status = a.status.clone();
-    d.eta = a.eta.clone().or(d.eta);
-    d.message = a.message.clone().or(d.message);
-    d.acked_at = rec.acked_at.clone();
-    d.by = rec.by.clone();
-    d
-}
-
-/// What a `rejected` ack commits (see [`rejected`]).
-struct RejectStep {
-    state: WorkflowState,
-    dispatch: Dispatch,
-    record: AckRecord,
-    warnings: Vec<String>,
-}
-
-/// The pure step of a `rejected` ack: the ack is recorded with the fallback god it reroutes to; the
-/// workflow waits for that god, or fails (with the god's message as the reason) when no fallback is
-/// left. An ack of a dispatch that is not the workflow's current one changes no status (a warning says
-/// so). The dispatch is marked for the archive with why.
-#[allow(clippy::too_many_arguments)] // each is one input of the one commit; a struct would only rename them
-fn rejected(
-    mut st: WorkflowState,
-    mut d: Dispatch,
-    mut rec: AckRecord,
-    fallback: Option<String>,
-    is_current: bool,
-    god: &GodName,
-    message: Option<&str>,
-    now: &str,
-) -> RejectStep {
-    let mut warnings = Vec::new();
-    rec.rerouted_to = fallback.clone();
-    st.acks.push(rec.clone());
-    match &fallback {
-        _ if !is_current => warnings.push(format!(
-            "handoff {} is not the workflow's current dispatch; the workflow status is unchanged",
-            rec.handoff_id
-        )),
-        Some(fb) => {
-            st.dispatched_to = Some(fb.clone());
-            st.status = WorkflowStatus::WaitingForAck;
-        }
-        None => {
-            st.status = WorkflowStatus::Failed;
-            st.failure_reason = Some(message.map(str::to_owned).unwrap_or_else(|| {
-                format!(
-                    "{god} rejected step {:?} and no fallback god is left",
-                    d.step
-                )
-            }));
-        }
-    }
-    d.archive_reason = Some(match &fallback {
-        Some(fb) => format!("rejected; rerouted to {fb}"),
-        None => "rejected; no fallback god left".into(),
-    });
-    d.archived_at = Some(now.to_owned());
-    st.updated = Some(now.to_owned());
-    RejectStep {
-        state: st,
-        dispatch: d,
-        record: rec,
-        warnings,
-    }
 }
 
 impl Conductor {
@@ -252,275 +122,179 @@ impl Conductor {
     }
 
     /// Acknowledges a dispatch (docs/PROTOCOL.md §2.5). `by` is recorded in the ack (`Actor::Recipient`: the god
-    /// the dispatch is addressed to).
+    /// the dispatch is addressed to). The decisions are the pure steps [`ack_start`] and [`ack_step`];
+    /// this reads what they decide from and applies the effects they return, under the workflow's lock.
     pub(crate) fn ack_unjournaled(&self, ack: &Value, by: Actor) -> Result<AckResult> {
         crate::store::limits::check_document("ack", ack, crate::store::limits::MAX_ACK_BYTES)?;
         let a = validate_ack(self, ack)?;
-        let wf = match &a.wf {
+        let wf = match &a.workflow_id {
             Some(w) => w.clone(),
-            None => self.workflow_of(&a.hid)?,
+            None => self.workflow_of(&a.handoff_id)?,
         };
         let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
-        let mut st = files::require_state(&self.root, &wf)?;
-
-        if let Some(prev) = st
-            .acks
-            .iter()
-            .find(|r| r.ack_id == a.ack_id.as_str())
-            .cloned()
-        {
-            if prev.handoff_id == a.hid.as_str() && prev.status == a.status {
-                if st.status != WorkflowStatus::Aborted {
-                    self.finish_ack(&wf, &st, &prev)?;
-                }
-                let st = files::require_state(&self.root, &wf)?;
-                return Ok(self.ack_result(&wf, &st, &prev, true, None));
+        let st = files::require_state(&self.root, &wf)?;
+        if let AckStart::Repeat { record, finish } = ack_start(&wf, &st, &a)? {
+            if finish {
+                self.finish_ack(&wf, &st, &record)?;
             }
-            return Err(Error::refused(format!(
-                "ack_id {} was already used for handoff {} with status {}; a new ack needs a new ack_id",
-                a.ack_id, prev.handoff_id, prev.status
-            )));
-        }
-        if let Some(e) = finished_refusal(&wf, &st) {
-            return Err(e);
+            let st = files::require_state(&self.root, &wf)?;
+            return Ok(ack_result(&wf, &st, &record, true, None));
         }
         if let Some(last) = st.step_history.last().and_then(|r| r.handoff_id.clone())
             && let Ok(last) = HandoffId::parse(&last)
         {
             self.repair_dispatch(&wf, &st, &last)?;
         }
+        let located = self.locate(&st, &a.handoff_id)?;
+        let facts = self.ack_facts(&st, &a, &located);
+        let plan = ack_step(AckInput {
+            root: &self.root,
+            wf: &wf,
+            state: st,
+            ack: &a,
+            by: &by,
+            located,
+            facts,
+        })?;
+        match plan {
+            AckPlan::Answer(result) => Ok(*result),
+            AckPlan::Complete {
+                state,
+                record,
+                found,
+                dispatch,
+                god,
+            } => self.ack_completed(&wf, *state, a, *record, *found, *dispatch, god),
+            AckPlan::Write {
+                confine,
+                effects,
+                result,
+            } => {
+                files::refuse_unconfined(&self.root, &confine)?;
+                self.apply_ack(&wf, effects)?;
+                Ok(*result)
+            }
+        }
+    }
 
+    /// Finds an acked dispatch: in an inbox or `_quarantine` (the state's addressee's inbox first), else
+    /// in an archive.
+    fn locate(&self, st: &WorkflowState, hid: &HandoffId) -> Result<Located> {
         let current_god = st
             .dispatched_to
             .as_deref()
             .and_then(|g| GodName::parse(g).ok());
-        let (found, was_accepted) = match files::find_live(
-            &self.root,
-            &a.hid,
-            current_god.as_ref(),
-        )? {
-            Some(f) if f.place == Place::Quarantine => {
-                return Err(Error::refused(format!(
-                    "handoff {} is held for operator approval ({}); approve it first (pantheon approve {})",
-                    a.hid,
-                    f.dispatch
-                        .held_because
-                        .as_deref()
-                        .unwrap_or("approval required"),
-                    a.hid
-                )));
-            }
-            Some(f) => (f, false),
-            None => {
-                let archived = files::find_archived(&self.root, &a.hid, current_god.as_ref())?;
-                let Some(f) = archived.into_iter().next() else {
-                    return Err(unknown_handoff(&a.hid));
+        if let Some(f) = files::find_live(&self.root, hid, current_god.as_ref())? {
+            return Ok(Located::Live(f));
+        }
+        Ok(
+            match files::find_archived(&self.root, hid, current_god.as_ref())?
+                .into_iter()
+                .next()
+            {
+                Some(f) => Located::Archived(f),
+                None => Located::Nowhere,
+            },
+        )
+    }
+
+    /// Reads what [`ack_step`] needs from the definitions, for this ack only: the step's fallback gods
+    /// for a rejection, its timeout for an acceptance or a progress ack on an archived dispatch.
+    fn ack_facts(&self, st: &WorkflowState, a: &AckRequest, located: &Located) -> AckFacts {
+        let mut facts = AckFacts {
+            fallback_gods: Vec::new(),
+            warnings: Vec::new(),
+            step_timeout: None,
+            now: chrono::Utc::now(),
+            dispatch_id: String::new(),
+        };
+        let found = match located {
+            Located::Live(f) | Located::Archived(f) => f,
+            Located::Nowhere => return facts,
+        };
+        match a.decision {
+            AckDecision::Rejected => {
+                facts.dispatch_id = crate::store::generate_dispatch_id();
+                let Some(def_id) = st.definition_id.as_deref() else {
+                    return facts;
                 };
-                let current = Some(f.dispatch.to_god.as_str()) == st.dispatched_to.as_deref();
-                if f.dispatch.ack_status == AckStatus::Accepted && current {
-                    (f, true)
-                } else if f.dispatch.ack_status == a.status {
-                    let rec = self.record(&a, &f.dispatch.to_god, &by, None);
-                    return Ok(self.ack_result(&wf, &st, &rec, true, None));
-                } else {
-                    return Err(Error::refused(format!(
-                        "handoff {} to {} is already {} ({}); an ack cannot change that",
-                        a.hid,
-                        f.dispatch.to_god,
-                        f.dispatch.ack_status,
-                        f.dispatch.archive_reason.as_deref().unwrap_or("archived")
-                    )));
+                match find_definition(&self.root, def_id) {
+                    Ok(Some(def)) => {
+                        if let Some(step) = def.step(&found.dispatch.step) {
+                            facts.fallback_gods = step.fallback_gods.clone();
+                        }
+                    }
+                    Ok(None) => facts.warnings.push(format!(
+                        "definition {def_id:?} not found; no fallback gods known"
+                    )),
+                    Err(e) => facts.warnings.push(format!(
+                        "definition {def_id:?} does not load: {}",
+                        e.message
+                    )),
                 }
             }
-        };
-        if found.dispatch.workflow_id != wf.as_str() {
-            return Err(Error::refused(format!(
-                "handoff {} belongs to workflow {:?}, not {wf}",
-                a.hid, found.dispatch.workflow_id
-            )));
+            AckDecision::Accepted => {
+                facts.step_timeout = step_timeout(&self.root, &found.dispatch);
+            }
+            AckDecision::Pending
+                if matches!(located, Located::Archived(_))
+                    && !found.dispatch.extra.contains_key(STEP_TIMEOUT) =>
+            {
+                facts.step_timeout = step_timeout(&self.root, &found.dispatch);
+            }
+            AckDecision::Pending | AckDecision::Completed => {}
         }
-        let addressee_before = GodName::parse(&found.dispatch.to_god)?;
-        let god = ack_addressee(&found, &by, &a.hid)?;
-        // A workflow may have several open dispatches (parallel direct handoffs); only an ack of the
-        // one the state points at moves the workflow's status.
-        let is_current = st.current_step.as_deref() == Some(found.dispatch.step.as_str())
-            && st.dispatched_to.as_deref() == Some(addressee_before.as_str());
-        if is_current && god != addressee_before {
-            st.dispatched_to = Some(god.to_string());
-        }
-        if was_accepted {
-            match a.status {
-                AckStatus::Accepted => {
-                    let rec = self.record(&a, god.as_str(), &by, None);
-                    return Ok(self.ack_result(&wf, &st, &rec, true, None));
-                }
-                AckStatus::Pending => {
-                    // A progress ack on an accepted step with a timeout (docs/PROTOCOL.md §2.10).
-                    let rec = self.record(&a, god.as_str(), &by, None);
-                    let deadline =
-                        self.step_progress(&wf, &mut st, &found, &rec, a.eta.as_deref())?;
-                    let mut result = self.ack_result(&wf, &st, &rec, false, None);
-                    result.deadline = Some(deadline);
-                    result.deadline_kind = Some("step_timeout".to_owned());
-                    return Ok(result);
-                }
-                _ => {}
-            }
-        }
-
-        let mut rec = self.record(&a, god.as_str(), &by, None);
-        let mut d = dispatch_after_ack(&found.dispatch, &a, &rec, &god, chrono::Utc::now());
-        let now = now_ts();
-        let mut warnings = Vec::new();
-        let mut step_deadline = None;
-        if a.status != AckStatus::Completed {
-            // (completed goes through the submit path, which checks its own files.)
-            files::refuse_unconfined(
-                &self.root,
-                &[
-                    self.root.state_path(&wf),
-                    found.path.clone(),
-                    self.root.archive_dir(&god).join(format!("{}.json", a.hid)),
-                ],
-            )?;
-        }
-        match a.status {
-            AckStatus::Pending => {
-                st.acks.push(rec.clone());
-                st.updated = Some(now);
-                files::write_state(&self.root, &wf, &st)?;
-                write_json(&self.root, &found.path, &d)?;
-                if god != addressee_before {
-                    // An earlier target took it back: the dispatch follows it to its inbox.
-                    let to = self.root.inbox_dir(&god).join(format!("{}.json", a.hid));
-                    crate::store::atomic::rename_durable(&self.root, &found.path, &to)?;
-                }
-            }
-            AckStatus::Accepted => {
-                if is_current {
-                    st.status = WorkflowStatus::InProgress;
-                }
-                step_deadline = self.arm_step_timer(&mut d, &god, chrono::Utc::now())?;
-                st.acks.push(rec.clone());
-                st.updated = Some(now);
-                files::write_state(&self.root, &wf, &st)?;
-                super::crash_point("ack:after-state");
-                files::archive(&self.root, &found.path, &god, &a.hid, &d)?;
-            }
-            AckStatus::Rejected => {
-                let fallback = self.next_fallback(&st, &found, &a.hid, &mut warnings);
-                if let Some(fb) = &fallback {
-                    let fb = GodName::parse(fb)?;
-                    files::refuse_unconfined(
-                        &self.root,
-                        &[self.root.inbox_dir(&fb).join(format!("{}.json", a.hid))],
-                    )?;
-                }
-                let step = rejected(
-                    st,
-                    d,
-                    rec,
-                    fallback,
-                    is_current,
-                    &god,
-                    a.message.as_deref(),
-                    &now,
-                );
-                (st, d, rec) = (step.state, step.dispatch, step.record);
-                warnings.extend(step.warnings);
-                files::write_state(&self.root, &wf, &st)?;
-                super::crash_point("ack:after-state");
-                files::archive(&self.root, &found.path, &god, &a.hid, &d)?;
-                self.finish_ack(&wf, &st, &rec)?;
-            }
-            AckStatus::Completed => {
-                return self.ack_completed(&wf, st, a, rec, found, d, god);
-            }
-            _ => unreachable!("validated"),
-        }
-        let mut result = self.ack_result(&wf, &st, &rec, false, None);
-        result.warnings = warnings;
-        match a.status {
-            AckStatus::Pending => {
-                result.deadline = d.ack_deadline.clone();
-                result.deadline_kind = d.ack_deadline.as_ref().map(|_| "ack".to_owned());
-            }
-            AckStatus::Accepted => {
-                result.deadline = step_deadline;
-                result.deadline_kind = result.deadline.as_ref().map(|_| "step_timeout".to_owned());
-            }
-            _ => {}
-        }
-        Ok(result)
+        facts
     }
 
-    fn record(&self, a: &Ack, god: &str, by: &Actor, rerouted: Option<String>) -> AckRecord {
-        AckRecord {
-            ack_id: a.ack_id.to_string(),
-            handoff_id: a.hid.to_string(),
-            god: Some(god.to_owned()),
-            status: a.status.clone(),
-            eta: a.eta.clone(),
-            message: a.message.clone(),
-            acked_at: Some(now_ts()),
-            by: Some(by.label(god)),
-            recorded_handoff_id: None,
-            rerouted_to: rerouted,
-            extra: Default::default(),
+    /// Applies an ack's effects in order (see [`AckEffect`]).
+    fn apply_ack(&self, wf: &WorkflowId, effects: Vec<AckEffect>) -> Result<()> {
+        for e in effects {
+            match e {
+                AckEffect::Timer(hid, t) => self.write_timer(&hid, &t)?,
+                AckEffect::State(st) => files::write_state(&self.root, wf, &st)?,
+                AckEffect::CrashPoint(name) => super::crash_point(name),
+                AckEffect::Dispatch(path, d) => write_json(&self.root, &path, &d)?,
+                AckEffect::Move(from, to) => {
+                    crate::store::atomic::rename_durable(&self.root, &from, &to)?;
+                }
+                AckEffect::Archive {
+                    from,
+                    god,
+                    hid,
+                    dispatch,
+                } => {
+                    files::archive(&self.root, &from, &god, &hid, &dispatch)?;
+                }
+                AckEffect::Reroute(god, d) => {
+                    let hid = HandoffId::parse(&d.handoff_id)?;
+                    if !files::dispatch_exists(&self.root, &god, &hid) {
+                        write_json(
+                            &self.root,
+                            &self.root.inbox_dir(&god).join(format!("{hid}.json")),
+                            &d,
+                        )?;
+                    }
+                }
+            }
         }
+        Ok(())
     }
 
-    /// The first of the step's `fallback_gods` that has not yet had (and rejected) this handoff.
-    fn next_fallback(
-        &self,
-        st: &WorkflowState,
-        found: &Found,
-        hid: &HandoffId,
-        warnings: &mut Vec<String>,
-    ) -> Option<String> {
-        let def_id = st.definition_id.as_deref()?;
-        let def = match find_definition(&self.root, def_id) {
-            Ok(Some(d)) => d,
-            Ok(None) => {
-                warnings.push(format!(
-                    "definition {def_id:?} not found; no fallback gods known"
-                ));
-                return None;
-            }
-            Err(e) => {
-                warnings.push(format!(
-                    "definition {def_id:?} does not load: {}",
-                    e.message
-                ));
-                return None;
-            }
-        };
-        let step = def.step(&found.dispatch.step)?;
-        let mut tried: Vec<&str> = vec![found.dispatch.to_god.as_str()];
-        tried.extend(
-            st.acks
-                .iter()
-                .filter(|r| r.handoff_id == hid.as_str() && r.status == AckStatus::Rejected)
-                .filter_map(|r| r.god.as_deref()),
-        );
-        step.fallback_gods
-            .iter()
-            .find(|g| !tried.contains(&g.as_str()))
-            .cloned()
-    }
-
+    /// A `completed` ack: the handoff it records on the god's behalf goes through the submit path,
+    /// which commits the ack with it.
     #[allow(clippy::too_many_arguments)]
     fn ack_completed(
         &self,
         wf: &WorkflowId,
         st: WorkflowState,
-        a: Ack,
+        a: AckRequest,
         mut rec: AckRecord,
         found: Found,
         mut d: super::model::Dispatch,
         god: GodName,
     ) -> Result<AckResult> {
-        let new_hid = derived_handoff_id(&a.ack_id, &a.hid);
+        let new_hid = derived_handoff_id(&a.ack_id, &a.handoff_id);
         let def = match st.definition_id.as_deref() {
             Some(id) => find_definition(&self.root, id).ok().flatten(),
             None => None,
@@ -581,7 +355,7 @@ impl Conductor {
                 other => other,
             })?;
         let st = files::require_state(&self.root, wf)?;
-        Ok(self.ack_result(wf, &st, &rec, false, Some(next)))
+        Ok(ack_result(wf, &st, &rec, false, Some(next)))
     }
 
     /// Finishes the file effects of a recorded ack (idempotent): archive the dispatch if still in the
@@ -596,12 +370,7 @@ impl Conductor {
         if rec.status != AckStatus::Pending
             && let Some(f) = files::in_inbox(&self.root, &god, &hid)?
         {
-            let mut d = f.dispatch.clone();
-            d.ack_status = rec.status.clone();
-            d.eta = rec.eta.clone().or(d.eta);
-            d.message = rec.message.clone().or(d.message);
-            d.acked_at = rec.acked_at.clone();
-            d.by = rec.by.clone();
+            let mut d = settled_by(&f.dispatch, rec);
             if rec.status == AckStatus::Accepted {
                 // The step timeout starts with the acceptance this archive makes: after a crash
                 // between state and archive, or for a dispatch redelivered after its step timed
@@ -628,22 +397,13 @@ impl Conductor {
             if !files::dispatch_exists(&self.root, &fb, &hid)
                 && let Some(old) = files::in_archive(&self.root, &god, &hid)?
             {
-                let mut d = old.dispatch;
-                d.dispatch_id = Some(crate::store::generate_dispatch_id());
-                d.to_god = fb.to_string();
-                d.ack_status = AckStatus::Unacked;
-                d.dispatched_at = Some(now_ts());
-                d.extra.insert("rerouted_from".into(), json!(god.as_str()));
-                for f in [
-                    &mut d.eta,
-                    &mut d.message,
-                    &mut d.acked_at,
-                    &mut d.by,
-                    &mut d.archive_reason,
-                    &mut d.archived_at,
-                ] {
-                    *f = None;
-                }
+                let d = rerouted(
+                    &old.dispatch,
+                    &god,
+                    &fb,
+                    &now_ts(),
+                    crate::store::generate_dispatch_id(),
+                );
                 write_json(
                     &self.root,
                     &self.root.inbox_dir(&fb).join(format!("{hid}.json")),
@@ -657,33 +417,6 @@ impl Conductor {
             self.repair_dispatch(wf, st, &next)?;
         }
         Ok(())
-    }
-
-    fn ack_result(
-        &self,
-        wf: &WorkflowId,
-        st: &WorkflowState,
-        rec: &AckRecord,
-        duplicate: bool,
-        next: Option<super::SubmitResult>,
-    ) -> AckResult {
-        let god = rec.god.clone().unwrap_or_default();
-        AckResult {
-            acknowledged: true,
-            handoff_id: rec.handoff_id.clone(),
-            ack_id: rec.ack_id.clone(),
-            workflow_id: wf.to_string(),
-            status: rec.status.to_string(),
-            state_status: st.status.clone(),
-            by: rec.by.clone().unwrap_or_else(|| god.clone()),
-            god,
-            duplicate,
-            rerouted_to: rec.rerouted_to.clone(),
-            next,
-            deadline: None,
-            deadline_kind: None,
-            warnings: Vec::new(),
-        }
     }
 
     /// Releases a dispatch held in `_quarantine` into its god's inbox (an operator act).
@@ -985,7 +718,7 @@ pub fn approvals(st: &WorkflowState) -> Vec<serde_json::Map<String, Value>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -997,14 +730,14 @@ mod tests {
         assert!(x.as_str().starts_with("hof_20260614_"));
     }
 
-    fn ids() -> (WorkflowId, HandoffId) {
+    pub(crate) fn ids() -> (WorkflowId, HandoffId) {
         (
             WorkflowId::parse("wf_held").unwrap(),
             HandoffId::parse("hof_20261201_aaaaaa").unwrap(),
         )
     }
 
-    fn held_state() -> WorkflowState {
+    pub(crate) fn held_state() -> WorkflowState {
         WorkflowState {
             workflow_id: "wf_held".into(),
             status: WorkflowStatus::AwaitingApproval,
@@ -1014,7 +747,7 @@ mod tests {
         }
     }
 
-    fn held_dispatch() -> Dispatch {
+    pub(crate) fn held_dispatch() -> Dispatch {
         Dispatch {
             handoff_id: "hof_20261201_aaaaaa".into(),
             workflow_id: "wf_held".into(),
@@ -1025,7 +758,7 @@ mod tests {
         }
     }
 
-    fn at() -> DateTime<Utc> {
+    pub(crate) fn at() -> DateTime<Utc> {
         crate::store::time::parse_ts("2026-12-01T12:00:00Z").unwrap()
     }
 
@@ -1145,158 +878,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("was aborted; nothing to approve"), "{e}");
-    }
-
-    fn found(place: Place, delivered_to: &[&str]) -> Found {
-        let mut d = held_dispatch();
-        d.deliveries = delivered_to
-            .iter()
-            .map(|g| super::super::delivery::Delivery {
-                at: format_ts(at()),
-                to: (*g).to_owned(),
-            })
-            .collect();
-        Found {
-            place,
-            path: "pending/hermes/hof_20261201_aaaaaa.json".into(),
-            dispatch: d,
-        }
-    }
-
-    #[test]
-    fn an_ack_counts_for_the_addressee_or_a_god_the_open_dispatch_was_redelivered_to() {
-        let (_, hid) = ids();
-        let inbox = Place::Inbox(GodName::parse("hermes").unwrap());
-        let f = found(inbox.clone(), &["hermes", "apollo"]);
-        let god = |by: Actor| ack_addressee(&f, &by, &hid).map(|g| g.to_string());
-        assert_eq!(god(Actor::Recipient).unwrap(), "hermes");
-        assert_eq!(god(Actor::Operator).unwrap(), "hermes");
-        assert_eq!(god(Actor::God("hermes".into())).unwrap(), "hermes");
-        assert_eq!(god(Actor::God("apollo".into())).unwrap(), "apollo");
-        let e = god(Actor::God("zeus".into())).unwrap_err().to_string();
-        assert!(
-            e.contains("addressed to hermes; zeus cannot acknowledge it"),
-            "{e}"
-        );
-        // Once archived, only the addressee may ack it.
-        let archived = found(
-            Place::Archive(GodName::parse("hermes").unwrap()),
-            &["hermes", "apollo"],
-        );
-        assert!(ack_addressee(&archived, &Actor::God("apollo".into()), &hid).is_err());
-    }
-
-    fn ack(status: AckStatus, eta: Option<&str>, message: Option<&str>) -> Ack {
-        let (_, hid) = ids();
-        Ack {
-            ack_id: AckId::parse("ack_20261201_abc").unwrap(),
-            hid,
-            wf: None,
-            status,
-            eta: eta.map(str::to_owned),
-            message: message.map(str::to_owned),
-            context: Default::default(),
-        }
-    }
-
-    fn rec(status: AckStatus) -> AckRecord {
-        AckRecord {
-            ack_id: "ack_20261201_abc".into(),
-            handoff_id: "hof_20261201_aaaaaa".into(),
-            god: Some("apollo".into()),
-            status,
-            acked_at: Some("2026-12-01T12:00:01Z".into()),
-            by: Some("apollo".into()),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn the_dispatch_after_an_ack_carries_the_status_the_new_addressee_and_the_next_deadline() {
-        let mut before = held_dispatch();
-        before.eta = Some("earlier".into());
-        before.message = Some("kept".into());
-        let apollo = GodName::parse("apollo").unwrap();
-        let a = ack(AckStatus::Pending, None, None);
-        let d = dispatch_after_ack(&before, &a, &rec(AckStatus::Pending), &apollo, at());
-        assert_eq!(d.to_god, "apollo");
-        assert_eq!(d.ack_status, AckStatus::Pending);
-        assert_eq!(
-            (d.eta.as_deref(), d.message.as_deref()),
-            (Some("earlier"), Some("kept"))
-        );
-        assert_eq!(d.by.as_deref(), Some("apollo"));
-        assert_eq!(d.acked_at.as_deref(), Some("2026-12-01T12:00:01Z"));
-        assert_eq!(
-            d.ack_deadline,
-            Some(format_ts(at() + chrono::Duration::minutes(10))),
-            "a progress ack restarts the wait"
-        );
-        let a = ack(
-            AckStatus::Accepted,
-            Some("2026-12-02T00:00:00Z"),
-            Some("on it"),
-        );
-        let d = dispatch_after_ack(&before, &a, &rec(AckStatus::Accepted), &apollo, at());
-        assert_eq!(
-            d.ack_deadline, None,
-            "an accepted dispatch has no ack deadline"
-        );
-        assert_eq!(
-            (d.eta.as_deref(), d.message.as_deref()),
-            (Some("2026-12-02T00:00:00Z"), Some("on it"))
-        );
-    }
-
-    #[test]
-    fn a_rejection_reroutes_to_the_fallback_or_fails_the_workflow_and_leaves_others_alone() {
-        let hermes = GodName::parse("hermes").unwrap();
-        let now = "2026-12-01T12:00:02Z";
-        let step = |fallback: Option<&str>, current: bool, message: Option<&str>| {
-            rejected(
-                held_state(),
-                held_dispatch(),
-                rec(AckStatus::Rejected),
-                fallback.map(str::to_owned),
-                current,
-                &hermes,
-                message,
-                now,
-            )
-        };
-        let r = step(Some("apollo"), true, None);
-        assert_eq!(r.state.status, WorkflowStatus::WaitingForAck);
-        assert_eq!(r.state.dispatched_to.as_deref(), Some("apollo"));
-        assert_eq!(r.record.rerouted_to.as_deref(), Some("apollo"));
-        assert_eq!(r.state.acks, std::slice::from_ref(&r.record));
-        assert_eq!(
-            r.dispatch.archive_reason.as_deref(),
-            Some("rejected; rerouted to apollo")
-        );
-        assert_eq!(r.dispatch.archived_at.as_deref(), Some(now));
-        assert_eq!(r.state.updated.as_deref(), Some(now));
-        assert!(r.warnings.is_empty());
-
-        let r = step(None, true, None);
-        assert_eq!(r.state.status, WorkflowStatus::Failed);
-        assert_eq!(
-            r.state.failure_reason.as_deref(),
-            Some("hermes rejected step \"build\" and no fallback god is left")
-        );
-        assert_eq!(
-            r.dispatch.archive_reason.as_deref(),
-            Some("rejected; no fallback god left")
-        );
-        let r = step(None, true, Some("cannot do it"));
-        assert_eq!(r.state.failure_reason.as_deref(), Some("cannot do it"));
-
-        let r = step(Some("apollo"), false, None);
-        assert_eq!(
-            r.state.status,
-            WorkflowStatus::AwaitingApproval,
-            "unchanged"
-        );
-        assert_eq!(r.state.dispatched_to.as_deref(), Some("hermes"));
-        assert!(r.warnings[0].contains("not the workflow's current dispatch"));
     }
 }

@@ -240,7 +240,7 @@ pub enum Place {
 }
 
 /// A dispatch file found on disk.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Found {
     /// Which directory it lies in.
     pub place: Place,

@@ -11,6 +11,7 @@
 // pure steps (issue 16) and lose them there. Until then the crate-wide deny is lifted for these two only.
 #[allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 pub mod ack;
+pub(crate) mod ack_step;
 pub mod admin;
 pub mod deadlines;
 pub mod definition;

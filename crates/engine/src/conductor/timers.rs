@@ -19,7 +19,7 @@ use serde_json::json;
 use super::Conductor;
 use super::delivery::{Delivery, DeliveryAct, Policy, target_of};
 use super::files;
-use super::model::{AckRecord, AckStatus, Dispatch, WorkflowState, WorkflowStatus, lenient};
+use super::model::{AckStatus, Dispatch, WorkflowStatus, lenient};
 use crate::error::{Error, Result};
 use crate::store::atomic::{rename_durable, write_json};
 use crate::store::lock::FileLock;
@@ -65,7 +65,7 @@ pub fn read_timer(path: &Path) -> Option<StepTimer> {
 }
 
 /// The step's `timeout` of a dispatch, from its workflow definition (`None`: no definition or none).
-fn step_timeout(root: &Root, d: &Dispatch) -> Option<(std::time::Duration, String)> {
+pub(crate) fn step_timeout(root: &Root, d: &Dispatch) -> Option<(std::time::Duration, String)> {
     let def_id = d.routing.as_ref()?.workflow_definition.clone()?;
     let def = super::definition::find_definition(root, &def_id).ok()??;
     let s = def.step(&d.step)?;
@@ -90,84 +90,19 @@ impl Conductor {
         god: &GodName,
         now: DateTime<Utc>,
     ) -> Result<Option<String>> {
-        let Some((timeout, text)) = step_timeout(&self.root, d) else {
+        let timeout = step_timeout(&self.root, d);
+        let Some((deadline, timer)) = super::ack_step::step_timer(d, god, timeout.as_ref(), now)
+        else {
             return Ok(None);
         };
-        let Some(deadline) = add(now, timeout).map(format_ts) else {
-            return Ok(None);
-        };
-        let hid = HandoffId::parse(&d.handoff_id)?;
-        d.extra.insert(STEP_DEADLINE.into(), json!(deadline));
-        d.extra.insert(STEP_TIMEOUT.into(), json!(text));
-        self.write_timer(&hid, d, god, &deadline)?;
+        self.write_timer(&HandoffId::parse(&d.handoff_id)?, &timer)?;
         Ok(Some(deadline))
     }
 
-    fn write_timer(
-        &self,
-        hid: &HandoffId,
-        d: &Dispatch,
-        god: &GodName,
-        deadline: &str,
-    ) -> Result<()> {
-        let t = StepTimer {
-            handoff_id: hid.to_string(),
-            workflow_id: d.workflow_id.clone(),
-            god: god.to_string(),
-            step: d.step.clone(),
-            deadline: deadline.to_owned(),
-            delivery: d.deliveries.len(),
-        };
+    /// Writes a step timer `conductor/timers/{hid}.json`.
+    pub(crate) fn write_timer(&self, hid: &HandoffId, t: &StepTimer) -> Result<()> {
         crate::store::atomic::ensure_dir(&self.root, &self.root.timers_dir())?;
-        write_json(&self.root, &timer_path(&self.root, hid), &t)
-    }
-
-    /// A `pending` ack after `accepted` (a progress ack, JetStream's `+WPI`): moves the archived
-    /// dispatch's `step_deadline` to the ETA (when it is later than now), else restarts the step's
-    /// timeout; records the ack. Refused when the dispatch has no step deadline (as before: `pending`
-    /// after `accepted` means nothing then). Called under the workflow's lock.
-    pub(crate) fn step_progress(
-        &self,
-        wf: &WorkflowId,
-        st: &mut WorkflowState,
-        found: &files::Found,
-        rec: &AckRecord,
-        eta: Option<&str>,
-    ) -> Result<String> {
-        let mut d = found.dispatch.clone();
-        let god = GodName::parse(&d.to_god)?;
-        let hid = HandoffId::parse(&d.handoff_id)?;
-        let refused = || {
-            Error::refused(format!(
-                "handoff {hid} was already accepted by {god} and its step has no timeout; it can now only be completed or rejected"
-            ))
-        };
-        if !d.extra.contains_key(STEP_DEADLINE) {
-            return Err(refused());
-        }
-        let now = Utc::now();
-        let deadline = match eta.and_then(parse_ts).filter(|t| *t > now) {
-            Some(t) => format_ts(t),
-            None => {
-                let timeout = d
-                    .extra
-                    .get(STEP_TIMEOUT)
-                    .and_then(|v| v.as_str())
-                    .and_then(parse_duration)
-                    .or_else(|| step_timeout(&self.root, &d).map(|x| x.0))
-                    .ok_or_else(refused)?;
-                add(now, timeout).map(format_ts).ok_or_else(refused)?
-            }
-        };
-        d.extra.insert(STEP_DEADLINE.into(), json!(deadline));
-        d.eta = rec.eta.clone().or(d.eta);
-        d.message = rec.message.clone().or(d.message);
-        self.write_timer(&hid, &d, &god, &deadline)?;
-        st.acks.push(rec.clone());
-        st.updated = Some(format_ts(now));
-        files::write_state(&self.root, wf, st)?;
-        write_json(&self.root, &found.path, &d)?;
-        Ok(deadline)
+        write_json(&self.root, &timer_path(&self.root, hid), t)
     }
 
     /// Handles one step timer at `now` (see the module doc): `Ok(None)` when nothing was done (not
