@@ -49,7 +49,7 @@ fn all_warnings(s: &pantheon::live::Snapshot) -> String {
         }
         for d in i.dispatches.iter() {
             if let Some(w) = &d.warning {
-                out += &format!("{}: {w}\n", d.path.display());
+                out += &format!("{}: {w}\n", d.path().display());
             }
         }
     }
