@@ -808,7 +808,7 @@ mod tests {
         std::fs::remove_file(journal_path(&r)).ok();
         rustix::fs::mkfifoat(
             rustix::fs::CWD,
-            &journal_path(&r),
+            journal_path(&r),
             rustix::fs::Mode::from_raw_mode(0o644),
         )
         .unwrap();

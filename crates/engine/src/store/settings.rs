@@ -226,7 +226,7 @@ mod tests {
         std::fs::create_dir_all(root.config_path().parent().unwrap()).unwrap();
         rustix::fs::mkfifoat(
             rustix::fs::CWD,
-            &root.config_path(),
+            root.config_path(),
             rustix::fs::Mode::from_raw_mode(0o644),
         )
         .unwrap();
