@@ -12,7 +12,7 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::engine::error::Error;
+use crate::engine::error::{Error, Violation};
 
 /// Runs `call` on the blocking pool and turns its outcome into the tool's result.
 pub async fn blocking<T, F>(tool: &'static str, call: F) -> CallToolResult
@@ -81,7 +81,7 @@ pub fn success(value: Value) -> CallToolResult {
 pub fn refusal(e: &Error) -> CallToolResult {
     let (kind, violations) = match e {
         Error::InvalidName { .. } => ("invalid_name", None),
-        Error::Invalid { violations, .. } => ("invalid", Some(json!(violations))),
+        Error::Invalid { violations, .. } => ("invalid", Some(clipped(violations))),
         Error::NotFound(_) => ("not_found", None),
         Error::Refused(_) => ("refused", None),
         Error::LockTimeout { .. } => ("lock_timeout", None),
@@ -93,6 +93,7 @@ pub fn refusal(e: &Error) -> CallToolResult {
 
 /// Arguments that do not fit the tool's input schema: `isError: true`, one line per violation.
 pub fn bad_arguments(tool: &str, violations: Vec<String>) -> CallToolResult {
+    let violations: Vec<String> = violations.iter().map(|v| clip(v, MAX_LINE)).collect();
     let message = format!(
         "invalid arguments for {tool}:\n{}",
         violations
@@ -104,7 +105,48 @@ pub fn bad_arguments(tool: &str, violations: Vec<String>) -> CallToolResult {
     failure(message, "invalid_arguments", Some(json!(violations)))
 }
 
+/// The longest violation line sent back, in bytes: a message names the bad value, and an agent that
+/// sent a 10 MiB string must not get it back inside a 10 MiB error.
+const MAX_LINE: usize = 512;
+
+/// The longest error message sent back, in bytes (each line is cut to [`MAX_LINE`] first; this
+/// bounds a message with very many lines).
+const MAX_MESSAGE: usize = 16 * 1024;
+
+/// `text` cut to at most `max` bytes at a character boundary, saying how long it was.
+fn clip(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes in all)", &text[..end], text.len())
+}
+
+/// The engine's violations as `{pointer, message}` objects, each part cut to [`MAX_LINE`].
+fn clipped(violations: &[Violation]) -> Value {
+    json!(
+        violations
+            .iter()
+            .map(|v| json!({
+                "pointer": clip(&v.pointer, MAX_LINE),
+                "message": clip(&v.message, MAX_LINE),
+            }))
+            .collect::<Vec<_>>()
+    )
+}
+
 fn failure(message: String, kind: &str, violations: Option<Value>) -> CallToolResult {
+    let message = clip(
+        &message
+            .lines()
+            .map(|l| clip(l, MAX_LINE))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        MAX_MESSAGE,
+    );
     let mut structured = json!({ "error": message, "kind": kind });
     if let Some(v) = violations {
         structured["violations"] = v;
@@ -112,4 +154,54 @@ fn failure(message: String, kind: &str, violations: Option<Value>) -> CallToolRe
     let mut result = CallToolResult::error(vec![ContentBlock::text(message)]);
     result.structured_content = Some(structured);
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text_of(r: &CallToolResult) -> String {
+        serde_json::to_string(r).unwrap()
+    }
+
+    #[test]
+    fn a_huge_value_is_not_echoed_whole_in_a_refusal() {
+        let huge = "é".repeat(5 << 20); // 10 MiB, two bytes a character
+        let r = bad_arguments(
+            "conductor.ack",
+            vec![format!("/god: {huge:?} is not valid")],
+        );
+        let all = text_of(&r);
+        assert!(all.len() < 4 * 1024, "{} bytes", all.len());
+        assert!(all.contains("/god: "), "{all}");
+        assert!(all.contains("bytes in all"), "{all}");
+        assert_eq!(r.is_error, Some(true));
+
+        let e = Error::Invalid {
+            what: "handoff".into(),
+            violations: vec![
+                Violation {
+                    pointer: "/summary".into(),
+                    message: format!("summary {huge:?} is too long"),
+                };
+                3
+            ],
+        };
+        let r = refusal(&e);
+        let all = text_of(&r);
+        assert!(all.len() < 8 * 1024, "{} bytes", all.len());
+        let message = r.structured_content.as_ref().unwrap()["error"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(message.matches("summary ").count(), 3, "{message}");
+        assert_eq!(message.lines().count(), 4, "{message}");
+    }
+
+    #[test]
+    fn clip_keeps_short_text_and_cuts_at_a_character_boundary() {
+        assert_eq!(clip("short", 10), "short");
+        let cut = clip("ééé", 3); // the boundary after 1.5 characters is not one
+        assert_eq!(cut, "é… (6 bytes in all)");
+    }
 }

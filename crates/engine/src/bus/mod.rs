@@ -694,8 +694,11 @@ mod tests {
             .expect("a tail of the queue blocked on a FIFO");
         assert!(got);
         let b = bus.clone();
-        let got = within_5s(move || b.archive(&"t1".parse().unwrap(), true).map_err(|e| e.to_string()))
-            .expect("archiving blocked on a FIFO queue");
+        let got = within_5s(move || {
+            b.archive(&"t1".parse().unwrap(), true)
+                .map_err(|e| e.to_string())
+        })
+        .expect("archiving blocked on a FIFO queue");
         assert!(got.unwrap_err().contains("not a regular file"));
         assert!(
             std::fs::symlink_metadata(bus.queue_path())
