@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::Outcome;
 use crate::engine::conductor::{Actor, Conductor, PageRequest};
 use crate::engine::journal::Origin;
-use crate::engine::store::{GodName, HandoffId, Root, WorkflowId};
+use crate::engine::store::{GodName, HandoffId, Root, StepId, WorkflowId};
 
 #[derive(Debug, Subcommand)]
 pub enum ConductorCommand {
@@ -239,7 +239,8 @@ pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result
             }
         }
         ConductorCommand::Requeue { handoff_id, to } => {
-            json(c.requeue(&handoff_id, to.as_deref())?)
+            let to = to.map(|g| GodName::parse_as("--to", &g)).transpose()?;
+            json(c.requeue(&HandoffId::parse(&handoff_id)?, to.as_ref())?)
         }
         ConductorCommand::Dead => json(crate::engine::conductor::delivery::list_dead(root)),
         ConductorCommand::Rerun {
@@ -251,7 +252,11 @@ pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result
                 Some(f) => Some(read_input(Some(f), "context")?),
                 None => None,
             };
-            json(c.rerun(&workflow_id, &from, ctx.as_ref())?)
+            json(c.rerun(
+                &WorkflowId::parse(&workflow_id)?,
+                &StepId::parse_as("--from", &from)?,
+                ctx.as_ref(),
+            )?)
         }
     }
 }

@@ -1973,6 +1973,8 @@ impl App {
                         steps.join(", ")
                     ));
                 }
+                let step = crate::engine::store::StepId::parse_as("step", &step)
+                    .map_err(|e| e.to_string())?;
                 Op::Rerun { workflow_id, step }
             }
             PromptFor::Snooze(key) => {

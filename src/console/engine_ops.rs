@@ -86,11 +86,10 @@ impl Operator for EngineOperator {
                 self.bus(track)?.board_resolve(*force, OPERATOR)?,
             )),
             Op::Requeue { handoff_id, to, .. } => Ok(Outcome::Requeue(
-                self.conductor
-                    .requeue(handoff_id.as_str(), to.as_ref().map(|g| g.as_str()))?,
+                self.conductor.requeue(handoff_id, to.as_ref())?,
             )),
             Op::Rerun { workflow_id, step } => Ok(Outcome::Rerun(self.conductor.rerun(
-                workflow_id.as_str(),
+                workflow_id,
                 step,
                 None,
             )?)),

@@ -10,7 +10,7 @@ use crate::engine::conductor::rerun::RerunResult;
 use crate::engine::conductor::{AbortResult, AckResult, ApprovalResult, CleanupResult};
 
 use crate::engine::error::Error;
-use crate::engine::store::{GodName, HandoffId, TrackName, WorkflowId};
+use crate::engine::store::{GodName, HandoffId, StepId, TrackName, WorkflowId};
 
 use super::action::AckChoice;
 
@@ -74,7 +74,7 @@ pub enum Op {
     /// --from STEP`; an edited context is the CLI's `--context FILE` only).
     Rerun {
         workflow_id: WorkflowId,
-        step: String,
+        step: StepId,
     },
     /// The same action on every marked record (see `marks`): one engine call each, in order.
     Bulk {

@@ -384,7 +384,7 @@ fn describe_rerun(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot) {
     };
     let god = snap
         .definition(w.state.definition_id.as_deref())
-        .and_then(|d| d.step(step))
+        .and_then(|d| d.step(step.as_str()))
         .map(|s| s.god.clone());
     out.push(line(
         Normal,

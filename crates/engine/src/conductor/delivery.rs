@@ -800,10 +800,9 @@ impl Conductor {
     /// `waiting_for_ack` again. Unjournaled; see [`Conductor::requeue`].
     pub(crate) fn requeue_unjournaled(
         &self,
-        handoff_id: &str,
-        to: Option<&str>,
+        hid: &HandoffId,
+        to: Option<&GodName>,
     ) -> Result<RequeueResult> {
-        let hid = HandoffId::parse(handoff_id)?;
         let found = self.find_dead(&hid).ok_or_else(|| {
             Error::not_found(format!(
                 "no dead letter for handoff {hid} (pantheon dead lists them)"
@@ -819,7 +818,7 @@ impl Conductor {
             )));
         }
         let god = match to {
-            Some(g) => GodName::parse_as("--to", g)?,
+            Some(g) => g.clone(),
             None => GodName::parse(&found.dispatch.to_god)?,
         };
         let target = self.root.inbox_dir(&god).join(format!("{hid}.json"));
@@ -858,7 +857,7 @@ impl Conductor {
     }
 
     /// Puts a dead letter back (docs/PROTOCOL.md §2.10): an operator act, journaled.
-    pub fn requeue(&self, handoff_id: &str, to: Option<&str>) -> Result<RequeueResult> {
+    pub fn requeue(&self, handoff_id: &HandoffId, to: Option<&GodName>) -> Result<RequeueResult> {
         let r = self.requeue_unjournaled(handoff_id, to)?;
         let act = crate::journal::Act::new("requeue", r.status.clone())
             .target("workflow_id", Some(&r.workflow_id))

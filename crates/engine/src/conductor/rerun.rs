@@ -12,7 +12,7 @@ use super::model::{Routed, StepRecord, WorkflowState, WorkflowStatus, lenient};
 use crate::error::{Error, Result};
 use crate::store::lock::FileLock;
 use crate::store::time::now_ts;
-use crate::store::{GodName, HandoffId, WorkflowId};
+use crate::store::{GodName, HandoffId, StepId, WorkflowId};
 
 /// `rerun`'s result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -118,11 +118,11 @@ impl Conductor {
     /// Reruns `workflow_id` from `step` (unjournaled; see [`Conductor::rerun`]).
     pub(crate) fn rerun_unjournaled(
         &self,
-        workflow_id: &str,
-        step: &str,
+        wf: &WorkflowId,
+        step: &StepId,
         context: Option<&Value>,
     ) -> Result<RerunResult> {
-        let wf = WorkflowId::parse(workflow_id)?;
+        let step = step.as_str();
         let context = match context {
             None => None,
             Some(Value::Object(m)) => Some(m),
@@ -255,8 +255,8 @@ impl Conductor {
     /// operator act, journaled.
     pub fn rerun(
         &self,
-        workflow_id: &str,
-        step: &str,
+        workflow_id: &WorkflowId,
+        step: &StepId,
         context: Option<&Value>,
     ) -> Result<RerunResult> {
         let r = self.rerun_unjournaled(workflow_id, step, context)?;
