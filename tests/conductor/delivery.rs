@@ -561,6 +561,97 @@ fn a_requeue_killed_halfway_is_finished_by_repeating_it() {
 }
 
 #[test]
+fn a_requeue_or_rerun_killed_before_its_journal_entry_is_journaled_once_by_the_next_tick() {
+    let env = env();
+    env.write(
+        "conductor/workflows/deliver-once-flow.yaml",
+        &DELIVER_FLOW
+            .replace("deliver-flow", "deliver-once-flow")
+            .replace("max_deliveries: 3", "max_deliveries: 1"),
+    );
+    let killed = |args: &[&str], point: &str| {
+        let out = env
+            .command(args)
+            .env("PANTHEON_TEST_CRASH_AT", point)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.signal(),
+            Some(libc::SIGKILL),
+            "{point} was not reached"
+        );
+    };
+
+    // A requeue killed after its act, before its journal entry.
+    let (wf, hid) = ("wf_requeue_journal", "hof_20260614_rj0001");
+    env.submit(&def_handoff(
+        hid,
+        wf,
+        "thoth",
+        "hephaestus",
+        "plan",
+        &[],
+        "deliver-once-flow",
+        None,
+    ));
+    wait_past_deadline(&env, &format!("conductor/pending/hephaestus/{hid}.json"));
+    env.ok(&["tick"], None);
+    killed(
+        &["requeue", hid, "--to", "hermes"],
+        "journal:before-append:requeue",
+    );
+    assert_eq!(
+        copies(&env, hid),
+        vec!["conductor/pending/hermes".to_string()],
+        "the act was done"
+    );
+    assert_eq!(acts(&env, "requeue", hid), 0);
+    // Its repeat is refused (nothing is dead any more) and leaves the intent for the tick.
+    env.refused(&["requeue", hid], None);
+    let r = env.ok(&["tick"], None);
+    assert_eq!(r["journaled_late"], 1, "{r:#}");
+    assert_eq!(acts(&env, "requeue", hid), 1);
+    let e = journal(&env)
+        .into_iter()
+        .find(|e| e["action"] == "requeue")
+        .unwrap();
+    assert_eq!(e["targets"]["to_god"], "hermes", "{e:#}");
+    assert_eq!(e["outcome"], "requeued", "{e:#}");
+    let r = env.ok(&["tick"], None);
+    assert_eq!(r["journaled_late"], 0, "{r:#}");
+    assert_eq!(acts(&env, "requeue", hid), 1);
+
+    // A rerun killed after its dispatch, before its journal entry.
+    let (wf, hid) = ("wf_rerun_journal", "hof_20260614_rj0002");
+    start(&env, wf, hid);
+    for (i, _) in ["hephaestus", "marvin"].iter().enumerate() {
+        env.ack(&ack(
+            &format!("ack_20260614_rj{i}"),
+            hid,
+            "rejected",
+            "cannot",
+        ));
+    }
+    assert_eq!(env.state(wf)["status"], "failed");
+    killed(
+        &["rerun", wf, "--from", "build"],
+        "journal:before-append:rerun",
+    );
+    let st = env.state(wf);
+    assert_eq!(st["status"], "waiting_for_ack", "the act was done");
+    let new_hid = st["attempts"][0]["handoff_id"].as_str().unwrap().to_owned();
+    assert_eq!(copies(&env, &new_hid).len(), 1);
+    assert_eq!(acts(&env, "rerun", &new_hid), 0);
+    let r = env.ok(&["tick"], None);
+    assert_eq!(r["journaled_late"], 1, "{r:#}");
+    assert_eq!(acts(&env, "rerun", &new_hid), 1);
+    let r = env.ok(&["tick"], None);
+    assert_eq!(r["journaled_late"], 0, "{r:#}");
+    assert_eq!(env.names("conductor/journal-intents"), Vec::<String>::new());
+    assert_valid(&env);
+}
+
+#[test]
 fn root_config_sets_the_default_ack_wait_and_bad_values_are_warned() {
     let env = Env::with_test_flow();
     env.write(

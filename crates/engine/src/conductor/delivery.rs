@@ -802,7 +802,7 @@ impl Conductor {
         &self,
         hid: &HandoffId,
         to: Option<&GodName>,
-    ) -> Result<RequeueResult> {
+    ) -> Result<(RequeueResult, String)> {
         let found = self.find_dead(&hid).ok_or_else(|| {
             Error::not_found(format!(
                 "no dead letter for handoff {hid} (pantheon dead lists them)"
@@ -824,6 +824,32 @@ impl Conductor {
         let target = self.root.inbox_dir(&god).join(format!("{hid}.json"));
         files::refuse_unconfined(&self.root, &[found.path.clone(), target.clone()])?;
         let now = Utc::now();
+        // The intent, before the first write: a kill before the journal entry is journaled by the
+        // next pass. A repeat of a requeue killed halfway takes over its first attempt's intent.
+        let key = self
+            .intent_key_with_prefix(&format!("requeue-{hid}-"))
+            .unwrap_or_else(|| {
+                let stamp: String = format_ts(now)
+                    .chars()
+                    .filter(char::is_ascii_digit)
+                    .collect();
+                format!("requeue-{hid}-{stamp}")
+            });
+        let result = RequeueResult {
+            status: "requeued".into(),
+            handoff_id: hid.to_string(),
+            workflow_id: wf.to_string(),
+            to_god: god.to_string(),
+            dispatch_path: target.display().to_string(),
+            ack_deadline: None,
+        };
+        self.intend(
+            &key,
+            &requeue_act(&result),
+            super::intents::Check::Requeue {
+                handoff_id: hid.to_string(),
+            },
+        );
         let mut d = found.dispatch.clone();
         d.extra.remove("dead_at");
         d.extra.remove("dead_reason");
@@ -846,24 +872,20 @@ impl Conductor {
         write_json(&self.root, &found.path, &d)?;
         super::crash_point("requeue:after-rewrite");
         rename_durable(&self.root, &found.path, &target)?;
-        Ok(RequeueResult {
-            status: "requeued".into(),
-            handoff_id: hid.to_string(),
-            workflow_id: wf.to_string(),
-            to_god: god.to_string(),
-            dispatch_path: target.display().to_string(),
-            ack_deadline: d.ack_deadline,
-        })
+        Ok((
+            RequeueResult {
+                ack_deadline: d.ack_deadline,
+                ..result
+            },
+            key,
+        ))
     }
 
     /// Puts a dead letter back (docs/PROTOCOL.md §2.10): an operator act, journaled.
     pub fn requeue(&self, handoff_id: &HandoffId, to: Option<&GodName>) -> Result<RequeueResult> {
-        let r = self.requeue_unjournaled(handoff_id, to)?;
-        let act = crate::journal::Act::new("requeue", r.status.clone())
-            .target("workflow_id", Some(&r.workflow_id))
-            .target("handoff_id", Some(&r.handoff_id))
-            .target("to_god", Some(&r.to_god));
-        self.journal(&act);
+        let (r, key) = self.requeue_unjournaled(handoff_id, to)?;
+        let intent = self.intent_of(&key);
+        self.journal_intent(intent, requeue_act(&r));
         Ok(r)
     }
 
@@ -952,6 +974,14 @@ pub fn unsupervised_deadlines(root: &Root, now: DateTime<Utc>) -> Option<usize> 
             .count();
     }
     (n > 0 && live_supervisors(root, now).is_empty()).then_some(n)
+}
+
+/// The journal entry of a requeue.
+fn requeue_act(r: &RequeueResult) -> crate::journal::Act {
+    crate::journal::Act::new("requeue", r.status.clone())
+        .target("workflow_id", Some(&r.workflow_id))
+        .target("handoff_id", Some(&r.handoff_id))
+        .target("to_god", Some(&r.to_god))
 }
 
 fn delivery_intent_key(a: &DeliveryAct, dead: bool) -> String {

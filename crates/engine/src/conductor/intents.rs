@@ -54,6 +54,18 @@ pub enum Check {
         /// The handoff.
         handoff_id: String,
     },
+    /// The dispatch left the dead letters for an inbox (or was acked since).
+    Requeue {
+        /// The handoff.
+        handoff_id: String,
+    },
+    /// The workflow's state records the rerun's handoff and its dispatch exists.
+    Rerun {
+        /// The workflow.
+        workflow_id: String,
+        /// The handoff the rerun dispatched.
+        handoff_id: String,
+    },
 }
 
 /// An intent file as written.
@@ -88,9 +100,16 @@ pub fn intents_dir(root: &Root) -> PathBuf {
 
 /// The actions an intent may name (the journal's `action` is a static word).
 fn action_word(a: &str) -> Option<&'static str> {
-    ["submit", "ack", "redeliver", "dead_letter"]
-        .into_iter()
-        .find(|w| *w == a)
+    [
+        "submit",
+        "ack",
+        "redeliver",
+        "dead_letter",
+        "requeue",
+        "rerun",
+    ]
+    .into_iter()
+    .find(|w| *w == a)
 }
 
 /// Whether any journal entry in the current journal file or the last segment names intent `key`.
@@ -192,6 +211,17 @@ impl Conductor {
             unjournaled_before: false,
             made_dir: false,
         })
+    }
+
+    /// The key of the intent file whose name starts with `prefix`, if there is one (an act whose
+    /// key cannot be rebuilt on its repeat finds the intent of its killed first attempt this way).
+    pub(crate) fn intent_key_with_prefix(&self, prefix: &str) -> Option<String> {
+        std::fs::read_dir(intents_dir(&self.root))
+            .ok()?
+            .flatten()
+            .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+            .filter_map(|n| n.strip_suffix(".json").map(str::to_owned))
+            .find(|k| k.starts_with(prefix))
     }
 
     /// Journals `act` for `intent` (naming it) and removes the intent; a warning when it cannot.
@@ -300,6 +330,17 @@ impl Conductor {
             .any(|f| pred(&f.dispatch))
     }
 
+    /// Whether a dispatch of `hid` lies in an inbox or in the archive.
+    fn dispatched(&self, hid: &HandoffId) -> bool {
+        files::find_live(&self.root, hid, None)
+            .ok()
+            .flatten()
+            .is_some()
+            || files::find_archived(&self.root, hid, None)
+                .ok()
+                .is_some_and(|v| !v.is_empty())
+    }
+
     fn intent_done(&self, check: &Check) -> bool {
         match check {
             Check::Ack { ack_id, handoff_id } => {
@@ -350,6 +391,23 @@ impl Conductor {
                 self.find_dead(&hid).is_some()
                     || self.archived_halfway(&hid, |d| d.extra.contains_key("dead_at"))
             }),
+            Check::Requeue { handoff_id } => HandoffId::parse(handoff_id)
+                .ok()
+                .is_some_and(|hid| self.find_dead(&hid).is_none() && self.dispatched(&hid)),
+            Check::Rerun {
+                workflow_id,
+                handoff_id,
+            } => {
+                let (Ok(wf), Ok(hid)) =
+                    (WorkflowId::parse(workflow_id), HandoffId::parse(handoff_id))
+                else {
+                    return false;
+                };
+                files::require_state(&self.root, &wf)
+                    .ok()
+                    .is_some_and(|st| st.record_of(handoff_id).is_some())
+                    && (self.dispatched(&hid) || self.find_dead(&hid).is_some())
+            }
         }
     }
 }

@@ -175,10 +175,7 @@ impl Conductor {
         let (next, attempt) = rerun_state(&st, step, god.as_str(), &hid, context, &now_ts())?;
         let path = self.root.inbox_dir(&god).join(format!("{hid}.json"));
         files::refuse_unconfined(&self.root, &[self.root.state_path(&wf), path.clone()])?;
-        files::write_state(&self.root, &wf, &next)?;
-        super::crash_point("rerun:after-state");
-        self.repair_dispatch(&wf, &next, &hid)?;
-        Ok(RerunResult {
+        let r = RerunResult {
             status: "rerun".into(),
             workflow_id: wf.to_string(),
             step: step.to_owned(),
@@ -187,7 +184,21 @@ impl Conductor {
             previous_status: st.status.to_string(),
             attempt,
             dispatch_path: path.display().to_string(),
-        })
+        };
+        // The intent, before the first write: a kill before the journal entry is journaled by the
+        // next pass (a kill before the dispatch is finished by the repeat, which finds it by key).
+        self.intend(
+            &rerun_key(&r),
+            &rerun_act(&r),
+            super::intents::Check::Rerun {
+                workflow_id: r.workflow_id.clone(),
+                handoff_id: r.handoff_id.clone(),
+            },
+        );
+        files::write_state(&self.root, &wf, &next)?;
+        super::crash_point("rerun:after-state");
+        self.repair_dispatch(&wf, &next, &hid)?;
+        Ok(r)
     }
 
     /// The repeat of a rerun of `step` killed between its state and its dispatch: the state already
@@ -260,16 +271,25 @@ impl Conductor {
         context: Option<&Value>,
     ) -> Result<RerunResult> {
         let r = self.rerun_unjournaled(workflow_id, step, context)?;
-        let attempt = r.attempt.to_string();
-        let act = crate::journal::Act::new("rerun", r.status.clone())
-            .target("workflow_id", Some(&r.workflow_id))
-            .target("handoff_id", Some(&r.handoff_id))
-            .target("step", Some(&r.step))
-            .target("to_god", Some(&r.to_god))
-            .target("attempt", Some(&attempt));
-        self.journal(&act);
+        let intent = self.intent_of(&rerun_key(&r));
+        self.journal_intent(intent, rerun_act(&r));
         Ok(r)
     }
+}
+
+/// The intent key of a rerun: one per workflow and attempt, the same for its repeat.
+fn rerun_key(r: &RerunResult) -> String {
+    format!("rerun-{}-{}", r.workflow_id, r.attempt)
+}
+
+/// The journal entry of a rerun.
+fn rerun_act(r: &RerunResult) -> crate::journal::Act {
+    crate::journal::Act::new("rerun", r.status.clone())
+        .target("workflow_id", Some(&r.workflow_id))
+        .target("handoff_id", Some(&r.handoff_id))
+        .target("step", Some(&r.step))
+        .target("to_god", Some(&r.to_god))
+        .target("attempt", Some(&r.attempt.to_string()))
 }
 
 #[cfg(test)]
