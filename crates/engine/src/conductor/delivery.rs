@@ -803,7 +803,7 @@ impl Conductor {
         hid: &HandoffId,
         to: Option<&GodName>,
     ) -> Result<(RequeueResult, String)> {
-        let found = self.find_dead(&hid).ok_or_else(|| {
+        let found = self.find_dead(hid).ok_or_else(|| {
             Error::not_found(format!(
                 "no dead letter for handoff {hid} (pantheon dead lists them)"
             ))

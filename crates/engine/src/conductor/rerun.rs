@@ -140,8 +140,8 @@ impl Conductor {
                 crate::store::limits::MAX_HANDOFF_BYTES,
             )?;
         }
-        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
-        let st = files::require_state(&self.root, &wf)?;
+        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(wf))?;
+        let st = files::require_state(&self.root, wf)?;
         let def_id = st.definition_id.clone().ok_or_else(|| {
             Error::refused(format!(
                 "workflow {wf} follows no definition; rerun needs one to know the step's god"
@@ -168,13 +168,13 @@ impl Conductor {
             ))
         })?;
         let god = GodName::parse(&sd.god)?;
-        if let Some(r) = self.finish_interrupted_rerun(&wf, &st, step, &god)? {
+        if let Some(r) = self.finish_interrupted_rerun(wf, &st, step, &god)? {
             return Ok(r);
         }
         let hid = HandoffId::generate();
         let (next, attempt) = rerun_state(&st, step, god.as_str(), &hid, context, &now_ts())?;
         let path = self.root.inbox_dir(&god).join(format!("{hid}.json"));
-        files::refuse_unconfined(&self.root, &[self.root.state_path(&wf), path.clone()])?;
+        files::refuse_unconfined(&self.root, &[self.root.state_path(wf), path.clone()])?;
         let r = RerunResult {
             status: "rerun".into(),
             workflow_id: wf.to_string(),
@@ -195,9 +195,9 @@ impl Conductor {
                 handoff_id: r.handoff_id.clone(),
             },
         );
-        files::write_state(&self.root, &wf, &next)?;
+        files::write_state(&self.root, wf, &next)?;
         super::crash_point("rerun:after-state");
-        self.repair_dispatch(&wf, &next, &hid)?;
+        self.repair_dispatch(wf, &next, &hid)?;
         Ok(r)
     }
 
