@@ -953,15 +953,15 @@ impl App {
         self.snapshot_gen += 1;
         for (pane, key) in Pane::ALL.iter().zip(keys) {
             let Some(key) = key else { continue };
-            let rows = self.keys(*pane);
+            let (found, len) = self.position_of(*pane, &key);
             let st = &mut self.panes[pane.number() - 1];
-            match rows.iter().position(|k| *k == key) {
+            match found {
                 Some(i) => {
                     st.selected = i;
                     st.gone = None;
                 }
                 None => {
-                    st.selected = st.selected.min(rows.len().saturating_sub(1));
+                    st.selected = st.selected.min(len.saturating_sub(1));
                     let ours = self.acted_on.as_ref() == Some(&(*pane, key.clone()));
                     if ours {
                         // The operator's own action moved it (approved, acked, unlocked): like
@@ -1052,9 +1052,56 @@ impl App {
         if let Some(k) = &st.gone {
             return Some(k.clone());
         }
-        let keys = self.keys(pane);
-        let last = keys.len().checked_sub(1)?;
-        keys.into_iter().nth(st.selected.min(last))
+        self.key_at(pane, st.selected)
+    }
+
+    /// The key of row `i` of `pane` (the last row when `i` is past it). The two panes that grow with
+    /// the root (workflows, dispatches) build only that key, not one string per row.
+    fn key_at(&self, pane: Pane, i: usize) -> Option<String> {
+        let s = &self.snapshot;
+        match pane {
+            Pane::Workflows => {
+                let rows = items::workflows(s, &self.filter(pane));
+                let w = rows.get(i.min(rows.len().checked_sub(1)?))?;
+                Some(w.id.to_string())
+            }
+            Pane::Inboxes => {
+                let rows = items::dispatches(s, &self.filter(pane));
+                let r = rows.get(i.min(rows.len().checked_sub(1)?))?;
+                Some(format!("{}/{}", r.god, r.view.name))
+            }
+            _ => {
+                let keys = self.keys(pane);
+                let last = keys.len().checked_sub(1)?;
+                keys.into_iter().nth(i.min(last))
+            }
+        }
+    }
+
+    /// Where the row with `key` is in `pane`, and how many rows there are; like searching
+    /// [`App::keys`], without building the keys of the panes that grow with the root.
+    fn position_of(&self, pane: Pane, key: &str) -> (Option<usize>, usize) {
+        let s = &self.snapshot;
+        match pane {
+            Pane::Workflows => {
+                let rows = items::workflows(s, &self.filter(pane));
+                (rows.iter().position(|w| &*w.id == key), rows.len())
+            }
+            Pane::Inboxes => {
+                let rows = items::dispatches(s, &self.filter(pane));
+                // God names hold no `/`, so the key splits at its first one.
+                let (god, name) = key.split_once('/').unwrap_or((key, ""));
+                (
+                    rows.iter()
+                        .position(|r| r.god == god && &*r.view.name == name),
+                    rows.len(),
+                )
+            }
+            _ => {
+                let keys = self.keys(pane);
+                (keys.iter().position(|k| k == key), keys.len())
+            }
+        }
     }
 
     /// Refuses an action on `pane` while its selected record is gone (true: refused, with a flash).
@@ -2571,6 +2618,32 @@ mod tests {
 
     fn kc(c: KeyCode) -> KeyEvent {
         KeyEvent::new(c, KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn key_at_and_position_of_agree_with_the_keys_of_every_pane() {
+        let a = app();
+        let mut seen = 0;
+        for pane in Pane::ALL {
+            let keys = a.keys(pane);
+            for (i, key) in keys.iter().enumerate() {
+                assert_eq!(a.key_at(pane, i).as_ref(), Some(key), "{pane:?} row {i}");
+                let (found, len) = a.position_of(pane, key);
+                // A key listed twice is found at its first row, as `position` on the keys does.
+                assert_eq!(found, keys.iter().position(|k| k == key), "{pane:?} {key}");
+                assert_eq!(len, keys.len(), "{pane:?}");
+                seen += 1;
+            }
+            // Past the last row: the last key; a key that is not there: not found.
+            assert_eq!(a.key_at(pane, usize::MAX), keys.last().cloned(), "{pane:?}");
+            assert_eq!(a.position_of(pane, "no/such/row").0, None, "{pane:?}");
+        }
+        assert!(seen > 10, "the fixture lists rows ({seen})");
+        let (wf, inbox) = (a.keys(Pane::Workflows), a.keys(Pane::Inboxes));
+        assert!(
+            !wf.is_empty() && !inbox.is_empty(),
+            "both big panes have rows"
+        );
     }
 
     #[test]
