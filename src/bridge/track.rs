@@ -311,7 +311,7 @@ async fn publish_loop(js: jetstream::Context, t: Arc<Track>) {
     // The publishes still in flight get a moment; any not acknowledged are published again by the
     // next run (the server drops the repeats by id).
     let _ = tokio::time::timeout(Duration::from_secs(2), settle_all(&t, &mut p)).await;
-    final_flush(&t).await;
+    flush_cursor(&t).await;
 }
 
 /// A publish acknowledgement awaited (bounded at 10 s).
@@ -423,24 +423,15 @@ async fn settle_all(t: &Track, p: &mut Publisher) -> anyhow::Result<()> {
 async fn cursor_loop(t: Arc<Track>) {
     while !t.stopped() {
         tokio::time::sleep(CURSOR_EVERY).await;
-        if !t.dirty.load(Ordering::SeqCst) {
-            continue;
-        }
-        let w = t.clone();
-        let done = tokio::task::spawn_blocking(move || w.flush())
-            .await
-            .map_err(anyhow::Error::from)
-            .and_then(|r| r);
-        if let Err(e) = done {
-            t.shared
-                .note_error(format!("track {} cursor: {e:#}", t.track))
-                .await;
+        if t.dirty.load(Ordering::SeqCst) {
+            flush_cursor(&t).await;
         }
     }
 }
 
-/// The last write of the cursor when a loop ends (the bridge stops or the consumer is made again).
-async fn final_flush(t: &Arc<Track>) {
+/// Writes the cursor on a blocking thread (every [`CURSOR_EVERY`], and last when a loop ends: the
+/// bridge stops or the consumer is made again); an error goes to the bridge status.
+async fn flush_cursor(t: &Arc<Track>) {
     let w = t.clone();
     let done = tokio::task::spawn_blocking(move || w.flush())
         .await
@@ -670,7 +661,7 @@ async fn consume_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Resul
         t.stats.stream_seq.store(last_seq, Ordering::Relaxed);
         t.stats.lag.store(lag, Ordering::Relaxed);
     }
-    final_flush(&t).await;
+    flush_cursor(&t).await;
     Ok(())
 }
 

@@ -325,14 +325,43 @@ fn two_supervisors_redeliver_each_dispatch_exactly_once() {
     assert_valid(&env);
 }
 
-/// Runs `tick` with a crash point; returns whether the point was reached (SIGKILL).
-fn tick_killed_at(env: &Env, point: &str) -> bool {
+/// Runs `pantheon ARGS` with a crash point; returns whether the point was reached (SIGKILL).
+fn killed_at(env: &Env, args: &[&str], point: &str) -> bool {
     let out = env
-        .command(&["tick"])
+        .command(args)
         .env("PANTHEON_TEST_CRASH_AT", point)
         .output()
         .unwrap();
     out.status.signal() == Some(libc::SIGKILL)
+}
+
+/// Runs `tick` with a crash point; returns whether the point was reached (SIGKILL).
+fn tick_killed_at(env: &Env, point: &str) -> bool {
+    killed_at(env, &["tick"], point)
+}
+
+/// Starts `wf` and rejects its `build` dispatch through every god, so the workflow fails.
+fn start_failed(env: &Env, wf: &str, hid: &str, ack_prefix: &str) {
+    start(env, wf, hid);
+    for i in 0..2 {
+        env.ack(&ack(
+            &format!("ack_20260614_{ack_prefix}{i}"),
+            hid,
+            "rejected",
+            "cannot",
+        ));
+    }
+    assert_eq!(env.state(wf)["status"], "failed");
+}
+
+/// Installs `deliver-once-flow`: one delivery, so the first deadline dead-letters.
+fn install_once_flow(env: &Env) {
+    env.write(
+        "conductor/workflows/deliver-once-flow.yaml",
+        &DELIVER_FLOW
+            .replace("deliver-flow", "deliver-once-flow")
+            .replace("max_deliveries: 3", "max_deliveries: 1"),
+    );
 }
 
 #[test]
@@ -385,18 +414,8 @@ fn a_supervisor_killed_during_redelivery_or_dead_lettering_loses_and_doubles_not
 fn rerun_from_a_step_with_edited_context_keeps_every_attempt() {
     let env = env();
     let (wf, hid) = ("wf_deliver_rerun", "hof_20260614_de0005");
-    start(&env, wf, hid);
-    // Reject through every god: the workflow fails.
-    for (i, _) in ["hephaestus", "marvin"].iter().enumerate() {
-        env.ack(&ack(
-            &format!("ack_20260614_dr{i}"),
-            hid,
-            "rejected",
-            "cannot",
-        ));
-    }
+    start_failed(&env, wf, hid, "dr");
     let before = env.state(wf);
-    assert_eq!(before["status"], "failed");
     let history_before = before["step_history"].as_array().unwrap().len();
 
     env.write(
@@ -446,25 +465,10 @@ fn rerun_from_a_step_with_edited_context_keeps_every_attempt() {
 fn a_rerun_killed_between_its_state_and_its_dispatch_is_finished_by_repeating_it() {
     let env = env();
     let (wf, hid) = ("wf_deliver_rerun_crash", "hof_20260614_de0015");
-    start(&env, wf, hid);
-    for (i, _) in ["hephaestus", "marvin"].iter().enumerate() {
-        env.ack(&ack(
-            &format!("ack_20260614_rc{i}"),
-            hid,
-            "rejected",
-            "cannot",
-        ));
-    }
-    assert_eq!(env.state(wf)["status"], "failed");
+    start_failed(&env, wf, hid, "rc");
     let history_before = env.state(wf)["step_history"].as_array().unwrap().len();
-    let out = env
-        .command(&["rerun", wf, "--from", "build"])
-        .env("PANTHEON_TEST_CRASH_AT", "rerun:after-state")
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.signal(),
-        Some(libc::SIGKILL),
+    assert!(
+        killed_at(&env, &["rerun", wf, "--from", "build"], "rerun:after-state"),
         "the crash point was not reached"
     );
     env.assert_all_json_valid();
@@ -501,13 +505,7 @@ fn a_rerun_killed_between_its_state_and_its_dispatch_is_finished_by_repeating_it
 #[test]
 fn a_requeue_killed_halfway_is_finished_by_repeating_it() {
     let env = env();
-    // One delivery: the first deadline dead-letters.
-    env.write(
-        "conductor/workflows/deliver-once-flow.yaml",
-        &DELIVER_FLOW
-            .replace("deliver-flow", "deliver-once-flow")
-            .replace("max_deliveries: 3", "max_deliveries: 1"),
-    );
+    install_once_flow(&env);
     for (i, point) in ["requeue:after-state", "requeue:after-rewrite"]
         .iter()
         .enumerate()
@@ -530,14 +528,8 @@ fn a_requeue_killed_halfway_is_finished_by_repeating_it() {
             copies(&env, &hid),
             vec!["conductor/dead/hephaestus".to_string()]
         );
-        let out = env
-            .command(&["requeue", &hid, "--to", "hermes"])
-            .env("PANTHEON_TEST_CRASH_AT", point)
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.signal(),
-            Some(libc::SIGKILL),
+        assert!(
+            killed_at(&env, &["requeue", &hid, "--to", "hermes"], point),
             "{point} was not reached"
         );
         assert_eq!(copies(&env, &hid).len(), 1, "{point}: never a copy");
@@ -563,23 +555,9 @@ fn a_requeue_killed_halfway_is_finished_by_repeating_it() {
 #[test]
 fn a_requeue_or_rerun_killed_before_its_journal_entry_is_journaled_once_by_the_next_tick() {
     let env = env();
-    env.write(
-        "conductor/workflows/deliver-once-flow.yaml",
-        &DELIVER_FLOW
-            .replace("deliver-flow", "deliver-once-flow")
-            .replace("max_deliveries: 3", "max_deliveries: 1"),
-    );
+    install_once_flow(&env);
     let killed = |args: &[&str], point: &str| {
-        let out = env
-            .command(args)
-            .env("PANTHEON_TEST_CRASH_AT", point)
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.signal(),
-            Some(libc::SIGKILL),
-            "{point} was not reached"
-        );
+        assert!(killed_at(&env, args, point), "{point} was not reached");
     };
 
     // A requeue killed after its act, before its journal entry.
@@ -623,16 +601,7 @@ fn a_requeue_or_rerun_killed_before_its_journal_entry_is_journaled_once_by_the_n
 
     // A rerun killed after its dispatch, before its journal entry.
     let (wf, hid) = ("wf_rerun_journal", "hof_20260614_rj0002");
-    start(&env, wf, hid);
-    for (i, _) in ["hephaestus", "marvin"].iter().enumerate() {
-        env.ack(&ack(
-            &format!("ack_20260614_rj{i}"),
-            hid,
-            "rejected",
-            "cannot",
-        ));
-    }
-    assert_eq!(env.state(wf)["status"], "failed");
+    start_failed(&env, wf, hid, "rj");
     killed(
         &["rerun", wf, "--from", "build"],
         "journal:before-append:rerun",
