@@ -638,6 +638,11 @@ fn scale_child(root: &Path, n: usize) {
     unsafe { libc::malloc_trim(0) };
     let rss_trimmed = rss_kib();
     let watches = handle.watch_count();
+    // Profiling: exit here, nothing dropped, so a heap profiler's "leaked" report is exactly what
+    // was live when the figures above were taken (`heaptrack BENCH --bench scale-child DIR N`).
+    if std::env::var_os("PANTHEON_BENCH_EXIT_AT_MEASURE").is_some() {
+        std::process::exit(0);
+    }
     drop(handle);
     println!(
         "SCALE {}",
@@ -779,6 +784,13 @@ fn main() {
         let root = PathBuf::from(&args[i + 1]);
         let n = args[i + 2].parse().unwrap();
         return scale_child(&root, n);
+    }
+    // `scale-root DIR N`: writes the scale bench's root of N workflows into DIR and keeps it, to
+    // profile a `scale-child` run of it (e.g. under heaptrack).
+    if let Some(i) = args.iter().position(|a| a == "scale-root") {
+        let root = PathBuf::from(&args[i + 1]);
+        std::fs::create_dir_all(&root).unwrap();
+        return scale_root(&root, args[i + 2].parse().unwrap());
     }
     if args.iter().any(|a| a == "scale") {
         return scale();

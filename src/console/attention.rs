@@ -2,13 +2,11 @@
 //! reason, age, the action that resolves it and the record it is about. Computed from the snapshot
 //! alone (a pure function), so an item is gone as soon as its cause is.
 
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
 
 use crate::engine::store::time::parse_ts;
-use crate::live::snapshot::{Snapshot, short_duration};
+use crate::live::snapshot::{Snapshot, Sym, short_duration};
 
 use super::action::Pane;
 
@@ -54,11 +52,63 @@ impl Kind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Jump {
     /// The row with this identity in this pane (see `App::keys`).
-    Row(Pane, String),
+    Row(Pane, Sym),
     /// The Board pane on this track.
     Board(String),
     /// The file issues overlay.
     Issues,
+}
+
+/// The ids of the records an item concerns (`workflow_id`, `handoff_id`, `god`, `track`, `path`,
+/// …), in the order the item names them; shared with the snapshot's rows where they hold the same
+/// text (a root with 20,000 overdue workflows has as many items, recomputed as time passes).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ids(Box<[(&'static str, Sym)]>);
+
+impl Ids {
+    /// The id named `name`.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.iter().find(|(k, _)| *k == name).map(|(_, v)| &**v)
+    }
+
+    /// The ids, in the order the item names them.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        self.0.iter().map(|(k, v)| (*k, &**v))
+    }
+
+    /// The ids' values, in the order the item names them.
+    pub fn values(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(_, v)| &**v)
+    }
+
+    /// The ids as a JSON object, sorted by name (what a notification hook receives).
+    pub fn to_json(&self) -> Value {
+        let mut sorted: Vec<_> = self.iter().collect();
+        sorted.sort_by_key(|(k, _)| *k);
+        Value::Object(
+            sorted
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), Value::from(v)))
+                .collect(),
+        )
+    }
+}
+
+impl std::ops::Index<&str> for Ids {
+    type Output = str;
+    /// The id named `name`; panics when the item names no such id (as a map's index does).
+    fn index(&self, name: &str) -> &str {
+        match self.get(name) {
+            Some(v) => v,
+            None => panic!("the item names no {name}"),
+        }
+    }
+}
+
+impl FromIterator<(&'static str, Sym)> for Ids {
+    fn from_iter<I: IntoIterator<Item = (&'static str, Sym)>>(iter: I) -> Self {
+        Self(iter.into_iter().collect())
+    }
 }
 
 /// One thing that waits on a human.
@@ -67,10 +117,8 @@ pub struct Item {
     pub kind: Kind,
     /// The identity of the cause (kind and record ids): the same cause keeps the same key.
     pub key: String,
-    /// The ids of the records it concerns (`workflow_id`, `handoff_id`, `god`, `track`, `path`, …).
-    pub ids: BTreeMap<&'static str, String>,
-    /// The id the pane shows for it (the record's own: handoff, workflow, worker, lock path…).
-    pub record: String,
+    /// The ids of the records it concerns.
+    pub ids: Ids,
     pub reason: String,
     /// Since when the cause holds, when known.
     pub since: Option<DateTime<Utc>>,
@@ -82,27 +130,39 @@ pub struct Item {
 
 impl Item {
     fn new(kind: Kind, ids: &[(&'static str, &str)], reason: String, jump: Jump) -> Self {
-        let key = std::iter::once(kind.as_str().to_owned())
-            .chain(ids.iter().map(|(_, v)| (*v).to_owned()))
-            .collect::<Vec<_>>()
-            .join("/");
-        let record = match (kind, ids.first()) {
-            (Kind::StaleWorker | Kind::ExpiredLock | Kind::Deadlock | Kind::VoteOverdue, _) => {
-                ids.get(1).map(|(_, v)| (*v).to_owned()).unwrap_or_default()
-            }
-            (_, Some((_, v))) => (*v).to_owned(),
-            (_, None) => String::new(),
-        };
+        Self::with_ids(
+            kind,
+            ids.iter().map(|(k, v)| (*k, Sym::from(*v))).collect(),
+            reason,
+            jump,
+        )
+    }
+
+    /// An item whose ids are shared copies (a workflow's id, a dispatch's name).
+    fn with_ids(kind: Kind, ids: Ids, reason: String, jump: Jump) -> Self {
+        let mut key = kind.as_str().to_owned();
+        for v in ids.values() {
+            key.push('/');
+            key.push_str(v);
+        }
         Self {
             kind,
             key,
-            record,
-            ids: ids.iter().map(|(k, v)| (*k, (*v).to_owned())).collect(),
+            ids,
             reason,
             since: None,
             action: "",
             jump,
         }
+    }
+
+    /// The id the pane shows for it (the record's own: handoff, workflow, worker, lock path…).
+    pub fn record(&self) -> &str {
+        let at = match self.kind {
+            Kind::StaleWorker | Kind::ExpiredLock | Kind::Deadlock | Kind::VoteOverdue => 1,
+            _ => 0,
+        };
+        self.ids.0.get(at).map_or("", |(_, v)| &**v)
     }
 
     fn since(mut self, t: Option<DateTime<Utc>>) -> Self {
@@ -137,7 +197,7 @@ impl Item {
     pub fn to_json(&self) -> Value {
         json!({
             "kind": self.kind.as_str(),
-            "ids": self.ids,
+            "ids": self.ids.to_json(),
             "reason": self.reason,
             "since": self.since.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
         })
@@ -145,7 +205,7 @@ impl Item {
 
     /// The text the filter matches: kind, ids and reason.
     pub fn haystack(&self) -> String {
-        let mut s = format!("{} {} {}", self.kind.as_str(), self.record, self.reason);
+        let mut s = format!("{} {} {}", self.kind.as_str(), self.record(), self.reason);
         for v in self.ids.values() {
             s.push(' ');
             s.push_str(v);
@@ -187,7 +247,10 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
                     x.to_god,
                     x.step
                 ),
-                Jump::Row(Pane::Inboxes, format!("{}/{}", s.quarantine.god, d.name)),
+                Jump::Row(
+                    Pane::Inboxes,
+                    format!("{}/{}", s.quarantine.god, d.name).into(),
+                ),
             )
             .since(x.dispatched_at.as_ref().and_then(|t| t.at()))
             .action("{approve} approve · {reject_held} reject"),
@@ -208,11 +271,11 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
                         .and_then(|a| a.acked_at.as_ref().and_then(|t| t.at()))
                 });
             out.push(
-                Item::new(
+                Item::with_ids(
                     Kind::Overdue,
-                    &[("workflow_id", &w.id)],
+                    [("workflow_id", w.id.clone())].into_iter().collect(),
                     format!("overdue: {why}"),
-                    Jump::Row(Pane::Workflows, w.id.to_string()),
+                    Jump::Row(Pane::Workflows, w.id.clone()),
                 )
                 .since(since)
                 .action("{abort} abort · ack it in {pane_2} Inboxes"),
@@ -220,11 +283,11 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
         }
         if s.loading.is_none() && Snapshot::orphaned(w) {
             out.push(
-                Item::new(
+                Item::with_ids(
                     Kind::Orphaned,
-                    &[("workflow_id", &w.id)],
+                    [("workflow_id", w.id.clone())].into_iter().collect(),
                     "waits for an ack but its dispatch is in no inbox".into(),
-                    Jump::Row(Pane::Workflows, w.id.to_string()),
+                    Jump::Row(Pane::Workflows, w.id.clone()),
                 )
                 .since(w.state.updated.as_ref().and_then(|t| t.at()))
                 .action("{abort} abort · `pantheon redispatch` writes it again"),
@@ -251,7 +314,7 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
                         w.status,
                         beat.map_or("ever".into(), |b| short_duration(now - b))
                     ),
-                    Jump::Row(Pane::Workers, format!("{}/{}", t.name, w.worker_id)),
+                    Jump::Row(Pane::Workers, format!("{}/{}", t.name, w.worker_id).into()),
                 )
                 .since(beat)
                 .action("{worker_locks} its locks · check the worker"),
@@ -266,7 +329,7 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
                         "lock expired, still held by {}",
                         l.worker_id.as_deref().unwrap_or("-")
                     ),
-                    Jump::Row(Pane::Locks, format!("{}/{}", t.name, l.path)),
+                    Jump::Row(Pane::Locks, format!("{}/{}", t.name, l.path).into()),
                 )
                 .since(l.expires())
                 .action("{force_unlock} force-unlock"),
@@ -275,8 +338,8 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
         for (i, cycle) in t.deadlocks.iter().enumerate() {
             let locks = t.deadlock_locks.get(i).cloned().unwrap_or_default();
             let jump = match locks.first() {
-                Some(p) => Jump::Row(Pane::Locks, format!("{}/{p}", t.name)),
-                None => Jump::Row(Pane::Workers, String::new()),
+                Some(p) => Jump::Row(Pane::Locks, format!("{}/{p}", t.name).into()),
+                None => Jump::Row(Pane::Workers, "".into()),
             };
             let mut reason = format!("deadlock: {cycle}");
             if !locks.is_empty() {
@@ -365,7 +428,10 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
                         ("workflow_id", &*x.workflow_id),
                     ],
                     reason,
-                    Jump::Row(Pane::DeadLetters, format!("{}/{}", inbox.god, d.name)),
+                    Jump::Row(
+                        Pane::DeadLetters,
+                        format!("{}/{}", inbox.god, d.name).into(),
+                    ),
                 )
                 .since(since)
                 .action("{requeue} requeue · {abort} abort its workflow"),
@@ -386,7 +452,7 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
                 Kind::NoSupervisor,
                 &[("supervisor", "none")],
                 reason,
-                Jump::Row(Pane::Inboxes, String::new()),
+                Jump::Row(Pane::Inboxes, "".into()),
             )
             .since(since)
             .action("run `pantheon serve` for this root"),
@@ -437,6 +503,72 @@ mod tests {
             Jump::Issues,
         )
         .action(action)
+    }
+
+    #[test]
+    fn ids_keep_the_items_order_for_the_record_and_the_key_and_sort_for_the_hook() {
+        let dead = Item::new(
+            Kind::DeadLetter,
+            &[
+                ("handoff_id", "h1"),
+                ("god", "zeus"),
+                ("workflow_id", "wf_1"),
+            ],
+            String::new(),
+            Jump::Issues,
+        );
+        assert_eq!(dead.record(), "h1");
+        assert_eq!(dead.key, "dead_letter/h1/zeus/wf_1");
+        assert_eq!(&dead.ids["god"], "zeus");
+        assert_eq!(dead.ids.get("track"), None);
+        assert_eq!(
+            dead.to_json()["ids"].to_string(),
+            r#"{"god":"zeus","handoff_id":"h1","workflow_id":"wf_1"}"#
+        );
+        let stale = Item::new(
+            Kind::StaleWorker,
+            &[("track", "main"), ("worker_id", "w9")],
+            String::new(),
+            Jump::Issues,
+        );
+        assert_eq!(stale.record(), "w9");
+        assert_eq!(stale.haystack(), "stale_worker w9  main w9");
+    }
+
+    #[test]
+    fn a_workflows_item_shares_its_id_instead_of_copying_it() {
+        // A root with 20,000 overdue workflows has as many items, made again as time passes: each
+        // names its workflow through the snapshot's own copy of the id.
+        use crate::live::snapshot::{Record, WorkflowRow, WorkflowView};
+        let row = WorkflowRow {
+            status: crate::engine::conductor::WorkflowStatus::WaitingForAck,
+            ..Default::default()
+        };
+        let w = WorkflowView {
+            id: Sym::from("wf_orphan_1"),
+            state: std::sync::Arc::new(Record::new(row)),
+            manifest: None,
+            warning: None,
+            waiting: Default::default(),
+            dir: std::sync::Arc::from(std::path::Path::new("/nowhere")),
+        };
+        let s = Snapshot {
+            workflows: std::sync::Arc::new(vec![w.clone()]),
+            ..Default::default()
+        };
+        let items = items(&s, Utc::now());
+        let [item] = items.as_slice() else {
+            panic!("one orphaned workflow, one item: {items:?}");
+        };
+        assert_eq!(item.kind, Kind::Orphaned);
+        assert_eq!(item.record(), "wf_orphan_1");
+        assert_eq!(item.key, "orphaned/wf_orphan_1");
+        let shared = |v: &Sym| std::sync::Arc::ptr_eq(v, &w.id);
+        assert!(item.ids.0.iter().all(|(_, v)| shared(v)), "{item:?}");
+        assert!(
+            matches!(&item.jump, Jump::Row(_, k) if shared(k)),
+            "{item:?}"
+        );
     }
 
     #[test]

@@ -235,8 +235,7 @@ mod tests {
         Item {
             kind: Kind::Held,
             key: key.into(),
-            record: key.into(),
-            ids: [("handoff_id", key.to_owned())].into_iter().collect(),
+            ids: [("handoff_id", key.into())].into_iter().collect(),
             reason: format!("held \x1b]0;evil\x07 {key}"),
             since: None,
             action: "",

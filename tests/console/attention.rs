@@ -384,9 +384,9 @@ fn newest_first_and_the_global_key_walks_every_item_from_any_pane() {
     let items = app.attention_all();
     assert_eq!(items.len(), 3);
     // Newest first: hof_b (5 min), wf_orphan (updated 30 min ago), hof_a (50 min).
-    assert_eq!(items[0].ids["handoff_id"], "hof_20260614_bbbb02");
+    assert_eq!(&items[0].ids["handoff_id"], "hof_20260614_bbbb02");
     assert_eq!(items[1].kind, Kind::Orphaned);
-    assert_eq!(items[2].ids["handoff_id"], "hof_20260614_aaaa01");
+    assert_eq!(&items[2].ids["handoff_id"], "hof_20260614_aaaa01");
     app.dispatch(Action::GoPane(Pane::Bus));
     let mut visited = Vec::new();
     for _ in 0..4 {

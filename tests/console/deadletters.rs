@@ -284,7 +284,7 @@ fn abort_from_pane_9_and_a_bulk_requeue_report_each_dead_letter() {
         .attention_all()
         .iter()
         .filter(|i| i.kind == pantheon::console::attention::Kind::DeadLetter)
-        .map(|i| i.ids["workflow_id"].clone())
+        .map(|i| i.ids["workflow_id"].to_owned())
         .collect();
     assert!(
         !waiting.is_empty() && !waiting.iter().any(|w| w == "wf_dl_3"),

@@ -46,7 +46,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         };
         vec![
             Line::styled(i.kind.as_str().to_owned(), theme.alert()),
-            Line::raw(i.record.clone()),
+            Line::raw(i.record().to_owned()),
             Line::raw(age),
             Line::raw(i.reason.clone()),
             Line::styled(i.action_text(&app.keymap), theme.key()),
