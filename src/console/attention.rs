@@ -487,6 +487,8 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
             .then(b.since.cmp(&a.since))
             .then_with(|| a.key.cmp(&b.key))
     });
+    // Kept for as long as the snapshot and the clock stand still: no spare capacity.
+    out.shrink_to_fit();
     out
 }
 

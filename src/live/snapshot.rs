@@ -393,7 +393,7 @@ pub struct WorkflowView {
     pub state: Arc<Record<WorkflowRow, WorkflowState>>,
     pub manifest: Option<Arc<AbortManifest>>,
     /// Set when the file on disk is not the version shown (mid-write, corrupt).
-    pub warning: Option<String>,
+    pub warning: Option<Box<str>>,
     /// Dispatches of this workflow in an inbox or `_quarantine`: (god or `_quarantine`, dispatch).
     pub waiting: Waiting,
     /// `conductor/state/`, shared by every row.
@@ -478,7 +478,7 @@ pub struct DispatchView {
     pub name: Sym,
     /// The compact row (see above) and the whole file once read.
     pub dispatch: Arc<DispatchRecord>,
-    pub warning: Option<String>,
+    pub warning: Option<Box<str>>,
 }
 
 impl DispatchView {

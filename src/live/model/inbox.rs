@@ -168,7 +168,7 @@ impl InboxTracker {
                     dir: self.dir.clone(),
                     name: name.clone(),
                     dispatch: p.clone(),
-                    warning: f.warning().map(str::to_owned),
+                    warning: f.warning().map(Box::from),
                 }),
                 None => {
                     if let Some(w) = f.warning() {

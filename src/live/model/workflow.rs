@@ -179,7 +179,7 @@ impl LiveModel {
                 id: id.clone(),
                 state: p.clone(),
                 manifest: self.manifests.get(&**id).and_then(|m| m.value()).cloned(),
-                warning: f.warning().map(str::to_owned),
+                warning: f.warning().map(Box::from),
                 waiting: Waiting::new(&all, start, end),
                 dir: self.state_dir.clone(),
             });
