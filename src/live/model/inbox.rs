@@ -12,7 +12,7 @@ use super::super::snapshot::{
     DispatchRecord, DispatchRow, DispatchView, FileWarning, InboxView, Record, Sym,
 };
 use super::workflow::Interner;
-use super::{LiveModel, Unread, list_dir, list_files_sorted};
+use super::{LiveModel, Unread, list_dir, list_files_and_links};
 
 /// A directory of one-JSON-per-file records (an inbox, the quarantine, a god's dead letters).
 #[derive(Debug)]
@@ -91,15 +91,9 @@ impl InboxTracker {
         mut defer: Option<&mut Vec<String>>,
         intern: &mut Interner,
     ) -> bool {
-        let mut names = list_files_sorted(&self.dir);
-        let mut changed = false;
         // A symbolic link is never followed: it is reported as a file issue (a stray).
-        let links: BTreeSet<String> = names
-            .iter()
-            .filter(|n| is_symlink(&self.dir.join(n)))
-            .cloned()
-            .collect();
-        names.retain(|n| !links.contains(n));
+        let (names, links) = list_files_and_links(&self.dir);
+        let mut changed = false;
         self.files.retain(|stem, _| {
             let keep = names.binary_search(&format!("{stem}.json")).is_ok();
             changed |= !keep;
