@@ -89,6 +89,9 @@ pub(crate) struct Intent {
     path: PathBuf,
     /// An intent of this key was already there (a crashed earlier attempt) and no entry names it.
     pub(crate) unjournaled_before: bool,
+    /// An intent of this key was already there, written by an attempt still running (a concurrent
+    /// repeat of the same act): that attempt journals the act if it is the one that did it.
+    pub(crate) other_running: bool,
     /// This intent created `conductor/journal-intents/` (a refusal removes it again: it writes nothing).
     made_dir: bool,
 }
@@ -154,6 +157,14 @@ fn pid_alive(pid: u32) -> bool {
     pid == std::process::id() || std::path::Path::new("/proc").join(pid.to_string()).exists()
 }
 
+/// Whether the process that wrote an intent may still be running it: its pid is alive and the intent
+/// is under 10 minutes old.
+fn writer_running(f: &IntentFile) -> bool {
+    let old =
+        parse_ts(&f.at).is_some_and(|t| chrono::Utc::now() - t > chrono::Duration::minutes(10));
+    pid_alive(f.pid) && !old
+}
+
 impl Conductor {
     /// Writes the intent `key` before an act (a failure to write it never stops the act: `None`).
     pub(crate) fn intend(&self, key: &str, act: &Act, check: Check) -> Option<Intent> {
@@ -164,7 +175,15 @@ impl Conductor {
             return None;
         }
         let path = intents_dir(&self.root).join(format!("{key}.json"));
-        let unjournaled_before = path.exists() && !journal_names(&self.root, key);
+        // An intent already there is a crashed attempt's only when its writer is gone: a concurrent
+        // repeat still running journals its own act (two processes acking at once each journaled the
+        // ack as the original: one act, two entries).
+        let other_running = path.exists()
+            && files::read_model::<IntentFile>(&path)
+                .ok()
+                .flatten()
+                .is_some_and(|f| writer_running(&f));
+        let unjournaled_before = path.exists() && !other_running && !journal_names(&self.root, key);
         let origin = self.origin();
         let f = IntentFile {
             key: key.to_owned(),
@@ -184,15 +203,18 @@ impl Conductor {
             key: key.to_owned(),
             path,
             unjournaled_before,
+            other_running,
             made_dir,
         })
     }
 
     /// Removes the intent of an act that was refused (changing nothing), unless it was left by an
-    /// earlier attempt that still needs settling.
+    /// earlier attempt that still needs settling, or another attempt of the act still running may
+    /// have done the act and not journaled it yet.
     pub(crate) fn drop_intent(&self, intent: Option<Intent>) {
         if let Some(i) = intent
             && !i.unjournaled_before
+            && (!i.other_running || journal_names(&self.root, &i.key))
         {
             let _ = remove_intent(&self.root, &i.path);
             if i.made_dir {
@@ -209,6 +231,7 @@ impl Conductor {
             key: key.to_owned(),
             path,
             unjournaled_before: false,
+            other_running: false,
             made_dir: false,
         })
     }
@@ -238,6 +261,24 @@ impl Conductor {
         warning
     }
 
+    /// Journals `act`, the answer to a repeat that found the act already done (a duplicate), for
+    /// `intent`. When another attempt of the same act was running as this one started, the entry does
+    /// not name the intent and the intent stays until an entry names it: the attempt that did the act
+    /// journals it and removes the intent, or, if that attempt was killed first, the supervisor's next
+    /// pass journals it. Otherwise as [`Self::journal_intent`].
+    pub(crate) fn journal_duplicate(&self, intent: Option<Intent>, act: Act) -> Option<String> {
+        match intent {
+            Some(i) if i.other_running => {
+                let warning = self.journal(&act);
+                if journal_names(&self.root, &i.key) {
+                    let _ = remove_intent(&self.root, &i.path);
+                }
+                warning
+            }
+            intent => self.journal_intent(intent, act),
+        }
+    }
+
     /// Settles the intents a crashed process left (see the module doc); returns how many acts were
     /// journaled late.
     pub fn repair_intents(&self) -> usize {
@@ -264,9 +305,7 @@ impl Conductor {
             if path != dir.join(format!("{}.json", f.key)) {
                 continue;
             }
-            let old = parse_ts(&f.at)
-                .is_some_and(|t| chrono::Utc::now() - t > chrono::Duration::minutes(10));
-            if pid_alive(f.pid) && !old {
+            if writer_running(&f) {
                 continue;
             }
             if journal_names(&self.root, &f.key) {

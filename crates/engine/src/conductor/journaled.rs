@@ -53,18 +53,25 @@ impl Conductor {
             }
         };
         // The repeat of a submit killed before its journal entry: journal the original outcome, once.
-        let outcome = match &intent {
-            Some(i) if i.unjournaled_before && r.status == "duplicate" => self
-                .submit_outcome(&r.workflow_id, &r.handoff_id)
-                .unwrap_or_else(|| r.status.clone()),
-            _ => r.status.clone(),
+        let original = intent.as_ref().is_some_and(|i| i.unjournaled_before);
+        let duplicate = r.status == "duplicate";
+        let outcome = if original && duplicate {
+            self.submit_outcome(&r.workflow_id, &r.handoff_id)
+                .unwrap_or_else(|| r.status.clone())
+        } else {
+            r.status.clone()
         };
         let act = Act::new("submit", outcome)
             .target("workflow_id", Some(&r.workflow_id))
             .target("handoff_id", Some(&r.handoff_id))
             .target("to_god", r.target_god.as_ref())
             .target("step", r.target_step.as_ref());
-        r.warnings.extend(self.journal_intent(intent, act));
+        let warning = if duplicate && !original {
+            self.journal_duplicate(intent, act)
+        } else {
+            self.journal_intent(intent, act)
+        };
+        r.warnings.extend(warning);
         Ok(r)
     }
 
@@ -106,7 +113,12 @@ impl Conductor {
             .target("by", Some(&r.by))
             .target("rerouted_to", r.rerouted_to.as_ref())
             .target("next_handoff_id", r.next.as_ref().map(|n| &n.handoff_id));
-        r.warnings.extend(self.journal_intent(intent, act));
+        let warning = if r.duplicate && !original {
+            self.journal_duplicate(intent, act)
+        } else {
+            self.journal_intent(intent, act)
+        };
+        r.warnings.extend(warning);
         Ok(r)
     }
 

@@ -1,0 +1,563 @@
+//! Races between real processes on one record, the way an operator and a pantheon of agents make
+//! them: two `pantheon` processes (or the console's engine operator against one) act on the same
+//! dispatch or workflow, released together through a gate, over many rounds.
+//!
+//! The check is linearizability: every race must end exactly like one of the two serial orders —
+//! the same answers (exit code, `duplicate`), the same state, the same files in every inbox, the
+//! quarantine, the dead letters and the archive, and the same journal entries (one per act that took
+//! effect) — and `pantheon validate` must be clean afterwards. An act lost or applied twice matches
+//! neither order.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+/// A child process killed (and reaped) when dropped, so no racer outlives a failed assertion.
+pub struct Guard(pub Option<Child>);
+
+impl Guard {
+    pub fn spawn(mut c: Command) -> Self {
+        Self(Some(c.spawn().unwrap()))
+    }
+
+    /// Waits for the child and collects what it printed.
+    pub fn output(mut self) -> Output {
+        self.0.take().unwrap().wait_with_output().unwrap()
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// `c` behind a gate: a shell that waits for one line on its stdin, then `exec`s the command (same
+/// arguments and environment), so every racer is started and waiting before any of them runs.
+pub fn gated(c: &Command) -> Command {
+    let mut g = Command::new("sh");
+    g.arg("-c")
+        .arg("read _gate && exec \"$@\"")
+        .arg("sh")
+        .arg(c.get_program())
+        .args(c.get_args());
+    for (k, v) in c.get_envs() {
+        match v {
+            Some(v) => g.env(k, v),
+            None => g.env_remove(k),
+        };
+    }
+    g.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    g
+}
+
+/// A racer: a command of the binary, or an act in this process (the console's engine operator).
+pub enum Racer {
+    Cli(Command),
+    InProcess(Box<dyn FnOnce() -> Output + Send>),
+}
+
+/// Starts every racer behind its gate, opens the gates together, and returns their outputs in order.
+pub fn race(racers: Vec<Racer>) -> Vec<Output> {
+    let barrier = Barrier::new(racers.len());
+    std::thread::scope(|s| {
+        let handles: Vec<_> = racers
+            .into_iter()
+            .map(|r| match r {
+                Racer::Cli(c) => {
+                    let mut guard = Guard::spawn(gated(&c));
+                    let mut stdin = guard.0.as_mut().unwrap().stdin.take().unwrap();
+                    let barrier = &barrier;
+                    s.spawn(move || {
+                        barrier.wait();
+                        stdin.write_all(b"go\n").unwrap();
+                        drop(stdin);
+                        guard.output()
+                    })
+                }
+                Racer::InProcess(f) => {
+                    let barrier = &barrier;
+                    s.spawn(move || {
+                        barrier.wait();
+                        f()
+                    })
+                }
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+/// An output made from an engine call in this process, shaped like the CLI's (JSON on stdout, exit 0;
+/// `error: …` on stderr, exit 1).
+pub fn engine_output<T: serde::Serialize>(r: pantheon::engine::error::Result<T>) -> Output {
+    use std::os::unix::process::ExitStatusExt;
+    match r {
+        Ok(v) => Output {
+            status: std::process::ExitStatus::from_raw(0),
+            stdout: serde_json::to_vec(&v).unwrap(),
+            stderr: Vec::new(),
+        },
+        Err(e) => Output {
+            status: std::process::ExitStatus::from_raw(1 << 8),
+            stdout: Vec::new(),
+            stderr: format!("error: {e}\n").into_bytes(),
+        },
+    }
+}
+
+/// One act of a race: `pantheon ARGS` on the round's root (`{dir}` in an argument is the round's
+/// temp dir, where `files` are written first), or an engine call in this process.
+#[derive(Clone)]
+pub struct Act {
+    pub label: &'static str,
+    pub args: Vec<String>,
+    pub files: Vec<(String, Value)>,
+    pub in_process: Option<fn(&Path) -> Output>,
+}
+
+impl Act {
+    pub fn cli(label: &'static str, args: &[&str]) -> Self {
+        Self {
+            label,
+            args: args.iter().map(|s| s.to_string()).collect(),
+            files: Vec::new(),
+            in_process: None,
+        }
+    }
+
+    /// `pantheon ack FILE` with `ack` written to FILE.
+    pub fn ack(label: &'static str, ack: Value) -> Self {
+        let name = format!("{label}.ack.json");
+        Self {
+            label,
+            args: vec!["ack".into(), format!("{{dir}}/{name}")],
+            files: vec![(name, ack)],
+            in_process: None,
+        }
+    }
+
+    /// An engine call in this process on the round's root.
+    pub fn engine(label: &'static str, f: fn(&Path) -> Output) -> Self {
+        Self {
+            label,
+            args: Vec::new(),
+            files: Vec::new(),
+            in_process: Some(f),
+        }
+    }
+
+    fn racer(&self, env: &Env) -> Racer {
+        for (name, v) in &self.files {
+            std::fs::write(env.dir.path().join(name), serde_json::to_vec(v).unwrap()).unwrap();
+        }
+        if let Some(f) = self.in_process {
+            let root = env.root.clone();
+            return Racer::InProcess(Box::new(move || f(&root)));
+        }
+        let dir = env.dir.path().to_str().unwrap().to_owned();
+        let args: Vec<String> = self.args.iter().map(|a| a.replace("{dir}", &dir)).collect();
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        Racer::Cli(env.command(&refs))
+    }
+
+    /// Runs the act alone and waits for it.
+    fn run(&self, env: &Env) -> Output {
+        race(vec![self.racer(env)]).pop().unwrap()
+    }
+}
+
+/// A fresh round: a copy of the template root in a new temp dir.
+pub fn copy_of(template: &Env) -> Env {
+    let env = Env::bare();
+    copy_dir(&template.root, &env.root);
+    env
+}
+
+fn is_stamp(s: &str) -> bool {
+    s.len() >= 19
+        && s.as_bytes()[4] == b'-'
+        && s.as_bytes()[10] == b'T'
+        && chrono::DateTime::parse_from_rfc3339(s).is_ok()
+}
+
+/// `s` with every handoff id the engine made up (a rerun's: today's date, random) as `hof_<new>`;
+/// the tests' own ids and those derived from an ack id are dated 2026-06-14.
+fn generic_ids(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find("hof_") {
+        out.push_str(&rest[..i]);
+        let id: String = rest[i..].chars().take(19).collect();
+        let b = id.as_bytes();
+        let made_up = b.len() == 19
+            && b[4..12].iter().all(u8::is_ascii_digit)
+            && b[12] == b'_'
+            && &id[4..12] != "20260614";
+        if made_up {
+            out.push_str("hof_<new>");
+            rest = &rest[i + 19..];
+        } else {
+            out.push_str("hof_");
+            rest = &rest[i + 4..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `v` without what differs between two equal runs: times, random ids, the root's path, hashes.
+fn normalized(v: &Value, root: &str) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, x)| {
+                    let x = match k.as_str() {
+                        "dispatch_id" | "hash" | "prev" | "pid" | "intent" | "age_secs" => {
+                            json!("<x>")
+                        }
+                        _ => normalized(x, root),
+                    };
+                    (k.clone(), x)
+                })
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(|x| normalized(x, root)).collect()),
+        Value::String(s) if is_stamp(s) => json!("<time>"),
+        Value::String(s) => json!(generic_ids(&s.replace(root, "{root}"))),
+        x => x.clone(),
+    }
+}
+
+/// Every JSON file of the conductor's records (state, inboxes, quarantine, dead letters, archive,
+/// shared handoffs), normalised, by path; the journal's entries without their chain; and what each
+/// racer answered.
+pub fn outcome(env: &Env, outs: &[Output]) -> Value {
+    let root = env.root.to_str().unwrap();
+    let mut files = serde_json::Map::new();
+    for top in [
+        "conductor/state",
+        "conductor/pending",
+        "conductor/dead",
+        "conductor/archive",
+    ] {
+        walk(&env.path(top), &mut |p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            if p.is_file() && !name.starts_with('.') {
+                let rel = generic_ids(&p.strip_prefix(&env.root).unwrap().to_string_lossy());
+                let v = serde_json::from_slice::<Value>(&std::fs::read(p).unwrap())
+                    .unwrap_or_else(|e| json!(format!("<not JSON: {e}>")));
+                files.insert(rel, normalized(&v, root));
+            }
+        });
+    }
+    // Entries are appended after the workflow's lock is released, so two racers' entries may come in
+    // either order: compared as a multiset (the state's `acks` keep the order of the acts).
+    let mut journal: Vec<Value> = std::fs::read_to_string(env.path("conductor/journal.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let mut e: Value = serde_json::from_str(l).unwrap();
+            // Which entry names the crash-repair intent is not part of the act (a duplicate answered
+            // while the act's own attempt still runs does not name it).
+            if let Some(t) = e["targets"].as_object_mut() {
+                t.remove("intent");
+            }
+            normalized(
+                &json!({"action": e["action"], "outcome": e["outcome"], "targets": e["targets"],
+                        "reason": e["reason"], "actor": e["actor"], "source": e["source"]}),
+                root,
+            )
+        })
+        .collect();
+    journal.sort_by_key(|e| e.to_string());
+    let intents = env.names("conductor/journal-intents");
+    let answers: Vec<Value> = outs.iter().map(answer).collect();
+    json!({"answers": answers, "files": files, "journal": journal, "intents_left": intents})
+}
+
+/// What a racer answered: its exit code and, on success, its `status`/`duplicate`.
+fn answer(o: &Output) -> Value {
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);
+    json!({
+        "code": o.status.code(),
+        "status": v.get("status").cloned().unwrap_or(Value::Null),
+        "duplicate": v.get("duplicate").cloned().unwrap_or(Value::Null),
+    })
+}
+
+fn explain(outs: &[Output]) -> String {
+    outs.iter()
+        .map(|o| {
+            format!(
+                "exit {:?}\n  stdout: {}\n  stderr: {}",
+                o.status.code(),
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+pub fn assert_valid(env: &Env) {
+    let out = env.run(&["validate"], None);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["errors"], 0, "{report:#}");
+}
+
+/// The outcome of `first` then `second` run alone on a copy of `template`, answers in the order
+/// (a, b) given by `swap`.
+fn serial(template: &Env, first: &Act, second: &Act, swap: bool) -> Value {
+    let env = copy_of(template);
+    let o1 = first.run(&env);
+    let o2 = second.run(&env);
+    let outs = if swap { vec![o2, o1] } else { vec![o1, o2] };
+    outcome(&env, &outs)
+}
+
+/// Races `a` against `b` on copies of `template` for `rounds` rounds (fewer if the rounds take longer
+/// than `budget`, at least 5). Every race must end as `a` then `b` or as `b` then `a` did alone, and
+/// validate clean. Returns how many rounds ended in each order.
+pub fn race_pair(
+    template: &Env,
+    a: &Act,
+    b: &Act,
+    rounds: usize,
+    budget: Duration,
+) -> (usize, usize) {
+    let ab = serial(template, a, b, false);
+    let ba = serial(template, b, a, true);
+    let start = Instant::now();
+    let (mut n_ab, mut n_ba) = (0, 0);
+    for round in 0..rounds {
+        if round >= 5 && start.elapsed() > budget {
+            break;
+        }
+        let env = copy_of(template);
+        let outs = race(vec![a.racer(&env), b.racer(&env)]);
+        let got = outcome(&env, &outs);
+        if got == ab {
+            n_ab += 1;
+        } else if got == ba {
+            n_ba += 1;
+        } else {
+            panic!(
+                "round {round}: {} against {} ended in neither serial order\n\
+                 race: {got:#}\n{}\n\n{} then {}: {ab:#}\n\n{} then {}: {ba:#}",
+                a.label,
+                b.label,
+                explain(&outs),
+                a.label,
+                b.label,
+                b.label,
+                a.label
+            );
+        }
+        assert_valid(&env);
+    }
+    eprintln!(
+        "{} vs {}: {n_ab} rounds as {} first, {n_ba} as {} first",
+        a.label, b.label, a.label, b.label
+    );
+    (n_ab, n_ba)
+}
+
+const ROUNDS: usize = 20;
+const BUDGET: Duration = Duration::from_secs(5);
+
+const HID: &str = "hof_20260614_ra0001";
+const WF: &str = "wf_race";
+
+fn acked(label: &'static str, ack_id: &str, status: &str) -> Act {
+    Act::ack(label, ack(ack_id, HID, status, label))
+}
+
+/// A test-flow root with `build` dispatched to hephaestus as `HID`.
+fn dispatched() -> Env {
+    Env::dispatched(WF, HID)
+}
+
+#[test]
+fn two_acks_of_one_dispatch_at_once_end_as_one_serial_order() {
+    let template = dispatched();
+    let accept = acked("accept", "ack_20260614_acc1", "accepted");
+    let reject = acked("reject", "ack_20260614_rej1", "rejected");
+    let complete = acked("complete", "ack_20260614_com1", "completed");
+    race_pair(&template, &accept, &reject, ROUNDS, BUDGET);
+    race_pair(&template, &complete, &reject, ROUNDS, BUDGET);
+    race_pair(&template, &accept, &complete, ROUNDS, BUDGET);
+}
+
+#[test]
+fn the_same_ack_twice_at_once_is_applied_once_and_answered_as_a_duplicate_once() {
+    let template = dispatched();
+    for status in ["accepted", "completed", "rejected"] {
+        let one = acked("first", "ack_20260614_same1", status);
+        let two = acked("second", "ack_20260614_same1", status);
+        let (n_ab, n_ba) = race_pair(&template, &one, &two, ROUNDS, BUDGET);
+        // Both orders look alike but for which racer saw the duplicate.
+        assert!(n_ab + n_ba >= 5);
+    }
+    // The same ack id with two statuses: one wins, the other is refused.
+    let accept = acked("accept", "ack_20260614_same2", "accepted");
+    let reject = acked("reject", "ack_20260614_same2", "rejected");
+    race_pair(&template, &accept, &reject, ROUNDS, BUDGET);
+}
+
+#[test]
+fn abort_racing_an_ack_or_another_abort_ends_as_one_serial_order() {
+    let template = dispatched();
+    let abort = Act::cli("abort", &["abort", WF, "--reason", "changed plans"]);
+    let abort2 = Act::cli("abort-again", &["abort", WF, "--reason", "other reason"]);
+    let accept = acked("accept", "ack_20260614_acc1", "accepted");
+    let complete = acked("complete", "ack_20260614_com1", "completed");
+    race_pair(&template, &abort, &accept, ROUNDS, BUDGET);
+    race_pair(&template, &abort, &complete, ROUNDS, BUDGET);
+    race_pair(&template, &abort, &abort2, ROUNDS, BUDGET);
+}
+
+/// The test flow with its `build` step held for approval.
+fn held() -> Env {
+    let env = Env::with_test_flow();
+    env.write(
+        "conductor/workflows/test-flow.yaml",
+        &TEST_FLOW.replace(
+            "      fallback_gods: [marvin, hermes]\n",
+            "      fallback_gods: [marvin, hermes]\n      approval_required: true\n",
+        ),
+    );
+    let r = env.submit(&plan_handoff(HID, WF));
+    assert_eq!(r["status"], "awaiting_approval", "{r}");
+    assert!(env.exists(&format!("conductor/pending/_quarantine/{HID}.json")));
+    env
+}
+
+fn console_op(root: &Path, op: pantheon::console::ops::Op) -> Output {
+    use pantheon::console::engine_ops::EngineOperator;
+    use pantheon::console::ops::{Operator, Outcome};
+    let operator = EngineOperator::new(pantheon::Root::at(root));
+    match operator.execute(&op) {
+        Ok(Outcome::Approval(r)) => engine_output(Ok(r)),
+        Ok(Outcome::Abort(r)) => engine_output(Ok(r)),
+        Ok(other) => panic!("unexpected outcome {other:?}"),
+        Err(e) => engine_output::<Value>(Err(e)),
+    }
+}
+
+fn console_approve(root: &Path) -> Output {
+    let handoff_id = pantheon::engine::store::HandoffId::parse(HID).unwrap();
+    console_op(root, pantheon::console::ops::Op::Approve { handoff_id })
+}
+
+fn console_reject(root: &Path) -> Output {
+    let handoff_id = pantheon::engine::store::HandoffId::parse(HID).unwrap();
+    let reason = "not now".to_owned();
+    console_op(
+        root,
+        pantheon::console::ops::Op::RejectHeld { handoff_id, reason },
+    )
+}
+
+#[test]
+fn approve_racing_reject_or_abort_of_a_held_dispatch_ends_as_one_serial_order() {
+    let template = held();
+    let approve = Act::cli("approve", &["approve", HID]);
+    let reject = Act::cli(
+        "reject",
+        &["approve", HID, "--reject", "--reason", "too risky"],
+    );
+    let abort = Act::cli("abort", &["abort", WF, "--reason", "changed plans"]);
+    race_pair(&template, &approve, &reject, ROUNDS, BUDGET);
+    race_pair(&template, &approve, &abort, ROUNDS, BUDGET);
+    race_pair(&template, &approve, &approve.clone(), ROUNDS, BUDGET);
+    // The console's engine operator in this process against a CLI process.
+    let console_approve = Act::engine("console-approve", console_approve);
+    let console_reject = Act::engine("console-reject", console_reject);
+    race_pair(&template, &console_approve, &reject, ROUNDS, BUDGET);
+    race_pair(&template, &console_reject, &approve, ROUNDS, BUDGET);
+    race_pair(&template, &console_approve, &abort, ROUNDS, BUDGET);
+}
+
+/// A test-flow root whose workflow failed: `build` rejected by hephaestus and both fallbacks.
+fn failed() -> Env {
+    let env = dispatched();
+    for (i, god) in ["hephaestus", "marvin", "hermes"].iter().enumerate() {
+        let r = env.ack(&ack(&format!("ack_20260614_f{i}0"), HID, "rejected", god));
+        assert_eq!(r["status"], "rejected", "{r}");
+    }
+    assert_eq!(env.state(WF)["status"], "failed");
+    // Something for cleanup to delete.
+    env.write(&format!("tmp/{WF}/scratch.txt"), "x");
+    env
+}
+
+#[test]
+fn rerun_racing_abort_and_cleanup_racing_abort_end_as_one_serial_order() {
+    let template = failed();
+    let rerun = Act::cli("rerun", &["rerun", WF, "--from", "build"]);
+    let abort = Act::cli("abort", &["abort", WF, "--reason", "changed plans"]);
+    let cleanup = Act::cli("cleanup", &["cleanup", WF]);
+    race_pair(&template, &rerun, &abort, ROUNDS, BUDGET);
+    race_pair(&template, &rerun, &rerun.clone(), ROUNDS, BUDGET);
+    race_pair(&template, &cleanup, &abort, ROUNDS, BUDGET);
+}
+
+const ONCE_FLOW: &str = r#"
+workflow:
+  id: once-flow
+  version: "1"
+  steps:
+    - id: plan
+      god: thoth
+    - id: build
+      god: hephaestus
+      ack_wait: 1s
+      max_deliveries: 1
+      fallback_gods: [marvin]
+"#;
+
+/// A root whose `build` dispatch ran out of deliveries: a dead letter of hephaestus.
+fn dead_lettered() -> Env {
+    let env = Env::with_test_flow();
+    env.write("conductor/workflows/once-flow.yaml", ONCE_FLOW);
+    env.start("once-flow", WF, HID, &[]);
+    let rel = format!("conductor/pending/hephaestus/{HID}.json");
+    let deadline = env.read(&rel)["ack_deadline"].as_str().unwrap().to_owned();
+    let deadline = chrono::DateTime::parse_from_rfc3339(&deadline).unwrap();
+    let start = Instant::now();
+    while !env.exists(&format!("conductor/dead/hephaestus/{HID}.json")) {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "never dead-lettered"
+        );
+        if chrono::Utc::now() > deadline {
+            env.ok(&["tick"], None);
+        } else {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    env
+}
+
+#[test]
+fn requeue_racing_an_ack_of_the_dead_letter_ends_as_one_serial_order() {
+    let template = dead_lettered();
+    let requeue = Act::cli("requeue", &["requeue", HID]);
+    let accept = acked("accept", "ack_20260614_acc1", "accepted");
+    let complete = acked("complete", "ack_20260614_com1", "completed");
+    race_pair(&template, &requeue, &accept, ROUNDS, BUDGET);
+    race_pair(&template, &requeue, &complete, ROUNDS, BUDGET);
+    race_pair(&template, &requeue, &requeue.clone(), ROUNDS, BUDGET);
+}
