@@ -561,3 +561,203 @@ fn requeue_racing_an_ack_of_the_dead_letter_ends_as_one_serial_order() {
     race_pair(&template, &requeue, &complete, ROUNDS, BUDGET);
     race_pair(&template, &requeue, &requeue.clone(), ROUNDS, BUDGET);
 }
+
+/// Deadlines of 3 s: long enough to set every round up before the first falls due.
+const TIMED_FLOWS: &str = r#"
+workflow:
+  id: acked-flow
+  version: "1"
+  steps:
+    - id: plan
+      god: thoth
+    - id: build
+      god: hephaestus
+      ack_wait: 3s
+      max_deliveries: 3
+      fallback_gods: [marvin]
+"#;
+
+fn journal_entries(env: &Env) -> Vec<Value> {
+    std::fs::read_to_string(env.path("conductor/journal.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Every place a dispatch of `hid` lies (inboxes, quarantine, dead letters, archive).
+fn copies(env: &Env, hid: &str) -> Vec<String> {
+    let file = format!("{hid}.json");
+    let mut out = Vec::new();
+    for top in ["conductor/pending", "conductor/dead", "conductor/archive"] {
+        for god in env.names(top) {
+            let dir = format!("{top}/{god}");
+            if env.names(&dir).contains(&file) {
+                out.push(dir);
+            }
+        }
+    }
+    out
+}
+
+fn stamp_of(v: &Value) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::parse_from_rfc3339(v.as_str().unwrap())
+        .unwrap()
+        .with_timezone(&chrono::Utc)
+}
+
+fn serve(env: &Env, log: &str) -> Guard {
+    let mut c = env.command(&["serve", "--log", env.path(log).to_str().unwrap()]);
+    c.stdout(Stdio::null()).stderr(Stdio::null());
+    Guard::spawn(c)
+}
+
+fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn sigterm(mut g: Guard) {
+    let child = g.0.take().unwrap();
+    // SAFETY: kill(2) on a child we started and have not reaped.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "serve exits 0 on SIGTERM");
+}
+
+#[test]
+fn acks_landing_as_two_supervisors_time_the_dispatch_out_are_applied_once() {
+    let env = Env::with_test_flow();
+    env.write("conductor/workflows/acked-flow.yaml", TIMED_FLOWS);
+    env.write(
+        "conductor/workflows/timed-flow.yaml",
+        &TIMED_FLOWS
+            .replace("acked-flow", "timed-flow")
+            .replace("ack_wait: 3s\n", "ack_wait: 3s\n      timeout: 3s\n"),
+    );
+    let a = serve(&env, "a.log");
+    let b = serve(&env, "b.log");
+    wait_for("two heartbeats", Duration::from_secs(20), || {
+        env.names("conductor/supervisor").len() >= 2
+    });
+    // Round i: an `accepted` ack sent near the ack deadline of a dispatch (acked-flow), and a
+    // `completed` ack sent near the step deadline of an accepted one (timed-flow), each offset
+    // from -150 ms to +150 ms across the rounds.
+    let n = 12;
+    let mut events: Vec<(chrono::DateTime<chrono::Utc>, Value)> = Vec::new();
+    for i in 0..n {
+        let offset = chrono::Duration::milliseconds(-150 + 300 * i / (n - 1));
+        let (wf, hid) = (format!("wf_race_ad_{i}"), format!("hof_20260614_ad{i:04}"));
+        env.start("acked-flow", &wf, &hid, &[]);
+        let d = env.read(&format!("conductor/pending/hephaestus/{hid}.json"));
+        let a = ack(&format!("ack_20260614_ad{i}"), &hid, "accepted", "late");
+        events.push((stamp_of(&d["ack_deadline"]) + offset, a));
+
+        let (wf, hid) = (format!("wf_race_st_{i}"), format!("hof_20260614_st{i:04}"));
+        env.start("timed-flow", &wf, &hid, &[]);
+        let r = env.ack(&ack(
+            &format!("ack_20260614_sa{i}"),
+            &hid,
+            "accepted",
+            "on it",
+        ));
+        assert_eq!(r["deadline_kind"], "step_timeout", "{r}");
+        let c = ack(
+            &format!("ack_20260614_sc{i}"),
+            &hid,
+            "completed",
+            "done, late",
+        );
+        events.push((stamp_of(&r["deadline"]) + offset, c));
+    }
+    events.sort_by_key(|(at, _)| *at);
+    let mut racers = Vec::new();
+    for (i, (at, a)) in events.iter().enumerate() {
+        if let Ok(left) = (*at - chrono::Utc::now()).to_std() {
+            std::thread::sleep(left);
+        }
+        let file = env.dir.path().join(format!("event{i}.json"));
+        std::fs::write(&file, serde_json::to_vec(a).unwrap()).unwrap();
+        let mut c = env.command(&["ack", file.to_str().unwrap()]);
+        c.stdout(Stdio::piped()).stderr(Stdio::piped());
+        racers.push((a.clone(), Guard::spawn(c)));
+    }
+    for (a, g) in racers {
+        let out = g.output();
+        assert!(
+            out.status.success(),
+            "{a}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Nothing is due any more once every step is accepted or completed: let the supervisors settle.
+    wait_for(
+        "no timer and no intent left",
+        Duration::from_secs(20),
+        || {
+            env.names("conductor/timers").is_empty()
+                && env.names("conductor/journal-intents").is_empty()
+        },
+    );
+    sigterm(a);
+    sigterm(b);
+
+    let journal = journal_entries(&env);
+    let acts = |action: &str, key: &str, value: &str| {
+        journal
+            .iter()
+            .filter(|e| e["action"] == action && e["targets"][key] == value)
+            .count()
+    };
+    let (mut late_accepts, mut late_completes) = (0, 0);
+    for i in 0..n {
+        // The accepted ack: recorded once, the dispatch archived accepted, each redelivery once.
+        let (wf, hid) = (format!("wf_race_ad_{i}"), format!("hof_20260614_ad{i:04}"));
+        let s = env.state(&wf);
+        assert_eq!(s["status"], "in_progress", "{wf}: {s:#}");
+        assert_eq!(s["acks"].as_array().unwrap().len(), 1, "{wf}: {s:#}");
+        let place = copies(&env, &hid);
+        assert_eq!(place.len(), 1, "{hid}: one dispatch, {place:?}");
+        assert!(place[0].starts_with("conductor/archive/"), "{place:?}");
+        let d = env.read(&format!("{}/{hid}.json", place[0]));
+        assert_eq!(d["ack_status"], "accepted", "{d:#}");
+        let deliveries = d["deliveries"].as_array().unwrap().len();
+        assert_eq!(
+            acts("redeliver", "handoff_id", &hid),
+            deliveries - 1,
+            "{hid}"
+        );
+        assert_eq!(acts("ack", "ack_id", &format!("ack_20260614_ad{i}")), 1);
+        late_accepts += usize::from(deliveries > 1);
+
+        // The completed ack: the workflow completed once, whatever the step timeout did.
+        let (wf, hid) = (format!("wf_race_st_{i}"), format!("hof_20260614_st{i:04}"));
+        let s = env.state(&wf);
+        assert_eq!(s["status"], "completed", "{wf}: {s:#}");
+        assert_eq!(s["acks"].as_array().unwrap().len(), 2, "{wf}: {s:#}");
+        let place = copies(&env, &hid);
+        assert_eq!(place.len(), 1, "{hid}: one dispatch, {place:?}");
+        let d = env.read(&format!("{}/{hid}.json", place[0]));
+        assert_eq!(d["ack_status"], "completed", "{d:#}");
+        let deliveries = d["deliveries"].as_array().unwrap().len();
+        assert_eq!(
+            acts("redeliver", "handoff_id", &hid),
+            deliveries - 1,
+            "{hid}"
+        );
+        assert_eq!(acts("ack", "ack_id", &format!("ack_20260614_sc{i}")), 1);
+        late_completes += usize::from(deliveries > 1);
+    }
+    assert!(journal.iter().all(|e| e["action"] != "dead_letter"));
+    assert!(env.names("conductor/timers").is_empty());
+    eprintln!(
+        "{n} accepts at the ack deadline: {late_accepts} after a redelivery; \
+         {n} completes at the step deadline: {late_completes} after a timeout"
+    );
+    assert_valid(&env);
+}
