@@ -8,7 +8,7 @@
 //! effect) — and `pantheon validate` must be clean afterwards. An act lost or applied twice matches
 //! neither order.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Barrier;
@@ -65,22 +65,46 @@ pub fn gated(c: &Command) -> Command {
 /// A racer: a command of the binary, or an act in this process (the console's engine operator).
 pub enum Racer {
     Cli(Command),
+    /// A program that says "ready" on stderr once it has started, then reads the gate's line itself
+    /// (a Python god: its interpreter starts far slower than the binary).
+    SelfGated(Command),
     InProcess(Box<dyn FnOnce() -> Output + Send>),
 }
 
 /// Starts every racer behind its gate, opens the gates together, and returns their outputs in order.
-pub fn race(racers: Vec<Racer>) -> Vec<Output> {
+/// A self-gated racer (already started, so far ahead of a binary that starts only at the gate) is
+/// released `stagger` later, to sweep the window across rounds.
+pub fn race(racers: Vec<Racer>, stagger: Duration) -> Vec<Output> {
     let barrier = Barrier::new(racers.len());
     std::thread::scope(|s| {
         let handles: Vec<_> = racers
             .into_iter()
             .map(|r| match r {
-                Racer::Cli(c) => {
-                    let mut guard = Guard::spawn(gated(&c));
+                Racer::Cli(_) | Racer::SelfGated(_) => {
+                    let self_gated = matches!(r, Racer::SelfGated(_));
+                    let mut guard = Guard::spawn(match r {
+                        Racer::Cli(c) => gated(&c),
+                        Racer::SelfGated(mut c) => {
+                            c.stdin(Stdio::piped())
+                                .stdout(Stdio::piped())
+                                .stderr(Stdio::piped());
+                            c
+                        }
+                        Racer::InProcess(_) => unreachable!(),
+                    });
                     let mut stdin = guard.0.as_mut().unwrap().stdin.take().unwrap();
                     let barrier = &barrier;
                     s.spawn(move || {
+                        if self_gated {
+                            // Its "ready" line: it has started and waits for the gate.
+                            let err = guard.0.as_mut().unwrap().stderr.as_mut().unwrap();
+                            let mut b = [0u8];
+                            while err.read(&mut b).unwrap() == 1 && b[0] != b'\n' {}
+                        }
                         barrier.wait();
+                        if self_gated {
+                            std::thread::sleep(stagger);
+                        }
                         stdin.write_all(b"go\n").unwrap();
                         drop(stdin);
                         guard.output()
@@ -125,6 +149,8 @@ pub struct Act {
     pub args: Vec<String>,
     pub files: Vec<(String, Value)>,
     pub in_process: Option<fn(&Path) -> Output>,
+    /// Another program than the binary (`{root}` in an argument is the round's root).
+    pub program: Option<String>,
 }
 
 impl Act {
@@ -134,6 +160,23 @@ impl Act {
             args: args.iter().map(|s| s.to_string()).collect(),
             files: Vec::new(),
             in_process: None,
+            program: None,
+        }
+    }
+
+    /// `python3 tests/conductor/python/SCRIPT ARGS`: a foreign god.
+    pub fn python(label: &'static str, script: &str, args: &[&str]) -> Self {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/conductor/python")
+            .join(script);
+        let mut a = vec![script.to_str().unwrap().to_owned()];
+        a.extend(args.iter().map(|s| s.to_string()));
+        Self {
+            label,
+            args: a,
+            files: Vec::new(),
+            in_process: None,
+            program: Some("python3".into()),
         }
     }
 
@@ -145,6 +188,7 @@ impl Act {
             args: vec!["ack".into(), format!("{{dir}}/{name}")],
             files: vec![(name, ack)],
             in_process: None,
+            program: None,
         }
     }
 
@@ -155,6 +199,7 @@ impl Act {
             args: Vec::new(),
             files: Vec::new(),
             in_process: Some(f),
+            program: None,
         }
     }
 
@@ -167,14 +212,24 @@ impl Act {
             return Racer::InProcess(Box::new(move || f(&root)));
         }
         let dir = env.dir.path().to_str().unwrap().to_owned();
-        let args: Vec<String> = self.args.iter().map(|a| a.replace("{dir}", &dir)).collect();
+        let root = env.root.to_str().unwrap().to_owned();
+        let args: Vec<String> = self
+            .args
+            .iter()
+            .map(|a| a.replace("{dir}", &dir).replace("{root}", &root))
+            .collect();
+        if let Some(p) = &self.program {
+            let mut c = Command::new(p);
+            c.args(&args).arg("--gate");
+            return Racer::SelfGated(c);
+        }
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         Racer::Cli(env.command(&refs))
     }
 
     /// Runs the act alone and waits for it.
     fn run(&self, env: &Env) -> Output {
-        race(vec![self.racer(env)]).pop().unwrap()
+        race(vec![self.racer(env)], Duration::ZERO).pop().unwrap()
     }
 }
 
@@ -346,7 +401,9 @@ pub fn race_pair(
             break;
         }
         let env = copy_of(template);
-        let outs = race(vec![a.racer(&env), b.racer(&env)]);
+        // 0 to 35 ms: how much later a self-gated racer goes, swept over the rounds.
+        let stagger = Duration::from_millis(5 * (round % 8) as u64);
+        let outs = race(vec![a.racer(&env), b.racer(&env)], stagger);
         let got = outcome(&env, &outs);
         if got == ab {
             n_ab += 1;
@@ -760,4 +817,20 @@ fn acks_landing_as_two_supervisors_time_the_dispatch_out_are_applied_once() {
          {n} completes at the step deadline: {late_completes} after a timeout"
     );
     assert_valid(&env);
+}
+
+#[test]
+fn a_foreign_python_god_rewriting_its_inbox_races_our_acks_and_abort_as_one_serial_order() {
+    let template = dispatched();
+    let god = Act::python(
+        "python-pending",
+        "foreign_god.py",
+        &["{root}", "hephaestus", WF, HID],
+    );
+    let accept = acked("accept", "ack_20260614_acc1", "accepted");
+    let pending = acked("pending", "ack_20260614_pen1", "pending");
+    let abort = Act::cli("abort", &["abort", WF, "--reason", "changed plans"]);
+    race_pair(&template, &god, &accept, ROUNDS, BUDGET);
+    race_pair(&template, &god, &pending, ROUNDS, BUDGET);
+    race_pair(&template, &god, &abort, ROUNDS, BUDGET);
 }
