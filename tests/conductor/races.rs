@@ -72,14 +72,16 @@ pub enum Racer {
 }
 
 /// Starts every racer behind its gate, opens the gates together, and returns their outputs in order.
-/// A self-gated racer (already started, so far ahead of a binary that starts only at the gate) is
-/// released `stagger` later, to sweep the window across rounds.
-pub fn race(racers: Vec<Racer>, stagger: Duration) -> Vec<Output> {
+/// Racer `i` is released `delays[i]` after the others (none if missing), to sweep the window across
+/// rounds.
+pub fn race(racers: Vec<Racer>, delays: &[Duration]) -> Vec<Output> {
     let barrier = Barrier::new(racers.len());
     std::thread::scope(|s| {
         let handles: Vec<_> = racers
             .into_iter()
-            .map(|r| match r {
+            .enumerate()
+            .map(|(i, r)| (delays.get(i).copied().unwrap_or_default(), r))
+            .map(|(delay, r)| match r {
                 Racer::Cli(_) | Racer::SelfGated(_) => {
                     let self_gated = matches!(r, Racer::SelfGated(_));
                     let mut guard = Guard::spawn(match r {
@@ -102,9 +104,7 @@ pub fn race(racers: Vec<Racer>, stagger: Duration) -> Vec<Output> {
                             while err.read(&mut b).unwrap() == 1 && b[0] != b'\n' {}
                         }
                         barrier.wait();
-                        if self_gated {
-                            std::thread::sleep(stagger);
-                        }
+                        std::thread::sleep(delay);
                         stdin.write_all(b"go\n").unwrap();
                         drop(stdin);
                         guard.output()
@@ -114,6 +114,7 @@ pub fn race(racers: Vec<Racer>, stagger: Duration) -> Vec<Output> {
                     let barrier = &barrier;
                     s.spawn(move || {
                         barrier.wait();
+                        std::thread::sleep(delay);
                         f()
                     })
                 }
@@ -151,6 +152,8 @@ pub struct Act {
     pub in_process: Option<fn(&Path) -> Output>,
     /// Another program than the binary (`{root}` in an argument is the round's root).
     pub program: Option<String>,
+    /// The crash point (`PANTHEON_TEST_CRASH_AT`) where the binary kills itself.
+    pub crash_at: Option<&'static str>,
 }
 
 impl Act {
@@ -161,6 +164,7 @@ impl Act {
             files: Vec::new(),
             in_process: None,
             program: None,
+            crash_at: None,
         }
     }
 
@@ -177,6 +181,7 @@ impl Act {
             files: Vec::new(),
             in_process: None,
             program: Some("python3".into()),
+            crash_at: None,
         }
     }
 
@@ -189,6 +194,7 @@ impl Act {
             files: vec![(name, ack)],
             in_process: None,
             program: None,
+            crash_at: None,
         }
     }
 
@@ -200,6 +206,7 @@ impl Act {
             files: Vec::new(),
             in_process: Some(f),
             program: None,
+            crash_at: None,
         }
     }
 
@@ -224,12 +231,24 @@ impl Act {
             return Racer::SelfGated(c);
         }
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        Racer::Cli(env.command(&refs))
+        let mut c = env.command(&refs);
+        if let Some(point) = self.crash_at {
+            c.env("PANTHEON_TEST_CRASH_AT", point);
+        }
+        Racer::Cli(c)
+    }
+
+    /// This act, killed with SIGKILL at crash point `point`.
+    pub fn killed_at(&self, point: &'static str) -> Self {
+        Self {
+            crash_at: Some(point),
+            ..self.clone()
+        }
     }
 
     /// Runs the act alone and waits for it.
     fn run(&self, env: &Env) -> Output {
-        race(vec![self.racer(env)], Duration::ZERO).pop().unwrap()
+        race(vec![self.racer(env)], &[]).pop().unwrap()
     }
 }
 
@@ -372,6 +391,18 @@ pub fn assert_valid(env: &Env) {
     assert_eq!(report["errors"], 0, "{report:#}");
 }
 
+/// How much later each of two racers goes in round `round`: 0 to 35 ms, swept over the rounds, for
+/// one racer and then the other (a racer that starts faster, such as a Python god already running,
+/// or an act that reaches the lock sooner, would otherwise win every round).
+fn delays(round: usize) -> [Duration; 2] {
+    let d = Duration::from_millis(5 * ((round / 2) % 8) as u64);
+    if round % 2 == 0 {
+        [Duration::ZERO, d]
+    } else {
+        [d, Duration::ZERO]
+    }
+}
+
 /// The outcome of `first` then `second` run alone on a copy of `template`, answers in the order
 /// (a, b) given by `swap`.
 fn serial(template: &Env, first: &Act, second: &Act, swap: bool) -> Value {
@@ -401,9 +432,7 @@ pub fn race_pair(
             break;
         }
         let env = copy_of(template);
-        // 0 to 35 ms: how much later a self-gated racer goes, swept over the rounds.
-        let stagger = Duration::from_millis(5 * (round % 8) as u64);
-        let outs = race(vec![a.racer(&env), b.racer(&env)], stagger);
+        let outs = race(vec![a.racer(&env), b.racer(&env)], &delays(round));
         let got = outcome(&env, &outs);
         if got == ab {
             n_ab += 1;
@@ -431,8 +460,73 @@ pub fn race_pair(
     (n_ab, n_ba)
 }
 
+/// Like [`race_pair`], but `a` kills itself at `point` (when it gets there) while `b` runs: a killed `a`
+/// is then repeated alone and a supervisor pass (`tick`) settles what a killed act left. The files and the
+/// journal must end as one serial order of `a` and `b` did (the answers differ: `a`'s first run
+/// died), with no intent left.
+pub fn race_pair_killed(
+    template: &Env,
+    a: &Act,
+    point: &'static str,
+    b: &Act,
+    rounds: usize,
+    budget: Duration,
+) -> (usize, usize) {
+    let without_answers = |mut v: Value| {
+        v.as_object_mut().unwrap().remove("answers");
+        v
+    };
+    let ab = without_answers(serial(template, a, b, false));
+    let ba = without_answers(serial(template, b, a, true));
+    let killed = a.killed_at(point);
+    let start = Instant::now();
+    let (mut n_ab, mut n_ba, mut kills) = (0, 0, 0);
+    for round in 0..rounds {
+        if round >= 5 && start.elapsed() > budget {
+            break;
+        }
+        let env = copy_of(template);
+        let mut outs = race(vec![killed.racer(&env), b.racer(&env)], &delays(round));
+        let was_killed = {
+            use std::os::unix::process::ExitStatusExt;
+            outs[0].status.signal() == Some(libc::SIGKILL)
+        };
+        if was_killed {
+            kills += 1;
+            outs.push(a.run(&env));
+        }
+        env.ok(&["tick"], None);
+        let got = without_answers(outcome(&env, &outs));
+        if got == ab {
+            n_ab += 1;
+        } else if got == ba {
+            n_ba += 1;
+        } else {
+            panic!(
+                "round {round}: {} killed at {point} against {} ended in neither serial order\n\
+                 race: {got:#}\n{}\n\n{} then {}: {ab:#}\n\n{} then {}: {ba:#}\njournal:\n{}",
+                a.label,
+                b.label,
+                explain(&outs),
+                a.label,
+                b.label,
+                b.label,
+                a.label,
+                std::fs::read_to_string(env.path("conductor/journal.jsonl")).unwrap_or_default()
+            );
+        }
+        assert_valid(&env);
+    }
+    eprintln!(
+        "{} killed at {point} vs {}: {kills} kills; {n_ab} rounds as {} first, {n_ba} as {} first",
+        a.label, b.label, a.label, b.label
+    );
+    assert!(kills > 0, "{point} was never reached");
+    (n_ab, n_ba)
+}
+
 const ROUNDS: usize = 20;
-const BUDGET: Duration = Duration::from_secs(5);
+const BUDGET: Duration = Duration::from_secs(3);
 
 const HID: &str = "hof_20260614_ra0001";
 const WF: &str = "wf_race";
@@ -833,4 +927,102 @@ fn a_foreign_python_god_rewriting_its_inbox_races_our_acks_and_abort_as_one_seri
     race_pair(&template, &god, &accept, ROUNDS, BUDGET);
     race_pair(&template, &god, &pending, ROUNDS, BUDGET);
     race_pair(&template, &god, &abort, ROUNDS, BUDGET);
+}
+
+#[test]
+fn a_racer_killed_mid_act_and_repeated_ends_as_one_serial_order() {
+    let template = dispatched();
+    let accept = acked("accept", "ack_20260614_acc1", "accepted");
+    let complete = acked("complete", "ack_20260614_com1", "completed");
+    let reject = acked("reject", "ack_20260614_rej1", "rejected");
+    let abort = Act::cli("abort", &["abort", WF, "--reason", "changed plans"]);
+    race_pair_killed(
+        &template,
+        &complete,
+        "ack:after-archive",
+        &reject,
+        ROUNDS,
+        BUDGET,
+    );
+    race_pair_killed(
+        &template,
+        &complete,
+        "ack:after-archive",
+        &abort,
+        ROUNDS,
+        BUDGET,
+    );
+    race_pair_killed(
+        &template,
+        &accept,
+        "journal:before-append:ack",
+        &accept.clone(),
+        ROUNDS,
+        BUDGET,
+    );
+    let template = dead_lettered();
+    let requeue = Act::cli("requeue", &["requeue", HID]);
+    race_pair_killed(
+        &template,
+        &requeue,
+        "requeue:after-state",
+        &requeue.clone(),
+        ROUNDS,
+        BUDGET,
+    );
+    race_pair_killed(
+        &template,
+        &requeue,
+        "requeue:after-rewrite",
+        &accept,
+        ROUNDS,
+        BUDGET,
+    );
+}
+
+#[test]
+fn the_same_submit_twice_at_once_and_cleanup_racing_a_submit_end_as_one_serial_order() {
+    let template = Env::with_test_flow();
+    let h = plan_handoff(HID, WF);
+    let submit = |label| Act {
+        label,
+        args: vec![
+            "handoff".into(),
+            "submit".into(),
+            format!("{{dir}}/{label}.json"),
+        ],
+        files: vec![(format!("{label}.json"), h.clone())],
+        in_process: None,
+        program: None,
+        crash_at: None,
+    };
+    race_pair(
+        &template,
+        &submit("first"),
+        &submit("second"),
+        ROUNDS,
+        BUDGET,
+    );
+
+    // An aborted workflow: cleanup against a late handoff of the same workflow.
+    let template = failed();
+    template.ok(&["abort", WF, "--reason", "changed plans"], None);
+    let late = handoff(
+        "hof_20260614_ra0009",
+        WF,
+        "hephaestus",
+        "iris",
+        "build",
+        &[],
+    );
+    let late = Act {
+        label: "late-submit",
+        args: vec!["handoff".into(), "submit".into(), "{dir}/late.json".into()],
+        files: vec![("late.json".into(), late)],
+        in_process: None,
+        program: None,
+        crash_at: None,
+    };
+    let cleanup = Act::cli("cleanup", &["cleanup", WF]);
+    race_pair(&template, &cleanup, &late, ROUNDS, BUDGET);
 }

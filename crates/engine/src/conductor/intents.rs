@@ -21,6 +21,7 @@ use serde_json::{Map, Value, json};
 use super::Conductor;
 use super::files;
 use crate::journal::{Act, Origin};
+use crate::store::lock::FileLock;
 use crate::store::time::{now_ts, parse_ts};
 use crate::store::{HandoffId, Root, WorkflowId};
 
@@ -175,6 +176,9 @@ impl Conductor {
             return None;
         }
         let path = intents_dir(&self.root).join(format!("{key}.json"));
+        // Looking at the intent and writing ours is one step under the journal's lock: two attempts
+        // that both found no intent and wrote in turn each took the act for theirs alone.
+        let _guard = FileLock::exclusive(&self.root, &crate::journal::lock_path(&self.root)).ok();
         // An intent already there is a crashed attempt's only when its writer is gone: a concurrent
         // repeat still running journals its own act (two processes acking at once each journaled the
         // ack as the original: one act, two entries).
@@ -209,19 +213,35 @@ impl Conductor {
     }
 
     /// Removes the intent of an act that was refused (changing nothing), unless it was left by an
-    /// earlier attempt that still needs settling, or another attempt of the act still running may
-    /// have done the act and not journaled it yet.
+    /// earlier attempt that still needs settling, or another attempt of the act may have done it and
+    /// not journaled it yet (see [`Self::release`]).
     pub(crate) fn drop_intent(&self, intent: Option<Intent>) {
         if let Some(i) = intent
             && !i.unjournaled_before
-            && (!i.other_running || journal_names(&self.root, &i.key))
+            && self.release(&i)
         {
-            let _ = remove_intent(&self.root, &i.path);
             if i.made_dir {
                 // Only an empty directory is removed (another writer's intent keeps it).
                 let _ = std::fs::remove_dir(intents_dir(&self.root));
             }
         }
+    }
+
+    /// Removes the intent for an attempt that did not do the act (a refusal, a duplicate), when it may:
+    /// when an entry names it (the act is journaled), or when no other attempt of the act was running
+    /// as this one started nor wrote the intent since (the file still holds this process's pid).
+    /// Otherwise the attempt that did the act may have been killed before its entry, and the intent
+    /// stays for that act's repeat or the supervisor's next pass. Looked at and removed under the
+    /// journal's lock, as [`Self::intend`] writes it. Whether it was removed.
+    fn release(&self, i: &Intent) -> bool {
+        let _guard = FileLock::exclusive(&self.root, &crate::journal::lock_path(&self.root)).ok();
+        let may = journal_names(&self.root, &i.key)
+            || (!i.other_running
+                && files::read_model::<IntentFile>(&i.path)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|f| f.pid == std::process::id()));
+        may && remove_intent(&self.root, &i.path).is_ok()
     }
 
     /// The intent `key` if its file is there (the supervisor's acts write it under the lock).
@@ -262,21 +282,17 @@ impl Conductor {
     }
 
     /// Journals `act`, the answer to a repeat that found the act already done (a duplicate), for
-    /// `intent`. When another attempt of the same act was running as this one started, the entry does
-    /// not name the intent and the intent stays until an entry names it: the attempt that did the act
-    /// journals it and removes the intent, or, if that attempt was killed first, the supervisor's next
-    /// pass journals it. Otherwise as [`Self::journal_intent`].
+    /// `intent`. The entry does not name the intent (it is not the act's entry), and the intent is
+    /// removed only when [`Self::release`] may: the attempt that did the act journals it and
+    /// removes the intent, or, if it was killed first, its repeat or the supervisor's next pass does.
+    /// (Two processes sending one ack at once, the first killed before its entry: the second's
+    /// duplicate entry named the intent and removed it, and the ack was never journaled.)
     pub(crate) fn journal_duplicate(&self, intent: Option<Intent>, act: Act) -> Option<String> {
-        match intent {
-            Some(i) if i.other_running => {
-                let warning = self.journal(&act);
-                if journal_names(&self.root, &i.key) {
-                    let _ = remove_intent(&self.root, &i.path);
-                }
-                warning
-            }
-            intent => self.journal_intent(intent, act),
+        let warning = self.journal(&act);
+        if let Some(i) = intent {
+            self.release(&i);
         }
+        warning
     }
 
     /// Settles the intents a crashed process left (see the module doc); returns how many acts were
@@ -353,6 +369,17 @@ impl Conductor {
                 .filter(|s| !s.is_empty())
                 .unwrap_or_else(|| "recorded".to_owned()),
         )
+    }
+
+    /// The handoff a `completed` ack recorded on the god's behalf, from the state's record of the ack.
+    pub(crate) fn recorded_handoff(&self, workflow_id: &str, ack_id: &str) -> Option<String> {
+        let wf = WorkflowId::parse(workflow_id).ok()?;
+        let st = files::require_state(&self.root, &wf).ok()?;
+        st.acks
+            .iter()
+            .find(|a| a.ack_id == ack_id)?
+            .recorded_handoff_id
+            .clone()
     }
 
     /// A step-timeout redelivery or dead letter killed between rewriting the archived dispatch of

@@ -105,6 +105,13 @@ impl Conductor {
         } else {
             r.status.clone()
         };
+        // A duplicate's answer has no `next`: the original's entry takes the recorded handoff from
+        // the state (else the entry of a `completed` ack killed before it lacked it).
+        let next_handoff = match &r.next {
+            Some(n) => Some(n.handoff_id.clone()),
+            None if original => self.recorded_handoff(&r.workflow_id, &r.ack_id),
+            None => None,
+        };
         let act = Act::new("ack", outcome)
             .target("workflow_id", Some(&r.workflow_id))
             .target("handoff_id", Some(&r.handoff_id))
@@ -112,7 +119,7 @@ impl Conductor {
             .target("god", Some(&r.god))
             .target("by", Some(&r.by))
             .target("rerouted_to", r.rerouted_to.as_ref())
-            .target("next_handoff_id", r.next.as_ref().map(|n| &n.handoff_id));
+            .target("next_handoff_id", next_handoff.as_ref());
         let warning = if r.duplicate && !original {
             self.journal_duplicate(intent, act)
         } else {
