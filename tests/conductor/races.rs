@@ -396,7 +396,7 @@ pub fn assert_valid(env: &Env) {
 /// or an act that reaches the lock sooner, would otherwise win every round).
 fn delays(round: usize) -> [Duration; 2] {
     let d = Duration::from_millis(5 * ((round / 2) % 8) as u64);
-    if round % 2 == 0 {
+    if round.is_multiple_of(2) {
         [Duration::ZERO, d]
     } else {
         [d, Duration::ZERO]

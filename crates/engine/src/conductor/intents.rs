@@ -219,11 +219,10 @@ impl Conductor {
         if let Some(i) = intent
             && !i.unjournaled_before
             && self.release(&i)
+            && i.made_dir
         {
-            if i.made_dir {
-                // Only an empty directory is removed (another writer's intent keeps it).
-                let _ = std::fs::remove_dir(intents_dir(&self.root));
-            }
+            // Only an empty directory is removed (another writer's intent keeps it).
+            let _ = std::fs::remove_dir(intents_dir(&self.root));
         }
     }
 
