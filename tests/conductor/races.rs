@@ -1026,3 +1026,67 @@ fn the_same_submit_twice_at_once_and_cleanup_racing_a_submit_end_as_one_serial_o
     let cleanup = Act::cli("cleanup", &["cleanup", WF]);
     race_pair(&template, &cleanup, &late, ROUNDS, BUDGET);
 }
+
+#[test]
+fn an_approval_killed_between_its_state_and_its_move_and_repeated_ends_as_one_serial_order() {
+    let template = held();
+    let approve = Act::cli("approve", &["approve", HID]);
+    let reject = Act::cli(
+        "reject",
+        &["approve", HID, "--reject", "--reason", "too risky"],
+    );
+    let abort = Act::cli("abort", &["abort", WF, "--reason", "changed plans"]);
+    race_pair_killed(
+        &template,
+        &approve,
+        "held:after-state",
+        &reject,
+        ROUNDS,
+        BUDGET,
+    );
+    race_pair_killed(
+        &template,
+        &reject,
+        "held:after-state",
+        &approve,
+        ROUNDS,
+        BUDGET,
+    );
+    // Against an abort, an approval killed before its move leaves the dispatch in `_quarantine`, and
+    // the abort withdraws it from there (serially it is withdrawn from the inbox, with `approved_by`):
+    // not one serial order's files, so checked act by act.
+    let killed = approve.killed_at("held:after-state");
+    let start = Instant::now();
+    let mut kills = 0;
+    for round in 0..ROUNDS {
+        if round >= 5 && start.elapsed() > BUDGET {
+            break;
+        }
+        let env = copy_of(&template);
+        let outs = race(vec![killed.racer(&env), abort.racer(&env)], &delays(round));
+        assert_eq!(outs[1].status.code(), Some(0), "{}", explain(&outs));
+        if outs[0].status.code().is_none() {
+            kills += 1;
+            approve.run(&env);
+        }
+        env.ok(&["tick"], None);
+        let s = env.state(WF);
+        assert_eq!(s["status"], "aborted");
+        let approvals = s["approvals"].as_array().map_or(0, Vec::len);
+        let journal = journal_entries(&env);
+        let acts = |action: &str, outcome: &str| {
+            journal
+                .iter()
+                .filter(|e| e["action"] == action && e["outcome"] == outcome)
+                .count()
+        };
+        assert_eq!(acts("approve", "approved"), approvals, "{journal:#?}");
+        assert_eq!(acts("abort", "aborted"), 1, "{journal:#?}");
+        assert_eq!(copies(&env, HID), vec!["conductor/archive/hephaestus"]);
+        let d = env.read(&format!("conductor/archive/hephaestus/{HID}.json"));
+        assert_eq!(d["ack_status"], "withdrawn");
+        assert!(env.names("conductor/journal-intents").is_empty());
+        assert_valid(&env);
+    }
+    assert!(kills > 0, "held:after-state was never reached");
+}

@@ -60,6 +60,11 @@ pub enum Check {
         /// The handoff.
         handoff_id: String,
     },
+    /// The workflow's state records an operator's decision on this held dispatch (`approvals`).
+    Held {
+        /// The held dispatch's handoff.
+        handoff_id: String,
+    },
     /// The workflow's state records the rerun's handoff and its dispatch exists.
     Rerun {
         /// The workflow.
@@ -111,6 +116,8 @@ fn action_word(a: &str) -> Option<&'static str> {
         "dead_letter",
         "requeue",
         "rerun",
+        "approve",
+        "reject",
     ]
     .into_iter()
     .find(|w| *w == a)
@@ -406,28 +413,35 @@ impl Conductor {
                 .is_some_and(|v| !v.is_empty())
     }
 
+    /// The state of the workflow a dispatch of `handoff_id` belongs to (found in an inbox,
+    /// `_quarantine`, the archive or the dead letters).
+    fn state_of_handoff(&self, handoff_id: &str) -> Option<super::model::WorkflowState> {
+        let hid = HandoffId::parse(handoff_id).ok()?;
+        let found = files::find_live(&self.root, &hid, None)
+            .ok()
+            .flatten()
+            .map(|f| f.dispatch)
+            .or_else(|| {
+                files::find_archived(&self.root, &hid, None)
+                    .ok()
+                    .and_then(|v| v.into_iter().next())
+                    .map(|f| f.dispatch)
+            })
+            .or_else(|| self.find_dead(&hid).map(|d| d.dispatch))?;
+        let wf = WorkflowId::parse(&found.workflow_id).ok()?;
+        files::require_state(&self.root, &wf).ok()
+    }
+
     fn intent_done(&self, check: &Check) -> bool {
         match check {
-            Check::Ack { ack_id, handoff_id } => {
-                let Ok(hid) = HandoffId::parse(handoff_id) else {
-                    return false;
-                };
-                let found = files::find_live(&self.root, &hid, None)
-                    .ok()
-                    .flatten()
-                    .map(|f| f.dispatch)
-                    .or_else(|| {
-                        files::find_archived(&self.root, &hid, None)
-                            .ok()
-                            .and_then(|v| v.into_iter().next())
-                            .map(|f| f.dispatch)
-                    })
-                    .or_else(|| self.find_dead(&hid).map(|d| d.dispatch));
-                found
-                    .and_then(|d| WorkflowId::parse(&d.workflow_id).ok())
-                    .and_then(|wf| files::require_state(&self.root, &wf).ok())
-                    .is_some_and(|st| st.acks.iter().any(|a| a.ack_id == *ack_id))
-            }
+            Check::Ack { ack_id, handoff_id } => self
+                .state_of_handoff(handoff_id)
+                .is_some_and(|st| st.acks.iter().any(|a| a.ack_id == *ack_id)),
+            Check::Held { handoff_id } => self.state_of_handoff(handoff_id).is_some_and(|st| {
+                super::ack::approvals(&st)
+                    .iter()
+                    .any(|a| a.get("handoff_id").and_then(Value::as_str) == Some(handoff_id))
+            }),
             Check::Submit {
                 workflow_id,
                 handoff_id,

@@ -137,9 +137,7 @@ impl Conductor {
 
     /// Releases a dispatch held in `_quarantine` into its god's inbox (an operator act).
     pub fn approve(&self, handoff_id: &HandoffId, by: Actor) -> Result<ApprovalResult> {
-        let r = self.approve_unjournaled(handoff_id, by)?;
-        self.journal(&approval_act("approve", &r, None));
-        Ok(r)
+        self.decide_journaled(handoff_id, None, by)
     }
 
     /// Refuses a held dispatch: it is archived as rejected and the workflow `failed` (an operator act).
@@ -149,8 +147,49 @@ impl Conductor {
         reason: &str,
         by: Actor,
     ) -> Result<ApprovalResult> {
-        let r = self.reject_held_unjournaled(handoff_id, reason, by)?;
-        self.journal(&approval_act("reject", &r, Some(reason)));
+        self.decide_journaled(handoff_id, Some(reason), by)
+    }
+
+    /// An approval (`reject`: `None`) or rejection of a held dispatch, journaled through the intent
+    /// `held-{handoff_id}` (a decision killed before its entry is journaled by its repeat or the next
+    /// supervisor pass, as an ack is).
+    fn decide_journaled(
+        &self,
+        handoff_id: &HandoffId,
+        reject: Option<&str>,
+        by: Actor,
+    ) -> Result<ApprovalResult> {
+        let (action, outcome) = match reject {
+            None => ("approve", "approved"),
+            Some(_) => ("reject", "rejected"),
+        };
+        let intent = self.intend(
+            &format!("held-{handoff_id}"),
+            &Act::new(action, outcome)
+                .target("handoff_id", Some(handoff_id.as_str()))
+                .reason(reject),
+            Check::Held {
+                handoff_id: handoff_id.to_string(),
+            },
+        );
+        let decided = match reject {
+            None => self.approve_unjournaled(handoff_id, by),
+            Some(reason) => self.reject_held_unjournaled(handoff_id, reason, by),
+        };
+        let r = match decided {
+            Ok(r) => r,
+            Err(e) => {
+                self.drop_intent(intent);
+                return Err(e);
+            }
+        };
+        let original = intent.as_ref().is_some_and(|i| i.unjournaled_before);
+        let act = approval_act(action, &r, reject, original);
+        if r.duplicate && !original {
+            self.journal_duplicate(intent, act);
+        } else {
+            self.journal_intent(intent, act);
+        }
         Ok(r)
     }
 
@@ -207,8 +246,15 @@ impl Conductor {
     }
 }
 
-fn approval_act(action: &'static str, r: &ApprovalResult, reason: Option<&str>) -> Act {
-    let outcome = if r.duplicate {
+/// The entry of a decision; `original`: the repeat of one killed before its entry, journaled as the
+/// decision itself.
+fn approval_act(
+    action: &'static str,
+    r: &ApprovalResult,
+    reason: Option<&str>,
+    original: bool,
+) -> Act {
+    let outcome = if r.duplicate && !original {
         format!("{} (duplicate)", r.status)
     } else {
         r.status.clone()
