@@ -633,6 +633,17 @@ fn approve_racing_reject_or_abort_of_a_held_dispatch_ends_as_one_serial_order() 
     race_pair(&template, &approve, &reject, ROUNDS, BUDGET);
     race_pair(&template, &approve, &abort, ROUNDS, BUDGET);
     race_pair(&template, &approve, &approve.clone(), ROUNDS, BUDGET);
+}
+
+#[test]
+fn the_consoles_engine_operator_racing_a_cli_decision_ends_as_one_serial_order() {
+    let template = held();
+    let approve = Act::cli("approve", &["approve", HID]);
+    let reject = Act::cli(
+        "reject",
+        &["approve", HID, "--reject", "--reason", "too risky"],
+    );
+    let abort = Act::cli("abort", &["abort", WF, "--reason", "changed plans"]);
     // The console's engine operator in this process against a CLI process.
     let console_approve = Act::engine("console-approve", console_approve);
     let console_reject = Act::engine("console-reject", console_reject);
@@ -960,6 +971,11 @@ fn a_racer_killed_mid_act_and_repeated_ends_as_one_serial_order() {
         ROUNDS,
         BUDGET,
     );
+}
+
+#[test]
+fn a_requeue_killed_mid_act_and_repeated_ends_as_one_serial_order() {
+    let accept = acked("accept", "ack_20260614_acc1", "accepted");
     let template = dead_lettered();
     let requeue = Act::cli("requeue", &["requeue", HID]);
     race_pair_killed(
