@@ -1106,3 +1106,78 @@ fn an_approval_killed_between_its_state_and_its_move_and_repeated_ends_as_one_se
     }
     assert!(kills > 0, "held:after-state was never reached");
 }
+
+#[test]
+fn aborts_landing_as_two_supervisors_redeliver_withdraw_the_one_dispatch() {
+    let env = Env::with_test_flow();
+    env.write("conductor/workflows/acked-flow.yaml", TIMED_FLOWS);
+    let a = serve(&env, "a.log");
+    let b = serve(&env, "b.log");
+    wait_for("two heartbeats", Duration::from_secs(20), || {
+        env.names("conductor/supervisor").len() >= 2
+    });
+    // Round i: an abort sent near the ack deadline, offset from -150 ms to +150 ms.
+    let n = 12;
+    let mut events = Vec::new();
+    for i in 0..n {
+        let offset = chrono::Duration::milliseconds(-150 + 300 * i / (n - 1));
+        let (wf, hid) = (format!("wf_race_ab_{i}"), format!("hof_20260614_ab{i:04}"));
+        env.start("acked-flow", &wf, &hid, &[]);
+        let d = env.read(&format!("conductor/pending/hephaestus/{hid}.json"));
+        events.push((stamp_of(&d["ack_deadline"]) + offset, wf));
+    }
+    let mut racers = Vec::new();
+    for (at, wf) in &events {
+        if let Ok(left) = (*at - chrono::Utc::now()).to_std() {
+            std::thread::sleep(left);
+        }
+        let mut c = env.command(&["abort", wf, "--reason", "late abort"]);
+        c.stdout(Stdio::piped()).stderr(Stdio::piped());
+        racers.push((wf.clone(), Guard::spawn(c)));
+    }
+    for (wf, g) in racers {
+        let out = g.output();
+        assert!(
+            out.status.success(),
+            "{wf}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    wait_for("no intent left", Duration::from_secs(20), || {
+        env.names("conductor/journal-intents").is_empty()
+    });
+    sigterm(a);
+    sigterm(b);
+
+    let journal = journal_entries(&env);
+    let mut redelivered = 0;
+    for i in 0..n {
+        let (wf, hid) = (format!("wf_race_ab_{i}"), format!("hof_20260614_ab{i:04}"));
+        let s = env.state(&wf);
+        assert_eq!(s["status"], "aborted", "{wf}: {s:#}");
+        let place = copies(&env, &hid);
+        assert_eq!(place.len(), 1, "{hid}: one dispatch, {place:?}");
+        assert!(place[0].starts_with("conductor/archive/"), "{place:?}");
+        let d = env.read(&format!("{}/{hid}.json", place[0]));
+        assert_eq!(d["ack_status"], "withdrawn", "{d:#}");
+        let deliveries = d["deliveries"].as_array().unwrap().len();
+        let count = |action: &str| {
+            journal
+                .iter()
+                .filter(|e| e["action"] == action && e["targets"]["workflow_id"] == wf)
+                .count()
+        };
+        assert_eq!(count("redeliver"), deliveries - 1, "{hid}");
+        assert_eq!(count("abort"), 1, "{wf}");
+        let m = env.read(&format!("conductor/state/{wf}.aborted.json"));
+        assert_eq!(
+            m["dispatches_withdrawn"].as_array().unwrap().len(),
+            1,
+            "{m:#}"
+        );
+        redelivered += usize::from(deliveries > 1);
+    }
+    assert!(journal.iter().all(|e| e["action"] != "dead_letter"));
+    eprintln!("{n} aborts at the ack deadline: {redelivered} after a redelivery");
+    assert_valid(&env);
+}
