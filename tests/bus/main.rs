@@ -17,4 +17,5 @@ mod interop;
 mod limits;
 mod locks;
 mod queue;
+mod races;
 mod stress;

@@ -18,6 +18,7 @@ mod limits;
 mod orphans;
 mod paging;
 mod publish;
+mod races;
 mod refusals;
 mod routing;
 mod upgrade;

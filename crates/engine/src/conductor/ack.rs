@@ -506,6 +506,7 @@ impl Conductor {
                 super::outbox::advance(&self.root, def, &wf, &mut st)?;
             }
             files::write_state(&self.root, &wf, &st)?;
+            super::crash_point("held:after-state");
         }
         let path = match to {
             HeldMove::ArchivePublished => {
@@ -622,12 +623,9 @@ pub(crate) fn held_step(
     let prior = approvals(st)
         .into_iter()
         .find(|a| a.get("handoff_id").and_then(Value::as_str) == Some(hid.as_str()));
-    let Some(held) = held else {
-        let Some(p) = prior else {
-            return Err(Error::not_found(format!(
-                "no dispatch with handoff_id {hid} is held for approval (pantheon pending lists awaiting_approval)"
-            )));
-        };
+    // A decision already recorded stands, also while its dispatch is still held (a decision killed
+    // between its state and its move: the other decision moved the dispatch against the state).
+    if let Some(p) = &prior {
         let did = p
             .get("decision")
             .and_then(Value::as_str)
@@ -637,6 +635,13 @@ pub(crate) fn held_step(
                 "held dispatch {hid} was already {did}; that cannot be changed"
             )));
         }
+    }
+    let Some(held) = held else {
+        let Some(p) = prior else {
+            return Err(Error::not_found(format!(
+                "no dispatch with handoff_id {hid} is held for approval (pantheon pending lists awaiting_approval)"
+            )));
+        };
         return Ok(HeldStep::Repeat(p));
     };
     if st.status == WorkflowStatus::Aborted {

@@ -366,6 +366,14 @@ impl Conductor {
                 completed,
             } => (artifacts, completed),
         };
+        // A dispatch its act recorded but a killed process never wrote (a `completed` ack killed
+        // before the next step's dispatch) is written first, as the repeat of that act would, so the
+        // abort withdraws it and the manifest lists it. Best effort: nothing may stop an abort.
+        if let Some(last) = st.step_history.last().and_then(|r| r.handoff_id.as_deref())
+            && let Ok(last) = HandoffId::parse(last)
+        {
+            let _ = self.repair_dispatch(&wf, &st, &last);
+        }
         let mut will_write = vec![manifest_path.clone(), self.root.state_path(&wf)];
         for f in self.open_dispatches(&wf) {
             if let (Ok(god), Some(name)) = (GodName::parse(&f.dispatch.to_god), f.path.file_name())

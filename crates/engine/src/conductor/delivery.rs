@@ -803,13 +803,20 @@ impl Conductor {
         hid: &HandoffId,
         to: Option<&GodName>,
     ) -> Result<(RequeueResult, String)> {
-        let found = self.find_dead(hid).ok_or_else(|| {
+        let missing = || {
             Error::not_found(format!(
                 "no dead letter for handoff {hid} (pantheon dead lists them)"
             ))
-        })?;
+        };
+        let found = self.find_dead(hid).ok_or_else(missing)?;
         let wf = WorkflowId::parse(&found.dispatch.workflow_id)?;
         let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
+        // Found again under the lock: a requeue running at the same time may have taken it since
+        // (both requeued it, journaling two requeues of one dead letter).
+        let found = self
+            .find_dead(hid)
+            .filter(|f| f.dispatch.workflow_id == wf.as_str())
+            .ok_or_else(missing)?;
         let mut st = files::require_state(&self.root, &wf)?;
         if st.status.is_finished() {
             return Err(Error::refused(format!(

@@ -21,6 +21,7 @@ use serde_json::{Map, Value, json};
 use super::Conductor;
 use super::files;
 use crate::journal::{Act, Origin};
+use crate::store::lock::FileLock;
 use crate::store::time::{now_ts, parse_ts};
 use crate::store::{HandoffId, Root, WorkflowId};
 
@@ -59,6 +60,11 @@ pub enum Check {
         /// The handoff.
         handoff_id: String,
     },
+    /// The workflow's state records an operator's decision on this held dispatch (`approvals`).
+    Held {
+        /// The held dispatch's handoff.
+        handoff_id: String,
+    },
     /// The workflow's state records the rerun's handoff and its dispatch exists.
     Rerun {
         /// The workflow.
@@ -89,6 +95,9 @@ pub(crate) struct Intent {
     path: PathBuf,
     /// An intent of this key was already there (a crashed earlier attempt) and no entry names it.
     pub(crate) unjournaled_before: bool,
+    /// An intent of this key was already there, written by an attempt still running (a concurrent
+    /// repeat of the same act): that attempt journals the act if it is the one that did it.
+    pub(crate) other_running: bool,
     /// This intent created `conductor/journal-intents/` (a refusal removes it again: it writes nothing).
     made_dir: bool,
 }
@@ -107,6 +116,8 @@ fn action_word(a: &str) -> Option<&'static str> {
         "dead_letter",
         "requeue",
         "rerun",
+        "approve",
+        "reject",
     ]
     .into_iter()
     .find(|w| *w == a)
@@ -154,6 +165,14 @@ fn pid_alive(pid: u32) -> bool {
     pid == std::process::id() || std::path::Path::new("/proc").join(pid.to_string()).exists()
 }
 
+/// Whether the process that wrote an intent may still be running it: its pid is alive and the intent
+/// is under 10 minutes old.
+fn writer_running(f: &IntentFile) -> bool {
+    let old =
+        parse_ts(&f.at).is_some_and(|t| chrono::Utc::now() - t > chrono::Duration::minutes(10));
+    pid_alive(f.pid) && !old
+}
+
 impl Conductor {
     /// Writes the intent `key` before an act (a failure to write it never stops the act: `None`).
     pub(crate) fn intend(&self, key: &str, act: &Act, check: Check) -> Option<Intent> {
@@ -164,7 +183,18 @@ impl Conductor {
             return None;
         }
         let path = intents_dir(&self.root).join(format!("{key}.json"));
-        let unjournaled_before = path.exists() && !journal_names(&self.root, key);
+        // Looking at the intent and writing ours is one step under the journal's lock: two attempts
+        // that both found no intent and wrote in turn each took the act for theirs alone.
+        let _guard = FileLock::exclusive(&self.root, &crate::journal::lock_path(&self.root)).ok();
+        // An intent already there is a crashed attempt's only when its writer is gone: a concurrent
+        // repeat still running journals its own act (two processes acking at once each journaled the
+        // ack as the original: one act, two entries).
+        let other_running = path.exists()
+            && files::read_model::<IntentFile>(&path)
+                .ok()
+                .flatten()
+                .is_some_and(|f| writer_running(&f));
+        let unjournaled_before = path.exists() && !other_running && !journal_names(&self.root, key);
         let origin = self.origin();
         let f = IntentFile {
             key: key.to_owned(),
@@ -184,22 +214,40 @@ impl Conductor {
             key: key.to_owned(),
             path,
             unjournaled_before,
+            other_running,
             made_dir,
         })
     }
 
     /// Removes the intent of an act that was refused (changing nothing), unless it was left by an
-    /// earlier attempt that still needs settling.
+    /// earlier attempt that still needs settling, or another attempt of the act may have done it and
+    /// not journaled it yet (see [`Self::release`]).
     pub(crate) fn drop_intent(&self, intent: Option<Intent>) {
         if let Some(i) = intent
             && !i.unjournaled_before
+            && self.release(&i)
+            && i.made_dir
         {
-            let _ = remove_intent(&self.root, &i.path);
-            if i.made_dir {
-                // Only an empty directory is removed (another writer's intent keeps it).
-                let _ = std::fs::remove_dir(intents_dir(&self.root));
-            }
+            // Only an empty directory is removed (another writer's intent keeps it).
+            let _ = std::fs::remove_dir(intents_dir(&self.root));
         }
+    }
+
+    /// Removes the intent for an attempt that did not do the act (a refusal, a duplicate), when it may:
+    /// when an entry names it (the act is journaled), or when no other attempt of the act was running
+    /// as this one started nor wrote the intent since (the file still holds this process's pid).
+    /// Otherwise the attempt that did the act may have been killed before its entry, and the intent
+    /// stays for that act's repeat or the supervisor's next pass. Looked at and removed under the
+    /// journal's lock, as [`Self::intend`] writes it. Whether it was removed.
+    fn release(&self, i: &Intent) -> bool {
+        let _guard = FileLock::exclusive(&self.root, &crate::journal::lock_path(&self.root)).ok();
+        let may = journal_names(&self.root, &i.key)
+            || (!i.other_running
+                && files::read_model::<IntentFile>(&i.path)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|f| f.pid == std::process::id()));
+        may && remove_intent(&self.root, &i.path).is_ok()
     }
 
     /// The intent `key` if its file is there (the supervisor's acts write it under the lock).
@@ -209,6 +257,7 @@ impl Conductor {
             key: key.to_owned(),
             path,
             unjournaled_before: false,
+            other_running: false,
             made_dir: false,
         })
     }
@@ -234,6 +283,20 @@ impl Conductor {
         let warning = self.journal(&act);
         if warning.is_none() {
             let _ = remove_intent(&self.root, &intent.path);
+        }
+        warning
+    }
+
+    /// Journals `act`, the answer to a repeat that found the act already done (a duplicate), for
+    /// `intent`. The entry does not name the intent (it is not the act's entry), and the intent is
+    /// removed only when [`Self::release`] may: the attempt that did the act journals it and
+    /// removes the intent, or, if it was killed first, its repeat or the supervisor's next pass does.
+    /// (Two processes sending one ack at once, the first killed before its entry: the second's
+    /// duplicate entry named the intent and removed it, and the ack was never journaled.)
+    pub(crate) fn journal_duplicate(&self, intent: Option<Intent>, act: Act) -> Option<String> {
+        let warning = self.journal(&act);
+        if let Some(i) = intent {
+            self.release(&i);
         }
         warning
     }
@@ -264,9 +327,7 @@ impl Conductor {
             if path != dir.join(format!("{}.json", f.key)) {
                 continue;
             }
-            let old = parse_ts(&f.at)
-                .is_some_and(|t| chrono::Utc::now() - t > chrono::Duration::minutes(10));
-            if pid_alive(f.pid) && !old {
+            if writer_running(&f) {
                 continue;
             }
             if journal_names(&self.root, &f.key) {
@@ -316,6 +377,17 @@ impl Conductor {
         )
     }
 
+    /// The handoff a `completed` ack recorded on the god's behalf, from the state's record of the ack.
+    pub(crate) fn recorded_handoff(&self, workflow_id: &str, ack_id: &str) -> Option<String> {
+        let wf = WorkflowId::parse(workflow_id).ok()?;
+        let st = files::require_state(&self.root, &wf).ok()?;
+        st.acks
+            .iter()
+            .find(|a| a.ack_id == ack_id)?
+            .recorded_handoff_id
+            .clone()
+    }
+
     /// A step-timeout redelivery or dead letter killed between rewriting the archived dispatch of
     /// `hid` and moving it out (`pred` tells the rewrite): the act is done, the next timer pass
     /// finishes the move (conductor/timers.rs).
@@ -341,28 +413,35 @@ impl Conductor {
                 .is_some_and(|v| !v.is_empty())
     }
 
+    /// The state of the workflow a dispatch of `handoff_id` belongs to (found in an inbox,
+    /// `_quarantine`, the archive or the dead letters).
+    fn state_of_handoff(&self, handoff_id: &str) -> Option<super::model::WorkflowState> {
+        let hid = HandoffId::parse(handoff_id).ok()?;
+        let found = files::find_live(&self.root, &hid, None)
+            .ok()
+            .flatten()
+            .map(|f| f.dispatch)
+            .or_else(|| {
+                files::find_archived(&self.root, &hid, None)
+                    .ok()
+                    .and_then(|v| v.into_iter().next())
+                    .map(|f| f.dispatch)
+            })
+            .or_else(|| self.find_dead(&hid).map(|d| d.dispatch))?;
+        let wf = WorkflowId::parse(&found.workflow_id).ok()?;
+        files::require_state(&self.root, &wf).ok()
+    }
+
     fn intent_done(&self, check: &Check) -> bool {
         match check {
-            Check::Ack { ack_id, handoff_id } => {
-                let Ok(hid) = HandoffId::parse(handoff_id) else {
-                    return false;
-                };
-                let found = files::find_live(&self.root, &hid, None)
-                    .ok()
-                    .flatten()
-                    .map(|f| f.dispatch)
-                    .or_else(|| {
-                        files::find_archived(&self.root, &hid, None)
-                            .ok()
-                            .and_then(|v| v.into_iter().next())
-                            .map(|f| f.dispatch)
-                    })
-                    .or_else(|| self.find_dead(&hid).map(|d| d.dispatch));
-                found
-                    .and_then(|d| WorkflowId::parse(&d.workflow_id).ok())
-                    .and_then(|wf| files::require_state(&self.root, &wf).ok())
-                    .is_some_and(|st| st.acks.iter().any(|a| a.ack_id == *ack_id))
-            }
+            Check::Ack { ack_id, handoff_id } => self
+                .state_of_handoff(handoff_id)
+                .is_some_and(|st| st.acks.iter().any(|a| a.ack_id == *ack_id)),
+            Check::Held { handoff_id } => self.state_of_handoff(handoff_id).is_some_and(|st| {
+                super::ack::approvals(&st)
+                    .iter()
+                    .any(|a| a.get("handoff_id").and_then(Value::as_str) == Some(handoff_id))
+            }),
             Check::Submit {
                 workflow_id,
                 handoff_id,

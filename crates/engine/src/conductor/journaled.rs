@@ -53,18 +53,25 @@ impl Conductor {
             }
         };
         // The repeat of a submit killed before its journal entry: journal the original outcome, once.
-        let outcome = match &intent {
-            Some(i) if i.unjournaled_before && r.status == "duplicate" => self
-                .submit_outcome(&r.workflow_id, &r.handoff_id)
-                .unwrap_or_else(|| r.status.clone()),
-            _ => r.status.clone(),
+        let original = intent.as_ref().is_some_and(|i| i.unjournaled_before);
+        let duplicate = r.status == "duplicate";
+        let outcome = if original && duplicate {
+            self.submit_outcome(&r.workflow_id, &r.handoff_id)
+                .unwrap_or_else(|| r.status.clone())
+        } else {
+            r.status.clone()
         };
         let act = Act::new("submit", outcome)
             .target("workflow_id", Some(&r.workflow_id))
             .target("handoff_id", Some(&r.handoff_id))
             .target("to_god", r.target_god.as_ref())
             .target("step", r.target_step.as_ref());
-        r.warnings.extend(self.journal_intent(intent, act));
+        let warning = if duplicate && !original {
+            self.journal_duplicate(intent, act)
+        } else {
+            self.journal_intent(intent, act)
+        };
+        r.warnings.extend(warning);
         Ok(r)
     }
 
@@ -98,6 +105,13 @@ impl Conductor {
         } else {
             r.status.clone()
         };
+        // A duplicate's answer has no `next`: the original's entry takes the recorded handoff from
+        // the state (else the entry of a `completed` ack killed before it lacked it).
+        let next_handoff = match &r.next {
+            Some(n) => Some(n.handoff_id.clone()),
+            None if original => self.recorded_handoff(&r.workflow_id, &r.ack_id),
+            None => None,
+        };
         let act = Act::new("ack", outcome)
             .target("workflow_id", Some(&r.workflow_id))
             .target("handoff_id", Some(&r.handoff_id))
@@ -105,8 +119,13 @@ impl Conductor {
             .target("god", Some(&r.god))
             .target("by", Some(&r.by))
             .target("rerouted_to", r.rerouted_to.as_ref())
-            .target("next_handoff_id", r.next.as_ref().map(|n| &n.handoff_id));
-        r.warnings.extend(self.journal_intent(intent, act));
+            .target("next_handoff_id", next_handoff.as_ref());
+        let warning = if r.duplicate && !original {
+            self.journal_duplicate(intent, act)
+        } else {
+            self.journal_intent(intent, act)
+        };
+        r.warnings.extend(warning);
         Ok(r)
     }
 
@@ -118,9 +137,7 @@ impl Conductor {
 
     /// Releases a dispatch held in `_quarantine` into its god's inbox (an operator act).
     pub fn approve(&self, handoff_id: &HandoffId, by: Actor) -> Result<ApprovalResult> {
-        let r = self.approve_unjournaled(handoff_id, by)?;
-        self.journal(&approval_act("approve", &r, None));
-        Ok(r)
+        self.decide_journaled(handoff_id, None, by)
     }
 
     /// Refuses a held dispatch: it is archived as rejected and the workflow `failed` (an operator act).
@@ -130,8 +147,49 @@ impl Conductor {
         reason: &str,
         by: Actor,
     ) -> Result<ApprovalResult> {
-        let r = self.reject_held_unjournaled(handoff_id, reason, by)?;
-        self.journal(&approval_act("reject", &r, Some(reason)));
+        self.decide_journaled(handoff_id, Some(reason), by)
+    }
+
+    /// An approval (`reject`: `None`) or rejection of a held dispatch, journaled through the intent
+    /// `held-{handoff_id}` (a decision killed before its entry is journaled by its repeat or the next
+    /// supervisor pass, as an ack is).
+    fn decide_journaled(
+        &self,
+        handoff_id: &HandoffId,
+        reject: Option<&str>,
+        by: Actor,
+    ) -> Result<ApprovalResult> {
+        let (action, outcome) = match reject {
+            None => ("approve", "approved"),
+            Some(_) => ("reject", "rejected"),
+        };
+        let intent = self.intend(
+            &format!("held-{handoff_id}"),
+            &Act::new(action, outcome)
+                .target("handoff_id", Some(handoff_id.as_str()))
+                .reason(reject),
+            Check::Held {
+                handoff_id: handoff_id.to_string(),
+            },
+        );
+        let decided = match reject {
+            None => self.approve_unjournaled(handoff_id, by),
+            Some(reason) => self.reject_held_unjournaled(handoff_id, reason, by),
+        };
+        let r = match decided {
+            Ok(r) => r,
+            Err(e) => {
+                self.drop_intent(intent);
+                return Err(e);
+            }
+        };
+        let original = intent.as_ref().is_some_and(|i| i.unjournaled_before);
+        let act = approval_act(action, &r, reject, original);
+        if r.duplicate && !original {
+            self.journal_duplicate(intent, act);
+        } else {
+            self.journal_intent(intent, act);
+        }
         Ok(r)
     }
 
@@ -188,8 +246,15 @@ impl Conductor {
     }
 }
 
-fn approval_act(action: &'static str, r: &ApprovalResult, reason: Option<&str>) -> Act {
-    let outcome = if r.duplicate {
+/// The entry of a decision; `original`: the repeat of one killed before its entry, journaled as the
+/// decision itself.
+fn approval_act(
+    action: &'static str,
+    r: &ApprovalResult,
+    reason: Option<&str>,
+    original: bool,
+) -> Act {
+    let outcome = if r.duplicate && !original {
         format!("{} (duplicate)", r.status)
     } else {
         r.status.clone()
