@@ -98,8 +98,16 @@ impl Bus {
         if self.dir.is_dir() {
             Ok(())
         } else {
+            let tracks = list_tracks(&self.root)
+                .into_iter()
+                .map(|t| t.to_string())
+                .collect();
+            let known = crate::store::read::name_list(tracks).map_or_else(
+                || " (no track has one yet)".to_owned(),
+                |l| format!(" (tracks here: {l})"),
+            );
             Err(Error::not_found(format!(
-                "track {} has no message bus at {}; create it with `pantheon bus --track {} init`",
+                "track {} has no message bus at {}; create it with `pantheon bus --track {} init`{known}",
                 self.track,
                 self.dir.display(),
                 self.track
