@@ -243,10 +243,21 @@ pub const NO_ROOT: &str = "no pantheon root: HOME is not set, so there is no def
 /// directory that cannot be read, or a directory of another program (no `conductor/` and no
 /// `shared/handoffs/`: an empty directory, a git checkout). Each refusal names the path, where it
 /// came from and what to run. `init` refuses only a root that cannot become a directory.
-pub fn require_root(root: &Root, source: RootSource, creating: bool) -> anyhow::Result<()> {
+/// A bus or board command also names the bus-only `init` of its track (`bus_track`).
+pub fn require_root(
+    root: &Root,
+    source: RootSource,
+    creating: bool,
+    bus_track: Option<&str>,
+) -> anyhow::Result<()> {
     let dir = root.dir.display();
     let from = source.describe();
-    let init = format!("`pantheon --root {dir} init`");
+    let mut init = format!("`pantheon --root {dir} init`");
+    if let Some(t) = bus_track {
+        init.push_str(&format!(
+            " (or `pantheon --root {dir} bus --track {t} init` for a bus alone)"
+        ));
+    }
     if !root.dir.is_dir() {
         let Ok(meta) = root.dir.symlink_metadata() else {
             if creating {
@@ -348,8 +359,13 @@ pub fn run(cli: Cli) -> ExitCode {
         Some((dir, source)) => {
             let root = Root::from_env(Some(&dir));
             let creating = cli.command.as_ref().is_some_and(Command::creates_root);
+            let track = match &cli.command {
+                Some(Command::Bus(b)) => Some(b.track.as_str()),
+                Some(Command::Board(b)) => Some(b.track.as_str()),
+                _ => None,
+            };
             if needs_root(&cli)
-                && let Err(e) = require_root(&root, source, creating)
+                && let Err(e) = require_root(&root, source, creating, track)
             {
                 eprintln!("error: {e:#}");
                 return ExitCode::from(1);

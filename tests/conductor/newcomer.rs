@@ -179,6 +179,10 @@ fn a_directory_of_another_program_is_no_root_and_nothing_is_written_into_it() {
         assert!(err.contains("is not a pantheon root"), "{err}");
         assert!(err.contains("no conductor/ or shared/handoffs/"), "{err}");
         assert!(err.contains(&hint), "{err}");
+        if args.first().is_some_and(|a| *a == "bus" || *a == "board") {
+            // A bus alone is a root too: its own init is named beside the whole one.
+            assert!(err.contains("bus --track t init` for a bus alone"), "{err}");
+        }
         assert_eq!(
             entries(&env.root),
             before,
@@ -372,4 +376,59 @@ fn a_reader_that_closes_the_pipe_early_ends_the_command_without_a_panic() {
             out.status
         );
     }
+}
+
+/// The first ```sh block after `heading` in README.md.
+fn readme_block(heading: &str) -> String {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let at = readme
+        .find(heading)
+        .unwrap_or_else(|| panic!("README.md has no {heading:?}"));
+    let rest = &readme[at..];
+    let start = rest.find("```sh\n").expect("a sh block") + "```sh\n".len();
+    let end = rest[start..].find("```").expect("the block ends");
+    rest[start..start + end].to_owned()
+}
+
+/// README's quick start, run as written by `sh -e` with the binary on PATH, HOME a fresh directory and no
+/// PANTHEON_ROOT: every line must succeed and leave the workflow where the comments say.
+#[test]
+fn the_readme_quick_start_runs_as_written() {
+    let block = readme_block("## Quick start");
+    assert!(block.contains("pantheon init"), "{block}");
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    let out = Proc::new("sh")
+        .args(["-e", "-c", &block])
+        .current_dir(&work)
+        .env_remove("PANTHEON_ROOT")
+        .env_remove("CONDUCTOR_BASE_DIR")
+        .env_remove("CONDUCTOR_HANDOFFS_DIR")
+        .env("HOME", &home)
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                bin().parent().unwrap().display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "README quick start failed:\n{block}\nstderr: {}",
+        stderr(&out)
+    );
+    let state: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(home.join("pantheon/conductor/state/wf_deploy_42.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(state["status"], json!("in_progress"), "{state}");
+    assert_eq!(state["current_step"], json!("architect"), "{state}");
 }
