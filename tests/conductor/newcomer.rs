@@ -432,3 +432,31 @@ fn the_readme_quick_start_runs_as_written() {
     assert_eq!(state["status"], json!("in_progress"), "{state}");
     assert_eq!(state["current_step"], json!("architect"), "{state}");
 }
+
+/// `pantheon` (the console) or `pantheon demo` with standard output in a pipe: one line saying what to run
+/// instead, before any root is made (it failed with `No such device or address (os error 6)`, and the demo
+/// left a root behind at each try).
+#[test]
+fn the_console_and_the_demo_without_a_terminal_say_what_to_run_instead() {
+    let env = Env::new();
+    for args in [&[][..], &["console", "--read-only"]] {
+        let out = env.run(args, None);
+        assert_eq!(out.status.code(), Some(1), "pantheon {args:?}");
+        let err = one_line_error(&out);
+        assert!(err.contains("the console needs a terminal"), "{err}");
+        assert!(err.contains("`pantheon pending`"), "{err}");
+    }
+    let demo_root = env.dir.path().join("demo-root");
+    let out = Proc::new(bin())
+        .arg("--root")
+        .arg(&demo_root)
+        .arg("demo")
+        .env("HOME", &env.home)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = one_line_error(&out);
+    assert!(err.contains("`pantheon demo --headless`"), "{err}");
+    assert!(!demo_root.exists(), "the demo made its root before failing");
+}

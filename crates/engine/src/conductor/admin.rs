@@ -168,7 +168,7 @@ impl Conductor {
             })
             .ok_or_else(|| {
                 Error::not_found(format!(
-                    "no dispatch {id} in {god}'s inbox ({}); check_inbox lists what is there",
+                    "no dispatch {id} in {god}'s inbox ({}); `pantheon inbox {god}` (MCP check_inbox) lists what is there",
                     dir.display()
                 ))
             })
