@@ -125,12 +125,12 @@ fn parse_desktop(s: &str) -> Result<crate::console::notify::Desktop, String> {
 }
 
 fn run_console(args: ConsoleArgs, root: &Root) -> anyhow::Result<Outcome> {
+    // A config that cannot be used stops here, before the terminal is taken, with its line.
+    let config = crate::console::config::load(args.config.as_deref())?;
     crate::console::terminal::require_terminal(
         "the console",
         "run it in a terminal, or use the JSON commands for scripts (`pantheon pending`, `pantheon validate`, `pantheon --help`)",
     )?;
-    // A config that cannot be used stops here, before the terminal is taken, with its line.
-    let config = crate::console::config::load(args.config.as_deref())?;
     // The operator's flags win over the operator's config; neither ever comes from the root.
     let opts = crate::console::run::ConsoleOptions::for_operator(
         config,
