@@ -337,7 +337,7 @@ impl Bus {
     /// Waits for an event file (see [`events::wait_for_event`]).
     pub fn wait_for_event(
         &self,
-        pattern: &str,
+        pattern: &events::EventPattern,
         timeout: std::time::Duration,
         fresh: bool,
     ) -> Result<events::WaitResult> {
@@ -670,9 +670,13 @@ mod tests {
         fifo(&bus.events_dir().join("TASK_COMPLETE_1.event"));
         let b = bus.clone();
         let waited = within_5s(move || {
-            b.wait_for_event("TASK_COMPLETE_*", std::time::Duration::from_secs(1), false)
-                .map(|r| r.matched)
-                .map_err(|e| e.to_string())
+            b.wait_for_event(
+                &"TASK_COMPLETE_*".parse().unwrap(),
+                std::time::Duration::from_secs(1),
+                false,
+            )
+            .map(|r| r.matched)
+            .map_err(|e| e.to_string())
         })
         .expect("wait_for_event blocked on a FIFO event");
         assert!(waited.is_ok(), "{waited:?}");
