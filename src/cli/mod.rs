@@ -23,21 +23,35 @@ pub mod serve;
     name = "pantheon",
     version,
     about,
-    long_about = None
+    long_about = None,
+    after_help = "Start with `pantheon demo` (a simulated pantheon, live) or `pantheon init` (a real root; README.md, \
+                  \"Quick start\"). `pantheon COMMAND --help` describes each command.\n\
+                  Results are JSON on stdout; diagnostics go to stderr. Exit status: 0 done, 1 refused or failed \
+                  (`error: …`, nothing written), 2 bad usage (a mistyped command or flag names the near one)."
 )]
 pub struct Cli {
     /// The pantheon root (default: $PANTHEON_ROOT, else ~/pantheon; `demo` without --root makes a
     /// fresh temporary root).
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        help_heading = "Global options"
+    )]
     pub root: Option<PathBuf>,
 
     /// Without a command, `pantheon` opens the console: `pantheon --read-only` is
     /// `pantheon console --read-only`.
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Console options (with no command)")]
     pub console: ConsoleArgs,
     /// Who is acting, as recorded in the operator journal (default: your user name). With
     /// `pantheon journal`: show only this actor's entries.
-    #[arg(long, global = true, value_name = "NAME")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "NAME",
+        help_heading = "Global options"
+    )]
     pub actor: Option<String>,
 
     #[command(subcommand)]

@@ -460,3 +460,80 @@ fn the_console_and_the_demo_without_a_terminal_say_what_to_run_instead() {
     assert!(err.contains("`pantheon demo --headless`"), "{err}");
     assert!(!demo_root.exists(), "the demo made its root before failing");
 }
+
+/// Every command's `--help` and `-h` answer alike and say where the root comes from, under one heading
+/// (`--root` used to sit between a command's own options, in a different place in each command).
+#[test]
+fn every_help_says_where_the_root_comes_from_and_the_top_level_one_the_exit_codes() {
+    for (path, _) in crate::help::all_commands() {
+        let long = Proc::new(bin()).args(&path).arg("--help").output().unwrap();
+        let short = Proc::new(bin()).args(&path).arg("-h").output().unwrap();
+        assert!(long.status.success() && short.status.success(), "{path:?}");
+        assert_eq!(
+            long.stdout, short.stdout,
+            "pantheon {path:?}: -h and --help differ"
+        );
+        let text = String::from_utf8_lossy(&long.stdout);
+        let global = text.split("\nGlobal options:\n").nth(1).unwrap_or_else(|| {
+            panic!(
+                "pantheon {} --help has no Global options:\n{text}",
+                path.join(" ")
+            )
+        });
+        assert!(
+            global.contains("--root <DIR>") && global.contains("$PANTHEON_ROOT, else ~/pantheon"),
+            "pantheon {} --help:\n{text}",
+            path.join(" ")
+        );
+    }
+    let top = Proc::new(bin()).arg("--help").output().unwrap();
+    let text = String::from_utf8_lossy(&top.stdout);
+    for words in [
+        "Console options (with no command):",
+        "Exit status: 0 done, 1 refused or failed",
+        "2 bad usage",
+        "`pantheon init`",
+        "`pantheon demo`",
+    ] {
+        assert!(
+            text.contains(words),
+            "pantheon --help lacks {words:?}:\n{text}"
+        );
+    }
+}
+
+/// `bridge lock --ttl` takes a duration as `bus lock --ttl` does (it took bare seconds only, so the
+/// `--ttl 30m` an operator knows from `bus lock` was a usage error); a bad one is still exit 2.
+#[test]
+fn bridge_lock_ttl_takes_the_durations_bus_lock_takes() {
+    let cmd = <pantheon::cli::Cli as clap::CommandFactory>::command();
+    for (ttl, secs) in [("30m", 1800u64), ("90", 90), ("1h30m", 5400)] {
+        let m = cmd
+            .clone()
+            .try_get_matches_from([
+                "pantheon", "bridge", "lock", "--name", "a", "--track", "t", "--path", "x",
+                "--worker", "w", "--ttl", ttl,
+            ])
+            .unwrap();
+        let lock = m
+            .subcommand_matches("bridge")
+            .unwrap()
+            .subcommand_matches("lock")
+            .unwrap();
+        assert_eq!(lock.get_one::<u64>("ttl"), Some(&secs), "--ttl {ttl}");
+    }
+    let env = Env::new();
+    let out = env.run(
+        &[
+            "bridge", "lock", "--name", "a", "--track", "t", "--path", "x", "--worker", "w",
+            "--ttl", "2x",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("is not a duration"),
+        "{}",
+        stderr(&out)
+    );
+}
