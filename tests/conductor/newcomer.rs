@@ -304,6 +304,12 @@ fn an_unknown_workflow_god_or_track_names_the_ones_that_exist() {
         err.contains("gods here: caduceus, hephaestus, hermes"),
         "{err}"
     );
+    let err = env.refused(&["dispatch", "hephaistos", "hof_20260614_abc002"], None);
+    assert!(err.contains("hephaistos has no inbox"), "{err}");
+    assert!(
+        err.contains("gods here: caduceus, hephaestus, hermes"),
+        "{err}"
+    );
     let out = env.run(&["inbox", "hephaestus"], None);
     assert!(
         out.status.success() && out.stderr.is_empty(),

@@ -167,6 +167,13 @@ impl Conductor {
                 path: text(&path),
             })
             .ok_or_else(|| {
+                if !dir.is_dir() {
+                    let gods = files::known_gods(&self.root).unwrap_or_else(|| "none yet".to_owned());
+                    return Error::not_found(format!(
+                        "{god} has no inbox ({}); gods here: {gods}",
+                        dir.display()
+                    ));
+                }
                 Error::not_found(format!(
                     "no dispatch {id} in {god}'s inbox ({}); `pantheon inbox {god}` (MCP check_inbox) lists what is there",
                     dir.display()
