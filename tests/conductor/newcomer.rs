@@ -220,6 +220,26 @@ fn init_on_a_file_or_a_dangling_link_refuses_in_one_line_and_writes_nothing() {
     assert!(!nowhere.exists());
 }
 
+/// A file where init needs a directory refused init only after other directories were made.
+#[test]
+fn init_with_a_file_in_the_way_creates_nothing() {
+    let env = Env::bare();
+    std::fs::create_dir_all(&env.root).unwrap();
+    std::fs::write(env.root.join("conductor"), "not a directory\n").unwrap();
+    let out = env.run(&["init"], None);
+    assert_eq!(out.status.code(), Some(1));
+    let err = one_line_error(&out);
+    assert!(
+        err.contains(&format!(
+            "{} is not a directory",
+            env.root.join("conductor").display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("nothing was created"), "{err}");
+    assert_eq!(entries(&env.root), vec!["conductor".to_owned()]);
+}
+
 #[test]
 fn init_twice_changes_nothing_and_a_linked_root_is_the_directory_it_names() {
     let env = Env::new();
