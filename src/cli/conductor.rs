@@ -251,6 +251,17 @@ pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result
         }
         ConductorCommand::Requeue { handoff_id, to } => {
             let to = to.map(|g| GodName::parse_as("--to", &g)).transpose()?;
+            if let Some(g) = &to
+                && !root.inbox_dir(g).is_dir()
+            {
+                // A typo would deliver into an inbox nobody reads: refused, with the gods there are.
+                let gods = crate::engine::conductor::files::known_gods(root)
+                    .unwrap_or_else(|| "none yet".to_owned());
+                anyhow::bail!(
+                    "--to {g}: {g} has no inbox in {}; gods here: {gods}",
+                    root.dir.display()
+                );
+            }
             json(c.requeue(&HandoffId::parse(&handoff_id)?, to.as_ref())?)
         }
         ConductorCommand::Dead => json(crate::engine::conductor::delivery::list_dead(root)),
