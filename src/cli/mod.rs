@@ -277,13 +277,15 @@ pub fn require_root(
         ));
     }
     if !root.dir.is_dir() {
-        let Ok(meta) = root.dir.symlink_metadata() else {
-            if creating {
-                return Ok(());
-            }
-            anyhow::bail!(
+        let meta = match root.dir.symlink_metadata() {
+            Ok(meta) => meta,
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => anyhow::bail!(
+                "the pantheon root {dir} ({from}) cannot be reached: {e}; check the permissions of the directories above it, or pass --root DIR"
+            ),
+            Err(_) if creating => return Ok(()),
+            Err(_) => anyhow::bail!(
                 "the pantheon root {dir} ({from}) does not exist; create it with {init}, or pass --root DIR / set PANTHEON_ROOT"
-            );
+            ),
         };
         let what = if meta.file_type().is_symlink() {
             "is a symbolic link to nothing"

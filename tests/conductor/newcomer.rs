@@ -563,3 +563,66 @@ fn bridge_lock_ttl_takes_the_durations_bus_lock_takes() {
         stderr(&out)
     );
 }
+
+/// Runs the binary as an unprivileged user: directly when the tests are not root, else through
+/// `setpriv` as `nobody` (root reads any directory, so permissions cannot be tested as root). `None`
+/// when neither is possible.
+fn unprivileged(args: &[&std::ffi::OsStr], home: &Path) -> Option<Output> {
+    let uid = Proc::new("id").arg("-u").output().ok()?;
+    let mut c = if String::from_utf8_lossy(&uid.stdout).trim() == "0" {
+        let mut c = Proc::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(bin());
+        c
+    } else {
+        Proc::new(bin())
+    };
+    let out = c
+        .args(args)
+        .env_remove("PANTHEON_ROOT")
+        .env("HOME", home)
+        .stdin(Stdio::null())
+        .output()
+        .ok()?;
+    // setpriv itself missing or refused: no answer from pantheon at all.
+    (!String::from_utf8_lossy(&out.stderr).starts_with("setpriv:")).then_some(out)
+}
+
+#[test]
+fn an_unreadable_or_unreachable_root_says_so_instead_of_does_not_exist() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let locked = dir.path().join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    let root = locked.join("root");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::create_dir(root.join("conductor")).unwrap();
+    let unreadable = dir.path().join("unreadable");
+    std::fs::create_dir(&unreadable).unwrap();
+    std::fs::set_permissions(&unreadable, std::fs::Permissions::from_mode(0o000)).unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let home = dir.path().to_path_buf();
+    for (path, words) in [
+        (&unreadable, "cannot be read: Permission denied"),
+        (&root, "cannot be reached: Permission denied"),
+    ] {
+        for cmd in ["pending", "init"] {
+            let args = [
+                std::ffi::OsStr::new("--root"),
+                path.as_os_str(),
+                std::ffi::OsStr::new(cmd),
+            ];
+            let Some(out) = unprivileged(&args, &home) else {
+                eprintln!("skipped: no way to run as an unprivileged user here");
+                return;
+            };
+            assert_eq!(out.status.code(), Some(1), "{cmd} {}", stderr(&out));
+            let err = one_line_error(&out);
+            assert!(err.contains(words), "{cmd}: {err}");
+            assert!(err.contains(&path.display().to_string()), "{err}");
+        }
+    }
+    std::fs::set_permissions(&unreadable, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
