@@ -110,8 +110,8 @@ pub struct LockArgs {
     /// The worker taking (or releasing) the lock.
     #[arg(long)]
     pub worker: String,
-    /// Lease in seconds.
-    #[arg(long, default_value_t = 1800)]
+    /// Lease length, as `bus lock --ttl` takes it (30m, 2h, 90s; a bare number is seconds).
+    #[arg(long, default_value = "30m", value_parser = parse_ttl_secs)]
     pub ttl: u64,
     /// The kind of lock, recorded with it.
     #[arg(long, default_value = "exclusive")]
@@ -376,6 +376,13 @@ fn userinfo_options(opts: async_nats::ConnectOptions, url: &str) -> async_nats::
         }
     }
     opts
+}
+
+/// `bridge lock --ttl`: a duration as `bus lock --ttl` takes it, in whole seconds.
+fn parse_ttl_secs(s: &str) -> Result<u64, String> {
+    crate::engine::store::time::parse_duration_checked("--ttl", s)
+        .map(|d| d.as_secs())
+        .map_err(|e| e.to_string())
 }
 
 /// `pantheon bridge lock`: one compare-and-set on the track's lock bucket.

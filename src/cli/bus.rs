@@ -11,6 +11,7 @@ use notify::{RecursiveMode, Watcher};
 use serde_json::{Value, json};
 
 use super::Outcome;
+use crate::engine::bus::events::EventPattern;
 use crate::engine::bus::queue::{Filter, Page, QueueCursor};
 use crate::engine::bus::workers::Heartbeat;
 use crate::engine::bus::{Bus, events, locks};
@@ -236,13 +237,15 @@ pub fn run(args: BusArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome
             timeout,
             fresh,
         } => {
+            let pattern = EventPattern::parse_as("pattern", &pattern)?;
             let Ok(wait) = Duration::try_from_secs_f64(timeout) else {
                 anyhow::bail!("--timeout must be a number of seconds, not {timeout}");
             };
             let r = bus.wait_for_event(&pattern, wait, fresh)?;
             if !r.matched {
                 anyhow::bail!(
-                    "no event matching {pattern:?} in {}{} within {timeout}s",
+                    "no event matching {:?} in {}{} within {timeout}s",
+                    pattern.as_str(),
                     bus.events_dir().display(),
                     if fresh { " (fresh only)" } else { "" }
                 );

@@ -192,10 +192,21 @@ pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result
         } => json(c.submit_handoff(&read_input(file, "handoff")?)?),
         ConductorCommand::Inbox { god, page, compact } => {
             let page = page.request()?;
+            let god = GodName::parse(&god)?;
+            if !root.inbox_dir(&god).is_dir() {
+                // The JSON says `known_god: false`; a person reading it is told which gods there are.
+                let gods = crate::engine::conductor::files::known_gods(root).unwrap_or_else(|| {
+                    "none yet: `pantheon init` makes the default ones".to_owned()
+                });
+                eprintln!(
+                    "warning: {god} has no inbox in {}; gods here: {gods}",
+                    root.dir.display()
+                );
+            }
             if compact {
-                json(c.check_inbox_compact(&GodName::parse(&god)?, &page)?)
+                json(c.check_inbox_compact(&god, &page)?)
             } else {
-                json(c.check_inbox_page(&GodName::parse(&god)?, &page)?)
+                json(c.check_inbox_page(&god, &page)?)
             }
         }
         ConductorCommand::Dispatch { god, handoff_id } => {
@@ -240,6 +251,17 @@ pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result
         }
         ConductorCommand::Requeue { handoff_id, to } => {
             let to = to.map(|g| GodName::parse_as("--to", &g)).transpose()?;
+            if let Some(g) = &to
+                && !root.inbox_dir(g).is_dir()
+            {
+                // A typo would deliver into an inbox nobody reads: refused, with the gods there are.
+                let gods = crate::engine::conductor::files::known_gods(root)
+                    .unwrap_or_else(|| "none yet".to_owned());
+                anyhow::bail!(
+                    "--to {g}: {g} has no inbox in {}; gods here: {gods}",
+                    root.dir.display()
+                );
+            }
             json(c.requeue(&HandoffId::parse(&handoff_id)?, to.as_ref())?)
         }
         ConductorCommand::Dead => json(crate::engine::conductor::delivery::list_dead(root)),

@@ -3,7 +3,7 @@
 //! Success prints the result JSON on stdout and exits 0; a refusal prints `error: …` on stderr and
 //! exits 1; bad usage exits 2 (clap).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -23,21 +23,35 @@ pub mod serve;
     name = "pantheon",
     version,
     about,
-    long_about = None
+    long_about = None,
+    after_help = "Start with `pantheon demo` (a simulated pantheon, live) or `pantheon init` (a real root; README.md, \
+                  \"Quick start\"). `pantheon COMMAND --help` describes each command.\n\
+                  Results are JSON on stdout; diagnostics go to stderr. Exit status: 0 done, 1 refused or failed \
+                  (`error: …`, nothing written), 2 bad usage (a mistyped command or flag names the near one)."
 )]
 pub struct Cli {
     /// The pantheon root (default: $PANTHEON_ROOT, else ~/pantheon; `demo` without --root makes a
     /// fresh temporary root).
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        help_heading = "Global options"
+    )]
     pub root: Option<PathBuf>,
 
     /// Without a command, `pantheon` opens the console: `pantheon --read-only` is
     /// `pantheon console --read-only`.
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Console options (with no command)")]
     pub console: ConsoleArgs,
     /// Who is acting, as recorded in the operator journal (default: your user name). With
     /// `pantheon journal`: show only this actor's entries.
-    #[arg(long, global = true, value_name = "NAME")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "NAME",
+        help_heading = "Global options"
+    )]
     pub actor: Option<String>,
 
     #[command(subcommand)]
@@ -127,6 +141,10 @@ fn parse_desktop(s: &str) -> Result<crate::console::notify::Desktop, String> {
 fn run_console(args: ConsoleArgs, root: &Root) -> anyhow::Result<Outcome> {
     // A config that cannot be used stops here, before the terminal is taken, with its line.
     let config = crate::console::config::load(args.config.as_deref())?;
+    crate::console::terminal::require_terminal(
+        "the console",
+        "run it in a terminal, or use the JSON commands for scripts (`pantheon pending`, `pantheon validate`, `pantheon --help`)",
+    )?;
     // The operator's flags win over the operator's config; neither ever comes from the root.
     let opts = crate::console::run::ConsoleOptions::for_operator(
         config,
@@ -200,22 +218,95 @@ impl Command {
     }
 }
 
-/// Refuses a root that is not an existing directory, with the command that creates one. An
-/// existing empty directory is a root with nothing in it yet, not a missing one.
-pub fn require_root(root: &Root) -> anyhow::Result<()> {
-    if root.dir.is_dir() {
-        return Ok(());
+/// Where the root of this run was taken from, named in every error about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RootSource {
+    /// `--root DIR`.
+    Flag,
+    /// `$PANTHEON_ROOT`.
+    Env,
+    /// `$HOME/pantheon`, the default.
+    Home,
+}
+
+impl RootSource {
+    fn describe(self) -> &'static str {
+        match self {
+            RootSource::Flag => "given by --root",
+            RootSource::Env => "from $PANTHEON_ROOT",
+            RootSource::Home => "the default, ~/pantheon",
+        }
     }
-    let what = if root.dir.symlink_metadata().is_ok() {
-        "is not a directory"
+}
+
+/// The root directory this run uses (`--root`, else `$PANTHEON_ROOT`, else `$HOME/pantheon`) and where
+/// it came from; `None` when none of the three is set (never a `pantheon` directory in whatever the
+/// current directory happens to be).
+pub fn choose_root(flag: Option<&Path>) -> Option<(PathBuf, RootSource)> {
+    let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(p) = flag {
+        Some((p.to_path_buf(), RootSource::Flag))
+    } else if let Some(p) = set("PANTHEON_ROOT") {
+        Some((PathBuf::from(p), RootSource::Env))
     } else {
-        "does not exist"
-    };
-    anyhow::bail!(
-        "the pantheon root {} {what}; create it with `pantheon --root {} init`, or pass --root DIR / set PANTHEON_ROOT",
-        root.dir.display(),
-        root.dir.display()
-    )
+        set("HOME").map(|h| (PathBuf::from(h).join("pantheon"), RootSource::Home))
+    }
+}
+
+/// The error when no root is set at all (a usage error: exit 2).
+pub const NO_ROOT: &str = "no pantheon root: HOME is not set, so there is no default ~/pantheon; \
+                           pass --root DIR or set PANTHEON_ROOT";
+
+/// Refuses a root that is not an existing pantheon root: missing, a file, a link to nothing, a
+/// directory that cannot be read, or a directory of another program (no `conductor/` and no
+/// `shared/handoffs/`: an empty directory, a git checkout). Each refusal names the path, where it
+/// came from and what to run. `init` refuses only a root that cannot become a directory.
+/// A bus or board command also names the bus-only `init` of its track (`bus_track`).
+pub fn require_root(
+    root: &Root,
+    source: RootSource,
+    creating: bool,
+    bus_track: Option<&str>,
+) -> anyhow::Result<()> {
+    let dir = root.dir.display();
+    let from = source.describe();
+    let mut init = format!("`pantheon --root {dir} init`");
+    if let Some(t) = bus_track {
+        init.push_str(&format!(
+            " (or `pantheon --root {dir} bus --track {t} init` for a bus alone)"
+        ));
+    }
+    if !root.dir.is_dir() {
+        let meta = match root.dir.symlink_metadata() {
+            Ok(meta) => meta,
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => anyhow::bail!(
+                "the pantheon root {dir} ({from}) cannot be reached: {e}; check the permissions of the directories above it, or pass --root DIR"
+            ),
+            Err(_) if creating => return Ok(()),
+            Err(_) => anyhow::bail!(
+                "the pantheon root {dir} ({from}) does not exist; create it with {init}, or pass --root DIR / set PANTHEON_ROOT"
+            ),
+        };
+        let what = if meta.file_type().is_symlink() {
+            "is a symbolic link to nothing"
+        } else {
+            "is not a directory"
+        };
+        anyhow::bail!(
+            "the pantheon root {dir} ({from}) {what}; pass --root DIR naming a directory, or move it away and run {init}"
+        );
+    }
+    if let Err(e) = std::fs::read_dir(&root.dir) {
+        anyhow::bail!(
+            "the pantheon root {dir} ({from}) cannot be read: {e}; check its permissions, or pass --root DIR"
+        );
+    }
+    if !creating && !root.conductor.is_dir() && !root.handoffs.is_dir() {
+        anyhow::bail!(
+            "{dir} ({from}) is not a pantheon root: it has no conductor/ or shared/handoffs/; make it one with {init}, or pass --root DIR / set PANTHEON_ROOT"
+        );
+    }
+    Ok(())
 }
 
 impl Cli {
@@ -240,19 +331,43 @@ impl Cli {
     }
 }
 
+/// `demo` without --root makes its own root and `config` reads none: neither looks for one.
+fn needs_root(cli: &Cli) -> bool {
+    match &cli.command {
+        Some(Command::Config(_)) => false,
+        Some(Command::Demo(_)) => cli.root.is_some(),
+        _ => true,
+    }
+}
+
+/// The commands that run without a root (see [`needs_root`]).
+fn run_rootless(cli: Cli) -> anyhow::Result<Outcome> {
+    match cli.command {
+        Some(Command::Demo(args)) => crate::demo::run(args, None),
+        Some(Command::Config(args)) => run_config(args),
+        _ => anyhow::bail!("{NO_ROOT}"),
+    }
+}
+
+/// Prints a result (JSON on stdout, an error on stderr) and turns it into the exit code.
+fn finish(result: anyhow::Result<Outcome>) -> ExitCode {
+    match result {
+        Ok(Outcome::Json(v)) => {
+            print_json(&v);
+            ExitCode::SUCCESS
+        }
+        Ok(Outcome::Exit(code)) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> ExitCode {
     if let Some(e) = cli.usage_error() {
         e.exit();
-    }
-    let root = Root::from_env(cli.root.as_deref());
-    let checked = match &cli.command {
-        Some(c) if c.creates_root() || matches!(c, Command::Config(_)) => Ok(()),
-        _ => require_root(&root),
-    };
-    if let Err(e) = checked {
-        eprintln!("error: {e:#}");
-        return ExitCode::from(1);
     }
     if let Some(a) = &cli.actor
         && let Err(e) = crate::engine::journal::check_actor(a)
@@ -260,6 +375,30 @@ pub fn run(cli: Cli) -> ExitCode {
         eprintln!("error: {e}");
         return ExitCode::from(2);
     }
+    let root = match choose_root(cli.root.as_deref()) {
+        Some((dir, source)) => {
+            let root = Root::from_env(Some(&dir));
+            let creating = cli.command.as_ref().is_some_and(Command::creates_root);
+            let track = match &cli.command {
+                Some(Command::Bus(b)) => Some(b.track.as_str()),
+                Some(Command::Board(b)) => Some(b.track.as_str()),
+                _ => None,
+            };
+            if needs_root(&cli)
+                && let Err(e) = require_root(&root, source, creating, track)
+            {
+                eprintln!("error: {e:#}");
+                return ExitCode::from(1);
+            }
+            root
+        }
+        None if needs_root(&cli) => {
+            eprintln!("error: {NO_ROOT}");
+            return ExitCode::from(2);
+        }
+        // `demo` without --root and `config`: they never read the root.
+        None => return finish(run_rootless(cli)),
+    };
     let origin = Origin::new(cli.actor.as_deref(), "cli");
     let result: anyhow::Result<Outcome> = match cli.command {
         None => run_console(cli.console, &root),
@@ -278,17 +417,7 @@ pub fn run(cli: Cli) -> ExitCode {
             serve::serve(args, &root, Origin::new(cli.actor.as_deref(), "supervisor"))
         }
     };
-    match result {
-        Ok(Outcome::Json(v)) => {
-            print_json(&v);
-            ExitCode::SUCCESS
-        }
-        Ok(Outcome::Exit(code)) => code,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(1)
-        }
-    }
+    finish(result)
 }
 
 #[cfg(test)]

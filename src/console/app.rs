@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
+use crate::engine::bus::LockKey;
 use crate::engine::store::{GodName, HandoffId, TrackName, WorkflowId};
 use crate::live::snapshot::Snapshot;
 
@@ -2282,11 +2283,9 @@ impl App {
         let Some((track, lock)) = rows.get(self.selected(Pane::Locks)).copied() else {
             return self.need("a lock in the Locks pane (4)");
         };
-        match TrackName::parse(track) {
-            Ok(track) => self.confirm(Op::ForceUnlock {
-                track,
-                path: lock.path.clone(),
-            }),
+        // Both parsed here, where the op is built: a hostile name never reaches a confirmation.
+        match TrackName::parse(track).and_then(|t| Ok((t, LockKey::parse(&lock.path)?))) {
+            Ok((track, path)) => self.confirm(Op::ForceUnlock { track, path }),
             Err(e) => self.flash(FlashKind::Error, e.to_string()),
         }
     }
@@ -2660,6 +2659,37 @@ mod tests {
         assert!(a.flash.as_ref().unwrap().text.starts_with("cancelled"));
     }
 
+    /// Issue 13 leftover: the lock path is parsed where the op is built, so a lock listed under a path
+    /// that is no lock key (a hostile `locks.json`) is refused with the ids' words, with no confirmation.
+    #[test]
+    fn force_unlock_of_a_lock_whose_path_is_no_lock_key_is_refused_before_confirming() {
+        let mut s = (*app().snapshot).clone();
+        let mut tracks = (*s.tracks).clone();
+        let t = tracks
+            .iter_mut()
+            .find(|t| !t.locks.is_empty())
+            .expect("the fixture has a lock");
+        let mut view = (**t).clone();
+        let mut locks = (*view.locks).clone();
+        for l in &mut locks {
+            l.path = "./".into();
+        }
+        view.locks = Arc::new(locks);
+        *t = Arc::new(view);
+        s.tracks = Arc::new(tracks);
+        let mut a = App::new(Arc::new(s), false, "2026-06-14T10:36:00Z".parse().unwrap());
+        a.dispatch(Action::GoPane(Pane::Locks));
+        let effects = a.on_key(k('u'));
+        assert!(effects.is_empty(), "{effects:?}");
+        assert!(matches!(a.mode, Mode::Normal), "no confirmation opens");
+        let f = a.flash.clone().unwrap();
+        assert_eq!(f.kind, FlashKind::Error);
+        assert_eq!(
+            f.text,
+            "lock path \"./\" names no file; give a path such as src/app/x.ts"
+        );
+    }
+
     #[test]
     fn a_confirmed_op_becomes_an_effect_and_its_result_a_flash() {
         let mut a = app();
@@ -2671,7 +2701,7 @@ mod tests {
             panic!("{effects:?}")
         };
         assert!(
-            matches!(op, Op::ForceUnlock { path, .. } if path == "src/app/api/webhooks/stripe/route.ts")
+            matches!(op, Op::ForceUnlock { path, .. } if path.as_str() == "src/app/api/webhooks/stripe/route.ts")
         );
         assert_eq!(a.in_flight, 1);
         a.op_finished(op, Err("lock timed out".into()));

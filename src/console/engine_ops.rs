@@ -3,7 +3,6 @@
 use serde_json::json;
 
 use crate::engine::bus::Bus;
-use crate::engine::bus::LockKey;
 use crate::engine::conductor::{AckRequest, Actor, Conductor};
 use crate::engine::error::Error;
 use crate::engine::journal::Origin;
@@ -72,7 +71,7 @@ impl Operator for EngineOperator {
                 self.conductor.cleanup(workflow_id, false)?,
             )),
             Op::ForceUnlock { track, path } => Ok(Outcome::Unlock(self.bus(track)?.release_lock(
-                &LockKey::parse(path)?,
+                path,
                 &WorkerId::operator(),
                 true,
             )?)),

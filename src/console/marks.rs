@@ -9,6 +9,7 @@
 
 use serde_json::{Value, json};
 
+use crate::engine::bus::LockKey;
 use crate::engine::store::{GodName, HandoffId, TrackName, WorkflowId};
 
 use super::action::Pane;
@@ -313,12 +314,10 @@ impl App {
                     .find(|(t, l)| format!("{t}/{}", l.path) == mark)
                 {
                     None => Err("no longer listed".into()),
-                    Some((t, l)) => TrackName::parse(t).map_err(|e| e.to_string()).map(|track| {
-                        Op::ForceUnlock {
-                            track,
-                            path: l.path.clone(),
-                        }
-                    }),
+                    Some((t, l)) => TrackName::parse(t)
+                        .and_then(|track| Ok((track, LockKey::parse(&l.path)?)))
+                        .map_err(|e| e.to_string())
+                        .map(|(track, path)| Op::ForceUnlock { track, path }),
                 },
                 _ => return None,
             };
@@ -380,7 +379,7 @@ pub fn subject(op: &Op) -> String {
         | Op::Approve { handoff_id }
         | Op::RejectHeld { handoff_id, .. } => handoff_id.to_string(),
         Op::Abort { workflow_id, .. } | Op::Cleanup { workflow_id } => workflow_id.to_string(),
-        Op::ForceUnlock { path, .. } => path.clone(),
+        Op::ForceUnlock { path, .. } => path.to_string(),
         Op::Requeue { handoff_id, .. } => handoff_id.to_string(),
         Op::Rerun { workflow_id, .. } => workflow_id.to_string(),
         Op::Bulk { items, .. } => format!("{} records", items.len()),

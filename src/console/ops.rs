@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use crate::engine::bus::LockKey;
 use crate::engine::bus::board::{AdvanceResult, ResolveResult, WriteResult};
 use crate::engine::bus::locks::UnlockResult;
 use crate::engine::conductor::delivery::RequeueResult;
@@ -47,7 +48,9 @@ pub enum Op {
     },
     ForceUnlock {
         track: TrackName,
-        path: String,
+        /// The lock, parsed where the op is built (a lock listed with a path that is no lock key
+        /// never becomes an op).
+        path: LockKey,
     },
     BoardAdvance {
         track: TrackName,

@@ -4,6 +4,7 @@
 use crate::engine::conductor::CleanupResult;
 use chrono::{DateTime, Utc};
 
+use crate::engine::bus::LockKey;
 use crate::engine::store::time::{parse_ts, relative};
 use crate::live::snapshot::{Snapshot, Stamp};
 
@@ -424,9 +425,11 @@ fn describe_force_unlock(
     let Op::ForceUnlock { track, path } = op else {
         return;
     };
-    let lock = snap
-        .track(track.as_str())
-        .and_then(|t| t.locks.iter().find(|l| l.path == *path));
+    let lock = snap.track(track.as_str()).and_then(|t| {
+        t.locks
+            .iter()
+            .find(|l| l.path == path.as_str() || LockKey::parse(&l.path).is_ok_and(|k| k == *path))
+    });
     match lock {
         Some(l) => {
             out.push(line(

@@ -56,6 +56,18 @@ fn install_panic_hook() {
     });
 }
 
+/// Refuses to start a full-screen view when standard output is not a terminal (a pipe, a file, a job
+/// without a terminal): the screen would go into the pipe, or raw mode fails with a bare `os error 6`.
+/// `what` names the command for the message; `instead` says what to run without a terminal.
+pub fn require_terminal(what: &str, instead: &str) -> anyhow::Result<()> {
+    use std::io::IsTerminal;
+    if io::stdout().is_terminal() {
+        Ok(())
+    } else {
+        anyhow::bail!("{what} needs a terminal and standard output is not one; {instead}")
+    }
+}
+
 impl TerminalGuard {
     /// Enters raw mode and the alternate screen. If any step fails, what was done is undone.
     pub fn enter() -> io::Result<Self> {

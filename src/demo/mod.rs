@@ -76,6 +76,13 @@ pub fn run(args: DemoArgs, explicit_root: Option<&Path>) -> anyhow::Result<Outco
     } else {
         Some(crate::console::config::load(args.config.as_deref())?)
     };
+    // No terminal: say so before any root is made (a temporary one was left behind at each try).
+    if !args.headless {
+        crate::console::terminal::require_terminal(
+            "`pantheon demo`",
+            "run it in a terminal, or `pantheon demo --headless` for a JSON summary",
+        )?;
+    }
     let dir = demo_root(explicit_root)?;
     let mut root = Root::at(&dir);
     if std::env::var_os(STALE_AFTER_ENV).is_none() {

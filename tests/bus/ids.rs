@@ -106,6 +106,22 @@ fn bad_lock_paths_worker_ids_and_message_types_name_the_value_and_the_rule() {
         err.trim_end(),
         format!("error: invalid track id \"../old\": {NAME_RULE}")
     );
+    // An event pattern is parsed at the edge like every id: the value and the rule, exit 1, at once
+    // (before, a bad glob was refused in other words, with the glob parser's message).
+    let pattern_rule =
+        "must match a glob over event names (`*`, `?`, `[..]` closed), 1 to 1024 bytes without NUL";
+    for bad in ["FILE_UNLOCK_[", ""] {
+        let started = std::time::Instant::now();
+        let err = env.refused(&["wait", bad, "--timeout", "60"]);
+        assert_eq!(
+            err.trim_end(),
+            format!("error: invalid pattern {bad:?}: {pattern_rule}")
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "it waited"
+        );
+    }
     assert_eq!(tree(&env), before, "a refused id touched no file");
     // The protocol's free-text forms stay accepted: a worker id with dots and a slash.
     let held = env.ok(&["lock", "src/./a.ts", "--worker", "team/worker-1.1"]);

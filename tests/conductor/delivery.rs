@@ -156,6 +156,16 @@ fn tick_redelivers_to_the_same_god_then_the_fallback_then_dead_letters() {
         (json!([]), json!([]))
     );
 
+    // A mistyped --to is refused (it would deliver into an inbox nobody reads), naming the gods.
+    let before = env.snapshot();
+    let err = env.refused(&["requeue", hid, "--to", "hermez"], None);
+    assert!(err.contains("--to hermez: hermez has no inbox"), "{err}");
+    assert!(
+        err.contains("gods here: caduceus, hephaestus, hermes"),
+        "{err}"
+    );
+    assert_eq!(env.snapshot(), before);
+
     // requeue puts it back, deliveries reset, journaled.
     let r = env.ok(
         &["--actor", "alice", "requeue", hid, "--to", "hermes"],

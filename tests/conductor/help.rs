@@ -30,7 +30,7 @@ fn command_paths(
     }
 }
 
-fn all_commands() -> Vec<(Vec<String>, clap::Command)> {
+pub(crate) fn all_commands() -> Vec<(Vec<String>, clap::Command)> {
     let mut out = Vec::new();
     command_paths(&Cli::command(), Vec::new(), &mut out);
     assert!(

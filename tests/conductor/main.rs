@@ -15,6 +15,7 @@ mod hardening;
 mod help;
 mod journal;
 mod limits;
+mod newcomer;
 mod orphans;
 mod paging;
 mod publish;

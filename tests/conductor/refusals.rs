@@ -317,11 +317,17 @@ fn every_command_but_those_creating_a_root_refuses_a_missing_root_with_the_init_
 }
 
 #[test]
-fn an_existing_empty_directory_is_an_empty_root_and_init_creates_a_missing_one() {
+fn an_existing_empty_directory_is_no_root_and_init_creates_a_missing_one() {
     let env = Env::bare();
     std::fs::create_dir_all(&env.root).unwrap();
-    assert_eq!(env.ok(&["pending"], None)["count"], json!(0));
-    assert_eq!(env.ok(&["workflows"], None)["count"], json!(0));
+    // Newcomer pass: an empty directory (or any other program's) is not taken for a root; `init` makes it one.
+    let hint = format!("pantheon --root {} init", env.root.display());
+    for args in [&["pending"][..], &["workflows"]] {
+        let err = env.refused(args, None);
+        assert!(err.contains("is not a pantheon root"), "{err}");
+        assert!(err.contains(&hint), "{err}");
+    }
+    assert_eq!(std::fs::read_dir(&env.root).unwrap().count(), 0);
     std::fs::remove_dir(&env.root).unwrap();
     env.ok(&["bus", "--track", "t", "init"], None);
     assert!(env.root.join("conductor/tracks/t/.message-bus").is_dir());

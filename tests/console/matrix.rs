@@ -262,6 +262,8 @@ fn an_empty_root_says_what_to_run_and_offers_no_action_on_records() {
             s.contains("pantheon init") && s.contains("pantheon demo"),
             "{s}"
         );
+        // The command that starts a workflow, as it is spelled (`pantheon submit` does not exist).
+        assert!(s.contains("`pantheon handoff submit FILE`"), "{s}");
         assert!(!s.contains("abort") && !s.contains("cleanup"), "{s}");
         assert_snapshot!(format!("matrix_empty_root_{w}x{h}"), s);
     }

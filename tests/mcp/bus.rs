@@ -313,6 +313,10 @@ fn bad_ids_are_clear_tool_errors_and_touch_nothing() {
                    "directors": ["CA", "../CPO"]}),
         ),
         call(
+            "wait_for_event",
+            json!({"track": TRACK, "event_pattern": "FILE_UNLOCK_[", "timeout": 60}),
+        ),
+        call(
             "post_message",
             json!({"track": TRACK, "msg_type": "FILE_LOCK", "source": "w1",
                    "payload": {"filepath": "src/a.rs"}}),
@@ -347,8 +351,14 @@ fn bad_ids_are_clear_tool_errors_and_touch_nothing() {
         refused(&r[6]),
         format!("invalid director \"../CPO\": {name_rule}")
     );
+    // The event pattern is parsed at the edge with the same words (it named no rule before).
+    assert_eq!(
+        refused(&r[7]),
+        "invalid event_pattern \"FILE_UNLOCK_[\": must match a glob over event names \
+         (`*`, `?`, `[..]` closed), 1 to 1024 bytes without NUL"
+    );
     // The server still answers after the refusals.
-    ok(&r[7]);
+    ok(&r[8]);
     assert!(!root.path().join("conductor/etc").exists());
     assert!(!root.path().join("conductor/tracks/a").exists());
     let bus = root

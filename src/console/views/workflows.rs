@@ -32,11 +32,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     if rows.is_empty() {
         let s = &app.snapshot;
         let text = if s.workflows.is_empty() && s.inboxes.is_empty() && s.tracks.is_empty() {
-            "This root has no pantheon in it yet. To start one here run `pantheon init` \
-             (then `pantheon submit ...`); to watch one at work run `pantheon demo`. \
+            "This root has no pantheon in it yet. To watch one at work run `pantheon demo`; \
+             to start one here run `pantheon init`, then `pantheon handoff submit FILE`. \
              See README.md, \"Quick start\"."
         } else if s.workflows.is_empty() {
-            "No workflow state under conductor/state yet: `pantheon submit DEFINITION` starts one."
+            "No workflow state under conductor/state yet: `pantheon handoff submit FILE` starts one."
         } else if app.hide_finished && app.pane_state().filter.is_empty() {
             "Every workflow is finished and finished ones are hidden: h shows them."
         } else {

@@ -8,6 +8,7 @@ use serde_json::Value;
 use std::time::Duration;
 
 use crate::engine::bus::Bus;
+use crate::engine::bus::events::EventPattern;
 use crate::engine::bus::locks::DEFAULT_TTL;
 use crate::engine::bus::queue::{Filter, Page};
 use crate::engine::bus::workers::Heartbeat;
@@ -187,15 +188,13 @@ impl ConductorServer {
     async fn wait_for_event(&self, Parameters(a): Parameters<WaitForEvent>) -> CallToolResult {
         let root = self.root.clone();
         blocking("wait_for_event", move || {
+            let pattern = EventPattern::parse_as("event_pattern", &a.event_pattern)?;
             let secs = a.timeout.unwrap_or(DEFAULT_WAIT_SECS);
             let timeout = Duration::try_from_secs_f64(secs).map_err(|_| {
                 Error::refused(format!("timeout {secs} is not a number of seconds"))
             })?;
-            Bus::open(&root, &TrackName::parse(&a.track)?).wait_for_event(
-                &a.event_pattern,
-                timeout,
-                a.fresh,
-            )
+            Bus::open(&root, &TrackName::parse(&a.track)?)
+                .wait_for_event(&pattern, timeout, a.fresh)
         })
         .await
     }

@@ -126,24 +126,39 @@ pub struct EventPattern {
 }
 
 impl EventPattern {
-    /// Compiles `pattern` (glob syntax: `*`, `?`, `[..]`).
-    pub fn new(pattern: &str) -> Result<Self> {
-        if pattern.is_empty() || pattern.contains('\0') {
-            return Err(Error::refused("the event pattern is empty"));
+    /// The field name used in error messages.
+    pub const FIELD: &'static str = "event_pattern";
+    /// The rule a pattern must follow, as shown in error messages.
+    pub const PATTERN: &'static str =
+        "a glob over event names (`*`, `?`, `[..]` closed), 1 to 1024 bytes without NUL";
+    /// The longest pattern accepted, in bytes.
+    pub const MAX_BYTES: usize = 1024;
+
+    /// Compiles `pattern` (glob syntax: `*`, `?`, `[..]`), naming the field `field` in the error
+    /// (`invalid {field} {value:?}: must match {rule}`, as every other id).
+    pub fn parse_as(field: &'static str, pattern: &str) -> Result<Self> {
+        let invalid = || Error::InvalidName {
+            field,
+            value: pattern.chars().take(80).collect(),
+            pattern: Self::PATTERN,
+        };
+        if pattern.is_empty() || pattern.len() > Self::MAX_BYTES || pattern.contains('\0') {
+            return Err(invalid());
         }
         let glob = GlobBuilder::new(pattern)
             .literal_separator(false)
             .build()
-            .map_err(|e| {
-                Error::refused(format!(
-                    "event pattern {pattern:?} is not a valid glob: {e}"
-                ))
-            })?
+            .map_err(|_| invalid())?
             .compile_matcher();
         Ok(Self {
             raw: pattern.to_owned(),
             glob,
         })
+    }
+
+    /// Compiles `pattern` (see [`Self::parse_as`]; the field is named `event_pattern`).
+    pub fn new(pattern: &str) -> Result<Self> {
+        Self::parse_as(Self::FIELD, pattern)
     }
 
     /// True when the event file `name` matches.
@@ -155,6 +170,19 @@ impl EventPattern {
     /// The pattern as given.
     pub fn as_str(&self) -> &str {
         &self.raw
+    }
+}
+
+impl std::fmt::Display for EventPattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.raw)
+    }
+}
+
+impl std::str::FromStr for EventPattern {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Self::new(s)
     }
 }
 
@@ -207,11 +235,10 @@ fn scan(
 /// touched after the wait began), or `timeout` passes. Woken by inotify (via `notify`), never by polling.
 pub fn wait_for_event(
     events_dir: &Path,
-    pattern: &str,
+    pattern: &EventPattern,
     timeout: Duration,
     fresh: bool,
 ) -> Result<WaitResult> {
-    let pattern = EventPattern::new(pattern)?;
     let started = Instant::now();
     std::fs::create_dir_all(events_dir).map_err(|e| Error::io(events_dir, e))?;
     let (tx, rx) = mpsc::channel();
@@ -244,7 +271,7 @@ pub fn wait_for_event(
         event: Some(read_event(events_dir, &name)),
         waited_ms: started.elapsed().as_millis() as u64,
     };
-    if !fresh && let Some(name) = scan(events_dir, &pattern, None) {
+    if !fresh && let Some(name) = scan(events_dir, pattern, None) {
         return Ok(done(name));
     }
     loop {
@@ -256,7 +283,7 @@ pub fn wait_for_event(
             Ok(_) => {
                 // Coalesce a burst of notifications into one scan.
                 while rx.try_recv().is_ok() {}
-                if let Some(name) = scan(events_dir, &pattern, baseline.as_ref()) {
+                if let Some(name) = scan(events_dir, pattern, baseline.as_ref()) {
                     return Ok(done(name));
                 }
             }
@@ -360,7 +387,18 @@ mod tests {
                 .unwrap()
                 .matches("BOARD_RESOLVE_all.event")
         );
-        assert!(EventPattern::new("[").is_err());
+        assert_eq!(
+            EventPattern::new("[").unwrap_err().to_string(),
+            format!(
+                "invalid event_pattern \"[\": must match {}",
+                EventPattern::PATTERN
+            )
+        );
+        assert!(EventPattern::parse_as("PATTERN", "").is_err());
+        assert!(EventPattern::new("a\0b").is_err());
+        assert!(EventPattern::new(&"*".repeat(EventPattern::MAX_BYTES + 1)).is_err());
+        let e = EventPattern::parse_as("PATTERN", &"[".repeat(200)).unwrap_err();
+        assert_eq!(e.to_string().matches('[').count(), 80 + 1, "{e}");
     }
 
     #[test]
@@ -369,13 +407,31 @@ mod tests {
         let ev = dir.path().join("events");
         std::fs::create_dir_all(&ev).unwrap();
         std::fs::write(ev.join("TASK_COMPLETE_1.event"), "old").unwrap();
-        let r = wait_for_event(&ev, "TASK_COMPLETE_*", Duration::from_secs(5), false).unwrap();
+        let r = wait_for_event(
+            &ev,
+            &"TASK_COMPLETE_*".parse().unwrap(),
+            Duration::from_secs(5),
+            false,
+        )
+        .unwrap();
         assert!(r.matched && r.event.unwrap().content == "old");
-        let r = wait_for_event(&ev, "TASK_COMPLETE_*", Duration::from_millis(150), true).unwrap();
+        let r = wait_for_event(
+            &ev,
+            &"TASK_COMPLETE_*".parse().unwrap(),
+            Duration::from_millis(150),
+            true,
+        )
+        .unwrap();
         assert!(!r.matched);
         let ev2 = ev.clone();
         let t = std::thread::spawn(move || {
-            wait_for_event(&ev2, "TASK_COMPLETE_*", Duration::from_secs(20), true).unwrap()
+            wait_for_event(
+                &ev2,
+                &"TASK_COMPLETE_*".parse().unwrap(),
+                Duration::from_secs(20),
+                true,
+            )
+            .unwrap()
         });
         // The waiter's baseline must be taken before we write; a written file racing it would be
         // counted as old, so keep writing new names until the waiter returns.

@@ -98,8 +98,16 @@ impl Bus {
         if self.dir.is_dir() {
             Ok(())
         } else {
+            let tracks = list_tracks(&self.root)
+                .into_iter()
+                .map(|t| t.to_string())
+                .collect();
+            let known = crate::store::read::name_list(tracks).map_or_else(
+                || " (no track has one yet)".to_owned(),
+                |l| format!(" (tracks here: {l})"),
+            );
             Err(Error::not_found(format!(
-                "track {} has no message bus at {}; create it with `pantheon bus --track {} init`",
+                "track {} has no message bus at {}; create it with `pantheon bus --track {} init`{known}",
                 self.track,
                 self.dir.display(),
                 self.track
@@ -329,7 +337,7 @@ impl Bus {
     /// Waits for an event file (see [`events::wait_for_event`]).
     pub fn wait_for_event(
         &self,
-        pattern: &str,
+        pattern: &events::EventPattern,
         timeout: std::time::Duration,
         fresh: bool,
     ) -> Result<events::WaitResult> {
@@ -662,9 +670,13 @@ mod tests {
         fifo(&bus.events_dir().join("TASK_COMPLETE_1.event"));
         let b = bus.clone();
         let waited = within_5s(move || {
-            b.wait_for_event("TASK_COMPLETE_*", std::time::Duration::from_secs(1), false)
-                .map(|r| r.matched)
-                .map_err(|e| e.to_string())
+            b.wait_for_event(
+                &"TASK_COMPLETE_*".parse().unwrap(),
+                std::time::Duration::from_secs(1),
+                false,
+            )
+            .map(|r| r.matched)
+            .map_err(|e| e.to_string())
         })
         .expect("wait_for_event blocked on a FIFO event");
         assert!(waited.is_ok(), "{waited:?}");

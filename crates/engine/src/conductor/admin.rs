@@ -61,6 +61,25 @@ impl Conductor {
         for g in DEFAULT_GODS {
             dirs.push(r.inbox_dir(&GodName::parse(g)?));
         }
+        // Every directory (and the parents it needs) is checked before the first is made, so a file in
+        // the way refuses the whole init with nothing created.
+        for d in &dirs {
+            if let Some(blocked) = d
+                .ancestors()
+                .take_while(|a| a.starts_with(&r.dir) || *a == d.as_path())
+                .find(|a| a.symlink_metadata().is_ok() && !a.is_dir())
+            {
+                let what = if blocked.is_symlink() {
+                    "is a symbolic link to nothing"
+                } else {
+                    "is not a directory"
+                };
+                return Err(Error::refused(format!(
+                    "{} {what}; remove or rename it (nothing was created)",
+                    blocked.display()
+                )));
+            }
+        }
         for d in dirs {
             if !d.is_dir() {
                 ensure_dir(&self.root, &d)?;
@@ -167,8 +186,15 @@ impl Conductor {
                 path: text(&path),
             })
             .ok_or_else(|| {
+                if !dir.is_dir() {
+                    let gods = files::known_gods(&self.root).unwrap_or_else(|| "none yet".to_owned());
+                    return Error::not_found(format!(
+                        "{god} has no inbox ({}); gods here: {gods}",
+                        dir.display()
+                    ));
+                }
                 Error::not_found(format!(
-                    "no dispatch {id} in {god}'s inbox ({}); check_inbox lists what is there",
+                    "no dispatch {id} in {god}'s inbox ({}); `pantheon inbox {god}` (MCP check_inbox) lists what is there",
                     dir.display()
                 ))
             })

@@ -81,8 +81,20 @@ pub(crate) fn load_state(root: &Root, wf: &WorkflowId) -> Result<Option<Workflow
 /// Reads the state of a workflow that must exist.
 pub(crate) fn require_state(root: &Root, wf: &WorkflowId) -> Result<WorkflowState> {
     load_state(root, wf)?.ok_or_else(|| {
+        let known = crate::store::read::known_names(&root.state_dir(), |n| {
+            if n.ends_with(crate::store::layout::ABORTED_SUFFIX) {
+                return None;
+            }
+            let id = n.strip_suffix(".json")?;
+            WorkflowId::parse(id).ok().map(|w| w.to_string())
+        });
+        let known = match known {
+            Some(list) => format!("workflows here: {list}"),
+            None => "there is no workflow here yet (`pantheon handoff submit FILE` starts one)"
+                .to_owned(),
+        };
         Error::not_found(format!(
-            "unknown workflow {wf}: no {} (pantheon pending / the console list the workflows)",
+            "unknown workflow {wf}: no {}; {known}",
             root.state_path(wf).display()
         ))
     })
@@ -205,6 +217,17 @@ pub const FOREIGN_PENDING_DIRS: [&str; 2] = ["_webhooks", "inbox"];
 pub fn is_foreign_pending_dir(name: &str) -> bool {
     name != crate::store::layout::QUARANTINE_DIR
         && (name.starts_with('_') || FOREIGN_PENDING_DIRS.contains(&name))
+}
+
+/// The gods with an inbox in `root`, as [`crate::store::read::name_list`] shows them (`None`: no inbox
+/// at all). For messages that say which gods exist.
+pub fn known_gods(root: &Root) -> Option<String> {
+    crate::store::read::name_list(
+        god_dirs(&root.pending_root())
+            .iter()
+            .map(|g| g.to_string())
+            .collect(),
+    )
 }
 
 /// The god inboxes under `dir`, sorted: directories with a valid god name; foreign and underscore names are left out, unreadable directories give an empty list.

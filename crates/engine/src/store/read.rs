@@ -160,6 +160,56 @@ pub(crate) fn read_yaml(path: &Path) -> Result<Value> {
     Ok(Value::clone(&parsed))
 }
 
+/// At most this many directory entries are looked at to name the known ones in an error message.
+pub const NAME_SCAN_LIMIT: usize = 10_000;
+/// At most this many names are shown in an error message; the rest are counted.
+pub const NAMES_SHOWN: usize = 8;
+
+/// `names` sorted and shown as `a, b, c and 5 more` (at most [`NAMES_SHOWN`] of them, each cut to 80
+/// characters); `None` when there are none. For errors that say which ids exist.
+pub fn name_list(mut names: Vec<String>) -> Option<String> {
+    if names.is_empty() {
+        return None;
+    }
+    names.sort();
+    names.dedup();
+    let more = names.len().saturating_sub(NAMES_SHOWN);
+    let shown: Vec<String> = names
+        .iter()
+        .take(NAMES_SHOWN)
+        .map(|n| n.chars().take(80).collect())
+        .collect();
+    let mut out = shown.join(", ");
+    if more > 0 {
+        out.push_str(&format!(" and {more} more"));
+    }
+    Some(out)
+}
+
+/// The names `keep` maps among the first [`NAME_SCAN_LIMIT`] entries of `dir`, as [`name_list`]
+/// shows them (`… and more` when the scan stopped early); `None` when there are none or `dir`
+/// cannot be read.
+pub fn known_names(dir: &Path, keep: impl Fn(&str) -> Option<String>) -> Option<String> {
+    let rd = std::fs::read_dir(dir).ok()?;
+    let mut names = Vec::new();
+    let mut cut = false;
+    for (scanned, e) in rd.flatten().enumerate() {
+        if scanned == NAME_SCAN_LIMIT {
+            cut = true;
+            break;
+        }
+        if let Some(n) = keep(&e.file_name().to_string_lossy()) {
+            names.push(n);
+        }
+    }
+    let list = name_list(names)?;
+    Some(if cut {
+        format!("{list} and more")
+    } else {
+        list
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,5 +263,29 @@ mod read_bytes_tests {
             read_bytes(&d.path().join("ok.json")).unwrap().unwrap(),
             b"{}"
         );
+    }
+}
+
+#[cfg(test)]
+mod name_list_tests {
+    use super::*;
+
+    #[test]
+    fn names_are_sorted_bounded_and_counted() {
+        assert_eq!(name_list(Vec::new()), None);
+        assert_eq!(name_list(vec!["b".into(), "a".into()]).unwrap(), "a, b");
+        let many: Vec<String> = (0..20).map(|i| format!("n{i:02}")).collect();
+        assert_eq!(
+            name_list(many).unwrap(),
+            "n00, n01, n02, n03, n04, n05, n06, n07 and 12 more"
+        );
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(known_names(d.path(), |n| Some(n.to_owned())), None);
+        std::fs::write(d.path().join("wf_b.json"), b"{}").unwrap();
+        std::fs::write(d.path().join("wf_a.json"), b"{}").unwrap();
+        std::fs::write(d.path().join(".wf_c.lock"), b"").unwrap();
+        let keep = |n: &str| n.strip_suffix(".json").map(str::to_owned);
+        assert_eq!(known_names(d.path(), keep).unwrap(), "wf_a, wf_b");
+        assert_eq!(known_names(&d.path().join("missing"), keep), None);
     }
 }
