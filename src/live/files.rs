@@ -25,7 +25,7 @@ pub struct Fingerprint {
 
 impl Fingerprint {
     /// The size in bytes (a file of `u64::MAX` bytes reads as one byte less; none exists).
-    pub fn len(&self) -> u64 {
+    pub fn size(&self) -> u64 {
         self.len_1.get() - 1
     }
 
@@ -110,6 +110,10 @@ pub struct RecordFile<T> {
     fingerprint: Option<Fingerprint>,
     value: Option<Arc<T>>,
     /// Boxed once more, so the rare warning costs one pointer in every record (48 bytes in all).
+    #[allow(
+        clippy::box_collection,
+        reason = "a thin pointer: a `String` or `Box<str>` here costs every record 16 more bytes"
+    )]
     warning: Option<Box<String>>,
 }
 
@@ -233,8 +237,8 @@ impl LogCursor {
             };
         };
         match self.ino {
-            Some(ino) if ino == fp.ino && fp.len() >= self.offset => {
-                if fp.len() > self.offset {
+            Some(ino) if ino == fp.ino && fp.size() >= self.offset => {
+                if fp.size() > self.offset {
                     LogChange::Appended
                 } else {
                     LogChange::Unchanged
@@ -244,15 +248,15 @@ impl LogCursor {
                 self.ino = Some(fp.ino);
                 self.offset = 0;
                 self.skipped_head_bytes = 0;
-                if fp.len() > tail_bytes
-                    && let Ok(start) = line_start_after(path, fp.len() - tail_bytes)
+                if fp.size() > tail_bytes
+                    && let Ok(start) = line_start_after(path, fp.size() - tail_bytes)
                 {
                     self.offset = start;
                     self.skipped_head_bytes = start;
                 }
                 if previous.is_some() {
                     LogChange::Replaced
-                } else if fp.len() > self.offset {
+                } else if fp.size() > self.offset {
                     LogChange::Appended
                 } else {
                     LogChange::Unchanged
@@ -298,7 +302,7 @@ mod tests {
         for len in [0usize, 1, 4096] {
             let p = dir.path().join(format!("f{len}"));
             std::fs::write(&p, vec![b'x'; len]).unwrap();
-            assert_eq!(Fingerprint::of(&p).unwrap().len(), len as u64);
+            assert_eq!(Fingerprint::of(&p).unwrap().size(), len as u64);
         }
     }
 
