@@ -92,9 +92,10 @@ mod bridge;
 /// many thousand records, where a sort after the listing is cheaper than a tree of names.
 fn list_files_sorted(dir: &Path) -> Vec<String> {
     let (mut names, links) = list_files_and_links(dir);
-    names.extend(links);
-    names.sort_unstable();
-    names.dedup();
+    if !links.is_empty() {
+        names.extend(links);
+        names.sort_unstable();
+    }
     names
 }
 
