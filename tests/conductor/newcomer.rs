@@ -513,6 +513,12 @@ fn every_help_says_where_the_root_comes_from_and_the_top_level_one_the_exit_code
         );
     }
     let top = Proc::new(bin()).arg("--help").output().unwrap();
+    // `pantheon help` and `pantheon help COMMAND` are the same texts.
+    let help = Proc::new(bin()).arg("help").output().unwrap();
+    assert_eq!(help.stdout, top.stdout);
+    let inbox = Proc::new(bin()).args(["help", "inbox"]).output().unwrap();
+    let inbox_help = Proc::new(bin()).args(["inbox", "--help"]).output().unwrap();
+    assert_eq!(inbox.stdout, inbox_help.stdout);
     let text = String::from_utf8_lossy(&top.stdout);
     for words in [
         "Console options (with no command):",
