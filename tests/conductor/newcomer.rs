@@ -632,3 +632,29 @@ fn an_unreadable_or_unreachable_root_says_so_instead_of_does_not_exist() {
     std::fs::set_permissions(&unreadable, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
+
+/// `pantheon ack` typed at a terminal with nothing piped in waited silently for standard input; it now says
+/// what it reads and how to end it. Run under `script` for a terminal on standard input.
+#[test]
+fn reading_a_document_from_a_terminal_says_so_first() {
+    let env = Env::new();
+    let cmd = format!("{} --root {} ack", bin().display(), env.root.display());
+    let Ok(out) = Proc::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env("HOME", &env.home)
+        .env_remove("PANTHEON_ROOT")
+        .stdin(Stdio::null())
+        .output()
+    else {
+        eprintln!("skipped: no script(1) for a terminal");
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("note: reading the ack JSON from standard input; end it with Ctrl-D"),
+        "{text}"
+    );
+    // Piped input gets no note: stderr stays for diagnostics about the input itself.
+    let out = env.run(&["ack", "-"], Some(&json!({})));
+    assert!(!stderr(&out).contains("note: reading"), "{}", stderr(&out));
+}
