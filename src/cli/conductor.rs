@@ -158,6 +158,13 @@ fn read_input(file: Option<PathBuf>, what: &str) -> anyhow::Result<serde_json::V
             p.display().to_string()
         }
         _ => {
+            use std::io::IsTerminal;
+            if std::io::stdin().is_terminal() {
+                // Typed `pantheon ack` with nothing piped in: say why it waits instead of hanging silently.
+                eprintln!(
+                    "note: reading the {what} JSON from standard input; end it with Ctrl-D (or pass a FILE)"
+                );
+            }
             std::io::stdin()
                 .lock()
                 .take(limit as u64 + 1)

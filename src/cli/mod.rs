@@ -60,7 +60,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Open the live operations console (the default).
+    /// Open the live operations console (the default; needs a terminal and an existing root).
     Console(ConsoleArgs),
     /// Run a simulated pantheon and watch it in the console (--headless: simulate and summarise).
     Demo(crate::demo::DemoArgs),

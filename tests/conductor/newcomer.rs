@@ -513,6 +513,12 @@ fn every_help_says_where_the_root_comes_from_and_the_top_level_one_the_exit_code
         );
     }
     let top = Proc::new(bin()).arg("--help").output().unwrap();
+    // `pantheon help` and `pantheon help COMMAND` are the same texts.
+    let help = Proc::new(bin()).arg("help").output().unwrap();
+    assert_eq!(help.stdout, top.stdout);
+    let inbox = Proc::new(bin()).args(["help", "inbox"]).output().unwrap();
+    let inbox_help = Proc::new(bin()).args(["inbox", "--help"]).output().unwrap();
+    assert_eq!(inbox.stdout, inbox_help.stdout);
     let text = String::from_utf8_lossy(&top.stdout);
     for words in [
         "Console options (with no command):",
@@ -625,4 +631,30 @@ fn an_unreadable_or_unreachable_root_says_so_instead_of_does_not_exist() {
     }
     std::fs::set_permissions(&unreadable, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// `pantheon ack` typed at a terminal with nothing piped in waited silently for standard input; it now says
+/// what it reads and how to end it. Run under `script` for a terminal on standard input.
+#[test]
+fn reading_a_document_from_a_terminal_says_so_first() {
+    let env = Env::new();
+    let cmd = format!("{} --root {} ack", bin().display(), env.root.display());
+    let Ok(out) = Proc::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env("HOME", &env.home)
+        .env_remove("PANTHEON_ROOT")
+        .stdin(Stdio::null())
+        .output()
+    else {
+        eprintln!("skipped: no script(1) for a terminal");
+        return;
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("note: reading the ack JSON from standard input; end it with Ctrl-D"),
+        "{text}"
+    );
+    // Piped input gets no note: stderr stays for diagnostics about the input itself.
+    let out = env.run(&["ack", "-"], Some(&json!({})));
+    assert!(!stderr(&out).contains("note: reading"), "{}", stderr(&out));
 }
