@@ -472,6 +472,20 @@ pub fn race_pair_killed(
     rounds: usize,
     budget: Duration,
 ) -> (usize, usize) {
+    race_pair_killed_then(template, a, point, b, rounds, budget, true)
+}
+
+/// [`race_pair_killed`]; `repeat`: whether the killed act is repeated before the supervisor's pass
+/// (without, the pass alone settles what it left).
+pub fn race_pair_killed_then(
+    template: &Env,
+    a: &Act,
+    point: &'static str,
+    b: &Act,
+    rounds: usize,
+    budget: Duration,
+    repeat: bool,
+) -> (usize, usize) {
     let without_answers = |mut v: Value| {
         v.as_object_mut().unwrap().remove("answers");
         v
@@ -493,7 +507,9 @@ pub fn race_pair_killed(
         };
         if was_killed {
             kills += 1;
-            outs.push(a.run(&env));
+            if repeat {
+                outs.push(a.run(&env));
+            }
         }
         env.ok(&["tick"], None);
         let got = without_answers(outcome(&env, &outs));
@@ -1180,4 +1196,22 @@ fn aborts_landing_as_two_supervisors_redeliver_withdraw_the_one_dispatch() {
     assert!(journal.iter().all(|e| e["action"] != "dead_letter"));
     eprintln!("{n} aborts at the ack deadline: {redelivered} after a redelivery");
     assert_valid(&env);
+}
+
+#[test]
+fn an_ack_killed_before_its_journal_entry_is_journaled_in_its_own_words_by_the_next_pass() {
+    // The same ack id with another status races the killed ack (and is refused); no repeat: the
+    // supervisor's pass journals the ack from its intent, whichever attempt wrote it last.
+    let template = dispatched();
+    let accept = acked("accept", "ack_20260614_same3", "accepted");
+    let reject = acked("reject", "ack_20260614_same3", "rejected");
+    let point = "journal:before-append:ack";
+    race_pair_killed_then(&template, &accept, point, &reject, ROUNDS, BUDGET, false);
+    let approve = Act::cli("approve", &["approve", HID]);
+    let refuse = Act::cli(
+        "reject",
+        &["approve", HID, "--reject", "--reason", "too risky"],
+    );
+    let point = "journal:before-append:approve";
+    race_pair_killed_then(&held(), &approve, point, &refuse, ROUNDS, BUDGET, false);
 }
