@@ -416,12 +416,28 @@ impl Conductor {
                 .is_some_and(|v| !v.is_empty())
     }
 
-    /// The entry of an ack or of a decision on a held dispatch that a killed attempt did, from the
-    /// state's record of it: the intent holds the words of whichever attempt wrote it last, perhaps
+    /// The entry of a submit, an ack or a decision on a held dispatch that a killed attempt did, from
+    /// the state's record of it (the intent holds only the ids a submit was given): the intent holds the words of whichever attempt wrote it last, perhaps
     /// one that was then refused (a killed `accepted` was journaled as the refused `rejected` of the
     /// same ack id).
     fn recorded_act(&self, check: &Check) -> Option<Act> {
         match check {
+            Check::Submit {
+                workflow_id,
+                handoff_id,
+            } => {
+                let wf = WorkflowId::parse(workflow_id).ok()?;
+                let st = files::require_state(&self.root, &wf).ok()?;
+                let routed = st.record_of(handoff_id)?.routed.clone().unwrap_or_default();
+                let outcome = self.submit_outcome(workflow_id, handoff_id)?;
+                Some(
+                    Act::new("submit", outcome)
+                        .target("workflow_id", Some(workflow_id))
+                        .target("handoff_id", Some(handoff_id))
+                        .target("to_god", routed.target_god.as_ref())
+                        .target("step", routed.target_step.as_ref()),
+                )
+            }
             Check::Ack { ack_id, handoff_id } => {
                 let st = self.state_of_handoff(handoff_id)?;
                 let a = st.acks.iter().find(|a| a.ack_id == *ack_id)?;
