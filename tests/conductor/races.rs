@@ -1235,3 +1235,26 @@ fn an_ack_killed_before_its_journal_entry_is_journaled_in_its_own_words_by_the_n
     let point = "journal:before-append:approve";
     race_pair_killed_then(&held(), &approve, point, &refuse, ROUNDS, BUDGET, false);
 }
+
+#[test]
+fn a_rerun_killed_between_its_state_and_its_dispatch_races_abort_and_rerun_as_one_serial_order() {
+    let template = failed();
+    let rerun = Act::cli("rerun", &["rerun", WF, "--from", "build"]);
+    let abort = Act::cli("abort", &["abort", WF, "--reason", "changed plans"]);
+    race_pair_killed(
+        &template,
+        &rerun,
+        "rerun:after-state",
+        &abort,
+        ROUNDS,
+        BUDGET,
+    );
+    race_pair_killed(
+        &template,
+        &rerun,
+        "rerun:after-state",
+        &rerun.clone(),
+        ROUNDS,
+        BUDGET,
+    );
+}
