@@ -241,12 +241,13 @@ impl Conductor {
     /// journal's lock, as [`Self::intend`] writes it. Whether it was removed.
     fn release(&self, i: &Intent) -> bool {
         let _guard = FileLock::exclusive(&self.root, &crate::journal::lock_path(&self.root)).ok();
-        let may = journal_names(&self.root, &i.key)
-            || (!i.other_running
-                && files::read_model::<IntentFile>(&i.path)
-                    .ok()
-                    .flatten()
-                    .is_some_and(|f| f.pid == std::process::id()));
+        // The cheap test first: the journal is scanned only when another attempt was seen.
+        let may = (!i.other_running
+            && files::read_model::<IntentFile>(&i.path)
+                .ok()
+                .flatten()
+                .is_some_and(|f| f.pid == std::process::id()))
+            || journal_names(&self.root, &i.key);
         may && remove_intent(&self.root, &i.path).is_ok()
     }
 
