@@ -241,12 +241,13 @@ impl Conductor {
     /// journal's lock, as [`Self::intend`] writes it. Whether it was removed.
     fn release(&self, i: &Intent) -> bool {
         let _guard = FileLock::exclusive(&self.root, &crate::journal::lock_path(&self.root)).ok();
-        let may = journal_names(&self.root, &i.key)
-            || (!i.other_running
-                && files::read_model::<IntentFile>(&i.path)
-                    .ok()
-                    .flatten()
-                    .is_some_and(|f| f.pid == std::process::id()));
+        // The cheap test first: the journal is scanned only when another attempt was seen.
+        let may = (!i.other_running
+            && files::read_model::<IntentFile>(&i.path)
+                .ok()
+                .flatten()
+                .is_some_and(|f| f.pid == std::process::id()))
+            || journal_names(&self.root, &i.key);
         may && remove_intent(&self.root, &i.path).is_ok()
     }
 
@@ -338,16 +339,19 @@ impl Conductor {
                 continue;
             };
             if self.intent_done(&f.check) {
-                let outcome = match &f.check {
-                    Check::Submit {
-                        workflow_id,
-                        handoff_id,
-                    } => self.submit_outcome(workflow_id, handoff_id),
-                    _ => None,
-                }
-                .unwrap_or_else(|| f.outcome.clone());
-                let mut act = Act::new(action, outcome);
-                act.targets = f.targets.clone();
+                let mut act = self.recorded_act(&f.check).unwrap_or_else(|| {
+                    let outcome = match &f.check {
+                        Check::Submit {
+                            workflow_id,
+                            handoff_id,
+                        } => self.submit_outcome(workflow_id, handoff_id),
+                        _ => None,
+                    }
+                    .unwrap_or_else(|| f.outcome.clone());
+                    let mut act = Act::new(action, outcome);
+                    act.targets = f.targets.clone();
+                    act
+                });
                 act.targets.insert("intent".into(), json!(f.key));
                 let origin = Origin {
                     actor: f.actor.clone(),
@@ -411,6 +415,67 @@ impl Conductor {
             || files::find_archived(&self.root, hid, None)
                 .ok()
                 .is_some_and(|v| !v.is_empty())
+    }
+
+    /// The entry of a submit, an ack or a decision on a held dispatch that a killed attempt did, from
+    /// the state's record of it (the intent holds only the ids a submit was given): the intent holds the words of whichever attempt wrote it last, perhaps
+    /// one that was then refused (a killed `accepted` was journaled as the refused `rejected` of the
+    /// same ack id).
+    fn recorded_act(&self, check: &Check) -> Option<Act> {
+        match check {
+            Check::Submit {
+                workflow_id,
+                handoff_id,
+            } => {
+                let wf = WorkflowId::parse(workflow_id).ok()?;
+                let st = files::require_state(&self.root, &wf).ok()?;
+                let routed = st.record_of(handoff_id)?.routed.clone().unwrap_or_default();
+                let outcome = self.submit_outcome(workflow_id, handoff_id)?;
+                Some(
+                    Act::new("submit", outcome)
+                        .target("workflow_id", Some(workflow_id))
+                        .target("handoff_id", Some(handoff_id))
+                        .target("to_god", routed.target_god.as_ref())
+                        .target("step", routed.target_step.as_ref()),
+                )
+            }
+            Check::Ack { ack_id, handoff_id } => {
+                let st = self.state_of_handoff(handoff_id)?;
+                let a = st.acks.iter().find(|a| a.ack_id == *ack_id)?;
+                Some(
+                    Act::new("ack", a.status.to_string())
+                        .target("workflow_id", Some(&st.workflow_id))
+                        .target("handoff_id", Some(&a.handoff_id))
+                        .target("ack_id", Some(&a.ack_id))
+                        .target("god", a.god.as_ref())
+                        .target("by", a.by.as_ref().or(a.god.as_ref()))
+                        .target("rerouted_to", a.rerouted_to.as_ref())
+                        .target("next_handoff_id", a.recorded_handoff_id.as_ref()),
+                )
+            }
+            Check::Held { handoff_id } => {
+                let st = self.state_of_handoff(handoff_id)?;
+                let p = super::ack::approvals(&st)
+                    .into_iter()
+                    .find(|a| a.get("handoff_id").and_then(Value::as_str) == Some(handoff_id))?;
+                let text = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_owned);
+                let decision = text("decision")?;
+                let action = if decision == "rejected" {
+                    "reject"
+                } else {
+                    "approve"
+                };
+                Some(
+                    Act::new(action, decision)
+                        .target("workflow_id", Some(&st.workflow_id))
+                        .target("handoff_id", Some(handoff_id))
+                        .target("to_god", text("target_god"))
+                        .target("step", text("step"))
+                        .reason(text("reason").as_deref()),
+                )
+            }
+            _ => None,
+        }
     }
 
     /// The state of the workflow a dispatch of `handoff_id` belongs to (found in an inbox,
