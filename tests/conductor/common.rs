@@ -285,6 +285,31 @@ impl Env {
         env
     }
 
+    /// The entries of `conductor/journal.jsonl`, oldest first (blank lines skipped).
+    pub fn journal_entries(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.path("conductor/journal.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    /// Every directory a dispatch of `hid` lies in (inboxes, quarantine, dead letters, archive).
+    pub fn copies(&self, hid: &str) -> Vec<String> {
+        let file = format!("{hid}.json");
+        let mut out = Vec::new();
+        for top in ["conductor/pending", "conductor/dead", "conductor/archive"] {
+            for god in self.names(top) {
+                let dir = format!("{top}/{god}");
+                if self.names(&dir).contains(&file) {
+                    out.push(dir);
+                }
+            }
+        }
+        out
+    }
+
     /// Names of files in a directory under the root (sorted), empty if missing.
     pub fn names(&self, rel: &str) -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(self.path(rel))

@@ -54,35 +54,11 @@ fn wait_past_deadline(env: &Env, rel: &str) {
     wait_past(env, rel, "ack_deadline");
 }
 
-fn journal(env: &Env) -> Vec<Value> {
-    std::fs::read_to_string(env.path("conductor/journal.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 fn acts(env: &Env, action: &str, hid: &str) -> usize {
-    journal(env)
+    env.journal_entries()
         .iter()
         .filter(|e| e["action"] == action && e["targets"]["handoff_id"] == hid)
         .count()
-}
-
-/// Every place a dispatch of `hid` lies (inboxes, dead letters, archive).
-fn copies(env: &Env, hid: &str) -> Vec<String> {
-    let file = format!("{hid}.json");
-    let mut out = Vec::new();
-    for top in ["conductor/pending", "conductor/dead", "conductor/archive"] {
-        for god in env.names(top) {
-            let dir = format!("{top}/{god}");
-            if env.names(&dir).contains(&file) {
-                out.push(dir);
-            }
-        }
-    }
-    out
 }
 
 fn assert_valid(env: &Env) {
@@ -118,7 +94,7 @@ fn tick_redelivers_to_the_same_god_then_the_fallback_then_dead_letters() {
     let r = env.ok(&["tick"], None);
     assert_eq!(r["redelivered"][0]["to_god"], "marvin");
     assert_eq!(
-        copies(&env, hid),
+        env.copies(hid),
         vec!["conductor/pending/marvin".to_string()]
     );
     assert_eq!(env.state(wf)["dispatched_to"], "marvin");
@@ -127,7 +103,7 @@ fn tick_redelivers_to_the_same_god_then_the_fallback_then_dead_letters() {
     wait_past_deadline(&env, &moved);
     let r = env.ok(&["tick"], None);
     assert_eq!(r["dead_lettered"][0]["handoff_id"], hid);
-    assert_eq!(copies(&env, hid), vec!["conductor/dead/marvin".to_string()]);
+    assert_eq!(env.copies(hid), vec!["conductor/dead/marvin".to_string()]);
     let dead = env.read(&format!("conductor/dead/marvin/{hid}.json"));
     assert_eq!(dead["deliveries"].as_array().unwrap().len(), 3);
     assert_eq!(
@@ -173,7 +149,7 @@ fn tick_redelivers_to_the_same_god_then_the_fallback_then_dead_letters() {
     );
     assert_eq!(r["to_god"], "hermes");
     assert_eq!(
-        copies(&env, hid),
+        env.copies(hid),
         vec!["conductor/pending/hermes".to_string()]
     );
     let d = env.read(&format!("conductor/pending/hermes/{hid}.json"));
@@ -182,7 +158,8 @@ fn tick_redelivers_to_the_same_god_then_the_fallback_then_dead_letters() {
     let st = env.state(wf);
     assert_eq!(st["status"], "waiting_for_ack");
     assert_eq!(st["dispatched_to"], "hermes");
-    let requeued: Vec<Value> = journal(&env)
+    let requeued: Vec<Value> = env
+        .journal_entries()
         .into_iter()
         .filter(|e| e["action"] == "requeue")
         .collect();
@@ -222,7 +199,7 @@ fn a_pending_ack_with_an_eta_postpones_redelivery() {
     let r = env.ok(&["tick"], None);
     assert_eq!(r["watched"], 0);
     assert_eq!(
-        copies(&env, hid),
+        env.copies(hid),
         vec!["conductor/archive/hephaestus".to_string()]
     );
 }
@@ -264,7 +241,7 @@ fn serve_redelivers_and_dead_letters_as_deadlines_fall_due_and_exits_on_sigterm(
     wait_for("the dead letter", Duration::from_secs(30), || {
         acts(&env, "dead_letter", hid) == 1
     });
-    assert_eq!(copies(&env, hid).len(), 1);
+    assert_eq!(env.copies(hid).len(), 1);
     assert_eq!(acts(&env, "redeliver", hid), 2);
     assert_eq!(acts(&env, "dead_letter", hid), 1);
     assert_eq!(env.state(wf)["status"], "stalled");
@@ -308,7 +285,7 @@ fn two_supervisors_redeliver_each_dispatch_exactly_once() {
         start(&env, wf, hid);
     }
     wait_for("every dead letter", Duration::from_secs(60), || {
-        journal(&env)
+        env.journal_entries()
             .iter()
             .filter(|e| e["action"] == "dead_letter")
             .count()
@@ -316,7 +293,7 @@ fn two_supervisors_redeliver_each_dispatch_exactly_once() {
     });
     for (wf, hid) in &ids {
         assert_eq!(
-            copies(&env, hid),
+            env.copies(hid),
             vec!["conductor/dead/marvin".to_string()],
             "{hid}"
         );
@@ -393,17 +370,17 @@ fn a_supervisor_killed_during_redelivery_or_dead_lettering_loses_and_doubles_not
         for _ in 0..*redeliveries {
             wait_past_deadline(&env, &at);
             env.ok(&["tick"], None);
-            let c = copies(&env, &hid);
+            let c = env.copies(&hid);
             assert_eq!(c.len(), 1);
             at = format!("{}/{hid}.json", c[0]);
         }
         wait_past_deadline(&env, &at);
         assert!(tick_killed_at(&env, point), "{point} was not reached");
-        assert_eq!(copies(&env, &hid).len(), 1, "{point}: never a copy");
+        assert_eq!(env.copies(&hid).len(), 1, "{point}: never a copy");
         env.assert_all_json_valid();
         // The next pass finishes the act.
         env.ok(&["tick"], None);
-        let c = copies(&env, &hid);
+        let c = env.copies(&hid);
         assert_eq!(c.len(), 1, "{point}: {c:?}");
         let d = env.read(&format!("{}/{hid}.json", c[0]));
         let n = d["deliveries"].as_array().unwrap().len();
@@ -485,7 +462,7 @@ fn a_rerun_killed_between_its_state_and_its_dispatch_is_finished_by_repeating_it
     let st = env.state(wf);
     let new_hid = st["attempts"][0]["handoff_id"].as_str().unwrap().to_owned();
     assert!(
-        copies(&env, &new_hid).is_empty(),
+        env.copies(&new_hid).is_empty(),
         "killed before its dispatch"
     );
 
@@ -495,7 +472,7 @@ fn a_rerun_killed_between_its_state_and_its_dispatch_is_finished_by_repeating_it
     assert_eq!(r["attempt"], 2);
     assert_eq!(r["previous_status"], "failed");
     assert_eq!(
-        copies(&env, &new_hid),
+        env.copies(&new_hid),
         vec!["conductor/pending/hephaestus".to_string()]
     );
     let st = env.state(wf);
@@ -535,19 +512,19 @@ fn a_requeue_killed_halfway_is_finished_by_repeating_it() {
         wait_past_deadline(&env, &format!("conductor/pending/hephaestus/{hid}.json"));
         env.ok(&["tick"], None);
         assert_eq!(
-            copies(&env, &hid),
+            env.copies(&hid),
             vec!["conductor/dead/hephaestus".to_string()]
         );
         assert!(
             killed_at(&env, &["requeue", &hid, "--to", "hermes"], point),
             "{point} was not reached"
         );
-        assert_eq!(copies(&env, &hid).len(), 1, "{point}: never a copy");
+        assert_eq!(env.copies(&hid).len(), 1, "{point}: never a copy");
         env.assert_all_json_valid();
         let r = env.ok(&["requeue", &hid, "--to", "hermes"], None);
         assert_eq!(r["to_god"], "hermes", "{point}");
         assert_eq!(
-            copies(&env, &hid),
+            env.copies(&hid),
             vec!["conductor/pending/hermes".to_string()],
             "{point}"
         );
@@ -589,7 +566,7 @@ fn a_requeue_or_rerun_killed_before_its_journal_entry_is_journaled_once_by_the_n
         "journal:before-append:requeue",
     );
     assert_eq!(
-        copies(&env, hid),
+        env.copies(hid),
         vec!["conductor/pending/hermes".to_string()],
         "the act was done"
     );
@@ -599,7 +576,8 @@ fn a_requeue_or_rerun_killed_before_its_journal_entry_is_journaled_once_by_the_n
     let r = env.ok(&["tick"], None);
     assert_eq!(r["journaled_late"], 1, "{r:#}");
     assert_eq!(acts(&env, "requeue", hid), 1);
-    let e = journal(&env)
+    let e = env
+        .journal_entries()
         .into_iter()
         .find(|e| e["action"] == "requeue")
         .unwrap();
@@ -619,7 +597,7 @@ fn a_requeue_or_rerun_killed_before_its_journal_entry_is_journaled_once_by_the_n
     let st = env.state(wf);
     assert_eq!(st["status"], "waiting_for_ack", "the act was done");
     let new_hid = st["attempts"][0]["handoff_id"].as_str().unwrap().to_owned();
-    assert_eq!(copies(&env, &new_hid).len(), 1);
+    assert_eq!(env.copies(&new_hid).len(), 1);
     assert_eq!(acts(&env, "rerun", &new_hid), 0);
     let r = env.ok(&["tick"], None);
     assert_eq!(r["journaled_late"], 1, "{r:#}");
@@ -693,7 +671,7 @@ fn an_ack_from_an_earlier_target_is_accepted_while_open_and_a_late_one_is_a_dupl
         at = format!("conductor/pending/{to}/{hid}.json");
     }
     assert_eq!(
-        copies(&env, hid),
+        env.copies(hid),
         vec!["conductor/pending/marvin".to_string()]
     );
     assert_eq!(env.state(wf)["dispatched_to"], "marvin");
@@ -709,7 +687,7 @@ fn an_ack_from_an_earlier_target_is_accepted_while_open_and_a_late_one_is_a_dupl
     assert_eq!(r["duplicate"], false);
     assert_eq!(r["god"], "hephaestus");
     assert_eq!(
-        copies(&env, hid),
+        env.copies(hid),
         vec!["conductor/archive/hephaestus".to_string()],
         "one dispatch, archived for the god that acked"
     );
@@ -760,7 +738,7 @@ fn an_ack_from_an_earlier_target_is_accepted_while_open_and_a_late_one_is_a_dupl
         "still one next dispatch"
     );
     assert_eq!(
-        copies(&env, hid),
+        env.copies(hid),
         vec!["conductor/archive/hephaestus".to_string()]
     );
     assert_valid(&env);
@@ -817,7 +795,7 @@ fn tick_enforces_the_step_timeout_after_accepted_then_dead_letters() {
     assert_eq!(r["redelivered"][0]["delivery"], 2);
     let inbox = format!("conductor/pending/hephaestus/{hid}.json");
     assert_eq!(
-        copies(&env, hid),
+        env.copies(hid),
         vec!["conductor/pending/hephaestus".to_string()]
     );
     let d = env.read(&inbox);
@@ -859,7 +837,7 @@ fn tick_enforces_the_step_timeout_after_accepted_then_dead_letters() {
     wait_past_step_deadline(&env, &marvin);
     let r = env.ok(&["tick"], None);
     assert_eq!(r["dead_lettered"][0]["handoff_id"], hid, "{r:#}");
-    assert_eq!(copies(&env, hid), vec!["conductor/dead/marvin".to_string()]);
+    assert_eq!(env.copies(hid), vec!["conductor/dead/marvin".to_string()]);
     let dead = env.read(&format!("conductor/dead/marvin/{hid}.json"));
     assert!(
         dead["dead_reason"].as_str().unwrap().contains("timed out"),
@@ -919,12 +897,12 @@ fn a_supervisor_killed_during_a_step_timeout_redelivery_or_dead_letter_loses_and
         let archived = format!("conductor/archive/hephaestus/{hid}.json");
         wait_past_step_deadline(&env, &archived);
         assert!(tick_killed_at(&env, point), "{point} was not reached");
-        assert_eq!(copies(&env, &hid).len(), 1, "{point}: never a copy");
+        assert_eq!(env.copies(&hid).len(), 1, "{point}: never a copy");
         env.assert_all_json_valid();
         // The next pass finishes the act, once.
         env.ok(&["tick"], None);
         env.ok(&["tick"], None);
-        let c = copies(&env, &hid);
+        let c = env.copies(&hid);
         let st = env.state(&wf);
         if dead {
             assert_eq!(c, vec!["conductor/dead/hephaestus".to_string()], "{point}");
@@ -969,7 +947,7 @@ fn a_repeated_first_accept_after_a_timeout_redelivery_arms_the_step_timeout_agai
     let r = env.ack(&first);
     assert_eq!(r["duplicate"], true, "{r:#}");
     assert_eq!(
-        copies(&env, hid),
+        env.copies(hid),
         vec!["conductor/archive/hephaestus".to_string()]
     );
     assert!(env.read(&archived)["step_deadline"].is_string());
@@ -997,7 +975,7 @@ fn a_completed_step_is_never_timed_out_and_serve_enforces_the_timeout() {
         acts(&env, "redeliver", hid2) == 1
     });
     assert_eq!(
-        copies(&env, hid2),
+        env.copies(hid2),
         vec!["conductor/pending/hephaestus".to_string()]
     );
     assert_eq!(env.state(wf2)["status"], "waiting_for_ack");
@@ -1008,7 +986,7 @@ fn a_completed_step_is_never_timed_out_and_serve_enforces_the_timeout() {
     assert_eq!(env.state(wf1)["status"], "completed");
     assert_eq!(acts(&env, "redeliver", hid1), 0);
     assert_eq!(
-        copies(&env, hid1),
+        env.copies(hid1),
         vec!["conductor/archive/hephaestus".to_string()]
     );
     assert_valid(&env);
