@@ -271,3 +271,92 @@ fn the_engine_lints_and_the_workspace_wide_ci_are_declared() {
     let readme = std::fs::read_to_string(base.join("README.md")).unwrap();
     assert!(readme.contains("cargo clippy --workspace --all-targets -- -D warnings"));
 }
+
+/// The dependency names (as the code spells them: `-` becomes `_`, a `package =` rename keeps its key) of one
+/// table of a manifest.
+fn manifest_dependencies(manifest: &Path, table: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(manifest).unwrap();
+    let doc: toml::Table = text.parse().unwrap();
+    doc.get(table)
+        .and_then(|t| t.as_table())
+        .map(|t| t.keys().map(|k| k.replace('-', "_")).collect())
+        .unwrap_or_default()
+}
+
+/// True when some Rust file under one of `dirs` names `krate` as a path (`krate::…`, `use krate`, `krate!`).
+fn uses_crate(dirs: &[PathBuf], krate: &str) -> bool {
+    let mut files = Vec::new();
+    for d in dirs {
+        rust_files(d, &mut files);
+    }
+    let forms = [
+        format!("{krate}::"),
+        format!("use {krate};"),
+        format!("use {krate} as"),
+        format!("extern crate {krate}"),
+    ];
+    files.iter().any(|f| {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        forms.iter().any(|form| {
+            text.match_indices(form.as_str()).any(|(at, _)| {
+                // The name starts a path: not the tail of a longer identifier (`my_serde::`).
+                !text[..at]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '_')
+            })
+        })
+    })
+}
+
+/// Every dependency a manifest declares is used where it is declared for: a package's `[dependencies]` in its
+/// `src/`, its `[dev-dependencies]` in its tests, benches, examples or `src/` tests. A crate nobody uses only
+/// lengthens the build and the supply chain; one used only by tests belongs in `[dev-dependencies]`.
+#[test]
+fn every_declared_dependency_is_used() {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let packages = [
+        (base.to_path_buf(), "pantheon"),
+        (base.join("crates/engine"), "pantheon-engine"),
+    ];
+    let mut unused = Vec::new();
+    for (dir, name) in packages {
+        let manifest = dir.join("Cargo.toml");
+        let src = vec![dir.join("src")];
+        let dev = vec![
+            dir.join("src"),
+            dir.join("tests"),
+            dir.join("benches"),
+            dir.join("examples"),
+        ];
+        for krate in manifest_dependencies(&manifest, "dependencies") {
+            if !uses_crate(&src, &krate) {
+                unused.push(format!(
+                    "{name} [dependencies] {krate} (not used in its src/)"
+                ));
+            }
+        }
+        for krate in manifest_dependencies(&manifest, "dev-dependencies") {
+            if !uses_crate(&dev, &krate) {
+                unused.push(format!(
+                    "{name} [dev-dependencies] {krate} (not used by its tests or benches)"
+                ));
+            }
+        }
+    }
+    assert!(unused.is_empty(), "declared but unused: {unused:#?}");
+}
+
+#[test]
+fn the_dependency_check_sees_a_use_and_a_lookalike() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("a.rs"),
+        "use my_serde::X;\nfn f() { serde_json::json!({}); }\n",
+    )
+    .unwrap();
+    let dirs = [dir.path().to_path_buf()];
+    assert!(uses_crate(&dirs, "serde_json"));
+    assert!(!uses_crate(&dirs, "serde"), "my_serde:: is not serde");
+    assert!(!uses_crate(&dirs, "uuid"));
+}
