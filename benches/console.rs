@@ -640,7 +640,8 @@ fn scale_child(root: &Path, n: usize) {
     let rss_trimmed = rss_kib();
     let watches = handle.watch_count();
     // Profiling: exit here, nothing dropped, so a heap profiler's "leaked" report is exactly what
-    // was live when the figures above were taken (`heaptrack BENCH --bench scale-child DIR N`).
+    // was live when the figures above were taken (`heaptrack BENCH --bench scale-child DIR N`, with BENCH
+    // built by `cargo bench --profile profiling`, which keeps line tables).
     if std::env::var_os("PANTHEON_BENCH_EXIT_AT_MEASURE").is_some() {
         std::process::exit(0);
     }
