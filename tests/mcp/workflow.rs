@@ -238,8 +238,9 @@ fn abort_and_cleanup_go_through_the_engine_and_record_who_aborted() {
         "the dispatch was withdrawn"
     );
     let cleaned = ok(&report.results[5]);
-    assert_eq!(cleaned["status"], json!("cleaned"));
+    assert_eq!(cleaned["status"], json!("dry_run"));
     assert_eq!(cleaned["dry_run"], json!(true));
+    assert!(cleaned["would_delete"].is_array() && cleaned.get("deleted").is_none());
     assert_eq!(
         ok(&report.results[6])["manifest_path"],
         aborted["manifest_path"],

@@ -207,7 +207,8 @@ impl ConductorServer {
     /// Delete the `temp_artifacts` declared by an aborted or completed workflow's definition
     /// (only paths inside the pantheon root or the cleanup roots; symlinks are removed, never
     /// followed). Returns `{status: "cleaned", workflow_id, deleted[], missing[], refused[],
-    /// dry_run}`. Use `dry_run: true` first to see what would go.
+    /// dry_run}`; with `dry_run: true` (try it first) nothing is deleted and the answer is
+    /// `{status: "dry_run", would_delete[], …}` instead.
     #[tool(
         output_schema = output::cleanup(),
         annotations(
