@@ -184,7 +184,7 @@ fn dispatch_to_step(def: &WorkflowDef, step_id: &str, hold_rule: Option<String>)
 /// completes such a step, by writing its outbox record for the bridge. Accepting the handoff would
 /// mark the message sent while nothing was published (and would step past an approval hold).
 fn refuse_publish_step(def: &WorkflowDef, step: &str) -> Result<()> {
-    if !def.step(step).is_some_and(|s| s.publish.is_some()) {
+    if def.step(step).is_none_or(|s| s.publish.is_none()) {
         return Ok(());
     }
     Err(Error::refused(format!(
