@@ -293,3 +293,48 @@ fn a_workflow_that_starts_with_its_publish_step_is_started_by_a_rule_and_publish
     assert_eq!(again["dispatch_path"], Value::Null);
     assert_eq!(validate(&env)["problems"], json!([]));
 }
+
+/// A god written in Python from the seed documents reads its inbox as plain JSON: the carried keys are
+/// ordinary dict entries beside the fields it already knew (an inbound request's shape here).
+#[test]
+fn a_python_god_sees_the_carried_keys_as_plain_dict_entries() {
+    let env = origin_env();
+    let mut h = handoff_for(
+        "hof_20261201_or0030",
+        "wf_origin_py_1",
+        "hermes",
+        "triage",
+        json!({"payload": {"feature_summary": "fast boots"},
+               "nats": {"from_pantheon": "konan", "subject": "subspace.konan.outgoing.tallon"}}),
+    );
+    h["routing"] = json!({"workflow_definition": "sprint-triage"});
+    env.submit(&h);
+    let reader = r#"
+import json, os, sys
+inbox = os.path.join(sys.argv[1], "conductor", "pending", "athena")
+for name in sorted(os.listdir(inbox)):
+    if name.endswith(".json") and not name.startswith("."):
+        with open(os.path.join(inbox, name)) as f:
+            d = json.load(f)
+        print(json.dumps({"summary": d["context"]["summary"],
+                          "action": d.get("step_def", {}).get("action"),
+                          "payload": d["context"].get("payload"),
+                          "from": d["context"].get("nats", {}).get("from_pantheon")}))
+"#;
+    let out = std::process::Command::new("python3")
+        .args(["-c", reader])
+        .arg(&env.root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        seen,
+        json!({"summary": "triage done", "action": "update_sprint",
+               "payload": {"feature_summary": "fast boots"}, "from": "konan"})
+    );
+}
