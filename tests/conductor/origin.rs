@@ -338,3 +338,53 @@ for name in sorted(os.listdir(inbox)):
                "payload": {"feature_summary": "fast boots"}, "from": "konan"})
     );
 }
+
+/// The briefing runs through its free-text steps to the publish that ends it; a rerun from the publish
+/// step is refused (no god can be dispatched to it) and names the step to rerun from instead.
+#[test]
+fn the_briefing_runs_to_its_closing_publish_and_a_rerun_never_dispatches_a_publish_step() {
+    let env = origin_env();
+    let wf = "wf_origin_brief_1";
+    let mut h = handoff_for(
+        "hof_20261201_or0040",
+        wf,
+        "thoth",
+        "active-goals",
+        json!({}),
+    );
+    h["routing"] = json!({"workflow_definition": "morning-briefing"});
+    env.submit(&h);
+    let d = env.ok(&["dispatch", "thoth", "hof_20261201_or0040"], None)["dispatch"].clone();
+    assert_eq!(
+        d["step_def"],
+        json!({"action": "research", "skill": "web-research", "input_from": "active-goals",
+               "output": "news_digest"})
+    );
+    env.submit(&handoff_for(
+        "hof_20261201_or0041",
+        wf,
+        "thoth",
+        "news-scan",
+        json!({}),
+    ));
+    let r = env.submit(&handoff_for(
+        "hof_20261201_or0042",
+        wf,
+        "rheta",
+        "write-briefing",
+        json!({}),
+    ));
+    assert_eq!(r["status"], "publishing", "{r:#}");
+    assert_eq!(r["state_status"], "completed", "{r:#}");
+    assert_eq!(outbox(&env)[0]["message"], "write-briefing done");
+
+    let before = env.snapshot();
+    let err = env.refused(&["rerun", wf, "--from", "deliver"], None);
+    assert!(
+        err.contains("nats_publish step") && err.contains("rerun from \"write-briefing\""),
+        "{err}"
+    );
+    assert_eq!(before, env.snapshot());
+    let r = env.ok(&["rerun", wf, "--from", "write-briefing"], None);
+    assert_eq!(r["to_god"], "rheta", "{r:#}");
+}
