@@ -1132,14 +1132,15 @@ impl Conductor {
             })
             .collect();
         let held = routed.extra.contains_key("held_because");
-        let step_def = st
+        // Loaded once: its step gives the dispatch's `step_def` and the delivery policy.
+        let def = st
             .definition_id
             .as_deref()
-            .and_then(|id| find_definition(&self.root, id).ok().flatten())
-            .and_then(|def| {
-                def.step(step)
-                    .map(super::definition::StepDef::descriptive_keys)
-            })
+            .and_then(|id| find_definition(&self.root, id).ok().flatten());
+        let step_def = def
+            .as_ref()
+            .and_then(|def| def.step(step))
+            .map(super::definition::StepDef::descriptive_keys)
             .unwrap_or_default();
         let carried = carried_context(st, rec, &handoff);
         let mut d = Dispatch {
@@ -1183,7 +1184,7 @@ impl Conductor {
         if !omitted.is_empty() {
             d.extra.insert(OMITTED.into(), serde_json::json!(omitted));
         }
-        if let Some(policy) = self.delivery_policy(st, step, routed) {
+        if let Some(policy) = self.delivery_policy(def.as_ref(), step, routed) {
             policy.stamp(&mut d, chrono::Utc::now());
             if held {
                 // The deadline starts when an operator releases it (approve).
@@ -1194,11 +1195,12 @@ impl Conductor {
         Ok(d)
     }
 
-    /// The delivery policy of a dispatch to `step`: the step's (its definition's) or the routing rule's
-    /// declaration, the root's settings filling in; `None` when no `ack_wait` applies.
+    /// The delivery policy of a dispatch to `step`: the step's (in `def`, the workflow's definition)
+    /// or the routing rule's declaration, the root's settings filling in; `None` when no `ack_wait`
+    /// applies.
     pub(crate) fn delivery_policy(
         &self,
-        st: &WorkflowState,
+        def: Option<&WorkflowDef>,
         step: &str,
         routed: &Routed,
     ) -> Option<super::delivery::Policy> {
@@ -1212,14 +1214,7 @@ impl Conductor {
             None => Default::default(),
         };
         let declared = if by_rule.is_empty() {
-            st.definition_id
-                .as_deref()
-                .and_then(|id| {
-                    super::definition::find_definition(&self.root, id)
-                        .ok()
-                        .flatten()
-                })
-                .and_then(|def| def.step(step).map(|s| s.delivery.clone()))
+            def.and_then(|def| def.step(step).map(|s| s.delivery.clone()))
                 .unwrap_or_default()
         } else {
             by_rule
