@@ -2912,7 +2912,8 @@ mod tests {
         let dry = |deleted: &[&str], missing: &[&str]| CleanupResult {
             status: "dry_run".into(),
             workflow_id: wf.to_string(),
-            deleted: deleted.iter().map(|s| s.to_string()).collect(),
+            deleted: None,
+            would_delete: Some(deleted.iter().map(|s| s.to_string()).collect()),
             missing: missing.iter().map(|s| s.to_string()).collect(),
             refused: Vec::new(),
             dry_run: true,

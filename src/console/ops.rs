@@ -198,7 +198,7 @@ impl Op {
             Outcome::Cleanup(r) => format!(
                 "{} cleaned: {} deleted, {} missing, {} refused",
                 r.workflow_id,
-                r.deleted.len(),
+                r.paths().len(),
                 r.missing.len(),
                 r.refused.len()
             ),

@@ -568,17 +568,17 @@ fn describe_board(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot) {
 /// The dialog lines for a cleanup dry run returned by the engine.
 /// True when a cleanup dry run found nothing to delete (no Delete button is offered then).
 pub fn cleanup_finds_nothing(r: &CleanupResult) -> bool {
-    r.deleted.is_empty()
+    r.paths().is_empty()
 }
 
 pub fn cleanup_lines(r: &CleanupResult) -> Vec<(Tone, String)> {
     use Tone::*;
     let mut out = Vec::new();
-    if r.deleted.is_empty() {
+    if r.paths().is_empty() {
         out.push(line(Dim, "Nothing to delete."));
     } else {
         out.push(line(Normal, "Will be deleted (the dry run found them):"));
-        out.extend(r.deleted.iter().map(|p| line(Danger, format!("  {p}"))));
+        out.extend(r.paths().iter().map(|p| line(Danger, format!("  {p}"))));
     }
     if !r.missing.is_empty() {
         out.push(line(Dim, format!("Already gone: {}", r.missing.join(", "))));

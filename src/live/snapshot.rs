@@ -295,6 +295,8 @@ pub struct WorkflowRow {
     pub updated: Option<Stamp>,
     /// The latest entry of `acks`.
     pub last_ack: Option<LastAck>,
+    /// Waiting at an `await_ack` step for a peer's reply (the state names the request).
+    pub awaits_reply: bool,
 }
 
 /// The latest ack of a workflow, as its row keeps it.
@@ -324,6 +326,7 @@ impl WorkflowRow {
                 status: a.status.clone(),
                 acked_at: Stamp::of_opt(a.acked_at.as_deref()),
             }),
+            awaits_reply: s.awaiting_reply().is_some(),
         }
     }
 
@@ -607,8 +610,10 @@ impl Snapshot {
     /// was deleted outright, and nobody can ack it (`pantheon redispatch WF` writes it again).
     /// The counts and the attention list ask only once the first load is over: until then its
     /// dispatch may just not be read yet.
+    /// A workflow waiting at an `await_ack` step for a peer's reply has no dispatch and is never
+    /// orphaned (the engine's rule, shared with `validate`).
     pub fn orphaned(w: &WorkflowView) -> bool {
-        w.state.status == crate::engine::conductor::WorkflowStatus::WaitingForAck
+        crate::engine::conductor::model::waits_on_a_god(&w.state.status, w.state.awaits_reply)
             && w.waiting.is_empty()
     }
 

@@ -80,7 +80,13 @@ fn dispatch() -> Value {
             ("dispatched_at", string_or_null()),
             ("ack_status", string()),
         ],
-        &[("routing", any_object())],
+        &[
+            ("routing", any_object()),
+            // The step's descriptive keys (`action`, `skill`, `output`, …) and carried keys left
+            // out for size; the context's keys beyond the standard ones ride in `context`.
+            ("step_def", any_object()),
+            ("omitted", strings()),
+        ],
     )
 }
 
@@ -317,13 +323,13 @@ pub fn cleanup() -> Arc<JsonObject> {
         &[
             ("status", string()),
             ("workflow_id", string()),
-            ("deleted", strings()),
             ("missing", strings()),
             ("refused", array(path_and_reason())),
             ("dry_run", boolean()),
             ("warnings", strings()),
         ],
-        &[],
+        // `deleted` answers a cleanup, `would_delete` a dry run (`status: "dry_run"`).
+        &[("deleted", strings()), ("would_delete", strings())],
     ))
 }
 

@@ -130,7 +130,9 @@ fn cleanup_dry_run_deletes_nothing_and_lists_what_it_would() {
     let before = env.snapshot();
     let r = env.ok(&["cleanup", "wf_cl_1", "--dry-run"], None);
     assert_eq!(r["dry_run"], true);
-    assert_eq!(r["deleted"].as_array().unwrap().len(), 2, "{r}");
+    assert_eq!(r["status"], "dry_run", "{r}");
+    assert_eq!(r["would_delete"].as_array().unwrap().len(), 2, "{r}");
+    assert!(r.get("deleted").is_none(), "a dry run deletes nothing: {r}");
     assert_eq!(before, env.snapshot());
 }
 
@@ -139,6 +141,7 @@ fn cleanup_deletes_only_inside_the_root_and_never_follows_symlinks() {
     let (env, outside) = aborted_with_temp_paths(None);
     let r = env.ok(&["cleanup", "wf_cl_1"], None);
     assert_eq!(r["status"], "cleaned");
+    assert!(r.get("would_delete").is_none(), "{r}");
     let deleted: Vec<String> = serde_json::from_value(r["deleted"].clone()).unwrap();
     assert_eq!(deleted.len(), 2, "{r}");
     assert!(!env.path("tmp/wf_cl_1").exists());

@@ -92,3 +92,39 @@ fn a_deleted_dispatch_is_a_validate_warning_and_redispatch_writes_it_again() {
     let err = env.refused(&["redispatch", "wf_nowhere"], None);
     assert!(err.contains("unknown workflow"), "{err}");
 }
+
+/// A workflow waiting at an `await_ack` step for a peer's reply has no dispatch by design: `validate`
+/// is clean (no warning at all), and `redispatch` calls it healthy instead of pointing at `abort`.
+#[test]
+fn a_workflow_waiting_at_await_ack_for_a_reply_is_not_an_orphan() {
+    let env = Env::new();
+    env.write(
+        "conductor/workflows/ask-partner.yaml",
+        "workflow:\n  id: ask-partner\n  steps:\n    - {id: package, god: hephaestus}\n    - {id: ask, type: nats_publish, subject: subspace.konan.outgoing.tallon}\n    - {id: wait, god: hermes, action: await_ack, timeout: 24h}\n    - {id: announce, god: hermes}\n",
+    );
+    let mut h = handoff(
+        "hof_20260614_0a0101",
+        "wf_await_1",
+        "hephaestus",
+        "hermes",
+        "package",
+        &[],
+    );
+    h["routing"] = serde_json::json!({"workflow_definition": "ask-partner"});
+    h["context"]["artifacts"] = serde_json::json!([]);
+    let r = env.submit(&h);
+    assert_eq!(r["status"], "publishing", "{r:#}");
+    let st = env.state("wf_await_1");
+    assert_eq!(
+        (st["status"].as_str(), st["current_step"].as_str()),
+        (Some("waiting_for_ack"), Some("wait"))
+    );
+    let (ok, report) = validate(&env);
+    assert!(ok, "{report:#}");
+    assert_eq!(report["problems"], serde_json::json!([]), "{report:#}");
+    let err = env.refused(&["redispatch", "wf_await_1"], None);
+    assert!(
+        err.contains("healthy") && !err.contains("pantheon abort"),
+        "{err}"
+    );
+}

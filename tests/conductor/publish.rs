@@ -62,7 +62,13 @@ fn reaching_a_publish_step_writes_the_outbox_and_moves_on_to_await() {
         "wf_pub_1",
         json!({"feature_summary": "fast boots", "partner": "tallon"}),
     ));
-    assert_eq!(r["status"], "dispatched", "{r}");
+    assert_eq!(r["status"], "publishing", "{r}");
+    assert_eq!(r["target_god"], "bridge", "{r}");
+    assert_eq!(
+        r["dispatch_path"],
+        Value::Null,
+        "no dispatch is written for a publish: {r}"
+    );
     let st = env.state("wf_pub_1");
     assert_eq!(st["current_step"], "await");
     assert_eq!(st["status"], "waiting_for_ack");
@@ -139,7 +145,7 @@ fn a_value_that_would_inject_a_subject_separator_is_refused() {
         "wf_pub_5",
         json!({"feature_summary": "x", "partner": "tallon"}),
     ));
-    assert_eq!(ok["status"], "dispatched");
+    assert_eq!(ok["status"], "publishing");
     assert_eq!(outbox(&env)[0]["subject"], "subspace.konan.outgoing.tallon");
 }
 

@@ -181,7 +181,7 @@ fn abort_asks_a_reason_shows_withdrawals_and_writes_the_manifest() {
         .cleanup_preview(&WorkflowId::parse("wf_pay_1").unwrap())
         .unwrap();
     run(&mut app, &op, effects);
-    assert!(dry.deleted.is_empty(), "{dry:?}");
+    assert!(dry.paths().is_empty() && dry.deleted.is_none(), "{dry:?}");
     assert!(matches!(app.mode, Mode::Normal), "{:?}", app.mode);
     let f = app.flash.clone().unwrap();
     assert!(f.text.contains("found nothing to delete"), "{}", f.text);

@@ -599,3 +599,62 @@ fn the_header_shows_the_bridge_and_the_bus_names_the_machine_of_a_mirrored_line(
         "{s}"
     );
 }
+
+/// The dispatch detail shows what the step asks (`step_def`) and the context keys beyond the standard
+/// ones (an inbound request's payload), each value on one line, control characters blanked, long
+/// values cut.
+#[test]
+fn the_dispatch_detail_shows_the_step_and_the_carried_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = dir.path();
+    pantheon(r, &["init"], None);
+    std::fs::write(
+        r.join("conductor/workflows/carry.yaml"),
+        "workflow:\n  id: carry\n  steps:\n    - {id: research, god: thoth}\n    - {id: implement, god: hephaestus, action: implement, skill: code, output: build_report}\n",
+    )
+    .unwrap();
+    let handoff = serde_json::json!({
+        "handoff_id": "hof_20260614_ca0001", "workflow_id": "wf_carry_1", "from_god": "thoth",
+        "to_god": "hephaestus", "step": "research",
+        "context": {"summary": "Researched", "decisions": [], "artifacts": [],
+                    "payload": {"feature_summary": "fast boots"},
+                    "note": "line one\u{1b}[31mred\nline two",
+                    "long": "Z".repeat(1000)},
+        "routing": {"workflow_definition": "carry"}
+    });
+    pantheon(r, &["handoff", "submit", "-"], Some(&handoff.to_string()));
+    let mut app = app_for(r, fixture_now());
+    app.dispatch(Action::GoPane(Pane::Inboxes));
+    app.dispatch(Action::Top);
+    let mut s = String::new();
+    for _ in 0..20 {
+        app.dispatch(Action::Open);
+        s = screen(&app, W, 60, r);
+        if s.contains("hof_20260614_ca0001") && s.contains("Summary") {
+            break;
+        }
+        app.dispatch(Action::Back);
+        app.dispatch(Action::Down);
+    }
+    assert!(s.contains("Summary"), "no dispatch detail found: {s}");
+    for needle in [
+        "Step",
+        "action",
+        "implement",
+        "skill",
+        "build_report",
+        "Context (3)",
+        "payload",
+        r#"{"feature_summary":"fast boots"}"#,
+        "line one [31mred line two",
+    ] {
+        assert!(s.contains(needle), "{needle:?} missing: {s}");
+    }
+    assert!(!s.contains('\u{1b}'), "control characters are blanked");
+    assert_eq!(
+        s.matches('Z').count(),
+        400,
+        "a long value is cut at 400 characters: {s}"
+    );
+    assert!(s.contains("ZZZ…"), "{s}");
+}

@@ -238,11 +238,70 @@ fn abort_and_cleanup_go_through_the_engine_and_record_who_aborted() {
         "the dispatch was withdrawn"
     );
     let cleaned = ok(&report.results[5]);
-    assert_eq!(cleaned["status"], json!("cleaned"));
+    assert_eq!(cleaned["status"], json!("dry_run"));
     assert_eq!(cleaned["dry_run"], json!(true));
+    assert!(cleaned["would_delete"].is_array() && cleaned.get("deleted").is_none());
     assert_eq!(
         ok(&report.results[6])["manifest_path"],
         aborted["manifest_path"],
         "aborting again returns the same manifest"
     );
+}
+
+/// What the step asks (`step_def`) and the handoff's context beyond the standard fields reach the god
+/// through `check_inbox` and `get_dispatch` (validated by the official client against the tools'
+/// output schemas), and `compact` leaves them out.
+#[test]
+fn step_keys_and_extra_context_reach_the_god_over_mcp() {
+    let root = TestRoot::new();
+    root.write(
+        "conductor/workflows/mcp-test.yaml",
+        &TEST_WORKFLOW.replace(
+            "      god: hephaestus\n",
+            "      god: hephaestus\n      action: implement\n      skill: code\n      output: build_report\n",
+        ),
+    );
+    let wf = "wf_mcp_keys_1";
+    let h1 = handoff_id(31);
+    let mut h = handoff(&h1, wf, "thoth", "hephaestus", "research", &[]);
+    h["context"]["payload"] = json!({"feature_summary": "fast boots"});
+    h["context"]["spec_summary"] = json!("boot in under a second");
+    let report = root.session(&[
+        call("submit_handoff", json!({"handoff": h})),
+        call("check_inbox", json!({"god_name": "hephaestus"})),
+        call(
+            "check_inbox",
+            json!({"god_name": "hephaestus", "compact": true}),
+        ),
+        call(
+            "get_dispatch",
+            json!({"god_name": "hephaestus", "handoff_id": h1}),
+        ),
+    ]);
+    assert_eq!(ok(&report.results[0])["status"], json!("dispatched"));
+    let full = &ok(&report.results[1])["dispatches"][0];
+    assert_eq!(
+        full["step_def"],
+        json!({"action": "implement", "skill": "code", "output": "build_report"}),
+        "{full:#}"
+    );
+    assert_eq!(
+        full["context"]["payload"]["feature_summary"],
+        json!("fast boots")
+    );
+    assert_eq!(
+        full["context"]["spec_summary"],
+        json!("boot in under a second")
+    );
+    let compact = ok(&report.results[2])["dispatches"][0]
+        .as_object()
+        .unwrap()
+        .clone();
+    assert!(
+        !compact.contains_key("step_def") && !compact.contains_key("context"),
+        "{compact:?}"
+    );
+    let one = &ok(&report.results[3])["dispatch"];
+    assert_eq!(one["step_def"]["action"], json!("implement"));
+    assert_eq!(one["context"]["payload"], full["context"]["payload"]);
 }

@@ -367,7 +367,8 @@ fn cross_pantheon_deploy_end_to_end() {
     let server = Server::start();
     let (mut a, mut b) = two_machines(&server);
     let r = a.ok(&["handoff", "submit", "-"], Some(&start_handoff(1)));
-    assert_eq!(r["status"], "dispatched", "{r}");
+    assert_eq!(r["status"], "publishing", "{r}");
+    assert_eq!(r["dispatch_path"], Value::Null, "{r}");
     let st = a.state("wf_deploy_1");
     assert_eq!(st["current_step"], "await-ack", "{st}");
     assert_eq!(st["context"]["feature_summary"], "feature 1");
@@ -382,6 +383,13 @@ fn cross_pantheon_deploy_end_to_end() {
         d["context"]["summary"],
         "Deploy request: wf_deploy_1 - package 1 built"
     );
+    // The request's payload and its NATS facts reach the receiving god in the dispatch.
+    assert_eq!(
+        d["context"]["payload"]["feature_summary"], "feature 1",
+        "{d}"
+    );
+    assert_eq!(d["context"]["payload"]["package"], "package 1 built", "{d}");
+    assert_eq!(d["context"]["nats"]["from_pantheon"], "konan", "{d}");
     let mut acked = Default::default();
     ack_all(&b, &mut acked);
     wait_for("A's await-ack to complete", Duration::from_secs(30), || {
@@ -402,6 +410,20 @@ fn cross_pantheon_deploy_end_to_end() {
             .unwrap()
             .count()
             == 1
+    );
+    // The god after the await step sees the peer's reply and the context kept from the start.
+    let announce: Value = serde_json::from_slice(
+        &std::fs::read(a.files("conductor/pending/hermes")[0].clone()).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(announce["context"]["reply"]["from"], "tallon", "{announce}");
+    assert_eq!(
+        announce["context"]["reply"]["status"], "accepted",
+        "{announce}"
+    );
+    assert_eq!(
+        announce["context"]["feature_summary"], "feature 1",
+        "{announce}"
     );
 
     let status = a.ok(&["bridge", "status"], None);

@@ -483,7 +483,9 @@ impl Checker {
 
     fn state(&mut self, f: &Path, m: &Map<String, Value>, wf: &str) {
         self.state_identity(f, m, wf);
-        if str_field(m, "status") == Some("waiting_for_ack") {
+        use crate::conductor::model::{AWAITING_REPLY, awaiting_reply, waits_on_a_god};
+        let status = WorkflowStatus::parse(str_field(m, "status").unwrap_or_default());
+        if waits_on_a_god(&status, awaiting_reply(m.get(AWAITING_REPLY)).is_some()) {
             let god = str_field(m, "dispatched_to").unwrap_or("?").to_owned();
             self.waiting.push((f.to_path_buf(), wf.to_owned(), god));
         }
@@ -620,7 +622,8 @@ impl Checker {
     }
 
     /// A workflow `waiting_for_ack` with no dispatch in any inbox or `_quarantine` waits for an ack
-    /// nobody can send (a foreign cleanup deleted the dispatch outright).
+    /// nobody can send (a foreign cleanup deleted the dispatch outright). One waiting at an
+    /// `await_ack` step for a peer's reply has no dispatch and is not listed (`waits_on_a_god`).
     fn orphaned_waits(&mut self) {
         for (f, wf, god) in std::mem::take(&mut self.waiting) {
             if !self.dispatched.contains(&wf) {

@@ -258,6 +258,15 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
             theme,
         ));
     }
+    // What the definition's step asks (`action`, `skill`, `output`, …).
+    if let Some(serde_json::Value::Object(step_def)) = d.extra.get("step_def")
+        && !step_def.is_empty()
+    {
+        section(&mut l, "Step", theme);
+        for (k, val) in step_def {
+            l.push(kv(&shown(k), carried_text(val), theme.base(), theme));
+        }
+    }
     section(&mut l, "Summary", theme);
     l.push(Line::raw(format!("  {}", d.context.summary)));
     let c = &d.context;
@@ -271,6 +280,28 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
         for item in list {
             l.push(Line::raw(format!("  • {item}")));
         }
+    }
+    // Context keys beyond the standard ones (an inbound request's `payload` and `nats`, the
+    // workflow's `spec_summary`, …), and what was left out for size.
+    if !c.extra.is_empty() {
+        section(&mut l, &format!("Context ({})", c.extra.len()), theme);
+        for (k, val) in &c.extra {
+            l.push(kv(&shown(k), carried_text(val), theme.base(), theme));
+        }
+    }
+    if let Some(serde_json::Value::Array(omitted)) = d.extra.get("omitted")
+        && !omitted.is_empty()
+    {
+        let names: Vec<String> = omitted.iter().map(carried_text).collect();
+        l.push(kv(
+            "⚠ omitted",
+            format!(
+                "{} (over the size limit; read the handoff)",
+                names.join(", ")
+            ),
+            theme.warn(),
+            theme,
+        ));
     }
     if !c.history.is_empty() {
         section(&mut l, "History", theme);
@@ -289,4 +320,29 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
         app,
         theme,
     );
+}
+
+/// Longest text the detail shows of one carried value (a payload may be a megabyte).
+const CARRIED_SHOWN: usize = 400;
+
+/// A carried value as one line: a string as is, anything else as compact JSON, control characters
+/// as spaces, cut at [`CARRIED_SHOWN`] characters (`y`/raw view shows the whole file).
+fn carried_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => shown(s),
+        other => shown(&other.to_string()),
+    }
+}
+
+/// `text` with control characters as spaces, cut at [`CARRIED_SHOWN`] characters.
+fn shown(text: &str) -> String {
+    let mut out: String = text
+        .chars()
+        .take(CARRIED_SHOWN)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if text.chars().nth(CARRIED_SHOWN).is_some() {
+        out.push('…');
+    }
+    out
 }

@@ -500,6 +500,29 @@ mod tests {
         assert_eq!(s.counts(now).orphaned, 1);
     }
 
+    /// A workflow waiting at an `await_ack` step for a peer's reply has no dispatch by design: the
+    /// header's orphaned count (the engine's rule, shared with `validate`) leaves it out.
+    #[test]
+    fn a_workflow_waiting_for_a_peer_reply_is_not_orphaned() {
+        let (_d, root) = root();
+        let mut waiting = state("wf_await_1", "waiting_for_ack", "hermes", "deploy");
+        waiting["awaiting_reply"] = serde_json::json!("ob_0123456789abcdef01234567");
+        write(&root, "wf_await_1", &waiting);
+        write(
+            &root,
+            "wf_lost_1",
+            &state("wf_lost_1", "waiting_for_ack", "hermes", "deploy"),
+        );
+        let m = LiveModel::open(root.clone(), ModelOptions::default());
+        let s = m.snapshot();
+        assert!(!Snapshot::orphaned(find(&s, "wf_await_1")));
+        assert!(
+            Snapshot::orphaned(find(&s, "wf_lost_1")),
+            "no dispatch, no reply awaited"
+        );
+        assert_eq!(s.counts(chrono::Utc::now()).orphaned, 1);
+    }
+
     #[test]
     fn the_first_screen_of_a_progressive_load_has_the_supervisors_and_the_bridge() {
         let d = tempfile::tempdir().unwrap();

@@ -21,7 +21,8 @@ impl ConductorServer {
     /// definition, reaction rules, or `to_god`) and dispatches the next step to that god's inbox.
     /// Returns `{status, workflow_id, target_god, target_step, state_status, handoff_path,
     /// dispatch_path, warnings[]}`; `status` is `dispatched`, `awaiting_approval`, `completed`,
-    /// `recorded` or `duplicate`. A refusal lists every violation with its JSON pointer.
+    /// `recorded`, `publishing` (a nats_publish step was reached: no dispatch, `dispatch_path` null),
+    /// `awaiting_reply` or `duplicate`. A refusal lists every violation with its JSON pointer.
     #[tool(
         output_schema = output::submit_handoff(),
         annotations(
@@ -43,7 +44,9 @@ impl ConductorServer {
     /// List the dispatches waiting in your inbox, oldest first, a page at a time: `{god,
     /// known_god, dispatches[], count, limit, next_cursor, errors[]}`. `count` is the whole inbox;
     /// call again with `cursor: next_cursor` while it is not null. Each dispatch carries the full
-    /// context of the workflow so far (all decisions, artifacts and step summaries); with
+    /// context of the workflow so far (all decisions, artifacts and step summaries, plus every other
+    /// context key such as an inbound request's `payload`) and `step_def` (what the step asks:
+    /// `action`, `skill`, `output`, …); with
     /// `compact: true` only ids, sender, step, age and the summary's first line (then
     /// `get_dispatch` for one whole). Call this at the start of every session, then ack each
     /// dispatch. `known_god: false` means you have no inbox: check your god name.
@@ -207,7 +210,8 @@ impl ConductorServer {
     /// Delete the `temp_artifacts` declared by an aborted or completed workflow's definition
     /// (only paths inside the pantheon root or the cleanup roots; symlinks are removed, never
     /// followed). Returns `{status: "cleaned", workflow_id, deleted[], missing[], refused[],
-    /// dry_run}`. Use `dry_run: true` first to see what would go.
+    /// dry_run}`; with `dry_run: true` (try it first) nothing is deleted and the answer is
+    /// `{status: "dry_run", would_delete[], …}` instead.
     #[tool(
         output_schema = output::cleanup(),
         annotations(

@@ -641,10 +641,12 @@ impl Conductor {
                 }
             },
         };
+        let mut paths = Vec::new();
         let mut result = CleanupResult {
-            status: "cleaned".into(),
+            status: if dry_run { "dry_run" } else { "cleaned" }.into(),
             workflow_id: wf.to_string(),
-            deleted: Vec::new(),
+            deleted: None,
+            would_delete: None,
             missing: Vec::new(),
             refused: Vec::new(),
             dry_run,
@@ -683,7 +685,12 @@ impl Conductor {
                     continue;
                 }
             }
-            result.deleted.push(text(&real));
+            paths.push(text(&real));
+        }
+        if dry_run {
+            result.would_delete = Some(paths);
+        } else {
+            result.deleted = Some(paths);
         }
         Ok(result)
     }

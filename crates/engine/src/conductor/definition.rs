@@ -65,6 +65,9 @@ pub struct StepDef {
     pub publish: Option<PublishDef>,
     /// `action: await_ack`: the step waits for the reply to the workflow's last publish.
     pub await_ack: bool,
+    /// `action` as written: free text for the god (`triage`, `research`, …), carried into the
+    /// dispatch; only `await_ack` means something to the engine.
+    pub action: Option<String>,
     /// `ack_wait`, `max_deliveries` and `backoff` as declared (docs/PROTOCOL.md §2.10).
     pub delivery: super::delivery::DeclaredPolicy,
     /// Keys this engine does not use, kept for display.
@@ -333,6 +336,27 @@ fn string_list(v: Option<&Value>, what: &str) -> Result<Vec<String>, String> {
 }
 
 impl StepDef {
+    /// The step's descriptive keys, carried into each dispatch to it so the god sees what the
+    /// definition asks (docs/PROTOCOL.md §2.1 `step_def`): `action`, `skill`, `input_from` and every key
+    /// this engine does not use (`output`, `description`, `prompt`, …), in that order. Keys the engine
+    /// acts on (god, gates, timeouts, delivery, approval, publish templates) are not repeated.
+    pub fn descriptive_keys(&self) -> Map<String, Value> {
+        let mut out = Map::new();
+        for (k, v) in [
+            ("action", &self.action),
+            ("skill", &self.skill),
+            ("input_from", &self.input_from),
+        ] {
+            if let Some(v) = v {
+                out.insert(k.to_owned(), Value::String(v.clone()));
+            }
+        }
+        for (k, v) in &self.extra {
+            out.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        out
+    }
+
     fn from_value(v: &Value) -> Result<Self, String> {
         let Value::Object(m) = v else {
             return Err(format!("a step must be a mapping, found {}", kind(v)));
@@ -356,16 +380,18 @@ impl StepDef {
             None => return Err(format!("step {id:?} has no `god`")),
         };
         name_ok("god", &god)?;
-        let await_ack = match m.get("action") {
-            None | Some(Value::Null) => false,
-            Some(Value::String(a)) if a == "await_ack" => true,
-            Some(other) => {
-                return Err(format!(
-                    "step {id:?}: action {} is not known (the one action is await_ack)",
-                    scalar_text(other).unwrap_or_else(|| kind(other).to_owned())
-                ));
-            }
+        // `action` is free text for the god (the origin's files say `triage`, `inject`,
+        // `summarize`, …); `await_ack` is the one action the engine performs itself.
+        let action = match m.get("action") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(scalar_text(v).ok_or_else(|| {
+                format!(
+                    "step {id:?}: action must be text (free text for the god, or await_ack), found {}",
+                    kind(v)
+                )
+            })?),
         };
+        let await_ack = action.as_deref() == Some("await_ack");
         if publishes && await_ack {
             return Err(format!(
                 "step {id:?}: a nats_publish step cannot also be action: await_ack"
@@ -382,16 +408,20 @@ impl StepDef {
                 parse_duration_checked("timeout", t).map_err(|e| format!("step {id:?}: {e}"))?,
             ),
         };
-        let approval_required = match m.get("approval_required") {
-            None | Some(Value::Null) => false,
-            Some(Value::Bool(b)) => *b,
-            Some(other) => {
-                return Err(format!(
-                    "step {id:?}: approval_required must be true or false, found {}",
-                    kind(other)
-                ));
+        // The origin's files spell it `operator_approval_required`; either one holds the step.
+        let mut approval_required = false;
+        for key in ["approval_required", "operator_approval_required"] {
+            match m.get(key) {
+                None | Some(Value::Null) => {}
+                Some(Value::Bool(b)) => approval_required |= *b,
+                Some(other) => {
+                    return Err(format!(
+                        "step {id:?}: {key} must be true or false, found {}",
+                        kind(other)
+                    ));
+                }
             }
-        };
+        }
         let known = [
             "id",
             "god",
@@ -401,6 +431,7 @@ impl StepDef {
             "input_from",
             "fallback_gods",
             "approval_required",
+            "operator_approval_required",
             "temp_artifacts",
             "type",
             "action",
@@ -431,6 +462,7 @@ impl StepDef {
             temp_artifacts,
             publish: None,
             await_ack,
+            action,
             delivery: super::delivery::DeclaredPolicy::from_map(m)
                 .map_err(|e| format!("step {id:?}: {e}"))?,
             extra: m
@@ -564,5 +596,44 @@ mod tests {
         let err = WorkflowDef::from_value(&bad, p).unwrap_err();
         assert!(err.contains("steps[0]") && err.contains("../x"), "{err}");
         assert!(err.contains("steps[1]") && err.contains("soon"), "{err}");
+    }
+
+    #[test]
+    fn action_is_free_text_for_the_god_and_only_await_ack_means_something() {
+        let p = Path::new("/x/origin.yaml");
+        let v: Value = serde_yaml::from_str(
+            "steps:\n  - {id: a, god: hermes, action: triage, skill: sort, output: items, loop: 2}\n  - {id: b, god: athena, action: update_sprint, input_from: a}\n  - {id: n, type: nats_publish, subject: p.b.in, operator_approval_required: true}\n  - {id: w, god: hermes, action: await_ack}\n",
+        )
+        .unwrap();
+        let d = WorkflowDef::from_value(&v, p).unwrap();
+        let a = d.step("a").unwrap();
+        assert_eq!(a.action.as_deref(), Some("triage"));
+        assert!(!a.await_ack);
+        assert_eq!(
+            Value::Object(a.descriptive_keys()),
+            serde_json::json!({"action": "triage", "skill": "sort", "output": "items", "loop": 2})
+        );
+        assert_eq!(
+            Value::Object(d.step("b").unwrap().descriptive_keys()),
+            serde_json::json!({"action": "update_sprint", "input_from": "a"})
+        );
+        assert!(
+            d.step("n").unwrap().approval_required,
+            "the origin's spelling holds the publish"
+        );
+        assert!(d.step("w").unwrap().await_ack);
+        let bad: Value =
+            serde_yaml::from_str("steps:\n  - {id: a, god: hermes, action: [x]}\n").unwrap();
+        let err = WorkflowDef::from_value(&bad, p).unwrap_err();
+        assert!(err.contains("action must be text"), "{err}");
+        let bad: Value = serde_yaml::from_str(
+            "steps:\n  - {id: a, god: hermes, operator_approval_required: yes-please}\n",
+        )
+        .unwrap();
+        let err = WorkflowDef::from_value(&bad, p).unwrap_err();
+        assert!(
+            err.contains("operator_approval_required must be true or false"),
+            "{err}"
+        );
     }
 }

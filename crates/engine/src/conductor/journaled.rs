@@ -224,7 +224,7 @@ impl Conductor {
         if !dry_run {
             let act = Act::new(
                 "cleanup",
-                format!("{} ({} deleted)", r.status, r.deleted.len()),
+                format!("{} ({} deleted)", r.status, r.paths().len()),
             )
             .target("workflow_id", Some(&r.workflow_id));
             r.warnings.extend(self.journal(&act));

@@ -637,6 +637,34 @@ impl WorkflowState {
             .iter()
             .find(|r| r.handoff_id.as_deref() == Some(handoff_id))
     }
+
+    /// The `outbox_id` whose reply the workflow waits for at an `await_ack` step, if it does.
+    pub fn awaiting_reply(&self) -> Option<&str> {
+        awaiting_reply(self.extra.get(AWAITING_REPLY))
+    }
+
+    /// True when the workflow waits for a god to ack a dispatch ([`waits_on_a_god`]).
+    pub fn waits_on_a_god(&self) -> bool {
+        waits_on_a_god(&self.status, self.awaiting_reply().is_some())
+    }
+}
+
+/// The state field an `await_ack` step's wait is recorded in (docs/PROTOCOL.md §2.2).
+pub const AWAITING_REPLY: &str = "awaiting_reply";
+
+/// The request id a state's `awaiting_reply` field names (absent, empty or not a string: none).
+pub fn awaiting_reply(v: Option<&Value>) -> Option<&str> {
+    v.and_then(Value::as_str).filter(|s| !s.is_empty())
+}
+
+/// The orphan rule, shared by `validate` and the console: a workflow waits for a god's ack when it is
+/// `waiting_for_ack` and not waiting at an `await_ack` step for a peer's reply (`awaits_reply`: its
+/// state's `awaiting_reply` names a request). Such a workflow with no dispatch in any inbox or
+/// `_quarantine` is orphaned (`pantheon redispatch` writes it again). A workflow waiting for a reply
+/// has no dispatch by design: it waits for a peer pantheon, and neither `redispatch` nor `abort`
+/// is the remedy.
+pub fn waits_on_a_god(status: &WorkflowStatus, awaits_reply: bool) -> bool {
+    *status == WorkflowStatus::WaitingForAck && !awaits_reply
 }
 
 /// A completed step in an abort manifest.

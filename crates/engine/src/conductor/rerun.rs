@@ -167,6 +167,30 @@ impl Conductor {
                     .join(", ")
             ))
         })?;
+        // A publish or await_ack step is performed by the engine and the bridge: a dispatch to it
+        // would sit in an inbox nobody reads while nothing is published or awaited.
+        if sd.publish.is_some() || sd.await_ack {
+            let before = def
+                .step_index(step)
+                .and_then(|i| i.checked_sub(1))
+                .and_then(|i| def.steps.get(i))
+                .map(|s| format!("rerun from {:?}, the step before it", s.id))
+                .unwrap_or_else(|| {
+                    format!(
+                        "start a new workflow with a rule `then: {{dispatch_workflow: {def_id}, \
+                         start_at_step: {step}}}`"
+                    )
+                });
+            return Err(Error::refused(format!(
+                "step {step:?} of {def_id:?} is {}: the engine performs it when the workflow reaches \
+                 it, so no god can be dispatched to it; {before}",
+                if sd.publish.is_some() {
+                    "a nats_publish step"
+                } else {
+                    "an await_ack step"
+                }
+            )));
+        }
         let god = GodName::parse(&sd.god)?;
         if let Some(r) = self.finish_interrupted_rerun(wf, &st, step, &god)? {
             return Ok(r);

@@ -278,8 +278,12 @@ pub struct CleanupResult {
     pub status: String,
     /// The workflow whose temporary artifacts were cleaned.
     pub workflow_id: String,
-    /// Deleted (or, in a dry run, that would be deleted).
-    pub deleted: Vec<String>,
+    /// Deleted (a cleanup; absent from a dry run's answer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deleted: Option<Vec<String>>,
+    /// What a cleanup would delete (a dry run; absent from a cleanup's answer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub would_delete: Option<Vec<String>>,
     /// Paths that did not exist.
     pub missing: Vec<String>,
     /// Paths that were refused, with the reason.
@@ -288,6 +292,16 @@ pub struct CleanupResult {
     pub dry_run: bool,
     /// Problems that did not stop the cleanup.
     pub warnings: Vec<String>,
+}
+
+impl CleanupResult {
+    /// The paths deleted, or in a dry run those that would be.
+    pub fn paths(&self) -> &[String] {
+        self.deleted
+            .as_deref()
+            .or(self.would_delete.as_deref())
+            .unwrap_or_default()
+    }
 }
 
 /// `redispatch`'s result.

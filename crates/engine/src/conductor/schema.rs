@@ -24,13 +24,14 @@ fn builtin_schema() -> Result<Value> {
 }
 
 /// The `version` [`BUILTIN_SCHEMA`] declares.
-pub const SCHEMA_VERSION: u64 = 3;
+pub const SCHEMA_VERSION: u64 = 4;
 
 /// Every earlier schema text pantheon shipped, byte for byte, with its version (v1 had no `version`
 /// field). `init` replaces a root's schema file only when it is exactly one of these.
-pub const SHIPPED_SCHEMAS: [(u64, &str); 2] = [
+pub const SHIPPED_SCHEMAS: [(u64, &str); 3] = [
     (1, include_str!("schema-v1.json")),
     (2, include_str!("schema-v2.json")),
+    (3, include_str!("schema-v3.json")),
 ];
 
 /// What a root's schema file is, compared with the schemas pantheon shipped.

@@ -180,6 +180,23 @@ fn dispatch_to_step(def: &WorkflowDef, step_id: &str, hold_rule: Option<String>)
     }
 }
 
+/// Refuses a handoff that names a `nats_publish` step as the step it completed: only the engine
+/// completes such a step, by writing its outbox record for the bridge. Accepting the handoff would
+/// mark the message sent while nothing was published (and would step past an approval hold).
+fn refuse_publish_step(def: &WorkflowDef, step: &str) -> Result<()> {
+    if def.step(step).is_none_or(|s| s.publish.is_none()) {
+        return Ok(());
+    }
+    Err(Error::refused(format!(
+        "step {step:?} of {:?} is a nats_publish step: the engine completes it by publishing (an \
+         outbox record the bridge sends), so a handoff cannot mark it done. To start {:?} at its \
+         publish step, route a handoff of another step there with a rule: `then: {{dispatch_workflow: \
+         {}, start_at_step: {step}}}` (docs/PROTOCOL.md 2.3); inside a running workflow, submit the \
+         handoff of the step before it and the engine publishes [gate phase_detect]",
+        def.id, def.id, def.id
+    )))
+}
+
 fn unknown_step(def: &WorkflowDef, step: &str, what: &str) -> Error {
     Error::refused(format!(
         "{what} {step:?} is not a step of workflow definition {:?} (steps: {}) [gate phase_detect]",
@@ -225,6 +242,7 @@ pub(crate) fn route(root: &Root, h: &Handoff, state: Option<&WorkflowState>) -> 
         if def.step(&h.step).is_none() {
             return Err(unknown_step(&def, &h.step, "step"));
         }
+        refuse_publish_step(&def, &h.step)?;
         check_gates(&def, h)?;
         if let (Some(want), Some(have)) = (&routing.workflow_version, &def.version)
             && want != have
@@ -290,6 +308,7 @@ pub(crate) fn route(root: &Root, h: &Handoff, state: Option<&WorkflowState>) -> 
                 ))
             })?;
             if def.step(&h.step).is_some() {
+                refuse_publish_step(&def, &h.step)?;
                 check_gates(&def, h)?;
             }
             let start = match &a.start_at_step {
@@ -356,12 +375,25 @@ pub(crate) fn route(root: &Root, h: &Handoff, state: Option<&WorkflowState>) -> 
     })
 }
 
+/// True when the handoff's `context` carries `key`. The standard fields count too: `summary`,
+/// `decisions` and `artifacts` are always there (the `handoff` gate requires them), `open_questions`
+/// and `gates_passed` when not empty; so `context.required: [spec_summary, artifacts, decisions]`, as
+/// the origin's files write it, is met by a handoff with `spec_summary`.
+fn has_context_key(h: &Handoff, key: &str) -> bool {
+    match key {
+        "summary" | "decisions" | "artifacts" => true,
+        "open_questions" => !h.context.open_questions.is_empty(),
+        "gates_passed" => !h.context.gates_passed.is_empty(),
+        _ => !matches!(h.context.extra.get(key), None | Some(Value::Null)),
+    }
+}
+
 /// Refuses a handoff that starts a workflow without a key its definition's `context.required` lists.
 fn check_required_context(def: &WorkflowDef, h: &Handoff, starting: bool) -> Result<()> {
     let missing: Vec<&String> = def
         .context_required
         .iter()
-        .filter(|k| matches!(h.context.extra.get(k.as_str()), None | Some(Value::Null)))
+        .filter(|k| !has_context_key(h, k))
         .collect();
     if starting && !missing.is_empty() {
         return Err(Error::invalid(
@@ -790,6 +822,13 @@ impl Conductor {
             }
         }
         let rec = st.record_of(hid.as_str()).expect("just recorded");
+        // Reaching a publish or await_ack step turns `dispatched` into what the engine did there
+        // (the record's `routed.status`, which the journal's entry and a repeat also report).
+        let status = match rec.routed.as_ref().map(|r| r.status.as_str()) {
+            Some("publishing") => "publishing",
+            Some("awaiting_reply") => "awaiting_reply",
+            _ => status,
+        };
         Ok(self.result_of(wf, &st, rec, &latest, status, warnings))
     }
 
@@ -838,8 +877,11 @@ impl Conductor {
         warnings: Vec<String>,
     ) -> SubmitResult {
         let routed = rec.routed.clone().unwrap_or_default();
+        // Only `dispatched` and `awaiting_approval` write a dispatch; a publish or an await_ack
+        // step is performed by the engine and the bridge, never from an inbox.
+        let writes_dispatch = matches!(routed.status.as_str(), "dispatched" | "awaiting_approval");
         let dispatch_path = match (&routed.target_god, rec.handoff_id.as_deref()) {
-            (Some(god), Some(hid)) => {
+            (Some(god), Some(hid)) if writes_dispatch => {
                 let held = routed.status == "awaiting_approval";
                 let inbox = self
                     .root
@@ -929,6 +971,17 @@ impl Conductor {
         let wf = wf.clone();
         let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
         let st = files::require_state(&self.root, &wf)?;
+        if let Some(request) = st.awaiting_reply()
+            && st.status == WorkflowStatus::WaitingForAck
+        {
+            return Err(Error::refused(format!(
+                "workflow {wf} is healthy: it waits at its await_ack step {:?} for the peer's reply to \
+                 request {request}, and has no dispatch to write again. The bridge completes the step \
+                 when the reply arrives (`pantheon bridge status` shows the request's outbox record); \
+                 do not abort it for this",
+                st.current_step.as_deref().unwrap_or("?")
+            )));
+        }
         if st.status != WorkflowStatus::WaitingForAck {
             return Err(Error::refused(format!(
                 "workflow {wf} is {}, not waiting_for_ack: there is no dispatch to write again",
@@ -1079,6 +1132,17 @@ impl Conductor {
             })
             .collect();
         let held = routed.extra.contains_key("held_because");
+        // Loaded once: its step gives the dispatch's `step_def` and the delivery policy.
+        let def = st
+            .definition_id
+            .as_deref()
+            .and_then(|id| find_definition(&self.root, id).ok().flatten());
+        let step_def = def
+            .as_ref()
+            .and_then(|def| def.step(step))
+            .map(super::definition::StepDef::descriptive_keys)
+            .unwrap_or_default();
+        let carried = carried_context(st, rec, &handoff);
         let mut d = Dispatch {
             dispatch_id: Some(generate_dispatch_id()),
             handoff_id: hid,
@@ -1111,7 +1175,16 @@ impl Conductor {
                 .map(str::to_owned),
             ..Default::default()
         };
-        if let Some(policy) = self.delivery_policy(st, step, routed) {
+        let mut omitted = Vec::new();
+        d.context.extra = bounded(carried, MAX_CARRIED_CONTEXT, "context.", &mut omitted);
+        let step_def = bounded(step_def, MAX_CARRIED_STEP_DEF, "step_def.", &mut omitted);
+        if !step_def.is_empty() {
+            d.extra.insert(STEP_DEF.into(), Value::Object(step_def));
+        }
+        if !omitted.is_empty() {
+            d.extra.insert(OMITTED.into(), serde_json::json!(omitted));
+        }
+        if let Some(policy) = self.delivery_policy(def.as_ref(), step, routed) {
             policy.stamp(&mut d, chrono::Utc::now());
             if held {
                 // The deadline starts when an operator releases it (approve).
@@ -1122,11 +1195,12 @@ impl Conductor {
         Ok(d)
     }
 
-    /// The delivery policy of a dispatch to `step`: the step's (its definition's) or the routing rule's
-    /// declaration, the root's settings filling in; `None` when no `ack_wait` applies.
+    /// The delivery policy of a dispatch to `step`: the step's (in `def`, the workflow's definition)
+    /// or the routing rule's declaration, the root's settings filling in; `None` when no `ack_wait`
+    /// applies.
     pub(crate) fn delivery_policy(
         &self,
-        st: &WorkflowState,
+        def: Option<&WorkflowDef>,
         step: &str,
         routed: &Routed,
     ) -> Option<super::delivery::Policy> {
@@ -1140,20 +1214,94 @@ impl Conductor {
             None => Default::default(),
         };
         let declared = if by_rule.is_empty() {
-            st.definition_id
-                .as_deref()
-                .and_then(|id| {
-                    super::definition::find_definition(&self.root, id)
-                        .ok()
-                        .flatten()
-                })
-                .and_then(|def| def.step(step).map(|s| s.delivery.clone()))
+            def.and_then(|def| def.step(step).map(|s| s.delivery.clone()))
                 .unwrap_or_default()
         } else {
             by_rule
         };
         declared.resolve(&self.root.settings)
     }
+}
+
+/// The dispatch field holding the step's descriptive keys from its definition (`action`, `skill`, …).
+pub const STEP_DEF: &str = "step_def";
+
+/// The dispatch field naming the carried keys left out for size (`context.KEY`, `step_def.KEY`).
+pub const OMITTED: &str = "omitted";
+
+/// The most a dispatch carries of context keys beyond the standard ones: a handoff's limit, so the
+/// latest handoff's keys always fit whole; keys kept from the workflow's start come after them.
+pub const MAX_CARRIED_CONTEXT: usize = crate::store::limits::MAX_HANDOFF_BYTES;
+
+/// The most a dispatch carries of a step's descriptive keys (one field's limit).
+pub const MAX_CARRIED_STEP_DEF: usize = crate::store::limits::MAX_FIELD_BYTES;
+
+/// The names a dispatch's `context` gives its own fields: a handoff's key of the same name is not
+/// carried over them.
+const DISPATCH_CONTEXT_FIELDS: [&str; 6] = [
+    "summary",
+    "decisions",
+    "artifacts",
+    "open_questions",
+    "gates_passed",
+    "history",
+];
+
+/// The context keys beyond the standard ones that a dispatch carries, in order: the latest
+/// handoff's (an inbound request's `payload` and `nats` among them), then those the workflow kept
+/// from its starting handoff (`context.required` / `optional`) that the latest one does not
+/// repeat, then, after an `await_ack` step, the peer's `reply` (`{from, status, payload}`).
+fn carried_context(
+    st: &WorkflowState,
+    rec: &StepRecord,
+    handoff: &Handoff,
+) -> serde_json::Map<String, Value> {
+    let mut out = serde_json::Map::new();
+    let kept = st.extra.get("context").and_then(Value::as_object);
+    for (k, v) in handoff
+        .context
+        .extra
+        .iter()
+        .chain(kept.into_iter().flatten())
+    {
+        if !DISPATCH_CONTEXT_FIELDS.contains(&k.as_str()) && !v.is_null() && !out.contains_key(k) {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    if rec.extra.contains_key("reply_id") && !out.contains_key("reply") {
+        let field = |k: &str| rec.extra.get(k).cloned().unwrap_or(Value::Null);
+        out.insert(
+            "reply".into(),
+            serde_json::json!({"from": field("reply_from"), "status": field("reply_status"),
+                               "payload": field("reply_payload")}),
+        );
+    }
+    out
+}
+
+/// The entries of `map`, in order, while their JSON stays within `limit` bytes; a key that does not
+/// fit is named in `omitted` (with `prefix`) and the ones after it still get their chance.
+fn bounded(
+    map: serde_json::Map<String, Value>,
+    limit: usize,
+    prefix: &str,
+    omitted: &mut Vec<String>,
+) -> serde_json::Map<String, Value> {
+    let mut out = serde_json::Map::new();
+    let mut used = 0usize;
+    for (k, v) in map {
+        let size = crate::store::json_text(&v, false)
+            .len()
+            .saturating_add(k.len());
+        match used.checked_add(size) {
+            Some(total) if total <= limit => {
+                used = total;
+                out.insert(k, v);
+            }
+            _ => omitted.push(format!("{prefix}{k}")),
+        }
+    }
+    out
 }
 
 /// The handoff id of a found dispatch.
@@ -1404,5 +1552,62 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("handoff_id"), "{e}");
+    }
+
+    #[test]
+    fn required_context_counts_the_standard_handoff_fields() {
+        let h = handoff("plan", "hof_20261201_aaaaaa");
+        let r = route(dispatch("hermes", "build", None), Some("flow"));
+        // decisions, artifacts and summary are always there; open_questions here is not empty.
+        let d = def(&[
+            "summary",
+            "artifacts",
+            "decisions",
+            "open_questions",
+            "ticket",
+        ]);
+        assert!(step_of(None, &h, &r, Some(&d)).is_ok());
+        let e = step_of(None, &h, &r, Some(&def(&["decisions", "gates_passed"])))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("/context/gates_passed") && !e.contains("/context/decisions"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn carried_keys_are_bounded_and_the_ones_left_out_are_named() {
+        let mut map = serde_json::Map::new();
+        map.insert("small".into(), json!("x"));
+        map.insert("big".into(), json!("y".repeat(100)));
+        map.insert("after".into(), json!([1, 2]));
+        let mut omitted = Vec::new();
+        let out = bounded(map, 40, "context.", &mut omitted);
+        assert_eq!(Value::Object(out), json!({"small": "x", "after": [1, 2]}));
+        assert_eq!(omitted, ["context.big"]);
+    }
+
+    #[test]
+    fn a_dispatch_carries_the_latest_handoffs_keys_then_the_kept_ones_never_over_a_standard_field()
+    {
+        let h: Handoff = from_value(json!({
+            "handoff_id": "hof_20261201_aaaaaa", "workflow_id": "wf_pure", "from_god": "a",
+            "to_god": "b", "step": "plan",
+            "context": {"summary": "s", "decisions": [], "artifacts": [], "ticket": "T-2",
+                        "history": "forged", "payload": {"n": 1}, "gone": null}
+        }))
+        .unwrap();
+        let mut st = state(WorkflowStatus::WaitingForAck, Some("build"));
+        st.extra.insert(
+            "context".into(),
+            json!({"ticket": "T-1", "spec_summary": "fast"}),
+        );
+        let rec = StepRecord::default();
+        let out = carried_context(&st, &rec, &h);
+        assert_eq!(
+            Value::Object(out),
+            json!({"ticket": "T-2", "payload": {"n": 1}, "spec_summary": "fast"})
+        );
     }
 }
