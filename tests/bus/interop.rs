@@ -303,13 +303,25 @@ fn a_line_another_writer_is_still_copying_is_never_fenced() {
     // The seed's unlocked append writes half a line, waits until our post holds the queue's lock,
     // pauses 5 ms, then finishes the line. Fencing that live tail would split it (or, when the rest
     // lands first, leave a blank line); the seed's read_messages fails on either.
+    stalled_writer_is_waited_for("5");
+}
+
+#[test]
+fn a_writer_preempted_mid_line_for_far_longer_than_a_copy_is_still_waited_for() {
+    // The same with a 600 ms pause: what a loaded machine does to a writer preempted mid-copy. The old
+    // 25 ms settle took such a tail for a dead writer's and fenced it: the rest of the line then
+    // landed after our newline as a line of its own, and our fence left a blank line before ours.
+    stalled_writer_is_waited_for("600");
+}
+
+fn stalled_writer_is_waited_for(pause_ms: &str) {
     let env = Env::new();
     let bus = env.bus_dir();
     env.ok(&["post", "PROGRESS", "--source", "before"]);
     let mut py = Reaped(
         Command::new("python3")
             .arg(driver())
-            .args(["slow-post", bus.to_str().unwrap(), "5"])
+            .args(["slow-post", bus.to_str().unwrap(), pause_ms])
             .stdout(Stdio::piped())
             .spawn()
             .unwrap(),
