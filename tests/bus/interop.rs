@@ -341,3 +341,27 @@ fn stalled_writer_is_waited_for(pause_ms: &str) {
     assert_eq!(sources, ["before", "slow", "during"]);
     seed_reads_queue(&bus);
 }
+
+/// Issue 24 item 8: `bus init` leaves the board files as the seed's `init_message_bus` does, so the
+/// seed's board readers work on a track we initialised before any session; `board open` then archives
+/// nothing for those empty files (no `unknown-…` session), and the readers keep working after it.
+#[test]
+fn the_seeds_board_readers_work_on_a_track_we_initialised() {
+    let env = Env::new();
+    let bus = env.bus_dir();
+    for f in ["board/assessments.json", "board/votes.json"] {
+        assert_eq!(std::fs::read_to_string(bus.join(f)).unwrap().trim(), "{}", "{f}");
+    }
+    assert_eq!(std::fs::read(bus.join("board/discussion.jsonl")).unwrap(), b"");
+    let r = python_json(&["board-readers", bus.to_str().unwrap(), "CA"]);
+    assert_eq!(r, serde_json::json!({"messages": 0, "verdict": "ESCALATE"}));
+    // Safe to run again: nothing rewritten.
+    assert_eq!(env.ok(&["init"])["created"], serde_json::json!([]));
+    let opened = env.board(&["open", "--checkpoint", "QUICK_REVIEW", "--proposal", "p"]);
+    assert_eq!(opened["archived"], serde_json::Value::Null, "{opened}");
+    let archive = bus.join("board/archive");
+    assert!(!archive.exists() || std::fs::read_dir(&archive).unwrap().next().is_none());
+    let r = python_json(&["board-readers", bus.to_str().unwrap(), "CA"]);
+    assert_eq!(r["messages"], 0);
+    seed_reads_queue(&bus);
+}
