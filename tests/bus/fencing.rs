@@ -176,7 +176,10 @@ fn a_deleted_or_torn_fencing_file_never_sends_tokens_backwards() {
     env.ok(&["archive", "--track-id", "old"]);
     std::fs::remove_file(fencing(&env)).unwrap();
     let t = token(&env.ok(&["lock", "src/a.ts", "--worker", "w9"]));
-    assert!(t > last, "{t} > {last} with the floor in the archived queue");
+    assert!(
+        t > last,
+        "{t} > {last} with the floor in the archived queue"
+    );
 }
 
 #[test]

@@ -350,9 +350,16 @@ fn the_seeds_board_readers_work_on_a_track_we_initialised() {
     let env = Env::new();
     let bus = env.bus_dir();
     for f in ["board/assessments.json", "board/votes.json"] {
-        assert_eq!(std::fs::read_to_string(bus.join(f)).unwrap().trim(), "{}", "{f}");
+        assert_eq!(
+            std::fs::read_to_string(bus.join(f)).unwrap().trim(),
+            "{}",
+            "{f}"
+        );
     }
-    assert_eq!(std::fs::read(bus.join("board/discussion.jsonl")).unwrap(), b"");
+    assert_eq!(
+        std::fs::read(bus.join("board/discussion.jsonl")).unwrap(),
+        b""
+    );
     let r = python_json(&["board-readers", bus.to_str().unwrap(), "CA"]);
     assert_eq!(r, serde_json::json!({"messages": 0, "verdict": "ESCALATE"}));
     // Safe to run again: nothing rewritten.

@@ -253,13 +253,13 @@ fn validate_streams_a_100_mib_queue_and_knows_fencing_json() {
     env.ok(&["lock", "src/a.ts", "--worker", "w1"]);
     let q = env.bus_dir().join("queue.jsonl");
     {
-        let mut f = std::io::BufWriter::new(
-            std::fs::OpenOptions::new().append(true).open(&q).unwrap(),
-        );
+        let mut f =
+            std::io::BufWriter::new(std::fs::OpenOptions::new().append(true).open(&q).unwrap());
         let mut i = 0usize;
         while f.get_ref().metadata().unwrap().len() < 100 << 20 {
             for _ in 0..256 {
-                f.write_all(&huge_line(&format!("msg-{i:08}"), 1024)).unwrap();
+                f.write_all(&huge_line(&format!("msg-{i:08}"), 1024))
+                    .unwrap();
                 i += 1;
             }
             f.flush().unwrap();

@@ -247,7 +247,10 @@ fn seed_writers_beside_our_appends_on_a_loaded_machine_never_leave_a_blank_line(
         assert_eq!(r["not_json"], 0, "round {round}: broken lines: {r}");
         assert_eq!(r["terminated"], true, "round {round}: {r}");
         assert_eq!(r["failures"], 0, "round {round}: a post failed: {r}");
-        assert_eq!(r["posted"], r["seen"], "round {round}: every post once: {r}");
+        assert_eq!(
+            r["posted"], r["seen"],
+            "round {round}: every post once: {r}"
+        );
         for who in ["seed-0", "seed-1", "seed-2", "locker", "mcp"] {
             assert!(
                 r["posted"][who].as_u64().unwrap_or(0) > 0,
@@ -255,7 +258,11 @@ fn seed_writers_beside_our_appends_on_a_loaded_machine_never_leave_a_blank_line(
             );
         }
         total += r["lines"].as_u64().unwrap() as usize;
-        assert_eq!(r["seed_read"].as_u64(), Some(total as u64), "round {round}: {r}");
+        assert_eq!(
+            r["seed_read"].as_u64(),
+            Some(total as u64),
+            "round {round}: {r}"
+        );
     }
     // The whole queue, every round together, read by our strict reader and the seed's.
     assert_eq!(strict_lines(&bus.join("queue.jsonl")).len(), total);

@@ -1117,9 +1117,17 @@ fn deadlines_that_can_never_fire_are_refused_at_the_door_and_flagged_in_files() 
     // Files written by others: each is named by tick and validate, and never redelivered.
     for (field, value, says) in [
         ("ack_deadline", json!("not a time"), "not a time"),
-        ("ack_deadline", json!("+10000-01-01T00:00:00Z"), "not a time"),
+        (
+            "ack_deadline",
+            json!("+10000-01-01T00:00:00Z"),
+            "not a time",
+        ),
         ("ack_deadline", json!(9999), "not a time"),
-        ("ack_deadline", json!("9999-12-31T00:00:00Z"), "more than 365d ahead"),
+        (
+            "ack_deadline",
+            json!("9999-12-31T00:00:00Z"),
+            "more than 365d ahead",
+        ),
         ("ack_wait", json!("-1s"), "not a duration"),
     ] {
         let mut d = before.clone();

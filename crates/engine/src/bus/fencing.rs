@@ -11,6 +11,7 @@ use serde_json::{Map, Value, json};
 
 use super::Bus;
 use super::model::LockEntry;
+use super::vocab::MessageType;
 use crate::error::{Error, Result};
 use crate::store::atomic::write_json;
 
@@ -33,7 +34,11 @@ pub(crate) fn usable(t: u64) -> Option<u64> {
 }
 
 /// The message types whose payload carries tokens or marks a lease (what [`Bus::recover_marks`] counts).
-const LEASE_TYPES: [&str; 3] = ["FILE_LOCK", "FILE_UNLOCK", "LOCK_LOST"];
+const LEASE_TYPES: [&str; 3] = [
+    MessageType::FileLock.as_str(),
+    MessageType::FileUnlock.as_str(),
+    MessageType::LockLost.as_str(),
+];
 
 impl Bus {
     /// `.message-bus/fencing.json`.
@@ -52,7 +57,10 @@ impl Bus {
             .read_object(&path)
             .ok()
             .filter(|_| path.symlink_metadata().is_ok())
-            .filter(|m| m.get(key).is_none_or(|v| v.as_u64().and_then(usable).is_some()));
+            .filter(|m| {
+                m.get(key)
+                    .is_none_or(|v| v.as_u64().and_then(usable).is_some())
+            });
         let mut marks = match stored {
             Some(m) => m,
             None => {
@@ -104,7 +112,8 @@ impl Bus {
                 bump(k, t);
             }
         }
-        let mut counts: std::collections::BTreeMap<(String, &'static str), u64> = Default::default();
+        let mut counts: std::collections::BTreeMap<(String, &'static str), u64> =
+            Default::default();
         let mut queues = vec![self.queue_path()];
         for f in std::fs::read_dir(&self.dir).into_iter().flatten().flatten() {
             let name = f.file_name();

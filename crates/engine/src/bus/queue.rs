@@ -264,10 +264,7 @@ impl QueueWriter {
             if last[0] == b'\n' {
                 return Ok((false, len));
             }
-            let meta = self
-                .file
-                .metadata()
-                .map_err(|e| Error::io(&self.path, e))?;
+            let meta = self.file.metadata().map_err(|e| Error::io(&self.path, e))?;
             if meta.len() != len {
                 // Still being written: look again shortly.
                 len = meta.len();

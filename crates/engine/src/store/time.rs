@@ -86,10 +86,8 @@ pub fn parse_duration_checked(what: &str, s: &str) -> crate::error::Result<std::
         ))),
         None => {
             let t = s.trim();
-            let sub_second = t.ends_with("ms")
-                || t.ends_with("us")
-                || t.ends_with("ns")
-                || t.contains('.');
+            let sub_second =
+                t.ends_with("ms") || t.ends_with("us") || t.ends_with("ns") || t.contains('.');
             Err(crate::error::Error::refused(format!(
                 "{what} {s:?} is not a duration{}; use whole seconds or units, e.g. 30s, 5m, 2h or \
                  1d (at least 1s, at most 365d)",
@@ -277,7 +275,10 @@ mod tests {
                 .to_string()
                 .contains("longer than the maximum")
         );
-        assert_eq!(parse_duration_checked("--ttl", "1m30s").unwrap().as_secs(), 90);
+        assert_eq!(
+            parse_duration_checked("--ttl", "1m30s").unwrap().as_secs(),
+            90
+        );
     }
 
     proptest::proptest! {
