@@ -160,3 +160,10 @@ pub fn seed_reads_queue(bus: &Path) -> usize {
     );
     got
 }
+
+/// Held by every test that loads the machine on purpose (CPU burners), so two of them never run at once
+/// and each measures what it means to.
+pub fn heavy() -> std::sync::MutexGuard<'static, ()> {
+    static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    HEAVY.lock().unwrap_or_else(|e| e.into_inner())
+}

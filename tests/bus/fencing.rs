@@ -113,3 +113,109 @@ fn a_takeover_posts_lock_lost_and_stale_tokens_are_refused() {
     ]);
     assert!(err.contains("no longer locked"), "{err}");
 }
+
+/// Five leases of one path, each released; returns the last token.
+fn five_leases(env: &Env) -> u64 {
+    let mut last = 0;
+    for i in 0..5 {
+        let w = format!("w{i}");
+        last = token(&env.ok(&["lock", "src/a.ts", "--worker", &w]));
+        env.ok(&["unlock", "src/a.ts", "--worker", &w]);
+    }
+    assert_eq!(last, 5);
+    last
+}
+
+#[test]
+fn a_deleted_or_torn_fencing_file_never_sends_tokens_backwards() {
+    let fencing = |env: &Env| env.bus_dir().join("fencing.json");
+    // Deleted, with every lease released: the floor comes from the queue's FILE_LOCK lines.
+    let env = Env::new();
+    let last = five_leases(&env);
+    token(&env.ok(&["lock", "src/b.ts", "--worker", "w"]));
+    std::fs::remove_file(fencing(&env)).unwrap();
+    let t = token(&env.ok(&["lock", "src/a.ts", "--worker", "w9"]));
+    assert!(t > last, "{t} > {last} after fencing.json was deleted");
+    // Every other key's mark was rebuilt too (src/b.ts is still held with token 1).
+    let marks: Value =
+        serde_json::from_str(&std::fs::read_to_string(fencing(&env)).unwrap()).unwrap();
+    assert_eq!(marks["src/b.ts"], 1, "{marks}");
+    assert_eq!(marks["src/a.ts"], t, "{marks}");
+
+    // Torn mid-write (a foreign writer, a crash): the same.
+    let env = Env::new();
+    let last = five_leases(&env);
+    std::fs::write(fencing(&env), "{\"src/a.ts\": ").unwrap();
+    let t = token(&env.ok(&["lock", "src/a.ts", "--worker", "w9"]));
+    assert!(t > last, "{t} > {last} after fencing.json was torn");
+
+    // Queue lines written without a token (an engine before tokens were posted, or a seed god) still
+    // count: the floor is never below the number of leases.
+    let env = Env::new();
+    let last = five_leases(&env);
+    let q = env.bus_dir().join("queue.jsonl");
+    let stripped: String = std::fs::read_to_string(&q)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            if let Some(p) = v["payload"].as_object_mut() {
+                p.remove("fencing_token");
+            }
+            format!("{v}\n")
+        })
+        .collect();
+    std::fs::write(&q, stripped).unwrap();
+    std::fs::remove_file(fencing(&env)).unwrap();
+    let t = token(&env.ok(&["lock", "src/a.ts", "--worker", "w9"]));
+    assert!(t > last, "{t} > {last} from lines without tokens");
+
+    // The queue archived (`bus archive`) and the file deleted: the archive still holds the floor.
+    let env = Env::new();
+    let last = five_leases(&env);
+    env.ok(&["archive", "--track-id", "old"]);
+    std::fs::remove_file(fencing(&env)).unwrap();
+    let t = token(&env.ok(&["lock", "src/a.ts", "--worker", "w9"]));
+    assert!(
+        t > last,
+        "{t} > {last} with the floor in the archived queue"
+    );
+}
+
+#[test]
+fn a_planted_maximum_token_never_blocks_a_path() {
+    const MAX: u64 = (1 << 53) - 1;
+    let env = Env::new();
+    let last = five_leases(&env);
+    for planted in [json!(u64::MAX), json!(MAX), json!(MAX - 1)] {
+        std::fs::write(
+            env.bus_dir().join("fencing.json"),
+            json!({"src/a.ts": planted}).to_string(),
+        )
+        .unwrap();
+        let r = env.ok(&["lock", "src/a.ts", "--worker", "w9"]);
+        let t = token(&r);
+        assert!(t > last && t <= MAX, "{t} after a planted {planted}");
+        env.ok(&["unlock", "src/a.ts", "--worker", "w9"]);
+    }
+    // Planted in the lock entry itself (an expired lease): taken over, with a usable token.
+    env.ok(&["lock", "src/a.ts", "--worker", "w1"]);
+    let mut l = locks(&env);
+    l["src/a.ts"]["fencing_token"] = json!(u64::MAX);
+    l["src/a.ts"]["expires_at"] = json!("2020-01-01T00:00:00Z");
+    std::fs::write(locks_path(&env), l.to_string()).unwrap();
+    let t = token(&env.ok(&["lock", "src/a.ts", "--worker", "w2"]));
+    assert!(t > last && t < MAX, "{t}");
+    // validate names a planted mark in fencing.json, which the next acquire ignores.
+    std::fs::write(
+        env.bus_dir().join("fencing.json"),
+        json!({"src/c.ts": u64::MAX}).to_string(),
+    )
+    .unwrap();
+    let out = env.cmd().args(["validate"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("fencing.json") && text.contains("never given out"),
+        "{text}"
+    );
+}

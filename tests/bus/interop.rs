@@ -303,13 +303,25 @@ fn a_line_another_writer_is_still_copying_is_never_fenced() {
     // The seed's unlocked append writes half a line, waits until our post holds the queue's lock,
     // pauses 5 ms, then finishes the line. Fencing that live tail would split it (or, when the rest
     // lands first, leave a blank line); the seed's read_messages fails on either.
+    stalled_writer_is_waited_for("5");
+}
+
+#[test]
+fn a_writer_preempted_mid_line_for_far_longer_than_a_copy_is_still_waited_for() {
+    // The same with a 600 ms pause: what a loaded machine does to a writer preempted mid-copy. The old
+    // 25 ms settle took such a tail for a dead writer's and fenced it: the rest of the line then
+    // landed after our newline as a line of its own, and our fence left a blank line before ours.
+    stalled_writer_is_waited_for("600");
+}
+
+fn stalled_writer_is_waited_for(pause_ms: &str) {
     let env = Env::new();
     let bus = env.bus_dir();
     env.ok(&["post", "PROGRESS", "--source", "before"]);
     let mut py = Reaped(
         Command::new("python3")
             .arg(driver())
-            .args(["slow-post", bus.to_str().unwrap(), "5"])
+            .args(["slow-post", bus.to_str().unwrap(), pause_ms])
             .stdout(Stdio::piped())
             .spawn()
             .unwrap(),
@@ -327,5 +339,36 @@ fn a_line_another_writer_is_still_copying_is_never_fenced() {
         .map(|l| l["source"].as_str().unwrap().to_owned())
         .collect();
     assert_eq!(sources, ["before", "slow", "during"]);
+    seed_reads_queue(&bus);
+}
+
+/// Issue 24 item 8: `bus init` leaves the board files as the seed's `init_message_bus` does, so the
+/// seed's board readers work on a track we initialised before any session; `board open` then archives
+/// nothing for those empty files (no `unknown-…` session), and the readers keep working after it.
+#[test]
+fn the_seeds_board_readers_work_on_a_track_we_initialised() {
+    let env = Env::new();
+    let bus = env.bus_dir();
+    for f in ["board/assessments.json", "board/votes.json"] {
+        assert_eq!(
+            std::fs::read_to_string(bus.join(f)).unwrap().trim(),
+            "{}",
+            "{f}"
+        );
+    }
+    assert_eq!(
+        std::fs::read(bus.join("board/discussion.jsonl")).unwrap(),
+        b""
+    );
+    let r = python_json(&["board-readers", bus.to_str().unwrap(), "CA"]);
+    assert_eq!(r, serde_json::json!({"messages": 0, "verdict": "ESCALATE"}));
+    // Safe to run again: nothing rewritten.
+    assert_eq!(env.ok(&["init"])["created"], serde_json::json!([]));
+    let opened = env.board(&["open", "--checkpoint", "QUICK_REVIEW", "--proposal", "p"]);
+    assert_eq!(opened["archived"], serde_json::Value::Null, "{opened}");
+    let archive = bus.join("board/archive");
+    assert!(!archive.exists() || std::fs::read_dir(&archive).unwrap().next().is_none());
+    let r = python_json(&["board-readers", bus.to_str().unwrap(), "CA"]);
+    assert_eq!(r["messages"], 0);
     seed_reads_queue(&bus);
 }

@@ -100,6 +100,8 @@ fn run_measured(env: &Env, args: &[&str]) -> (bool, Vec<u8>, String, i64) {
 
 #[test]
 fn a_64_mib_last_line_is_tailed_in_under_a_second_and_named() {
+    // Timed: never beside the CPU burners of the load stress.
+    let _heavy = crate::common::heavy();
     let env = Env::new();
     queue_with_a_huge_last_line(&env);
     let started = Instant::now();
@@ -240,5 +242,42 @@ fn a_waiting_process_costs_almost_no_cpu() {
         share < 0.05,
         "the waiting process used {:.0} % of a core",
         share * 100.0
+    );
+}
+
+/// Issue 24 item 6(b, c): a busy track's `queue.jsonl` over 64 MiB, and the `fencing.json` every lock
+/// writes, are what the engine itself leaves: `validate` streams the queue (memory holds one line) and
+/// knows the file. A root with a 100 MiB queue and a lock taken is valid with no warning, in bounded
+/// memory (the peak of the child, sampled while it runs).
+#[test]
+fn validate_streams_a_100_mib_queue_and_knows_fencing_json() {
+    let env = Env::new();
+    env.ok(&["lock", "src/a.ts", "--worker", "w1"]);
+    let q = env.bus_dir().join("queue.jsonl");
+    {
+        let mut f =
+            std::io::BufWriter::new(std::fs::OpenOptions::new().append(true).open(&q).unwrap());
+        let mut i = 0usize;
+        while f.get_ref().metadata().unwrap().len() < 100 << 20 {
+            for _ in 0..256 {
+                f.write_all(&huge_line(&format!("msg-{i:08}"), 1024))
+                    .unwrap();
+                i += 1;
+            }
+            f.flush().unwrap();
+        }
+    }
+    assert!(std::fs::metadata(&q).unwrap().len() >= 100 << 20);
+    assert!(env.bus_dir().join("fencing.json").exists());
+    let (ok, out, err, peak_kib) = run_measured(&env, &["validate"]);
+    let report: Value = serde_json::from_slice(&out).unwrap_or_else(|e| panic!("{e}: {err}"));
+    assert!(ok, "{report:#} {err}");
+    assert_eq!(report["valid"], true, "{report:#}");
+    assert_eq!(report["errors"], 0, "{report:#}");
+    assert_eq!(report["warnings"], 0, "{report:#}");
+    assert!(
+        peak_kib < 100 * 1024,
+        "validate peaked at {} MiB on a 100 MiB queue",
+        peak_kib / 1024
     );
 }

@@ -48,6 +48,18 @@ fn holder_renews_others_are_refused_with_holder_and_expiry() {
         env.refused(&["lock", "a", "--worker", "w", "--ttl", "soon"])
             .contains("not a duration")
     );
+    // Sub-second and malformed TTLs say what is wrong, never "longer than the maximum".
+    for bad in ["300ms", "1.5s", "5m30", "-1s"] {
+        let err = env.refused(&["lock", "a", "--worker", "w", &format!("--ttl={bad}")]);
+        assert!(
+            err.contains("not a duration") && !err.contains("longer"),
+            "{bad}: {err}"
+        );
+    }
+    let err = env.refused(&["lock", "a", "--worker", "w", "--ttl", "300ms"]);
+    assert!(err.contains("whole seconds"), "{err}");
+    let err = env.refused(&["lock", "a", "--worker", "w", "--ttl", "366d"]);
+    assert!(err.contains("longer than the maximum of 365d"), "{err}");
 }
 
 #[test]

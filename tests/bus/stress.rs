@@ -213,3 +213,58 @@ fn four_unlocked_python_writers_and_four_pantheon_writers_never_leave_a_blank_li
     }
     assert_eq!(seed_reads_queue(&bus), lines.len());
 }
+
+/// Issue 24 item 7: three seed-style writers (the seed document's `post_message`: `open("a")`, one write,
+/// no lock; lines of 10 B to 70 KB) beside a `pantheon bus lock`/`unlock` loop and `pantheon mcp`
+/// `post_message` calls, with one CPU burner per core, so writers are preempted mid-copy. A torn tail our
+/// append fenced while its writer was still copying it became a blank line (9 in 68,085 lines at full
+/// size). Every line must be whole: no blank line, nothing unparsable, every post there once, and the
+/// seed's own `read_messages` reads the queue. Rounds of a few seconds each (the full-size run, 2 x 15 s
+/// and more, is `scripts/queue-stress.sh`); serial with every other CPU-burner test.
+#[test]
+fn seed_writers_beside_our_appends_on_a_loaded_machine_never_leave_a_blank_line() {
+    let _heavy = crate::common::heavy();
+    const ROUNDS: usize = 3;
+    const SECONDS: &str = "4";
+    let env = Env::new();
+    let bus = env.bus_dir();
+    let mut total = strict_lines(&bus.join("queue.jsonl")).len();
+    for round in 0..ROUNDS {
+        let out = Command::new("python3")
+            .arg(driver().with_file_name("load_stress.py"))
+            .arg(bin())
+            .arg(env.root())
+            .args([env.track.as_str(), SECONDS])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "round {round}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(r["blank"], 0, "round {round}: blank lines: {r}");
+        assert_eq!(r["not_json"], 0, "round {round}: broken lines: {r}");
+        assert_eq!(r["terminated"], true, "round {round}: {r}");
+        assert_eq!(r["failures"], 0, "round {round}: a post failed: {r}");
+        assert_eq!(
+            r["posted"], r["seen"],
+            "round {round}: every post once: {r}"
+        );
+        for who in ["seed-0", "seed-1", "seed-2", "locker", "mcp"] {
+            assert!(
+                r["posted"][who].as_u64().unwrap_or(0) > 0,
+                "round {round}: {who} posted nothing: {r}"
+            );
+        }
+        total += r["lines"].as_u64().unwrap() as usize;
+        assert_eq!(
+            r["seed_read"].as_u64(),
+            Some(total as u64),
+            "round {round}: {r}"
+        );
+    }
+    // The whole queue, every round together, read by our strict reader and the seed's.
+    assert_eq!(strict_lines(&bus.join("queue.jsonl")).len(), total);
+    assert_eq!(seed_reads_queue(&bus), total);
+}

@@ -1071,3 +1071,83 @@ fn two_supervisors_post_each_lease_expiry_and_staleness_once_and_rearm_on_renewa
     assert_eq!(r["notices"], json!([]));
     assert_valid(&env);
 }
+
+/// Issue 25 item 7: deadlines that can never fire. A `pending` ack whose ETA is not a time or is more
+/// than 365 days ahead is refused at the door (exit 1, naming the limit; nothing written, never clamped);
+/// a dispatch someone else wrote with an `ack_deadline` or `ack_wait` that can never fire is named by
+/// `tick` (`never_due`) and by `validate` (an error), and left as it is.
+#[test]
+fn deadlines_that_can_never_fire_are_refused_at_the_door_and_flagged_in_files() {
+    let env = env();
+    let (wf, hid) = ("wf_deliver_never", "hof_20260614_de0n01");
+    start(&env, wf, hid);
+    let inbox = format!("conductor/pending/hephaestus/{hid}.json");
+    let before = env.read(&inbox);
+    let far = (chrono::Utc::now() + chrono::Duration::days(366))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    for (i, eta) in [
+        json!("not a time"),
+        json!("9999-12-31T00:00:00Z"),
+        json!("+10000-01-01T00:00:00Z"),
+        json!(9999),
+        json!(far),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut a = ack(&format!("ack_20260614_dn{i}"), hid, "pending", "later");
+        a["eta"] = eta.clone();
+        let err = env.refused(&["ack"], Some(&a));
+        // A number is refused by the schema already ("not of types null, string").
+        assert!(
+            err.contains("/eta") && (eta.is_number() || err.contains("365d")),
+            "{eta}: {err}"
+        );
+        assert_eq!(env.read(&inbox), before, "{eta}: nothing written");
+    }
+    // 364 days ahead is taken as it is.
+    let near = chrono::Utc::now() + chrono::Duration::days(364);
+    let near_text = near.to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    let mut a = ack("ack_20260614_dn9", hid, "pending", "in a while");
+    a["eta"] = json!(near_text);
+    assert_eq!(env.ack(&a)["deadline"], near_text);
+    assert_valid(&env);
+    assert!(env.ok(&["tick"], None).get("never_due").is_none());
+
+    // Files written by others: each is named by tick and validate, and never redelivered.
+    for (field, value, says) in [
+        ("ack_deadline", json!("not a time"), "not a time"),
+        (
+            "ack_deadline",
+            json!("+10000-01-01T00:00:00Z"),
+            "not a time",
+        ),
+        ("ack_deadline", json!(9999), "not a time"),
+        (
+            "ack_deadline",
+            json!("9999-12-31T00:00:00Z"),
+            "more than 365d ahead",
+        ),
+        ("ack_wait", json!("-1s"), "not a duration"),
+    ] {
+        let mut d = before.clone();
+        d[field] = value.clone();
+        env.write(&inbox, &d.to_string());
+        let r = env.ok(&["tick"], None);
+        let named = r["never_due"].as_array().cloned().unwrap_or_default();
+        assert!(
+            named.len() == 1
+                && named[0].as_str().unwrap().contains(hid)
+                && named[0].as_str().unwrap().contains(says),
+            "{field}={value}: {r:#}"
+        );
+        assert_eq!(r["redelivered"], json!([]));
+        let out = env.run(&["validate"], None);
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let problems = report["problems"].to_string();
+        assert!(
+            report["errors"].as_u64() >= Some(1) && problems.contains(says),
+            "{field}={value}: {report:#}"
+        );
+    }
+}

@@ -452,6 +452,9 @@ fn random_sigkills_leave_every_file_consistent_and_repeats_complete() {
                 .open(bus_dir(&env).join("queue.jsonl"))
                 .unwrap();
             f.write_all(TORN).unwrap();
+            // Died a while ago: fenced by the next append at once (a fresh tail is waited for).
+            f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(10))
+                .unwrap();
             m.torn_planted += 1;
         }
         let pick = rng.below(100);

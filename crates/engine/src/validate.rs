@@ -21,7 +21,7 @@ use crate::conductor::{AckStatus, WorkflowStatus};
 use crate::conductor::{load_definitions, load_rules};
 use crate::error::{Error, Result};
 use crate::store::layout::{self, BoardEntry, BusEntry};
-use crate::store::read::{kind, read_bytes, read_json};
+use crate::store::read::{kind, read_json};
 use crate::store::time::parse_ts;
 use crate::store::{
     Root, is_valid_ack_id, is_valid_handoff_id, is_valid_name, is_valid_workflow_id,
@@ -563,6 +563,9 @@ impl Checker {
                     && inbox
                 {
                     self.dispatched.insert(wf);
+                    if !quarantine {
+                        self.deadline(&f);
+                    }
                 }
             }
         }
@@ -621,6 +624,15 @@ impl Checker {
         str_field(&m, "workflow_id").map(str::to_owned)
     }
 
+    /// An open dispatch whose deadline can never fire is never redelivered (docs/PROTOCOL.md 2.10).
+    fn deadline(&mut self, f: &Path) {
+        if let Ok(Some(d)) = crate::conductor::files::read_model::<crate::conductor::Dispatch>(f)
+            && let Some(why) = crate::conductor::delivery::never_due(&d, chrono::Utc::now())
+        {
+            self.error(f, why);
+        }
+    }
+
     /// A workflow `waiting_for_ack` with no dispatch in any inbox or `_quarantine` waits for an ack
     /// nobody can send (a foreign cleanup deleted the dispatch outright). One waiting at an
     /// `await_ack` step for a peer's reply has no dispatch and is not listed (`waits_on_a_god`).
@@ -667,6 +679,7 @@ impl Checker {
                 Some(BusEntry::Events) => self.events(&f),
                 Some(BusEntry::Board) => self.board(&f),
                 Some(BusEntry::Queue | BusEntry::QueueArchive) => self.jsonl(&f, Self::envelope),
+                Some(BusEntry::Fencing) => self.fencing(&f),
                 _ => {
                     self.files += 1;
                     self.warn(&f, "unexpected file in the message bus");
@@ -676,53 +689,66 @@ impl Checker {
     }
 
     /// Checks each line of a JSONL file: blank lines are warnings; lines that are not JSON objects,
-    /// and an unterminated last line (a writer died mid-line), are errors.
+    /// an unterminated last line (a writer died mid-line) and a line over the readers' 4 MiB limit are
+    /// errors. The file is streamed (memory holds one line), so a queue of any size is checked.
     fn jsonl(&mut self, f: &Path, check: fn(&mut Self, &Path, usize, &Map<String, Value>)) {
+        use crate::bus::queue::{Line, MAX_LINE_BYTES, next_line};
         self.files += 1;
-        let bytes = match read_bytes(f) {
-            Ok(Some(b)) => b,
+        let file = match crate::store::read::open_regular(f) {
+            Ok(Some(file)) => file,
             Ok(None) => return,
             Err(e) => {
                 self.error(f, format!("unreadable: {e}"));
                 return;
             }
         };
-        let terminated = bytes.last().is_none_or(|b| *b == b'\n');
-        let lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
-        let n = lines.len();
-        for (i, line) in lines.into_iter().enumerate() {
-            let no = i + 1;
-            let last = i + 1 == n;
-            if last && terminated {
-                break; // the empty piece after the final newline
-            }
-            if last {
-                self.report(
+        let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+        let mut line = Vec::with_capacity(512);
+        let mut no = 0;
+        loop {
+            no += 1;
+            match next_line(&mut reader, &mut line, MAX_LINE_BYTES) {
+                Err(e) => {
+                    self.error(f, format!("unreadable: {e}"));
+                    return;
+                }
+                Ok(Line::Eof) => return,
+                Ok(Line::Unterminated) => {
+                    self.report(
+                        f,
+                        Some(no),
+                        Severity::Error,
+                        "torn last line: no newline at the end (a writer died mid-line); readers skip it",
+                    );
+                    return;
+                }
+                Ok(Line::Oversized { len }) => self.report(
                     f,
                     Some(no),
                     Severity::Error,
-                    "torn last line: no newline at the end (a writer died mid-line); readers skip it",
-                );
-                continue;
-            }
-            if line.iter().all(u8::is_ascii_whitespace) {
-                self.report(f, Some(no), Severity::Warning, "blank line");
-                continue;
-            }
-            match serde_json::from_slice::<Value>(line) {
-                Ok(Value::Object(m)) => check(self, f, no, &m),
-                Ok(other) => self.report(
-                    f,
-                    Some(no),
-                    Severity::Error,
-                    format!("expected a JSON object, found {}", kind(&other)),
+                    format!(
+                        "line of {len} bytes, over the {} MiB line limit; readers skip it",
+                        MAX_LINE_BYTES >> 20
+                    ),
                 ),
-                Err(e) => self.report(
-                    f,
-                    Some(no),
-                    Severity::Error,
-                    format!("not JSON ({e}); readers skip it"),
-                ),
+                Ok(Line::Complete { .. }) if line.iter().all(u8::is_ascii_whitespace) => {
+                    self.report(f, Some(no), Severity::Warning, "blank line");
+                }
+                Ok(Line::Complete { .. }) => match serde_json::from_slice::<Value>(&line) {
+                    Ok(Value::Object(m)) => check(self, f, no, &m),
+                    Ok(other) => self.report(
+                        f,
+                        Some(no),
+                        Severity::Error,
+                        format!("expected a JSON object, found {}", kind(&other)),
+                    ),
+                    Err(e) => self.report(
+                        f,
+                        Some(no),
+                        Severity::Error,
+                        format!("not JSON ({e}); readers skip it"),
+                    ),
+                },
             }
         }
     }
@@ -771,6 +797,32 @@ impl Checker {
                 other => self.error(
                     f,
                     format!("lock {path:?} must be an object, found {}", kind(other)),
+                ),
+            }
+        }
+    }
+
+    /// `fencing.json`: `{key: highest token given out}` (docs/PROTOCOL.md 3.4).
+    fn fencing(&mut self, f: &Path) {
+        use crate::bus::fencing::MAX_TOKEN;
+        let Some(m) = self.object(f) else { return };
+        for (key, v) in &m {
+            match v.as_u64() {
+                Some(t) if t >= MAX_TOKEN => self.warn(
+                    f,
+                    format!(
+                        "token {t} of {key:?} is at or above the limit {MAX_TOKEN} (never given out \
+                         by an engine); the next acquire ignores it"
+                    ),
+                ),
+                Some(_) => {}
+                None => self.error(
+                    f,
+                    format!(
+                        "the mark of {key:?} is {}, not a token; the next acquire rebuilds the marks \
+                         from locks.json and the queue",
+                        kind(v)
+                    ),
                 ),
             }
         }

@@ -5,6 +5,7 @@
   driver.py release BUS PATH WORKER        seed release_lock; prints {"released": bool}
   driver.py heartbeat BUS WORKER TASK STATUS PROGRESS
   driver.py read-all BUS                   parse every file we write; print a summary (fails on any bad line)
+  driver.py board-readers BUS DIRECTOR     the seed's get_messages_for_director and resolve_board_vote
   driver.py read-messages BUS              the seed's read_messages (json.loads on every line); prints the count
   driver.py slow-post BUS PAUSE_MS         the seed's unlocked append, in two writes: half a line, then (once
                                             another writer holds the queue's flock) a pause and the rest
@@ -169,6 +170,9 @@ def main():
         print(json.dumps({"messages": len(seed_bus.read_messages(bus))}))
     elif cmd == "slow-post":
         slow_post(bus, float(sys.argv[3]))
+    elif cmd == "board-readers":
+        messages = seed_bus.get_messages_for_director(bus, sys.argv[3])
+        print(json.dumps({"messages": len(messages), "verdict": seed_bus.resolve_board_vote(bus)["verdict"]}))
     elif cmd == "read-all":
         print(json.dumps(read_all(bus)))
     elif cmd == "contend":

@@ -133,3 +133,35 @@ def update_worker_status(bus_path, worker_id, task_id, status, progress):
         with open(tmp, "w") as f:
             json.dump(statuses, f, indent=2)
         os.replace(tmp, status_file)
+
+
+def get_messages_for_director(bus_path, director):
+    """The seed's director polling: every discussion line addressed to `director` or to ALL."""
+    messages = []
+    with open(f"{bus_path}/board/discussion.jsonl") as f:
+        for line in f:
+            if line.strip():
+                msg = json.loads(line)
+                if msg["to"] == director or msg["to"] == "ALL":
+                    messages.append(msg)
+    return messages
+
+
+def resolve_board_vote(bus_path):
+    """The seed's resolution: counts votes.json, posts BOARD_RESOLVE, touches its event."""
+    votes = json.load(open(f"{bus_path}/board/votes.json"))
+    approve = sum(1 for v in votes.values() if v["final_verdict"] == "APPROVE")
+    reject = len(votes) - approve
+    if approve >= 4:
+        verdict = "APPROVED"
+    elif approve == 3:
+        verdict = "APPROVED_WITH_REVIEW"
+    elif reject >= 3:
+        verdict = "REJECTED"
+    else:
+        verdict = "ESCALATE"
+    resolution = {"verdict": verdict, "vote_summary": {d: v["final_verdict"] for d, v in votes.items()},
+                  "conditions": [], "timestamp": now_ts()}
+    post_message(bus_path, "BOARD_RESOLVE", "orchestrator", resolution)
+    Path(f"{bus_path}/events/BOARD_RESOLVE.event").touch()
+    return resolution

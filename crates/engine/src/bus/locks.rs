@@ -249,6 +249,7 @@ impl Bus {
             "filepath": key,
             "lock_type": lock_type,
             "expires_at": entry.expires_at,
+            fencing::TOKEN_FIELD: fencing_token,
         });
         if let Some(p) = &previous_holder {
             payload["previous_holder"] = json!(p);

@@ -156,11 +156,24 @@ impl Bus {
             }
         }
         let _mutex = self.mutex()?;
-        for f in [self.locks_path(), self.workers_path()] {
+        // The board files as the seed's `init_message_bus` leaves them (empty), so a seed reader that
+        // opens them before any board session (`get_messages_for_director`, `resolve_board_vote`)
+        // finds them; `board open` archives nothing for them while no session exists.
+        for f in [
+            self.locks_path(),
+            self.workers_path(),
+            self.assessments_path(),
+            self.votes_path(),
+        ] {
             if !f.exists() {
                 write_json(&self.root, &f, &serde_json::json!({}))?;
                 created.push(self.rel(&f));
             }
+        }
+        let discussion = self.discussion_path();
+        if !discussion.exists() {
+            ensure_file(&self.root, &discussion)?;
+            created.push(self.rel(&discussion));
         }
         Ok(InitResult {
             track: self.track.to_string(),

@@ -1,8 +1,9 @@
 //! `queue.jsonl`: the append-only log of envelopes (docs/PROTOCOL.md §3).
 //!
 //! Writers take an exclusive `flock` on `queue.jsonl` itself (the lock a fixed Python `post_message`
-//! takes too), fence off a torn line left by a dead writer with a newline (only once it stays torn:
-//! never a blank line), write each line in one `write`, and cut a failed append back off. Readers never fail on a bad line: blank, unparsable and unterminated lines are skipped and
+//! takes too), fence off a torn line left by a dead writer with a newline (only once it has stayed
+//! torn for [`FENCE_AFTER`]: never a line a live writer is still copying, so never a blank line), write
+//! each line in one `write`, and cut a failed append back off. Readers never fail on a bad line: blank, unparsable and unterminated lines are skipped and
 //! counted. [`tail`] seeks from the end; [`QueueCursor`] reads only what was appended since last time.
 
 use std::fs::File;
@@ -239,14 +240,19 @@ impl QueueWriter {
     }
 
     /// Whether the tail must be fenced, and the file's length then. A tail that does not end in a
-    /// newline may be a line another writer is still copying (a seed-style writer appends without the
-    /// queue's lock, and a long line arrives in pieces): it is fenced only once it stays torn, its size
-    /// unchanged for [`SETTLE`], or after [`SETTLE_BOUND`] in all. Fencing a line that then completes
-    /// would leave a blank line, which strict readers (`json.loads` on every line) cannot read.
+    /// newline may be a line another writer is still copying: a seed-style writer appends without the
+    /// queue's lock, and a writer preempted mid-copy on a loaded machine leaves half a line that looks
+    /// dead while it is off the CPU. Fencing a line that then completes leaves a blank line, which strict
+    /// readers (`json.loads` on every line) cannot read, so the tail is fenced only once it has stayed
+    /// unterminated, its size unchanged, for [`FENCE_AFTER`] (2 s, hundreds of times what a copy takes):
+    /// measured from the file's last modification when that is already long past (a dead writer's old
+    /// tail is fenced at once), else watched under the queue's lock. A tail that keeps growing without
+    /// its newline for longer than the lock timeout is refused, nothing written.
     fn settled_tail(&self, len: u64) -> Result<(bool, u64)> {
         let started = std::time::Instant::now();
         let mut stable_since = started;
         let mut len = len;
+        let mut nap = std::time::Duration::from_micros(200);
         loop {
             if len == 0 {
                 return Ok((false, 0));
@@ -258,19 +264,34 @@ impl QueueWriter {
             if last[0] == b'\n' {
                 return Ok((false, len));
             }
-            if stable_since.elapsed() >= SETTLE || started.elapsed() >= SETTLE_BOUND {
+            let meta = self.file.metadata().map_err(|e| Error::io(&self.path, e))?;
+            if meta.len() != len {
+                // Still being written: look again shortly.
+                len = meta.len();
+                stable_since = std::time::Instant::now();
+                nap = std::time::Duration::from_micros(200);
+            }
+            // Unchanged since we looked: how long has it been since anyone wrote? The file's mtime
+            // says when the last write began; our own watch covers a clock that jumped.
+            let untouched = meta
+                .modified()
+                .ok()
+                .and_then(|m| std::time::SystemTime::now().duration_since(m).ok())
+                .unwrap_or_default()
+                .max(stable_since.elapsed());
+            if untouched >= FENCE_AFTER {
                 return Ok((true, len));
             }
-            std::thread::sleep(std::time::Duration::from_millis(1));
-            let now = self
-                .file
-                .metadata()
-                .map_err(|e| Error::io(&self.path, e))?
-                .len();
-            if now != len {
-                len = now;
-                stable_since = std::time::Instant::now();
+            if started.elapsed() >= self.timeout.max(FENCE_AFTER * 2) {
+                return Err(Error::refused(format!(
+                    "{}: its last line has been growing for {:.1}s without a newline (another writer \
+                     is still writing it); nothing was written, try again",
+                    self.path.display(),
+                    started.elapsed().as_secs_f64()
+                )));
             }
+            std::thread::sleep(nap);
+            nap = (nap * 2).min(std::time::Duration::from_millis(10));
         }
     }
 
@@ -293,10 +314,10 @@ impl QueueWriter {
     }
 }
 
-/// How long a torn tail must keep its size before it is taken for a dead writer's and fenced.
-const SETTLE: std::time::Duration = std::time::Duration::from_millis(25);
-/// The longest an append waits for a torn tail to settle.
-const SETTLE_BOUND: std::time::Duration = std::time::Duration::from_millis(250);
+/// How long a torn tail must have stayed unterminated and unchanged before it is taken for a dead
+/// writer's and fenced (docs/PROTOCOL.md 3.2). A copy of a line of a few MiB takes milliseconds; a writer
+/// preempted on a loaded machine is back within tens of milliseconds; 2 s leaves a wide margin over both.
+pub const FENCE_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Writes all of `bytes` (appending); on failure, how many bytes went out before it.
 fn write_counted(
@@ -816,17 +837,62 @@ mod tests {
         e
     }
 
+    /// Makes the file look last written `ago` back (a writer that died that long ago).
+    fn age(p: &Path, ago: std::time::Duration) {
+        let f = std::fs::OpenOptions::new().append(true).open(p).unwrap();
+        f.set_modified(std::time::SystemTime::now() - ago).unwrap();
+    }
+
     #[test]
     fn append_fences_a_torn_line_and_readers_count_it() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("queue.jsonl");
         std::fs::write(&p, "{\"id\": \"msg-torn\", \"type\": \"PROG").unwrap();
+        age(&p, FENCE_AFTER * 2);
+        let started = std::time::Instant::now();
         let r = read(&p, &Filter::default()).unwrap();
         assert_eq!((r.count, r.skipped), (0, 1));
         append(&Root::at(dir.path()), &p, &env(1)).unwrap();
+        assert!(
+            started.elapsed() < FENCE_AFTER,
+            "a tail untouched for long is fenced at once"
+        );
         let r = read(&p, &Filter::default()).unwrap();
         assert_eq!((r.count, r.skipped), (1, 1));
         assert_eq!(r.next_offset, std::fs::metadata(&p).unwrap().len());
+    }
+
+    #[test]
+    fn a_fresh_torn_tail_is_waited_for_and_fenced_only_after_fence_after() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("queue.jsonl");
+        let root = Root::at(dir.path());
+        // Completed by its writer 400 ms later (far past the old 25 ms settle): never fenced.
+        std::fs::write(&p, "{\"id\":\"slow\",\"type\":\"X\",").unwrap();
+        let finisher = {
+            let p = p.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(400));
+                let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+                f.write_all(b"\"source\":\"s\",\"timestamp\":\"2026-02-01T12:00:00Z\"}\n")
+                    .unwrap();
+            })
+        };
+        append(&root, &p, &env(1)).unwrap();
+        finisher.join().unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(!text.contains("\n\n"), "{text}");
+        let r = read(&p, &Filter::default()).unwrap();
+        assert_eq!((r.count, r.skipped), (2, 0), "{text}");
+        assert_eq!(r.messages[0].id, "slow");
+        // Torn just now and never finished: fenced, but not before FENCE_AFTER has passed.
+        let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        f.write_all(b"{\"id\":\"dead").unwrap();
+        let started = std::time::Instant::now();
+        append(&root, &p, &env(2)).unwrap();
+        assert!(started.elapsed() >= FENCE_AFTER, "{:?}", started.elapsed());
+        let r = read(&p, &Filter::default()).unwrap();
+        assert_eq!((r.count, r.skipped), (3, 1));
     }
 
     #[test]

@@ -55,6 +55,26 @@ fn derived_handoff_id(ack_id: &AckId, hid: &HandoffId) -> HandoffId {
     HandoffId::parse(&format!("hof_{date}_{:06x}", h & 0xff_ffff)).expect("well-formed")
 }
 
+/// Why a `pending` ack's `eta` cannot be taken, if it cannot: the ETA becomes the ack deadline, so it must
+/// be a time the supervisor can fire, at most [`MAX_DURATION`](crate::store::time::MAX_DURATION) (365
+/// days) ahead. Never clamped: the god learns its ETA was not taken. An ETA in the past is taken (the
+/// wait restarts, docs/PROTOCOL.md 2.10).
+fn pending_eta_problem(eta: Option<&Value>, now: chrono::DateTime<chrono::Utc>) -> Option<String> {
+    let eta = eta.filter(|e| !e.is_null())?;
+    let limit = crate::store::time::add(now, crate::store::time::MAX_DURATION)?;
+    let shown: String = eta.to_string().chars().take(60).collect();
+    match eta.as_str().and_then(crate::store::time::parse_ts) {
+        None => Some(format!(
+            "{shown} is not a time; a pending ack's eta is an RFC 3339 time at most 365d ahead, \
+             e.g. 2026-06-14T15:00:00Z (or leave it out)"
+        )),
+        Some(t) if t > limit => Some(format!(
+            "{shown} is more than 365d ahead, the limit for a pending ack's eta; give a nearer one"
+        )),
+        Some(_) => None,
+    }
+}
+
 fn validate_ack(c: &Conductor, v: &Value) -> Result<AckRequest> {
     let schemas = c.schemas()?;
     let mut violations = schemas.check_ack(v);
@@ -79,6 +99,14 @@ fn validate_ack(c: &Conductor, v: &Value) -> Result<AckRequest> {
         extra.push(Violation {
             pointer: "/status".into(),
             message: "must be one of accepted, pending, rejected, completed".into(),
+        });
+    }
+    if decision == Some(AckDecision::Pending)
+        && let Some(why) = pending_eta_problem(v.get("eta"), chrono::Utc::now())
+    {
+        extra.push(Violation {
+            pointer: "/eta".into(),
+            message: why,
         });
     }
     for x in extra {

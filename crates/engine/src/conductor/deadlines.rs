@@ -43,6 +43,8 @@ pub struct DeadlineIndex {
     generation: u64,
     /// Files read since the index was created (a measure of the work done).
     pub reads: u64,
+    /// Open dispatches whose deadline can never fire, and why ([`super::delivery::never_due`]).
+    pub never_due: std::collections::BTreeMap<PathBuf, String>,
 }
 
 /// When an inbox dispatch needs the supervisor: its ack deadline; at once when a crash left a move
@@ -72,6 +74,7 @@ impl DeadlineIndex {
     pub fn rebuild(&mut self, root: &Root) {
         self.entries.clear();
         self.heap.clear();
+        self.never_due.clear();
         for god in files::god_dirs(&root.pending_root()) {
             self.scan_dir(root, &root.inbox_dir(&god));
         }
@@ -137,6 +140,8 @@ impl DeadlineIndex {
             for p in gone {
                 self.entries.remove(&p);
             }
+            self.never_due
+                .retain(|p, _| p.parent() != Some(path) || p.exists());
             if path.is_dir() {
                 self.scan_dir(root, path);
             }
@@ -152,10 +157,15 @@ impl DeadlineIndex {
             }
             Kind::Dispatch => {
                 self.reads += 1;
-                files::read_model::<Dispatch>(path)
-                    .ok()
-                    .flatten()
-                    .and_then(|d| dispatch_due(&d, god.as_deref().unwrap_or_default()))
+                let d = files::read_model::<Dispatch>(path).ok().flatten();
+                match d
+                    .as_ref()
+                    .and_then(|d| super::delivery::never_due(d, chrono::Utc::now()))
+                {
+                    Some(why) => self.never_due.insert(path.to_path_buf(), why),
+                    None => self.never_due.remove(path),
+                };
+                d.and_then(|d| dispatch_due(&d, god.as_deref().unwrap_or_default()))
             }
         };
         match due {

@@ -284,6 +284,47 @@ pub fn decide(d: &Dispatch, fallbacks: &[String], now: DateTime<Utc>) -> Due {
     }
 }
 
+/// Why an open dispatch's deadline can never fire, if it cannot: an `ack_wait` that is not a duration of
+/// at most 365 days (`"-1s"`), an `ack_deadline` that is not a time (`"not a time"`,
+/// `"+10000-01-01T00:00:00Z"`, `9999`), or one more than 365 days after `now` (the engine never sets one
+/// that far: an ack's wait and a `pending` ETA are both at most 365 days). Such a dispatch is never
+/// redelivered; `tick` and `validate` name it. Dispatches without a delivery policy, and acked ones, have
+/// no deadline to fire and are never named.
+pub fn never_due(d: &Dispatch, now: DateTime<Utc>) -> Option<String> {
+    if (d.deliveries.is_empty() && d.ack_wait.is_none())
+        || d.extra.contains_key("dead_at")
+        || !matches!(d.ack_status, AckStatus::Unacked | AckStatus::Pending)
+    {
+        return None;
+    }
+    let shown = |s: &str| s.chars().take(60).collect::<String>();
+    match d.ack_wait.as_deref() {
+        Some(w) if parse_duration_text(w).is_none() => {
+            return Some(format!(
+                "`ack_wait` {:?} is not a duration of at most 365d, so it is never redelivered",
+                shown(w)
+            ));
+        }
+        _ => {}
+    }
+    let limit = add(now, crate::store::time::MAX_DURATION);
+    // No deadline at all is a dispatch held for approval (its wait starts when it is approved).
+    match d.ack_deadline.as_deref() {
+        None => None,
+        Some(t) => match parse_ts(t) {
+            None => Some(format!(
+                "`ack_deadline` {:?} is not a time, so it never fires",
+                shown(t)
+            )),
+            Some(at) if limit.is_some_and(|l| at > l) => Some(format!(
+                "`ack_deadline` {t} is more than 365d ahead (the engine never sets one that far), so it \
+                 cannot fire in time"
+            )),
+            Some(_) => None,
+        },
+    }
+}
+
 /// The deadline after an ack: `pending` with a readable future ETA moves it to the ETA, `pending`
 /// without one restarts the current wait (a progress ack); other statuses end it.
 pub fn deadline_after_ack(
@@ -326,6 +367,10 @@ pub struct TickReport {
     pub next_deadline: Option<String>,
     /// Dispatches or workflows that could not be handled this pass (the next pass retries).
     pub errors: Vec<String>,
+    /// Open dispatches whose deadline can never fire (a file written by others), as `path: why`; they are
+    /// left as they are, for an operator to look at.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub never_due: Vec<String>,
 }
 
 /// One redelivery or dead letter.
@@ -468,6 +513,11 @@ impl Conductor {
             index.postpone_if_due(&path, now, RETRY_AFTER);
         }
         report.watched = index.len();
+        report.never_due = index
+            .never_due
+            .iter()
+            .map(|(p, why)| format!("{}: {why}", p.display()))
+            .collect();
         let ahead = index.next_due();
         next = match (next, ahead) {
             (Some(a), Some(b)) => Some(a.min(b)),

@@ -80,21 +80,47 @@ pub fn parse_duration(s: &str) -> Option<std::time::Duration> {
 /// Parses a duration given as `what` (e.g. `--ttl`), saying whether it is not one or too long.
 pub fn parse_duration_checked(what: &str, s: &str) -> crate::error::Result<std::time::Duration> {
     match parse_duration_unbounded(s) {
-        None if s
-            .trim()
-            .bytes()
-            .all(|b| b.is_ascii_digit() || b"smhdw".contains(&b))
-            && s.trim().bytes().any(|b| b.is_ascii_digit()) =>
-        {
+        // Well formed but past what a u64 of seconds holds: only a number far too long does that.
+        None if is_duration_text(s) => Err(crate::error::Error::refused(format!(
+            "{what} {s:?} is longer than the maximum of 365d; use a shorter one"
+        ))),
+        None => {
+            let t = s.trim();
+            let sub_second =
+                t.ends_with("ms") || t.ends_with("us") || t.ends_with("ns") || t.contains('.');
             Err(crate::error::Error::refused(format!(
-                "{what} {s:?} is longer than the maximum of 365d; use a shorter one"
+                "{what} {s:?} is not a duration{}; use whole seconds or units, e.g. 30s, 5m, 2h or \
+                 1d (at least 1s, at most 365d)",
+                if sub_second {
+                    " (durations are whole seconds: no fractions, no ms)"
+                } else {
+                    ""
+                }
             )))
         }
-        None => Err(crate::error::Error::refused(format!(
-            "{what} {s:?} is not a duration; use e.g. 30s, 5m, 2h or 1d (at most 365d)"
-        ))),
         Some(d) => check_duration(what, d).map(|()| d),
     }
+}
+
+/// True when `s` has the shape of a duration (digits, or digit runs each followed by one of `smhdw`),
+/// whatever its size.
+fn is_duration_text(s: &str) -> bool {
+    let s = s.trim();
+    if s.is_empty() {
+        return false;
+    }
+    let mut digits = false;
+    for b in s.bytes() {
+        if b.is_ascii_digit() {
+            digits = true;
+        } else if b"smhdw".contains(&b) && digits {
+            digits = false;
+        } else {
+            return false;
+        }
+    }
+    // Either all digits, or every unit was preceded by digits and nothing trails.
+    !digits || s.bytes().all(|b| b.is_ascii_digit())
 }
 
 fn parse_duration_unbounded(s: &str) -> Option<std::time::Duration> {
@@ -229,6 +255,30 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("not a duration"), "{err}");
+        // Sub-second and malformed values are "not a duration", never "longer than the maximum".
+        for bad in ["300ms", "1.5s", "0.5", "5m30", "-1s", "ms", "1sm", "10 s"] {
+            let err = parse_duration_checked("--ttl", bad)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("not a duration") && !err.contains("longer"),
+                "{bad}: {err}"
+            );
+        }
+        let err = parse_duration_checked("--ttl", "300ms")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("whole seconds"), "{err}");
+        assert!(
+            parse_duration_checked("--ttl", "99999999999999999999s")
+                .unwrap_err()
+                .to_string()
+                .contains("longer than the maximum")
+        );
+        assert_eq!(
+            parse_duration_checked("--ttl", "1m30s").unwrap().as_secs(),
+            90
+        );
     }
 
     proptest::proptest! {

@@ -107,14 +107,26 @@ pub fn read_discussion(path: &Path) -> Result<(Vec<DiscussionLine>, usize)> {
     Ok((lines, skipped))
 }
 
+/// True for a board file as `bus init` leaves it (an empty `discussion.jsonl`, an assessments or votes
+/// file holding `{}`): with no session beside it, there is nothing to archive.
+fn is_pristine(p: &Path) -> bool {
+    match std::fs::symlink_metadata(p) {
+        Ok(m) if m.is_file() && m.len() == 0 => true,
+        Ok(m) if m.is_file() && m.len() <= 16 => {
+            crate::store::read::read_json_object(p).is_ok_and(|o| o.is_empty())
+        }
+        _ => false,
+    }
+}
+
 impl Bus {
-    pub(super) fn assessments_path(&self) -> PathBuf {
+    pub(crate) fn assessments_path(&self) -> PathBuf {
         self.board_dir().join(layout::ASSESSMENTS_FILE)
     }
-    pub(super) fn votes_path(&self) -> PathBuf {
+    pub(crate) fn votes_path(&self) -> PathBuf {
         self.board_dir().join(layout::VOTES_FILE)
     }
-    pub(super) fn discussion_path(&self) -> PathBuf {
+    pub(crate) fn discussion_path(&self) -> PathBuf {
         self.board_dir().join(layout::DISCUSSION_FILE)
     }
     pub(super) fn resolution_path(&self) -> PathBuf {
@@ -136,7 +148,7 @@ impl Bus {
             self.resolution_path(),
         ]
         .into_iter()
-        .filter(|p| p.exists())
+        .filter(|p| p.exists() && !(sessions.is_empty() && is_pristine(p)))
         .collect();
         if sessions.is_empty() && loose.is_empty() {
             return Ok(None);
