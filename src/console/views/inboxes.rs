@@ -117,8 +117,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             d.ack_status.to_string()
         };
         let (astyle, g) = theme.ack_status(&ack);
-        let overdue = items::dispatch_overdue(snap, r.view, r.held, app.now)
-            || items::held_overdue(snap, r.view, r.held, app.now);
+        let overdue = items::dispatch_overdue(snap, r.view, r.held, app.now).is_some();
         vec![
             // A held dispatch names the god it is meant for.
             if r.held {
@@ -183,6 +182,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
     // The table keeps a compact dispatch; the detail reads the file whole (once per version).
     let whole = v.whole();
     if st.raw {
+        let raw_key = app.keymap.key_for(&crate::console::action::Action::ToggleRaw);
         let mut lines = match &whole {
             Ok(x) => json_lines(&x.raw, theme),
             Err(e) => vec![Line::styled(format!("⚠ {e}"), theme.warn())],
@@ -191,7 +191,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
         return detail(
             frame,
             area,
-            format!(" {} · raw (y) ", v.name),
+            format!(" {} · raw ({}) ", v.name, raw_key),
             lines,
             app,
             theme,

@@ -40,10 +40,12 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
         return;
     }
     // A long flash (an engine refusal) wraps onto up to three rows instead of being cut.
+    let rows_for = |chars: usize| (chars.div_ceil(area.width.max(1) as usize)).clamp(1, 3) as u16;
     let status_rows = match (&app.mode, &app.flash) {
-        (m, Some(f)) if !matches!(m, Mode::Filter(_) | Mode::Command(_)) => {
-            ((f.text.chars().count() + 2).div_ceil(area.width.max(1) as usize)).clamp(1, 3) as u16
-        }
+        (Mode::Command(cl), _) => cl.candidates.as_ref().map_or(1, |c| {
+            rows_for(cl.edit.text().chars().count() + 5 + c.chars().count())
+        }),
+        (m, Some(f)) if !matches!(m, Mode::Filter(_)) => rows_for(f.text.chars().count() + 2),
         _ => 1,
     };
     let [header, tabs, body, status, footer] = Layout::vertical([
@@ -78,7 +80,14 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
         Mode::Issues => issues::overlay(frame, area, app, theme),
         Mode::Messages => messages(frame, area, app, theme),
         Mode::Confirm(c) => dialogs::confirm(frame, area, c, theme),
-        Mode::AckMenu { target, choice } => dialogs::ack_menu(frame, area, target, *choice, theme),
+        Mode::AckMenu { target, choice } => dialogs::ack_menu(
+            frame,
+            area,
+            target,
+            *choice,
+            app.pane_state().picked.len(),
+            theme,
+        ),
         Mode::Prompt(p) => dialogs::prompt(frame, area, p, theme),
         _ => {}
     }
@@ -120,6 +129,19 @@ pub(crate) fn pane_table<'a, T>(
         row,
     );
     record_table(app, area, first);
+}
+
+/// The title's note of a newest-first list: `▼ following ` while its selection follows the newest
+/// entry, `‖ paused (g follows) ` once the operator moved off it (the bus tail's words).
+pub(crate) fn follow_note(app: &App, pane: Pane) -> String {
+    if app.following(pane) {
+        "▼ following ".into()
+    } else {
+        format!(
+            "‖ paused ({} follows) ",
+            app.keymap.key_for(&super::action::Action::Top)
+        )
+    }
 }
 
 /// A `●` on the left border of every marked row on screen.
@@ -179,6 +201,7 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     for (n, what) in [
         (c.overdue, "overdue"),
+        (c.stalled, "stalled"),
         (c.stale, "stale"),
         (c.expired, "expired"),
         (c.deadlocks, "deadlock"),
@@ -196,7 +219,10 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     items.push((
         5,
-        format!("{} workflows ({} active) · ", c.workflows, c.active),
+        format!(
+            "{} · ",
+            super::items::plural(c.workflows, "workflow", &format!("({} active)", c.active))
+        ),
         theme.base(),
     ));
     items.push((6, format!("{} waiting ", c.waiting), theme.base()));
@@ -420,7 +446,11 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         }
         Mode::Command(cl) => {
             let mut l = editor_line(":", &cl.edit, theme);
-            l.push_span(Span::styled("  Tab complete · ↑↓ history", theme.dim()));
+            match &cl.candidates {
+                // What Tab found stays beside the open line until the next edit.
+                Some(c) => l.push_span(Span::styled(format!("   {c}"), theme.info())),
+                None => l.push_span(Span::styled("  Tab complete · ↑↓ history", theme.dim())),
+            }
             l
         }
         _ => match &app.flash {
