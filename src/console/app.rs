@@ -1476,6 +1476,10 @@ impl App {
             Action::Down => self.move_by(1),
             Action::PageUp => self.move_by(-(self.page.max(1) as isize)),
             Action::PageDown => self.move_by(self.page.max(1) as isize),
+            Action::HalfPageDown if detail => self.scroll_by((self.page / 2).max(1) as isize),
+            Action::HalfPageUp if detail => self.scroll_by(-((self.page / 2).max(1) as isize)),
+            Action::HalfPageDown => self.move_by((self.page / 2).max(1) as isize),
+            Action::HalfPageUp => self.move_by(-((self.page / 2).max(1) as isize)),
             Action::Top => {
                 if self.pane == Pane::Bus && self.follow {
                     self.pause();
@@ -3012,13 +3016,30 @@ mod tests {
         typed(&mut a, "wor");
         a.on_key(kc(KeyCode::Tab));
         assert_eq!(line(&a), "pane work", "workers and workflows share 'work'");
+        // The candidates stay beside the open line (not in a flash hidden behind it).
+        let cands = |a: &App| match &a.mode {
+            Mode::Command(cl) => cl.candidates.clone(),
+            m => panic!("{m:?}"),
+        };
         assert!(
-            a.flash
-                .as_ref()
-                .unwrap()
-                .text
-                .contains("workers  workflows")
+            cands(&a).is_some_and(|c| c.contains("workers  workflows")),
+            "{:?}",
+            cands(&a)
         );
+        let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 20)).unwrap();
+        t.draw(|f| super::super::views::draw(f, &a, &super::super::theme::Theme::plain(true)))
+            .unwrap();
+        let screen: String = t.backend().buffer().content.iter().map(|c| c.symbol()).collect();
+        let row = screen
+            .split(":pane work")
+            .nth(1)
+            .unwrap_or_else(|| panic!("the open line is drawn: {screen}"));
+        assert!(
+            row.trim_start_matches(['▏', ' ']).starts_with("workers  workflows"),
+            "the candidates are beside the open line: {screen}"
+        );
+        typed(&mut a, "f");
+        assert_eq!(cands(&a), None, "an edit clears them");
         a.on_key(kc(KeyCode::Esc));
         assert_eq!(a.completions("ack p"), vec!["pending"]);
         let track = a.snapshot.tracks[0].name.clone();
