@@ -2642,9 +2642,13 @@ impl App {
             other => match Pane::parse(other) {
                 Some(p) => Action::GoPane(p),
                 None => {
+                    let hint = match commands::suggest(other) {
+                        Some(near) => format!("did you mean :{near}? (? lists every command)"),
+                        None => "see ? for commands".to_owned(),
+                    };
                     self.flash(
                         FlashKind::Error,
-                        format!("unknown command {other:?} (see ? for commands)"),
+                        format!("unknown command {other:?}: {hint}"),
                     );
                     return Vec::new();
                 }

@@ -236,7 +236,13 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
         // A held dispatch is one item: past the held limit it says so here, and its workflow
         // gets no second `overdue` item (nobody can ack a held dispatch).
         let late = crate::console::items::dispatch_overdue(s, d, true, now)
-            .map(|o| format!(" · ▲ OVERDUE: {o}"))
+            .map(|o| {
+                format!(
+                    "▲ OVERDUE, waiting {} (limit {}) · ",
+                    short_duration(o.waited),
+                    short_duration(o.limit)
+                )
+            })
             .unwrap_or_default();
         out.push(
             Item::new(
@@ -246,7 +252,7 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
                     ("workflow_id", &*x.workflow_id),
                 ],
                 format!(
-                    "held for approval ({}): {} → {} step {}{late}",
+                    "{late}held for approval ({}): {} → {} step {}",
                     x.held_because.as_deref().unwrap_or("approval required"),
                     x.from_god,
                     x.to_god,

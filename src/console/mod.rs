@@ -19,6 +19,7 @@ pub mod hook;
 pub mod items;
 pub mod line;
 pub mod marks;
+pub mod moments;
 pub mod mouse;
 pub mod notify;
 pub mod ops;

@@ -269,14 +269,36 @@ async fn event_loop(
             app.now = chrono::Utc::now();
             let size = guard.terminal.size()?;
             app.page = size.height.saturating_sub(views::CHROME_ROWS + 3).max(1) as usize;
+            // DEC mode 2026 (synchronized output): the terminal shows the frame whole, never half
+            // drawn; a terminal without it ignores the unknown mode.
+            crossterm::queue!(
+                guard.terminal.backend_mut(),
+                crossterm::terminal::BeginSynchronizedUpdate
+            )
+            .context("drawing")?;
             guard
                 .terminal
                 .draw(|f| views::draw(f, app, &theme))
                 .context("drawing")?;
+            crossterm::execute!(
+                guard.terminal.backend_mut(),
+                crossterm::terminal::EndSynchronizedUpdate
+            )
+            .context("drawing")?;
             dirty = false;
         }
+        // The next instant time alone brings an attention item (a lease running out, an ack going
+        // overdue, a worker going stale): the loop wakes then, not on the next tick.
+        let moment = super::moments::next(&app.snapshot, chrono::Utc::now()).map(|at| {
+            let wait = (at - chrono::Utc::now()).to_std().unwrap_or_default();
+            tokio::time::Instant::now() + wait
+        });
         let mut effects = Vec::new();
         tokio::select! {
+            () = tokio::time::sleep_until(moment.unwrap_or_else(tokio::time::Instant::now)), if moment.is_some() => {
+                dirty = true;
+                look = true;
+            },
             ev = in_rx.recv() => match ev {
                 Some(Event::Key(k)) if k.kind != KeyEventKind::Release => {
                     test_panic_on(&k);

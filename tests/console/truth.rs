@@ -95,7 +95,7 @@ fn a_held_dispatch_is_overdue_only_past_the_held_limit_and_is_one_item_everywher
     assert_eq!(ext.len(), 1, "{ext:?}");
     assert_eq!(ext[0].0, Kind::Held);
     assert!(
-        ext[0].1.contains("▲ OVERDUE: held for approval for 45m (limit 30m)"),
+        ext[0].1.starts_with("▲ OVERDUE, waiting 45m (limit 30m) · held for approval"),
         "{ext:?}"
     );
     assert!(!ext[0].1.contains("ack it"));
@@ -515,4 +515,59 @@ fn the_docs_key_table_matches_the_keymap_both_ways() {
             b.scope
         );
     }
+}
+
+/// A deadlock on `track` between two workers over two long paths.
+fn deadlock_on(r: &Path, track: &str) {
+    pantheon(r, &["bus", "--track", track, "init"], None);
+    let dir = r.join(format!("conductor/tracks/{track}/.message-bus"));
+    let at = (Utc::now() - Duration::minutes(5)).to_rfc3339();
+    let (a, b) = (
+        format!("src/{track}/a_module_with_a_rather_long_name/handler.ts"),
+        format!("src/{track}/another_module_with_a_long_name/routes.ts"),
+    );
+    let locks = serde_json::json!({
+        &a: {"worker_id": format!("{track}-w1"), "acquired_at": at, "expires_at": "2099-01-01T00:00:00Z"},
+        &b: {"worker_id": format!("{track}-w2"), "acquired_at": at, "expires_at": "2099-01-01T00:00:00Z"},
+    });
+    std::fs::write(dir.join("locks.json"), locks.to_string()).unwrap();
+    let msg = |id: &str, src: String, res: &str| {
+        serde_json::json!({"id": id, "type": "BLOCKED", "source": src, "timestamp": at,
+               "payload": {"waiting_for": "file_lock", "resource": res}})
+        .to_string()
+    };
+    let mut q = std::fs::read_to_string(dir.join("queue.jsonl")).unwrap_or_default();
+    q.push_str(&format!(
+        "{}\n{}\n",
+        msg(&format!("{track}-m1"), format!("{track}-w1"), &b),
+        msg(&format!("{track}-m2"), format!("{track}-w2"), &a)
+    ));
+    std::fs::write(dir.join("queue.jsonl"), q).unwrap();
+}
+
+#[test]
+fn at_60x14_record_ids_stay_whole_and_what_is_cut_says_so() {
+    let root = engine_root();
+    let r = root.path();
+    let mut app = app_for(r, Utc::now());
+    app.dispatch(Action::GoPane(Pane::Inboxes));
+    let s = screen(&app, 60, 14, r);
+    // The handoff ids are whole; the free-text summary gave way first.
+    assert!(
+        s.contains("hof_20260614_aaa111") && s.contains("hof_20260614_bbb222"),
+        "{s}"
+    );
+    // Two deadlocks in a box of one row: the first, cut with `…`, and how many more.
+    deadlock_on(r, "t1");
+    deadlock_on(r, "t2");
+    let mut app = app_for(r, Utc::now());
+    app.dispatch(Action::GoPane(Pane::Workers));
+    let s = screen(&app, 60, 14, r);
+    let row = s
+        .lines()
+        .find(|l| l.contains("▲ DEADLOCK"))
+        .unwrap_or_else(|| panic!("{s}"));
+    assert!(row.contains("… (+1 more)"), "{s}");
+    let s = screen(&app, 200, 50, r);
+    assert_eq!(s.matches("▲ DEADLOCK").count(), 2, "both whole when there is room: {s}");
 }

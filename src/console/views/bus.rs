@@ -152,6 +152,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             )
         }
     );
+    title.push_str(&super::filter_note(app));
     {
         // Messages per second over the last half minute.
         let rate = track.per_second(app.now, 30);

@@ -134,14 +134,16 @@ pub(crate) fn pane_table<'a, T>(
 /// The title's note of a newest-first list: `▼ following ` while its selection follows the newest
 /// entry, `‖ paused (g follows) ` once the operator moved off it (the bus tail's words).
 pub(crate) fn follow_note(app: &App, pane: Pane) -> String {
-    if app.following(pane) {
-        "▼ following ".into()
-    } else {
-        format!(
-            "‖ paused ({} follows) ",
-            app.keymap.key_for(&super::action::Action::Top)
-        )
-    }
+    let filter = filter_note(app);
+    filter
+        + &if app.following(pane) {
+            "▼ following ".to_owned()
+        } else {
+            format!(
+                "‖ paused ({} follows) ",
+                app.keymap.key_for(&super::action::Action::Top)
+            )
+        }
 }
 
 /// A `●` on the left border of every marked row on screen.
@@ -583,13 +585,54 @@ fn rows_of(app: &App, len: usize) -> table::Rows {
 
 /// What a list title adds when the rows are sorted: `· by AGE ↑ `.
 pub(crate) fn order_note(app: &App) -> String {
-    match &app.pane_state().sort {
-        Some(s) => format!(
+    let mut out = filter_note(app);
+    if let Some(s) = &app.pane_state().sort {
+        out.push_str(&format!(
             "· by {} {} ",
             s.column,
             if s.descending { "↓" } else { "↑" }
-        ),
-        None => String::new(),
+        ));
+    }
+    out
+}
+
+/// The title's note of an active `/` filter, as k9s shows it: `· 3 of 14 · /fail ` (empty without
+/// a filter), so a narrowed list never passes for the whole one.
+pub(crate) fn filter_note(app: &App) -> String {
+    let text = &app.pane_state().filter;
+    if text.is_empty() {
+        return String::new();
+    }
+    format!(
+        "· {} of {} · /{} ",
+        app.row_count(),
+        unfiltered_count(app),
+        super::clipboard::printable(text)
+    )
+}
+
+/// How many rows the current pane lists without its `/` filter (its other narrowing kept: the
+/// hidden finished workflows, the inbox `]` chose).
+fn unfiltered_count(app: &App) -> usize {
+    use super::items;
+    let s = &app.snapshot;
+    let f = items::Filter::parse("")
+        .at(app.now)
+        .hiding_finished(app.hide_finished && app.pane == Pane::Workflows)
+        .in_inbox(app.inbox_god.clone().filter(|_| app.pane == Pane::Inboxes));
+    match app.pane {
+        Pane::Workflows => items::workflows(s, &f).len(),
+        Pane::Inboxes => items::dispatches(s, &f).len(),
+        Pane::Bus => items::track(s, app.track.as_deref())
+            .map(|t| items::messages(t, &f).len())
+            .unwrap_or(0),
+        Pane::Locks => items::locks(s, &f).len(),
+        Pane::Workers => items::workers(s, &f).len(),
+        Pane::Board => app.row_count(),
+        Pane::Attention => app.attention_all().len(),
+        Pane::Journal => s.journal.entries.len(),
+        Pane::DeadLetters => items::dead_letters(s, &f).len(),
+        Pane::Bridge => s.bridge_view.rows.len(),
     }
 }
 
