@@ -417,7 +417,11 @@ fn idle_cpu() {
 /// until the hook started. The real console in tmux, `--notify-every 0`.
 fn hook_latency() {
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_pantheon"));
-    if std::process::Command::new("tmux").arg("-V").output().is_err() {
+    if std::process::Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
         println!("event -> hook: skipped (needs tmux)");
         return;
     }
@@ -454,7 +458,17 @@ fn hook_latency() {
         out.display()
     );
     std::process::Command::new("tmux")
-        .args(["-L", &sock, "new-session", "-d", "-x", "120", "-y", "40", &cmd])
+        .args([
+            "-L",
+            &sock,
+            "new-session",
+            "-d",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            &cmd,
+        ])
         .status()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
@@ -475,9 +489,7 @@ fn hook_latency() {
             std::thread::sleep(Duration::from_millis(5));
         }
     };
-    let ns = |t: std::time::SystemTime| {
-        t.duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
-    };
+    let ns = |t: std::time::SystemTime| t.duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
     let mut locks = serde_json::Map::new();
     let entry = |exp: chrono::DateTime<chrono::Utc>| {
         serde_json::json!({"worker_id": "w1", "acquired_at": (exp - chrono::Duration::minutes(1)).to_rfc3339(),

@@ -85,6 +85,14 @@ fn dead_letters(root: &Path) {
     for m in [3, 6, 9] {
         c.tick(t + chrono::Duration::minutes(m));
     }
+    // One more after the passes: it waits for its ack, with a deadline (pane 2 shows `1/3 due 2m`).
+    let h = serde_json::json!({
+        "handoff_id": "hof_20260614_e5c019", "workflow_id": "wf_pager_19", "from_god": "iris",
+        "to_god": "hermes", "step": "intake", "routing": {"workflow_definition": "escalation"},
+        "context": {"summary": "Search latency p99 at 4 s", "decisions": ["page the on-call god"],
+                    "artifacts": [], "open_questions": [], "gates_passed": []}
+    });
+    c.submit_handoff(&h).expect("submit");
 }
 
 fn sim(root: &Path) -> Sim {
@@ -265,10 +273,8 @@ fn main() {
                 a.dispatch(Action::GoPane(Pane::Inboxes));
                 a.dispatch(Action::Top);
                 // The first dispatch that can be acked (a held one is approved or rejected).
-                let rows = pantheon::console::items::dispatches(
-                    &a.snapshot,
-                    &a.filter(Pane::Inboxes),
-                );
+                let rows =
+                    pantheon::console::items::dispatches(&a.snapshot, &a.filter(Pane::Inboxes));
                 let first = rows.iter().position(|r| !r.held).unwrap_or(0);
                 for _ in 0..first {
                     a.dispatch(Action::Down);
@@ -359,7 +365,8 @@ fn main() {
 /// The screen as text, for comparing two pictures.
 fn text_of(app: &App, w: u16, h: u16) -> String {
     let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| views::draw(f, app, &Theme::plain(true))).unwrap();
+    term.draw(|f| views::draw(f, app, &Theme::plain(true)))
+        .unwrap();
     term.backend()
         .buffer()
         .content

@@ -3033,13 +3033,20 @@ mod tests {
         let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 20)).unwrap();
         t.draw(|f| super::super::views::draw(f, &a, &super::super::theme::Theme::plain(true)))
             .unwrap();
-        let screen: String = t.backend().buffer().content.iter().map(|c| c.symbol()).collect();
+        let screen: String = t
+            .backend()
+            .buffer()
+            .content
+            .iter()
+            .map(|c| c.symbol())
+            .collect();
         let row = screen
             .split(":pane work")
             .nth(1)
             .unwrap_or_else(|| panic!("the open line is drawn: {screen}"));
         assert!(
-            row.trim_start_matches(['▏', ' ']).starts_with("workers  workflows"),
+            row.trim_start_matches(['▏', ' '])
+                .starts_with("workers  workflows"),
             "the candidates are beside the open line: {screen}"
         );
         typed(&mut a, "f");

@@ -140,7 +140,8 @@ fn login_name(uid: libc::uid_t) -> Option<String> {
     let mut out: *mut libc::passwd = std::ptr::null_mut();
     // SAFETY: getpwuid_r writes only into `pwd` and `buf` (whose length it is given) and sets `out`
     // to `pwd` on success; `pw_name` then points into `buf`, which outlives the read below.
-    let rc = unsafe { libc::getpwuid_r(uid, pwd.as_mut_ptr(), buf.as_mut_ptr(), buf.len(), &mut out) };
+    let rc =
+        unsafe { libc::getpwuid_r(uid, pwd.as_mut_ptr(), buf.as_mut_ptr(), buf.len(), &mut out) };
     if rc != 0 || out.is_null() {
         return None;
     }

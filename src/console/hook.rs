@@ -67,10 +67,9 @@ impl HookReport {
             HookOutcome::Exited(0) => "ran".to_owned(),
             HookOutcome::Exited(c) => format!("failed (exit {c})"),
             HookOutcome::Signalled(s) => format!("was ended by signal {s}"),
-            HookOutcome::TimedOut => format!(
-                "timed out after {}s and was killed",
-                HOOK_TIMEOUT.as_secs()
-            ),
+            HookOutcome::TimedOut => {
+                format!("timed out after {}s and was killed", HOOK_TIMEOUT.as_secs())
+            }
             HookOutcome::NotStarted(e) => format!("could not start: {e}"),
         };
         let mut out = format!(
@@ -87,10 +86,7 @@ impl HookReport {
         out.push(')');
         if self.stderr_bytes > 0 {
             let cut = if self.stderr_bytes > OUTPUT_KEPT as u64 {
-                format!(
-                    " (first {OUTPUT_KEPT} of {} bytes)",
-                    self.stderr_bytes
-                )
+                format!(" (first {OUTPUT_KEPT} of {} bytes)", self.stderr_bytes)
             } else {
                 String::new()
             };
@@ -220,8 +216,20 @@ pub fn run_once(cmd: &str, batch: &[Item], timeout: Duration) -> HookReport {
     };
     let (tx, rx) = std::sync::mpsc::channel::<(bool, Vec<u8>, u64)>();
     for (is_err, pipe) in [
-        (false, child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>)),
-        (true, child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>)),
+        (
+            false,
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        ),
+        (
+            true,
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        ),
     ] {
         if let Some(pipe) = pipe {
             let tx = tx.clone();
@@ -324,8 +332,11 @@ mod tests {
             .unwrap();
         std::thread::sleep(Duration::from_millis(100));
         // Gone, or a zombie waiting for a reaper that is not ours (the shell that started it died).
-        let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|s| s.rsplit(')').next().is_some_and(|r| !r.trim_start().starts_with('Z')));
+        let alive = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| !r.trim_start().starts_with('Z'))
+        });
         assert!(!alive, "the hook's child {pid} outlived the timeout");
     }
 
@@ -349,7 +360,11 @@ mod tests {
     fn one_run_at_a_time_and_items_that_wait_go_together() {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("runs");
-        let cmd = format!("cat >> {}; echo run >> {}.n; sleep 0.3", log.display(), log.display());
+        let cmd = format!(
+            "cat >> {}; echo run >> {}.n; sleep 0.3",
+            log.display(),
+            log.display()
+        );
         let (tx, rx) = std::sync::mpsc::channel();
         let runner = HookRunner::start(cmd, Duration::from_secs(5), move |r| {
             let _ = tx.send(r);

@@ -43,7 +43,9 @@ pub fn next(s: &Snapshot, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         }
         for w in t.workers.iter() {
             if w.status.expects_heartbeat()
-                && let Some(at) = w.heartbeat().and_then(|b| b.checked_add_signed(stale_after))
+                && let Some(at) = w
+                    .heartbeat()
+                    .and_then(|b| b.checked_add_signed(stale_after))
             {
                 consider(at);
             }

@@ -229,7 +229,10 @@ async fn event_loop(
             }) {
                 Ok(h) => Some(h),
                 Err(e) => {
-                    app.flash(FlashKind::Error, format!("--on-attention could not start: {e}"));
+                    app.flash(
+                        FlashKind::Error,
+                        format!("--on-attention could not start: {e}"),
+                    );
                     None
                 }
             }

@@ -94,7 +94,10 @@ fn dispatch(v: &mut Version, handoff_id: &str, snap: &Snapshot) {
             let x = &d.dispatch;
             v.push((format!("{handoff_id}: inbox"), god.to_owned()));
             v.push((format!("{handoff_id}: ack"), x.ack_status.to_string()));
-            v.push((format!("{handoff_id}: deliveries"), x.deliveries.to_string()));
+            v.push((
+                format!("{handoff_id}: deliveries"),
+                x.deliveries.to_string(),
+            ));
         }
     }
 }
@@ -124,10 +127,7 @@ fn dead_letter(v: &mut Version, handoff_id: &str, snap: &Snapshot) {
             .find(|d| &*d.dispatch.handoff_id == handoff_id)
     });
     match found {
-        None => v.push((
-            format!("dead letter {handoff_id}"),
-            "no longer dead".into(),
-        )),
+        None => v.push((format!("dead letter {handoff_id}"), "no longer dead".into())),
         Some(d) => v.push((
             format!("dead letter {handoff_id}: deliveries"),
             d.dispatch.deliveries.to_string(),
@@ -158,8 +158,7 @@ pub fn changed(shown: &Version, now: &Version) -> Option<String> {
     }
     for (what, is) in now {
         let line = format!("{what} is {is}");
-        if !shown.iter().any(|(w, _)| w == what) && !what.contains(": ") && !out.contains(&line)
-        {
+        if !shown.iter().any(|(w, _)| w == what) && !what.contains(": ") && !out.contains(&line) {
             out.push(line);
         }
     }

@@ -105,7 +105,10 @@ fn ack_accepted_through_the_dialog_archives_the_dispatch_as_the_operator() {
     assert_eq!(e["source"], "console", "{:?}", j.entries);
     let me = pantheon::console::engine_ops::operator_name(None);
     assert_eq!(e["actor"], me.as_str());
-    assert_ne!(me, "unknown", "a name, also without USER: the uid's login name");
+    assert_ne!(
+        me, "unknown",
+        "a name, also without USER: the uid's login name"
+    );
     assert_eq!(e["action"], "ack");
     assert_eq!(e["outcome"], "accepted");
     assert_eq!(e["targets"]["handoff_id"], "hof_20260614_aaa111");

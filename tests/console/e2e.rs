@@ -227,7 +227,10 @@ fn detail_scrolls_with_g_and_pages_and_keeps_its_record() {
     t.wait("the table again", |s| {
         s.contains("1 Workflows (4)") && !s.contains("record 4/4")
     });
-    assert!(!t.screen().contains("EXITED="), "q in a detail does not quit");
+    assert!(
+        !t.screen().contains("EXITED="),
+        "q in a detail does not quit"
+    );
     t.keys(&["q"]);
     t.wait("the console to exit", |s| s.contains("EXITED=0"));
 }

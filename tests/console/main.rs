@@ -12,7 +12,7 @@ mod habits;
 mod live;
 mod matrix;
 mod support;
-mod truth;
 #[path = "../common/tmux.rs"]
 mod tmux;
+mod truth;
 mod views;

@@ -24,11 +24,7 @@ use super::support::*;
 /// Sets `dispatched_at` of a dispatch file to `ago` before now (as an agent's clock would have).
 fn dispatched_ago(file: &Path, ago: Duration) {
     let mut v: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
-    v["dispatched_at"] = Value::String(
-        (Utc::now() - ago)
-            .format("%Y-%m-%dT%H:%M:%SZ")
-            .to_string(),
-    );
+    v["dispatched_at"] = Value::String((Utc::now() - ago).format("%Y-%m-%dT%H:%M:%SZ").to_string());
     std::fs::write(file, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
 }
 
@@ -38,7 +34,13 @@ fn validate_warnings(r: &Path) -> Vec<String> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| format!("{} {}", p["path"].as_str().unwrap(), p["message"].as_str().unwrap()))
+        .map(|p| {
+            format!(
+                "{} {}",
+                p["path"].as_str().unwrap(),
+                p["message"].as_str().unwrap()
+            )
+        })
         .collect()
 }
 
@@ -76,16 +78,25 @@ fn a_held_dispatch_is_overdue_only_past_the_held_limit_and_is_one_item_everywher
         pay[0].0 == Kind::Overdue && pay[0].1.contains("unacked for 10m (limit 5m)"),
         "{pay:?}"
     );
-    assert_eq!(app.snapshot.counts(app.now).overdue, 1, "the header counts wf_pay_1 only");
+    assert_eq!(
+        app.snapshot.counts(app.now).overdue,
+        1,
+        "the header counts wf_pay_1 only"
+    );
     let s = screen(&app, 200, 50, r);
     let ext_row = s.lines().find(|l| l.contains("wf_ext_1")).unwrap();
     assert!(!ext_row.contains("OVERDUE"), "{ext_row}");
     let w = validate_warnings(r);
     assert!(
-        w.iter().any(|p| p.contains("hof_20260614_aaa111.json overdue: unacked for 10m")),
+        w.iter()
+            .any(|p| p.contains("hof_20260614_aaa111.json overdue: unacked for 10m")),
         "{w:?}"
     );
-    assert!(!w.iter().any(|p| p.contains("ddd444") && p.contains("overdue")), "{w:?}");
+    assert!(
+        !w.iter()
+            .any(|p| p.contains("ddd444") && p.contains("overdue")),
+        "{w:?}"
+    );
 
     // Forty-five minutes on hold: past the held limit. Still one item, which says so; the header,
     // pane 1, pane 2 and validate agree.
@@ -95,7 +106,9 @@ fn a_held_dispatch_is_overdue_only_past_the_held_limit_and_is_one_item_everywher
     assert_eq!(ext.len(), 1, "{ext:?}");
     assert_eq!(ext[0].0, Kind::Held);
     assert!(
-        ext[0].1.starts_with("▲ OVERDUE, waiting 45m (limit 30m) · held for approval"),
+        ext[0]
+            .1
+            .starts_with("▲ OVERDUE, waiting 45m (limit 30m) · held for approval"),
         "{ext:?}"
     );
     assert!(!ext[0].1.contains("ack it"));
@@ -105,11 +118,15 @@ fn a_held_dispatch_is_overdue_only_past_the_held_limit_and_is_one_item_everywher
     assert!(ext_row.contains("OVERDUE"), "{ext_row}");
     app.dispatch(Action::GoPane(Pane::Inboxes));
     let s = screen(&app, 200, 50, r);
-    let held_row = s.lines().find(|l| l.contains("hof_20260614_ddd444")).unwrap();
+    let held_row = s
+        .lines()
+        .find(|l| l.contains("hof_20260614_ddd444"))
+        .unwrap();
     assert!(held_row.contains("▲ OVERDUE"), "{held_row}");
     let w = validate_warnings(r);
     assert!(
-        w.iter().any(|p| p.contains("hof_20260614_ddd444.json overdue: held for approval for 45m (limit 30m)")),
+        w.iter().any(|p| p
+            .contains("hof_20260614_ddd444.json overdue: held for approval for 45m (limit 30m)")),
         "{w:?}"
     );
 }
@@ -125,7 +142,11 @@ fn a_board_confirmation_refuses_once_the_session_moved_on_and_says_what_changed(
     let shown = confirm_text(&app);
     assert!(shown.contains("ASSESSING -> DISCUSSING"), "{shown}");
     // Another process moves the session on while the dialog is open.
-    pantheon(r, &["board", "--track", "alpha", "advance", "--force"], None);
+    pantheon(
+        r,
+        &["board", "--track", "alpha", "advance", "--force"],
+        None,
+    );
     app.set_snapshot(snapshot_of(r));
     let Mode::Confirm(c) = &app.mode else {
         panic!("the dialog stays open: {:?}", app.mode)
@@ -209,11 +230,7 @@ fn a_force_unlock_confirmation_refuses_when_another_worker_took_the_lock_meanwhi
     app.on_key(code(KeyCode::Tab));
     assert!(app.on_key(code(KeyCode::Enter)).is_empty());
     let f = app.flash.clone().unwrap();
-    assert!(
-        f.text.contains("holder worker-1 → worker-2"),
-        "{}",
-        f.text
-    );
+    assert!(f.text.contains("holder worker-1 → worker-2"), "{}", f.text);
     let locks: Value = serde_json::from_slice(
         &std::fs::read(r.join("conductor/tracks/alpha/.message-bus/locks.json")).unwrap(),
     )
@@ -268,7 +285,11 @@ fn a_stalled_workflow_has_its_glyph_its_header_alert_its_filter_and_is_not_activ
     assert!(!s.contains("? stalled"), "{s}");
     assert!(s.contains("▲ 1 stalled"), "{s}");
     assert!(s.contains("1 workflow (0 active)"), "{s}");
-    assert_eq!(fg_of(&buf, "⊘ stalled"), fg_of(&buf, "▲ 1 stalled"), "drawn as an alert");
+    assert_eq!(
+        fg_of(&buf, "⊘ stalled"),
+        fg_of(&buf, "▲ 1 stalled"),
+        "drawn as an alert"
+    );
     app.dispatch(Action::Filter);
     type_text(&mut app, "stalled");
     app.on_key(code(KeyCode::Enter));
@@ -303,7 +324,13 @@ fn the_journal_follows_its_newest_entry_until_the_operator_moves_and_attention_s
     let mut app = app_for(r, Utc::now());
     app.dispatch(Action::GoPane(Pane::Journal));
     let seq = |app: &App, i: usize| app.journal()[i]["seq"].as_u64().unwrap();
-    let newest = |app: &App| app.journal().iter().filter_map(|e| e["seq"].as_u64()).max().unwrap();
+    let newest = |app: &App| {
+        app.journal()
+            .iter()
+            .filter_map(|e| e["seq"].as_u64())
+            .max()
+            .unwrap()
+    };
     assert_eq!(app.selected(Pane::Journal), 0);
     board(&["advance", "--force"]);
     app.set_snapshot(snapshot_of(r));
@@ -374,7 +401,10 @@ fn bulk_prompts_and_the_ack_chooser_name_every_marked_record() {
     app.on_key(key('*'));
     app.on_key(key('a'));
     let s = screen(&app, 120, 40, r);
-    assert!(s.contains("2 marked dispatch(es): one status for all"), "{s}");
+    assert!(
+        s.contains("2 marked dispatch(es): one status for all"),
+        "{s}"
+    );
 }
 
 #[test]
@@ -389,7 +419,10 @@ fn y_copies_a_hostile_lock_path_without_its_control_characters() {
     let mut app = app_for(r, Utc::now());
     app.dispatch(Action::GoPane(Pane::Locks));
     let rows = pantheon::console::items::locks(&app.snapshot, &app.filter(Pane::Locks));
-    let i = rows.iter().position(|(_, l)| l.path.contains("evil")).unwrap();
+    let i = rows
+        .iter()
+        .position(|(_, l)| l.path.contains("evil"))
+        .unwrap();
     for _ in 0..i {
         app.dispatch(Action::Down);
     }
@@ -398,7 +431,14 @@ fn y_copies_a_hostile_lock_path_without_its_control_characters() {
         panic!("{effects:?}")
     };
     assert_eq!(t, "src/]52;c;ZXZpbA==evilx.rs");
-    assert!(!app.flash.as_ref().unwrap().text.chars().any(char::is_control));
+    assert!(
+        !app.flash
+            .as_ref()
+            .unwrap()
+            .text
+            .chars()
+            .any(char::is_control)
+    );
 }
 
 #[test]
@@ -415,7 +455,14 @@ fn the_smaller_things_say_what_is_true() {
     pantheon(
         r,
         &[
-            "bus", "--track", "alpha", "post", "PROGRESS", "--source", "worker-9", "--payload",
+            "bus",
+            "--track",
+            "alpha",
+            "post",
+            "PROGRESS",
+            "--source",
+            "worker-9",
+            "--payload",
             r#"{"task_id":"task-1.2","progress_pct":10}"#,
         ],
         None,
@@ -423,7 +470,10 @@ fn the_smaller_things_say_what_is_true() {
     let mut app = app_for(r, Utc::now());
     app.dispatch(Action::GoPane(Pane::Bus));
     let s = screen(&app, 200, 50, r);
-    assert!(s.contains("task-1.2") && !s.contains("task task-1.2"), "{s}");
+    assert!(
+        s.contains("task-1.2") && !s.contains("task task-1.2"),
+        "{s}"
+    );
     // The raw view names the key that opens it.
     let mut app = app_for(r, Utc::now());
     app.on_key(key('v'));
@@ -434,8 +484,8 @@ fn the_smaller_things_say_what_is_true() {
 /// The keys docs/CONSOLE.md's table documents, by scope: the rows' backticked keys (`1`–`9`
 /// expanded; rows of `:` commands and Shift-letter sorts left out).
 fn documented_keys() -> Vec<(Scope, String, usize)> {
-    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/CONSOLE.md"))
-        .unwrap();
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/CONSOLE.md")).unwrap();
     let table = doc
         .split("| where | key | action |")
         .nth(1)
@@ -505,9 +555,9 @@ fn the_docs_key_table_matches_the_keymap_both_ways() {
             continue;
         }
         assert!(
-            b.keys.iter().any(|k| doc
+            b.keys
                 .iter()
-                .any(|(s, d, _)| *s == b.scope
+                .any(|k| doc.iter().any(|(s, d, _)| *s == b.scope
                     && pantheon::console::config::parse_key(d) == Some(*k))),
             "{:?} ({}) in {:?} is missing from docs/CONSOLE.md's key table",
             b.action,
@@ -569,5 +619,84 @@ fn at_60x14_record_ids_stay_whole_and_what_is_cut_says_so() {
         .unwrap_or_else(|| panic!("{s}"));
     assert!(row.contains("… (+1 more)"), "{s}");
     let s = screen(&app, 200, 50, r);
-    assert_eq!(s.matches("▲ DEADLOCK").count(), 2, "both whole when there is room: {s}");
+    assert_eq!(
+        s.matches("▲ DEADLOCK").count(),
+        2,
+        "both whole when there is room: {s}"
+    );
+}
+
+#[test]
+fn a_mistyped_command_says_what_was_meant() {
+    let root = fixture_root();
+    let mut app = app_for(root.path(), fixture_now());
+    app.run_command("requeu");
+    let f = app.flash.clone().unwrap();
+    assert!(f.text.contains("did you mean :requeue?"), "{}", f.text);
+    app.run_command("qqqqqqq");
+    assert!(!app.flash.clone().unwrap().text.contains("did you mean"));
+}
+
+#[test]
+fn the_lock_detail_gives_relative_times_the_holders_beat_and_who_waits() {
+    let root = engine_root();
+    let r = root.path();
+    pantheon(
+        r,
+        &[
+            "bus",
+            "--track",
+            "alpha",
+            "post",
+            "BLOCKED",
+            "--source",
+            "worker-2",
+            "--payload",
+            r#"{"task_id":"1.2","waiting_for":"file_lock","resource":"src/app.rs"}"#,
+        ],
+        None,
+    );
+    let mut app = app_for(r, Utc::now());
+    app.dispatch(Action::GoPane(Pane::Locks));
+    app.on_key(code(KeyCode::Enter));
+    let s = screen(&app, 160, 40, r);
+    assert!(s.contains("ago)"), "acquired is relative: {s}");
+    assert!(s.contains("(in 29m") || s.contains("(in 30m"), "{s}");
+    let beat = s.lines().find(|l| l.contains("holder beat")).unwrap();
+    assert!(beat.contains("RUNNING") && beat.contains("ago"), "{beat}");
+    let waiters = s.lines().find(|l| l.contains("waiters")).unwrap();
+    assert!(waiters.contains("worker-2"), "{waiters}");
+}
+
+#[test]
+fn discussion_messages_start_in_one_column() {
+    let root = fixture_root();
+    let r = root.path();
+    let mut app = app_for(r, fixture_now());
+    app.dispatch(Action::GoPane(Pane::Board));
+    let s = screen(&app, 200, 50, r);
+    let starts: Vec<usize> = s
+        .lines()
+        .filter(|l| {
+            // A discussion line: `│r1 ` or `│r? `.
+            let c: Vec<char> = l.chars().take(4).collect();
+            c.len() == 4 && c[1] == 'r' && (c[2].is_ascii_digit() || c[2] == '?') && c[3] == ' '
+        })
+        .map(|l| {
+            // After the round, the pair and the kind: the message's first column.
+            let cells: Vec<char> = l.chars().collect();
+            let mut i = 0;
+            for _ in 0..3 {
+                while cells[i] != ' ' {
+                    i += 1;
+                }
+                while cells[i] == ' ' {
+                    i += 1;
+                }
+            }
+            i
+        })
+        .collect();
+    assert!(starts.len() >= 2, "{s}");
+    assert!(starts.windows(2).all(|w| w[0] == w[1]), "{starts:?}\n{s}");
 }

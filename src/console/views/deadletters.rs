@@ -92,7 +92,9 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DeadRow, them
     // The row is compact; the detail reads the file whole (payload, delivery history).
     let whole = v.whole();
     if app.pane_state().raw {
-        let raw_key = app.keymap.key_for(&crate::console::action::Action::ToggleRaw);
+        let raw_key = app
+            .keymap
+            .key_for(&crate::console::action::Action::ToggleRaw);
         let mut lines = match &whole {
             Ok(x) => json_lines(&x.raw, theme),
             Err(e) => vec![Line::styled(format!("⚠ {e}"), theme.warn())],

@@ -170,7 +170,13 @@ fn shrink(cols: &[Col], natural: &[u16], hidden: &[bool], room: u16) -> Vec<u16>
     }
     for pass in 0..4 {
         // How narrow a column may get in this pass.
-        let floor = |i: usize| if pass == 2 && cols[i].flex { 0 } else { cols[i].min };
+        let floor = |i: usize| {
+            if pass == 2 && cols[i].flex {
+                0
+            } else {
+                cols[i].min
+            }
+        };
         while total(&w) > room32 {
             let pick = (0..cols.len())
                 .filter(|i| !hidden[*i] && w[*i] > floor(*i))

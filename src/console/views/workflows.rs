@@ -109,7 +109,9 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme
     // The table keeps a compact state; the detail reads the file whole (once per version).
     let whole = w.whole();
     if st.raw {
-        let raw_key = app.keymap.key_for(&crate::console::action::Action::ToggleRaw);
+        let raw_key = app
+            .keymap
+            .key_for(&crate::console::action::Action::ToggleRaw);
         let mut lines = match &whole {
             Ok(x) => json_lines(&x.raw, theme),
             Err(e) => vec![Line::styled(format!("⚠ {e}"), theme.warn())],

@@ -133,18 +133,31 @@ mod tests {
         let t0: DateTime<Utc> = "2026-06-14T10:00:00Z".parse().unwrap();
         let at = |m: i64| t0 + Duration::minutes(m);
         // Unacked in a god's inbox: after 5 minutes.
-        assert!(r.check(false, &AckStatus::Unacked, Some(t0), at(5)).is_none());
-        let o = r.check(false, &AckStatus::Unacked, Some(t0), at(6)).unwrap();
+        assert!(
+            r.check(false, &AckStatus::Unacked, Some(t0), at(5))
+                .is_none()
+        );
+        let o = r
+            .check(false, &AckStatus::Unacked, Some(t0), at(6))
+            .unwrap();
         assert_eq!(o.waits, Waits::Ack);
         assert_eq!(o.to_string(), "unacked for 6m (limit 5m)");
         // Held (its ack status says unacked): not after 5 minutes, after 30.
-        assert!(r.check(true, &AckStatus::Unacked, Some(t0), at(29)).is_none());
-        let h = r.check(true, &AckStatus::Unacked, Some(t0), at(45)).unwrap();
+        assert!(
+            r.check(true, &AckStatus::Unacked, Some(t0), at(29))
+                .is_none()
+        );
+        let h = r
+            .check(true, &AckStatus::Unacked, Some(t0), at(45))
+            .unwrap();
         assert_eq!(h.waits, Waits::Approval);
         assert_eq!(h.to_string(), "held for approval for 45m (limit 30m)");
         assert_eq!(r.overdue_from(true, &AckStatus::Unacked, t0), Some(at(30)));
         // Acked: never.
-        assert!(r.check(false, &AckStatus::Accepted, Some(t0), at(600)).is_none());
+        assert!(
+            r.check(false, &AckStatus::Accepted, Some(t0), at(600))
+                .is_none()
+        );
         assert_eq!(r.overdue_from(false, &AckStatus::Pending, t0), None);
         // No time: never.
         assert!(r.check(false, &AckStatus::Unacked, None, at(600)).is_none());
