@@ -371,7 +371,15 @@ mod tests {
         })
         .unwrap();
         runner.submit(vec![item("a")]);
-        std::thread::sleep(Duration::from_millis(100));
+        // The first run has read its item (it then sleeps).
+        let t0 = std::time::Instant::now();
+        while std::fs::read_to_string(&log).map_or(0, |s| s.lines().count()) < 1 {
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "the first run started"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
         // While the first run sleeps, three batches arrive: they go to one second run.
         runner.submit(vec![item("b")]);
         runner.submit(vec![item("c")]);

@@ -507,9 +507,18 @@ fn the_console_journals_its_actor_and_says_so_before_acting() {
     t.keys(&["Tab", "Enter"]);
     let archived = r.join("conductor/archive/hephaestus/hof_20260614_aaa111.json");
     wait_fs("the ack", || archived.exists());
-    let journal = std::fs::read_to_string(r.join("conductor/journal.jsonl")).unwrap();
-    let last: serde_json::Value = serde_json::from_str(journal.lines().last().unwrap()).unwrap();
-    assert_eq!(last["actor"], "alice", "{last}");
+    // The journal entry follows the act.
+    let acked = || -> Option<serde_json::Value> {
+        std::fs::read_to_string(r.join("conductor/journal.jsonl"))
+            .ok()?
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|e| e["action"] == "ack")
+    };
+    wait_fs("the ack's journal entry", || acked().is_some());
+    let entry = acked().unwrap();
+    assert_eq!(entry["actor"], "alice", "{entry}");
+    assert_eq!(entry["source"], "console", "{entry}");
     t.keys(&["q"]);
     t.wait("the console to exit", |s| s.contains("EXITED=0"));
 }
