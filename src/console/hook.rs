@@ -106,6 +106,8 @@ struct Waiting {
 /// Runs the hook in one background thread, one run at a time.
 pub struct HookRunner {
     shared: Arc<(Mutex<Waiting>, Condvar)>,
+    /// The process group of the run under way (0: none), killed when the console quits.
+    running: Arc<std::sync::atomic::AtomicI32>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -118,6 +120,8 @@ impl HookRunner {
     ) -> std::io::Result<Self> {
         let shared: Arc<(Mutex<Waiting>, Condvar)> = Arc::default();
         let theirs = shared.clone();
+        let running: Arc<std::sync::atomic::AtomicI32> = Arc::default();
+        let group = running.clone();
         let thread = std::thread::Builder::new()
             .name("pantheon-hook".into())
             .spawn(move || {
@@ -133,13 +137,14 @@ impl HookRunner {
                         }
                         (std::mem::take(&mut w.items), std::mem::take(&mut w.dropped))
                     };
-                    let mut r = run_once(&cmd, &batch, timeout);
+                    let mut r = run_in(&cmd, &batch, timeout, &group);
                     r.dropped = dropped;
                     report(r);
                 }
             })?;
         Ok(Self {
             shared,
+            running,
             thread: Some(thread),
         })
     }
@@ -163,6 +168,14 @@ impl Drop for HookRunner {
         let (lock, cv) = &*self.shared;
         lock.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
         cv.notify_one();
+        // A run under way goes with the console: no hook outlives it.
+        let pgid = self.running.load(std::sync::atomic::Ordering::SeqCst);
+        if pgid > 0 {
+            // SAFETY: kill has no memory effects; a negative pid names the hook's process group.
+            unsafe {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+        }
         // A run under way ends within its time limit; the console does not wait for it on quit.
         drop(self.thread.take());
     }
@@ -188,6 +201,16 @@ fn drain(mut r: impl Read, keep: usize) -> (Vec<u8>, u64) {
 
 /// One run of `cmd` with `batch` on its stdin, bounded by `timeout`.
 pub fn run_once(cmd: &str, batch: &[Item], timeout: Duration) -> HookReport {
+    run_in(cmd, batch, timeout, &std::sync::atomic::AtomicI32::new(0))
+}
+
+/// [`run_once`], publishing the run's process group in `running` while it runs.
+fn run_in(
+    cmd: &str,
+    batch: &[Item],
+    timeout: Duration,
+    running: &std::sync::atomic::AtomicI32,
+) -> HookReport {
     let started = Instant::now();
     let mut report = HookReport {
         items: batch.len(),
@@ -252,6 +275,7 @@ pub fn run_once(cmd: &str, batch: &[Item], timeout: Duration) -> HookReport {
             });
     }
     let pgid = child.id() as i32;
+    running.store(pgid, std::sync::atomic::Ordering::SeqCst);
     let status = loop {
         match child.try_wait() {
             Ok(Some(s)) => break Some(s),
@@ -272,6 +296,7 @@ pub fn run_once(cmd: &str, batch: &[Item], timeout: Duration) -> HookReport {
             }
         }
     };
+    running.store(0, std::sync::atomic::Ordering::SeqCst);
     if let Some(s) = status {
         use std::os::unix::process::ExitStatusExt;
         report.outcome = match (s.code(), s.signal()) {

@@ -522,3 +522,47 @@ fn the_console_journals_its_actor_and_says_so_before_acting() {
     t.keys(&["q"]);
     t.wait("the console to exit", |s| s.contains("EXITED=0"));
 }
+
+#[test]
+fn a_hanging_hook_runs_one_at_a_time_and_does_not_outlive_the_console() {
+    let root = engine_root();
+    let r = root.path();
+    let out = tempfile::tempdir().unwrap();
+    let pids = out.path().join("pids");
+    let hook = format!("echo $$ >> {}; exec sleep 300", pids.display());
+    let (t, _log) = console(r, "", &format!("--notify-every 0 --on-attention '{hook}'"));
+    t.wait("the console", |s| s.contains("wf_pay_1"));
+    std::thread::sleep(Duration::from_millis(300));
+    // Three new attention items, one after another: expired locks written by an agent.
+    let file = r.join("conductor/tracks/alpha/.message-bus/locks.json");
+    for i in 0..3 {
+        let mut locks: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        locks[format!("src/expired_{i}.rs")] = serde_json::json!({
+            "worker_id": "worker-9", "acquired_at": "2026-01-01T00:00:00Z",
+            "expires_at": "2026-01-01T00:30:00Z"
+        });
+        std::fs::write(&file, locks.to_string()).unwrap();
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    wait_fs("the first hook run", || pids.exists());
+    std::thread::sleep(Duration::from_millis(500));
+    let started = std::fs::read_to_string(&pids).unwrap();
+    assert_eq!(
+        started.lines().count(),
+        1,
+        "one hook at a time while the first hangs: {started}"
+    );
+    let pid: u32 = started.trim().parse().unwrap();
+    let alive = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| !r.trim_start().starts_with('Z'))
+        })
+    };
+    assert!(alive(pid), "the hook hangs");
+    t.keys(&["q"]);
+    t.wait("the console to exit", |s| s.contains("EXITED=0"));
+    wait_fs("the hanging hook to go with the console", || !alive(pid));
+}
