@@ -222,6 +222,15 @@ fn detail_scrolls_with_g_and_pages_and_keeps_its_record() {
     t.wait("the top again", |s| s.contains("record 3/4 · lines 1-"));
     t.keys(&["J"]);
     t.wait("the next record", |s| s.contains("record 4/4"));
+    // `q` in a detail goes back to the table, as it closes the overlays; from there it quits.
+    t.keys(&["q"]);
+    t.wait("the table again", |s| {
+        s.contains("1 Workflows (4)") && !s.contains("record 4/4")
+    });
+    assert!(
+        !t.screen().contains("EXITED="),
+        "q in a detail does not quit"
+    );
     t.keys(&["q"]);
     t.wait("the console to exit", |s| s.contains("EXITED=0"));
 }
@@ -480,4 +489,80 @@ fn yank_writes_osc52_a_remapped_key_works_and_a_mouse_click_opens_a_tab() {
     });
     t.keys(&["q"]);
     t.wait("the console to exit", |s| s.contains("EXITED=0"));
+}
+
+#[test]
+fn the_console_journals_its_actor_and_says_so_before_acting() {
+    let root = engine_root();
+    let r = root.path();
+    // No USER or LOGNAME (a service, a container): `--actor` names who acts.
+    let (t, _log) = console(r, "env -u USER -u LOGNAME", "--actor alice");
+    t.wait("the console", |s| s.contains("wf_pay_1"));
+    t.keys(&["2"]);
+    t.wait("the inboxes", |s| s.contains("hof_20260614_aaa111"));
+    t.keys(&["a", "Enter"]);
+    t.wait("the confirmation naming the actor", |s| {
+        s.contains("Journaled as alice") && s.contains("[ Cancel ]")
+    });
+    t.keys(&["Tab", "Enter"]);
+    let archived = r.join("conductor/archive/hephaestus/hof_20260614_aaa111.json");
+    wait_fs("the ack", || archived.exists());
+    // The journal entry follows the act.
+    let acked = || -> Option<serde_json::Value> {
+        std::fs::read_to_string(r.join("conductor/journal.jsonl"))
+            .ok()?
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|e| e["action"] == "ack")
+    };
+    wait_fs("the ack's journal entry", || acked().is_some());
+    let entry = acked().unwrap();
+    assert_eq!(entry["actor"], "alice", "{entry}");
+    assert_eq!(entry["source"], "console", "{entry}");
+    t.keys(&["q"]);
+    t.wait("the console to exit", |s| s.contains("EXITED=0"));
+}
+
+#[test]
+fn a_hanging_hook_runs_one_at_a_time_and_does_not_outlive_the_console() {
+    let root = engine_root();
+    let r = root.path();
+    let out = tempfile::tempdir().unwrap();
+    let pids = out.path().join("pids");
+    let hook = format!("echo $$ >> {}; exec sleep 300", pids.display());
+    let (t, _log) = console(r, "", &format!("--notify-every 0 --on-attention '{hook}'"));
+    t.wait("the console", |s| s.contains("wf_pay_1"));
+    std::thread::sleep(Duration::from_millis(300));
+    // Three new attention items, one after another: expired locks written by an agent.
+    let file = r.join("conductor/tracks/alpha/.message-bus/locks.json");
+    for i in 0..3 {
+        let mut locks: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        locks[format!("src/expired_{i}.rs")] = serde_json::json!({
+            "worker_id": "worker-9", "acquired_at": "2026-01-01T00:00:00Z",
+            "expires_at": "2026-01-01T00:30:00Z"
+        });
+        std::fs::write(&file, locks.to_string()).unwrap();
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    wait_fs("the first hook run", || pids.exists());
+    std::thread::sleep(Duration::from_millis(500));
+    let started = std::fs::read_to_string(&pids).unwrap();
+    assert_eq!(
+        started.lines().count(),
+        1,
+        "one hook at a time while the first hangs: {started}"
+    );
+    let pid: u32 = started.trim().parse().unwrap();
+    let alive = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| !r.trim_start().starts_with('Z'))
+        })
+    };
+    assert!(alive(pid), "the hook hangs");
+    t.keys(&["q"]);
+    t.wait("the console to exit", |s| s.contains("EXITED=0"));
+    wait_fs("the hanging hook to go with the console", || !alive(pid));
 }
