@@ -22,4 +22,5 @@ mod publish;
 mod races;
 mod refusals;
 mod routing;
+mod supervisor_kills;
 mod upgrade;

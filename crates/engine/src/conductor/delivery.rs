@@ -326,6 +326,8 @@ pub struct TickReport {
     pub next_deadline: Option<String>,
     /// Dispatches or workflows that could not be handled this pass (the next pass retries).
     pub errors: Vec<String>,
+    /// Intents dropped without a journal entry, and why (planted, or their act already journaled).
+    pub warnings: Vec<String>,
 }
 
 /// One redelivery or dead letter.
@@ -453,7 +455,9 @@ impl Conductor {
             ..Default::default()
         };
         let mut next: Option<DateTime<Utc>> = None;
-        report.journaled_late = self.repair_intents();
+        let repair = self.repair_intents();
+        report.journaled_late = repair.journaled;
+        report.warnings = repair.dropped;
         for (path, kind) in index.take_due(now) {
             let touched = match kind {
                 Kind::Timer => self.handle_timer(&path, now, &mut report, &mut next),
