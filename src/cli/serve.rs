@@ -25,7 +25,7 @@ use crate::engine::conductor::delivery::{
     SUPERVISOR_BEAT, TickReport, remove_supervisor_heartbeat, write_supervisor_heartbeat,
 };
 use crate::engine::journal::Origin;
-use crate::engine::journal::anchor::{ANCHOR_EVERY, AnchorWriter};
+use crate::engine::journal::anchor::{AnchorWriter, anchor_every};
 use crate::engine::store::layout;
 use crate::engine::store::time::format_ts;
 use crate::engine::store::{Root, TrackName};
@@ -293,7 +293,8 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     }
     // The head moved since the last anchor (true at start: anchor the head found).
     let mut anchor_dirty = anchor.is_some();
-    let mut last_anchor = Instant::now() - ANCHOR_EVERY;
+    let every = anchor_every();
+    let mut last_anchor = Instant::now() - every;
 
     let _ = writeln!(
         out,
@@ -338,7 +339,7 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
         }
         if let Some(a) = anchor.as_mut()
             && anchor_dirty
-            && last_anchor.elapsed() >= ANCHOR_EVERY
+            && last_anchor.elapsed() >= every
         {
             anchor_dirty = false;
             last_anchor = Instant::now();
@@ -352,7 +353,7 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
         // Sleep exactly until the next due time (or the next heartbeat), unless a file event comes.
         let mut wait = SUPERVISOR_BEAT.saturating_sub(last_beat.elapsed());
         if anchor_dirty {
-            wait = wait.min(ANCHOR_EVERY.saturating_sub(last_anchor.elapsed()));
+            wait = wait.min(every.saturating_sub(last_anchor.elapsed()));
         }
         for t in index
             .next_due()

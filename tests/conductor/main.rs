@@ -2,6 +2,7 @@
 
 mod abort_cleanup;
 mod acks;
+mod anchor;
 mod common;
 mod concurrency;
 mod crash;
@@ -18,6 +19,7 @@ mod limits;
 mod newcomer;
 mod orphans;
 mod paging;
+mod planted;
 mod publish;
 mod races;
 mod refusals;

@@ -23,6 +23,17 @@ use crate::store::time::now_ts;
 /// The least time between two anchors `serve` writes (it always writes one at exit).
 pub const ANCHOR_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// The interval in force: `PANTHEON_JOURNAL_ANCHOR_EVERY_MS` (100 ms to 60 s), else [`ANCHOR_EVERY`].
+/// A shorter one anchors more entries (a rewrite is then located to fewer of them) at the cost of a
+/// flushed write per interval while the journal moves.
+pub fn anchor_every() -> std::time::Duration {
+    std::env::var("PANTHEON_JOURNAL_ANCHOR_EVERY_MS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(|ms| std::time::Duration::from_millis(ms.clamp(100, 60_000)))
+        .unwrap_or(ANCHOR_EVERY)
+}
+
 /// One anchored head.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Anchor {
@@ -172,16 +183,28 @@ pub fn current_head(root: &Root) -> Result<Option<(u64, String)>> {
     Ok(None)
 }
 
-/// `path` with every link resolved (the file's own, when it exists, else its directory's).
+/// `path` with every link resolved: the file's own (even one that leads nowhere yet), then its
+/// directory's.
 fn resolved(path: &Path) -> Result<PathBuf> {
-    if let Ok(p) = std::fs::canonicalize(path) {
-        return Ok(p);
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = std::fs::read_link(&p).map_err(|e| Error::io(&p, e))?;
+                p = match p.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                };
+            }
+            Ok(_) => return std::fs::canonicalize(&p).map_err(|e| Error::io(&p, e)),
+            Err(_) => break,
+        }
     }
-    let name = path.file_name().ok_or_else(|| {
+    let name = p.file_name().ok_or_else(|| {
         Error::refused(format!("--journal-anchor {} names no file", path.display()))
     })?;
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
+    let parent = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
     let dir = std::fs::canonicalize(parent).map_err(|e| {
