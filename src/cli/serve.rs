@@ -260,7 +260,7 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
             // Opening or reading a file (our own reads included) changes nothing.
             Ok(ev) if matches!(ev.kind, notify::EventKind::Access(_)) => Ok(()),
             Ok(ev) if ev.need_rescan() => wake.send(Wake::Rescan),
-            Ok(ev) if ev.paths.iter().any(|p| *p == journal_file) => wake.send(Wake::Journal),
+            Ok(ev) if ev.paths.contains(&journal_file) => wake.send(Wake::Journal),
             Ok(ev) if ev.paths.iter().any(|p| p.starts_with(&watched_tracks)) => {
                 // Only the lease and heartbeat files of a track matter (queue appends do not wake us).
                 for t in ev

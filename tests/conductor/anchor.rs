@@ -92,7 +92,7 @@ fn last_anchored(anchor: &Path) -> u64 {
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter_map(|v| v["seq"].as_u64())
-        .last()
+        .next_back()
         .unwrap_or(0)
 }
 

@@ -122,7 +122,7 @@ fn planted_intents_for_journaled_acts_or_with_false_claims_are_dropped_with_a_wa
     plant(
         &env,
         "elsewhere",
-        &format!("ack-ack_20260614_pl1"),
+        "ack-ack_20260614_pl1",
         "ack",
         "cli",
         ids.clone(),
