@@ -1027,6 +1027,43 @@ mod tests {
     }
 
     #[test]
+    fn verify_goes_on_past_each_problem_and_checks_a_kept_head() {
+        let (_d, r) = root();
+        write_n(&r, 6);
+        let head = verify(&r).unwrap().head_ref;
+        let orig = lines(&r);
+        let mut l = orig.clone();
+        l.insert(1, "garbage".into());
+        l[3] = l[3].replace("wf_2", "wf_9");
+        l.remove(5);
+        put(&r, &l);
+        let v = verify(&r).unwrap();
+        let all: Vec<&str> = v.problems.iter().map(|p| p.message.as_str()).collect();
+        assert_eq!(v.problems_total, 3, "{all:#?}");
+        assert!(all[0].contains("line 2 is not a journal entry"), "{all:#?}");
+        assert!(
+            all[1].contains("entry 3") && all[1].contains("edited"),
+            "{all:#?}"
+        );
+        assert!(all[2].contains("entry 5 was removed"), "{all:#?}");
+
+        put(&r, &orig[..4]);
+        let opts = VerifyOptions {
+            anchor: None,
+            head: Some(HeadRef::parse(&head).unwrap()),
+        };
+        let p = verify_with(&r, &opts).unwrap().problem.unwrap();
+        assert!(
+            p.contains("entry 6 is missing") && p.contains("truncated after entry 4"),
+            "{p}"
+        );
+        put(&r, &orig);
+        assert!(verify_with(&r, &opts).unwrap().valid);
+        assert!(HeadRef::parse("6").is_err());
+        assert!(HeadRef::parse("0:00").is_err());
+    }
+
+    #[test]
     fn a_torn_tail_is_cut_and_the_chain_goes_on() {
         let (_d, r) = root();
         write_n(&r, 2);

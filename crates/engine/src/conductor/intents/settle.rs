@@ -169,29 +169,28 @@ impl Facts {
                 let n = key_number(key, &format!("dead-{handoff_id}-")).unwrap_or_default();
                 self.cycles
                     .get(handoff_id)
-                    .is_some_and(|c| c.dead.contains(&n.to_string()))
+                    .is_some_and(|c| c.dead.contains(n))
             }
             // A requeue takes a dead letter out: one is journaled per dead letter.
             Check::Requeue { handoff_id } => {
                 named || !self.cycles.get(handoff_id).is_some_and(|c| c.dead_last)
             }
             Check::Rerun { workflow_id, .. } => {
-                let attempt = key_number(key, &format!("rerun-{workflow_id}-"))
-                    .map(|n| n.to_string())
-                    .unwrap_or_default();
-                named || self.reruns.contains(&(workflow_id.clone(), attempt))
+                let attempt = key_number(key, &format!("rerun-{workflow_id}-")).unwrap_or_default();
+                named
+                    || self
+                        .reruns
+                        .contains(&(workflow_id.clone(), attempt.to_owned()))
             }
         }
     }
 }
 
-/// The number after `prefix` in `key` (digits only), if it is one.
-fn key_number(key: &str, prefix: &str) -> Option<u64> {
+/// The digits after `prefix` in `key`, if that is all there is (a delivery count, an attempt, a
+/// requeue's 20-digit stamp).
+fn key_number<'a>(key: &'a str, prefix: &str) -> Option<&'a str> {
     let rest = key.strip_prefix(prefix)?;
-    if rest.is_empty() || !rest.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    rest.parse().ok()
+    (!rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit())).then_some(rest)
 }
 
 /// The intent's target `k`, when it has one.
@@ -240,7 +239,7 @@ fn claims_agree(f: &IntentFile) -> std::result::Result<(), String> {
                     && f.action == "dead_letter"
                     && supervisor
                     && target(f, "handoff_id") == Some(handoff_id)
-                    && target(f, "delivery") == n.map(|n| n.to_string()).as_deref(),
+                    && target(f, "delivery") == n,
             )
         }
         Check::Requeue { handoff_id } => (
@@ -260,7 +259,7 @@ fn claims_agree(f: &IntentFile) -> std::result::Result<(), String> {
                     && f.action == "rerun"
                     && target(f, "workflow_id") == Some(workflow_id)
                     && target(f, "handoff_id") == Some(handoff_id)
-                    && target(f, "attempt") == n.map(|n| n.to_string()).as_deref(),
+                    && target(f, "attempt") == n,
             )
         }
     };
@@ -304,7 +303,9 @@ impl Conductor {
             } => (handoff_id, *delivery),
             Check::Dead { handoff_id } => (
                 handoff_id,
-                key_number(&f.key, &format!("dead-{handoff_id}-")).unwrap_or_default() as usize,
+                key_number(&f.key, &format!("dead-{handoff_id}-"))
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or_default(),
             ),
             Check::Ack { ack_id, handoff_id } => {
                 let agrees = self
@@ -488,5 +489,96 @@ impl Conductor {
         });
         act.targets.insert("intent".into(), json!(f.key));
         act
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn intent(key: &str, action: &str, source: &str, targets: Value, check: Check) -> IntentFile {
+        IntentFile {
+            key: key.into(),
+            at: String::new(),
+            pid: 1,
+            actor: "a".into(),
+            source: source.into(),
+            action: action.into(),
+            targets: targets.as_object().cloned().unwrap_or_default(),
+            outcome: String::new(),
+            check,
+        }
+    }
+
+    #[test]
+    fn claims_agree_with_what_the_engine_writes_and_nothing_else() {
+        let hid = "hof_20260614_000001";
+        let requeue = |key: &str| {
+            intent(
+                key,
+                "requeue",
+                "cli",
+                json!({"handoff_id": hid}),
+                Check::Requeue {
+                    handoff_id: hid.into(),
+                },
+            )
+        };
+        // A requeue's key ends in a 20-digit stamp (more than a u64 holds).
+        assert!(claims_agree(&requeue(&format!("requeue-{hid}-20261202032013488605"))).is_ok());
+        assert!(claims_agree(&requeue(&format!("requeue-{hid}-x"))).is_err());
+        let dead = |key: &str, source: &str, n: &str| {
+            intent(
+                key,
+                "dead_letter",
+                source,
+                json!({"handoff_id": hid, "delivery": n}),
+                Check::Dead {
+                    handoff_id: hid.into(),
+                },
+            )
+        };
+        assert!(claims_agree(&dead(&format!("dead-{hid}-3"), "supervisor", "3")).is_ok());
+        assert!(claims_agree(&dead(&format!("dead-{hid}-3"), "cli", "3")).is_err());
+        assert!(claims_agree(&dead(&format!("dead-{hid}-3"), "supervisor", "2")).is_err());
+        let submit = |key: &str, action: &str| {
+            intent(
+                key,
+                action,
+                "cli",
+                json!({"handoff_id": hid, "workflow_id": "wf_a"}),
+                Check::Submit {
+                    workflow_id: "wf_a".into(),
+                    handoff_id: hid.into(),
+                },
+            )
+        };
+        assert!(claims_agree(&submit(&format!("submit-{hid}"), "submit")).is_ok());
+        assert!(claims_agree(&submit("forged-1", "submit")).is_err());
+        assert!(claims_agree(&submit(&format!("submit-{hid}"), "approve")).is_err());
+        assert_eq!(key_number("rerun-wf_a-12", "rerun-wf_a-"), Some("12"));
+        assert_eq!(key_number("rerun-wf_a-", "rerun-wf_a-"), None);
+    }
+
+    #[test]
+    fn a_requeue_starts_the_delivery_count_again() {
+        let mut wanted = Wanted::default();
+        let hid = "hof_20260614_000001";
+        let check = Check::Delivery {
+            handoff_id: hid.into(),
+            delivery: 2,
+        };
+        wanted.add("k", &check);
+        let entry = |action: &str| {
+            json!({"action": action, "outcome": "x", "targets": {"handoff_id": hid, "delivery": "2"}})
+                .as_object()
+                .cloned()
+                .unwrap()
+        };
+        let mut facts = Facts::default();
+        facts.note(&wanted, &entry("redeliver"));
+        assert!(facts.records("k", &check));
+        facts.note(&wanted, &entry("requeue"));
+        assert!(!facts.records("k", &check));
     }
 }
