@@ -187,7 +187,8 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     let c = Conductor::new(root.clone()).with_origin(origin);
     let mut anchor = match &args.journal_anchor {
         Some(p) => {
-            let (w, warnings) = AnchorWriter::open(root, p)?;
+            let (w, mut warnings) = AnchorWriter::open(root, p)?;
+            warnings.extend(w.check_head(root));
             for w in warnings {
                 if args.log.is_some() {
                     eprintln!("{w}");

@@ -215,6 +215,17 @@ fn a_journal_rewritten_truncated_or_deleted_by_a_root_writer_fails_against_its_a
     );
     assert_fails(&env, &["--head", &head], &["deleted"]);
 
+    // A supervisor started on it says so at once (and anchors nothing: there is no head).
+    let g = serve_anchored(&env, &anchor, "restart.log");
+    let log = env.dir.path().join("restart.log");
+    wait_for("the warning", || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("does not extend its anchor")
+    });
+    sigterm(g);
+    assert_eq!(last_anchored(&anchor), 6);
+
     // Put back, the journal passes both again.
     put_lines(&env, &orig);
     assert_passes(&env, &["--anchor", a, "--head", &head]);

@@ -305,6 +305,28 @@ impl AnchorWriter {
         ))
     }
 
+    /// A warning when the journal's head is behind the newest anchor already in the file, or at the
+    /// same entry with another hash: the journal was truncated, deleted or rewritten since (found at
+    /// start; `pantheon journal --verify --anchor` names the entries).
+    pub fn check_head(&self, root: &Root) -> Option<String> {
+        let (seq, hash) = self.last.as_ref()?;
+        let (now_seq, now_hash) = current_head(root).ok()?.unwrap_or((0, String::new()));
+        let what = if now_seq < *seq {
+            format!(
+                "its head is entry {now_seq} but entry {seq} was anchored: truncated or deleted"
+            )
+        } else if now_seq == *seq && now_hash != *hash {
+            format!("entry {seq} has another hash than the one anchored: rewritten")
+        } else {
+            return None;
+        };
+        Some(format!(
+            "warning: the journal does not extend its anchor {}: {what}; run `pantheon journal --verify --anchor {}`",
+            self.path.display(),
+            self.path.display()
+        ))
+    }
+
     /// The anchor file (links resolved).
     pub fn path(&self) -> &Path {
         &self.path
