@@ -1,13 +1,14 @@
-//! `pantheon journal [--since T] [--actor A] [--verify]`: read or check the operator journal (the
-//! global `--actor` filters here, since reading acts on nothing).
+//! `pantheon journal [--since T] [--actor A] [--verify [--anchor PATH] [--head SEQ:HASH]]`: read or check
+//! the operator journal (the global `--actor` filters here, since reading acts on nothing).
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
 
 use super::{Outcome, print_json};
-use crate::engine::journal::{self, Filter};
+use crate::engine::journal::{self, Filter, HeadRef, VerifyOptions};
 use crate::engine::store::Root;
 use crate::engine::store::time::parse_ts;
 
@@ -17,10 +18,17 @@ pub struct JournalArgs {
     /// Only entries at or after this time (RFC 3339, e.g. 2026-12-01T08:00:00Z).
     #[arg(long, value_name = "TS")]
     pub since: Option<String>,
-    /// Check the hash chain across every segment instead; exits 1 naming the first entry that was
-    /// edited, removed or reordered.
+    /// Check the hash chain across every segment instead; exits 1 listing every entry that was
+    /// edited, removed or reordered (and every line that is no entry).
     #[arg(long, conflicts_with = "since")]
     pub verify: bool,
+    /// With --verify: also check against this anchor file (written by `pantheon serve
+    /// --journal-anchor`): every anchored entry must still be there with its anchored hash.
+    #[arg(long, value_name = "PATH", requires = "verify")]
+    pub anchor: Option<PathBuf>,
+    /// With --verify: also check against a head you kept (`head_ref` of an earlier --verify).
+    #[arg(long, value_name = "SEQ:HASH", requires = "verify")]
+    pub head: Option<String>,
 }
 
 /// Runs `pantheon journal`.
@@ -30,13 +38,36 @@ pub fn run(
     actor_filter: Option<String>,
 ) -> anyhow::Result<Outcome> {
     if args.verify {
-        let v = journal::verify(root)?;
+        let opts = VerifyOptions {
+            anchor: args.anchor,
+            head: args.head.as_deref().map(HeadRef::parse).transpose()?,
+        };
+        let v = journal::verify_with(root, &opts)?;
         print_json(&serde_json::to_value(&v)?);
-        if let Some(p) = &v.problem {
+        if let Some(a) = &v.anchor
+            && a.unanchored > 0
+        {
             eprintln!(
-                "error: {p}\n  (the journal is {}; entries before this one are intact)",
-                journal::journal_path(root).display()
+                "note: the last {} entr{} (after entry {}) come after the newest anchor ({}): the anchor says nothing about them",
+                a.unanchored,
+                if a.unanchored == 1 { "y" } else { "ies" },
+                a.last_anchored_seq.unwrap_or(0),
+                a.last_anchored_at.as_deref().unwrap_or("never")
             );
+        }
+        if !v.valid {
+            eprintln!(
+                "error: the journal ({}) failed verification: {} problem{}",
+                journal::journal_path(root).display(),
+                v.problems_total,
+                if v.problems_total == 1 { "" } else { "s" }
+            );
+            for p in &v.problems {
+                eprintln!("  - {}", p.message);
+            }
+            if v.problems_total > v.problems.len() {
+                eprintln!("  … and {} more", v.problems_total - v.problems.len());
+            }
             return Ok(Outcome::Exit(ExitCode::from(1)));
         }
         return Ok(Outcome::Exit(ExitCode::SUCCESS));

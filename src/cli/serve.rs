@@ -25,6 +25,7 @@ use crate::engine::conductor::delivery::{
     SUPERVISOR_BEAT, TickReport, remove_supervisor_heartbeat, write_supervisor_heartbeat,
 };
 use crate::engine::journal::Origin;
+use crate::engine::journal::anchor::{AnchorWriter, anchor_every};
 use crate::engine::store::layout;
 use crate::engine::store::time::format_ts;
 use crate::engine::store::{Root, TrackName};
@@ -35,6 +36,11 @@ pub struct ServeArgs {
     /// Append the log here instead of standard error.
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
+    /// Append the journal's head `{seq, hash, at}` to this file as it moves (at most every 2 s, and at
+    /// exit), for `pantheon journal --verify --anchor PATH`. It must lie outside the root, where the
+    /// root's writers cannot write (docs/THREAT-MODEL.md).
+    #[arg(long, value_name = "PATH")]
+    pub journal_anchor: Option<PathBuf>,
 }
 
 /// What wakes the loop.
@@ -45,6 +51,8 @@ enum Wake {
     Paths(Vec<PathBuf>),
     /// The watcher lost events (overflow) or asked for a rescan: rebuild the index.
     Rescan,
+    /// The journal moved (only watched with `--journal-anchor`).
+    Journal,
     /// SIGTERM or SIGINT.
     Stop,
 }
@@ -145,6 +153,16 @@ fn log_line(out: &mut dyn Write, report: &TickReport) {
     for e in &report.errors {
         let _ = writeln!(out, "{} error: {e}", report.now);
     }
+    for w in &report.warnings {
+        let _ = writeln!(out, "{} warning: {w}", report.now);
+    }
+    if report.journaled_late > 0 {
+        let _ = writeln!(
+            out,
+            "{} journaled {} act(s) a killed process did not journal",
+            report.now, report.journaled_late
+        );
+    }
     if report.repaired > 0 {
         let _ = writeln!(
             out,
@@ -167,6 +185,20 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
         None => Box::new(std::io::stderr()),
     };
     let c = Conductor::new(root.clone()).with_origin(origin);
+    let mut anchor = match &args.journal_anchor {
+        Some(p) => {
+            let (w, mut warnings) = AnchorWriter::open(root, p)?;
+            warnings.extend(w.check_head(root));
+            for w in warnings {
+                if args.log.is_some() {
+                    eprintln!("{w}");
+                }
+                let _ = writeln!(out, "{w}");
+            }
+            Some(w)
+        }
+        None => None,
+    };
     let id = format!("pid-{}", std::process::id());
     let started = format_ts(chrono::Utc::now());
     let stop = Arc::new(AtomicBool::new(false));
@@ -223,11 +255,13 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     std::fs::create_dir_all(&tracks_dir).ok();
     let wake = tx.clone();
     let watched_tracks = tracks_dir.clone();
+    let journal_file = crate::engine::journal::journal_path(root);
     let mut watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
         let _ = match ev {
             // Opening or reading a file (our own reads included) changes nothing.
             Ok(ev) if matches!(ev.kind, notify::EventKind::Access(_)) => Ok(()),
             Ok(ev) if ev.need_rescan() => wake.send(Wake::Rescan),
+            Ok(ev) if ev.paths.contains(&journal_file) => wake.send(Wake::Journal),
             Ok(ev) if ev.paths.iter().any(|p| p.starts_with(&watched_tracks)) => {
                 // Only the lease and heartbeat files of a track matter (queue appends do not wake us).
                 for t in ev
@@ -253,6 +287,15 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     watcher
         .watch(&tracks_dir, notify::RecursiveMode::Recursive)
         .with_context(|| format!("cannot watch {}", tracks_dir.display()))?;
+    if anchor.is_some() {
+        watcher
+            .watch(&root.conductor, notify::RecursiveMode::NonRecursive)
+            .with_context(|| format!("cannot watch {}", root.conductor.display()))?;
+    }
+    // The head moved since the last anchor (true at start: anchor the head found).
+    let mut anchor_dirty = anchor.is_some();
+    let every = anchor_every();
+    let mut last_anchor = Instant::now() - every;
 
     let _ = writeln!(
         out,
@@ -295,11 +338,24 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
             }
             last_beat = Instant::now();
         }
+        if let Some(a) = anchor.as_mut()
+            && anchor_dirty
+            && last_anchor.elapsed() >= every
+        {
+            anchor_dirty = false;
+            last_anchor = Instant::now();
+            if let Err(e) = a.anchor(root) {
+                let _ = writeln!(out, "{} journal anchor: {e}", format_ts(chrono::Utc::now()));
+            }
+        }
         if stop.load(Ordering::SeqCst) {
             break;
         }
         // Sleep exactly until the next due time (or the next heartbeat), unless a file event comes.
         let mut wait = SUPERVISOR_BEAT.saturating_sub(last_beat.elapsed());
+        if anchor_dirty {
+            wait = wait.min(every.saturating_sub(last_anchor.elapsed()));
+        }
         for t in index
             .next_due()
             .into_iter()
@@ -325,6 +381,7 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
                 }
                 // A directory whose name is no track name holds no bus (PROTOCOL.md 1.3).
                 Wake::Track(t) => notice_now.extend(TrackName::parse(&t).ok()),
+                Wake::Journal => anchor_dirty = true,
                 Wake::Stop => {}
             }
         }
@@ -339,6 +396,11 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
         }
     }
     drop(watcher);
+    if let Some(a) = anchor.as_mut()
+        && let Err(e) = a.anchor(root)
+    {
+        let _ = writeln!(out, "{} journal anchor: {e}", format_ts(chrono::Utc::now()));
+    }
     let _ = remove_supervisor_heartbeat(root, &id);
     let _ = writeln!(
         out,

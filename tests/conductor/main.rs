@@ -2,6 +2,7 @@
 
 mod abort_cleanup;
 mod acks;
+mod anchor;
 mod common;
 mod concurrency;
 mod crash;
@@ -19,8 +20,10 @@ mod newcomer;
 mod origin;
 mod orphans;
 mod paging;
+mod planted;
 mod publish;
 mod races;
 mod refusals;
 mod routing;
+mod supervisor_kills;
 mod upgrade;

@@ -21,6 +21,8 @@ use crate::store::Root;
 use crate::store::lock::FileLock;
 use crate::store::time::{now_ts, parse_ts};
 
+pub mod anchor;
+
 /// The `prev` of the first entry.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
@@ -323,8 +325,19 @@ fn first_seq(path: &Path) -> Option<u64> {
 
 /// Appends one entry for `act` by `origin`; returns the entry as written.
 pub fn append(root: &Root, origin: &Origin, act: &Act) -> Result<Value> {
+    let lock = FileLock::exclusive(root, &lock_path(root))?;
+    append_held(root, &lock, origin, act)
+}
+
+/// [`append`] for a caller that already holds the journal's lock (`_held`, taken on
+/// [`lock_path`]): a check of the journal and the append that depends on it are then one step.
+pub(crate) fn append_held(
+    root: &Root,
+    _held: &FileLock,
+    origin: &Origin,
+    act: &Act,
+) -> Result<Value> {
     let path = journal_path(root);
-    let _lock = FileLock::exclusive(root, &lock_path(root))?;
     let mut file = open_for_append(root, &path)?;
     let len = file.metadata().map_err(|e| Error::io(&path, e))?.len();
     let tail = read_tail(&mut file, len).map_err(|e| Error::io(&path, e))?;
@@ -393,7 +406,10 @@ pub struct ReadResult {
 }
 
 /// Calls `f(file, line_number, line)` for every line of every journal file in order, streaming.
-fn for_each_line(root: &Root, f: impl FnMut(&Path, usize, &[u8]) -> Result<bool>) -> Result<()> {
+pub(crate) fn for_each_line(
+    root: &Root,
+    f: impl FnMut(&Path, usize, &[u8]) -> Result<bool>,
+) -> Result<()> {
     for_each_line_of(files(root), f)
 }
 
@@ -491,18 +507,93 @@ pub fn read_recent(root: &Root, limit: usize) -> Result<ReadResult> {
     })
 }
 
+/// How many problems `verify` lists (the rest are counted in `problems_total`).
+const MAX_PROBLEMS: usize = 1000;
+
+/// A head to check the journal against: `SEQ:HASH` as `pantheon journal --verify` printed it
+/// (`head_ref`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeadRef {
+    /// The entry's sequence number.
+    pub seq: u64,
+    /// Its hash (64 hex digits).
+    pub hash: String,
+}
+
+impl HeadRef {
+    /// Parses `SEQ:HASH`; refuses anything else, saying what is expected.
+    pub fn parse(s: &str) -> Result<Self> {
+        let bad = || {
+            Error::refused(format!(
+                "--head {s:?} is not SEQ:HASH (the `head_ref` `pantheon journal --verify` prints, e.g. 42:9a0b…, 64 hex digits)"
+            ))
+        };
+        let (seq, hash) = s.trim().split_once(':').ok_or_else(bad)?;
+        let seq = seq.trim().parse::<u64>().map_err(|_| bad())?;
+        let hash = hash.trim().to_ascii_lowercase();
+        if seq == 0 || hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(bad());
+        }
+        Ok(Self { seq, hash })
+    }
+}
+
+/// What to check the journal against besides its own chain.
+#[derive(Debug, Clone, Default)]
+pub struct VerifyOptions {
+    /// An anchor file written by `pantheon serve --journal-anchor` ([`anchor`]).
+    pub anchor: Option<PathBuf>,
+    /// A head the operator kept (`--head SEQ:HASH`).
+    pub head: Option<HeadRef>,
+}
+
+/// One problem `verify` found.
+#[derive(Debug, Clone, Serialize)]
+pub struct VerifyProblem {
+    /// What is wrong, naming the entry.
+    pub message: String,
+    /// The journal file, relative to the root (absent for a problem of the anchor as a whole).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// Its 1-based line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+}
+
+/// What the anchor check found.
+#[derive(Debug, Clone, Serialize)]
+pub struct AnchorReport {
+    /// The anchor file.
+    pub path: String,
+    /// Anchors read from it.
+    pub anchors: usize,
+    /// Anchored entries found in the journal with the anchored hash.
+    pub matched: usize,
+    /// The newest anchored entry, and when it was anchored.
+    pub last_anchored_seq: Option<u64>,
+    /// When the newest anchor was written.
+    pub last_anchored_at: Option<String>,
+    /// Entries after the newest anchor: the anchor says nothing about them.
+    pub unanchored: u64,
+}
+
 /// What `pantheon journal --verify` found.
 #[derive(Debug, Clone, Serialize)]
 pub struct VerifyResult {
-    /// True when every entry's hash chains to the one before.
+    /// True when no problem was found.
     pub valid: bool,
-    /// Entries checked before the first problem (all of them when valid).
+    /// Journal entries read (lines that are entries, intact or not).
     pub entries: u64,
     /// How many journal files (segments included) were checked.
     pub files: usize,
-    /// The hash of the last entry: keep it to detect a later truncation of the journal's end.
+    /// The hash of the last entry: keep it (with `head_seq`, as `head_ref`) to detect a later
+    /// rewrite or truncation with `--head`.
     pub head: String,
-    /// The first problem: which entry, where, and whether it was edited, removed or reordered.
+    /// The last entry's sequence number (0: no entry).
+    pub head_seq: u64,
+    /// `SEQ:HASH` of the last entry, for `pantheon journal --verify --head`.
+    pub head_ref: String,
+    /// The first problem (see `problems` for all of them).
     pub problem: Option<String>,
     /// The file of the first problem, relative to the root.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -510,149 +601,360 @@ pub struct VerifyResult {
     /// Its 1-based line.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub problem_line: Option<usize>,
+    /// Every problem, in journal order (at most 1000 listed).
+    pub problems: Vec<VerifyProblem>,
+    /// How many problems there are in all.
+    pub problems_total: usize,
+    /// The anchor check, when an anchor file was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub anchor: Option<AnchorReport>,
 }
 
-/// Checks the whole chain, streaming: each entry's hash matches its content, sequence numbers run on
-/// by one, and each `prev` is the hash of the entry before. Stops at the first problem.
+/// Entries missing from the sequence, as found: `start..=end` were expected before entry `found`.
+#[derive(Debug, Clone)]
+struct Gap {
+    start: u64,
+    end: u64,
+    found: u64,
+    found_at: String,
+    loc: (String, usize),
+}
+
+/// An anchored hash: what it says and where it came from.
+#[derive(Debug, Clone)]
+struct Anchored {
+    hash: String,
+    at: String,
+    from: String,
+    seen: bool,
+}
+
+struct Verifier {
+    problems: Vec<VerifyProblem>,
+    total: usize,
+}
+
+impl Verifier {
+    fn push(&mut self, message: String, loc: Option<&(String, usize)>) {
+        self.total += 1;
+        if self.problems.len() < MAX_PROBLEMS {
+            self.problems.push(VerifyProblem {
+                message,
+                file: loc.map(|l| l.0.clone()),
+                line: loc.map(|l| l.1),
+            });
+        }
+    }
+}
+
+/// Checks the whole chain ([`verify_with`] with nothing else to check against).
 pub fn verify(root: &Root) -> Result<VerifyResult> {
+    verify_with(root, &VerifyOptions::default())
+}
+
+/// Checks the whole journal, streaming, and goes on past every problem: each entry's hash matches its
+/// content, sequence numbers run on by one (a gap is a removal, unless the missing entry turns up
+/// later: a reordering), and each `prev` is the hash of the entry before (or of the line that is no
+/// entry just before it). With an anchor file or a kept head, every anchored entry must be there with
+/// the anchored hash: a chain recomputed after an edit, a removal or an insertion changes the hash of
+/// every later entry, so the first anchored entry at or after the change no longer matches, and an
+/// anchored entry that is gone was removed or truncated away. Entries after the last anchor are
+/// counted as unanchored. A missing or empty anchor file is a problem.
+pub fn verify_with(root: &Root, opts: &VerifyOptions) -> Result<VerifyResult> {
     let all = files(root);
+    let mut v = Verifier {
+        problems: Vec::new(),
+        total: 0,
+    };
+    let mut anchors: std::collections::BTreeMap<u64, Anchored> = Default::default();
+    let mut anchor_report = None;
+    if let Some(path) = &opts.anchor {
+        let read = anchor::read(path)?;
+        for p in read.problems {
+            v.push(p, None);
+        }
+        for a in read.anchors {
+            anchors.insert(
+                a.seq,
+                Anchored {
+                    hash: a.hash,
+                    at: a.at,
+                    from: format!("{} line {}", path.display(), a.line),
+                    seen: false,
+                },
+            );
+        }
+        anchor_report = Some(AnchorReport {
+            path: path.display().to_string(),
+            anchors: anchors.len(),
+            matched: 0,
+            last_anchored_seq: anchors.keys().next_back().copied(),
+            last_anchored_at: anchors.values().next_back().map(|a| a.at.clone()),
+            unanchored: 0,
+        });
+    }
+    if let Some(h) = &opts.head {
+        match anchors.get(&h.seq) {
+            Some(a) if a.hash != h.hash => v.push(
+                format!(
+                    "--head {}:{} disagrees with the anchor of entry {} ({}): one of them is not this journal's",
+                    h.seq, h.hash, h.seq, a.from
+                ),
+                None,
+            ),
+            Some(_) => {}
+            None => {
+                anchors.insert(
+                    h.seq,
+                    Anchored {
+                        hash: h.hash.clone(),
+                        at: String::new(),
+                        from: "--head".into(),
+                        seen: false,
+                    },
+                );
+            }
+        }
+    }
+
     let mut expected = 1u64;
     let mut prev = GENESIS.to_owned();
-    let mut checked = 0u64;
-    let mut problem: Option<String> = None;
-    // After a sequence gap, the scan goes on to learn whether the missing entry comes later.
-    let mut gap: Option<(u64, u64, String)> = None;
-    let mut loc: Option<(String, usize)> = None;
-    let mut gap_loc: Option<(String, usize)> = None;
+    // The hash of a line that is no entry, read since the last entry: an entry appended after it
+    // chains to it.
+    let mut prev_raw: Option<String> = None;
+    let mut entries = 0u64;
+    let mut last_seq = 0u64;
+    let mut gaps: Vec<Gap> = Vec::new();
+    let mut matched = 0usize;
     for_each_line(root, |path, n, line| {
-        loc = Some((
+        let loc = (
             path.strip_prefix(&root.dir)
                 .unwrap_or(path)
                 .display()
                 .to_string(),
             n,
-        ));
+        );
         let name = path
             .strip_prefix(&root.conductor)
             .unwrap_or(path)
             .display()
             .to_string();
         let at = format!("{name} line {n}");
-        let parsed = serde_json::from_slice::<Map<String, Value>>(line).ok();
-        let seq = parsed
-            .as_ref()
-            .and_then(|m| m.get("seq"))
-            .and_then(Value::as_u64);
-        if let Some((missing, found, found_at)) = &gap {
-            if seq == Some(*missing) {
-                problem = Some(format!(
-                    "journal entries were reordered: entry {found} ({found_at}) comes before entry {missing} ({at})"
-                ));
-                return Ok(false);
-            }
+        let Some(mut entry) = serde_json::from_slice::<Map<String, Value>>(line).ok() else {
+            v.push(
+                format!(
+                    "{at} is not a journal entry (edited or corrupted); the entry expected there is {expected}"
+                ),
+                Some(&loc),
+            );
+            prev_raw = Some(sha256_hex(line));
             return Ok(true);
-        }
-        let Some(mut entry) = parsed else {
-            problem = Some(format!(
-                "{at} is not a journal entry (edited or corrupted); the entry expected there is {expected}"
-            ));
-            return Ok(false);
         };
         let (Some(seq), Some(hash), Some(p)) = (
-            seq,
+            entry.get("seq").and_then(Value::as_u64),
             entry.get("hash").and_then(Value::as_str).map(str::to_owned),
             entry.get("prev").and_then(Value::as_str).map(str::to_owned),
         ) else {
-            problem = Some(format!(
-                "{at} lacks its seq, prev or hash: entry {expected} was edited"
-            ));
-            return Ok(false);
+            v.push(
+                format!("{at} lacks its seq, prev or hash: entry {expected} was edited"),
+                Some(&loc),
+            );
+            prev_raw = Some(sha256_hex(line));
+            return Ok(true);
         };
+        entries += 1;
         entry.shift_remove("hash");
         let body = serde_json::to_string(&entry).map_err(|e| Error::refused(e.to_string()))?;
         if sha256_hex(body.as_bytes()) != hash {
-            problem = Some(format!(
-                "journal entry {seq} ({at}) was edited: its hash does not match its content"
-            ));
-            return Ok(false);
+            v.push(
+                format!(
+                    "journal entry {seq} ({at}) was edited: its hash does not match its content"
+                ),
+                Some(&loc),
+            );
         }
-        if seq > expected {
-            gap = Some((expected, seq, at));
-            gap_loc = loc.clone();
-            return Ok(true);
+        if let Some(a) = anchors.get_mut(&seq) {
+            if a.hash == hash {
+                if !a.seen {
+                    matched += 1;
+                }
+            } else {
+                v.push(
+                    format!(
+                        "journal entry {seq} ({at}) is not the entry anchored as {seq} ({}{}): the journal was rewritten at or before this entry (edited, removed, inserted or reordered entries, with the chain recomputed)",
+                        a.from,
+                        if a.at.is_empty() { String::new() } else { format!(", at {}", a.at) }
+                    ),
+                    Some(&loc),
+                );
+            }
+            a.seen = true;
         }
         if seq < expected {
-            problem = Some(format!(
-                "journal entries were reordered: entry {seq} ({at}) comes after entry {}",
-                expected - 1
-            ));
-            return Ok(false);
+            if let Some(i) = gaps.iter().position(|g| (g.start..=g.end).contains(&seq)) {
+                let g = gaps.remove(i);
+                v.push(
+                    format!(
+                        "journal entries were reordered: entry {} ({}) comes before entry {seq} ({at})",
+                        g.found, g.found_at
+                    ),
+                    Some(&loc),
+                );
+                if g.start < seq {
+                    gaps.push(Gap {
+                        end: seq - 1,
+                        ..g.clone()
+                    });
+                }
+                if seq < g.end {
+                    gaps.push(Gap {
+                        start: seq + 1,
+                        ..g
+                    });
+                }
+            } else {
+                v.push(
+                    format!(
+                        "journal entry {seq} ({at}) comes again after entry {}: a copy, or entries were reordered",
+                        expected - 1
+                    ),
+                    Some(&loc),
+                );
+            }
+            return Ok(true);
         }
-        if p != prev {
-            problem = Some(format!(
-                "journal entry {seq} ({at}) does not chain to the entry before it: that entry was edited or replaced"
-            ));
-            return Ok(false);
+        if seq > expected {
+            if gaps.len() < MAX_PROBLEMS {
+                gaps.push(Gap {
+                    start: expected,
+                    end: seq - 1,
+                    found: seq,
+                    found_at: at.clone(),
+                    loc: loc.clone(),
+                });
+            }
+        } else if p != prev && prev_raw.as_deref() != Some(p.as_str()) {
+            v.push(
+                format!(
+                    "journal entry {seq} ({at}) does not chain to the entry before it: that entry was edited or replaced"
+                ),
+                Some(&loc),
+            );
         }
         prev = hash;
-        checked += 1;
-        expected = seq + 1;
+        prev_raw = None;
+        expected = seq.saturating_add(1);
+        last_seq = seq;
         Ok(true)
     })?;
-    if problem.is_none()
-        && let Some((missing, found, found_at)) = gap
-    {
-        loc = gap_loc;
-        problem = Some(if found == missing + 1 {
+    // Anchored entries never met: inside a gap (named with it below), else cut off the end.
+    let in_gap = |s: u64| gaps.iter().any(|g| (g.start..=g.end).contains(&s));
+    let lost: Vec<(u64, Anchored)> = anchors
+        .iter()
+        .filter(|(s, a)| !a.seen && !in_gap(**s))
+        .map(|(s, a)| (*s, a.clone()))
+        .collect();
+    for g in gaps {
+        let before = g.start - 1;
+        let anchored = anchors
+            .range(g.start..=g.end)
+            .map(|(s, a)| format!("{s} ({})", a.from))
+            .collect::<Vec<_>>();
+        let anchored = if anchored.is_empty() {
+            String::new()
+        } else {
+            format!("; anchored among them: {}", anchored.join(", "))
+        };
+        let message = if g.start == g.end {
             format!(
-                "journal entry {missing} was removed: entry {found} ({found_at}) follows entry {}",
-                missing - 1
+                "journal entry {} was removed: entry {} ({}) follows entry {before}{anchored}",
+                g.start, g.found, g.found_at
             )
         } else {
             format!(
-                "journal entries {missing} to {} were removed: entry {found} ({found_at}) follows entry {}",
-                found - 1,
-                missing - 1
+                "journal entries {} to {} were removed: entry {} ({}) follows entry {before}{anchored}",
+                g.start, g.end, g.found, g.found_at
             )
-        });
+        };
+        v.push(message, Some(&g.loc));
     }
-    let (problem_file, problem_line) = match (&problem, loc) {
-        (Some(_), Some((f, l))) => (Some(f), Some(l)),
-        _ => (None, None),
-    };
+    let (cut, inside): (Vec<_>, Vec<_>) = lost.into_iter().partition(|(s, _)| *s > last_seq);
+    for (seq, a) in inside {
+        v.push(
+            format!(
+                "journal entry {seq} is missing though it was anchored ({})",
+                a.from
+            ),
+            None,
+        );
+    }
+    if let Some((seq, a)) = cut.last() {
+        let what = if last_seq == 0 {
+            "the journal holds no entry: it was deleted or emptied".to_owned()
+        } else {
+            format!("the journal was truncated after entry {last_seq}")
+        };
+        v.push(
+            format!(
+                "journal entry {seq} is missing though it was anchored ({}{}){}: {what}",
+                a.from,
+                if a.at.is_empty() {
+                    String::new()
+                } else {
+                    format!(", at {}", a.at)
+                },
+                if cut.len() > 1 {
+                    format!(" (and {} earlier anchored entries)", cut.len() - 1)
+                } else {
+                    String::new()
+                }
+            ),
+            None,
+        );
+    }
+    if let Some(r) = &mut anchor_report {
+        r.matched = matched;
+        r.unanchored = last_seq.saturating_sub(r.last_anchored_seq.unwrap_or(0));
+    }
+    let first = v.problems.first().cloned();
     Ok(VerifyResult {
-        problem_file,
-        problem_line,
-        valid: problem.is_none(),
-        entries: checked,
+        valid: v.total == 0,
+        entries,
         files: all.iter().filter(|p| p.exists()).count(),
+        head_ref: format!("{last_seq}:{prev}"),
         head: prev,
-        problem,
+        head_seq: last_seq,
+        problem: first.as_ref().map(|p| p.message.clone()),
+        problem_file: first.as_ref().and_then(|p| p.file.clone()),
+        problem_line: first.as_ref().and_then(|p| p.line),
+        problems: v.problems,
+        problems_total: v.total,
+        anchor: anchor_report,
     })
 }
 
-/// `pantheon validate`'s check of the journal: the first break of the chain, as an error.
-pub(crate) fn validation_problem(root: &Root) -> Option<crate::validate::Problem> {
+/// `pantheon validate`'s check of the journal: every break of the chain, as errors.
+pub(crate) fn validation_problem(root: &Root) -> Vec<crate::validate::Problem> {
     let v = match verify(root) {
         Ok(v) => v,
         Err(e) => {
-            return Some(crate::validate::Problem {
+            return vec![crate::validate::Problem {
                 path: "conductor/journal.jsonl".into(),
                 line: None,
                 severity: crate::validate::Severity::Error,
                 message: format!("the journal cannot be read: {e}"),
-            });
+            }];
         }
     };
-    let message = v.problem?;
-    Some(crate::validate::Problem {
-        path: v
-            .problem_file
-            .unwrap_or_else(|| "conductor/journal.jsonl".into()),
-        line: v.problem_line,
-        severity: crate::validate::Severity::Error,
-        message: format!("{message} (see `pantheon journal --verify`)"),
-    })
+    v.problems
+        .into_iter()
+        .map(|p| crate::validate::Problem {
+            path: p.file.unwrap_or_else(|| "conductor/journal.jsonl".into()),
+            line: p.line,
+            severity: crate::validate::Severity::Error,
+            message: format!("{} (see `pantheon journal --verify`)", p.message),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -722,6 +1024,43 @@ mod tests {
         put(&r, &l);
         let p = verify(&r).unwrap().problem.unwrap();
         assert!(p.contains("reordered") && p.contains("entry 3"), "{p}");
+    }
+
+    #[test]
+    fn verify_goes_on_past_each_problem_and_checks_a_kept_head() {
+        let (_d, r) = root();
+        write_n(&r, 6);
+        let head = verify(&r).unwrap().head_ref;
+        let orig = lines(&r);
+        let mut l = orig.clone();
+        l.insert(1, "garbage".into());
+        l[3] = l[3].replace("wf_2", "wf_9");
+        l.remove(5);
+        put(&r, &l);
+        let v = verify(&r).unwrap();
+        let all: Vec<&str> = v.problems.iter().map(|p| p.message.as_str()).collect();
+        assert_eq!(v.problems_total, 3, "{all:#?}");
+        assert!(all[0].contains("line 2 is not a journal entry"), "{all:#?}");
+        assert!(
+            all[1].contains("entry 3") && all[1].contains("edited"),
+            "{all:#?}"
+        );
+        assert!(all[2].contains("entry 5 was removed"), "{all:#?}");
+
+        put(&r, &orig[..4]);
+        let opts = VerifyOptions {
+            anchor: None,
+            head: Some(HeadRef::parse(&head).unwrap()),
+        };
+        let p = verify_with(&r, &opts).unwrap().problem.unwrap();
+        assert!(
+            p.contains("entry 6 is missing") && p.contains("truncated after entry 4"),
+            "{p}"
+        );
+        put(&r, &orig);
+        assert!(verify_with(&r, &opts).unwrap().valid);
+        assert!(HeadRef::parse("6").is_err());
+        assert!(HeadRef::parse("0:00").is_err());
     }
 
     #[test]

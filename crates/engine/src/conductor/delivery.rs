@@ -371,6 +371,8 @@ pub struct TickReport {
     /// left as they are, for an operator to look at.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub never_due: Vec<String>,
+    /// Intents dropped without a journal entry, and why (planted, or their act already journaled).
+    pub warnings: Vec<String>,
 }
 
 /// One redelivery or dead letter.
@@ -498,7 +500,9 @@ impl Conductor {
             ..Default::default()
         };
         let mut next: Option<DateTime<Utc>> = None;
-        report.journaled_late = self.repair_intents();
+        let repair = self.repair_intents();
+        report.journaled_late = repair.journaled;
+        report.warnings = repair.dropped;
         for (path, kind) in index.take_due(now) {
             let touched = match kind {
                 Kind::Timer => self.handle_timer(&path, now, &mut report, &mut next),

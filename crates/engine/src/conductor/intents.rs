@@ -18,9 +18,12 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+mod settle;
+pub use settle::IntentRepair;
+
 use super::Conductor;
 use super::files;
-use crate::journal::{Act, Origin};
+use crate::journal::Act;
 use crate::store::lock::FileLock;
 use crate::store::time::{now_ts, parse_ts};
 use crate::store::{HandoffId, Root, WorkflowId};
@@ -161,8 +164,21 @@ fn remove_intent(root: &Root, path: &std::path::Path) -> crate::error::Result<bo
     dir.remove_file(&name)
 }
 
+/// Whether process `pid` is running: it exists and is not a zombie (a killed process its parent has
+/// not reaped yet still has its `/proc` entry, and its intent must be settled as a crashed one's).
 fn pid_alive(pid: u32) -> bool {
-    pid == std::process::id() || std::path::Path::new("/proc").join(pid.to_string()).exists()
+    if pid == std::process::id() {
+        return true;
+    }
+    let dir = std::path::Path::new("/proc").join(pid.to_string());
+    match std::fs::read_to_string(dir.join("stat")) {
+        // `pid (comm) S …`: the state follows the last `)` (comm may hold spaces and parentheses).
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .is_none_or(|state| state != 'Z' && state != 'X'),
+        Err(_) => dir.exists(),
+    }
 }
 
 /// Whether the process that wrote an intent may still be running it: its pid is alive and the intent
@@ -194,7 +210,15 @@ impl Conductor {
                 .ok()
                 .flatten()
                 .is_some_and(|f| writer_running(&f));
-        let unjournaled_before = path.exists() && !other_running && !journal_names(&self.root, key);
+        // A crashed attempt's intent is settled by this repeat only when the journal records neither
+        // the intent nor the act (a planted intent for an act journaled long ago would otherwise
+        // make the repeat journal it a second time).
+        let unjournaled_before =
+            path.exists() && !other_running && !journal_names(&self.root, key) && {
+                let mut wanted = settle::Wanted::default();
+                wanted.add(key, &check);
+                !settle::Facts::scan(&self.root, &wanted).records(key, &check)
+            };
         let origin = self.origin();
         let f = IntentFile {
             key: key.to_owned(),
@@ -300,71 +324,6 @@ impl Conductor {
             self.release(&i);
         }
         warning
-    }
-
-    /// Settles the intents a crashed process left (see the module doc); returns how many acts were
-    /// journaled late.
-    pub fn repair_intents(&self) -> usize {
-        let dir = intents_dir(&self.root);
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            return 0;
-        };
-        let mut journaled = 0;
-        for e in rd.flatten() {
-            let path = e.path();
-            let Some(f) = files::read_model::<IntentFile>(&path).ok().flatten() else {
-                // A torn intent (its writer killed mid-write) names no act: dropped once it is old.
-                let stale = e
-                    .metadata()
-                    .ok()
-                    .and_then(|m| m.modified().ok())
-                    .and_then(|t| t.elapsed().ok())
-                    .is_some_and(|age| age > std::time::Duration::from_secs(600));
-                if stale {
-                    let _ = remove_intent(&self.root, &path);
-                }
-                continue;
-            };
-            if path != dir.join(format!("{}.json", f.key)) {
-                continue;
-            }
-            if writer_running(&f) {
-                continue;
-            }
-            if journal_names(&self.root, &f.key) {
-                let _ = remove_intent(&self.root, &path);
-                continue;
-            }
-            let Some(action) = action_word(&f.action) else {
-                continue;
-            };
-            if self.intent_done(&f.check) {
-                let mut act = self.recorded_act(&f.check).unwrap_or_else(|| {
-                    let outcome = match &f.check {
-                        Check::Submit {
-                            workflow_id,
-                            handoff_id,
-                        } => self.submit_outcome(workflow_id, handoff_id),
-                        _ => None,
-                    }
-                    .unwrap_or_else(|| f.outcome.clone());
-                    let mut act = Act::new(action, outcome);
-                    act.targets = f.targets.clone();
-                    act
-                });
-                act.targets.insert("intent".into(), json!(f.key));
-                let origin = Origin {
-                    actor: f.actor.clone(),
-                    source: f.source.clone(),
-                };
-                if crate::journal::append(&self.root, &origin, &act).is_err() {
-                    continue;
-                }
-                journaled += 1;
-            }
-            let _ = remove_intent(&self.root, &path);
-        }
-        journaled
     }
 
     /// The outcome a submit had, from the state's record of it (`None`: not recorded).
@@ -527,12 +486,18 @@ impl Conductor {
                         .ok()
                         .flatten()
                         .is_some_and(|f| delivered(&f.dispatch))
-                    || self.archived_halfway(&hid, |d| {
-                        delivered(d) && d.ack_status == super::model::AckStatus::Unacked
-                    })
+                    // Redelivered, then acked and archived (or half-way through a step timeout's
+                    // move out of the archive).
+                    || self.archived_halfway(&hid, delivered)
             }
+            // Marked dead but not moved yet (killed between the two writes) counts as done: the
+            // pass that finishes the move does not journal it (a dead letter went unjournaled).
             Check::Dead { handoff_id } => HandoffId::parse(handoff_id).ok().is_some_and(|hid| {
                 self.find_dead(&hid).is_some()
+                    || files::find_live(&self.root, &hid, None)
+                        .ok()
+                        .flatten()
+                        .is_some_and(|f| f.dispatch.extra.contains_key("dead_at"))
                     || self.archived_halfway(&hid, |d| d.extra.contains_key("dead_at"))
             }),
             Check::Requeue { handoff_id } => HandoffId::parse(handoff_id)
