@@ -589,4 +589,50 @@ mod tests {
             );
         }
     }
+
+    fn validator(schema: Arc<JsonObject>) -> jsonschema::Validator {
+        jsonschema::validator_for(&Value::Object((*schema).clone())).expect("compiles")
+    }
+
+    #[test]
+    fn check_inbox_entries_are_checked_against_the_shape_its_compact_tag_names() {
+        let v = validator(check_inbox());
+        let page = |compact: bool, entry: Value| {
+            json!({"god": "marvin", "known_god": true, "compact": compact, "dispatches": [entry],
+                   "count": 1, "limit": 20, "next_cursor": null, "errors": []})
+        };
+        let whole = json!({"handoff_id": "hof_20260614_000001", "workflow_id": "wf_a",
+                           "from_god": "thoth", "to_god": "marvin", "step": "review",
+                           "context": {"summary": "s"}, "dispatch_id": null,
+                           "dispatched_at": "2026-06-14T10:00:00Z", "ack_status": "unacked"});
+        let compact = json!({"dispatch_id": null, "handoff_id": "hof_20260614_000001",
+                             "workflow_id": "wf_a", "from_god": "thoth", "step": "review",
+                             "age_secs": 3, "summary": "s"});
+        assert!(v.is_valid(&page(false, whole.clone())));
+        assert!(v.is_valid(&page(true, compact.clone())));
+        assert!(
+            !v.is_valid(&page(false, compact)),
+            "a compact entry in a whole page"
+        );
+        assert!(
+            !v.is_valid(&page(true, whole)),
+            "a whole entry in a compact page"
+        );
+    }
+
+    #[test]
+    fn board_status_without_a_session_fits_and_a_wrong_session_does_not() {
+        let v = validator(board_status());
+        let status = |session: Value, predicted: Value| {
+            json!({"session": session, "assessments": {}, "discussion": [], "votes": {},
+                   "missing_assessments": [], "missing_votes": [], "can_advance": false,
+                   "next_status": null, "predicted": predicted})
+        };
+        assert!(v.is_valid(&status(Value::Null, Value::Null)));
+        assert!(!v.is_valid(&status(json!("none"), Value::Null)));
+        assert!(
+            !v.is_valid(&status(json!({"session_id": 5}), Value::Null)),
+            "a session is still checked field by field"
+        );
+    }
 }

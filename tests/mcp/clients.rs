@@ -839,3 +839,48 @@ fn a_cursor_is_refused_by_any_other_listing_through_both_sdks() {
         );
     }
 }
+
+/// A root as Python gods and other engines leave it (the foreign-root fixture: quirky dispatches,
+/// states with missing fields, a track with a board and a queue written by others): every read
+/// answer fits its schema through both SDKs.
+#[test]
+fn a_foreign_root_reads_fit_through_both_sdks() {
+    let root = TestRoot::foreign();
+    let t = "stripe-checkout_20260201";
+    let mut cases: Vec<(Value, Expect)> = Vec::new();
+    for god in ["hephaestus", "marvin", "thoth", "iris"] {
+        cases.push((call("check_inbox", json!({"god_name": god})), Good));
+        cases.push((
+            call("check_inbox", json!({"god_name": god, "compact": true})),
+            Good,
+        ));
+    }
+    for wf in ["wf_1a2b3c4d", "wf_bug_7", "wf_deploy_42", "wf_old_3"] {
+        cases.push((call("get_workflow_state", json!({"workflow_id": wf})), Good));
+    }
+    cases.extend([
+        (call("list_pending", json!({})), Good),
+        (call("list_workflows", json!({})), Good),
+        (call("list_rules", json!({})), Good),
+        (call("read_messages", json!({"track": t})), Good),
+        (call("read_messages", json!({"track": t, "tail": 3})), Good),
+        (call("board_status", json!({"track": t})), Good),
+        (call("detect_deadlocks", json!({"track": t})), Good),
+        (
+            call(
+                "update_worker_status",
+                json!({"track": t, "worker_id": "worker-9", "task_id": "9", "status": "RUNNING"}),
+            ),
+            Good,
+        ),
+    ]);
+    for sdk in BOTH_SDKS {
+        let problems = check(&root, sdk, "foreign", &cases);
+        assert!(
+            problems.is_empty(),
+            "{} problem(s) through the {sdk:?} SDK:\n{}",
+            problems.len(),
+            problems.join("\n")
+        );
+    }
+}
