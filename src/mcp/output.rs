@@ -5,8 +5,18 @@
 //! objects stay open (`additionalProperties` is not restricted) because readers of protocol
 //! results must tolerate new fields (docs/PROTOCOL.md §5), and the parts that come from files
 //! other programs write (a dispatch's context, a message's payload, a rule's `when`) are only
-//! typed as objects. A refusal (`isError: true`) is `{error, kind, violations?}` and is not
-//! checked against these schemas, as MCP specifies.
+//! typed as objects.
+//!
+//! Each answer has one shape, so a client's validator checks every value once: a field that can be
+//! absent-or-null is typed `[T, "null"]`, never an `anyOf` of shapes. The one tool with two answer
+//! shapes, `check_inbox` (whole dispatches, or `compact` ones), tags its answer with `compact` and
+//! picks the shape with `if`/`then`/`else` on that tag: validators decide on the one `const` and
+//! check the entries against one shape, where an `anyOf` made every compact entry first fail the
+//! whole-dispatch shape. No `discriminator` or other vendor keyword: the official clients'
+//! validators (Python `jsonschema`, TypeScript Ajv) compile every schema here.
+//!
+//! A refusal (`isError: true`) carries no structured content (see [`super::reply`]), so no client
+//! checks it against these schemas.
 
 use std::sync::Arc;
 
@@ -31,6 +41,12 @@ fn boolean() -> Value {
 
 fn any_object() -> Value {
     json!({"type": "object"})
+}
+
+/// `schema` (an object schema) or `null`: the same checks when the value is an object.
+fn or_null(mut schema: Value) -> Value {
+    schema["type"] = json!(["object", "null"]);
+    schema
 }
 
 fn array(items: Value) -> Value {
@@ -66,7 +82,9 @@ fn file_errors() -> Value {
     array(any_object())
 }
 
-/// A dispatch as stored in an inbox (the seed's fields; `context` is the workflow so far).
+/// A dispatch as stored in an inbox (the seed's fields; `context` is the workflow so far). The one
+/// place its fields are declared: `check_inbox`, `get_dispatch` and any later answer that carries a
+/// whole dispatch use this shape (a new optional field is one more line in the second list).
 fn dispatch() -> Value {
     object(
         &[
@@ -154,23 +172,28 @@ fn compact_dispatch() -> Value {
     )
 }
 
+/// `check_inbox`: one shape for whole dispatches, one for `compact` ones, chosen by the answer's
+/// `compact` tag.
 pub fn check_inbox() -> Arc<JsonObject> {
     let [limit, next_cursor] = paging();
-    tool_schema(object(
+    let mut schema = object(
         &[
             ("god", string()),
             ("known_god", boolean()),
-            (
-                "dispatches",
-                array(json!({"anyOf": [dispatch(), compact_dispatch()]})),
-            ),
+            ("compact", boolean()),
+            ("dispatches", json!({"type": "array"})),
             ("count", integer()),
             limit,
             next_cursor,
             ("errors", file_errors()),
         ],
         &[],
-    ))
+    );
+    let entries = |shape: Value| json!({"properties": {"dispatches": array(shape)}});
+    schema["if"] = json!({"properties": {"compact": {"const": true}}});
+    schema["then"] = entries(compact_dispatch());
+    schema["else"] = entries(dispatch());
+    tool_schema(schema)
 }
 
 pub fn get_dispatch() -> Arc<JsonObject> {
@@ -354,8 +377,14 @@ pub fn post_message() -> Arc<JsonObject> {
 pub fn read_messages() -> Arc<JsonObject> {
     // Messages read back come from any writer of the queue: only their envelope is an object.
     tool_schema(object(
-        &[("messages", array(any_object())), ("count", integer())],
-        &[("skipped", integer()), ("next_offset", integer())],
+        &[
+            ("messages", array(any_object())),
+            ("count", integer()),
+            ("skipped", integer()),
+            ("next_offset", integer()),
+            ("next_cursor", string_or_null()),
+        ],
+        &[("oversized", array(any_object()))],
     ))
 }
 
@@ -454,7 +483,8 @@ fn session() -> Value {
 pub fn board_status() -> Arc<JsonObject> {
     tool_schema(object(
         &[
-            ("session", session()),
+            // `null` until a board is opened on the track.
+            ("session", or_null(session())),
             ("assessments", any_object()),
             ("discussion", array(any_object())),
             ("votes", any_object()),
@@ -462,8 +492,10 @@ pub fn board_status() -> Arc<JsonObject> {
             ("missing_votes", strings()),
             ("can_advance", boolean()),
             ("next_status", string_or_null()),
+            // The verdict the rule gives for what is on disk; `null` without a session.
+            ("predicted", or_null(any_object())),
         ],
-        &[("predicted", any_object())],
+        &[],
     ))
 }
 
@@ -562,5 +594,51 @@ mod tests {
                 "an empty object is refused: {schema}"
             );
         }
+    }
+
+    fn validator(schema: Arc<JsonObject>) -> jsonschema::Validator {
+        jsonschema::validator_for(&Value::Object((*schema).clone())).expect("compiles")
+    }
+
+    #[test]
+    fn check_inbox_entries_are_checked_against_the_shape_its_compact_tag_names() {
+        let v = validator(check_inbox());
+        let page = |compact: bool, entry: Value| {
+            json!({"god": "marvin", "known_god": true, "compact": compact, "dispatches": [entry],
+                   "count": 1, "limit": 20, "next_cursor": null, "errors": []})
+        };
+        let whole = json!({"handoff_id": "hof_20260614_000001", "workflow_id": "wf_a",
+                           "from_god": "thoth", "to_god": "marvin", "step": "review",
+                           "context": {"summary": "s"}, "dispatch_id": null,
+                           "dispatched_at": "2026-06-14T10:00:00Z", "ack_status": "unacked"});
+        let compact = json!({"dispatch_id": null, "handoff_id": "hof_20260614_000001",
+                             "workflow_id": "wf_a", "from_god": "thoth", "step": "review",
+                             "age_secs": 3, "summary": "s"});
+        assert!(v.is_valid(&page(false, whole.clone())));
+        assert!(v.is_valid(&page(true, compact.clone())));
+        assert!(
+            !v.is_valid(&page(false, compact)),
+            "a compact entry in a whole page"
+        );
+        assert!(
+            !v.is_valid(&page(true, whole)),
+            "a whole entry in a compact page"
+        );
+    }
+
+    #[test]
+    fn board_status_without_a_session_fits_and_a_wrong_session_does_not() {
+        let v = validator(board_status());
+        let status = |session: Value, predicted: Value| {
+            json!({"session": session, "assessments": {}, "discussion": [], "votes": {},
+                   "missing_assessments": [], "missing_votes": [], "can_advance": false,
+                   "next_status": null, "predicted": predicted})
+        };
+        assert!(v.is_valid(&status(Value::Null, Value::Null)));
+        assert!(!v.is_valid(&status(json!("none"), Value::Null)));
+        assert!(
+            !v.is_valid(&status(json!({"session_id": 5}), Value::Null)),
+            "a session is still checked field by field"
+        );
     }
 }

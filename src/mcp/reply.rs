@@ -5,6 +5,12 @@
 //! content plus the same JSON as text; a refusal is a tool result with `isError: true` whose text
 //! is the engine's message. Even a panic inside the engine becomes a refused call, never a dead
 //! server.
+//!
+//! A refusal carries no structured content: the official TypeScript client checks any structured
+//! content against the tool's `outputSchema`, error or not, and a refusal shaped `{error, kind}`
+//! would reach the agent as that client's own schema error instead of the message. The kind of
+//! refusal (and the violations of an invalid document) travel in the result's `_meta` under
+//! [`REFUSAL_META`], which no client validates.
 
 use std::time::Instant;
 
@@ -76,8 +82,11 @@ pub fn success(value: Value) -> CallToolResult {
     CallToolResult::structured(value)
 }
 
+/// The `_meta` key of a refusal's `{kind, violations?}`.
+pub const REFUSAL_META: &str = "pantheon/refusal";
+
 /// A refusal by the engine: `isError: true`, the engine's message as text, and
-/// `{error, kind, violations?}` as structured content for callers that branch on the kind.
+/// `{kind, violations?}` in `_meta` for callers that branch on the kind.
 pub fn refusal(e: &Error) -> CallToolResult {
     let (kind, violations) = match e {
         Error::InvalidName { .. } => ("invalid_name", None),
@@ -147,12 +156,14 @@ fn failure(message: String, kind: &str, violations: Option<Value>) -> CallToolRe
             .join("\n"),
         MAX_MESSAGE,
     );
-    let mut structured = json!({ "error": message, "kind": kind });
+    let mut refusal = json!({ "kind": kind });
     if let Some(v) = violations {
-        structured["violations"] = v;
+        refusal["violations"] = v;
     }
     let mut result = CallToolResult::error(vec![ContentBlock::text(message)]);
-    result.structured_content = Some(structured);
+    let mut meta = rmcp::model::MetaObject::new();
+    meta.insert(REFUSAL_META.to_string(), refusal);
+    result.meta = Some(meta);
     result
 }
 
@@ -162,6 +173,23 @@ mod tests {
 
     fn text_of(r: &CallToolResult) -> String {
         serde_json::to_string(r).unwrap()
+    }
+
+    fn text_only(r: &CallToolResult) -> String {
+        r.content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn a_refusal_is_text_with_its_kind_in_meta_and_no_structured_content() {
+        let r = refusal(&Error::NotFound("no dispatch hof_1 for marvin".into()));
+        assert_eq!(r.is_error, Some(true));
+        assert!(r.structured_content.is_none());
+        assert_eq!(text_only(&r), "no dispatch hof_1 for marvin");
+        let meta = r.meta.as_ref().expect("meta");
+        assert_eq!(meta.get(REFUSAL_META), Some(&json!({"kind": "not_found"})));
     }
 
     #[test]
@@ -190,10 +218,11 @@ mod tests {
         let r = refusal(&e);
         let all = text_of(&r);
         assert!(all.len() < 8 * 1024, "{} bytes", all.len());
-        let message = r.structured_content.as_ref().unwrap()["error"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        assert!(
+            r.structured_content.is_none(),
+            "no structure to fail a schema"
+        );
+        let message = text_only(&r);
         assert_eq!(message.matches("summary ").count(), 3, "{message}");
         assert_eq!(message.lines().count(), 4, "{message}");
     }

@@ -1,5 +1,6 @@
 //! Shared helpers: a fresh initialised root per test, and sessions driven by the official Python
-//! MCP client SDK (`python/session.py`) against the real `pantheon mcp` binary.
+//! MCP client SDK (`python/session.py`) or the official TypeScript one (`node/session.mjs`) against
+//! the real `pantheon mcp` binary. Both scripts take the same steps and report the same way.
 
 use crate::fixture_root::{copy_dir, fixture_root};
 use std::io::Write;
@@ -44,37 +45,26 @@ pub fn pantheon_bin() -> PathBuf {
 }
 
 /// The Python interpreter of the test virtualenv: `$PANTHEON_TEST_PYTHON`, else `.venv/bin/python`
-/// in the repository, which `scripts/test-setup.sh` creates (run once per test process; it returns at
-/// once when the venv is ready). A setup that fails is a test failure with the fix, never a silent pass.
+/// in the repository, which `scripts/test-setup.sh` creates (see `tests/common/setup.rs`).
 pub fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("PANTHEON_TEST_PYTHON").filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
-    }
-    static SETUP: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
-    SETUP
-        .get_or_init(|| {
-            let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-            let out = Command::new("bash")
-                .arg(repo.join("scripts/test-setup.sh"))
-                .output()
-                .map_err(|e| format!("cannot run scripts/test-setup.sh: {e}"))?;
-            if !out.status.success() {
-                return Err(format!(
-                    "scripts/test-setup.sh failed (it installs the Python MCP SDK into .venv; \
-                     or set PANTHEON_TEST_PYTHON to a python that has `mcp` 2.x):\n{}{}",
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                ));
-            }
-            Ok(repo.join(".venv/bin/python"))
-        })
-        .clone()
-        .unwrap_or_else(|e| panic!("{e}"))
+    crate::setup::python()
 }
 
 fn session_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/python/session.py")
 }
+
+/// Which official MCP client SDK drives a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sdk {
+    /// `mcp` from PyPI (`python/session.py`).
+    Python,
+    /// `@modelcontextprotocol/sdk` from npm (`node/session.mjs`).
+    TypeScript,
+}
+
+/// Both official clients, for tests that run one sequence through each.
+pub const BOTH_SDKS: [Sdk; 2] = [Sdk::Python, Sdk::TypeScript];
 
 /// A fresh temp root on which `pantheon init` has run.
 pub struct TestRoot {
@@ -145,11 +135,31 @@ impl TestRoot {
 
     /// Starts a client session running `steps` (see `session.py`); wait with [`Session::finish`].
     pub fn start_session(&self, mode: &str, steps: &[Value]) -> Session {
-        let mut child = Command::new(python())
-            .arg(session_script())
+        let mut cmd = Command::new(python());
+        cmd.arg(session_script())
             .arg(pantheon_bin())
             .arg(self.path())
-            .arg(mode)
+            .arg(mode);
+        self.spawn_session(cmd, steps)
+    }
+
+    /// Starts a session of `sdk`'s official client running `steps`.
+    pub fn start_session_with(&self, sdk: Sdk, steps: &[Value]) -> Session {
+        match sdk {
+            Sdk::Python => self.start_session("auto", steps),
+            Sdk::TypeScript => {
+                let dir = crate::setup::node_client_dir();
+                let mut cmd = Command::new("node");
+                cmd.arg(dir.join("session.mjs"))
+                    .arg(pantheon_bin())
+                    .arg(self.path());
+                self.spawn_session(cmd, steps)
+            }
+        }
+    }
+
+    fn spawn_session(&self, mut cmd: Command, steps: &[Value]) -> Session {
+        let mut child = cmd
             .env_remove("PANTHEON_ROOT")
             .env_remove("CONDUCTOR_BASE_DIR")
             .env_remove("CONDUCTOR_HANDOFFS_DIR")
@@ -158,7 +168,7 @@ impl TestRoot {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("start python");
+            .expect("start the MCP client");
         let steps = serde_json::to_vec(steps).unwrap();
         child.stdin.take().unwrap().write_all(&steps).unwrap();
         Session { child }
@@ -167,6 +177,11 @@ impl TestRoot {
     /// Runs one client session to the end and returns its report.
     pub fn session(&self, steps: &[Value]) -> Report {
         self.start_session("auto", steps).finish()
+    }
+
+    /// Runs one session of `sdk`'s client to the end and returns its report.
+    pub fn session_with(&self, sdk: Sdk, steps: &[Value]) -> Report {
+        self.start_session_with(sdk, steps).finish()
     }
 }
 
@@ -236,14 +251,27 @@ pub fn ok(result: &Value) -> &Value {
     s
 }
 
-/// The message of a refused call (fails the test unless it is an `isError` result).
+/// The message of a refused call (fails the test unless it is an `isError` result whose text the
+/// client received: no structured content that breaks the tool's `outputSchema`, a message, and
+/// its kind in `_meta`).
 pub fn refused(result: &Value) -> String {
     assert_eq!(
         result["is_error"],
         json!(true),
         "expected an isError result, got {result:#}"
     );
-    result["text"].as_str().unwrap().to_string()
+    assert_eq!(
+        result["schema_errors"],
+        json!([]),
+        "a refusal must reach the client whole: {result:#}"
+    );
+    assert!(
+        result["refusal"]["kind"].is_string(),
+        "a refusal names its kind in _meta: {result:#}"
+    );
+    let text = result["text"].as_str().unwrap().to_string();
+    assert!(!text.trim().is_empty(), "a refusal says why: {result:#}");
+    text
 }
 
 /// A fresh handoff id (`hof_YYYYMMDD_` + 6 hex).

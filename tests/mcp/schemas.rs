@@ -20,7 +20,7 @@ fn every_tool_refuses_an_argument_it_does_not_declare() {
     for (tool, result) in ALL_TOOLS.iter().zip(&report.results) {
         let text = refused(result);
         assert_eq!(
-            result["structured"]["kind"],
+            result["refusal"]["kind"],
             json!("invalid_arguments"),
             "{tool}: {result:#}"
         );

@@ -141,7 +141,7 @@ fn malformed_handoff_is_refused_with_the_field_named_and_nothing_written() {
         "names the argument: {not_object}"
     );
     assert_eq!(
-        report.results[3]["structured"]["kind"],
+        report.results[3]["refusal"]["kind"],
         json!("invalid_arguments")
     );
 
@@ -193,10 +193,7 @@ fn server_keeps_serving_after_a_refusal_an_unknown_tool_and_invalid_arguments() 
         escape.contains("god"),
         "a path-escaping name is refused: {escape}"
     );
-    assert_eq!(
-        report.results[4]["structured"]["kind"],
-        json!("invalid_name")
-    );
+    assert_eq!(report.results[4]["refusal"]["kind"], json!("invalid_name"));
     assert!(ok(&report.results[5])["workflows"].is_array());
     assert_eq!(ok(&report.results[6])["god"], json!("thoth"));
 }

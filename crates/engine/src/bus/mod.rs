@@ -76,6 +76,9 @@ pub struct InitResult {
     pub created: Vec<String>,
 }
 
+/// Between the track and the queue offset in a read cursor.
+const CURSOR_SEP: char = ':';
+
 impl Bus {
     /// The bus of `track`; the directory need not exist yet. The name was validated when the
     /// [`TrackName`] was parsed (at the CLI, MCP or console edge), so opening cannot fail.
@@ -349,12 +352,47 @@ impl Bus {
                 "limit must be at least 1 (leave it out to read every message)",
             ));
         }
-        match (tail, &page.cursor) {
+        let page = queue::Page {
+            limit: page.limit,
+            cursor: page
+                .cursor
+                .as_deref()
+                .map(|c| self.cursor_offset(c))
+                .transpose()?,
+        };
+        let mut read = match (tail, &page.cursor) {
             (Some(_), Some(_)) => Err(Error::refused(
                 "pass either tail or cursor, not both: a cursor continues forward from an earlier page",
             )),
             (Some(n), None) => queue::tail_page(&self.queue_path(), n, filter, page.limit),
-            (None, _) => queue::read_page(&self.queue_path(), filter, page),
+            (None, _) => queue::read_page(&self.queue_path(), filter, &page),
+        }?;
+        read.next_cursor = read
+            .next_cursor
+            .map(|c| format!("{}{CURSOR_SEP}{c}", self.track));
+        Ok(read)
+    }
+
+    /// The queue offset a read cursor names, if this track's reads gave it out: a cursor is
+    /// `{track}:{offset}`, so one from another track's queue (where the same offset means another
+    /// message) is refused, saying whose it is.
+    fn cursor_offset(&self, cursor: &str) -> Result<String> {
+        let shown: String = cursor.chars().take(64).collect();
+        match cursor.rsplit_once(CURSOR_SEP) {
+            Some((track, offset)) if track == self.track.as_str() => Ok(offset.to_owned()),
+            Some((track, offset))
+                if TrackName::parse(track).is_ok() && offset.parse::<u64>().is_ok() =>
+            {
+                Err(Error::refused(format!(
+                    "cursor {shown:?} was given out by a read of track {track:?}, not of track {:?}: \
+                     a cursor only continues the read that gave it; read from the start without a cursor",
+                    self.track.as_str()
+                )))
+            }
+            _ => Err(Error::refused(format!(
+                "cursor {shown:?} is not one this reader gave; pass `next_cursor` from the previous \
+                 page as it is, or read from the start without a cursor"
+            ))),
         }
     }
 

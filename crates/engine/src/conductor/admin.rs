@@ -166,6 +166,7 @@ impl Conductor {
                 .collect(),
             god: full.god,
             known_god: full.known_god,
+            compact: true,
             count: full.count,
             limit: full.limit,
             next_cursor: full.next_cursor,
@@ -241,7 +242,7 @@ impl Conductor {
                 keyed.push((key, (god.to_string(), d)));
             }
         }
-        let page = paging::page(keyed, request)?;
+        let page = paging::page(keyed, request, paging::Listing::Pending)?;
         for (god, d) in page.items {
             pending.entry(god).or_default().push(entry(d));
         }

@@ -190,10 +190,11 @@ pub fn read_inbox_page(
             (key, d)
         })
         .collect();
-    let page = super::paging::page(keyed, request)?;
+    let page = super::paging::page(keyed, request, super::paging::Listing::Inbox(god.as_str()))?;
     Ok(super::InboxResult {
         god: god.to_string(),
         known_god: dir.is_dir(),
+        compact: false,
         dispatches: page.items,
         count: page.count,
         limit: request.limit,

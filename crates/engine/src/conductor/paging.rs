@@ -3,8 +3,10 @@
 //!
 //! A cursor names the last entry returned by its sort key (god, `dispatched_at`, file name), never
 //! by position, so files added or removed between two pages shift nothing: an entry that exists
-//! throughout is returned exactly once. The cursor is opaque to callers (hex of the key) and
-//! checked when it comes back, since it is input like any other.
+//! throughout is returned exactly once. The cursor is opaque to callers (hex of the listing and the
+//! key) and checked when it comes back, since it is input like any other: a cursor continues only
+//! the listing that gave it ([`Listing`]), so one from another god's inbox or from `list_pending`
+//! is refused, saying whose it is, instead of silently starting past entries it never saw.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -52,6 +54,34 @@ impl PageRequest {
     }
 }
 
+/// The listing a cursor was given out by, and the only one it continues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listing<'a> {
+    /// `check_inbox` of this god (whole or compact: the same entries).
+    Inbox(&'a str),
+    /// `list_pending`, every god's inbox.
+    Pending,
+}
+
+impl Listing<'_> {
+    /// The tag written into the cursor.
+    fn tag(&self) -> String {
+        match self {
+            Listing::Inbox(god) => format!("inbox:{god}"),
+            Listing::Pending => "pending".to_owned(),
+        }
+    }
+
+    /// How a tag read back from a cursor is named in a refusal (`None`: no tag this code writes).
+    fn describe(tag: &str) -> Option<String> {
+        match tag.split_once(':') {
+            Some(("inbox", god)) => Some(format!("check_inbox for {god:?}")),
+            None if tag == "pending" => Some("list_pending".to_owned()),
+            _ => None,
+        }
+    }
+}
+
 /// Where an entry stands in a listing; pages are cut by comparing these.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SortKey {
@@ -64,20 +94,21 @@ pub struct SortKey {
 }
 
 impl SortKey {
-    fn encode(&self) -> String {
+    fn encode(&self, listing: Listing) -> String {
         let at = self
             .at
             .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true))
             .unwrap_or_default();
-        let plain = format!("{}\t{}\t{}", self.god, at, self.file);
+        let plain = format!("{}\t{}\t{}\t{}", listing.tag(), self.god, at, self.file);
         plain.bytes().map(|b| format!("{b:02x}")).collect()
     }
 
-    fn decode(cursor: &str) -> Result<Self> {
+    /// The key `cursor` names, if `listing` gave it out.
+    fn decode(cursor: &str, listing: Listing) -> Result<Self> {
+        let shown = cursor.chars().take(64).collect::<String>();
         let bad = || {
             Error::refused(format!(
-                "cursor {:?} is not one this listing gave; start again without a cursor",
-                cursor.chars().take(64).collect::<String>()
+                "cursor {shown:?} is not one this listing gave; start again without a cursor"
             ))
         };
         if cursor.len() > MAX_CURSOR_CHARS || !cursor.len().is_multiple_of(2) {
@@ -93,10 +124,22 @@ impl SortKey {
             .collect::<Option<Vec<u8>>>()
             .ok_or_else(bad)?;
         let plain = String::from_utf8(bytes).map_err(|_| bad())?;
-        let mut parts = plain.splitn(3, '\t');
-        let (Some(god), Some(at), Some(file)) = (parts.next(), parts.next(), parts.next()) else {
+        let mut parts = plain.splitn(4, '\t');
+        let (Some(tag), Some(god), Some(at), Some(file)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
             return Err(bad());
         };
+        if tag != listing.tag() {
+            let Some(theirs) = Listing::describe(tag) else {
+                return Err(bad());
+            };
+            let ours = Listing::describe(&listing.tag()).unwrap_or_default();
+            return Err(Error::refused(format!(
+                "cursor {shown:?} was given out by {theirs}, not by {ours}: a cursor only \
+                 continues the listing that gave it; call {ours} again without a cursor"
+            )));
+        }
         let at = if at.is_empty() {
             None
         } else {
@@ -125,11 +168,19 @@ pub struct Page<T> {
     pub next_cursor: Option<String>,
 }
 
-/// Cuts the page `request` asks for from `entries` (sorted by key here, oldest first).
-pub fn page<T>(mut entries: Vec<(SortKey, T)>, request: &PageRequest) -> Result<Page<T>> {
+/// Cuts the page `request` asks for from `entries` of `listing` (sorted by key here, oldest first).
+pub fn page<T>(
+    mut entries: Vec<(SortKey, T)>,
+    request: &PageRequest,
+    listing: Listing,
+) -> Result<Page<T>> {
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     let count = entries.len();
-    let after = request.cursor.as_deref().map(SortKey::decode).transpose()?;
+    let after = request
+        .cursor
+        .as_deref()
+        .map(|c| SortKey::decode(c, listing))
+        .transpose()?;
     let start = match &after {
         Some(k) => entries.partition_point(|(key, _)| key <= k),
         None => 0,
@@ -138,7 +189,7 @@ pub fn page<T>(mut entries: Vec<(SortKey, T)>, request: &PageRequest) -> Result<
     let mut rest = entries.into_iter().skip(start);
     let taken: Vec<(SortKey, T)> = rest.by_ref().take(limit).collect();
     let next_cursor = match (rest.next(), taken.last()) {
-        (Some(_), Some((last, _))) => Some(last.encode()),
+        (Some(_), Some((last, _))) => Some(last.encode(listing)),
         _ => None,
     };
     Ok(Page {
@@ -212,6 +263,7 @@ mod tests {
                     limit: Some(4),
                     cursor: cursor.clone(),
                 },
+                Listing::Inbox("thoth"),
             )
             .unwrap();
             assert_eq!(p.count, live.len());
@@ -249,11 +301,57 @@ mod tests {
                     limit: Some(1),
                     cursor: Some(bad.into()),
                 },
+                Listing::Pending,
             );
             assert!(r.is_err(), "{bad}");
         }
         assert!(PageRequest::new(Some(0), None).is_err());
         assert!(PageRequest::new(Some(MAX_LIMIT + 1), None).is_err());
         assert_eq!(PageRequest::new(None, None).unwrap(), PageRequest::first());
+    }
+
+    #[test]
+    fn a_cursor_continues_only_the_listing_that_gave_it() {
+        let entries = || (0..5).map(|n| (key(n), n)).collect::<Vec<_>>();
+        let first = |listing| {
+            page(
+                entries(),
+                &PageRequest::new(Some(2), None).unwrap(),
+                listing,
+            )
+            .unwrap()
+            .next_cursor
+            .unwrap()
+        };
+        let again = |cursor: &str, listing| {
+            page(
+                entries(),
+                &PageRequest::new(Some(2), Some(cursor.to_owned())).unwrap(),
+                listing,
+            )
+        };
+        let thoth = first(Listing::Inbox("thoth"));
+        assert_eq!(
+            again(&thoth, Listing::Inbox("thoth")).unwrap().items,
+            vec![2, 3]
+        );
+        let other_god = again(&thoth, Listing::Inbox("marvin"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            other_god.contains("check_inbox for \"thoth\"")
+                && other_god.contains("not by check_inbox for \"marvin\""),
+            "{other_god}"
+        );
+        let pending = again(&thoth, Listing::Pending).unwrap_err().to_string();
+        assert!(
+            pending.contains("given out by check_inbox") && pending.contains("not by list_pending"),
+            "{pending}"
+        );
+        let from_pending = first(Listing::Pending);
+        let inbox = again(&from_pending, Listing::Inbox("thoth"))
+            .unwrap_err()
+            .to_string();
+        assert!(inbox.contains("given out by list_pending"), "{inbox}");
     }
 }

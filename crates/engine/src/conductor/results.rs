@@ -82,6 +82,9 @@ pub struct InboxResult<D = Dispatch> {
     /// False when the god has no inbox directory (a misspelt or unknown god): nothing can be
     /// dispatched to it until `init` or a first dispatch creates the inbox.
     pub known_god: bool,
+    /// True when each dispatch is a [`CompactDispatch`](super::paging::CompactDispatch): the tag a
+    /// reader (and an output schema) tells the two shapes of this answer apart by.
+    pub compact: bool,
     /// This page's dispatches, oldest first.
     pub dispatches: Vec<D>,
     /// Every dispatch in the inbox, on this page or another.
