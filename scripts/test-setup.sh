@@ -18,7 +18,7 @@ have_sdk() {
     [ -x "$venv/bin/python" ] || return 1
     "$venv/bin/python" - "$MCP_MAJOR" <<'PY' 2>/dev/null
 import sys
-from importlib.metadata import version
+from importlib.metadata import version; import nats  # nats-py, for tests/nats
 major = int(version("mcp").split(".")[0])
 sys.exit(0 if major == int(sys.argv[1]) else 1)
 PY
@@ -34,6 +34,6 @@ if [ ! -x "$venv/bin/python" ]; then
     "$python" -m venv "$venv"
 fi
 echo "test-setup: installing '$MCP_SPEC' into $venv"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$MCP_SPEC"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$MCP_SPEC" "nats-py==2.16.0"
 have_sdk || { echo "test-setup: installed, but $venv cannot import mcp ${MCP_MAJOR}.x" >&2; exit 1; }
 echo "test-setup: ready ($("$venv/bin/python" -c 'from importlib.metadata import version; print("mcp", version("mcp"))'))"
