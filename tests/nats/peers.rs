@@ -523,3 +523,88 @@ fn idle_stays_idle_with_hundreds_of_unanswered_requests() {
         share * 100.0
     );
 }
+
+#[test]
+fn a_track_line_from_an_unlisted_pantheon_is_not_appended() {
+    let server = Server::start();
+    let mut b = Machine::new("tallon");
+    b.ok(&["bus", "--track", "shared", "init"], None);
+    b.start_bridge(&server.url(), &["--track", "shared", "--peer", "konan"]);
+    b.post_numbered("shared", "wb", 0, 1);
+    wait_for("the track's stream", Duration::from_secs(30), || {
+        try_stream_msgs(&server.url(), "PANTHEON_TRACK_shared") == Some(1)
+    });
+    let line = |id: &str| {
+        json!({"id": id, "type": "PROGRESS", "source": "worker-9",
+               "timestamp": "2026-12-01T10:00:00Z", "payload": {"task_id": "1"}})
+    };
+    core_publish(&server.url(), "pantheon.track.shared.rogue", &[line("msg_rogue_1")]);
+    core_publish(&server.url(), "pantheon.track.shared.konan", &[line("msg_konan_1")]);
+    let queue = b.path("conductor/tracks/shared/.message-bus/queue.jsonl");
+    wait_for("konan's line", Duration::from_secs(30), || {
+        std::fs::read_to_string(&queue)
+            .unwrap_or_default()
+            .contains("msg_konan_1")
+    });
+    wait_for("the rogue line's dead letter", Duration::from_secs(30), || {
+        dead_letters(&b).len() == 1
+    });
+    let text = std::fs::read_to_string(&queue).unwrap();
+    assert!(!text.contains("msg_rogue_1"), "{text}");
+    let reason = dead_letters(&b)[0]["reason"].as_str().unwrap().to_owned();
+    assert!(reason.contains("\"rogue\" is not an allowed peer"), "{reason}");
+}
+
+#[test]
+fn a_token_to_a_server_without_authentication_warns_or_is_refused_and_errors_clear_on_reconnect()
+{
+    let mut server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "s3cret-token").unwrap();
+    let mut strict = Machine::new("strict");
+    strict.start_bridge(
+        &server.url(),
+        &["--token-file", token.to_str().unwrap(), "--require-auth"],
+    );
+    let mut c = strict.bridge.0.take().unwrap();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = c.try_wait().unwrap() {
+            break st;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "--require-auth did not stop the bridge");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!status.success());
+    assert!(
+        strict.log_tail().contains("asks for no authentication"),
+        "{}",
+        strict.log_tail()
+    );
+    let mut lax = Machine::new("lax");
+    lax.start_bridge(&server.url(), &["--token-file", token.to_str().unwrap()]);
+    let last_error = |m: &Machine| {
+        m.ok(&["bridge", "status"], None)["status"]["last_error"]
+            .as_str()
+            .map(str::to_owned)
+    };
+    wait_for("the warning in the status", Duration::from_secs(30), || {
+        last_error(&lax).is_some_and(|e| e.contains("asks for no authentication"))
+    });
+    // An error met while the server is away is cleared by the next successful connect.
+    let mut plain = Machine::new("plain");
+    plain.start_bridge(&server.url(), &[]);
+    wait_for("plain connected", Duration::from_secs(30), || {
+        plain.ok(&["bridge", "status"], None)["status"]["connected"] == true
+    });
+    server.proc.kill();
+    wait_for("an error while the server is away", Duration::from_secs(30), || {
+        last_error(&plain).is_some()
+    });
+    server.restart();
+    wait_for("the error cleared on reconnect", Duration::from_secs(30), || {
+        let s = plain.ok(&["bridge", "status"], None);
+        s["status"]["connected"] == true && s["status"]["last_error"].is_null()
+    });
+}
