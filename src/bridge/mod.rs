@@ -167,8 +167,8 @@ pub fn run(args: BridgeArgs, root: &Root) -> anyhow::Result<crate::outcome::Outc
     if !is_valid_name(&name) {
         bail!("--name {name:?} must match ^[A-Za-z0-9][A-Za-z0-9_-]{{0,63}}$");
     }
-    let mut peers = eb::Peers::from_flags(&args.peers, &args.peer_replies)
-        .map_err(anyhow::Error::msg)?;
+    let mut peers =
+        eb::Peers::from_flags(&args.peers, &args.peer_replies).map_err(anyhow::Error::msg)?;
     for w in eb::configure_peers(root, &mut peers) {
         eprintln!("warning: {w}");
     }
@@ -572,11 +572,9 @@ fn credentials_given(c: &Conn, url: &str) -> bool {
         || c.token_file.is_some()
         || std::env::var_os("PANTHEON_NATS_TOKEN").is_some()
         || c.tls_cert.is_some()
-        || url.split(',').any(|u| {
-            u.split_once("://")
-                .map_or(u, |(_, r)| r)
-                .contains('@')
-        })
+        || url
+            .split(',')
+            .any(|u| u.split_once("://").map_or(u, |(_, r)| r).contains('@'))
 }
 
 /// After every connect: a server that asks for no authentication never checked the credentials the
@@ -823,7 +821,10 @@ async fn publish_round(
                     rec.outbox_id,
                     rec.subject,
                     f.error,
-                    f.hint.as_deref().map(|h| format!(" ({h})")).unwrap_or_default()
+                    f.hint
+                        .as_deref()
+                        .map(|h| format!(" ({h})"))
+                        .unwrap_or_default()
                 );
                 if r.since.elapsed() >= give_up_after {
                     let reason = format!(
@@ -862,7 +863,8 @@ async fn publish_round(
     if stuck.is_empty() {
         s.extra.remove("stuck");
     } else {
-        s.extra.insert("stuck".into(), serde_json::Value::Array(stuck));
+        s.extra
+            .insert("stuck".into(), serde_json::Value::Array(stuck));
     }
 }
 

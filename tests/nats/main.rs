@@ -937,8 +937,14 @@ fn a_three_node_cluster_loses_a_node_and_the_shared_track_goes_on() {
     let mut b = Machine::new("tallon");
     a.ok(&["bus", "--track", "shared", "init"], None);
     b.ok(&["bus", "--track", "shared", "init"], None);
-    a.start_bridge(&urls, &["--track", "shared", "--replicas", "3", "--peer", "tallon"]);
-    b.start_bridge(&urls, &["--track", "shared", "--replicas", "3", "--peer", "konan"]);
+    a.start_bridge(
+        &urls,
+        &["--track", "shared", "--replicas", "3", "--peer", "tallon"],
+    );
+    b.start_bridge(
+        &urls,
+        &["--track", "shared", "--replicas", "3", "--peer", "konan"],
+    );
     a.post_numbered("shared", "wa", 0, PER);
     b.post_numbered("shared", "wb", 0, PER);
     for m in [&a, &b] {

@@ -147,7 +147,10 @@ fn assert_valid(m: &Machine) {
 fn deploy_to(to: &str) -> String {
     DEPLOY
         .replace("deploy-across", &format!("deploy-{to}"))
-        .replace("subspace.konan.outgoing.tallon", &format!("subspace.konan.outgoing.{to}"))
+        .replace(
+            "subspace.konan.outgoing.tallon",
+            &format!("subspace.konan.outgoing.{to}"),
+        )
 }
 
 fn start_to(to: &str, n: usize) -> Value {
@@ -169,8 +172,10 @@ fn origin_msg(id: &str, source: &str, target: &str, context: Value) -> Value {
 fn ack(m: &Machine, n: usize, hid: &str, status: &str, message: &str) -> Value {
     m.ok(
         &["ack"],
-        Some(&json!({"ack_id": format!("ack_20261201_{n:05}"), "handoff_id": hid,
-                     "status": status, "message": message})),
+        Some(
+            &json!({"ack_id": format!("ack_20261201_{n:05}"), "handoff_id": hid,
+                     "status": status, "message": message}),
+        ),
     )
 }
 
@@ -187,8 +192,14 @@ fn a_core_peer_gets_each_request_once_across_a_sigkill_while_a_jetstream_peer_ke
         &["--peer", "konan", "--subject", "subspace.*.outgoing.vulcan"],
     );
     let mut a = Machine::new("konan");
-    a.write("conductor/workflows/deploy-tallon.yaml", &deploy_to("tallon"));
-    a.write("conductor/workflows/deploy-vulcan.yaml", &deploy_to("vulcan"));
+    a.write(
+        "conductor/workflows/deploy-tallon.yaml",
+        &deploy_to("tallon"),
+    );
+    a.write(
+        "conductor/workflows/deploy-vulcan.yaml",
+        &deploy_to("vulcan"),
+    );
     a.start_bridge(
         &server.url(),
         &["--peer", "tallon:core:origin", "--peer", "vulcan"],
@@ -201,14 +212,18 @@ fn a_core_peer_gets_each_request_once_across_a_sigkill_while_a_jetstream_peer_ke
             a.restart_bridge(); // SIGKILL konan's bridge mid-traffic, start it again
         }
     }
-    wait_for("every request at the listener", Duration::from_secs(60), || {
-        let ids: std::collections::BTreeSet<String> = listener
-            .received()
-            .iter()
-            .map(|m| m["id"].as_str().unwrap_or_default().to_owned())
-            .collect();
-        ids.len() == N
-    });
+    wait_for(
+        "every request at the listener",
+        Duration::from_secs(60),
+        || {
+            let ids: std::collections::BTreeSet<String> = listener
+                .received()
+                .iter()
+                .map(|m| m["id"].as_str().unwrap_or_default().to_owned())
+                .collect();
+            ids.len() == N
+        },
+    );
     wait_for("vulcan's dispatches", Duration::from_secs(60), || {
         inbox(&v).len() == N
     });
@@ -227,7 +242,9 @@ fn a_core_peer_gets_each_request_once_across_a_sigkill_while_a_jetstream_peer_ke
                 .starts_with("feature "),
             "{m}"
         );
-        *per_id.entry(m["id"].as_str().unwrap().to_owned()).or_default() += 1;
+        *per_id
+            .entry(m["id"].as_str().unwrap().to_owned())
+            .or_default() += 1;
     }
     assert_eq!(per_id.len(), N, "{got:#?}");
     // Once each; the one record in flight at the kill may have gone out once more, with its id.
@@ -281,25 +298,31 @@ fn a_record_no_stream_stores_waits_on_its_own_while_the_rest_go_out() {
     assert_eq!(waiting.len(), 1, "the stuck record waits: {waiting:?}");
     let rec = read_json(&waiting[0]);
     assert_eq!(rec["subject"], "subspace.konan.inbox");
-    wait_for("the status to name the stuck record", Duration::from_secs(20), || {
-        let s = a.ok(&["bridge", "status"], None);
-        s["status"]["stuck"].as_array().is_some_and(|v| {
-            v.iter().any(|r| {
-                r["outbox_id"] == rec["outbox_id"]
-                    && r["hint"]
-                        .as_str()
-                        .is_some_and(|h| h.contains("no stream holds subject subspace.konan.inbox"))
+    wait_for(
+        "the status to name the stuck record",
+        Duration::from_secs(20),
+        || {
+            let s = a.ok(&["bridge", "status"], None);
+            s["status"]["stuck"].as_array().is_some_and(|v| {
+                v.iter().any(|r| {
+                    r["outbox_id"] == rec["outbox_id"]
+                        && r["hint"].as_str().is_some_and(|h| {
+                            h.contains("no stream holds subject subspace.konan.inbox")
+                        })
+                })
             })
-        })
-    });
+        },
+    );
     // Past the stated limit it is dead-lettered with its reason, and the outbox is empty.
     let mut args: Vec<String> = a.bridge_args.clone();
     args.extend(["--give-up-after".into(), "2s".into()]);
     a.bridge_args = args;
     a.restart_bridge();
-    wait_for("the stuck record's dead letter", Duration::from_secs(30), || {
-        a.files("conductor/outbox").is_empty()
-    });
+    wait_for(
+        "the stuck record's dead letter",
+        Duration::from_secs(30),
+        || a.files("conductor/outbox").is_empty(),
+    );
     let dead = dead_letters(&a);
     assert_eq!(dead.len(), 1, "{dead:?}");
     let reason = dead[0]["reason"].as_str().unwrap();
@@ -338,9 +361,11 @@ fn origin_envelope_messages_become_dispatches_and_get_replies_in_it() {
             json!({"hello": "world"}),
         ],
     );
-    wait_for("one dispatch and three dead letters", Duration::from_secs(30), || {
-        inbox(&b).len() == 1 && dead_letters(&b).len() == 3
-    });
+    wait_for(
+        "one dispatch and three dead letters",
+        Duration::from_secs(30),
+        || inbox(&b).len() == 1 && dead_letters(&b).len() == 3,
+    );
     let reasons: Vec<String> = dead_letters(&b)
         .iter()
         .map(|d| d["reason"].as_str().unwrap().to_owned())
@@ -353,18 +378,32 @@ fn origin_envelope_messages_become_dispatches_and_get_replies_in_it() {
         "{reasons:#?}"
     );
     assert!(has("not a pantheon_bridge message"), "{reasons:#?}");
-    assert!(!reasons.iter().any(|r| r.contains("version 0")), "{reasons:#?}");
+    assert!(
+        !reasons.iter().any(|r| r.contains("version 0")),
+        "{reasons:#?}"
+    );
     let d = &inbox(&b)[0];
     assert_eq!(d["from_god"], "konan");
     assert_eq!(d["step"], "notify-enterprise");
     let wf = d["workflow_id"].as_str().unwrap().to_owned();
     let handoff = read_json(&b.path(&format!("shared/handoffs/{wf}/notify-enterprise.json")));
-    assert_eq!(handoff["context"]["payload"]["feature_summary"], "feature 7");
+    assert_eq!(
+        handoff["context"]["payload"]["feature_summary"],
+        "feature 7"
+    );
     assert_eq!(handoff["context"]["summary"], "Deploy request: feature 7");
-    ack(&b, 1, d["handoff_id"].as_str().unwrap(), "completed", "deployed on tallon");
-    wait_for("the reply at konan's listener", Duration::from_secs(30), || {
-        !replies.received().is_empty()
-    });
+    ack(
+        &b,
+        1,
+        d["handoff_id"].as_str().unwrap(),
+        "completed",
+        "deployed on tallon",
+    );
+    wait_for(
+        "the reply at konan's listener",
+        Duration::from_secs(30),
+        || !replies.received().is_empty(),
+    );
     std::thread::sleep(Duration::from_secs(1));
     let got = replies.received();
     assert_eq!(got.len(), 1, "{got:#?}");
@@ -397,10 +436,14 @@ fn a_reply_to_the_jetstream_api_is_refused_at_the_door() {
         ],
     );
     b.post_numbered("shared", "wb", 0, 3);
-    wait_for("the track's stream to hold 3 lines", Duration::from_secs(30), || {
-        b.path("conductor/bridge/tracks/shared.json").exists()
-            && stream_msgs(&server.url(), "PANTHEON_TRACK_shared") == 3
-    });
+    wait_for(
+        "the track's stream to hold 3 lines",
+        Duration::from_secs(30),
+        || {
+            b.path("conductor/bridge/tracks/shared.json").exists()
+                && stream_msgs(&server.url(), "PANTHEON_TRACK_shared") == 3
+        },
+    );
     wait_stream(&server.url(), &b);
     let request = |id: &str, reply_to: &str| {
         json!({"pantheon_bridge": 1, "kind": "request", "id": id, "from_pantheon": "konan",
@@ -417,9 +460,11 @@ fn a_reply_to_the_jetstream_api_is_refused_at_the_door() {
             request("ob_fine", "pantheon.konan.in.reply"),
         ],
     );
-    wait_for("three dead letters and one dispatch", Duration::from_secs(30), || {
-        dead_letters(&b).len() == 3 && inbox(&b).len() == 1
-    });
+    wait_for(
+        "three dead letters and one dispatch",
+        Duration::from_secs(30),
+        || dead_letters(&b).len() == 3 && inbox(&b).len() == 1,
+    );
     for d in dead_letters(&b) {
         let r = d["reason"].as_str().unwrap();
         assert!(r.contains("is not a reply subject of peer konan"), "{r}");
@@ -455,7 +500,13 @@ fn the_deploy_round_trip_ends_at_the_reply_when_the_receiver_completes() {
     });
     let d = inbox(&b)[0].clone();
     let bwf = d["workflow_id"].as_str().unwrap().to_owned();
-    ack(&b, 1, d["handoff_id"].as_str().unwrap(), "completed", "deployed on tallon");
+    ack(
+        &b,
+        1,
+        d["handoff_id"].as_str().unwrap(),
+        "completed",
+        "deployed on tallon",
+    );
     wait_for("A's await-ack to complete", Duration::from_secs(30), || {
         a.state("wf_deploy_1")["current_step"] == "announce"
     });
@@ -469,7 +520,13 @@ fn the_deploy_round_trip_ends_at_the_reply_when_the_receiver_completes() {
     // A's workflow runs to its end.
     let announce = inbox(&a);
     assert_eq!(announce.len(), 1);
-    ack(&a, 2, announce[0]["handoff_id"].as_str().unwrap(), "completed", "announced");
+    ack(
+        &a,
+        2,
+        announce[0]["handoff_id"].as_str().unwrap(),
+        "completed",
+        "announced",
+    );
     assert_eq!(a.state("wf_deploy_1")["status"], "completed");
     std::thread::sleep(Duration::from_millis(500));
     let replies: Vec<Value> = b
@@ -498,7 +555,12 @@ fn idle_stays_idle_with_hundreds_of_unanswered_requests() {
     let mut b = Machine::new("tallon");
     b.start_bridge(
         &server.url(),
-        &["--peer", "konan:core:origin", "--subject", "subspace.*.outgoing.tallon"],
+        &[
+            "--peer",
+            "konan:core:origin",
+            "--subject",
+            "subspace.*.outgoing.tallon",
+        ],
     );
     let msgs: Vec<Value> = (0..N)
         .map(|n| origin_msg(&format!("idle-{n:04}"), "konan", "tallon", json!({"n": n})))
@@ -538,26 +600,38 @@ fn a_track_line_from_an_unlisted_pantheon_is_not_appended() {
         json!({"id": id, "type": "PROGRESS", "source": "worker-9",
                "timestamp": "2026-12-01T10:00:00Z", "payload": {"task_id": "1"}})
     };
-    core_publish(&server.url(), "pantheon.track.shared.rogue", &[line("msg_rogue_1")]);
-    core_publish(&server.url(), "pantheon.track.shared.konan", &[line("msg_konan_1")]);
+    core_publish(
+        &server.url(),
+        "pantheon.track.shared.rogue",
+        &[line("msg_rogue_1")],
+    );
+    core_publish(
+        &server.url(),
+        "pantheon.track.shared.konan",
+        &[line("msg_konan_1")],
+    );
     let queue = b.path("conductor/tracks/shared/.message-bus/queue.jsonl");
     wait_for("konan's line", Duration::from_secs(30), || {
         std::fs::read_to_string(&queue)
             .unwrap_or_default()
             .contains("msg_konan_1")
     });
-    wait_for("the rogue line's dead letter", Duration::from_secs(30), || {
-        dead_letters(&b).len() == 1
-    });
+    wait_for(
+        "the rogue line's dead letter",
+        Duration::from_secs(30),
+        || dead_letters(&b).len() == 1,
+    );
     let text = std::fs::read_to_string(&queue).unwrap();
     assert!(!text.contains("msg_rogue_1"), "{text}");
     let reason = dead_letters(&b)[0]["reason"].as_str().unwrap().to_owned();
-    assert!(reason.contains("\"rogue\" is not an allowed peer"), "{reason}");
+    assert!(
+        reason.contains("\"rogue\" is not an allowed peer"),
+        "{reason}"
+    );
 }
 
 #[test]
-fn a_token_to_a_server_without_authentication_warns_or_is_refused_and_errors_clear_on_reconnect()
-{
+fn a_token_to_a_server_without_authentication_warns_or_is_refused_and_errors_clear_on_reconnect() {
     let mut server = Server::start();
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("token");
@@ -573,7 +647,10 @@ fn a_token_to_a_server_without_authentication_warns_or_is_refused_and_errors_cle
         if let Some(st) = c.try_wait().unwrap() {
             break st;
         }
-        assert!(start.elapsed() < Duration::from_secs(30), "--require-auth did not stop the bridge");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "--require-auth did not stop the bridge"
+        );
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(!status.success());
@@ -599,12 +676,18 @@ fn a_token_to_a_server_without_authentication_warns_or_is_refused_and_errors_cle
         plain.ok(&["bridge", "status"], None)["status"]["connected"] == true
     });
     server.proc.kill();
-    wait_for("an error while the server is away", Duration::from_secs(30), || {
-        last_error(&plain).is_some()
-    });
+    wait_for(
+        "an error while the server is away",
+        Duration::from_secs(30),
+        || last_error(&plain).is_some(),
+    );
     server.restart();
-    wait_for("the error cleared on reconnect", Duration::from_secs(30), || {
-        let s = plain.ok(&["bridge", "status"], None);
-        s["status"]["connected"] == true && s["status"]["last_error"].is_null()
-    });
+    wait_for(
+        "the error cleared on reconnect",
+        Duration::from_secs(30),
+        || {
+            let s = plain.ok(&["bridge", "status"], None);
+            s["status"]["connected"] == true && s["status"]["last_error"].is_null()
+        },
+    );
 }

@@ -69,7 +69,10 @@ fn status_lines<'a>(b: &Value, app: &App, theme: &Theme, width: usize) -> Vec<Li
         num(b, "dead_lettered"),
         num(b, "outbox_pending"),
     )));
-    let stuck = b.get("stuck").and_then(Value::as_array).filter(|s| !s.is_empty());
+    let stuck = b
+        .get("stuck")
+        .and_then(Value::as_array)
+        .filter(|s| !s.is_empty());
     out.push(match (stuck, b.get("last_error").and_then(Value::as_str)) {
         // A record that cannot be published outranks the last error: it names what to do.
         (Some(s), _) => Line::styled(

@@ -268,7 +268,9 @@ impl BridgeTracker {
             })
             .collect();
         // A record the bridge cannot publish says why and what to do (`stuck` in the status).
-        let stuck = status.and_then(|s| s.get("stuck")).and_then(Value::as_array);
+        let stuck = status
+            .and_then(|s| s.get("stuck"))
+            .and_then(Value::as_array);
         rows.extend(self.pending.iter().map(|r| {
             let mut r = r.clone();
             if let Some(st) = stuck

@@ -240,7 +240,10 @@ pub fn parse_message(data: &[u8], cfg: &Inbound) -> std::result::Result<Wire, St
                 .into(),
         );
     }
-    let source = obj.get("source").and_then(Value::as_str).unwrap_or_default();
+    let source = obj
+        .get("source")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let Some(p) = cfg.peers.get(source) else {
         return Err(format!(
             "not a pantheon_bridge message, and {source:?} (its source) is not an allowed peer; to take the origin's messages from it run the bridge with --peer {source}:core:origin"
@@ -271,9 +274,7 @@ fn from_origin(obj: &Map<String, Value>, me: &str) -> std::result::Result<Wire, 
     }
     let target = text("target");
     if !target.is_empty() && target != me {
-        return Err(format!(
-            "target {target:?} is not this pantheon ({me})"
-        ));
+        return Err(format!("target {target:?} is not this pantheon ({me})"));
     }
     let kind = text("type");
     if kind.len() > 64 {
@@ -314,7 +315,9 @@ fn from_origin(obj: &Map<String, Value>, me: &str) -> std::result::Result<Wire, 
         w.in_reply_to = Some(ctext("in_reply_to").to_owned());
         w.status = Some(ctext("status").to_owned());
         w.payload = context.get("payload").cloned().unwrap_or(Value::Null);
-        if !ctext("in_reply_to").bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        if !ctext("in_reply_to")
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
             || ctext("in_reply_to").is_empty()
         {
             return Err("a reply needs context.in_reply_to, the id of our request".into());
@@ -532,7 +535,8 @@ fn mark_inbound(root: &Root, wf: &str, peer: &str) -> Result<()> {
     if inbound_peer(&st) == Some(peer) {
         return Ok(());
     }
-    st.extra.insert(INBOUND_MARK.into(), json!({ "peer": peer }));
+    st.extra
+        .insert(INBOUND_MARK.into(), json!({ "peer": peer }));
     files::write_state(root, &wf, &st)
 }
 

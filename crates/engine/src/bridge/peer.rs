@@ -347,7 +347,10 @@ mod tests {
         }}});
         let w = p.apply_config(Some(&doc));
         assert_eq!(w.len(), 2, "{w:?}");
-        assert!(w.iter().any(|w| w.contains("rogue") && w.contains("not allowed")));
+        assert!(
+            w.iter()
+                .any(|w| w.contains("rogue") && w.contains("not allowed"))
+        );
         assert!(w.iter().any(|w| w.contains("tallon.transport ignored")));
         assert!(!p.allows("rogue"));
         assert_eq!(p.get("tallon").unwrap().transport, Transport::Core);
