@@ -691,3 +691,89 @@ fn a_token_to_a_server_without_authentication_warns_or_is_refused_and_errors_cle
         },
     );
 }
+
+/// The per-user publish permissions docs/NATS.md gives as the example that backs a sender's name.
+fn permissions(me: &str, peer: &str) -> String {
+    format!(
+        r#"{{ publish: {{ allow: ["pantheon.track.*.{me}", "subspace.{me}.>", "pantheon.{peer}.in.reply",
+            "$JS.API.INFO", "$JS.API.STREAM.INFO.>", "$JS.API.STREAM.CREATE.>",
+            "$JS.API.CONSUMER.>", "$JS.API.STREAM.MSG.GET.>", "$JS.API.DIRECT.GET.>",
+            "$JS.ACK.>", "$JS.FC.>", "$KV.*.{me}.>", "$KV.pantheon_locks_*.>", "_INBOX.>"] }},
+            subscribe: {{ allow: [">"] }} }}"#
+    )
+}
+
+#[test]
+fn per_user_publish_permissions_make_a_senders_name_more_than_a_claim() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let conf = dir.path().join("server.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "listen: 127.0.0.1:{port}\njetstream {{ store_dir: {:?} }}\naccounts {{\n  PANTHEON {{\n    jetstream: enabled\n    users: [\n      {{ user: konan, password: pk, permissions: {} }}\n      {{ user: tallon, password: pt, permissions: {} }}\n    ]\n  }}\n}}\n",
+            dir.path().join("js"),
+            permissions("konan", "tallon"),
+            permissions("tallon", "konan"),
+        ),
+    )
+    .unwrap();
+    let _server = Guard(Some(
+        Command::new(nats_server_bin())
+            .arg("-c")
+            .arg(&conf)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    ));
+    wait_for("nats-server to listen", Duration::from_secs(20), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let url = |user: &str, pass: &str| format!("nats://{user}:{pass}@127.0.0.1:{port}");
+    let mut a = Machine::new("konan");
+    let mut b = Machine::new("tallon");
+    for m in [&a, &b] {
+        m.ok(&["bus", "--track", "shared", "init"], None);
+    }
+    a.start_bridge(
+        &url("konan", "pk"),
+        &["--track", "shared", "--peer", "tallon"],
+    );
+    b.start_bridge(
+        &url("tallon", "pt"),
+        &["--track", "shared", "--peer", "konan"],
+    );
+    let queue = |m: &Machine| {
+        std::fs::read_to_string(m.path("conductor/tracks/shared/.message-bus/queue.jsonl"))
+            .unwrap_or_default()
+    };
+    let from = |m: &Machine, p: &str| {
+        queue(m)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| v["from_pantheon"] == p)
+            .count()
+    };
+    // With these permissions the bridges do their work: lines both ways.
+    a.post_numbered("shared", "wa", 0, 2);
+    b.post_numbered("shared", "wb", 0, 2);
+    wait_for(
+        "each side's lines on the other",
+        Duration::from_secs(60),
+        || from(&a, "tallon") == 2 && from(&b, "konan") == 2,
+    );
+    // tallon's user cannot speak as konan: the server refuses the publish, nothing is stored.
+    let line = json!({"id": "msg_forged_1", "type": "PROGRESS", "source": "worker-9",
+                      "timestamp": "2026-12-01T10:00:00Z", "payload": {}});
+    core_publish(&url("tallon", "pt"), "pantheon.track.shared.konan", &[line]);
+    // konan's next line follows the forgery in the stream: once tallon has it, the forgery would be there.
+    a.post_numbered("shared", "wa", 2, 1);
+    wait_for(
+        "konan's next line at tallon",
+        Duration::from_secs(30),
+        || from(&b, "konan") == 3,
+    );
+    assert!(!queue(&a).contains("msg_forged_1"), "{}", queue(&a));
+    assert!(!queue(&b).contains("msg_forged_1"), "{}", queue(&b));
+}
