@@ -122,7 +122,11 @@ pub fn encode(rec: &OutboxRecord, from: &str, peer: Option<&Peer>) -> Vec<u8> {
                 context.insert("in_reply_to".into(), json!(rec.in_reply_to));
                 context.insert("status".into(), json!(rec.status));
             } else {
-                context.insert("reply_to".into(), json!(p.default_reply_subject(from)));
+                // Where the peer's reply is expected: its own `subspace.{peer}.outgoing.{us}`.
+                context.insert(
+                    "reply_to".into(),
+                    json!(format!("subspace.{}.outgoing.{from}", p.name)),
+                );
             }
             json!({
                 "id": rec.outbox_id, "type": rec.kind, "source": from, "target": p.name,
@@ -842,6 +846,85 @@ mod tests {
         assert!(parse_wire(&vec![b' '; MAX_MESSAGE + 1]).is_err());
         assert_eq!(redact_url("nats://u:secret@h:4222"), "nats://h:4222");
         assert_eq!(redact_url("nats://h:4222"), "nats://h:4222");
+        // A message without the field is not "version 0": the reason names what it is not.
+        let cfg = Inbound {
+            name: "tallon".into(),
+            peers: Peers::from_flags(&["konan".into()], &[]).unwrap(),
+            ..Default::default()
+        };
+        let origin =
+            br#"{"id":"a-1","type":"deploy","source":"konan","target":"tallon","context":{}}"#;
+        let e = parse_message(origin, &cfg).unwrap_err();
+        assert!(
+            e.contains("peer konan is not declared with the origin's envelope"),
+            "{e}"
+        );
+        assert!(!e.contains("version 0"));
+    }
+
+    #[test]
+    fn the_origins_envelope_round_trips_requests_and_replies() {
+        let side = |me: &str, peer: &str| Inbound {
+            name: me.into(),
+            peers: Peers::from_flags(&[format!("{peer}:core:origin")], &[]).unwrap(),
+            ..Default::default()
+        };
+        let (konan, tallon) = (side("konan", "tallon"), side("tallon", "konan"));
+        let request = OutboxRecord {
+            outbox_id: "ob_1".into(),
+            kind: "request".into(),
+            workflow_id: "wf_deploy_1".into(),
+            step: "notify".into(),
+            subject: "subspace.konan.outgoing.tallon".into(),
+            message: "deploy please".into(),
+            payload: json!({"feature_summary": "f"}),
+            ..Default::default()
+        };
+        let body = encode(&request, "konan", konan.peers.get("tallon"));
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        for k in peer::ORIGIN_KEYS {
+            assert!(v.get(k).is_some(), "{k} missing: {v}");
+        }
+        assert_eq!(v["context"]["reply_to"], "subspace.tallon.outgoing.konan");
+        let w = parse_message(&body, &tallon).unwrap();
+        assert_eq!(
+            (w.kind.as_str(), w.from_pantheon.as_str()),
+            ("request", "konan")
+        );
+        assert_eq!(w.payload["payload"]["feature_summary"], "f");
+        assert_eq!(w.message, "deploy please");
+        assert!(
+            admit(
+                &Inbound {
+                    subjects: vec![">".into()],
+                    ..tallon.clone()
+                },
+                "x.y",
+                &w
+            )
+            .is_ok()
+        );
+        let reply = OutboxRecord {
+            outbox_id: "rp_1".into(),
+            kind: "reply".into(),
+            workflow_id: "wf_deploy_1".into(),
+            subject: "subspace.tallon.outgoing.konan".into(),
+            message: "done".into(),
+            in_reply_to: Some("ob_1".into()),
+            status: Some("completed".into()),
+            ..Default::default()
+        };
+        let body = encode(&reply, "tallon", tallon.peers.get("konan"));
+        let w = parse_message(&body, &konan).unwrap();
+        assert_eq!(w.kind, "reply");
+        assert_eq!(w.in_reply_to.as_deref(), Some("ob_1"));
+        assert_eq!(w.status.as_deref(), Some("completed"));
+        let wrong = br#"{"id":"a-2","type":"deploy","source":"konan","target":"vulcan"}"#;
+        assert!(
+            parse_message(wrong, &tallon)
+                .unwrap_err()
+                .contains("not this pantheon")
+        );
         assert_eq!(
             redact_url("nats://a:s1@h:1,nats://tok@g:2"),
             "nats://h:1,nats://g:2"
