@@ -929,6 +929,7 @@ async fn publish_js(
                 K::MaxPayloadExceeded => {
                     Some("the record is larger than the server's max_payload".to_owned())
                 }
+                K::TimedOut => Some(no_ack_hint(&rec.subject)),
                 _ => None,
             };
             Err(Failed {
@@ -938,9 +939,16 @@ async fn publish_js(
         }
         Err(_) => Err(Failed {
             error: "no answer in 10s".into(),
-            hint: None,
+            hint: Some(no_ack_hint(&rec.subject)),
         }),
     }
+}
+
+/// What a JetStream publish that is never acknowledged usually means.
+fn no_ack_hint(subject: &str) -> String {
+    format!(
+        "no JetStream acknowledgement for subject {subject}: if no stream holds it and a core-NATS subscriber listens on it, each try reaches that subscriber again; declare its peer with `--peer NAME:core`, or create a stream for the subject"
+    )
 }
 
 /// Creates the stream and durable consumer, then takes messages until stopped; a broken session

@@ -298,10 +298,10 @@ fn from_origin(obj: &Map<String, Value>, me: &str) -> std::result::Result<Wire, 
     if message.len() > 64 * 1024 {
         return Err("message text longer than 64 KiB".into());
     }
+    // The sender's workflow id comes back in the reply (and names ours in a reply to us).
     let workflow_id = text("workflow_id");
-    if workflow_id.len() > 128 || workflow_id.chars().any(char::is_control) {
-        return Err("workflow_id longer than 128 bytes or holding control characters".into());
-    }
+    WorkflowId::parse(workflow_id)
+        .map_err(|e| format!("workflow_id {workflow_id:?} is not a workflow id: {e}"))?;
     let step_id = text("step_id");
     let mut w = Wire {
         pantheon_bridge: WIRE_VERSION,
@@ -315,7 +315,6 @@ fn from_origin(obj: &Map<String, Value>, me: &str) -> std::result::Result<Wire, 
     };
     if kind == "reply" {
         w.kind = "reply".into();
-        WorkflowId::parse(&w.workflow_id).map_err(|e| e.to_string())?;
         w.in_reply_to = Some(ctext("in_reply_to").to_owned());
         w.status = Some(ctext("status").to_owned());
         w.payload = context.get("payload").cloned().unwrap_or(Value::Null);
