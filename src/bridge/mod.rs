@@ -683,10 +683,8 @@ async fn publish_loop(
         }
         w
     };
-    let scan_root = shared.root.clone();
-    let mut awaiting = tokio::task::spawn_blocking(move || eb::AwaitingReplies::scan(&scan_root))
-        .await
-        .unwrap_or_default();
+    // The first round reads every ledger entry (`full`), later ones only what changed.
+    let mut awaiting = eb::AwaitingReplies::default();
     let mut first = true;
     let mut last_full = std::time::Instant::now();
     let mut out = Outgoing::default();
