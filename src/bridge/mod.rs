@@ -460,6 +460,12 @@ async fn serve(
 ) -> anyhow::Result<()> {
     let mut subjects = vec![eb::reply_subject(&name)];
     subjects.extend(args.subjects.iter().cloned());
+    // The peers as the bridge runs with them (flags, then conductor/config.yaml), for `bridge status`.
+    let mut extra = serde_json::Map::new();
+    extra.insert(
+        "peers".into(),
+        serde_json::Value::Array(peers.0.iter().map(|p| p.to_json(&name)).collect()),
+    );
     let shared = Arc::new(Shared {
         conductor: Conductor::new(root.clone()),
         root: root.clone(),
@@ -474,6 +480,7 @@ async fn serve(
             name: name.clone(),
             server: eb::redact_url(&url),
             pid: std::process::id(),
+            extra,
             ..Default::default()
         }),
         published: AtomicU64::new(0),

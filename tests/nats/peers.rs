@@ -256,6 +256,12 @@ fn a_core_peer_gets_each_request_once_across_a_sigkill_while_a_jetstream_peer_ke
     let status = a.ok(&["bridge", "status"], None);
     assert_eq!(status["outbox_pending"], 0, "{status}");
     assert!(status["status"].get("stuck").is_none(), "{status}");
+    assert_eq!(
+        status["status"]["peers"][0],
+        json!({"name": "tallon", "transport": "core", "envelope": "origin",
+               "reply_subjects": ["subspace.konan.outgoing.tallon"]}),
+        "{status}"
+    );
     // The JetStream peer: every request once, nothing dead.
     let ids: std::collections::BTreeSet<String> = inbox(&v)
         .iter()
