@@ -384,6 +384,7 @@ fn main() {
                 cmd.arg("--root")
                     .arg(&r.dir)
                     .args(["bridge", "--nats", &url, "--name", name, "--track", "bench"])
+                    .args(["--peer", if name == "konan" { "tallon" } else { "konan" }])
                     .env_remove("PANTHEON_ROOT")
                     .stdin(Stdio::null())
                     .stdout(Stdio::null())

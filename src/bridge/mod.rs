@@ -29,9 +29,19 @@ pub struct BridgeArgs {
     /// This pantheon's name (its replies come back on `pantheon.NAME.in.reply`).
     #[arg(long)]
     pub name: Option<String>,
-    /// A peer pantheon whose messages are taken (repeat; messages from others are dead-lettered).
-    #[arg(long = "peer", value_name = "PANTHEON")]
+    /// A peer pantheon whose messages are taken (repeat; messages from others are dead-lettered),
+    /// with how to publish to it (`jetstream`, the default, or `core` for a listener on core NATS)
+    /// and its envelope (`pantheon`, the default, or `origin`): e.g. `--peer tallon:core:origin`.
+    #[arg(long = "peer", value_name = "NAME[:TRANSPORT[:ENVELOPE]]")]
     pub peers: Vec<String>,
+    /// A reply subject declared for a peer (repeat): replies to it may go there besides its default
+    /// (`pantheon.NAME.in.reply`; for the origin's envelope `subspace.ME.outgoing.NAME`).
+    #[arg(long = "peer-reply", value_name = "NAME=SUBJECT")]
+    pub peer_replies: Vec<String>,
+    /// How long a record that cannot be published is retried (with backoff, on its own: the other
+    /// records go out meanwhile) before it is dead-lettered.
+    #[arg(long, default_value = "1h", value_parser = parse_ttl_secs)]
+    pub give_up_after: u64,
     /// A subject filter this pantheon receives on, besides its reply subject (repeat;
     /// e.g. `subspace.*.outgoing.tallon`).
     #[arg(long = "subject", value_name = "FILTER")]
@@ -71,6 +81,10 @@ pub struct Conn {
     /// A file holding an auth token (or set PANTHEON_NATS_TOKEN).
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
+    /// Refuse to run against a server that asks for no authentication (credentials given to such a
+    /// server are never checked by it; without this flag the bridge warns).
+    #[arg(long)]
+    pub require_auth: bool,
     /// Require TLS; with --tls-ca to trust a private CA, and --tls-cert/--tls-key for a client certificate.
     #[arg(long)]
     pub tls: bool,
@@ -153,10 +167,10 @@ pub fn run(args: BridgeArgs, root: &Root) -> anyhow::Result<crate::outcome::Outc
     if !is_valid_name(&name) {
         bail!("--name {name:?} must match ^[A-Za-z0-9][A-Za-z0-9_-]{{0,63}}$");
     }
-    for p in &args.peers {
-        if !is_valid_name(p) {
-            bail!("--peer {p:?} must match ^[A-Za-z0-9][A-Za-z0-9_-]{{0,63}}$");
-        }
+    let mut peers =
+        eb::Peers::from_flags(&args.peers, &args.peer_replies).map_err(anyhow::Error::msg)?;
+    for w in eb::configure_peers(root, &mut peers) {
+        eprintln!("warning: {w}");
     }
     for s in &args.subjects {
         subject::check_filter(s).map_err(anyhow::Error::msg)?;
@@ -181,7 +195,7 @@ pub fn run(args: BridgeArgs, root: &Root) -> anyhow::Result<crate::outcome::Outc
         .worker_threads(2)
         .enable_all()
         .build()?;
-    rt.block_on(serve(args, url, name, root.clone()))?;
+    rt.block_on(serve(args, url, name, peers, root.clone()))?;
     Ok(crate::outcome::Outcome::Exit(
         std::process::ExitCode::SUCCESS,
     ))
@@ -202,6 +216,8 @@ struct Shared {
     /// Connections made to a server (the first and every reconnect): a shared track's consumer
     /// is made again from its cursor when this changes (see `track::consume_session`).
     connects: AtomicU64,
+    /// Ids of inbound requests taken since the publisher last looked (their replies are watched).
+    taken: std::sync::Mutex<Vec<String>>,
 }
 
 impl Shared {
@@ -293,6 +309,8 @@ async fn connect(
                 async_nats::Event::Connected => {
                     let n = s.connects.fetch_add(1, Ordering::SeqCst) + 1;
                     tracing::info!("bridge: connected (connection {n})");
+                    // An error met before this (re)connect is over: the status says so.
+                    s.status.lock().await.last_error = None;
                     s.save_status(Some(true), None).await
                 }
                 async_nats::Event::Disconnected => {
@@ -433,15 +451,27 @@ fn run_lock(l: &LockArgs, root: &Root) -> anyhow::Result<crate::outcome::Outcome
     Ok(crate::outcome::Outcome::Json(out))
 }
 
-async fn serve(args: BridgeArgs, url: String, name: String, root: Root) -> anyhow::Result<()> {
+async fn serve(
+    args: BridgeArgs,
+    url: String,
+    name: String,
+    peers: eb::Peers,
+    root: Root,
+) -> anyhow::Result<()> {
     let mut subjects = vec![eb::reply_subject(&name)];
     subjects.extend(args.subjects.iter().cloned());
+    // The peers as the bridge runs with them (flags, then conductor/config.yaml), for `bridge status`.
+    let mut extra = serde_json::Map::new();
+    extra.insert(
+        "peers".into(),
+        serde_json::Value::Array(peers.0.iter().map(|p| p.to_json(&name)).collect()),
+    );
     let shared = Arc::new(Shared {
         conductor: Conductor::new(root.clone()),
         root: root.clone(),
         inbound: Inbound {
             name: name.clone(),
-            peers: args.peers.clone(),
+            peers,
             subjects: subjects.clone(),
             god: args.god.clone(),
             hold: args.hold_inbound,
@@ -450,6 +480,7 @@ async fn serve(args: BridgeArgs, url: String, name: String, root: Root) -> anyho
             name: name.clone(),
             server: eb::redact_url(&url),
             pid: std::process::id(),
+            extra,
             ..Default::default()
         }),
         published: AtomicU64::new(0),
@@ -459,6 +490,7 @@ async fn serve(args: BridgeArgs, url: String, name: String, root: Root) -> anyho
         tracks: Default::default(),
         connects: AtomicU64::new(0),
         status_written: Default::default(),
+        taken: Default::default(),
     });
     shared.save_status(Some(false), None).await;
     let client = connect(&args, &url, shared.clone()).await?;
@@ -473,10 +505,18 @@ async fn serve(args: BridgeArgs, url: String, name: String, root: Root) -> anyho
         stopper.stop.store(true, Ordering::SeqCst);
     });
 
+    let auth = tokio::spawn(check_auth(
+        client.clone(),
+        shared.clone(),
+        credentials_given(&args.conn, &url),
+        args.conn.require_auth,
+    ));
     let out = tokio::spawn(publish_loop(
         js.clone(),
+        client.clone(),
         shared.clone(),
         Duration::from_millis(args.poll_ms.max(10)),
+        Duration::from_secs(args.give_up_after),
     ));
     let inn = tokio::spawn(consume_loop(
         js.clone(),
@@ -503,7 +543,7 @@ async fn serve(args: BridgeArgs, url: String, name: String, root: Root) -> anyho
     }
     while !shared.stop.load(Ordering::SeqCst) {
         tokio::time::sleep(Duration::from_millis(50)).await;
-        if out.is_finished() || inn.is_finished() {
+        if out.is_finished() || inn.is_finished() || auth.is_finished() {
             break;
         }
     }
@@ -523,26 +563,183 @@ async fn serve(args: BridgeArgs, url: String, name: String, root: Root) -> anyho
     signals.abort();
     let _ = tokio::time::timeout(Duration::from_secs(2), client.flush()).await;
     shared.save_status(Some(false), None).await;
+    if auth.is_finished()
+        && let Ok(Err(e)) = auth.await
+    {
+        return Err(e);
+    }
     Ok(())
 }
 
-/// Publishes live outbox records in order, each with `Nats-Msg-Id` = its id, and marks each sent
-/// only after the server stored it.
-async fn publish_loop(js: jetstream::Context, shared: Arc<Shared>, every: Duration) {
-    let mut backoff = every;
+/// True when the bridge was given credentials (a token, creds, an nkey, a client certificate, or
+/// `user:password@` in the URL).
+fn credentials_given(c: &Conn, url: &str) -> bool {
+    c.creds.is_some()
+        || c.nkey.is_some()
+        || c.token_file.is_some()
+        || std::env::var_os("PANTHEON_NATS_TOKEN").is_some()
+        || c.tls_cert.is_some()
+        || url
+            .split(',')
+            .any(|u| u.split_once("://").map_or(u, |(_, r)| r).contains('@'))
+}
+
+/// After every connect: a server that asks for no authentication never checked the credentials the
+/// bridge gave it. Warn (status and log); with `--require-auth`, stop the bridge with an error.
+async fn check_auth(
+    client: async_nats::Client,
+    shared: Arc<Shared>,
+    credentials: bool,
+    require: bool,
+) -> anyhow::Result<()> {
+    let mut seen = 0;
+    while !shared.stop.load(Ordering::SeqCst) {
+        let n = shared.connects.load(Ordering::SeqCst);
+        if n != seen && client.connection_state() == async_nats::connection::State::Connected {
+            seen = n;
+            let info = client.server_info();
+            if !info.auth_required && (credentials || require) {
+                let text = format!(
+                    "the server {} asks for no authentication: {}",
+                    eb::redact_url(&format!("{}:{}", info.host, info.port)),
+                    if require {
+                        "refused (--require-auth)"
+                    } else {
+                        "the credentials given are not checked by it, and anyone who reaches it can publish (run with --require-auth to refuse such a server)"
+                    }
+                );
+                shared.note_error(&text).await;
+                if require {
+                    shared.save_status(None, None).await;
+                    shared.stop.store(true, Ordering::SeqCst);
+                    bail!("{text}");
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
+}
+
+/// A record that could not be published: retried on its own schedule (doubling from 1 s to 60 s)
+/// until `--give-up-after`, then dead-lettered. Only its own subject waits for it.
+struct Retry {
+    attempts: u64,
+    since: std::time::Instant,
+    since_ts: String,
+    next: std::time::Instant,
+    error: String,
+    hint: Option<String>,
+}
+
+/// Why a publish failed, and what an operator can do about it.
+struct Failed {
+    error: String,
+    hint: Option<String>,
+}
+
+/// The publisher's memory between rounds.
+#[derive(Default)]
+struct Outgoing {
+    retry: std::collections::HashMap<String, Retry>,
+    /// Core records handed to the client whose flush has not been confirmed yet: they are flushed
+    /// again, never published again (the client sends what it holds once, across a reconnect).
+    handed: std::collections::HashSet<String>,
+}
+
+/// Longest pause between two tries of one record.
+const RETRY_MAX: Duration = Duration::from_secs(60);
+/// How often every ledger entry is read again (a missed state change is picked up then).
+const REPLY_RESCAN: Duration = Duration::from_secs(300);
+
+/// Publishes live outbox records, oldest first per subject: to a core peer once (publish, flush,
+/// then mark sent), else to JetStream with `Nats-Msg-Id` = its id, marked sent only after the
+/// server stored it. A record that fails waits on its own schedule; the rest go out meanwhile.
+/// Also turns acks of inbound requests into reply records, looking only at the workflows whose
+/// state changed (a watch on `conductor/state/`), so idle costs nothing however many wait.
+async fn publish_loop(
+    js: jetstream::Context,
+    client: async_nats::Client,
+    shared: Arc<Shared>,
+    every: Duration,
+    give_up_after: Duration,
+) {
+    let (tx, mut changed) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let state_dir = shared.root.state_dir();
+    let _watcher = {
+        use notify::Watcher;
+        let mut w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+            if let Ok(ev) = res
+                && !matches!(ev.kind, notify::EventKind::Access(_))
+            {
+                for p in ev.paths {
+                    if let Some(stem) = p.file_name().and_then(|n| n.to_str())
+                        && let Some(wf) = stem.strip_suffix(".json")
+                    {
+                        let _ = tx.send(wf.to_owned());
+                    }
+                }
+            }
+        })
+        .ok();
+        if let Some(w) = w.as_mut() {
+            let _ = std::fs::create_dir_all(&state_dir);
+            if let Err(e) = w.watch(&state_dir, notify::RecursiveMode::NonRecursive) {
+                tracing::warn!("bridge: no watch on {}: {e}", state_dir.display());
+            }
+        }
+        w
+    };
+    // The first round reads every ledger entry (`full`), later ones only what changed.
+    let mut awaiting = eb::AwaitingReplies::default();
+    let mut first = true;
+    let mut last_full = std::time::Instant::now();
+    let mut out = Outgoing::default();
     while !shared.stop.load(Ordering::SeqCst) {
         trace::mark("outbox", "");
+        let mut wfs: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+        while let Ok(wf) = changed.try_recv() {
+            wfs.insert(wf);
+        }
+        let taken: Vec<String> =
+            std::mem::take(&mut *shared.taken.lock().unwrap_or_else(|e| e.into_inner()));
+        let full = first || last_full.elapsed() >= REPLY_RESCAN;
         // The scans read files: on a blocking thread, so the shared tracks' loops never wait on them.
         let scan = shared.clone();
+        let mut held = std::mem::take(&mut awaiting);
         let scanned = tokio::task::spawn_blocking(move || {
-            let replies = eb::collect_replies(&scan.conductor);
-            (replies, outbox::pending(&scan.root).0)
+            if full {
+                held = eb::AwaitingReplies::scan(&scan.root);
+            }
+            for id in &taken {
+                if let Some(wf) = held.note(&scan.root, id) {
+                    wfs.insert(wf);
+                }
+            }
+            let look: Vec<String> = if full {
+                held.workflows()
+            } else {
+                wfs.into_iter().filter(|w| held.waits(w)).collect()
+            };
+            let replies = held.collect(&scan.conductor, &scan.inbound, &look);
+            (held, replies, outbox::pending(&scan.root).0)
         })
         .await;
+        if full {
+            first = false;
+            last_full = std::time::Instant::now();
+        }
         let records = match scanned {
-            Ok((replies, records)) => {
-                if let Err(e) = replies {
-                    shared.note_error(format!("collecting replies: {e}")).await;
+            Ok((held, replies, records)) => {
+                awaiting = held;
+                match replies {
+                    Ok((_, refused)) => {
+                        for why in refused {
+                            shared.dead.fetch_add(1, Ordering::Relaxed);
+                            shared.note_error(why).await;
+                        }
+                    }
+                    Err(e) => shared.note_error(format!("collecting replies: {e}")).await,
                 }
                 records
             }
@@ -551,66 +748,212 @@ async fn publish_loop(js: jetstream::Context, shared: Arc<Shared>, every: Durati
                 Vec::new()
             }
         };
-        let mut failed = false;
-        for rec in records {
-            if shared.stop.load(Ordering::SeqCst) {
-                break;
-            }
-            let wire = eb::to_wire(&rec, &shared.inbound.name);
-            let body = match serde_json::to_vec(&wire) {
-                Ok(b) => b,
-                Err(e) => {
-                    shared.note_error(e).await;
-                    continue;
-                }
-            };
-            let mut headers = async_nats::HeaderMap::new();
-            headers.insert("Nats-Msg-Id", rec.outbox_id.as_str());
-            let sent = async {
-                js.publish_with_headers(rec.subject.clone(), headers, body.into())
-                    .await?
-                    .await
-                    .map_err(anyhow::Error::from)
-            };
-            match tokio::time::timeout(Duration::from_secs(10), sent).await {
-                Ok(Ok(ack)) => {
-                    if let Err(e) = outbox::mark_sent(&shared.root, &rec, ack.sequence) {
-                        shared
-                            .note_error(format!("marking {} sent: {e}", rec.outbox_id))
-                            .await;
-                    }
-                    if !ack.duplicate {
-                        shared.published.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-                Ok(Err(e)) => {
-                    shared
-                        .note_error(format!(
-                            "publishing {} on {}: {e:#}",
-                            rec.outbox_id, rec.subject
-                        ))
-                        .await;
-                    failed = true;
-                    break;
-                }
-                Err(_) => {
-                    shared
-                        .note_error(format!("publishing {}: no answer in 10s", rec.outbox_id))
-                        .await;
-                    failed = true;
-                    break;
-                }
-            }
+        if client.connection_state() == async_nats::connection::State::Connected {
+            publish_round(&js, &client, &shared, &mut out, records, give_up_after).await;
         }
         shared.save_status(None, None).await;
         trace::mark("outbox_done", "");
-        backoff = if failed {
-            (backoff * 2).min(Duration::from_secs(5))
-        } else {
-            every
-        };
-        tokio::time::sleep(backoff).await;
+        tokio::time::sleep(every).await;
     }
+}
+
+async fn publish_round(
+    js: &jetstream::Context,
+    client: &async_nats::Client,
+    shared: &Arc<Shared>,
+    out: &mut Outgoing,
+    records: Vec<outbox::OutboxRecord>,
+    give_up_after: Duration,
+) {
+    let me = shared.inbound.name.clone();
+    let live: std::collections::HashSet<String> =
+        records.iter().map(|r| r.outbox_id.clone()).collect();
+    out.retry.retain(|id, _| live.contains(id));
+    out.handed.retain(|id| live.contains(id));
+    let mut blocked: std::collections::HashSet<String> = std::collections::HashSet::new();
+    for rec in records {
+        if shared.stop.load(Ordering::SeqCst) {
+            break;
+        }
+        if blocked.contains(&rec.subject) {
+            continue;
+        }
+        let now = std::time::Instant::now();
+        if out.retry.get(&rec.outbox_id).is_some_and(|r| r.next > now) {
+            blocked.insert(rec.subject.clone());
+            continue;
+        }
+        let peer = shared.inbound.peers.for_record(&rec).cloned();
+        let body = eb::encode(&rec, &me, peer.as_ref());
+        let core = peer
+            .as_ref()
+            .is_some_and(|p| p.transport == eb::Transport::Core);
+        let sent = if core {
+            publish_core(client, out, &rec, body).await
+        } else {
+            publish_js(js, &rec, body).await
+        };
+        match sent {
+            Ok((seq, duplicate)) => {
+                out.retry.remove(&rec.outbox_id);
+                out.handed.remove(&rec.outbox_id);
+                if let Err(e) = outbox::mark_sent(&shared.root, &rec, seq) {
+                    shared
+                        .note_error(format!("marking {} sent: {e}", rec.outbox_id))
+                        .await;
+                }
+                if !duplicate {
+                    shared.published.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Err(f) => {
+                blocked.insert(rec.subject.clone());
+                let r = out.retry.entry(rec.outbox_id.clone()).or_insert(Retry {
+                    attempts: 0,
+                    since: now,
+                    since_ts: crate::engine::store::time::now_ts(),
+                    next: now,
+                    error: String::new(),
+                    hint: None,
+                });
+                r.attempts += 1;
+                let pause = Duration::from_secs(1u64 << r.attempts.saturating_sub(1).min(6));
+                r.next = now + pause.min(RETRY_MAX);
+                r.error = f.error.clone();
+                r.hint = f.hint.clone();
+                let text = format!(
+                    "publishing {} on {}: {}{}",
+                    rec.outbox_id,
+                    rec.subject,
+                    f.error,
+                    f.hint
+                        .as_deref()
+                        .map(|h| format!(" ({h})"))
+                        .unwrap_or_default()
+                );
+                if r.since.elapsed() >= give_up_after {
+                    let reason = format!(
+                        "gave up after {} attempts over {}s: {}",
+                        r.attempts,
+                        r.since.elapsed().as_secs(),
+                        text
+                    );
+                    let attempts = r.attempts;
+                    out.retry.remove(&rec.outbox_id);
+                    shared.dead.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!("bridge: dead-lettered outbox record: {reason}");
+                    if let Err(e) = outbox::give_up(&shared.root, &rec, &reason, attempts) {
+                        shared
+                            .note_error(format!("dead letter {} not kept: {e}", rec.outbox_id))
+                            .await;
+                    }
+                } else {
+                    shared.note_error(text).await;
+                }
+            }
+        }
+    }
+    let stuck: Vec<serde_json::Value> = out
+        .retry
+        .iter()
+        .map(|(id, r)| {
+            serde_json::json!({
+                "outbox_id": id, "attempts": r.attempts, "since": r.since_ts,
+                "retry_in_s": r.next.saturating_duration_since(std::time::Instant::now()).as_secs(),
+                "error": r.error, "hint": r.hint,
+            })
+        })
+        .collect();
+    let mut s = shared.status.lock().await;
+    if stuck.is_empty() {
+        s.extra.remove("stuck");
+    } else {
+        s.extra
+            .insert("stuck".into(), serde_json::Value::Array(stuck));
+    }
+}
+
+/// A core NATS publish: handed to the client once, then flushed; a flush that did not finish is
+/// tried again next round without publishing again.
+async fn publish_core(
+    client: &async_nats::Client,
+    out: &mut Outgoing,
+    rec: &outbox::OutboxRecord,
+    body: Vec<u8>,
+) -> Result<(u64, bool), Failed> {
+    if !out.handed.contains(&rec.outbox_id) {
+        client
+            .publish(rec.subject.clone(), body.into())
+            .await
+            .map_err(|e| Failed {
+                error: e.to_string(),
+                hint: matches!(
+                    e.kind(),
+                    async_nats::client::PublishErrorKind::MaxPayloadExceeded
+                )
+                .then(|| "the record is larger than the server's max_payload".to_owned()),
+            })?;
+        out.handed.insert(rec.outbox_id.clone());
+    }
+    match tokio::time::timeout(Duration::from_secs(10), client.flush()).await {
+        Ok(Ok(())) => Ok((0, false)),
+        Ok(Err(e)) => Err(Failed {
+            error: format!("flush: {e} (handed to the client once; not published again)"),
+            hint: None,
+        }),
+        Err(_) => Err(Failed {
+            error: "flush: no answer in 10s (handed to the client once; not published again)"
+                .into(),
+            hint: None,
+        }),
+    }
+}
+
+/// A JetStream publish with `Nats-Msg-Id`, done when the server acknowledged it.
+async fn publish_js(
+    js: &jetstream::Context,
+    rec: &outbox::OutboxRecord,
+    body: Vec<u8>,
+) -> Result<(u64, bool), Failed> {
+    use async_nats::jetstream::context::PublishErrorKind as K;
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert("Nats-Msg-Id", rec.outbox_id.as_str());
+    let sent = async {
+        js.publish_with_headers(rec.subject.clone(), headers, body.into())
+            .await?
+            .await
+    };
+    match tokio::time::timeout(Duration::from_secs(10), sent).await {
+        Ok(Ok(ack)) => Ok((ack.sequence, ack.duplicate)),
+        Ok(Err(e)) => {
+            let hint = match e.kind() {
+                K::StreamNotFound => Some(format!(
+                    "no stream holds subject {}: create one that does (e.g. `nats stream add --subjects {}`), or, if the receiver listens with core NATS, declare its peer with `--peer NAME:core`",
+                    rec.subject, rec.subject
+                )),
+                K::MaxPayloadExceeded => {
+                    Some("the record is larger than the server's max_payload".to_owned())
+                }
+                K::TimedOut => Some(no_ack_hint(&rec.subject)),
+                _ => None,
+            };
+            Err(Failed {
+                error: e.to_string(),
+                hint,
+            })
+        }
+        Err(_) => Err(Failed {
+            error: "no answer in 10s".into(),
+            hint: Some(no_ack_hint(&rec.subject)),
+        }),
+    }
+}
+
+/// What a JetStream publish that is never acknowledged usually means.
+fn no_ack_hint(subject: &str) -> String {
+    format!(
+        "no JetStream acknowledgement for subject {subject}: if no stream holds it and a core-NATS subscriber listens on it, each try reaches that subscriber again; declare its peer with `--peer NAME:core`, or create a stream for the subject"
+    )
 }
 
 /// Creates the stream and durable consumer, then takes messages until stopped; a broken session
@@ -738,10 +1081,19 @@ enum Verdict {
 }
 
 fn take_one(shared: &Shared, subj: &str, data: &[u8]) -> Result<(), Verdict> {
-    let w = eb::parse_wire(data).map_err(Verdict::Dead)?;
+    let w = eb::parse_message(data, &shared.inbound).map_err(Verdict::Dead)?;
     eb::admit(&shared.inbound, subj, &w).map_err(Verdict::Dead)?;
     match eb::take(&shared.conductor, &shared.inbound, subj, &w) {
-        Ok(_) => Ok(()),
+        Ok(taken) => {
+            if matches!(taken, eb::Taken::Request { .. }) {
+                shared
+                    .taken
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(w.id.clone());
+            }
+            Ok(())
+        }
         Err(
             e @ (EngineError::Refused(_)
             | EngineError::NotFound(_)

@@ -635,6 +635,12 @@ async fn consume_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Resul
             last_seq = info.stream_sequence;
             match et::sender_of(&m.subject) {
                 Some(from) if from == me => {}
+                Some(from) if !t.shared.inbound.peers.allows(from) => {
+                    let reason = format!(
+                        "pantheon {from:?} is not an allowed peer (--peer): its line is not appended"
+                    );
+                    dead(&t, info.stream_sequence, &m.subject, &reason, &m.payload).await;
+                }
                 Some(from) => {
                     items.push((from.to_owned(), m.payload.to_vec()));
                     seqs.push(info.stream_sequence);
@@ -701,7 +707,19 @@ async fn locks_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Result<
             Ok(Some(e)) => {
                 let e = e.map_err(|e| anyhow::anyhow!("{e}"))?;
                 if let Some(path) = et::decode_kv_key(&e.key) {
-                    match (e.operation, SharedLock::parse(&e.value)) {
+                    let parsed = SharedLock::parse(&e.value).filter(|l| {
+                        let ok = l.pantheon == t.shared.inbound.name
+                            || t.shared.inbound.peers.allows(&l.pantheon);
+                        if !ok {
+                            tracing::warn!(
+                                "bridge: track {} lock {path:?} held by pantheon {:?}, not an allowed peer: not mirrored",
+                                t.track,
+                                l.pantheon
+                            );
+                        }
+                        ok
+                    });
+                    match (e.operation, parsed) {
                         (kv::Operation::Put, Some(l)) => {
                             locks.insert(path, (l, e.revision));
                         }
@@ -764,6 +782,7 @@ async fn workers_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Resul
                 if let Some((p, w)) = e.key.split_once('.')
                     && p != me
                     && crate::engine::store::is_valid_name(p)
+                    && t.shared.inbound.peers.allows(p)
                     && let Some(worker) = et::decode_kv_key(w)
                 {
                     let value: Option<Value> = (e.operation == kv::Operation::Put

@@ -28,6 +28,8 @@ pub enum Kind {
     Unreadable,
     /// Ack deadlines exist and no `pantheon serve` is alive to enforce them.
     NoSupervisor,
+    /// An outbox record the bridge cannot publish (it retries it alone, then dead-letters it).
+    StuckOutbox,
 }
 
 impl Kind {
@@ -44,6 +46,7 @@ impl Kind {
             Kind::DeadLetter => "dead_letter",
             Kind::Unreadable => "unreadable_file",
             Kind::NoSupervisor => "no_supervisor",
+            Kind::StuckOutbox => "stuck_outbox",
         }
     }
 }
@@ -469,6 +472,30 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
             .action("run `pantheon serve` for this root"),
         );
     }
+    // Outbox records the bridge cannot publish (`stuck` in its status): each says why and what to do.
+    let stuck = s.bridge.as_deref().and_then(|b| b.get("stuck"));
+    for r in stuck.and_then(Value::as_array).into_iter().flatten() {
+        let field = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or_default();
+        let id = field("outbox_id");
+        let why = [field("hint"), field("error")]
+            .into_iter()
+            .find(|t| !t.is_empty())
+            .unwrap_or_default();
+        let attempts = r
+            .get("attempts")
+            .and_then(Value::as_u64)
+            .unwrap_or_default();
+        out.push(
+            Item::new(
+                Kind::StuckOutbox,
+                &[("outbox_id", id)],
+                format!("outbox record {id} cannot be published (attempt {attempts}): {why}"),
+                Jump::Row(Pane::Bridge, format!("pending/{id}").into()),
+            )
+            .since(ts(Some(field("since"))))
+            .action("fix what the reason names; the bridge retries it, then dead-letters it"),
+        );
+    }
     for w in s.warnings.iter() {
         // Shown from the root (the protocol's own names), whole when it lies elsewhere.
         let full = w.path.to_string_lossy();
@@ -582,6 +609,29 @@ mod tests {
             matches!(&item.jump, Jump::Row(_, k) if shared(k)),
             "{item:?}"
         );
+    }
+
+    #[test]
+    fn a_record_the_bridge_cannot_publish_is_an_item_naming_the_fix() {
+        let status = json!({"name": "konan", "stuck": [{
+            "outbox_id": "ob_1", "attempts": 3, "since": "2026-12-01T10:00:00Z",
+            "error": "no stream found for given subject",
+            "hint": "no stream holds subject subspace.konan.inbox: create one that does"}]});
+        let s = Snapshot {
+            bridge: Some(std::sync::Arc::new(status)),
+            ..Default::default()
+        };
+        let items = items(&s, Utc::now());
+        let [item] = items.as_slice() else {
+            panic!("one stuck record, one item: {items:?}");
+        };
+        assert_eq!(item.kind, Kind::StuckOutbox);
+        assert_eq!(item.key, "stuck_outbox/ob_1");
+        assert!(
+            item.reason
+                .contains("no stream holds subject subspace.konan.inbox")
+        );
+        assert!(matches!(&item.jump, Jump::Row(Pane::Bridge, k) if &**k == "pending/ob_1"));
     }
 
     #[test]

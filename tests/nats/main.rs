@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+mod peers;
+
 fn bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_pantheon"))
 }
@@ -623,8 +625,8 @@ fn a_shared_track_carries_every_message_to_both_sides_once_in_order() {
     let mut b = Machine::new("tallon");
     a.ok(&["bus", "--track", "shared", "init"], None);
     b.ok(&["bus", "--track", "shared", "init"], None);
-    a.start_bridge(&server.url(), &["--track", "shared"]);
-    b.start_bridge(&server.url(), &["--track", "shared"]);
+    a.start_bridge(&server.url(), &["--track", "shared", "--peer", "tallon"]);
+    b.start_bridge(&server.url(), &["--track", "shared", "--peer", "konan"]);
     for r in 0..ROUNDS {
         std::thread::scope(|s| {
             s.spawn(|| a.post_numbered("shared", "wa", r * PER, PER));
@@ -732,8 +734,8 @@ fn locks_of_a_shared_track_have_one_holder_and_refuse_stale_tokens() {
     let server = Server::start();
     let mut a = Machine::new("konan");
     let mut b = Machine::new("tallon");
-    a.start_bridge(&server.url(), &["--track", "shared"]);
-    b.start_bridge(&server.url(), &["--track", "shared"]);
+    a.start_bridge(&server.url(), &["--track", "shared", "--peer", "tallon"]);
+    b.start_bridge(&server.url(), &["--track", "shared", "--peer", "konan"]);
     for m in [&a, &b] {
         wait_for("the bus", Duration::from_secs(30), || {
             m.path("conductor/tracks/shared/.message-bus/locks.json")
@@ -947,8 +949,14 @@ fn a_three_node_cluster_loses_a_node_and_the_shared_track_goes_on() {
     let mut b = Machine::new("tallon");
     a.ok(&["bus", "--track", "shared", "init"], None);
     b.ok(&["bus", "--track", "shared", "init"], None);
-    a.start_bridge(&urls, &["--track", "shared", "--replicas", "3"]);
-    b.start_bridge(&urls, &["--track", "shared", "--replicas", "3"]);
+    a.start_bridge(
+        &urls,
+        &["--track", "shared", "--replicas", "3", "--peer", "tallon"],
+    );
+    b.start_bridge(
+        &urls,
+        &["--track", "shared", "--replicas", "3", "--peer", "konan"],
+    );
     a.post_numbered("shared", "wa", 0, PER);
     b.post_numbered("shared", "wb", 0, PER);
     for m in [&a, &b] {
@@ -1093,8 +1101,8 @@ fn the_console_bridge_pane_shows_what_a_real_bridge_wrote() {
     let mut b = Machine::new("tallon");
     a.ok(&["bus", "--track", "shared", "init"], None);
     b.ok(&["bus", "--track", "shared", "init"], None);
-    a.start_bridge(&server.url(), &["--track", "shared"]);
-    b.start_bridge(&server.url(), &["--track", "shared"]);
+    a.start_bridge(&server.url(), &["--track", "shared", "--peer", "tallon"]);
+    b.start_bridge(&server.url(), &["--track", "shared", "--peer", "konan"]);
     b.post_numbered("shared", "wb", 0, 5);
     wait_for("B's lines on A", Duration::from_secs(60), || {
         progress_count(&a, "shared") >= 5

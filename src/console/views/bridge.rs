@@ -69,9 +69,26 @@ fn status_lines<'a>(b: &Value, app: &App, theme: &Theme, width: usize) -> Vec<Li
         num(b, "dead_lettered"),
         num(b, "outbox_pending"),
     )));
-    out.push(match b.get("last_error").and_then(Value::as_str) {
-        Some(e) => Line::styled(format!("last error: {e}"), theme.alert()),
-        None => Line::styled("no error", theme.dim()),
+    let stuck = b
+        .get("stuck")
+        .and_then(Value::as_array)
+        .filter(|s| !s.is_empty());
+    out.push(match (stuck, b.get("last_error").and_then(Value::as_str)) {
+        // A record that cannot be published outranks the last error: it names what to do.
+        (Some(s), _) => Line::styled(
+            format!(
+                "{} record(s) cannot be published (the rest go out): {} {}",
+                s.len(),
+                text(&s[0], "outbox_id"),
+                [text(&s[0], "hint"), text(&s[0], "error")]
+                    .into_iter()
+                    .find(|t| !t.is_empty())
+                    .unwrap_or_default()
+            ),
+            theme.alert(),
+        ),
+        (None, Some(e)) => Line::styled(format!("last error: {e}"), theme.alert()),
+        (None, None) => Line::styled("no error", theme.dim()),
     });
     out
 }

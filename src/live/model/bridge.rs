@@ -267,7 +267,30 @@ impl BridgeTracker {
                 r
             })
             .collect();
-        rows.extend(self.pending.iter().cloned());
+        // A record the bridge cannot publish says why and what to do (`stuck` in the status).
+        let stuck = status
+            .and_then(|s| s.get("stuck"))
+            .and_then(Value::as_array);
+        rows.extend(self.pending.iter().map(|r| {
+            let mut r = r.clone();
+            if let Some(st) = stuck
+                .into_iter()
+                .flatten()
+                .find(|s| s.get("outbox_id").and_then(Value::as_str) == Some(r.id.as_str()))
+            {
+                let why = [text(st, "hint"), text(st, "error")]
+                    .into_iter()
+                    .find(|t| !t.is_empty())
+                    .unwrap_or_default();
+                r.what = format!(
+                    "{} · waiting, attempt {}, next in {}s: {why}",
+                    r.what,
+                    num(st, "attempts"),
+                    num(st, "retry_in_s")
+                );
+            }
+            r
+        }));
         rows.extend(self.dead.iter().cloned());
         rows.extend(self.sent.iter().cloned());
         BridgeView {

@@ -2,8 +2,11 @@
 //! requests turned into handoffs, replies collected from acks, dead letters and the status file.
 //! No network and no async here; `pantheon bridge` (src/bridge/) moves the bytes.
 
+pub mod peer;
 pub mod subject;
 pub mod track;
+
+pub use peer::{EnvelopeKind, Peer, Peers, Transport};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -79,6 +82,9 @@ pub struct Wire {
     /// For a reply: the ack status (`accepted`, `completed`, `rejected`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// The envelope it came in (never on the wire: a received message's origin).
+    #[serde(skip)]
+    pub envelope: EnvelopeKind,
 }
 
 /// The wire form of an outbox record sent by pantheon `from`.
@@ -96,7 +102,41 @@ pub fn to_wire(rec: &OutboxRecord, from: &str) -> Wire {
         reply_to: (rec.kind == "request").then(|| reply_subject(from)),
         in_reply_to: rec.in_reply_to.clone(),
         status: rec.status.clone(),
+        envelope: EnvelopeKind::Pantheon,
     }
+}
+
+/// The body of an outbox record for `peer` (none: our envelope): our wire format, or the origin's
+/// envelope `{id, type, source, target, timestamp, workflow_id, step_id, context}` with the text
+/// under `context.summary`, the payload under `context.payload`, and for a reply
+/// `context.in_reply_to` and `context.status`.
+pub fn encode(rec: &OutboxRecord, from: &str, peer: Option<&Peer>) -> Vec<u8> {
+    let value = match peer {
+        Some(p) if p.envelope == EnvelopeKind::Origin => {
+            let mut context = Map::new();
+            context.insert("summary".into(), json!(rec.message));
+            if !rec.payload.is_null() {
+                context.insert("payload".into(), rec.payload.clone());
+            }
+            if rec.kind == "reply" {
+                context.insert("in_reply_to".into(), json!(rec.in_reply_to));
+                context.insert("status".into(), json!(rec.status));
+            } else {
+                // Where the peer's reply is expected: its own `subspace.{peer}.outgoing.{us}`.
+                context.insert(
+                    "reply_to".into(),
+                    json!(format!("subspace.{}.outgoing.{from}", p.name)),
+                );
+            }
+            json!({
+                "id": rec.outbox_id, "type": rec.kind, "source": from, "target": p.name,
+                "timestamp": rec.created, "workflow_id": rec.workflow_id, "step_id": rec.step,
+                "context": context,
+            })
+        }
+        _ => serde_json::to_value(to_wire(rec, from)).unwrap_or(Value::Null),
+    };
+    crate::store::json_text(&value, false)
 }
 
 /// Parses and checks a message from the wire; the error is the reason it is dead-lettered.
@@ -161,14 +201,148 @@ pub fn parse_wire(data: &[u8]) -> std::result::Result<Wire, String> {
 pub struct Inbound {
     /// This pantheon's name.
     pub name: String,
-    /// Peer pantheons whose messages are taken (empty: none).
-    pub peers: Vec<String>,
+    /// Peer pantheons whose messages are taken (empty: none), with their transport and envelope.
+    pub peers: Peers,
     /// Subject filters a message must match to be taken.
     pub subjects: Vec<String>,
     /// The god inbound requests are dispatched to.
     pub god: String,
     /// Hold inbound requests for approval.
     pub hold: bool,
+}
+
+/// Fills the peers' transport, envelope and reply subject from `bridge.peers` of
+/// `conductor/config.yaml` where the flags left them open (see [`Peers::apply_config`]); returns the
+/// warnings (an unreadable file is one).
+pub fn configure_peers(root: &Root, peers: &mut Peers) -> Vec<String> {
+    match crate::store::settings::read_config(root) {
+        Ok(doc) => peers.apply_config(doc.as_ref()),
+        Err(e) => vec![format!("conductor/config.yaml: {e}; bridge.peers not read")],
+    }
+}
+
+/// Parses a message from the wire in either envelope: ours (`pantheon_bridge: 1`) or, from a peer
+/// declared with it, the origin's. The error is the reason it is dead-lettered, said so a person
+/// knows the fix.
+pub fn parse_message(data: &[u8], cfg: &Inbound) -> std::result::Result<Wire, String> {
+    if data.len() > MAX_MESSAGE {
+        return Err(format!(
+            "message is {} bytes; at most {MAX_MESSAGE}",
+            data.len()
+        ));
+    }
+    let v: Value = serde_json::from_slice(data).map_err(|e| format!("not JSON: {e}"))?;
+    let Some(obj) = v.as_object() else {
+        return Err("not a JSON object".into());
+    };
+    if obj.contains_key("pantheon_bridge") {
+        return parse_wire(data);
+    }
+    if !peer::looks_like_origin(obj) {
+        return Err(
+            "not a pantheon_bridge message (no `pantheon_bridge` field) and not the origin's envelope (no `source` and `type`)"
+                .into(),
+        );
+    }
+    let source = obj
+        .get("source")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let Some(p) = cfg.peers.get(source) else {
+        return Err(format!(
+            "not a pantheon_bridge message, and {source:?} (its source) is not an allowed peer; to take the origin's messages from it run the bridge with --peer {source}:core:origin"
+        ));
+    };
+    if p.envelope != EnvelopeKind::Origin {
+        return Err(format!(
+            "not a pantheon_bridge message and peer {source} is not declared with the origin's envelope (run the bridge with --peer {source}:core:origin, or set bridge.peers.{source}.envelope: origin in conductor/config.yaml)"
+        ));
+    }
+    from_origin(obj, &cfg.name)
+}
+
+/// The origin's envelope as a [`Wire`]: `source` is the sender, `step_id` the step, the whole
+/// `context` the payload (its `summary` or `message` the text); `type: reply` with
+/// `context.in_reply_to` and `context.status` answers one of our requests.
+fn from_origin(obj: &Map<String, Value>, me: &str) -> std::result::Result<Wire, String> {
+    let text = |k: &str| obj.get(k).and_then(Value::as_str).unwrap_or_default();
+    let id = text("id");
+    if !((1..=80).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'))
+    {
+        return Err(format!(
+            "id {id:?} is not a message id (1 to 80 letters, digits, `_` or `-`)"
+        ));
+    }
+    let target = text("target");
+    if !target.is_empty() && target != me {
+        return Err(format!("target {target:?} is not this pantheon ({me})"));
+    }
+    let kind = text("type");
+    if kind.len() > 64 {
+        return Err("type longer than 64 bytes".into());
+    }
+    let context = match obj.get("context") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(m)) => m.clone(),
+        Some(_) => return Err("context is not a JSON object".into()),
+    };
+    let ctext = |k: &str| context.get(k).and_then(Value::as_str).unwrap_or_default();
+    let message = [ctext("summary"), ctext("message")]
+        .into_iter()
+        .find(|s| !s.is_empty())
+        .unwrap_or_default()
+        .to_owned();
+    if message.len() > 64 * 1024 {
+        return Err("message text longer than 64 KiB".into());
+    }
+    // The sender's workflow id comes back in the reply (and names ours in a reply to us).
+    let workflow_id = text("workflow_id");
+    WorkflowId::parse(workflow_id)
+        .map_err(|e| format!("workflow_id {workflow_id:?} is not a workflow id: {e}"))?;
+    let step_id = text("step_id");
+    let mut w = Wire {
+        pantheon_bridge: WIRE_VERSION,
+        id: id.to_owned(),
+        from_pantheon: text("source").to_owned(),
+        workflow_id: workflow_id.to_owned(),
+        message,
+        created: text("timestamp").chars().take(64).collect(),
+        envelope: EnvelopeKind::Origin,
+        ..Default::default()
+    };
+    if kind == "reply" {
+        w.kind = "reply".into();
+        w.in_reply_to = Some(ctext("in_reply_to").to_owned());
+        w.status = Some(ctext("status").to_owned());
+        w.payload = context.get("payload").cloned().unwrap_or(Value::Null);
+        if !ctext("in_reply_to")
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            || ctext("in_reply_to").is_empty()
+        {
+            return Err("a reply needs context.in_reply_to, the id of our request".into());
+        }
+        if !matches!(ctext("status"), "accepted" | "completed" | "rejected") {
+            return Err(format!(
+                "reply status {:?} is not accepted, completed or rejected",
+                ctext("status")
+            ));
+        }
+    } else {
+        w.kind = "request".into();
+        w.step = if is_valid_name(step_id) {
+            step_id.to_owned()
+        } else if is_valid_name(kind) {
+            kind.to_owned()
+        } else {
+            "request".into()
+        };
+        w.payload = Value::Object(context);
+    }
+    Ok(w)
 }
 
 /// The outcome of one inbound message.
@@ -221,9 +395,11 @@ fn ledger_path(root: &Root, id: &str) -> std::path::PathBuf {
         .join(format!("{}.json", encode_key(id)))
 }
 
-/// Checks the allowlist; the error is the reason.
+/// Checks the allowlist, and that a request's `reply_to` is one of its sender's reply subjects (a
+/// reply is published with this bridge's credentials: never into `$JS.API…`, `$KV…` or another
+/// pantheon's subjects); the error is the reason.
 pub fn admit(cfg: &Inbound, subject: &str, w: &Wire) -> std::result::Result<(), String> {
-    if !cfg.peers.iter().any(|p| p == &w.from_pantheon) {
+    if !cfg.peers.allows(&w.from_pantheon) {
         return Err(format!(
             "pantheon {:?} is not an allowed peer (--peer)",
             w.from_pantheon
@@ -231,6 +407,10 @@ pub fn admit(cfg: &Inbound, subject: &str, w: &Wire) -> std::result::Result<(), 
     }
     if !cfg.subjects.iter().any(|f| subject::matches(f, subject)) {
         return Err(format!("subject {subject:?} is not on the allowlist"));
+    }
+    if w.kind == "request" && w.envelope == EnvelopeKind::Pantheon {
+        cfg.peers
+            .reply_target(&cfg.name, &w.from_pantheon, w.reply_to.as_deref())?;
     }
     Ok(())
 }
@@ -277,7 +457,14 @@ pub fn take(c: &Conductor, cfg: &Inbound, subject: &str, w: &Wire) -> Result<Tak
                 remote_workflow_id: w.workflow_id.clone(),
                 workflow_id: wf.clone(),
                 handoff_id: hid.clone(),
-                reply_to: w.reply_to.clone(),
+                reply_to: match w.envelope {
+                    // The origin names no reply subject: its replies go to the peer's.
+                    EnvelopeKind::Origin => cfg
+                        .peers
+                        .get(&w.from_pantheon)
+                        .map(|p| p.default_reply_subject(&cfg.name)),
+                    EnvelopeKind::Pantheon => w.reply_to.clone(),
+                },
                 received_at: now_ts(),
                 replied: None,
             };
@@ -321,74 +508,220 @@ pub fn take(c: &Conductor, cfg: &Inbound, subject: &str, w: &Wire) -> Result<Tak
         )
     });
     let r: SubmitResult = c.submit_handoff_held(&handoff, hold)?;
+    mark_inbound(root, &entry.workflow_id, &w.from_pantheon)?;
     Ok(Taken::Request {
         workflow_id: r.workflow_id,
         status: r.status,
     })
 }
 
-/// Writes a reply record into the outbox for every inbound request whose dispatch a god has acked
-/// (accepted, completed or rejected) and that is not answered yet. Returns how many were written.
-pub fn collect_replies(c: &Conductor) -> Result<usize> {
-    let root = c.root();
-    let dir = bridge_dir(root).join("inbound");
-    let mut written = 0;
-    for path in crate::conductor::definition::config_files(&dir) {
-        let Some(mut e) =
-            read_json(&path)?.and_then(|v| serde_json::from_value::<LedgerEntry>(v).ok())
-        else {
-            continue;
-        };
-        if e.replied.is_some() || e.reply_to.is_none() {
-            continue;
-        }
-        let Ok(wf) = WorkflowId::parse(&e.workflow_id) else {
-            continue;
-        };
-        let Some(st) = files::load_state(root, &wf)? else {
-            continue;
-        };
-        let Some(ack) = st.acks.iter().find(|a| {
-            a.handoff_id == e.handoff_id
-                && matches!(
-                    a.status,
-                    AckStatus::Accepted | AckStatus::Completed | AckStatus::Rejected
-                )
-        }) else {
-            continue;
-        };
-        let reply_to = e.reply_to.clone().unwrap_or_default();
-        if subject::check_subject(&reply_to).is_err() {
-            continue;
-        }
-        let id = format!(
-            "rp_{}",
-            &derive_hex(&[&e.from_pantheon, &e.message_id])[..24]
-        );
-        let rec = OutboxRecord {
-            outbox_id: id.clone(),
-            kind: "reply".into(),
-            workflow_id: e.remote_workflow_id.clone(),
-            step: String::new(),
-            subject: reply_to,
-            message: ack.message.clone().unwrap_or_else(|| {
-                format!("{} by {}", ack.status, ack.god.clone().unwrap_or_default())
-            }),
-            payload: Value::Null,
-            created: now_ts(),
-            in_reply_to: Some(e.message_id.clone()),
-            status: Some(ack.status.to_string()),
-            extra: Map::new(),
-        };
-        let sent = outbox::sent_dir(root).join(format!("{id}.json"));
-        if !sent.exists() {
-            write_json(root, &outbox::record_path(root, &id)?, &rec)?;
-        }
-        e.replied = Some(id);
-        write_json(root, &path, &e)?;
-        written += 1;
+/// The key of a workflow's state that marks it as an inbound request of the bridge, from the peer
+/// it names (`{"peer": "konan"}`).
+pub const INBOUND_MARK: &str = "bridge_inbound";
+
+/// The peer whose inbound request started this workflow, if the bridge marked it so.
+pub fn inbound_peer(st: &crate::conductor::WorkflowState) -> Option<&str> {
+    st.extra
+        .get(INBOUND_MARK)
+        .and_then(|m| m.get("peer"))
+        .and_then(Value::as_str)
+}
+
+/// Marks the workflow an inbound request started (under its lock; repeating it is harmless), so
+/// that the handoff back to the peer finishes it (see `conductor::submit::route`).
+fn mark_inbound(root: &Root, wf: &str, peer: &str) -> Result<()> {
+    let wf = WorkflowId::parse(wf)?;
+    let _lock = crate::store::lock::FileLock::exclusive(root, &root.workflow_lock_path(&wf))?;
+    let Some(mut st) = files::load_state(root, &wf)? else {
+        return Ok(());
+    };
+    if inbound_peer(&st) == Some(peer) {
+        return Ok(());
     }
-    Ok(written)
+    st.extra
+        .insert(INBOUND_MARK.into(), json!({ "peer": peer }));
+    files::write_state(root, &wf, &st)
+}
+
+/// Inbound requests still waiting for a god's ack, by local workflow. The bridge reads every ledger
+/// entry once ([`AwaitingReplies::scan`]), then looks only at the workflows whose state changed, so
+/// its idle cost does not grow with the number of unanswered requests.
+#[derive(Debug, Default, Clone)]
+pub struct AwaitingReplies {
+    by_wf: std::collections::BTreeMap<String, std::path::PathBuf>,
+}
+
+impl AwaitingReplies {
+    /// Every ledger entry not yet answered that has somewhere to answer to.
+    pub fn scan(root: &Root) -> Self {
+        let mut out = Self::default();
+        for path in crate::conductor::definition::config_files(&bridge_dir(root).join("inbound")) {
+            let Ok(Some(v)) = read_json(&path) else {
+                continue;
+            };
+            let Ok(e) = serde_json::from_value::<LedgerEntry>(v) else {
+                continue;
+            };
+            if e.replied.is_none() && e.reply_to.is_some() {
+                out.by_wf.insert(e.workflow_id, path);
+            }
+        }
+        out
+    }
+
+    /// Adds the entry of message `id` (just taken) when it waits for a reply; returns its workflow.
+    pub fn note(&mut self, root: &Root, id: &str) -> Option<String> {
+        let path = ledger_path(root, id);
+        if let Ok(Some(v)) = read_json(&path)
+            && let Ok(e) = serde_json::from_value::<LedgerEntry>(v)
+            && e.replied.is_none()
+            && e.reply_to.is_some()
+        {
+            self.by_wf.insert(e.workflow_id.clone(), path);
+            return Some(e.workflow_id);
+        }
+        None
+    }
+
+    /// How many requests wait.
+    pub fn len(&self) -> usize {
+        self.by_wf.len()
+    }
+
+    /// True when none waits.
+    pub fn is_empty(&self) -> bool {
+        self.by_wf.is_empty()
+    }
+
+    /// True when the workflow is one of the waiting requests'.
+    pub fn waits(&self, wf: &str) -> bool {
+        self.by_wf.contains_key(wf)
+    }
+
+    /// Every waiting workflow.
+    pub fn workflows(&self) -> Vec<String> {
+        self.by_wf.keys().cloned().collect()
+    }
+
+    /// Looks at the given workflows: writes a reply record into the outbox for each whose dispatch a
+    /// god has acked (accepted, completed or rejected), on the sender's reply subject (only one of
+    /// its peer's, see [`Peers::reply_target`]; another is dead-lettered with the reason). Returns
+    /// how many were written, and what was refused.
+    pub fn collect(
+        &mut self,
+        c: &Conductor,
+        cfg: &Inbound,
+        wfs: &[String],
+    ) -> Result<(usize, Vec<String>)> {
+        let mut written = 0;
+        let mut refused = Vec::new();
+        for wf in wfs {
+            let Some(path) = self.by_wf.get(wf).cloned() else {
+                continue;
+            };
+            match reply_one(c, cfg, &path)? {
+                ReplyStep::Waiting => {}
+                ReplyStep::Done(n) => {
+                    written += n;
+                    self.by_wf.remove(wf);
+                }
+                ReplyStep::Refused(why) => {
+                    refused.push(why);
+                    self.by_wf.remove(wf);
+                }
+            }
+        }
+        Ok((written, refused))
+    }
+}
+
+enum ReplyStep {
+    Waiting,
+    Done(usize),
+    Refused(String),
+}
+
+fn reply_one(c: &Conductor, cfg: &Inbound, path: &std::path::Path) -> Result<ReplyStep> {
+    let root = c.root();
+    let Some(mut e) = read_json(path)?.and_then(|v| serde_json::from_value::<LedgerEntry>(v).ok())
+    else {
+        return Ok(ReplyStep::Done(0));
+    };
+    if e.replied.is_some() || e.reply_to.is_none() {
+        return Ok(ReplyStep::Done(0));
+    }
+    let Ok(wf) = WorkflowId::parse(&e.workflow_id) else {
+        return Ok(ReplyStep::Done(0));
+    };
+    let Some(st) = files::load_state(root, &wf)? else {
+        return Ok(ReplyStep::Waiting);
+    };
+    let Some(ack) = st.acks.iter().find(|a| {
+        a.handoff_id == e.handoff_id
+            && matches!(
+                a.status,
+                AckStatus::Accepted | AckStatus::Completed | AckStatus::Rejected
+            )
+    }) else {
+        return Ok(ReplyStep::Waiting);
+    };
+    let reply_to = match cfg
+        .peers
+        .reply_target(&cfg.name, &e.from_pantheon, e.reply_to.as_deref())
+    {
+        Ok(s) => s,
+        Err(why) => {
+            let why = format!(
+                "reply to request {} from {} not sent: {why}",
+                e.message_id, e.from_pantheon
+            );
+            let dead = dead_dir(root).join(format!("reply_{}.json", encode_key(&e.message_id)));
+            write_json(
+                root,
+                &dead,
+                &json!({"reason": why, "ledger": e, "dead_at": now_ts()}),
+            )?;
+            e.replied = Some("refused".into());
+            write_json(root, path, &e)?;
+            return Ok(ReplyStep::Refused(why));
+        }
+    };
+    let id = format!(
+        "rp_{}",
+        &derive_hex(&[&e.from_pantheon, &e.message_id])[..24]
+    );
+    let mut extra = Map::new();
+    extra.insert("peer".into(), json!(e.from_pantheon));
+    let rec = OutboxRecord {
+        outbox_id: id.clone(),
+        kind: "reply".into(),
+        workflow_id: e.remote_workflow_id.clone(),
+        step: String::new(),
+        subject: reply_to,
+        message: ack.message.clone().unwrap_or_else(|| {
+            format!("{} by {}", ack.status, ack.god.clone().unwrap_or_default())
+        }),
+        payload: Value::Null,
+        created: now_ts(),
+        in_reply_to: Some(e.message_id.clone()),
+        status: Some(ack.status.to_string()),
+        extra,
+    };
+    let sent = outbox::sent_dir(root).join(format!("{id}.json"));
+    if !sent.exists() {
+        write_json(root, &outbox::record_path(root, &id)?, &rec)?;
+    }
+    e.replied = Some(id);
+    write_json(root, path, &e)?;
+    Ok(ReplyStep::Done(1))
+}
+
+/// Writes a reply record for every inbound request a god has acked and that is not answered yet
+/// (one full pass of [`AwaitingReplies`]). Returns how many were written.
+pub fn collect_replies(c: &Conductor, cfg: &Inbound) -> Result<usize> {
+    let mut a = AwaitingReplies::scan(c.root());
+    let all = a.workflows();
+    Ok(a.collect(c, cfg, &all)?.0)
 }
 
 /// Keeps a message that was refused (`conductor/bridge/dead/`), with why; never retried.
@@ -512,6 +845,85 @@ mod tests {
         assert!(parse_wire(&vec![b' '; MAX_MESSAGE + 1]).is_err());
         assert_eq!(redact_url("nats://u:secret@h:4222"), "nats://h:4222");
         assert_eq!(redact_url("nats://h:4222"), "nats://h:4222");
+        // A message without the field is not "version 0": the reason names what it is not.
+        let cfg = Inbound {
+            name: "tallon".into(),
+            peers: Peers::from_flags(&["konan".into()], &[]).unwrap(),
+            ..Default::default()
+        };
+        let origin =
+            br#"{"id":"a-1","type":"deploy","source":"konan","target":"tallon","context":{}}"#;
+        let e = parse_message(origin, &cfg).unwrap_err();
+        assert!(
+            e.contains("peer konan is not declared with the origin's envelope"),
+            "{e}"
+        );
+        assert!(!e.contains("version 0"));
+    }
+
+    #[test]
+    fn the_origins_envelope_round_trips_requests_and_replies() {
+        let side = |me: &str, peer: &str| Inbound {
+            name: me.into(),
+            peers: Peers::from_flags(&[format!("{peer}:core:origin")], &[]).unwrap(),
+            ..Default::default()
+        };
+        let (konan, tallon) = (side("konan", "tallon"), side("tallon", "konan"));
+        let request = OutboxRecord {
+            outbox_id: "ob_1".into(),
+            kind: "request".into(),
+            workflow_id: "wf_deploy_1".into(),
+            step: "notify".into(),
+            subject: "subspace.konan.outgoing.tallon".into(),
+            message: "deploy please".into(),
+            payload: json!({"feature_summary": "f"}),
+            ..Default::default()
+        };
+        let body = encode(&request, "konan", konan.peers.get("tallon"));
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        for k in peer::ORIGIN_KEYS {
+            assert!(v.get(k).is_some(), "{k} missing: {v}");
+        }
+        assert_eq!(v["context"]["reply_to"], "subspace.tallon.outgoing.konan");
+        let w = parse_message(&body, &tallon).unwrap();
+        assert_eq!(
+            (w.kind.as_str(), w.from_pantheon.as_str()),
+            ("request", "konan")
+        );
+        assert_eq!(w.payload["payload"]["feature_summary"], "f");
+        assert_eq!(w.message, "deploy please");
+        assert!(
+            admit(
+                &Inbound {
+                    subjects: vec![">".into()],
+                    ..tallon.clone()
+                },
+                "x.y",
+                &w
+            )
+            .is_ok()
+        );
+        let reply = OutboxRecord {
+            outbox_id: "rp_1".into(),
+            kind: "reply".into(),
+            workflow_id: "wf_deploy_1".into(),
+            subject: "subspace.tallon.outgoing.konan".into(),
+            message: "done".into(),
+            in_reply_to: Some("ob_1".into()),
+            status: Some("completed".into()),
+            ..Default::default()
+        };
+        let body = encode(&reply, "tallon", tallon.peers.get("konan"));
+        let w = parse_message(&body, &konan).unwrap();
+        assert_eq!(w.kind, "reply");
+        assert_eq!(w.in_reply_to.as_deref(), Some("ob_1"));
+        assert_eq!(w.status.as_deref(), Some("completed"));
+        let wrong = br#"{"id":"a-2","type":"deploy","source":"konan","target":"vulcan"}"#;
+        assert!(
+            parse_message(wrong, &tallon)
+                .unwrap_err()
+                .contains("not this pantheon")
+        );
         assert_eq!(
             redact_url("nats://a:s1@h:1,nats://tok@g:2"),
             "nats://h:1,nats://g:2"

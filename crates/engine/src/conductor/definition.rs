@@ -83,6 +83,9 @@ pub struct PublishDef {
     pub message: Option<Template>,
     /// The JSON payload whose strings are templates; absent: an empty payload.
     pub payload: Option<PayloadTemplate>,
+    /// The peer the record goes to (its transport and envelope are the bridge's `--peer`); absent:
+    /// the subject's last token when it names a peer.
+    pub peer: Option<String>,
 }
 
 /// The god a `nats_publish` step without one is recorded under: the bridge performs it.
@@ -252,10 +255,22 @@ impl WorkflowDef {
                         }
                     },
                 };
+                let peer = match field("peer").and_then(scalar_text) {
+                    None => None,
+                    Some(p) if crate::store::is_valid_name(&p) => Some(p),
+                    Some(p) => {
+                        problems.push(format!(
+                            "step {:?}: peer {p:?} is not a pantheon name",
+                            step.id
+                        ));
+                        None
+                    }
+                };
                 step.publish = Some(PublishDef {
                     subject,
                     message,
                     payload,
+                    peer,
                 });
             }
         }

@@ -217,6 +217,10 @@ pub(crate) fn advance(
                 .as_ref()
                 .map(|p| p.render(&vars))
                 .unwrap_or(Value::Null);
+            let mut rec_extra = Map::new();
+            if let Some(p) = &publish.peer {
+                rec_extra.insert("peer".into(), json!(p));
+            }
             let rec = OutboxRecord {
                 outbox_id: outbox_id.clone(),
                 kind: "request".into(),
@@ -226,6 +230,7 @@ pub(crate) fn advance(
                 message: message.clone(),
                 payload,
                 created: now.clone(),
+                extra: rec_extra,
                 ..Default::default()
             };
             let path = record_path(root, &outbox_id)?;
@@ -422,6 +427,26 @@ pub fn mark_sent(root: &Root, rec: &OutboxRecord, stream_seq: u64) -> Result<()>
         m.insert("stream_seq".into(), json!(stream_seq));
     }
     write_json(root, &to, &v)?;
+    if from.exists() {
+        super::files::remove_file(root, &from)?;
+    }
+    Ok(())
+}
+
+/// Gives up on a record the bridge could not publish: it is kept with the reason as a dead letter
+/// (`conductor/bridge/dead/outbox_{id}.json`), then the pending file is removed. Repeating it is
+/// harmless.
+pub fn give_up(root: &Root, rec: &OutboxRecord, reason: &str, attempts: u64) -> Result<()> {
+    let from = record_path(root, &rec.outbox_id)?;
+    let to = crate::bridge::dead_dir(root).join(format!("outbox_{}.json", rec.outbox_id));
+    write_json(
+        root,
+        &to,
+        &json!({
+            "outbox_id": rec.outbox_id, "subject": rec.subject, "reason": reason,
+            "attempts": attempts, "dead_at": now_ts(), "record": rec,
+        }),
+    )?;
     if from.exists() {
         super::files::remove_file(root, &from)?;
     }

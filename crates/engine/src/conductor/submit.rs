@@ -279,6 +279,19 @@ pub(crate) fn route(root: &Root, h: &Handoff, state: Option<&WorkflowState>) -> 
             warnings,
         });
     }
+    // An inbound request of the bridge ends at its reply: the handoff back to the peer that sent it
+    // (what a `completed` ack records) finishes the workflow; the bridge sends the reply. It is
+    // never dispatched to a god named after the peer.
+    if let Some(st) = state
+        && crate::bridge::inbound_peer(st) == Some(h.to_god.as_str())
+    {
+        return Ok(Route {
+            target: Target::Complete,
+            definition: None,
+            rule: None,
+            warnings,
+        });
+    }
     let (rules, errors) = load_rules(root);
     for e in &errors {
         warnings.push(format!(

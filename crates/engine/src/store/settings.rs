@@ -120,6 +120,8 @@ impl Settings {
                     .warnings
                     .push(bad(&format!("a count from 1 to {MAX_MAX_DELIVERIES}"))),
             },
+            // Read by `pantheon bridge` (peers' transport and envelope, docs/NATS.md).
+            "bridge" => {}
             other => self.warnings.push(format!(
                 "{source}: unknown key {other:?} ignored (known: {})",
                 CONFIG_KEYS.join(", ")
