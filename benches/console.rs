@@ -411,6 +411,144 @@ fn idle_cpu() {
         .status();
 }
 
+/// Event -> hook: a file change that makes an attention item (an expired lock written into
+/// `locks.json`), until the `--on-attention` command has started (it writes the time it started);
+/// then time -> hook: a lock whose lease runs out with no file changing, from its `expires_at`
+/// until the hook started. The real console in tmux, `--notify-every 0`.
+fn hook_latency() {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_pantheon"));
+    if std::process::Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        println!("event -> hook: skipped (needs tmux)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let run = |args: &[&str]| {
+        let ok = std::process::Command::new(&bin)
+            .arg("--root")
+            .arg(&root)
+            .args(args)
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(ok, "pantheon {args:?}");
+    };
+    std::fs::create_dir_all(&root).unwrap();
+    run(&["init"]);
+    run(&["bus", "--track", "alpha", "init"]);
+    let locks_path = root.join("conductor/tracks/alpha/.message-bus/locks.json");
+    let out = dir.path().join("hook.out");
+    let write_locks = |locks: &serde_json::Map<String, serde_json::Value>| {
+        let tmp = locks_path.with_extension("tmp");
+        std::fs::write(&tmp, serde_json::to_vec(locks).unwrap()).unwrap();
+        let at = std::time::SystemTime::now();
+        std::fs::rename(&tmp, &locks_path).unwrap();
+        at
+    };
+    let sock = format!("pantheon-hook-bench-{}", std::process::id());
+    let cmd = format!(
+        "exec env PANTHEON_LOG=/dev/null {} --root {} console --notify-every 0 --on-attention 'date +%s%N >> {}'",
+        bin.display(),
+        root.display(),
+        out.display()
+    );
+    std::process::Command::new("tmux")
+        .args([
+            "-L",
+            &sock,
+            "new-session",
+            "-d",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            &cmd,
+        ])
+        .status()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let started = |n: usize| -> Option<Vec<u128>> {
+        let t0 = Instant::now();
+        loop {
+            let lines: Vec<u128> = std::fs::read_to_string(&out)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect();
+            if lines.len() >= n {
+                return Some(lines);
+            }
+            if t0.elapsed() > Duration::from_secs(10) {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    let ns = |t: std::time::SystemTime| t.duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let mut locks = serde_json::Map::new();
+    let entry = |exp: chrono::DateTime<chrono::Utc>| {
+        serde_json::json!({"worker_id": "w1", "acquired_at": (exp - chrono::Duration::minutes(1)).to_rfc3339(),
+                           "expires_at": exp.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)})
+    };
+    let samples = 30;
+    let mut event = Vec::new();
+    for i in 0..samples {
+        locks.insert(
+            format!("event/{i}.rs"),
+            entry(chrono::Utc::now() - chrono::Duration::minutes(5)),
+        );
+        let at = write_locks(&locks);
+        match started(i + 1) {
+            Some(lines) => event.push((lines[i] as f64 - ns(at) as f64) / 1e6),
+            None => {
+                println!("event -> hook: the hook did not run for sample {i}");
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    let mut timed = Vec::new();
+    for i in 0..samples {
+        let exp = chrono::Utc::now() + chrono::Duration::milliseconds(700);
+        locks.insert(format!("lease/{i}.rs"), entry(exp));
+        write_locks(&locks);
+        match started(samples + i + 1) {
+            Some(lines) => {
+                let exp_ns = exp.timestamp_nanos_opt().unwrap() as f64;
+                timed.push((lines[samples + i] as f64 - exp_ns) / 1e6);
+            }
+            None => {
+                println!("time -> hook: the hook did not run for sample {i}");
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    let _ = std::process::Command::new("tmux")
+        .args(["-L", &sock, "kill-server"])
+        .status();
+    for (what, mut v) in [
+        ("event -> hook (file change to hook started)", event),
+        ("time -> hook (lease ran out to hook started)", timed),
+    ] {
+        if v.is_empty() {
+            continue;
+        }
+        println!(
+            "{what}: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms over {} samples",
+            pct(&mut v, 0.50),
+            pct(&mut v, 0.99),
+            v.iter().cloned().fold(f64::MIN, f64::max),
+            v.len()
+        );
+    }
+}
+
 /// Writes a root of `n` workflows (every fifth waiting for an ack, the rest completed), each with a
 /// dispatch in one of 50 inboxes and a handoff file in its own `shared/handoffs/` directory. The
 /// files are written by one thread per core (100,000 workflows are some 300,000 files).
@@ -843,9 +981,13 @@ fn main() {
     if args.iter().any(|a| a == "render") {
         return render_times();
     }
+    if args.iter().any(|a| a == "hook") {
+        return hook_latency();
+    }
     latency(10, 50);
     latency(1000, 3000);
     render_times();
+    hook_latency();
     idle_cpu();
     let gib = std::env::var("PANTHEON_BENCH_QUEUE_MIB")
         .ok()

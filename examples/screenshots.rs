@@ -85,6 +85,14 @@ fn dead_letters(root: &Path) {
     for m in [3, 6, 9] {
         c.tick(t + chrono::Duration::minutes(m));
     }
+    // One more after the passes: it waits for its ack, with a deadline (pane 2 shows `1/3 due 2m`).
+    let h = serde_json::json!({
+        "handoff_id": "hof_20260614_e5c019", "workflow_id": "wf_pager_19", "from_god": "iris",
+        "to_god": "hermes", "step": "intake", "routing": {"workflow_definition": "escalation"},
+        "context": {"summary": "Search latency p99 at 4 s", "decisions": ["page the on-call god"],
+                    "artifacts": [], "open_questions": [], "gates_passed": []}
+    });
+    c.submit_handoff(&h).expect("submit");
 }
 
 fn sim(root: &Path) -> Sim {
@@ -264,6 +272,13 @@ fn main() {
                 key(a, KeyCode::Esc);
                 a.dispatch(Action::GoPane(Pane::Inboxes));
                 a.dispatch(Action::Top);
+                // The first dispatch that can be acked (a held one is approved or rejected).
+                let rows =
+                    pantheon::console::items::dispatches(&a.snapshot, &a.filter(Pane::Inboxes));
+                let first = rows.iter().position(|r| !r.held).unwrap_or(0);
+                for _ in 0..first {
+                    a.dispatch(Action::Down);
+                }
                 a.dispatch(Action::Ack(None));
             }),
         ),
@@ -312,10 +327,29 @@ fn main() {
             }),
         ),
     ];
+    let mut drawn: Vec<(String, String)> = Vec::new();
     for (name, step) in shots.iter() {
         step(&mut app);
+        // Each picture shows what its name says, and no two are the same: a step that did not
+        // reach its dialog or pane stops the script instead of leaving a stale picture.
+        if let Err(why) = shows(&app, name) {
+            eprintln!(
+                "error: {name}.png would not show its subject: {why}{}",
+                app.flash
+                    .as_ref()
+                    .map(|f| format!(" (the console said: {})", f.text))
+                    .unwrap_or_default()
+            );
+            std::process::exit(1);
+        }
         // No flash left over from an earlier step.
         app.flash = None;
+        let screen = text_of(&app, W, H);
+        if let Some((other, _)) = drawn.iter().find(|(_, s)| *s == screen) {
+            eprintln!("error: {name}.png would be the same picture as {other}.png");
+            std::process::exit(1);
+        }
+        drawn.push(((*name).to_owned(), screen));
         let png = if matches!(app.mode, Mode::Help(_)) {
             // The whole reference in one picture: as tall as its rows.
             shoot(&app, W, H, frames.path(), "probe");
@@ -325,6 +359,59 @@ fn main() {
             shoot(&app, W, H, &out, name)
         };
         println!("{}", png.display());
+    }
+}
+
+/// The screen as text, for comparing two pictures.
+fn text_of(app: &App, w: u16, h: u16) -> String {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| views::draw(f, app, &Theme::plain(true)))
+        .unwrap();
+    term.backend()
+        .buffer()
+        .content
+        .iter()
+        .map(|c| c.symbol())
+        .collect()
+}
+
+/// Whether `app` shows what the picture `name` says: its pane (`3-bus`), a detail (`-detail`), the
+/// dialog (`dialog-ack`: a dialog open, titled for it) or the help.
+fn shows(app: &App, name: &str) -> Result<(), String> {
+    let dialog = |want: &str| -> Result<(), String> {
+        let screen = text_of(app, W, H);
+        let open = !matches!(app.mode, Mode::Normal | Mode::Help(_));
+        if open && screen.to_lowercase().contains(want) {
+            Ok(())
+        } else {
+            Err(format!("no {want} dialog is open ({:?})", app.mode))
+        }
+    };
+    match name {
+        "help" => matches!(app.mode, Mode::Help(_))
+            .then_some(())
+            .ok_or_else(|| "the help is not open".to_owned()),
+        "dialog-ack" => dialog("acknowledge as"),
+        "dialog-abort" => dialog("abort"),
+        "dialog-resolve" => dialog("resolve"),
+        "dialog-requeue" => dialog("requeue"),
+        _ => {
+            let number: usize = name
+                .split('-')
+                .next()
+                .and_then(|n| n.parse().ok())
+                .ok_or_else(|| format!("{name} names no pane"))?;
+            if app.pane.number() != number {
+                return Err(format!("pane {} is shown, not {number}", app.pane.number()));
+            }
+            if name.ends_with("-detail") != app.pane_state().detail {
+                return Err(format!("detail open: {}", app.pane_state().detail));
+            }
+            if !matches!(app.mode, Mode::Normal) {
+                return Err(format!("a dialog is open: {:?}", app.mode));
+            }
+            Ok(())
+        }
     }
 }
 

@@ -138,7 +138,7 @@ fn parse_desktop(s: &str) -> Result<crate::console::notify::Desktop, String> {
     crate::console::notify::Desktop::parse(s).ok_or_else(|| format!("{s:?}: use osc9 or osc777"))
 }
 
-fn run_console(args: ConsoleArgs, root: &Root) -> anyhow::Result<Outcome> {
+fn run_console(args: ConsoleArgs, root: &Root, actor: Option<String>) -> anyhow::Result<Outcome> {
     // A config that cannot be used stops here, before the terminal is taken, with its line.
     let config = crate::console::config::load(args.config.as_deref())?;
     crate::console::terminal::require_terminal(
@@ -156,6 +156,7 @@ fn run_console(args: ConsoleArgs, root: &Root) -> anyhow::Result<Outcome> {
             notify_desktop: args.notify_desktop,
             on_attention: args.on_attention,
             notify_every: args.notify_every,
+            actor,
         },
     );
     crate::console::run::run(root.clone(), opts)?;
@@ -401,8 +402,8 @@ pub fn run(cli: Cli) -> ExitCode {
     };
     let origin = Origin::new(cli.actor.as_deref(), "cli");
     let result: anyhow::Result<Outcome> = match cli.command {
-        None => run_console(cli.console, &root),
-        Some(Command::Console(args)) => run_console(args, &root),
+        None => run_console(cli.console, &root, cli.actor),
+        Some(Command::Console(args)) => run_console(args, &root, cli.actor),
         Some(Command::Demo(args)) => crate::demo::run(args, cli.root.as_deref()),
         Some(Command::Validate) => run_validate(&root),
         Some(Command::Mcp) => crate::mcp::serve(root).map(|()| Outcome::Exit(ExitCode::SUCCESS)),

@@ -129,6 +129,9 @@ pub enum Action {
     Down,
     PageUp,
     PageDown,
+    /// Half a page down / up (`C-d` / `C-u`, as in less, vim, k9s and lazygit).
+    HalfPageDown,
+    HalfPageUp,
     Top,
     Bottom,
     Open,
@@ -221,6 +224,8 @@ impl Action {
             Action::Down => "down",
             Action::PageUp => "page up",
             Action::PageDown => "page down",
+            Action::HalfPageDown => "half page down",
+            Action::HalfPageUp => "half page up",
             Action::Top => "top",
             Action::Bottom => "bottom / follow",
             Action::Open => "details",
@@ -451,6 +456,12 @@ impl Default for Keymap {
         bind(vec![Key::ch('k'), Key::plain(Up)], g, Action::Up, false);
         bind(vec![Key::plain(PageDown)], g, Action::PageDown, false);
         bind(vec![Key::plain(PageUp)], g, Action::PageUp, false);
+        let ctrl = |c: char| Key {
+            code: Char(c),
+            ctrl: true,
+        };
+        bind(vec![ctrl('d')], g, Action::HalfPageDown, false);
+        bind(vec![ctrl('u')], g, Action::HalfPageUp, false);
         bind(vec![Key::ch('g'), Key::plain(Home)], g, Action::Top, false);
         bind(
             vec![Key::ch('G'), Key::plain(End)],

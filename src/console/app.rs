@@ -71,6 +71,24 @@ pub struct Confirm {
     pub lines: Vec<(Tone, String)>,
     /// False: Cancel is focused (the default).
     pub confirm_focused: bool,
+    /// The version of the records shown (see `shown`): `Enter` refuses once they changed.
+    pub shown: super::shown::Version,
+    /// What changed since the dialog was shown (then `Enter` refuses, and the lines stay the
+    /// ones the operator read).
+    pub changed: Option<String>,
+}
+
+impl Confirm {
+    /// A confirmation of `op` with these lines, bound to the records as `snap` has them.
+    pub fn new(op: Op, lines: Vec<(Tone, String)>, snap: &Snapshot) -> Self {
+        Self {
+            shown: super::shown::version(&op, snap),
+            op,
+            lines,
+            confirm_focused: false,
+            changed: None,
+        }
+    }
 }
 
 /// What a text prompt's answer is for.
@@ -167,6 +185,9 @@ pub struct CommandLine {
     /// The history entry shown (None: the line being typed, kept in `draft`).
     pub recalled: Option<usize>,
     pub draft: String,
+    /// What `Tab` found when several commands or arguments fit, shown beside the line while it is
+    /// open (cleared by the next edit).
+    pub candidates: Option<String>,
 }
 
 /// Per-pane view state.
@@ -185,6 +206,9 @@ pub struct PaneState {
     pub sort: Option<items::Sort>,
     /// The marked records (identities, in marking order): bulk actions apply to them (see `marks`).
     pub picked: Vec<String>,
+    /// In a newest-first list (journal, attention): the operator moved off the newest row, so the
+    /// selection stays on its record instead of following new entries (see [`App::following`]).
+    pub moved: bool,
 }
 
 /// A flash or notification kept for `:messages`.
@@ -240,6 +264,8 @@ pub struct App {
     pub paused_at: Option<String>,
     /// One-line hints the first time something needs the operator (the demo turns them on).
     pub hints: Option<FirstTimeHints>,
+    /// Who the journal records for this console's acts (`--actor`, else the login name).
+    pub actor: String,
     /// The config's thresholds (stale, overdue, held too long).
     pub thresholds: super::config::Thresholds,
     /// The config's `[notify]` settings, for the attention notifier.
@@ -308,6 +334,8 @@ impl App {
             inbox_god: None,
             paused_at: None,
             hints: None,
+            // The run loop sets the real one (`--actor`, else the login name).
+            actor: super::ops::OPERATOR.to_owned(),
             thresholds: Default::default(),
             notify: Default::default(),
             table_at: Cell::new(None),
@@ -976,12 +1004,54 @@ impl App {
                 }
             }
         }
-        if let Mode::Confirm(c) = &mut self.mode
-            && !matches!(c.op, Op::Cleanup { .. })
-        {
-            c.lines = super::preview::describe(&c.op, &self.snapshot, self.now);
+        for pane in [Pane::Attention, Pane::Journal] {
+            if self.following(pane) {
+                let st = &mut self.panes[pane.number() - 1];
+                st.selected = 0;
+                st.gone = None;
+            }
+        }
+        if let Mode::Confirm(c) = &mut self.mode {
+            let now = super::shown::version(&c.op, &self.snapshot);
+            c.changed = super::shown::changed(&c.shown, &now);
+            // Re-described from the new files only while they still are what was shown: once a
+            // record changed, the lines stay the ones the operator read, and the dialog says what
+            // changed (Enter then refuses).
+            if c.changed.is_none() && !matches!(c.op, Op::Cleanup { .. }) {
+                let mut lines = super::preview::describe(&c.op, &self.snapshot, self.now);
+                lines.push((Tone::Dim, recorded_as(&self.actor)));
+                c.lines = lines;
+            }
         }
         self.first_time_hints();
+    }
+
+    /// True when `pane` lists newest first (journal, attention) and its selection follows the newest
+    /// entry: until the operator moves off the top row (`g` follows again), as the bus tail does.
+    pub fn following(&self, pane: Pane) -> bool {
+        matches!(pane, Pane::Attention | Pane::Journal) && {
+            let st = &self.panes[pane.number() - 1];
+            !st.moved && !st.detail && st.picked.is_empty()
+        }
+    }
+
+    /// After the selection of the current pane moved: a newest-first list follows the newest again
+    /// when the top row is selected, and stays on its record otherwise.
+    fn moved_in_newest_first(&mut self) {
+        if matches!(self.pane, Pane::Attention | Pane::Journal) {
+            let st = self.pane_state_mut();
+            st.moved = st.selected != 0;
+        }
+    }
+
+    /// Entering a pane: a newest-first list that follows starts on its newest entry, so `z` and
+    /// `Enter` have a record at once.
+    fn entered_pane(&mut self) {
+        if self.following(self.pane) {
+            let st = self.pane_state_mut();
+            st.selected = 0;
+            st.gone = None;
+        }
     }
 
     /// The identities of the rows of `pane`, in row order (what selection, marks and jumps follow).
@@ -1233,13 +1303,14 @@ impl App {
                     Vec::new()
                 }
                 KeyCode::Tab => {
-                    self.complete(&mut cl.edit);
+                    cl.candidates = self.complete(&mut cl.edit);
                     self.mode = Mode::Command(cl);
                     Vec::new()
                 }
                 _ => {
                     if cl.edit.handle(&ev) == Edit::Changed {
                         cl.recalled = None;
+                        cl.candidates = None;
                     }
                     self.mode = Mode::Command(cl);
                     Vec::new()
@@ -1305,6 +1376,20 @@ impl App {
                     Vec::new()
                 }
                 Some(Action::Submit) => {
+                    let now = super::shown::version(&c.op, &self.snapshot);
+                    if c.confirm_focused
+                        && let Some(what) = super::shown::changed(&c.shown, &now)
+                    {
+                        // It acts on exactly what it showed: a newer state is refused, named.
+                        self.flash(
+                            FlashKind::Error,
+                            format!(
+                                "{} refused: changed since it was shown ({what}); nothing was done",
+                                c.op.title()
+                            ),
+                        );
+                        return Vec::new();
+                    }
                     if c.confirm_focused {
                         self.in_flight += 1;
                         self.acted_on = self
@@ -1358,12 +1443,27 @@ impl App {
             }
         }
         match action {
+            // In a detail or raw view `q` goes back, as it closes the overlays; C-c still quits.
+            Action::Quit if detail => {
+                let st = self.pane_state_mut();
+                st.detail = false;
+                st.raw = false;
+            }
             Action::Quit => return vec![Effect::Quit],
             Action::Help => self.mode = Mode::Help(HelpView::default()),
             Action::Issues => self.mode = Mode::Issues,
-            Action::NextPane => self.pane = self.pane.next(),
-            Action::PrevPane => self.pane = self.pane.prev(),
-            Action::GoPane(p) => self.pane = p,
+            Action::NextPane => {
+                self.pane = self.pane.next();
+                self.entered_pane();
+            }
+            Action::PrevPane => {
+                self.pane = self.pane.prev();
+                self.entered_pane();
+            }
+            Action::GoPane(p) => {
+                self.pane = p;
+                self.entered_pane();
+            }
             Action::Up if detail => self.scroll_by(-1),
             Action::Down if detail => self.scroll_by(1),
             Action::PageUp if detail => self.scroll_by(-(self.page.max(1) as isize)),
@@ -1376,6 +1476,10 @@ impl App {
             Action::Down => self.move_by(1),
             Action::PageUp => self.move_by(-(self.page.max(1) as isize)),
             Action::PageDown => self.move_by(self.page.max(1) as isize),
+            Action::HalfPageDown if detail => self.scroll_by((self.page / 2).max(1) as isize),
+            Action::HalfPageUp if detail => self.scroll_by(-((self.page / 2).max(1) as isize)),
+            Action::HalfPageDown => self.move_by((self.page / 2).max(1) as isize),
+            Action::HalfPageUp => self.move_by(-((self.page / 2).max(1) as isize)),
             Action::Top => {
                 if self.pane == Pane::Bus && self.follow {
                     self.pause();
@@ -1384,6 +1488,7 @@ impl App {
                 st.selected = 0;
                 st.scroll = 0;
                 st.gone = None;
+                self.moved_in_newest_first();
             }
             Action::Bottom => {
                 if self.pane == Pane::Bus {
@@ -1392,6 +1497,7 @@ impl App {
                 let n = self.row_count();
                 self.pane_state_mut().selected = n.saturating_sub(1);
                 self.pane_state_mut().gone = None;
+                self.moved_in_newest_first();
             }
             Action::Open if self.pane == Pane::Attention && !detail => {
                 if self.refuse_if_gone(Pane::Attention) {
@@ -1589,6 +1695,13 @@ impl App {
     /// What `y` copies for row `i` of the current pane: a workflow id, a handoff id, a message id,
     /// a lock's path, a worker id, a director.
     fn yank_text(&self, i: usize) -> Option<String> {
+        self.yank_raw(i)
+            .map(|t| super::clipboard::printable(&t))
+            .filter(|t| !t.is_empty())
+    }
+
+    /// [`App::yank_text`] as the file has it (control characters and all).
+    fn yank_raw(&self, i: usize) -> Option<String> {
         let s = &self.snapshot;
         let f = self.filter(self.pane);
         match self.pane {
@@ -1633,6 +1746,7 @@ impl App {
         }
         let next = (cur + delta).clamp(0, n.saturating_sub(1) as isize) as usize;
         self.pane_state_mut().selected = next;
+        self.moved_in_newest_first();
         if self.pane == Pane::Bus && n > 0 && next == n - 1 && delta > 0 {
             self.follow = true;
         }
@@ -1730,7 +1844,23 @@ impl App {
     }
 
     fn ask(&mut self, label: impl Into<String>, required: bool, input: String, purpose: PromptFor) {
+        // With marks, the prompt is asked once for every marked record: it says so, not the one
+        // record the selection stands on (the confirmation then lists each).
+        let marked = self.pane_state().picked.len();
         let title = match &purpose {
+            PromptFor::Ack { status, .. } if marked > 0 => {
+                format!("Ack {marked} marked dispatch(es) as {}", status.as_str())
+            }
+            PromptFor::RejectHeld(_) if marked > 0 => {
+                format!("Reject {marked} marked held dispatch(es)")
+            }
+            PromptFor::Abort(_) if marked > 0 && self.pane == Pane::DeadLetters => {
+                format!("Abort the workflows of {marked} marked dead letter(s)")
+            }
+            PromptFor::Abort(_) if marked > 0 => format!("Abort {marked} marked workflow(s)"),
+            PromptFor::Requeue { .. } if marked > 0 => {
+                format!("Requeue {marked} marked dead letter(s)")
+            }
             PromptFor::Ack { target, status, .. } => {
                 format!("Ack {} as {}", target.handoff_id, status.as_str())
             }
@@ -1875,15 +2005,18 @@ impl App {
     }
 
     /// Tab on the `:` line: one candidate is taken whole, several are extended to what they share
-    /// (and listed in a flash).
-    fn complete(&mut self, edit: &mut LineEditor) {
+    /// and returned as the list to show beside the open line.
+    fn complete(&mut self, edit: &mut LineEditor) -> Option<String> {
         let (_, typed) = edit.current_word();
         let typed = typed.to_owned();
         let line = edit.split().0.to_owned();
         let cands = self.completions(&line);
         match cands.as_slice() {
-            [] => self.flash(FlashKind::Info, format!("nothing completes {typed:?}")),
-            [one] => edit.replace_current_word(&format!("{one} ")),
+            [] => Some(format!("nothing completes {typed:?}")),
+            [one] => {
+                edit.replace_current_word(&format!("{one} "));
+                None
+            }
             many => {
                 let common = line::common_prefix(many.iter().map(String::as_str));
                 if common.len() > typed.len() {
@@ -1899,7 +2032,7 @@ impl App {
                 if many.len() > SHOWN {
                     list.push_str(&format!("  (+{} more)", many.len() - SHOWN));
                 }
-                self.flash(FlashKind::Info, list);
+                Some(list)
             }
         }
     }
@@ -2290,6 +2423,11 @@ impl App {
         }
     }
 
+    /// The confirmation's last line: who the journal will record.
+    fn recorded_as(&self) -> String {
+        recorded_as(&self.actor)
+    }
+
     /// The board's moves on the shown track (None: no session).
     fn board_moves(&self) -> Option<items::BoardMoves> {
         items::track(&self.snapshot, self.track.as_deref())
@@ -2343,6 +2481,10 @@ impl App {
                 format!("the session is {r}; nothing is left to do on it"),
             );
         }
+        // The session as shown: the engine refuses the act if it moved on before Enter.
+        let seen = items::track(&self.snapshot, Some(&name))
+            .and_then(|t| t.board.as_ref())
+            .map(|b| crate::engine::bus::board::BoardSeen::of(&b.session));
         let op = match which {
             Action::BoardAdvance | Action::BoardForceAdvance => {
                 let Some(to) = m.next else {
@@ -2361,7 +2503,7 @@ impl App {
                         ),
                     );
                 }
-                Op::BoardAdvance { track, force }
+                Op::BoardAdvance { track, force, seen }
             }
             Action::BoardNextRound => {
                 if m.round.is_none() {
@@ -2375,7 +2517,7 @@ impl App {
                     };
                     return self.flash(FlashKind::Error, why);
                 }
-                Op::BoardNextRound { track }
+                Op::BoardNextRound { track, seen }
             }
             _ => {
                 let missing = items::track(&self.snapshot, Some(&name))
@@ -2385,6 +2527,7 @@ impl App {
                 Op::BoardResolve {
                     track,
                     force: missing,
+                    seen,
                 }
             }
         };
@@ -2397,12 +2540,9 @@ impl App {
             Some((items, skipped)) => Op::Bulk { items, skipped },
             None => op,
         };
-        let lines = super::preview::describe(&op, &self.snapshot, self.now);
-        self.mode = Mode::Confirm(Confirm {
-            op,
-            lines,
-            confirm_focused: false,
-        });
+        let mut lines = super::preview::describe(&op, &self.snapshot, self.now);
+        lines.push((Tone::Dim, self.recorded_as()));
+        self.mode = Mode::Confirm(Confirm::new(op, lines, &self.snapshot));
     }
 
     /// The engine answered an operation.
@@ -2438,13 +2578,10 @@ impl App {
             ),
             Ok(v) => {
                 let op = Op::Cleanup { workflow_id: wf };
-                let lines = super::preview::cleanup_lines(&v);
+                let mut lines = super::preview::cleanup_lines(&v);
+                lines.push((Tone::Dim, self.recorded_as()));
                 self.flash = None;
-                self.mode = Mode::Confirm(Confirm {
-                    op,
-                    lines,
-                    confirm_focused: false,
-                });
+                self.mode = Mode::Confirm(Confirm::new(op, lines, &self.snapshot));
             }
             Err(e) => self.flash(FlashKind::Error, format!("cleanup of {wf} refused: {e}")),
         }
@@ -2505,9 +2642,13 @@ impl App {
             other => match Pane::parse(other) {
                 Some(p) => Action::GoPane(p),
                 None => {
+                    let hint = match commands::suggest(other) {
+                        Some(near) => format!("did you mean :{near}? (? lists every command)"),
+                        None => "see ? for commands".to_owned(),
+                    };
                     self.flash(
                         FlashKind::Error,
-                        format!("unknown command {other:?} (see ? for commands)"),
+                        format!("unknown command {other:?}: {hint}"),
                     );
                     return Vec::new();
                 }
@@ -2515,6 +2656,11 @@ impl App {
         };
         self.dispatch(action)
     }
+}
+
+/// Who a confirmed act is journaled as (`--actor`, else the login name).
+fn recorded_as(actor: &str) -> String {
+    format!("Journaled as {actor} (source console); the records say by: operator.")
 }
 
 fn ack_op(
@@ -2874,13 +3020,37 @@ mod tests {
         typed(&mut a, "wor");
         a.on_key(kc(KeyCode::Tab));
         assert_eq!(line(&a), "pane work", "workers and workflows share 'work'");
+        // The candidates stay beside the open line (not in a flash hidden behind it).
+        let cands = |a: &App| match &a.mode {
+            Mode::Command(cl) => cl.candidates.clone(),
+            m => panic!("{m:?}"),
+        };
         assert!(
-            a.flash
-                .as_ref()
-                .unwrap()
-                .text
-                .contains("workers  workflows")
+            cands(&a).is_some_and(|c| c.contains("workers  workflows")),
+            "{:?}",
+            cands(&a)
         );
+        let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 20)).unwrap();
+        t.draw(|f| super::super::views::draw(f, &a, &super::super::theme::Theme::plain(true)))
+            .unwrap();
+        let screen: String = t
+            .backend()
+            .buffer()
+            .content
+            .iter()
+            .map(|c| c.symbol())
+            .collect();
+        let row = screen
+            .split(":pane work")
+            .nth(1)
+            .unwrap_or_else(|| panic!("the open line is drawn: {screen}"));
+        assert!(
+            row.trim_start_matches(['▏', ' '])
+                .starts_with("workers  workflows"),
+            "the candidates are beside the open line: {screen}"
+        );
+        typed(&mut a, "f");
+        assert_eq!(cands(&a), None, "an edit clears them");
         a.on_key(kc(KeyCode::Esc));
         assert_eq!(a.completions("ack p"), vec!["pending"]);
         let track = a.snapshot.tracks[0].name.clone();

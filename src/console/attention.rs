@@ -233,6 +233,17 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
     let mut out = Vec::new();
     for d in s.quarantine.dispatches.iter() {
         let x = &d.dispatch;
+        // A held dispatch is one item: past the held limit it says so here, and its workflow
+        // gets no second `overdue` item (nobody can ack a held dispatch).
+        let late = crate::console::items::dispatch_overdue(s, d, true, now)
+            .map(|o| {
+                format!(
+                    "▲ OVERDUE, waiting {} (limit {}) · ",
+                    short_duration(o.waited),
+                    short_duration(o.limit)
+                )
+            })
+            .unwrap_or_default();
         out.push(
             Item::new(
                 Kind::Held,
@@ -241,7 +252,7 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
                     ("workflow_id", &*x.workflow_id),
                 ],
                 format!(
-                    "held for approval ({}): {} → {} step {}",
+                    "{late}held for approval ({}): {} → {} step {}",
                     x.held_because.as_deref().unwrap_or("approval required"),
                     x.from_god,
                     x.to_god,
@@ -257,7 +268,7 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
         );
     }
     for w in s.workflows.iter() {
-        if let Some(why) = s.overdue(w, now) {
+        if let Some(why) = s.overdue_cause(w, now).filter(|c| !c.is_held()) {
             // The oldest unacked dispatch, else the last ack, dates it.
             let since = w
                 .waiting

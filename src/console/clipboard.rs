@@ -15,6 +15,13 @@ pub fn osc52(text: &str) -> String {
     format!("\x1b]52;c;{}\x07", base64(&text.as_bytes()[..end]))
 }
 
+/// What `y` copies of one id or path: its characters as the screen shows them, without the control
+/// characters (ESC, newlines, C1) an agent may have written into a file of the root; the clipboard
+/// never receives a sequence the screen would not have shown.
+pub fn printable(text: &str) -> String {
+    text.chars().filter(|c| !c.is_control()).collect()
+}
+
 /// Standard base64 with padding (RFC 4648 §4).
 pub fn base64(data: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -54,6 +61,14 @@ mod tests {
         ] {
             assert_eq!(base64(plain.as_bytes()), enc, "{plain}");
         }
+    }
+
+    #[test]
+    fn printable_drops_escapes_newlines_and_c1_controls() {
+        assert_eq!(
+            printable("src/\x1b]52;c;ZXZpbA==\x07a\nb\r\u{9b}31m.rs"),
+            "src/]52;c;ZXZpbA==ab31m.rs"
+        );
     }
 
     #[test]

@@ -273,9 +273,58 @@ pub fn lookup(word: &str) -> Option<&'static Command> {
         .find(|c| c.name == word || c.aliases.contains(&word))
 }
 
+/// The command (or pane name) nearest to a mistyped `word`, as k9s and git suggest: a name it
+/// starts, else the closest by edit distance (at most 2 edits, and fewer than half its letters).
+pub fn suggest(word: &str) -> Option<String> {
+    let word = word.to_ascii_lowercase();
+    let names: Vec<String> = COMMANDS
+        .iter()
+        .map(|c| c.name.to_owned())
+        .chain(
+            super::action::Pane::ALL
+                .iter()
+                .map(|p| p.title().to_ascii_lowercase().replace(' ', "-")),
+        )
+        .collect();
+    if word.len() >= 2
+        && let Some(n) = names.iter().find(|n| n.starts_with(&word))
+    {
+        return Some(n.clone());
+    }
+    names
+        .iter()
+        .map(|n| (edit_distance(&word, n), n))
+        .filter(|(d, n)| *d <= 2 && *d * 2 < n.chars().count().max(word.chars().count()))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, n)| n.clone())
+}
+
+/// Levenshtein distance between two short words.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mistyped_command_gets_the_nearest_one() {
+        assert_eq!(suggest("requeu").as_deref(), Some("requeue"));
+        assert_eq!(suggest("abrot").as_deref(), Some("abort"));
+        assert_eq!(suggest("lcoks").as_deref(), Some("locks"));
+        assert_eq!(suggest("zzzzzz"), None);
+    }
 
     #[test]
     fn names_and_aliases_are_unique() {

@@ -3,6 +3,7 @@
 use serde_json::json;
 
 use crate::engine::bus::Bus;
+use crate::engine::bus::board::BoardSeen;
 use crate::engine::conductor::{AckRequest, Actor, Conductor};
 use crate::engine::error::Error;
 use crate::engine::journal::Origin;
@@ -18,15 +19,31 @@ pub struct EngineOperator {
 }
 
 impl EngineOperator {
+    /// Acts on `root`, journaled as the user running the console (see [`operator_name`]).
     pub fn new(root: Root) -> Self {
+        Self::acting_as(root, &operator_name(None))
+    }
+
+    /// Acts on `root`, journaled as `actor` (the console's `--actor`).
+    pub fn acting_as(root: Root, actor: &str) -> Self {
         Self {
-            conductor: Conductor::new(root.clone()).with_origin(Origin::new(None, "console")),
+            conductor: Conductor::new(root.clone())
+                .with_origin(Origin::new(Some(actor), "console")),
             root,
         }
     }
 
     fn bus(&self, track: &TrackName) -> Result<Bus, Error> {
         Bus::open_existing(&self.root, track).map(|b| b.with_origin(self.conductor.origin()))
+    }
+
+    /// The bus of `track` for a board act bound to the session as it was shown.
+    fn board(&self, track: &TrackName, seen: &Option<BoardSeen>) -> Result<Bus, Error> {
+        let bus = self.bus(track)?;
+        Ok(match seen {
+            Some(s) => bus.expecting_board(s.clone()),
+            None => bus,
+        })
     }
 }
 
@@ -75,14 +92,14 @@ impl Operator for EngineOperator {
                 &WorkerId::operator(),
                 true,
             )?)),
-            Op::BoardAdvance { track, force } => Ok(Outcome::Advance(
-                self.bus(track)?.board_advance(*force, OPERATOR)?,
+            Op::BoardAdvance { track, force, seen } => Ok(Outcome::Advance(
+                self.board(track, seen)?.board_advance(*force, OPERATOR)?,
             )),
-            Op::BoardNextRound { track } => {
-                Ok(Outcome::Round(self.bus(track)?.board_next_round(OPERATOR)?))
-            }
-            Op::BoardResolve { track, force } => Ok(Outcome::Resolve(
-                self.bus(track)?.board_resolve(*force, OPERATOR)?,
+            Op::BoardNextRound { track, seen } => Ok(Outcome::Round(
+                self.board(track, seen)?.board_next_round(OPERATOR)?,
+            )),
+            Op::BoardResolve { track, force, seen } => Ok(Outcome::Resolve(
+                self.board(track, seen)?.board_resolve(*force, OPERATOR)?,
             )),
             Op::Requeue { handoff_id, to, .. } => Ok(Outcome::Requeue(
                 self.conductor.requeue(handoff_id, to.as_ref())?,
@@ -101,4 +118,39 @@ impl Operator for EngineOperator {
     fn cleanup_preview(&self, workflow_id: &WorkflowId) -> Result<CleanupResult, Error> {
         self.conductor.cleanup(workflow_id, true)
     }
+}
+
+/// Who the console's acts are journaled as: `--actor` when given, else `$USER` / `$LOGNAME`, else
+/// the login name of the process's uid in the password database (a service or container without
+/// those variables still records a person, not `unknown`), else `uid N`.
+pub fn operator_name(actor: Option<&str>) -> String {
+    let given = crate::engine::journal::Origin::new(actor, "console").actor;
+    if actor.is_some() || given != "unknown" {
+        return given;
+    }
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    login_name(uid).unwrap_or_else(|| format!("uid {uid}"))
+}
+
+/// The login name of `uid` (`getpwuid_r`), if the password database has one.
+fn login_name(uid: libc::uid_t) -> Option<String> {
+    let mut pwd = std::mem::MaybeUninit::<libc::passwd>::zeroed();
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    let mut out: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: getpwuid_r writes only into `pwd` and `buf` (whose length it is given) and sets `out`
+    // to `pwd` on success; `pw_name` then points into `buf`, which outlives the read below.
+    let rc =
+        unsafe { libc::getpwuid_r(uid, pwd.as_mut_ptr(), buf.as_mut_ptr(), buf.len(), &mut out) };
+    if rc != 0 || out.is_null() {
+        return None;
+    }
+    // SAFETY: `out` is non-null, so `pwd` was filled in.
+    let name = unsafe { pwd.assume_init_ref().pw_name };
+    if name.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null `pw_name` is a NUL-terminated string inside `buf`.
+    let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
+    Some(crate::engine::journal::clean_actor(&name)).filter(|n| !n.is_empty())
 }

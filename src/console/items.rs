@@ -181,29 +181,24 @@ pub fn ack_state(w: &WorkflowView) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
-/// True when a dispatch waiting in a god's inbox has gone unacknowledged past the overdue limit.
-pub fn dispatch_overdue(snap: &Snapshot, d: &DispatchView, held: bool, now: DateTime<Utc>) -> bool {
-    use crate::engine::conductor::model::AckStatus;
+/// Why a dispatch of the Inboxes pane is overdue, if it is: the engine's one rule (unacked past
+/// the unacked limit in a god's inbox; held past the held limit in `_quarantine`).
+pub fn dispatch_overdue(
+    snap: &Snapshot,
+    d: &DispatchView,
+    held: bool,
+    now: DateTime<Utc>,
+) -> Option<crate::engine::conductor::overdue::Overdue> {
     let x = &d.dispatch;
-    x.ack_status == AckStatus::Unacked
-        && !held
-        && x.dispatched_at
-            .as_ref()
-            .and_then(|t| t.at())
-            .is_some_and(|t| now - t > snap.unacked_overdue_after())
+    snap.overdue_rule().check(
+        held,
+        &x.ack_status,
+        x.dispatched_at.as_ref().and_then(|t| t.at()),
+        now,
+    )
 }
 
 pub use crate::live::snapshot::HELD_OVERDUE_AFTER;
-
-/// True when a held dispatch has waited for approval past the snapshot's held-too-long threshold.
-pub fn held_overdue(snap: &Snapshot, d: &DispatchView, held: bool, now: DateTime<Utc>) -> bool {
-    held && d
-        .dispatch
-        .dispatched_at
-        .as_ref()
-        .and_then(|t| t.at())
-        .is_some_and(|t| now - t > snap.held_overdue_after())
-}
 
 /// The delivery count and the ack deadline's countdown of a dispatch with an `ack_wait`
 /// (docs/PROTOCOL.md §2.10): `2/3 due 12s`, `2/3 due now`; `None` without a deadline.
@@ -293,6 +288,16 @@ pub fn workflows<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<&'a WorkflowVie
     v
 }
 
+/// `1 workflow (…)`, `3 workflows (…)`: a count with its noun in the right number, then `rest`.
+pub fn plural(n: usize, noun: &str, rest: &str) -> String {
+    let s = if n == 1 { "" } else { "s" };
+    if rest.is_empty() {
+        format!("{n} {noun}{s}")
+    } else {
+        format!("{n} {noun}{s} {rest}")
+    }
+}
+
 /// Orders ids as people read them: runs of digits by value (`wf_bug_fix_5` before `wf_bug_fix_11`).
 pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
     use std::cmp::Ordering;
@@ -362,9 +367,10 @@ pub fn dispatches<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<DispatchRow<'a
                     x.to_god,
                     if held { "held" } else { "" },
                     x.ack_status,
-                    if filter.now.is_some_and(|n| {
-                        dispatch_overdue(snap, d, held, n) || held_overdue(snap, d, held, n)
-                    }) {
+                    if filter
+                        .now
+                        .is_some_and(|n| dispatch_overdue(snap, d, held, n).is_some())
+                    {
                         "overdue"
                     } else {
                         ""

@@ -384,7 +384,7 @@ pub fn subject(op: &Op) -> String {
         Op::Rerun { workflow_id, .. } => workflow_id.to_string(),
         Op::Bulk { items, .. } => format!("{} records", items.len()),
         Op::BoardAdvance { track, .. }
-        | Op::BoardNextRound { track }
+        | Op::BoardNextRound { track, .. }
         | Op::BoardResolve { track, .. } => track.to_string(),
     }
 }

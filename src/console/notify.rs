@@ -8,8 +8,6 @@
 //! arrive in between going to the next run together.
 
 use std::collections::HashMap;
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -192,37 +190,6 @@ pub fn hook_input(batch: &[Item]) -> String {
         s.push('\n');
     }
     s
-}
-
-/// Runs `cmd` through `sh -c` with the batch on stdin, in a thread of its own (the console never
-/// waits for it); the thread reaps the process. What it says goes to the log, not the screen.
-pub fn run_hook(cmd: &str, batch: &[Item]) -> std::io::Result<()> {
-    let input = hook_input(batch);
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(cmd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    let mut stdin = child.stdin.take();
-    std::thread::Builder::new()
-        .name("pantheon-hook".into())
-        .spawn(move || {
-            if let Some(mut w) = stdin.take() {
-                let _ = w.write_all(input.as_bytes());
-            }
-            match child.wait_with_output() {
-                Ok(out) if !out.status.success() => tracing::warn!(
-                    status = %out.status,
-                    stderr = %String::from_utf8_lossy(&out.stderr),
-                    "the on-attention hook failed"
-                ),
-                Ok(_) => {}
-                Err(e) => tracing::warn!("the on-attention hook: {e}"),
-            }
-        })?;
-    Ok(())
 }
 
 #[cfg(test)]

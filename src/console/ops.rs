@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::engine::bus::LockKey;
-use crate::engine::bus::board::{AdvanceResult, ResolveResult, WriteResult};
+use crate::engine::bus::board::{AdvanceResult, BoardSeen, ResolveResult, WriteResult};
 use crate::engine::bus::locks::UnlockResult;
 use crate::engine::conductor::delivery::RequeueResult;
 use crate::engine::conductor::rerun::RerunResult;
@@ -56,14 +56,19 @@ pub enum Op {
         track: TrackName,
         /// Move on although the current phase is not complete (the CLI's `--force`).
         force: bool,
+        /// The session as the confirmation showed it: the engine refuses, under the board's
+        /// lock, when it moved on since (`None`: whatever it is then).
+        seen: Option<BoardSeen>,
     },
     BoardNextRound {
         track: TrackName,
+        seen: Option<BoardSeen>,
     },
     BoardResolve {
         track: TrackName,
         /// Needed when some directors have not voted (they are recorded as abstained).
         force: bool,
+        seen: Option<BoardSeen>,
     },
     /// Puts a dead letter back into an inbox (`pantheon requeue HANDOFF_ID [--to GOD]`).
     Requeue {
@@ -102,11 +107,14 @@ impl Op {
             Op::BoardAdvance {
                 track,
                 force: false,
+                ..
             } => format!("Advance the board of {track}"),
-            Op::BoardAdvance { track, force: true } => {
+            Op::BoardAdvance {
+                track, force: true, ..
+            } => {
                 format!("Force the board of {track} to its next phase")
             }
-            Op::BoardNextRound { track } => format!("Next discussion round on {track}"),
+            Op::BoardNextRound { track, .. } => format!("Next discussion round on {track}"),
             Op::BoardResolve { track, .. } => format!("Resolve the board of {track}"),
             Op::Requeue { handoff_id, to, .. } => match to {
                 Some(g) => format!("Requeue {handoff_id} to {g}"),

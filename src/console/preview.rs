@@ -463,7 +463,7 @@ fn describe_force_unlock(
 fn describe_board(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot) {
     use Tone::*;
     let (Op::BoardAdvance { track, .. }
-    | Op::BoardNextRound { track }
+    | Op::BoardNextRound { track, .. }
     | Op::BoardResolve { track, .. }) = op
     else {
         return;

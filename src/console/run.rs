@@ -36,6 +36,8 @@ pub struct ConsoleOptions {
     /// Bell, desktop notification and hook for new attention items (the operator's flags over the
     /// operator's config; never from the root).
     pub notify: super::notify::NotifySettings,
+    /// Who the journal records for the console's acts: `--actor`, else the login name.
+    pub actor: String,
 }
 
 /// The operator's command-line flags that the console and the demo share.
@@ -49,6 +51,8 @@ pub struct OperatorFlags {
     pub notify_desktop: Option<super::notify::Desktop>,
     pub on_attention: Option<String>,
     pub notify_every: Option<u64>,
+    /// The global `--actor` (checked by the command line).
+    pub actor: Option<String>,
 }
 
 impl ConsoleOptions {
@@ -72,6 +76,7 @@ impl ConsoleOptions {
             ..Default::default()
         };
         Self {
+            actor: super::engine_ops::operator_name(flags.actor.as_deref()),
             read_only: flags.read_only,
             poll: flags.poll_ms.map(|ms| Duration::from_millis(ms.max(50))),
             hints: flags.hints,
@@ -154,7 +159,7 @@ pub fn run(root: Root, opts: ConsoleOptions) -> anyhow::Result<()> {
     };
     let live = LiveHandle::start(root.clone(), mode, model);
     tracing::info!(ready_ms = started.elapsed().as_millis() as u64, mode = %live.mode, "model ready");
-    let operator: Arc<dyn Operator> = Arc::new(EngineOperator::new(root));
+    let operator: Arc<dyn Operator> = Arc::new(EngineOperator::acting_as(root, &opts.actor));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
@@ -166,6 +171,7 @@ pub fn run(root: Root, opts: ConsoleOptions) -> anyhow::Result<()> {
         app.first_time_hints();
     }
     app.configure(&opts.config);
+    app.actor = opts.actor.clone();
     let theme = Theme::with_palette(opts.config.palette);
     if let Some(why) = &live.fallback_reason {
         app.flash(
@@ -212,6 +218,27 @@ async fn event_loop(
     let (in_tx, mut in_rx) = mpsc::unbounded_channel();
     spawn_input(in_tx);
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
+    // The hook runs in one background thread, one run at a time, bounded (see `hook`); each run's
+    // report comes back here for `:messages`.
+    let (hook_tx, mut hook_rx) = mpsc::unbounded_channel::<super::hook::HookReport>();
+    let hook = match &notifier.settings.on_attention {
+        Some(cmd) => {
+            let tx = hook_tx.clone();
+            match super::hook::HookRunner::start(cmd.clone(), super::hook::HOOK_TIMEOUT, move |r| {
+                let _ = tx.send(r);
+            }) {
+                Ok(h) => Some(h),
+                Err(e) => {
+                    app.flash(
+                        FlashKind::Error,
+                        format!("--on-attention could not start: {e}"),
+                    );
+                    None
+                }
+            }
+        }
+        None => None,
+    };
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut dirty = true;
@@ -236,14 +263,8 @@ async fn event_loop(
                 out.write_all(&bytes).context("writing a notification")?;
                 out.flush().context("writing a notification")?;
             }
-            if let Some(cmd) = &notifier.settings.on_attention
-                && let Err(e) = super::notify::run_hook(cmd, &batch)
-            {
-                tracing::warn!("the on-attention hook could not start: {e}");
-                app.flash(
-                    FlashKind::Error,
-                    format!("--on-attention could not start: {e}"),
-                );
+            if let Some(h) = &hook {
+                h.submit(batch);
             }
             dirty = true;
         }
@@ -251,14 +272,36 @@ async fn event_loop(
             app.now = chrono::Utc::now();
             let size = guard.terminal.size()?;
             app.page = size.height.saturating_sub(views::CHROME_ROWS + 3).max(1) as usize;
+            // DEC mode 2026 (synchronized output): the terminal shows the frame whole, never half
+            // drawn; a terminal without it ignores the unknown mode.
+            crossterm::queue!(
+                guard.terminal.backend_mut(),
+                crossterm::terminal::BeginSynchronizedUpdate
+            )
+            .context("drawing")?;
             guard
                 .terminal
                 .draw(|f| views::draw(f, app, &theme))
                 .context("drawing")?;
+            crossterm::execute!(
+                guard.terminal.backend_mut(),
+                crossterm::terminal::EndSynchronizedUpdate
+            )
+            .context("drawing")?;
             dirty = false;
         }
+        // The next instant time alone brings an attention item (a lease running out, an ack going
+        // overdue, a worker going stale): the loop wakes then, not on the next tick.
+        let moment = super::moments::next(&app.snapshot, chrono::Utc::now()).map(|at| {
+            let wait = (at - chrono::Utc::now()).to_std().unwrap_or_default();
+            tokio::time::Instant::now() + wait
+        });
         let mut effects = Vec::new();
         tokio::select! {
+            () = tokio::time::sleep_until(moment.unwrap_or_else(tokio::time::Instant::now)), if moment.is_some() => {
+                dirty = true;
+                look = true;
+            },
             ev = in_rx.recv() => match ev {
                 Some(Event::Key(k)) if k.kind != KeyEventKind::Release => {
                     test_panic_on(&k);
@@ -289,6 +332,17 @@ async fn event_loop(
                 app.set_snapshot(s);
                 dirty = true;
                 look = true;
+            },
+            Some(r) = hook_rx.recv() => {
+                let line = r.line();
+                if r.ok() {
+                    tracing::info!("{line}");
+                    app.remember(FlashKind::Info, line);
+                } else {
+                    tracing::warn!("{line}");
+                    app.flash(FlashKind::Error, line);
+                }
+                dirty = true;
             },
             Some(done) = done_rx.recv() => {
                 match done {

@@ -100,3 +100,21 @@ impl Drop for TerminalGuard {
         restore();
     }
 }
+
+/// How to run this program again from a shell: `pantheon` when that name on `PATH` is this very
+/// executable, else its full path (after `cargo run`, `target/debug/pantheon`), so a printed hint
+/// is a command that runs.
+pub fn program_name() -> String {
+    let Ok(me) = std::env::current_exe().and_then(std::fs::canonicalize) else {
+        return "pantheon".into();
+    };
+    let on_path = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("pantheon"))
+            .find(|c| c.is_file())
+    });
+    match on_path.and_then(|p| std::fs::canonicalize(p).ok()) {
+        Some(p) if p == me => "pantheon".into(),
+        _ => me.display().to_string(),
+    }
+}

@@ -125,6 +125,7 @@ impl Theme {
             "completed" => (self.ok(), "✓"),
             "aborted" => (self.dim(), "✗"),
             "failed" => (self.alert(), "!"),
+            "stalled" => (self.alert(), "⊘"),
             _ => (self.base(), "?"),
         }
     }

@@ -124,8 +124,9 @@ pub fn run(args: DemoArgs, explicit_root: Option<&Path>) -> anyhow::Result<Outco
     );
     stop.store(true, Ordering::Relaxed);
     let joined = handle.join();
+    let me = crate::console::terminal::program_name();
     println!(
-        "pantheon demo: the root is kept at {0}\n  look again: pantheon --root {0}\n  check it:   pantheon --root {0} validate",
+        "pantheon demo: the root is kept at {0}\n  look again: {me} --root {0}\n  check it:   {me} --root {0} validate",
         dir.display()
     );
     console?;

@@ -13,16 +13,17 @@ use crate::engine::bus::model::{
 use crate::engine::conductor::WorkflowStatus;
 use crate::engine::conductor::definition::{LoadError, WorkflowDef};
 use crate::engine::conductor::model::{AbortManifest, AckStatus, Dispatch, WorkflowState};
+use crate::engine::conductor::overdue::{Overdue, OverdueRule, Waits};
 
 pub use super::compact::{DeadNote, DispatchRow, Stamp};
 
 /// A dispatch that has waited unacknowledged this long is overdue (the default of
 /// [`Snapshot::unacked_overdue_after`]; the console's `[thresholds] overdue_secs` sets another).
-pub const UNACKED_OVERDUE_AFTER: Duration = Duration::minutes(5);
+pub const UNACKED_OVERDUE_AFTER: Duration = crate::engine::conductor::overdue::UNACKED_AFTER;
 
 /// A held dispatch (in `_quarantine`) waiting for an operator longer than this is flagged as
 /// overdue (the default of [`Snapshot::held_overdue_after`]; `[thresholds] held_secs` sets another).
-pub const HELD_OVERDUE_AFTER: Duration = Duration::minutes(30);
+pub const HELD_OVERDUE_AFTER: Duration = crate::engine::conductor::overdue::HELD_AFTER;
 
 /// A threshold in seconds as the config gives it, bounded (at least one second, at most a century).
 pub fn threshold_secs(secs: u64) -> Duration {
@@ -107,6 +108,8 @@ pub struct Snapshot {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Tallies {
     pub active: usize,
+    /// Workflows `stalled` (a dispatch ran out of deliveries): not active, waiting on an operator.
+    pub stalled: usize,
     pub orphaned: usize,
     pub overdue_from: Vec<DateTime<Utc>>,
 }
@@ -570,12 +573,16 @@ impl Snapshot {
         };
         if let Some(t) = &self.tallies {
             c.active = t.active;
+            c.stalled = t.stalled;
             c.orphaned = t.orphaned;
             c.overdue = t.overdue_from.partition_point(|at| *at < now);
         } else {
             for w in self.workflows.iter() {
-                if !w.state.status.is_finished() {
+                if Self::is_active(w) {
                     c.active += 1;
+                }
+                if w.state.status == WorkflowStatus::Stalled {
+                    c.stalled += 1;
                 }
                 if self.overdue(w, now).is_some() {
                     c.overdue += 1;
@@ -617,6 +624,12 @@ impl Snapshot {
             && w.waiting.is_empty()
     }
 
+    /// True when `w` is still moving: neither finished nor `stalled` (a stalled workflow waits for
+    /// an operator to requeue its dead letter or rerun it; it is counted on its own).
+    pub fn is_active(w: &WorkflowView) -> bool {
+        !w.state.status.is_finished() && w.state.status != WorkflowStatus::Stalled
+    }
+
     /// The overdue threshold in effect for this snapshot.
     pub fn unacked_overdue_after(&self) -> Duration {
         self.overdue_after.unwrap_or(UNACKED_OVERDUE_AFTER)
@@ -655,18 +668,33 @@ impl Snapshot {
             .unwrap_or(crate::engine::store::settings::DEFAULT_STALE_AFTER)
     }
 
-    /// Why a workflow is overdue, if it is: a dispatch unacknowledged for over 5 minutes, or a step
-    /// accepted longer ago than its definition's `timeout`.
+    /// The engine's overdue rule with this console's limits (one rule for every pane, the header,
+    /// the attention list and `validate`: see `conductor::overdue`).
+    pub fn overdue_rule(&self) -> OverdueRule {
+        OverdueRule {
+            unacked_after: self.unacked_overdue_after(),
+            held_after: self.held_overdue_after(),
+        }
+    }
+
+    /// Why a workflow is overdue, if it is: a dispatch unacknowledged past the unacked limit, a
+    /// held one past the held limit, or a step accepted longer ago than its definition's `timeout`.
     pub fn overdue(&self, w: &WorkflowView, now: DateTime<Utc>) -> Option<String> {
+        self.overdue_cause(w, now).map(|c| c.to_string())
+    }
+
+    /// [`Snapshot::overdue`] as a cause the attention list can tell apart (a held dispatch's cause
+    /// belongs to its `held` item, not to a second one).
+    pub fn overdue_cause(&self, w: &WorkflowView, now: DateTime<Utc>) -> Option<OverdueCause> {
         if w.state.status.is_finished() {
             return None;
         }
-        for (_, d) in &w.waiting {
-            if d.ack_status == AckStatus::Unacked
-                && let Some(at) = d.dispatched_at.as_ref().and_then(Stamp::at)
-                && now - at > self.unacked_overdue_after()
-            {
-                return Some(format!("unacked for {}", short_duration(now - at)));
+        let rule = self.overdue_rule();
+        for (god, d) in &w.waiting {
+            let held = &**god == crate::engine::store::layout::QUARANTINE_DIR;
+            let at = d.dispatched_at.as_ref().and_then(Stamp::at);
+            if let Some(o) = rule.check(held, &d.ack_status, at, now) {
+                return Some(OverdueCause::Dispatch(o));
             }
         }
         let step = w.state.current_step.as_deref()?;
@@ -682,11 +710,11 @@ impl Snapshot {
         let accepted = last.acked_at.as_ref().and_then(Stamp::at)?;
         let limit = Duration::from_std(timeout).ok()?;
         (now - accepted > limit).then(|| {
-            format!(
+            OverdueCause::Step(format!(
                 "step {step} accepted {} ago, timeout {}",
                 short_duration(now - accepted),
                 short_duration(limit)
-            )
+            ))
         })
     }
 
@@ -694,8 +722,11 @@ impl Snapshot {
     pub fn tally(&self) -> Tallies {
         let mut t = Tallies::default();
         for w in self.workflows.iter() {
-            if !w.state.status.is_finished() {
+            if Self::is_active(w) {
                 t.active += 1;
+            }
+            if w.state.status == WorkflowStatus::Stalled {
+                t.stalled += 1;
             }
             if self.loading.is_none() && Self::orphaned(w) {
                 t.orphaned += 1;
@@ -716,10 +747,11 @@ impl Snapshot {
         }
         let mut from: Option<DateTime<Utc>> = None;
         let mut earliest = |t: DateTime<Utc>| from = Some(from.map_or(t, |f| f.min(t)));
-        for (_, d) in &w.waiting {
-            if d.ack_status == AckStatus::Unacked
-                && let Some(at) = d.dispatched_at.as_ref().and_then(Stamp::at)
-                && let Some(t) = at.checked_add_signed(self.unacked_overdue_after())
+        let rule = self.overdue_rule();
+        for (god, d) in &w.waiting {
+            let held = &**god == crate::engine::store::layout::QUARANTINE_DIR;
+            if let Some(at) = d.dispatched_at.as_ref().and_then(Stamp::at)
+                && let Some(t) = rule.overdue_from(held, &d.ack_status, at)
             {
                 earliest(t);
             }
@@ -754,11 +786,38 @@ impl Snapshot {
     }
 }
 
+/// Why a workflow is overdue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OverdueCause {
+    /// One of its waiting dispatches (unacked, or held for approval) passed its limit.
+    Dispatch(Overdue),
+    /// Its accepted step ran past the definition's `timeout`.
+    Step(String),
+}
+
+impl OverdueCause {
+    /// True when the cause is a dispatch held for approval.
+    pub fn is_held(&self) -> bool {
+        matches!(self, OverdueCause::Dispatch(o) if o.waits == Waits::Approval)
+    }
+}
+
+impl std::fmt::Display for OverdueCause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OverdueCause::Dispatch(o) => o.fmt(f),
+            OverdueCause::Step(s) => f.write_str(s),
+        }
+    }
+}
+
 /// Header counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
     pub workflows: usize,
     pub active: usize,
+    /// Workflows `stalled`: a dispatch was dead-lettered (requeue it in pane 9, or rerun).
+    pub stalled: usize,
     pub overdue: usize,
     pub waiting: usize,
     pub held: usize,

@@ -36,7 +36,7 @@ fn refresh(app: &mut App, root: &std::path::Path) {
     app.set_snapshot(snapshot_of(root));
 }
 
-fn select_dispatch(app: &mut App, handoff: &str) {
+pub(crate) fn select_dispatch(app: &mut App, handoff: &str) {
     app.dispatch(Action::GoPane(Pane::Inboxes));
     app.dispatch(Action::Top);
     let idx = pantheon::console::items::dispatches(&app.snapshot, &app.filter(Pane::Inboxes))
@@ -103,7 +103,12 @@ fn ack_accepted_through_the_dialog_archives_the_dispatch_as_the_operator() {
     let j = pantheon::engine::journal::read(&Root::at(r), &Default::default()).unwrap();
     let e = j.entries.last().unwrap();
     assert_eq!(e["source"], "console", "{:?}", j.entries);
-    assert_eq!(e["actor"], pantheon::engine::journal::user_name());
+    let me = pantheon::console::engine_ops::operator_name(None);
+    assert_eq!(e["actor"], me.as_str());
+    assert_ne!(
+        me, "unknown",
+        "a name, also without USER: the uid's login name"
+    );
     assert_eq!(e["action"], "ack");
     assert_eq!(e["outcome"], "accepted");
     assert_eq!(e["targets"]["handoff_id"], "hof_20260614_aaa111");
@@ -437,7 +442,7 @@ fn held_dispatches_are_approved_into_the_inbox_or_rejected_with_a_reason() {
 }
 
 /// A root with three held dispatches (wf_ext_1..3), oldest first.
-fn three_held() -> tempfile::TempDir {
+pub(crate) fn three_held() -> tempfile::TempDir {
     let root = engine_root();
     for (wf, hid) in [
         ("wf_ext_1", "hof_20260614_ddd444"),
@@ -615,7 +620,7 @@ fn ack_menu_pick(app: &mut App, downs: usize) {
     app.on_key(code(KeyCode::Enter));
 }
 
-fn confirm(app: &mut App, op: &EngineOperator) -> String {
+pub(crate) fn confirm(app: &mut App, op: &EngineOperator) -> String {
     app.on_key(code(KeyCode::Tab));
     let effects = app.on_key(code(KeyCode::Enter));
     run(app, op, effects);

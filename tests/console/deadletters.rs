@@ -21,7 +21,7 @@ use super::actions::{confirm_text, run};
 use super::support::*;
 
 /// `build` waits 1 s for an ack and is delivered twice at most; `ship` follows it.
-const DL_FLOW: &str = r#"
+pub(crate) const DL_FLOW: &str = r#"
 workflow:
   id: dl-flow
   version: "1"
@@ -49,7 +49,7 @@ fn handoff(wf: &str, hid: &str) -> String {
 }
 
 /// A root whose workflows (`wf`, `hid`) wait for `build`'s ack, with `flow` as dl-flow.
-fn root_with(flow: &str, wfs: &[(&str, &str)]) -> tempfile::TempDir {
+pub(crate) fn root_with(flow: &str, wfs: &[(&str, &str)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let r = dir.path();
     pantheon(r, &["init"], None);
@@ -61,7 +61,7 @@ fn root_with(flow: &str, wfs: &[(&str, &str)]) -> tempfile::TempDir {
 }
 
 /// Dead-letters every waiting dispatch the way the supervisor does: two passes past the deadlines.
-fn dead_letter_all(r: &Path) {
+pub(crate) fn dead_letter_all(r: &Path) {
     let c = Conductor::new(Root::at(r));
     let t = chrono::Utc::now();
     c.tick(t + chrono::Duration::hours(1));

@@ -222,6 +222,15 @@ fn detail_scrolls_with_g_and_pages_and_keeps_its_record() {
     t.wait("the top again", |s| s.contains("record 3/4 · lines 1-"));
     t.keys(&["J"]);
     t.wait("the next record", |s| s.contains("record 4/4"));
+    // `q` in a detail goes back to the table, as it closes the overlays; from there it quits.
+    t.keys(&["q"]);
+    t.wait("the table again", |s| {
+        s.contains("1 Workflows (4)") && !s.contains("record 4/4")
+    });
+    assert!(
+        !t.screen().contains("EXITED="),
+        "q in a detail does not quit"
+    );
     t.keys(&["q"]);
     t.wait("the console to exit", |s| s.contains("EXITED=0"));
 }
@@ -478,6 +487,29 @@ fn yank_writes_osc52_a_remapped_key_works_and_a_mouse_click_opens_a_tab() {
     t.wait("the Locks pane after the click", |s| {
         s.contains("4 Locks (") && s.contains("HOLDER")
     });
+    t.keys(&["q"]);
+    t.wait("the console to exit", |s| s.contains("EXITED=0"));
+}
+
+#[test]
+fn the_console_journals_its_actor_and_says_so_before_acting() {
+    let root = engine_root();
+    let r = root.path();
+    // No USER or LOGNAME (a service, a container): `--actor` names who acts.
+    let (t, _log) = console(r, "env -u USER -u LOGNAME", "--actor alice");
+    t.wait("the console", |s| s.contains("wf_pay_1"));
+    t.keys(&["2"]);
+    t.wait("the inboxes", |s| s.contains("hof_20260614_aaa111"));
+    t.keys(&["a", "Enter"]);
+    t.wait("the confirmation naming the actor", |s| {
+        s.contains("Journaled as alice") && s.contains("[ Cancel ]")
+    });
+    t.keys(&["Tab", "Enter"]);
+    let archived = r.join("conductor/archive/hephaestus/hof_20260614_aaa111.json");
+    wait_fs("the ack", || archived.exists());
+    let journal = std::fs::read_to_string(r.join("conductor/journal.jsonl")).unwrap();
+    let last: serde_json::Value = serde_json::from_str(journal.lines().last().unwrap()).unwrap();
+    assert_eq!(last["actor"], "alice", "{last}");
     t.keys(&["q"]);
     t.wait("the console to exit", |s| s.contains("EXITED=0"));
 }

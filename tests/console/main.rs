@@ -14,4 +14,5 @@ mod matrix;
 mod support;
 #[path = "../common/tmux.rs"]
 mod tmux;
+mod truth;
 mod views;

@@ -559,7 +559,8 @@ impl Checker {
                 );
             }
             for f in entries(&god_dir) {
-                if let Some(wf) = self.dispatch(&f, (!quarantine).then_some(god.as_str()))
+                let waiting = inbox.then_some(quarantine);
+                if let Some(wf) = self.dispatch(&f, (!quarantine).then_some(god.as_str()), waiting)
                     && inbox
                 {
                     self.dispatched.insert(wf);
@@ -568,8 +569,9 @@ impl Checker {
         }
     }
 
-    /// Checks one dispatch file; returns its workflow id when it has one.
-    fn dispatch(&mut self, f: &Path, god: Option<&str>) -> Option<String> {
+    /// Checks one dispatch file; returns its workflow id when it has one. `waiting`: it lies in an
+    /// inbox (`Some(true)`: held in `_quarantine`), where the overdue rule applies.
+    fn dispatch(&mut self, f: &Path, god: Option<&str>, waiting: Option<bool>) -> Option<String> {
         let name = name_of(f);
         let Some(stem) = name.strip_suffix(".json") else {
             self.files += 1;
@@ -618,7 +620,27 @@ impl Checker {
             ),
         }
         self.timestamp(f, &m, "dispatched_at", None);
+        if let Some(held) = waiting {
+            self.overdue(f, &m, held);
+        }
         str_field(&m, "workflow_id").map(str::to_owned)
+    }
+
+    /// The console's overdue rule, with its default limits (`conductor::overdue`).
+    fn overdue(&mut self, f: &Path, m: &Map<String, Value>, held: bool) {
+        let ack = str_field(m, "ack_status")
+            .map(AckStatus::parse)
+            .unwrap_or_default();
+        let at = str_field(m, "dispatched_at").and_then(parse_ts);
+        let rule = crate::conductor::overdue::OverdueRule::default();
+        if let Some(o) = rule.check(held, &ack, at, chrono::Utc::now()) {
+            let what = if held {
+                "approve or reject it"
+            } else {
+                "its god has not acked it"
+            };
+            self.warn(f, format!("overdue: {o}; {what}"));
+        }
     }
 
     /// A workflow `waiting_for_ack` with no dispatch in any inbox or `_quarantine` waits for an ack

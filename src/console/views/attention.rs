@@ -19,6 +19,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         title.push_str(&format!(", {snoozed} snoozed"));
     }
     title.push_str(") ");
+    title.push_str(&super::follow_note(app, Pane::Attention));
     let texts = (
         "Nothing waits on you.",
         "No attention item matches the filter.",

@@ -223,6 +223,22 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             frame.render_widget(card(c, i == sel, r.width, theme), *r);
         }
     }
+    // Columns as wide as their widest entry, so every message starts under the one above.
+    let pair = |d: &crate::engine::bus::model::DiscussionLine| {
+        format!("{}→{}", d.from, if d.to.is_empty() { "?" } else { &d.to })
+    };
+    let pair_w = b
+        .discussion
+        .iter()
+        .map(|d| pair(d).chars().count())
+        .max()
+        .unwrap_or(0);
+    let kind_w = b
+        .discussion
+        .iter()
+        .map(|d| d.kind.chars().count())
+        .max()
+        .unwrap_or(0);
     let lines: Vec<Line> = b
         .discussion
         .iter()
@@ -235,11 +251,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                     ),
                     theme.dim(),
                 ),
-                Span::styled(
-                    format!("{}→{} ", d.from, if d.to.is_empty() { "?" } else { &d.to }),
-                    theme.info(),
-                ),
-                Span::styled(format!("{:<9} ", d.kind), theme.accent()),
+                Span::styled(format!("{:<pair_w$} ", pair(d)), theme.info()),
+                Span::styled(format!("{:<kind_w$} ", d.kind), theme.accent()),
                 Span::raw(d.message.clone()),
                 Span::styled(
                     if d.changes_my_verdict {

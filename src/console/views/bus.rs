@@ -41,27 +41,35 @@ fn known_fields(m: &Envelope) -> String {
             .collect::<Vec<_>>()
             .join(" · ")
     };
+    // `task 1.2`, but `task-1.2` as it is (not `task task-1.2`).
+    fn task_label(t: String) -> String {
+        if t.to_ascii_lowercase().starts_with("task") {
+            t
+        } else {
+            format!("task {t}")
+        }
+    }
     match m.kind.as_str() {
         "PROGRESS" => join(vec![
-            s("task_id").map(|t| format!("task {t}")),
+            s("task_id").map(task_label),
             s("progress_pct").map(|x| format!("{x}%")),
             s("current_subtask"),
         ]),
         "TASK_COMPLETE" => join(vec![
-            s("task_id").map(|t| format!("task {t}")),
+            s("task_id").map(task_label),
             s("commit_sha"),
             p.get("files_modified")
                 .and_then(Value::as_array)
                 .map(|a| format!("{} files", a.len())),
         ]),
-        "TASK_FAILED" => join(vec![s("task_id").map(|t| format!("task {t}")), s("error")]),
+        "TASK_FAILED" => join(vec![s("task_id").map(task_label), s("error")]),
         "FILE_LOCK" | "FILE_UNLOCK" => join(vec![
             s("filepath"),
             s("forced_by").map(|f| format!("forced by {f}")),
             s("previous_holder").map(|f| format!("took over from {f}")),
         ]),
         "BLOCKED" => join(vec![
-            s("task_id").map(|t| format!("task {t}")),
+            s("task_id").map(task_label),
             s("waiting_for").map(|w| format!("waits for {w}")),
             s("resource"),
         ]),
@@ -94,7 +102,7 @@ fn known_fields(m: &Envelope) -> String {
         ]),
         "WORKER_DISPATCHED" | "WORKER_DISPATCH" => join(vec![
             s("worker_id"),
-            s("task_id").map(|t| format!("task {t}")),
+            s("task_id").map(task_label),
             s("parallel_group").map(|g| format!("group {g}")),
         ]),
         _ => match p {
@@ -144,6 +152,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             )
         }
     );
+    title.push_str(&super::filter_note(app));
     {
         // Messages per second over the last half minute.
         let rate = track.per_second(app.now, 30);

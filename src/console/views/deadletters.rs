@@ -23,11 +23,16 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         title.push_str(&format!(", ⚠ {unreadable} unreadable: ! lists them"));
     }
     title.push_str(&format!(") {}", super::order_note(app)));
-    let texts = (
-        "No dead letter: every dispatch with an ack deadline was acked in time \
-         (conductor/dead/ is empty).",
-        "No dead letter matches the filter.",
-    );
+    // Only a running supervisor dead-letters: without one, an empty list says nothing about
+    // deadlines met.
+    let empty = if snap.supervisors.iter().any(|b| b.alive(app.now)) {
+        "No dead letter: conductor/dead/ is empty (a supervisor is running and dead-letters a \
+         dispatch that runs out of deliveries)."
+    } else {
+        "No dead letter: conductor/dead/ is empty. No supervisor is running, so missed ack \
+         deadlines are not enforced (run `pantheon serve`)."
+    };
+    let texts = (empty, "No dead letter matches the filter.");
     if super::list_head(
         frame,
         area,
@@ -87,6 +92,9 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DeadRow, them
     // The row is compact; the detail reads the file whole (payload, delivery history).
     let whole = v.whole();
     if app.pane_state().raw {
+        let raw_key = app
+            .keymap
+            .key_for(&crate::console::action::Action::ToggleRaw);
         let mut lines = match &whole {
             Ok(x) => json_lines(&x.raw, theme),
             Err(e) => vec![Line::styled(format!("⚠ {e}"), theme.warn())],
@@ -95,7 +103,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DeadRow, them
         return detail(
             frame,
             area,
-            format!(" dead {} · raw (y) ", v.name),
+            format!(" dead {} · raw ({}) ", v.name, raw_key),
             lines,
             app,
             theme,

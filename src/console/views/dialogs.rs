@@ -40,6 +40,15 @@ pub fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme) {
             Line::styled(s.clone(), style)
         })
         .collect();
+    if let Some(what) = &c.changed {
+        lines.insert(
+            0,
+            Line::styled(
+                format!("⚠ changed since shown: {what}. Enter refuses; Esc, then act again."),
+                theme.alert(),
+            ),
+        );
+    }
     lines.push(Line::default());
     let cancel_style = if c.confirm_focused {
         theme.dim()
@@ -77,14 +86,21 @@ pub fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme) {
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).block(b), r);
 }
 
-pub fn ack_menu(frame: &mut Frame, area: Rect, t: &AckTarget, choice: usize, theme: &Theme) {
-    let mut lines = vec![
-        Line::styled(
-            format!("{} · step {} · {}'s inbox", t.handoff_id, t.step, t.god),
-            theme.dim(),
-        ),
-        Line::default(),
-    ];
+pub fn ack_menu(
+    frame: &mut Frame,
+    area: Rect,
+    t: &AckTarget,
+    choice: usize,
+    marked: usize,
+    theme: &Theme,
+) {
+    // With marks, the status chosen applies to every marked dispatch: the menu says so.
+    let what = if marked > 0 {
+        format!("{marked} marked dispatch(es): one status for all")
+    } else {
+        format!("{} · step {} · {}'s inbox", t.handoff_id, t.step, t.god)
+    };
+    let mut lines = vec![Line::styled(what, theme.dim()), Line::default()];
     for (i, c) in AckChoice::ALL.iter().enumerate() {
         let (style, g) = theme.ack_status(c.as_str());
         let text = format!(" {g} {:<10} ", c.as_str());

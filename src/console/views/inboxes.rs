@@ -117,8 +117,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             d.ack_status.to_string()
         };
         let (astyle, g) = theme.ack_status(&ack);
-        let overdue = items::dispatch_overdue(snap, r.view, r.held, app.now)
-            || items::held_overdue(snap, r.view, r.held, app.now);
+        let overdue = items::dispatch_overdue(snap, r.view, r.held, app.now).is_some();
         vec![
             // A held dispatch names the god it is meant for.
             if r.held {
@@ -173,7 +172,7 @@ const DISPATCHES: [Col; 8] = [
     Col::new("STEP", 6, 24),
     Col::new("FROM", 6, 16).hide(2),
     Col::new("AGE", 6, 19).hide(1),
-    Col::new("ACK", 6, 20),
+    Col::new("ACK", 6, 32),
     Col::new("SUMMARY", 10, 200).flex(),
 ];
 
@@ -183,6 +182,9 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
     // The table keeps a compact dispatch; the detail reads the file whole (once per version).
     let whole = v.whole();
     if st.raw {
+        let raw_key = app
+            .keymap
+            .key_for(&crate::console::action::Action::ToggleRaw);
         let mut lines = match &whole {
             Ok(x) => json_lines(&x.raw, theme),
             Err(e) => vec![Line::styled(format!("⚠ {e}"), theme.warn())],
@@ -191,7 +193,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
         return detail(
             frame,
             area,
-            format!(" {} · raw (y) ", v.name),
+            format!(" {} · raw ({}) ", v.name, raw_key),
             lines,
             app,
             theme,
@@ -238,6 +240,26 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
         ),
         kv("ack", format!("{g} {ack}"), astyle, theme),
     ];
+    // The delivery count and when the current delivery's ack is due (docs/PROTOCOL.md §2.10).
+    let row = &v.dispatch;
+    if row.deliveries > 0 {
+        let max = row.max_deliveries.map_or("?".into(), |m| m.to_string());
+        l.push(kv(
+            "deliveries",
+            format!("{} of {max}", row.deliveries),
+            theme.base(),
+            theme,
+        ));
+    }
+    if let Some(due) = &row.ack_deadline {
+        let late = due.at().is_some_and(|t| t <= now);
+        l.push(kv(
+            "ack deadline",
+            when(Some(due.text().as_ref()), now, abs),
+            if late { theme.alert() } else { theme.base() },
+            theme,
+        ));
+    }
     if let Some(e) = &d.eta {
         l.push(kv("eta", when(Some(e), now, abs), theme.base(), theme));
     }

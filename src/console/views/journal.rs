@@ -39,6 +39,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         title.push_str(&format!(", {} unreadable lines", j.bad_lines));
     }
     title.push_str(") ");
+    title.push_str(&super::follow_note(app, Pane::Journal));
     if let Some(e) = &j.error {
         return empty(
             frame,

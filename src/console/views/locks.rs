@@ -53,17 +53,88 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             ),
             kv(
                 "acquired",
-                l.acquired_at.clone().unwrap_or_else(|| "-".into()),
+                match (l.acquired_at.as_deref(), l.acquired()) {
+                    (Some(text), Some(t)) => format!("{text} ({})", relative(t, now)),
+                    (Some(text), None) => text.to_owned(),
+                    (None, _) => "-".into(),
+                },
                 theme.base(),
                 theme,
             ),
-            kv(
-                "expires",
-                l.expires_at.clone().unwrap_or_else(|| "no expiry".into()),
-                theme.base(),
-                theme,
-            ),
+            match (l.expires_at.as_deref(), l.expires()) {
+                (Some(text), Some(t)) if t <= now => kv(
+                    "expires",
+                    format!("{text} (✗ expired {})", relative(t, now)),
+                    theme.alert(),
+                    theme,
+                ),
+                (Some(text), Some(t)) => kv(
+                    "expires",
+                    format!("{text} (in {})", short_duration(t - now)),
+                    theme.base(),
+                    theme,
+                ),
+                (Some(text), None) => kv("expires", text.to_owned(), theme.warn(), theme),
+                (None, _) => kv("expires", "no expiry", theme.dim(), theme),
+            },
         ];
+        // The holder's heartbeat, and who waits for this file (BLOCKED on it), from the track.
+        let t = items::track(&app.snapshot, Some(track));
+        let holder = l
+            .worker_id
+            .as_deref()
+            .and_then(|h| t.and_then(|t| t.workers.iter().find(|w| w.worker_id == h)));
+        lines.push(match holder {
+            Some(w) => {
+                let stale = w.is_stale(now, app.snapshot.stale_threshold());
+                kv(
+                    "holder beat",
+                    format!(
+                        "{} · {}{}",
+                        w.heartbeat().map_or("never".into(), |b| relative(b, now)),
+                        w.status,
+                        if stale { " · ▲ STALE" } else { "" }
+                    ),
+                    if stale { theme.alert() } else { theme.base() },
+                    theme,
+                )
+            }
+            None => kv(
+                "holder beat",
+                "no heartbeat from the holder",
+                theme.dim(),
+                theme,
+            ),
+        });
+        let mut waiters: Vec<String> = Vec::new();
+        if let Some(t) = t {
+            for m in t.messages.iter().rev() {
+                let waits_here = m.kind == "BLOCKED"
+                    && m.payload.get("resource").and_then(|v| v.as_str()) == Some(l.path.as_str());
+                let still = t
+                    .workers
+                    .iter()
+                    .find(|w| w.worker_id == m.source)
+                    .is_none_or(|w| w.status.to_string() == "BLOCKED");
+                if waits_here && still && !waiters.contains(&m.source) {
+                    waiters.push(m.source.clone());
+                }
+            }
+        }
+        lines.push(kv(
+            "waiters",
+            if waiters.is_empty() {
+                "nobody is BLOCKED on it".to_owned()
+            } else {
+                waiters.join(", ")
+            },
+            if waiters.is_empty() {
+                theme.dim()
+            } else {
+                theme.warn()
+            },
+            theme,
+        ));
         if l.bare {
             lines.push(kv(
                 "note",

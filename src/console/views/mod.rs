@@ -40,10 +40,12 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
         return;
     }
     // A long flash (an engine refusal) wraps onto up to three rows instead of being cut.
+    let rows_for = |chars: usize| (chars.div_ceil(area.width.max(1) as usize)).clamp(1, 3) as u16;
     let status_rows = match (&app.mode, &app.flash) {
-        (m, Some(f)) if !matches!(m, Mode::Filter(_) | Mode::Command(_)) => {
-            ((f.text.chars().count() + 2).div_ceil(area.width.max(1) as usize)).clamp(1, 3) as u16
-        }
+        (Mode::Command(cl), _) => cl.candidates.as_ref().map_or(1, |c| {
+            rows_for(cl.edit.text().chars().count() + 5 + c.chars().count())
+        }),
+        (m, Some(f)) if !matches!(m, Mode::Filter(_)) => rows_for(f.text.chars().count() + 2),
         _ => 1,
     };
     let [header, tabs, body, status, footer] = Layout::vertical([
@@ -78,7 +80,14 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
         Mode::Issues => issues::overlay(frame, area, app, theme),
         Mode::Messages => messages(frame, area, app, theme),
         Mode::Confirm(c) => dialogs::confirm(frame, area, c, theme),
-        Mode::AckMenu { target, choice } => dialogs::ack_menu(frame, area, target, *choice, theme),
+        Mode::AckMenu { target, choice } => dialogs::ack_menu(
+            frame,
+            area,
+            target,
+            *choice,
+            app.pane_state().picked.len(),
+            theme,
+        ),
         Mode::Prompt(p) => dialogs::prompt(frame, area, p, theme),
         _ => {}
     }
@@ -120,6 +129,21 @@ pub(crate) fn pane_table<'a, T>(
         row,
     );
     record_table(app, area, first);
+}
+
+/// The title's note of a newest-first list: `▼ following ` while its selection follows the newest
+/// entry, `‖ paused (g follows) ` once the operator moved off it (the bus tail's words).
+pub(crate) fn follow_note(app: &App, pane: Pane) -> String {
+    let filter = filter_note(app);
+    filter
+        + &if app.following(pane) {
+            "▼ following ".to_owned()
+        } else {
+            format!(
+                "‖ paused ({} follows) ",
+                app.keymap.key_for(&super::action::Action::Top)
+            )
+        }
 }
 
 /// A `●` on the left border of every marked row on screen.
@@ -179,6 +203,7 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     for (n, what) in [
         (c.overdue, "overdue"),
+        (c.stalled, "stalled"),
         (c.stale, "stale"),
         (c.expired, "expired"),
         (c.deadlocks, "deadlock"),
@@ -196,7 +221,10 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     items.push((
         5,
-        format!("{} workflows ({} active) · ", c.workflows, c.active),
+        format!(
+            "{} · ",
+            super::items::plural(c.workflows, "workflow", &format!("({} active)", c.active))
+        ),
         theme.base(),
     ));
     items.push((6, format!("{} waiting ", c.waiting), theme.base()));
@@ -420,7 +448,11 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         }
         Mode::Command(cl) => {
             let mut l = editor_line(":", &cl.edit, theme);
-            l.push_span(Span::styled("  Tab complete · ↑↓ history", theme.dim()));
+            match &cl.candidates {
+                // What Tab found stays beside the open line until the next edit.
+                Some(c) => l.push_span(Span::styled(format!("   {c}"), theme.info())),
+                None => l.push_span(Span::styled("  Tab complete · ↑↓ history", theme.dim())),
+            }
             l
         }
         _ => match &app.flash {
@@ -553,13 +585,54 @@ fn rows_of(app: &App, len: usize) -> table::Rows {
 
 /// What a list title adds when the rows are sorted: `· by AGE ↑ `.
 pub(crate) fn order_note(app: &App) -> String {
-    match &app.pane_state().sort {
-        Some(s) => format!(
+    let mut out = filter_note(app);
+    if let Some(s) = &app.pane_state().sort {
+        out.push_str(&format!(
             "· by {} {} ",
             s.column,
             if s.descending { "↓" } else { "↑" }
-        ),
-        None => String::new(),
+        ));
+    }
+    out
+}
+
+/// The title's note of an active `/` filter, as k9s shows it: `· 3 of 14 · /fail ` (empty without
+/// a filter), so a narrowed list never passes for the whole one.
+pub(crate) fn filter_note(app: &App) -> String {
+    let text = &app.pane_state().filter;
+    if text.is_empty() {
+        return String::new();
+    }
+    format!(
+        "· {} of {} · /{} ",
+        app.row_count(),
+        unfiltered_count(app),
+        super::clipboard::printable(text)
+    )
+}
+
+/// How many rows the current pane lists without its `/` filter (its other narrowing kept: the
+/// hidden finished workflows, the inbox `]` chose).
+fn unfiltered_count(app: &App) -> usize {
+    use super::items;
+    let s = &app.snapshot;
+    let f = items::Filter::parse("")
+        .at(app.now)
+        .hiding_finished(app.hide_finished && app.pane == Pane::Workflows)
+        .in_inbox(app.inbox_god.clone().filter(|_| app.pane == Pane::Inboxes));
+    match app.pane {
+        Pane::Workflows => items::workflows(s, &f).len(),
+        Pane::Inboxes => items::dispatches(s, &f).len(),
+        Pane::Bus => items::track(s, app.track.as_deref())
+            .map(|t| items::messages(t, &f).len())
+            .unwrap_or(0),
+        Pane::Locks => items::locks(s, &f).len(),
+        Pane::Workers => items::workers(s, &f).len(),
+        Pane::Board => app.row_count(),
+        Pane::Attention => app.attention_all().len(),
+        Pane::Journal => s.journal.entries.len(),
+        Pane::DeadLetters => items::dead_letters(s, &f).len(),
+        Pane::Bridge => s.bridge_view.rows.len(),
     }
 }
 

@@ -145,8 +145,9 @@ fn fit_widths(cols: &[Col], natural: &[u16], avail: u16, spacing: u16) -> Vec<u1
 }
 
 /// Fits the visible columns into `room`, one cell at a time from the widest, each down to its
-/// minimum: the flexible column first, then the others, the identity columns last; what is left
-/// over goes to the flexible column.
+/// minimum: the flexible column first, then the others, then the flexible (free-text) column gives
+/// way whole, the identity columns last (an operator acts on the id, not on the summary); what is
+/// left over goes to the flexible column.
 fn shrink(cols: &[Col], natural: &[u16], hidden: &[bool], room: u16) -> Vec<u16> {
     let mut w: Vec<u16> = natural
         .iter()
@@ -167,19 +168,27 @@ fn shrink(cols: &[Col], natural: &[u16], hidden: &[bool], room: u16) -> Vec<u16>
         }
         return w;
     }
-    for pass in 0..3 {
+    for pass in 0..4 {
+        // How narrow a column may get in this pass.
+        let floor = |i: usize| {
+            if pass == 2 && cols[i].flex {
+                0
+            } else {
+                cols[i].min
+            }
+        };
         while total(&w) > room32 {
             let pick = (0..cols.len())
-                .filter(|i| !hidden[*i] && w[*i] > cols[*i].min)
+                .filter(|i| !hidden[*i] && w[*i] > floor(*i))
                 .filter(|i| {
                     let c = &cols[*i];
                     match pass {
-                        0 => c.flex,
+                        0 | 2 => c.flex,
                         1 => !c.flex && !c.keep,
                         _ => c.keep,
                     }
                 })
-                .max_by_key(|i| (w[*i] - cols[*i].min, std::cmp::Reverse(*i)));
+                .max_by_key(|i| (w[*i] - floor(*i), std::cmp::Reverse(*i)));
             match pick {
                 Some(i) => w[i] -= 1,
                 None => break,

@@ -61,19 +61,50 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             .sum();
         let h = (rows as u16 + 2).min(area.height / 3).max(3);
         let [top, rest] = Layout::vertical([Constraint::Length(h), Constraint::Min(3)]).areas(area);
-        let lines: Vec<Line> = cycles
-            .iter()
-            .map(|(t, c)| {
-                Line::from(vec![
-                    Span::styled(format!("▲ DEADLOCK {t}: "), theme.alert()),
-                    Span::raw(c.clone()),
-                ])
-            })
-            .collect();
-        frame.render_widget(
+        let line = |(t, c): &(String, String)| {
+            Line::from(vec![
+                Span::styled(format!("▲ DEADLOCK {t}: "), theme.alert()),
+                Span::raw(c.clone()),
+            ])
+        };
+        let room = h.saturating_sub(2) as usize;
+        let para = if rows <= room {
+            Paragraph::new(cycles.iter().map(line).collect::<Vec<_>>()).wrap(Wrap { trim: true })
+        } else {
+            // Too many to wrap whole: a line each, cut with `…`, and what does not fit is counted.
+            let shown = if cycles.len() > room {
+                room.saturating_sub(1)
+            } else {
+                room
+            };
+            let mut lines: Vec<Line> = cycles
+                .iter()
+                .take(shown)
+                .map(|c| super::table::fit(line(c), inner as u16))
+                .collect();
+            if shown == 0 {
+                // One row only: the first cycle, cut, and how many more there are.
+                let more = format!(" (+{} more)", cycles.len() - 1);
+                let width = inner.saturating_sub(more.chars().count()) as u16;
+                let mut first = super::table::fit(line(&cycles[0]), width);
+                first.push_span(Span::styled(more, theme.alert()));
+                lines.push(first);
+            } else if cycles.len() > shown {
+                lines.push(super::table::fit(
+                    Line::styled(
+                        format!(
+                            "… {} more cycle(s): L steps through their locks",
+                            cycles.len() - shown
+                        ),
+                        theme.alert(),
+                    ),
+                    inner as u16,
+                ));
+            }
             Paragraph::new(lines)
-                .wrap(Wrap { trim: true })
-                .block(block(" ▲ Deadlocks ", theme).border_style(theme.alert())),
+        };
+        frame.render_widget(
+            para.block(block(" ▲ Deadlocks ", theme).border_style(theme.alert())),
             top,
         );
         rest

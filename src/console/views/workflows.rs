@@ -1,4 +1,4 @@
-//! Pane 1: workflows, with step history, context bag, acks and gates on Enter, raw state on `y`.
+//! Pane 1: workflows, with step history, context bag, acks and gates on Enter, raw state on `v`.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -109,6 +109,9 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme
     // The table keeps a compact state; the detail reads the file whole (once per version).
     let whole = w.whole();
     if st.raw {
+        let raw_key = app
+            .keymap
+            .key_for(&crate::console::action::Action::ToggleRaw);
         let mut lines = match &whole {
             Ok(x) => json_lines(&x.raw, theme),
             Err(e) => vec![Line::styled(format!("⚠ {e}"), theme.warn())],
@@ -117,7 +120,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme
         return detail(
             frame,
             area,
-            format!(" {} · raw state (y) ", w.id),
+            format!(" {} · raw state ({}) ", w.id, raw_key),
             lines,
             app,
             theme,

@@ -60,6 +60,9 @@ pub struct Bus {
     writer: Arc<Mutex<Option<queue::QueueWriter>>>,
     /// Who acts through this handle, for the journal.
     pub origin: Origin,
+    /// The board session as the caller last saw it: a board act through this handle is refused,
+    /// under the board's lock, when the session is no longer that one, in that phase and round.
+    pub expect_board: Option<board::BoardSeen>,
 }
 
 /// What `bus init` did.
@@ -83,7 +86,15 @@ impl Bus {
             track: track.clone(),
             writer: Arc::default(),
             origin: Origin::default(),
+            expect_board: None,
         }
+    }
+
+    /// This handle, acting on the board only while its session is still `seen` (a console's
+    /// confirmation acts on exactly the phase and round it showed).
+    pub fn expecting_board(mut self, seen: board::BoardSeen) -> Self {
+        self.expect_board = Some(seen);
+        self
     }
 
     /// Like [`Bus::open`], but refuses a bus that was never initialised.

@@ -21,6 +21,7 @@ pub mod intents;
 pub mod journaled;
 pub mod model;
 pub mod outbox;
+pub mod overdue;
 pub mod paging;
 pub mod request;
 pub mod rerun;

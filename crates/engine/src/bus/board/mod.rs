@@ -24,7 +24,7 @@ pub use rules::{
     RuleOutcome, Verdict, VoteCounts, next_phase, phase_complete_with, quick_review_rule,
     resolve_rule,
 };
-pub use session::{current_session, read_discussion};
+pub use session::{BoardSeen, current_session, read_discussion};
 
 /// Session statuses as string constants for `match` on a tolerant record's field, derived from
 /// [`SessionStatus`] (spelled there once).

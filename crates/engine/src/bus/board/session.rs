@@ -73,12 +73,64 @@ fn current(bus: &Bus) -> Result<Option<(PathBuf, BoardSession)>> {
 }
 
 pub(super) fn require_session(bus: &Bus) -> Result<(PathBuf, BoardSession)> {
-    current(bus)?.ok_or_else(|| {
+    let found = current(bus)?.ok_or_else(|| {
         Error::not_found(format!(
             "track {} has no board session; open one with `pantheon board --track {} open --checkpoint EVALUATE_PLAN --proposal TEXT`",
             bus.track, bus.track
         ))
-    })
+    })?;
+    if let Some(seen) = &bus.expect_board {
+        seen.check(&found.1)?;
+    }
+    Ok(found)
+}
+
+/// A board session as a caller saw it: its id, phase and discussion round.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BoardSeen {
+    /// The session's id.
+    pub session_id: String,
+    /// Its phase (`ASSESSING`, `DISCUSSING`, …).
+    pub status: String,
+    /// Discussion rounds closed.
+    pub rounds: u32,
+}
+
+impl BoardSeen {
+    /// What `s` is now, in the same terms.
+    pub fn of(s: &BoardSession) -> Self {
+        Self {
+            session_id: s.session_id.clone(),
+            status: s.status.clone(),
+            rounds: s.phases.discuss.rounds,
+        }
+    }
+
+    /// Refuses, saying what changed, when `s` is no longer the session seen.
+    pub fn check(&self, s: &BoardSession) -> Result<()> {
+        let now = Self::of(s);
+        let mut changed = Vec::new();
+        if now.session_id != self.session_id {
+            changed.push(format!("session {} → {}", self.session_id, now.session_id));
+        }
+        if now.status != self.status {
+            changed.push(format!("phase {} → {}", self.status, now.status));
+        }
+        if now.rounds != self.rounds {
+            changed.push(format!(
+                "discussion rounds closed {} → {}",
+                self.rounds, now.rounds
+            ));
+        }
+        if changed.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::refused(format!(
+                "the board changed since it was shown ({}); nothing was done",
+                changed.join(", ")
+            )))
+        }
+    }
 }
 
 /// Reads `discussion.jsonl` tolerantly: (lines, lines skipped).
