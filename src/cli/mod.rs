@@ -15,6 +15,7 @@ pub mod board;
 pub mod bus;
 pub mod conductor;
 pub mod journal;
+pub mod observe;
 pub mod serve;
 
 /// Pantheon Console: watch and operate a pantheon of AI agents coordinating through files.
@@ -84,6 +85,11 @@ pub enum Command {
     Tick,
     /// The delivery supervisor in the foreground: enforces ack deadlines as they fall due (SIGTERM: exit 0).
     Serve(serve::ServeArgs),
+    /// One line for a tmux status bar or a shell prompt: `@3 ‖1 ▲1 ☠2` (attention, held, alerts,
+    /// dead letters; docs/OBSERVABILITY.md).
+    Status(observe::StatusArgs),
+    /// A monitoring-plugin health check: one line, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
+    Check(observe::CheckArgs),
 }
 
 /// Options of `pantheon config`.
@@ -337,6 +343,8 @@ fn needs_root(cli: &Cli) -> bool {
     match &cli.command {
         Some(Command::Config(_)) => false,
         Some(Command::Demo(_)) => cli.root.is_some(),
+        // A check says UNKNOWN (exit 3) itself when the root is missing.
+        Some(Command::Check(_)) => false,
         _ => true,
     }
 }
@@ -346,6 +354,10 @@ fn run_rootless(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {
         Some(Command::Demo(args)) => crate::demo::run(args, None),
         Some(Command::Config(args)) => run_config(args),
+        Some(Command::Check(_)) => {
+            println!("PANTHEON UNKNOWN - {NO_ROOT}");
+            Ok(Outcome::Exit(ExitCode::from(3)))
+        }
         _ => anyhow::bail!("{NO_ROOT}"),
     }
 }
@@ -417,6 +429,8 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Serve(args)) => {
             serve::serve(args, &root, Origin::new(cli.actor.as_deref(), "supervisor"))
         }
+        Some(Command::Status(args)) => observe::status(args, &root),
+        Some(Command::Check(args)) => observe::check(args, &root),
     };
     finish(result)
 }

@@ -17,6 +17,7 @@ mod help;
 mod journal;
 mod limits;
 mod newcomer;
+mod observe;
 mod origin;
 mod orphans;
 mod paging;

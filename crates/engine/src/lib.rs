@@ -19,6 +19,7 @@ pub mod bridge;
 pub mod bus;
 pub mod conductor;
 pub mod error;
+pub mod health;
 pub mod journal;
 pub mod store;
 pub mod validate;

@@ -35,7 +35,14 @@ pub const ACK_WAIT_ENV: &str = "PANTHEON_ACK_WAIT";
 pub const MAX_DELIVERIES_ENV: &str = "PANTHEON_MAX_DELIVERIES";
 
 /// The keys `conductor/config.yaml` may hold.
-pub const CONFIG_KEYS: [&str; 4] = ["stale_after", "lock_timeout", "ack_wait", "max_deliveries"];
+pub const CONFIG_KEYS: [&str; 6] = [
+    "stale_after",
+    "lock_timeout",
+    "ack_wait",
+    "max_deliveries",
+    "check",
+    "bridge",
+];
 
 /// The protocol settings of one root.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +55,8 @@ pub struct Settings {
     pub ack_wait: Option<Duration>,
     /// `max_deliveries` for steps and rules that declare none.
     pub max_deliveries: u32,
+    /// The `check:` mapping: `pantheon check`'s thresholds (read by `health::Thresholds`).
+    pub check: Option<Value>,
     /// What was wrong with the config file or the environment (each value ignored, default kept).
     pub warnings: Vec<String>,
 }
@@ -59,6 +68,7 @@ impl Default for Settings {
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
             ack_wait: None,
             max_deliveries: DEFAULT_MAX_DELIVERIES,
+            check: None,
             warnings: Vec::new(),
         }
     }
@@ -122,6 +132,7 @@ impl Settings {
             },
             // Read by `pantheon bridge` (peers' transport and envelope, docs/NATS.md).
             "bridge" => {}
+            "check" => self.check = Some(v.clone()),
             other => self.warnings.push(format!(
                 "{source}: unknown key {other:?} ignored (known: {})",
                 CONFIG_KEYS.join(", ")

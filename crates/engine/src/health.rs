@@ -1,0 +1,521 @@
+//! The root's health in a few figures, for a status line (`pantheon status`) and a monitoring check
+//! (`pantheon check`): what waits on a human, read from the files that say so and nothing else.
+//!
+//! Cost is bounded by the open work, not by the root's history: one listing of `_quarantine` and of
+//! each inbox (with their dispatch files read, since their ack status and time decide overdue), one
+//! listing of each god's dead letters (names only), the supervisors' heartbeats, each track's
+//! `worker-status.json` and `locks.json`, and the bridge's `status.json`. Workflow state files,
+//! queues, archives and the journal are not read (the journal only by [`journal_chain`], which
+//! `check` asks for).
+//!
+//! Overdue is the engine's one rule ([`crate::conductor::overdue::OverdueRule`]), the same the
+//! console's panes, header and attention list apply.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::bus::{Bus, list_tracks};
+use crate::conductor::delivery::live_supervisors;
+use crate::conductor::files::{god_dirs, read_dispatch_dir};
+use crate::conductor::model::AckStatus;
+use crate::conductor::overdue::OverdueRule;
+use crate::store::Root;
+use crate::store::time::parse_ts;
+
+/// The figures of one reading.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Health {
+    /// Dispatches held in `_quarantine` for an operator's approval.
+    pub held: usize,
+    /// Dispatches overdue by the overdue rule (unacked in an inbox past the unacked limit, or held
+    /// past the held limit).
+    pub overdue: usize,
+    /// Of `overdue`, those held (their cause is the held dispatch itself).
+    pub overdue_held: usize,
+    /// Dispatches waiting in gods' inboxes (held ones excluded).
+    pub waiting: usize,
+    /// Dead letters: dispatches out of deliveries, in `conductor/dead/{god}/`.
+    pub dead_letters: usize,
+    /// RUNNING or BLOCKED workers silent past the root's `stale_after`, over every track.
+    pub stale_workers: usize,
+    /// Locks past their expiry, over every track.
+    pub expired_locks: usize,
+    /// Supervisors (`pantheon serve`) whose heartbeat is alive.
+    pub supervisors: usize,
+    /// Open dispatches with an ack deadline (nobody enforces them when `supervisors` is 0).
+    pub deadlines: usize,
+    /// Files that should have been dispatches or bus files but could not be read.
+    pub unreadable: usize,
+    /// The bridge, when its status file exists.
+    pub bridge: Option<BridgeHealth>,
+}
+
+/// What the bridge's `status.json` says.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct BridgeHealth {
+    /// True when the file was written within [`BRIDGE_SILENT_AFTER`] (the bridge rewrites it every
+    /// few seconds while it runs).
+    pub alive: bool,
+    /// Messages the stream holds that the bridge has not mirrored yet.
+    pub lag: u64,
+    /// Outbox records waiting to be published.
+    pub outbox_pending: u64,
+}
+
+/// A bridge whose status file is older than this is counted as gone.
+pub const BRIDGE_SILENT_AFTER: chrono::Duration = chrono::Duration::seconds(60);
+
+impl Health {
+    /// True when open dispatches have ack deadlines and no supervisor is alive to enforce them (the
+    /// console's `▲ no supervisor`).
+    pub fn unsupervised(&self) -> bool {
+        self.deadlines > 0 && self.supervisors == 0
+    }
+
+    /// Things that wait on a human (the status line's `@`): each held dispatch, each overdue
+    /// dispatch not held, each dead letter, stale worker and expired lock, and the missing
+    /// supervisor when deadlines need one.
+    pub fn attention(&self) -> usize {
+        self.held
+            .saturating_add(self.overdue.saturating_sub(self.overdue_held))
+            .saturating_add(self.dead_letters)
+            .saturating_add(self.stale_workers)
+            .saturating_add(self.expired_locks)
+            .saturating_add(usize::from(self.unsupervised()))
+    }
+
+    /// Alerts (the status line's `▲`, as in the console's header): overdue dispatches, stale
+    /// workers, expired locks and the missing supervisor.
+    pub fn alerts(&self) -> usize {
+        self.overdue
+            .saturating_add(self.stale_workers)
+            .saturating_add(self.expired_locks)
+            .saturating_add(usize::from(self.unsupervised()))
+    }
+}
+
+/// Reads the root's health at `now`, applying `rule` to every waiting and held dispatch.
+pub fn read(root: &Root, rule: &OverdueRule, now: DateTime<Utc>) -> Health {
+    let mut h = Health::default();
+    let has_deadline = |d: &crate::conductor::model::Dispatch| {
+        d.ack_deadline.is_some() && matches!(d.ack_status, AckStatus::Unacked | AckStatus::Pending)
+    };
+    let at = |d: &crate::conductor::model::Dispatch| d.dispatched_at.as_deref().and_then(parse_ts);
+    let (held, errors) = read_dispatch_dir(&root.quarantine_dir());
+    h.held = held.len();
+    h.unreadable += errors.len();
+    for (_, d) in &held {
+        if rule.check(true, &d.ack_status, at(d), now).is_some() {
+            h.overdue += 1;
+            h.overdue_held += 1;
+        }
+    }
+    for god in god_dirs(&root.pending_root()) {
+        let (waiting, errors) = read_dispatch_dir(&root.inbox_dir(&god));
+        h.unreadable += errors.len();
+        h.waiting += waiting.len();
+        for (_, d) in &waiting {
+            if rule.check(false, &d.ack_status, at(d), now).is_some() {
+                h.overdue += 1;
+            }
+            if has_deadline(d) {
+                h.deadlines += 1;
+            }
+        }
+    }
+    for god in god_dirs(&root.dead_root()) {
+        h.dead_letters += json_files(&root.dead_dir(&god));
+    }
+    h.supervisors = live_supervisors(root, now).len();
+    for track in list_tracks(root) {
+        let bus = Bus::open(root, &track);
+        match bus.workers() {
+            Ok(ws) => {
+                let after = root.settings.stale_after;
+                h.stale_workers += ws.iter().filter(|w| w.entry.is_stale(now, after)).count();
+            }
+            Err(_) => h.unreadable += 1,
+        }
+        match bus.locks() {
+            Ok(ls) => h.expired_locks += ls.iter().filter(|l| l.entry.is_expired(now)).count(),
+            Err(_) => h.unreadable += 1,
+        }
+    }
+    h.bridge = read_bridge(root, now);
+    h
+}
+
+/// How many `*.json` files (not hidden) `dir` lists, without reading them.
+fn json_files(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| {
+                    let n = e.file_name();
+                    let n = n.to_string_lossy();
+                    !n.starts_with('.') && n.ends_with(".json")
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+fn read_bridge(root: &Root, now: DateTime<Utc>) -> Option<BridgeHealth> {
+    let v = crate::store::read::read_json(&crate::bridge::status_path(root))
+        .ok()
+        .flatten()?;
+    let num = |k: &str| v.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+    let alive = v
+        .get("updated")
+        .and_then(serde_json::Value::as_str)
+        .and_then(parse_ts)
+        .is_some_and(|t| {
+            let age = now.signed_duration_since(t);
+            age <= BRIDGE_SILENT_AFTER && -age <= BRIDGE_SILENT_AFTER
+        });
+    Some(BridgeHealth {
+        alive,
+        lag: num("lag"),
+        outbox_pending: num("outbox_pending"),
+    })
+}
+
+/// Whether the journal's hash chain holds; `Err` carries the first problem (reads the whole journal).
+pub fn journal_chain(root: &Root) -> Result<u64, String> {
+    match crate::journal::verify(root) {
+        Ok(r) if r.valid => Ok(r.entries),
+        Ok(r) => Err(r.problem.unwrap_or_else(|| "the chain is broken".into())),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A monitoring plugin's state, as its exit code (Nagios, Icinga, Sensu, the monitoring-plugins
+/// guidelines).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum State {
+    /// Exit 0.
+    Ok,
+    /// Exit 1.
+    Warning,
+    /// Exit 2.
+    Critical,
+    /// Exit 3: the check could not tell (no root, a bad threshold).
+    Unknown,
+}
+
+impl State {
+    /// The exit code.
+    pub fn code(self) -> u8 {
+        match self {
+            State::Ok => 0,
+            State::Warning => 1,
+            State::Critical => 2,
+            State::Unknown => 3,
+        }
+    }
+
+    /// The word of the output line.
+    pub fn word(self) -> &'static str {
+        match self {
+            State::Ok => "OK",
+            State::Warning => "WARNING",
+            State::Critical => "CRITICAL",
+            State::Unknown => "UNKNOWN",
+        }
+    }
+}
+
+/// The warning and critical levels of one figure: the state is reached when the figure is at or
+/// above the level; `None` never.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Level {
+    /// WARNING at or above this.
+    pub warn: Option<u64>,
+    /// CRITICAL at or above this.
+    pub crit: Option<u64>,
+}
+
+impl Level {
+    const fn warn_at(n: u64) -> Self {
+        Self {
+            warn: Some(n),
+            crit: None,
+        }
+    }
+
+    fn state(&self, value: u64) -> State {
+        if self.crit.is_some_and(|c| value >= c) {
+            State::Critical
+        } else if self.warn.is_some_and(|w| value >= w) {
+            State::Warning
+        } else {
+            State::Ok
+        }
+    }
+
+    /// The perfdata threshold (`N` alerts above N, so "at or above w" is `w-1`).
+    fn perf(l: Option<u64>) -> String {
+        l.map(|n| n.saturating_sub(1).to_string())
+            .unwrap_or_default()
+    }
+}
+
+/// When a missing supervisor matters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SupervisorRule {
+    /// CRITICAL when open dispatches have ack deadlines and no supervisor is alive (the default).
+    #[default]
+    Deadlines,
+    /// CRITICAL whenever no supervisor is alive.
+    Always,
+    /// Never checked.
+    Never,
+}
+
+/// `pantheon check`'s thresholds: the defaults, then the root config's `check:` mapping, then the
+/// command line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Thresholds {
+    /// Overdue dispatches (default: WARNING at 1).
+    pub overdue: Level,
+    /// Dead letters (default: WARNING at 1).
+    pub dead_letters: Level,
+    /// Stale workers (default: WARNING at 1).
+    pub stale_workers: Level,
+    /// Expired locks (default: WARNING at 1).
+    pub expired_locks: Level,
+    /// The bridge's lag in messages, while it runs (default: WARNING at 1000).
+    pub bridge_lag: Level,
+    /// When a missing supervisor is CRITICAL.
+    pub supervisor: SupervisorRule,
+    /// Whether the journal's hash chain is verified (a broken chain is CRITICAL; default: yes).
+    pub journal: bool,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Self {
+            overdue: Level::warn_at(1),
+            dead_letters: Level::warn_at(1),
+            stale_workers: Level::warn_at(1),
+            expired_locks: Level::warn_at(1),
+            bridge_lag: Level::warn_at(1000),
+            supervisor: SupervisorRule::Deadlines,
+            journal: true,
+        }
+    }
+}
+
+/// The names of the figures a `check:` mapping (and `--warn`/`--crit`) may set.
+pub const LEVEL_NAMES: [&str; 5] = [
+    "overdue",
+    "dead_letters",
+    "stale_workers",
+    "expired_locks",
+    "bridge_lag",
+];
+
+impl Thresholds {
+    /// The level named `name` (one of [`LEVEL_NAMES`]).
+    pub fn level_mut(&mut self, name: &str) -> Option<&mut Level> {
+        Some(match name {
+            "overdue" => &mut self.overdue,
+            "dead_letters" => &mut self.dead_letters,
+            "stale_workers" => &mut self.stale_workers,
+            "expired_locks" => &mut self.expired_locks,
+            "bridge_lag" => &mut self.bridge_lag,
+            _ => return None,
+        })
+    }
+
+    /// The defaults with the root config's `check:` mapping applied; an unknown key or a value that
+    /// is not a count is an error (a check must not run on thresholds nobody meant).
+    pub fn from_config(check: Option<&serde_json::Value>) -> Result<Self, String> {
+        use serde_json::Value;
+        let mut t = Self::default();
+        let Some(check) = check else {
+            return Ok(t);
+        };
+        let Value::Object(m) = check else {
+            return Err("check: expected a mapping".into());
+        };
+        for (k, v) in m {
+            match k.as_str() {
+                "supervisor" => {
+                    t.supervisor = match v.as_str() {
+                        Some("deadlines") => SupervisorRule::Deadlines,
+                        Some("always") => SupervisorRule::Always,
+                        Some("never") => SupervisorRule::Never,
+                        _ => {
+                            return Err(format!(
+                                "check.supervisor: {v} is not deadlines, always or never"
+                            ));
+                        }
+                    }
+                }
+                "journal" => {
+                    t.journal = v
+                        .as_bool()
+                        .ok_or_else(|| format!("check.journal: {v} is not true or false"))?
+                }
+                name => {
+                    let level = t.level_mut(name).ok_or_else(|| {
+                        format!(
+                            "check: unknown key {name:?} (known: {}, supervisor, journal)",
+                            LEVEL_NAMES.join(", ")
+                        )
+                    })?;
+                    let Value::Object(lm) = v else {
+                        return Err(format!("check.{name}: expected {{warn: N, crit: N}}"));
+                    };
+                    for (lk, lv) in lm {
+                        let n = match lv {
+                            Value::Null => None,
+                            Value::Number(n) => Some(n.as_u64().ok_or_else(|| {
+                                format!("check.{name}.{lk}: {lv} is not a count")
+                            })?),
+                            _ => return Err(format!("check.{name}.{lk}: {lv} is not a count")),
+                        };
+                        match lk.as_str() {
+                            "warn" => level.warn = n,
+                            "crit" => level.crit = n,
+                            _ => {
+                                return Err(format!(
+                                    "check.{name}: unknown key {lk:?} (known: warn, crit)"
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(t)
+    }
+}
+
+/// What a check found: its state, the reasons (worst first) and the perfdata.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    /// The worst state of any figure.
+    pub state: State,
+    /// One phrase per figure past a level, worst first (or what is fine, when all is).
+    pub reasons: Vec<String>,
+    /// `label=value;warn;crit;0;` items.
+    pub perfdata: Vec<String>,
+}
+
+impl Verdict {
+    /// The plugin's one output line: `PANTHEON STATE - reasons | perfdata`.
+    pub fn line(&self) -> String {
+        format!(
+            "PANTHEON {} - {} | {}",
+            self.state.word(),
+            self.reasons.join("; "),
+            self.perfdata.join(" ")
+        )
+    }
+}
+
+/// Judges `h` (and the journal's chain, when it was verified) against `t`.
+pub fn evaluate(h: &Health, journal: Option<&Result<u64, String>>, t: &Thresholds) -> Verdict {
+    let mut found: Vec<(State, String)> = Vec::new();
+    let mut perfdata = Vec::new();
+    let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut figure = |label: &str, value: u64, level: &Level, what: String| {
+        perfdata.push(format!(
+            "{label}={value};{};{};0;",
+            Level::perf(level.warn),
+            Level::perf(level.crit)
+        ));
+        let s = level.state(value);
+        if s != State::Ok {
+            found.push((s, what));
+        }
+    };
+    let n = |v: usize| u64::try_from(v).unwrap_or(u64::MAX);
+    figure(
+        "overdue",
+        n(h.overdue),
+        &t.overdue,
+        plural(n(h.overdue), "overdue dispatch", "overdue dispatches"),
+    );
+    figure(
+        "dead_letters",
+        n(h.dead_letters),
+        &t.dead_letters,
+        plural(n(h.dead_letters), "dead letter", "dead letters"),
+    );
+    figure(
+        "stale_workers",
+        n(h.stale_workers),
+        &t.stale_workers,
+        plural(n(h.stale_workers), "stale worker", "stale workers"),
+    );
+    figure(
+        "expired_locks",
+        n(h.expired_locks),
+        &t.expired_locks,
+        plural(n(h.expired_locks), "expired lock", "expired locks"),
+    );
+    if let Some(b) = h.bridge.as_ref().filter(|b| b.alive) {
+        figure(
+            "bridge_lag",
+            b.lag,
+            &t.bridge_lag,
+            format!("bridge lag {}", plural(b.lag, "message", "messages")),
+        );
+    }
+    perfdata.push(format!("held={};;;0;", h.held));
+    perfdata.push(format!("waiting={};;;0;", h.waiting));
+    perfdata.push(format!("supervisors={};;;0;", h.supervisors));
+    match t.supervisor {
+        SupervisorRule::Deadlines if h.unsupervised() => found.push((
+            State::Critical,
+            format!(
+                "no supervisor alive to enforce {}",
+                plural(n(h.deadlines), "ack deadline", "ack deadlines")
+            ),
+        )),
+        SupervisorRule::Always if h.supervisors == 0 => {
+            found.push((State::Critical, "no supervisor alive".into()))
+        }
+        _ => {}
+    }
+    match journal {
+        Some(Err(problem)) => {
+            found.push((State::Critical, format!("journal chain broken: {problem}")))
+        }
+        Some(Ok(entries)) => perfdata.push(format!("journal_entries={entries};;;0;")),
+        None => {}
+    }
+    if h.unreadable > 0 {
+        found.push((
+            State::Warning,
+            plural(n(h.unreadable), "unreadable file", "unreadable files"),
+        ));
+    }
+    // Worst first; a stable sort keeps the order above among equals.
+    found.sort_by_key(|f| std::cmp::Reverse(f.0));
+    let state = found.first().map_or(State::Ok, |(s, _)| *s);
+    let reasons = if found.is_empty() {
+        let mut ok = vec![format!(
+            "{} waiting, {} held, {}",
+            h.waiting,
+            h.held,
+            plural(n(h.supervisors), "supervisor alive", "supervisors alive")
+        )];
+        if matches!(journal, Some(Ok(_))) {
+            ok.push("journal chain intact".into());
+        }
+        ok
+    } else {
+        found.into_iter().map(|(_, r)| r).collect()
+    };
+    Verdict {
+        state,
+        reasons,
+        perfdata,
+    }
+}
