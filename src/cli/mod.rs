@@ -77,7 +77,7 @@ pub enum Command {
     Board(board::BoardArgs),
     /// The operator journal: every state-changing act, hash-chained (--verify checks the chain).
     Journal(journal::JournalArgs),
-    /// Connect this root to other pantheons over NATS JetStream (long-running; `bridge status`: JSON).
+    /// Connect this root to other pantheons over NATS, JetStream or core (long-running; `bridge status`: JSON).
     Bridge(Box<crate::bridge::BridgeArgs>),
     /// The console's own configuration (keys, theme, times, thresholds, notifications).
     Config(ConfigArgs),
