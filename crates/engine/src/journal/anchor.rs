@@ -9,7 +9,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{FileExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
@@ -275,7 +275,9 @@ impl AnchorWriter {
     /// warnings to show. The last anchor already in the file is not written again.
     pub fn open(root: &Root, path: &Path) -> Result<(Self, Vec<String>)> {
         let (target, warnings) = check_place(root, path)?;
+        // Read as well as append: a torn last line is found and cut back before the first append.
         let file = OpenOptions::new()
+            .read(true)
             .append(true)
             .create(true)
             .mode(0o666)
@@ -292,6 +294,7 @@ impl AnchorWriter {
                 target.display()
             )));
         }
+        drop_torn_tail(&file).map_err(|e| Error::io(&target, e))?;
         let last = read(&target)
             .ok()
             .and_then(|a| a.anchors.last().map(|a| (a.seq, a.hash.clone())));
@@ -344,11 +347,78 @@ impl AnchorWriter {
         let mut line = serde_json::to_vec(&json!({"seq": head.0, "hash": head.1, "at": now_ts()}))
             .map_err(|e| Error::refused(e.to_string()))?;
         line.push(b'\n');
-        self.file
+        if let Err(e) = self
+            .file
             .write_all(&line)
             .and_then(|()| self.file.sync_data())
-            .map_err(|e| Error::io(&self.path, e))?;
+        {
+            // A write cut short (a full disk) must not leave half a line for the next anchor to be
+            // glued onto: the file goes back to its last whole line, and the next move tries again.
+            let _ = drop_torn_tail(&self.file);
+            return Err(Error::io(&self.path, e));
+        }
         self.last = Some(head.clone());
         Ok(Some(head))
+    }
+}
+
+/// Cuts an anchor file back to the end of its last whole line when a write was cut short (a full disk,
+/// a crash of the machine mid-write): what follows the last newline is half an anchor that no reader could
+/// parse and that the next append would be glued onto. A file that ends in a newline is left as it is.
+fn drop_torn_tail(file: &File) -> std::io::Result<()> {
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(());
+    }
+    // An anchor line is far shorter than a journal line; look back at most one journal line's length.
+    let back = len.min(MAX_LINE_BYTES as u64 + 1);
+    let mut tail = vec![0u8; usize::try_from(back).unwrap_or(0)];
+    file.read_exact_at(&mut tail, len - back)?;
+    if tail.last() == Some(&b'\n') {
+        return Ok(());
+    }
+    let keep = match tail.iter().rposition(|&b| b == b'\n') {
+        Some(i) => len - back + i as u64 + 1,
+        None if back == len => 0,
+        // No newline in the last line's worth of bytes: not a torn anchor but something else; leave it for
+        // `journal --verify --anchor` to report.
+        None => return Ok(()),
+    };
+    file.set_len(keep)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_torn_last_anchor_is_cut_back_to_the_last_whole_line() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| unreachable!("{e}"));
+        let path = dir.path().join("anchor.jsonl");
+        let whole = "{\"seq\":1,\"hash\":\"ab\",\"at\":\"2026-12-02T00:00:00Z\"}\n";
+        for (content, kept) in [
+            (format!("{whole}{{\"seq\":2,\"ha"), whole.to_owned()),
+            (whole.to_owned(), whole.to_owned()),
+            ("{\"seq\":1".to_owned(), String::new()),
+            (String::new(), String::new()),
+        ] {
+            std::fs::write(&path, &content).unwrap_or_else(|e| unreachable!("{e}"));
+            let f = OpenOptions::new()
+                .read(true)
+                .append(true)
+                .open(&path)
+                .unwrap_or_else(|e| unreachable!("{e}"));
+            drop_torn_tail(&f).unwrap_or_else(|e| unreachable!("{e}"));
+            let now = std::fs::read_to_string(&path).unwrap_or_else(|e| unreachable!("{e}"));
+            assert_eq!(now, kept, "from {content:?}");
+        }
+        let a = read(&path).unwrap_or_else(|e| unreachable!("{e}"));
+        assert!(
+            a.problems
+                .iter()
+                .any(|p| p.contains("empty") || p.contains("no head")),
+            "{:?}",
+            a.problems
+        );
     }
 }
