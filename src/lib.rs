@@ -10,6 +10,7 @@ pub mod console;
 pub mod demo;
 pub mod live;
 pub mod mcp;
+pub mod observe;
 pub mod outcome;
 
 /// The protocol engine, its own crate ([`pantheon_engine`]); re-exported so shells name it `engine`.

@@ -3,6 +3,7 @@
 
 use std::process::ExitCode;
 
+use crate::engine::conductor::delivery::live_supervisors;
 use crate::engine::conductor::overdue::OverdueRule;
 use crate::engine::health::{self, Health, Level, State, SupervisorRule, Thresholds};
 use crate::engine::store::Root;
@@ -50,26 +51,39 @@ pub struct CheckArgs {
 
 /// `pantheon status`.
 pub fn status(args: StatusArgs, root: &Root) -> anyhow::Result<Outcome> {
-    let h = health::read(root, &OverdueRule::default(), chrono::Utc::now());
+    let now = chrono::Utc::now();
+    let h = health::read(root, &OverdueRule::default(), now);
+    let exposed = if h.supervisors > 0 {
+        crate::observe::record::exposed(root, &live_supervisors(root, now))
+    } else {
+        Vec::new()
+    };
+    let with_exposed = |l: String, tmux: bool| match (exposed.is_empty(), tmux) {
+        (true, _) => l,
+        (false, false) => format!("{l} ⚠metrics"),
+        (false, true) => format!("{l} #[fg=red]⚠metrics#[default]"),
+    };
     match args.format {
-        StatusFormat::Json => Ok(Outcome::Json(status_json(&h))),
+        StatusFormat::Json => Ok(Outcome::Json(status_json(&h, &exposed))),
         StatusFormat::Line => {
-            println!("{}", line(&h, false));
+            println!("{}", with_exposed(line(&h, false), false));
             Ok(Outcome::Exit(ExitCode::SUCCESS))
         }
         StatusFormat::Tmux => {
-            println!("{}", line(&h, true));
+            println!("{}", with_exposed(line(&h, true), true));
             Ok(Outcome::Exit(ExitCode::SUCCESS))
         }
     }
 }
 
-fn status_json(h: &Health) -> serde_json::Value {
+fn status_json(h: &Health, exposed: &[String]) -> serde_json::Value {
     let mut v = serde_json::to_value(h).unwrap_or_default();
     if let Some(m) = v.as_object_mut() {
         m.insert("attention".into(), h.attention().into());
         m.insert("alerts".into(), h.alerts().into());
         m.insert("no_supervisor".into(), h.unsupervised().into());
+        // `serve --metrics` addresses that are not loopback (the line shows `⚠metrics`).
+        m.insert("metrics_exposed".into(), exposed.into());
     }
     v
 }

@@ -41,6 +41,10 @@ pub struct ServeArgs {
     /// root's writers cannot write (docs/THREAT-MODEL.md).
     #[arg(long, value_name = "PATH")]
     pub journal_anchor: Option<PathBuf>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (PORT alone: 127.0.0.1:PORT). An address
+    /// that is not loopback is warned about (docs/OBSERVABILITY.md).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<String>,
 }
 
 /// What wakes the loop.
@@ -185,6 +189,14 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
         None => Box::new(std::io::stderr()),
     };
     let c = Conductor::new(root.clone()).with_origin(origin);
+    // Bound before anything else starts, so a port in use is the first and only thing said.
+    let metrics = match &args.metrics {
+        Some(a) => {
+            let addr = crate::observe::http::parse_addr(a)?;
+            Some((addr, crate::observe::http::bind(addr)?))
+        }
+        None => None,
+    };
     let mut anchor = match &args.journal_anchor {
         Some(p) => {
             let (w, mut warnings) = AnchorWriter::open(root, p)?;
@@ -292,6 +304,37 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
             .watch(&root.conductor, notify::RecursiveMode::NonRecursive)
             .with_context(|| format!("cannot watch {}", root.conductor.display()))?;
     }
+    // The live model (the console's) behind `/metrics`, kept current by its own watches.
+    let _metrics_record = match metrics {
+        Some((addr, listener)) => {
+            let exposed = !addr.ip().is_loopback();
+            if exposed {
+                let w = format!(
+                    "warning: --metrics {addr} is not a loopback address: anyone who can reach it reads this root's figures"
+                );
+                eprintln!("{w}");
+                if args.log.is_some() {
+                    let _ = writeln!(out, "{} {w}", format_ts(chrono::Utc::now()));
+                }
+            }
+            let live = Arc::new(crate::live::runner::LiveHandle::start(
+                root.clone(),
+                crate::live::WatchMode::Notify,
+                crate::live::ModelOptions::default(),
+            ));
+            let m = Arc::new(crate::observe::metrics::Metrics::new(root.clone(), exposed));
+            crate::observe::http::spawn(listener, m, live)?;
+            let _ = writeln!(
+                out,
+                "{} pantheon serve: metrics at http://{addr}/metrics",
+                format_ts(chrono::Utc::now())
+            );
+            Some(crate::observe::record::MetricsRecord::write(
+                root, &id, addr,
+            ))
+        }
+        None => None,
+    };
     // The head moved since the last anchor (true at start: anchor the head found).
     let mut anchor_dirty = anchor.is_some();
     let every = anchor_every();

@@ -243,3 +243,356 @@ impl Drop for Serve {
         let _ = self.0.wait();
     }
 }
+
+// ---- `serve --metrics`, scraped by a real Prometheus ----
+
+/// A free loopback port (bound, then released for the process that will listen there).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `GET path` on 127.0.0.1:port (HTTP/1.0, whole answer): (status code, headers, body).
+fn http_get(port: u16, path: &str, accept: Option<&str>) -> Option<(u16, String, String)> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    let accept = accept
+        .map(|a| format!("Accept: {a}\r\n"))
+        .unwrap_or_default();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n{accept}\r\n").ok()?;
+    let mut all = String::new();
+    s.read_to_string(&mut all).ok()?;
+    let (head, body) = all.split_once("\r\n\r\n")?;
+    let code = head.split_whitespace().nth(1)?.parse().ok()?;
+    Some((code, head.to_owned(), body.to_owned()))
+}
+
+fn url_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// `serve --metrics 127.0.0.1:PORT` on the root, killed and reaped on drop.
+fn serve_metrics(env: &Env, port: u16) -> Serve {
+    let child = env
+        .command(&["serve", "--metrics", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let serve = Serve(child);
+    let until = Instant::now() + Duration::from_secs(30);
+    while http_get(port, "/metrics", None).is_none_or(|(c, _, _)| c != 200) {
+        assert!(Instant::now() < until, "serve --metrics never answered");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    serve
+}
+
+/// A Prometheus server on loopback scraping `target` every second, with the example rules loaded;
+/// killed and reaped (and its data removed with the test's directory) on drop.
+struct Prometheus {
+    child: Child,
+    port: u16,
+}
+
+impl Prometheus {
+    fn start(env: &Env, target: u16) -> Self {
+        let dir = env.dir.path().join("prometheus");
+        std::fs::create_dir_all(&dir).unwrap();
+        let rules = repo_file("deploy/prometheus/pantheon-rules.yml");
+        let config = format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {}\nscrape_configs:\n  - job_name: pantheon\n    static_configs:\n      - targets: ['127.0.0.1:{target}']\n",
+            rules.display()
+        );
+        std::fs::write(dir.join("prometheus.yml"), config).unwrap();
+        let port = free_port();
+        let child = std::process::Command::new("prometheus")
+            .arg(format!(
+                "--config.file={}",
+                dir.join("prometheus.yml").display()
+            ))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("log")).unwrap())
+            .spawn()
+            .expect("prometheus is installed (Debian's `prometheus` package; .ci/run installs it)");
+        let p = Self { child, port };
+        let until = Instant::now() + Duration::from_secs(60);
+        while http_get(port, "/-/ready", None).is_none_or(|(c, _, _)| c != 200) {
+            assert!(
+                Instant::now() < until,
+                "prometheus never got ready: {}",
+                std::fs::read_to_string(dir.join("log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        p
+    }
+
+    /// An instant query's result (the API's `data.result`), asserting the query ran.
+    fn query(&self, q: &str) -> Vec<Value> {
+        let (code, _, body) = http_get(
+            self.port,
+            &format!("/api/v1/query?query={}", url_encode(q)),
+            None,
+        )
+        .unwrap();
+        let v: Value = serde_json::from_str(&body).unwrap_or_default();
+        assert_eq!(
+            (code, v["status"].as_str()),
+            (200, Some("success")),
+            "{q}: {body}"
+        );
+        v["data"]["result"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// The single value of `q`, once Prometheus has scraped one.
+    fn value(&self, q: &str) -> Option<f64> {
+        let r = self.query(q);
+        r.first()?["value"][1].as_str()?.parse().ok()
+    }
+
+    /// Waits until `q` is `want` (scrapes come every second).
+    fn wait_for(&self, q: &str, want: f64) {
+        let until = Instant::now() + Duration::from_secs(30);
+        loop {
+            let got = self.value(q);
+            if got == Some(want) {
+                return;
+            }
+            assert!(Instant::now() < until, "{q}: {got:?}, want {want}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn repo_file(rel: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+fn promtool(args: &[&str], input: Option<&str>) -> std::process::Output {
+    use std::io::Write;
+    let mut c = std::process::Command::new("promtool");
+    c.args(args)
+        .current_dir(repo_file("deploy/prometheus"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c
+        .spawn()
+        .expect("promtool is installed (Debian's `prometheus` package)");
+    if let Some(text) = input {
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+    }
+    drop(child.stdin.take());
+    child.wait_with_output().unwrap()
+}
+
+/// Journal entries of `action` whose outcome is `outcome`.
+fn journaled(env: &Env, action: &str, outcome: &str) -> f64 {
+    env.journal_entries()
+        .iter()
+        .filter(|e| e["action"] == action && e["outcome"] == outcome)
+        .count() as f64
+}
+
+#[test]
+fn prometheus_scrapes_serve_metrics_and_the_figures_match_the_root() {
+    let env = Env::with_test_flow();
+    env.write("conductor/workflows/obs-flow.yaml", &deadline_flow("1s"));
+    // Acts before serve starts count too (the counters fold the journal).
+    env.submit(&plan_handoff("hof_20260614_pm0001", "wf_pm_1"));
+    env.submit(&plan_handoff("hof_20260614_pm0002", "wf_pm_2"));
+    env.ack(&ack(
+        "ack_20260614_pm0001",
+        "hof_20260614_pm0001",
+        "accepted",
+        "on it",
+    ));
+
+    let port = free_port();
+    let serve = serve_metrics(&env, port);
+    // The exposition is what `promtool check metrics` reads, in both formats' negotiation.
+    let (_, head, text) = http_get(port, "/metrics", None).unwrap();
+    assert!(head.contains("text/plain; version=0.0.4"), "{head}");
+    assert!(!text.contains("_created"), "{text}");
+    let out = promtool(&["check", "metrics"], Some(&text));
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {out:?}\n{text}"
+    );
+    let (_, head, om) = http_get(
+        port,
+        "/metrics",
+        Some("application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"),
+    )
+    .unwrap();
+    assert!(head.contains("application/openmetrics-text"), "{head}");
+    assert!(om.ends_with("# EOF\n"), "{om}");
+    assert!(
+        om.contains("pantheon_acks_created{status=\"accepted\"} "),
+        "{om}"
+    );
+
+    // A second serve on the same port: a clear error, exit 1.
+    let out = env
+        .command(&["serve", "--metrics", &format!("127.0.0.1:{port}")])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("already in use"), "{err}");
+
+    let prom = Prometheus::start(&env, port);
+    // A workload while Prometheus scrapes: more dispatches, an ack, a forced dead-lettering (one
+    // delivery, a 1 s ack deadline, enforced by the running serve).
+    env.submit(&plan_handoff("hof_20260614_pm0003", "wf_pm_3"));
+    env.ack(&ack(
+        "ack_20260614_pm0002",
+        "hof_20260614_pm0002",
+        "accepted",
+        "on it",
+    ));
+    env.start("obs-flow", "wf_pm_dead", "hof_20260614_pm0004", &[]);
+    let until = Instant::now() + Duration::from_secs(30);
+    while env.names("conductor/dead/hephaestus").is_empty() {
+        assert!(Instant::now() < until, "serve dead-lettered nothing");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // Pending per god: what `pantheon inbox GOD` lists.
+    for god in ["hephaestus", "thoth", "marvin"] {
+        let listed = env.ok(&["inbox", god], None)["dispatches"]
+            .as_array()
+            .map_or(0, Vec::len);
+        prom.wait_for(
+            &format!("pantheon_dispatches_pending{{job=\"pantheon\",god=\"{god}\"}}"),
+            listed as f64,
+        );
+    }
+    assert_eq!(
+        prom.value("sum(pantheon_dispatches_pending{god=\"hephaestus\"})"),
+        Some(1.0),
+        "wf_pm_3's dispatch waits; the two accepted left the inbox"
+    );
+    // Dead letters after the forced dead-lettering, as the root has them.
+    let dead = env.names("conductor/dead/hephaestus").len() as f64;
+    assert_eq!(dead, 1.0);
+    prom.wait_for("pantheon_dead_letters{god=\"hephaestus\"}", dead);
+    prom.wait_for(
+        "pantheon_dead_lettered_total",
+        journaled(&env, "dead_letter", "dead_lettered"),
+    );
+    prom.wait_for("pantheon_attention_items{kind=\"dead_letter\"}", dead);
+    // Ack counters, from every process's acts (these acks came from the CLI, not serve).
+    let accepted = journaled(&env, "ack", "accepted");
+    assert_eq!(accepted, 2.0);
+    prom.wait_for("pantheon_acks_total{status=\"accepted\"}", accepted);
+    prom.wait_for(
+        "sum(pantheon_submits_total)",
+        env.journal_entries()
+            .iter()
+            .filter(|e| e["action"] == "submit")
+            .count() as f64,
+    );
+    prom.wait_for("pantheon_ack_latency_seconds_count", accepted);
+    prom.wait_for("pantheon_supervisors", 1.0);
+
+    // Every expression of the example dashboard and rules runs against this Prometheus.
+    let dash: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_file("deploy/grafana/pantheon-dashboard.json")).unwrap(),
+    )
+    .unwrap();
+    let mut exprs = Vec::new();
+    collect_exprs(&dash, &mut exprs);
+    assert!(exprs.len() >= 10, "{exprs:?}");
+    for e in &exprs {
+        prom.query(e);
+    }
+    // The rules loaded and evaluated without error; the dead letter fires its alert's pending state.
+    let (_, _, rules) = http_get(prom.port, "/api/v1/rules", None).unwrap();
+    let rules: Value = serde_json::from_str(&rules).unwrap();
+    let groups = rules["data"]["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 2, "{rules:#}");
+    for g in groups {
+        for r in g["rules"].as_array().unwrap() {
+            assert_eq!(r["health"], "ok", "{r:#}");
+        }
+    }
+    let until = Instant::now() + Duration::from_secs(30);
+    while !prom
+        .query("ALERTS{alertname=\"PantheonDeadLetters\"}")
+        .iter()
+        .any(|a| a["metric"]["god"] == "hephaestus")
+    {
+        assert!(
+            Instant::now() < until,
+            "PantheonDeadLetters never went pending"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    // A restarted serve continues its counters from the journal: no reset for Prometheus to see.
+    drop(serve);
+    let serve = serve_metrics(&env, port);
+    let (_, _, text) = http_get(port, "/metrics", None).unwrap();
+    assert!(
+        text.contains("pantheon_acks_total{status=\"accepted\"} 2\n")
+            && text.contains("pantheon_dead_lettered_total 1\n"),
+        "{text}"
+    );
+    drop(serve);
+    drop(prom);
+}
+
+fn collect_exprs(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::String(e)) = m.get("expr") {
+                out.push(e.clone());
+            }
+            m.values().for_each(|x| collect_exprs(x, out));
+        }
+        Value::Array(a) => a.iter().for_each(|x| collect_exprs(x, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn the_example_rules_pass_promtool() {
+    let out = promtool(&["check", "rules", "pantheon-rules.yml"], None);
+    assert!(out.status.success(), "{out:?}");
+    let out = promtool(&["test", "rules", "pantheon-rules.test.yml"], None);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("SUCCESS"),
+        "{out:?}"
+    );
+}

@@ -180,7 +180,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 /// cannot open is reported by `verify`, never followed).
 /// `O_NONBLOCK` so a FIFO planted in its place cannot block the open; anything but a regular file is
 /// refused (a FIFO or a device would block or never end every journaled act and every reader).
-pub(crate) fn open_read(path: &Path) -> std::io::Result<File> {
+pub fn open_read(path: &Path) -> std::io::Result<File> {
     let f = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)

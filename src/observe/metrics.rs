@@ -1,0 +1,439 @@
+//! `/metrics`: the series, written from the live model's newest snapshot (kept current by file
+//! notifications, never rescanned per scrape) and the journal's fold (read incrementally).
+//!
+//! Adding a series: write one more `e.family(..)` and its samples in [`render`] (a gauge from the
+//! snapshot, a counter from [`JournalFold`], whose `apply` counts journal actions), with label
+//! values that are ids the engine validated or words of a closed set; list it in
+//! docs/OBSERVABILITY.md.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use chrono::{DateTime, Utc};
+
+use crate::engine::conductor::WorkflowStatus;
+use crate::engine::store::Root;
+use crate::engine::store::ids::{GodName, TrackName};
+use crate::engine::store::layout::QUARANTINE_DIR;
+use crate::live::Snapshot;
+use crate::live::snapshot::Stamp;
+
+use super::exposition::{Exposition, Kind};
+use super::journal::JournalFold;
+
+/// What a scrape reads: the fold (behind a lock: one scrape or snapshot note at a time) and when
+/// this `serve` started (the `_created` of the series that count from its start).
+pub struct Metrics {
+    pub root: Root,
+    pub fold: Mutex<JournalFold>,
+    pub started: f64,
+    /// Snapshots whose dispatches were noted (by `seq`), so a snapshot is noted once.
+    noted: Mutex<u64>,
+    /// Scrapes served (counted by the server), and scrapes that failed to write.
+    pub scrapes: std::sync::atomic::AtomicU64,
+    /// The `--metrics` address is not a loopback one.
+    pub exposed: bool,
+}
+
+impl Metrics {
+    pub fn new(root: Root, exposed: bool) -> Self {
+        Self {
+            root,
+            fold: Mutex::new(JournalFold::default()),
+            started: unix(Utc::now()),
+            noted: Mutex::new(u64::MAX),
+            scrapes: Default::default(),
+            exposed,
+        }
+    }
+
+    /// Notes the definition and step of every dispatch the snapshot shows waiting (once per
+    /// snapshot), so the end of each can be labelled when its ack is folded.
+    pub fn note(&self, snap: &Snapshot) {
+        {
+            let mut n = self.noted.lock().unwrap_or_else(|e| e.into_inner());
+            if *n == snap.seq {
+                return;
+            }
+            *n = snap.seq;
+        }
+        let mut fold = self.fold.lock().unwrap_or_else(|e| e.into_inner());
+        // Unfinished workflows sort first (the Workflows pane's order), and only they wait.
+        for w in snap.workflows.iter() {
+            if snap.workflows_in_order && w.state.status.is_finished() {
+                break;
+            }
+            let Some(def) = snap.definition(w.state.definition_id.as_deref()) else {
+                continue;
+            };
+            for (_, d) in &w.waiting {
+                if let Some(step) = def.step(&d.step) {
+                    let key: (Arc<str>, Arc<str>) =
+                        (def.id.as_str().into(), step.id.as_str().into());
+                    fold.note_step(&d.handoff_id, key);
+                }
+            }
+        }
+    }
+
+    /// One scrape's text.
+    pub fn scrape(&self, snap: &Snapshot, open_metrics: bool) -> String {
+        self.note(snap);
+        let mut fold = self.fold.lock().unwrap_or_else(|e| e.into_inner());
+        fold.fold(&self.root);
+        render(snap, &fold, self, Utc::now(), open_metrics)
+    }
+}
+
+fn unix(t: DateTime<Utc>) -> f64 {
+    t.timestamp_millis() as f64 / 1000.0
+}
+
+fn god_label(name: &str) -> Option<&str> {
+    GodName::parse(name).ok().map(|_| name)
+}
+
+fn track_label(name: &str) -> Option<&str> {
+    TrackName::parse(name).ok().map(|_| name)
+}
+
+/// Writes every series.
+pub fn render(
+    snap: &Snapshot,
+    fold: &JournalFold,
+    m: &Metrics,
+    now: DateTime<Utc>,
+    open_metrics: bool,
+) -> String {
+    let mut e = Exposition::new(open_metrics);
+    let rule = snap.overdue_rule();
+    let created = fold.first_at;
+    let since_start = Some(m.started);
+
+    // Workflows by status: every known status (0 included, so a rate or an alert has a series).
+    e.family(
+        "pantheon_workflows",
+        Kind::Gauge,
+        "Workflows by status (from the state files, as the console shows them).",
+    );
+    let mut by_status: BTreeMap<&str, u64> = WorkflowStatus::ALL
+        .iter()
+        .map(|s| (s.as_str(), 0))
+        .collect();
+    let mut other = 0u64;
+    for w in snap.workflows.iter() {
+        match &w.state.status {
+            WorkflowStatus::Other(_) => other += 1,
+            s => *by_status.entry(s.as_str()).or_default() += 1,
+        }
+    }
+    by_status.insert("other", other);
+    for (s, n) in &by_status {
+        e.gauge(&[("status", s)], *n as f64);
+    }
+
+    // Dispatches: pending per god (what `pantheon inbox GOD` lists), held, overdue per god.
+    let overdue_of = |held: bool, d: &crate::live::snapshot::DispatchRow| {
+        d.dispatched_at
+            .as_ref()
+            .and_then(Stamp::at)
+            .and_then(|at| rule.overdue_from(held, &d.ack_status, at))
+            .is_some_and(|t| t <= now)
+    };
+    e.family(
+        "pantheon_dispatches_pending",
+        Kind::Gauge,
+        "Dispatches in a god's inbox (what `pantheon inbox GOD` lists; an accepted one has left it).",
+    );
+    let mut overdue: Vec<(&str, u64)> = Vec::new();
+    let mut deadlines = 0u64;
+    for inbox in snap.inboxes.iter() {
+        let Some(god) = god_label(&inbox.god) else {
+            continue;
+        };
+        e.gauge(&[("god", god)], inbox.dispatches.len() as f64);
+        let mut n = 0u64;
+        for d in inbox.dispatches.iter() {
+            if overdue_of(false, &d.dispatch) {
+                n += 1;
+            }
+            if d.dispatch.ack_deadline.is_some()
+                && matches!(
+                    d.dispatch.ack_status,
+                    crate::engine::conductor::model::AckStatus::Unacked
+                        | crate::engine::conductor::model::AckStatus::Pending
+                )
+            {
+                deadlines += 1;
+            }
+        }
+        overdue.push((god, n));
+    }
+    e.family(
+        "pantheon_dispatches_held",
+        Kind::Gauge,
+        "Dispatches held in _quarantine for an operator's approval.",
+    );
+    let held = snap.quarantine.dispatches.len();
+    e.gauge(&[], held as f64);
+    let held_overdue = snap
+        .quarantine
+        .dispatches
+        .iter()
+        .filter(|d| overdue_of(true, &d.dispatch))
+        .count();
+    e.family(
+        "pantheon_dispatches_overdue",
+        Kind::Gauge,
+        "Dispatches overdue by the engine's one rule (unacked past 5 min, held past 30 min); held ones under god=\"_quarantine\".",
+    );
+    for (god, n) in &overdue {
+        e.gauge(&[("god", god)], *n as f64);
+    }
+    e.gauge(&[("god", QUARANTINE_DIR)], held_overdue as f64);
+    e.family(
+        "pantheon_dead_letters",
+        Kind::Gauge,
+        "Dispatches out of deliveries, in conductor/dead/{god}/.",
+    );
+    let mut dead_total = 0usize;
+    for inbox in snap.dead_letters.iter() {
+        let Some(god) = god_label(&inbox.god) else {
+            continue;
+        };
+        dead_total += inbox.dispatches.len();
+        e.gauge(&[("god", god)], inbox.dispatches.len() as f64);
+    }
+
+    // The attention list's kinds, by the console's rules.
+    let counts = snap.counts(now);
+    let supervisors = snap.supervisors.iter().filter(|s| s.alive(now)).count();
+    let overdue_unheld: u64 = overdue.iter().map(|(_, n)| n).sum();
+    e.family(
+        "pantheon_attention_items",
+        Kind::Gauge,
+        "Things waiting on a human, by kind (the console's attention list).",
+    );
+    for (kind, n) in [
+        ("held", held as u64),
+        ("overdue", overdue_unheld),
+        ("dead_letter", dead_total as u64),
+        ("stale_worker", counts.stale as u64),
+        ("expired_lock", counts.expired as u64),
+        ("deadlock", counts.deadlocks as u64),
+        ("orphaned", counts.orphaned as u64),
+        ("stalled", counts.stalled as u64),
+        (
+            "no_supervisor",
+            u64::from(deadlines > 0 && supervisors == 0),
+        ),
+    ] {
+        e.gauge(&[("kind", kind)], n as f64);
+    }
+    e.family(
+        "pantheon_supervisors",
+        Kind::Gauge,
+        "Supervisors (pantheon serve) whose heartbeat is alive.",
+    );
+    e.gauge(&[], supervisors as f64);
+
+    // Counters folded from the journal: every act by any process, across restarts.
+    e.family(
+        "pantheon_acks",
+        Kind::Counter,
+        "Acks journaled, by status (duplicates not counted).",
+    );
+    for s in ["accepted", "pending", "rejected", "completed"] {
+        e.counter(
+            &[("status", s)],
+            fold.acks.get(s).copied().unwrap_or(0),
+            created,
+        );
+    }
+    if let Some(n) = fold.acks.get("other") {
+        e.counter(&[("status", "other")], *n, created);
+    }
+    e.family(
+        "pantheon_submits",
+        Kind::Counter,
+        "Submits journaled, by outcome.",
+    );
+    for (o, n) in &fold.submits {
+        e.counter(&[("outcome", o)], *n, created);
+    }
+    e.family(
+        "pantheon_redeliveries",
+        Kind::Counter,
+        "Redeliveries of unacknowledged dispatches by a supervisor.",
+    );
+    e.counter(&[], fold.redeliveries, created);
+    e.family(
+        "pantheon_dead_lettered",
+        Kind::Counter,
+        "Dispatches moved to dead letters after their last delivery.",
+    );
+    e.counter(&[], fold.dead_lettered, created);
+    e.family(
+        "pantheon_journal_entries",
+        Kind::Counter,
+        "Journal entries folded.",
+    );
+    e.counter(&[], fold.entries, created);
+    e.family(
+        "pantheon_ack_latency_seconds",
+        Kind::Histogram,
+        "From a dispatch written (submit, or the ack that routed to it) to its first ack.",
+    );
+    e.histogram(&[], &fold.ack_latency, created);
+    e.family(
+        "pantheon_step_duration_seconds",
+        Kind::Histogram,
+        "From a step's dispatch to its completed or rejected ack, for steps that ended while this serve ran.",
+    );
+    for ((def, step), h) in &fold.steps {
+        e.histogram(&[("definition", def), ("step", step)], h, since_start);
+    }
+
+    // Tracks: the message bus, locks, workers, board sessions.
+    e.family(
+        "pantheon_bus_messages",
+        Kind::Counter,
+        "Messages appended to a track's queue since this serve started watching it.",
+    );
+    for t in snap.tracks.iter() {
+        if let Some(track) = track_label(&t.name) {
+            e.counter(&[("track", track)], t.messages_read, since_start);
+        }
+    }
+    e.family("pantheon_locks_held", Kind::Gauge, "Locks held, by track.");
+    for t in snap.tracks.iter() {
+        if let Some(track) = track_label(&t.name) {
+            e.gauge(&[("track", track)], t.locks.len() as f64);
+        }
+    }
+    e.family(
+        "pantheon_workers",
+        Kind::Gauge,
+        "Workers by track and state (stale: RUNNING or BLOCKED and silent past stale_after).",
+    );
+    let stale_after = snap.stale_threshold();
+    for t in snap.tracks.iter() {
+        let Some(track) = track_label(&t.name) else {
+            continue;
+        };
+        let mut by: BTreeMap<&str, u64> =
+            ["running", "blocked", "complete", "failed", "stale", "other"]
+                .into_iter()
+                .map(|s| (s, 0))
+                .collect();
+        for w in t.workers.iter() {
+            use crate::engine::bus::model::WorkerStatus as S;
+            let state = if w.is_stale(now, stale_after) {
+                "stale"
+            } else {
+                match w.status {
+                    S::Running => "running",
+                    S::Blocked => "blocked",
+                    S::Complete => "complete",
+                    S::Failed => "failed",
+                    S::Other(_) => "other",
+                }
+            };
+            *by.entry(state).or_default() += 1;
+        }
+        for (state, n) in by {
+            e.gauge(&[("track", track), ("state", state)], n as f64);
+        }
+    }
+    e.family(
+        "pantheon_board_sessions",
+        Kind::Gauge,
+        "A track's current board session, by phase.",
+    );
+    for t in snap.tracks.iter() {
+        let Some(track) = track_label(&t.name) else {
+            continue;
+        };
+        if let Some(b) = &t.board {
+            let phase = match b.session.status.to_ascii_lowercase().as_str() {
+                p @ ("assessing" | "discussing" | "voting" | "resolving" | "complete") => {
+                    p.to_owned()
+                }
+                _ => "other".to_owned(),
+            };
+            e.gauge(&[("track", track), ("phase", &phase)], 1.0);
+        }
+    }
+
+    // The bridge, when its status file exists.
+    if let Some(b) = &snap.bridge {
+        let num = |k: &str| b.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+        let alive = b
+            .get("updated")
+            .and_then(serde_json::Value::as_str)
+            .and_then(crate::engine::store::time::parse_ts)
+            .is_some_and(|t| (now - t).abs() <= crate::engine::health::BRIDGE_SILENT_AFTER);
+        e.family(
+            "pantheon_bridge_up",
+            Kind::Gauge,
+            "1 while the bridge's status file is fresh and it holds a connection.",
+        );
+        let connected = b
+            .get("connected")
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false);
+        e.gauge(&[], f64::from(u8::from(alive && connected)));
+        e.family(
+            "pantheon_bridge_published",
+            Kind::Counter,
+            "Messages the bridge published since it started.",
+        );
+        e.counter(&[], num("published"), None);
+        e.family(
+            "pantheon_bridge_mirrored",
+            Kind::Counter,
+            "Messages the bridge received and mirrored since it started.",
+        );
+        e.counter(&[], num("received"), None);
+        e.family(
+            "pantheon_bridge_lag",
+            Kind::Gauge,
+            "Messages the server holds that the bridge has not mirrored yet.",
+        );
+        e.gauge(&[], num("lag") as f64);
+        e.family(
+            "pantheon_bridge_outbox_waiting",
+            Kind::Gauge,
+            "Outbox records waiting to be published.",
+        );
+        e.gauge(&[], snap.bridge_view.pending as f64);
+        e.family(
+            "pantheon_bridge_dead",
+            Kind::Gauge,
+            "The bridge's dead letters.",
+        );
+        e.gauge(&[], snap.bridge_view.dead as f64);
+    }
+
+    // About the exposition itself.
+    e.family(
+        "pantheon_model_loaded",
+        Kind::Gauge,
+        "0 while serve's live model is still reading the root for the first time (figures partial).",
+    );
+    e.gauge(&[], f64::from(u8::from(snap.loading.is_none())));
+    e.family(
+        "pantheon_metrics_exposed",
+        Kind::Gauge,
+        "1 when --metrics listens on an address that is not loopback.",
+    );
+    e.gauge(&[], f64::from(u8::from(m.exposed)));
+    let dropped = e.dropped();
+    e.family(
+        "pantheon_metrics_series_dropped",
+        Kind::Gauge,
+        "Series left out of this scrape by the per-family cap.",
+    );
+    e.gauge(&[], dropped as f64);
+    e.finish()
+}

@@ -1,0 +1,14 @@
+//! Observability for Prometheus (docs/OBSERVABILITY.md): `pantheon serve --metrics ADDR` serves
+//! `/metrics` from the live model and the journal.
+//!
+//! - [`exposition`]: the text and OpenMetrics formats, with a per-family series cap.
+//! - [`journal`]: counters and latency histograms folded incrementally from the journal.
+//! - [`metrics`]: the series, from a snapshot and the fold.
+//! - [`http`]: the endpoint.
+//! - [`record`]: where a running `serve --metrics` listens, for `status`.
+
+pub mod exposition;
+pub mod http;
+pub mod journal;
+pub mod metrics;
+pub mod record;

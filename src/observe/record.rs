@@ -1,0 +1,97 @@
+//! `conductor/observe/metrics-{supervisor}.json`: where a running `serve --metrics` listens, so
+//! `pantheon status` can warn when a root's figures are served beyond loopback. Written atomically
+//! at start, removed at a clean exit; a record whose supervisor's heartbeat is not alive is stale
+//! and ignored.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use serde_json::{Value, json};
+
+use crate::engine::store::Root;
+use crate::engine::store::safe::SafeDir;
+
+/// The directory of the records.
+pub fn dir(root: &Root) -> PathBuf {
+    root.conductor.join("observe")
+}
+
+/// A record written for this process; removed when dropped.
+pub struct MetricsRecord {
+    root: Root,
+    path: PathBuf,
+}
+
+impl MetricsRecord {
+    /// Writes the record of supervisor `id` listening on `addr` (a failure is only logged: the
+    /// metrics are served all the same).
+    pub fn write(root: &Root, id: &str, addr: SocketAddr) -> Self {
+        let path = dir(root).join(format!("metrics-{id}.json"));
+        let body = json!({
+            "supervisor": id,
+            "pid": std::process::id(),
+            "addr": addr.to_string(),
+            "loopback": addr.ip().is_loopback(),
+        });
+        let written = SafeDir::parent_of(root, &path, true).and_then(|p| match p {
+            Some((d, name)) => {
+                d.replace(&name, &crate::engine::store::atomic::to_pretty_json(&body))
+            }
+            None => Ok(()),
+        });
+        if let Err(e) = written {
+            tracing::warn!("cannot write {}: {e}", path.display());
+        }
+        Self {
+            root: root.clone(),
+            path,
+        }
+    }
+}
+
+impl Drop for MetricsRecord {
+    fn drop(&mut self) {
+        if let Ok(Some((d, name))) = SafeDir::parent_of(&self.root, &self.path, false) {
+            let _ = d.remove_file(&name);
+        }
+    }
+}
+
+/// The addresses not on loopback that live supervisors serve metrics on.
+pub fn exposed(root: &Root, live_supervisors: &[Value]) -> Vec<String> {
+    let alive: Vec<&str> = live_supervisors
+        .iter()
+        .filter_map(|v| v.get("supervisor").and_then(Value::as_str))
+        .collect();
+    let Ok(rd) = std::fs::read_dir(dir(root)) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = rd
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name();
+            let n = n.to_string_lossy();
+            n.starts_with("metrics-") && n.ends_with(".json")
+        })
+        .filter_map(|e| {
+            crate::engine::store::read::read_json(&e.path())
+                .ok()
+                .flatten()
+        })
+        .filter(|v| {
+            v.get("supervisor")
+                .and_then(Value::as_str)
+                .is_some_and(|s| alive.contains(&s))
+                && v.get("loopback").and_then(Value::as_bool) == Some(false)
+        })
+        .filter_map(|v| {
+            v.get("addr")
+                .and_then(Value::as_str)
+                .and_then(|a| a.parse::<SocketAddr>().ok())
+                .map(|a| a.to_string())
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
