@@ -28,6 +28,10 @@ pub struct StatusArgs {
     /// line: `@3 ‖1 ▲1 ☠2`; tmux: the same with colours; json: every figure.
     #[arg(long, value_enum, default_value_t)]
     pub format: StatusFormat,
+    /// Read every dispatch file instead of reusing the figures of inboxes unchanged since the last
+    /// run (kept in the user's cache directory).
+    #[arg(long)]
+    pub no_cache: bool,
 }
 
 /// Options of `pantheon check`. Each level is "at or above": `--warn overdue=1 --crit overdue=10`.
@@ -52,7 +56,12 @@ pub struct CheckArgs {
 /// `pantheon status`.
 pub fn status(args: StatusArgs, root: &Root) -> anyhow::Result<Outcome> {
     let now = chrono::Utc::now();
-    let h = health::read(root, &OverdueRule::default(), now);
+    let rule = OverdueRule::default();
+    let h = if args.no_cache {
+        health::read(root, &rule, now)
+    } else {
+        crate::observe::status_cache::read(root, &rule, now)
+    };
     let exposed = if h.supervisors > 0 {
         crate::observe::record::exposed(root, &live_supervisors(root, now))
     } else {

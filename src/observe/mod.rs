@@ -6,9 +6,11 @@
 //! - [`metrics`]: the series, from a snapshot and the fold.
 //! - [`http`]: the endpoint.
 //! - [`record`]: where a running `serve --metrics` listens, for `status`.
+//! - [`status_cache`]: `pantheon status`'s figures kept between runs.
 
 pub mod exposition;
 pub mod http;
 pub mod journal;
 pub mod metrics;
 pub mod record;
+pub mod status_cache;

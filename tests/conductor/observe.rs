@@ -47,12 +47,14 @@ fn check(env: &Env, args: &[&str]) -> (i32, String) {
 }
 
 /// Moves the `dispatched_at` of the dispatch at `rel` `mins` minutes into the past, as an old
-/// dispatch would carry it.
+/// dispatch would carry it; written as the protocol writes (a new file renamed over the old).
 fn age(env: &Env, rel: &str, mins: i64) {
     let mut d = env.read(rel);
     let at = chrono::Utc::now() - chrono::Duration::minutes(mins);
     d["dispatched_at"] = Value::from(at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
-    env.write(rel, &serde_json::to_string_pretty(&d).unwrap());
+    let tmp = format!("{rel}.tmp");
+    env.write(&tmp, &serde_json::to_string_pretty(&d).unwrap());
+    std::fs::rename(env.path(&tmp), env.path(rel)).unwrap();
 }
 
 #[test]
@@ -595,4 +597,63 @@ fn the_example_rules_pass_promtool() {
         String::from_utf8_lossy(&out.stdout).contains("SUCCESS"),
         "{out:?}"
     );
+}
+
+#[test]
+fn the_status_cache_follows_protocol_writes_and_the_clock() {
+    let env = Env::dispatched("wf_obs_cache", "hof_20260614_oc0001");
+    let rel = "conductor/pending/hephaestus/hof_20260614_oc0001.json";
+    // Due in 2.5 s: past the unacked limit then, with its directory unchanged.
+    let mut d = env.read(rel);
+    let at =
+        chrono::Utc::now() - chrono::Duration::minutes(5) + chrono::Duration::milliseconds(2500);
+    d["dispatched_at"] = Value::from(at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+    let tmp = format!("{rel}.tmp");
+    env.write(&tmp, &serde_json::to_string_pretty(&d).unwrap());
+    std::fs::rename(env.path(&tmp), env.path(rel)).unwrap();
+    let both = |want: &str| {
+        assert_eq!(status(&env, "line"), want);
+        let out = env.run(&["status", "--no-cache"], None);
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim_end(), want);
+    };
+    // Settled directories are kept (a directory changed within the last second is read again).
+    std::thread::sleep(Duration::from_millis(1100));
+    both("✓");
+    let cache_dir = env.home.join(".cache/pantheon/status");
+    let files = std::fs::read_dir(&cache_dir).unwrap().count();
+    assert_eq!(files, 1, "one cache file for the root");
+    let cached = std::fs::read_to_string(
+        std::fs::read_dir(&cache_dir)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path(),
+    )
+    .unwrap();
+    assert!(cached.contains("hephaestus"), "{cached}");
+    // The kept overdue instant makes the cached figures right later, without a re-read.
+    let until = at + chrono::Duration::minutes(5) + chrono::Duration::milliseconds(200);
+    while chrono::Utc::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    both("@1 ▲1");
+    // A protocol write (a rename into the inbox) is seen at once.
+    env.submit(&plan_handoff("hof_20260614_oc0002", "wf_obs_cache2"));
+    let j = status_json(&env);
+    assert_eq!(j["waiting"], 2, "{j:#}");
+    // An ack that moves the dispatch out of the inbox is seen too.
+    env.ack(&ack(
+        "ack_20260614_oc0001",
+        "hof_20260614_oc0001",
+        "accepted",
+        "ok",
+    ));
+    both("✓");
+    // A planted, unparseable cache is ignored.
+    for e in std::fs::read_dir(&cache_dir).unwrap() {
+        std::fs::write(e.unwrap().path(), "{not json").unwrap();
+    }
+    both("✓");
+    assert_eq!(status_json(&env)["waiting"], 1);
 }

@@ -12,7 +12,7 @@
 //! console's panes, header and attention list apply.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::bus::{Bus, list_tracks};
 use crate::conductor::delivery::live_supervisors;
@@ -96,35 +96,108 @@ impl Health {
 
 /// Reads the root's health at `now`, applying `rule` to every waiting and held dispatch.
 pub fn read(root: &Root, rule: &OverdueRule, now: DateTime<Utc>) -> Health {
-    let mut h = Health::default();
-    let has_deadline = |d: &crate::conductor::model::Dispatch| {
-        d.ack_deadline.is_some() && matches!(d.ack_status, AckStatus::Unacked | AckStatus::Pending)
-    };
-    let at = |d: &crate::conductor::model::Dispatch| d.dispatched_at.as_deref().and_then(parse_ts);
-    let (held, errors) = read_dispatch_dir(&root.quarantine_dir());
-    h.held = held.len();
-    h.unreadable += errors.len();
-    for (_, d) in &held {
-        if rule.check(true, &d.ack_status, at(d), now).is_some() {
-            h.overdue += 1;
-            h.overdue_held += 1;
+    read_with(root, now, &mut |dir, kind| {
+        DirFigures::read(dir, kind, rule, now)
+    })
+}
+
+/// What a directory [`read_with`] asks about holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum DirKind {
+    /// A god's inbox, `conductor/pending/{god}/`.
+    Inbox,
+    /// `conductor/pending/_quarantine/`.
+    Held,
+    /// A god's dead letters, `conductor/dead/{god}/` (counted, not read).
+    Dead,
+}
+
+/// The figures of one inbox, `_quarantine` or dead-letter directory as of the instant it was read:
+/// the counts that do not change with the clock, and the instants at which each dispatch not yet
+/// overdue becomes overdue (once overdue, a dispatch stays overdue until its file changes, which
+/// changes the directory). A caller may keep them while the directory is unchanged.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DirFigures {
+    /// Dispatch files (dead letters: `*.json` names).
+    pub files: usize,
+    /// Files that should have been dispatches but could not be read.
+    pub unreadable: usize,
+    /// Open dispatches with an ack deadline.
+    pub deadlines: usize,
+    /// Overdue when read.
+    pub overdue: usize,
+    /// When each other dispatch that can become overdue does (unix microseconds, sorted): overdue
+    /// at any later instant past it.
+    pub overdue_at: Vec<i64>,
+}
+
+impl DirFigures {
+    /// Reads `dir` at `now`.
+    pub fn read(
+        dir: &std::path::Path,
+        kind: DirKind,
+        rule: &OverdueRule,
+        now: DateTime<Utc>,
+    ) -> Self {
+        let mut f = DirFigures::default();
+        if kind == DirKind::Dead {
+            f.files = json_files(dir);
+            return f;
         }
+        let held = kind == DirKind::Held;
+        let (found, errors) = read_dispatch_dir(dir);
+        f.files = found.len();
+        f.unreadable = errors.len();
+        for (_, d) in &found {
+            let at = d.dispatched_at.as_deref().and_then(parse_ts);
+            if rule.check(held, &d.ack_status, at, now).is_some() {
+                f.overdue += 1;
+            } else if let Some(t) = at.and_then(|at| rule.overdue_from(held, &d.ack_status, at)) {
+                f.overdue_at.push(t.timestamp_micros());
+            }
+            if !held
+                && d.ack_deadline.is_some()
+                && matches!(d.ack_status, AckStatus::Unacked | AckStatus::Pending)
+            {
+                f.deadlines += 1;
+            }
+        }
+        f.overdue_at.sort_unstable();
+        f
     }
+
+    /// Overdue dispatches at `now` (not before the instant the figures were read).
+    pub fn overdue_at(&self, now: DateTime<Utc>) -> usize {
+        let now = now.timestamp_micros();
+        self.overdue
+            .saturating_add(self.overdue_at.partition_point(|t| *t < now))
+    }
+}
+
+/// [`read`] (the overdue rule is the one `figures` applies), taking each inbox's, `_quarantine`'s and dead-letter directory's figures from
+/// `figures` (which may read the directory, or reuse what it read while the directory did not
+/// change: `pantheon status` keeps them between runs).
+pub fn read_with(
+    root: &Root,
+    now: DateTime<Utc>,
+    figures: &mut dyn FnMut(&std::path::Path, DirKind) -> DirFigures,
+) -> Health {
+    let mut h = Health::default();
+    let held = figures(&root.quarantine_dir(), DirKind::Held);
+    h.held = held.files;
+    h.unreadable += held.unreadable;
+    let n = held.overdue_at(now);
+    h.overdue += n;
+    h.overdue_held += n;
     for god in god_dirs(&root.pending_root()) {
-        let (waiting, errors) = read_dispatch_dir(&root.inbox_dir(&god));
-        h.unreadable += errors.len();
-        h.waiting += waiting.len();
-        for (_, d) in &waiting {
-            if rule.check(false, &d.ack_status, at(d), now).is_some() {
-                h.overdue += 1;
-            }
-            if has_deadline(d) {
-                h.deadlines += 1;
-            }
-        }
+        let f = figures(&root.inbox_dir(&god), DirKind::Inbox);
+        h.unreadable += f.unreadable;
+        h.waiting += f.files;
+        h.overdue += f.overdue_at(now);
+        h.deadlines += f.deadlines;
     }
     for god in god_dirs(&root.dead_root()) {
-        h.dead_letters += json_files(&root.dead_dir(&god));
+        h.dead_letters += figures(&root.dead_dir(&god), DirKind::Dead).files;
     }
     h.supervisors = live_supervisors(root, now).len();
     for track in list_tracks(root) {
