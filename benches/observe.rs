@@ -29,7 +29,9 @@ fn scale_root(dir: &Path, n: usize) {
     }
     std::fs::create_dir_all(c.join("tracks/bench/.message-bus")).unwrap();
     std::fs::write(c.join("tracks/bench/.message-bus/queue.jsonl"), "").unwrap();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 8);
     std::thread::scope(|s| {
         for t in 0..threads {
             let c = &c;
@@ -104,12 +106,22 @@ fn rss_kib(pid: u32) -> u64 {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
-    let given = args.iter().position(|a| a == "--root").map(|i| PathBuf::from(&args[i + 1]));
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let given = args
+        .iter()
+        .position(|a| a == "--root")
+        .map(|i| PathBuf::from(&args[i + 1]));
     let n: usize = args.iter().find_map(|a| a.parse().ok()).unwrap_or(100_000);
     let tmp = tempfile::Builder::new()
         .prefix("pantheon-observe-bench")
-        .tempdir_in(if Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" })
+        .tempdir_in(if Path::new("/dev/shm").is_dir() {
+            "/dev/shm"
+        } else {
+            "/tmp"
+        })
         .unwrap();
     let root = match given {
         Some(r) => r,
@@ -117,7 +129,10 @@ fn main() {
             let r = tmp.path().join("root");
             let t = Instant::now();
             scale_root(&r, n);
-            eprintln!("built a root of {n} workflows in {:.1} s", t.elapsed().as_secs_f64());
+            eprintln!(
+                "built a root of {n} workflows in {:.1} s",
+                t.elapsed().as_secs_f64()
+            );
             r
         }
     };
@@ -128,14 +143,26 @@ fn main() {
     std::thread::sleep(Duration::from_millis(1100));
     let first = status_ms(&root, &home, &[]);
     let mut cached: Vec<f64> = (0..15).map(|_| status_ms(&root, &home, &[])).collect();
-    let mut full: Vec<f64> = (0..5).map(|_| status_ms(&root, &home, &["--no-cache"])).collect();
+    let mut full: Vec<f64> = (0..5)
+        .map(|_| status_ms(&root, &home, &["--no-cache"]))
+        .collect();
     let (c50, f50) = (pct(&mut cached, 0.5), pct(&mut full, 0.5));
     println!("status  first run (fills the cache): {first:.1} ms");
-    println!("status  cached: median {c50:.1} ms, max {:.1} ms (15 runs)", pct(&mut cached, 1.0));
-    println!("status  --no-cache: median {f50:.1} ms (5 runs); cached is {:.3}x of it", c50 / f50);
+    println!(
+        "status  cached: median {c50:.1} ms, max {:.1} ms (15 runs)",
+        pct(&mut cached, 1.0)
+    );
+    println!(
+        "status  --no-cache: median {f50:.1} ms (5 runs); cached is {:.3}x of it",
+        c50 / f50
+    );
 
     // /metrics: serve with the live model, once its first load is over.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let mut serve = Command::new(bin())
         .arg("--root")
         .arg(&root)
@@ -150,7 +177,10 @@ fn main() {
         if get(port).is_some_and(|b| b.contains("\npantheon_model_loaded 1\n")) {
             break;
         }
-        assert!(t.elapsed() < Duration::from_secs(600), "the model never loaded");
+        assert!(
+            t.elapsed() < Duration::from_secs(600),
+            "the model never loaded"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
     println!("serve   model loaded in {:.1} s", t.elapsed().as_secs_f64());
@@ -172,7 +202,10 @@ fn main() {
         pct(&mut times, 0.99),
         pct(&mut times, 1.0)
     );
-    println!("serve   RSS {rss0} KiB after 20 scrapes, {rss1} KiB after 1020 ({:+} KiB)", rss1 as i64 - rss0 as i64);
+    println!(
+        "serve   RSS {rss0} KiB after 20 scrapes, {rss1} KiB after 1020 ({:+} KiB)",
+        rss1 as i64 - rss0 as i64
+    );
     let _ = serve.kill();
     let _ = serve.wait();
 }

@@ -11,7 +11,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
 use std::sync::Arc;
 
 use serde::Deserialize;
@@ -307,7 +306,106 @@ fn bump(map: &mut BTreeMap<String, u64>, word: &str) {
     *map.entry(key.to_owned()).or_default() += 1;
 }
 
-/// True when `path` names a journal file (used by tests).
-pub fn is_journal(root: &Root, path: &Path) -> bool {
-    path == journal::journal_path(root)
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn line(
+        seq: u64,
+        secs: u32,
+        action: &str,
+        outcome: &str,
+        targets: serde_json::Value,
+    ) -> String {
+        format!(
+            "{}\n",
+            serde_json::json!({
+                "seq": seq, "at": format!("2026-06-14T10:00:{secs:02}Z"), "action": action,
+                "outcome": outcome, "targets": targets, "actor": "t", "source": "cli",
+            })
+        )
+    }
+
+    fn append(path: &Path, text: &str) {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+    }
+
+    fn counts(f: &JournalFold) -> (u64, u64, u64, u64, u64) {
+        (
+            f.acks.values().sum(),
+            f.submits.values().sum(),
+            f.redeliveries,
+            f.dead_lettered,
+            f.ack_latency.count(),
+        )
+    }
+
+    #[test]
+    fn the_fold_reads_only_what_was_appended_and_follows_a_rotation() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path());
+        std::fs::create_dir_all(&root.conductor).unwrap();
+        let j = journal::journal_path(&root);
+        let h = |id: &str| serde_json::json!({"handoff_id": id});
+        append(&j, &line(1, 0, "submit", "dispatched", h("hof_1")));
+        append(&j, &line(2, 2, "ack", "accepted", h("hof_1")));
+        append(&j, &line(3, 3, "redeliver", "redelivered", h("hof_2")));
+        let mut f = JournalFold::default();
+        f.fold(&root);
+        assert_eq!(counts(&f), (1, 1, 1, 0, 1));
+        assert_eq!(f.ack_latency.count(), 1);
+        f.fold(&root);
+        assert_eq!(
+            counts(&f),
+            (1, 1, 1, 0, 1),
+            "nothing new, nothing counted twice"
+        );
+
+        // A torn last line is left for the next fold; a duplicate ack is not counted.
+        let whole = line(4, 4, "dead_letter", "dead_lettered", h("hof_2"));
+        append(&j, &whole[..10]);
+        f.fold(&root);
+        assert_eq!(f.dead_lettered, 0);
+        append(&j, &whole[10..]);
+        append(&j, &line(5, 5, "ack", "accepted (duplicate)", h("hof_1")));
+        f.fold(&root);
+        assert_eq!(counts(&f), (1, 1, 1, 1, 1));
+
+        // Entries appended after the last fold, then a rotation, then the new file's entries.
+        append(&j, &line(6, 6, "submit", "dispatched", h("hof_3")));
+        let seg = journal::segments_dir(&root);
+        std::fs::create_dir_all(&seg).unwrap();
+        std::fs::rename(&j, seg.join(format!("{:020}.jsonl", 1))).unwrap();
+        append(&j, &line(7, 9, "ack", "completed", h("hof_3")));
+        f.fold(&root);
+        assert_eq!(counts(&f), (2, 2, 1, 1, 2));
+        assert_eq!(f.acks.get("completed"), Some(&1));
+
+        // A restarted serve folds the same journal to the same counters.
+        let mut again = JournalFold::default();
+        again.fold(&root);
+        assert_eq!(counts(&again), counts(&f));
+        assert_eq!(again.ack_latency, f.ack_latency);
+        assert_eq!(again.first_at, f.first_at);
+        // hof_1 was accepted, not ended: it still waits for its end.
+        assert_eq!(again.open_len(), 1);
+    }
+
+    #[test]
+    fn odd_outcomes_count_under_a_bounded_set_of_words() {
+        let mut m = BTreeMap::new();
+        for i in 0..40 {
+            bump(&mut m, &format!("word{}", "x".repeat(i % 30)));
+        }
+        bump(&mut m, "Free Text with spaces");
+        assert!(m.len() <= MAX_WORDS + 1, "{m:?}");
+        assert!(m.get("other").is_some_and(|n| *n > 0));
+    }
 }
