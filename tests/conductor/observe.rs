@@ -657,3 +657,33 @@ fn the_status_cache_follows_protocol_writes_and_the_clock() {
     both("✓");
     assert_eq!(status_json(&env)["waiting"], 1);
 }
+
+#[test]
+fn status_warns_while_a_live_supervisor_serves_metrics_beyond_loopback() {
+    let env = Env::dispatched("wf_obs_exposed", "hof_20260614_ox0001");
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    env.write(
+        "conductor/supervisor/pid-77.json",
+        &serde_json::json!({"supervisor": "pid-77", "pid": 77, "started": now, "last_beat": now})
+            .to_string(),
+    );
+    let record = |loopback: bool, addr: &str| {
+        env.write(
+            "conductor/observe/metrics-pid-77.json",
+            &serde_json::json!({"supervisor": "pid-77", "pid": 77, "addr": addr, "loopback": loopback})
+                .to_string(),
+        );
+    };
+    record(true, "127.0.0.1:9464");
+    assert_eq!(status(&env, "line"), "✓");
+    assert_eq!(status_json(&env)["metrics_exposed"], serde_json::json!([]));
+    record(false, "10.1.2.3:9464");
+    assert_eq!(status(&env, "line"), "✓ ⚠metrics");
+    assert_eq!(
+        status_json(&env)["metrics_exposed"],
+        serde_json::json!(["10.1.2.3:9464"])
+    );
+    // A record whose supervisor is gone (no live heartbeat) says nothing.
+    std::fs::remove_file(env.path("conductor/supervisor/pid-77.json")).unwrap();
+    assert_eq!(status(&env, "line"), "✓");
+}
