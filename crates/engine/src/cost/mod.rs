@@ -19,3 +19,6 @@ pub mod usage;
 
 pub use budget::{Budget, CostConfig, Crossing};
 pub use usage::{Totals, Usage};
+
+#[cfg(test)]
+mod tests;
