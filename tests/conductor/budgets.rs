@@ -77,7 +77,7 @@ fn the_handoff_whose_usage_reaches_the_budget_holds_the_dispatch_it_produces_unt
     );
     assert_eq!(
         d["budget"]["crossed"][0],
-        json!({"scope": "workflow", "name": "wf_b1", "metric": "cost_usd", "used": 1.0, "limit": 1.0})
+        json!({"scope": "workflow", "name": "wf_b1", "metric": "cost_usd", "used": 1, "limit": 1})
     );
     // A bare approve lets this one through; the budget stays reached, so the next is held too.
     env.ok(&["approve", "hof_20261202_aaaaa2"], None);
@@ -131,7 +131,7 @@ fn the_handoff_whose_usage_reaches_the_budget_holds_the_dispatch_it_produces_unt
         .as_array()
         .unwrap()
         .iter()
-        .filter(|i| i["scope"] == "workflow" && i["limit"] == 1.0)
+        .filter(|i| i["scope"] == "workflow" && i["limit"] == 1)
         .collect();
     assert_eq!(wf_warnings.len(), 1, "{warnings:#}");
 }
@@ -251,7 +251,7 @@ fn a_god_budget_from_the_root_config_holds_dispatches_to_that_god_across_workflo
     let r = env.submit(&plan_handoff("hof_20261202_ddddd4", "wf_g4"));
     assert_eq!(r["status"], "dispatched", "{r:#}");
     let cfg = cost(&env, "god");
-    assert_eq!(cfg["budgets"]["gods"]["hephaestus"]["cost_usd"], 10.0);
+    assert_eq!(cfg["budgets"]["gods"]["hephaestus"]["cost_usd"], 10);
 }
 
 #[test]

@@ -50,9 +50,15 @@ pub fn micros_of(usd: f64) -> u64 {
     }
 }
 
-/// Micro-dollars as a JSON number of dollars, rounded to 6 decimals.
+/// Micro-dollars as a JSON number of dollars, rounded to 6 decimals. Whole dollars are written as
+/// integers (`2`, not `2.0`), as JavaScript writes them, so a value read back by a JavaScript
+/// client compares equal.
 pub fn usd(micros: u64) -> Value {
-    json!(micros as f64 / 1_000_000.0)
+    if micros % 1_000_000 == 0 {
+        json!(micros / 1_000_000)
+    } else {
+        json!(micros as f64 / 1_000_000.0)
+    }
 }
 
 /// Parses a `usage` object found at `pointer`; every problem is a violation naming its field.
@@ -269,5 +275,6 @@ mod tests {
         assert!(parse(&json!([1]), "/u").is_err());
         assert_eq!(usd(1_500_000), json!(1.5));
         assert_eq!(usd(1), json!(0.000001));
+        assert_eq!(usd(2_000_000), json!(2));
     }
 }
