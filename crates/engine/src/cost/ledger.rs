@@ -28,7 +28,7 @@ use crate::store::read::{open_regular, read_json};
 /// Longest ledger line read; a longer one is skipped.
 pub const MAX_LINE_BYTES: usize = 64 * 1024;
 /// How far back from the end an append looks for its own key (a repeated report is found there).
-pub const DEDUPE_WINDOW: u64 = 4 * 1024 * 1024;
+pub const DEDUPE_WINDOW: u64 = 1024 * 1024;
 /// The dimensions the summary keeps.
 pub const DIMENSIONS: [&str; 8] = [
     "god",
@@ -294,7 +294,7 @@ fn recently_has(root: &Root, key: &str) -> Result<bool> {
         .read_to_end(&mut bytes)
         .map_err(|e| Error::io(&path, e))?;
     let needle = format!("\"key\":{}", serde_json::to_string(key).unwrap_or_default());
-    Ok(bytes.windows(needle.len()).any(|w| w == needle.as_bytes()))
+    Ok(memchr::memmem::find(&bytes, needle.as_bytes()).is_some())
 }
 
 /// Appends `line` unless the ledger already has its key, then brings the summary up to date.
@@ -467,7 +467,7 @@ pub fn fire_once(root: &Root, c: &super::budget::Crossing, warn_at: f64) -> Resu
             .take(16 * 1024 * 1024)
             .read_to_end(&mut bytes)
             .map_err(|e| Error::io(&path, e))?;
-        if bytes.windows(needle.len()).any(|w| w == needle.as_bytes()) {
+        if memchr::memmem::find(&bytes, needle.as_bytes()).is_some() {
             return Ok(false);
         }
     }

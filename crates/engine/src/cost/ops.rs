@@ -61,6 +61,12 @@ impl Conductor {
         let mut p = CostPass::default();
         self.settle_markers(&mut p);
         self.read_bus_usage(&mut p);
+        // Keep the summary close to the ledger's end, so readers fold few lines.
+        if ledger::ledger_path(self.root()).exists()
+            && let Err(e) = ledger::refresh_summary(self.root())
+        {
+            p.errors.push(format!("ledger summary not refreshed: {e}"));
+        }
         p
     }
 
@@ -465,4 +471,91 @@ pub fn metric_totals(root: &Root) -> Result<Vec<(String, String, Totals)>> {
                 .collect()
         })
         .unwrap_or_default())
+}
+
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// The ledger's totals in the Prometheus text format, ready for a `/metrics` endpoint to append:
+/// `pantheon_cost_usd_total{god,definition}` and `pantheon_tokens_total{god,definition,kind}` (kind
+/// `input`, `output`, `cache_read`, `cache_write`). Counters: the ledger only grows.
+pub fn prometheus_text(root: &Root) -> Result<String> {
+    let rows = metric_totals(root)?;
+    let mut out = String::from(
+        "# HELP pantheon_cost_usd_total Usage cost recorded in the ledger, in US dollars.\n\
+         # TYPE pantheon_cost_usd_total counter\n",
+    );
+    for (g, d, t) in &rows {
+        out.push_str(&format!(
+            "pantheon_cost_usd_total{{god=\"{}\",definition=\"{}\"}} {:.6}\n",
+            label(g),
+            label(d),
+            t.cost_micros as f64 / 1_000_000.0
+        ));
+    }
+    out.push_str(
+        "# HELP pantheon_tokens_total Tokens recorded in the ledger, by kind.\n\
+         # TYPE pantheon_tokens_total counter\n",
+    );
+    for (g, d, t) in &rows {
+        for (kind, n) in [
+            ("input", t.input_tokens),
+            ("output", t.output_tokens),
+            ("cache_read", t.cache_read_tokens),
+            ("cache_write", t.cache_write_tokens),
+        ] {
+            out.push_str(&format!(
+                "pantheon_tokens_total{{god=\"{}\",definition=\"{}\",kind=\"{kind}\"}} {n}\n",
+                label(g),
+                label(d)
+            ));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_metrics_text_has_one_cost_and_four_token_series_per_god_and_definition() {
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::at(d.path());
+        let line = |key: &str, god: &str, def: Option<&str>| Line {
+            key: key.into(),
+            at: "2026-12-01T00:00:00Z".into(),
+            workflow_id: "wf_a".into(),
+            god: god.into(),
+            definition: def.map(str::to_owned),
+            input_tokens: 7,
+            cost_micros: 1_500_000,
+            priced: true,
+            ..Default::default()
+        };
+        ledger::append(&root, &line("a", "thoth", Some("deploy"))).unwrap();
+        ledger::append(&root, &line("b", "thoth", Some("deploy"))).unwrap();
+        ledger::append(&root, &line("c", "iris", None)).unwrap();
+        let text = prometheus_text(&root).unwrap();
+        assert!(
+            text.contains(
+                "pantheon_cost_usd_total{god=\"thoth\",definition=\"deploy\"} 3.000000\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "pantheon_tokens_total{god=\"thoth\",definition=\"deploy\",kind=\"input\"} 14\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("pantheon_cost_usd_total{god=\"iris\",definition=\"\"} 1.500000\n"),
+            "{text}"
+        );
+        assert_eq!(text.matches("pantheon_tokens_total{").count(), 8);
+    }
 }
