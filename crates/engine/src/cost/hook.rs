@@ -242,7 +242,7 @@ pub fn recorded(st: &WorkflowState, key: &str) -> bool {
 /// Records a report in the state (once per key): the workflow's and its step's totals.
 pub fn record(st: &mut WorkflowState, r: &Report) {
     let mut u = StateUsage::of(&st.extra);
-    if u.keys.iter().any(|k| *k == r.line.key) {
+    if u.keys.contains(&r.line.key) {
         return;
     }
     let t: Totals = r.line.totals();

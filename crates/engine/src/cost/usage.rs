@@ -54,7 +54,7 @@ pub fn micros_of(usd: f64) -> u64 {
 /// integers (`2`, not `2.0`), as JavaScript writes them, so a value read back by a JavaScript
 /// client compares equal.
 pub fn usd(micros: u64) -> Value {
-    if micros % 1_000_000 == 0 {
+    if micros.is_multiple_of(1_000_000) {
         json!(micros / 1_000_000)
     } else {
         json!(micros as f64 / 1_000_000.0)
