@@ -135,8 +135,13 @@ fn ledger_bench() {
 
 fn cycle(c: &Conductor, i: usize, tag: &str, usage: bool, def: Option<&str>) {
     let hid = format!("hof_20261202_{i:06x}");
+    // A definition's workflow takes one handoff per step: a workflow per cycle there.
+    let wf = match def {
+        Some(_) => format!("wf_{tag}_{i}"),
+        None => format!("wf_{tag}_{}", i % 10),
+    };
     let mut h = json!({
-        "handoff_id": hid, "workflow_id": format!("wf_{tag}_{}", i % 10), "from_god": "thoth",
+        "handoff_id": hid, "workflow_id": wf, "from_god": "thoth",
         "to_god": "marvin", "step": format!("s{i}"),
         "context": {"summary": "bench", "decisions": [format!("d{i}")], "artifacts": []},
     });

@@ -115,17 +115,20 @@ pub fn subjects(
         .filter(|s| s.extra.contains_key(super::budget::STATE_BUDGET))
         .map(|s| Raised::of(&s.extra))
         .unwrap_or_default();
-    let cfg = if root.settings.cost.is_some() {
-        CostConfig::of_root(root)
-    } else {
-        CostConfig::default()
-    };
     let mut out = Vec::new();
     let wf_b = raised.workflow.or(wf_budget);
     let mut steps: BTreeMap<String, Budget> = step_budgets;
     for (s, b) in &raised.steps {
         steps.insert(s.clone(), *b);
     }
+    // The common case, no budget anywhere: nothing built, nothing read.
+    if wf_b.is_none() && steps.is_empty() && root.settings.cost.is_none() {
+        return Ok(out);
+    }
+    let cfg = match root.settings.cost {
+        Some(_) => CostConfig::of_root(root),
+        None => CostConfig::default(),
+    };
     if wf_b.is_none() && steps.is_empty() && !cfg.has_root_budgets() {
         return Ok(out);
     }
