@@ -203,6 +203,19 @@ pub use crate::live::snapshot::HELD_OVERDUE_AFTER;
 /// The delivery count and the ack deadline's countdown of a dispatch with an `ack_wait`
 /// (docs/PROTOCOL.md §2.10): `2/3 due 12s`, `2/3 due now`; `None` without a deadline.
 pub fn delivery_note(d: &crate::live::snapshot::DispatchRow, now: DateTime<Utc>) -> Option<String> {
+    let (count, due) = delivery_parts(d, now)?;
+    Some(match due {
+        Some(due) => format!("{count} {due}"),
+        None => count,
+    })
+}
+
+/// [`delivery_note`]'s two parts, for cells that drop the count before they cut the deadline:
+/// the count (`2/3`) and the deadline (`due 12s`, `due now`; `None` when the dispatch has none).
+pub fn delivery_parts(
+    d: &crate::live::snapshot::DispatchRow,
+    now: DateTime<Utc>,
+) -> Option<(String, Option<String>)> {
     if d.deliveries == 0 {
         return None;
     }
@@ -210,24 +223,19 @@ pub fn delivery_note(d: &crate::live::snapshot::DispatchRow, now: DateTime<Utc>)
         .max_deliveries
         .map(|m| m.to_string())
         .unwrap_or_else(|| "?".into());
-    let due = d
-        .ack_deadline
-        .as_ref()
-        .and_then(|t| t.at())
-        .map(|t| {
-            let left = (t - now).num_seconds();
-            if left <= 0 {
-                " due now".to_owned()
-            } else if left < 120 {
-                format!(" due {left}s")
-            } else if left < 7200 {
-                format!(" due {}m", left / 60)
-            } else {
-                format!(" due {}h", left / 3600)
-            }
-        })
-        .unwrap_or_default();
-    Some(format!("{}/{max}{due}", d.deliveries))
+    let due = d.ack_deadline.as_ref().and_then(|t| t.at()).map(|t| {
+        let left = (t - now).num_seconds();
+        if left <= 0 {
+            "due now".to_owned()
+        } else if left < 120 {
+            format!("due {left}s")
+        } else if left < 7200 {
+            format!("due {}m", left / 60)
+        } else {
+            format!("due {}h", left / 3600)
+        }
+    });
+    Some((format!("{}/{max}", d.deliveries), due))
 }
 
 /// Workflows, unfinished first, then by id (or by the sort's column). The filter sees what the row shows, labels included

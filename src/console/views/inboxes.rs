@@ -111,12 +111,6 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     let row = |r: &items::DispatchRow| {
         let d = &r.view.dispatch;
-        let ack = if r.held {
-            "held".to_owned()
-        } else {
-            d.ack_status.to_string()
-        };
-        let (astyle, g) = theme.ack_status(&ack);
         let overdue = items::dispatch_overdue(snap, r.view, r.held, app.now).is_some();
         vec![
             // A held dispatch names the god it is meant for.
@@ -137,20 +131,100 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                 when_at(d.dispatched_at.as_ref(), app.now, app.absolute_times),
                 if overdue { theme.alert() } else { theme.base() },
             ),
-            Line::from(vec![
-                Span::styled(format!("{g} {ack}"), astyle),
-                Span::styled(if overdue { " ▲ OVERDUE" } else { "" }, theme.alert()),
-                Span::styled(
-                    items::delivery_note(d, app.now)
-                        .map(|n| format!(" {n}"))
-                        .unwrap_or_default(),
-                    theme.dim(),
-                ),
-            ]),
+            ack_cell(r, overdue, app, theme, None),
             Line::styled(d.summary.to_string(), theme.dim()),
         ]
     };
-    super::pane_table(frame, bottom, app, title, &DISPATCHES, &rows, theme, row);
+    // A dispatch with an ack deadline on screen: the ACK column keeps room for the deadline's
+    // shortest form, so it is never cut mid-word.
+    let height = bottom.height.saturating_sub(3) as usize;
+    let (first, _) = super::window(app.selected(Pane::Inboxes), rows.len(), height);
+    let due_shown = rows
+        .iter()
+        .skip(first)
+        .take(height)
+        .any(|r| r.view.dispatch.ack_deadline.is_some() && r.view.dispatch.deliveries > 0);
+    let cols = if due_shown {
+        &DISPATCHES_DUE
+    } else {
+        &DISPATCHES
+    };
+    super::pane_table_refit(
+        frame,
+        bottom,
+        app,
+        title,
+        cols,
+        &rows,
+        theme,
+        row,
+        |r, col, width| {
+            (col == ACK_COL).then(|| {
+                let overdue = items::dispatch_overdue(snap, r.view, r.held, app.now).is_some();
+                ack_cell(r, overdue, app, theme, Some(width))
+            })
+        },
+    );
+}
+
+/// The ACK cell of a dispatch: its status, `▲ OVERDUE`, and the delivery count and ack deadline
+/// (`1/3 due 12s`). Given a `width`, the longest of its forms that fits: `OVERDUE` becomes its
+/// `▲`, the status word its glyph, then the count goes; the deadline is kept whole.
+fn ack_cell<'a>(
+    r: &items::DispatchRow,
+    overdue: bool,
+    app: &App,
+    theme: &Theme,
+    width: Option<u16>,
+) -> Line<'a> {
+    let d = &r.view.dispatch;
+    let ack = if r.held {
+        "held".to_owned()
+    } else {
+        d.ack_status.to_string()
+    };
+    let (astyle, g) = theme.ack_status(&ack);
+    let parts = items::delivery_parts(d, app.now);
+    let form = |word: bool, flag: &str, count: bool| {
+        let note = match &parts {
+            Some((c, Some(due))) if count => format!(" {c} {due}"),
+            Some((_, Some(due))) => format!(" {due}"),
+            Some((c, None)) if count => format!(" {c}"),
+            _ => String::new(),
+        };
+        Line::from(vec![
+            Span::styled(
+                if word {
+                    format!("{g} {ack}")
+                } else {
+                    g.to_string()
+                },
+                astyle,
+            ),
+            Span::styled(
+                if overdue {
+                    flag.to_owned()
+                } else {
+                    String::new()
+                },
+                theme.alert(),
+            ),
+            Span::styled(note, theme.dim()),
+        ])
+    };
+    let full = form(true, " ▲ OVERDUE", true);
+    // Only a cell with a deadline has shorter forms: the deadline is what they keep.
+    let Some(width) = width.filter(|_| matches!(parts, Some((_, Some(_))))) else {
+        return full;
+    };
+    [
+        form(true, " ▲", true),
+        form(false, " ▲", true),
+        form(false, " ▲", false),
+    ]
+    .into_iter()
+    .find(|l| l.width() <= width as usize)
+    .unwrap_or_else(|| form(false, " ▲", false))
 }
 
 /// The per-god summary's columns.
@@ -175,6 +249,17 @@ const DISPATCHES: [Col; 8] = [
     Col::new("ACK", 6, 32),
     Col::new("SUMMARY", 10, 200).flex(),
 ];
+
+/// Where ACK is among [`DISPATCHES`].
+const ACK_COL: usize = 6;
+
+/// [`DISPATCHES`] while a dispatch with an ack deadline is on screen: ACK is at least as wide as
+/// its shortest form with a deadline (`○ ▲ due 119s`).
+const DISPATCHES_DUE: [Col; 8] = {
+    let mut cols = DISPATCHES;
+    cols[ACK_COL] = Col::new("ACK", 12, 32);
+    cols
+};
 
 fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, theme: &Theme) {
     let st = app.pane_state();

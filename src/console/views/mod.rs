@@ -117,16 +117,47 @@ pub(crate) fn pane_table<'a, T>(
     theme: &Theme,
     row: impl Fn(&T) -> Vec<Line<'a>>,
 ) {
-    let first = table::list(
+    pane_table_refit(
         frame,
         area,
+        app,
         title,
         cols,
         items,
-        rows_of(app, items.len()),
-        &app.marks(),
         theme,
         row,
+        |_, _, _| None,
+    );
+}
+
+/// [`pane_table`] with `refit(item, column, width)`: a shorter form of a cell that does not fit
+/// its column's width, before it is cut (see [`table::list_refit`]).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn pane_table_refit<'a, T>(
+    frame: &mut Frame,
+    area: Rect,
+    app: &App,
+    title: String,
+    cols: &[table::Col],
+    items: &[T],
+    theme: &Theme,
+    row: impl Fn(&T) -> Vec<Line<'a>>,
+    refit: impl Fn(&T, usize, u16) -> Option<Line<'a>>,
+) {
+    let marks = app.marks();
+    let first = table::list_refit(
+        frame,
+        area,
+        table::Head {
+            title,
+            cols,
+            marks: &marks,
+            theme,
+        },
+        items,
+        rows_of(app, items.len()),
+        row,
+        refit,
     );
     record_table(app, area, first);
 }
