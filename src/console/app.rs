@@ -231,7 +231,7 @@ pub struct App {
     pub keymap: Keymap,
     pub read_only: bool,
     pub pane: Pane,
-    pub panes: [PaneState; Pane::ALL.len()],
+    pub panes: super::panes::PaneStates,
     pub mode: Mode,
     pub flash: Option<Flash>,
     pub snapshot: Arc<Snapshot>,
@@ -396,7 +396,11 @@ impl App {
 
     /// The rows of the Attention pane: [`Self::attention_all`] through its filter.
     pub fn attention(&self) -> Vec<attention::Item> {
-        let f = self.filter(Pane::Attention);
+        self.attention_through(&self.filter(Pane::Attention))
+    }
+
+    /// [`Self::attention_all`] through `f`.
+    pub(crate) fn attention_through(&self, f: &Filter) -> Vec<attention::Item> {
         self.attention_all()
             .into_iter()
             .filter(|i| f.is_empty() || f.matches_text(&i.haystack()))
@@ -417,7 +421,11 @@ impl App {
 
     /// The rows of the Journal pane: the entries read, newest first, through its filter.
     pub fn journal(&self) -> Vec<&Arc<Value>> {
-        let f = self.filter(Pane::Journal);
+        self.journal_through(&self.filter(Pane::Journal))
+    }
+
+    /// The journal's entries, newest first, through `f`.
+    pub(crate) fn journal_through(&self, f: &Filter) -> Vec<&Arc<Value>> {
         self.snapshot
             .journal
             .entries
@@ -429,7 +437,11 @@ impl App {
 
     /// The rows of the Bridge pane: tracks, pending, dead and sent records, through its filter.
     pub fn bridge_rows(&self) -> Vec<&crate::live::snapshot::BridgeRow> {
-        let f = self.filter(Pane::Bridge);
+        self.bridge_rows_through(&self.filter(Pane::Bridge))
+    }
+
+    /// The Bridge pane's rows through `f`.
+    pub(crate) fn bridge_rows_through(&self, f: &Filter) -> Vec<&crate::live::snapshot::BridgeRow> {
         self.snapshot
             .bridge_view
             .rows
@@ -472,16 +484,16 @@ impl App {
     /// Shows `pane` with the row whose identity is `key` selected (the pane's filter cleared so it
     /// is listed); false when no such row is there.
     pub fn jump_to(&mut self, pane: Pane, key: &str) -> bool {
-        let saved = std::mem::take(&mut self.panes[pane.number() - 1].filter);
+        let saved = std::mem::take(&mut self.panes[pane].filter);
         let keys = self.keys(pane);
         let Some(i) = keys.iter().position(|k| k == key) else {
-            self.panes[pane.number() - 1].filter = saved;
+            self.panes[pane].filter = saved;
             return false;
         };
         if pane == Pane::Bus {
             self.follow = false;
         }
-        let st = &mut self.panes[pane.number() - 1];
+        let st = &mut self.panes[pane];
         st.selected = i;
         st.gone = None;
         st.detail = false;
@@ -491,7 +503,7 @@ impl App {
     }
 
     /// Takes the operator to an attention item's record, and says what resolves it.
-    fn open_attention(&mut self, item: &attention::Item) {
+    pub(crate) fn open_attention(&mut self, item: &attention::Item) {
         match &item.jump {
             Jump::Row(pane, key) => {
                 if key.is_empty() {
@@ -507,7 +519,7 @@ impl App {
             Jump::Board(track) => {
                 self.track = Some(track.clone());
                 self.pane = Pane::Board;
-                self.panes[Pane::Board.number() - 1].detail = false;
+                self.panes[Pane::Board].detail = false;
             }
             Jump::Issues => self.mode = Mode::Issues,
         }
@@ -556,7 +568,7 @@ impl App {
     }
 
     /// Takes the operator from a journal entry to the record it is about; false if none is listed.
-    fn open_journal_entry(&mut self, e: &Value) -> bool {
+    pub(crate) fn open_journal_entry(&mut self, e: &Value) -> bool {
         let t = |k: &str| e.pointer(&format!("/targets/{k}")).and_then(Value::as_str);
         if let Some(h) = t("handoff_id") {
             let key = items::dispatches(&self.snapshot, &Filter::default())
@@ -620,7 +632,7 @@ impl App {
         if held == 0 {
             return self.flash(FlashKind::Info, format!("{worker} holds no lock"));
         }
-        self.panes[Pane::Locks.number() - 1] = PaneState {
+        self.panes[Pane::Locks] = PaneState {
             filter: worker.clone(),
             ..PaneState::default()
         };
@@ -636,7 +648,7 @@ impl App {
             return self.need("a worker");
         };
         self.track = Some(track.clone());
-        self.panes[Pane::Bus.number() - 1] = PaneState {
+        self.panes[Pane::Bus] = PaneState {
             filter: format!("source:{worker}"),
             ..PaneState::default()
         };
@@ -753,16 +765,16 @@ impl App {
     }
 
     pub fn pane_state(&self) -> &PaneState {
-        &self.panes[self.pane.number() - 1]
+        &self.panes[self.pane]
     }
 
     pub(crate) fn pane_state_mut(&mut self) -> &mut PaneState {
-        &mut self.panes[self.pane.number() - 1]
+        &mut self.panes[self.pane]
     }
 
     /// The filter of a pane.
     pub fn filter(&self, pane: Pane) -> Filter {
-        let st = &self.panes[pane.number() - 1];
+        let st = &self.panes[pane];
         Filter::parse(&st.filter)
             .at(self.now)
             .sorted(st.sort.clone())
@@ -776,7 +788,7 @@ impl App {
         let key = self.selected_key(pane);
         change(self);
         let keys = self.keys(pane);
-        let st = &mut self.panes[pane.number() - 1];
+        let st = &mut self.panes[pane];
         st.gone = None;
         st.selected = key
             .and_then(|k| keys.iter().position(|x| *x == k))
@@ -796,10 +808,7 @@ impl App {
             } else {
                 format!(
                     "no column {word:?} here: use {}",
-                    cols.iter()
-                        .map(|c| c.to_ascii_lowercase().replace(' ', "-"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    cols.iter().map(|c| c.word()).collect::<Vec<_>>().join(", ")
                 )
             };
             return self.flash(FlashKind::Error, text);
@@ -922,45 +931,26 @@ impl App {
 
     /// Number of rows in the current pane's table.
     pub fn row_count(&self) -> usize {
-        let s = &self.snapshot;
+        let view = self.pane.view();
         let f = self.filter(self.pane);
-        if matches!(self.pane, Pane::Workflows | Pane::Inboxes) {
-            let at = Arc::as_ptr(s) as usize;
-            if let Some((p, ptr, g, filter, n)) = self.rows_memo.borrow().as_ref()
-                && (*p, *ptr, *g) == (self.pane, at, self.snapshot_gen)
-                && *filter == f
-            {
-                return *n;
-            }
-            let n = match self.pane {
-                Pane::Workflows => items::workflows(s, &f).len(),
-                _ => items::dispatches(s, &f).len(),
-            };
-            *self.rows_memo.borrow_mut() = Some((self.pane, at, self.snapshot_gen, f, n));
-            return n;
+        if !view.grows_with_root() {
+            return view.count(self, &f);
         }
-        match self.pane {
-            Pane::Workflows => items::workflows(s, &f).len(),
-            Pane::Inboxes => items::dispatches(s, &f).len(),
-            Pane::Bus => items::track(s, self.track.as_deref())
-                .map(|t| items::messages(t, &f).len())
-                .unwrap_or(0),
-            Pane::Locks => items::locks(s, &f).len(),
-            Pane::Workers => items::workers(s, &f).len(),
-            Pane::Board => items::track(s, self.track.as_deref())
-                .and_then(|t| t.board.as_ref())
-                .map(|b| items::directors(b).len())
-                .unwrap_or(0),
-            Pane::Attention => self.attention().len(),
-            Pane::Journal => self.journal().len(),
-            Pane::DeadLetters => items::dead_letters(s, &f).len(),
-            Pane::Bridge => self.bridge_rows().len(),
+        let at = Arc::as_ptr(&self.snapshot) as usize;
+        if let Some((p, ptr, g, filter, n)) = self.rows_memo.borrow().as_ref()
+            && (*p, *ptr, *g) == (self.pane, at, self.snapshot_gen)
+            && *filter == f
+        {
+            return *n;
         }
+        let n = view.count(self, &f);
+        *self.rows_memo.borrow_mut() = Some((self.pane, at, self.snapshot_gen, f, n));
+        n
     }
 
     /// The selected row of `pane`, clamped to what is there (the bus follows the newest when following).
     pub fn selected(&self, pane: Pane) -> usize {
-        let st = &self.panes[pane.number() - 1];
+        let st = &self.panes[pane];
         let n = if pane == self.pane {
             self.row_count()
         } else {
@@ -983,7 +973,7 @@ impl App {
         for (pane, key) in Pane::ALL.iter().zip(keys) {
             let Some(key) = key else { continue };
             let (found, len) = self.position_of(*pane, &key);
-            let st = &mut self.panes[pane.number() - 1];
+            let st = &mut self.panes[*pane];
             match found {
                 Some(i) => {
                     st.selected = i;
@@ -1004,9 +994,9 @@ impl App {
                 }
             }
         }
-        for pane in [Pane::Attention, Pane::Journal] {
+        for pane in Pane::ALL {
             if self.following(pane) {
-                let st = &mut self.panes[pane.number() - 1];
+                let st = &mut self.panes[pane];
                 st.selected = 0;
                 st.gone = None;
             }
@@ -1029,8 +1019,8 @@ impl App {
     /// True when `pane` lists newest first (journal, attention) and its selection follows the newest
     /// entry: until the operator moves off the top row (`g` follows again), as the bus tail does.
     pub fn following(&self, pane: Pane) -> bool {
-        matches!(pane, Pane::Attention | Pane::Journal) && {
-            let st = &self.panes[pane.number() - 1];
+        pane.view().newest_first() && {
+            let st = &self.panes[pane];
             !st.moved && !st.detail && st.picked.is_empty()
         }
     }
@@ -1038,7 +1028,7 @@ impl App {
     /// After the selection of the current pane moved: a newest-first list follows the newest again
     /// when the top row is selected, and stays on its record otherwise.
     fn moved_in_newest_first(&mut self) {
-        if matches!(self.pane, Pane::Attention | Pane::Journal) {
+        if self.pane.view().newest_first() {
             let st = self.pane_state_mut();
             st.moved = st.selected != 0;
         }
@@ -1056,62 +1046,7 @@ impl App {
 
     /// The identities of the rows of `pane`, in row order (what selection, marks and jumps follow).
     pub fn keys(&self, pane: Pane) -> Vec<String> {
-        let s = &self.snapshot;
-        let f = self.filter(pane);
-        match pane {
-            Pane::Workflows => items::workflows(s, &f)
-                .iter()
-                .map(|w| w.id.to_string())
-                .collect(),
-            Pane::Inboxes => items::dispatches(s, &f)
-                .iter()
-                .map(|r| format!("{}/{}", r.god, r.view.name))
-                .collect(),
-            Pane::Bus => items::track(s, self.track.as_deref())
-                .map(|t| {
-                    items::messages(t, &f)
-                        .iter()
-                        .map(|m| m.id.clone())
-                        .collect()
-                })
-                .unwrap_or_default(),
-            Pane::Locks => items::locks(s, &f)
-                .iter()
-                .map(|(t, l)| format!("{t}/{}", l.path))
-                .collect(),
-            Pane::Workers => items::workers(s, &f)
-                .iter()
-                .map(|(t, w)| format!("{t}/{}", w.worker_id))
-                .collect(),
-            Pane::Board => items::track(s, self.track.as_deref())
-                .and_then(|t| t.board.as_ref())
-                .map(|b| {
-                    items::directors(b)
-                        .iter()
-                        .map(|c| c.director.to_owned())
-                        .collect()
-                })
-                .unwrap_or_default(),
-            Pane::Attention => self.attention().into_iter().map(|i| i.key).collect(),
-            Pane::Journal => self
-                .journal()
-                .iter()
-                .map(|e| {
-                    e.get("seq")
-                        .map(|v| v.to_string())
-                        .unwrap_or_else(|| e.to_string())
-                })
-                .collect(),
-            Pane::DeadLetters => items::dead_letters(s, &f)
-                .iter()
-                .map(items::DeadRow::key)
-                .collect(),
-            Pane::Bridge => self
-                .bridge_rows()
-                .iter()
-                .map(|r| format!("{}/{}", r.kind.word(), r.id))
-                .collect(),
-        }
+        pane.view().keys(self, &self.filter(pane))
     }
 
     /// The identity of the record selected in `pane` (the one that went away, if it did).
@@ -1119,65 +1054,26 @@ impl App {
         if pane == Pane::Bus && self.follow {
             return None;
         }
-        let st = &self.panes[pane.number() - 1];
+        let st = &self.panes[pane];
         if let Some(k) = &st.gone {
             return Some(k.clone());
         }
         self.key_at(pane, st.selected)
     }
 
-    /// The key of row `i` of `pane` (the last row when `i` is past it). The two panes that grow with
-    /// the root (workflows, dispatches) build only that key, not one string per row.
+    /// The key of row `i` of `pane` (the last row when `i` is past it).
     fn key_at(&self, pane: Pane, i: usize) -> Option<String> {
-        let s = &self.snapshot;
-        match pane {
-            Pane::Workflows => {
-                let rows = items::workflows(s, &self.filter(pane));
-                let w = rows.get(i.min(rows.len().checked_sub(1)?))?;
-                Some(w.id.to_string())
-            }
-            Pane::Inboxes => {
-                let rows = items::dispatches(s, &self.filter(pane));
-                let r = rows.get(i.min(rows.len().checked_sub(1)?))?;
-                Some(format!("{}/{}", r.god, r.view.name))
-            }
-            _ => {
-                let keys = self.keys(pane);
-                let last = keys.len().checked_sub(1)?;
-                keys.into_iter().nth(i.min(last))
-            }
-        }
+        pane.view().key_at(self, &self.filter(pane), i)
     }
 
-    /// Where the row with `key` is in `pane`, and how many rows there are; like searching
-    /// [`App::keys`], without building the keys of the panes that grow with the root.
+    /// Where the row with `key` is in `pane`, and how many rows there are.
     fn position_of(&self, pane: Pane, key: &str) -> (Option<usize>, usize) {
-        let s = &self.snapshot;
-        match pane {
-            Pane::Workflows => {
-                let rows = items::workflows(s, &self.filter(pane));
-                (rows.iter().position(|w| &*w.id == key), rows.len())
-            }
-            Pane::Inboxes => {
-                let rows = items::dispatches(s, &self.filter(pane));
-                // God names hold no `/`, so the key splits at its first one.
-                let (god, name) = key.split_once('/').unwrap_or((key, ""));
-                (
-                    rows.iter()
-                        .position(|r| r.god == god && &*r.view.name == name),
-                    rows.len(),
-                )
-            }
-            _ => {
-                let keys = self.keys(pane);
-                (keys.iter().position(|k| k == key), keys.len())
-            }
-        }
+        pane.view().position_of(self, &self.filter(pane), key)
     }
 
     /// Refuses an action on `pane` while its selected record is gone (true: refused, with a flash).
-    fn refuse_if_gone(&mut self, pane: Pane) -> bool {
-        match self.panes[pane.number() - 1].gone.clone() {
+    pub(crate) fn refuse_if_gone(&mut self, pane: Pane) -> bool {
+        match self.panes[pane].gone.clone() {
             Some(k) if self.pane == pane => {
                 self.flash(
                     FlashKind::Error,
@@ -1499,43 +1395,12 @@ impl App {
                 self.pane_state_mut().gone = None;
                 self.moved_in_newest_first();
             }
-            Action::Open if self.pane == Pane::Attention && !detail => {
-                if self.refuse_if_gone(Pane::Attention) {
-                    return Vec::new();
-                }
-                if let Some(item) = self
-                    .attention()
-                    .get(self.selected(Pane::Attention))
-                    .cloned()
-                {
-                    self.open_attention(&item);
-                }
-            }
-            Action::Open if self.pane == Pane::Journal && !detail => {
-                if self.refuse_if_gone(Pane::Journal) {
-                    return Vec::new();
-                }
-                let entry = self
-                    .journal()
-                    .get(self.selected(Pane::Journal))
-                    .map(|e| (**e).clone());
-                if let Some(e) = entry
-                    && !self.open_journal_entry(&e)
-                {
-                    let st = self.pane_state_mut();
-                    st.detail = true;
-                    st.scroll = 0;
-                    self.flash(
-                        FlashKind::Info,
-                        "the record of this entry is not listed now: showing the entry",
-                    );
-                }
-            }
+            Action::Open if !detail && self.pane.view().open(self).is_some() => {}
             Action::Open => {
                 if !detail && self.refuse_if_gone(self.pane) {
                     return Vec::new();
                 }
-                if self.row_count() > 0 || self.pane == Pane::Board {
+                if self.offers(&Action::Open) {
                     let st = self.pane_state_mut();
                     st.detail = true;
                     st.scroll = 0;
@@ -1551,7 +1416,7 @@ impl App {
                     st.filter.clear();
                 }
             }
-            Action::Filter if self.pane == Pane::Board => self.flash(
+            Action::Filter if !self.pane.view().lists_records() => self.flash(
                 FlashKind::Info,
                 "the board shows one session whole: there is nothing to filter",
             ),
@@ -1591,7 +1456,7 @@ impl App {
             Action::ToggleFollow => {
                 if self.follow {
                     let sel = self.selected(Pane::Bus);
-                    self.panes[Pane::Bus.number() - 1].selected = sel;
+                    self.panes[Pane::Bus].selected = sel;
                     self.pause();
                 } else {
                     self.follow = true;
@@ -1702,21 +1567,7 @@ impl App {
 
     /// [`App::yank_text`] as the file has it (control characters and all).
     fn yank_raw(&self, i: usize) -> Option<String> {
-        let s = &self.snapshot;
-        let f = self.filter(self.pane);
-        match self.pane {
-            Pane::Workflows => items::workflows(s, &f).get(i).map(|w| w.id.to_string()),
-            Pane::Inboxes => items::dispatches(s, &f)
-                .get(i)
-                .map(|r| r.view.dispatch.handoff_id.to_string()),
-            Pane::Locks => items::locks(s, &f).get(i).map(|(_, l)| l.path.clone()),
-            _ => {
-                let keys = self.keys(self.pane);
-                let k = keys.get(i)?;
-                // Workers are `track/worker_id`; messages and directors are their own id.
-                Some(k.rsplit('/').next().unwrap_or(k).to_owned())
-            }
-        }
+        self.pane.view().yank(self, &self.filter(self.pane), i)
     }
 
     /// Scrolls the open detail, within its lines.
@@ -1734,7 +1585,7 @@ impl App {
         if self.pane == Pane::Bus {
             if self.follow && delta < 0 {
                 self.pause();
-                self.panes[Pane::Bus.number() - 1].selected = n.saturating_sub(1);
+                self.panes[Pane::Bus].selected = n.saturating_sub(1);
             } else if self.follow {
                 return;
             }
@@ -1774,7 +1625,7 @@ impl App {
         };
         self.track = Some(names[next].clone());
         for p in [Pane::Bus, Pane::Board] {
-            let st = &mut self.panes[p.number() - 1];
+            let st = &mut self.panes[p];
             st.selected = 0;
             st.gone = None;
         }
@@ -1990,7 +1841,7 @@ impl App {
                 }
                 Some(Arg::Column) => items::sort_columns(self.pane)
                     .iter()
-                    .map(|c| c.to_ascii_lowercase().replace(' ', "-"))
+                    .map(|c| c.word())
                     .collect(),
                 Some(Arg::None) | None => Vec::new(),
             },
@@ -2429,22 +2280,25 @@ impl App {
     }
 
     /// The board's moves on the shown track (None: no session).
-    fn board_moves(&self) -> Option<items::BoardMoves> {
+    pub(crate) fn board_moves(&self) -> Option<items::BoardMoves> {
         items::track(&self.snapshot, self.track.as_deref())
             .and_then(|t| t.board.as_ref())
             .map(|b| items::board_moves(b))
     }
 
-    /// Whether the state allows `action` now (the board's moves depend on its phase); the footer
-    /// leaves out what is not offered, and the action itself says why.
+    /// Whether the state allows `action` now (the pane decides first: the board's moves depend
+    /// on its phase); the footer leaves out what is not offered, and the action itself says why.
     pub fn offers(&self, action: &Action) -> bool {
-        let board = || self.board_moves();
+        let view = self.pane.view();
+        if let Some(yes) = view.offers(self, action) {
+            return yes;
+        }
         match action {
-            Action::BoardAdvance => board().is_some_and(|m| m.next.is_some() && m.complete),
-            Action::BoardForceAdvance => board().is_some_and(|m| m.next.is_some() && !m.complete),
-            Action::BoardNextRound => board().is_some_and(|m| m.round.is_some()),
-            Action::BoardResolve => board().is_some_and(|m| m.resolved.is_none()),
-            Action::Filter => self.pane != Pane::Board,
+            Action::BoardAdvance
+            | Action::BoardForceAdvance
+            | Action::BoardNextRound
+            | Action::BoardResolve => false,
+            Action::Filter => view.lists_records(),
             Action::NextMatch | Action::PrevMatch => !self.pane_state().filter.is_empty(),
             // Nothing listed (an empty root): no action on a selected record is offered.
             Action::Abort
@@ -2455,10 +2309,10 @@ impl App {
             | Action::RejectHeld
             | Action::ForceUnlock
             | Action::Requeue
-            | Action::Rerun => self.row_count() > 0,
-            Action::Open => self.row_count() > 0 || self.pane == Pane::Board,
+            | Action::Rerun
+            | Action::Open => self.row_count() > 0,
             Action::ToggleMark | Action::MarkRange | Action::MarkAll => {
-                !self.pane_state().detail && self.pane != Pane::Board
+                !self.pane_state().detail && view.lists_records()
             }
             _ => true,
         }

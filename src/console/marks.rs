@@ -29,7 +29,7 @@ pub(crate) type MarkFits<'a> = (&'a dyn Fn(&App, &str) -> bool, &'a str);
 impl App {
     /// The marks of `pane`, in the order they were made.
     pub fn picked(&self, pane: Pane) -> &[String] {
-        &self.panes[pane.number() - 1].picked
+        &self.panes[pane].picked
     }
 
     /// True when the record at `row` of the current pane's list is marked.
@@ -351,9 +351,7 @@ impl App {
             .filter(|r| r.get("ok").and_then(Value::as_bool) != Some(true))
             .filter_map(|r| r.get("key").and_then(Value::as_str).map(str::to_owned))
             .collect();
-        self.panes[pane.number() - 1]
-            .picked
-            .retain(|k| failed.contains(k));
+        self.panes[pane].picked.retain(|k| failed.contains(k));
     }
 }
 

@@ -11,8 +11,10 @@ use crate::console::preview::{when, when_at};
 use crate::console::theme::Theme;
 use crate::live::snapshot::InboxView;
 
-use super::table::{self, Col};
-use super::{detail, empty, json_lines, kv, section};
+use crate::console::views::table::{self, Col};
+use crate::console::views::{detail, empty, json_lines, kv, section};
+use crate::console::items::{Column, Filter};
+use crate::console::panes::PaneView;
 
 fn summary_row<'a>(i: &InboxView, app: &App, theme: &Theme, held: bool) -> Vec<Line<'a>> {
     // Worked out by the model once per change of the inbox.
@@ -43,7 +45,7 @@ fn summary_row<'a>(i: &InboxView, app: &App, theme: &Theme, held: bool) -> Vec<L
             app.depth
                 .get(&i.god)
                 .filter(|_| !held)
-                .map(|v| super::sparkline(&v.iter().copied().collect::<Vec<_>>()))
+                .map(|v| crate::console::views::sparkline(&v.iter().copied().collect::<Vec<_>>()))
                 .unwrap_or_default(),
             theme.info(),
         ),
@@ -64,7 +66,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let rows = items::dispatches(snap, &filter);
     let st = app.pane_state();
     let sel = app.selected(Pane::Inboxes);
-    if super::gone_detail(frame, area, app, theme) {
+    if crate::console::views::gone_detail(frame, area, app, theme) {
         return;
     }
     if st.detail && !rows.is_empty() {
@@ -101,7 +103,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         theme,
         |(i, held)| summary_row(i, app, theme, *held),
     );
-    let title = format!(" Dispatches ({}) {}", rows.len(), super::order_note(app));
+    let title = format!(" Dispatches ({}) {}", rows.len(), crate::console::views::order_note(app));
     if rows.is_empty() {
         let text = match &app.inbox_god {
             Some(g) => format!("No dispatch is waiting in {g}'s inbox ([ ] other gods)."),
@@ -138,7 +140,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     // A dispatch with an ack deadline on screen: the ACK column keeps room for the deadline's
     // shortest form, so it is never cut mid-word.
     let height = bottom.height.saturating_sub(3) as usize;
-    let (first, _) = super::window(app.selected(Pane::Inboxes), rows.len(), height);
+    let (first, _) = crate::console::views::window(app.selected(Pane::Inboxes), rows.len(), height);
     let due_shown = rows
         .iter()
         .skip(first)
@@ -149,7 +151,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     } else {
         &DISPATCHES
     };
-    super::pane_table_refit(
+    crate::console::views::pane_table_refit(
         frame,
         bottom,
         app,
@@ -452,4 +454,71 @@ fn shown(text: &str) -> String {
         out.push('…');
     }
     out
+}
+
+/// Pane 2: the inboxes and every dispatch waiting in them.
+pub(crate) struct Inboxes;
+
+impl PaneView for Inboxes {
+    fn title(&self) -> &'static str {
+        "Inboxes"
+    }
+
+    fn short_title(&self) -> &'static str {
+        "Inb"
+    }
+
+    fn sort_columns(&self) -> &'static [Column] {
+        &[
+            Column::God,
+            Column::Handoff,
+            Column::Workflow,
+            Column::Step,
+            Column::From,
+            Column::Age,
+            Column::Ack,
+        ]
+    }
+
+    fn count(&self, app: &App, filter: &Filter) -> usize {
+        items::dispatches(&app.snapshot, filter).len()
+    }
+
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<String> {
+        items::dispatches(&app.snapshot, filter)
+            .iter()
+            .map(|r| format!("{}/{}", r.god, r.view.name))
+            .collect()
+    }
+
+    fn key_at(&self, app: &App, filter: &Filter, i: usize) -> Option<String> {
+        let rows = items::dispatches(&app.snapshot, filter);
+        let r = rows.get(i.min(rows.len().checked_sub(1)?))?;
+        Some(format!("{}/{}", r.god, r.view.name))
+    }
+
+    fn position_of(&self, app: &App, filter: &Filter, key: &str) -> (Option<usize>, usize) {
+        let rows = items::dispatches(&app.snapshot, filter);
+        // God names hold no `/`, so the key splits at its first one.
+        let (god, name) = key.split_once('/').unwrap_or((key, ""));
+        (
+            rows.iter()
+                .position(|r| r.god == god && &*r.view.name == name),
+            rows.len(),
+        )
+    }
+
+    fn yank(&self, app: &App, filter: &Filter, i: usize) -> Option<String> {
+        items::dispatches(&app.snapshot, filter)
+            .get(i)
+            .map(|r| r.view.dispatch.handoff_id.to_string())
+    }
+
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+        draw(frame, area, app, theme)
+    }
+
+    fn grows_with_root(&self) -> bool {
+        true
+    }
 }
