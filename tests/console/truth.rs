@@ -359,12 +359,10 @@ fn the_journal_follows_its_newest_entry_until_the_operator_moves_and_attention_s
     assert!(app.attention().len() >= 2);
     let acked = EngineOperator::new(Root::at(r)).execute(&Op::Ack {
         god: pantheon::engine::store::GodName::parse("hephaestus").unwrap(),
-        handoff_id: pantheon::engine::store::HandoffId::parse("hof_20260614_aaa111").unwrap(),
-        workflow_id: None,
-        status: pantheon::console::action::AckChoice::Accepted,
-        message: None,
-        eta: None,
-        gates_passed: Vec::new(),
+        request: pantheon::engine::conductor::AckRequest::new(
+            pantheon::engine::store::HandoffId::parse("hof_20260614_aaa111").unwrap(),
+            pantheon::console::action::AckChoice::Accepted,
+        ),
     });
     acked.unwrap();
     app.set_snapshot(snapshot_of(r));

@@ -646,7 +646,7 @@ impl App {
         self.in_flight = self.in_flight.saturating_sub(1);
         match result {
             Ok(crate::console::ops::Outcome::Bulk(v)) => {
-                let kind = if crate::console::marks::bulk_has_failures(&v) {
+                let kind = if v.has_failures() {
                     FlashKind::Error
                 } else {
                     FlashKind::Success

@@ -29,7 +29,7 @@ mod input;
 mod state;
 
 /// What the event loop must do after an action.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
     Quit,
     /// Re-check every file now.
@@ -455,12 +455,14 @@ fn ack_op(
 ) -> Op {
     Op::Ack {
         god: t.god,
-        handoff_id: t.handoff_id,
-        workflow_id: t.workflow_id,
-        status,
-        message,
-        eta,
-        gates_passed,
+        request: super::ops::ack_request(
+            t.handoff_id,
+            t.workflow_id,
+            status,
+            message,
+            eta,
+            gates_passed,
+        ),
     }
 }
 

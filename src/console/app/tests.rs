@@ -398,14 +398,14 @@ fn confirmations_speak_of_what_will_happen_and_of_a_vanished_target() {
         "{text:?}"
     );
     // The dispatch an ack was for went away before Enter: said, not `(step  of …)`.
+    let mut request = crate::engine::conductor::AckRequest::new(
+        HandoffId::parse("hof_20260614_zzz999").unwrap(),
+        AckChoice::Accepted,
+    );
+    request.workflow_id = WorkflowId::parse("wf_deploy_42").ok();
     let op = Op::Ack {
         god: GodName::parse("hephaestus").unwrap(),
-        handoff_id: HandoffId::parse("hof_20260614_zzz999").unwrap(),
-        workflow_id: WorkflowId::parse("wf_deploy_42").ok(),
-        status: AckChoice::Accepted,
-        message: None,
-        eta: None,
-        gates_passed: Vec::new(),
+        request,
     };
     let lines = super::super::preview::describe(&op, &a.snapshot, a.now);
     assert!(

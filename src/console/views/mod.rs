@@ -1,4 +1,10 @@
-//! Drawing: pure functions of the [`App`] state (and its snapshot). Nothing here mutates anything.
+//! Drawing: the chrome every pane shares (header, tabs, status line, footer, dialogs, the one
+//! table), and [`draw`], which asks the current pane to draw itself (see `console::panes`).
+//!
+//! Drawing reads the [`App`] state and its snapshot and changes neither what is shown next nor
+//! what an action acts on. It does write one thing back: where things landed on screen, into
+//! `Cell`/`RefCell` fields of `App` (`table_at`, `tabs_drawn`, `detail_max`, `help_max`), as
+//! ratatui's `TableState` offset is written by rendering; mouse clicks, marks and paging read them.
 
 use ratatui::Frame;
 use ratatui::layout::{Alignment, Constraint, Layout, Rect};
