@@ -505,3 +505,30 @@ fn the_size_check_measures_a_function_and_skips_one_liners() {
     assert_eq!(long_functions(code, 4), vec![("long".to_owned(), 2, 4)]);
     assert!(long_functions(code, 5).is_empty());
 }
+
+/// Messages a person reads begin the way ripgrep's and cargo's do: `error: …`, `warning: …`, lower
+/// case. No message in the shells or the engine is spelled `Error: …` or `Warning: …`.
+#[test]
+fn messages_say_error_in_lower_case() {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&base.join("src"), &mut files);
+    rust_files(&base.join("crates/engine/src"), &mut files);
+    let mut bad = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (n, line) in non_test_code(&text).lines().enumerate() {
+            if ["\"Error: ", "\"Warning: ", "\"ERROR: ", "\"WARNING: "]
+                .iter()
+                .any(|w| line.contains(w))
+            {
+                bad.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "say `error: …` / `warning: …`:\n{}",
+        bad.join("\n")
+    );
+}
