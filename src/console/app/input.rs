@@ -22,42 +22,8 @@ impl App {
                 }
             }
             Mode::Issues | Mode::Messages => Vec::new(),
-            Mode::Help(mut h) => {
-                if h.searching {
-                    match ev.code {
-                        KeyCode::Enter => h.searching = false,
-                        KeyCode::Esc => {
-                            h.search = LineEditor::default();
-                            h.searching = false;
-                        }
-                        _ => {
-                            if h.search.handle(&ev) == Edit::Changed {
-                                h.scroll = 0;
-                            }
-                        }
-                    }
-                    self.mode = Mode::Help(h);
-                    return Vec::new();
-                }
-                let max = self.help_max.get();
-                let page = self.page.max(1);
-                // Bottom is kept as "the end" (whatever the size); moving starts from what is shown.
-                h.scroll = h.scroll.min(max);
-                match self
-                    .keymap
-                    .lookup_dialog(Dialog::Help, Key::from_event(&ev))
-                {
-                    Some(Action::Cancel) => return Vec::new(),
-                    Some(Action::Down) => h.scroll = (h.scroll + 1).min(max),
-                    Some(Action::Up) => h.scroll = h.scroll.saturating_sub(1),
-                    Some(Action::PageDown) => h.scroll = (h.scroll + page).min(max),
-                    Some(Action::PageUp) => h.scroll = h.scroll.saturating_sub(page),
-                    Some(Action::Top) => h.scroll = 0,
-                    Some(Action::Bottom) => h.scroll = usize::MAX,
-                    Some(Action::Filter) => h.searching = true,
-                    _ => {}
-                }
-                self.mode = Mode::Help(h);
+            Mode::Help(h) => {
+                self.help_key(h, &ev);
                 Vec::new()
             }
             Mode::Filter(mut edit) => {
@@ -145,52 +111,93 @@ impl App {
                     Vec::new()
                 }
             },
-            Mode::Confirm(mut c) => match self
-                .keymap
-                .lookup_dialog(Dialog::Confirm, Key::from_event(&ev))
-            {
-                Some(Action::Cancel) => {
+            Mode::Confirm(c) => self.confirm_key(c, &ev),
+        }
+    }
+
+    /// A key in the help overlay: scrolling, or typing its search.
+    fn help_key(&mut self, mut h: HelpView, ev: &KeyEvent) {
+        if h.searching {
+            match ev.code {
+                KeyCode::Enter => h.searching = false,
+                KeyCode::Esc => {
+                    h.search = LineEditor::default();
+                    h.searching = false;
+                }
+                _ => {
+                    if h.search.handle(ev) == Edit::Changed {
+                        h.scroll = 0;
+                    }
+                }
+            }
+            self.mode = Mode::Help(h);
+            return;
+        }
+        let max = self.help_max.get();
+        let page = self.page.max(1);
+        // Bottom is kept as "the end" (whatever the size); moving starts from what is shown.
+        h.scroll = h.scroll.min(max);
+        match self.keymap.lookup_dialog(Dialog::Help, Key::from_event(ev)) {
+            Some(Action::Cancel) => return,
+            Some(Action::Down) => h.scroll = (h.scroll + 1).min(max),
+            Some(Action::Up) => h.scroll = h.scroll.saturating_sub(1),
+            Some(Action::PageDown) => h.scroll = (h.scroll + page).min(max),
+            Some(Action::PageUp) => h.scroll = h.scroll.saturating_sub(page),
+            Some(Action::Top) => h.scroll = 0,
+            Some(Action::Bottom) => h.scroll = usize::MAX,
+            Some(Action::Filter) => h.searching = true,
+            _ => {}
+        }
+        self.mode = Mode::Help(h);
+    }
+
+    /// A key in a confirmation: `Enter` acts on exactly what it showed, or refuses.
+    fn confirm_key(&mut self, mut c: Confirm, ev: &KeyEvent) -> Vec<Effect> {
+        match self
+            .keymap
+            .lookup_dialog(Dialog::Confirm, Key::from_event(ev))
+        {
+            Some(Action::Cancel) => {
+                self.flash(FlashKind::Info, format!("cancelled: {}", c.op.title()));
+                Vec::new()
+            }
+            Some(Action::ToggleFocus) => {
+                c.confirm_focused = !c.confirm_focused;
+                self.mode = Mode::Confirm(c);
+                Vec::new()
+            }
+            Some(Action::Submit) => {
+                let now = crate::console::shown::version(&c.op, &self.snapshot);
+                if c.confirm_focused
+                    && let Some(what) = crate::console::shown::changed(&c.shown, &now)
+                {
+                    // It acts on exactly what it showed: a newer state is refused, named.
+                    self.flash(
+                        FlashKind::Error,
+                        format!(
+                            "{} refused: changed since it was shown ({what}); nothing was done",
+                            c.op.title()
+                        ),
+                    );
+                    return Vec::new();
+                }
+                if c.confirm_focused {
+                    self.in_flight += 1;
+                    self.acted_on = self
+                        .selected_key(self.pane)
+                        .filter(|_| !matches!(c.op, Op::Bulk { .. }))
+                        .map(|k| (self.pane, k));
+                    self.flash(FlashKind::Info, format!("{}…", c.op.title()));
+                    vec![Effect::Execute(c.op)]
+                } else {
                     self.flash(FlashKind::Info, format!("cancelled: {}", c.op.title()));
                     Vec::new()
                 }
-                Some(Action::ToggleFocus) => {
-                    c.confirm_focused = !c.confirm_focused;
-                    self.mode = Mode::Confirm(c);
-                    Vec::new()
-                }
-                Some(Action::Submit) => {
-                    let now = crate::console::shown::version(&c.op, &self.snapshot);
-                    if c.confirm_focused
-                        && let Some(what) = crate::console::shown::changed(&c.shown, &now)
-                    {
-                        // It acts on exactly what it showed: a newer state is refused, named.
-                        self.flash(
-                            FlashKind::Error,
-                            format!(
-                                "{} refused: changed since it was shown ({what}); nothing was done",
-                                c.op.title()
-                            ),
-                        );
-                        return Vec::new();
-                    }
-                    if c.confirm_focused {
-                        self.in_flight += 1;
-                        self.acted_on = self
-                            .selected_key(self.pane)
-                            .filter(|_| !matches!(c.op, Op::Bulk { .. }))
-                            .map(|k| (self.pane, k));
-                        self.flash(FlashKind::Info, format!("{}…", c.op.title()));
-                        vec![Effect::Execute(c.op)]
-                    } else {
-                        self.flash(FlashKind::Info, format!("cancelled: {}", c.op.title()));
-                        Vec::new()
-                    }
-                }
-                _ => {
-                    self.mode = Mode::Confirm(c);
-                    Vec::new()
-                }
-            },
+            }
+            _ => {
+                self.mode = Mode::Confirm(c);
+                Vec::new()
+            }
         }
     }
 
