@@ -35,13 +35,14 @@ pub const ACK_WAIT_ENV: &str = "PANTHEON_ACK_WAIT";
 pub const MAX_DELIVERIES_ENV: &str = "PANTHEON_MAX_DELIVERIES";
 
 /// The keys `conductor/config.yaml` may hold.
-pub const CONFIG_KEYS: [&str; 6] = [
+pub const CONFIG_KEYS: [&str; 7] = [
     "stale_after",
     "lock_timeout",
     "ack_wait",
     "max_deliveries",
     "check",
     "bridge",
+    "cost",
 ];
 
 /// The protocol settings of one root.
@@ -57,6 +58,9 @@ pub struct Settings {
     pub max_deliveries: u32,
     /// The `check:` mapping: `pantheon check`'s thresholds (read by `health::Thresholds`).
     pub check: Option<Value>,
+    /// The `cost:` mapping: prices, god and day budgets, the warning share (read by
+    /// `cost::CostConfig`, docs/BUDGETS.md).
+    pub cost: Option<Value>,
     /// What was wrong with the config file or the environment (each value ignored, default kept).
     pub warnings: Vec<String>,
 }
@@ -69,6 +73,7 @@ impl Default for Settings {
             ack_wait: None,
             max_deliveries: DEFAULT_MAX_DELIVERIES,
             check: None,
+            cost: None,
             warnings: Vec::new(),
         }
     }
@@ -133,6 +138,15 @@ impl Settings {
             // Read by `pantheon bridge` (peers' transport and envelope, docs/NATS.md).
             "bridge" => {}
             "check" => self.check = Some(v.clone()),
+            "cost" => {
+                self.warnings.extend(
+                    crate::cost::CostConfig::parse(Some(v))
+                        .warnings
+                        .into_iter()
+                        .map(|w| format!("{source}: {w}")),
+                );
+                self.cost = Some(v.clone());
+            }
             other => self.warnings.push(format!(
                 "{source}: unknown key {other:?} ignored (known: {})",
                 CONFIG_KEYS.join(", ")
