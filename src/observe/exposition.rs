@@ -128,12 +128,17 @@ impl Exposition {
 
     /// A counter's sample (`_total`), and its `_created` (unix seconds) in OpenMetrics.
     pub fn counter(&mut self, labels: &[(&str, &str)], value: u64, created: Option<f64>) {
+        self.counter_f64(labels, value as f64, created);
+    }
+
+    /// A counter whose value is not a whole number (dollars, say).
+    pub fn counter_f64(&mut self, labels: &[(&str, &str)], value: f64, created: Option<f64>) {
         debug_assert_eq!(self.kind, Some(Kind::Counter));
         if !self.admit() {
             return;
         }
         let name = self.family.clone();
-        self.line(&name, "_total", labels, None, value as f64);
+        self.line(&name, "_total", labels, None, value);
         if self.open_metrics
             && let Some(c) = created
         {

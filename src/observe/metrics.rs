@@ -97,6 +97,58 @@ fn track_label(name: &str) -> Option<&str> {
     TrackName::parse(name).ok().map(|_| name)
 }
 
+/// What the pantheon costs: the ledger's totals (docs/BUDGETS.md) by god and definition. The
+/// ledger only grows, so these are counters; a god or definition the engine does not know is
+/// labelled `other`.
+fn cost_series(e: &mut Exposition, m: &Metrics, snap: &Snapshot) {
+    let Ok(rows) = crate::engine::cost::ops::metric_totals(&m.root) else {
+        return;
+    };
+    if rows.is_empty() {
+        return;
+    }
+    let def_label = |d: &str| -> String {
+        if snap.definition(Some(d)).is_some() {
+            d.to_owned()
+        } else {
+            "other".to_owned()
+        }
+    };
+    let mut cost: BTreeMap<(String, String), f64> = BTreeMap::new();
+    let mut tokens: BTreeMap<(String, String, &str), u64> = BTreeMap::new();
+    for (g, d, t) in &rows {
+        let key = (god_label(g).unwrap_or("other").to_owned(), def_label(d));
+        *cost.entry(key.clone()).or_default() += t.cost_micros as f64 / 1_000_000.0;
+        for (kind, n) in [
+            ("input", t.input_tokens),
+            ("output", t.output_tokens),
+            ("cache_read", t.cache_read_tokens),
+            ("cache_write", t.cache_write_tokens),
+        ] {
+            let v = tokens
+                .entry((key.0.clone(), key.1.clone(), kind))
+                .or_default();
+            *v = v.saturating_add(n);
+        }
+    }
+    e.family(
+        "pantheon_cost_usd",
+        Kind::Counter,
+        "Usage cost recorded in the ledger, in US dollars, by god and definition.",
+    );
+    for ((g, d), usd) in &cost {
+        e.counter_f64(&[("god", g), ("definition", d)], *usd, None);
+    }
+    e.family(
+        "pantheon_tokens",
+        Kind::Counter,
+        "Tokens recorded in the ledger, by god, definition and kind.",
+    );
+    for ((g, d, kind), n) in &tokens {
+        e.counter(&[("god", g), ("definition", d), ("kind", kind)], *n, None);
+    }
+}
+
 /// Writes every series.
 pub fn render(
     snap: &Snapshot,
@@ -414,6 +466,8 @@ pub fn render(
         );
         e.gauge(&[], snap.bridge_view.dead as f64);
     }
+
+    cost_series(&mut e, m, snap);
 
     // About the exposition itself.
     e.family(

@@ -432,12 +432,16 @@ fn prometheus_scrapes_serve_metrics_and_the_figures_match_the_root() {
     // Acts before serve starts count too (the counters fold the journal).
     env.submit(&plan_handoff("hof_20260614_pm0001", "wf_pm_1"));
     env.submit(&plan_handoff("hof_20260614_pm0002", "wf_pm_2"));
-    env.ack(&ack(
+    // The first ack reports usage: the ledger's totals are served as cost and token counters.
+    let mut first = ack(
         "ack_20260614_pm0001",
         "hof_20260614_pm0001",
         "accepted",
         "on it",
-    ));
+    );
+    first["usage"] =
+        serde_json::json!({"input_tokens": 1200, "output_tokens": 300, "cost_usd": 0.0125});
+    env.ack(&first);
 
     let port = free_port();
     let serve = serve_metrics(&env, port);
@@ -445,6 +449,13 @@ fn prometheus_scrapes_serve_metrics_and_the_figures_match_the_root() {
     let (_, head, text) = http_get(port, "/metrics", None).unwrap();
     assert!(head.contains("text/plain; version=0.0.4"), "{head}");
     assert!(!text.contains("_created"), "{text}");
+    let served = |prefix: &str, value: &str| {
+        text.lines()
+            .any(|l| l.starts_with(prefix) && l.ends_with(&format!("}} {value}")))
+    };
+    assert!(served("pantheon_cost_usd_total{god=", "0.0125"), "{text}");
+    assert!(served("pantheon_tokens_total{god=", "1200"), "{text}");
+    assert!(text.contains("kind=\"output\"} 300"), "{text}");
     let out = promtool(&["check", "metrics"], Some(&text));
     assert!(
         out.status.success(),

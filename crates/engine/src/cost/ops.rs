@@ -473,56 +473,12 @@ pub fn metric_totals(root: &Root) -> Result<Vec<(String, String, Totals)>> {
         .unwrap_or_default())
 }
 
-fn label(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-/// The ledger's totals in the Prometheus text format, ready for a `/metrics` endpoint to append:
-/// `pantheon_cost_usd_total{god,definition}` and `pantheon_tokens_total{god,definition,kind}` (kind
-/// `input`, `output`, `cache_read`, `cache_write`). Counters: the ledger only grows.
-pub fn prometheus_text(root: &Root) -> Result<String> {
-    let rows = metric_totals(root)?;
-    let mut out = String::from(
-        "# HELP pantheon_cost_usd_total Usage cost recorded in the ledger, in US dollars.\n\
-         # TYPE pantheon_cost_usd_total counter\n",
-    );
-    for (g, d, t) in &rows {
-        out.push_str(&format!(
-            "pantheon_cost_usd_total{{god=\"{}\",definition=\"{}\"}} {:.6}\n",
-            label(g),
-            label(d),
-            t.cost_micros as f64 / 1_000_000.0
-        ));
-    }
-    out.push_str(
-        "# HELP pantheon_tokens_total Tokens recorded in the ledger, by kind.\n\
-         # TYPE pantheon_tokens_total counter\n",
-    );
-    for (g, d, t) in &rows {
-        for (kind, n) in [
-            ("input", t.input_tokens),
-            ("output", t.output_tokens),
-            ("cache_read", t.cache_read_tokens),
-            ("cache_write", t.cache_write_tokens),
-        ] {
-            out.push_str(&format!(
-                "pantheon_tokens_total{{god=\"{}\",definition=\"{}\",kind=\"{kind}\"}} {n}\n",
-                label(g),
-                label(d)
-            ));
-        }
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn the_metrics_text_has_one_cost_and_four_token_series_per_god_and_definition() {
+    fn the_metric_totals_sum_by_god_and_definition() {
         let d = tempfile::tempdir().unwrap();
         let root = Root::at(d.path());
         let line = |key: &str, god: &str, def: Option<&str>| Line {
@@ -539,23 +495,16 @@ mod tests {
         ledger::append(&root, &line("a", "thoth", Some("deploy"))).unwrap();
         ledger::append(&root, &line("b", "thoth", Some("deploy"))).unwrap();
         ledger::append(&root, &line("c", "iris", None)).unwrap();
-        let text = prometheus_text(&root).unwrap();
-        assert!(
-            text.contains(
-                "pantheon_cost_usd_total{god=\"thoth\",definition=\"deploy\"} 3.000000\n"
-            ),
-            "{text}"
+        let mut rows = metric_totals(&root).unwrap();
+        rows.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        assert_eq!((rows[0].0.as_str(), rows[0].1.as_str()), ("iris", ""));
+        assert_eq!(rows[0].2.cost_micros, 1_500_000);
+        assert_eq!(
+            (rows[1].0.as_str(), rows[1].1.as_str()),
+            ("thoth", "deploy")
         );
-        assert!(
-            text.contains(
-                "pantheon_tokens_total{god=\"thoth\",definition=\"deploy\",kind=\"input\"} 14\n"
-            ),
-            "{text}"
-        );
-        assert!(
-            text.contains("pantheon_cost_usd_total{god=\"iris\",definition=\"\"} 1.500000\n"),
-            "{text}"
-        );
-        assert_eq!(text.matches("pantheon_tokens_total{").count(), 8);
+        assert_eq!(rows[1].2.cost_micros, 3_000_000);
+        assert_eq!(rows[1].2.input_tokens, 14);
     }
 }
