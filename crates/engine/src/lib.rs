@@ -4,6 +4,7 @@
 //! - [`conductor`]: handoffs, routing, gates, inboxes, acks, workflow state, abort, cleanup (docs/PROTOCOL.md §2).
 //! - [`bus`]: the per-track message bus and the board deliberation (docs/PROTOCOL.md §3 and §4).
 //! - [`validate`]: a strict check of every protocol file under a root.
+//! - [`history`]: the recorder of every change to a root, replay at a moment, the changes between two.
 
 // Lints (docs in ARCHITECTURE.md): no unsafe code but the one explained crash-point hook; no unwrap, expect
 // or panic outside tests (serialisation of the engine's own values goes through `store::json_text`); a doc
@@ -20,6 +21,7 @@ pub mod bus;
 pub mod conductor;
 pub mod error;
 pub mod health;
+pub mod history;
 pub mod journal;
 pub mod store;
 pub mod validate;
