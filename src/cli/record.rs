@@ -6,12 +6,11 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::mpsc;
 
 use anyhow::Context;
 
 use super::Outcome;
-use crate::engine::history::recorder::{self, Msg, Report};
+use crate::engine::history::recorder::{Background, Msg, Report};
 use crate::engine::store::time::format_ts;
 use crate::engine::store::{Root, WorkflowId};
 
@@ -62,49 +61,16 @@ pub fn log_sink(log: Option<&PathBuf>) -> anyhow::Result<Box<dyn Write + Send>> 
     })
 }
 
-/// A recorder on its own thread; [`Background::stop`] ends it.
-pub struct Background {
-    tx: mpsc::Sender<Msg>,
-    handle: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Background {
-    /// Starts recording `root` on a thread, logging to `out`.
-    pub fn start(root: &Root, mut out: Box<dyn Write + Send>) -> anyhow::Result<Self> {
-        let (tx, rx) = mpsc::channel();
-        let root = root.clone();
-        let ttx = tx.clone();
-        let handle = std::thread::Builder::new()
-            .name("history-recorder".into())
-            .spawn(move || {
-                let mut report = |r: Report| {
-                    if let Some(l) = report_line(&r) {
-                        let _ = writeln!(out, "{l}");
-                    }
-                };
-                if let Err(e) = recorder::run(&root, ttx, rx, &mut report) {
-                    report(Report::Warning(format!("the recorder stopped: {e}")));
-                }
-            })
-            .context("cannot start the recorder thread")?;
-        Ok(Self {
-            tx,
-            handle: Some(handle),
-        })
-    }
-
-    /// The sender that stops it (a signal handler holds one).
-    pub fn sender(&self) -> mpsc::Sender<Msg> {
-        self.tx.clone()
-    }
-
-    /// Stops it and waits for its last batch (a stand-by recorder ends at once).
-    pub fn stop(mut self) {
-        let _ = self.tx.send(Msg::Stop);
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
+/// Starts the recorder on a thread, its reports logged to `out`.
+pub fn background(root: &Root, mut out: Box<dyn Write + Send>) -> anyhow::Result<Background> {
+    Ok(Background::start(
+        root,
+        Box::new(move |r: Report| {
+            if let Some(l) = report_line(&r) {
+                let _ = writeln!(out, "{l}");
+            }
+        }),
+    )?)
 }
 
 /// `pantheon record`.
@@ -115,7 +81,7 @@ pub fn run(args: RecordArgs, root: &Root) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Json(serde_json::to_value(r)?));
     }
     let out = log_sink(args.log.as_ref())?;
-    let bg = Background::start(root, out)?;
+    let bg = background(root, out)?;
     let stop = bg.sender();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -203,7 +203,7 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
         None => None,
     };
     let recorder = if root.settings.history.record {
-        Some(super::record::Background::start(
+        Some(super::record::background(
             root,
             super::record::log_sink(args.log.as_ref())?,
         )?)

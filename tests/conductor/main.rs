@@ -14,6 +14,7 @@ mod fixture_root;
 mod foreign;
 mod hardening;
 mod help;
+mod history;
 mod journal;
 mod limits;
 mod newcomer;

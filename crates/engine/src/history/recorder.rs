@@ -612,3 +612,44 @@ pub fn run(
     report(Report::Stopped);
     Ok(())
 }
+
+/// A recorder on its own thread ([`run`]); [`Background::stop`] ends it.
+#[derive(Debug)]
+pub struct Background {
+    tx: mpsc::Sender<Msg>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Background {
+    /// Starts recording `root` on a thread; its reports go to `report`.
+    pub fn start(root: &Root, mut report: Box<dyn FnMut(Report) + Send>) -> Result<Self> {
+        let (tx, rx) = mpsc::channel();
+        let root = root.clone();
+        let ttx = tx.clone();
+        let handle = std::thread::Builder::new()
+            .name("history-recorder".into())
+            .spawn(move || {
+                if let Err(e) = run(&root, ttx, rx, &mut *report) {
+                    report(Report::Warning(format!("the recorder stopped: {e}")));
+                }
+            })
+            .map_err(|e| Error::io("history-recorder", e))?;
+        Ok(Self {
+            tx,
+            handle: Some(handle),
+        })
+    }
+
+    /// A sender that stops it (a signal handler holds one).
+    pub fn sender(&self) -> mpsc::Sender<Msg> {
+        self.tx.clone()
+    }
+
+    /// Stops it and waits for its last batch (a stand-by recorder ends at once).
+    pub fn stop(mut self) {
+        let _ = self.tx.send(Msg::Stop);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}

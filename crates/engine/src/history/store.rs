@@ -777,49 +777,37 @@ impl Writer {
     /// or a segment ended before the age bound, never the segment being written; then removes the
     /// blobs no kept checkpoint or record names.
     pub fn enforce_retention(&mut self, now_us: i64) -> Result<usize> {
-        let segs = self.hist.segments();
-        if segs.len() < 2 {
-            return Ok(0);
-        }
         let age_us = i64::try_from(self.retention.max_age.as_micros()).unwrap_or(i64::MAX);
         let cutoff = now_us.saturating_sub(age_us);
-        let mut size = self.hist.size();
         let mut dropped = 0usize;
-        for (i, seg) in segs.iter().enumerate() {
-            if *seg == self.seg || i + 1 >= segs.len() {
+        loop {
+            let segs = self.hist.segments();
+            let (Some(&oldest), Some(&next)) = (segs.first(), segs.get(1)) else {
+                break;
+            };
+            if oldest == self.seg {
                 break;
             }
             // A segment's records end where the next one begins.
-            let ends = self
-                .hist
-                .header(segs[i + 1])
-                .map(|h| h.t)
-                .unwrap_or(i64::MAX);
-            if size <= self.retention.max_bytes && ends >= cutoff {
+            let ends = self.hist.header(next).map(|h| h.t).unwrap_or(i64::MAX);
+            if self.hist.size() <= self.retention.max_bytes && ends >= cutoff {
                 break;
             }
-            let seg_bytes = std::fs::metadata(self.hist.segment_path(*seg))
-                .map(|m| m.len())
-                .unwrap_or(0);
-            let cp_bytes = std::fs::metadata(self.hist.checkpoint_path(*seg))
-                .map(|m| m.len())
-                .unwrap_or(0);
-            // The segment goes first: a kill between the two leaves a checkpoint nobody reads.
-            crate::store::atomic::remove_file(&self.hist.root, &self.hist.segment_path(*seg))?;
-            crate::store::atomic::remove_file(&self.hist.root, &self.hist.checkpoint_path(*seg))?;
-            size = size.saturating_sub(seg_bytes + cp_bytes);
-            dropped += 1;
-        }
-        if dropped > 0 {
+            // The segment goes first: a kill between the two leaves a checkpoint nobody reads
+            // (removed below or by the next pass).
+            crate::store::atomic::remove_file(&self.hist.root, &self.hist.segment_path(oldest))?;
             for cp in self.hist.checkpoints() {
-                if cp < self.hist.segments().first().copied().unwrap_or(0) {
+                if cp <= oldest {
                     crate::store::atomic::remove_file(
                         &self.hist.root,
                         &self.hist.checkpoint_path(cp),
                     )?;
                 }
             }
+            // The blobs only the dropped segment named go now, so the size is known for the
+            // next decision.
             collect_garbage(&self.hist)?;
+            dropped += 1;
         }
         Ok(dropped)
     }
@@ -964,5 +952,73 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(hist.seek(999).unwrap(), Seek::Before(1_000)));
+    }
+
+    #[test]
+    fn retention_drops_whole_oldest_segments_and_their_blobs() {
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::at(d.path());
+        let ret = Retention {
+            max_bytes: u64::MAX,
+            max_age: std::time::Duration::from_secs(3600),
+        };
+        let mut w = Writer::open(&root, ret, 1_000_000).unwrap();
+        // Four segments of ten changes each, a second apart; each change a new blob.
+        let mut t = 1_000_000;
+        for seg in 0..4 {
+            for i in 0..10 {
+                t += 100_000;
+                let b = w
+                    .put_blob(format!("segment {seg} change {i} {}", "x".repeat(200)).as_bytes())
+                    .unwrap();
+                w.commit(vec![put(&format!("conductor/f{}", i % 3), &b, t)], t)
+                    .unwrap();
+            }
+            w.roll(t).unwrap();
+        }
+        let hist = HistoryDir::of(&root);
+        assert_eq!(hist.segments().len(), 5);
+        let blobs_before = stored_blobs(&hist).len();
+        let size_before = hist.size();
+        let at_mid = match hist.seek(t - 500_000).unwrap() {
+            Seek::Found { tree, .. } => tree,
+            other => panic!("{other:?}"),
+        };
+        // Over the size bound: the oldest whole segments go until it fits, never the newest.
+        w.retention.max_bytes = size_before * 6 / 10;
+        let dropped = w.enforce_retention(t).unwrap();
+        assert!(dropped >= 1, "dropped {dropped}");
+        let segs = hist.segments();
+        assert_eq!(segs.len(), 5 - dropped);
+        assert_eq!(
+            hist.checkpoints(),
+            segs,
+            "each kept segment keeps its checkpoint, no other"
+        );
+        assert!(hist.size() <= size_before * 6 / 10 || segs.len() == 1);
+        assert!(
+            stored_blobs(&hist).len() < blobs_before,
+            "the dropped segments' blobs are gone"
+        );
+        assert!(
+            referenced_blobs(&hist)
+                .unwrap()
+                .iter()
+                .all(|b| hist.blob_path(b).unwrap().is_file())
+        );
+        // The first moment kept is the oldest kept segment's; before it is refused, after it unchanged.
+        let first = hist.header(segs[0]).unwrap().t;
+        assert!(matches!(hist.seek(first - 1).unwrap(), Seek::Before(f) if f == first));
+        match hist.seek(t - 500_000).unwrap() {
+            Seek::Found { tree, .. } => assert_eq!(tree, at_mid),
+            other => panic!("{other:?}"),
+        }
+        // Past the age bound: everything but the newest segment goes.
+        w.retention.max_bytes = u64::MAX;
+        w.retention.max_age = std::time::Duration::from_secs(1);
+        w.enforce_retention(t + 10_000_000).unwrap();
+        assert_eq!(hist.segments().len(), 1);
+        let (errors, _) = crate::history::check(&root);
+        assert!(errors.is_empty(), "{errors:?}");
     }
 }

@@ -390,4 +390,25 @@ mod tests {
         t.apply_config("cfg", &serde_json::json!(["a"]));
         assert_eq!(t.warnings.len(), 1);
     }
+
+    #[test]
+    fn the_history_mapping_with_defaults_and_bad_values() {
+        let mut s = Settings::default();
+        assert_eq!(s.history, HistorySettings::default());
+        s.apply_config(
+            "cfg",
+            &serde_json::json!({"history": {"record": false, "max_size": "512MiB", "max_age": "7d"}}),
+        );
+        assert!(!s.history.record);
+        assert_eq!(s.history.max_bytes, 512 * 1024 * 1024);
+        assert_eq!(s.history.max_age, Duration::from_secs(7 * 86_400));
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+        let mut t = Settings::default();
+        t.apply_config(
+            "cfg",
+            &serde_json::json!({"history": {"record": "yes", "max_size": 10, "max_age": "forever", "x": 1}}),
+        );
+        assert_eq!(t.history, HistorySettings::default());
+        assert_eq!(t.warnings.len(), 4, "{:?}", t.warnings);
+    }
 }
