@@ -360,3 +360,30 @@ fn the_dependency_check_sees_a_use_and_a_lookalike() {
     assert!(!uses_crate(&dirs, "serde"), "my_serde:: is not serde");
     assert!(!uses_crate(&dirs, "uuid"));
 }
+
+/// Messages a person reads begin the way ripgrep's and cargo's do: `error: …`, `warning: …`, lower
+/// case. No message in the shells or the engine is spelled `Error: …` or `Warning: …`.
+#[test]
+fn messages_say_error_in_lower_case() {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&base.join("src"), &mut files);
+    rust_files(&base.join("crates/engine/src"), &mut files);
+    let mut bad = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (n, line) in non_test_code(&text).lines().enumerate() {
+            if ["\"Error: ", "\"Warning: ", "\"ERROR: ", "\"WARNING: "]
+                .iter()
+                .any(|w| line.contains(w))
+            {
+                bad.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "say `error: …` / `warning: …`:\n{}",
+        bad.join("\n")
+    );
+}
