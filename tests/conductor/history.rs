@@ -195,8 +195,8 @@ const BOARD_STEPS: [&[&str]; 8] = [
         "the cost is bounded",
     ],
     &["advance", "--force"],
-    &["vote", "--director", "CA", "--verdict", "APPROVE"],
-    &["vote", "--director", "CPO", "--verdict", "APPROVE"],
+    &["vote", "--director", "CA", "--verdict", "APPROVE", "--confidence", "0.8"],
+    &["vote", "--director", "CPO", "--verdict", "APPROVE", "--confidence", "0.6"],
 ];
 
 struct World {
