@@ -18,7 +18,7 @@ use crate::engine::store::{Root, WorkflowId};
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct RecordArgs {
     /// Drop the recorded context of this workflow (every version of its state, handoffs and
-    /// dispatches) from the history, then exit; it must be cleaned up from the root first.
+    /// dispatches) from the history, then exit; refused while the workflow runs.
     #[arg(long, value_name = "WF")]
     pub forget: Option<String>,
     /// Append the log here instead of standard error.

@@ -195,8 +195,24 @@ const BOARD_STEPS: [&[&str]; 8] = [
         "the cost is bounded",
     ],
     &["advance", "--force"],
-    &["vote", "--director", "CA", "--verdict", "APPROVE", "--confidence", "0.8"],
-    &["vote", "--director", "CPO", "--verdict", "APPROVE", "--confidence", "0.6"],
+    &[
+        "vote",
+        "--director",
+        "CA",
+        "--verdict",
+        "APPROVE",
+        "--confidence",
+        "0.8",
+    ],
+    &[
+        "vote",
+        "--director",
+        "CPO",
+        "--verdict",
+        "APPROVE",
+        "--confidence",
+        "0.6",
+    ],
 ];
 
 struct World {
@@ -639,4 +655,108 @@ fn replay_refuses_a_root_never_recorded_and_a_moment_before_the_history() {
     let report: Value = serde_json::from_slice(&env.run(&["validate"], None).stdout).unwrap();
     assert!(report["errors"].as_u64().unwrap() > 0, "{report:#}");
     let _ = Path::new("");
+}
+
+#[test]
+fn the_headless_demo_records_and_its_board_replays_phase_by_phase() {
+    let env = Env::bare();
+    let out = env.run(
+        &["demo", "--headless", "--duration", "30", "--speed", "10"],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tracks: Vec<String> = std::fs::read_dir(env.path("conductor/tracks"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut phases = Vec::new();
+    for t in &tracks {
+        let v = env.ok(
+            &["replay", "--from", "-1h", "--to", "now", "--track", t],
+            None,
+        );
+        for c in v["changes"].as_array().unwrap() {
+            let p = c["path"].as_str().unwrap();
+            if p.contains("/board/session-")
+                && let Some(s) = c["value"]["status"].as_str()
+                && phases.last().is_none_or(|l: &String| l != s)
+            {
+                phases.push(s.to_owned());
+            }
+        }
+    }
+    for want in ["ASSESSING", "DISCUSSING", "VOTING"] {
+        assert!(
+            phases.iter().any(|p| p == want),
+            "{want} not replayed: {phases:?}"
+        );
+    }
+    let report: Value = serde_json::from_slice(&env.run(&["validate"], None).stdout).unwrap();
+    let history_errors: Vec<&Value> = report["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| {
+            p["severity"] == "error" && p["path"].as_str().unwrap_or("").contains("history")
+        })
+        .collect();
+    assert!(history_errors.is_empty(), "{history_errors:?}");
+}
+
+#[test]
+fn forget_drops_a_cleaned_up_workflows_recorded_context() {
+    let env = Env::new();
+    env.write("conductor/workflows/rec-flow.yaml", FLOW);
+    let root = root_of(&env);
+    let mut rec = Recorder::start(&env);
+    let wf = "wf_forget";
+    let mut h = handoff(
+        "hof_20261201_fa0001",
+        wf,
+        "thoth",
+        "hephaestus",
+        "plan",
+        &[],
+    );
+    h["routing"] = json!({"workflow_definition": "rec-flow"});
+    h["context"]["decisions"] = json!(["a secret decision"]);
+    env.submit(&h);
+    caught_up(&root);
+    let before = now_us();
+    std::thread::sleep(Duration::from_millis(25));
+    // Still running: refused.
+    let e = env.refused(&["record", "--forget", wf], None);
+    assert!(e.contains("only a finished workflow"), "{e}");
+    env.ok(&["abort", wf, "--reason", "done with it"], None);
+    env.ok(&["cleanup", wf], None);
+    caught_up(&root);
+    rec.kill();
+    let at = chrono::DateTime::from_timestamp_micros(before)
+        .unwrap()
+        .to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    let v = env.ok(&["replay", "--at", &at, "--json"], None);
+    assert_eq!(v["workflows"][wf]["status"], "waiting_for_ack");
+    let r = env.ok(&["record", "--forget", wf], None);
+    assert!(r["files"].as_u64().unwrap() >= 3, "{r}");
+    assert!(r["blobs_removed"].as_u64().unwrap() >= 3, "{r}");
+    let v = env.ok(&["replay", "--at", &at, "--json"], None);
+    assert_eq!(v["workflows"][wf]["status"], "forgotten");
+    // No blob of the history holds the decision any more.
+    let hist = HistoryDir::of(&root);
+    let mut found = false;
+    crate::common::walk(&hist.dir, &mut |p| {
+        if std::fs::read(p).is_ok_and(|b| b.windows(17).any(|w| w == b"a secret decision")) {
+            found = true;
+        }
+    });
+    assert!(!found, "the forgotten context is still in the history");
+    let e = env.refused(&["rerun", wf, "--from", "build", "--as-of", &at], None);
+    assert!(
+        e.contains("forgotten") || e.contains("no readable state"),
+        "{e}"
+    );
 }

@@ -249,16 +249,22 @@ pub struct ForgetResult {
 
 /// Drops the recorded content of workflow `wf`: every version of its state, abort manifest,
 /// handoffs and dispatches (blobs no other file shares are removed), and lists it in
-/// `forgotten.json` so replay shows it as forgotten. Refused while the workflow still has files in
-/// the root (clean it up first: the recorder would keep recording them).
+/// `forgotten.json` so replay shows it as forgotten. Refused while the workflow is still running
+/// (its next change would be recorded again). Files the root still holds are not touched.
 pub fn forget(root: &Root, wf: &WorkflowId) -> Result<ForgetResult> {
     let hist = HistoryDir::of(root);
     if !hist.exists() {
         return Err(never(root));
     }
-    if root.state_path(wf).exists() || root.handoff_dir(wf).exists() {
+    if let Ok(Some(st)) = crate::conductor::files::read_model::<
+        crate::conductor::model::WorkflowState,
+    >(&root.state_path(wf))
+        && !st.status.is_finished()
+    {
         return Err(Error::refused(format!(
-            "workflow {wf} still has files in the root; `pantheon cleanup {wf}` first, then forget it"
+            "workflow {wf} is {}; only a finished workflow's context is forgotten (abort it, then \
+             `pantheon cleanup {wf}`, then forget it)",
+            st.status
         )));
     }
     let state_prefix = format!("{}/{}/{wf}.", layout::CONDUCTOR_DIR, layout::STATE_DIR);
