@@ -99,8 +99,8 @@ fn quiet() -> Box<dyn FnMut(Report) + Send> {
     Box::new(|_| {})
 }
 
-/// Waits until the recorder's first scan is in the history (the writer file appears, then the
-/// segment stops growing for 300 ms).
+/// Waits until the recorder's first scan is in the history (the segment holds records, then stops
+/// growing for a second).
 fn settled(root: &Root) {
     let hist = HistoryDir::of(root);
     let mut last = (0u64, Instant::now());
@@ -112,7 +112,7 @@ fn settled(root: &Root) {
             .and_then(|s| std::fs::metadata(hist.segment_path(*s)).ok())
             .map(|m| m.len())
             .unwrap_or(0);
-        if n > 0 && n == last.0 && last.1.elapsed() > Duration::from_millis(300) {
+        if n > 4096 && n == last.0 && last.1.elapsed() > Duration::from_secs(1) {
             return;
         }
         if n != last.0 {

@@ -538,10 +538,33 @@ pub fn run(
     })
     .map_err(|e| Error::refused(format!("cannot watch the root: {e}")))?;
     use notify::Watcher;
-    for (_, d) in bases(root) {
+    // The history's own directory is never watched (its writes would wake the recorder for
+    // nothing): `conductor/` itself flat, each of its other directories recursively (new ones as
+    // they appear), and the handoffs' tree recursively.
+    let hist_dir = HistoryDir::of(root).dir;
+    watcher
+        .watch(&root.conductor, notify::RecursiveMode::NonRecursive)
+        .map_err(|e| Error::refused(format!("cannot watch {}: {e}", root.conductor.display())))?;
+    let mut watched: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
+    for e in std::fs::read_dir(&root.conductor)
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let p = e.path();
+        if p != hist_dir && e.file_type().is_ok_and(|t| t.is_dir()) {
+            watcher
+                .watch(&p, notify::RecursiveMode::Recursive)
+                .map_err(|e| Error::refused(format!("cannot watch {}: {e}", p.display())))?;
+            watched.insert(p);
+        }
+    }
+    if !root.handoffs.starts_with(&root.conductor) {
         watcher
-            .watch(&d, notify::RecursiveMode::Recursive)
-            .map_err(|e| Error::refused(format!("cannot watch {}: {e}", d.display())))?;
+            .watch(&root.handoffs, notify::RecursiveMode::Recursive)
+            .map_err(|e| {
+                Error::refused(format!("cannot watch {}: {e}", root.handoffs.display()))
+            })?;
     }
     let (mut rec, scanned) = Recorder::start(root, lease)?;
     report(Report::Writing {
@@ -584,6 +607,16 @@ pub fn run(
             take(m, &mut paths);
         }
         paths.retain(|p| !p.starts_with(&rec.skip));
+        // A directory new in `conductor/`: watch it too (what it already holds is read below).
+        for p in &paths {
+            if p.parent() == Some(root.conductor.as_path())
+                && !watched.contains(p)
+                && p.is_dir()
+                && watcher.watch(p, notify::RecursiveMode::Recursive).is_ok()
+            {
+                watched.insert(p.clone());
+            }
+        }
         let done = if rescan {
             rec.rescan(false)
         } else if paths.is_empty() {
