@@ -33,7 +33,7 @@ const SEGMENT_SUFFIX: &str = ".log";
 const CHECKPOINT_SUFFIX: &str = ".json";
 
 /// A segment is closed (a checkpoint taken, a new segment begun) after this many records…
-pub const SEGMENT_MAX_RECORDS: u64 = 50_000;
+pub const SEGMENT_MAX_RECORDS: u64 = 20_000;
 /// …or this many bytes of records.
 pub const SEGMENT_MAX_BYTES: u64 = 8 * 1024 * 1024;
 /// Largest segment or checkpoint file read.
@@ -397,22 +397,36 @@ impl HistoryDir {
         let cp = self.checkpoint(seg)?;
         let mut tree = cp.files;
         let mut seq = cp.seq.checked_sub(1);
-        let read = self.segment(seg)?;
+        let p = self.segment_path(seg);
+        let bytes = read_bounded(&p, MAX_INDEX_BYTES)?
+            .ok_or_else(|| Error::not_found(format!("{} is missing", p.display())))?;
         let mut last = cp.t;
-        for (_, c) in &read.records {
+        // Records are in time order: parse only up to the moment, then read the last line's time.
+        for line in bytes.split(|b| *b == b'\n').skip(1) {
+            let Ok(c) = serde_json::from_slice::<Change>(line) else {
+                continue;
+            };
             if c.at_us > at_us {
                 break;
             }
-            apply(&mut tree, c);
+            apply(&mut tree, &c);
             seq = Some(c.seq);
+            last = c.at_us;
         }
-        if let Some((_, c)) = read.records.last() {
+        if let Some(c) = bytes
+            .split(|b| *b == b'\n')
+            .rev()
+            .find_map(|l| serde_json::from_slice::<Change>(l).ok())
+        {
             last = c.at_us;
         }
         if let Some(&(s, _)) = heads.last()
             && s != seg
-            && let Ok(r) = self.segment(s)
-            && let Some((_, c)) = r.records.last()
+            && let Ok(Some(b)) = read_bounded(&self.segment_path(s), MAX_INDEX_BYTES)
+            && let Some(c) = b
+                .split(|x| *x == b'\n')
+                .rev()
+                .find_map(|l| serde_json::from_slice::<Change>(l).ok())
         {
             last = c.at_us;
         }
