@@ -1,10 +1,8 @@
 //! The console's real [`Operator`]: every action is one engine call, recorded as the operator.
 
-use serde_json::json;
-
 use crate::engine::bus::Bus;
 use crate::engine::bus::board::BoardSeen;
-use crate::engine::conductor::{AckRequest, Actor, Conductor};
+use crate::engine::conductor::{Actor, Conductor};
 use crate::engine::error::Error;
 use crate::engine::journal::Origin;
 use crate::engine::store::{Root, TrackName, WorkerId, WorkflowId};
@@ -50,24 +48,8 @@ impl EngineOperator {
 impl Operator for EngineOperator {
     fn execute(&self, op: &Op) -> Result<Outcome, Error> {
         match op {
-            Op::Ack {
-                handoff_id,
-                workflow_id,
-                status,
-                message,
-                eta,
-                gates_passed,
-                ..
-            } => {
-                let mut ack = AckRequest::new(handoff_id.clone(), *status);
-                ack.workflow_id = workflow_id.clone();
-                ack.message = message.clone();
-                ack.eta = eta.clone();
-                if !gates_passed.is_empty() {
-                    ack.context
-                        .insert("gates_passed".into(), json!(gates_passed));
-                }
-                Ok(Outcome::Ack(self.conductor.ack(&ack, Actor::Operator)?))
+            Op::Ack { request, .. } => {
+                Ok(Outcome::Ack(self.conductor.ack(request, Actor::Operator)?))
             }
             Op::Approve { handoff_id } => Ok(Outcome::Approval(
                 self.conductor.approve(handoff_id, Actor::Operator)?,
