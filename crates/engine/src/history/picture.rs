@@ -32,189 +32,70 @@ fn lines(bytes: &[u8]) -> usize {
         .count()
 }
 
-/// The picture of the files `files` (sorted by key), reading a file's bytes through `read`; the
-/// workflows in `forgotten` show as such.
-pub fn picture(
-    at: &str,
-    files: &[Listed<'_>],
+/// A dispatch file's place in its directory's order (`dispatched_at`, else its mtime; then its name)
+/// and its handoff id (its name when it cannot be read).
+fn dispatch_of(
+    key: &str,
+    mtime: i64,
+    file: &str,
+    read: &dyn Fn(&str) -> Option<Vec<u8>>,
+) -> Option<(Option<i64>, String, String)> {
+    if file.starts_with('.') || !file.ends_with(".json") {
+        return None;
+    }
+    let stem = file.trim_end_matches(".json").to_owned();
+    let d = json_of(read(key)).and_then(|v| serde_json::from_value::<Dispatch>(v).ok());
+    match d {
+        Some(d) => {
+            let t = d
+                .dispatched_at
+                .as_deref()
+                .and_then(parse_ts)
+                .map(|t| t.timestamp_micros())
+                .or(Some(mtime));
+            let id = if d.handoff_id.is_empty() {
+                stem
+            } else {
+                d.handoff_id
+            };
+            Some((t, file.to_owned(), id))
+        }
+        // Unreadable (being written, or forgotten): listed by its name, at its mtime.
+        None => Some((Some(mtime), file.to_owned(), stem)),
+    }
+}
+
+/// What a workflow's state file shows.
+fn workflow_of(
+    wf: &str,
+    key: &str,
     read: &dyn Fn(&str) -> Option<Vec<u8>>,
     forgotten: &std::collections::BTreeSet<String>,
 ) -> Value {
-    let mut workflows: BTreeMap<String, Value> = BTreeMap::new();
-    let mut inboxes: BTreeMap<String, Vec<(Option<i64>, String, String)>> = BTreeMap::new();
-    let mut held: Vec<(Option<i64>, String, String)> = Vec::new();
-    let mut dead: BTreeMap<String, Vec<(Option<i64>, String, String)>> = BTreeMap::new();
-    let mut archived: BTreeMap<String, usize> = BTreeMap::new();
-    let mut locks: BTreeMap<String, Value> = BTreeMap::new();
-    let mut workers: BTreeMap<String, Value> = BTreeMap::new();
-    let mut boards: BTreeMap<String, Value> = BTreeMap::new();
-    let mut bus: BTreeMap<String, Value> = BTreeMap::new();
-    let mut supervisors: Vec<String> = Vec::new();
-    let mut journal = 0usize;
-    // Per track: the newest session (started, id) and the board files' keys.
-    let mut sessions: BTreeMap<String, (Option<i64>, String, BoardSession)> = BTreeMap::new();
-    let mut board_files: BTreeMap<String, Vec<(&str, String)>> = BTreeMap::new();
-
-    let dispatch = |key: &str, mtime: i64, file: &str| -> Option<(Option<i64>, String, String)> {
-        if file.starts_with('.') || !file.ends_with(".json") {
-            return None;
-        }
-        let stem = file.trim_end_matches(".json").to_owned();
-        let d = json_of(read(key)).and_then(|v| serde_json::from_value::<Dispatch>(v).ok());
-        match d {
-            Some(d) => {
-                let t = d
-                    .dispatched_at
-                    .as_deref()
-                    .and_then(parse_ts)
-                    .map(|t| t.timestamp_micros())
-                    .or(Some(mtime));
-                let id = if d.handoff_id.is_empty() {
-                    stem
-                } else {
-                    d.handoff_id
-                };
-                Some((t, file.to_owned(), id))
-            }
-            // Unreadable (being written, or forgotten): listed by its name, at its mtime.
-            None => Some((Some(mtime), file.to_owned(), stem)),
-        }
-    };
-
-    for &(key, mtime) in files {
-        let p = parts(key);
-        match p.as_slice() {
-            [c, s, f] if *c == layout::CONDUCTOR_DIR && *s == layout::STATE_DIR => {
-                if f.starts_with('.') {
-                    continue;
-                }
-                if let Some(wf) = f.strip_suffix(layout::ABORTED_SUFFIX) {
-                    let e = workflows.entry(wf.to_owned()).or_insert_with(|| json!({}));
-                    e["aborted"] = json!(true);
-                } else if let Some(wf) = f.strip_suffix(".json") {
-                    let mut v = if forgotten.contains(wf) {
-                        json!({"status": "forgotten"})
-                    } else {
-                        match json_of(read(key)).map(serde_json::from_value::<WorkflowState>) {
-                            Some(Ok(st)) => json!({
-                                "status": st.status.as_str(),
-                                "current_step": st.current_step,
-                                "dispatched_to": st.dispatched_to,
-                                "definition_id": st.definition_id,
-                                "updated": st.updated,
-                                "steps": st.step_history.len(),
-                                "acks": st.acks.len(),
-                            }),
-                            _ => json!({"status": "unreadable"}),
-                        }
-                    };
-                    if let Some(old) = workflows.remove(wf)
-                        && old.get("aborted").is_some()
-                    {
-                        v["aborted"] = json!(true);
-                    }
-                    workflows.insert(wf.to_owned(), v);
-                }
-            }
-            [c, pd, god, f] if *c == layout::CONDUCTOR_DIR && *pd == layout::PENDING_DIR => {
-                if *god == layout::QUARANTINE_DIR {
-                    held.extend(dispatch(key, mtime, f));
-                } else if crate::store::ids::is_valid_name(god)
-                    && !crate::conductor::files::is_foreign_pending_dir(god)
-                    && let Some(d) = dispatch(key, mtime, f)
-                {
-                    inboxes.entry((*god).to_owned()).or_default().push(d);
-                }
-            }
-            [c, dd, god, f] if *c == layout::CONDUCTOR_DIR && *dd == "dead" => {
-                if let Some(d) = dispatch(key, mtime, f) {
-                    dead.entry((*god).to_owned()).or_default().push(d);
-                }
-            }
-            [c, a, god, f]
-                if *c == layout::CONDUCTOR_DIR
-                    && *a == layout::ARCHIVE_DIR
-                    && f.ends_with(".json")
-                    && !f.starts_with('.') =>
-            {
-                *archived.entry((*god).to_owned()).or_default() += 1;
-            }
-            [c, s, f] if *c == layout::CONDUCTOR_DIR && *s == "supervisor" => {
-                if let Some(id) = f.strip_suffix(".json") {
-                    supervisors.push(id.to_owned());
-                }
-            }
-            [c, f] if *c == layout::CONDUCTOR_DIR && *f == layout::JOURNAL_FILE => {
-                journal += read(key).map(|b| lines(&b)).unwrap_or(0);
-            }
-            [c, t, track, b, rest @ ..]
-                if *c == layout::CONDUCTOR_DIR
-                    && *t == layout::TRACKS_DIR
-                    && *b == layout::BUS_DIR =>
-            {
-                let track = (*track).to_owned();
-                match rest {
-                    [f] if *f == layout::LOCKS_FILE => {
-                        let m: Map<String, Value> = json_of(read(key))
-                            .and_then(|v| v.as_object().cloned())
-                            .unwrap_or_default();
-                        let held: Map<String, Value> = parse_locks(&m)
-                            .into_iter()
-                            .map(|l| (l.path, json!(l.worker_id)))
-                            .collect();
-                        locks.insert(track, Value::Object(held));
-                    }
-                    [f] if *f == layout::WORKERS_FILE => {
-                        let m: Map<String, Value> = json_of(read(key))
-                            .and_then(|v| v.as_object().cloned())
-                            .unwrap_or_default();
-                        let ws: Map<String, Value> = parse_workers(&m)
-                            .into_iter()
-                            .map(|w| {
-                                (
-                                    w.worker_id.clone(),
-                                    json!({"status": w.status.as_str(), "task_id": w.task_id,
-                                           "last_heartbeat": w.last_heartbeat}),
-                                )
-                            })
-                            .collect();
-                        workers.insert(track, Value::Object(ws));
-                    }
-                    [f] if *f == layout::QUEUE_FILE => {
-                        let n = read(key).map(|b| lines(&b)).unwrap_or(0);
-                        bus.insert(track, json!({"messages": n}));
-                    }
-                    [bd, f] if *bd == layout::BOARD_DIR => {
-                        if let Some(id) = layout::session_id_of(f) {
-                            if let Some(s) = json_of(read(key))
-                                .and_then(|v| serde_json::from_value::<BoardSession>(v).ok())
-                            {
-                                let started = s.started().map(|t| t.timestamp_micros());
-                                let id = if s.session_id.is_empty() {
-                                    id.to_owned()
-                                } else {
-                                    s.session_id.clone()
-                                };
-                                let newer = sessions.get(&track).is_none_or(|(t, i, _)| {
-                                    (started, id.len(), &id) >= (*t, i.len(), i)
-                                });
-                                if newer {
-                                    sessions.insert(track, (started, id, s));
-                                }
-                            }
-                        } else {
-                            board_files
-                                .entry(track)
-                                .or_default()
-                                .push((f, key.to_owned()));
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            _ => {}
-        }
+    if forgotten.contains(wf) {
+        return json!({"status": "forgotten"});
     }
+    match json_of(read(key)).map(serde_json::from_value::<WorkflowState>) {
+        Some(Ok(st)) => json!({
+            "status": st.status.as_str(),
+            "current_step": st.current_step,
+            "dispatched_to": st.dispatched_to,
+            "definition_id": st.definition_id,
+            "updated": st.updated,
+            "steps": st.step_history.len(),
+            "acks": st.acks.len(),
+        }),
+        _ => json!({"status": "unreadable"}),
+    }
+}
+
+/// Each track's newest board session with the counts of its board files.
+fn boards_of(
+    sessions: BTreeMap<String, (Option<i64>, String, BoardSession)>,
+    board_files: &BTreeMap<String, Vec<(&str, String)>>,
+    read: &dyn Fn(&str) -> Option<Vec<u8>>,
+) -> BTreeMap<String, Value> {
+    let mut boards = BTreeMap::new();
     for (track, (_, id, s)) in sessions {
         let mut b = json!({
             "session": id,
@@ -252,10 +133,178 @@ pub fn picture(
         }
         boards.insert(track, b);
     }
-    let order = |mut v: Vec<(Option<i64>, String, String)>| -> Vec<String> {
-        v.sort();
-        v.into_iter().map(|(_, _, id)| id).collect()
+    boards
+}
+
+/// `{path: worker}` of a `locks.json`.
+fn locks_of(bytes: Option<Vec<u8>>) -> Value {
+    let m: Map<String, Value> = json_of(bytes)
+        .and_then(|v| v.as_object().cloned())
+        .unwrap_or_default();
+    Value::Object(
+        parse_locks(&m)
+            .into_iter()
+            .map(|l| (l.path, json!(l.worker_id)))
+            .collect(),
+    )
+}
+
+/// `{worker: {status, task_id, last_heartbeat}}` of a `worker-status.json`.
+fn workers_of(bytes: Option<Vec<u8>>) -> Value {
+    let m: Map<String, Value> = json_of(bytes)
+        .and_then(|v| v.as_object().cloned())
+        .unwrap_or_default();
+    Value::Object(
+        parse_workers(&m)
+            .into_iter()
+            .map(|w| {
+                (
+                    w.worker_id.clone(),
+                    json!({"status": w.status.as_str(), "task_id": w.task_id,
+                           "last_heartbeat": w.last_heartbeat}),
+                )
+            })
+            .collect(),
+    )
+}
+
+/// The handoff ids of dispatches in their directory's order.
+fn ordered(mut v: Vec<(Option<i64>, String, String)>) -> Vec<String> {
+    v.sort();
+    v.into_iter().map(|(_, _, id)| id).collect()
+}
+
+/// Keeps the newer of the session in `bytes` and the one `sessions` holds for `track` (by start,
+/// then id, as the engine picks the current session).
+fn newest_session(
+    sessions: &mut BTreeMap<String, (Option<i64>, String, BoardSession)>,
+    track: String,
+    id: &str,
+    bytes: Option<Vec<u8>>,
+) {
+    let Some(s) = json_of(bytes).and_then(|v| serde_json::from_value::<BoardSession>(v).ok())
+    else {
+        return;
     };
+    let started = s.started().map(|t| t.timestamp_micros());
+    let id = if s.session_id.is_empty() {
+        id.to_owned()
+    } else {
+        s.session_id.clone()
+    };
+    let newer = sessions
+        .get(&track)
+        .is_none_or(|(t, i, _)| (started, id.len(), &id) >= (*t, i.len(), i));
+    if newer {
+        sessions.insert(track, (started, id, s));
+    }
+}
+
+/// The picture of the files `files` (sorted by key), reading a file's bytes through `read`; the
+/// workflows in `forgotten` show as such.
+pub fn picture(
+    at: &str,
+    files: &[Listed<'_>],
+    read: &dyn Fn(&str) -> Option<Vec<u8>>,
+    forgotten: &std::collections::BTreeSet<String>,
+) -> Value {
+    let mut workflows: BTreeMap<String, Value> = BTreeMap::new();
+    let mut inboxes: BTreeMap<String, Vec<(Option<i64>, String, String)>> = BTreeMap::new();
+    let mut held: Vec<(Option<i64>, String, String)> = Vec::new();
+    let mut dead: BTreeMap<String, Vec<(Option<i64>, String, String)>> = BTreeMap::new();
+    let mut archived: BTreeMap<String, usize> = BTreeMap::new();
+    let (mut locks, mut workers, mut bus) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+    let mut supervisors: Vec<String> = Vec::new();
+    let mut journal = 0usize;
+    // Per track: the newest session (started, id) and the board files' keys.
+    let mut sessions: BTreeMap<String, (Option<i64>, String, BoardSession)> = BTreeMap::new();
+    let mut board_files: BTreeMap<String, Vec<(&str, String)>> = BTreeMap::new();
+    let dispatch = |key: &str, mtime: i64, file: &str| dispatch_of(key, mtime, file, read);
+
+    for &(key, mtime) in files {
+        let p = parts(key);
+        match p.as_slice() {
+            [c, s, f] if *c == layout::CONDUCTOR_DIR && *s == layout::STATE_DIR => {
+                if f.starts_with('.') {
+                    continue;
+                }
+                if let Some(wf) = f.strip_suffix(layout::ABORTED_SUFFIX) {
+                    let e = workflows.entry(wf.to_owned()).or_insert_with(|| json!({}));
+                    e["aborted"] = json!(true);
+                } else if let Some(wf) = f.strip_suffix(".json") {
+                    let mut v = workflow_of(wf, key, read, forgotten);
+                    if let Some(old) = workflows.remove(wf)
+                        && old.get("aborted").is_some()
+                    {
+                        v["aborted"] = json!(true);
+                    }
+                    workflows.insert(wf.to_owned(), v);
+                }
+            }
+            [c, pd, god, f] if *c == layout::CONDUCTOR_DIR && *pd == layout::PENDING_DIR => {
+                if *god == layout::QUARANTINE_DIR {
+                    held.extend(dispatch(key, mtime, f));
+                } else if crate::store::ids::is_valid_name(god)
+                    && !crate::conductor::files::is_foreign_pending_dir(god)
+                    && let Some(d) = dispatch(key, mtime, f)
+                {
+                    inboxes.entry((*god).to_owned()).or_default().push(d);
+                }
+            }
+            [c, dd, god, f] if *c == layout::CONDUCTOR_DIR && *dd == "dead" => {
+                if let Some(d) = dispatch(key, mtime, f) {
+                    dead.entry((*god).to_owned()).or_default().push(d);
+                }
+            }
+            [c, a, god, f]
+                if *c == layout::CONDUCTOR_DIR
+                    && *a == layout::ARCHIVE_DIR
+                    && f.ends_with(".json")
+                    && !f.starts_with('.') =>
+            {
+                *archived.entry((*god).to_owned()).or_default() += 1;
+            }
+            [c, s, f] if *c == layout::CONDUCTOR_DIR && *s == "supervisor" => {
+                supervisors.extend(f.strip_suffix(".json").map(str::to_owned));
+            }
+            [c, f] if *c == layout::CONDUCTOR_DIR && *f == layout::JOURNAL_FILE => {
+                journal += read(key).map(|b| lines(&b)).unwrap_or(0);
+            }
+            [c, t, track, b, rest @ ..]
+                if *c == layout::CONDUCTOR_DIR
+                    && *t == layout::TRACKS_DIR
+                    && *b == layout::BUS_DIR =>
+            {
+                let track = (*track).to_owned();
+                match rest {
+                    [f] if *f == layout::LOCKS_FILE => {
+                        locks.insert(track, locks_of(read(key)));
+                    }
+                    [f] if *f == layout::WORKERS_FILE => {
+                        workers.insert(track, workers_of(read(key)));
+                    }
+                    [f] if *f == layout::QUEUE_FILE => {
+                        let n = read(key).map(|b| lines(&b)).unwrap_or(0);
+                        bus.insert(track, json!({"messages": n}));
+                    }
+                    [bd, f] if *bd == layout::BOARD_DIR => {
+                        if let Some(id) = layout::session_id_of(f) {
+                            newest_session(&mut sessions, track, id, read(key));
+                        } else {
+                            board_files
+                                .entry(track)
+                                .or_default()
+                                .push((f, key.to_owned()));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    let boards = boards_of(sessions, &board_files, read);
+    let order = ordered;
     json!({
         "at": at,
         "workflows": workflows,

@@ -488,15 +488,14 @@ fn walk(dir: &Path, skip: &Path, depth: usize, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Records `root` until `rx` gives [`Msg::Stop`] (or every sender is gone): stands by while another
-/// recorder holds the lease, then writes. `tx` must be the sender of `rx` (the file watcher and the
-/// stand-by thread send through it). Reports go to `report`.
-pub fn run(
+/// Takes the writer lease, standing by (blocked on it on a thread of its own) while another
+/// recorder holds it; `None` when told to stop meanwhile.
+fn take_lease(
     root: &Root,
-    tx: mpsc::Sender<Msg>,
-    rx: mpsc::Receiver<Msg>,
+    tx: &mpsc::Sender<Msg>,
+    rx: &mpsc::Receiver<Msg>,
     report: &mut dyn FnMut(Report),
-) -> Result<()> {
+) -> Result<Option<File>> {
     let lease = lease_file(root)?;
     let lease = match lease.try_lock() {
         Ok(()) => lease,
@@ -518,7 +517,7 @@ pub fn run(
                     Ok(Msg::Leased(f)) => break f,
                     Ok(Msg::Stop) | Err(_) => {
                         report(Report::Stopped);
-                        return Ok(());
+                        return Ok(None);
                     }
                     Ok(Msg::Fs(_)) => {}
                 }
@@ -528,19 +527,25 @@ pub fn run(
             return Err(Error::io(HistoryDir::of(root).dir.join(WRITER_LOCK), e));
         }
     };
-    for (_, d) in bases(root) {
-        crate::store::atomic::ensure_dir(root, &d)?;
-    }
-    // Watch first, then scan: a change made between the two is seen by both, never by neither.
+    Ok(Some(lease))
+}
+
+/// Watches `root` for the recorder: `conductor/` itself flat, each of its other directories
+/// recursively (the history's own directory is never watched: its writes would wake the recorder
+/// for nothing), and the handoffs' tree recursively. Returns the directories watched recursively.
+fn watch(
+    root: &Root,
+    tx: &mpsc::Sender<Msg>,
+) -> Result<(
+    notify::RecommendedWatcher,
+    std::collections::HashSet<PathBuf>,
+)> {
     let wtx = tx.clone();
     let mut watcher = notify::recommended_watcher(move |ev| {
         let _ = wtx.send(Msg::Fs(ev));
     })
     .map_err(|e| Error::refused(format!("cannot watch the root: {e}")))?;
     use notify::Watcher;
-    // The history's own directory is never watched (its writes would wake the recorder for
-    // nothing): `conductor/` itself flat, each of its other directories recursively (new ones as
-    // they appear), and the handoffs' tree recursively.
     let hist_dir = HistoryDir::of(root).dir;
     watcher
         .watch(&root.conductor, notify::RecursiveMode::NonRecursive)
@@ -566,6 +571,27 @@ pub fn run(
                 Error::refused(format!("cannot watch {}: {e}", root.handoffs.display()))
             })?;
     }
+    Ok((watcher, watched))
+}
+
+/// Records `root` until `rx` gives [`Msg::Stop`] (or every sender is gone): stands by while another
+/// recorder holds the lease, then writes. `tx` must be the sender of `rx` (the file watcher and the
+/// stand-by thread send through it). Reports go to `report`.
+pub fn run(
+    root: &Root,
+    tx: mpsc::Sender<Msg>,
+    rx: mpsc::Receiver<Msg>,
+    report: &mut dyn FnMut(Report),
+) -> Result<()> {
+    let Some(lease) = take_lease(root, &tx, &rx, report)? else {
+        return Ok(());
+    };
+    for (_, d) in bases(root) {
+        crate::store::atomic::ensure_dir(root, &d)?;
+    }
+    // Watch first, then scan: a change made between the two is seen by both, never by neither.
+    let (mut watcher, mut watched) = watch(root, &tx)?;
+    use notify::Watcher;
     let (mut rec, scanned) = Recorder::start(root, lease)?;
     report(Report::Writing {
         scanned,
