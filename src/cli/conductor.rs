@@ -93,6 +93,13 @@ pub enum ConductorCommand {
         /// Why it is refused (required with --reject).
         #[arg(long)]
         reason: Option<String>,
+        /// For a dispatch held for a budget: first set each budget it reached to this many dollars
+        /// (journaled as `budget_raise`).
+        #[arg(long, value_name = "USD", conflicts_with = "reject")]
+        budget_usd: Option<f64>,
+        /// For a dispatch held for a budget: first set each budget it reached to this many tokens.
+        #[arg(long, value_name = "N", conflicts_with = "reject")]
+        budget_tokens: Option<u64>,
     },
     /// Put a dead letter (a dispatch out of deliveries) back into an inbox, deliveries reset.
     Requeue {
@@ -252,12 +259,30 @@ pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result
             handoff_id,
             reject,
             reason,
+            budget_usd,
+            budget_tokens,
         } => {
+            let hid = HandoffId::parse(&handoff_id)?;
             if reject {
                 let reason = reason.unwrap_or_default();
-                json(c.reject_held(&HandoffId::parse(&handoff_id)?, &reason, Actor::Operator)?)
+                json(c.reject_held(&hid, &reason, Actor::Operator)?)
+            } else if budget_usd.is_some() || budget_tokens.is_some() {
+                let mut m = serde_json::Map::new();
+                if let Some(usd) = budget_usd {
+                    m.insert("cost_usd".into(), serde_json::json!(usd));
+                }
+                if let Some(n) = budget_tokens {
+                    m.insert("tokens".into(), serde_json::json!(n));
+                }
+                let to = crate::engine::cost::Budget::parse(&serde_json::Value::Object(m))
+                    .map_err(|e| anyhow::anyhow!("--budget-usd/--budget-tokens: {e}"))?;
+                let raised = c.raise_budget(&hid, to, &c.origin().actor)?;
+                let approved = c.approve(&hid, Actor::Operator)?;
+                let mut v = serde_json::to_value(approved)?;
+                v["budget_raised"] = raised;
+                Ok(Outcome::Json(v))
             } else {
-                json(c.approve(&HandoffId::parse(&handoff_id)?, Actor::Operator)?)
+                json(c.approve(&hid, Actor::Operator)?)
             }
         }
         ConductorCommand::Requeue { handoff_id, to } => {
@@ -281,20 +306,31 @@ pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result
             from,
             context,
             as_of,
-        } => {
-            let ctx = match context {
-                Some(f) => Some(read_input(Some(f), "context")?),
-                None => None,
-            };
-            let wf = WorkflowId::parse(&workflow_id)?;
-            let step = StepId::parse_as("--from", &from)?;
-            match as_of {
-                None => json(c.rerun(&wf, &step, ctx.as_ref())?),
-                Some(ts) => {
-                    let as_of = crate::engine::history::context_as_of(root, &wf, &ts)?;
-                    json(c.rerun_as_of(&wf, &step, ctx.as_ref(), &as_of)?)
-                }
-            }
+        } => rerun(&c, root, &workflow_id, &from, context, as_of),
+    }
+}
+
+/// `rerun WF --from STEP [--context FILE] [--as-of TS]`: a plain rerun, or a fork from the context bag
+/// the root's history holds for TS.
+fn rerun(
+    c: &Conductor,
+    root: &Root,
+    workflow_id: &str,
+    from: &str,
+    context: Option<PathBuf>,
+    as_of: Option<String>,
+) -> anyhow::Result<Outcome> {
+    let ctx = match context {
+        Some(f) => Some(read_input(Some(f), "context")?),
+        None => None,
+    };
+    let wf = WorkflowId::parse(workflow_id)?;
+    let step = StepId::parse_as("--from", from)?;
+    match as_of {
+        None => json(c.rerun(&wf, &step, ctx.as_ref())?),
+        Some(ts) => {
+            let as_of = crate::engine::history::context_as_of(root, &wf, &ts)?;
+            json(c.rerun_as_of(&wf, &step, ctx.as_ref(), &as_of)?)
         }
     }
 }

@@ -13,6 +13,7 @@ use crate::engine::store::Root;
 pub mod board;
 pub mod bus;
 pub mod conductor;
+pub mod cost;
 pub mod journal;
 pub mod observe;
 pub mod record;
@@ -97,6 +98,8 @@ pub enum Command {
     Status(observe::StatusArgs),
     /// A monitoring-plugin health check: one line, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN.
     Check(observe::CheckArgs),
+    /// What the pantheon costs: usage totals from the ledger by god, workflow, step, model or day.
+    Cost(cost::CostArgs),
 }
 
 /// Options of `pantheon config`.
@@ -445,6 +448,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Check(args)) => observe::check(args, &root),
         Some(Command::Record(args)) => record::run(args, &root),
         Some(Command::Replay(args)) => replay::run(args, &root),
+        Some(Command::Cost(args)) => cost::run(args, &root, origin),
     };
     finish(result)
 }

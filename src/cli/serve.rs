@@ -75,6 +75,7 @@ pub fn tick(root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
         }
     }
     v["notices"] = serde_json::Value::Array(notices);
+    v["cost"] = serde_json::to_value(c.cost_pass())?;
     Ok(Outcome::Json(v))
 }
 
@@ -343,6 +344,22 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
             notice_due.insert(t, due);
         }
         if last_beat.elapsed() >= SUPERVISOR_BEAT {
+            // Usage posted on the bus and reports a killed act left reach the ledger each beat.
+            let cp = c.cost_pass();
+            if cp.bus_recorded > 0 || cp.settled > 0 || !cp.errors.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "{} cost: {} bus report(s) recorded, {} settled, {} dropped{}",
+                    format_ts(chrono::Utc::now()),
+                    cp.bus_recorded,
+                    cp.settled,
+                    cp.dropped,
+                    cp.errors
+                        .iter()
+                        .map(|e| format!("; {e}"))
+                        .collect::<String>()
+                );
+            }
             let nd = index.next_due().map(format_ts);
             if let Err(e) = write_supervisor_heartbeat(root, &id, &started, nd.as_deref()) {
                 let _ = writeln!(out, "{} heartbeat: {e}", format_ts(chrono::Utc::now()));

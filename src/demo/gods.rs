@@ -73,6 +73,36 @@ const MIX: [(&str, u32); 5] = [
     ("cross-pantheon-deploy", 1),
 ];
 
+/// The model each god runs on (the demo's gods report usage as real agents would).
+fn model_of(god: &str) -> &'static str {
+    match god {
+        "thoth" => "claude-opus-4-5",
+        "hephaestus" | "marvin" => "claude-sonnet-4-5",
+        "iris" => "gpt-4.1",
+        "hermes" | "caduceus" => "claude-haiku-4-5",
+        _ => "gpt-4o-mini",
+    }
+}
+
+/// What one step plausibly costs: tens of thousands of input tokens (research reads more), as many
+/// again from the prompt cache, a few thousand out; priced by the root's table from the model, as a
+/// tokens-only report is. Thoth's research on Opus costs over $0.30, past the $0.25 budget of the
+/// `example-research-build` sample, so its build dispatch is held for budget every time.
+fn step_usage(rng: &mut impl Rng, god: &str, step: &str) -> serde_json::Value {
+    let input: u64 = if step == "research" {
+        rng.random_range(60_000..=150_000)
+    } else {
+        rng.random_range(20_000..=90_000)
+    };
+    json!({
+        "input_tokens": input,
+        "output_tokens": rng.random_range(1_500u64..=9_000),
+        "cache_read_tokens": input * rng.random_range(1u64..=4),
+        "cache_write_tokens": rng.random_range(0u64..=8_000),
+        "model": model_of(god),
+    })
+}
+
 /// Workflows in flight above which no new one starts.
 const MAX_ACTIVE: usize = 8;
 
@@ -535,6 +565,7 @@ impl Sim {
             "step": step,
             "context": context,
             "routing": routing,
+            "usage": step_usage(&mut self.rng, god, step),
         });
         let r = match self.conductor.submit_handoff(&handoff) {
             Ok(r) => r,

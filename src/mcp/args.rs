@@ -21,6 +21,8 @@ pub struct SubmitHandoff {
     /// `handoff_id` is `hof_YYYYMMDD_` + 6 lowercase hex chars (choose a fresh one per handoff;
     /// resubmitting the same id and content is a harmless duplicate). `workflow_id` matches
     /// `^wf_[a-z0-9_]{1,120}$`. List in `context.gates_passed` every gate the step declares.
+    /// Optional `usage: {input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+    /// cost_usd, model}` says what the step cost (docs/BUDGETS.md).
     #[schemars(with = "Map<String, Value>")]
     pub handoff: Value,
 }
@@ -34,7 +36,8 @@ pub struct AckHandoff {
     /// chars; `handoff_id` is the dispatch's. `status`: `accepted` (you take the work), `pending`
     /// (queued, keep it in the inbox), `rejected` (not yours: it goes to a fallback god),
     /// `completed` (done: `message` becomes the step summary, optional `context.decisions` and
-    /// `context.artifacts` are recorded, and the next step is dispatched).
+    /// `context.artifacts` are recorded, and the next step is dispatched). Optional `usage` as on
+    /// a handoff.
     #[schemars(with = "Map<String, Value>")]
     pub ack: Value,
 }

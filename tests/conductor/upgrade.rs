@@ -29,14 +29,15 @@ fn init_upgrades_the_schema_an_earlier_version_shipped_and_says_so() {
         r["notes"][0]
             .as_str()
             .unwrap()
-            .contains("upgraded to version 4")
+            .contains("upgraded to version 5")
     );
     assert_eq!(
         std::fs::read_to_string(env.path(SCHEMA)).unwrap(),
         shipped("schema.json")
     );
     let doc = env.read(SCHEMA);
-    assert_eq!(doc["version"], 4);
+    assert_eq!(doc["version"], 5);
+    assert!(doc["$defs"]["usage"]["properties"]["cost_usd"].is_object());
     assert!(doc["$defs"]["rule_event"].is_object());
     assert!(doc["$defs"]["event_envelope"]["required"].is_array());
 

@@ -286,3 +286,41 @@ fn the_probe_page_runs_out_of_time_and_is_dead_lettered() {
         .unwrap();
     assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
 }
+
+#[test]
+fn demo_gods_report_usage_and_a_workflow_is_held_for_its_budget() {
+    let (root, _) = run();
+    let out = crate::common::pantheon()
+        .args(["cost", "--by", "model", "--json", "--root"])
+        .arg(root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cost: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(cost["total"]["reports"].as_u64().unwrap() >= 3, "{cost:#}");
+    assert!(
+        cost["total"]["cost_usd"].as_f64().unwrap() > 0.0,
+        "{cost:#}"
+    );
+    assert_eq!(
+        cost["total"]["unpriced"], 0,
+        "every demo model is priced: {cost:#}"
+    );
+    let held_for_budget = states(root).into_iter().any(|st| {
+        st["step_history"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|r| {
+                r["routed"]["held_because"]
+                    .as_str()
+                    .is_some_and(|h| h.starts_with("budget: workflow wf_example_research_build"))
+                    && r["routed"]["budget"]["crossed"][0]["metric"] == "cost_usd"
+            })
+    });
+    assert!(held_for_budget, "no workflow was held for its budget");
+}

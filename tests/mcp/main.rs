@@ -4,6 +4,7 @@
 
 mod harness;
 
+mod budgets;
 mod bus;
 mod clients;
 mod concurrency;

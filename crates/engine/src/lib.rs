@@ -3,6 +3,7 @@
 //! - [`store`]: atomic writes, `flock`, tolerant reads, validated ids, timestamps, safe paths.
 //! - [`conductor`]: handoffs, routing, gates, inboxes, acks, workflow state, abort, cleanup (docs/PROTOCOL.md §2).
 //! - [`bus`]: the per-track message bus and the board deliberation (docs/PROTOCOL.md §3 and §4).
+//! - [`cost`]: usage reports, the ledger, prices and budgets that hold dispatches (docs/BUDGETS.md).
 //! - [`validate`]: a strict check of every protocol file under a root.
 //! - [`history`]: the recorder of every change to a root, replay at a moment, the changes between two.
 
@@ -19,6 +20,7 @@
 pub mod bridge;
 pub mod bus;
 pub mod conductor;
+pub mod cost;
 pub mod error;
 pub mod health;
 pub mod history;

@@ -101,6 +101,9 @@ fn validate_ack(c: &Conductor, v: &Value) -> Result<AckRequest> {
             message: "must be one of accepted, pending, rejected, completed".into(),
         });
     }
+    if let Err(v) = crate::cost::usage::of_document(v, "/usage") {
+        extra.extend(v);
+    }
     if decision == Some(AckDecision::Pending)
         && let Some(why) = pending_eta_problem(v.get("eta"), chrono::Utc::now())
     {
@@ -166,7 +169,13 @@ impl Conductor {
                 self.finish_ack(&wf, &st, &record)?;
             }
             let st = files::require_state(&self.root, &wf)?;
-            return Ok(ack_result(&wf, &st, &record, true, None));
+            let mut r = ack_result(&wf, &st, &record, true, None);
+            r.warnings
+                .extend(self.settle_report(&st, &format!("ack-{}", a.ack_id)));
+            let derived = derived_handoff_id(&a.ack_id, &a.handoff_id);
+            r.warnings
+                .extend(self.settle_report(&st, &format!("handoff-{derived}")));
+            return Ok(r);
         }
         if let Some(last) = st.step_history.last().and_then(|r| r.handoff_id.clone())
             && let Ok(last) = HandoffId::parse(&last)
@@ -175,6 +184,29 @@ impl Conductor {
         }
         let located = self.locate(&st, &a.handoff_id)?;
         let facts = self.ack_facts(&st, &a, &located);
+        // The god's and step's usage an ack that does not complete carries (a completed ack's goes
+        // with the handoff it records, through the submit path).
+        let usage = ack.get("usage").filter(|u| !u.is_null()).cloned();
+        let report = match (&located, &usage) {
+            (Located::Live(f) | Located::Archived(f), Some(_))
+                if a.decision != AckDecision::Completed =>
+            {
+                crate::cost::hook::Report::of_document(
+                    &self.root,
+                    ack,
+                    crate::cost::hook::Origin {
+                        key: format!("ack-{}", a.ack_id),
+                        source: "ack",
+                        workflow_id: wf.as_str(),
+                        definition: st.definition_id.as_deref(),
+                        step: Some(f.dispatch.step.as_str()),
+                        god: f.dispatch.to_god.as_str(),
+                        ..Default::default()
+                    },
+                )
+            }
+            _ => None,
+        };
         let plan = ack_step(AckInput {
             root: &self.root,
             wf: &wf,
@@ -192,15 +224,37 @@ impl Conductor {
                 found,
                 dispatch,
                 god,
-            } => self.ack_completed(&wf, *state, a, *record, *found, *dispatch, god),
+            } => self.ack_completed(&wf, *state, a, *record, *found, *dispatch, god, usage),
             AckPlan::Write {
                 confine,
-                effects,
+                mut effects,
                 result,
             } => {
                 files::refuse_unconfined(&self.root, &confine)?;
+                let mut committed = None;
+                if let Some(r) = &report {
+                    for e in &mut effects {
+                        if let AckEffect::State(st) = e {
+                            crate::cost::hook::record(st, r);
+                            committed = Some(st.clone());
+                        }
+                    }
+                    if committed.is_some() {
+                        crate::cost::ledger::write_marker(&self.root, &r.line)?;
+                    }
+                }
                 self.apply_ack(&wf, effects)?;
-                Ok(*result)
+                let mut result = *result;
+                if let (Some(r), Some(st)) = (&report, &committed) {
+                    let def = st
+                        .definition_id
+                        .as_deref()
+                        .and_then(|d| find_definition(&self.root, d).ok().flatten());
+                    result
+                        .warnings
+                        .extend(self.after_report(st, def.as_ref(), r));
+                }
+                Ok(result)
             }
         }
     }
@@ -321,6 +375,7 @@ impl Conductor {
         found: Found,
         mut d: super::model::Dispatch,
         god: GodName,
+        usage: Option<Value>,
     ) -> Result<AckResult> {
         let new_hid = derived_handoff_id(&a.ack_id, &a.handoff_id);
         let def = match st.definition_id.as_deref() {
@@ -351,6 +406,9 @@ impl Conductor {
             "step": found.dispatch.step,
             "context": context,
         });
+        if let Some(u) = usage {
+            raw["usage"] = u;
+        }
         if let Some(def) = &def {
             let mut routing = json!({ "workflow_definition": def.id });
             if let Some(v) = &st.definition_version {

@@ -367,6 +367,10 @@ impl StepDef {
             }
         }
         for (k, v) in &self.extra {
+            // A step's budget is the engine's (docs/BUDGETS.md), not the god's.
+            if k == "budget" {
+                continue;
+            }
             out.entry(k.clone()).or_insert_with(|| v.clone());
         }
         out

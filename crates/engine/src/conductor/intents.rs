@@ -166,7 +166,7 @@ fn remove_intent(root: &Root, path: &std::path::Path) -> crate::error::Result<bo
 
 /// Whether process `pid` is running: it exists and is not a zombie (a killed process its parent has
 /// not reaped yet still has its `/proc` entry, and its intent must be settled as a crashed one's).
-fn pid_alive(pid: u32) -> bool {
+pub(crate) fn pid_alive(pid: u32) -> bool {
     if pid == std::process::id() {
         return true;
     }

@@ -24,14 +24,15 @@ fn builtin_schema() -> Result<Value> {
 }
 
 /// The `version` [`BUILTIN_SCHEMA`] declares.
-pub const SCHEMA_VERSION: u64 = 4;
+pub const SCHEMA_VERSION: u64 = 5;
 
 /// Every earlier schema text pantheon shipped, byte for byte, with its version (v1 had no `version`
 /// field). `init` replaces a root's schema file only when it is exactly one of these.
-pub const SHIPPED_SCHEMAS: [(u64, &str); 3] = [
+pub const SHIPPED_SCHEMAS: [(u64, &str); 4] = [
     (1, include_str!("schema-v1.json")),
     (2, include_str!("schema-v2.json")),
     (3, include_str!("schema-v3.json")),
+    (4, include_str!("schema-v4.json")),
 ];
 
 /// What a root's schema file is, compared with the schemas pantheon shipped.
@@ -62,6 +63,10 @@ pub struct Schemas {
     ack: jsonschema::Validator,
     /// Said on every result when the root has no schema file.
     pub warning: Option<String>,
+    /// True when the schema declares `usage` on a handoff (version 5 on). An older schema refuses
+    /// unknown top-level keys, so a handoff's `usage` is then checked by the engine's own rules
+    /// ([`crate::cost::usage::parse`]) and the rest of the handoff by the root's schema.
+    pub handoff_has_usage: bool,
 }
 
 /// What identifies a schema file's version on disk (to reuse compiled validators).
@@ -116,6 +121,8 @@ impl Schemas {
             ),
         };
         let handoff = compile(&doc, None, &origin)?;
+        let handoff_has_usage = doc.pointer("/$defs/handoff/properties/usage").is_some()
+            || doc.pointer("/properties/usage").is_some();
         let has_ack = doc.pointer("/$defs/ack").is_some();
         let ack = if has_ack {
             compile(&doc, Some("ack"), &origin)?
@@ -127,11 +134,21 @@ impl Schemas {
             handoff,
             ack,
             warning,
+            handoff_has_usage,
         })
     }
 
-    /// Every schema violation of a handoff.
+    /// Every schema violation of a handoff. A `usage` the schema does not declare (a root still on
+    /// an older schema) is left to the engine's own check, so older roots take usage reports too.
     pub fn check_handoff(&self, v: &Value) -> Vec<Violation> {
+        if !self.handoff_has_usage
+            && let Some(m) = v.as_object()
+            && m.contains_key("usage")
+        {
+            let mut without = m.clone();
+            without.remove("usage");
+            return violations(&self.handoff, &Value::Object(without));
+        }
         violations(&self.handoff, v)
     }
 

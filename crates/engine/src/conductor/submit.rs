@@ -113,6 +113,11 @@ pub(crate) fn validate_handoff(c: &Conductor, v: &Value) -> Result<(Handoff, Vec
             message: "required: an object with summary, decisions, artifacts".into(),
         });
     }
+    // Usage is checked by the engine too, so a root on an older schema (which does not declare it)
+    // still bounds it.
+    if let Err(v) = crate::cost::usage::of_document(v, "/usage") {
+        extra.extend(v);
+    }
     for x in extra {
         if !violations.iter().any(|s| s.pointer == x.pointer) {
             violations.push(x);
@@ -744,6 +749,7 @@ impl Conductor {
             }
             self.repair_dispatch(wf, st, &hid)?;
             self.repair_tail(wf, st)?;
+            warnings.extend(self.settle_report(st, &format!("handoff-{hid}")));
             return Ok(self.result_of(wf, st, rec, &stored_path, "duplicate", warnings));
         }
         if let Some(st) = &state {
@@ -758,6 +764,42 @@ impl Conductor {
             None => None,
         };
         warnings.extend(route.warnings.iter().cloned());
+        // Usage the handoff carries counts before it routes: a budget it reaches holds the
+        // dispatch it produces (docs/BUDGETS.md). No usage and no budget: nothing is read.
+        let report = crate::cost::hook::Report::of_document(
+            root,
+            &raw,
+            crate::cost::hook::Origin {
+                key: format!("handoff-{hid}"),
+                source: "handoff",
+                workflow_id: wf.as_str(),
+                definition: route.definition.as_ref().map(|(d, _)| d.as_str()),
+                step: Some(step.as_str()),
+                god: &h.from_god,
+                ..Default::default()
+            },
+        );
+        let budget_hold = match &mut route.target {
+            Target::Dispatch { god, hold, .. } => {
+                let found = crate::cost::hook::hold(
+                    root,
+                    wf.as_str(),
+                    state.as_ref(),
+                    def.as_ref(),
+                    god,
+                    report.as_ref(),
+                    &mut warnings,
+                )?;
+                if let Some(b) = &found {
+                    *hold = Some(match hold.take() {
+                        Some(other) => format!("{other}; {}", b.because),
+                        None => b.because.clone(),
+                    });
+                }
+                found
+            }
+            _ => None,
+        };
         let SubmitStep {
             state: mut st,
             status,
@@ -793,6 +835,21 @@ impl Conductor {
         // written, rather than after the commit point (each write checks again).
         files::refuse_unconfined(&self.root, &will_write)?;
 
+        if let Some(r) = &report {
+            crate::cost::hook::record(&mut st, r);
+            crate::cost::ledger::write_marker(root, &r.line)?;
+            super::crash_point("cost:after-marker");
+        }
+        if let Some(b) = &budget_hold
+            && let Some(rec) = st
+                .step_history
+                .iter_mut()
+                .rev()
+                .find(|r| r.handoff_id.as_deref() == Some(hid.as_str()))
+            && let Some(routed) = rec.routed.as_mut()
+        {
+            routed.extra.insert("budget".into(), b.figures.clone());
+        }
         let latest = root.handoff_path(wf, &step);
         let mut ack = ack;
         for effect in effects {
@@ -833,6 +890,9 @@ impl Conductor {
                     super::crash_point("submit:after-dispatch");
                 }
             }
+        }
+        if let Some(r) = &report {
+            warnings.extend(self.after_report(&st, def.as_ref(), r));
         }
         let rec = st.record_of(hid.as_str()).expect("just recorded");
         // Reaching a publish or await_ack step turns `dispatched` into what the engine did there
@@ -1188,6 +1248,9 @@ impl Conductor {
                 .map(str::to_owned),
             ..Default::default()
         };
+        if let Some(b) = routed.extra.get("budget") {
+            d.extra.insert("budget".into(), b.clone());
+        }
         let mut omitted = Vec::new();
         d.context.extra = bounded(carried, MAX_CARRIED_CONTEXT, "context.", &mut omitted);
         let step_def = bounded(step_def, MAX_CARRIED_STEP_DEF, "step_def.", &mut omitted);

@@ -35,7 +35,7 @@ pub const ACK_WAIT_ENV: &str = "PANTHEON_ACK_WAIT";
 pub const MAX_DELIVERIES_ENV: &str = "PANTHEON_MAX_DELIVERIES";
 
 /// The keys `conductor/config.yaml` may hold.
-pub const CONFIG_KEYS: [&str; 7] = [
+pub const CONFIG_KEYS: [&str; 8] = [
     "stale_after",
     "lock_timeout",
     "ack_wait",
@@ -43,6 +43,7 @@ pub const CONFIG_KEYS: [&str; 7] = [
     "check",
     "bridge",
     "history",
+    "cost",
 ];
 
 /// The `history:` mapping: whether `pantheon serve` records (`record`, default true) and the
@@ -109,6 +110,9 @@ pub struct Settings {
     pub check: Option<Value>,
     /// The `history:` mapping (recording and retention, docs/HISTORY.md).
     pub history: HistorySettings,
+    /// The `cost:` mapping: prices, god and day budgets, the warning share (read by
+    /// `cost::CostConfig`, docs/BUDGETS.md).
+    pub cost: Option<Value>,
     /// What was wrong with the config file or the environment (each value ignored, default kept).
     pub warnings: Vec<String>,
 }
@@ -122,6 +126,7 @@ impl Default for Settings {
             max_deliveries: DEFAULT_MAX_DELIVERIES,
             check: None,
             history: HistorySettings::default(),
+            cost: None,
             warnings: Vec::new(),
         }
     }
@@ -187,6 +192,15 @@ impl Settings {
             "bridge" => {}
             "check" => self.check = Some(v.clone()),
             "history" => self.apply_history(source, v),
+            "cost" => {
+                self.warnings.extend(
+                    crate::cost::CostConfig::parse(Some(v))
+                        .warnings
+                        .into_iter()
+                        .map(|w| format!("{source}: {w}")),
+                );
+                self.cost = Some(v.clone());
+            }
             other => self.warnings.push(format!(
                 "{source}: unknown key {other:?} ignored (known: {})",
                 CONFIG_KEYS.join(", ")

@@ -1,0 +1,561 @@
+//! The cost operations shells call: reading `USAGE` bus lines into the ledger, the supervisor's pass
+//! that settles reports a killed act left, raising a budget when approving a held dispatch, and the
+//! `pantheon cost` query.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::budget::{Budget, CostConfig, Raised, STATE_BUDGET, STATE_RAISES};
+use super::hook::{self, Origin, Report};
+use super::ledger::{self, Line};
+use super::usage::{self, Totals};
+use crate::conductor::Conductor;
+use crate::conductor::files;
+use crate::error::{Error, Result};
+use crate::journal::Act;
+use crate::store::atomic::write_json;
+use crate::store::lock::FileLock;
+use crate::store::read::read_json;
+use crate::store::time::{now_ts, parse_ts};
+use crate::store::{GodName, HandoffId, Root, TrackName, WorkflowId};
+
+/// The bus message type a god reports usage with between handoffs.
+pub const USAGE_TYPE: &str = "USAGE";
+
+/// What one cost pass did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CostPass {
+    /// `USAGE` bus lines read.
+    pub bus_reports: usize,
+    /// Of those, recorded now (the rest were already recorded).
+    pub bus_recorded: usize,
+    /// Reports a killed act left, added to the ledger now.
+    pub settled: usize,
+    /// Markers of acts that never committed, dropped.
+    pub dropped: usize,
+    /// Lines or markers that could not be used, and why.
+    pub errors: Vec<String>,
+}
+
+fn cursors_path(root: &Root) -> std::path::PathBuf {
+    ledger::cost_dir(root).join("bus-cursors.json")
+}
+
+fn tracks(root: &Root) -> Vec<TrackName> {
+    let mut v: Vec<TrackName> = std::fs::read_dir(root.tracks_dir())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| TrackName::parse(&e.file_name().to_string_lossy()).ok())
+        .collect();
+    v.sort();
+    v
+}
+
+impl Conductor {
+    /// One cost pass: settles the reports killed acts left, then reads the `USAGE` lines posted on
+    /// every track since the last pass into the workflows' states and the ledger.
+    pub fn cost_pass(&self) -> CostPass {
+        let mut p = CostPass::default();
+        self.settle_markers(&mut p);
+        self.read_bus_usage(&mut p);
+        // Keep the summary close to the ledger's end, so readers fold few lines.
+        if ledger::ledger_path(self.root()).exists()
+            && let Err(e) = ledger::refresh_summary(self.root())
+        {
+            p.errors.push(format!("ledger summary not refreshed: {e}"));
+        }
+        p
+    }
+
+    fn settle_markers(&self, p: &mut CostPass) {
+        let root = self.root();
+        for (m, age) in ledger::markers(root) {
+            let running = crate::conductor::intents::pid_alive(m.pid)
+                && age < std::time::Duration::from_secs(600);
+            if running {
+                continue;
+            }
+            let key = m.line.key.clone();
+            let Ok(wf) = WorkflowId::parse(&m.line.workflow_id) else {
+                let _ = ledger::drop_marker(root, &key);
+                p.dropped += 1;
+                continue;
+            };
+            let lock = match FileLock::exclusive(root, &root.workflow_lock_path(&wf)) {
+                Ok(l) => l,
+                Err(e) => {
+                    p.errors.push(format!("{key}: {e}"));
+                    continue;
+                }
+            };
+            match files::load_state(root, &wf) {
+                Ok(Some(st)) if hook::recorded(&st, &key) => {
+                    p.errors.extend(self.settle_report(&st, &key));
+                    p.settled += 1;
+                }
+                Ok(_) => {
+                    let _ = ledger::drop_marker(root, &key);
+                    p.dropped += 1;
+                }
+                Err(e) => p.errors.push(format!("{key}: {e}")),
+            }
+            drop(lock);
+        }
+    }
+
+    fn read_bus_usage(&self, p: &mut CostPass) {
+        let root = self.root();
+        let mut cursors: BTreeMap<String, u64> = read_json(&cursors_path(root))
+            .ok()
+            .flatten()
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default();
+        let mut moved = false;
+        for track in tracks(root) {
+            let queue = root.bus_dir(&track).join(crate::store::layout::QUEUE_FILE);
+            let len = std::fs::symlink_metadata(&queue)
+                .map(|m| m.len())
+                .unwrap_or(0);
+            let mut from = cursors.get(track.as_str()).copied().unwrap_or(0);
+            if from > len {
+                // The queue was archived and started again.
+                from = 0;
+            }
+            if from == len {
+                continue;
+            }
+            let (messages, next, _) = match crate::bus::queue::read_from(&queue, from) {
+                Ok(r) => r,
+                Err(e) => {
+                    p.errors.push(format!("track {track}: {e}"));
+                    continue;
+                }
+            };
+            let mut ok = true;
+            for m in messages.iter().filter(|m| m.kind == USAGE_TYPE) {
+                p.bus_reports += 1;
+                match self.record_bus_usage(&track, m) {
+                    Ok(true) => p.bus_recorded += 1,
+                    Ok(false) => {}
+                    Err(e)
+                        if matches!(
+                            e,
+                            Error::Invalid { .. } | Error::NotFound(_) | Error::InvalidName { .. }
+                        ) =>
+                    {
+                        p.errors.push(format!("track {track} USAGE {}: {e}", m.id))
+                    }
+                    Err(e) => {
+                        // A busy lock or a full disk: read this line again next pass.
+                        p.errors.push(format!(
+                            "track {track} USAGE {}: {e}; retried next pass",
+                            m.id
+                        ));
+                        ok = false;
+                        break;
+                    }
+                }
+            }
+            if ok {
+                cursors.insert(track.to_string(), next);
+                moved = true;
+            }
+        }
+        if moved && let Err(e) = write_json(root, &cursors_path(root), &cursors) {
+            p.errors.push(format!("bus cursors not saved: {e}"));
+        }
+    }
+
+    /// Records one `USAGE` line: `payload {workflow_id, step?, session_id?, usage: {…}}`, the god being
+    /// the line's `source`. Returns false when it was already recorded.
+    fn record_bus_usage(&self, track: &TrackName, m: &crate::bus::model::Envelope) -> Result<bool> {
+        let root = self.root();
+        let pl = &m.payload;
+        let wf = WorkflowId::parse(pl.get("workflow_id").and_then(Value::as_str).unwrap_or(""))?;
+        let god = GodName::parse_as("source", &m.source)?;
+        let u = match usage::of_document(pl, "/payload/usage") {
+            Ok(Some(u)) => u,
+            Ok(None) => {
+                return Err(Error::invalid(
+                    "USAGE line",
+                    vec![crate::error::Violation {
+                        pointer: "/payload/usage".into(),
+                        message: "required: the usage object".into(),
+                    }],
+                ));
+            }
+            Err(v) => return Err(Error::invalid("USAGE line", v)),
+        };
+        let key = format!("bus-{track}-{}", m.id);
+        let _lock = FileLock::exclusive(root, &root.workflow_lock_path(&wf))?;
+        let Some(mut st) = files::load_state(root, &wf)? else {
+            return Err(Error::not_found(format!("workflow {wf} has no state")));
+        };
+        let step = pl
+            .get("step")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .or_else(|| st.current_step.clone());
+        let session = pl.get("session_id").and_then(Value::as_str);
+        let r = Report::new(
+            root,
+            &u,
+            Origin {
+                key: key.clone(),
+                source: "bus",
+                workflow_id: wf.as_str(),
+                definition: st.definition_id.as_deref(),
+                step: step.as_deref(),
+                god: god.as_str(),
+                track: Some(track.as_str()),
+                session: session.filter(|s| !s.is_empty() && s.len() <= 128),
+            },
+        );
+        if hook::recorded(&st, &key) {
+            // Recorded in the state by a pass killed before its ledger line: finish that.
+            ledger::append(root, &r.line)?;
+            return Ok(false);
+        }
+        hook::record(&mut st, &r);
+        st.updated = Some(now_ts());
+        files::write_state(root, &wf, &st)?;
+        let def = st.definition_id.as_deref().and_then(|d| {
+            crate::conductor::definition::find_definition(root, d)
+                .ok()
+                .flatten()
+        });
+        // The bus line itself is the marker: the cursor moves past it only after this.
+        let _ = self.after_report(&st, def.as_ref(), &r);
+        Ok(true)
+    }
+
+    /// Raises the budget a held dispatch was held for (an operator act, before approving it): each
+    /// budget it reached is set to `cost_usd` and/or `tokens` (absolute values), recorded in the
+    /// workflow's `budget` and `budget_raises` (god and day budgets in `conductor/cost/budgets.json`)
+    /// and journaled as `budget_raise`. Refused for a dispatch not held for a budget.
+    pub fn raise_budget(&self, handoff_id: &HandoffId, to: Budget, by: &str) -> Result<Value> {
+        let root = self.root();
+        if to.is_empty() {
+            return Err(Error::refused(
+                "give the new budget: --budget-usd, --budget-tokens or both",
+            ));
+        }
+        let found = files::find_live(root, handoff_id, None)?
+            .filter(|f| f.path.starts_with(root.quarantine_dir()))
+            .ok_or_else(|| {
+                Error::not_found(format!("no dispatch {handoff_id} is held for approval"))
+            })?;
+        let crossed: Vec<Value> = found
+            .dispatch
+            .extra
+            .get("budget")
+            .and_then(|b| b.get("crossed"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if crossed.is_empty() {
+            return Err(Error::refused(format!(
+                "dispatch {handoff_id} is not held for a budget (held because: {}); approve it as it is",
+                found.dispatch.held_because.as_deref().unwrap_or("?")
+            )));
+        }
+        let wf = WorkflowId::parse(&found.dispatch.workflow_id)?;
+        let _lock = FileLock::exclusive(root, &root.workflow_lock_path(&wf))?;
+        let mut st = files::require_state(root, &wf)?;
+        let def = st.definition_id.as_deref().and_then(|d| {
+            crate::conductor::definition::find_definition(root, d)
+                .ok()
+                .flatten()
+        });
+        let mut warnings = Vec::new();
+        let (declared_wf, declared_steps) = match &def {
+            Some(d) => super::budget::declared(d, &mut warnings),
+            None => (None, BTreeMap::new()),
+        };
+        let cfg = CostConfig::of_root(root);
+        let mut raised = Raised::of(&st.extra);
+        let mut raises = Vec::new();
+        let at = now_ts();
+        let merge = |from: Option<Budget>| Budget {
+            cost_micros: to.cost_micros.or(from.and_then(|b| b.cost_micros)),
+            tokens: to.tokens.or(from.and_then(|b| b.tokens)),
+        };
+        let mut seen = std::collections::BTreeSet::new();
+        for c in &crossed {
+            let scope = c.get("scope").and_then(Value::as_str).unwrap_or("");
+            let name = c
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            if !seen.insert((scope.to_owned(), name.clone())) {
+                continue;
+            }
+            let (from, new) = match scope {
+                "workflow" => {
+                    let from = raised.workflow.or(declared_wf);
+                    let new = merge(from);
+                    raised.workflow = Some(new);
+                    (from, new)
+                }
+                "step" => {
+                    let step = name.rsplit('/').next().unwrap_or("").to_owned();
+                    let from = raised
+                        .steps
+                        .get(&step)
+                        .copied()
+                        .or(declared_steps.get(&step).copied());
+                    let new = merge(from);
+                    raised.steps.insert(step, new);
+                    (from, new)
+                }
+                "god" => {
+                    GodName::parse(&name)?;
+                    let from = cfg.gods.get(&name).copied();
+                    let new = merge(from);
+                    ledger::write_raised(root, "god", &name, &new)?;
+                    (from, new)
+                }
+                "day" => {
+                    let from = cfg.day_budget(&name);
+                    let new = merge(from);
+                    ledger::write_raised(root, "day", &name, &new)?;
+                    (from, new)
+                }
+                _ => continue,
+            };
+            raises.push(json!({
+                "handoff_id": handoff_id.as_str(), "scope": scope, "name": name,
+                "from": from.map(|b| b.to_json()), "to": new.to_json(), "by": by, "at": at,
+            }));
+        }
+        st.extra.insert(
+            STATE_BUDGET.into(),
+            serde_json::to_value(&raised).unwrap_or(Value::Null),
+        );
+        let list = st
+            .extra
+            .entry(STATE_RAISES.to_owned())
+            .or_insert_with(|| json!([]));
+        if !list.is_array() {
+            *list = json!([]);
+        }
+        if let Some(a) = list.as_array_mut() {
+            a.extend(raises.iter().cloned());
+        }
+        st.updated = Some(at);
+        files::write_state(root, &wf, &st)?;
+        drop(_lock);
+        let mut act = Act::new("budget_raise", "raised")
+            .target("workflow_id", Some(wf.as_str()))
+            .target("handoff_id", Some(handoff_id.as_str()));
+        act = act.reason(Some(
+            &raises
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{} {} -> {}",
+                        r["scope"].as_str().unwrap_or(""),
+                        r["name"].as_str().unwrap_or(""),
+                        r["to"]
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+        ));
+        warnings.extend(self.journal(&act));
+        Ok(
+            json!({ "status": "raised", "workflow_id": wf.as_str(), "handoff_id": handoff_id.as_str(),
+            "raises": raises, "warnings": warnings }),
+        )
+    }
+}
+
+/// What `pantheon cost` answers.
+#[derive(Debug, Clone, Default)]
+pub struct CostQuery {
+    /// `workflow`, `god`, `step`, `model`, `day`, `definition`, `track` or `session`.
+    pub by: String,
+    /// Only reports recorded at or after this instant.
+    pub since: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// The dimensions `pantheon cost --by` takes.
+pub const BY: [&str; 8] = [
+    "workflow",
+    "god",
+    "step",
+    "model",
+    "day",
+    "definition",
+    "track",
+    "session",
+];
+
+/// Answers a cost query: `{by, since, total, rows: [{key, cost_usd, tokens, …}], prices, budgets,
+/// unsettled}`, rows by cost, highest first. Without `since`, the summary answers every dimension but
+/// `workflow` (the ledger's lines past its offset folded in); otherwise the ledger is read whole.
+pub fn query(root: &Root, q: &CostQuery) -> Result<Value> {
+    if !BY.contains(&q.by.as_str()) {
+        return Err(Error::refused(format!(
+            "--by {:?}: one of {}",
+            q.by,
+            BY.join(", ")
+        )));
+    }
+    let (total, rows): (Totals, BTreeMap<String, Totals>) =
+        if q.since.is_none() && q.by != "workflow" {
+            let s = ledger::summary(root)?;
+            (s.total, s.by.get(&q.by).cloned().unwrap_or_default())
+        } else {
+            let mut total = Totals::default();
+            let mut rows: BTreeMap<String, Totals> = BTreeMap::new();
+            ledger::read_from(root, 0, |l: Line, _| {
+                if let Some(since) = q.since
+                    && parse_ts(&l.at).is_none_or(|t| t < since)
+                {
+                    return;
+                }
+                let t = l.totals();
+                total.merge(&t);
+                if let Some(k) = l.key_in(&q.by) {
+                    rows.entry(k).or_default().merge(&t);
+                }
+            })?;
+            (total, rows)
+        };
+    let mut rows: Vec<(String, Totals)> = rows.into_iter().collect();
+    rows.sort_by(|a, b| {
+        b.1.cost_micros
+            .cmp(&a.1.cost_micros)
+            .then(b.1.tokens().cmp(&a.1.tokens()))
+            .then(a.0.cmp(&b.0))
+    });
+    let cfg = CostConfig::of_root(root);
+    let budgets = json!({
+        "gods": cfg.gods.iter().map(|(g, b)| (g.clone(), b.to_json())).collect::<serde_json::Map<_, _>>(),
+        "day": cfg.day.map(|b| b.to_json()),
+        "warn_at": cfg.warn_at,
+    });
+    Ok(json!({
+        "by": q.by,
+        "since": q.since.map(crate::store::time::format_ts),
+        "total": total.to_json(),
+        "rows": rows.iter().map(|(k, t)| {
+            let mut v = t.to_json();
+            v["key"] = json!(k);
+            v
+        }).collect::<Vec<_>>(),
+        "count": rows.len(),
+        "prices": { "date": cfg.prices.date, "source": cfg.prices.source },
+        "budgets": budgets,
+        "unsettled": ledger::markers(root).len(),
+        "warnings": cfg.warnings,
+    }))
+}
+
+/// The ledger's totals by god and definition, and tokens by god, definition and kind (for metrics).
+pub fn metric_totals(root: &Root) -> Result<Vec<(String, String, Totals)>> {
+    let s = ledger::summary(root)?;
+    Ok(s.by
+        .get("god_definition")
+        .map(|m| {
+            m.iter()
+                .map(|(k, t)| {
+                    let (g, d) = k.split_once('/').unwrap_or((k.as_str(), ""));
+                    (g.to_owned(), d.to_owned(), *t)
+                })
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// The ledger's totals in the Prometheus text format, ready for a `/metrics` endpoint to append:
+/// `pantheon_cost_usd_total{god,definition}` and `pantheon_tokens_total{god,definition,kind}` (kind
+/// `input`, `output`, `cache_read`, `cache_write`). Counters: the ledger only grows.
+pub fn prometheus_text(root: &Root) -> Result<String> {
+    let rows = metric_totals(root)?;
+    let mut out = String::from(
+        "# HELP pantheon_cost_usd_total Usage cost recorded in the ledger, in US dollars.\n\
+         # TYPE pantheon_cost_usd_total counter\n",
+    );
+    for (g, d, t) in &rows {
+        out.push_str(&format!(
+            "pantheon_cost_usd_total{{god=\"{}\",definition=\"{}\"}} {:.6}\n",
+            label(g),
+            label(d),
+            t.cost_micros as f64 / 1_000_000.0
+        ));
+    }
+    out.push_str(
+        "# HELP pantheon_tokens_total Tokens recorded in the ledger, by kind.\n\
+         # TYPE pantheon_tokens_total counter\n",
+    );
+    for (g, d, t) in &rows {
+        for (kind, n) in [
+            ("input", t.input_tokens),
+            ("output", t.output_tokens),
+            ("cache_read", t.cache_read_tokens),
+            ("cache_write", t.cache_write_tokens),
+        ] {
+            out.push_str(&format!(
+                "pantheon_tokens_total{{god=\"{}\",definition=\"{}\",kind=\"{kind}\"}} {n}\n",
+                label(g),
+                label(d)
+            ));
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_metrics_text_has_one_cost_and_four_token_series_per_god_and_definition() {
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::at(d.path());
+        let line = |key: &str, god: &str, def: Option<&str>| Line {
+            key: key.into(),
+            at: "2026-12-01T00:00:00Z".into(),
+            workflow_id: "wf_a".into(),
+            god: god.into(),
+            definition: def.map(str::to_owned),
+            input_tokens: 7,
+            cost_micros: 1_500_000,
+            priced: true,
+            ..Default::default()
+        };
+        ledger::append(&root, &line("a", "thoth", Some("deploy"))).unwrap();
+        ledger::append(&root, &line("b", "thoth", Some("deploy"))).unwrap();
+        ledger::append(&root, &line("c", "iris", None)).unwrap();
+        let text = prometheus_text(&root).unwrap();
+        assert!(
+            text.contains(
+                "pantheon_cost_usd_total{god=\"thoth\",definition=\"deploy\"} 3.000000\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "pantheon_tokens_total{god=\"thoth\",definition=\"deploy\",kind=\"input\"} 14\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("pantheon_cost_usd_total{god=\"iris\",definition=\"\"} 1.500000\n"),
+            "{text}"
+        );
+        assert_eq!(text.matches("pantheon_tokens_total{").count(), 8);
+    }
+}
