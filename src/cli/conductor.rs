@@ -121,6 +121,10 @@ pub enum ConductorCommand {
         /// A JSON object (summary, decisions, artifacts, open_questions) replacing the context; `-`: stdin.
         #[arg(long, value_name = "FILE")]
         context: Option<PathBuf>,
+        /// Fork: start from the context bag the workflow had at this moment (RFC 3339, or back
+        /// from now: -15m), read from the root's history (`pantheon replay`); --context edits it.
+        #[arg(long, value_name = "TS", allow_hyphen_values = true)]
+        as_of: Option<String>,
     },
 }
 
@@ -301,16 +305,32 @@ pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result
             workflow_id,
             from,
             context,
-        } => {
-            let ctx = match context {
-                Some(f) => Some(read_input(Some(f), "context")?),
-                None => None,
-            };
-            json(c.rerun(
-                &WorkflowId::parse(&workflow_id)?,
-                &StepId::parse_as("--from", &from)?,
-                ctx.as_ref(),
-            )?)
+            as_of,
+        } => rerun(&c, root, &workflow_id, &from, context, as_of),
+    }
+}
+
+/// `rerun WF --from STEP [--context FILE] [--as-of TS]`: a plain rerun, or a fork from the context bag
+/// the root's history holds for TS.
+fn rerun(
+    c: &Conductor,
+    root: &Root,
+    workflow_id: &str,
+    from: &str,
+    context: Option<PathBuf>,
+    as_of: Option<String>,
+) -> anyhow::Result<Outcome> {
+    let ctx = match context {
+        Some(f) => Some(read_input(Some(f), "context")?),
+        None => None,
+    };
+    let wf = WorkflowId::parse(workflow_id)?;
+    let step = StepId::parse_as("--from", from)?;
+    match as_of {
+        None => json(c.rerun(&wf, &step, ctx.as_ref())?),
+        Some(ts) => {
+            let as_of = crate::engine::history::context_as_of(root, &wf, &ts)?;
+            json(c.rerun_as_of(&wf, &step, ctx.as_ref(), &as_of)?)
         }
     }
 }

@@ -16,6 +16,8 @@ pub mod conductor;
 pub mod cost;
 pub mod journal;
 pub mod observe;
+pub mod record;
+pub mod replay;
 pub mod serve;
 
 /// Pantheon Console: watch and operate a pantheon of AI agents coordinating through files.
@@ -85,6 +87,12 @@ pub enum Command {
     Tick,
     /// The delivery supervisor in the foreground: enforces ack deadlines as they fall due (SIGTERM: exit 0).
     Serve(serve::ServeArgs),
+    /// Record every change to the root into its history (long-running; `serve` records too, by
+    /// default); `--forget WF` drops a workflow's recorded context.
+    Record(record::RecordArgs),
+    /// The root as it was at a moment (`--at -15m`), or the changes between two (`--from --to`),
+    /// from its history.
+    Replay(replay::ReplayArgs),
     /// One line for a tmux status bar or a shell prompt: `@3 ‖1 ▲1 ☠2` (attention, held, alerts,
     /// dead letters; docs/OBSERVABILITY.md).
     Status(observe::StatusArgs),
@@ -438,6 +446,8 @@ pub fn run(cli: Cli) -> ExitCode {
         ),
         Some(Command::Status(args)) => observe::status(args, &root),
         Some(Command::Check(args)) => observe::check(args, &root),
+        Some(Command::Record(args)) => record::run(args, &root),
+        Some(Command::Replay(args)) => replay::run(args, &root),
         Some(Command::Cost(args)) => cost::run(args, &root, origin),
     };
     finish(result)

@@ -1,6 +1,9 @@
 //! `pantheon tick` (one pass of the delivery supervisor, then exit) and `pantheon serve` (the supervisor
 //! in the foreground): thin shells around [`Conductor::tick`] (docs/PROTOCOL.md §2.10).
 //!
+//! `serve` also runs the history recorder on a thread (docs/HISTORY.md) unless the root's config says
+//! `history: {record: false}`; a second `serve` on the same root stands its recorder by.
+//!
 //! `serve` keeps a deadline index (a min-heap by due time) updated from the paths file events name, and
 //! sleeps until the earliest due time or a file event under `conductor/pending/` or `conductor/timers/`,
 //! never polls; it writes a heartbeat every [`SUPERVISOR_BEAT`]; SIGTERM or SIGINT finish the current pass and
@@ -211,6 +214,14 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
             Some(w)
         }
         None => None,
+    };
+    let recorder = if root.settings.history.record {
+        Some(super::record::background(
+            root,
+            super::record::log_sink(args.log.as_ref())?,
+        )?)
+    } else {
+        None
     };
     let id = format!("pid-{}", std::process::id());
     let started = format_ts(chrono::Utc::now());
@@ -456,6 +467,9 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
         }
     }
     drop(watcher);
+    if let Some(r) = recorder {
+        r.stop();
+    }
     if let Some(a) = anchor.as_mut()
         && let Err(e) = a.anchor(root)
     {

@@ -94,11 +94,22 @@ pub fn run(args: DemoArgs, explicit_root: Option<&Path>) -> anyhow::Result<Outco
     }
     let mut sim = Sim::new(root.clone(), cfg)
         .with_context(|| format!("could not set up the demo root {}", dir.display()))?;
+    // The demo records its history (docs/HISTORY.md), so its board can be replayed afterwards.
+    let recorder = if root.settings.history.record {
+        crate::engine::history::recorder::Background::start(&root, Box::new(|_| {})).ok()
+    } else {
+        None
+    };
 
     if args.headless {
         let ticks = (duration * TICKS_PER_SECOND as f64).round() as u64;
         sim.run(Some(ticks), &AtomicBool::new(false));
         sim.settle();
+        if let Some(r) = recorder {
+            // Let the last changes reach the history before it stops.
+            std::thread::sleep(crate::engine::history::recorder::GATHER * 5);
+            r.stop();
+        }
         let summary = sim.summary("headless", args.events);
         return Ok(Outcome::Json(serde_json::to_value(summary)?));
     }
@@ -124,9 +135,12 @@ pub fn run(args: DemoArgs, explicit_root: Option<&Path>) -> anyhow::Result<Outco
     );
     stop.store(true, Ordering::Relaxed);
     let joined = handle.join();
+    if let Some(r) = recorder {
+        r.stop();
+    }
     let me = crate::console::terminal::program_name();
     println!(
-        "pantheon demo: the root is kept at {0}\n  look again: {me} --root {0}\n  check it:   {me} --root {0} validate",
+        "pantheon demo: the root is kept at {0}\n  look again: {me} --root {0}\n  check it:   {me} --root {0} validate\n  replay it:  {me} --root {0} replay --at -1m   (the board step by step: replay --from -15m --to now --track TRACK)",
         dir.display()
     );
     console?;

@@ -5,6 +5,7 @@
 //! - [`bus`]: the per-track message bus and the board deliberation (docs/PROTOCOL.md §3 and §4).
 //! - [`cost`]: usage reports, the ledger, prices and budgets that hold dispatches (docs/BUDGETS.md).
 //! - [`validate`]: a strict check of every protocol file under a root.
+//! - [`history`]: the recorder of every change to a root, replay at a moment, the changes between two.
 
 // Lints (docs in ARCHITECTURE.md): no unsafe code but the one explained crash-point hook; no unwrap, expect
 // or panic outside tests (serialisation of the engine's own values goes through `store::json_text`); a doc
@@ -22,6 +23,7 @@ pub mod conductor;
 pub mod cost;
 pub mod error;
 pub mod health;
+pub mod history;
 pub mod journal;
 pub mod store;
 pub mod validate;

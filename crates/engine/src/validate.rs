@@ -107,6 +107,15 @@ pub fn validate_root(root: &Root) -> Result<ValidationReport> {
     c.tracks(root);
     c.bridge(root);
     c.problems.extend(crate::journal::validation_problem(root));
+    // The history (docs/HISTORY.md): segments, checkpoints, sequence, blobs.
+    let (herr, hwarn) = crate::history::check(root);
+    let hdir = crate::history::HistoryDir::of(root).dir;
+    for e in herr {
+        c.error(&hdir, e);
+    }
+    for w in hwarn {
+        c.warn(&hdir, w);
+    }
     c.problems
         .sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
     let errors = c

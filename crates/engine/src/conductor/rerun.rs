@@ -33,15 +33,42 @@ pub struct RerunResult {
     pub attempt: usize,
     /// The new dispatch.
     pub dispatch_path: String,
+    /// For a fork (`rerun --as-of`): the moment whose context bag the rerun started from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<String>,
+}
+
+/// A fork: the rerun starts from the context bag the workflow had at a past moment (from the
+/// root's history, docs/HISTORY.md) instead of the one it has now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AsOf {
+    /// The moment, as the journal and the state's `attempts` name it (RFC 3339).
+    pub at: String,
+    /// The context bag the workflow had then.
+    pub context_bag: super::model::ContextBag,
 }
 
 /// The next state of a rerun (pure): the record appended, the context edited, the status reset.
+#[cfg(test)]
 pub(crate) fn rerun_state(
     st: &WorkflowState,
     step: &str,
     god: &str,
     hid: &HandoffId,
     context: Option<&Map<String, Value>>,
+    now: &str,
+) -> Result<(WorkflowState, usize)> {
+    rerun_state_as_of(st, step, god, hid, context, None, now)
+}
+
+/// [`rerun_state`], from the context bag of `as_of` when given (a fork), then edited by `context`.
+pub(crate) fn rerun_state_as_of(
+    st: &WorkflowState,
+    step: &str,
+    god: &str,
+    hid: &HandoffId,
+    context: Option<&Map<String, Value>>,
+    as_of: Option<&AsOf>,
     now: &str,
 ) -> Result<(WorkflowState, usize)> {
     if !matches!(
@@ -55,6 +82,9 @@ pub(crate) fn rerun_state(
         )));
     }
     let mut next = st.clone();
+    if let Some(a) = as_of {
+        next.context_bag = a.context_bag.clone();
+    }
     let strings = |v: Option<&Value>| -> Option<Vec<String>> {
         match v? {
             Value::Array(a) => Some(a.iter().cloned().map(lenient::text).collect()),
@@ -62,7 +92,13 @@ pub(crate) fn rerun_state(
             _ => None,
         }
     };
-    let mut summary = format!("rerun from step {step}");
+    let mut summary = match as_of {
+        Some(a) => format!(
+            "rerun from step {step}, forked from the context of {}",
+            a.at
+        ),
+        None => format!("rerun from step {step}"),
+    };
     if let Some(c) = context {
         if let Some(d) = strings(c.get("decisions")) {
             next.context_bag.decisions = d;
@@ -85,11 +121,15 @@ pub(crate) fn rerun_state(
         Some(l) => l,
         None => return Err(Error::refused("attempts is not a list")),
     };
-    list.push(json!({
+    let mut record = json!({
         "at": now, "from_step": step, "previous_status": st.status.as_str(),
         "failure_reason": st.failure_reason, "handoff_id": hid.as_str(),
         "edited_context": context.is_some(),
-    }));
+    });
+    if let Some(a) = as_of {
+        record["as_of"] = json!(a.at);
+    }
+    list.push(record);
     let attempt = list.len() + 1;
     next.step_history.push(StepRecord {
         step_id: step.to_owned(),
@@ -121,6 +161,7 @@ impl Conductor {
         wf: &WorkflowId,
         step: &StepId,
         context: Option<&Value>,
+        as_of: Option<&AsOf>,
     ) -> Result<RerunResult> {
         let step = step.as_str();
         let context = match context {
@@ -196,11 +237,12 @@ impl Conductor {
             return Ok(r);
         }
         let hid = HandoffId::generate();
-        let (next, attempt) = rerun_state(&st, step, god.as_str(), &hid, context, &now_ts())?;
+        let (next, attempt) =
+            rerun_state_as_of(&st, step, god.as_str(), &hid, context, as_of, &now_ts())?;
         let path = self.root.inbox_dir(&god).join(format!("{hid}.json"));
         files::refuse_unconfined(&self.root, &[self.root.state_path(wf), path.clone()])?;
         let r = RerunResult {
-            status: "rerun".into(),
+            status: if as_of.is_some() { "fork" } else { "rerun" }.into(),
             workflow_id: wf.to_string(),
             step: step.to_owned(),
             to_god: god.to_string(),
@@ -208,6 +250,7 @@ impl Conductor {
             previous_status: st.status.to_string(),
             attempt,
             dispatch_path: path.display().to_string(),
+            as_of: as_of.map(|a| a.at.clone()),
         };
         // The intent, before the first write: a kill before the journal entry is journaled by the
         // next pass (a kill before the dispatch is finished by the repeat, which finds it by key).
@@ -282,6 +325,10 @@ impl Conductor {
                 .to_owned(),
             attempt: attempts.len() + 1,
             dispatch_path: path.display().to_string(),
+            as_of: record
+                .get("as_of")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
         }))
     }
 
@@ -294,7 +341,23 @@ impl Conductor {
         step: &StepId,
         context: Option<&Value>,
     ) -> Result<RerunResult> {
-        let r = self.rerun_unjournaled(workflow_id, step, context)?;
+        let r = self.rerun_unjournaled(workflow_id, step, context, None)?;
+        let intent = self.intent_of(&rerun_key(&r));
+        self.journal_intent(intent, rerun_act(&r));
+        Ok(r)
+    }
+
+    /// A fork: [`Conductor::rerun`] starting from the context bag the workflow had at `as_of.at`
+    /// (read from the root's history by the caller), then edited by `context`. Journaled as a
+    /// `rerun` whose status is `fork` and whose targets name the moment (`as_of`).
+    pub fn rerun_as_of(
+        &self,
+        workflow_id: &WorkflowId,
+        step: &StepId,
+        context: Option<&Value>,
+        as_of: &AsOf,
+    ) -> Result<RerunResult> {
+        let r = self.rerun_unjournaled(workflow_id, step, context, Some(as_of))?;
         let intent = self.intent_of(&rerun_key(&r));
         self.journal_intent(intent, rerun_act(&r));
         Ok(r)
@@ -314,6 +377,7 @@ fn rerun_act(r: &RerunResult) -> crate::journal::Act {
         .target("step", Some(&r.step))
         .target("to_god", Some(&r.to_god))
         .target("attempt", Some(&r.attempt.to_string()))
+        .target("as_of", r.as_of.as_ref())
 }
 
 #[cfg(test)]

@@ -36,6 +36,8 @@ pub const TRACKS_DIR: &str = "tracks";
 pub const BUS_DIR: &str = ".message-bus";
 /// `conductor/journal.jsonl`: the operator journal.
 pub const JOURNAL_FILE: &str = "journal.jsonl";
+/// `conductor/history`: the recorded history of the root (docs/HISTORY.md).
+pub const HISTORY_DIR: &str = "history";
 /// `conductor/outbox`: messages waiting for the bridge.
 pub const OUTBOX_DIR: &str = "outbox";
 

@@ -35,15 +35,65 @@ pub const ACK_WAIT_ENV: &str = "PANTHEON_ACK_WAIT";
 pub const MAX_DELIVERIES_ENV: &str = "PANTHEON_MAX_DELIVERIES";
 
 /// The keys `conductor/config.yaml` may hold.
-pub const CONFIG_KEYS: [&str; 7] = [
+pub const CONFIG_KEYS: [&str; 8] = [
     "stale_after",
     "lock_timeout",
     "ack_wait",
     "max_deliveries",
     "check",
     "bridge",
+    "history",
     "cost",
 ];
+
+/// The `history:` mapping: whether `pantheon serve` records (`record`, default true) and the
+/// retention bounds (`max_size`, bytes or `512MiB`/`2GiB`, default 1 GiB; `max_age`, a duration,
+/// default 30 days).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistorySettings {
+    /// `pantheon serve` runs the recorder.
+    pub record: bool,
+    /// Most bytes the history keeps.
+    pub max_bytes: u64,
+    /// Oldest history kept.
+    pub max_age: Duration,
+}
+
+impl Default for HistorySettings {
+    fn default() -> Self {
+        Self {
+            record: true,
+            max_bytes: 1024 * 1024 * 1024,
+            max_age: Duration::from_secs(30 * 86_400),
+        }
+    }
+}
+
+/// A size given as a number of bytes or with a unit (`512MiB`, `2GiB`, `100MB`, `64KiB`).
+fn size_of(v: &Value) -> Option<u64> {
+    match v {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => {
+            let s = s.trim();
+            let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+            let (num, unit) = s.split_at(split);
+            let n: u64 = num.parse().ok()?;
+            let mult: u64 = match unit.trim() {
+                "" | "B" => 1,
+                "KB" => 1000,
+                "KiB" | "K" => 1024,
+                "MB" => 1000 * 1000,
+                "MiB" | "M" => 1024 * 1024,
+                "GB" => 1000 * 1000 * 1000,
+                "GiB" | "G" => 1024 * 1024 * 1024,
+                "TiB" | "T" => 1024u64.pow(4),
+                _ => return None,
+            };
+            n.checked_mul(mult)
+        }
+        _ => None,
+    }
+}
 
 /// The protocol settings of one root.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +108,8 @@ pub struct Settings {
     pub max_deliveries: u32,
     /// The `check:` mapping: `pantheon check`'s thresholds (read by `health::Thresholds`).
     pub check: Option<Value>,
+    /// The `history:` mapping (recording and retention, docs/HISTORY.md).
+    pub history: HistorySettings,
     /// The `cost:` mapping: prices, god and day budgets, the warning share (read by
     /// `cost::CostConfig`, docs/BUDGETS.md).
     pub cost: Option<Value>,
@@ -73,6 +125,7 @@ impl Default for Settings {
             ack_wait: None,
             max_deliveries: DEFAULT_MAX_DELIVERIES,
             check: None,
+            history: HistorySettings::default(),
             cost: None,
             warnings: Vec::new(),
         }
@@ -138,6 +191,7 @@ impl Settings {
             // Read by `pantheon bridge` (peers' transport and envelope, docs/NATS.md).
             "bridge" => {}
             "check" => self.check = Some(v.clone()),
+            "history" => self.apply_history(source, v),
             "cost" => {
                 self.warnings.extend(
                     crate::cost::CostConfig::parse(Some(v))
@@ -151,6 +205,38 @@ impl Settings {
                 "{source}: unknown key {other:?} ignored (known: {})",
                 CONFIG_KEYS.join(", ")
             )),
+        }
+    }
+
+    /// Applies the `history:` mapping; a bad value is a warning and keeps the default.
+    fn apply_history(&mut self, source: &str, v: &Value) {
+        let Some(m) = v.as_object() else {
+            self.warnings.push(format!(
+                "{source}: history {v} is not a mapping (record, max_size, max_age); the defaults are kept"
+            ));
+            return;
+        };
+        for (k, v) in m {
+            let bad = |what: &str| {
+                format!("{source}: history.{k} {v} is not {what}; the default is kept")
+            };
+            match k.as_str() {
+                "record" => match v {
+                    Value::Bool(b) => self.history.record = *b,
+                    _ => self.warnings.push(bad("true or false")),
+                },
+                "max_size" => match size_of(v).filter(|n| *n >= 1024 * 1024) {
+                    Some(n) => self.history.max_bytes = n,
+                    None => self.warnings.push(bad("a size of at least 1MiB (bytes, or 512MiB, 2GiB)")),
+                },
+                "max_age" => match duration_of(v).filter(|d| !d.is_zero()) {
+                    Some(d) => self.history.max_age = d,
+                    None => self.warnings.push(bad("a positive duration")),
+                },
+                other => self.warnings.push(format!(
+                    "{source}: unknown key history.{other} ignored (known: record, max_size, max_age)"
+                )),
+            }
         }
     }
 
@@ -317,5 +403,26 @@ mod tests {
         let mut t = Settings::default();
         t.apply_config("cfg", &serde_json::json!(["a"]));
         assert_eq!(t.warnings.len(), 1);
+    }
+
+    #[test]
+    fn the_history_mapping_with_defaults_and_bad_values() {
+        let mut s = Settings::default();
+        assert_eq!(s.history, HistorySettings::default());
+        s.apply_config(
+            "cfg",
+            &serde_json::json!({"history": {"record": false, "max_size": "512MiB", "max_age": "7d"}}),
+        );
+        assert!(!s.history.record);
+        assert_eq!(s.history.max_bytes, 512 * 1024 * 1024);
+        assert_eq!(s.history.max_age, Duration::from_secs(7 * 86_400));
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+        let mut t = Settings::default();
+        t.apply_config(
+            "cfg",
+            &serde_json::json!({"history": {"record": "yes", "max_size": 10, "max_age": "forever", "x": 1}}),
+        );
+        assert_eq!(t.history, HistorySettings::default());
+        assert_eq!(t.warnings.len(), 4, "{:?}", t.warnings);
     }
 }

@@ -1,0 +1,342 @@
+//! The history's costs (docs/HISTORY.md), each as a ratio against a named baseline:
+//!
+//! - **seek**: replay at random moments of a history of `HISTORY_BENCH_CHANGES` (default 1,000,000)
+//!   recorded changes; goal < 200 ms a seek (against the 200 ms goal).
+//! - **size**: the history of the 10,000-workflow root after its first recording, against the root's
+//!   own size (apparent bytes); goal < 2x.
+//! - **overhead**: submit + ack cycles with the recorder running on the same root (a thread, as
+//!   `pantheon serve` runs it), against the same cycles without it; goal < 5 % slower.
+//! - **idle**: CPU the recorder uses on the idle 10,000-workflow root over 10 s, against one core;
+//!   goal < 1 %.
+//!
+//! `cargo bench --bench history` (`-- seek`, `-- size`, `-- overhead`, `-- idle` for one).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use pantheon::engine::conductor::{Actor, Conductor};
+use pantheon::engine::history::recorder::{self, Background, Report};
+use pantheon::engine::history::store::{HistoryDir, Kind, Pending, Retention, Writer};
+use pantheon::engine::history::{self};
+use pantheon::engine::store::Root;
+use serde_json::json;
+
+fn du(p: &Path) -> u64 {
+    let Ok(rd) = std::fs::read_dir(p) else {
+        return 0;
+    };
+    rd.flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => du(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map(|m| m.len()).unwrap_or(0),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// A root of 10,000 workflows: each a state, a handoff, and its dispatch archived (unfinished ones
+/// also one in an inbox); a queue of 10,000 lines; locks and heartbeats.
+fn ten_thousand(dir: &Path) -> Root {
+    let c = Conductor::new(Root::at(dir));
+    c.init().expect("init");
+    let root = Root::at(dir);
+    let cd = &root.conductor;
+    std::fs::create_dir_all(cd.join("state")).unwrap();
+    for i in 0..10_000 {
+        let wf = format!("wf_bench_{i}");
+        let hid = format!("hof_20260614_{i:06x}");
+        let st = json!({
+            "workflow_id": wf, "definition_id": "deploy-feature",
+            "status": if i % 5 == 0 { "waiting_for_ack" } else { "completed" },
+            "current_step": "architect", "dispatched_to": format!("god{}", i % 50),
+            "context_bag": {"decisions": ["use the small design", format!("decision {i}")], "artifacts": [format!("out/{wf}.md")]},
+            "step_history": [{"step_id": "research", "god": "thoth", "status": "completed",
+                              "summary": format!("research of {wf} done"), "handoff_id": hid}],
+            "created": "2026-06-14T09:00:00Z", "updated": "2026-06-14T09:30:00Z", "acks": []
+        });
+        std::fs::write(
+            cd.join(format!("state/{wf}.json")),
+            serde_json::to_vec_pretty(&st).unwrap(),
+        )
+        .unwrap();
+        let hd = root.handoffs.join(&wf);
+        std::fs::create_dir_all(&hd).unwrap();
+        let h = json!({"handoff_id": hid, "workflow_id": wf, "from_god": "thoth", "to_god": format!("god{}", i % 50),
+            "step": "research", "context": {"summary": format!("research of {wf} done"),
+            "decisions": ["use the small design"], "artifacts": [format!("out/{wf}.md")], "open_questions": []}});
+        std::fs::write(
+            hd.join("research.json"),
+            serde_json::to_vec_pretty(&h).unwrap(),
+        )
+        .unwrap();
+        let place = if i % 5 == 0 { "pending" } else { "archive" };
+        let d = cd.join(format!("{place}/god{}", i % 50));
+        std::fs::create_dir_all(&d).unwrap();
+        let disp = json!({"dispatch_id": format!("disp_20260614_093000_{i:06x}"), "handoff_id": hid,
+            "workflow_id": wf, "from_god": "thoth", "to_god": format!("god{}", i % 50), "step": "architect",
+            "context": {"summary": "bench", "decisions": [], "artifacts": []},
+            "dispatched_at": "2026-06-14T09:30:00Z", "ack_status": if i % 5 == 0 { "unacked" } else { "completed" }});
+        std::fs::write(
+            d.join(format!("{hid}.json")),
+            serde_json::to_vec_pretty(&disp).unwrap(),
+        )
+        .unwrap();
+    }
+    let b = cd.join("tracks/bench/.message-bus");
+    std::fs::create_dir_all(&b).unwrap();
+    let mut q = String::new();
+    for i in 0..10_000 {
+        q.push_str(&format!(
+            "{{\"id\":\"msg-{i}\",\"type\":\"PROGRESS\",\"source\":\"worker-{}\",\"timestamp\":\"2026-02-01T12:00:00Z\",\"payload\":{{\"task_id\":\"{i}\",\"progress_pct\":50}}}}\n",
+            i % 100
+        ));
+    }
+    std::fs::write(b.join("queue.jsonl"), q).unwrap();
+    Root::at(dir)
+}
+
+fn quiet() -> Box<dyn FnMut(Report) + Send> {
+    Box::new(|_| {})
+}
+
+/// Waits until the recorder's first scan is in the history (the segment holds records, then stops
+/// growing for a second).
+fn settled(root: &Root) {
+    let hist = HistoryDir::of(root);
+    let mut last = (0u64, Instant::now());
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let n = hist
+            .segments()
+            .last()
+            .and_then(|s| std::fs::metadata(hist.segment_path(*s)).ok())
+            .map(|m| m.len())
+            .unwrap_or(0);
+        if n > 4096 && n == last.0 && last.1.elapsed() > Duration::from_secs(1) {
+            return;
+        }
+        if n != last.0 {
+            last = (n, Instant::now());
+        }
+    }
+}
+
+fn size() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = ten_thousand(dir.path());
+    let root_bytes = du(dir.path());
+    let t = Instant::now();
+    let bg = Background::start(&root, quiet()).unwrap();
+    settled(&root);
+    let took = t.elapsed();
+    bg.stop();
+    let hist_bytes = HistoryDir::of(&root).size();
+    println!(
+        "size: 10,000-workflow root {:.1} MiB, its history {:.1} MiB: {:.2}x the root (goal < 2x); first recording {:.1} s",
+        root_bytes as f64 / 1048576.0,
+        hist_bytes as f64 / 1048576.0,
+        hist_bytes as f64 / root_bytes as f64,
+        took.as_secs_f64()
+    );
+}
+
+fn seek() {
+    let changes: u64 = std::env::var("HISTORY_BENCH_CHANGES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let dir = tempfile::tempdir().unwrap();
+    let c = Conductor::new(Root::at(dir.path()));
+    c.init().expect("init");
+    let root = Root::at(dir.path());
+    let ret = Retention {
+        max_bytes: u64::MAX,
+        max_age: Duration::from_secs(365 * 86_400),
+    };
+    let t0 = 1_700_000_000_000_000i64;
+    let mut w = Writer::open(&root, ret, t0).unwrap();
+    // 500 files (states, inbox dispatches, locks, a queue) changing in turn; 2,000 distinct contents.
+    let mut blobs = Vec::new();
+    for i in 0..2000 {
+        let status = ["in_progress", "waiting_for_ack", "completed"][i % 3];
+        let st = json!({"workflow_id": format!("wf_s_{}", i % 200), "status": status,
+            "current_step": format!("step{}", i % 7), "context_bag": {"decisions": [format!("d{i}")]}});
+        blobs.push(
+            w.put_blob(&serde_json::to_vec_pretty(&st).unwrap())
+                .unwrap(),
+        );
+    }
+    let line = w.put_blob(b"{\"id\":\"m\",\"type\":\"PROGRESS\",\"source\":\"w\",\"timestamp\":\"2026-01-01T00:00:00Z\",\"payload\":{}}\n").unwrap();
+    let build = Instant::now();
+    let mut t = t0;
+    let mut n = 0u64;
+    while n < changes {
+        let mut batch = Vec::with_capacity(1000);
+        for _ in 0..1000 {
+            t += 1000;
+            let k = (n % 500) as usize;
+            let (path, kind, blob) = match k % 5 {
+                0 => (
+                    "conductor/tracks/t1/.message-bus/queue.jsonl".to_owned(),
+                    Kind::App,
+                    Some(line.clone()),
+                ),
+                1 => (
+                    format!(
+                        "conductor/pending/god{}/hof_20260614_{:06x}.json",
+                        k % 10,
+                        k
+                    ),
+                    if n % 1000 < 500 { Kind::Put } else { Kind::Del },
+                    Some(blobs[(n % 2000) as usize].clone()),
+                ),
+                _ => (
+                    format!("conductor/state/wf_s_{k}.json"),
+                    Kind::Put,
+                    Some(blobs[(n % 2000) as usize].clone()),
+                ),
+            };
+            let blob = if kind == Kind::Del { None } else { blob };
+            batch.push(Pending {
+                path,
+                kind,
+                blob,
+                len: 100,
+                mtime_us: t,
+                when_us: t,
+            });
+            n += 1;
+        }
+        w.commit(batch, t).unwrap();
+    }
+    drop(w);
+    let built = build.elapsed();
+    let mut worst = Duration::ZERO;
+    let mut total = Duration::ZERO;
+    let seeks = 20;
+    let mut x = 0x2545_f491_u64;
+    for _ in 0..seeks {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let at = t0 + (x % (changes * 1000)) as i64;
+        let s = Instant::now();
+        let v = history::replay_at(&root, at).unwrap();
+        let d = s.elapsed();
+        assert!(v["workflows"].as_object().is_some_and(|m| !m.is_empty()));
+        worst = worst.max(d);
+        total += d;
+    }
+    println!(
+        "seek: {changes} changes ({} segments, {:.0} MiB, built in {:.1} s): replay --at in {:.1} ms mean, {:.1} ms worst of {seeks}: {:.2}x the 200 ms goal (worst)",
+        HistoryDir::of(&root).segments().len(),
+        HistoryDir::of(&root).size() as f64 / 1048576.0,
+        built.as_secs_f64(),
+        total.as_secs_f64() * 1e3 / seeks as f64,
+        worst.as_secs_f64() * 1e3,
+        worst.as_secs_f64() / 0.2
+    );
+}
+
+fn cycles(c: &Conductor, from: usize, n: usize) -> f64 {
+    let t = Instant::now();
+    for i in from..from + n {
+        let hid = format!("hof_20260614_{i:06x}");
+        let wf = format!("wf_bench_{}", i % 10);
+        let h = json!({
+            "handoff_id": hid, "workflow_id": wf, "from_god": "thoth", "to_god": "marvin",
+            "step": format!("s{i}"),
+            "context": {"summary": "bench", "decisions": [format!("d{i}")], "artifacts": []},
+        });
+        c.submit_handoff(&h).expect("submit");
+        let a = json!({"ack_id": format!("ack_20260614_{i:06x}"), "handoff_id": hid,
+                       "workflow_id": wf, "status": "accepted"});
+        c.ack_handoff(&a, Actor::Recipient).expect("ack");
+    }
+    n as f64 / t.elapsed().as_secs_f64()
+}
+
+fn overhead() {
+    let n: usize = std::env::var("HISTORY_BENCH_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let dir = tempfile::tempdir().unwrap();
+    let c = Conductor::new(Root::at(dir.path()));
+    c.init().expect("init");
+    let root = Root::at(dir.path());
+    // Alternate rounds without and with the recorder, so drift of the machine hits both alike.
+    let (mut bare, mut rec) = (Vec::new(), Vec::new());
+    let mut next = 0;
+    for _ in 0..3 {
+        bare.push(cycles(&c, next, n));
+        next += n;
+        let bg = Background::start(&root, quiet()).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        rec.push(cycles(&c, next, n));
+        next += n;
+        bg.stop();
+    }
+    let med = |v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[v.len() / 2]
+    };
+    let (b, r) = (med(&mut bare), med(&mut rec));
+    println!(
+        "overhead: submit + ack {b:.1} cycles/s bare, {r:.1} with the recorder: {:.3}x the bare cycle time ({:+.1} %, goal < 5 %)",
+        b / r,
+        (b / r - 1.0) * 100.0
+    );
+}
+
+fn cpu_secs() -> f64 {
+    let mut ru = std::mem::MaybeUninit::<libc::rusage>::uninit();
+    // SAFETY: getrusage fills the struct it is given.
+    let ok = unsafe { libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr()) } == 0;
+    if !ok {
+        return 0.0;
+    }
+    // SAFETY: initialised by the successful call above.
+    let ru = unsafe { ru.assume_init() };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+fn idle() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = ten_thousand(dir.path());
+    let bg = Background::start(&root, quiet()).unwrap();
+    settled(&root);
+    let secs = 10.0;
+    let (c0, t0) = (cpu_secs(), Instant::now());
+    std::thread::sleep(Duration::from_secs_f64(secs));
+    let used = cpu_secs() - c0;
+    let wall = t0.elapsed().as_secs_f64();
+    bg.stop();
+    println!(
+        "idle: the recorder on the idle 10,000-workflow root used {:.3} ms CPU in {wall:.1} s: {:.4} % of one core (goal < 1 %)",
+        used * 1e3,
+        used / wall * 100.0
+    );
+    let _ = recorder::GATHER;
+}
+
+fn main() {
+    let filter: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let want = |name: &str| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str()));
+    if want("size") {
+        size();
+    }
+    if want("overhead") {
+        overhead();
+    }
+    if want("idle") {
+        idle();
+    }
+    if want("seek") {
+        seek();
+    }
+}

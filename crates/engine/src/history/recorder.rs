@@ -1,0 +1,714 @@
+//! The recorder: watches a root's `conductor/` and `shared/handoffs/` trees (file notifications, no
+//! polling), turns every change into a [`Pending`] change and commits it through the [`Writer`]. One
+//! recorder per root writes; the others stand by, blocked on the writer lease (an exclusive `flock`
+//! the kernel releases when the writer dies, however it dies).
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use rustix::fs::OFlags;
+
+use super::store::{
+    HistoryDir, Kind, Pending, Retention, WRITER_FILE, WRITER_LOCK, Writer, micros,
+};
+use crate::error::{Error, Result};
+use crate::store::Root;
+use crate::store::layout;
+use crate::store::safe::SafeDir;
+
+/// How long the recorder gathers further notifications after the first one before it reads the
+/// files (so one atomic write, seen as create + rename, is one change).
+pub const GATHER: Duration = Duration::from_millis(20);
+/// Deepest directory walked.
+const MAX_DEPTH: usize = 24;
+/// Longest tail of an append-only file remembered to tell an append from a rewrite.
+const TAIL: u64 = 64;
+/// How often the age bound is applied on an otherwise idle root.
+const RETENTION_EVERY: Duration = Duration::from_secs(3600);
+
+/// What the recorder loop is told.
+#[derive(Debug)]
+pub enum Msg {
+    /// A file notification.
+    Fs(notify::Result<notify::Event>),
+    /// Stop recording (finish the batch in hand first).
+    Stop,
+    /// The lease was taken (sent by the stand-by thread).
+    Leased(File),
+}
+
+/// What the recorder reports as it goes (the shell logs it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Report {
+    /// Another recorder writes; this one stands by.
+    StandingBy(String),
+    /// This recorder writes now; how many changes its first scan found, and records repaired.
+    Writing {
+        /// Changes found by the first scan (what happened while nobody recorded).
+        scanned: usize,
+        /// Records cut from a killed writer's damaged tail.
+        repaired: usize,
+    },
+    /// A batch of changes was committed.
+    Committed(usize),
+    /// A problem that did not stop recording.
+    Warning(String),
+    /// Recording stopped.
+    Stopped,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stat {
+    len: u64,
+    mtime_ns: i128,
+    ino: u64,
+}
+
+/// The history's own settings (`history:` in `conductor/config.yaml`).
+pub fn retention_of(root: &Root) -> Retention {
+    Retention {
+        max_bytes: root.settings.history.max_bytes,
+        max_age: root.settings.history.max_age,
+    }
+}
+
+/// The recording side of one root: the writer, the bases watched and what each file looked like.
+#[derive(Debug)]
+pub struct Recorder {
+    root: Root,
+    /// The writer (holds the history's tree).
+    pub writer: Writer,
+    bases: Vec<(String, PathBuf)>,
+    skip: PathBuf,
+    stats: HashMap<String, Stat>,
+    tails: HashMap<String, Vec<u8>>,
+    _lease: File,
+}
+
+/// The key prefix and directory of each tree recorded: `conductor/` and `shared/handoffs/`.
+pub fn bases(root: &Root) -> Vec<(String, PathBuf)> {
+    vec![
+        (layout::CONDUCTOR_DIR.to_owned(), root.conductor.clone()),
+        (
+            format!("{}/{}", layout::SHARED_DIR, layout::HANDOFFS_DIR),
+            root.handoffs.clone(),
+        ),
+    ]
+}
+
+fn mtime_ns(m: &std::fs::Metadata) -> i128 {
+    i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec())
+}
+
+fn now_us() -> i64 {
+    micros(chrono::Utc::now())
+}
+
+/// Opens the lease file (`history/.writer.lock`, created if missing, never through a link).
+pub fn lease_file(root: &Root) -> Result<File> {
+    let hist = HistoryDir::of(root);
+    crate::store::atomic::open_append(root, &hist.dir.join(WRITER_LOCK))
+}
+
+/// Who holds the lease, as its `writer.json` says (`pid N since T`).
+pub fn holder(root: &Root) -> String {
+    let p = HistoryDir::of(root).dir.join(WRITER_FILE);
+    crate::store::read::read_json_once(&p)
+        .ok()
+        .flatten()
+        .map(|v| {
+            format!(
+                "pid {} since {}",
+                v.get("pid").and_then(|p| p.as_u64()).unwrap_or(0),
+                v.get("since").and_then(|s| s.as_str()).unwrap_or("?")
+            )
+        })
+        .unwrap_or_else(|| "another recorder".into())
+}
+
+impl Recorder {
+    /// Becomes the writer of `root`'s history with the `lease` already locked: opens (and repairs)
+    /// the history, then scans both trees and records what differs from the history's last moment.
+    pub fn start(root: &Root, lease: File) -> Result<(Self, usize)> {
+        let t = now_us();
+        let writer = Writer::open(root, retention_of(root), t)?;
+        let hist = HistoryDir::of(root);
+        let me =
+            serde_json::json!({"pid": std::process::id(), "since": crate::store::time::now_ts()});
+        crate::store::atomic::write_atomic(
+            root,
+            &hist.dir.join(WRITER_FILE),
+            &crate::store::atomic::to_pretty_json(&me),
+        )?;
+        let mut r = Self {
+            root: root.clone(),
+            writer,
+            bases: bases(root),
+            skip: hist.dir.clone(),
+            stats: HashMap::new(),
+            tails: HashMap::new(),
+            _lease: lease,
+        };
+        let first = r.writer.next_seq == 0;
+        let n = r.rescan(first)?;
+        Ok((r, n))
+    }
+
+    /// The key of `path` (`conductor/…`), `None` outside the trees, in the history itself, or for
+    /// scratch files (temporary and lock files).
+    pub fn key_of(&self, path: &Path) -> Option<String> {
+        if path.starts_with(&self.skip) {
+            return None;
+        }
+        let name = path.file_name()?.to_str()?;
+        if layout::is_scratch(name) {
+            return None;
+        }
+        for (prefix, dir) in &self.bases {
+            if let Ok(rel) = path.strip_prefix(dir) {
+                let rel = rel.to_str()?;
+                if rel.is_empty() {
+                    return None;
+                }
+                return Some(format!("{prefix}/{rel}"));
+            }
+        }
+        None
+    }
+
+    /// Walks both trees and records every difference from the history's tree (files gone included).
+    /// With `initial`, every change is stamped now (the first scan only knows the files exist).
+    pub fn rescan(&mut self, initial: bool) -> Result<usize> {
+        let mut seen = std::collections::HashSet::new();
+        let mut batch = Vec::new();
+        let now = now_us();
+        let bases = self.bases.clone();
+        for (_, dir) in &bases {
+            let mut files = Vec::new();
+            walk(dir, &self.skip, 0, &mut files);
+            for p in files {
+                if let Some(k) = self.key_of(&p) {
+                    seen.insert(k.clone());
+                    if let Some(mut c) = self.observe(&k, &p, now) {
+                        if initial {
+                            c.when_us = now;
+                        }
+                        batch.push(c);
+                    }
+                }
+            }
+        }
+        let gone: Vec<String> = self
+            .writer
+            .tree
+            .keys()
+            .filter(|k| !seen.contains(*k))
+            .cloned()
+            .collect();
+        for k in gone {
+            self.stats.remove(&k);
+            self.tails.remove(&k);
+            batch.push(del(k, now));
+        }
+        let n = batch.len();
+        self.writer.commit(stamp_deletes(batch), now_us())?;
+        Ok(n)
+    }
+
+    /// Looks at the paths notifications named: files read again, directories walked (files made in
+    /// a new directory before it was watched), vanished paths and the files below them deleted.
+    pub fn refresh(&mut self, paths: &[PathBuf]) -> Result<usize> {
+        let now = now_us();
+        let mut batch: Vec<Pending> = Vec::new();
+        let mut done = std::collections::HashSet::new();
+        for p in paths {
+            if p.starts_with(&self.skip) || !done.insert(p.clone()) {
+                continue;
+            }
+            match std::fs::symlink_metadata(p) {
+                Ok(m) if m.is_dir() => {
+                    let mut files = Vec::new();
+                    walk(p, &self.skip, 0, &mut files);
+                    for f in files {
+                        if done.insert(f.clone())
+                            && let Some(k) = self.key_of(&f)
+                        {
+                            batch.extend(self.observe(&k, &f, now));
+                        }
+                    }
+                }
+                Ok(_) => {
+                    if let Some(k) = self.key_of(p) {
+                        batch.extend(self.observe(&k, p, now));
+                    }
+                }
+                Err(_) => {
+                    // Gone: the file itself, or a directory and everything recorded below it.
+                    let Some(k) = self.key_of(p).or_else(|| self.dir_key_of(p)) else {
+                        continue;
+                    };
+                    let below = format!("{k}/");
+                    let gone: Vec<String> = self
+                        .writer
+                        .tree
+                        .range(k.clone()..)
+                        .take_while(|(key, _)| **key == k || key.starts_with(&below))
+                        .map(|(key, _)| key.clone())
+                        .collect();
+                    for g in gone {
+                        self.stats.remove(&g);
+                        self.tails.remove(&g);
+                        if !batch.iter().any(|b| b.path == g) {
+                            batch.push(del(g, now));
+                        }
+                    }
+                }
+            }
+        }
+        let n = batch.len();
+        self.writer.commit(stamp_deletes(batch), now_us())?;
+        Ok(n)
+    }
+
+    fn dir_key_of(&self, path: &Path) -> Option<String> {
+        if path.starts_with(&self.skip) {
+            return None;
+        }
+        for (prefix, dir) in &self.bases {
+            if let Ok(rel) = path.strip_prefix(dir) {
+                let rel = rel.to_str()?;
+                return (!rel.is_empty()).then(|| format!("{prefix}/{rel}"));
+            }
+        }
+        None
+    }
+
+    /// The change of one file since the history's tree, if any (`None` also for a file that cannot
+    /// be read now: the next notification or scan sees it).
+    fn observe(&mut self, key: &str, path: &Path, now: i64) -> Option<Pending> {
+        let m = match std::fs::symlink_metadata(path) {
+            Ok(m) if m.is_file() => m,
+            // A link, a FIFO, a device: not a record (and never followed).
+            Ok(_) | Err(_) => {
+                return self.writer.tree.contains_key(key).then(|| {
+                    self.stats.remove(key);
+                    self.tails.remove(key);
+                    del(key.to_owned(), now)
+                });
+            }
+        };
+        let st = Stat {
+            len: m.len(),
+            mtime_ns: mtime_ns(&m),
+            ino: m.ino(),
+        };
+        if self.stats.get(key) == Some(&st) {
+            return None;
+        }
+        let mtime_us = i64::try_from(st.mtime_ns / 1000).unwrap_or(i64::MAX);
+        let old = self.writer.tree.get(key).cloned();
+        if let Some(o) = &old
+            && !self.stats.contains_key(key)
+            && o.len == st.len
+            && o.mtime_us == mtime_us
+        {
+            // First look after a restart: size and time as recorded, taken as unchanged.
+            self.stats.insert(key.to_owned(), st);
+            return None;
+        }
+        let f = open_nofollow(&self.root, path)?;
+        // The inode's change time: when it was written or renamed into place (a rename keeps mtime).
+        let ctime_us = m.ctime().saturating_mul(1_000_000) + m.ctime_nsec() / 1000;
+        let when_us = ctime_us.max(mtime_us).min(now);
+        if st.len > super::store::MAX_FILE_BYTES {
+            self.stats.insert(key.to_owned(), st);
+            self.tails.remove(key);
+            return Some(Pending {
+                path: key.to_owned(),
+                kind: Kind::Put,
+                blob: None,
+                len: st.len,
+                mtime_us,
+                when_us,
+            });
+        }
+        // An append-only file that grew with its old tail in place: record the new bytes only.
+        if key.ends_with(".jsonl")
+            && let Some(o) = &old
+            && st.len > o.len
+            && !o.blobs.is_empty()
+            && let Some(tail) = self.tail_of(key, o)
+            && let Some(added) = read_after(&f, o.len, &tail)
+        {
+            let len = o.len + added.len() as u64;
+            let blob = self.writer.put_blob(&added).ok()?;
+            self.remember_tail(key, &tail, &added);
+            self.stats.insert(key.to_owned(), Stat { len, ..st });
+            return Some(Pending {
+                path: key.to_owned(),
+                kind: Kind::App,
+                blob: Some(blob),
+                len,
+                mtime_us,
+                when_us,
+            });
+        }
+        let bytes = read_all(&f, super::store::MAX_FILE_BYTES)?;
+        let len = bytes.len() as u64;
+        let h = super::store::hash_of(&bytes);
+        self.stats.insert(key.to_owned(), Stat { len, ..st });
+        if key.ends_with(".jsonl") {
+            self.remember_tail(key, &[], &bytes);
+        }
+        if let Some(o) = &old
+            && o.blobs.len() == 1
+            && o.blobs[0] == h
+            && o.mtime_us == mtime_us
+        {
+            return None;
+        }
+        let blob = self.writer.put_blob(&bytes).ok()?;
+        Some(Pending {
+            path: key.to_owned(),
+            kind: Kind::Put,
+            blob: Some(blob),
+            len,
+            mtime_us,
+            when_us,
+        })
+    }
+
+    fn remember_tail(&mut self, key: &str, old_tail: &[u8], added: &[u8]) {
+        let mut t = old_tail.to_vec();
+        t.extend_from_slice(added);
+        let cut = t.len().saturating_sub(TAIL as usize);
+        self.tails.insert(key.to_owned(), t.split_off(cut));
+    }
+
+    /// The last bytes of a recorded file (remembered, else read from its last blobs).
+    fn tail_of(&mut self, key: &str, f: &super::store::FileVer) -> Option<Vec<u8>> {
+        if let Some(t) = self.tails.get(key) {
+            return Some(t.clone());
+        }
+        let mut t: Vec<u8> = Vec::new();
+        for b in f.blobs.iter().rev() {
+            let mut bytes = self.writer.hist.blob(b).ok()??;
+            bytes.extend_from_slice(&t);
+            t = bytes;
+            if t.len() as u64 >= TAIL {
+                break;
+            }
+        }
+        let cut = t.len().saturating_sub(TAIL as usize);
+        let t = t.split_off(cut);
+        self.tails.insert(key.to_owned(), t.clone());
+        Some(t)
+    }
+}
+
+/// A delete has no time of its own: in a batch with writes (a rename is a delete and a write) it
+/// takes the latest of their times, else the moment it was seen.
+fn stamp_deletes(mut batch: Vec<Pending>) -> Vec<Pending> {
+    if let Some(t) = batch
+        .iter()
+        .filter(|p| p.kind != Kind::Del)
+        .map(|p| p.when_us)
+        .max()
+    {
+        for p in batch.iter_mut().filter(|p| p.kind == Kind::Del) {
+            p.when_us = p.when_us.min(t);
+        }
+    }
+    batch
+}
+
+fn del(path: String, now: i64) -> Pending {
+    Pending {
+        path,
+        kind: Kind::Del,
+        blob: None,
+        len: 0,
+        mtime_us: 0,
+        when_us: now,
+    }
+}
+
+/// Opens a root file for reading without following a link or blocking on a FIFO.
+fn open_nofollow(root: &Root, path: &Path) -> Option<File> {
+    let (dir, name) = SafeDir::parent_of(root, path, false).ok()??;
+    let f = dir
+        .open_file(&name, OFlags::RDONLY | OFlags::NONBLOCK)
+        .ok()??;
+    f.metadata().ok()?.is_file().then_some(f)
+}
+
+fn read_all(f: &File, max: u64) -> Option<Vec<u8>> {
+    let mut bytes = Vec::new();
+    let mut r = f;
+    r.seek(SeekFrom::Start(0)).ok()?;
+    r.take(max).read_to_end(&mut bytes).ok()?;
+    Some(bytes)
+}
+
+/// The bytes after `old_len` when the `tail.len()` bytes before it are still `tail`.
+fn read_after(f: &File, old_len: u64, tail: &[u8]) -> Option<Vec<u8>> {
+    let start = old_len.checked_sub(tail.len() as u64)?;
+    let mut r = f;
+    r.seek(SeekFrom::Start(start)).ok()?;
+    let mut bytes = Vec::new();
+    r.take(super::store::MAX_FILE_BYTES)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    if bytes.len() <= tail.len() || bytes[..tail.len()] != *tail {
+        return None;
+    }
+    Some(bytes.split_off(tail.len()))
+}
+
+/// The regular files under `dir` (not following links), skipping `skip`.
+fn walk(dir: &Path, skip: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    if depth > MAX_DEPTH || dir.starts_with(skip) {
+        return;
+    }
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let p = e.path();
+        match e.file_type() {
+            Ok(t) if t.is_dir() => walk(&p, skip, depth + 1, out),
+            Ok(t) if t.is_file() => out.push(p),
+            _ => {}
+        }
+    }
+}
+
+/// Takes the writer lease, standing by (blocked on it on a thread of its own) while another
+/// recorder holds it; `None` when told to stop meanwhile.
+fn take_lease(
+    root: &Root,
+    tx: &mpsc::Sender<Msg>,
+    rx: &mpsc::Receiver<Msg>,
+    report: &mut dyn FnMut(Report),
+) -> Result<Option<File>> {
+    let lease = lease_file(root)?;
+    let lease = match lease.try_lock() {
+        Ok(()) => lease,
+        Err(std::fs::TryLockError::WouldBlock) => {
+            report(Report::StandingBy(holder(root)));
+            // A blocking flock on its own thread: no polling; the kernel wakes it when the writer
+            // ends, killed or not.
+            let stx = tx.clone();
+            std::thread::Builder::new()
+                .name("history-standby".into())
+                .spawn(move || {
+                    if lease.lock().is_ok() {
+                        let _ = stx.send(Msg::Leased(lease));
+                    }
+                })
+                .map_err(|e| Error::io(root.conductor.clone(), e))?;
+            loop {
+                match rx.recv() {
+                    Ok(Msg::Leased(f)) => break f,
+                    Ok(Msg::Stop) | Err(_) => {
+                        report(Report::Stopped);
+                        return Ok(None);
+                    }
+                    Ok(Msg::Fs(_)) => {}
+                }
+            }
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(Error::io(HistoryDir::of(root).dir.join(WRITER_LOCK), e));
+        }
+    };
+    Ok(Some(lease))
+}
+
+/// Watches `root` for the recorder: `conductor/` itself flat, each of its other directories
+/// recursively (the history's own directory is never watched: its writes would wake the recorder
+/// for nothing), and the handoffs' tree recursively. Returns the directories watched recursively.
+fn watch(
+    root: &Root,
+    tx: &mpsc::Sender<Msg>,
+) -> Result<(
+    notify::RecommendedWatcher,
+    std::collections::HashSet<PathBuf>,
+)> {
+    let wtx = tx.clone();
+    let mut watcher = notify::recommended_watcher(move |ev| {
+        let _ = wtx.send(Msg::Fs(ev));
+    })
+    .map_err(|e| Error::refused(format!("cannot watch the root: {e}")))?;
+    use notify::Watcher;
+    let hist_dir = HistoryDir::of(root).dir;
+    watcher
+        .watch(&root.conductor, notify::RecursiveMode::NonRecursive)
+        .map_err(|e| Error::refused(format!("cannot watch {}: {e}", root.conductor.display())))?;
+    let mut watched: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
+    for e in std::fs::read_dir(&root.conductor)
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let p = e.path();
+        if p != hist_dir && e.file_type().is_ok_and(|t| t.is_dir()) {
+            watcher
+                .watch(&p, notify::RecursiveMode::Recursive)
+                .map_err(|e| Error::refused(format!("cannot watch {}: {e}", p.display())))?;
+            watched.insert(p);
+        }
+    }
+    if !root.handoffs.starts_with(&root.conductor) {
+        watcher
+            .watch(&root.handoffs, notify::RecursiveMode::Recursive)
+            .map_err(|e| {
+                Error::refused(format!("cannot watch {}: {e}", root.handoffs.display()))
+            })?;
+    }
+    Ok((watcher, watched))
+}
+
+/// Records `root` until `rx` gives [`Msg::Stop`] (or every sender is gone): stands by while another
+/// recorder holds the lease, then writes. `tx` must be the sender of `rx` (the file watcher and the
+/// stand-by thread send through it). Reports go to `report`.
+pub fn run(
+    root: &Root,
+    tx: mpsc::Sender<Msg>,
+    rx: mpsc::Receiver<Msg>,
+    report: &mut dyn FnMut(Report),
+) -> Result<()> {
+    let Some(lease) = take_lease(root, &tx, &rx, report)? else {
+        return Ok(());
+    };
+    for (_, d) in bases(root) {
+        crate::store::atomic::ensure_dir(root, &d)?;
+    }
+    // Watch first, then scan: a change made between the two is seen by both, never by neither.
+    let (mut watcher, mut watched) = watch(root, &tx)?;
+    use notify::Watcher;
+    let (mut rec, scanned) = Recorder::start(root, lease)?;
+    report(Report::Writing {
+        scanned,
+        repaired: rec.writer.repaired,
+    });
+    let mut last_retention = std::time::Instant::now();
+    loop {
+        let first = match rx.recv_timeout(RETENTION_EVERY) {
+            Ok(m) => m,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if let Err(e) = rec.writer.enforce_retention(now_us()) {
+                    report(Report::Warning(format!("retention: {e}")));
+                }
+                last_retention = std::time::Instant::now();
+                continue;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        let mut paths = Vec::new();
+        let mut rescan = false;
+        let mut stop = false;
+        let mut take = |m: Msg, paths: &mut Vec<PathBuf>| match m {
+            Msg::Stop => stop = true,
+            Msg::Fs(Ok(ev)) if matches!(ev.kind, notify::EventKind::Access(_)) => {}
+            Msg::Fs(Ok(ev)) if ev.need_rescan() => rescan = true,
+            Msg::Fs(Ok(ev)) => paths.extend(ev.paths),
+            Msg::Fs(Err(_)) => rescan = true,
+            Msg::Leased(_) => {}
+        };
+        take(first, &mut paths);
+        let until = std::time::Instant::now() + GATHER;
+        while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
+            match rx.recv_timeout(left) {
+                Ok(m) => take(m, &mut paths),
+                Err(_) => break,
+            }
+        }
+        while let Ok(m) = rx.try_recv() {
+            take(m, &mut paths);
+        }
+        paths.retain(|p| !p.starts_with(&rec.skip));
+        // A directory new in `conductor/`: watch it too (what it already holds is read below).
+        for p in &paths {
+            if p.parent() == Some(root.conductor.as_path())
+                && !watched.contains(p)
+                && p.is_dir()
+                && watcher.watch(p, notify::RecursiveMode::Recursive).is_ok()
+            {
+                watched.insert(p.clone());
+            }
+        }
+        let done = if rescan {
+            rec.rescan(false)
+        } else if paths.is_empty() {
+            Ok(0)
+        } else {
+            paths.sort();
+            paths.dedup();
+            rec.refresh(&paths)
+        };
+        match done {
+            Ok(0) => {}
+            Ok(n) => report(Report::Committed(n)),
+            Err(e) => report(Report::Warning(e.to_string())),
+        }
+        if last_retention.elapsed() >= RETENTION_EVERY {
+            last_retention = std::time::Instant::now();
+            if let Err(e) = rec.writer.enforce_retention(now_us()) {
+                report(Report::Warning(format!("retention: {e}")));
+            }
+        }
+        if stop {
+            break;
+        }
+    }
+    drop(watcher);
+    report(Report::Stopped);
+    Ok(())
+}
+
+/// A recorder on its own thread ([`run`]); [`Background::stop`] ends it.
+#[derive(Debug)]
+pub struct Background {
+    tx: mpsc::Sender<Msg>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Background {
+    /// Starts recording `root` on a thread; its reports go to `report`.
+    pub fn start(root: &Root, mut report: Box<dyn FnMut(Report) + Send>) -> Result<Self> {
+        let (tx, rx) = mpsc::channel();
+        let root = root.clone();
+        let ttx = tx.clone();
+        let handle = std::thread::Builder::new()
+            .name("history-recorder".into())
+            .spawn(move || {
+                if let Err(e) = run(&root, ttx, rx, &mut *report) {
+                    report(Report::Warning(format!("the recorder stopped: {e}")));
+                }
+            })
+            .map_err(|e| Error::io("history-recorder", e))?;
+        Ok(Self {
+            tx,
+            handle: Some(handle),
+        })
+    }
+
+    /// A sender that stops it (a signal handler holds one).
+    pub fn sender(&self) -> mpsc::Sender<Msg> {
+        self.tx.clone()
+    }
+
+    /// Stops it and waits for its last batch (a stand-by recorder ends at once).
+    pub fn stop(mut self) {
+        let _ = self.tx.send(Msg::Stop);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}

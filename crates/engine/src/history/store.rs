@@ -1,0 +1,1038 @@
+//! The history's files (docs/HISTORY.md): segments of change records, content-addressed blobs and one
+//! checkpoint per segment, all under `conductor/history/`. Reading them ([`HistoryDir`], [`Seek`]) and
+//! appending to them ([`Writer`], which only the holder of the writer lease builds).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::{Read, Seek as _, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use rustix::fs::OFlags;
+use serde::{Deserialize, Serialize};
+use sha2::Digest;
+
+use crate::error::{Error, Result};
+use crate::store::Root;
+use crate::store::layout;
+use crate::store::safe::SafeDir;
+
+/// `history/segments`: one file of change records per segment.
+pub const SEGMENTS_DIR: &str = "segments";
+/// `history/checkpoints`: the whole tree at the start of each segment.
+pub const CHECKPOINTS_DIR: &str = "checkpoints";
+/// `history/blobs`: file contents by hash, `blobs/{first two hex}/{rest}`.
+pub const BLOBS_DIR: &str = "blobs";
+/// `history/.writer.lock`: the writer lease (an exclusive `flock` held while recording).
+pub const WRITER_LOCK: &str = ".writer.lock";
+/// `history/writer.json`: who holds the lease (pid, since), for messages.
+pub const WRITER_FILE: &str = "writer.json";
+/// `history/forgotten.json`: workflows whose recorded context was dropped.
+pub const FORGOTTEN_FILE: &str = "forgotten.json";
+const SEGMENT_SUFFIX: &str = ".log";
+const CHECKPOINT_SUFFIX: &str = ".json";
+
+/// A segment is closed (a checkpoint taken, a new segment begun) after this many records…
+pub const SEGMENT_MAX_RECORDS: u64 = 20_000;
+/// …or this many bytes of records.
+pub const SEGMENT_MAX_BYTES: u64 = 8 * 1024 * 1024;
+/// Largest segment or checkpoint file read.
+pub const MAX_INDEX_BYTES: u64 = 512 * 1024 * 1024;
+/// A file larger than this is recorded without its content (its size and time only).
+pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+/// At a checkpoint, runs of small appended pieces are merged into blobs of about this size.
+pub const CHUNK_BYTES: u64 = 1024 * 1024;
+/// A file with more pieces than this is merged at the next checkpoint.
+const MERGE_AFTER_PIECES: usize = 8;
+/// Longest record line read (paths are bounded by the file system, so a longer line is garbage).
+const MAX_LINE: usize = 64 * 1024;
+
+/// One file as the history holds it at a moment.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileVer {
+    /// The blobs whose concatenation is the content (empty: the content was not kept, see
+    /// [`MAX_FILE_BYTES`]).
+    #[serde(rename = "b", default)]
+    pub blobs: Vec<String>,
+    /// Its size in bytes.
+    #[serde(rename = "n", default)]
+    pub len: u64,
+    /// Its modification time, microseconds since the epoch.
+    #[serde(rename = "m", default)]
+    pub mtime_us: i64,
+}
+
+/// What a change did to its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// The file appeared or was replaced: its content is the blob.
+    Put,
+    /// Bytes were appended (a JSONL file): the blob is the new tail.
+    App,
+    /// The file is gone.
+    Del,
+}
+
+impl Kind {
+    /// `put`, `app` or `del`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Put => "put",
+            Kind::App => "app",
+            Kind::Del => "del",
+        }
+    }
+}
+
+/// One recorded change (one line of a segment).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    /// Its sequence number: consecutive over the whole history, never reused.
+    #[serde(rename = "s")]
+    pub seq: u64,
+    /// When it happened (the file's mtime, or when it was seen), microseconds since the epoch;
+    /// never decreasing along the sequence.
+    #[serde(rename = "t")]
+    pub at_us: i64,
+    /// The file, relative to the root (`conductor/…`, `shared/handoffs/…`).
+    #[serde(rename = "p")]
+    pub path: String,
+    /// What happened to it.
+    #[serde(rename = "k")]
+    pub kind: Kind,
+    /// The blob of a put or append (none for a delete or a file too large to keep).
+    #[serde(rename = "h", default, skip_serializing_if = "Option::is_none")]
+    pub blob: Option<String>,
+    /// The file's size after the change.
+    #[serde(rename = "n", default)]
+    pub len: u64,
+    /// The file's mtime after the change, microseconds.
+    #[serde(rename = "m", default)]
+    pub mtime_us: i64,
+}
+
+/// The first line of a segment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SegmentHeader {
+    /// Format version (1).
+    pub history: u32,
+    /// The sequence number of the segment's first record (also its checkpoint's name).
+    pub seq: u64,
+    /// The moment its checkpoint shows, microseconds (the segment's first moment).
+    pub t: i64,
+}
+
+/// The whole tree at the start of a segment.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// The sequence number of the first record not included.
+    pub seq: u64,
+    /// The moment it shows, microseconds.
+    pub t: i64,
+    /// Every file, by path.
+    pub files: BTreeMap<String, FileVer>,
+}
+
+/// A tree of files at one moment.
+pub type Tree = BTreeMap<String, FileVer>;
+
+/// Applies `c` to `tree`.
+pub fn apply(tree: &mut Tree, c: &Change) {
+    match c.kind {
+        Kind::Del => {
+            tree.remove(&c.path);
+        }
+        Kind::Put => {
+            tree.insert(
+                c.path.clone(),
+                FileVer {
+                    blobs: c.blob.iter().cloned().collect(),
+                    len: c.len,
+                    mtime_us: c.mtime_us,
+                },
+            );
+        }
+        Kind::App => {
+            let e = tree.entry(c.path.clone()).or_default();
+            match &c.blob {
+                Some(b) if !(e.blobs.is_empty() && e.len > 0) => e.blobs.push(b.clone()),
+                // Content that was not kept stays unknown.
+                _ => e.blobs.clear(),
+            }
+            e.len = c.len;
+            e.mtime_us = c.mtime_us;
+        }
+    }
+}
+
+/// The content hash of `bytes`: the first 128 bits of its SHA-256, in hex.
+pub fn hash_of(bytes: &[u8]) -> String {
+    let d = sha2::Sha256::digest(bytes);
+    hex::encode(&d[..16])
+}
+
+fn is_hash(h: &str) -> bool {
+    h.len() == 32
+        && h.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Microseconds since the epoch of `t`.
+pub fn micros(t: chrono::DateTime<chrono::Utc>) -> i64 {
+    t.timestamp_micros()
+}
+
+/// The instant of `us` microseconds since the epoch.
+pub fn instant(us: i64) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::from_timestamp_micros(us).unwrap_or_default()
+}
+
+/// The history directory of a root, for reading.
+#[derive(Debug, Clone)]
+pub struct HistoryDir {
+    /// The root.
+    pub root: Root,
+    /// `conductor/history`.
+    pub dir: PathBuf,
+}
+
+/// Where a moment falls in the history.
+#[derive(Debug)]
+pub enum Seek {
+    /// Nothing was ever recorded on this root.
+    Never,
+    /// The moment is before the oldest moment kept (which is given, microseconds).
+    Before(i64),
+    /// The tree at the moment.
+    Found {
+        /// The files.
+        tree: Tree,
+        /// The last change applied (its sequence number), if any.
+        seq: Option<u64>,
+        /// The history's first moment kept, microseconds.
+        first: i64,
+        /// Its last recorded moment, microseconds.
+        last: i64,
+    },
+}
+
+/// A record line that could not be read, or a record out of order.
+#[derive(Debug, Clone)]
+pub struct Damage {
+    /// The segment.
+    pub segment: u64,
+    /// The byte offset of the line.
+    pub offset: u64,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// A segment read whole.
+#[derive(Debug, Default)]
+pub struct SegmentRead {
+    /// Its header, if the first line is one.
+    pub header: Option<SegmentHeader>,
+    /// Its records with the byte offset each line starts at.
+    pub records: Vec<(u64, Change)>,
+    /// Lines that are not records.
+    pub damage: Vec<Damage>,
+    /// The length of the prefix made of whole lines (a torn last line is cut there).
+    pub whole_len: u64,
+}
+
+fn read_bounded(path: &Path, max: u64) -> Result<Option<Vec<u8>>> {
+    let Some(f) = crate::store::read::open_regular(path)? else {
+        return Ok(None);
+    };
+    let mut bytes = Vec::new();
+    f.take(max + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, e))?;
+    if bytes.len() as u64 > max {
+        return Err(Error::Corrupt {
+            path: path.to_path_buf(),
+            message: format!("over the {max}-byte limit"),
+        });
+    }
+    Ok(Some(bytes))
+}
+
+fn numbered(dir: &Path, suffix: &str) -> Vec<u64> {
+    let mut v: Vec<u64> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name();
+            let n = n.to_str()?;
+            let stem = n.strip_suffix(suffix)?;
+            (stem.len() == 20 && stem.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| stem.parse().ok())
+                .flatten()
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+impl HistoryDir {
+    /// The history of `root` (it may not exist).
+    pub fn of(root: &Root) -> Self {
+        Self {
+            root: root.clone(),
+            dir: root.conductor.join(layout::HISTORY_DIR),
+        }
+    }
+
+    /// `segments/{seq:020}.log`.
+    pub fn segment_path(&self, seq: u64) -> PathBuf {
+        self.dir
+            .join(SEGMENTS_DIR)
+            .join(format!("{seq:020}{SEGMENT_SUFFIX}"))
+    }
+
+    /// `checkpoints/{seq:020}.json`.
+    pub fn checkpoint_path(&self, seq: u64) -> PathBuf {
+        self.dir
+            .join(CHECKPOINTS_DIR)
+            .join(format!("{seq:020}{CHECKPOINT_SUFFIX}"))
+    }
+
+    /// `blobs/{h[..2]}/{h[2..]}`.
+    pub fn blob_path(&self, h: &str) -> Option<PathBuf> {
+        is_hash(h).then(|| self.dir.join(BLOBS_DIR).join(&h[..2]).join(&h[2..]))
+    }
+
+    /// The segments kept, oldest first (by their first sequence number).
+    pub fn segments(&self) -> Vec<u64> {
+        numbered(&self.dir.join(SEGMENTS_DIR), SEGMENT_SUFFIX)
+    }
+
+    /// The checkpoints kept, oldest first.
+    pub fn checkpoints(&self) -> Vec<u64> {
+        numbered(&self.dir.join(CHECKPOINTS_DIR), CHECKPOINT_SUFFIX)
+    }
+
+    /// True when anything was ever recorded here.
+    pub fn exists(&self) -> bool {
+        !self.segments().is_empty()
+    }
+
+    /// The content of blob `h` (`None` when it is not kept: forgotten, or the file was too large).
+    pub fn blob(&self, h: &str) -> Result<Option<Vec<u8>>> {
+        match self.blob_path(h) {
+            Some(p) => read_bounded(&p, MAX_FILE_BYTES),
+            None => Ok(None),
+        }
+    }
+
+    /// The content of a file version: its blobs joined (`None` when one of them is missing).
+    pub fn content(&self, f: &FileVer) -> Result<Option<Vec<u8>>> {
+        if f.blobs.is_empty() && f.len > 0 {
+            return Ok(None);
+        }
+        let mut out = Vec::with_capacity(usize::try_from(f.len).unwrap_or(0).min(1 << 26));
+        for b in &f.blobs {
+            match self.blob(b)? {
+                Some(bytes) => out.extend_from_slice(&bytes),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// Reads a checkpoint.
+    pub fn checkpoint(&self, seq: u64) -> Result<Checkpoint> {
+        let p = self.checkpoint_path(seq);
+        let bytes = read_bounded(&p, MAX_INDEX_BYTES)?
+            .ok_or_else(|| Error::not_found(format!("{} is missing", p.display())))?;
+        serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
+            path: p,
+            message: e.to_string(),
+        })
+    }
+
+    /// The header of a segment (its first line only).
+    pub fn header(&self, seq: u64) -> Option<SegmentHeader> {
+        let f = crate::store::read::open_regular(&self.segment_path(seq))
+            .ok()
+            .flatten()?;
+        let mut buf = Vec::with_capacity(256);
+        f.take(4096).read_to_end(&mut buf).ok()?;
+        let line = buf.split(|b| *b == b'\n').next()?;
+        serde_json::from_slice(line).ok()
+    }
+
+    /// Reads a segment whole.
+    pub fn segment(&self, seq: u64) -> Result<SegmentRead> {
+        let p = self.segment_path(seq);
+        let bytes = read_bounded(&p, MAX_INDEX_BYTES)?
+            .ok_or_else(|| Error::not_found(format!("{} is missing", p.display())))?;
+        Ok(parse_segment(seq, &bytes))
+    }
+
+    /// The tree at `at_us`: the newest segment that starts at or before it, its checkpoint, then its
+    /// records up to the moment.
+    pub fn seek(&self, at_us: i64) -> Result<Seek> {
+        let segs = self.segments();
+        let heads: Vec<(u64, i64)> = segs
+            .iter()
+            .filter_map(|s| self.header(*s).map(|h| (*s, h.t)))
+            .collect();
+        let Some(&(_, first)) = heads.first() else {
+            return Ok(if segs.is_empty() {
+                Seek::Never
+            } else {
+                Seek::Before(i64::MAX)
+            });
+        };
+        if at_us < first {
+            return Ok(Seek::Before(first));
+        }
+        let i = heads
+            .partition_point(|(_, t)| *t <= at_us)
+            .saturating_sub(1);
+        let (seg, _) = heads[i];
+        let cp = self.checkpoint(seg)?;
+        let mut tree = cp.files;
+        let mut seq = cp.seq.checked_sub(1);
+        let p = self.segment_path(seg);
+        let bytes = read_bounded(&p, MAX_INDEX_BYTES)?
+            .ok_or_else(|| Error::not_found(format!("{} is missing", p.display())))?;
+        let mut last = cp.t;
+        // Records are in time order: parse only up to the moment, then read the last line's time.
+        for line in bytes.split(|b| *b == b'\n').skip(1) {
+            let Ok(c) = serde_json::from_slice::<Change>(line) else {
+                continue;
+            };
+            if c.at_us > at_us {
+                break;
+            }
+            apply(&mut tree, &c);
+            seq = Some(c.seq);
+            last = c.at_us;
+        }
+        if let Some(c) = bytes
+            .split(|b| *b == b'\n')
+            .rev()
+            .find_map(|l| serde_json::from_slice::<Change>(l).ok())
+        {
+            last = c.at_us;
+        }
+        if let Some(&(s, _)) = heads.last()
+            && s != seg
+            && let Ok(Some(b)) = read_bounded(&self.segment_path(s), MAX_INDEX_BYTES)
+            && let Some(c) = b
+                .split(|x| *x == b'\n')
+                .rev()
+                .find_map(|l| serde_json::from_slice::<Change>(l).ok())
+        {
+            last = c.at_us;
+        }
+        Ok(Seek::Found {
+            tree,
+            seq,
+            first,
+            last,
+        })
+    }
+
+    /// The changes with `from_us < t <= to_us`, oldest first, at most `limit` (the bool: more were left
+    /// out).
+    pub fn changes(&self, from_us: i64, to_us: i64, limit: usize) -> Result<(Vec<Change>, bool)> {
+        let segs: Vec<(u64, i64)> = self
+            .segments()
+            .into_iter()
+            .filter_map(|s| self.header(s).map(|h| (s, h.t)))
+            .collect();
+        let mut out = Vec::new();
+        for (i, (seg, t)) in segs.iter().enumerate() {
+            let next_t = segs.get(i + 1).map(|(_, t)| *t);
+            if *t > to_us || next_t.is_some_and(|n| n < from_us) {
+                continue;
+            }
+            for (_, c) in self.segment(*seg)?.records {
+                if c.at_us > from_us && c.at_us <= to_us {
+                    if out.len() >= limit {
+                        return Ok((out, true));
+                    }
+                    out.push(c);
+                }
+            }
+        }
+        Ok((out, false))
+    }
+
+    /// The workflows whose recorded context was dropped (`record --forget`).
+    pub fn forgotten(&self) -> BTreeSet<String> {
+        read_bounded(&self.dir.join(FORGOTTEN_FILE), 16 * 1024 * 1024)
+            .ok()
+            .flatten()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| {
+                v.get("workflows")?.as_array().map(|a| {
+                    a.iter()
+                        .filter_map(|w| w.get("workflow_id")?.as_str().map(str::to_owned))
+                        .collect()
+                })
+            })
+            .unwrap_or_default()
+    }
+
+    /// Bytes the history takes on disk (apparent sizes of its files).
+    pub fn size(&self) -> u64 {
+        fn walk(p: &Path, depth: usize) -> u64 {
+            let Ok(rd) = std::fs::read_dir(p) else {
+                return 0;
+            };
+            rd.flatten()
+                .map(|e| match e.file_type() {
+                    Ok(t) if t.is_dir() && depth < 4 => walk(&e.path(), depth + 1),
+                    Ok(t) if t.is_file() => e.metadata().map(|m| m.len()).unwrap_or(0),
+                    _ => 0,
+                })
+                .sum()
+        }
+        walk(&self.dir, 0)
+    }
+}
+
+/// Parses a segment's bytes: the header, the records, the damage, and where the whole lines end.
+pub fn parse_segment(seq: u64, bytes: &[u8]) -> SegmentRead {
+    let mut out = SegmentRead::default();
+    let mut off = 0usize;
+    let mut first = true;
+    while off < bytes.len() {
+        let Some(nl) = memchr::memchr(b'\n', &bytes[off..]) else {
+            break;
+        };
+        let line = &bytes[off..off + nl];
+        let at = off as u64;
+        off += nl + 1;
+        out.whole_len = off as u64;
+        if first {
+            first = false;
+            if let Ok(h) = serde_json::from_slice::<SegmentHeader>(line) {
+                out.header = Some(h);
+                continue;
+            }
+        }
+        if line.len() > MAX_LINE {
+            out.damage.push(Damage {
+                segment: seq,
+                offset: at,
+                message: format!("a line of {} bytes", line.len()),
+            });
+            continue;
+        }
+        match serde_json::from_slice::<Change>(line) {
+            Ok(c) => out.records.push((at, c)),
+            Err(e) => out.damage.push(Damage {
+                segment: seq,
+                offset: at,
+                message: format!("not a change record: {e}"),
+            }),
+        }
+    }
+    out
+}
+
+/// One change found by the recorder, not yet numbered.
+#[derive(Debug, Clone)]
+pub struct Pending {
+    /// The file (relative to the root).
+    pub path: String,
+    /// What happened.
+    pub kind: Kind,
+    /// Its blob (already stored).
+    pub blob: Option<String>,
+    /// Size after.
+    pub len: u64,
+    /// Mtime after, microseconds.
+    pub mtime_us: i64,
+    /// When it happened as far as the recorder can tell (the mtime, else when it was seen).
+    pub when_us: i64,
+}
+
+/// Retention and switches of the history, from the `history:` mapping of `conductor/config.yaml`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Retention {
+    /// Most bytes the history keeps (whole oldest segments are dropped past it).
+    pub max_bytes: u64,
+    /// Oldest history kept.
+    pub max_age: std::time::Duration,
+}
+
+/// Appends to the history: only the holder of the writer lease builds one.
+#[derive(Debug)]
+pub struct Writer {
+    /// Where it writes.
+    pub hist: HistoryDir,
+    /// The tree as of the last record written.
+    pub tree: Tree,
+    seg: u64,
+    seg_file: File,
+    seg_records: u64,
+    seg_bytes: u64,
+    /// The next sequence number.
+    pub next_seq: u64,
+    /// The stamp of the last record (stamps never go back).
+    pub last_t: i64,
+    blob_dirs: HashMap<String, SafeDir>,
+    retention: Retention,
+    /// Records cut from a damaged tail at open (a killed writer's half-written batch).
+    pub repaired: usize,
+}
+
+fn io_at(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |e| Error::io(path, e)
+}
+
+impl Writer {
+    /// Opens the history for appending (creating it when missing), after repairing the tail a
+    /// killed writer may have left: a torn last line is cut, and records whose blob is missing are
+    /// cut with everything after them.
+    pub fn open(root: &Root, retention: Retention, now_us: i64) -> Result<Self> {
+        let hist = HistoryDir::of(root);
+        for d in [SEGMENTS_DIR, CHECKPOINTS_DIR, BLOBS_DIR] {
+            crate::store::atomic::ensure_dir(root, &hist.dir.join(d))?;
+        }
+        let segs = hist.segments();
+        let mut w = match segs.last() {
+            None => {
+                let cp = Checkpoint {
+                    seq: 0,
+                    t: now_us,
+                    files: Tree::new(),
+                };
+                write_checkpoint(&hist, &cp)?;
+                let file = new_segment(&hist, 0, now_us)?;
+                Self {
+                    hist,
+                    tree: Tree::new(),
+                    seg: 0,
+                    seg_file: file,
+                    seg_records: 0,
+                    seg_bytes: 0,
+                    next_seq: 0,
+                    last_t: now_us,
+                    blob_dirs: HashMap::new(),
+                    retention,
+                    repaired: 0,
+                }
+            }
+            Some(&seg) => {
+                let cp = hist.checkpoint(seg)?;
+                let path = hist.segment_path(seg);
+                let read = hist.segment(seg)?;
+                let mut tree = cp.files;
+                let mut next_seq = cp.seq;
+                let mut last_t = cp.t;
+                let mut keep_len = read.whole_len;
+                let mut kept = 0u64;
+                let mut repaired = 0usize;
+                for (i, (off, c)) in read.records.iter().enumerate() {
+                    let blob_ok = c
+                        .blob
+                        .as_deref()
+                        .is_none_or(|b| hist.blob_path(b).is_some_and(|p| p.is_file()));
+                    if c.seq != next_seq || c.at_us < last_t || !blob_ok {
+                        keep_len = *off;
+                        repaired = read.records.len() - i;
+                        break;
+                    }
+                    apply(&mut tree, c);
+                    next_seq = c.seq + 1;
+                    last_t = c.at_us;
+                    kept += 1;
+                }
+                let file = reopen_segment(root, &path, keep_len)?;
+                Self {
+                    hist,
+                    tree,
+                    seg,
+                    seg_file: file,
+                    seg_records: kept,
+                    seg_bytes: keep_len,
+                    next_seq,
+                    last_t,
+                    blob_dirs: HashMap::new(),
+                    retention,
+                    repaired,
+                }
+            }
+        };
+        w.enforce_retention(now_us)?;
+        Ok(w)
+    }
+
+    /// Stores `bytes` as a blob (once: an existing blob is kept) and returns its hash.
+    pub fn put_blob(&mut self, bytes: &[u8]) -> Result<String> {
+        let h = hash_of(bytes);
+        let sub = h[..2].to_owned();
+        let name = h[2..].to_owned();
+        if !self.blob_dirs.contains_key(&sub) {
+            let p = self.hist.dir.join(BLOBS_DIR).join(&sub);
+            let d = SafeDir::open(&self.hist.root, &p, true)?
+                .ok_or_else(|| Error::not_found(format!("{} is missing", p.display())))?;
+            self.blob_dirs.insert(sub.clone(), d);
+        }
+        if let Some(d) = self.blob_dirs.get(&sub) {
+            let exists =
+                rustix::fs::statat(d, name.as_str(), rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+                    .is_ok_and(|s| s.st_size as u64 == bytes.len() as u64);
+            if !exists {
+                d.replace_volatile(OsStr::new(&name), bytes)?;
+            }
+        }
+        Ok(h)
+    }
+
+    /// Numbers, stamps and appends `batch` (one write, then `fdatasync`), applies it to the tree,
+    /// and closes the segment when it is full. Stamps never go back and never pass `now_us`.
+    pub fn commit(&mut self, mut batch: Vec<Pending>, now_us: i64) -> Result<Vec<Change>> {
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        batch.sort_by_key(|p| p.when_us);
+        let mut out = Vec::with_capacity(batch.len());
+        let mut bytes = Vec::new();
+        for p in batch {
+            let t = p.when_us.min(now_us).max(self.last_t);
+            let c = Change {
+                seq: self.next_seq,
+                at_us: t,
+                path: p.path,
+                kind: p.kind,
+                blob: p.blob,
+                len: p.len,
+                mtime_us: p.mtime_us,
+            };
+            bytes.extend_from_slice(&crate::store::json_text(&c, false));
+            bytes.push(b'\n');
+            self.next_seq += 1;
+            self.last_t = t;
+            out.push(c);
+        }
+        let path = self.hist.segment_path(self.seg);
+        self.seg_file.write_all(&bytes).map_err(io_at(&path))?;
+        self.seg_file.sync_data().map_err(io_at(&path))?;
+        self.seg_records += out.len() as u64;
+        self.seg_bytes += bytes.len() as u64;
+        for c in &out {
+            apply(&mut self.tree, c);
+        }
+        if self.seg_records >= SEGMENT_MAX_RECORDS || self.seg_bytes >= SEGMENT_MAX_BYTES {
+            self.roll(now_us)?;
+        }
+        Ok(out)
+    }
+
+    /// Closes the current segment: merges long runs of appended pieces, writes the checkpoint of the
+    /// tree, begins the next segment, then applies retention.
+    pub fn roll(&mut self, now_us: i64) -> Result<()> {
+        let paths: Vec<String> = self
+            .tree
+            .iter()
+            .filter(|(_, f)| f.blobs.len() > MERGE_AFTER_PIECES)
+            .map(|(p, _)| p.clone())
+            .collect();
+        for p in paths {
+            let Some(f) = self.tree.get(&p).cloned() else {
+                continue;
+            };
+            if let Some(merged) = self.merge(&f)? {
+                self.tree.insert(p, merged);
+            }
+        }
+        let cp = Checkpoint {
+            seq: self.next_seq,
+            t: self.last_t,
+            files: self.tree.clone(),
+        };
+        write_checkpoint(&self.hist, &cp)?;
+        self.seg_file = new_segment(&self.hist, self.next_seq, self.last_t)?;
+        self.seg = self.next_seq;
+        self.seg_records = 0;
+        self.seg_bytes = 0;
+        self.enforce_retention(now_us).map(|_| ())
+    }
+
+    /// Merges the small pieces of `f` into chunks of about [`CHUNK_BYTES`]; `None` when a piece is
+    /// missing (the version then stays as it is).
+    fn merge(&mut self, f: &FileVer) -> Result<Option<FileVer>> {
+        let mut out = Vec::new();
+        let mut acc: Vec<u8> = Vec::new();
+        for b in &f.blobs {
+            let Some(bytes) = self.hist.blob(b)? else {
+                return Ok(None);
+            };
+            if bytes.len() as u64 >= CHUNK_BYTES && acc.is_empty() {
+                out.push(b.clone());
+                continue;
+            }
+            acc.extend_from_slice(&bytes);
+            if acc.len() as u64 >= CHUNK_BYTES {
+                out.push(self.put_blob(&acc)?);
+                acc.clear();
+            }
+        }
+        if !acc.is_empty() {
+            out.push(self.put_blob(&acc)?);
+        }
+        Ok(Some(FileVer {
+            blobs: out,
+            ..f.clone()
+        }))
+    }
+
+    /// Drops whole oldest segments (with their checkpoints) while the history is over its size bound
+    /// or a segment ended before the age bound, never the segment being written; then removes the
+    /// blobs no kept checkpoint or record names.
+    pub fn enforce_retention(&mut self, now_us: i64) -> Result<usize> {
+        let age_us = i64::try_from(self.retention.max_age.as_micros()).unwrap_or(i64::MAX);
+        let cutoff = now_us.saturating_sub(age_us);
+        let mut dropped = 0usize;
+        loop {
+            let segs = self.hist.segments();
+            let (Some(&oldest), Some(&next)) = (segs.first(), segs.get(1)) else {
+                break;
+            };
+            if oldest == self.seg {
+                break;
+            }
+            // A segment's records end where the next one begins.
+            let ends = self.hist.header(next).map(|h| h.t).unwrap_or(i64::MAX);
+            if self.hist.size() <= self.retention.max_bytes && ends >= cutoff {
+                break;
+            }
+            // The segment goes first: a kill between the two leaves a checkpoint nobody reads
+            // (removed below or by the next pass).
+            crate::store::atomic::remove_file(&self.hist.root, &self.hist.segment_path(oldest))?;
+            for cp in self.hist.checkpoints() {
+                if cp <= oldest {
+                    crate::store::atomic::remove_file(
+                        &self.hist.root,
+                        &self.hist.checkpoint_path(cp),
+                    )?;
+                }
+            }
+            // The blobs only the dropped segment named go now, so the size is known for the
+            // next decision.
+            collect_garbage(&self.hist)?;
+            dropped += 1;
+        }
+        Ok(dropped)
+    }
+}
+
+/// The blobs named by any kept checkpoint or record.
+pub fn referenced_blobs(hist: &HistoryDir) -> Result<BTreeSet<String>> {
+    let mut keep = BTreeSet::new();
+    for seg in hist.segments() {
+        if let Ok(cp) = hist.checkpoint(seg) {
+            for f in cp.files.values() {
+                keep.extend(f.blobs.iter().cloned());
+            }
+        }
+        for (_, c) in hist.segment(seg)?.records {
+            keep.extend(c.blob);
+        }
+    }
+    Ok(keep)
+}
+
+/// Every blob stored, by hash.
+pub fn stored_blobs(hist: &HistoryDir) -> Vec<String> {
+    let mut out = Vec::new();
+    let base = hist.dir.join(BLOBS_DIR);
+    for sub in std::fs::read_dir(&base).into_iter().flatten().flatten() {
+        let s = sub.file_name().to_string_lossy().into_owned();
+        if s.len() != 2 {
+            continue;
+        }
+        for f in std::fs::read_dir(sub.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let n = f.file_name().to_string_lossy().into_owned();
+            let h = format!("{s}{n}");
+            if is_hash(&h) {
+                out.push(h);
+            }
+        }
+    }
+    out
+}
+
+/// Removes the blobs nothing kept names; returns how many.
+pub fn collect_garbage(hist: &HistoryDir) -> Result<usize> {
+    let keep = referenced_blobs(hist)?;
+    let mut n = 0;
+    for h in stored_blobs(hist) {
+        if !keep.contains(&h)
+            && let Some(p) = hist.blob_path(&h)
+            && crate::store::atomic::remove_file(&hist.root, &p)?
+        {
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+fn write_checkpoint(hist: &HistoryDir, cp: &Checkpoint) -> Result<()> {
+    let mut bytes = crate::store::json_text(cp, false);
+    bytes.push(b'\n');
+    crate::store::atomic::write_atomic(&hist.root, &hist.checkpoint_path(cp.seq), &bytes)
+}
+
+/// Creates segment `seq` with its header, durably.
+fn new_segment(hist: &HistoryDir, seq: u64, t: i64) -> Result<File> {
+    let path = hist.segment_path(seq);
+    let header = SegmentHeader { history: 1, seq, t };
+    let mut line = crate::store::json_text(&header, false);
+    line.push(b'\n');
+    // Written whole under a temporary name then renamed, so a segment never lacks its header.
+    crate::store::atomic::write_atomic(&hist.root, &path, &line)?;
+    reopen_segment(&hist.root, &path, line.len() as u64)
+}
+
+/// Opens a segment for appending after cutting it to `len` bytes.
+fn reopen_segment(root: &Root, path: &Path, len: u64) -> Result<File> {
+    let (dir, name) = SafeDir::parent_of(root, path, false)?
+        .ok_or_else(|| Error::not_found(format!("{} is missing", path.display())))?;
+    let mut f = dir
+        .open_file(&name, OFlags::RDWR)?
+        .ok_or_else(|| Error::not_found(format!("{} is missing", path.display())))?;
+    let cur = f.metadata().map_err(io_at(path))?.len();
+    if cur != len {
+        f.set_len(len).map_err(io_at(path))?;
+        f.sync_data().map_err(io_at(path))?;
+    }
+    f.seek(SeekFrom::Start(len)).map_err(io_at(path))?;
+    Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put(path: &str, blob: &str, when: i64) -> Pending {
+        Pending {
+            path: path.into(),
+            kind: Kind::Put,
+            blob: Some(blob.into()),
+            len: 1,
+            mtime_us: when,
+            when_us: when,
+        }
+    }
+
+    #[test]
+    fn stamps_never_go_back_and_a_torn_tail_is_cut() {
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::at(d.path());
+        let ret = Retention {
+            max_bytes: u64::MAX,
+            max_age: std::time::Duration::from_secs(3600),
+        };
+        let mut w = Writer::open(&root, ret.clone(), 1_000).unwrap();
+        let a = w.put_blob(b"a").unwrap();
+        let out = w
+            .commit(
+                vec![put("conductor/x", &a, 5_000), put("conductor/y", &a, 500)],
+                10_000,
+            )
+            .unwrap();
+        assert_eq!(
+            out[0].at_us, 1_000,
+            "an old mtime is stamped no earlier than the last stamp"
+        );
+        assert_eq!(out[1].at_us, 5_000);
+        drop(w);
+        let seg = HistoryDir::of(&root).segment_path(0);
+        let mut f = std::fs::OpenOptions::new().append(true).open(&seg).unwrap();
+        f.write_all(b"{\"s\":2,\"t\":6").unwrap();
+        let w = Writer::open(&root, ret, 20_000).unwrap();
+        assert_eq!(w.next_seq, 2);
+        assert_eq!(w.tree.len(), 2);
+        let hist = HistoryDir::of(&root);
+        match hist.seek(4_000).unwrap() {
+            Seek::Found { tree, .. } => {
+                assert_eq!(tree.keys().collect::<Vec<_>>(), ["conductor/y"])
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(hist.seek(999).unwrap(), Seek::Before(1_000)));
+    }
+
+    #[test]
+    fn retention_drops_whole_oldest_segments_and_their_blobs() {
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::at(d.path());
+        let ret = Retention {
+            max_bytes: u64::MAX,
+            max_age: std::time::Duration::from_secs(3600),
+        };
+        let mut w = Writer::open(&root, ret, 1_000_000).unwrap();
+        // Four segments of ten changes each, a second apart; each change a new blob.
+        let mut t = 1_000_000;
+        for seg in 0..4 {
+            for i in 0..10 {
+                t += 100_000;
+                let b = w
+                    .put_blob(format!("segment {seg} change {i} {}", "x".repeat(200)).as_bytes())
+                    .unwrap();
+                w.commit(vec![put(&format!("conductor/f{}", i % 3), &b, t)], t)
+                    .unwrap();
+            }
+            w.roll(t).unwrap();
+        }
+        let hist = HistoryDir::of(&root);
+        assert_eq!(hist.segments().len(), 5);
+        let blobs_before = stored_blobs(&hist).len();
+        let size_before = hist.size();
+        let at_mid = match hist.seek(t - 500_000).unwrap() {
+            Seek::Found { tree, .. } => tree,
+            other => panic!("{other:?}"),
+        };
+        // Over the size bound: the oldest whole segments go until it fits, never the newest.
+        w.retention.max_bytes = size_before * 6 / 10;
+        let dropped = w.enforce_retention(t).unwrap();
+        assert!(dropped >= 1, "dropped {dropped}");
+        let segs = hist.segments();
+        assert_eq!(segs.len(), 5 - dropped);
+        assert_eq!(
+            hist.checkpoints(),
+            segs,
+            "each kept segment keeps its checkpoint, no other"
+        );
+        assert!(hist.size() <= size_before * 6 / 10 || segs.len() == 1);
+        assert!(
+            stored_blobs(&hist).len() < blobs_before,
+            "the dropped segments' blobs are gone"
+        );
+        assert!(
+            referenced_blobs(&hist)
+                .unwrap()
+                .iter()
+                .all(|b| hist.blob_path(b).unwrap().is_file())
+        );
+        // The first moment kept is the oldest kept segment's; before it is refused, after it unchanged.
+        let first = hist.header(segs[0]).unwrap().t;
+        assert!(matches!(hist.seek(first - 1).unwrap(), Seek::Before(f) if f == first));
+        match hist.seek(t - 500_000).unwrap() {
+            Seek::Found { tree, .. } => assert_eq!(tree, at_mid),
+            other => panic!("{other:?}"),
+        }
+        // Past the age bound: everything but the newest segment goes.
+        w.retention.max_bytes = u64::MAX;
+        w.retention.max_age = std::time::Duration::from_secs(1);
+        w.enforce_retention(t + 10_000_000).unwrap();
+        assert_eq!(hist.segments().len(), 1);
+        let (errors, _) = crate::history::check(&root);
+        assert!(errors.is_empty(), "{errors:?}");
+    }
+}

@@ -1,0 +1,103 @@
+//! `pantheon record` (the history recorder in the foreground, until SIGTERM or SIGINT) and
+//! `pantheon record --forget WF` (drop a workflow's recorded context): thin shells around
+//! [`crate::engine::history`] (docs/HISTORY.md). `pantheon serve` runs the same recorder on a thread
+//! unless the root's config says `history: {record: false}`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use super::Outcome;
+use crate::engine::history::recorder::{Background, Msg, Report};
+use crate::engine::store::time::format_ts;
+use crate::engine::store::{Root, WorkflowId};
+
+/// Options of `pantheon record`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct RecordArgs {
+    /// Drop the recorded context of this workflow (every version of its state, handoffs and
+    /// dispatches) from the history, then exit; refused while the workflow runs.
+    #[arg(long, value_name = "WF")]
+    pub forget: Option<String>,
+    /// Append the log here instead of standard error.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+}
+
+/// One log line for a recorder report (`None`: nothing worth a line).
+pub fn report_line(r: &Report) -> Option<String> {
+    let now = format_ts(chrono::Utc::now());
+    Some(match r {
+        Report::StandingBy(who) => {
+            format!("{now} history: {who} records this root; standing by to take over")
+        }
+        Report::Writing { scanned, repaired } => format!(
+            "{now} history: recording ({scanned} change(s) found at start{})",
+            if *repaired > 0 {
+                format!(", {repaired} damaged record(s) of a killed recorder cut")
+            } else {
+                String::new()
+            }
+        ),
+        Report::Committed(_) => return None,
+        Report::Warning(w) => format!("{now} history: {w}"),
+        Report::Stopped => format!("{now} history: stopped"),
+    })
+}
+
+/// A log sink: the file `log` (appended) or standard error.
+pub fn log_sink(log: Option<&PathBuf>) -> anyhow::Result<Box<dyn Write + Send>> {
+    Ok(match log {
+        Some(p) => Box::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .with_context(|| format!("cannot open the log {}", p.display()))?,
+        ),
+        None => Box::new(std::io::stderr()),
+    })
+}
+
+/// Starts the recorder on a thread, its reports logged to `out`.
+pub fn background(root: &Root, mut out: Box<dyn Write + Send>) -> anyhow::Result<Background> {
+    Ok(Background::start(
+        root,
+        Box::new(move |r: Report| {
+            if let Some(l) = report_line(&r) {
+                let _ = writeln!(out, "{l}");
+            }
+        }),
+    )?)
+}
+
+/// `pantheon record`.
+pub fn run(args: RecordArgs, root: &Root) -> anyhow::Result<Outcome> {
+    if let Some(wf) = &args.forget {
+        let wf = WorkflowId::parse(wf)?;
+        let r = crate::engine::history::forget(root, &wf)?;
+        return Ok(Outcome::Json(serde_json::to_value(r)?));
+    }
+    let out = log_sink(args.log.as_ref())?;
+    let bg = background(root, out)?;
+    let stop = bg.sender();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the signal handler")?;
+    rt.block_on(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        let _ = stop.send(Msg::Stop);
+        anyhow::Ok(())
+    })?;
+    bg.stop();
+    Ok(Outcome::Exit(ExitCode::SUCCESS))
+}

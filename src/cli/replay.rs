@@ -1,0 +1,118 @@
+//! `pantheon replay --at TS` (the root as it was at a moment) and `pantheon replay --from TS --to TS`
+//! (the changes between two moments), read from the root's history (docs/HISTORY.md).
+
+use std::process::ExitCode;
+
+use super::{Outcome, print_json};
+use crate::engine::history::{self, ChangeFilter};
+use crate::engine::store::Root;
+
+/// Options of `pantheon replay`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ReplayArgs {
+    /// The moment: RFC 3339 (2026-06-14T10:30:00Z), `now`, or back from now (-15m, -1h30m).
+    #[arg(long, value_name = "TS", allow_hyphen_values = true, conflicts_with_all = ["from", "to"], required_unless_present = "from")]
+    pub at: Option<String>,
+    /// List the changes after this moment (with --to).
+    #[arg(long, value_name = "TS", allow_hyphen_values = true, requires = "to")]
+    pub from: Option<String>,
+    /// …up to and including this moment.
+    #[arg(long, value_name = "TS", allow_hyphen_values = true, requires = "from")]
+    pub to: Option<String>,
+    /// With --from/--to: only the files of this track's bus and board (a board session step by step).
+    #[arg(long, value_name = "TRACK")]
+    pub track: Option<String>,
+    /// With --from/--to: only the files of this workflow.
+    #[arg(long, value_name = "WF")]
+    pub workflow: Option<String>,
+    /// With --from/--to: at most this many changes (default 10000).
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    pub limit: usize,
+    /// Print JSON (the default for --from/--to); without it, --at prints a short summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `pantheon replay`.
+pub fn run(args: ReplayArgs, root: &Root) -> anyhow::Result<Outcome> {
+    let now = chrono::Utc::now();
+    if let (Some(from), Some(to)) = (&args.from, &args.to) {
+        let from = history::parse_moment(from, now)?;
+        let to = history::parse_moment(to, now)?;
+        if to < from {
+            anyhow::bail!("--to is before --from");
+        }
+        if let Some(t) = &args.track {
+            crate::engine::store::TrackName::parse(t)?;
+        }
+        let filter = ChangeFilter {
+            track: args.track.clone(),
+            workflow: args.workflow.clone(),
+            limit: args.limit.max(1),
+        };
+        return Ok(Outcome::Json(history::changes(root, from, to, &filter)?));
+    }
+    let at = history::parse_moment(args.at.as_deref().unwrap_or("now"), now)?;
+    let v = history::replay_at(root, at)?;
+    if args.json {
+        print_json(&v);
+        return Ok(Outcome::Exit(ExitCode::SUCCESS));
+    }
+    println!("{}", summary(&v));
+    Ok(Outcome::Exit(ExitCode::SUCCESS))
+}
+
+/// A few lines for a person: the moment, then what was open.
+fn summary(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    let mut out = vec![format!(
+        "AS OF {} (history {} .. {}); --json for everything",
+        v["at"].as_str().unwrap_or("?"),
+        v["history"]["first"].as_str().unwrap_or("?"),
+        v["history"]["last"].as_str().unwrap_or("?")
+    )];
+    let empty = serde_json::Map::new();
+    let wfs = v["workflows"].as_object().unwrap_or(&empty);
+    out.push(format!("workflows: {}", wfs.len()));
+    for (id, w) in wfs {
+        out.push(format!(
+            "  {id}  {}  {}",
+            w["status"].as_str().unwrap_or("?"),
+            w["current_step"].as_str().unwrap_or("-")
+        ));
+    }
+    for (name, key) in [("inbox", "inboxes"), ("dead", "dead")] {
+        for (god, ids) in v[key].as_object().unwrap_or(&empty) {
+            let ids: Vec<&str> = ids
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            out.push(format!("{name} {god}: {}", ids.join(" ")));
+        }
+    }
+    let held: Vec<&str> = v["held"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if !held.is_empty() {
+        out.push(format!("held: {}", held.join(" ")));
+    }
+    for (track, b) in v["boards"].as_object().unwrap_or(&empty) {
+        out.push(format!(
+            "board {track}: {} round {} ({} assessments, {} votes)",
+            b["phase"].as_str().unwrap_or("?"),
+            b["round"],
+            b["assessments"],
+            b["votes"]
+        ));
+    }
+    for (track, l) in v["locks"].as_object().unwrap_or(&empty) {
+        for (path, w) in l.as_object().unwrap_or(&empty) {
+            out.push(format!(
+                "lock {track}: {path} held by {}",
+                w.as_str().unwrap_or("?")
+            ));
+        }
+    }
+    out.join("\n")
+}
