@@ -3080,7 +3080,7 @@ mod tests {
         let mut a = app();
         let wf = WorkflowId::parse("wf_deploy_42").unwrap();
         let dry = |deleted: &[&str], missing: &[&str]| CleanupResult {
-            status: "dry_run".into(),
+            status: crate::engine::conductor::CleanupStatus::DryRun,
             workflow_id: wf.to_string(),
             deleted: None,
             would_delete: Some(deleted.iter().map(|s| s.to_string()).collect()),
