@@ -532,19 +532,33 @@ fn hook_latency() {
     let _ = std::process::Command::new("tmux")
         .args(["-L", &sock, "kill-server"])
         .status();
-    for (what, mut v) in [
-        ("event -> hook (file change to hook started)", event),
-        ("time -> hook (lease ran out to hook started)", timed),
+    for (name, what, mut v) in [
+        (
+            "event_to_hook",
+            "file change (an expired lock written into locks.json) to the hook started",
+            event,
+        ),
+        (
+            "time_to_hook",
+            "a lease running out with no file changing, from its expires_at to the hook started",
+            timed,
+        ),
     ] {
         if v.is_empty() {
             continue;
         }
+        let (p50, p99) = (pct(&mut v, 0.50), pct(&mut v, 0.99));
+        let max = v.iter().cloned().fold(f64::MIN, f64::max);
         println!(
-            "{what}: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms over {} samples",
-            pct(&mut v, 0.50),
-            pct(&mut v, 0.99),
-            v.iter().cloned().fold(f64::MIN, f64::max),
-            v.len()
+            "BENCH {}",
+            json!({
+                "name": format!("{name}_p99"), "issue": 27,
+                "goal": "an attention item's `--on-attention` hook starts within 50 ms (p99) of its cause (peers refresh every 2 to 60 s)",
+                "median": (p99 * 10.0).round() / 10.0, "unit": "ms",
+                "baseline": 1000.0, "baseline_name": "the console's 1 s tick (how time-based items were seen before)",
+                "ratio": ((p99 / 1000.0) * 1000.0).round() / 1000.0, "met": p99 < 50.0,
+                "note": format!("{what}; p50 {p50:.1} ms, max {max:.1} ms over {} samples; the real console in tmux, `--notify-every 0`", v.len())
+            })
         );
     }
 }

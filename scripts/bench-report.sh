@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates BENCHMARKS.md: runs every bench program that prints `BENCH {json}` lines (the proof
-# bench measures each performance goal of the engine, the bus and the console next to its baseline; the area benches
-# add theirs), then renders the table. One command, a few minutes on 2 cores (2.5 measured).
+# bench measures each performance goal of the engine, the bus and the console next to its baseline; the
+# area benches add theirs), then renders the table. One command, about 15 minutes on 2 cores (the two cold
+# builds of scripts/bench-build.sh are 10 of them).
 #   scripts/bench-report.sh            full run (1 GB queue, 60 s soak)
 #   QUICK=1 scripts/bench-report.sh    smoke run (64 MB queue, 10 s soak), writes BENCHMARKS.quick.md
 set -euo pipefail
@@ -24,5 +25,10 @@ for b in conductor bus console mcp nats delivery; do
     cargo bench --bench "$b" 2>/dev/null | grep '^BENCH ' | tee -a "$out" || true
   fi
 done
+# The binary a user installs: its size and cold build time (two cold builds, about 10 minutes;
+# SKIP_BUILD=1 leaves them out).
+if [[ "${QUICK:-}" != 1 && "${SKIP_BUILD:-}" != 1 ]]; then
+  scripts/bench-build.sh | tee -a "$out"
+fi
 cargo bench --bench proof -- render "$out" "$target_md"
 echo "wrote $target_md ($(grep -c '^BENCH ' "$out") figures)"

@@ -4,6 +4,7 @@
 //! Dependencies point one way: shells (`cli`, `mcp`, `console`, `demo`) -> `live` -> `engine`.
 //! The engine holds every protocol rule; nothing else writes a protocol file.
 
+pub mod actor;
 pub mod bridge;
 pub mod cli;
 pub mod console;

@@ -359,3 +359,175 @@ fn the_dependency_check_sees_a_use_and_a_lookalike() {
     assert!(!uses_crate(&dirs, "serde"), "my_serde:: is not serde");
     assert!(!uses_crate(&dirs, "uuid"));
 }
+
+/// The longest a non-test source file may be, in lines.
+const MAX_FILE_LINES: usize = 1200;
+/// The longest a non-test function may be, in lines (signature to closing brace).
+const MAX_FN_LINES: usize = 120;
+
+/// Functions allowed past [`MAX_FN_LINES`] for good, each justified in ARCHITECTURE.md ("Files
+/// and functions"): (repo-relative path, function name).
+const LONG_FUNCTIONS: &[(&str, &str)] = &[
+    // The default key table: one `bind` line per key, read top to bottom like the help it makes.
+    ("src/console/action.rs", "default"),
+];
+
+/// Functions and files past the limits that are not cut to size YET (ARCHITECTURE.md names them):
+/// the list only shrinks. An entry that is no longer long fails the check too, so it is removed
+/// when its function is split.
+const NOT_YET_CUT: &[(&str, &str)] = &[
+    ("crates/engine/src/conductor/ack_step.rs", "ack_step"),
+    ("crates/engine/src/conductor/admin.rs", "abort_unjournaled"),
+    ("crates/engine/src/conductor/definition.rs", "from_value"),
+    ("crates/engine/src/conductor/outbox.rs", "advance"),
+    ("crates/engine/src/conductor/submit.rs", "next_state"),
+    ("crates/engine/src/conductor/submit.rs", "route"),
+    ("crates/engine/src/conductor/submit.rs", "submit_locked"),
+    ("crates/engine/src/conductor/timers.rs", "fire_locked"),
+    ("crates/engine/src/journal.rs", "verify_with"),
+    ("src/bridge/track.rs", "consume_session"),
+    ("src/cli/serve.rs", "serve"),
+    ("src/console/app/dispatch.rs", "dispatch"),
+    ("src/console/app/flows.rs", "prompt_answered"),
+    ("src/console/attention.rs", "items"),
+    ("src/console/config.rs", "parse"),
+    ("src/console/marks.rs", "fan_out"),
+    ("src/console/panes/board.rs", "draw"),
+    ("src/console/panes/bus.rs", "draw"),
+    ("src/console/panes/deadletters.rs", "draw_detail"),
+    ("src/console/panes/inboxes.rs", "draw_detail"),
+    ("src/console/panes/locks.rs", "draw"),
+    ("src/console/panes/workers.rs", "draw"),
+    ("src/console/panes/workflows.rs", "draw_detail"),
+    ("src/console/run.rs", "event_loop"),
+    ("src/demo/workers.rs", "deadlock_scenario"),
+];
+
+/// Files past [`MAX_FILE_LINES`] not cut to size yet (see [`NOT_YET_CUT`]).
+const LONG_FILES_NOT_YET_CUT: &[&str] = &["crates/engine/src/conductor/submit.rs"];
+
+/// Every function of `code` longer than `max` lines: (name, first line, length). A function runs
+/// from its `fn` line to the first line that is its indentation and `}`.
+fn long_functions(code: &str, max: usize) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = code.lines().collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let body = l.trim_start();
+        let indent = &l[..l.len() - body.len()];
+        let Some(at) = body.find("fn ") else { continue };
+        let head = &body[..at];
+        let words_ok = head.split_whitespace().all(|w| {
+            matches!(w, "const" | "async" | "unsafe" | "extern" | "\"C\"") || w.starts_with("pub")
+        });
+        if !words_ok || body.trim_end().ends_with(';') {
+            continue;
+        }
+        let name: String = body[at + 3..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        if name.is_empty() || (body.contains('{') && body.trim_end().ends_with('}')) {
+            continue;
+        }
+        let close = format!("{indent}}}");
+        if let Some(end) = lines[i + 1..].iter().position(|x| *x == close) {
+            let len = end + 2;
+            if len > max {
+                out.push((name, i + 1, len));
+            }
+        }
+    }
+    out
+}
+
+/// Files and functions a person can hold in their head: outside tests, no source file of the
+/// root package or the engine is over [`MAX_FILE_LINES`] lines and no function over
+/// [`MAX_FN_LINES`], but for the exceptions named above (and in ARCHITECTURE.md).
+#[test]
+fn files_and_functions_stay_within_their_size() {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&base.join("src"), &mut files);
+    rust_files(&base.join("crates/engine/src"), &mut files);
+    let mut over = Vec::new();
+    let mut long_fns: Vec<(String, String)> = Vec::new();
+    let mut long_files: Vec<String> = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(base).unwrap().to_string_lossy().into_owned();
+        // Test-only modules.
+        if rel.ends_with("/tests.rs") || rel == "src/source_checks.rs" {
+            continue;
+        }
+        let code = non_test_code(&std::fs::read_to_string(f).unwrap());
+        let n = code.lines().count();
+        if n > MAX_FILE_LINES {
+            long_files.push(rel.clone());
+            if !LONG_FILES_NOT_YET_CUT.contains(&rel.as_str()) {
+                over.push(format!("{rel}: {n} lines (the limit is {MAX_FILE_LINES})"));
+            }
+        }
+        for (name, line, len) in long_functions(&code, MAX_FN_LINES) {
+            let known = |list: &[(&str, &str)]| list.iter().any(|(p, n)| *p == rel && *n == name);
+            if !known(LONG_FUNCTIONS) && !known(NOT_YET_CUT) {
+                over.push(format!(
+                    "{rel}:{line} fn {name}: {len} lines (the limit is {MAX_FN_LINES})"
+                ));
+            }
+            long_fns.push((rel.clone(), name));
+        }
+    }
+    for (p, n) in LONG_FUNCTIONS.iter().chain(NOT_YET_CUT) {
+        if !long_fns.iter().any(|(fp, fname)| fp == p && fname == n) {
+            over.push(format!(
+                "{p} fn {n} is listed as long but is not (any more): remove it from the list"
+            ));
+        }
+    }
+    for p in LONG_FILES_NOT_YET_CUT {
+        if !long_files.iter().any(|f| f == p) {
+            over.push(format!(
+                "{p} is listed as long but is not (any more): remove it from the list"
+            ));
+        }
+    }
+    assert!(
+        over.is_empty(),
+        "split these (or name and justify an exception in ARCHITECTURE.md):\n{}",
+        over.join("\n")
+    );
+}
+
+#[test]
+fn the_size_check_measures_a_function_and_skips_one_liners() {
+    let code = "fn short() { 1 }\npub(crate) fn long() {\n    a();\n    b();\n}\nfn decl();\n";
+    // `long` runs from line 2 to its closing brace on line 5: four lines.
+    assert_eq!(long_functions(code, 3), vec![("long".to_owned(), 2, 4)]);
+    assert!(long_functions(code, 4).is_empty());
+}
+
+/// Messages a person reads begin the way ripgrep's and cargo's do: `error: …`, `warning: …`, lower
+/// case. No message in the shells or the engine is spelled `Error: …` or `Warning: …`.
+#[test]
+fn messages_say_error_in_lower_case() {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&base.join("src"), &mut files);
+    rust_files(&base.join("crates/engine/src"), &mut files);
+    let mut bad = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (n, line) in non_test_code(&text).lines().enumerate() {
+            if ["\"Error: ", "\"Warning: ", "\"ERROR: ", "\"WARNING: "]
+                .iter()
+                .any(|w| line.contains(w))
+            {
+                bad.push(format!("{}:{}: {}", f.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "say `error: …` / `warning: …`:\n{}",
+        bad.join("\n")
+    );
+}

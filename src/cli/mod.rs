@@ -8,7 +8,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::engine::journal::Origin;
 use crate::engine::store::Root;
 
 pub mod board;
@@ -412,7 +411,7 @@ pub fn run(cli: Cli) -> ExitCode {
         // `demo` without --root and `config`: they never read the root.
         None => return finish(run_rootless(cli)),
     };
-    let origin = Origin::new(cli.actor.as_deref(), "cli");
+    let origin = crate::actor::origin(cli.actor.as_deref(), "cli");
     let result: anyhow::Result<Outcome> = match cli.command {
         None => run_console(cli.console, &root, cli.actor),
         Some(Command::Console(args)) => run_console(args, &root, cli.actor),
@@ -425,10 +424,15 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Journal(args)) => journal::run(args, &root, cli.actor),
         Some(Command::Bridge(args)) => crate::bridge::run(*args, &root),
         Some(Command::Config(args)) => run_config(args),
-        Some(Command::Tick) => serve::tick(&root, Origin::new(cli.actor.as_deref(), "supervisor")),
-        Some(Command::Serve(args)) => {
-            serve::serve(args, &root, Origin::new(cli.actor.as_deref(), "supervisor"))
-        }
+        Some(Command::Tick) => serve::tick(
+            &root,
+            crate::actor::origin(cli.actor.as_deref(), "supervisor"),
+        ),
+        Some(Command::Serve(args)) => serve::serve(
+            args,
+            &root,
+            crate::actor::origin(cli.actor.as_deref(), "supervisor"),
+        ),
         Some(Command::Status(args)) => observe::status(args, &root),
         Some(Command::Check(args)) => observe::check(args, &root),
     };

@@ -4,101 +4,7 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde::{Deserialize, Serialize};
 
-/// The panes, numbered as operators see them: 1-6 as ever, then the newer views (7, 8, …; past 9
-/// only by `:pane NAME`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Pane {
-    Workflows,
-    Inboxes,
-    Bus,
-    Locks,
-    Workers,
-    Board,
-    /// Everything that waits on a human.
-    Attention,
-    /// The operator journal.
-    Journal,
-    /// Dispatches dead-lettered after their last delivery (`conductor/dead/{god}/`).
-    DeadLetters,
-    /// The NATS bridge: status, shared-track cursors, outbox, sent records, dead letters
-    /// (`:pane bridge`).
-    Bridge,
-}
-
-impl Pane {
-    /// All panes in number order.
-    pub const ALL: [Pane; 10] = [
-        Pane::Workflows,
-        Pane::Inboxes,
-        Pane::Bus,
-        Pane::Locks,
-        Pane::Workers,
-        Pane::Board,
-        Pane::Attention,
-        Pane::Journal,
-        Pane::DeadLetters,
-        Pane::Bridge,
-    ];
-
-    /// 1-based number shown in the tab bar.
-    pub fn number(self) -> usize {
-        Pane::ALL.iter().position(|p| *p == self).unwrap_or(0) + 1
-    }
-
-    pub fn title(self) -> &'static str {
-        match self {
-            Pane::Workflows => "Workflows",
-            Pane::Inboxes => "Inboxes",
-            Pane::Bus => "Bus",
-            Pane::Locks => "Locks",
-            Pane::Workers => "Workers",
-            Pane::Board => "Board",
-            Pane::Attention => "Attention",
-            Pane::Journal => "Journal",
-            Pane::DeadLetters => "Dead letters",
-            Pane::Bridge => "Bridge",
-        }
-    }
-
-    /// The title cut short, for a tab bar that does not fit the whole titles.
-    pub fn short_title(self) -> &'static str {
-        match self {
-            Pane::Workflows => "Wf",
-            Pane::Inboxes => "Inb",
-            Pane::Bus => "Bus",
-            Pane::Locks => "Lock",
-            Pane::Workers => "Work",
-            Pane::Board => "Brd",
-            Pane::Attention => "Attn",
-            Pane::Journal => "Jrnl",
-            Pane::DeadLetters => "Dead",
-            Pane::Bridge => "Brdg",
-        }
-    }
-
-    /// Parses a pane by number or (prefix of) name, for `:pane`.
-    pub fn parse(s: &str) -> Option<Pane> {
-        let s = s.trim().to_ascii_lowercase();
-        if let Ok(n) = s.parse::<usize>() {
-            return Pane::ALL.get(n.checked_sub(1)?).copied();
-        }
-        if s.is_empty() {
-            return None;
-        }
-        Pane::ALL
-            .into_iter()
-            .find(|p| p.title().to_ascii_lowercase().starts_with(&s))
-    }
-
-    pub fn next(self) -> Pane {
-        Pane::ALL[self.number() % Pane::ALL.len()]
-    }
-
-    pub fn prev(self) -> Pane {
-        Pane::ALL[(self.number() + Pane::ALL.len() - 2) % Pane::ALL.len()]
-    }
-}
+pub use super::panes::Pane;
 
 /// An acknowledgement status an operator can give a dispatch (docs/PROTOCOL.md §2.5): the engine's
 /// closed [`AckDecision`](crate::engine::conductor::AckDecision), so the console builds typed acks.
@@ -597,7 +503,7 @@ impl Default for Keymap {
         for p in Pane::ALL {
             let scopes = [Scope::Detail, Scope::Pane(p), Scope::Global];
             for col in super::items::sort_columns(p) {
-                let Some(c) = col.chars().next().filter(char::is_ascii_uppercase) else {
+                let Some(c) = col.header().chars().next().filter(char::is_ascii_uppercase) else {
                     continue;
                 };
                 let key = Key::ch(c);
@@ -608,7 +514,7 @@ impl Default for Keymap {
                     b.push(Binding {
                         keys: vec![key],
                         scope: Scope::Pane(p),
-                        action: Action::Sort((*col).to_owned()),
+                        action: Action::Sort(col.header().to_owned()),
                         hint: false,
                         label: None,
                     });

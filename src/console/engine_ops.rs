@@ -1,10 +1,8 @@
 //! The console's real [`Operator`]: every action is one engine call, recorded as the operator.
 
-use serde_json::json;
-
 use crate::engine::bus::Bus;
 use crate::engine::bus::board::BoardSeen;
-use crate::engine::conductor::{AckRequest, Actor, Conductor};
+use crate::engine::conductor::{Actor, Conductor};
 use crate::engine::error::Error;
 use crate::engine::journal::Origin;
 use crate::engine::store::{Root, TrackName, WorkerId, WorkflowId};
@@ -50,24 +48,8 @@ impl EngineOperator {
 impl Operator for EngineOperator {
     fn execute(&self, op: &Op) -> Result<Outcome, Error> {
         match op {
-            Op::Ack {
-                handoff_id,
-                workflow_id,
-                status,
-                message,
-                eta,
-                gates_passed,
-                ..
-            } => {
-                let mut ack = AckRequest::new(handoff_id.clone(), *status);
-                ack.workflow_id = workflow_id.clone();
-                ack.message = message.clone();
-                ack.eta = eta.clone();
-                if !gates_passed.is_empty() {
-                    ack.context
-                        .insert("gates_passed".into(), json!(gates_passed));
-                }
-                Ok(Outcome::Ack(self.conductor.ack(&ack, Actor::Operator)?))
+            Op::Ack { request, .. } => {
+                Ok(Outcome::Ack(self.conductor.ack(request, Actor::Operator)?))
             }
             Op::Approve { handoff_id } => Ok(Outcome::Approval(
                 self.conductor.approve(handoff_id, Actor::Operator)?,
@@ -120,37 +102,4 @@ impl Operator for EngineOperator {
     }
 }
 
-/// Who the console's acts are journaled as: `--actor` when given, else `$USER` / `$LOGNAME`, else
-/// the login name of the process's uid in the password database (a service or container without
-/// those variables still records a person, not `unknown`), else `uid N`.
-pub fn operator_name(actor: Option<&str>) -> String {
-    let given = crate::engine::journal::Origin::new(actor, "console").actor;
-    if actor.is_some() || given != "unknown" {
-        return given;
-    }
-    // SAFETY: getuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::getuid() };
-    login_name(uid).unwrap_or_else(|| format!("uid {uid}"))
-}
-
-/// The login name of `uid` (`getpwuid_r`), if the password database has one.
-fn login_name(uid: libc::uid_t) -> Option<String> {
-    let mut pwd = std::mem::MaybeUninit::<libc::passwd>::zeroed();
-    let mut buf = vec![0 as libc::c_char; 16 * 1024];
-    let mut out: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: getpwuid_r writes only into `pwd` and `buf` (whose length it is given) and sets `out`
-    // to `pwd` on success; `pw_name` then points into `buf`, which outlives the read below.
-    let rc =
-        unsafe { libc::getpwuid_r(uid, pwd.as_mut_ptr(), buf.as_mut_ptr(), buf.len(), &mut out) };
-    if rc != 0 || out.is_null() {
-        return None;
-    }
-    // SAFETY: `out` is non-null, so `pwd` was filled in.
-    let name = unsafe { pwd.assume_init_ref().pw_name };
-    if name.is_null() {
-        return None;
-    }
-    // SAFETY: a non-null `pw_name` is a NUL-terminated string inside `buf`.
-    let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
-    Some(crate::engine::journal::clean_actor(&name)).filter(|n| !n.is_empty())
-}
+pub use crate::actor::operator_name;

@@ -28,59 +28,103 @@ pub struct Filter {
 /// A list ordered by one of its columns (`:sort COLUMN`, or Shift + the column's letter).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sort {
-    /// The column's header, as [`sort_columns`] names it.
-    pub column: &'static str,
+    pub column: Column,
     pub descending: bool,
 }
 
-/// The columns a pane's rows can be sorted by (their headers); none for the bus tail (arrival
-/// order) and the board.
-pub fn sort_columns(pane: crate::console::action::Pane) -> &'static [&'static str] {
-    use crate::console::action::Pane;
-    match pane {
-        Pane::Workflows => &[
-            "WORKFLOW",
-            "DEFINITION",
-            "STATUS",
-            "STEP",
-            "GOD",
-            "AGE",
-            "ACK",
-        ],
-        Pane::Inboxes => &["GOD", "HANDOFF", "WORKFLOW", "STEP", "FROM", "AGE", "ACK"],
-        Pane::Locks => &["TRACK", "PATH", "HOLDER", "TYPE", "ACQUIRED", "TIME LEFT"],
-        Pane::Workers => &[
-            "TRACK", "WORKER", "STATUS", "PROGRESS", "TASK", "SUBTASK", "BEAT",
-        ],
-        Pane::DeadLetters => &[
-            "GOD",
-            "HANDOFF",
-            "WORKFLOW",
-            "STEP",
-            "DELIVERIES",
-            "DEAD SINCE",
-            "LAST TARGET",
-        ],
-        _ => &[],
+/// A column rows can be ordered by. Each pane names its own ([`sort_columns`]); the header text
+/// is only what the column is called on screen and on the `:sort` line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Column {
+    Workflow,
+    Definition,
+    Status,
+    Step,
+    God,
+    Age,
+    Ack,
+    Handoff,
+    From,
+    Track,
+    Path,
+    Holder,
+    Type,
+    Acquired,
+    TimeLeft,
+    Worker,
+    Progress,
+    Task,
+    Subtask,
+    Beat,
+    Deliveries,
+    DeadSince,
+    LastTarget,
+}
+
+impl Column {
+    /// The column's header, as the tables show it.
+    pub fn header(self) -> &'static str {
+        match self {
+            Column::Workflow => "WORKFLOW",
+            Column::Definition => "DEFINITION",
+            Column::Status => "STATUS",
+            Column::Step => "STEP",
+            Column::God => "GOD",
+            Column::Age => "AGE",
+            Column::Ack => "ACK",
+            Column::Handoff => "HANDOFF",
+            Column::From => "FROM",
+            Column::Track => "TRACK",
+            Column::Path => "PATH",
+            Column::Holder => "HOLDER",
+            Column::Type => "TYPE",
+            Column::Acquired => "ACQUIRED",
+            Column::TimeLeft => "TIME LEFT",
+            Column::Worker => "WORKER",
+            Column::Progress => "PROGRESS",
+            Column::Task => "TASK",
+            Column::Subtask => "SUBTASK",
+            Column::Beat => "BEAT",
+            Column::Deliveries => "DELIVERIES",
+            Column::DeadSince => "DEAD SINCE",
+            Column::LastTarget => "LAST TARGET",
+        }
+    }
+
+    /// How `:sort` and its completion spell it: lower case, `-` for a space.
+    pub fn word(self) -> String {
+        self.header().to_ascii_lowercase().replace(' ', "-")
     }
 }
 
+impl std::fmt::Display for Column {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.header())
+    }
+}
+
+/// The columns a pane's rows can be sorted by; none for the bus tail (arrival order) and the
+/// board.
+pub fn sort_columns(pane: crate::console::action::Pane) -> &'static [Column] {
+    pane.view().sort_columns()
+}
+
 /// The column of `pane` that `word` names: case-insensitive, a prefix, `-` or `_` for a space.
-pub fn sort_column(pane: crate::console::action::Pane, word: &str) -> Option<&'static str> {
+pub fn sort_column(pane: crate::console::action::Pane, word: &str) -> Option<Column> {
     let w = word.trim().to_uppercase().replace(['-', '_'], " ");
     if w.is_empty() {
         return None;
     }
     let cols = sort_columns(pane);
     cols.iter()
-        .find(|c| **c == w)
-        .or_else(|| cols.iter().find(|c| c.starts_with(&w)))
+        .find(|c| c.header() == w)
+        .or_else(|| cols.iter().find(|c| c.header().starts_with(&w)))
         .copied()
 }
 
 /// Orders `v` by the text `key` gives each row for the sort's column, in natural order (stable:
 /// rows with the same key keep the list's own order).
-fn apply_sort<T>(v: &mut Vec<T>, sort: Option<&Sort>, key: impl Fn(&T, &str) -> String) {
+fn apply_sort<T>(v: &mut Vec<T>, sort: Option<&Sort>, key: impl Fn(&T, Column) -> String) {
     let Some(s) = sort else { return };
     let mut keyed: Vec<(String, T)> = v.drain(..).map(|x| (key(&x, s.column), x)).collect();
     keyed.sort_by(|a, b| {
@@ -203,6 +247,19 @@ pub use crate::live::snapshot::HELD_OVERDUE_AFTER;
 /// The delivery count and the ack deadline's countdown of a dispatch with an `ack_wait`
 /// (docs/PROTOCOL.md §2.10): `2/3 due 12s`, `2/3 due now`; `None` without a deadline.
 pub fn delivery_note(d: &crate::live::snapshot::DispatchRow, now: DateTime<Utc>) -> Option<String> {
+    let (count, due) = delivery_parts(d, now)?;
+    Some(match due {
+        Some(due) => format!("{count} {due}"),
+        None => count,
+    })
+}
+
+/// [`delivery_note`]'s two parts, for cells that drop the count before they cut the deadline:
+/// the count (`2/3`) and the deadline (`due 12s`, `due now`; `None` when the dispatch has none).
+pub fn delivery_parts(
+    d: &crate::live::snapshot::DispatchRow,
+    now: DateTime<Utc>,
+) -> Option<(String, Option<String>)> {
     if d.deliveries == 0 {
         return None;
     }
@@ -210,24 +267,19 @@ pub fn delivery_note(d: &crate::live::snapshot::DispatchRow, now: DateTime<Utc>)
         .max_deliveries
         .map(|m| m.to_string())
         .unwrap_or_else(|| "?".into());
-    let due = d
-        .ack_deadline
-        .as_ref()
-        .and_then(|t| t.at())
-        .map(|t| {
-            let left = (t - now).num_seconds();
-            if left <= 0 {
-                " due now".to_owned()
-            } else if left < 120 {
-                format!(" due {left}s")
-            } else if left < 7200 {
-                format!(" due {}m", left / 60)
-            } else {
-                format!(" due {}h", left / 3600)
-            }
-        })
-        .unwrap_or_default();
-    Some(format!("{}/{max}{due}", d.deliveries))
+    let due = d.ack_deadline.as_ref().and_then(|t| t.at()).map(|t| {
+        let left = (t - now).num_seconds();
+        if left <= 0 {
+            "due now".to_owned()
+        } else if left < 120 {
+            format!("due {left}s")
+        } else if left < 7200 {
+            format!("due {}m", left / 60)
+        } else {
+            format!("due {}h", left / 3600)
+        }
+    });
+    Some((format!("{}/{max}", d.deliveries), due))
 }
 
 /// Workflows, unfinished first, then by id (or by the sort's column). The filter sees what the row shows, labels included
@@ -269,19 +321,19 @@ pub fn workflows<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<&'a WorkflowVie
     apply_sort(&mut v, filter.sort.as_ref(), |w, col| {
         let s = &w.state;
         match col {
-            "WORKFLOW" => w.id.to_string(),
-            "DEFINITION" => s.definition_id.as_deref().unwrap_or_default().to_owned(),
-            "STATUS" => s.status.to_string(),
-            "STEP" => s.current_step.as_deref().unwrap_or_default().to_owned(),
-            "GOD" => s.dispatched_to.as_deref().unwrap_or_default().to_owned(),
+            Column::Workflow => w.id.to_string(),
+            Column::Definition => s.definition_id.as_deref().unwrap_or_default().to_owned(),
+            Column::Status => s.status.to_string(),
+            Column::Step => s.current_step.as_deref().unwrap_or_default().to_owned(),
+            Column::God => s.dispatched_to.as_deref().unwrap_or_default().to_owned(),
             // Oldest first: the timestamps sort as text (RFC 3339 in UTC once parsed).
-            "AGE" => s
+            Column::Age => s
                 .created
                 .as_ref()
                 .or(s.updated.as_ref())
                 .map(|t| t.text().into_owned())
                 .unwrap_or_default(),
-            "ACK" => ack_state(w),
+            Column::Ack => ack_state(w),
             _ => String::new(),
         }
     });
@@ -388,17 +440,17 @@ pub fn dispatches<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<DispatchRow<'a
     apply_sort(&mut out, filter.sort.as_ref(), |r, col| {
         let d = &r.view.dispatch;
         match col {
-            "GOD" => r.god.to_owned(),
-            "HANDOFF" => d.handoff_id.to_string(),
-            "WORKFLOW" => d.workflow_id.to_string(),
-            "STEP" => d.step.to_string(),
-            "FROM" => d.from_god.to_string(),
-            "AGE" => d
+            Column::God => r.god.to_owned(),
+            Column::Handoff => d.handoff_id.to_string(),
+            Column::Workflow => d.workflow_id.to_string(),
+            Column::Step => d.step.to_string(),
+            Column::From => d.from_god.to_string(),
+            Column::Age => d
                 .dispatched_at
                 .as_ref()
                 .map(|t| t.text().into_owned())
                 .unwrap_or_default(),
-            "ACK" => {
+            Column::Ack => {
                 if r.held {
                     "held".into()
                 } else {
@@ -486,13 +538,13 @@ pub fn dead_letters<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<DeadRow<'a>>
     apply_sort(&mut out, filter.sort.as_ref(), |r, col| {
         let d = &r.view.dispatch;
         match col {
-            "GOD" => r.god.to_owned(),
-            "HANDOFF" => d.handoff_id.to_string(),
-            "WORKFLOW" => d.workflow_id.to_string(),
-            "STEP" => d.step.to_string(),
-            "DELIVERIES" => d.deliveries.to_string(),
-            "DEAD SINCE" => r.dead_at().unwrap_or_default().to_owned(),
-            "LAST TARGET" => r.last_target().to_owned(),
+            Column::God => r.god.to_owned(),
+            Column::Handoff => d.handoff_id.to_string(),
+            Column::Workflow => d.workflow_id.to_string(),
+            Column::Step => d.step.to_string(),
+            Column::Deliveries => d.deliveries.to_string(),
+            Column::DeadSince => r.dead_at().unwrap_or_default().to_owned(),
+            Column::LastTarget => r.last_target().to_owned(),
             _ => String::new(),
         }
     });
@@ -535,12 +587,12 @@ pub fn locks<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<(&'a str, &'a LockE
         })
         .collect();
     apply_sort(&mut v, filter.sort.as_ref(), |(t, l), col| match col {
-        "TRACK" => t.to_string(),
-        "PATH" => l.path.clone(),
-        "HOLDER" => l.worker_id.clone().unwrap_or_default(),
-        "TYPE" => l.lock_type.clone().unwrap_or_else(|| "exclusive".into()),
-        "ACQUIRED" => l.acquired_at.clone().unwrap_or_default(),
-        "TIME LEFT" => l.expires_at.clone().unwrap_or_else(|| "~".into()),
+        Column::Track => t.to_string(),
+        Column::Path => l.path.clone(),
+        Column::Holder => l.worker_id.clone().unwrap_or_default(),
+        Column::Type => l.lock_type.clone().unwrap_or_else(|| "exclusive".into()),
+        Column::Acquired => l.acquired_at.clone().unwrap_or_default(),
+        Column::TimeLeft => l.expires_at.clone().unwrap_or_else(|| "~".into()),
         _ => String::new(),
     });
     v
@@ -572,17 +624,17 @@ pub fn workers<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<(&'a str, &'a Wor
         })
         .collect();
     apply_sort(&mut v, filter.sort.as_ref(), |(t, w), col| match col {
-        "TRACK" => t.to_string(),
-        "WORKER" => w.worker_id.clone(),
-        "STATUS" => w.status.to_string(),
+        Column::Track => t.to_string(),
+        Column::Worker => w.worker_id.clone(),
+        Column::Status => w.status.to_string(),
         // Whole percents, so the natural order compares them as numbers.
-        "PROGRESS" => w
+        Column::Progress => w
             .progress()
             .map(|p| format!("{}", p.clamp(0.0, 100.0) as u32))
             .unwrap_or_default(),
-        "TASK" => w.task_id.clone().unwrap_or_default(),
-        "SUBTASK" => w.current_subtask.clone().unwrap_or_default(),
-        "BEAT" => w.last_heartbeat.clone().unwrap_or_default(),
+        Column::Task => w.task_id.clone().unwrap_or_default(),
+        Column::Subtask => w.current_subtask.clone().unwrap_or_default(),
+        Column::Beat => w.last_heartbeat.clone().unwrap_or_default(),
         _ => String::new(),
     });
     v
@@ -733,15 +785,18 @@ mod tests {
     #[test]
     fn sort_columns_are_named_by_prefix_and_with_dashes() {
         use crate::console::action::Pane;
-        assert_eq!(sort_column(Pane::Workflows, "age"), Some("AGE"));
-        assert_eq!(sort_column(Pane::Workflows, "st"), Some("STATUS"));
-        assert_eq!(sort_column(Pane::Workflows, "step"), Some("STEP"));
-        assert_eq!(sort_column(Pane::Locks, "time-left"), Some("TIME LEFT"));
+        assert_eq!(sort_column(Pane::Workflows, "age"), Some(Column::Age));
+        assert_eq!(sort_column(Pane::Workflows, "st"), Some(Column::Status));
+        assert_eq!(sort_column(Pane::Workflows, "step"), Some(Column::Step));
+        assert_eq!(
+            sort_column(Pane::Locks, "time-left"),
+            Some(Column::TimeLeft)
+        );
         assert_eq!(sort_column(Pane::Bus, "time"), None);
         assert_eq!(sort_column(Pane::Workflows, ""), None);
         let mut v = vec!["b10", "b9", "a"];
         let s = Sort {
-            column: "X",
+            column: Column::Age,
             descending: true,
         };
         apply_sort(&mut v, Some(&s), |x, _| x.to_string());

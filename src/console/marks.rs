@@ -7,8 +7,6 @@
 //! A mark is the record's identity (the same one the selection follows), so it stays on its record
 //! when rows move, and a record that went away is reported as skipped, never replaced by a neighbour.
 
-use serde_json::{Value, json};
-
 use crate::engine::bus::LockKey;
 use crate::engine::store::{GodName, HandoffId, TrackName, WorkflowId};
 
@@ -29,7 +27,7 @@ pub(crate) type MarkFits<'a> = (&'a dyn Fn(&App, &str) -> bool, &'a str);
 impl App {
     /// The marks of `pane`, in the order they were made.
     pub fn picked(&self, pane: Pane) -> &[String] {
-        &self.panes[pane.number() - 1].picked
+        &self.panes[pane].picked
     }
 
     /// True when the record at `row` of the current pane's list is marked.
@@ -215,13 +213,7 @@ impl App {
         let mut skipped = Vec::new();
         for mark in picked {
             let made: Result<Op, String> = match op {
-                Op::Ack {
-                    status,
-                    message,
-                    eta,
-                    gates_passed,
-                    ..
-                } => match items::dispatches(snap, &all)
+                Op::Ack { request, .. } => match items::dispatches(snap, &all)
                     .iter()
                     .find(|r| format!("{}/{}", r.god, r.view.name) == mark)
                 {
@@ -233,12 +225,15 @@ impl App {
                     ) {
                         (Ok(god), Ok(handoff_id)) => Ok(Op::Ack {
                             god,
-                            handoff_id,
-                            workflow_id: WorkflowId::parse(&r.view.dispatch.workflow_id).ok(),
-                            status: *status,
-                            message: message.clone(),
-                            eta: eta.clone(),
-                            gates_passed: gates_passed.clone(),
+                            // The same answers, in a new ack (its own id) of this dispatch.
+                            request: super::ops::ack_request(
+                                handoff_id,
+                                WorkflowId::parse(&r.view.dispatch.workflow_id).ok(),
+                                request.decision,
+                                request.message.clone(),
+                                request.eta.clone(),
+                                super::ops::gates_passed(request),
+                            ),
                         }),
                         (Err(e), _) | (_, Err(e)) => Err(e.to_string()),
                     },
@@ -331,7 +326,7 @@ impl App {
 
     /// The engine answered a bulk action: one flash for all, per item; the records that refused
     /// stay marked (the others are unmarked).
-    pub(crate) fn bulk_finished(&mut self, items: &[BulkItem], result: &Value) {
+    pub(crate) fn bulk_finished(&mut self, items: &[BulkItem], report: &BulkReport) {
         let pane = match items.first() {
             // Dead letters are marked as `god/file`; workflow ids hold no `/`.
             Some((_, Op::Requeue { .. })) => Pane::DeadLetters,
@@ -341,19 +336,10 @@ impl App {
             Some(_) => Pane::Inboxes,
             None => return,
         };
-        let results = result
-            .get("results")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        let failed: Vec<String> = results
-            .iter()
-            .filter(|r| r.get("ok").and_then(Value::as_bool) != Some(true))
-            .filter_map(|r| r.get("key").and_then(Value::as_str).map(str::to_owned))
-            .collect();
-        self.panes[pane.number() - 1]
+        let failed: Vec<&str> = report.refused_keys().collect();
+        self.panes[pane]
             .picked
-            .retain(|k| failed.contains(k));
+            .retain(|k| failed.contains(&k.as_str()));
     }
 }
 
@@ -375,9 +361,8 @@ pub fn done_word(op: &Op) -> &'static str {
 /// The short name of the record an op is for (the handoff, workflow or lock path).
 pub fn subject(op: &Op) -> String {
     match op {
-        Op::Ack { handoff_id, .. }
-        | Op::Approve { handoff_id }
-        | Op::RejectHeld { handoff_id, .. } => handoff_id.to_string(),
+        Op::Ack { request, .. } => request.handoff_id.to_string(),
+        Op::Approve { handoff_id } | Op::RejectHeld { handoff_id, .. } => handoff_id.to_string(),
         Op::Abort { workflow_id, .. } | Op::Cleanup { workflow_id } => workflow_id.to_string(),
         Op::ForceUnlock { path, .. } => path.to_string(),
         Op::Requeue { handoff_id, .. } => handoff_id.to_string(),
@@ -389,63 +374,73 @@ pub fn subject(op: &Op) -> String {
     }
 }
 
+/// What a bulk action did: one result per item, in order, and the marked records it skipped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BulkReport {
+    pub results: Vec<BulkResult>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// One item of a [`BulkReport`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BulkResult {
+    /// The record's mark (its identity).
+    pub key: String,
+    /// The short name of the record (see [`subject`]).
+    pub subject: String,
+    /// Why the engine refused it (`None`: done).
+    pub error: Option<String>,
+}
+
+impl BulkReport {
+    /// True when an item was refused or a record skipped.
+    pub fn has_failures(&self) -> bool {
+        self.results.iter().any(|r| r.error.is_some()) || !self.skipped.is_empty()
+    }
+
+    /// The marks of the items the engine refused.
+    pub fn refused_keys(&self) -> impl Iterator<Item = &str> {
+        self.results
+            .iter()
+            .filter(|r| r.error.is_some())
+            .map(|r| r.key.as_str())
+    }
+}
+
 /// Runs every item of a bulk action, one engine call each, in order; a refusal does not stop the
-/// others. The result lists each item (`key`, `subject`, `ok`, `result` or `error`) and the skipped.
+/// others. The report lists each item and the skipped records.
 pub fn execute_bulk(
     operator: &dyn Operator,
     items: &[BulkItem],
     skipped: &[(String, String)],
-) -> Value {
-    let results: Vec<Value> = items
+) -> BulkReport {
+    let results = items
         .iter()
-        .map(|(key, op)| match operator.execute(op) {
-            Ok(_) => json!({"key": key, "subject": subject(op), "ok": true}),
-            Err(e) => {
-                json!({"key": key, "subject": subject(op), "ok": false, "error": e.to_string()})
-            }
+        .map(|(key, op)| BulkResult {
+            key: key.clone(),
+            subject: subject(op),
+            error: operator.execute(op).err().map(|e| e.to_string()),
         })
         .collect();
-    json!({
-        "results": results,
-        "skipped": skipped.iter().map(|(k, why)| json!({"key": k, "why": why})).collect::<Vec<_>>(),
-    })
+    BulkReport {
+        results,
+        skipped: skipped.to_vec(),
+    }
 }
 
 /// "approved 4, refused 1: hof_x: why; skipped 1: god/file: not held".
-pub fn summarize_bulk(items: &[BulkItem], result: &Value) -> String {
+pub fn summarize_bulk(items: &[BulkItem], report: &BulkReport) -> String {
     let word = items.first().map_or("done", |(_, op)| done_word(op));
-    let empty = Vec::new();
-    let results = result
-        .get("results")
-        .and_then(Value::as_array)
-        .unwrap_or(&empty);
-    let ok = results
+    let ok = report.results.iter().filter(|r| r.error.is_none()).count();
+    let refused: Vec<String> = report
+        .results
         .iter()
-        .filter(|r| r.get("ok").and_then(Value::as_bool) == Some(true))
-        .count();
-    let refused: Vec<String> = results
-        .iter()
-        .filter(|r| r.get("ok").and_then(Value::as_bool) != Some(true))
-        .map(|r| {
-            format!(
-                "{}: {}",
-                r.get("subject").and_then(Value::as_str).unwrap_or("?"),
-                r.get("error").and_then(Value::as_str).unwrap_or("?")
-            )
-        })
+        .filter_map(|r| Some(format!("{}: {}", r.subject, r.error.as_ref()?)))
         .collect();
-    let skipped: Vec<String> = result
-        .get("skipped")
-        .and_then(Value::as_array)
-        .unwrap_or(&empty)
+    let skipped: Vec<String> = report
+        .skipped
         .iter()
-        .map(|s| {
-            format!(
-                "{}: {}",
-                s.get("key").and_then(Value::as_str).unwrap_or("?"),
-                s.get("why").and_then(Value::as_str).unwrap_or("?")
-            )
-        })
+        .map(|(key, why)| format!("{key}: {why}"))
         .collect();
     let mut out = format!("{word} {ok}");
     if !refused.is_empty() {
@@ -463,19 +458,6 @@ pub fn summarize_bulk(items: &[BulkItem], result: &Value) -> String {
         ));
     }
     out
-}
-
-/// True when a bulk result has a refusal or a skipped record.
-pub fn bulk_has_failures(result: &Value) -> bool {
-    let any = |k: &str, bad: &dyn Fn(&Value) -> bool| {
-        result
-            .get(k)
-            .and_then(Value::as_array)
-            .is_some_and(|a| a.iter().any(bad))
-    };
-    any("results", &|r| {
-        r.get("ok").and_then(Value::as_bool) != Some(true)
-    }) || any("skipped", &|_| true)
 }
 
 /// The confirmation of a bulk action: what it does to each record, and what is skipped.
@@ -497,15 +479,13 @@ pub fn describe_bulk(items: &[BulkItem], skipped: &[(String, String)]) -> Vec<(T
     if items.len() > SHOWN {
         out.push((Tone::Dim, format!("  … and {} more", items.len() - SHOWN)));
     }
-    match first {
-        Some(Op::Ack {
-            message: Some(m), ..
-        })
-        | Some(Op::RejectHeld { reason: m, .. })
-        | Some(Op::Abort { reason: m, .. }) => {
-            out.push((Tone::Dim, format!("With the same words for each: {m}")));
-        }
-        _ => {}
+    let words = match first {
+        Some(Op::Ack { request, .. }) => request.message.as_ref(),
+        Some(Op::RejectHeld { reason: m, .. }) | Some(Op::Abort { reason: m, .. }) => Some(m),
+        _ => None,
+    };
+    if let Some(m) = words {
+        out.push((Tone::Dim, format!("With the same words for each: {m}")));
     }
     if !skipped.is_empty() {
         out.push((

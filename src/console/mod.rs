@@ -23,6 +23,7 @@ pub mod moments;
 pub mod mouse;
 pub mod notify;
 pub mod ops;
+pub mod panes;
 pub mod preview;
 pub mod run;
 pub mod screenshot;

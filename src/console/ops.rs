@@ -1,14 +1,12 @@
 //! Operator actions as data: an [`Op`] names one engine call; an [`Operator`] performs it. The console
 //! never writes a file itself: the real operator is the engine (see `engine_ops`).
 
-use serde_json::Value;
-
 use crate::engine::bus::LockKey;
 use crate::engine::bus::board::{AdvanceResult, BoardSeen, ResolveResult, WriteResult};
 use crate::engine::bus::locks::UnlockResult;
 use crate::engine::conductor::delivery::RequeueResult;
 use crate::engine::conductor::rerun::RerunResult;
-use crate::engine::conductor::{AbortResult, AckResult, ApprovalResult, CleanupResult};
+use crate::engine::conductor::{AbortResult, AckRequest, AckResult, ApprovalResult, CleanupResult};
 
 use crate::engine::error::Error;
 use crate::engine::store::{GodName, HandoffId, StepId, TrackName, WorkflowId};
@@ -19,18 +17,13 @@ use super::action::AckChoice;
 pub const OPERATOR: &str = "operator";
 
 /// One engine call the operator asked for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Op {
+    /// An ack, as the engine takes it (its `ack_id` made once, when the op is built): the god
+    /// whose inbox holds the dispatch rides along for the confirmation and the flash.
     Ack {
         god: GodName,
-        handoff_id: HandoffId,
-        workflow_id: Option<WorkflowId>,
-        status: AckChoice,
-        message: Option<String>,
-        /// When the god expects to act (RFC 3339), for `pending`.
-        eta: Option<String>,
-        /// Gates the operator asserts passed, for `completed` (sent as `context.gates_passed`).
-        gates_passed: Vec<String>,
+        request: AckRequest,
     },
     Approve {
         handoff_id: HandoffId,
@@ -92,13 +85,53 @@ pub enum Op {
     },
 }
 
+/// The key of an ack's `context` that lists the gates the operator asserts passed
+/// (docs/PROTOCOL.md §2.5, `completed`).
+const GATES_PASSED: &str = "gates_passed";
+
+/// The engine's ack of a dispatch as the operator answered the prompts: the gates that passed go
+/// into its `context`, where the protocol has them.
+pub fn ack_request(
+    handoff_id: HandoffId,
+    workflow_id: Option<WorkflowId>,
+    decision: AckChoice,
+    message: Option<String>,
+    eta: Option<String>,
+    gates_passed: Vec<String>,
+) -> AckRequest {
+    let mut ack = AckRequest::new(handoff_id, decision);
+    ack.workflow_id = workflow_id;
+    ack.message = message;
+    ack.eta = eta;
+    if !gates_passed.is_empty() {
+        ack.context
+            .insert(GATES_PASSED.into(), serde_json::json!(gates_passed));
+    }
+    ack
+}
+
+/// The gates an ack asserts passed (see [`ack_request`]).
+pub fn gates_passed(ack: &AckRequest) -> Vec<String> {
+    ack.context
+        .get(GATES_PASSED)
+        .and_then(serde_json::Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|g| g.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 impl Op {
     /// A short title for dialogs and flash messages.
     pub fn title(&self) -> String {
         match self {
-            Op::Ack {
-                handoff_id, status, ..
-            } => format!("Ack {handoff_id} as {}", status.as_str()),
+            Op::Ack { request, .. } => format!(
+                "Ack {} as {}",
+                request.handoff_id,
+                request.decision.as_str()
+            ),
             Op::Approve { handoff_id } => format!("Approve held dispatch {handoff_id}"),
             Op::RejectHeld { handoff_id, .. } => format!("Reject held dispatch {handoff_id}"),
             Op::Abort { workflow_id, .. } => format!("Abort {workflow_id}"),
@@ -160,10 +193,7 @@ impl Op {
         ) || matches!(self, Op::Bulk { items, .. } if items.iter().any(|(_, o)| o.is_destructive()))
             || matches!(
                 self,
-                Op::Ack {
-                    status: AckChoice::Rejected,
-                    ..
-                }
+                Op::Ack { request, .. } if request.decision == AckChoice::Rejected
             )
     }
 
@@ -292,7 +322,7 @@ pub enum Outcome {
     Rerun(RerunResult),
     /// [`Op::Bulk`]: one entry per item (`key`, `subject`, `ok`, and `error` when refused) and the
     /// marked records that were skipped, as [`super::marks::execute_bulk`] reports them.
-    Bulk(Value),
+    Bulk(super::marks::BulkReport),
 }
 
 /// Performs operations. The console's real operator calls the engine; tests may record calls.

@@ -1,7 +1,7 @@
 //! What a confirmation dialog says will happen: the files, dispatches and verdicts involved, taken
 //! from the snapshot (and, for cleanup, from the engine's dry run).
 
-use crate::engine::conductor::CleanupResult;
+use crate::engine::conductor::{AckRequest, CleanupResult};
 use chrono::{DateTime, Utc};
 
 use crate::engine::bus::LockKey;
@@ -40,18 +40,18 @@ pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, Stri
 /// The confirmation lines of [`Op::Ack`].
 fn describe_ack(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot, now: DateTime<Utc>) {
     use Tone::*;
-    let Op::Ack {
-        god,
-        handoff_id,
-        workflow_id,
-        status,
-        message,
-        eta,
-        gates_passed,
-    } = op
-    else {
+    let Op::Ack { god, request } = op else {
         return;
     };
+    let AckRequest {
+        handoff_id,
+        workflow_id,
+        decision: status,
+        message,
+        eta,
+        ..
+    } = request;
+    let gates_passed = super::ops::gates_passed(request);
     let wf = workflow_id.as_ref().map(|w| w.as_str()).unwrap_or("?");
     let step = snap
         .inboxes

@@ -27,9 +27,10 @@ fn add(v: &mut Version, op: &Op, snap: &Snapshot) {
                 add(v, item, snap);
             }
         }
-        Op::Ack { handoff_id, .. }
-        | Op::Approve { handoff_id }
-        | Op::RejectHeld { handoff_id, .. } => dispatch(v, handoff_id.as_str(), snap),
+        Op::Ack { request, .. } => dispatch(v, request.handoff_id.as_str(), snap),
+        Op::Approve { handoff_id } | Op::RejectHeld { handoff_id, .. } => {
+            dispatch(v, handoff_id.as_str(), snap)
+        }
         Op::Abort { workflow_id, .. }
         | Op::Cleanup { workflow_id }
         | Op::Rerun { workflow_id, .. } => workflow(v, workflow_id.as_str(), snap),

@@ -18,13 +18,51 @@ use crate::engine::store::{AckId, GodName, HandoffId, Root, WorkflowId};
 /// The default gods (the inboxes `init` creates), in the order they take their turn.
 pub const GODS: [&str; 8] = crate::engine::conductor::admin::DEFAULT_GODS;
 
-/// The definitions the first three workflows use, so every kind of event shows in the first minute:
-/// a held handover, a short pipeline that completes, the full feature pipeline.
-const OPENING: [(u64, &str); 3] = [
+/// The definitions the first four workflows use, so every kind of event shows in the first minute:
+/// a held handover, a short pipeline that completes, the full feature pipeline, and a probe whose
+/// page is never acked (an ack deadline running out, a redelivery, a dead letter).
+const OPENING: [(u64, &str); 4] = [
     (3, "cross-pantheon-deploy"),
     (12, "example-research-build"),
     (25, "deploy-feature"),
+    (40, PROBE),
 ];
+
+/// The demo's own definition (written into the demo root, not a shipped sample): Thoth checks a
+/// service and pages the on-call through Hermes, who is "offline" for these pages and never acks
+/// them. The page carries an ack deadline; the simulation's supervisor pass redelivers it once and
+/// then dead-letters it, so pane 2 shows a deadline counting down and pane 9 a dead letter. Once a
+/// page has been dead-lettered Hermes is back: an operator's requeue is worked as usual.
+pub const PROBE: &str = "uptime-probe";
+
+/// The step of [`PROBE`] that nobody acks.
+const PROBE_PAGE: &str = "page-on-call";
+
+/// [`PROBE`]'s definition file, its page's `ack_wait` 15 demo seconds at `speed` (at least one
+/// wall-clock second: deadlines run on the wall clock).
+pub fn probe_yaml(speed: f64) -> String {
+    let wait = (15.0 / speed).round().clamp(1.0, 3600.0) as u64;
+    format!(
+        "\
+# Written by `pantheon demo`: a probe whose page is never acked, so the demo shows an ack deadline
+# running out, a redelivery and a dead letter.
+workflow:
+  id: uptime-probe
+  name: \"Uptime probe\"
+  version: \"1.0.0\"
+  description: \"Thoth checks a service; Hermes pages the on-call (and, in the demo, never acks).\"
+  steps:
+    - id: check
+      god: thoth
+      timeout: 10m
+    - id: page-on-call
+      god: hermes
+      timeout: 10m
+      ack_wait: {wait}s
+      max_deliveries: 2
+"
+    )
+}
 
 /// Later workflows: (definition, weight).
 const MIX: [(&str, u32); 5] = [
@@ -104,6 +142,8 @@ pub struct Gods {
     taken: BTreeSet<String>,
     rejected_once: bool,
     pended_once: bool,
+    /// Probe pages the supervisor pass has dead-lettered: Hermes works them if they come back.
+    pub(crate) released: BTreeSet<String>,
 }
 
 impl Gods {
@@ -132,7 +172,18 @@ impl Gods {
             taken,
             rejected_once: false,
             pended_once: false,
+            released: BTreeSet::new(),
         })
+    }
+
+    /// True for a probe page not yet dead-lettered: nobody answers it.
+    fn ignores(&self, wf: &str, step: &str, handoff_id: &str) -> bool {
+        step == PROBE_PAGE
+            && self
+                .workflows
+                .get(wf)
+                .is_some_and(|w| w.definition == PROBE)
+            && !self.released.contains(handoff_id)
     }
 
     fn active(&self) -> usize {
@@ -264,6 +315,7 @@ impl Sim {
             .dispatches
             .iter()
             .filter(|d| self.gods.workflows.contains_key(&d.workflow_id))
+            .filter(|d| !self.gods.ignores(&d.workflow_id, &d.step, &d.handoff_id))
             .filter(|d| matches!(d.ack_status, AckStatus::Unacked | AckStatus::Pending))
             .filter(|d| {
                 !self

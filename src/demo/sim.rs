@@ -5,7 +5,8 @@
 //! the RNG and on what the engine answers; the engine's answers depend on the files, which only the
 //! simulation writes in headless mode, so a seed fixes the whole event sequence. The two things that
 //! depend on the wall clock (a lock's expiry, a worker's staleness) are waited for, never raced: the
-//! simulation sleeps until the engine agrees before it acts on them.
+//! simulation sleeps until the engine agrees before it acts on them. The third (an ack deadline
+//! running out) is the supervisor pass's, whose acts stay out of the event log.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -19,8 +20,11 @@ use super::gods::Gods;
 use super::workers::Workers;
 use crate::engine::bus::Bus;
 use crate::engine::conductor::Conductor;
+use crate::engine::conductor::delivery::write_supervisor_heartbeat;
 use crate::engine::error::{Error, Result};
 use crate::engine::journal::Origin;
+use crate::engine::store::atomic::write_atomic;
+use crate::engine::store::time::format_ts;
 use crate::engine::store::{Root, TrackName};
 
 /// Ticks per demo second (at speed 1 a tick is 100 ms).
@@ -95,6 +99,8 @@ pub struct Sim {
     pub(crate) gods: Gods,
     pub(crate) workers: Workers,
     pub(crate) board: BoardSim,
+    /// When the simulation's supervisor pass first beat.
+    started: Option<String>,
 }
 
 impl Sim {
@@ -103,6 +109,12 @@ impl Sim {
         let origin = Origin::new(Some("demo"), "demo");
         let conductor = Conductor::new(root.clone()).with_origin(origin.clone());
         conductor.init()?;
+        let probe = root
+            .workflows_dir()
+            .join(format!("{}.yaml", super::gods::PROBE));
+        if !probe.exists() {
+            write_atomic(&root, &probe, super::gods::probe_yaml(cfg.speed).as_bytes())?;
+        }
         let mut buses = Vec::new();
         for (name, no, count) in TRACKS {
             let bus = Bus::open(&root, &TrackName::parse(name)?).with_origin(origin.clone());
@@ -120,6 +132,7 @@ impl Sim {
             cfg,
             tick: 0,
             log: EventLog::default(),
+            started: None,
         })
     }
 
@@ -140,10 +153,33 @@ impl Sim {
 
     /// Runs one tick: gods, then workers, then the board.
     pub fn step(&mut self) {
+        if self.tick.is_multiple_of(TICKS_PER_SECOND) {
+            self.supervise();
+        }
         self.gods_tick();
         self.workers_tick();
         self.board_tick();
         self.tick += 1;
+    }
+
+    /// The supervisor's pass (what `pantheon serve` does), once a demo second: ack deadlines on the
+    /// wall clock, so redeliveries and dead letters happen as on a real root. Its acts are not in the
+    /// event log, which stays the same for a seed however fast the machine is.
+    fn supervise(&mut self) {
+        let now = chrono::Utc::now();
+        let report = self.conductor.tick(now);
+        for act in &report.dead_lettered {
+            self.gods.released.insert(act.handoff_id.clone());
+        }
+        if self.tick.is_multiple_of(10 * TICKS_PER_SECOND) {
+            let started = self.started.get_or_insert_with(|| format_ts(now)).clone();
+            let _ = write_supervisor_heartbeat(
+                &self.root,
+                "demo",
+                &started,
+                report.next_deadline.as_deref(),
+            );
+        }
     }
 
     /// Runs ticks paced on the wall clock (tick k starts no earlier than k tick-lengths after the

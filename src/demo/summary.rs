@@ -37,6 +37,8 @@ pub struct Summary {
     pub reroutes: usize,
     /// Dispatches held in `_quarantine` for approval.
     pub held_dispatches: usize,
+    /// Dispatches in the dead letters at the end (the probe's unanswered pages), read from disk.
+    pub dead_letters: usize,
     pub board_sessions: Vec<SessionRecord>,
     /// Workers the engine reports stale at the end.
     pub stale_workers: Vec<StaleWorker>,
@@ -227,6 +229,9 @@ impl Sim {
             },
             reroutes: log.count("rerouted"),
             held_dispatches: log.count("dispatch_held"),
+            dead_letters: crate::engine::conductor::delivery::list_dead(&self.root)
+                .dead
+                .len(),
             board_sessions: self.board.sessions.clone(),
             stale_workers,
             deadlocks: DeadlockSummary {

@@ -21,6 +21,13 @@ pub fn topic(rng: &mut StdRng, definition: &str) -> &'static str {
                 "session cookie dropped behind the proxy",
             ],
         ),
+        super::gods::PROBE => pick(
+            rng,
+            &[
+                "the checkout API's p99 latency",
+                "the search index's freshness",
+            ],
+        ),
         "morning-briefing" => pick(
             rng,
             &[

@@ -59,8 +59,7 @@ impl ConductorServer {
         let checks = ArgumentChecks::new(&tool_router.list_all());
         Self {
             conductor: Arc::new(
-                Conductor::new(root.clone())
-                    .with_origin(crate::engine::journal::Origin::new(None, "mcp")),
+                Conductor::new(root.clone()).with_origin(crate::actor::origin(None, "mcp")),
             ),
             root,
             tool_router,

@@ -124,6 +124,40 @@ fn cli_acts_are_journaled_with_their_actor_and_filtered_by_actor() {
     assert_eq!(v["entries"], 3);
 }
 
+/// A CLI act run where neither `USER` nor `LOGNAME` is set (a service, a container, cron) is
+/// journaled as the login name of the process's uid, the same name the console records, never
+/// `unknown`.
+#[test]
+fn without_user_or_logname_the_cli_journals_the_uid_login_name() {
+    let env = Env::new();
+    let h = handoff(
+        "hof_20260614_00a001",
+        "wf_journal_uid",
+        "thoth",
+        "hephaestus",
+        "plan",
+        &[],
+    );
+    let mut c = assert_cmd::Command::from_std(env.command(&["handoff", "submit"]));
+    c.env_remove("USER").env_remove("LOGNAME");
+    c.write_stdin(serde_json::to_vec(&h).unwrap());
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let id = std::process::Command::new("id")
+        .arg("-un")
+        .output()
+        .unwrap();
+    let login = String::from_utf8_lossy(&id.stdout).trim().to_owned();
+    assert!(!login.is_empty());
+    let all = env.ok(&["journal"], None);
+    assert_eq!(all["entries"][0]["actor"], login.as_str(), "{all}");
+    assert_eq!(all["entries"][0]["source"], "cli");
+}
+
 #[test]
 fn verify_names_an_edited_a_removed_and_a_swapped_entry() {
     let env = Env::new();

@@ -742,26 +742,27 @@ fn completed_asks_for_the_gates_its_step_declares_and_the_engine_checks_them() {
 #[test]
 fn repeated_acks_and_aborts_flash_what_the_engine_says_of_them() {
     use pantheon::console::action::AckChoice;
+    use pantheon::engine::conductor::AckRequest;
     use pantheon::engine::store::{GodName, HandoffId};
     let root = engine_root();
     let r = root.path();
     let op = EngineOperator::new(Root::at(r));
-    let accept = Op::Ack {
+    // Each accept is a new ack (its own ack id).
+    let accept = || Op::Ack {
         god: GodName::parse("hephaestus").unwrap(),
-        handoff_id: HandoffId::parse("hof_20260614_aaa111").unwrap(),
-        workflow_id: None,
-        status: AckChoice::Accepted,
-        message: None,
-        eta: None,
-        gates_passed: Vec::new(),
+        request: AckRequest::new(
+            HandoffId::parse("hof_20260614_aaa111").unwrap(),
+            AckChoice::Accepted,
+        ),
     };
+    let (accept, second) = (accept(), accept());
     let first = accept.summarize(&op.execute(&accept).unwrap());
     assert_eq!(
         first, "hof_20260614_aaa111: accepted, workflow in_progress",
         "{first}"
     );
     // A second accept (a new ack id) of the archived, accepted dispatch: the engine calls it a duplicate.
-    let again = accept.summarize(&op.execute(&accept).unwrap());
+    let again = second.summarize(&op.execute(&second).unwrap());
     assert_eq!(
         again,
         "hof_20260614_aaa111: accepted (already recorded), workflow in_progress"

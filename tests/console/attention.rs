@@ -80,7 +80,7 @@ fn check_jump(app: &mut App, kind: Kind, pane: Pane, key: &str, action_key: &str
     }
     app.on_key(code(KeyCode::Enter));
     assert_eq!(app.pane, pane, "{kind:?} jumps to {pane:?}");
-    let st = &app.panes[pane.number() - 1];
+    let st = &app.panes[pane];
     assert!(st.gone.is_none());
     let flash = app.flash.as_ref().unwrap().text.clone();
     assert!(flash.contains(&action), "{flash}");

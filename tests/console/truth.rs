@@ -359,12 +359,10 @@ fn the_journal_follows_its_newest_entry_until_the_operator_moves_and_attention_s
     assert!(app.attention().len() >= 2);
     let acked = EngineOperator::new(Root::at(r)).execute(&Op::Ack {
         god: pantheon::engine::store::GodName::parse("hephaestus").unwrap(),
-        handoff_id: pantheon::engine::store::HandoffId::parse("hof_20260614_aaa111").unwrap(),
-        workflow_id: None,
-        status: pantheon::console::action::AckChoice::Accepted,
-        message: None,
-        eta: None,
-        gates_passed: Vec::new(),
+        request: pantheon::engine::conductor::AckRequest::new(
+            pantheon::engine::store::HandoffId::parse("hof_20260614_aaa111").unwrap(),
+            pantheon::console::action::AckChoice::Accepted,
+        ),
     });
     acked.unwrap();
     app.set_snapshot(snapshot_of(r));
@@ -699,4 +697,44 @@ fn discussion_messages_start_in_one_column() {
         .collect();
     assert!(starts.len() >= 2, "{s}");
     assert!(starts.windows(2).all(|w| w[0] == w[1]), "{starts:?}\n{s}");
+}
+
+/// The fixture's dispatch `hof_20260614_abc123` with a delivery count and an ack deadline `left`
+/// after the fixture's time (negative: past).
+fn with_ack_deadline(r: &Path, left: Duration) {
+    let inbox = r.join("conductor/pending/hephaestus/hof_20260614_abc123.json");
+    let mut d: Value = serde_json::from_slice(&std::fs::read(&inbox).unwrap()).unwrap();
+    d["ack_wait"] = serde_json::json!("1h");
+    d["ack_deadline"] = serde_json::json!((fixture_now() + left).to_rfc3339());
+    d["deliveries"] = serde_json::json!([{"at": "2026-06-14T10:00:00+00:00", "to": "hephaestus"}]);
+    d["max_deliveries"] = serde_json::json!(3);
+    std::fs::write(&inbox, serde_json::to_string_pretty(&d).unwrap()).unwrap();
+}
+
+#[test]
+fn at_60x14_the_ack_column_shortens_its_words_instead_of_cutting_the_deadline() {
+    for (left, due) in [
+        (Duration::seconds(-5), "due now"),
+        (Duration::minutes(45), "due 45m"),
+    ] {
+        let root = fixture_root();
+        let r = root.path();
+        with_ack_deadline(r, left);
+        let mut app = app_for(r, fixture_now());
+        app.dispatch(Action::GoPane(Pane::Inboxes));
+        let wide = screen(&app, 200, 50, r);
+        let row = wide
+            .lines()
+            .find(|l| l.contains("hof_20260614_abc123"))
+            .unwrap();
+        assert!(row.contains(&format!("1/3 {due}")), "{wide}");
+        let s = screen(&app, 60, 14, r);
+        let row = s
+            .lines()
+            .find(|l| l.contains("hof_20260614_abc123"))
+            .unwrap_or_else(|| panic!("{s}"));
+        // The deadline is whole, and no word of the cell is cut mid-way.
+        assert!(row.contains(due), "{s}");
+        assert!(!row.contains("due n…") && !row.contains("du…"), "{s}");
+    }
 }

@@ -247,3 +247,42 @@ fn demo_root_is_valid_for_the_protocol() {
     assert_eq!(report["errors"], 0);
     assert!(report["files_checked"].as_u64().unwrap() > 30);
 }
+
+/// The demo's probe page is never acked: its ack deadline runs out on the wall clock, the
+/// simulation's supervisor pass redelivers it once (`max_deliveries: 2`) and then dead-letters it,
+/// so the console's pane 2 shows a deadline and pane 9 a dead letter (at speed 10 the page's
+/// `ack_wait` is 2 s).
+#[test]
+fn the_probe_page_runs_out_of_time_and_is_dead_lettered() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let out = pantheon()
+        .args(["demo", "--headless", "--speed", "10", "--duration", "90"])
+        .args(["--seed", "2", "--root"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(s["dead_letters"], 1, "{s:#}");
+    let dead = json_files_under(&root.join("conductor/dead"));
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    let d = &dead[0].1;
+    assert_eq!(d["step"], "page-on-call");
+    assert_eq!(d["to_god"], "hermes");
+    assert_eq!(d["deliveries"].as_array().unwrap().len(), 2, "{d:#}");
+    assert!(d["dead_at"].is_string(), "{d:#}");
+    // The demo's supervisor pass beat while it ran.
+    assert!(root.join("conductor/supervisor/demo.json").is_file());
+    let v = pantheon()
+        .arg("--root")
+        .arg(&root)
+        .arg("validate")
+        .output()
+        .unwrap();
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
+}

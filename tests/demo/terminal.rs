@@ -58,14 +58,25 @@ fn demo_in_a_terminal_follows_the_operators_keys_and_prints_the_kept_root_on_qui
     // A deadlock forms; the operator force-releases one of its locks from the Locks pane.
     t.wait("a deadlock", |s| s.contains("1 deadlock"));
     t.keys(&["4"]);
-    t.wait("the locks pane", |s| s.contains("4 Locks"));
-    t.keys(&["g"]);
+    // The header's count can run ahead of the Locks pane (the cycle is seen on the bus first), and a
+    // loaded machine draws the pane late: select only once the pane itself shows the cycle.
+    t.wait("the cycle in the locks pane", |s| {
+        s.contains("4 Locks") && s.contains("CYCLE src/checkout/")
+    });
     let mut unlocked = false;
-    for _ in 0..12 {
+    let mut dialogs = Vec::new();
+    // Each try starts again from the top (`g`) and goes `n` rows down: locks come and go while the
+    // workers run, so a row reached by `j` from the last try may since have moved.
+    for n in 0..12 {
+        t.keys(&["g"]);
+        for _ in 0..n % 6 {
+            t.keys(&["j"]);
+        }
         t.keys(&["u"]);
         // The dialog's button, not the words: the flash of the previous `cancelled: Force-unlock …`
         // is still on screen and would match before this dialog is drawn.
         let s = t.wait("the unlock dialog", |s| s.contains("[ Cancel ]"));
+        dialogs.push(s.clone());
         if s.contains("Force-unlock src/checkout/cart.ts")
             || s.contains("Force-unlock src/checkout/pricing.ts")
         {
@@ -75,12 +86,13 @@ fn demo_in_a_terminal_follows_the_operators_keys_and_prints_the_kept_root_on_qui
         }
         t.keys(&["Escape"]);
         t.wait("the dialog closed", |s| !s.contains("[ Cancel ]"));
-        t.keys(&["j"]);
     }
     assert!(
         unlocked,
-        "could not select a deadlocked lock:\n{}",
-        t.screen()
+        "could not select a deadlocked lock:\n{}\nthe dialogs it saw, first and last:\n{}\n{}",
+        t.screen(),
+        dialogs.first().map(String::as_str).unwrap_or("none"),
+        dialogs.last().map(String::as_str).unwrap_or("none"),
     );
     wait_fs("the forced FILE_UNLOCK and the worker's retry", || {
         let q = queue(&root, "checkout");

@@ -1,4 +1,10 @@
-//! Drawing: pure functions of the [`App`] state (and its snapshot). Nothing here mutates anything.
+//! Drawing: the chrome every pane shares (header, tabs, status line, footer, dialogs, the one
+//! table), and [`draw`], which asks the current pane to draw itself (see `console::panes`).
+//!
+//! Drawing reads the [`App`] state and its snapshot and changes neither what is shown next nor
+//! what an action acts on. It does write one thing back: where things landed on screen, into
+//! `Cell`/`RefCell` fields of `App` (`table_at`, `tabs_drawn`, `detail_max`, `help_max`), as
+//! ratatui's `TableState` offset is written by rendering; mouse clicks, marks and paging read them.
 
 use ratatui::Frame;
 use ratatui::layout::{Alignment, Constraint, Layout, Rect};
@@ -10,19 +16,9 @@ use super::action::{Dialog, Keymap, Pane, Scope};
 use super::app::{App, FlashKind, Mode};
 use super::theme::Theme;
 
-mod attention;
-mod board;
-mod bridge;
-mod bus;
-mod deadletters;
 mod dialogs;
-mod inboxes;
 mod issues;
-mod journal;
-mod locks;
-mod table;
-mod workers;
-mod workflows;
+pub(crate) mod table;
 mod wrap;
 
 /// The smallest terminal the console draws in.
@@ -59,18 +55,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
     draw_header(frame, header, app, theme);
     draw_tabs(frame, tabs, app, theme);
     app.table_at.set(None);
-    match app.pane {
-        Pane::Workflows => workflows::draw(frame, body, app, theme),
-        Pane::Inboxes => inboxes::draw(frame, body, app, theme),
-        Pane::Bus => bus::draw(frame, body, app, theme),
-        Pane::Locks => locks::draw(frame, body, app, theme),
-        Pane::Workers => workers::draw(frame, body, app, theme),
-        Pane::Board => board::draw(frame, body, app, theme),
-        Pane::Attention => attention::draw(frame, body, app, theme),
-        Pane::Journal => journal::draw(frame, body, app, theme),
-        Pane::DeadLetters => deadletters::draw(frame, body, app, theme),
-        Pane::Bridge => bridge::draw(frame, body, app, theme),
-    }
+    app.pane.view().draw(frame, body, app, theme);
     draw_marks(frame, app, theme);
     issues::last_good_marker(frame, body, app, theme);
     draw_status(frame, status, app, theme);
@@ -117,16 +102,47 @@ pub(crate) fn pane_table<'a, T>(
     theme: &Theme,
     row: impl Fn(&T) -> Vec<Line<'a>>,
 ) {
-    let first = table::list(
+    pane_table_refit(
         frame,
         area,
+        app,
         title,
         cols,
         items,
-        rows_of(app, items.len()),
-        &app.marks(),
         theme,
         row,
+        |_, _, _| None,
+    );
+}
+
+/// [`pane_table`] with `refit(item, column, width)`: a shorter form of a cell that does not fit
+/// its column's width, before it is cut (see [`table::list_refit`]).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn pane_table_refit<'a, T>(
+    frame: &mut Frame,
+    area: Rect,
+    app: &App,
+    title: String,
+    cols: &[table::Col],
+    items: &[T],
+    theme: &Theme,
+    row: impl Fn(&T) -> Vec<Line<'a>>,
+    refit: impl Fn(&T, usize, u16) -> Option<Line<'a>>,
+) {
+    let marks = app.marks();
+    let first = table::list_refit(
+        frame,
+        area,
+        table::Head {
+            title,
+            cols,
+            marks: &marks,
+            theme,
+        },
+        items,
+        rows_of(app, items.len()),
+        row,
+        refit,
     );
     record_table(app, area, first);
 }
@@ -394,7 +410,7 @@ fn messages(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 fn bridge_items(items: &mut Vec<(u8, String, Style)>, b: &serde_json::Value, theme: &Theme) {
     let text = |k: &str| b.get(k).and_then(serde_json::Value::as_str).unwrap_or("");
     let connected = b.get("connected").and_then(serde_json::Value::as_bool) == Some(true);
-    let lag = bridge::total_lag(b);
+    let lag = crate::console::panes::total_lag(b);
     let (mark, style) = if connected {
         ("●", theme.accent())
     } else {
@@ -615,25 +631,11 @@ pub(crate) fn filter_note(app: &App) -> String {
 /// hidden finished workflows, the inbox `]` chose).
 fn unfiltered_count(app: &App) -> usize {
     use super::items;
-    let s = &app.snapshot;
     let f = items::Filter::parse("")
         .at(app.now)
         .hiding_finished(app.hide_finished && app.pane == Pane::Workflows)
         .in_inbox(app.inbox_god.clone().filter(|_| app.pane == Pane::Inboxes));
-    match app.pane {
-        Pane::Workflows => items::workflows(s, &f).len(),
-        Pane::Inboxes => items::dispatches(s, &f).len(),
-        Pane::Bus => items::track(s, app.track.as_deref())
-            .map(|t| items::messages(t, &f).len())
-            .unwrap_or(0),
-        Pane::Locks => items::locks(s, &f).len(),
-        Pane::Workers => items::workers(s, &f).len(),
-        Pane::Board => app.row_count(),
-        Pane::Attention => app.attention_all().len(),
-        Pane::Journal => s.journal.entries.len(),
-        Pane::DeadLetters => items::dead_letters(s, &f).len(),
-        Pane::Bridge => s.bridge_view.rows.len(),
-    }
+    app.pane.view().count(app, &f)
 }
 
 /// The head every list pane shares: with no row to show it says why (`none`, or `unmatched` when the

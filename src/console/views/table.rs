@@ -326,23 +326,62 @@ pub(crate) fn list<'a, T>(
     theme: &Theme,
     row: impl Fn(&T) -> Vec<Line<'a>>,
 ) -> usize {
+    list_refit(
+        frame,
+        area,
+        Head {
+            title,
+            cols,
+            marks,
+            theme,
+        },
+        items,
+        rows,
+        row,
+        |_, _, _| None,
+    )
+}
+
+/// A table's title, columns, the filter's words and the theme (what [`list_refit`] draws besides
+/// the rows).
+pub(crate) struct Head<'t> {
+    pub title: String,
+    pub cols: &'t [Col],
+    pub marks: &'t [String],
+    pub theme: &'t Theme,
+}
+
+/// [`list`], with `refit(item, column, width)` asked for a shorter form of a cell that does not
+/// fit the width its column got (the same words shortened, e.g. a compact deadline), before the
+/// cell is cut with `…` (`None`: cut it).
+pub(crate) fn list_refit<'a, T>(
+    frame: &mut Frame,
+    area: Rect,
+    table: Head<'_>,
+    items: &[T],
+    rows: Rows,
+    row: impl Fn(&T) -> Vec<Line<'a>>,
+    refit: impl Fn(&T, usize, u16) -> Option<Line<'a>>,
+) -> usize {
     // Borders (2) and the header row (1).
     let height = area.height.saturating_sub(3) as usize;
     let (first, rel) = super::window(rows.selected, rows.len.min(items.len()), height);
-    let body: Vec<Vec<Line<'a>>> = items.iter().skip(first).take(height).map(row).collect();
+    let shown: Vec<&T> = items.iter().skip(first).take(height).collect();
+    let body: Vec<Vec<Line<'a>>> = shown.iter().map(|t| row(t)).collect();
     let more = more_label(first, body.len(), items.len());
     draw(
         frame,
         area,
-        title,
-        cols,
+        table.title,
+        table.cols,
         body,
         Marked {
             row: (!rows.no_highlight).then_some(rel),
-            marks,
+            marks: table.marks,
         },
         more,
-        theme,
+        table.theme,
+        &|r, c, w| shown.get(r).and_then(|t| refit(t, c, w)),
     );
     first
 }
@@ -350,15 +389,16 @@ pub(crate) fn list<'a, T>(
 /// A pane's table, sized and cut by [`layout`] and [`fit`]: `rows` are the rows on screen,
 /// `marked` the highlighted one among them, `more` what the bottom border says of the rest.
 #[allow(clippy::too_many_arguments)]
-fn draw(
+fn draw<'a>(
     frame: &mut Frame,
     area: Rect,
     title: String,
     cols: &[Col],
-    rows: Vec<Vec<Line<'_>>>,
+    rows: Vec<Vec<Line<'a>>>,
     marked: Marked,
     more: Option<String>,
     theme: &Theme,
+    refit: &dyn Fn(usize, usize, u16) -> Option<Line<'a>>,
 ) {
     let Marked {
         row: selected,
@@ -373,16 +413,19 @@ fn draw(
             .collect::<Vec<_>>(),
     )
     .style(theme.header());
-    let body = rows.into_iter().map(|r| {
+    let body = rows.into_iter().enumerate().map(|(at, r)| {
         let mut cells: Vec<Option<Line>> = r.into_iter().map(Some).collect();
         Row::new(
             shown
                 .iter()
                 .map(|i| {
-                    let cell = fit(
-                        cells.get_mut(*i).and_then(Option::take).unwrap_or_default(),
-                        w[*i],
-                    );
+                    let mut cell = cells.get_mut(*i).and_then(Option::take).unwrap_or_default();
+                    if cell.width() > w[*i] as usize
+                        && let Some(short) = refit(at, *i, w[*i])
+                    {
+                        cell = short;
+                    }
+                    let cell = fit(cell, w[*i]);
                     mark(cell, marks, theme.matched())
                 })
                 .collect::<Vec<_>>(),

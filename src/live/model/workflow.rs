@@ -198,7 +198,7 @@ mod tests {
     use std::time::{Duration, SystemTime};
 
     use super::*;
-    use crate::console::items::{self, Filter, Sort};
+    use crate::console::items::{self, Column, Filter, Sort};
     use crate::engine::conductor::WorkflowStatus;
     use crate::engine::store::Root;
     use crate::live::ModelOptions;
@@ -349,15 +349,15 @@ mod tests {
             ids(&Filter::default().hiding_finished(true)),
             ["wf_3", "wf_11"]
         );
-        let by = |column: &'static str, descending: bool| {
+        let by = |column: Column, descending: bool| {
             Filter::default().sorted(Some(Sort { column, descending }))
         };
         assert_eq!(
-            ids(&by("GOD", false)),
+            ids(&by(Column::God, false)),
             ["wf_2", "wf_11", "wf_10", "wf_3", "wf_1"]
         );
         assert_eq!(
-            ids(&by("STATUS", true)),
+            ids(&by(Column::Status, true)),
             ["wf_3", "wf_11", "wf_10", "wf_1", "wf_2"]
         );
         // None of it read a file whole.

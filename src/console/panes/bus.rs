@@ -12,8 +12,10 @@ use crate::console::preview::when;
 use crate::console::theme::Theme;
 use crate::engine::bus::model::Envelope;
 
-use super::table::Col;
-use super::{detail, empty, json_lines, kv};
+use crate::console::views::table::Col;
+use crate::console::views::{detail, empty, json_lines, kv};
+use crate::console::items::Filter;
+use crate::console::panes::PaneView;
 
 /// A one-line reading of a message's payload (the raw JSON when it has none of the usual fields).
 pub(crate) fn payload_summary(m: &Envelope) -> String {
@@ -152,13 +154,13 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             )
         }
     );
-    title.push_str(&super::filter_note(app));
+    title.push_str(&crate::console::views::filter_note(app));
     {
         // Messages per second over the last half minute.
         let rate = track.per_second(app.now, 30);
         title.push_str(&format!(
             "· {} {}/s ",
-            super::sparkline(&rate),
+            crate::console::views::sparkline(&rate),
             rate.last().copied().unwrap_or(0)
         ));
     }
@@ -185,7 +187,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     let sel = app.selected(Pane::Bus);
     let st = app.pane_state();
-    if super::gone_detail(frame, area, app, theme) {
+    if crate::console::views::gone_detail(frame, area, app, theme) {
         return;
     }
     if st.detail {
@@ -233,7 +235,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::raw(payload_summary(m)),
         ]
     };
-    super::pane_table(frame, area, app, title, &COLUMNS, &msgs, theme, row);
+    crate::console::views::pane_table(frame, area, app, title, &COLUMNS, &msgs, theme, row);
 }
 
 /// The table's columns: the payload takes the room left over.
@@ -254,6 +256,40 @@ fn source_of(m: &crate::engine::bus::Envelope) -> String {
     {
         Some(p) => format!("{}@{p}", m.source),
         None => m.source.clone(),
+    }
+}
+
+/// Pane 3: the bus tail of the shown track.
+pub(crate) struct Bus;
+
+impl PaneView for Bus {
+    fn title(&self) -> &'static str {
+        "Bus"
+    }
+
+    fn short_title(&self) -> &'static str {
+        "Bus"
+    }
+
+    fn count(&self, app: &App, filter: &Filter) -> usize {
+        items::track(&app.snapshot, app.track.as_deref())
+            .map(|t| items::messages(t, filter).len())
+            .unwrap_or(0)
+    }
+
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<String> {
+        items::track(&app.snapshot, app.track.as_deref())
+            .map(|t| {
+                items::messages(t, filter)
+                    .iter()
+                    .map(|m| m.id.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+        draw(frame, area, app, theme)
     }
 }
 

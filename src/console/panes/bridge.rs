@@ -15,8 +15,10 @@ use crate::console::preview::when;
 use crate::console::theme::Theme;
 use crate::live::snapshot::BridgeKind;
 
-use super::table::Col;
-use super::{block, empty, json_lines, trunc};
+use crate::console::views::table::Col;
+use crate::console::views::{block, empty, json_lines, trunc};
+use crate::console::items::Filter;
+use crate::console::panes::PaneView;
 
 fn text<'a>(v: &'a Value, k: &str) -> &'a str {
     v.get(k).and_then(Value::as_str).unwrap_or("")
@@ -149,7 +151,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         "No shared track, outbox record or dead letter yet.",
         "No bridge record matches the filter.",
     );
-    if super::list_head(
+    if crate::console::views::list_head(
         frame,
         rest,
         app,
@@ -164,7 +166,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let sel = app.selected(Pane::Bridge);
     if app.pane_state().detail {
         let r = rows[sel];
-        return super::detail(
+        return crate::console::views::detail(
             frame,
             area,
             format!(" {} {} ", r.kind.word(), r.id),
@@ -192,7 +194,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::raw(r.what.clone()),
         ]
     };
-    super::pane_table(frame, rest, app, title, &COLUMNS, &rows, theme, row);
+    crate::console::views::pane_table(frame, rest, app, title, &COLUMNS, &rows, theme, row);
 }
 
 const COLUMNS: [Col; 5] = [
@@ -202,3 +204,31 @@ const COLUMNS: [Col; 5] = [
     Col::new("AT", 6, 19),
     Col::new("WHAT", 12, 200).flex(),
 ];
+
+/// Pane 10: the NATS bridge.
+pub(crate) struct Bridge;
+
+impl PaneView for Bridge {
+    fn title(&self) -> &'static str {
+        "Bridge"
+    }
+
+    fn short_title(&self) -> &'static str {
+        "Brdg"
+    }
+
+    fn count(&self, app: &App, filter: &Filter) -> usize {
+        app.bridge_rows_through(filter).len()
+    }
+
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<String> {
+        app.bridge_rows_through(filter)
+            .iter()
+            .map(|r| format!("{}/{}", r.kind.word(), r.id))
+            .collect()
+    }
+
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+        draw(frame, area, app, theme)
+    }
+}

@@ -12,15 +12,17 @@ use crate::console::theme::Theme;
 use crate::engine::store::time::relative;
 use crate::live::snapshot::short_duration;
 
-use super::kv;
-use super::table::Col;
+use crate::console::views::kv;
+use crate::console::views::table::Col;
+use crate::console::items::{Column, Filter};
+use crate::console::panes::PaneView;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let filter = app.filter(Pane::Locks);
     let rows = items::locks(&app.snapshot, &filter);
-    let title = format!(" 4 Locks ({}) {}", rows.len(), super::order_note(app));
+    let title = format!(" 4 Locks ({}) {}", rows.len(), crate::console::views::order_note(app));
     let texts = ("No file is locked.", "No lock matches the filter.");
-    if super::list_head(
+    if crate::console::views::list_head(
         frame,
         area,
         app,
@@ -151,7 +153,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                 theme,
             ));
         }
-        return super::detail(
+        return crate::console::views::detail(
             frame,
             area,
             format!(" lock · {} ", l.path),
@@ -190,7 +192,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     if rows.iter().any(|(t, _)| *t != rows[0].0) {
         cols[0] = Col::new("TRACK", 8, 32);
     }
-    super::pane_table(frame, area, app, title, &cols, &rows, theme, row);
+    crate::console::views::pane_table(frame, area, app, title, &cols, &rows, theme, row);
 }
 
 /// The table's columns: the path is the lock's identity, cut last.
@@ -202,3 +204,48 @@ const COLUMNS: [Col; 6] = [
     Col::new("ACQUIRED", 6, 19).hide(3),
     Col::new("TIME LEFT", 10, 24),
 ];
+
+/// Pane 4: every lock of every track.
+pub(crate) struct Locks;
+
+impl PaneView for Locks {
+    fn title(&self) -> &'static str {
+        "Locks"
+    }
+
+    fn short_title(&self) -> &'static str {
+        "Lock"
+    }
+
+    fn sort_columns(&self) -> &'static [Column] {
+        &[
+            Column::Track,
+            Column::Path,
+            Column::Holder,
+            Column::Type,
+            Column::Acquired,
+            Column::TimeLeft,
+        ]
+    }
+
+    fn count(&self, app: &App, filter: &Filter) -> usize {
+        items::locks(&app.snapshot, filter).len()
+    }
+
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<String> {
+        items::locks(&app.snapshot, filter)
+            .iter()
+            .map(|(t, l)| format!("{t}/{}", l.path))
+            .collect()
+    }
+
+    fn yank(&self, app: &App, filter: &Filter, i: usize) -> Option<String> {
+        items::locks(&app.snapshot, filter)
+            .get(i)
+            .map(|(_, l)| l.path.clone())
+    }
+
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+        draw(frame, area, app, theme)
+    }
+}

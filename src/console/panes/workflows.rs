@@ -11,8 +11,10 @@ use crate::console::preview::{when, when_at};
 use crate::console::theme::Theme;
 use crate::live::snapshot::WorkflowView;
 
-use super::table::Col;
-use super::{detail, empty, json_lines, kv, section, trunc};
+use crate::console::views::table::Col;
+use crate::console::views::{detail, empty, json_lines, kv, section, trunc};
+use crate::console::items::{Column, Filter};
+use crate::console::panes::PaneView;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let filter = app.filter(Pane::Workflows);
@@ -28,7 +30,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             .count();
         title.push_str(&format!("· {finished} finished hidden (h) "));
     }
-    title.push_str(&super::order_note(app));
+    title.push_str(&crate::console::views::order_note(app));
     if rows.is_empty() {
         let s = &app.snapshot;
         let text = if s.workflows.is_empty() && s.inboxes.is_empty() && s.tracks.is_empty() {
@@ -45,7 +47,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         return empty(frame, area, title, text, theme);
     }
     let sel = app.selected(Pane::Workflows);
-    if super::gone_detail(frame, area, app, theme) {
+    if crate::console::views::gone_detail(frame, area, app, theme) {
         return;
     }
     if st.detail {
@@ -88,7 +90,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::from(flag),
         ]
     };
-    super::pane_table(frame, area, app, title, &COLUMNS, &rows, theme, row);
+    crate::console::views::pane_table(frame, area, app, title, &COLUMNS, &rows, theme, row);
 }
 
 /// The table's columns; narrow terminals hide AGE, then DEFINITION (both are in the detail view)
@@ -320,4 +322,65 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme
         trunc(&w.path().display().to_string(), 80)
     );
     detail(frame, area, title, l, app, theme);
+}
+
+/// Pane 1: every workflow, unfinished first.
+pub(crate) struct Workflows;
+
+impl PaneView for Workflows {
+    fn title(&self) -> &'static str {
+        "Workflows"
+    }
+
+    fn short_title(&self) -> &'static str {
+        "Wf"
+    }
+
+    fn sort_columns(&self) -> &'static [Column] {
+        &[
+            Column::Workflow,
+            Column::Definition,
+            Column::Status,
+            Column::Step,
+            Column::God,
+            Column::Age,
+            Column::Ack,
+        ]
+    }
+
+    fn count(&self, app: &App, filter: &Filter) -> usize {
+        items::workflows(&app.snapshot, filter).len()
+    }
+
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<String> {
+        items::workflows(&app.snapshot, filter)
+            .iter()
+            .map(|w| w.id.to_string())
+            .collect()
+    }
+
+    fn key_at(&self, app: &App, filter: &Filter, i: usize) -> Option<String> {
+        let rows = items::workflows(&app.snapshot, filter);
+        let w = rows.get(i.min(rows.len().checked_sub(1)?))?;
+        Some(w.id.to_string())
+    }
+
+    fn position_of(&self, app: &App, filter: &Filter, key: &str) -> (Option<usize>, usize) {
+        let rows = items::workflows(&app.snapshot, filter);
+        (rows.iter().position(|w| &*w.id == key), rows.len())
+    }
+
+    fn yank(&self, app: &App, filter: &Filter, i: usize) -> Option<String> {
+        items::workflows(&app.snapshot, filter)
+            .get(i)
+            .map(|w| w.id.to_string())
+    }
+
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+        draw(frame, area, app, theme)
+    }
+
+    fn grows_with_root(&self) -> bool {
+        true
+    }
 }

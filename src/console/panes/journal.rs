@@ -11,8 +11,12 @@ use crate::console::app::App;
 use crate::console::preview::when;
 use crate::console::theme::Theme;
 
-use super::table::Col;
-use super::{empty, json_lines};
+use crate::console::views::table::Col;
+use crate::console::views::{empty, json_lines};
+use crate::console::items::Filter;
+use crate::console::panes::PaneView;
+use crate::console::app::Effect;
+use crate::console::app::FlashKind;
 
 fn s<'a>(e: &'a Value, k: &str) -> &'a str {
     e.get(k).and_then(Value::as_str).unwrap_or("")
@@ -39,7 +43,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         title.push_str(&format!(", {} unreadable lines", j.bad_lines));
     }
     title.push_str(") ");
-    title.push_str(&super::follow_note(app, Pane::Journal));
+    title.push_str(&crate::console::views::follow_note(app, Pane::Journal));
     if let Some(e) = &j.error {
         return empty(
             frame,
@@ -53,7 +57,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         "No operator act recorded yet (conductor/journal.jsonl).",
         "No journal entry matches the filter.",
     );
-    if super::list_head(
+    if crate::console::views::list_head(
         frame,
         area,
         app,
@@ -68,7 +72,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let sel = app.selected(Pane::Journal);
     if app.pane_state().detail {
         let e = rows[sel];
-        return super::detail(
+        return crate::console::views::detail(
             frame,
             area,
             format!(
@@ -107,7 +111,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::raw(what),
         ]
     };
-    super::pane_table(frame, area, app, title, &COLUMNS, &rows, theme, row);
+    crate::console::views::pane_table(frame, area, app, title, &COLUMNS, &rows, theme, row);
 }
 
 const COLUMNS: [Col; 6] = [
@@ -118,3 +122,63 @@ const COLUMNS: [Col; 6] = [
     Col::new("OUTCOME", 6, 16).hide(1),
     Col::new("TARGETS · REASON", 12, 200).flex(),
 ];
+
+/// Pane 8: the operator journal, newest first.
+pub(crate) struct Journal;
+
+impl PaneView for Journal {
+    fn title(&self) -> &'static str {
+        "Journal"
+    }
+
+    fn short_title(&self) -> &'static str {
+        "Jrnl"
+    }
+
+    fn count(&self, app: &App, filter: &Filter) -> usize {
+        app.journal_through(filter).len()
+    }
+
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<String> {
+        app.journal_through(filter)
+            .iter()
+            .map(|e| {
+                e.get("seq")
+                    .map(|v| v.to_string())
+                    .unwrap_or_else(|| e.to_string())
+            })
+            .collect()
+    }
+
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+        draw(frame, area, app, theme)
+    }
+
+    fn newest_first(&self) -> bool {
+        true
+    }
+
+    /// `Enter` takes the operator to the record an entry is about; when none is listed, it shows
+    /// the entry.
+    fn open(&self, app: &mut App) -> Option<Vec<Effect>> {
+        if app.refuse_if_gone(Pane::Journal) {
+            return Some(Vec::new());
+        }
+        let entry = app
+            .journal()
+            .get(app.selected(Pane::Journal))
+            .map(|e| (**e).clone());
+        if let Some(e) = entry
+            && !app.open_journal_entry(&e)
+        {
+            let st = app.pane_state_mut();
+            st.detail = true;
+            st.scroll = 0;
+            app.flash(
+                FlashKind::Info,
+                "the record of this entry is not listed now: showing the entry",
+            );
+        }
+        Some(Vec::new())
+    }
+}

@@ -11,8 +11,10 @@ use crate::console::items;
 use crate::console::preview::when;
 use crate::console::theme::Theme;
 
-use super::table::Col;
-use super::{detail, json_lines, kv, section};
+use crate::console::views::table::Col;
+use crate::console::views::{detail, json_lines, kv, section};
+use crate::console::items::{Column, Filter};
+use crate::console::panes::PaneView;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let snap = &app.snapshot;
@@ -22,7 +24,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     if unreadable > 0 {
         title.push_str(&format!(", ⚠ {unreadable} unreadable: ! lists them"));
     }
-    title.push_str(&format!(") {}", super::order_note(app)));
+    title.push_str(&format!(") {}", crate::console::views::order_note(app)));
     // Only a running supervisor dead-letters: without one, an empty list says nothing about
     // deadlines met.
     let empty = if snap.supervisors.iter().any(|b| b.alive(app.now)) {
@@ -33,7 +35,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
          deadlines are not enforced (run `pantheon serve`)."
     };
     let texts = (empty, "No dead letter matches the filter.");
-    if super::list_head(
+    if crate::console::views::list_head(
         frame,
         area,
         app,
@@ -72,7 +74,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::styled(reason, theme.dim()),
         ]
     };
-    super::pane_table(frame, area, app, title, &COLUMNS, &rows, theme, row);
+    crate::console::views::pane_table(frame, area, app, title, &COLUMNS, &rows, theme, row);
 }
 
 /// The columns: the handoff id is kept whole; the reason takes the room left over.
@@ -209,4 +211,44 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DeadRow, them
         app,
         theme,
     );
+}
+
+/// Pane 9: the dispatches dead-lettered after their last delivery.
+pub(crate) struct DeadLetters;
+
+impl PaneView for DeadLetters {
+    fn title(&self) -> &'static str {
+        "Dead letters"
+    }
+
+    fn short_title(&self) -> &'static str {
+        "Dead"
+    }
+
+    fn sort_columns(&self) -> &'static [Column] {
+        &[
+            Column::God,
+            Column::Handoff,
+            Column::Workflow,
+            Column::Step,
+            Column::Deliveries,
+            Column::DeadSince,
+            Column::LastTarget,
+        ]
+    }
+
+    fn count(&self, app: &App, filter: &Filter) -> usize {
+        items::dead_letters(&app.snapshot, filter).len()
+    }
+
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<String> {
+        items::dead_letters(&app.snapshot, filter)
+            .iter()
+            .map(items::DeadRow::key)
+            .collect()
+    }
+
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+        draw(frame, area, app, theme)
+    }
 }

@@ -11,7 +11,10 @@ use crate::console::items::{self, DirectorCard};
 use crate::console::theme::Theme;
 use crate::engine::bus::model::{PHASE_COMPLETE, PHASE_IN_PROGRESS};
 
-use super::{block, empty, kv, section, trunc};
+use crate::console::views::{block, empty, kv, section, trunc};
+use crate::console::items::Filter;
+use crate::console::panes::PaneView;
+use crate::console::action::Action;
 
 fn num(n: Option<&serde_json::Number>) -> String {
     n.and_then(|n| n.as_f64())
@@ -71,7 +74,7 @@ fn card<'a>(c: &DirectorCard, selected: bool, width: u16, theme: &Theme) -> Para
     };
     // A value that does not fit ends in `…`, never cut bare (`vote REJECT 0.`).
     let inner = width.saturating_sub(2);
-    let l: Vec<Line> = l.into_iter().map(|x| super::table::fit(x, inner)).collect();
+    let l: Vec<Line> = l.into_iter().map(|x| crate::console::views::table::fit(x, inner)).collect();
     Paragraph::new(l).block(b)
 }
 
@@ -122,7 +125,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                 }
                 if !a.extra.is_empty() {
                     section(&mut l, "Director-specific", theme);
-                    l.extend(super::json_lines(
+                    l.extend(crate::console::views::json_lines(
                         &serde_json::Value::Object(a.extra.clone()),
                         theme,
                     ));
@@ -150,7 +153,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                 None => l.push(Line::styled("  not yet", theme.dim())),
             }
             let name = c.director;
-            return super::detail(
+            return crate::console::views::detail(
                 frame,
                 area,
                 format!(" {name} on {} ", s.session_id),
@@ -275,4 +278,58 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             .block(block(format!(" Discussion ({n}) "), theme)),
         thread,
     );
+}
+
+/// Pane 6: the board session of the shown track, whole.
+pub(crate) struct Board;
+
+impl PaneView for Board {
+    fn title(&self) -> &'static str {
+        "Board"
+    }
+
+    fn short_title(&self) -> &'static str {
+        "Brd"
+    }
+
+    fn count(&self, app: &App, _filter: &Filter) -> usize {
+        items::track(&app.snapshot, app.track.as_deref())
+            .and_then(|t| t.board.as_ref())
+            .map(|b| items::directors(b).len())
+            .unwrap_or(0)
+    }
+
+    fn keys(&self, app: &App, _filter: &Filter) -> Vec<String> {
+        items::track(&app.snapshot, app.track.as_deref())
+            .and_then(|t| t.board.as_ref())
+            .map(|b| {
+                items::directors(b)
+                    .iter()
+                    .map(|c| c.director.to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+        draw(frame, area, app, theme)
+    }
+
+    fn lists_records(&self) -> bool {
+        false
+    }
+
+    /// The board's moves depend on its phase; the footer leaves out what is not offered, and the
+    /// action itself says why. `Enter` opens the session's detail even before any director.
+    fn offers(&self, app: &App, action: &Action) -> Option<bool> {
+        let board = || app.board_moves();
+        Some(match action {
+            Action::BoardAdvance => board().is_some_and(|m| m.next.is_some() && m.complete),
+            Action::BoardForceAdvance => board().is_some_and(|m| m.next.is_some() && !m.complete),
+            Action::BoardNextRound => board().is_some_and(|m| m.round.is_some()),
+            Action::BoardResolve => board().is_some_and(|m| m.resolved.is_none()),
+            Action::Open => true,
+            _ => return None,
+        })
+    }
 }

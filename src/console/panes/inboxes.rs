@@ -11,8 +11,10 @@ use crate::console::preview::{when, when_at};
 use crate::console::theme::Theme;
 use crate::live::snapshot::InboxView;
 
-use super::table::{self, Col};
-use super::{detail, empty, json_lines, kv, section};
+use crate::console::views::table::{self, Col};
+use crate::console::views::{detail, empty, json_lines, kv, section};
+use crate::console::items::{Column, Filter};
+use crate::console::panes::PaneView;
 
 fn summary_row<'a>(i: &InboxView, app: &App, theme: &Theme, held: bool) -> Vec<Line<'a>> {
     // Worked out by the model once per change of the inbox.
@@ -43,7 +45,7 @@ fn summary_row<'a>(i: &InboxView, app: &App, theme: &Theme, held: bool) -> Vec<L
             app.depth
                 .get(&i.god)
                 .filter(|_| !held)
-                .map(|v| super::sparkline(&v.iter().copied().collect::<Vec<_>>()))
+                .map(|v| crate::console::views::sparkline(&v.iter().copied().collect::<Vec<_>>()))
                 .unwrap_or_default(),
             theme.info(),
         ),
@@ -64,7 +66,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let rows = items::dispatches(snap, &filter);
     let st = app.pane_state();
     let sel = app.selected(Pane::Inboxes);
-    if super::gone_detail(frame, area, app, theme) {
+    if crate::console::views::gone_detail(frame, area, app, theme) {
         return;
     }
     if st.detail && !rows.is_empty() {
@@ -101,7 +103,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         theme,
         |(i, held)| summary_row(i, app, theme, *held),
     );
-    let title = format!(" Dispatches ({}) {}", rows.len(), super::order_note(app));
+    let title = format!(" Dispatches ({}) {}", rows.len(), crate::console::views::order_note(app));
     if rows.is_empty() {
         let text = match &app.inbox_god {
             Some(g) => format!("No dispatch is waiting in {g}'s inbox ([ ] other gods)."),
@@ -111,12 +113,6 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     let row = |r: &items::DispatchRow| {
         let d = &r.view.dispatch;
-        let ack = if r.held {
-            "held".to_owned()
-        } else {
-            d.ack_status.to_string()
-        };
-        let (astyle, g) = theme.ack_status(&ack);
         let overdue = items::dispatch_overdue(snap, r.view, r.held, app.now).is_some();
         vec![
             // A held dispatch names the god it is meant for.
@@ -137,20 +133,100 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                 when_at(d.dispatched_at.as_ref(), app.now, app.absolute_times),
                 if overdue { theme.alert() } else { theme.base() },
             ),
-            Line::from(vec![
-                Span::styled(format!("{g} {ack}"), astyle),
-                Span::styled(if overdue { " ▲ OVERDUE" } else { "" }, theme.alert()),
-                Span::styled(
-                    items::delivery_note(d, app.now)
-                        .map(|n| format!(" {n}"))
-                        .unwrap_or_default(),
-                    theme.dim(),
-                ),
-            ]),
+            ack_cell(r, overdue, app, theme, None),
             Line::styled(d.summary.to_string(), theme.dim()),
         ]
     };
-    super::pane_table(frame, bottom, app, title, &DISPATCHES, &rows, theme, row);
+    // A dispatch with an ack deadline on screen: the ACK column keeps room for the deadline's
+    // shortest form, so it is never cut mid-word.
+    let height = bottom.height.saturating_sub(3) as usize;
+    let (first, _) = crate::console::views::window(app.selected(Pane::Inboxes), rows.len(), height);
+    let due_shown = rows
+        .iter()
+        .skip(first)
+        .take(height)
+        .any(|r| r.view.dispatch.ack_deadline.is_some() && r.view.dispatch.deliveries > 0);
+    let cols = if due_shown {
+        &DISPATCHES_DUE
+    } else {
+        &DISPATCHES
+    };
+    crate::console::views::pane_table_refit(
+        frame,
+        bottom,
+        app,
+        title,
+        cols,
+        &rows,
+        theme,
+        row,
+        |r, col, width| {
+            (col == ACK_COL).then(|| {
+                let overdue = items::dispatch_overdue(snap, r.view, r.held, app.now).is_some();
+                ack_cell(r, overdue, app, theme, Some(width))
+            })
+        },
+    );
+}
+
+/// The ACK cell of a dispatch: its status, `▲ OVERDUE`, and the delivery count and ack deadline
+/// (`1/3 due 12s`). Given a `width`, the longest of its forms that fits: `OVERDUE` becomes its
+/// `▲`, the status word its glyph, then the count goes; the deadline is kept whole.
+fn ack_cell<'a>(
+    r: &items::DispatchRow,
+    overdue: bool,
+    app: &App,
+    theme: &Theme,
+    width: Option<u16>,
+) -> Line<'a> {
+    let d = &r.view.dispatch;
+    let ack = if r.held {
+        "held".to_owned()
+    } else {
+        d.ack_status.to_string()
+    };
+    let (astyle, g) = theme.ack_status(&ack);
+    let parts = items::delivery_parts(d, app.now);
+    let form = |word: bool, flag: &str, count: bool| {
+        let note = match &parts {
+            Some((c, Some(due))) if count => format!(" {c} {due}"),
+            Some((_, Some(due))) => format!(" {due}"),
+            Some((c, None)) if count => format!(" {c}"),
+            _ => String::new(),
+        };
+        Line::from(vec![
+            Span::styled(
+                if word {
+                    format!("{g} {ack}")
+                } else {
+                    g.to_string()
+                },
+                astyle,
+            ),
+            Span::styled(
+                if overdue {
+                    flag.to_owned()
+                } else {
+                    String::new()
+                },
+                theme.alert(),
+            ),
+            Span::styled(note, theme.dim()),
+        ])
+    };
+    let full = form(true, " ▲ OVERDUE", true);
+    // Only a cell with a deadline has shorter forms: the deadline is what they keep.
+    let Some(width) = width.filter(|_| matches!(parts, Some((_, Some(_))))) else {
+        return full;
+    };
+    [
+        form(true, " ▲", true),
+        form(false, " ▲", true),
+        form(false, " ▲", false),
+    ]
+    .into_iter()
+    .find(|l| l.width() <= width as usize)
+    .unwrap_or_else(|| form(false, " ▲", false))
 }
 
 /// The per-god summary's columns.
@@ -175,6 +251,17 @@ const DISPATCHES: [Col; 8] = [
     Col::new("ACK", 6, 32),
     Col::new("SUMMARY", 10, 200).flex(),
 ];
+
+/// Where ACK is among [`DISPATCHES`].
+const ACK_COL: usize = 6;
+
+/// [`DISPATCHES`] while a dispatch with an ack deadline is on screen: ACK is at least as wide as
+/// its shortest form with a deadline (`○ ▲ due 119s`).
+const DISPATCHES_DUE: [Col; 8] = {
+    let mut cols = DISPATCHES;
+    cols[ACK_COL] = Col::new("ACK", 12, 32);
+    cols
+};
 
 fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, theme: &Theme) {
     let st = app.pane_state();
@@ -367,4 +454,71 @@ fn shown(text: &str) -> String {
         out.push('…');
     }
     out
+}
+
+/// Pane 2: the inboxes and every dispatch waiting in them.
+pub(crate) struct Inboxes;
+
+impl PaneView for Inboxes {
+    fn title(&self) -> &'static str {
+        "Inboxes"
+    }
+
+    fn short_title(&self) -> &'static str {
+        "Inb"
+    }
+
+    fn sort_columns(&self) -> &'static [Column] {
+        &[
+            Column::God,
+            Column::Handoff,
+            Column::Workflow,
+            Column::Step,
+            Column::From,
+            Column::Age,
+            Column::Ack,
+        ]
+    }
+
+    fn count(&self, app: &App, filter: &Filter) -> usize {
+        items::dispatches(&app.snapshot, filter).len()
+    }
+
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<String> {
+        items::dispatches(&app.snapshot, filter)
+            .iter()
+            .map(|r| format!("{}/{}", r.god, r.view.name))
+            .collect()
+    }
+
+    fn key_at(&self, app: &App, filter: &Filter, i: usize) -> Option<String> {
+        let rows = items::dispatches(&app.snapshot, filter);
+        let r = rows.get(i.min(rows.len().checked_sub(1)?))?;
+        Some(format!("{}/{}", r.god, r.view.name))
+    }
+
+    fn position_of(&self, app: &App, filter: &Filter, key: &str) -> (Option<usize>, usize) {
+        let rows = items::dispatches(&app.snapshot, filter);
+        // God names hold no `/`, so the key splits at its first one.
+        let (god, name) = key.split_once('/').unwrap_or((key, ""));
+        (
+            rows.iter()
+                .position(|r| r.god == god && &*r.view.name == name),
+            rows.len(),
+        )
+    }
+
+    fn yank(&self, app: &App, filter: &Filter, i: usize) -> Option<String> {
+        items::dispatches(&app.snapshot, filter)
+            .get(i)
+            .map(|r| r.view.dispatch.handoff_id.to_string())
+    }
+
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+        draw(frame, area, app, theme)
+    }
+
+    fn grows_with_root(&self) -> bool {
+        true
+    }
 }

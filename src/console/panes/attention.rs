@@ -9,7 +9,10 @@ use crate::console::app::App;
 use crate::console::theme::Theme;
 use crate::engine::store::time::relative;
 
-use super::table::Col;
+use crate::console::views::table::Col;
+use crate::console::items::Filter;
+use crate::console::panes::PaneView;
+use crate::console::app::Effect;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let rows = app.attention();
@@ -19,12 +22,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         title.push_str(&format!(", {snoozed} snoozed"));
     }
     title.push_str(") ");
-    title.push_str(&super::follow_note(app, Pane::Attention));
+    title.push_str(&crate::console::views::follow_note(app, Pane::Attention));
     let texts = (
         "Nothing waits on you.",
         "No attention item matches the filter.",
     );
-    if super::list_head(
+    if crate::console::views::list_head(
         frame,
         area,
         app,
@@ -53,7 +56,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::styled(i.action_text(&app.keymap), theme.key()),
         ]
     };
-    super::pane_table(frame, area, app, title, &COLUMNS, &rows, theme, row);
+    crate::console::views::pane_table(frame, area, app, title, &COLUMNS, &rows, theme, row);
 }
 
 const COLUMNS: [Col; 5] = [
@@ -63,3 +66,50 @@ const COLUMNS: [Col; 5] = [
     Col::new("REASON", 20, 200).flex(),
     Col::new("ACTION (Enter goes there)", 10, 48).hide(1),
 ];
+
+/// Pane 7: everything that waits on a human, newest first.
+pub(crate) struct Attention;
+
+impl PaneView for Attention {
+    fn title(&self) -> &'static str {
+        "Attention"
+    }
+
+    fn short_title(&self) -> &'static str {
+        "Attn"
+    }
+
+    fn count(&self, app: &App, filter: &Filter) -> usize {
+        app.attention_through(filter).len()
+    }
+
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<String> {
+        app.attention_through(filter)
+            .into_iter()
+            .map(|i| i.key)
+            .collect()
+    }
+
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+        draw(frame, area, app, theme)
+    }
+
+    fn newest_first(&self) -> bool {
+        true
+    }
+
+    /// `Enter` takes the operator to the item's record and says what resolves it.
+    fn open(&self, app: &mut App) -> Option<Vec<Effect>> {
+        if app.refuse_if_gone(Pane::Attention) {
+            return Some(Vec::new());
+        }
+        if let Some(item) = app
+            .attention()
+            .get(app.selected(Pane::Attention))
+            .cloned()
+        {
+            app.open_attention(&item);
+        }
+        Some(Vec::new())
+    }
+}

@@ -12,8 +12,10 @@ use crate::console::preview::when;
 use crate::console::theme::Theme;
 use crate::live::snapshot::short_duration;
 
-use super::table::Col;
-use super::{block, kv};
+use crate::console::views::table::Col;
+use crate::console::views::{block, kv};
+use crate::console::items::{Column, Filter};
+use crate::console::panes::PaneView;
 
 /// A text progress bar: `█████░░░░░  50%`.
 pub(crate) fn gauge(pct: Option<f64>, width: usize) -> String {
@@ -80,17 +82,17 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             let mut lines: Vec<Line> = cycles
                 .iter()
                 .take(shown)
-                .map(|c| super::table::fit(line(c), inner as u16))
+                .map(|c| crate::console::views::table::fit(line(c), inner as u16))
                 .collect();
             if shown == 0 {
                 // One row only: the first cycle, cut, and how many more there are.
                 let more = format!(" (+{} more)", cycles.len() - 1);
                 let width = inner.saturating_sub(more.chars().count()) as u16;
-                let mut first = super::table::fit(line(&cycles[0]), width);
+                let mut first = crate::console::views::table::fit(line(&cycles[0]), width);
                 first.push_span(Span::styled(more, theme.alert()));
                 lines.push(first);
             } else if cycles.len() > shown {
-                lines.push(super::table::fit(
+                lines.push(crate::console::views::table::fit(
                     Line::styled(
                         format!(
                             "… {} more cycle(s): L steps through their locks",
@@ -123,12 +125,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             threshold(t)
         ),
         None => format!(" 5 Workers ({}, {stale} stale) ", rows.len()),
-    } + &super::order_note(app);
+    } + &crate::console::views::order_note(app);
     let texts = (
         "No worker has reported a heartbeat.",
         "No worker matches the filter.",
     );
-    if super::list_head(
+    if crate::console::views::list_head(
         frame,
         area,
         app,
@@ -197,7 +199,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                 theme,
             ));
         }
-        return super::detail(
+        return crate::console::views::detail(
             frame,
             area,
             format!(" worker · {} ", w.worker_id),
@@ -228,7 +230,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::styled(if is_stale { "▲ STALE" } else { "" }, theme.alert()),
         ]
     };
-    super::pane_table(frame, area, app, title, &COLUMNS, &rows, theme, row);
+    crate::console::views::pane_table(frame, area, app, title, &COLUMNS, &rows, theme, row);
 }
 
 /// The table's columns: the subtask takes the room left over; TRACK goes first when it is narrow.
@@ -242,3 +244,43 @@ const COLUMNS: [Col; 8] = [
     Col::new("BEAT", 6, 19),
     Col::new("", 7, 7),
 ];
+
+/// Pane 5: every worker of every track.
+pub(crate) struct Workers;
+
+impl PaneView for Workers {
+    fn title(&self) -> &'static str {
+        "Workers"
+    }
+
+    fn short_title(&self) -> &'static str {
+        "Work"
+    }
+
+    fn sort_columns(&self) -> &'static [Column] {
+        &[
+            Column::Track,
+            Column::Worker,
+            Column::Status,
+            Column::Progress,
+            Column::Task,
+            Column::Subtask,
+            Column::Beat,
+        ]
+    }
+
+    fn count(&self, app: &App, filter: &Filter) -> usize {
+        items::workers(&app.snapshot, filter).len()
+    }
+
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<String> {
+        items::workers(&app.snapshot, filter)
+            .iter()
+            .map(|(t, w)| format!("{t}/{}", w.worker_id))
+            .collect()
+    }
+
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+        draw(frame, area, app, theme)
+    }
+}

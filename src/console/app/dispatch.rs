@@ -1,0 +1,631 @@
+//! One `Action` in normal mode: moving, paging, opening, filtering, the pane-crossing jumps, and
+//! the start of every operator flow (see `flows`).
+
+use super::*;
+
+impl App {
+    /// Shows `pane` with the row whose identity is `key` selected (the pane's filter cleared so it
+    /// is listed); false when no such row is there.
+    pub fn jump_to(&mut self, pane: Pane, key: &str) -> bool {
+        let saved = std::mem::take(&mut self.panes[pane].filter);
+        let keys = self.keys(pane);
+        let Some(i) = keys.iter().position(|k| k == key) else {
+            self.panes[pane].filter = saved;
+            return false;
+        };
+        if pane == Pane::Bus {
+            self.follow = false;
+        }
+        let st = &mut self.panes[pane];
+        st.selected = i;
+        st.gone = None;
+        st.detail = false;
+        st.scroll = 0;
+        self.pane = pane;
+        true
+    }
+
+    /// Takes the operator to an attention item's record, and says what resolves it.
+    pub(crate) fn open_attention(&mut self, item: &attention::Item) {
+        match &item.jump {
+            Jump::Row(pane, key) => {
+                if key.is_empty() {
+                    self.pane = *pane;
+                } else if !self.jump_to(*pane, key) {
+                    self.flash(
+                        FlashKind::Error,
+                        format!("{key} is not listed in {} any more", pane.title()),
+                    );
+                    return;
+                }
+            }
+            Jump::Board(track) => {
+                self.track = Some(track.clone());
+                self.pane = Pane::Board;
+                self.panes[Pane::Board].detail = false;
+            }
+            Jump::Issues => self.mode = Mode::Issues,
+        }
+        self.last_attention = Some(item.key.clone());
+        self.flash(
+            FlashKind::Info,
+            format!(
+                "{}: {} · {}",
+                item.kind.as_str(),
+                item.reason,
+                item.action_text(&self.keymap)
+            ),
+        );
+    }
+
+    /// The global key: the record of the attention item after the one it jumped to last.
+    pub(super) fn next_attention(&mut self) {
+        let items = self.attention_all();
+        if items.is_empty() {
+            self.flash(FlashKind::Success, "nothing waits on you");
+            return;
+        }
+        let next = self
+            .last_attention
+            .as_ref()
+            .and_then(|k| items.iter().position(|i| &i.key == k))
+            .map_or(0, |i| (i + 1) % items.len());
+        let item = items[next].clone();
+        self.open_attention(&item);
+    }
+
+    /// Takes the operator from a journal entry to the record it is about; false if none is listed.
+    pub(crate) fn open_journal_entry(&mut self, e: &Value) -> bool {
+        let t = |k: &str| e.pointer(&format!("/targets/{k}")).and_then(Value::as_str);
+        if let Some(h) = t("handoff_id") {
+            let key = items::dispatches(&self.snapshot, &Filter::default())
+                .iter()
+                .find(|r| *r.view.dispatch.handoff_id == *h || *r.view.name == *h)
+                .map(|r| format!("{}/{}", r.god, r.view.name));
+            if let Some(k) = key
+                && self.jump_to(Pane::Inboxes, &k)
+            {
+                return true;
+            }
+        }
+        if let Some(h) = t("handoff_id")
+            && let Ok(h) = HandoffId::parse(h)
+            && let Some((k, _)) = self.dead_row_of(&h)
+            && self.jump_to(Pane::DeadLetters, &k)
+        {
+            return true;
+        }
+        if let Some(w) = t("workflow_id")
+            && self.jump_to(Pane::Workflows, w)
+        {
+            return true;
+        }
+        if let (Some(track), Some(path)) = (t("track"), t("path"))
+            && self.jump_to(Pane::Locks, &format!("{track}/{path}"))
+        {
+            return true;
+        }
+        if let Some(track) = t("track")
+            && self.snapshot.track(track).is_some()
+            && e.get("action")
+                .and_then(Value::as_str)
+                .is_some_and(|a| a.starts_with("board"))
+        {
+            self.track = Some(track.to_owned());
+            self.pane = Pane::Board;
+            return true;
+        }
+        false
+    }
+
+    /// The selected worker: (track, worker id).
+    pub(super) fn selected_worker(&mut self) -> Option<(String, String)> {
+        if self.pane != Pane::Workers || self.refuse_if_gone(Pane::Workers) {
+            return None;
+        }
+        let rows = items::workers(&self.snapshot, &self.filter(Pane::Workers));
+        rows.get(self.selected(Pane::Workers))
+            .map(|(t, w)| ((*t).to_owned(), w.worker_id.clone()))
+    }
+
+    pub(super) fn worker_locks(&mut self) {
+        let Some((_, worker)) = self.selected_worker() else {
+            return self.need("a worker");
+        };
+        let held = items::locks(&self.snapshot, &Filter::default())
+            .iter()
+            .filter(|(_, l)| l.worker_id.as_deref() == Some(worker.as_str()))
+            .count();
+        if held == 0 {
+            return self.flash(FlashKind::Info, format!("{worker} holds no lock"));
+        }
+        self.panes[Pane::Locks] = PaneState {
+            filter: worker.clone(),
+            ..PaneState::default()
+        };
+        self.pane = Pane::Locks;
+        self.flash(
+            FlashKind::Info,
+            format!("{held} lock(s) held by {worker} · Esc clears the filter"),
+        );
+    }
+
+    pub(super) fn worker_messages(&mut self) {
+        let Some((track, worker)) = self.selected_worker() else {
+            return self.need("a worker");
+        };
+        self.track = Some(track.clone());
+        self.panes[Pane::Bus] = PaneState {
+            filter: format!("source:{worker}"),
+            ..PaneState::default()
+        };
+        self.follow = true;
+        self.pane = Pane::Bus;
+        self.flash(
+            FlashKind::Info,
+            format!("{track}: messages from {worker} · Esc shows the whole track"),
+        );
+    }
+
+    pub(super) fn cycle_lock(&mut self) {
+        let locks = self.cycle_locks();
+        if locks.is_empty() {
+            return self.flash(FlashKind::Info, "no deadlock cycle holds a lock");
+        }
+        // The selected worker's track first; pressed again, the next lock of the cycles.
+        let track = self.selected_worker().map(|(t, _)| t);
+        let current = self.selected_key(Pane::Locks);
+        let mut order: Vec<&(String, String)> = locks
+            .iter()
+            .filter(|(t, _)| Some(t) == track.as_ref())
+            .collect();
+        order.extend(locks.iter().filter(|(t, _)| Some(t) != track.as_ref()));
+        let at = order
+            .iter()
+            .position(|(t, p)| current.as_deref() == Some(&format!("{t}/{p}")))
+            .map_or(0, |i| (i + 1) % order.len());
+        let (t, p) = order[at].clone();
+        if self.jump_to(Pane::Locks, &format!("{t}/{p}")) {
+            self.flash(
+                FlashKind::Info,
+                format!("{p} is in a deadlock cycle ({t}) · u force-unlocks it"),
+            );
+        }
+    }
+
+    pub(super) fn go_workflow(&mut self) {
+        let wf = match self.selected_dispatch() {
+            Some((_, d, _)) => d.workflow_id.to_string(),
+            None => match self.selected_dead() {
+                Some((_, _, wf)) => wf,
+                None => return self.need("a dispatch or a dead letter"),
+            },
+        };
+        if !self.jump_to(Pane::Workflows, &wf) {
+            self.flash(
+                FlashKind::Error,
+                format!("workflow {wf} has no state file here"),
+            );
+        }
+    }
+
+    pub(super) fn go_dispatch(&mut self) {
+        let Some(wf) = self.selected_workflow() else {
+            return;
+        };
+        let key = self
+            .snapshot
+            .workflows
+            .iter()
+            .find(|w| *w.id == *wf.as_str())
+            .and_then(|w| w.waiting.first().cloned())
+            .and_then(|(god, d)| {
+                items::dispatches(&self.snapshot, &Filter::default())
+                    .iter()
+                    .find(|r| *r.god == *god && r.view.dispatch.handoff_id == d.handoff_id)
+                    .map(|r| format!("{}/{}", r.god, r.view.name))
+            });
+        match key {
+            Some(k) => {
+                self.jump_to(Pane::Inboxes, &k);
+            }
+            None => self.flash(FlashKind::Info, format!("{wf} has no dispatch waiting")),
+        }
+    }
+
+    pub(super) fn sort_by(&mut self, word: &str) {
+        let pane = self.pane;
+        if word.trim().is_empty() {
+            self.relist(pane, |a| a.pane_state_mut().sort = None);
+            return self.flash(FlashKind::Info, "the pane's own order again");
+        }
+        let Some(column) = items::sort_column(pane, word) else {
+            let cols = items::sort_columns(pane);
+            let text = if cols.is_empty() {
+                format!("{} rows are not sortable", pane.title())
+            } else {
+                format!(
+                    "no column {word:?} here: use {}",
+                    cols.iter().map(|c| c.word()).collect::<Vec<_>>().join(", ")
+                )
+            };
+            return self.flash(FlashKind::Error, text);
+        };
+        let descending = self
+            .pane_state()
+            .sort
+            .as_ref()
+            .is_some_and(|s| s.column == column && !s.descending);
+        self.relist(pane, |a| {
+            a.pane_state_mut().sort = Some(items::Sort { column, descending })
+        });
+        self.flash(
+            FlashKind::Info,
+            format!(
+                "sorted by {column} {}",
+                if descending {
+                    "↓ (descending)"
+                } else {
+                    "↑"
+                }
+            ),
+        );
+    }
+
+    pub(super) fn cycle_god(&mut self, forward: bool) {
+        let mut names: Vec<String> = vec![crate::engine::store::layout::QUARANTINE_DIR.into()];
+        names.extend(self.snapshot.inboxes.iter().map(|i| i.god.clone()));
+        // None (every inbox) sits before the first and after the last.
+        let cur = self
+            .inbox_god
+            .as_ref()
+            .and_then(|g| names.iter().position(|n| n == g));
+        let next = match (cur, forward) {
+            (None, true) => Some(0),
+            (None, false) => names.len().checked_sub(1),
+            (Some(i), true) => (i + 1 < names.len()).then_some(i + 1),
+            (Some(i), false) => i.checked_sub(1),
+        };
+        let god = next.map(|i| names[i].clone());
+        self.relist(Pane::Inboxes, |a| a.inbox_god = god.clone());
+        self.flash(
+            FlashKind::Info,
+            match god {
+                Some(g) => format!("dispatches in {g}'s inbox (] next, [ previous)"),
+                None => "dispatches of every inbox".to_owned(),
+            },
+        );
+    }
+
+    /// Stops the bus tail from following, remembering the newest message so the new ones count.
+    pub(super) fn pause(&mut self) {
+        self.follow = false;
+        self.paused_at = items::track(&self.snapshot, self.track.as_deref())
+            .and_then(|t| t.messages.last())
+            .map(|m| m.id.clone());
+    }
+
+    /// Performs an action in normal mode.
+    pub fn dispatch(&mut self, action: Action) -> Vec<Effect> {
+        if action.is_mutation() && self.read_only {
+            self.flash(
+                FlashKind::Error,
+                format!("read-only console: {} is disabled", action.describe()),
+            );
+            return Vec::new();
+        }
+        let detail = self.pane_state().detail;
+        if !self.pane_state().picked.is_empty() && !detail {
+            let fits: Option<crate::console::marks::MarkFits> = match action {
+                Action::Ack(_) => Some((
+                    &|a: &App, k: &str| a.dispatch_is_held(k) == Some(false),
+                    "a dispatch to ack",
+                )),
+                Action::Approve | Action::RejectHeld => Some((
+                    &|a: &App, k: &str| a.dispatch_is_held(k) == Some(true),
+                    "a held dispatch",
+                )),
+                Action::Abort | Action::ForceUnlock | Action::Requeue => {
+                    Some((&|_: &App, _: &str| true, "listed"))
+                }
+                _ => None,
+            };
+            if let Some((fits, what)) = fits
+                && !self.select_first_mark(fits, what)
+            {
+                return Vec::new();
+            }
+        }
+        match action {
+            // In a detail or raw view `q` goes back, as it closes the overlays; C-c still quits.
+            Action::Quit if detail => {
+                let st = self.pane_state_mut();
+                st.detail = false;
+                st.raw = false;
+            }
+            Action::Quit => return vec![Effect::Quit],
+            Action::Help => self.mode = Mode::Help(HelpView::default()),
+            Action::Issues => self.mode = Mode::Issues,
+            Action::NextPane => {
+                self.pane = self.pane.next();
+                self.entered_pane();
+            }
+            Action::PrevPane => {
+                self.pane = self.pane.prev();
+                self.entered_pane();
+            }
+            Action::GoPane(p) => {
+                self.pane = p;
+                self.entered_pane();
+            }
+            Action::Up if detail => self.scroll_by(-1),
+            Action::Down if detail => self.scroll_by(1),
+            Action::PageUp if detail => self.scroll_by(-(self.page.max(1) as isize)),
+            Action::PageDown if detail => self.scroll_by(self.page.max(1) as isize),
+            Action::Top if detail => self.pane_state_mut().scroll = 0,
+            Action::Bottom if detail => self.pane_state_mut().scroll = u16::MAX,
+            Action::NextRecord => self.move_by(1),
+            Action::PrevRecord => self.move_by(-1),
+            Action::Up => self.move_by(-1),
+            Action::Down => self.move_by(1),
+            Action::PageUp => self.move_by(-(self.page.max(1) as isize)),
+            Action::PageDown => self.move_by(self.page.max(1) as isize),
+            Action::HalfPageDown if detail => self.scroll_by((self.page / 2).max(1) as isize),
+            Action::HalfPageUp if detail => self.scroll_by(-((self.page / 2).max(1) as isize)),
+            Action::HalfPageDown => self.move_by((self.page / 2).max(1) as isize),
+            Action::HalfPageUp => self.move_by(-((self.page / 2).max(1) as isize)),
+            Action::Top => {
+                if self.pane == Pane::Bus && self.follow {
+                    self.pause();
+                }
+                let st = self.pane_state_mut();
+                st.selected = 0;
+                st.scroll = 0;
+                st.gone = None;
+                self.moved_in_newest_first();
+            }
+            Action::Bottom => {
+                if self.pane == Pane::Bus {
+                    self.follow = true;
+                }
+                let n = self.row_count();
+                self.pane_state_mut().selected = n.saturating_sub(1);
+                self.pane_state_mut().gone = None;
+                self.moved_in_newest_first();
+            }
+            Action::Open if !detail && self.pane.view().open(self).is_some() => {}
+            Action::Open => {
+                if !detail && self.refuse_if_gone(self.pane) {
+                    return Vec::new();
+                }
+                if self.offers(&Action::Open) {
+                    let st = self.pane_state_mut();
+                    st.detail = true;
+                    st.scroll = 0;
+                }
+            }
+            Action::Back if !detail && self.clear_marks() => {}
+            Action::Back => {
+                let st = self.pane_state_mut();
+                if st.detail {
+                    st.detail = false;
+                    st.raw = false;
+                } else {
+                    st.filter.clear();
+                }
+            }
+            Action::Filter if !self.pane.view().lists_records() => self.flash(
+                FlashKind::Info,
+                "the board shows one session whole: there is nothing to filter",
+            ),
+            Action::Filter => {
+                self.mode = Mode::Filter(LineEditor::new(self.pane_state().filter.clone()))
+            }
+            Action::NextMatch | Action::PrevMatch => {
+                let n = self.row_count();
+                if self.pane_state().filter.is_empty() {
+                    self.flash(FlashKind::Info, "no filter: / starts one");
+                } else if n == 0 {
+                    self.flash(FlashKind::Info, "nothing matches the filter");
+                } else {
+                    // Every listed row matches; n and N step through them, wrapping around.
+                    let cur = self.selected(self.pane);
+                    let next = if action == Action::NextMatch {
+                        (cur + 1) % n
+                    } else {
+                        (cur + n - 1) % n
+                    };
+                    self.move_by(next as isize - cur as isize);
+                    self.flash(FlashKind::Info, format!("match {}/{n}", next + 1));
+                }
+            }
+            Action::Command => self.mode = Mode::Command(CommandLine::default()),
+            Action::Refresh => {
+                self.flash(FlashKind::Info, "rescanning the root");
+                return vec![Effect::Rescan];
+            }
+            Action::ToggleTimes => self.absolute_times = !self.absolute_times,
+            Action::ToggleRaw => {
+                let st = self.pane_state_mut();
+                st.raw = !st.raw;
+                st.detail = true;
+                st.scroll = 0;
+            }
+            Action::ToggleFollow => {
+                if self.follow {
+                    let sel = self.selected(Pane::Bus);
+                    self.panes[Pane::Bus].selected = sel;
+                    self.pause();
+                } else {
+                    self.follow = true;
+                }
+            }
+            Action::NextTrack | Action::PrevTrack => self.cycle_track(action == Action::NextTrack),
+            Action::Ack(choice) => self.start_ack(choice),
+            Action::Approve => self.start_approve(),
+            Action::RejectHeld => self.start_reject_held(),
+            Action::Abort => self.start_abort(),
+            Action::Requeue => self.start_requeue(),
+            Action::Rerun => self.start_rerun(),
+            Action::Cleanup => return self.start_cleanup(),
+            Action::ForceUnlock => self.start_unlock(),
+            Action::BoardAdvance => self.start_board(Action::BoardAdvance),
+            Action::BoardForceAdvance => self.start_board(Action::BoardForceAdvance),
+            Action::BoardNextRound => self.start_board(Action::BoardNextRound),
+            Action::BoardResolve => self.start_board(Action::BoardResolve),
+            Action::NextAttention => self.next_attention(),
+            Action::Snooze => self.start_snooze(),
+            Action::Messages => self.mode = Mode::Messages,
+            Action::WorkerLocks => self.worker_locks(),
+            Action::WorkerMessages => self.worker_messages(),
+            Action::CycleLock => self.cycle_lock(),
+            Action::GoWorkflow => self.go_workflow(),
+            Action::GoDispatch => self.go_dispatch(),
+            Action::ToggleFocus | Action::Submit | Action::Cancel => {}
+            Action::Sort(col) => self.sort_by(&col),
+            Action::ToggleFinished => {
+                let hide = !self.hide_finished;
+                self.relist(Pane::Workflows, |a| a.hide_finished = hide);
+                self.flash(
+                    FlashKind::Info,
+                    if hide {
+                        "finished workflows hidden (h shows them)"
+                    } else {
+                        "finished workflows shown"
+                    },
+                );
+            }
+            Action::NextGod | Action::PrevGod => self.cycle_god(action == Action::NextGod),
+            Action::Yank => return self.yank(),
+            Action::ToggleMark => self.toggle_mark(),
+            Action::MarkRange => self.mark_range(),
+            Action::MarkAll => self.mark_all(),
+            Action::ToggleMouse => {
+                self.mouse = !self.mouse;
+                self.flash(
+                    FlashKind::Info,
+                    if self.mouse {
+                        "mouse on: click tabs and rows, wheel scrolls (Shift-drag selects text)"
+                    } else {
+                        "mouse off: the terminal selects text (:mouse turns it back on)"
+                    },
+                );
+                return vec![Effect::Mouse(self.mouse)];
+            }
+        }
+        Vec::new()
+    }
+
+    /// `y`: the selected record's id or path (every marked one's, a line each), to the clipboard.
+    pub(super) fn yank(&mut self) -> Vec<Effect> {
+        let picked = self.pane_state().picked.clone();
+        let keys: Vec<String> = if picked.is_empty() {
+            if self.refuse_if_gone(self.pane) {
+                return Vec::new();
+            }
+            match self.yank_text(self.selected(self.pane)) {
+                Some(t) => vec![t],
+                None => {
+                    self.flash(FlashKind::Info, "nothing selected to yank");
+                    return Vec::new();
+                }
+            }
+        } else {
+            let all = self.keys(self.pane);
+            all.iter()
+                .enumerate()
+                .filter(|(_, k)| picked.contains(k))
+                .filter_map(|(i, _)| self.yank_text(i))
+                .collect()
+        };
+        if keys.is_empty() {
+            self.flash(FlashKind::Info, "the marked rows are not listed (filter?)");
+            return Vec::new();
+        }
+        let text = keys.join("\n");
+        let shown = if keys.len() == 1 {
+            keys[0].clone()
+        } else {
+            format!("{} ids", keys.len())
+        };
+        self.flash(
+            FlashKind::Success,
+            format!("yanked {shown} to the clipboard (OSC 52)"),
+        );
+        vec![Effect::Clipboard(text)]
+    }
+
+    /// What `y` copies for row `i` of the current pane: a workflow id, a handoff id, a message id,
+    /// a lock's path, a worker id, a director.
+    pub(super) fn yank_text(&self, i: usize) -> Option<String> {
+        self.yank_raw(i)
+            .map(|t| crate::console::clipboard::printable(&t))
+            .filter(|t| !t.is_empty())
+    }
+
+    /// [`App::yank_text`] as the file has it (control characters and all).
+    pub(super) fn yank_raw(&self, i: usize) -> Option<String> {
+        self.pane.view().yank(self, &self.filter(self.pane), i)
+    }
+
+    /// Scrolls the open detail, within its lines.
+    pub(super) fn scroll_by(&mut self, delta: isize) {
+        let max = self.detail_max.get() as isize;
+        let st = self.pane_state_mut();
+        let from = (st.scroll as isize).min(max);
+        st.scroll = (from + delta).clamp(0, max.max(0)) as u16;
+    }
+
+    pub(super) fn move_by(&mut self, delta: isize) {
+        // Another record: its detail starts at its top.
+        self.pane_state_mut().scroll = 0;
+        let n = self.row_count();
+        if self.pane == Pane::Bus {
+            if self.follow && delta < 0 {
+                self.pause();
+                self.panes[Pane::Bus].selected = n.saturating_sub(1);
+            } else if self.follow {
+                return;
+            }
+        }
+        let mut cur = self.selected(self.pane) as isize;
+        if self.pane_state_mut().gone.take().is_some() && delta > 0 {
+            // The row that slid into the vanished one's place is the next one down.
+            cur -= 1;
+        }
+        let next = (cur + delta).clamp(0, n.saturating_sub(1) as isize) as usize;
+        self.pane_state_mut().selected = next;
+        self.moved_in_newest_first();
+        if self.pane == Pane::Bus && n > 0 && next == n - 1 && delta > 0 {
+            self.follow = true;
+        }
+    }
+
+    pub(super) fn cycle_track(&mut self, forward: bool) {
+        let names: Vec<String> = self
+            .snapshot
+            .tracks
+            .iter()
+            .map(|t| t.name.clone())
+            .collect();
+        if names.is_empty() {
+            self.flash(FlashKind::Info, "no tracks under conductor/tracks");
+            return;
+        }
+        let cur = self
+            .track_name()
+            .and_then(|t| names.iter().position(|n| *n == t))
+            .unwrap_or(0);
+        let next = if forward {
+            (cur + 1) % names.len()
+        } else {
+            (cur + names.len() - 1) % names.len()
+        };
+        self.track = Some(names[next].clone());
+        for p in [Pane::Bus, Pane::Board] {
+            let st = &mut self.panes[p];
+            st.selected = 0;
+            st.gone = None;
+        }
+    }
+}

@@ -1,0 +1,503 @@
+//! The console's state and its transitions. Keys become [`Action`]s, actions change the state and
+//! return [`Effect`]s as data (run an engine call, quit…); drawing only reads this state. The whole
+//! operator flow (selection -> confirm -> engine call -> flash) runs here without a terminal.
+
+use crate::engine::conductor::CleanupResult;
+use serde_json::Value;
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+use crate::engine::bus::LockKey;
+use crate::engine::store::{GodName, HandoffId, TrackName, WorkflowId};
+use crate::live::snapshot::Snapshot;
+
+use super::action::{AckChoice, Action, Dialog, Key, Keymap, Pane};
+use super::attention::{self, Jump};
+use super::commands::{self, Arg};
+use super::items::{self, Filter};
+use super::line::{self, Edit, History, LineEditor};
+use super::ops::Op;
+
+mod dispatch;
+mod flows;
+mod input;
+mod state;
+
+/// What the event loop must do after an action.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    Quit,
+    /// Re-check every file now.
+    Rescan,
+    /// Run this engine call (in the background) and report back with [`App::op_finished`].
+    Execute(Op),
+    /// Ask the engine for a cleanup dry run and report back with [`App::cleanup_previewed`].
+    PreviewCleanup(WorkflowId),
+    /// Put this text on the system clipboard (OSC 52, see `clipboard`).
+    Clipboard(String),
+    /// Turn mouse capture on (true) or off.
+    Mouse(bool),
+}
+
+/// How a flash message reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlashKind {
+    Info,
+    Success,
+    Error,
+}
+
+/// A message at the bottom of the screen that fades after a while.
+#[derive(Debug, Clone)]
+pub struct Flash {
+    pub kind: FlashKind,
+    pub text: String,
+    pub until: Instant,
+}
+
+/// A line of a confirmation dialog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tone {
+    Normal,
+    Warn,
+    Danger,
+    Dim,
+}
+
+/// A confirmation: what will happen, and the two buttons (Cancel is focused first).
+#[derive(Debug, Clone)]
+pub struct Confirm {
+    pub op: Op,
+    pub lines: Vec<(Tone, String)>,
+    /// False: Cancel is focused (the default).
+    pub confirm_focused: bool,
+    /// The version of the records shown (see `shown`): `Enter` refuses once they changed.
+    pub shown: super::shown::Version,
+    /// What changed since the dialog was shown (then `Enter` refuses, and the lines stay the
+    /// ones the operator read).
+    pub changed: Option<String>,
+}
+
+impl Confirm {
+    /// A confirmation of `op` with these lines, bound to the records as `snap` has them.
+    pub fn new(op: Op, lines: Vec<(Tone, String)>, snap: &Snapshot) -> Self {
+        Self {
+            shown: super::shown::version(&op, snap),
+            op,
+            lines,
+            confirm_focused: false,
+            changed: None,
+        }
+    }
+}
+
+/// What a text prompt's answer is for.
+#[derive(Debug, Clone)]
+pub enum PromptFor {
+    Ack {
+        target: AckTarget,
+        status: AckChoice,
+        stage: AckStage,
+    },
+    RejectHeld(HandoffId),
+    Abort(WorkflowId),
+    /// Which god's inbox a dead letter goes back to (empty: the god it was delivered to last).
+    Requeue {
+        handoff_id: HandoffId,
+        from_god: GodName,
+    },
+    /// The step a workflow is dispatched again from.
+    Rerun(WorkflowId),
+    /// How long to snooze the attention item with this key.
+    Snooze(String),
+}
+
+/// Which question of an ack the prompt asks; earlier answers ride along.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AckStage {
+    /// The message (reason, summary).
+    Message,
+    /// The ETA of a `pending` ack.
+    Eta { message: Option<String> },
+    /// The gates a `completed` ack asserts, when the step declares some.
+    Gates {
+        message: Option<String>,
+        declared: Vec<String>,
+    },
+}
+
+/// A one-line text prompt.
+#[derive(Debug, Clone)]
+pub struct Prompt {
+    /// The dialog's title: names the record the answer is for.
+    pub title: String,
+    pub label: String,
+    pub required: bool,
+    pub input: LineEditor,
+    pub purpose: PromptFor,
+    /// What Tab completes the answer to (gods, step ids); empty: Tab does nothing.
+    pub completions: Vec<String>,
+}
+
+/// The dispatch an ack menu is for.
+#[derive(Debug, Clone)]
+pub struct AckTarget {
+    pub god: GodName,
+    pub handoff_id: HandoffId,
+    pub workflow_id: Option<WorkflowId>,
+    pub step: String,
+}
+
+/// The input mode.
+#[derive(Debug, Clone)]
+pub enum Mode {
+    Normal,
+    Help(HelpView),
+    /// The file issues overlay (closed by any key).
+    Issues,
+    /// The flash and notification history (`:messages`), closed by any key.
+    Messages,
+    /// Editing the current pane's filter (applied as typed).
+    Filter(LineEditor),
+    /// Typing a `:` command.
+    Command(CommandLine),
+    AckMenu {
+        target: AckTarget,
+        choice: usize,
+    },
+    Prompt(Prompt),
+    Confirm(Confirm),
+}
+
+/// The help overlay: how far it is scrolled, and the words it is narrowed to (`/` in it).
+#[derive(Debug, Clone, Default)]
+pub struct HelpView {
+    pub scroll: usize,
+    pub search: LineEditor,
+    /// The search is being typed.
+    pub searching: bool,
+}
+
+/// The `:` line being typed: the editor, and where Up/Down stand in the history.
+#[derive(Debug, Clone, Default)]
+pub struct CommandLine {
+    pub edit: LineEditor,
+    /// The history entry shown (None: the line being typed, kept in `draft`).
+    pub recalled: Option<usize>,
+    pub draft: String,
+    /// What `Tab` found when several commands or arguments fit, shown beside the line while it is
+    /// open (cleared by the next edit).
+    pub candidates: Option<String>,
+}
+
+/// Per-pane view state.
+#[derive(Debug, Clone, Default)]
+pub struct PaneState {
+    pub selected: usize,
+    pub filter: String,
+    pub detail: bool,
+    pub raw: bool,
+    pub scroll: u16,
+    /// The identity of the selected record after it went away (acked, approved, removed on disk):
+    /// nothing is highlighted, the detail says so, and actions refuse instead of landing on the
+    /// row that slid into its place. Cleared when the operator moves.
+    pub gone: Option<String>,
+    /// The column the rows are ordered by (`:sort`, Shift + its letter).
+    pub sort: Option<items::Sort>,
+    /// The marked records (identities, in marking order): bulk actions apply to them (see `marks`).
+    pub picked: Vec<String>,
+    /// In a newest-first list (journal, attention): the operator moved off the newest row, so the
+    /// selection stays on its record instead of following new entries (see [`App::following`]).
+    pub moved: bool,
+}
+
+/// A flash or notification kept for `:messages`.
+#[derive(Debug, Clone)]
+pub struct Message {
+    pub at: DateTime<Utc>,
+    pub kind: FlashKind,
+    pub text: String,
+}
+
+/// The most messages `:messages` keeps.
+pub const MESSAGES_KEPT: usize = 500;
+
+/// Inbox depth samples: one every [`DEPTH_EVERY`], [`DEPTH_SAMPLES`] kept (five minutes).
+pub const DEPTH_EVERY: chrono::Duration = chrono::Duration::seconds(10);
+pub const DEPTH_SAMPLES: usize = 30;
+
+/// The whole console state.
+pub struct App {
+    pub keymap: Keymap,
+    pub read_only: bool,
+    pub pane: Pane,
+    pub panes: super::panes::PaneStates,
+    pub mode: Mode,
+    pub flash: Option<Flash>,
+    pub snapshot: Arc<Snapshot>,
+    /// The time views compare against (set by the loop; fixed in tests).
+    pub now: DateTime<Utc>,
+    pub absolute_times: bool,
+    /// The track the Bus and Board panes show.
+    pub track: Option<String>,
+    /// The bus tail follows new messages (stops when scrolling up).
+    pub follow: bool,
+    /// Rows visible in the main table (for paging); set from the terminal size.
+    pub page: usize,
+    /// Operations sent to the engine and not yet answered.
+    pub in_flight: usize,
+    /// The record the operator's last confirmed action was on (pane, identity): when it goes away
+    /// because of that action, the selection moves on to its neighbour instead of reporting it gone.
+    acted_on: Option<(Pane, String)>,
+    /// The `:` lines run so far (Up/Down recall them).
+    pub history: History,
+    /// The largest scroll offset of the detail drawn last (its lines past one screen). Written by
+    /// drawing, as ratatui's `TableState` offset is, so `G` and paging stop at the last line.
+    pub detail_max: Cell<u16>,
+    /// The same for the help overlay.
+    pub help_max: Cell<usize>,
+    /// Finished workflows are left out of the Workflows pane (`h`, `:finished`).
+    pub hide_finished: bool,
+    /// The inbox the Inboxes pane's dispatch list is narrowed to (`]`/`[`): a god or `_quarantine`.
+    pub inbox_god: Option<String>,
+    /// The newest bus message when the tail was paused: the ones after it are counted as new.
+    pub paused_at: Option<String>,
+    /// One-line hints the first time something needs the operator (the demo turns them on).
+    pub hints: Option<FirstTimeHints>,
+    /// Who the journal records for this console's acts (`--actor`, else the login name).
+    pub actor: String,
+    /// The config's thresholds (stale, overdue, held too long).
+    pub thresholds: super::config::Thresholds,
+    /// The config's `[notify]` settings, for the attention notifier.
+    pub notify: super::config::NotifySettings,
+    /// Where the current pane's table was drawn (written by drawing; read by mouse clicks).
+    pub table_at: Cell<Option<super::mouse::TableAt>>,
+    /// Where each tab was drawn last (first column, width, pane), written by drawing, read by clicks
+    /// (labels follow the width and the operator's pane keys).
+    pub(crate) tabs_drawn: RefCell<Vec<(usize, usize, Pane)>>,
+    /// The last click on a row (when, pane, row), for double-clicks.
+    pub(crate) last_click: Option<(Instant, Pane, usize)>,
+    /// Mouse capture is on (`:mouse` toggles it).
+    pub mouse: bool,
+    /// Attention items snoozed (by key) until a time.
+    pub snoozed: HashMap<String, DateTime<Utc>>,
+    /// The key of the attention item the global key jumped to last.
+    last_attention: Option<String>,
+    /// Every flash and notification, oldest first (`:messages`).
+    pub messages: VecDeque<Message>,
+    /// Per god, its inbox depth sampled every [`DEPTH_EVERY`], oldest first.
+    pub depth: BTreeMap<String, VecDeque<u32>>,
+    depth_sampled: Option<DateTime<Utc>>,
+    /// Counts the snapshots installed (the attention items are computed once per snapshot and time).
+    snapshot_gen: u64,
+    /// The attention items of (snapshot generation, now): the header, the tabs and pane 7 share them.
+    attention_memo: RefCell<Option<AttentionMemo>>,
+    /// The row count of the Workflows or Inboxes pane for (pane, snapshot, generation, filter):
+    /// a frame asks for it twice, and each count is a pass over every workflow or dispatch.
+    rows_memo: RefCell<Option<RowsMemo>>,
+}
+
+/// Which first-time hints were shown already.
+#[derive(Debug, Clone, Default)]
+pub struct FirstTimeHints {
+    pub held: bool,
+    pub deadlock: bool,
+    pub vote: bool,
+}
+
+type AttentionMemo = (u64, DateTime<Utc>, Arc<Vec<attention::Item>>);
+type RowsMemo = (Pane, usize, u64, Filter, usize);
+
+const FLASH_FOR: Duration = Duration::from_secs(6);
+
+impl App {
+    pub fn new(snapshot: Arc<Snapshot>, read_only: bool, now: DateTime<Utc>) -> Self {
+        Self {
+            keymap: Keymap::default(),
+            read_only,
+            pane: Pane::Workflows,
+            panes: Default::default(),
+            mode: Mode::Normal,
+            flash: None,
+            snapshot,
+            now,
+            absolute_times: false,
+            track: None,
+            follow: true,
+            page: 20,
+            in_flight: 0,
+            acted_on: None,
+            history: History::default(),
+            detail_max: Cell::new(u16::MAX),
+            help_max: Cell::new(usize::MAX),
+            hide_finished: false,
+            inbox_god: None,
+            paused_at: None,
+            hints: None,
+            // The run loop sets the real one (`--actor`, else the login name).
+            actor: super::ops::OPERATOR.to_owned(),
+            thresholds: Default::default(),
+            notify: Default::default(),
+            table_at: Cell::new(None),
+            tabs_drawn: RefCell::new(Vec::new()),
+            last_click: None,
+            mouse: true,
+            snoozed: HashMap::new(),
+            last_attention: None,
+            messages: VecDeque::new(),
+            depth: BTreeMap::new(),
+            depth_sampled: None,
+            snapshot_gen: 0,
+            attention_memo: RefCell::new(None),
+            rows_memo: RefCell::new(None),
+        }
+    }
+
+    /// Takes the operator's configuration: the remapped keymap, the time format, the thresholds
+    /// and the notification settings.
+    pub fn configure(&mut self, cfg: &super::config::Config) {
+        self.keymap = cfg.keymap.clone();
+        let local = cfg.time == super::config::TimeFormat::Local;
+        self.absolute_times = local;
+        self.thresholds = cfg.thresholds;
+        self.notify = cfg.notify.clone();
+        let s = self.snapshot.clone();
+        self.snapshot = self.with_my_thresholds(&s);
+        self.snapshot_gen += 1;
+    }
+
+    /// `s` with this console's overdue and held-too-long thresholds (the snapshot itself when the
+    /// live model published it with them already).
+    fn with_my_thresholds(&self, s: &Arc<Snapshot>) -> Arc<Snapshot> {
+        s.with_thresholds(
+            self.thresholds.overdue_after(),
+            self.thresholds.held_after(),
+        )
+    }
+
+    pub fn pane_state(&self) -> &PaneState {
+        &self.panes[self.pane]
+    }
+
+    pub(crate) fn pane_state_mut(&mut self) -> &mut PaneState {
+        &mut self.panes[self.pane]
+    }
+
+    /// The filter of a pane.
+    pub fn filter(&self, pane: Pane) -> Filter {
+        let st = &self.panes[pane];
+        Filter::parse(&st.filter)
+            .at(self.now)
+            .sorted(st.sort.clone())
+            .hiding_finished(self.hide_finished && pane == Pane::Workflows)
+            .in_inbox(self.inbox_god.clone().filter(|_| pane == Pane::Inboxes))
+    }
+
+    /// The words to highlight in the current pane (its filter's).
+    pub fn marks(&self) -> Vec<String> {
+        self.filter(self.pane).words().to_vec()
+    }
+
+    /// The name of the track the Bus and Board panes show.
+    pub fn track_name(&self) -> Option<String> {
+        items::track(&self.snapshot, self.track.as_deref()).map(|t| t.name.clone())
+    }
+
+    /// Shows a flash message.
+    pub fn flash(&mut self, kind: FlashKind, text: impl Into<String>) {
+        let text = text.into();
+        self.remember(kind, text.clone());
+        self.flash = Some(Flash {
+            kind,
+            text,
+            until: Instant::now() + FLASH_FOR,
+        });
+    }
+
+    /// Keeps a message for `:messages` (the newest [`MESSAGES_KEPT`]).
+    pub fn remember(&mut self, kind: FlashKind, text: String) {
+        if self.messages.len() == MESSAGES_KEPT {
+            self.messages.pop_front();
+        }
+        self.messages.push_back(Message {
+            at: self.now,
+            kind,
+            text,
+        });
+    }
+
+    /// Drops an expired flash; true if something changed.
+    pub fn expire_flash(&mut self, at: Instant) -> bool {
+        if self.flash.as_ref().is_some_and(|f| f.until <= at) {
+            self.flash = None;
+            return true;
+        }
+        false
+    }
+}
+
+/// Who a confirmed act is journaled as (`--actor`, else the login name).
+fn recorded_as(actor: &str) -> String {
+    format!("Journaled as {actor} (source console); the records say by: operator.")
+}
+
+fn ack_op(
+    t: AckTarget,
+    status: AckChoice,
+    message: Option<String>,
+    eta: Option<String>,
+    gates_passed: Vec<String>,
+) -> Op {
+    Op::Ack {
+        god: t.god,
+        request: super::ops::ack_request(
+            t.handoff_id,
+            t.workflow_id,
+            status,
+            message,
+            eta,
+            gates_passed,
+        ),
+    }
+}
+
+/// An ETA as typed: a duration from now (`30m`, `in 2h`, `+1d`, `1h30m`) or a time in any form the
+/// protocol reads (a bare time is UTC). Returned as RFC 3339 UTC.
+pub fn parse_eta(input: &str, now: DateTime<Utc>) -> Result<String, String> {
+    use crate::engine::store::time::{format_ts, parse_duration, parse_ts};
+    let s = input.trim();
+    let rel = s
+        .strip_prefix("in ")
+        .or_else(|| s.strip_prefix('+'))
+        .unwrap_or(s);
+    if let Some(d) = parse_duration(rel.trim()) {
+        return chrono::Duration::from_std(d)
+            .ok()
+            .and_then(|d| now.checked_add_signed(d))
+            .map(format_ts)
+            .ok_or_else(|| format!("ETA {s:?} is too far away"));
+    }
+    parse_ts(s).map(format_ts).ok_or_else(|| {
+        format!("ETA {s:?} is neither a duration (30m, 2h, 1d) nor a time (2026-06-14T12:00:00Z)")
+    })
+}
+
+/// Gate names as typed, comma-separated (repeats dropped), each 1 to 512 bytes without NUL.
+pub fn parse_gates(input: &str) -> Result<Vec<String>, String> {
+    let mut out: Vec<String> = Vec::new();
+    for g in input.split(',').map(str::trim).filter(|g| !g.is_empty()) {
+        crate::engine::store::ids::check_free_text("gate", g).map_err(|e| e.to_string())?;
+        if !out.iter().any(|o| o == g) {
+            out.push(g.to_owned());
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,195 @@
+//! The panes. A pane is one module: it implements [`PaneView`] (its title, its rows and their
+//! identities from a snapshot, what `y` copies, the columns it sorts by, its list and detail
+//! drawn, what `Enter` does on a row, which actions it offers) and is registered by ONE line of
+//! the [`panes!`] table below, which makes the [`Pane`] variant, its place in [`Pane::ALL`] (its
+//! number) and its module. The `App` asks the current pane through [`Pane::view`]; it never
+//! matches over every pane. Per-pane state lives in [`PaneStates`], indexed by [`Pane`].
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use serde::{Deserialize, Serialize};
+
+use super::action::Action;
+use super::app::{App, PaneState};
+use super::items::{Column, Filter};
+use super::theme::Theme;
+
+/// What every pane is: the `App` asks the current pane through this trait only.
+pub(crate) trait PaneView: Sync {
+    /// The title in the tabs, the help and `:pane NAME`.
+    fn title(&self) -> &'static str;
+
+    /// The title cut short, for a tab bar that does not fit the whole titles.
+    fn short_title(&self) -> &'static str;
+
+    /// The columns `:sort` and Shift + a column's letter order the rows by (none: its own order).
+    fn sort_columns(&self) -> &'static [Column] {
+        &[]
+    }
+
+    /// How many rows the pane lists through `filter`.
+    fn count(&self, app: &App, filter: &Filter) -> usize {
+        self.keys(app, filter).len()
+    }
+
+    /// The identity of each row through `filter`, in row order (what selection, marks and jumps
+    /// follow).
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<String>;
+
+    /// The key of row `i` (the last row when `i` is past it). Panes that grow with the root
+    /// build only that key, not one string per row.
+    fn key_at(&self, app: &App, filter: &Filter, i: usize) -> Option<String> {
+        let keys = self.keys(app, filter);
+        let last = keys.len().checked_sub(1)?;
+        keys.into_iter().nth(i.min(last))
+    }
+
+    /// Where the row with `key` is, and how many rows there are.
+    fn position_of(&self, app: &App, filter: &Filter, key: &str) -> (Option<usize>, usize) {
+        let keys = self.keys(app, filter);
+        (keys.iter().position(|k| k == key), keys.len())
+    }
+
+    /// What `y` copies for row `i`, as the file has it (an id, a path, a director).
+    fn yank(&self, app: &App, filter: &Filter, i: usize) -> Option<String> {
+        self.keys(app, filter).get(i).cloned()
+    }
+
+    /// Draws the pane: its list, or the selected record's detail.
+    fn draw(&self, frame: &mut Frame, area: Rect, app: &App, theme: &Theme);
+
+    /// The row count is worth keeping between two asks of one frame (a pass over every workflow
+    /// or dispatch of the root).
+    fn grows_with_root(&self) -> bool {
+        false
+    }
+
+    /// Lists newest first, its selection following the newest entry until the operator moves.
+    fn newest_first(&self) -> bool {
+        false
+    }
+
+    /// Lists records one may filter, mark and act on (the board shows one session whole).
+    fn lists_records(&self) -> bool {
+        true
+    }
+
+    /// `Enter` on a row, when it does something other than opening the row's detail: `None` to
+    /// open the detail.
+    fn open(&self, _app: &mut App) -> Option<Vec<super::app::Effect>> {
+        None
+    }
+
+    /// Whether the pane offers `action` now (`None`: the console's common rule decides).
+    fn offers(&self, _app: &App, _action: &Action) -> Option<bool> {
+        None
+    }
+}
+
+/// The one registration of every pane: `Variant => module::Type`, in the order operators number
+/// them. Makes the `Pane` enum, `Pane::ALL` and `Pane::view`, and declares each module.
+macro_rules! panes {
+    ($( $(#[$doc:meta])* $variant:ident => $module:ident :: $ty:ident, )*) => {
+        $( mod $module; )*
+
+        /// The panes, numbered as operators see them: 1-6 as ever, then the newer views (7, 8, …;
+        /// past 9 only by `:pane NAME`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum Pane {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl Pane {
+            /// All panes in number order.
+            pub const ALL: [Pane; [$(Pane::$variant),*].len()] = [$(Pane::$variant),*];
+
+            /// The module that implements the pane.
+            pub(crate) fn view(self) -> &'static dyn PaneView {
+                match self {
+                    $( Pane::$variant => &$module::$ty, )*
+                }
+            }
+        }
+    };
+}
+
+panes! {
+    Workflows => workflows::Workflows,
+    Inboxes => inboxes::Inboxes,
+    Bus => bus::Bus,
+    Locks => locks::Locks,
+    Workers => workers::Workers,
+    Board => board::Board,
+    /// Everything that waits on a human.
+    Attention => attention::Attention,
+    /// The operator journal.
+    Journal => journal::Journal,
+    /// Dispatches dead-lettered after their last delivery (`conductor/dead/{god}/`).
+    DeadLetters => deadletters::DeadLetters,
+    /// The NATS bridge: status, shared-track cursors, outbox, sent records, dead letters
+    /// (`:pane bridge`).
+    Bridge => bridge::Bridge,
+}
+
+pub(crate) use bridge::total_lag;
+
+impl Pane {
+    /// Where the pane is in [`Pane::ALL`] (its number less one).
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// 1-based number shown in the tab bar.
+    pub fn number(self) -> usize {
+        self.index() + 1
+    }
+
+    pub fn title(self) -> &'static str {
+        self.view().title()
+    }
+
+    /// The title cut short, for a tab bar that does not fit the whole titles.
+    pub fn short_title(self) -> &'static str {
+        self.view().short_title()
+    }
+
+    /// Parses a pane by number or (prefix of) name, for `:pane`.
+    pub fn parse(s: &str) -> Option<Pane> {
+        let s = s.trim().to_ascii_lowercase();
+        if let Ok(n) = s.parse::<usize>() {
+            return Pane::ALL.get(n.checked_sub(1)?).copied();
+        }
+        if s.is_empty() {
+            return None;
+        }
+        Pane::ALL
+            .into_iter()
+            .find(|p| p.title().to_ascii_lowercase().starts_with(&s))
+    }
+
+    pub fn next(self) -> Pane {
+        Pane::ALL[self.number() % Pane::ALL.len()]
+    }
+
+    pub fn prev(self) -> Pane {
+        Pane::ALL[(self.number() + Pane::ALL.len() - 2) % Pane::ALL.len()]
+    }
+}
+
+/// The view state of every pane, indexed by [`Pane`].
+#[derive(Debug, Clone, Default)]
+pub struct PaneStates([PaneState; Pane::ALL.len()]);
+
+impl std::ops::Index<Pane> for PaneStates {
+    type Output = PaneState;
+    fn index(&self, p: Pane) -> &PaneState {
+        &self.0[p.index()]
+    }
+}
+
+impl std::ops::IndexMut<Pane> for PaneStates {
+    fn index_mut(&mut self, p: Pane) -> &mut PaneState {
+        &mut self.0[p.index()]
+    }
+}
