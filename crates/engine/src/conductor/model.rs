@@ -38,6 +38,14 @@ pub mod lenient {
         })
     }
 
+    /// A string; any other value (a number, `null`, an object) reads as absent.
+    pub fn only_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+        Ok(match Value::deserialize(d)? {
+            Value::String(s) => Some(s),
+            _ => None,
+        })
+    }
+
     /// A field that is present, whatever its value (`null` included, so a rewrite keeps it); a missing
     /// field (with `#[serde(default)]`) is `None`.
     pub fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
@@ -459,14 +467,14 @@ pub struct Dispatch {
     /// so a dispatch with it outside them is a move a crash cut short.
     #[serde(
         default,
-        deserialize_with = "lenient::opt_string",
+        deserialize_with = "lenient::only_string",
         skip_serializing_if = "Option::is_none"
     )]
     pub dead_at: Option<String>,
     /// Why it was dead-lettered.
     #[serde(
         default,
-        deserialize_with = "lenient::opt_string",
+        deserialize_with = "lenient::only_string",
         skip_serializing_if = "Option::is_none"
     )]
     pub dead_reason: Option<String>,

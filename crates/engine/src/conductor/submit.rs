@@ -706,11 +706,7 @@ impl Conductor {
             state_status: st.status.clone(),
             handoff_path: path_text(handoff_path),
             dispatch_path,
-            matched_rule: routed
-                .extra
-                .get("rule")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+            matched_rule: routed.rule.clone(),
             warnings,
         }
     }
