@@ -1,4 +1,4 @@
-//! Benchmarks of the message bus (issue 3, Performance), a plain program: `cargo bench --bench bus`.
+//! Benchmarks of the message bus, a plain program: `cargo bench --bench bus`.
 //!
 //! 1. Append throughput, 1 and 8 writer processes: `pantheon bus post --count N` (batched) and
 //!    `Bus::post` per message vs the seed's Python `post_message` (tests/bus/python) vs a raw

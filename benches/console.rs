@@ -1,11 +1,11 @@
-//! Console benchmarks (issue 4, Performance). Run with `cargo bench --bench console`; the real-terminal
+//! Console benchmarks. Run with `cargo bench --bench console`; the real-terminal
 //! idle measurement also needs `cargo build --release` and tmux.
 //!
 //! 1. append -> snapshot latency at 10 and 1,000 messages/s (p50/p99),
 //! 2. opening a root whose queue.jsonl is 1 GB (ready time, resident memory),
 //! 3. frame render time at 200x50 with 1,000 workflows, 50 gods, 10,000 messages, 500 locks, 100 workers,
 //! 4. CPU while idle on a quiet root,
-//! 5. scale (issue 14): first screen, resident memory and frame time on roots of 1,000, 10,000 and
+//! 5. scale: first screen, resident memory and frame time on roots of 1,000, 10,000 and
 //!    100,000 workflows, each with a dispatch and a handoff file, every fifth unfinished
 //!    (`cargo bench --bench console -- scale`; each size is measured in three fresh child processes:
 //!    first screen and frame time are their medians, resident memory the worst).

@@ -1,4 +1,4 @@
-//! Issue 16's delivery goal: `pantheon serve` on a root with 10,000 waiting dispatches redelivers within
+//! The delivery goal: `pantheon serve` on a root with 10,000 waiting dispatches redelivers within
 //! 100 ms of the deadline (p99), idles under 1 % CPU, stays under 50 MB. Prints `BENCH {json}` lines
 //! (scripts/bench-report.sh collects them), beside JetStream's default AckWait of 30 s.
 //!

@@ -242,7 +242,7 @@ fn rich_handoff(k: usize) -> Value {
                     "decisions": decisions, "artifacts": artifacts}}})
 }
 
-/// The 100-dispatch inbox through the official Python client (issue 11, 2.10): the whole inbox
+/// The 100-dispatch inbox through the official Python client, paged: the whole inbox
 /// with full context (what every call returned before paging) against the default page and
 /// `compact`. Skipped, saying so, when the test virtualenv is missing.
 fn client_inbox_bench(root: &Path) {

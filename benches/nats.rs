@@ -1,4 +1,4 @@
-//! Benchmarks of shared tracks over NATS JetStream (issue 17, Performance), a plain program:
+//! Benchmarks of shared tracks over NATS JetStream, a plain program:
 //! `cargo bench --bench nats`. Needs `nats-server` (Debian's package) on PATH or in /usr/sbin.
 //!
 //! On one `nats-server` started here (loopback, JetStream in a temp dir), in the same run:
@@ -72,7 +72,6 @@ fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn bench(
     name: &str,
     goal: &str,

@@ -1,5 +1,5 @@
-//! Proof benchmarks (issue 7): the load soak of the live model, and every performance goal of issues
-//! 2, 3, 4 and 7 measured next to its baseline in the same run. Prints one `BENCH {json}` line per
+//! Proof benchmarks: the load soak of the live model, and every performance goal of the engine, the bus
+//! and the console measured next to its baseline in the same run. Prints one `BENCH {json}` line per
 //! figure; `scripts/bench-report.sh` collects them (with the other areas' benches) into BENCHMARKS.md.
 //!
 //! `cargo bench --bench proof -- all` runs everything (about 5 minutes plus the soak);
@@ -48,18 +48,38 @@ fn main() {
     }
 }
 
-/// One figure: printed as a `BENCH` line.
-#[allow(clippy::too_many_arguments)]
-fn bench(
-    name: &str,
+/// One figure, as `bench-report.sh` reads it.
+struct Bench<'a> {
+    /// The figure's name.
+    name: &'a str,
+    /// The tracker entry whose goal it measures (a column of the report).
     issue: u32,
-    goal: &str,
+    /// The goal, in words.
+    goal: &'a str,
+    /// The measured median.
     median: f64,
-    unit: &str,
-    baseline: Option<(f64, &str)>,
+    /// Its unit.
+    unit: &'a str,
+    /// The baseline's figure and name, when there is one.
+    baseline: Option<(f64, &'a str)>,
+    /// Whether the goal is met, when it is a yes-or-no goal.
     met: Option<bool>,
-    note: &str,
-) {
+    /// How it was measured.
+    note: &'a str,
+}
+
+/// One figure: printed as a `BENCH` line.
+fn bench(b: Bench<'_>) {
+    let Bench {
+        name,
+        issue,
+        goal,
+        median,
+        unit,
+        baseline,
+        met,
+        note,
+    } = b;
     let ratio = baseline.map(|(b, _)| if b != 0.0 { median / b } else { f64::NAN });
     let line = json!({"name": name, "issue": issue, "goal": goal, "median": round(median), "unit": unit,
         "baseline": baseline.map(|b| round(b.0)), "baseline_name": baseline.map(|b| b.1),
@@ -218,7 +238,7 @@ fn idle_child(root: &str, secs: f64) {
     drop(h);
 }
 
-// ---------------------------------------------------------------- soak (issue 7, load)
+// ---------------------------------------------------------------- soak (load)
 
 /// 8 writer processes at full speed; the live model in this process; a probe message every 250 ms
 /// timed until a snapshot shows it; RSS sampled every second.
@@ -304,45 +324,45 @@ fn soak(secs: u64) {
     eprintln!("soak RSS over time: {}", series.join(" "));
     let p99 = percentile(&mut lat.clone(), 0.99);
     let p50 = median(&mut lat.clone());
-    bench(
-        "soak_probe_lag_p50",
-        7,
-        "live model keeps up with 8 writers at full speed",
-        p50,
-        "ms",
-        None,
-        None,
-        &format!(
+    bench(Bench {
+        name: "soak_probe_lag_p50",
+        issue: 7,
+        goal: "live model keeps up with 8 writers at full speed",
+        median: p50,
+        unit: "ms",
+        baseline: None,
+        met: None,
+        note: &format!(
             "{rate:.0} msgs/s from 8 writer processes for {secs}s; {} probes, {missed} not seen within 5 s",
             lat.len()
         ),
-    );
-    bench(
-        "soak_probe_lag_p99",
-        7,
-        "lag stays bounded (p99 < 1 s)",
-        p99,
-        "ms",
-        None,
-        Some(p99 < 1000.0 && missed == 0),
-        "",
-    );
-    bench(
-        "soak_rss_growth",
-        7,
-        "no unbounded memory growth (RSS from 1/3 of the run to its end grows < 20 MB)",
-        (late as f64 - early as f64) / 1024.0,
-        "MB",
-        None,
-        Some(late < early + 20 * 1024),
-        &format!(
+    });
+    bench(Bench {
+        name: "soak_probe_lag_p99",
+        issue: 7,
+        goal: "lag stays bounded (p99 < 1 s)",
+        median: p99,
+        unit: "ms",
+        baseline: None,
+        met: Some(p99 < 1000.0 && missed == 0),
+        note: "",
+    });
+    bench(Bench {
+        name: "soak_rss_growth",
+        issue: 7,
+        goal: "no unbounded memory growth (RSS from 1/3 of the run to its end grows < 20 MB)",
+        median: (late as f64 - early as f64) / 1024.0,
+        unit: "MB",
+        baseline: None,
+        met: Some(late < early + 20 * 1024),
+        note: &format!(
             "RSS {} MB at start, {} MB at 1/3, {} MB at end; {}",
             rss0 / 1024,
             early / 1024,
             late / 1024,
             series.join(" ")
         ),
-    );
+    });
     drop(handle);
 }
 
@@ -358,7 +378,7 @@ fn goals() {
     waiting_cpu();
 }
 
-/// Issue 2: a submit + ack cycle vs three plain atomic JSON writes.
+/// The Conductor: a submit + ack cycle vs three plain atomic JSON writes.
 fn conductor_cycle() {
     let (_d, root) = temp_root();
     let c = Conductor::new(root.clone());
@@ -390,23 +410,23 @@ fn conductor_cycle() {
     }
     let ops = 1.0 / median(&mut cyc);
     let floor = 1.0 / median(&mut base);
-    bench(
-        "submit_ack_cycle",
-        2,
-        "submit + ack cycles per second, next to 3 plain atomic writes (the disk's floor)",
-        ops,
-        "cycles/s",
-        Some((floor, "3 atomic JSON writes (temp+fsync+rename+dir fsync)")),
-        None,
-        &format!("{n} cycles, in-process engine; median of each"),
-    );
+    bench(Bench {
+        name: "submit_ack_cycle",
+        issue: 2,
+        goal: "submit + ack cycles per second, next to 3 plain atomic writes (the disk's floor)",
+        median: ops,
+        unit: "cycles/s",
+        baseline: Some((floor, "3 atomic JSON writes (temp+fsync+rename+dir fsync)")),
+        met: None,
+        note: &format!("{n} cycles, in-process engine; median of each"),
+    });
 }
 
 fn python_seed() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bus/python/seed_bus.py")
 }
 
-/// Issue 3: append throughput, 1 and 8 writer processes, vs a raw O_APPEND loop and the Python seed.
+/// The bus: append throughput, 1 and 8 writer processes, vs a raw O_APPEND loop and the Python seed.
 fn appends() {
     let secs = 3.0;
     for writers in [1usize, 8] {
@@ -438,56 +458,56 @@ fn appends() {
             assert!(k.wait().unwrap().success());
         }
         let py = (per * writers) as f64 / t0.elapsed().as_secs_f64();
-        bench(
-            &format!("append_{writers}_writer"),
-            3,
-            "appends/s >= 0.5x the raw O_APPEND loop",
-            ours,
-            "msgs/s",
-            Some((raw, "raw O_APPEND write loop (Rust, no lock)")),
-            Some(ours >= 0.5 * raw),
-            "",
-        );
-        bench(
-            &format!("append_{writers}_writer_batched"),
-            3,
-            "appends/s posting a stream in batches (`bus post --count/--stdin`: whole lines, one write per 64 KiB chunk under one flock)",
-            batched,
-            "msgs/s",
-            Some((raw, "raw O_APPEND write loop (Rust, no lock)")),
-            Some(batched >= 0.5 * raw),
-            "",
-        );
-        bench(
-            &format!("append_{writers}_writer_vs_locked_floor"),
-            3,
-            "appends/s next to a bare flock + fstat + write + unlock loop (what the per-line lock alone allows)",
-            ours,
-            "msgs/s",
-            Some((locked, "flock+fstat+write+unlock loop (Rust, same line)")),
-            None,
-            "",
-        );
-        bench(
-            &format!("locked_floor_{writers}_writer_vs_raw"),
-            3,
-            "the bare locked loop itself next to the raw loop: the ceiling of any per-message post that takes the lock",
-            locked,
-            "msgs/s",
-            Some((raw, "raw O_APPEND write loop (Rust, no lock)")),
-            None,
-            "",
-        );
-        bench(
-            &format!("append_{writers}_writer_vs_python"),
-            3,
-            "appends/s faster than the seed's Python post_message",
-            ours,
-            "msgs/s",
-            Some((py, "seed post_message (python3)")),
-            Some(ours > py),
-            "",
-        );
+        bench(Bench {
+            name: &format!("append_{writers}_writer"),
+            issue: 3,
+            goal: "appends/s >= 0.5x the raw O_APPEND loop",
+            median: ours,
+            unit: "msgs/s",
+            baseline: Some((raw, "raw O_APPEND write loop (Rust, no lock)")),
+            met: Some(ours >= 0.5 * raw),
+            note: "",
+        });
+        bench(Bench {
+            name: &format!("append_{writers}_writer_batched"),
+            issue: 3,
+            goal: "appends/s posting a stream in batches (`bus post --count/--stdin`: whole lines, one write per 64 KiB chunk under one flock)",
+            median: batched,
+            unit: "msgs/s",
+            baseline: Some((raw, "raw O_APPEND write loop (Rust, no lock)")),
+            met: Some(batched >= 0.5 * raw),
+            note: "",
+        });
+        bench(Bench {
+            name: &format!("append_{writers}_writer_vs_locked_floor"),
+            issue: 3,
+            goal: "appends/s next to a bare flock + fstat + write + unlock loop (what the per-line lock alone allows)",
+            median: ours,
+            unit: "msgs/s",
+            baseline: Some((locked, "flock+fstat+write+unlock loop (Rust, same line)")),
+            met: None,
+            note: "",
+        });
+        bench(Bench {
+            name: &format!("locked_floor_{writers}_writer_vs_raw"),
+            issue: 3,
+            goal: "the bare locked loop itself next to the raw loop: the ceiling of any per-message post that takes the lock",
+            median: locked,
+            unit: "msgs/s",
+            baseline: Some((raw, "raw O_APPEND write loop (Rust, no lock)")),
+            met: None,
+            note: "",
+        });
+        bench(Bench {
+            name: &format!("append_{writers}_writer_vs_python"),
+            issue: 3,
+            goal: "appends/s faster than the seed's Python post_message",
+            median: ours,
+            unit: "msgs/s",
+            baseline: Some((py, "seed post_message (python3)")),
+            met: Some(ours > py),
+            note: "",
+        });
     }
 }
 
@@ -588,23 +608,23 @@ fn floor_loop(writers: usize, secs: f64, locked: bool) -> f64 {
     total as f64 / t0.elapsed().as_secs_f64()
 }
 
-/// Issue 3: lock acquire/release cycles per second with 8 contending processes.
+/// The bus: lock acquire/release cycles per second with 8 contending processes.
 fn locks() {
     let (d, root) = temp_root();
     Bus::open(&root, &"locks".parse().unwrap()).init().unwrap();
     let secs = 3.0;
     let t0 = Instant::now();
     let total = run_children("lockworker", d.path(), secs, 8);
-    bench(
-        "lock_cycles_8_procs",
-        3,
-        "lock acquire+release cycles/s, 8 processes contending for 3 keys",
-        total as f64 / t0.elapsed().as_secs_f64(),
-        "cycles/s",
-        None,
-        None,
-        "each cycle: two locked read-modify-writes of locks.json + FILE_LOCK/FILE_UNLOCK posts",
-    );
+    bench(Bench {
+        name: "lock_cycles_8_procs",
+        issue: 3,
+        goal: "lock acquire+release cycles/s, 8 processes contending for 3 keys",
+        median: total as f64 / t0.elapsed().as_secs_f64(),
+        unit: "cycles/s",
+        baseline: None,
+        met: None,
+        note: "each cycle: two locked read-modify-writes of locks.json + FILE_LOCK/FILE_UNLOCK posts",
+    });
 }
 
 /// Writes a queue of about `bytes` bytes of valid lines.
@@ -626,7 +646,7 @@ fn big_queue(path: &Path, bytes: u64) -> u64 {
     n
 }
 
-/// Issue 3 tail of a 1 GB queue vs GNU tail; issue 4 opening that root in the live model.
+/// The bus: the tail of a 1 GB queue vs GNU tail; the console: opening that root in the live model.
 fn tail_and_open() {
     let gb = std::env::var("PROOF_BIG_QUEUE_MB")
         .ok()
@@ -656,26 +676,26 @@ fn tail_and_open() {
     }
     let (o, g) = (median(&mut ours), median(&mut gnu));
     let note = format!("{gb} MB queue, {lines} lines; whole process (exec to exit), median of 7");
-    bench(
-        "tail_100_of_1gb",
-        3,
-        "`bus read --tail 100` on 1 GB: < 20 ms and within 5x GNU tail",
-        o,
-        "ms",
-        Some((g, "GNU tail -n 100")),
-        Some(o < 20.0 && o <= 5.0 * g),
-        &note,
-    );
-    bench(
-        "tail_100_of_1gb_rss",
-        3,
-        "... and < 20 MB resident",
-        ours_rss as f64 / 1024.0,
-        "MB",
-        Some((gnu_rss as f64 / 1024.0, "GNU tail -n 100")),
-        Some(ours_rss < 20 * 1024),
-        "",
-    );
+    bench(Bench {
+        name: "tail_100_of_1gb",
+        issue: 3,
+        goal: "`bus read --tail 100` on 1 GB: < 20 ms and within 5x GNU tail",
+        median: o,
+        unit: "ms",
+        baseline: Some((g, "GNU tail -n 100")),
+        met: Some(o < 20.0 && o <= 5.0 * g),
+        note: &note,
+    });
+    bench(Bench {
+        name: "tail_100_of_1gb_rss",
+        issue: 3,
+        goal: "... and < 20 MB resident",
+        median: ours_rss as f64 / 1024.0,
+        unit: "MB",
+        baseline: Some((gnu_rss as f64 / 1024.0, "GNU tail -n 100")),
+        met: Some(ours_rss < 20 * 1024),
+        note: "",
+    });
     let (mut ms, mut rss) = (vec![], 0u64);
     for _ in 0..5 {
         let out = Command::new(self_exe())
@@ -688,29 +708,29 @@ fn tail_and_open() {
         rss = rss.max(it.next().unwrap().parse().unwrap());
     }
     let m = median(&mut ms);
-    bench(
-        "open_root_with_1gb_queue",
-        4,
-        "live model ready on a root with a 1 GB queue in < 300 ms",
-        m,
-        "ms",
-        None,
-        Some(m < 300.0),
-        &note,
-    );
-    bench(
-        "open_root_with_1gb_queue_rss",
-        4,
-        "... with < 100 MB resident",
-        rss as f64 / 1024.0,
-        "MB",
-        None,
-        Some(rss < 100 * 1024),
-        "peak RSS of the process that opened it",
-    );
+    bench(Bench {
+        name: "open_root_with_1gb_queue",
+        issue: 4,
+        goal: "live model ready on a root with a 1 GB queue in < 300 ms",
+        median: m,
+        unit: "ms",
+        baseline: None,
+        met: Some(m < 300.0),
+        note: &note,
+    });
+    bench(Bench {
+        name: "open_root_with_1gb_queue_rss",
+        issue: 4,
+        goal: "... with < 100 MB resident",
+        median: rss as f64 / 1024.0,
+        unit: "MB",
+        baseline: None,
+        met: Some(rss < 100 * 1024),
+        note: "peak RSS of the process that opened it",
+    });
 }
 
-/// Issue 4: external append -> snapshot showing it, at 10 and 1,000 messages/s.
+/// The console: external append -> snapshot showing it, at 10 and 1,000 messages/s.
 fn live_latency() {
     for rate in [10u64, 1000] {
         let (_d, root) = temp_root();
@@ -756,25 +776,25 @@ fn live_latency() {
         poster.join().unwrap();
         let mut v: Vec<f64> = seen.values().copied().collect();
         let p99 = percentile(&mut v, 0.99);
-        bench(
-            &format!("live_latency_{rate}_per_s_p99"),
-            4,
-            "append -> snapshot p99 < 50 ms (the Python tooling polls every 1-5 s)",
-            p99,
-            "ms",
-            Some((1000.0, "1 s poll of the old tooling (best case)")),
-            Some(p99 < 50.0),
-            &format!(
+        bench(Bench {
+            name: &format!("live_latency_{rate}_per_s_p99"),
+            issue: 4,
+            goal: "append -> snapshot p99 < 50 ms (the Python tooling polls every 1-5 s)",
+            median: p99,
+            unit: "ms",
+            baseline: Some((1000.0, "1 s poll of the old tooling (best case)")),
+            met: Some(p99 < 50.0),
+            note: &format!(
                 "{} messages seen of {}; median {:.2} ms",
                 v.len(),
                 rate * secs,
                 median(&mut v)
             ),
-        );
+        });
     }
 }
 
-/// Issue 4: CPU of the live model on a quiet root.
+/// The console: CPU of the live model on a quiet root.
 fn idle_cpu() {
     let (d, root) = temp_root();
     Bus::open(&root, &"idle".parse().unwrap()).init().unwrap();
@@ -783,19 +803,19 @@ fn idle_cpu() {
         .output()
         .unwrap();
     let pct: f64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
-    bench(
-        "idle_cpu",
-        4,
-        "live model idle on a quiet root: < 1% CPU",
-        pct,
-        "% CPU",
-        None,
-        Some(pct < 1.0),
-        "notify mode, 5 s",
-    );
+    bench(Bench {
+        name: "idle_cpu",
+        issue: 4,
+        goal: "live model idle on a quiet root: < 1% CPU",
+        median: pct,
+        unit: "% CPU",
+        baseline: None,
+        met: Some(pct < 1.0),
+        note: "notify mode, 5 s",
+    });
 }
 
-/// Issue 12: a `pantheon bus wait` for an event that never comes, while the track is busy (a post
+/// The CLI: a `pantheon bus wait` for an event that never comes, while the track is busy (a post
 /// every 100 ms): its CPU share over 5 s, from its own rusage.
 fn waiting_cpu() {
     let (d, root) = temp_root();
@@ -832,16 +852,16 @@ fn waiting_cpu() {
     let cpu = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     let wall = started.elapsed().as_secs_f64();
     let pct = (cpu(usage.ru_utime) + cpu(usage.ru_stime)) / wall * 100.0;
-    bench(
-        "waiting_cpu",
-        12,
-        "a god blocked in `bus wait` / `wait_for_event`: ~0 % CPU (was ~85 % of a core, spinning on its own scans)",
-        pct,
-        "% CPU",
-        None,
-        Some(pct < 1.0),
-        "`pantheon bus wait` for 5 s on a track posting every 100 ms; whole process from its rusage",
-    );
+    bench(Bench {
+        name: "waiting_cpu",
+        issue: 12,
+        goal: "a god blocked in `bus wait` / `wait_for_event`: ~0 % CPU (was ~85 % of a core, spinning on its own scans)",
+        median: pct,
+        unit: "% CPU",
+        baseline: None,
+        met: Some(pct < 1.0),
+        note: "`pantheon bus wait` for 5 s on a track posting every 100 ms; whole process from its rusage",
+    });
 }
 
 // ---------------------------------------------------------------- BENCHMARKS.md

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates BENCHMARKS.md: runs every bench program that prints `BENCH {json}` lines (the proof
-# bench measures each performance goal of issues 2, 3, 4 and 7 next to its baseline; the area benches
-# add theirs), then renders the table. One command, about 15 minutes on 2 cores (the two cold builds
-# of scripts/bench-build.sh are 10 of them).
+# bench measures each performance goal of the engine, the bus and the console next to its baseline; the
+# area benches add theirs), then renders the table. One command, about 15 minutes on 2 cores (the two cold
+# builds of scripts/bench-build.sh are 10 of them).
 #   scripts/bench-report.sh            full run (1 GB queue, 60 s soak)
 #   QUICK=1 scripts/bench-report.sh    smoke run (64 MB queue, 10 s soak), writes BENCHMARKS.quick.md
 set -euo pipefail
@@ -18,7 +18,7 @@ cargo bench --bench proof --no-run >/dev/null
 cargo bench --bench proof -- goals | tee -a "$out"
 cargo bench --bench proof -- soak "$soak" | tee -a "$out"
 # The areas' own benches, when they print BENCH lines (others are run but contribute nothing). The
-# console bench ends with the scale rows (issue 14): roots of 1,000, 10,000 and 100,000 workflows,
+# console bench ends with the scale rows: roots of 1,000, 10,000 and 100,000 workflows,
 # first screen, resident memory and frame time (PANTHEON_BENCH_SCALE=1000,10000 to stop earlier).
 for b in conductor bus console mcp nats delivery; do
   if grep -q 'BENCH ' "benches/$b.rs" 2>/dev/null; then

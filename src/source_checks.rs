@@ -89,7 +89,7 @@ fn nothing_below_the_command_line_imports_it() {
 }
 
 /// The process environment is never written outside tests (`set_var` is unsound with threads; settings
-/// live in the root's `Settings`, issue 13): no non-test module of the shells, the engine or the benches
+/// live in the root's `Settings`): no non-test module of the shells, the engine or the benches
 /// calls it.
 #[test]
 fn the_environment_is_written_only_in_tests() {
@@ -153,7 +153,7 @@ fn locked_dependencies(lock: &str, name: &str) -> std::collections::BTreeSet<Str
 }
 
 /// The engine crate pulls no terminal, async runtime, MCP or command-line crate, directly or through
-/// another crate (issue 13's "done when"; Cargo.lock holds the whole resolved graph).
+/// another crate (Cargo.lock holds the whole resolved graph, so a crate pulled in indirectly counts).
 #[test]
 fn the_engine_depends_on_no_terminal_async_or_mcp_crate() {
     let base = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -186,8 +186,7 @@ fn the_engine_depends_on_no_terminal_async_or_mcp_crate() {
 }
 
 /// Every flash the console shows for an engine result (one `Op::summarize` arm per `Outcome` variant)
-/// is asserted in a console test that drives the real engine (`EngineOperator`), issue 13's "done
-/// when". A new `Outcome` variant fails here until a test asserts its flash and this list names it.
+/// is asserted in a console test that drives the real engine (`EngineOperator`). A new `Outcome` variant fails here until a test asserts its flash and this list names it.
 #[test]
 fn every_console_flash_is_tested_against_the_engine() {
     let base = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -246,7 +245,7 @@ fn every_console_flash_is_tested_against_the_engine() {
     }
 }
 
-/// The lints issue 13 asks of the engine are declared at its crate root (`clippy -D warnings` in
+/// The engine's lints (no unsafe code, no unwrap or panic, documented public items) are declared at its crate root (`clippy -D warnings` in
 /// `.ci/run` then holds them), and `.ci/run` and the README lint and test the whole workspace.
 #[test]
 fn the_engine_lints_and_the_workspace_wide_ci_are_declared() {

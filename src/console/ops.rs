@@ -215,10 +215,14 @@ impl Op {
                 }
                 out
             }
-            Outcome::Approval(r) if r.status == "approved" => format!(
-                "{} approved into {}'s inbox (step {}), workflow {}",
-                r.handoff_id, r.target_god, r.target_step, r.state_status
-            ),
+            Outcome::Approval(r)
+                if r.status == crate::engine::conductor::ApprovalStatus::Approved =>
+            {
+                format!(
+                    "{} approved into {}'s inbox (step {}), workflow {}",
+                    r.handoff_id, r.target_god, r.target_step, r.state_status
+                )
+            }
             Outcome::Approval(r) => {
                 format!("{} {}, workflow {}", r.handoff_id, r.status, r.state_status)
             }

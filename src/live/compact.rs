@@ -101,15 +101,9 @@ impl DispatchRow {
     /// The row of a dispatch read from the file `name` (without `.json`, when known: the handoff id
     /// then shares its allocation), with `intern` giving the shared copy of a god or step name.
     pub fn with(d: &Dispatch, name: Option<&Sym>, intern: &mut dyn FnMut(&str) -> Sym) -> Self {
-        let text = |k: &str| {
-            d.extra
-                .get(k)
-                .and_then(serde_json::Value::as_str)
-                .map(Box::from)
-        };
         let dead = DeadNote {
-            at: text(super::model::DEAD_AT),
-            reason: text(super::model::DEAD_REASON),
+            at: d.dead_at.as_deref().map(Box::from),
+            reason: d.dead_reason.as_deref().map(Box::from),
         };
         Self {
             handoff_id: match name {
@@ -159,14 +153,8 @@ impl DispatchRow {
             ..Default::default()
         };
         if let Some(dead) = &self.dead {
-            for (k, v) in [
-                (super::model::DEAD_AT, &dead.at),
-                (super::model::DEAD_REASON, &dead.reason),
-            ] {
-                if let Some(v) = v {
-                    d.extra.insert(k.to_owned(), v.to_string().into());
-                }
-            }
+            d.dead_at = dead.at.as_deref().map(str::to_owned);
+            d.dead_reason = dead.reason.as_deref().map(str::to_owned);
         }
         d
     }
@@ -256,7 +244,10 @@ mod tests {
         assert_eq!(back.context.summary, "build it");
         assert!(back.context.decisions.is_empty() && back.deliveries.is_empty());
         assert_eq!(back.dispatched_at.as_deref(), Some("2026-06-14T10:30:00Z"));
-        assert_eq!(back.extra["dead_reason"], "not acked after 3 deliveries");
+        assert_eq!(
+            back.dead_reason.as_deref(),
+            Some("not acked after 3 deliveries")
+        );
         assert!(!back.extra.contains_key("unknown"));
         // Much smaller than the engine's whole dispatch.
         assert!(

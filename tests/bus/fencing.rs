@@ -1,4 +1,4 @@
-//! Fencing tokens (issue 16 item 3): a token per acquire, increasing per path across holders, releases
+//! Fencing tokens: a token per acquire, increasing per path across holders, releases
 //! and Python-written entries; stale tokens refused; `LOCK_LOST` and its event for a holder taken over.
 
 use serde_json::{Value, json};

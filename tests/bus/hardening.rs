@@ -1,4 +1,4 @@
-//! Issue 12 regressions on the bus side: planted links and hard links at the bus's lock files and
+//! Hostile files on the bus side: planted links and hard links at the bus's lock files and
 //! queue never lead a write outside the root (a decoy tree outside is compared whole).
 
 use std::os::unix::fs::symlink;

@@ -342,7 +342,7 @@ fn stalled_writer_is_waited_for(pause_ms: &str) {
     seed_reads_queue(&bus);
 }
 
-/// Issue 24 item 8: `bus init` leaves the board files as the seed's `init_message_bus` does, so the
+/// `bus init` leaves the board files as the seed's `init_message_bus` does, so the
 /// seed's board readers work on a track we initialised before any session; `board open` then archives
 /// nothing for those empty files (no `unknown-…` session), and the readers keep working after it.
 #[test]

@@ -245,7 +245,7 @@ fn a_waiting_process_costs_almost_no_cpu() {
     );
 }
 
-/// Issue 24 item 6(b, c): a busy track's `queue.jsonl` over 64 MiB, and the `fencing.json` every lock
+/// A busy track's `queue.jsonl` over 64 MiB, and the `fencing.json` every lock
 /// writes, are what the engine itself leaves: `validate` streams the queue (memory holds one line) and
 /// knows the file. A root with a 100 MiB queue and a lock taken is valid with no warning, in bounded
 /// memory (the peak of the child, sampled while it runs).

@@ -140,7 +140,7 @@ fn eight_processes_contending_for_three_locks_never_share_one() {
     seed_reads_queue(&bus);
 }
 
-/// Defect 2.1 of issue 11 as it was first seen: four Python processes running the seed's `post_message`
+/// Interleaved lines as they were first seen: four Python processes running the seed's `post_message`
 /// (no lock at all, some lines long enough to reach the file in pieces) and four `pantheon` processes posting
 /// one message per invocation, each of which checks the queue's tail for a torn line before it writes. The
 /// torn-line fence must never leave an empty line, lose a line or double one, and the seed's unforgiving
@@ -214,7 +214,7 @@ fn four_unlocked_python_writers_and_four_pantheon_writers_never_leave_a_blank_li
     assert_eq!(seed_reads_queue(&bus), lines.len());
 }
 
-/// Issue 24 item 7: three seed-style writers (the seed document's `post_message`: `open("a")`, one write,
+/// Three seed-style writers (the seed document's `post_message`: `open("a")`, one write,
 /// no lock; lines of 10 B to 70 KB) beside a `pantheon bus lock`/`unlock` loop and `pantheon mcp`
 /// `post_message` calls, with one CPU burner per core, so writers are preempted mid-copy. A torn tail our
 /// append fenced while its writer was still copying it became a blank line (9 in 68,085 lines at full

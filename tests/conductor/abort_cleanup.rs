@@ -111,12 +111,14 @@ fn aborted_with_temp_paths(extra_root: Option<&std::path::Path>) -> (Env, std::p
     std::os::unix::fs::symlink(&outside, env.path("escape")).unwrap();
     std::os::unix::fs::symlink(&outside, env.path("tmp/link-wf_cl_1")).unwrap();
     env.submit(&def_handoff(
-        "hof_20260614_c10001",
-        "wf_cl_1",
-        "marvin",
-        "marvin",
-        "work",
-        &[],
+        handoff(
+            "hof_20260614_c10001",
+            "wf_cl_1",
+            "marvin",
+            "marvin",
+            "work",
+            &[],
+        ),
         "cleanup-flow",
         None,
     ));

@@ -153,12 +153,7 @@ fn ack_completed_records_the_step_and_dispatches_the_next() {
 fn ack_completed_on_the_last_step_completes_the_workflow_and_gates_apply() {
     let env = Env::with_test_flow();
     env.submit(&def_handoff(
-        HID,
-        WF,
-        "hephaestus",
-        "iris",
-        "build",
-        &[],
+        handoff(HID, WF, "hephaestus", "iris", "build", &[]),
         "test-flow",
         None,
     ));

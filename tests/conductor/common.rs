@@ -196,19 +196,8 @@ pub fn handoff(hid: &str, wf: &str, from: &str, to: &str, step: &str, gates: &[&
     })
 }
 
-/// `handoff` routed by a definition (optionally to an explicit step).
-#[allow(clippy::too_many_arguments)]
-pub fn def_handoff(
-    hid: &str,
-    wf: &str,
-    from: &str,
-    to: &str,
-    step: &str,
-    gates: &[&str],
-    def: &str,
-    target: Option<&str>,
-) -> Value {
-    let mut h = handoff(hid, wf, from, to, step, gates);
+/// A [`handoff`] routed by a definition (optionally to an explicit step).
+pub fn def_handoff(mut h: Value, def: &str, target: Option<&str>) -> Value {
     h["routing"] = json!({"workflow_definition": def});
     if let Some(t) = target {
         h["routing"]["workflow_step"] = json!(t);
@@ -219,12 +208,7 @@ pub fn def_handoff(
 /// Thoth's `plan` of workflow `wf` in the test flow (its gate passed), handed to hephaestus as `hid`.
 pub fn plan_handoff(hid: &str, wf: &str) -> Value {
     def_handoff(
-        hid,
-        wf,
-        "thoth",
-        "hephaestus",
-        "plan",
-        &["state_gate"],
+        handoff(hid, wf, "thoth", "hephaestus", "plan", &["state_gate"]),
         "test-flow",
         None,
     )
@@ -267,12 +251,7 @@ impl Env {
     /// hephaestus as handoff `hid`. The submit's answer.
     pub fn start(&self, flow: &str, wf: &str, hid: &str, gates: &[&str]) -> Value {
         self.submit(&def_handoff(
-            hid,
-            wf,
-            "thoth",
-            "hephaestus",
-            "plan",
-            gates,
+            handoff(hid, wf, "thoth", "hephaestus", "plan", gates),
             flow,
             None,
         ))

@@ -500,12 +500,7 @@ fn a_requeue_killed_halfway_is_finished_by_repeating_it() {
         let wf = format!("wf_requeue_crash_{i}");
         let hid = format!("hof_20260614_rq{i:04}");
         env.submit(&def_handoff(
-            &hid,
-            &wf,
-            "thoth",
-            "hephaestus",
-            "plan",
-            &[],
+            handoff(&hid, &wf, "thoth", "hephaestus", "plan", &[]),
             "deliver-once-flow",
             None,
         ));
@@ -550,12 +545,7 @@ fn a_requeue_or_rerun_killed_before_its_journal_entry_is_journaled_once_by_the_n
     // A requeue killed after its act, before its journal entry.
     let (wf, hid) = ("wf_requeue_journal", "hof_20260614_rj0001");
     env.submit(&def_handoff(
-        hid,
-        wf,
-        "thoth",
-        "hephaestus",
-        "plan",
-        &[],
+        handoff(hid, wf, "thoth", "hephaestus", "plan", &[]),
         "deliver-once-flow",
         None,
     ));
@@ -875,12 +865,7 @@ fn a_supervisor_killed_during_a_step_timeout_redelivery_or_dead_letter_loses_and
         let wf = format!("wf_timeout_crash_{i}");
         let hid = format!("hof_20260614_tc{i:04}");
         env.submit(&def_handoff(
-            &hid,
-            &wf,
-            "thoth",
-            "hephaestus",
-            "plan",
-            &[],
+            handoff(&hid, &wf, "thoth", "hephaestus", "plan", &[]),
             if dead {
                 "timeout-dead-flow"
             } else {
@@ -1072,7 +1057,7 @@ fn two_supervisors_post_each_lease_expiry_and_staleness_once_and_rearm_on_renewa
     assert_valid(&env);
 }
 
-/// Issue 25 item 7: deadlines that can never fire. A `pending` ack whose ETA is not a time or is more
+/// Deadlines that can never fire. A `pending` ack whose ETA is not a time or is more
 /// than 365 days ahead is refused at the door (exit 1, naming the limit; nothing written, never clamped);
 /// a dispatch someone else wrote with an `ack_deadline` or `ack_wait` that can never fire is named by
 /// `tick` (`never_due`) and by `validate` (an error), and left as it is.

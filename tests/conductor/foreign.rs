@@ -56,12 +56,14 @@ fn a_foreign_dispatch_can_be_acked_and_unknown_fields_survive() {
     assert_eq!(s["acks"][0]["by"], "hephaestus");
     // No schema.json in the foreign root: the built-in one is used, with a warning.
     let mut h = def_handoff(
-        "hof_20260614_9b0001",
-        "wf_deploy_42",
-        "hephaestus",
-        "marvin",
-        "architect",
-        &[],
+        handoff(
+            "hof_20260614_9b0001",
+            "wf_deploy_42",
+            "hephaestus",
+            "marvin",
+            "architect",
+            &[],
+        ),
         "deploy-feature",
         None,
     );

@@ -1,4 +1,4 @@
-//! Issue 12 regressions on the Conductor side: planted links never lead a write outside the root
+//! Hostile files on the Conductor side: planted links never lead a write outside the root
 //! (a decoy tree outside is compared whole), `init` over a dangling link, file modes under the umask.
 
 use std::os::unix::fs::{PermissionsExt, symlink};
@@ -174,7 +174,11 @@ fn flow_with_temp(env: &Env, entries: &[&str]) {
 }
 
 fn tmp_flow_handoff(hid: &str, wf: &str) -> serde_json::Value {
-    def_handoff(hid, wf, "marvin", "marvin", "work", &[], "tmp-flow", None)
+    def_handoff(
+        handoff(hid, wf, "marvin", "marvin", "work", &[]),
+        "tmp-flow",
+        None,
+    )
 }
 
 #[test]
@@ -264,12 +268,14 @@ fn a_replayed_handoff_for_an_earlier_step_is_refused_naming_the_current_step() {
     assert_eq!(env.submit(&plan)["status"], "duplicate");
     // The current step's own handoff moves the workflow on; then build's replay is refused too.
     let build = def_handoff(
-        "hof_20260614_dd0003",
-        "wf_rp_1",
-        "hephaestus",
-        "iris",
-        "build",
-        &[],
+        handoff(
+            "hof_20260614_dd0003",
+            "wf_rp_1",
+            "hephaestus",
+            "iris",
+            "build",
+            &[],
+        ),
         "test-flow",
         None,
     );
@@ -288,12 +294,14 @@ fn a_replayed_handoff_for_an_earlier_step_is_refused_naming_the_current_step() {
     ));
     assert_eq!(env.state("wf_rp_1")["status"], "failed");
     let retry = def_handoff(
-        "hof_20260614_dd0007",
-        "wf_rp_1",
-        "hephaestus",
-        "iris",
-        "build",
-        &[],
+        handoff(
+            "hof_20260614_dd0007",
+            "wf_rp_1",
+            "hephaestus",
+            "iris",
+            "build",
+            &[],
+        ),
         "test-flow",
         None,
     );

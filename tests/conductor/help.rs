@@ -1,4 +1,4 @@
-//! Issue 11, defect 2.9: help, docs and behaviour agree. Every command of the clap tree answers `--help`
+//! Help, docs and behaviour agree. Every command of the clap tree answers `--help`
 //! through the real binary, every argument has a description, and docs/PROTOCOL.md §5.1 lists every command
 //! and every one of its long options, so a command or flag added without its documentation fails here.
 

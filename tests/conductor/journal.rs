@@ -1,4 +1,4 @@
-//! The operator journal (issue 16 item 4): who did what through which surface, hash-chained, with
+//! The operator journal: who did what through which surface, hash-chained, with
 //! `pantheon journal --verify` naming the first edited, removed or reordered entry.
 
 use serde_json::Value;

@@ -1,4 +1,4 @@
-//! Paged `inbox` and `pending` (issue 11, 2.10): `--limit`, `--cursor`, `next_cursor`, `count`
+//! Paged `inbox` and `pending`: `--limit`, `--cursor`, `next_cursor`, `count`
 //! the total, and cursors that stay right while dispatches come and go between pages.
 
 use serde_json::{Value, json};

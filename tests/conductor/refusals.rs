@@ -162,12 +162,14 @@ fn ack_for_an_unknown_handoff_and_on_an_aborted_workflow_are_refused() {
         &env,
         &["handoff", "submit", "-"],
         Some(&def_handoff(
-            "hof_20260614_0a0002",
-            "wf_ref_1",
-            "hephaestus",
-            "iris",
-            "build",
-            &[],
+            handoff(
+                "hof_20260614_0a0002",
+                "wf_ref_1",
+                "hephaestus",
+                "iris",
+                "build",
+                &[],
+            ),
             "test-flow",
             None,
         )),
@@ -182,12 +184,14 @@ fn cleanup_of_a_running_workflow_and_abort_of_a_completed_one_are_refused() {
     let err = refused_unchanged(&env, &["cleanup", "wf_ref_1"], None);
     assert!(err.contains("abort it first"), "{err}");
     env.submit(&def_handoff(
-        "hof_20260614_0a0003",
-        "wf_ref_2",
-        "iris",
-        "thoth",
-        "check",
-        &["logic_gate"],
+        handoff(
+            "hof_20260614_0a0003",
+            "wf_ref_2",
+            "iris",
+            "thoth",
+            "check",
+            &["logic_gate"],
+        ),
         "test-flow",
         None,
     ));
@@ -279,7 +283,7 @@ fn a_planted_archive_link_refuses_an_accept_and_an_abort_whole() {
     assert_eq!(env.state("wf_ref_1")["status"], "waiting_for_ack");
 }
 
-/// Issue 11, 2.8: a missing root used to give an empty answer and exit 0.
+/// A missing root used to give an empty answer and exit 0.
 #[test]
 fn every_command_but_those_creating_a_root_refuses_a_missing_root_with_the_init_hint() {
     let env = Env::bare();

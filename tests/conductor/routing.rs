@@ -41,12 +41,14 @@ fn definition_routes_to_the_next_step_with_all_context() {
 fn definition_god_wins_over_to_god_with_a_warning() {
     let env = Env::with_test_flow();
     let h = def_handoff(
-        "hof_20260614_aaa002",
-        WF,
-        "thoth",
-        "marvin",
-        "plan",
-        &["state_gate"],
+        handoff(
+            "hof_20260614_aaa002",
+            WF,
+            "thoth",
+            "marvin",
+            "plan",
+            &["state_gate"],
+        ),
         "test-flow",
         None,
     );
@@ -62,12 +64,14 @@ fn definition_god_wins_over_to_god_with_a_warning() {
 fn routing_workflow_step_picks_the_target_and_a_version_mismatch_warns() {
     let env = Env::with_test_flow();
     let mut h = def_handoff(
-        "hof_20260614_aaa003",
-        WF,
-        "thoth",
-        "iris",
-        "plan",
-        &["state_gate"],
+        handoff(
+            "hof_20260614_aaa003",
+            WF,
+            "thoth",
+            "iris",
+            "plan",
+            &["state_gate"],
+        ),
         "test-flow",
         Some("check"),
     );
@@ -83,22 +87,26 @@ fn last_step_completes_the_workflow() {
     let env = Env::with_test_flow();
     env.submit(&plan_handoff("hof_20260614_aaa004", WF));
     env.submit(&def_handoff(
-        "hof_20260614_aaa005",
-        WF,
-        "hephaestus",
-        "iris",
-        "build",
-        &[],
+        handoff(
+            "hof_20260614_aaa005",
+            WF,
+            "hephaestus",
+            "iris",
+            "build",
+            &[],
+        ),
         "test-flow",
         None,
     ));
     let r = env.submit(&def_handoff(
-        "hof_20260614_aaa006",
-        WF,
-        "iris",
-        "thoth",
-        "check",
-        &["logic_gate"],
+        handoff(
+            "hof_20260614_aaa006",
+            WF,
+            "iris",
+            "thoth",
+            "check",
+            &["logic_gate"],
+        ),
         "test-flow",
         None,
     ));
@@ -122,12 +130,14 @@ fn last_step_completes_the_workflow() {
 fn a_completed_workflow_takes_no_more_handoffs() {
     let env = Env::with_test_flow();
     env.submit(&def_handoff(
-        "hof_20260614_aaa007",
-        WF,
-        "iris",
-        "thoth",
-        "check",
-        &["logic_gate"],
+        handoff(
+            "hof_20260614_aaa007",
+            WF,
+            "iris",
+            "thoth",
+            "check",
+            &["logic_gate"],
+        ),
         "test-flow",
         None,
     ));
@@ -295,12 +305,14 @@ fn quarantine_by_rule_then_operator_approves() {
 fn quarantine_by_step_then_operator_rejects() {
     let env = Env::new();
     let h = def_handoff(
-        "hof_20260614_ccc002",
-        "wf_q_2",
-        "hephaestus",
-        "hermes",
-        "review",
-        &["logic_gate"],
+        handoff(
+            "hof_20260614_ccc002",
+            "wf_q_2",
+            "hephaestus",
+            "hermes",
+            "review",
+            &["logic_gate"],
+        ),
         "deploy-feature",
         None,
     );

@@ -1,4 +1,4 @@
-//! `:pane bridge` and the header's bridge item (issue 17.4): the bridge's status, shared-track
+//! `:pane bridge` and the header's bridge item: the bridge's status, shared-track
 //! cursors, outbox, sent records and dead letters, in the files and shapes the bridge writes, at
 //! 80x24 and 200x50; and the header following the status file as it changes (it is watched). The
 //! same pane over a root a real bridge ran on is in `tests/nats`.

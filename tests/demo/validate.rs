@@ -173,7 +173,7 @@ fn demo_refuses_a_zero_speed_and_duration_without_headless() {
     assert_eq!(out.status.code(), Some(2), "--duration needs --headless");
 }
 
-/// Issue 11, 2.9: the help said `--root` defaults to `$PANTHEON_ROOT`; the demo makes a fresh root.
+/// The help said `--root` defaults to `$PANTHEON_ROOT`; the demo makes a fresh root.
 #[test]
 fn demo_help_says_a_fresh_temporary_root_is_made_without_root() {
     let out = pantheon().args(["demo", "--help"]).output().unwrap();
@@ -186,7 +186,7 @@ fn demo_help_says_a_fresh_temporary_root_is_made_without_root() {
     );
 }
 
-/// Issue 11, 2.9: `pantheon --read-only` was a usage error; it opens the console read-only, as
+/// `pantheon --read-only` was once a usage error; it opens the console read-only, as
 /// `pantheon` alone opens the console (here it reaches the console's root check).
 #[test]
 fn read_only_without_the_console_command_opens_the_console() {

@@ -158,7 +158,7 @@ fn every_tool_result_fits_its_declared_output_schema() {
     assert_eq!(covered, ALL_TOOLS, "every tool's result is checked");
 }
 
-/// Issue 11, 2.10: `check_inbox` and `list_pending` page (`limit`, `cursor`, `next_cursor`, `count`
+/// `check_inbox` and `list_pending` page (`limit`, `cursor`, `next_cursor`, `count`
 /// the total), `compact` cuts each dispatch down, `get_dispatch` fetches one whole.
 #[test]
 fn inbox_and_pending_page_through_the_official_client() {

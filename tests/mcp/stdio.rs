@@ -124,7 +124,7 @@ fn server_survives_garbage_lines_malformed_requests_and_bad_arguments() {
     let init = server.initialize();
     assert_eq!(init["result"]["serverInfo"]["name"], json!("conductor"));
 
-    // Not JSON at all: a parse error, with no id to answer to (issue 12, 11).
+    // Not JSON at all: a parse error, with no id to answer to.
     server.send("{this is not json");
     let garbage = server.recv();
     assert_eq!(garbage["error"]["code"], json!(-32700), "{garbage}");
@@ -217,7 +217,7 @@ fn a_cancelled_or_abandoned_wait_never_blocks_the_server_or_its_exit() {
     server.close();
 }
 
-/// Issue 11, 2.8: `pantheon mcp` on a root that does not exist refuses to start (exit 1, the
+/// `pantheon mcp` on a root that does not exist refuses to start (exit 1, the
 /// `init` hint on stderr, nothing on stdout) instead of serving empty answers; hosts show the
 /// hint in their MCP log.
 #[test]
@@ -242,7 +242,7 @@ fn a_server_on_a_missing_root_refuses_to_start_with_the_init_hint() {
     assert!(!missing.exists());
 }
 
-/// Issue 12, 11: every line that is no valid request gets an answer, the request's id when it
+/// Every line that is no valid request gets an answer, the request's id when it
 /// can be read, and the server keeps serving.
 #[test]
 fn bad_lines_are_answered_with_json_rpc_errors_over_real_stdio() {

@@ -523,7 +523,7 @@ fn faults_lose_nothing_and_double_nothing() {
     assert!(dead.is_empty(), "dead letters on B: {dead:#?}");
 }
 
-// ---- Shared tracks (issue 17.3) ----
+// ---- Shared tracks ----
 
 impl Machine {
     /// Runs `pantheon ARGS`: (exit status success, stdout JSON or Null, stderr).
@@ -937,7 +937,7 @@ impl Cluster {
 }
 
 #[test]
-// The failover stall of issue 17 (one side stopped receiving the other's second half after the node
+// The failover stall (one side stopped receiving the other's second half after the node
 // both bridges first connected to was killed) is fixed in `track::consume_session`: the consumer is made
 // again from the cursor after a reconnect and when the stream holds lines past the cursor that never
 // arrive. 120 s is far past any normal lag: a timeout here is that bug, not slowness.
@@ -1087,7 +1087,7 @@ fn credentials_never_reach_logs_or_status() {
     );
 }
 
-/// The console's `:pane bridge` over a root a real bridge ran on (issue 17.4): the status it
+/// The console's `:pane bridge` over a root a real bridge ran on: the status it
 /// wrote, the track's cursor with its counts, and the header item, at 80x24 and 200x50.
 #[test]
 fn the_console_bridge_pane_shows_what_a_real_bridge_wrote() {

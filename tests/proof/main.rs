@@ -1,4 +1,4 @@
-//! Proof suites (issue 7): the project's reliability claims as tests that can fail.
+//! Proof suites: the project's reliability claims as tests that can fail.
 //!
 //! - [`crash`]: engine operations in real `pantheon` processes SIGKILLed at random moments; after each
 //!   kill every file is consistent and repeating the interrupted operation completes it.

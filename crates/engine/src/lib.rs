@@ -27,6 +27,7 @@ pub mod history;
 pub mod journal;
 pub mod store;
 pub mod validate;
+mod words;
 
 /// The foreign-root fixture finder, the same file the integration tests include.
 #[cfg(test)]

@@ -87,7 +87,7 @@ fn confirm_starts_on_cancel_and_enter_there_does_nothing() {
     assert!(a.flash.as_ref().unwrap().text.starts_with("cancelled"));
 }
 
-/// Issue 13 leftover: the lock path is parsed where the op is built, so a lock listed under a path
+/// The lock path is parsed where the op is built, so a lock listed under a path
 /// that is no lock key (a hostile `locks.json`) is refused with the ids' words, with no confirmation.
 #[test]
 fn force_unlock_of_a_lock_whose_path_is_no_lock_key_is_refused_before_confirming() {
@@ -362,7 +362,7 @@ fn a_cleanup_dry_run_that_finds_nothing_offers_no_delete_button() {
     let mut a = app();
     let wf = WorkflowId::parse("wf_deploy_42").unwrap();
     let dry = |deleted: &[&str], missing: &[&str]| CleanupResult {
-        status: "dry_run".into(),
+        status: crate::engine::conductor::CleanupStatus::DryRun,
         workflow_id: wf.to_string(),
         deleted: None,
         would_delete: Some(deleted.iter().map(|s| s.to_string()).collect()),

@@ -50,11 +50,6 @@ fn parse_as<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, String> {
     from_value::<T>(v)
 }
 
-/// The fields a dead letter gains (docs/PROTOCOL.md §2.10), kept in its row
-/// ([`crate::live::snapshot::DeadNote`]).
-pub const DEAD_AT: &str = "dead_at";
-pub const DEAD_REASON: &str = "dead_reason";
-
 fn object(v: Value) -> Result<serde_json::Map<String, Value>, String> {
     match v {
         Value::Object(m) => Ok(m),

@@ -511,7 +511,7 @@ pub fn take(c: &Conductor, cfg: &Inbound, subject: &str, w: &Wire) -> Result<Tak
     mark_inbound(root, &entry.workflow_id, &w.from_pantheon)?;
     Ok(Taken::Request {
         workflow_id: r.workflow_id,
-        status: r.status,
+        status: r.status.to_string(),
     })
 }
 
@@ -528,7 +528,7 @@ pub fn inbound_peer(st: &crate::conductor::WorkflowState) -> Option<&str> {
 }
 
 /// Marks the workflow an inbound request started (under its lock; repeating it is harmless), so
-/// that the handoff back to the peer finishes it (see `conductor::submit::route`).
+/// that the handoff back to the peer finishes it (see `conductor::route::route`).
 fn mark_inbound(root: &Root, wf: &str, peer: &str) -> Result<()> {
     let wf = WorkflowId::parse(wf)?;
     let _lock = crate::store::lock::FileLock::exclusive(root, &root.workflow_lock_path(&wf))?;

@@ -1,4 +1,4 @@
-//! Fencing tokens for bus locks (issue 16 item 3): every acquire gets a number that increases per lock key,
+//! Fencing tokens for bus locks: every acquire gets a number that increases per lock key,
 //! across holders, releases and entries Python gods wrote without one, so a holder whose lease was taken
 //! over can be told apart from the new one (`--token N` on renew and unlock).
 //!

@@ -1,91 +1,12 @@
 //! The words of the bus and the board (docs/PROTOCOL.md §3 and §4), each spelled once: message types the
 //! engine writes or reacts to, board session statuses, phase statuses, checkpoints, verdicts, discussion
-//! kinds and the default board. Every vocabulary is a closed enum with an `ALL` list, like the Conductor's
-//! [`crate::conductor::WorkflowStatus`]; the tolerant record types in [`super::model`] keep the words as
-//! written (foreign writers use others), and compare against these.
+//! kinds and the default board. Every vocabulary is declared with the engine's one vocabulary macro
+//! (`crate::words`), like the Conductor's [`crate::conductor::WorkflowStatus`]; the tolerant record
+//! types in [`super::model`] keep the words as written (foreign writers use others), and compare
+//! against these.
 
-use std::fmt;
-
-use serde::{Serialize, Serializer};
-
-/// What every closed vocabulary offers, so a check can take the vocabulary as a type parameter.
-pub trait Vocabulary: Copy + Sized + 'static {
-    /// The protocol's spelling.
-    fn word(self) -> &'static str;
-    /// The word in any letter case.
-    fn parse_word_loose(s: &str) -> Option<Self>;
-    /// `A, B, C`: every word.
-    fn every_word() -> String;
-}
-
-/// Declares a closed vocabulary: the enum, `ALL` in protocol order, `as_str`, exact and case-insensitive
-/// parsing, and the comma-separated list used in messages.
-macro_rules! words {
-    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum $name {
-            $($(#[$vdoc])* $variant,)+
-        }
-
-        impl $name {
-            /// Every word, in protocol order.
-            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
-
-            /// The protocol's spelling.
-            pub const fn as_str(self) -> &'static str {
-                match self {
-                    $(Self::$variant => $text,)+
-                }
-            }
-
-            /// The word spelled exactly as the protocol does; `None` for anything else.
-            pub fn parse(s: &str) -> Option<Self> {
-                Self::ALL.iter().copied().find(|w| w.as_str() == s)
-            }
-
-            /// The word in any letter case, surrounding blanks ignored.
-            pub fn parse_loose(s: &str) -> Option<Self> {
-                let s = s.trim();
-                Self::ALL.iter().copied().find(|w| w.as_str().eq_ignore_ascii_case(s))
-            }
-
-            /// True when `s` is this word, spelled exactly.
-            pub fn is(self, s: &str) -> bool {
-                self.as_str() == s
-            }
-
-            /// `A, B, C`: every word, for messages.
-            pub fn list() -> String {
-                Self::ALL.iter().map(|w| w.as_str()).collect::<Vec<_>>().join(", ")
-            }
-        }
-
-        impl Vocabulary for $name {
-            fn word(self) -> &'static str {
-                self.as_str()
-            }
-            fn parse_word_loose(s: &str) -> Option<Self> {
-                Self::parse_loose(s)
-            }
-            fn every_word() -> String {
-                Self::list()
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl Serialize for $name {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str(self.as_str())
-            }
-        }
-    };
-}
+pub use crate::words::Vocabulary;
+use crate::words::words;
 
 words!(
     /// The message types the engine posts or reacts to (docs/PROTOCOL.md §3.2). Other upper-case types are

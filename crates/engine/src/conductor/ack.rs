@@ -3,6 +3,9 @@
 //! An ack commits by appending to the state's `acks`; moving the dispatch (archive, reroute, next
 //! step) follows and is re-run when the same ack is repeated, so a crash is repaired by repeating it.
 
+use super::ack_step::CompletePlan;
+use super::results::ApprovalStatus;
+use super::submit::SubmitLocked;
 use serde_json::{Value, json};
 
 use super::ack_step::{
@@ -10,11 +13,11 @@ use super::ack_step::{
     rerouted, settled_by, unknown_handoff,
 };
 use super::definition::find_definition;
-use super::files::{self, Found};
+use super::files;
 use super::model::{AckRecord, AckStatus, Dispatch, WorkflowState, WorkflowStatus, lenient};
 use super::request::{AckDecision, AckRequest};
 use super::submit::{AckCommit, hid_of, name_violations, validate_handoff};
-use super::timers::{STEP_TIMEOUT, step_timeout};
+use super::timers::step_timeout;
 use super::{AckResult, Actor, ApprovalResult, Conductor};
 use crate::error::{Error, Result, Violation};
 use crate::store::atomic::write_json;
@@ -75,7 +78,9 @@ fn pending_eta_problem(eta: Option<&Value>, now: chrono::DateTime<chrono::Utc>) 
     }
 }
 
-fn validate_ack(c: &Conductor, v: &Value) -> Result<AckRequest> {
+/// Every reason the ack document `v` cannot be taken: the root's ack schema, id names, the required
+/// fields, the status (one of the four decisions) and a `pending` ack's ETA.
+fn ack_violations(c: &Conductor, v: &Value) -> Result<Vec<Violation>> {
     let schemas = c.schemas()?;
     let mut violations = schemas.check_ack(v);
     let mut extra = name_violations(
@@ -117,6 +122,14 @@ fn validate_ack(c: &Conductor, v: &Value) -> Result<AckRequest> {
             violations.push(x);
         }
     }
+    Ok(violations)
+}
+
+/// Reads an ack document into the typed request, refusing it with every violation when it cannot be
+/// taken.
+fn validate_ack(c: &Conductor, v: &Value) -> Result<AckRequest> {
+    let violations = ack_violations(c, v)?;
+    let decision = AckDecision::parse(v.get("status").and_then(Value::as_str).unwrap_or(""));
     let (true, Some(decision)) = (violations.is_empty(), decision) else {
         return Err(Error::invalid("ack", violations));
     };
@@ -158,6 +171,25 @@ impl Conductor {
     pub(crate) fn ack_unjournaled(&self, ack: &Value, by: Actor) -> Result<AckResult> {
         crate::store::limits::check_document("ack", ack, crate::store::limits::MAX_ACK_BYTES)?;
         let a = validate_ack(self, ack)?;
+        self.ack_checked(a, ack, by)
+    }
+
+    /// [`Conductor::ack_unjournaled`] for a typed request. Its ids and decision are valid by
+    /// construction; the document the protocol defines for it is built once, for the size limits and
+    /// the root's ack schema (an operator may tighten it), and the request itself goes on as it is.
+    pub(crate) fn ack_request_unjournaled(&self, a: &AckRequest, by: Actor) -> Result<AckResult> {
+        let doc = a.to_json();
+        crate::store::limits::check_document("ack", &doc, crate::store::limits::MAX_ACK_BYTES)?;
+        let violations = ack_violations(self, &doc)?;
+        if !violations.is_empty() {
+            return Err(Error::invalid("ack", violations));
+        }
+        self.ack_checked(a.clone(), &doc, by)
+    }
+
+    /// Takes a checked ack (`ack` is its document, for the usage report it may carry): the pure
+    /// steps decide, this applies their effects under the workflow's lock.
+    fn ack_checked(&self, a: AckRequest, ack: &Value, by: Actor) -> Result<AckResult> {
         let wf = match &a.workflow_id {
             Some(w) => w.clone(),
             None => self.workflow_of(&a.handoff_id)?,
@@ -218,13 +250,7 @@ impl Conductor {
         })?;
         match plan {
             AckPlan::Answer(result) => Ok(*result),
-            AckPlan::Complete {
-                state,
-                record,
-                found,
-                dispatch,
-                god,
-            } => self.ack_completed(&wf, *state, a, *record, *found, *dispatch, god, usage),
+            AckPlan::Complete(plan) => self.ack_completed(&wf, a, *plan, usage),
             AckPlan::Write {
                 confine,
                 mut effects,
@@ -320,7 +346,7 @@ impl Conductor {
             }
             AckDecision::Pending
                 if matches!(located, Located::Archived(_))
-                    && !found.dispatch.extra.contains_key(STEP_TIMEOUT) =>
+                    && found.dispatch.step_timeout.is_none() =>
             {
                 facts.step_timeout = step_timeout(&self.root, &found.dispatch);
             }
@@ -365,18 +391,20 @@ impl Conductor {
 
     /// A `completed` ack: the handoff it records on the god's behalf goes through the submit path,
     /// which commits the ack with it.
-    #[allow(clippy::too_many_arguments)]
     fn ack_completed(
         &self,
         wf: &WorkflowId,
-        st: WorkflowState,
         a: AckRequest,
-        mut rec: AckRecord,
-        found: Found,
-        mut d: super::model::Dispatch,
-        god: GodName,
+        plan: CompletePlan,
         usage: Option<Value>,
     ) -> Result<AckResult> {
+        let CompletePlan {
+            state: st,
+            record: mut rec,
+            found,
+            dispatch: mut d,
+            god,
+        } = plan;
         let new_hid = derived_handoff_id(&a.ack_id, &a.handoff_id);
         let def = match st.definition_id.as_deref() {
             Some(id) => find_definition(&self.root, id).ok().flatten(),
@@ -432,7 +460,15 @@ impl Conductor {
             dispatch_update: d,
         };
         let next = self
-            .submit_locked(wf, h, raw, Some(st), warnings, Some(commit), None)
+            .submit_locked(SubmitLocked {
+                wf,
+                handoff: h,
+                raw,
+                state: Some(st),
+                warnings,
+                ack: Some(commit),
+                hold: None,
+            })
             .map_err(|e| match e {
                 Error::Invalid { what, violations } => Error::Invalid {
                     what: format!("{what}; for a completed ack put them in the ack's `context`"),
@@ -551,16 +587,16 @@ impl Conductor {
                 }),
             _ => None,
         };
-        let step = held_step(
-            &wf,
-            &hid,
-            &st,
-            held.as_ref().map(|f| &f.dispatch),
+        let step = held_step(HeldInput {
+            wf: &wf,
+            hid: &hid,
+            st: &st,
+            held: held.as_ref().map(|f| &f.dispatch),
             reject,
-            &by_label,
-            publish_def.is_some(),
-            chrono::Utc::now(),
-        )?;
+            by_label: &by_label,
+            publishes: publish_def.is_some(),
+            now: chrono::Utc::now(),
+        })?;
         let (state, dispatch, to) = match step {
             HeldStep::Repeat(p) => return self.repeated_decision(&wf, &hid, &st, &p),
             HeldStep::Decide {
@@ -612,11 +648,10 @@ impl Conductor {
         };
         Ok(ApprovalResult {
             status: if reject.is_some() {
-                "rejected"
+                ApprovalStatus::Rejected
             } else {
-                "approved"
-            }
-            .into(),
+                ApprovalStatus::Approved
+            },
             handoff_id: hid.to_string(),
             workflow_id: wf.to_string(),
             target_god: god.to_string(),
@@ -639,13 +674,18 @@ impl Conductor {
         let text = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or_default();
         let decision = text("decision");
         let god = GodName::parse(text("target_god"))?;
-        let path = if decision == "approved" {
+        let status = if decision == ApprovalStatus::Approved.as_str() {
+            ApprovalStatus::Approved
+        } else {
+            ApprovalStatus::Rejected
+        };
+        let path = if status == ApprovalStatus::Approved {
             self.root.inbox_dir(&god).join(format!("{hid}.json"))
         } else {
             self.root.archive_dir(&god).join(format!("{hid}.json"))
         };
         Ok(ApprovalResult {
-            status: decision.into(),
+            status,
             handoff_id: hid.to_string(),
             workflow_id: wf.to_string(),
             target_god: god.to_string(),
@@ -686,21 +726,40 @@ pub(crate) enum HeldStep {
     },
 }
 
-/// The pure step of an operator's decision on a held dispatch: from the state, the held dispatch (if
-/// it is still in `_quarantine`), the decision (`reject`: its reason), who decides, whether the step
-/// publishes, and `now`. Refuses a decision that differs from one already taken, a dispatch that is
-/// not held (and never was), and any decision in an aborted workflow.
-#[allow(clippy::too_many_arguments)] // each is one input of the one decision; a struct would only rename them
-pub(crate) fn held_step(
-    wf: &WorkflowId,
-    hid: &HandoffId,
-    st: &WorkflowState,
-    held: Option<&Dispatch>,
-    reject: Option<&str>,
-    by_label: &str,
-    publishes: bool,
-    now: DateTime<Utc>,
-) -> Result<HeldStep> {
+/// What [`held_step`] decides from.
+pub(crate) struct HeldInput<'a> {
+    /// The workflow.
+    pub wf: &'a WorkflowId,
+    /// The held dispatch's handoff.
+    pub hid: &'a HandoffId,
+    /// The workflow's state.
+    pub st: &'a WorkflowState,
+    /// The held dispatch, if it is still in `_quarantine`.
+    pub held: Option<&'a Dispatch>,
+    /// `None`: approve; else reject, for this reason.
+    pub reject: Option<&'a str>,
+    /// Who decides.
+    pub by_label: &'a str,
+    /// True when the step publishes (approved, it is archived as completed).
+    pub publishes: bool,
+    /// When.
+    pub now: DateTime<Utc>,
+}
+
+/// The pure step of an operator's decision on a held dispatch. Refuses a decision that differs from
+/// one already taken, a dispatch that is not held (and never was), and any decision in an aborted
+/// workflow.
+pub(crate) fn held_step(input: HeldInput<'_>) -> Result<HeldStep> {
+    let HeldInput {
+        wf,
+        hid,
+        st,
+        held,
+        reject,
+        by_label,
+        publishes,
+        now,
+    } = input;
     let decision = if reject.is_some() {
         "rejected"
     } else {
@@ -775,8 +834,8 @@ pub(crate) fn held_step(
             HeldMove::ArchivePublished
         }
         None => {
-            d.extra.insert("approved_by".into(), json!(by_label));
-            d.extra.insert("approved_at".into(), json!(now_text));
+            d.approved_by = Some(by_label.to_string());
+            d.approved_at = Some(now_text.to_string());
             if d.deliveries.is_empty()
                 && let Some(p) = super::delivery::Policy::of_dispatch(&d)
             {
@@ -860,7 +919,16 @@ pub(crate) mod tests {
         publishes: bool,
     ) -> Result<HeldStep> {
         let (wf, hid) = ids();
-        held_step(&wf, &hid, st, held, reject, "operator", publishes, at())
+        held_step(HeldInput {
+            wf: &wf,
+            hid: &hid,
+            st,
+            held,
+            reject,
+            by_label: "operator",
+            publishes,
+            now: at(),
+        })
     }
 
     #[test]
@@ -881,7 +949,7 @@ pub(crate) mod tests {
         assert_eq!(rec["by"], "operator");
         assert_eq!(rec["target_god"], "hermes");
         assert_eq!(rec["at"], format_ts(at()));
-        assert_eq!(dispatch.extra["approved_by"], "operator");
+        assert_eq!(dispatch.approved_by.as_deref(), Some("operator"));
         assert_eq!(
             dispatch.deliveries.len(),
             1,

@@ -5,17 +5,17 @@
 //! `Conductor::ack_unjournaled` then applies under the workflow's lock. Nothing here reads or writes a
 //! file, so every transition and refusal is unit-tested without a root.
 
+use super::results::DeadlineKind;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde_json::json;
 
 use super::delivery::deadline_after_ack;
 use super::files::{Found, Place};
 use super::model::{AckRecord, AckStatus, Dispatch, WorkflowState, WorkflowStatus};
 use super::request::{AckDecision, AckRequest};
-use super::timers::{STEP_DEADLINE, STEP_TIMEOUT, StepTimer};
+use super::timers::StepTimer;
 use super::{AckResult, Actor, Conductor};
 use crate::error::{Error, Result};
 use crate::store::time::{add, format_ts, parse_duration, parse_ts};
@@ -133,24 +133,28 @@ pub(crate) enum AckEffect {
     Reroute(GodName, Box<Dispatch>),
 }
 
+/// A `completed` ack, to record through the submit path with the handoff it records.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CompletePlan {
+    /// The state (the acking god as the addressee).
+    pub state: WorkflowState,
+    /// The ack record.
+    pub record: AckRecord,
+    /// The dispatch as found.
+    pub found: Found,
+    /// The dispatch as the ack leaves it.
+    pub dispatch: Dispatch,
+    /// The god the ack counts for.
+    pub god: GodName,
+}
+
 /// What an ack does, decided by [`ack_step`].
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum AckPlan {
     /// Nothing to write: the answer (a repeat of a settled ack).
     Answer(Box<AckResult>),
     /// A `completed` ack: recorded through the submit path with the handoff it records.
-    Complete {
-        /// The state (the acking god as the addressee).
-        state: Box<WorkflowState>,
-        /// The ack record.
-        record: Box<AckRecord>,
-        /// The dispatch as found.
-        found: Box<Found>,
-        /// The dispatch as the ack leaves it.
-        dispatch: Box<Dispatch>,
-        /// The god the ack counts for.
-        god: GodName,
-    },
+    Complete(Box<CompletePlan>),
     /// Refuse unless every path in `confine` stays in the root, apply `effects` in order, answer.
     Write {
         /// The paths written, checked before anything is.
@@ -176,7 +180,7 @@ pub(crate) fn ack_result(
         handoff_id: rec.handoff_id.clone(),
         ack_id: rec.ack_id.clone(),
         workflow_id: wf.to_string(),
-        status: rec.status.to_string(),
+        status: rec.status.clone(),
         state_status: st.status.clone(),
         by: rec.by.clone().unwrap_or_else(|| god.clone()),
         god,
@@ -274,7 +278,7 @@ pub(crate) fn rerouted(
     d.to_god = to.to_string();
     d.ack_status = AckStatus::Unacked;
     d.dispatched_at = Some(now.to_owned());
-    d.extra.insert("rerouted_from".into(), json!(from.as_str()));
+    d.rerouted_from = Some(from.to_string());
     for f in [
         &mut d.eta,
         &mut d.message,
@@ -299,8 +303,8 @@ pub(crate) fn step_timer(
 ) -> Option<(String, StepTimer)> {
     let (timeout, text) = timeout?;
     let deadline = add(now, *timeout).map(format_ts)?;
-    d.extra.insert(STEP_DEADLINE.into(), json!(deadline));
-    d.extra.insert(STEP_TIMEOUT.into(), json!(text));
+    d.step_deadline = Some(deadline.clone());
+    d.step_timeout = Some(text.clone());
     let timer = timer_of(d, god, &deadline);
     Some((deadline, timer))
 }
@@ -334,16 +338,15 @@ pub(crate) fn step_progress(
             d.handoff_id, d.to_god
         ))
     };
-    if !d.extra.contains_key(STEP_DEADLINE) {
+    if d.step_deadline.is_none() {
         return Err(refused());
     }
     let deadline = match rec.eta.as_deref().and_then(parse_ts).filter(|t| *t > now) {
         Some(t) => format_ts(t),
         None => {
             let timeout = d
-                .extra
-                .get(STEP_TIMEOUT)
-                .and_then(|v| v.as_str())
+                .step_timeout
+                .as_deref()
                 .and_then(parse_duration)
                 .or_else(|| timeout.map(|t| t.0))
                 .ok_or_else(refused)?;
@@ -351,7 +354,7 @@ pub(crate) fn step_progress(
         }
     };
     let god = GodName::parse(&d.to_god)?;
-    d.extra.insert(STEP_DEADLINE.into(), json!(deadline));
+    d.step_deadline = Some(deadline.clone());
     d.eta = rec.eta.clone().or(d.eta);
     d.message = rec.message.clone().or(d.message);
     let timer = timer_of(&d, &god, &deadline);
@@ -386,21 +389,41 @@ pub(crate) struct RejectStep {
     pub warnings: Vec<String>,
 }
 
+/// What [`rejected`] decides from.
+pub(crate) struct RejectInput<'a> {
+    /// The workflow's state.
+    pub st: WorkflowState,
+    /// The rejected dispatch.
+    pub d: Dispatch,
+    /// The ack record of the rejection.
+    pub rec: AckRecord,
+    /// The fallback god the step goes to, if any.
+    pub fallback: Option<String>,
+    /// True when the dispatch is the workflow's current one.
+    pub is_current: bool,
+    /// The god that rejected it.
+    pub god: &'a GodName,
+    /// The rejection's message.
+    pub message: Option<&'a str>,
+    /// When (RFC 3339).
+    pub now: &'a str,
+}
+
 /// The pure step of a `rejected` ack: the ack is recorded with the fallback god it reroutes to; the
 /// workflow waits for that god, or fails (with the god's message as the reason) when no fallback is
 /// left. An ack of a dispatch that is not the workflow's current one changes no status (a warning says
 /// so). The dispatch is marked for the archive with why.
-#[allow(clippy::too_many_arguments)] // each is one input of the one commit; a struct would only rename them
-pub(crate) fn rejected(
-    mut st: WorkflowState,
-    mut d: Dispatch,
-    mut rec: AckRecord,
-    fallback: Option<String>,
-    is_current: bool,
-    god: &GodName,
-    message: Option<&str>,
-    now: &str,
-) -> RejectStep {
+pub(crate) fn rejected(input: RejectInput<'_>) -> RejectStep {
+    let RejectInput {
+        mut st,
+        mut d,
+        mut rec,
+        fallback,
+        is_current,
+        god,
+        message,
+        now,
+    } = input;
     let mut warnings = Vec::new();
     rec.rerouted_to = fallback.clone();
     st.acks.push(rec.clone());
@@ -543,7 +566,7 @@ pub(crate) fn ack_step(input: AckInput<'_>) -> Result<AckPlan> {
                 state.updated = Some(now_text);
                 let mut result = ack_result(wf, &state, &rec, false, None);
                 result.deadline = Some(deadline);
-                result.deadline_kind = Some("step_timeout".to_owned());
+                result.deadline_kind = Some(DeadlineKind::StepTimeout);
                 return Ok(AckPlan::Write {
                     confine: Vec::new(),
                     effects: vec![
@@ -564,19 +587,19 @@ pub(crate) fn ack_step(input: AckInput<'_>) -> Result<AckPlan> {
     let (effects, st, rec, warnings, deadline, kind) = match a.decision {
         AckDecision::Completed => {
             // (completed goes through the submit path, which checks its own files.)
-            return Ok(AckPlan::Complete {
-                state: Box::new(state),
-                record: Box::new(rec),
-                found: Box::new(found),
-                dispatch: Box::new(d),
+            return Ok(AckPlan::Complete(Box::new(CompletePlan {
+                state,
+                record: rec,
+                found,
+                dispatch: d,
                 god,
-            });
+            })));
         }
         AckDecision::Pending => {
             state.acks.push(rec.clone());
             state.updated = Some(now_text);
             let deadline = d.ack_deadline.clone();
-            let kind = deadline.as_ref().map(|_| "ack");
+            let kind = deadline.as_ref().map(|_| DeadlineKind::Ack);
             let mut effects = vec![
                 AckEffect::State(Box::new(state.clone())),
                 AckEffect::Dispatch(found.path.clone(), Box::new(d)),
@@ -600,7 +623,7 @@ pub(crate) fn ack_step(input: AckInput<'_>) -> Result<AckPlan> {
                 }
                 None => None,
             };
-            let kind = deadline.as_ref().map(|_| "step_timeout");
+            let kind = deadline.as_ref().map(|_| DeadlineKind::StepTimeout);
             state.acks.push(rec.clone());
             state.updated = Some(now_text);
             effects.extend([
@@ -622,16 +645,16 @@ pub(crate) fn ack_step(input: AckInput<'_>) -> Result<AckPlan> {
             if let Some(fb) = &fb {
                 confine.push(root.inbox_dir(fb).join(format!("{hid}.json")));
             }
-            let step = rejected(
-                state,
+            let step = rejected(RejectInput {
+                st: state,
                 d,
                 rec,
                 fallback,
                 is_current,
-                &god,
-                a.message.as_deref(),
-                &now_text,
-            );
+                god: &god,
+                message: a.message.as_deref(),
+                now: &now_text,
+            });
             warnings.extend(step.warnings);
             let mut effects = vec![
                 AckEffect::State(Box::new(step.state.clone())),
@@ -655,7 +678,7 @@ pub(crate) fn ack_step(input: AckInput<'_>) -> Result<AckPlan> {
     let mut result = ack_result(wf, &st, &rec, false, None);
     result.warnings = warnings;
     result.deadline = deadline;
-    result.deadline_kind = kind.map(str::to_owned);
+    result.deadline_kind = kind;
     Ok(AckPlan::Write {
         confine,
         effects,
@@ -664,620 +687,5 @@ pub(crate) fn ack_step(input: AckInput<'_>) -> Result<AckPlan> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::ack::tests::{at, held_dispatch, held_state, ids};
-    use super::*;
-
-    fn found(place: Place, delivered_to: &[&str]) -> Found {
-        let mut d = held_dispatch();
-        d.deliveries = delivered_to
-            .iter()
-            .map(|g| super::super::delivery::Delivery {
-                at: format_ts(at()),
-                to: (*g).to_owned(),
-            })
-            .collect();
-        Found {
-            place,
-            path: "pending/hermes/hof_20261201_aaaaaa.json".into(),
-            dispatch: d,
-        }
-    }
-
-    #[test]
-    fn an_ack_counts_for_the_addressee_or_a_god_the_open_dispatch_was_redelivered_to() {
-        let (_, hid) = ids();
-        let inbox = Place::Inbox(GodName::parse("hermes").unwrap());
-        let f = found(inbox.clone(), &["hermes", "apollo"]);
-        let god = |by: Actor| ack_addressee(&f, &by, &hid).map(|g| g.to_string());
-        assert_eq!(god(Actor::Recipient).unwrap(), "hermes");
-        assert_eq!(god(Actor::Operator).unwrap(), "hermes");
-        assert_eq!(god(Actor::God("hermes".into())).unwrap(), "hermes");
-        assert_eq!(god(Actor::God("apollo".into())).unwrap(), "apollo");
-        let e = god(Actor::God("zeus".into())).unwrap_err().to_string();
-        assert!(
-            e.contains("addressed to hermes; zeus cannot acknowledge it"),
-            "{e}"
-        );
-        // Once archived, only the addressee may ack it.
-        let archived = found(
-            Place::Archive(GodName::parse("hermes").unwrap()),
-            &["hermes", "apollo"],
-        );
-        assert!(ack_addressee(&archived, &Actor::God("apollo".into()), &hid).is_err());
-    }
-
-    fn ack(decision: AckDecision, eta: Option<&str>, message: Option<&str>) -> AckRequest {
-        let (_, hid) = ids();
-        AckRequest {
-            ack_id: crate::store::AckId::parse("ack_20261201_abc").unwrap(),
-            handoff_id: hid,
-            workflow_id: None,
-            decision,
-            eta: eta.map(str::to_owned),
-            message: message.map(str::to_owned),
-            context: Default::default(),
-        }
-    }
-
-    fn rec(status: AckStatus) -> AckRecord {
-        AckRecord {
-            ack_id: "ack_20261201_abc".into(),
-            handoff_id: "hof_20261201_aaaaaa".into(),
-            god: Some("apollo".into()),
-            status,
-            acked_at: Some("2026-12-01T12:00:01Z".into()),
-            by: Some("apollo".into()),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn the_dispatch_after_an_ack_carries_the_status_the_new_addressee_and_the_next_deadline() {
-        let mut before = held_dispatch();
-        before.eta = Some("earlier".into());
-        before.message = Some("kept".into());
-        let apollo = GodName::parse("apollo").unwrap();
-        let a = ack(AckDecision::Pending, None, None);
-        let d = dispatch_after_ack(&before, &a, &rec(AckStatus::Pending), &apollo, at());
-        assert_eq!(d.to_god, "apollo");
-        assert_eq!(d.ack_status, AckStatus::Pending);
-        assert_eq!(
-            (d.eta.as_deref(), d.message.as_deref()),
-            (Some("earlier"), Some("kept"))
-        );
-        assert_eq!(d.by.as_deref(), Some("apollo"));
-        assert_eq!(d.acked_at.as_deref(), Some("2026-12-01T12:00:01Z"));
-        assert_eq!(
-            d.ack_deadline,
-            Some(format_ts(at() + chrono::Duration::minutes(10))),
-            "a progress ack restarts the wait"
-        );
-        let a = ack(
-            AckDecision::Accepted,
-            Some("2026-12-02T00:00:00Z"),
-            Some("on it"),
-        );
-        let d = dispatch_after_ack(&before, &a, &rec(AckStatus::Accepted), &apollo, at());
-        assert_eq!(
-            d.ack_deadline, None,
-            "an accepted dispatch has no ack deadline"
-        );
-        assert_eq!(
-            (d.eta.as_deref(), d.message.as_deref()),
-            (Some("2026-12-02T00:00:00Z"), Some("on it"))
-        );
-    }
-
-    #[test]
-    fn a_rejection_reroutes_to_the_fallback_or_fails_the_workflow_and_leaves_others_alone() {
-        let hermes = GodName::parse("hermes").unwrap();
-        let now = "2026-12-01T12:00:02Z";
-        let step = |fallback: Option<&str>, current: bool, message: Option<&str>| {
-            rejected(
-                held_state(),
-                held_dispatch(),
-                rec(AckStatus::Rejected),
-                fallback.map(str::to_owned),
-                current,
-                &hermes,
-                message,
-                now,
-            )
-        };
-        let r = step(Some("apollo"), true, None);
-        assert_eq!(r.state.status, WorkflowStatus::WaitingForAck);
-        assert_eq!(r.state.dispatched_to.as_deref(), Some("apollo"));
-        assert_eq!(r.record.rerouted_to.as_deref(), Some("apollo"));
-        assert_eq!(r.state.acks, std::slice::from_ref(&r.record));
-        assert_eq!(
-            r.dispatch.archive_reason.as_deref(),
-            Some("rejected; rerouted to apollo")
-        );
-        assert_eq!(r.dispatch.archived_at.as_deref(), Some(now));
-        assert_eq!(r.state.updated.as_deref(), Some(now));
-        assert!(r.warnings.is_empty());
-
-        let r = step(None, true, None);
-        assert_eq!(r.state.status, WorkflowStatus::Failed);
-        assert_eq!(
-            r.state.failure_reason.as_deref(),
-            Some("hermes rejected step \"build\" and no fallback god is left")
-        );
-        assert_eq!(
-            r.dispatch.archive_reason.as_deref(),
-            Some("rejected; no fallback god left")
-        );
-        let r = step(None, true, Some("cannot do it"));
-        assert_eq!(r.state.failure_reason.as_deref(), Some("cannot do it"));
-
-        let r = step(Some("apollo"), false, None);
-        assert_eq!(
-            r.state.status,
-            WorkflowStatus::AwaitingApproval,
-            "unchanged"
-        );
-        assert_eq!(r.state.dispatched_to.as_deref(), Some("hermes"));
-        assert!(r.warnings[0].contains("not the workflow's current dispatch"));
-    }
-
-    fn waiting() -> WorkflowState {
-        WorkflowState {
-            status: WorkflowStatus::WaitingForAck,
-            ..held_state()
-        }
-    }
-
-    fn facts() -> AckFacts {
-        AckFacts {
-            fallback_gods: Vec::new(),
-            warnings: Vec::new(),
-            step_timeout: None,
-            now: at(),
-            dispatch_id: "dsp_test".into(),
-        }
-    }
-
-    fn inbox() -> Found {
-        found(Place::Inbox(GodName::parse("hermes").unwrap()), &["hermes"])
-    }
-
-    fn archived(status: AckStatus, step_deadline: bool) -> Found {
-        let mut f = found(
-            Place::Archive(GodName::parse("hermes").unwrap()),
-            &["hermes"],
-        );
-        f.path = "pending/hermes/archive/hof_20261201_aaaaaa.json".into();
-        f.dispatch.ack_status = status;
-        f.dispatch.archive_reason = Some("accepted".into());
-        if step_deadline {
-            f.dispatch
-                .extra
-                .insert(STEP_DEADLINE.into(), json!("2026-12-01T12:05:00Z"));
-            f.dispatch.extra.insert(STEP_TIMEOUT.into(), json!("30m"));
-        }
-        f
-    }
-
-    /// The step of `a` by `by` on `st` with the dispatch `located`.
-    fn step(
-        st: WorkflowState,
-        a: &AckRequest,
-        by: Actor,
-        located: Located,
-        facts: AckFacts,
-    ) -> Result<AckPlan> {
-        let root = Root::at("/r");
-        let (wf, _) = ids();
-        ack_step(AckInput {
-            root: &root,
-            wf: &wf,
-            state: st,
-            ack: a,
-            by: &by,
-            located,
-            facts,
-        })
-    }
-
-    fn written(plan: AckPlan) -> (Vec<PathBuf>, Vec<AckEffect>, AckResult) {
-        match plan {
-            AckPlan::Write {
-                confine,
-                effects,
-                result,
-            } => (confine, effects, *result),
-            other => panic!("expected writes, got {other:?}"),
-        }
-    }
-
-    fn state_of(effects: &[AckEffect]) -> &WorkflowState {
-        effects
-            .iter()
-            .find_map(|e| match e {
-                AckEffect::State(st) => Some(&**st),
-                _ => None,
-            })
-            .expect("the state is written")
-    }
-
-    #[test]
-    fn a_repeated_ack_is_finished_and_answered_unless_aborted_and_a_reused_ack_id_is_refused() {
-        let (wf, _) = ids();
-        let a = ack(AckDecision::Accepted, None, None);
-        let mut st = waiting();
-        assert_eq!(ack_start(&wf, &st, &a).unwrap(), AckStart::Fresh);
-        st.acks.push(AckRecord {
-            handoff_id: "hof_20261201_aaaaaa".into(),
-            ..rec(AckStatus::Accepted)
-        });
-        assert!(matches!(
-            ack_start(&wf, &st, &a).unwrap(),
-            AckStart::Repeat { finish: true, .. }
-        ));
-        let e = ack_start(&wf, &st, &ack(AckDecision::Rejected, None, None))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("ack_id ack_20261201_abc was already used"),
-            "{e}"
-        );
-        // A repeat after an abort answers from the record and moves nothing.
-        st.status = WorkflowStatus::Aborted;
-        assert!(matches!(
-            ack_start(&wf, &st, &a).unwrap(),
-            AckStart::Repeat { finish: false, .. }
-        ));
-    }
-
-    #[test]
-    fn a_new_ack_of_an_aborted_completed_or_failed_workflow_is_refused() {
-        let (wf, _) = ids();
-        let a = ack(AckDecision::Accepted, None, None);
-        let mut st = waiting();
-        st.status = WorkflowStatus::Aborted;
-        st.aborted_at = Some("2026-12-01T11:00:00Z".into());
-        st.failure_reason = Some("wrong plan".into());
-        let e = ack_start(&wf, &st, &a).unwrap_err().to_string();
-        assert!(
-            e.contains("was aborted at 2026-12-01T11:00:00Z (wrong plan); acks are refused"),
-            "{e}"
-        );
-        for status in [WorkflowStatus::Completed, WorkflowStatus::Failed] {
-            st.status = status;
-            let e = ack_start(&wf, &st, &a).unwrap_err().to_string();
-            assert!(e.contains("it takes no more acks"), "{e}");
-        }
-    }
-
-    #[test]
-    fn refusals_wrong_god_held_unknown_archived_other_workflow() {
-        let a = ack(AckDecision::Accepted, None, None);
-        let e = step(
-            waiting(),
-            &a,
-            Actor::God("zeus".into()),
-            Located::Live(inbox()),
-            facts(),
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            e.contains("addressed to hermes; zeus cannot acknowledge it"),
-            "{e}"
-        );
-        // Any ack of a held dispatch, a completed one too, waits for the operator's approval.
-        let mut held = found(Place::Quarantine, &[]);
-        held.dispatch.held_because = Some("publish step".into());
-        let done = ack(AckDecision::Completed, None, None);
-        let e = step(
-            held_state(),
-            &done,
-            Actor::Recipient,
-            Located::Live(held),
-            facts(),
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            e.contains("is held for operator approval (publish step); approve it first"),
-            "{e}"
-        );
-        let e = step(waiting(), &a, Actor::Recipient, Located::Nowhere, facts()).unwrap_err();
-        assert!(matches!(e, Error::NotFound(_)), "{e}");
-        // An archived (rejected, withdrawn by an abort, …) dispatch cannot change status.
-        let e = step(
-            waiting(),
-            &a,
-            Actor::Recipient,
-            Located::Archived(archived(AckStatus::Withdrawn, false)),
-            facts(),
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            e.contains("is already withdrawn (accepted); an ack cannot change that"),
-            "{e}"
-        );
-        let mut other = inbox();
-        other.dispatch.workflow_id = "wf_other".into();
-        let e = step(
-            waiting(),
-            &a,
-            Actor::Recipient,
-            Located::Live(other),
-            facts(),
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            e.contains("belongs to workflow \"wf_other\", not wf_held"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn an_accepted_ack_arms_the_step_timer_commits_the_state_then_archives() {
-        let a = ack(AckDecision::Accepted, None, None);
-        let mut f = facts();
-        f.step_timeout = Some((Duration::from_secs(1800), "30m".into()));
-        let (confine, effects, result) =
-            written(step(waiting(), &a, Actor::Recipient, Located::Live(inbox()), f).unwrap());
-        let root = Root::at("/r");
-        let hermes = GodName::parse("hermes").unwrap();
-        assert_eq!(
-            confine,
-            [
-                root.state_path(&ids().0),
-                inbox().path,
-                root.archive_dir(&hermes).join("hof_20261201_aaaaaa.json"),
-            ]
-        );
-        let deadline = format_ts(at() + chrono::Duration::minutes(30));
-        let AckEffect::Timer(hid, timer) = &effects[0] else {
-            panic!("the timer first: {effects:?}")
-        };
-        assert_eq!(
-            (hid, timer.deadline.as_str()),
-            (&ids().1, deadline.as_str())
-        );
-        assert_eq!(timer.god, "hermes");
-        let st = state_of(&effects);
-        assert_eq!(st.status, WorkflowStatus::InProgress);
-        assert_eq!(st.acks.len(), 1);
-        assert!(matches!(effects[1], AckEffect::State(_)));
-        assert_eq!(effects[2], AckEffect::CrashPoint("ack:after-state"));
-        let AckEffect::Archive { god, dispatch, .. } = &effects[3] else {
-            panic!("then the archive: {effects:?}")
-        };
-        assert_eq!(god.as_str(), "hermes");
-        assert_eq!(dispatch.ack_status, AckStatus::Accepted);
-        assert_eq!(dispatch.extra[STEP_DEADLINE], json!(deadline));
-        assert_eq!(effects.len(), 4);
-        assert_eq!(result.deadline.as_deref(), Some(deadline.as_str()));
-        assert_eq!(result.deadline_kind.as_deref(), Some("step_timeout"));
-        assert!(!result.duplicate);
-
-        // No timeout: no timer, no deadline.
-        let (_, effects, result) = written(
-            step(
-                waiting(),
-                &a,
-                Actor::Recipient,
-                Located::Live(inbox()),
-                facts(),
-            )
-            .unwrap(),
-        );
-        assert!(matches!(effects[0], AckEffect::State(_)));
-        assert_eq!((result.deadline, result.deadline_kind), (None, None));
-    }
-
-    #[test]
-    fn a_repeated_accept_of_the_accepted_dispatch_is_a_duplicate_writing_nothing() {
-        let a = ack(AckDecision::Accepted, None, None);
-        let plan = step(
-            waiting(),
-            &a,
-            Actor::Recipient,
-            Located::Archived(archived(AckStatus::Accepted, false)),
-            facts(),
-        )
-        .unwrap();
-        let AckPlan::Answer(r) = plan else {
-            panic!("answered: {plan:?}")
-        };
-        assert!(r.duplicate);
-        assert_eq!(r.status, "accepted");
-        // The same status on a dispatch that is no longer the current one: also a duplicate.
-        let mut st = waiting();
-        st.dispatched_to = Some("apollo".into());
-        let r = ack(AckDecision::Rejected, None, None);
-        let plan = step(
-            st,
-            &r,
-            Actor::Recipient,
-            Located::Archived(archived(AckStatus::Rejected, false)),
-            facts(),
-        )
-        .unwrap();
-        assert!(matches!(plan, AckPlan::Answer(r) if r.duplicate));
-    }
-
-    #[test]
-    fn a_pending_ack_moves_the_ack_deadline_to_the_eta_or_restarts_the_wait() {
-        let eta = "2026-12-01T15:00:00Z";
-        for (given, expected) in [
-            (
-                Some(eta),
-                format_ts(crate::store::time::parse_ts(eta).unwrap()),
-            ),
-            (None, format_ts(at() + chrono::Duration::minutes(10))),
-            // An ETA in the past restarts the wait too.
-            (
-                Some("2026-12-01T11:00:00Z"),
-                format_ts(at() + chrono::Duration::minutes(10)),
-            ),
-        ] {
-            let a = ack(AckDecision::Pending, given, Some("later"));
-            let (_, effects, result) = written(
-                step(
-                    waiting(),
-                    &a,
-                    Actor::Recipient,
-                    Located::Live(inbox()),
-                    facts(),
-                )
-                .unwrap(),
-            );
-            assert_eq!(effects.len(), 2, "{effects:?}");
-            let st = state_of(&effects);
-            assert_eq!(st.status, WorkflowStatus::WaitingForAck, "unchanged");
-            assert_eq!(st.acks[0].status, AckStatus::Pending);
-            let AckEffect::Dispatch(path, d) = &effects[1] else {
-                panic!("the dispatch rewritten in place: {effects:?}")
-            };
-            assert_eq!(path, &inbox().path);
-            assert_eq!(d.ack_deadline.as_deref(), Some(expected.as_str()));
-            assert_eq!(d.message.as_deref(), Some("later"));
-            assert_eq!(result.deadline.as_deref(), Some(expected.as_str()));
-            assert_eq!(result.deadline_kind.as_deref(), Some("ack"));
-        }
-    }
-
-    #[test]
-    fn a_pending_ack_by_an_earlier_target_takes_the_dispatch_back_to_its_inbox() {
-        let a = ack(AckDecision::Pending, None, None);
-        let f = found(
-            Place::Inbox(GodName::parse("hermes").unwrap()),
-            &["apollo", "hermes"],
-        );
-        let mut st = waiting();
-        st.dispatched_to = Some("hermes".into());
-        let (_, effects, result) = written(
-            step(
-                st,
-                &a,
-                Actor::God("apollo".into()),
-                Located::Live(f),
-                facts(),
-            )
-            .unwrap(),
-        );
-        assert_eq!(state_of(&effects).dispatched_to.as_deref(), Some("apollo"));
-        assert_eq!(
-            effects[2],
-            AckEffect::Move(
-                inbox().path,
-                Root::at("/r")
-                    .inbox_dir(&GodName::parse("apollo").unwrap())
-                    .join("hof_20261201_aaaaaa.json")
-            )
-        );
-        assert_eq!(result.god, "apollo");
-    }
-
-    #[test]
-    fn a_progress_ack_on_an_accepted_step_moves_its_deadline_and_is_refused_without_a_timeout() {
-        let a = ack(AckDecision::Pending, None, None);
-        let (confine, effects, result) = written(
-            step(
-                waiting(),
-                &a,
-                Actor::Recipient,
-                Located::Archived(archived(AckStatus::Accepted, true)),
-                facts(),
-            )
-            .unwrap(),
-        );
-        assert!(confine.is_empty());
-        let deadline = format_ts(at() + chrono::Duration::minutes(30));
-        assert!(matches!(&effects[0], AckEffect::Timer(_, t) if t.deadline == deadline));
-        assert_eq!(state_of(&effects).acks.len(), 1);
-        let AckEffect::Dispatch(_, d) = &effects[2] else {
-            panic!("{effects:?}")
-        };
-        assert_eq!(d.extra[STEP_DEADLINE], json!(deadline));
-        assert_eq!(d.ack_status, AckStatus::Accepted, "still accepted");
-        assert_eq!(result.deadline.as_deref(), Some(deadline.as_str()));
-        assert_eq!(result.deadline_kind.as_deref(), Some("step_timeout"));
-
-        let e = step(
-            waiting(),
-            &a,
-            Actor::Recipient,
-            Located::Archived(archived(AckStatus::Accepted, false)),
-            facts(),
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            e.contains("its step has no timeout; it can now only be completed or rejected"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn a_rejection_archives_then_reroutes_to_the_first_untried_fallback_or_fails() {
-        let a = ack(AckDecision::Rejected, None, None);
-        let mut f = facts();
-        f.fallback_gods = vec!["hermes".into(), "apollo".into()];
-        let (confine, effects, result) =
-            written(step(waiting(), &a, Actor::Recipient, Located::Live(inbox()), f).unwrap());
-        assert_eq!(
-            confine.last().unwrap(),
-            &Root::at("/r")
-                .inbox_dir(&GodName::parse("apollo").unwrap())
-                .join("hof_20261201_aaaaaa.json")
-        );
-        assert_eq!(state_of(&effects).dispatched_to.as_deref(), Some("apollo"));
-        assert!(matches!(effects[2], AckEffect::Archive { .. }));
-        let AckEffect::Reroute(god, d) = &effects[3] else {
-            panic!("{effects:?}")
-        };
-        assert_eq!(god.as_str(), "apollo");
-        assert_eq!(d.to_god, "apollo");
-        assert_eq!(d.ack_status, AckStatus::Unacked);
-        assert_eq!(d.dispatch_id.as_deref(), Some("dsp_test"));
-        assert_eq!(d.extra["rerouted_from"], json!("hermes"));
-        assert_eq!((d.archive_reason.as_ref(), d.by.as_ref()), (None, None));
-        assert_eq!(result.rerouted_to.as_deref(), Some("apollo"));
-
-        // No fallback left (and a definition that did not load): failed, nothing rerouted.
-        let mut f = facts();
-        f.warnings
-            .push("definition \"x\" not found; no fallback gods known".into());
-        let (_, effects, result) =
-            written(step(waiting(), &a, Actor::Recipient, Located::Live(inbox()), f).unwrap());
-        assert_eq!(effects.len(), 3, "{effects:?}");
-        assert_eq!(state_of(&effects).status, WorkflowStatus::Failed);
-        assert_eq!(result.state_status, WorkflowStatus::Failed);
-        assert_eq!(result.warnings.len(), 1);
-    }
-
-    #[test]
-    fn a_completed_ack_goes_to_the_submit_path_with_the_dispatch_it_closes() {
-        let a = ack(AckDecision::Completed, None, Some("done"));
-        let plan = step(
-            waiting(),
-            &a,
-            Actor::Recipient,
-            Located::Live(inbox()),
-            facts(),
-        )
-        .unwrap();
-        let AckPlan::Complete {
-            record,
-            dispatch,
-            god,
-            ..
-        } = plan
-        else {
-            panic!("{plan:?}")
-        };
-        assert_eq!(god.as_str(), "hermes");
-        assert_eq!(record.status, AckStatus::Completed);
-        assert_eq!(dispatch.ack_status, AckStatus::Completed);
-        assert_eq!(dispatch.message.as_deref(), Some("done"));
-    }
-}
+#[path = "ack_step_tests.rs"]
+mod tests;

@@ -1,5 +1,6 @@
 //! Abort, cleanup, init and the read-only queries (docs/PROTOCOL.md §1, 2.6, 2.7).
 
+use super::results::{AbortStatus, CleanupStatus, InitStatus};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -130,7 +131,7 @@ impl Conductor {
             }
         }
         Ok(InitResult {
-            status: "initialized".into(),
+            status: InitStatus::Initialized,
             root: text(&r.dir),
             created,
             kept,
@@ -222,7 +223,7 @@ impl Conductor {
             to_god: d.to_god,
             step: d.step,
             dispatched_at: d.dispatched_at,
-            ack_status: d.ack_status.to_string(),
+            ack_status: d.ack_status.clone(),
             held_because: d.held_because,
         };
         let mut pending: BTreeMap<String, Vec<PendingEntry>> = BTreeMap::new();
@@ -379,7 +380,7 @@ impl Conductor {
                 let reason = m.failure_reason.clone().unwrap_or_default();
                 self.withdraw_all(&wf, &st, &reason, &by_label)?;
                 return Ok(AbortResult {
-                    status: "aborted".into(),
+                    status: AbortStatus::Aborted,
                     workflow_id: wf.to_string(),
                     artifacts_marked: m.artifacts_marked,
                     artifacts_skipped: m.artifacts_skipped,
@@ -440,21 +441,22 @@ impl Conductor {
             .map(|f| text(&f.path))
             .chain(self.oversize_dispatches(&st).iter().map(|o| text(&o.path)))
             .collect();
-        let (manifest, st) = aborted(
-            &wf,
+        let (manifest, st) = aborted(AbortInput {
+            wf: &wf,
             st,
             completed,
             reason,
-            &by_label,
-            (marked.clone(), skipped.clone()),
-            withdrawn_plan.clone(),
-            &now_ts(),
-        );
+            by: &by_label,
+            marked: marked.clone(),
+            skipped: skipped.clone(),
+            withdrawn: withdrawn_plan.clone(),
+            now: &now_ts(),
+        });
         write_json(&self.root, &manifest_path, &manifest)?;
         files::write_state(&self.root, &wf, &st)?;
         self.withdraw_all(&wf, &st, reason, &by_label)?;
         Ok(AbortResult {
-            status: "aborted".into(),
+            status: AbortStatus::Aborted,
             workflow_id: wf.to_string(),
             artifacts_marked: marked,
             artifacts_skipped: skipped,
@@ -644,7 +646,11 @@ impl Conductor {
         };
         let mut paths = Vec::new();
         let mut result = CleanupResult {
-            status: if dry_run { "dry_run" } else { "cleaned" }.into(),
+            status: if dry_run {
+                CleanupStatus::DryRun
+            } else {
+                CleanupStatus::Cleaned
+            },
             workflow_id: wf.to_string(),
             deleted: None,
             would_delete: None,
@@ -752,20 +758,43 @@ pub(crate) fn abort_step(wf: &WorkflowId, st: &WorkflowState) -> Result<AbortSte
     }
 }
 
+/// What [`aborted`] commits.
+pub(crate) struct AbortInput<'a> {
+    /// The workflow.
+    pub wf: &'a WorkflowId,
+    /// Its state.
+    pub st: WorkflowState,
+    /// The steps completed before the abort.
+    pub completed: Vec<CompletedStep>,
+    /// Why it is aborted.
+    pub reason: &'a str,
+    /// Who aborts.
+    pub by: &'a str,
+    /// The artifacts marked as belonging to an aborted workflow.
+    pub marked: Vec<String>,
+    /// The artifacts that could not be marked, and why.
+    pub skipped: Vec<SkippedArtifact>,
+    /// The dispatches to withdraw.
+    pub withdrawn: Vec<String>,
+    /// When (RFC 3339).
+    pub now: &'a str,
+}
+
 /// The pure commit of an abort: the manifest and the aborted state, from the workflow id, the state, the steps
 /// completed, the reason, who aborted, what was marked and skipped, the dispatches to withdraw and
 /// `now`. A skipped artifact asks for a manual review.
-#[allow(clippy::too_many_arguments)] // each is one field of the one commit; a struct would only rename them
-pub(crate) fn aborted(
-    wf: &WorkflowId,
-    mut st: WorkflowState,
-    completed: Vec<CompletedStep>,
-    reason: &str,
-    by: &str,
-    (marked, skipped): (Vec<String>, Vec<SkippedArtifact>),
-    withdrawn: Vec<String>,
-    now: &str,
-) -> (AbortManifest, WorkflowState) {
+pub(crate) fn aborted(input: AbortInput<'_>) -> (AbortManifest, WorkflowState) {
+    let AbortInput {
+        wf,
+        mut st,
+        completed,
+        reason,
+        by,
+        marked,
+        skipped,
+        withdrawn,
+        now,
+    } = input;
     let manifest = AbortManifest {
         workflow_id: wf.to_string(),
         definition_id: st.definition_id.clone(),
@@ -887,16 +916,17 @@ mod tests {
             extra: Default::default(),
         }];
         let now = "2026-12-01T12:00:00Z";
-        let (m, st) = aborted(
-            &wf(),
-            running(),
-            completed.clone(),
-            "no budget",
-            "operator",
-            (vec!["/r/plan.md".into()], Vec::new()),
-            vec!["pending/hermes/hof_20261201_aaaaaa.json".into()],
+        let (m, st) = aborted(AbortInput {
+            wf: &wf(),
+            st: running(),
+            completed: completed.clone(),
+            reason: "no budget",
+            by: "operator",
+            marked: vec!["/r/plan.md".into()],
+            skipped: Vec::new(),
+            withdrawn: vec!["pending/hermes/hof_20261201_aaaaaa.json".into()],
             now,
-        );
+        });
         assert_eq!(m.workflow_id, "wf_pure");
         assert_eq!(m.definition_id.as_deref(), Some("flow"));
         assert_eq!(m.status, WorkflowStatus::Aborted);
@@ -921,16 +951,17 @@ mod tests {
             reason: "outside the workspace".into(),
             extra: Default::default(),
         };
-        let (m, _) = aborted(
-            &wf(),
-            running(),
-            Vec::new(),
-            "r",
-            "athena",
-            (Vec::new(), vec![skipped]),
-            Vec::new(),
+        let (m, _) = aborted(AbortInput {
+            wf: &wf(),
+            st: running(),
+            completed: Vec::new(),
+            reason: "r",
+            by: "athena",
+            marked: Vec::new(),
+            skipped: vec![skipped],
+            withdrawn: Vec::new(),
             now,
-        );
+        });
         assert!(m.requires_manual_review, "a skipped artifact needs a human");
     }
 }

@@ -53,7 +53,7 @@ pub fn dispatch_due(d: &Dispatch, inbox_god: &str) -> Option<DateTime<Utc>> {
     if d.deliveries.is_empty() && d.ack_wait.is_none() {
         return None;
     }
-    if d.extra.contains_key("dead_at") || d.to_god != inbox_god {
+    if d.dead_at.is_some() || d.to_god != inbox_god {
         return Some(DateTime::<Utc>::MIN_UTC);
     }
     if !matches!(d.ack_status, AckStatus::Unacked | AckStatus::Pending) {

@@ -292,7 +292,7 @@ pub fn decide(d: &Dispatch, fallbacks: &[String], now: DateTime<Utc>) -> Due {
 /// no deadline to fire and are never named.
 pub fn never_due(d: &Dispatch, now: DateTime<Utc>) -> Option<String> {
     if (d.deliveries.is_empty() && d.ack_wait.is_none())
-        || d.extra.contains_key("dead_at")
+        || d.dead_at.is_some()
         || !matches!(d.ack_status, AckStatus::Unacked | AckStatus::Pending)
     {
         return None;
@@ -458,11 +458,39 @@ pub fn list_dead(root: &Root) -> DeadLetters {
 }
 
 fn dead_at(d: &Dispatch) -> String {
-    d.extra
-        .get("dead_at")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
+    d.dead_at.clone().unwrap_or_default()
+}
+
+/// What [`Conductor::dead_letter`] needs: the dispatch and where it lies, whose it is, and why.
+pub(crate) struct DeadLetterInput<'a> {
+    /// Where the dispatch lies now (an inbox, or the archive for an accepted step).
+    pub path: &'a std::path::Path,
+    /// The dispatch as it is to be kept in the dead letters (stamped here with `dead_at`).
+    pub dispatch: Dispatch,
+    /// Its workflow.
+    pub wf: &'a WorkflowId,
+    /// Its handoff.
+    pub hid: &'a HandoffId,
+    /// The god whose dead letters receive it.
+    pub god: &'a GodName,
+    /// Why it is dead-lettered (`dead_reason`, and the workflow's `failure_reason`).
+    pub reason: String,
+    /// When.
+    pub now: DateTime<Utc>,
+    /// When the workflow is marked `stalled`.
+    pub stall: StallWhen,
+    /// The crash points after the state is written and after the dispatch is rewritten (tests kill
+    /// the process there).
+    pub crash_points: (&'static str, &'static str),
+}
+
+/// When a dead letter marks its workflow `stalled`.
+pub(crate) enum StallWhen {
+    /// Always: the caller checked the workflow waits on this dispatch.
+    Always,
+    /// When the workflow's current step is this dispatch's, addressed to its god, and the workflow
+    /// is not finished.
+    CurrentAndOpen,
 }
 
 impl Conductor {
@@ -627,7 +655,7 @@ impl Conductor {
             return None;
         }
         let mut err = |e: Error| report.errors.push(format!("{}: {e}", path.display()));
-        if d.extra.contains_key("dead_at") {
+        if d.dead_at.is_some() {
             match self.finish_dead(&d, path) {
                 Ok(true) => report.repaired += 1,
                 Ok(false) => {}
@@ -692,7 +720,7 @@ impl Conductor {
         let still = files::read_model::<Dispatch>(path)
             .ok()
             .flatten()
-            .is_some_and(|x| x.extra.contains_key("dead_at"));
+            .is_some_and(|x| x.dead_at.is_some());
         if !still {
             return Ok(false);
         }
@@ -768,48 +796,81 @@ impl Conductor {
                 )))
             }
             Due::DeadLetter { reason } => {
-                let target = self.root.dead_dir(&from).join(format!("{hid}.json"));
-                files::refuse_unconfined(&self.root, &[path.to_path_buf(), target.clone()])?;
-                let used = d.deliveries.len();
-                self.intend_delivery(
-                    wf.as_str(),
-                    hid.as_str(),
-                    from.as_str(),
-                    from.as_str(),
-                    used,
-                    true,
-                );
-                let mut st = files::require_state(&self.root, &wf)?;
-                let current = st.dispatched_to.as_deref() == Some(from.as_str())
-                    && st.current_step.as_deref() == Some(d.step.as_str());
-                if current && !st.status.is_finished() {
-                    st.status = WorkflowStatus::Stalled;
-                    st.failure_reason = Some(reason.clone());
-                    st.updated = Some(format_ts(now));
-                    files::write_state(&self.root, &wf, &st)?;
-                    super::crash_point("dead:after-state");
-                }
-                let mut nd = d.clone();
-                nd.extra.insert("dead_at".into(), json!(format_ts(now)));
-                nd.extra.insert("dead_reason".into(), json!(reason));
-                nd.ack_deadline = None;
-                write_json(&self.root, path, &nd)?;
-                super::crash_point("dead:after-rewrite");
-                rename_durable(&self.root, path, &target)?;
-                Ok(Some((
-                    DeliveryAct {
-                        handoff_id: hid.to_string(),
-                        workflow_id: wf.to_string(),
-                        from_god: from.to_string(),
-                        to_god: from.to_string(),
-                        delivery: d.deliveries.len(),
-                        deadline: None,
-                        path: target.display().to_string(),
-                    },
-                    true,
-                )))
+                let act = self.dead_letter(DeadLetterInput {
+                    path,
+                    dispatch: d,
+                    wf: &wf,
+                    hid: &hid,
+                    god: &from,
+                    reason,
+                    now,
+                    stall: StallWhen::CurrentAndOpen,
+                    crash_points: ("dead:after-state", "dead:after-rewrite"),
+                })?;
+                Ok(Some((act, true)))
             }
         }
+    }
+
+    /// Dead-letters a dispatch (docs/PROTOCOL.md §2.10), the one way both an unacked dispatch out of
+    /// deliveries and an accepted step out of time go: the intent first, then the workflow marked
+    /// `stalled` (per `stall`), then the dispatch stamped `dead_at`/`dead_reason` where it lies, then
+    /// renamed into its god's dead letters. Each step is repeatable: a pass killed between two finds
+    /// the state or the stamp and finishes the move. The caller holds the workflow's lock.
+    pub(crate) fn dead_letter(&self, input: DeadLetterInput<'_>) -> Result<DeliveryAct> {
+        let DeadLetterInput {
+            path,
+            dispatch: mut nd,
+            wf,
+            hid,
+            god,
+            reason,
+            now,
+            stall,
+            crash_points: (after_state, after_rewrite),
+        } = input;
+        let target = self.root.dead_dir(god).join(format!("{hid}.json"));
+        files::refuse_unconfined(&self.root, &[path.to_path_buf(), target.clone()])?;
+        let used = nd.deliveries.len();
+        self.intend_delivery(
+            wf.as_str(),
+            hid.as_str(),
+            god.as_str(),
+            god.as_str(),
+            used,
+            true,
+        );
+        let mut st = files::require_state(&self.root, wf)?;
+        let stalls = match stall {
+            StallWhen::Always => true,
+            StallWhen::CurrentAndOpen => {
+                st.dispatched_to.as_deref() == Some(god.as_str())
+                    && st.current_step.as_deref() == Some(nd.step.as_str())
+                    && !st.status.is_finished()
+            }
+        };
+        if stalls {
+            st.status = WorkflowStatus::Stalled;
+            st.failure_reason = Some(reason.clone());
+            st.updated = Some(format_ts(now));
+            files::write_state(&self.root, wf, &st)?;
+            super::crash_point(after_state);
+        }
+        nd.dead_at = Some(format_ts(now));
+        nd.dead_reason = Some(reason);
+        nd.ack_deadline = None;
+        write_json(&self.root, path, &nd)?;
+        super::crash_point(after_rewrite);
+        rename_durable(&self.root, path, &target)?;
+        Ok(DeliveryAct {
+            handoff_id: hid.to_string(),
+            workflow_id: wf.to_string(),
+            from_god: god.to_string(),
+            to_god: god.to_string(),
+            delivery: used,
+            deadline: None,
+            path: target.display().to_string(),
+        })
     }
 
     /// Posts `DISPATCH_DEAD` on the bus of every initialised track (the supervisor's notice; a track
@@ -912,8 +973,8 @@ impl Conductor {
             },
         );
         let mut d = found.dispatch.clone();
-        d.extra.remove("dead_at");
-        d.extra.remove("dead_reason");
+        d.dead_at = None;
+        d.dead_reason = None;
         d.to_god = god.to_string();
         d.ack_status = AckStatus::Unacked;
         d.dispatched_at = Some(format_ts(now));
@@ -1068,132 +1129,5 @@ fn delivery_act(a: &DeliveryAct, dead: bool) -> crate::journal::Act {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn dispatch(deliveries: usize, deadline: &str) -> Dispatch {
-        let mut d = Dispatch {
-            handoff_id: "hof_20260101_abcdef".into(),
-            workflow_id: "wf_x".into(),
-            to_god: "thoth".into(),
-            step: "s".into(),
-            ..Default::default()
-        };
-        d.ack_wait = Some("10s".into());
-        d.max_deliveries = Some(3);
-        d.deliveries = (0..deliveries)
-            .map(|_| Delivery {
-                at: "2026-01-01T00:00:00Z".into(),
-                to: "thoth".into(),
-            })
-            .collect();
-        d.ack_deadline = Some(deadline.into());
-        d
-    }
-
-    fn t(s: &str) -> DateTime<Utc> {
-        parse_ts(s).unwrap()
-    }
-
-    #[test]
-    fn redelivers_to_the_same_god_then_fallbacks_then_dead() {
-        let fb = vec!["anubis".to_string(), "ra".to_string()];
-        let now = t("2026-01-01T00:00:11Z");
-        assert_eq!(
-            decide(&dispatch(1, "2026-01-01T00:00:12Z"), &fb, now),
-            Due::NotDue(Some(t("2026-01-01T00:00:12Z")))
-        );
-        match decide(&dispatch(1, "2026-01-01T00:00:10Z"), &fb, now) {
-            Due::Redeliver { n, to, deadline } => {
-                assert_eq!((n, to.as_str()), (2, "thoth"));
-                assert_eq!(deadline, Some(t("2026-01-01T00:00:21Z")));
-            }
-            other => panic!("{other:?}"),
-        }
-        match decide(&dispatch(2, "2026-01-01T00:00:10Z"), &fb, now) {
-            Due::Redeliver { n, to, .. } => assert_eq!((n, to.as_str()), (3, "anubis")),
-            other => panic!("{other:?}"),
-        }
-        assert!(matches!(
-            decide(&dispatch(3, "2026-01-01T00:00:10Z"), &fb, now),
-            Due::DeadLetter { .. }
-        ));
-        let mut accepted = dispatch(1, "2026-01-01T00:00:10Z");
-        accepted.ack_status = AckStatus::Accepted;
-        assert_eq!(decide(&accepted, &fb, now), Due::NotDue(None));
-        assert_eq!(target_of("thoth", &fb, 9), "ra");
-    }
-
-    #[test]
-    fn backoff_sets_the_waits_after_the_first_delivery() {
-        let p = Policy {
-            ack_wait: Duration::from_secs(5),
-            max_deliveries: 5,
-            backoff: vec![Duration::from_secs(10), Duration::from_secs(60)],
-        };
-        assert_eq!(
-            [1, 2, 3, 4].map(|n| p.wait_for(n).as_secs()),
-            [5, 10, 60, 60]
-        );
-    }
-
-    #[test]
-    fn pending_with_eta_moves_the_deadline() {
-        let d = dispatch(1, "2026-01-01T00:00:10Z");
-        let now = t("2026-01-01T00:00:05Z");
-        assert_eq!(
-            deadline_after_ack(&d, &AckStatus::Pending, Some("2026-01-01T01:00:00Z"), now)
-                .as_deref(),
-            Some("2026-01-01T01:00:00.000000Z")
-        );
-        assert_eq!(
-            deadline_after_ack(&d, &AckStatus::Pending, None, now).as_deref(),
-            Some("2026-01-01T00:00:15.000000Z")
-        );
-        assert_eq!(
-            deadline_after_ack(&d, &AckStatus::Accepted, None, now),
-            None
-        );
-    }
-
-    #[test]
-    fn declared_policy_is_checked() {
-        let m = |v: Value| v.as_object().cloned().unwrap();
-        let p = DeclaredPolicy::from_map(&m(json!({"ack_wait": "30s", "backoff": ["1m", 120]})))
-            .unwrap();
-        assert_eq!(p.ack_wait, Some(Duration::from_secs(30)));
-        assert_eq!(p.backoff.len(), 2);
-        assert!(DeclaredPolicy::from_map(&m(json!({"ack_wait": "soon"}))).is_err());
-        assert!(DeclaredPolicy::from_map(&m(json!({"max_deliveries": 0}))).is_err());
-        let settings = Settings::default();
-        assert_eq!(DeclaredPolicy::default().resolve(&settings), None);
-        assert_eq!(p.resolve(&settings).map(|p| p.max_deliveries), Some(3));
-    }
-
-    #[test]
-    fn a_heartbeat_stamped_in_the_future_is_no_live_supervisor() {
-        let d = tempfile::tempdir().unwrap();
-        let root = Root::at(d.path());
-        std::fs::create_dir_all(root.supervisor_dir()).unwrap();
-        let now = t("2026-06-14T10:00:00Z");
-        for (id, beat) in [
-            ("fresh", "2026-06-14T09:59:50Z"),
-            ("old", "2026-06-14T09:00:00Z"),
-            ("skewed", "2026-06-14T10:00:20Z"),
-            ("planted", "9999-12-31T23:59:59Z"),
-        ] {
-            std::fs::write(
-                root.supervisor_dir().join(format!("{id}.json")),
-                format!(r#"{{"supervisor": "{id}", "last_beat": "{beat}"}}"#),
-            )
-            .unwrap();
-        }
-        let mut alive: Vec<String> = live_supervisors(&root, now)
-            .iter()
-            .map(|v| v["supervisor"].as_str().unwrap().to_owned())
-            .collect();
-        alive.sort();
-        assert_eq!(alive, vec!["fresh", "skewed"]);
-        assert!(!supervisor_alive(t("9999-12-31T23:59:59Z"), now));
-    }
-}
+#[path = "delivery_tests.rs"]
+mod tests;

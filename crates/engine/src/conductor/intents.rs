@@ -13,6 +13,7 @@
 //!   holds) the original act is journaled; when it is not, the intent is dropped (nothing happened, and
 //!   a repeat journals itself).
 
+use super::model::RouteStatus;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -334,9 +335,9 @@ impl Conductor {
         Some(
             rec.routed
                 .as_ref()
-                .map(|r| r.status.clone())
+                .map(|r| r.status.to_string())
                 .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| "recorded".to_owned()),
+                .unwrap_or_else(|| RouteStatus::Recorded.to_string()),
         )
     }
 
@@ -497,8 +498,8 @@ impl Conductor {
                     || files::find_live(&self.root, &hid, None)
                         .ok()
                         .flatten()
-                        .is_some_and(|f| f.dispatch.extra.contains_key("dead_at"))
-                    || self.archived_halfway(&hid, |d| d.extra.contains_key("dead_at"))
+                        .is_some_and(|f| f.dispatch.dead_at.is_some())
+                    || self.archived_halfway(&hid, |d| d.dead_at.is_some())
             }),
             Check::Requeue { handoff_id } => HandoffId::parse(handoff_id)
                 .ok()

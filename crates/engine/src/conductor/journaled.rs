@@ -3,6 +3,7 @@
 //! journaled; a journal that cannot be written never undoes the act (it is reported in `warnings`
 //! where the result has them).
 
+use super::results::SubmitStatus;
 use serde_json::Value;
 
 use super::intents::Check;
@@ -13,6 +14,14 @@ use super::{
 use crate::error::Result;
 use crate::journal::{self, Act};
 use crate::store::{HandoffId, WorkflowId};
+
+/// An ack's ids and status as it gave them, for its intent.
+struct AckWords<'a> {
+    ack_id: &'a str,
+    handoff_id: &'a str,
+    workflow_id: &'a str,
+    status: &'a str,
+}
 
 impl Conductor {
     /// Appends `act` to the journal; the error, if any, as a warning line.
@@ -54,12 +63,12 @@ impl Conductor {
         };
         // The repeat of a submit killed before its journal entry: journal the original outcome, once.
         let original = intent.as_ref().is_some_and(|i| i.unjournaled_before);
-        let duplicate = r.status == "duplicate";
+        let duplicate = r.status == SubmitStatus::Duplicate;
         let outcome = if original && duplicate {
             self.submit_outcome(&r.workflow_id, &r.handoff_id)
-                .unwrap_or_else(|| r.status.clone())
+                .unwrap_or_else(|| r.status.to_string())
         } else {
-            r.status.clone()
+            r.status.to_string()
         };
         let act = Act::new("submit", outcome)
             .target("workflow_id", Some(&r.workflow_id))
@@ -79,18 +88,46 @@ impl Conductor {
     /// the god the dispatch is addressed to).
     pub fn ack_handoff(&self, ack: &Value, by: Actor) -> Result<AckResult> {
         let s = |k: &str| ack.get(k).and_then(Value::as_str).unwrap_or_default();
+        let said = AckWords {
+            ack_id: s("ack_id"),
+            handoff_id: s("handoff_id"),
+            workflow_id: s("workflow_id"),
+            status: s("status"),
+        };
+        self.ack_journaled(said, move || self.ack_unjournaled(ack, by))
+    }
+
+    /// Acknowledges a dispatch with a typed request: the same checks and journal entry as
+    /// [`Conductor::ack_handoff`], which takes the JSON document.
+    pub fn ack(&self, ack: &super::request::AckRequest, by: Actor) -> Result<AckResult> {
+        let said = AckWords {
+            ack_id: ack.ack_id.as_str(),
+            handoff_id: ack.handoff_id.as_str(),
+            workflow_id: ack.workflow_id.as_ref().map_or("", |w| w.as_str()),
+            status: ack.decision.as_str(),
+        };
+        self.ack_journaled(said, move || self.ack_request_unjournaled(ack, by))
+    }
+
+    /// An ack journaled through the intent `ack-{ack_id}` (`said`: the ids as the ack gave them,
+    /// before any check); `take` records it.
+    fn ack_journaled(
+        &self,
+        said: AckWords<'_>,
+        take: impl FnOnce() -> Result<AckResult>,
+    ) -> Result<AckResult> {
         let intent = self.intend(
-            &format!("ack-{}", s("ack_id")),
-            &Act::new("ack", s("status"))
-                .target("workflow_id", Some(s("workflow_id")))
-                .target("handoff_id", Some(s("handoff_id")))
-                .target("ack_id", Some(s("ack_id"))),
+            &format!("ack-{}", said.ack_id),
+            &Act::new("ack", said.status)
+                .target("workflow_id", Some(said.workflow_id))
+                .target("handoff_id", Some(said.handoff_id))
+                .target("ack_id", Some(said.ack_id)),
             Check::Ack {
-                ack_id: s("ack_id").to_owned(),
-                handoff_id: s("handoff_id").to_owned(),
+                ack_id: said.ack_id.to_owned(),
+                handoff_id: said.handoff_id.to_owned(),
             },
         );
-        let mut r = match self.ack_unjournaled(ack, by) {
+        let mut r = match take() {
             Ok(r) => r,
             Err(e) => {
                 self.drop_intent(intent);
@@ -103,7 +140,7 @@ impl Conductor {
         let outcome = if r.duplicate && !original {
             format!("{} (duplicate)", r.status)
         } else {
-            r.status.clone()
+            r.status.to_string()
         };
         // A duplicate's answer has no `next`: the original's entry takes the recorded handoff from
         // the state (else the entry of a `completed` ack killed before it lacked it).
@@ -127,12 +164,6 @@ impl Conductor {
         };
         r.warnings.extend(warning);
         Ok(r)
-    }
-
-    /// Acknowledges a dispatch with a typed request: the same checks and journal entry as
-    /// [`Conductor::ack_handoff`], which takes the JSON document.
-    pub fn ack(&self, ack: &super::request::AckRequest, by: Actor) -> Result<AckResult> {
-        self.ack_handoff(&ack.to_json(), by)
     }
 
     /// Releases a dispatch held in `_quarantine` into its god's inbox (an operator act).
@@ -201,7 +232,7 @@ impl Conductor {
         let outcome = if r.duplicate {
             format!("{} (duplicate)", r.status)
         } else {
-            r.status.clone()
+            r.status.to_string()
         };
         let mut act = Act::new("abort", outcome)
             .target("workflow_id", Some(&r.workflow_id))
@@ -236,7 +267,7 @@ impl Conductor {
     /// cleanup), re-derived from its state. An operator act, journaled.
     pub fn redispatch(&self, wf: &WorkflowId) -> Result<RedispatchResult> {
         let r = self.redispatch_unjournaled(wf)?;
-        let act = Act::new("redispatch", r.status.clone())
+        let act = Act::new("redispatch", r.status.to_string())
             .target("workflow_id", Some(&r.workflow_id))
             .target("handoff_id", Some(&r.handoff_id))
             .target("to_god", Some(&r.to_god))
@@ -257,7 +288,7 @@ fn approval_act(
     let outcome = if r.duplicate && !original {
         format!("{} (duplicate)", r.status)
     } else {
-        r.status.clone()
+        r.status.to_string()
     };
     Act::new(action, outcome)
         .target("workflow_id", Some(&r.workflow_id))

@@ -8,7 +8,7 @@
 //! repeating the request.
 
 // `ack` and `submit` keep a few `expect`s on values checked a few lines earlier; they are being split around
-// pure steps (issue 16) and lose them there. Until then the crate-wide deny is lifted for these two only.
+// pure steps and lose them there. Until then the crate-wide deny is lifted for these two only.
 #[allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 pub mod ack;
 pub(crate) mod ack_step;
@@ -26,6 +26,7 @@ pub mod paging;
 pub mod request;
 pub mod rerun;
 pub mod results;
+pub(crate) mod route;
 pub mod rules;
 pub mod samples;
 pub mod schema;
@@ -40,15 +41,16 @@ pub use definition::{LoadError, StepDef, WorkflowDef, load_definitions};
 pub use files::{FileError, list_states, read_inbox, read_inbox_page};
 pub use model::{
     AbortManifest, AckRecord, AckStatus, CompletedStep, ContextBag, Dispatch, DispatchContext,
-    Handoff, HandoffContext, HistoryEntry, Routed, Routing, SkippedArtifact, StepRecord,
-    WorkflowState, WorkflowStatus, from_value, lenient,
+    Handoff, HandoffContext, HistoryEntry, RouteStatus, Routed, Routing, SkippedArtifact,
+    StepRecord, WorkflowState, WorkflowStatus, from_value, lenient,
 };
 pub use paging::{CompactDispatch, PageRequest};
 pub use request::{AckDecision, AckRequest};
 pub use results::{
-    AbortResult, AckResult, ApprovalResult, CleanupResult, DispatchResult, InboxResult, InitResult,
-    PendingEntry, PendingResult, RedispatchResult, RefusedPath, RuleDetail, RulesResult,
-    StepSummary, SubmitResult, WorkflowSummary, WorkflowsResult,
+    AbortResult, AbortStatus, AckResult, ApprovalResult, ApprovalStatus, CleanupResult,
+    CleanupStatus, DeadlineKind, DispatchResult, InboxResult, InitResult, InitStatus, PendingEntry,
+    PendingResult, RedispatchResult, RedispatchStatus, RefusedPath, RuleDetail, RulesResult,
+    StepSummary, SubmitResult, SubmitStatus, WorkflowSummary, WorkflowsResult,
 };
 pub use rules::{Rule, load_rules};
 

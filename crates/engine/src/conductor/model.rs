@@ -2,9 +2,9 @@
 //! acks. Readers accept what foreign writers leave (missing fields, `null`s, non-string list items,
 //! unknown statuses); unknown fields are kept in `extra` so a rewrite never loses them.
 
-use std::fmt;
+use serde::{Deserialize, Deserializer, Serialize};
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use crate::words::words;
 use serde_json::{Map, Value};
 
 /// Lenient field deserialisers shared by the model types.
@@ -38,6 +38,20 @@ pub mod lenient {
         })
     }
 
+    /// A string; any other value (a number, `null`, an object) reads as absent.
+    pub fn only_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+        Ok(match Value::deserialize(d)? {
+            Value::String(s) => Some(s),
+            _ => None,
+        })
+    }
+
+    /// A field that is present, whatever its value (`null` included, so a rewrite keeps it); a missing
+    /// field (with `#[serde(default)]`) is `None`.
+    pub fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+        Ok(Some(Value::deserialize(d)?))
+    }
+
     /// A value as a display string: strings as is, anything else as compact JSON.
     pub fn text(v: Value) -> String {
         match v {
@@ -47,72 +61,8 @@ pub mod lenient {
     }
 }
 
-macro_rules! open_enum {
-    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-        pub enum $name {
-            $($(#[$vdoc])* $variant,)+
-            /// A value this engine does not know, kept verbatim.
-            Other(String),
-        }
-
-        impl $name {
-            /// Every word this engine knows, in protocol order (without [`Self::Other`]).
-            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
-
-            /// True when `s` is one of [`Self::ALL`], spelled exactly.
-            pub fn is_known(s: &str) -> bool {
-                !matches!(Self::parse(s), Self::Other(_))
-            }
-
-            /// `a, b, c`: every known word, for messages.
-            pub fn list() -> String {
-                Self::ALL.iter().map(|w| w.as_str()).collect::<Vec<_>>().join(", ")
-            }
-
-            /// The protocol's spelling.
-            pub fn as_str(&self) -> &str {
-                match self {
-                    $(Self::$variant => $text,)+
-                    Self::Other(s) => s,
-                }
-            }
-
-            /// Parses the protocol's spelling; anything else is kept as [`Self::Other`].
-            pub fn parse(s: &str) -> Self {
-                match s {
-                    $($text => Self::$variant,)+
-                    other => Self::Other(other.to_owned()),
-                }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl Serialize for $name {
-            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str(self.as_str())
-            }
-        }
-
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                Ok(match Value::deserialize(d)? {
-                    Value::String(s) => Self::parse(&s),
-                    Value::Null => Self::Other(String::new()),
-                    other => Self::Other(other.to_string()),
-                })
-            }
-        }
-    };
-}
-
-open_enum!(
+words!(
+    open
     /// A workflow's status (docs/PROTOCOL.md §2.2).
     WorkflowStatus {
         /// A step is dispatched or being worked on; the default for a new workflow.
@@ -146,7 +96,8 @@ impl WorkflowStatus {
     }
 }
 
-open_enum!(
+words!(
+    open
     /// A dispatch's acknowledgement status, and the status of an ack (docs/PROTOCOL.md §2.5).
     AckStatus {
         /// Delivered, not yet acknowledged.
@@ -175,6 +126,34 @@ impl AckStatus {
     /// True for the statuses that close a dispatch (`rejected`, `completed`, `withdrawn`).
     pub fn is_final(&self) -> bool {
         matches!(self, Self::Rejected | Self::Completed | Self::Withdrawn)
+    }
+}
+
+words!(
+    open
+    /// Where a recorded handoff was routed (a step record's `routed.status`, docs/PROTOCOL.md §2.2).
+    RouteStatus {
+        /// The next step was dispatched to its god's inbox.
+        Dispatched = "dispatched",
+        /// The next step's dispatch is held in `_quarantine` for an operator.
+        AwaitingApproval = "awaiting_approval",
+        /// The handoff completed the workflow.
+        Completed = "completed",
+        /// Recorded; nothing was dispatched.
+        Recorded = "recorded",
+        /// The next step publishes to a peer pantheon.
+        Publishing = "publishing",
+        /// The next step waits for a peer pantheon's reply.
+        AwaitingReply = "awaiting_reply",
+        /// A peer pantheon rejected the request the workflow waited for.
+        Failed = "failed",
+    }
+);
+
+#[allow(clippy::derivable_impls)]
+impl Default for RouteStatus {
+    fn default() -> Self {
+        Self::Other(String::new())
     }
 }
 
@@ -427,6 +406,78 @@ pub struct Dispatch {
         skip_serializing_if = "Option::is_none"
     )]
     pub ack_deadline: Option<String>,
+    /// The definition's step, carried for the receiving god (an object, kept as written).
+    #[serde(
+        default,
+        deserialize_with = "lenient::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub step_def: Option<Value>,
+    /// The names of the step definition's fields left out of `step_def` for size.
+    #[serde(
+        default,
+        deserialize_with = "lenient::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub omitted: Option<Value>,
+    /// Who released a held dispatch (`operator`, or the god acting).
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub approved_by: Option<String>,
+    /// When it was released (RFC 3339).
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub approved_at: Option<String>,
+    /// For a dispatch rerouted after a rejection: the god that rejected it.
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub rerouted_from: Option<String>,
+    /// When an accepted step times out (RFC 3339): its `timeout` after the accept, or the ETA of a
+    /// later `pending` ack.
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub step_deadline: Option<String>,
+    /// The step's `timeout` as written (`2h`), beside `step_deadline`.
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub step_timeout: Option<String>,
+    /// When an accepted step's timeout passed and the dispatch was delivered again (RFC 3339).
+    #[serde(
+        default,
+        deserialize_with = "lenient::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub timed_out_at: Option<String>,
+    /// When the dispatch was dead-lettered (RFC 3339); set before it is moved to the dead letters,
+    /// so a dispatch with it outside them is a move a crash cut short.
+    #[serde(
+        default,
+        deserialize_with = "lenient::only_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub dead_at: Option<String>,
+    /// Why it was dead-lettered.
+    #[serde(
+        default,
+        deserialize_with = "lenient::only_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub dead_reason: Option<String>,
     /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -454,9 +505,9 @@ pub struct ContextBag {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Routed {
-    /// `dispatched`, `awaiting_approval`, `completed` or `recorded`.
+    /// Where it went; a word this engine does not know is kept as written.
     #[serde(deserialize_with = "lenient::or_default")]
-    pub status: String,
+    pub status: RouteStatus,
     /// The god the handoff was routed to, if any.
     #[serde(deserialize_with = "lenient::opt_string")]
     pub target_god: Option<String>,
@@ -466,6 +517,19 @@ pub struct Routed {
     /// Warnings the routing produced (unknown gates, a proposal overridden…).
     #[serde(deserialize_with = "lenient::strings")]
     pub warnings: Vec<String>,
+    /// The rule that routed it, when a rule did.
+    #[serde(
+        deserialize_with = "lenient::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub rule: Option<String>,
+    /// Why its dispatch was held in `_quarantine` (the rule id, `step approval_required`, or the
+    /// bridge's reason).
+    #[serde(
+        deserialize_with = "lenient::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub held_because: Option<String>,
     /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -809,6 +873,58 @@ pub(crate) mod tests {
         ))
         .unwrap();
         assert_eq!(h.context.gates_passed, vec!["state_gate"]);
+    }
+
+    /// The fields the engine writes into a dispatch and a step record itself are typed, declared in the
+    /// order it writes them: a file it wrote reads and writes back byte for byte, an unknown key after
+    /// them kept.
+    #[test]
+    fn engine_written_fields_are_typed_and_keep_the_bytes_of_a_file() {
+        let text = r#"{
+  "dispatch_id": "dsp_1",
+  "handoff_id": "hof_20260614_abc123",
+  "workflow_id": "wf_1",
+  "from_god": "athena",
+  "to_god": "hermes",
+  "step": "build",
+  "context": {
+    "summary": "s",
+    "decisions": [],
+    "artifacts": [],
+    "open_questions": [],
+    "gates_passed": [],
+    "history": []
+  },
+  "dispatched_at": "2026-06-14T10:00:00Z",
+  "ack_status": "accepted",
+  "held_because": "step approval_required",
+  "ack_wait": "10m",
+  "step_def": {
+    "action": "implement"
+  },
+  "omitted": [
+    "context.big"
+  ],
+  "approved_by": "operator",
+  "approved_at": "2026-06-14T10:01:00Z",
+  "rerouted_from": "apollo",
+  "step_deadline": "2026-06-14T12:00:00Z",
+  "step_timeout": "2h",
+  "timed_out_at": "2026-06-14T11:00:00Z",
+  "dead_at": "2026-06-14T12:30:00Z",
+  "dead_reason": "timed out",
+  "foreign": 1
+}"#;
+        let d: Dispatch = serde_json::from_str(text).unwrap();
+        assert_eq!(d.step_deadline.as_deref(), Some("2026-06-14T12:00:00Z"));
+        assert_eq!(d.dead_reason.as_deref(), Some("timed out"));
+        assert_eq!(d.extra.keys().collect::<Vec<_>>(), ["foreign"]);
+        assert_eq!(serde_json::to_string_pretty(&d).unwrap(), text);
+        let routed = r#"{"status":"awaiting_approval","target_god":"hermes","target_step":"build","warnings":[],"rule":"r1","held_because":"rule r1","x":true}"#;
+        let r: Routed = serde_json::from_str(routed).unwrap();
+        assert_eq!(r.status, RouteStatus::AwaitingApproval);
+        assert_eq!(r.held_because.as_deref(), Some("rule r1"));
+        assert_eq!(serde_json::to_string(&r).unwrap(), routed);
     }
 
     #[test]

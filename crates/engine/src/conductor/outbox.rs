@@ -8,6 +8,7 @@
 //! record the bridge publishes. Replies are kept in `conductor/replies/{outbox_id}.json` until the
 //! workflow reaches the `await_ack` step that takes them.
 
+use super::model::RouteStatus;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -169,14 +170,14 @@ pub(crate) fn advance(
         };
         if let Some(last) = st.step_history.last_mut()
             && let Some(routed) = last.routed.as_mut()
-            && routed.status == "dispatched"
+            && routed.status == RouteStatus::Dispatched
             && routed.target_step.as_deref() == Some(step.id.as_str())
             && (step.publish.is_some() || step.await_ack)
         {
             routed.status = if step.publish.is_some() {
-                "publishing".into()
+                RouteStatus::Publishing
             } else {
-                "awaiting_reply".into()
+                RouteStatus::AwaitingReply
             };
         }
         let cause = st.step_history.last().cloned().unwrap_or_default();
@@ -307,7 +308,7 @@ pub(crate) fn advance(
             st.current_step = None;
             st.dispatched_to = None;
             record.routed = Some(Routed {
-                status: "failed".into(),
+                status: RouteStatus::Failed,
                 ..Default::default()
             });
         } else {
@@ -328,7 +329,7 @@ fn route_after(def: &WorkflowDef, step_id: &str, st: &mut WorkflowState) -> Rout
             st.current_step = None;
             st.dispatched_to = None;
             Routed {
-                status: "completed".into(),
+                status: RouteStatus::Completed,
                 ..Default::default()
             }
         }
@@ -341,31 +342,25 @@ fn route_after(def: &WorkflowDef, step_id: &str, st: &mut WorkflowState) -> Rout
             };
             st.current_step = Some(next.id.clone());
             st.dispatched_to = Some(next.god.clone());
-            let mut extra = Map::new();
-            if held {
-                extra.insert(
-                    "held_because".into(),
-                    json!(format!(
-                        "step {:?} of {:?} requires approval",
-                        next.id, def.id
-                    )),
-                );
-            }
+            let held_because =
+                held.then(|| format!("step {:?} of {:?} requires approval", next.id, def.id));
             let status = if held {
-                "awaiting_approval"
+                RouteStatus::AwaitingApproval
             } else if next.publish.is_some() {
-                "publishing"
+                RouteStatus::Publishing
             } else if next.await_ack {
-                "awaiting_reply"
+                RouteStatus::AwaitingReply
             } else {
-                "dispatched"
+                RouteStatus::Dispatched
             };
             Routed {
-                status: status.into(),
+                status,
                 target_god: Some(next.god.clone()),
                 target_step: Some(next.id.clone()),
                 warnings: Vec::new(),
-                extra,
+                held_because,
+                rule: None,
+                extra: Default::default(),
             }
         }
     }

@@ -1,60 +1,31 @@
 //! Typed requests at the engine's seam: what a shell (console, CLI, MCP) asks the Conductor to do, built
 //! from validated ids and closed enums instead of loose JSON.
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::model::AckStatus;
 use crate::error::{Error, Result};
 use crate::store::{AckId, HandoffId, WorkflowId};
+use crate::words::words;
 
-/// What an ack decides (docs/PROTOCOL.md §2.5): the four statuses a recipient may send.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AckDecision {
-    /// The god took the dispatch.
-    Accepted,
-    /// The god will act later (`eta`).
-    Pending,
-    /// The god refuses it: the step goes to a fallback god or the workflow fails.
-    Rejected,
-    /// The god finished the step (a handoff is recorded on its behalf).
-    Completed,
-}
+words!(
+    /// What an ack decides (docs/PROTOCOL.md §2.5): the four statuses a recipient may send.
+    AckDecision {
+        /// The god took the dispatch.
+        Accepted = "accepted",
+        /// The god will act later (`eta`).
+        Pending = "pending",
+        /// The god refuses it: the step goes to a fallback god or the workflow fails.
+        Rejected = "rejected",
+        /// The god finished the step (a handoff is recorded on its behalf).
+        Completed = "completed",
+    }
+);
 
 impl AckDecision {
-    /// Every decision, in protocol order.
-    pub const ALL: [Self; 4] = [
-        Self::Accepted,
-        Self::Pending,
-        Self::Rejected,
-        Self::Completed,
-    ];
-
-    /// The word written in the ack (`accepted`, …).
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Accepted => "accepted",
-            Self::Pending => "pending",
-            Self::Rejected => "rejected",
-            Self::Completed => "completed",
-        }
-    }
-
-    /// The decision spelled as the protocol does; `None` for anything else (`unacked`, `withdrawn`, …).
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|d| d.as_str() == s)
-    }
-
     /// The ack status this decision records.
     pub fn status(self) -> AckStatus {
         AckStatus::parse(self.as_str())
-    }
-}
-
-impl std::fmt::Display for AckDecision {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

@@ -2,6 +2,7 @@
 //! edited context (docs/PROTOCOL.md §2.11). The state keeps every attempt: the step history is only
 //! appended to, and `attempts` records each rerun.
 
+use super::model::RouteStatus;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
@@ -139,7 +140,7 @@ pub(crate) fn rerun_state_as_of(
         summary: Some(summary),
         handoff_id: Some(hid.to_string()),
         routed: Some(Routed {
-            status: "dispatched".into(),
+            status: RouteStatus::Dispatched,
             target_god: Some(god.to_owned()),
             target_step: Some(step.to_owned()),
             ..Default::default()

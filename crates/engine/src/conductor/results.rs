@@ -7,13 +7,106 @@ use serde_json::{Map, Value};
 
 use super::definition::LoadError;
 use super::files::FileError;
-use super::model::{Dispatch, WorkflowStatus};
+use super::model::{AckStatus, Dispatch, RouteStatus, WorkflowStatus};
+use crate::words::words;
+
+words!(
+    /// What a submit did with a handoff (docs/PROTOCOL.md §2.1).
+    SubmitStatus {
+        /// The next step was dispatched to its god's inbox.
+        Dispatched = "dispatched",
+        /// The next step's dispatch is held in `_quarantine` for an operator.
+        AwaitingApproval = "awaiting_approval",
+        /// The handoff completed the workflow.
+        Completed = "completed",
+        /// Recorded; nothing was dispatched (no route).
+        Recorded = "recorded",
+        /// The next step publishes to a peer pantheon (the bridge sends it).
+        Publishing = "publishing",
+        /// The next step waits for a peer pantheon's reply.
+        AwaitingReply = "awaiting_reply",
+        /// The handoff was recorded before; the first result is returned.
+        Duplicate = "duplicate",
+    }
+);
+
+impl SubmitStatus {
+    /// What a submit reports for a handoff its record says was routed `routed` (`failed`, written
+    /// when a peer's reply rejects an await, and a word the engine does not know read as
+    /// `recorded`: nothing is dispatched for them).
+    pub fn of_route(routed: &RouteStatus) -> Self {
+        match routed {
+            RouteStatus::Dispatched => Self::Dispatched,
+            RouteStatus::AwaitingApproval => Self::AwaitingApproval,
+            RouteStatus::Completed => Self::Completed,
+            RouteStatus::Publishing => Self::Publishing,
+            RouteStatus::AwaitingReply => Self::AwaitingReply,
+            RouteStatus::Recorded | RouteStatus::Failed | RouteStatus::Other(_) => Self::Recorded,
+        }
+    }
+}
+
+words!(
+    /// Which deadline an ack's answer names (docs/PROTOCOL.md §2.10).
+    DeadlineKind {
+        /// The wait for the next ack (after `pending`).
+        Ack = "ack",
+        /// The end of an accepted step's `timeout`.
+        StepTimeout = "step_timeout",
+    }
+);
+
+words!(
+    /// An operator's decision on a held dispatch.
+    ApprovalStatus {
+        /// Released into the god's inbox.
+        Approved = "approved",
+        /// Archived; the workflow failed.
+        Rejected = "rejected",
+    }
+);
+
+words!(
+    /// What `abort_workflow` did.
+    AbortStatus {
+        /// The workflow was aborted now.
+        Aborted = "aborted",
+        /// It was aborted before; the existing manifest is returned.
+        AlreadyAborted = "already_aborted",
+    }
+);
+
+words!(
+    /// What `cleanup` did.
+    CleanupStatus {
+        /// The temporary artifacts were deleted.
+        Cleaned = "cleaned",
+        /// Nothing was deleted; the answer lists what would be.
+        DryRun = "dry_run",
+    }
+);
+
+words!(
+    /// What `redispatch` did.
+    RedispatchStatus {
+        /// The step's dispatch was written again.
+        Redispatched = "redispatched",
+    }
+);
+
+words!(
+    /// What `init` did.
+    InitStatus {
+        /// The root's directories and files are in place.
+        Initialized = "initialized",
+    }
+);
 
 /// `submit_handoff`'s result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SubmitResult {
-    /// `dispatched`, `awaiting_approval`, `completed`, `recorded` or `duplicate`.
-    pub status: String,
+    /// What the submit did.
+    pub status: SubmitStatus,
     /// The workflow the handoff belongs to.
     pub workflow_id: String,
     /// The handoff recorded.
@@ -47,7 +140,7 @@ pub struct AckResult {
     /// The workflow the dispatch belongs to.
     pub workflow_id: String,
     /// The ack's status (`accepted`, `pending`, `rejected`, `completed`).
-    pub status: String,
+    pub status: AckStatus,
     /// The workflow's status after the ack.
     pub state_status: WorkflowStatus,
     /// The god the dispatch was addressed to.
@@ -66,8 +159,8 @@ pub struct AckResult {
     /// (the ETA, or the wait restarted); after `accepted`, the end of the step's `timeout`. `None`: no
     /// deadline applies.
     pub deadline: Option<String>,
-    /// `ack` or `step_timeout`, beside `deadline`.
-    pub deadline_kind: Option<String>,
+    /// Which deadline `deadline` is.
+    pub deadline_kind: Option<DeadlineKind>,
     /// Problems that did not stop the ack.
     pub warnings: Vec<String>,
 }
@@ -126,7 +219,7 @@ pub struct PendingEntry {
     /// When it was dispatched (RFC 3339).
     pub dispatched_at: Option<String>,
     /// Its ack status as written.
-    pub ack_status: String,
+    pub ack_status: AckStatus,
     /// Why it is held, for a dispatch in `_quarantine`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub held_because: Option<String>,
@@ -226,8 +319,8 @@ pub struct WorkflowsResult {
 /// `approve` / `reject_held`'s result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ApprovalResult {
-    /// `approved` or `rejected`.
-    pub status: String,
+    /// The decision.
+    pub status: ApprovalStatus,
     /// The held dispatch decided.
     pub handoff_id: String,
     /// The workflow it belongs to.
@@ -250,7 +343,7 @@ pub struct ApprovalResult {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AbortResult {
     /// `aborted`, or `already_aborted` for a repeat.
-    pub status: String,
+    pub status: AbortStatus,
     /// The workflow aborted.
     pub workflow_id: String,
     /// Artifacts marked as belonging to an aborted workflow.
@@ -278,7 +371,7 @@ pub struct RefusedPath {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CleanupResult {
     /// `cleaned`, or `dry_run` when nothing was deleted.
-    pub status: String,
+    pub status: CleanupStatus,
     /// The workflow whose temporary artifacts were cleaned.
     pub workflow_id: String,
     /// Deleted (a cleanup; absent from a dry run's answer).
@@ -311,7 +404,7 @@ impl CleanupResult {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RedispatchResult {
     /// `redispatched`.
-    pub status: String,
+    pub status: RedispatchStatus,
     /// The workflow whose step was dispatched again.
     pub workflow_id: String,
     /// The handoff id of the new dispatch.
@@ -327,8 +420,8 @@ pub struct RedispatchResult {
 /// `init`'s result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct InitResult {
-    /// `initialised`, or `already_initialised` when nothing was created.
-    pub status: String,
+    /// `initialized` (also when everything was there already: see `created`).
+    pub status: InitStatus,
     /// The root directory initialised.
     pub root: String,
     /// Directories and files created now.

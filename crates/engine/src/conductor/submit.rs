@@ -5,15 +5,17 @@
 //! its id is in `step_history`), then the dispatch. Everything after the commit is derived from the
 //! state and skipped when already on disk, so a resubmission finishes exactly what a killed submit left.
 
+use super::model::RouteStatus;
+use super::results::{RedispatchStatus, SubmitStatus};
 use serde_json::Value;
 
-use super::definition::{LoadError, WorkflowDef, find_definition};
+use super::definition::{WorkflowDef, find_definition};
 use super::files;
 use super::model::{
     AckRecord, AckStatus, Dispatch, DispatchContext, Handoff, HistoryEntry, Routed, Routing,
     StepRecord, WorkflowState, WorkflowStatus, from_value,
 };
-use super::rules::{first_match, handoff_event, load_rules};
+use super::route::{Route, Target, definition, route};
 use super::{Conductor, SubmitResult};
 use crate::error::{Error, Result, Violation};
 use crate::store::atomic::write_json;
@@ -21,33 +23,8 @@ use crate::store::lock::FileLock;
 use crate::store::read::read_json;
 use crate::store::time::now_ts;
 use crate::store::{
-    DefinitionId, GodName, HandoffId, Root, StepId, WorkflowId, encode_key, generate_dispatch_id,
+    GodName, HandoffId, Root, StepId, WorkflowId, encode_key, generate_dispatch_id,
 };
-
-/// Where a handoff goes.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Target {
-    /// Dispatch `step` to `god`; `hold` names why it waits in `_quarantine`.
-    Dispatch {
-        god: String,
-        step: String,
-        hold: Option<String>,
-    },
-    /// The definition's last step is done.
-    Complete,
-    /// Nothing to route to (`log_only`).
-    Record,
-}
-
-/// The routing decision for one handoff.
-#[derive(Debug, Clone)]
-pub(crate) struct Route {
-    pub target: Target,
-    /// The definition the workflow is (now) an instance of.
-    pub definition: Option<(String, Option<String>)>,
-    pub rule: Option<String>,
-    pub warnings: Vec<String>,
-}
 
 /// Name checks the engine adds on top of the schema: every value that becomes part of a path.
 pub(crate) fn name_violations(v: &Value, fields: &[(&str, &'static str)]) -> Vec<Violation> {
@@ -136,261 +113,6 @@ pub(crate) fn validate_handoff(c: &Conductor, v: &Value) -> Result<(Handoff, Vec
         )
     })?;
     Ok((h, schemas.warning.clone().into_iter().collect()))
-}
-
-fn definition(root: &Root, id: &str) -> Result<Option<WorkflowDef>> {
-    find_definition(root, id).map_err(|LoadError { path, message }| Error::Corrupt {
-        path,
-        message: format!("workflow definition does not load: {message}"),
-    })
-}
-
-fn check_gates(def: &WorkflowDef, h: &Handoff) -> Result<()> {
-    let Some(step) = def.step(&h.step) else {
-        return Ok(());
-    };
-    let missing: Vec<&String> = step
-        .gates
-        .iter()
-        .filter(|g| !h.context.gates_passed.contains(g))
-        .collect();
-    if missing.is_empty() {
-        return Ok(());
-    }
-    Err(Error::invalid(
-        format!("handoff for step {:?} of {:?} (gates)", h.step, def.id),
-        missing
-            .iter()
-            .map(|g| Violation {
-                pointer: "/context/gates_passed".into(),
-                message: format!(
-                    "gate {g:?} declared by step {:?} is not in context.gates_passed; pass it and list it",
-                    h.step
-                ),
-            })
-            .collect(),
-    ))
-}
-
-fn dispatch_to_step(def: &WorkflowDef, step_id: &str, hold_rule: Option<String>) -> Target {
-    let step = def.step(step_id).expect("caller checked the step exists");
-    let hold = hold_rule.or_else(|| {
-        step.approval_required
-            .then(|| format!("step {:?} of {:?} requires approval", step.id, def.id))
-    });
-    Target::Dispatch {
-        god: step.god.clone(),
-        step: step.id.clone(),
-        hold,
-    }
-}
-
-/// Refuses a handoff that names a `nats_publish` step as the step it completed: only the engine
-/// completes such a step, by writing its outbox record for the bridge. Accepting the handoff would
-/// mark the message sent while nothing was published (and would step past an approval hold).
-fn refuse_publish_step(def: &WorkflowDef, step: &str) -> Result<()> {
-    if def.step(step).is_none_or(|s| s.publish.is_none()) {
-        return Ok(());
-    }
-    Err(Error::refused(format!(
-        "step {step:?} of {:?} is a nats_publish step: the engine completes it by publishing (an \
-         outbox record the bridge sends), so a handoff cannot mark it done. To start {:?} at its \
-         publish step, route a handoff of another step there with a rule: `then: {{dispatch_workflow: \
-         {}, start_at_step: {step}}}` (docs/PROTOCOL.md 2.3); inside a running workflow, submit the \
-         handoff of the step before it and the engine publishes [gate phase_detect]",
-        def.id, def.id, def.id
-    )))
-}
-
-fn unknown_step(def: &WorkflowDef, step: &str, what: &str) -> Error {
-    Error::refused(format!(
-        "{what} {step:?} is not a step of workflow definition {:?} (steps: {}) [gate phase_detect]",
-        def.id,
-        def.steps
-            .iter()
-            .map(|s| s.id.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    ))
-}
-
-/// Decides where a handoff goes (docs/PROTOCOL.md §2.3). Reads definitions and rules; writes nothing.
-pub(crate) fn route(root: &Root, h: &Handoff, state: Option<&WorkflowState>) -> Result<Route> {
-    let routing = h.routing.clone().unwrap_or_default();
-    let mut warnings = Vec::new();
-    let named = routing.workflow_definition.clone();
-    let inherited = state.and_then(|s| s.definition_id.clone());
-    let def = match (&named, &inherited) {
-        (Some(id), _) => {
-            DefinitionId::parse(id)?;
-            Some(definition(root, id)?.ok_or_else(|| {
-                Error::not_found(format!(
-                    "routing.workflow_definition {id:?} is not in {} (pantheon workflows lists them)",
-                    root.workflows_dir().display()
-                ))
-            })?)
-        }
-        (None, Some(id)) => match definition(root, id) {
-            Ok(Some(d)) => Some(d),
-            Ok(None) => {
-                warnings.push(format!(
-                    "the workflow's definition {id:?} is not in {}; routed by rules instead",
-                    root.workflows_dir().display()
-                ));
-                None
-            }
-            Err(e) => return Err(e),
-        },
-        (None, None) => None,
-    };
-    if let Some(def) = def {
-        if def.step(&h.step).is_none() {
-            return Err(unknown_step(&def, &h.step, "step"));
-        }
-        refuse_publish_step(&def, &h.step)?;
-        check_gates(&def, h)?;
-        if let (Some(want), Some(have)) = (&routing.workflow_version, &def.version)
-            && want != have
-        {
-            warnings.push(format!(
-                "routing.workflow_version {want:?} differs from definition {:?} version {have:?}; the definition on disk is used",
-                def.id
-            ));
-        }
-        let target = match &routing.workflow_step {
-            Some(s) => {
-                if def.step(s).is_none() {
-                    return Err(unknown_step(&def, s, "routing.workflow_step"));
-                }
-                dispatch_to_step(&def, s, None)
-            }
-            None => match def.next_step(&h.step) {
-                Some(next) => dispatch_to_step(&def, &next.id, None),
-                None => Target::Complete,
-            },
-        };
-        if let Target::Dispatch { god, step, .. } = &target
-            && *god != h.to_god
-        {
-            warnings.push(format!(
-                "to_god {:?} ignored: definition {:?} assigns step {step:?} to {god:?}",
-                h.to_god, def.id
-            ));
-        }
-        return Ok(Route {
-            target,
-            definition: Some((def.id.clone(), def.version.clone())),
-            rule: None,
-            warnings,
-        });
-    }
-    // An inbound request of the bridge ends at its reply: the handoff back to the peer that sent it
-    // (what a `completed` ack records) finishes the workflow; the bridge sends the reply. It is
-    // never dispatched to a god named after the peer.
-    if let Some(st) = state
-        && crate::bridge::inbound_peer(st) == Some(h.to_god.as_str())
-    {
-        return Ok(Route {
-            target: Target::Complete,
-            definition: None,
-            rule: None,
-            warnings,
-        });
-    }
-    let (rules, errors) = load_rules(root);
-    for e in &errors {
-        warnings.push(format!(
-            "rule file {} skipped: {}",
-            e.path.display(),
-            e.message
-        ));
-    }
-    let context = serde_json::to_value(&h.context).unwrap_or(Value::Null);
-    let event = handoff_event(&h.from_god, &h.to_god, &h.workflow_id, &h.step, &context);
-    let direct_step = routing
-        .workflow_step
-        .clone()
-        .unwrap_or_else(|| h.step.clone());
-    if let Some(rule) = first_match(&rules, &event) {
-        let a = &rule.action;
-        let hold = a
-            .approval_required
-            .then(|| format!("rule {:?} requires approval", rule.id));
-        let (target, definition) = if let Some(def_id) = &a.dispatch_workflow {
-            let def = definition(root, def_id)?.ok_or_else(|| {
-                Error::refused(format!(
-                    "rule {:?} ({}) dispatches workflow {def_id:?}, which is not in {}; fix the rule or add the definition",
-                    rule.id,
-                    rule.file.display(),
-                    root.workflows_dir().display()
-                ))
-            })?;
-            if def.step(&h.step).is_some() {
-                refuse_publish_step(&def, &h.step)?;
-                check_gates(&def, h)?;
-            }
-            let start = match &a.start_at_step {
-                Some(s) => {
-                    if def.step(s).is_none() {
-                        return Err(unknown_step(
-                            &def,
-                            s,
-                            &format!("rule {:?} start_at_step", rule.id),
-                        ));
-                    }
-                    s.clone()
-                }
-                None => def.steps[0].id.clone(),
-            };
-            let t = dispatch_to_step(&def, &start, hold);
-            if let Target::Dispatch { god, step, .. } = &t
-                && *god != h.to_god
-            {
-                warnings.push(format!(
-                    "to_god {:?} ignored: rule {:?} starts {:?} at {step:?}, assigned to {god:?}",
-                    h.to_god, rule.id, def.id
-                ));
-            }
-            (t, Some((def.id.clone(), def.version.clone())))
-        } else if let Some(god) = &a.dispatch_god {
-            let step = a.step.clone().unwrap_or(direct_step);
-            (
-                Target::Dispatch {
-                    god: god.clone(),
-                    step,
-                    hold,
-                },
-                None,
-            )
-        } else if a.log_only {
-            (Target::Record, None)
-        } else {
-            (
-                Target::Dispatch {
-                    god: h.to_god.clone(),
-                    step: direct_step,
-                    hold,
-                },
-                None,
-            )
-        };
-        return Ok(Route {
-            target,
-            definition,
-            rule: Some(rule.id.clone()),
-            warnings,
-        });
-    }
-    Ok(Route {
-        target: Target::Dispatch {
-            god: h.to_god.clone(),
-            step: direct_step,
-            hold: None,
-        },
-        definition: None,
-        rule: None,
-        warnings,
-    })
 }
 
 /// True when the handoff's `context` carries `key`. The standard fields count too: `summary`,
@@ -556,29 +278,86 @@ pub(crate) enum SubmitEffect {
 pub(crate) struct SubmitStep {
     /// The state to commit (before a publish step adds its outbox record).
     pub state: WorkflowState,
-    /// `dispatched`, `awaiting_approval`, `completed` or `recorded`.
-    pub status: &'static str,
+    /// What the submit does with the handoff.
+    pub status: SubmitStatus,
     /// The dispatch to write: god, step, and whether it waits in `_quarantine`.
     pub dispatch: Option<(GodName, StepId, bool)>,
     /// The writes, in order.
     pub effects: Vec<SubmitEffect>,
 }
 
+/// Moves the state to where `target` sends the workflow: its status, current step and addressee.
+/// Returns what the submit reports and the god and step dispatched to, if any.
+fn move_to(
+    st: &mut WorkflowState,
+    target: &Target,
+) -> (SubmitStatus, Option<String>, Option<String>) {
+    match target {
+        Target::Dispatch { god, step, hold } => {
+            st.status = if hold.is_some() {
+                WorkflowStatus::AwaitingApproval
+            } else {
+                WorkflowStatus::WaitingForAck
+            };
+            st.current_step = Some(step.clone());
+            st.dispatched_to = Some(god.clone());
+            let s = if hold.is_some() {
+                SubmitStatus::AwaitingApproval
+            } else {
+                SubmitStatus::Dispatched
+            };
+            (s, Some(god.clone()), Some(step.clone()))
+        }
+        Target::Complete => {
+            st.status = WorkflowStatus::Completed;
+            st.current_step = None;
+            st.dispatched_to = None;
+            (SubmitStatus::Completed, None, None)
+        }
+        Target::Record => {
+            st.status = WorkflowStatus::InProgress;
+            st.current_step = None;
+            st.dispatched_to = None;
+            (SubmitStatus::Recorded, None, None)
+        }
+    }
+}
+
+/// What [`next_state`] decides from.
+pub(crate) struct NextStateInput<'a> {
+    /// The workflow.
+    pub wf: &'a WorkflowId,
+    /// Its state (`None` for a new workflow).
+    pub state: Option<WorkflowState>,
+    /// The validated handoff.
+    pub handoff: &'a Handoff,
+    /// Where it routes.
+    pub route: &'a Route,
+    /// The workflow's definition, if it has one.
+    pub def: Option<&'a WorkflowDef>,
+    /// The ack recorded with it (a `completed` ack's handoff).
+    pub ack: Option<&'a AckRecord>,
+    /// Warnings so far, recorded with the route.
+    pub warnings: &'a [String],
+    /// When (RFC 3339).
+    pub now: &'a str,
+}
+
 /// The pure step of a submit: from the current state (`None` for a new workflow), the validated
 /// handoff, its route, the definition, the ack recorded with it and `now`, the state to commit and the
 /// writes to apply. Refuses a handoff for a closed workflow, one out of step with a definition, one
 /// that starts a workflow without its required context, and names that cannot become paths.
-#[allow(clippy::too_many_arguments)] // each is one input of the one commit; a struct would only rename them
-pub(crate) fn next_state(
-    wf: &WorkflowId,
-    state: Option<WorkflowState>,
-    h: &Handoff,
-    route: &Route,
-    def: Option<&WorkflowDef>,
-    ack: Option<&AckRecord>,
-    warnings: &[String],
-    now: &str,
-) -> Result<SubmitStep> {
+pub(crate) fn next_state(input: NextStateInput<'_>) -> Result<SubmitStep> {
+    let NextStateInput {
+        wf,
+        state,
+        handoff: h,
+        route,
+        def,
+        ack,
+        warnings,
+        now,
+    } = input;
     let hid = HandoffId::parse(&h.handoff_id)?;
     let step = StepId::parse(&h.step)?;
     let from = GodName::parse_as("from_god", &h.from_god)?;
@@ -606,49 +385,17 @@ pub(crate) fn next_state(
         st.definition_id = Some(id.clone());
         st.definition_version = version.clone();
     }
-    let (status, target_god, target_step) = match &route.target {
-        Target::Dispatch { god, step, hold } => {
-            st.status = if hold.is_some() {
-                WorkflowStatus::AwaitingApproval
-            } else {
-                WorkflowStatus::WaitingForAck
-            };
-            st.current_step = Some(step.clone());
-            st.dispatched_to = Some(god.clone());
-            let s = if hold.is_some() {
-                "awaiting_approval"
-            } else {
-                "dispatched"
-            };
-            (s, Some(god.clone()), Some(step.clone()))
-        }
-        Target::Complete => {
-            st.status = WorkflowStatus::Completed;
-            st.current_step = None;
-            st.dispatched_to = None;
-            ("completed", None, None)
-        }
-        Target::Record => {
-            st.status = WorkflowStatus::InProgress;
-            st.current_step = None;
-            st.dispatched_to = None;
-            ("recorded", None, None)
-        }
-    };
+    let (status, target_god, target_step) = move_to(&mut st, &route.target);
     st.failure_reason = None;
     push_unique(&mut st.context_bag.decisions, &h.context.decisions);
     push_unique(&mut st.context_bag.artifacts, &h.context.artifacts);
     st.context_bag.open_questions = h.context.open_questions.clone();
-    let mut routed_extra = serde_json::Map::new();
-    if let Some(r) = &route.rule {
-        routed_extra.insert("rule".into(), Value::String(r.clone()));
-    }
-    if let Target::Dispatch {
-        hold: Some(why), ..
-    } = &route.target
-    {
-        routed_extra.insert("held_because".into(), Value::String(why.clone()));
-    }
+    let held_because = match &route.target {
+        Target::Dispatch {
+            hold: Some(why), ..
+        } => Some(why.clone()),
+        _ => None,
+    };
     st.step_history.push(StepRecord {
         step_id: step.to_string(),
         god: from.to_string(),
@@ -659,11 +406,13 @@ pub(crate) fn next_state(
         handoff_id: Some(hid.to_string()),
         artifacts: h.context.artifacts.clone(),
         routed: Some(Routed {
-            status: status.into(),
+            status: RouteStatus::parse(status.as_str()),
             target_god,
             target_step,
             warnings: warnings.to_vec(),
-            extra: routed_extra,
+            rule: route.rule.clone(),
+            held_because,
+            extra: Default::default(),
         }),
         extra: Default::default(),
     });
@@ -694,6 +443,24 @@ pub(crate) fn next_state(
     })
 }
 
+/// What [`Conductor::submit_locked`] records: a validated handoff and what came with it.
+pub(crate) struct SubmitLocked<'a> {
+    /// The workflow (its lock is held).
+    pub wf: &'a WorkflowId,
+    /// The validated handoff.
+    pub handoff: Handoff,
+    /// The handoff as received, written as the handoff file.
+    pub raw: Value,
+    /// The workflow's state (`None` for a new workflow).
+    pub state: Option<WorkflowState>,
+    /// Warnings from validation.
+    pub warnings: Vec<String>,
+    /// The ack a `completed` ack records with its handoff.
+    pub ack: Option<AckCommit>,
+    /// Why its dispatch is to be held for an operator, when it is.
+    pub hold: Option<String>,
+}
+
 impl Conductor {
     /// Submits a handoff (docs/PROTOCOL.md §2.1): validates it, records it, routes it and dispatches it,
     /// holding the dispatch for approval when `hold` gives a reason (the bridge holds inbound work when
@@ -707,21 +474,28 @@ impl Conductor {
         let wf = WorkflowId::parse(&h.workflow_id)?;
         let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
         let state = files::load_state(&self.root, &wf)?;
-        self.submit_locked(&wf, h, handoff.clone(), state, warnings, None, hold)
+        self.submit_locked(SubmitLocked {
+            wf: &wf,
+            handoff: h,
+            raw: handoff.clone(),
+            state,
+            warnings,
+            ack: None,
+            hold,
+        })
     }
 
     /// Records and routes a validated handoff; the caller holds the workflow's lock.
-    #[allow(clippy::too_many_arguments)] // each is one input of the one commit; a struct would only rename them
-    pub(crate) fn submit_locked(
-        &self,
-        wf: &WorkflowId,
-        h: Handoff,
-        raw: Value,
-        state: Option<WorkflowState>,
-        mut warnings: Vec<String>,
-        ack: Option<AckCommit>,
-        hold: Option<String>,
-    ) -> Result<SubmitResult> {
+    pub(crate) fn submit_locked(&self, input: SubmitLocked<'_>) -> Result<SubmitResult> {
+        let SubmitLocked {
+            wf,
+            handoff: h,
+            raw,
+            state,
+            mut warnings,
+            ack,
+            hold,
+        } = input;
         let root = &self.root;
         let hid = HandoffId::parse(&h.handoff_id)?;
         let step = StepId::parse(&h.step)?;
@@ -731,26 +505,7 @@ impl Conductor {
         if let Some(st) = &state
             && let Some(rec) = st.record_of(hid.as_str())
         {
-            let rec_step = StepId::parse(&rec.step_id)?;
-            let stored_path = stored_handoff_path(root, wf, &rec_step, &hid);
-            match read_json(&stored_path) {
-                Ok(Some(stored)) if stored == raw => {}
-                Ok(None) => warnings.push(format!(
-                    "handoff {hid} is recorded but {} is missing; compared by id only",
-                    stored_path.display()
-                )),
-                _ => {
-                    return Err(Error::refused(format!(
-                        "handoff_id {hid} was already recorded for workflow {wf} (step {:?}) with different content; \
-                         a new handoff needs a new handoff_id",
-                        rec.step_id
-                    )));
-                }
-            }
-            self.repair_dispatch(wf, st, &hid)?;
-            self.repair_tail(wf, st)?;
-            warnings.extend(self.settle_report(st, &format!("handoff-{hid}")));
-            return Ok(self.result_of(wf, st, rec, &stored_path, "duplicate", warnings));
+            return self.resubmitted(wf, st, rec, &raw, warnings);
         }
         if let Some(st) = &state {
             refuse_closed(wf, st)?;
@@ -805,16 +560,16 @@ impl Conductor {
             status,
             dispatch,
             effects,
-        } = next_state(
+        } = next_state(NextStateInput {
             wf,
             state,
-            &h,
-            &route,
-            def.as_ref(),
-            ack.as_ref().map(|a| &a.record),
-            &warnings,
-            &now_ts(),
-        )?;
+            handoff: &h,
+            route: &route,
+            def: def.as_ref(),
+            ack: ack.as_ref().map(|a| &a.record),
+            warnings: &warnings,
+            now: &now_ts(),
+        })?;
 
         let mut will_write = vec![root.handoff_path(wf, &step), root.state_path(wf)];
         if let Some((god, _, held)) = &dispatch {
@@ -897,12 +652,45 @@ impl Conductor {
         let rec = st.record_of(hid.as_str()).expect("just recorded");
         // Reaching a publish or await_ack step turns `dispatched` into what the engine did there
         // (the record's `routed.status`, which the journal's entry and a repeat also report).
-        let status = match rec.routed.as_ref().map(|r| r.status.as_str()) {
-            Some("publishing") => "publishing",
-            Some("awaiting_reply") => "awaiting_reply",
+        let status = match rec.routed.as_ref().map(|r| &r.status) {
+            Some(RouteStatus::Publishing) => SubmitStatus::Publishing,
+            Some(RouteStatus::AwaitingReply) => SubmitStatus::AwaitingReply,
             _ => status,
         };
         Ok(self.result_of(wf, &st, rec, &latest, status, warnings))
+    }
+
+    /// A handoff already recorded (`rec`): the first result again, after finishing what a killed
+    /// submit left; refused when the same id now carries other content.
+    fn resubmitted(
+        &self,
+        wf: &WorkflowId,
+        st: &WorkflowState,
+        rec: &StepRecord,
+        raw: &Value,
+        mut warnings: Vec<String>,
+    ) -> Result<SubmitResult> {
+        let hid = HandoffId::parse(rec.handoff_id.as_deref().unwrap_or_default())?;
+        let rec_step = StepId::parse(&rec.step_id)?;
+        let stored_path = stored_handoff_path(&self.root, wf, &rec_step, &hid);
+        match read_json(&stored_path) {
+            Ok(Some(stored)) if stored == *raw => {}
+            Ok(None) => warnings.push(format!(
+                "handoff {hid} is recorded but {} is missing; compared by id only",
+                stored_path.display()
+            )),
+            _ => {
+                return Err(Error::refused(format!(
+                    "handoff_id {hid} was already recorded for workflow {wf} (step {:?}) with different content; \
+                     a new handoff needs a new handoff_id",
+                    rec.step_id
+                )));
+            }
+        }
+        self.repair_dispatch(wf, st, &hid)?;
+        self.repair_tail(wf, st)?;
+        warnings.extend(self.settle_report(st, &format!("handoff-{hid}")));
+        Ok(self.result_of(wf, st, rec, &stored_path, SubmitStatus::Duplicate, warnings))
     }
 
     /// Writes the handoff file of `step`; an earlier handoff for the step (another id) is kept under
@@ -946,16 +734,19 @@ impl Conductor {
         st: &WorkflowState,
         rec: &StepRecord,
         handoff_path: &std::path::Path,
-        status: &str,
+        status: SubmitStatus,
         warnings: Vec<String>,
     ) -> SubmitResult {
         let routed = rec.routed.clone().unwrap_or_default();
         // Only `dispatched` and `awaiting_approval` write a dispatch; a publish or an await_ack
         // step is performed by the engine and the bridge, never from an inbox.
-        let writes_dispatch = matches!(routed.status.as_str(), "dispatched" | "awaiting_approval");
+        let writes_dispatch = matches!(
+            routed.status,
+            RouteStatus::Dispatched | RouteStatus::AwaitingApproval
+        );
         let dispatch_path = match (&routed.target_god, rec.handoff_id.as_deref()) {
             (Some(god), Some(hid)) if writes_dispatch => {
-                let held = routed.status == "awaiting_approval";
+                let held = routed.status == RouteStatus::AwaitingApproval;
                 let inbox = self
                     .root
                     .pending_root()
@@ -967,7 +758,7 @@ impl Conductor {
             _ => None,
         };
         SubmitResult {
-            status: status.to_owned(),
+            status,
             workflow_id: wf.to_string(),
             handoff_id: rec.handoff_id.clone().unwrap_or_default(),
             target_god: routed.target_god.clone(),
@@ -975,11 +766,7 @@ impl Conductor {
             state_status: st.status.clone(),
             handoff_path: path_text(handoff_path),
             dispatch_path,
-            matched_rule: routed
-                .extra
-                .get("rule")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+            matched_rule: routed.rule.clone(),
             warnings,
         }
     }
@@ -1103,7 +890,7 @@ impl Conductor {
             )));
         }
         Ok(super::RedispatchResult {
-            status: "redispatched".into(),
+            status: RedispatchStatus::Redispatched,
             workflow_id: wf.to_string(),
             handoff_id: hid.to_string(),
             to_god: god.to_string(),
@@ -1204,7 +991,7 @@ impl Conductor {
                 extra: Default::default(),
             })
             .collect();
-        let held = routed.extra.contains_key("held_because");
+        let held = routed.held_because.is_some();
         // Loaded once: its step gives the dispatch's `step_def` and the delivery policy.
         let def = st
             .definition_id
@@ -1241,11 +1028,7 @@ impl Conductor {
             }),
             dispatched_at: Some(now_ts()),
             ack_status: AckStatus::Unacked,
-            held_because: routed
-                .extra
-                .get("held_because")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+            held_because: routed.held_because.clone(),
             ..Default::default()
         };
         if let Some(b) = routed.extra.get("budget") {
@@ -1255,10 +1038,10 @@ impl Conductor {
         d.context.extra = bounded(carried, MAX_CARRIED_CONTEXT, "context.", &mut omitted);
         let step_def = bounded(step_def, MAX_CARRIED_STEP_DEF, "step_def.", &mut omitted);
         if !step_def.is_empty() {
-            d.extra.insert(STEP_DEF.into(), Value::Object(step_def));
+            d.step_def = Some(Value::Object(step_def));
         }
         if !omitted.is_empty() {
-            d.extra.insert(OMITTED.into(), serde_json::json!(omitted));
+            d.omitted = Some(serde_json::json!(omitted));
         }
         if let Some(policy) = self.delivery_policy(def.as_ref(), step, routed) {
             policy.stamp(&mut d, chrono::Utc::now());
@@ -1280,7 +1063,7 @@ impl Conductor {
         step: &str,
         routed: &Routed,
     ) -> Option<super::delivery::Policy> {
-        let by_rule = match routed.extra.get("rule").and_then(Value::as_str) {
+        let by_rule = match routed.rule.as_deref() {
             Some(rule) => super::rules::load_rules(&self.root)
                 .0
                 .into_iter()
@@ -1298,12 +1081,6 @@ impl Conductor {
         declared.resolve(&self.root.settings)
     }
 }
-
-/// The dispatch field holding the step's descriptive keys from its definition (`action`, `skill`, …).
-pub const STEP_DEF: &str = "step_def";
-
-/// The dispatch field naming the carried keys left out for size (`context.KEY`, `step_def.KEY`).
-pub const OMITTED: &str = "omitted";
 
 /// The most a dispatch carries of context keys beyond the standard ones: a handoff's limit, so the
 /// latest handoff's keys always fit whole; keys kept from the workflow's start come after them.
@@ -1386,304 +1163,5 @@ pub(crate) fn hid_of(f: &files::Found) -> Result<HandoffId> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    const NOW: &str = "2026-12-01T12:00:00Z";
-
-    fn wf() -> WorkflowId {
-        WorkflowId::parse("wf_pure").unwrap()
-    }
-
-    fn handoff(step: &str, id: &str) -> Handoff {
-        from_value(json!({
-            "handoff_id": id, "workflow_id": "wf_pure", "from_god": "athena", "to_god": "hermes",
-            "step": step,
-            "context": {"summary": "did it", "decisions": ["d1", "d1"], "artifacts": ["a.txt"],
-                        "open_questions": ["q?"], "ticket": "T-1"}
-        }))
-        .unwrap()
-    }
-
-    fn route(target: Target, definition: Option<&str>) -> Route {
-        Route {
-            target,
-            definition: definition.map(|d| (d.to_owned(), Some("1".to_owned()))),
-            rule: None,
-            warnings: Vec::new(),
-        }
-    }
-
-    fn dispatch(god: &str, step: &str, hold: Option<&str>) -> Target {
-        Target::Dispatch {
-            god: god.into(),
-            step: step.into(),
-            hold: hold.map(str::to_owned),
-        }
-    }
-
-    fn def(required: &[&str]) -> WorkflowDef {
-        WorkflowDef::from_value(
-            &json!({"id": "flow", "name": "Flow", "version": "1",
-                    "context": {"required": required},
-                    "steps": [{"id": "plan", "god": "athena"}, {"id": "build", "god": "hermes"}]}),
-            std::path::Path::new("flow.yaml"),
-        )
-        .unwrap()
-    }
-
-    fn state(status: WorkflowStatus, current: Option<&str>) -> WorkflowState {
-        WorkflowState {
-            workflow_id: "wf_pure".into(),
-            status,
-            current_step: current.map(str::to_owned),
-            dispatched_to: current.map(|_| "athena".to_owned()),
-            context_bag: super::super::model::ContextBag {
-                decisions: vec!["d0".into(), "d1".into()],
-                ..Default::default()
-            },
-            ..Default::default()
-        }
-    }
-
-    fn step_of(
-        st: Option<WorkflowState>,
-        h: &Handoff,
-        r: &Route,
-        d: Option<&WorkflowDef>,
-    ) -> Result<SubmitStep> {
-        next_state(&wf(), st, h, r, d, None, &["w".to_owned()], NOW)
-    }
-
-    #[test]
-    fn a_first_handoff_starts_the_workflow_and_dispatches_the_next_step() {
-        let h = handoff("plan", "hof_20261201_aaaaaa");
-        let s = step_of(
-            None,
-            &h,
-            &route(dispatch("hermes", "build", None), None),
-            None,
-        )
-        .unwrap();
-        assert_eq!(s.status, "dispatched");
-        assert_eq!(s.state.status, WorkflowStatus::WaitingForAck);
-        assert_eq!(s.state.created.as_deref(), Some(NOW));
-        assert_eq!(s.state.updated.as_deref(), Some(NOW));
-        assert_eq!(s.state.current_step.as_deref(), Some("build"));
-        assert_eq!(s.state.dispatched_to.as_deref(), Some("hermes"));
-        assert_eq!(
-            s.state.context_bag.decisions,
-            ["d1"],
-            "decisions are kept once"
-        );
-        assert_eq!(s.state.context_bag.open_questions, ["q?"]);
-        let rec = s.state.record_of("hof_20261201_aaaaaa").unwrap();
-        assert_eq!((rec.step_id.as_str(), rec.god.as_str()), ("plan", "athena"));
-        let routed = rec.routed.clone().unwrap();
-        assert_eq!(routed.status, "dispatched");
-        assert_eq!(routed.target_god.as_deref(), Some("hermes"));
-        assert_eq!(routed.warnings, ["w"]);
-        let (god, step, held) = s.dispatch.unwrap();
-        assert_eq!(
-            (god.as_str(), step.as_str(), held),
-            ("hermes", "build", false)
-        );
-        assert_eq!(
-            s.effects,
-            [
-                SubmitEffect::WriteHandoff,
-                SubmitEffect::WriteState,
-                SubmitEffect::SupersedeStale,
-                SubmitEffect::DispatchFromState
-            ]
-        );
-    }
-
-    #[test]
-    fn a_held_dispatch_awaits_approval_and_names_why() {
-        let h = handoff("plan", "hof_20261201_aaaaaa");
-        let r = route(dispatch("hermes", "build", Some("rule r1")), Some("flow"));
-        let s = step_of(None, &h, &r, Some(&def(&[]))).unwrap();
-        assert_eq!(s.status, "awaiting_approval");
-        assert_eq!(s.state.status, WorkflowStatus::AwaitingApproval);
-        assert_eq!(s.state.definition_id.as_deref(), Some("flow"));
-        let rec = s.state.record_of("hof_20261201_aaaaaa").unwrap();
-        assert_eq!(
-            rec.routed.as_ref().unwrap().extra["held_because"],
-            json!("rule r1")
-        );
-        assert!(s.dispatch.unwrap().2, "held");
-        assert!(
-            !s.effects.contains(&SubmitEffect::AdvanceOutbox),
-            "a held dispatch reaches no publish step"
-        );
-    }
-
-    #[test]
-    fn a_definition_dispatch_advances_the_outbox_and_an_ack_is_archived_after_the_commit() {
-        let h = handoff("build", "hof_20261201_bbbbbb");
-        let st = state(WorkflowStatus::WaitingForAck, Some("build"));
-        let ack = AckRecord {
-            ack_id: "ack_20261201_abc".into(),
-            handoff_id: "hof_20261201_aaaaaa".into(),
-            status: AckStatus::Completed,
-            ..Default::default()
-        };
-        let r = route(dispatch("athena", "plan", None), Some("flow"));
-        let d = def(&[]);
-        let s = next_state(&wf(), Some(st), &h, &r, Some(&d), Some(&ack), &[], NOW).unwrap();
-        assert_eq!(s.state.acks, [ack]);
-        assert_eq!(
-            s.effects,
-            [
-                SubmitEffect::WriteHandoff,
-                SubmitEffect::AdvanceOutbox,
-                SubmitEffect::WriteState,
-                SubmitEffect::ArchiveAcked,
-                SubmitEffect::SupersedeStale,
-                SubmitEffect::DispatchFromState
-            ]
-        );
-    }
-
-    #[test]
-    fn complete_and_record_clear_the_current_step() {
-        let h = handoff("plan", "hof_20261201_aaaaaa");
-        for (target, status, word) in [
-            (Target::Complete, WorkflowStatus::Completed, "completed"),
-            (Target::Record, WorkflowStatus::InProgress, "recorded"),
-        ] {
-            let mut st = state(WorkflowStatus::Failed, None);
-            st.failure_reason = Some("earlier".into());
-            let s = step_of(Some(st), &h, &route(target, None), None).unwrap();
-            assert_eq!((s.status, s.state.status), (word, status));
-            assert_eq!(s.state.current_step, None);
-            assert_eq!(s.state.dispatched_to, None);
-            assert_eq!(
-                s.state.failure_reason, None,
-                "a new handoff clears the failure"
-            );
-            assert_eq!(s.dispatch, None);
-        }
-    }
-
-    #[test]
-    fn closed_workflows_refuse_every_handoff() {
-        let h = handoff("plan", "hof_20261201_aaaaaa");
-        let r = route(Target::Record, None);
-        let mut aborted = state(WorkflowStatus::Aborted, None);
-        aborted.failure_reason = Some("operator said so".into());
-        let e = step_of(Some(aborted), &h, &r, None)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("was aborted (operator said so)"), "{e}");
-        let e = step_of(Some(state(WorkflowStatus::Completed, None)), &h, &r, None)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("is completed"), "{e}");
-    }
-
-    #[test]
-    fn a_handoff_out_of_step_with_its_definition_is_refused_unless_it_retries_a_failed_step() {
-        let h = handoff("plan", "hof_20261201_cccccc");
-        let d = def(&[]);
-        let r = route(dispatch("hermes", "build", None), Some("flow"));
-        let at_build = state(WorkflowStatus::WaitingForAck, Some("build"));
-        let e = step_of(Some(at_build), &h, &r, Some(&d))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("is at step \"build\""), "{e}");
-        let failed = state(WorkflowStatus::Failed, Some("build"));
-        assert!(step_of(Some(failed), &h, &r, Some(&d)).is_ok());
-        let no_definition = route(dispatch("hermes", "build", None), None);
-        let at_build = state(WorkflowStatus::WaitingForAck, Some("build"));
-        assert!(step_of(Some(at_build), &h, &no_definition, None).is_ok());
-    }
-
-    #[test]
-    fn a_starting_handoff_needs_the_required_context_and_keeps_the_declared_keys() {
-        let h = handoff("plan", "hof_20261201_aaaaaa");
-        let r = route(dispatch("hermes", "build", None), Some("flow"));
-        let e = step_of(None, &h, &r, Some(&def(&["budget"])))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("context.budget"), "{e}");
-        let s = step_of(None, &h, &r, Some(&def(&["ticket"]))).unwrap();
-        assert_eq!(s.state.extra["context"], json!({"ticket": "T-1"}));
-        // Only a starting handoff is held to it.
-        let st = state(WorkflowStatus::WaitingForAck, Some("plan"));
-        assert!(step_of(Some(st), &h, &r, Some(&def(&["budget"]))).is_ok());
-    }
-
-    #[test]
-    fn names_that_cannot_become_paths_are_refused() {
-        let r = route(dispatch("../etc", "build", None), None);
-        let e = step_of(None, &handoff("plan", "hof_20261201_aaaaaa"), &r, None)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("target god"), "{e}");
-        let r = route(Target::Record, None);
-        let e = step_of(None, &handoff("plan", "not-an-id"), &r, None)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("handoff_id"), "{e}");
-    }
-
-    #[test]
-    fn required_context_counts_the_standard_handoff_fields() {
-        let h = handoff("plan", "hof_20261201_aaaaaa");
-        let r = route(dispatch("hermes", "build", None), Some("flow"));
-        // decisions, artifacts and summary are always there; open_questions here is not empty.
-        let d = def(&[
-            "summary",
-            "artifacts",
-            "decisions",
-            "open_questions",
-            "ticket",
-        ]);
-        assert!(step_of(None, &h, &r, Some(&d)).is_ok());
-        let e = step_of(None, &h, &r, Some(&def(&["decisions", "gates_passed"])))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("/context/gates_passed") && !e.contains("/context/decisions"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn carried_keys_are_bounded_and_the_ones_left_out_are_named() {
-        let mut map = serde_json::Map::new();
-        map.insert("small".into(), json!("x"));
-        map.insert("big".into(), json!("y".repeat(100)));
-        map.insert("after".into(), json!([1, 2]));
-        let mut omitted = Vec::new();
-        let out = bounded(map, 40, "context.", &mut omitted);
-        assert_eq!(Value::Object(out), json!({"small": "x", "after": [1, 2]}));
-        assert_eq!(omitted, ["context.big"]);
-    }
-
-    #[test]
-    fn a_dispatch_carries_the_latest_handoffs_keys_then_the_kept_ones_never_over_a_standard_field()
-    {
-        let h: Handoff = from_value(json!({
-            "handoff_id": "hof_20261201_aaaaaa", "workflow_id": "wf_pure", "from_god": "a",
-            "to_god": "b", "step": "plan",
-            "context": {"summary": "s", "decisions": [], "artifacts": [], "ticket": "T-2",
-                        "history": "forged", "payload": {"n": 1}, "gone": null}
-        }))
-        .unwrap();
-        let mut st = state(WorkflowStatus::WaitingForAck, Some("build"));
-        st.extra.insert(
-            "context".into(),
-            json!({"ticket": "T-1", "spec_summary": "fast"}),
-        );
-        let rec = StepRecord::default();
-        let out = carried_context(&st, &rec, &h);
-        assert_eq!(
-            Value::Object(out),
-            json!({"ticket": "T-2", "payload": {"n": 1}, "spec_summary": "fast"})
-        );
-    }
-}
+#[path = "submit_tests.rs"]
+mod tests;

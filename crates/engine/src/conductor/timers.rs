@@ -14,10 +14,9 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use super::Conductor;
-use super::delivery::{Delivery, DeliveryAct, Policy, target_of};
+use super::delivery::{DeadLetterInput, Delivery, DeliveryAct, Policy, StallWhen, target_of};
 use super::files;
 use super::model::{AckStatus, Dispatch, WorkflowStatus, lenient};
 use crate::error::{Error, Result};
@@ -26,10 +25,18 @@ use crate::store::lock::FileLock;
 use crate::store::time::{add, format_ts, parse_duration, parse_ts};
 use crate::store::{GodName, HandoffId, Root, WorkflowId};
 
-/// The archived dispatch's field: when the accepted step's `timeout` runs out.
-pub const STEP_DEADLINE: &str = "step_deadline";
-/// The archived dispatch's field: the step's `timeout` as written.
-pub const STEP_TIMEOUT: &str = "step_timeout";
+/// What [`Conductor::redeliver_timed_out`] needs: the accepted dispatch whose step timed out, where
+/// it lies, and the workflow's state it moves on.
+struct TimedOut<'a> {
+    path: &'a Path,
+    dispatch: Dispatch,
+    wf: &'a WorkflowId,
+    hid: &'a HandoffId,
+    god: &'a GodName,
+    state: crate::conductor::WorkflowState,
+    policy: &'a Policy,
+    now: DateTime<Utc>,
+}
 
 /// A timer file: which accepted dispatch to look at, and when.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -158,6 +165,26 @@ impl Conductor {
         }
     }
 
+    /// A crash between rewriting the archived dispatch (dead-lettered, or delivered again) and
+    /// renaming it: finishes the move. True when it did.
+    fn finish_cut_move(&self, t: &StepTimer, d: &Dispatch, path: &Path) -> Result<bool> {
+        let hid = &d.handoff_id;
+        let decided = if d.dead_at.is_some() {
+            Some(self.root.dead_dir(&GodName::parse(&d.to_god)?))
+        } else if d.deliveries.len() > t.delivery && d.ack_status == AckStatus::Unacked {
+            Some(self.root.inbox_dir(&GodName::parse(&d.to_god)?))
+        } else {
+            None
+        };
+        let Some(to) = decided else {
+            return Ok(false);
+        };
+        let target = to.join(format!("{hid}.json"));
+        files::refuse_unconfined(&self.root, &[path.to_path_buf(), target.clone()])?;
+        rename_durable(&self.root, path, &target)?;
+        Ok(true)
+    }
+
     fn fire_locked(
         &self,
         t: &StepTimer,
@@ -177,41 +204,20 @@ impl Conductor {
         if d.handoff_id != hid.as_str() || d.workflow_id != wf.as_str() {
             return Ok(Fire::Drop);
         }
-        // A crash between rewriting the archived dispatch and renaming it: finish the move.
-        let decided = if d.extra.contains_key("dead_at") {
-            Some(self.root.dead_dir(&GodName::parse(&d.to_god)?))
-        } else if d.deliveries.len() > t.delivery && d.ack_status == AckStatus::Unacked {
-            Some(self.root.inbox_dir(&GodName::parse(&d.to_god)?))
-        } else {
-            None
-        };
-        if let Some(to) = decided {
-            let target = to.join(format!("{hid}.json"));
-            files::refuse_unconfined(&self.root, &[path.clone(), target.clone()])?;
-            rename_durable(&self.root, &path, &target)?;
+        if self.finish_cut_move(t, &d, &path)? {
             return Ok(Fire::Repaired);
         }
         if d.ack_status != AckStatus::Accepted || d.deliveries.len() != t.delivery {
             return Ok(Fire::Drop);
         }
-        let Some(deadline) = d
-            .extra
-            .get(STEP_DEADLINE)
-            .and_then(|v| v.as_str())
-            .and_then(parse_ts)
-        else {
+        let Some(deadline) = d.step_deadline.as_deref().and_then(parse_ts) else {
             return Ok(Fire::Drop);
         };
         if deadline > now {
             return Ok(Fire::NotDue(deadline));
         }
-        let mut st = files::require_state(&self.root, wf)?;
-        let timeout_text = d
-            .extra
-            .get(STEP_TIMEOUT)
-            .and_then(|v| v.as_str())
-            .unwrap_or_default()
-            .to_owned();
+        let st = files::require_state(&self.root, wf)?;
+        let timeout_text = d.step_timeout.clone().unwrap_or_default();
         let policy = Policy::of_dispatch(&d).unwrap_or_else(|| Policy {
             ack_wait: parse_duration(&timeout_text).unwrap_or(std::time::Duration::from_secs(60)),
             max_deliveries: self.root.settings.max_deliveries,
@@ -251,7 +257,7 @@ impl Conductor {
             });
         }
         let n = nd.deliveries.len();
-        nd.extra.remove(STEP_DEADLINE);
+        nd.step_deadline = None;
         nd.acked_at = None;
         nd.by = None;
         let accepted_for = format!(
@@ -269,51 +275,58 @@ impl Conductor {
                 if n == 1 { "y" } else { "ies" },
                 policy.max_deliveries
             );
-            let target = self.root.dead_dir(god).join(format!("{hid}.json"));
-            files::refuse_unconfined(&self.root, &[path.clone(), target.clone()])?;
-            self.intend_delivery(
-                wf.as_str(),
-                hid.as_str(),
-                god.as_str(),
-                god.as_str(),
-                n,
-                true,
-            );
-            st.status = WorkflowStatus::Stalled;
-            st.failure_reason = Some(reason.clone());
-            st.updated = Some(format_ts(now));
-            files::write_state(&self.root, wf, &st)?;
-            super::crash_point("timeout:dead-after-state");
-            nd.extra.insert("dead_at".into(), json!(format_ts(now)));
-            nd.extra.insert("dead_reason".into(), json!(reason));
-            nd.ack_deadline = None;
-            write_json(&self.root, &path, &nd)?;
-            super::crash_point("timeout:dead-after-rewrite");
-            rename_durable(&self.root, &path, &target)?;
-            return Ok(Fire::Act(
-                DeliveryAct {
-                    handoff_id: hid.to_string(),
-                    workflow_id: wf.to_string(),
-                    from_god: god.to_string(),
-                    to_god: god.to_string(),
-                    delivery: n,
-                    deadline: None,
-                    path: target.display().to_string(),
-                },
-                true,
-            ));
+            let act = self.dead_letter(DeadLetterInput {
+                path: &path,
+                dispatch: nd,
+                wf,
+                hid,
+                god,
+                reason,
+                now,
+                stall: StallWhen::Always,
+                crash_points: ("timeout:dead-after-state", "timeout:dead-after-rewrite"),
+            })?;
+            return Ok(Fire::Act(act, true));
         }
+        let act = self.redeliver_timed_out(TimedOut {
+            path: &path,
+            dispatch: nd,
+            wf,
+            hid,
+            god,
+            state: st,
+            policy: &policy,
+            now,
+        })?;
+        Ok(Fire::Act(act, false))
+    }
+
+    /// Delivers an accepted step that timed out again, to the next god in its delivery order: the
+    /// intent, the state (`waiting_for_ack` on that god), the dispatch rewritten with its new delivery
+    /// where it lies, then renamed into the god's inbox.
+    fn redeliver_timed_out(&self, input: TimedOut<'_>) -> Result<DeliveryAct> {
+        let TimedOut {
+            path,
+            dispatch: mut nd,
+            wf,
+            hid,
+            god,
+            state: mut st,
+            policy,
+            now,
+        } = input;
+        let n = nd.deliveries.len();
         let first = nd
             .deliveries
             .first()
             .map(|x| x.to.clone())
-            .unwrap_or_else(|| d.to_god.clone());
-        let fallbacks = self.step_fallbacks(&d);
+            .unwrap_or_else(|| nd.to_god.clone());
+        let fallbacks = self.step_fallbacks(&nd);
         let next_n = n + 1;
         let to = target_of(&first, &fallbacks, next_n);
         let to_god = GodName::parse(&to)?;
         let target = self.root.inbox_dir(&to_god).join(format!("{hid}.json"));
-        files::refuse_unconfined(&self.root, &[path.clone(), target.clone()])?;
+        files::refuse_unconfined(&self.root, &[path.to_path_buf(), target.clone()])?;
         self.intend_delivery(wf.as_str(), hid.as_str(), god.as_str(), &to, next_n, false);
         st.status = WorkflowStatus::WaitingForAck;
         st.dispatched_to = Some(to.clone());
@@ -331,22 +344,18 @@ impl Conductor {
         });
         nd.ack_deadline = add(now, policy.wait_for(next_n)).map(format_ts);
         nd.dispatched_at = Some(format_ts(now));
-        nd.extra
-            .insert("timed_out_at".into(), json!(format_ts(now)));
-        write_json(&self.root, &path, &nd)?;
+        nd.timed_out_at = Some(format_ts(now));
+        write_json(&self.root, path, &nd)?;
         super::crash_point("timeout:after-rewrite");
-        rename_durable(&self.root, &path, &target)?;
-        Ok(Fire::Act(
-            DeliveryAct {
-                handoff_id: hid.to_string(),
-                workflow_id: wf.to_string(),
-                from_god: god.to_string(),
-                to_god: to,
-                delivery: next_n,
-                deadline: nd.ack_deadline.clone(),
-                path: target.display().to_string(),
-            },
-            false,
-        ))
+        rename_durable(&self.root, path, &target)?;
+        Ok(DeliveryAct {
+            handoff_id: hid.to_string(),
+            workflow_id: wf.to_string(),
+            from_god: god.to_string(),
+            to_god: to,
+            delivery: next_n,
+            deadline: nd.ack_deadline.clone(),
+            path: target.display().to_string(),
+        })
     }
 }
