@@ -31,7 +31,7 @@ fn paid_env() -> Env {
 }
 
 fn paid(hid: &str, wf: &str, from: &str, step: &str, usage: Option<Value>) -> Value {
-    let mut h = def_handoff(hid, wf, from, "x", step, &[], "paid", None);
+    let mut h = def_handoff(handoff(hid, wf, from, "x", step, &[]), "paid", None);
     if let Some(u) = usage {
         h["usage"] = u;
     }
@@ -229,12 +229,14 @@ fn a_god_budget_from_the_root_config_holds_dispatches_to_that_god_across_workflo
         "{d:#}"
     );
     let r = env.submit(&def_handoff(
-        "hof_20261202_ddddd3",
-        "wf_g3",
-        "hephaestus",
-        "iris",
-        "build",
-        &[],
+        handoff(
+            "hof_20261202_ddddd3",
+            "wf_g3",
+            "hephaestus",
+            "iris",
+            "build",
+            &[],
+        ),
         "test-flow",
         None,
     ));
