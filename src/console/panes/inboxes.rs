@@ -368,7 +368,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
         ));
     }
     // What the definition's step asks (`action`, `skill`, `output`, …).
-    if let Some(serde_json::Value::Object(step_def)) = d.extra.get("step_def")
+    if let Some(serde_json::Value::Object(step_def)) = &d.step_def
         && !step_def.is_empty()
     {
         section(&mut l, "Step", theme);
@@ -398,7 +398,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
             l.push(kv(&shown(k), carried_text(val), theme.base(), theme));
         }
     }
-    if let Some(serde_json::Value::Array(omitted)) = d.extra.get("omitted")
+    if let Some(serde_json::Value::Array(omitted)) = &d.omitted
         && !omitted.is_empty()
     {
         let names: Vec<String> = omitted.iter().map(carried_text).collect();
