@@ -938,7 +938,7 @@ fn render(input: &Path, out: &Path) {
         );
     }
     md += &format!(
-        "\n{} figures. Reproduce: `scripts/bench-report.sh` (about 15 minutes on 2 cores; `SKIP_BUILD=1` leaves out the two cold builds).\n",
+        "\n{} figures. Reproduce: `scripts/bench-report.sh` (about 19 minutes on 2 cores; `SKIP_BUILD=1` leaves out the two cold builds).\n",
         rows.len()
     );
     std::fs::write(out, md).unwrap();
