@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates BENCHMARKS.md: runs every bench program that prints `BENCH {json}` lines (the proof
 # bench measures each performance goal of the engine, the bus and the console next to its baseline; the
-# area benches add theirs), then renders the table. One command, about 15 minutes on 2 cores (the two cold
+# area benches add theirs), then renders the table. One command, about 19 minutes on 2 cores (the two cold
 # builds of scripts/bench-build.sh are 10 of them).
 #   scripts/bench-report.sh            full run (1 GB queue, 60 s soak)
 #   QUICK=1 scripts/bench-report.sh    smoke run (64 MB queue, 10 s soak), writes BENCHMARKS.quick.md
