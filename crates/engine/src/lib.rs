@@ -26,6 +26,7 @@ pub mod health;
 pub mod history;
 pub mod journal;
 pub mod store;
+pub mod trace;
 pub mod validate;
 mod words;
 

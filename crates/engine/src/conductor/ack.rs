@@ -109,6 +109,7 @@ fn ack_violations(c: &Conductor, v: &Value) -> Result<Vec<Violation>> {
     if let Err(v) = crate::cost::usage::of_document(v, "/usage") {
         extra.extend(v);
     }
+    extra.extend(crate::trace::violation(v, "/traceparent"));
     if decision == Some(AckDecision::Pending)
         && let Some(why) = pending_eta_problem(v.get("eta"), chrono::Utc::now())
     {
@@ -144,6 +145,7 @@ fn validate_ack(c: &Conductor, v: &Value) -> Result<AckRequest> {
         decision,
         eta: opt_text(v, "eta"),
         message: opt_text(v, "message"),
+        traceparent: opt_text(v, "traceparent"),
         context: v
             .get("context")
             .and_then(Value::as_object)
@@ -437,6 +439,8 @@ impl Conductor {
         if let Some(u) = usage {
             raw["usage"] = u;
         }
+        // The recorded handoff's parent is the ack's span.
+        raw["traceparent"] = json!(crate::trace::traceparent_of(&st, "ack", a.ack_id.as_str()));
         if let Some(def) = &def {
             let mut routing = json!({ "workflow_definition": def.id });
             if let Some(v) = &st.definition_version {

@@ -206,6 +206,7 @@ pub(crate) fn record(a: &AckRequest, god: &str, by: &Actor, now: &str) -> AckRec
         by: Some(by.label(god)),
         recorded_handoff_id: None,
         rerouted_to: None,
+        traceparent: a.traceparent.clone(),
         extra: Default::default(),
     }
 }

@@ -52,6 +52,7 @@ fn ack(decision: AckDecision, eta: Option<&str>, message: Option<&str>) -> AckRe
         eta: eta.map(str::to_owned),
         message: message.map(str::to_owned),
         context: Default::default(),
+        traceparent: None,
     }
 }
 

@@ -105,7 +105,7 @@ impl Conductor {
                     write_atomic(&self.root, &schema, BUILTIN_SCHEMA.as_bytes())?;
                     upgraded.push(text(&schema));
                     notes.push(format!(
-                        "{} was the schema version {v} shipped; upgraded to version {} (adds $defs/rule_event)",
+                        "{} was the schema version {v} shipped; upgraded to version {} (adds `traceparent`)",
                         text(&schema),
                         super::schema::SCHEMA_VERSION
                     ));

@@ -245,6 +245,13 @@ pub struct Handoff {
     /// Optional routing hints (definition, version, step, priority).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub routing: Option<Routing>,
+    /// The W3C `traceparent` of the sender's span (docs/PROTOCOL.md §2.13): the workflow's trace
+    /// starts from the first one, and the submit's span becomes its child.
+    #[serde(
+        deserialize_with = "lenient::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub traceparent: Option<String>,
     /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -323,6 +330,14 @@ pub struct Dispatch {
     /// Routing hints carried over from the handoff.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub routing: Option<Routing>,
+    /// The `traceparent` of this dispatch's span (docs/PROTOCOL.md §2.13): a god that passes it on
+    /// (in its ack, its handoff, its own spans) joins the workflow's trace.
+    #[serde(
+        default,
+        deserialize_with = "lenient::only_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub traceparent: Option<String>,
     /// When the Conductor wrote the dispatch (RFC 3339).
     #[serde(deserialize_with = "lenient::opt_string")]
     pub dispatched_at: Option<String>,
@@ -578,6 +593,13 @@ pub struct StepRecord {
     /// Where the handoff was routed, so a resubmission returns the first result.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub routed: Option<Routed>,
+    /// The `traceparent` the recorded handoff carried (for a `completed` ack's handoff: the ack's
+    /// span), the parent of this submit's span.
+    #[serde(
+        deserialize_with = "lenient::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub traceparent: Option<String>,
     /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -623,6 +645,12 @@ pub struct AckRecord {
         skip_serializing_if = "Option::is_none"
     )]
     pub rerouted_to: Option<String>,
+    /// The `traceparent` the ack carried: the acking god's span, the parent of the ack's span.
+    #[serde(
+        deserialize_with = "lenient::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub traceparent: Option<String>,
     /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -689,6 +717,12 @@ pub struct WorkflowState {
         skip_serializing_if = "Option::is_none"
     )]
     pub aborted_by: Option<String>,
+    /// The workflow's trace id (32 hex digits): the first handoff's, else a new one (§2.13).
+    #[serde(
+        deserialize_with = "lenient::opt_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub trace_id: Option<String>,
     /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

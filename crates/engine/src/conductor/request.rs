@@ -48,6 +48,8 @@ pub struct AckRequest {
     pub eta: Option<String>,
     /// `context` (`gates_passed`, `summary`, … for `completed`), kept as given.
     pub context: Map<String, Value>,
+    /// The W3C `traceparent` of the acking god's span, when it sent one (docs/PROTOCOL.md §2.13).
+    pub traceparent: Option<String>,
 }
 
 impl AckRequest {
@@ -61,6 +63,7 @@ impl AckRequest {
             message: None,
             eta: None,
             context: Map::new(),
+            traceparent: None,
         }
     }
 
@@ -89,6 +92,7 @@ impl AckRequest {
             decision,
             message: text("message"),
             eta: text("eta"),
+            traceparent: text("traceparent"),
             context: m
                 .get("context")
                 .and_then(Value::as_object)
@@ -115,6 +119,9 @@ impl AckRequest {
         }
         if !self.context.is_empty() {
             v["context"] = Value::Object(self.context.clone());
+        }
+        if let Some(t) = &self.traceparent {
+            v["traceparent"] = json!(t);
         }
         v
     }

@@ -24,15 +24,16 @@ fn builtin_schema() -> Result<Value> {
 }
 
 /// The `version` [`BUILTIN_SCHEMA`] declares.
-pub const SCHEMA_VERSION: u64 = 5;
+pub const SCHEMA_VERSION: u64 = 6;
 
 /// Every earlier schema text pantheon shipped, byte for byte, with its version (v1 had no `version`
 /// field). `init` replaces a root's schema file only when it is exactly one of these.
-pub const SHIPPED_SCHEMAS: [(u64, &str); 4] = [
+pub const SHIPPED_SCHEMAS: [(u64, &str); 5] = [
     (1, include_str!("schema-v1.json")),
     (2, include_str!("schema-v2.json")),
     (3, include_str!("schema-v3.json")),
     (4, include_str!("schema-v4.json")),
+    (5, include_str!("schema-v5.json")),
 ];
 
 /// What a root's schema file is, compared with the schemas pantheon shipped.
@@ -67,6 +68,9 @@ pub struct Schemas {
     /// unknown top-level keys, so a handoff's `usage` is then checked by the engine's own rules
     /// ([`crate::cost::usage::parse`]) and the rest of the handoff by the root's schema.
     pub handoff_has_usage: bool,
+    /// True when the schema declares `traceparent` on a handoff (version 6 on); an older schema's
+    /// handoff is checked without it and the engine checks it ([`crate::trace::violation`]).
+    pub handoff_has_traceparent: bool,
 }
 
 /// What identifies a schema file's version on disk (to reuse compiled validators).
@@ -123,6 +127,10 @@ impl Schemas {
         let handoff = compile(&doc, None, &origin)?;
         let handoff_has_usage = doc.pointer("/$defs/handoff/properties/usage").is_some()
             || doc.pointer("/properties/usage").is_some();
+        let handoff_has_traceparent = doc
+            .pointer("/$defs/handoff/properties/traceparent")
+            .is_some()
+            || doc.pointer("/properties/traceparent").is_some();
         let has_ack = doc.pointer("/$defs/ack").is_some();
         let ack = if has_ack {
             compile(&doc, Some("ack"), &origin)?
@@ -135,18 +143,30 @@ impl Schemas {
             ack,
             warning,
             handoff_has_usage,
+            handoff_has_traceparent,
         })
     }
 
     /// Every schema violation of a handoff. A `usage` the schema does not declare (a root still on
     /// an older schema) is left to the engine's own check, so older roots take usage reports too.
+    /// The same holds for `traceparent` on a schema older than version 6.
     pub fn check_handoff(&self, v: &Value) -> Vec<Violation> {
-        if !self.handoff_has_usage
+        let strip =
+            |k: &str, declared: bool| !declared && v.as_object().is_some_and(|m| m.contains_key(k));
+        let (usage, tp) = (
+            strip("usage", self.handoff_has_usage),
+            strip("traceparent", self.handoff_has_traceparent),
+        );
+        if (usage || tp)
             && let Some(m) = v.as_object()
-            && m.contains_key("usage")
         {
             let mut without = m.clone();
-            without.remove("usage");
+            if usage {
+                without.remove("usage");
+            }
+            if tp {
+                without.remove("traceparent");
+            }
             return violations(&self.handoff, &Value::Object(without));
         }
         violations(&self.handoff, v)

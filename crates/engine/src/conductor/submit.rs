@@ -95,6 +95,7 @@ pub(crate) fn validate_handoff(c: &Conductor, v: &Value) -> Result<(Handoff, Vec
     if let Err(v) = crate::cost::usage::of_document(v, "/usage") {
         extra.extend(v);
     }
+    extra.extend(crate::trace::violation(v, "/traceparent"));
     for x in extra {
         if !violations.iter().any(|s| s.pointer == x.pointer) {
             violations.push(x);
@@ -379,6 +380,7 @@ pub(crate) fn next_state(input: NextStateInput<'_>) -> Result<SubmitStep> {
     let mut st = state.unwrap_or_else(|| WorkflowState {
         workflow_id: wf.to_string(),
         created: Some(now.to_owned()),
+        trace_id: Some(crate::trace::trace_id_for(h.traceparent.as_deref())),
         ..Default::default()
     });
     if let Some((id, version)) = &route.definition {
@@ -414,6 +416,7 @@ pub(crate) fn next_state(input: NextStateInput<'_>) -> Result<SubmitStep> {
             held_because,
             extra: Default::default(),
         }),
+        traceparent: h.traceparent.clone(),
         extra: Default::default(),
     });
     if let Some(a) = ack {
@@ -1003,6 +1006,7 @@ impl Conductor {
             .map(super::definition::StepDef::descriptive_keys)
             .unwrap_or_default();
         let carried = carried_context(st, rec, &handoff);
+        let traceparent = Some(crate::trace::traceparent_of(st, "dispatch", &hid));
         let mut d = Dispatch {
             dispatch_id: Some(generate_dispatch_id()),
             handoff_id: hid,
@@ -1026,6 +1030,7 @@ impl Conductor {
                 priority: handoff.routing.and_then(|r| r.priority),
                 extra: Default::default(),
             }),
+            traceparent,
             dispatched_at: Some(now_ts()),
             ack_status: AckStatus::Unacked,
             held_because: routed.held_because.clone(),
