@@ -918,6 +918,9 @@ async fn publish_js(
     use async_nats::jetstream::context::PublishErrorKind as K;
     let mut headers = async_nats::HeaderMap::new();
     headers.insert("Nats-Msg-Id", rec.outbox_id.as_str());
+    if let Some(tp) = &rec.traceparent {
+        headers.insert("traceparent", tp.as_str());
+    }
     let sent = async {
         js.publish_with_headers(rec.subject.clone(), headers, body.into())
             .await?
@@ -1032,7 +1035,12 @@ async fn consume_session(
         };
         let subj = msg.subject.to_string();
         let data = msg.payload.to_vec();
-        let verdict = take_one(shared, &subj, &data);
+        let traceparent = msg
+            .headers
+            .as_ref()
+            .and_then(|h| h.get("traceparent"))
+            .map(|v| v.as_str().to_owned());
+        let verdict = take_one(shared, &subj, &data, traceparent);
         match verdict {
             Ok(()) => {
                 shared.received.fetch_add(1, Ordering::Relaxed);
@@ -1080,8 +1088,18 @@ enum Verdict {
     Retry(String),
 }
 
-fn take_one(shared: &Shared, subj: &str, data: &[u8]) -> Result<(), Verdict> {
-    let w = eb::parse_message(data, &shared.inbound).map_err(Verdict::Dead)?;
+/// Takes one message; `traceparent` is the message's header of that name, used when the body (the
+/// origin's envelope) carries none.
+fn take_one(
+    shared: &Shared,
+    subj: &str,
+    data: &[u8],
+    traceparent: Option<String>,
+) -> Result<(), Verdict> {
+    let mut w = eb::parse_message(data, &shared.inbound).map_err(Verdict::Dead)?;
+    if w.traceparent.is_none() {
+        w.traceparent = traceparent;
+    }
     eb::admit(&shared.inbound, subj, &w).map_err(Verdict::Dead)?;
     match eb::take(&shared.conductor, &shared.inbound, subj, &w) {
         Ok(taken) => {

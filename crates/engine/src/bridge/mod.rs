@@ -82,6 +82,10 @@ pub struct Wire {
     /// For a reply: the ack status (`accepted`, `completed`, `rejected`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// The `traceparent` of the sender's publish span (also sent as a NATS header): the receiving
+    /// workflow joins the sender's trace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
     /// The envelope it came in (never on the wire: a received message's origin).
     #[serde(skip)]
     pub envelope: EnvelopeKind,
@@ -102,6 +106,7 @@ pub fn to_wire(rec: &OutboxRecord, from: &str) -> Wire {
         reply_to: (rec.kind == "request").then(|| reply_subject(from)),
         in_reply_to: rec.in_reply_to.clone(),
         status: rec.status.clone(),
+        traceparent: rec.traceparent.clone(),
         envelope: EnvelopeKind::Pantheon,
     }
 }
@@ -493,7 +498,7 @@ pub fn take(c: &Conductor, cfg: &Inbound, subject: &str, w: &Wire) -> Result<Tak
             "remote_workflow_id": w.workflow_id, "reply_to": w.reply_to,
         }),
     );
-    let handoff = json!({
+    let mut handoff = json!({
         "handoff_id": entry.handoff_id,
         "workflow_id": entry.workflow_id,
         "from_god": w.from_pantheon,
@@ -501,6 +506,14 @@ pub fn take(c: &Conductor, cfg: &Inbound, subject: &str, w: &Wire) -> Result<Tak
         "step": w.step,
         "context": context,
     });
+    // The sender's trace goes on here (a malformed one is left out, never refused).
+    if let Some(tp) = w
+        .traceparent
+        .as_deref()
+        .filter(|t| crate::trace::TraceContext::parse(t).is_some())
+    {
+        handoff["traceparent"] = json!(tp);
+    }
     let hold = cfg.hold.then(|| {
         format!(
             "inbound from pantheon {} (bridge holds inbound work)",
@@ -705,6 +718,7 @@ fn reply_one(c: &Conductor, cfg: &Inbound, path: &std::path::Path) -> Result<Rep
         created: now_ts(),
         in_reply_to: Some(e.message_id.clone()),
         status: Some(ack.status.to_string()),
+        traceparent: None,
         extra,
     };
     let sent = outbox::sent_dir(root).join(format!("{id}.json"));

@@ -50,6 +50,10 @@ pub struct OutboxRecord {
     /// For a reply: the ack status (`accepted`, `completed`, `rejected`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
+    /// For a request: the `traceparent` of the publish span, carried to the peer so its workflow
+    /// joins this one's trace (docs/PROTOCOL.md §2.13).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
     /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -223,6 +227,7 @@ pub(crate) fn advance(
                 rec_extra.insert("peer".into(), json!(p));
             }
             let rec = OutboxRecord {
+                traceparent: Some(crate::trace::traceparent_of(st, "publish", &outbox_id)),
                 outbox_id: outbox_id.clone(),
                 kind: "request".into(),
                 workflow_id: wf.to_string(),
