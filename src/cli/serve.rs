@@ -48,6 +48,10 @@ pub struct ServeArgs {
     /// that is not loopback is warned about (docs/OBSERVABILITY.md).
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<String>,
+    /// Export spans (one trace per workflow) to an OpenTelemetry collector over OTLP/HTTP
+    /// protobuf, e.g. http://127.0.0.1:4318 (docs/OBSERVABILITY.md, "Traces").
+    #[arg(long, value_name = "URL")]
+    pub otlp: Option<String>,
 }
 
 /// What wakes the loop.
@@ -180,6 +184,78 @@ fn log_line(out: &mut dyn Write, report: &TickReport) {
     }
 }
 
+/// Starts the live model and what reads it: the `/metrics` endpoint and the span exporter, each
+/// when asked for. Returns the record of where metrics are served (removed when dropped).
+fn start_observers(
+    args: &ServeArgs,
+    root: &Root,
+    id: &str,
+    metrics: Option<(std::net::SocketAddr, std::net::TcpListener)>,
+    otlp: Option<crate::observe::export::Endpoint>,
+    out: &mut dyn Write,
+) -> anyhow::Result<Option<crate::observe::record::MetricsRecord>> {
+    if metrics.is_none() && otlp.is_none() {
+        return Ok(None);
+    }
+    let live = Arc::new(crate::live::runner::LiveHandle::start(
+        root.clone(),
+        crate::live::WatchMode::Notify,
+        crate::live::ModelOptions::default(),
+    ));
+    let traces = match otlp {
+        Some(endpoint) => {
+            let log_path = args.log.clone();
+            let log = Box::new(move |line: String| {
+                let line = format!("{} {line}", format_ts(chrono::Utc::now()));
+                match &log_path {
+                    Some(p) => {
+                        if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(p) {
+                            let _ = writeln!(f, "{line}");
+                        }
+                    }
+                    None => eprintln!("{line}"),
+                }
+            });
+            let _ = writeln!(
+                out,
+                "{} pantheon serve: exporting spans to http://{}:{}{}",
+                format_ts(chrono::Utc::now()),
+                endpoint.host,
+                endpoint.port,
+                endpoint.path
+            );
+            Some(crate::observe::trace_watch::spawn(
+                root, id, endpoint, &live, log,
+            )?)
+        }
+        None => None,
+    };
+    let Some((addr, listener)) = metrics else {
+        return Ok(None);
+    };
+    let exposed = !addr.ip().is_loopback();
+    if exposed {
+        let w = format!(
+            "warning: --metrics {addr} is not a loopback address: anyone who can reach it reads this root's figures"
+        );
+        eprintln!("{w}");
+        if args.log.is_some() {
+            let _ = writeln!(out, "{} {w}", format_ts(chrono::Utc::now()));
+        }
+    }
+    let mut m = crate::observe::metrics::Metrics::new(root.clone(), exposed);
+    m.traces = traces;
+    crate::observe::http::spawn(listener, Arc::new(m), live)?;
+    let _ = writeln!(
+        out,
+        "{} pantheon serve: metrics at http://{addr}/metrics",
+        format_ts(chrono::Utc::now())
+    );
+    Ok(Some(crate::observe::record::MetricsRecord::write(
+        root, id, addr,
+    )))
+}
+
 /// `pantheon serve`: the supervisor, until SIGTERM or SIGINT.
 pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
     let mut out: Box<dyn Write> = match &args.log {
@@ -201,6 +277,11 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
         }
         None => None,
     };
+    let otlp = args
+        .otlp
+        .as_deref()
+        .map(crate::observe::export::Endpoint::parse)
+        .transpose()?;
     let mut anchor = match &args.journal_anchor {
         Some(p) => {
             let (w, mut warnings) = AnchorWriter::open(root, p)?;
@@ -316,37 +397,8 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
             .watch(&root.conductor, notify::RecursiveMode::NonRecursive)
             .with_context(|| format!("cannot watch {}", root.conductor.display()))?;
     }
-    // The live model (the console's) behind `/metrics`, kept current by its own watches.
-    let _metrics_record = match metrics {
-        Some((addr, listener)) => {
-            let exposed = !addr.ip().is_loopback();
-            if exposed {
-                let w = format!(
-                    "warning: --metrics {addr} is not a loopback address: anyone who can reach it reads this root's figures"
-                );
-                eprintln!("{w}");
-                if args.log.is_some() {
-                    let _ = writeln!(out, "{} {w}", format_ts(chrono::Utc::now()));
-                }
-            }
-            let live = Arc::new(crate::live::runner::LiveHandle::start(
-                root.clone(),
-                crate::live::WatchMode::Notify,
-                crate::live::ModelOptions::default(),
-            ));
-            let m = Arc::new(crate::observe::metrics::Metrics::new(root.clone(), exposed));
-            crate::observe::http::spawn(listener, m, live)?;
-            let _ = writeln!(
-                out,
-                "{} pantheon serve: metrics at http://{addr}/metrics",
-                format_ts(chrono::Utc::now())
-            );
-            Some(crate::observe::record::MetricsRecord::write(
-                root, &id, addr,
-            ))
-        }
-        None => None,
-    };
+    // The live model (the console's) behind `/metrics` and `--otlp`, kept current by its own watches.
+    let _metrics_record = start_observers(&args, root, &id, metrics, otlp, &mut *out)?;
     // The head moved since the last anchor (true at start: anchor the head found).
     let mut anchor_dirty = anchor.is_some();
     let every = anchor_every();

@@ -41,7 +41,9 @@ pub fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
 }
 
 /// Serves `/metrics` from `live`'s newest snapshot on a thread of its own until the process ends;
-/// a second thread notes each new snapshot's dispatches (so a step's end can be labelled).
+/// a second thread notes each new snapshot's dispatches (so a step's end can be labelled) and,
+/// while scrapes come, computes the exposition ahead for each new snapshot and as it ages, so a
+/// scrape serves text already made ([`Metrics::scrape`]).
 pub fn spawn(
     listener: TcpListener,
     metrics: Arc<Metrics>,
@@ -51,15 +53,21 @@ pub fn spawn(
         let metrics = metrics.clone();
         let mut rx = live.snapshots.clone();
         let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
             .build()
             .context("cannot start the metrics notes")?;
         std::thread::Builder::new()
             .name("metrics-notes".into())
             .spawn(move || {
                 rt.block_on(async move {
-                    while rx.changed().await.is_ok() {
+                    loop {
                         let snap = rx.borrow_and_update().clone();
-                        metrics.note(&snap);
+                        metrics.prepare(&snap);
+                        // A new snapshot, or the clock moving the time-bound figures.
+                        let wait = super::metrics::CACHE_FOR / 2;
+                        if let Ok(Err(_)) = tokio::time::timeout(wait, rx.changed()).await {
+                            break;
+                        }
                     }
                 });
             })

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
@@ -33,7 +34,29 @@ pub struct Metrics {
     pub scrapes: std::sync::atomic::AtomicU64,
     /// The `--metrics` address is not a loopback one.
     pub exposed: bool,
+    /// The span exporter's figures, when `--otlp` runs.
+    pub traces: Option<Arc<super::export::TraceStats>>,
+    /// The newest exposition of each format (text, OpenMetrics), computed once per snapshot.
+    cache: Mutex<[Option<Cached>; 2]>,
+    /// When the last scrape came (`None`: none yet), so texts are prepared only while scraped.
+    last_scrape: Mutex<Option<Instant>>,
 }
+
+/// One exposition as computed: for which snapshot, when, and its text.
+#[derive(Clone)]
+struct Cached {
+    seq: u64,
+    at: Instant,
+    text: Arc<str>,
+}
+
+/// How long a computed exposition is served for the same snapshot: the figures that move with the
+/// clock alone (overdue dispatches, stale workers, live supervisors) are at most this late.
+pub const CACHE_FOR: Duration = Duration::from_secs(1);
+
+/// Texts are prepared ahead (on a new snapshot, and as they age) only while scrapes came within
+/// this long; an unscraped `serve` computes nothing.
+const PREPARE_WHILE_SCRAPED: Duration = Duration::from_secs(300);
 
 impl Metrics {
     pub fn new(root: Root, exposed: bool) -> Self {
@@ -44,6 +67,63 @@ impl Metrics {
             noted: Mutex::new(u64::MAX),
             scrapes: Default::default(),
             exposed,
+            traces: None,
+            cache: Mutex::new([None, None]),
+            last_scrape: Mutex::new(None),
+        }
+    }
+
+    fn cached(&self, seq: u64, open_metrics: bool, now: Instant) -> Option<Arc<str>> {
+        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        cache[usize::from(open_metrics)]
+            .as_ref()
+            .filter(|c| c.seq == seq && now.duration_since(c.at) < CACHE_FOR)
+            .map(|c| c.text.clone())
+    }
+
+    fn compute(&self, snap: &Snapshot, open_metrics: bool) -> Arc<str> {
+        self.note(snap);
+        let text: Arc<str> = {
+            let mut fold = self.fold.lock().unwrap_or_else(|e| e.into_inner());
+            fold.fold(&self.root);
+            render(snap, &fold, self, Utc::now(), open_metrics).into()
+        };
+        self.cache.lock().unwrap_or_else(|e| e.into_inner())[usize::from(open_metrics)] =
+            Some(Cached {
+                seq: snap.seq,
+                at: Instant::now(),
+                text: text.clone(),
+            });
+        text
+    }
+
+    /// Computes ahead the formats scraped lately, for `snap`, when their text is not for it or
+    /// has aged (called on each new snapshot and every [`CACHE_FOR`] by the notes thread), so a
+    /// scrape finds its text ready.
+    pub fn prepare(&self, snap: &Snapshot) {
+        let now = Instant::now();
+        let scraped = self
+            .last_scrape
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some_and(|t| now.duration_since(t) < PREPARE_WHILE_SCRAPED);
+        if !scraped {
+            self.note(snap);
+            return;
+        }
+        let asked: Vec<bool> = {
+            let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            (0..2)
+                .filter(|&i| cache[i].is_some())
+                .map(|i| i == 1)
+                .collect()
+        };
+        for om in asked {
+            // Renewed a little before it ages out, so a scrape does not wait for it.
+            let fresh = now + CACHE_FOR / 4;
+            if self.cached(snap.seq, om, fresh).is_none() {
+                self.compute(snap, om);
+            }
         }
     }
 
@@ -76,12 +156,15 @@ impl Metrics {
         }
     }
 
-    /// One scrape's text.
-    pub fn scrape(&self, snap: &Snapshot, open_metrics: bool) -> String {
-        self.note(snap);
-        let mut fold = self.fold.lock().unwrap_or_else(|e| e.into_inner());
-        fold.fold(&self.root);
-        render(snap, &fold, self, Utc::now(), open_metrics)
+    /// One scrape's text: the exposition computed for this snapshot within [`CACHE_FOR`], else
+    /// computed now (and kept for the next scrapes).
+    pub fn scrape(&self, snap: &Snapshot, open_metrics: bool) -> Arc<str> {
+        let now = Instant::now();
+        *self.last_scrape.lock().unwrap_or_else(|e| e.into_inner()) = Some(now);
+        match self.cached(snap.seq, open_metrics, now) {
+            Some(text) => text,
+            None => self.compute(snap, open_metrics),
+        }
     }
 }
 
@@ -147,6 +230,33 @@ fn cost_series(e: &mut Exposition, m: &Metrics, snap: &Snapshot) {
     for ((g, d, kind), n) in &tokens {
         e.counter(&[("god", g), ("definition", d), ("kind", kind)], *n, None);
     }
+}
+
+/// The span exporter's figures (`serve --otlp`), when it runs: counters from this `serve`'s start.
+fn trace_series(e: &mut Exposition, m: &Metrics) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let Some(t) = &m.traces else {
+        return;
+    };
+    let since = Some(m.started);
+    e.family(
+        "pantheon_trace_spans_exported",
+        Kind::Counter,
+        "Spans the OTLP collector took (serve --otlp).",
+    );
+    e.counter(&[], t.exported.load(Relaxed), since);
+    e.family(
+        "pantheon_trace_spans_dropped",
+        Kind::Counter,
+        "Spans dropped: the export queue was full, or the collector did not take their request.",
+    );
+    e.counter(&[], t.dropped.load(Relaxed), since);
+    e.family(
+        "pantheon_trace_queue_spans",
+        Kind::Gauge,
+        "Spans waiting in the export queue (bounded; past it spans are dropped).",
+    );
+    e.gauge(&[], t.queued.load(Relaxed) as f64);
 }
 
 /// Writes every series.
@@ -468,6 +578,7 @@ pub fn render(
     }
 
     cost_series(&mut e, m, snap);
+    trace_series(&mut e, m);
 
     // About the exposition itself.
     e.family(
