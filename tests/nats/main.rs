@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 mod peers;
+mod traces;
 
 fn bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_pantheon"))
