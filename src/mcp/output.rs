@@ -104,6 +104,8 @@ fn dispatch() -> Value {
             // out for size; the context's keys beyond the standard ones ride in `context`.
             ("step_def", any_object()),
             ("omitted", strings()),
+            // The W3C trace context of the dispatch's span (docs/PROTOCOL.md §2.13).
+            ("traceparent", string()),
         ],
     )
 }
