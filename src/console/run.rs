@@ -370,7 +370,7 @@ async fn event_loop(
                         if let Err(e) = &r {
                             tracing::warn!(op = ?op, "refused: {e}");
                         }
-                        let _ = tx.send(Done::Op(Box::new((op, r))));
+                        let _ = tx.send(Done::Op(Box::new((*op, r))));
                     });
                 }
                 Effect::Clipboard(text) => {

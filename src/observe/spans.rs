@@ -44,11 +44,11 @@ fn s(v: &str) -> AttrValue {
     AttrValue::Str(v.to_owned())
 }
 
+/// A span in some trace: (trace id, span id).
+type SpanRef = ([u8; 16], [u8; 8]);
+
 /// The parent (same trace) or link (another trace) a record's `traceparent` gives.
-fn from_traceparent(
-    tp: Option<&str>,
-    trace: &[u8; 16],
-) -> (Option<[u8; 8]>, Vec<([u8; 16], [u8; 8])>) {
+fn from_traceparent(tp: Option<&str>, trace: &[u8; 16]) -> (Option<[u8; 8]>, Vec<SpanRef>) {
     match tp.and_then(TraceContext::parse) {
         Some(c) if &c.trace_id == trace => (Some(c.span_id), vec![]),
         Some(c) => (None, vec![(c.trace_id, c.span_id)]),

@@ -84,7 +84,8 @@ fn a_root_still_on_schema_five_takes_a_traceparent_and_still_checks_it() {
     assert_eq!(st["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736", "{st:#}");
     assert_eq!(st["step_history"][0]["traceparent"], tp);
     let mut bad = plan_handoff("hof_20261202_tp0002", "wf_tp_old2");
-    bad["traceparent"] = serde_json::json!("00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01");
+    bad["traceparent"] =
+        serde_json::json!("00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01");
     let err = env.refused(&["handoff", "submit", "-"], Some(&bad));
     assert!(err.contains("/traceparent"), "{err}");
 }

@@ -20,7 +20,7 @@ pub(crate) fn run(app: &mut App, op: &EngineOperator, effects: Vec<Effect>) -> V
             Effect::Execute(o) => {
                 let r = op.execute(&o).map_err(|e| e.to_string());
                 app.op_finished(&o, r);
-                done.push(o);
+                done.push(*o);
             }
             Effect::PreviewCleanup(wf) => {
                 let r = op.cleanup_preview(&wf).map_err(|e| e.to_string());

@@ -188,7 +188,7 @@ impl App {
                         .filter(|_| !matches!(c.op, Op::Bulk { .. }))
                         .map(|k| (self.pane, k));
                     self.flash(FlashKind::Info, format!("{}…", c.op.title()));
-                    vec![Effect::Execute(c.op)]
+                    vec![Effect::Execute(Box::new(c.op))]
                 } else {
                     self.flash(FlashKind::Info, format!("cancelled: {}", c.op.title()));
                     Vec::new()

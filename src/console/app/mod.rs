@@ -35,7 +35,7 @@ pub enum Effect {
     /// Re-check every file now.
     Rescan,
     /// Run this engine call (in the background) and report back with [`App::op_finished`].
-    Execute(Op),
+    Execute(Box<Op>),
     /// Ask the engine for a cleanup dry run and report back with [`App::cleanup_previewed`].
     PreviewCleanup(WorkflowId),
     /// Put this text on the system clipboard (OSC 52, see `clipboard`).

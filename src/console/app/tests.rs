@@ -129,7 +129,7 @@ fn a_confirmed_op_becomes_an_effect_and_its_result_a_flash() {
         panic!("{effects:?}")
     };
     assert!(
-        matches!(op, Op::ForceUnlock { path, .. } if path.as_str() == "src/app/api/webhooks/stripe/route.ts")
+        matches!(&**op, Op::ForceUnlock { path, .. } if path.as_str() == "src/app/api/webhooks/stripe/route.ts")
     );
     assert_eq!(a.in_flight, 1);
     a.op_finished(op, Err("lock timed out".into()));
