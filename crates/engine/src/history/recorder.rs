@@ -28,6 +28,8 @@ pub const GATHER: Duration = Duration::from_millis(20);
 const MAX_DEPTH: usize = 24;
 /// Longest tail of an append-only file remembered to tell an append from a rewrite.
 const TAIL: u64 = 64;
+/// Changes a scan commits at a time.
+const SCAN_PART: usize = 2048;
 /// How often the age bound is applied on an otherwise idle root.
 const RETENTION_EVERY: Duration = Duration::from_secs(3600);
 
@@ -186,6 +188,7 @@ impl Recorder {
     pub fn rescan(&mut self, initial: bool) -> Result<usize> {
         let mut seen = std::collections::HashSet::new();
         let mut batch = Vec::new();
+        let mut n = 0;
         let now = now_us();
         let bases = self.bases.clone();
         for (_, dir) in &bases {
@@ -199,6 +202,11 @@ impl Recorder {
                             c.when_us = now;
                         }
                         batch.push(c);
+                    }
+                    // A large root is committed in parts, so the scan holds a part, not the root.
+                    if batch.len() >= SCAN_PART {
+                        n += batch.len();
+                        self.writer.commit(std::mem::take(&mut batch), now_us())?;
                     }
                 }
             }
@@ -215,7 +223,7 @@ impl Recorder {
             self.tails.remove(&k);
             batch.push(del(k, now));
         }
-        let n = batch.len();
+        n += batch.len();
         self.writer.commit(stamp_deletes(batch), now_us())?;
         Ok(n)
     }
@@ -568,7 +576,16 @@ fn take_lease(
 /// for nothing), and the handoffs' tree recursively. Returns the directories watched recursively.
 fn watch(root: &Root, tx: &mpsc::Sender<Msg>) -> Result<notify::RecommendedWatcher> {
     let wtx = tx.clone();
-    let mut watcher = notify::recommended_watcher(move |ev| {
+    let mut watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
+        // Opening or reading a file changes nothing. Dropped here, on the watcher's thread: the
+        // recorder's own first scan opens every file of the root (and its directories), and those
+        // notifications would otherwise wait in the channel, tens of megabytes on a large root.
+        if ev
+            .as_ref()
+            .is_ok_and(|e| matches!(e.kind, notify::EventKind::Access(_)))
+        {
+            return;
+        }
         let _ = wtx.send(Msg::Fs(ev));
     })
     .map_err(|e| Error::refused(format!("cannot watch the root: {e}")))?;
@@ -716,7 +733,6 @@ pub fn run(
         let mut stop = false;
         let mut take = |m: Msg, paths: &mut Vec<PathBuf>| match m {
             Msg::Stop => stop = true,
-            Msg::Fs(Ok(ev)) if matches!(ev.kind, notify::EventKind::Access(_)) => {}
             Msg::Fs(Ok(ev)) if ev.need_rescan() => rescan = true,
             Msg::Fs(Ok(ev)) => paths.extend(ev.paths),
             Msg::Fs(Err(_)) => rescan = true,
