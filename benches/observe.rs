@@ -5,16 +5,22 @@
 //! - a `/metrics` scrape of `pantheon serve --metrics` (p50, p99) and serve's resident memory
 //!   before and after many scrapes.
 //!
+//! - the submit + ack cycle while `pantheon serve` supervises the root, with and without
+//!   `--otlp` (spans exported to a collector stand-in on loopback that answers every request).
+//!
 //! `cargo bench --bench observe` builds a root of 100,000 workflows (the console bench's scale
 //! shape: a state file each, a dispatch in one of 50 inboxes each, one in five unacked) in a
 //! temporary directory (in `/dev/shm` when there); `-- N` another size; `-- --root DIR` an
-//! existing root.
+//! existing root; `-- otlp` only the span export's overhead. Prints `BENCH {json}` lines for
+//! `scripts/bench-report.sh`.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use pantheon::engine::conductor::{Actor, Conductor};
+use pantheon::engine::store::Root;
 use serde_json::json;
 
 fn bin() -> &'static Path {
@@ -105,11 +111,140 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+fn bench(name: &str, goal: &str, median: f64, unit: &str, baseline: Option<(f64, &str)>, met: bool) {
+    let r3 = |x: f64| (x * 1000.0).round() / 1000.0;
+    println!(
+        "BENCH {}",
+        json!({"name": name, "issue": 30, "goal": goal, "median": r3(median), "unit": unit,
+            "baseline": baseline.map(|b| r3(b.0)), "baseline_name": baseline.map(|b| b.1),
+            "ratio": baseline.map(|b| r3(median / b.0)), "met": met, "note": ""})
+    );
+    std::io::stdout().flush().unwrap();
+}
+
+/// A collector stand-in: answers every HTTP request 200 after reading its body; counts requests.
+fn sink() -> (u16, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+    use std::sync::atomic::Ordering;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let n = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let seen = n.clone();
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            let Ok(mut c) = c else { continue };
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 8192];
+            let mut want = None;
+            while let Ok(k) = c.read(&mut chunk) {
+                if k == 0 {
+                    break;
+                }
+                buf.extend_from_slice(&chunk[..k]);
+                if want.is_none()
+                    && let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n")
+                {
+                    let head = String::from_utf8_lossy(&buf[..i]).to_lowercase();
+                    let len: usize = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    want = Some(i + 4 + len);
+                }
+                if want.is_some_and(|w| buf.len() >= w) {
+                    break;
+                }
+            }
+            seen.fetch_add(1, Ordering::Relaxed);
+            let _ = c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        }
+    });
+    (port, n)
+}
+
+/// Seconds for `cycles` submit + ack cycles on `root` (workflows `wf_{tag}_{i % 10}`).
+fn cycles(c: &Conductor, tag: &str, cycles: usize) -> f64 {
+    let t = Instant::now();
+    for i in 0..cycles {
+        let hid = format!("hof_20260614_{tag}{i:06x}");
+        let wf = format!("wf_{tag}_{}", i % 10);
+        let h = json!({
+            "handoff_id": hid, "workflow_id": wf, "from_god": "thoth", "to_god": "marvin",
+            "step": format!("s{i}"),
+            "context": {"summary": "bench", "decisions": [format!("d{i}")], "artifacts": []},
+        });
+        c.submit_handoff(&h).expect("submit");
+        let a = json!({"ack_id": format!("ack_20260614_{tag}{i:06x}"), "handoff_id": hid,
+                       "workflow_id": wf, "status": "accepted"});
+        c.ack_handoff(&a, Actor::Recipient).expect("ack");
+    }
+    t.elapsed().as_secs_f64()
+}
+
+/// The submit + ack cycle while `serve` runs, without and with `--otlp`: alternating rounds on
+/// fresh roots, the median of each.
+fn otlp_overhead() {
+    let n: usize = std::env::var("OBSERVE_BENCH_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let (port, requests) = sink();
+    let dir = tempfile::tempdir().unwrap();
+    let mut plain = Vec::new();
+    let mut traced = Vec::new();
+    for round in 0..6 {
+        let with = round % 2 == 1;
+        let r = dir.path().join(format!("root{round}"));
+        let c = Conductor::new(Root::at(&r));
+        c.init().expect("init");
+        let mut args = vec!["serve".to_owned()];
+        if with {
+            args.extend(["--otlp".to_owned(), format!("http://127.0.0.1:{port}")]);
+        }
+        let mut serve = Command::new(bin())
+            .arg("--root")
+            .arg(&r)
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Its watches and, with --otlp, the live model's first load.
+        std::thread::sleep(Duration::from_millis(1500));
+        let secs = cycles(&c, &format!("r{round}"), n);
+        // The spans of the last cycles leave within a batch's wait.
+        std::thread::sleep(Duration::from_millis(1000));
+        let _ = serve.kill();
+        let _ = serve.wait();
+        let ms = secs * 1000.0 / n as f64;
+        if with { traced.push(ms) } else { plain.push(ms) }
+    }
+    let got = requests.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(got > 0, "the collector stand-in received no export");
+    let (p, t) = (pct(&mut plain, 0.5), pct(&mut traced, 0.5));
+    println!(
+        "otlp    submit + ack: {p:.3} ms per cycle with serve, {t:.3} ms with serve --otlp ({:+.1} %), {got} export requests",
+        (t / p - 1.0) * 100.0
+    );
+    bench(
+        "submit_ack_cycle_with_otlp",
+        "< 5 % over serve without --otlp",
+        t,
+        "ms",
+        Some((p, "the same cycle with serve running, no --otlp")),
+        t <= p * 1.05,
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| a != "--bench")
         .collect();
+    if args.iter().any(|a| a == "otlp") {
+        otlp_overhead();
+        return;
+    }
     let given = args
         .iter()
         .position(|a| a == "--root")
@@ -156,6 +291,14 @@ fn main() {
         "status  --no-cache: median {f50:.1} ms (5 runs); cached is {:.3}x of it",
         c50 / f50
     );
+    bench(
+        &format!("status_cached_{n}"),
+        "< 20 ms whole process",
+        c50,
+        "ms",
+        Some((f50, "status --no-cache")),
+        c50 < 20.0,
+    );
 
     // /metrics: serve with the live model, once its first load is over.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -196,11 +339,37 @@ fn main() {
         times.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     let rss1 = rss_kib(serve.id());
+    let p99 = pct(&mut times, 0.99);
     println!(
-        "scrape  {bytes} bytes: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms (1000 scrapes)",
+        "scrape  {bytes} bytes: p50 {:.2} ms, p99 {p99:.2} ms, max {:.2} ms (1000 scrapes)",
         pct(&mut times, 0.5),
-        pct(&mut times, 0.99),
         pct(&mut times, 1.0)
+    );
+    // Scrapes a second apart, as a fast Prometheus would: each finds the exposition aged.
+    let mut spaced = Vec::new();
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(1100));
+        let t = Instant::now();
+        get(port).unwrap();
+        spaced.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    let spaced99 = pct(&mut spaced, 1.0);
+    println!("scrape  1.1 s apart: max {spaced99:.2} ms (20 scrapes)");
+    bench(
+        &format!("metrics_scrape_p99_{n}"),
+        "< 50 ms",
+        p99.max(spaced99),
+        "ms",
+        None,
+        p99.max(spaced99) < 50.0,
+    );
+    bench(
+        &format!("metrics_serve_rss_growth_{n}"),
+        "no growth per scrape",
+        (rss1 as f64 - rss0 as f64) / 1024.0,
+        "MiB",
+        None,
+        rss1 <= rss0 + 2048,
     );
     println!(
         "serve   RSS {rss0} KiB after 20 scrapes, {rss1} KiB after 1020 ({:+} KiB)",
@@ -208,4 +377,5 @@ fn main() {
     );
     let _ = serve.kill();
     let _ = serve.wait();
+    otlp_overhead();
 }
