@@ -111,7 +111,14 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-fn bench(name: &str, goal: &str, median: f64, unit: &str, baseline: Option<(f64, &str)>, met: bool) {
+fn bench(
+    name: &str,
+    goal: &str,
+    median: f64,
+    unit: &str,
+    baseline: Option<(f64, &str)>,
+    met: bool,
+) {
     let r3 = |x: f64| (x * 1000.0).round() / 1000.0;
     println!(
         "BENCH {}",
@@ -156,7 +163,8 @@ fn sink() -> (u16, std::sync::Arc<std::sync::atomic::AtomicU64>) {
                 }
             }
             seen.fetch_add(1, Ordering::Relaxed);
-            let _ = c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            let _ =
+                c.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
         }
     });
     (port, n)
@@ -181,18 +189,44 @@ fn cycles(c: &Conductor, tag: &str, cycles: usize) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
+/// CPU seconds (user + system) a process has used, from `/proc/PID/stat`.
+fn cpu_secs(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit_once(") ").map_or("", |(_, r)| r);
+    let f: Vec<f64> = after
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0.0))
+        .collect();
+    // Fields 14 and 15 (utime, stime) are the 12th and 13th after the name; clock ticks of 1/100 s.
+    (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / 100.0
+}
+
 /// The submit + ack cycle while `serve` runs, without and with `--otlp`: alternating rounds on
-/// fresh roots, the median of each.
+/// fresh roots (in `/dev/shm` when there, so the disk's noise stays out), the median of each, and
+/// the CPU `serve` spent per cycle.
 fn otlp_overhead() {
-    let n: usize = std::env::var("OBSERVE_BENCH_CYCLES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(300);
+    let env = |k: &str, d: usize| -> usize {
+        std::env::var(k)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(d)
+    };
+    let (n, rounds) = (
+        env("OBSERVE_BENCH_CYCLES", 300),
+        env("OBSERVE_BENCH_ROUNDS", 10),
+    );
     let (port, requests) = sink();
-    let dir = tempfile::tempdir().unwrap();
-    let mut plain = Vec::new();
-    let mut traced = Vec::new();
-    for round in 0..6 {
+    let dir = tempfile::Builder::new()
+        .prefix("pantheon-otlp-bench")
+        .tempdir_in(if Path::new("/dev/shm").is_dir() {
+            "/dev/shm"
+        } else {
+            "/tmp"
+        })
+        .unwrap();
+    let (mut plain, mut traced) = (Vec::new(), Vec::new());
+    let (mut plain_cpu, mut traced_cpu) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
         let with = round % 2 == 1;
         let r = dir.path().join(format!("root{round}"));
         let c = Conductor::new(Root::at(&r));
@@ -211,21 +245,34 @@ fn otlp_overhead() {
             .unwrap();
         // Its watches and, with --otlp, the live model's first load.
         std::thread::sleep(Duration::from_millis(1500));
+        let cpu0 = cpu_secs(serve.id());
         let secs = cycles(&c, &format!("r{round}"), n);
         // The spans of the last cycles leave within a batch's wait.
         std::thread::sleep(Duration::from_millis(1000));
+        let cpu = cpu_secs(serve.id()) - cpu0;
         let _ = serve.kill();
         let _ = serve.wait();
         let ms = secs * 1000.0 / n as f64;
-        if with { traced.push(ms) } else { plain.push(ms) }
+        let cpu_ms = cpu * 1000.0 / n as f64;
+        if with {
+            traced.push(ms);
+            traced_cpu.push(cpu_ms);
+        } else {
+            plain.push(ms);
+            plain_cpu.push(cpu_ms);
+        }
+        let _ = std::fs::remove_dir_all(&r);
     }
     let got = requests.load(std::sync::atomic::Ordering::Relaxed);
     assert!(got > 0, "the collector stand-in received no export");
     let (p, t) = (pct(&mut plain, 0.5), pct(&mut traced, 0.5));
+    let (pc, tc) = (pct(&mut plain_cpu, 0.5), pct(&mut traced_cpu, 0.5));
     println!(
-        "otlp    submit + ack: {p:.3} ms per cycle with serve, {t:.3} ms with serve --otlp ({:+.1} %), {got} export requests",
-        (t / p - 1.0) * 100.0
+        "otlp    submit + ack: {p:.3} ms per cycle with serve, {t:.3} ms with serve --otlp ({:+.1} %), medians of {} rounds of {n}; {got} export requests",
+        (t / p - 1.0) * 100.0,
+        rounds / 2
     );
+    println!("otlp    serve's CPU per cycle: {pc:.3} ms without --otlp, {tc:.3} ms with");
     bench(
         "submit_ack_cycle_with_otlp",
         "< 5 % over serve without --otlp",
@@ -233,6 +280,14 @@ fn otlp_overhead() {
         "ms",
         Some((p, "the same cycle with serve running, no --otlp")),
         t <= p * 1.05,
+    );
+    bench(
+        "serve_cpu_per_cycle_with_otlp",
+        "what --otlp costs serve per cycle",
+        tc,
+        "ms",
+        Some((pc, "serve without --otlp")),
+        true,
     );
 }
 

@@ -184,6 +184,9 @@ fn log_line(out: &mut dyn Write, report: &TickReport) {
     }
 }
 
+/// How long `serve`'s live model gathers a burst of file events into one snapshot.
+const SETTLE: Duration = Duration::from_millis(250);
+
 /// Starts the live model and what reads it: the `/metrics` endpoint and the span exporter, each
 /// when asked for. Returns the record of where metrics are served (removed when dropped).
 fn start_observers(
@@ -197,10 +200,14 @@ fn start_observers(
     if metrics.is_none() && otlp.is_none() {
         return Ok(None);
     }
+    // A snapshot at most every SETTLE of a busy root: scrapes and spans need no frame rate.
     let live = Arc::new(crate::live::runner::LiveHandle::start(
         root.clone(),
         crate::live::WatchMode::Notify,
-        crate::live::ModelOptions::default(),
+        crate::live::ModelOptions {
+            settle: Some(SETTLE),
+            ..Default::default()
+        },
     ));
     let traces = match otlp {
         Some(endpoint) => {

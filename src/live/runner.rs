@@ -48,6 +48,7 @@ impl LiveHandle {
         watcher.sync(&dirs_to_watch(&root));
         let watches = Arc::new(AtomicUsize::new(watcher.watch_count()));
         let (mode, fallback_reason) = (watcher.mode, watcher.fallback_reason.clone());
+        let settle = opts.settle.unwrap_or(DEBOUNCE_MAX);
         let mut model = LiveModel::open_progressive(root.clone(), opts, FIRST_CHUNK);
         model.set_watch_mode(mode.to_string());
         let (snap_tx, snap_rx) = watch::channel(model.snapshot());
@@ -61,7 +62,7 @@ impl LiveHandle {
         };
         let thread = std::thread::Builder::new()
             .name("pantheon-live".into())
-            .spawn(move || run(model, rx, snap_tx, watched))
+            .spawn(move || run(model, rx, snap_tx, watched, settle))
             .expect("spawning the live model thread");
         Self {
             snapshots: snap_rx,
@@ -149,7 +150,11 @@ impl Watched {
 
 /// Collects one burst: the first signal (waiting at most `idle`), then whatever follows within the
 /// debounce window. Returns `None` on stop, an empty burst when `idle` passed with no signal.
-fn next_burst(rx: &Receiver<Signal>, idle: Duration) -> Option<(bool, Vec<PathBuf>)> {
+fn next_burst(
+    rx: &Receiver<Signal>,
+    idle: Duration,
+    settle: Duration,
+) -> Option<(bool, Vec<PathBuf>)> {
     let first = match rx.recv_timeout(idle) {
         Ok(s) => s,
         Err(RecvTimeoutError::Timeout) => return Some((false, Vec::new())),
@@ -177,11 +182,17 @@ fn next_burst(rx: &Receiver<Signal>, idle: Duration) -> Option<(bool, Vec<PathBu
         return None;
     }
     loop {
-        let left = DEBOUNCE_MAX.saturating_sub(started.elapsed());
+        let left = settle.saturating_sub(started.elapsed());
         if left.is_zero() {
             break;
         }
-        match rx.recv_timeout(DEBOUNCE_QUIET.min(left)) {
+        // The console's window ends at the first quiet moment; a longer one gathers the burst.
+        let quiet = if settle > DEBOUNCE_MAX {
+            left
+        } else {
+            DEBOUNCE_QUIET.min(left)
+        };
+        match rx.recv_timeout(quiet) {
             Ok(s) => {
                 if !take(s, &mut rescan, &mut paths) {
                     return None;
@@ -199,6 +210,7 @@ fn run(
     rx: Receiver<Signal>,
     out: watch::Sender<Arc<Snapshot>>,
     mut watched: Watched,
+    settle: Duration,
 ) {
     loop {
         // While the first load is still reading, take what signals there are and go on reading.
@@ -207,7 +219,7 @@ fn run(
         } else {
             ROOT_CHECK
         };
-        let Some((mut rescan, mut paths)) = next_burst(&rx, idle) else {
+        let Some((mut rescan, mut paths)) = next_burst(&rx, idle, settle) else {
             return;
         };
         rescan |= watched.root_changed();

@@ -270,10 +270,10 @@ pub struct Observer {
     last: Option<usize>,
     /// Each inbox's dispatch list as last looked at (its allocation), by god.
     inboxes: HashMap<String, usize>,
-    /// The open dispatches last seen unacknowledged, by handoff id: a god that marks one `pending`
-    /// by rewriting the file itself (the one Conductor write the protocol lets a god make) records
-    /// no ack in the state, so its span comes from here.
-    unacked: HashMap<Sym, ()>,
+    /// The open dispatches seen `pending`, by handoff id: a god that marks one `pending` by
+    /// rewriting the file itself (the one Conductor write the protocol lets a god make) records no
+    /// ack in the state, so its span comes from here, the first time it is seen so.
+    pending: std::collections::HashSet<Sym>,
     /// Set once a snapshot after the model's first load was seen: workflows seen before it are
     /// remembered without reading their files (their records predate the exporter).
     primed: bool,
@@ -286,7 +286,7 @@ impl Observer {
             seen: HashMap::new(),
             last: None,
             inboxes: HashMap::new(),
-            unacked: HashMap::new(),
+            pending: Default::default(),
             primed: false,
         }
     }
@@ -311,22 +311,16 @@ impl Observer {
             }
             for d in inbox.dispatches.iter() {
                 let row = &d.dispatch.row;
-                match row.ack_status {
-                    AckStatus::Unacked => {
-                        self.unacked.insert(row.handoff_id.clone(), ());
+                if row.ack_status == AckStatus::Pending {
+                    if self.pending.insert(row.handoff_id.clone()) && self.primed {
+                        out_direct(snap, d, out);
                     }
-                    AckStatus::Pending => {
-                        if self.unacked.remove(&row.handoff_id).is_some() && self.primed {
-                            out_direct(snap, d, out);
-                        }
-                    }
-                    _ => {
-                        self.unacked.remove(&row.handoff_id);
-                    }
+                } else {
+                    self.pending.remove(&row.handoff_id);
                 }
             }
         }
-        if self.unacked.len()
+        if self.pending.len()
             > 4 * snap
                 .inboxes
                 .iter()
@@ -339,7 +333,7 @@ impl Observer {
                 .iter()
                 .flat_map(|i| i.dispatches.iter().map(|d| &*d.dispatch.row.handoff_id))
                 .collect();
-            self.unacked.retain(|k, _| open.contains(&**k));
+            self.pending.retain(|k| open.contains(&**k));
         }
     }
 

@@ -26,6 +26,10 @@ pub struct ModelOptions {
     pub overdue_after: Option<chrono::Duration>,
     /// This console's held-too-long threshold (`None`: the default).
     pub held_after: Option<chrono::Duration>,
+    /// How long a burst of file events may gather before one snapshot is made of it (`None`: the
+    /// console's [`super::runner::DEBOUNCE_MAX`]). A reader that needs no frame-rate freshness
+    /// (`serve --metrics`, `--otlp`) takes a longer one: fewer snapshots of a busy root.
+    pub settle: Option<std::time::Duration>,
 }
 
 impl Default for ModelOptions {
@@ -35,6 +39,7 @@ impl Default for ModelOptions {
             buffer: 10_000,
             overdue_after: None,
             held_after: None,
+            settle: None,
         }
     }
 }
