@@ -366,7 +366,8 @@ fn main() {
             let t = Instant::now();
             let mut fold = m.fold.lock().unwrap();
             fold.fold(&m.root);
-            let text = pantheon::observe::metrics::render(&snap, &fold, &m, chrono::Utc::now(), true);
+            let text =
+                pantheon::observe::metrics::render(&snap, &fold, &m, chrono::Utc::now(), true);
             drop(fold);
             std::hint::black_box(text);
             times.push(t.elapsed().as_secs_f64() * 1000.0);
@@ -439,7 +440,10 @@ fn main() {
         "< 50 ms",
         p99.max(spaced99),
         "ms",
-        Some((uncached_p99, "the exposition computed afresh per scrape (p99)")),
+        Some((
+            uncached_p99,
+            "the exposition computed afresh per scrape (p99)",
+        )),
         p99.max(spaced99) < 50.0,
     );
     bench(

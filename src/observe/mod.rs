@@ -7,12 +7,14 @@
 //! - [`http`]: the endpoint.
 //! - [`record`]: where a running `serve --metrics` listens, for `status`.
 //! - [`status_cache`]: `pantheon status`'s figures kept between runs.
-//! - [`spans`], [`otlp`], [`export`], [`trace_watch`]: `serve --otlp URL`, one trace per workflow
-//!   from the state files, encoded as OTLP protobuf and sent through a bounded queue.
+//! - [`spans`], [`inbox_spans`], [`otlp`], [`export`], [`trace_watch`]: `serve --otlp URL`, one
+//!   trace per workflow from the state files and inboxes, encoded as OTLP protobuf and sent
+//!   through a bounded queue.
 
 pub mod export;
 pub mod exposition;
 pub mod http;
+pub mod inbox_spans;
 pub mod journal;
 pub mod metrics;
 pub mod otlp;

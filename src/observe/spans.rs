@@ -10,6 +10,9 @@
 //! | `step STEP` | from the dispatch written to its `completed` or `rejected` ack | its submit |
 //! | `publish SUBJECT` | a `nats_publish` step sent to the outbox | the submit before it |
 //!
+//! Redeliveries, dead letters and a god's own `pending` write show in the inboxes, not the state:
+//! [`super::inbox_spans`].
+//!
 //! Span ids come from the records ([`crate::engine::trace::span_id`]), so the engine's
 //! `traceparent` on a dispatch names the same span this module exports. No summary, message,
 //! context or payload text goes into an attribute: ids, step and god names and closed words only.
@@ -34,13 +37,13 @@ pub struct Cursor {
     pub acks: usize,
 }
 
-fn nanos(t: Option<&str>) -> Option<(DateTime<Utc>, u64)> {
+pub(super) fn nanos(t: Option<&str>) -> Option<(DateTime<Utc>, u64)> {
     let t = t.and_then(parse_ts)?;
     let n = t.timestamp_nanos_opt()?;
     Some((t, u64::try_from(n).ok()?))
 }
 
-fn s(v: &str) -> AttrValue {
+pub(super) fn s(v: &str) -> AttrValue {
     AttrValue::Str(v.to_owned())
 }
 
@@ -65,14 +68,14 @@ fn dispatched(r: &StepRecord) -> bool {
     })
 }
 
-struct Ctx<'a> {
-    st: &'a WorkflowState,
-    trace: [u8; 16],
-    not_before: Option<DateTime<Utc>>,
+pub(super) struct Ctx<'a> {
+    pub st: &'a WorkflowState,
+    pub trace: [u8; 16],
+    pub not_before: Option<DateTime<Utc>>,
 }
 
 impl Ctx<'_> {
-    fn base(&self, name: String, kind: SpanKind, id: [u8; 8], at: u64) -> SpanData {
+    pub fn base(&self, name: String, kind: SpanKind, id: [u8; 8], at: u64) -> SpanData {
         let mut attributes = vec![("pantheon.workflow_id", s(&self.st.workflow_id))];
         if let Some(d) = &self.st.definition_id {
             attributes.push(("pantheon.definition", s(d)));
@@ -268,12 +271,8 @@ pub struct Observer {
     started: DateTime<Utc>,
     seen: HashMap<Sym, Seen>,
     last: Option<usize>,
-    /// Each inbox's dispatch list as last looked at (its allocation), by god.
-    inboxes: HashMap<String, usize>,
-    /// The open dispatches seen `pending`, by handoff id: a god that marks one `pending` by
-    /// rewriting the file itself (the one Conductor write the protocol lets a god make) records no
-    /// ack in the state, so its span comes from here, the first time it is seen so.
-    pending: std::collections::HashSet<Sym>,
+    /// What the inboxes and dead letters showed (redeliveries, dead letters, a god's own writes).
+    inboxes: super::inbox_spans::InboxWatch,
     /// Set once a snapshot after the model's first load was seen: workflows seen before it are
     /// remembered without reading their files (their records predate the exporter).
     primed: bool,
@@ -285,55 +284,17 @@ impl Observer {
             started,
             seen: HashMap::new(),
             last: None,
-            inboxes: HashMap::new(),
-            pending: Default::default(),
+            inboxes: Default::default(),
             primed: false,
         }
     }
 
     /// The spans of what changed since the previous snapshot, given to `out` one by one.
     pub fn observe(&mut self, snap: &Snapshot, out: &mut dyn FnMut(SpanData)) {
-        self.observe_inboxes(snap, out);
+        self.inboxes.observe(snap, self.primed, out);
         self.observe_states(snap, out);
         if snap.loading.is_none() {
             self.primed = true;
-        }
-    }
-
-    /// Dispatches a god marked `pending` by writing the file itself: an `ack pending` span (parent:
-    /// the dispatch), when the workflow's state records no such ack.
-    fn observe_inboxes(&mut self, snap: &Snapshot, out: &mut dyn FnMut(SpanData)) {
-        use crate::engine::conductor::model::AckStatus;
-        for inbox in snap.inboxes.iter() {
-            let list = Arc::as_ptr(&inbox.dispatches) as usize;
-            if self.inboxes.insert(inbox.god.clone(), list) == Some(list) {
-                continue;
-            }
-            for d in inbox.dispatches.iter() {
-                let row = &d.dispatch.row;
-                if row.ack_status == AckStatus::Pending {
-                    if self.pending.insert(row.handoff_id.clone()) && self.primed {
-                        out_direct(snap, d, out);
-                    }
-                } else {
-                    self.pending.remove(&row.handoff_id);
-                }
-            }
-        }
-        if self.pending.len()
-            > 4 * snap
-                .inboxes
-                .iter()
-                .map(|i| i.dispatches.len())
-                .sum::<usize>()
-                + 1024
-        {
-            let open: std::collections::HashSet<&str> = snap
-                .inboxes
-                .iter()
-                .flat_map(|i| i.dispatches.iter().map(|d| &*d.dispatch.row.handoff_id))
-                .collect();
-            self.pending.retain(|k| open.contains(&**k));
         }
     }
 
@@ -376,68 +337,8 @@ impl Observer {
     }
 }
 
-/// The span of a dispatch its god marked `pending` itself, unless the state records that ack
-/// (then the engine wrote both, and the ack record gives the span).
-fn out_direct(
-    snap: &Snapshot,
-    d: &crate::live::snapshot::DispatchView,
-    out: &mut dyn FnMut(SpanData),
-) {
-    use crate::engine::conductor::model::{AckStatus, Dispatch};
-    let row = &d.dispatch.row;
-    let Ok(wf) = crate::engine::store::ids::WorkflowId::parse(&row.workflow_id) else {
-        return;
-    };
-    let root = crate::engine::store::Root::at(&snap.root);
-    let Some(st) = read_state(&root.state_path(&wf)) else {
-        return;
-    };
-    let hid = &*row.handoff_id;
-    if st
-        .acks
-        .iter()
-        .any(|a| a.handoff_id == hid && a.status == AckStatus::Pending)
-    {
-        return;
-    }
-    let written: Option<Dispatch> = crate::engine::store::read::read_json_once(&d.path())
-        .ok()
-        .flatten()
-        .and_then(|v| crate::engine::conductor::model::from_value(v).ok());
-    let at = written
-        .as_ref()
-        .and_then(|w| nanos(w.acked_at.as_deref()))
-        .map(|(_, n)| n)
-        .or_else(|| {
-            Utc::now()
-                .timestamp_nanos_opt()
-                .and_then(|n| u64::try_from(n).ok())
-        })
-        .unwrap_or_default();
-    let trace = trace_of(&st);
-    let ctx = Ctx {
-        st: &st,
-        trace,
-        not_before: None,
-    };
-    let mut sp = ctx.base(
-        "ack pending".into(),
-        SpanKind::Server,
-        span_id("ack", &format!("direct:{hid}")),
-        at,
-    );
-    sp.parent = Some(span_id("dispatch", hid));
-    sp.attributes.extend([
-        ("pantheon.handoff_id", s(hid)),
-        ("pantheon.status", s("pending")),
-        ("pantheon.god", s(&row.to_god)),
-        ("pantheon.written_by", s("god")),
-    ]);
-    out(sp);
-}
-
 /// A state file, through the engine's bounded, no-follow read; `None` when it cannot be used.
-fn read_state(path: &std::path::Path) -> Option<WorkflowState> {
+pub(super) fn read_state(path: &std::path::Path) -> Option<WorkflowState> {
     let v = crate::engine::store::read::read_json_once(path).ok()??;
     crate::engine::conductor::model::from_value::<WorkflowState>(v).ok()
 }

@@ -456,3 +456,67 @@ fn a_bridge_hop_between_two_roots_keeps_the_trace_id() {
     assert_eq!(publish["kind"], 4, "a producer span");
     assert_eq!(submit["resource"]["pantheon.root"], "root");
 }
+
+#[test]
+fn a_redelivery_and_a_dead_letter_are_spans_of_the_dispatch() {
+    let m = Machine::new("solo");
+    m.write(
+        "conductor/workflows/redo.yaml",
+        "workflow:\n  id: redo\n  steps:\n    - {id: plan, god: thoth}\n    - {id: build, god: hephaestus, ack_wait: 1s, max_deliveries: 2}\n",
+    );
+    let rx = Receiver::start(None);
+    let _serve = Serve::start(&m, &rx.url());
+    let hid = "hof_20261201_rd0001";
+    m.ok(
+        &["handoff", "submit", "-"],
+        Some(
+            &json!({"handoff_id": hid, "workflow_id": "wf_redo", "from_god": "thoth",
+            "to_god": "hephaestus", "step": "plan",
+            "context": {"summary": "s", "decisions": [], "artifacts": []},
+            "routing": {"workflow_definition": "redo"}}),
+        ),
+    );
+    // Nobody acks: the supervisor redelivers once after a second, then dead-letters it.
+    wait_for(
+        "the redelivery and the dead letter",
+        Duration::from_secs(30),
+        || {
+            let s = rx.of("wf_redo");
+            has(&s, "redeliver build") && has(&s, "dead letter build")
+        },
+    );
+    let spans = rx.of("wf_redo");
+    let trace = m.state("wf_redo")["trace_id"].as_str().unwrap().to_owned();
+    let submit = named(&spans, "submit plan");
+    let dispatch_span = trace_of_span(&m, hid);
+    for name in ["redeliver build", "dead letter build"] {
+        let s = named(&spans, name);
+        assert_eq!(s["trace_id"], trace.as_str(), "{s}");
+        assert_eq!(s["parent_span_id"], dispatch_span.as_str(), "{name}: {s}");
+    }
+    assert_eq!(
+        named(&spans, "redeliver build")["attributes"]["pantheon.delivery"],
+        2
+    );
+    assert_eq!(
+        named(&spans, "dead letter build")["attributes"]["pantheon.deliveries"],
+        2
+    );
+    assert_eq!(submit["parent_span_id"], "");
+    assert_eq!(
+        spans
+            .iter()
+            .filter(|s| s["name"] == "redeliver build")
+            .count(),
+        1
+    );
+}
+
+/// The span id the dispatch of `hid` named in its traceparent (read from the dead letter).
+fn trace_of_span(m: &Machine, hid: &str) -> String {
+    let d: Value = serde_json::from_slice(
+        &std::fs::read(m.path(&format!("conductor/dead/hephaestus/{hid}.json"))).unwrap(),
+    )
+    .unwrap();
+    span_of(d["traceparent"].as_str().unwrap()).to_owned()
+}
