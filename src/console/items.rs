@@ -292,7 +292,7 @@ pub fn workflows<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<&'a WorkflowVie
         .filter(|w| {
             filter.is_empty()
                 || filter.matches_text(&format!(
-                    "{} {} {} {} {} {} {}",
+                    "{} {} {} {} {} {} {} {}",
                     w.id,
                     w.state.definition_id.as_deref().unwrap_or(""),
                     w.state.status,
@@ -302,6 +302,11 @@ pub fn workflows<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<&'a WorkflowVie
                     match filter.now.and_then(|n| snap.overdue(w, n)) {
                         Some(why) => format!("overdue {why}"),
                         None => String::new(),
+                    },
+                    if snap.over_budget(w) {
+                        "over-budget"
+                    } else {
+                        ""
                     }
                 ))
         })
@@ -409,7 +414,7 @@ pub fn dispatches<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<DispatchRow<'a
             let x = &d.dispatch;
             if filter.is_empty()
                 || filter.matches_text(&format!(
-                    "{} {} {} {} {} {} {} {} {} {}",
+                    "{} {} {} {} {} {} {} {} {} {} {}",
                     inbox.god,
                     d.name,
                     x.handoff_id,
@@ -424,6 +429,11 @@ pub fn dispatches<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<DispatchRow<'a
                         .is_some_and(|n| dispatch_overdue(snap, d, held, n).is_some())
                     {
                         "overdue"
+                    } else {
+                        ""
+                    },
+                    if crate::live::ledger::held_for_budget(x.held_because.as_deref()) {
+                        "over-budget"
                     } else {
                         ""
                     }

@@ -128,6 +128,15 @@ impl LedgerView {
             || !self.warnings.is_empty()
     }
 
+    /// The share at which a budget warns (the default in a view built by hand).
+    pub fn warn_share(&self) -> f64 {
+        if self.warn_at > 0.0 {
+            self.warn_at
+        } else {
+            crate::engine::cost::budget::DEFAULT_WARN_AT
+        }
+    }
+
     /// The budget of `day` (its raise, else the daily budget).
     pub fn day_budget_of(&self, day: &str) -> Option<Budget> {
         self.day_budgets.get(day).copied().or(self.day_budget)
