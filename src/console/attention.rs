@@ -30,6 +30,9 @@ pub enum Kind {
     NoSupervisor,
     /// An outbox record the bridge cannot publish (it retries it alone, then dead-letters it).
     StuckOutbox,
+    /// A budget passed its warning share (80 % unless the config says) or was reached: the
+    /// engine's warning (`conductor/cost/attention.jsonl`), fired once per budget and limit.
+    BudgetWarning,
 }
 
 impl Kind {
@@ -47,6 +50,7 @@ impl Kind {
             Kind::Unreadable => "unreadable_file",
             Kind::NoSupervisor => "no_supervisor",
             Kind::StuckOutbox => "stuck_outbox",
+            Kind::BudgetWarning => "budget_warning",
         }
     }
 }
@@ -496,6 +500,7 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
             .action("fix what the reason names; the bridge retries it, then dead-letters it"),
         );
     }
+    budget_warnings(s, now, &mut out);
     for w in s.warnings.iter() {
         // Shown from the root (the protocol's own names), whole when it lies elsewhere.
         let full = w.path.to_string_lossy();
@@ -528,6 +533,91 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
     // Kept for as long as the snapshot and the clock stand still: no spare capacity.
     out.shrink_to_fit();
     out
+}
+
+/// The engine's budget warnings whose budget still stands as it was when it fired: a workflow's or
+/// step's while the workflow is unfinished, a god's, and today's day budget; a raised budget's old
+/// warning is gone (the raise warns again at its own share).
+fn budget_warnings(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
+    use crate::engine::cost::usage::micros_of;
+    let l = &s.ledger;
+    if l.warnings.is_empty() {
+        return;
+    }
+    let root_bars = s.root_bars(now);
+    for w in &l.warnings {
+        let wf = match w.scope.as_str() {
+            "workflow" => Some(w.name.as_str()),
+            "step" => w.name.rsplit_once('/').map(|(wf, _)| wf),
+            _ => None,
+        };
+        let view = wf.and_then(|id| s.workflows.iter().find(|v| &*v.id == id));
+        let bars = match (wf, view) {
+            (Some(_), Some(v)) if !v.state.status.is_finished() => s.workflow_bars(v),
+            (Some(_), _) => continue,
+            (None, _) => root_bars.clone(),
+        };
+        let limit = if w.metric == "cost_usd" {
+            micros_of(w.limit.max(0.0))
+        } else {
+            w.limit.max(0.0) as u64
+        };
+        let Some(bar) = bars
+            .iter()
+            .find(|b| b.scope == w.scope && b.name == w.name && b.metric == w.metric)
+            .filter(|b| b.limit == limit)
+        else {
+            continue;
+        };
+        let jump = match view {
+            Some(v) => Jump::Row(Pane::Workflows, v.id.clone()),
+            None if w.scope == "god" => Jump::Row(Pane::Ledger, format!("god/{}", w.name).into()),
+            None => Jump::Row(
+                Pane::Ledger,
+                format!("budget/{}/{}/{}", w.scope, w.name, w.metric).into(),
+            ),
+        };
+        let what = if w.metric == "cost_usd" {
+            "cost"
+        } else {
+            "token"
+        };
+        let reason = if bar.reached() {
+            format!(
+                "{} {} reached its {what} budget ({}): its next dispatch is held for approval",
+                w.scope,
+                w.name,
+                bar.figures()
+            )
+        } else {
+            format!(
+                "{} {} used {:.0}% of its {what} budget ({}; warns at {:.0}%)",
+                w.scope,
+                w.name,
+                bar.share() * 100.0,
+                bar.figures(),
+                w.warn_at * 100.0
+            )
+        };
+        let limit_text = limit.to_string();
+        out.push(
+            Item::new(
+                Kind::BudgetWarning,
+                &[
+                    ("budget", w.name.as_str()),
+                    ("scope", w.scope.as_str()),
+                    ("metric", w.metric.as_str()),
+                    ("limit", limit_text.as_str()),
+                ],
+                reason,
+                jump,
+            )
+            .since(w.at)
+            .action(
+                "{approve} approves a held dispatch (a budget raise is asked) · `pantheon cost`",
+            ),
+        );
+    }
 }
 
 #[cfg(test)]

@@ -80,7 +80,11 @@ impl Warning {
     /// `$4.100000 of $5.000000` or `410000 of 500000 tokens`.
     pub fn figures(&self) -> String {
         if self.metric == "cost_usd" {
-            format!("{} of {}", usd(dollars(self.used)), usd(dollars(self.limit)))
+            format!(
+                "{} of {}",
+                usd(dollars(self.used)),
+                usd(dollars(self.limit))
+            )
         } else {
             format!("{} of {} tokens", self.used as u64, self.limit as u64)
         }
@@ -262,14 +266,17 @@ impl RowCost {
     }
 }
 
+// No floating point inside (totals and budgets are whole numbers): equality is total.
+impl Eq for RowCost {}
+
 impl Snapshot {
     /// True when the root records usage or declares a budget (the cost column and the Ledger tab).
     pub fn has_cost(&self) -> bool {
         self.ledger.is_active()
-            || self
-                .tallies
-                .as_ref()
-                .map_or_else(|| self.workflows.iter().any(|w| w.state.cost.is_some()), |t| t.costed > 0)
+            || self.tallies.as_ref().map_or_else(
+                || self.workflows.iter().any(|w| w.state.cost.is_some()),
+                |t| t.costed > 0,
+            )
     }
 
     /// The budgets of a workflow and its steps (declared by its definition, raised by operators),
@@ -277,7 +284,10 @@ impl Snapshot {
     pub fn workflow_bars(&self, w: &WorkflowView) -> Vec<Bar> {
         let def = self.definition(w.state.definition_id.as_deref());
         let (mut wf, mut steps) = match def {
-            Some(d) if d.extra.contains_key("budget") || d.steps.iter().any(|s| s.extra.contains_key("budget")) => {
+            Some(d)
+                if d.extra.contains_key("budget")
+                    || d.steps.iter().any(|s| s.extra.contains_key("budget")) =>
+            {
                 declared(d, &mut Vec::new())
             }
             _ => (None, BTreeMap::new()),
@@ -321,8 +331,16 @@ impl Snapshot {
     /// True when a budget of the workflow (its own, a step's) is reached, or its next dispatch is
     /// held for a budget: what `/over-budget` finds.
     pub fn over_budget(&self, w: &WorkflowView) -> bool {
-        w.waiting.iter().any(|(_, d)| held_for_budget(d.held_because.as_deref()))
-            || (w.state.cost.is_some() || self.definition(w.state.definition_id.as_deref()).is_some_and(|d| d.extra.contains_key("budget") || d.steps.iter().any(|s| s.extra.contains_key("budget"))))
+        w.waiting
+            .iter()
+            .any(|(_, d)| held_for_budget(d.held_because.as_deref()))
+            || (w.state.cost.is_some()
+                || self
+                    .definition(w.state.definition_id.as_deref())
+                    .is_some_and(|d| {
+                        d.extra.contains_key("budget")
+                            || d.steps.iter().any(|s| s.extra.contains_key("budget"))
+                    }))
                 && self.workflow_bars(w).iter().any(Bar::reached)
     }
 }
@@ -376,11 +394,12 @@ mod tests {
         assert!(!bars[0].reached() && (bars[0].share() - 0.8).abs() < 1e-9);
         assert!(bars[1].reached());
         assert_eq!(bars[0].figures(), "$0.80 of $1.00");
-        assert!(held_for_budget(Some("budget: workflow wf_a: $1 of its $1 budget")));
-        assert!(held_for_budget(Some("step requires approval; budget: god x: …")));
+        assert!(held_for_budget(Some(
+            "budget: workflow wf_a: $1 of its $1 budget"
+        )));
+        assert!(held_for_budget(Some(
+            "step requires approval; budget: god x: …"
+        )));
         assert!(!held_for_budget(Some("rule guard")));
     }
 }
-
-// No floating point inside (totals and budgets are whole numbers): equality is total.
-impl Eq for RowCost {}
