@@ -151,7 +151,7 @@ const COLUMNS: [Col; 6] = [
     Col::new("TOKENS", 6, 8).hide(2),
     Col::new("$/H", 5, 9).hide(1),
     Col::new("SPEND PER 5 MIN", 8, 48).hide(3),
-    Col::new("BUDGET", 12, 60).flex(),
+    Col::new("BUDGET", 30, 60).flex(),
 ];
 
 /// The title: the totals, the burn rate, today's spend.

@@ -136,7 +136,7 @@ const COLUMNS_COST: [Col; 9] = [
     Col::new("GOD", 6, 16),
     Col::new("AGE", 6, 19).hide(1),
     Col::new("ACK", 8, 14),
-    Col::new("COST", 5, 12).hide(3),
+    Col::new("COST", 5, 12),
     Col::new("", 12, 80).flex(),
 ];
 
@@ -387,7 +387,7 @@ fn cost_section(l: &mut Vec<Line>, app: &App, w: &WorkflowView, theme: &Theme) {
         )
     };
     section(l, "Cost", theme);
-    l.push(kv("total", figures(&c.usage.total), theme.base(), theme));
+    l.push(Line::raw(format!("  {:<20}{}", "total", figures(&c.usage.total))));
     l.push(Line::styled("  by step", theme.dim()));
     for (step, t) in &c.usage.steps {
         l.push(Line::raw(format!("    {step:<18}{}", figures(t))));

@@ -8,7 +8,6 @@ use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use chrono::Utc;
 use serde_json::Value;
 
 use crate::engine::cost::budget::CostConfig;
@@ -68,6 +67,8 @@ pub(super) struct CostTracker {
     warning_keys: HashSet<String>,
     raised: Option<Option<Fingerprint>>,
     published: Option<Arc<LedgerView>>,
+    /// The bucket of the newest line read.
+    newest: Option<i64>,
 }
 
 impl CostTracker {
@@ -139,11 +140,14 @@ impl CostTracker {
             }
             self.view.from = start;
         }
-        let oldest = bucket_of(Utc::now()) - BUCKETS_KEPT;
+        // The last day before the newest line read (not before the clock: a root whose gods went
+        // quiet still shows its last day's spend).
         let view = &mut self.view;
+        let newest = &mut self.newest;
         let read = ledger::read_from(root, start, |line, end| {
-            fold(view, &line, end > counted, oldest);
+            fold(view, newest, &line, end > counted);
         });
+        let oldest = self.newest.map_or(0, |b| b - BUCKETS_KEPT);
         match read {
             Ok(end) => {
                 self.ledger.advance_to(end);
@@ -164,6 +168,7 @@ impl CostTracker {
         v.days.clear();
         v.workflows.clear();
         v.from = 0;
+        self.newest = None;
     }
 
     fn read_warnings(&mut self, root: &Root) -> bool {
@@ -213,7 +218,7 @@ impl CostTracker {
 
 /// Folds one ledger line into the view: the totals when `count` (else the summary has it), recent
 /// spend and the workflow's per-god figures always.
-fn fold(view: &mut LedgerView, line: &Line, count: bool, oldest: i64) {
+fn fold(view: &mut LedgerView, newest: &mut Option<i64>, line: &Line, count: bool) {
     let t = line.totals();
     let god = view.gods.entry(line.god.clone()).or_default();
     if count {
@@ -223,7 +228,9 @@ fn fold(view: &mut LedgerView, line: &Line, count: bool, oldest: i64) {
     }
     if let Some(at) = parse_ts(&line.at) {
         let b = bucket_of(at);
-        if b >= oldest {
+        let top = newest.map_or(b, |n| n.max(b));
+        *newest = Some(top);
+        if b > top - BUCKETS_KEPT {
             let v = god.buckets.entry(b).or_default();
             *v = v.saturating_add(line.cost_micros);
         }
