@@ -49,7 +49,11 @@ impl Row<'_> {
     }
 
     fn haystack(&self) -> String {
-        let over = if self.over_budget() { "over-budget" } else { "" };
+        let over = if self.over_budget() {
+            crate::console::items::OVER_BUDGET
+        } else {
+            ""
+        };
         match self {
             Row::God(g, ..) => format!("god {g} {over}"),
             Row::Budget(b) => format!("budget {} {} {} {over}", b.scope, b.name, b.metric),
