@@ -401,3 +401,83 @@ fn held_files_of(r: &std::path::Path) -> Vec<String> {
     v.sort();
     v
 }
+
+#[test]
+fn the_model_follows_the_ledger_and_the_warnings_from_where_it_read_and_starts_over_when_replaced()
+{
+    use pantheon::live::{LiveModel, ModelOptions};
+    let root = cost_root();
+    let r = root.path();
+    let mut m = LiveModel::open(Root::at(r), ModelOptions::default());
+    let total = |m: &LiveModel| m.snapshot().ledger.total.cost_micros;
+    assert_eq!(total(&m), 3_450_000);
+    let ledger = r.join("conductor/cost/ledger.jsonl");
+    let append = |text: &str| {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&ledger)
+            .unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+    };
+    // A new line: only it is read (a line torn mid-write waits for its end).
+    let next = line(
+        "ack-e",
+        "2026-06-14T10:35:00Z",
+        "wf_bug_7",
+        "fix",
+        "marvin",
+        150_000,
+    );
+    let (head, tail) = next.split_at(40);
+    append(head);
+    assert!(m.apply(std::slice::from_ref(&ledger)).is_some());
+    assert_eq!(total(&m), 3_450_000, "a torn line is not counted");
+    append(&format!("{tail}\n"));
+    m.apply(std::slice::from_ref(&ledger));
+    let s = m.snapshot();
+    assert_eq!(s.ledger.total.cost_micros, 3_600_000);
+    assert_eq!(s.ledger.gods["marvin"].total.cost_micros, 1_000_000);
+    assert_eq!(s.ledger.workflows["wf_bug_7"]["marvin"].reports, 2);
+    // marvin's budget is reached now: its row and `/over-budget` say so.
+    let bars = s.root_bars(fixture_now());
+    assert!(
+        bars.iter().any(|b| b.name == "marvin" && b.reached()),
+        "{bars:?}"
+    );
+    // A warning appended by the engine; a line that is not one is left out.
+    let warnings = r.join("conductor/cost/attention.jsonl");
+    let mut text = std::fs::read_to_string(&warnings).unwrap();
+    text.push_str("{\"kind\": \"something_else\"}\nnot json\n");
+    text.push_str(
+        &(json!({"kind": "budget_warning", "key": "god:marvin:cost_usd:1000000", "scope": "god",
+                 "name": "marvin", "metric": "cost_usd", "used": 1.0, "limit": 1, "warn_at": 0.8,
+                 "reached": true, "at": "2026-06-14T10:35:00Z"})
+        .to_string()
+            + "\n"),
+    );
+    std::fs::write(&warnings, text).unwrap();
+    m.apply(std::slice::from_ref(&warnings));
+    assert_eq!(
+        m.snapshot().ledger.warnings.len(),
+        2,
+        "one per key, the duplicate key left out"
+    );
+    // The ledger replaced by a shorter one: read again from its start.
+    std::fs::write(
+        &ledger,
+        line(
+            "handoff-z",
+            "2026-06-14T10:00:00Z",
+            "wf_deploy_42",
+            "research",
+            "thoth",
+            10_000,
+        ) + "\n",
+    )
+    .unwrap();
+    m.apply(std::slice::from_ref(&ledger));
+    let s = m.snapshot();
+    assert_eq!(s.ledger.total.cost_micros, 10_000);
+    assert_eq!(s.ledger.gods.keys().collect::<Vec<_>>(), ["thoth"]);
+}
