@@ -111,8 +111,9 @@ pub struct LedgerView {
     pub from: u64,
     /// The god budgets (the config's, with the operators' raises).
     pub god_budgets: BTreeMap<String, Budget>,
-    /// The daily budget, and the raised budget of each day.
+    /// The daily budget.
     pub day_budget: Option<Budget>,
+    /// The raised budget of each day an operator raised it for.
     pub day_budgets: BTreeMap<String, Budget>,
     /// The share at which a budget warns (0.8 unless the config says).
     pub warn_at: f64,
@@ -270,7 +271,8 @@ impl RowCost {
 impl Eq for RowCost {}
 
 impl Snapshot {
-    /// True when the root records usage or declares a budget (the cost column and the Ledger tab).
+    /// True when the root records usage, declares a god or day budget or has a budget warning (the
+    /// cost column and the Ledger tab); a definition's budget alone, with nothing spent, shows none.
     pub fn has_cost(&self) -> bool {
         self.ledger.is_active()
             || self.tallies.as_ref().map_or_else(
@@ -284,12 +286,7 @@ impl Snapshot {
     pub fn workflow_bars(&self, w: &WorkflowView) -> Vec<Bar> {
         let def = self.definition(w.state.definition_id.as_deref());
         let (mut wf, mut steps) = match def {
-            Some(d)
-                if d.extra.contains_key("budget")
-                    || d.steps.iter().any(|s| s.extra.contains_key("budget")) =>
-            {
-                declared(d, &mut Vec::new())
-            }
+            Some(d) if declares_budget(d) => declared(d, &mut Vec::new()),
             _ => (None, BTreeMap::new()),
         };
         let empty = RowCost::default();
@@ -331,18 +328,21 @@ impl Snapshot {
     /// True when a budget of the workflow (its own, a step's) is reached, or its next dispatch is
     /// held for a budget: what `/over-budget` finds.
     pub fn over_budget(&self, w: &WorkflowView) -> bool {
-        w.waiting
+        let held = w
+            .waiting
             .iter()
-            .any(|(_, d)| held_for_budget(d.held_because.as_deref()))
-            || (w.state.cost.is_some()
-                || self
-                    .definition(w.state.definition_id.as_deref())
-                    .is_some_and(|d| {
-                        d.extra.contains_key("budget")
-                            || d.steps.iter().any(|s| s.extra.contains_key("budget"))
-                    }))
-                && self.workflow_bars(w).iter().any(Bar::reached)
+            .any(|(_, d)| held_for_budget(d.held_because.as_deref()));
+        let budgeted = w.state.cost.is_some()
+            || self
+                .definition(w.state.definition_id.as_deref())
+                .is_some_and(declares_budget);
+        held || (budgeted && self.workflow_bars(w).iter().any(Bar::reached))
     }
+}
+
+/// True when a definition declares a budget for its workflows or a step.
+pub fn declares_budget(d: &crate::engine::conductor::WorkflowDef) -> bool {
+    d.extra.contains_key("budget") || d.steps.iter().any(|s| s.extra.contains_key("budget"))
 }
 
 /// True when a dispatch's `held_because` names a budget.

@@ -101,9 +101,7 @@ pub(crate) fn rows<'a>(snap: &'a Snapshot, filter: &Filter, app_now: chrono::Dat
         }
         let declares = snap
             .definition(w.state.definition_id.as_deref())
-            .is_some_and(|d| {
-                d.extra.contains_key("budget") || d.steps.iter().any(|s| s.extra.contains_key("budget"))
-            });
+            .is_some_and(crate::live::ledger::declares_budget);
         if declares || w.state.cost.as_ref().is_some_and(|c| c.raised != Default::default()) {
             out.extend(snap.workflow_bars(w).into_iter().map(Row::Budget));
         }

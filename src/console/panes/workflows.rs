@@ -409,6 +409,10 @@ fn cost_section(l: &mut Vec<Line>, app: &App, w: &WorkflowView, theme: &Theme) {
                 ));
             }
         }
+        None if snap.ledger.from > 0 => l.push(Line::styled(
+            "    (its reports lie before the part of the ledger read)",
+            theme.dim(),
+        )),
         None => l.push(Line::styled(
             "    (not in the ledger yet: the supervisor's next pass adds it)",
             theme.dim(),

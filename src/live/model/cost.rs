@@ -27,6 +27,9 @@ const WARNINGS_TAIL_BYTES: u64 = 4 * 1024 * 1024;
 const MAX_WARNING_LINE: u64 = 64 * 1024;
 /// The most warnings kept (the newest).
 const MAX_WARNINGS: usize = 10_000;
+/// The most workflows whose per-god figures are kept; past it they start again from the next line
+/// (a workflow's detail then says how many of its reports lie before).
+const MAX_WORKFLOWS: usize = 100_000;
 
 /// Which cost file changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -152,6 +155,10 @@ impl CostTracker {
             Ok(end) => {
                 self.ledger.advance_to(end);
                 self.view.error = None;
+                if self.view.workflows.len() > MAX_WORKFLOWS {
+                    self.view.workflows.clear();
+                    self.view.from = end;
+                }
             }
             Err(e) => self.view.error = Some(e.to_string()),
         }
@@ -226,7 +233,10 @@ fn fold(view: &mut LedgerView, newest: &mut Option<i64>, line: &Line, count: boo
         view.total.merge(&t);
         view.days.entry(line.day()).or_default().merge(&t);
     }
-    if let Some(at) = parse_ts(&line.at) {
+    // A line dated in the future (a writer's clock, or a hostile line) would push every real
+    // bucket out of the day kept: its spend counts in the totals, not in the recent spend.
+    let future = chrono::Utc::now() + chrono::Duration::hours(1);
+    if let Some(at) = parse_ts(&line.at).filter(|t| *t <= future) {
         let b = bucket_of(at);
         let top = newest.map_or(b, |n| n.max(b));
         *newest = Some(top);

@@ -266,6 +266,9 @@ pub struct LiveModel {
     /// The ledger, warnings and raised budgets (`conductor/cost/`).
     cost: cost::CostTracker,
     dirty_cost: bool,
+    /// True until the first load read `conductor/cost/` (after the first screen: a long ledger's
+    /// tail takes longer than the first screen may).
+    cost_unread: bool,
     /// Increases whenever a directory may have appeared or vanished (see [`LiveModel::layout_generation`]).
     layout: u64,
     /// True while the first load lists files without reading the new ones (they go to `unread`).
@@ -323,6 +326,7 @@ impl LiveModel {
             dirty_bridge: true,
             cost: Default::default(),
             dirty_cost: true,
+            cost_unread: false,
             layout: 0,
             progressive: false,
             unread: Default::default(),
@@ -358,7 +362,7 @@ impl LiveModel {
         // Small files: the supervisors' heartbeats and the bridge's status are part of the first
         // screen (the header's notices), not of the background load.
         m.bridge.refresh(&m.root, bridge::BridgePart::All);
-        m.cost.refresh(&m.root, cost::CostPart::All);
+        m.cost_unread = true;
         m.progressive = false;
         m.load_total = m.unread.len();
         let left = first.saturating_sub(started.elapsed());
@@ -369,13 +373,19 @@ impl LiveModel {
 
     /// True while files listed by the first load are still unread.
     pub fn is_loading(&self) -> bool {
-        !self.unread.is_empty() || self.inboxes_unlisted
+        !self.unread.is_empty() || self.inboxes_unlisted || self.cost_unread
     }
 
     /// Reads unread files for about `budget`, then publishes what changed.
     pub fn load_more(&mut self, budget: std::time::Duration) -> Option<Arc<Snapshot>> {
         if !self.is_loading() {
             return None;
+        }
+        if self.cost_unread {
+            self.cost_unread = false;
+            if self.cost.refresh(&self.root, cost::CostPart::All) {
+                self.dirty_cost = true;
+            }
         }
         if self.inboxes_unlisted {
             self.inboxes_unlisted = false;
