@@ -213,6 +213,10 @@ fn a_rejection_rerouted_to_a_fallback_god_is_held_once_a_budget_is_reached() {
     let approvals = st["approvals"].as_array().unwrap();
     assert_eq!(approvals.len(), 2, "{st:#}");
     assert_ne!(approvals[0]["dispatch_id"], approvals[1]["dispatch_id"]);
+    // Repeated, the approval is the one already made, not a new one or a refusal.
+    let again = env.ok(&["approve", "hof_20261202_bbbbb2"], None);
+    assert_eq!(again["duplicate"], true, "{again:#}");
+    assert_eq!(env.state("wf_f2")["approvals"].as_array().unwrap().len(), 2);
 
     // No budget reached: a reroute goes straight to the fallback god's inbox, as before.
     let r = env.submit(&h("hof_20261202_bbbbb3", "wf_f3", 0.1));

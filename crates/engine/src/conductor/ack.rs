@@ -809,9 +809,10 @@ pub(crate) fn held_step(input: HeldInput<'_>) -> Result<HeldStep> {
         "approved"
     };
     // A decision is on one held dispatch: a handoff held again later (its reroute held for a budget,
-    // with a new dispatch id) is decided anew. Decisions recorded without a dispatch id match any.
+    // with a new dispatch id) is decided anew. Decisions recorded without a dispatch id match any; the
+    // newest first, so the repeat of a decision whose dispatch has moved finds that decision.
     let held_id = held.and_then(|d| d.dispatch_id.as_deref());
-    let prior = approvals(st).into_iter().find(|a| {
+    let prior = approvals(st).into_iter().rev().find(|a| {
         a.get("handoff_id").and_then(Value::as_str) == Some(hid.as_str())
             && match (a.get("dispatch_id").and_then(Value::as_str), held_id) {
                 (Some(decided), Some(now)) => decided == now,
