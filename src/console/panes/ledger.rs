@@ -95,13 +95,22 @@ pub(crate) fn rows<'a>(snap: &'a Snapshot, filter: &Filter, app_now: chrono::Dat
             _ => out.push(Row::Budget(b)),
         }
     }
+    // The definitions that declare a budget, once: a frame passes over every workflow.
+    let budgeted: Vec<&str> = snap
+        .definitions
+        .iter()
+        .filter(|d| crate::live::ledger::declares_budget(d))
+        .map(|d| d.id.as_str())
+        .collect();
     for w in snap.workflows.iter() {
         if w.state.status.is_finished() {
             continue;
         }
-        let declares = snap
-            .definition(w.state.definition_id.as_deref())
-            .is_some_and(crate::live::ledger::declares_budget);
+        let declares = w
+            .state
+            .definition_id
+            .as_deref()
+            .is_some_and(|id| budgeted.contains(&id));
         if declares || w.state.cost.as_ref().is_some_and(|c| c.raised != Default::default()) {
             out.extend(snap.workflow_bars(w).into_iter().map(Row::Budget));
         }
@@ -283,6 +292,11 @@ impl PaneView for Ledger {
 
     fn draw(&self, frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         draw(frame, area, app, theme)
+    }
+
+    /// Its budget rows come from a pass over every unfinished workflow.
+    fn grows_with_root(&self) -> bool {
+        true
     }
 
     fn in_tabs(&self, app: &App) -> bool {
