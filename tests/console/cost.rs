@@ -481,3 +481,27 @@ fn the_model_follows_the_ledger_and_the_warnings_from_where_it_read_and_starts_o
     assert_eq!(s.ledger.total.cost_micros, 10_000);
     assert_eq!(s.ledger.gods.keys().collect::<Vec<_>>(), ["thoth"]);
 }
+
+#[test]
+fn tab_reaches_the_ledger_only_in_a_root_that_records_cost() {
+    let plain = fixture_root();
+    let mut app = app_for(plain.path(), fixture_now());
+    app.dispatch(Action::GoPane(Pane::Bridge));
+    app.dispatch(Action::NextPane);
+    assert_eq!(
+        app.pane,
+        Pane::Workflows,
+        "no usage: the Ledger is passed over"
+    );
+    app.dispatch(Action::PrevPane);
+    assert_eq!(app.pane, Pane::Bridge);
+    let costed = cost_root();
+    let mut app = app_for(costed.path(), fixture_now());
+    app.dispatch(Action::GoPane(Pane::Bridge));
+    app.dispatch(Action::NextPane);
+    assert_eq!(app.pane, Pane::Ledger);
+    app.dispatch(Action::NextPane);
+    assert_eq!(app.pane, Pane::Workflows);
+    app.dispatch(Action::PrevPane);
+    assert_eq!(app.pane, Pane::Ledger);
+}
