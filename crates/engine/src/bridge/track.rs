@@ -23,8 +23,15 @@ use crate::store::read::read_json;
 use crate::store::time::{format_ts, now_ts, parse_ts};
 use crate::store::{Root, is_valid_name};
 
+macro_rules! mirror_field {
+    () => {
+        "from_pantheon"
+    };
+}
 /// The field a mirrored queue line gains: the pantheon (machine) it was written on.
-pub const MIRROR_FIELD: &str = "from_pantheon";
+pub const MIRROR_FIELD: &str = mirror_field!();
+/// What a mirrored line holds just before the pantheon's name.
+const MIRRORED_TAIL: &[u8] = concat!(",\"", mirror_field!(), "\":\"").as_bytes();
 /// The field marking a `locks.json` entry as a mirror of the shared lock bucket.
 pub const SHARED_FIELD: &str = "shared";
 
@@ -169,8 +176,7 @@ fn ends_as_mirrored(line: &[u8]) -> bool {
     };
     let name = &body[q + 1..];
     let head = &body[..q + 1];
-    head.ends_with(format!(",\"{MIRROR_FIELD}\":\"").as_bytes())
-        && std::str::from_utf8(name).is_ok_and(is_valid_name)
+    head.ends_with(MIRRORED_TAIL) && std::str::from_utf8(name).is_ok_and(is_valid_name)
 }
 
 /// The id of a line written on this machine; `None` for a mirrored line, a line that is not an
@@ -280,9 +286,7 @@ pub fn mirror_line(raw: &[u8], from: &str) -> std::result::Result<(Envelope, Vec
     };
     let mut line = Vec::with_capacity(raw.len() + 40);
     line.extend_from_slice(body);
-    line.extend_from_slice(b",\"");
-    line.extend_from_slice(MIRROR_FIELD.as_bytes());
-    line.extend_from_slice(b"\":\"");
+    line.extend_from_slice(MIRRORED_TAIL);
     line.extend_from_slice(from.as_bytes());
     line.extend_from_slice(b"\"}\n");
     env.extra.insert(MIRROR_FIELD.into(), json!(from));
