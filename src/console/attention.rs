@@ -238,6 +238,30 @@ fn board_deadline(b: &crate::live::snapshot::BoardView) -> Option<DateTime<Utc>>
 /// Everything that waits on a human now, newest first (items with no known time last).
 pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
     let mut out = Vec::new();
+    held_items(s, now, &mut out);
+    workflow_items(s, now, &mut out);
+    track_items(s, now, &mut out);
+    dead_letter_items(s, &mut out);
+    no_supervisor_item(s, now, &mut out);
+    stuck_outbox_items(s, &mut out);
+    budget_warnings(s, now, &mut out);
+    unreadable_items(s, &mut out);
+    // Newest first; undated last; then by key so the order is stable.
+    out.sort_by(|a, b| {
+        b.since
+            .is_some()
+            .cmp(&a.since.is_some())
+            .then(b.since.cmp(&a.since))
+            .then_with(|| a.key.cmp(&b.key))
+    });
+    // Kept for as long as the snapshot and the clock stand still: no spare capacity.
+    out.shrink_to_fit();
+    out
+}
+
+/// Held dispatches: one item each (past the held limit it says so here, and its workflow gets no
+/// second `overdue` item: nobody can ack a held dispatch).
+fn held_items(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
     for d in s.quarantine.dispatches.iter() {
         let x = &d.dispatch;
         // A held dispatch is one item: past the held limit it says so here, and its workflow
@@ -274,6 +298,10 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
             .action("{approve} approve · {reject_held} reject"),
         );
     }
+}
+
+/// Workflows overdue (for a cause other than a held dispatch) and orphaned ones.
+fn workflow_items(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
     for w in s.workflows.iter() {
         if let Some(why) = s.overdue_cause(w, now).filter(|c| !c.is_held()) {
             // The oldest unacked dispatch, else the last ack, dates it.
@@ -312,6 +340,10 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
             );
         }
     }
+}
+
+/// Per track: stale workers, expired locks, deadlocks and a board vote past its deadline.
+fn track_items(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
     for t in s.tracks.iter() {
         for w in t
             .workers
@@ -407,6 +439,10 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
             }
         }
     }
+}
+
+/// Dead letters of workflows still running.
+fn dead_letter_items(s: &Snapshot, out: &mut Vec<Item>) {
     for inbox in s.dead_letters.iter() {
         for d in inbox.dispatches.iter() {
             let x = &d.dispatch;
@@ -456,6 +492,10 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
             );
         }
     }
+}
+
+/// Ack deadlines that no live supervisor enforces.
+fn no_supervisor_item(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
     if let Some(n) = s.unsupervised_deadlines(now) {
         // Dated from the last beat of the newest supervisor that was alive once, if any.
         let since = s.supervisors.iter().filter_map(|b| b.last_beat).max();
@@ -476,6 +516,10 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
             .action("run `pantheon serve` for this root"),
         );
     }
+}
+
+/// Outbox records the bridge cannot publish.
+fn stuck_outbox_items(s: &Snapshot, out: &mut Vec<Item>) {
     // Outbox records the bridge cannot publish (`stuck` in its status): each says why and what to do.
     let stuck = s.bridge.as_deref().and_then(|b| b.get("stuck"));
     for r in stuck.and_then(Value::as_array).into_iter().flatten() {
@@ -500,7 +544,10 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
             .action("fix what the reason names; the bridge retries it, then dead-letters it"),
         );
     }
-    budget_warnings(s, now, &mut out);
+}
+
+/// Files the live model cannot read.
+fn unreadable_items(s: &Snapshot, out: &mut Vec<Item>) {
     for w in s.warnings.iter() {
         // Shown from the root (the protocol's own names), whole when it lies elsewhere.
         let full = w.path.to_string_lossy();
@@ -522,17 +569,6 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
             .action("fix or remove the file"),
         );
     }
-    // Newest first; undated last; then by key so the order is stable.
-    out.sort_by(|a, b| {
-        b.since
-            .is_some()
-            .cmp(&a.since.is_some())
-            .then(b.since.cmp(&a.since))
-            .then_with(|| a.key.cmp(&b.key))
-    });
-    // Kept for as long as the snapshot and the clock stand still: no spare capacity.
-    out.shrink_to_fit();
-    out
 }
 
 /// The engine's budget warnings whose budget still stands as it was when it fired: a workflow's or
