@@ -381,7 +381,6 @@ const NOT_YET_CUT: &[(&str, &str)] = &[
     ("crates/engine/src/conductor/definition.rs", "from_value"),
     ("crates/engine/src/conductor/outbox.rs", "advance"),
     ("crates/engine/src/conductor/route.rs", "route"),
-    ("crates/engine/src/cost/ops.rs", "raise_budget"),
     ("crates/engine/src/conductor/submit.rs", "submit_locked"),
     ("crates/engine/src/journal.rs", "verify_with"),
     ("src/bridge/track.rs", "consume_session"),
