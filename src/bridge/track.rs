@@ -551,6 +551,7 @@ async fn consume_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Resul
     let me = t.shared.inbound.name.clone();
     let mut last_check = tokio::time::Instant::now();
     let mut behind_since: Option<tokio::time::Instant> = None;
+    let mut batch: Vec<jetstream::Message> = Vec::with_capacity(APPLY_BATCH);
     while !t.stopped() {
         let first = match tokio::time::timeout(Duration::from_millis(250), messages.next()).await {
             Err(_) => {
@@ -590,7 +591,9 @@ async fn consume_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Resul
             Ok(Some(m)) => m.map_err(|e| anyhow::anyhow!("{e}"))?,
         };
         behind_since = None;
-        let mut batch = vec![first];
+        // One vector for every batch (its messages are dropped at the end of the turn).
+        batch.clear();
+        batch.push(first);
         while batch.len() < APPLY_BATCH {
             match messages.next().now_or_never() {
                 Some(Some(Ok(m))) => batch.push(m),
@@ -632,7 +635,7 @@ async fn consume_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Resul
                     dead(&t, info.stream_sequence, &m.subject, &reason, &m.payload).await;
                 }
                 Some(from) => {
-                    items.push((from.to_owned(), m.payload.to_vec()));
+                    items.push((from, &m.payload[..]));
                     seqs.push(info.stream_sequence);
                 }
                 None => {
@@ -648,9 +651,10 @@ async fn consume_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Resul
             }
         }
         for (i, reason) in refused {
-            let subj = et::subject(&t.track, &items[i].0);
-            dead(&t, seqs[i], &subj, &reason, &items[i].1).await;
+            let subj = et::subject(&t.track, items[i].0);
+            dead(&t, seqs[i], &subj, &reason, items[i].1).await;
         }
+        drop(items);
         applied = last_seq;
         t.save_cursor(|c| c.stream_seq = last_seq)?;
         t.stats.mirrored.fetch_add(n as u64, Ordering::Relaxed);

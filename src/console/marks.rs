@@ -251,7 +251,10 @@ impl App {
                                 handoff_id,
                                 reason: reason.clone(),
                             },
-                            _ => Op::Approve { handoff_id },
+                            _ => Op::Approve {
+                                handoff_id,
+                                raise: None,
+                            },
                         }),
                 },
                 Op::Requeue { to, .. } => match dead.iter().find(|r| r.key() == mark) {
@@ -362,7 +365,9 @@ pub fn done_word(op: &Op) -> &'static str {
 pub fn subject(op: &Op) -> String {
     match op {
         Op::Ack { request, .. } => request.handoff_id.to_string(),
-        Op::Approve { handoff_id } | Op::RejectHeld { handoff_id, .. } => handoff_id.to_string(),
+        Op::Approve { handoff_id, .. } | Op::RejectHeld { handoff_id, .. } => {
+            handoff_id.to_string()
+        }
         Op::Abort { workflow_id, .. } | Op::Cleanup { workflow_id } => workflow_id.to_string(),
         Op::ForceUnlock { path, .. } => path.to_string(),
         Op::Requeue { handoff_id, .. } => handoff_id.to_string(),
