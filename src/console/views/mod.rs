@@ -18,6 +18,7 @@ use super::theme::Theme;
 
 mod dialogs;
 mod issues;
+mod replay;
 pub(crate) mod table;
 mod wrap;
 
@@ -52,14 +53,20 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
         Constraint::Length(1),
     ])
     .areas(area);
-    draw_header(frame, header, app, theme);
+    match &app.replay {
+        Some(v) => replay::header(frame, header, app, v, theme),
+        None => draw_header(frame, header, app, theme),
+    }
     draw_tabs(frame, tabs, app, theme);
     app.table_at.set(None);
     app.pane.view().draw(frame, body, app, theme);
     draw_marks(frame, app, theme);
     issues::last_good_marker(frame, body, app, theme);
     draw_status(frame, status, app, theme);
-    draw_footer(frame, footer, app, theme);
+    match (&app.replay, &app.mode) {
+        (Some(v), Mode::Normal) => replay::scrub_line(frame, footer, app, v, theme),
+        _ => draw_footer(frame, footer, app, theme),
+    }
     match &app.mode {
         Mode::Help(h) => dialogs::help(frame, area, app, h, theme),
         Mode::Issues => issues::overlay(frame, area, app, theme),
