@@ -760,3 +760,36 @@ fn forget_drops_a_cleaned_up_workflows_recorded_context() {
         "{e}"
     );
 }
+
+/// A directory of `conductor/` removed and made again (as `journal-intents/` is, by an act that is
+/// refused) is watched again: files written in it afterwards are recorded. A directory moved out of
+/// the root takes its recorded files with it, even beside a sibling whose name extends its own.
+#[test]
+fn a_directory_removed_and_made_again_is_still_recorded() {
+    let env = Env::new();
+    let root = root_of(&env);
+    let _rec = Recorder::start(&env);
+    caught_up(&root);
+    let dir = env.path("conductor/scratch-made-again");
+    for round in 0..3 {
+        std::fs::create_dir(&dir).unwrap();
+        caught_up(&root);
+        // Written after the directory was noticed, so only its watch can see it.
+        std::thread::sleep(Duration::from_millis(300));
+        std::fs::write(dir.join(format!("f{round}.json")), b"{}").unwrap();
+        caught_up(&root);
+        std::fs::remove_file(dir.join(format!("f{round}.json"))).unwrap();
+        std::fs::remove_dir(&dir).unwrap();
+        caught_up(&root);
+    }
+    let kept = env.path("conductor/moved/hermes-2");
+    let moved = env.path("conductor/moved/hermes");
+    std::fs::create_dir_all(&kept).unwrap();
+    std::fs::create_dir_all(&moved).unwrap();
+    std::fs::write(kept.join("b.json"), b"{}").unwrap();
+    std::fs::write(moved.join("a.json"), b"{}").unwrap();
+    caught_up(&root);
+    let away = tempfile::tempdir().unwrap();
+    std::fs::rename(&moved, away.path().join("hermes")).unwrap();
+    caught_up(&root);
+}

@@ -28,6 +28,8 @@ pub const GATHER: Duration = Duration::from_millis(20);
 const MAX_DEPTH: usize = 24;
 /// Longest tail of an append-only file remembered to tell an append from a rewrite.
 const TAIL: u64 = 64;
+/// Changes a scan commits at a time.
+const SCAN_PART: usize = 2048;
 /// How often the age bound is applied on an otherwise idle root.
 const RETENTION_EVERY: Duration = Duration::from_secs(3600);
 
@@ -186,6 +188,7 @@ impl Recorder {
     pub fn rescan(&mut self, initial: bool) -> Result<usize> {
         let mut seen = std::collections::HashSet::new();
         let mut batch = Vec::new();
+        let mut n = 0;
         let now = now_us();
         let bases = self.bases.clone();
         for (_, dir) in &bases {
@@ -199,6 +202,11 @@ impl Recorder {
                             c.when_us = now;
                         }
                         batch.push(c);
+                    }
+                    // A large root is committed in parts, so the scan holds a part, not the root.
+                    if batch.len() >= SCAN_PART {
+                        n += batch.len();
+                        self.writer.commit(std::mem::take(&mut batch), now_us())?;
                     }
                 }
             }
@@ -215,17 +223,31 @@ impl Recorder {
             self.tails.remove(&k);
             batch.push(del(k, now));
         }
-        let n = batch.len();
+        n += batch.len();
         self.writer.commit(stamp_deletes(batch), now_us())?;
         Ok(n)
     }
 
     /// Looks at the paths notifications named: files read again, directories walked (files made in
     /// a new directory before it was watched), vanished paths and the files below them deleted.
-    pub fn refresh(&mut self, paths: &[PathBuf]) -> Result<usize> {
+    /// Returns how many changes it committed and the directories it walked.
+    pub fn refresh(&mut self, paths: &[PathBuf]) -> Result<(usize, Vec<PathBuf>)> {
+        self.look(paths, false)
+    }
+
+    /// Walks `dirs` again as a whole: what they hold is read, and what the history has below them
+    /// that is no longer there is deleted. A directory made while the recorder looked away (its
+    /// watch is added by the watcher's own thread, after the notification that named it) may have
+    /// had files made and removed before its watch was in place; this second look settles them.
+    pub fn recheck(&mut self, dirs: &[PathBuf]) -> Result<usize> {
+        self.look(dirs, true).map(|(n, _)| n)
+    }
+
+    fn look(&mut self, paths: &[PathBuf], whole: bool) -> Result<(usize, Vec<PathBuf>)> {
         let now = now_us();
         let mut batch: Vec<Pending> = Vec::new();
         let mut done = std::collections::HashSet::new();
+        let mut walked = Vec::new();
         for p in paths {
             if p.starts_with(&self.skip) || !done.insert(p.clone()) {
                 continue;
@@ -234,13 +256,25 @@ impl Recorder {
                 Ok(m) if m.is_dir() => {
                     let mut files = Vec::new();
                     walk(p, &self.skip, 0, &mut files);
+                    let mut seen = std::collections::HashSet::new();
                     for f in files {
-                        if done.insert(f.clone())
-                            && let Some(k) = self.key_of(&f)
-                        {
-                            batch.extend(self.observe(&k, &f, now));
+                        if let Some(k) = self.key_of(&f) {
+                            seen.insert(k.clone());
+                            if done.insert(f.clone()) {
+                                batch.extend(self.observe(&k, &f, now));
+                            }
                         }
                     }
+                    if whole && let Some(k) = self.dir_key_of(p) {
+                        for g in self.recorded_below(&k) {
+                            if !seen.contains(&g) && !batch.iter().any(|b| b.path == g) {
+                                self.stats.remove(&g);
+                                self.tails.remove(&g);
+                                batch.push(del(g, now));
+                            }
+                        }
+                    }
+                    walked.push(p.clone());
                 }
                 Ok(_) => {
                     if let Some(k) = self.key_of(p) {
@@ -252,14 +286,10 @@ impl Recorder {
                     let Some(k) = self.key_of(p).or_else(|| self.dir_key_of(p)) else {
                         continue;
                     };
-                    let below = format!("{k}/");
-                    let gone: Vec<String> = self
-                        .writer
-                        .tree
-                        .range(k.clone()..)
-                        .take_while(|(key, _)| **key == k || key.starts_with(&below))
-                        .map(|(key, _)| key.clone())
-                        .collect();
+                    let mut gone = self.recorded_below(&k);
+                    if self.writer.tree.contains_key(&k) {
+                        gone.push(k);
+                    }
                     for g in gone {
                         self.stats.remove(&g);
                         self.tails.remove(&g);
@@ -272,7 +302,18 @@ impl Recorder {
         }
         let n = batch.len();
         self.writer.commit(stamp_deletes(batch), now_us())?;
-        Ok(n)
+        Ok((n, walked))
+    }
+
+    /// The recorded files below directory key `k`.
+    fn recorded_below(&self, k: &str) -> Vec<String> {
+        let below = format!("{k}/");
+        self.writer
+            .tree
+            .range(below.clone()..)
+            .take_while(|(key, _)| key.starts_with(&below))
+            .map(|(key, _)| key.clone())
+            .collect()
     }
 
     fn dir_key_of(&self, path: &Path) -> Option<String> {
@@ -533,15 +574,18 @@ fn take_lease(
 /// Watches `root` for the recorder: `conductor/` itself flat, each of its other directories
 /// recursively (the history's own directory is never watched: its writes would wake the recorder
 /// for nothing), and the handoffs' tree recursively. Returns the directories watched recursively.
-fn watch(
-    root: &Root,
-    tx: &mpsc::Sender<Msg>,
-) -> Result<(
-    notify::RecommendedWatcher,
-    std::collections::HashSet<PathBuf>,
-)> {
+fn watch(root: &Root, tx: &mpsc::Sender<Msg>) -> Result<notify::RecommendedWatcher> {
     let wtx = tx.clone();
-    let mut watcher = notify::recommended_watcher(move |ev| {
+    let mut watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
+        // Opening or reading a file changes nothing. Dropped here, on the watcher's thread: the
+        // recorder's own first scan opens every file of the root (and its directories), and those
+        // notifications would otherwise wait in the channel, tens of megabytes on a large root.
+        if ev
+            .as_ref()
+            .is_ok_and(|e| matches!(e.kind, notify::EventKind::Access(_)))
+        {
+            return;
+        }
         let _ = wtx.send(Msg::Fs(ev));
     })
     .map_err(|e| Error::refused(format!("cannot watch the root: {e}")))?;
@@ -550,7 +594,6 @@ fn watch(
     watcher
         .watch(&root.conductor, notify::RecursiveMode::NonRecursive)
         .map_err(|e| Error::refused(format!("cannot watch {}: {e}", root.conductor.display())))?;
-    let mut watched: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
     for e in std::fs::read_dir(&root.conductor)
         .into_iter()
         .flatten()
@@ -561,7 +604,6 @@ fn watch(
             watcher
                 .watch(&p, notify::RecursiveMode::Recursive)
                 .map_err(|e| Error::refused(format!("cannot watch {}: {e}", p.display())))?;
-            watched.insert(p);
         }
     }
     if !root.handoffs.starts_with(&root.conductor) {
@@ -571,7 +613,75 @@ fn watch(
                 Error::refused(format!("cannot watch {}: {e}", root.handoffs.display()))
             })?;
     }
-    Ok((watcher, watched))
+    Ok(watcher)
+}
+
+/// Directories walked because a notification named them, to be walked again as a whole
+/// ([`Recorder::recheck`]) a moment later and once more a second later: a new directory's watch is
+/// added by the watcher's thread after it reported the directory, and what happened inside it in
+/// between (a file made and removed again) only a later walk can settle.
+#[derive(Debug, Default)]
+struct Rechecks(Vec<(std::time::Instant, PathBuf, bool)>);
+
+/// When a walked directory is looked at again.
+const RECHECK_AFTER: [Duration; 2] = [Duration::from_millis(150), Duration::from_secs(1)];
+/// Most directories waiting for a second look (beyond it, the oldest are looked at first).
+const MAX_RECHECKS: usize = 4096;
+
+impl Rechecks {
+    fn add(&mut self, dirs: Vec<PathBuf>) {
+        let now = std::time::Instant::now();
+        for d in dirs {
+            if self.0.len() >= MAX_RECHECKS {
+                break;
+            }
+            self.0.retain(|(_, p, first)| !(p == &d && *first));
+            self.0.push((now + RECHECK_AFTER[0], d, true));
+        }
+    }
+
+    /// How long until the next one is due.
+    fn wait(&self) -> Option<Duration> {
+        let now = std::time::Instant::now();
+        self.0
+            .iter()
+            .map(|(at, _, _)| at.saturating_duration_since(now))
+            .min()
+    }
+
+    /// Walks again the directories due now.
+    fn run(&mut self, rec: &mut Recorder, report: &mut dyn FnMut(Report)) {
+        let due = self.due();
+        if due.is_empty() {
+            return;
+        }
+        match rec.recheck(&due) {
+            Ok(0) => {}
+            Ok(n) => report(Report::Committed(n)),
+            Err(e) => report(Report::Warning(e.to_string())),
+        }
+    }
+
+    /// The directories due now; each first look schedules the last.
+    fn due(&mut self) -> Vec<PathBuf> {
+        let now = std::time::Instant::now();
+        let mut due = Vec::new();
+        let mut next = Vec::new();
+        self.0.retain(|(at, p, first)| {
+            if *at > now {
+                return true;
+            }
+            due.push(p.clone());
+            if *first {
+                next.push((now + RECHECK_AFTER[1], p.clone(), false));
+            }
+            false
+        });
+        self.0.extend(next);
+        due.sort();
+        due.dedup();
+        due
+    }
 }
 
 /// Records `root` until `rx` gives [`Msg::Stop`] (or every sender is gone): stands by while another
@@ -590,7 +700,7 @@ pub fn run(
         crate::store::atomic::ensure_dir(root, &d)?;
     }
     // Watch first, then scan: a change made between the two is seen by both, never by neither.
-    let (mut watcher, mut watched) = watch(root, &tx)?;
+    let mut watcher = watch(root, &tx)?;
     use notify::Watcher;
     let (mut rec, scanned) = Recorder::start(root, lease)?;
     report(Report::Writing {
@@ -598,14 +708,22 @@ pub fn run(
         repaired: rec.writer.repaired,
     });
     let mut last_retention = std::time::Instant::now();
+    let mut rechecks = Rechecks::default();
     loop {
-        let first = match rx.recv_timeout(RETENTION_EVERY) {
+        let wait = rechecks
+            .wait()
+            .unwrap_or(RETENTION_EVERY)
+            .min(RETENTION_EVERY);
+        let first = match rx.recv_timeout(wait) {
             Ok(m) => m,
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                if let Err(e) = rec.writer.enforce_retention(now_us()) {
-                    report(Report::Warning(format!("retention: {e}")));
+                rechecks.run(&mut rec, report);
+                if last_retention.elapsed() >= RETENTION_EVERY {
+                    if let Err(e) = rec.writer.enforce_retention(now_us()) {
+                        report(Report::Warning(format!("retention: {e}")));
+                    }
+                    last_retention = std::time::Instant::now();
                 }
-                last_retention = std::time::Instant::now();
                 continue;
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -615,7 +733,6 @@ pub fn run(
         let mut stop = false;
         let mut take = |m: Msg, paths: &mut Vec<PathBuf>| match m {
             Msg::Stop => stop = true,
-            Msg::Fs(Ok(ev)) if matches!(ev.kind, notify::EventKind::Access(_)) => {}
             Msg::Fs(Ok(ev)) if ev.need_rescan() => rescan = true,
             Msg::Fs(Ok(ev)) => paths.extend(ev.paths),
             Msg::Fs(Err(_)) => rescan = true,
@@ -633,14 +750,17 @@ pub fn run(
             take(m, &mut paths);
         }
         paths.retain(|p| !p.starts_with(&rec.skip));
-        // A directory new in `conductor/`: watch it too (what it already holds is read below).
+        paths.sort();
+        paths.dedup();
+        // A directory (new, or removed and made again) in `conductor/`: watch it (again: a removed
+        // directory's watch went with it, and watching a watched directory changes nothing). What
+        // it already holds is read below.
         for p in &paths {
             if p.parent() == Some(root.conductor.as_path())
-                && !watched.contains(p)
                 && p.is_dir()
-                && watcher.watch(p, notify::RecursiveMode::Recursive).is_ok()
+                && p.as_path() != rec.skip.as_path()
             {
-                watched.insert(p.clone());
+                let _ = watcher.watch(p, notify::RecursiveMode::Recursive);
             }
         }
         let done = if rescan {
@@ -648,15 +768,18 @@ pub fn run(
         } else if paths.is_empty() {
             Ok(0)
         } else {
-            paths.sort();
-            paths.dedup();
-            rec.refresh(&paths)
+            rec.refresh(&paths).map(|(n, walked)| {
+                rechecks.add(walked);
+                n
+            })
         };
         match done {
             Ok(0) => {}
             Ok(n) => report(Report::Committed(n)),
             Err(e) => report(Report::Warning(e.to_string())),
         }
+        // On a busy root notifications never leave the loop idle: look at what is due here too.
+        rechecks.run(&mut rec, report);
         if last_retention.elapsed() >= RETENTION_EVERY {
             last_retention = std::time::Instant::now();
             if let Err(e) = rec.writer.enforce_retention(now_us()) {

@@ -137,6 +137,15 @@ pub struct Checkpoint {
 /// A tree of files at one moment.
 pub type Tree = BTreeMap<String, FileVer>;
 
+/// A checkpoint as written: the writer's own tree, borrowed (a large root's tree is not copied to
+/// be written).
+#[derive(Serialize)]
+struct CheckpointOut<'a> {
+    seq: u64,
+    t: i64,
+    files: &'a Tree,
+}
+
 /// Applies `c` to `tree`.
 pub fn apply(tree: &mut Tree, c: &Change) {
     match c.kind {
@@ -601,10 +610,10 @@ impl Writer {
         let segs = hist.segments();
         let mut w = match segs.last() {
             None => {
-                let cp = Checkpoint {
+                let cp = CheckpointOut {
                     seq: 0,
                     t: now_us,
-                    files: Tree::new(),
+                    files: &Tree::new(),
                 };
                 write_checkpoint(&hist, &cp)?;
                 let file = new_segment(&hist, 0, now_us)?;
@@ -746,10 +755,10 @@ impl Writer {
                 self.tree.insert(p, merged);
             }
         }
-        let cp = Checkpoint {
+        let cp = CheckpointOut {
             seq: self.next_seq,
             t: self.last_t,
-            files: self.tree.clone(),
+            files: &self.tree,
         };
         write_checkpoint(&self.hist, &cp)?;
         self.seg_file = new_segment(&self.hist, self.next_seq, self.last_t)?;
@@ -882,7 +891,7 @@ pub fn collect_garbage(hist: &HistoryDir) -> Result<usize> {
     Ok(n)
 }
 
-fn write_checkpoint(hist: &HistoryDir, cp: &Checkpoint) -> Result<()> {
+fn write_checkpoint(hist: &HistoryDir, cp: &CheckpointOut<'_>) -> Result<()> {
     let mut bytes = crate::store::json_text(cp, false);
     bytes.push(b'\n');
     crate::store::atomic::write_atomic(&hist.root, &hist.checkpoint_path(cp.seq), &bytes)
