@@ -140,7 +140,7 @@ pub fn run(args: DemoArgs, explicit_root: Option<&Path>) -> anyhow::Result<Outco
     }
     let me = crate::console::terminal::program_name();
     println!(
-        "pantheon demo: the root is kept at {0}\n  look again: {me} --root {0}\n  check it:   {me} --root {0} validate\n  replay it:  {me} --root {0} replay --at -1m   (the board step by step: replay --from -15m --to now --track TRACK)",
+        "pantheon demo: the root is kept at {0}\n  look again: {me} --root {0}\n  check it:   {me} --root {0} validate\n  replay it:  {me} --root {0} --at -10m   (the console in the past: 6 for the board, }} to its next phase, p to play, L back to live)\n  or as JSON: {me} --root {0} replay --from -15m --to now --track TRACK",
         dir.display()
     );
     console?;
