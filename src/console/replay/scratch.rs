@@ -3,6 +3,8 @@
 //! works unchanged. Moving to another moment rewrites only the files that differ (an append only
 //! its new bytes) and names them, so the model re-reads only those.
 //!
+//! Only the files the console reads are laid out ([`read_by_console`]).
+//!
 //! The history is input like any file of a root: a key that is not a plain relative path under
 //! `conductor/` or `shared/handoffs/` is skipped, never joined.
 
@@ -42,6 +44,15 @@ pub fn place(dir: &Path, key: &str) -> Option<PathBuf> {
     plain.then(|| dir.join(key))
 }
 
+/// True for the files the console reads: not the handoffs (`shared/handoffs/`) nor the archives
+/// (`conductor/archive/`), which neither the live model nor a pane opens, and which are most of a
+/// large root's files.
+pub fn read_by_console(key: &str) -> bool {
+    let handoffs = format!("{}/{}/", layout::SHARED_DIR, layout::HANDOFFS_DIR);
+    let archive = format!("{}/{}/", layout::CONDUCTOR_DIR, layout::ARCHIVE_DIR);
+    !key.starts_with(&handoffs) && !key.starts_with(&archive)
+}
+
 fn mtime(us: i64) -> SystemTime {
     let us = u64::try_from(us).unwrap_or(0);
     SystemTime::UNIX_EPOCH
@@ -77,7 +88,8 @@ impl Scratch {
     /// Makes the scratch root show `tree`, its contents read from `hist`; returns the paths of the
     /// files written or removed and of the directories made, for the model to read again. A file
     /// whose content the history did not keep (too large, forgotten) is shown empty.
-    pub fn show(&mut self, hist: &HistoryDir, tree: Tree) -> Vec<PathBuf> {
+    pub fn show(&mut self, hist: &HistoryDir, mut tree: Tree) -> Vec<PathBuf> {
+        tree.retain(|key, _| read_by_console(key));
         let mut touched = Vec::new();
         for key in self.tree.keys() {
             if tree.contains_key(key) {
@@ -170,6 +182,9 @@ mod tests {
             Some(PathBuf::from("/scratch/conductor/state/wf_x.json"))
         );
         assert!(place(d, "shared/handoffs/wf_x/build.json").is_some());
+        assert!(read_by_console("conductor/pending/thoth/hof_1.json"));
+        assert!(!read_by_console("conductor/archive/thoth/hof_1.json"));
+        assert!(!read_by_console("shared/handoffs/wf_x/build.json"));
         for bad in [
             "conductor/../../etc/passwd",
             "conductor/./x",
