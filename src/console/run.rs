@@ -330,7 +330,9 @@ async fn event_loop(
             if app.replay.is_none() {
                 app.now = app.wall;
             }
-            app.sample_depth();
+            if app.replay.is_none() {
+                app.sample_depth();
+            }
             // The past's items were news then, not now: nothing is announced in replay.
             if notifier.settings.any() && app.replay.is_none() {
                 notifier.observe(&app.attention_all(), Instant::now(), app.now);

@@ -227,13 +227,20 @@ fn a_moment_before_the_history_or_a_root_never_recorded_is_refused() {
         .err()
         .unwrap();
     assert!(e.contains("was never recorded"), "{e}");
-    // The command line says the same before it takes the terminal.
-    let out = assert_cmd::Command::cargo_bin("pantheon")
-        .unwrap()
-        .args(["--root", bare.path().to_str().unwrap(), "--at", "-1m"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    // The command line says the same before it looks for a terminal.
+    let refused = |root: &Path, at: &str| {
+        let out = assert_cmd::Command::cargo_bin("pantheon")
+            .unwrap()
+            .args(["--root", root.to_str().unwrap(), "--at", at])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let e = refused(bare.path(), "-1m");
+    assert!(e.contains("was never recorded"), "{e}");
+    let e = refused(root.path(), "2020-01-01T00:00:00Z");
+    assert!(e.contains("before the history starts"), "{e}");
 }
 
 #[test]

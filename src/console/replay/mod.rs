@@ -22,6 +22,7 @@ use crate::engine::history::store::{self, instant};
 use crate::engine::history::timeline::Timeline;
 use crate::engine::store::time::format_ts;
 use crate::engine::store::{Root, layout};
+use crate::live::model::{FIRST_CHUNK, LOAD_CHUNK};
 use crate::live::snapshot::Snapshot;
 use crate::live::{LiveModel, ModelOptions};
 
@@ -114,6 +115,25 @@ impl Drop for ReplayHandle {
     }
 }
 
+/// The timeline of `root`'s history when it holds moment `at_us`; refused, with the engine's words,
+/// on a root never recorded or a moment before the history starts.
+pub fn timeline_at(root: &Root, at_us: i64) -> Result<Timeline, String> {
+    let timeline = Timeline::open(root).map_err(|e| e.to_string())?;
+    if at_us < timeline.first_us() {
+        return Err(format!(
+            "that moment is before the history starts; the first moment kept is {}",
+            format_ts(instant(timeline.first_us()))
+        ));
+    }
+    Ok(timeline)
+}
+
+/// The bar's `laying out N of M files` while `left` files of `tree` are still to be laid out.
+fn loading(tree: &store::Tree, left: usize) -> Option<(usize, usize)> {
+    let total = tree.keys().filter(|k| scratch::read_by_console(k)).count();
+    (left > 0).then(|| (total.saturating_sub(left), total))
+}
+
 fn is_journal(c: &Change) -> bool {
     c.path == format!("{}/{}", layout::CONDUCTOR_DIR, layout::JOURNAL_FILE)
 }
@@ -141,18 +161,18 @@ struct Worker {
 
 impl Worker {
     fn open(root: &Root, at_us: i64, opts: ModelOptions) -> Result<Self, String> {
-        let mut timeline = Timeline::open(root).map_err(|e| e.to_string())?;
-        if at_us < timeline.first_us() {
-            return Err(format!(
-                "that moment is before the history starts; the first moment kept is {}",
-                format_ts(instant(timeline.first_us()))
-            ));
-        }
+        let mut timeline = timeline_at(root, at_us)?;
         let pos = timeline.position_at(at_us).map_err(|e| e.to_string())?;
         let tree = timeline.tree_at(pos).map_err(|e| e.to_string())?;
-        let mut scratch =
-            Scratch::new().map_err(|e| format!("cannot make the replay's scratch root: {e}"))?;
-        scratch.show(timeline.dir(), tree.clone());
+        // The scratch root reads with the live root's settings (thresholds, staleness), not the
+        // defaults of a directory without a config.
+        let mut scratch = Scratch::new(root.settings.clone())
+            .map_err(|e| format!("cannot make the replay's scratch root: {e}"))?;
+        // The first screen within twice the live one's: half its reading budget for the layout
+        // (reading what was laid out takes about as long again); what is not laid out by then
+        // follows in the background, and the bar says how far.
+        let until = Instant::now() + FIRST_CHUNK / 2;
+        let (_, left) = scratch.show_until(timeline.dir(), &tree, Some(until));
         let mut model = LiveModel::open(scratch.root.clone(), opts);
         model.set_watch_mode("replay");
         let snapshot = model.snapshot();
@@ -160,6 +180,7 @@ impl Worker {
         view.first_us = timeline.first_us();
         view.last_us = timeline.last_us();
         view.moment_us = at_us;
+        view.loading = loading(&tree, left);
         let mut w = Self {
             timeline,
             scratch,
@@ -190,6 +211,11 @@ impl Worker {
     fn go(&mut self, pos: u64) -> Result<(), String> {
         let pos = pos.clamp(self.timeline.first(), self.timeline.end());
         let here = self.view.pos;
+        if pos == here {
+            // The scratch root shows this position already.
+            self.view.moment_us = self.timeline.moment_of(pos).map_err(|e| e.to_string())?;
+            return Ok(());
+        }
         let tree = if pos > here && pos - here <= 64 {
             let mut t = self.tree.clone();
             for seq in here..pos {
@@ -201,7 +227,8 @@ impl Worker {
         } else {
             self.timeline.tree_at(pos).map_err(|e| e.to_string())?
         };
-        let touched = self.scratch.show(self.timeline.dir(), tree.clone());
+        let touched = self.scratch.show(self.timeline.dir(), &tree);
+        self.view.loading = None;
         self.tree = tree;
         let snap = if touched.len() > RESCAN_OVER {
             self.model.rescan()
@@ -224,7 +251,19 @@ impl Worker {
         notes: tokio::sync::mpsc::UnboundedSender<Note>,
     ) {
         loop {
-            let cmd = if self.view.playing {
+            let cmd = if self.view.loading.is_some() {
+                match rx.try_recv() {
+                    Ok(c) => Some(c),
+                    Err(mpsc::TryRecvError::Empty) => {
+                        self.lay_out_more();
+                        if frames.send(Arc::new(self.frame())).is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                    Err(mpsc::TryRecvError::Disconnected) => return,
+                }
+            } else if self.view.playing {
                 let next = self.timeline.change(self.view.pos).ok().flatten();
                 match rx.recv_timeout(self.view.wait_for(next.map(|c| c.at_us))) {
                     Ok(c) => Some(c),
@@ -250,6 +289,18 @@ impl Worker {
                 return;
             }
         }
+    }
+
+    /// Lays out the next part of a moment the first screen did not wait for, and reads it.
+    fn lay_out_more(&mut self) {
+        let until = Instant::now() + LOAD_CHUNK;
+        let (touched, left) = self
+            .scratch
+            .show_until(self.timeline.dir(), &self.tree, Some(until));
+        if let Some(s) = self.model.apply(&touched) {
+            self.snapshot = s;
+        }
+        self.view.loading = loading(&self.tree, left);
     }
 
     /// One command; `Ok(Some(text))` is a note for the operator.

@@ -10,7 +10,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::engine::history::HistoryDir;
 use crate::engine::history::store::{FileVer, Tree};
@@ -21,7 +21,10 @@ pub struct Scratch {
     dir: tempfile::TempDir,
     /// The scratch directory as a root (default layout).
     pub root: Root,
+    /// What the directory shows now (the files the console reads).
     tree: Tree,
+    /// Directories known to exist (no `stat` per file written into them).
+    made: std::cell::RefCell<std::collections::HashSet<PathBuf>>,
 }
 
 /// Where `key` goes under `dir`, or `None` when the key is not a plain relative path inside one of
@@ -53,6 +56,20 @@ pub fn read_by_console(key: &str) -> bool {
     !key.starts_with(&handoffs) && !key.starts_with(&archive)
 }
 
+/// Where a file comes in the layout of a moment: the few files first, then the directories of many
+/// records, workflow states (the first pane) before inbox dispatches.
+fn is_record(key: &str) -> u8 {
+    let state = format!("{}/{}/", layout::CONDUCTOR_DIR, layout::STATE_DIR);
+    let pending = format!("{}/{}/", layout::CONDUCTOR_DIR, layout::PENDING_DIR);
+    if key.starts_with(&state) {
+        1
+    } else if key.starts_with(&pending) {
+        2
+    } else {
+        0
+    }
+}
+
 fn mtime(us: i64) -> SystemTime {
     let us = u64::try_from(us).unwrap_or(0);
     SystemTime::UNIX_EPOCH
@@ -62,7 +79,7 @@ fn mtime(us: i64) -> SystemTime {
 
 impl Scratch {
     /// An empty scratch root (mode 0700: the history's content is the root's, not the world's).
-    pub fn new() -> std::io::Result<Self> {
+    pub fn new(settings: crate::engine::store::settings::Settings) -> std::io::Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix("pantheon-replay-")
             .tempdir()?;
@@ -72,11 +89,12 @@ impl Scratch {
                 .join(layout::SHARED_DIR)
                 .join(layout::HANDOFFS_DIR),
         )?;
-        let root = Root::at(dir.path());
+        let root = Root::at(dir.path()).with_settings(settings);
         Ok(Self {
             dir,
             root,
             tree: Tree::new(),
+            made: Default::default(),
         })
     }
 
@@ -88,24 +106,45 @@ impl Scratch {
     /// Makes the scratch root show `tree`, its contents read from `hist`; returns the paths of the
     /// files written or removed and of the directories made, for the model to read again. A file
     /// whose content the history did not keep (too large, forgotten) is shown empty.
-    pub fn show(&mut self, hist: &HistoryDir, mut tree: Tree) -> Vec<PathBuf> {
-        tree.retain(|key, _| read_by_console(key));
+    pub fn show(&mut self, hist: &HistoryDir, tree: &Tree) -> Vec<PathBuf> {
+        self.show_until(hist, tree, None).0
+    }
+
+    /// [`Self::show`], stopping once `until` has passed: the files of the record directories
+    /// (workflow states, inbox dispatches) come last, as the live model's first load reads them
+    /// last. Returns the paths touched and how many files are left to write (shown by a later call).
+    pub fn show_until(
+        &mut self,
+        hist: &HistoryDir,
+        tree: &Tree,
+        until: Option<Instant>,
+    ) -> (Vec<PathBuf>, usize) {
         let mut touched = Vec::new();
-        for key in self.tree.keys() {
-            if tree.contains_key(key) {
-                continue;
-            }
-            if let Some(p) = place(self.dir.path(), key)
+        let gone: Vec<String> = self
+            .tree
+            .keys()
+            .filter(|k| !tree.contains_key(*k) || !read_by_console(k))
+            .cloned()
+            .collect();
+        for key in gone {
+            self.tree.remove(&key);
+            if let Some(p) = place(self.dir.path(), &key)
                 && std::fs::remove_file(&p).is_ok()
             {
                 touched.push(p);
             }
         }
-        for (key, new) in &tree {
-            let old = self.tree.get(key);
-            if old == Some(new) {
-                continue;
+        let mut due: Vec<(&String, &FileVer)> = tree
+            .iter()
+            .filter(|(k, v)| read_by_console(k) && self.tree.get(*k) != Some(*v))
+            .collect();
+        due.sort_by_key(|(k, _)| (is_record(k), *k));
+        let mut left = due.len();
+        for (i, (key, new)) in due.into_iter().enumerate() {
+            if i % 32 == 0 && until.is_some_and(|u| Instant::now() >= u) {
+                break;
             }
+            left -= 1;
             let Some(p) = place(self.dir.path(), key) else {
                 tracing::warn!(
                     key,
@@ -113,13 +152,16 @@ impl Scratch {
                 );
                 continue;
             };
+            let old = self.tree.get(key.as_str());
             match self.write(hist, &p, old, new, &mut touched) {
-                Ok(()) => touched.push(p),
+                Ok(()) => {
+                    touched.push(p);
+                    self.tree.insert(key.clone(), new.clone());
+                }
                 Err(e) => tracing::warn!(key, "replay: cannot lay out a recorded file: {e}"),
             }
         }
-        self.tree = tree;
-        touched
+        (touched, left)
     }
 
     /// Writes one file's version `new` at `p` (only the appended blobs when `old` is its prefix),
@@ -132,7 +174,9 @@ impl Scratch {
         new: &FileVer,
         made: &mut Vec<PathBuf>,
     ) -> std::io::Result<()> {
-        if let Some(parent) = p.parent() {
+        if let Some(parent) = p.parent()
+            && !self.made.borrow().contains(parent)
+        {
             let mut missing = Vec::new();
             let mut d = parent;
             while !d.exists() && d.starts_with(self.dir.path()) {
@@ -144,6 +188,7 @@ impl Scratch {
             }
             std::fs::create_dir_all(parent)?;
             made.extend(missing.into_iter().rev());
+            self.made.borrow_mut().insert(parent.to_path_buf());
         }
         let grows = old.filter(|o| {
             !o.blobs.is_empty()
@@ -198,5 +243,75 @@ mod tests {
         ] {
             assert_eq!(place(d, bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_moment_is_laid_out_in_parts_records_last_and_appends_grow_in_place() {
+        use crate::engine::history::store::{Retention, Writer};
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::at(d.path());
+        let ret = Retention {
+            max_bytes: u64::MAX,
+            max_age: Duration::from_secs(3600),
+        };
+        let mut w = Writer::open(&root, ret, 1_000).unwrap();
+        let mut tree = Tree::new();
+        let mut put = |tree: &mut Tree, key: &str, blobs: &[&[u8]], mtime_us: i64| {
+            let blobs: Vec<String> = blobs.iter().map(|b| w.put_blob(b).unwrap()).collect();
+            let len = blobs.len() as u64;
+            tree.insert(
+                key.into(),
+                FileVer {
+                    blobs,
+                    len,
+                    mtime_us,
+                },
+            );
+        };
+        put(
+            &mut tree,
+            "conductor/state/wf_a.json",
+            &[b"{}"],
+            1_500_000_000_000_000,
+        );
+        put(
+            &mut tree,
+            "conductor/journal.jsonl",
+            &[b"a\n"],
+            1_500_000_000_000_000,
+        );
+        put(&mut tree, "shared/handoffs/wf_a/plan.json", &[b"{}"], 1);
+        let hist = HistoryDir::of(&root);
+        let mut s = Scratch::new(Default::default()).unwrap();
+        // No time left: nothing is written yet, everything the console reads is left.
+        let (touched, left) = s.show_until(&hist, &tree, Some(Instant::now()));
+        assert_eq!((touched.len(), left), (0, 2));
+        let (_, left) = s.show_until(&hist, &tree, None);
+        assert_eq!(left, 0);
+        let journal = s.path().join("conductor/journal.jsonl");
+        assert_eq!(std::fs::read(&journal).unwrap(), b"a\n");
+        assert!(s.path().join("conductor/state/wf_a.json").is_file());
+        assert!(
+            !s.path().join("shared/handoffs/wf_a").exists(),
+            "the console never reads handoffs"
+        );
+        let m = std::fs::metadata(&journal).unwrap().modified().unwrap();
+        assert_eq!(m, mtime(1_500_000_000_000_000));
+        // An append adds its tail to the file in place; a delete removes it.
+        let mut next = tree.clone();
+        put(
+            &mut next,
+            "conductor/journal.jsonl",
+            &[b"a\n", b"b\n"],
+            1_500_000_000_000_001,
+        );
+        next.remove("conductor/state/wf_a.json");
+        let ino = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&journal).unwrap());
+        let touched = s.show(&hist, &next);
+        assert_eq!(std::fs::read(&journal).unwrap(), b"a\nb\n");
+        let same = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&journal).unwrap());
+        assert_eq!(ino, same, "appended in place");
+        assert!(!s.path().join("conductor/state/wf_a.json").exists());
+        assert_eq!(touched.len(), 2);
     }
 }

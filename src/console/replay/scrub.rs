@@ -30,6 +30,9 @@ pub struct ReplayView {
     pub speed: usize,
     /// What the last change applied did (`put conductor/state/wf_x.json`).
     pub change: Option<String>,
+    /// While the first moment is still being laid out: the files shown so far and in all (a large
+    /// root's first screen comes before the whole moment is read, as the live one's does).
+    pub loading: Option<(usize, usize)>,
 }
 
 impl ReplayView {
@@ -45,6 +48,7 @@ impl ReplayView {
             playing: false,
             speed: 0,
             change: None,
+            loading: None,
         }
     }
 
