@@ -387,7 +387,6 @@ const NOT_YET_CUT: &[(&str, &str)] = &[
     ("src/cli/serve.rs", "serve"),
     ("src/console/app/dispatch.rs", "dispatch"),
     ("src/console/app/flows.rs", "prompt_answered"),
-    ("src/console/marks.rs", "fan_out"),
     ("src/console/panes/board.rs", "draw"),
     ("src/console/panes/bus.rs", "draw"),
     ("src/console/panes/deadletters.rs", "draw_detail"),
