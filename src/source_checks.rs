@@ -383,7 +383,6 @@ const NOT_YET_CUT: &[(&str, &str)] = &[
     ("crates/engine/src/conductor/route.rs", "route"),
     ("crates/engine/src/conductor/submit.rs", "submit_locked"),
     ("crates/engine/src/journal.rs", "verify_with"),
-    ("src/bridge/track.rs", "consume_session"),
     ("src/cli/serve.rs", "serve"),
     ("src/console/app/dispatch.rs", "dispatch"),
     ("src/console/app/flows.rs", "prompt_answered"),
