@@ -7,6 +7,9 @@
 //!    usage report, and one under a workflow budget; and the hook's own no-budget check, timed alone,
 //!    as a share of the plain cycle.
 //!
+//! 3. The console on that ledger: the live model opened (the summary and the ledger's last 16 MiB
+//!    read), one appended line followed (only it is read), and the Ledger pane drawn at 200x50.
+//!
 //! `cargo bench --bench cost` (`COST_BENCH_WORKFLOWS`, default 100000; `COST_BENCH_CYCLES`, default 300).
 
 use std::process::Command;
@@ -131,6 +134,72 @@ fn ledger_bench() {
         "  pantheon cost --by god (no summary, cold):   {cold:>8.1} ms per command ({:.1}x the warm one)",
         cold / warm
     );
+    console_bench(&root, warm);
+}
+
+/// The console on the ledger `root` holds (its summary in place): the live model's first read, one
+/// appended line followed, and the Ledger pane drawn.
+fn console_bench(root: &Root, warm_command_ms: f64) {
+    use pantheon::console::action::{Action, Pane};
+    use pantheon::console::app::App;
+    use pantheon::console::theme::Theme;
+    use pantheon::live::{LiveModel, ModelOptions};
+    use std::io::Write;
+    let opened: Vec<f64> = (0..3)
+        .map(|_| {
+            let t = Instant::now();
+            let m = LiveModel::open(Root::at(&root.dir), ModelOptions::default());
+            assert!(m.snapshot().ledger.total.reports > 0);
+            t.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    let opened = median(opened);
+    let mut m = LiveModel::open(Root::at(&root.dir), ModelOptions::default());
+    let path = ledger::ledger_path(root);
+    let mut follow = Vec::new();
+    for i in 0..50 {
+        let line = Line {
+            key: format!("handoff-hof_20261202_{i:06x}"),
+            at: "2026-12-02T10:00:00Z".into(),
+            source: "handoff".into(),
+            workflow_id: format!("wf_bench_{i}"),
+            god: GODS[i % GODS.len()].into(),
+            cost_micros: 1_000,
+            priced: true,
+            ..Default::default()
+        };
+        let mut text = serde_json::to_vec(&line).expect("line");
+        text.push(b'\n');
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .expect("ledger");
+        f.write_all(&text).expect("append");
+        let t = Instant::now();
+        assert!(m.apply(std::slice::from_ref(&path)).is_some());
+        follow.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    let follow = median(follow);
+    let mut app = App::new(m.snapshot(), false, chrono::Utc::now());
+    app.dispatch(Action::GoPane(Pane::Ledger));
+    let theme = Theme::plain(true);
+    let mut term =
+        ratatui::Terminal::new(ratatui::backend::TestBackend::new(200, 50)).expect("terminal");
+    let draws: Vec<f64> = (0..200)
+        .map(|_| {
+            let t = Instant::now();
+            term.draw(|f| pantheon::console::views::draw(f, &app, &theme))
+                .expect("draw");
+            t.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    let draw = median(draws);
+    println!(
+        "  console: model opened on it in {opened:>8.1} ms (median of 3; {:.2}x the warm cost command)",
+        opened / warm_command_ms
+    );
+    println!("  console: one appended line followed in {follow:>6.3} ms (median of 50)");
+    println!("  console: the Ledger pane drawn at 200x50 in {draw:>6.3} ms (median of 200)");
 }
 
 fn cycle(c: &Conductor, i: usize, tag: &str, usage: bool, def: Option<&str>) {

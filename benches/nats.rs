@@ -298,7 +298,15 @@ async fn bare_throughput(js: &jetstream::Context, n: usize, run: usize, sample: 
 
 fn main() {
     // `cargo bench` passes `--bench`; nothing else is taken.
-    let (lat_n, tput_n) = if quick() { (100, 2_000) } else { (400, 20_000) };
+    let (lat_n, mut tput_n) = if quick() { (100, 2_000) } else { (400, 20_000) };
+    // NATS_BENCH_TPUT_N: lines per throughput run (a longer run to profile the bridges under).
+    if let Some(n) = std::env::var("NATS_BENCH_TPUT_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+    {
+        tput_n = n;
+    }
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let _server = Kill(

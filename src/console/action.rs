@@ -948,9 +948,12 @@ mod tests {
         assert_eq!(Pane::parse("dead"), Some(Pane::DeadLetters));
         assert_eq!(Pane::parse("bridge"), Some(Pane::Bridge));
         assert_eq!(Pane::parse("10"), Some(Pane::Bridge));
-        assert_eq!(Pane::parse("11"), None);
+        assert_eq!(Pane::parse("ledger"), Some(Pane::Ledger));
+        assert_eq!(Pane::parse("11"), Some(Pane::Ledger));
+        assert_eq!(Pane::parse("12"), None);
         assert_eq!(Pane::DeadLetters.next(), Pane::Bridge);
-        assert_eq!(Pane::Bridge.next(), Pane::Workflows);
-        assert_eq!(Pane::Workflows.prev(), Pane::Bridge);
+        assert_eq!(Pane::Bridge.next(), Pane::Ledger);
+        assert_eq!(Pane::Ledger.next(), Pane::Workflows);
+        assert_eq!(Pane::Workflows.prev(), Pane::Ledger);
     }
 }

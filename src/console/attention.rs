@@ -30,6 +30,9 @@ pub enum Kind {
     NoSupervisor,
     /// An outbox record the bridge cannot publish (it retries it alone, then dead-letters it).
     StuckOutbox,
+    /// A budget passed its warning share (80 % unless the config says) or was reached: the
+    /// engine's warning (`conductor/cost/attention.jsonl`), fired once per budget and limit.
+    BudgetWarning,
 }
 
 impl Kind {
@@ -47,6 +50,7 @@ impl Kind {
             Kind::Unreadable => "unreadable_file",
             Kind::NoSupervisor => "no_supervisor",
             Kind::StuckOutbox => "stuck_outbox",
+            Kind::BudgetWarning => "budget_warning",
         }
     }
 }
@@ -234,6 +238,30 @@ fn board_deadline(b: &crate::live::snapshot::BoardView) -> Option<DateTime<Utc>>
 /// Everything that waits on a human now, newest first (items with no known time last).
 pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
     let mut out = Vec::new();
+    held_items(s, now, &mut out);
+    workflow_items(s, now, &mut out);
+    track_items(s, now, &mut out);
+    dead_letter_items(s, &mut out);
+    no_supervisor_item(s, now, &mut out);
+    stuck_outbox_items(s, &mut out);
+    budget_warnings(s, now, &mut out);
+    unreadable_items(s, &mut out);
+    // Newest first; undated last; then by key so the order is stable.
+    out.sort_by(|a, b| {
+        b.since
+            .is_some()
+            .cmp(&a.since.is_some())
+            .then(b.since.cmp(&a.since))
+            .then_with(|| a.key.cmp(&b.key))
+    });
+    // Kept for as long as the snapshot and the clock stand still: no spare capacity.
+    out.shrink_to_fit();
+    out
+}
+
+/// Held dispatches: one item each (past the held limit it says so here, and its workflow gets no
+/// second `overdue` item: nobody can ack a held dispatch).
+fn held_items(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
     for d in s.quarantine.dispatches.iter() {
         let x = &d.dispatch;
         // A held dispatch is one item: past the held limit it says so here, and its workflow
@@ -270,6 +298,10 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
             .action("{approve} approve · {reject_held} reject"),
         );
     }
+}
+
+/// Workflows overdue (for a cause other than a held dispatch) and orphaned ones.
+fn workflow_items(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
     for w in s.workflows.iter() {
         if let Some(why) = s.overdue_cause(w, now).filter(|c| !c.is_held()) {
             // The oldest unacked dispatch, else the last ack, dates it.
@@ -308,6 +340,10 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
             );
         }
     }
+}
+
+/// Per track: stale workers, expired locks, deadlocks and a board vote past its deadline.
+fn track_items(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
     for t in s.tracks.iter() {
         for w in t
             .workers
@@ -403,6 +439,10 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
             }
         }
     }
+}
+
+/// Dead letters of workflows still running.
+fn dead_letter_items(s: &Snapshot, out: &mut Vec<Item>) {
     for inbox in s.dead_letters.iter() {
         for d in inbox.dispatches.iter() {
             let x = &d.dispatch;
@@ -452,6 +492,10 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
             );
         }
     }
+}
+
+/// Ack deadlines that no live supervisor enforces.
+fn no_supervisor_item(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
     if let Some(n) = s.unsupervised_deadlines(now) {
         // Dated from the last beat of the newest supervisor that was alive once, if any.
         let since = s.supervisors.iter().filter_map(|b| b.last_beat).max();
@@ -472,6 +516,10 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
             .action("run `pantheon serve` for this root"),
         );
     }
+}
+
+/// Outbox records the bridge cannot publish.
+fn stuck_outbox_items(s: &Snapshot, out: &mut Vec<Item>) {
     // Outbox records the bridge cannot publish (`stuck` in its status): each says why and what to do.
     let stuck = s.bridge.as_deref().and_then(|b| b.get("stuck"));
     for r in stuck.and_then(Value::as_array).into_iter().flatten() {
@@ -496,6 +544,10 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
             .action("fix what the reason names; the bridge retries it, then dead-letters it"),
         );
     }
+}
+
+/// Files the live model cannot read.
+fn unreadable_items(s: &Snapshot, out: &mut Vec<Item>) {
     for w in s.warnings.iter() {
         // Shown from the root (the protocol's own names), whole when it lies elsewhere.
         let full = w.path.to_string_lossy();
@@ -517,17 +569,91 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
             .action("fix or remove the file"),
         );
     }
-    // Newest first; undated last; then by key so the order is stable.
-    out.sort_by(|a, b| {
-        b.since
-            .is_some()
-            .cmp(&a.since.is_some())
-            .then(b.since.cmp(&a.since))
-            .then_with(|| a.key.cmp(&b.key))
-    });
-    // Kept for as long as the snapshot and the clock stand still: no spare capacity.
-    out.shrink_to_fit();
-    out
+}
+
+/// The engine's budget warnings whose budget still stands as it was when it fired: a workflow's or
+/// step's while the workflow is unfinished, a god's, and today's day budget; a raised budget's old
+/// warning is gone (the raise warns again at its own share).
+fn budget_warnings(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
+    use crate::engine::cost::usage::micros_of;
+    let l = &s.ledger;
+    if l.warnings.is_empty() {
+        return;
+    }
+    let root_bars = s.root_bars(now);
+    for w in &l.warnings {
+        let wf = match w.scope.as_str() {
+            "workflow" => Some(w.name.as_str()),
+            "step" => w.name.rsplit_once('/').map(|(wf, _)| wf),
+            _ => None,
+        };
+        let view = wf.and_then(|id| s.workflows.iter().find(|v| &*v.id == id));
+        let bars = match (wf, view) {
+            (Some(_), Some(v)) if !v.state.status.is_finished() => s.workflow_bars(v),
+            (Some(_), _) => continue,
+            (None, _) => root_bars.clone(),
+        };
+        let limit = if w.metric == "cost_usd" {
+            micros_of(w.limit.max(0.0))
+        } else {
+            w.limit.max(0.0) as u64
+        };
+        let Some(bar) = bars
+            .iter()
+            .find(|b| b.scope == w.scope && b.name == w.name && b.metric == w.metric)
+            .filter(|b| b.limit == limit)
+        else {
+            continue;
+        };
+        let jump = match view {
+            Some(v) => Jump::Row(Pane::Workflows, v.id.clone()),
+            None if w.scope == "god" => Jump::Row(Pane::Ledger, format!("god/{}", w.name).into()),
+            None => Jump::Row(
+                Pane::Ledger,
+                format!("budget/{}/{}/{}", w.scope, w.name, w.metric).into(),
+            ),
+        };
+        let what = if w.metric == "cost_usd" {
+            "cost"
+        } else {
+            "token"
+        };
+        let reason = if bar.reached() {
+            format!(
+                "{} {} reached its {what} budget ({}): its next dispatch is held for approval",
+                w.scope,
+                w.name,
+                bar.figures()
+            )
+        } else {
+            format!(
+                "{} {} used {:.0}% of its {what} budget ({}; warns at {:.0}%)",
+                w.scope,
+                w.name,
+                bar.share() * 100.0,
+                bar.figures(),
+                w.warn_at * 100.0
+            )
+        };
+        let limit_text = limit.to_string();
+        out.push(
+            Item::new(
+                Kind::BudgetWarning,
+                &[
+                    ("budget", w.name.as_str()),
+                    ("scope", w.scope.as_str()),
+                    ("metric", w.metric.as_str()),
+                    ("limit", limit_text.as_str()),
+                ],
+                reason,
+                jump,
+            )
+            .since(w.at)
+            .action(
+                "{approve} approves a held dispatch (a budget raise is asked) · `pantheon cost`",
+            ),
+        );
+    }
 }
 
 #[cfg(test)]

@@ -499,11 +499,47 @@ pub fn parse(text: &str, path: &str) -> Result<Config, ConfigError> {
         let msg = e.message().trim().to_owned();
         at(e.span(), msg)
     })?;
-    let mut cfg = Config::default();
+    let keymap = keymap_of(raw.keys, text, path)?;
+    let (palette, theme_name) = palette_of(&raw.theme, &raw.skins, text, path)?;
+    let time = match raw.time.format.get_ref().as_str() {
+        "relative" => TimeFormat::Relative,
+        "local" => TimeFormat::Local,
+        other => {
+            return Err(at(
+                Some(raw.time.format.span()),
+                format!("unknown time format {other:?}: use relative or local"),
+            ));
+        }
+    };
+    let (t, n) = (raw.thresholds, raw.notify);
+    Ok(Config {
+        keymap,
+        theme_name,
+        palette,
+        time,
+        thresholds: Thresholds {
+            stale_secs: t.stale_secs,
+            overdue_secs: t.overdue_secs,
+            held_secs: t.held_secs,
+        },
+        notify: NotifySettings {
+            bell: n.bell,
+            desktop: n.desktop,
+            on_attention: Some(n.on_attention.trim().to_owned()).filter(|c| !c.is_empty()),
+            rate_limit_secs: n.rate_limit_secs,
+        },
+        ..Config::default()
+    })
+}
 
-    // Keys.
+/// The key table: the defaults with the file's `[keys]` (and dialog tables) applied.
+fn keymap_of(
+    keys: BTreeMap<String, KeySpec>,
+    text: &str,
+    path: &str,
+) -> Result<Keymap, ConfigError> {
     let mut remaps: Vec<Remap> = Vec::new();
-    for (name, spec) in raw.keys {
+    for (name, spec) in keys {
         let leaf = |spec: KeySpecLeaf| match spec {
             KeySpecLeaf::One(s) => vec![s],
             KeySpecLeaf::Many(v) => v,
@@ -535,22 +571,33 @@ pub fn parse(text: &str, path: &str) -> Result<Config, ConfigError> {
             }
         }
     }
-    cfg.keymap =
-        apply_remaps(Keymap::default(), &remaps).map_err(|(line, message)| ConfigError {
-            path: path.to_owned(),
-            line,
-            message,
-        })?;
+    apply_remaps(Keymap::default(), &remaps).map_err(|(line, message)| ConfigError {
+        path: path.to_owned(),
+        line,
+        message,
+    })
+}
 
-    // Theme and skins.
-    let name = raw.theme.name.get_ref().clone();
-    cfg.palette = match Palette::builtin(&name) {
+/// The palette of the file's theme (a built-in one, or a `[skins.NAME]` over its base) and its name.
+fn palette_of(
+    theme: &RawTheme,
+    skins: &BTreeMap<String, BTreeMap<String, String>>,
+    text: &str,
+    path: &str,
+) -> Result<(Palette, String), ConfigError> {
+    let at = |span: Option<Range<usize>>, message: String| ConfigError {
+        path: path.to_owned(),
+        line: span.map(|s| line_of(text, &s)),
+        message,
+    };
+    let name = theme.name.get_ref().clone();
+    let palette = match Palette::builtin(&name) {
         Some(p) => p,
         None => {
-            let Some(skin) = raw.skins.get(&name) else {
-                let skins: Vec<&str> = raw.skins.keys().map(String::as_str).collect();
+            let Some(skin) = skins.get(&name) else {
+                let skins: Vec<&str> = skins.keys().map(String::as_str).collect();
                 return Err(at(
-                    Some(raw.theme.name.span()),
+                    Some(theme.name.span()),
                     format!(
                         "unknown theme {name:?}: use dark, light, high-contrast{}",
                         if skins.is_empty() {
@@ -595,32 +642,7 @@ pub fn parse(text: &str, path: &str) -> Result<Config, ConfigError> {
             p
         }
     };
-    cfg.theme_name = name;
-
-    cfg.time = match raw.time.format.get_ref().as_str() {
-        "relative" => TimeFormat::Relative,
-        "local" => TimeFormat::Local,
-        other => {
-            return Err(at(
-                Some(raw.time.format.span()),
-                format!("unknown time format {other:?}: use relative or local"),
-            ));
-        }
-    };
-    let t = raw.thresholds;
-    cfg.thresholds = Thresholds {
-        stale_secs: t.stale_secs,
-        overdue_secs: t.overdue_secs,
-        held_secs: t.held_secs,
-    };
-    let n = raw.notify;
-    cfg.notify = NotifySettings {
-        bell: n.bell,
-        desktop: n.desktop,
-        on_attention: Some(n.on_attention.trim().to_owned()).filter(|c| !c.is_empty()),
-        rate_limit_secs: n.rate_limit_secs,
-    };
-    Ok(cfg)
+    Ok((palette, name))
 }
 
 /// One `action = keys` line of the file.

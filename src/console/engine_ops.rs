@@ -51,9 +51,25 @@ impl Operator for EngineOperator {
             Op::Ack { request, .. } => {
                 Ok(Outcome::Ack(self.conductor.ack(request, Actor::Operator)?))
             }
-            Op::Approve { handoff_id } => Ok(Outcome::Approval(
+            Op::Approve {
+                handoff_id,
+                raise: None,
+            } => Ok(Outcome::Approval(
                 self.conductor.approve(handoff_id, Actor::Operator)?,
             )),
+            Op::Approve {
+                handoff_id,
+                raise: Some(to),
+            } => {
+                // As `approve --budget-usd/--budget-tokens`: the raise (journaled), then the approval.
+                let actor = self.conductor.origin().actor.clone();
+                let raised = self.conductor.raise_budget(handoff_id, *to, &actor)?;
+                let raises = raise_texts(&raised);
+                Ok(Outcome::RaisedAndApproved {
+                    raises,
+                    approval: self.conductor.approve(handoff_id, Actor::Operator)?,
+                })
+            }
             Op::RejectHeld { handoff_id, reason } => Ok(Outcome::Approval(
                 self.conductor
                     .reject_held(handoff_id, reason, Actor::Operator)?,
@@ -121,3 +137,22 @@ impl Operator for EngineOperator {
 }
 
 pub use crate::actor::operator_name;
+
+/// Each raise of [`Conductor::raise_budget`]'s answer as `scope name -> {cost_usd, tokens}`.
+fn raise_texts(raised: &serde_json::Value) -> Vec<String> {
+    raised
+        .get("raises")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            let s = |k: &str| r.get(k).and_then(serde_json::Value::as_str).unwrap_or("");
+            format!(
+                "{} {} -> {}",
+                s("scope"),
+                s("name"),
+                r.get("to").cloned().unwrap_or_default()
+            )
+        })
+        .collect()
+}

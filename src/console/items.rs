@@ -183,6 +183,12 @@ impl Filter {
         self.words.is_empty() && self.kind.is_none() && self.source.is_none()
     }
 
+    /// True when some free word could match within `label` (a word has no space, so it matches
+    /// within one word of the haystack): a label that costs work is worked out only then.
+    pub fn may_match(&self, label: &str) -> bool {
+        self.words.iter().any(|w| label.contains(w.as_str()))
+    }
+
     /// True when every free word appears in `haystack` (which the caller lower-cases).
     pub fn matches_text(&self, haystack: &str) -> bool {
         let h = haystack.to_lowercase();
@@ -205,6 +211,10 @@ impl Filter {
             || self.matches_text(&format!("{} {} {} {}", m.kind, m.source, m.id, m.payload))
     }
 }
+
+/// The label `/over-budget` finds: a workflow past a budget or held for one, a dispatch held for a
+/// budget, a Ledger row at its limit.
+pub const OVER_BUDGET: &str = "over-budget";
 
 /// The ack column of a workflow: the waiting dispatch's state, else the latest ack (none for an
 /// aborted workflow, whose last ack no longer says anything about it).
@@ -292,7 +302,7 @@ pub fn workflows<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<&'a WorkflowVie
         .filter(|w| {
             filter.is_empty()
                 || filter.matches_text(&format!(
-                    "{} {} {} {} {} {} {}",
+                    "{} {} {} {} {} {} {} {}",
                     w.id,
                     w.state.definition_id.as_deref().unwrap_or(""),
                     w.state.status,
@@ -302,6 +312,12 @@ pub fn workflows<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<&'a WorkflowVie
                     match filter.now.and_then(|n| snap.overdue(w, n)) {
                         Some(why) => format!("overdue {why}"),
                         None => String::new(),
+                    },
+                    // Worked out only for a filter that can match it (a pass over 100,000 rows).
+                    if filter.may_match(OVER_BUDGET) && snap.over_budget(w) {
+                        OVER_BUDGET
+                    } else {
+                        ""
                     }
                 ))
         })
@@ -409,7 +425,7 @@ pub fn dispatches<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<DispatchRow<'a
             let x = &d.dispatch;
             if filter.is_empty()
                 || filter.matches_text(&format!(
-                    "{} {} {} {} {} {} {} {} {} {}",
+                    "{} {} {} {} {} {} {} {} {} {} {}",
                     inbox.god,
                     d.name,
                     x.handoff_id,
@@ -424,6 +440,11 @@ pub fn dispatches<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<DispatchRow<'a
                         .is_some_and(|n| dispatch_overdue(snap, d, held, n).is_some())
                     {
                         "overdue"
+                    } else {
+                        ""
+                    },
+                    if crate::live::ledger::held_for_budget(x.held_because.as_deref()) {
+                        OVER_BUDGET
                     } else {
                         ""
                     }

@@ -8,6 +8,7 @@ use crate::engine::conductor::delivery::RequeueResult;
 use crate::engine::conductor::rerun::RerunResult;
 use crate::engine::conductor::{AbortResult, AckRequest, AckResult, ApprovalResult, CleanupResult};
 
+use crate::engine::cost::Budget;
 use crate::engine::error::Error;
 use crate::engine::store::{GodName, HandoffId, StepId, TrackName, WorkflowId};
 
@@ -27,6 +28,9 @@ pub enum Op {
     },
     Approve {
         handoff_id: HandoffId,
+        /// For a dispatch held for a budget: first set each budget it reached to these limits
+        /// (`approve --budget-usd/--budget-tokens`; journaled as `budget_raise`).
+        raise: Option<Budget>,
     },
     RejectHeld {
         handoff_id: HandoffId,
@@ -135,7 +139,14 @@ impl Op {
                 request.handoff_id,
                 request.decision.as_str()
             ),
-            Op::Approve { handoff_id } => format!("Approve held dispatch {handoff_id}"),
+            Op::Approve {
+                handoff_id,
+                raise: None,
+            } => format!("Approve held dispatch {handoff_id}"),
+            Op::Approve {
+                handoff_id,
+                raise: Some(_),
+            } => format!("Raise the budget and approve held dispatch {handoff_id}"),
             Op::RejectHeld { handoff_id, .. } => format!("Reject held dispatch {handoff_id}"),
             Op::Abort { workflow_id, .. } => format!("Abort {workflow_id}"),
             Op::Cleanup { workflow_id } => format!("Clean up {workflow_id}"),
@@ -228,6 +239,11 @@ impl Op {
                 }
                 out
             }
+            Outcome::RaisedAndApproved { raises, approval } => format!(
+                "budget raised ({}); {}",
+                raises.join("; "),
+                self.summarize(&Outcome::Approval(approval.clone()))
+            ),
             Outcome::Approval(r)
                 if r.status == crate::engine::conductor::ApprovalStatus::Approved =>
             {
@@ -327,6 +343,12 @@ pub enum Outcome {
     Ack(AckResult),
     /// [`Op::Approve`] and [`Op::RejectHeld`].
     Approval(ApprovalResult),
+    /// [`Op::Approve`] with a raise: each raise the engine recorded (`workflow wf_x -> $5`), then
+    /// the approval.
+    RaisedAndApproved {
+        raises: Vec<String>,
+        approval: ApprovalResult,
+    },
     /// [`Op::Abort`].
     Abort(AbortResult),
     /// [`Op::Cleanup`].

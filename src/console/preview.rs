@@ -138,7 +138,7 @@ fn describe_ack(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot, now: Da
 /// The confirmation lines of [`Op::Approve`].
 fn describe_approve(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot) {
     use Tone::*;
-    let Op::Approve { handoff_id } = op else {
+    let Op::Approve { handoff_id, raise } = op else {
         return;
     };
     let held = snap
@@ -166,6 +166,7 @@ fn describe_approve(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot) {
             if let Some(why) = &x.held_because {
                 out.push(line(Dim, format!("Held because: {why}")));
             }
+            describe_budget_hold(out, d, raise.as_ref());
         }
         None => out.push(line(
             Warn,
@@ -173,6 +174,69 @@ fn describe_approve(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot) {
                 "{handoff_id} is no longer held (approved, rejected or removed since you selected it); the engine would refuse."
             ),
         )),
+    }
+}
+
+/// The figures of a dispatch held for a budget (its `budget.crossed`: which budget, used, limit)
+/// and what a raise will set.
+fn describe_budget_hold(
+    out: &mut Vec<(Tone, String)>,
+    d: &crate::live::snapshot::DispatchView,
+    raise: Option<&crate::engine::cost::Budget>,
+) {
+    use Tone::*;
+    let whole = d.whole().ok();
+    let crossed = whole
+        .as_ref()
+        .and_then(|w| w.raw.pointer("/budget/crossed"))
+        .and_then(serde_json::Value::as_array);
+    for c in crossed.into_iter().flatten().take(8) {
+        let s = |k: &str| c.get(k).and_then(serde_json::Value::as_str).unwrap_or("?");
+        let n = |k: &str| {
+            c.get(k)
+                .map(|v| v.to_string())
+                .unwrap_or_else(|| "?".into())
+        };
+        let (used, limit) = if s("metric") == "cost_usd" {
+            (format!("${}", n("used")), format!("${}", n("limit")))
+        } else {
+            (
+                format!("{} tokens", n("used")),
+                format!("{} tokens", n("limit")),
+            )
+        };
+        out.push(line(
+            Warn,
+            format!(
+                "Budget reached: {} {} used {used} of its {limit} ({})",
+                s("scope"),
+                s("name"),
+                s("metric")
+            ),
+        ));
+    }
+    match raise {
+        Some(b) => {
+            let mut to = Vec::new();
+            if let Some(c) = b.cost_micros {
+                to.push(crate::live::ledger::usd(c));
+            }
+            if let Some(t) = b.tokens {
+                to.push(format!("{t} tokens"));
+            }
+            out.push(line(
+                Normal,
+                format!(
+                    "Each budget it reached will first be set to {} (the other metric keeps its limit), journaled as budget_raise.",
+                    to.join(" and ")
+                ),
+            ));
+        }
+        None if crossed.is_some_and(|c| !c.is_empty()) => out.push(line(
+            Dim,
+            "The budget stays reached: the workflow's next dispatch will be held again.",
+        )),
+        None => {}
     }
 }
 

@@ -28,7 +28,7 @@ fn add(v: &mut Version, op: &Op, snap: &Snapshot) {
             }
         }
         Op::Ack { request, .. } => dispatch(v, request.handoff_id.as_str(), snap),
-        Op::Approve { handoff_id } | Op::RejectHeld { handoff_id, .. } => {
+        Op::Approve { handoff_id, .. } | Op::RejectHeld { handoff_id, .. } => {
             dispatch(v, handoff_id.as_str(), snap)
         }
         Op::Abort { workflow_id, .. }

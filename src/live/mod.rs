@@ -7,12 +7,14 @@
 //! - [`model`]: the caches of one root (split by record kind: workflows, inboxes, tracks) and the
 //!   snapshot they build.
 //! - [`snapshot`]: what the console draws.
+//! - [`ledger`]: the cost the console shows (totals, burn rates, budgets, warnings).
 //! - [`engine_glue`]: the engine functions the model uses (queue reads, deadlocks, resolve rule).
 //! - [`runner`]: the model thread: debounce signals, refresh, publish only the newest snapshot.
 
 pub mod compact;
 pub mod engine_glue;
 pub mod files;
+pub mod ledger;
 pub mod model;
 pub mod runner;
 pub mod snapshot;

@@ -101,6 +101,8 @@ pub struct Snapshot {
     /// The header's workflow counts, worked out once per snapshot by the model (a frame then costs
     /// no pass over every workflow); `None` in a snapshot built by hand, which counts row by row.
     pub tallies: Option<Arc<Tallies>>,
+    /// The ledger, budgets and budget warnings (`conductor/cost/`), read incrementally.
+    pub ledger: Arc<super::ledger::LedgerView>,
 }
 
 /// Workflow counts that do not depend on the clock, and the instants from which each unfinished
@@ -112,6 +114,8 @@ pub struct Tallies {
     pub stalled: usize,
     pub orphaned: usize,
     pub overdue_from: Vec<DateTime<Utc>>,
+    /// Workflows whose state records usage or a raised budget.
+    pub costed: usize,
 }
 
 /// One supervisor's heartbeat file.
@@ -300,6 +304,8 @@ pub struct WorkflowRow {
     pub last_ack: Option<LastAck>,
     /// Waiting at an `await_ack` step for a peer's reply (the state names the request).
     pub awaits_reply: bool,
+    /// The usage the state records and the budgets raised for it (docs/BUDGETS.md), when any.
+    pub cost: Option<Box<super::ledger::RowCost>>,
 }
 
 /// The latest ack of a workflow, as its row keeps it.
@@ -330,6 +336,7 @@ impl WorkflowRow {
                 acked_at: Stamp::of_opt(a.acked_at.as_deref()),
             }),
             awaits_reply: s.awaiting_reply().is_some(),
+            cost: super::ledger::RowCost::of(&s.extra),
         }
     }
 
@@ -733,6 +740,9 @@ impl Snapshot {
             }
             if let Some(at) = self.overdue_from(w) {
                 t.overdue_from.push(at);
+            }
+            if w.state.cost.is_some() {
+                t.costed += 1;
             }
         }
         t.overdue_from.sort();

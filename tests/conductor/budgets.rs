@@ -136,6 +136,96 @@ fn the_handoff_whose_usage_reaches_the_budget_holds_the_dispatch_it_produces_unt
     assert_eq!(wf_warnings.len(), 1, "{warnings:#}");
 }
 
+const FALLBACK: &str = r#"
+workflow:
+  id: fallback
+  budget: {cost_usd: 1.0}
+  steps:
+    - id: research
+      god: thoth
+    - id: build
+      god: hephaestus
+      fallback_gods: [apollo, hermes]
+    - id: review
+      god: iris
+"#;
+
+fn ack_rejected(env: &Env, ack_id: &str, hid: &str, usage: Option<Value>) -> Value {
+    let mut a = json!({"ack_id": ack_id, "handoff_id": hid, "status": "rejected",
+                       "message": "not mine"});
+    if let Some(u) = usage {
+        a["usage"] = u;
+    }
+    env.ack(&a)
+}
+
+#[test]
+fn a_rejection_rerouted_to_a_fallback_god_is_held_once_a_budget_is_reached() {
+    let env = Env::with_test_flow();
+    env.write("conductor/workflows/fallback.yaml", FALLBACK);
+    let h = |hid: &str, wf: &str, cost: f64| {
+        let mut h = def_handoff(
+            handoff(hid, wf, "thoth", "x", "research", &[]),
+            "fallback",
+            None,
+        );
+        h["usage"] = json!({"cost_usd": cost});
+        h
+    };
+    // Under the budget at routing; the rejection's own usage reaches it: the reroute is held.
+    let r = env.submit(&h("hof_20261202_bbbbb1", "wf_f1", 0.5));
+    assert_eq!(r["status"], "dispatched", "{r:#}");
+    let a = ack_rejected(
+        &env,
+        "ack_20261202_bbbbb1",
+        "hof_20261202_bbbbb1",
+        Some(json!({"cost_usd": 0.6})),
+    );
+    assert_eq!(a["state_status"], "awaiting_approval", "{a:#}");
+    assert!(!env.exists("conductor/pending/apollo/hof_20261202_bbbbb1.json"));
+    let d = env.read("conductor/pending/_quarantine/hof_20261202_bbbbb1.json");
+    assert_eq!(d["to_god"], "apollo");
+    assert_eq!(d["rerouted_from"], "hephaestus");
+    assert_eq!(
+        d["held_because"],
+        "budget: workflow wf_f1: $1.100000 of its $1.000000 budget"
+    );
+    assert_eq!(d["budget"]["crossed"][0]["limit"], 1);
+    assert_eq!(env.state("wf_f1")["status"], "awaiting_approval");
+    env.ok(&["approve", "hof_20261202_bbbbb1"], None);
+    assert!(env.exists("conductor/pending/apollo/hof_20261202_bbbbb1.json"));
+    assert_eq!(env.state("wf_f1")["status"], "waiting_for_ack");
+
+    // Held at routing, approved, then rejected: the reroute is held again (the budget stays
+    // reached) and is decided anew, though the handoff was approved once.
+    let r = env.submit(&h("hof_20261202_bbbbb2", "wf_f2", 1.2));
+    assert_eq!(r["status"], "awaiting_approval", "{r:#}");
+    env.ok(&["approve", "hof_20261202_bbbbb2"], None);
+    let a = ack_rejected(&env, "ack_20261202_bbbbb2", "hof_20261202_bbbbb2", None);
+    assert_eq!(a["state_status"], "awaiting_approval", "{a:#}");
+    let d = env.read("conductor/pending/_quarantine/hof_20261202_bbbbb2.json");
+    assert_eq!(d["to_god"], "apollo");
+    assert!(d.get("approved_by").is_none(), "{d:#}");
+    env.ok(&["approve", "hof_20261202_bbbbb2"], None);
+    let st = env.state("wf_f2");
+    assert_eq!(st["status"], "waiting_for_ack", "{st:#}");
+    assert!(env.exists("conductor/pending/apollo/hof_20261202_bbbbb2.json"));
+    let approvals = st["approvals"].as_array().unwrap();
+    assert_eq!(approvals.len(), 2, "{st:#}");
+    assert_ne!(approvals[0]["dispatch_id"], approvals[1]["dispatch_id"]);
+    // Repeated, the approval is the one already made, not a new one or a refusal.
+    let again = env.ok(&["approve", "hof_20261202_bbbbb2"], None);
+    assert_eq!(again["duplicate"], true, "{again:#}");
+    assert_eq!(env.state("wf_f2")["approvals"].as_array().unwrap().len(), 2);
+
+    // No budget reached: a reroute goes straight to the fallback god's inbox, as before.
+    let r = env.submit(&h("hof_20261202_bbbbb3", "wf_f3", 0.1));
+    assert_eq!(r["status"], "dispatched", "{r:#}");
+    let a = ack_rejected(&env, "ack_20261202_bbbbb3", "hof_20261202_bbbbb3", None);
+    assert_eq!(a["state_status"], "waiting_for_ack", "{a:#}");
+    assert!(env.exists("conductor/pending/apollo/hof_20261202_bbbbb3.json"));
+}
+
 #[test]
 fn without_a_budget_nothing_is_held_and_usage_still_reaches_the_ledger_priced_by_the_table() {
     let env = Env::with_test_flow();

@@ -633,7 +633,13 @@ fn console_op(root: &Path, op: pantheon::console::ops::Op) -> Output {
 
 fn console_approve(root: &Path) -> Output {
     let handoff_id = pantheon::engine::store::HandoffId::parse(HID).unwrap();
-    console_op(root, pantheon::console::ops::Op::Approve { handoff_id })
+    console_op(
+        root,
+        pantheon::console::ops::Op::Approve {
+            handoff_id,
+            raise: None,
+        },
+    )
 }
 
 fn console_reject(root: &Path) -> Output {

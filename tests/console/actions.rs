@@ -516,7 +516,7 @@ fn approve_acts_on_the_held_dispatch_on_screen_even_when_rows_move_before_enter(
     let effects = app.on_key(code(KeyCode::Enter));
     let done = run(&mut app, &op, effects);
     assert!(
-        matches!(done.as_slice(), [Op::Approve { handoff_id }] if handoff_id.as_str() == "hof_20260614_eee555"),
+        matches!(done.as_slice(), [Op::Approve { handoff_id, raise: None }] if handoff_id.as_str() == "hof_20260614_eee555"),
         "{done:?}"
     );
     assert_eq!(held_files(r), ["hof_20260614_fff666.json"]);

@@ -566,3 +566,82 @@ fn a_hanging_hook_runs_one_at_a_time_and_does_not_outlive_the_console() {
     t.wait("the console to exit", |s| s.contains("EXITED=0"));
     wait_fs("the hanging hook to go with the console", || !alive(pid));
 }
+
+#[test]
+fn a_budget_warning_reaches_the_hook_once_per_crossing() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    pantheon(r, &["init"], None);
+    std::fs::write(
+        r.join("conductor/workflows/budgeted.yaml"),
+        "workflow:\n  id: budgeted\n  version: \"1\"\n  budget: {cost_usd: 1}\n  steps:\n    \
+         - id: research\n      god: thoth\n    - id: build\n      god: hephaestus\n    \
+         - id: review\n      god: marvin\n",
+    )
+    .unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("hook-out.jsonl");
+    let hook = work.path().join("hook.sh");
+    std::fs::write(&hook, "#!/bin/sh\ncat >> \"$1\"\n").unwrap();
+    let extra = format!(
+        "--read-only --notify-every 0 --on-attention 'sh {} {}'",
+        hook.display(),
+        out.display()
+    );
+    let (t, _log) = console(r, "", &extra);
+    t.wait("the console", |s| s.contains("1 Workflows"));
+    std::thread::sleep(Duration::from_millis(1000));
+    let warnings = || -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&out)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("one JSON object a line"))
+            .filter(|v| v["kind"] == "budget_warning")
+            .collect()
+    };
+    // $0.85 of the workflow's $1: past the 80 % share, not reached (the dispatch is not held).
+    let h = serde_json::json!({"handoff_id": "hof_20260614_b0b001", "workflow_id": "wf_hook_1",
+        "from_god": "thoth", "to_god": "hephaestus", "step": "research",
+        "routing": {"workflow_definition": "budgeted"},
+        "context": {"summary": "Researched", "decisions": [], "artifacts": []},
+        "usage": {"cost_usd": 0.85, "model": "claude-sonnet-4-5"}});
+    pantheon(r, &["handoff", "submit", "-"], Some(&h.to_string()));
+    assert!(
+        r.join("conductor/pending/hephaestus/hof_20260614_b0b001.json")
+            .exists()
+    );
+    wait_fs("the hook's budget warning", || warnings().len() == 1);
+    let w = &warnings()[0];
+    assert_eq!(w["ids"]["budget"], "wf_hook_1", "{w}");
+    assert_eq!(w["ids"]["scope"], "workflow", "{w}");
+    assert_eq!(w["ids"]["limit"], "1000000", "{w}");
+    assert!(
+        w["reason"]
+            .as_str()
+            .unwrap()
+            .contains("used 85% of its cost budget ($0.85 of $1.00"),
+        "{w}"
+    );
+    t.keys(&["7"]);
+    t.wait("the item in the Attention pane", |s| {
+        s.contains("budget_warning")
+    });
+    // More usage on the same budget, still under its limit: the same crossing, no second run.
+    let ack = serde_json::json!({"ack_id": "ack_20260614_b0b001", "handoff_id": "hof_20260614_b0b001",
+        "status": "accepted", "usage": {"cost_usd": 0.05, "model": "claude-sonnet-4-5"}});
+    pantheon(r, &["ack", "-"], Some(&ack.to_string()));
+    let ledger = r.join("conductor/cost/ledger.jsonl");
+    wait_fs("the ack's ledger line", || {
+        std::fs::read_to_string(&ledger).is_ok_and(|l| l.lines().count() == 2)
+    });
+    t.wait("the ledger read", |s| s.contains("budget_warning"));
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(
+        warnings().len(),
+        1,
+        "one run per crossing: {:?}",
+        warnings()
+    );
+    t.keys(&["q"]);
+    t.wait("the console to exit", |s| s.contains("EXITED=0"));
+}

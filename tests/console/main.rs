@@ -4,6 +4,7 @@
 mod actions;
 mod attention;
 mod bridge;
+mod cost;
 mod deadletters;
 mod e2e;
 #[path = "../common/fixture.rs"]

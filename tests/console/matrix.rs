@@ -90,11 +90,17 @@ fn every_pane_and_detail_at_80x24_and_200x50() {
         shots(&name, &[K::Go(p, 0)], normal);
         // The Board's cards are its detail; Enter on an attention item jumps to its record; this
         // root has no journal (pane 8 with entries: views::attention_and_journal_panes_…) and no
-        // dead letter (pane 9 with some: deadletters::pane_9_…) and no bridge (the Bridge pane with
-        // records: bridge::the_bridge_pane_at_80x24_and_200x50).
+        // dead letter (pane 9 with some: deadletters::pane_9_…), no bridge (the Bridge pane with
+        // records: bridge::the_bridge_pane_at_80x24_and_200x50) and no usage (the Ledger with
+        // some: views::the_ledger_pane_and_the_cost_column_…).
         if !matches!(
             p,
-            Pane::Board | Pane::Attention | Pane::Journal | Pane::DeadLetters | Pane::Bridge
+            Pane::Board
+                | Pane::Attention
+                | Pane::Journal
+                | Pane::DeadLetters
+                | Pane::Bridge
+                | Pane::Ledger
         ) {
             shots(
                 &format!("{name}_detail"),

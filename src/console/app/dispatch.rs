@@ -353,11 +353,11 @@ impl App {
             Action::Help => self.mode = Mode::Help(HelpView::default()),
             Action::Issues => self.mode = Mode::Issues,
             Action::NextPane => {
-                self.pane = self.pane.next();
+                self.pane = self.cycled(Pane::next);
                 self.entered_pane();
             }
             Action::PrevPane => {
-                self.pane = self.pane.prev();
+                self.pane = self.cycled(Pane::prev);
                 self.entered_pane();
             }
             Action::GoPane(p) => {

@@ -116,6 +116,7 @@ impl App {
             PromptFor::Rerun(wf, None) => format!("Rerun {wf}"),
             PromptFor::Rerun(wf, Some(at)) => format!("Fork {wf} as of {at}"),
             PromptFor::Snooze(key) => format!("Snooze {key}"),
+            PromptFor::RaiseBudget(h) => format!("Approve {h}, held for a budget"),
         };
         self.mode = Mode::Prompt(Prompt {
             title,
@@ -256,6 +257,10 @@ impl App {
                     as_of,
                 }
             }
+            PromptFor::RaiseBudget(handoff_id) => Op::Approve {
+                handoff_id,
+                raise: answer.as_deref().map(parse_budget).transpose()?,
+            },
             PromptFor::Snooze(key) => {
                 let until = parse_eta(answer.as_deref().unwrap_or(""), self.now)?;
                 let until = crate::engine::store::time::parse_ts(&until)
@@ -281,8 +286,26 @@ impl App {
             return;
         }
         match self.selected_dispatch() {
+            // Held for a budget, one dispatch: the operator may raise the budget first.
+            Some((_, d, true))
+                if crate::live::ledger::held_for_budget(d.held_because.as_deref())
+                    && self.pane_state().picked.is_empty() =>
+            {
+                match HandoffId::parse(&d.handoff_id) {
+                    Ok(h) => self.ask(
+                        "Raise the budget to (e.g. $5, 3000000 tokens, or both; empty: approve as it is)",
+                        false,
+                        String::new(),
+                        PromptFor::RaiseBudget(h),
+                    ),
+                    Err(e) => self.flash(FlashKind::Error, e.to_string()),
+                }
+            }
             Some((_, d, true)) => match HandoffId::parse(&d.handoff_id) {
-                Ok(handoff_id) => self.confirm(Op::Approve { handoff_id }),
+                Ok(handoff_id) => self.confirm(Op::Approve {
+                    handoff_id,
+                    raise: None,
+                }),
                 Err(e) => self.flash(FlashKind::Error, e.to_string()),
             },
             _ => self.need("a held dispatch (the _quarantine rows of pane 2)"),

@@ -123,6 +123,8 @@ pub enum PromptFor {
     Rerun(WorkflowId, Option<String>),
     /// How long to snooze the attention item with this key.
     Snooze(String),
+    /// The new limits of the budget a held dispatch was held for (empty: approve it as it is).
+    RaiseBudget(HandoffId),
 }
 
 /// Which question of an ack the prompt asks; earlier answers ride along.
@@ -518,3 +520,61 @@ pub fn parse_gates(input: &str) -> Result<Vec<String>, String> {
 
 #[cfg(test)]
 mod tests;
+
+/// A budget as typed in the approval of a dispatch held for a budget: dollars (`$5`, `5usd`),
+/// tokens (`3000000 tokens`, `3m tokens`, `500k tok`) or both; absolute limits, checked as the
+/// engine checks a declared budget.
+pub fn parse_budget(input: &str) -> Result<crate::engine::cost::Budget, String> {
+    let lower = input.trim().to_ascii_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut m = serde_json::Map::new();
+    let mut i = 0;
+    while i < words.len() {
+        let w = words[i];
+        let dollars = w
+            .strip_prefix('$')
+            .or_else(|| w.strip_suffix("usd"))
+            .or_else(|| w.strip_suffix('$'));
+        if let Some(d) = dollars {
+            let v: f64 = d
+                .parse()
+                .map_err(|_| format!("{w:?} is not a number of dollars"))?;
+            m.insert("cost_usd".into(), serde_json::json!(v));
+            i += 1;
+            continue;
+        }
+        let (num, unit_here) = match w.find(|c: char| c.is_ascii_alphabetic()) {
+            Some(at) => (&w[..at], &w[at..]),
+            None => (w, ""),
+        };
+        let (mult, unit) = match unit_here {
+            u if u.starts_with('k') => (1_000u64, &u[1..]),
+            u if u.starts_with('m') => (1_000_000, &u[1..]),
+            u => (1, u),
+        };
+        let unit = if unit.is_empty() {
+            i += 1;
+            words.get(i).copied().unwrap_or("")
+        } else {
+            unit
+        };
+        if !matches!(unit, "tokens" | "token" | "tok") {
+            return Err(format!(
+                "{w:?}: say $ for dollars or tokens for tokens (e.g. $5, 3000000 tokens)"
+            ));
+        }
+        let n: f64 = num
+            .parse()
+            .map_err(|_| format!("{num:?} is not a number of tokens"))?;
+        let n = n * mult as f64;
+        if !(n.is_finite() && n >= 0.0 && n.fract() == 0.0 && n <= 1e15) {
+            return Err(format!("{w:?} is not a whole number of tokens"));
+        }
+        m.insert("tokens".into(), serde_json::json!(n as u64));
+        i += 1;
+    }
+    crate::engine::cost::Budget::parse(&serde_json::Value::Object(m))
+}

@@ -233,6 +233,16 @@ impl App {
         n
     }
 
+    /// The pane `step` (`Pane::next` or `Pane::prev`) reaches from the current one, passing over
+    /// the panes the tab bar leaves out (the Ledger of a root that records no usage).
+    pub(crate) fn cycled(&self, step: fn(Pane) -> Pane) -> Pane {
+        let mut p = step(self.pane);
+        while p != self.pane && !p.view().in_tabs(self) {
+            p = step(p);
+        }
+        p
+    }
+
     /// The selected row of `pane`, clamped to what is there (the bus follows the newest when following).
     pub fn selected(&self, pane: Pane) -> usize {
         let st = &self.panes[pane];

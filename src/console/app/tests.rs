@@ -429,3 +429,19 @@ fn filter_narrows_rows_as_typed_and_esc_clears_it() {
     a.on_key(kc(KeyCode::Esc));
     assert_eq!(a.row_count(), all, "Esc in normal mode clears it");
 }
+
+#[test]
+fn a_raised_budget_is_typed_in_dollars_tokens_or_both() {
+    let b = parse_budget("$5").unwrap();
+    assert_eq!((b.cost_micros, b.tokens), (Some(5_000_000), None));
+    let b = parse_budget("2.5usd, 3000000 tokens").unwrap();
+    assert_eq!(
+        (b.cost_micros, b.tokens),
+        (Some(2_500_000), Some(3_000_000))
+    );
+    assert_eq!(parse_budget("3m tokens").unwrap().tokens, Some(3_000_000));
+    assert_eq!(parse_budget("500ktok").unwrap().tokens, Some(500_000));
+    for bad in ["5", "five dollars", "$-1", "1.5 tokens", "", "$5 7"] {
+        assert!(parse_budget(bad).is_err(), "{bad:?} is refused");
+    }
+}

@@ -80,6 +80,12 @@ pub(crate) trait PaneView: Sync {
         None
     }
 
+    /// Whether the tab bar shows it now (a pane with nothing to show in this root may stay out of
+    /// it; `:pane NAME` still opens it).
+    fn in_tabs(&self, _app: &App) -> bool {
+        true
+    }
+
     /// Whether the pane offers `action` now (`None`: the console's common rule decides).
     fn offers(&self, _app: &App, _action: &Action) -> Option<bool> {
         None
@@ -130,6 +136,8 @@ panes! {
     /// The NATS bridge: status, shared-track cursors, outbox, sent records, dead letters
     /// (`:pane bridge`).
     Bridge => bridge::Bridge,
+    /// What the gods cost: totals, burn rates, budgets (`:pane ledger`).
+    Ledger => ledger::Ledger,
 }
 
 pub(crate) use bridge::total_lag;

@@ -9,6 +9,7 @@ use crate::console::app::App;
 use crate::console::items;
 use crate::console::preview::{when, when_at};
 use crate::console::theme::Theme;
+use crate::live::ledger::{tokens, usd};
 use crate::live::snapshot::WorkflowView;
 
 use crate::console::views::table::Col;
@@ -54,6 +55,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         return draw_detail(frame, area, app, rows[sel], theme);
     }
     let now = app.now;
+    // The cost column shows once the root records usage or declares a budget.
+    let costed = app.snapshot.has_cost();
     let row = |w: &&WorkflowView| {
         let s = &w.state;
         let status = s.status.to_string();
@@ -72,7 +75,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         } else if w.warning.is_some() {
             flag = Span::styled("⚠ file changed, showing last good", theme.warn());
         }
-        vec![
+        let mut cells = vec![
             Line::from(Span::styled(
                 w.id.to_string(),
                 if overdue.is_some() {
@@ -87,10 +90,28 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::from(s.dispatched_to.as_deref().unwrap_or("-").to_owned()),
             Line::from(age),
             Line::from(Span::styled(format!("{aglyph} {ack}"), astyle)),
-            Line::from(flag),
-        ]
+        ];
+        if costed {
+            cells.push(cost_cell(app, w, theme));
+        }
+        cells.push(Line::from(flag));
+        cells
     };
-    crate::console::views::pane_table(frame, area, app, title, &COLUMNS, &rows, theme, row);
+    let cols: &[Col] = if costed { &COLUMNS_COST } else { &COLUMNS };
+    crate::console::views::pane_table(frame, area, app, title, cols, &rows, theme, row);
+}
+
+/// The cost column: the usage the workflow's state records, red once a budget of it is reached.
+fn cost_cell(app: &App, w: &WorkflowView, theme: &Theme) -> Line<'static> {
+    let over = app.snapshot.over_budget(w);
+    match &w.state.cost {
+        Some(c) if c.usage.total.reports > 0 || over => Line::styled(
+            format!("{}{}", if over { "▲ " } else { "" }, usd(c.usage.total.cost_micros)),
+            if over { theme.alert() } else { theme.base() },
+        ),
+        _ if over => Line::styled("▲ $0.00", theme.alert()),
+        _ => Line::styled("-", theme.dim()),
+    }
 }
 
 /// The table's columns; narrow terminals hide AGE, then DEFINITION (both are in the detail view)
@@ -103,6 +124,19 @@ const COLUMNS: [Col; 8] = [
     Col::new("GOD", 6, 16),
     Col::new("AGE", 6, 19).hide(1),
     Col::new("ACK", 8, 14),
+    Col::new("", 12, 80).flex(),
+];
+
+/// [`COLUMNS`] with the cost column, for a root that records usage or declares a budget.
+const COLUMNS_COST: [Col; 9] = [
+    Col::new("WORKFLOW", 12, 48).keep(),
+    Col::new("DEFINITION", 10, 32).hide(2),
+    Col::new("STATUS", 12, 22),
+    Col::new("STEP", 6, 24),
+    Col::new("GOD", 6, 16),
+    Col::new("AGE", 6, 19).hide(1),
+    Col::new("ACK", 8, 14),
+    Col::new("COST", 5, 12),
     Col::new("", 12, 80).flex(),
 ];
 
@@ -197,6 +231,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme
     if let Some(warn) = &w.warning {
         l.push(kv("⚠ file", warn.clone(), theme.warn(), theme));
     }
+    cost_section(&mut l, app, w, theme);
     section(&mut l, "Step history", theme);
     if s.step_history.is_empty() {
         l.push(Line::styled("  (none)", theme.dim()));
@@ -322,6 +357,97 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme
         trunc(&w.path().display().to_string(), 80)
     );
     detail(frame, area, title, l, app, theme);
+}
+
+/// The detail's cost: the workflow's usage, by step (from its state) and by god (from the ledger),
+/// and its budgets' bars. Nothing for a workflow with neither usage nor a budget.
+fn cost_section(l: &mut Vec<Line>, app: &App, w: &WorkflowView, theme: &Theme) {
+    let snap = &app.snapshot;
+    let bars = snap.workflow_bars(w);
+    let by_god = snap.ledger.workflows.get(&w.id);
+    let Some(c) = w.state.cost.as_deref().filter(|c| c.usage.total.reports > 0) else {
+        if bars.is_empty() {
+            return;
+        }
+        section(l, "Cost", theme);
+        l.push(Line::styled("  no usage reported yet", theme.dim()));
+        return budget_lines(l, app, &bars, theme);
+    };
+    let figures = |t: &crate::engine::cost::Totals| {
+        format!(
+            "{:>10}  {:>8} tokens  {} report(s){}",
+            usd(t.cost_micros),
+            tokens(t.tokens()),
+            t.reports,
+            if t.unpriced > 0 {
+                format!(", {} unpriced", t.unpriced)
+            } else {
+                String::new()
+            }
+        )
+    };
+    section(l, "Cost", theme);
+    l.push(Line::raw(format!("  {:<20}{}", "total", figures(&c.usage.total))));
+    l.push(Line::styled("  by step", theme.dim()));
+    for (step, t) in &c.usage.steps {
+        l.push(Line::raw(format!("    {step:<18}{}", figures(t))));
+    }
+    l.push(Line::styled("  by god", theme.dim()));
+    match by_god {
+        Some(gods) => {
+            for (god, t) in gods.iter() {
+                l.push(Line::raw(format!("    {god:<18}{}", figures(t))));
+            }
+            let seen: u64 = gods.values().map(|t| t.reports).sum();
+            if seen < c.usage.total.reports {
+                l.push(Line::styled(
+                    format!(
+                        "    ({} older report(s) lie before the part of the ledger read)",
+                        c.usage.total.reports - seen
+                    ),
+                    theme.dim(),
+                ));
+            }
+        }
+        None if snap.ledger.from > 0 => l.push(Line::styled(
+            "    (its reports lie before the part of the ledger read)",
+            theme.dim(),
+        )),
+        None => l.push(Line::styled(
+            "    (not in the ledger yet: the supervisor's next pass adds it)",
+            theme.dim(),
+        )),
+    }
+    budget_lines(l, app, &bars, theme);
+}
+
+fn budget_lines(l: &mut Vec<Line>, app: &App, bars: &[crate::live::ledger::Bar], theme: &Theme) {
+    let warn_at = app.snapshot.ledger.warn_share();
+    for b in bars {
+        let share = b.share();
+        let style = if b.reached() {
+            theme.alert()
+        } else if share >= warn_at {
+            theme.warn()
+        } else {
+            theme.ok()
+        };
+        l.push(Line::styled(
+            format!(
+                "  budget {} {}: {:.0}% ({}){}",
+                b.scope,
+                b.name,
+                share * 100.0,
+                b.figures(),
+                if b.reached() {
+                    " · reached: its next dispatch is held"
+                } else {
+                    ""
+                }
+            ),
+            style,
+        ));
+    }
 }
 
 /// Pane 1: every workflow, unfinished first.

@@ -98,7 +98,7 @@ fn feeds(pane: Pane, w: &FileWarning) -> bool {
         Pane::Bus | Pane::Attention => false,
         Pane::Journal => p.contains("journal"),
         Pane::DeadLetters => p.contains("/conductor/dead/"),
-        Pane::Bridge => false,
+        Pane::Bridge | Pane::Ledger => false,
     }
 }
 

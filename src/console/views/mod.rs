@@ -365,6 +365,7 @@ fn tab_labels(app: &App, width: usize) -> Vec<(Pane, String)> {
         let labels: Vec<(Pane, String)> = Pane::ALL
             .into_iter()
             .filter(|p| keyless || *p == app.pane || app.keymap.pane_key(*p).is_some())
+            .filter(|p| *p == app.pane || p.view().in_tabs(app))
             .map(|p| (p, label(p, if p == app.pane { how.min(1) } else { how })))
             .collect();
         let w: usize = labels.iter().map(|(_, l)| l.chars().count() + 1).sum();

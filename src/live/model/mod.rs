@@ -126,6 +126,7 @@ fn list_files_and_links(dir: &Path) -> (Vec<String>, Vec<String>) {
     (files, links)
 }
 
+mod cost;
 mod inbox;
 mod track;
 mod workflow;
@@ -172,6 +173,8 @@ pub fn dirs_to_watch(root: &Root) -> BTreeSet<PathBuf> {
     out.insert(crate::engine::journal::segments_dir(root));
     // The bridge's status, cursors, dead letters and outbox (the header item and `:pane bridge`).
     out.extend(crate::engine::bridge::watched_dirs(root));
+    // The ledger, the budget warnings and the raised budgets (the Ledger pane, the cost column).
+    out.insert(cost::watched(root));
     out
 }
 
@@ -195,6 +198,8 @@ enum Target {
     Supervisors,
     /// The bridge's status, cursors, outbox, sent records or dead letters.
     Bridge(bridge::BridgePart),
+    /// `conductor/cost/`: the ledger, the budget warnings, the raised budgets.
+    Cost(cost::CostPart),
     Ignore,
 }
 
@@ -258,6 +263,12 @@ pub struct LiveModel {
     /// The bridge's records (`conductor/bridge/`, `conductor/outbox/`).
     bridge: bridge::BridgeTracker,
     dirty_bridge: bool,
+    /// The ledger, warnings and raised budgets (`conductor/cost/`).
+    cost: cost::CostTracker,
+    dirty_cost: bool,
+    /// True until the first load read `conductor/cost/` (after the first screen: a long ledger's
+    /// tail takes longer than the first screen may).
+    cost_unread: bool,
     /// Increases whenever a directory may have appeared or vanished (see [`LiveModel::layout_generation`]).
     layout: u64,
     /// True while the first load lists files without reading the new ones (they go to `unread`).
@@ -313,6 +324,9 @@ impl LiveModel {
             dirty_journal: true,
             bridge: Default::default(),
             dirty_bridge: true,
+            cost: Default::default(),
+            dirty_cost: true,
+            cost_unread: false,
             layout: 0,
             progressive: false,
             unread: Default::default(),
@@ -348,6 +362,7 @@ impl LiveModel {
         // Small files: the supervisors' heartbeats and the bridge's status are part of the first
         // screen (the header's notices), not of the background load.
         m.bridge.refresh(&m.root, bridge::BridgePart::All);
+        m.cost_unread = true;
         m.progressive = false;
         m.load_total = m.unread.len();
         let left = first.saturating_sub(started.elapsed());
@@ -358,13 +373,19 @@ impl LiveModel {
 
     /// True while files listed by the first load are still unread.
     pub fn is_loading(&self) -> bool {
-        !self.unread.is_empty() || self.inboxes_unlisted
+        !self.unread.is_empty() || self.inboxes_unlisted || self.cost_unread
     }
 
     /// Reads unread files for about `budget`, then publishes what changed.
     pub fn load_more(&mut self, budget: std::time::Duration) -> Option<Arc<Snapshot>> {
         if !self.is_loading() {
             return None;
+        }
+        if self.cost_unread {
+            self.cost_unread = false;
+            if self.cost.refresh(&self.root, cost::CostPart::All) {
+                self.dirty_cost = true;
+            }
         }
         if self.inboxes_unlisted {
             self.inboxes_unlisted = false;
@@ -557,6 +578,12 @@ impl LiveModel {
         if let Some(part) = bridge::part_of(&self.root, path) {
             return Target::Bridge(part);
         }
+        if let Some(part) = cost::part_of(&self.root, path) {
+            return Target::Cost(part);
+        }
+        if path.starts_with(cost::watched(&self.root)) {
+            return Target::Ignore;
+        }
         if path.starts_with(self.dead_dir()) {
             return Target::Dead;
         }
@@ -589,6 +616,7 @@ impl LiveModel {
                 | Target::Track(_, TrackPart::All | TrackPart::Board)
                 | Target::Dead
                 | Target::Bridge(bridge::BridgePart::All)
+                | Target::Cost(cost::CostPart::All)
         ) {
             self.layout += 1;
         }
@@ -643,6 +671,11 @@ impl LiveModel {
                     self.dirty_bridge = true;
                 }
             }
+            Target::Cost(part) => {
+                if self.cost.refresh(&self.root, part) {
+                    self.dirty_cost = true;
+                }
+            }
             Target::TracksDir => self.rescan_tracks(),
             Target::Track(name, part) => {
                 let bus = self.root.tracks_dir().join(&name).join(layout::BUS_DIR);
@@ -684,6 +717,9 @@ impl LiveModel {
         self.check_journal();
         if self.bridge.refresh(&self.root, bridge::BridgePart::All) {
             self.dirty_bridge = true;
+        }
+        if self.cost.refresh(&self.root, cost::CostPart::All) {
+            self.dirty_cost = true;
         }
     }
 
@@ -783,6 +819,7 @@ impl LiveModel {
             || self.dirty_supervisors
             || self.dirty_journal
             || self.dirty_bridge
+            || self.dirty_cost
         {
             self.publish();
             Some(self.snapshot.clone())
@@ -850,6 +887,9 @@ impl LiveModel {
         if self.dirty_supervisors {
             s.supervisors = Arc::new(self.supervisors.clone());
         }
+        if self.dirty_cost {
+            s.ledger = self.cost.view();
+        }
         if self.dirty_inboxes || self.dirty_workflows || self.dirty_definitions {
             let mut list = self.build_workflows(&s);
             // In the Workflows pane's order once here, not on every frame.
@@ -908,6 +948,7 @@ impl LiveModel {
         self.dirty_supervisors = false;
         self.dirty_journal = false;
         self.dirty_bridge = false;
+        self.dirty_cost = false;
         self.snapshot = Arc::new(s);
     }
 

@@ -23,8 +23,15 @@ use crate::store::read::read_json;
 use crate::store::time::{format_ts, now_ts, parse_ts};
 use crate::store::{Root, is_valid_name};
 
+macro_rules! mirror_field {
+    () => {
+        "from_pantheon"
+    };
+}
 /// The field a mirrored queue line gains: the pantheon (machine) it was written on.
-pub const MIRROR_FIELD: &str = "from_pantheon";
+pub const MIRROR_FIELD: &str = mirror_field!();
+/// What a mirrored line holds just before the pantheon's name.
+const MIRRORED_TAIL: &[u8] = concat!(",\"", mirror_field!(), "\":\"").as_bytes();
 /// The field marking a `locks.json` entry as a mirror of the shared lock bucket.
 pub const SHARED_FIELD: &str = "shared";
 
@@ -169,8 +176,7 @@ fn ends_as_mirrored(line: &[u8]) -> bool {
     };
     let name = &body[q + 1..];
     let head = &body[..q + 1];
-    head.ends_with(format!(",\"{MIRROR_FIELD}\":\"").as_bytes())
-        && std::str::from_utf8(name).is_ok_and(is_valid_name)
+    head.ends_with(MIRRORED_TAIL) && std::str::from_utf8(name).is_ok_and(is_valid_name)
 }
 
 /// The id of a line written on this machine; `None` for a mirrored line, a line that is not an
@@ -236,6 +242,12 @@ pub fn identity(path: &Path) -> Option<[u64; 2]> {
 /// Turns a line received from pantheon `from` into the line appended locally: the bytes as written,
 /// plus `"from_pantheon": from`. Refuses anything that is not one envelope line, a line that already
 /// names a pantheon, and a line over [`MAX_LINE_BYTES`].
+///
+/// The envelope returned holds what the mirror reads of the line (its `id`, `type`, `source`,
+/// `timestamp`, the payload's `task_id`, `filepath` and `holder`, which name event files, and
+/// `from_pantheon`); the line itself is appended as it came. It is read in one pass that builds
+/// nothing else (a line a mirror receives is otherwise parsed, checked and dropped at the rate the
+/// stream delivers); a line that pass refuses (a key written twice) is read whole.
 pub fn mirror_line(raw: &[u8], from: &str) -> std::result::Result<(Envelope, Vec<u8>), String> {
     if !is_valid_name(from) {
         return Err(format!("sender {from:?} is not a pantheon name"));
@@ -246,15 +258,22 @@ pub fn mirror_line(raw: &[u8], from: &str) -> std::result::Result<(Envelope, Vec
     if raw.iter().any(|b| *b == b'\n' || *b == b'\r') {
         return Err("a queue line cannot hold a line break".into());
     }
-    // One parse: the value is checked, then moved into the envelope.
-    let v: Value = serde_json::from_slice(raw).map_err(|e| format!("not JSON: {e}"))?;
-    let Value::Object(m) = &v else {
-        return Err("not a JSON object".into());
+    let probed = (raw.trim_ascii_start().first() == Some(&b'{'))
+        .then(|| serde_json::from_slice::<MirrorProbe>(raw).ok())
+        .flatten();
+    let mut env = match probed {
+        Some(p) => p.into_envelope(),
+        None => {
+            let v: Value = serde_json::from_slice(raw).map_err(|e| format!("not JSON: {e}"))?;
+            if !v.is_object() {
+                return Err("not a JSON object".into());
+            }
+            serde_json::from_value(v).map_err(|_| "not an envelope")?
+        }
     };
-    if m.contains_key(MIRROR_FIELD) {
+    if env.extra.contains_key(MIRROR_FIELD) {
         return Err(format!("the line already has {MIRROR_FIELD}"));
     }
-    let env: Envelope = serde_json::from_value(v).map_err(|_| "not an envelope")?;
     if env.id.is_empty() || env.id.len() > 200 {
         return Err("the line has no usable id".into());
     }
@@ -267,10 +286,149 @@ pub fn mirror_line(raw: &[u8], from: &str) -> std::result::Result<(Envelope, Vec
     };
     let mut line = Vec::with_capacity(raw.len() + 40);
     line.extend_from_slice(body);
-    line.extend_from_slice(format!(",\"{MIRROR_FIELD}\":\"{from}\"}}\n").as_bytes());
-    let mut env = env;
+    line.extend_from_slice(MIRRORED_TAIL);
+    line.extend_from_slice(from.as_bytes());
+    line.extend_from_slice(b"\"}\n");
     env.extra.insert(MIRROR_FIELD.into(), json!(from));
     Ok((env, line))
+}
+
+/// The fields of a received line the mirror reads ([`mirror_line`]); the rest is skipped unbuilt.
+#[derive(Deserialize)]
+struct MirrorProbe {
+    #[serde(default, deserialize_with = "crate::bus::model::lenient::string")]
+    id: String,
+    #[serde(
+        default,
+        rename = "type",
+        deserialize_with = "crate::bus::model::lenient::string"
+    )]
+    kind: String,
+    #[serde(default, deserialize_with = "crate::bus::model::lenient::string")]
+    source: String,
+    #[serde(default, deserialize_with = "crate::bus::model::lenient::string")]
+    timestamp: String,
+    #[serde(default)]
+    payload: EventKeys,
+    /// Present (whatever its value, `null` included) when the line already names a pantheon.
+    #[serde(default, rename = "from_pantheon", deserialize_with = "present")]
+    mirrored: bool,
+}
+
+impl MirrorProbe {
+    fn into_envelope(self) -> Envelope {
+        let mut extra = Map::new();
+        if self.mirrored {
+            extra.insert(MIRROR_FIELD.into(), Value::Null);
+        }
+        Envelope {
+            id: self.id,
+            kind: self.kind,
+            source: self.source,
+            timestamp: self.timestamp,
+            payload: if self.payload.0.is_empty() {
+                Value::Null
+            } else {
+                Value::Object(self.payload.0)
+            },
+            extra,
+        }
+    }
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<bool, D::Error> {
+    serde::de::IgnoredAny::deserialize(d)?;
+    Ok(true)
+}
+
+/// The string values of a payload's keys that name event files (`task_id`, `filepath`, `holder`,
+/// see [`events::events_for`]); any other payload, or value, reads as none.
+#[derive(Default)]
+struct EventKeys(Map<String, Value>);
+
+impl<'de> Deserialize<'de> for EventKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
+        struct Keys;
+        impl<'de> Visitor<'de> for Keys {
+            type Value = EventKeys;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a payload")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> std::result::Result<EventKeys, A::Error> {
+                let mut out = Map::new();
+                while let Some(k) = m.next_key::<EventKey>()? {
+                    match k.0 {
+                        Some(name) => match m.next_value::<Value>()? {
+                            Value::String(s) => {
+                                out.insert(name.into(), Value::String(s));
+                            }
+                            // The last value of a key written twice wins, as in a parsed object.
+                            _ => {
+                                out.remove(name);
+                            }
+                        },
+                        None => {
+                            m.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(EventKeys(out))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(
+                self,
+                mut s: A,
+            ) -> std::result::Result<EventKeys, A::Error> {
+                while s.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(EventKeys::default())
+            }
+            fn visit_bool<E>(self, _: bool) -> std::result::Result<EventKeys, E> {
+                Ok(EventKeys::default())
+            }
+            fn visit_i64<E>(self, _: i64) -> std::result::Result<EventKeys, E> {
+                Ok(EventKeys::default())
+            }
+            fn visit_u64<E>(self, _: u64) -> std::result::Result<EventKeys, E> {
+                Ok(EventKeys::default())
+            }
+            fn visit_f64<E>(self, _: f64) -> std::result::Result<EventKeys, E> {
+                Ok(EventKeys::default())
+            }
+            fn visit_str<E>(self, _: &str) -> std::result::Result<EventKeys, E> {
+                Ok(EventKeys::default())
+            }
+            fn visit_unit<E>(self) -> std::result::Result<EventKeys, E> {
+                Ok(EventKeys::default())
+            }
+        }
+        d.deserialize_any(Keys)
+    }
+}
+
+/// A payload key: one of those [`EventKeys`] keeps, or another (read without being built).
+struct EventKey(Option<&'static str>);
+
+impl<'de> Deserialize<'de> for EventKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Key;
+        impl serde::de::Visitor<'_> for Key {
+            type Value = EventKey;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E>(self, k: &str) -> std::result::Result<EventKey, E> {
+                Ok(EventKey(
+                    ["task_id", "filepath", "holder"]
+                        .into_iter()
+                        .find(|w| *w == k),
+                ))
+            }
+        }
+        d.deserialize_str(Key)
+    }
 }
 
 /// The bridge's cursor of one shared track (`conductor/bridge/tracks/{track}.json`), written
@@ -403,13 +561,16 @@ impl Mirror {
 
     /// Appends the lines not yet in the queue, in order, as one write; returns how many. A line that
     /// is not acceptable is returned in the second list with its reason (the caller dead-letters it).
-    pub fn apply(&mut self, batch: &[(String, Vec<u8>)]) -> Result<(usize, Vec<(usize, String)>)> {
+    pub fn apply<S: AsRef<str>, B: AsRef<[u8]>>(
+        &mut self,
+        batch: &[(S, B)],
+    ) -> Result<(usize, Vec<(usize, String)>)> {
         let mut chunk = Vec::new();
         let mut envs = Vec::new();
         let mut refused = Vec::new();
         let mut fresh = HashSet::new();
         for (i, (from, raw)) in batch.iter().enumerate() {
-            match mirror_line(raw, from) {
+            match mirror_line(raw.as_ref(), from.as_ref()) {
                 Ok((env, line)) => {
                     if self.seen.contains(&env.id) || !fresh.insert(env.id.clone()) {
                         continue;
@@ -738,6 +899,49 @@ mod tests {
     }
 
     #[test]
+    fn the_one_pass_read_of_a_received_line_agrees_with_a_whole_parse() {
+        let lines: &[&[u8]] = &[
+            br#"{"id":"m1","type":"TASK_COMPLETE","source":"w","timestamp":"t","payload":{"task_id":"1.2","x":[1,{"task_id":"no"}]}}"#,
+            br#"{"id":"m2","type":"FILE_UNLOCK","payload":{"filepath":"src/a\"b.ts","filepath":"src/c.ts"}}"#,
+            br#"{"id":"m3","type":"FILE_UNLOCK","payload":{"filepath":"src/a.ts","filepath":7}}"#,
+            br#"{"id":"m4","type":"LOCK_LOST","payload":{"hol\u0064er":"w2"}}"#,
+            br#"{"id":"m5","type":"TASK_FAILED","payload":["task_id","x"]}"#,
+            br#"{"id":"m6","type":"BOARD_RESOLVE","payload":null,"extra":{"from_pantheon":"x"}}"#,
+            br#"{"id":7,"type":"TASK_COMPLETE","source":true,"payload":"task_id"}"#,
+            // A key written twice: the one-pass read refuses it, the whole parse decides.
+            br#"{"id":"m8","id":"m9","type":"PROGRESS","payload":{}}"#,
+        ];
+        for raw in lines {
+            // The whole parse: the line as a value, then the envelope (the last of a key wins).
+            let whole: Envelope =
+                serde_json::from_value(serde_json::from_slice::<Value>(raw).unwrap()).unwrap();
+            let (env, line) = mirror_line(raw, "konan").unwrap();
+            let text = String::from_utf8_lossy(raw);
+            assert_eq!(env.id, whole.id, "{text}");
+            assert_eq!(env.kind, whole.kind, "{text}");
+            assert_eq!(env.source, whole.source, "{text}");
+            assert_eq!(
+                events::events_for(&env),
+                events::events_for(&whole),
+                "{text}"
+            );
+            assert!(line.ends_with(b",\"from_pantheon\":\"konan\"}\n"));
+        }
+        // Already mirrored, whatever the value; not an object; not JSON.
+        for raw in [
+            &br#"{"id":"a","type":"X","from_pantheon":null}"#[..],
+            br#"["a","X"]"#,
+            br#"{"id":"a","type":"X""#,
+        ] {
+            assert!(
+                mirror_line(raw, "konan").is_err(),
+                "{}",
+                String::from_utf8_lossy(raw)
+            );
+        }
+    }
+
+    #[test]
     fn the_publisher_reads_only_this_machines_lines_and_their_ids() {
         let raw = br#"{"id":"msg-1","type":"PROGRESS","source":"w","timestamp":"t","payload":{"x":[1,{"y":"}"}]}}"#;
         assert_eq!(own_id(raw).as_deref(), Some("msg-1"));
@@ -769,7 +973,7 @@ mod tests {
             .unwrap();
         let mut m = Mirror::open(bus.clone()).unwrap();
         let remote = br#"{"id":"r1","type":"PROGRESS","source":"x","timestamp":"2026-01-01T00:00:00Z","payload":{}}"#;
-        m.apply(&[("tallon".into(), remote.to_vec())]).unwrap();
+        m.apply(&[("tallon", remote.to_vec())]).unwrap();
         let b = bus
             .post(
                 crate::bus::vocab::MessageType::Progress,

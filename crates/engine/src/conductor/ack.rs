@@ -215,7 +215,6 @@ impl Conductor {
             self.repair_dispatch(&wf, &st, &last)?;
         }
         let located = self.locate(&st, &a.handoff_id)?;
-        let facts = self.ack_facts(&st, &a, &located);
         // The god's and step's usage an ack that does not complete carries (a completed ack's goes
         // with the handoff it records, through the submit path).
         let usage = ack.get("usage").filter(|u| !u.is_null()).cloned();
@@ -239,6 +238,7 @@ impl Conductor {
             }
             _ => None,
         };
+        let facts = self.ack_facts(&st, &a, &located, report.as_ref());
         let plan = ack_step(AckInput {
             root: &self.root,
             wf: &wf,
@@ -285,6 +285,41 @@ impl Conductor {
         }
     }
 
+    /// The budget hold of the dispatch a rejection reroutes to the next fallback god (none when no
+    /// fallback is left or no budget is reached); a budget that cannot be checked is a warning.
+    fn reroute_hold(
+        &self,
+        st: &WorkflowState,
+        a: &AckRequest,
+        found: &files::Found,
+        def: &crate::conductor::WorkflowDef,
+        report: Option<&crate::cost::hook::Report>,
+        facts: &mut AckFacts,
+    ) {
+        let Some(fb) = super::ack_step::next_fallback(
+            st,
+            &found.dispatch,
+            &a.handoff_id,
+            &facts.fallback_gods,
+        ) else {
+            return;
+        };
+        match crate::cost::hook::hold(
+            &self.root,
+            &found.dispatch.workflow_id,
+            Some(st),
+            Some(def),
+            &fb,
+            report,
+            &mut facts.warnings,
+        ) {
+            Ok(h) => facts.reroute_hold = h,
+            Err(e) => facts
+                .warnings
+                .push(format!("budgets not checked for the reroute to {fb}: {e}")),
+        }
+    }
+
     /// Finds an acked dispatch: in an inbox or `_quarantine` (the state's addressee's inbox first), else
     /// in an archive.
     fn locate(&self, st: &WorkflowState, hid: &HandoffId) -> Result<Located> {
@@ -308,13 +343,20 @@ impl Conductor {
 
     /// Reads what [`ack_step`] needs from the definitions, for this ack only: the step's fallback gods
     /// for a rejection, its timeout for an acceptance or a progress ack on an archived dispatch.
-    fn ack_facts(&self, st: &WorkflowState, a: &AckRequest, located: &Located) -> AckFacts {
+    fn ack_facts(
+        &self,
+        st: &WorkflowState,
+        a: &AckRequest,
+        located: &Located,
+        report: Option<&crate::cost::hook::Report>,
+    ) -> AckFacts {
         let mut facts = AckFacts {
             fallback_gods: Vec::new(),
             warnings: Vec::new(),
             step_timeout: None,
             now: chrono::Utc::now(),
             dispatch_id: String::new(),
+            reroute_hold: None,
         };
         let found = match located {
             Located::Live(f) | Located::Archived(f) => f,
@@ -331,6 +373,7 @@ impl Conductor {
                         if let Some(step) = def.step(&found.dispatch.step) {
                             facts.fallback_gods = step.fallback_gods.clone();
                         }
+                        self.reroute_hold(st, a, found, &def, report, &mut facts);
                     }
                     Ok(None) => facts.warnings.push(format!(
                         "definition {def_id:?} not found; no fallback gods known"
@@ -374,14 +417,14 @@ impl Conductor {
                 } => {
                     files::archive(&self.root, &from, &god, &hid, &dispatch)?;
                 }
-                AckEffect::Reroute(god, d) => {
+                AckEffect::Reroute(god, d, held) => {
                     let hid = HandoffId::parse(&d.handoff_id)?;
                     if !files::dispatch_exists(&self.root, &god, &hid) {
-                        write_json(
-                            &self.root,
-                            &self.root.inbox_dir(&god).join(format!("{hid}.json")),
-                            &d,
-                        )?;
+                        let dir = match held {
+                            true => self.root.quarantine_dir(),
+                            false => self.root.inbox_dir(&god),
+                        };
+                        write_json(&self.root, &dir.join(format!("{hid}.json")), &d)?;
                     }
                 }
             }
@@ -765,9 +808,17 @@ pub(crate) fn held_step(input: HeldInput<'_>) -> Result<HeldStep> {
     } else {
         "approved"
     };
-    let prior = approvals(st)
-        .into_iter()
-        .find(|a| a.get("handoff_id").and_then(Value::as_str) == Some(hid.as_str()));
+    // A decision is on one held dispatch: a handoff held again later (its reroute held for a budget,
+    // with a new dispatch id) is decided anew. Decisions recorded without a dispatch id match any; the
+    // newest first, so the repeat of a decision whose dispatch has moved finds that decision.
+    let held_id = held.and_then(|d| d.dispatch_id.as_deref());
+    let prior = approvals(st).into_iter().rev().find(|a| {
+        a.get("handoff_id").and_then(Value::as_str) == Some(hid.as_str())
+            && match (a.get("dispatch_id").and_then(Value::as_str), held_id) {
+                (Some(decided), Some(now)) => decided == now,
+                _ => true,
+            }
+    });
     // A decision already recorded stands, also while its dispatch is still held (a decision killed
     // between its state and its move: the other decision moved the dispatch against the state).
     if let Some(p) = &prior {
@@ -800,10 +851,13 @@ pub(crate) fn held_step(input: HeldInput<'_>) -> Result<HeldStep> {
         Some(_) => None,
         None => {
             let mut st = st.clone();
-            let entry = json!({
+            let mut entry = json!({
                 "handoff_id": hid.as_str(), "decision": decision, "by": by_label, "at": now_text,
                 "target_god": god.as_str(), "step": held.step, "reason": reject,
             });
+            if let Some(id) = &held.dispatch_id {
+                entry["dispatch_id"] = json!(id);
+            }
             let list = st.extra.entry("approvals").or_insert_with(|| json!([]));
             if !list.is_array() {
                 *list = json!([]);

@@ -102,6 +102,9 @@ pub(crate) struct AckFacts {
     pub now: DateTime<Utc>,
     /// A fresh dispatch id, for the dispatch a rejection reroutes.
     pub dispatch_id: String,
+    /// `rejected`: the budget hold of the dispatch to the next fallback god, when a budget of the
+    /// workflow, its steps, that god or the day is reached (the rejection's own usage counted).
+    pub reroute_hold: Option<crate::cost::hook::Hold>,
 }
 
 /// One file effect of an ack, applied in order by `Conductor::apply_ack`.
@@ -130,7 +133,7 @@ pub(crate) enum AckEffect {
     },
     /// Write the dispatch a rejection reroutes to `god`'s inbox, unless that god already has one for
     /// the handoff (a repeat after a crash).
-    Reroute(GodName, Box<Dispatch>),
+    Reroute(GodName, Box<Dispatch>, bool),
 }
 
 /// A `completed` ack, to record through the submit path with the handoff it records.
@@ -290,6 +293,23 @@ pub(crate) fn rerouted(
         *f = None;
     }
     d
+}
+
+/// Holds a rerouted dispatch for a budget, as routing holds a dispatch (docs/BUDGETS.md): it goes to
+/// `_quarantine` with `held_because` and the figures, and the workflow awaits approval. An approval
+/// the dispatch carried from an earlier hold does not carry over.
+pub(crate) fn hold_reroute(
+    st: &mut WorkflowState,
+    d: &mut Dispatch,
+    hold: &crate::cost::hook::Hold,
+) {
+    d.held_because = Some(hold.because.clone());
+    d.extra.insert("budget".into(), hold.figures.clone());
+    d.approved_by = None;
+    d.approved_at = None;
+    d.ack_deadline = None;
+    d.deliveries.clear();
+    st.status = WorkflowStatus::AwaitingApproval;
 }
 
 /// For an `accepted` dispatch whose step has a `timeout`: stamps `step_deadline` and `step_timeout`
@@ -666,13 +686,22 @@ pub(crate) fn ack_step(input: AckInput<'_>) -> Result<AckPlan> {
                     dispatch: Box::new(step.dispatch.clone()),
                 },
             ];
+            let mut st = step.state;
             if let Some(fb) = fb
-                && !step.state.status.is_finished()
+                && !st.status.is_finished()
             {
-                let d = rerouted(&step.dispatch, &god, &fb, &now_text, facts.dispatch_id);
-                effects.push(AckEffect::Reroute(fb, Box::new(d)));
+                let mut d = rerouted(&step.dispatch, &god, &fb, &now_text, facts.dispatch_id);
+                let held = facts.reroute_hold.as_ref().filter(|_| is_current);
+                if let Some(hold) = held {
+                    hold_reroute(&mut st, &mut d, hold);
+                    if let Some(AckEffect::State(s)) = effects.first_mut() {
+                        **s = st.clone();
+                    }
+                    confine.push(root.quarantine_dir().join(format!("{hid}.json")));
+                }
+                effects.push(AckEffect::Reroute(fb, Box::new(d), held.is_some()));
             }
-            (effects, step.state, step.record, warnings, None, None)
+            (effects, st, step.record, warnings, None, None)
         }
     };
     let mut result = ack_result(wf, &st, &rec, false, None);

@@ -170,6 +170,7 @@ fn facts() -> AckFacts {
         step_timeout: None,
         now: at(),
         dispatch_id: "dsp_test".into(),
+        reroute_hold: None,
     }
 }
 
@@ -565,7 +566,7 @@ fn a_rejection_archives_then_reroutes_to_the_first_untried_fallback_or_fails() {
     );
     assert_eq!(state_of(&effects).dispatched_to.as_deref(), Some("apollo"));
     assert!(matches!(effects[2], AckEffect::Archive { .. }));
-    let AckEffect::Reroute(god, d) = &effects[3] else {
+    let AckEffect::Reroute(god, d, false) = &effects[3] else {
         panic!("{effects:?}")
     };
     assert_eq!(god.as_str(), "apollo");
@@ -612,4 +613,44 @@ fn a_completed_ack_goes_to_the_submit_path_with_the_dispatch_it_closes() {
     assert_eq!(record.status, AckStatus::Completed);
     assert_eq!(dispatch.ack_status, AckStatus::Completed);
     assert_eq!(dispatch.message.as_deref(), Some("done"));
+}
+
+#[test]
+fn a_rejection_rerouted_past_a_reached_budget_is_held_like_any_routed_dispatch() {
+    let a = ack(AckDecision::Rejected, None, Some("not mine"));
+    let mut f = facts();
+    f.fallback_gods = vec!["hermes".into(), "apollo".into()];
+    f.reroute_hold = Some(crate::cost::hook::Hold {
+        because: "budget: god apollo: $2.000000 of its $1.000000 budget".into(),
+        figures: serde_json::json!({"crossed": [{"scope": "god", "name": "apollo",
+            "metric": "cost_usd", "used": 2, "limit": 1}]}),
+    });
+    let (confine, effects, result) =
+        written(step(waiting(), &a, Actor::Recipient, Located::Live(inbox()), f).unwrap());
+    assert_eq!(
+        confine.last().unwrap(),
+        &Root::at("/r")
+            .quarantine_dir()
+            .join("hof_20261201_aaaaaa.json"),
+        "it is written to _quarantine, not to apollo's inbox"
+    );
+    let st = state_of(&effects);
+    assert_eq!(st.status, WorkflowStatus::AwaitingApproval);
+    assert_eq!(st.dispatched_to.as_deref(), Some("apollo"));
+    assert_eq!(result.state_status, WorkflowStatus::AwaitingApproval);
+    let AckEffect::Reroute(god, d, true) = &effects[3] else {
+        panic!("a held reroute: {effects:?}")
+    };
+    assert_eq!(god.as_str(), "apollo");
+    assert_eq!(
+        d.held_because.as_deref(),
+        Some("budget: god apollo: $2.000000 of its $1.000000 budget")
+    );
+    assert_eq!(d.extra["budget"]["crossed"][0]["name"], "apollo");
+    assert_eq!(
+        (d.approved_by.as_ref(), d.ack_deadline.as_ref()),
+        (None, None)
+    );
+    assert!(d.deliveries.is_empty());
+    assert_eq!(d.rerouted_from.as_deref(), Some("hermes"));
 }

@@ -243,48 +243,93 @@ impl Conductor {
                 "give the new budget: --budget-usd, --budget-tokens or both",
             ));
         }
-        let found = files::find_live(root, handoff_id, None)?
-            .filter(|f| f.path.starts_with(root.quarantine_dir()))
-            .ok_or_else(|| {
-                Error::not_found(format!("no dispatch {handoff_id} is held for approval"))
-            })?;
-        let crossed: Vec<Value> = found
-            .dispatch
-            .extra
-            .get("budget")
-            .and_then(|b| b.get("crossed"))
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        if crossed.is_empty() {
-            return Err(Error::refused(format!(
-                "dispatch {handoff_id} is not held for a budget (held because: {}); approve it as it is",
-                found.dispatch.held_because.as_deref().unwrap_or("?")
-            )));
-        }
-        let wf = WorkflowId::parse(&found.dispatch.workflow_id)?;
+        let (workflow_id, crossed) = held_for_budget(root, handoff_id)?;
+        let wf = WorkflowId::parse(&workflow_id)?;
         let _lock = FileLock::exclusive(root, &root.workflow_lock_path(&wf))?;
         let mut st = files::require_state(root, &wf)?;
+        let mut warnings = Vec::new();
+        let at = now_ts();
+        let raise = Raise {
+            root,
+            handoff_id,
+            to,
+            by,
+            at: &at,
+        };
+        let raises = raise.apply(&crossed, &mut st, &mut warnings)?;
+        st.updated = Some(at.clone());
+        files::write_state(root, &wf, &st)?;
+        drop(_lock);
+        let act = Act::new("budget_raise", "raised")
+            .target("workflow_id", Some(wf.as_str()))
+            .target("handoff_id", Some(handoff_id.as_str()))
+            .reason(Some(&raises_text(&raises)));
+        warnings.extend(self.journal(&act));
+        Ok(
+            json!({ "status": "raised", "workflow_id": wf.as_str(), "handoff_id": handoff_id.as_str(),
+            "raises": raises, "warnings": warnings }),
+        )
+    }
+}
+
+/// The held dispatch `handoff_id`'s workflow and the budgets it was held for (its `budget.crossed`);
+/// refused for a dispatch not held, or held for another reason.
+fn held_for_budget(root: &Root, handoff_id: &HandoffId) -> Result<(String, Vec<Value>)> {
+    let found = files::find_live(root, handoff_id, None)?
+        .filter(|f| f.path.starts_with(root.quarantine_dir()))
+        .ok_or_else(|| {
+            Error::not_found(format!("no dispatch {handoff_id} is held for approval"))
+        })?;
+    let crossed: Vec<Value> = found
+        .dispatch
+        .extra
+        .get("budget")
+        .and_then(|b| b.get("crossed"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if crossed.is_empty() {
+        return Err(Error::refused(format!(
+            "dispatch {handoff_id} is not held for a budget (held because: {}); approve it as it is",
+            found.dispatch.held_because.as_deref().unwrap_or("?")
+        )));
+    }
+    Ok((found.dispatch.workflow_id.to_string(), crossed))
+}
+
+/// One operator's raise of the budgets a held dispatch was held for.
+struct Raise<'a> {
+    root: &'a Root,
+    handoff_id: &'a HandoffId,
+    /// The new limits (absolute); a limit not given keeps the budget's own.
+    to: Budget,
+    by: &'a str,
+    at: &'a str,
+}
+
+impl Raise<'_> {
+    /// Raises each budget of `crossed` once: a workflow's or step's into the state's `budget` and
+    /// `budget_raises`, a god's or day's into `conductor/cost/budgets.json`. Returns the raises.
+    fn apply(
+        &self,
+        crossed: &[Value],
+        st: &mut crate::conductor::model::WorkflowState,
+        warnings: &mut Vec<String>,
+    ) -> Result<Vec<Value>> {
         let def = st.definition_id.as_deref().and_then(|d| {
-            crate::conductor::definition::find_definition(root, d)
+            crate::conductor::definition::find_definition(self.root, d)
                 .ok()
                 .flatten()
         });
-        let mut warnings = Vec::new();
         let (declared_wf, declared_steps) = match &def {
-            Some(d) => super::budget::declared(d, &mut warnings),
+            Some(d) => super::budget::declared(d, warnings),
             None => (None, BTreeMap::new()),
         };
-        let cfg = CostConfig::of_root(root);
+        let cfg = CostConfig::of_root(self.root);
         let mut raised = Raised::of(&st.extra);
         let mut raises = Vec::new();
-        let at = now_ts();
-        let merge = |from: Option<Budget>| Budget {
-            cost_micros: to.cost_micros.or(from.and_then(|b| b.cost_micros)),
-            tokens: to.tokens.or(from.and_then(|b| b.tokens)),
-        };
         let mut seen = std::collections::BTreeSet::new();
-        for c in &crossed {
+        for c in crossed {
             let scope = c.get("scope").and_then(Value::as_str).unwrap_or("");
             let name = c
                 .get("name")
@@ -297,7 +342,7 @@ impl Conductor {
             let (from, new) = match scope {
                 "workflow" => {
                     let from = raised.workflow.or(declared_wf);
-                    let new = merge(from);
+                    let new = self.merge(from);
                     raised.workflow = Some(new);
                     (from, new)
                 }
@@ -308,28 +353,28 @@ impl Conductor {
                         .get(&step)
                         .copied()
                         .or(declared_steps.get(&step).copied());
-                    let new = merge(from);
+                    let new = self.merge(from);
                     raised.steps.insert(step, new);
                     (from, new)
                 }
                 "god" => {
                     GodName::parse(&name)?;
                     let from = cfg.gods.get(&name).copied();
-                    let new = merge(from);
-                    ledger::write_raised(root, "god", &name, &new)?;
+                    let new = self.merge(from);
+                    ledger::write_raised(self.root, "god", &name, &new)?;
                     (from, new)
                 }
                 "day" => {
                     let from = cfg.day_budget(&name);
-                    let new = merge(from);
-                    ledger::write_raised(root, "day", &name, &new)?;
+                    let new = self.merge(from);
+                    ledger::write_raised(self.root, "day", &name, &new)?;
                     (from, new)
                 }
                 _ => continue,
             };
             raises.push(json!({
-                "handoff_id": handoff_id.as_str(), "scope": scope, "name": name,
-                "from": from.map(|b| b.to_json()), "to": new.to_json(), "by": by, "at": at,
+                "handoff_id": self.handoff_id.as_str(), "scope": scope, "name": name,
+                "from": from.map(|b| b.to_json()), "to": new.to_json(), "by": self.by, "at": self.at,
             }));
         }
         st.extra.insert(
@@ -346,32 +391,32 @@ impl Conductor {
         if let Some(a) = list.as_array_mut() {
             a.extend(raises.iter().cloned());
         }
-        st.updated = Some(at);
-        files::write_state(root, &wf, &st)?;
-        drop(_lock);
-        let mut act = Act::new("budget_raise", "raised")
-            .target("workflow_id", Some(wf.as_str()))
-            .target("handoff_id", Some(handoff_id.as_str()));
-        act = act.reason(Some(
-            &raises
-                .iter()
-                .map(|r| {
-                    format!(
-                        "{} {} -> {}",
-                        r["scope"].as_str().unwrap_or(""),
-                        r["name"].as_str().unwrap_or(""),
-                        r["to"]
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("; "),
-        ));
-        warnings.extend(self.journal(&act));
-        Ok(
-            json!({ "status": "raised", "workflow_id": wf.as_str(), "handoff_id": handoff_id.as_str(),
-            "raises": raises, "warnings": warnings }),
-        )
+        Ok(raises)
     }
+
+    /// The raised budget: the new limits, and the old one's where none is given.
+    fn merge(&self, from: Option<Budget>) -> Budget {
+        Budget {
+            cost_micros: self.to.cost_micros.or(from.and_then(|b| b.cost_micros)),
+            tokens: self.to.tokens.or(from.and_then(|b| b.tokens)),
+        }
+    }
+}
+
+/// The journal's reason of a raise: `scope name -> limits`, one per budget.
+fn raises_text(raises: &[Value]) -> String {
+    raises
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {} -> {}",
+                r["scope"].as_str().unwrap_or(""),
+                r["name"].as_str().unwrap_or(""),
+                r["to"]
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// What `pantheon cost` answers.

@@ -90,7 +90,7 @@ pub(crate) fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>> {
 /// Opens `path` for reading, `None` if missing; refuses anything that is not a regular file. The open
 /// does not block (`O_NONBLOCK`), so a FIFO planted in a root cannot hang the reader, and a device such
 /// as `/dev/zero` is refused before it is read.
-pub(crate) fn open_regular(path: &Path) -> Result<Option<std::fs::File>> {
+pub fn open_regular(path: &Path) -> Result<Option<std::fs::File>> {
     use std::os::unix::fs::OpenOptionsExt;
     let f = match std::fs::OpenOptions::new()
         .read(true)
