@@ -140,7 +140,14 @@ pub(super) fn scrub_line(frame: &mut Frame, area: Rect, app: &App, v: &ReplayVie
     if let Some(c) = &v.change
         && room > 12
     {
-        let cut: String = c.chars().take(room - 3).collect();
+        // Too long: the kind and the file's name (`app journal.jsonl`), then cut.
+        let short = match c.split_once(' ') {
+            Some((kind, path)) if c.chars().count() > room - 3 => {
+                format!("{kind} {}", path.rsplit('/').next().unwrap_or(path))
+            }
+            _ => c.clone(),
+        };
+        let cut: String = short.chars().take(room - 3).collect();
         spans.push(Span::styled(format!("{cut} ·"), theme.dim()));
     }
     spans.extend(keys);
