@@ -357,3 +357,47 @@ fn in_tmux_the_past_opens_steps_jumps_plays_refuses_acts_and_goes_back_to_live()
     // The scratch root is gone with the replay.
     let _ = then;
 }
+
+#[test]
+fn the_scrub_keys_move_the_replay_only_in_the_past_and_are_remappable() {
+    let root = fixture_root();
+    let now = fixture_now();
+    let mut app = app_for(root.path(), now);
+    // Live: the scrub keys are not bound; `:live` says where the past is.
+    assert!(app.on_key(key('.')).is_empty());
+    assert!(app.run_command("live").is_empty());
+    assert!(
+        app.flash.as_ref().unwrap().text.contains("only in replay"),
+        "{:?}",
+        app.flash
+    );
+    // `:replay -15m` opens the past at that moment; `:live` and `L` leave it.
+    let effects = app.run_command("replay -15m");
+    let want = (now - chrono::Duration::minutes(15)).timestamp_micros();
+    assert_eq!(effects, vec![Effect::ReplayAt(want)]);
+    assert!(app.run_command("replay yesterday").is_empty());
+    assert!(app.flash.as_ref().unwrap().text.contains("is not a moment"));
+    app.replay = Some(ReplayView::new(5, 0, 10));
+    for (k, cmd) in [
+        (',', Cmd::Step(-1)),
+        ('.', Cmd::Step(1)),
+        ('{', Cmd::Journal(false)),
+        ('}', Cmd::Journal(true)),
+        ('(', Cmd::Attention(false)),
+        (')', Cmd::Attention(true)),
+        ('p', Cmd::TogglePlay),
+        ('-', Cmd::Slower),
+        ('+', Cmd::Faster),
+        ('=', Cmd::Faster),
+    ] {
+        app.dispatch(Action::GoPane(Pane::Inboxes));
+        assert_eq!(app.on_key(key(k)), vec![Effect::Replay(cmd)], "{k}");
+    }
+    assert_eq!(app.on_key(key('L')), vec![Effect::Live]);
+    assert_eq!(app.run_command("live"), vec![Effect::Live]);
+    // The operator's remap applies to the scrub keys as to any.
+    let cfg = pantheon::console::config::parse("[keys]\nreplay_live = \"F12\"\n", "test").unwrap();
+    app.configure(&cfg);
+    assert_eq!(app.on_key(code(KeyCode::F(12))), vec![Effect::Live]);
+    assert_ne!(app.on_key(key('L')), vec![Effect::Live]);
+}
