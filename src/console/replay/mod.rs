@@ -301,6 +301,8 @@ impl Worker {
             self.snapshot = s;
         }
         self.view.loading = loading(&self.tree, left);
+        // Playback asked for meanwhile starts when the moment is whole, not with a jump.
+        self.played_at = Instant::now();
     }
 
     /// One command; `Ok(Some(text))` is a note for the operator.
