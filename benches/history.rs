@@ -8,17 +8,25 @@
 //!   `pantheon serve` runs it), against the same cycles without it; goal < 5 % slower.
 //! - **idle**: CPU the recorder uses on the idle 10,000-workflow root over 10 s, against one core;
 //!   goal < 1 %.
+//! - **seek** also times the console's seek in the same history (`:replay TS` in a replay: the tree
+//!   at the moment laid out and the model's snapshot published), against the same 200 ms goal.
+//! - **first**: the replayed console's first screen (`pantheon --at now`: the history's tree laid out
+//!   and read) on the recorded 10,000-workflow root, against the live console's first screen on the
+//!   same root; goal < 2x.
 //!
-//! `cargo bench --bench history` (`-- seek`, `-- size`, `-- overhead`, `-- idle` for one).
+//! `cargo bench --bench history` (`-- seek`, `-- size`, `-- overhead`, `-- idle`, `-- first` for one).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use pantheon::console::replay::{Cmd, ReplayHandle};
 use pantheon::engine::conductor::{Actor, Conductor};
 use pantheon::engine::history::recorder::{self, Background, Report};
 use pantheon::engine::history::store::{HistoryDir, Kind, Pending, Retention, Writer};
 use pantheon::engine::history::{self};
 use pantheon::engine::store::Root;
+use pantheon::live::runner::LiveHandle;
+use pantheon::live::{ModelOptions, WatchMode};
 use serde_json::json;
 
 fn du(p: &Path) -> u64 {
@@ -236,6 +244,93 @@ fn seek() {
         worst.as_secs_f64() * 1e3,
         worst.as_secs_f64() / 0.2
     );
+    console_seek(&root, t0, changes);
+}
+
+/// The console's seek: a replay open on the history, moved to random moments; each seek ends when
+/// the frame of the moment (laid out, read, published) arrives.
+fn console_seek(root: &Root, t0: i64, changes: u64) {
+    let opened = Instant::now();
+    let mut h = ReplayHandle::start(root, t0, ModelOptions::default()).unwrap();
+    let open = opened.elapsed();
+    let mut worst = Duration::ZERO;
+    let mut total = Duration::ZERO;
+    let seeks = 20;
+    let mut x = 0x9e37_79b9_u64;
+    for _ in 0..seeks {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let at = t0 + (x % (changes * 1000)) as i64;
+        let s = Instant::now();
+        h.send(Cmd::Seek(at));
+        let f = next_frame(&mut h);
+        let d = s.elapsed();
+        assert!(f.view.moment_us >= at && !f.snapshot.workflows.is_empty());
+        worst = worst.max(d);
+        total += d;
+    }
+    println!(
+        "console seek: {changes} changes: opened in {:.1} ms; :replay TS in {:.1} ms mean, {:.1} ms worst of {seeks}: {:.2}x the 200 ms goal (worst)",
+        open.as_secs_f64() * 1e3,
+        total.as_secs_f64() * 1e3 / seeks as f64,
+        worst.as_secs_f64() * 1e3,
+        worst.as_secs_f64() / 0.2
+    );
+}
+
+/// Blocks until the replay publishes its next frame.
+fn next_frame(h: &mut ReplayHandle) -> std::sync::Arc<pantheon::console::replay::Frame> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    rt.block_on(h.frames.changed()).unwrap();
+    h.frames.borrow_and_update().clone()
+}
+
+/// The first screen, live and replayed, on the recorded 10,000-workflow root: medians of five.
+fn first() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = ten_thousand(dir.path());
+    let bg = Background::start(&root, quiet()).unwrap();
+    settled(&root);
+    bg.stop();
+    let runs = 5;
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let mut live = Vec::new();
+    let mut past = Vec::new();
+    let mut shown = (0, 0);
+    for _ in 0..runs {
+        let s = Instant::now();
+        let h = LiveHandle::start(root.clone(), WatchMode::Notify, ModelOptions::default());
+        let rows = h.latest().workflows.len();
+        live.push(s.elapsed());
+        drop(h);
+        let s = Instant::now();
+        let now = chrono::Utc::now().timestamp_micros();
+        let h = ReplayHandle::start(&root, now, ModelOptions::default()).unwrap();
+        let replayed = h.latest().snapshot.workflows.len();
+        past.push(s.elapsed());
+        drop(h);
+        assert!(
+            rows > 0 && replayed > 0,
+            "{rows} live rows, {replayed} replayed"
+        );
+        shown = (rows, replayed);
+    }
+    let (l, p) = (median(live), median(past));
+    println!(
+        "first: 10,000-workflow root: live first screen {:.0} ms ({} rows, the rest loading), replayed (--at now) {:.0} ms ({} rows, the rest laid out after): {:.2}x the live one (goal < 2x)",
+        l.as_secs_f64() * 1e3,
+        shown.0,
+        p.as_secs_f64() * 1e3,
+        shown.1,
+        p.as_secs_f64() / l.as_secs_f64()
+    );
 }
 
 fn cycles(c: &Conductor, from: usize, n: usize) -> f64 {
@@ -338,5 +433,8 @@ fn main() {
     }
     if want("seek") {
         seek();
+    }
+    if want("first") {
+        first();
     }
 }

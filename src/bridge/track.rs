@@ -563,27 +563,8 @@ async fn consume_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Resul
                     );
                     return Ok(());
                 }
-                if last_check.elapsed() >= STALL_CHECK {
-                    last_check = tokio::time::Instant::now();
-                    let last = tokio::time::timeout(STALL_CHECK, stream.get_info())
-                        .await
-                        .ok()
-                        .and_then(Result::ok)
-                        .map(|i| i.state.last_sequence);
-                    match last {
-                        Some(last) if last > applied => {
-                            let since = *behind_since.get_or_insert_with(tokio::time::Instant::now);
-                            if since.elapsed() >= STALL_AFTER {
-                                tracing::warn!(
-                                    "bridge: track {} consumer stalled at {applied} (stream at {last}): made again",
-                                    t.track
-                                );
-                                return Ok(());
-                            }
-                        }
-                        Some(_) => behind_since = None,
-                        None => {}
-                    }
+                if stalled(&t, &stream, applied, &mut last_check, &mut behind_since).await {
+                    return Ok(());
                 }
                 continue;
             }
@@ -602,67 +583,114 @@ async fn consume_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Resul
                 None => break,
             }
         }
-        let msg_id = |m: &jetstream::Message| {
-            m.headers
-                .as_ref()
-                .and_then(|h| h.get("Nats-Msg-Id"))
-                .map(|v| v.as_str().to_owned())
-                .unwrap_or_default()
-        };
-        if trace::on() {
-            for m in &batch {
-                trace::mark("recv", &msg_id(m));
-            }
-        }
-        let mut last_seq = applied;
-        let mut lag = 0;
-        let mut items = Vec::new();
-        let mut seqs = Vec::new();
-        for m in &batch {
-            let info = m.info().map_err(|e| anyhow::anyhow!("{e}"))?;
-            lag = info.pending;
-            if info.stream_sequence <= applied {
-                // Delivered again (a consumer made again from an older sequence): already applied.
-                continue;
-            }
-            last_seq = info.stream_sequence;
-            match et::sender_of(&m.subject) {
-                Some(from) if from == me => {}
-                Some(from) if !t.shared.inbound.peers.allows(from) => {
-                    let reason = format!(
-                        "pantheon {from:?} is not an allowed peer (--peer): its line is not appended"
-                    );
-                    dead(&t, info.stream_sequence, &m.subject, &reason, &m.payload).await;
-                }
-                Some(from) => {
-                    items.push((from, &m.payload[..]));
-                    seqs.push(info.stream_sequence);
-                }
-                None => {
-                    let reason = format!("subject {} names no pantheon", m.subject);
-                    dead(&t, info.stream_sequence, &m.subject, &reason, &m.payload).await;
-                }
-            }
-        }
-        let (n, refused) = mirror.apply(&items)?;
-        if trace::on() {
-            for m in &batch {
-                trace::mark("applied", &msg_id(m));
-            }
-        }
-        for (i, reason) in refused {
-            let subj = et::subject(&t.track, items[i].0);
-            dead(&t, seqs[i], &subj, &reason, items[i].1).await;
-        }
-        drop(items);
-        applied = last_seq;
-        t.save_cursor(|c| c.stream_seq = last_seq)?;
-        t.stats.mirrored.fetch_add(n as u64, Ordering::Relaxed);
-        t.stats.stream_seq.store(last_seq, Ordering::Relaxed);
-        t.stats.lag.store(lag, Ordering::Relaxed);
+        applied = apply_batch(&t, &mut mirror, &batch, applied, &me).await?;
     }
     flush_cursor(&t).await;
     Ok(())
+}
+
+/// Appends a batch of the stream's messages to the local queue (the other machines' lines, each id
+/// once; lines of peers not allowed and lines refused are dead-lettered) and moves the cursor past
+/// it. Returns the last stream sequence applied.
+async fn apply_batch(
+    t: &Track,
+    mirror: &mut Mirror,
+    batch: &[jetstream::Message],
+    applied: u64,
+    me: &str,
+) -> anyhow::Result<u64> {
+    let msg_id = |m: &jetstream::Message| {
+        m.headers
+            .as_ref()
+            .and_then(|h| h.get("Nats-Msg-Id"))
+            .map(|v| v.as_str().to_owned())
+            .unwrap_or_default()
+    };
+    if trace::on() {
+        for m in batch {
+            trace::mark("recv", &msg_id(m));
+        }
+    }
+    let mut last_seq = applied;
+    let mut lag = 0;
+    let mut items = Vec::new();
+    let mut seqs = Vec::new();
+    for m in batch {
+        let info = m.info().map_err(|e| anyhow::anyhow!("{e}"))?;
+        lag = info.pending;
+        if info.stream_sequence <= applied {
+            // Delivered again (a consumer made again from an older sequence): already applied.
+            continue;
+        }
+        last_seq = info.stream_sequence;
+        match et::sender_of(&m.subject) {
+            Some(from) if from == me => {}
+            Some(from) if !t.shared.inbound.peers.allows(from) => {
+                let reason = format!(
+                    "pantheon {from:?} is not an allowed peer (--peer): its line is not appended"
+                );
+                dead(t, info.stream_sequence, &m.subject, &reason, &m.payload).await;
+            }
+            Some(from) => {
+                items.push((from, &m.payload[..]));
+                seqs.push(info.stream_sequence);
+            }
+            None => {
+                let reason = format!("subject {} names no pantheon", m.subject);
+                dead(t, info.stream_sequence, &m.subject, &reason, &m.payload).await;
+            }
+        }
+    }
+    let (n, refused) = mirror.apply(&items)?;
+    if trace::on() {
+        for m in batch {
+            trace::mark("applied", &msg_id(m));
+        }
+    }
+    for (i, reason) in refused {
+        let subj = et::subject(&t.track, items[i].0);
+        dead(t, seqs[i], &subj, &reason, items[i].1).await;
+    }
+    t.save_cursor(|c| c.stream_seq = last_seq)?;
+    t.stats.mirrored.fetch_add(n as u64, Ordering::Relaxed);
+    t.stats.stream_seq.store(last_seq, Ordering::Relaxed);
+    t.stats.lag.store(lag, Ordering::Relaxed);
+    Ok(last_seq)
+}
+
+/// Whether the consumer is stalled: checked every [`STALL_CHECK`], the stream's last sequence has
+/// stayed past `applied` for [`STALL_AFTER`] with nothing arriving.
+async fn stalled(
+    t: &Track,
+    stream: &stream::Stream,
+    applied: u64,
+    last_check: &mut tokio::time::Instant,
+    behind_since: &mut Option<tokio::time::Instant>,
+) -> bool {
+    if last_check.elapsed() < STALL_CHECK {
+        return false;
+    }
+    *last_check = tokio::time::Instant::now();
+    let last = tokio::time::timeout(STALL_CHECK, stream.get_info())
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .map(|i| i.state.last_sequence);
+    match last {
+        Some(last) if last > applied => {
+            let since = *behind_since.get_or_insert_with(tokio::time::Instant::now);
+            if since.elapsed() >= STALL_AFTER {
+                tracing::warn!(
+                    "bridge: track {} consumer stalled at {applied} (stream at {last}): made again",
+                    t.track
+                );
+                return true;
+            }
+        }
+        Some(_) => *behind_since = None,
+        None => {}
+    }
+    false
 }
 
 async fn dead(t: &Track, seq: u64, subj: &str, reason: &str, data: &[u8]) {

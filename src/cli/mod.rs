@@ -148,6 +148,11 @@ pub struct ConsoleArgs {
     /// Default: the config's `[notify] rate_limit_secs`, else 5.
     #[arg(long, value_name = "SECS")]
     pub notify_every: Option<u64>,
+    /// Open in the past: every pane as it was at TS (RFC 3339, or back from now: -15m, -1h30m),
+    /// read-only, from the root's history (docs/HISTORY.md), with a scrub line to step, jump and
+    /// play; `L` goes back to live.
+    #[arg(long, value_name = "TS", allow_hyphen_values = true)]
+    pub at: Option<String>,
 }
 
 fn parse_desktop(s: &str) -> Result<crate::console::notify::Desktop, String> {
@@ -157,12 +162,21 @@ fn parse_desktop(s: &str) -> Result<crate::console::notify::Desktop, String> {
 fn run_console(args: ConsoleArgs, root: &Root, actor: Option<String>) -> anyhow::Result<Outcome> {
     // A config that cannot be used stops here, before the terminal is taken, with its line.
     let config = crate::console::config::load(args.config.as_deref())?;
+    let at = args
+        .at
+        .as_deref()
+        .map(|ts| crate::engine::history::parse_moment(ts, chrono::Utc::now()))
+        .transpose()?;
+    // A moment the history does not hold is refused before anything else is asked of the terminal.
+    if let Some(at) = at {
+        crate::console::replay::timeline_at(root, at).map_err(|e| anyhow::anyhow!(e))?;
+    }
     crate::console::terminal::require_terminal(
         "the console",
         "run it in a terminal, or use the JSON commands for scripts (`pantheon pending`, `pantheon validate`, `pantheon --help`)",
     )?;
     // The operator's flags win over the operator's config; neither ever comes from the root.
-    let opts = crate::console::run::ConsoleOptions::for_operator(
+    let mut opts = crate::console::run::ConsoleOptions::for_operator(
         config,
         crate::console::run::OperatorFlags {
             read_only: args.read_only,
@@ -175,6 +189,7 @@ fn run_console(args: ConsoleArgs, root: &Root, actor: Option<String>) -> anyhow:
             actor,
         },
     );
+    opts.at = at;
     crate::console::run::run(root.clone(), opts)?;
     Ok(Outcome::Exit(ExitCode::SUCCESS))
 }
@@ -336,12 +351,13 @@ impl Cli {
             || c.on_attention.is_some()
             || c.bell
             || c.notify_desktop.is_some()
-            || c.notify_every.is_some();
+            || c.notify_every.is_some()
+            || c.at.is_some();
         (console_flags && self.command.is_some()).then(|| {
             use clap::CommandFactory;
             Self::command().error(
                 clap::error::ErrorKind::ArgumentConflict,
-                "--read-only, --poll, --config and the notification options before a command belong to the console: \
+                "--read-only, --poll, --config, --at and the notification options before a command belong to the console: \
                  use `pantheon --read-only` or `pantheon console --read-only`",
             )
         })

@@ -112,8 +112,29 @@ pub enum Action {
     ToggleMouse,
     /// Put the selected dead letter back into an inbox (its god's, or one typed with Tab completion).
     Requeue,
-    /// Dispatch a failed, stalled or completed workflow again from a step (asked, Tab completes).
+    /// Dispatch a failed, stalled or completed workflow again from a step (asked, Tab completes);
+    /// in replay, fork it from the moment shown (`rerun --from STEP --as-of TS`).
     Rerun,
+    /// Replay: one change back.
+    ReplayBack,
+    /// Replay: one change forward.
+    ReplayForward,
+    /// Replay: the previous journal entry.
+    ReplayPrevJournal,
+    /// Replay: the next journal entry.
+    ReplayNextJournal,
+    /// Replay: the previous moment an attention item appeared.
+    ReplayPrevAttention,
+    /// Replay: the next moment an attention item appears.
+    ReplayNextAttention,
+    /// Replay: play or pause.
+    ReplayPlay,
+    /// Replay: play faster (up to 50x).
+    ReplayFaster,
+    /// Replay: play slower (down to 1x).
+    ReplaySlower,
+    /// Leave the replay: back to the live root.
+    ReplayLive,
 }
 
 impl Action {
@@ -180,7 +201,34 @@ impl Action {
             Action::ToggleMouse => "mouse on/off",
             Action::Requeue => "requeue",
             Action::Rerun => "rerun from a step",
+            Action::ReplayBack => "one change back",
+            Action::ReplayForward => "one change forward",
+            Action::ReplayPrevJournal => "previous journal entry",
+            Action::ReplayNextJournal => "next journal entry",
+            Action::ReplayPrevAttention => "previous attention item",
+            Action::ReplayNextAttention => "next attention item",
+            Action::ReplayPlay => "play / pause",
+            Action::ReplayFaster => "faster",
+            Action::ReplaySlower => "slower",
+            Action::ReplayLive => "back to live",
         }
+    }
+
+    /// True for the scrub line's actions (they apply only while the console replays the past).
+    pub fn is_replay(&self) -> bool {
+        matches!(
+            self,
+            Action::ReplayBack
+                | Action::ReplayForward
+                | Action::ReplayPrevJournal
+                | Action::ReplayNextJournal
+                | Action::ReplayPrevAttention
+                | Action::ReplayNextAttention
+                | Action::ReplayPlay
+                | Action::ReplayFaster
+                | Action::ReplaySlower
+                | Action::ReplayLive
+        )
     }
 
     /// True for actions that change files (disabled by `--read-only`).
@@ -235,6 +283,8 @@ pub enum Scope {
     Pane(Pane),
     /// In any pane's detail view.
     Detail,
+    /// While the console replays the past (the scrub line's keys win over every other).
+    Replay,
     Dialog(Dialog),
 }
 
@@ -489,6 +539,24 @@ impl Default for Keymap {
             Action::Cancel,
             true,
         );
+        // The scrub line: `,` `.` step as a video player's frame step; `{` `}` and `(` `)` jump as
+        // vim's paragraph and sentence motions; `p` plays; `-` `+` change the speed; `L` is live.
+        let r = Scope::Replay;
+        bind(vec![Key::ch(',')], r, Action::ReplayBack, true);
+        bind(vec![Key::ch('.')], r, Action::ReplayForward, true);
+        bind(vec![Key::ch('{')], r, Action::ReplayPrevJournal, true);
+        bind(vec![Key::ch('}')], r, Action::ReplayNextJournal, true);
+        bind(vec![Key::ch('(')], r, Action::ReplayPrevAttention, true);
+        bind(vec![Key::ch(')')], r, Action::ReplayNextAttention, true);
+        bind(vec![Key::ch('p')], r, Action::ReplayPlay, true);
+        bind(vec![Key::ch('-')], r, Action::ReplaySlower, true);
+        bind(
+            vec![Key::ch('+'), Key::ch('=')],
+            r,
+            Action::ReplayFaster,
+            true,
+        );
+        bind(vec![Key::ch('L')], r, Action::ReplayLive, true);
         bind(vec![Key::ch('y')], g, Action::Yank, true);
         bind(vec![Key::ch(' ')], g, Action::ToggleMark, true);
         bind(vec![Key::ch('V')], g, Action::MarkRange, false);
@@ -604,7 +672,15 @@ impl Keymap {
 
     /// The scopes in force in `pane`, most specific first.
     pub fn scopes(pane: Pane, detail: bool) -> Vec<Scope> {
-        let mut v = Vec::with_capacity(3);
+        Self::scopes_in(pane, detail, false)
+    }
+
+    /// [`Self::scopes`], with the scrub line's keys first while the console replays the past.
+    pub fn scopes_in(pane: Pane, detail: bool, replay: bool) -> Vec<Scope> {
+        let mut v = Vec::with_capacity(4);
+        if replay {
+            v.push(Scope::Replay);
+        }
         if detail {
             v.push(Scope::Detail);
         }
@@ -674,6 +750,10 @@ impl Keymap {
             ),
             (Scope::Detail, "In a detail view (Enter)".to_owned()),
             (Scope::Global, "Everywhere".to_owned()),
+            (
+                Scope::Replay,
+                "In replay (pantheon --at TS, :replay TS)".to_owned(),
+            ),
         ];
         scopes.extend(
             Pane::ALL

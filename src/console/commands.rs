@@ -16,6 +16,8 @@ pub enum Arg {
     Filter,
     /// A column of the current pane's table.
     Column,
+    /// A moment: RFC 3339, or back from now (`-15m`).
+    Moment,
 }
 
 /// One `:` command.
@@ -229,6 +231,21 @@ pub const COMMANDS: &[Command] = &[
         Arg::None,
         "the NATS bridge: status, track cursors, outbox, dead letters (as :pane bridge)",
     ),
+    cmd(
+        "replay",
+        &[],
+        "[TS]",
+        Arg::Moment,
+        "show every pane as it was at TS (RFC 3339, -15m; none: the last recorded moment), \
+         read-only, from the root's history; in replay, go to TS",
+    ),
+    cmd(
+        "live",
+        &[],
+        "",
+        Arg::None,
+        "leave the replay: back to the live root",
+    ),
 ];
 
 /// The action a command without an argument stands for (the ones with arguments are parsed by
@@ -261,6 +278,7 @@ pub fn action_of(c: &Command) -> Option<Action> {
         "next-attention" => Action::NextAttention,
         "requeue" => Action::Requeue,
         "rerun" => Action::Rerun,
+        "live" => Action::ReplayLive,
         "bridge" => Action::GoPane(crate::console::action::Pane::Bridge),
         _ => return None,
     })

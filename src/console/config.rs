@@ -770,6 +770,7 @@ fn apply_remaps(mut km: Keymap, remaps: &[Remap]) -> Result<Keymap, (Option<usiz
             Scope::Global => "everywhere".to_owned(),
             Scope::Pane(p) => format!("in pane {} {}", p.number(), p.title()),
             Scope::Detail => "in a detail view".to_owned(),
+            Scope::Replay => "in replay".to_owned(),
             Scope::Dialog(d) => format!("in the {}", d.title().to_ascii_lowercase()),
         };
         return Err((

@@ -102,11 +102,29 @@ impl Operator for EngineOperator {
             Op::Requeue { handoff_id, to, .. } => Ok(Outcome::Requeue(
                 self.conductor.requeue(handoff_id, to.as_ref())?,
             )),
-            Op::Rerun { workflow_id, step } => Ok(Outcome::Rerun(self.conductor.rerun(
+            Op::Rerun {
+                workflow_id,
+                step,
+                as_of: None,
+            } => Ok(Outcome::Rerun(self.conductor.rerun(
                 workflow_id,
                 step,
                 None,
             )?)),
+            // A fork acts on the live root, from the context bag the history holds for the moment.
+            Op::Rerun {
+                workflow_id,
+                step,
+                as_of: Some(at),
+            } => {
+                let as_of = crate::engine::history::context_as_of(&self.root, workflow_id, at)?;
+                Ok(Outcome::Rerun(self.conductor.rerun_as_of(
+                    workflow_id,
+                    step,
+                    None,
+                    &as_of,
+                )?))
+            }
             Op::Bulk { items, skipped } => Ok(Outcome::Bulk(super::marks::execute_bulk(
                 self, items, skipped,
             ))),

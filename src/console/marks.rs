@@ -194,132 +194,27 @@ impl App {
         {
             return None;
         }
-        let dead_pane = self.pane == Pane::DeadLetters;
-        let dead = items::dead_letters(&self.snapshot, &Filter::default());
-        let mut aborted: Vec<String> = Vec::new();
-        let snap = &self.snapshot;
-        let all = Filter::default();
         let key = |a: super::action::Action| self.keymap.key_for(&a);
-        let held_why = format!(
-            "held: approve ({}) or reject ({}) it",
-            key(super::action::Action::Approve),
-            key(super::action::Action::RejectHeld)
-        );
-        let not_held_why = format!(
-            "not held (ack it with {})",
-            key(super::action::Action::Ack(None))
-        );
+        let mut fan = FanOut {
+            snap: &self.snapshot,
+            all: Filter::default(),
+            dead: items::dead_letters(&self.snapshot, &Filter::default()),
+            dead_pane: self.pane == Pane::DeadLetters,
+            held_why: format!(
+                "held: approve ({}) or reject ({}) it",
+                key(super::action::Action::Approve),
+                key(super::action::Action::RejectHeld)
+            ),
+            not_held_why: format!(
+                "not held (ack it with {})",
+                key(super::action::Action::Ack(None))
+            ),
+            aborted: Vec::new(),
+        };
         let mut items = Vec::new();
         let mut skipped = Vec::new();
         for mark in picked {
-            let made: Result<Op, String> = match op {
-                Op::Ack { request, .. } => match items::dispatches(snap, &all)
-                    .iter()
-                    .find(|r| format!("{}/{}", r.god, r.view.name) == mark)
-                {
-                    None => Err("no longer listed".into()),
-                    Some(r) if r.held => Err(held_why.clone()),
-                    Some(r) => match (
-                        GodName::parse(r.god),
-                        HandoffId::parse(&r.view.dispatch.handoff_id),
-                    ) {
-                        (Ok(god), Ok(handoff_id)) => Ok(Op::Ack {
-                            god,
-                            // The same answers, in a new ack (its own id) of this dispatch.
-                            request: super::ops::ack_request(
-                                handoff_id,
-                                WorkflowId::parse(&r.view.dispatch.workflow_id).ok(),
-                                request.decision,
-                                request.message.clone(),
-                                request.eta.clone(),
-                                super::ops::gates_passed(request),
-                            ),
-                        }),
-                        (Err(e), _) | (_, Err(e)) => Err(e.to_string()),
-                    },
-                },
-                Op::Approve { .. } | Op::RejectHeld { .. } => match items::dispatches(snap, &all)
-                    .iter()
-                    .find(|r| format!("{}/{}", r.god, r.view.name) == mark)
-                {
-                    None => Err("no longer listed".into()),
-                    Some(r) if !r.held => Err(not_held_why.clone()),
-                    Some(r) => HandoffId::parse(&r.view.dispatch.handoff_id)
-                        .map_err(|e| e.to_string())
-                        .map(|handoff_id| match op {
-                            Op::RejectHeld { reason, .. } => Op::RejectHeld {
-                                handoff_id,
-                                reason: reason.clone(),
-                            },
-                            _ => Op::Approve {
-                                handoff_id,
-                                raise: None,
-                            },
-                        }),
-                },
-                Op::Requeue { to, .. } => match dead.iter().find(|r| r.key() == mark) {
-                    None => Err("no longer listed".into()),
-                    Some(r) => {
-                        let d = &r.view.dispatch;
-                        let hid: &str = if d.handoff_id.is_empty() {
-                            &r.view.name
-                        } else {
-                            &d.handoff_id
-                        };
-                        match (HandoffId::parse(hid), GodName::parse(r.god)) {
-                            (Ok(handoff_id), Ok(from_god)) => Ok(Op::Requeue {
-                                handoff_id,
-                                from_god,
-                                to: to.clone().filter(|g| g.as_str() != r.last_target()),
-                            }),
-                            (Err(e), _) | (_, Err(e)) => Err(e.to_string()),
-                        }
-                    }
-                },
-                Op::Abort { reason, .. } if dead_pane => {
-                    match dead.iter().find(|r| r.key() == mark) {
-                        None => Err("no longer listed".into()),
-                        Some(r) => {
-                            let wf = r.view.dispatch.workflow_id.to_string();
-                            if aborted.contains(&wf) {
-                                Err(format!("its workflow {wf} is aborted once already"))
-                            } else {
-                                aborted.push(wf.clone());
-                                WorkflowId::parse(&wf).map_err(|e| e.to_string()).map(
-                                    |workflow_id| Op::Abort {
-                                        workflow_id,
-                                        reason: reason.clone(),
-                                    },
-                                )
-                            }
-                        }
-                    }
-                }
-                Op::Abort { reason, .. } => {
-                    if snap.workflows.iter().any(|w| *w.id == *mark) {
-                        WorkflowId::parse(&mark)
-                            .map_err(|e| e.to_string())
-                            .map(|workflow_id| Op::Abort {
-                                workflow_id,
-                                reason: reason.clone(),
-                            })
-                    } else {
-                        Err("no longer listed".into())
-                    }
-                }
-                Op::ForceUnlock { .. } => match items::locks(snap, &all)
-                    .iter()
-                    .find(|(t, l)| format!("{t}/{}", l.path) == mark)
-                {
-                    None => Err("no longer listed".into()),
-                    Some((t, l)) => TrackName::parse(t)
-                        .and_then(|track| Ok((track, LockKey::parse(&l.path)?)))
-                        .map_err(|e| e.to_string())
-                        .map(|(track, path)| Op::ForceUnlock { track, path }),
-                },
-                _ => return None,
-            };
-            match made {
+            match fan.made(op, &mark)? {
                 Ok(op) => items.push((mark, op)),
                 Err(why) => skipped.push((mark, why)),
             }
@@ -509,4 +404,148 @@ pub fn describe_bulk(items: &[BulkItem], skipped: &[(String, String)]) -> Vec<(T
         "Each result is reported; the records that refuse stay marked.".to_owned(),
     ));
     out
+}
+
+/// What a bulk action is fanned out against: the records shown, and why a mark is skipped.
+struct FanOut<'a> {
+    snap: &'a crate::live::snapshot::Snapshot,
+    all: Filter,
+    dead: Vec<items::DeadRow<'a>>,
+    /// The marks are dead letters (pane 9): an abort there aborts each one's workflow.
+    dead_pane: bool,
+    held_why: String,
+    not_held_why: String,
+    /// Workflows aborted by an earlier mark (two dead letters of one workflow abort it once).
+    aborted: Vec<String>,
+}
+
+impl FanOut<'_> {
+    /// `op` made for `mark`, or why the mark is skipped; `None` for an op that is not bulk.
+    fn made(&mut self, op: &Op, mark: &str) -> Option<Result<Op, String>> {
+        Some(match op {
+            Op::Ack { request, .. } => self.ack(request, mark),
+            Op::Approve { .. } | Op::RejectHeld { .. } => self.decide_held(op, mark),
+            Op::Requeue { to, .. } => self.requeue(to.as_ref(), mark),
+            Op::Abort { reason, .. } if self.dead_pane => self.abort_dead(reason, mark),
+            Op::Abort { reason, .. } => {
+                if self.snap.workflows.iter().any(|w| *w.id == *mark) {
+                    WorkflowId::parse(mark)
+                        .map_err(|e| e.to_string())
+                        .map(|workflow_id| Op::Abort {
+                            workflow_id,
+                            reason: reason.clone(),
+                        })
+                } else {
+                    Err("no longer listed".into())
+                }
+            }
+            Op::ForceUnlock { .. } => match items::locks(self.snap, &self.all)
+                .iter()
+                .find(|(t, l)| format!("{t}/{}", l.path) == mark)
+            {
+                None => Err("no longer listed".into()),
+                Some((t, l)) => TrackName::parse(t)
+                    .and_then(|track| Ok((track, LockKey::parse(&l.path)?)))
+                    .map_err(|e| e.to_string())
+                    .map(|(track, path)| Op::ForceUnlock { track, path }),
+            },
+            _ => return None,
+        })
+    }
+
+    /// The same answers, in a new ack (its own id) of the marked dispatch.
+    fn ack(
+        &self,
+        request: &crate::engine::conductor::AckRequest,
+        mark: &str,
+    ) -> Result<Op, String> {
+        let rows = items::dispatches(self.snap, &self.all);
+        let Some(r) = rows
+            .iter()
+            .find(|r| format!("{}/{}", r.god, r.view.name) == mark)
+        else {
+            return Err("no longer listed".into());
+        };
+        if r.held {
+            return Err(self.held_why.clone());
+        }
+        let god = GodName::parse(r.god).map_err(|e| e.to_string())?;
+        let handoff_id =
+            HandoffId::parse(&r.view.dispatch.handoff_id).map_err(|e| e.to_string())?;
+        Ok(Op::Ack {
+            god,
+            request: super::ops::ack_request(
+                handoff_id,
+                WorkflowId::parse(&r.view.dispatch.workflow_id).ok(),
+                request.decision,
+                request.message.clone(),
+                request.eta.clone(),
+                super::ops::gates_passed(request),
+            ),
+        })
+    }
+
+    /// An approval or a rejection of the marked held dispatch.
+    fn decide_held(&self, op: &Op, mark: &str) -> Result<Op, String> {
+        let rows = items::dispatches(self.snap, &self.all);
+        let Some(r) = rows
+            .iter()
+            .find(|r| format!("{}/{}", r.god, r.view.name) == mark)
+        else {
+            return Err("no longer listed".into());
+        };
+        if !r.held {
+            return Err(self.not_held_why.clone());
+        }
+        let handoff_id =
+            HandoffId::parse(&r.view.dispatch.handoff_id).map_err(|e| e.to_string())?;
+        Ok(match op {
+            Op::RejectHeld { reason, .. } => Op::RejectHeld {
+                handoff_id,
+                reason: reason.clone(),
+            },
+            _ => Op::Approve {
+                handoff_id,
+                raise: None,
+            },
+        })
+    }
+
+    /// A requeue of the marked dead letter (to `to` unless that is where it went last).
+    fn requeue(&self, to: Option<&GodName>, mark: &str) -> Result<Op, String> {
+        let Some(r) = self.dead.iter().find(|r| r.key() == mark) else {
+            return Err("no longer listed".into());
+        };
+        let d = &r.view.dispatch;
+        let hid: &str = if d.handoff_id.is_empty() {
+            &r.view.name
+        } else {
+            &d.handoff_id
+        };
+        let handoff_id = HandoffId::parse(hid).map_err(|e| e.to_string())?;
+        let from_god = GodName::parse(r.god).map_err(|e| e.to_string())?;
+        Ok(Op::Requeue {
+            handoff_id,
+            from_god,
+            to: to.cloned().filter(|g| g.as_str() != r.last_target()),
+        })
+    }
+
+    /// An abort of the marked dead letter's workflow, once per workflow.
+    fn abort_dead(&mut self, reason: &str, mark: &str) -> Result<Op, String> {
+        let Some(r) = self.dead.iter().find(|r| r.key() == mark) else {
+            return Err("no longer listed".into());
+        };
+        let wf = r.view.dispatch.workflow_id.to_string();
+        if self.aborted.contains(&wf) {
+            return Err(format!("its workflow {wf} is aborted once already"));
+        }
+        self.aborted.push(wf.clone());
+        WorkflowId::parse(&wf)
+            .map_err(|e| e.to_string())
+            .map(|workflow_id| Op::Abort {
+                workflow_id,
+                reason: reason.to_owned(),
+            })
+    }
 }

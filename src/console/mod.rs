@@ -25,6 +25,7 @@ pub mod notify;
 pub mod ops;
 pub mod panes;
 pub mod preview;
+pub mod replay;
 pub mod run;
 pub mod screenshot;
 pub mod shown;

@@ -80,6 +80,9 @@ pub enum Op {
     Rerun {
         workflow_id: WorkflowId,
         step: StepId,
+        /// A fork from the replay: the moment (RFC 3339) whose context bag the rerun starts from
+        /// (`pantheon rerun WF --from STEP --as-of TS`).
+        as_of: Option<String>,
     },
     /// The same action on every marked record (see `marks`): one engine call each, in order.
     Bulk {
@@ -164,7 +167,16 @@ impl Op {
                 Some(g) => format!("Requeue {handoff_id} to {g}"),
                 None => format!("Requeue {handoff_id}"),
             },
-            Op::Rerun { workflow_id, step } => format!("Rerun {workflow_id} from step {step}"),
+            Op::Rerun {
+                workflow_id,
+                step,
+                as_of: None,
+            } => format!("Rerun {workflow_id} from step {step}"),
+            Op::Rerun {
+                workflow_id,
+                step,
+                as_of: Some(at),
+            } => format!("Fork {workflow_id} from step {step} as of {at}"),
             Op::Bulk { items, .. } => match items.first() {
                 Some((_, op)) => format!("{} {} marked record(s)", op.verb(), items.len()),
                 None => "Nothing to do on the marked records".to_owned(),
@@ -186,7 +198,8 @@ impl Op {
             Op::BoardNextRound { .. } => "Next round",
             Op::BoardResolve { .. } => "Resolve",
             Op::Requeue { .. } => "Requeue",
-            Op::Rerun { .. } => "Rerun",
+            Op::Rerun { as_of: None, .. } => "Rerun",
+            Op::Rerun { .. } => "Fork",
             Op::Bulk { items, .. } => items.first().map_or("OK", |(_, op)| op.verb()),
         }
     }
@@ -301,8 +314,18 @@ impl Op {
                     .unwrap_or_default()
             ),
             Outcome::Rerun(r) => format!(
-                "{} rerun from step {} (attempt {}, was {}): dispatched to {} as {}",
-                r.workflow_id, r.step, r.attempt, r.previous_status, r.to_god, r.handoff_id
+                "{} {} from step {}{} (attempt {}, was {}): dispatched to {} as {}",
+                r.workflow_id,
+                if r.as_of.is_some() { "forked" } else { "rerun" },
+                r.step,
+                r.as_of
+                    .as_deref()
+                    .map(|t| format!(" as of {t}"))
+                    .unwrap_or_default(),
+                r.attempt,
+                r.previous_status,
+                r.to_god,
+                r.handoff_id
             ),
             Outcome::Resolve(r) => format!(
                 "board resolved: {}{}",

@@ -431,9 +431,17 @@ fn describe_requeue(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot, now
 /// The confirmation lines of [`Op::Rerun`].
 fn describe_rerun(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot) {
     use Tone::*;
-    let Op::Rerun { workflow_id, step } = op else {
+    let Op::Rerun {
+        workflow_id,
+        step,
+        as_of,
+    } = op
+    else {
         return;
     };
+    if let Some(at) = as_of {
+        return describe_fork(out, workflow_id, step, at, snap);
+    }
     let Some(w) = snap
         .workflows
         .iter()
@@ -475,6 +483,52 @@ fn describe_rerun(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot) {
     out.push(line(
         Dim,
         format!("Journaled as rerun by {OPERATOR} (console)."),
+    ));
+}
+
+/// The confirmation lines of a fork ([`Op::Rerun`] with `as_of`), confirmed from the replay: the
+/// snapshot is the past, the act is on the live root.
+fn describe_fork(
+    out: &mut Vec<(Tone, String)>,
+    workflow_id: &crate::engine::store::WorkflowId,
+    step: &crate::engine::store::StepId,
+    at: &str,
+    snap: &Snapshot,
+) {
+    use Tone::*;
+    let then = snap
+        .workflows
+        .iter()
+        .find(|w| &*w.id == workflow_id.as_str())
+        .map(|w| {
+            format!(
+                "{} at step {}",
+                w.state.status,
+                w.state.current_step.as_deref().unwrap_or("-")
+            )
+        })
+        .unwrap_or_else(|| "not listed".to_owned());
+    out.push(line(
+        Warn,
+        "This acts on the LIVE root, not on the past the console shows.",
+    ));
+    out.push(line(
+        Normal,
+        format!(
+            "Workflow {workflow_id} will be dispatched again from step {step}, starting from the \
+             context bag it had at {at} (then: {then})."
+        ),
+    ));
+    out.push(line(
+        Normal,
+        "The workflow must be failed, stalled or completed now; the engine refuses otherwise.",
+    ));
+    out.push(line(
+        Dim,
+        format!(
+            "As the CLI's: pantheon rerun {workflow_id} --from {step} --as-of {at}; journaled as a \
+             rerun whose status is fork, naming the moment."
+        ),
     ));
 }
 

@@ -18,6 +18,7 @@ use crate::live::{ModelOptions, WatchMode};
 use super::app::{App, Effect, FlashKind};
 use super::engine_ops::EngineOperator;
 use super::ops::{Op, Operator};
+use super::replay::{Cmd as ReplayCmd, Frame, Note, ReplayHandle};
 use super::terminal::TerminalGuard;
 use super::theme::Theme;
 use super::views;
@@ -38,6 +39,8 @@ pub struct ConsoleOptions {
     pub notify: super::notify::NotifySettings,
     /// Who the journal records for the console's acts: `--actor`, else the login name.
     pub actor: String,
+    /// Open in the past: the moment (microseconds) the replay starts at (`pantheon --at TS`).
+    pub at: Option<i64>,
 }
 
 /// The operator's command-line flags that the console and the demo share.
@@ -82,6 +85,7 @@ impl ConsoleOptions {
             hints: flags.hints,
             config,
             notify,
+            at: None,
         }
     }
 }
@@ -157,8 +161,19 @@ pub fn run(root: Root, opts: ConsoleOptions) -> anyhow::Result<()> {
         held_after: thresholds.held_after(),
         ..ModelOptions::default()
     };
+    // The past is opened before the terminal is taken, so a moment the history does not hold is
+    // refused with the engine's words on stderr.
+    let replay = match opts.at {
+        Some(at) => Some(ReplayHandle::start(&root, at, model).map_err(|e| anyhow::anyhow!(e))?),
+        None => None,
+    };
     let live = LiveHandle::start(root.clone(), mode, model);
     tracing::info!(ready_ms = started.elapsed().as_millis() as u64, mode = %live.mode, "model ready");
+    let past = Past {
+        root: root.clone(),
+        model,
+        handle: replay,
+    };
     let operator: Arc<dyn Operator> = Arc::new(EngineOperator::acting_as(root, &opts.actor));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -172,6 +187,9 @@ pub fn run(root: Root, opts: ConsoleOptions) -> anyhow::Result<()> {
     }
     app.configure(&opts.config);
     app.actor = opts.actor.clone();
+    if let Some(h) = &past.handle {
+        app.show_frame(&h.latest());
+    }
     let theme = Theme::with_palette(opts.config.palette);
     if let Some(why) = &live.fallback_reason {
         app.flash(
@@ -181,7 +199,7 @@ pub fn run(root: Root, opts: ConsoleOptions) -> anyhow::Result<()> {
     }
     let notifier = super::notify::Notifier::new(opts.notify.clone());
     let result = rt.block_on(event_loop(
-        &mut guard, &mut app, live, operator, theme, notifier,
+        &mut guard, &mut app, live, past, operator, theme, notifier,
     ));
     drop(guard);
     if let Err(e) = &result {
@@ -207,10 +225,72 @@ fn spawn_input(tx: mpsc::UnboundedSender<Event>) {
         .expect("spawning the input thread");
 }
 
+/// The replay, when the console shows the past, and what it needs to open one.
+struct Past {
+    root: Root,
+    model: ModelOptions,
+    handle: Option<ReplayHandle>,
+}
+
+/// What the replay sent.
+enum FromPast {
+    Frame(Arc<Frame>),
+    Note(Note),
+    Stopped,
+}
+
+impl Past {
+    /// The replay's next frame or note; never, while the console is live.
+    async fn next(&mut self) -> FromPast {
+        let Some(h) = &mut self.handle else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            changed = h.frames.changed() => match changed {
+                Ok(()) => FromPast::Frame(h.frames.borrow_and_update().clone()),
+                Err(_) => FromPast::Stopped,
+            },
+            note = h.notes.recv() => match note {
+                Some(n) => FromPast::Note(n),
+                None => FromPast::Stopped,
+            },
+        }
+    }
+
+    /// Opens the past at `at` (or moves the open replay there), moves it, or leaves it.
+    fn apply(&mut self, effect: Effect, app: &mut App, live: &LiveHandle) {
+        match effect {
+            Effect::ReplayAt(at) => match &self.handle {
+                Some(h) => h.send(ReplayCmd::Seek(at)),
+                None => match ReplayHandle::start(&self.root, at, self.model) {
+                    Ok(h) => {
+                        app.show_frame(&h.latest());
+                        self.handle = Some(h);
+                    }
+                    Err(e) => app.flash(FlashKind::Error, e),
+                },
+            },
+            Effect::Replay(cmd) => {
+                if let Some(h) = &self.handle {
+                    h.send(cmd);
+                }
+            }
+            Effect::Live => {
+                // Dropping the handle stops its thread and removes its scratch root.
+                self.handle = None;
+                app.back_to_live(live.latest());
+            }
+            _ => {}
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 async fn event_loop(
     guard: &mut TerminalGuard,
     app: &mut App,
     mut live: LiveHandle,
+    mut past: Past,
     operator: Arc<dyn Operator>,
     theme: Theme,
     mut notifier: super::notify::Notifier,
@@ -246,9 +326,15 @@ async fn event_loop(
     let mut look = true;
     loop {
         if look {
-            app.now = chrono::Utc::now();
-            app.sample_depth();
-            if notifier.settings.any() {
+            app.wall = chrono::Utc::now();
+            if app.replay.is_none() {
+                app.now = app.wall;
+            }
+            if app.replay.is_none() {
+                app.sample_depth();
+            }
+            // The past's items were news then, not now: nothing is announced in replay.
+            if notifier.settings.any() && app.replay.is_none() {
                 notifier.observe(&app.attention_all(), Instant::now(), app.now);
             }
             look = false;
@@ -269,7 +355,10 @@ async fn event_loop(
             dirty = true;
         }
         if dirty {
-            app.now = chrono::Utc::now();
+            app.wall = chrono::Utc::now();
+            if app.replay.is_none() {
+                app.now = app.wall;
+            }
             let size = guard.terminal.size()?;
             app.page = size.height.saturating_sub(views::CHROME_ROWS + 3).max(1) as usize;
             // DEC mode 2026 (synchronized output): the terminal shows the frame whole, never half
@@ -292,10 +381,12 @@ async fn event_loop(
         }
         // The next instant time alone brings an attention item (a lease running out, an ack going
         // overdue, a worker going stale): the loop wakes then, not on the next tick.
-        let moment = super::moments::next(&app.snapshot, chrono::Utc::now()).map(|at| {
-            let wait = (at - chrono::Utc::now()).to_std().unwrap_or_default();
-            tokio::time::Instant::now() + wait
-        });
+        let moment = super::moments::next(&app.snapshot, chrono::Utc::now())
+            .filter(|_| app.replay.is_none())
+            .map(|at| {
+                let wait = (at - chrono::Utc::now()).to_std().unwrap_or_default();
+                tokio::time::Instant::now() + wait
+            });
         let mut effects = Vec::new();
         tokio::select! {
             () = tokio::time::sleep_until(moment.unwrap_or_else(tokio::time::Instant::now)), if moment.is_some() => {
@@ -327,11 +418,27 @@ async fn event_loop(
                 if changed.is_err() {
                     anyhow::bail!("the live model stopped");
                 }
-                // Only the newest snapshot is kept by the channel; a burst is drawn once.
+                // Only the newest snapshot is kept by the channel; a burst is drawn once. In
+                // replay the present waits here for the operator's way back.
                 let s = live.snapshots.borrow_and_update().clone();
-                app.set_snapshot(s);
+                if app.replay.is_none() {
+                    app.set_snapshot(s);
+                    dirty = true;
+                    look = true;
+                }
+            },
+            from = past.next() => {
+                match from {
+                    FromPast::Frame(f) => app.show_frame(&f),
+                    FromPast::Note((true, text)) => app.flash(FlashKind::Error, text),
+                    FromPast::Note((false, text)) => app.flash(FlashKind::Info, text),
+                    FromPast::Stopped => {
+                        past.handle = None;
+                        app.back_to_live(live.latest());
+                        app.flash(FlashKind::Error, "the replay stopped; back to live");
+                    }
+                }
                 dirty = true;
-                look = true;
             },
             Some(r) = hook_rx.recv() => {
                 let line = r.line();
@@ -387,6 +494,9 @@ async fn event_loop(
                     } else {
                         crossterm::execute!(out, crossterm::event::DisableMouseCapture)?;
                     }
+                }
+                e @ (Effect::ReplayAt(_) | Effect::Replay(_) | Effect::Live) => {
+                    past.apply(e, app, &live);
                 }
                 Effect::PreviewCleanup(wf) => {
                     let (tx, operator) = (done_tx.clone(), operator.clone());

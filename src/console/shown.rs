@@ -33,7 +33,14 @@ fn add(v: &mut Version, op: &Op, snap: &Snapshot) {
         }
         Op::Abort { workflow_id, .. }
         | Op::Cleanup { workflow_id }
-        | Op::Rerun { workflow_id, .. } => workflow(v, workflow_id.as_str(), snap),
+        | Op::Rerun {
+            workflow_id,
+            as_of: None,
+            ..
+        } => workflow(v, workflow_id.as_str(), snap),
+        // A fork is confirmed from the past, which does not move under it; the engine checks the
+        // live workflow.
+        Op::Rerun { .. } => {}
         Op::Requeue { handoff_id, .. } => dead_letter(v, handoff_id.as_str(), snap),
         Op::ForceUnlock { track, path } => {
             let what = format!("lock {path}");

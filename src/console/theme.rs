@@ -101,6 +101,18 @@ impl Theme {
             Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD)
         }
     }
+    /// The replay's header bar: a colour no live screen uses for a whole row (reversed and bold
+    /// without colours).
+    pub fn past(&self) -> Style {
+        if self.color {
+            Style::new()
+                .fg(self.palette.tab_fg)
+                .bg(self.palette.accent)
+                .add_modifier(Modifier::BOLD)
+        } else {
+            Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD)
+        }
+    }
     pub fn button_focused(&self, danger: bool) -> Style {
         if !self.color {
             return Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD);

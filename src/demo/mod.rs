@@ -139,8 +139,17 @@ pub fn run(args: DemoArgs, explicit_root: Option<&Path>) -> anyhow::Result<Outco
         r.stop();
     }
     let me = crate::console::terminal::program_name();
+    // The replay starts where the demo's history does: its first recorded moment.
+    let start =
+        crate::engine::history::timeline::Timeline::open(&crate::engine::store::Root::at(&dir))
+            .map(|t| {
+                crate::engine::store::time::format_ts(crate::engine::history::store::instant(
+                    t.first_us(),
+                ))
+            })
+            .unwrap_or_else(|_| "-10m".to_owned());
     println!(
-        "pantheon demo: the root is kept at {0}\n  look again: {me} --root {0}\n  check it:   {me} --root {0} validate\n  replay it:  {me} --root {0} replay --at -1m   (the board step by step: replay --from -15m --to now --track TRACK)",
+        "pantheon demo: the root is kept at {0}\n  look again: {me} --root {0}\n  check it:   {me} --root {0} validate\n  replay it:  {me} --root {0} --at {start}   (the console in the past: 6 for the board, }} to its next phase, p to play, L back to live)\n  or as JSON: {me} --root {0} replay --from {start} --to now --track TRACK",
         dir.display()
     );
     console?;

@@ -26,7 +26,13 @@ pub(crate) fn run(app: &mut App, op: &EngineOperator, effects: Vec<Effect>) -> V
                 let r = op.cleanup_preview(&wf).map_err(|e| e.to_string());
                 app.cleanup_previewed(wf, r);
             }
-            Effect::Quit | Effect::Rescan | Effect::Clipboard(_) | Effect::Mouse(_) => {}
+            Effect::Quit
+            | Effect::Rescan
+            | Effect::Clipboard(_)
+            | Effect::Mouse(_)
+            | Effect::ReplayAt(_)
+            | Effect::Replay(_)
+            | Effect::Live => {}
         }
     }
     done

@@ -307,6 +307,12 @@ impl App {
 
     /// Performs an action in normal mode.
     pub fn dispatch(&mut self, action: Action) -> Vec<Effect> {
+        if action.is_replay() {
+            return self.replay_action(action);
+        }
+        if self.refused_in_the_past(&action) {
+            return Vec::new();
+        }
         if action.is_mutation() && self.read_only {
             self.flash(
                 FlashKind::Error,
@@ -466,6 +472,21 @@ impl App {
             Action::RejectHeld => self.start_reject_held(),
             Action::Abort => self.start_abort(),
             Action::Requeue => self.start_requeue(),
+            // Answered by `replay_action` above.
+            Action::ReplayBack
+            | Action::ReplayForward
+            | Action::ReplayPrevJournal
+            | Action::ReplayNextJournal
+            | Action::ReplayPrevAttention
+            | Action::ReplayNextAttention
+            | Action::ReplayPlay
+            | Action::ReplayFaster
+            | Action::ReplaySlower
+            | Action::ReplayLive => {}
+            Action::Rerun if self.replay.is_some() => {
+                self.start_fork();
+                return vec![Effect::Replay(crate::console::replay::Cmd::Pause)];
+            }
             Action::Rerun => self.start_rerun(),
             Action::Cleanup => return self.start_cleanup(),
             Action::ForceUnlock => self.start_unlock(),

@@ -113,7 +113,8 @@ impl App {
             PromptFor::RejectHeld(h) => format!("Reject held {h}"),
             PromptFor::Abort(wf) => format!("Abort {wf}"),
             PromptFor::Requeue { handoff_id, .. } => format!("Requeue dead letter {handoff_id}"),
-            PromptFor::Rerun(wf) => format!("Rerun {wf}"),
+            PromptFor::Rerun(wf, None) => format!("Rerun {wf}"),
+            PromptFor::Rerun(wf, Some(at)) => format!("Fork {wf} as of {at}"),
             PromptFor::Snooze(key) => format!("Snooze {key}"),
             PromptFor::RaiseBudget(h) => format!("Approve {h}, held for a budget"),
         };
@@ -239,7 +240,7 @@ impl App {
                     to,
                 }
             }
-            PromptFor::Rerun(workflow_id) => {
+            PromptFor::Rerun(workflow_id, as_of) => {
                 let step = answer.unwrap_or_default();
                 let steps = self.rerun_steps(&workflow_id);
                 if !steps.is_empty() && !steps.contains(&step) {
@@ -250,7 +251,11 @@ impl App {
                 }
                 let step = crate::engine::store::StepId::parse_as("step", &step)
                     .map_err(|e| e.to_string())?;
-                Op::Rerun { workflow_id, step }
+                Op::Rerun {
+                    workflow_id,
+                    step,
+                    as_of,
+                }
             }
             PromptFor::RaiseBudget(handoff_id) => Op::Approve {
                 handoff_id,
@@ -497,7 +502,7 @@ impl App {
         } else {
             format!("Rerun from step (Tab completes: {})", steps.join(", "))
         };
-        self.ask(label, true, default, PromptFor::Rerun(wf));
+        self.ask(label, true, default, PromptFor::Rerun(wf, None));
         if let Mode::Prompt(p) = &mut self.mode {
             p.completions = steps;
         }

@@ -15,7 +15,8 @@ impl App {
         match std::mem::replace(&mut self.mode, Mode::Normal) {
             Mode::Normal => {
                 let key = Key::from_event(&ev);
-                let scopes = Keymap::scopes(self.pane, self.pane_state().detail);
+                let scopes =
+                    Keymap::scopes_in(self.pane, self.pane_state().detail, self.replay.is_some());
                 match self.keymap.binding(&scopes, key).map(|b| b.action.clone()) {
                     Some(a) => self.dispatch(a),
                     None => Vec::new(),
@@ -313,7 +314,7 @@ impl App {
                     .iter()
                     .map(|c| c.word())
                     .collect(),
-                Some(Arg::None) | None => Vec::new(),
+                Some(Arg::None) | Some(Arg::Moment) | None => Vec::new(),
             },
         };
         let mut out: Vec<String> = cands
@@ -410,6 +411,7 @@ impl App {
                 return Vec::new();
             }
             "sort" => Action::Sort(arg),
+            "replay" => return self.replay_command(&arg),
             other => match Pane::parse(other) {
                 Some(p) => Action::GoPane(p),
                 None => {

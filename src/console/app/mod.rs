@@ -26,6 +26,7 @@ use super::ops::Op;
 mod dispatch;
 mod flows;
 mod input;
+mod replay;
 mod state;
 
 /// What the event loop must do after an action.
@@ -42,6 +43,12 @@ pub enum Effect {
     Clipboard(String),
     /// Turn mouse capture on (true) or off.
     Mouse(bool),
+    /// Show the root as it was at this moment (microseconds): open the replay, or move it there.
+    ReplayAt(i64),
+    /// Move the replay (step, jump, play).
+    Replay(super::replay::Cmd),
+    /// Leave the replay: back to the live root.
+    Live,
 }
 
 /// How a flash message reads.
@@ -111,8 +118,9 @@ pub enum PromptFor {
         handoff_id: HandoffId,
         from_god: GodName,
     },
-    /// The step a workflow is dispatched again from.
-    Rerun(WorkflowId),
+    /// The step a workflow is dispatched again from; with a moment (RFC 3339), a fork from the
+    /// context bag it had then.
+    Rerun(WorkflowId, Option<String>),
     /// How long to snooze the attention item with this key.
     Snooze(String),
     /// The new limits of the budget a held dispatch was held for (empty: approve it as it is).
@@ -242,8 +250,15 @@ pub struct App {
     pub mode: Mode,
     pub flash: Option<Flash>,
     pub snapshot: Arc<Snapshot>,
-    /// The time views compare against (set by the loop; fixed in tests).
+    /// The time views compare against (set by the loop; fixed in tests). In replay, the moment
+    /// shown.
     pub now: DateTime<Utc>,
+    /// The real time, for the replay's header (how long ago the moment shown was).
+    pub wall: DateTime<Utc>,
+    /// Where the replay stands while the console shows the past (`pantheon --at`, `:replay`):
+    /// every pane shows the recorded moment and every action that changes files is refused, but
+    /// the fork.
+    pub replay: Option<super::replay::ReplayView>,
     pub absolute_times: bool,
     /// The track the Bus and Board panes show.
     pub track: Option<String>,
@@ -328,6 +343,8 @@ impl App {
             flash: None,
             snapshot,
             now,
+            wall: now,
+            replay: None,
             absolute_times: false,
             track: None,
             follow: true,

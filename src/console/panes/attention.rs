@@ -27,16 +27,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         "Nothing waits on you.",
         "No attention item matches the filter.",
     );
-    if crate::console::views::list_head(
-        frame,
-        area,
-        app,
-        Pane::Attention,
-        &title,
-        rows.len(),
-        texts,
-        theme,
-    ) {
+    if crate::console::views::list_head(frame, area, app, theme, crate::console::views::ListHead { pane: Pane::Attention, title: &title, len: rows.len(), none: texts.0, unmatched: texts.1 }) {
         return;
     }
     let now = app.now;
@@ -56,7 +47,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::styled(i.action_text(&app.keymap), theme.key()),
         ]
     };
-    crate::console::views::pane_table(frame, area, app, title, &COLUMNS, &rows, theme, row);
+    crate::console::views::pane_table(
+        frame,
+        area,
+        app,
+        theme,
+        crate::console::views::table::Listing { title, cols: &COLUMNS, items: &rows },
+        row,
+    );
 }
 
 const COLUMNS: [Col; 5] = [

@@ -151,16 +151,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         "No shared track, outbox record or dead letter yet.",
         "No bridge record matches the filter.",
     );
-    if crate::console::views::list_head(
-        frame,
-        rest,
-        app,
-        Pane::Bridge,
-        &title,
-        rows.len(),
-        texts,
-        theme,
-    ) {
+    if crate::console::views::list_head(frame, rest, app, theme, crate::console::views::ListHead { pane: Pane::Bridge, title: &title, len: rows.len(), none: texts.0, unmatched: texts.1 }) {
         return;
     }
     let sel = app.selected(Pane::Bridge);
@@ -194,7 +185,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::raw(r.what.clone()),
         ]
     };
-    crate::console::views::pane_table(frame, rest, app, title, &COLUMNS, &rows, theme, row);
+    crate::console::views::pane_table(
+        frame,
+        rest,
+        app,
+        theme,
+        crate::console::views::table::Listing { title, cols: &COLUMNS, items: &rows },
+        row,
+    );
 }
 
 const COLUMNS: [Col; 5] = [

@@ -235,7 +235,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::raw(payload_summary(m)),
         ]
     };
-    crate::console::views::pane_table(frame, area, app, title, &COLUMNS, &msgs, theme, row);
+    crate::console::views::pane_table(
+        frame,
+        area,
+        app,
+        theme,
+        crate::console::views::table::Listing { title, cols: &COLUMNS, items: &msgs },
+        row,
+    );
 }
 
 /// The table's columns: the payload takes the room left over.

@@ -35,16 +35,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
          deadlines are not enforced (run `pantheon serve`)."
     };
     let texts = (empty, "No dead letter matches the filter.");
-    if crate::console::views::list_head(
-        frame,
-        area,
-        app,
-        Pane::DeadLetters,
-        &title,
-        rows.len(),
-        texts,
-        theme,
-    ) {
+    if crate::console::views::list_head(frame, area, app, theme, crate::console::views::ListHead { pane: Pane::DeadLetters, title: &title, len: rows.len(), none: texts.0, unmatched: texts.1 }) {
         return;
     }
     let sel = app.selected(Pane::DeadLetters);
@@ -74,7 +65,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::styled(reason, theme.dim()),
         ]
     };
-    crate::console::views::pane_table(frame, area, app, title, &COLUMNS, &rows, theme, row);
+    crate::console::views::pane_table(
+        frame,
+        area,
+        app,
+        theme,
+        crate::console::views::table::Listing { title, cols: &COLUMNS, items: &rows },
+        row,
+    );
 }
 
 /// The columns: the handoff id is kept whole; the reason takes the room left over.

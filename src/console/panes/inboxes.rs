@@ -88,19 +88,22 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     if let Some(g) = &app.inbox_god {
         sum_title.push_str(&format!("· showing {g} ([ ] other gods) "));
     }
+    let marks = app.marks();
     table::list(
         frame,
         top,
-        sum_title,
-        &SUMMARY,
+        table::Head {
+            title: sum_title,
+            cols: &SUMMARY,
+            marks: &marks,
+            theme,
+        },
         &inboxes,
         table::Rows {
             len: inboxes.len(),
             selected: chosen.unwrap_or(0),
             no_highlight: chosen.is_none(),
         },
-        &app.marks(),
-        theme,
         |(i, held)| summary_row(i, app, theme, *held),
     );
     let title = format!(" Dispatches ({}) {}", rows.len(), crate::console::views::order_note(app));
@@ -155,10 +158,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         frame,
         bottom,
         app,
-        title,
-        cols,
-        &rows,
         theme,
+        table::Listing {
+            title,
+            cols,
+            items: &rows,
+        },
         row,
         |r, col, width| {
             (col == ACK_COL).then(|| {

@@ -57,16 +57,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         "No operator act recorded yet (conductor/journal.jsonl).",
         "No journal entry matches the filter.",
     );
-    if crate::console::views::list_head(
-        frame,
-        area,
-        app,
-        Pane::Journal,
-        &title,
-        rows.len(),
-        texts,
-        theme,
-    ) {
+    if crate::console::views::list_head(frame, area, app, theme, crate::console::views::ListHead { pane: Pane::Journal, title: &title, len: rows.len(), none: texts.0, unmatched: texts.1 }) {
         return;
     }
     let sel = app.selected(Pane::Journal);
@@ -111,7 +102,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::raw(what),
         ]
     };
-    crate::console::views::pane_table(frame, area, app, title, &COLUMNS, &rows, theme, row);
+    crate::console::views::pane_table(
+        frame,
+        area,
+        app,
+        theme,
+        crate::console::views::table::Listing { title, cols: &COLUMNS, items: &rows },
+        row,
+    );
 }
 
 const COLUMNS: [Col; 6] = [

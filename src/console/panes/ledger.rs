@@ -202,7 +202,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
          bus lines; budgets go in a definition or in conductor/config.yaml (docs/BUDGETS.md).",
         "No god or budget matches the filter.",
     );
-    if crate::console::views::list_head(frame, area, app, Pane::Ledger, &title, rows.len(), texts, theme) {
+    if crate::console::views::list_head(frame, area, app, theme, crate::console::views::ListHead { pane: Pane::Ledger, title: &title, len: rows.len(), none: texts.0, unmatched: texts.1 }) {
         return;
     }
     if app.pane_state().detail {
@@ -237,7 +237,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             ],
         }
     };
-    crate::console::views::pane_table(frame, area, app, title, &COLUMNS, &rows, theme, row);
+    crate::console::views::pane_table(
+        frame,
+        area,
+        app,
+        theme,
+        crate::console::views::table::Listing { title, cols: &COLUMNS, items: &rows },
+        row,
+    );
 }
 
 fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: &Row, theme: &Theme) {

@@ -22,16 +22,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let rows = items::locks(&app.snapshot, &filter);
     let title = format!(" 4 Locks ({}) {}", rows.len(), crate::console::views::order_note(app));
     let texts = ("No file is locked.", "No lock matches the filter.");
-    if crate::console::views::list_head(
-        frame,
-        area,
-        app,
-        Pane::Locks,
-        &title,
-        rows.len(),
-        texts,
-        theme,
-    ) {
+    if crate::console::views::list_head(frame, area, app, theme, crate::console::views::ListHead { pane: Pane::Locks, title: &title, len: rows.len(), none: texts.0, unmatched: texts.1 }) {
         return;
     }
     let sel = app.selected(Pane::Locks);
@@ -192,7 +183,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     if rows.iter().any(|(t, _)| *t != rows[0].0) {
         cols[0] = Col::new("TRACK", 8, 32);
     }
-    crate::console::views::pane_table(frame, area, app, title, &cols, &rows, theme, row);
+    crate::console::views::pane_table(
+        frame,
+        area,
+        app,
+        theme,
+        crate::console::views::table::Listing { title, cols: &cols, items: &rows },
+        row,
+    );
 }
 
 /// The table's columns: the path is the lock's identity, cut last.

@@ -130,16 +130,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         "No worker has reported a heartbeat.",
         "No worker matches the filter.",
     );
-    if crate::console::views::list_head(
-        frame,
-        area,
-        app,
-        Pane::Workers,
-        &title,
-        rows.len(),
-        texts,
-        theme,
-    ) {
+    if crate::console::views::list_head(frame, area, app, theme, crate::console::views::ListHead { pane: Pane::Workers, title: &title, len: rows.len(), none: texts.0, unmatched: texts.1 }) {
         return;
     }
     let sel = app.selected(Pane::Workers);
@@ -230,7 +221,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::styled(if is_stale { "▲ STALE" } else { "" }, theme.alert()),
         ]
     };
-    crate::console::views::pane_table(frame, area, app, title, &COLUMNS, &rows, theme, row);
+    crate::console::views::pane_table(
+        frame,
+        area,
+        app,
+        theme,
+        crate::console::views::table::Listing { title, cols: &COLUMNS, items: &rows },
+        row,
+    );
 }
 
 /// The table's columns: the subtask takes the room left over; TRACK goes first when it is narrow.

@@ -98,7 +98,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         cells
     };
     let cols: &[Col] = if costed { &COLUMNS_COST } else { &COLUMNS };
-    crate::console::views::pane_table(frame, area, app, title, cols, &rows, theme, row);
+    crate::console::views::pane_table(
+        frame,
+        area,
+        app,
+        theme,
+        crate::console::views::table::Listing { title, cols, items: &rows },
+        row,
+    );
 }
 
 /// The cost column: the usage the workflow's state records, red once a budget of it is reached.

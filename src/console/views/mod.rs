@@ -18,6 +18,7 @@ use super::theme::Theme;
 
 mod dialogs;
 mod issues;
+mod replay;
 pub(crate) mod table;
 mod wrap;
 
@@ -52,14 +53,20 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
         Constraint::Length(1),
     ])
     .areas(area);
-    draw_header(frame, header, app, theme);
+    match &app.replay {
+        Some(v) => replay::header(frame, header, app, v, theme),
+        None => draw_header(frame, header, app, theme),
+    }
     draw_tabs(frame, tabs, app, theme);
     app.table_at.set(None);
     app.pane.view().draw(frame, body, app, theme);
     draw_marks(frame, app, theme);
     issues::last_good_marker(frame, body, app, theme);
     draw_status(frame, status, app, theme);
-    draw_footer(frame, footer, app, theme);
+    match (&app.replay, &app.mode) {
+        (Some(v), Mode::Normal) => replay::scrub_line(frame, footer, app, v, theme),
+        _ => draw_footer(frame, footer, app, theme),
+    }
     match &app.mode {
         Mode::Help(h) => dialogs::help(frame, area, app, h, theme),
         Mode::Issues => issues::overlay(frame, area, app, theme),
@@ -91,45 +98,30 @@ pub(crate) fn record_table(app: &App, area: Rect, first: usize) {
 /// window of rows around the selection (the table scrolls), the selection highlighted unless its
 /// record went away, the filter's words marked, cells cut with `…` and `+N more` in the bottom
 /// border; then where it lies is recorded for mouse clicks and marks ([`record_table`]).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn pane_table<'a, T>(
     frame: &mut Frame,
     area: Rect,
     app: &App,
-    title: String,
-    cols: &[table::Col],
-    items: &[T],
     theme: &Theme,
+    listing: table::Listing<'_, T>,
     row: impl Fn(&T) -> Vec<Line<'a>>,
 ) {
-    pane_table_refit(
-        frame,
-        area,
-        app,
-        title,
-        cols,
-        items,
-        theme,
-        row,
-        |_, _, _| None,
-    );
+    pane_table_refit(frame, area, app, theme, listing, row, |_, _, _| None);
 }
 
 /// [`pane_table`] with `refit(item, column, width)`: a shorter form of a cell that does not fit
 /// its column's width, before it is cut (see [`table::list_refit`]).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn pane_table_refit<'a, T>(
     frame: &mut Frame,
     area: Rect,
     app: &App,
-    title: String,
-    cols: &[table::Col],
-    items: &[T],
     theme: &Theme,
+    listing: table::Listing<'_, T>,
     row: impl Fn(&T) -> Vec<Line<'a>>,
     refit: impl Fn(&T, usize, u16) -> Option<Line<'a>>,
 ) {
     let marks = app.marks();
+    let table::Listing { title, cols, items } = listing;
     let first = table::list_refit(
         frame,
         area,
@@ -641,27 +633,34 @@ fn unfiltered_count(app: &App) -> usize {
 
 /// The head every list pane shares: with no row to show it says why (`none`, or `unmatched` when the
 /// pane's filter hides them all), and a detail whose record went away says so. True: the pane is drawn.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn list_head(
     frame: &mut Frame,
     area: Rect,
     app: &App,
-    pane: Pane,
-    title: &str,
-    len: usize,
-    (none, unmatched): (&str, &str),
     theme: &Theme,
+    head: ListHead<'_>,
 ) -> bool {
-    if len == 0 {
-        let text = if app.filter(pane).is_empty() {
-            none
+    if head.len == 0 {
+        let text = if app.filter(head.pane).is_empty() {
+            head.none
         } else {
-            unmatched
+            head.unmatched
         };
-        empty(frame, area, title.to_owned(), text, theme);
+        empty(frame, area, head.title.to_owned(), text, theme);
         return true;
     }
     gone_detail(frame, area, app, theme)
+}
+
+/// What [`list_head`] needs of a list: its pane, title and length, and what it says with no row.
+pub(crate) struct ListHead<'s> {
+    pub pane: Pane,
+    pub title: &'s str,
+    pub len: usize,
+    /// Said when the pane has no record at all.
+    pub none: &'s str,
+    /// Said when the pane's filter hides every record.
+    pub unmatched: &'s str,
 }
 
 /// In a detail view whose record went away, says so instead of showing a neighbour (true: drawn).

@@ -281,13 +281,6 @@ pub(crate) fn mark<'a>(line: Line<'a>, words: &[String], style: ratatui::style::
     Line::from(spans).style(line.style)
 }
 
-/// What a table highlights: the selected row among those on screen (none while the selected record
-/// has gone away) and the filter's words.
-pub(crate) struct Marked<'a> {
-    pub row: Option<usize>,
-    pub marks: &'a [String],
-}
-
 /// The rows of a pane's list: how many there are and which one is selected.
 pub(crate) struct Rows {
     pub len: usize,
@@ -314,32 +307,22 @@ pub(crate) fn more_label(first: usize, shown: usize, len: usize) -> Option<Strin
 /// each built by `row`, drawn by [`draw`] with the selection and the filter's words highlighted and
 /// `+N more` in the bottom border when not every row fits. Returns the index of the first row on
 /// screen (mouse clicks map screen rows back to records with it).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn list<'a, T>(
     frame: &mut Frame,
     area: Rect,
-    title: String,
-    cols: &[Col],
+    head: Head<'_>,
     items: &[T],
     rows: Rows,
-    marks: &[String],
-    theme: &Theme,
     row: impl Fn(&T) -> Vec<Line<'a>>,
 ) -> usize {
-    list_refit(
-        frame,
-        area,
-        Head {
-            title,
-            cols,
-            marks,
-            theme,
-        },
-        items,
-        rows,
-        row,
-        |_, _, _| None,
-    )
+    list_refit(frame, area, head, items, rows, row, |_, _, _| None)
+}
+
+/// A list's title, its columns and its records (what [`super::pane_table`] draws).
+pub(crate) struct Listing<'t, T> {
+    pub title: String,
+    pub cols: &'t [Col],
+    pub items: &'t [T],
 }
 
 /// A table's title, columns, the filter's words and the theme (what [`list_refit`] draws besides
@@ -372,38 +355,33 @@ pub(crate) fn list_refit<'a, T>(
     draw(
         frame,
         area,
-        table.title,
-        table.cols,
+        table,
         body,
-        Marked {
-            row: (!rows.no_highlight).then_some(rel),
-            marks: table.marks,
-        },
+        Some(rel).filter(|_| !rows.no_highlight),
         more,
-        table.theme,
         &|r, c, w| shown.get(r).and_then(|t| refit(t, c, w)),
     );
     first
 }
 
 /// A pane's table, sized and cut by [`layout`] and [`fit`]: `rows` are the rows on screen,
-/// `marked` the highlighted one among them, `more` what the bottom border says of the rest.
-#[allow(clippy::too_many_arguments)]
+/// `selected` the highlighted one among them (none while the selected record has gone away), the
+/// head's marks the filter's words, `more` what the bottom border says of the rest.
 fn draw<'a>(
     frame: &mut Frame,
     area: Rect,
-    title: String,
-    cols: &[Col],
+    head: Head<'_>,
     rows: Vec<Vec<Line<'a>>>,
-    marked: Marked,
+    selected: Option<usize>,
     more: Option<String>,
-    theme: &Theme,
     refit: &dyn Fn(usize, usize, u16) -> Option<Line<'a>>,
 ) {
-    let Marked {
-        row: selected,
+    let Head {
+        title,
+        cols,
         marks,
-    } = marked;
+        theme,
+    } = head;
     let (w, spacing) = layout(cols, &rows, area.width.saturating_sub(2));
     let shown: Vec<usize> = (0..cols.len()).filter(|i| w[*i] > 0).collect();
     let header = Row::new(

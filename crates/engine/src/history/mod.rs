@@ -11,6 +11,7 @@
 pub mod picture;
 pub mod recorder;
 pub mod store;
+pub mod timeline;
 
 use serde::Serialize;
 use serde_json::{Value, json};

@@ -1,0 +1,490 @@
+//! The console in the past (`pantheon --at TS`, `:replay [TS]`): a thread that moves along the
+//! root's history ([`Timeline`]), lays each moment out as a scratch root ([`scratch::Scratch`]) and
+//! reads it with the same live model the present uses, so every pane shows the past unchanged. It
+//! publishes a [`Frame`] (the snapshot and where the replay stands, [`scrub::ReplayView`]) for each
+//! move: a step, a jump to a journal entry or an attention item, a seek, or playback at 1x to 50x.
+//!
+//! Nothing here writes to the root: the scratch root is a private temporary directory, removed
+//! when the replay ends.
+
+pub mod scratch;
+pub mod scrub;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::Instant;
+
+use tokio::sync::watch;
+
+use crate::engine::history::Change;
+use crate::engine::history::store::{self, instant};
+use crate::engine::history::timeline::Timeline;
+use crate::engine::store::time::format_ts;
+use crate::engine::store::{Root, layout};
+use crate::live::model::{FIRST_CHUNK, LOAD_CHUNK};
+use crate::live::snapshot::Snapshot;
+use crate::live::{LiveModel, ModelOptions};
+
+use scratch::Scratch;
+pub use scrub::ReplayView;
+
+/// What the console asks of the replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cmd {
+    /// Move this many changes (negative: back).
+    Step(i64),
+    /// Go to a moment (microseconds).
+    Seek(i64),
+    /// The next (true) or previous journal entry.
+    Journal(bool),
+    /// The next (true) or previous moment a new attention item appeared.
+    Attention(bool),
+    TogglePlay,
+    Pause,
+    Faster,
+    Slower,
+}
+
+/// One published state of the replay.
+#[derive(Debug, Clone)]
+pub struct Frame {
+    pub snapshot: Arc<Snapshot>,
+    pub view: ReplayView,
+}
+
+/// A message for the operator (an error when true).
+pub type Note = (bool, String);
+
+/// The most changes a jump to an attention item replays, each way.
+pub const ATTENTION_BUDGET: u64 = 2_000;
+/// Backward, the attention items are looked for in windows of this many changes.
+const ATTENTION_WINDOW: u64 = 400;
+/// A move that rewrites more files than this has the model read the whole scratch root again.
+const RESCAN_OVER: usize = 2_000;
+
+/// The running replay: its newest frame, its notes, and the way to move it. Dropping it stops the
+/// thread and removes the scratch root.
+pub struct ReplayHandle {
+    pub frames: watch::Receiver<Arc<Frame>>,
+    pub notes: tokio::sync::mpsc::UnboundedReceiver<Note>,
+    cmds: Sender<Cmd>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ReplayHandle {
+    /// Opens the history of `root` at moment `at_us` and publishes its first frame before
+    /// returning; refused (with the engine's words) on a root never recorded or a moment before
+    /// the history starts.
+    pub fn start(root: &Root, at_us: i64, opts: ModelOptions) -> Result<Self, String> {
+        let worker = Worker::open(root, at_us, opts)?;
+        let (frame_tx, frames) = watch::channel(Arc::new(worker.frame()));
+        let (note_tx, notes) = tokio::sync::mpsc::unbounded_channel();
+        let (cmds, rx) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("pantheon-replay".into())
+            .spawn(move || worker.run(rx, frame_tx, note_tx))
+            .map_err(|e| format!("cannot start the replay: {e}"))?;
+        Ok(Self {
+            frames,
+            notes,
+            cmds,
+            thread: Some(thread),
+        })
+    }
+
+    /// Asks the replay to move.
+    pub fn send(&self, cmd: Cmd) {
+        let _ = self.cmds.send(cmd);
+    }
+
+    /// The newest frame.
+    pub fn latest(&self) -> Arc<Frame> {
+        self.frames.borrow().clone()
+    }
+}
+
+impl Drop for ReplayHandle {
+    fn drop(&mut self) {
+        // Closing the command channel ends the thread, which drops (removes) the scratch root.
+        let (tx, _) = mpsc::channel();
+        drop(std::mem::replace(&mut self.cmds, tx));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The timeline of `root`'s history when it holds moment `at_us`; refused, with the engine's words,
+/// on a root never recorded or a moment before the history starts.
+pub fn timeline_at(root: &Root, at_us: i64) -> Result<Timeline, String> {
+    let timeline = Timeline::open(root).map_err(|e| e.to_string())?;
+    if at_us < timeline.first_us() {
+        return Err(format!(
+            "that moment is before the history starts; the first moment kept is {}",
+            format_ts(instant(timeline.first_us()))
+        ));
+    }
+    Ok(timeline)
+}
+
+/// The bar's `laying out N of M files` while `left` files of `tree` are still to be laid out.
+fn loading(tree: &store::Tree, left: usize) -> Option<(usize, usize)> {
+    let total = tree.keys().filter(|k| scratch::read_by_console(k)).count();
+    (left > 0).then(|| (total.saturating_sub(left), total))
+}
+
+fn is_journal(c: &Change) -> bool {
+    c.path == format!("{}/{}", layout::CONDUCTOR_DIR, layout::JOURNAL_FILE)
+}
+
+fn attention_keys(s: &Snapshot, at_us: i64) -> HashSet<String> {
+    super::attention::items(s, instant(at_us))
+        .into_iter()
+        .map(|i| i.key)
+        .collect()
+}
+
+/// The replay thread's state: the timeline, the scratch root showing the current position and the
+/// model reading it.
+struct Worker {
+    timeline: Timeline,
+    scratch: Scratch,
+    model: LiveModel,
+    snapshot: Arc<Snapshot>,
+    view: ReplayView,
+    /// The tree the scratch root shows.
+    tree: store::Tree,
+    /// When playback last moved the moment.
+    played_at: Instant,
+}
+
+impl Worker {
+    fn open(root: &Root, at_us: i64, opts: ModelOptions) -> Result<Self, String> {
+        let mut timeline = timeline_at(root, at_us)?;
+        let pos = timeline.position_at(at_us).map_err(|e| e.to_string())?;
+        let tree = timeline.tree_at(pos).map_err(|e| e.to_string())?;
+        // The scratch root reads with the live root's settings (thresholds, staleness), not the
+        // defaults of a directory without a config.
+        let mut scratch = Scratch::new(root.settings.clone())
+            .map_err(|e| format!("cannot make the replay's scratch root: {e}"))?;
+        // The first screen within twice the live one's: half its reading budget for the layout
+        // (reading what was laid out takes about as long again); what is not laid out by then
+        // follows in the background, and the bar says how far.
+        let until = Instant::now() + FIRST_CHUNK / 2;
+        let (_, left) = scratch.show_until(timeline.dir(), &tree, Some(until));
+        let mut model = LiveModel::open(scratch.root.clone(), opts);
+        model.set_watch_mode("replay");
+        let snapshot = model.snapshot();
+        let mut view = ReplayView::new(pos, timeline.first(), timeline.end());
+        view.first_us = timeline.first_us();
+        view.last_us = timeline.last_us();
+        view.moment_us = at_us;
+        view.loading = loading(&tree, left);
+        let mut w = Self {
+            timeline,
+            scratch,
+            model,
+            snapshot,
+            view,
+            tree,
+            played_at: Instant::now(),
+        };
+        w.view.change = w.label(pos);
+        Ok(w)
+    }
+
+    fn frame(&self) -> Frame {
+        Frame {
+            snapshot: self.snapshot.clone(),
+            view: self.view.clone(),
+        }
+    }
+
+    /// What the change that led to `pos` did (`put conductor/state/wf_x.json`).
+    fn label(&mut self, pos: u64) -> Option<String> {
+        let c = self.timeline.change(pos.checked_sub(1)?).ok()??;
+        Some(format!("{} {}", c.kind.as_str(), c.path))
+    }
+
+    /// Moves the scratch root and the model to position `pos`; the moment becomes its change's.
+    fn go(&mut self, pos: u64) -> Result<(), String> {
+        let pos = pos.clamp(self.timeline.first(), self.timeline.end());
+        let here = self.view.pos;
+        if pos == here {
+            // The scratch root shows this position already.
+            self.view.moment_us = self.timeline.moment_of(pos).map_err(|e| e.to_string())?;
+            return Ok(());
+        }
+        let tree = if pos > here && pos - here <= 64 {
+            let mut t = self.tree.clone();
+            for seq in here..pos {
+                if let Some(c) = self.timeline.change(seq).map_err(|e| e.to_string())? {
+                    store::apply(&mut t, &c);
+                }
+            }
+            t
+        } else {
+            self.timeline.tree_at(pos).map_err(|e| e.to_string())?
+        };
+        let touched = self.scratch.show(self.timeline.dir(), &tree);
+        self.view.loading = None;
+        self.tree = tree;
+        let snap = if touched.len() > RESCAN_OVER {
+            self.model.rescan()
+        } else {
+            self.model.apply(&touched)
+        };
+        if let Some(s) = snap {
+            self.snapshot = s;
+        }
+        self.view.pos = pos;
+        self.view.moment_us = self.timeline.moment_of(pos).map_err(|e| e.to_string())?;
+        self.view.change = self.label(pos);
+        Ok(())
+    }
+
+    fn run(
+        mut self,
+        rx: Receiver<Cmd>,
+        frames: watch::Sender<Arc<Frame>>,
+        notes: tokio::sync::mpsc::UnboundedSender<Note>,
+    ) {
+        loop {
+            let cmd = if self.view.loading.is_some() {
+                match rx.try_recv() {
+                    Ok(c) => Some(c),
+                    Err(mpsc::TryRecvError::Empty) => {
+                        self.lay_out_more();
+                        if frames.send(Arc::new(self.frame())).is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                    Err(mpsc::TryRecvError::Disconnected) => return,
+                }
+            } else if self.view.playing {
+                let next = self.timeline.change(self.view.pos).ok().flatten();
+                match rx.recv_timeout(self.view.wait_for(next.map(|c| c.at_us))) {
+                    Ok(c) => Some(c),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => return,
+                }
+            } else {
+                match rx.recv() {
+                    Ok(c) => Some(c),
+                    Err(_) => return,
+                }
+            };
+            let note = match cmd {
+                Some(c) => self.handle(c),
+                None => self.play(),
+            };
+            if let Err(e) = &note {
+                let _ = notes.send((true, e.clone()));
+            } else if let Ok(Some(n)) = &note {
+                let _ = notes.send((false, n.clone()));
+            }
+            if frames.send(Arc::new(self.frame())).is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Lays out the next part of a moment the first screen did not wait for, and reads it.
+    fn lay_out_more(&mut self) {
+        let until = Instant::now() + LOAD_CHUNK;
+        let (touched, left) = self
+            .scratch
+            .show_until(self.timeline.dir(), &self.tree, Some(until));
+        if let Some(s) = self.model.apply(&touched) {
+            self.snapshot = s;
+        }
+        self.view.loading = loading(&self.tree, left);
+        // Playback asked for meanwhile starts when the moment is whole, not with a jump.
+        self.played_at = Instant::now();
+    }
+
+    /// One command; `Ok(Some(text))` is a note for the operator.
+    fn handle(&mut self, cmd: Cmd) -> Result<Option<String>, String> {
+        match cmd {
+            Cmd::Step(n) => {
+                self.view.playing = false;
+                let to = self.view.step_target(n);
+                if to == self.view.pos && n > 0 {
+                    return self.refresh_at_end();
+                }
+                self.go(to)?;
+                Ok(None)
+            }
+            Cmd::Seek(at) => {
+                self.view.playing = false;
+                let at = at.max(self.timeline.first_us());
+                let pos = self.timeline.position_at(at).map_err(|e| e.to_string())?;
+                self.go(pos)?;
+                self.view.moment_us = at.max(self.view.moment_us);
+                Ok(None)
+            }
+            Cmd::Journal(forward) => {
+                self.view.playing = false;
+                match self
+                    .timeline
+                    .find(self.view.pos, forward, u64::MAX, &is_journal)
+                    .map_err(|e| e.to_string())?
+                {
+                    Some((pos, _)) => self.go(pos).map(|()| None),
+                    None => Ok(Some(format!(
+                        "no journal entry {} this moment",
+                        if forward { "after" } else { "before" }
+                    ))),
+                }
+            }
+            Cmd::Attention(forward) => {
+                self.view.playing = false;
+                if forward {
+                    self.next_attention()
+                } else {
+                    self.previous_attention()
+                }
+            }
+            Cmd::TogglePlay => {
+                self.view.playing = !self.view.playing;
+                self.played_at = Instant::now();
+                if self.view.playing && self.view.at_end() {
+                    self.view.playing = false;
+                    return self.refresh_at_end();
+                }
+                Ok(None)
+            }
+            Cmd::Pause => {
+                self.view.playing = false;
+                Ok(None)
+            }
+            Cmd::Faster => {
+                self.view.faster();
+                Ok(None)
+            }
+            Cmd::Slower => {
+                self.view.slower();
+                Ok(None)
+            }
+        }
+    }
+
+    /// At the last position: reads the history again (a recorder may have written more since);
+    /// says so when nothing new was recorded.
+    fn refresh_at_end(&mut self) -> Result<Option<String>, String> {
+        self.timeline.refresh().map_err(|e| e.to_string())?;
+        self.view.first = self.timeline.first();
+        self.view.end = self.timeline.end();
+        self.view.last_us = self.timeline.last_us();
+        if self.view.pos < self.view.end {
+            let to = self.view.pos + 1;
+            self.go(to)?;
+            return Ok(None);
+        }
+        Ok(Some(
+            "the end of the recorded history: nothing was recorded after this change".into(),
+        ))
+    }
+
+    /// Playback: moves the moment by the real time elapsed times the speed and applies the
+    /// changes that fell due; pauses at the end of the history.
+    fn play(&mut self) -> Result<Option<String>, String> {
+        let elapsed = self.played_at.elapsed();
+        self.played_at = Instant::now();
+        let moment = self.view.advanced(elapsed);
+        let pos = self
+            .timeline
+            .position_at(moment)
+            .map_err(|e| e.to_string())?
+            .max(self.view.pos);
+        if pos != self.view.pos {
+            self.go(pos)?;
+        }
+        self.view.moment_us = moment.max(self.view.moment_us);
+        if self.view.at_end() && self.view.moment_us >= self.view.last_us {
+            self.timeline.refresh().map_err(|e| e.to_string())?;
+            self.view.end = self.timeline.end();
+            self.view.last_us = self.timeline.last_us();
+            if self.view.at_end() {
+                self.view.playing = false;
+                self.view.moment_us = self.view.last_us.max(self.timeline.first_us());
+                return Ok(Some(
+                    "playback reached the end of the recorded history (paused)".into(),
+                ));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Replays forward until an attention item appears that the moment before did not have: at a
+    /// change, or when time alone brings it (an ack going overdue, a lease running out).
+    fn next_attention(&mut self) -> Result<Option<String>, String> {
+        let start = (self.view.pos, self.view.moment_us);
+        let mut seen = attention_keys(&self.snapshot, self.view.moment_us);
+        for _ in 0..ATTENTION_BUDGET {
+            let next = self
+                .timeline
+                .change(self.view.pos)
+                .map_err(|e| e.to_string())?;
+            let timed = super::moments::next(&self.snapshot, instant(self.view.moment_us))
+                .map(|t| (t + super::moments::AFTER).timestamp_micros())
+                .filter(|t| next.as_ref().is_none_or(|c| *t < c.at_us));
+            match (timed, next) {
+                (Some(t), _) => self.view.moment_us = t,
+                (None, Some(_)) => {
+                    let to = self.view.pos + 1;
+                    self.go(to)?;
+                }
+                (None, None) => break,
+            }
+            let now = attention_keys(&self.snapshot, self.view.moment_us);
+            if now.iter().any(|k| !seen.contains(k)) {
+                return Ok(None);
+            }
+            seen = now;
+        }
+        let (pos, moment) = start;
+        self.go(pos)?;
+        self.view.moment_us = moment;
+        Ok(Some(format!(
+            "no new attention item within the next {ATTENTION_BUDGET} changes"
+        )))
+    }
+
+    /// Replays the changes before this moment, window by window, for the last position where an
+    /// attention item appeared that the change before did not have.
+    fn previous_attention(&mut self) -> Result<Option<String>, String> {
+        let start = (self.view.pos, self.view.moment_us);
+        let first = self.timeline.first();
+        let mut upto = start.0.saturating_sub(1);
+        let mut looked = 0u64;
+        while upto > first && looked < ATTENTION_BUDGET {
+            let from = upto.saturating_sub(ATTENTION_WINDOW).max(first);
+            self.go(from)?;
+            let mut seen = attention_keys(&self.snapshot, self.view.moment_us);
+            let mut found = None;
+            for p in from + 1..=upto {
+                self.go(p)?;
+                let now = attention_keys(&self.snapshot, self.view.moment_us);
+                if now.iter().any(|k| !seen.contains(k)) {
+                    found = Some(p);
+                }
+                seen = now;
+            }
+            looked += upto - from;
+            if let Some(p) = found {
+                self.go(p)?;
+                return Ok(None);
+            }
+            upto = from;
+        }
+        let (pos, moment) = start;
+        self.go(pos)?;
+        self.view.moment_us = moment;
+        Ok(Some(
+            "no attention item appeared before this moment (within the changes looked at)".into(),
+        ))
+    }
+}

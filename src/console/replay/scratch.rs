@@ -1,0 +1,317 @@
+//! The recorded tree laid out as a root of its own, in a private temporary directory outside the
+//! real root, so the live model reads a past moment exactly as it reads the present: every pane
+//! works unchanged. Moving to another moment rewrites only the files that differ (an append only
+//! its new bytes) and names them, so the model re-reads only those.
+//!
+//! Only the files the console reads are laid out ([`read_by_console`]).
+//!
+//! The history is input like any file of a root: a key that is not a plain relative path under
+//! `conductor/` or `shared/handoffs/` is skipped, never joined.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::engine::history::HistoryDir;
+use crate::engine::history::store::{FileVer, Tree};
+use crate::engine::store::{Root, layout};
+
+/// A scratch root showing one tree of the history. Removed when dropped.
+pub struct Scratch {
+    dir: tempfile::TempDir,
+    /// The scratch directory as a root (default layout).
+    pub root: Root,
+    /// What the directory shows now (the files the console reads).
+    tree: Tree,
+    /// Directories known to exist (no `stat` per file written into them).
+    made: std::cell::RefCell<std::collections::HashSet<PathBuf>>,
+}
+
+/// Where `key` goes under `dir`, or `None` when the key is not a plain relative path inside one of
+/// the recorded trees (or names the history itself).
+pub fn place(dir: &Path, key: &str) -> Option<PathBuf> {
+    let handoffs = format!("{}/{}/", layout::SHARED_DIR, layout::HANDOFFS_DIR);
+    let conductor = format!("{}/", layout::CONDUCTOR_DIR);
+    let history = format!("{}/{}/", layout::CONDUCTOR_DIR, layout::HISTORY_DIR);
+    if !(key.starts_with(&conductor) || key.starts_with(&handoffs))
+        || key.starts_with(&history)
+        || key.contains('\0')
+        || key.len() > 4096
+    {
+        return None;
+    }
+    // Every part a plain name: no empty part (`a//b`, a trailing `/`), no `.` or `..`.
+    let plain = key
+        .split('/')
+        .all(|part| !part.is_empty() && part != "." && part != "..");
+    plain.then(|| dir.join(key))
+}
+
+/// True for the files the console reads: not the handoffs (`shared/handoffs/`) nor the archives
+/// (`conductor/archive/`), which neither the live model nor a pane opens, and which are most of a
+/// large root's files.
+pub fn read_by_console(key: &str) -> bool {
+    let handoffs = format!("{}/{}/", layout::SHARED_DIR, layout::HANDOFFS_DIR);
+    let archive = format!("{}/{}/", layout::CONDUCTOR_DIR, layout::ARCHIVE_DIR);
+    !key.starts_with(&handoffs) && !key.starts_with(&archive)
+}
+
+/// Where a file comes in the layout of a moment: the few files first, then the directories of many
+/// records, workflow states (the first pane) before inbox dispatches.
+fn is_record(key: &str) -> u8 {
+    let state = format!("{}/{}/", layout::CONDUCTOR_DIR, layout::STATE_DIR);
+    let pending = format!("{}/{}/", layout::CONDUCTOR_DIR, layout::PENDING_DIR);
+    if key.starts_with(&state) {
+        1
+    } else if key.starts_with(&pending) {
+        2
+    } else {
+        0
+    }
+}
+
+fn mtime(us: i64) -> SystemTime {
+    let us = u64::try_from(us).unwrap_or(0);
+    SystemTime::UNIX_EPOCH
+        .checked_add(Duration::from_micros(us))
+        .unwrap_or(SystemTime::UNIX_EPOCH)
+}
+
+impl Scratch {
+    /// An empty scratch root (mode 0700: the history's content is the root's, not the world's).
+    pub fn new(settings: crate::engine::store::settings::Settings) -> std::io::Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("pantheon-replay-")
+            .tempdir()?;
+        std::fs::create_dir_all(dir.path().join(layout::CONDUCTOR_DIR))?;
+        std::fs::create_dir_all(
+            dir.path()
+                .join(layout::SHARED_DIR)
+                .join(layout::HANDOFFS_DIR),
+        )?;
+        let root = Root::at(dir.path()).with_settings(settings);
+        Ok(Self {
+            dir,
+            root,
+            tree: Tree::new(),
+            made: Default::default(),
+        })
+    }
+
+    /// The scratch directory.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Makes the scratch root show `tree`, its contents read from `hist`; returns the paths of the
+    /// files written or removed and of the directories made, for the model to read again. A file
+    /// whose content the history did not keep (too large, forgotten) is shown empty.
+    pub fn show(&mut self, hist: &HistoryDir, tree: &Tree) -> Vec<PathBuf> {
+        self.show_until(hist, tree, None).0
+    }
+
+    /// [`Self::show`], stopping once `until` has passed: the files of the record directories
+    /// (workflow states, inbox dispatches) come last, as the live model's first load reads them
+    /// last. Returns the paths touched and how many files are left to write (shown by a later call).
+    pub fn show_until(
+        &mut self,
+        hist: &HistoryDir,
+        tree: &Tree,
+        until: Option<Instant>,
+    ) -> (Vec<PathBuf>, usize) {
+        let mut touched = Vec::new();
+        let gone: Vec<String> = self
+            .tree
+            .keys()
+            .filter(|k| !tree.contains_key(*k) || !read_by_console(k))
+            .cloned()
+            .collect();
+        for key in gone {
+            self.tree.remove(&key);
+            if let Some(p) = place(self.dir.path(), &key)
+                && std::fs::remove_file(&p).is_ok()
+            {
+                touched.push(p);
+            }
+        }
+        let mut due: Vec<(&String, &FileVer)> = tree
+            .iter()
+            .filter(|(k, v)| read_by_console(k) && self.tree.get(*k) != Some(*v))
+            .collect();
+        due.sort_by_key(|(k, _)| (is_record(k), *k));
+        let mut left = due.len();
+        for (i, (key, new)) in due.into_iter().enumerate() {
+            if i % 32 == 0 && until.is_some_and(|u| Instant::now() >= u) {
+                break;
+            }
+            left -= 1;
+            let Some(p) = place(self.dir.path(), key) else {
+                tracing::warn!(
+                    key,
+                    "replay: a recorded path that is not a plain relative path; skipped"
+                );
+                continue;
+            };
+            let old = self.tree.get(key.as_str());
+            match self.write(hist, &p, old, new, &mut touched) {
+                Ok(()) => {
+                    touched.push(p);
+                    self.tree.insert(key.clone(), new.clone());
+                }
+                Err(e) => tracing::warn!(key, "replay: cannot lay out a recorded file: {e}"),
+            }
+        }
+        (touched, left)
+    }
+
+    /// Writes one file's version `new` at `p` (only the appended blobs when `old` is its prefix),
+    /// with its recorded mtime.
+    fn write(
+        &self,
+        hist: &HistoryDir,
+        p: &Path,
+        old: Option<&FileVer>,
+        new: &FileVer,
+        made: &mut Vec<PathBuf>,
+    ) -> std::io::Result<()> {
+        if let Some(parent) = p.parent()
+            && !self.made.borrow().contains(parent)
+        {
+            let mut missing = Vec::new();
+            let mut d = parent;
+            while !d.exists() && d.starts_with(self.dir.path()) {
+                missing.push(d.to_path_buf());
+                match d.parent() {
+                    Some(up) => d = up,
+                    None => break,
+                }
+            }
+            std::fs::create_dir_all(parent)?;
+            made.extend(missing.into_iter().rev());
+            self.made.borrow_mut().insert(parent.to_path_buf());
+        }
+        let grows = old.filter(|o| {
+            !o.blobs.is_empty()
+                && new.blobs.len() > o.blobs.len()
+                && new.blobs.starts_with(&o.blobs)
+        });
+        let mut f = match grows {
+            Some(o) => {
+                let mut f = std::fs::OpenOptions::new().append(true).open(p)?;
+                for b in &new.blobs[o.blobs.len()..] {
+                    f.write_all(&hist.blob(b).ok().flatten().unwrap_or_default())?;
+                }
+                f
+            }
+            None => {
+                let bytes = hist.content(new).ok().flatten().unwrap_or_default();
+                let mut f = std::fs::File::create(p)?;
+                f.write_all(&bytes)?;
+                f
+            }
+        };
+        f.flush()?;
+        f.set_modified(mtime(new.mtime_us))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_paths_inside_the_recorded_trees_are_placed() {
+        let d = Path::new("/scratch");
+        assert_eq!(
+            place(d, "conductor/state/wf_x.json"),
+            Some(PathBuf::from("/scratch/conductor/state/wf_x.json"))
+        );
+        assert!(place(d, "shared/handoffs/wf_x/build.json").is_some());
+        assert!(read_by_console("conductor/pending/thoth/hof_1.json"));
+        assert!(!read_by_console("conductor/archive/thoth/hof_1.json"));
+        assert!(!read_by_console("shared/handoffs/wf_x/build.json"));
+        for bad in [
+            "conductor/../../etc/passwd",
+            "conductor/./x",
+            "/etc/passwd",
+            "etc/passwd",
+            "shared/other/x",
+            "conductor/history/blobs/aa/bb",
+            "conductor//x",
+            "conductor/x/",
+            "conductor/a\0b",
+        ] {
+            assert_eq!(place(d, bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_moment_is_laid_out_in_parts_records_last_and_appends_grow_in_place() {
+        use crate::engine::history::store::{Retention, Writer};
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::at(d.path());
+        let ret = Retention {
+            max_bytes: u64::MAX,
+            max_age: Duration::from_secs(3600),
+        };
+        let mut w = Writer::open(&root, ret, 1_000).unwrap();
+        let mut tree = Tree::new();
+        let mut put = |tree: &mut Tree, key: &str, blobs: &[&[u8]], mtime_us: i64| {
+            let blobs: Vec<String> = blobs.iter().map(|b| w.put_blob(b).unwrap()).collect();
+            let len = blobs.len() as u64;
+            tree.insert(
+                key.into(),
+                FileVer {
+                    blobs,
+                    len,
+                    mtime_us,
+                },
+            );
+        };
+        put(
+            &mut tree,
+            "conductor/state/wf_a.json",
+            &[b"{}"],
+            1_500_000_000_000_000,
+        );
+        put(
+            &mut tree,
+            "conductor/journal.jsonl",
+            &[b"a\n"],
+            1_500_000_000_000_000,
+        );
+        put(&mut tree, "shared/handoffs/wf_a/plan.json", &[b"{}"], 1);
+        let hist = HistoryDir::of(&root);
+        let mut s = Scratch::new(Default::default()).unwrap();
+        // No time left: nothing is written yet, everything the console reads is left.
+        let (touched, left) = s.show_until(&hist, &tree, Some(Instant::now()));
+        assert_eq!((touched.len(), left), (0, 2));
+        let (_, left) = s.show_until(&hist, &tree, None);
+        assert_eq!(left, 0);
+        let journal = s.path().join("conductor/journal.jsonl");
+        assert_eq!(std::fs::read(&journal).unwrap(), b"a\n");
+        assert!(s.path().join("conductor/state/wf_a.json").is_file());
+        assert!(
+            !s.path().join("shared/handoffs/wf_a").exists(),
+            "the console never reads handoffs"
+        );
+        let m = std::fs::metadata(&journal).unwrap().modified().unwrap();
+        assert_eq!(m, mtime(1_500_000_000_000_000));
+        // An append adds its tail to the file in place; a delete removes it.
+        let mut next = tree.clone();
+        put(
+            &mut next,
+            "conductor/journal.jsonl",
+            &[b"a\n", b"b\n"],
+            1_500_000_000_000_001,
+        );
+        next.remove("conductor/state/wf_a.json");
+        let ino = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&journal).unwrap());
+        let touched = s.show(&hist, &next);
+        assert_eq!(std::fs::read(&journal).unwrap(), b"a\nb\n");
+        let same = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&journal).unwrap());
+        assert_eq!(ino, same, "appended in place");
+        assert!(!s.path().join("conductor/state/wf_a.json").exists());
+        assert_eq!(touched.len(), 2);
+    }
+}

@@ -1,0 +1,403 @@
+//! The console in the past: a root recorded by the real recorder, the replay thread laying its
+//! moments out for the live model, the scrub line's keys in a real terminal (tmux), the refusal of
+//! every act but the fork, and the fork itself against the real engine.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossterm::event::KeyCode;
+use insta::assert_snapshot;
+use pantheon::Root;
+use pantheon::console::action::{Action, Pane};
+use pantheon::console::app::{App, Effect, FlashKind, Mode};
+use pantheon::console::engine_ops::EngineOperator;
+use pantheon::console::replay::{Cmd, Frame, ReplayHandle, ReplayView};
+use pantheon::engine::history::recorder::{self, Recorder};
+use pantheon::live::ModelOptions;
+use serde_json::{Value, json};
+
+use super::actions::{confirm_text, run};
+use super::deadletters::{DL_FLOW, dead_letter_all, root_with};
+use super::support::*;
+use crate::tmux::Tmux;
+
+/// The real recorder on `r`, in this process: the test calls [`Recorder::rescan`] after each act,
+/// so each act is recorded with its own files' times, in order, without waiting for notifications.
+fn recorder(r: &Path) -> Recorder {
+    let root = Root::at(r);
+    let lease = recorder::lease_file(&root).unwrap();
+    lease.try_lock().unwrap();
+    Recorder::start(&root, lease).unwrap().0
+}
+
+fn now_us() -> i64 {
+    chrono::Utc::now().timestamp_micros()
+}
+
+fn ts(us: i64) -> String {
+    chrono::DateTime::from_timestamp_micros(us)
+        .unwrap()
+        .to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
+fn state(r: &Path, wf: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(r.join(format!("conductor/state/{wf}.json"))).unwrap())
+        .unwrap()
+}
+
+fn journal(r: &Path) -> Vec<Value> {
+    std::fs::read_to_string(r.join("conductor/journal.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A DL-flow workflow recorded from its first dispatch: `wf_dl_1` waits for `build`'s ack with
+/// the decisions `["build it"]` at the returned moment; afterwards it is dead-lettered (stalled),
+/// rerun with its decisions edited to `["build it twice"]`, and dead-lettered again.
+fn recorded_story() -> (tempfile::TempDir, i64) {
+    let root = root_with(DL_FLOW, &[("wf_dl_1", "hof_20260614_dd0001")]);
+    let r = root.path();
+    let mut rec = recorder(r);
+    let then = now_us();
+    std::thread::sleep(Duration::from_millis(20));
+    dead_letter_all(r);
+    rec.rescan(false).unwrap();
+    std::fs::write(r.join("ctx.json"), r#"{"decisions": ["build it twice"]}"#).unwrap();
+    let ctx = r.join("ctx.json");
+    pantheon(
+        r,
+        &[
+            "rerun",
+            "wf_dl_1",
+            "--from",
+            "build",
+            "--context",
+            ctx.to_str().unwrap(),
+        ],
+        None,
+    );
+    rec.rescan(false).unwrap();
+    dead_letter_all(r);
+    rec.rescan(false).unwrap();
+    assert_eq!(state(r, "wf_dl_1")["status"], "stalled");
+    assert_eq!(
+        state(r, "wf_dl_1")["context_bag"]["decisions"],
+        json!(["build it twice"])
+    );
+    (root, then)
+}
+
+/// The next frame the replay publishes (each command publishes one).
+fn next_frame(h: &mut ReplayHandle) -> Arc<Frame> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        tokio::time::timeout(Duration::from_secs(20), h.frames.changed())
+            .await
+            .expect("a frame from the replay")
+            .unwrap()
+    });
+    h.frames.borrow_and_update().clone()
+}
+
+/// Runs a key's replay effects the way the event loop does; the frame they led to.
+fn scrub(app: &mut App, h: &mut ReplayHandle, effects: Vec<Effect>) -> Option<Arc<Frame>> {
+    let mut last = None;
+    for e in effects {
+        if let Effect::Replay(cmd) = e {
+            h.send(cmd);
+            let f = next_frame(h);
+            app.show_frame(&f);
+            last = Some(f);
+        }
+    }
+    last
+}
+
+#[test]
+fn the_fork_from_the_replay_reruns_from_the_context_bag_then_and_is_journaled_as_a_fork() {
+    let (root, then) = recorded_story();
+    let r = root.path();
+    let op = EngineOperator::new(Root::at(r));
+    let mut app = app_for(r, chrono::Utc::now());
+    let mut h = ReplayHandle::start(&Root::at(r), then, ModelOptions::default()).unwrap();
+    app.show_frame(&h.latest());
+    // The past: the workflow waits for build's ack, as it did then.
+    app.dispatch(Action::GoPane(Pane::Workflows));
+    let w = app
+        .snapshot
+        .workflows
+        .iter()
+        .find(|w| &*w.id == "wf_dl_1")
+        .unwrap();
+    assert_eq!(w.state.status.as_str(), "waiting_for_ack");
+    // Every act that changes files is refused, before any dialog, saying why.
+    let entries = journal(r).len();
+    for (pane, k) in [
+        (Pane::Workflows, 'x'),
+        (Pane::Inboxes, 'a'),
+        (Pane::Workflows, 'c'),
+    ] {
+        app.dispatch(Action::GoPane(pane));
+        assert!(app.on_key(key(k)).is_empty());
+        assert!(matches!(app.mode, Mode::Normal));
+        let f = app.flash.as_ref().unwrap();
+        assert_eq!(f.kind, FlashKind::Error);
+        assert!(
+            f.text.contains("the console is in the past") && f.text.contains("L goes back to live"),
+            "{}",
+            f.text
+        );
+    }
+    assert_eq!(journal(r).len(), entries, "nothing was acted on");
+    // R forks: playback pauses, the step it was at then is offered.
+    app.dispatch(Action::GoPane(Pane::Workflows));
+    let effects = app.on_key(key('R'));
+    assert_eq!(effects, vec![Effect::Replay(Cmd::Pause)]);
+    scrub(&mut app, &mut h, effects);
+    let Mode::Prompt(p) = &app.mode else {
+        panic!("a prompt, got {:?}", app.mode)
+    };
+    assert_eq!(p.input.text(), "build");
+    assert!(p.title.starts_with("Fork wf_dl_1 as of "), "{}", p.title);
+    app.on_key(code(KeyCode::Enter));
+    let lines = confirm_text(&app);
+    let moment = app.replay_moment().unwrap();
+    assert!(lines.contains("LIVE root"), "{lines}");
+    assert!(
+        lines.contains(&format!(
+            "pantheon rerun wf_dl_1 --from build --as-of {moment}"
+        )),
+        "{lines}"
+    );
+    assert!(app.on_key(code(KeyCode::Tab)).is_empty());
+    let effects = app.on_key(code(KeyCode::Enter));
+    let done = run(&mut app, &op, effects);
+    assert_eq!(done.len(), 1);
+    let f = app.flash.as_ref().unwrap();
+    assert_eq!(f.kind, FlashKind::Success, "{}", f.text);
+    assert!(
+        f.text
+            .contains(&format!("wf_dl_1 forked from step build as of {moment}")),
+        "{}",
+        f.text
+    );
+    // The live root: a new attempt from the bag of the moment, naming it; the fork journaled.
+    let st = state(r, "wf_dl_1");
+    assert_eq!(st["status"], "waiting_for_ack");
+    assert_eq!(st["context_bag"]["decisions"], json!(["build it"]));
+    assert_eq!(
+        st["attempts"].as_array().unwrap().last().unwrap()["as_of"],
+        moment.as_str()
+    );
+    let forks: Vec<Value> = journal(r)
+        .into_iter()
+        .filter(|e| e["action"] == "rerun" && e["targets"]["as_of"] == moment.as_str())
+        .collect();
+    assert_eq!(forks.len(), 1, "one journal entry naming the moment");
+    assert_eq!(forks[0]["source"], "console");
+    assert!(
+        moment.starts_with(&ts(then)[..19]),
+        "{moment} vs {}",
+        ts(then)
+    );
+}
+
+#[test]
+fn a_moment_before_the_history_or_a_root_never_recorded_is_refused() {
+    let (root, then) = recorded_story();
+    let e = ReplayHandle::start(
+        &Root::at(root.path()),
+        then - 3_600_000_000,
+        ModelOptions::default(),
+    )
+    .err()
+    .unwrap();
+    assert!(
+        e.contains("before the history starts; the first moment kept is"),
+        "{e}"
+    );
+    let bare = engine_root();
+    let e = ReplayHandle::start(&Root::at(bare.path()), then, ModelOptions::default())
+        .err()
+        .unwrap();
+    assert!(e.contains("was never recorded"), "{e}");
+    // The command line says the same before it looks for a terminal.
+    let refused = |root: &Path, at: &str| {
+        let out = assert_cmd::Command::cargo_bin("pantheon")
+            .unwrap()
+            .args(["--root", root.to_str().unwrap(), "--at", at])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let e = refused(bare.path(), "-1m");
+    assert!(e.contains("was never recorded"), "{e}");
+    let e = refused(root.path(), "2020-01-01T00:00:00Z");
+    assert!(e.contains("before the history starts"), "{e}");
+}
+
+#[test]
+fn the_replay_header_and_scrub_line_80x24() {
+    let root = fixture_root();
+    let now = fixture_now();
+    let mut app = app_for(root.path(), now);
+    let moment = now - chrono::Duration::seconds(72 * 60 + 4);
+    let mut v = ReplayView::new(418, 0, 2210);
+    v.moment_us = moment.timestamp_micros();
+    v.first_us = (now - chrono::Duration::hours(3)).timestamp_micros();
+    v.last_us = now.timestamp_micros();
+    v.speed = 3;
+    v.change = Some("put conductor/state/wf_deploy_42.json".into());
+    app.replay = Some(v);
+    app.now = moment;
+    app.wall = now;
+    assert_snapshot!("replay_paused_80x24", screen(&app, 80, 24, root.path()));
+    if let Some(v) = &mut app.replay {
+        v.playing = true;
+    }
+    let s = screen(&app, 80, 24, root.path());
+    let last = s.lines().last().unwrap();
+    assert!(last.starts_with(" ▶ 10x"), "{last}");
+    assert!(last.contains("p pause"), "{last}");
+}
+
+/// The console in tmux on `root`, opened in the past with `extra` arguments.
+fn console(root: &Path, extra: &str) -> Tmux {
+    let bin: PathBuf = assert_cmd::cargo::cargo_bin("pantheon");
+    let log = root.join("console.log");
+    let script = format!(
+        "PANTHEON_LOG={} {} --root {} {extra}; echo EXITED=$?; sleep 600",
+        log.display(),
+        bin.display(),
+        root.display()
+    );
+    Tmux::start("replay", &script)
+}
+
+fn header(screen: &str) -> &str {
+    screen.lines().next().unwrap_or("")
+}
+
+/// `change N/M` of the header.
+fn change_of(screen: &str) -> (u64, u64) {
+    let h = header(screen);
+    let at = h.find("change ").expect("a change counter") + 7;
+    let nm: String = h[at..].chars().take_while(|c| *c != ' ').collect();
+    let (n, m) = nm.split_once('/').unwrap();
+    (n.parse().unwrap(), m.parse().unwrap())
+}
+
+#[test]
+fn in_tmux_the_past_opens_steps_jumps_plays_refuses_acts_and_goes_back_to_live() {
+    let (root, then) = recorded_story();
+    let r = root.path();
+    let t = console(r, &format!("--at {}", ts(then)));
+    let s = t.wait("the replay", |s| header(s).contains("REPLAY"));
+    assert!(s.contains("wf_dl_1"), "{s}");
+    assert!(header(&s).contains("read-only"), "{s}");
+    let (n0, total) = change_of(&s);
+    assert!(total > n0, "{s}");
+    // One change forward, one back.
+    t.keys(&["."]);
+    t.wait("one change forward", |s| change_of(s).0 == n0 + 1);
+    t.keys(&[","]);
+    t.wait("one change back", |s| change_of(s).0 == n0);
+    // The next journal entry: the scrub line names the change that led there.
+    t.keys(&["}"]);
+    let s = t.wait("the next journal entry", |s| {
+        s.lines()
+            .last()
+            .is_some_and(|l| l.contains("conductor/journal.jsonl"))
+    });
+    assert!(change_of(&s).0 > n0, "{s}");
+    // The next attention item: the dead letter the supervisor's pass made.
+    t.keys(&[")"]);
+    let s = t.wait("the next attention item", |s| {
+        header(s).contains("needed you then")
+    });
+    t.keys(&["9"]);
+    t.wait("the dead letter in pane 9", |s| {
+        s.contains("hof_20260614_dd0001")
+    });
+    let _ = s;
+    // A mutating key is refused and nothing is written.
+    t.keys(&["1", "x"]);
+    t.wait("the refusal", |s| s.contains("the console is in the past"));
+    // Play at 50x to the end of the recorded history.
+    t.keys(&["+", "+", "+", "+", "+"]);
+    t.wait("50x", |s| {
+        s.lines().last().is_some_and(|l| l.contains("50x"))
+    });
+    t.keys(&["p"]);
+    let s = t.wait("the end of the history", |s| {
+        s.contains("end of the recorded history")
+    });
+    let (n, m) = change_of(&s);
+    assert_eq!(n, m, "{s}");
+    // One key back to live: the live header, the present state.
+    t.keys(&["L"]);
+    let s = t.wait("live", |s| {
+        header(s).contains("◈ pantheon") && s.contains("back to live")
+    });
+    assert!(!s.contains("REPLAY"), "{s}");
+    assert_eq!(
+        state(r, "wf_dl_1")["status"],
+        "stalled",
+        "the replay wrote nothing"
+    );
+    t.keys(&["q"]);
+    t.wait("the exit", |s| s.contains("EXITED=0"));
+    // The scratch root is gone with the replay.
+    let _ = then;
+}
+
+#[test]
+fn the_scrub_keys_move_the_replay_only_in_the_past_and_are_remappable() {
+    let root = fixture_root();
+    let now = fixture_now();
+    let mut app = app_for(root.path(), now);
+    // Live: the scrub keys are not bound; `:live` says where the past is.
+    assert!(app.on_key(key('.')).is_empty());
+    assert!(app.run_command("live").is_empty());
+    assert!(
+        app.flash.as_ref().unwrap().text.contains("only in replay"),
+        "{:?}",
+        app.flash
+    );
+    // `:replay -15m` opens the past at that moment; `:live` and `L` leave it.
+    let effects = app.run_command("replay -15m");
+    let want = (now - chrono::Duration::minutes(15)).timestamp_micros();
+    assert_eq!(effects, vec![Effect::ReplayAt(want)]);
+    assert!(app.run_command("replay yesterday").is_empty());
+    assert!(app.flash.as_ref().unwrap().text.contains("is not a moment"));
+    app.replay = Some(ReplayView::new(5, 0, 10));
+    for (k, cmd) in [
+        (',', Cmd::Step(-1)),
+        ('.', Cmd::Step(1)),
+        ('{', Cmd::Journal(false)),
+        ('}', Cmd::Journal(true)),
+        ('(', Cmd::Attention(false)),
+        (')', Cmd::Attention(true)),
+        ('p', Cmd::TogglePlay),
+        ('-', Cmd::Slower),
+        ('+', Cmd::Faster),
+        ('=', Cmd::Faster),
+    ] {
+        app.dispatch(Action::GoPane(Pane::Inboxes));
+        assert_eq!(app.on_key(key(k)), vec![Effect::Replay(cmd)], "{k}");
+    }
+    assert_eq!(app.on_key(key('L')), vec![Effect::Live]);
+    assert_eq!(app.run_command("live"), vec![Effect::Live]);
+    // The operator's remap applies to the scrub keys as to any.
+    let cfg = pantheon::console::config::parse("[keys]\nreplay_live = \"F12\"\n", "test").unwrap();
+    app.configure(&cfg);
+    assert_eq!(app.on_key(code(KeyCode::F(12))), vec![Effect::Live]);
+    assert_ne!(app.on_key(key('L')), vec![Effect::Live]);
+}
