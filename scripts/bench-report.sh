@@ -20,7 +20,7 @@ cargo bench --bench proof -- soak "$soak" | tee -a "$out"
 # The areas' own benches, when they print BENCH lines (others are run but contribute nothing). The
 # console bench ends with the scale rows: roots of 1,000, 10,000 and 100,000 workflows,
 # first screen, resident memory and frame time (PANTHEON_BENCH_SCALE=1000,10000 to stop earlier).
-for b in conductor bus console mcp nats delivery cost; do
+for b in conductor bus console mcp nats delivery cost history; do
   if grep -q 'BENCH ' "benches/$b.rs" 2>/dev/null; then
     cargo bench --bench "$b" 2>/dev/null | grep '^BENCH ' | tee -a "$out" || true
   fi
