@@ -500,6 +500,7 @@ fn documented_keys() -> Vec<(Scope, String, usize)> {
             scope = match place {
                 "everywhere" => Scope::Global,
                 "detail view" => Scope::Detail,
+                "in replay" => Scope::Replay,
                 p => Scope::Pane(
                     Pane::ALL
                         .into_iter()
