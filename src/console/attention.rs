@@ -575,36 +575,7 @@ fn unreadable_items(s: &Snapshot, out: &mut Vec<Item>) {
 /// step's while the workflow is unfinished, a god's, and today's day budget; a raised budget's old
 /// warning is gone (the raise warns again at its own share).
 fn budget_warnings(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
-    use crate::engine::cost::usage::micros_of;
-    let l = &s.ledger;
-    if l.warnings.is_empty() {
-        return;
-    }
-    let root_bars = s.root_bars(now);
-    for w in &l.warnings {
-        let wf = match w.scope.as_str() {
-            "workflow" => Some(w.name.as_str()),
-            "step" => w.name.rsplit_once('/').map(|(wf, _)| wf),
-            _ => None,
-        };
-        let view = wf.and_then(|id| s.workflows.iter().find(|v| &*v.id == id));
-        let bars = match (wf, view) {
-            (Some(_), Some(v)) if !v.state.status.is_finished() => s.workflow_bars(v),
-            (Some(_), _) => continue,
-            (None, _) => root_bars.clone(),
-        };
-        let limit = if w.metric == "cost_usd" {
-            micros_of(w.limit.max(0.0))
-        } else {
-            w.limit.max(0.0) as u64
-        };
-        let Some(bar) = bars
-            .iter()
-            .find(|b| b.scope == w.scope && b.name == w.name && b.metric == w.metric)
-            .filter(|b| b.limit == limit)
-        else {
-            continue;
-        };
+    for (w, view, bar) in s.standing_budget_warnings(now) {
         let jump = match view {
             Some(v) => Jump::Row(Pane::Workflows, v.id.clone()),
             None if w.scope == "god" => Jump::Row(Pane::Ledger, format!("god/{}", w.name).into()),
@@ -635,7 +606,7 @@ fn budget_warnings(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
                 w.warn_at * 100.0
             )
         };
-        let limit_text = limit.to_string();
+        let limit_text = bar.limit.to_string();
         out.push(
             Item::new(
                 Kind::BudgetWarning,

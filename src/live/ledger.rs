@@ -325,6 +325,47 @@ impl Snapshot {
         out
     }
 
+    /// The engine's budget warnings whose budget still stands as it was when each fired, each with
+    /// its workflow (a workflow's or step's warning) and its budget's bar now: a workflow's or step's
+    /// while the workflow is unfinished, a god's, and today's day budget. A raised budget's old
+    /// warning is gone (the raise warns again at its own share). The console's attention items and
+    /// `/metrics` both count these.
+    pub fn standing_budget_warnings(
+        &self,
+        now: DateTime<Utc>,
+    ) -> Vec<(&Warning, Option<&WorkflowView>, Bar)> {
+        use crate::engine::cost::usage::micros_of;
+        let mut out = Vec::new();
+        if self.ledger.warnings.is_empty() {
+            return out;
+        }
+        let root_bars = self.root_bars(now);
+        for w in &self.ledger.warnings {
+            let wf = match w.scope.as_str() {
+                "workflow" => Some(w.name.as_str()),
+                "step" => w.name.rsplit_once('/').map(|(wf, _)| wf),
+                _ => None,
+            };
+            let view = wf.and_then(|id| self.workflows.iter().find(|v| &*v.id == id));
+            let bars = match (wf, view) {
+                (Some(_), Some(v)) if !v.state.status.is_finished() => self.workflow_bars(v),
+                (Some(_), _) => continue,
+                (None, _) => root_bars.clone(),
+            };
+            let limit = if w.metric == "cost_usd" {
+                micros_of(w.limit.max(0.0))
+            } else {
+                w.limit.max(0.0) as u64
+            };
+            if let Some(bar) = bars.into_iter().find(|b| {
+                b.scope == w.scope && b.name == w.name && b.metric == w.metric && b.limit == limit
+            }) {
+                out.push((w, view, bar));
+            }
+        }
+        out
+    }
+
     /// True when a budget of the workflow (its own, a step's) is reached, or its next dispatch is
     /// held for a budget: what `/over-budget` finds.
     pub fn over_budget(&self, w: &WorkflowView) -> bool {

@@ -389,6 +389,10 @@ pub fn render(
             "no_supervisor",
             u64::from(deadlines > 0 && supervisors == 0),
         ),
+        (
+            "budget_warning",
+            snap.standing_budget_warnings(now).len() as u64,
+        ),
     ] {
         e.gauge(&[("kind", kind)], n as f64);
     }

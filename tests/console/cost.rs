@@ -272,6 +272,17 @@ fn budget_warnings_are_attention_items_while_their_budget_stands() {
         "{}",
         god.reason
     );
+    // `/metrics` counts the same standing warnings.
+    let scraped = |app: &App| {
+        pantheon::observe::metrics::Metrics::new(Root::at(r), false)
+            .scrape(&app.snapshot, false)
+            .to_string()
+    };
+    let text = scraped(&app);
+    assert!(
+        text.contains("pantheon_attention_items{kind=\"budget_warning\"} 2"),
+        "{text}"
+    );
     // Raised since: the old warning no longer stands (the raise warns again at its own share).
     let p = r.join("conductor/state/wf_deploy_42.json");
     let mut st: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
@@ -285,6 +296,11 @@ fn budget_warnings_are_attention_items_while_their_budget_stands() {
         .map(|i| i.key)
         .collect();
     assert_eq!(left, ["budget_warning/marvin/god/cost_usd/1000000"]);
+    let text = scraped(&app);
+    assert!(
+        text.contains("pantheon_attention_items{kind=\"budget_warning\"} 1"),
+        "{text}"
+    );
 }
 
 /// A root with a definition whose $1 budget the first handoff's usage reaches: its dispatch to
