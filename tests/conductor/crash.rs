@@ -16,7 +16,7 @@ fn plan(wf: &str, hid: &str) -> Value {
 fn normalized(mut s: Value, wf: &str, hid: &str) -> Value {
     let text = s.to_string().replace(wf, "wf_X").replace(hid, "hof_X");
     s = serde_json::from_str(&text).unwrap();
-    for k in ["created", "updated"] {
+    for k in ["created", "updated", "trace_id"] {
         s.as_object_mut().unwrap().remove(k);
     }
     for r in s["step_history"].as_array_mut().unwrap() {

@@ -298,7 +298,8 @@ fn normalized(v: &Value, root: &str) -> Value {
             m.iter()
                 .map(|(k, x)| {
                     let x = match k.as_str() {
-                        "dispatch_id" | "hash" | "prev" | "pid" | "intent" | "age_secs" => {
+                        "dispatch_id" | "hash" | "prev" | "pid" | "intent" | "age_secs"
+                        | "trace_id" | "traceparent" => {
                             json!("<x>")
                         }
                         _ => normalized(x, root),
