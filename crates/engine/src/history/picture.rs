@@ -377,6 +377,9 @@ pub fn root_files(root: &crate::store::Root) -> BTreeMap<String, (PathBuf, i64)>
                 continue;
             };
             let key = format!("{prefix}/{rel}");
+            if super::recorder::unrecorded(&key) {
+                continue;
+            }
             let m = std::fs::symlink_metadata(&p)
                 .map(|m| m.mtime() * 1_000_000 + m.mtime_nsec() / 1000)
                 .unwrap_or(0);

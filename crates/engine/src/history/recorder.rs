@@ -177,7 +177,8 @@ impl Recorder {
                 if rel.is_empty() {
                     return None;
                 }
-                return Some(format!("{prefix}/{rel}"));
+                let key = format!("{prefix}/{rel}");
+                return (!unrecorded(&key)).then_some(key);
             }
         }
         None
@@ -529,6 +530,13 @@ fn walk(dir: &Path, skip: &Path, depth: usize, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// Files of the trees that are not history: the journal's intents (`conductor/journal-intents/`), the
+/// engine's write-ahead notes of an act in progress, each made and removed within the act (the act
+/// itself is recorded by the files it writes and its journal entry).
+pub fn unrecorded(key: &str) -> bool {
+    key.starts_with("conductor/journal-intents/")
+}
+
 /// Takes the writer lease, standing by (blocked on it on a thread of its own) while another
 /// recorder holds it; `None` when told to stop meanwhile.
 fn take_lease(
@@ -591,6 +599,7 @@ fn watch(root: &Root, tx: &mpsc::Sender<Msg>) -> Result<notify::RecommendedWatch
     .map_err(|e| Error::refused(format!("cannot watch the root: {e}")))?;
     use notify::Watcher;
     let hist_dir = HistoryDir::of(root).dir;
+    let intents_dir = crate::conductor::intents::intents_dir(root);
     watcher
         .watch(&root.conductor, notify::RecursiveMode::NonRecursive)
         .map_err(|e| Error::refused(format!("cannot watch {}: {e}", root.conductor.display())))?;
@@ -600,7 +609,7 @@ fn watch(root: &Root, tx: &mpsc::Sender<Msg>) -> Result<notify::RecommendedWatch
         .flatten()
     {
         let p = e.path();
-        if p != hist_dir && e.file_type().is_ok_and(|t| t.is_dir()) {
+        if p != hist_dir && p != intents_dir && e.file_type().is_ok_and(|t| t.is_dir()) {
             watcher
                 .watch(&p, notify::RecursiveMode::Recursive)
                 .map_err(|e| Error::refused(format!("cannot watch {}: {e}", p.display())))?;
@@ -710,14 +719,17 @@ pub fn run(
     let mut last_retention = std::time::Instant::now();
     let mut rechecks = Rechecks::default();
     loop {
-        let wait = rechecks
-            .wait()
-            .unwrap_or(RETENTION_EVERY)
-            .min(RETENTION_EVERY);
+        let wait = [rechecks.wait(), rec.writer.sync_wait()]
+            .into_iter()
+            .flatten()
+            .fold(RETENTION_EVERY, Duration::min);
         let first = match rx.recv_timeout(wait) {
             Ok(m) => m,
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 rechecks.run(&mut rec, report);
+                if let Err(e) = rec.writer.sync_due() {
+                    report(Report::Warning(e.to_string()));
+                }
                 if last_retention.elapsed() >= RETENTION_EVERY {
                     if let Err(e) = rec.writer.enforce_retention(now_us()) {
                         report(Report::Warning(format!("retention: {e}")));
@@ -759,6 +771,7 @@ pub fn run(
             if p.parent() == Some(root.conductor.as_path())
                 && p.is_dir()
                 && p.as_path() != rec.skip.as_path()
+                && rec.key_of(&p.join("x")).is_some()
             {
                 let _ = watcher.watch(p, notify::RecursiveMode::Recursive);
             }
@@ -780,6 +793,9 @@ pub fn run(
         }
         // On a busy root notifications never leave the loop idle: look at what is due here too.
         rechecks.run(&mut rec, report);
+        if let Err(e) = rec.writer.sync_due() {
+            report(Report::Warning(e.to_string()));
+        }
         if last_retention.elapsed() >= RETENTION_EVERY {
             last_retention = std::time::Instant::now();
             if let Err(e) = rec.writer.enforce_retention(now_us()) {

@@ -36,6 +36,8 @@ const CHECKPOINT_SUFFIX: &str = ".json";
 pub const SEGMENT_MAX_RECORDS: u64 = 20_000;
 /// …or this many bytes of records.
 pub const SEGMENT_MAX_BYTES: u64 = 8 * 1024 * 1024;
+/// The longest a written record waits for its `fdatasync`.
+pub const SYNC_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 /// Largest segment or checkpoint file read.
 pub const MAX_INDEX_BYTES: u64 = 512 * 1024 * 1024;
 /// A file larger than this is recorded without its content (its size and time only).
@@ -592,6 +594,15 @@ pub struct Writer {
     retention: Retention,
     /// Records cut from a damaged tail at open (a killed writer's half-written batch).
     pub repaired: usize,
+    /// Since when records are written and not yet `fdatasync`ed ([`Writer::sync_due`]).
+    unsynced: Option<std::time::Instant>,
+}
+
+impl Drop for Writer {
+    /// A writer that stops syncs what it wrote (best effort: a failure is found again on open).
+    fn drop(&mut self) {
+        let _ = self.sync();
+    }
 }
 
 fn io_at(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
@@ -629,6 +640,7 @@ impl Writer {
                     blob_dirs: HashMap::new(),
                     retention,
                     repaired: 0,
+                    unsynced: None,
                 }
             }
             Some(&seg) => {
@@ -669,6 +681,7 @@ impl Writer {
                     blob_dirs: HashMap::new(),
                     retention,
                     repaired,
+                    unsynced: None,
                 }
             }
         };
@@ -698,8 +711,11 @@ impl Writer {
         Ok(h)
     }
 
-    /// Numbers, stamps and appends `batch` (one write, then `fdatasync`), applies it to the tree,
-    /// and closes the segment when it is full. Stamps never go back and never pass `now_us`.
+    /// Numbers, stamps and appends `batch` (one write), applies it to the tree, and closes the
+    /// segment when it is full. Stamps never go back and never pass `now_us`. The write reaches the
+    /// disk by [`Writer::sync_due`] within [`SYNC_EVERY`] (a killed recorder loses nothing: the
+    /// kernel keeps its writes; a power loss may cut the last second, and opening repairs the tail),
+    /// so a busy root's writers do not wait on an `fdatasync` per batch of the recorder's.
     pub fn commit(&mut self, mut batch: Vec<Pending>, now_us: i64) -> Result<Vec<Change>> {
         if batch.is_empty() {
             return Ok(Vec::new());
@@ -726,7 +742,7 @@ impl Writer {
         }
         let path = self.hist.segment_path(self.seg);
         self.seg_file.write_all(&bytes).map_err(io_at(&path))?;
-        self.seg_file.sync_data().map_err(io_at(&path))?;
+        self.unsynced.get_or_insert_with(std::time::Instant::now);
         self.seg_records += out.len() as u64;
         self.seg_bytes += bytes.len() as u64;
         for c in &out {
@@ -738,9 +754,33 @@ impl Writer {
         Ok(out)
     }
 
+    /// `fdatasync`s the records written if the oldest of them is [`SYNC_EVERY`] old (true: synced).
+    pub fn sync_due(&mut self) -> Result<bool> {
+        match self.unsynced {
+            Some(t) if t.elapsed() >= SYNC_EVERY => self.sync().map(|()| true),
+            _ => Ok(false),
+        }
+    }
+
+    /// How long until [`Writer::sync_due`] syncs, if records wait for it.
+    pub fn sync_wait(&self) -> Option<std::time::Duration> {
+        self.unsynced
+            .map(|t| SYNC_EVERY.saturating_sub(t.elapsed()))
+    }
+
+    /// `fdatasync`s the records written so far.
+    pub fn sync(&mut self) -> Result<()> {
+        if self.unsynced.take().is_some() {
+            let path = self.hist.segment_path(self.seg);
+            self.seg_file.sync_data().map_err(io_at(&path))?;
+        }
+        Ok(())
+    }
+
     /// Closes the current segment: merges long runs of appended pieces, writes the checkpoint of the
     /// tree, begins the next segment, then applies retention.
     pub fn roll(&mut self, now_us: i64) -> Result<()> {
+        self.sync()?;
         let paths: Vec<String> = self
             .tree
             .iter()
