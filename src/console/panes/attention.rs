@@ -27,7 +27,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         "Nothing waits on you.",
         "No attention item matches the filter.",
     );
-    if crate::console::views::list_head(frame, area, app, theme, crate::console::views::ListHead { pane: Pane::Attention, title: &title, len: rows.len(), none: texts.0, unmatched: texts.1 }) {
+    let head = crate::console::views::ListHead {
+        pane: Pane::Attention,
+        title: &title,
+        len: rows.len(),
+        none: texts.0,
+        unmatched: texts.1,
+    };
+    if crate::console::views::list_head(frame, area, app, theme, head) {
         return;
     }
     let now = app.now;

@@ -151,7 +151,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         "No shared track, outbox record or dead letter yet.",
         "No bridge record matches the filter.",
     );
-    if crate::console::views::list_head(frame, rest, app, theme, crate::console::views::ListHead { pane: Pane::Bridge, title: &title, len: rows.len(), none: texts.0, unmatched: texts.1 }) {
+    let head = crate::console::views::ListHead {
+        pane: Pane::Bridge,
+        title: &title,
+        len: rows.len(),
+        none: texts.0,
+        unmatched: texts.1,
+    };
+    if crate::console::views::list_head(frame, rest, app, theme, head) {
         return;
     }
     let sel = app.selected(Pane::Bridge);

@@ -35,7 +35,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
          deadlines are not enforced (run `pantheon serve`)."
     };
     let texts = (empty, "No dead letter matches the filter.");
-    if crate::console::views::list_head(frame, area, app, theme, crate::console::views::ListHead { pane: Pane::DeadLetters, title: &title, len: rows.len(), none: texts.0, unmatched: texts.1 }) {
+    let head = crate::console::views::ListHead {
+        pane: Pane::DeadLetters,
+        title: &title,
+        len: rows.len(),
+        none: texts.0,
+        unmatched: texts.1,
+    };
+    if crate::console::views::list_head(frame, area, app, theme, head) {
         return;
     }
     let sel = app.selected(Pane::DeadLetters);

@@ -202,7 +202,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
          bus lines; budgets go in a definition or in conductor/config.yaml (docs/BUDGETS.md).",
         "No god or budget matches the filter.",
     );
-    if crate::console::views::list_head(frame, area, app, theme, crate::console::views::ListHead { pane: Pane::Ledger, title: &title, len: rows.len(), none: texts.0, unmatched: texts.1 }) {
+    let head = crate::console::views::ListHead {
+        pane: Pane::Ledger,
+        title: &title,
+        len: rows.len(),
+        none: texts.0,
+        unmatched: texts.1,
+    };
+    if crate::console::views::list_head(frame, area, app, theme, head) {
         return;
     }
     if app.pane_state().detail {

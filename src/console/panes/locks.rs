@@ -22,136 +22,20 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let rows = items::locks(&app.snapshot, &filter);
     let title = format!(" 4 Locks ({}) {}", rows.len(), crate::console::views::order_note(app));
     let texts = ("No file is locked.", "No lock matches the filter.");
-    if crate::console::views::list_head(frame, area, app, theme, crate::console::views::ListHead { pane: Pane::Locks, title: &title, len: rows.len(), none: texts.0, unmatched: texts.1 }) {
+    let head = crate::console::views::ListHead {
+        pane: Pane::Locks,
+        title: &title,
+        len: rows.len(),
+        none: texts.0,
+        unmatched: texts.1,
+    };
+    if crate::console::views::list_head(frame, area, app, theme, head) {
         return;
     }
     let sel = app.selected(Pane::Locks);
     let now = app.now;
     if app.pane_state().detail {
-        let (track, l) = rows[sel];
-        let mut lines = vec![
-            kv("track", track.to_owned(), theme.base(), theme),
-            kv("path", l.path.clone(), theme.base(), theme),
-            kv(
-                "holder",
-                l.worker_id.clone().unwrap_or_else(|| "-".into()),
-                theme.base(),
-                theme,
-            ),
-            kv(
-                "type",
-                l.lock_type.clone().unwrap_or_else(|| "exclusive".into()),
-                theme.base(),
-                theme,
-            ),
-            kv(
-                "acquired",
-                match (l.acquired_at.as_deref(), l.acquired()) {
-                    (Some(text), Some(t)) => format!("{text} ({})", relative(t, now)),
-                    (Some(text), None) => text.to_owned(),
-                    (None, _) => "-".into(),
-                },
-                theme.base(),
-                theme,
-            ),
-            match (l.expires_at.as_deref(), l.expires()) {
-                (Some(text), Some(t)) if t <= now => kv(
-                    "expires",
-                    format!("{text} (✗ expired {})", relative(t, now)),
-                    theme.alert(),
-                    theme,
-                ),
-                (Some(text), Some(t)) => kv(
-                    "expires",
-                    format!("{text} (in {})", short_duration(t - now)),
-                    theme.base(),
-                    theme,
-                ),
-                (Some(text), None) => kv("expires", text.to_owned(), theme.warn(), theme),
-                (None, _) => kv("expires", "no expiry", theme.dim(), theme),
-            },
-        ];
-        // The holder's heartbeat, and who waits for this file (BLOCKED on it), from the track.
-        let t = items::track(&app.snapshot, Some(track));
-        let holder = l
-            .worker_id
-            .as_deref()
-            .and_then(|h| t.and_then(|t| t.workers.iter().find(|w| w.worker_id == h)));
-        lines.push(match holder {
-            Some(w) => {
-                let stale = w.is_stale(now, app.snapshot.stale_threshold());
-                kv(
-                    "holder beat",
-                    format!(
-                        "{} · {}{}",
-                        w.heartbeat().map_or("never".into(), |b| relative(b, now)),
-                        w.status,
-                        if stale { " · ▲ STALE" } else { "" }
-                    ),
-                    if stale { theme.alert() } else { theme.base() },
-                    theme,
-                )
-            }
-            None => kv(
-                "holder beat",
-                "no heartbeat from the holder",
-                theme.dim(),
-                theme,
-            ),
-        });
-        let mut waiters: Vec<String> = Vec::new();
-        if let Some(t) = t {
-            for m in t.messages.iter().rev() {
-                let waits_here = m.kind == "BLOCKED"
-                    && m.payload.get("resource").and_then(|v| v.as_str()) == Some(l.path.as_str());
-                let still = t
-                    .workers
-                    .iter()
-                    .find(|w| w.worker_id == m.source)
-                    .is_none_or(|w| w.status.to_string() == "BLOCKED");
-                if waits_here && still && !waiters.contains(&m.source) {
-                    waiters.push(m.source.clone());
-                }
-            }
-        }
-        lines.push(kv(
-            "waiters",
-            if waiters.is_empty() {
-                "nobody is BLOCKED on it".to_owned()
-            } else {
-                waiters.join(", ")
-            },
-            if waiters.is_empty() {
-                theme.dim()
-            } else {
-                theme.warn()
-            },
-            theme,
-        ));
-        if l.bare {
-            lines.push(kv(
-                "note",
-                "written as a bare holder string (no times)",
-                theme.warn(),
-                theme,
-            ));
-        }
-        if !l.extra.is_empty() {
-            lines.push(kv(
-                "extra",
-                serde_json::Value::Object(l.extra.clone()).to_string(),
-                theme.dim(),
-                theme,
-            ));
-        }
-        return crate::console::views::detail(
-            frame,
-            area,
-            format!(" lock · {} ", l.path),
-            lines,
-            app,
-            theme,
-        );
+        return draw_detail(frame, area, app, theme, rows[sel]);
     }
     let cycles = app.cycle_locks();
     let row = |(track, l): &(&str, &crate::engine::bus::model::LockEntry)| {
@@ -191,6 +75,144 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         crate::console::views::table::Listing { title, cols: &cols, items: &rows },
         row,
     );
+}
+
+/// The selected lock's detail: its holder and times, the holder's heartbeat, and who waits for it.
+fn draw_detail(
+    frame: &mut Frame,
+    area: Rect,
+    app: &App,
+    theme: &Theme,
+    (track, l): (&str, &crate::engine::bus::model::LockEntry),
+) {
+    let now = app.now;
+    let mut lines = vec![
+        kv("track", track.to_owned(), theme.base(), theme),
+        kv("path", l.path.clone(), theme.base(), theme),
+        kv(
+            "holder",
+            l.worker_id.clone().unwrap_or_else(|| "-".into()),
+            theme.base(),
+            theme,
+        ),
+        kv(
+            "type",
+            l.lock_type.clone().unwrap_or_else(|| "exclusive".into()),
+            theme.base(),
+            theme,
+        ),
+        kv(
+            "acquired",
+            match (l.acquired_at.as_deref(), l.acquired()) {
+                (Some(text), Some(t)) => format!("{text} ({})", relative(t, now)),
+                (Some(text), None) => text.to_owned(),
+                (None, _) => "-".into(),
+            },
+            theme.base(),
+            theme,
+        ),
+        match (l.expires_at.as_deref(), l.expires()) {
+            (Some(text), Some(t)) if t <= now => kv(
+                "expires",
+                format!("{text} (✗ expired {})", relative(t, now)),
+                theme.alert(),
+                theme,
+            ),
+            (Some(text), Some(t)) => kv(
+                "expires",
+                format!("{text} (in {})", short_duration(t - now)),
+                theme.base(),
+                theme,
+            ),
+            (Some(text), None) => kv("expires", text.to_owned(), theme.warn(), theme),
+            (None, _) => kv("expires", "no expiry", theme.dim(), theme),
+        },
+    ];
+    // The holder's heartbeat, and who waits for this file (BLOCKED on it), from the track.
+    let t = items::track(&app.snapshot, Some(track));
+    let holder = l
+        .worker_id
+        .as_deref()
+        .and_then(|h| t.and_then(|t| t.workers.iter().find(|w| w.worker_id == h)));
+    lines.push(match holder {
+        Some(w) => {
+            let stale = w.is_stale(now, app.snapshot.stale_threshold());
+            kv(
+                "holder beat",
+                format!(
+                    "{} · {}{}",
+                    w.heartbeat().map_or("never".into(), |b| relative(b, now)),
+                    w.status,
+                    if stale { " · ▲ STALE" } else { "" }
+                ),
+                if stale { theme.alert() } else { theme.base() },
+                theme,
+            )
+        }
+        None => kv(
+            "holder beat",
+            "no heartbeat from the holder",
+            theme.dim(),
+            theme,
+        ),
+    });
+    let waiters = t.map(|t| waiters(t, &l.path)).unwrap_or_default();
+    lines.push(kv(
+        "waiters",
+        if waiters.is_empty() {
+            "nobody is BLOCKED on it".to_owned()
+        } else {
+            waiters.join(", ")
+        },
+        if waiters.is_empty() {
+            theme.dim()
+        } else {
+            theme.warn()
+        },
+        theme,
+    ));
+    if l.bare {
+        lines.push(kv(
+            "note",
+            "written as a bare holder string (no times)",
+            theme.warn(),
+            theme,
+        ));
+    }
+    if !l.extra.is_empty() {
+        lines.push(kv(
+            "extra",
+            serde_json::Value::Object(l.extra.clone()).to_string(),
+            theme.dim(),
+            theme,
+        ));
+    }
+    crate::console::views::detail(
+        frame,
+        area,
+        format!(" lock · {} ", l.path),
+        lines,
+        app,
+        theme,
+    )
+}
+
+/// The workers BLOCKED on `path` (their newest message says so) and still blocked, newest first.
+fn waiters(t: &crate::live::snapshot::TrackView, path: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for m in t.messages.iter().rev() {
+        let waits_here = m.kind == "BLOCKED"
+            && m.payload.get("resource").and_then(|v| v.as_str()) == Some(path);
+        let still = t
+            .workers
+            .iter()
+            .find(|w| w.worker_id == m.source)
+            .is_none_or(|w| w.status.to_string() == "BLOCKED");
+        if waits_here && still && !out.contains(&m.source) {
+            out.push(m.source.clone());
+        }
+    }
+    out
 }
 
 /// The table's columns: the path is the lock's identity, cut last.
