@@ -398,7 +398,6 @@ const NOT_YET_CUT: &[(&str, &str)] = &[
     ("src/console/panes/bus.rs", "draw"),
     ("src/console/panes/deadletters.rs", "draw_detail"),
     ("src/console/panes/inboxes.rs", "draw_detail"),
-    ("src/console/panes/workers.rs", "draw"),
     ("src/console/panes/workflows.rs", "draw_detail"),
     ("src/console/run.rs", "event_loop"),
     ("src/observe/metrics.rs", "render"),

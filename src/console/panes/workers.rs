@@ -43,14 +43,16 @@ fn threshold(t: chrono::Duration) -> String {
     }
 }
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+/// The deadlock banner above the table when a track has a cycle (chains wrap, or a line each cut
+/// with `…` and the rest counted); returns the area left for the table.
+fn deadlock_banner(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) -> Rect {
     let snap = &app.snapshot;
     let cycles: Vec<(String, String)> = snap
         .tracks
         .iter()
         .flat_map(|t| t.deadlocks.iter().map(move |c| (t.name.clone(), c.clone())))
         .collect();
-    let area = if cycles.is_empty() {
+    if cycles.is_empty() {
         area
     } else {
         // Chains wrap: count the rows they take.
@@ -110,7 +112,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             top,
         );
         rest
-    };
+    }
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let snap = &app.snapshot;
+    let area = deadlock_banner(frame, area, app, theme);
     let filter = app.filter(Pane::Workers);
     let rows = items::workers(snap, &filter);
     let now = app.now;
@@ -142,69 +149,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     let sel = app.selected(Pane::Workers);
     if app.pane_state().detail {
-        let (track, w) = rows[sel];
-        let mut lines = vec![
-            kv("track", track.to_owned(), theme.base(), theme),
-            kv("worker", w.worker_id.clone(), theme.base(), theme),
-            kv(
-                "status",
-                w.status.to_string(),
-                theme.worker_status(w.status.as_str()).0,
-                theme,
-            ),
-            kv(
-                "task",
-                w.task_id.clone().unwrap_or_default(),
-                theme.base(),
-                theme,
-            ),
-            kv(
-                "subtask",
-                w.current_subtask.clone().unwrap_or_default(),
-                theme.base(),
-                theme,
-            ),
-            kv("progress", gauge(w.progress(), 20), theme.info(), theme),
-            kv(
-                "heartbeat",
-                format!(
-                    "{} ({})",
-                    w.last_heartbeat.clone().unwrap_or_else(|| "never".into()),
-                    when(w.last_heartbeat.as_deref(), now, false)
-                ),
-                theme.base(),
-                theme,
-            ),
-        ];
-        if w.is_stale(now, snap.stale_threshold()) {
-            lines.push(kv(
-                "STALE",
-                format!(
-                    "silent for more than {}",
-                    snap.stale_after
-                        .map(threshold)
-                        .unwrap_or_else(|| "10 minutes".into())
-                ),
-                theme.alert(),
-                theme,
-            ));
-        }
-        if !w.extra.is_empty() {
-            lines.push(kv(
-                "extra",
-                serde_json::Value::Object(w.extra.clone()).to_string(),
-                theme.dim(),
-                theme,
-            ));
-        }
-        return crate::console::views::detail(
-            frame,
-            area,
-            format!(" worker · {} ", w.worker_id),
-            lines,
-            app,
-            theme,
-        );
+        return draw_detail(frame, area, app, theme, rows[sel]);
     }
     let row = |(track, w): &(&str, &crate::engine::bus::model::WorkerEntry)| {
         let status = w.status.to_string();
@@ -288,4 +233,77 @@ impl PaneView for Workers {
     fn draw(&self, frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         draw(frame, area, app, theme)
     }
+}
+
+/// The selected worker's detail: its status, task, progress and heartbeat.
+fn draw_detail(
+    frame: &mut Frame,
+    area: Rect,
+    app: &App,
+    theme: &Theme,
+    (track, w): (&str, &crate::engine::bus::model::WorkerEntry),
+) {
+    let (snap, now) = (&app.snapshot, app.now);
+    let mut lines = vec![
+        kv("track", track.to_owned(), theme.base(), theme),
+        kv("worker", w.worker_id.clone(), theme.base(), theme),
+        kv(
+            "status",
+            w.status.to_string(),
+            theme.worker_status(w.status.as_str()).0,
+            theme,
+        ),
+        kv(
+            "task",
+            w.task_id.clone().unwrap_or_default(),
+            theme.base(),
+            theme,
+        ),
+        kv(
+            "subtask",
+            w.current_subtask.clone().unwrap_or_default(),
+            theme.base(),
+            theme,
+        ),
+        kv("progress", gauge(w.progress(), 20), theme.info(), theme),
+        kv(
+            "heartbeat",
+            format!(
+                "{} ({})",
+                w.last_heartbeat.clone().unwrap_or_else(|| "never".into()),
+                when(w.last_heartbeat.as_deref(), now, false)
+            ),
+            theme.base(),
+            theme,
+        ),
+    ];
+    if w.is_stale(now, snap.stale_threshold()) {
+        lines.push(kv(
+            "STALE",
+            format!(
+                "silent for more than {}",
+                snap.stale_after
+                    .map(threshold)
+                    .unwrap_or_else(|| "10 minutes".into())
+            ),
+            theme.alert(),
+            theme,
+        ));
+    }
+    if !w.extra.is_empty() {
+        lines.push(kv(
+            "extra",
+            serde_json::Value::Object(w.extra.clone()).to_string(),
+            theme.dim(),
+            theme,
+        ));
+    }
+    crate::console::views::detail(
+        frame,
+        area,
+        format!(" worker · {} ", w.worker_id),
+        lines,
+        app,
+        theme,
+    )
 }
