@@ -186,18 +186,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DeadRow, them
         ),
         theme.dim(),
     ));
-    section(
-        &mut l,
-        &format!("Delivery history ({})", d.deliveries.len()),
-        theme,
-    );
-    for (i, x) in d.deliveries.iter().enumerate() {
-        l.push(Line::from(vec![
-            Span::styled(format!("  #{:<3}", i + 1), theme.dim()),
-            Span::raw(format!("{:<22}", when(Some(&x.at), now, abs))),
-            Span::styled(format!("→ {}", x.to), theme.info()),
-        ]));
-    }
+    delivery_history(&mut l, d, app, theme);
     section(&mut l, "Payload (context)", theme);
     let context = match &whole {
         Ok(x) => x
@@ -216,6 +205,23 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DeadRow, them
         app,
         theme,
     );
+}
+
+/// The dead letter's deliveries, one line each: when, and to whom.
+fn delivery_history(
+    l: &mut Vec<Line<'static>>,
+    d: &crate::engine::conductor::model::Dispatch,
+    app: &App,
+    theme: &Theme,
+) {
+    section(l, &format!("Delivery history ({})", d.deliveries.len()), theme);
+    for (i, x) in d.deliveries.iter().enumerate() {
+        l.push(Line::from(vec![
+            Span::styled(format!("  #{:<3}", i + 1), theme.dim()),
+            Span::raw(format!("{:<22}", when(Some(&x.at), app.now, app.absolute_times))),
+            Span::styled(format!("→ {}", x.to), theme.info()),
+        ]));
+    }
 }
 
 /// Pane 9: the dispatches dead-lettered after their last delivery.
