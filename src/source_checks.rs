@@ -395,7 +395,6 @@ const NOT_YET_CUT: &[(&str, &str)] = &[
     ("src/console/app/dispatch.rs", "dispatch"),
     ("src/console/app/flows.rs", "prompt_answered"),
     ("src/console/panes/board.rs", "draw"),
-    ("src/console/panes/bus.rs", "draw"),
     ("src/console/panes/inboxes.rs", "draw_detail"),
     ("src/console/panes/workflows.rs", "draw_detail"),
     ("src/console/run.rs", "event_loop"),

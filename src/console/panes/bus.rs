@@ -114,19 +114,10 @@ fn known_fields(m: &Envelope) -> String {
     }
 }
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+/// The pane's title: the track and its place among the tracks, the rows shown, following or paused
+/// (and what arrived since), the filter, the message rate, and what was skipped reading the queue.
+fn title_of(app: &App, track: &crate::live::snapshot::TrackView, shown: usize) -> String {
     let snap = &app.snapshot;
-    let Some(track) = items::track(snap, app.track.as_deref()) else {
-        return empty(
-            frame,
-            area,
-            " 3 Bus ".into(),
-            "No track under conductor/tracks has a .message-bus.",
-            theme,
-        );
-    };
-    let filter = app.filter(Pane::Bus);
-    let msgs = items::messages(track, &filter);
     let idx = snap
         .tracks
         .iter()
@@ -137,7 +128,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         " 3 Bus · {} ({idx}/{}) · {} shown · {} ",
         track.name,
         snap.tracks.len(),
-        msgs.len(),
+        shown,
         if app.follow {
             "▼ following".to_owned()
         } else {
@@ -149,8 +140,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                 .map_or(0, |i| track.messages.len() - 1 - i);
             format!(
                 "‖ paused {}/{} · {new} new",
-                app.selected(Pane::Bus).saturating_add(1).min(msgs.len()),
-                msgs.len()
+                app.selected(Pane::Bus).saturating_add(1).min(shown),
+                shown
             )
         }
     );
@@ -176,6 +167,23 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     if let Some(n) = &track.queue_note {
         title.push_str(&format!("· ⚠ {n} "));
     }
+    title
+}
+
+pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+    let snap = &app.snapshot;
+    let Some(track) = items::track(snap, app.track.as_deref()) else {
+        return empty(
+            frame,
+            area,
+            " 3 Bus ".into(),
+            "No track under conductor/tracks has a .message-bus.",
+            theme,
+        );
+    };
+    let filter = app.filter(Pane::Bus);
+    let msgs = items::messages(track, &filter);
+    let title = title_of(app, track, msgs.len());
     if msgs.is_empty() {
         return empty(
             frame,
