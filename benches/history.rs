@@ -253,22 +253,11 @@ fn seek() {
     }
     drop(w);
     let built = build.elapsed();
-    let mut worst = Duration::ZERO;
-    let mut total = Duration::ZERO;
     let seeks = 20;
-    let mut x = 0x2545_f491_u64;
-    for _ in 0..seeks {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let at = t0 + (x % (changes * 1000)) as i64;
-        let s = Instant::now();
+    let (total, worst) = timed_seeks(0x2545_f491, seeks, t0, changes, |at| {
         let v = history::replay_at(&root, at).unwrap();
-        let d = s.elapsed();
         assert!(v["workflows"].as_object().is_some_and(|m| !m.is_empty()));
-        worst = worst.max(d);
-        total += d;
-    }
+    });
     println!(
         "seek: {changes} changes ({} segments, {:.0} MiB, built in {:.1} s): replay --at in {:.1} ms mean, {:.1} ms worst of {seeks}: {:.2}x the 200 ms goal (worst)",
         HistoryDir::of(&root).segments().len(),
@@ -299,23 +288,12 @@ fn console_seek(root: &Root, t0: i64, changes: u64) {
     let opened = Instant::now();
     let mut h = ReplayHandle::start(root, t0, ModelOptions::default()).unwrap();
     let open = opened.elapsed();
-    let mut worst = Duration::ZERO;
-    let mut total = Duration::ZERO;
     let seeks = 20;
-    let mut x = 0x9e37_79b9_u64;
-    for _ in 0..seeks {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let at = t0 + (x % (changes * 1000)) as i64;
-        let s = Instant::now();
+    let (total, worst) = timed_seeks(0x9e37_79b9, seeks, t0, changes, |at| {
         h.send(Cmd::Seek(at));
         let f = next_frame(&mut h);
-        let d = s.elapsed();
         assert!(f.view.moment_us >= at && !f.snapshot.workflows.is_empty());
-        worst = worst.max(d);
-        total += d;
-    }
+    });
     println!(
         "console seek: {changes} changes: opened in {:.1} ms; :replay TS in {:.1} ms mean, {:.1} ms worst of {seeks}: {:.2}x the 200 ms goal (worst)",
         open.as_secs_f64() * 1e3,
@@ -335,6 +313,30 @@ fn console_seek(root: &Root, t0: i64, changes: u64) {
             total.as_secs_f64() * 1e3 / seeks as f64
         ),
     );
+}
+
+/// Times `seek` at `n` pseudo-random moments (xorshift from `seed`) of a history of `changes`
+/// changes, one a millisecond from `t0`: (total, worst).
+fn timed_seeks(
+    seed: u64,
+    n: usize,
+    t0: i64,
+    changes: u64,
+    mut seek: impl FnMut(i64),
+) -> (Duration, Duration) {
+    let (mut total, mut worst, mut x) = (Duration::ZERO, Duration::ZERO, seed);
+    for _ in 0..n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let at = t0 + (x % (changes * 1000)) as i64;
+        let s = Instant::now();
+        seek(at);
+        let d = s.elapsed();
+        worst = worst.max(d);
+        total += d;
+    }
+    (total, worst)
 }
 
 /// Blocks until the replay publishes its next frame.

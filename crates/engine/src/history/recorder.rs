@@ -718,6 +718,8 @@ pub fn run(
     });
     let mut last_retention = std::time::Instant::now();
     let mut rechecks = Rechecks::default();
+    // Not history (see [`unrecorded`]): never watched.
+    let intents = crate::conductor::intents::intents_dir(root);
     loop {
         let wait = [rechecks.wait(), rec.writer.sync_wait()]
             .into_iter()
@@ -771,7 +773,7 @@ pub fn run(
             if p.parent() == Some(root.conductor.as_path())
                 && p.is_dir()
                 && p.as_path() != rec.skip.as_path()
-                && rec.key_of(&p.join("x")).is_some()
+                && *p != intents
             {
                 let _ = watcher.watch(p, notify::RecursiveMode::Recursive);
             }
