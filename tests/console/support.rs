@@ -17,10 +17,25 @@ use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::style::Color;
 
-/// A temp copy of the foreign fixture root.
+/// A temp copy of the foreign fixture root, every file's modification time set to an hour before
+/// [`fixture_now`]: what the console dates by a file's time (an unreadable file's age) is drawn the
+/// same whatever day the tests run.
 pub fn fixture_root() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     copy_dir(&fixture_source(), dir.path());
+    let at = std::time::SystemTime::from(fixture_now() - chrono::Duration::hours(1));
+    fn walk(p: &Path, at: std::time::SystemTime) {
+        for e in std::fs::read_dir(p).unwrap().flatten() {
+            let t = e.file_type().unwrap();
+            if t.is_dir() {
+                walk(&e.path(), at);
+            } else if t.is_file() {
+                let f = std::fs::File::options().write(true).open(e.path()).unwrap();
+                f.set_modified(at).unwrap();
+            }
+        }
+    }
+    walk(dir.path(), at);
     dir
 }
 

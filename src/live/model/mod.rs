@@ -254,7 +254,8 @@ pub struct LiveModel {
     dirty_definitions: bool,
     /// Fingerprints of the definition files, to reload them only when one changed.
     definition_files: Vec<(String, crate::live::files::Fingerprint)>,
-    /// When each file now in the warnings was first seen with a problem.
+    /// Since when each file now in the warnings has its problem (its modification time, else when it
+    /// was first seen with it).
     warned_since: BTreeMap<PathBuf, chrono::DateTime<chrono::Utc>>,
     /// `conductor/dead/{god}/`: dead letters, read as dispatches.
     dead: BTreeMap<String, InboxTracker>,
@@ -942,7 +943,17 @@ impl LiveModel {
         self.warned_since
             .retain(|p, _| warnings.iter().any(|w| &w.path == p));
         for w in &mut warnings {
-            w.since = Some(*self.warned_since.entry(w.path.clone()).or_insert(now));
+            // Since the file was last written (when it got this way), if that is not in the future;
+            // else since it was first seen with the problem.
+            let since = *self.warned_since.entry(w.path.clone()).or_insert_with(|| {
+                std::fs::symlink_metadata(&w.path)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .map(chrono::DateTime::<chrono::Utc>::from)
+                    .filter(|t| *t <= now)
+                    .unwrap_or(now)
+            });
+            w.since = Some(since);
         }
         s.warnings = Arc::new(warnings);
         self.dirty_workflows = false;
