@@ -840,6 +840,25 @@ impl LiveModel {
         self.last_publish = started.elapsed();
     }
 
+    /// Dates each warning: since its file was last written (when it got this way), if that is not
+    /// in the future, else since it was first seen with the problem; kept while the problem stays.
+    fn date_warnings(&mut self, warnings: &mut [crate::live::snapshot::FileWarning]) {
+        let now = chrono::Utc::now();
+        self.warned_since
+            .retain(|p, _| warnings.iter().any(|w| &w.path == p));
+        for w in warnings.iter_mut() {
+            let since = *self.warned_since.entry(w.path.clone()).or_insert_with(|| {
+                std::fs::symlink_metadata(&w.path)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .map(chrono::DateTime::<chrono::Utc>::from)
+                    .filter(|t| *t <= now)
+                    .unwrap_or(now)
+            });
+            w.since = Some(since);
+        }
+    }
+
     fn publish_now(&mut self) {
         let prev = self.snapshot.clone();
         let mut s = (*prev).clone();
@@ -939,22 +958,7 @@ impl LiveModel {
             l.finished = s.workflows.len().saturating_sub(t.active);
         }
         let mut warnings = self.collect_warnings(&s);
-        let now = chrono::Utc::now();
-        self.warned_since
-            .retain(|p, _| warnings.iter().any(|w| &w.path == p));
-        for w in &mut warnings {
-            // Since the file was last written (when it got this way), if that is not in the future;
-            // else since it was first seen with the problem.
-            let since = *self.warned_since.entry(w.path.clone()).or_insert_with(|| {
-                std::fs::symlink_metadata(&w.path)
-                    .and_then(|m| m.modified())
-                    .ok()
-                    .map(chrono::DateTime::<chrono::Utc>::from)
-                    .filter(|t| *t <= now)
-                    .unwrap_or(now)
-            });
-            w.since = Some(since);
-        }
+        self.date_warnings(&mut warnings);
         s.warnings = Arc::new(warnings);
         self.dirty_workflows = false;
         self.dirty_inboxes = false;
