@@ -184,11 +184,13 @@ fn log_line(out: &mut dyn Write, report: &TickReport) {
     }
 }
 
-/// How long `serve`'s live model gathers a burst of file events into one snapshot.
+/// How long `serve`'s live model gathers a burst of file events into one snapshot, and its span
+/// watcher a burst into one read of each file named.
 const SETTLE: Duration = Duration::from_millis(250);
 
-/// Starts the live model and what reads it: the `/metrics` endpoint and the span exporter, each
-/// when asked for. Returns the record of where metrics are served (removed when dropped).
+/// Starts what was asked for: the span exporter (with its own watcher of the files spans come
+/// from) and the `/metrics` endpoint (with the live model it reads). Returns the record of where
+/// metrics are served (removed when dropped).
 fn start_observers(
     args: &ServeArgs,
     root: &Root,
@@ -197,18 +199,6 @@ fn start_observers(
     otlp: Option<crate::observe::export::Endpoint>,
     out: &mut dyn Write,
 ) -> anyhow::Result<Option<crate::observe::record::MetricsRecord>> {
-    if metrics.is_none() && otlp.is_none() {
-        return Ok(None);
-    }
-    // A snapshot at most every SETTLE of a busy root: scrapes and spans need no frame rate.
-    let live = Arc::new(crate::live::runner::LiveHandle::start(
-        root.clone(),
-        crate::live::WatchMode::Notify,
-        crate::live::ModelOptions {
-            settle: Some(SETTLE),
-            ..Default::default()
-        },
-    ));
     let traces = match otlp {
         Some(endpoint) => {
             let log_path = args.log.clone();
@@ -232,7 +222,7 @@ fn start_observers(
                 endpoint.path
             );
             Some(crate::observe::trace_watch::spawn(
-                root, id, endpoint, &live, log,
+                root, id, endpoint, SETTLE, log,
             )?)
         }
         None => None,
@@ -250,6 +240,15 @@ fn start_observers(
             let _ = writeln!(out, "{} {w}", format_ts(chrono::Utc::now()));
         }
     }
+    // A snapshot at most every SETTLE of a busy root: scrapes need no frame rate.
+    let live = Arc::new(crate::live::runner::LiveHandle::start(
+        root.clone(),
+        crate::live::WatchMode::Notify,
+        crate::live::ModelOptions {
+            settle: Some(SETTLE),
+            ..Default::default()
+        },
+    ));
     let mut m = crate::observe::metrics::Metrics::new(root.clone(), exposed);
     m.traces = traces;
     crate::observe::http::spawn(listener, Arc::new(m), live)?;

@@ -32,6 +32,12 @@ impl Fingerprint {
     /// Stats `path`; `None` when it does not exist (or cannot be stat'ed).
     pub fn of(path: &Path) -> Option<Self> {
         let m = std::fs::metadata(path).ok()?;
+        Self::from_metadata(&m)
+    }
+
+    /// The fingerprint of a file's metadata (an open handle's, say); `None` when it is not a
+    /// regular file.
+    pub fn from_metadata(m: &std::fs::Metadata) -> Option<Self> {
         if !m.is_file() {
             return None;
         }

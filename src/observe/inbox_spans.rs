@@ -3,98 +3,135 @@
 //! `conductor/dead/`), and a dispatch its god marked `pending` by rewriting the file itself (the one
 //! Conductor write the protocol lets a god make; it records no ack in the state). Each is a child
 //! of the dispatch's span, in the workflow's trace.
+//!
+//! The span watcher ([`super::span_watch`]) hands over each dispatch file an event named, read; this
+//! module remembers what each open dispatch showed the last time (whether it was `pending`, how
+//! many deliveries it had) and compares. A dispatch first seen after the exporter started has no
+//! "last time": what it shows counts when it happened after the start (its `acked_at`, a
+//! delivery's `at`, its `dead_at`, else the file's modification time).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 
 use crate::engine::conductor::model::{AckStatus, Dispatch};
 use crate::engine::store::Root;
 use crate::engine::store::ids::WorkflowId;
 use crate::engine::trace::{span_id, trace_of};
-use crate::live::Snapshot;
-use crate::live::snapshot::{DispatchView, Sym};
 
-use super::otlp::{SpanData, SpanKind};
+use super::otlp::{AttrValue, SpanData, SpanKind};
 use super::spans::{Ctx, nanos, read_state, s};
 
-/// What an open dispatch showed the last time its inbox changed.
-#[derive(Debug, Clone, Copy)]
+/// What an open dispatch showed the last time its file changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Open {
+    /// The inbox it lay in (a redelivery to a fallback god moves it).
+    god: String,
     pending: bool,
     deliveries: u32,
 }
 
-/// The inboxes' and dead letters' lists as last looked at, and what their dispatches showed.
+/// A dispatch file as read: its content, where it lies and when it was written.
+pub struct Read<'a> {
+    /// The file's name without `.json`: the handoff id the file is kept under.
+    pub key: &'a str,
+    /// The inbox (or dead-letter directory) it lies in.
+    pub god: &'a str,
+    pub dispatch: &'a Dispatch,
+    /// The file's modification time: when a record without a time of its own was written.
+    pub written: Option<DateTime<Utc>>,
+}
+
+/// What the open dispatches and dead letters showed, as last read; only dispatches whose file
+/// changed since the exporter started are kept (and forgotten when their file goes).
 #[derive(Default)]
 pub struct InboxWatch {
-    lists: HashMap<String, usize>,
-    open: HashMap<Sym, Open>,
-    dead: HashSet<Sym>,
+    open: HashMap<String, Open>,
+    dead: HashSet<String>,
 }
 
 impl InboxWatch {
-    /// The spans of what changed in the inboxes since the previous snapshot; before `primed`
-    /// (the model's first load) only remembers what it sees.
-    pub fn observe(&mut self, snap: &Snapshot, primed: bool, out: &mut dyn FnMut(SpanData)) {
-        for inbox in snap.inboxes.iter() {
-            let list = Arc::as_ptr(&inbox.dispatches) as usize;
-            if self.lists.insert(inbox.god.clone(), list) == Some(list) {
+    /// The spans of a dispatch file of `god`'s inbox that changed (or appeared).
+    pub fn dispatch(
+        &mut self,
+        root: &Root,
+        started: DateTime<Utc>,
+        r: &Read<'_>,
+        out: &mut dyn FnMut(SpanData),
+    ) {
+        let d = r.dispatch;
+        let now = Open {
+            god: r.god.to_owned(),
+            pending: d.ack_status == AckStatus::Pending,
+            deliveries: u32::try_from(d.deliveries.len()).unwrap_or(u32::MAX),
+        };
+        let before = self.open.insert(r.key.to_owned(), now.clone());
+        // Happened since the exporter started: known by comparison, else by its time.
+        let after_start = |t: Option<&str>| {
+            nanos(t)
+                .map(|(t, _)| t)
+                .or(r.written)
+                .is_some_and(|t| t >= started)
+        };
+        if now.pending
+            && match &before {
+                Some(b) => !b.pending,
+                None => after_start(d.acked_at.as_deref()),
+            }
+        {
+            direct_pending(root, r, out);
+        }
+        // The first delivery (0) is the dispatch itself, never a redelivery.
+        let from = before.as_ref().map_or(1, |b| b.deliveries.max(1));
+        for k in from..now.deliveries {
+            let Some(delivery) = d.deliveries.get(k as usize) else {
                 continue;
-            }
-            for d in inbox.dispatches.iter() {
-                let row = &d.dispatch.row;
-                let now = Open {
-                    pending: row.ack_status == AckStatus::Pending,
-                    deliveries: row.deliveries,
-                };
-                let before = self.open.insert(row.handoff_id.clone(), now);
-                if !primed {
-                    continue;
-                }
-                if now.pending && !before.is_some_and(|b| b.pending) {
-                    direct_pending(snap, d, out);
-                }
-                if let Some(b) = before
-                    && now.deliveries > b.deliveries
-                {
-                    redelivered(snap, d, b.deliveries, out);
-                }
+            };
+            if before.is_some() || after_start(Some(&delivery.at)) {
+                redelivered(root, r, k, out);
             }
         }
-        for inbox in snap.dead_letters.iter() {
-            let list = Arc::as_ptr(&inbox.dispatches) as usize;
-            let key = format!("dead/{}", inbox.god);
-            if self.lists.insert(key, list) == Some(list) {
-                continue;
-            }
-            for d in inbox.dispatches.iter() {
-                let hid = d.dispatch.row.handoff_id.clone();
-                if self.dead.insert(hid.clone()) && primed {
-                    dead_letter(snap, d, out);
-                }
-                self.open.remove(&hid);
-            }
+    }
+
+    /// A dispatch file of `god`'s inbox is gone (acked and archived, moved, dead-lettered).
+    pub fn gone(&mut self, key: &str, god: &str) {
+        if self.open.get(key).is_some_and(|o| o.god == god) {
+            self.open.remove(key);
         }
-        let open_now: usize = snap.inboxes.iter().map(|i| i.dispatches.len()).sum();
-        if self.open.len() > 4 * open_now + 1024 {
-            let live: HashSet<&str> = snap
-                .inboxes
-                .iter()
-                .flat_map(|i| i.dispatches.iter().map(|d| &*d.dispatch.row.handoff_id))
-                .collect();
-            self.open.retain(|k, _| live.contains(&**k));
+    }
+
+    /// The span of a dispatch that reached `conductor/dead/` (once per dead letter).
+    pub fn dead_letter(
+        &mut self,
+        root: &Root,
+        started: DateTime<Utc>,
+        r: &Read<'_>,
+        out: &mut dyn FnMut(SpanData),
+    ) {
+        let was_open = self.open.remove(r.key).is_some();
+        if !self.dead.insert(r.key.to_owned()) {
+            return;
         }
-        let dead_now: usize = snap.dead_letters.iter().map(|i| i.dispatches.len()).sum();
-        if self.dead.len() > 4 * dead_now + 1024 {
-            let live: HashSet<&str> = snap
-                .dead_letters
-                .iter()
-                .flat_map(|i| i.dispatches.iter().map(|d| &*d.dispatch.row.handoff_id))
-                .collect();
-            self.dead.retain(|k| live.contains(&**k));
+        let dead_at = nanos(r.dispatch.dead_at.as_deref()).map(|(t, _)| t);
+        if was_open || dead_at.or(r.written).is_some_and(|t| t >= started) {
+            dead_letter(root, r, out);
         }
+    }
+
+    /// A dead letter's file is gone (requeued, removed).
+    pub fn dead_gone(&mut self, key: &str) {
+        self.dead.remove(key);
+    }
+
+    /// Forgets the dispatches and dead letters `keep` does not name (after a rescan listed them all).
+    pub fn retain(&mut self, keep: &dyn Fn(&str, Option<&str>) -> bool) {
+        self.open.retain(|k, o| keep(k, Some(&o.god)));
+        self.dead.retain(|k| keep(k, None));
+    }
+
+    /// How many dispatches and dead letters are remembered.
+    pub fn remembered(&self) -> usize {
+        self.open.len() + self.dead.len()
     }
 }
 
@@ -105,35 +142,13 @@ fn now_nanos() -> u64 {
         .unwrap_or_default()
 }
 
-/// The span `name` of a dispatch, child of the dispatch's span, with `id` as its record id.
-fn child_span(
-    snap: &Snapshot,
-    d: &DispatchView,
-    name: String,
-    kind: &str,
-    id: &str,
-    at: u64,
-) -> Option<(SpanData, Dispatch)> {
-    let row = &d.dispatch.row;
-    let wf = WorkflowId::parse(&row.workflow_id).ok()?;
-    let st = read_state(&Root::at(&snap.root).state_path(&wf))?;
-    let ctx = Ctx {
-        st: &st,
-        trace: trace_of(&st),
-        not_before: None,
-    };
-    let hid = &*row.handoff_id;
-    let mut sp = ctx.base(name, SpanKind::Internal, span_id(kind, id), at);
-    sp.parent = Some(span_id("dispatch", hid));
-    sp.attributes.extend([
-        ("pantheon.handoff_id", s(hid)),
-        ("pantheon.step", s(&row.step)),
-    ]);
-    let written: Dispatch = crate::engine::store::read::read_json_once(&d.path())
-        .ok()
-        .flatten()
-        .and_then(|v| crate::engine::conductor::model::from_value(v).ok())
-        .unwrap_or_default();
+/// The span `name` of a dispatch, child of the dispatch's span, with `id` as its record id; `None`
+/// when its workflow's state cannot be read (the trace id is the state's).
+fn child_span(root: &Root, r: &Read<'_>, name: String, kind: &str, id: &str) -> Option<SpanData> {
+    let d = r.dispatch;
+    let wf = WorkflowId::parse(&d.workflow_id).ok()?;
+    let st = read_state(&root.state_path(&wf))?;
+    let hid = handoff_id(r);
     // An ack the state records is the engine's: its span comes from the ack record.
     if kind == "ack"
         && st
@@ -143,69 +158,87 @@ fn child_span(
     {
         return None;
     }
-    Some((sp, written))
+    let ctx = Ctx {
+        st: &st,
+        trace: trace_of(&st),
+        not_before: None,
+    };
+    let mut sp = ctx.base(name, SpanKind::Internal, span_id(kind, id), 0);
+    sp.parent = Some(span_id("dispatch", hid));
+    sp.attributes.extend([
+        ("pantheon.handoff_id", s(hid)),
+        ("pantheon.step", s(&d.step)),
+    ]);
+    Some(sp)
 }
 
-fn direct_pending(snap: &Snapshot, d: &DispatchView, out: &mut dyn FnMut(SpanData)) {
-    let row = &d.dispatch.row;
-    let id = format!("direct:{}", row.handoff_id);
-    let Some((mut sp, written)) = child_span(snap, d, "ack pending".into(), "ack", &id, 0) else {
-        return;
-    };
-    let at = nanos(written.acked_at.as_deref()).map_or_else(now_nanos, |(_, n)| n);
+/// The dispatch's handoff id: as it records it, else its file's name.
+fn handoff_id<'a>(r: &Read<'a>) -> &'a str {
+    if r.dispatch.handoff_id.is_empty() {
+        r.key
+    } else {
+        &r.dispatch.handoff_id
+    }
+}
+
+fn at(sp: &mut SpanData, t: Option<&str>) {
+    let at = nanos(t).map_or_else(now_nanos, |(_, n)| n);
     sp.start_nanos = at;
     sp.end_nanos = at;
+}
+
+fn direct_pending(root: &Root, r: &Read<'_>, out: &mut dyn FnMut(SpanData)) {
+    let id = format!("direct:{}", handoff_id(r));
+    let Some(mut sp) = child_span(root, r, "ack pending".into(), "ack", &id) else {
+        return;
+    };
+    at(&mut sp, r.dispatch.acked_at.as_deref());
     sp.kind = SpanKind::Server;
     sp.attributes.extend([
         ("pantheon.status", s("pending")),
-        ("pantheon.god", s(&row.to_god)),
+        ("pantheon.god", s(to_god(r))),
         ("pantheon.written_by", s("god")),
     ]);
     out(sp);
 }
 
-fn redelivered(snap: &Snapshot, d: &DispatchView, from: u32, out: &mut dyn FnMut(SpanData)) {
-    let row = &d.dispatch.row;
-    let name = format!("redeliver {}", row.step);
-    let first = format!("{}:{from}", row.handoff_id);
-    let Some((template, written)) = child_span(snap, d, name, "redeliver", &first, 0) else {
-        return;
-    };
-    for k in from..row.deliveries {
-        let Some(delivery) = written.deliveries.get(k as usize) else {
-            continue;
-        };
-        let at = nanos(Some(&delivery.at)).map_or_else(now_nanos, |(_, n)| n);
-        let mut sp = template.clone();
-        sp.span_id = span_id("redeliver", &format!("{}:{k}", row.handoff_id));
-        sp.start_nanos = at;
-        sp.end_nanos = at;
-        sp.attributes.extend([
-            (
-                "pantheon.delivery",
-                super::otlp::AttrValue::Int(i64::from(k) + 1),
-            ),
-            ("pantheon.god", s(&delivery.to)),
-        ]);
-        out(sp);
+/// The god a dispatch is for: as it records it, else the inbox it lies in.
+fn to_god<'a>(r: &Read<'a>) -> &'a str {
+    if r.dispatch.to_god.is_empty() {
+        r.god
+    } else {
+        &r.dispatch.to_god
     }
 }
 
-fn dead_letter(snap: &Snapshot, d: &DispatchView, out: &mut dyn FnMut(SpanData)) {
-    let row = &d.dispatch.row;
-    let name = format!("dead letter {}", row.step);
-    let Some((mut sp, written)) = child_span(snap, d, name, "dead", &row.handoff_id, 0) else {
+/// The span of delivery `k` (0 is the first delivery, so `k` ≥ 1 is a redelivery).
+fn redelivered(root: &Root, r: &Read<'_>, k: u32, out: &mut dyn FnMut(SpanData)) {
+    let Some(delivery) = r.dispatch.deliveries.get(k as usize) else {
         return;
     };
-    let at = nanos(written.dead_at.as_deref()).map_or_else(now_nanos, |(_, n)| n);
-    sp.start_nanos = at;
-    sp.end_nanos = at;
+    let name = format!("redeliver {}", r.dispatch.step);
+    let id = format!("{}:{k}", handoff_id(r));
+    let Some(mut sp) = child_span(root, r, name, "redeliver", &id) else {
+        return;
+    };
+    at(&mut sp, Some(&delivery.at));
     sp.attributes.extend([
-        ("pantheon.god", s(&row.to_god)),
-        (
-            "pantheon.deliveries",
-            super::otlp::AttrValue::Int(i64::from(row.deliveries)),
-        ),
+        ("pantheon.delivery", AttrValue::Int(i64::from(k) + 1)),
+        ("pantheon.god", s(&delivery.to)),
+    ]);
+    out(sp);
+}
+
+fn dead_letter(root: &Root, r: &Read<'_>, out: &mut dyn FnMut(SpanData)) {
+    let name = format!("dead letter {}", r.dispatch.step);
+    let Some(mut sp) = child_span(root, r, name, "dead", handoff_id(r)) else {
+        return;
+    };
+    at(&mut sp, r.dispatch.dead_at.as_deref());
+    let deliveries = i64::try_from(r.dispatch.deliveries.len()).unwrap_or(i64::MAX);
+    sp.attributes.extend([
+        ("pantheon.god", s(to_god(r))),
+        ("pantheon.deliveries", AttrValue::Int(deliveries)),
     ]);
     out(sp);
 }

@@ -7,10 +7,13 @@
 //! - [`http`]: the endpoint.
 //! - [`record`]: where a running `serve --metrics` listens, for `status`.
 //! - [`status_cache`]: `pantheon status`'s figures kept between runs.
-//! - [`spans`], [`inbox_spans`], [`otlp`], [`export`], [`trace_watch`]: `serve --otlp URL`, one
-//!   trace per workflow from the state files and inboxes, encoded as OTLP protobuf and sent
-//!   through a bounded queue.
+//! - [`spans`], [`inbox_spans`], [`span_watch`], `dir_watch`, [`otlp`], [`export`], [`trace_watch`]:
+//!   `serve --otlp URL`, one trace per workflow from the state files and inboxes that changed
+//!   (read as events name them, no live model), encoded as OTLP protobuf and sent through a
+//!   bounded queue.
 
+#[cfg(target_os = "linux")]
+pub mod dir_watch;
 pub mod export;
 pub mod exposition;
 pub mod http;
@@ -19,6 +22,7 @@ pub mod journal;
 pub mod metrics;
 pub mod otlp;
 pub mod record;
+pub mod span_watch;
 pub mod spans;
 pub mod status_cache;
 pub mod trace_watch;

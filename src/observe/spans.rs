@@ -17,16 +17,11 @@
 //! `traceparent` on a dispatch names the same span this module exports. No summary, message,
 //! context or payload text goes into an attribute: ids, step and god names and closed words only.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
 use chrono::{DateTime, Utc};
 
 use crate::engine::conductor::model::{StepRecord, WorkflowState};
 use crate::engine::store::time::parse_ts;
 use crate::engine::trace::{TraceContext, span_id, trace_of};
-use crate::live::Snapshot;
-use crate::live::snapshot::Sym;
 
 use super::otlp::{AttrValue, SpanData, SpanKind};
 
@@ -260,87 +255,26 @@ pub fn spans_since(
     (out, Cursor { steps, acks })
 }
 
-struct Seen {
-    /// The state row's allocation the last time it was looked at (a new one: the file changed).
-    row: usize,
-    cursor: Option<Cursor>,
-}
-
-/// Follows the live model's snapshots and turns what each changed workflow recorded into spans.
-pub struct Observer {
-    started: DateTime<Utc>,
-    seen: HashMap<Sym, Seen>,
-    last: Option<usize>,
-    /// What the inboxes and dead letters showed (redeliveries, dead letters, a god's own writes).
-    inboxes: super::inbox_spans::InboxWatch,
-    /// Set once a snapshot after the model's first load was seen: workflows seen before it are
-    /// remembered without reading their files (their records predate the exporter).
-    primed: bool,
-}
-
-impl Observer {
-    pub fn new(started: DateTime<Utc>) -> Self {
-        Self {
-            started,
-            seen: HashMap::new(),
-            last: None,
-            inboxes: Default::default(),
-            primed: false,
-        }
-    }
-
-    /// The spans of what changed since the previous snapshot, given to `out` one by one.
-    pub fn observe(&mut self, snap: &Snapshot, out: &mut dyn FnMut(SpanData)) {
-        self.inboxes.observe(snap, self.primed, out);
-        self.observe_states(snap, out);
-        if snap.loading.is_none() {
-            self.primed = true;
-        }
-    }
-
-    fn observe_states(&mut self, snap: &Snapshot, out: &mut dyn FnMut(SpanData)) {
-        let list = Arc::as_ptr(&snap.workflows) as usize;
-        if self.last == Some(list) {
-            return;
-        }
-        self.last = Some(list);
-        for w in snap.workflows.iter() {
-            let row = Arc::as_ptr(&w.state) as usize;
-            let cursor = match self.seen.get(&w.id) {
-                Some(s) if s.row == row => continue,
-                Some(s) => s.cursor,
-                None => None,
-            };
-            if !self.primed {
-                self.seen.insert(w.id.clone(), Seen { row, cursor });
-                continue;
-            }
-            let Some(st) = read_state(&w.path()) else {
-                continue;
-            };
-            let not_before = cursor.is_none().then_some(self.started);
-            let (spans, next) = spans_since(&st, cursor.unwrap_or_default(), not_before);
-            spans.into_iter().for_each(&mut *out);
-            self.seen.insert(
-                w.id.clone(),
-                Seen {
-                    row,
-                    cursor: Some(next),
-                },
-            );
-        }
-        if self.seen.len() > snap.workflows.len() + 1024 {
-            let present: std::collections::HashSet<&str> =
-                snap.workflows.iter().map(|w| &*w.id).collect();
-            self.seen.retain(|k, _| present.contains(&**k));
-        }
-    }
-}
-
-/// A state file, through the engine's bounded, no-follow read; `None` when it cannot be used.
+/// A state file, through a bounded, no-follow read ([`super::span_watch::read_record`]); `None`
+/// when it cannot be used (missing, a link, too large, torn, not a state).
 pub(super) fn read_state(path: &std::path::Path) -> Option<WorkflowState> {
-    let v = crate::engine::store::read::read_json_once(path).ok()??;
-    crate::engine::conductor::model::from_value::<WorkflowState>(v).ok()
+    let (bytes, _) = super::span_watch::read_record(path)?;
+    parse_state(&bytes)
+}
+
+/// A state file's bytes as a state; `None` when they do not parse as one.
+pub(super) fn parse_state(bytes: &[u8]) -> Option<WorkflowState> {
+    parse_object(bytes)
+}
+
+/// A record file's bytes as `T`, straight from the bytes (no intermediate JSON tree); `None` unless
+/// they hold one JSON object that parses as `T` (a list would fill a struct field by field).
+pub(super) fn parse_object<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Option<T> {
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace())?;
+    if *first != b'{' {
+        return None;
+    }
+    serde_json::from_slice::<T>(bytes).ok()
 }
 
 #[cfg(test)]

@@ -348,6 +348,93 @@ fn a_workflow_is_one_trace_across_cli_acts_and_a_god_writing_its_own_file() {
     );
 }
 
+/// The names of `pid`'s threads.
+fn threads(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .map(|n| n.trim().to_owned())
+        .collect()
+}
+
+#[test]
+fn serve_otlp_alone_reads_the_changed_files_without_the_consoles_model() {
+    let m = Machine::new("solo");
+    m.write("conductor/workflows/traced.yaml", FLOW);
+    let rx = Receiver::start(None);
+    let child = m
+        .command(&["serve", "--otlp", &rx.url()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting pantheon serve");
+    let pid = child.id();
+    let _serve = Guard(Some(child));
+    // Its first heartbeat follows the exporter's start.
+    wait_for("serve's heartbeat", Duration::from_secs(30), || {
+        !m.files("conductor/supervisor").is_empty()
+    });
+    let names = threads(pid);
+    assert!(names.iter().any(|n| n == "otlp-observe"), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n == "pantheon-live"),
+        "no live model without --metrics: {names:?}"
+    );
+    let wf = "wf_alone_1";
+    let hid = "hof_20261201_al0001";
+    m.ok(
+        &["handoff", "submit", "-"],
+        Some(&json!({"handoff_id": hid, "workflow_id": wf, "from_god": "thoth", "to_god": "hephaestus",
+            "step": "plan", "context": {"summary": "s", "decisions": [], "artifacts": []},
+            "routing": {"workflow_definition": "traced"}})),
+    );
+    m.ok(
+        &["ack"],
+        Some(&json!({"ack_id": "ack_20261201_al01", "handoff_id": hid, "status": "accepted"})),
+    );
+    // An inbox made after serve started (a god with no inbox yet) is watched, and its god's own
+    // write seen.
+    let other = "hof_20261201_al0002";
+    m.ok(
+        &["handoff", "submit", "-"],
+        Some(
+            &json!({"handoff_id": other, "workflow_id": "wf_alone_2", "from_god": "thoth",
+            "to_god": "apollo", "step": "scout",
+            "context": {"summary": "s", "decisions": [], "artifacts": []}}),
+        ),
+    );
+    let god =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/conductor/python/foreign_god.py");
+    let out = Command::new(setup::python())
+        .arg(god)
+        .arg(&m.root)
+        .args(["apollo", "wf_alone_2", other])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    wait_for(
+        "the spans of both workflows",
+        Duration::from_secs(30),
+        || {
+            let (a, b) = (rx.of(wf), rx.of("wf_alone_2"));
+            ["submit plan", "dispatch build", "ack accepted"]
+                .iter()
+                .all(|n| has(&a, n))
+                && has(&b, "submit scout")
+                && has(&b, "ack pending")
+        },
+    );
+    let a = rx.of(wf);
+    for name in ["submit plan", "dispatch build", "ack accepted"] {
+        assert_eq!(
+            a.iter().filter(|s| s["name"] == name).count(),
+            1,
+            "{name} once: {a:#?}"
+        );
+    }
+}
+
 #[test]
 fn a_receiver_that_is_down_costs_serve_nothing_but_counted_drops() {
     let m = Machine::new("solo");

@@ -28,7 +28,7 @@ pub struct ModelOptions {
     pub held_after: Option<chrono::Duration>,
     /// How long a burst of file events may gather before one snapshot is made of it (`None`: the
     /// console's [`super::runner::DEBOUNCE_MAX`]). A reader that needs no frame-rate freshness
-    /// (`serve --metrics`, `--otlp`) takes a longer one: fewer snapshots of a busy root.
+    /// (`serve --metrics`) takes a longer one: fewer snapshots of a busy root.
     pub settle: Option<std::time::Duration>,
 }
 
