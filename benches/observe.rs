@@ -246,7 +246,9 @@ fn otlp_overhead() {
         // Its watches and, with --otlp, the live model's first load.
         std::thread::sleep(Duration::from_millis(1500));
         let cpu0 = cpu_secs(serve.id());
-        let secs = cycles(&c, &format!("r{round}"), n);
+        // Two digits and six of the cycle make the eight characters an id may end with, so
+        // OBSERVE_BENCH_ROUNDS may go up to 100.
+        let secs = cycles(&c, &format!("{:02}", round % 100), n);
         // The spans of the last cycles leave within a batch's wait.
         std::thread::sleep(Duration::from_millis(1000));
         let cpu = cpu_secs(serve.id()) - cpu0;
