@@ -438,7 +438,7 @@ impl FanOut<'_> {
             },
             Op::ForceUnlock { .. } => match items::locks(self.snap, &self.all)
                 .iter()
-                .find(|(t, l)| RowKey::lock(t, &l.path) == *mark)
+                .find(|(t, l)| mark.is_lock(t, &l.path))
             {
                 None => Err("no longer listed".into()),
                 Some((t, l)) => TrackName::parse(t)

@@ -73,6 +73,11 @@ impl RowKey {
     pub fn workflow(id: &str) -> Self {
         RowKey::Workflow(id.into())
     }
+
+    /// True when this is the lock of `path` on `track` (compared without building a key).
+    pub fn is_lock(&self, track: &str, path: &str) -> bool {
+        matches!(self, RowKey::Lock { track: t, path: p } if **t == *track && **p == *path)
+    }
 }
 
 impl fmt::Display for RowKey {
@@ -143,6 +148,7 @@ mod tests {
         let b = RowKey::lock("a/b", "c");
         assert_eq!(a.to_string(), b.to_string());
         assert_ne!(a, b);
+        assert!(a.is_lock("a", "b/c") && !a.is_lock("a/b", "c"));
         assert_ne!(
             RowKey::dispatch("ra", "x.json"),
             RowKey::dead_letter("ra", "x.json")

@@ -180,7 +180,7 @@ impl App {
         order.extend(locks.iter().filter(|(t, _)| Some(t) != track.as_ref()));
         let at = order
             .iter()
-            .position(|(t, p)| current.as_ref() == Some(&RowKey::lock(t, p)))
+            .position(|(t, p)| current.as_ref().is_some_and(|k| k.is_lock(t, p)))
             .map_or(0, |i| (i + 1) % order.len());
         let (t, p) = order[at].clone();
         if self.jump_to(Pane::Locks, &RowKey::lock(&t, &p)) {
