@@ -421,7 +421,10 @@ impl DispatchRow<'_> {
 
     /// True when `key` is this dispatch's.
     pub fn is(&self, key: &RowKey) -> bool {
-        matches!(key, RowKey::Dispatch { god, name } if **god == *self.god && *name == self.view.name)
+        match key {
+            RowKey::Dispatch { god, name } => **god == *self.god && *name == self.view.name,
+            _ => false,
+        }
     }
 }
 
@@ -519,7 +522,10 @@ impl DeadRow<'_> {
 
     /// True when `key` is this dead letter's.
     pub fn is(&self, key: &RowKey) -> bool {
-        matches!(key, RowKey::DeadLetter { god, name } if **god == *self.god && *name == self.view.name)
+        match key {
+            RowKey::DeadLetter { god, name } => **god == *self.god && *name == self.view.name,
+            _ => false,
+        }
     }
 
     /// When it was dead-lettered (`dead_at`, as written).
