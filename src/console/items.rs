@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
+use super::rowkey::RowKey;
 use crate::engine::bus::model::{Assessment, Envelope, LockEntry, Vote, WorkerEntry};
 use crate::live::snapshot::{BoardView, DispatchView, Snapshot, TrackView, WorkflowView};
 
@@ -409,6 +410,24 @@ pub struct DispatchRow<'a> {
     pub held: bool,
 }
 
+impl DispatchRow<'_> {
+    /// The identity the selection and the marks follow: the god and the file name.
+    pub fn key(&self) -> RowKey {
+        RowKey::Dispatch {
+            god: self.god.into(),
+            name: self.view.name.clone(),
+        }
+    }
+
+    /// True when `key` is this dispatch's.
+    pub fn is(&self, key: &RowKey) -> bool {
+        match key {
+            RowKey::Dispatch { god, name } => **god == *self.god && *name == self.view.name,
+            _ => false,
+        }
+    }
+}
+
 /// Every dispatch, grouped by god (gods in name order, each oldest first), the quarantine last.
 pub fn dispatches<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<DispatchRow<'a>> {
     let inboxes = snap
@@ -493,9 +512,20 @@ pub struct DeadRow<'a> {
 }
 
 impl DeadRow<'_> {
-    /// The identity the selection and the marks follow: `god/file name`.
-    pub fn key(&self) -> String {
-        format!("{}/{}", self.god, self.view.name)
+    /// The identity the selection and the marks follow: the god and the file name.
+    pub fn key(&self) -> RowKey {
+        RowKey::DeadLetter {
+            god: self.god.into(),
+            name: self.view.name.clone(),
+        }
+    }
+
+    /// True when `key` is this dead letter's.
+    pub fn is(&self, key: &RowKey) -> bool {
+        match key {
+            RowKey::DeadLetter { god, name } => **god == *self.god && *name == self.view.name,
+            _ => false,
+        }
     }
 
     /// When it was dead-lettered (`dead_at`, as written).

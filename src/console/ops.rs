@@ -88,7 +88,7 @@ pub enum Op {
     Bulk {
         items: Vec<super::marks::BulkItem>,
         /// Marked records the action does not apply to, with why (reported, never called).
-        skipped: Vec<(String, String)>,
+        skipped: Vec<super::marks::Skipped>,
     },
 }
 

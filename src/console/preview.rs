@@ -332,7 +332,7 @@ fn describe_abort(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot) {
     let dead: Vec<String> = items::dead_letters(snap, &items::Filter::default())
         .iter()
         .filter(|r| *r.view.dispatch.workflow_id == *workflow_id.as_str())
-        .map(|r| r.key())
+        .map(|r| r.key().to_string())
         .collect();
     if !dead.is_empty() {
         out.push(line(

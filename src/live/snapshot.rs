@@ -202,7 +202,7 @@ pub struct JournalView {
 }
 
 /// What a row of the bridge view is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum BridgeKind {
     /// A shared track's cursor (`conductor/bridge/tracks/T.json`) with the bridge's counts.
     Track,

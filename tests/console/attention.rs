@@ -95,9 +95,9 @@ fn check_jump(app: &mut App, kind: Kind, pane: Pane, key: &str, action_key: &str
     }
 }
 
-/// The identities of a pane's rows, as the app knows them (what a jump selects).
+/// The identities of a pane's rows, as the app knows them (what a jump selects), as they read.
 fn row_keys(app: &App, pane: Pane) -> Vec<String> {
-    app.keys(pane)
+    app.keys(pane).iter().map(ToString::to_string).collect()
 }
 
 fn app_at(root: &Path) -> App {

@@ -385,7 +385,7 @@ impl App {
     }
 
     /// The dead letter of `handoff_id`: (its row key, the god it was delivered to last).
-    pub(super) fn dead_row_of(&self, handoff_id: &HandoffId) -> Option<(String, String)> {
+    pub(super) fn dead_row_of(&self, handoff_id: &HandoffId) -> Option<(RowKey, String)> {
         items::dead_letters(&self.snapshot, &Filter::default())
             .iter()
             .find(|r| {

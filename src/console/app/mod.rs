@@ -22,6 +22,7 @@ use super::commands::{self, Arg};
 use super::items::{self, Filter};
 use super::line::{self, Edit, History, LineEditor};
 use super::ops::Op;
+use super::rowkey::RowKey;
 
 mod dispatch;
 mod flows;
@@ -216,11 +217,11 @@ pub struct PaneState {
     /// The identity of the selected record after it went away (acked, approved, removed on disk):
     /// nothing is highlighted, the detail says so, and actions refuse instead of landing on the
     /// row that slid into its place. Cleared when the operator moves.
-    pub gone: Option<String>,
+    pub gone: Option<RowKey>,
     /// The column the rows are ordered by (`:sort`, Shift + its letter).
     pub sort: Option<items::Sort>,
     /// The marked records (identities, in marking order): bulk actions apply to them (see `marks`).
-    pub picked: Vec<String>,
+    pub picked: Vec<RowKey>,
     /// In a newest-first list (journal, attention): the operator moved off the newest row, so the
     /// selection stays on its record instead of following new entries (see [`App::following`]).
     pub moved: bool,
@@ -270,7 +271,7 @@ pub struct App {
     pub in_flight: usize,
     /// The record the operator's last confirmed action was on (pane, identity): when it goes away
     /// because of that action, the selection moves on to its neighbour instead of reporting it gone.
-    acted_on: Option<(Pane, String)>,
+    acted_on: Option<(Pane, RowKey)>,
     /// The `:` lines run so far (Up/Down recall them).
     pub history: History,
     /// The largest scroll offset of the detail drawn last (its lines past one screen). Written by

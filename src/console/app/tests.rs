@@ -63,7 +63,20 @@ fn key_at_and_position_of_agree_with_the_keys_of_every_pane() {
         }
         // Past the last row: the last key; a key that is not there: not found.
         assert_eq!(a.key_at(pane, usize::MAX), keys.last().cloned(), "{pane:?}");
-        assert_eq!(a.position_of(pane, "no/such/row").0, None, "{pane:?}");
+        assert_eq!(
+            a.position_of(pane, &RowKey::workflow("no/such/row")).0,
+            None,
+            "{pane:?}"
+        );
+    }
+    // Each pane's rows are of its own kind: a key another pane lists is never found in it, even
+    // where the two read alike (a dispatch and its dead letter are both `god/file`).
+    for pane in Pane::ALL {
+        for other in Pane::ALL.into_iter().filter(|o| *o != pane) {
+            for key in a.keys(other) {
+                assert_eq!(a.position_of(pane, &key).0, None, "{key:?} in {pane:?}");
+            }
+        }
     }
     assert!(seen > 10, "the fixture lists rows ({seen})");
     let (wf, inbox) = (a.keys(Pane::Workflows), a.keys(Pane::Inboxes));
@@ -206,7 +219,7 @@ fn selection_follows_the_same_record_when_rows_shift() {
     a.dispatch(Action::Down);
     assert_eq!(
         a.keys(Pane::Workflows)[a.selected(Pane::Workflows)],
-        "wf_deploy_42"
+        RowKey::workflow("wf_deploy_42")
     );
     // A snapshot where a workflow sorting before it appeared.
     let mut s = (*a.snapshot).clone();
@@ -218,7 +231,7 @@ fn selection_follows_the_same_record_when_rows_shift() {
     a.set_snapshot(Arc::new(s));
     assert_eq!(
         a.keys(Pane::Workflows)[a.selected(Pane::Workflows)],
-        "wf_deploy_42"
+        RowKey::workflow("wf_deploy_42")
     );
 }
 

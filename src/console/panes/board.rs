@@ -13,7 +13,7 @@ use crate::engine::bus::model::{PHASE_COMPLETE, PHASE_IN_PROGRESS};
 
 use crate::console::views::{block, empty, kv, section, trunc};
 use crate::console::items::Filter;
-use crate::console::panes::PaneView;
+use crate::console::panes::{PaneView, RowKey};
 use crate::console::action::Action;
 
 fn num(n: Option<&serde_json::Number>) -> String {
@@ -299,13 +299,13 @@ impl PaneView for Board {
             .unwrap_or(0)
     }
 
-    fn keys(&self, app: &App, _filter: &Filter) -> Vec<String> {
+    fn keys(&self, app: &App, _filter: &Filter) -> Vec<RowKey> {
         items::track(&app.snapshot, app.track.as_deref())
             .and_then(|t| t.board.as_ref())
             .map(|b| {
                 items::directors(b)
                     .iter()
-                    .map(|c| c.director.to_owned())
+                    .map(|c| RowKey::Director(c.director.into()))
                     .collect()
             })
             .unwrap_or_default()

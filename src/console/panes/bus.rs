@@ -15,7 +15,7 @@ use crate::engine::bus::model::Envelope;
 use crate::console::views::table::Col;
 use crate::console::views::{detail, empty, json_lines, kv};
 use crate::console::items::Filter;
-use crate::console::panes::PaneView;
+use crate::console::panes::{PaneView, RowKey};
 
 /// A one-line reading of a message's payload (the raw JSON when it has none of the usual fields).
 pub(crate) fn payload_summary(m: &Envelope) -> String {
@@ -292,12 +292,12 @@ impl PaneView for Bus {
             .unwrap_or(0)
     }
 
-    fn keys(&self, app: &App, filter: &Filter) -> Vec<String> {
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey> {
         items::track(&app.snapshot, app.track.as_deref())
             .map(|t| {
                 items::messages(t, filter)
                     .iter()
-                    .map(|m| m.id.clone())
+                    .map(|m| RowKey::Message(m.id.as_str().into()))
                     .collect()
             })
             .unwrap_or_default()

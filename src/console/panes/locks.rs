@@ -15,7 +15,7 @@ use crate::live::snapshot::short_duration;
 use crate::console::views::kv;
 use crate::console::views::table::Col;
 use crate::console::items::{Column, Filter};
-use crate::console::panes::PaneView;
+use crate::console::panes::{PaneView, RowKey};
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let filter = app.filter(Pane::Locks);
@@ -252,10 +252,10 @@ impl PaneView for Locks {
         items::locks(&app.snapshot, filter).len()
     }
 
-    fn keys(&self, app: &App, filter: &Filter) -> Vec<String> {
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey> {
         items::locks(&app.snapshot, filter)
             .iter()
-            .map(|(t, l)| format!("{t}/{}", l.path))
+            .map(|(t, l)| RowKey::lock(t, &l.path))
             .collect()
     }
 

@@ -15,7 +15,7 @@ use crate::live::snapshot::short_duration;
 use crate::console::views::table::Col;
 use crate::console::views::{block, kv};
 use crate::console::items::{Column, Filter};
-use crate::console::panes::PaneView;
+use crate::console::panes::{PaneView, RowKey};
 
 /// A text progress bar: `█████░░░░░  50%`.
 pub(crate) fn gauge(pct: Option<f64>, width: usize) -> String {
@@ -223,10 +223,10 @@ impl PaneView for Workers {
         items::workers(&app.snapshot, filter).len()
     }
 
-    fn keys(&self, app: &App, filter: &Filter) -> Vec<String> {
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey> {
         items::workers(&app.snapshot, filter)
             .iter()
-            .map(|(t, w)| format!("{t}/{}", w.worker_id))
+            .map(|(t, w)| RowKey::worker(t, &w.worker_id))
             .collect()
     }
 

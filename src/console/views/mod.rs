@@ -666,7 +666,7 @@ pub(crate) struct ListHead<'s> {
 /// In a detail view whose record went away, says so instead of showing a neighbour (true: drawn).
 pub(crate) fn gone_detail(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) -> bool {
     let st = app.pane_state();
-    let Some(k) = st.gone.as_deref().filter(|_| st.detail) else {
+    let Some(k) = st.gone.as_ref().filter(|_| st.detail) else {
         return false;
     };
     let lines = vec![
