@@ -21,19 +21,19 @@ use crate::store::Root;
 use crate::store::lock::FileLock;
 use crate::store::time::{now_ts, parse_ts};
 
-pub mod anchor;
+pub(crate) mod anchor;
 
 /// The `prev` of the first entry.
-pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+pub(crate) const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// A segment is rotated out once it reaches this size, well below the engine's read limits.
-pub const DEFAULT_SEGMENT_BYTES: u64 = 8 * 1024 * 1024;
+pub(crate) const DEFAULT_SEGMENT_BYTES: u64 = 8 * 1024 * 1024;
 
 /// Longest journal line a reader accepts (an entry is a few hundred bytes).
 pub const MAX_LINE_BYTES: usize = 64 * 1024;
 
 /// Longest actor name (`--actor`, an MCP client's name).
-pub const MAX_ACTOR_CHARS: usize = 128;
+pub(crate) const MAX_ACTOR_CHARS: usize = 128;
 
 /// Longest reason kept in an entry; longer ones are cut with `…`.
 const MAX_REASON_CHARS: usize = 2000;
@@ -68,7 +68,7 @@ impl Origin {
 }
 
 /// The user running this process (`$USER`, else `$LOGNAME`, else `unknown`).
-pub fn user_name() -> String {
+pub(crate) fn user_name() -> String {
     ["USER", "LOGNAME"]
         .iter()
         .filter_map(|v| std::env::var(v).ok())
@@ -648,7 +648,7 @@ impl Verifier {
 }
 
 /// Checks the whole chain ([`verify_with`] with nothing else to check against).
-pub fn verify(root: &Root) -> Result<VerifyResult> {
+pub(crate) fn verify(root: &Root) -> Result<VerifyResult> {
     verify_with(root, &VerifyOptions::default())
 }
 

@@ -149,7 +149,7 @@ impl Peer {
 
 /// A subject the bridge may publish a reply on: literal, and never under `$` (the server's own APIs:
 /// `$JS.API…`, `$KV…`, `$SYS…`), which a reply would call with this bridge's credentials.
-pub fn check_reply_subject(s: &str) -> Result<(), String> {
+pub(crate) fn check_reply_subject(s: &str) -> Result<(), String> {
     subject::check_subject(s)?;
     if s.starts_with('$') {
         return Err(format!(
@@ -309,21 +309,9 @@ impl Peers {
     }
 }
 
-/// The origin's message shape (its publish code writes these keys).
-pub const ORIGIN_KEYS: [&str; 8] = [
-    "id",
-    "type",
-    "source",
-    "target",
-    "timestamp",
-    "workflow_id",
-    "step_id",
-    "context",
-];
-
 /// True when a JSON object looks like the origin's envelope (it has `source` and `type`, and no
 /// `pantheon_bridge`).
-pub fn looks_like_origin(v: &Map<String, Value>) -> bool {
+pub(crate) fn looks_like_origin(v: &Map<String, Value>) -> bool {
     !v.contains_key("pantheon_bridge") && v.contains_key("source") && v.contains_key("type")
 }
 

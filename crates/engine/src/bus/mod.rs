@@ -22,24 +22,21 @@ use crate::store::time::now_ts;
 
 use crate::store::layout;
 
-pub mod archive;
-pub mod board;
-pub mod deadlock;
-pub mod events;
-pub mod fencing;
-pub mod journaled;
-pub mod locks;
-pub mod model;
-pub mod notices;
-pub mod queue;
-pub mod vocab;
-pub mod workers;
+pub(crate) mod archive;
+pub(crate) mod board;
+pub(crate) mod deadlock;
+pub(crate) mod events;
+pub(crate) mod fencing;
+pub(crate) mod journaled;
+pub(crate) mod locks;
+pub(crate) mod model;
+pub(crate) mod notices;
+pub(crate) mod queue;
+pub(crate) mod vocab;
+pub(crate) mod workers;
 
-pub use locks::LockKey;
-pub use model::{
-    Assessment, BoardSession, DiscussionLine, Envelope, LockEntry, Vote, WorkerEntry, WorkerStatus,
-};
-pub use queue::MessageKind;
+pub(crate) use model::Envelope;
+pub(crate) use queue::MessageKind;
 
 /// Who operator acts are recorded as (`forced_by`, board `source`).
 pub const OPERATOR: &str = "operator";
@@ -487,7 +484,7 @@ pub struct BoardSummary {
 }
 
 /// The tracks of `root` that have a `.message-bus` directory, sorted.
-pub fn list_tracks(root: &Root) -> Vec<TrackName> {
+pub(crate) fn list_tracks(root: &Root) -> Vec<TrackName> {
     let mut out: Vec<TrackName> = std::fs::read_dir(root.tracks_dir())
         .map(|rd| {
             rd.flatten()
@@ -503,6 +500,7 @@ pub fn list_tracks(root: &Root) -> Vec<TrackName> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use locks::LockKey;
     use vocab::MessageType;
 
     #[test]
@@ -681,7 +679,7 @@ mod tests {
         let session = board::current_session(&bus).unwrap().unwrap();
         assert_eq!(session.directors, ["CA", "CPO", "CSO", "COO", "CXO"]);
         for d in &session.directors {
-            crate::store::Director::parse(d).unwrap();
+            crate::store::ids::Director::parse(d).unwrap();
         }
     }
 
@@ -746,7 +744,7 @@ mod tests {
         std::fs::create_dir_all(bus.board_dir()).unwrap();
         fifo(&bus.board_dir().join("discussion.jsonl"));
         let p = bus.board_dir().join("discussion.jsonl");
-        let got = within_5s(move || board::read_discussion(&p).map_err(|e| e.to_string()))
+        let got = within_5s(move || board::session::read_discussion(&p).map_err(|e| e.to_string()))
             .expect("reading the discussion blocked on a FIFO");
         assert!(got.unwrap_err().contains("not a regular file"));
 

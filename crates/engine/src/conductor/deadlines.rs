@@ -49,7 +49,7 @@ pub struct DeadlineIndex {
 
 /// When an inbox dispatch needs the supervisor: its ack deadline; at once when a crash left a move
 /// half done (its `to_god` differs from its inbox, or it carries `dead_at`); `None` otherwise.
-pub fn dispatch_due(d: &Dispatch, inbox_god: &str) -> Option<DateTime<Utc>> {
+pub(crate) fn dispatch_due(d: &Dispatch, inbox_god: &str) -> Option<DateTime<Utc>> {
     if d.deliveries.is_empty() && d.ack_wait.is_none() {
         return None;
     }

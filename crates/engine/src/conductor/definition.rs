@@ -89,7 +89,7 @@ pub struct PublishDef {
 }
 
 /// The god a `nats_publish` step without one is recorded under: the bridge performs it.
-pub const PUBLISH_GOD: &str = "bridge";
+pub(crate) const PUBLISH_GOD: &str = "bridge";
 
 /// A definition or rule file that could not be loaded, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

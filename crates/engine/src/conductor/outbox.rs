@@ -371,12 +371,6 @@ fn route_after(def: &WorkflowDef, step_id: &str, st: &mut WorkflowState) -> Rout
     }
 }
 
-/// True when a step is run by the engine and the bridge rather than dispatched to a god.
-pub fn is_automatic(def: &WorkflowDef, step: &str) -> bool {
-    def.step(step)
-        .is_some_and(|s| s.publish.is_some() || s.await_ack)
-}
-
 /// Outbox records waiting to be published, oldest first, with the ones not (yet) live left out:
 /// a `request` is live once its workflow's state lists its id; a `reply` is live when written.
 pub fn pending(root: &Root) -> (Vec<OutboxRecord>, usize) {

@@ -10,7 +10,7 @@ use crate::words::words;
 
 words!(
     /// What an ack decides (docs/PROTOCOL.md §2.5): the four statuses a recipient may send.
-    AckDecision {
+    pub AckDecision {
         /// The god took the dispatch.
         Accepted = "accepted",
         /// The god will act later (`eta`).

@@ -12,7 +12,7 @@ use crate::words::words;
 
 words!(
     /// What a submit did with a handoff (docs/PROTOCOL.md §2.1).
-    SubmitStatus {
+    pub SubmitStatus {
         /// The next step was dispatched to its god's inbox.
         Dispatched = "dispatched",
         /// The next step's dispatch is held in `_quarantine` for an operator.
@@ -48,7 +48,7 @@ impl SubmitStatus {
 
 words!(
     /// Which deadline an ack's answer names (docs/PROTOCOL.md §2.10).
-    DeadlineKind {
+    pub DeadlineKind {
         /// The wait for the next ack (after `pending`).
         Ack = "ack",
         /// The end of an accepted step's `timeout`.
@@ -58,7 +58,7 @@ words!(
 
 words!(
     /// An operator's decision on a held dispatch.
-    ApprovalStatus {
+    pub ApprovalStatus {
         /// Released into the god's inbox.
         Approved = "approved",
         /// Archived; the workflow failed.
@@ -68,7 +68,7 @@ words!(
 
 words!(
     /// What `abort_workflow` did.
-    AbortStatus {
+    pub AbortStatus {
         /// The workflow was aborted now.
         Aborted = "aborted",
         /// It was aborted before; the existing manifest is returned.
@@ -78,7 +78,7 @@ words!(
 
 words!(
     /// What `cleanup` did.
-    CleanupStatus {
+    pub CleanupStatus {
         /// The temporary artifacts were deleted.
         Cleaned = "cleaned",
         /// Nothing was deleted; the answer lists what would be.
@@ -88,7 +88,7 @@ words!(
 
 words!(
     /// What `redispatch` did.
-    RedispatchStatus {
+    pub RedispatchStatus {
         /// The step's dispatch was written again.
         Redispatched = "redispatched",
     }
@@ -96,7 +96,7 @@ words!(
 
 words!(
     /// What `init` did.
-    InitStatus {
+    pub InitStatus {
         /// The root's directories and files are in place.
         Initialized = "initialized",
     }

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::usage::Usage;
 
 /// The date the shipped table was read from the vendors' public price lists.
-pub const DEFAULT_PRICES_DATE: &str = "2025-11-01";
+pub(crate) const DEFAULT_PRICES_DATE: &str = "2025-11-01";
 
 /// Dollars per million tokens of each kind (equal to micro-dollars per token).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -18,32 +18,32 @@ use crate::store::layout;
 use crate::store::safe::SafeDir;
 
 /// `history/segments`: one file of change records per segment.
-pub const SEGMENTS_DIR: &str = "segments";
+pub(crate) const SEGMENTS_DIR: &str = "segments";
 /// `history/checkpoints`: the whole tree at the start of each segment.
-pub const CHECKPOINTS_DIR: &str = "checkpoints";
+pub(crate) const CHECKPOINTS_DIR: &str = "checkpoints";
 /// `history/blobs`: file contents by hash, `blobs/{first two hex}/{rest}`.
-pub const BLOBS_DIR: &str = "blobs";
+pub(crate) const BLOBS_DIR: &str = "blobs";
 /// `history/.writer.lock`: the writer lease (an exclusive `flock` held while recording).
-pub const WRITER_LOCK: &str = ".writer.lock";
+pub(crate) const WRITER_LOCK: &str = ".writer.lock";
 /// `history/writer.json`: who holds the lease (pid, since), for messages.
-pub const WRITER_FILE: &str = "writer.json";
+pub(crate) const WRITER_FILE: &str = "writer.json";
 /// `history/forgotten.json`: workflows whose recorded context was dropped.
-pub const FORGOTTEN_FILE: &str = "forgotten.json";
+pub(crate) const FORGOTTEN_FILE: &str = "forgotten.json";
 const SEGMENT_SUFFIX: &str = ".log";
 const CHECKPOINT_SUFFIX: &str = ".json";
 
 /// A segment is closed (a checkpoint taken, a new segment begun) after this many records…
-pub const SEGMENT_MAX_RECORDS: u64 = 20_000;
+pub(crate) const SEGMENT_MAX_RECORDS: u64 = 20_000;
 /// …or this many bytes of records.
-pub const SEGMENT_MAX_BYTES: u64 = 8 * 1024 * 1024;
+pub(crate) const SEGMENT_MAX_BYTES: u64 = 8 * 1024 * 1024;
 /// The longest a written record waits for its `fdatasync`.
-pub const SYNC_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+pub(crate) const SYNC_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 /// Largest segment or checkpoint file read.
-pub const MAX_INDEX_BYTES: u64 = 512 * 1024 * 1024;
+pub(crate) const MAX_INDEX_BYTES: u64 = 512 * 1024 * 1024;
 /// A file larger than this is recorded without its content (its size and time only).
-pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// At a checkpoint, runs of small appended pieces are merged into blobs of about this size.
-pub const CHUNK_BYTES: u64 = 1024 * 1024;
+pub(crate) const CHUNK_BYTES: u64 = 1024 * 1024;
 /// A file with more pieces than this is merged at the next checkpoint.
 const MERGE_AFTER_PIECES: usize = 8;
 /// Longest record line read (paths are bounded by the file system, so a longer line is garbage).
@@ -178,7 +178,7 @@ pub fn apply(tree: &mut Tree, c: &Change) {
 }
 
 /// The content hash of `bytes`: the first 128 bits of its SHA-256, in hex.
-pub fn hash_of(bytes: &[u8]) -> String {
+pub(crate) fn hash_of(bytes: &[u8]) -> String {
     let d = sha2::Sha256::digest(bytes);
     hex::encode(&d[..16])
 }
@@ -190,7 +190,7 @@ fn is_hash(h: &str) -> bool {
 }
 
 /// Microseconds since the epoch of `t`.
-pub fn micros(t: chrono::DateTime<chrono::Utc>) -> i64 {
+pub(crate) fn micros(t: chrono::DateTime<chrono::Utc>) -> i64 {
     t.timestamp_micros()
 }
 
@@ -510,7 +510,7 @@ impl HistoryDir {
 }
 
 /// Parses a segment's bytes: the header, the records, the damage, and where the whole lines end.
-pub fn parse_segment(seq: u64, bytes: &[u8]) -> SegmentRead {
+pub(crate) fn parse_segment(seq: u64, bytes: &[u8]) -> SegmentRead {
     let mut out = SegmentRead::default();
     let mut off = 0usize;
     let mut first = true;
@@ -877,7 +877,7 @@ impl Writer {
 }
 
 /// The blobs named by any kept checkpoint or record.
-pub fn referenced_blobs(hist: &HistoryDir) -> Result<BTreeSet<String>> {
+pub(crate) fn referenced_blobs(hist: &HistoryDir) -> Result<BTreeSet<String>> {
     let mut keep = BTreeSet::new();
     for seg in hist.segments() {
         if let Ok(cp) = hist.checkpoint(seg) {
@@ -893,7 +893,7 @@ pub fn referenced_blobs(hist: &HistoryDir) -> Result<BTreeSet<String>> {
 }
 
 /// Every blob stored, by hash.
-pub fn stored_blobs(hist: &HistoryDir) -> Vec<String> {
+pub(crate) fn stored_blobs(hist: &HistoryDir) -> Vec<String> {
     let mut out = Vec::new();
     let base = hist.dir.join(BLOBS_DIR);
     for sub in std::fs::read_dir(&base).into_iter().flatten().flatten() {
@@ -917,7 +917,7 @@ pub fn stored_blobs(hist: &HistoryDir) -> Vec<String> {
 }
 
 /// Removes the blobs nothing kept names; returns how many.
-pub fn collect_garbage(hist: &HistoryDir) -> Result<usize> {
+pub(crate) fn collect_garbage(hist: &HistoryDir) -> Result<usize> {
     let keep = referenced_blobs(hist)?;
     let mut n = 0;
     for h in stored_blobs(hist) {

@@ -8,8 +8,6 @@ use std::time::{Duration, Instant};
 use super::Root;
 use crate::error::{Error, Result};
 
-pub use super::settings::DEFAULT_LOCK_TIMEOUT;
-
 /// An exclusive `flock` held until dropped. The lock file itself is never truncated, renamed or deleted.
 #[derive(Debug)]
 pub struct FileLock {
