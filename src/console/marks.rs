@@ -7,8 +7,7 @@
 //! A mark is the record's identity (the same one the selection follows), so it stays on its record
 //! when rows move, and a record that went away is reported as skipped, never replaced by a neighbour.
 
-use crate::engine::bus::LockKey;
-use crate::engine::store::{GodName, HandoffId, TrackName, WorkflowId};
+use crate::engine::{GodName, HandoffId, LockKey, TrackName, WorkflowId};
 
 use super::action::Pane;
 use super::app::{App, FlashKind, Tone};
@@ -454,11 +453,7 @@ impl FanOut<'_> {
     }
 
     /// The same answers, in a new ack (its own id) of the marked dispatch.
-    fn ack(
-        &self,
-        request: &crate::engine::conductor::AckRequest,
-        mark: &str,
-    ) -> Result<Op, String> {
+    fn ack(&self, request: &crate::engine::AckRequest, mark: &str) -> Result<Op, String> {
         let rows = items::dispatches(self.snap, &self.all);
         let Some(r) = rows
             .iter()
