@@ -13,7 +13,7 @@ use pantheon::console::action::{Action, Pane};
 use pantheon::console::app::{App, FlashKind, Mode};
 use pantheon::console::attention::Kind;
 use pantheon::console::engine_ops::EngineOperator;
-use pantheon::engine::conductor::Conductor;
+use pantheon::engine::Conductor;
 use pantheon::live::{LiveModel, ModelOptions};
 use serde_json::{Value, json};
 
