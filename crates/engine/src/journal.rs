@@ -77,7 +77,7 @@ pub(crate) fn user_name() -> String {
         .unwrap_or_else(|| "unknown".to_owned())
 }
 
-/// An actor name without control characters, at most [`MAX_ACTOR_CHARS`] long.
+/// An actor name without control characters, at most `MAX_ACTOR_CHARS` long.
 pub fn clean_actor(a: &str) -> String {
     a.trim()
         .chars()
@@ -173,7 +173,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// Opens the journal for reading and appending the way every engine write opens a file
-/// ([`crate::store::safe`]): by `openat` from the root down, never through a symbolic link in any
+/// (`crate::store::safe`): by `openat` from the root down, never through a symbolic link in any
 /// component, created with the mode `open(…, "w")` gives, and refused when it has more than one hard
 /// link (an append through a hard link would land outside the root).
 /// Opens a journal file for reading, never through a symbolic link (readers are tolerant: a file they
@@ -541,7 +541,7 @@ impl HeadRef {
 /// What to check the journal against besides its own chain.
 #[derive(Debug, Clone, Default)]
 pub struct VerifyOptions {
-    /// An anchor file written by `pantheon serve --journal-anchor` ([`anchor`]).
+    /// An anchor file written by `pantheon serve --journal-anchor` (`anchor`).
     pub anchor: Option<PathBuf>,
     /// A head the operator kept (`--head SEQ:HASH`).
     pub head: Option<HeadRef>,

@@ -26,7 +26,7 @@ pub(crate) fn check_subject(s: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// A subject filter: like [`check_subject`], but a token may be `*` and the last may be `>`.
+/// A subject filter: like `check_subject`, but a token may be `*` and the last may be `>`.
 pub fn check_filter(s: &str) -> Result<(), String> {
     if s.is_empty() || s.len() > MAX_SUBJECT {
         return Err(format!(

@@ -186,7 +186,7 @@ fn own_id(line: &[u8]) -> Option<String> {
 
 /// Reads the complete lines at or after `offset` that were written on this machine (not mirrored):
 /// (lines, offset after the last complete line). Lines that are not envelopes, lines without an id
-/// and lines over [`MAX_LINE_BYTES`] are passed over, as by [`read_raw_from`].
+/// and lines over `MAX_LINE_BYTES` are passed over, as by `read_raw_from`.
 pub fn read_own_from(path: &Path, offset: u64) -> Result<(Vec<OwnLine>, u64)> {
     let Some(mut file) = queue::open_queue(path)? else {
         return Ok((Vec::new(), 0));
@@ -778,7 +778,7 @@ pub fn new_lock(
 }
 
 /// Rewrites the shared entries of `locks.json` (under `.lock_mutex`) to be exactly `locks` (path ->
-/// (lock, revision)); entries without [`SHARED_FIELD`] are left alone unless a shared lock has
+/// (lock, revision)); entries without `SHARED_FIELD` are left alone unless a shared lock has
 /// their path. Returns true when the file changed.
 pub fn mirror_locks(bus: &Bus, locks: &BTreeMap<String, (SharedLock, u64)>) -> Result<bool> {
     bus.require()?;
@@ -813,7 +813,7 @@ pub fn mirror_locks(bus: &Bus, locks: &BTreeMap<String, (SharedLock, u64)>) -> R
     Ok(true)
 }
 
-/// The heartbeat entries written on this machine (no [`MIRROR_FIELD`]), by worker id.
+/// The heartbeat entries written on this machine (no `MIRROR_FIELD`), by worker id.
 pub fn local_workers(bus: &Bus) -> Result<BTreeMap<String, Value>> {
     let map = crate::store::read::read_json_object(&bus.workers_path())?;
     Ok(map
@@ -828,7 +828,7 @@ pub fn worker_key(pantheon: &str, worker: &str) -> String {
 }
 
 /// Rewrites the remote entries of `worker-status.json` (under `.lock_mutex`) to be exactly `remote`
-/// (`(pantheon, worker)` -> entry), keyed `worker@pantheon` with [`MIRROR_FIELD`]; local entries are
+/// (`(pantheon, worker)` -> entry), keyed `worker@pantheon` with `MIRROR_FIELD`; local entries are
 /// kept. Returns true when the file changed.
 pub fn mirror_workers(bus: &Bus, remote: &BTreeMap<(String, String), Value>) -> Result<bool> {
     bus.require()?;

@@ -246,7 +246,7 @@ impl Bus {
     }
 
     /// Posts many messages from one process. Every item is checked before anything is written; then
-    /// whole lines are appended in chunks of up to [`queue::BATCH_BYTES`], each chunk one `write` under
+    /// whole lines are appended in chunks of up to `queue::BATCH_BYTES`, each chunk one `write` under
     /// one hold of the queue's flock (other writers interleave between chunks, never inside a line).
     pub fn post_batch(
         &self,
@@ -393,7 +393,7 @@ impl Bus {
         }
     }
 
-    /// Waits for an event file (see [`events::wait_for_event`]).
+    /// Waits for an event file (see `events::wait_for_event`).
     pub fn wait_for_event(
         &self,
         pattern: &events::EventPattern,

@@ -466,9 +466,9 @@ fn default_max_rounds() -> u32 {
 
 /// Phase status words as constants for `match`, derived from [`PhaseStatus`] (spelled there once).
 pub(crate) const PHASE_NOT_STARTED: &str = PhaseStatus::NotStarted.as_str();
-/// See [`PhaseStatus::InProgress`].
+/// See `PhaseStatus::InProgress`.
 pub const PHASE_IN_PROGRESS: &str = PhaseStatus::InProgress.as_str();
-/// See [`PhaseStatus::Complete`].
+/// See `PhaseStatus::Complete`.
 pub const PHASE_COMPLETE: &str = PhaseStatus::Complete.as_str();
 
 /// The four phases of a session.

@@ -36,7 +36,7 @@ pub(crate) fn is_valid_type(kind: &str) -> bool {
 }
 
 /// A message `type` (`PROGRESS`, `TASK_COMPLETE`, or any other word a track agrees on): validated
-/// against [`TYPE_PATTERN`] and at most 64 bytes when parsed (docs/PROTOCOL.md 1.3). The engine's own
+/// against `TYPE_PATTERN` and at most 64 bytes when parsed (docs/PROTOCOL.md 1.3). The engine's own
 /// words convert from [`MessageType`](super::vocab::MessageType) without a check or an allocation.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct MessageKind(std::borrow::Cow<'static, str>);
@@ -47,7 +47,7 @@ impl MessageKind {
     /// The pattern a value must match (and at most 64 bytes), as shown in error messages.
     pub const PATTERN: &'static str = TYPE_PATTERN;
 
-    /// Parses `value`; refuses (`Error::InvalidName`) a value that does not match [`TYPE_PATTERN`]
+    /// Parses `value`; refuses (`Error::InvalidName`) a value that does not match `TYPE_PATTERN`
     /// or is longer than 64 bytes.
     pub fn parse(value: &str) -> Result<Self> {
         if is_valid_type(value) {
@@ -382,7 +382,7 @@ impl Filter {
 /// `skipped` and listed in [`ReadResult::oversized`]; readers never hold more than this for one line.
 pub(crate) const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 
-/// A line passed over for being longer than [`MAX_LINE_BYTES`].
+/// A line passed over for being longer than `MAX_LINE_BYTES`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct OversizedLine {
     /// Byte offset of the line's start.
@@ -428,7 +428,7 @@ pub struct ReadResult {
     pub next_offset: u64,
     /// Pass back as `cursor` for the next page; `null` when this page holds the last message.
     pub next_cursor: Option<String>,
-    /// Lines over [`MAX_LINE_BYTES`] that were skipped.
+    /// Lines over `MAX_LINE_BYTES` that were skipped.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub oversized: Vec<OversizedLine>,
 }
@@ -664,7 +664,7 @@ impl<'f> RevNewlines<'f> {
 }
 
 /// The last `n` messages passing `filter`, found by reading backwards from the end in blocks: each
-/// byte is read at most twice, and a line over [`MAX_LINE_BYTES`] is skipped without being read.
+/// byte is read at most twice, and a line over `MAX_LINE_BYTES` is skipped without being read.
 pub fn tail(path: &Path, n: usize, filter: &Filter) -> Result<ReadResult> {
     tail_page(path, n, filter, None)
 }
@@ -732,7 +732,7 @@ pub(crate) fn tail_page(
 
 /// Reads the complete lines appended at or after `offset`: (messages, offset after the last complete
 /// line, bad lines skipped). A trailing unterminated line is left for the next call; a line over
-/// [`MAX_LINE_BYTES`] is passed over without being held.
+/// `MAX_LINE_BYTES` is passed over without being held.
 pub fn read_from(path: &Path, offset: u64) -> Result<(Vec<Envelope>, u64, usize)> {
     let Some(mut file) = open_queue(path)? else {
         return Ok((Vec::new(), 0, 0));

@@ -43,7 +43,7 @@ pub struct DeadlineIndex {
     generation: u64,
     /// Files read since the index was created (a measure of the work done).
     pub reads: u64,
-    /// Open dispatches whose deadline can never fire, and why ([`super::delivery::never_due`]).
+    /// Open dispatches whose deadline can never fire, and why (`super::delivery::never_due`).
     pub never_due: std::collections::BTreeMap<PathBuf, String>,
 }
 

@@ -1055,7 +1055,7 @@ pub fn remove_supervisor_heartbeat(root: &Root, id: &str) -> Result<()> {
 }
 
 /// True when a supervisor whose last beat was `last_beat` is alive at `now`: it beat within
-/// [`SUPERVISOR_DEAD_AFTER`], and not further than that ahead of `now` either (a beat stamped in the
+/// `SUPERVISOR_DEAD_AFTER`, and not further than that ahead of `now` either (a beat stamped in the
 /// future, by a skewed clock or a planted file, would otherwise count as alive for years and hide that
 /// no supervisor enforces the deadlines).
 pub fn supervisor_alive(last_beat: DateTime<Utc>, now: DateTime<Utc>) -> bool {

@@ -191,7 +191,7 @@ pub fn is_foreign_pending_dir(name: &str) -> bool {
         && (name.starts_with('_') || FOREIGN_PENDING_DIRS.contains(&name))
 }
 
-/// The gods with an inbox in `root`, as [`crate::store::read::name_list`] shows them (`None`: no inbox
+/// The gods with an inbox in `root`, as `crate::store::read::name_list` shows them (`None`: no inbox
 /// at all). For messages that say which gods exist.
 pub fn known_gods(root: &Root) -> Option<String> {
     crate::store::read::name_list(

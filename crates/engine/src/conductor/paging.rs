@@ -39,7 +39,7 @@ impl PageRequest {
     }
 
     /// A page as callers ask for it: `limit` defaults to [`DEFAULT_LIMIT`] and must be 1 to
-    /// [`MAX_LIMIT`].
+    /// `MAX_LIMIT`.
     pub fn new(limit: Option<usize>, cursor: Option<String>) -> Result<Self> {
         let limit = limit.unwrap_or(DEFAULT_LIMIT);
         if !(1..=MAX_LIMIT).contains(&limit) {

@@ -349,7 +349,7 @@ pub struct StateUsage {
     pub total: Totals,
     /// Per step.
     pub steps: BTreeMap<String, Totals>,
-    /// The keys of the latest reports (at most [`MAX_STATE_KEYS`]).
+    /// The keys of the latest reports (at most `MAX_STATE_KEYS`).
     pub keys: Vec<String>,
 }
 

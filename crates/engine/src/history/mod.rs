@@ -74,7 +74,7 @@ pub(crate) fn tree_at(root: &Root, at_us: i64) -> Result<(store::Tree, i64, i64)
     }
 }
 
-/// The root as it was at `at_us` (see [`picture::picture`]), with the history's bounds.
+/// The root as it was at `at_us` (see `picture::picture`), with the history's bounds.
 pub fn replay_at(root: &Root, at_us: i64) -> Result<Value> {
     let (tree, first, last) = tree_at(root, at_us)?;
     let hist = HistoryDir::of(root);

@@ -813,7 +813,7 @@ pub(crate) fn run(
     Ok(())
 }
 
-/// A recorder on its own thread ([`run`]); [`Background::stop`] ends it.
+/// A recorder on its own thread (`run`); [`Background::stop`] ends it.
 #[derive(Debug)]
 pub struct Background {
     tx: mpsc::Sender<Msg>,

@@ -53,7 +53,7 @@ const MAX_LINE: usize = 64 * 1024;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileVer {
     /// The blobs whose concatenation is the content (empty: the content was not kept, see
-    /// [`MAX_FILE_BYTES`]).
+    /// `MAX_FILE_BYTES`).
     #[serde(rename = "b", default)]
     pub blobs: Vec<String>,
     /// Its size in bytes.
@@ -713,7 +713,7 @@ impl Writer {
 
     /// Numbers, stamps and appends `batch` (one write), applies it to the tree, and closes the
     /// segment when it is full. Stamps never go back and never pass `now_us`. The write reaches the
-    /// disk by [`Writer::sync_due`] within [`SYNC_EVERY`] (a killed recorder loses nothing: the
+    /// disk by [`Writer::sync_due`] within `SYNC_EVERY` (a killed recorder loses nothing: the
     /// kernel keeps its writes; a power loss may cut the last second, and opening repairs the tail),
     /// so a busy root's writers do not wait on an `fdatasync` per batch of the recorder's.
     pub fn commit(&mut self, mut batch: Vec<Pending>, now_us: i64) -> Result<Vec<Change>> {
@@ -754,7 +754,7 @@ impl Writer {
         Ok(out)
     }
 
-    /// `fdatasync`s the records written if the oldest of them is [`SYNC_EVERY`] old (true: synced).
+    /// `fdatasync`s the records written if the oldest of them is `SYNC_EVERY` old (true: synced).
     pub fn sync_due(&mut self) -> Result<bool> {
         match self.unsynced {
             Some(t) if t.elapsed() >= SYNC_EVERY => self.sync().map(|()| true),

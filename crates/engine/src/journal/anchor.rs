@@ -23,7 +23,7 @@ use crate::store::time::now_ts;
 /// The least time between two anchors `serve` writes (it always writes one at exit).
 pub(crate) const ANCHOR_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// The interval in force: `PANTHEON_JOURNAL_ANCHOR_EVERY_MS` (100 ms to 60 s), else [`ANCHOR_EVERY`].
+/// The interval in force: `PANTHEON_JOURNAL_ANCHOR_EVERY_MS` (100 ms to 60 s), else `ANCHOR_EVERY`.
 /// A shorter one anchors more entries (a rewrite is then located to fewer of them) at the cost of a
 /// flushed write per interval while the journal moves.
 pub fn anchor_every() -> std::time::Duration {
@@ -271,7 +271,7 @@ pub struct AnchorWriter {
 }
 
 impl AnchorWriter {
-    /// Opens (creating) the anchor `path` for appending, after [`check_place`]; returns it and the
+    /// Opens (creating) the anchor `path` for appending, after `check_place`; returns it and the
     /// warnings to show. The last anchor already in the file is not written again.
     pub fn open(root: &Root, path: &Path) -> Result<(Self, Vec<String>)> {
         let (target, warnings) = check_place(root, path)?;

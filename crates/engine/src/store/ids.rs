@@ -36,7 +36,7 @@ pub(crate) const WORKFLOW_ID_PATTERN: &str = "^wf_[a-z0-9_]{1,120}$";
 /// Pattern of ack ids: `ack_`, a date, then 3–8 lowercase letters or digits.
 pub(crate) const ACK_ID_PATTERN: &str = "^ack_\\d{8}_[a-z0-9]{3,8}$";
 
-/// True when `s` matches [`NAME_PATTERN`].
+/// True when `s` matches `NAME_PATTERN`.
 pub fn is_valid_name(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()

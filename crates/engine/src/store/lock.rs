@@ -17,7 +17,7 @@ pub struct FileLock {
 
 impl FileLock {
     /// Takes an exclusive lock on `path` (created if missing, never through a link, see
-    /// [`super::safe`]), waiting up to the root's lock timeout ([`super::Settings::lock_timeout`]).
+    /// `super::safe`), waiting up to the root's lock timeout ([`super::Settings::lock_timeout`]).
     pub fn exclusive(root: &Root, path: &Path) -> Result<Self> {
         Self::exclusive_within(root, path, root.settings.lock_timeout)
     }

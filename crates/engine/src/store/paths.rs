@@ -199,7 +199,7 @@ impl Root {
     }
 
     /// Refuses a write, move or removal of `path` when it lies outside every anchor or when a
-    /// component of its directory below the anchor is a symbolic link (see [`super::safe`]). Creates
+    /// component of its directory below the anchor is a symbolic link (see `super::safe`). Creates
     /// nothing.
     pub fn check_write(&self, path: &Path) -> Result<(), String> {
         let path = absolute(path);

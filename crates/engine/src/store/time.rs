@@ -67,7 +67,7 @@ pub(crate) fn add(t: DateTime<Utc>, d: std::time::Duration) -> Option<DateTime<U
 }
 
 /// Parses a duration such as `30s`, `5m`, `2h`, `1d` (also `90` = seconds, `1h30m`). `None` when it is
-/// not one or is longer than [`MAX_DURATION`].
+/// not one or is longer than `MAX_DURATION`.
 pub fn parse_duration(s: &str) -> Option<std::time::Duration> {
     parse_duration_unbounded(s).filter(|d| *d <= MAX_DURATION)
 }

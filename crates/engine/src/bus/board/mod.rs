@@ -19,17 +19,17 @@ pub(crate) use ops::{AdvanceResult, ResolveResult};
 pub(crate) use session::{BoardSeen, current_session};
 
 /// Session statuses as string constants for `match` on a tolerant record's field, derived from
-/// [`SessionStatus`] (spelled there once).
+/// `SessionStatus` (spelled there once).
 pub const ASSESSING: &str = SessionStatus::Assessing.as_str();
-/// See [`SessionStatus::Discussing`].
+/// See `SessionStatus::Discussing`.
 pub const DISCUSSING: &str = SessionStatus::Discussing.as_str();
-/// See [`SessionStatus::Voting`].
+/// See `SessionStatus::Voting`.
 pub const VOTING: &str = SessionStatus::Voting.as_str();
 /// See [`SessionStatus::Resolving`].
 pub(crate) const RESOLVING: &str = SessionStatus::Resolving.as_str();
-/// See [`SessionStatus::Complete`].
+/// See `SessionStatus::Complete`.
 pub const COMPLETE: &str = SessionStatus::Complete.as_str();
-/// See [`Checkpoint::QuickReview`].
+/// See `Checkpoint::QuickReview`.
 pub const QUICK_REVIEW: &str = Checkpoint::QuickReview.as_str();
 /// See [`PhaseStatus::Skipped`].
 pub(crate) const PHASE_SKIPPED: &str = PhaseStatus::Skipped.as_str();
