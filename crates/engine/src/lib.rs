@@ -29,7 +29,7 @@ mod trace;
 mod validate;
 mod words;
 
-// Errors: one `Error` with a kind, `Result`, a rule violation.
+// Errors: everything the engine can refuse or fail with, and one schema or rule violation.
 pub use crate::error::{Error, Result, Violation};
 
 // The root and its files: the `Root`, validated ids, settings, safe reads and atomic writes.
@@ -147,7 +147,7 @@ pub use crate::{
     },
 };
 
-// Traces and the whole-root check.
+// Traces (W3C trace context, docs/PROTOCOL.md §2.13) and the strict whole-root check.
 pub use crate::{
     trace::{TraceContext, span_id, trace_of},
     validate::{Problem, Severity, ValidationReport, validate_root},
