@@ -17,6 +17,7 @@ pub(crate) mod deadlines;
 pub(crate) mod definition;
 pub(crate) mod delivery;
 pub(crate) mod files;
+pub(crate) mod inbox_cache;
 pub(crate) mod intents;
 pub(crate) mod journaled;
 pub(crate) mod model;
@@ -94,6 +95,8 @@ pub struct Conductor {
     schemas: Mutex<Option<(SchemaKey, Arc<Schemas>)>>,
     /// Who acts through this handle, for the journal.
     origin: RwLock<Origin>,
+    /// Inboxes read before, for a handle that reads them again and again (the MCP server).
+    inboxes: inbox_cache::InboxCache,
 }
 
 impl Conductor {
@@ -103,6 +106,7 @@ impl Conductor {
             root,
             schemas: Mutex::new(None),
             origin: RwLock::new(Origin::default()),
+            inboxes: inbox_cache::InboxCache::default(),
         }
     }
 
