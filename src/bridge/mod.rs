@@ -14,7 +14,7 @@ use tokio::sync::Mutex;
 
 use crate::engine::{
     Conductor, Error as EngineError, Root, is_valid_name,
-    nats::{self, self as eb, Inbound, Status},
+    nats::{self as eb, Inbound, Status},
     outbox,
 };
 
@@ -174,7 +174,7 @@ pub fn run(args: BridgeArgs, root: &Root) -> anyhow::Result<crate::outcome::Outc
         eprintln!("warning: {w}");
     }
     for s in &args.subjects {
-        nats::check_filter(s).map_err(anyhow::Error::msg)?;
+        eb::check_filter(s).map_err(anyhow::Error::msg)?;
     }
     for t in &args.tracks {
         crate::engine::TrackName::parse(t)?;
