@@ -217,7 +217,7 @@ pub struct Inbound {
 }
 
 /// Fills the peers' transport, envelope and reply subject from `bridge.peers` of
-/// `conductor/config.yaml` where the flags left them open (see [`Peers::apply_config`]); returns the
+/// `conductor/config.yaml` where the flags left them open (see `Peers::apply_config`); returns the
 /// warnings (an unreadable file is one).
 pub fn configure_peers(root: &Root, peers: &mut Peers) -> Vec<String> {
     match crate::store::settings::read_config(root) {
@@ -421,7 +421,7 @@ pub fn admit(cfg: &Inbound, subject: &str, w: &Wire) -> std::result::Result<(), 
 }
 
 /// Turns an admitted message into local state: a request becomes a handoff dispatched to the
-/// configured god (or held); a reply goes to [`Conductor::receive_reply`]. Idempotent by message id.
+/// configured god (or held); a reply goes to `Conductor::receive_reply`. Idempotent by message id.
 pub fn take(c: &Conductor, cfg: &Inbound, subject: &str, w: &Wire) -> Result<Taken> {
     if w.kind == "reply" {
         let out = c.receive_reply(&Reply {
@@ -618,7 +618,7 @@ impl AwaitingReplies {
 
     /// Looks at the given workflows: writes a reply record into the outbox for each whose dispatch a
     /// god has acked (accepted, completed or rejected), on the sender's reply subject (only one of
-    /// its peer's, see [`Peers::reply_target`]; another is dead-lettered with the reason). Returns
+    /// its peer's, see `Peers::reply_target`; another is dead-lettered with the reason). Returns
     /// how many were written, and what was refused.
     pub fn collect(
         &mut self,

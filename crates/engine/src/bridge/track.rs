@@ -535,11 +535,6 @@ impl Mirror {
         })
     }
 
-    /// True when a line with `id` is in the queue.
-    pub fn has(&self, id: &str) -> bool {
-        self.seen.contains(id)
-    }
-
     /// Remembers an id written locally.
     pub fn note(&mut self, id: &str) {
         if !self.seen.contains(id) {
@@ -633,7 +628,7 @@ impl SharedLock {
     }
 
     /// Live until its expiry; a value without a readable expiry is not live.
-    pub fn is_live(&self, now: DateTime<Utc>) -> bool {
+    pub(crate) fn is_live(&self, now: DateTime<Utc>) -> bool {
         self.expires().is_some_and(|t| t > now)
     }
 
@@ -1018,7 +1013,7 @@ mod tests {
             )
             .unwrap();
         let mut m = Mirror::open(bus.clone()).unwrap();
-        assert!(m.has(&local.id));
+        assert!(m.seen.contains(&local.id));
         let line = |id: &str| {
             format!(r#"{{"id":"{id}","type":"PROGRESS","source":"r","timestamp":"2026-01-01T00:00:00Z","payload":{{}}}}"#)
                 .into_bytes()

@@ -42,7 +42,7 @@ const LEASE_TYPES: [&str; 3] = [
 
 impl Bus {
     /// `.message-bus/fencing.json`.
-    pub fn fencing_path(&self) -> PathBuf {
+    pub(crate) fn fencing_path(&self) -> PathBuf {
         self.dir.join(crate::store::layout::FENCING_FILE)
     }
 

@@ -131,15 +131,15 @@ impl Bus {
         self.dir.join(layout::QUEUE_FILE)
     }
     /// The lock file that serialises queue appends across processes.
-    pub fn mutex_path(&self) -> PathBuf {
+    pub(crate) fn mutex_path(&self) -> PathBuf {
         self.dir.join(layout::BUS_MUTEX_FILE)
     }
     /// The track's `locks.json`.
-    pub fn locks_path(&self) -> PathBuf {
+    pub(crate) fn locks_path(&self) -> PathBuf {
         self.dir.join(layout::LOCKS_FILE)
     }
     /// The track's `worker-status.json`.
-    pub fn workers_path(&self) -> PathBuf {
+    pub(crate) fn workers_path(&self) -> PathBuf {
         self.dir.join(layout::WORKERS_FILE)
     }
     /// The track's `events/` directory.
@@ -147,7 +147,7 @@ impl Bus {
         self.dir.join(layout::EVENTS_DIR)
     }
     /// The track's `board/` directory.
-    pub fn board_dir(&self) -> PathBuf {
+    pub(crate) fn board_dir(&self) -> PathBuf {
         self.dir.join(layout::BOARD_DIR)
     }
 
@@ -202,7 +202,7 @@ impl Bus {
     }
 
     /// Takes `.lock_mutex`, the lock of every read-modify-write on the bus (bounded wait).
-    pub fn mutex(&self) -> Result<FileLock> {
+    pub(crate) fn mutex(&self) -> Result<FileLock> {
         FileLock::exclusive(&self.root, &self.mutex_path())
     }
 

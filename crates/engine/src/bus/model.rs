@@ -140,12 +140,12 @@ impl Envelope {
     }
 
     /// A string field of the payload (`task_id`, `filepath`, …).
-    pub fn payload_str(&self, key: &str) -> Option<&str> {
+    pub(crate) fn payload_str(&self, key: &str) -> Option<&str> {
         self.payload.get(key).and_then(Value::as_str)
     }
 
     /// Parses one queue line; `None` for anything that is not a JSON object.
-    pub fn parse_line(line: &[u8]) -> Option<Self> {
+    pub(crate) fn parse_line(line: &[u8]) -> Option<Self> {
         let v: Value = serde_json::from_slice(line).ok()?;
         from_object(&v)
     }
@@ -233,7 +233,7 @@ impl LockEntry {
     }
 
     /// True when someone holds it and it has not expired.
-    pub fn is_live(&self, now: DateTime<Utc>) -> bool {
+    pub(crate) fn is_live(&self, now: DateTime<Utc>) -> bool {
         self.worker_id.is_some() && !self.is_expired(now)
     }
 }

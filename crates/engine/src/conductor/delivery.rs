@@ -88,7 +88,7 @@ fn duration_value(what: &str, v: &Value) -> Result<Duration, String> {
 
 impl DeclaredPolicy {
     /// Reads `ack_wait`, `max_deliveries` and `backoff` from a step (or a rule's `then`).
-    pub fn from_map(m: &Map<String, Value>) -> Result<Self, String> {
+    pub(crate) fn from_map(m: &Map<String, Value>) -> Result<Self, String> {
         let ack_wait = match m.get("ack_wait") {
             None | Some(Value::Null) => None,
             Some(v) => Some(duration_value("ack_wait", v)?),
@@ -179,7 +179,7 @@ impl Policy {
     }
 
     /// The policy a dispatch carries, if it has one (`ack_wait` present and readable).
-    pub fn of_dispatch(d: &Dispatch) -> Option<Self> {
+    pub(crate) fn of_dispatch(d: &Dispatch) -> Option<Self> {
         let ack_wait = parse_duration_text(d.ack_wait.as_deref()?)?;
         Some(Self {
             ack_wait,
@@ -196,14 +196,14 @@ impl Policy {
     }
 
     /// Writes the policy (not the deliveries) into a dispatch.
-    pub fn stamp_policy(&self, d: &mut Dispatch) {
+    pub(crate) fn stamp_policy(&self, d: &mut Dispatch) {
         d.ack_wait = Some(duration_text(self.ack_wait));
         d.max_deliveries = Some(self.max_deliveries);
         d.backoff = self.backoff.iter().map(|b| duration_text(*b)).collect();
     }
 
     /// Writes the policy and the first delivery into a new dispatch.
-    pub fn stamp(&self, d: &mut Dispatch, now: DateTime<Utc>) {
+    pub(crate) fn stamp(&self, d: &mut Dispatch, now: DateTime<Utc>) {
         d.ack_wait = Some(duration_text(self.ack_wait));
         d.max_deliveries = Some(self.max_deliveries);
         d.backoff = self.backoff.iter().map(|b| duration_text(*b)).collect();
@@ -904,7 +904,7 @@ impl Conductor {
     }
 
     /// Finds a dead letter by handoff id (in any god's dead letters).
-    pub fn find_dead(&self, hid: &HandoffId) -> Option<DeadLetter> {
+    pub(crate) fn find_dead(&self, hid: &HandoffId) -> Option<DeadLetter> {
         list_dead(&self.root)
             .dead
             .into_iter()

@@ -122,12 +122,7 @@ impl Default for AckStatus {
     }
 }
 
-impl AckStatus {
-    /// True for the statuses that close a dispatch (`rejected`, `completed`, `withdrawn`).
-    pub fn is_final(&self) -> bool {
-        matches!(self, Self::Rejected | Self::Completed | Self::Withdrawn)
-    }
-}
+impl AckStatus {}
 
 words!(
     open

@@ -461,7 +461,7 @@ pub struct ReplyOutcome {
 impl Conductor {
     /// Takes a reply to one of this root's requests: kept until the workflow's await_ack step takes
     /// it, then the step completes and the workflow moves on. Idempotent by `reply_id`.
-    pub fn receive_reply(&self, reply: &Reply) -> Result<ReplyOutcome> {
+    pub(crate) fn receive_reply(&self, reply: &Reply) -> Result<ReplyOutcome> {
         let root = self.root();
         let wf = WorkflowId::parse(&reply.workflow_id)?;
         let kept_path = reply_path(root, &reply.in_reply_to)?;

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::definition::LoadError;
 use super::files::FileError;
-use super::model::{AckStatus, Dispatch, RouteStatus, WorkflowStatus};
+use super::model::{AckStatus, Dispatch, WorkflowStatus};
 use crate::words::words;
 
 words!(
@@ -30,21 +30,7 @@ words!(
     }
 );
 
-impl SubmitStatus {
-    /// What a submit reports for a handoff its record says was routed `routed` (`failed`, written
-    /// when a peer's reply rejects an await, and a word the engine does not know read as
-    /// `recorded`: nothing is dispatched for them).
-    pub fn of_route(routed: &RouteStatus) -> Self {
-        match routed {
-            RouteStatus::Dispatched => Self::Dispatched,
-            RouteStatus::AwaitingApproval => Self::AwaitingApproval,
-            RouteStatus::Completed => Self::Completed,
-            RouteStatus::Publishing => Self::Publishing,
-            RouteStatus::AwaitingReply => Self::AwaitingReply,
-            RouteStatus::Recorded | RouteStatus::Failed | RouteStatus::Other(_) => Self::Recorded,
-        }
-    }
-}
+impl SubmitStatus {}
 
 words!(
     /// Which deadline an ack's answer names (docs/PROTOCOL.md §2.10).

@@ -322,7 +322,7 @@ impl CostConfig {
     }
 
     /// True when the root declares a god or day budget.
-    pub fn has_root_budgets(&self) -> bool {
+    pub(crate) fn has_root_budgets(&self) -> bool {
         !self.gods.is_empty() || self.day.is_some()
     }
 

@@ -75,7 +75,7 @@ impl Report {
     }
 
     /// The report of a document's `usage` (already validated; an invalid one is none).
-    pub fn of_document(root: &Root, doc: &Value, o: Origin<'_>) -> Option<Self> {
+    pub(crate) fn of_document(root: &Root, doc: &Value, o: Origin<'_>) -> Option<Self> {
         let u = usage::of_document(doc, "/usage").ok()??;
         Some(Self::new(root, &u, o))
     }

@@ -139,7 +139,7 @@ impl Line {
     }
 
     /// The line's key in dimension `dim` (`None`: the line has none there).
-    pub fn key_in(&self, dim: &str) -> Option<String> {
+    pub(crate) fn key_in(&self, dim: &str) -> Option<String> {
         match dim {
             "god" => Some(self.god.clone()),
             "model" => Some(self.model.clone().unwrap_or_else(|| "unknown".into())),

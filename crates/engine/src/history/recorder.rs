@@ -163,7 +163,7 @@ impl Recorder {
 
     /// The key of `path` (`conductor/…`), `None` outside the trees, in the history itself, or for
     /// scratch files (temporary and lock files).
-    pub fn key_of(&self, path: &Path) -> Option<String> {
+    pub(crate) fn key_of(&self, path: &Path) -> Option<String> {
         if path.starts_with(&self.skip) {
             return None;
         }
@@ -240,7 +240,7 @@ impl Recorder {
     /// that is no longer there is deleted. A directory made while the recorder looked away (its
     /// watch is added by the watcher's own thread, after the notification that named it) may have
     /// had files made and removed before its watch was in place; this second look settles them.
-    pub fn recheck(&mut self, dirs: &[PathBuf]) -> Result<usize> {
+    pub(crate) fn recheck(&mut self, dirs: &[PathBuf]) -> Result<usize> {
         self.look(dirs, true).map(|(n, _)| n)
     }
 

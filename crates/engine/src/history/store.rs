@@ -304,14 +304,14 @@ impl HistoryDir {
     }
 
     /// `checkpoints/{seq:020}.json`.
-    pub fn checkpoint_path(&self, seq: u64) -> PathBuf {
+    pub(crate) fn checkpoint_path(&self, seq: u64) -> PathBuf {
         self.dir
             .join(CHECKPOINTS_DIR)
             .join(format!("{seq:020}{CHECKPOINT_SUFFIX}"))
     }
 
     /// `blobs/{h[..2]}/{h[2..]}`.
-    pub fn blob_path(&self, h: &str) -> Option<PathBuf> {
+    pub(crate) fn blob_path(&self, h: &str) -> Option<PathBuf> {
         is_hash(h).then(|| self.dir.join(BLOBS_DIR).join(&h[..2]).join(&h[2..]))
     }
 
@@ -321,7 +321,7 @@ impl HistoryDir {
     }
 
     /// The checkpoints kept, oldest first.
-    pub fn checkpoints(&self) -> Vec<u64> {
+    pub(crate) fn checkpoints(&self) -> Vec<u64> {
         numbered(&self.dir.join(CHECKPOINTS_DIR), CHECKPOINT_SUFFIX)
     }
 
@@ -451,7 +451,12 @@ impl HistoryDir {
 
     /// The changes with `from_us < t <= to_us`, oldest first, at most `limit` (the bool: more were left
     /// out).
-    pub fn changes(&self, from_us: i64, to_us: i64, limit: usize) -> Result<(Vec<Change>, bool)> {
+    pub(crate) fn changes(
+        &self,
+        from_us: i64,
+        to_us: i64,
+        limit: usize,
+    ) -> Result<(Vec<Change>, bool)> {
         let segs: Vec<(u64, i64)> = self
             .segments()
             .into_iter()
@@ -476,7 +481,7 @@ impl HistoryDir {
     }
 
     /// The workflows whose recorded context was dropped (`record --forget`).
-    pub fn forgotten(&self) -> BTreeSet<String> {
+    pub(crate) fn forgotten(&self) -> BTreeSet<String> {
         read_bounded(&self.dir.join(FORGOTTEN_FILE), 16 * 1024 * 1024)
             .ok()
             .flatten()
@@ -713,7 +718,7 @@ impl Writer {
 
     /// Numbers, stamps and appends `batch` (one write), applies it to the tree, and closes the
     /// segment when it is full. Stamps never go back and never pass `now_us`. The write reaches the
-    /// disk by [`Writer::sync_due`] within `SYNC_EVERY` (a killed recorder loses nothing: the
+    /// disk by `Writer::sync_due` within `SYNC_EVERY` (a killed recorder loses nothing: the
     /// kernel keeps its writes; a power loss may cut the last second, and opening repairs the tail),
     /// so a busy root's writers do not wait on an `fdatasync` per batch of the recorder's.
     pub fn commit(&mut self, mut batch: Vec<Pending>, now_us: i64) -> Result<Vec<Change>> {
@@ -755,7 +760,7 @@ impl Writer {
     }
 
     /// `fdatasync`s the records written if the oldest of them is `SYNC_EVERY` old (true: synced).
-    pub fn sync_due(&mut self) -> Result<bool> {
+    pub(crate) fn sync_due(&mut self) -> Result<bool> {
         match self.unsynced {
             Some(t) if t.elapsed() >= SYNC_EVERY => self.sync().map(|()| true),
             _ => Ok(false),
@@ -763,7 +768,7 @@ impl Writer {
     }
 
     /// How long until [`Writer::sync_due`] syncs, if records wait for it.
-    pub fn sync_wait(&self) -> Option<std::time::Duration> {
+    pub(crate) fn sync_wait(&self) -> Option<std::time::Duration> {
         self.unsynced
             .map(|t| SYNC_EVERY.saturating_sub(t.elapsed()))
     }
@@ -779,7 +784,7 @@ impl Writer {
 
     /// Closes the current segment: merges long runs of appended pieces, writes the checkpoint of the
     /// tree, begins the next segment, then applies retention.
-    pub fn roll(&mut self, now_us: i64) -> Result<()> {
+    pub(crate) fn roll(&mut self, now_us: i64) -> Result<()> {
         self.sync()?;
         let paths: Vec<String> = self
             .tree
@@ -839,7 +844,7 @@ impl Writer {
     /// Drops whole oldest segments (with their checkpoints) while the history is over its size bound
     /// or a segment ended before the age bound, never the segment being written; then removes the
     /// blobs no kept checkpoint or record names.
-    pub fn enforce_retention(&mut self, now_us: i64) -> Result<usize> {
+    pub(crate) fn enforce_retention(&mut self, now_us: i64) -> Result<usize> {
         let age_us = i64::try_from(self.retention.max_age.as_micros()).unwrap_or(i64::MAX);
         let cutoff = now_us.saturating_sub(age_us);
         let mut dropped = 0usize;

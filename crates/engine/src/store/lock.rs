@@ -23,7 +23,7 @@ impl FileLock {
     }
 
     /// Takes an exclusive lock on `path`, waiting at most `timeout`.
-    pub fn exclusive_within(root: &Root, path: &Path, timeout: Duration) -> Result<Self> {
+    pub(crate) fn exclusive_within(root: &Root, path: &Path, timeout: Duration) -> Result<Self> {
         let file = super::atomic::open_append(root, path)?;
         lock_file(&file, path, timeout)?;
         Ok(Self {

@@ -241,7 +241,7 @@ impl Settings {
     }
 
     /// Applies a parsed config document (an object of values).
-    pub fn apply_config(&mut self, source: &str, doc: &Value) {
+    pub(crate) fn apply_config(&mut self, source: &str, doc: &Value) {
         match doc {
             Value::Null => {}
             Value::Object(m) => {
@@ -258,7 +258,7 @@ impl Settings {
 
     /// Applies environment overrides read through `get` (the process environment in
     /// [`Settings::load`], a map in tests).
-    pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) {
+    pub(crate) fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) {
         if let Some(v) = get(STALE_AFTER_ENV) {
             match v.trim().parse::<f64>() {
                 Ok(s) => self.apply(STALE_AFTER_ENV, "stale_after", &serde_json::json!(s)),
