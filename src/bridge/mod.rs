@@ -1,6 +1,6 @@
 //! `pantheon bridge` (docs/NATS.md): a thin async shell that moves the engine's outbox records to
 //! NATS JetStream and turns messages from a durable consumer into local handoffs and replies. Every
-//! protocol decision is the engine's (`pantheon_engine::bridge`, `conductor::outbox`).
+//! protocol decision is the engine's (`pantheon_engine::nats`, `pantheon_engine::outbox`).
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! `pantheon record` (the history recorder in the foreground, until SIGTERM or SIGINT) and
 //! `pantheon record --forget WF` (drop a workflow's recorded context): thin shells around
-//! [`crate::engine::history`] (docs/HISTORY.md). `pantheon serve` runs the same recorder on a thread
-//! unless the root's config says `history: {record: false}`.
+//! [`crate::engine::recorder`] and [`crate::engine::forget_history`] (docs/HISTORY.md). `pantheon
+//! serve` runs the same recorder on a thread unless the root's config says `history: {record: false}`.
 
 use std::io::Write;
 use std::path::PathBuf;
