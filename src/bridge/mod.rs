@@ -18,6 +18,7 @@ use crate::engine::{
     outbox,
 };
 
+mod strangers;
 mod trace;
 mod track;
 
