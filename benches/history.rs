@@ -20,11 +20,12 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use pantheon::console::replay::{Cmd, ReplayHandle};
-use pantheon::engine::conductor::{Actor, Conductor};
-use pantheon::engine::history::recorder::{self, Background, Report};
-use pantheon::engine::history::store::{HistoryDir, Kind, Pending, Retention, Writer};
-use pantheon::engine::history::{self};
-use pantheon::engine::store::Root;
+use pantheon::engine::{
+    Actor, ChangeKind, Conductor, HistoryDir, HistoryWriter, PendingChange, Retention, Root,
+    recorder::{self, Background, Report},
+    replay_at,
+};
+
 use pantheon::live::runner::LiveHandle;
 use pantheon::live::{ModelOptions, WatchMode};
 use serde_json::json;
@@ -196,7 +197,7 @@ fn seek() {
         max_age: Duration::from_secs(365 * 86_400),
     };
     let t0 = 1_700_000_000_000_000i64;
-    let mut w = Writer::open(&root, ret, t0).unwrap();
+    let mut w = HistoryWriter::open(&root, ret, t0).unwrap();
     // 500 files (states, inbox dispatches, locks, a queue) changing in turn; 2,000 distinct contents.
     let mut blobs = Vec::new();
     for i in 0..2000 {
@@ -220,7 +221,7 @@ fn seek() {
             let (path, kind, blob) = match k % 5 {
                 0 => (
                     "conductor/tracks/t1/.message-bus/queue.jsonl".to_owned(),
-                    Kind::App,
+                    ChangeKind::App,
                     Some(line.clone()),
                 ),
                 1 => (
@@ -229,17 +230,21 @@ fn seek() {
                         k % 10,
                         k
                     ),
-                    if n % 1000 < 500 { Kind::Put } else { Kind::Del },
+                    if n % 1000 < 500 {
+                        ChangeKind::Put
+                    } else {
+                        ChangeKind::Del
+                    },
                     Some(blobs[(n % 2000) as usize].clone()),
                 ),
                 _ => (
                     format!("conductor/state/wf_s_{k}.json"),
-                    Kind::Put,
+                    ChangeKind::Put,
                     Some(blobs[(n % 2000) as usize].clone()),
                 ),
             };
-            let blob = if kind == Kind::Del { None } else { blob };
-            batch.push(Pending {
+            let blob = if kind == ChangeKind::Del { None } else { blob };
+            batch.push(PendingChange {
                 path,
                 kind,
                 blob,
@@ -255,7 +260,7 @@ fn seek() {
     let built = build.elapsed();
     let seeks = 20;
     let (total, worst) = timed_seeks(0x2545_f491, seeks, t0, changes, |at| {
-        let v = history::replay_at(&root, at).unwrap();
+        let v = replay_at(&root, at).unwrap();
         assert!(v["workflows"].as_object().is_some_and(|m| !m.is_empty()));
     });
     println!(

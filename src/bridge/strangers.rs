@@ -20,7 +20,7 @@ use async_nats::jetstream::{self, consumer::pull, stream};
 use futures_util::{StreamExt, TryStreamExt};
 
 use super::track::Track;
-use crate::engine::bridge::track as et;
+use crate::engine::nats::track as et;
 
 /// The most stranger subjects one sweep looks at (the rest wait for a sweep after the first ones are
 /// done with: each sweep lists the subjects afresh).

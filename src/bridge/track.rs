@@ -15,12 +15,10 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use super::{Shared, strangers, trace};
-use crate::engine::bridge::track::{
-    self as et, KvEntry, LockStep, Mirror, SharedLock, TrackCursor,
+use crate::engine::{
+    Bus, MessageType, TrackName,
+    nats::track::{self as et, KvEntry, LockStep, Mirror, SharedLock, TrackCursor},
 };
-use crate::engine::bus::Bus;
-use crate::engine::bus::vocab::MessageType;
-use crate::engine::store::ids::TrackName;
 
 /// Publishes in flight before the oldest one's acknowledgement is awaited.
 const PUBLISH_WINDOW: usize = 2048;
@@ -697,15 +695,15 @@ async fn stalled(
 pub(super) async fn dead(t: &Track, seq: u64, subj: &str, reason: &str, data: &[u8]) {
     t.shared.dead.fetch_add(1, Ordering::Relaxed);
     tracing::warn!("bridge: dead-lettered track message {seq} on {subj}: {reason}");
-    let path = crate::engine::bridge::dead_dir(&t.shared.root)
+    let path = crate::engine::nats::dead_dir(&t.shared.root)
         .join(format!("track_{}_{seq:012}.json", t.track));
     let keep = &data[..data.len().min(64 * 1024)];
     let body = json!({
         "stream": et::stream_name(&t.track), "stream_seq": seq, "subject": subj, "reason": reason,
-        "dead_at": crate::engine::store::time::now_ts(), "data": String::from_utf8_lossy(keep),
+        "dead_at": crate::engine::time::now_ts(), "data": String::from_utf8_lossy(keep),
         "truncated": keep.len() < data.len(),
     });
-    if let Err(e) = crate::engine::bridge::write_bridge_record(&t.shared.root, &path, &body) {
+    if let Err(e) = crate::engine::nats::write_bridge_record(&t.shared.root, &path, &body) {
         t.shared
             .note_error(format!("dead letter {seq} not kept: {e}"))
             .await;
@@ -804,7 +802,7 @@ async fn workers_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Resul
                 let e = e.map_err(|e| anyhow::anyhow!("{e}"))?;
                 if let Some((p, w)) = e.key.split_once('.')
                     && p != me
-                    && crate::engine::store::is_valid_name(p)
+                    && crate::engine::is_valid_name(p)
                     && t.shared.inbound.peers.allows(p)
                     && let Some(worker) = et::decode_kv_key(w)
                 {
@@ -870,10 +868,10 @@ pub struct LockRequest {
 /// mirrors the bucket into the local `locks.json` and posts FILE_LOCK / FILE_UNLOCK on the track.
 pub async fn lock(
     js: &jetstream::Context,
-    root: &crate::engine::store::Root,
+    root: &crate::engine::Root,
     r: &LockRequest,
 ) -> anyhow::Result<Value> {
-    let key_path = crate::engine::bus::locks::normalize_key(&r.path)?;
+    let key_path = crate::engine::normalize_lock_key(&r.path)?;
     let bus = Bus::open_existing(root, &r.track)?;
     let store = ensure_bucket(js, &et::locks_bucket(&r.track), r.replicas).await?;
     let key = et::encode_kv_key(&key_path);
@@ -914,7 +912,7 @@ pub async fn lock(
         let (rev, previous, renewed) = match &step {
             LockStep::Create => (
                 store.create(&key, body.into()).await.map_err(|e| {
-                    anyhow::Error::new(crate::engine::error::Error::refused(format!(
+                    anyhow::Error::new(crate::engine::Error::refused(format!(
                         "{key_path} was taken by another worker in between: {e}"
                     )))
                 })?,
@@ -926,7 +924,7 @@ pub async fn lock(
                     .update(&key, body.into(), *revision)
                     .await
                     .map_err(|e| {
-                        anyhow::Error::new(crate::engine::error::Error::refused(format!(
+                        anyhow::Error::new(crate::engine::Error::refused(format!(
                             "{key_path} changed in between (expected token {revision}): {e}"
                         )))
                     })?,

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
 
-use crate::engine::store::time::parse_ts;
+use crate::engine::time::parse_ts;
 use crate::live::snapshot::{BridgeKind, Snapshot, Sym, short_duration};
 
 use super::action::Pane;
@@ -687,7 +687,7 @@ mod tests {
         // names its workflow through the snapshot's own copy of the id.
         use crate::live::snapshot::{Record, WorkflowRow, WorkflowView};
         let row = WorkflowRow {
-            status: crate::engine::conductor::WorkflowStatus::WaitingForAck,
+            status: crate::engine::WorkflowStatus::WaitingForAck,
             ..Default::default()
         };
         let w = WorkflowView {
@@ -746,7 +746,7 @@ mod tests {
     fn a_board_started_at_the_end_of_time_has_no_deadline_instead_of_a_panic() {
         // A session file is agents' input: its start plus the vote deadline must not overflow.
         for started in ["+262142-12-31T23:30:00", "9999-12-31T23:30:00Z"] {
-            let session = crate::engine::bus::model::BoardSession {
+            let session = crate::engine::BoardSession {
                 started_at: Some(started.to_owned()),
                 ..Default::default()
             };

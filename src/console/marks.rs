@@ -8,8 +8,7 @@
 //! on its record when rows move, and a record that went away is reported as skipped, never replaced
 //! by a neighbour.
 
-use crate::engine::bus::LockKey;
-use crate::engine::store::{GodName, HandoffId, TrackName, WorkflowId};
+use crate::engine::{GodName, HandoffId, LockKey, TrackName, WorkflowId};
 
 use super::action::Pane;
 use super::app::{App, FlashKind, Tone};
@@ -451,11 +450,7 @@ impl FanOut<'_> {
     }
 
     /// The same answers, in a new ack (its own id) of the marked dispatch.
-    fn ack(
-        &self,
-        request: &crate::engine::conductor::AckRequest,
-        mark: &RowKey,
-    ) -> Result<Op, String> {
+    fn ack(&self, request: &crate::engine::AckRequest, mark: &RowKey) -> Result<Op, String> {
         let rows = items::dispatches(self.snap, &self.all);
         let Some(r) = rows.iter().find(|r| r.is(mark)) else {
             return Err("no longer listed".into());

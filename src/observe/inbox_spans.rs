@@ -9,10 +9,7 @@ use std::sync::Arc;
 
 use chrono::Utc;
 
-use crate::engine::conductor::model::{AckStatus, Dispatch};
-use crate::engine::store::Root;
-use crate::engine::store::ids::WorkflowId;
-use crate::engine::trace::{span_id, trace_of};
+use crate::engine::{AckStatus, Dispatch, Root, WorkflowId, span_id, trace_of};
 use crate::live::Snapshot;
 use crate::live::snapshot::{DispatchView, Sym};
 
@@ -129,10 +126,10 @@ fn child_span(
         ("pantheon.handoff_id", s(hid)),
         ("pantheon.step", s(&row.step)),
     ]);
-    let written: Dispatch = crate::engine::store::read::read_json_once(&d.path())
+    let written: Dispatch = crate::engine::read_json_once(&d.path())
         .ok()
         .flatten()
-        .and_then(|v| crate::engine::conductor::model::from_value(v).ok())
+        .and_then(|v| crate::engine::model_from_value(v).ok())
         .unwrap_or_default();
     // An ack the state records is the engine's: its span comes from the ack record.
     if kind == "ack"

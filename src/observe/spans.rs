@@ -13,7 +13,7 @@
 //! Redeliveries, dead letters and a god's own `pending` write show in the inboxes, not the state:
 //! [`super::inbox_spans`].
 //!
-//! Span ids come from the records ([`crate::engine::trace::span_id`]), so the engine's
+//! Span ids come from the records ([`crate::engine::span_id`]), so the engine's
 //! `traceparent` on a dispatch names the same span this module exports. No summary, message,
 //! context or payload text goes into an attribute: ids, step and god names and closed words only.
 
@@ -22,9 +22,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use crate::engine::conductor::model::{StepRecord, WorkflowState};
-use crate::engine::store::time::parse_ts;
-use crate::engine::trace::{TraceContext, span_id, trace_of};
+use crate::engine::{StepRecord, TraceContext, WorkflowState, span_id, time::parse_ts, trace_of};
 use crate::live::Snapshot;
 use crate::live::snapshot::Sym;
 
@@ -339,8 +337,8 @@ impl Observer {
 
 /// A state file, through the engine's bounded, no-follow read; `None` when it cannot be used.
 pub(super) fn read_state(path: &std::path::Path) -> Option<WorkflowState> {
-    let v = crate::engine::store::read::read_json_once(path).ok()??;
-    crate::engine::conductor::model::from_value::<WorkflowState>(v).ok()
+    let v = crate::engine::read_json_once(path).ok()??;
+    crate::engine::model_from_value::<WorkflowState>(v).ok()
 }
 
 #[cfg(test)]

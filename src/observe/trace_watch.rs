@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
-use crate::engine::store::Root;
+use crate::engine::Root;
 use crate::live::runner::LiveHandle;
 
 use super::export::{Endpoint, TraceStats};

@@ -413,12 +413,12 @@ fn the_journal_pane_lists_entries_newest_first_filters_and_jumps_to_the_record()
         &state("wf_j", "in_progress"),
     );
     let root = pantheon::Root::at(r);
-    let o = pantheon::engine::journal::Origin::new(Some("alice"), "cli");
+    let o = pantheon::engine::Origin::new(Some("alice"), "cli");
     for (wf, action) in [("wf_j", "submit"), ("wf_gone", "abort")] {
-        pantheon::engine::journal::append(
+        pantheon::engine::append_journal(
             &root,
             &o,
-            &pantheon::engine::journal::Act::new(action, "done").target("workflow_id", Some(wf)),
+            &pantheon::engine::Act::new(action, "done").target("workflow_id", Some(wf)),
         )
         .unwrap();
     }

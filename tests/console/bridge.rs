@@ -7,8 +7,10 @@ use insta::assert_snapshot;
 use pantheon::Root;
 use pantheon::console::action::{Action, Pane};
 use pantheon::console::rowkey::RowKey;
-use pantheon::engine::bridge::{self as eb, Status};
-use pantheon::engine::conductor::outbox::{self, OutboxRecord};
+use pantheon::engine::{
+    nats::{self as eb, Status},
+    outbox::{self, OutboxRecord},
+};
 use pantheon::live::snapshot::BridgeKind;
 use pantheon::live::{LiveModel, ModelOptions};
 use serde_json::json;

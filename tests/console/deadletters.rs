@@ -14,7 +14,7 @@ use pantheon::console::app::{App, FlashKind, Mode};
 use pantheon::console::attention::Kind;
 use pantheon::console::engine_ops::EngineOperator;
 use pantheon::console::rowkey::RowKey;
-use pantheon::engine::conductor::Conductor;
+use pantheon::engine::Conductor;
 use pantheon::live::{LiveModel, ModelOptions};
 use serde_json::{Value, json};
 

@@ -13,7 +13,7 @@ use pantheon::console::action::{Action, Pane};
 use pantheon::console::app::{App, Effect, FlashKind, Mode};
 use pantheon::console::engine_ops::EngineOperator;
 use pantheon::console::replay::{Cmd, Frame, ReplayHandle, ReplayView};
-use pantheon::engine::history::recorder::{self, Recorder};
+use pantheon::engine::recorder::{self, Recorder};
 use pantheon::live::ModelOptions;
 use serde_json::{Value, json};
 

@@ -838,6 +838,10 @@ fn three_pantheons_on_a_track_each_read_only_their_peers_and_a_strangers_line_is
             s.spawn(move || m.post_numbered("shared", w, 0, PER));
         }
     });
+    // A core publish before the bridges made the track's stream would be stored nowhere.
+    wait_for("the track's stream", Duration::from_secs(60), || {
+        try_stream_msgs(&server.url(), "PANTHEON_TRACK_shared").is_some_and(|n| n >= 3 * PER as u64)
+    });
     let line = json!({"id": "msg_stranger_1", "type": "PROGRESS", "source": "worker-9",
                       "timestamp": "2026-12-01T10:00:00Z", "payload": {"n": 0}});
     core_publish(&server.url(), "pantheon.track.shared.stranger", &[line]);

@@ -271,7 +271,7 @@ impl App {
     }
 
     pub(super) fn cycle_god(&mut self, forward: bool) {
-        let mut names: Vec<String> = vec![crate::engine::store::layout::QUARANTINE_DIR.into()];
+        let mut names: Vec<String> = vec![crate::engine::layout::QUARANTINE_DIR.into()];
         names.extend(self.snapshot.inboxes.iter().map(|i| i.god.clone()));
         // None (every inbox) sits before the first and after the last.
         let cur = self

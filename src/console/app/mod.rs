@@ -2,7 +2,7 @@
 //! return [`Effect`]s as data (run an engine call, quit…); drawing only reads this state. The whole
 //! operator flow (selection -> confirm -> engine call -> flash) runs here without a terminal.
 
-use crate::engine::conductor::CleanupResult;
+use crate::engine::{CleanupResult, GodName, HandoffId, LockKey, TrackName, WorkflowId};
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -12,8 +12,6 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use crate::engine::bus::LockKey;
-use crate::engine::store::{GodName, HandoffId, TrackName, WorkflowId};
 use crate::live::snapshot::Snapshot;
 
 use super::action::{AckChoice, Action, Dialog, Key, Keymap, Pane};
@@ -489,7 +487,7 @@ fn ack_op(
 /// An ETA as typed: a duration from now (`30m`, `in 2h`, `+1d`, `1h30m`) or a time in any form the
 /// protocol reads (a bare time is UTC). Returned as RFC 3339 UTC.
 pub fn parse_eta(input: &str, now: DateTime<Utc>) -> Result<String, String> {
-    use crate::engine::store::time::{format_ts, parse_duration, parse_ts};
+    use crate::engine::{time::format_ts, time::parse_duration, time::parse_ts};
     let s = input.trim();
     let rel = s
         .strip_prefix("in ")
@@ -511,7 +509,7 @@ pub fn parse_eta(input: &str, now: DateTime<Utc>) -> Result<String, String> {
 pub fn parse_gates(input: &str) -> Result<Vec<String>, String> {
     let mut out: Vec<String> = Vec::new();
     for g in input.split(',').map(str::trim).filter(|g| !g.is_empty()) {
-        crate::engine::store::ids::check_free_text("gate", g).map_err(|e| e.to_string())?;
+        crate::engine::check_free_text("gate", g).map_err(|e| e.to_string())?;
         if !out.iter().any(|o| o == g) {
             out.push(g.to_owned());
         }
@@ -525,7 +523,7 @@ mod tests;
 /// A budget as typed in the approval of a dispatch held for a budget: dollars (`$5`, `5usd`),
 /// tokens (`3000000 tokens`, `3m tokens`, `500k tok`) or both; absolute limits, checked as the
 /// engine checks a declared budget.
-pub fn parse_budget(input: &str) -> Result<crate::engine::cost::Budget, String> {
+pub fn parse_budget(input: &str) -> Result<crate::engine::Budget, String> {
     let lower = input.trim().to_ascii_lowercase();
     let words: Vec<&str> = lower
         .split(|c: char| c.is_whitespace() || c == ',')
@@ -577,5 +575,5 @@ pub fn parse_budget(input: &str) -> Result<crate::engine::cost::Budget, String> 
         m.insert("tokens".into(), serde_json::json!(n as u64));
         i += 1;
     }
-    crate::engine::cost::Budget::parse(&serde_json::Value::Object(m))
+    crate::engine::Budget::parse(&serde_json::Value::Object(m))
 }

@@ -171,7 +171,7 @@ impl App {
         let voting = self.snapshot.tracks.iter().any(|t| {
             t.board
                 .as_ref()
-                .is_some_and(|b| b.session.status == crate::engine::bus::board::VOTING)
+                .is_some_and(|b| b.session.status == crate::engine::board::VOTING)
         });
         // The keys as the operator bound them.
         let pane = |p: Pane| {

@@ -1,5 +1,5 @@
 use super::*;
-use crate::engine::store::Root;
+use crate::engine::Root;
 use crate::live::{LiveModel, ModelOptions};
 use crossterm::event::KeyModifiers;
 
@@ -375,7 +375,7 @@ fn a_cleanup_dry_run_that_finds_nothing_offers_no_delete_button() {
     let mut a = app();
     let wf = WorkflowId::parse("wf_deploy_42").unwrap();
     let dry = |deleted: &[&str], missing: &[&str]| CleanupResult {
-        status: crate::engine::conductor::CleanupStatus::DryRun,
+        status: crate::engine::CleanupStatus::DryRun,
         workflow_id: wf.to_string(),
         deleted: None,
         would_delete: Some(deleted.iter().map(|s| s.to_string()).collect()),
@@ -411,7 +411,7 @@ fn confirmations_speak_of_what_will_happen_and_of_a_vanished_target() {
         "{text:?}"
     );
     // The dispatch an ack was for went away before Enter: said, not `(step  of …)`.
-    let mut request = crate::engine::conductor::AckRequest::new(
+    let mut request = crate::engine::AckRequest::new(
         HandoffId::parse("hof_20260614_zzz999").unwrap(),
         AckChoice::Accepted,
     );

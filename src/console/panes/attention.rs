@@ -7,7 +7,7 @@ use ratatui::text::Line;
 use crate::console::action::Pane;
 use crate::console::app::App;
 use crate::console::theme::Theme;
-use crate::engine::store::time::relative;
+use crate::engine::time::relative;
 
 use crate::console::views::table::Col;
 use crate::console::items::Filter;

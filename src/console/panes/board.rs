@@ -9,7 +9,7 @@ use crate::console::action::Pane;
 use crate::console::app::App;
 use crate::console::items::{self, DirectorCard};
 use crate::console::theme::Theme;
-use crate::engine::bus::model::{PHASE_COMPLETE, PHASE_IN_PROGRESS};
+use crate::engine::{PHASE_COMPLETE, PHASE_IN_PROGRESS};
 
 use crate::console::views::{block, empty, kv, section, trunc};
 use crate::console::items::Filter;
@@ -227,7 +227,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         }
     }
     // Columns as wide as their widest entry, so every message starts under the one above.
-    let pair = |d: &crate::engine::bus::model::DiscussionLine| {
+    let pair = |d: &crate::engine::DiscussionLine| {
         format!("{}→{}", d.from, if d.to.is_empty() { "?" } else { &d.to })
     };
     let pair_w = b

@@ -210,7 +210,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DeadRow, them
 /// The dead letter's deliveries, one line each: when, and to whom.
 fn delivery_history(
     l: &mut Vec<Line<'static>>,
-    d: &crate::engine::conductor::model::Dispatch,
+    d: &crate::engine::Dispatch,
     app: &App,
     theme: &Theme,
 ) {

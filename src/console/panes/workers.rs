@@ -151,7 +151,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     if app.pane_state().detail {
         return draw_detail(frame, area, app, theme, rows[sel]);
     }
-    let row = |(track, w): &(&str, &crate::engine::bus::model::WorkerEntry)| {
+    let row = |(track, w): &(&str, &crate::engine::WorkerEntry)| {
         let status = w.status.to_string();
         let (style, g) = theme.worker_status(&status);
         let is_stale = w.is_stale(now, snap.stale_threshold());
@@ -241,7 +241,7 @@ fn draw_detail(
     area: Rect,
     app: &App,
     theme: &Theme,
-    (track, w): (&str, &crate::engine::bus::model::WorkerEntry),
+    (track, w): (&str, &crate::engine::WorkerEntry),
 ) {
     let (snap, now) = (&app.snapshot, app.now);
     let mut lines = vec![

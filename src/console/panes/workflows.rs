@@ -380,7 +380,7 @@ fn cost_section(l: &mut Vec<Line>, app: &App, w: &WorkflowView, theme: &Theme) {
         l.push(Line::styled("  no usage reported yet", theme.dim()));
         return budget_lines(l, app, &bars, theme);
     };
-    let figures = |t: &crate::engine::cost::Totals| {
+    let figures = |t: &crate::engine::Totals| {
         format!(
             "{:>10}  {:>8} tokens  {} report(s){}",
             usd(t.cost_micros),

@@ -12,9 +12,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::engine::history::HistoryDir;
-use crate::engine::history::store::{FileVer, Tree};
-use crate::engine::store::{Root, layout};
+use crate::engine::{FileVer, HistoryDir, HistoryTree, Root, layout};
 
 /// A scratch root showing one tree of the history. Removed when dropped.
 pub struct Scratch {
@@ -22,7 +20,7 @@ pub struct Scratch {
     /// The scratch directory as a root (default layout).
     pub root: Root,
     /// What the directory shows now (the files the console reads).
-    tree: Tree,
+    tree: HistoryTree,
     /// Directories known to exist (no `stat` per file written into them).
     made: std::cell::RefCell<std::collections::HashSet<PathBuf>>,
 }
@@ -79,7 +77,7 @@ fn mtime(us: i64) -> SystemTime {
 
 impl Scratch {
     /// An empty scratch root (mode 0700: the history's content is the root's, not the world's).
-    pub fn new(settings: crate::engine::store::settings::Settings) -> std::io::Result<Self> {
+    pub fn new(settings: crate::engine::Settings) -> std::io::Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix("pantheon-replay-")
             .tempdir()?;
@@ -93,7 +91,7 @@ impl Scratch {
         Ok(Self {
             dir,
             root,
-            tree: Tree::new(),
+            tree: HistoryTree::new(),
             made: Default::default(),
         })
     }
@@ -106,7 +104,7 @@ impl Scratch {
     /// Makes the scratch root show `tree`, its contents read from `hist`; returns the paths of the
     /// files written or removed and of the directories made, for the model to read again. A file
     /// whose content the history did not keep (too large, forgotten) is shown empty.
-    pub fn show(&mut self, hist: &HistoryDir, tree: &Tree) -> Vec<PathBuf> {
+    pub fn show(&mut self, hist: &HistoryDir, tree: &HistoryTree) -> Vec<PathBuf> {
         self.show_until(hist, tree, None).0
     }
 
@@ -116,7 +114,7 @@ impl Scratch {
     pub fn show_until(
         &mut self,
         hist: &HistoryDir,
-        tree: &Tree,
+        tree: &HistoryTree,
         until: Option<Instant>,
     ) -> (Vec<PathBuf>, usize) {
         let mut touched = Vec::new();
@@ -247,16 +245,16 @@ mod tests {
 
     #[test]
     fn a_moment_is_laid_out_in_parts_records_last_and_appends_grow_in_place() {
-        use crate::engine::history::store::{Retention, Writer};
+        use crate::engine::{HistoryWriter, Retention};
         let d = tempfile::tempdir().unwrap();
         let root = Root::at(d.path());
         let ret = Retention {
             max_bytes: u64::MAX,
             max_age: Duration::from_secs(3600),
         };
-        let mut w = Writer::open(&root, ret, 1_000).unwrap();
-        let mut tree = Tree::new();
-        let mut put = |tree: &mut Tree, key: &str, blobs: &[&[u8]], mtime_us: i64| {
+        let mut w = HistoryWriter::open(&root, ret, 1_000).unwrap();
+        let mut tree = HistoryTree::new();
+        let mut put = |tree: &mut HistoryTree, key: &str, blobs: &[&[u8]], mtime_us: i64| {
             let blobs: Vec<String> = blobs.iter().map(|b| w.put_blob(b).unwrap()).collect();
             let len = blobs.len() as u64;
             tree.insert(

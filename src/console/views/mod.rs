@@ -388,7 +388,7 @@ fn messages(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             let at = if app.absolute_times {
                 m.at.format("%Y-%m-%d %H:%M:%S").to_string()
             } else {
-                crate::engine::store::time::relative(m.at, app.now)
+                crate::engine::time::relative(m.at, app.now)
             };
             Line::from(vec![
                 Span::styled(format!("{at:>10} "), theme.dim()),

@@ -11,7 +11,7 @@ use crate::console::action::Action;
 use crate::console::app::App;
 use crate::console::replay::scrub::{ReplayView, ago, bar};
 use crate::console::theme::Theme;
-use crate::engine::history::store::instant;
+use crate::engine::time::instant;
 
 /// The moment as the header writes it (UTC, to the second).
 fn moment(us: i64) -> String {

@@ -917,7 +917,7 @@ pub(crate) fn held_step(input: HeldInput<'_>) -> Result<HeldStep> {
 }
 
 /// The operator decisions on held dispatches recorded in a state (`approvals`).
-pub fn approvals(st: &WorkflowState) -> Vec<serde_json::Map<String, Value>> {
+pub(crate) fn approvals(st: &WorkflowState) -> Vec<serde_json::Map<String, Value>> {
     st.extra
         .get("approvals")
         .and_then(Value::as_array)

@@ -23,7 +23,7 @@ use crate::store::atomic::{ensure_dir, write_atomic, write_json};
 use crate::store::lock::FileLock;
 use crate::store::read::read_json;
 use crate::store::time::now_ts;
-use crate::store::{GodName, HandoffId, Root, WorkflowId};
+use crate::store::{GodName, HandoffId, WorkflowId};
 
 /// The gods whose inboxes `init` creates.
 pub const DEFAULT_GODS: [&str; 8] = [
@@ -816,14 +816,6 @@ pub(crate) fn aborted(input: AbortInput<'_>) -> (AbortManifest, WorkflowState) {
     st.aborted_by = Some(by.to_owned());
     st.updated = Some(now.to_owned());
     (manifest, st)
-}
-
-/// Reads every inbox (for the live model): god -> (dispatches with their paths, errors).
-pub fn read_all_inboxes(root: &Root) -> BTreeMap<String, files::DirListing> {
-    files::god_dirs(&root.pending_root())
-        .into_iter()
-        .map(|g| (g.to_string(), files::read_dispatch_dir(&root.inbox_dir(&g))))
-        .collect()
 }
 
 /// A dispatch file of a workflow that is over the read limit (see `Conductor::oversize_dispatches`).

@@ -19,8 +19,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-mod settle;
-pub use settle::IntentRepair;
+pub(crate) mod settle;
 
 use super::Conductor;
 use super::files;
@@ -32,7 +31,7 @@ use crate::store::{HandoffId, Root, WorkflowId};
 /// How to tell, after a crash, whether the act of an intent happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Check {
+pub(crate) enum Check {
     /// The workflow's state records this ack id.
     Ack {
         /// The ack's id.
@@ -107,7 +106,7 @@ pub(crate) struct Intent {
 }
 
 /// `conductor/journal-intents/`.
-pub fn intents_dir(root: &Root) -> PathBuf {
+pub(crate) fn intents_dir(root: &Root) -> PathBuf {
     root.conductor.join("journal-intents")
 }
 

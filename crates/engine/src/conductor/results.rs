@@ -7,12 +7,12 @@ use serde_json::{Map, Value};
 
 use super::definition::LoadError;
 use super::files::FileError;
-use super::model::{AckStatus, Dispatch, RouteStatus, WorkflowStatus};
+use super::model::{AckStatus, Dispatch, WorkflowStatus};
 use crate::words::words;
 
 words!(
     /// What a submit did with a handoff (docs/PROTOCOL.md §2.1).
-    SubmitStatus {
+    pub SubmitStatus {
         /// The next step was dispatched to its god's inbox.
         Dispatched = "dispatched",
         /// The next step's dispatch is held in `_quarantine` for an operator.
@@ -30,25 +30,11 @@ words!(
     }
 );
 
-impl SubmitStatus {
-    /// What a submit reports for a handoff its record says was routed `routed` (`failed`, written
-    /// when a peer's reply rejects an await, and a word the engine does not know read as
-    /// `recorded`: nothing is dispatched for them).
-    pub fn of_route(routed: &RouteStatus) -> Self {
-        match routed {
-            RouteStatus::Dispatched => Self::Dispatched,
-            RouteStatus::AwaitingApproval => Self::AwaitingApproval,
-            RouteStatus::Completed => Self::Completed,
-            RouteStatus::Publishing => Self::Publishing,
-            RouteStatus::AwaitingReply => Self::AwaitingReply,
-            RouteStatus::Recorded | RouteStatus::Failed | RouteStatus::Other(_) => Self::Recorded,
-        }
-    }
-}
+impl SubmitStatus {}
 
 words!(
     /// Which deadline an ack's answer names (docs/PROTOCOL.md §2.10).
-    DeadlineKind {
+    pub DeadlineKind {
         /// The wait for the next ack (after `pending`).
         Ack = "ack",
         /// The end of an accepted step's `timeout`.
@@ -58,7 +44,7 @@ words!(
 
 words!(
     /// An operator's decision on a held dispatch.
-    ApprovalStatus {
+    pub ApprovalStatus {
         /// Released into the god's inbox.
         Approved = "approved",
         /// Archived; the workflow failed.
@@ -68,7 +54,7 @@ words!(
 
 words!(
     /// What `abort_workflow` did.
-    AbortStatus {
+    pub AbortStatus {
         /// The workflow was aborted now.
         Aborted = "aborted",
         /// It was aborted before; the existing manifest is returned.
@@ -78,7 +64,7 @@ words!(
 
 words!(
     /// What `cleanup` did.
-    CleanupStatus {
+    pub CleanupStatus {
         /// The temporary artifacts were deleted.
         Cleaned = "cleaned",
         /// Nothing was deleted; the answer lists what would be.
@@ -88,7 +74,7 @@ words!(
 
 words!(
     /// What `redispatch` did.
-    RedispatchStatus {
+    pub RedispatchStatus {
         /// The step's dispatch was written again.
         Redispatched = "redispatched",
     }
@@ -96,7 +82,7 @@ words!(
 
 words!(
     /// What `init` did.
-    InitStatus {
+    pub InitStatus {
         /// The root's directories and files are in place.
         Initialized = "initialized",
     }

@@ -18,32 +18,32 @@ use crate::store::layout;
 use crate::store::safe::SafeDir;
 
 /// `history/segments`: one file of change records per segment.
-pub const SEGMENTS_DIR: &str = "segments";
+pub(crate) const SEGMENTS_DIR: &str = "segments";
 /// `history/checkpoints`: the whole tree at the start of each segment.
-pub const CHECKPOINTS_DIR: &str = "checkpoints";
+pub(crate) const CHECKPOINTS_DIR: &str = "checkpoints";
 /// `history/blobs`: file contents by hash, `blobs/{first two hex}/{rest}`.
-pub const BLOBS_DIR: &str = "blobs";
+pub(crate) const BLOBS_DIR: &str = "blobs";
 /// `history/.writer.lock`: the writer lease (an exclusive `flock` held while recording).
-pub const WRITER_LOCK: &str = ".writer.lock";
+pub(crate) const WRITER_LOCK: &str = ".writer.lock";
 /// `history/writer.json`: who holds the lease (pid, since), for messages.
-pub const WRITER_FILE: &str = "writer.json";
+pub(crate) const WRITER_FILE: &str = "writer.json";
 /// `history/forgotten.json`: workflows whose recorded context was dropped.
-pub const FORGOTTEN_FILE: &str = "forgotten.json";
+pub(crate) const FORGOTTEN_FILE: &str = "forgotten.json";
 const SEGMENT_SUFFIX: &str = ".log";
 const CHECKPOINT_SUFFIX: &str = ".json";
 
 /// A segment is closed (a checkpoint taken, a new segment begun) after this many records…
-pub const SEGMENT_MAX_RECORDS: u64 = 20_000;
+pub(crate) const SEGMENT_MAX_RECORDS: u64 = 20_000;
 /// …or this many bytes of records.
-pub const SEGMENT_MAX_BYTES: u64 = 8 * 1024 * 1024;
+pub(crate) const SEGMENT_MAX_BYTES: u64 = 8 * 1024 * 1024;
 /// The longest a written record waits for its `fdatasync`.
-pub const SYNC_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+pub(crate) const SYNC_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 /// Largest segment or checkpoint file read.
-pub const MAX_INDEX_BYTES: u64 = 512 * 1024 * 1024;
+pub(crate) const MAX_INDEX_BYTES: u64 = 512 * 1024 * 1024;
 /// A file larger than this is recorded without its content (its size and time only).
-pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// At a checkpoint, runs of small appended pieces are merged into blobs of about this size.
-pub const CHUNK_BYTES: u64 = 1024 * 1024;
+pub(crate) const CHUNK_BYTES: u64 = 1024 * 1024;
 /// A file with more pieces than this is merged at the next checkpoint.
 const MERGE_AFTER_PIECES: usize = 8;
 /// Longest record line read (paths are bounded by the file system, so a longer line is garbage).
@@ -53,7 +53,7 @@ const MAX_LINE: usize = 64 * 1024;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileVer {
     /// The blobs whose concatenation is the content (empty: the content was not kept, see
-    /// [`MAX_FILE_BYTES`]).
+    /// `MAX_FILE_BYTES`).
     #[serde(rename = "b", default)]
     pub blobs: Vec<String>,
     /// Its size in bytes.
@@ -178,7 +178,7 @@ pub fn apply(tree: &mut Tree, c: &Change) {
 }
 
 /// The content hash of `bytes`: the first 128 bits of its SHA-256, in hex.
-pub fn hash_of(bytes: &[u8]) -> String {
+pub(crate) fn hash_of(bytes: &[u8]) -> String {
     let d = sha2::Sha256::digest(bytes);
     hex::encode(&d[..16])
 }
@@ -190,7 +190,7 @@ fn is_hash(h: &str) -> bool {
 }
 
 /// Microseconds since the epoch of `t`.
-pub fn micros(t: chrono::DateTime<chrono::Utc>) -> i64 {
+pub(crate) fn micros(t: chrono::DateTime<chrono::Utc>) -> i64 {
     t.timestamp_micros()
 }
 
@@ -304,14 +304,14 @@ impl HistoryDir {
     }
 
     /// `checkpoints/{seq:020}.json`.
-    pub fn checkpoint_path(&self, seq: u64) -> PathBuf {
+    pub(crate) fn checkpoint_path(&self, seq: u64) -> PathBuf {
         self.dir
             .join(CHECKPOINTS_DIR)
             .join(format!("{seq:020}{CHECKPOINT_SUFFIX}"))
     }
 
     /// `blobs/{h[..2]}/{h[2..]}`.
-    pub fn blob_path(&self, h: &str) -> Option<PathBuf> {
+    pub(crate) fn blob_path(&self, h: &str) -> Option<PathBuf> {
         is_hash(h).then(|| self.dir.join(BLOBS_DIR).join(&h[..2]).join(&h[2..]))
     }
 
@@ -321,7 +321,7 @@ impl HistoryDir {
     }
 
     /// The checkpoints kept, oldest first.
-    pub fn checkpoints(&self) -> Vec<u64> {
+    pub(crate) fn checkpoints(&self) -> Vec<u64> {
         numbered(&self.dir.join(CHECKPOINTS_DIR), CHECKPOINT_SUFFIX)
     }
 
@@ -451,7 +451,12 @@ impl HistoryDir {
 
     /// The changes with `from_us < t <= to_us`, oldest first, at most `limit` (the bool: more were left
     /// out).
-    pub fn changes(&self, from_us: i64, to_us: i64, limit: usize) -> Result<(Vec<Change>, bool)> {
+    pub(crate) fn changes(
+        &self,
+        from_us: i64,
+        to_us: i64,
+        limit: usize,
+    ) -> Result<(Vec<Change>, bool)> {
         let segs: Vec<(u64, i64)> = self
             .segments()
             .into_iter()
@@ -476,7 +481,7 @@ impl HistoryDir {
     }
 
     /// The workflows whose recorded context was dropped (`record --forget`).
-    pub fn forgotten(&self) -> BTreeSet<String> {
+    pub(crate) fn forgotten(&self) -> BTreeSet<String> {
         read_bounded(&self.dir.join(FORGOTTEN_FILE), 16 * 1024 * 1024)
             .ok()
             .flatten()
@@ -510,7 +515,7 @@ impl HistoryDir {
 }
 
 /// Parses a segment's bytes: the header, the records, the damage, and where the whole lines end.
-pub fn parse_segment(seq: u64, bytes: &[u8]) -> SegmentRead {
+pub(crate) fn parse_segment(seq: u64, bytes: &[u8]) -> SegmentRead {
     let mut out = SegmentRead::default();
     let mut off = 0usize;
     let mut first = true;
@@ -713,7 +718,7 @@ impl Writer {
 
     /// Numbers, stamps and appends `batch` (one write), applies it to the tree, and closes the
     /// segment when it is full. Stamps never go back and never pass `now_us`. The write reaches the
-    /// disk by [`Writer::sync_due`] within [`SYNC_EVERY`] (a killed recorder loses nothing: the
+    /// disk by `Writer::sync_due` within `SYNC_EVERY` (a killed recorder loses nothing: the
     /// kernel keeps its writes; a power loss may cut the last second, and opening repairs the tail),
     /// so a busy root's writers do not wait on an `fdatasync` per batch of the recorder's.
     pub fn commit(&mut self, mut batch: Vec<Pending>, now_us: i64) -> Result<Vec<Change>> {
@@ -754,8 +759,8 @@ impl Writer {
         Ok(out)
     }
 
-    /// `fdatasync`s the records written if the oldest of them is [`SYNC_EVERY`] old (true: synced).
-    pub fn sync_due(&mut self) -> Result<bool> {
+    /// `fdatasync`s the records written if the oldest of them is `SYNC_EVERY` old (true: synced).
+    pub(crate) fn sync_due(&mut self) -> Result<bool> {
         match self.unsynced {
             Some(t) if t.elapsed() >= SYNC_EVERY => self.sync().map(|()| true),
             _ => Ok(false),
@@ -763,7 +768,7 @@ impl Writer {
     }
 
     /// How long until [`Writer::sync_due`] syncs, if records wait for it.
-    pub fn sync_wait(&self) -> Option<std::time::Duration> {
+    pub(crate) fn sync_wait(&self) -> Option<std::time::Duration> {
         self.unsynced
             .map(|t| SYNC_EVERY.saturating_sub(t.elapsed()))
     }
@@ -779,7 +784,7 @@ impl Writer {
 
     /// Closes the current segment: merges long runs of appended pieces, writes the checkpoint of the
     /// tree, begins the next segment, then applies retention.
-    pub fn roll(&mut self, now_us: i64) -> Result<()> {
+    pub(crate) fn roll(&mut self, now_us: i64) -> Result<()> {
         self.sync()?;
         let paths: Vec<String> = self
             .tree
@@ -839,7 +844,7 @@ impl Writer {
     /// Drops whole oldest segments (with their checkpoints) while the history is over its size bound
     /// or a segment ended before the age bound, never the segment being written; then removes the
     /// blobs no kept checkpoint or record names.
-    pub fn enforce_retention(&mut self, now_us: i64) -> Result<usize> {
+    pub(crate) fn enforce_retention(&mut self, now_us: i64) -> Result<usize> {
         let age_us = i64::try_from(self.retention.max_age.as_micros()).unwrap_or(i64::MAX);
         let cutoff = now_us.saturating_sub(age_us);
         let mut dropped = 0usize;
@@ -877,7 +882,7 @@ impl Writer {
 }
 
 /// The blobs named by any kept checkpoint or record.
-pub fn referenced_blobs(hist: &HistoryDir) -> Result<BTreeSet<String>> {
+pub(crate) fn referenced_blobs(hist: &HistoryDir) -> Result<BTreeSet<String>> {
     let mut keep = BTreeSet::new();
     for seg in hist.segments() {
         if let Ok(cp) = hist.checkpoint(seg) {
@@ -893,7 +898,7 @@ pub fn referenced_blobs(hist: &HistoryDir) -> Result<BTreeSet<String>> {
 }
 
 /// Every blob stored, by hash.
-pub fn stored_blobs(hist: &HistoryDir) -> Vec<String> {
+pub(crate) fn stored_blobs(hist: &HistoryDir) -> Vec<String> {
     let mut out = Vec::new();
     let base = hist.dir.join(BLOBS_DIR);
     for sub in std::fs::read_dir(&base).into_iter().flatten().flatten() {
@@ -917,7 +922,7 @@ pub fn stored_blobs(hist: &HistoryDir) -> Vec<String> {
 }
 
 /// Removes the blobs nothing kept names; returns how many.
-pub fn collect_garbage(hist: &HistoryDir) -> Result<usize> {
+pub(crate) fn collect_garbage(hist: &HistoryDir) -> Result<usize> {
     let keep = referenced_blobs(hist)?;
     let mut n = 0;
     for h in stored_blobs(hist) {

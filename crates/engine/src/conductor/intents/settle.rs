@@ -348,7 +348,7 @@ impl Conductor {
     }
 
     /// Settles the intents crashed processes left (see the module doc and docs/PROTOCOL.md §2.8).
-    pub fn repair_intents(&self) -> IntentRepair {
+    pub(crate) fn repair_intents(&self) -> IntentRepair {
         let mut out = IntentRepair::default();
         let dir = intents_dir(&self.root);
         let Ok(rd) = std::fs::read_dir(&dir) else {
