@@ -376,7 +376,7 @@ fn a_cleanup_dry_run_that_finds_nothing_offers_no_delete_button() {
     let wf = WorkflowId::parse("wf_deploy_42").unwrap();
     let dry = |deleted: &[&str], missing: &[&str]| CleanupResult {
         status: crate::engine::CleanupStatus::DryRun,
-        workflow_id: wf.to_string(),
+        workflow_id: wf.clone(),
         deleted: None,
         would_delete: Some(deleted.iter().map(|s| s.to_string()).collect()),
         missing: missing.iter().map(|s| s.to_string()).collect(),

@@ -523,7 +523,7 @@ pub fn take(c: &Conductor, cfg: &Inbound, subject: &str, w: &Wire) -> Result<Tak
     let r: SubmitResult = c.submit_handoff_held(&handoff, hold)?;
     mark_inbound(root, &entry.workflow_id, &w.from_pantheon)?;
     Ok(Taken::Request {
-        workflow_id: r.workflow_id,
+        workflow_id: r.workflow_id.to_string(),
         status: r.status.to_string(),
     })
 }

@@ -381,7 +381,7 @@ impl Conductor {
                 self.withdraw_all(&wf, &st, &reason, &by_label)?;
                 return Ok(AbortResult {
                     status: AbortStatus::Aborted,
-                    workflow_id: wf.to_string(),
+                    workflow_id: wf.clone(),
                     artifacts_marked: m.artifacts_marked,
                     artifacts_skipped: m.artifacts_skipped,
                     manifest_path: text(&manifest_path),
@@ -457,7 +457,7 @@ impl Conductor {
         self.withdraw_all(&wf, &st, reason, &by_label)?;
         Ok(AbortResult {
             status: AbortStatus::Aborted,
-            workflow_id: wf.to_string(),
+            workflow_id: wf.clone(),
             artifacts_marked: marked,
             artifacts_skipped: skipped,
             manifest_path: text(&manifest_path),
@@ -651,7 +651,7 @@ impl Conductor {
             } else {
                 CleanupStatus::Cleaned
             },
-            workflow_id: wf.to_string(),
+            workflow_id: wf.clone(),
             deleted: None,
             would_delete: None,
             missing: Vec::new(),

@@ -327,9 +327,8 @@ impl Conductor {
     }
 
     /// The outcome a submit had, from the state's record of it (`None`: not recorded).
-    pub(crate) fn submit_outcome(&self, workflow_id: &str, handoff_id: &str) -> Option<String> {
-        let wf = WorkflowId::parse(workflow_id).ok()?;
-        let st = files::require_state(&self.root, &wf).ok()?;
+    pub(crate) fn submit_outcome(&self, wf: &WorkflowId, handoff_id: &str) -> Option<String> {
+        let st = files::require_state(&self.root, wf).ok()?;
         let rec = st.record_of(handoff_id)?;
         Some(
             rec.routed
@@ -341,9 +340,8 @@ impl Conductor {
     }
 
     /// The handoff a `completed` ack recorded on the god's behalf, from the state's record of the ack.
-    pub(crate) fn recorded_handoff(&self, workflow_id: &str, ack_id: &str) -> Option<String> {
-        let wf = WorkflowId::parse(workflow_id).ok()?;
-        let st = files::require_state(&self.root, &wf).ok()?;
+    pub(crate) fn recorded_handoff(&self, wf: &WorkflowId, ack_id: &str) -> Option<String> {
+        let st = files::require_state(&self.root, wf).ok()?;
         st.acks
             .iter()
             .find(|a| a.ack_id == ack_id)?
@@ -389,7 +387,7 @@ impl Conductor {
                 let wf = WorkflowId::parse(workflow_id).ok()?;
                 let st = files::require_state(&self.root, &wf).ok()?;
                 let routed = st.record_of(handoff_id)?.routed.clone().unwrap_or_default();
-                let outcome = self.submit_outcome(workflow_id, handoff_id)?;
+                let outcome = self.submit_outcome(&wf, handoff_id)?;
                 Some(
                     Act::new("submit", outcome)
                         .target("workflow_id", Some(workflow_id))

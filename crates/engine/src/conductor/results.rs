@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use super::definition::LoadError;
 use super::files::FileError;
 use super::model::{AckStatus, Dispatch, WorkflowStatus};
+use crate::store::{HandoffId, WorkflowId};
 use crate::words::words;
 
 words!(
@@ -94,7 +95,7 @@ pub struct SubmitResult {
     /// What the submit did.
     pub status: SubmitStatus,
     /// The workflow the handoff belongs to.
-    pub workflow_id: String,
+    pub workflow_id: WorkflowId,
     /// The handoff recorded.
     pub handoff_id: String,
     /// The god the next step was dispatched to, if any.
@@ -124,7 +125,7 @@ pub struct AckResult {
     /// The id of the ack record (the first one's, for a duplicate).
     pub ack_id: String,
     /// The workflow the dispatch belongs to.
-    pub workflow_id: String,
+    pub workflow_id: WorkflowId,
     /// The ack's status (`accepted`, `pending`, `rejected`, `completed`).
     pub status: AckStatus,
     /// The workflow's status after the ack.
@@ -308,9 +309,9 @@ pub struct ApprovalResult {
     /// The decision.
     pub status: ApprovalStatus,
     /// The held dispatch decided.
-    pub handoff_id: String,
+    pub handoff_id: HandoffId,
     /// The workflow it belongs to.
-    pub workflow_id: String,
+    pub workflow_id: WorkflowId,
     /// The god it was addressed to.
     pub target_god: String,
     /// The step it asks for.
@@ -331,7 +332,7 @@ pub struct AbortResult {
     /// `aborted`, or `already_aborted` for a repeat.
     pub status: AbortStatus,
     /// The workflow aborted.
-    pub workflow_id: String,
+    pub workflow_id: WorkflowId,
     /// Artifacts marked as belonging to an aborted workflow.
     pub artifacts_marked: Vec<String>,
     /// Artifacts that could not be marked, and why.
@@ -359,7 +360,7 @@ pub struct CleanupResult {
     /// `cleaned`, or `dry_run` when nothing was deleted.
     pub status: CleanupStatus,
     /// The workflow whose temporary artifacts were cleaned.
-    pub workflow_id: String,
+    pub workflow_id: WorkflowId,
     /// Deleted (a cleanup; absent from a dry run's answer).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deleted: Option<Vec<String>>,
@@ -392,9 +393,9 @@ pub struct RedispatchResult {
     /// `redispatched`.
     pub status: RedispatchStatus,
     /// The workflow whose step was dispatched again.
-    pub workflow_id: String,
+    pub workflow_id: WorkflowId,
     /// The handoff id of the new dispatch.
-    pub handoff_id: String,
+    pub handoff_id: HandoffId,
     /// The god it went to.
     pub to_god: String,
     /// The step it asks for.

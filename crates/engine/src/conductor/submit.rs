@@ -762,7 +762,7 @@ impl Conductor {
         };
         SubmitResult {
             status,
-            workflow_id: wf.to_string(),
+            workflow_id: wf.clone(),
             handoff_id: rec.handoff_id.clone().unwrap_or_default(),
             target_god: routed.target_god.clone(),
             target_step: routed.target_step.clone(),
@@ -894,8 +894,8 @@ impl Conductor {
         }
         Ok(super::RedispatchResult {
             status: RedispatchStatus::Redispatched,
-            workflow_id: wf.to_string(),
-            handoff_id: hid.to_string(),
+            workflow_id: wf.clone(),
+            handoff_id: hid.clone(),
             to_god: god.to_string(),
             step,
             dispatch_path: path.display().to_string(),

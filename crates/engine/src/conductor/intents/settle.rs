@@ -475,7 +475,9 @@ impl Conductor {
                 Check::Submit {
                     workflow_id,
                     handoff_id,
-                } => self.submit_outcome(workflow_id, handoff_id),
+                } => crate::store::WorkflowId::parse(workflow_id)
+                    .ok()
+                    .and_then(|wf| self.submit_outcome(&wf, handoff_id)),
                 Check::Delivery { .. } => Some("redelivered".to_owned()),
                 Check::Dead { .. } => Some("dead_lettered".to_owned()),
                 Check::Requeue { .. } => Some("requeued".to_owned()),
