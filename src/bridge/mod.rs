@@ -17,6 +17,7 @@ use crate::engine::conductor::{Conductor, outbox};
 use crate::engine::error::Error as EngineError;
 use crate::engine::store::{Root, is_valid_name};
 
+mod strangers;
 mod trace;
 mod track;
 

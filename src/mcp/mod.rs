@@ -11,6 +11,7 @@ use crate::engine::store::Root;
 
 pub mod args;
 pub mod check;
+pub mod lean;
 pub mod output;
 pub mod reply;
 pub mod server;

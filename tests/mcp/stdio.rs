@@ -378,3 +378,68 @@ fn acquire_lock_returns_a_fencing_token_and_release_lock_refuses_a_stale_one() {
     assert!(lock(&mut server, 5) > t1, "a new lease gets a higher token");
     server.close();
 }
+
+/// A dispatch file as a god's own script writes it (the seed's fields), `summary` its only variable.
+fn foreign_dispatch(summary: &str) -> String {
+    json!({"handoff_id": "hof_20260614_0000aa", "workflow_id": "wf_cache", "from_god": "thoth",
+           "to_god": "iris", "step": "research", "context": {"summary": summary, "decisions": [],
+           "artifacts": [], "open_questions": [], "gates_passed": [], "history": []},
+           "dispatched_at": "2026-06-14T10:00:00Z", "ack_status": "unacked"})
+    .to_string()
+}
+
+#[test]
+fn a_long_lived_server_never_answers_from_a_stale_read_of_an_inbox_file() {
+    let root = TestRoot::new();
+    let inbox = root.path().join("conductor/pending/iris");
+    std::fs::create_dir_all(&inbox).unwrap();
+    let file = inbox.join("hof_20260614_0000aa.json");
+    let old = std::time::SystemTime::now() - Duration::from_secs(3600);
+    // Written and back-dated the way a foreign writer may: same size, same modification time each
+    // time, so only the inode's change time tells the two versions apart.
+    let write = |summary: &str| {
+        std::fs::write(&file, foreign_dispatch(summary)).unwrap();
+        let f = std::fs::File::options().write(true).open(&file).unwrap();
+        f.set_modified(old).unwrap();
+    };
+    write("version one");
+    let mut s = RawServer::start(&root);
+    s.initialize();
+    let summary = |s: &mut RawServer, id: u64, tool: &str| {
+        let args = if tool == "check_inbox" {
+            json!({"god_name": "iris"})
+        } else {
+            json!({"god_name": "iris", "handoff_id": "hof_20260614_0000aa"})
+        };
+        s.call(id, tool, args);
+        let r = s.response(id);
+        let sc = &r["result"]["structuredContent"];
+        let d = if tool == "check_inbox" {
+            &sc["dispatches"][0]
+        } else {
+            &sc["dispatch"]
+        };
+        d["context"]["summary"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no summary in {r}"))
+            .to_owned()
+    };
+    // Read for longer than the file takes to settle, so that the server keeps its parse.
+    for id in 10..24 {
+        assert_eq!(summary(&mut s, id, "check_inbox"), "version one");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    write("version two");
+    assert_eq!(summary(&mut s, 100, "check_inbox"), "version two");
+    assert_eq!(summary(&mut s, 101, "get_dispatch"), "version two");
+    // Replaced by a rename, and then gone.
+    let tmp = inbox.join(".hof.tmp");
+    std::fs::write(&tmp, foreign_dispatch("version 3!!")).unwrap();
+    std::fs::rename(&tmp, &file).unwrap();
+    assert_eq!(summary(&mut s, 102, "get_dispatch"), "version 3!!");
+    std::fs::remove_file(&file).unwrap();
+    s.call(103, "check_inbox", json!({"god_name": "iris"}));
+    let r = s.response(103);
+    assert_eq!(r["result"]["structuredContent"]["count"], json!(0), "{r}");
+    s.close();
+}

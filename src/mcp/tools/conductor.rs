@@ -4,9 +4,9 @@ use crate::engine::conductor::{Actor, PageRequest};
 use crate::engine::error::Error;
 use crate::engine::store::{GodName, HandoffId, WorkflowId};
 use crate::mcp::args::*;
-use crate::mcp::output;
 use crate::mcp::reply::blocking;
 use crate::mcp::server::ConductorServer;
+use crate::mcp::{lean, output};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
 use rmcp::{tool, tool_router};
@@ -63,8 +63,10 @@ impl ConductorServer {
                 serde_json::to_value(conductor.check_inbox_compact(&god, &page)?)
                     .map_err(|e| Error::refused(e.to_string()))
             } else {
-                serde_json::to_value(conductor.check_inbox_page(&god, &page)?)
-                    .map_err(|e| Error::refused(e.to_string()))
+                let mut answer = serde_json::to_value(conductor.check_inbox_page(&god, &page)?)
+                    .map_err(|e| Error::refused(e.to_string()))?;
+                lean::lean_dispatches(&mut answer);
+                Ok(answer)
             }
         })
         .await
@@ -79,10 +81,16 @@ impl ConductorServer {
     async fn get_dispatch(&self, Parameters(a): Parameters<GetDispatch>) -> CallToolResult {
         let conductor = self.conductor.clone();
         blocking("get_dispatch", move || {
-            conductor.get_dispatch(
+            let found = conductor.get_dispatch(
                 &GodName::parse(&a.god_name)?,
                 &HandoffId::parse(&a.handoff_id)?,
-            )
+            )?;
+            let mut answer =
+                serde_json::to_value(found).map_err(|e| Error::refused(e.to_string()))?;
+            if let Some(dispatch) = answer.get_mut("dispatch") {
+                lean::lean_dispatch(dispatch);
+            }
+            Ok(answer)
         })
         .await
     }

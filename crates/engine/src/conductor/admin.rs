@@ -142,12 +142,12 @@ impl Conductor {
 
     /// A god's whole inbox, oldest first; unreadable files are listed in `errors`.
     pub fn check_inbox(&self, god: &GodName) -> Result<InboxResult> {
-        files::read_inbox(&self.root, god)
+        self.check_inbox_page(god, &PageRequest::default())
     }
 
     /// One page of a god's inbox (docs/PROTOCOL.md §5: `limit`, `cursor`, `next_cursor`).
     pub fn check_inbox_page(&self, god: &GodName, request: &PageRequest) -> Result<InboxResult> {
-        files::read_inbox_page(&self.root, god, request)
+        files::inbox_page(&self.root, god, request, |dir| self.inboxes.read_dir(dir))
     }
 
     /// One page of a god's inbox with each dispatch cut to its ids, sender, step, age and the
@@ -178,13 +178,13 @@ impl Conductor {
     /// One dispatch of a god's inbox, whole, by its handoff id.
     pub fn get_dispatch(&self, god: &GodName, id: &HandoffId) -> Result<DispatchResult> {
         let dir = self.root.inbox_dir(god);
-        let (found, _) = files::read_dispatch_dir(&dir);
+        let (found, _) = self.inboxes.read_dir(&dir);
         found
             .into_iter()
             .find(|(_, d)| d.handoff_id == id.as_str())
             .map(|(path, dispatch)| DispatchResult {
                 god: god.to_string(),
-                dispatch,
+                dispatch: std::sync::Arc::unwrap_or_clone(dispatch),
                 path: text(&path),
             })
             .ok_or_else(|| {

@@ -129,26 +129,36 @@ pub(crate) fn read_dispatch_dir(dir: &Path) -> DirListing {
         return (found, errors);
     };
     for entry in rd.filter_map(|e| e.ok()) {
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with('.') || !path.is_file() {
-            continue;
-        }
-        if !name.ends_with(".json") {
-            errors.push(FileError {
-                path,
-                error: "not a dispatch (.json) file; ignored".into(),
-            });
-            continue;
-        }
-        match read_model::<Dispatch>(&path) {
-            Ok(Some(d)) => found.push((path, d)),
-            Ok(None) => {}
-            Err(e) => errors.push(e),
-        }
+        let (one, error) = read_dispatch_entry(&entry);
+        found.extend(one);
+        errors.extend(error);
     }
     found.sort_by_cached_key(|(p, d)| dispatch_order(p, d));
     (found, errors)
+}
+
+/// One entry of a dispatch directory: its dispatch, or why it is not one (hidden names and what is
+/// not a file are passed over in silence).
+pub(crate) fn read_dispatch_entry(
+    entry: &std::fs::DirEntry,
+) -> (Option<(PathBuf, Dispatch)>, Option<FileError>) {
+    let path = entry.path();
+    let name = entry.file_name().to_string_lossy().into_owned();
+    if name.starts_with('.') || !path.is_file() {
+        return (None, None);
+    }
+    if !name.ends_with(".json") {
+        let error = FileError {
+            path,
+            error: "not a dispatch (.json) file; ignored".into(),
+        };
+        return (None, Some(error));
+    }
+    match read_model::<Dispatch>(&path) {
+        Ok(Some(d)) => (Some((path, d)), None),
+        Ok(None) => (None, None),
+        Err(e) => (None, Some(e)),
+    }
 }
 
 /// Where a dispatch stands in its directory's order, oldest first: `dispatched_at` (the file's
@@ -176,8 +186,25 @@ pub fn read_inbox_page(
     god: &GodName,
     request: &super::paging::PageRequest,
 ) -> Result<super::InboxResult> {
+    inbox_page(root, god, request, |dir| {
+        let (found, errors) = read_dispatch_dir(dir);
+        let shared = found
+            .into_iter()
+            .map(|(p, d)| (p, std::sync::Arc::new(d)))
+            .collect();
+        (shared, errors)
+    })
+}
+
+/// [`read_inbox_page`] over the listing `read` gives of the inbox directory.
+pub(crate) fn inbox_page(
+    root: &Root,
+    god: &GodName,
+    request: &super::paging::PageRequest,
+    read: impl FnOnce(&Path) -> super::inbox_cache::SharedListing,
+) -> Result<super::InboxResult> {
     let dir = root.inbox_dir(god);
-    let (found, errors) = read_dispatch_dir(&dir);
+    let (found, errors) = read(&dir);
     let keyed = found
         .into_iter()
         .map(|(p, d)| {
@@ -195,7 +222,11 @@ pub fn read_inbox_page(
         god: god.to_string(),
         known_god: dir.is_dir(),
         compact: false,
-        dispatches: page.items,
+        dispatches: page
+            .items
+            .into_iter()
+            .map(std::sync::Arc::unwrap_or_clone)
+            .collect(),
         count: page.count,
         limit: request.limit,
         next_cursor: page.next_cursor,

@@ -17,6 +17,7 @@ pub mod deadlines;
 pub mod definition;
 pub mod delivery;
 pub mod files;
+pub(crate) mod inbox_cache;
 pub mod intents;
 pub mod journaled;
 pub mod model;
@@ -102,6 +103,8 @@ pub struct Conductor {
     schemas: Mutex<Option<(SchemaKey, Arc<Schemas>)>>,
     /// Who acts through this handle, for the journal.
     origin: RwLock<Origin>,
+    /// Inboxes read before, for a handle that reads them again and again (the MCP server).
+    inboxes: inbox_cache::InboxCache,
 }
 
 impl Conductor {
@@ -111,6 +114,7 @@ impl Conductor {
             root,
             schemas: Mutex::new(None),
             origin: RwLock::new(Origin::default()),
+            inboxes: inbox_cache::InboxCache::default(),
         }
     }
 
