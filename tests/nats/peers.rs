@@ -858,7 +858,10 @@ fn three_pantheons_on_a_track_each_read_only_their_peers_and_a_strangers_line_is
         assert_eq!(progress_count(m, "shared"), 3 * PER, "{}", m.name);
         assert_exactly_once_in_order(m, "shared", &["wk", "wt", "wu"], PER);
         let reason = dead_letters(m)[0]["reason"].as_str().unwrap().to_owned();
-        assert!(reason.contains("\"stranger\" is not an allowed peer"), "{reason}");
+        assert!(
+            reason.contains("\"stranger\" is not an allowed peer"),
+            "{reason}"
+        );
         let status = m.ok(&["bridge", "status"], None);
         assert_eq!(status["dead_letters"], 1, "{}: {status}", m.name);
     }

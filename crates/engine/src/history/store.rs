@@ -766,6 +766,11 @@ impl Writer {
                 }
             }
         };
+        if hist_format(&w.hist, w.seg) < FORMAT {
+            // A segment of an older format is closed, so the records that may name packs begin a
+            // segment whose header says so.
+            w.roll(now_us)?;
+        }
         w.enforce_retention(now_us)?;
         Ok(w)
     }
@@ -1085,6 +1090,11 @@ fn write_checkpoint(hist: &HistoryDir, cp: &CheckpointOut<'_>) -> Result<()> {
     crate::store::atomic::write_atomic(&hist.root, &hist.checkpoint_path(cp.seq), &bytes)
 }
 
+/// The format segment `seq`'s header names ([`FORMAT`] when it has none: a new segment's).
+fn hist_format(hist: &HistoryDir, seq: u64) -> u32 {
+    hist.header(seq).map_or(FORMAT, |h| h.history)
+}
+
 /// Creates segment `seq` with its header, durably.
 fn new_segment(hist: &HistoryDir, seq: u64, t: i64) -> Result<File> {
     let path = hist.segment_path(seq);
@@ -1190,13 +1200,22 @@ mod tests {
         let text = std::fs::read_to_string(&seg).unwrap();
         std::fs::write(&seg, text.replacen("\"history\":2", "\"history\":1", 1)).unwrap();
         assert_eq!(hist.header(0).unwrap().history, 1);
-        // Small blobs now go into the segment's pack.
+        // Opened by this version, the old segment is closed: packed names begin a segment of
+        // format 2, and the old one stays as it was.
         let mut w = Writer::open(&root, ret.clone(), 3_000).unwrap();
+        assert_eq!(hist.segments(), [0, 1]);
+        assert_eq!(
+            (
+                hist.header(0).unwrap().history,
+                hist.header(1).unwrap().history
+            ),
+            (1, FORMAT)
+        );
         let a = w.put_blob(b"kept").unwrap();
         let b = w.put_blob(b"lost").unwrap();
         assert!(matches!(
             pack::locate(&a),
-            Some(Loc::Packed { pack: 0, .. })
+            Some(Loc::Packed { pack: 1, .. })
         ));
         assert_eq!(hist.blob(&a).unwrap().as_deref(), Some(b"kept".as_slice()));
         w.commit(vec![put("conductor/a", &a, 3_000)], 3_000)
@@ -1208,12 +1227,12 @@ mod tests {
         // the lost bytes is cut, and nothing after the kept ranges stays in the pack.
         let pack_file = std::fs::OpenOptions::new()
             .write(true)
-            .open(hist.pack_path(0))
+            .open(hist.pack_path(1))
             .unwrap();
         pack_file.set_len(6).unwrap();
         let mut w = Writer::open(&root, ret, 5_000).unwrap();
         assert_eq!((w.repaired, w.next_seq), (1, 2));
-        assert_eq!(std::fs::metadata(hist.pack_path(0)).unwrap().len(), 4);
+        assert_eq!(std::fs::metadata(hist.pack_path(1)).unwrap().len(), 4);
         assert_eq!(w.put_blob(b"kept").unwrap(), a, "stored once");
         // A roll copies what the tree names out of the pack: the checkpoint names blob files only.
         w.roll(5_000).unwrap();
@@ -1224,28 +1243,22 @@ mod tests {
                 .flat_map(|f| &f.blobs)
                 .all(|b| matches!(pack::locate(b), Some(Loc::File(_))))
         );
-        assert_eq!(hist.packs(), [0, 2]);
+        assert_eq!(hist.packs(), [0, 1, 2]);
         for (path, want) in [("conductor/old", "old"), ("conductor/a", "kept")] {
             let f = &cp.files[path];
             assert_eq!(hist.content(f).unwrap().unwrap(), want.as_bytes());
         }
-        match hist.seek(3_500).unwrap() {
-            Seek::Found { tree, .. } => {
-                assert_eq!(
-                    hist.content(&tree["conductor/a"]).unwrap().unwrap(),
-                    b"kept"
-                );
-                assert_eq!(
-                    hist.content(&tree["conductor/old"]).unwrap().unwrap(),
-                    b"old"
-                );
-            }
-            other => panic!("{other:?}"),
-        }
+        // Both forms read along the history: the old blob file, the packed blob.
+        let (all, _) = hist.changes(0, 10_000, 10).unwrap();
+        let read: Vec<Vec<u8>> = all
+            .iter()
+            .map(|c| hist.blob(c.blob.as_deref().unwrap()).unwrap().unwrap())
+            .collect();
+        assert_eq!(read, [b"old".to_vec(), b"kept".to_vec()]);
         let (errors, _) = crate::history::check(&root);
         assert!(errors.is_empty(), "{errors:?}");
         // A damaged packed range is found by validate.
-        std::fs::write(hist.pack_path(0), b"XXXX").unwrap();
+        std::fs::write(hist.pack_path(1), b"XXXX").unwrap();
         let (errors, _) = crate::history::check(&root);
         assert!(errors.iter().any(|e| e.contains("1 blob(s)")), "{errors:?}");
     }
