@@ -8,6 +8,7 @@
 //! `conductor/history/.writer.lock`; a second recorder blocks on it (stands by) and takes over when
 //! the writer ends, killed or not.
 
+pub(crate) mod pack;
 pub(crate) mod picture;
 pub(crate) mod recorder;
 pub(crate) mod store;
@@ -304,9 +305,7 @@ pub fn forget(root: &Root, wf: &WorkflowId) -> Result<ForgetResult> {
     }
     let mut removed = 0;
     for h in drop_blobs.difference(&keep_blobs) {
-        if let Some(p) = hist.blob_path(h)
-            && crate::store::atomic::remove_file(root, &p)?
-        {
+        if hist.erase_blob(h)? {
             removed += 1;
         }
     }
@@ -372,6 +371,12 @@ pub fn check(root: &Root) -> (Vec<String>, Vec<String>) {
             }
         };
         match &read.header {
+            Some(h) if h.history > store::FORMAT => errors.push(format!(
+                "{}: written in history format {}, newer than this pantheon reads ({})",
+                seg_path.display(),
+                h.history,
+                store::FORMAT
+            )),
             Some(h) if h.seq == *seg => {}
             _ => errors.push(format!(
                 "{}: no header naming sequence {seg}",
@@ -414,9 +419,11 @@ pub fn check(root: &Root) -> (Vec<String>, Vec<String>) {
         }
         expect = Some(next);
     }
+    // Packed blobs are read back and hashed, a pack opened once for its run of names.
     let mut missing = 0usize;
+    let mut packs = pack::PackReader::new(&hist.dir);
     for h in &blobs {
-        if !hist.blob_path(h).is_some_and(|p| p.is_file()) {
+        if !hist.has_blob(h, &mut packs) {
             missing += 1;
         }
     }

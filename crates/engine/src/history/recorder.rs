@@ -187,6 +187,15 @@ impl Recorder {
     /// Walks both trees and records every difference from the history's tree (files gone included).
     /// With `initial`, every change is stamped now (the first scan only knows the files exist).
     pub fn rescan(&mut self, initial: bool) -> Result<usize> {
+        // What a scan finds is mostly the tree the next checkpoint names: blob files, not the pack
+        // (which the checkpoint would copy out again).
+        let packing = std::mem::replace(&mut self.writer.packing, false);
+        let r = self.scan(initial);
+        self.writer.packing = packing;
+        r
+    }
+
+    fn scan(&mut self, initial: bool) -> Result<usize> {
         let mut seen = std::collections::HashSet::new();
         let mut batch = Vec::new();
         let mut n = 0;
@@ -409,7 +418,7 @@ impl Recorder {
         }
         if let Some(o) = &old
             && o.blobs.len() == 1
-            && o.blobs[0] == h
+            && super::pack::hash_part(&o.blobs[0]) == h
             && o.mtime_us == mtime_us
         {
             return None;
