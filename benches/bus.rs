@@ -16,10 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use pantheon::engine::bus::vocab::MessageType;
-use pantheon::engine::bus::{Bus, LockKey};
-use pantheon::engine::store::Root;
-use pantheon::engine::store::WorkerId;
+use pantheon::engine::{Bus, LockKey, MessageType, Root, WorkerId};
 
 const PANTHEON: &str = env!("CARGO_BIN_EXE_pantheon");
 

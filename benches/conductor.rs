@@ -5,9 +5,7 @@
 
 use std::time::Instant;
 
-use pantheon::engine::conductor::{Actor, Conductor};
-use pantheon::engine::store::Root;
-use pantheon::engine::store::atomic::{to_pretty_json, write_atomic};
+use pantheon::engine::{Actor, Conductor, Root, to_pretty_json, write_atomic};
 use serde_json::json;
 
 fn main() {

@@ -20,8 +20,7 @@ use pantheon::console::action::{Action, Pane};
 use pantheon::console::app::App;
 use pantheon::console::theme::Theme;
 use pantheon::console::views;
-use pantheon::engine::bus::Bus;
-use pantheon::engine::bus::vocab::MessageType;
+use pantheon::engine::{Bus, MessageType};
 use pantheon::live::runner::LiveHandle;
 use pantheon::live::{LiveModel, ModelOptions, WatchMode};
 use ratatui::Terminal;
@@ -673,7 +672,7 @@ fn chunk(len: usize) -> usize {
 /// the types (the model's maps' nodes and the allocator's free lists come on top; `rows_mib` is
 /// the sum, to compare with the resident size).
 fn row_bytes(s: &pantheon::live::Snapshot) -> serde_json::Value {
-    use pantheon::engine::conductor::model::WorkflowState;
+    use pantheon::engine::WorkflowState;
     use pantheon::live::files::RecordFile;
     use pantheon::live::snapshot::{
         DispatchRecord, DispatchView, Record, Stamp, Sym, WorkflowRow, WorkflowView,

@@ -15,10 +15,11 @@
 use std::process::Command;
 use std::time::Instant;
 
-use pantheon::engine::conductor::{Actor, Conductor};
-use pantheon::engine::cost::hook;
-use pantheon::engine::cost::ledger::{self, Line};
-use pantheon::engine::store::Root;
+use pantheon::engine::{
+    Actor, Conductor, Root, budget_hold,
+    ledger::{self, Line},
+};
+
 use serde_json::json;
 
 /// One figure for BENCHMARKS.md (`scripts/bench-report.sh` collects the `BENCH` lines).
@@ -293,7 +294,7 @@ fn cycles_bench() {
     let mut warnings = Vec::new();
     let t = Instant::now();
     for _ in 0..n {
-        let h = hook::hold(
+        let h = budget_hold(
             c.root(),
             "wf_plain_1",
             None,

@@ -11,8 +11,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use pantheon::demo::{Sim, SimConfig, TICKS_PER_SECOND};
-use pantheon::engine::store::Root;
-use pantheon::engine::validate::validate_root;
+use pantheon::engine::{Root, validate_root};
 
 fn main() {
     let ticks: u64 = if std::env::var_os("DEMO_BENCH_QUICK").is_some() {

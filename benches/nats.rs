@@ -24,9 +24,7 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, consumer::pull, stream};
 use futures_util::StreamExt;
-use pantheon::engine::bus::Bus;
-use pantheon::engine::bus::vocab::MessageType;
-use pantheon::engine::store::Root;
+use pantheon::engine::{Bus, MessageType, Root};
 use serde_json::json;
 
 const PANTHEON: &str = env!("CARGO_BIN_EXE_pantheon");

@@ -19,8 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use pantheon::engine::conductor::{Actor, Conductor};
-use pantheon::engine::store::Root;
+use pantheon::engine::{Actor, Conductor, Root};
 use serde_json::json;
 
 fn bin() -> &'static Path {

@@ -13,11 +13,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use pantheon::Root;
-use pantheon::engine::bus::vocab::MessageType;
-use pantheon::engine::bus::{Bus, LockKey, MessageKind};
-use pantheon::engine::conductor::{Actor, Conductor};
-use pantheon::engine::store::WorkerId;
-use pantheon::engine::store::atomic::{to_pretty_json, write_atomic};
+use pantheon::engine::{
+    Actor, Bus, Conductor, LockKey, MessageKind, MessageType, WorkerId, to_pretty_json,
+    write_atomic,
+};
 use pantheon::live::runner::LiveHandle;
 use pantheon::live::{LiveModel, ModelOptions, WatchMode};
 use serde_json::{Value, json};

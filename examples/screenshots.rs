@@ -45,7 +45,7 @@ fn richness(s: &Snapshot) -> (usize, usize) {
     let voting = s.tracks.iter().any(|t| {
         t.board
             .as_ref()
-            .is_some_and(|b| b.session.status == pantheon::engine::bus::board::VOTING)
+            .is_some_and(|b| b.session.status == pantheon::engine::board::VOTING)
     });
     (
         (c.held > 0) as usize + (c.deadlocks > 0) as usize + voting as usize,
@@ -60,7 +60,7 @@ fn dead_letters(root: &Path) {
                - id: triage\n      god: hermes\n      ack_wait: 2m\n      max_deliveries: 3\n      \
                fallback_gods: [apollo]\n";
     std::fs::write(root.join("conductor/workflows/escalation.yaml"), def).unwrap();
-    let c = pantheon::engine::conductor::Conductor::new(Root::at(root));
+    let c = pantheon::engine::Conductor::new(Root::at(root));
     for (wf, hid, summary) in [
         (
             "wf_pager_17",

@@ -1,7 +1,7 @@
 //! Who an act is journaled as: the same answer for the console, the CLI, the supervisor and the MCP
 //! server, so a service or container without `USER` still records a person, not `unknown`.
 
-use crate::engine::journal::{Origin, clean_actor};
+use crate::engine::{Origin, clean_actor};
 
 /// `--actor` when given, else `$USER` / `$LOGNAME`, else the login name of the process's uid in the
 /// password database, else `uid N`.

@@ -17,8 +17,8 @@ pub mod outcome;
 /// The protocol engine, its own crate ([`pantheon_engine`]); re-exported so shells name it `engine`.
 pub use pantheon_engine as engine;
 
-pub use engine::error::{Error, Result};
-pub use engine::store::Root;
+pub use engine::Root;
+pub use engine::{Error, Result};
 
 /// The shared fixture finder, the same file the integration tests include.
 #[cfg(test)]

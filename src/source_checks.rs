@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::engine::store::layout;
+use crate::engine::layout;
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(rd) = std::fs::read_dir(dir) else {
@@ -527,5 +527,174 @@ fn messages_say_error_in_lower_case() {
         bad.is_empty(),
         "say `error: …` / `warning: …`:\n{}",
         bad.join("\n")
+    );
+}
+
+/// The leaves of the `use` tree that starts at `text` (after `use `): each path spelled out, and the byte
+/// length of the tree up to its `;`. `a::{b, c::{d as e}}` gives `a::b` and `a::c::d`.
+fn use_leaves(text: &str) -> (Vec<String>, usize) {
+    let end = text.find(';').unwrap_or(text.len());
+    let mut leaves = Vec::new();
+    let mut stack: Vec<String> = vec![String::new()];
+    let mut path = String::new();
+    let mut skip_alias = false;
+    let flush = |path: &mut String, stack: &[String], leaves: &mut Vec<String>| {
+        if !path.is_empty() {
+            let prefix = stack.last().map(String::as_str).unwrap_or("");
+            let leaf = format!("{prefix}{path}");
+            leaves.push(leaf.strip_suffix("::self").unwrap_or(&leaf).to_owned());
+            path.clear();
+        }
+    };
+    for token in text[..end]
+        .split_inclusive(['{', '}', ','])
+        .flat_map(|t| {
+            let (body, sep) = t.split_at(t.len() - usize::from(t.ends_with(['{', '}', ','])));
+            [body.trim(), sep]
+        })
+        .filter(|t| !t.is_empty())
+    {
+        match token {
+            "{" => {
+                let prefix = stack.last().cloned().unwrap_or_default();
+                stack.push(format!("{prefix}{path}"));
+                path.clear();
+            }
+            "}" => {
+                flush(&mut path, &stack, &mut leaves);
+                stack.pop();
+            }
+            "," => {
+                flush(&mut path, &stack, &mut leaves);
+                skip_alias = false;
+            }
+            words => {
+                for word in words.split_whitespace() {
+                    if word == "as" {
+                        skip_alias = true;
+                    } else if !skip_alias {
+                        path.push_str(word);
+                    }
+                }
+            }
+        }
+    }
+    flush(&mut path, &stack, &mut leaves);
+    (leaves, end)
+}
+
+/// What breaks the engine's curated surface in its `lib.rs`: a public module declared from a file (it would
+/// publish every `pub` item in it), a facade module (`pub mod x { … }`) holding anything but re-exports and
+/// facade modules, and a re-export of a whole module (`modules`, the engine's module paths), of a glob, or
+/// of something that is not the engine's own (`crate::…`).
+fn surface_problems(lib: &str, modules: &std::collections::BTreeSet<String>) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut depth = 0usize;
+    let mut rest = lib.trim_start();
+    while !rest.is_empty() {
+        let line_end = rest.find('\n').unwrap_or(rest.len());
+        let line = rest[..line_end].trim_end();
+        let taken = if let Some(tree) = rest.strip_prefix("pub use ") {
+            let (leaves, len) = use_leaves(tree);
+            for leaf in leaves {
+                match leaf.strip_prefix("crate::") {
+                    _ if leaf.contains('*') => problems.push(format!("glob re-export {leaf}")),
+                    Some(path) if modules.contains(path) => {
+                        problems.push(format!("re-export of the whole module {path}"));
+                    }
+                    Some(_) => {}
+                    None => problems.push(format!("re-export of {leaf}, not the engine's own")),
+                }
+            }
+            "pub use ".len() + len + 1
+        } else if rest.starts_with('#') {
+            // An attribute, to its closing bracket (`#![cfg_attr(` spans lines).
+            let mut open = 0usize;
+            rest.char_indices()
+                .find_map(|(i, c)| {
+                    open = match c {
+                        '[' => open + 1,
+                        ']' => open.saturating_sub(1),
+                        _ => open,
+                    };
+                    (c == ']' && open == 0).then_some(i + 1)
+                })
+                .unwrap_or(rest.len())
+        } else {
+            if line.starts_with("pub mod ") && line.ends_with(';') {
+                problems.push(format!("`{line}` publishes a whole module"));
+            } else if line.starts_with("pub mod ") && line.ends_with('{') {
+                depth += 1;
+            } else if line == "}" && depth > 0 {
+                depth -= 1;
+            } else if depth > 0 && !line.starts_with("//") {
+                problems.push(format!(
+                    "a facade module holds `{line}`: it only re-exports"
+                ));
+            }
+            line_end
+        };
+        rest = rest[taken.min(rest.len())..].trim_start();
+    }
+    problems
+}
+
+/// The engine's module paths (`bus`, `bus::queue`, …), from its source files.
+fn engine_modules(src: &Path) -> std::collections::BTreeSet<String> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    files
+        .iter()
+        .filter_map(|f| {
+            let rel = f.strip_prefix(src).ok()?.with_extension("");
+            let parts: Vec<_> = rel
+                .iter()
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect();
+            let parts = match parts.split_last() {
+                Some((last, init)) if last == "mod" || last == "lib" => init.to_vec(),
+                _ => parts,
+            };
+            (!parts.is_empty()).then(|| parts.join("::"))
+        })
+        .collect()
+}
+
+/// The engine offers one list, its `lib.rs`: its modules are private (so a caller cannot reach past the
+/// list; the compiler refuses `engine::bus::queue::…`), the `unreachable_pub` and `unnameable_types` lints
+/// keep every `pub` item either listed or `pub(crate)`, and the list itself re-exports items, never a
+/// whole module.
+#[test]
+fn the_engine_offers_one_curated_list() {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = base.join("crates/engine/src");
+    let lib = std::fs::read_to_string(src.join("lib.rs")).unwrap();
+    let modules = engine_modules(&src);
+    assert!(modules.contains("bus::queue"), "{modules:?}");
+    assert_eq!(surface_problems(&lib, &modules), Vec::<String>::new());
+    for lint in ["#![warn(unreachable_pub)]", "#![warn(unnameable_types)]"] {
+        assert!(lib.contains(lint), "crates/engine/src/lib.rs lost {lint}");
+    }
+}
+
+#[test]
+fn the_surface_check_refuses_an_open_module_and_a_facade_with_code() {
+    let modules = ["bus".to_owned(), "bus::queue".to_owned()].into();
+    let good = "mod bus;\n// Bus.\npub use crate::bus::{Bus, queue::{Filter as QueueFilter, read}};\n\
+                /// Reading.\npub mod queue {\n    pub use crate::bus::queue::{Page, tail};\n}\n";
+    assert_eq!(surface_problems(good, &modules), Vec::<String>::new());
+    let bad = "pub mod bus;\npub use crate::bus::queue;\npub use crate::bus::{self as b, queue::*};\n\
+               pub use serde_json::Value;\npub mod queue {\n    pub use crate::bus::queue::Page;\n    \
+               pub fn read() {}\n}\n";
+    assert_eq!(
+        surface_problems(bad, &modules),
+        [
+            "`pub mod bus;` publishes a whole module",
+            "re-export of the whole module bus::queue",
+            "re-export of the whole module bus",
+            "glob re-export crate::bus::queue::*",
+            "re-export of serde_json::Value, not the engine's own",
+            "a facade module holds `pub fn read() {}`: it only re-exports",
+        ]
     );
 }

@@ -1,6 +1,6 @@
 //! `pantheon bridge` (docs/NATS.md): a thin async shell that moves the engine's outbox records to
 //! NATS JetStream and turns messages from a durable consumer into local handoffs and replies. Every
-//! protocol decision is the engine's (`pantheon_engine::bridge`, `conductor::outbox`).
+//! protocol decision is the engine's (`pantheon_engine::nats`, `pantheon_engine::outbox`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,11 +12,13 @@ use async_nats::jetstream::{self, AckKind, consumer::pull, stream};
 use futures_util::StreamExt;
 use tokio::sync::Mutex;
 
-use crate::engine::bridge::{self as eb, Inbound, Status, subject};
-use crate::engine::conductor::{Conductor, outbox};
-use crate::engine::error::Error as EngineError;
-use crate::engine::store::{Root, is_valid_name};
+use crate::engine::{
+    Conductor, Error as EngineError, Root, is_valid_name,
+    nats::{self as eb, Inbound, Status},
+    outbox,
+};
 
+mod strangers;
 mod trace;
 mod track;
 
@@ -173,10 +175,10 @@ pub fn run(args: BridgeArgs, root: &Root) -> anyhow::Result<crate::outcome::Outc
         eprintln!("warning: {w}");
     }
     for s in &args.subjects {
-        subject::check_filter(s).map_err(anyhow::Error::msg)?;
+        eb::check_filter(s).map_err(anyhow::Error::msg)?;
     }
     for t in &args.tracks {
-        crate::engine::store::ids::TrackName::parse(t)?;
+        crate::engine::TrackName::parse(t)?;
     }
     if !is_valid_name(&args.god) {
         bail!("--god {:?} is not a god name", args.god);
@@ -268,7 +270,7 @@ impl Shared {
         {
             return;
         }
-        s.updated = crate::engine::store::time::now_ts();
+        s.updated = crate::engine::time::now_ts();
         let (root, body) = (self.root.clone(), s.clone());
         // The status lock is held until the file is written: writes never overtake each other.
         let written = tokio::task::spawn_blocking(move || {
@@ -398,7 +400,7 @@ fn userinfo_options(opts: async_nats::ConnectOptions, url: &str) -> async_nats::
 
 /// `bridge lock --ttl`: a duration as `bus lock --ttl` takes it, in whole seconds.
 fn parse_ttl_secs(s: &str) -> Result<u64, String> {
-    crate::engine::store::time::parse_duration_checked("--ttl", s)
+    crate::engine::time::parse_duration_checked("--ttl", s)
         .map(|d| d.as_secs())
         .map_err(|e| e.to_string())
 }
@@ -416,14 +418,14 @@ fn run_lock(l: &LockArgs, root: &Root) -> anyhow::Result<crate::outcome::Outcome
             l.name
         );
     }
-    crate::engine::store::ids::check_free_text("worker", &l.worker)?;
-    crate::engine::store::ids::check_free_text("lock type", &l.lock_type)?;
+    crate::engine::check_free_text("worker", &l.worker)?;
+    crate::engine::check_free_text("lock type", &l.lock_type)?;
     if l.ttl == 0 {
         bail!("--ttl must be at least 1 second");
     }
     let req = track::LockRequest {
         pantheon: l.name.clone(),
-        track: crate::engine::store::ids::TrackName::parse(&l.track)?,
+        track: crate::engine::TrackName::parse(&l.track)?,
         path: l.path.clone(),
         worker: l.worker.clone(),
         ttl: Duration::from_secs(l.ttl),
@@ -526,7 +528,7 @@ async fn serve(
     ));
     let mut track_tasks = Vec::new();
     for t in &args.tracks {
-        let name = crate::engine::store::ids::TrackName::parse(t)?;
+        let name = crate::engine::TrackName::parse(t)?;
         let (tasks, stats) = track::spawn(
             js.clone(),
             shared.clone(),
@@ -811,7 +813,7 @@ async fn publish_round(
                 let r = out.retry.entry(rec.outbox_id.clone()).or_insert(Retry {
                     attempts: 0,
                     since: now,
-                    since_ts: crate::engine::store::time::now_ts(),
+                    since_ts: crate::engine::time::now_ts(),
                     next: now,
                     error: String::new(),
                     hint: None,

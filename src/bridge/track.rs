@@ -9,18 +9,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
-use async_nats::jetstream::{self, consumer::pull, kv, stream};
+use async_nats::jetstream::{self, kv, stream};
 use futures_util::{FutureExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use super::{Shared, trace};
-use crate::engine::bridge::track::{
-    self as et, KvEntry, LockStep, Mirror, SharedLock, TrackCursor,
+use super::{Shared, strangers, trace};
+use crate::engine::{
+    Bus, MessageType, TrackName,
+    nats::track::{self as et, KvEntry, LockStep, Mirror, SharedLock, TrackCursor},
 };
-use crate::engine::bus::Bus;
-use crate::engine::bus::vocab::MessageType;
-use crate::engine::store::ids::TrackName;
 
 /// Publishes in flight before the oldest one's acknowledgement is awaited.
 const PUBLISH_WINDOW: usize = 2048;
@@ -47,9 +45,9 @@ impl TrackStats {
     }
 }
 
-struct Track {
-    shared: Arc<Shared>,
-    track: TrackName,
+pub(super) struct Track {
+    pub(super) shared: Arc<Shared>,
+    pub(super) track: TrackName,
     bus: Bus,
     cursor: std::sync::Mutex<TrackCursor>,
     /// The cursor changed since it was last written.
@@ -536,16 +534,16 @@ async fn consume_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Resul
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .stream_seq;
+    let reads = strangers::peer_subjects(&t, &js.client().server_info().version);
     let consumer = stream
-        .create_consumer(pull::OrderedConfig {
-            filter_subject: et::filter(&t.track),
-            deliver_policy: jetstream::consumer::DeliverPolicy::ByStartSequence {
-                start_sequence: applied.saturating_add(1),
-            },
-            ..Default::default()
-        })
+        .create_consumer(strangers::consumer_config(
+            &reads,
+            &t,
+            applied.saturating_add(1),
+        ))
         .await
         .context("creating the ordered consumer")?;
+    let mut sweep = strangers::Sweep::default();
     let mut messages = consumer.messages().await.context("starting the consumer")?;
     tracing::debug!("bridge: track {} consumer from {}", t.track, applied + 1);
     let me = t.shared.inbound.name.clone();
@@ -563,8 +561,14 @@ async fn consume_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Resul
                     );
                     return Ok(());
                 }
-                if stalled(&t, &stream, applied, &mut last_check, &mut behind_since).await {
-                    return Ok(());
+                if last_check.elapsed() >= STALL_CHECK {
+                    last_check = tokio::time::Instant::now();
+                    if let Some(read) = &reads {
+                        sweep.run(&t, &stream, read).await;
+                    }
+                    if stalled(&t, &stream, &reads, applied, &mut behind_since).await {
+                        return Ok(());
+                    }
                 }
                 continue;
             }
@@ -658,30 +662,25 @@ async fn apply_batch(
     Ok(last_seq)
 }
 
-/// Whether the consumer is stalled: checked every [`STALL_CHECK`], the stream's last sequence has
-/// stayed past `applied` for [`STALL_AFTER`] with nothing arriving.
+/// Whether the consumer is stalled (asked every [`STALL_CHECK`]): the last line it would be handed
+/// has stayed past `applied` for [`STALL_AFTER`] with nothing arriving.
 async fn stalled(
     t: &Track,
     stream: &stream::Stream,
+    reads: &Option<Vec<String>>,
     applied: u64,
-    last_check: &mut tokio::time::Instant,
     behind_since: &mut Option<tokio::time::Instant>,
 ) -> bool {
-    if last_check.elapsed() < STALL_CHECK {
-        return false;
-    }
-    *last_check = tokio::time::Instant::now();
-    let last = tokio::time::timeout(STALL_CHECK, stream.get_info())
+    let last = tokio::time::timeout(STALL_CHECK, strangers::last_for_consumer(stream, reads))
         .await
         .ok()
-        .and_then(Result::ok)
-        .map(|i| i.state.last_sequence);
+        .flatten();
     match last {
         Some(last) if last > applied => {
             let since = *behind_since.get_or_insert_with(tokio::time::Instant::now);
             if since.elapsed() >= STALL_AFTER {
                 tracing::warn!(
-                    "bridge: track {} consumer stalled at {applied} (stream at {last}): made again",
+                    "bridge: track {} consumer stalled at {applied} (its last line at {last}): made again",
                     t.track
                 );
                 return true;
@@ -693,18 +692,18 @@ async fn stalled(
     false
 }
 
-async fn dead(t: &Track, seq: u64, subj: &str, reason: &str, data: &[u8]) {
+pub(super) async fn dead(t: &Track, seq: u64, subj: &str, reason: &str, data: &[u8]) {
     t.shared.dead.fetch_add(1, Ordering::Relaxed);
     tracing::warn!("bridge: dead-lettered track message {seq} on {subj}: {reason}");
-    let path = crate::engine::bridge::dead_dir(&t.shared.root)
+    let path = crate::engine::nats::dead_dir(&t.shared.root)
         .join(format!("track_{}_{seq:012}.json", t.track));
     let keep = &data[..data.len().min(64 * 1024)];
     let body = json!({
         "stream": et::stream_name(&t.track), "stream_seq": seq, "subject": subj, "reason": reason,
-        "dead_at": crate::engine::store::time::now_ts(), "data": String::from_utf8_lossy(keep),
+        "dead_at": crate::engine::time::now_ts(), "data": String::from_utf8_lossy(keep),
         "truncated": keep.len() < data.len(),
     });
-    if let Err(e) = crate::engine::bridge::write_bridge_record(&t.shared.root, &path, &body) {
+    if let Err(e) = crate::engine::nats::write_bridge_record(&t.shared.root, &path, &body) {
         t.shared
             .note_error(format!("dead letter {seq} not kept: {e}"))
             .await;
@@ -803,7 +802,7 @@ async fn workers_session(t: Arc<Track>, js: jetstream::Context) -> anyhow::Resul
                 let e = e.map_err(|e| anyhow::anyhow!("{e}"))?;
                 if let Some((p, w)) = e.key.split_once('.')
                     && p != me
-                    && crate::engine::store::is_valid_name(p)
+                    && crate::engine::is_valid_name(p)
                     && t.shared.inbound.peers.allows(p)
                     && let Some(worker) = et::decode_kv_key(w)
                 {
@@ -869,10 +868,10 @@ pub struct LockRequest {
 /// mirrors the bucket into the local `locks.json` and posts FILE_LOCK / FILE_UNLOCK on the track.
 pub async fn lock(
     js: &jetstream::Context,
-    root: &crate::engine::store::Root,
+    root: &crate::engine::Root,
     r: &LockRequest,
 ) -> anyhow::Result<Value> {
-    let key_path = crate::engine::bus::locks::normalize_key(&r.path)?;
+    let key_path = crate::engine::normalize_lock_key(&r.path)?;
     let bus = Bus::open_existing(root, &r.track)?;
     let store = ensure_bucket(js, &et::locks_bucket(&r.track), r.replicas).await?;
     let key = et::encode_kv_key(&key_path);
@@ -913,7 +912,7 @@ pub async fn lock(
         let (rev, previous, renewed) = match &step {
             LockStep::Create => (
                 store.create(&key, body.into()).await.map_err(|e| {
-                    anyhow::Error::new(crate::engine::error::Error::refused(format!(
+                    anyhow::Error::new(crate::engine::Error::refused(format!(
                         "{key_path} was taken by another worker in between: {e}"
                     )))
                 })?,
@@ -925,7 +924,7 @@ pub async fn lock(
                     .update(&key, body.into(), *revision)
                     .await
                     .map_err(|e| {
-                        anyhow::Error::new(crate::engine::error::Error::refused(format!(
+                        anyhow::Error::new(crate::engine::Error::refused(format!(
                             "{key_path} changed in between (expected token {revision}): {e}"
                         )))
                     })?,

@@ -5,10 +5,10 @@ use clap::{Args, Subcommand};
 use serde_json::Value;
 
 use super::Outcome;
-use crate::engine::bus::board::{AssessInput, DiscussInput, OpenInput, VoteInput};
-use crate::engine::bus::{Bus, OPERATOR};
-use crate::engine::journal::Origin;
-use crate::engine::store::{Director, Root, TrackName};
+use crate::engine::{
+    Bus, Director, OPERATOR, Origin, Root, TrackName,
+    board::{AssessInput, DiscussInput, OpenInput, VoteInput},
+};
 
 #[derive(Debug, Args)]
 pub struct BoardArgs {

@@ -11,14 +11,12 @@ use notify::{RecursiveMode, Watcher};
 use serde_json::{Value, json};
 
 use super::Outcome;
-use crate::engine::bus::events::EventPattern;
-use crate::engine::bus::queue::{Filter, Page, QueueCursor};
-use crate::engine::bus::workers::Heartbeat;
-use crate::engine::bus::{Bus, events, locks};
-use crate::engine::bus::{LockKey, MessageKind};
-use crate::engine::journal::Origin;
-use crate::engine::store::time::parse_duration_checked;
-use crate::engine::store::{Root, TrackName, WorkerId};
+use crate::engine::{
+    Bus, DEFAULT_LOCK_TYPE, EventPattern, Heartbeat, LockKey, MessageKind, Origin, Root, TrackName,
+    WorkerId, is_write_event,
+    queue::{Filter, Page, QueueCursor},
+    time::parse_duration_checked,
+};
 
 #[derive(Debug, Args)]
 pub struct BusArgs {
@@ -87,7 +85,7 @@ pub enum BusCommand {
         #[arg(long, default_value = "30m")]
         ttl: String,
         /// The kind of lock, recorded in locks.json.
-        #[arg(long, default_value = locks::DEFAULT_LOCK_TYPE)]
+        #[arg(long, default_value = DEFAULT_LOCK_TYPE)]
         lock_type: String,
         /// Renew only the lease this fencing token belongs to; a stale token is refused (exit 1).
         #[arg(long, value_name = "N")]
@@ -322,7 +320,7 @@ fn follow_queue(bus: &Bus, filter: &Filter, tail: Option<usize>) -> anyhow::Resu
     let (tx, rx) = mpsc::channel();
     let mut watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
         // Our own reads of the queue notify too; waking on them would spin.
-        if ev.as_ref().is_ok_and(|e| !events::is_write(e)) {
+        if ev.as_ref().is_ok_and(|e| !is_write_event(e)) {
             return;
         }
         let _ = tx.send(ev);
@@ -331,7 +329,7 @@ fn follow_queue(bus: &Bus, filter: &Filter, tail: Option<usize>) -> anyhow::Resu
     watcher.watch(&bus.dir, RecursiveMode::NonRecursive)?;
     let first = bus.read(filter, tail)?;
     let mut out = std::io::stdout().lock();
-    let mut print = |msgs: &[crate::engine::bus::Envelope]| -> bool {
+    let mut print = |msgs: &[crate::engine::Envelope]| -> bool {
         for m in msgs.iter().filter(|m| filter.matches(m)) {
             let line = serde_json::to_string(m).expect("envelopes serialise");
             if writeln!(out, "{line}").is_err() {

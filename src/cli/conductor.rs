@@ -9,9 +9,9 @@ use clap::Subcommand;
 use serde::Serialize;
 
 use super::Outcome;
-use crate::engine::conductor::{Actor, Conductor, PageRequest};
-use crate::engine::journal::Origin;
-use crate::engine::store::{GodName, HandoffId, Root, StepId, WorkflowId};
+use crate::engine::{
+    Actor, Conductor, GodName, HandoffId, Origin, PageRequest, Root, StepId, WorkflowId,
+};
 
 #[derive(Debug, Subcommand)]
 pub enum ConductorCommand {
@@ -132,7 +132,7 @@ pub enum ConductorCommand {
 #[derive(Debug, Clone, clap::Args)]
 pub struct PageArgs {
     /// Entries per page, 1 to 1000.
-    #[arg(long, value_name = "N", default_value_t = crate::engine::conductor::paging::DEFAULT_LIMIT)]
+    #[arg(long, value_name = "N", default_value_t = crate::engine::DEFAULT_PAGE_LIMIT)]
     pub limit: usize,
     /// The `next_cursor` of the previous page, for the page after it.
     #[arg(long, value_name = "CURSOR")]
@@ -159,7 +159,7 @@ pub enum HandoffCommand {
 /// Reads a JSON document from a file or standard input, refusing more than the engine would accept
 /// (a handoff, an ack or a context is at most 1 MiB: docs/PROTOCOL.md, limits) before holding it all.
 fn read_input(file: Option<PathBuf>, what: &str) -> anyhow::Result<serde_json::Value> {
-    let limit = crate::engine::store::limits::MAX_HANDOFF_BYTES;
+    let limit = crate::engine::MAX_HANDOFF_BYTES;
     let mut bytes = Vec::new();
     let origin = match file {
         Some(p) if p.as_os_str() != "-" => {
@@ -213,7 +213,7 @@ pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result
             let god = GodName::parse(&god)?;
             if !root.inbox_dir(&god).is_dir() {
                 // The JSON says `known_god: false`; a person reading it is told which gods there are.
-                let gods = crate::engine::conductor::files::known_gods(root).unwrap_or_else(|| {
+                let gods = crate::engine::known_gods(root).unwrap_or_else(|| {
                     "none yet: `pantheon init` makes the default ones".to_owned()
                 });
                 eprintln!(
@@ -274,7 +274,7 @@ pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result
                 if let Some(n) = budget_tokens {
                     m.insert("tokens".into(), serde_json::json!(n));
                 }
-                let to = crate::engine::cost::Budget::parse(&serde_json::Value::Object(m))
+                let to = crate::engine::Budget::parse(&serde_json::Value::Object(m))
                     .map_err(|e| anyhow::anyhow!("--budget-usd/--budget-tokens: {e}"))?;
                 let raised = c.raise_budget(&hid, to, &c.origin().actor)?;
                 let approved = c.approve(&hid, Actor::Operator)?;
@@ -291,8 +291,7 @@ pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result
                 && !root.inbox_dir(g).is_dir()
             {
                 // A typo would deliver into an inbox nobody reads: refused, with the gods there are.
-                let gods = crate::engine::conductor::files::known_gods(root)
-                    .unwrap_or_else(|| "none yet".to_owned());
+                let gods = crate::engine::known_gods(root).unwrap_or_else(|| "none yet".to_owned());
                 anyhow::bail!(
                     "--to {g}: {g} has no inbox in {}; gods here: {gods}",
                     root.dir.display()
@@ -300,7 +299,7 @@ pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result
             }
             json(c.requeue(&HandoffId::parse(&handoff_id)?, to.as_ref())?)
         }
-        ConductorCommand::Dead => json(crate::engine::conductor::delivery::list_dead(root)),
+        ConductorCommand::Dead => json(crate::engine::list_dead(root)),
         ConductorCommand::Rerun {
             workflow_id,
             from,
@@ -329,7 +328,7 @@ fn rerun(
     match as_of {
         None => json(c.rerun(&wf, &step, ctx.as_ref())?),
         Some(ts) => {
-            let as_of = crate::engine::history::context_as_of(root, &wf, &ts)?;
+            let as_of = crate::engine::context_as_of(root, &wf, &ts)?;
             json(c.rerun_as_of(&wf, &step, ctx.as_ref(), &as_of)?)
         }
     }

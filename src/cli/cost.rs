@@ -5,10 +5,7 @@
 use std::process::ExitCode;
 
 use super::Outcome;
-use crate::engine::conductor::Conductor;
-use crate::engine::cost::ops::{self, CostQuery};
-use crate::engine::journal::Origin;
-use crate::engine::store::Root;
+use crate::engine::{Conductor, CostQuery, Origin, Root, cost_query};
 
 /// Options of `pantheon cost`.
 #[derive(Debug, Clone, clap::Args)]
@@ -36,18 +33,18 @@ pub struct CostArgs {
 /// Runs `pantheon cost`.
 pub fn run(args: CostArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
     if args.prices {
-        let cfg = crate::engine::cost::CostConfig::of_root(root);
+        let cfg = crate::engine::CostConfig::of_root(root);
         return Ok(Outcome::Json(cfg.prices.to_json()));
     }
     if args.attention {
-        let items = crate::engine::cost::ledger::attention_items(root);
+        let items = crate::engine::ledger::attention_items(root);
         return Ok(Outcome::Json(
             serde_json::json!({"items": items, "count": items.len()}),
         ));
     }
     let since = match &args.since {
         Some(s) => Some(
-            crate::engine::store::time::parse_ts(s)
+            crate::engine::time::parse_ts(s)
                 .ok_or_else(|| anyhow::anyhow!("--since {s:?} is not a time (RFC 3339)"))?,
         ),
         None => None,
@@ -60,7 +57,7 @@ pub fn run(args: CostArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcom
             pass = Some(p);
         }
     }
-    let mut v = ops::query(root, &CostQuery { by: args.by, since })?;
+    let mut v = cost_query(root, &CostQuery { by: args.by, since })?;
     if let Some(p) = pass {
         v["pass"] = serde_json::to_value(p)?;
     }

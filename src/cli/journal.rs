@@ -8,9 +8,10 @@ use anyhow::Context;
 use clap::Args;
 
 use super::{Outcome, print_json};
-use crate::engine::journal::{self, Filter, HeadRef, VerifyOptions};
-use crate::engine::store::Root;
-use crate::engine::store::time::parse_ts;
+use crate::engine::{
+    HeadRef, JournalFilter, Root, VerifyOptions, journal_path, read_journal, time::parse_ts,
+    verify_journal_with,
+};
 
 /// Options of `pantheon journal`.
 #[derive(Debug, Args)]
@@ -42,7 +43,7 @@ pub fn run(
             anchor: args.anchor,
             head: args.head.as_deref().map(HeadRef::parse).transpose()?,
         };
-        let v = journal::verify_with(root, &opts)?;
+        let v = verify_journal_with(root, &opts)?;
         print_json(&serde_json::to_value(&v)?);
         if let Some(a) = &v.anchor
             && a.unanchored > 0
@@ -58,7 +59,7 @@ pub fn run(
         if !v.valid {
             eprintln!(
                 "error: the journal ({}) failed verification: {} problem{}",
-                journal::journal_path(root).display(),
+                journal_path(root).display(),
                 v.problems_total,
                 if v.problems_total == 1 { "" } else { "s" }
             );
@@ -81,11 +82,11 @@ pub fn run(
             })
         })
         .transpose()?;
-    let filter = Filter {
+    let filter = JournalFilter {
         since,
         actor: actor_filter,
     };
-    Ok(Outcome::Json(serde_json::to_value(journal::read(
+    Ok(Outcome::Json(serde_json::to_value(read_journal(
         root, &filter,
     )?)?))
 }

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::engine::store::Root;
+use crate::engine::Root;
 
 pub mod board;
 pub mod bus;
@@ -165,7 +165,7 @@ fn run_console(args: ConsoleArgs, root: &Root, actor: Option<String>) -> anyhow:
     let at = args
         .at
         .as_deref()
-        .map(|ts| crate::engine::history::parse_moment(ts, chrono::Utc::now()))
+        .map(|ts| crate::engine::parse_moment(ts, chrono::Utc::now()))
         .transpose()?;
     // A moment the history does not hold is refused before anything else is asked of the terminal.
     if let Some(at) = at {
@@ -214,7 +214,7 @@ fn run_config(args: ConfigArgs) -> anyhow::Result<Outcome> {
 }
 
 fn run_validate(root: &Root) -> anyhow::Result<Outcome> {
-    let report = crate::engine::validate::validate_root(root)?;
+    let report = crate::engine::validate_root(root)?;
     print_json(&serde_json::to_value(&report)?);
     Ok(Outcome::Exit(if report.valid {
         ExitCode::SUCCESS
@@ -409,7 +409,7 @@ pub fn run(cli: Cli) -> ExitCode {
         e.exit();
     }
     if let Some(a) = &cli.actor
-        && let Err(e) = crate::engine::journal::check_actor(a)
+        && let Err(e) = crate::engine::check_actor(a)
     {
         eprintln!("error: {e}");
         return ExitCode::from(2);

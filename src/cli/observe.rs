@@ -3,10 +3,10 @@
 
 use std::process::ExitCode;
 
-use crate::engine::conductor::delivery::live_supervisors;
-use crate::engine::conductor::overdue::OverdueRule;
-use crate::engine::health::{self, Health, Level, State, SupervisorRule, Thresholds};
-use crate::engine::store::Root;
+use crate::engine::{
+    OverdueRule, Root, live_supervisors,
+    status::{self, Health, Level, State, SupervisorRule, Thresholds},
+};
 use crate::outcome::Outcome;
 
 /// How `status` prints.
@@ -58,7 +58,7 @@ pub fn status(args: StatusArgs, root: &Root) -> anyhow::Result<Outcome> {
     let now = chrono::Utc::now();
     let rule = OverdueRule::default();
     let h = if args.no_cache {
-        health::read(root, &rule, now)
+        status::read(root, &rule, now)
     } else {
         crate::observe::status_cache::read(root, &rule, now)
     };
@@ -138,7 +138,7 @@ pub fn check(args: CheckArgs, root: &Root) -> anyhow::Result<Outcome> {
     Ok(Outcome::Exit(ExitCode::from(state.code())))
 }
 
-fn judge(args: &CheckArgs, root: &Root) -> Result<health::Verdict, String> {
+fn judge(args: &CheckArgs, root: &Root) -> Result<status::Verdict, String> {
     if !root.conductor.is_dir() {
         return Err(format!(
             "{} is not a pantheon root (no conductor/)",
@@ -156,7 +156,7 @@ fn judge(args: &CheckArgs, root: &Root) -> Result<health::Verdict, String> {
             let level: &mut Level = t.level_mut(name).ok_or_else(|| {
                 format!(
                     "{flag} {name:?}: not one of {}",
-                    health::LEVEL_NAMES.join(", ")
+                    status::LEVEL_NAMES.join(", ")
                 )
             })?;
             if flag == "--warn" {
@@ -181,9 +181,9 @@ fn judge(args: &CheckArgs, root: &Root) -> Result<health::Verdict, String> {
     if args.no_journal {
         t.journal = false;
     }
-    let h = health::read(root, &OverdueRule::default(), chrono::Utc::now());
-    let journal = t.journal.then(|| health::journal_chain(root));
-    Ok(health::evaluate(&h, journal.as_ref(), &t))
+    let h = status::read(root, &OverdueRule::default(), chrono::Utc::now());
+    let journal = t.journal.then(|| status::journal_chain(root));
+    Ok(status::evaluate(&h, journal.as_ref(), &t))
 }
 
 #[cfg(test)]

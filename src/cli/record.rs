@@ -1,7 +1,7 @@
 //! `pantheon record` (the history recorder in the foreground, until SIGTERM or SIGINT) and
 //! `pantheon record --forget WF` (drop a workflow's recorded context): thin shells around
-//! [`crate::engine::history`] (docs/HISTORY.md). `pantheon serve` runs the same recorder on a thread
-//! unless the root's config says `history: {record: false}`.
+//! [`crate::engine::recorder`] and [`crate::engine::forget_history`] (docs/HISTORY.md). `pantheon
+//! serve` runs the same recorder on a thread unless the root's config says `history: {record: false}`.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -10,9 +10,11 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use super::Outcome;
-use crate::engine::history::recorder::{Background, Msg, Report};
-use crate::engine::store::time::format_ts;
-use crate::engine::store::{Root, WorkflowId};
+use crate::engine::{
+    Root, WorkflowId,
+    recorder::{Background, Msg, Report},
+    time::format_ts,
+};
 
 /// Options of `pantheon record`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -77,7 +79,7 @@ pub fn background(root: &Root, mut out: Box<dyn Write + Send>) -> anyhow::Result
 pub fn run(args: RecordArgs, root: &Root) -> anyhow::Result<Outcome> {
     if let Some(wf) = &args.forget {
         let wf = WorkflowId::parse(wf)?;
-        let r = crate::engine::history::forget(root, &wf)?;
+        let r = crate::engine::forget_history(root, &wf)?;
         return Ok(Outcome::Json(serde_json::to_value(r)?));
     }
     let out = log_sink(args.log.as_ref())?;

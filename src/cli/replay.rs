@@ -4,8 +4,7 @@
 use std::process::ExitCode;
 
 use super::{Outcome, print_json};
-use crate::engine::history::{self, ChangeFilter};
-use crate::engine::store::Root;
+use crate::engine::{ChangeFilter, Root, history_changes, parse_moment, replay_at};
 
 /// Options of `pantheon replay`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -37,23 +36,23 @@ pub struct ReplayArgs {
 pub fn run(args: ReplayArgs, root: &Root) -> anyhow::Result<Outcome> {
     let now = chrono::Utc::now();
     if let (Some(from), Some(to)) = (&args.from, &args.to) {
-        let from = history::parse_moment(from, now)?;
-        let to = history::parse_moment(to, now)?;
+        let from = parse_moment(from, now)?;
+        let to = parse_moment(to, now)?;
         if to < from {
             anyhow::bail!("--to is before --from");
         }
         if let Some(t) = &args.track {
-            crate::engine::store::TrackName::parse(t)?;
+            crate::engine::TrackName::parse(t)?;
         }
         let filter = ChangeFilter {
             track: args.track.clone(),
             workflow: args.workflow.clone(),
             limit: args.limit.max(1),
         };
-        return Ok(Outcome::Json(history::changes(root, from, to, &filter)?));
+        return Ok(Outcome::Json(history_changes(root, from, to, &filter)?));
     }
-    let at = history::parse_moment(args.at.as_deref().unwrap_or("now"), now)?;
-    let v = history::replay_at(root, at)?;
+    let at = parse_moment(args.at.as_deref().unwrap_or("now"), now)?;
+    let v = replay_at(root, at)?;
     if args.json {
         print_json(&v);
         return Ok(Outcome::Exit(ExitCode::SUCCESS));

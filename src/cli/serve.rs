@@ -21,17 +21,11 @@ use anyhow::Context;
 use notify::Watcher;
 
 use super::Outcome;
-use crate::engine::bus::notices::post_notices;
-use crate::engine::conductor::Conductor;
-use crate::engine::conductor::deadlines::DeadlineIndex;
-use crate::engine::conductor::delivery::{
-    SUPERVISOR_BEAT, TickReport, remove_supervisor_heartbeat, write_supervisor_heartbeat,
+use crate::engine::{
+    AnchorWriter, Conductor, DeadlineIndex, Origin, Root, SUPERVISOR_BEAT, TickReport, TrackName,
+    anchor_every, layout, post_notices, remove_supervisor_heartbeat, time::format_ts,
+    write_supervisor_heartbeat,
 };
-use crate::engine::journal::Origin;
-use crate::engine::journal::anchor::{AnchorWriter, anchor_every};
-use crate::engine::store::layout;
-use crate::engine::store::time::format_ts;
-use crate::engine::store::{Root, TrackName};
 
 /// Options of `pantheon serve`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -366,7 +360,7 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     std::fs::create_dir_all(&tracks_dir).ok();
     let wake = tx.clone();
     let watched_tracks = tracks_dir.clone();
-    let journal_file = crate::engine::journal::journal_path(root);
+    let journal_file = crate::engine::journal_path(root);
     let mut watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
         let _ = match ev {
             // Opening or reading a file (our own reads included) changes nothing.

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 pub use super::panes::Pane;
 
 /// An acknowledgement status an operator can give a dispatch (docs/PROTOCOL.md §2.5): the engine's
-/// closed [`AckDecision`](crate::engine::conductor::AckDecision), so the console builds typed acks.
-pub use crate::engine::conductor::AckDecision as AckChoice;
+/// closed [`AckDecision`](crate::engine::AckDecision), so the console builds typed acks.
+pub use crate::engine::AckDecision as AckChoice;
 
 /// What the operator is asked to type for an ack, and whether it is required.
 pub fn ack_message_prompt(choice: AckChoice) -> Option<(&'static str, bool)> {

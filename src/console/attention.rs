@@ -5,10 +5,11 @@
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
 
-use crate::engine::store::time::parse_ts;
-use crate::live::snapshot::{Snapshot, Sym, short_duration};
+use crate::engine::time::parse_ts;
+use crate::live::snapshot::{BridgeKind, Snapshot, Sym, short_duration};
 
 use super::action::Pane;
+use super::rowkey::RowKey;
 
 /// How long a board session may stay in `VOTING` (or wait in `RESOLVING`) after it started when the
 /// session names no deadline of its own (`vote_deadline` or `deadline`).
@@ -59,7 +60,9 @@ impl Kind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Jump {
     /// The row with this identity in this pane (see `App::keys`).
-    Row(Pane, Sym),
+    Row(Pane, RowKey),
+    /// The pane itself, no row in particular.
+    Pane(Pane),
     /// The Board pane on this track.
     Board(String),
     /// The file issues overlay.
@@ -289,10 +292,7 @@ fn held_items(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
                     x.to_god,
                     x.step
                 ),
-                Jump::Row(
-                    Pane::Inboxes,
-                    format!("{}/{}", s.quarantine.god, d.name).into(),
-                ),
+                Jump::Row(Pane::Inboxes, RowKey::dispatch(&s.quarantine.god, &d.name)),
             )
             .since(x.dispatched_at.as_ref().and_then(|t| t.at()))
             .action("{approve} approve · {reject_held} reject"),
@@ -321,7 +321,7 @@ fn workflow_items(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
                     Kind::Overdue,
                     [("workflow_id", w.id.clone())].into_iter().collect(),
                     format!("overdue: {why}"),
-                    Jump::Row(Pane::Workflows, w.id.clone()),
+                    Jump::Row(Pane::Workflows, RowKey::Workflow(w.id.clone())),
                 )
                 .since(since)
                 .action("{abort} abort · ack it in {pane_2} Inboxes"),
@@ -333,7 +333,7 @@ fn workflow_items(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
                     Kind::Orphaned,
                     [("workflow_id", w.id.clone())].into_iter().collect(),
                     "waits for an ack but its dispatch is in no inbox".into(),
-                    Jump::Row(Pane::Workflows, w.id.clone()),
+                    Jump::Row(Pane::Workflows, RowKey::Workflow(w.id.clone())),
                 )
                 .since(w.state.updated.as_ref().and_then(|t| t.at()))
                 .action("{abort} abort · `pantheon redispatch` writes it again"),
@@ -364,7 +364,7 @@ fn track_items(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
                         w.status,
                         beat.map_or("ever".into(), |b| short_duration(now - b))
                     ),
-                    Jump::Row(Pane::Workers, format!("{}/{}", t.name, w.worker_id).into()),
+                    Jump::Row(Pane::Workers, RowKey::worker(&t.name, &w.worker_id)),
                 )
                 .since(beat)
                 .action("{worker_locks} its locks · check the worker"),
@@ -379,7 +379,7 @@ fn track_items(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
                         "lock expired, still held by {}",
                         l.worker_id.as_deref().unwrap_or("-")
                     ),
-                    Jump::Row(Pane::Locks, format!("{}/{}", t.name, l.path).into()),
+                    Jump::Row(Pane::Locks, RowKey::lock(&t.name, &l.path)),
                 )
                 .since(l.expires())
                 .action("{force_unlock} force-unlock"),
@@ -388,8 +388,8 @@ fn track_items(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
         for (i, cycle) in t.deadlocks.iter().enumerate() {
             let locks = t.deadlock_locks.get(i).cloned().unwrap_or_default();
             let jump = match locks.first() {
-                Some(p) => Jump::Row(Pane::Locks, format!("{}/{p}", t.name).into()),
-                None => Jump::Row(Pane::Workers, "".into()),
+                Some(p) => Jump::Row(Pane::Locks, RowKey::lock(&t.name, p)),
+                None => Jump::Pane(Pane::Workers),
             };
             let mut reason = format!("deadlock: {cycle}");
             if !locks.is_empty() {
@@ -482,10 +482,7 @@ fn dead_letter_items(s: &Snapshot, out: &mut Vec<Item>) {
                         ("workflow_id", &*x.workflow_id),
                     ],
                     reason,
-                    Jump::Row(
-                        Pane::DeadLetters,
-                        format!("{}/{}", inbox.god, d.name).into(),
-                    ),
+                    Jump::Row(Pane::DeadLetters, RowKey::dead_letter(&inbox.god, &d.name)),
                 )
                 .since(since)
                 .action("{requeue} requeue · {abort} abort its workflow"),
@@ -510,7 +507,7 @@ fn no_supervisor_item(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
                 Kind::NoSupervisor,
                 &[("supervisor", "none")],
                 reason,
-                Jump::Row(Pane::Inboxes, "".into()),
+                Jump::Pane(Pane::Inboxes),
             )
             .since(since)
             .action("run `pantheon serve` for this root"),
@@ -538,7 +535,13 @@ fn stuck_outbox_items(s: &Snapshot, out: &mut Vec<Item>) {
                 Kind::StuckOutbox,
                 &[("outbox_id", id)],
                 format!("outbox record {id} cannot be published (attempt {attempts}): {why}"),
-                Jump::Row(Pane::Bridge, format!("pending/{id}").into()),
+                Jump::Row(
+                    Pane::Bridge,
+                    RowKey::Bridge {
+                        kind: BridgeKind::Pending,
+                        id: id.into(),
+                    },
+                ),
             )
             .since(ts(Some(field("since"))))
             .action("fix what the reason names; the bridge retries it, then dead-letters it"),
@@ -577,11 +580,17 @@ fn unreadable_items(s: &Snapshot, out: &mut Vec<Item>) {
 fn budget_warnings(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
     for (w, view, bar) in s.standing_budget_warnings(now) {
         let jump = match view {
-            Some(v) => Jump::Row(Pane::Workflows, v.id.clone()),
-            None if w.scope == "god" => Jump::Row(Pane::Ledger, format!("god/{}", w.name).into()),
+            Some(v) => Jump::Row(Pane::Workflows, RowKey::Workflow(v.id.clone())),
+            None if w.scope == "god" => {
+                Jump::Row(Pane::Ledger, RowKey::God(w.name.as_str().into()))
+            }
             None => Jump::Row(
                 Pane::Ledger,
-                format!("budget/{}/{}/{}", w.scope, w.name, w.metric).into(),
+                RowKey::Budget {
+                    scope: w.scope.as_str().into(),
+                    name: w.name.as_str().into(),
+                    metric: w.metric.as_str().into(),
+                },
             ),
         };
         let what = if w.metric == "cost_usd" {
@@ -678,7 +687,7 @@ mod tests {
         // names its workflow through the snapshot's own copy of the id.
         use crate::live::snapshot::{Record, WorkflowRow, WorkflowView};
         let row = WorkflowRow {
-            status: crate::engine::conductor::WorkflowStatus::WaitingForAck,
+            status: crate::engine::WorkflowStatus::WaitingForAck,
             ..Default::default()
         };
         let w = WorkflowView {
@@ -703,7 +712,7 @@ mod tests {
         let shared = |v: &Sym| std::sync::Arc::ptr_eq(v, &w.id);
         assert!(item.ids.0.iter().all(|(_, v)| shared(v)), "{item:?}");
         assert!(
-            matches!(&item.jump, Jump::Row(_, k) if shared(k)),
+            matches!(&item.jump, Jump::Row(_, RowKey::Workflow(k)) if shared(k)),
             "{item:?}"
         );
     }
@@ -728,14 +737,16 @@ mod tests {
             item.reason
                 .contains("no stream holds subject subspace.konan.inbox")
         );
-        assert!(matches!(&item.jump, Jump::Row(Pane::Bridge, k) if &**k == "pending/ob_1"));
+        assert!(
+            matches!(&item.jump, Jump::Row(Pane::Bridge, k) if k.to_string() == "pending/ob_1")
+        );
     }
 
     #[test]
     fn a_board_started_at_the_end_of_time_has_no_deadline_instead_of_a_panic() {
         // A session file is agents' input: its start plus the vote deadline must not overflow.
         for started in ["+262142-12-31T23:30:00", "9999-12-31T23:30:00Z"] {
-            let session = crate::engine::bus::model::BoardSession {
+            let session = crate::engine::BoardSession {
                 started_at: Some(started.to_owned()),
                 ..Default::default()
             };

@@ -438,7 +438,7 @@ pub fn default_path() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CONFIG_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
-        .or_else(|| crate::engine::store::paths::home_dir().map(|h| h.join(".config")))?;
+        .or_else(|| crate::engine::home_dir().map(|h| h.join(".config")))?;
     Some(base.join("pantheon").join("config.toml"))
 }
 
@@ -806,16 +806,13 @@ impl Thresholds {
 /// wins). The overdue and held-too-long limits are this console's alone: the live model publishes
 /// them with its snapshots ([`Thresholds::overdue_after`]) and the app applies them to each
 /// snapshot it shows ([`crate::console::app::App::configure`]); nothing is process-wide.
-pub fn apply_thresholds(
-    root: crate::engine::store::Root,
-    t: &Thresholds,
-) -> crate::engine::store::Root {
-    let stale = crate::engine::bus::model::STALE_AFTER_ENV;
+pub fn apply_thresholds(root: crate::engine::Root, t: &Thresholds) -> crate::engine::Root {
+    let stale = crate::engine::STALE_AFTER_ENV;
     if t.stale_secs != Thresholds::default().stale_secs
         && t.stale_secs > 0
         && std::env::var_os(stale).is_none()
     {
-        let settings = crate::engine::store::Settings {
+        let settings = crate::engine::Settings {
             stale_after: std::time::Duration::from_secs(t.stale_secs),
             ..root.settings.clone()
         };

@@ -1,14 +1,11 @@
 //! The console's real [`Operator`]: every action is one engine call, recorded as the operator.
 
-use crate::engine::bus::Bus;
-use crate::engine::bus::board::BoardSeen;
-use crate::engine::conductor::{Actor, Conductor};
-use crate::engine::error::Error;
-use crate::engine::journal::Origin;
-use crate::engine::store::{Root, TrackName, WorkerId, WorkflowId};
+use crate::engine::{
+    Actor, Bus, CleanupResult, Conductor, Error, Origin, Root, TrackName, WorkerId, WorkflowId,
+    board::BoardSeen,
+};
 
 use super::ops::{OPERATOR, Op, Operator, Outcome};
-use crate::engine::conductor::CleanupResult;
 
 /// Performs operations with the Conductor and bus engines of one root.
 pub struct EngineOperator {
@@ -117,7 +114,7 @@ impl Operator for EngineOperator {
                 step,
                 as_of: Some(at),
             } => {
-                let as_of = crate::engine::history::context_as_of(&self.root, workflow_id, at)?;
+                let as_of = crate::engine::context_as_of(&self.root, workflow_id, at)?;
                 Ok(Outcome::Rerun(self.conductor.rerun_as_of(
                     workflow_id,
                     step,

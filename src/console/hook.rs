@@ -336,7 +336,10 @@ mod tests {
             reason: format!("held {key}"),
             since: None,
             action: "",
-            jump: Jump::Row(Pane::Inboxes, key.into()),
+            jump: Jump::Row(
+                Pane::Inboxes,
+                crate::console::rowkey::RowKey::dispatch("_quarantine", key),
+            ),
         }
     }
 

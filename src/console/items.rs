@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use crate::engine::bus::model::{Assessment, Envelope, LockEntry, Vote, WorkerEntry};
+use super::rowkey::RowKey;
+use crate::engine::{Assessment, Envelope, LockEntry, Vote, WorkerEntry};
 use crate::live::snapshot::{BoardView, DispatchView, Snapshot, TrackView, WorkflowView};
 
 /// A pane filter: free words that must all appear (case-insensitive), and for the bus `type:X` and
@@ -220,7 +221,7 @@ pub const OVER_BUDGET: &str = "over-budget";
 /// aborted workflow, whose last ack no longer says anything about it).
 pub fn ack_state(w: &WorkflowView) -> String {
     if let Some((god, d)) = w.waiting.first() {
-        if &**god == crate::engine::store::layout::QUARANTINE_DIR {
+        if &**god == crate::engine::layout::QUARANTINE_DIR {
             return "held".into();
         }
         return d.ack_status.to_string();
@@ -242,7 +243,7 @@ pub fn dispatch_overdue(
     d: &DispatchView,
     held: bool,
     now: DateTime<Utc>,
-) -> Option<crate::engine::conductor::overdue::Overdue> {
+) -> Option<crate::engine::Overdue> {
     let x = &d.dispatch;
     snap.overdue_rule().check(
         held,
@@ -409,6 +410,24 @@ pub struct DispatchRow<'a> {
     pub held: bool,
 }
 
+impl DispatchRow<'_> {
+    /// The identity the selection and the marks follow: the god and the file name.
+    pub fn key(&self) -> RowKey {
+        RowKey::Dispatch {
+            god: self.god.into(),
+            name: self.view.name.clone(),
+        }
+    }
+
+    /// True when `key` is this dispatch's.
+    pub fn is(&self, key: &RowKey) -> bool {
+        match key {
+            RowKey::Dispatch { god, name } => **god == *self.god && *name == self.view.name,
+            _ => false,
+        }
+    }
+}
+
 /// Every dispatch, grouped by god (gods in name order, each oldest first), the quarantine last.
 pub fn dispatches<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<DispatchRow<'a>> {
     let inboxes = snap
@@ -493,9 +512,20 @@ pub struct DeadRow<'a> {
 }
 
 impl DeadRow<'_> {
-    /// The identity the selection and the marks follow: `god/file name`.
-    pub fn key(&self) -> String {
-        format!("{}/{}", self.god, self.view.name)
+    /// The identity the selection and the marks follow: the god and the file name.
+    pub fn key(&self) -> RowKey {
+        RowKey::DeadLetter {
+            god: self.god.into(),
+            name: self.view.name.clone(),
+        }
+    }
+
+    /// True when `key` is this dead letter's.
+    pub fn is(&self, key: &RowKey) -> bool {
+        match key {
+            RowKey::DeadLetter { god, name } => **god == *self.god && *name == self.view.name,
+            _ => false,
+        }
     }
 
     /// When it was dead-lettered (`dead_at`, as written).
@@ -551,7 +581,7 @@ pub fn dead_letters<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<DeadRow<'a>>
         })
         .collect();
     out.sort_by(|a, b| {
-        let t = |r: &DeadRow| r.dead_at().and_then(crate::engine::store::time::parse_ts);
+        let t = |r: &DeadRow| r.dead_at().and_then(crate::engine::time::parse_ts);
         t(a).cmp(&t(b))
             .then_with(|| a.god.cmp(b.god))
             .then_with(|| a.view.name.cmp(&b.view.name))
@@ -679,7 +709,7 @@ pub struct BoardMoves {
 
 /// What the board's phase allows now.
 pub fn board_moves(b: &BoardView) -> BoardMoves {
-    use crate::engine::bus::board::{self, COMPLETE, DISCUSSING};
+    use crate::engine::{board, board::COMPLETE, board::DISCUSSING};
     let s = &b.session;
     let assessed = |d: &str| b.assessments.iter().any(|(n, _)| n == d);
     let voted = |d: &str| b.votes.iter().any(|(n, _)| n == d);
@@ -725,7 +755,7 @@ pub fn board_moves(b: &BoardView) -> BoardMoves {
             "resolved: {} by {} at {}{}",
             get("/verdict"),
             get("/resolved_by"),
-            crate::engine::store::time::parse_ts(&get("/resolved_at"))
+            crate::engine::time::parse_ts(&get("/resolved_at"))
                 .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
                 .unwrap_or_else(|| get("/resolved_at")),
             if forced { " (forced)" } else { "" }

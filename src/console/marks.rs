@@ -4,34 +4,35 @@
 //! that lists them; the engine is called once per record and the result is reported per item
 //! ("approved 4, refused 1: hof_…: why"). Records that refused stay marked, so a retry is one key.
 //!
-//! A mark is the record's identity (the same one the selection follows), so it stays on its record
-//! when rows move, and a record that went away is reported as skipped, never replaced by a neighbour.
+//! A mark is the record's identity (a [`RowKey`], the same one the selection follows), so it stays
+//! on its record when rows move, and a record that went away is reported as skipped, never replaced
+//! by a neighbour.
 
-use crate::engine::bus::LockKey;
-use crate::engine::store::{GodName, HandoffId, TrackName, WorkflowId};
+use crate::engine::{GodName, HandoffId, LockKey, TrackName, WorkflowId};
 
 use super::action::Pane;
 use super::app::{App, FlashKind, Tone};
 use super::items::{self, Filter};
 use super::ops::{Op, Operator};
+use super::rowkey::RowKey;
 
 /// One record of a bulk action: its mark (identity) and the engine call for it.
-pub type BulkItem = (String, Op);
+pub type BulkItem = (RowKey, Op);
 
 /// A marked record a bulk action skips, and why.
-pub type Skipped = (String, String);
+pub type Skipped = (RowKey, String);
 
 /// Which marked rows an action can start from (its prompts are asked about the first one).
-pub(crate) type MarkFits<'a> = (&'a dyn Fn(&App, &str) -> bool, &'a str);
+pub(crate) type MarkFits<'a> = (&'a dyn Fn(&App, &RowKey) -> bool, &'a str);
 
 impl App {
     /// The marks of `pane`, in the order they were made.
-    pub fn picked(&self, pane: Pane) -> &[String] {
+    pub fn picked(&self, pane: Pane) -> &[RowKey] {
         &self.panes[pane].picked
     }
 
     /// True when the record at `row` of the current pane's list is marked.
-    pub fn is_picked(&self, keys: &[String], row: usize) -> bool {
+    pub fn is_picked(&self, keys: &[RowKey], row: usize) -> bool {
         keys.get(row)
             .is_some_and(|k| self.pane_state().picked.contains(k))
     }
@@ -140,7 +141,7 @@ impl App {
     /// action's prompts are asked about a record it applies to). False (with a flash) when none does.
     pub(crate) fn select_first_mark(
         &mut self,
-        fits: &dyn Fn(&App, &str) -> bool,
+        fits: &dyn Fn(&App, &RowKey) -> bool,
         what: &str,
     ) -> bool {
         let keys = self.keys(self.pane);
@@ -169,11 +170,11 @@ impl App {
         }
     }
 
-    /// True when a dispatch key (`god/name`) of pane 2 is a held one.
-    pub(crate) fn dispatch_is_held(&self, key: &str) -> Option<bool> {
+    /// True when a dispatch key of pane 2 is a held one.
+    pub(crate) fn dispatch_is_held(&self, key: &RowKey) -> Option<bool> {
         items::dispatches(&self.snapshot, &Filter::default())
             .iter()
-            .find(|r| format!("{}/{}", r.god, r.view.name) == key)
+            .find(|r| r.is(key))
             .map(|r| r.held)
     }
 
@@ -226,18 +227,14 @@ impl App {
     /// stay marked (the others are unmarked).
     pub(crate) fn bulk_finished(&mut self, items: &[BulkItem], report: &BulkReport) {
         let pane = match items.first() {
-            // Dead letters are marked as `god/file`; workflow ids hold no `/`.
-            Some((_, Op::Requeue { .. })) => Pane::DeadLetters,
-            Some((k, Op::Abort { .. })) if k.contains('/') => Pane::DeadLetters,
-            Some((_, Op::Abort { .. })) => Pane::Workflows,
-            Some((_, Op::ForceUnlock { .. })) => Pane::Locks,
+            Some((RowKey::DeadLetter { .. }, _)) => Pane::DeadLetters,
+            Some((RowKey::Workflow(_), _)) => Pane::Workflows,
+            Some((RowKey::Lock { .. }, _)) => Pane::Locks,
             Some(_) => Pane::Inboxes,
             None => return,
         };
-        let failed: Vec<&str> = report.refused_keys().collect();
-        self.panes[pane]
-            .picked
-            .retain(|k| failed.contains(&k.as_str()));
+        let failed: Vec<&RowKey> = report.refused_keys().collect();
+        self.panes[pane].picked.retain(|k| failed.contains(&k));
     }
 }
 
@@ -285,7 +282,7 @@ pub struct BulkReport {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BulkResult {
     /// The record's mark (its identity).
-    pub key: String,
+    pub key: RowKey,
     /// The short name of the record (see [`subject`]).
     pub subject: String,
     /// Why the engine refused it (`None`: done).
@@ -299,11 +296,11 @@ impl BulkReport {
     }
 
     /// The marks of the items the engine refused.
-    pub fn refused_keys(&self) -> impl Iterator<Item = &str> {
+    pub fn refused_keys(&self) -> impl Iterator<Item = &RowKey> {
         self.results
             .iter()
             .filter(|r| r.error.is_some())
-            .map(|r| r.key.as_str())
+            .map(|r| &r.key)
     }
 }
 
@@ -312,7 +309,7 @@ impl BulkReport {
 pub fn execute_bulk(
     operator: &dyn Operator,
     items: &[BulkItem],
-    skipped: &[(String, String)],
+    skipped: &[Skipped],
 ) -> BulkReport {
     let results = items
         .iter()
@@ -361,7 +358,7 @@ pub fn summarize_bulk(items: &[BulkItem], report: &BulkReport) -> String {
 }
 
 /// The confirmation of a bulk action: what it does to each record, and what is skipped.
-pub fn describe_bulk(items: &[BulkItem], skipped: &[(String, String)]) -> Vec<(Tone, String)> {
+pub fn describe_bulk(items: &[BulkItem], skipped: &[Skipped]) -> Vec<(Tone, String)> {
     const SHOWN: usize = 12;
     let mut out = Vec::new();
     let first = items.first().map(|(_, op)| op);
@@ -421,27 +418,26 @@ struct FanOut<'a> {
 
 impl FanOut<'_> {
     /// `op` made for `mark`, or why the mark is skipped; `None` for an op that is not bulk.
-    fn made(&mut self, op: &Op, mark: &str) -> Option<Result<Op, String>> {
+    fn made(&mut self, op: &Op, mark: &RowKey) -> Option<Result<Op, String>> {
         Some(match op {
             Op::Ack { request, .. } => self.ack(request, mark),
             Op::Approve { .. } | Op::RejectHeld { .. } => self.decide_held(op, mark),
             Op::Requeue { to, .. } => self.requeue(to.as_ref(), mark),
             Op::Abort { reason, .. } if self.dead_pane => self.abort_dead(reason, mark),
-            Op::Abort { reason, .. } => {
-                if self.snap.workflows.iter().any(|w| *w.id == *mark) {
-                    WorkflowId::parse(mark)
+            Op::Abort { reason, .. } => match mark {
+                RowKey::Workflow(id) if self.snap.workflows.iter().any(|w| w.id == *id) => {
+                    WorkflowId::parse(id)
                         .map_err(|e| e.to_string())
                         .map(|workflow_id| Op::Abort {
                             workflow_id,
                             reason: reason.clone(),
                         })
-                } else {
-                    Err("no longer listed".into())
                 }
-            }
+                _ => Err("no longer listed".into()),
+            },
             Op::ForceUnlock { .. } => match items::locks(self.snap, &self.all)
                 .iter()
-                .find(|(t, l)| format!("{t}/{}", l.path) == mark)
+                .find(|(t, l)| mark.is_lock(t, &l.path))
             {
                 None => Err("no longer listed".into()),
                 Some((t, l)) => TrackName::parse(t)
@@ -454,16 +450,9 @@ impl FanOut<'_> {
     }
 
     /// The same answers, in a new ack (its own id) of the marked dispatch.
-    fn ack(
-        &self,
-        request: &crate::engine::conductor::AckRequest,
-        mark: &str,
-    ) -> Result<Op, String> {
+    fn ack(&self, request: &crate::engine::AckRequest, mark: &RowKey) -> Result<Op, String> {
         let rows = items::dispatches(self.snap, &self.all);
-        let Some(r) = rows
-            .iter()
-            .find(|r| format!("{}/{}", r.god, r.view.name) == mark)
-        else {
+        let Some(r) = rows.iter().find(|r| r.is(mark)) else {
             return Err("no longer listed".into());
         };
         if r.held {
@@ -486,12 +475,9 @@ impl FanOut<'_> {
     }
 
     /// An approval or a rejection of the marked held dispatch.
-    fn decide_held(&self, op: &Op, mark: &str) -> Result<Op, String> {
+    fn decide_held(&self, op: &Op, mark: &RowKey) -> Result<Op, String> {
         let rows = items::dispatches(self.snap, &self.all);
-        let Some(r) = rows
-            .iter()
-            .find(|r| format!("{}/{}", r.god, r.view.name) == mark)
-        else {
+        let Some(r) = rows.iter().find(|r| r.is(mark)) else {
             return Err("no longer listed".into());
         };
         if !r.held {
@@ -512,8 +498,8 @@ impl FanOut<'_> {
     }
 
     /// A requeue of the marked dead letter (to `to` unless that is where it went last).
-    fn requeue(&self, to: Option<&GodName>, mark: &str) -> Result<Op, String> {
-        let Some(r) = self.dead.iter().find(|r| r.key() == mark) else {
+    fn requeue(&self, to: Option<&GodName>, mark: &RowKey) -> Result<Op, String> {
+        let Some(r) = self.dead.iter().find(|r| r.is(mark)) else {
             return Err("no longer listed".into());
         };
         let d = &r.view.dispatch;
@@ -532,8 +518,8 @@ impl FanOut<'_> {
     }
 
     /// An abort of the marked dead letter's workflow, once per workflow.
-    fn abort_dead(&mut self, reason: &str, mark: &str) -> Result<Op, String> {
-        let Some(r) = self.dead.iter().find(|r| r.key() == mark) else {
+    fn abort_dead(&mut self, reason: &str, mark: &RowKey) -> Result<Op, String> {
+        let Some(r) = self.dead.iter().find(|r| r.is(mark)) else {
             return Err("no longer listed".into());
         };
         let wf = r.view.dispatch.workflow_id.to_string();

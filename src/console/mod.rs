@@ -26,6 +26,7 @@ pub mod ops;
 pub mod panes;
 pub mod preview;
 pub mod replay;
+pub mod rowkey;
 pub mod run;
 pub mod screenshot;
 pub mod shown;

@@ -57,7 +57,7 @@ pub fn next(s: &Snapshot, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::bus::model::LockEntry;
+    use crate::engine::LockEntry;
     use crate::live::snapshot::TrackView;
     use std::sync::Arc;
 

@@ -206,7 +206,10 @@ mod tests {
             reason: format!("held \x1b]0;evil\x07 {key}"),
             since: None,
             action: "",
-            jump: Jump::Row(Pane::Inboxes, key.into()),
+            jump: Jump::Row(
+                Pane::Inboxes,
+                crate::console::rowkey::RowKey::dispatch("_quarantine", key),
+            ),
         }
     }
 

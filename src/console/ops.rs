@@ -1,16 +1,11 @@
 //! Operator actions as data: an [`Op`] names one engine call; an [`Operator`] performs it. The console
 //! never writes a file itself: the real operator is the engine (see `engine_ops`).
 
-use crate::engine::bus::LockKey;
-use crate::engine::bus::board::{AdvanceResult, BoardSeen, ResolveResult, WriteResult};
-use crate::engine::bus::locks::UnlockResult;
-use crate::engine::conductor::delivery::RequeueResult;
-use crate::engine::conductor::rerun::RerunResult;
-use crate::engine::conductor::{AbortResult, AckRequest, AckResult, ApprovalResult, CleanupResult};
-
-use crate::engine::cost::Budget;
-use crate::engine::error::Error;
-use crate::engine::store::{GodName, HandoffId, StepId, TrackName, WorkflowId};
+use crate::engine::{
+    AbortResult, AckRequest, AckResult, ApprovalResult, Budget, CleanupResult, Error, GodName,
+    HandoffId, LockKey, RequeueResult, RerunResult, StepId, TrackName, UnlockResult, WorkflowId,
+    board::{AdvanceResult, BoardSeen, ResolveResult, WriteResult},
+};
 
 use super::action::AckChoice;
 
@@ -88,7 +83,7 @@ pub enum Op {
     Bulk {
         items: Vec<super::marks::BulkItem>,
         /// Marked records the action does not apply to, with why (reported, never called).
-        skipped: Vec<(String, String)>,
+        skipped: Vec<super::marks::Skipped>,
     },
 }
 
@@ -244,9 +239,7 @@ impl Op {
                 raises.join("; "),
                 self.summarize(&Outcome::Approval(approval.clone()))
             ),
-            Outcome::Approval(r)
-                if r.status == crate::engine::conductor::ApprovalStatus::Approved =>
-            {
+            Outcome::Approval(r) if r.status == crate::engine::ApprovalStatus::Approved => {
                 format!(
                     "{} approved into {}'s inbox (step {}), workflow {}",
                     r.handoff_id, r.target_god, r.target_step, r.state_status

@@ -1,11 +1,12 @@
 //! What a confirmation dialog says will happen: the files, dispatches and verdicts involved, taken
 //! from the snapshot (and, for cleanup, from the engine's dry run).
 
-use crate::engine::conductor::{AckRequest, CleanupResult};
+use crate::engine::{
+    AckRequest, CleanupResult, LockKey,
+    time::{parse_ts, relative},
+};
 use chrono::{DateTime, Utc};
 
-use crate::engine::bus::LockKey;
-use crate::engine::store::time::{parse_ts, relative};
 use crate::live::snapshot::{Snapshot, Stamp};
 
 use super::action::AckChoice;
@@ -182,7 +183,7 @@ fn describe_approve(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot) {
 fn describe_budget_hold(
     out: &mut Vec<(Tone, String)>,
     d: &crate::live::snapshot::DispatchView,
-    raise: Option<&crate::engine::cost::Budget>,
+    raise: Option<&crate::engine::Budget>,
 ) {
     use Tone::*;
     let whole = d.whole().ok();
@@ -332,7 +333,7 @@ fn describe_abort(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot) {
     let dead: Vec<String> = items::dead_letters(snap, &items::Filter::default())
         .iter()
         .filter(|r| *r.view.dispatch.workflow_id == *workflow_id.as_str())
-        .map(|r| r.key())
+        .map(|r| r.key().to_string())
         .collect();
     if !dead.is_empty() {
         out.push(line(
@@ -490,8 +491,8 @@ fn describe_rerun(out: &mut Vec<(Tone, String)>, op: &Op, snap: &Snapshot) {
 /// snapshot is the past, the act is on the live root.
 fn describe_fork(
     out: &mut Vec<(Tone, String)>,
-    workflow_id: &crate::engine::store::WorkflowId,
-    step: &crate::engine::store::StepId,
+    workflow_id: &crate::engine::WorkflowId,
+    step: &crate::engine::StepId,
     at: &str,
     snap: &Snapshot,
 ) {

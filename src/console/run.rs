@@ -11,7 +11,7 @@ use anyhow::Context;
 use crossterm::event::{Event, KeyEventKind};
 use tokio::sync::mpsc;
 
-use crate::engine::store::{Root, WorkflowId};
+use crate::engine::{Root, WorkflowId};
 use crate::live::runner::LiveHandle;
 use crate::live::{ModelOptions, WatchMode};
 
@@ -99,9 +99,7 @@ pub fn log_path() -> Option<PathBuf> {
     let state = std::env::var_os("XDG_STATE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
-        .or_else(|| {
-            crate::engine::store::paths::home_dir().map(|h| h.join(".local").join("state"))
-        })?;
+        .or_else(|| crate::engine::home_dir().map(|h| h.join(".local").join("state")))?;
     Some(state.join("pantheon").join("console.log"))
 }
 
@@ -130,10 +128,7 @@ fn init_logging() -> Option<PathBuf> {
 enum Done {
     /// Boxed: an engine result is large beside a preview.
     Op(Box<(Op, Result<super::ops::Outcome, String>)>),
-    Preview(
-        WorkflowId,
-        Result<crate::engine::conductor::CleanupResult, String>,
-    ),
+    Preview(WorkflowId, Result<crate::engine::CleanupResult, String>),
 }
 
 /// Opens the console on `root` until the operator quits.
@@ -147,7 +142,7 @@ pub fn run(root: Root, opts: ConsoleOptions) -> anyhow::Result<()> {
     }
     let log = init_logging();
     // A long-lived process: parse each definition and rule file once per version, not per submit.
-    crate::engine::store::yaml::enable_cache();
+    crate::engine::enable_yaml_cache();
     tracing::info!(root = %root.dir.display(), ?opts, "console starting");
     let mode = match opts.poll {
         Some(d) => WatchMode::Poll(d),

@@ -13,9 +13,10 @@ use serde_json::{Map, json};
 
 use super::sim::Sim;
 use super::text;
-use crate::engine::bus::Bus;
-use crate::engine::bus::board::{AssessInput, DiscussInput, OpenInput, VoteInput};
-use crate::engine::store::Director;
+use crate::engine::{
+    Bus, Director,
+    board::{AssessInput, DiscussInput, OpenInput, VoteInput},
+};
 
 /// Who the orchestrator's acts are recorded as.
 pub const ORCHESTRATOR: &str = "orchestrator";

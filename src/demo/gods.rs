@@ -10,13 +10,13 @@ use serde_json::json;
 
 use super::sim::{Sim, TICKS_PER_SECOND};
 use super::text;
-use crate::engine::conductor::{AckStatus, Actor, WorkflowDef, WorkflowStatus, load_definitions};
-use crate::engine::error::Result;
-use crate::engine::store::atomic::write_atomic;
-use crate::engine::store::{AckId, GodName, HandoffId, Root, WorkflowId};
+use crate::engine::{
+    AckId, AckStatus, Actor, GodName, HandoffId, Result, Root, WorkflowDef, WorkflowId,
+    WorkflowStatus, load_definitions, write_atomic,
+};
 
 /// The default gods (the inboxes `init` creates), in the order they take their turn.
-pub const GODS: [&str; 8] = crate::engine::conductor::admin::DEFAULT_GODS;
+pub const GODS: [&str; 8] = crate::engine::DEFAULT_GODS;
 
 /// The definitions the first four workflows use, so every kind of event shows in the first minute:
 /// a held handover, a short pipeline that completes, the full feature pipeline, and a probe whose
@@ -429,7 +429,7 @@ impl Sim {
             "pending" => self.rng.random_range(10..=25),
             _ => work_ticks(&mut self.rng),
         };
-        let eta = crate::engine::store::time::format_ts(
+        let eta = crate::engine::time::format_ts(
             chrono::Utc::now()
                 + chrono::Duration::from_std(self.cfg.real(wait)).unwrap_or_default(),
         );

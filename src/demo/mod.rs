@@ -25,8 +25,7 @@ use anyhow::{Context, bail};
 pub use sim::{Sim, SimConfig, TICKS_PER_SECOND};
 pub use summary::Summary;
 
-use crate::engine::bus::model::STALE_AFTER_ENV;
-use crate::engine::store::Root;
+use crate::engine::{Root, STALE_AFTER_ENV};
 use crate::outcome::Outcome;
 
 /// Options of `pantheon demo`.
@@ -96,7 +95,7 @@ pub fn run(args: DemoArgs, explicit_root: Option<&Path>) -> anyhow::Result<Outco
         .with_context(|| format!("could not set up the demo root {}", dir.display()))?;
     // The demo records its history (docs/HISTORY.md), so its board can be replayed afterwards.
     let recorder = if root.settings.history.record {
-        crate::engine::history::recorder::Background::start(&root, Box::new(|_| {})).ok()
+        crate::engine::recorder::Background::start(&root, Box::new(|_| {})).ok()
     } else {
         None
     };
@@ -107,7 +106,7 @@ pub fn run(args: DemoArgs, explicit_root: Option<&Path>) -> anyhow::Result<Outco
         sim.settle();
         if let Some(r) = recorder {
             // Let the last changes reach the history before it stops.
-            std::thread::sleep(crate::engine::history::recorder::GATHER * 5);
+            std::thread::sleep(crate::engine::recorder::GATHER * 5);
             r.stop();
         }
         let summary = sim.summary("headless", args.events);
@@ -140,14 +139,9 @@ pub fn run(args: DemoArgs, explicit_root: Option<&Path>) -> anyhow::Result<Outco
     }
     let me = crate::console::terminal::program_name();
     // The replay starts where the demo's history does: its first recorded moment.
-    let start =
-        crate::engine::history::timeline::Timeline::open(&crate::engine::store::Root::at(&dir))
-            .map(|t| {
-                crate::engine::store::time::format_ts(crate::engine::history::store::instant(
-                    t.first_us(),
-                ))
-            })
-            .unwrap_or_else(|_| "-10m".to_owned());
+    let start = crate::engine::Timeline::open(&crate::engine::Root::at(&dir))
+        .map(|t| crate::engine::time::format_ts(crate::engine::time::instant(t.first_us())))
+        .unwrap_or_else(|_| "-10m".to_owned());
     println!(
         "pantheon demo: the root is kept at {0}\n  look again: {me} --root {0}\n  check it:   {me} --root {0} validate\n  replay it:  {me} --root {0} --at {start}   (the console in the past: 6 for the board, }} to its next phase, p to play, L back to live)\n  or as JSON: {me} --root {0} replay --from {start} --to now --track TRACK",
         dir.display()
@@ -165,7 +159,7 @@ fn demo_root(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
         Some(p) => {
             std::fs::create_dir_all(p)
                 .with_context(|| format!("could not create the demo root {}", p.display()))?;
-            Ok(crate::engine::store::paths::absolute(p))
+            Ok(crate::engine::absolute_path(p))
         }
         None => Ok(tempfile::Builder::new()
             .prefix("pantheon-demo-")

@@ -18,14 +18,10 @@ use super::board::BoardSim;
 use super::events::EventLog;
 use super::gods::Gods;
 use super::workers::Workers;
-use crate::engine::bus::Bus;
-use crate::engine::conductor::Conductor;
-use crate::engine::conductor::delivery::write_supervisor_heartbeat;
-use crate::engine::error::{Error, Result};
-use crate::engine::journal::Origin;
-use crate::engine::store::atomic::write_atomic;
-use crate::engine::store::time::format_ts;
-use crate::engine::store::{Root, TrackName};
+use crate::engine::{
+    Bus, Conductor, Error, Origin, Result, Root, TrackName, time::format_ts, write_atomic,
+    write_supervisor_heartbeat,
+};
 
 /// Ticks per demo second (at speed 1 a tick is 100 ms).
 pub const TICKS_PER_SECOND: u64 = 10;

@@ -10,9 +10,7 @@ use super::board::SessionRecord;
 use super::events::SimEvent;
 use super::gods::WfOutcome;
 use super::sim::{Sim, TICKS_PER_SECOND};
-use crate::engine::bus::Bus;
-use crate::engine::bus::queue::Filter;
-use crate::engine::store::TrackName;
+use crate::engine::{Bus, TrackName, queue::Filter};
 
 /// The summary of a run.
 #[derive(Debug, Clone, Serialize)]
@@ -229,9 +227,7 @@ impl Sim {
             },
             reroutes: log.count("rerouted"),
             held_dispatches: log.count("dispatch_held"),
-            dead_letters: crate::engine::conductor::delivery::list_dead(&self.root)
-                .dead
-                .len(),
+            dead_letters: crate::engine::list_dead(&self.root).dead.len(),
             board_sessions: self.board.sessions.clone(),
             stale_workers,
             deadlocks: DeadlockSummary {

@@ -16,12 +16,9 @@ use serde_json::{Value, json};
 
 use super::sim::Sim;
 use super::text;
-use crate::engine::bus::locks::DEFAULT_TTL;
-use crate::engine::bus::vocab::MessageType;
-use crate::engine::bus::workers::Heartbeat;
-use crate::engine::bus::{Bus, LockKey, OPERATOR};
-use crate::engine::error::Error;
-use crate::engine::store::WorkerId;
+use crate::engine::{
+    Bus, DEFAULT_LOCK_TTL, Error, Heartbeat, LockKey, MessageType, OPERATOR, WorkerId,
+};
 
 /// Ticks between heartbeats of a running or blocked worker (5 protocol minutes).
 const BEAT_EVERY: u64 = 30;
@@ -401,7 +398,7 @@ impl Sim {
         }
         let ttl = match task.kind {
             TaskKind::Crash => self.cfg.real(CRASH_TTL),
-            _ => DEFAULT_TTL,
+            _ => DEFAULT_LOCK_TTL,
         };
         match lock_ids(&file, &wk.id).and_then(|(k, w)| bus.acquire_lock(&k, &w, ttl, None)) {
             Ok(r) => {

@@ -6,8 +6,7 @@ use std::borrow::Cow;
 
 use chrono::{DateTime, Utc};
 
-use crate::engine::conductor::model::{AckStatus, Dispatch, DispatchContext};
-use crate::engine::store::time::parse_ts;
+use crate::engine::{AckStatus, Dispatch, DispatchContext, time::parse_ts};
 
 use super::snapshot::Sym;
 
@@ -167,12 +166,12 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::engine::conductor::model::from_value;
-    use crate::engine::store::Root;
+    use crate::engine::Root;
+    use crate::engine::model_from_value;
     use crate::live::{LiveModel, ModelOptions};
 
     fn dispatch(v: serde_json::Value) -> Dispatch {
-        from_value::<Dispatch>(v).unwrap()
+        model_from_value::<Dispatch>(v).unwrap()
     }
 
     #[test]
@@ -271,7 +270,7 @@ mod tests {
             json!({"handoff_id": "ü\u{0}\u{202e}", "summary": "x".repeat(10_000)}),
         ] {
             // A type the engine's reader refuses is a file issue (the model lists it), not a row.
-            let Ok(d) = from_value::<Dispatch>(v.clone()) else {
+            let Ok(d) = model_from_value::<Dispatch>(v.clone()) else {
                 continue;
             };
             let r = DispatchRow::of(&d);

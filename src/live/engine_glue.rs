@@ -7,13 +7,12 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use crate::engine::bus::Bus;
-use crate::engine::bus::board::{self, QUICK_REVIEW, quick_review_rule, resolve_rule};
-use crate::engine::bus::deadlock::detect_deadlocks;
-use crate::engine::bus::model::{
-    Assessment, BoardSession, DiscussionLine, Envelope, LockEntry, Vote, WorkerEntry,
+use crate::engine::{
+    Assessment, BoardSession, Bus, DiscussionLine, Envelope, LockEntry, Root, TrackName, Vote,
+    WorkerEntry,
+    board::{self, QUICK_REVIEW, quick_review_rule, resolve_rule},
+    detect_deadlocks,
 };
-use crate::engine::store::{Root, TrackName};
 
 /// Messages read from a queue offset.
 #[derive(Debug, Default)]
@@ -28,7 +27,7 @@ pub struct QueueBatch {
 /// Reads the complete lines appended at or after `offset` (`bus::queue::read_from`).
 pub fn read_queue(path: &Path, offset: u64) -> Result<QueueBatch, String> {
     let (messages, next_offset, skipped) =
-        crate::engine::bus::queue::read_from(path, offset).map_err(|e| e.to_string())?;
+        crate::engine::queue::read_from(path, offset).map_err(|e| e.to_string())?;
     Ok(QueueBatch {
         messages,
         next_offset,
@@ -62,8 +61,7 @@ pub fn deadlocks(
         return (Vec::new(), Vec::new());
     }
     let owned: Vec<Envelope> = messages.iter().map(|m| (**m).clone()).collect();
-    let norm =
-        |p: &str| crate::engine::bus::locks::normalize_key(p).unwrap_or_else(|_| p.to_owned());
+    let norm = |p: &str| crate::engine::normalize_lock_key(p).unwrap_or_else(|_| p.to_owned());
     detect_deadlocks(&owned, locks, workers, now)
         .cycles
         .into_iter()

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::engine::store::read::read_json_once;
+use crate::engine::read_json_once;
 
 /// What identifies one version of a file without reading it: inode, size and change times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

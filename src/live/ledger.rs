@@ -8,8 +8,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
-use crate::engine::cost::budget::{Budget, Raised, StateUsage, declared};
-use crate::engine::cost::usage::Totals;
+use crate::engine::{Budget, Raised, StateUsage, Totals, declared_budgets};
 
 use super::snapshot::{Snapshot, Sym, WorkflowView};
 
@@ -92,7 +91,7 @@ impl Warning {
 }
 
 fn dollars(d: f64) -> u64 {
-    crate::engine::cost::usage::micros_of(d.max(0.0))
+    crate::engine::micros_of(d.max(0.0))
 }
 
 /// The ledger as the console shows it.
@@ -138,7 +137,7 @@ impl LedgerView {
         if self.warn_at > 0.0 {
             self.warn_at
         } else {
-            crate::engine::cost::budget::DEFAULT_WARN_AT
+            crate::engine::DEFAULT_WARN_AT
         }
     }
 
@@ -254,7 +253,7 @@ pub struct RowCost {
 impl RowCost {
     /// The row cost of a state's extra fields (`None` when it records neither usage nor a raise).
     pub fn of(extra: &serde_json::Map<String, serde_json::Value>) -> Option<Box<Self>> {
-        use crate::engine::cost::budget::{STATE_BUDGET, STATE_USAGE};
+        use crate::engine::{STATE_BUDGET, STATE_USAGE};
         if !extra.contains_key(STATE_USAGE) && !extra.contains_key(STATE_BUDGET) {
             return None;
         }
@@ -281,12 +280,12 @@ impl Snapshot {
             )
     }
 
-    /// The budgets of a workflow and its steps (declared by its definition, raised by operators),
+    /// The budgets of a workflow and its steps (declared_budgets by its definition, raised by operators),
     /// with what its state records against each.
     pub fn workflow_bars(&self, w: &WorkflowView) -> Vec<Bar> {
         let def = self.definition(w.state.definition_id.as_deref());
         let (mut wf, mut steps) = match def {
-            Some(d) if declares_budget(d) => declared(d, &mut Vec::new()),
+            Some(d) if declares_budget(d) => declared_budgets(d, &mut Vec::new()),
             _ => (None, BTreeMap::new()),
         };
         let empty = RowCost::default();
@@ -334,7 +333,7 @@ impl Snapshot {
         &self,
         now: DateTime<Utc>,
     ) -> Vec<(&Warning, Option<&WorkflowView>, Bar)> {
-        use crate::engine::cost::usage::micros_of;
+        use crate::engine::micros_of;
         let mut out = Vec::new();
         if self.ledger.warnings.is_empty() {
             return out;
@@ -382,7 +381,7 @@ impl Snapshot {
 }
 
 /// True when a definition declares a budget for its workflows or a step.
-pub fn declares_budget(d: &crate::engine::conductor::WorkflowDef) -> bool {
+pub fn declares_budget(d: &crate::engine::WorkflowDef) -> bool {
     d.extra.contains_key("budget") || d.steps.iter().any(|s| s.extra.contains_key("budget"))
 }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::engine::store::Root;
+use crate::engine::Root;
 
 use super::model::{FIRST_CHUNK, LOAD_CHUNK, LiveModel, ModelOptions, dirs_to_watch};
 use super::snapshot::Snapshot;

@@ -7,23 +7,21 @@ use std::sync::{Arc, OnceLock};
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 
-use crate::engine::bus::model::{
-    Assessment, BoardSession, DiscussionLine, Envelope, LockEntry, Vote, WorkerEntry,
+use crate::engine::{
+    AbortManifest, AckStatus, Assessment, BoardSession, DiscussionLine, Dispatch, Envelope,
+    LoadError, LockEntry, Overdue, OverdueRule, Vote, Waits, WorkerEntry, WorkflowDef,
+    WorkflowState, WorkflowStatus,
 };
-use crate::engine::conductor::WorkflowStatus;
-use crate::engine::conductor::definition::{LoadError, WorkflowDef};
-use crate::engine::conductor::model::{AbortManifest, AckStatus, Dispatch, WorkflowState};
-use crate::engine::conductor::overdue::{Overdue, OverdueRule, Waits};
 
 pub use super::compact::{DeadNote, DispatchRow, Stamp};
 
 /// A dispatch that has waited unacknowledged this long is overdue (the default of
 /// [`Snapshot::unacked_overdue_after`]; the console's `[thresholds] overdue_secs` sets another).
-pub const UNACKED_OVERDUE_AFTER: Duration = crate::engine::conductor::overdue::UNACKED_AFTER;
+pub const UNACKED_OVERDUE_AFTER: Duration = crate::engine::UNACKED_AFTER;
 
 /// A held dispatch (in `_quarantine`) waiting for an operator longer than this is flagged as
 /// overdue (the default of [`Snapshot::held_overdue_after`]; `[thresholds] held_secs` sets another).
-pub const HELD_OVERDUE_AFTER: Duration = crate::engine::conductor::overdue::HELD_AFTER;
+pub const HELD_OVERDUE_AFTER: Duration = crate::engine::HELD_AFTER;
 
 /// A threshold in seconds as the config gives it, bounded (at least one second, at most a century).
 pub fn threshold_secs(secs: u64) -> Duration {
@@ -131,7 +129,7 @@ impl SupervisorBeat {
     /// True when it beat within the engine's liveness limit at `now`.
     pub fn alive(&self, now: DateTime<Utc>) -> bool {
         self.last_beat
-            .is_some_and(|t| crate::engine::conductor::delivery::supervisor_alive(t, now))
+            .is_some_and(|t| crate::engine::supervisor_alive(t, now))
     }
 }
 
@@ -175,16 +173,16 @@ impl<T: serde::de::DeserializeOwned> WholeCell<T> {
     pub fn get(&self, path: &Path) -> Result<Arc<Whole<T>>, String> {
         self.0
             .get_or_init(|| {
-                let v = crate::engine::store::read::read_json_once(path)
+                let v = crate::engine::read_json_once(path)
                     .map_err(|e| e.to_string())?
                     .ok_or_else(|| format!("{} is gone", path.display()))?;
                 if !v.is_object() {
                     return Err(format!(
                         "expected a JSON object, found {}",
-                        crate::engine::store::read::kind(&v)
+                        crate::engine::json_kind(&v)
                     ));
                 }
-                let typed = crate::engine::conductor::model::from_value::<T>(v.clone())?;
+                let typed = crate::engine::model_from_value::<T>(v.clone())?;
                 Ok(Arc::new(Whole { typed, raw: v }))
             })
             .clone()
@@ -202,7 +200,7 @@ pub struct JournalView {
 }
 
 /// What a row of the bridge view is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum BridgeKind {
     /// A shared track's cursor (`conductor/bridge/tracks/T.json`) with the bridge's counts.
     Track,
@@ -360,7 +358,7 @@ impl WorkflowRow {
             acks: self
                 .last_ack
                 .iter()
-                .map(|a| crate::engine::conductor::model::AckRecord {
+                .map(|a| crate::engine::AckRecord {
                     status: a.status.clone(),
                     acked_at: t(&a.acked_at),
                     ..Default::default()
@@ -568,7 +566,7 @@ pub struct BoardView {
     /// The verdict the resolve rule would give with the votes cast now.
     pub predicted: Option<String>,
     /// The votes behind the session's resolution once resolved (either shape of `vote_summary`).
-    pub resolved: Option<crate::engine::bus::board::ResolvedVotes>,
+    pub resolved: Option<crate::engine::board::ResolvedVotes>,
 }
 
 impl Snapshot {
@@ -627,8 +625,7 @@ impl Snapshot {
     /// A workflow waiting at an `await_ack` step for a peer's reply has no dispatch and is never
     /// orphaned (the engine's rule, shared with `validate`).
     pub fn orphaned(w: &WorkflowView) -> bool {
-        crate::engine::conductor::model::waits_on_a_god(&w.state.status, w.state.awaits_reply)
-            && w.waiting.is_empty()
+        crate::engine::waits_on_a_god(&w.state.status, w.state.awaits_reply) && w.waiting.is_empty()
     }
 
     /// True when `w` is still moving: neither finished nor `stalled` (a stalled workflow waits for
@@ -672,7 +669,7 @@ impl Snapshot {
     pub fn stale_threshold(&self) -> std::time::Duration {
         self.stale_after
             .and_then(|d| d.to_std().ok())
-            .unwrap_or(crate::engine::store::settings::DEFAULT_STALE_AFTER)
+            .unwrap_or(crate::engine::DEFAULT_STALE_AFTER)
     }
 
     /// The engine's overdue rule with this console's limits (one rule for every pane, the header,
@@ -698,7 +695,7 @@ impl Snapshot {
         }
         let rule = self.overdue_rule();
         for (god, d) in &w.waiting {
-            let held = &**god == crate::engine::store::layout::QUARANTINE_DIR;
+            let held = &**god == crate::engine::layout::QUARANTINE_DIR;
             let at = d.dispatched_at.as_ref().and_then(Stamp::at);
             if let Some(o) = rule.check(held, &d.ack_status, at, now) {
                 return Some(OverdueCause::Dispatch(o));
@@ -759,7 +756,7 @@ impl Snapshot {
         let mut earliest = |t: DateTime<Utc>| from = Some(from.map_or(t, |f| f.min(t)));
         let rule = self.overdue_rule();
         for (god, d) in &w.waiting {
-            let held = &**god == crate::engine::store::layout::QUARANTINE_DIR;
+            let held = &**god == crate::engine::layout::QUARANTINE_DIR;
             if let Some(at) = d.dispatched_at.as_ref().and_then(Stamp::at)
                 && let Some(t) = rule.overdue_from(held, &d.ack_status, at)
             {

@@ -7,7 +7,7 @@
 use anyhow::Context;
 use rmcp::ServiceExt;
 
-use crate::engine::store::Root;
+use crate::engine::Root;
 
 pub mod args;
 pub mod check;
@@ -24,7 +24,7 @@ pub use server::{ConductorServer, SERVER_NAME};
 pub fn serve(root: Root) -> anyhow::Result<()> {
     init_logging();
     // A long-lived process: parse each definition and rule file once per version, not per submit.
-    crate::engine::store::yaml::enable_cache();
+    crate::engine::enable_yaml_cache();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

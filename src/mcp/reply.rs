@@ -18,7 +18,7 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::engine::error::{Error, Violation};
+use crate::engine::{Error, Violation};
 
 /// Runs `call` on the blocking pool and turns its outcome into the tool's result.
 pub async fn blocking<T, F>(tool: &'static str, call: F) -> CallToolResult

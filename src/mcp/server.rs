@@ -17,8 +17,7 @@ use std::sync::Arc;
 
 use super::check::ArgumentChecks;
 use super::reply;
-use crate::engine::conductor::Conductor;
-use crate::engine::store::Root;
+use crate::engine::{Conductor, Root};
 
 /// The server's name: hosts show its tools as `conductor.submit_handoff` or
 /// `mcp__conductor__submit_handoff`.
@@ -112,9 +111,9 @@ impl ServerHandler for ConductorServer {
         }
         if let Some(info) = context.peer.peer_info() {
             let name = info.client_info.name.as_str();
-            if self.conductor.origin().actor != crate::engine::journal::clean_actor(name) {
+            if self.conductor.origin().actor != crate::engine::clean_actor(name) {
                 self.conductor
-                    .set_origin(crate::engine::journal::Origin::new(Some(name), "mcp"));
+                    .set_origin(crate::engine::Origin::new(Some(name), "mcp"));
             }
         }
         let call = ToolCallContext::new(self, request, context);

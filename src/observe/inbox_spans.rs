@@ -14,10 +14,7 @@ use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 
-use crate::engine::conductor::model::{AckStatus, Dispatch};
-use crate::engine::store::Root;
-use crate::engine::store::ids::WorkflowId;
-use crate::engine::trace::{span_id, trace_of};
+use crate::engine::{AckStatus, Dispatch, Root, WorkflowId, span_id, trace_of};
 
 use super::otlp::{AttrValue, SpanData, SpanKind};
 use super::spans::{Ctx, nanos, read_state, s};

@@ -15,9 +15,9 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use crate::engine::journal;
-use crate::engine::store::Root;
-use crate::engine::store::time::parse_ts;
+use crate::engine::{
+    MAX_JOURNAL_LINE_BYTES, Root, journal_path, journal_segments, open_journal, time::parse_ts,
+};
 
 use super::exposition::Histogram;
 
@@ -120,8 +120,8 @@ impl JournalFold {
 
     /// Folds what the journal gained since the last call.
     pub fn fold(&mut self, root: &Root) {
-        let path = journal::journal_path(root);
-        let Ok(f) = journal::open_read(&path) else {
+        let path = journal_path(root);
+        let Ok(f) = open_journal(&path) else {
             return;
         };
         let Ok(meta) = f.metadata() else { return };
@@ -135,14 +135,14 @@ impl JournalFold {
         if rotated {
             // The rest of the file read before went into a segment named by its first seq (or, at
             // the first fold, every segment is history to count).
-            for seg in journal::segments(root) {
+            for seg in journal_segments(root) {
                 let first = seg
                     .file_stem()
                     .and_then(|s| s.to_str())
                     .and_then(|s| s.parse::<u64>().ok())
                     .unwrap_or(0);
                 if first >= self.file_first_seq
-                    && let Ok(sf) = journal::open_read(&seg)
+                    && let Ok(sf) = open_journal(&seg)
                 {
                     self.read_from(sf, 0);
                 }
@@ -166,7 +166,7 @@ impl JournalFold {
         let mut line = Vec::with_capacity(1024);
         loop {
             line.clear();
-            let limit = journal::MAX_LINE_BYTES as u64 + 1;
+            let limit = MAX_JOURNAL_LINE_BYTES as u64 + 1;
             let n = match r.by_ref().take(limit).read_until(b'\n', &mut line) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => n,
@@ -309,6 +309,7 @@ fn bump(map: &mut BTreeMap<String, u64>, word: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::journal_segments_dir;
     use std::path::Path;
 
     fn line(
@@ -352,7 +353,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = Root::at(dir.path());
         std::fs::create_dir_all(&root.conductor).unwrap();
-        let j = journal::journal_path(&root);
+        let j = journal_path(&root);
         let h = |id: &str| serde_json::json!({"handoff_id": id});
         append(&j, &line(1, 0, "submit", "dispatched", h("hof_1")));
         append(&j, &line(2, 2, "ack", "accepted", h("hof_1")));
@@ -380,7 +381,7 @@ mod tests {
 
         // Entries appended after the last fold, then a rotation, then the new file's entries.
         append(&j, &line(6, 6, "submit", "dispatched", h("hof_3")));
-        let seg = journal::segments_dir(&root);
+        let seg = journal_segments_dir(&root);
         std::fs::create_dir_all(&seg).unwrap();
         std::fs::rename(&j, seg.join(format!("{:020}.jsonl", 1))).unwrap();
         append(&j, &line(7, 9, "ack", "completed", h("hof_3")));

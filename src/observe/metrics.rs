@@ -12,10 +12,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
-use crate::engine::conductor::WorkflowStatus;
-use crate::engine::store::Root;
-use crate::engine::store::ids::{GodName, TrackName};
-use crate::engine::store::layout::QUARANTINE_DIR;
+use crate::engine::{GodName, Root, TrackName, WorkflowStatus, layout::QUARANTINE_DIR};
 use crate::live::Snapshot;
 use crate::live::snapshot::Stamp;
 
@@ -184,7 +181,7 @@ fn track_label(name: &str) -> Option<&str> {
 /// ledger only grows, so these are counters; a god or definition the engine does not know is
 /// labelled `other`.
 fn cost_series(e: &mut Exposition, m: &Metrics, snap: &Snapshot) {
-    let Ok(rows) = crate::engine::cost::ops::metric_totals(&m.root) else {
+    let Ok(rows) = crate::engine::cost_metric_totals(&m.root) else {
         return;
     };
     if rows.is_empty() {
@@ -322,8 +319,7 @@ pub fn render(
             if d.dispatch.ack_deadline.is_some()
                 && matches!(
                     d.dispatch.ack_status,
-                    crate::engine::conductor::model::AckStatus::Unacked
-                        | crate::engine::conductor::model::AckStatus::Pending
+                    crate::engine::AckStatus::Unacked | crate::engine::AckStatus::Pending
                 )
             {
                 deadlines += 1;
@@ -493,7 +489,7 @@ pub fn render(
                 .map(|s| (s, 0))
                 .collect();
         for w in t.workers.iter() {
-            use crate::engine::bus::model::WorkerStatus as S;
+            use crate::engine::WorkerStatus as S;
             let state = if w.is_stale(now, stale_after) {
                 "stale"
             } else {
@@ -537,8 +533,8 @@ pub fn render(
         let alive = b
             .get("updated")
             .and_then(serde_json::Value::as_str)
-            .and_then(crate::engine::store::time::parse_ts)
-            .is_some_and(|t| (now - t).abs() <= crate::engine::health::BRIDGE_SILENT_AFTER);
+            .and_then(crate::engine::time::parse_ts)
+            .is_some_and(|t| (now - t).abs() <= crate::engine::status::BRIDGE_SILENT_AFTER);
         e.family(
             "pantheon_bridge_up",
             Kind::Gauge,

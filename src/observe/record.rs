@@ -8,8 +8,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use crate::engine::store::Root;
-use crate::engine::store::safe::SafeDir;
+use crate::engine::{Root, SafeDir};
 
 /// The directory of the records.
 pub fn dir(root: &Root) -> PathBuf {
@@ -34,9 +33,7 @@ impl MetricsRecord {
             "loopback": addr.ip().is_loopback(),
         });
         let written = SafeDir::parent_of(root, &path, true).and_then(|p| match p {
-            Some((d, name)) => {
-                d.replace(&name, &crate::engine::store::atomic::to_pretty_json(&body))
-            }
+            Some((d, name)) => d.replace(&name, &crate::engine::to_pretty_json(&body)),
             None => Ok(()),
         });
         if let Err(e) = written {
@@ -73,11 +70,7 @@ pub fn exposed(root: &Root, live_supervisors: &[Value]) -> Vec<String> {
             let n = n.to_string_lossy();
             n.starts_with("metrics-") && n.ends_with(".json")
         })
-        .filter_map(|e| {
-            crate::engine::store::read::read_json(&e.path())
-                .ok()
-                .flatten()
-        })
+        .filter_map(|e| crate::engine::read_json(&e.path()).ok().flatten())
         .filter(|v| {
             v.get("supervisor")
                 .and_then(Value::as_str)

@@ -14,11 +14,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 
-use crate::engine::conductor::files::is_foreign_pending_dir;
-use crate::engine::conductor::model::Dispatch;
-use crate::engine::store::Root;
-use crate::engine::store::layout::{self, Place};
-use crate::engine::store::read::MAX_JSON_BYTES;
+use crate::engine::{Dispatch, Root, WorkflowId, is_foreign_pending_dir, layout};
 use crate::live::files::Fingerprint;
 
 use super::inbox_spans::{InboxWatch, Read};
@@ -27,6 +23,9 @@ use super::spans::{Cursor, parse_object, parse_state, spans_since};
 
 /// The name every state and dispatch file ends with.
 const JSON: &str = ".json";
+
+/// The largest record file read: the engine's own limit for a JSON file (64 MiB).
+pub(super) const MAX_JSON_BYTES: u64 = 64 * 1024 * 1024;
 
 /// One file of the root as read.
 pub(super) enum Record {
@@ -141,24 +140,32 @@ impl SpanWatch {
             .unwrap_or_default();
         let scratch = name.starts_with(layout::TEMP_PREFIX) || !name.ends_with(JSON);
         if let Ok(rel) = path.strip_prefix(self.root.dead_root()) {
-            let parts: Vec<String> = rel
-                .components()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                .collect();
-            return match parts.as_slice() {
+            return match names(rel).as_slice() {
                 [] | [_] => Changed::Dir,
                 [god, file] if !scratch => Changed::Dead(god.clone(), file.clone()),
                 _ => Changed::Ignore,
             };
         }
-        match layout::classify(&self.root, path) {
-            Place::StateFile(f) if !scratch && !f.ends_with(layout::ABORTED_SUFFIX) => {
-                Changed::State(f)
-            }
-            Place::Inbox(god, Some(f)) if !scratch => Changed::Dispatch(god, f),
-            Place::Inbox(_, None) | Place::PendingDir | Place::StateDir => Changed::Dir,
-            _ => Changed::Ignore,
+        if let Ok(rel) = path.strip_prefix(self.root.state_dir()) {
+            return match names(rel).as_slice() {
+                [] => Changed::Dir,
+                // An abort manifest (`{wf}.aborted.json`) is no workflow id: it is passed over.
+                [f] if !scratch && is_workflow(f) => Changed::State(f.clone()),
+                _ => Changed::Ignore,
+            };
         }
+        if let Ok(rel) = path.strip_prefix(self.root.pending_root()) {
+            return match names(rel).as_slice() {
+                [] => Changed::Dir,
+                [god, ..] if is_foreign_pending_dir(god) || god == layout::QUARANTINE_DIR => {
+                    Changed::Ignore
+                }
+                [_] => Changed::Dir,
+                [god, f] if !scratch => Changed::Dispatch(god.clone(), f.clone()),
+                _ => Changed::Ignore,
+            };
+        }
+        Changed::Ignore
     }
 
     /// The spans of the files `paths` name (events: written, renamed, removed), given to `out`.
@@ -309,6 +316,19 @@ impl SpanWatch {
         });
         self.changed(&changed, out);
     }
+}
+
+/// The components of a relative path, as text.
+fn names(rel: &Path) -> Vec<String> {
+    rel.components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// True when `file` is `{workflow id}.json`.
+fn is_workflow(file: &str) -> bool {
+    file.strip_suffix(JSON)
+        .is_some_and(|id| WorkflowId::parse(id).is_ok())
 }
 
 /// The names of the directories in `dir` (not links, not hidden).

@@ -1,8 +1,7 @@
 use serde_json::{Value, json};
 
 use super::*;
-use crate::engine::conductor::{Actor, Conductor};
-use crate::engine::trace::span_id;
+use crate::engine::{Actor, Conductor, span_id};
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -201,8 +200,8 @@ fn a_gods_own_pending_write_a_redelivery_and_a_dead_letter_are_seen_in_the_files
     // A supervisor delivers it again (to the same god).
     d["ack_status"] = json!("unacked");
     d["deliveries"] = json!([
-        {"at": crate::engine::store::time::now_ts(), "to": "marvin"},
-        {"at": crate::engine::store::time::now_ts(), "to": "marvin"}
+        {"at": crate::engine::time::now_ts(), "to": "marvin"},
+        {"at": crate::engine::time::now_ts(), "to": "marvin"}
     ]);
     rewrite(&f.inbox(hid), &d);
     let mut spans = Vec::new();
@@ -211,7 +210,7 @@ fn a_gods_own_pending_write_a_redelivery_and_a_dead_letter_are_seen_in_the_files
     assert_eq!(spans[0].name, "redeliver plan");
     assert_eq!(spans[0].parent, Some(span_id("dispatch", hid)));
     // Then dead-lettered: one span, and the dispatch is forgotten in its inbox.
-    d["dead_at"] = json!(crate::engine::store::time::now_ts());
+    d["dead_at"] = json!(crate::engine::time::now_ts());
     rewrite(&f.dead(hid), &d);
     std::fs::remove_file(f.inbox(hid)).unwrap();
     assert_eq!(
@@ -242,7 +241,7 @@ fn a_dispatch_first_seen_counts_only_what_happened_after_the_start() {
         "pending and redelivered before the exporter started"
     );
     let mut list = d["deliveries"].as_array().unwrap().clone();
-    list.push(json!({"at": crate::engine::store::time::now_ts(), "to": "marvin"}));
+    list.push(json!({"at": crate::engine::time::now_ts(), "to": "marvin"}));
     d["deliveries"] = Value::Array(list);
     rewrite(&f.inbox(hid), &d);
     assert_eq!(names(&mut w, &[f.inbox(hid)]), ["redeliver plan"]);

@@ -13,15 +13,13 @@
 //! Redeliveries, dead letters and a god's own `pending` write show in the inboxes, not the state:
 //! [`super::inbox_spans`].
 //!
-//! Span ids come from the records ([`crate::engine::trace::span_id`]), so the engine's
+//! Span ids come from the records ([`crate::engine::span_id`]), so the engine's
 //! `traceparent` on a dispatch names the same span this module exports. No summary, message,
 //! context or payload text goes into an attribute: ids, step and god names and closed words only.
 
 use chrono::{DateTime, Utc};
 
-use crate::engine::conductor::model::{StepRecord, WorkflowState};
-use crate::engine::store::time::parse_ts;
-use crate::engine::trace::{TraceContext, span_id, trace_of};
+use crate::engine::{StepRecord, TraceContext, WorkflowState, span_id, time::parse_ts, trace_of};
 
 use super::otlp::{AttrValue, SpanData, SpanKind};
 

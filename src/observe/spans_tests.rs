@@ -3,7 +3,7 @@ use serde_json::json;
 use super::*;
 
 fn state() -> WorkflowState {
-    crate::engine::conductor::model::from_value(json!({
+    crate::engine::model_from_value(json!({
         "workflow_id": "wf_a", "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736", "status": "in_progress",
         "step_history": [
             {"step_id": "research", "god": "thoth", "status": "completed",

@@ -1,7 +1,7 @@
 //! `pantheon status`'s figures kept between runs, so a status line run every second on a large
 //! root does not read every dispatch file each time.
 //!
-//! The figures of each inbox, `_quarantine` and dead-letter directory (`health::DirFigures`) are kept
+//! The figures of each inbox, `_quarantine` and dead-letter directory (`status::DirFigures`) are kept
 //! with the directory's identity and modification time. Every protocol write is a rename into the
 //! directory or a removal from it, and each changes the directory's modification time, so a
 //! directory whose identity and time are unchanged holds the same files with the same contents: its
@@ -24,9 +24,10 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::engine::conductor::overdue::OverdueRule;
-use crate::engine::health::{self, DirFigures, DirKind, Health};
-use crate::engine::store::Root;
+use crate::engine::{
+    OverdueRule, Root,
+    status::{self, DirFigures, DirKind, Health},
+};
 
 /// How long after its last change a directory's figures may be kept.
 pub const SETTLED: chrono::Duration = chrono::Duration::seconds(1);
@@ -148,7 +149,7 @@ fn save(path: &Path, c: &CacheFile) {
 /// The root's health at `now`, reusing the figures of directories unchanged since the last run.
 pub fn read(root: &Root, rule: &OverdueRule, now: DateTime<Utc>) -> Health {
     let Some(path) = cache_path(root) else {
-        return health::read(root, rule, now);
+        return status::read(root, rule, now);
     };
     let old = load(&path, root, rule, now);
     let mut new = CacheFile {
@@ -159,7 +160,7 @@ pub fn read(root: &Root, rule: &OverdueRule, now: DateTime<Utc>) -> Health {
         written_us: now.timestamp_micros(),
         dirs: BTreeMap::new(),
     };
-    let h = health::read_with(root, now, &mut |dir, kind| {
+    let h = status::read_with(root, now, &mut |dir, kind| {
         let name = dir.to_string_lossy().into_owned();
         let before = key_of(dir);
         if let (Some((key, _)), Some(k)) = (before, old.dirs.get(&name))

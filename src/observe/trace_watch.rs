@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use crate::engine::store::Root;
+use crate::engine::Root;
 
 use super::export::{Endpoint, SpanQueue, TraceStats};
 use super::otlp::AttrValue;

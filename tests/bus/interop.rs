@@ -117,8 +117,8 @@ fn pantheon_holding_the_mutex_makes_python_acquire_lock_back_off() {
     let bus = env.bus_dir();
     let bus_s = bus.to_str().unwrap();
     {
-        let _ours = pantheon::engine::store::lock::FileLock::exclusive(
-            &pantheon::engine::store::Root::at(env.root()),
+        let _ours = pantheon::engine::FileLock::exclusive(
+            &pantheon::engine::Root::at(env.root()),
             &bus.join(".lock_mutex"),
         )
         .unwrap();

@@ -640,9 +640,9 @@ workflow:
 "#;
 
 /// An ack through the engine as god `by` (what the MCP server and the demo gods do: `Actor::God`).
-fn ack_as(env: &Env, by: &str, a: &Value) -> pantheon::engine::error::Result<Value> {
-    use pantheon::engine::conductor::{Actor, Conductor};
-    let c = Conductor::new(pantheon::engine::store::Root::at(&env.root));
+fn ack_as(env: &Env, by: &str, a: &Value) -> pantheon::engine::Result<Value> {
+    use pantheon::engine::{Actor, Conductor};
+    let c = Conductor::new(pantheon::engine::Root::at(&env.root));
     c.ack_handoff(a, Actor::God(by.to_owned()))
         .map(|r| serde_json::to_value(r).unwrap())
 }

@@ -8,8 +8,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use pantheon_engine::history::{self, HistoryDir, Seek, picture};
-use pantheon_engine::store::Root;
+use pantheon_engine::{HistoryDir, Root, Seek, check_history, picture_at, replay_at, root_files};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -47,7 +46,7 @@ fn root_of(env: &Env) -> Root {
 
 /// The files of the root by key, with their bytes (what the history must hold).
 fn disk(root: &Root) -> BTreeMap<String, Vec<u8>> {
-    picture::root_files(root)
+    root_files(root)
         .into_iter()
         .filter_map(|(k, (p, _))| std::fs::read(&p).ok().map(|b| (k, b)))
         .collect()
@@ -391,7 +390,7 @@ proptest! {
             w.apply(op);
             caught_up(&root);
             let at = now_us();
-            seen.push((at, disk(&root), without_moment(picture::of_root(&root, at))));
+            seen.push((at, disk(&root), without_moment(picture_at(&root, at))));
             // The next change is stamped after this moment (file times come from the kernel's coarse
             // clock, a few milliseconds behind).
             std::thread::sleep(Duration::from_millis(25));
@@ -401,10 +400,10 @@ proptest! {
             let differ: Vec<&String> = files.keys().chain(got.keys())
                 .filter(|k| files.get(*k) != got.get(*k)).collect();
             prop_assert!(differ.is_empty(), "files that differ at {}: {:?}", at, differ);
-            let replay = without_moment(history::replay_at(&root, *at).unwrap());
+            let replay = without_moment(replay_at(&root, *at).unwrap());
             prop_assert_eq!(&replay, pic);
         }
-        let (errors, _) = history::check(&root);
+        let (errors, _) = check_history(&root);
         prop_assert!(errors.is_empty(), "{:?}", errors);
     }
 }
@@ -470,7 +469,7 @@ fn a_recorder_killed_mid_burst_and_restarted_doubles_and_loses_nothing() {
             (0..s.len() as u64).collect::<Vec<_>>(),
             "consecutive, none doubled"
         );
-        let (errors, _) = history::check(&root);
+        let (errors, _) = check_history(&root);
         assert!(errors.is_empty(), "{errors:?}");
         // The queue as recorded has each line once.
         let got = recorded(&root, now_us()).unwrap();

@@ -126,7 +126,7 @@ pub fn race(racers: Vec<Racer>, delays: &[Duration]) -> Vec<Output> {
 
 /// An output made from an engine call in this process, shaped like the CLI's (JSON on stdout, exit 0;
 /// `error: …` on stderr, exit 1).
-pub fn engine_output<T: serde::Serialize>(r: pantheon::engine::error::Result<T>) -> Output {
+pub fn engine_output<T: serde::Serialize>(r: pantheon::engine::Result<T>) -> Output {
     use std::os::unix::process::ExitStatusExt;
     match r {
         Ok(v) => Output {
@@ -633,7 +633,7 @@ fn console_op(root: &Path, op: pantheon::console::ops::Op) -> Output {
 }
 
 fn console_approve(root: &Path) -> Output {
-    let handoff_id = pantheon::engine::store::HandoffId::parse(HID).unwrap();
+    let handoff_id = pantheon::engine::HandoffId::parse(HID).unwrap();
     console_op(
         root,
         pantheon::console::ops::Op::Approve {
@@ -644,7 +644,7 @@ fn console_approve(root: &Path) -> Output {
 }
 
 fn console_reject(root: &Path) -> Output {
-    let handoff_id = pantheon::engine::store::HandoffId::parse(HID).unwrap();
+    let handoff_id = pantheon::engine::HandoffId::parse(HID).unwrap();
     let reason = "not now".to_owned();
     console_op(
         root,

@@ -7,7 +7,7 @@ use pantheon::console::action::{Action, Pane};
 use pantheon::console::app::{App, Effect, FlashKind, Mode};
 use pantheon::console::engine_ops::EngineOperator;
 use pantheon::console::ops::{Op, Operator};
-use pantheon::engine::store::WorkflowId;
+use pantheon::engine::WorkflowId;
 use serde_json::Value;
 
 use super::support::*;
@@ -106,7 +106,7 @@ fn ack_accepted_through_the_dialog_archives_the_dispatch_as_the_operator() {
     assert_eq!(st["acks"][0]["by"], "operator");
 
     // The act is in the operator journal, as the console's user.
-    let j = pantheon::engine::journal::read(&Root::at(r), &Default::default()).unwrap();
+    let j = pantheon::engine::read_journal(&Root::at(r), &Default::default()).unwrap();
     let e = j.entries.last().unwrap();
     assert_eq!(e["source"], "console", "{:?}", j.entries);
     let me = pantheon::console::engine_ops::operator_name(None);
@@ -668,7 +668,7 @@ fn pending_asks_a_message_then_an_eta_and_the_dispatch_keeps_both() {
     )
     .unwrap();
     assert_eq!(d["ack_status"], "pending");
-    let eta = pantheon::engine::store::time::parse_ts(d["eta"].as_str().unwrap()).unwrap();
+    let eta = pantheon::engine::time::parse_ts(d["eta"].as_str().unwrap()).unwrap();
     let ahead = (eta - now).num_seconds();
     assert!((7190..=7210).contains(&ahead), "eta {ahead} s ahead");
     assert_eq!(state(r, "wf_pay_1")["status"], "waiting_for_ack");
@@ -748,8 +748,8 @@ fn completed_asks_for_the_gates_its_step_declares_and_the_engine_checks_them() {
 #[test]
 fn repeated_acks_and_aborts_flash_what_the_engine_says_of_them() {
     use pantheon::console::action::AckChoice;
-    use pantheon::engine::conductor::AckRequest;
-    use pantheon::engine::store::{GodName, HandoffId};
+    use pantheon::engine::AckRequest;
+    use pantheon::engine::{GodName, HandoffId};
     let root = engine_root();
     let r = root.path();
     let op = EngineOperator::new(Root::at(r));

@@ -95,9 +95,9 @@ fn check_jump(app: &mut App, kind: Kind, pane: Pane, key: &str, action_key: &str
     }
 }
 
-/// The identities of a pane's rows, as the app knows them (what a jump selects).
+/// The identities of a pane's rows, as the app knows them (what a jump selects), as they read.
 fn row_keys(app: &App, pane: Pane) -> Vec<String> {
-    app.keys(pane)
+    app.keys(pane).iter().map(ToString::to_string).collect()
 }
 
 fn app_at(root: &Path) -> App {
@@ -413,12 +413,12 @@ fn the_journal_pane_lists_entries_newest_first_filters_and_jumps_to_the_record()
         &state("wf_j", "in_progress"),
     );
     let root = pantheon::Root::at(r);
-    let o = pantheon::engine::journal::Origin::new(Some("alice"), "cli");
+    let o = pantheon::engine::Origin::new(Some("alice"), "cli");
     for (wf, action) in [("wf_j", "submit"), ("wf_gone", "abort")] {
-        pantheon::engine::journal::append(
+        pantheon::engine::append_journal(
             &root,
             &o,
-            &pantheon::engine::journal::Act::new(action, "done").target("workflow_id", Some(wf)),
+            &pantheon::engine::Act::new(action, "done").target("workflow_id", Some(wf)),
         )
         .unwrap();
     }

@@ -6,8 +6,12 @@
 use insta::assert_snapshot;
 use pantheon::Root;
 use pantheon::console::action::{Action, Pane};
-use pantheon::engine::bridge::{self as eb, Status};
-use pantheon::engine::conductor::outbox::{self, OutboxRecord};
+use pantheon::console::rowkey::RowKey;
+use pantheon::engine::{
+    nats::{self as eb, Status},
+    outbox::{self, OutboxRecord},
+};
+use pantheon::live::snapshot::BridgeKind;
 use pantheon::live::{LiveModel, ModelOptions};
 use serde_json::json;
 
@@ -151,7 +155,13 @@ fn the_bridge_pane_filters_and_says_when_no_bridge_ran() {
     assert_eq!(app.row_count(), 4);
     app.run_command("filter romulus");
     assert_eq!(app.row_count(), 1);
-    assert_eq!(app.keys(Pane::Bridge), vec!["dead/000000000005".to_owned()]);
+    assert_eq!(
+        app.keys(Pane::Bridge),
+        [RowKey::Bridge {
+            kind: BridgeKind::Dead,
+            id: "000000000005".into()
+        }]
+    );
 }
 
 #[test]

@@ -11,6 +11,7 @@ use pantheon::console::app::{App, FlashKind, Mode};
 use pantheon::console::attention::Kind;
 use pantheon::console::engine_ops::EngineOperator;
 use pantheon::console::ops::Op;
+use pantheon::console::rowkey::RowKey;
 use serde_json::{Value, json};
 
 use super::actions::{dialog_text, run, select_dispatch};
@@ -147,7 +148,11 @@ fn the_ledger_pane_and_the_cost_column_at_80x24_and_200x50() {
     }
     let mut app = app_for(r, fixture_now());
     app.dispatch(Action::GoPane(Pane::Ledger));
-    let keys = app.keys(Pane::Ledger);
+    let keys: Vec<String> = app
+        .keys(Pane::Ledger)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     assert_eq!(
         keys,
         [
@@ -175,7 +180,7 @@ fn the_workflow_detail_shows_its_cost_by_step_and_by_god_and_its_budget() {
     let at = app
         .keys(Pane::Workflows)
         .iter()
-        .position(|k| k == "wf_deploy_42")
+        .position(|k| *k == RowKey::workflow("wf_deploy_42"))
         .unwrap();
     app.dispatch(Action::Top);
     for _ in 0..at {
@@ -221,6 +226,9 @@ fn over_budget_keeps_the_workflows_held_dispatches_and_ledger_rows_past_a_limit(
         type_text(app, "over-budget");
         app.on_key(code(KeyCode::Enter));
         app.keys(pane)
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
     };
     assert_eq!(
         filter(&mut app, Pane::Workflows),

@@ -13,7 +13,8 @@ use pantheon::console::action::{Action, Pane};
 use pantheon::console::app::{App, FlashKind, Mode};
 use pantheon::console::attention::Kind;
 use pantheon::console::engine_ops::EngineOperator;
-use pantheon::engine::conductor::Conductor;
+use pantheon::console::rowkey::RowKey;
+use pantheon::engine::Conductor;
 use pantheon::live::{LiveModel, ModelOptions};
 use serde_json::{Value, json};
 
@@ -123,8 +124,8 @@ fn a_dead_letter_is_listed_requeued_to_another_god_and_journaled_as_the_console(
     assert_eq!(
         app.keys(Pane::DeadLetters),
         vec![
-            "hephaestus/hof_20260614_dd0001".to_string(),
-            "hephaestus/hof_20260614_dd0002".to_string()
+            RowKey::dead_letter("hephaestus", "hof_20260614_dd0001"),
+            RowKey::dead_letter("hephaestus", "hof_20260614_dd0002")
         ]
     );
     // The attention item of a dead letter takes the operator to it.
@@ -314,7 +315,7 @@ fn abort_from_pane_9_and_a_bulk_requeue_report_each_dead_letter() {
     assert_eq!(app.pane, Pane::Workflows);
     assert_eq!(
         app.keys(Pane::Workflows)[app.selected(Pane::Workflows)],
-        "wf_dl_3"
+        RowKey::workflow("wf_dl_3")
     );
     app.dispatch(Action::GoPane(Pane::Journal));
     let row = app
@@ -332,7 +333,7 @@ fn abort_from_pane_9_and_a_bulk_requeue_report_each_dead_letter() {
     assert_eq!(app.pane, Pane::DeadLetters);
     assert_eq!(
         app.keys(Pane::DeadLetters)[app.selected(Pane::DeadLetters)],
-        "hephaestus/hof_20260614_dd0001"
+        RowKey::dead_letter("hephaestus", "hof_20260614_dd0001")
     );
 
     // Mark all three and requeue each to its last god: the aborted one is refused and stays marked.
@@ -360,7 +361,7 @@ fn abort_from_pane_9_and_a_bulk_requeue_report_each_dead_letter() {
     );
     assert_eq!(
         app.picked(Pane::DeadLetters),
-        ["hephaestus/hof_20260614_dd0003".to_string()]
+        [RowKey::dead_letter("hephaestus", "hof_20260614_dd0003")]
     );
     for hid in ["hof_20260614_dd0001", "hof_20260614_dd0002"] {
         assert!(
@@ -542,7 +543,7 @@ fn hostile_files_in_conductor_dead_are_file_issues_never_read_through() {
     app.dispatch(Action::GoPane(Pane::DeadLetters));
     assert_eq!(
         app.keys(Pane::DeadLetters),
-        ["hephaestus/hof_20260614_dd0001"]
+        [RowKey::dead_letter("hephaestus", "hof_20260614_dd0001")]
     );
     let s = screen(&app, 120, 30, r);
     assert!(s.contains("⚠ 5 unreadable"), "{s}");
@@ -767,7 +768,7 @@ fn pane_9_its_detail_its_dialogs_and_the_header_notice_at_80x24_and_200x50() {
         let at = app
             .keys(Pane::Workflows)
             .iter()
-            .position(|k| k == "wf_stuck_5")
+            .position(|k| *k == RowKey::workflow("wf_stuck_5"))
             .unwrap();
         app.dispatch(Action::GoPane(Pane::Workflows));
         app.dispatch(Action::Top);

@@ -10,6 +10,7 @@ use pantheon::console::app::{Effect, FlashKind, Mode};
 use pantheon::console::config;
 use pantheon::console::engine_ops::EngineOperator;
 use pantheon::console::ops::Op;
+use pantheon::console::rowkey::RowKey;
 
 use super::actions::{dialog_text, held_files, held_handoff, run};
 use super::support::*;
@@ -93,7 +94,7 @@ fn bulk_approve_of_five_held_dispatches_with_one_refused_reports_both() {
     // The refused one stays marked, for a retry; the approved ones are unmarked.
     assert_eq!(
         app.picked(Pane::Inboxes),
-        [format!("_quarantine/{}", HELD[2].1)]
+        [RowKey::dispatch("_quarantine", HELD[2].1)]
     );
     // Each approval is in the journal, as the operator's.
     let journal = std::fs::read_to_string(r.join("conductor/journal.jsonl")).unwrap();

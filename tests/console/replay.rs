@@ -13,7 +13,7 @@ use pantheon::console::action::{Action, Pane};
 use pantheon::console::app::{App, Effect, FlashKind, Mode};
 use pantheon::console::engine_ops::EngineOperator;
 use pantheon::console::replay::{Cmd, Frame, ReplayHandle, ReplayView};
-use pantheon::engine::history::recorder::{self, Recorder};
+use pantheon::engine::recorder::{self, Recorder};
 use pantheon::live::ModelOptions;
 use serde_json::{Value, json};
 
@@ -266,6 +266,21 @@ fn the_replay_header_and_scrub_line_80x24() {
     let last = s.lines().last().unwrap();
     assert!(last.starts_with(" ▶ 10x"), "{last}");
     assert!(last.contains("p pause"), "{last}");
+    // Wide enough, the bar carries the alert counts the live header shows at that moment.
+    let replayed = screen(&app, 240, 24, root.path());
+    let bar = replayed.lines().next().unwrap().to_owned();
+    app.replay = None;
+    let live = screen(&app, 240, 24, root.path());
+    let alerts = |line: &str| -> Vec<String> {
+        line.split(['·', '—'])
+            .map(str::trim)
+            .filter(|p| p.starts_with('▲') && p.chars().nth(2).is_some_and(|c| c.is_ascii_digit()))
+            .map(str::to_owned)
+            .collect()
+    };
+    let want = alerts(live.lines().next().unwrap());
+    assert!(!want.is_empty(), "the fixture has alerts then: {live}");
+    assert_eq!(alerts(&bar), want, "{bar}");
 }
 
 /// The console in tmux on `root`, opened in the past with `extra` arguments.
@@ -400,4 +415,81 @@ fn the_scrub_keys_move_the_replay_only_in_the_past_and_are_remappable() {
     app.configure(&cfg);
     assert_eq!(app.on_key(code(KeyCode::F(12))), vec![Effect::Live]);
     assert_ne!(app.on_key(key('L')), vec![Effect::Live]);
+}
+
+/// What a snapshot shows, as text: every part a pane reads, the counts at `now`, the root's path
+/// written `ROOT` (the scratch root is elsewhere). Left out: the snapshot's number, when it was
+/// taken, the watch mode and the loading state, which say how it was read, not what it shows; and
+/// the inboxes that never held a file (the history records files, not empty directories:
+/// docs/HISTORY.md, Limits).
+fn shown(s: &pantheon::live::snapshot::Snapshot, now: i64) -> String {
+    let now = chrono::DateTime::from_timestamp_micros(now).unwrap();
+    let inboxes: Vec<_> = s
+        .inboxes
+        .iter()
+        .filter(|i| !i.dispatches.is_empty() || !i.errors.is_empty())
+        .collect();
+    format!(
+        "{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}",
+        s.workflows,
+        inboxes,
+        s.quarantine,
+        s.definitions,
+        s.definition_errors,
+        s.tracks,
+        s.warnings,
+        s.dead_letters,
+        s.journal,
+        s.bridge,
+        s.supervisors,
+        s.deadlines,
+        s.tallies,
+        s.ledger,
+        s.counts(now),
+    )
+    .replace(&s.root.display().to_string(), "ROOT")
+}
+
+/// The fidelity goal: at each recorded moment, the replayed snapshot equals the snapshot the live
+/// model held of the root then (same workflows, inboxes, dead letters, journal, tracks, counts).
+#[test]
+fn the_replayed_snapshot_of_a_moment_equals_the_live_models_snapshot_then() {
+    let root = root_with(
+        DL_FLOW,
+        &[
+            ("wf_dl_1", "hof_20260614_ee0001"),
+            ("wf_dl_2", "hof_20260614_ee0002"),
+        ],
+    );
+    let r = root.path();
+    let mut rec = recorder(r);
+    let mut moments = Vec::new();
+    let mut take = |rec: &mut Recorder| {
+        rec.rescan(false).unwrap();
+        let live = pantheon::live::LiveModel::open(Root::at(r), ModelOptions::default());
+        let at = now_us();
+        moments.push((at, shown(&live.snapshot(), at)));
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    take(&mut rec);
+    dead_letter_all(r);
+    take(&mut rec);
+    pantheon(r, &["rerun", "wf_dl_1", "--from", "build"], None);
+    take(&mut rec);
+    pantheon(r, &["abort", "wf_dl_2", "--reason", "not needed"], None);
+    take(&mut rec);
+    dead_letter_all(r);
+    take(&mut rec);
+    // The moments differ from each other, so the comparison below tells them apart.
+    for w in moments.windows(2) {
+        assert_ne!(w[0].1, w[1].1);
+    }
+    for (at, live) in &moments {
+        let mut h = ReplayHandle::start(&Root::at(r), *at, ModelOptions::default()).unwrap();
+        let mut f = h.latest();
+        while f.snapshot.loading.is_some() {
+            f = next_frame(&mut h);
+        }
+        assert_eq!(&shown(&f.snapshot, *at), live, "at {}", ts(*at));
+    }
 }

@@ -13,8 +13,7 @@ use pantheon::console::app::{App, Effect, FlashKind, Mode};
 use pantheon::console::attention::Kind;
 use pantheon::console::engine_ops::EngineOperator;
 use pantheon::console::ops::{Op, Operator};
-use pantheon::engine::bus::board::BoardSeen;
-use pantheon::engine::store::TrackName;
+use pantheon::engine::{TrackName, board::BoardSeen};
 use serde_json::Value;
 
 use super::actions::{confirm, confirm_text, held_handoff, select_dispatch, three_held};
@@ -358,9 +357,9 @@ fn the_journal_follows_its_newest_entry_until_the_operator_moves_and_attention_s
     app.dispatch(Action::GoPane(Pane::Attention));
     assert!(app.attention().len() >= 2);
     let acked = EngineOperator::new(Root::at(r)).execute(&Op::Ack {
-        god: pantheon::engine::store::GodName::parse("hephaestus").unwrap(),
-        request: pantheon::engine::conductor::AckRequest::new(
-            pantheon::engine::store::HandoffId::parse("hof_20260614_aaa111").unwrap(),
+        god: pantheon::engine::GodName::parse("hephaestus").unwrap(),
+        request: pantheon::engine::AckRequest::new(
+            pantheon::engine::HandoffId::parse("hof_20260614_aaa111").unwrap(),
             pantheon::console::action::AckChoice::Accepted,
         ),
     });

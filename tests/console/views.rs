@@ -562,8 +562,8 @@ fn the_header_shows_the_bridge_and_the_bus_names_the_machine_of_a_mirrored_line(
     let dir = root.path().join("conductor/bridge");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("status.json"), status.to_string()).unwrap();
-    let bus = pantheon::engine::bus::Bus::open(
-        &pantheon::engine::store::Root::at(root.path()),
+    let bus = pantheon::engine::Bus::open(
+        &pantheon::engine::Root::at(root.path()),
         &"shared".parse().unwrap(),
     );
     bus.init().unwrap();

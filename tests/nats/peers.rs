@@ -810,3 +810,63 @@ fn per_user_publish_permissions_make_a_senders_name_more_than_a_claim() {
     assert!(!queue(&a).contains("msg_forged_1"), "{}", queue(&a));
     assert!(!queue(&b).contains("msg_forged_1"), "{}", queue(&b));
 }
+
+#[test]
+fn three_pantheons_on_a_track_each_read_only_their_peers_and_a_strangers_line_is_swept() {
+    const PER: usize = 30;
+    let server = Server::start();
+    let names = ["konan", "tallon", "ubik"];
+    let machines: Vec<Machine> = names.iter().map(|n| Machine::new(n)).collect();
+    for m in &machines {
+        m.ok(&["bus", "--track", "shared", "init"], None);
+    }
+    let mut machines = machines;
+    for (i, m) in machines.iter_mut().enumerate() {
+        // Each names the other two: a consumer of two subjects (`filter_subjects`).
+        let others: Vec<&str> = names
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .flat_map(|(_, n)| ["--peer", n])
+            .collect();
+        let mut args = vec!["--track", "shared"];
+        args.extend(others);
+        m.start_bridge(&server.url(), &args);
+    }
+    std::thread::scope(|s| {
+        for (m, w) in machines.iter().zip(["wk", "wt", "wu"]) {
+            s.spawn(move || m.post_numbered("shared", w, 0, PER));
+        }
+    });
+    // A core publish before the bridges made the track's stream would be stored nowhere.
+    wait_for("the track's stream", Duration::from_secs(60), || {
+        try_stream_msgs(&server.url(), "PANTHEON_TRACK_shared").is_some_and(|n| n >= 3 * PER as u64)
+    });
+    let line = json!({"id": "msg_stranger_1", "type": "PROGRESS", "source": "worker-9",
+                      "timestamp": "2026-12-01T10:00:00Z", "payload": {"n": 0}});
+    core_publish(&server.url(), "pantheon.track.shared.stranger", &[line]);
+    for m in &machines {
+        wait_for(
+            &format!("{}: every line", m.name),
+            Duration::from_secs(60),
+            || progress_count(m, "shared") >= 3 * PER,
+        );
+        wait_for(
+            &format!("{}: the stranger's dead letter", m.name),
+            Duration::from_secs(30),
+            || dead_letters(m).len() == 1,
+        );
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    for m in &machines {
+        assert_eq!(progress_count(m, "shared"), 3 * PER, "{}", m.name);
+        assert_exactly_once_in_order(m, "shared", &["wk", "wt", "wu"], PER);
+        let reason = dead_letters(m)[0]["reason"].as_str().unwrap().to_owned();
+        assert!(
+            reason.contains("\"stranger\" is not an allowed peer"),
+            "{reason}"
+        );
+        let status = m.ok(&["bridge", "status"], None);
+        assert_eq!(status["dead_letters"], 1, "{}: {status}", m.name);
+    }
+}

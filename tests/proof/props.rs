@@ -5,14 +5,11 @@ use std::io::Write;
 use std::path::Path;
 
 use pantheon::Root;
-use pantheon::engine::bus::events::{EventPattern, event_file_name};
-use pantheon::engine::bus::locks::normalize_key;
-use pantheon::engine::bus::queue::{self, Filter};
-use pantheon::engine::conductor::definition::load_definition_file;
-use pantheon::engine::conductor::rules::load_rule_file;
-use pantheon::engine::conductor::{Actor, Conductor};
-use pantheon::engine::store::ids::{WorkflowId, decode_key, encode_key};
-use pantheon::engine::store::yaml::{MAX_YAML_NODES, parse_bounded};
+use pantheon::engine::{
+    Actor, Conductor, EventPattern, MAX_YAML_NODES, WorkflowId, decode_key, encode_key,
+    event_file_name, load_definition_file, load_rule_file, normalize_lock_key, parse_yaml_bounded,
+    queue::{self, Filter},
+};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -206,7 +203,7 @@ proptest! {
             let refs = vec![format!("*l{i}"); *w].join(", ");
             text.push_str(&format!("l{}: &l{} [{refs}]\n", i + 1, i + 1));
         }
-        match parse_bounded(text.as_bytes(), budget) {
+        match parse_yaml_bounded(text.as_bytes(), budget) {
             Ok(v) => prop_assert!(nodes(&v) <= budget),
             Err(e) => prop_assert!(e.contains("alias"), "{e}"),
         }
@@ -262,7 +259,7 @@ proptest! {
             let rel = real.strip_prefix(&canon).unwrap();
             prop_assert!(!(rel.starts_with("link") && rel.components().count() > 1), "{raw:?} went through a symlink");
         }
-        if let Ok(k) = normalize_key(&raw) {
+        if let Ok(k) = normalize_lock_key(&raw) {
             prop_assert!(!k.is_empty() && !k.contains("//") && !k.starts_with("./"));
         }
     }

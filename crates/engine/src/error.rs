@@ -100,12 +100,12 @@ impl Error {
     }
 
     /// Something the request names does not exist.
-    pub fn not_found(msg: impl Into<String>) -> Self {
+    pub(crate) fn not_found(msg: impl Into<String>) -> Self {
         Error::NotFound(msg.into())
     }
 
     /// A document `what` that failed validation, with every violation.
-    pub fn invalid(what: impl Into<String>, violations: Vec<Violation>) -> Self {
+    pub(crate) fn invalid(what: impl Into<String>, violations: Vec<Violation>) -> Self {
         Error::Invalid {
             what: what.into(),
             violations,

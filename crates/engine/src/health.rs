@@ -167,7 +167,7 @@ impl DirFigures {
     }
 
     /// Overdue dispatches at `now` (not before the instant the figures were read).
-    pub fn overdue_at(&self, now: DateTime<Utc>) -> usize {
+    pub(crate) fn overdue_at(&self, now: DateTime<Utc>) -> usize {
         let now = now.timestamp_micros();
         self.overdue
             .saturating_add(self.overdue_at.partition_point(|t| *t < now))

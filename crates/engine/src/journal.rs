@@ -21,19 +21,19 @@ use crate::store::Root;
 use crate::store::lock::FileLock;
 use crate::store::time::{now_ts, parse_ts};
 
-pub mod anchor;
+pub(crate) mod anchor;
 
 /// The `prev` of the first entry.
-pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+pub(crate) const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// A segment is rotated out once it reaches this size, well below the engine's read limits.
-pub const DEFAULT_SEGMENT_BYTES: u64 = 8 * 1024 * 1024;
+pub(crate) const DEFAULT_SEGMENT_BYTES: u64 = 8 * 1024 * 1024;
 
 /// Longest journal line a reader accepts (an entry is a few hundred bytes).
 pub const MAX_LINE_BYTES: usize = 64 * 1024;
 
 /// Longest actor name (`--actor`, an MCP client's name).
-pub const MAX_ACTOR_CHARS: usize = 128;
+pub(crate) const MAX_ACTOR_CHARS: usize = 128;
 
 /// Longest reason kept in an entry; longer ones are cut with `…`.
 const MAX_REASON_CHARS: usize = 2000;
@@ -68,7 +68,7 @@ impl Origin {
 }
 
 /// The user running this process (`$USER`, else `$LOGNAME`, else `unknown`).
-pub fn user_name() -> String {
+pub(crate) fn user_name() -> String {
     ["USER", "LOGNAME"]
         .iter()
         .filter_map(|v| std::env::var(v).ok())
@@ -77,7 +77,7 @@ pub fn user_name() -> String {
         .unwrap_or_else(|| "unknown".to_owned())
 }
 
-/// An actor name without control characters, at most [`MAX_ACTOR_CHARS`] long.
+/// An actor name without control characters, at most `MAX_ACTOR_CHARS` long.
 pub fn clean_actor(a: &str) -> String {
     a.trim()
         .chars()
@@ -173,7 +173,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// Opens the journal for reading and appending the way every engine write opens a file
-/// ([`crate::store::safe`]): by `openat` from the root down, never through a symbolic link in any
+/// (`crate::store::safe`): by `openat` from the root down, never through a symbolic link in any
 /// component, created with the mode `open(…, "w")` gives, and refused when it has more than one hard
 /// link (an append through a hard link would land outside the root).
 /// Opens a journal file for reading, never through a symbolic link (readers are tolerant: a file they
@@ -541,7 +541,7 @@ impl HeadRef {
 /// What to check the journal against besides its own chain.
 #[derive(Debug, Clone, Default)]
 pub struct VerifyOptions {
-    /// An anchor file written by `pantheon serve --journal-anchor` ([`anchor`]).
+    /// An anchor file written by `pantheon serve --journal-anchor` (`anchor`).
     pub anchor: Option<PathBuf>,
     /// A head the operator kept (`--head SEQ:HASH`).
     pub head: Option<HeadRef>,
@@ -648,7 +648,7 @@ impl Verifier {
 }
 
 /// Checks the whole chain ([`verify_with`] with nothing else to check against).
-pub fn verify(root: &Root) -> Result<VerifyResult> {
+pub(crate) fn verify(root: &Root) -> Result<VerifyResult> {
     verify_with(root, &VerifyOptions::default())
 }
 

@@ -25,7 +25,7 @@ pub struct TraceContext {
 }
 
 /// The longest `traceparent` taken (version 00 is 55 bytes; a later version may append fields).
-pub const MAX_TRACEPARENT: usize = 512;
+pub(crate) const MAX_TRACEPARENT: usize = 512;
 
 fn hex_bytes<const N: usize>(s: &str) -> Option<[u8; N]> {
     if s.len() != 2 * N || !s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
@@ -89,13 +89,13 @@ pub fn span_id(kind: &str, id: &str) -> [u8; 8] {
 }
 
 /// A new random trace id, as the state's `trace_id` text (32 lower-case hex digits).
-pub fn new_trace_id() -> String {
+pub(crate) fn new_trace_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
 
 /// The trace id a new workflow takes: the first handoff's, when it carried a valid `traceparent`,
 /// else a new one (the engine starts the trace).
-pub fn trace_id_for(traceparent: Option<&str>) -> String {
+pub(crate) fn trace_id_for(traceparent: Option<&str>) -> String {
     traceparent
         .and_then(TraceContext::parse)
         .map_or_else(new_trace_id, |c| hex::encode(c.trace_id))
@@ -116,7 +116,7 @@ pub fn trace_of(st: &WorkflowState) -> [u8; 16] {
 }
 
 /// The `traceparent` of the span `kind:id` in the workflow `st`'s trace (sampled).
-pub fn traceparent_of(st: &WorkflowState, kind: &str, id: &str) -> String {
+pub(crate) fn traceparent_of(st: &WorkflowState, kind: &str, id: &str) -> String {
     TraceContext {
         trace_id: trace_of(st),
         span_id: span_id(kind, id),
@@ -128,7 +128,7 @@ pub fn traceparent_of(st: &WorkflowState, kind: &str, id: &str) -> String {
 /// The violation of a document's optional `traceparent` at `pointer` (a string of the W3C form),
 /// if any. Checked by the engine on every root, so a root whose schema predates the field still
 /// refuses a malformed one.
-pub fn violation(doc: &serde_json::Value, pointer: &str) -> Option<Violation> {
+pub(crate) fn violation(doc: &serde_json::Value, pointer: &str) -> Option<Violation> {
     match doc.pointer(pointer) {
         None => None,
         Some(serde_json::Value::String(s)) if TraceContext::parse(s).is_some() => None,

@@ -5,7 +5,7 @@
 //! writers may spell otherwise, kept verbatim so a rewrite never loses them.
 
 /// What every closed vocabulary offers, so a check can take the vocabulary as a type parameter.
-pub trait Vocabulary: Copy + Sized + 'static {
+pub(crate) trait Vocabulary: Copy + Sized + 'static {
     /// The protocol's spelling.
     fn word(self) -> &'static str;
     /// The word in any letter case.
@@ -18,10 +18,10 @@ pub trait Vocabulary: Copy + Sized + 'static {
 /// `None` for any other word, and deserialising refuses it. `words!(open Doc Name { … })` keeps any
 /// other word as `Name::Other(text)` (`null` as an empty `Other`, a non-string as its JSON text).
 macro_rules! words {
-    (open $(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+    (open $(#[$doc:meta])* $vis:vis $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-        pub enum $name {
+        $vis enum $name {
             $($(#[$vdoc])* $variant,)+
             /// A value this engine does not know, kept verbatim.
             Other(String),
@@ -29,20 +29,20 @@ macro_rules! words {
 
         impl $name {
             /// Every word this engine knows, in protocol order (without [`Self::Other`]).
-            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
+            $vis const ALL: &'static [Self] = &[$(Self::$variant),+];
 
             /// True when `s` is one of [`Self::ALL`], spelled exactly.
-            pub fn is_known(s: &str) -> bool {
+            $vis fn is_known(s: &str) -> bool {
                 !matches!(Self::parse(s), Self::Other(_))
             }
 
             /// `a, b, c`: every known word, for messages.
-            pub fn list() -> String {
+            $vis fn list() -> String {
                 Self::ALL.iter().map(|w| w.as_str()).collect::<Vec<_>>().join(", ")
             }
 
             /// The protocol's spelling.
-            pub fn as_str(&self) -> &str {
+            $vis fn as_str(&self) -> &str {
                 match self {
                     $(Self::$variant => $text,)+
                     Self::Other(s) => s,
@@ -50,7 +50,7 @@ macro_rules! words {
             }
 
             /// Parses the protocol's spelling; anything else is kept as [`Self::Other`].
-            pub fn parse(s: &str) -> Self {
+            $vis fn parse(s: &str) -> Self {
                 match s {
                     $($text => Self::$variant,)+
                     other => Self::Other(other.to_owned()),
@@ -81,42 +81,37 @@ macro_rules! words {
             }
         }
     };
-    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+    ($(#[$doc:meta])* $vis:vis $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum $name {
+        $vis enum $name {
             $($(#[$vdoc])* $variant,)+
         }
 
         impl $name {
             /// Every word, in protocol order.
-            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
+            $vis const ALL: &'static [Self] = &[$(Self::$variant),+];
 
             /// The protocol's spelling.
-            pub const fn as_str(self) -> &'static str {
+            $vis const fn as_str(self) -> &'static str {
                 match self {
                     $(Self::$variant => $text,)+
                 }
             }
 
             /// The word spelled exactly as the protocol does; `None` for anything else.
-            pub fn parse(s: &str) -> Option<Self> {
+            $vis fn parse(s: &str) -> Option<Self> {
                 Self::ALL.iter().copied().find(|w| w.as_str() == s)
             }
 
             /// The word in any letter case, surrounding blanks ignored.
-            pub fn parse_loose(s: &str) -> Option<Self> {
+            $vis fn parse_loose(s: &str) -> Option<Self> {
                 let s = s.trim();
                 Self::ALL.iter().copied().find(|w| w.as_str().eq_ignore_ascii_case(s))
             }
 
-            /// True when `s` is this word, spelled exactly.
-            pub fn is(self, s: &str) -> bool {
-                self.as_str() == s
-            }
-
             /// `A, B, C`: every word, for messages.
-            pub fn list() -> String {
+            $vis fn list() -> String {
                 Self::ALL.iter().map(|w| w.as_str()).collect::<Vec<_>>().join(", ")
             }
         }

@@ -6,10 +6,9 @@ use super::*;
 impl App {
     /// Shows `pane` with the row whose identity is `key` selected (the pane's filter cleared so it
     /// is listed); false when no such row is there.
-    pub fn jump_to(&mut self, pane: Pane, key: &str) -> bool {
+    pub fn jump_to(&mut self, pane: Pane, key: &RowKey) -> bool {
         let saved = std::mem::take(&mut self.panes[pane].filter);
-        let keys = self.keys(pane);
-        let Some(i) = keys.iter().position(|k| k == key) else {
+        let Some(i) = self.position_of(pane, key).0 else {
             self.panes[pane].filter = saved;
             return false;
         };
@@ -29,9 +28,7 @@ impl App {
     pub(crate) fn open_attention(&mut self, item: &attention::Item) {
         match &item.jump {
             Jump::Row(pane, key) => {
-                if key.is_empty() {
-                    self.pane = *pane;
-                } else if !self.jump_to(*pane, key) {
+                if !self.jump_to(*pane, key) {
                     self.flash(
                         FlashKind::Error,
                         format!("{key} is not listed in {} any more", pane.title()),
@@ -39,6 +36,7 @@ impl App {
                     return;
                 }
             }
+            Jump::Pane(pane) => self.pane = *pane,
             Jump::Board(track) => {
                 self.track = Some(track.clone());
                 self.pane = Pane::Board;
@@ -81,7 +79,7 @@ impl App {
             let key = items::dispatches(&self.snapshot, &Filter::default())
                 .iter()
                 .find(|r| *r.view.dispatch.handoff_id == *h || *r.view.name == *h)
-                .map(|r| format!("{}/{}", r.god, r.view.name));
+                .map(items::DispatchRow::key);
             if let Some(k) = key
                 && self.jump_to(Pane::Inboxes, &k)
             {
@@ -96,12 +94,12 @@ impl App {
             return true;
         }
         if let Some(w) = t("workflow_id")
-            && self.jump_to(Pane::Workflows, w)
+            && self.jump_to(Pane::Workflows, &RowKey::workflow(w))
         {
             return true;
         }
         if let (Some(track), Some(path)) = (t("track"), t("path"))
-            && self.jump_to(Pane::Locks, &format!("{track}/{path}"))
+            && self.jump_to(Pane::Locks, &RowKey::lock(track, path))
         {
             return true;
         }
@@ -182,10 +180,10 @@ impl App {
         order.extend(locks.iter().filter(|(t, _)| Some(t) != track.as_ref()));
         let at = order
             .iter()
-            .position(|(t, p)| current.as_deref() == Some(&format!("{t}/{p}")))
+            .position(|(t, p)| current.as_ref().is_some_and(|k| k.is_lock(t, p)))
             .map_or(0, |i| (i + 1) % order.len());
         let (t, p) = order[at].clone();
-        if self.jump_to(Pane::Locks, &format!("{t}/{p}")) {
+        if self.jump_to(Pane::Locks, &RowKey::lock(&t, &p)) {
             self.flash(
                 FlashKind::Info,
                 format!("{p} is in a deadlock cycle ({t}) · u force-unlocks it"),
@@ -201,7 +199,7 @@ impl App {
                 None => return self.need("a dispatch or a dead letter"),
             },
         };
-        if !self.jump_to(Pane::Workflows, &wf) {
+        if !self.jump_to(Pane::Workflows, &RowKey::workflow(&wf)) {
             self.flash(
                 FlashKind::Error,
                 format!("workflow {wf} has no state file here"),
@@ -223,7 +221,7 @@ impl App {
                 items::dispatches(&self.snapshot, &Filter::default())
                     .iter()
                     .find(|r| *r.god == *god && r.view.dispatch.handoff_id == d.handoff_id)
-                    .map(|r| format!("{}/{}", r.god, r.view.name))
+                    .map(items::DispatchRow::key)
             });
         match key {
             Some(k) => {
@@ -273,7 +271,7 @@ impl App {
     }
 
     pub(super) fn cycle_god(&mut self, forward: bool) {
-        let mut names: Vec<String> = vec![crate::engine::store::layout::QUARANTINE_DIR.into()];
+        let mut names: Vec<String> = vec![crate::engine::layout::QUARANTINE_DIR.into()];
         names.extend(self.snapshot.inboxes.iter().map(|i| i.god.clone()));
         // None (every inbox) sits before the first and after the last.
         let cur = self
@@ -324,15 +322,15 @@ impl App {
         if !self.pane_state().picked.is_empty() && !detail {
             let fits: Option<crate::console::marks::MarkFits> = match action {
                 Action::Ack(_) => Some((
-                    &|a: &App, k: &str| a.dispatch_is_held(k) == Some(false),
+                    &|a: &App, k: &RowKey| a.dispatch_is_held(k) == Some(false),
                     "a dispatch to ack",
                 )),
                 Action::Approve | Action::RejectHeld => Some((
-                    &|a: &App, k: &str| a.dispatch_is_held(k) == Some(true),
+                    &|a: &App, k: &RowKey| a.dispatch_is_held(k) == Some(true),
                     "a held dispatch",
                 )),
                 Action::Abort | Action::ForceUnlock | Action::Requeue => {
-                    Some((&|_: &App, _: &str| true, "listed"))
+                    Some((&|_: &App, _: &RowKey| true, "listed"))
                 }
                 _ => None,
             };
@@ -540,7 +538,7 @@ impl App {
     /// `y`: the selected record's id or path (every marked one's, a line each), to the clipboard.
     pub(super) fn yank(&mut self) -> Vec<Effect> {
         let picked = self.pane_state().picked.clone();
-        let keys: Vec<String> = if picked.is_empty() {
+        let texts: Vec<String> = if picked.is_empty() {
             if self.refuse_if_gone(self.pane) {
                 return Vec::new();
             }
@@ -559,15 +557,15 @@ impl App {
                 .filter_map(|(i, _)| self.yank_text(i))
                 .collect()
         };
-        if keys.is_empty() {
+        if texts.is_empty() {
             self.flash(FlashKind::Info, "the marked rows are not listed (filter?)");
             return Vec::new();
         }
-        let text = keys.join("\n");
-        let shown = if keys.len() == 1 {
-            keys[0].clone()
+        let text = texts.join("\n");
+        let shown = if texts.len() == 1 {
+            texts[0].clone()
         } else {
-            format!("{} ids", keys.len())
+            format!("{} ids", texts.len())
         };
         self.flash(
             FlashKind::Success,

@@ -249,8 +249,8 @@ impl App {
                         steps.join(", ")
                     ));
                 }
-                let step = crate::engine::store::StepId::parse_as("step", &step)
-                    .map_err(|e| e.to_string())?;
+                let step =
+                    crate::engine::StepId::parse_as("step", &step).map_err(|e| e.to_string())?;
                 Op::Rerun {
                     workflow_id,
                     step,
@@ -263,7 +263,7 @@ impl App {
             },
             PromptFor::Snooze(key) => {
                 let until = parse_eta(answer.as_deref().unwrap_or(""), self.now)?;
-                let until = crate::engine::store::time::parse_ts(&until)
+                let until = crate::engine::time::parse_ts(&until)
                     .ok_or_else(|| format!("cannot read {until:?} as a time"))?;
                 self.snoozed.retain(|_, t| *t > self.now);
                 self.snoozed.insert(key.clone(), until);
@@ -385,7 +385,7 @@ impl App {
     }
 
     /// The dead letter of `handoff_id`: (its row key, the god it was delivered to last).
-    pub(super) fn dead_row_of(&self, handoff_id: &HandoffId) -> Option<(String, String)> {
+    pub(super) fn dead_row_of(&self, handoff_id: &HandoffId) -> Option<(RowKey, String)> {
         items::dead_letters(&self.snapshot, &Filter::default())
             .iter()
             .find(|r| {
@@ -475,7 +475,7 @@ impl App {
         else {
             return self.need("a workflow");
         };
-        use crate::engine::conductor::WorkflowStatus as S;
+        use crate::engine::WorkflowStatus as S;
         let status = w.state.status.clone();
         if !matches!(status, S::Failed | S::Stalled | S::Completed) {
             return self.flash(
@@ -608,7 +608,7 @@ impl App {
         // The session as shown: the engine refuses the act if it moved on before Enter.
         let seen = items::track(&self.snapshot, Some(&name))
             .and_then(|t| t.board.as_ref())
-            .map(|b| crate::engine::bus::board::BoardSeen::of(&b.session));
+            .map(|b| crate::engine::board::BoardSeen::of(&b.session));
         let op = match which {
             Action::BoardAdvance | Action::BoardForceAdvance => {
                 let Some(to) = m.next else {
@@ -631,7 +631,7 @@ impl App {
             }
             Action::BoardNextRound => {
                 if m.round.is_none() {
-                    let why = if m.status == crate::engine::bus::board::DISCUSSING {
+                    let why = if m.status == crate::engine::board::DISCUSSING {
                         "all discussion rounds are closed; advance with >".to_owned()
                     } else {
                         format!(

@@ -2,7 +2,7 @@
 //! return [`Effect`]s as data (run an engine call, quit…); drawing only reads this state. The whole
 //! operator flow (selection -> confirm -> engine call -> flash) runs here without a terminal.
 
-use crate::engine::conductor::CleanupResult;
+use crate::engine::{CleanupResult, GodName, HandoffId, LockKey, TrackName, WorkflowId};
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -12,8 +12,6 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use crate::engine::bus::LockKey;
-use crate::engine::store::{GodName, HandoffId, TrackName, WorkflowId};
 use crate::live::snapshot::Snapshot;
 
 use super::action::{AckChoice, Action, Dialog, Key, Keymap, Pane};
@@ -22,6 +20,7 @@ use super::commands::{self, Arg};
 use super::items::{self, Filter};
 use super::line::{self, Edit, History, LineEditor};
 use super::ops::Op;
+use super::rowkey::RowKey;
 
 mod dispatch;
 mod flows;
@@ -216,11 +215,11 @@ pub struct PaneState {
     /// The identity of the selected record after it went away (acked, approved, removed on disk):
     /// nothing is highlighted, the detail says so, and actions refuse instead of landing on the
     /// row that slid into its place. Cleared when the operator moves.
-    pub gone: Option<String>,
+    pub gone: Option<RowKey>,
     /// The column the rows are ordered by (`:sort`, Shift + its letter).
     pub sort: Option<items::Sort>,
     /// The marked records (identities, in marking order): bulk actions apply to them (see `marks`).
-    pub picked: Vec<String>,
+    pub picked: Vec<RowKey>,
     /// In a newest-first list (journal, attention): the operator moved off the newest row, so the
     /// selection stays on its record instead of following new entries (see [`App::following`]).
     pub moved: bool,
@@ -270,7 +269,7 @@ pub struct App {
     pub in_flight: usize,
     /// The record the operator's last confirmed action was on (pane, identity): when it goes away
     /// because of that action, the selection moves on to its neighbour instead of reporting it gone.
-    acted_on: Option<(Pane, String)>,
+    acted_on: Option<(Pane, RowKey)>,
     /// The `:` lines run so far (Up/Down recall them).
     pub history: History,
     /// The largest scroll offset of the detail drawn last (its lines past one screen). Written by
@@ -488,7 +487,7 @@ fn ack_op(
 /// An ETA as typed: a duration from now (`30m`, `in 2h`, `+1d`, `1h30m`) or a time in any form the
 /// protocol reads (a bare time is UTC). Returned as RFC 3339 UTC.
 pub fn parse_eta(input: &str, now: DateTime<Utc>) -> Result<String, String> {
-    use crate::engine::store::time::{format_ts, parse_duration, parse_ts};
+    use crate::engine::{time::format_ts, time::parse_duration, time::parse_ts};
     let s = input.trim();
     let rel = s
         .strip_prefix("in ")
@@ -510,7 +509,7 @@ pub fn parse_eta(input: &str, now: DateTime<Utc>) -> Result<String, String> {
 pub fn parse_gates(input: &str) -> Result<Vec<String>, String> {
     let mut out: Vec<String> = Vec::new();
     for g in input.split(',').map(str::trim).filter(|g| !g.is_empty()) {
-        crate::engine::store::ids::check_free_text("gate", g).map_err(|e| e.to_string())?;
+        crate::engine::check_free_text("gate", g).map_err(|e| e.to_string())?;
         if !out.iter().any(|o| o == g) {
             out.push(g.to_owned());
         }
@@ -524,7 +523,7 @@ mod tests;
 /// A budget as typed in the approval of a dispatch held for a budget: dollars (`$5`, `5usd`),
 /// tokens (`3000000 tokens`, `3m tokens`, `500k tok`) or both; absolute limits, checked as the
 /// engine checks a declared budget.
-pub fn parse_budget(input: &str) -> Result<crate::engine::cost::Budget, String> {
+pub fn parse_budget(input: &str) -> Result<crate::engine::Budget, String> {
     let lower = input.trim().to_ascii_lowercase();
     let words: Vec<&str> = lower
         .split(|c: char| c.is_whitespace() || c == ',')
@@ -576,5 +575,5 @@ pub fn parse_budget(input: &str) -> Result<crate::engine::cost::Budget, String> 
         m.insert("tokens".into(), serde_json::json!(n as u64));
         i += 1;
     }
-    crate::engine::cost::Budget::parse(&serde_json::Value::Object(m))
+    crate::engine::Budget::parse(&serde_json::Value::Object(m))
 }

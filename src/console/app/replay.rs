@@ -4,14 +4,14 @@
 
 use super::*;
 use crate::console::replay::{Cmd, Frame, ReplayView};
-use crate::engine::store::time::format_ts;
+use crate::engine::time::format_ts;
 
 impl App {
     /// Shows a replay frame: its snapshot, where the replay stands, and its moment as "now".
     pub fn show_frame(&mut self, frame: &Frame) {
         let entering = self.replay.is_none();
         self.replay = Some(frame.view.clone());
-        self.now = crate::engine::history::store::instant(frame.view.moment_us);
+        self.now = crate::engine::time::instant(frame.view.moment_us);
         self.set_snapshot(frame.snapshot.clone());
         if entering {
             let live = self.keymap.key_for(&Action::ReplayLive);
@@ -38,7 +38,7 @@ impl App {
     pub fn replay_moment(&self) -> Option<String> {
         self.replay
             .as_ref()
-            .map(|v| format_ts(crate::engine::history::store::instant(v.moment_us)))
+            .map(|v| format_ts(crate::engine::time::instant(v.moment_us)))
     }
 
     /// A scrub line key: the replay's move, or a hint when the console is live.
@@ -95,7 +95,7 @@ impl App {
     /// or moves the open replay there.
     pub(super) fn replay_command(&mut self, arg: &str) -> Vec<Effect> {
         let arg = if arg.trim().is_empty() { "now" } else { arg };
-        match crate::engine::history::parse_moment(arg, self.wall) {
+        match crate::engine::parse_moment(arg, self.wall) {
             Ok(at) => vec![Effect::ReplayAt(at)],
             Err(e) => {
                 self.flash(FlashKind::Error, e.to_string());

@@ -171,7 +171,7 @@ impl App {
         let voting = self.snapshot.tracks.iter().any(|t| {
             t.board
                 .as_ref()
-                .is_some_and(|b| b.session.status == crate::engine::bus::board::VOTING)
+                .is_some_and(|b| b.session.status == crate::engine::board::VOTING)
         });
         // The keys as the operator bound them.
         let pane = |p: Pane| {
@@ -262,7 +262,7 @@ impl App {
     /// selected record itself went away, the pane says so (see [`PaneState::gone`]) instead of quietly
     /// selecting the row that took its place. An open confirmation is re-described from the new files.
     pub fn set_snapshot(&mut self, s: Arc<Snapshot>) {
-        let keys: Vec<Option<String>> = Pane::ALL.iter().map(|p| self.selected_key(*p)).collect();
+        let keys: Vec<Option<RowKey>> = Pane::ALL.iter().map(|p| self.selected_key(*p)).collect();
         self.snapshot = self.with_my_thresholds(&s);
         self.snapshot_gen += 1;
         for (pane, key) in Pane::ALL.iter().zip(keys) {
@@ -340,12 +340,12 @@ impl App {
     }
 
     /// The identities of the rows of `pane`, in row order (what selection, marks and jumps follow).
-    pub fn keys(&self, pane: Pane) -> Vec<String> {
+    pub fn keys(&self, pane: Pane) -> Vec<RowKey> {
         pane.view().keys(self, &self.filter(pane))
     }
 
     /// The identity of the record selected in `pane` (the one that went away, if it did).
-    pub(crate) fn selected_key(&self, pane: Pane) -> Option<String> {
+    pub(crate) fn selected_key(&self, pane: Pane) -> Option<RowKey> {
         if pane == Pane::Bus && self.follow {
             return None;
         }
@@ -357,12 +357,12 @@ impl App {
     }
 
     /// The key of row `i` of `pane` (the last row when `i` is past it).
-    pub(super) fn key_at(&self, pane: Pane, i: usize) -> Option<String> {
+    pub(super) fn key_at(&self, pane: Pane, i: usize) -> Option<RowKey> {
         pane.view().key_at(self, &self.filter(pane), i)
     }
 
     /// Where the row with `key` is in `pane`, and how many rows there are.
-    pub(super) fn position_of(&self, pane: Pane, key: &str) -> (Option<usize>, usize) {
+    pub(super) fn position_of(&self, pane: Pane, key: &RowKey) -> (Option<usize>, usize) {
         pane.view().position_of(self, &self.filter(pane), key)
     }
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::engine::store::Root;
+use crate::engine::Root;
 use crate::live::{LiveModel, ModelOptions};
 use crossterm::event::KeyModifiers;
 
@@ -63,7 +63,20 @@ fn key_at_and_position_of_agree_with_the_keys_of_every_pane() {
         }
         // Past the last row: the last key; a key that is not there: not found.
         assert_eq!(a.key_at(pane, usize::MAX), keys.last().cloned(), "{pane:?}");
-        assert_eq!(a.position_of(pane, "no/such/row").0, None, "{pane:?}");
+        assert_eq!(
+            a.position_of(pane, &RowKey::workflow("no/such/row")).0,
+            None,
+            "{pane:?}"
+        );
+    }
+    // Each pane's rows are of its own kind: a key another pane lists is never found in it, even
+    // where the two read alike (a dispatch and its dead letter are both `god/file`).
+    for pane in Pane::ALL {
+        for other in Pane::ALL.into_iter().filter(|o| *o != pane) {
+            for key in a.keys(other) {
+                assert_eq!(a.position_of(pane, &key).0, None, "{key:?} in {pane:?}");
+            }
+        }
     }
     assert!(seen > 10, "the fixture lists rows ({seen})");
     let (wf, inbox) = (a.keys(Pane::Workflows), a.keys(Pane::Inboxes));
@@ -206,7 +219,7 @@ fn selection_follows_the_same_record_when_rows_shift() {
     a.dispatch(Action::Down);
     assert_eq!(
         a.keys(Pane::Workflows)[a.selected(Pane::Workflows)],
-        "wf_deploy_42"
+        RowKey::workflow("wf_deploy_42")
     );
     // A snapshot where a workflow sorting before it appeared.
     let mut s = (*a.snapshot).clone();
@@ -218,7 +231,7 @@ fn selection_follows_the_same_record_when_rows_shift() {
     a.set_snapshot(Arc::new(s));
     assert_eq!(
         a.keys(Pane::Workflows)[a.selected(Pane::Workflows)],
-        "wf_deploy_42"
+        RowKey::workflow("wf_deploy_42")
     );
 }
 
@@ -362,8 +375,8 @@ fn a_cleanup_dry_run_that_finds_nothing_offers_no_delete_button() {
     let mut a = app();
     let wf = WorkflowId::parse("wf_deploy_42").unwrap();
     let dry = |deleted: &[&str], missing: &[&str]| CleanupResult {
-        status: crate::engine::conductor::CleanupStatus::DryRun,
-        workflow_id: wf.to_string(),
+        status: crate::engine::CleanupStatus::DryRun,
+        workflow_id: wf.clone(),
         deleted: None,
         would_delete: Some(deleted.iter().map(|s| s.to_string()).collect()),
         missing: missing.iter().map(|s| s.to_string()).collect(),
@@ -398,7 +411,7 @@ fn confirmations_speak_of_what_will_happen_and_of_a_vanished_target() {
         "{text:?}"
     );
     // The dispatch an ack was for went away before Enter: said, not `(step  of …)`.
-    let mut request = crate::engine::conductor::AckRequest::new(
+    let mut request = crate::engine::AckRequest::new(
         HandoffId::parse("hof_20260614_zzz999").unwrap(),
         AckChoice::Accepted,
     );

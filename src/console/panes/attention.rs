@@ -7,11 +7,11 @@ use ratatui::text::Line;
 use crate::console::action::Pane;
 use crate::console::app::App;
 use crate::console::theme::Theme;
-use crate::engine::store::time::relative;
+use crate::engine::time::relative;
 
 use crate::console::views::table::Col;
 use crate::console::items::Filter;
-use crate::console::panes::PaneView;
+use crate::console::panes::{PaneView, RowKey};
 use crate::console::app::Effect;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
@@ -88,10 +88,10 @@ impl PaneView for Attention {
         app.attention_through(filter).len()
     }
 
-    fn keys(&self, app: &App, filter: &Filter) -> Vec<String> {
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey> {
         app.attention_through(filter)
             .into_iter()
-            .map(|i| i.key)
+            .map(|i| RowKey::Attention(i.key.into()))
             .collect()
     }
 

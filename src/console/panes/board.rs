@@ -9,11 +9,11 @@ use crate::console::action::Pane;
 use crate::console::app::App;
 use crate::console::items::{self, DirectorCard};
 use crate::console::theme::Theme;
-use crate::engine::bus::model::{PHASE_COMPLETE, PHASE_IN_PROGRESS};
+use crate::engine::{PHASE_COMPLETE, PHASE_IN_PROGRESS};
 
 use crate::console::views::{block, empty, kv, section, trunc};
 use crate::console::items::Filter;
-use crate::console::panes::PaneView;
+use crate::console::panes::{PaneView, RowKey};
 use crate::console::action::Action;
 
 fn num(n: Option<&serde_json::Number>) -> String {
@@ -227,7 +227,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         }
     }
     // Columns as wide as their widest entry, so every message starts under the one above.
-    let pair = |d: &crate::engine::bus::model::DiscussionLine| {
+    let pair = |d: &crate::engine::DiscussionLine| {
         format!("{}→{}", d.from, if d.to.is_empty() { "?" } else { &d.to })
     };
     let pair_w = b
@@ -299,13 +299,13 @@ impl PaneView for Board {
             .unwrap_or(0)
     }
 
-    fn keys(&self, app: &App, _filter: &Filter) -> Vec<String> {
+    fn keys(&self, app: &App, _filter: &Filter) -> Vec<RowKey> {
         items::track(&app.snapshot, app.track.as_deref())
             .and_then(|t| t.board.as_ref())
             .map(|b| {
                 items::directors(b)
                     .iter()
-                    .map(|c| c.director.to_owned())
+                    .map(|c| RowKey::Director(c.director.into()))
                     .collect()
             })
             .unwrap_or_default()

@@ -18,7 +18,7 @@ use crate::live::snapshot::BridgeKind;
 use crate::console::views::table::Col;
 use crate::console::views::{block, empty, json_lines, trunc};
 use crate::console::items::Filter;
-use crate::console::panes::PaneView;
+use crate::console::panes::{PaneView, RowKey};
 
 fn text<'a>(v: &'a Value, k: &str) -> &'a str {
     v.get(k).and_then(Value::as_str).unwrap_or("")
@@ -226,10 +226,13 @@ impl PaneView for Bridge {
         app.bridge_rows_through(filter).len()
     }
 
-    fn keys(&self, app: &App, filter: &Filter) -> Vec<String> {
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey> {
         app.bridge_rows_through(filter)
             .iter()
-            .map(|r| format!("{}/{}", r.kind.word(), r.id))
+            .map(|r| RowKey::Bridge {
+                kind: r.kind,
+                id: r.id.as_str().into(),
+            })
             .collect()
     }
 

@@ -10,12 +10,12 @@ use crate::console::app::App;
 use crate::console::items;
 use crate::console::preview::when;
 use crate::console::theme::Theme;
-use crate::engine::bus::model::Envelope;
+use crate::engine::Envelope;
 
 use crate::console::views::table::Col;
 use crate::console::views::{detail, empty, json_lines, kv};
 use crate::console::items::Filter;
-use crate::console::panes::PaneView;
+use crate::console::panes::{PaneView, RowKey};
 
 /// A one-line reading of a message's payload (the raw JSON when it has none of the usual fields).
 pub(crate) fn payload_summary(m: &Envelope) -> String {
@@ -89,7 +89,7 @@ fn known_fields(m: &Envelope) -> String {
         "BOARD_RESOLVE" => join(vec![
             s("session_id"),
             s("verdict"),
-            crate::engine::bus::board::ResolvedVotes::read(p).map(|r| r.counts_line()),
+            crate::engine::board::ResolvedVotes::read(p).map(|r| r.counts_line()),
         ]),
         "BOARD_OPEN" => join(vec![s("checkpoint"), s("proposal")]),
         "BOARD_ADVANCE" => join(vec![
@@ -263,7 +263,7 @@ const COLUMNS: [Col; 4] = [
 
 /// The source of a message; a line mirrored from another machine's shared track (docs/NATS.md)
 /// shows where it came from: `worker-1@konan`.
-fn source_of(m: &crate::engine::bus::Envelope) -> String {
+fn source_of(m: &crate::engine::Envelope) -> String {
     match m
         .extra
         .get("from_pantheon")
@@ -292,12 +292,12 @@ impl PaneView for Bus {
             .unwrap_or(0)
     }
 
-    fn keys(&self, app: &App, filter: &Filter) -> Vec<String> {
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey> {
         items::track(&app.snapshot, app.track.as_deref())
             .map(|t| {
                 items::messages(t, filter)
                     .iter()
-                    .map(|m| m.id.clone())
+                    .map(|m| RowKey::Message(m.id.as_str().into()))
                     .collect()
             })
             .unwrap_or_default()

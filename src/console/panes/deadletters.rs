@@ -14,7 +14,7 @@ use crate::console::theme::Theme;
 use crate::console::views::table::Col;
 use crate::console::views::{detail, json_lines, kv, section};
 use crate::console::items::{Column, Filter};
-use crate::console::panes::PaneView;
+use crate::console::panes::{PaneView, RowKey};
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let snap = &app.snapshot;
@@ -210,7 +210,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DeadRow, them
 /// The dead letter's deliveries, one line each: when, and to whom.
 fn delivery_history(
     l: &mut Vec<Line<'static>>,
-    d: &crate::engine::conductor::model::Dispatch,
+    d: &crate::engine::Dispatch,
     app: &App,
     theme: &Theme,
 ) {
@@ -252,7 +252,7 @@ impl PaneView for DeadLetters {
         items::dead_letters(&app.snapshot, filter).len()
     }
 
-    fn keys(&self, app: &App, filter: &Filter) -> Vec<String> {
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey> {
         items::dead_letters(&app.snapshot, filter)
             .iter()
             .map(items::DeadRow::key)

@@ -14,7 +14,7 @@ use crate::live::snapshot::InboxView;
 use crate::console::views::table::{self, Col};
 use crate::console::views::{detail, empty, json_lines, kv, section};
 use crate::console::items::{Column, Filter};
-use crate::console::panes::PaneView;
+use crate::console::panes::{PaneView, RowKey};
 
 fn summary_row<'a>(i: &InboxView, app: &App, theme: &Theme, held: bool) -> Vec<Line<'a>> {
     // Worked out by the model once per change of the inbox.
@@ -489,28 +489,22 @@ impl PaneView for Inboxes {
         items::dispatches(&app.snapshot, filter).len()
     }
 
-    fn keys(&self, app: &App, filter: &Filter) -> Vec<String> {
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey> {
         items::dispatches(&app.snapshot, filter)
             .iter()
-            .map(|r| format!("{}/{}", r.god, r.view.name))
+            .map(items::DispatchRow::key)
             .collect()
     }
 
-    fn key_at(&self, app: &App, filter: &Filter, i: usize) -> Option<String> {
+    fn key_at(&self, app: &App, filter: &Filter, i: usize) -> Option<RowKey> {
         let rows = items::dispatches(&app.snapshot, filter);
         let r = rows.get(i.min(rows.len().checked_sub(1)?))?;
-        Some(format!("{}/{}", r.god, r.view.name))
+        Some(r.key())
     }
 
-    fn position_of(&self, app: &App, filter: &Filter, key: &str) -> (Option<usize>, usize) {
+    fn position_of(&self, app: &App, filter: &Filter, key: &RowKey) -> (Option<usize>, usize) {
         let rows = items::dispatches(&app.snapshot, filter);
-        // God names hold no `/`, so the key splits at its first one.
-        let (god, name) = key.split_once('/').unwrap_or((key, ""));
-        (
-            rows.iter()
-                .position(|r| r.god == god && &*r.view.name == name),
-            rows.len(),
-        )
+        (rows.iter().position(|r| r.is(key)), rows.len())
     }
 
     fn yank(&self, app: &App, filter: &Filter, i: usize) -> Option<String> {

@@ -14,7 +14,7 @@ use crate::console::theme::Theme;
 use crate::console::views::table::Col;
 use crate::console::views::{empty, json_lines};
 use crate::console::items::Filter;
-use crate::console::panes::PaneView;
+use crate::console::panes::{PaneView, RowKey};
 use crate::console::app::Effect;
 use crate::console::app::FlashKind;
 
@@ -144,13 +144,15 @@ impl PaneView for Journal {
         app.journal_through(filter).len()
     }
 
-    fn keys(&self, app: &App, filter: &Filter) -> Vec<String> {
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey> {
         app.journal_through(filter)
             .iter()
             .map(|e| {
-                e.get("seq")
-                    .map(|v| v.to_string())
-                    .unwrap_or_else(|| e.to_string())
+                RowKey::Journal(
+                    e.get("seq")
+                        .map_or_else(|| e.to_string(), |v| v.to_string())
+                        .into(),
+                )
             })
             .collect()
     }

@@ -11,7 +11,7 @@ use ratatui::text::{Line, Span};
 use crate::console::action::Pane;
 use crate::console::app::App;
 use crate::console::items::Filter;
-use crate::console::panes::PaneView;
+use crate::console::panes::{PaneView, RowKey};
 use crate::console::theme::Theme;
 use crate::console::views::table::Col;
 use crate::console::views::{detail, kv, sparkline};
@@ -29,10 +29,14 @@ pub(crate) enum Row<'a> {
 
 impl Row<'_> {
     /// The row's identity: `god/NAME` or `budget/SCOPE/NAME/METRIC`.
-    pub(crate) fn key(&self) -> String {
+    pub(crate) fn key(&self) -> RowKey {
         match self {
-            Row::God(g, ..) => format!("god/{g}"),
-            Row::Budget(b) => format!("budget/{}/{}/{}", b.scope, b.name, b.metric),
+            Row::God(g, ..) => RowKey::God((*g).into()),
+            Row::Budget(b) => RowKey::Budget {
+                scope: b.scope.into(),
+                name: b.name.as_str().into(),
+                metric: b.metric.into(),
+            },
         }
     }
 
@@ -300,7 +304,7 @@ impl PaneView for Ledger {
         "Cost"
     }
 
-    fn keys(&self, app: &App, filter: &Filter) -> Vec<String> {
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey> {
         rows(&app.snapshot, filter, app.now).iter().map(Row::key).collect()
     }
 

@@ -9,13 +9,13 @@ use crate::console::app::App;
 use crate::console::items;
 use crate::console::preview::when;
 use crate::console::theme::Theme;
-use crate::engine::store::time::relative;
+use crate::engine::time::relative;
 use crate::live::snapshot::short_duration;
 
 use crate::console::views::kv;
 use crate::console::views::table::Col;
 use crate::console::items::{Column, Filter};
-use crate::console::panes::PaneView;
+use crate::console::panes::{PaneView, RowKey};
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let filter = app.filter(Pane::Locks);
@@ -38,7 +38,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         return draw_detail(frame, area, app, theme, rows[sel]);
     }
     let cycles = app.cycle_locks();
-    let row = |(track, l): &(&str, &crate::engine::bus::model::LockEntry)| {
+    let row = |(track, l): &(&str, &crate::engine::LockEntry)| {
         let left = match l.expires() {
             Some(t) if t <= now => {
                 Span::styled(format!("✗ EXPIRED {}", relative(t, now)), theme.alert())
@@ -83,7 +83,7 @@ fn draw_detail(
     area: Rect,
     app: &App,
     theme: &Theme,
-    (track, l): (&str, &crate::engine::bus::model::LockEntry),
+    (track, l): (&str, &crate::engine::LockEntry),
 ) {
     let now = app.now;
     let mut lines = vec![
@@ -252,10 +252,10 @@ impl PaneView for Locks {
         items::locks(&app.snapshot, filter).len()
     }
 
-    fn keys(&self, app: &App, filter: &Filter) -> Vec<String> {
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey> {
         items::locks(&app.snapshot, filter)
             .iter()
-            .map(|(t, l)| format!("{t}/{}", l.path))
+            .map(|(t, l)| RowKey::lock(t, &l.path))
             .collect()
     }
 

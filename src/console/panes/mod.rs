@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::action::Action;
 use super::app::{App, PaneState};
 use super::items::{Column, Filter};
+pub use super::rowkey::RowKey;
 use super::theme::Theme;
 
 /// What every pane is: the `App` asks the current pane through this trait only.
@@ -33,26 +34,27 @@ pub(crate) trait PaneView: Sync {
     }
 
     /// The identity of each row through `filter`, in row order (what selection, marks and jumps
-    /// follow).
-    fn keys(&self, app: &App, filter: &Filter) -> Vec<String>;
+    /// follow): a [`RowKey`] of the pane's kind.
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey>;
 
     /// The key of row `i` (the last row when `i` is past it). Panes that grow with the root
-    /// build only that key, not one string per row.
-    fn key_at(&self, app: &App, filter: &Filter, i: usize) -> Option<String> {
+    /// build only that key, not one key per row.
+    fn key_at(&self, app: &App, filter: &Filter, i: usize) -> Option<RowKey> {
         let keys = self.keys(app, filter);
         let last = keys.len().checked_sub(1)?;
         keys.into_iter().nth(i.min(last))
     }
 
     /// Where the row with `key` is, and how many rows there are.
-    fn position_of(&self, app: &App, filter: &Filter, key: &str) -> (Option<usize>, usize) {
+    fn position_of(&self, app: &App, filter: &Filter, key: &RowKey) -> (Option<usize>, usize) {
         let keys = self.keys(app, filter);
         (keys.iter().position(|k| k == key), keys.len())
     }
 
-    /// What `y` copies for row `i`, as the file has it (an id, a path, a director).
+    /// What `y` copies for row `i`, as the file has it (an id, a path, a director): the key's
+    /// text unless the pane says otherwise.
     fn yank(&self, app: &App, filter: &Filter, i: usize) -> Option<String> {
-        self.keys(app, filter).get(i).cloned()
+        self.keys(app, filter).get(i).map(RowKey::to_string)
     }
 
     /// Draws the pane: its list, or the selected record's detail.

@@ -15,7 +15,7 @@ use crate::live::snapshot::short_duration;
 use crate::console::views::table::Col;
 use crate::console::views::{block, kv};
 use crate::console::items::{Column, Filter};
-use crate::console::panes::PaneView;
+use crate::console::panes::{PaneView, RowKey};
 
 /// A text progress bar: `█████░░░░░  50%`.
 pub(crate) fn gauge(pct: Option<f64>, width: usize) -> String {
@@ -151,7 +151,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     if app.pane_state().detail {
         return draw_detail(frame, area, app, theme, rows[sel]);
     }
-    let row = |(track, w): &(&str, &crate::engine::bus::model::WorkerEntry)| {
+    let row = |(track, w): &(&str, &crate::engine::WorkerEntry)| {
         let status = w.status.to_string();
         let (style, g) = theme.worker_status(&status);
         let is_stale = w.is_stale(now, snap.stale_threshold());
@@ -223,10 +223,10 @@ impl PaneView for Workers {
         items::workers(&app.snapshot, filter).len()
     }
 
-    fn keys(&self, app: &App, filter: &Filter) -> Vec<String> {
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey> {
         items::workers(&app.snapshot, filter)
             .iter()
-            .map(|(t, w)| format!("{t}/{}", w.worker_id))
+            .map(|(t, w)| RowKey::worker(t, &w.worker_id))
             .collect()
     }
 
@@ -241,7 +241,7 @@ fn draw_detail(
     area: Rect,
     app: &App,
     theme: &Theme,
-    (track, w): (&str, &crate::engine::bus::model::WorkerEntry),
+    (track, w): (&str, &crate::engine::WorkerEntry),
 ) {
     let (snap, now) = (&app.snapshot, app.now);
     let mut lines = vec![

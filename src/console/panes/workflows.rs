@@ -15,7 +15,7 @@ use crate::live::snapshot::WorkflowView;
 use crate::console::views::table::Col;
 use crate::console::views::{detail, empty, json_lines, kv, section, trunc};
 use crate::console::items::{Column, Filter};
-use crate::console::panes::PaneView;
+use crate::console::panes::{PaneView, RowKey};
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let filter = app.filter(Pane::Workflows);
@@ -380,7 +380,7 @@ fn cost_section(l: &mut Vec<Line>, app: &App, w: &WorkflowView, theme: &Theme) {
         l.push(Line::styled("  no usage reported yet", theme.dim()));
         return budget_lines(l, app, &bars, theme);
     };
-    let figures = |t: &crate::engine::cost::Totals| {
+    let figures = |t: &crate::engine::Totals| {
         format!(
             "{:>10}  {:>8} tokens  {} report(s){}",
             usd(t.cost_micros),
@@ -485,22 +485,25 @@ impl PaneView for Workflows {
         items::workflows(&app.snapshot, filter).len()
     }
 
-    fn keys(&self, app: &App, filter: &Filter) -> Vec<String> {
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey> {
         items::workflows(&app.snapshot, filter)
             .iter()
-            .map(|w| w.id.to_string())
+            .map(|w| RowKey::Workflow(w.id.clone()))
             .collect()
     }
 
-    fn key_at(&self, app: &App, filter: &Filter, i: usize) -> Option<String> {
+    fn key_at(&self, app: &App, filter: &Filter, i: usize) -> Option<RowKey> {
         let rows = items::workflows(&app.snapshot, filter);
         let w = rows.get(i.min(rows.len().checked_sub(1)?))?;
-        Some(w.id.to_string())
+        Some(RowKey::Workflow(w.id.clone()))
     }
 
-    fn position_of(&self, app: &App, filter: &Filter, key: &str) -> (Option<usize>, usize) {
+    fn position_of(&self, app: &App, filter: &Filter, key: &RowKey) -> (Option<usize>, usize) {
         let rows = items::workflows(&app.snapshot, filter);
-        (rows.iter().position(|w| &*w.id == key), rows.len())
+        let RowKey::Workflow(id) = key else {
+            return (None, rows.len());
+        };
+        (rows.iter().position(|w| w.id == *id), rows.len())
     }
 
     fn yank(&self, app: &App, filter: &Filter, i: usize) -> Option<String> {

@@ -17,11 +17,10 @@ use std::time::Instant;
 
 use tokio::sync::watch;
 
-use crate::engine::history::Change;
-use crate::engine::history::store::{self, instant};
-use crate::engine::history::timeline::Timeline;
-use crate::engine::store::time::format_ts;
-use crate::engine::store::{Root, layout};
+use crate::engine::{
+    Change, HistoryTree, Root, Timeline, apply_change, layout,
+    time::{format_ts, instant},
+};
 use crate::live::model::{FIRST_CHUNK, LOAD_CHUNK};
 use crate::live::snapshot::Snapshot;
 use crate::live::{LiveModel, ModelOptions};
@@ -129,7 +128,7 @@ pub fn timeline_at(root: &Root, at_us: i64) -> Result<Timeline, String> {
 }
 
 /// The bar's `laying out N of M files` while `left` files of `tree` are still to be laid out.
-fn loading(tree: &store::Tree, left: usize) -> Option<(usize, usize)> {
+fn loading(tree: &HistoryTree, left: usize) -> Option<(usize, usize)> {
     let total = tree.keys().filter(|k| scratch::read_by_console(k)).count();
     (left > 0).then(|| (total.saturating_sub(left), total))
 }
@@ -154,7 +153,7 @@ struct Worker {
     snapshot: Arc<Snapshot>,
     view: ReplayView,
     /// The tree the scratch root shows.
-    tree: store::Tree,
+    tree: HistoryTree,
     /// When playback last moved the moment.
     played_at: Instant,
 }
@@ -220,7 +219,7 @@ impl Worker {
             let mut t = self.tree.clone();
             for seq in here..pos {
                 if let Some(c) = self.timeline.change(seq).map_err(|e| e.to_string())? {
-                    store::apply(&mut t, &c);
+                    apply_change(&mut t, &c);
                 }
             }
             t

@@ -12,9 +12,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::engine::history::HistoryDir;
-use crate::engine::history::store::{FileVer, Tree};
-use crate::engine::store::{Root, layout};
+use crate::engine::{FileVer, HistoryDir, HistoryTree, Root, layout};
 
 /// A scratch root showing one tree of the history. Removed when dropped.
 pub struct Scratch {
@@ -22,7 +20,7 @@ pub struct Scratch {
     /// The scratch directory as a root (default layout).
     pub root: Root,
     /// What the directory shows now (the files the console reads).
-    tree: Tree,
+    tree: HistoryTree,
     /// Directories known to exist (no `stat` per file written into them).
     made: std::cell::RefCell<std::collections::HashSet<PathBuf>>,
 }
@@ -70,6 +68,48 @@ fn is_record(key: &str) -> u8 {
     }
 }
 
+/// The name of a scratch root starts with this, then the console's pid and `-`.
+const PREFIX: &str = "pantheon-replay-";
+
+/// True when process `pid` exists (ours or another user's).
+fn alive(pid: i32) -> bool {
+    // SAFETY: kill with signal 0 only checks that the process exists; it has no memory effects.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+/// Removes the scratch roots that consoles killed before they could remove their own left in
+/// `tmp`: only directories (never a link) named `pantheon-replay-{pid}-…` whose owner is `uid` and
+/// whose pid is not a running process. Returns how many went.
+pub fn remove_stale(tmp: &Path, uid: u32) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    let mut n = 0;
+    for e in std::fs::read_dir(tmp).into_iter().flatten().flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .filter(|(pid, tail)| !tail.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|(pid, _)| pid.parse::<i32>().ok())
+            .filter(|pid| *pid > 0)
+        else {
+            continue;
+        };
+        let path = tmp.join(&name);
+        let ours = std::fs::symlink_metadata(&path)
+            .is_ok_and(|m| m.file_type().is_dir() && m.uid() == uid);
+        if ours
+            && u32::try_from(pid).is_ok_and(|p| p != std::process::id())
+            && !alive(pid)
+            && std::fs::remove_dir_all(&path).is_ok()
+        {
+            n += 1;
+        }
+    }
+    n
+}
+
 fn mtime(us: i64) -> SystemTime {
     let us = u64::try_from(us).unwrap_or(0);
     SystemTime::UNIX_EPOCH
@@ -78,11 +118,17 @@ fn mtime(us: i64) -> SystemTime {
 }
 
 impl Scratch {
-    /// An empty scratch root (mode 0700: the history's content is the root's, not the world's).
-    pub fn new(settings: crate::engine::store::settings::Settings) -> std::io::Result<Self> {
+    /// An empty scratch root (mode 0700: the history's content is the root's, not the world's),
+    /// named with the console's pid, so that the next console removes it if this one is killed
+    /// before it can ([`remove_stale`], run here first).
+    pub fn new(settings: crate::engine::Settings) -> std::io::Result<Self> {
         let dir = tempfile::Builder::new()
-            .prefix("pantheon-replay-")
+            .prefix(&format!("{PREFIX}{}-", std::process::id()))
             .tempdir()?;
+        if let Some(parent) = dir.path().parent() {
+            let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(dir.path())?);
+            remove_stale(parent, uid);
+        }
         std::fs::create_dir_all(dir.path().join(layout::CONDUCTOR_DIR))?;
         std::fs::create_dir_all(
             dir.path()
@@ -93,7 +139,7 @@ impl Scratch {
         Ok(Self {
             dir,
             root,
-            tree: Tree::new(),
+            tree: HistoryTree::new(),
             made: Default::default(),
         })
     }
@@ -106,7 +152,7 @@ impl Scratch {
     /// Makes the scratch root show `tree`, its contents read from `hist`; returns the paths of the
     /// files written or removed and of the directories made, for the model to read again. A file
     /// whose content the history did not keep (too large, forgotten) is shown empty.
-    pub fn show(&mut self, hist: &HistoryDir, tree: &Tree) -> Vec<PathBuf> {
+    pub fn show(&mut self, hist: &HistoryDir, tree: &HistoryTree) -> Vec<PathBuf> {
         self.show_until(hist, tree, None).0
     }
 
@@ -116,7 +162,7 @@ impl Scratch {
     pub fn show_until(
         &mut self,
         hist: &HistoryDir,
-        tree: &Tree,
+        tree: &HistoryTree,
         until: Option<Instant>,
     ) -> (Vec<PathBuf>, usize) {
         let mut touched = Vec::new();
@@ -247,16 +293,16 @@ mod tests {
 
     #[test]
     fn a_moment_is_laid_out_in_parts_records_last_and_appends_grow_in_place() {
-        use crate::engine::history::store::{Retention, Writer};
+        use crate::engine::{HistoryWriter, Retention};
         let d = tempfile::tempdir().unwrap();
         let root = Root::at(d.path());
         let ret = Retention {
             max_bytes: u64::MAX,
             max_age: Duration::from_secs(3600),
         };
-        let mut w = Writer::open(&root, ret, 1_000).unwrap();
-        let mut tree = Tree::new();
-        let mut put = |tree: &mut Tree, key: &str, blobs: &[&[u8]], mtime_us: i64| {
+        let mut w = HistoryWriter::open(&root, ret, 1_000).unwrap();
+        let mut tree = HistoryTree::new();
+        let mut put = |tree: &mut HistoryTree, key: &str, blobs: &[&[u8]], mtime_us: i64| {
             let blobs: Vec<String> = blobs.iter().map(|b| w.put_blob(b).unwrap()).collect();
             let len = blobs.len() as u64;
             tree.insert(
@@ -313,5 +359,46 @@ mod tests {
         assert_eq!(ino, same, "appended in place");
         assert!(!s.path().join("conductor/state/wf_a.json").exists());
         assert_eq!(touched.len(), 2);
+    }
+
+    #[test]
+    fn a_killed_consoles_scratch_root_is_removed_and_nothing_else() {
+        use std::os::unix::fs::MetadataExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let uid = std::fs::metadata(tmp.path()).unwrap().uid();
+        // A pid that was running and is not any more: a child that has exited and been reaped.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let mk = |name: &str| {
+            let p = tmp.path().join(name);
+            std::fs::create_dir_all(p.join("conductor/state")).unwrap();
+            std::fs::write(p.join("conductor/state/wf.json"), b"{}").unwrap();
+            p
+        };
+        let stale = mk(&format!("{PREFIX}{dead}-aB3xYz"));
+        let mine = mk(&format!("{PREFIX}{}-q1w2e3", std::process::id()));
+        let living = mk(&format!("{PREFIX}1-r4t5y6"));
+        let other = mk("pantheon-replayx");
+        let unnamed = mk(&format!("{PREFIX}{dead}-"));
+        let file = tmp.path().join(format!("{PREFIX}{dead}-file"));
+        std::fs::write(&file, b"not a directory").unwrap();
+        // A link to a directory, named as ours: the link is not followed nor removed.
+        let target = mk("target");
+        let link = tmp.path().join(format!("{PREFIX}{dead}-link"));
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        // Another owner's directory stays (the owner given is not the directory's).
+        assert_eq!(remove_stale(tmp.path(), uid.wrapping_add(1)), 0);
+        assert!(stale.exists());
+        assert_eq!(remove_stale(tmp.path(), uid), 1);
+        assert!(!stale.exists(), "the killed console's scratch root went");
+        for kept in [&mine, &living, &other, &unnamed, &file, &link, &target] {
+            assert!(
+                std::fs::symlink_metadata(kept).is_ok(),
+                "{}",
+                kept.display()
+            );
+        }
+        assert!(target.join("conductor/state/wf.json").is_file());
     }
 }

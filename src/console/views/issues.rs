@@ -1,7 +1,7 @@
 //! File issues: the overlay (`!` or `:issues`) listing every file the model cannot read as it is now
 //! (path, since when, problem), and the marker a pane gets while it shows a file's last good version.
 
-use crate::engine::store::layout;
+use crate::engine::layout;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};

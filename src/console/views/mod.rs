@@ -209,17 +209,8 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         // alerts, so it is the last of them a narrow header drops.
         items.push((2, "▲ no supervisor · ".into(), theme.alert()));
     }
-    for (n, what) in [
-        (c.overdue, "overdue"),
-        (c.stalled, "stalled"),
-        (c.stale, "stale"),
-        (c.expired, "expired"),
-        (c.deadlocks, "deadlock"),
-        (c.orphaned, "orphaned (redispatch)"),
-    ] {
-        if n > 0 {
-            items.push((2, format!("▲ {n} {what} · "), theme.alert()));
-        }
+    for a in alerts(&c) {
+        items.push((2, format!("{a} · "), theme.alert()));
     }
     if c.warnings > 0 {
         items.push((3, format!("⚠ {} file issues · ", c.warnings), theme.warn()));
@@ -298,6 +289,23 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         .map(|(_, t, st)| Span::styled(t, st))
         .collect();
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The alert counts of a header, `▲ 2 overdue`, in the order they are dropped last to first (the
+/// live header and the replay's bar show the same).
+pub(super) fn alerts(c: &crate::live::snapshot::Counts) -> Vec<String> {
+    [
+        (c.overdue, "overdue"),
+        (c.stalled, "stalled"),
+        (c.stale, "stale"),
+        (c.expired, "expired"),
+        (c.deadlocks, "deadlock"),
+        (c.orphaned, "orphaned (redispatch)"),
+    ]
+    .into_iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("▲ {n} {what}"))
+    .collect()
 }
 
 /// Seconds of message rate the header shows.
@@ -388,7 +396,7 @@ fn messages(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             let at = if app.absolute_times {
                 m.at.format("%Y-%m-%d %H:%M:%S").to_string()
             } else {
-                crate::engine::store::time::relative(m.at, app.now)
+                crate::engine::time::relative(m.at, app.now)
             };
             Line::from(vec![
                 Span::styled(format!("{at:>10} "), theme.dim()),
@@ -666,7 +674,7 @@ pub(crate) struct ListHead<'s> {
 /// In a detail view whose record went away, says so instead of showing a neighbour (true: drawn).
 pub(crate) fn gone_detail(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) -> bool {
     let st = app.pane_state();
-    let Some(k) = st.gone.as_deref().filter(|_| st.detail) else {
+    let Some(k) = st.gone.as_ref().filter(|_| st.detail) else {
         return false;
     };
     let lines = vec![

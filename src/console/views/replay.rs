@@ -11,7 +11,7 @@ use crate::console::action::Action;
 use crate::console::app::App;
 use crate::console::replay::scrub::{ReplayView, ago, bar};
 use crate::console::theme::Theme;
-use crate::engine::history::store::instant;
+use crate::engine::time::instant;
 
 /// The moment as the header writes it (UTC, to the second).
 fn moment(us: i64) -> String {
@@ -31,12 +31,12 @@ fn fit(pieces: Vec<String>, room: usize) -> String {
     out
 }
 
-/// `REPLAY 2026-12-02 03:12:04 UTC (-1h12m) — change 418/2210 — L live — read-only`.
+/// `REPLAY 2026-12-02 03:12:04 UTC (-1h12m) — change 418/2210 — L live — read-only — ▲ 1 overdue`.
 pub(super) fn header(frame: &mut Frame, area: Rect, app: &App, v: &ReplayView, theme: &Theme) {
     let (n, total) = v.counter();
     let live = app.keymap.key_for(&Action::ReplayLive);
     let waiting = app.attention_count();
-    let pieces = vec![
+    let mut pieces = vec![
         format!(" ↺ REPLAY {}", moment(v.moment_us)),
         format!(" ({})", ago(app.wall.timestamp_micros(), v.moment_us)),
         match v.loading {
@@ -52,6 +52,13 @@ pub(super) fn header(frame: &mut Frame, area: Rect, app: &App, v: &ReplayView, t
             String::new()
         },
     ];
+    // The alerts the live header would have shown at that moment ("now" is the moment).
+    let counts = app.snapshot.counts(app.now);
+    pieces.extend(
+        super::alerts(&counts)
+            .into_iter()
+            .map(|a| format!(" — {a}")),
+    );
     let text = fit(pieces, area.width as usize);
     let pad = (area.width as usize).saturating_sub(Line::raw(text.as_str()).width());
     frame.render_widget(

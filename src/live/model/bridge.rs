@@ -8,10 +8,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::engine::bridge as eb;
-use crate::engine::conductor::outbox;
-use crate::engine::store::Root;
-use crate::engine::store::layout;
+use crate::engine::{Root, layout, nats as eb, outbox};
 use crate::live::snapshot::{BRIDGE_KEPT, BridgeKind, BridgeRow, BridgeView};
 
 /// Which of the bridge's files changed.
@@ -148,7 +145,7 @@ impl BridgeTracker {
         let total = files.len();
         let mut out = Vec::new();
         for p in files.into_iter().take(keep) {
-            match crate::engine::store::read::read_json(&p) {
+            match crate::engine::read_json(&p) {
                 Ok(Some(v)) if v.is_object() => out.push(row(&p, Arc::new(v))),
                 Ok(Some(_)) => {
                     self.unreadable.insert(p, "not a JSON object".into());

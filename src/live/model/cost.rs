@@ -10,10 +10,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::engine::cost::budget::CostConfig;
-use crate::engine::cost::ledger::{self, Line};
-use crate::engine::store::Root;
-use crate::engine::store::time::parse_ts;
+use crate::engine::{
+    CostConfig, Root,
+    ledger::{self, Line},
+    time::parse_ts,
+};
 
 use super::super::files::{Fingerprint, LogChange, LogCursor};
 use super::super::ledger::{BUCKETS_KEPT, LedgerView, Warning, bucket_of};
@@ -188,7 +189,7 @@ impl CostTracker {
                 self.warning_keys.clear();
             }
         }
-        let Ok(Some(mut f)) = crate::engine::store::read::open_regular(&path) else {
+        let Ok(Some(mut f)) = crate::engine::open_regular(&path) else {
             return true;
         };
         if f.seek(SeekFrom::Start(self.warnings.offset())).is_err() {
@@ -270,7 +271,7 @@ fn warning_of(v: &Value) -> Option<Warning> {
         metric: s("metric")?,
         used: n("used")?,
         limit: n("limit")?,
-        warn_at: n("warn_at").unwrap_or(crate::engine::cost::budget::DEFAULT_WARN_AT),
+        warn_at: n("warn_at").unwrap_or(crate::engine::DEFAULT_WARN_AT),
         reached: v.get("reached").and_then(Value::as_bool).unwrap_or(false),
     };
     (w.key.len() <= 1024 && w.name.len() <= 512).then_some(w)

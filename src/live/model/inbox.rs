@@ -1,11 +1,9 @@
 //! Inboxes and the quarantine: one dispatch file per record.
 
-use crate::engine::store::layout;
+use crate::engine::{layout, model_from_value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-use crate::engine::conductor::model::from_value;
 
 use super::super::files::{RecordFile, Refresh};
 use super::super::snapshot::{
@@ -38,10 +36,10 @@ fn parse_row(
     if !v.is_object() {
         return Err(format!(
             "expected a JSON object, found {}",
-            crate::engine::store::read::kind(&v)
+            crate::engine::json_kind(&v)
         ));
     }
-    let d = from_value::<crate::engine::conductor::model::Dispatch>(v)?;
+    let d = model_from_value::<crate::engine::Dispatch>(v)?;
     Ok(Record::new(DispatchRow::with(&d, Some(name), &mut |s| {
         names.get(s)
     })))
@@ -206,9 +204,7 @@ impl InboxTracker {
             .map(|t| t.text().into_owned());
         let unacked = dispatches
             .iter()
-            .filter(|d| {
-                d.dispatch.ack_status == crate::engine::conductor::model::AckStatus::Unacked
-            })
+            .filter(|d| d.dispatch.ack_status == crate::engine::AckStatus::Unacked)
             .count();
         self.view = Arc::new(InboxView {
             god: self.god.clone(),
@@ -228,7 +224,7 @@ impl LiveModel {
     pub(super) fn rescan_inboxes(&mut self) {
         let pending = self.root.pending_root();
         let mut gods = list_dir(&pending, true);
-        gods.retain(|g| !crate::engine::conductor::files::is_foreign_pending_dir(g));
+        gods.retain(|g| !crate::engine::is_foreign_pending_dir(g));
         let before = self.inboxes.len();
         self.inboxes.retain(|g, _| gods.contains(g));
         let mut changed = before != self.inboxes.len();

@@ -1,16 +1,12 @@
 //! The live model: keeps one cache per file of the root, refreshes only what changed, and builds
 //! an immutable [`Snapshot`] that shares every unchanged part with the previous one.
 
-use crate::engine::store::layout;
+use crate::engine::{AbortManifest, Root, layout, load_definitions, model_from_value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
-
-use crate::engine::conductor::definition::load_definitions;
-use crate::engine::conductor::model::{AbortManifest, from_value};
-use crate::engine::store::Root;
 
 use super::files::JsonFile;
 use super::snapshot::{FileWarning, JournalView, Snapshot};
@@ -49,10 +45,10 @@ fn parse_as<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, String> {
     if !v.is_object() {
         return Err(format!(
             "expected a JSON object, found {}",
-            crate::engine::store::read::kind(&v)
+            crate::engine::json_kind(&v)
         ));
     }
-    from_value::<T>(v)
+    model_from_value::<T>(v)
 }
 
 fn object(v: Value) -> Result<serde_json::Map<String, Value>, String> {
@@ -60,7 +56,7 @@ fn object(v: Value) -> Result<serde_json::Map<String, Value>, String> {
         Value::Object(m) => Ok(m),
         other => Err(format!(
             "expected a JSON object, found {}",
-            crate::engine::store::read::kind(&other)
+            crate::engine::json_kind(&other)
         )),
     }
 }
@@ -156,7 +152,7 @@ pub fn dirs_to_watch(root: &Root) -> BTreeSet<PathBuf> {
     .into();
     let pending = root.pending_root();
     for g in list_dir(&pending, true) {
-        if !crate::engine::conductor::files::is_foreign_pending_dir(&g) {
+        if !crate::engine::is_foreign_pending_dir(&g) {
             out.insert(pending.join(g));
         }
     }
@@ -175,9 +171,9 @@ pub fn dirs_to_watch(root: &Root) -> BTreeSet<PathBuf> {
     }
     out.insert(dead);
     out.insert(root.supervisor_dir());
-    out.insert(crate::engine::journal::segments_dir(root));
+    out.insert(crate::engine::journal_segments_dir(root));
     // The bridge's status, cursors, dead letters and outbox (the header item and `:pane bridge`).
-    out.extend(crate::engine::bridge::watched_dirs(root));
+    out.extend(crate::engine::nats::watched_dirs(root));
     // The ledger, the budget warnings and the raised budgets (the Ledger pane, the cost column).
     out.insert(cost::watched(root));
     out
@@ -543,9 +539,7 @@ impl LiveModel {
                 .collect();
             return match parts.as_slice() {
                 [] => Target::InboxesDir,
-                [god, ..] if crate::engine::conductor::files::is_foreign_pending_dir(god) => {
-                    Target::Ignore
-                }
+                [god, ..] if crate::engine::is_foreign_pending_dir(god) => Target::Ignore,
                 [god] if god == layout::QUARANTINE_DIR => Target::Quarantine(None),
                 [god] => Target::Inbox(god.clone(), None),
                 [god, file] if god == layout::QUARANTINE_DIR => {
@@ -596,8 +590,8 @@ impl LiveModel {
         if path.starts_with(self.root.supervisor_dir()) {
             return Target::Supervisors;
         }
-        let journal = crate::engine::journal::journal_path(&self.root);
-        if path == journal || path.starts_with(crate::engine::journal::segments_dir(&self.root)) {
+        let journal = crate::engine::journal_path(&self.root);
+        if path == journal || path.starts_with(crate::engine::journal_segments_dir(&self.root)) {
             return Target::Journal;
         }
         if path.starts_with(&self.root.conductor) {
@@ -741,16 +735,12 @@ impl LiveModel {
                 let link =
                     std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
                 let last_beat = (!link)
-                    .then(|| {
-                        crate::engine::store::read::read_json_once(&path)
-                            .ok()
-                            .flatten()
-                    })
+                    .then(|| crate::engine::read_json_once(&path).ok().flatten())
                     .flatten()
                     .and_then(|v| {
                         v.get("last_beat")
                             .and_then(Value::as_str)
-                            .and_then(crate::engine::store::time::parse_ts)
+                            .and_then(crate::engine::time::parse_ts)
                     });
                 Some(crate::live::snapshot::SupervisorBeat { id, last_beat })
             })
@@ -791,7 +781,7 @@ impl LiveModel {
     /// Marks the journal for reading when one of its files changed (appended, rotated).
     fn check_journal(&mut self) {
         let files: Vec<(PathBuf, Option<crate::live::files::Fingerprint>)> =
-            crate::engine::journal::files(&self.root)
+            crate::engine::journal_files(&self.root)
                 .into_iter()
                 .map(|p| {
                     let f = crate::live::files::Fingerprint::of(&p);
@@ -867,15 +857,13 @@ impl LiveModel {
         s.overdue_after = self.opts.overdue_after;
         s.held_after = self.opts.held_after;
         let stale_after = chrono::Duration::from_std(self.root.settings.stale_after)
-            .unwrap_or(crate::engine::bus::model::STALE_AFTER);
-        s.stale_after =
-            (stale_after != crate::engine::bus::model::STALE_AFTER).then_some(stale_after);
-        s.bridge =
-            crate::engine::store::read::read_json(&crate::engine::bridge::status_path(&self.root))
-                .ok()
-                .flatten()
-                .filter(Value::is_object)
-                .map(Arc::new);
+            .unwrap_or(crate::engine::STALE_AFTER);
+        s.stale_after = (stale_after != crate::engine::STALE_AFTER).then_some(stale_after);
+        s.bridge = crate::engine::read_json(&crate::engine::nats::status_path(&self.root))
+            .ok()
+            .flatten()
+            .filter(Value::is_object)
+            .map(Arc::new);
         if self.dirty_bridge {
             s.bridge_view = Arc::new(self.bridge.view(s.bridge.as_deref()));
         }
@@ -900,7 +888,7 @@ impl LiveModel {
                 .iter()
                 .flat_map(|i| i.dispatches.iter())
                 .filter(|d| {
-                    use crate::engine::conductor::model::AckStatus;
+                    use crate::engine::AckStatus;
                     d.dispatch.ack_deadline.is_some()
                         && matches!(
                             d.dispatch.ack_status,
@@ -938,7 +926,7 @@ impl LiveModel {
         }
         if self.dirty_journal {
             s.journal = Arc::new(
-                match crate::engine::journal::read_recent(
+                match crate::engine::read_recent_journal(
                     &self.root,
                     crate::live::snapshot::JOURNAL_KEPT,
                 ) {

@@ -1,15 +1,12 @@
 //! Tracks: a message bus each (queue, locks, workers, board).
 
-use crate::engine::store::layout;
+use crate::engine::{
+    BoardSession, DiscussionLine, Envelope, LockEntry, Root, WorkerEntry, layout,
+    parse_assessments, parse_locks, parse_votes, parse_workers,
+};
 use std::collections::{BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-use crate::engine::bus::model::{
-    BoardSession, DiscussionLine, Envelope, LockEntry, WorkerEntry, parse_assessments, parse_locks,
-    parse_votes, parse_workers,
-};
-use crate::engine::store::Root;
 
 use super::super::files::{JsonFile, LogChange, LogCursor, Refresh};
 use super::super::snapshot::{BoardView, FileWarning, TrackView};
@@ -30,8 +27,8 @@ pub(super) struct TrackTracker {
     session: Option<Arc<BoardSession>>,
     session_warning: Option<String>,
     board_fp: Vec<(String, crate::live::files::Fingerprint)>,
-    assessments: JsonFile<Vec<(String, crate::engine::bus::model::Assessment)>>,
-    votes: JsonFile<Vec<(String, crate::engine::bus::model::Vote)>>,
+    assessments: JsonFile<Vec<(String, crate::engine::Assessment)>>,
+    votes: JsonFile<Vec<(String, crate::engine::Vote)>>,
     discussion: Option<(crate::live::files::Fingerprint, Arc<Vec<DiscussionLine>>)>,
     /// Messages per second of their timestamps, oldest second first, over the newest
     /// [`crate::live::snapshot::RATE_SECONDS`] seconds seen.
@@ -134,8 +131,7 @@ impl TrackTracker {
 
     /// Counts a message in the second its timestamp names (one parse per message read).
     fn count_rate(&mut self, m: &Envelope) {
-        let Some(sec) = crate::engine::store::time::parse_ts(&m.timestamp).map(|t| t.timestamp())
-        else {
+        let Some(sec) = crate::engine::time::parse_ts(&m.timestamp).map(|t| t.timestamp()) else {
             return;
         };
         let window = crate::live::snapshot::RATE_SECONDS as i64;
@@ -269,7 +265,7 @@ impl TrackTracker {
                 resolved: session
                     .resolution
                     .as_ref()
-                    .and_then(crate::engine::bus::board::ResolvedVotes::read),
+                    .and_then(crate::engine::board::ResolvedVotes::read),
             })
         });
         let head = self.cursor.skipped_head_bytes;

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::engine::conductor::model::{AbortManifest, WorkflowState, from_value};
+use crate::engine::{AbortManifest, WorkflowState, model_from_value};
 
 use super::super::files::{JsonFile, RecordFile, Refresh};
 use super::super::snapshot::{
@@ -61,10 +61,10 @@ fn parse_row(
     if !v.is_object() {
         return Err(format!(
             "expected a JSON object, found {}",
-            crate::engine::store::read::kind(&v)
+            crate::engine::json_kind(&v)
         ));
     }
-    let state = from_value::<WorkflowState>(v)?;
+    let state = model_from_value::<WorkflowState>(v)?;
     Ok(Record::new(WorkflowRow::with(&state, &mut |s| {
         intern.get(s)
     })))
@@ -188,7 +188,7 @@ impl LiveModel {
     }
 
     /// The state directory every row names its file in.
-    pub(super) fn state_dir_of(root: &crate::engine::store::Root) -> Arc<Path> {
+    pub(super) fn state_dir_of(root: &crate::engine::Root) -> Arc<Path> {
         Arc::from(root.state_dir().as_path())
     }
 }
@@ -199,8 +199,8 @@ mod tests {
 
     use super::*;
     use crate::console::items::{self, Column, Filter, Sort};
-    use crate::engine::conductor::WorkflowStatus;
-    use crate::engine::store::Root;
+    use crate::engine::Root;
+    use crate::engine::WorkflowStatus;
     use crate::live::ModelOptions;
     use crate::live::snapshot::Stamp;
 
@@ -528,13 +528,13 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let root = Root::at(d.path());
         std::fs::create_dir_all(root.supervisor_dir()).unwrap();
-        let now = crate::engine::store::time::now_ts();
+        let now = crate::engine::time::now_ts();
         std::fs::write(
             root.supervisor_dir().join("s1.json"),
             serde_json::json!({"last_beat": now}).to_string(),
         )
         .unwrap();
-        let status = crate::engine::bridge::status_path(&root);
+        let status = crate::engine::nats::status_path(&root);
         std::fs::create_dir_all(status.parent().unwrap()).unwrap();
         std::fs::write(
             &status,

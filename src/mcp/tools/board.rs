@@ -1,9 +1,10 @@
 //! The board tools (docs/PROTOCOL.md §4): a five-director deliberation, assess → discuss → vote → resolve.
 //! The orchestrator of a board is an agent too, so opening, advancing and resolving are offered.
 
-use crate::engine::bus::Bus;
-use crate::engine::bus::board::{AssessInput, DiscussInput, OpenInput, VoteInput};
-use crate::engine::store::{Director, TrackName};
+use crate::engine::{
+    Bus, Director, TrackName,
+    board::{AssessInput, DiscussInput, OpenInput, VoteInput},
+};
 use crate::mcp::args::*;
 use crate::mcp::output;
 use crate::mcp::reply::blocking;

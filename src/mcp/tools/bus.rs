@@ -7,15 +7,12 @@ use rmcp::{tool, tool_router};
 use serde_json::Value;
 use std::time::Duration;
 
-use crate::engine::bus::Bus;
-use crate::engine::bus::events::EventPattern;
-use crate::engine::bus::locks::DEFAULT_TTL;
-use crate::engine::bus::queue::{Filter, Page};
-use crate::engine::bus::workers::Heartbeat;
-use crate::engine::bus::{LockKey, MessageKind};
-use crate::engine::error::Error;
-use crate::engine::store::time::parse_duration_checked;
-use crate::engine::store::{TrackName, WorkerId};
+use crate::engine::{
+    Bus, DEFAULT_LOCK_TTL, Error, EventPattern, Heartbeat, LockKey, MessageKind, TrackName,
+    WorkerId,
+    queue::{Filter, Page},
+    time::parse_duration_checked,
+};
 use crate::mcp::args::*;
 use crate::mcp::output;
 use crate::mcp::reply::blocking;
@@ -107,7 +104,7 @@ impl ConductorServer {
         blocking("acquire_lock", move || {
             let bus = Bus::open(&root, &TrackName::parse(&a.track)?);
             let ttl = match a.ttl.as_deref() {
-                None => DEFAULT_TTL,
+                None => DEFAULT_LOCK_TTL,
                 Some(t) => parse_duration_checked("ttl", t)?,
             };
             bus.acquire_lock(

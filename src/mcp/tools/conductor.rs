@@ -1,8 +1,6 @@
 //! The Conductor tools (docs/PROTOCOL.md §2): handoffs, inboxes, acks, state, abort and cleanup.
 
-use crate::engine::conductor::{Actor, PageRequest};
-use crate::engine::error::Error;
-use crate::engine::store::{GodName, HandoffId, WorkflowId};
+use crate::engine::{Actor, Error, GodName, HandoffId, PageRequest, WorkflowId};
 use crate::mcp::args::*;
 use crate::mcp::reply::blocking;
 use crate::mcp::server::ConductorServer;

@@ -2,11 +2,11 @@
 //! requests turned into handoffs, replies collected from acks, dead letters and the status file.
 //! No network and no async here; `pantheon bridge` (src/bridge/) moves the bytes.
 
-pub mod peer;
-pub mod subject;
-pub mod track;
+pub(crate) mod peer;
+pub(crate) mod subject;
+pub(crate) mod track;
 
-pub use peer::{EnvelopeKind, Peer, Peers, Transport};
+pub(crate) use peer::{EnvelopeKind, Peer, Peers};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -20,9 +20,9 @@ use crate::store::time::now_ts;
 use crate::store::{Root, WorkflowId, encode_key, is_valid_name};
 
 /// Largest message accepted from the wire, in bytes.
-pub const MAX_MESSAGE: usize = 1024 * 1024;
+pub(crate) const MAX_MESSAGE: usize = 1024 * 1024;
 /// Version of the wire format.
-pub const WIRE_VERSION: u64 = 1;
+pub(crate) const WIRE_VERSION: u64 = 1;
 
 /// `conductor/bridge/`: the bridge's own files (inbound ledger, dead letters, status).
 pub fn bridge_dir(root: &Root) -> std::path::PathBuf {
@@ -92,7 +92,7 @@ pub struct Wire {
 }
 
 /// The wire form of an outbox record sent by pantheon `from`.
-pub fn to_wire(rec: &OutboxRecord, from: &str) -> Wire {
+pub(crate) fn to_wire(rec: &OutboxRecord, from: &str) -> Wire {
     Wire {
         pantheon_bridge: WIRE_VERSION,
         kind: rec.kind.clone(),
@@ -145,7 +145,7 @@ pub fn encode(rec: &OutboxRecord, from: &str, peer: Option<&Peer>) -> Vec<u8> {
 }
 
 /// Parses and checks a message from the wire; the error is the reason it is dead-lettered.
-pub fn parse_wire(data: &[u8]) -> std::result::Result<Wire, String> {
+pub(crate) fn parse_wire(data: &[u8]) -> std::result::Result<Wire, String> {
     if data.len() > MAX_MESSAGE {
         return Err(format!(
             "message is {} bytes; at most {MAX_MESSAGE}",
@@ -217,7 +217,7 @@ pub struct Inbound {
 }
 
 /// Fills the peers' transport, envelope and reply subject from `bridge.peers` of
-/// `conductor/config.yaml` where the flags left them open (see [`Peers::apply_config`]); returns the
+/// `conductor/config.yaml` where the flags left them open (see `Peers::apply_config`); returns the
 /// warnings (an unreadable file is one).
 pub fn configure_peers(root: &Root, peers: &mut Peers) -> Vec<String> {
     match crate::store::settings::read_config(root) {
@@ -372,7 +372,7 @@ pub enum Taken {
 /// One entry of the inbound ledger (`conductor/bridge/inbound/{id}.json`): what to reply to.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct LedgerEntry {
+pub(crate) struct LedgerEntry {
     /// The inbound message's id (deduplicates redeliveries).
     pub message_id: String,
     /// The pantheon that sent it.
@@ -421,7 +421,7 @@ pub fn admit(cfg: &Inbound, subject: &str, w: &Wire) -> std::result::Result<(), 
 }
 
 /// Turns an admitted message into local state: a request becomes a handoff dispatched to the
-/// configured god (or held); a reply goes to [`Conductor::receive_reply`]. Idempotent by message id.
+/// configured god (or held); a reply goes to `Conductor::receive_reply`. Idempotent by message id.
 pub fn take(c: &Conductor, cfg: &Inbound, subject: &str, w: &Wire) -> Result<Taken> {
     if w.kind == "reply" {
         let out = c.receive_reply(&Reply {
@@ -523,17 +523,17 @@ pub fn take(c: &Conductor, cfg: &Inbound, subject: &str, w: &Wire) -> Result<Tak
     let r: SubmitResult = c.submit_handoff_held(&handoff, hold)?;
     mark_inbound(root, &entry.workflow_id, &w.from_pantheon)?;
     Ok(Taken::Request {
-        workflow_id: r.workflow_id,
+        workflow_id: r.workflow_id.to_string(),
         status: r.status.to_string(),
     })
 }
 
 /// The key of a workflow's state that marks it as an inbound request of the bridge, from the peer
 /// it names (`{"peer": "konan"}`).
-pub const INBOUND_MARK: &str = "bridge_inbound";
+pub(crate) const INBOUND_MARK: &str = "bridge_inbound";
 
 /// The peer whose inbound request started this workflow, if the bridge marked it so.
-pub fn inbound_peer(st: &crate::conductor::WorkflowState) -> Option<&str> {
+pub(crate) fn inbound_peer(st: &crate::conductor::WorkflowState) -> Option<&str> {
     st.extra
         .get(INBOUND_MARK)
         .and_then(|m| m.get("peer"))
@@ -618,7 +618,7 @@ impl AwaitingReplies {
 
     /// Looks at the given workflows: writes a reply record into the outbox for each whose dispatch a
     /// god has acked (accepted, completed or rejected), on the sender's reply subject (only one of
-    /// its peer's, see [`Peers::reply_target`]; another is dead-lettered with the reason). Returns
+    /// its peer's, see `Peers::reply_target`; another is dead-lettered with the reason). Returns
     /// how many were written, and what was refused.
     pub fn collect(
         &mut self,
@@ -728,14 +728,6 @@ fn reply_one(c: &Conductor, cfg: &Inbound, path: &std::path::Path) -> Result<Rep
     e.replied = Some(id);
     write_json(root, path, &e)?;
     Ok(ReplyStep::Done(1))
-}
-
-/// Writes a reply record for every inbound request a god has acked and that is not answered yet
-/// (one full pass of [`AwaitingReplies`]). Returns how many were written.
-pub fn collect_replies(c: &Conductor, cfg: &Inbound) -> Result<usize> {
-    let mut a = AwaitingReplies::scan(c.root());
-    let all = a.workflows();
-    Ok(a.collect(c, cfg, &all)?.0)
 }
 
 /// Keeps a message that was refused (`conductor/bridge/dead/`), with why; never retried.
@@ -849,6 +841,18 @@ pub fn redact_url(url: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The origin's message shape (its publish code writes these keys).
+    const ORIGIN_KEYS: [&str; 8] = [
+        "id",
+        "type",
+        "source",
+        "target",
+        "timestamp",
+        "workflow_id",
+        "step_id",
+        "context",
+    ];
+
     #[test]
     fn wire_is_checked_and_urls_are_redacted() {
         let good = br#"{"pantheon_bridge":1,"kind":"request","id":"ob_1","from_pantheon":"konan","workflow_id":"wf_a","step":"notify","reply_to":"pantheon.konan.in.reply"}"#;
@@ -895,7 +899,7 @@ mod tests {
         };
         let body = encode(&request, "konan", konan.peers.get("tallon"));
         let v: Value = serde_json::from_slice(&body).unwrap();
-        for k in peer::ORIGIN_KEYS {
+        for k in ORIGIN_KEYS {
             assert!(v.get(k).is_some(), "{k} missing: {v}");
         }
         assert_eq!(v["context"]["reply_to"], "subspace.tallon.outgoing.konan");

@@ -88,7 +88,7 @@ pub struct Peer {
 
 impl Peer {
     /// Parses `--peer NAME[:TRANSPORT[:ENVELOPE]]`.
-    pub fn parse_flag(s: &str) -> Result<Self, String> {
+    pub(crate) fn parse_flag(s: &str) -> Result<Self, String> {
         let mut parts = s.split(':');
         let name = parts.next().unwrap_or_default();
         if !is_valid_name(name) {
@@ -119,7 +119,7 @@ impl Peer {
     /// The reply subject replies to this peer go to by default: `pantheon.{peer}.in.reply` for our
     /// envelope; for the origin's, the declared one, else the origin's convention
     /// `subspace.{me}.outgoing.{peer}`.
-    pub fn default_reply_subject(&self, me: &str) -> String {
+    pub(crate) fn default_reply_subject(&self, me: &str) -> String {
         match (self.envelope, &self.reply_subject) {
             (EnvelopeKind::Origin, Some(s)) => s.clone(),
             (EnvelopeKind::Origin, None) => format!("subspace.{me}.outgoing.{}", self.name),
@@ -128,7 +128,7 @@ impl Peer {
     }
 
     /// Every subject a reply to this peer may be published on.
-    pub fn reply_subjects(&self, me: &str) -> Vec<String> {
+    pub(crate) fn reply_subjects(&self, me: &str) -> Vec<String> {
         let mut v = vec![self.default_reply_subject(me)];
         if let Some(s) = &self.reply_subject
             && !v.contains(s)
@@ -149,7 +149,7 @@ impl Peer {
 
 /// A subject the bridge may publish a reply on: literal, and never under `$` (the server's own APIs:
 /// `$JS.API…`, `$KV…`, `$SYS…`), which a reply would call with this bridge's credentials.
-pub fn check_reply_subject(s: &str) -> Result<(), String> {
+pub(crate) fn check_reply_subject(s: &str) -> Result<(), String> {
     subject::check_subject(s)?;
     if s.starts_with('$') {
         return Err(format!(
@@ -193,7 +193,7 @@ impl Peers {
     /// peer name to `{transport, envelope, reply_subject}`). Returns a warning for every entry or
     /// value it ignores: a peer the flags do not allow (the file can never add one), a bad value, a
     /// part a flag set.
-    pub fn apply_config(&mut self, doc: Option<&Value>) -> Vec<String> {
+    pub(crate) fn apply_config(&mut self, doc: Option<&Value>) -> Vec<String> {
         let mut warnings = Vec::new();
         let Some(peers) = doc
             .and_then(|d| d.get("bridge"))
@@ -283,7 +283,7 @@ impl Peers {
     /// The subject a reply to `peer` goes on, given what the request asked for (`reply_to`): the
     /// request's own choice only when it is one of the peer's reply subjects; else the peer's default.
     /// `Err` (the reason) when the request asked for another subject.
-    pub fn reply_target(
+    pub(crate) fn reply_target(
         &self,
         me: &str,
         peer: &str,
@@ -309,21 +309,9 @@ impl Peers {
     }
 }
 
-/// The origin's message shape (its publish code writes these keys).
-pub const ORIGIN_KEYS: [&str; 8] = [
-    "id",
-    "type",
-    "source",
-    "target",
-    "timestamp",
-    "workflow_id",
-    "step_id",
-    "context",
-];
-
 /// True when a JSON object looks like the origin's envelope (it has `source` and `type`, and no
 /// `pantheon_bridge`).
-pub fn looks_like_origin(v: &Map<String, Value>) -> bool {
+pub(crate) fn looks_like_origin(v: &Map<String, Value>) -> bool {
     !v.contains_key("pantheon_bridge") && v.contains_key("source") && v.contains_key("type")
 }
 

@@ -5,7 +5,7 @@
 use super::super::conductor::template::{Part, Template, Vars};
 
 /// Longest subject accepted, in bytes.
-pub const MAX_SUBJECT: usize = 256;
+pub(crate) const MAX_SUBJECT: usize = 256;
 
 fn token_ok(t: &str) -> bool {
     !t.is_empty()
@@ -14,7 +14,7 @@ fn token_ok(t: &str) -> bool {
 }
 
 /// A literal subject: dot-separated non-empty tokens of printable ASCII, no wildcards.
-pub fn check_subject(s: &str) -> Result<(), String> {
+pub(crate) fn check_subject(s: &str) -> Result<(), String> {
     if s.is_empty() || s.len() > MAX_SUBJECT {
         return Err(format!("subject {s:?} must be 1 to {MAX_SUBJECT} bytes"));
     }
@@ -26,7 +26,7 @@ pub fn check_subject(s: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// A subject filter: like [`check_subject`], but a token may be `*` and the last may be `>`.
+/// A subject filter: like `check_subject`, but a token may be `*` and the last may be `>`.
 pub fn check_filter(s: &str) -> Result<(), String> {
     if s.is_empty() || s.len() > MAX_SUBJECT {
         return Err(format!(
@@ -46,7 +46,7 @@ pub fn check_filter(s: &str) -> Result<(), String> {
 }
 
 /// One token taken from an id or a rendered value.
-pub fn check_token(what: &str, s: &str) -> Result<(), String> {
+pub(crate) fn check_token(what: &str, s: &str) -> Result<(), String> {
     if s.len() <= MAX_SUBJECT && token_ok(s) {
         Ok(())
     } else {
@@ -57,7 +57,7 @@ pub fn check_token(what: &str, s: &str) -> Result<(), String> {
 }
 
 /// True when `subject` (literal) matches `filter`.
-pub fn matches(filter: &str, subject: &str) -> bool {
+pub(crate) fn matches(filter: &str, subject: &str) -> bool {
     let mut f = filter.split('.');
     let mut s = subject.split('.');
     loop {
@@ -72,7 +72,7 @@ pub fn matches(filter: &str, subject: &str) -> bool {
 }
 
 /// Checks the literal text of a subject template (at load): its fixed tokens must be valid.
-pub fn check_template_subject(t: &Template) -> Result<(), String> {
+pub(crate) fn check_template_subject(t: &Template) -> Result<(), String> {
     let filled: String = t
         .parts
         .iter()
@@ -86,7 +86,7 @@ pub fn check_template_subject(t: &Template) -> Result<(), String> {
 }
 
 /// Renders a subject template: every substituted value must be one token.
-pub fn render_subject(t: &Template, vars: &Vars<'_>) -> Result<String, String> {
+pub(crate) fn render_subject(t: &Template, vars: &Vars<'_>) -> Result<String, String> {
     let mut out = String::new();
     for p in &t.parts {
         match p {

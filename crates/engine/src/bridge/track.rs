@@ -29,11 +29,11 @@ macro_rules! mirror_field {
     };
 }
 /// The field a mirrored queue line gains: the pantheon (machine) it was written on.
-pub const MIRROR_FIELD: &str = mirror_field!();
+pub(crate) const MIRROR_FIELD: &str = mirror_field!();
 /// What a mirrored line holds just before the pantheon's name.
 const MIRRORED_TAIL: &[u8] = concat!(",\"", mirror_field!(), "\":\"").as_bytes();
 /// The field marking a `locks.json` entry as a mirror of the shared lock bucket.
-pub const SHARED_FIELD: &str = "shared";
+pub(crate) const SHARED_FIELD: &str = "shared";
 
 /// The stream holding every pantheon's messages of `track`.
 pub fn stream_name(track: &TrackName) -> String {
@@ -97,30 +97,18 @@ pub fn decode_kv_key(k: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// One complete line of a queue, as written.
-#[derive(Debug, Clone)]
-pub struct RawLine {
-    /// The line's bytes without its newline.
-    pub bytes: Vec<u8>,
-    /// The line parsed as an envelope (tolerantly).
-    pub env: Envelope,
-    /// True when the line came from another pantheon (it has [`MIRROR_FIELD`]).
-    pub mirrored: bool,
-    /// The queue offset just after this line.
-    pub end: u64,
-}
-
-/// Reads the complete lines at or after `offset`: (lines, offset after the last complete line).
+/// Calls `each` with every complete envelope line at or after `offset` (the envelope, the line's bytes
+/// without its newline, the offset just after it); returns the offset after the last complete line.
 /// Lines that are not envelopes and lines over [`MAX_LINE_BYTES`] are passed over.
-pub fn read_raw_from(path: &Path, offset: u64) -> Result<(Vec<RawLine>, u64)> {
+fn scan_from(path: &Path, offset: u64, mut each: impl FnMut(Envelope, &[u8], u64)) -> Result<u64> {
     let Some(mut file) = queue::open_queue(path)? else {
-        return Ok((Vec::new(), 0));
+        return Ok(0);
     };
     file.seek(SeekFrom::Start(offset))
         .map_err(|e| Error::io(path, e))?;
     let mut reader = BufReader::with_capacity(64 * 1024, file);
     let mut line = Vec::with_capacity(512);
-    let (mut out, mut next) = (Vec::new(), offset);
+    let mut next = offset;
     loop {
         match queue::next_line(&mut reader, &mut line, MAX_LINE_BYTES)
             .map_err(|e| Error::io(path, e))?
@@ -132,17 +120,12 @@ pub fn read_raw_from(path: &Path, offset: u64) -> Result<(Vec<RawLine>, u64)> {
                 if let Some(env) = Envelope::parse_line(&line)
                     && !env.id.is_empty()
                 {
-                    out.push(RawLine {
-                        mirrored: env.extra.contains_key(MIRROR_FIELD),
-                        end: next,
-                        bytes: line.clone(),
-                        env,
-                    });
+                    each(env, &line, next);
                 }
             }
         }
     }
-    Ok((out, next))
+    Ok(next)
 }
 
 /// One line written on this machine, as the publisher needs it: its bytes, id and end offset.
@@ -203,7 +186,7 @@ fn own_id(line: &[u8]) -> Option<String> {
 
 /// Reads the complete lines at or after `offset` that were written on this machine (not mirrored):
 /// (lines, offset after the last complete line). Lines that are not envelopes, lines without an id
-/// and lines over [`MAX_LINE_BYTES`] are passed over, as by [`read_raw_from`].
+/// and lines over `MAX_LINE_BYTES` are passed over, as by `read_raw_from`.
 pub fn read_own_from(path: &Path, offset: u64) -> Result<(Vec<OwnLine>, u64)> {
     let Some(mut file) = queue::open_queue(path)? else {
         return Ok((Vec::new(), 0));
@@ -248,7 +231,10 @@ pub fn identity(path: &Path) -> Option<[u64; 2]> {
 /// `from_pantheon`); the line itself is appended as it came. It is read in one pass that builds
 /// nothing else (a line a mirror receives is otherwise parsed, checked and dropped at the rate the
 /// stream delivers); a line that pass refuses (a key written twice) is read whole.
-pub fn mirror_line(raw: &[u8], from: &str) -> std::result::Result<(Envelope, Vec<u8>), String> {
+pub(crate) fn mirror_line(
+    raw: &[u8],
+    from: &str,
+) -> std::result::Result<(Envelope, Vec<u8>), String> {
     if !is_valid_name(from) {
         return Err(format!("sender {from:?} is not a pantheon name"));
     }
@@ -456,12 +442,12 @@ pub fn cursors_dir(root: &Root) -> PathBuf {
 }
 
 /// The cursor file of one shared track.
-pub fn cursor_path(root: &Root, track: &TrackName) -> PathBuf {
+pub(crate) fn cursor_path(root: &Root, track: &TrackName) -> PathBuf {
     cursors_dir(root).join(format!("{track}.json"))
 }
 
 /// Checks a cursor file's shape; the problems found (for `validate`).
-pub fn check_cursor(v: &Value) -> Vec<String> {
+pub(crate) fn check_cursor(v: &Value) -> Vec<String> {
     let mut out = Vec::new();
     let Value::Object(m) = v else {
         return vec!["a track cursor must be a JSON object".into()];
@@ -538,18 +524,15 @@ impl Mirror {
     /// Opens the mirror of `bus`, reading the ids already in its queue.
     pub fn open(bus: Bus) -> Result<Self> {
         bus.require()?;
-        let (lines, _) = read_raw_from(&bus.queue_path(), 0)?;
-        let seen = lines.into_iter().map(|l| l.env.id).collect();
+        let mut seen = HashSet::new();
+        scan_from(&bus.queue_path(), 0, |env, _, _| {
+            seen.insert(env.id);
+        })?;
         Ok(Self {
             bus,
             writer: None,
             seen,
         })
-    }
-
-    /// True when a line with `id` is in the queue.
-    pub fn has(&self, id: &str) -> bool {
-        self.seen.contains(id)
     }
 
     /// Remembers an id written locally.
@@ -645,7 +628,7 @@ impl SharedLock {
     }
 
     /// Live until its expiry; a value without a readable expiry is not live.
-    pub fn is_live(&self, now: DateTime<Utc>) -> bool {
+    pub(crate) fn is_live(&self, now: DateTime<Utc>) -> bool {
         self.expires().is_some_and(|t| t > now)
     }
 
@@ -790,7 +773,7 @@ pub fn new_lock(
 }
 
 /// Rewrites the shared entries of `locks.json` (under `.lock_mutex`) to be exactly `locks` (path ->
-/// (lock, revision)); entries without [`SHARED_FIELD`] are left alone unless a shared lock has
+/// (lock, revision)); entries without `SHARED_FIELD` are left alone unless a shared lock has
 /// their path. Returns true when the file changed.
 pub fn mirror_locks(bus: &Bus, locks: &BTreeMap<String, (SharedLock, u64)>) -> Result<bool> {
     bus.require()?;
@@ -825,7 +808,7 @@ pub fn mirror_locks(bus: &Bus, locks: &BTreeMap<String, (SharedLock, u64)>) -> R
     Ok(true)
 }
 
-/// The heartbeat entries written on this machine (no [`MIRROR_FIELD`]), by worker id.
+/// The heartbeat entries written on this machine (no `MIRROR_FIELD`), by worker id.
 pub fn local_workers(bus: &Bus) -> Result<BTreeMap<String, Value>> {
     let map = crate::store::read::read_json_object(&bus.workers_path())?;
     Ok(map
@@ -840,7 +823,7 @@ pub fn worker_key(pantheon: &str, worker: &str) -> String {
 }
 
 /// Rewrites the remote entries of `worker-status.json` (under `.lock_mutex`) to be exactly `remote`
-/// (`(pantheon, worker)` -> entry), keyed `worker@pantheon` with [`MIRROR_FIELD`]; local entries are
+/// (`(pantheon, worker)` -> entry), keyed `worker@pantheon` with `MIRROR_FIELD`; local entries are
 /// kept. Returns true when the file changed.
 pub fn mirror_workers(bus: &Bus, remote: &BTreeMap<(String, String), Value>) -> Result<bool> {
     bus.require()?;
@@ -869,6 +852,28 @@ pub fn mirror_workers(bus: &Bus, remote: &BTreeMap<(String, String), Value>) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One complete line of a queue, as written.
+    struct RawLine {
+        bytes: Vec<u8>,
+        env: Envelope,
+        mirrored: bool,
+        end: u64,
+    }
+
+    /// The complete envelope lines at or after `offset`, and the offset after the last.
+    fn read_raw_from(path: &Path, offset: u64) -> Result<(Vec<RawLine>, u64)> {
+        let mut out = Vec::new();
+        let next = scan_from(path, offset, |env, bytes, end| {
+            out.push(RawLine {
+                mirrored: env.extra.contains_key(MIRROR_FIELD),
+                end,
+                bytes: bytes.to_vec(),
+                env,
+            })
+        })?;
+        Ok((out, next))
+    }
 
     #[test]
     fn kv_keys_round_trip_and_never_hold_separators() {
@@ -1008,7 +1013,7 @@ mod tests {
             )
             .unwrap();
         let mut m = Mirror::open(bus.clone()).unwrap();
-        assert!(m.has(&local.id));
+        assert!(m.seen.contains(&local.id));
         let line = |id: &str| {
             format!(r#"{{"id":"{id}","type":"PROGRESS","source":"r","timestamp":"2026-01-01T00:00:00Z","payload":{{}}}}"#)
                 .into_bytes()

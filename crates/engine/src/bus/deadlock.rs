@@ -99,7 +99,7 @@ pub fn detect_deadlocks(
     }
     let mut waits = Vec::new();
     for (worker, m) in latest {
-        if !super::vocab::MessageType::Blocked.is(&m.kind) {
+        if m.kind != super::vocab::MessageType::Blocked.as_str() {
             continue;
         }
         let waiting_for = m.payload_str("waiting_for").unwrap_or("").to_owned();

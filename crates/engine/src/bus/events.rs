@@ -79,7 +79,7 @@ pub struct EventFile {
 }
 
 /// Lists `events/` (sorted by name); a missing directory is empty.
-pub fn list(events_dir: &Path) -> Result<Vec<EventFile>> {
+pub(crate) fn list(events_dir: &Path) -> Result<Vec<EventFile>> {
     let rd = match std::fs::read_dir(events_dir) {
         Ok(rd) => rd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -233,7 +233,7 @@ fn scan(
 
 /// Waits until an event file matching `pattern` exists in `events_dir` (with `fresh`, one created or
 /// touched after the wait began), or `timeout` passes. Woken by inotify (via `notify`), never by polling.
-pub fn wait_for_event(
+pub(crate) fn wait_for_event(
     events_dir: &Path,
     pattern: &EventPattern,
     timeout: Duration,

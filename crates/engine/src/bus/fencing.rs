@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::store::atomic::write_json;
 
 /// The field of a `locks.json` entry holding its token (Python readers ignore it).
-pub const TOKEN_FIELD: &str = "fencing_token";
+pub(crate) const TOKEN_FIELD: &str = "fencing_token";
 
 /// The token recorded in a lock entry, if any.
 pub(crate) fn token_of(e: &LockEntry) -> Option<u64> {
@@ -26,7 +26,7 @@ pub(crate) fn token_of(e: &LockEntry) -> Option<u64> {
 /// The largest token the engine gives out: 2^53 - 1, the largest integer every JSON reader (JavaScript's
 /// too) keeps exactly. A recorded value at or above it was never given out by an engine (that takes 2^53
 /// leases of one path): it was planted, and is ignored rather than built on, so no path is ever stuck.
-pub const MAX_TOKEN: u64 = (1 << 53) - 1;
+pub(crate) const MAX_TOKEN: u64 = (1 << 53) - 1;
 
 /// `t` when an engine may have given it out (1 up to, not including, [`MAX_TOKEN`]).
 pub(crate) fn usable(t: u64) -> Option<u64> {
@@ -42,7 +42,7 @@ const LEASE_TYPES: [&str; 3] = [
 
 impl Bus {
     /// `.message-bus/fencing.json`.
-    pub fn fencing_path(&self) -> PathBuf {
+    pub(crate) fn fencing_path(&self) -> PathBuf {
         self.dir.join(crate::store::layout::FENCING_FILE)
     }
 

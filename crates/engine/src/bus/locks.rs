@@ -364,7 +364,7 @@ mod tests {
         // Kept as written (PROTOCOL.md 3.4): a lock key is a name, never opened by the engine.
         assert_eq!(LockKey::parse("/srv/x").unwrap().as_str(), "/srv/x");
         assert_eq!(LockKey::parse("../x").unwrap().as_str(), "../x");
-        let long = "a".repeat(crate::store::FREE_TEXT_MAX + 1);
+        let long = "a".repeat(crate::store::ids::FREE_TEXT_MAX + 1);
         for bad in ["", "./", "/", "//", "a\0b", &long] {
             let err = LockKey::parse(bad).unwrap_err().to_string();
             assert!(err.contains("lock path"), "{bad:?}: {err}");

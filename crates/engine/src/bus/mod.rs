@@ -22,24 +22,21 @@ use crate::store::time::now_ts;
 
 use crate::store::layout;
 
-pub mod archive;
-pub mod board;
-pub mod deadlock;
-pub mod events;
-pub mod fencing;
-pub mod journaled;
-pub mod locks;
-pub mod model;
-pub mod notices;
-pub mod queue;
-pub mod vocab;
-pub mod workers;
+pub(crate) mod archive;
+pub(crate) mod board;
+pub(crate) mod deadlock;
+pub(crate) mod events;
+pub(crate) mod fencing;
+pub(crate) mod journaled;
+pub(crate) mod locks;
+pub(crate) mod model;
+pub(crate) mod notices;
+pub(crate) mod queue;
+pub(crate) mod vocab;
+pub(crate) mod workers;
 
-pub use locks::LockKey;
-pub use model::{
-    Assessment, BoardSession, DiscussionLine, Envelope, LockEntry, Vote, WorkerEntry, WorkerStatus,
-};
-pub use queue::MessageKind;
+pub(crate) use model::Envelope;
+pub(crate) use queue::MessageKind;
 
 /// Who operator acts are recorded as (`forced_by`, board `source`).
 pub const OPERATOR: &str = "operator";
@@ -134,15 +131,15 @@ impl Bus {
         self.dir.join(layout::QUEUE_FILE)
     }
     /// The lock file that serialises queue appends across processes.
-    pub fn mutex_path(&self) -> PathBuf {
+    pub(crate) fn mutex_path(&self) -> PathBuf {
         self.dir.join(layout::BUS_MUTEX_FILE)
     }
     /// The track's `locks.json`.
-    pub fn locks_path(&self) -> PathBuf {
+    pub(crate) fn locks_path(&self) -> PathBuf {
         self.dir.join(layout::LOCKS_FILE)
     }
     /// The track's `worker-status.json`.
-    pub fn workers_path(&self) -> PathBuf {
+    pub(crate) fn workers_path(&self) -> PathBuf {
         self.dir.join(layout::WORKERS_FILE)
     }
     /// The track's `events/` directory.
@@ -150,7 +147,7 @@ impl Bus {
         self.dir.join(layout::EVENTS_DIR)
     }
     /// The track's `board/` directory.
-    pub fn board_dir(&self) -> PathBuf {
+    pub(crate) fn board_dir(&self) -> PathBuf {
         self.dir.join(layout::BOARD_DIR)
     }
 
@@ -205,7 +202,7 @@ impl Bus {
     }
 
     /// Takes `.lock_mutex`, the lock of every read-modify-write on the bus (bounded wait).
-    pub fn mutex(&self) -> Result<FileLock> {
+    pub(crate) fn mutex(&self) -> Result<FileLock> {
         FileLock::exclusive(&self.root, &self.mutex_path())
     }
 
@@ -249,7 +246,7 @@ impl Bus {
     }
 
     /// Posts many messages from one process. Every item is checked before anything is written; then
-    /// whole lines are appended in chunks of up to [`queue::BATCH_BYTES`], each chunk one `write` under
+    /// whole lines are appended in chunks of up to `queue::BATCH_BYTES`, each chunk one `write` under
     /// one hold of the queue's flock (other writers interleave between chunks, never inside a line).
     pub fn post_batch(
         &self,
@@ -396,7 +393,7 @@ impl Bus {
         }
     }
 
-    /// Waits for an event file (see [`events::wait_for_event`]).
+    /// Waits for an event file (see `events::wait_for_event`).
     pub fn wait_for_event(
         &self,
         pattern: &events::EventPattern,
@@ -487,7 +484,7 @@ pub struct BoardSummary {
 }
 
 /// The tracks of `root` that have a `.message-bus` directory, sorted.
-pub fn list_tracks(root: &Root) -> Vec<TrackName> {
+pub(crate) fn list_tracks(root: &Root) -> Vec<TrackName> {
     let mut out: Vec<TrackName> = std::fs::read_dir(root.tracks_dir())
         .map(|rd| {
             rd.flatten()
@@ -503,6 +500,7 @@ pub fn list_tracks(root: &Root) -> Vec<TrackName> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use locks::LockKey;
     use vocab::MessageType;
 
     #[test]
@@ -681,7 +679,7 @@ mod tests {
         let session = board::current_session(&bus).unwrap().unwrap();
         assert_eq!(session.directors, ["CA", "CPO", "CSO", "COO", "CXO"]);
         for d in &session.directors {
-            crate::store::Director::parse(d).unwrap();
+            crate::store::ids::Director::parse(d).unwrap();
         }
     }
 
@@ -746,7 +744,7 @@ mod tests {
         std::fs::create_dir_all(bus.board_dir()).unwrap();
         fifo(&bus.board_dir().join("discussion.jsonl"));
         let p = bus.board_dir().join("discussion.jsonl");
-        let got = within_5s(move || board::read_discussion(&p).map_err(|e| e.to_string()))
+        let got = within_5s(move || board::session::read_discussion(&p).map_err(|e| e.to_string()))
             .expect("reading the discussion blocked on a FIFO");
         assert!(got.unwrap_err().contains("not a regular file"));
 

@@ -10,22 +10,22 @@ use super::vocab::{PhaseStatus, WORKER_COMPLETED_ALIAS, WorkerWord};
 use crate::store::time::parse_ts;
 
 /// Lenient field parsers: a wrong type degrades to "missing" instead of failing the whole record.
-pub mod lenient {
+pub(crate) mod lenient {
     use super::*;
     use serde::Deserializer;
 
     /// A string; numbers and booleans are stringified; anything else is empty.
-    pub fn string<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    pub(crate) fn string<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
         Ok(opt_string(d)?.unwrap_or_default())
     }
 
     /// An optional string; numbers and booleans are stringified; null, arrays and objects are `None`.
-    pub fn opt_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    pub(crate) fn opt_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
         Ok(value_to_string(&Value::deserialize(d)?))
     }
 
     /// The text form of a scalar value.
-    pub fn value_to_string(v: &Value) -> Option<String> {
+    pub(crate) fn value_to_string(v: &Value) -> Option<String> {
         match v {
             Value::String(s) => Some(s.clone()),
             Value::Number(n) => Some(n.to_string()),
@@ -35,7 +35,7 @@ pub mod lenient {
     }
 
     /// A number; a numeric string is parsed; anything else is `None`.
-    pub fn opt_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Number>, D::Error> {
+    pub(crate) fn opt_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Number>, D::Error> {
         Ok(match Value::deserialize(d)? {
             Value::Number(n) => Some(n),
             Value::String(s) => {
@@ -50,7 +50,7 @@ pub mod lenient {
     }
 
     /// A list of strings; a single string is a one-item list; non-string items are shown as compact JSON.
-    pub fn string_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    pub(crate) fn string_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
         Ok(match Value::deserialize(d)? {
             Value::Array(items) => items
                 .iter()
@@ -62,7 +62,7 @@ pub mod lenient {
     }
 
     /// A boolean; `"true"`/`"false"`, `"yes"`/`"no"` and 0/1 are accepted.
-    pub fn opt_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    pub(crate) fn opt_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
         Ok(match Value::deserialize(d)? {
             Value::Bool(b) => Some(b),
             Value::Number(n) => n.as_f64().map(|f| f != 0.0),
@@ -76,17 +76,17 @@ pub mod lenient {
     }
 
     /// A boolean, false when missing or unreadable.
-    pub fn bool<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    pub(crate) fn bool<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
         Ok(opt_bool(d)?.unwrap_or(false))
     }
 
     /// A non-negative integer; floats are truncated; anything else is 0.
-    pub fn u32<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    pub(crate) fn u32<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
         Ok(opt_u32(d)?.unwrap_or(0))
     }
 
     /// An optional non-negative integer.
-    pub fn opt_u32<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    pub(crate) fn opt_u32<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
         Ok(opt_number(d)?
             .and_then(|n| n.as_f64())
             .filter(|f| *f >= 0.0)
@@ -94,18 +94,10 @@ pub mod lenient {
     }
 
     /// A list of strings (names); non-strings are dropped.
-    pub fn names<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    pub(crate) fn names<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
         Ok(match Value::deserialize(d)? {
             Value::Array(items) => items.iter().filter_map(value_to_string).collect(),
             _ => Vec::new(),
-        })
-    }
-
-    /// Any JSON object; other values become an empty map.
-    pub fn object<'de, D: Deserializer<'de>>(d: D) -> Result<Map<String, Value>, D::Error> {
-        Ok(match Value::deserialize(d)? {
-            Value::Object(m) => m,
-            _ => Map::new(),
         })
     }
 }
@@ -148,12 +140,12 @@ impl Envelope {
     }
 
     /// A string field of the payload (`task_id`, `filepath`, …).
-    pub fn payload_str(&self, key: &str) -> Option<&str> {
+    pub(crate) fn payload_str(&self, key: &str) -> Option<&str> {
         self.payload.get(key).and_then(Value::as_str)
     }
 
     /// Parses one queue line; `None` for anything that is not a JSON object.
-    pub fn parse_line(line: &[u8]) -> Option<Self> {
+    pub(crate) fn parse_line(line: &[u8]) -> Option<Self> {
         let v: Value = serde_json::from_slice(line).ok()?;
         from_object(&v)
     }
@@ -241,7 +233,7 @@ impl LockEntry {
     }
 
     /// True when someone holds it and it has not expired.
-    pub fn is_live(&self, now: DateTime<Utc>) -> bool {
+    pub(crate) fn is_live(&self, now: DateTime<Utc>) -> bool {
         self.worker_id.is_some() && !self.is_expired(now)
     }
 }
@@ -327,8 +319,6 @@ impl<'de> Deserialize<'de> for WorkerStatus {
 /// How long a `RUNNING` or `BLOCKED` worker may stay silent before it is stale, unless the root's
 /// settings say otherwise ([`crate::store::Settings::stale_after`]).
 pub const STALE_AFTER: Duration = Duration::minutes(10);
-
-pub use crate::store::settings::STALE_AFTER_ENV;
 
 /// One worker's entry in `worker-status.json`, extra fields kept.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -465,7 +455,7 @@ impl Default for ResolvePhase {
 }
 
 /// Discussion rounds allowed by default.
-pub const DEFAULT_MAX_ROUNDS: u32 = 3;
+pub(crate) const DEFAULT_MAX_ROUNDS: u32 = 3;
 
 fn not_started() -> String {
     PHASE_NOT_STARTED.to_owned()
@@ -475,10 +465,10 @@ fn default_max_rounds() -> u32 {
 }
 
 /// Phase status words as constants for `match`, derived from [`PhaseStatus`] (spelled there once).
-pub const PHASE_NOT_STARTED: &str = PhaseStatus::NotStarted.as_str();
-/// See [`PhaseStatus::InProgress`].
+pub(crate) const PHASE_NOT_STARTED: &str = PhaseStatus::NotStarted.as_str();
+/// See `PhaseStatus::InProgress`.
 pub const PHASE_IN_PROGRESS: &str = PhaseStatus::InProgress.as_str();
-/// See [`PhaseStatus::Complete`].
+/// See `PhaseStatus::Complete`.
 pub const PHASE_COMPLETE: &str = PhaseStatus::Complete.as_str();
 
 /// The four phases of a session.

@@ -25,7 +25,7 @@ use crate::store::time::{add, format_ts};
 use crate::store::{Root, TrackName};
 
 /// `conductor/supervisor/notices/{track}.json`: the causes already posted on a track.
-pub fn marker_path(root: &Root, track: &TrackName) -> PathBuf {
+pub(crate) fn marker_path(root: &Root, track: &TrackName) -> PathBuf {
     root.supervisor_dir()
         .join("notices")
         .join(format!("{track}.json"))

@@ -23,7 +23,7 @@ use crate::store::lock::lock_file;
 use crate::store::time::{now_ts, parse_ts};
 
 /// Pattern of message types.
-pub const TYPE_PATTERN: &str = "^[A-Z][A-Z0-9_]*$";
+pub(crate) const TYPE_PATTERN: &str = "^[A-Z][A-Z0-9_]*$";
 
 /// True when `kind` matches [`TYPE_PATTERN`].
 pub(crate) fn is_valid_type(kind: &str) -> bool {
@@ -36,7 +36,7 @@ pub(crate) fn is_valid_type(kind: &str) -> bool {
 }
 
 /// A message `type` (`PROGRESS`, `TASK_COMPLETE`, or any other word a track agrees on): validated
-/// against [`TYPE_PATTERN`] and at most 64 bytes when parsed (docs/PROTOCOL.md 1.3). The engine's own
+/// against `TYPE_PATTERN` and at most 64 bytes when parsed (docs/PROTOCOL.md 1.3). The engine's own
 /// words convert from [`MessageType`](super::vocab::MessageType) without a check or an allocation.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct MessageKind(std::borrow::Cow<'static, str>);
@@ -47,7 +47,7 @@ impl MessageKind {
     /// The pattern a value must match (and at most 64 bytes), as shown in error messages.
     pub const PATTERN: &'static str = TYPE_PATTERN;
 
-    /// Parses `value`; refuses (`Error::InvalidName`) a value that does not match [`TYPE_PATTERN`]
+    /// Parses `value`; refuses (`Error::InvalidName`) a value that does not match `TYPE_PATTERN`
     /// or is longer than 64 bytes.
     pub fn parse(value: &str) -> Result<Self> {
         if is_valid_type(value) {
@@ -83,7 +83,7 @@ crate::store::ids::str_id_impls!(MessageKind);
 
 /// Builds a fresh envelope (new id, now) after checking the source and the payload (the type was
 /// checked when parsed).
-pub fn envelope(kind: &MessageKind, source: &str, payload: Value) -> Result<Envelope> {
+pub(crate) fn envelope(kind: &MessageKind, source: &str, payload: Value) -> Result<Envelope> {
     let kind = kind.as_str();
     check_free_text("source", source)?;
     let payload = match payload {
@@ -112,7 +112,7 @@ pub fn envelope(kind: &MessageKind, source: &str, payload: Value) -> Result<Enve
 }
 
 /// Largest chunk of whole lines a batch writes under one hold of the queue's flock.
-pub const BATCH_BYTES: usize = 64 * 1024;
+pub(crate) const BATCH_BYTES: usize = 64 * 1024;
 
 /// An open `queue.jsonl` for appending (one flock per append, the file opened once).
 ///
@@ -123,7 +123,7 @@ pub const BATCH_BYTES: usize = 64 * 1024;
 /// between: a deleted file has no links, and `bus archive` marks the file it moves away read-only
 /// while it holds the queue's lock. Either hint sends the writer back to the name.
 #[derive(Debug)]
-pub struct QueueWriter {
+pub(crate) struct QueueWriter {
     root: Root,
     path: PathBuf,
     file: File,
@@ -146,7 +146,7 @@ fn open_append(root: &Root, path: &Path) -> Result<(File, (u64, u64))> {
 
 impl QueueWriter {
     /// Opens (creating if missing, with its directory) the queue at `path` under `root`.
-    pub fn open(root: &Root, path: &Path) -> Result<Self> {
+    pub(crate) fn open(root: &Root, path: &Path) -> Result<Self> {
         if let Some(dir) = path.parent() {
             crate::store::atomic::ensure_dir(root, dir)?;
         }
@@ -154,7 +154,7 @@ impl QueueWriter {
     }
 
     /// Opens the queue at `path` in a directory that must exist (the file is created if missing).
-    pub fn open_in_place(root: &Root, path: &Path) -> Result<Self> {
+    pub(crate) fn open_in_place(root: &Root, path: &Path) -> Result<Self> {
         let (file, identity) = open_append(root, path)?;
         Ok(Self {
             root: root.clone(),
@@ -166,14 +166,9 @@ impl QueueWriter {
         })
     }
 
-    /// Appends one envelope as one compact line.
-    pub fn append(&mut self, env: &Envelope) -> Result<()> {
-        self.append_line(&line_of(env))
-    }
-
     /// Appends `line` (which must end in `\n`; it may hold several whole lines) in one `write` under the
     /// queue's flock, fencing a torn last line.
-    pub fn append_line(&mut self, line: &[u8]) -> Result<()> {
+    pub(crate) fn append_line(&mut self, line: &[u8]) -> Result<()> {
         debug_assert!(line.ends_with(b"\n"));
         if !self.name_leads_here() {
             self.reopen()?;
@@ -317,7 +312,7 @@ impl QueueWriter {
 /// How long a torn tail must have stayed unterminated and unchanged before it is taken for a dead
 /// writer's and fenced (docs/PROTOCOL.md 3.2). A copy of a line of a few MiB takes milliseconds; a writer
 /// preempted on a loaded machine is back within tens of milliseconds; 2 s leaves a wide margin over both.
-pub const FENCE_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
+pub(crate) const FENCE_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Writes all of `bytes` (appending); on failure, how many bytes went out before it.
 fn write_counted(
@@ -336,13 +331,8 @@ fn write_counted(
     Ok(())
 }
 
-/// Appends one envelope to the queue at `path`.
-pub fn append(root: &Root, path: &Path, env: &Envelope) -> Result<()> {
-    QueueWriter::open(root, path)?.append(env)
-}
-
 /// One envelope as one compact line, newline included.
-pub fn line_of(env: &Envelope) -> Vec<u8> {
+pub(crate) fn line_of(env: &Envelope) -> Vec<u8> {
     let mut line = crate::store::json_text(env, false);
     line.push(b'\n');
     line
@@ -390,9 +380,9 @@ impl Filter {
 
 /// Longest queue line a reader takes in (without its newline). A longer line is skipped, counted in
 /// `skipped` and listed in [`ReadResult::oversized`]; readers never hold more than this for one line.
-pub const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 
-/// A line passed over for being longer than [`MAX_LINE_BYTES`].
+/// A line passed over for being longer than `MAX_LINE_BYTES`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct OversizedLine {
     /// Byte offset of the line's start.
@@ -438,7 +428,7 @@ pub struct ReadResult {
     pub next_offset: u64,
     /// Pass back as `cursor` for the next page; `null` when this page holds the last message.
     pub next_cursor: Option<String>,
-    /// Lines over [`MAX_LINE_BYTES`] that were skipped.
+    /// Lines over `MAX_LINE_BYTES` that were skipped.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub oversized: Vec<OversizedLine>,
 }
@@ -552,7 +542,7 @@ pub fn read(path: &Path, filter: &Filter) -> Result<ReadResult> {
 
 /// Reads one page of the messages passing `filter`, oldest first, streaming: memory holds one line
 /// (at most [`MAX_LINE_BYTES`]) and the page, never the file.
-pub fn read_page(path: &Path, filter: &Filter, page: &Page) -> Result<ReadResult> {
+pub(crate) fn read_page(path: &Path, filter: &Filter, page: &Page) -> Result<ReadResult> {
     let Some(mut file) = open_queue(path)? else {
         if let Some(c) = &page.cursor
             && c != "0"
@@ -674,7 +664,7 @@ impl<'f> RevNewlines<'f> {
 }
 
 /// The last `n` messages passing `filter`, found by reading backwards from the end in blocks: each
-/// byte is read at most twice, and a line over [`MAX_LINE_BYTES`] is skipped without being read.
+/// byte is read at most twice, and a line over `MAX_LINE_BYTES` is skipped without being read.
 pub fn tail(path: &Path, n: usize, filter: &Filter) -> Result<ReadResult> {
     tail_page(path, n, filter, None)
 }
@@ -742,7 +732,7 @@ pub(crate) fn tail_page(
 
 /// Reads the complete lines appended at or after `offset`: (messages, offset after the last complete
 /// line, bad lines skipped). A trailing unterminated line is left for the next call; a line over
-/// [`MAX_LINE_BYTES`] is passed over without being held.
+/// `MAX_LINE_BYTES` is passed over without being held.
 pub fn read_from(path: &Path, offset: u64) -> Result<(Vec<Envelope>, u64, usize)> {
     let Some(mut file) = open_queue(path)? else {
         return Ok((Vec::new(), 0, 0));
@@ -826,6 +816,11 @@ fn identity(path: &Path) -> Option<(u64, u64)> {
 mod tests {
     use super::*;
 
+    /// Appends one envelope to the queue at `path`.
+    fn append(root: &Root, path: &Path, env: &Envelope) -> Result<()> {
+        QueueWriter::open(root, path)?.append_line(&line_of(env))
+    }
+
     fn env(i: usize) -> Envelope {
         let mut e = envelope(
             &super::super::vocab::MessageType::Progress.into(),
@@ -901,7 +896,7 @@ mod tests {
         let p = dir.path().join("queue.jsonl");
         let mut w = QueueWriter::open(&Root::at(dir.path()), &p).unwrap();
         for i in 0..3000 {
-            w.append(&env(i)).unwrap();
+            w.append_line(&line_of(&env(i))).unwrap();
             if i % 700 == 0 {
                 let mut f = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
                 f.write_all(b"not json\n\n").unwrap();

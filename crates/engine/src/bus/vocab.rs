@@ -5,13 +5,13 @@
 //! types in [`super::model`] keep the words as written (foreign writers use others), and compare
 //! against these.
 
-pub use crate::words::Vocabulary;
+pub(crate) use crate::words::Vocabulary;
 use crate::words::words;
 
 words!(
     /// The message types the engine posts or reacts to (docs/PROTOCOL.md §3.2). Other upper-case types are
     /// valid on the bus and kept as written.
-    MessageType {
+    pub MessageType {
         /// Progress of a task.
         Progress = "PROGRESS",
         /// A task is done; writes `TASK_COMPLETE_{task_id}.event`.
@@ -49,7 +49,7 @@ words!(
 
 words!(
     /// A board session's status, in the order a session moves through them (docs/PROTOCOL.md §4).
-    SessionStatus {
+    pub(crate) SessionStatus {
         /// Directors assess the proposal.
         Assessing = "ASSESSING",
         /// Directors discuss, in rounds.
@@ -65,7 +65,7 @@ words!(
 
 words!(
     /// The status of one phase of a session (`phases.assess.status`, …).
-    PhaseStatus {
+    pub(crate) PhaseStatus {
         /// Not reached yet.
         NotStarted = "NOT_STARTED",
         /// The current phase.
@@ -79,7 +79,7 @@ words!(
 
 words!(
     /// The checkpoints a session may be opened for.
-    Checkpoint {
+    pub(crate) Checkpoint {
         /// Before work starts.
         EvaluatePlan = "EVALUATE_PLAN",
         /// After the work.
@@ -93,7 +93,7 @@ words!(
 
 words!(
     /// A director's assessment verdict (`assessments.json[director].verdict`).
-    AssessVerdict {
+    pub(crate) AssessVerdict {
         /// For.
         Approve = "APPROVE",
         /// For, with concerns (counts as for in a quick review).
@@ -105,7 +105,7 @@ words!(
 
 words!(
     /// A director's final vote (`votes.json[director].final_verdict`).
-    VoteVerdict {
+    pub(crate) VoteVerdict {
         /// For.
         Approve = "APPROVE",
         /// Against.
@@ -115,7 +115,7 @@ words!(
 
 words!(
     /// The kind of a discussion line (`discussion.jsonl` `type`).
-    DiscussKind {
+    pub(crate) DiscussKind {
         /// Disputes a point.
         Challenge = "CHALLENGE",
         /// Agrees with a point.
@@ -130,7 +130,7 @@ words!(
 words!(
     /// The words a worker's status is written with (`worker-status.json`); readers map these onto
     /// [`super::model::WorkerStatus`], which also keeps unknown words.
-    WorkerWord {
+    pub(crate) WorkerWord {
         /// Working, must keep beating.
         Running = "RUNNING",
         /// Done.
@@ -143,13 +143,13 @@ words!(
 );
 
 /// `COMPLETED`: a foreign spelling of [`WorkerWord::Complete`] that readers accept.
-pub const WORKER_COMPLETED_ALIAS: &str = "COMPLETED";
+pub(crate) const WORKER_COMPLETED_ALIAS: &str = "COMPLETED";
 
 /// The addressee of a discussion line meant for the whole board.
-pub const TO_ALL: &str = "ALL";
+pub(crate) const TO_ALL: &str = "ALL";
 
 /// The default board, in seating order.
-pub const DEFAULT_DIRECTORS: [&str; 5] = ["CA", "CPO", "CSO", "COO", "CXO"];
+pub(crate) const DEFAULT_DIRECTORS: [&str; 5] = ["CA", "CPO", "CSO", "COO", "CXO"];
 
 #[cfg(test)]
 mod tests {

@@ -699,8 +699,8 @@ impl Conductor {
             } else {
                 ApprovalStatus::Approved
             },
-            handoff_id: hid.to_string(),
-            workflow_id: wf.to_string(),
+            handoff_id: hid.clone(),
+            workflow_id: wf.clone(),
             target_god: god.to_string(),
             target_step: f.dispatch.step.clone(),
             state_status: st.status.clone(),
@@ -733,8 +733,8 @@ impl Conductor {
         };
         Ok(ApprovalResult {
             status,
-            handoff_id: hid.to_string(),
-            workflow_id: wf.to_string(),
+            handoff_id: hid.clone(),
+            workflow_id: wf.clone(),
             target_god: god.to_string(),
             target_step: text("step").into(),
             state_status: st.status.clone(),
@@ -917,7 +917,7 @@ pub(crate) fn held_step(input: HeldInput<'_>) -> Result<HeldStep> {
 }
 
 /// The operator decisions on held dispatches recorded in a state (`approvals`).
-pub fn approvals(st: &WorkflowState) -> Vec<serde_json::Map<String, Value>> {
+pub(crate) fn approvals(st: &WorkflowState) -> Vec<serde_json::Map<String, Value>> {
     st.extra
         .get("approvals")
         .and_then(Value::as_array)

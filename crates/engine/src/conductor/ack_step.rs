@@ -182,7 +182,7 @@ pub(crate) fn ack_result(
         acknowledged: true,
         handoff_id: rec.handoff_id.clone(),
         ack_id: rec.ack_id.clone(),
-        workflow_id: wf.to_string(),
+        workflow_id: wf.clone(),
         status: rec.status.clone(),
         state_status: st.status.clone(),
         by: rec.by.clone().unwrap_or_else(|| god.clone()),

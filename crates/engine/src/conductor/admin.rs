@@ -23,7 +23,7 @@ use crate::store::atomic::{ensure_dir, write_atomic, write_json};
 use crate::store::lock::FileLock;
 use crate::store::read::read_json;
 use crate::store::time::now_ts;
-use crate::store::{GodName, HandoffId, Root, WorkflowId};
+use crate::store::{GodName, HandoffId, WorkflowId};
 
 /// The gods whose inboxes `init` creates.
 pub const DEFAULT_GODS: [&str; 8] = [
@@ -381,7 +381,7 @@ impl Conductor {
                 self.withdraw_all(&wf, &st, &reason, &by_label)?;
                 return Ok(AbortResult {
                     status: AbortStatus::Aborted,
-                    workflow_id: wf.to_string(),
+                    workflow_id: wf.clone(),
                     artifacts_marked: m.artifacts_marked,
                     artifacts_skipped: m.artifacts_skipped,
                     manifest_path: text(&manifest_path),
@@ -457,7 +457,7 @@ impl Conductor {
         self.withdraw_all(&wf, &st, reason, &by_label)?;
         Ok(AbortResult {
             status: AbortStatus::Aborted,
-            workflow_id: wf.to_string(),
+            workflow_id: wf.clone(),
             artifacts_marked: marked,
             artifacts_skipped: skipped,
             manifest_path: text(&manifest_path),
@@ -651,7 +651,7 @@ impl Conductor {
             } else {
                 CleanupStatus::Cleaned
             },
-            workflow_id: wf.to_string(),
+            workflow_id: wf.clone(),
             deleted: None,
             would_delete: None,
             missing: Vec::new(),
@@ -816,14 +816,6 @@ pub(crate) fn aborted(input: AbortInput<'_>) -> (AbortManifest, WorkflowState) {
     st.aborted_by = Some(by.to_owned());
     st.updated = Some(now.to_owned());
     (manifest, st)
-}
-
-/// Reads every inbox (for the live model): god -> (dispatches with their paths, errors).
-pub fn read_all_inboxes(root: &Root) -> BTreeMap<String, files::DirListing> {
-    files::god_dirs(&root.pending_root())
-        .into_iter()
-        .map(|g| (g.to_string(), files::read_dispatch_dir(&root.inbox_dir(&g))))
-        .collect()
 }
 
 /// A dispatch file of a workflow that is over the read limit (see `Conductor::oversize_dispatches`).

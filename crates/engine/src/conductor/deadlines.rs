@@ -43,13 +43,13 @@ pub struct DeadlineIndex {
     generation: u64,
     /// Files read since the index was created (a measure of the work done).
     pub reads: u64,
-    /// Open dispatches whose deadline can never fire, and why ([`super::delivery::never_due`]).
+    /// Open dispatches whose deadline can never fire, and why (`super::delivery::never_due`).
     pub never_due: std::collections::BTreeMap<PathBuf, String>,
 }
 
 /// When an inbox dispatch needs the supervisor: its ack deadline; at once when a crash left a move
 /// half done (its `to_god` differs from its inbox, or it carries `dead_at`); `None` otherwise.
-pub fn dispatch_due(d: &Dispatch, inbox_god: &str) -> Option<DateTime<Utc>> {
+pub(crate) fn dispatch_due(d: &Dispatch, inbox_god: &str) -> Option<DateTime<Utc>> {
     if d.deliveries.is_empty() && d.ack_wait.is_none() {
         return None;
     }
@@ -223,7 +223,12 @@ impl DeadlineIndex {
 
     /// When `path` is still due at `now` (its act failed or was left for later), moves its entry to
     /// `now + retry` (in the index only).
-    pub fn postpone_if_due(&mut self, path: &Path, now: DateTime<Utc>, retry: std::time::Duration) {
+    pub(crate) fn postpone_if_due(
+        &mut self,
+        path: &Path,
+        now: DateTime<Utc>,
+        retry: std::time::Duration,
+    ) {
         if let Some(e) = self.entries.get(path)
             && e.due <= now
         {
@@ -240,7 +245,7 @@ impl DeadlineIndex {
 
     /// Takes every entry due at `now` out of the index, earliest first (the caller acts on each and
     /// refreshes the paths it touched, which puts them back with their new due time).
-    pub fn take_due(&mut self, now: DateTime<Utc>) -> Vec<(PathBuf, Kind)> {
+    pub(crate) fn take_due(&mut self, now: DateTime<Utc>) -> Vec<(PathBuf, Kind)> {
         let mut out = Vec::new();
         while let Some((due, path, kind)) = self.live_top() {
             if due > now {

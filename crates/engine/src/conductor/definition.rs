@@ -89,7 +89,7 @@ pub struct PublishDef {
 }
 
 /// The god a `nats_publish` step without one is recorded under: the bridge performs it.
-pub const PUBLISH_GOD: &str = "bridge";
+pub(crate) const PUBLISH_GOD: &str = "bridge";
 
 /// A definition or rule file that could not be loaded, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -107,7 +107,7 @@ impl WorkflowDef {
     }
 
     /// The index of the step with this id.
-    pub fn step_index(&self, id: &str) -> Option<usize> {
+    pub(crate) fn step_index(&self, id: &str) -> Option<usize> {
         self.steps.iter().position(|s| s.id == id)
     }
 
@@ -117,7 +117,7 @@ impl WorkflowDef {
     }
 
     /// Every `temp_artifacts` entry of every step, in order, without repeats.
-    pub fn temp_artifacts(&self) -> Vec<String> {
+    pub(crate) fn temp_artifacts(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         for s in &self.steps {
             for t in &s.temp_artifacts {
@@ -355,7 +355,7 @@ impl StepDef {
     /// definition asks (docs/PROTOCOL.md §2.1 `step_def`): `action`, `skill`, `input_from` and every key
     /// this engine does not use (`output`, `description`, `prompt`, …), in that order. Keys the engine
     /// acts on (god, gates, timeouts, delivery, approval, publish templates) are not repeated.
-    pub fn descriptive_keys(&self) -> Map<String, Value> {
+    pub(crate) fn descriptive_keys(&self) -> Map<String, Value> {
         let mut out = Map::new();
         for (k, v) in [
             ("action", &self.action),

@@ -88,7 +88,7 @@ fn duration_value(what: &str, v: &Value) -> Result<Duration, String> {
 
 impl DeclaredPolicy {
     /// Reads `ack_wait`, `max_deliveries` and `backoff` from a step (or a rule's `then`).
-    pub fn from_map(m: &Map<String, Value>) -> Result<Self, String> {
+    pub(crate) fn from_map(m: &Map<String, Value>) -> Result<Self, String> {
         let ack_wait = match m.get("ack_wait") {
             None | Some(Value::Null) => None,
             Some(v) => Some(duration_value("ack_wait", v)?),
@@ -179,7 +179,7 @@ impl Policy {
     }
 
     /// The policy a dispatch carries, if it has one (`ack_wait` present and readable).
-    pub fn of_dispatch(d: &Dispatch) -> Option<Self> {
+    pub(crate) fn of_dispatch(d: &Dispatch) -> Option<Self> {
         let ack_wait = parse_duration_text(d.ack_wait.as_deref()?)?;
         Some(Self {
             ack_wait,
@@ -196,14 +196,14 @@ impl Policy {
     }
 
     /// Writes the policy (not the deliveries) into a dispatch.
-    pub fn stamp_policy(&self, d: &mut Dispatch) {
+    pub(crate) fn stamp_policy(&self, d: &mut Dispatch) {
         d.ack_wait = Some(duration_text(self.ack_wait));
         d.max_deliveries = Some(self.max_deliveries);
         d.backoff = self.backoff.iter().map(|b| duration_text(*b)).collect();
     }
 
     /// Writes the policy and the first delivery into a new dispatch.
-    pub fn stamp(&self, d: &mut Dispatch, now: DateTime<Utc>) {
+    pub(crate) fn stamp(&self, d: &mut Dispatch, now: DateTime<Utc>) {
         d.ack_wait = Some(duration_text(self.ack_wait));
         d.max_deliveries = Some(self.max_deliveries);
         d.backoff = self.backoff.iter().map(|b| duration_text(*b)).collect();
@@ -217,9 +217,9 @@ impl Policy {
 
 /// What is due for one open dispatch at a given time.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Due {
+pub(crate) enum Due {
     /// Nothing yet; the deadline, if it has one.
-    NotDue(Option<DateTime<Utc>>),
+    NotYet(Option<DateTime<Utc>>),
     /// Deliver it again, as delivery number `n`, to `to`, with the next deadline.
     Redeliver {
         /// The delivery number this redelivery makes.
@@ -238,7 +238,7 @@ pub enum Due {
 
 /// The god delivery number `n` goes to: the first target for deliveries 1 and 2, then the step's
 /// `fallback_gods` in order (the last one keeps it once they are used up).
-pub fn target_of(first: &str, fallbacks: &[String], n: usize) -> String {
+pub(crate) fn target_of(first: &str, fallbacks: &[String], n: usize) -> String {
     let mut targets: Vec<&str> = vec![first];
     targets.extend(fallbacks.iter().map(String::as_str).filter(|g| *g != first));
     let i = n.saturating_sub(2).min(targets.len() - 1);
@@ -246,18 +246,18 @@ pub fn target_of(first: &str, fallbacks: &[String], n: usize) -> String {
 }
 
 /// Decides what is due for dispatch `d` at `now` (pure; the step's `fallback_gods` given).
-pub fn decide(d: &Dispatch, fallbacks: &[String], now: DateTime<Utc>) -> Due {
+pub(crate) fn decide(d: &Dispatch, fallbacks: &[String], now: DateTime<Utc>) -> Due {
     let Some(policy) = Policy::of_dispatch(d) else {
-        return Due::NotDue(None);
+        return Due::NotYet(None);
     };
     if !matches!(d.ack_status, AckStatus::Unacked | AckStatus::Pending) {
-        return Due::NotDue(None);
+        return Due::NotYet(None);
     }
     let Some(deadline) = d.ack_deadline.as_deref().and_then(parse_ts) else {
-        return Due::NotDue(None);
+        return Due::NotYet(None);
     };
     if deadline > now {
-        return Due::NotDue(Some(deadline));
+        return Due::NotYet(Some(deadline));
     }
     let n = d.deliveries.len().max(1);
     if n >= policy.max_deliveries as usize {
@@ -290,7 +290,7 @@ pub fn decide(d: &Dispatch, fallbacks: &[String], now: DateTime<Utc>) -> Due {
 /// that far: an ack's wait and a `pending` ETA are both at most 365 days). Such a dispatch is never
 /// redelivered; `tick` and `validate` name it. Dispatches without a delivery policy, and acked ones, have
 /// no deadline to fire and are never named.
-pub fn never_due(d: &Dispatch, now: DateTime<Utc>) -> Option<String> {
+pub(crate) fn never_due(d: &Dispatch, now: DateTime<Utc>) -> Option<String> {
     if (d.deliveries.is_empty() && d.ack_wait.is_none())
         || d.dead_at.is_some()
         || !matches!(d.ack_status, AckStatus::Unacked | AckStatus::Pending)
@@ -327,7 +327,7 @@ pub fn never_due(d: &Dispatch, now: DateTime<Utc>) -> Option<String> {
 
 /// The deadline after an ack: `pending` with a readable future ETA moves it to the ETA, `pending`
 /// without one restarts the current wait (a progress ack); other statuses end it.
-pub fn deadline_after_ack(
+pub(crate) fn deadline_after_ack(
     d: &Dispatch,
     status: &AckStatus,
     eta: Option<&str>,
@@ -346,7 +346,7 @@ pub fn deadline_after_ack(
 }
 
 /// How long a dispatch that could not be handled waits before the supervisor tries it again.
-pub const RETRY_AFTER: Duration = Duration::from_secs(5);
+pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(5);
 
 /// What one pass of the supervisor did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -676,7 +676,7 @@ impl Conductor {
             });
         }
         match decide(&d, &[], now) {
-            Due::NotDue(_) => None,
+            Due::NotYet(_) => None,
             _ => match self.deliver_due(path, &d, now) {
                 Ok(Some((act, dead))) => Some(self.record_act(act, dead, report, next)),
                 Ok(None) => None,
@@ -754,7 +754,7 @@ impl Conductor {
         let from = GodName::parse(&d.to_god)?;
         let fallbacks = self.step_fallbacks(&d);
         match decide(&d, &fallbacks, now) {
-            Due::NotDue(_) => Ok(None),
+            Due::NotYet(_) => Ok(None),
             Due::Redeliver { n, to, deadline } => {
                 let to_god = GodName::parse(&to)?;
                 let target = self.root.inbox_dir(&to_god).join(format!("{hid}.json"));
@@ -904,7 +904,7 @@ impl Conductor {
     }
 
     /// Finds a dead letter by handoff id (in any god's dead letters).
-    pub fn find_dead(&self, hid: &HandoffId) -> Option<DeadLetter> {
+    pub(crate) fn find_dead(&self, hid: &HandoffId) -> Option<DeadLetter> {
         list_dead(&self.root)
             .dead
             .into_iter()
@@ -1022,7 +1022,7 @@ impl Conductor {
 /// How often `pantheon serve` writes its heartbeat.
 pub const SUPERVISOR_BEAT: Duration = Duration::from_secs(10);
 /// A supervisor whose heartbeat is older than this is not alive.
-pub const SUPERVISOR_DEAD_AFTER: Duration = Duration::from_secs(30);
+pub(crate) const SUPERVISOR_DEAD_AFTER: Duration = Duration::from_secs(30);
 
 /// The heartbeat file of supervisor `id` (`conductor/supervisor/{id}.json`).
 fn heartbeat_path(root: &Root, id: &str) -> Result<PathBuf> {
@@ -1055,7 +1055,7 @@ pub fn remove_supervisor_heartbeat(root: &Root, id: &str) -> Result<()> {
 }
 
 /// True when a supervisor whose last beat was `last_beat` is alive at `now`: it beat within
-/// [`SUPERVISOR_DEAD_AFTER`], and not further than that ahead of `now` either (a beat stamped in the
+/// `SUPERVISOR_DEAD_AFTER`, and not further than that ahead of `now` either (a beat stamped in the
 /// future, by a skewed clock or a planted file, would otherwise count as alive for years and hide that
 /// no supervisor enforces the deadlines).
 pub fn supervisor_alive(last_beat: DateTime<Utc>, now: DateTime<Utc>) -> bool {
@@ -1083,7 +1083,7 @@ pub fn live_supervisors(root: &Root, now: DateTime<Utc>) -> Vec<Value> {
 
 /// How many open dispatches have an ack deadline, when no supervisor is alive to enforce it (`None`
 /// when one is alive or nothing has a deadline).
-pub fn unsupervised_deadlines(root: &Root, now: DateTime<Utc>) -> Option<usize> {
+pub(crate) fn unsupervised_deadlines(root: &Root, now: DateTime<Utc>) -> Option<usize> {
     let mut n = 0;
     for god in files::god_dirs(&root.pending_root()) {
         n += files::read_dispatch_dir(&root.inbox_dir(&god))

@@ -32,7 +32,7 @@ fn redelivers_to_the_same_god_then_fallbacks_then_dead() {
     let now = t("2026-01-01T00:00:11Z");
     assert_eq!(
         decide(&dispatch(1, "2026-01-01T00:00:12Z"), &fb, now),
-        Due::NotDue(Some(t("2026-01-01T00:00:12Z")))
+        Due::NotYet(Some(t("2026-01-01T00:00:12Z")))
     );
     match decide(&dispatch(1, "2026-01-01T00:00:10Z"), &fb, now) {
         Due::Redeliver { n, to, deadline } => {
@@ -51,7 +51,7 @@ fn redelivers_to_the_same_god_then_fallbacks_then_dead() {
     ));
     let mut accepted = dispatch(1, "2026-01-01T00:00:10Z");
     accepted.ack_status = AckStatus::Accepted;
-    assert_eq!(decide(&accepted, &fb, now), Due::NotDue(None));
+    assert_eq!(decide(&accepted, &fb, now), Due::NotYet(None));
     assert_eq!(target_of("thoth", &fb, 9), "ra");
 }
 

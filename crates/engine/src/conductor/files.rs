@@ -36,35 +36,6 @@ pub(crate) fn read_model<T: serde::de::DeserializeOwned>(
     }
 }
 
-/// Every workflow state in `conductor/state/` (abort manifests, lock files and temp files skipped),
-/// each parsed or with the reason it could not be.
-pub fn list_states(root: &Root) -> Vec<(PathBuf, Result<WorkflowState, String>)> {
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(root.state_dir()) else {
-        return out;
-    };
-    let mut paths: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    paths.sort();
-    for p in paths {
-        let name = p
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if name.starts_with('.')
-            || !name.ends_with(".json")
-            || name.ends_with(crate::store::layout::ABORTED_SUFFIX)
-        {
-            continue;
-        }
-        match read_model::<WorkflowState>(&p) {
-            Ok(Some(s)) => out.push((p, Ok(s))),
-            Ok(None) => {}
-            Err(e) => out.push((p, Err(e.error))),
-        }
-    }
-    out
-}
-
 /// The state of a workflow, `None` if it has none. A state that does not parse is an error (it is
 /// never overwritten).
 pub(crate) fn load_state(root: &Root, wf: &WorkflowId) -> Result<Option<WorkflowState>> {
@@ -117,7 +88,7 @@ pub(crate) fn write_state(root: &Root, wf: &WorkflowId, state: &WorkflowState) -
 }
 
 /// The dispatches of one directory with their paths, and the files that could not be read.
-pub type DirListing = (Vec<(PathBuf, Dispatch)>, Vec<FileError>);
+pub(crate) type DirListing = (Vec<(PathBuf, Dispatch)>, Vec<FileError>);
 
 /// The dispatch files of one directory (an inbox, the quarantine or an archive), oldest first.
 /// Hidden files (temp files of writes in progress) are skipped; anything else that is not a readable
@@ -180,23 +151,8 @@ pub(crate) fn dispatch_order(
     (t, name)
 }
 
-/// A god's inbox (`check_inbox`): the page `request` asks for, oldest first.
-pub fn read_inbox_page(
-    root: &Root,
-    god: &GodName,
-    request: &super::paging::PageRequest,
-) -> Result<super::InboxResult> {
-    inbox_page(root, god, request, |dir| {
-        let (found, errors) = read_dispatch_dir(dir);
-        let shared = found
-            .into_iter()
-            .map(|(p, d)| (p, std::sync::Arc::new(d)))
-            .collect();
-        (shared, errors)
-    })
-}
-
-/// [`read_inbox_page`] over the listing `read` gives of the inbox directory.
+/// A god's inbox (`check_inbox`): the page `request` asks for, oldest first, over the listing `read`
+/// gives of the inbox directory.
 pub(crate) fn inbox_page(
     root: &Root,
     god: &GodName,
@@ -234,15 +190,10 @@ pub(crate) fn inbox_page(
     })
 }
 
-/// A god's whole inbox, oldest first.
-pub fn read_inbox(root: &Root, god: &GodName) -> crate::error::Result<super::InboxResult> {
-    read_inbox_page(root, god, &super::paging::PageRequest::default())
-}
-
 /// The god directories under `dir` (inboxes or archives), by valid name, sorted.
 /// Directories other engines keep in `conductor/pending/` that are no god's inbox: the public origin's
 /// engine makes `_webhooks/` and `inbox/` there.
-pub const FOREIGN_PENDING_DIRS: [&str; 2] = ["_webhooks", "inbox"];
+pub(crate) const FOREIGN_PENDING_DIRS: [&str; 2] = ["_webhooks", "inbox"];
 
 /// True for a directory of `conductor/pending/` that is not an inbox and not our `_quarantine`: a known
 /// foreign name, or any other underscore-prefixed one. Such directories are reported, never read as gods.
@@ -251,7 +202,7 @@ pub fn is_foreign_pending_dir(name: &str) -> bool {
         && (name.starts_with('_') || FOREIGN_PENDING_DIRS.contains(&name))
 }
 
-/// The gods with an inbox in `root`, as [`crate::store::read::name_list`] shows them (`None`: no inbox
+/// The gods with an inbox in `root`, as `crate::store::read::name_list` shows them (`None`: no inbox
 /// at all). For messages that say which gods exist.
 pub fn known_gods(root: &Root) -> Option<String> {
     crate::store::read::name_list(
@@ -285,7 +236,7 @@ pub(crate) fn god_dirs(dir: &Path) -> Vec<GodName> {
 
 /// Where a dispatch file lies.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Place {
+pub(crate) enum Place {
     /// `pending/{god}/`.
     Inbox(GodName),
     /// `pending/_quarantine/`.
@@ -296,7 +247,7 @@ pub enum Place {
 
 /// A dispatch file found on disk.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Found {
+pub(crate) struct Found {
     /// Which directory it lies in.
     pub place: Place,
     /// Its full path.
@@ -321,7 +272,7 @@ fn read_found(place: Place, path: PathBuf) -> Result<Option<Found>> {
 }
 
 /// The dispatch of `hid` in a god's inbox.
-pub fn in_inbox(root: &Root, god: &GodName, hid: &HandoffId) -> Result<Option<Found>> {
+pub(crate) fn in_inbox(root: &Root, god: &GodName, hid: &HandoffId) -> Result<Option<Found>> {
     read_found(
         Place::Inbox(god.clone()),
         root.inbox_dir(god).join(format!("{hid}.json")),
@@ -450,13 +401,47 @@ pub(crate) fn remove_file(root: &Root, path: &Path) -> Result<()> {
 mod tests {
     use super::*;
 
+    /// Every workflow state in `conductor/state/` (abort manifests, lock files and temp files skipped),
+    /// each parsed or with the reason it could not be.
+    fn list_states(root: &Root) -> Vec<(PathBuf, Result<WorkflowState, String>)> {
+        let mut out = Vec::new();
+        let Ok(rd) = std::fs::read_dir(root.state_dir()) else {
+            return out;
+        };
+        let mut paths: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        paths.sort();
+        for p in paths {
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if name.starts_with('.')
+                || !name.ends_with(".json")
+                || name.ends_with(crate::store::layout::ABORTED_SUFFIX)
+            {
+                continue;
+            }
+            match read_model::<WorkflowState>(&p) {
+                Ok(Some(s)) => out.push((p, Ok(s))),
+                Ok(None) => {}
+                Err(e) => out.push((p, Err(e.error))),
+            }
+        }
+        out
+    }
+
     #[test]
     fn foreign_inboxes_and_states_read_without_failing() {
         let root = Root::at(super::super::model::tests::fixture());
-        let iris = read_inbox(&root, &GodName::parse("iris").unwrap()).unwrap();
+        let conductor = super::super::Conductor::new(root.clone());
+        let iris = conductor
+            .check_inbox(&GodName::parse("iris").unwrap())
+            .unwrap();
         assert_eq!(iris.count, 0);
         assert_eq!(iris.errors.len(), 2, "{:?}", iris.errors);
-        let thoth = read_inbox(&root, &GodName::parse("thoth").unwrap()).unwrap();
+        let thoth = conductor
+            .check_inbox(&GodName::parse("thoth").unwrap())
+            .unwrap();
         assert_eq!(thoth.count, 1);
         assert_eq!(thoth.dispatches[0].workflow_id, "wf_1a2b3c4d");
         let states = list_states(&root);

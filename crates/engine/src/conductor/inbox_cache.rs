@@ -18,7 +18,7 @@ use super::files::{self, FileError};
 use super::model::Dispatch;
 
 /// How long a file must have stood unchanged before its parsed form is kept.
-pub const SETTLE: Duration = Duration::from_secs(2);
+pub(crate) const SETTLE: Duration = Duration::from_secs(2);
 /// The most inbox directories kept; past it the cache starts again empty.
 const MAX_DIRS: usize = 256;
 /// The most file bytes whose parsed dispatches are kept, over all directories; past it new files
@@ -71,7 +71,7 @@ struct Dirs {
 
 /// The cache a [`super::Conductor`] keeps (shared by its clones' calls, cheap to lock: never held
 /// while a file is read).
-pub struct InboxCache {
+pub(crate) struct InboxCache {
     inner: Mutex<Dirs>,
     settle: Duration,
 }
@@ -83,7 +83,7 @@ impl Default for InboxCache {
 }
 
 /// A directory of dispatches as [`files::read_dispatch_dir`] gives it, each dispatch shared.
-pub type SharedListing = (Vec<(PathBuf, Arc<Dispatch>)>, Vec<FileError>);
+pub(crate) type SharedListing = (Vec<(PathBuf, Arc<Dispatch>)>, Vec<FileError>);
 
 impl InboxCache {
     /// A cache that keeps files unchanged for `settle`.
@@ -95,7 +95,7 @@ impl InboxCache {
     }
 
     /// The dispatches of `dir` in [`files::dispatch_order`], read afresh where their file changed.
-    pub fn read_dir(&self, dir: &Path) -> SharedListing {
+    pub(crate) fn read_dir(&self, dir: &Path) -> SharedListing {
         let mut found = Vec::new();
         let mut errors = Vec::new();
         let Ok(rd) = std::fs::read_dir(dir) else {

@@ -19,8 +19,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-mod settle;
-pub use settle::IntentRepair;
+pub(crate) mod settle;
 
 use super::Conductor;
 use super::files;
@@ -32,7 +31,7 @@ use crate::store::{HandoffId, Root, WorkflowId};
 /// How to tell, after a crash, whether the act of an intent happened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Check {
+pub(crate) enum Check {
     /// The workflow's state records this ack id.
     Ack {
         /// The ack's id.
@@ -107,7 +106,7 @@ pub(crate) struct Intent {
 }
 
 /// `conductor/journal-intents/`.
-pub fn intents_dir(root: &Root) -> PathBuf {
+pub(crate) fn intents_dir(root: &Root) -> PathBuf {
     root.conductor.join("journal-intents")
 }
 
@@ -328,9 +327,8 @@ impl Conductor {
     }
 
     /// The outcome a submit had, from the state's record of it (`None`: not recorded).
-    pub(crate) fn submit_outcome(&self, workflow_id: &str, handoff_id: &str) -> Option<String> {
-        let wf = WorkflowId::parse(workflow_id).ok()?;
-        let st = files::require_state(&self.root, &wf).ok()?;
+    pub(crate) fn submit_outcome(&self, wf: &WorkflowId, handoff_id: &str) -> Option<String> {
+        let st = files::require_state(&self.root, wf).ok()?;
         let rec = st.record_of(handoff_id)?;
         Some(
             rec.routed
@@ -342,9 +340,8 @@ impl Conductor {
     }
 
     /// The handoff a `completed` ack recorded on the god's behalf, from the state's record of the ack.
-    pub(crate) fn recorded_handoff(&self, workflow_id: &str, ack_id: &str) -> Option<String> {
-        let wf = WorkflowId::parse(workflow_id).ok()?;
-        let st = files::require_state(&self.root, &wf).ok()?;
+    pub(crate) fn recorded_handoff(&self, wf: &WorkflowId, ack_id: &str) -> Option<String> {
+        let st = files::require_state(&self.root, wf).ok()?;
         st.acks
             .iter()
             .find(|a| a.ack_id == ack_id)?
@@ -390,7 +387,7 @@ impl Conductor {
                 let wf = WorkflowId::parse(workflow_id).ok()?;
                 let st = files::require_state(&self.root, &wf).ok()?;
                 let routed = st.record_of(handoff_id)?.routed.clone().unwrap_or_default();
-                let outcome = self.submit_outcome(workflow_id, handoff_id)?;
+                let outcome = self.submit_outcome(&wf, handoff_id)?;
                 Some(
                     Act::new("submit", outcome)
                         .target("workflow_id", Some(workflow_id))

@@ -38,7 +38,7 @@ impl Conductor {
 
     /// [`Self::submit_handoff`], holding the dispatch for approval when `hold` gives a reason (the
     /// bridge holds inbound work when its operator asks).
-    pub fn submit_handoff_held(
+    pub(crate) fn submit_handoff_held(
         &self,
         handoff: &Value,
         hold: Option<String>,

@@ -10,50 +10,42 @@
 // `ack` and `submit` keep a few `expect`s on values checked a few lines earlier; they are being split around
 // pure steps and lose them there. Until then the crate-wide deny is lifted for these two only.
 #[allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
-pub mod ack;
+pub(crate) mod ack;
 pub(crate) mod ack_step;
-pub mod admin;
-pub mod deadlines;
-pub mod definition;
-pub mod delivery;
-pub mod files;
+pub(crate) mod admin;
+pub(crate) mod deadlines;
+pub(crate) mod definition;
+pub(crate) mod delivery;
+pub(crate) mod files;
 pub(crate) mod inbox_cache;
-pub mod intents;
-pub mod journaled;
-pub mod model;
-pub mod outbox;
-pub mod overdue;
-pub mod paging;
-pub mod request;
-pub mod rerun;
-pub mod results;
+pub(crate) mod intents;
+pub(crate) mod journaled;
+pub(crate) mod model;
+pub(crate) mod outbox;
+pub(crate) mod overdue;
+pub(crate) mod paging;
+pub(crate) mod request;
+pub(crate) mod rerun;
+pub(crate) mod results;
 pub(crate) mod route;
-pub mod rules;
-pub mod samples;
-pub mod schema;
+pub(crate) mod rules;
+pub(crate) mod samples;
+pub(crate) mod schema;
 #[allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
-pub mod submit;
-pub mod template;
-pub mod timers;
+pub(crate) mod submit;
+pub(crate) mod template;
+pub(crate) mod timers;
 
 use std::sync::{Arc, Mutex, RwLock};
 
-pub use definition::{LoadError, StepDef, WorkflowDef, load_definitions};
-pub use files::{FileError, list_states, read_inbox, read_inbox_page};
-pub use model::{
-    AbortManifest, AckRecord, AckStatus, CompletedStep, ContextBag, Dispatch, DispatchContext,
-    Handoff, HandoffContext, HistoryEntry, RouteStatus, Routed, Routing, SkippedArtifact,
-    StepRecord, WorkflowState, WorkflowStatus, from_value, lenient,
+pub(crate) use definition::{WorkflowDef, load_definitions};
+pub(crate) use model::{AckStatus, Dispatch, WorkflowState, WorkflowStatus, lenient};
+pub(crate) use results::{
+    AbortResult, AckResult, ApprovalResult, CleanupResult, DispatchResult, InboxResult, InitResult,
+    PendingEntry, PendingResult, RedispatchResult, RefusedPath, RuleDetail, RulesResult,
+    StepSummary, SubmitResult, WorkflowSummary, WorkflowsResult,
 };
-pub use paging::{CompactDispatch, PageRequest};
-pub use request::{AckDecision, AckRequest};
-pub use results::{
-    AbortResult, AbortStatus, AckResult, ApprovalResult, ApprovalStatus, CleanupResult,
-    CleanupStatus, DeadlineKind, DispatchResult, InboxResult, InitResult, InitStatus, PendingEntry,
-    PendingResult, RedispatchResult, RedispatchStatus, RefusedPath, RuleDetail, RulesResult,
-    StepSummary, SubmitResult, SubmitStatus, WorkflowSummary, WorkflowsResult,
-};
-pub use rules::{Rule, load_rules};
+pub(crate) use rules::load_rules;
 
 use crate::error::Result;
 use crate::journal::Origin;

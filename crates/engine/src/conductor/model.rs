@@ -8,11 +8,11 @@ use crate::words::words;
 use serde_json::{Map, Value};
 
 /// Lenient field deserialisers shared by the model types.
-pub mod lenient {
+pub(crate) mod lenient {
     use super::*;
 
     /// `null` (or a missing field, with `#[serde(default)]`) becomes `T::default()`.
-    pub fn or_default<'de, D, T>(d: D) -> Result<T, D::Error>
+    pub(crate) fn or_default<'de, D, T>(d: D) -> Result<T, D::Error>
     where
         D: Deserializer<'de>,
         T: Default + Deserialize<'de>,
@@ -22,7 +22,7 @@ pub mod lenient {
 
     /// A list of strings; a single string is a one-item list, non-string items are kept as their JSON
     /// text, `null` is empty.
-    pub fn strings<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    pub(crate) fn strings<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
         Ok(match Value::deserialize(d)? {
             Value::Null => Vec::new(),
             Value::Array(items) => items.into_iter().map(text).collect(),
@@ -31,7 +31,7 @@ pub mod lenient {
     }
 
     /// An optional string; numbers and booleans are kept as their text, `null` is `None`.
-    pub fn opt_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    pub(crate) fn opt_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
         Ok(match Value::deserialize(d)? {
             Value::Null => None,
             other => Some(text(other)),
@@ -39,7 +39,7 @@ pub mod lenient {
     }
 
     /// A string; any other value (a number, `null`, an object) reads as absent.
-    pub fn only_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    pub(crate) fn only_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
         Ok(match Value::deserialize(d)? {
             Value::String(s) => Some(s),
             _ => None,
@@ -48,12 +48,12 @@ pub mod lenient {
 
     /// A field that is present, whatever its value (`null` included, so a rewrite keeps it); a missing
     /// field (with `#[serde(default)]`) is `None`.
-    pub fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    pub(crate) fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
         Ok(Some(Value::deserialize(d)?))
     }
 
     /// A value as a display string: strings as is, anything else as compact JSON.
-    pub fn text(v: Value) -> String {
+    pub(crate) fn text(v: Value) -> String {
         match v {
             Value::String(s) => s,
             other => other.to_string(),
@@ -64,7 +64,7 @@ pub mod lenient {
 words!(
     open
     /// A workflow's status (docs/PROTOCOL.md §2.2).
-    WorkflowStatus {
+    pub WorkflowStatus {
         /// A step is dispatched or being worked on; the default for a new workflow.
         InProgress = "in_progress",
         /// A dispatch waits for its receiving god's first ack.
@@ -99,7 +99,7 @@ impl WorkflowStatus {
 words!(
     open
     /// A dispatch's acknowledgement status, and the status of an ack (docs/PROTOCOL.md §2.5).
-    AckStatus {
+    pub AckStatus {
         /// Delivered, not yet acknowledged.
         Unacked = "unacked",
         /// The god took the work.
@@ -122,17 +122,12 @@ impl Default for AckStatus {
     }
 }
 
-impl AckStatus {
-    /// True for the statuses that close a dispatch (`rejected`, `completed`, `withdrawn`).
-    pub fn is_final(&self) -> bool {
-        matches!(self, Self::Rejected | Self::Completed | Self::Withdrawn)
-    }
-}
+impl AckStatus {}
 
 words!(
     open
     /// Where a recorded handoff was routed (a step record's `routed.status`, docs/PROTOCOL.md §2.2).
-    RouteStatus {
+    pub RouteStatus {
         /// The next step was dispatched to its god's inbox.
         Dispatched = "dispatched",
         /// The next step's dispatch is held in `_quarantine` for an operator.
@@ -160,7 +155,7 @@ impl Default for RouteStatus {
 /// `context` of a handoff: what the step did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct HandoffContext {
+pub(crate) struct HandoffContext {
     /// What the step did, in one paragraph for the next god; a missing or `null` summary reads as empty.
     #[serde(deserialize_with = "lenient::or_default")]
     pub summary: String,
@@ -223,7 +218,7 @@ pub struct Routing {
 /// A handoff (`shared/handoffs/{workflow_id}/{step}.json`), docs/PROTOCOL.md §2.1.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Handoff {
+pub(crate) struct Handoff {
     /// The handoff's own id (protocol id rules, see `store::ids`); a resubmission with the same id returns the first result.
     #[serde(deserialize_with = "lenient::or_default")]
     pub handoff_id: String,
@@ -748,10 +743,10 @@ impl WorkflowState {
 }
 
 /// The state field an `await_ack` step's wait is recorded in (docs/PROTOCOL.md §2.2).
-pub const AWAITING_REPLY: &str = "awaiting_reply";
+pub(crate) const AWAITING_REPLY: &str = "awaiting_reply";
 
 /// The request id a state's `awaiting_reply` field names (absent, empty or not a string: none).
-pub fn awaiting_reply(v: Option<&Value>) -> Option<&str> {
+pub(crate) fn awaiting_reply(v: Option<&Value>) -> Option<&str> {
     v.and_then(Value::as_str).filter(|s| !s.is_empty())
 }
 

@@ -371,12 +371,6 @@ fn route_after(def: &WorkflowDef, step_id: &str, st: &mut WorkflowState) -> Rout
     }
 }
 
-/// True when a step is run by the engine and the bridge rather than dispatched to a god.
-pub fn is_automatic(def: &WorkflowDef, step: &str) -> bool {
-    def.step(step)
-        .is_some_and(|s| s.publish.is_some() || s.await_ack)
-}
-
 /// Outbox records waiting to be published, oldest first, with the ones not (yet) live left out:
 /// a `request` is live once its workflow's state lists its id; a `reply` is live when written.
 pub fn pending(root: &Root) -> (Vec<OutboxRecord>, usize) {
@@ -467,7 +461,7 @@ pub struct ReplyOutcome {
 impl Conductor {
     /// Takes a reply to one of this root's requests: kept until the workflow's await_ack step takes
     /// it, then the step completes and the workflow moves on. Idempotent by `reply_id`.
-    pub fn receive_reply(&self, reply: &Reply) -> Result<ReplyOutcome> {
+    pub(crate) fn receive_reply(&self, reply: &Reply) -> Result<ReplyOutcome> {
         let root = self.root();
         let wf = WorkflowId::parse(&reply.workflow_id)?;
         let kept_path = reply_path(root, &reply.in_reply_to)?;

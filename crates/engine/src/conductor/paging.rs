@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 /// Entries per page when the caller does not say.
 pub const DEFAULT_LIMIT: usize = 20;
 /// The largest page a caller may ask for.
-pub const MAX_LIMIT: usize = 1000;
+pub(crate) const MAX_LIMIT: usize = 1000;
 /// The longest cursor accepted (a god name, a timestamp and a file name, hex-encoded).
 const MAX_CURSOR_CHARS: usize = 2048;
 
@@ -39,7 +39,7 @@ impl PageRequest {
     }
 
     /// A page as callers ask for it: `limit` defaults to [`DEFAULT_LIMIT`] and must be 1 to
-    /// [`MAX_LIMIT`].
+    /// `MAX_LIMIT`.
     pub fn new(limit: Option<usize>, cursor: Option<String>) -> Result<Self> {
         let limit = limit.unwrap_or(DEFAULT_LIMIT);
         if !(1..=MAX_LIMIT).contains(&limit) {
@@ -56,7 +56,7 @@ impl PageRequest {
 
 /// The listing a cursor was given out by, and the only one it continues.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Listing<'a> {
+pub(crate) enum Listing<'a> {
     /// `check_inbox` of this god (whole or compact: the same entries).
     Inbox(&'a str),
     /// `list_pending`, every god's inbox.
@@ -84,7 +84,7 @@ impl Listing<'_> {
 
 /// Where an entry stands in a listing; pages are cut by comparing these.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct SortKey {
+pub(crate) struct SortKey {
     /// The inbox the entry lies in (listings across gods sort by god first).
     pub god: String,
     /// When the entry was dispatched; unreadable times sort first.
@@ -159,7 +159,7 @@ impl SortKey {
 
 /// One page cut from a listing sorted by key.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Page<T> {
+pub(crate) struct Page<T> {
     /// This page's entries.
     pub items: Vec<T>,
     /// Every entry of the listing, on any page.
@@ -169,7 +169,7 @@ pub struct Page<T> {
 }
 
 /// Cuts the page `request` asks for from `entries` of `listing` (sorted by key here, oldest first).
-pub fn page<T>(
+pub(crate) fn page<T>(
     mut entries: Vec<(SortKey, T)>,
     request: &PageRequest,
     listing: Listing,

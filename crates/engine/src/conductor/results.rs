@@ -7,12 +7,13 @@ use serde_json::{Map, Value};
 
 use super::definition::LoadError;
 use super::files::FileError;
-use super::model::{AckStatus, Dispatch, RouteStatus, WorkflowStatus};
+use super::model::{AckStatus, Dispatch, WorkflowStatus};
+use crate::store::{HandoffId, WorkflowId};
 use crate::words::words;
 
 words!(
     /// What a submit did with a handoff (docs/PROTOCOL.md §2.1).
-    SubmitStatus {
+    pub SubmitStatus {
         /// The next step was dispatched to its god's inbox.
         Dispatched = "dispatched",
         /// The next step's dispatch is held in `_quarantine` for an operator.
@@ -30,25 +31,11 @@ words!(
     }
 );
 
-impl SubmitStatus {
-    /// What a submit reports for a handoff its record says was routed `routed` (`failed`, written
-    /// when a peer's reply rejects an await, and a word the engine does not know read as
-    /// `recorded`: nothing is dispatched for them).
-    pub fn of_route(routed: &RouteStatus) -> Self {
-        match routed {
-            RouteStatus::Dispatched => Self::Dispatched,
-            RouteStatus::AwaitingApproval => Self::AwaitingApproval,
-            RouteStatus::Completed => Self::Completed,
-            RouteStatus::Publishing => Self::Publishing,
-            RouteStatus::AwaitingReply => Self::AwaitingReply,
-            RouteStatus::Recorded | RouteStatus::Failed | RouteStatus::Other(_) => Self::Recorded,
-        }
-    }
-}
+impl SubmitStatus {}
 
 words!(
     /// Which deadline an ack's answer names (docs/PROTOCOL.md §2.10).
-    DeadlineKind {
+    pub DeadlineKind {
         /// The wait for the next ack (after `pending`).
         Ack = "ack",
         /// The end of an accepted step's `timeout`.
@@ -58,7 +45,7 @@ words!(
 
 words!(
     /// An operator's decision on a held dispatch.
-    ApprovalStatus {
+    pub ApprovalStatus {
         /// Released into the god's inbox.
         Approved = "approved",
         /// Archived; the workflow failed.
@@ -68,7 +55,7 @@ words!(
 
 words!(
     /// What `abort_workflow` did.
-    AbortStatus {
+    pub AbortStatus {
         /// The workflow was aborted now.
         Aborted = "aborted",
         /// It was aborted before; the existing manifest is returned.
@@ -78,7 +65,7 @@ words!(
 
 words!(
     /// What `cleanup` did.
-    CleanupStatus {
+    pub CleanupStatus {
         /// The temporary artifacts were deleted.
         Cleaned = "cleaned",
         /// Nothing was deleted; the answer lists what would be.
@@ -88,7 +75,7 @@ words!(
 
 words!(
     /// What `redispatch` did.
-    RedispatchStatus {
+    pub RedispatchStatus {
         /// The step's dispatch was written again.
         Redispatched = "redispatched",
     }
@@ -96,7 +83,7 @@ words!(
 
 words!(
     /// What `init` did.
-    InitStatus {
+    pub InitStatus {
         /// The root's directories and files are in place.
         Initialized = "initialized",
     }
@@ -108,7 +95,7 @@ pub struct SubmitResult {
     /// What the submit did.
     pub status: SubmitStatus,
     /// The workflow the handoff belongs to.
-    pub workflow_id: String,
+    pub workflow_id: WorkflowId,
     /// The handoff recorded.
     pub handoff_id: String,
     /// The god the next step was dispatched to, if any.
@@ -138,7 +125,7 @@ pub struct AckResult {
     /// The id of the ack record (the first one's, for a duplicate).
     pub ack_id: String,
     /// The workflow the dispatch belongs to.
-    pub workflow_id: String,
+    pub workflow_id: WorkflowId,
     /// The ack's status (`accepted`, `pending`, `rejected`, `completed`).
     pub status: AckStatus,
     /// The workflow's status after the ack.
@@ -322,9 +309,9 @@ pub struct ApprovalResult {
     /// The decision.
     pub status: ApprovalStatus,
     /// The held dispatch decided.
-    pub handoff_id: String,
+    pub handoff_id: HandoffId,
     /// The workflow it belongs to.
-    pub workflow_id: String,
+    pub workflow_id: WorkflowId,
     /// The god it was addressed to.
     pub target_god: String,
     /// The step it asks for.
@@ -345,7 +332,7 @@ pub struct AbortResult {
     /// `aborted`, or `already_aborted` for a repeat.
     pub status: AbortStatus,
     /// The workflow aborted.
-    pub workflow_id: String,
+    pub workflow_id: WorkflowId,
     /// Artifacts marked as belonging to an aborted workflow.
     pub artifacts_marked: Vec<String>,
     /// Artifacts that could not be marked, and why.
@@ -373,7 +360,7 @@ pub struct CleanupResult {
     /// `cleaned`, or `dry_run` when nothing was deleted.
     pub status: CleanupStatus,
     /// The workflow whose temporary artifacts were cleaned.
-    pub workflow_id: String,
+    pub workflow_id: WorkflowId,
     /// Deleted (a cleanup; absent from a dry run's answer).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deleted: Option<Vec<String>>,
@@ -406,9 +393,9 @@ pub struct RedispatchResult {
     /// `redispatched`.
     pub status: RedispatchStatus,
     /// The workflow whose step was dispatched again.
-    pub workflow_id: String,
+    pub workflow_id: WorkflowId,
     /// The handoff id of the new dispatch.
-    pub handoff_id: String,
+    pub handoff_id: HandoffId,
     /// The god it went to.
     pub to_god: String,
     /// The step it asks for.

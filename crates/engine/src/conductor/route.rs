@@ -6,7 +6,7 @@ use super::definition::{LoadError, WorkflowDef, find_definition};
 use super::model::{Handoff, WorkflowState};
 use super::rules::{first_match, handoff_event, load_rules};
 use crate::error::{Error, Result, Violation};
-use crate::store::{DefinitionId, Root};
+use crate::store::Root;
 use serde_json::Value;
 
 /// Where a handoff goes.
@@ -120,7 +120,7 @@ pub(crate) fn route(root: &Root, h: &Handoff, state: Option<&WorkflowState>) -> 
     let inherited = state.and_then(|s| s.definition_id.clone());
     let def = match (&named, &inherited) {
         (Some(id), _) => {
-            DefinitionId::parse(id)?;
+            crate::store::ids::check_name("workflow_definition", id)?;
             Some(definition(root, id)?.ok_or_else(|| {
                 Error::not_found(format!(
                     "routing.workflow_definition {id:?} is not in {} (pantheon workflows lists them)",

@@ -264,7 +264,7 @@ fn parse_rule(v: &Value, path: &Path) -> Result<Rule, String> {
 }
 
 /// Loads every rule in `conductor/rules/`, in file-name order then file order.
-pub fn load_rules(root: &Root) -> (Vec<Rule>, Vec<LoadError>) {
+pub(crate) fn load_rules(root: &Root) -> (Vec<Rule>, Vec<LoadError>) {
     let mut rules = Vec::new();
     let mut errors = Vec::new();
     for path in config_files(&root.rules_dir()) {

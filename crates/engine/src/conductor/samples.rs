@@ -2,7 +2,7 @@
 //! them without the source tree.
 
 /// `(file name, content)` of each sample definition (`conductor/workflows/`).
-pub const SAMPLE_WORKFLOWS: [(&str, &str); 5] = [
+pub(crate) const SAMPLE_WORKFLOWS: [(&str, &str); 5] = [
     (
         "deploy-feature.yaml",
         include_str!("../../../../workflows/deploy-feature.yaml"),
@@ -26,7 +26,7 @@ pub const SAMPLE_WORKFLOWS: [(&str, &str); 5] = [
 ];
 
 /// `(file name, content)` of each sample rules file (`conductor/rules/`).
-pub const SAMPLE_RULES: [(&str, &str); 3] = [
+pub(crate) const SAMPLE_RULES: [(&str, &str); 3] = [
     (
         "10-research-to-build.yaml",
         include_str!("../../../../workflows/rules/10-research-to-build.yaml"),

@@ -13,7 +13,7 @@ use crate::store::Root;
 use crate::store::read::read_json;
 
 /// The schema `init` installs and the engine falls back to.
-pub const BUILTIN_SCHEMA: &str = include_str!("schema.json");
+pub(crate) const BUILTIN_SCHEMA: &str = include_str!("schema.json");
 
 /// [`BUILTIN_SCHEMA`] parsed (a tested constant; a parse failure would be a build defect, reported as corrupt).
 fn builtin_schema() -> Result<Value> {
@@ -24,11 +24,11 @@ fn builtin_schema() -> Result<Value> {
 }
 
 /// The `version` [`BUILTIN_SCHEMA`] declares.
-pub const SCHEMA_VERSION: u64 = 6;
+pub(crate) const SCHEMA_VERSION: u64 = 6;
 
 /// Every earlier schema text pantheon shipped, byte for byte, with its version (v1 had no `version`
 /// field). `init` replaces a root's schema file only when it is exactly one of these.
-pub const SHIPPED_SCHEMAS: [(u64, &str); 5] = [
+pub(crate) const SHIPPED_SCHEMAS: [(u64, &str); 5] = [
     (1, include_str!("schema-v1.json")),
     (2, include_str!("schema-v2.json")),
     (3, include_str!("schema-v3.json")),
@@ -38,7 +38,7 @@ pub const SHIPPED_SCHEMAS: [(u64, &str); 5] = [
 
 /// What a root's schema file is, compared with the schemas pantheon shipped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SchemaFile {
+pub(crate) enum SchemaFile {
     /// The schema this version ships.
     Current,
     /// An older schema we shipped, unedited: safe to upgrade.
@@ -59,7 +59,7 @@ pub(crate) fn classify_schema(bytes: &[u8]) -> SchemaFile {
 }
 
 /// Compiled validators for the contracts the engine receives.
-pub struct Schemas {
+pub(crate) struct Schemas {
     handoff: jsonschema::Validator,
     ack: jsonschema::Validator,
     /// Said on every result when the root has no schema file.
@@ -74,7 +74,7 @@ pub struct Schemas {
 }
 
 /// What identifies a schema file's version on disk (to reuse compiled validators).
-pub type SchemaKey = Option<(PathBuf, SystemTime, u64)>;
+pub(crate) type SchemaKey = Option<(PathBuf, SystemTime, u64)>;
 
 /// The key of the root's schema file now (`None`: no file).
 pub(crate) fn schema_key(root: &Root) -> SchemaKey {
@@ -111,7 +111,7 @@ fn compile(doc: &Value, def: Option<&str>, origin: &str) -> Result<jsonschema::V
 
 impl Schemas {
     /// Loads the root's schema, or the built-in one (with a warning) when the root has none.
-    pub fn load(root: &Root) -> Result<Self> {
+    pub(crate) fn load(root: &Root) -> Result<Self> {
         let path = root.schema_path();
         let (doc, origin, warning) = match read_json(&path)? {
             Some(doc) => (doc, path.display().to_string(), None),
@@ -150,7 +150,7 @@ impl Schemas {
     /// Every schema violation of a handoff. A `usage` the schema does not declare (a root still on
     /// an older schema) is left to the engine's own check, so older roots take usage reports too.
     /// The same holds for `traceparent` on a schema older than version 6.
-    pub fn check_handoff(&self, v: &Value) -> Vec<Violation> {
+    pub(crate) fn check_handoff(&self, v: &Value) -> Vec<Violation> {
         let strip =
             |k: &str, declared: bool| !declared && v.as_object().is_some_and(|m| m.contains_key(k));
         let (usage, tp) = (
@@ -173,7 +173,7 @@ impl Schemas {
     }
 
     /// Every schema violation of an ack.
-    pub fn check_ack(&self, v: &Value) -> Vec<Violation> {
+    pub(crate) fn check_ack(&self, v: &Value) -> Vec<Violation> {
         violations(&self.ack, v)
     }
 }

@@ -762,7 +762,7 @@ impl Conductor {
         };
         SubmitResult {
             status,
-            workflow_id: wf.to_string(),
+            workflow_id: wf.clone(),
             handoff_id: rec.handoff_id.clone().unwrap_or_default(),
             target_god: routed.target_god.clone(),
             target_step: routed.target_step.clone(),
@@ -894,8 +894,8 @@ impl Conductor {
         }
         Ok(super::RedispatchResult {
             status: RedispatchStatus::Redispatched,
-            workflow_id: wf.to_string(),
-            handoff_id: hid.to_string(),
+            workflow_id: wf.clone(),
+            handoff_id: hid.clone(),
             to_god: god.to_string(),
             step,
             dispatch_path: path.display().to_string(),
@@ -1089,10 +1089,10 @@ impl Conductor {
 
 /// The most a dispatch carries of context keys beyond the standard ones: a handoff's limit, so the
 /// latest handoff's keys always fit whole; keys kept from the workflow's start come after them.
-pub const MAX_CARRIED_CONTEXT: usize = crate::store::limits::MAX_HANDOFF_BYTES;
+pub(crate) const MAX_CARRIED_CONTEXT: usize = crate::store::limits::MAX_HANDOFF_BYTES;
 
 /// The most a dispatch carries of a step's descriptive keys (one field's limit).
-pub const MAX_CARRIED_STEP_DEF: usize = crate::store::limits::MAX_FIELD_BYTES;
+pub(crate) const MAX_CARRIED_STEP_DEF: usize = crate::store::limits::MAX_FIELD_BYTES;
 
 /// The names a dispatch's `context` gives its own fields: a handoff's key of the same name is not
 /// carried over them.

@@ -44,7 +44,7 @@ pub struct Vars<'a> {
 }
 
 /// Longest template accepted, in bytes.
-pub const MAX_TEMPLATE: usize = 16 * 1024;
+pub(crate) const MAX_TEMPLATE: usize = 16 * 1024;
 
 impl Template {
     /// Parses `source`; `steps` are the step ids `${step.ID.output}` may name. The error names the
@@ -193,7 +193,7 @@ impl PayloadTemplate {
 }
 
 /// The 1-based line of `path` where `needle` first occurs (for load errors that point at the file).
-pub fn line_of(text: &str, needle: &str) -> Option<usize> {
+pub(crate) fn line_of(text: &str, needle: &str) -> Option<usize> {
     if needle.is_empty() {
         return None;
     }

@@ -41,7 +41,7 @@ struct TimedOut<'a> {
 /// A timer file: which accepted dispatch to look at, and when.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct StepTimer {
+pub(crate) struct StepTimer {
     /// The handoff of the accepted dispatch.
     #[serde(deserialize_with = "lenient::or_default")]
     pub handoff_id: String,
@@ -62,12 +62,12 @@ pub struct StepTimer {
 }
 
 /// `conductor/timers/{handoff_id}.json`.
-pub fn timer_path(root: &Root, hid: &HandoffId) -> PathBuf {
+pub(crate) fn timer_path(root: &Root, hid: &HandoffId) -> PathBuf {
     root.timers_dir().join(format!("{hid}.json"))
 }
 
 /// Reads a timer file leniently (`None`: missing or unreadable).
-pub fn read_timer(path: &Path) -> Option<StepTimer> {
+pub(crate) fn read_timer(path: &Path) -> Option<StepTimer> {
     files::read_model::<StepTimer>(path).ok().flatten()
 }
 
@@ -81,7 +81,7 @@ pub(crate) fn step_timeout(root: &Root, d: &Dispatch) -> Option<(std::time::Dura
 
 /// What a timer falls due to.
 enum Fire {
-    NotDue(DateTime<Utc>),
+    NotYet(DateTime<Utc>),
     Drop,
     Act(DeliveryAct, bool),
     Repaired,
@@ -141,7 +141,7 @@ impl Conductor {
             self.fire_locked(&t, &wf, &hid, &god, now)?
         };
         match fire {
-            Fire::NotDue(at) => {
+            Fire::NotYet(at) => {
                 *next = Some(next.map_or(at, |n| n.min(at)));
                 Ok(None)
             }
@@ -214,7 +214,7 @@ impl Conductor {
             return Ok(Fire::Drop);
         };
         if deadline > now {
-            return Ok(Fire::NotDue(deadline));
+            return Ok(Fire::NotYet(deadline));
         }
         let st = files::require_state(&self.root, wf)?;
         let timeout_text = d.step_timeout.clone().unwrap_or_default();

@@ -85,7 +85,7 @@ impl Budget {
 
 /// One budget reached (or, for a warning, neared): what, by how much.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Crossing {
+pub(crate) struct Crossing {
     /// `workflow`, `step`, `god` or `day`.
     pub scope: &'static str,
     /// The workflow id, `{workflow}/{step}`, the god, or the UTC day.
@@ -116,7 +116,7 @@ fn shown(metric: &str, n: u64) -> String {
 
 impl Crossing {
     /// `workflow wf_x: $1.200000 of its $1.000000 budget`.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         format!(
             "{} {}: {} of its {} budget",
             self.scope,
@@ -127,7 +127,7 @@ impl Crossing {
     }
 
     /// The figures as JSON (`used`, `limit` in dollars for `cost_usd`).
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         json!({
             "scope": self.scope, "name": self.name, "metric": self.metric,
             "used": amount(self.metric, self.used), "limit": amount(self.metric, self.limit),
@@ -135,7 +135,7 @@ impl Crossing {
     }
 
     /// The key a warning fires once under: the budget and its limit (a raised budget warns again).
-    pub fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         format!(
             "{}:{}:{}:{}",
             self.scope, self.name, self.metric, self.limit
@@ -145,7 +145,7 @@ impl Crossing {
 
 /// One budget and the usage recorded against it (including the act being routed).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Subject {
+pub(crate) struct Subject {
     /// `workflow`, `step`, `god` or `day`.
     pub scope: &'static str,
     /// What it is the budget of.
@@ -164,7 +164,7 @@ fn metrics(s: &Subject) -> [(&'static str, Option<u64>, u64); 2] {
 }
 
 /// The budgets reached: usage at or over the limit. Empty: nothing to hold.
-pub fn crossed(subjects: &[Subject]) -> Vec<Crossing> {
+pub(crate) fn crossed(subjects: &[Subject]) -> Vec<Crossing> {
     let mut out = Vec::new();
     for s in subjects {
         for (metric, limit, used) in metrics(s) {
@@ -185,7 +185,7 @@ pub fn crossed(subjects: &[Subject]) -> Vec<Crossing> {
 }
 
 /// The budgets at or past `warn_at` of their limit (reached ones included: the warning says so once).
-pub fn neared(subjects: &[Subject], warn_at: f64) -> Vec<Crossing> {
+pub(crate) fn neared(subjects: &[Subject], warn_at: f64) -> Vec<Crossing> {
     let mut out = Vec::new();
     for s in subjects {
         for (metric, limit, used) in metrics(s) {
@@ -322,7 +322,7 @@ impl CostConfig {
     }
 
     /// True when the root declares a god or day budget.
-    pub fn has_root_budgets(&self) -> bool {
+    pub(crate) fn has_root_budgets(&self) -> bool {
         !self.gods.is_empty() || self.day.is_some()
     }
 
@@ -337,9 +337,9 @@ pub const STATE_USAGE: &str = "usage";
 /// The state field holding budgets an operator raised: `{workflow: budget, steps: {step: budget}}`.
 pub const STATE_BUDGET: &str = "budget";
 /// The state field listing each raise: `{handoff_id, scope, name, from, to, by, at}`.
-pub const STATE_RAISES: &str = "budget_raises";
+pub(crate) const STATE_RAISES: &str = "budget_raises";
 /// How many report keys a state keeps to tell a repeated report from a new one.
-pub const MAX_STATE_KEYS: usize = 1000;
+pub(crate) const MAX_STATE_KEYS: usize = 1000;
 
 /// A workflow's recorded usage, read from its state (tolerant: a foreign writer's value reads as none).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -349,7 +349,7 @@ pub struct StateUsage {
     pub total: Totals,
     /// Per step.
     pub steps: BTreeMap<String, Totals>,
-    /// The keys of the latest reports (at most [`MAX_STATE_KEYS`]).
+    /// The keys of the latest reports (at most `MAX_STATE_KEYS`).
     pub keys: Vec<String>,
 }
 

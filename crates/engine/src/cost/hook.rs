@@ -75,7 +75,7 @@ impl Report {
     }
 
     /// The report of a document's `usage` (already validated; an invalid one is none).
-    pub fn of_document(root: &Root, doc: &Value, o: Origin<'_>) -> Option<Self> {
+    pub(crate) fn of_document(root: &Root, doc: &Value, o: Origin<'_>) -> Option<Self> {
         let u = usage::of_document(doc, "/usage").ok()??;
         Some(Self::new(root, &u, o))
     }
@@ -93,7 +93,7 @@ pub struct Hold {
 /// Every budget that applies to a workflow and its next dispatch, with the usage recorded against
 /// each (the act's own report included). `god`: the god whose budget counts (the dispatch's target,
 /// or the reporter for warnings). Empty when nothing is declared: then no file is read.
-pub fn subjects(
+pub(crate) fn subjects(
     root: &Root,
     workflow_id: &str,
     state: Option<&WorkflowState>,
@@ -216,7 +216,7 @@ pub fn hold(
 }
 
 /// The hold that `crossings` make (none when empty).
-pub fn hold_of(crossings: &[Crossing]) -> Option<Hold> {
+pub(crate) fn hold_of(crossings: &[Crossing]) -> Option<Hold> {
     if crossings.is_empty() {
         return None;
     }
@@ -234,7 +234,7 @@ pub fn hold_of(crossings: &[Crossing]) -> Option<Hold> {
 }
 
 /// True when the state already records the report `key`.
-pub fn recorded(st: &WorkflowState, key: &str) -> bool {
+pub(crate) fn recorded(st: &WorkflowState, key: &str) -> bool {
     st.extra
         .get(STATE_USAGE)
         .and_then(|u| u.get("keys"))
@@ -243,7 +243,7 @@ pub fn recorded(st: &WorkflowState, key: &str) -> bool {
 }
 
 /// Records a report in the state (once per key): the workflow's and its step's totals.
-pub fn record(st: &mut WorkflowState, r: &Report) {
+pub(crate) fn record(st: &mut WorkflowState, r: &Report) {
     let mut u = StateUsage::of(&st.extra);
     if u.keys.contains(&r.line.key) {
         return;

@@ -26,11 +26,11 @@ use crate::store::lock::FileLock;
 use crate::store::read::{open_regular, read_json};
 
 /// Longest ledger line read; a longer one is skipped.
-pub const MAX_LINE_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_LINE_BYTES: usize = 64 * 1024;
 /// How far back from the end an append looks for its own key (a repeated report is found there).
-pub const DEDUPE_WINDOW: u64 = 1024 * 1024;
+pub(crate) const DEDUPE_WINDOW: u64 = 1024 * 1024;
 /// The dimensions the summary keeps.
-pub const DIMENSIONS: [&str; 8] = [
+pub(crate) const DIMENSIONS: [&str; 8] = [
     "god",
     "model",
     "day",
@@ -57,7 +57,7 @@ fn lock_path(root: &Root) -> PathBuf {
     cost_dir(root).join(".lock")
 }
 /// `conductor/cost/pending/`: reports recorded in a state whose line may not be in the ledger yet.
-pub fn pending_dir(root: &Root) -> PathBuf {
+pub(crate) fn pending_dir(root: &Root) -> PathBuf {
     cost_dir(root).join("pending")
 }
 /// `conductor/cost/budgets.json`: god and day budgets raised by operators.
@@ -70,7 +70,7 @@ pub fn attention_path(root: &Root) -> PathBuf {
 }
 
 /// Takes the ledger's lock (bounded wait).
-pub fn lock(root: &Root) -> Result<FileLock> {
+pub(crate) fn lock(root: &Root) -> Result<FileLock> {
     FileLock::exclusive(root, &lock_path(root))
 }
 
@@ -139,7 +139,7 @@ impl Line {
     }
 
     /// The line's key in dimension `dim` (`None`: the line has none there).
-    pub fn key_in(&self, dim: &str) -> Option<String> {
+    pub(crate) fn key_in(&self, dim: &str) -> Option<String> {
         match dim {
             "god" => Some(self.god.clone()),
             "model" => Some(self.model.clone().unwrap_or_else(|| "unknown".into())),
@@ -269,7 +269,7 @@ pub fn summary(root: &Root) -> Result<Summary> {
 }
 
 /// Folds the ledger's new lines into `summary.json` (under the ledger's lock); returns the summary.
-pub fn refresh_summary(root: &Root) -> Result<Summary> {
+pub(crate) fn refresh_summary(root: &Root) -> Result<Summary> {
     let _lock = lock(root)?;
     let before = stored_summary(root);
     let s = summary(root)?;
@@ -299,7 +299,7 @@ fn recently_has(root: &Root, key: &str) -> Result<bool> {
 
 /// Appends `line` unless the ledger already has its key, then brings the summary up to date.
 /// Returns false when the line was already there.
-pub fn append(root: &Root, line: &Line) -> Result<bool> {
+pub(crate) fn append(root: &Root, line: &Line) -> Result<bool> {
     let _lock = lock(root)?;
     if recently_has(root, &line.key)? {
         return Ok(false);
@@ -343,7 +343,7 @@ pub fn append_many(root: &Root, lines: &[Line]) -> Result<()> {
 /// A marker left while an act's report is recorded in its state but not yet in the ledger.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct Marker {
+pub(crate) struct Marker {
     /// The line to append.
     pub line: Line,
     /// The writer's pid.
@@ -355,7 +355,7 @@ fn marker_path(root: &Root, key: &str) -> PathBuf {
 }
 
 /// Writes the marker of `line` (before the act commits).
-pub fn write_marker(root: &Root, line: &Line) -> Result<()> {
+pub(crate) fn write_marker(root: &Root, line: &Line) -> Result<()> {
     write_json(
         root,
         &marker_path(root, &line.key),
@@ -367,13 +367,13 @@ pub fn write_marker(root: &Root, line: &Line) -> Result<()> {
 }
 
 /// Appends the marker's line and removes the marker (after the act committed).
-pub fn finish_marker(root: &Root, line: &Line) -> Result<()> {
+pub(crate) fn finish_marker(root: &Root, line: &Line) -> Result<()> {
     append(root, line)?;
     remove_file(root, &marker_path(root, &line.key)).map(|_| ())
 }
 
 /// Reads the marker of `key`, if one is left.
-pub fn read_marker(root: &Root, key: &str) -> Option<Marker> {
+pub(crate) fn read_marker(root: &Root, key: &str) -> Option<Marker> {
     read_json(&marker_path(root, key))
         .ok()
         .flatten()
@@ -381,12 +381,12 @@ pub fn read_marker(root: &Root, key: &str) -> Option<Marker> {
 }
 
 /// Removes the marker of `key` (its act was never recorded).
-pub fn drop_marker(root: &Root, key: &str) -> Result<()> {
+pub(crate) fn drop_marker(root: &Root, key: &str) -> Result<()> {
     remove_file(root, &marker_path(root, key)).map(|_| ())
 }
 
 /// Every marker left (key, marker, file age), oldest name first.
-pub fn markers(root: &Root) -> Vec<(Marker, std::time::Duration)> {
+pub(crate) fn markers(root: &Root) -> Vec<(Marker, std::time::Duration)> {
     let mut out = Vec::new();
     let Ok(rd) = std::fs::read_dir(pending_dir(root)) else {
         return out;
@@ -420,7 +420,7 @@ pub fn markers(root: &Root) -> Vec<(Marker, std::time::Duration)> {
 }
 
 /// The raised god and day budgets (`{gods: {god: budget}, days: {day: budget}}`; none: empty).
-pub fn read_raised(root: &Root) -> serde_json::Map<String, Value> {
+pub(crate) fn read_raised(root: &Root) -> serde_json::Map<String, Value> {
     match read_json(&raised_path(root)) {
         Ok(Some(Value::Object(m))) => m,
         _ => serde_json::Map::new(),
@@ -428,7 +428,7 @@ pub fn read_raised(root: &Root) -> serde_json::Map<String, Value> {
 }
 
 /// Sets a raised god (`scope` `god`) or day (`day`) budget; returns the budget it replaced.
-pub fn write_raised(
+pub(crate) fn write_raised(
     root: &Root,
     scope: &str,
     name: &str,
@@ -453,7 +453,7 @@ pub fn write_raised(
 
 /// Fires a budget warning once: appends it to `attention.jsonl` unless its key is there. Returns
 /// true when it was new.
-pub fn fire_once(root: &Root, c: &super::budget::Crossing, warn_at: f64) -> Result<bool> {
+pub(crate) fn fire_once(root: &Root, c: &super::budget::Crossing, warn_at: f64) -> Result<bool> {
     let _lock = lock(root)?;
     let path = attention_path(root);
     let key = c.key();

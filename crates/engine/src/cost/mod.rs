@@ -10,15 +10,14 @@
 //! - [`hook`]: what submit and ack call.
 //! - [`ops`]: the bus reader, the supervisor's settling pass, raises, and the `cost` query.
 
-pub mod budget;
-pub mod hook;
-pub mod ledger;
-pub mod ops;
-pub mod prices;
-pub mod usage;
+pub(crate) mod budget;
+pub(crate) mod hook;
+pub(crate) mod ledger;
+pub(crate) mod ops;
+pub(crate) mod prices;
+pub(crate) mod usage;
 
-pub use budget::{Budget, CostConfig, Crossing};
-pub use usage::{Totals, Usage};
+pub(crate) use budget::CostConfig;
 
 #[cfg(test)]
 mod tests;

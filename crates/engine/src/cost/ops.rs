@@ -22,7 +22,7 @@ use crate::store::time::{now_ts, parse_ts};
 use crate::store::{GodName, HandoffId, Root, TrackName, WorkflowId};
 
 /// The bus message type a god reports usage with between handoffs.
-pub const USAGE_TYPE: &str = "USAGE";
+pub(crate) const USAGE_TYPE: &str = "USAGE";
 
 /// What one cost pass did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -429,7 +429,7 @@ pub struct CostQuery {
 }
 
 /// The dimensions `pantheon cost --by` takes.
-pub const BY: [&str; 8] = [
+pub(crate) const BY: [&str; 8] = [
     "workflow",
     "god",
     "step",

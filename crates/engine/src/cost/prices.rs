@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::usage::Usage;
 
 /// The date the shipped table was read from the vendors' public price lists.
-pub const DEFAULT_PRICES_DATE: &str = "2025-11-01";
+pub(crate) const DEFAULT_PRICES_DATE: &str = "2025-11-01";
 
 /// Dollars per million tokens of each kind (equal to micro-dollars per token).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -95,7 +95,7 @@ impl PriceTable {
     /// The shipped table with the config's `prices` mapping applied: `{date, models: {NAME: {input,
     /// output, cache_read, cache_write}}}` (USD per million tokens); a config model replaces a shipped
     /// one of the same name and is tried first. A bad entry is a warning and is skipped.
-    pub fn with_config(v: Option<&Value>, warnings: &mut Vec<String>) -> Self {
+    pub(crate) fn with_config(v: Option<&Value>, warnings: &mut Vec<String>) -> Self {
         let mut t = Self::default();
         let Some(v) = v else { return t };
         let Value::Object(m) = v else {

@@ -72,7 +72,7 @@ proptest! {
             prop_assert!(d["held_because"].as_str().unwrap().starts_with("budget: workflow wf_prop"));
             // Raise both to the usage plus a random margin (a margin of 0 holds the next one again).
             let (add_cost, add_tokens) = raises[i];
-            let to = super::Budget {
+            let to = super::budget::Budget {
                 cost_micros: Some(used_cost + add_cost),
                 tokens: Some(used_tokens + add_tokens),
             };

@@ -8,13 +8,13 @@ use serde_json::{Map, Value, json};
 use crate::error::Violation;
 
 /// Most tokens one report may carry in one field (a trillion: no step spends that).
-pub const MAX_TOKENS: u64 = 1_000_000_000_000;
+pub(crate) const MAX_TOKENS: u64 = 1_000_000_000_000;
 /// Most dollars one report may carry.
-pub const MAX_COST_USD: f64 = 1_000_000.0;
+pub(crate) const MAX_COST_USD: f64 = 1_000_000.0;
 /// Longest model name, in bytes.
-pub const MAX_MODEL_BYTES: usize = 128;
+pub(crate) const MAX_MODEL_BYTES: usize = 128;
 /// The fields of a report, in protocol order.
-pub const FIELDS: [&str; 6] = [
+pub(crate) const FIELDS: [&str; 6] = [
     "input_tokens",
     "output_tokens",
     "cache_read_tokens",
@@ -53,7 +53,7 @@ pub fn micros_of(usd: f64) -> u64 {
 /// Micro-dollars as a JSON number of dollars, rounded to 6 decimals. Whole dollars are written as
 /// integers (`2`, not `2.0`), as JavaScript writes them, so a value read back by a JavaScript
 /// client compares equal.
-pub fn usd(micros: u64) -> Value {
+pub(crate) fn usd(micros: u64) -> Value {
     if micros.is_multiple_of(1_000_000) {
         json!(micros / 1_000_000)
     } else {
@@ -62,7 +62,7 @@ pub fn usd(micros: u64) -> Value {
 }
 
 /// Parses a `usage` object found at `pointer`; every problem is a violation naming its field.
-pub fn parse(v: &Value, pointer: &str) -> Result<Usage, Vec<Violation>> {
+pub(crate) fn parse(v: &Value, pointer: &str) -> Result<Usage, Vec<Violation>> {
     let mut bad = Vec::new();
     let mut u = Usage::default();
     let Value::Object(m) = v else {
@@ -141,7 +141,7 @@ pub fn parse(v: &Value, pointer: &str) -> Result<Usage, Vec<Violation>> {
 }
 
 /// The `usage` of a handoff, an ack or a bus payload, if it has one (`null` is none).
-pub fn of_document(doc: &Value, pointer: &str) -> Result<Option<Usage>, Vec<Violation>> {
+pub(crate) fn of_document(doc: &Value, pointer: &str) -> Result<Option<Usage>, Vec<Violation>> {
     match doc.get("usage") {
         None | Some(Value::Null) => Ok(None),
         Some(u) => parse(u, pointer).map(Some),

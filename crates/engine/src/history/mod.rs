@@ -8,10 +8,11 @@
 //! `conductor/history/.writer.lock`; a second recorder blocks on it (stands by) and takes over when
 //! the writer ends, killed or not.
 
-pub mod picture;
-pub mod recorder;
-pub mod store;
-pub mod timeline;
+pub(crate) mod pack;
+pub(crate) mod picture;
+pub(crate) mod recorder;
+pub(crate) mod store;
+pub(crate) mod timeline;
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -19,12 +20,7 @@ use serde_json::{Value, json};
 use crate::error::{Error, Result};
 use crate::store::time::{format_ts, parse_ts};
 use crate::store::{Root, WorkflowId, layout};
-pub use store::{Change, HistoryDir, Kind, Seek};
-
-/// Default of `history.max_size`: the history drops its oldest segments past this many bytes.
-pub const DEFAULT_MAX_BYTES: u64 = 1024 * 1024 * 1024;
-/// Default of `history.max_age`: the history drops segments that ended longer ago than this.
-pub const DEFAULT_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(30 * 86_400);
+pub(crate) use store::{HistoryDir, Kind, Seek};
 
 /// A moment given as RFC 3339 (`2026-06-14T10:30:00Z`), `now`, or relative to `now` (`-15m`,
 /// `-1h30m`, `-90s`).
@@ -68,7 +64,7 @@ fn before(first: i64) -> Error {
 }
 
 /// The tree of files at `at_us`, refused before the history starts or on a root never recorded.
-pub fn tree_at(root: &Root, at_us: i64) -> Result<(store::Tree, i64, i64)> {
+pub(crate) fn tree_at(root: &Root, at_us: i64) -> Result<(store::Tree, i64, i64)> {
     let hist = HistoryDir::of(root);
     match hist.seek(at_us)? {
         Seek::Never => Err(never(root)),
@@ -79,7 +75,7 @@ pub fn tree_at(root: &Root, at_us: i64) -> Result<(store::Tree, i64, i64)> {
     }
 }
 
-/// The root as it was at `at_us` (see [`picture::picture`]), with the history's bounds.
+/// The root as it was at `at_us` (see `picture::picture`), with the history's bounds.
 pub fn replay_at(root: &Root, at_us: i64) -> Result<Value> {
     let (tree, first, last) = tree_at(root, at_us)?;
     let hist = HistoryDir::of(root);
@@ -133,7 +129,7 @@ pub struct ChangeFilter {
 /// One change as `replay --from --to` lists it: what happened to which file, and what the file then
 /// held (a JSON file's value up to 64 KiB, the lines appended to a JSONL file).
 #[derive(Debug, Clone, Serialize)]
-pub struct ChangeView {
+pub(crate) struct ChangeView {
     /// Its sequence number.
     pub seq: u64,
     /// When.
@@ -309,9 +305,7 @@ pub fn forget(root: &Root, wf: &WorkflowId) -> Result<ForgetResult> {
     }
     let mut removed = 0;
     for h in drop_blobs.difference(&keep_blobs) {
-        if let Some(p) = hist.blob_path(h)
-            && crate::store::atomic::remove_file(root, &p)?
-        {
+        if hist.erase_blob(h)? {
             removed += 1;
         }
     }
@@ -377,6 +371,12 @@ pub fn check(root: &Root) -> (Vec<String>, Vec<String>) {
             }
         };
         match &read.header {
+            Some(h) if h.history > store::FORMAT => errors.push(format!(
+                "{}: written in history format {}, newer than this pantheon reads ({})",
+                seg_path.display(),
+                h.history,
+                store::FORMAT
+            )),
             Some(h) if h.seq == *seg => {}
             _ => errors.push(format!(
                 "{}: no header naming sequence {seg}",
@@ -419,9 +419,11 @@ pub fn check(root: &Root) -> (Vec<String>, Vec<String>) {
         }
         expect = Some(next);
     }
+    // Packed blobs are read back and hashed, a pack opened once for its run of names.
     let mut missing = 0usize;
+    let mut packs = pack::PackReader::new(&hist.dir);
     for h in &blobs {
-        if !hist.blob_path(h).is_some_and(|p| p.is_file()) {
+        if !hist.has_blob(h, &mut packs) {
             missing += 1;
         }
     }

@@ -15,7 +15,7 @@ use crate::store::layout;
 use crate::store::time::{format_ts, parse_ts};
 
 /// One file: its key (`conductor/…`) and mtime (microseconds).
-pub type Listed<'a> = (&'a str, i64);
+pub(crate) type Listed<'a> = (&'a str, i64);
 
 fn parts(key: &str) -> Vec<&str> {
     key.split('/').collect()
@@ -202,7 +202,7 @@ fn newest_session(
 
 /// The picture of the files `files` (sorted by key), reading a file's bytes through `read`; the
 /// workflows in `forgotten` show as such.
-pub fn picture(
+pub(crate) fn picture(
     at: &str,
     files: &[Listed<'_>],
     read: &dyn Fn(&str) -> Option<Vec<u8>>,
@@ -323,7 +323,7 @@ pub fn picture(
 
 /// The picture of a tree from the history (blobs read as needed; a forgotten or missing blob reads
 /// as nothing).
-pub fn of_history(hist: &HistoryDir, tree: &Tree, at_us: i64) -> Value {
+pub(crate) fn of_history(hist: &HistoryDir, tree: &Tree, at_us: i64) -> Value {
     let files: Vec<Listed<'_>> = tree.iter().map(|(k, f)| (k.as_str(), f.mtime_us)).collect();
     let read = |k: &str| -> Option<Vec<u8>> { hist.content(tree.get(k)?).ok().flatten() };
     picture(&format_ts(instant(at_us)), &files, &read, &hist.forgotten())
@@ -390,7 +390,7 @@ pub fn root_files(root: &crate::store::Root) -> BTreeMap<String, (PathBuf, i64)>
 }
 
 /// The workflow state at a moment, from the history (for a fork: `rerun --as-of`).
-pub fn state_of(hist: &HistoryDir, tree: &Tree, wf: &str) -> Option<WorkflowState> {
+pub(crate) fn state_of(hist: &HistoryDir, tree: &Tree, wf: &str) -> Option<WorkflowState> {
     let key = format!("{}/{}/{wf}.json", layout::CONDUCTOR_DIR, layout::STATE_DIR);
     let bytes = hist.content(tree.get(&key)?).ok()??;
     serde_json::from_slice(&bytes).ok()

@@ -72,7 +72,7 @@ struct Stat {
 }
 
 /// The history's own settings (`history:` in `conductor/config.yaml`).
-pub fn retention_of(root: &Root) -> Retention {
+pub(crate) fn retention_of(root: &Root) -> Retention {
     Retention {
         max_bytes: root.settings.history.max_bytes,
         max_age: root.settings.history.max_age,
@@ -93,7 +93,7 @@ pub struct Recorder {
 }
 
 /// The key prefix and directory of each tree recorded: `conductor/` and `shared/handoffs/`.
-pub fn bases(root: &Root) -> Vec<(String, PathBuf)> {
+pub(crate) fn bases(root: &Root) -> Vec<(String, PathBuf)> {
     vec![
         (layout::CONDUCTOR_DIR.to_owned(), root.conductor.clone()),
         (
@@ -118,7 +118,7 @@ pub fn lease_file(root: &Root) -> Result<File> {
 }
 
 /// Who holds the lease, as its `writer.json` says (`pid N since T`).
-pub fn holder(root: &Root) -> String {
+pub(crate) fn holder(root: &Root) -> String {
     let p = HistoryDir::of(root).dir.join(WRITER_FILE);
     crate::store::read::read_json_once(&p)
         .ok()
@@ -163,7 +163,7 @@ impl Recorder {
 
     /// The key of `path` (`conductor/…`), `None` outside the trees, in the history itself, or for
     /// scratch files (temporary and lock files).
-    pub fn key_of(&self, path: &Path) -> Option<String> {
+    pub(crate) fn key_of(&self, path: &Path) -> Option<String> {
         if path.starts_with(&self.skip) {
             return None;
         }
@@ -187,6 +187,15 @@ impl Recorder {
     /// Walks both trees and records every difference from the history's tree (files gone included).
     /// With `initial`, every change is stamped now (the first scan only knows the files exist).
     pub fn rescan(&mut self, initial: bool) -> Result<usize> {
+        // What a scan finds is mostly the tree the next checkpoint names: blob files, not the pack
+        // (which the checkpoint would copy out again).
+        let packing = std::mem::replace(&mut self.writer.packing, false);
+        let r = self.scan(initial);
+        self.writer.packing = packing;
+        r
+    }
+
+    fn scan(&mut self, initial: bool) -> Result<usize> {
         let mut seen = std::collections::HashSet::new();
         let mut batch = Vec::new();
         let mut n = 0;
@@ -240,7 +249,7 @@ impl Recorder {
     /// that is no longer there is deleted. A directory made while the recorder looked away (its
     /// watch is added by the watcher's own thread, after the notification that named it) may have
     /// had files made and removed before its watch was in place; this second look settles them.
-    pub fn recheck(&mut self, dirs: &[PathBuf]) -> Result<usize> {
+    pub(crate) fn recheck(&mut self, dirs: &[PathBuf]) -> Result<usize> {
         self.look(dirs, true).map(|(n, _)| n)
     }
 
@@ -409,7 +418,7 @@ impl Recorder {
         }
         if let Some(o) = &old
             && o.blobs.len() == 1
-            && o.blobs[0] == h
+            && super::pack::hash_part(&o.blobs[0]) == h
             && o.mtime_us == mtime_us
         {
             return None;
@@ -533,7 +542,7 @@ fn walk(dir: &Path, skip: &Path, depth: usize, out: &mut Vec<PathBuf>) {
 /// Files of the trees that are not history: the journal's intents (`conductor/journal-intents/`), the
 /// engine's write-ahead notes of an act in progress, each made and removed within the act (the act
 /// itself is recorded by the files it writes and its journal entry).
-pub fn unrecorded(key: &str) -> bool {
+pub(crate) fn unrecorded(key: &str) -> bool {
     key.starts_with("conductor/journal-intents/")
 }
 
@@ -696,7 +705,7 @@ impl Rechecks {
 /// Records `root` until `rx` gives [`Msg::Stop`] (or every sender is gone): stands by while another
 /// recorder holds the lease, then writes. `tx` must be the sender of `rx` (the file watcher and the
 /// stand-by thread send through it). Reports go to `report`.
-pub fn run(
+pub(crate) fn run(
     root: &Root,
     tx: mpsc::Sender<Msg>,
     rx: mpsc::Receiver<Msg>,
@@ -813,7 +822,7 @@ pub fn run(
     Ok(())
 }
 
-/// A recorder on its own thread ([`run`]); [`Background::stop`] ends it.
+/// A recorder on its own thread (`run`); [`Background::stop`] ends it.
 #[derive(Debug)]
 pub struct Background {
     tx: mpsc::Sender<Msg>,

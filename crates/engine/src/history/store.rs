@@ -12,38 +12,45 @@ use rustix::fs::OFlags;
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
+use super::pack::{
+    self, Loc, PACK_MAX_BYTES, PACK_SUFFIX, PACKED_MAX, PACKS_DIR, PackReader, PackWriter,
+};
 use crate::error::{Error, Result};
 use crate::store::Root;
 use crate::store::layout;
 use crate::store::safe::SafeDir;
 
 /// `history/segments`: one file of change records per segment.
-pub const SEGMENTS_DIR: &str = "segments";
+pub(crate) const SEGMENTS_DIR: &str = "segments";
 /// `history/checkpoints`: the whole tree at the start of each segment.
-pub const CHECKPOINTS_DIR: &str = "checkpoints";
-/// `history/blobs`: file contents by hash, `blobs/{first two hex}/{rest}`.
-pub const BLOBS_DIR: &str = "blobs";
+pub(crate) const CHECKPOINTS_DIR: &str = "checkpoints";
+/// `history/blobs`: file contents by hash, `blobs/{first two hex}/{rest}` (large contents, and what
+/// checkpoints name; the small contents of a segment's records are in its pack, see [`pack`]).
+pub(crate) const BLOBS_DIR: &str = "blobs";
 /// `history/.writer.lock`: the writer lease (an exclusive `flock` held while recording).
-pub const WRITER_LOCK: &str = ".writer.lock";
+pub(crate) const WRITER_LOCK: &str = ".writer.lock";
 /// `history/writer.json`: who holds the lease (pid, since), for messages.
-pub const WRITER_FILE: &str = "writer.json";
+pub(crate) const WRITER_FILE: &str = "writer.json";
 /// `history/forgotten.json`: workflows whose recorded context was dropped.
-pub const FORGOTTEN_FILE: &str = "forgotten.json";
+pub(crate) const FORGOTTEN_FILE: &str = "forgotten.json";
 const SEGMENT_SUFFIX: &str = ".log";
 const CHECKPOINT_SUFFIX: &str = ".json";
+/// The format version new segments are written with: 2 (records may name packed blobs). Version 1
+/// segments (every blob a file) are read as they are.
+pub(crate) const FORMAT: u32 = 2;
 
 /// A segment is closed (a checkpoint taken, a new segment begun) after this many records…
-pub const SEGMENT_MAX_RECORDS: u64 = 20_000;
+pub(crate) const SEGMENT_MAX_RECORDS: u64 = 20_000;
 /// …or this many bytes of records.
-pub const SEGMENT_MAX_BYTES: u64 = 8 * 1024 * 1024;
+pub(crate) const SEGMENT_MAX_BYTES: u64 = 8 * 1024 * 1024;
 /// The longest a written record waits for its `fdatasync`.
-pub const SYNC_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+pub(crate) const SYNC_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 /// Largest segment or checkpoint file read.
-pub const MAX_INDEX_BYTES: u64 = 512 * 1024 * 1024;
+pub(crate) const MAX_INDEX_BYTES: u64 = 512 * 1024 * 1024;
 /// A file larger than this is recorded without its content (its size and time only).
-pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// At a checkpoint, runs of small appended pieces are merged into blobs of about this size.
-pub const CHUNK_BYTES: u64 = 1024 * 1024;
+pub(crate) const CHUNK_BYTES: u64 = 1024 * 1024;
 /// A file with more pieces than this is merged at the next checkpoint.
 const MERGE_AFTER_PIECES: usize = 8;
 /// Longest record line read (paths are bounded by the file system, so a longer line is garbage).
@@ -53,7 +60,7 @@ const MAX_LINE: usize = 64 * 1024;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileVer {
     /// The blobs whose concatenation is the content (empty: the content was not kept, see
-    /// [`MAX_FILE_BYTES`]).
+    /// `MAX_FILE_BYTES`).
     #[serde(rename = "b", default)]
     pub blobs: Vec<String>,
     /// Its size in bytes.
@@ -117,7 +124,7 @@ pub struct Change {
 /// The first line of a segment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SegmentHeader {
-    /// Format version (1).
+    /// Format version ([`FORMAT`]; 1 for a history written before packs).
     pub history: u32,
     /// The sequence number of the segment's first record (also its checkpoint's name).
     pub seq: u64,
@@ -178,19 +185,20 @@ pub fn apply(tree: &mut Tree, c: &Change) {
 }
 
 /// The content hash of `bytes`: the first 128 bits of its SHA-256, in hex.
-pub fn hash_of(bytes: &[u8]) -> String {
+pub(crate) fn hash_of(bytes: &[u8]) -> String {
     let d = sha2::Sha256::digest(bytes);
     hex::encode(&d[..16])
 }
 
-fn is_hash(h: &str) -> bool {
+/// True when `h` is a content hash (32 lowercase hex digits).
+pub(crate) fn is_hash(h: &str) -> bool {
     h.len() == 32
         && h.bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// Microseconds since the epoch of `t`.
-pub fn micros(t: chrono::DateTime<chrono::Utc>) -> i64 {
+pub(crate) fn micros(t: chrono::DateTime<chrono::Utc>) -> i64 {
     t.timestamp_micros()
 }
 
@@ -304,15 +312,28 @@ impl HistoryDir {
     }
 
     /// `checkpoints/{seq:020}.json`.
-    pub fn checkpoint_path(&self, seq: u64) -> PathBuf {
+    pub(crate) fn checkpoint_path(&self, seq: u64) -> PathBuf {
         self.dir
             .join(CHECKPOINTS_DIR)
             .join(format!("{seq:020}{CHECKPOINT_SUFFIX}"))
     }
 
-    /// `blobs/{h[..2]}/{h[2..]}`.
-    pub fn blob_path(&self, h: &str) -> Option<PathBuf> {
-        is_hash(h).then(|| self.dir.join(BLOBS_DIR).join(&h[..2]).join(&h[2..]))
+    /// `blobs/{h[..2]}/{h[2..]}` of a blob kept as a file (`None` for a packed blob's name).
+    pub(crate) fn blob_path(&self, h: &str) -> Option<PathBuf> {
+        match pack::locate(h) {
+            Some(Loc::File(h)) => Some(self.dir.join(BLOBS_DIR).join(&h[..2]).join(&h[2..])),
+            _ => None,
+        }
+    }
+
+    /// `packs/{seq:020}.pack`.
+    pub(crate) fn pack_path(&self, seq: u64) -> PathBuf {
+        pack::pack_path(&self.dir, seq)
+    }
+
+    /// The packs kept, oldest first.
+    pub(crate) fn packs(&self) -> Vec<u64> {
+        numbered(&self.dir.join(PACKS_DIR), PACK_SUFFIX)
     }
 
     /// The segments kept, oldest first (by their first sequence number).
@@ -321,7 +342,7 @@ impl HistoryDir {
     }
 
     /// The checkpoints kept, oldest first.
-    pub fn checkpoints(&self) -> Vec<u64> {
+    pub(crate) fn checkpoints(&self) -> Vec<u64> {
         numbered(&self.dir.join(CHECKPOINTS_DIR), CHECKPOINT_SUFFIX)
     }
 
@@ -332,9 +353,53 @@ impl HistoryDir {
 
     /// The content of blob `h` (`None` when it is not kept: forgotten, or the file was too large).
     pub fn blob(&self, h: &str) -> Result<Option<Vec<u8>>> {
-        match self.blob_path(h) {
-            Some(p) => read_bounded(&p, MAX_FILE_BYTES),
+        self.blob_with(h, &mut PackReader::new(&self.dir))
+    }
+
+    /// [`HistoryDir::blob`] through `packs`, which keeps the last pack it opened.
+    pub(crate) fn blob_with(&self, h: &str, packs: &mut PackReader) -> Result<Option<Vec<u8>>> {
+        match pack::locate(h) {
+            Some(Loc::Packed {
+                hash,
+                pack,
+                off,
+                len,
+            }) => Ok(packs.read(hash, pack, off, len)),
+            Some(Loc::File(_)) => match self.blob_path(h) {
+                Some(p) => read_bounded(&p, MAX_FILE_BYTES),
+                None => Ok(None),
+            },
             None => Ok(None),
+        }
+    }
+
+    /// True when blob `h` can be read: its file exists, or its packed range is whole and hashes
+    /// right.
+    pub(crate) fn has_blob(&self, h: &str, packs: &mut PackReader) -> bool {
+        match pack::locate(h) {
+            Some(Loc::Packed {
+                hash,
+                pack,
+                off,
+                len,
+            }) => packs.read(hash, pack, off, len).is_some(),
+            Some(Loc::File(_)) => self.blob_path(h).is_some_and(|p| p.is_file()),
+            None => false,
+        }
+    }
+
+    /// Removes blob `h` (`record --forget`): its file is removed, a packed range overwritten with
+    /// zeros. True when something was removed.
+    pub fn erase_blob(&self, h: &str) -> Result<bool> {
+        match pack::locate(h) {
+            Some(Loc::Packed { pack, off, len, .. }) => {
+                pack::erase(&self.root, &self.dir, pack, off, len)
+            }
+            Some(Loc::File(_)) => match self.blob_path(h) {
+                Some(p) => crate::store::atomic::remove_file(&self.root, &p),
+                None => Ok(false),
+            },
+            None => Ok(false),
         }
     }
 
@@ -344,8 +409,9 @@ impl HistoryDir {
             return Ok(None);
         }
         let mut out = Vec::with_capacity(usize::try_from(f.len).unwrap_or(0).min(1 << 26));
+        let mut packs = PackReader::new(&self.dir);
         for b in &f.blobs {
-            match self.blob(b)? {
+            match self.blob_with(b, &mut packs)? {
                 Some(bytes) => out.extend_from_slice(&bytes),
                 None => return Ok(None),
             }
@@ -451,7 +517,12 @@ impl HistoryDir {
 
     /// The changes with `from_us < t <= to_us`, oldest first, at most `limit` (the bool: more were left
     /// out).
-    pub fn changes(&self, from_us: i64, to_us: i64, limit: usize) -> Result<(Vec<Change>, bool)> {
+    pub(crate) fn changes(
+        &self,
+        from_us: i64,
+        to_us: i64,
+        limit: usize,
+    ) -> Result<(Vec<Change>, bool)> {
         let segs: Vec<(u64, i64)> = self
             .segments()
             .into_iter()
@@ -476,7 +547,7 @@ impl HistoryDir {
     }
 
     /// The workflows whose recorded context was dropped (`record --forget`).
-    pub fn forgotten(&self) -> BTreeSet<String> {
+    pub(crate) fn forgotten(&self) -> BTreeSet<String> {
         read_bounded(&self.dir.join(FORGOTTEN_FILE), 16 * 1024 * 1024)
             .ok()
             .flatten()
@@ -510,7 +581,7 @@ impl HistoryDir {
 }
 
 /// Parses a segment's bytes: the header, the records, the damage, and where the whole lines end.
-pub fn parse_segment(seq: u64, bytes: &[u8]) -> SegmentRead {
+pub(crate) fn parse_segment(seq: u64, bytes: &[u8]) -> SegmentRead {
     let mut out = SegmentRead::default();
     let mut off = 0usize;
     let mut first = true;
@@ -591,6 +662,11 @@ pub struct Writer {
     /// The stamp of the last record (stamps never go back).
     pub last_t: i64,
     blob_dirs: HashMap<String, SafeDir>,
+    /// The current segment's pack, where small blobs go.
+    pack: PackWriter,
+    /// Whether [`Writer::put_blob`] packs small blobs (true; the recorder's scans write blob files,
+    /// since what a scan finds is the tree the next checkpoint names).
+    pub packing: bool,
     retention: Retention,
     /// Records cut from a damaged tail at open (a killed writer's half-written batch).
     pub repaired: usize,
@@ -615,7 +691,7 @@ impl Writer {
     /// cut with everything after them.
     pub fn open(root: &Root, retention: Retention, now_us: i64) -> Result<Self> {
         let hist = HistoryDir::of(root);
-        for d in [SEGMENTS_DIR, CHECKPOINTS_DIR, BLOBS_DIR] {
+        for d in [SEGMENTS_DIR, CHECKPOINTS_DIR, BLOBS_DIR, PACKS_DIR] {
             crate::store::atomic::ensure_dir(root, &hist.dir.join(d))?;
         }
         let segs = hist.segments();
@@ -627,6 +703,7 @@ impl Writer {
                     files: &Tree::new(),
                 };
                 write_checkpoint(&hist, &cp)?;
+                let pack = PackWriter::open(root, &hist.dir, 0, true, std::iter::empty())?;
                 let file = new_segment(&hist, 0, now_us)?;
                 Self {
                     hist,
@@ -638,6 +715,8 @@ impl Writer {
                     next_seq: 0,
                     last_t: now_us,
                     blob_dirs: HashMap::new(),
+                    pack,
+                    packing: true,
                     retention,
                     repaired: 0,
                     unsynced: None,
@@ -653,11 +732,12 @@ impl Writer {
                 let mut keep_len = read.whole_len;
                 let mut kept = 0u64;
                 let mut repaired = 0usize;
+                let mut packs = PackReader::new(&hist.dir);
                 for (i, (off, c)) in read.records.iter().enumerate() {
                     let blob_ok = c
                         .blob
                         .as_deref()
-                        .is_none_or(|b| hist.blob_path(b).is_some_and(|p| p.is_file()));
+                        .is_none_or(|b| hist.has_blob(b, &mut packs));
                     if c.seq != next_seq || c.at_us < last_t || !blob_ok {
                         keep_len = *off;
                         repaired = read.records.len() - i;
@@ -668,6 +748,10 @@ impl Writer {
                     last_t = c.at_us;
                     kept += 1;
                 }
+                let names = read.records[..kept as usize]
+                    .iter()
+                    .filter_map(|(_, c)| c.blob.as_deref());
+                let pack = PackWriter::open(root, &hist.dir, seg, false, names)?;
                 let file = reopen_segment(root, &path, keep_len)?;
                 Self {
                     hist,
@@ -679,18 +763,34 @@ impl Writer {
                     next_seq,
                     last_t,
                     blob_dirs: HashMap::new(),
+                    pack,
+                    packing: true,
                     retention,
                     repaired,
                     unsynced: None,
                 }
             }
         };
+        if hist_format(&w.hist, w.seg) < FORMAT {
+            // A segment of an older format is closed, so the records that may name packs begin a
+            // segment whose header says so.
+            w.roll(now_us)?;
+        }
         w.enforce_retention(now_us)?;
         Ok(w)
     }
 
-    /// Stores `bytes` as a blob (once: an existing blob is kept) and returns its hash.
+    /// Stores `bytes` as a blob and returns its name: a small one in the segment's pack (while
+    /// [`Writer::packing`]), a large one as a file; identical contents are stored once.
     pub fn put_blob(&mut self, bytes: &[u8]) -> Result<String> {
+        if self.packing && bytes.len() as u64 <= PACKED_MAX {
+            return self.pack.put(&hash_of(bytes), bytes);
+        }
+        self.put_blob_file(bytes)
+    }
+
+    /// Stores `bytes` as a blob file (once: an existing blob is kept) and returns its hash.
+    pub fn put_blob_file(&mut self, bytes: &[u8]) -> Result<String> {
         let h = hash_of(bytes);
         let sub = h[..2].to_owned();
         let name = h[2..].to_owned();
@@ -713,7 +813,7 @@ impl Writer {
 
     /// Numbers, stamps and appends `batch` (one write), applies it to the tree, and closes the
     /// segment when it is full. Stamps never go back and never pass `now_us`. The write reaches the
-    /// disk by [`Writer::sync_due`] within [`SYNC_EVERY`] (a killed recorder loses nothing: the
+    /// disk by `Writer::sync_due` within `SYNC_EVERY` (a killed recorder loses nothing: the
     /// kernel keeps its writes; a power loss may cut the last second, and opening repairs the tail),
     /// so a busy root's writers do not wait on an `fdatasync` per batch of the recorder's.
     pub fn commit(&mut self, mut batch: Vec<Pending>, now_us: i64) -> Result<Vec<Change>> {
@@ -748,14 +848,17 @@ impl Writer {
         for c in &out {
             apply(&mut self.tree, c);
         }
-        if self.seg_records >= SEGMENT_MAX_RECORDS || self.seg_bytes >= SEGMENT_MAX_BYTES {
+        if self.seg_records >= SEGMENT_MAX_RECORDS
+            || self.seg_bytes >= SEGMENT_MAX_BYTES
+            || self.pack.len() >= PACK_MAX_BYTES
+        {
             self.roll(now_us)?;
         }
         Ok(out)
     }
 
-    /// `fdatasync`s the records written if the oldest of them is [`SYNC_EVERY`] old (true: synced).
-    pub fn sync_due(&mut self) -> Result<bool> {
+    /// `fdatasync`s the records written if the oldest of them is `SYNC_EVERY` old (true: synced).
+    pub(crate) fn sync_due(&mut self) -> Result<bool> {
         match self.unsynced {
             Some(t) if t.elapsed() >= SYNC_EVERY => self.sync().map(|()| true),
             _ => Ok(false),
@@ -763,37 +866,52 @@ impl Writer {
     }
 
     /// How long until [`Writer::sync_due`] syncs, if records wait for it.
-    pub fn sync_wait(&self) -> Option<std::time::Duration> {
+    pub(crate) fn sync_wait(&self) -> Option<std::time::Duration> {
         self.unsynced
             .map(|t| SYNC_EVERY.saturating_sub(t.elapsed()))
     }
 
-    /// `fdatasync`s the records written so far.
+    /// `fdatasync`s the records written so far, their pack first (a record is never durable
+    /// before the bytes it names).
     pub fn sync(&mut self) -> Result<()> {
-        if self.unsynced.take().is_some() {
+        if self.unsynced.is_some() {
+            self.pack.sync()?;
             let path = self.hist.segment_path(self.seg);
             self.seg_file.sync_data().map_err(io_at(&path))?;
+            self.unsynced = None;
         }
         Ok(())
     }
 
-    /// Closes the current segment: merges long runs of appended pieces, writes the checkpoint of the
-    /// tree, begins the next segment, then applies retention.
-    pub fn roll(&mut self, now_us: i64) -> Result<()> {
+    /// Closes the current segment: merges long runs of appended pieces, copies the packed blobs the
+    /// tree still names into blob files (a checkpoint names no pack, so a pack goes with its
+    /// segment), writes the checkpoint of the tree, begins the next segment and its pack, then
+    /// applies retention.
+    pub(crate) fn roll(&mut self, now_us: i64) -> Result<()> {
         self.sync()?;
         let paths: Vec<String> = self
             .tree
             .iter()
-            .filter(|(_, f)| f.blobs.len() > MERGE_AFTER_PIECES)
+            .filter(|(_, f)| {
+                f.blobs.len() > MERGE_AFTER_PIECES
+                    || f.blobs
+                        .iter()
+                        .any(|b| matches!(pack::locate(b), Some(Loc::Packed { .. })))
+            })
             .map(|(p, _)| p.clone())
             .collect();
+        let wrote = !paths.is_empty();
         for p in paths {
             let Some(f) = self.tree.get(&p).cloned() else {
                 continue;
             };
-            if let Some(merged) = self.merge(&f)? {
-                self.tree.insert(p, merged);
+            if let Some(settled) = self.settle(&f)? {
+                self.tree.insert(p, settled);
             }
+        }
+        if wrote {
+            // The blob files just written are durable before the checkpoint naming them.
+            pack::sync_file_system(&self.hist.root, &self.hist.dir)?;
         }
         let cp = CheckpointOut {
             seq: self.next_seq,
@@ -801,34 +919,58 @@ impl Writer {
             files: &self.tree,
         };
         write_checkpoint(&self.hist, &cp)?;
+        let pack = PackWriter::open(
+            &self.hist.root,
+            &self.hist.dir,
+            self.next_seq,
+            true,
+            std::iter::empty(),
+        )?;
         self.seg_file = new_segment(&self.hist, self.next_seq, self.last_t)?;
+        self.pack = pack;
         self.seg = self.next_seq;
         self.seg_records = 0;
         self.seg_bytes = 0;
         self.enforce_retention(now_us).map(|_| ())
     }
 
-    /// Merges the small pieces of `f` into chunks of about [`CHUNK_BYTES`]; `None` when a piece is
-    /// missing (the version then stays as it is).
-    fn merge(&mut self, f: &FileVer) -> Result<Option<FileVer>> {
+    /// The version of `f` a checkpoint names: a long run of small pieces merged into chunks of
+    /// about [`CHUNK_BYTES`], packed pieces copied into blob files. A missing packed piece makes the
+    /// content unknown (as for a file too large to keep); `None` when a piece is missing otherwise
+    /// (the version then stays as it is).
+    fn settle(&mut self, f: &FileVer) -> Result<Option<FileVer>> {
+        let merge = f.blobs.len() > MERGE_AFTER_PIECES;
         let mut out = Vec::new();
         let mut acc: Vec<u8> = Vec::new();
+        let mut packs = PackReader::new(&self.hist.dir);
         for b in &f.blobs {
-            let Some(bytes) = self.hist.blob(b)? else {
-                return Ok(None);
+            let packed = matches!(pack::locate(b), Some(Loc::Packed { .. }));
+            if !merge && !packed {
+                out.push(b.clone());
+                continue;
+            }
+            let Some(bytes) = self.hist.blob_with(b, &mut packs)? else {
+                return Ok(packed.then(|| FileVer {
+                    blobs: Vec::new(),
+                    ..f.clone()
+                }));
             };
+            if !merge {
+                out.push(self.put_blob_file(&bytes)?);
+                continue;
+            }
             if bytes.len() as u64 >= CHUNK_BYTES && acc.is_empty() {
                 out.push(b.clone());
                 continue;
             }
             acc.extend_from_slice(&bytes);
             if acc.len() as u64 >= CHUNK_BYTES {
-                out.push(self.put_blob(&acc)?);
+                out.push(self.put_blob_file(&acc)?);
                 acc.clear();
             }
         }
         if !acc.is_empty() {
-            out.push(self.put_blob(&acc)?);
+            out.push(self.put_blob_file(&acc)?);
         }
         Ok(Some(FileVer {
             blobs: out,
@@ -839,7 +981,7 @@ impl Writer {
     /// Drops whole oldest segments (with their checkpoints) while the history is over its size bound
     /// or a segment ended before the age bound, never the segment being written; then removes the
     /// blobs no kept checkpoint or record names.
-    pub fn enforce_retention(&mut self, now_us: i64) -> Result<usize> {
+    pub(crate) fn enforce_retention(&mut self, now_us: i64) -> Result<usize> {
         let age_us = i64::try_from(self.retention.max_age.as_micros()).unwrap_or(i64::MAX);
         let cutoff = now_us.saturating_sub(age_us);
         let mut dropped = 0usize;
@@ -867,9 +1009,9 @@ impl Writer {
                     )?;
                 }
             }
-            // The blobs only the dropped segment named go now, so the size is known for the
-            // next decision.
-            collect_garbage(&self.hist)?;
+            // The blobs and the pack only the dropped segment named go now, so the size is known
+            // for the next decision.
+            collect_garbage(&self.hist, Some(self.pack.seq))?;
             dropped += 1;
         }
         Ok(dropped)
@@ -877,7 +1019,7 @@ impl Writer {
 }
 
 /// The blobs named by any kept checkpoint or record.
-pub fn referenced_blobs(hist: &HistoryDir) -> Result<BTreeSet<String>> {
+pub(crate) fn referenced_blobs(hist: &HistoryDir) -> Result<BTreeSet<String>> {
     let mut keep = BTreeSet::new();
     for seg in hist.segments() {
         if let Ok(cp) = hist.checkpoint(seg) {
@@ -892,8 +1034,8 @@ pub fn referenced_blobs(hist: &HistoryDir) -> Result<BTreeSet<String>> {
     Ok(keep)
 }
 
-/// Every blob stored, by hash.
-pub fn stored_blobs(hist: &HistoryDir) -> Vec<String> {
+/// Every blob stored as a file, by hash.
+pub(crate) fn stored_blobs(hist: &HistoryDir) -> Vec<String> {
     let mut out = Vec::new();
     let base = hist.dir.join(BLOBS_DIR);
     for sub in std::fs::read_dir(&base).into_iter().flatten().flatten() {
@@ -916,14 +1058,30 @@ pub fn stored_blobs(hist: &HistoryDir) -> Vec<String> {
     out
 }
 
-/// Removes the blobs nothing kept names; returns how many.
-pub fn collect_garbage(hist: &HistoryDir) -> Result<usize> {
+/// Removes the blob files and the packs nothing kept names, except pack `writing` (the writer's own,
+/// which its next records will name); returns how many files went.
+pub(crate) fn collect_garbage(hist: &HistoryDir, writing: Option<u64>) -> Result<usize> {
     let keep = referenced_blobs(hist)?;
+    let keep_packs: BTreeSet<u64> = keep
+        .iter()
+        .filter_map(|b| match pack::locate(b) {
+            Some(Loc::Packed { pack, .. }) => Some(pack),
+            _ => None,
+        })
+        .chain(writing)
+        .collect();
     let mut n = 0;
     for h in stored_blobs(hist) {
         if !keep.contains(&h)
             && let Some(p) = hist.blob_path(&h)
             && crate::store::atomic::remove_file(&hist.root, &p)?
+        {
+            n += 1;
+        }
+    }
+    for p in hist.packs() {
+        if !keep_packs.contains(&p)
+            && crate::store::atomic::remove_file(&hist.root, &hist.pack_path(p))?
         {
             n += 1;
         }
@@ -937,10 +1095,19 @@ fn write_checkpoint(hist: &HistoryDir, cp: &CheckpointOut<'_>) -> Result<()> {
     crate::store::atomic::write_atomic(&hist.root, &hist.checkpoint_path(cp.seq), &bytes)
 }
 
+/// The format segment `seq`'s header names ([`FORMAT`] when it has none: a new segment's).
+fn hist_format(hist: &HistoryDir, seq: u64) -> u32 {
+    hist.header(seq).map_or(FORMAT, |h| h.history)
+}
+
 /// Creates segment `seq` with its header, durably.
 fn new_segment(hist: &HistoryDir, seq: u64, t: i64) -> Result<File> {
     let path = hist.segment_path(seq);
-    let header = SegmentHeader { history: 1, seq, t };
+    let header = SegmentHeader {
+        history: FORMAT,
+        seq,
+        t,
+    };
     let mut line = crate::store::json_text(&header, false);
     line.push(b'\n');
     // Written whole under a temporary name then renamed, so a segment never lacks its header.
@@ -1018,6 +1185,90 @@ mod tests {
     }
 
     #[test]
+    fn packed_blobs_are_cut_when_lost_copied_out_at_a_roll_and_old_blob_files_still_read() {
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::at(d.path());
+        let ret = Retention {
+            max_bytes: u64::MAX,
+            max_age: std::time::Duration::from_secs(3600),
+        };
+        let hist = HistoryDir::of(&root);
+        // A version 1 history: every blob a file.
+        let mut w = Writer::open(&root, ret.clone(), 1_000).unwrap();
+        w.packing = false;
+        let old = w.put_blob(b"old").unwrap();
+        assert!(hist.blob_path(&old).unwrap().is_file());
+        w.commit(vec![put("conductor/old", &old, 1_500)], 2_000)
+            .unwrap();
+        drop(w);
+        let seg = hist.segment_path(0);
+        let text = std::fs::read_to_string(&seg).unwrap();
+        std::fs::write(&seg, text.replacen("\"history\":2", "\"history\":1", 1)).unwrap();
+        assert_eq!(hist.header(0).unwrap().history, 1);
+        // Opened by this version, the old segment is closed: packed names begin a segment of
+        // format 2, and the old one stays as it was.
+        let mut w = Writer::open(&root, ret.clone(), 3_000).unwrap();
+        assert_eq!(hist.segments(), [0, 1]);
+        assert_eq!(
+            (
+                hist.header(0).unwrap().history,
+                hist.header(1).unwrap().history
+            ),
+            (1, FORMAT)
+        );
+        let a = w.put_blob(b"kept").unwrap();
+        let b = w.put_blob(b"lost").unwrap();
+        assert!(matches!(
+            pack::locate(&a),
+            Some(Loc::Packed { pack: 1, .. })
+        ));
+        assert_eq!(hist.blob(&a).unwrap().as_deref(), Some(b"kept".as_slice()));
+        w.commit(vec![put("conductor/a", &a, 3_000)], 3_000)
+            .unwrap();
+        w.commit(vec![put("conductor/b", &b, 4_000)], 4_000)
+            .unwrap();
+        drop(w);
+        // The pack lost its tail (a power loss the segment's record survived): the record naming
+        // the lost bytes is cut, and nothing after the kept ranges stays in the pack.
+        let pack_file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(hist.pack_path(1))
+            .unwrap();
+        pack_file.set_len(6).unwrap();
+        let mut w = Writer::open(&root, ret, 5_000).unwrap();
+        assert_eq!((w.repaired, w.next_seq), (1, 2));
+        assert_eq!(std::fs::metadata(hist.pack_path(1)).unwrap().len(), 4);
+        assert_eq!(w.put_blob(b"kept").unwrap(), a, "stored once");
+        // A roll copies what the tree names out of the pack: the checkpoint names blob files only.
+        w.roll(5_000).unwrap();
+        let cp = hist.checkpoint(2).unwrap();
+        assert!(
+            cp.files
+                .values()
+                .flat_map(|f| &f.blobs)
+                .all(|b| matches!(pack::locate(b), Some(Loc::File(_))))
+        );
+        assert_eq!(hist.packs(), [0, 1, 2]);
+        for (path, want) in [("conductor/old", "old"), ("conductor/a", "kept")] {
+            let f = &cp.files[path];
+            assert_eq!(hist.content(f).unwrap().unwrap(), want.as_bytes());
+        }
+        // Both forms read along the history: the old blob file, the packed blob.
+        let (all, _) = hist.changes(0, 10_000, 10).unwrap();
+        let read: Vec<Vec<u8>> = all
+            .iter()
+            .map(|c| hist.blob(c.blob.as_deref().unwrap()).unwrap().unwrap())
+            .collect();
+        assert_eq!(read, [b"old".to_vec(), b"kept".to_vec()]);
+        let (errors, _) = crate::history::check(&root);
+        assert!(errors.is_empty(), "{errors:?}");
+        // A damaged packed range is found by validate.
+        std::fs::write(hist.pack_path(1), b"XXXX").unwrap();
+        let (errors, _) = crate::history::check(&root);
+        assert!(errors.iter().any(|e| e.contains("1 blob(s)")), "{errors:?}");
+    }
+
+    #[test]
     fn retention_drops_whole_oldest_segments_and_their_blobs() {
         let d = tempfile::tempdir().unwrap();
         let root = Root::at(d.path());
@@ -1041,6 +1292,7 @@ mod tests {
         }
         let hist = HistoryDir::of(&root);
         assert_eq!(hist.segments().len(), 5);
+        assert_eq!(hist.packs(), hist.segments(), "one pack per segment");
         let blobs_before = stored_blobs(&hist).len();
         let size_before = hist.size();
         let at_mid = match hist.seek(t - 500_000).unwrap() {
@@ -1063,11 +1315,13 @@ mod tests {
             stored_blobs(&hist).len() < blobs_before,
             "the dropped segments' blobs are gone"
         );
+        assert_eq!(hist.packs(), segs, "the dropped segments' packs are gone");
+        let mut packs = PackReader::new(&hist.dir);
         assert!(
             referenced_blobs(&hist)
                 .unwrap()
                 .iter()
-                .all(|b| hist.blob_path(b).unwrap().is_file())
+                .all(|b| hist.has_blob(b, &mut packs))
         );
         // The first moment kept is the oldest kept segment's; before it is refused, after it unchanged.
         let first = hist.header(segs[0]).unwrap().t;

@@ -21,9 +21,9 @@ use crate::store::lock::FileLock;
 use crate::store::time::now_ts;
 
 /// The least time between two anchors `serve` writes (it always writes one at exit).
-pub const ANCHOR_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+pub(crate) const ANCHOR_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// The interval in force: `PANTHEON_JOURNAL_ANCHOR_EVERY_MS` (100 ms to 60 s), else [`ANCHOR_EVERY`].
+/// The interval in force: `PANTHEON_JOURNAL_ANCHOR_EVERY_MS` (100 ms to 60 s), else `ANCHOR_EVERY`.
 /// A shorter one anchors more entries (a rewrite is then located to fewer of them) at the cost of a
 /// flushed write per interval while the journal moves.
 pub fn anchor_every() -> std::time::Duration {
@@ -36,7 +36,7 @@ pub fn anchor_every() -> std::time::Duration {
 
 /// One anchored head.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Anchor {
+pub(crate) struct Anchor {
     /// The entry's sequence number.
     pub seq: u64,
     /// Its hash.
@@ -49,7 +49,7 @@ pub struct Anchor {
 
 /// What [`read`] found: the anchors, and what is wrong with the file.
 #[derive(Debug, Clone, Default)]
-pub struct AnchorFile {
+pub(crate) struct AnchorFile {
     /// The anchors, in file order.
     pub anchors: Vec<Anchor>,
     /// Problems: a missing or empty file, lines that are no anchor, two hashes for one entry.
@@ -74,7 +74,7 @@ fn open_regular(path: &Path) -> std::io::Result<File> {
 
 /// Reads an anchor file. A missing or empty file is a problem, not an error: the verification says
 /// so and fails.
-pub fn read(path: &Path) -> Result<AnchorFile> {
+pub(crate) fn read(path: &Path) -> Result<AnchorFile> {
     let mut out = AnchorFile::default();
     let f = match open_regular(path) {
         Ok(f) => f,
@@ -164,7 +164,7 @@ fn last_entry(bytes: &[u8]) -> Option<Head> {
 
 /// The journal's head: its last entry's sequence number and hash (`None`: no entry yet), read under
 /// the journal's lock so no append is half-written.
-pub fn current_head(root: &Root) -> Result<Option<(u64, String)>> {
+pub(crate) fn current_head(root: &Root) -> Result<Option<(u64, String)>> {
     let _lock = FileLock::exclusive(root, &lock_path(root))?;
     let mut paths = segments(root);
     paths.push(journal_path(root));
@@ -221,7 +221,7 @@ fn resolved(path: &Path) -> Result<PathBuf> {
 /// links resolved: whoever can rewrite the journal could rewrite such an anchor with it. Returns the
 /// resolved path and the warnings: group or others can write the file or replace it in its
 /// directory.
-pub fn check_place(root: &Root, path: &Path) -> Result<(PathBuf, Vec<String>)> {
+pub(crate) fn check_place(root: &Root, path: &Path) -> Result<(PathBuf, Vec<String>)> {
     let target = resolved(path)?;
     for dir in [&root.dir, &root.conductor, &root.handoffs] {
         let Ok(d) = std::fs::canonicalize(dir) else {
@@ -271,7 +271,7 @@ pub struct AnchorWriter {
 }
 
 impl AnchorWriter {
-    /// Opens (creating) the anchor `path` for appending, after [`check_place`]; returns it and the
+    /// Opens (creating) the anchor `path` for appending, after `check_place`; returns it and the
     /// warnings to show. The last anchor already in the file is not written again.
     pub fn open(root: &Root, path: &Path) -> Result<(Self, Vec<String>)> {
         let (target, warnings) = check_place(root, path)?;

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 
 /// Refuses `path` when it lies outside the root or a symbolic link below the root is on its way (see
 /// [`Root::check_write`]). Creates nothing.
-pub fn confined(root: &Root, path: &Path) -> Result<()> {
+pub(crate) fn confined(root: &Root, path: &Path) -> Result<()> {
     root.check_write(path).map_err(Error::refused)
 }
 

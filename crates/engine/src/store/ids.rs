@@ -28,15 +28,15 @@ fn dated_id(s: &str, prefix: &str, min: usize, max: usize) -> bool {
 }
 
 /// Pattern of god, step, track, workflow-definition, rule and director names.
-pub const NAME_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$";
+pub(crate) const NAME_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$";
 /// Pattern of handoff ids: `hof_`, a date, then 6–8 lowercase letters or digits.
-pub const HANDOFF_ID_PATTERN: &str = "^hof_\\d{8}_[a-z0-9]{6,8}$";
+pub(crate) const HANDOFF_ID_PATTERN: &str = "^hof_\\d{8}_[a-z0-9]{6,8}$";
 /// Pattern of workflow ids: `wf_` then 1–120 lowercase letters, digits or `_`.
-pub const WORKFLOW_ID_PATTERN: &str = "^wf_[a-z0-9_]{1,120}$";
+pub(crate) const WORKFLOW_ID_PATTERN: &str = "^wf_[a-z0-9_]{1,120}$";
 /// Pattern of ack ids: `ack_`, a date, then 3–8 lowercase letters or digits.
-pub const ACK_ID_PATTERN: &str = "^ack_\\d{8}_[a-z0-9]{3,8}$";
+pub(crate) const ACK_ID_PATTERN: &str = "^ack_\\d{8}_[a-z0-9]{3,8}$";
 
-/// True when `s` matches [`NAME_PATTERN`].
+/// True when `s` matches `NAME_PATTERN`.
 pub fn is_valid_name(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
@@ -46,17 +46,17 @@ pub fn is_valid_name(s: &str) -> bool {
 }
 
 /// True when `s` matches [`HANDOFF_ID_PATTERN`].
-pub fn is_valid_handoff_id(s: &str) -> bool {
+pub(crate) fn is_valid_handoff_id(s: &str) -> bool {
     dated_id(s, "hof_", 6, 8)
 }
 
 /// True when `s` matches [`ACK_ID_PATTERN`].
-pub fn is_valid_ack_id(s: &str) -> bool {
+pub(crate) fn is_valid_ack_id(s: &str) -> bool {
     dated_id(s, "ack_", 3, 8)
 }
 
 /// True when `s` matches [`WORKFLOW_ID_PATTERN`].
-pub fn is_valid_workflow_id(s: &str) -> bool {
+pub(crate) fn is_valid_workflow_id(s: &str) -> bool {
     s.strip_prefix("wf_").is_some_and(|rest| {
         (1..=120).contains(&rest.len()) && all(rest, |b| is_lower_alnum(b) || b == b'_')
     })
@@ -114,19 +114,19 @@ macro_rules! str_id_impls {
 pub(crate) use str_id_impls;
 
 macro_rules! validated {
-    ($(#[$doc:meta])* $name:ident, $field:literal, $pattern:expr, $check:expr) => {
+    ($(#[$doc:meta])* $vis:vis $name:ident, $field:literal, $pattern:expr, $check:expr) => {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub struct $name(String);
+        $vis struct $name(String);
 
         impl $name {
             /// The field name used in error messages.
-            pub const FIELD: &'static str = $field;
+            $vis const FIELD: &'static str = $field;
             /// The pattern a value must match, as shown in error messages.
-            pub const PATTERN: &'static str = $pattern;
+            $vis const PATTERN: &'static str = $pattern;
 
             /// Parses `value`, naming the field `field` in the error.
-            pub fn parse_as(field: &'static str, value: &str) -> Result<Self> {
+            $vis fn parse_as(field: &'static str, value: &str) -> Result<Self> {
                 if ($check)(value) {
                     Ok(Self(value.to_owned()))
                 } else {
@@ -136,12 +136,12 @@ macro_rules! validated {
             }
 
             /// Parses `value`; refuses (`Error::InvalidName`) a value that does not match [`Self::PATTERN`].
-            pub fn parse(value: &str) -> Result<Self> {
+            $vis fn parse(value: &str) -> Result<Self> {
                 Self::parse_as($field, value)
             }
 
             /// The validated text.
-            pub fn as_str(&self) -> &str {
+            $vis fn as_str(&self) -> &str {
                 &self.0
             }
         }
@@ -152,40 +152,46 @@ macro_rules! validated {
 
 validated!(
     /// `hof_YYYYMMDD_xxxxxx`: one handoff.
-    HandoffId, "handoff_id", HANDOFF_ID_PATTERN, is_valid_handoff_id
+    pub HandoffId, "handoff_id", HANDOFF_ID_PATTERN, is_valid_handoff_id
 );
 validated!(
     /// `wf_…`: one workflow instance.
-    WorkflowId, "workflow_id", WORKFLOW_ID_PATTERN, is_valid_workflow_id
+    pub WorkflowId, "workflow_id", WORKFLOW_ID_PATTERN, is_valid_workflow_id
 );
 validated!(
     /// `ack_YYYYMMDD_xxx`: one acknowledgement.
-    AckId, "ack_id", ACK_ID_PATTERN, is_valid_ack_id
+    pub AckId, "ack_id", ACK_ID_PATTERN, is_valid_ack_id
 );
 validated!(
     /// A god's name (`thoth`, `hephaestus`, …); names an inbox directory.
-    GodName, "god", NAME_PATTERN, is_valid_name
+    pub GodName, "god", NAME_PATTERN, is_valid_name
 );
 validated!(
     /// A workflow step id.
-    StepId, "step", NAME_PATTERN, is_valid_name
+    pub StepId, "step", NAME_PATTERN, is_valid_name
 );
 validated!(
     /// A message-bus track name; names `conductor/tracks/{track}`.
-    TrackName, "track", NAME_PATTERN, is_valid_name
-);
-validated!(
-    /// A workflow definition id (`deploy-feature`).
-    DefinitionId, "workflow_definition", NAME_PATTERN, is_valid_name
-);
-validated!(
-    /// A reaction rule id.
-    RuleId, "rule id", NAME_PATTERN, is_valid_name
+    pub TrackName, "track", NAME_PATTERN, is_valid_name
 );
 validated!(
     /// A board director (`CA`, `CPO`, …).
-    Director, "director", NAME_PATTERN, is_valid_name
+    pub Director, "director", NAME_PATTERN, is_valid_name
 );
+
+/// Refuses `value` as the `field` unless it is a name ([`NAME_PATTERN`]), with the id types' error (a
+/// workflow definition's id, which no type carries).
+pub(crate) fn check_name(field: &'static str, value: &str) -> Result<()> {
+    if is_valid_name(value) {
+        Ok(())
+    } else {
+        Err(Error::InvalidName {
+            field,
+            value: value.chars().take(80).collect(),
+            pattern: NAME_PATTERN,
+        })
+    }
+}
 
 fn today() -> String {
     chrono::Utc::now().format("%Y%m%d").to_string()
@@ -206,7 +212,7 @@ impl AckId {
 }
 
 /// A fresh `disp_YYYYMMDD_HHMMSS_{6 hex}`.
-pub fn generate_dispatch_id() -> String {
+pub(crate) fn generate_dispatch_id() -> String {
     format!(
         "disp_{}_{}",
         chrono::Utc::now().format("%Y%m%d_%H%M%S"),
@@ -218,7 +224,7 @@ pub fn generate_dispatch_id() -> String {
 ///
 /// The 122 random bits come from `rand`'s thread-local generator (a CSPRNG seeded from the OS), not a
 /// `getrandom` call per id: ids are minted on every post, the bus's hottest path.
-pub fn generate_message_id() -> String {
+pub(crate) fn generate_message_id() -> String {
     let id = uuid::Builder::from_random_bytes(rand::random()).into_uuid();
     let mut out = String::with_capacity(40);
     out.push_str("msg-");
@@ -230,13 +236,13 @@ pub fn generate_message_id() -> String {
 }
 
 /// Maximum length of free-text values that live only inside JSON (worker ids, task ids, lock paths).
-pub const FREE_TEXT_MAX: usize = 512;
+pub(crate) const FREE_TEXT_MAX: usize = 512;
 
 /// The rule free text follows, as shown in error messages (docs/PROTOCOL.md 1.3).
-pub const FREE_TEXT_RULE: &str = "1 to 512 bytes of text without NUL";
+pub(crate) const FREE_TEXT_RULE: &str = "1 to 512 bytes of text without NUL";
 
 /// True when `value` is valid free text: non-empty, at most [`FREE_TEXT_MAX`] bytes, no NUL.
-pub fn is_free_text(value: &str) -> bool {
+pub(crate) fn is_free_text(value: &str) -> bool {
     !value.is_empty() && value.len() <= FREE_TEXT_MAX && !value.contains('\0')
 }
 
@@ -256,7 +262,7 @@ validated!(
     /// A bus worker's id (`worker-1.1`): the holder of a lock, the key of a heartbeat. The protocol
     /// keeps it as free text inside JSON (1 to 512 bytes, no NUL; docs/PROTOCOL.md 1.3), and it is
     /// percent-encoded wherever it becomes part of a file name (`LOCK_LOST_{holder}.event`).
-    WorkerId, "worker", FREE_TEXT_RULE, is_free_text
+    pub WorkerId, "worker", FREE_TEXT_RULE, is_free_text
 );
 
 impl WorkerId {

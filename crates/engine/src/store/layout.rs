@@ -1,12 +1,8 @@
 //! The layout of a root (docs/PROTOCOL.md §1): every protocol file and directory name, spelled once here.
 //! The builders ([`super::Root`]'s path methods, [`crate::bus::Bus`]'s, the journal's, the outbox's) join
-//! these names, and [`classify`] maps a path back to what it is, for the live model's watcher and for the
+//! these names, and [`BusEntry::of`] / [`BoardEntry::of`] map a name back to what it is, for the
 //! validator. A test in the `pantheon` package fails when one of these names is spelled as a string in a
 //! second non-test module.
-
-use std::path::{Component, Path};
-
-use super::paths::Root;
 
 /// `{root}/conductor`: the Conductor's directory.
 pub const CONDUCTOR_DIR: &str = "conductor";
@@ -15,15 +11,15 @@ pub const SHARED_DIR: &str = "shared";
 /// `{root}/shared/handoffs`.
 pub const HANDOFFS_DIR: &str = "handoffs";
 /// `shared/handoffs/schema.json`: the handoff schema `init` installs.
-pub const SCHEMA_FILE: &str = "schema.json";
+pub(crate) const SCHEMA_FILE: &str = "schema.json";
 /// `conductor/workflows`: workflow definitions.
-pub const WORKFLOWS_DIR: &str = "workflows";
+pub(crate) const WORKFLOWS_DIR: &str = "workflows";
 /// `conductor/rules`: routing rules.
-pub const RULES_DIR: &str = "rules";
+pub(crate) const RULES_DIR: &str = "rules";
 /// `conductor/state`: one state file per workflow.
 pub const STATE_DIR: &str = "state";
 /// `state/{wf}.aborted.json`: the abort manifest's suffix.
-pub const ABORTED_SUFFIX: &str = ".aborted.json";
+pub(crate) const ABORTED_SUFFIX: &str = ".aborted.json";
 /// `conductor/pending`: the inboxes.
 pub const PENDING_DIR: &str = "pending";
 /// `pending/_quarantine`: dispatches that could not be delivered.
@@ -31,7 +27,7 @@ pub const QUARANTINE_DIR: &str = "_quarantine";
 /// `conductor/archive`: closed dispatches, per god.
 pub const ARCHIVE_DIR: &str = "archive";
 /// `conductor/tracks`: one directory per track.
-pub const TRACKS_DIR: &str = "tracks";
+pub(crate) const TRACKS_DIR: &str = "tracks";
 /// `tracks/{track}/.message-bus`: a track's bus.
 pub const BUS_DIR: &str = ".message-bus";
 /// `conductor/journal.jsonl`: the operator journal.
@@ -39,7 +35,7 @@ pub const JOURNAL_FILE: &str = "journal.jsonl";
 /// `conductor/history`: the recorded history of the root (docs/HISTORY.md).
 pub const HISTORY_DIR: &str = "history";
 /// `conductor/outbox`: messages waiting for the bridge.
-pub const OUTBOX_DIR: &str = "outbox";
+pub(crate) const OUTBOX_DIR: &str = "outbox";
 
 /// `.message-bus/queue.jsonl`: the message queue.
 pub const QUEUE_FILE: &str = "queue.jsonl";
@@ -50,9 +46,9 @@ pub const LOCKS_FILE: &str = "locks.json";
 /// `.message-bus/worker-status.json`: workers and their heartbeats.
 pub const WORKERS_FILE: &str = "worker-status.json";
 /// `.message-bus/fencing.json`: the fencing tokens of the locks.
-pub const FENCING_FILE: &str = "fencing.json";
+pub(crate) const FENCING_FILE: &str = "fencing.json";
 /// `.message-bus/events`: event files.
-pub const EVENTS_DIR: &str = "events";
+pub(crate) const EVENTS_DIR: &str = "events";
 /// `.message-bus/board`: the board deliberation.
 pub const BOARD_DIR: &str = "board";
 /// `board/assessments.json`.
@@ -62,9 +58,9 @@ pub const VOTES_FILE: &str = "votes.json";
 /// `board/discussion.jsonl`.
 pub const DISCUSSION_FILE: &str = "discussion.jsonl";
 /// `board/resolution.md`.
-pub const RESOLUTION_FILE: &str = "resolution.md";
+pub(crate) const RESOLUTION_FILE: &str = "resolution.md";
 /// `board/archive`: earlier sessions, one directory each.
-pub const BOARD_ARCHIVE_DIR: &str = "archive";
+pub(crate) const BOARD_ARCHIVE_DIR: &str = "archive";
 
 const SESSION_PREFIX: &str = "session-";
 const JSON_SUFFIX: &str = ".json";
@@ -115,7 +111,7 @@ pub(crate) fn is_scratch(name: &str) -> bool {
 
 /// A file or directory directly in a `.message-bus` directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BusEntry {
+pub(crate) enum BusEntry {
     /// `queue.jsonl`.
     Queue,
     /// `queue.{id}.archive.jsonl`.
@@ -136,7 +132,7 @@ pub enum BusEntry {
 
 impl BusEntry {
     /// What `name` (one path component in a bus directory) is; `None` for anything else.
-    pub fn of(name: &str) -> Option<Self> {
+    pub(crate) fn of(name: &str) -> Option<Self> {
         Some(match name {
             QUEUE_FILE => Self::Queue,
             BUS_MUTEX_FILE => Self::Mutex,
@@ -155,7 +151,7 @@ impl BusEntry {
 
 /// A file or directory directly in a `board` directory (or in one archived session's directory).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BoardEntry {
+pub(crate) enum BoardEntry {
     /// `session-{id}.json`, with the id.
     Session(String),
     /// `assessments.json`.
@@ -172,7 +168,7 @@ pub enum BoardEntry {
 
 impl BoardEntry {
     /// What `name` is; `None` for anything else.
-    pub fn of(name: &str) -> Option<Self> {
+    pub(crate) fn of(name: &str) -> Option<Self> {
         Some(match name {
             ASSESSMENTS_FILE => Self::Assessments,
             VOTES_FILE => Self::Votes,
@@ -184,134 +180,12 @@ impl BoardEntry {
     }
 }
 
-/// Where a path lies in a root, as far as the protocol is concerned.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Place {
-    /// The root itself or the Conductor's directory.
-    Top,
-    /// A direct child of the Conductor's directory not named below (a directory created or removed).
-    ConductorChild,
-    /// `conductor/state` itself.
-    StateDir,
-    /// A file directly in `conductor/state` (its name).
-    StateFile(String),
-    /// `conductor/pending` itself.
-    PendingDir,
-    /// A directory a foreign engine keeps in `pending/` (`_webhooks`, `inbox`, …).
-    ForeignPending,
-    /// An inbox (the god) or a file in it.
-    Inbox(String, Option<String>),
-    /// `pending/_quarantine` or a file in it.
-    Quarantine(Option<String>),
-    /// Anything under `conductor/workflows`.
-    Definitions,
-    /// `conductor/tracks` itself.
-    TracksDir,
-    /// A track's directory or its `.message-bus` directory.
-    Track(String),
-    /// An entry of a track's bus (or something below it).
-    Bus(String, BusEntry),
-    /// Anything else (including the engine's scratch files).
-    Other,
-}
-
-fn names(rel: &Path) -> Vec<String> {
-    rel.components()
-        .filter_map(|c| match c {
-            Component::Normal(n) => Some(n.to_string_lossy().into_owned()),
-            _ => None,
-        })
-        .collect()
-}
-
-/// What `path` is in `root` (lexically; nothing is read).
-pub fn classify(root: &Root, path: &Path) -> Place {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    if is_scratch(&name) {
-        return Place::Other;
-    }
-    if path == root.dir || path == root.conductor {
-        return Place::Top;
-    }
-    if let Ok(rel) = path.strip_prefix(root.state_dir()) {
-        return match names(rel).as_slice() {
-            [] => Place::StateDir,
-            [f] => Place::StateFile(f.clone()),
-            _ => Place::Other,
-        };
-    }
-    if let Ok(rel) = path.strip_prefix(root.pending_root()) {
-        return match names(rel).as_slice() {
-            [] => Place::PendingDir,
-            [god, ..] if crate::conductor::files::is_foreign_pending_dir(god) => {
-                Place::ForeignPending
-            }
-            [god] if god == QUARANTINE_DIR => Place::Quarantine(None),
-            [god] => Place::Inbox(god.clone(), None),
-            [god, file] if god == QUARANTINE_DIR => Place::Quarantine(Some(file.clone())),
-            [god, file] => Place::Inbox(god.clone(), Some(file.clone())),
-            _ => Place::Other,
-        };
-    }
-    if path.starts_with(root.workflows_dir()) {
-        return Place::Definitions;
-    }
-    if let Ok(rel) = path.strip_prefix(root.tracks_dir()) {
-        return match names(rel).as_slice() {
-            [] => Place::TracksDir,
-            [track] => Place::Track(track.clone()),
-            [track, bus] if bus == BUS_DIR => Place::Track(track.clone()),
-            [track, bus, entry, ..] if bus == BUS_DIR => match BusEntry::of(entry) {
-                Some(e) => Place::Bus(track.clone(), e),
-                None => Place::Other,
-            },
-            _ => Place::Other,
-        };
-    }
-    if path.parent() == Some(root.conductor.as_path()) {
-        return Place::ConductorChild;
-    }
-    Place::Other
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{GodName, TrackName};
 
     #[test]
-    fn every_built_path_classifies_back() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = Root::at(dir.path());
-        let t = TrackName::parse("t1").unwrap();
-        let bus = root.bus_dir(&t);
-        assert_eq!(classify(&root, &root.dir), Place::Top);
-        assert_eq!(classify(&root, &root.state_dir()), Place::StateDir);
-        assert_eq!(
-            classify(&root, &root.state_dir().join("wf_a.json")),
-            Place::StateFile("wf_a.json".into())
-        );
-        assert_eq!(
-            classify(&root, &root.state_dir().join(".wf_a.lock")),
-            Place::Other
-        );
-        let god = GodName::parse("hermes").unwrap();
-        assert_eq!(
-            classify(&root, &root.inbox_dir(&god).join("x.json")),
-            Place::Inbox("hermes".into(), Some("x.json".into()))
-        );
-        assert_eq!(
-            classify(&root, &root.quarantine_dir()),
-            Place::Quarantine(None)
-        );
-        assert_eq!(
-            classify(&root, &root.pending_root().join("_webhooks/a")),
-            Place::ForeignPending
-        );
-        assert_eq!(classify(&root, &bus), Place::Track("t1".into()));
+    fn bus_and_board_entries_read_back_from_their_names() {
         for (name, entry) in [
             (QUEUE_FILE, BusEntry::Queue),
             (LOCKS_FILE, BusEntry::Locks),
@@ -319,16 +193,8 @@ mod tests {
             (FENCING_FILE, BusEntry::Fencing),
             (EVENTS_DIR, BusEntry::Events),
         ] {
-            assert_eq!(
-                classify(&root, &bus.join(name)),
-                Place::Bus("t1".into(), entry)
-            );
+            assert_eq!(BusEntry::of(name), Some(entry), "{name}");
         }
-        assert_eq!(
-            classify(&root, &bus.join(BOARD_DIR).join(VOTES_FILE)),
-            Place::Bus("t1".into(), BusEntry::Board)
-        );
-        assert_eq!(classify(&root, &bus.join(BUS_MUTEX_FILE)), Place::Other);
         assert_eq!(
             BusEntry::of(&queue_archive_name("x")),
             Some(BusEntry::QueueArchive)
@@ -336,14 +202,6 @@ mod tests {
         assert_eq!(
             BoardEntry::of(&session_file_name("board-1")),
             Some(BoardEntry::Session("board-1".into()))
-        );
-        assert_eq!(
-            classify(&root, &root.workflows_dir().join("a.yaml")),
-            Place::Definitions
-        );
-        assert_eq!(
-            classify(&root, &root.conductor.join("new")),
-            Place::ConductorChild
         );
     }
 }

@@ -6,18 +6,18 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 
 /// Largest JSON file any reader accepts (state, dispatch, handoff, locks, workers).
-pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// Largest handoff accepted (its JSON as submitted); the dispatch carries its context, so this also
 /// bounds every dispatch.
 pub const MAX_HANDOFF_BYTES: usize = 1024 * 1024;
 /// Largest acknowledgement accepted.
-pub const MAX_ACK_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_ACK_BYTES: usize = 1024 * 1024;
 /// Largest single string value in a handoff, an ack or a bus payload.
-pub const MAX_FIELD_BYTES: usize = 256 * 1024;
+pub(crate) const MAX_FIELD_BYTES: usize = 256 * 1024;
 /// Largest bus message (one `queue.jsonl` line).
-pub const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
 /// Largest workflow state written: half the read limit, so a state always reads back and abort works.
-pub const MAX_STATE_BYTES: usize = 32 * 1024 * 1024;
+pub(crate) const MAX_STATE_BYTES: usize = 32 * 1024 * 1024;
 
 /// Refuses `value` (a `what` such as "handoff") when any string in it is over [`MAX_FIELD_BYTES`] or its
 /// compact JSON is over `max` bytes.

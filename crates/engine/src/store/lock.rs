@@ -8,8 +8,6 @@ use std::time::{Duration, Instant};
 use super::Root;
 use crate::error::{Error, Result};
 
-pub use super::settings::DEFAULT_LOCK_TIMEOUT;
-
 /// An exclusive `flock` held until dropped. The lock file itself is never truncated, renamed or deleted.
 #[derive(Debug)]
 pub struct FileLock {
@@ -19,13 +17,13 @@ pub struct FileLock {
 
 impl FileLock {
     /// Takes an exclusive lock on `path` (created if missing, never through a link, see
-    /// [`super::safe`]), waiting up to the root's lock timeout ([`super::Settings::lock_timeout`]).
+    /// `super::safe`), waiting up to the root's lock timeout ([`super::Settings::lock_timeout`]).
     pub fn exclusive(root: &Root, path: &Path) -> Result<Self> {
         Self::exclusive_within(root, path, root.settings.lock_timeout)
     }
 
     /// Takes an exclusive lock on `path`, waiting at most `timeout`.
-    pub fn exclusive_within(root: &Root, path: &Path, timeout: Duration) -> Result<Self> {
+    pub(crate) fn exclusive_within(root: &Root, path: &Path, timeout: Duration) -> Result<Self> {
         let file = super::atomic::open_append(root, path)?;
         lock_file(&file, path, timeout)?;
         Ok(Self {

@@ -153,7 +153,7 @@ impl Root {
     }
 
     /// `conductor/config.yaml`: the protocol settings shared by every process on the root.
-    pub fn config_path(&self) -> PathBuf {
+    pub(crate) fn config_path(&self) -> PathBuf {
         self.conductor.join("config.yaml")
     }
 
@@ -185,7 +185,7 @@ impl Root {
 
     /// The directories writes are anchored at: the root, and each of `conductor`, `handoffs` and the
     /// cleanup roots that lies outside it. Below an anchor no symbolic link is ever followed.
-    pub fn anchors(&self) -> Vec<PathBuf> {
+    pub(crate) fn anchors(&self) -> Vec<PathBuf> {
         let mut v = vec![self.dir.clone()];
         for p in [&self.conductor, &self.handoffs]
             .into_iter()
@@ -199,9 +199,9 @@ impl Root {
     }
 
     /// Refuses a write, move or removal of `path` when it lies outside every anchor or when a
-    /// component of its directory below the anchor is a symbolic link (see [`super::safe`]). Creates
+    /// component of its directory below the anchor is a symbolic link (see `super::safe`). Creates
     /// nothing.
-    pub fn check_write(&self, path: &Path) -> Result<(), String> {
+    pub(crate) fn check_write(&self, path: &Path) -> Result<(), String> {
         let path = absolute(path);
         if self.anchors().contains(&path) {
             return Ok(());
@@ -213,19 +213,24 @@ impl Root {
     }
 
     /// The handoff JSON schema in `shared/handoffs/`, which every handoff is checked against.
-    pub fn schema_path(&self) -> PathBuf {
+    pub(crate) fn schema_path(&self) -> PathBuf {
         self.handoffs.join(L::SCHEMA_FILE)
     }
     /// `shared/handoffs/{workflow_id}/`: the handoffs of one workflow.
-    pub fn handoff_dir(&self, wf: &WorkflowId) -> PathBuf {
+    pub(crate) fn handoff_dir(&self, wf: &WorkflowId) -> PathBuf {
         self.handoffs.join(wf.as_str())
     }
     /// `shared/handoffs/{workflow_id}/{step}.json`: the latest handoff for a step.
-    pub fn handoff_path(&self, wf: &WorkflowId, step: &StepId) -> PathBuf {
+    pub(crate) fn handoff_path(&self, wf: &WorkflowId, step: &StepId) -> PathBuf {
         self.handoff_dir(wf).join(format!("{step}.json"))
     }
     /// `shared/handoffs/{workflow_id}/{step}.{handoff_id}.json`: an earlier handoff for a step.
-    pub fn handoff_history_path(&self, wf: &WorkflowId, step: &StepId, id: &HandoffId) -> PathBuf {
+    pub(crate) fn handoff_history_path(
+        &self,
+        wf: &WorkflowId,
+        step: &StepId,
+        id: &HandoffId,
+    ) -> PathBuf {
         self.handoff_dir(wf).join(format!("{step}.{id}.json"))
     }
     /// `conductor/workflows/`: the workflow definitions.
@@ -233,7 +238,7 @@ impl Root {
         self.conductor.join(L::WORKFLOWS_DIR)
     }
     /// `conductor/rules/`: the routing rules.
-    pub fn rules_dir(&self) -> PathBuf {
+    pub(crate) fn rules_dir(&self) -> PathBuf {
         self.conductor.join(L::RULES_DIR)
     }
     /// `conductor/state/`: one state file per workflow.
@@ -245,11 +250,11 @@ impl Root {
         self.state_dir().join(format!("{wf}.json"))
     }
     /// `conductor/state/{workflow_id}.aborted.json`: the abort manifest.
-    pub fn abort_manifest_path(&self, wf: &WorkflowId) -> PathBuf {
+    pub(crate) fn abort_manifest_path(&self, wf: &WorkflowId) -> PathBuf {
         self.state_dir().join(format!("{wf}{}", L::ABORTED_SUFFIX))
     }
     /// `conductor/state/.{workflow_id}.lock`: serialises every mutation of one workflow.
-    pub fn workflow_lock_path(&self, wf: &WorkflowId) -> PathBuf {
+    pub(crate) fn workflow_lock_path(&self, wf: &WorkflowId) -> PathBuf {
         self.state_dir().join(format!(".{wf}{}", L::LOCK_SUFFIX))
     }
     /// `conductor/pending/`: the inboxes.
@@ -265,11 +270,11 @@ impl Root {
         self.pending_root().join(L::QUARANTINE_DIR)
     }
     /// `conductor/archive/`: dispatches done with.
-    pub fn archive_root(&self) -> PathBuf {
+    pub(crate) fn archive_root(&self) -> PathBuf {
         self.conductor.join(L::ARCHIVE_DIR)
     }
     /// `conductor/archive/{god}/`: one god's archived dispatches.
-    pub fn archive_dir(&self, god: &GodName) -> PathBuf {
+    pub(crate) fn archive_dir(&self, god: &GodName) -> PathBuf {
         self.archive_root().join(god.as_str())
     }
     /// `conductor/dead`: dispatches out of deliveries (docs/PROTOCOL.md §2.10).
@@ -299,7 +304,7 @@ impl Root {
     }
 
     /// The directories where cleanup may delete and abort may mark: the root and `PANTHEON_CLEANUP_ROOTS`.
-    pub fn allowed_roots(&self) -> Vec<PathBuf> {
+    pub(crate) fn allowed_roots(&self) -> Vec<PathBuf> {
         let mut v = vec![self.dir.clone()];
         v.extend(self.cleanup_roots.iter().cloned());
         v
@@ -325,7 +330,7 @@ impl Root {
         }
     }
 
-    /// Checks that `path` lies strictly inside one of [`Root::allowed_roots`] once every symbolic link in
+    /// Checks that `path` lies strictly inside one of `Root::allowed_roots` once every symbolic link in
     /// its parent directories is resolved (the last component is never followed). Returns the path to act
     /// on, or why it is refused.
     pub fn confine(&self, path: &Path) -> Result<PathBuf, String> {

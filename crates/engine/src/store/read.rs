@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 
 /// Largest JSON document the engine reads (a guard against runaway files).
-pub const MAX_JSON_BYTES: u64 = super::limits::MAX_FILE_BYTES;
+pub(crate) const MAX_JSON_BYTES: u64 = super::limits::MAX_FILE_BYTES;
 
 /// Reads and parses a JSON file. `Ok(None)` if it does not exist. A parse failure is retried a few
 /// times over ~50 ms (a foreign writer may be mid-write), then returned as [`Error::Corrupt`].
@@ -134,7 +134,7 @@ pub fn kind(v: &Value) -> &'static str {
 }
 
 /// Largest YAML file (definition or rule) the engine reads.
-pub const MAX_YAML_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_YAML_BYTES: u64 = 1024 * 1024;
 
 /// Reads a YAML file into a JSON value (so one code path validates both). Bounded twice: the file
 /// by [`MAX_YAML_BYTES`], what it expands to by [`super::yaml::MAX_YAML_NODES`]. Processes that
@@ -161,13 +161,13 @@ pub(crate) fn read_yaml(path: &Path) -> Result<Value> {
 }
 
 /// At most this many directory entries are looked at to name the known ones in an error message.
-pub const NAME_SCAN_LIMIT: usize = 10_000;
+pub(crate) const NAME_SCAN_LIMIT: usize = 10_000;
 /// At most this many names are shown in an error message; the rest are counted.
-pub const NAMES_SHOWN: usize = 8;
+pub(crate) const NAMES_SHOWN: usize = 8;
 
 /// `names` sorted and shown as `a, b, c and 5 more` (at most [`NAMES_SHOWN`] of them, each cut to 80
 /// characters); `None` when there are none. For errors that say which ids exist.
-pub fn name_list(mut names: Vec<String>) -> Option<String> {
+pub(crate) fn name_list(mut names: Vec<String>) -> Option<String> {
     if names.is_empty() {
         return None;
     }
@@ -189,7 +189,7 @@ pub fn name_list(mut names: Vec<String>) -> Option<String> {
 /// The names `keep` maps among the first [`NAME_SCAN_LIMIT`] entries of `dir`, as [`name_list`]
 /// shows them (`… and more` when the scan stopped early); `None` when there are none or `dir`
 /// cannot be read.
-pub fn known_names(dir: &Path, keep: impl Fn(&str) -> Option<String>) -> Option<String> {
+pub(crate) fn known_names(dir: &Path, keep: impl Fn(&str) -> Option<String>) -> Option<String> {
     let rd = std::fs::read_dir(dir).ok()?;
     let mut names = Vec::new();
     let mut cut = false;

@@ -200,7 +200,7 @@ impl SafeDir {
     }
 
     /// Opens file `name` here without following a link.
-    pub fn open_file(&self, name: &OsStr, flags: OFlags) -> Result<Option<File>> {
+    pub(crate) fn open_file(&self, name: &OsStr, flags: OFlags) -> Result<Option<File>> {
         let path = self.path.join(name);
         match rustix::fs::openat(
             &self.fd,
@@ -232,7 +232,7 @@ impl SafeDir {
     /// Replaces `name` with `bytes` atomically but not durably (no fsync): a killed process leaves
     /// the old or the new file, never a torn one; a power loss may leave the old one. For records
     /// that only guard against a killed process (the journal's intents).
-    pub fn replace_volatile(&self, name: &OsStr, bytes: &[u8]) -> Result<()> {
+    pub(crate) fn replace_volatile(&self, name: &OsStr, bytes: &[u8]) -> Result<()> {
         self.replace_with(name, bytes, false)
     }
 
@@ -286,7 +286,7 @@ impl SafeDir {
     /// Removes `name` here whatever it is: a file or link is unlinked (a link is never followed), a
     /// directory is emptied by walking it from its own opened handle, then removed. `Ok(false)` when
     /// it was not there.
-    pub fn remove_tree(&self, name: &OsStr) -> Result<bool> {
+    pub(crate) fn remove_tree(&self, name: &OsStr) -> Result<bool> {
         remove_entry(&self.fd, &self.path, name, 0)
     }
 }

@@ -14,28 +14,28 @@ use super::paths::Root;
 /// How long a `RUNNING` or `BLOCKED` worker may stay silent before it is stale, by default.
 pub const DEFAULT_STALE_AFTER: Duration = Duration::from_secs(600);
 /// Default bound on waiting for a protocol lock.
-pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(10);
 /// How many deliveries (the first included) a dispatch gets before it is dead-lettered, by default.
-pub const DEFAULT_MAX_DELIVERIES: u32 = 3;
+pub(crate) const DEFAULT_MAX_DELIVERIES: u32 = 3;
 /// Most deliveries any setting may ask for.
-pub const MAX_MAX_DELIVERIES: u32 = 1000;
+pub(crate) const MAX_MAX_DELIVERIES: u32 = 1000;
 /// Largest `conductor/config.yaml` read.
-pub const MAX_CONFIG_BYTES: u64 = 64 * 1024;
+pub(crate) const MAX_CONFIG_BYTES: u64 = 64 * 1024;
 /// Longest lock timeout accepted (a longer wait is a hang, not a timeout).
-pub const MAX_LOCK_TIMEOUT: Duration = Duration::from_secs(3600);
+pub(crate) const MAX_LOCK_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// Environment variable overriding the staleness threshold, in seconds (fractions allowed).
 pub const STALE_AFTER_ENV: &str = "PANTHEON_STALE_AFTER_SECS";
 /// Environment variable overriding the lock timeout, in milliseconds.
-pub const LOCK_TIMEOUT_ENV: &str = "PANTHEON_LOCK_TIMEOUT_MS";
+pub(crate) const LOCK_TIMEOUT_ENV: &str = "PANTHEON_LOCK_TIMEOUT_MS";
 /// Environment variable overriding the default `ack_wait` (a duration such as `30s`; `0` or `none`
 /// turns the default off).
-pub const ACK_WAIT_ENV: &str = "PANTHEON_ACK_WAIT";
+pub(crate) const ACK_WAIT_ENV: &str = "PANTHEON_ACK_WAIT";
 /// Environment variable overriding the default `max_deliveries`.
-pub const MAX_DELIVERIES_ENV: &str = "PANTHEON_MAX_DELIVERIES";
+pub(crate) const MAX_DELIVERIES_ENV: &str = "PANTHEON_MAX_DELIVERIES";
 
 /// The keys `conductor/config.yaml` may hold.
-pub const CONFIG_KEYS: [&str; 8] = [
+pub(crate) const CONFIG_KEYS: [&str; 8] = [
     "stale_after",
     "lock_timeout",
     "ack_wait",
@@ -241,7 +241,7 @@ impl Settings {
     }
 
     /// Applies a parsed config document (an object of values).
-    pub fn apply_config(&mut self, source: &str, doc: &Value) {
+    pub(crate) fn apply_config(&mut self, source: &str, doc: &Value) {
         match doc {
             Value::Null => {}
             Value::Object(m) => {
@@ -258,7 +258,7 @@ impl Settings {
 
     /// Applies environment overrides read through `get` (the process environment in
     /// [`Settings::load`], a map in tests).
-    pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) {
+    pub(crate) fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) {
         if let Some(v) = get(STALE_AFTER_ENV) {
             match v.trim().parse::<f64>() {
                 Ok(s) => self.apply(STALE_AFTER_ENV, "stale_after", &serde_json::json!(s)),

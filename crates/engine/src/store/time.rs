@@ -44,14 +44,9 @@ fn parse_ts_any(s: &str) -> Option<DateTime<Utc>> {
     None
 }
 
-/// Parses a timestamp held in a JSON value (string only).
-pub fn parse_ts_value(v: Option<&serde_json::Value>) -> Option<DateTime<Utc>> {
-    v.and_then(|v| v.as_str()).and_then(parse_ts)
-}
-
 /// Longest duration the engine accepts anywhere (lock TTLs, step timeouts, ETAs): 365 days, so every
 /// time computed from one is a valid RFC 3339 instant Python can parse (docs/THREAT-MODEL.md).
-pub const MAX_DURATION: std::time::Duration = std::time::Duration::from_secs(365 * 86_400);
+pub(crate) const MAX_DURATION: std::time::Duration = std::time::Duration::from_secs(365 * 86_400);
 
 /// Checks `d` against [`MAX_DURATION`], naming `what` in the refusal.
 pub(crate) fn check_duration(what: &str, d: std::time::Duration) -> crate::error::Result<()> {
@@ -66,13 +61,13 @@ pub(crate) fn check_duration(what: &str, d: std::time::Duration) -> crate::error
 }
 
 /// `t + d`, or `None` when the result is not a time the protocol can write (never panics).
-pub fn add(t: DateTime<Utc>, d: std::time::Duration) -> Option<DateTime<Utc>> {
+pub(crate) fn add(t: DateTime<Utc>, d: std::time::Duration) -> Option<DateTime<Utc>> {
     let d = chrono::TimeDelta::from_std(d).ok()?;
     t.checked_add_signed(d).filter(|r| r.year_ce().1 <= 9999)
 }
 
 /// Parses a duration such as `30s`, `5m`, `2h`, `1d` (also `90` = seconds, `1h30m`). `None` when it is
-/// not one or is longer than [`MAX_DURATION`].
+/// not one or is longer than `MAX_DURATION`.
 pub fn parse_duration(s: &str) -> Option<std::time::Duration> {
     parse_duration_unbounded(s).filter(|d| *d <= MAX_DURATION)
 }

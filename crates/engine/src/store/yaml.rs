@@ -160,7 +160,7 @@ impl<'de> Visitor<'de> for Key<'_> {
 /// What identifies one version of a file without reading it: device, inode, size, mtime and ctime
 /// (ctime moves on every write and cannot be set back by a writer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileIdentity {
+pub(crate) struct FileIdentity {
     dev: u64,
     ino: u64,
     size: u64,
@@ -170,7 +170,7 @@ pub struct FileIdentity {
 
 impl FileIdentity {
     /// The identity of the file at `path`, if it exists.
-    pub fn of(path: &Path) -> Option<Self> {
+    pub(crate) fn of(path: &Path) -> Option<Self> {
         std::fs::metadata(path).ok().map(|m| Self {
             dev: m.dev(),
             ino: m.ino(),
@@ -206,7 +206,10 @@ pub fn enable_cache() {
 /// The cached parse of `path` when its identity is unchanged, else `parse()`'s, remembered under the
 /// identity seen before reading (a file changed in between is parsed again on the next call). Only
 /// values and [`Error::Corrupt`] are remembered; a failed read is tried again next time.
-pub fn cached(path: &Path, parse: impl FnOnce() -> Result<Arc<Value>>) -> Result<Arc<Value>> {
+pub(crate) fn cached(
+    path: &Path,
+    parse: impl FnOnce() -> Result<Arc<Value>>,
+) -> Result<Arc<Value>> {
     if !CACHE_ON.load(Ordering::Relaxed) {
         return parse();
     }

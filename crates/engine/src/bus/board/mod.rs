@@ -8,36 +8,28 @@
 //! - `ops`: the operations on a track (`Bus::board_*`), their inputs and results;
 //! - `report`: the resolution (stored, posted, read back) and `resolution.md`.
 
-mod ops;
-mod report;
-mod rules;
-mod session;
+pub(crate) mod ops;
+pub(crate) mod report;
+pub(crate) mod rules;
+pub(crate) mod session;
 
-pub use super::vocab::DEFAULT_DIRECTORS;
+pub(crate) use super::vocab::DEFAULT_DIRECTORS;
 use super::vocab::{Checkpoint, PhaseStatus, SessionStatus};
-pub use ops::{
-    AdvanceResult, ArchivedSession, AssessInput, BoardStatus, DiscussInput, OpenInput, OpenResult,
-    ResolveResult, VoteInput, WriteResult,
-};
-pub use report::{Resolution, ResolvedVotes, render_resolution};
-pub use rules::{
-    RuleOutcome, Verdict, VoteCounts, next_phase, phase_complete_with, quick_review_rule,
-    resolve_rule,
-};
-pub use session::{BoardSeen, current_session, read_discussion};
+pub(crate) use ops::{AdvanceResult, ResolveResult};
+pub(crate) use session::{BoardSeen, current_session};
 
 /// Session statuses as string constants for `match` on a tolerant record's field, derived from
-/// [`SessionStatus`] (spelled there once).
+/// `SessionStatus` (spelled there once).
 pub const ASSESSING: &str = SessionStatus::Assessing.as_str();
-/// See [`SessionStatus::Discussing`].
+/// See `SessionStatus::Discussing`.
 pub const DISCUSSING: &str = SessionStatus::Discussing.as_str();
-/// See [`SessionStatus::Voting`].
+/// See `SessionStatus::Voting`.
 pub const VOTING: &str = SessionStatus::Voting.as_str();
 /// See [`SessionStatus::Resolving`].
-pub const RESOLVING: &str = SessionStatus::Resolving.as_str();
-/// See [`SessionStatus::Complete`].
+pub(crate) const RESOLVING: &str = SessionStatus::Resolving.as_str();
+/// See `SessionStatus::Complete`.
 pub const COMPLETE: &str = SessionStatus::Complete.as_str();
-/// See [`Checkpoint::QuickReview`].
+/// See `Checkpoint::QuickReview`.
 pub const QUICK_REVIEW: &str = Checkpoint::QuickReview.as_str();
 /// See [`PhaseStatus::Skipped`].
-pub const PHASE_SKIPPED: &str = PhaseStatus::Skipped.as_str();
+pub(crate) const PHASE_SKIPPED: &str = PhaseStatus::Skipped.as_str();

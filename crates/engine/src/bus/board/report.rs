@@ -112,7 +112,7 @@ fn cell(s: &str) -> String {
 }
 
 /// Renders `resolution.md`: proposal, verdict, vote table, conditions, dissent.
-pub fn render_resolution(
+pub(crate) fn render_resolution(
     s: &BoardSession,
     r: &Resolution,
     votes: &[(String, Vote)],

@@ -348,7 +348,7 @@ impl Conductor {
     }
 
     /// Settles the intents crashed processes left (see the module doc and docs/PROTOCOL.md §2.8).
-    pub fn repair_intents(&self) -> IntentRepair {
+    pub(crate) fn repair_intents(&self) -> IntentRepair {
         let mut out = IntentRepair::default();
         let dir = intents_dir(&self.root);
         let Ok(rd) = std::fs::read_dir(&dir) else {
@@ -475,7 +475,9 @@ impl Conductor {
                 Check::Submit {
                     workflow_id,
                     handoff_id,
-                } => self.submit_outcome(workflow_id, handoff_id),
+                } => crate::store::WorkflowId::parse(workflow_id)
+                    .ok()
+                    .and_then(|wf| self.submit_outcome(&wf, handoff_id)),
                 Check::Delivery { .. } => Some("redelivered".to_owned()),
                 Check::Dead { .. } => Some("dead_lettered".to_owned()),
                 Check::Requeue { .. } => Some("requeued".to_owned()),
