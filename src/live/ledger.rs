@@ -280,7 +280,7 @@ impl Snapshot {
             )
     }
 
-    /// The budgets of a workflow and its steps (declared_budgets by its definition, raised by operators),
+    /// The budgets of a workflow and its steps (declared by its definition, raised by operators),
     /// with what its state records against each.
     pub fn workflow_bars(&self, w: &WorkflowView) -> Vec<Bar> {
         let def = self.definition(w.state.definition_id.as_deref());
