@@ -24,10 +24,11 @@ pub struct QueueBatch {
     pub skipped: u64,
 }
 
-/// Reads the complete lines appended at or after `offset` (`bus::queue::read_from`).
-pub fn read_queue(path: &Path, offset: u64) -> Result<QueueBatch, String> {
+/// Reads the complete lines appended at or after `offset`, up to the first line end past
+/// `max_bytes` (`queue::read_from_upto`: writers faster than a starved model never keep it reading).
+pub fn read_queue(path: &Path, offset: u64, max_bytes: u64) -> Result<QueueBatch, String> {
     let (messages, next_offset, skipped) =
-        crate::engine::queue::read_from(path, offset).map_err(|e| e.to_string())?;
+        crate::engine::queue::read_from_upto(path, offset, max_bytes).map_err(|e| e.to_string())?;
     Ok(QueueBatch {
         messages,
         next_offset,

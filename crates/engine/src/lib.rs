@@ -197,7 +197,7 @@ pub mod board {
 /// Reading a track's queue: filters, pages, cursors.
 pub mod queue {
     pub use crate::bus::queue::{
-        Filter, OversizedLine, Page, QueueCursor, ReadResult, read, read_from, tail,
+        Filter, OversizedLine, Page, QueueCursor, ReadResult, read, read_from, read_from_upto, tail,
     };
 }
 

@@ -89,7 +89,8 @@ impl TrackTracker {
         // Far behind (writers outpace us): jump to the last `tail_bytes`, as on first open, so one
         // read never holds more than that in memory; what is jumped over could not stay in the
         // bounded buffer anyway, and it is counted in `head_bytes_skipped`.
-        if let Ok(len) = std::fs::metadata(&path).map(|m| m.len())
+        let len = std::fs::metadata(&path).map(|m| m.len()).ok();
+        if let Some(len) = len
             && len.saturating_sub(self.cursor.offset()) > opts.tail_bytes
             && let Ok(start) = crate::live::files::line_start_after(&path, len - opts.tail_bytes)
             && start > self.cursor.offset()
@@ -98,7 +99,14 @@ impl TrackTracker {
             self.cursor.advance_to(start);
             changed = true;
         }
-        match crate::live::engine_glue::read_queue(&path, self.cursor.offset()) {
+        // Read what the queue held when it was measured, not on to wherever writers have taken it since:
+        // a model starved of CPU would chase them, holding every line it read (what they append
+        // meanwhile wakes the model again).
+        let upto = len.map_or(opts.tail_bytes, |len| {
+            len.saturating_sub(self.cursor.offset())
+                .clamp(1, opts.tail_bytes.max(1))
+        });
+        match crate::live::engine_glue::read_queue(&path, self.cursor.offset(), upto) {
             Ok(batch) => {
                 // Only an unterminated line after the offset: nothing to show until it completes.
                 changed |= !batch.messages.is_empty() || batch.skipped > 0;

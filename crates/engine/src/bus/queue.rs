@@ -734,6 +734,18 @@ pub(crate) fn tail_page(
 /// line, bad lines skipped). A trailing unterminated line is left for the next call; a line over
 /// `MAX_LINE_BYTES` is passed over without being held.
 pub fn read_from(path: &Path, offset: u64) -> Result<(Vec<Envelope>, u64, usize)> {
+    read_from_upto(path, offset, u64::MAX)
+}
+
+/// [`read_from`], stopping at the first line end past `max_bytes` from `offset`. A reader that must
+/// hold what it reads needs this bound: writers that append faster than it parses (a starved reader
+/// on a busy machine) would otherwise keep it reading, and holding, until memory runs out; the rest
+/// is read by the next call.
+pub fn read_from_upto(
+    path: &Path,
+    offset: u64,
+    max_bytes: u64,
+) -> Result<(Vec<Envelope>, u64, usize)> {
     let Some(mut file) = open_queue(path)? else {
         return Ok((Vec::new(), 0, 0));
     };
@@ -757,12 +769,18 @@ pub fn read_from(path: &Path, offset: u64) -> Result<(Vec<Envelope>, u64, usize)
                 }
             }
         }
+        if next.saturating_sub(offset) >= max_bytes {
+            break;
+        }
     }
     Ok((out, next, skipped))
 }
 
+/// The most bytes of the queue one [`QueueCursor::poll`] reads (the rest comes with the next poll).
+const POLL_MAX_BYTES: u64 = 16 * 1024 * 1024;
+
 /// An incremental reader for watchers: each [`QueueCursor::poll`] returns only what was appended since
-/// the previous one. A queue that was replaced (archived) or truncated is read again from the start.
+/// the previous one (at most [`POLL_MAX_BYTES`] of it per poll). A queue that was replaced (archived) or truncated is read again from the start.
 #[derive(Debug, Clone)]
 pub struct QueueCursor {
     path: PathBuf,
@@ -801,7 +819,7 @@ impl QueueCursor {
             self.identity = id;
             self.offset = 0;
         }
-        let (msgs, next, skipped) = read_from(&self.path, self.offset)?;
+        let (msgs, next, skipped) = read_from_upto(&self.path, self.offset, POLL_MAX_BYTES)?;
         self.offset = next;
         self.skipped += skipped;
         Ok(msgs)
@@ -836,6 +854,31 @@ mod tests {
     fn age(p: &Path, ago: std::time::Duration) {
         let f = std::fs::OpenOptions::new().append(true).open(p).unwrap();
         f.set_modified(std::time::SystemTime::now() - ago).unwrap();
+    }
+
+    #[test]
+    fn a_bounded_read_stops_at_the_first_line_end_past_its_bound_and_the_next_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("queue.jsonl");
+        let root = Root::at(dir.path());
+        for i in 0..100 {
+            append(&root, &p, &env(i)).unwrap();
+        }
+        let line = line_of(&env(0)).len() as u64 + 1;
+        let (first, next, _) = read_from_upto(&p, 0, 10 * line).unwrap();
+        assert!((10..=11).contains(&first.len()), "{}", first.len());
+        assert!(next >= 10 * line && next < 12 * line + 16, "{next}");
+        let (rest, end, _) = read_from_upto(&p, next, u64::MAX).unwrap();
+        assert_eq!(first.len() + rest.len(), 100);
+        assert_eq!(end, std::fs::metadata(&p).unwrap().len());
+        let all: Vec<u64> = first
+            .iter()
+            .chain(&rest)
+            .map(|e| e.payload["i"].as_u64().unwrap())
+            .collect();
+        assert_eq!(all, (0..100).collect::<Vec<_>>());
+        // A bound of one byte still reads one whole line.
+        assert_eq!(read_from_upto(&p, 0, 1).unwrap().0.len(), 1);
     }
 
     #[test]
