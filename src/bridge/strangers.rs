@@ -22,8 +22,8 @@ use futures_util::{StreamExt, TryStreamExt};
 use super::track::Track;
 use crate::engine::nats::track as et;
 
-/// The most stranger subjects one sweep looks at (the rest wait for a sweep after the first ones are
-/// done with: each sweep lists the subjects afresh).
+/// The most stranger subjects a sweep looks at: a stream holding more (a hostile peer inventing
+/// names) has only the first ones, in the server's listing order, swept; the bridge says so in its log.
 const MAX_SUBJECTS: usize = 4096;
 /// The most stranger lines one sweep dead-letters.
 const MAX_PER_SWEEP: usize = 4096;
@@ -128,6 +128,10 @@ impl Sweep {
                 strangers.push(subject);
             }
             if strangers.len() >= MAX_SUBJECTS {
+                tracing::warn!(
+                    "bridge: track {} holds more than {MAX_SUBJECTS} subjects of pantheons not allowed: only the first are swept",
+                    t.track
+                );
                 break;
             }
         }
