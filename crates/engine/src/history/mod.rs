@@ -13,6 +13,8 @@ pub(crate) mod picture;
 pub(crate) mod recorder;
 pub(crate) mod store;
 pub(crate) mod timeline;
+#[cfg(target_os = "linux")]
+pub(crate) mod tree_watch;
 
 use serde::Serialize;
 use serde_json::{Value, json};
