@@ -419,16 +419,10 @@ fn the_scrub_keys_move_the_replay_only_in_the_past_and_are_remappable() {
 
 /// What a snapshot shows, as text: every part a pane reads, the counts at `now`, the root's path
 /// written `ROOT` (the scratch root is elsewhere). Left out: the snapshot's number, when it was
-/// taken, the watch mode and the loading state, which say how it was read, not what it shows; and
-/// the inboxes that never held a file (the history records files, not empty directories:
-/// docs/HISTORY.md, Limits).
+/// taken, the watch mode and the loading state, which say how it was read, not what it shows.
 fn shown(s: &pantheon::live::snapshot::Snapshot, now: i64) -> String {
     let now = chrono::DateTime::from_timestamp_micros(now).unwrap();
-    let inboxes: Vec<_> = s
-        .inboxes
-        .iter()
-        .filter(|i| !i.dispatches.is_empty() || !i.errors.is_empty())
-        .collect();
+    let inboxes = &s.inboxes;
     format!(
         "{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}",
         s.workflows,
