@@ -388,6 +388,59 @@ mod tests {
     }
 
     #[test]
+    fn a_recorded_directory_is_made_empty_and_removed_once_gone() {
+        use crate::engine::{HistoryWriter, Retention};
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::at(d.path());
+        let ret = Retention {
+            max_bytes: u64::MAX,
+            max_age: Duration::from_secs(3600),
+        };
+        let mut w = HistoryWriter::open(&root, ret, 1_000).unwrap();
+        let dir = |tree: &mut HistoryTree, key: &str| {
+            tree.insert(
+                key.into(),
+                FileVer {
+                    dir: true,
+                    ..FileVer::default()
+                },
+            );
+        };
+        let mut tree = HistoryTree::new();
+        dir(&mut tree, "conductor/pending/thoth");
+        dir(&mut tree, "conductor/pending/hermes");
+        let blob = w.put_blob(b"{}").unwrap();
+        tree.insert(
+            "conductor/pending/hermes/hof_1.json".into(),
+            FileVer {
+                blobs: vec![blob],
+                len: 2,
+                mtime_us: 1_000,
+                dir: false,
+            },
+        );
+        let hist = HistoryDir::of(&root);
+        let mut s = Scratch::new(Default::default()).unwrap();
+        let touched = s.show(&hist, &tree);
+        let thoth = s.path().join("conductor/pending/thoth");
+        assert!(thoth.is_dir(), "an inbox that never held a file is there");
+        assert!(touched.contains(&thoth), "and named for the model to read");
+        // Both directories go (one with its file): each is removed, deepest first.
+        let touched = s.show(&hist, &HistoryTree::new());
+        assert!(!thoth.exists());
+        let hermes = s.path().join("conductor/pending/hermes");
+        assert!(
+            !hermes.exists(),
+            "emptied by its file's removal, then removed"
+        );
+        assert!(touched.contains(&hermes) && touched.contains(&thoth));
+        // Made again later: the directory and a file in it come back.
+        let touched = s.show(&hist, &tree);
+        assert!(hermes.join("hof_1.json").is_file());
+        assert!(touched.contains(&hermes));
+    }
+
+    #[test]
     fn a_killed_consoles_scratch_root_is_removed_and_nothing_else() {
         use std::os::unix::fs::MetadataExt;
         let tmp = tempfile::tempdir().unwrap();

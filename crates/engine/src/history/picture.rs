@@ -14,6 +14,9 @@ use crate::conductor::model::{Dispatch, WorkflowState};
 use crate::store::layout;
 use crate::store::time::{format_ts, parse_ts};
 
+/// The dispatches of one directory: (time, file name, handoff id) each.
+type Dispatches = Vec<(Option<i64>, String, String)>;
+
 /// One file: its key (`conductor/…`) and mtime (microseconds).
 pub(crate) type Listed<'a> = (&'a str, i64);
 
@@ -200,6 +203,35 @@ fn newest_session(
     }
 }
 
+/// The inboxes, dead-letter and archive directories of `dirs`, listed empty when no file of theirs
+/// was (as `pantheon inbox GOD` lists a god whose inbox directory exists).
+fn shown_dirs(
+    dirs: &[&str],
+    inboxes: &mut BTreeMap<String, Dispatches>,
+    dead: &mut BTreeMap<String, Dispatches>,
+    archived: &mut BTreeMap<String, usize>,
+) {
+    for d in dirs {
+        match parts(d).as_slice() {
+            [c, pd, god]
+                if *c == layout::CONDUCTOR_DIR
+                    && *pd == layout::PENDING_DIR
+                    && crate::store::ids::is_valid_name(god)
+                    && !crate::conductor::files::is_foreign_pending_dir(god) =>
+            {
+                inboxes.entry((*god).to_owned()).or_default();
+            }
+            [c, dd, god] if *c == layout::CONDUCTOR_DIR && *dd == "dead" => {
+                dead.entry((*god).to_owned()).or_default();
+            }
+            [c, a, god] if *c == layout::CONDUCTOR_DIR && *a == layout::ARCHIVE_DIR => {
+                archived.entry((*god).to_owned()).or_default();
+            }
+            _ => {}
+        }
+    }
+}
+
 /// The picture of the files `files` (sorted by key) and the recorded directories `dirs` (an inbox,
 /// dead-letter or archive directory shows, empty or not), reading a file's bytes through `read`;
 /// the workflows in `forgotten` show as such.
@@ -305,25 +337,7 @@ pub(crate) fn picture(
             _ => {}
         }
     }
-    for d in dirs {
-        match parts(d).as_slice() {
-            [c, pd, god]
-                if *c == layout::CONDUCTOR_DIR
-                    && *pd == layout::PENDING_DIR
-                    && crate::store::ids::is_valid_name(god)
-                    && !crate::conductor::files::is_foreign_pending_dir(god) =>
-            {
-                inboxes.entry((*god).to_owned()).or_default();
-            }
-            [c, dd, god] if *c == layout::CONDUCTOR_DIR && *dd == "dead" => {
-                dead.entry((*god).to_owned()).or_default();
-            }
-            [c, a, god] if *c == layout::CONDUCTOR_DIR && *a == layout::ARCHIVE_DIR => {
-                archived.entry((*god).to_owned()).or_default();
-            }
-            _ => {}
-        }
-    }
+    shown_dirs(dirs, &mut inboxes, &mut dead, &mut archived);
     let boards = boards_of(sessions, &board_files, read);
     let order = ordered;
     json!({
