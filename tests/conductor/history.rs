@@ -496,6 +496,20 @@ fn a_recorder_killed_mid_burst_and_restarted_doubles_and_loses_nothing() {
             (0..s.len() as u64).collect::<Vec<_>>(),
             "consecutive, none doubled"
         );
+        // The directories (the inboxes `init` made, the track's) are recorded once, however many
+        // recorders were killed and restarted.
+        let hist = HistoryDir::of(&root);
+        let mut dirs: Vec<String> = hist
+            .segments()
+            .into_iter()
+            .flat_map(|s| hist.segment(s).unwrap().records)
+            .filter(|(_, c)| c.kind == pantheon_engine::ChangeKind::Dir)
+            .map(|(_, c)| c.path)
+            .collect();
+        let n = dirs.len();
+        dirs.sort();
+        dirs.dedup();
+        assert_eq!((n, dirs.len()), (root_dirs(&root).len(), n), "{dirs:?}");
         let (errors, _) = check_history(&root);
         assert!(errors.is_empty(), "{errors:?}");
         // The queue as recorded has each line once.

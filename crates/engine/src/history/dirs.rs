@@ -343,6 +343,19 @@ mod tests {
             panic!("a moment inside the history")
         };
         assert!(tree["conductor/pending/thoth"].dir);
+        // Retention drops the segment that recorded the directory: the next checkpoint keeps it.
+        let lease = crate::history::recorder::lease_file(&root).unwrap();
+        lease.try_lock().unwrap();
+        let (mut rec, _) = crate::history::recorder::Recorder::start(&root, lease).unwrap();
+        rec.writer.roll(now).unwrap();
+        let month = 31 * 24 * 3_600 * 1_000_000_i64;
+        assert!(rec.writer.enforce_retention(now + month).unwrap() >= 2);
+        drop(rec);
+        assert_eq!(hist.segments().len(), 1);
+        let v = crate::history::replay_at(&root, chrono::Utc::now().timestamp_micros()).unwrap();
+        assert_eq!(v["inboxes"], serde_json::json!({"thoth": []}));
+        let (errors, _) = crate::history::check(&root);
+        assert!(errors.is_empty(), "{errors:?}");
         // The directory going is recorded as a delete.
         std::fs::remove_dir(c.join("pending/thoth")).unwrap();
         let lease = crate::history::recorder::lease_file(&root).unwrap();
