@@ -921,6 +921,13 @@ fn replay_lists_an_empty_inbox_exactly_when_inbox_listed_it_then() {
         kinds.contains(&("del".into(), "conductor/pending/hermes".into())),
         "{kinds:?}"
     );
+    // The summary for a person lists what was open: no line for an empty inbox.
+    let out = env.run(&["replay", "--at", "now"], None);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("AS OF ") && !text.contains("inbox thoth"),
+        "{text}"
+    );
     let report: Value = serde_json::from_slice(&env.run(&["validate"], None).stdout).unwrap();
     assert_eq!(report["errors"], 0, "{report:#}");
 }
