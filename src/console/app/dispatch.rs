@@ -584,7 +584,8 @@ impl App {
 
     /// [`App::yank_text`] as the file has it (control characters and all).
     pub(super) fn yank_raw(&self, i: usize) -> Option<String> {
-        self.pane.view().yank(self, &self.filter(self.pane), i)
+        let raw = self.pane.view().yank(self, &self.filter(self.pane), i)?;
+        Some(self.shown_text(&raw).into_owned())
     }
 
     /// Scrolls the open detail, within its lines.

@@ -429,6 +429,8 @@ impl App {
     /// Shows a flash message.
     pub fn flash(&mut self, kind: FlashKind, text: impl Into<String>) {
         let text = text.into();
+        // In replay, a path an error names is the recorded root's, not the scratch root's.
+        let text = self.shown_text(&text).into_owned();
         self.remember(kind, text.clone());
         self.flash = Some(Flash {
             kind,

@@ -173,7 +173,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme
     let title = format!(
         " {} · {} ",
         w.id,
-        trunc(&w.path().display().to_string(), 80)
+        trunc(&app.shown_path(&w.path()), 80)
     );
     detail(frame, area, title, l, app, theme);
 }

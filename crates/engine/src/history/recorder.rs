@@ -229,6 +229,15 @@ impl Recorder {
                 }
             }
         }
+        for (prefix, dir) in &bases {
+            for mut c in super::dirs::appeared_under(&self.writer.tree, dir, prefix, &mut seen, now)
+            {
+                if initial {
+                    c.when_us = now;
+                }
+                batch.push(c);
+            }
+        }
         let gone: Vec<String> = self
             .writer
             .tree
@@ -282,6 +291,10 @@ impl Recorder {
                                 batch.extend(self.observe(&k, &f, now));
                             }
                         }
+                    }
+                    if let Some(k) = self.walked_key_of(p) {
+                        let tree = &self.writer.tree;
+                        batch.extend(super::dirs::appeared_under(tree, p, &k, &mut seen, now));
                     }
                     if whole && let Some(k) = self.dir_key_of(p) {
                         for g in self.recorded_below(&k) {
@@ -345,6 +358,15 @@ impl Recorder {
             }
         }
         None
+    }
+
+    /// The key of a directory walked: a base's own prefix (`conductor`) or `dir_key_of`'s.
+    fn walked_key_of(&self, path: &Path) -> Option<String> {
+        self.bases
+            .iter()
+            .find(|(_, dir)| dir == path)
+            .map(|(prefix, _)| prefix.clone())
+            .or_else(|| self.dir_key_of(path))
     }
 
     /// The change of one file since the history's tree, if any (`None` also for a file that cannot
