@@ -393,7 +393,6 @@ const NOT_YET_CUT: &[(&str, &str)] = &[
     ("crates/engine/src/conductor/submit.rs", "submit_locked"),
     ("src/cli/serve.rs", "serve"),
     ("src/console/app/dispatch.rs", "dispatch"),
-    ("src/console/app/flows.rs", "prompt_answered"),
     ("src/console/panes/board.rs", "draw"),
     ("src/console/panes/inboxes.rs", "draw_detail"),
     ("src/console/panes/workflows.rs", "draw_detail"),

@@ -318,28 +318,15 @@ impl App {
             );
             return Vec::new();
         }
-        let detail = self.pane_state().detail;
-        if !self.pane_state().picked.is_empty() && !detail {
-            let fits: Option<crate::console::marks::MarkFits> = match action {
-                Action::Ack(_) => Some((
-                    &|a: &App, k: &RowKey| a.dispatch_is_held(k) == Some(false),
-                    "a dispatch to ack",
-                )),
-                Action::Approve | Action::RejectHeld => Some((
-                    &|a: &App, k: &RowKey| a.dispatch_is_held(k) == Some(true),
-                    "a held dispatch",
-                )),
-                Action::Abort | Action::ForceUnlock | Action::Requeue => {
-                    Some((&|_: &App, _: &RowKey| true, "listed"))
-                }
-                _ => None,
-            };
-            if let Some((fits, what)) = fits
-                && !self.select_first_mark(fits, what)
-            {
-                return Vec::new();
-            }
+        if action == Action::Rerun && self.replay.is_some() {
+            self.start_fork();
+            return vec![Effect::Replay(crate::console::replay::Cmd::Pause)];
         }
+        // An operator action: its module starts it (`console/actions/`).
+        if action.is_mutation() {
+            return crate::console::actions::start(self, &action).unwrap_or_default();
+        }
+        let detail = self.pane_state().detail;
         match action {
             // In a detail or raw view `q` goes back, as it closes the overlays; C-c still quits.
             Action::Quit if detail => {
@@ -465,11 +452,6 @@ impl App {
                 }
             }
             Action::NextTrack | Action::PrevTrack => self.cycle_track(action == Action::NextTrack),
-            Action::Ack(choice) => self.start_ack(choice),
-            Action::Approve => self.start_approve(),
-            Action::RejectHeld => self.start_reject_held(),
-            Action::Abort => self.start_abort(),
-            Action::Requeue => self.start_requeue(),
             // Answered by `replay_action` above.
             Action::ReplayBack
             | Action::ReplayForward
@@ -481,17 +463,19 @@ impl App {
             | Action::ReplayFaster
             | Action::ReplaySlower
             | Action::ReplayLive => {}
-            Action::Rerun if self.replay.is_some() => {
-                self.start_fork();
-                return vec![Effect::Replay(crate::console::replay::Cmd::Pause)];
-            }
-            Action::Rerun => self.start_rerun(),
-            Action::Cleanup => return self.start_cleanup(),
-            Action::ForceUnlock => self.start_unlock(),
-            Action::BoardAdvance => self.start_board(Action::BoardAdvance),
-            Action::BoardForceAdvance => self.start_board(Action::BoardForceAdvance),
-            Action::BoardNextRound => self.start_board(Action::BoardNextRound),
-            Action::BoardResolve => self.start_board(Action::BoardResolve),
+            // Started by their modules above (`Action::is_mutation`).
+            Action::Ack(_)
+            | Action::Approve
+            | Action::RejectHeld
+            | Action::Abort
+            | Action::Cleanup
+            | Action::ForceUnlock
+            | Action::BoardAdvance
+            | Action::BoardForceAdvance
+            | Action::BoardNextRound
+            | Action::BoardResolve
+            | Action::Requeue
+            | Action::Rerun => {}
             Action::NextAttention => self.next_attention(),
             Action::Snooze => self.start_snooze(),
             Action::Messages => self.mode = Mode::Messages,

@@ -2,7 +2,10 @@
 //! return [`Effect`]s as data (run an engine call, quit…); drawing only reads this state. The whole
 //! operator flow (selection -> confirm -> engine call -> flash) runs here without a terminal.
 
-use crate::engine::{CleanupResult, GodName, HandoffId, LockKey, TrackName, WorkflowId};
+use crate::engine::{GodName, HandoffId, WorkflowId};
+// The unit tests build the engine's cleanup dry runs the console is answered with.
+#[cfg(test)]
+use crate::engine::CleanupResult;
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -462,26 +465,6 @@ impl App {
 /// Who a confirmed act is journaled as (`--actor`, else the login name).
 fn recorded_as(actor: &str) -> String {
     format!("Journaled as {actor} (source console); the records say by: operator.")
-}
-
-fn ack_op(
-    t: AckTarget,
-    status: AckChoice,
-    message: Option<String>,
-    eta: Option<String>,
-    gates_passed: Vec<String>,
-) -> Op {
-    Op::Ack {
-        god: t.god,
-        request: super::ops::ack_request(
-            t.handoff_id,
-            t.workflow_id,
-            status,
-            message,
-            eta,
-            gates_passed,
-        ),
-    }
 }
 
 /// An ETA as typed: a duration from now (`30m`, `in 2h`, `+1d`, `1h30m`) or a time in any form the
