@@ -392,11 +392,9 @@ const LONG_FUNCTIONS: &[(&str, &str)] = &[
 const NOT_YET_CUT: &[(&str, &str)] = &[
     ("crates/engine/src/conductor/submit.rs", "submit_locked"),
     ("src/cli/serve.rs", "serve"),
-    ("src/console/app/dispatch.rs", "dispatch"),
     ("src/console/panes/board.rs", "draw"),
     ("src/console/panes/inboxes.rs", "draw_detail"),
     ("src/console/panes/workflows.rs", "draw_detail"),
-    ("src/console/run.rs", "event_loop"),
     ("src/observe/metrics.rs", "render"),
 ];
 
