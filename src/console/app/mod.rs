@@ -3,9 +3,6 @@
 //! operator flow (selection -> confirm -> engine call -> flash) runs here without a terminal.
 
 use crate::engine::{GodName, HandoffId, WorkflowId};
-// The unit tests build the engine's cleanup dry runs the console is answered with.
-#[cfg(test)]
-use crate::engine::CleanupResult;
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -500,6 +497,9 @@ pub fn parse_gates(input: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
+// The unit tests build the engine's cleanup dry runs the console is answered with.
+#[cfg(test)]
+use crate::engine::CleanupResult;
 #[cfg(test)]
 mod tests;
 
