@@ -702,6 +702,28 @@ pub(crate) fn trunc(s: &str, n: usize) -> String {
     }
 }
 
+/// What the raw detail of a file-backed record (`v` in its detail) shows: the file's path, then
+/// its JSON as read, or why it cannot be read. The title names the key that toggles it back,
+/// [`raw_key`].
+pub(crate) fn raw_lines<'a, T>(
+    whole: &Result<std::sync::Arc<crate::live::snapshot::Whole<T>>, String>,
+    path: &std::path::Path,
+    theme: &Theme,
+) -> Vec<Line<'a>> {
+    let mut lines = match whole {
+        Ok(x) => json_lines(&x.raw, theme),
+        Err(e) => vec![Line::styled(format!("⚠ {e}"), theme.warn())],
+    };
+    lines.insert(0, Line::styled(path.display().to_string(), theme.dim()));
+    lines
+}
+
+/// The key that toggles a detail between its typed and its raw view.
+pub(crate) fn raw_key(app: &App) -> String {
+    app.keymap
+        .key_for(&crate::console::action::Action::ToggleRaw)
+}
+
 /// A titled list of lines used by detail views.
 pub(crate) fn section<'a>(out: &mut Vec<Line<'a>>, title: &str, theme: &Theme) {
     out.push(Line::default());
