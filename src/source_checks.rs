@@ -185,7 +185,7 @@ fn the_engine_depends_on_no_terminal_async_or_mcp_crate() {
     assert!(shell.contains("ratatui") && shell.contains("tokio"));
 }
 
-/// Every flash the console shows for an engine result (one `Op::summarize` arm per `Outcome` variant)
+/// Every flash the console shows for an engine result (each action module's `Act::summarize`, per `Outcome` variant)
 /// is asserted in a console test that drives the real engine (`EngineOperator`). A new `Outcome` variant fails here until a test asserts its flash and this list names it.
 #[test]
 fn every_console_flash_is_tested_against_the_engine() {
@@ -389,11 +389,7 @@ const LONG_FUNCTIONS: &[(&str, &str)] = &[
 /// Functions and files past the limits that are not cut to size YET (ARCHITECTURE.md names them):
 /// the list only shrinks. An entry that is no longer long fails the check too, so it is removed
 /// when its function is split.
-const NOT_YET_CUT: &[(&str, &str)] = &[
-    ("src/console/app/dispatch.rs", "dispatch"),
-    ("src/console/app/flows.rs", "prompt_answered"),
-    ("src/console/run.rs", "event_loop"),
-];
+const NOT_YET_CUT: &[(&str, &str)] = &[];
 
 /// Files past [`MAX_FILE_LINES`] not cut to size yet (see [`NOT_YET_CUT`]).
 const LONG_FILES_NOT_YET_CUT: &[&str] = &[];
@@ -498,10 +494,8 @@ fn the_size_check_measures_a_function_and_skips_one_liners() {
 }
 
 /// Files that still allow clippy's `too_many_arguments`: the list only shrinks, and an entry whose
-/// file no longer has the allowance fails the check until it is removed. The one left is the
-/// console's event loop (`src/console/run.rs`), which the rework of the console's actions gives an
-/// input struct: the change that removes that allowance removes this entry with it.
-const ARGUMENT_LISTS_NOT_YET_CUT: &[&str] = &["src/console/run.rs"];
+/// file no longer has the allowance fails the check until it is removed. None is left.
+const ARGUMENT_LISTS_NOT_YET_CUT: &[&str] = &[];
 
 /// The lines (1-based) of `text` that allow, expect or configure clippy's `too_many_arguments`
 /// lint, in any attribute form (`#[allow(…)]`, `#![allow(…)]`, `cfg_attr`, spread over lines).
@@ -966,5 +960,129 @@ fn the_surface_check_refuses_an_open_module_and_a_facade_with_code() {
             "re-export of serde_json::Value, not the engine's own",
             "a facade module holds `pub fn read() {}`: it only re-exports",
         ]
+    );
+}
+
+/// The operator actions the `actions!` table registers: (the `Op` variant, its module).
+fn registered_actions(registration: &str) -> Vec<(String, String)> {
+    let Some((_, table)) = registration.split_once("\nactions! {\n") else {
+        return Vec::new();
+    };
+    let table = table.split_once("\n}").map_or(table, |(t, _)| t);
+    let mut out = Vec::new();
+    let mut variant = None;
+    for l in table.lines() {
+        let t = l.trim_start();
+        if l.len() - t.len() == 4 && t.starts_with(|c: char| c.is_ascii_uppercase()) {
+            variant = t.split([' ', '{']).next().map(str::to_owned);
+        }
+        if let (Some(v), Some((_, m))) = (&variant, t.split_once("} => ")) {
+            out.push((v.clone(), m.trim_end_matches(',').trim().to_owned()));
+            variant = None;
+        }
+    }
+    out
+}
+
+/// Where an `Op` variant is named outside its action's module: `(file, variant)` for every
+/// `Op::Variant` in the non-test, non-comment code of `files` (repo-relative path, text) that is
+/// not `src/console/actions/<its module>.rs`.
+fn ops_outside_their_module(
+    actions: &[(String, String)],
+    files: &[(String, String)],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (rel, text) in files {
+        let code: String = non_test_code(text)
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for (variant, module) in actions {
+            if *rel == format!("src/console/actions/{module}.rs") {
+                continue;
+            }
+            let named = code
+                .match_indices(&format!("Op::{variant}"))
+                .any(|(at, m)| {
+                    let before = code[..at].chars().next_back();
+                    let after = code[at + m.len()..].chars().next();
+                    !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                        && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                });
+            if named {
+                out.push(format!("{rel}: Op::{variant} (its module is {module})"));
+            }
+        }
+    }
+    out
+}
+
+/// An operator action is handled in its own module only (`src/console/actions/<action>.rs`):
+/// everyone else asks an `Op` through the methods the `actions!` table generates, so adding an
+/// action is its module plus its registration. Test code may build ops of any kind.
+#[test]
+fn every_op_is_handled_in_its_module() {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let registration = std::fs::read_to_string(base.join("src/console/actions/mod.rs")).unwrap();
+    let actions = registered_actions(&registration);
+    assert!(
+        actions.len() >= 12 && actions.iter().any(|(v, m)| v == "Ack" && m == "ack"),
+        "the actions! table is read: {actions:?}"
+    );
+    let mut paths = Vec::new();
+    rust_files(&base.join("src"), &mut paths);
+    let files: Vec<(String, String)> = paths
+        .iter()
+        .filter_map(|p| {
+            let rel = p
+                .strip_prefix(base)
+                .ok()?
+                .to_string_lossy()
+                .replace('\\', "/");
+            let test_file = rel.ends_with("/tests.rs") || rel.ends_with("_tests.rs");
+            (!test_file && rel != "src/source_checks.rs")
+                .then(|| Some((rel, std::fs::read_to_string(p).ok()?)))?
+        })
+        .collect();
+    let outside = ops_outside_their_module(&actions, &files);
+    assert!(
+        outside.is_empty(),
+        "an Op is handled outside its action's module (ask it through `Op`'s methods, or move \
+         the code into the module):\n{}",
+        outside.join("\n")
+    );
+}
+
+#[test]
+fn the_action_check_sees_a_variant_and_a_lookalike() {
+    let registration = "//! the table\nactions! {\n    /// doc\n    Abort { workflow_id: WorkflowId, reason: String } => abort,\n    Approve {\n        handoff_id: HandoffId,\n    } => approve,\n}\n";
+    let actions = registered_actions(registration);
+    assert_eq!(
+        actions,
+        [
+            ("Abort".into(), "abort".into()),
+            ("Approve".into(), "approve".into())
+        ]
+    );
+    let file = |rel: &str, text: &str| (rel.to_owned(), text.to_owned());
+    let files = [
+        file("src/console/actions/abort.rs", "let op = Op::Abort { .. };"),
+        file(
+            "src/console/app/flows.rs",
+            "if let Op::Abort { .. } = op {}",
+        ),
+        file(
+            "src/console/marks.rs",
+            "// Op::Approve in a comment\nOp::Approved; MyOp::Approve;",
+        ),
+        file(
+            "src/console/shown.rs",
+            "fn f() {}\n#[cfg(test)]\nmod tests { Op::Approve {} }",
+        ),
+    ];
+    assert_eq!(
+        ops_outside_their_module(&actions, &files),
+        ["src/console/app/flows.rs: Op::Abort (its module is abort)"]
     );
 }
