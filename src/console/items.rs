@@ -6,7 +6,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use super::rowkey::RowKey;
-use crate::engine::{Assessment, Envelope, LockEntry, Vote, WorkerEntry};
+use crate::engine::{Assessment, Envelope, LockEntry, Vote, WorkerEntry, WorkflowStatus};
 use crate::live::snapshot::{BoardView, DispatchView, Snapshot, TrackView, WorkflowView};
 
 /// A pane filter: free words that must all appear (case-insensitive), and for the bus `type:X` and
@@ -226,7 +226,7 @@ pub fn ack_state(w: &WorkflowView) -> String {
         }
         return d.ack_status.to_string();
     }
-    if w.state.status.to_string() == "aborted" {
+    if w.state.status == WorkflowStatus::Aborted {
         return "-".into();
     }
     w.state

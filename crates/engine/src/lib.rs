@@ -66,8 +66,8 @@ pub use crate::{
     conductor::intents::settle::IntentRepair,
     conductor::model::{
         AbortManifest, AckRecord, AckStatus, CompletedStep, ContextBag, Dispatch, DispatchContext,
-        HistoryEntry, RouteStatus, Routed, Routing, SkippedArtifact, StepRecord, WorkflowState,
-        WorkflowStatus, from_value as model_from_value, waits_on_a_god,
+        HistoryEntry, RouteStatus, Routed, Routing, SkippedArtifact, StepRecord, StepStatus,
+        WorkflowState, WorkflowStatus, from_value as model_from_value, waits_on_a_god,
     },
     conductor::overdue::{HELD_AFTER, Overdue, OverdueRule, UNACKED_AFTER, Waits},
     conductor::paging::{CompactDispatch, DEFAULT_LIMIT as DEFAULT_PAGE_LIMIT, PageRequest},
@@ -76,8 +76,9 @@ pub use crate::{
     conductor::results::{
         AbortResult, AbortStatus, AckResult, ApprovalResult, ApprovalStatus, CleanupResult,
         CleanupStatus, DeadlineKind, DispatchResult, InboxResult, InitResult, InitStatus,
-        PendingEntry, PendingResult, RedispatchResult, RedispatchStatus, RefusedPath, RuleDetail,
-        RulesResult, StepSummary, SubmitResult, SubmitStatus, WorkflowSummary, WorkflowsResult,
+        PendingEntry, PendingResult, RedispatchResult, RedispatchStatus, RefusedPath, ReplyStatus,
+        RuleDetail, RulesResult, StepSummary, SubmitResult, SubmitStatus, WorkflowSummary,
+        WorkflowsResult,
     },
     conductor::rules::{Rule, RuleAction, load_rule_file},
     conductor::template::{Part, PayloadTemplate, Template, TemplateError, Vars as TemplateVars},

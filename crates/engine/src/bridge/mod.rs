@@ -365,7 +365,7 @@ pub enum Taken {
         /// The local workflow the reply belongs to.
         workflow_id: String,
         /// `applied`, `kept` or `duplicate`.
-        status: String,
+        status: crate::conductor::results::ReplyStatus,
     },
 }
 

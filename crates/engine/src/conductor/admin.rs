@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use super::definition::{find_definition, load_definitions};
 use super::files;
 use super::model::{
-    AbortManifest, AckStatus, CompletedStep, SkippedArtifact, WorkflowState, WorkflowStatus,
+    AbortManifest, AckStatus, CompletedStep, SkippedArtifact, StepStatus, WorkflowState,
+    WorkflowStatus,
 };
 use super::paging::{self, CompactDispatch, PageRequest, SortKey};
 use super::rules::load_rules;
@@ -730,7 +731,7 @@ pub(crate) fn abort_step(wf: &WorkflowId, st: &WorkflowState) -> Result<AbortSte
             let done: Vec<&super::model::StepRecord> = st
                 .step_history
                 .iter()
-                .filter(|r| r.status == "completed")
+                .filter(|r| r.status == StepStatus::Completed)
                 .collect();
             let mut artifacts: Vec<String> = Vec::new();
             for a in done
@@ -839,7 +840,7 @@ mod tests {
         StepRecord {
             step_id: step.into(),
             god: format!("god_{step}"),
-            status: status.into(),
+            status: StepStatus::parse(status),
             artifacts: artifacts.iter().map(|a| a.to_string()).collect(),
             ..Default::default()
         }

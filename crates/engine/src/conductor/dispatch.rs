@@ -11,7 +11,7 @@ use super::definition::{WorkflowDef, find_definition};
 use super::files;
 use super::model::{
     AckStatus, Dispatch, DispatchContext, Handoff, HistoryEntry, Routed, Routing, StepRecord,
-    WorkflowState, WorkflowStatus, from_value,
+    StepStatus, WorkflowState, WorkflowStatus, from_value,
 };
 use super::results::RedispatchStatus;
 use super::submit::stored_handoff_path;
@@ -186,7 +186,7 @@ impl Conductor {
         let history = st
             .step_history
             .iter()
-            .filter(|r| r.status == "completed")
+            .filter(|r| r.status == StepStatus::Completed)
             .map(|r| HistoryEntry {
                 step: r.step_id.clone(),
                 god: r.god.clone(),

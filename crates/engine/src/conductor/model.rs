@@ -115,6 +115,25 @@ words!(
     }
 );
 
+words!(
+    open
+    /// A `step_history` entry's status: the engine writes `completed` (a recorded handoff) and
+    /// `rerun` (an operator's rerun); a foreign writer's other words are kept verbatim.
+    pub StepStatus {
+        /// The step's handoff was recorded.
+        Completed = "completed",
+        /// The operator dispatched the step again (`pantheon rerun`).
+        Rerun = "rerun",
+    }
+);
+
+/// A missing status reads (and is written back) as the empty word, as before it was typed.
+impl Default for StepStatus {
+    fn default() -> Self {
+        Self::Other(String::new())
+    }
+}
+
 #[allow(clippy::derivable_impls)]
 impl Default for AckStatus {
     fn default() -> Self {
@@ -555,9 +574,9 @@ pub struct StepRecord {
     /// The god that did (or was asked to do) the step.
     #[serde(deserialize_with = "lenient::or_default")]
     pub god: String,
-    /// `completed`, `dispatched`, `rejected`…; kept as text so unknown words survive a rewrite.
+    /// `completed` or `rerun` as the engine writes it; a foreign writer's other words are kept.
     #[serde(deserialize_with = "lenient::or_default")]
-    pub status: String,
+    pub status: StepStatus,
     /// When the step was done (RFC 3339).
     #[serde(
         deserialize_with = "lenient::opt_string",

@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::definition::WorkflowDef;
-use super::model::{Routed, StepRecord, WorkflowState, WorkflowStatus};
+use super::model::{Routed, StepRecord, StepStatus, WorkflowState, WorkflowStatus};
+use super::results::ReplyStatus;
 use super::template::Vars;
 use super::{Conductor, files};
 use crate::bridge::subject::render_subject;
@@ -195,7 +196,7 @@ pub(crate) fn advance(
             let outputs = st
                 .step_history
                 .iter()
-                .filter(|r| r.status == "completed")
+                .filter(|r| r.status == StepStatus::Completed)
                 .map(|r| (r.step_id.clone(), r.summary.clone().unwrap_or_default()))
                 .collect();
             let context = st.extra.get("context").and_then(Value::as_object);
@@ -250,7 +251,7 @@ pub(crate) fn advance(
                 StepRecord {
                     step_id: step.id.clone(),
                     god: step.god.clone(),
-                    status: "completed".into(),
+                    status: StepStatus::Completed,
                     completed_at: Some(now.clone()),
                     summary: Some(message),
                     handoff_id: Some(derive_handoff_id(&[wf.as_str(), &outbox_id])),
@@ -288,7 +289,7 @@ pub(crate) fn advance(
                 StepRecord {
                     step_id: step.id.clone(),
                     god: step.god.clone(),
-                    status: "completed".into(),
+                    status: StepStatus::Completed,
                     completed_at: Some(now.clone()),
                     summary: Some(reply.message.clone()),
                     handoff_id: Some(derive_handoff_id(&[wf.as_str(), &reply.reply_id])),
@@ -451,7 +452,7 @@ pub fn give_up(root: &Root, rec: &OutboxRecord, reason: &str, attempts: u64) -> 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReplyOutcome {
     /// `applied` (the await_ack step completed), `kept` (the step is not reached yet) or `duplicate`.
-    pub status: String,
+    pub status: ReplyStatus,
     /// The workflow the reply belongs to.
     pub workflow_id: String,
     /// The workflow's status after the reply.
@@ -473,8 +474,8 @@ impl Conductor {
                 reply.reply_id
             )));
         };
-        let outcome = |status: &str, st: &WorkflowState| ReplyOutcome {
-            status: status.into(),
+        let outcome = |status: ReplyStatus, st: &WorkflowState| ReplyOutcome {
+            status,
             workflow_id: wf.to_string(),
             state_status: st.status.clone(),
         };
@@ -494,7 +495,7 @@ impl Conductor {
             .any(|r| r.extra.get("in_reply_to").and_then(Value::as_str) == Some(&reply.in_reply_to))
         {
             self.repair_tail(&wf, &st)?;
-            return Ok(outcome("duplicate", &st));
+            return Ok(outcome(ReplyStatus::Duplicate, &st));
         }
         match read_json(&kept_path)?.and_then(|v| serde_json::from_value::<Reply>(v).ok()) {
             Some(k) if k.reply_id != reply.reply_id => {
@@ -513,7 +514,7 @@ impl Conductor {
             && st.extra.get("awaiting_reply").and_then(Value::as_str)
                 == Some(reply.in_reply_to.as_str());
         if !reached {
-            return Ok(outcome("kept", &st));
+            return Ok(outcome(ReplyStatus::Kept, &st));
         }
         let def_id = st.definition_id.clone().unwrap_or_default();
         let def = super::definition::find_definition(root, &def_id)
@@ -527,7 +528,7 @@ impl Conductor {
         advance(root, &def, &wf, &mut st)?;
         files::write_state(root, &wf, &st)?;
         self.repair_tail(&wf, &st)?;
-        Ok(outcome("applied", &st))
+        Ok(outcome(ReplyStatus::Applied, &st))
     }
 }
 
@@ -565,8 +566,8 @@ mod tests {
             message: "done over there".into(),
             ..Default::default()
         };
-        assert_eq!(c.receive_reply(&reply).unwrap().status, "kept");
-        assert_eq!(c.receive_reply(&reply).unwrap().status, "kept");
+        assert_eq!(c.receive_reply(&reply).unwrap().status, ReplyStatus::Kept);
+        assert_eq!(c.receive_reply(&reply).unwrap().status, ReplyStatus::Kept);
         let other = Reply {
             reply_id: "rp_2".into(),
             ..reply.clone()
@@ -585,7 +586,10 @@ mod tests {
             .filter(|r| r.step_id == "await")
             .count();
         assert_eq!(taken, 1);
-        assert_eq!(c.receive_reply(&reply).unwrap().status, "duplicate");
+        assert_eq!(
+            c.receive_reply(&reply).unwrap().status,
+            ReplyStatus::Duplicate
+        );
         let announce = c
             .root()
             .inbox_dir(&crate::store::GodName::parse("hermes").unwrap());

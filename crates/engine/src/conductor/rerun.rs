@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use super::Conductor;
 use super::definition::find_definition;
 use super::files;
-use super::model::{Routed, StepRecord, WorkflowState, WorkflowStatus, lenient};
+use super::model::{Routed, StepRecord, StepStatus, WorkflowState, WorkflowStatus, lenient};
 use crate::error::{Error, Result};
 use crate::store::lock::FileLock;
 use crate::store::time::now_ts;
@@ -135,7 +135,7 @@ pub(crate) fn rerun_state_as_of(
     next.step_history.push(StepRecord {
         step_id: step.to_owned(),
         god: "operator".into(),
-        status: "rerun".into(),
+        status: StepStatus::Rerun,
         completed_at: Some(now.to_owned()),
         summary: Some(summary),
         handoff_id: Some(hid.to_string()),
@@ -300,7 +300,7 @@ impl Conductor {
             return Ok(None);
         };
         let interrupted = st.status == WorkflowStatus::WaitingForAck
-            && last.status == "rerun"
+            && last.status == StepStatus::Rerun
             && last.god == "operator"
             && last.step_id == step
             && st.current_step.as_deref() == Some(step)

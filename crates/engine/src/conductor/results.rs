@@ -34,6 +34,18 @@ words!(
 impl SubmitStatus {}
 
 words!(
+    /// What became of a peer's reply to one of our requests (`receive_reply`).
+    pub ReplyStatus {
+        /// The waiting `await_ack` step took it: the workflow moved on.
+        Applied = "applied",
+        /// The workflow has not reached the waiting step yet: kept for when it does.
+        Kept = "kept",
+        /// Seen before (by its reply id): nothing changed.
+        Duplicate = "duplicate",
+    }
+);
+
+words!(
     /// Which deadline an ack's answer names (docs/PROTOCOL.md §2.10).
     pub DeadlineKind {
         /// The wait for the next ack (after `pending`).

@@ -12,8 +12,8 @@ use serde_json::Value;
 use super::definition::WorkflowDef;
 use super::files;
 use super::model::{
-    AckRecord, AckStatus, Dispatch, Handoff, Routed, StepRecord, WorkflowState, WorkflowStatus,
-    from_value,
+    AckRecord, AckStatus, Dispatch, Handoff, Routed, StepRecord, StepStatus, WorkflowState,
+    WorkflowStatus, from_value,
 };
 use super::route::{Route, Target, definition, route};
 use super::{Conductor, SubmitResult};
@@ -399,7 +399,7 @@ pub(crate) fn next_state(input: NextStateInput<'_>) -> Result<SubmitStep> {
     st.step_history.push(StepRecord {
         step_id: step.to_string(),
         god: from.to_string(),
-        status: "completed".into(),
+        status: StepStatus::Completed,
         completed_at: Some(now.to_owned()),
         summary: Some(h.context.summary.clone()),
         gates_passed: h.context.gates_passed.clone(),
