@@ -185,7 +185,7 @@ fn the_engine_depends_on_no_terminal_async_or_mcp_crate() {
     assert!(shell.contains("ratatui") && shell.contains("tokio"));
 }
 
-/// Every flash the console shows for an engine result (one `Op::summarize` arm per `Outcome` variant)
+/// Every flash the console shows for an engine result (each action module's `Act::summarize`, per `Outcome` variant)
 /// is asserted in a console test that drives the real engine (`EngineOperator`). A new `Outcome` variant fails here until a test asserts its flash and this list names it.
 #[test]
 fn every_console_flash_is_tested_against_the_engine() {
@@ -389,17 +389,7 @@ const LONG_FUNCTIONS: &[(&str, &str)] = &[
 /// Functions and files past the limits that are not cut to size YET (ARCHITECTURE.md names them):
 /// the list only shrinks. An entry that is no longer long fails the check too, so it is removed
 /// when its function is split.
-const NOT_YET_CUT: &[(&str, &str)] = &[
-    ("crates/engine/src/conductor/submit.rs", "submit_locked"),
-    ("src/cli/serve.rs", "serve"),
-    ("src/console/app/dispatch.rs", "dispatch"),
-    ("src/console/app/flows.rs", "prompt_answered"),
-    ("src/console/panes/board.rs", "draw"),
-    ("src/console/panes/inboxes.rs", "draw_detail"),
-    ("src/console/panes/workflows.rs", "draw_detail"),
-    ("src/console/run.rs", "event_loop"),
-    ("src/observe/metrics.rs", "render"),
-];
+const NOT_YET_CUT: &[(&str, &str)] = &[];
 
 /// Files past [`MAX_FILE_LINES`] not cut to size yet (see [`NOT_YET_CUT`]).
 const LONG_FILES_NOT_YET_CUT: &[&str] = &[];
@@ -501,6 +491,280 @@ fn the_size_check_measures_a_function_and_skips_one_liners() {
     // `long` runs from line 2 to its closing brace on line 5: four lines.
     assert_eq!(long_functions(code, 3), vec![("long".to_owned(), 2, 4)]);
     assert!(long_functions(code, 4).is_empty());
+}
+
+/// Files that still allow clippy's `too_many_arguments`: the list only shrinks, and an entry whose
+/// file no longer has the allowance fails the check until it is removed. None is left.
+const ARGUMENT_LISTS_NOT_YET_CUT: &[&str] = &[];
+
+/// The lines (1-based) of `text` that allow, expect or configure clippy's `too_many_arguments`
+/// lint, in any attribute form (`#[allow(…)]`, `#![allow(…)]`, `cfg_attr`, spread over lines).
+/// A comment that names the lint is not an allowance.
+fn argument_list_allowances(text: &str) -> Vec<usize> {
+    // Spelled in two halves so this file does not find itself.
+    let lint = concat!("too_many", "_arguments");
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            let code = l.split("//").next().unwrap_or("");
+            code.contains(lint)
+        })
+        .map(|(i, _)| i + 1)
+        .collect()
+}
+
+/// No function takes a list of arguments long enough for clippy to object, and no allowance hides
+/// one: anywhere in `src/` and `crates/` (tests included), and in no manifest or clippy
+/// configuration. A step or a commit with many inputs takes an input struct (ARCHITECTURE.md,
+/// "Where new things go").
+#[test]
+fn no_function_allows_a_long_argument_list() {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&base.join("src"), &mut files);
+    rust_files(&base.join("crates"), &mut files);
+    assert!(files.len() > 50, "found only {} sources", files.len());
+    let mut found = Vec::new();
+    let mut allowing = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(base).unwrap().to_string_lossy().into_owned();
+        if rel == "src/source_checks.rs" {
+            continue;
+        }
+        let lines = argument_list_allowances(&std::fs::read_to_string(f).unwrap());
+        if lines.is_empty() {
+            continue;
+        }
+        allowing.push(rel.clone());
+        if !ARGUMENT_LISTS_NOT_YET_CUT.contains(&rel.as_str()) {
+            found.extend(lines.iter().map(|n| format!("{rel}:{n}")));
+        }
+    }
+    for p in ARGUMENT_LISTS_NOT_YET_CUT {
+        if !allowing.iter().any(|f| f == p) {
+            found.push(format!(
+                "{p} no longer allows long argument lists: remove it from ARGUMENT_LISTS_NOT_YET_CUT"
+            ));
+        }
+    }
+    for config in [
+        "Cargo.toml",
+        "crates/engine/Cargo.toml",
+        "clippy.toml",
+        ".clippy.toml",
+        "crates/engine/clippy.toml",
+    ] {
+        let text = std::fs::read_to_string(base.join(config)).unwrap_or_default();
+        if text.contains(concat!("too_many", "_arguments"))
+            || text.contains(concat!("too-many", "-arguments"))
+        {
+            found.push(format!("{config} configures the argument-count lint"));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "pass an input struct instead of allowing a long argument list:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_argument_list_check_sees_every_attribute_form() {
+    let lint = concat!("too_many", "_arguments");
+    let sample = format!(
+        "#[allow(clippy::{lint})]\nfn a() {{}}\n#![allow(clippy::{lint})]\n#[cfg_attr(test, allow(\n    \
+         clippy::{lint},\n))]\n// clippy::{lint} is refused here\n#[allow(clippy::too_many_lines)]\n"
+    );
+    assert_eq!(argument_list_allowances(&sample), vec![1, 3, 5]);
+}
+
+/// The comments of `code`, each with its 1-based line: the text after `//` (and inside `/* */`)
+/// that is not within a string or char literal. Raw strings (`r#"…"#`) and escapes are followed, so
+/// a URL in a string is not a comment.
+fn comments(code: &str) -> Vec<(usize, String)> {
+    let b = code.as_bytes();
+    let mut out = Vec::new();
+    let mut line = 1usize;
+    let mut i = 0usize;
+    while i < b.len() {
+        match b[i] {
+            b'\n' => line += 1,
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                let end = code[i..].find('\n').map_or(b.len(), |n| i + n);
+                out.push((line, code[i + 2..end].to_owned()));
+                i = end;
+                continue;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                let end = code[i + 2..].find("*/").map_or(b.len(), |n| i + 2 + n);
+                let text = &code[i + 2..end];
+                out.push((line, text.to_owned()));
+                line += text.matches('\n').count();
+                i = end + 2;
+                continue;
+            }
+            b'r' if (b.get(i + 1) == Some(&b'"') || b.get(i + 1) == Some(&b'#'))
+                && !(i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_')) =>
+            {
+                let hashes = b[i + 1..].iter().take_while(|c| **c == b'#').count();
+                if b.get(i + 1 + hashes) == Some(&b'"') {
+                    let close = format!("\"{}", "#".repeat(hashes));
+                    let start = i + 2 + hashes;
+                    let end = code[start..].find(&close).map_or(b.len(), |n| start + n);
+                    line += code[i..end].matches('\n').count();
+                    i = end + close.len();
+                    continue;
+                }
+            }
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    if b[i] == b'\\' {
+                        i += 1;
+                    }
+                    if b.get(i) == Some(&b'\n') {
+                        line += 1;
+                    }
+                    i += 1;
+                }
+            }
+            // A char literal (`'"'`, `'\''`); a lifetime (`'a`) has no closing quote after one char.
+            b'\'' if b.get(i + 1) == Some(&b'\\') => {
+                i += 2;
+                while i < b.len() && b[i] != b'\'' {
+                    i += 1;
+                }
+            }
+            b'\'' if b.get(i + 2) == Some(&b'\'') => i += 2,
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Where `comment` cites a tracker issue by number: `issue 24`, `issues 3 and 5`, `issue #12`,
+/// `(#31)`, `see #7`, `fixes #7`, … . A number after `#` counts only in those places, so a hex
+/// colour (`#1a1b26`), an attribute (`#[derive]`), a doc heading (`# Safety`) or a rank (`` `#1` ``,
+/// `ranked #1`) is not a citation.
+fn cites_an_issue(comment: &str) -> bool {
+    let c = comment.to_ascii_lowercase();
+    let number_at = |rest: &str| {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        digits > 0 && !rest[digits..].starts_with(|ch: char| ch.is_ascii_alphanumeric())
+    };
+    let words: Vec<&str> = c.split_whitespace().collect();
+    for pair in words.windows(2) {
+        let word = pair[0].trim_start_matches(['(', '[', '`']);
+        let next = pair[1].trim_start_matches('#');
+        if matches!(word, "issue" | "issues") && number_at(next) {
+            return true;
+        }
+    }
+    c.match_indices('#').any(|(at, _)| {
+        if !number_at(&c[at + 1..]) {
+            return false;
+        }
+        let before = &c[..at];
+        if before.ends_with('(') {
+            return true;
+        }
+        let word = before
+            .strip_suffix(' ')
+            .and_then(|b| b.split_whitespace().next_back())
+            .unwrap_or("");
+        matches!(
+            word,
+            "see"
+                | "issue"
+                | "issues"
+                | "fix"
+                | "fixes"
+                | "fixed"
+                | "close"
+                | "closes"
+                | "closed"
+                | "resolve"
+                | "resolves"
+                | "resolved"
+                | "per"
+                | "cf"
+                | "cf."
+                | "pr"
+                | "ticket"
+                | "bug"
+        )
+    })
+}
+
+/// Comments explain the code to a reader of the repository; a tracker's issue number means nothing
+/// there. No comment of the non-test code in `src/` or `crates/` cites one.
+#[test]
+fn no_comment_cites_an_issue_number() {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&base.join("src"), &mut files);
+    rust_files(&base.join("crates"), &mut files);
+    assert!(files.len() > 50, "found only {} sources", files.len());
+    let mut found = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(base).unwrap().to_string_lossy().into_owned();
+        let test_only = rel == "src/source_checks.rs"
+            || rel.ends_with("/tests.rs")
+            || rel.ends_with("_tests.rs")
+            || rel.contains("/tests/")
+            || rel.contains("/benches/");
+        if test_only {
+            continue;
+        }
+        let code = non_test_code(&std::fs::read_to_string(f).unwrap());
+        for (line, text) in comments(&code) {
+            if cites_an_issue(&text) {
+                found.push(format!("{rel}:{line}: //{text}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "say what the code does and why, not which issue asked for it:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_issue_number_check_flags_citations_and_nothing_else() {
+    for cited in [
+        " kept for issue 24",
+        "/ see issue #12 for the reason",
+        " the old bound (#31)",
+        " see #7",
+        "/ Fixes #3: the lock.",
+        " issues 3 and 5 asked for it",
+    ] {
+        assert!(cites_an_issue(cited), "{cited:?}");
+    }
+    for plain in [
+        " a file issue (a stray)",
+        " #[derive(Debug)] on every row",
+        "/ # Safety",
+        " the background, #1a1b26",
+        "/ `#1` is the top of the list",
+        " ranked #1 by age",
+        " 24 issues at most",
+        " the issue is the size: 3 MiB",
+    ] {
+        assert!(!cites_an_issue(plain), "{plain:?}");
+    }
+    let code =
+        "let u = \"http://x\"; // see #7\nlet c = '\"'; /* (#9) */ let r = r#\"// #8\"#;\n// ok\n";
+    assert_eq!(
+        comments(code),
+        vec![
+            (1, " see #7".to_owned()),
+            (2, " (#9) ".to_owned()),
+            (3, " ok".to_owned())
+        ]
+    );
 }
 
 /// Messages a person reads begin the way ripgrep's and cargo's do: `error: …`, `warning: …`, lower
@@ -696,5 +960,129 @@ fn the_surface_check_refuses_an_open_module_and_a_facade_with_code() {
             "re-export of serde_json::Value, not the engine's own",
             "a facade module holds `pub fn read() {}`: it only re-exports",
         ]
+    );
+}
+
+/// The operator actions the `actions!` table registers: (the `Op` variant, its module).
+fn registered_actions(registration: &str) -> Vec<(String, String)> {
+    let Some((_, table)) = registration.split_once("\nactions! {\n") else {
+        return Vec::new();
+    };
+    let table = table.split_once("\n}").map_or(table, |(t, _)| t);
+    let mut out = Vec::new();
+    let mut variant = None;
+    for l in table.lines() {
+        let t = l.trim_start();
+        if l.len() - t.len() == 4 && t.starts_with(|c: char| c.is_ascii_uppercase()) {
+            variant = t.split([' ', '{']).next().map(str::to_owned);
+        }
+        if let (Some(v), Some((_, m))) = (&variant, t.split_once("} => ")) {
+            out.push((v.clone(), m.trim_end_matches(',').trim().to_owned()));
+            variant = None;
+        }
+    }
+    out
+}
+
+/// Where an `Op` variant is named outside its action's module: `(file, variant)` for every
+/// `Op::Variant` in the non-test, non-comment code of `files` (repo-relative path, text) that is
+/// not `src/console/actions/<its module>.rs`.
+fn ops_outside_their_module(
+    actions: &[(String, String)],
+    files: &[(String, String)],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (rel, text) in files {
+        let code: String = non_test_code(text)
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for (variant, module) in actions {
+            if *rel == format!("src/console/actions/{module}.rs") {
+                continue;
+            }
+            let named = code
+                .match_indices(&format!("Op::{variant}"))
+                .any(|(at, m)| {
+                    let before = code[..at].chars().next_back();
+                    let after = code[at + m.len()..].chars().next();
+                    !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                        && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                });
+            if named {
+                out.push(format!("{rel}: Op::{variant} (its module is {module})"));
+            }
+        }
+    }
+    out
+}
+
+/// An operator action is handled in its own module only (`src/console/actions/<action>.rs`):
+/// everyone else asks an `Op` through the methods the `actions!` table generates, so adding an
+/// action is its module plus its registration. Test code may build ops of any kind.
+#[test]
+fn every_op_is_handled_in_its_module() {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let registration = std::fs::read_to_string(base.join("src/console/actions/mod.rs")).unwrap();
+    let actions = registered_actions(&registration);
+    assert!(
+        actions.len() >= 12 && actions.iter().any(|(v, m)| v == "Ack" && m == "ack"),
+        "the actions! table is read: {actions:?}"
+    );
+    let mut paths = Vec::new();
+    rust_files(&base.join("src"), &mut paths);
+    let files: Vec<(String, String)> = paths
+        .iter()
+        .filter_map(|p| {
+            let rel = p
+                .strip_prefix(base)
+                .ok()?
+                .to_string_lossy()
+                .replace('\\', "/");
+            let test_file = rel.ends_with("/tests.rs") || rel.ends_with("_tests.rs");
+            (!test_file && rel != "src/source_checks.rs")
+                .then(|| Some((rel, std::fs::read_to_string(p).ok()?)))?
+        })
+        .collect();
+    let outside = ops_outside_their_module(&actions, &files);
+    assert!(
+        outside.is_empty(),
+        "an Op is handled outside its action's module (ask it through `Op`'s methods, or move \
+         the code into the module):\n{}",
+        outside.join("\n")
+    );
+}
+
+#[test]
+fn the_action_check_sees_a_variant_and_a_lookalike() {
+    let registration = "//! the table\nactions! {\n    /// doc\n    Abort { workflow_id: WorkflowId, reason: String } => abort,\n    Approve {\n        handoff_id: HandoffId,\n    } => approve,\n}\n";
+    let actions = registered_actions(registration);
+    assert_eq!(
+        actions,
+        [
+            ("Abort".into(), "abort".into()),
+            ("Approve".into(), "approve".into())
+        ]
+    );
+    let file = |rel: &str, text: &str| (rel.to_owned(), text.to_owned());
+    let files = [
+        file("src/console/actions/abort.rs", "let op = Op::Abort { .. };"),
+        file(
+            "src/console/app/flows.rs",
+            "if let Op::Abort { .. } = op {}",
+        ),
+        file(
+            "src/console/marks.rs",
+            "// Op::Approve in a comment\nOp::Approved; MyOp::Approve;",
+        ),
+        file(
+            "src/console/shown.rs",
+            "fn f() {}\n#[cfg(test)]\nmod tests { Op::Approve {} }",
+        ),
+    ];
+    assert_eq!(
+        ops_outside_their_module(&actions, &files),
+        ["src/console/app/flows.rs: Op::Abort (its module is abort)"]
     );
 }

@@ -86,7 +86,10 @@ fn summary(v: &serde_json::Value) -> String {
                 .as_array()
                 .map(|a| a.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
-            out.push(format!("{name} {god}: {}", ids.join(" ")));
+            // An empty inbox is listed by --json; the summary shows what was open.
+            if !ids.is_empty() {
+                out.push(format!("{name} {god}: {}", ids.join(" ")));
+            }
         }
     }
     let held: Vec<&str> = v["held"]

@@ -9,6 +9,7 @@
 //! never polls; it writes a heartbeat every [`SUPERVISOR_BEAT`]; SIGTERM or SIGINT finish the current pass and
 //! exit 0.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,6 +19,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use chrono::{DateTime, Utc};
 use notify::Watcher;
 
 use super::Outcome;
@@ -258,16 +260,7 @@ fn start_observers(
 
 /// `pantheon serve`: the supervisor, until SIGTERM or SIGINT.
 pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
-    let mut out: Box<dyn Write> = match &args.log {
-        Some(p) => Box::new(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-                .with_context(|| format!("cannot open the log {}", p.display()))?,
-        ),
-        None => Box::new(std::io::stderr()),
-    };
+    let mut out = open_log(args.log.as_ref())?;
     let c = Conductor::new(root.clone()).with_origin(origin);
     // Bound before anything else starts, so a port in use is the first and only thing said.
     let metrics = match &args.metrics {
@@ -282,20 +275,7 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
         .as_deref()
         .map(crate::observe::export::Endpoint::parse)
         .transpose()?;
-    let mut anchor = match &args.journal_anchor {
-        Some(p) => {
-            let (w, mut warnings) = AnchorWriter::open(root, p)?;
-            warnings.extend(w.check_head(root));
-            for w in warnings {
-                if args.log.is_some() {
-                    eprintln!("{w}");
-                }
-                let _ = writeln!(out, "{w}");
-            }
-            Some(w)
-        }
-        None => None,
-    };
+    let anchor = open_anchor(&args, root, &mut *out)?;
     let recorder = if root.settings.history.record {
         Some(super::record::background(
             root,
@@ -308,57 +288,140 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     let started = format_ts(chrono::Utc::now());
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel::<Wake>();
-
-    // Signals: a small runtime on its own thread sets `stop` and wakes the loop.
-    {
-        let stop = stop.clone();
-        let tx = tx.clone();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .context("cannot start the signal handler")?;
-        let (ready_tx, ready_rx) = mpsc::channel::<anyhow::Result<()>>();
-        std::thread::Builder::new()
-            .name("serve-signals".into())
-            .spawn(move || {
-                rt.block_on(async move {
-                    use tokio::signal::unix::{SignalKind, signal};
-                    let term = signal(SignalKind::terminate());
-                    let int = signal(SignalKind::interrupt());
-                    let (mut term, mut int) = match (term, int) {
-                        (Ok(t), Ok(i)) => {
-                            let _ = ready_tx.send(Ok(()));
-                            (t, i)
-                        }
-                        (Err(e), _) | (_, Err(e)) => {
-                            let _ = ready_tx.send(Err(e.into()));
-                            return;
-                        }
-                    };
-                    tokio::select! {
-                        _ = term.recv() => {}
-                        _ = int.recv() => {}
-                    }
-                    stop.store(true, Ordering::SeqCst);
-                    let _ = tx.send(Wake::Stop);
-                });
-            })
-            .context("cannot start the signal thread")?;
-        ready_rx
-            .recv()
-            .context("the signal thread ended")?
-            .context("cannot install the SIGTERM handler")?;
+    on_signals(stop.clone(), tx.clone())?;
+    let watcher = watch_root(root, tx.clone(), anchor.is_some())?;
+    // The live model (the console's) behind `/metrics` and `--otlp`, kept current by its own watches.
+    let _metrics_record = start_observers(&args, root, &id, metrics, otlp, &mut *out)?;
+    let _ = writeln!(
+        out,
+        "{started} pantheon serve: supervising {} (heartbeat {})",
+        root.dir.display(),
+        root.supervisor_dir().join(format!("{id}.json")).display()
+    );
+    let mut sup = Supervisor::new(&c, root, &id, &started, anchor);
+    while !stop.load(Ordering::SeqCst) {
+        sup.turn(&mut *out);
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let first = match rx.recv_timeout(sup.wait()) {
+            Ok(w) => w,
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        // Take every event already queued, then update the index from them.
+        sup.absorb(std::iter::once(first).chain(rx.try_iter()));
     }
+    drop(watcher);
+    if let Some(r) = recorder {
+        r.stop();
+    }
+    if let Some(a) = sup.anchor.as_mut()
+        && let Err(e) = a.anchor(root)
+    {
+        let _ = writeln!(out, "{} journal anchor: {e}", format_ts(chrono::Utc::now()));
+    }
+    let _ = remove_supervisor_heartbeat(root, &id);
+    let _ = writeln!(
+        out,
+        "{} pantheon serve: stopped",
+        format_ts(chrono::Utc::now())
+    );
+    // Held to here, so the loop's channel never disconnects while it runs.
+    drop(tx);
+    Ok(Outcome::Exit(ExitCode::SUCCESS))
+}
 
-    // File events under conductor/pending and conductor/timers wake the loop with their paths; only
-    // those files are read again (the deadline index), the whole tree only at start and on overflow.
+/// Where `serve` logs: the `--log` file (appended to), or standard error.
+fn open_log(log: Option<&PathBuf>) -> anyhow::Result<Box<dyn Write>> {
+    Ok(match log {
+        Some(p) => Box::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .with_context(|| format!("cannot open the log {}", p.display()))?,
+        ),
+        None => Box::new(std::io::stderr()),
+    })
+}
+
+/// The `--journal-anchor` writer, when asked for; what it warns about (a head that moved past the
+/// last anchor, …) is logged, and said on standard error too when the log is a file.
+fn open_anchor(
+    args: &ServeArgs,
+    root: &Root,
+    out: &mut dyn Write,
+) -> anyhow::Result<Option<AnchorWriter>> {
+    let Some(p) = &args.journal_anchor else {
+        return Ok(None);
+    };
+    let (w, mut warnings) = AnchorWriter::open(root, p)?;
+    warnings.extend(w.check_head(root));
+    for w in warnings {
+        if args.log.is_some() {
+            eprintln!("{w}");
+        }
+        let _ = writeln!(out, "{w}");
+    }
+    Ok(Some(w))
+}
+
+/// Signals: a small runtime on its own thread sets `stop` and wakes the loop on SIGTERM or
+/// SIGINT. Returns once both handlers are installed (or says why they are not).
+fn on_signals(stop: Arc<AtomicBool>, tx: mpsc::Sender<Wake>) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the signal handler")?;
+    let (ready_tx, ready_rx) = mpsc::channel::<anyhow::Result<()>>();
+    std::thread::Builder::new()
+        .name("serve-signals".into())
+        .spawn(move || {
+            rt.block_on(async move {
+                use tokio::signal::unix::{SignalKind, signal};
+                let term = signal(SignalKind::terminate());
+                let int = signal(SignalKind::interrupt());
+                let (mut term, mut int) = match (term, int) {
+                    (Ok(t), Ok(i)) => {
+                        let _ = ready_tx.send(Ok(()));
+                        (t, i)
+                    }
+                    (Err(e), _) | (_, Err(e)) => {
+                        let _ = ready_tx.send(Err(e.into()));
+                        return;
+                    }
+                };
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+                stop.store(true, Ordering::SeqCst);
+                let _ = tx.send(Wake::Stop);
+            });
+        })
+        .context("cannot start the signal thread")?;
+    ready_rx
+        .recv()
+        .context("the signal thread ended")?
+        .context("cannot install the SIGTERM handler")
+}
+
+/// File events under conductor/pending and conductor/timers wake the loop with their paths; only
+/// those files are read again (the deadline index), the whole tree only at start and on overflow.
+/// A track's lease and heartbeat files wake it with the track's name, and the journal (watched
+/// only for an `anchor`) with [`Wake::Journal`].
+fn watch_root(
+    root: &Root,
+    wake: mpsc::Sender<Wake>,
+    anchor: bool,
+) -> anyhow::Result<notify::RecommendedWatcher> {
     let pending = root.pending_root();
     let timers = root.timers_dir();
     std::fs::create_dir_all(&pending).ok();
     std::fs::create_dir_all(&timers).ok();
     let tracks_dir = root.tracks_dir();
     std::fs::create_dir_all(&tracks_dir).ok();
-    let wake = tx.clone();
     let watched_tracks = tracks_dir.clone();
     let journal_file = crate::engine::journal_path(root);
     let mut watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
@@ -392,146 +455,172 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     watcher
         .watch(&tracks_dir, notify::RecursiveMode::Recursive)
         .with_context(|| format!("cannot watch {}", tracks_dir.display()))?;
-    if anchor.is_some() {
+    if anchor {
         watcher
             .watch(&root.conductor, notify::RecursiveMode::NonRecursive)
             .with_context(|| format!("cannot watch {}", root.conductor.display()))?;
     }
-    // The live model (the console's) behind `/metrics` and `--otlp`, kept current by its own watches.
-    let _metrics_record = start_observers(&args, root, &id, metrics, otlp, &mut *out)?;
-    // The head moved since the last anchor (true at start: anchor the head found).
-    let mut anchor_dirty = anchor.is_some();
-    let every = anchor_every();
-    let mut last_anchor = Instant::now() - every;
+    Ok(watcher)
+}
 
-    let _ = writeln!(
-        out,
-        "{started} pantheon serve: supervising {} (heartbeat {})",
-        root.dir.display(),
-        root.supervisor_dir().join(format!("{id}.json")).display()
-    );
-    let mut index = DeadlineIndex::build(root);
-    let mut last_beat = Instant::now() - SUPERVISOR_BEAT;
-    let mut pass = true;
-    // When each track's next lease expiry or staleness falls due.
-    let mut notice_due: std::collections::BTreeMap<
-        TrackName,
-        Option<chrono::DateTime<chrono::Utc>>,
-    > = tracks(root).into_iter().map(|t| (t, None)).collect();
-    let mut notice_now: Vec<TrackName> = notice_due.keys().cloned().collect();
-    while !stop.load(Ordering::SeqCst) {
-        let now = chrono::Utc::now();
-        if pass || index.next_due().is_some_and(|t| t <= now) {
-            let report = c.tick_index(&mut index, now);
-            log_line(&mut *out, &report);
-            pass = false;
+/// The supervisor loop's state between two wakes: the deadline index, when each track's notices
+/// fall due, the last heartbeat and the journal anchor.
+struct Supervisor<'a> {
+    c: &'a Conductor,
+    root: &'a Root,
+    /// This process's heartbeat id (`pid-N`) and when it started.
+    id: &'a str,
+    started: &'a str,
+    index: DeadlineIndex,
+    /// A full pass is due (at start): the index is ticked whatever its next due time.
+    pass: bool,
+    last_beat: Instant,
+    /// When each track's next lease expiry or staleness falls due.
+    notice_due: BTreeMap<TrackName, Option<DateTime<Utc>>>,
+    /// Tracks whose notices are to be posted this turn.
+    notice_now: Vec<TrackName>,
+    anchor: Option<AnchorWriter>,
+    /// The head moved since the last anchor (true at start: anchor the head found).
+    anchor_dirty: bool,
+    /// The least time between two anchors, and the last one.
+    every: Duration,
+    last_anchor: Instant,
+}
+
+impl<'a> Supervisor<'a> {
+    fn new(
+        c: &'a Conductor,
+        root: &'a Root,
+        id: &'a str,
+        started: &'a str,
+        anchor: Option<AnchorWriter>,
+    ) -> Self {
+        let every = anchor_every();
+        let index = DeadlineIndex::build(root);
+        let notice_due: BTreeMap<_, _> = tracks(root).into_iter().map(|t| (t, None)).collect();
+        Self {
+            c,
+            root,
+            id,
+            started,
+            index,
+            pass: true,
+            last_beat: Instant::now() - SUPERVISOR_BEAT,
+            notice_now: notice_due.keys().cloned().collect(),
+            notice_due,
+            anchor_dirty: anchor.is_some(),
+            anchor,
+            every,
+            last_anchor: Instant::now() - every,
         }
-        notice_now.extend(
-            notice_due
+    }
+
+    /// One turn: the deadlines due, the notices due, the heartbeat and the anchor when theirs is.
+    fn turn(&mut self, out: &mut dyn Write) {
+        let now = chrono::Utc::now();
+        if self.pass || self.index.next_due().is_some_and(|t| t <= now) {
+            let report = self.c.tick_index(&mut self.index, now);
+            log_line(out, &report);
+            self.pass = false;
+        }
+        self.notice_now.extend(
+            self.notice_due
                 .iter()
                 .filter(|(_, d)| d.is_some_and(|t| t <= now))
                 .map(|(t, _)| t.clone()),
         );
-        notice_now.sort();
-        notice_now.dedup();
-        for t in notice_now.drain(..) {
-            let due = notices_for(root, &t, &mut *out);
-            notice_due.insert(t, due);
+        self.notice_now.sort();
+        self.notice_now.dedup();
+        for t in self.notice_now.drain(..) {
+            let due = notices_for(self.root, &t, out);
+            self.notice_due.insert(t, due);
         }
-        if last_beat.elapsed() >= SUPERVISOR_BEAT {
-            // Usage posted on the bus and reports a killed act left reach the ledger each beat.
-            let cp = c.cost_pass();
-            if cp.bus_recorded > 0 || cp.settled > 0 || !cp.errors.is_empty() {
-                let _ = writeln!(
-                    out,
-                    "{} cost: {} bus report(s) recorded, {} settled, {} dropped{}",
-                    format_ts(chrono::Utc::now()),
-                    cp.bus_recorded,
-                    cp.settled,
-                    cp.dropped,
-                    cp.errors
-                        .iter()
-                        .map(|e| format!("; {e}"))
-                        .collect::<String>()
-                );
-            }
-            let nd = index.next_due().map(format_ts);
-            if let Err(e) = write_supervisor_heartbeat(root, &id, &started, nd.as_deref()) {
-                let _ = writeln!(out, "{} heartbeat: {e}", format_ts(chrono::Utc::now()));
-            }
-            last_beat = Instant::now();
+        if self.last_beat.elapsed() >= SUPERVISOR_BEAT {
+            self.beat(out);
+            self.last_beat = Instant::now();
         }
-        if let Some(a) = anchor.as_mut()
-            && anchor_dirty
-            && last_anchor.elapsed() >= every
+        if let Some(a) = self.anchor.as_mut()
+            && self.anchor_dirty
+            && self.last_anchor.elapsed() >= self.every
         {
-            anchor_dirty = false;
-            last_anchor = Instant::now();
-            if let Err(e) = a.anchor(root) {
+            self.anchor_dirty = false;
+            self.last_anchor = Instant::now();
+            if let Err(e) = a.anchor(self.root) {
                 let _ = writeln!(out, "{} journal anchor: {e}", format_ts(chrono::Utc::now()));
             }
         }
-        if stop.load(Ordering::SeqCst) {
-            break;
+    }
+
+    /// The heartbeat: usage posted on the bus and reports a killed act left reach the ledger, and
+    /// the heartbeat file says when the next deadline falls due.
+    fn beat(&mut self, out: &mut dyn Write) {
+        let cp = self.c.cost_pass();
+        if cp.bus_recorded > 0 || cp.settled > 0 || !cp.errors.is_empty() {
+            let _ = writeln!(
+                out,
+                "{} cost: {} bus report(s) recorded, {} settled, {} dropped{}",
+                format_ts(chrono::Utc::now()),
+                cp.bus_recorded,
+                cp.settled,
+                cp.dropped,
+                cp.errors
+                    .iter()
+                    .map(|e| format!("; {e}"))
+                    .collect::<String>()
+            );
         }
-        // Sleep exactly until the next due time (or the next heartbeat), unless a file event comes.
-        let mut wait = SUPERVISOR_BEAT.saturating_sub(last_beat.elapsed());
-        if anchor_dirty {
-            wait = wait.min(every.saturating_sub(last_anchor.elapsed()));
+        let nd = self.index.next_due().map(format_ts);
+        if let Err(e) = write_supervisor_heartbeat(self.root, self.id, self.started, nd.as_deref())
+        {
+            let _ = writeln!(out, "{} heartbeat: {e}", format_ts(chrono::Utc::now()));
         }
-        for t in index
+    }
+
+    /// How long to sleep: exactly until the next due time (or the next heartbeat, or the next
+    /// anchor when the head moved), unless a file event comes first.
+    fn wait(&mut self) -> Duration {
+        let mut wait = SUPERVISOR_BEAT.saturating_sub(self.last_beat.elapsed());
+        if self.anchor_dirty {
+            wait = wait.min(self.every.saturating_sub(self.last_anchor.elapsed()));
+        }
+        for t in self
+            .index
             .next_due()
             .into_iter()
-            .chain(notice_due.values().flatten().copied())
+            .chain(self.notice_due.values().flatten().copied())
         {
             let until = (t - chrono::Utc::now()).to_std().unwrap_or(Duration::ZERO);
             wait = wait.min(until);
         }
-        let first = match rx.recv_timeout(wait) {
-            Ok(w) => w,
-            Err(mpsc::RecvTimeoutError::Timeout) => continue,
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-        };
-        // Take every event already queued, then update the index from them.
+        wait
+    }
+
+    /// What woke the loop: the index is updated from the paths named (rebuilt on a rescan), the
+    /// tracks named get their notices next turn, a journal move makes an anchor due.
+    fn absorb(&mut self, wakes: impl Iterator<Item = Wake>) {
         let mut rescan = false;
         let mut changed: Vec<PathBuf> = Vec::new();
-        for w in std::iter::once(first).chain(rx.try_iter()) {
+        for w in wakes {
             match w {
                 Wake::Paths(p) => changed.extend(p),
                 Wake::Rescan => {
                     rescan = true;
-                    notice_now.extend(tracks(root));
+                    self.notice_now.extend(tracks(self.root));
                 }
                 // A directory whose name is no track name holds no bus (PROTOCOL.md 1.3).
-                Wake::Track(t) => notice_now.extend(TrackName::parse(&t).ok()),
-                Wake::Journal => anchor_dirty = true,
+                Wake::Track(t) => self.notice_now.extend(TrackName::parse(&t).ok()),
+                Wake::Journal => self.anchor_dirty = true,
                 Wake::Stop => {}
             }
         }
         if rescan {
-            index.rebuild(root);
+            self.index.rebuild(self.root);
         } else {
             changed.sort();
             changed.dedup();
             for p in &changed {
-                index.refresh(root, p);
+                self.index.refresh(self.root, p);
             }
         }
     }
-    drop(watcher);
-    if let Some(r) = recorder {
-        r.stop();
-    }
-    if let Some(a) = anchor.as_mut()
-        && let Err(e) = a.anchor(root)
-    {
-        let _ = writeln!(out, "{} journal anchor: {e}", format_ts(chrono::Utc::now()));
-    }
-    let _ = remove_supervisor_heartbeat(root, &id);
-    let _ = writeln!(
-        out,
-        "{} pantheon serve: stopped",
-        format_ts(chrono::Utc::now())
-    );
-    Ok(Outcome::Exit(ExitCode::SUCCESS))
 }

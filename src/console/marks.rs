@@ -8,8 +8,6 @@
 //! on its record when rows move, and a record that went away is reported as skipped, never replaced
 //! by a neighbour.
 
-use crate::engine::{GodName, HandoffId, LockKey, TrackName, WorkflowId};
-
 use super::action::Pane;
 use super::app::{App, FlashKind, Tone};
 use super::items::{self, Filter};
@@ -21,9 +19,6 @@ pub type BulkItem = (RowKey, Op);
 
 /// A marked record a bulk action skips, and why.
 pub type Skipped = (RowKey, String);
-
-/// Which marked rows an action can start from (its prompts are asked about the first one).
-pub(crate) type MarkFits<'a> = (&'a dyn Fn(&App, &RowKey) -> bool, &'a str);
 
 impl App {
     /// The marks of `pane`, in the order they were made.
@@ -182,17 +177,7 @@ impl App {
     /// Marks it cannot apply to come back as skipped, with why.
     pub(crate) fn fan_out(&self, op: &Op) -> Option<(Vec<BulkItem>, Vec<Skipped>)> {
         let picked = self.pane_state().picked.clone();
-        if picked.is_empty()
-            || !matches!(
-                op,
-                Op::Ack { .. }
-                    | Op::Approve { .. }
-                    | Op::RejectHeld { .. }
-                    | Op::Abort { .. }
-                    | Op::ForceUnlock { .. }
-                    | Op::Requeue { .. }
-            )
-        {
+        if picked.is_empty() {
             return None;
         }
         let key = |a: super::action::Action| self.keymap.key_for(&a);
@@ -214,8 +199,9 @@ impl App {
         };
         let mut items = Vec::new();
         let mut skipped = Vec::new();
+        // The first mark says whether the action applies to marks at all (`Act::mark`).
         for mark in picked {
-            match fan.made(op, &mark)? {
+            match op.mark(&mut fan, &mark)? {
                 Ok(op) => items.push((mark, op)),
                 Err(why) => skipped.push((mark, why)),
             }
@@ -235,39 +221,6 @@ impl App {
     }
 }
 
-/// The past tense of a bulk action, for "approved 4, refused 1".
-pub fn done_word(op: &Op) -> &'static str {
-    match op {
-        Op::Ack { .. } => "acked",
-        Op::Approve { .. } => "approved",
-        Op::RejectHeld { .. } => "rejected",
-        Op::Abort { .. } => "aborted",
-        Op::ForceUnlock { .. } => "unlocked",
-        Op::Cleanup { .. } => "cleaned up",
-        Op::Requeue { .. } => "requeued",
-        Op::Rerun { .. } => "rerun",
-        _ => "done",
-    }
-}
-
-/// The short name of the record an op is for (the handoff, workflow or lock path).
-pub fn subject(op: &Op) -> String {
-    match op {
-        Op::Ack { request, .. } => request.handoff_id.to_string(),
-        Op::Approve { handoff_id, .. } | Op::RejectHeld { handoff_id, .. } => {
-            handoff_id.to_string()
-        }
-        Op::Abort { workflow_id, .. } | Op::Cleanup { workflow_id } => workflow_id.to_string(),
-        Op::ForceUnlock { path, .. } => path.to_string(),
-        Op::Requeue { handoff_id, .. } => handoff_id.to_string(),
-        Op::Rerun { workflow_id, .. } => workflow_id.to_string(),
-        Op::Bulk { items, .. } => format!("{} records", items.len()),
-        Op::BoardAdvance { track, .. }
-        | Op::BoardNextRound { track, .. }
-        | Op::BoardResolve { track, .. } => track.to_string(),
-    }
-}
-
 /// What a bulk action did: one result per item, in order, and the marked records it skipped.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BulkReport {
@@ -280,7 +233,7 @@ pub struct BulkReport {
 pub struct BulkResult {
     /// The record's mark (its identity).
     pub key: RowKey,
-    /// The short name of the record (see [`subject`]).
+    /// The short name of the record (see [`Op::subject`]).
     pub subject: String,
     /// Why the engine refused it (`None`: done).
     pub error: Option<String>,
@@ -312,7 +265,7 @@ pub fn execute_bulk(
         .iter()
         .map(|(key, op)| BulkResult {
             key: key.clone(),
-            subject: subject(op),
+            subject: op.subject(),
             error: operator.execute(op).err().map(|e| e.to_string()),
         })
         .collect();
@@ -324,7 +277,7 @@ pub fn execute_bulk(
 
 /// "approved 4, refused 1: hof_x: why; skipped 1: god/file: not held".
 pub fn summarize_bulk(items: &[BulkItem], report: &BulkReport) -> String {
-    let word = items.first().map_or("done", |(_, op)| done_word(op));
+    let word = items.first().map_or("done", |(_, op)| op.done_word());
     let ok = report.results.iter().filter(|r| r.error.is_none()).count();
     let refused: Vec<String> = report
         .results
@@ -359,7 +312,7 @@ pub fn describe_bulk(items: &[BulkItem], skipped: &[Skipped]) -> Vec<(Tone, Stri
     const SHOWN: usize = 12;
     let mut out = Vec::new();
     let first = items.first().map(|(_, op)| op);
-    let word = first.map_or("changed", done_word);
+    let word = first.map_or("changed", Op::done_word);
     out.push((
         Tone::Normal,
         format!(
@@ -373,11 +326,7 @@ pub fn describe_bulk(items: &[BulkItem], skipped: &[Skipped]) -> Vec<(Tone, Stri
     if items.len() > SHOWN {
         out.push((Tone::Dim, format!("  … and {} more", items.len() - SHOWN)));
     }
-    let words = match first {
-        Some(Op::Ack { request, .. }) => request.message.as_ref(),
-        Some(Op::RejectHeld { reason: m, .. }) | Some(Op::Abort { reason: m, .. }) => Some(m),
-        _ => None,
-    };
+    let words = first.and_then(Op::words);
     if let Some(m) = words {
         out.push((Tone::Dim, format!("With the same words for each: {m}")));
     }
@@ -400,135 +349,16 @@ pub fn describe_bulk(items: &[BulkItem], skipped: &[Skipped]) -> Vec<(Tone, Stri
     out
 }
 
-/// What a bulk action is fanned out against: the records shown, and why a mark is skipped.
-struct FanOut<'a> {
-    snap: &'a crate::live::snapshot::Snapshot,
-    all: Filter,
-    dead: Vec<items::DeadRow<'a>>,
+/// What a bulk action is fanned out against: the records shown, and why a mark is skipped (each
+/// action's module makes it for a mark, `Act::mark`).
+pub(crate) struct FanOut<'a> {
+    pub(crate) snap: &'a crate::live::snapshot::Snapshot,
+    pub(crate) all: Filter,
+    pub(crate) dead: Vec<items::DeadRow<'a>>,
     /// The marks are dead letters (pane 9): an abort there aborts each one's workflow.
-    dead_pane: bool,
-    held_why: String,
-    not_held_why: String,
+    pub(crate) dead_pane: bool,
+    pub(crate) held_why: String,
+    pub(crate) not_held_why: String,
     /// Workflows aborted by an earlier mark (two dead letters of one workflow abort it once).
-    aborted: Vec<String>,
-}
-
-impl FanOut<'_> {
-    /// `op` made for `mark`, or why the mark is skipped; `None` for an op that is not bulk.
-    fn made(&mut self, op: &Op, mark: &RowKey) -> Option<Result<Op, String>> {
-        Some(match op {
-            Op::Ack { request, .. } => self.ack(request, mark),
-            Op::Approve { .. } | Op::RejectHeld { .. } => self.decide_held(op, mark),
-            Op::Requeue { to, .. } => self.requeue(to.as_ref(), mark),
-            Op::Abort { reason, .. } if self.dead_pane => self.abort_dead(reason, mark),
-            Op::Abort { reason, .. } => match mark {
-                RowKey::Workflow(id) if self.snap.workflows.iter().any(|w| w.id == *id) => {
-                    WorkflowId::parse(id)
-                        .map_err(|e| e.to_string())
-                        .map(|workflow_id| Op::Abort {
-                            workflow_id,
-                            reason: reason.clone(),
-                        })
-                }
-                _ => Err("no longer listed".into()),
-            },
-            Op::ForceUnlock { .. } => match items::locks(self.snap, &self.all)
-                .iter()
-                .find(|(t, l)| mark.is_lock(t, &l.path))
-            {
-                None => Err("no longer listed".into()),
-                Some((t, l)) => TrackName::parse(t)
-                    .and_then(|track| Ok((track, LockKey::parse(&l.path)?)))
-                    .map_err(|e| e.to_string())
-                    .map(|(track, path)| Op::ForceUnlock { track, path }),
-            },
-            _ => return None,
-        })
-    }
-
-    /// The same answers, in a new ack (its own id) of the marked dispatch.
-    fn ack(&self, request: &crate::engine::AckRequest, mark: &RowKey) -> Result<Op, String> {
-        let rows = items::dispatches(self.snap, &self.all);
-        let Some(r) = rows.iter().find(|r| r.is(mark)) else {
-            return Err("no longer listed".into());
-        };
-        if r.held {
-            return Err(self.held_why.clone());
-        }
-        let god = GodName::parse(r.god).map_err(|e| e.to_string())?;
-        let handoff_id =
-            HandoffId::parse(&r.view.dispatch.handoff_id).map_err(|e| e.to_string())?;
-        Ok(Op::Ack {
-            god,
-            request: super::ops::ack_request(
-                handoff_id,
-                WorkflowId::parse(&r.view.dispatch.workflow_id).ok(),
-                request.decision,
-                request.message.clone(),
-                request.eta.clone(),
-                super::ops::gates_passed(request),
-            ),
-        })
-    }
-
-    /// An approval or a rejection of the marked held dispatch.
-    fn decide_held(&self, op: &Op, mark: &RowKey) -> Result<Op, String> {
-        let rows = items::dispatches(self.snap, &self.all);
-        let Some(r) = rows.iter().find(|r| r.is(mark)) else {
-            return Err("no longer listed".into());
-        };
-        if !r.held {
-            return Err(self.not_held_why.clone());
-        }
-        let handoff_id =
-            HandoffId::parse(&r.view.dispatch.handoff_id).map_err(|e| e.to_string())?;
-        Ok(match op {
-            Op::RejectHeld { reason, .. } => Op::RejectHeld {
-                handoff_id,
-                reason: reason.clone(),
-            },
-            _ => Op::Approve {
-                handoff_id,
-                raise: None,
-            },
-        })
-    }
-
-    /// A requeue of the marked dead letter (to `to` unless that is where it went last).
-    fn requeue(&self, to: Option<&GodName>, mark: &RowKey) -> Result<Op, String> {
-        let Some(r) = self.dead.iter().find(|r| r.is(mark)) else {
-            return Err("no longer listed".into());
-        };
-        let d = &r.view.dispatch;
-        let hid: &str = if d.handoff_id.is_empty() {
-            &r.view.name
-        } else {
-            &d.handoff_id
-        };
-        let handoff_id = HandoffId::parse(hid).map_err(|e| e.to_string())?;
-        let from_god = GodName::parse(r.god).map_err(|e| e.to_string())?;
-        Ok(Op::Requeue {
-            handoff_id,
-            from_god,
-            to: to.cloned().filter(|g| g.as_str() != r.last_target()),
-        })
-    }
-
-    /// An abort of the marked dead letter's workflow, once per workflow.
-    fn abort_dead(&mut self, reason: &str, mark: &RowKey) -> Result<Op, String> {
-        let Some(r) = self.dead.iter().find(|r| r.is(mark)) else {
-            return Err("no longer listed".into());
-        };
-        let wf = r.view.dispatch.workflow_id.to_string();
-        if self.aborted.contains(&wf) {
-            return Err(format!("its workflow {wf} is aborted once already"));
-        }
-        self.aborted.push(wf.clone());
-        WorkflowId::parse(&wf)
-            .map_err(|e| e.to_string())
-            .map(|workflow_id| Op::Abort {
-                workflow_id,
-                reason: reason.to_owned(),
-            })
-    }
+    pub(crate) aborted: Vec<String>,
 }

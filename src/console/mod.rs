@@ -9,6 +9,7 @@
 //! - [`run`]: the event loop; [`terminal`]: raw mode and restoration.
 
 pub mod action;
+pub(crate) mod actions;
 pub mod app;
 pub mod attention;
 pub mod clipboard;

@@ -192,10 +192,14 @@ pub fn run(root: Root, opts: ConsoleOptions) -> anyhow::Result<()> {
             format!("file notifications unavailable ({why}); polling every second"),
         );
     }
-    let notifier = super::notify::Notifier::new(opts.notify.clone());
-    let result = rt.block_on(event_loop(
-        &mut guard, &mut app, live, past, operator, theme, notifier,
-    ));
+    let sources = Sources {
+        live,
+        past,
+        operator,
+        theme,
+        notifier: super::notify::Notifier::new(opts.notify.clone()),
+    };
+    let result = rt.block_on(event_loop(&mut guard, &mut app, sources));
     drop(guard);
     if let Err(e) = &result {
         tracing::error!("console stopped: {e:#}");
@@ -280,40 +284,176 @@ impl Past {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What the event loop runs with, besides the terminal and the console's state.
+struct Sources {
+    live: LiveHandle,
+    past: Past,
+    operator: Arc<dyn Operator>,
+    theme: Theme,
+    notifier: super::notify::Notifier,
+}
+
+/// Starts the `--on-attention` hook, if there is one: it runs in one background thread, one run at
+/// a time, bounded (see `hook`); each run's report comes back on `tx` for `:messages`.
+fn start_hook(
+    app: &mut App,
+    notifier: &super::notify::Notifier,
+    tx: mpsc::UnboundedSender<super::hook::HookReport>,
+) -> Option<super::hook::HookRunner> {
+    let cmd = notifier.settings.on_attention.as_ref()?;
+    match super::hook::HookRunner::start(cmd.clone(), super::hook::HOOK_TIMEOUT, move |r| {
+        let _ = tx.send(r);
+    }) {
+        Ok(h) => Some(h),
+        Err(e) => {
+            app.flash(
+                FlashKind::Error,
+                format!("--on-attention could not start: {e}"),
+            );
+            None
+        }
+    }
+}
+
+/// Looks at the items (when the files changed, and once a second: ages cross thresholds).
+fn look_at_items(app: &mut App, notifier: &mut super::notify::Notifier) {
+    app.wall = chrono::Utc::now();
+    if app.replay.is_none() {
+        app.now = app.wall;
+    }
+    if app.replay.is_none() {
+        app.sample_depth();
+    }
+    // The past's items were news then, not now: nothing is announced in replay.
+    if notifier.settings.any() && app.replay.is_none() {
+        notifier.observe(&app.attention_all(), Instant::now(), app.now);
+    }
+}
+
+/// Sends the notifications that are due (to the terminal and the hook); true if there were some.
+fn notify_due(
+    guard: &mut TerminalGuard,
+    app: &mut App,
+    notifier: &mut super::notify::Notifier,
+    hook: Option<&super::hook::HookRunner>,
+) -> anyhow::Result<bool> {
+    let Some(batch) = notifier.due(Instant::now()) else {
+        return Ok(false);
+    };
+    let text = super::notify::summary(&batch);
+    tracing::info!(items = batch.len(), "notifying: {text}");
+    app.remember(FlashKind::Info, format!("▲ notified: {text}"));
+    let bytes = super::notify::terminal_bytes(&notifier.settings, &batch);
+    if !bytes.is_empty() {
+        let out = guard.terminal.backend_mut();
+        out.write_all(&bytes).context("writing a notification")?;
+        out.flush().context("writing a notification")?;
+    }
+    if let Some(h) = hook {
+        h.submit(batch);
+    }
+    Ok(true)
+}
+
+/// Draws one frame.
+fn draw(guard: &mut TerminalGuard, app: &mut App, theme: &Theme) -> anyhow::Result<()> {
+    app.wall = chrono::Utc::now();
+    if app.replay.is_none() {
+        app.now = app.wall;
+    }
+    let size = guard.terminal.size()?;
+    app.page = size.height.saturating_sub(views::CHROME_ROWS + 3).max(1) as usize;
+    // DEC mode 2026 (synchronized output): the terminal shows the frame whole, never half
+    // drawn; a terminal without it ignores the unknown mode.
+    crossterm::queue!(
+        guard.terminal.backend_mut(),
+        crossterm::terminal::BeginSynchronizedUpdate
+    )
+    .context("drawing")?;
+    guard
+        .terminal
+        .draw(|f| views::draw(f, app, theme))
+        .context("drawing")?;
+    crossterm::execute!(
+        guard.terminal.backend_mut(),
+        crossterm::terminal::EndSynchronizedUpdate
+    )
+    .context("drawing")?;
+    Ok(())
+}
+
+/// The instant time alone next brings an attention item (a lease running out, an ack going
+/// overdue, a worker going stale): the loop wakes then, not on the next tick.
+fn next_moment(app: &App) -> Option<tokio::time::Instant> {
+    super::moments::next(&app.snapshot, chrono::Utc::now())
+        .filter(|_| app.replay.is_none())
+        .map(|at| {
+            let wait = (at - chrono::Utc::now()).to_std().unwrap_or_default();
+            tokio::time::Instant::now() + wait
+        })
+}
+
+/// A terminal event: the effects the console asks for, and whether to draw again.
+fn on_event(
+    guard: &mut TerminalGuard,
+    app: &mut App,
+    ev: Option<Event>,
+) -> anyhow::Result<(Vec<Effect>, bool)> {
+    Ok(match ev {
+        Some(Event::Key(k)) if k.kind != KeyEventKind::Release => {
+            test_panic_on(&k);
+            (app.on_key(k), true)
+        }
+        Some(Event::Mouse(m)) => (app.on_mouse(m, Instant::now()), true),
+        Some(Event::Paste(text)) => {
+            app.on_paste(&text);
+            (Vec::new(), true)
+        }
+        Some(Event::Resize(..)) => {
+            guard.terminal.autoresize()?;
+            (Vec::new(), true)
+        }
+        Some(_) => (Vec::new(), false),
+        None => anyhow::bail!("the terminal input closed"),
+    })
+}
+
+/// What the replay sent.
+fn from_past(app: &mut App, s: &mut Sources, from: FromPast) {
+    match from {
+        FromPast::Frame(f) => app.show_frame(&f),
+        FromPast::Note((true, text)) => app.flash(FlashKind::Error, text),
+        FromPast::Note((false, text)) => app.flash(FlashKind::Info, text),
+        FromPast::Stopped => {
+            s.past.handle = None;
+            app.back_to_live(s.live.latest());
+            app.flash(FlashKind::Error, "the replay stopped; back to live");
+        }
+    }
+}
+
+/// A report of the `--on-attention` hook, kept for `:messages` (a failure also flashed).
+fn hook_reported(app: &mut App, r: super::hook::HookReport) {
+    let line = r.line();
+    if r.ok() {
+        tracing::info!("{line}");
+        app.remember(FlashKind::Info, line);
+    } else {
+        tracing::warn!("{line}");
+        app.flash(FlashKind::Error, line);
+    }
+}
+
 async fn event_loop(
     guard: &mut TerminalGuard,
     app: &mut App,
-    mut live: LiveHandle,
-    mut past: Past,
-    operator: Arc<dyn Operator>,
-    theme: Theme,
-    mut notifier: super::notify::Notifier,
+    mut s: Sources,
 ) -> anyhow::Result<()> {
     let (in_tx, mut in_rx) = mpsc::unbounded_channel();
     spawn_input(in_tx);
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<Done>();
-    // The hook runs in one background thread, one run at a time, bounded (see `hook`); each run's
-    // report comes back here for `:messages`.
     let (hook_tx, mut hook_rx) = mpsc::unbounded_channel::<super::hook::HookReport>();
-    let hook = match &notifier.settings.on_attention {
-        Some(cmd) => {
-            let tx = hook_tx.clone();
-            match super::hook::HookRunner::start(cmd.clone(), super::hook::HOOK_TIMEOUT, move |r| {
-                let _ = tx.send(r);
-            }) {
-                Ok(h) => Some(h),
-                Err(e) => {
-                    app.flash(
-                        FlashKind::Error,
-                        format!("--on-attention could not start: {e}"),
-                    );
-                    None
-                }
-            }
-        }
-        None => None,
-    };
+    let hook = start_hook(app, &s.notifier, hook_tx);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut dirty = true;
@@ -321,129 +461,45 @@ async fn event_loop(
     let mut look = true;
     loop {
         if look {
-            app.wall = chrono::Utc::now();
-            if app.replay.is_none() {
-                app.now = app.wall;
-            }
-            if app.replay.is_none() {
-                app.sample_depth();
-            }
-            // The past's items were news then, not now: nothing is announced in replay.
-            if notifier.settings.any() && app.replay.is_none() {
-                notifier.observe(&app.attention_all(), Instant::now(), app.now);
-            }
+            look_at_items(app, &mut s.notifier);
             look = false;
         }
-        if let Some(batch) = notifier.due(Instant::now()) {
-            let text = super::notify::summary(&batch);
-            tracing::info!(items = batch.len(), "notifying: {text}");
-            app.remember(FlashKind::Info, format!("▲ notified: {text}"));
-            let bytes = super::notify::terminal_bytes(&notifier.settings, &batch);
-            if !bytes.is_empty() {
-                let out = guard.terminal.backend_mut();
-                out.write_all(&bytes).context("writing a notification")?;
-                out.flush().context("writing a notification")?;
-            }
-            if let Some(h) = &hook {
-                h.submit(batch);
-            }
-            dirty = true;
-        }
+        dirty |= notify_due(guard, app, &mut s.notifier, hook.as_ref())?;
         if dirty {
-            app.wall = chrono::Utc::now();
-            if app.replay.is_none() {
-                app.now = app.wall;
-            }
-            let size = guard.terminal.size()?;
-            app.page = size.height.saturating_sub(views::CHROME_ROWS + 3).max(1) as usize;
-            // DEC mode 2026 (synchronized output): the terminal shows the frame whole, never half
-            // drawn; a terminal without it ignores the unknown mode.
-            crossterm::queue!(
-                guard.terminal.backend_mut(),
-                crossterm::terminal::BeginSynchronizedUpdate
-            )
-            .context("drawing")?;
-            guard
-                .terminal
-                .draw(|f| views::draw(f, app, &theme))
-                .context("drawing")?;
-            crossterm::execute!(
-                guard.terminal.backend_mut(),
-                crossterm::terminal::EndSynchronizedUpdate
-            )
-            .context("drawing")?;
+            draw(guard, app, &s.theme)?;
             dirty = false;
         }
-        // The next instant time alone brings an attention item (a lease running out, an ack going
-        // overdue, a worker going stale): the loop wakes then, not on the next tick.
-        let moment = super::moments::next(&app.snapshot, chrono::Utc::now())
-            .filter(|_| app.replay.is_none())
-            .map(|at| {
-                let wait = (at - chrono::Utc::now()).to_std().unwrap_or_default();
-                tokio::time::Instant::now() + wait
-            });
+        let moment = next_moment(app);
         let mut effects = Vec::new();
         tokio::select! {
             () = tokio::time::sleep_until(moment.unwrap_or_else(tokio::time::Instant::now)), if moment.is_some() => {
                 dirty = true;
                 look = true;
             },
-            ev = in_rx.recv() => match ev {
-                Some(Event::Key(k)) if k.kind != KeyEventKind::Release => {
-                    test_panic_on(&k);
-                    effects = app.on_key(k);
-                    dirty = true;
-                }
-                Some(Event::Mouse(m)) => {
-                    effects = app.on_mouse(m, Instant::now());
-                    dirty = true;
-                }
-                Some(Event::Paste(text)) => {
-                    app.on_paste(&text);
-                    dirty = true;
-                }
-                Some(Event::Resize(..)) => {
-                    guard.terminal.autoresize()?;
-                    dirty = true;
-                }
-                Some(_) => {}
-                None => anyhow::bail!("the terminal input closed"),
+            ev = in_rx.recv() => {
+                let redraw;
+                (effects, redraw) = on_event(guard, app, ev)?;
+                dirty |= redraw;
             },
-            changed = live.snapshots.changed() => {
+            changed = s.live.snapshots.changed() => {
                 if changed.is_err() {
                     anyhow::bail!("the live model stopped");
                 }
                 // Only the newest snapshot is kept by the channel; a burst is drawn once. In
                 // replay the present waits here for the operator's way back.
-                let s = live.snapshots.borrow_and_update().clone();
+                let snap = s.live.snapshots.borrow_and_update().clone();
                 if app.replay.is_none() {
-                    app.set_snapshot(s);
+                    app.set_snapshot(snap);
                     dirty = true;
                     look = true;
                 }
             },
-            from = past.next() => {
-                match from {
-                    FromPast::Frame(f) => app.show_frame(&f),
-                    FromPast::Note((true, text)) => app.flash(FlashKind::Error, text),
-                    FromPast::Note((false, text)) => app.flash(FlashKind::Info, text),
-                    FromPast::Stopped => {
-                        past.handle = None;
-                        app.back_to_live(live.latest());
-                        app.flash(FlashKind::Error, "the replay stopped; back to live");
-                    }
-                }
+            from = s.past.next() => {
+                from_past(app, &mut s, from);
                 dirty = true;
             },
             Some(r) = hook_rx.recv() => {
-                let line = r.line();
-                if r.ok() {
-                    tracing::info!("{line}");
-                    app.remember(FlashKind::Info, line);
-                } else {
-                    tracing::warn!("{line}");
-                    app.flash(FlashKind::Error, line);
-                }
+                hook_reported(app, r);
                 dirty = true;
             },
             Some(done) = done_rx.recv() => {
@@ -461,48 +517,62 @@ async fn event_loop(
             },
         }
         for e in effects {
-            match e {
-                Effect::Quit => return Ok(()),
-                Effect::Rescan => live.rescan(),
-                Effect::Execute(op) => {
-                    let (tx, operator) = (done_tx.clone(), operator.clone());
-                    tracing::info!(op = ?op, "operator action");
-                    tokio::task::spawn_blocking(move || {
-                        let r = operator.execute(&op).map_err(|e| e.to_string());
-                        if let Err(e) = &r {
-                            tracing::warn!(op = ?op, "refused: {e}");
-                        }
-                        let _ = tx.send(Done::Op(Box::new((*op, r))));
-                    });
-                }
-                Effect::Clipboard(text) => {
-                    // Straight to the terminal: ratatui's buffer has no place for it.
-                    let out = guard.terminal.backend_mut();
-                    out.write_all(super::clipboard::osc52(&text).as_bytes())
-                        .and_then(|()| out.flush())
-                        .context("writing to the terminal")?;
-                }
-                Effect::Mouse(on) => {
-                    let out = guard.terminal.backend_mut();
-                    if on {
-                        crossterm::execute!(out, crossterm::event::EnableMouseCapture)?;
-                    } else {
-                        crossterm::execute!(out, crossterm::event::DisableMouseCapture)?;
-                    }
-                }
-                e @ (Effect::ReplayAt(_) | Effect::Replay(_) | Effect::Live) => {
-                    past.apply(e, app, &live);
-                }
-                Effect::PreviewCleanup(wf) => {
-                    let (tx, operator) = (done_tx.clone(), operator.clone());
-                    tokio::task::spawn_blocking(move || {
-                        let r = operator.cleanup_preview(&wf).map_err(|e| e.to_string());
-                        let _ = tx.send(Done::Preview(wf, r));
-                    });
-                }
+            if apply(guard, app, &mut s, &done_tx, e)? {
+                return Ok(());
             }
         }
     }
+}
+
+/// Carries out one effect the console asked for; true to quit.
+fn apply(
+    guard: &mut TerminalGuard,
+    app: &mut App,
+    s: &mut Sources,
+    done_tx: &mpsc::UnboundedSender<Done>,
+    e: Effect,
+) -> anyhow::Result<bool> {
+    match e {
+        Effect::Quit => return Ok(true),
+        Effect::Rescan => s.live.rescan(),
+        Effect::Execute(op) => {
+            let (tx, operator) = (done_tx.clone(), s.operator.clone());
+            tracing::info!(op = ?op, "operator action");
+            tokio::task::spawn_blocking(move || {
+                let r = operator.execute(&op).map_err(|e| e.to_string());
+                if let Err(e) = &r {
+                    tracing::warn!(op = ?op, "refused: {e}");
+                }
+                let _ = tx.send(Done::Op(Box::new((*op, r))));
+            });
+        }
+        Effect::Clipboard(text) => {
+            // Straight to the terminal: ratatui's buffer has no place for it.
+            let out = guard.terminal.backend_mut();
+            out.write_all(super::clipboard::osc52(&text).as_bytes())
+                .and_then(|()| out.flush())
+                .context("writing to the terminal")?;
+        }
+        Effect::Mouse(on) => {
+            let out = guard.terminal.backend_mut();
+            if on {
+                crossterm::execute!(out, crossterm::event::EnableMouseCapture)?;
+            } else {
+                crossterm::execute!(out, crossterm::event::DisableMouseCapture)?;
+            }
+        }
+        e @ (Effect::ReplayAt(_) | Effect::Replay(_) | Effect::Live) => {
+            s.past.apply(e, app, &s.live);
+        }
+        Effect::PreviewCleanup(wf) => {
+            let (tx, operator) = (done_tx.clone(), s.operator.clone());
+            tokio::task::spawn_blocking(move || {
+                let r = operator.cleanup_preview(&wf).map_err(|e| e.to_string());
+                let _ = tx.send(Done::Preview(wf, r));
+            });
+        }
+    }
+    Ok(false)
 }
 
 /// Test hook: panics when the key named by `PANTHEON_TEST_PANIC_ON_KEY` (one character) is pressed, so

@@ -7,85 +7,21 @@
 
 use crate::live::snapshot::Snapshot;
 
-use super::items;
 use super::ops::Op;
 
 /// (what, its value) for every field a confirmation's act depends on, in a fixed order.
 pub type Version = Vec<(String, String)>;
 
-/// The version of the records `op` acts on, as `snap` has them.
+/// The version of the records `op` acts on, as `snap` has them (each action's module says which,
+/// `Act::version`).
 pub fn version(op: &Op, snap: &Snapshot) -> Version {
     let mut v = Version::new();
-    add(&mut v, op, snap);
+    op.version(&mut v, snap);
     v
 }
 
-fn add(v: &mut Version, op: &Op, snap: &Snapshot) {
-    match op {
-        Op::Bulk { items, .. } => {
-            for (_, item) in items {
-                add(v, item, snap);
-            }
-        }
-        Op::Ack { request, .. } => dispatch(v, request.handoff_id.as_str(), snap),
-        Op::Approve { handoff_id, .. } | Op::RejectHeld { handoff_id, .. } => {
-            dispatch(v, handoff_id.as_str(), snap)
-        }
-        Op::Abort { workflow_id, .. }
-        | Op::Cleanup { workflow_id }
-        | Op::Rerun {
-            workflow_id,
-            as_of: None,
-            ..
-        } => workflow(v, workflow_id.as_str(), snap),
-        // A fork is confirmed from the past, which does not move under it; the engine checks the
-        // live workflow.
-        Op::Rerun { .. } => {}
-        Op::Requeue { handoff_id, .. } => dead_letter(v, handoff_id.as_str(), snap),
-        Op::ForceUnlock { track, path } => {
-            let what = format!("lock {path}");
-            let lock = items::track(snap, Some(track.as_str()))
-                .and_then(|t| t.locks.iter().find(|l| l.path == path.as_str()));
-            match lock {
-                None => v.push((what, "released".into())),
-                Some(l) => {
-                    v.push((
-                        format!("{what}: holder"),
-                        l.worker_id.clone().unwrap_or_else(|| "-".into()),
-                    ));
-                    v.push((
-                        format!("{what}: acquired"),
-                        l.acquired_at.clone().unwrap_or_else(|| "-".into()),
-                    ));
-                }
-            }
-        }
-        Op::BoardAdvance { track, .. }
-        | Op::BoardNextRound { track, .. }
-        | Op::BoardResolve { track, .. } => {
-            let what = format!("board of {track}");
-            match items::track(snap, Some(track.as_str())).and_then(|t| t.board.as_ref()) {
-                None => v.push((what, "no session".into())),
-                Some(b) => {
-                    let s = &b.session;
-                    v.push((format!("{what}: session"), s.session_id.clone()));
-                    v.push((format!("{what}: phase"), s.status.clone()));
-                    v.push((
-                        format!("{what}: rounds closed"),
-                        s.phases.discuss.rounds.to_string(),
-                    ));
-                    v.push((format!("{what}: votes"), b.votes.len().to_string()));
-                    v.push((
-                        format!("{what}: assessments"),
-                        b.assessments.len().to_string(),
-                    ));
-                }
-            }
-        }
-    }
-}
-
-fn dispatch(v: &mut Version, handoff_id: &str, snap: &Snapshot) {
+/// A dispatch's version: its inbox, ack status and deliveries.
+pub(crate) fn dispatch(v: &mut Version, handoff_id: &str, snap: &Snapshot) {
     let found = snap
         .inboxes
         .iter()
@@ -110,7 +46,8 @@ fn dispatch(v: &mut Version, handoff_id: &str, snap: &Snapshot) {
     }
 }
 
-fn workflow(v: &mut Version, wf: &str, snap: &Snapshot) {
+/// A workflow's version: its status, step and god.
+pub(crate) fn workflow(v: &mut Version, wf: &str, snap: &Snapshot) {
     match snap.workflows.iter().find(|w| &*w.id == wf) {
         None => v.push((wf.to_owned(), "gone".into())),
         Some(w) => {
@@ -128,7 +65,8 @@ fn workflow(v: &mut Version, wf: &str, snap: &Snapshot) {
     }
 }
 
-fn dead_letter(v: &mut Version, handoff_id: &str, snap: &Snapshot) {
+/// A dead letter's version: its deliveries.
+pub(crate) fn dead_letter(v: &mut Version, handoff_id: &str, snap: &Snapshot) {
     let found = snap.dead_letters.iter().find_map(|i| {
         i.dispatches
             .iter()

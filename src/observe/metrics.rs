@@ -1,7 +1,8 @@
 //! `/metrics`: the series, written from the live model's newest snapshot (kept current by file
 //! notifications, never rescanned per scrape) and the journal's fold (read incrementally).
 //!
-//! Adding a series: write one more `e.family(..)` and its samples in [`render`] (a gauge from the
+//! Adding a series: write one more `e.family(..)` and its samples in the function of its group
+//! that [`render`] calls in order (`workflow_series`, `dispatch_series`, …; a gauge from the
 //! snapshot, a counter from [`JournalFold`], whose `apply` counts journal actions), with label
 //! values that are ids the engine validated or words of a closed set; list it in
 //! docs/OBSERVABILITY.md.
@@ -256,7 +257,7 @@ fn trace_series(e: &mut Exposition, m: &Metrics) {
     e.gauge(&[], t.queued.load(Relaxed) as f64);
 }
 
-/// Writes every series.
+/// Writes every series, one family group after another (the order of the exposition).
 pub fn render(
     snap: &Snapshot,
     fold: &JournalFold,
@@ -265,11 +266,24 @@ pub fn render(
     open_metrics: bool,
 ) -> String {
     let mut e = Exposition::new(open_metrics);
-    let rule = snap.overdue_rule();
-    let created = fold.first_at;
-    let since_start = Some(m.started);
+    workflow_series(&mut e, snap);
+    let waiting = dispatch_series(&mut e, snap, now);
+    attention_series(&mut e, snap, &waiting, now);
+    journal_series(&mut e, fold, m.started);
+    track_series(&mut e, snap, m.started);
+    worker_series(&mut e, snap, now);
+    board_series(&mut e, snap);
+    if let Some(b) = &snap.bridge {
+        bridge_series(&mut e, snap, b, now);
+    }
+    cost_series(&mut e, m, snap);
+    trace_series(&mut e, m);
+    exposition_series(&mut e, snap, m);
+    e.finish()
+}
 
-    // Workflows by status: every known status (0 included, so a rate or an alert has a series).
+/// Workflows by status: every known status (0 included, so a rate or an alert has a series).
+fn workflow_series(e: &mut Exposition, snap: &Snapshot) {
     e.family(
         "pantheon_workflows",
         Kind::Gauge,
@@ -290,8 +304,23 @@ pub fn render(
     for (s, n) in &by_status {
         e.gauge(&[("status", s)], *n as f64);
     }
+}
 
-    // Dispatches: pending per god (what `pantheon inbox GOD` lists), held, overdue per god.
+/// What the dispatch families counted that the attention list counts again.
+struct Waiting {
+    /// Dispatches held in `_quarantine`.
+    held: u64,
+    /// Dispatches overdue in the gods' inboxes (held ones not included).
+    overdue: u64,
+    /// Dead letters of every god.
+    dead: u64,
+    /// Dispatches waiting for an ack that carry a deadline (a supervisor must watch them).
+    deadlines: u64,
+}
+
+/// Dispatches: pending per god (what `pantheon inbox GOD` lists), held, overdue per god, dead.
+fn dispatch_series(e: &mut Exposition, snap: &Snapshot, now: DateTime<Utc>) -> Waiting {
+    let rule = snap.overdue_rule();
     let overdue_of = |held: bool, d: &crate::live::snapshot::DispatchRow| {
         d.dispatched_at
             .as_ref()
@@ -362,20 +391,27 @@ pub fn render(
         dead_total += inbox.dispatches.len();
         e.gauge(&[("god", god)], inbox.dispatches.len() as f64);
     }
+    Waiting {
+        held: held as u64,
+        overdue: overdue.iter().map(|(_, n)| n).sum(),
+        dead: dead_total as u64,
+        deadlines,
+    }
+}
 
-    // The attention list's kinds, by the console's rules.
+/// The attention list's kinds, by the console's rules, and the live supervisors.
+fn attention_series(e: &mut Exposition, snap: &Snapshot, waiting: &Waiting, now: DateTime<Utc>) {
     let counts = snap.counts(now);
     let supervisors = snap.supervisors.iter().filter(|s| s.alive(now)).count();
-    let overdue_unheld: u64 = overdue.iter().map(|(_, n)| n).sum();
     e.family(
         "pantheon_attention_items",
         Kind::Gauge,
         "Things waiting on a human, by kind (the console's attention list).",
     );
     for (kind, n) in [
-        ("held", held as u64),
-        ("overdue", overdue_unheld),
-        ("dead_letter", dead_total as u64),
+        ("held", waiting.held),
+        ("overdue", waiting.overdue),
+        ("dead_letter", waiting.dead),
         ("stale_worker", counts.stale as u64),
         ("expired_lock", counts.expired as u64),
         ("deadlock", counts.deadlocks as u64),
@@ -383,7 +419,7 @@ pub fn render(
         ("stalled", counts.stalled as u64),
         (
             "no_supervisor",
-            u64::from(deadlines > 0 && supervisors == 0),
+            u64::from(waiting.deadlines > 0 && supervisors == 0),
         ),
         (
             "budget_warning",
@@ -398,8 +434,12 @@ pub fn render(
         "Supervisors (pantheon serve) whose heartbeat is alive.",
     );
     e.gauge(&[], supervisors as f64);
+}
 
-    // Counters folded from the journal: every act by any process, across restarts.
+/// Counters folded from the journal: every act by any process, across restarts (the step
+/// durations only from this `serve`'s start, `started`).
+fn journal_series(e: &mut Exposition, fold: &JournalFold, started: f64) {
+    let created = fold.first_at;
     e.family(
         "pantheon_acks",
         Kind::Counter,
@@ -453,10 +493,13 @@ pub fn render(
         "From a step's dispatch to its completed or rejected ack, for steps that ended while this serve ran.",
     );
     for ((def, step), h) in &fold.steps {
-        e.histogram(&[("definition", def), ("step", step)], h, since_start);
+        e.histogram(&[("definition", def), ("step", step)], h, Some(started));
     }
+}
 
-    // Tracks: the message bus, locks, workers, board sessions.
+/// Tracks: the messages on each track's bus (counted from this `serve`'s start, `started`) and
+/// the locks held.
+fn track_series(e: &mut Exposition, snap: &Snapshot, started: f64) {
     e.family(
         "pantheon_bus_messages",
         Kind::Counter,
@@ -464,7 +507,7 @@ pub fn render(
     );
     for t in snap.tracks.iter() {
         if let Some(track) = track_label(&t.name) {
-            e.counter(&[("track", track)], t.messages_read, since_start);
+            e.counter(&[("track", track)], t.messages_read, Some(started));
         }
     }
     e.family("pantheon_locks_held", Kind::Gauge, "Locks held, by track.");
@@ -473,6 +516,10 @@ pub fn render(
             e.gauge(&[("track", track)], t.locks.len() as f64);
         }
     }
+}
+
+/// A track's workers by state (every state listed, 0 included).
+fn worker_series(e: &mut Exposition, snap: &Snapshot, now: DateTime<Utc>) {
     e.family(
         "pantheon_workers",
         Kind::Gauge,
@@ -507,6 +554,10 @@ pub fn render(
             e.gauge(&[("track", track), ("state", state)], n as f64);
         }
     }
+}
+
+/// A track's current board session, by phase (a phase the engine does not name is `other`).
+fn board_series(e: &mut Exposition, snap: &Snapshot) {
     e.family(
         "pantheon_board_sessions",
         Kind::Gauge,
@@ -526,61 +577,61 @@ pub fn render(
             e.gauge(&[("track", track), ("phase", &phase)], 1.0);
         }
     }
+}
 
-    // The bridge, when its status file exists.
-    if let Some(b) = &snap.bridge {
-        let num = |k: &str| b.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
-        let alive = b
-            .get("updated")
-            .and_then(serde_json::Value::as_str)
-            .and_then(crate::engine::time::parse_ts)
-            .is_some_and(|t| (now - t).abs() <= crate::engine::status::BRIDGE_SILENT_AFTER);
-        e.family(
-            "pantheon_bridge_up",
-            Kind::Gauge,
-            "1 while the bridge's status file is fresh and it holds a connection.",
-        );
-        let connected = b
-            .get("connected")
-            .and_then(serde_json::Value::as_bool)
-            .unwrap_or(false);
-        e.gauge(&[], f64::from(u8::from(alive && connected)));
-        e.family(
-            "pantheon_bridge_published",
-            Kind::Counter,
-            "Messages the bridge published since it started.",
-        );
-        e.counter(&[], num("published"), None);
-        e.family(
-            "pantheon_bridge_mirrored",
-            Kind::Counter,
-            "Messages the bridge received and mirrored since it started.",
-        );
-        e.counter(&[], num("received"), None);
-        e.family(
-            "pantheon_bridge_lag",
-            Kind::Gauge,
-            "Messages the server holds that the bridge has not mirrored yet.",
-        );
-        e.gauge(&[], num("lag") as f64);
-        e.family(
-            "pantheon_bridge_outbox_waiting",
-            Kind::Gauge,
-            "Outbox records waiting to be published.",
-        );
-        e.gauge(&[], snap.bridge_view.pending as f64);
-        e.family(
-            "pantheon_bridge_dead",
-            Kind::Gauge,
-            "The bridge's dead letters.",
-        );
-        e.gauge(&[], snap.bridge_view.dead as f64);
-    }
+/// The bridge, from its status file `b` (only when that file exists).
+fn bridge_series(e: &mut Exposition, snap: &Snapshot, b: &serde_json::Value, now: DateTime<Utc>) {
+    let num = |k: &str| b.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+    let alive = b
+        .get("updated")
+        .and_then(serde_json::Value::as_str)
+        .and_then(crate::engine::time::parse_ts)
+        .is_some_and(|t| (now - t).abs() <= crate::engine::status::BRIDGE_SILENT_AFTER);
+    e.family(
+        "pantheon_bridge_up",
+        Kind::Gauge,
+        "1 while the bridge's status file is fresh and it holds a connection.",
+    );
+    let connected = b
+        .get("connected")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false);
+    e.gauge(&[], f64::from(u8::from(alive && connected)));
+    e.family(
+        "pantheon_bridge_published",
+        Kind::Counter,
+        "Messages the bridge published since it started.",
+    );
+    e.counter(&[], num("published"), None);
+    e.family(
+        "pantheon_bridge_mirrored",
+        Kind::Counter,
+        "Messages the bridge received and mirrored since it started.",
+    );
+    e.counter(&[], num("received"), None);
+    e.family(
+        "pantheon_bridge_lag",
+        Kind::Gauge,
+        "Messages the server holds that the bridge has not mirrored yet.",
+    );
+    e.gauge(&[], num("lag") as f64);
+    e.family(
+        "pantheon_bridge_outbox_waiting",
+        Kind::Gauge,
+        "Outbox records waiting to be published.",
+    );
+    e.gauge(&[], snap.bridge_view.pending as f64);
+    e.family(
+        "pantheon_bridge_dead",
+        Kind::Gauge,
+        "The bridge's dead letters.",
+    );
+    e.gauge(&[], snap.bridge_view.dead as f64);
+}
 
-    cost_series(&mut e, m, snap);
-    trace_series(&mut e, m);
-
-    // About the exposition itself.
+/// About the exposition itself: whether the model is loaded, the address exposed, the series
+/// the per-family cap left out (counted last, so it covers every family before it).
+fn exposition_series(e: &mut Exposition, snap: &Snapshot, m: &Metrics) {
     e.family(
         "pantheon_model_loaded",
         Kind::Gauge,
@@ -600,5 +651,4 @@ pub fn render(
         "Series left out of this scrape by the per-family cap.",
     );
     e.gauge(&[], dropped as f64);
-    e.finish()
 }

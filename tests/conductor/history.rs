@@ -3,12 +3,14 @@
 //! phases; replay at the moments seen compared with what the root held then; a recorder killed with
 //! SIGKILL and restarted; the fork (`rerun --as-of`); replay's refusals.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use pantheon_engine::{HistoryDir, Root, Seek, check_history, picture_at, replay_at, root_files};
+use pantheon_engine::{
+    HistoryDir, Root, Seek, check_history, picture_at, replay_at, root_dirs, root_files,
+};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -59,8 +61,23 @@ fn recorded(root: &Root, at_us: i64) -> Option<BTreeMap<String, Vec<u8>>> {
         return None;
     };
     tree.iter()
+        .filter(|(_, f)| !f.dir)
         .map(|(k, f)| Some((k.clone(), hist.content(f).ok()??)))
         .collect()
+}
+
+/// The directories the history holds at `at_us` (an inbox, an archive, a track, ...), by key.
+fn recorded_dirs(root: &Root, at_us: i64) -> Option<BTreeSet<String>> {
+    let hist = HistoryDir::of(root);
+    let Seek::Found { tree, .. } = hist.seek(at_us).ok()? else {
+        return None;
+    };
+    Some(
+        tree.into_iter()
+            .filter(|(_, f)| f.dir)
+            .map(|(k, _)| k)
+            .collect(),
+    )
 }
 
 fn now_us() -> i64 {
@@ -73,7 +90,10 @@ fn caught_up(root: &Root) {
     let until = Instant::now() + Duration::from_secs(10);
     loop {
         let want = disk(root);
-        if recorded(root, now_us()).as_ref() == Some(&want) {
+        let dirs = root_dirs(root);
+        if recorded(root, now_us()).as_ref() == Some(&want)
+            && recorded_dirs(root, now_us()).as_ref() == Some(&dirs)
+        {
             return;
         }
         if Instant::now() > until {
@@ -83,7 +103,12 @@ fn caught_up(root: &Root) {
                 .chain(got.keys())
                 .filter(|k| want.get(*k) != got.get(*k))
                 .collect();
-            panic!("the recorder never caught up; files that differ: {diff:?}");
+            let got_dirs = recorded_dirs(root, now_us()).unwrap_or_default();
+            panic!(
+                "the recorder never caught up; files that differ: {diff:?}; directories: {:?} \
+                 recorded, {dirs:?} in the root",
+                got_dirs
+            );
         }
         std::thread::sleep(Duration::from_millis(15));
     }
@@ -390,16 +415,18 @@ proptest! {
             w.apply(op);
             caught_up(&root);
             let at = now_us();
-            seen.push((at, disk(&root), without_moment(picture_at(&root, at))));
+            seen.push((at, disk(&root), root_dirs(&root), without_moment(picture_at(&root, at))));
             // The next change is stamped after this moment (file times come from the kernel's coarse
             // clock, a few milliseconds behind).
             std::thread::sleep(Duration::from_millis(25));
         }
-        for (at, files, pic) in &seen {
+        for (at, files, dirs, pic) in &seen {
             let got = recorded(&root, *at).expect("a moment inside the history");
             let differ: Vec<&String> = files.keys().chain(got.keys())
                 .filter(|k| files.get(*k) != got.get(*k)).collect();
             prop_assert!(differ.is_empty(), "files that differ at {}: {:?}", at, differ);
+            let got_dirs = recorded_dirs(&root, *at);
+            prop_assert_eq!(got_dirs.as_ref(), Some(dirs), "directories at {}", at);
             let replay = without_moment(replay_at(&root, *at).unwrap());
             prop_assert_eq!(&replay, pic);
         }
@@ -469,6 +496,20 @@ fn a_recorder_killed_mid_burst_and_restarted_doubles_and_loses_nothing() {
             (0..s.len() as u64).collect::<Vec<_>>(),
             "consecutive, none doubled"
         );
+        // The directories (the inboxes `init` made, the track's) are recorded once, however many
+        // recorders were killed and restarted.
+        let hist = HistoryDir::of(&root);
+        let mut dirs: Vec<String> = hist
+            .segments()
+            .into_iter()
+            .flat_map(|s| hist.segment(s).unwrap().records)
+            .filter(|(_, c)| c.kind == pantheon_engine::ChangeKind::Dir)
+            .map(|(_, c)| c.path)
+            .collect();
+        let n = dirs.len();
+        dirs.sort();
+        dirs.dedup();
+        assert_eq!((n, dirs.len()), (root_dirs(&root).len(), n), "{dirs:?}");
         let (errors, _) = check_history(&root);
         assert!(errors.is_empty(), "{errors:?}");
         // The queue as recorded has each line once.
@@ -791,4 +832,102 @@ fn a_directory_removed_and_made_again_is_still_recorded() {
     let away = tempfile::tempdir().unwrap();
     std::fs::rename(&moved, away.path().join("hermes")).unwrap();
     caught_up(&root);
+}
+
+/// `replay --at TS --json` lists an inbox, empty or not, exactly when `pantheon inbox GOD` knew the
+/// god then: the eight empty inboxes `init` made, an empty inbox made later, one removed; and the
+/// changes between two moments name the directory that appeared.
+#[test]
+fn replay_lists_an_empty_inbox_exactly_when_inbox_listed_it_then() {
+    let env = Env::new();
+    let root = root_of(&env);
+    let _rec = Recorder::start(&env);
+    caught_up(&root);
+    let gods = ["thoth", "zeus", "hermes"];
+    let listed = |env: &Env| -> Vec<(bool, Vec<Value>)> {
+        gods.iter()
+            .map(|g| {
+                let v = env.ok(&["inbox", g], None);
+                let known = v["known_god"].as_bool().unwrap();
+                let ids = v["dispatches"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|d| d["handoff_id"].clone())
+                    .collect();
+                (known, ids)
+            })
+            .collect()
+    };
+    let mut moments = Vec::new();
+    let mut take = |env: &Env| {
+        caught_up(&root);
+        moments.push((now_us(), listed(env)));
+        std::thread::sleep(Duration::from_millis(25));
+    };
+    take(&env);
+    std::fs::create_dir(env.path("conductor/pending/zeus")).unwrap();
+    take(&env);
+    std::fs::remove_dir(env.path("conductor/pending/hermes")).unwrap();
+    take(&env);
+    assert_eq!(
+        moments.iter().map(|(_, l)| l[1].0).collect::<Vec<_>>(),
+        [false, true, true],
+        "zeus's inbox appears"
+    );
+    assert_eq!(
+        moments.iter().map(|(_, l)| l[2].0).collect::<Vec<_>>(),
+        [true, true, false],
+        "hermes's inbox goes"
+    );
+    for (at, then) in &moments {
+        let stamp = chrono::DateTime::from_timestamp_micros(*at)
+            .unwrap()
+            .to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+        let v = env.ok(&["replay", "--at", &stamp, "--json"], None);
+        for (g, (known, ids)) in gods.iter().zip(then) {
+            let shown = v["inboxes"].get(g);
+            assert_eq!(
+                shown.is_some(),
+                *known,
+                "{g} at {stamp}: {:#}",
+                v["inboxes"]
+            );
+            if let Some(s) = shown {
+                assert_eq!(s.as_array().unwrap(), ids, "{g} at {stamp}");
+            }
+        }
+    }
+    let from = chrono::DateTime::from_timestamp_micros(moments[0].0)
+        .unwrap()
+        .to_rfc3339();
+    let changes = env.ok(&["replay", "--from", &from, "--to", "now", "--json"], None);
+    let kinds: Vec<(String, String)> = changes["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["kind"].as_str().unwrap().to_owned(),
+                c["path"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        kinds.contains(&("dir".into(), "conductor/pending/zeus".into())),
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.contains(&("del".into(), "conductor/pending/hermes".into())),
+        "{kinds:?}"
+    );
+    // The summary for a person lists what was open: no line for an empty inbox.
+    let out = env.run(&["replay", "--at", "now"], None);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("AS OF ") && !text.contains("inbox thoth"),
+        "{text}"
+    );
+    let report: Value = serde_json::from_slice(&env.run(&["validate"], None).stdout).unwrap();
+    assert_eq!(report["errors"], 0, "{report:#}");
 }

@@ -419,16 +419,10 @@ fn the_scrub_keys_move_the_replay_only_in_the_past_and_are_remappable() {
 
 /// What a snapshot shows, as text: every part a pane reads, the counts at `now`, the root's path
 /// written `ROOT` (the scratch root is elsewhere). Left out: the snapshot's number, when it was
-/// taken, the watch mode and the loading state, which say how it was read, not what it shows; and
-/// the inboxes that never held a file (the history records files, not empty directories:
-/// docs/HISTORY.md, Limits).
+/// taken, the watch mode and the loading state, which say how it was read, not what it shows.
 fn shown(s: &pantheon::live::snapshot::Snapshot, now: i64) -> String {
     let now = chrono::DateTime::from_timestamp_micros(now).unwrap();
-    let inboxes: Vec<_> = s
-        .inboxes
-        .iter()
-        .filter(|i| !i.dispatches.is_empty() || !i.errors.is_empty())
-        .collect();
+    let inboxes = &s.inboxes;
     format!(
         "{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}\n{:#?}",
         s.workflows,
@@ -492,4 +486,70 @@ fn the_replayed_snapshot_of_a_moment_equals_the_live_models_snapshot_then() {
         }
         assert_eq!(&shown(&f.snapshot, *at), live, "at {}", ts(*at));
     }
+}
+
+/// In replay the console reads a scratch root, but what it shows names the recorded root's files:
+/// a workflow's detail and its raw view, the file issues overlay, the Attention pane's reason and
+/// the yanked text never show the scratch directory.
+#[test]
+fn in_replay_details_and_file_issues_name_the_recorded_roots_files_80x24_and_wider() {
+    let root = root_with(DL_FLOW, &[("wf_dl_1", "hof_20260614_ff0001")]);
+    let r = root.path();
+    let mut rec = recorder(r);
+    std::fs::write(r.join("conductor/state/wf_bad.json"), "{not json").unwrap();
+    rec.rescan(false).unwrap();
+    let at = now_us();
+    let mut h = ReplayHandle::start(&Root::at(r), at, ModelOptions::default()).unwrap();
+    let mut f = h.latest();
+    while f.snapshot.loading.is_some() {
+        f = next_frame(&mut h);
+    }
+    let scratch = f.snapshot.root.display().to_string();
+    assert!(!r.starts_with(&scratch) && scratch.contains("pantheon-replay-"));
+    let mut app = app_for(r, chrono::Utc::now());
+    app.show_frame(&f);
+    let live_root = r.display().to_string();
+    // The workflow's detail: its title names the state file in the recorded root.
+    app.dispatch(Action::GoPane(Pane::Workflows));
+    for _ in 0..app.row_count() {
+        if app.on_key(key('y')) == vec![Effect::Clipboard("wf_dl_1".into())] {
+            break;
+        }
+        app.on_key(code(KeyCode::Down));
+    }
+    app.on_key(code(KeyCode::Enter));
+    let s = text(&render(&app, 80, 24));
+    let state = format!("{live_root}/conductor/state/wf_dl_1.json");
+    assert!(
+        s.replace('\n', "").contains(&state[..state.len().min(60)]),
+        "{s}"
+    );
+    assert!(!s.contains("pantheon-replay-"), "{s}");
+    // The raw view's first line is the file's path.
+    app.on_key(key('v'));
+    let s = text(&render(&app, 160, 30));
+    assert!(s.contains(&state), "{s}");
+    assert!(!s.contains(&scratch), "{s}");
+    // The unreadable file: the Attention pane's reason and the issues overlay.
+    app.on_key(code(KeyCode::Esc));
+    app.dispatch(Action::GoPane(Pane::Attention));
+    let s = text(&render(&app, 240, 30));
+    assert!(s.contains("cannot read the file"), "{s}");
+    assert!(!s.contains(&scratch), "{s}");
+    app.on_key(key('!'));
+    let s = text(&render(&app, 240, 30));
+    assert!(s.contains("conductor/state/wf_bad.json"), "{s}");
+    assert!(!s.contains(&scratch), "{s}");
+    // A flash naming a scratch path (an error the replay reports) names the recorded root's.
+    app.flash(
+        FlashKind::Error,
+        format!("{scratch}/conductor/state/wf_bad.json: unreadable"),
+    );
+    assert_eq!(
+        app.flash.as_ref().unwrap().text,
+        format!("{live_root}/conductor/state/wf_bad.json: unreadable")
+    );
+    // Back to live, nothing is mapped any more.
+    app.back_to_live(app.snapshot.clone());
+    assert_eq!(app.shown_text(&scratch), scratch);
 }

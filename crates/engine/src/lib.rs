@@ -134,7 +134,7 @@ pub use crate::{
 
 // History: the recorded changes of a root, replay at a moment (docs/HISTORY.md).
 pub use crate::{
-    history::picture::{of_root as picture_at, root_files},
+    history::picture::{of_root as picture_at, root_dirs, root_files},
     history::store::{
         Change, Checkpoint as HistoryCheckpoint, Damage, FileVer, HistoryDir, Kind as ChangeKind,
         Pending as PendingChange, Retention, Seek, SegmentHeader, SegmentRead, Tree as HistoryTree,

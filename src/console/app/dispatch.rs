@@ -319,28 +319,89 @@ impl App {
             );
             return Vec::new();
         }
-        let detail = self.pane_state().detail;
-        if !self.pane_state().picked.is_empty() && !detail {
-            let fits: Option<crate::console::marks::MarkFits> = match action {
-                Action::Ack(_) => Some((
-                    &|a: &App, k: &RowKey| a.dispatch_is_held(k) == Some(false),
-                    "a dispatch to ack",
-                )),
-                Action::Approve | Action::RejectHeld => Some((
-                    &|a: &App, k: &RowKey| a.dispatch_is_held(k) == Some(true),
-                    "a held dispatch",
-                )),
-                Action::Abort | Action::ForceUnlock | Action::Requeue => {
-                    Some((&|_: &App, _: &RowKey| true, "listed"))
-                }
-                _ => None,
-            };
-            if let Some((fits, what)) = fits
-                && !self.select_first_mark(fits, what)
-            {
-                return Vec::new();
-            }
+        if action == Action::Rerun && self.replay.is_some() {
+            self.start_fork();
+            return vec![Effect::Replay(crate::console::replay::Cmd::Pause)];
         }
+        // An operator action: its module starts it (`console/actions/`).
+        if action.is_mutation() {
+            return crate::console::actions::start(self, &action).unwrap_or_default();
+        }
+        let detail = self.pane_state().detail;
+        match action {
+            Action::Quit | Action::Open | Action::Back => return self.open_or_back(action, detail),
+            Action::Help => self.mode = Mode::Help(HelpView::default()),
+            Action::Issues => self.mode = Mode::Issues,
+            Action::NextPane
+            | Action::PrevPane
+            | Action::GoPane(_)
+            | Action::Up
+            | Action::Down
+            | Action::PageUp
+            | Action::PageDown
+            | Action::Top
+            | Action::Bottom
+            | Action::NextRecord
+            | Action::PrevRecord
+            | Action::HalfPageDown
+            | Action::HalfPageUp => self.navigate(action, detail),
+            Action::Filter | Action::NextMatch | Action::PrevMatch => self.filter_action(action),
+            Action::Command => self.mode = Mode::Command(CommandLine::default()),
+            Action::Refresh => {
+                self.flash(FlashKind::Info, "rescanning the root");
+                return vec![Effect::Rescan];
+            }
+            Action::ToggleTimes
+            | Action::ToggleRaw
+            | Action::ToggleFollow
+            | Action::ToggleFinished => self.toggle(action),
+            Action::NextTrack | Action::PrevTrack => self.cycle_track(action == Action::NextTrack),
+            // Answered by `replay_action` above.
+            Action::ReplayBack
+            | Action::ReplayForward
+            | Action::ReplayPrevJournal
+            | Action::ReplayNextJournal
+            | Action::ReplayPrevAttention
+            | Action::ReplayNextAttention
+            | Action::ReplayPlay
+            | Action::ReplayFaster
+            | Action::ReplaySlower
+            | Action::ReplayLive => {}
+            // Started by their modules above (`Action::is_mutation`).
+            Action::Ack(_)
+            | Action::Approve
+            | Action::RejectHeld
+            | Action::Abort
+            | Action::Cleanup
+            | Action::ForceUnlock
+            | Action::BoardAdvance
+            | Action::BoardForceAdvance
+            | Action::BoardNextRound
+            | Action::BoardResolve
+            | Action::Requeue
+            | Action::Rerun => {}
+            Action::NextAttention => self.next_attention(),
+            Action::Snooze => self.start_snooze(),
+            Action::Messages => self.mode = Mode::Messages,
+            Action::WorkerLocks => self.worker_locks(),
+            Action::WorkerMessages => self.worker_messages(),
+            Action::CycleLock => self.cycle_lock(),
+            Action::GoWorkflow => self.go_workflow(),
+            Action::GoDispatch => self.go_dispatch(),
+            Action::ToggleFocus | Action::Submit | Action::Cancel => {}
+            Action::Sort(col) => self.sort_by(&col),
+            Action::NextGod | Action::PrevGod => self.cycle_god(action == Action::NextGod),
+            Action::Yank => return self.yank(),
+            Action::ToggleMark => self.toggle_mark(),
+            Action::MarkRange => self.mark_range(),
+            Action::MarkAll => self.mark_all(),
+            Action::ToggleMouse => return self.toggle_mouse(),
+        }
+        Vec::new()
+    }
+
+    /// `q`, `Enter` and `Esc`: into a record's detail and back out (out of a detail, `q` quits).
+    fn open_or_back(&mut self, action: Action, detail: bool) -> Vec<Effect> {
         match action {
             // In a detail or raw view `q` goes back, as it closes the overlays; C-c still quits.
             Action::Quit if detail => {
@@ -349,8 +410,70 @@ impl App {
                 st.raw = false;
             }
             Action::Quit => return vec![Effect::Quit],
-            Action::Help => self.mode = Mode::Help(HelpView::default()),
-            Action::Issues => self.mode = Mode::Issues,
+            Action::Open if !detail && self.pane.view().open(self).is_some() => {}
+            Action::Open => {
+                if !detail && self.refuse_if_gone(self.pane) {
+                    return Vec::new();
+                }
+                if self.offers(&Action::Open) {
+                    let st = self.pane_state_mut();
+                    st.detail = true;
+                    st.scroll = 0;
+                }
+            }
+            Action::Back if !detail && self.clear_marks() => {}
+            Action::Back => {
+                let st = self.pane_state_mut();
+                if st.detail {
+                    st.detail = false;
+                    st.raw = false;
+                } else {
+                    st.filter.clear();
+                }
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// The switches: times, raw JSON, the bus tail's follow, finished workflows.
+    fn toggle(&mut self, action: Action) {
+        match action {
+            Action::ToggleTimes => self.absolute_times = !self.absolute_times,
+            Action::ToggleRaw => {
+                let st = self.pane_state_mut();
+                st.raw = !st.raw;
+                st.detail = true;
+                st.scroll = 0;
+            }
+            Action::ToggleFollow => {
+                if self.follow {
+                    let sel = self.selected(Pane::Bus);
+                    self.panes[Pane::Bus].selected = sel;
+                    self.pause();
+                } else {
+                    self.follow = true;
+                }
+            }
+            Action::ToggleFinished => {
+                let hide = !self.hide_finished;
+                self.relist(Pane::Workflows, |a| a.hide_finished = hide);
+                self.flash(
+                    FlashKind::Info,
+                    if hide {
+                        "finished workflows hidden (h shows them)"
+                    } else {
+                        "finished workflows shown"
+                    },
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// Moves between panes, rows and (in a detail) lines.
+    fn navigate(&mut self, action: Action, detail: bool) {
+        match action {
             Action::NextPane => {
                 self.pane = self.cycled(Pane::next);
                 self.entered_pane();
@@ -398,27 +521,13 @@ impl App {
                 self.pane_state_mut().gone = None;
                 self.moved_in_newest_first();
             }
-            Action::Open if !detail && self.pane.view().open(self).is_some() => {}
-            Action::Open => {
-                if !detail && self.refuse_if_gone(self.pane) {
-                    return Vec::new();
-                }
-                if self.offers(&Action::Open) {
-                    let st = self.pane_state_mut();
-                    st.detail = true;
-                    st.scroll = 0;
-                }
-            }
-            Action::Back if !detail && self.clear_marks() => {}
-            Action::Back => {
-                let st = self.pane_state_mut();
-                if st.detail {
-                    st.detail = false;
-                    st.raw = false;
-                } else {
-                    st.filter.clear();
-                }
-            }
+            _ => {}
+        }
+    }
+
+    /// `/`, `n` and `N`: the pane's filter.
+    fn filter_action(&mut self, action: Action) {
+        match action {
             Action::Filter if !self.pane.view().lists_records() => self.flash(
                 FlashKind::Info,
                 "the board shows one session whole: there is nothing to filter",
@@ -444,96 +553,22 @@ impl App {
                     self.flash(FlashKind::Info, format!("match {}/{n}", next + 1));
                 }
             }
-            Action::Command => self.mode = Mode::Command(CommandLine::default()),
-            Action::Refresh => {
-                self.flash(FlashKind::Info, "rescanning the root");
-                return vec![Effect::Rescan];
-            }
-            Action::ToggleTimes => self.absolute_times = !self.absolute_times,
-            Action::ToggleRaw => {
-                let st = self.pane_state_mut();
-                st.raw = !st.raw;
-                st.detail = true;
-                st.scroll = 0;
-            }
-            Action::ToggleFollow => {
-                if self.follow {
-                    let sel = self.selected(Pane::Bus);
-                    self.panes[Pane::Bus].selected = sel;
-                    self.pause();
-                } else {
-                    self.follow = true;
-                }
-            }
-            Action::NextTrack | Action::PrevTrack => self.cycle_track(action == Action::NextTrack),
-            Action::Ack(choice) => self.start_ack(choice),
-            Action::Approve => self.start_approve(),
-            Action::RejectHeld => self.start_reject_held(),
-            Action::Abort => self.start_abort(),
-            Action::Requeue => self.start_requeue(),
-            // Answered by `replay_action` above.
-            Action::ReplayBack
-            | Action::ReplayForward
-            | Action::ReplayPrevJournal
-            | Action::ReplayNextJournal
-            | Action::ReplayPrevAttention
-            | Action::ReplayNextAttention
-            | Action::ReplayPlay
-            | Action::ReplayFaster
-            | Action::ReplaySlower
-            | Action::ReplayLive => {}
-            Action::Rerun if self.replay.is_some() => {
-                self.start_fork();
-                return vec![Effect::Replay(crate::console::replay::Cmd::Pause)];
-            }
-            Action::Rerun => self.start_rerun(),
-            Action::Cleanup => return self.start_cleanup(),
-            Action::ForceUnlock => self.start_unlock(),
-            Action::BoardAdvance => self.start_board(Action::BoardAdvance),
-            Action::BoardForceAdvance => self.start_board(Action::BoardForceAdvance),
-            Action::BoardNextRound => self.start_board(Action::BoardNextRound),
-            Action::BoardResolve => self.start_board(Action::BoardResolve),
-            Action::NextAttention => self.next_attention(),
-            Action::Snooze => self.start_snooze(),
-            Action::Messages => self.mode = Mode::Messages,
-            Action::WorkerLocks => self.worker_locks(),
-            Action::WorkerMessages => self.worker_messages(),
-            Action::CycleLock => self.cycle_lock(),
-            Action::GoWorkflow => self.go_workflow(),
-            Action::GoDispatch => self.go_dispatch(),
-            Action::ToggleFocus | Action::Submit | Action::Cancel => {}
-            Action::Sort(col) => self.sort_by(&col),
-            Action::ToggleFinished => {
-                let hide = !self.hide_finished;
-                self.relist(Pane::Workflows, |a| a.hide_finished = hide);
-                self.flash(
-                    FlashKind::Info,
-                    if hide {
-                        "finished workflows hidden (h shows them)"
-                    } else {
-                        "finished workflows shown"
-                    },
-                );
-            }
-            Action::NextGod | Action::PrevGod => self.cycle_god(action == Action::NextGod),
-            Action::Yank => return self.yank(),
-            Action::ToggleMark => self.toggle_mark(),
-            Action::MarkRange => self.mark_range(),
-            Action::MarkAll => self.mark_all(),
-            Action::ToggleMouse => {
-                self.mouse = !self.mouse;
-                self.flash(
-                    FlashKind::Info,
-                    if self.mouse {
-                        "mouse on: click tabs and rows, wheel scrolls (Shift-drag selects text)"
-                    } else {
-                        "mouse off: the terminal selects text (:mouse turns it back on)"
-                    },
-                );
-                return vec![Effect::Mouse(self.mouse)];
-            }
+            _ => {}
         }
-        Vec::new()
+    }
+
+    /// `:mouse`: turns mouse capture on or off.
+    fn toggle_mouse(&mut self) -> Vec<Effect> {
+        self.mouse = !self.mouse;
+        self.flash(
+            FlashKind::Info,
+            if self.mouse {
+                "mouse on: click tabs and rows, wheel scrolls (Shift-drag selects text)"
+            } else {
+                "mouse off: the terminal selects text (:mouse turns it back on)"
+            },
+        );
+        vec![Effect::Mouse(self.mouse)]
     }
 
     /// `y`: the selected record's id or path (every marked one's, a line each), to the clipboard.
@@ -585,7 +620,8 @@ impl App {
 
     /// [`App::yank_text`] as the file has it (control characters and all).
     pub(super) fn yank_raw(&self, i: usize) -> Option<String> {
-        self.pane.view().yank(self, &self.filter(self.pane), i)
+        let raw = self.pane.view().yank(self, &self.filter(self.pane), i)?;
+        Some(self.shown_text(&raw).into_owned())
     }
 
     /// Scrolls the open detail, within its lines.

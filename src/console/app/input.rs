@@ -186,7 +186,7 @@ impl App {
                     self.in_flight += 1;
                     self.acted_on = self
                         .selected_key(self.pane)
-                        .filter(|_| !matches!(c.op, Op::Bulk { .. }))
+                        .filter(|_| !c.op.is_bulk())
                         .map(|k| (self.pane, k));
                     self.flash(FlashKind::Info, format!("{}…", c.op.title()));
                     vec![Effect::Execute(Box::new(c.op))]

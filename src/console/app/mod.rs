@@ -2,7 +2,7 @@
 //! return [`Effect`]s as data (run an engine call, quit…); drawing only reads this state. The whole
 //! operator flow (selection -> confirm -> engine call -> flash) runs here without a terminal.
 
-use crate::engine::{CleanupResult, GodName, HandoffId, LockKey, TrackName, WorkflowId};
+use crate::engine::{GodName, HandoffId, WorkflowId};
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -429,6 +429,8 @@ impl App {
     /// Shows a flash message.
     pub fn flash(&mut self, kind: FlashKind, text: impl Into<String>) {
         let text = text.into();
+        // In replay, a path an error names is the recorded root's, not the scratch root's.
+        let text = self.shown_text(&text).into_owned();
         self.remember(kind, text.clone());
         self.flash = Some(Flash {
             kind,
@@ -464,26 +466,6 @@ fn recorded_as(actor: &str) -> String {
     format!("Journaled as {actor} (source console); the records say by: operator.")
 }
 
-fn ack_op(
-    t: AckTarget,
-    status: AckChoice,
-    message: Option<String>,
-    eta: Option<String>,
-    gates_passed: Vec<String>,
-) -> Op {
-    Op::Ack {
-        god: t.god,
-        request: super::ops::ack_request(
-            t.handoff_id,
-            t.workflow_id,
-            status,
-            message,
-            eta,
-            gates_passed,
-        ),
-    }
-}
-
 /// An ETA as typed: a duration from now (`30m`, `in 2h`, `+1d`, `1h30m`) or a time in any form the
 /// protocol reads (a bare time is UTC). Returned as RFC 3339 UTC.
 pub fn parse_eta(input: &str, now: DateTime<Utc>) -> Result<String, String> {
@@ -517,6 +499,9 @@ pub fn parse_gates(input: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
+// The unit tests build the engine's cleanup dry runs the console is answered with.
+#[cfg(test)]
+use crate::engine::CleanupResult;
 #[cfg(test)]
 mod tests;
 

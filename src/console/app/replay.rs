@@ -133,6 +133,24 @@ impl App {
         }
     }
 
+    /// `text` as the operator should read it: in replay, a path inside the scratch root the moment
+    /// is laid out in (the snapshot's root) is written inside the root the history belongs to, so
+    /// details, file issues, flashes and yanked text name the recorded root's files.
+    pub fn shown_text<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        let Some(recorded) = self.replay.as_ref().and_then(|v| v.recorded.as_ref()) else {
+            return std::borrow::Cow::Borrowed(text);
+        };
+        let scratch = self.snapshot.root.display().to_string();
+        let recorded = recorded.display().to_string();
+        crate::console::replay::map_root(text, &scratch, &recorded)
+    }
+
+    /// [`App::shown_text`] for a path.
+    pub fn shown_path(&self, p: &std::path::Path) -> String {
+        let shown = p.display().to_string();
+        self.shown_text(&shown).into_owned()
+    }
+
     /// The scrub line's state, for views and tests.
     pub fn replay_view(&self) -> Option<&ReplayView> {
         self.replay.as_ref()

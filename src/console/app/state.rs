@@ -302,7 +302,7 @@ impl App {
             // Re-described from the new files only while they still are what was shown: once a
             // record changed, the lines stay the ones the operator read, and the dialog says what
             // changed (Enter then refuses).
-            if c.changed.is_none() && !matches!(c.op, Op::Cleanup { .. }) {
+            if c.changed.is_none() && c.op.described_from_snapshot() {
                 let mut lines = crate::console::preview::describe(&c.op, &self.snapshot, self.now);
                 lines.push((Tone::Dim, recorded_as(&self.actor)));
                 c.lines = lines;

@@ -50,7 +50,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::styled(i.kind.as_str().to_owned(), theme.alert()),
             Line::raw(i.record().to_owned()),
             Line::raw(age),
-            Line::raw(i.reason.clone()),
+            Line::raw(app.shown_text(&i.reason).into_owned()),
             Line::styled(i.action_text(&app.keymap), theme.key()),
         ]
     };

@@ -10,6 +10,7 @@ use crate::console::app::App;
 use crate::console::items::{self, DirectorCard};
 use crate::console::theme::Theme;
 use crate::engine::{PHASE_COMPLETE, PHASE_IN_PROGRESS};
+use crate::live::snapshot::BoardView;
 
 use crate::console::views::{block, empty, kv, section, trunc};
 use crate::console::items::Filter;
@@ -99,69 +100,19 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         );
     };
     let s = &b.session;
-    let p = &s.phases;
     let cards = items::directors(b);
     let sel = app.selected(Pane::Board);
-    if app.pane_state().detail {
-        let mut l = Vec::new();
-        if let Some(c) = cards.get(sel) {
-            if let Some(a) = c.assessment {
-                l.push(kv(
-                    "verdict",
-                    a.verdict.clone(),
-                    theme.verdict(&a.verdict),
-                    theme,
-                ));
-                l.push(kv("score", num(a.score.as_ref()), theme.base(), theme));
-                for (name, list) in [
-                    ("Concerns", &a.concerns),
-                    ("Recommendations", &a.recommendations),
-                    ("Key points", &a.key_points),
-                ] {
-                    if !list.is_empty() {
-                        section(&mut l, name, theme);
-                        l.extend(list.iter().map(|x| Line::raw(format!("  • {x}"))));
-                    }
-                }
-                if !a.extra.is_empty() {
-                    section(&mut l, "Director-specific", theme);
-                    l.extend(crate::console::views::json_lines(
-                        &serde_json::Value::Object(a.extra.clone()),
-                        theme,
-                    ));
-                }
-            } else {
-                l.push(Line::styled("No assessment yet.", theme.dim()));
-            }
-            section(&mut l, "Vote", theme);
-            match c.vote {
-                Some(v) => {
-                    l.push(kv(
-                        "verdict",
-                        v.final_verdict.clone(),
-                        theme.verdict(&v.final_verdict),
-                        theme,
-                    ));
-                    l.push(kv(
-                        "confidence",
-                        num(v.confidence.as_ref()),
-                        theme.base(),
-                        theme,
-                    ));
-                    l.extend(v.conditions.iter().map(|x| Line::raw(format!("  • {x}"))));
-                }
-                None => l.push(Line::styled("  not yet", theme.dim())),
-            }
-            let name = c.director;
-            return crate::console::views::detail(
-                frame,
-                area,
-                format!(" {name} on {} ", s.session_id),
-                l,
-                app,
-                theme,
-            );
-        }
+    if app.pane_state().detail
+        && let Some(c) = cards.get(sel)
+    {
+        return crate::console::views::detail(
+            frame,
+            area,
+            format!(" {} on {} ", c.director, s.session_id),
+            director_lines(c, theme),
+            app,
+            theme,
+        );
     }
     let [info, cards_area, thread] = Layout::vertical([
         Constraint::Length(5),
@@ -169,6 +120,83 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         Constraint::Min(3),
     ])
     .areas(area);
+    frame.render_widget(
+        Paragraph::new(session_lines(b, cards.len(), theme)).block(block(
+            format!(" 6 Board · {} · {} ", track.name, s.session_id),
+            theme,
+        )),
+        info,
+    );
+    if !cards.is_empty() {
+        let cols = Layout::horizontal(vec![Constraint::Ratio(1, cards.len() as u32); cards.len()])
+            .split(cards_area);
+        for (i, (c, r)) in cards.iter().zip(cols.iter()).enumerate() {
+            frame.render_widget(card(c, i == sel, r.width, theme), *r);
+        }
+    }
+    draw_discussion(frame, thread, b, theme);
+}
+
+/// The detail of one director: the assessment whole (its lists, and the keys only this director
+/// writes), then the vote.
+fn director_lines<'a>(c: &DirectorCard, theme: &Theme) -> Vec<Line<'a>> {
+    let mut l = Vec::new();
+    if let Some(a) = c.assessment {
+        l.push(kv(
+            "verdict",
+            a.verdict.clone(),
+            theme.verdict(&a.verdict),
+            theme,
+        ));
+        l.push(kv("score", num(a.score.as_ref()), theme.base(), theme));
+        for (name, list) in [
+            ("Concerns", &a.concerns),
+            ("Recommendations", &a.recommendations),
+            ("Key points", &a.key_points),
+        ] {
+            if !list.is_empty() {
+                section(&mut l, name, theme);
+                l.extend(list.iter().map(|x| Line::raw(format!("  • {x}"))));
+            }
+        }
+        if !a.extra.is_empty() {
+            section(&mut l, "Director-specific", theme);
+            l.extend(crate::console::views::json_lines(
+                &serde_json::Value::Object(a.extra.clone()),
+                theme,
+            ));
+        }
+    } else {
+        l.push(Line::styled("No assessment yet.", theme.dim()));
+    }
+    section(&mut l, "Vote", theme);
+    match c.vote {
+        Some(v) => {
+            l.push(kv(
+                "verdict",
+                v.final_verdict.clone(),
+                theme.verdict(&v.final_verdict),
+                theme,
+            ));
+            l.push(kv(
+                "confidence",
+                num(v.confidence.as_ref()),
+                theme.base(),
+                theme,
+            ));
+            l.extend(v.conditions.iter().map(|x| Line::raw(format!("  • {x}"))));
+        }
+        None => l.push(Line::styled("  not yet", theme.dim())),
+    }
+    l
+}
+
+/// The session's head: its checkpoint, status and proposal, the four phases with their progress,
+/// and the resolution (or what resolving now would give, with `directors` the card count).
+fn session_lines<'a>(b: &BoardView, directors: usize, theme: &Theme) -> Vec<Line<'a>> {
+    let s = &b.session;
+    let p = &s.phases;
+    let moves = items::board_moves(b);
     let mut ph = Vec::new();
     ph.extend(phase(
         "assess",
@@ -179,7 +207,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     ph.extend(phase(
         "discuss",
         &p.discuss.status,
-        match items::board_moves(b).round {
+        match moves.round {
             Some((cur, max)) => format!("round {cur}/{max}"),
             None => format!("rounds {}/{}", p.discuss.rounds, p.discuss.max_rounds),
         },
@@ -193,40 +221,30 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     ));
     ph.extend(phase("resolve", &p.resolve.status, String::new(), theme));
     let predicted = b.predicted.clone().unwrap_or_else(|| "-".into());
-    let info_lines = vec![
+    vec![
         Line::from(vec![
             Span::styled(format!("{} ", s.checkpoint), theme.accent()),
             Span::styled(format!("{}  ", s.status), theme.header()),
             Span::raw(trunc(&s.proposal_text(), 120)),
         ]),
         Line::from(ph),
-        match items::board_moves(b).resolved {
+        match moves.resolved {
             Some(r) => Line::styled(r, theme.ok()),
             None => Line::from(vec![
                 Span::styled("resolve now → ", theme.dim()),
                 Span::styled(predicted.clone(), theme.verdict(&predicted)),
                 Span::styled(
-                    format!("   ({} of {} voted)", b.votes.len(), cards.len()),
+                    format!("   ({} of {directors} voted)", b.votes.len()),
                     theme.dim(),
                 ),
             ]),
         },
-    ];
-    frame.render_widget(
-        Paragraph::new(info_lines).block(block(
-            format!(" 6 Board · {} · {} ", track.name, s.session_id),
-            theme,
-        )),
-        info,
-    );
-    if !cards.is_empty() {
-        let cols = Layout::horizontal(vec![Constraint::Ratio(1, cards.len() as u32); cards.len()])
-            .split(cards_area);
-        for (i, (c, r)) in cards.iter().zip(cols.iter()).enumerate() {
-            frame.render_widget(card(c, i == sel, r.width, theme), *r);
-        }
-    }
-    // Columns as wide as their widest entry, so every message starts under the one above.
+    ]
+}
+
+/// The discussion thread, scrolled to its newest message, in columns as wide as their widest
+/// entry so every message starts under the one above.
+fn draw_discussion(frame: &mut Frame, area: Rect, b: &BoardView, theme: &Theme) {
     let pair = |d: &crate::engine::DiscussionLine| {
         format!("{}→{}", d.from, if d.to.is_empty() { "?" } else { &d.to })
     };
@@ -269,14 +287,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         })
         .collect();
     let n = lines.len();
-    let visible = thread.height.saturating_sub(2) as usize;
+    let visible = area.height.saturating_sub(2) as usize;
     let scroll = n.saturating_sub(visible) as u16;
     frame.render_widget(
         Paragraph::new(lines)
             .wrap(Wrap { trim: false })
             .scroll((scroll, 0))
             .block(block(format!(" Discussion ({n}) "), theme)),
-        thread,
+        area,
     );
 }
 

@@ -12,7 +12,7 @@ use crate::console::preview::when;
 use crate::console::theme::Theme;
 
 use crate::console::views::table::Col;
-use crate::console::views::{detail, json_lines, kv, section};
+use crate::console::views::{detail, json_lines, kv, raw_key, raw_lines, section};
 use crate::console::items::{Column, Filter};
 use crate::console::panes::{PaneView, RowKey};
 
@@ -99,22 +99,8 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DeadRow, them
     // The row is compact; the detail reads the file whole (payload, delivery history).
     let whole = v.whole();
     if app.pane_state().raw {
-        let raw_key = app
-            .keymap
-            .key_for(&crate::console::action::Action::ToggleRaw);
-        let mut lines = match &whole {
-            Ok(x) => json_lines(&x.raw, theme),
-            Err(e) => vec![Line::styled(format!("⚠ {e}"), theme.warn())],
-        };
-        lines.insert(0, Line::styled(v.path().display().to_string(), theme.dim()));
-        return detail(
-            frame,
-            area,
-            format!(" dead {} · raw ({}) ", v.name, raw_key),
-            lines,
-            app,
-            theme,
-        );
+        let title = format!(" dead {} · raw ({}) ", v.name, raw_key(app));
+        return detail(frame, area, title, raw_lines(&whole, &v.path(), theme), app, theme);
     }
     let known;
     let d = match &whole {

@@ -12,7 +12,8 @@ use crate::console::theme::Theme;
 use crate::live::snapshot::InboxView;
 
 use crate::console::views::table::{self, Col};
-use crate::console::views::{detail, empty, json_lines, kv, section};
+use crate::console::views::{detail, empty, kv, raw_key, raw_lines, section};
+use crate::engine::Dispatch;
 use crate::console::items::{Column, Filter};
 use crate::console::panes::{PaneView, RowKey};
 
@@ -269,27 +270,12 @@ const DISPATCHES_DUE: [Col; 8] = {
 };
 
 fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, theme: &Theme) {
-    let st = app.pane_state();
     let v = r.view;
     // The table keeps a compact dispatch; the detail reads the file whole (once per version).
     let whole = v.whole();
-    if st.raw {
-        let raw_key = app
-            .keymap
-            .key_for(&crate::console::action::Action::ToggleRaw);
-        let mut lines = match &whole {
-            Ok(x) => json_lines(&x.raw, theme),
-            Err(e) => vec![Line::styled(format!("⚠ {e}"), theme.warn())],
-        };
-        lines.insert(0, Line::styled(v.path().display().to_string(), theme.dim()));
-        return detail(
-            frame,
-            area,
-            format!(" {} · raw ({}) ", v.name, raw_key),
-            lines,
-            app,
-            theme,
-        );
+    if app.pane_state().raw {
+        let title = format!(" {} · raw ({}) ", v.name, raw_key(app));
+        return detail(frame, area, title, raw_lines(&whole, &v.path(), theme), app, theme);
     }
     let known;
     let d = match &whole {
@@ -299,6 +285,27 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
             &known
         }
     };
+    let mut l = dispatch_fields(&r, d, whole.as_ref().err(), app, theme);
+    context_sections(&mut l, d, theme);
+    detail(
+        frame,
+        area,
+        format!(" {} · {} ", r.god, v.name),
+        l,
+        app,
+        theme,
+    );
+}
+
+/// The head of a dispatch's detail: where it is, what it carries on from, its delivery and ack,
+/// and what is wrong with its file (`unread`: why it could not be read whole).
+fn dispatch_fields<'a>(
+    r: &items::DispatchRow,
+    d: &Dispatch,
+    unread: Option<&String>,
+    app: &App,
+    theme: &Theme,
+) -> Vec<Line<'a>> {
     let now = app.now;
     let abs = app.absolute_times;
     let ack = if r.held {
@@ -333,7 +340,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
         kv("ack", format!("{g} {ack}"), astyle, theme),
     ];
     // The delivery count and when the current delivery's ack is due (docs/PROTOCOL.md §2.10).
-    let row = &v.dispatch;
+    let row = &r.view.dispatch;
     if row.deliveries > 0 {
         let max = row.max_deliveries.map_or("?".into(), |m| m.to_string());
         l.push(kv(
@@ -361,10 +368,10 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
     if let Some(h) = &d.held_because {
         l.push(kv("held because", h.clone(), theme.accent(), theme));
     }
-    if let Some(w) = &v.warning {
+    if let Some(w) = &r.view.warning {
         l.push(kv("⚠ file", w.clone(), theme.warn(), theme));
     }
-    if let Err(e) = &whole {
+    if let Some(e) = unread {
         l.push(kv(
             "⚠ file",
             format!("{e}; showing the summary only"),
@@ -372,16 +379,22 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
             theme,
         ));
     }
+    l
+}
+
+/// What a dispatch asks and carries: its step's definition, the summary, the context's lists, the
+/// context keys beyond the standard ones, what was left out for size, and the history so far.
+fn context_sections(l: &mut Vec<Line>, d: &Dispatch, theme: &Theme) {
     // What the definition's step asks (`action`, `skill`, `output`, …).
     if let Some(serde_json::Value::Object(step_def)) = &d.step_def
         && !step_def.is_empty()
     {
-        section(&mut l, "Step", theme);
+        section(l, "Step", theme);
         for (k, val) in step_def {
             l.push(kv(&shown(k), carried_text(val), theme.base(), theme));
         }
     }
-    section(&mut l, "Summary", theme);
+    section(l, "Summary", theme);
     l.push(Line::raw(format!("  {}", d.context.summary)));
     let c = &d.context;
     for (name, list) in [
@@ -390,7 +403,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
         ("Open questions", &c.open_questions),
         ("Gates passed", &c.gates_passed),
     ] {
-        section(&mut l, &format!("{name} ({})", list.len()), theme);
+        section(l, &format!("{name} ({})", list.len()), theme);
         for item in list {
             l.push(Line::raw(format!("  • {item}")));
         }
@@ -398,7 +411,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
     // Context keys beyond the standard ones (an inbound request's `payload` and `nats`, the
     // workflow's `spec_summary`, …), and what was left out for size.
     if !c.extra.is_empty() {
-        section(&mut l, &format!("Context ({})", c.extra.len()), theme);
+        section(l, &format!("Context ({})", c.extra.len()), theme);
         for (k, val) in &c.extra {
             l.push(kv(&shown(k), carried_text(val), theme.base(), theme));
         }
@@ -418,7 +431,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
         ));
     }
     if !c.history.is_empty() {
-        section(&mut l, "History", theme);
+        section(l, "History", theme);
         for h in &c.history {
             l.push(Line::from(vec![
                 Span::styled(format!("  {:<14}{:<12}", h.step, h.god), theme.info()),
@@ -426,14 +439,6 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
             ]));
         }
     }
-    detail(
-        frame,
-        area,
-        format!(" {} · {} ", r.god, v.name),
-        l,
-        app,
-        theme,
-    );
 }
 
 /// Longest text the detail shows of one carried value (a payload may be a megabyte).

@@ -13,7 +13,8 @@ use crate::live::ledger::{tokens, usd};
 use crate::live::snapshot::WorkflowView;
 
 use crate::console::views::table::Col;
-use crate::console::views::{detail, empty, json_lines, kv, section, trunc};
+use crate::console::views::{detail, empty, kv, raw_key, raw_lines, section, trunc};
+use crate::engine::WorkflowState;
 use crate::console::items::{Column, Filter};
 use crate::console::panes::{PaneView, RowKey};
 
@@ -148,26 +149,11 @@ const COLUMNS_COST: [Col; 9] = [
 ];
 
 fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme: &Theme) {
-    let st = app.pane_state();
     // The table keeps a compact state; the detail reads the file whole (once per version).
     let whole = w.whole();
-    if st.raw {
-        let raw_key = app
-            .keymap
-            .key_for(&crate::console::action::Action::ToggleRaw);
-        let mut lines = match &whole {
-            Ok(x) => json_lines(&x.raw, theme),
-            Err(e) => vec![Line::styled(format!("⚠ {e}"), theme.warn())],
-        };
-        lines.insert(0, Line::styled(w.path().display().to_string(), theme.dim()));
-        return detail(
-            frame,
-            area,
-            format!(" {} · raw state ({}) ", w.id, raw_key),
-            lines,
-            app,
-            theme,
-        );
+    if app.pane_state().raw {
+        let title = format!(" {} · raw state ({}) ", w.id, raw_key(app));
+        return detail(frame, area, title, raw_lines(&whole, &w.path(), theme), app, theme);
     }
     let known;
     let s = match &whole {
@@ -177,6 +163,30 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme
             &known
         }
     };
+    let mut l = state_fields(w, s, whole.as_ref().err(), app, theme);
+    cost_section(&mut l, app, w, theme);
+    history_section(&mut l, app, s, theme);
+    bag_section(&mut l, s, theme);
+    acks_section(&mut l, app, s, theme);
+    waiting_section(&mut l, app, w, theme);
+    manifest_section(&mut l, w, theme);
+    let title = format!(
+        " {} · {} ",
+        w.id,
+        trunc(&app.shown_path(&w.path()), 80)
+    );
+    detail(frame, area, title, l, app, theme);
+}
+
+/// The head of a workflow's detail: its status, definition, step and god, its times, and what is
+/// wrong with it or its file (`unread`: why it could not be read whole).
+fn state_fields<'a>(
+    w: &WorkflowView,
+    s: &WorkflowState,
+    unread: Option<&String>,
+    app: &App,
+    theme: &Theme,
+) -> Vec<Line<'a>> {
     let now = app.now;
     let abs = app.absolute_times;
     let status = s.status.to_string();
@@ -224,7 +234,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme
     if let Some(why) = app.snapshot.overdue(w, now) {
         l.push(kv("OVERDUE", why, theme.alert(), theme));
     }
-    if let Err(e) = &whole {
+    if let Some(e) = unread {
         l.push(kv(
             "⚠ file",
             format!("{e}; showing the summary only"),
@@ -238,8 +248,14 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme
     if let Some(warn) = &w.warning {
         l.push(kv("⚠ file", warn.clone(), theme.warn(), theme));
     }
-    cost_section(&mut l, app, w, theme);
-    section(&mut l, "Step history", theme);
+    l
+}
+
+/// Every step record: its god, status and time, its summary, and its gates (the ones the
+/// definition declares, passed or not, then any other passed).
+fn history_section(l: &mut Vec<Line>, app: &App, s: &WorkflowState, theme: &Theme) {
+    let (now, abs) = (app.now, app.absolute_times);
+    section(l, "Step history", theme);
     if s.step_history.is_empty() {
         l.push(Line::styled("  (none)", theme.dim()));
     }
@@ -278,7 +294,11 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme
             l.push(Line::from(spans));
         }
     }
-    section(&mut l, "Context bag", theme);
+}
+
+/// The context bag: decisions, artifacts and open questions.
+fn bag_section(l: &mut Vec<Line>, s: &WorkflowState, theme: &Theme) {
+    section(l, "Context bag", theme);
     let bag = &s.context_bag;
     for (name, list) in [
         ("decisions", &bag.decisions),
@@ -293,7 +313,12 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme
             l.push(Line::raw(format!("    • {item}")));
         }
     }
-    section(&mut l, "Acks", theme);
+}
+
+/// Every ack recorded: its status, handoff, who and when, and its message.
+fn acks_section(l: &mut Vec<Line>, app: &App, s: &WorkflowState, theme: &Theme) {
+    let (now, abs) = (app.now, app.absolute_times);
+    section(l, "Acks", theme);
     if s.acks.is_empty() {
         l.push(Line::styled("  (none)", theme.dim()));
     }
@@ -313,57 +338,62 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme
             l.push(Line::styled(format!("      {m}"), theme.dim()));
         }
     }
-    if !w.waiting.is_empty() {
-        section(&mut l, "Waiting dispatches", theme);
-        for (god, d) in &w.waiting {
-            l.push(Line::raw(format!(
-                "  {} → {god} (step {}, {}, {}{})",
-                d.handoff_id,
-                d.step,
-                d.ack_status,
-                when_at(d.dispatched_at.as_ref(), now, abs),
-                crate::console::items::delivery_note(d, now)
-                    .map(|n| format!(", deliveries {n}"))
-                    .unwrap_or_default()
-            )));
-        }
+}
+
+/// The dispatches of the workflow still in an inbox, when there are any.
+fn waiting_section(l: &mut Vec<Line>, app: &App, w: &WorkflowView, theme: &Theme) {
+    if w.waiting.is_empty() {
+        return;
     }
-    if let Some(m) = &w.manifest {
-        section(&mut l, "Abort manifest", theme);
-        l.push(kv(
-            "failed step",
-            m.failed_step.clone().unwrap_or_default(),
-            theme.base(),
-            theme,
-        ));
-        l.push(kv(
-            "reason",
-            m.failure_reason.clone().unwrap_or_default(),
-            theme.base(),
-            theme,
-        ));
-        l.push(kv(
-            "marked",
-            m.artifacts_marked.len().to_string(),
-            theme.base(),
-            theme,
-        ));
-        l.push(kv(
-            "withdrawn",
-            m.dispatches_withdrawn.join(", "),
-            theme.base(),
-            theme,
-        ));
-        if m.requires_manual_review {
-            l.push(kv("review", "requires manual review", theme.alert(), theme));
-        }
+    let (now, abs) = (app.now, app.absolute_times);
+    section(l, "Waiting dispatches", theme);
+    for (god, d) in &w.waiting {
+        l.push(Line::raw(format!(
+            "  {} → {god} (step {}, {}, {}{})",
+            d.handoff_id,
+            d.step,
+            d.ack_status,
+            when_at(d.dispatched_at.as_ref(), now, abs),
+            crate::console::items::delivery_note(d, now)
+                .map(|n| format!(", deliveries {n}"))
+                .unwrap_or_default()
+        )));
     }
-    let title = format!(
-        " {} · {} ",
-        w.id,
-        trunc(&w.path().display().to_string(), 80)
-    );
-    detail(frame, area, title, l, app, theme);
+}
+
+/// The abort manifest of an aborted workflow, when it has one.
+fn manifest_section(l: &mut Vec<Line>, w: &WorkflowView, theme: &Theme) {
+    let Some(m) = &w.manifest else {
+        return;
+    };
+    section(l, "Abort manifest", theme);
+    l.push(kv(
+        "failed step",
+        m.failed_step.clone().unwrap_or_default(),
+        theme.base(),
+        theme,
+    ));
+    l.push(kv(
+        "reason",
+        m.failure_reason.clone().unwrap_or_default(),
+        theme.base(),
+        theme,
+    ));
+    l.push(kv(
+        "marked",
+        m.artifacts_marked.len().to_string(),
+        theme.base(),
+        theme,
+    ));
+    l.push(kv(
+        "withdrawn",
+        m.dispatches_withdrawn.join(", "),
+        theme.base(),
+        theme,
+    ));
+    if m.requires_manual_review {
+        l.push(kv("review", "requires manual review", theme.alert(), theme));
+    }
 }
 
 /// The detail's cost: the workflow's usage, by step (from its state) and by god (from the ledger),

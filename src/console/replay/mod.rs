@@ -127,6 +127,30 @@ pub fn timeline_at(root: &Root, at_us: i64) -> Result<Timeline, String> {
     Ok(timeline)
 }
 
+/// `text` with every path inside directory `from` written inside `to` instead: `from` where it is
+/// a whole path or a path's leading part (followed by `/`, the end, or a character no file name
+/// of the scratch root continues with), never a longer name that merely starts the same.
+pub fn map_root<'a>(text: &'a str, from: &str, to: &str) -> std::borrow::Cow<'a, str> {
+    if from.is_empty() || !text.contains(from) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let continues = |c: char| c.is_alphanumeric() || matches!(c, '.' | '-' | '_');
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(from) {
+        let after = &rest[i + from.len()..];
+        out.push_str(&rest[..i]);
+        if after.chars().next().is_some_and(continues) {
+            out.push_str(from);
+        } else {
+            out.push_str(to);
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    std::borrow::Cow::Owned(out)
+}
+
 /// The bar's `laying out N of M files` while `left` files of `tree` are still to be laid out.
 fn loading(tree: &HistoryTree, left: usize) -> Option<(usize, usize)> {
     let total = tree.keys().filter(|k| scratch::read_by_console(k)).count();
@@ -180,6 +204,7 @@ impl Worker {
         view.last_us = timeline.last_us();
         view.moment_us = at_us;
         view.loading = loading(&tree, left);
+        view.recorded = Some(root.dir.clone());
         let mut w = Self {
             timeline,
             scratch,
@@ -485,5 +510,42 @@ impl Worker {
         Ok(Some(
             "no attention item appeared before this moment (within the changes looked at)".into(),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::map_root;
+
+    #[test]
+    fn a_scratch_path_is_shown_inside_the_recorded_root_and_nothing_else_changes() {
+        let from = "/tmp/pantheon-replay-42-aB3";
+        let to = "/srv/pantheon";
+        for (text, want) in [
+            (
+                "/tmp/pantheon-replay-42-aB3/conductor/state/wf_a.json",
+                "/srv/pantheon/conductor/state/wf_a.json",
+            ),
+            (
+                "/tmp/pantheon-replay-42-aB3/conductor/state/wf_a.json: not JSON (line 1)",
+                "/srv/pantheon/conductor/state/wf_a.json: not JSON (line 1)",
+            ),
+            (
+                "root /tmp/pantheon-replay-42-aB3 [replay]",
+                "root /srv/pantheon [replay]",
+            ),
+            (
+                "a /tmp/pantheon-replay-42-aB3/x and /tmp/pantheon-replay-42-aB3/y",
+                "a /srv/pantheon/x and /srv/pantheon/y",
+            ),
+            (
+                "/tmp/pantheon-replay-42-aB3x/conductor",
+                "/tmp/pantheon-replay-42-aB3x/conductor",
+            ),
+            ("nothing here", "nothing here"),
+        ] {
+            assert_eq!(map_root(text, from, to), want, "{text}");
+        }
+        assert_eq!(map_root("x", "", "/y"), "x");
     }
 }

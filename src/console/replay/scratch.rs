@@ -166,16 +166,18 @@ impl Scratch {
         until: Option<Instant>,
     ) -> (Vec<PathBuf>, usize) {
         let mut touched = Vec::new();
-        let gone: Vec<String> = self
+        let gone: Vec<(String, bool)> = self
             .tree
-            .keys()
-            .filter(|k| !tree.contains_key(*k) || !read_by_console(k))
-            .cloned()
+            .iter()
+            .filter(|(k, v)| tree.get(*k).is_none_or(|n| n.dir != v.dir) || !read_by_console(k))
+            .map(|(k, v)| (k.clone(), v.dir))
             .collect();
-        for key in gone {
+        // Deepest first: a file before the directory holding it, so a directory recorded as gone is
+        // empty when its turn comes.
+        for (key, dir) in gone.into_iter().rev() {
             self.tree.remove(&key);
             if let Some(p) = place(self.dir.path(), &key)
-                && std::fs::remove_file(&p).is_ok()
+                && self.remove(&p, dir)
             {
                 touched.push(p);
             }
@@ -210,8 +212,41 @@ impl Scratch {
         (touched, left)
     }
 
+    /// Removes the file, or the recorded directory once it is empty (a directory that still holds
+    /// something stays); true when it went.
+    fn remove(&self, p: &Path, dir: bool) -> bool {
+        if !dir {
+            return std::fs::remove_file(p).is_ok();
+        }
+        if std::fs::remove_dir(p).is_err() {
+            return false;
+        }
+        self.made.borrow_mut().retain(|d| !d.starts_with(p));
+        true
+    }
+
+    /// Makes directory `d` and those missing above it, naming each one made in `made`.
+    fn make_dir(&self, d: &Path, made: &mut Vec<PathBuf>) -> std::io::Result<()> {
+        if self.made.borrow().contains(d) {
+            return Ok(());
+        }
+        let mut missing = Vec::new();
+        let mut at = d;
+        while !at.exists() && at.starts_with(self.dir.path()) {
+            missing.push(at.to_path_buf());
+            match at.parent() {
+                Some(up) => at = up,
+                None => break,
+            }
+        }
+        std::fs::create_dir_all(d)?;
+        made.extend(missing.into_iter().rev());
+        self.made.borrow_mut().insert(d.to_path_buf());
+        Ok(())
+    }
+
     /// Writes one file's version `new` at `p` (only the appended blobs when `old` is its prefix),
-    /// with its recorded mtime.
+    /// with its recorded mtime; a recorded directory is made.
     fn write(
         &self,
         hist: &HistoryDir,
@@ -220,21 +255,11 @@ impl Scratch {
         new: &FileVer,
         made: &mut Vec<PathBuf>,
     ) -> std::io::Result<()> {
-        if let Some(parent) = p.parent()
-            && !self.made.borrow().contains(parent)
-        {
-            let mut missing = Vec::new();
-            let mut d = parent;
-            while !d.exists() && d.starts_with(self.dir.path()) {
-                missing.push(d.to_path_buf());
-                match d.parent() {
-                    Some(up) => d = up,
-                    None => break,
-                }
-            }
-            std::fs::create_dir_all(parent)?;
-            made.extend(missing.into_iter().rev());
-            self.made.borrow_mut().insert(parent.to_path_buf());
+        if new.dir {
+            return self.make_dir(p, made);
+        }
+        if let Some(parent) = p.parent() {
+            self.make_dir(parent, made)?;
         }
         let grows = old.filter(|o| {
             !o.blobs.is_empty()
@@ -311,6 +336,7 @@ mod tests {
                     blobs,
                     len,
                     mtime_us,
+                    dir: false,
                 },
             );
         };
@@ -359,6 +385,59 @@ mod tests {
         assert_eq!(ino, same, "appended in place");
         assert!(!s.path().join("conductor/state/wf_a.json").exists());
         assert_eq!(touched.len(), 2);
+    }
+
+    #[test]
+    fn a_recorded_directory_is_made_empty_and_removed_once_gone() {
+        use crate::engine::{HistoryWriter, Retention};
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::at(d.path());
+        let ret = Retention {
+            max_bytes: u64::MAX,
+            max_age: Duration::from_secs(3600),
+        };
+        let mut w = HistoryWriter::open(&root, ret, 1_000).unwrap();
+        let dir = |tree: &mut HistoryTree, key: &str| {
+            tree.insert(
+                key.into(),
+                FileVer {
+                    dir: true,
+                    ..FileVer::default()
+                },
+            );
+        };
+        let mut tree = HistoryTree::new();
+        dir(&mut tree, "conductor/pending/thoth");
+        dir(&mut tree, "conductor/pending/hermes");
+        let blob = w.put_blob(b"{}").unwrap();
+        tree.insert(
+            "conductor/pending/hermes/hof_1.json".into(),
+            FileVer {
+                blobs: vec![blob],
+                len: 2,
+                mtime_us: 1_000,
+                dir: false,
+            },
+        );
+        let hist = HistoryDir::of(&root);
+        let mut s = Scratch::new(Default::default()).unwrap();
+        let touched = s.show(&hist, &tree);
+        let thoth = s.path().join("conductor/pending/thoth");
+        assert!(thoth.is_dir(), "an inbox that never held a file is there");
+        assert!(touched.contains(&thoth), "and named for the model to read");
+        // Both directories go (one with its file): each is removed, deepest first.
+        let touched = s.show(&hist, &HistoryTree::new());
+        assert!(!thoth.exists());
+        let hermes = s.path().join("conductor/pending/hermes");
+        assert!(
+            !hermes.exists(),
+            "emptied by its file's removal, then removed"
+        );
+        assert!(touched.contains(&hermes) && touched.contains(&thoth));
+        // Made again later: the directory and a file in it come back.
+        let touched = s.show(&hist, &tree);
+        assert!(hermes.join("hof_1.json").is_file());
+        assert!(touched.contains(&hermes));
     }
 
     #[test]

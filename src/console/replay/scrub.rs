@@ -33,6 +33,9 @@ pub struct ReplayView {
     /// While the first moment is still being laid out: the files shown so far and in all (a large
     /// root's first screen comes before the whole moment is read, as the live one's does).
     pub loading: Option<(usize, usize)>,
+    /// The root the history belongs to: a path inside the scratch root the moment is laid out in
+    /// is shown inside it (`App::shown_text`). `None` in views built without a replay.
+    pub recorded: Option<std::path::PathBuf>,
 }
 
 impl ReplayView {
@@ -49,6 +52,7 @@ impl ReplayView {
             speed: 0,
             change: None,
             loading: None,
+            recorded: None,
         }
     }
 

@@ -14,22 +14,21 @@ use super::super::theme::Theme;
 use super::block;
 use crate::live::snapshot::FileWarning;
 
-/// The path of `w` relative to the root when it is inside it.
+/// The path of `w` relative to the root when it is inside it (whole, and in replay inside the
+/// recorded root, when not).
 fn shown_path(app: &App, w: &FileWarning) -> String {
-    w.path
-        .strip_prefix(&app.snapshot.root)
-        .unwrap_or(&w.path)
-        .display()
-        .to_string()
+    match w.path.strip_prefix(&app.snapshot.root) {
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => app.shown_path(&w.path),
+    }
 }
 
-/// The problem without the path that engine errors start with (the path has its own column).
-fn problem(w: &FileWarning) -> String {
+/// The problem without the path that engine errors start with (the path has its own column); in
+/// replay, other paths in it are shown inside the recorded root.
+fn problem(app: &App, w: &FileWarning) -> String {
     let prefix = format!("{}: ", w.path.display());
-    w.message
-        .strip_prefix(&prefix)
-        .unwrap_or(&w.message)
-        .to_owned()
+    let text = w.message.strip_prefix(&prefix).unwrap_or(&w.message);
+    app.shown_text(text).into_owned()
 }
 
 fn since(app: &App, w: &FileWarning) -> String {
@@ -71,7 +70,7 @@ pub fn overlay(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Span::styled(shown_path(app, w), theme.key()),
             Span::styled(format!("  since {}", since(app, w)), theme.dim()),
         ]));
-        lines.push(Line::styled(format!("  {}", problem(w)), style));
+        lines.push(Line::styled(format!("  {}", problem(app, w)), style));
     }
     frame.render_widget(
         Paragraph::new(lines)

@@ -254,7 +254,7 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         9,
         format!(
             "  {} [{}]",
-            s.root.display(),
+            app.shown_path(&s.root),
             if s.watch.is_empty() { "-" } else { &s.watch }
         ),
         theme.dim(),
@@ -702,6 +702,28 @@ pub(crate) fn trunc(s: &str, n: usize) -> String {
     }
 }
 
+/// What the raw detail of a file-backed record (`v` in its detail) shows: the file's path, then
+/// its JSON as read, or why it cannot be read. The title names the key that toggles it back,
+/// [`raw_key`].
+pub(crate) fn raw_lines<'a, T>(
+    whole: &Result<std::sync::Arc<crate::live::snapshot::Whole<T>>, String>,
+    path: &std::path::Path,
+    theme: &Theme,
+) -> Vec<Line<'a>> {
+    let mut lines = match whole {
+        Ok(x) => json_lines(&x.raw, theme),
+        Err(e) => vec![Line::styled(format!("⚠ {e}"), theme.warn())],
+    };
+    lines.insert(0, Line::styled(path.display().to_string(), theme.dim()));
+    lines
+}
+
+/// The key that toggles a detail between its typed and its raw view.
+pub(crate) fn raw_key(app: &App) -> String {
+    app.keymap
+        .key_for(&crate::console::action::Action::ToggleRaw)
+}
+
 /// A titled list of lines used by detail views.
 pub(crate) fn section<'a>(out: &mut Vec<Line<'a>>, title: &str, theme: &Theme) {
     out.push(Line::default());
@@ -721,6 +743,12 @@ pub(crate) fn detail(
 ) {
     let inner_w = area.width.saturating_sub(2).max(1) as usize;
     let inner_h = area.height.saturating_sub(2) as usize;
+    // In replay, the paths a detail shows name the recorded root's files, not the scratch root's.
+    let (title, lines) = if app.replay.is_some() {
+        (app.shown_text(&title).into_owned(), shown_lines(app, lines))
+    } else {
+        (title, lines)
+    };
     let wrapped = wrap::wrap_lines(lines, inner_w);
     let total = wrapped.len();
     let max = total.saturating_sub(inner_h).min(u16::MAX as usize) as u16;
@@ -743,6 +771,21 @@ pub(crate) fn detail(
         Paragraph::new(wrapped).block(block).scroll((scroll, 0)),
         area,
     );
+}
+
+/// `lines` with every span's text as [`App::shown_text`] writes it.
+fn shown_lines<'a>(app: &App, lines: Vec<Line<'a>>) -> Vec<Line<'a>> {
+    lines
+        .into_iter()
+        .map(|mut l| {
+            for s in &mut l.spans {
+                if let std::borrow::Cow::Owned(t) = app.shown_text(&s.content) {
+                    s.content = t.into();
+                }
+            }
+            l
+        })
+        .collect()
 }
 
 /// A key: value line.

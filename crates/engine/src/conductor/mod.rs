@@ -16,6 +16,7 @@ pub(crate) mod admin;
 pub(crate) mod deadlines;
 pub(crate) mod definition;
 pub(crate) mod delivery;
+pub(crate) mod dispatch;
 pub(crate) mod files;
 pub(crate) mod inbox_cache;
 pub(crate) mod intents;

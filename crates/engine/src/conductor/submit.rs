@@ -6,14 +6,14 @@
 //! state and skipped when already on disk, so a resubmission finishes exactly what a killed submit left.
 
 use super::model::RouteStatus;
-use super::results::{RedispatchStatus, SubmitStatus};
+use super::results::SubmitStatus;
 use serde_json::Value;
 
-use super::definition::{WorkflowDef, find_definition};
+use super::definition::WorkflowDef;
 use super::files;
 use super::model::{
-    AckRecord, AckStatus, Dispatch, DispatchContext, Handoff, HistoryEntry, Routed, Routing,
-    StepRecord, WorkflowState, WorkflowStatus, from_value,
+    AckRecord, AckStatus, Dispatch, Handoff, Routed, StepRecord, WorkflowState, WorkflowStatus,
+    from_value,
 };
 use super::route::{Route, Target, definition, route};
 use super::{Conductor, SubmitResult};
@@ -22,9 +22,7 @@ use crate::store::atomic::write_json;
 use crate::store::lock::FileLock;
 use crate::store::read::read_json;
 use crate::store::time::now_ts;
-use crate::store::{
-    GodName, HandoffId, Root, StepId, WorkflowId, encode_key, generate_dispatch_id,
-};
+use crate::store::{GodName, HandoffId, Root, StepId, WorkflowId, encode_key};
 
 /// Name checks the engine adds on top of the schema: every value that becomes part of a path.
 pub(crate) fn name_violations(v: &Value, fields: &[(&str, &'static str)]) -> Vec<Violation> {
@@ -189,7 +187,7 @@ fn path_text(p: &std::path::Path) -> String {
 }
 
 /// The path of the file that holds `hid`'s handoff for `step`, if any.
-fn stored_handoff_path(
+pub(crate) fn stored_handoff_path(
     root: &Root,
     wf: &WorkflowId,
     step: &StepId,
@@ -446,6 +444,90 @@ pub(crate) fn next_state(input: NextStateInput<'_>) -> Result<SubmitStep> {
     })
 }
 
+/// What one submit records, read by its decisions and its writes: the workflow, the handoff's id,
+/// step and text as received, and the definition the workflow runs under.
+struct Recording<'a> {
+    wf: &'a WorkflowId,
+    hid: &'a HandoffId,
+    step: &'a StepId,
+    raw: &'a Value,
+    def: Option<&'a WorkflowDef>,
+}
+
+/// The usage the handoff carries (its `usage`), priced as the ledger's line; `None` without one.
+/// It counts before the handoff routes (docs/BUDGETS.md).
+fn usage_report(
+    root: &Root,
+    r: &Recording<'_>,
+    h: &Handoff,
+    route: &Route,
+) -> Option<crate::cost::hook::Report> {
+    crate::cost::hook::Report::of_document(
+        root,
+        r.raw,
+        crate::cost::hook::Origin {
+            key: format!("handoff-{}", r.hid),
+            source: "handoff",
+            workflow_id: r.wf.as_str(),
+            definition: route.definition.as_ref().map(|(d, _)| d.as_str()),
+            step: Some(r.step.as_str()),
+            god: &h.from_god,
+            ..Default::default()
+        },
+    )
+}
+
+/// The budget decision: a budget the handoff's usage reaches holds the dispatch it produces, the
+/// budget's reason joined to a hold the dispatch already had (docs/BUDGETS.md). No usage and no
+/// budget: nothing is read.
+fn budget_hold(
+    root: &Root,
+    r: &Recording<'_>,
+    state: Option<&WorkflowState>,
+    route: &mut Route,
+    report: Option<&crate::cost::hook::Report>,
+    warnings: &mut Vec<String>,
+) -> Result<Option<crate::cost::hook::Hold>> {
+    let Target::Dispatch { god, hold, .. } = &mut route.target else {
+        return Ok(None);
+    };
+    let found = crate::cost::hook::hold(root, r.wf.as_str(), state, r.def, god, report, warnings)?;
+    if let Some(b) = &found {
+        *hold = Some(match hold.take() {
+            Some(other) => format!("{other}; {}", b.because),
+            None => b.because.clone(),
+        });
+    }
+    Ok(found)
+}
+
+/// The handoff's usage in the state and as the ledger's marker (written before the state, its
+/// commit point), and the budget hold's figures on the step record `hid` made.
+fn record_usage(
+    root: &Root,
+    st: &mut WorkflowState,
+    hid: &HandoffId,
+    report: Option<&crate::cost::hook::Report>,
+    budget_hold: Option<&crate::cost::hook::Hold>,
+) -> Result<()> {
+    if let Some(r) = report {
+        crate::cost::hook::record(st, r);
+        crate::cost::ledger::write_marker(root, &r.line)?;
+        super::crash_point("cost:after-marker");
+    }
+    if let Some(b) = budget_hold
+        && let Some(rec) = st
+            .step_history
+            .iter_mut()
+            .rev()
+            .find(|r| r.handoff_id.as_deref() == Some(hid.as_str()))
+        && let Some(routed) = rec.routed.as_mut()
+    {
+        routed.extra.insert("budget".into(), b.figures.clone());
+    }
+    Ok(())
+}
+
 /// What [`Conductor::submit_locked`] records: a validated handoff and what came with it.
 pub(crate) struct SubmitLocked<'a> {
     /// The workflow (its lock is held).
@@ -521,43 +603,23 @@ impl Conductor {
             Some((def_id, _)) => definition(root, def_id)?,
             None => None,
         };
-        warnings.extend(route.warnings.iter().cloned());
-        // Usage the handoff carries counts before it routes: a budget it reaches holds the
-        // dispatch it produces (docs/BUDGETS.md). No usage and no budget: nothing is read.
-        let report = crate::cost::hook::Report::of_document(
-            root,
-            &raw,
-            crate::cost::hook::Origin {
-                key: format!("handoff-{hid}"),
-                source: "handoff",
-                workflow_id: wf.as_str(),
-                definition: route.definition.as_ref().map(|(d, _)| d.as_str()),
-                step: Some(step.as_str()),
-                god: &h.from_god,
-                ..Default::default()
-            },
-        );
-        let budget_hold = match &mut route.target {
-            Target::Dispatch { god, hold, .. } => {
-                let found = crate::cost::hook::hold(
-                    root,
-                    wf.as_str(),
-                    state.as_ref(),
-                    def.as_ref(),
-                    god,
-                    report.as_ref(),
-                    &mut warnings,
-                )?;
-                if let Some(b) = &found {
-                    *hold = Some(match hold.take() {
-                        Some(other) => format!("{other}; {}", b.because),
-                        None => b.because.clone(),
-                    });
-                }
-                found
-            }
-            _ => None,
+        let r = Recording {
+            wf,
+            hid: &hid,
+            step: &step,
+            raw: &raw,
+            def: def.as_ref(),
         };
+        warnings.extend(route.warnings.iter().cloned());
+        let report = usage_report(root, &r, &h, &route);
+        let budget_hold = budget_hold(
+            root,
+            &r,
+            state.as_ref(),
+            &mut route,
+            report.as_ref(),
+            &mut warnings,
+        )?;
         let SubmitStep {
             state: mut st,
             status,
@@ -568,20 +630,47 @@ impl Conductor {
             state,
             handoff: &h,
             route: &route,
-            def: def.as_ref(),
+            def: r.def,
             ack: ack.as_ref().map(|a| &a.record),
             warnings: &warnings,
             now: &now_ts(),
         })?;
+        self.refuse_planted(&r, dispatch.as_ref(), ack.as_ref())?;
+        record_usage(root, &mut st, &hid, report.as_ref(), budget_hold.as_ref())?;
+        self.apply_submit(&r, &mut st, effects, ack)?;
+        if let Some(report) = &report {
+            warnings.extend(self.after_report(&st, r.def, report));
+        }
+        let rec = st.record_of(hid.as_str()).expect("just recorded");
+        // Reaching a publish or await_ack step turns `dispatched` into what the engine did there
+        // (the record's `routed.status`, which the journal's entry and a repeat also report).
+        let status = match rec.routed.as_ref().map(|r| &r.status) {
+            Some(RouteStatus::Publishing) => SubmitStatus::Publishing,
+            Some(RouteStatus::AwaitingReply) => SubmitStatus::AwaitingReply,
+            _ => status,
+        };
+        let latest = root.handoff_path(wf, &step);
+        Ok(self.result_of(wf, &st, rec, &latest, status, warnings))
+    }
 
-        let mut will_write = vec![root.handoff_path(wf, &step), root.state_path(wf)];
-        if let Some((god, _, held)) = &dispatch {
+    /// A symbolic link planted on the way to any file this submit writes (the handoff, the state,
+    /// the dispatch, the acked dispatch and its archive) is refused before anything is written,
+    /// rather than after the commit point (each write checks again).
+    fn refuse_planted(
+        &self,
+        r: &Recording<'_>,
+        dispatch: Option<&(GodName, StepId, bool)>,
+        ack: Option<&AckCommit>,
+    ) -> Result<()> {
+        let root = &self.root;
+        let mut will_write = vec![root.handoff_path(r.wf, r.step), root.state_path(r.wf)];
+        if let Some((god, _, held)) = dispatch {
             will_write.push(match held {
-                true => root.quarantine_dir().join(format!("{hid}.json")),
-                false => root.inbox_dir(god).join(format!("{hid}.json")),
+                true => root.quarantine_dir().join(format!("{}.json", r.hid)),
+                false => root.inbox_dir(god).join(format!("{}.json", r.hid)),
             });
         }
-        if let Some(a) = &ack {
+        if let Some(a) = ack {
             let god = GodName::parse(&a.dispatch_update.to_god)?;
             will_write.push(a.closes.path.clone());
             will_write.push(
@@ -589,40 +678,32 @@ impl Conductor {
                     .join(format!("{}.json", hid_of(&a.closes)?)),
             );
         }
-        // A symbolic link planted on the way to any of these files is refused before anything is
-        // written, rather than after the commit point (each write checks again).
-        files::refuse_unconfined(&self.root, &will_write)?;
+        files::refuse_unconfined(root, &will_write)
+    }
 
-        if let Some(r) = &report {
-            crate::cost::hook::record(&mut st, r);
-            crate::cost::ledger::write_marker(root, &r.line)?;
-            super::crash_point("cost:after-marker");
-        }
-        if let Some(b) = &budget_hold
-            && let Some(rec) = st
-                .step_history
-                .iter_mut()
-                .rev()
-                .find(|r| r.handoff_id.as_deref() == Some(hid.as_str()))
-            && let Some(routed) = rec.routed.as_mut()
-        {
-            routed.extra.insert("budget".into(), b.figures.clone());
-        }
-        let latest = root.handoff_path(wf, &step);
-        let mut ack = ack;
+    /// The writes of a submit: the effects [`next_state`] listed, in their order (the module's
+    /// write order), each followed by its crash point.
+    fn apply_submit(
+        &self,
+        r: &Recording<'_>,
+        st: &mut WorkflowState,
+        effects: Vec<SubmitEffect>,
+        mut ack: Option<AckCommit>,
+    ) -> Result<()> {
+        let root = &self.root;
         for effect in effects {
             match effect {
                 SubmitEffect::WriteHandoff => {
-                    self.write_handoff(wf, &step, &hid, &raw)?;
+                    self.write_handoff(r.wf, r.step, r.hid, r.raw)?;
                     super::crash_point("submit:after-handoff");
                 }
                 SubmitEffect::AdvanceOutbox => {
-                    if let Some(def) = &def {
-                        super::outbox::advance(root, def, wf, &mut st)?;
+                    if let Some(def) = r.def {
+                        super::outbox::advance(root, def, r.wf, st)?;
                     }
                 }
                 SubmitEffect::WriteState => {
-                    files::write_state(root, wf, &st)?;
+                    files::write_state(root, r.wf, st)?;
                     super::crash_point("submit:after-state");
                 }
                 SubmitEffect::ArchiveAcked => {
@@ -639,28 +720,17 @@ impl Conductor {
                     }
                 }
                 SubmitEffect::SupersedeStale => {
-                    self.supersede_stale(wf, &st, &hid)?;
+                    self.supersede_stale(r.wf, st, r.hid)?;
                     super::crash_point("submit:after-supersede");
                 }
                 SubmitEffect::DispatchFromState => {
-                    self.repair_dispatch(wf, &st, &hid)?;
-                    self.repair_tail(wf, &st)?;
+                    self.repair_dispatch(r.wf, st, r.hid)?;
+                    self.repair_tail(r.wf, st)?;
                     super::crash_point("submit:after-dispatch");
                 }
             }
         }
-        if let Some(r) = &report {
-            warnings.extend(self.after_report(&st, def.as_ref(), r));
-        }
-        let rec = st.record_of(hid.as_str()).expect("just recorded");
-        // Reaching a publish or await_ack step turns `dispatched` into what the engine did there
-        // (the record's `routed.status`, which the journal's entry and a repeat also report).
-        let status = match rec.routed.as_ref().map(|r| &r.status) {
-            Some(RouteStatus::Publishing) => SubmitStatus::Publishing,
-            Some(RouteStatus::AwaitingReply) => SubmitStatus::AwaitingReply,
-            _ => status,
-        };
-        Ok(self.result_of(wf, &st, rec, &latest, status, warnings))
+        Ok(())
     }
 
     /// A handoff already recorded (`rec`): the first result again, after finishing what a killed
@@ -822,344 +892,6 @@ impl Conductor {
         }
         Ok(())
     }
-
-    /// Writes again the dispatch a workflow `waiting_for_ack` waits on after it vanished from every
-    /// inbox (a foreign cleanup deleted it outright), re-derived from the state exactly as crash repair
-    /// does ([`Self::repair_dispatch`]). An operator act: refused while any dispatch of the workflow is
-    /// in an inbox or `_quarantine`, or when the workflow is not waiting for an ack.
-    pub(crate) fn redispatch_unjournaled(
-        &self,
-        wf: &WorkflowId,
-    ) -> Result<super::RedispatchResult> {
-        let wf = wf.clone();
-        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
-        let st = files::require_state(&self.root, &wf)?;
-        if let Some(request) = st.awaiting_reply()
-            && st.status == WorkflowStatus::WaitingForAck
-        {
-            return Err(Error::refused(format!(
-                "workflow {wf} is healthy: it waits at its await_ack step {:?} for the peer's reply to \
-                 request {request}, and has no dispatch to write again. The bridge completes the step \
-                 when the reply arrives (`pantheon bridge status` shows the request's outbox record); \
-                 do not abort it for this",
-                st.current_step.as_deref().unwrap_or("?")
-            )));
-        }
-        if st.status != WorkflowStatus::WaitingForAck {
-            return Err(Error::refused(format!(
-                "workflow {wf} is {}, not waiting_for_ack: there is no dispatch to write again",
-                st.status
-            )));
-        }
-        if let Some(open) = self.open_dispatches(&wf).first() {
-            return Err(Error::refused(format!(
-                "workflow {wf} already has its dispatch at {}; nothing to redispatch",
-                open.path.display()
-            )));
-        }
-        let cannot = |why: String| {
-            Error::refused(format!(
-                "cannot re-derive the dispatch of {wf}: {why}; ack or abort the workflow instead \
-                 (pantheon abort {wf} --reason …)"
-            ))
-        };
-        let last = st
-            .step_history
-            .last()
-            .ok_or_else(|| cannot("its state has no step_history".into()))?;
-        let hid = last
-            .handoff_id
-            .as_deref()
-            .and_then(|h| HandoffId::parse(h).ok())
-            .ok_or_else(|| cannot("its last step has no handoff id".into()))?;
-        let god = st
-            .dispatched_to
-            .as_deref()
-            .and_then(|g| GodName::parse(g).ok())
-            .ok_or_else(|| cannot("its state names no god in `dispatched_to`".into()))?;
-        let step = st.current_step.clone().unwrap_or_default();
-        let archived = self.root.archive_dir(&god).join(format!("{hid}.json"));
-        if archived.exists() {
-            return Err(cannot(format!(
-                "its dispatch {hid} was closed and archived ({})",
-                archived.display()
-            )));
-        }
-        self.repair_dispatch(&wf, &st, &hid)?;
-        let path = self.root.inbox_dir(&god).join(format!("{hid}.json"));
-        if !path.exists() {
-            return Err(cannot(format!(
-                "its last handoff {hid} did not route to {god}'s step {step:?}, which it waits on"
-            )));
-        }
-        Ok(super::RedispatchResult {
-            status: RedispatchStatus::Redispatched,
-            workflow_id: wf.clone(),
-            handoff_id: hid.clone(),
-            to_god: god.to_string(),
-            step,
-            dispatch_path: path.display().to_string(),
-        })
-    }
-
-    /// Writes the dispatch the last step record routes to when the engine added that record itself
-    /// (a publish or a reply moved the workflow on).
-    pub(crate) fn repair_tail(&self, wf: &WorkflowId, st: &WorkflowState) -> Result<()> {
-        if let Some(last) = st.step_history.last()
-            && (last.extra.contains_key("outbox_id") || last.extra.contains_key("reply_id"))
-            && let Some(hid) = &last.handoff_id
-            && let Ok(hid) = HandoffId::parse(hid)
-        {
-            self.repair_dispatch(wf, st, &hid)?;
-        }
-        Ok(())
-    }
-
-    /// Writes the dispatch a recorded handoff routed to, unless it already exists anywhere or the
-    /// workflow has moved on since. Safe to call any number of times.
-    pub(crate) fn repair_dispatch(
-        &self,
-        wf: &WorkflowId,
-        st: &WorkflowState,
-        hid: &HandoffId,
-    ) -> Result<()> {
-        let Some(last) = st.step_history.last() else {
-            return Ok(());
-        };
-        if last.handoff_id.as_deref() != Some(hid.as_str()) {
-            return Ok(());
-        }
-        let Some(routed) = &last.routed else {
-            return Ok(());
-        };
-        let held = match routed.status.as_str() {
-            "dispatched" => false,
-            "awaiting_approval" => true,
-            _ => return Ok(()),
-        };
-        let (Some(god), Some(step)) = (&routed.target_god, &routed.target_step) else {
-            return Ok(());
-        };
-        let want_status = if held {
-            WorkflowStatus::AwaitingApproval
-        } else {
-            WorkflowStatus::WaitingForAck
-        };
-        if st.status != want_status
-            || st.current_step.as_deref() != Some(step)
-            || st.dispatched_to.as_deref() != Some(god)
-        {
-            return Ok(());
-        }
-        let god = GodName::parse(god)?;
-        if files::dispatch_exists(&self.root, &god, hid) {
-            return Ok(());
-        }
-        let d = self.build_dispatch(wf, st, last, &god, step, routed)?;
-        let path = if held {
-            self.root.quarantine_dir().join(format!("{hid}.json"))
-        } else {
-            self.root.inbox_dir(&god).join(format!("{hid}.json"))
-        };
-        write_json(&self.root, &path, &d)
-    }
-
-    fn build_dispatch(
-        &self,
-        wf: &WorkflowId,
-        st: &WorkflowState,
-        rec: &StepRecord,
-        god: &GodName,
-        step: &str,
-        routed: &Routed,
-    ) -> Result<Dispatch> {
-        let hid = rec.handoff_id.clone().unwrap_or_default();
-        let step_id = StepId::parse(&rec.step_id)?;
-        let handoff: Handoff = read_json(&stored_handoff_path(
-            &self.root,
-            wf,
-            &step_id,
-            &HandoffId::parse(&hid)?,
-        ))?
-        .and_then(|v| from_value(v).ok())
-        .unwrap_or_default();
-        let history = st
-            .step_history
-            .iter()
-            .filter(|r| r.status == "completed")
-            .map(|r| HistoryEntry {
-                step: r.step_id.clone(),
-                god: r.god.clone(),
-                summary: r.summary.clone().unwrap_or_default(),
-                extra: Default::default(),
-            })
-            .collect();
-        let held = routed.held_because.is_some();
-        // Loaded once: its step gives the dispatch's `step_def` and the delivery policy.
-        let def = st
-            .definition_id
-            .as_deref()
-            .and_then(|id| find_definition(&self.root, id).ok().flatten());
-        let step_def = def
-            .as_ref()
-            .and_then(|def| def.step(step))
-            .map(super::definition::StepDef::descriptive_keys)
-            .unwrap_or_default();
-        let carried = carried_context(st, rec, &handoff);
-        let traceparent = Some(crate::trace::traceparent_of(st, "dispatch", &hid));
-        let mut d = Dispatch {
-            dispatch_id: Some(generate_dispatch_id()),
-            handoff_id: hid,
-            workflow_id: wf.to_string(),
-            from_god: rec.god.clone(),
-            to_god: god.to_string(),
-            step: step.to_owned(),
-            context: DispatchContext {
-                summary: rec.summary.clone().unwrap_or_default(),
-                decisions: st.context_bag.decisions.clone(),
-                artifacts: st.context_bag.artifacts.clone(),
-                open_questions: handoff.context.open_questions.clone(),
-                gates_passed: rec.gates_passed.clone(),
-                history,
-                extra: Default::default(),
-            },
-            routing: Some(Routing {
-                workflow_definition: st.definition_id.clone(),
-                workflow_version: st.definition_version.clone(),
-                workflow_step: Some(step.to_owned()),
-                priority: handoff.routing.and_then(|r| r.priority),
-                extra: Default::default(),
-            }),
-            traceparent,
-            dispatched_at: Some(now_ts()),
-            ack_status: AckStatus::Unacked,
-            held_because: routed.held_because.clone(),
-            ..Default::default()
-        };
-        if let Some(b) = routed.extra.get("budget") {
-            d.extra.insert("budget".into(), b.clone());
-        }
-        let mut omitted = Vec::new();
-        d.context.extra = bounded(carried, MAX_CARRIED_CONTEXT, "context.", &mut omitted);
-        let step_def = bounded(step_def, MAX_CARRIED_STEP_DEF, "step_def.", &mut omitted);
-        if !step_def.is_empty() {
-            d.step_def = Some(Value::Object(step_def));
-        }
-        if !omitted.is_empty() {
-            d.omitted = Some(serde_json::json!(omitted));
-        }
-        if let Some(policy) = self.delivery_policy(def.as_ref(), step, routed) {
-            policy.stamp(&mut d, chrono::Utc::now());
-            if held {
-                // The deadline starts when an operator releases it (approve).
-                d.deliveries.clear();
-                d.ack_deadline = None;
-            }
-        }
-        Ok(d)
-    }
-
-    /// The delivery policy of a dispatch to `step`: the step's (in `def`, the workflow's definition)
-    /// or the routing rule's declaration, the root's settings filling in; `None` when no `ack_wait`
-    /// applies.
-    pub(crate) fn delivery_policy(
-        &self,
-        def: Option<&WorkflowDef>,
-        step: &str,
-        routed: &Routed,
-    ) -> Option<super::delivery::Policy> {
-        let by_rule = match routed.rule.as_deref() {
-            Some(rule) => super::rules::load_rules(&self.root)
-                .0
-                .into_iter()
-                .find(|r| r.id == rule)
-                .map(|r| r.action.delivery)
-                .unwrap_or_default(),
-            None => Default::default(),
-        };
-        let declared = if by_rule.is_empty() {
-            def.and_then(|def| def.step(step).map(|s| s.delivery.clone()))
-                .unwrap_or_default()
-        } else {
-            by_rule
-        };
-        declared.resolve(&self.root.settings)
-    }
-}
-
-/// The most a dispatch carries of context keys beyond the standard ones: a handoff's limit, so the
-/// latest handoff's keys always fit whole; keys kept from the workflow's start come after them.
-pub(crate) const MAX_CARRIED_CONTEXT: usize = crate::store::limits::MAX_HANDOFF_BYTES;
-
-/// The most a dispatch carries of a step's descriptive keys (one field's limit).
-pub(crate) const MAX_CARRIED_STEP_DEF: usize = crate::store::limits::MAX_FIELD_BYTES;
-
-/// The names a dispatch's `context` gives its own fields: a handoff's key of the same name is not
-/// carried over them.
-const DISPATCH_CONTEXT_FIELDS: [&str; 6] = [
-    "summary",
-    "decisions",
-    "artifacts",
-    "open_questions",
-    "gates_passed",
-    "history",
-];
-
-/// The context keys beyond the standard ones that a dispatch carries, in order: the latest
-/// handoff's (an inbound request's `payload` and `nats` among them), then those the workflow kept
-/// from its starting handoff (`context.required` / `optional`) that the latest one does not
-/// repeat, then, after an `await_ack` step, the peer's `reply` (`{from, status, payload}`).
-fn carried_context(
-    st: &WorkflowState,
-    rec: &StepRecord,
-    handoff: &Handoff,
-) -> serde_json::Map<String, Value> {
-    let mut out = serde_json::Map::new();
-    let kept = st.extra.get("context").and_then(Value::as_object);
-    for (k, v) in handoff
-        .context
-        .extra
-        .iter()
-        .chain(kept.into_iter().flatten())
-    {
-        if !DISPATCH_CONTEXT_FIELDS.contains(&k.as_str()) && !v.is_null() && !out.contains_key(k) {
-            out.insert(k.clone(), v.clone());
-        }
-    }
-    if rec.extra.contains_key("reply_id") && !out.contains_key("reply") {
-        let field = |k: &str| rec.extra.get(k).cloned().unwrap_or(Value::Null);
-        out.insert(
-            "reply".into(),
-            serde_json::json!({"from": field("reply_from"), "status": field("reply_status"),
-                               "payload": field("reply_payload")}),
-        );
-    }
-    out
-}
-
-/// The entries of `map`, in order, while their JSON stays within `limit` bytes; a key that does not
-/// fit is named in `omitted` (with `prefix`) and the ones after it still get their chance.
-fn bounded(
-    map: serde_json::Map<String, Value>,
-    limit: usize,
-    prefix: &str,
-    omitted: &mut Vec<String>,
-) -> serde_json::Map<String, Value> {
-    let mut out = serde_json::Map::new();
-    let mut used = 0usize;
-    for (k, v) in map {
-        let size = crate::store::json_text(&v, false)
-            .len()
-            .saturating_add(k.len());
-        match used.checked_add(size) {
-            Some(total) if total <= limit => {
-                used = total;
-                out.insert(k, v);
-            }
-            _ => omitted.push(format!("{prefix}{k}")),
-        }
-    }
-    out
 }
 
 /// The handoff id of a found dispatch.

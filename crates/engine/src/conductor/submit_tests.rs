@@ -1,6 +1,7 @@
 //! Unit tests of `conductor::submit`.
 
 use super::*;
+use crate::conductor::dispatch::{bounded, carried_context};
 use serde_json::json;
 
 const NOW: &str = "2026-12-01T12:00:00Z";

@@ -8,11 +8,14 @@
 //! `conductor/history/.writer.lock`; a second recorder blocks on it (stands by) and takes over when
 //! the writer ends, killed or not.
 
+pub(crate) mod dirs;
 pub(crate) mod pack;
 pub(crate) mod picture;
 pub(crate) mod recorder;
 pub(crate) mod store;
 pub(crate) mod timeline;
+#[cfg(target_os = "linux")]
+pub(crate) mod tree_watch;
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -357,8 +360,12 @@ pub fn check(root: &Root) -> (Vec<String>, Vec<String>) {
                         cp.seq
                     ));
                 }
-                for f in cp.files.values() {
+                for (p, f) in &cp.files {
                     blobs.extend(f.blobs.iter().cloned());
+                    if let Some(m) = dirs::entry_problem(p, f) {
+                        let at = hist.checkpoint_path(*seg);
+                        errors.push(format!("{}: {m}", at.display()));
+                    }
                 }
             }
             Err(e) => errors.push(format!("segment {seg} has no readable checkpoint: {e}")),
@@ -412,6 +419,10 @@ pub fn check(root: &Root) -> (Vec<String>, Vec<String>) {
                     "{} at byte {off}: time goes back",
                     seg_path.display()
                 ));
+            }
+            let format = read.header.as_ref().map_or(store::FORMAT, |h| h.history);
+            if let Some(m) = dirs::record_problem(format, c) {
+                errors.push(format!("{} at byte {off}: {m}", seg_path.display()));
             }
             last_t = last_t.max(c.at_us);
             next = c.seq.saturating_add(1);

@@ -14,6 +14,9 @@ use crate::conductor::model::{Dispatch, WorkflowState};
 use crate::store::layout;
 use crate::store::time::{format_ts, parse_ts};
 
+/// The dispatches of one directory: (time, file name, handoff id) each.
+type Dispatches = Vec<(Option<i64>, String, String)>;
+
 /// One file: its key (`conductor/…`) and mtime (microseconds).
 pub(crate) type Listed<'a> = (&'a str, i64);
 
@@ -200,11 +203,42 @@ fn newest_session(
     }
 }
 
-/// The picture of the files `files` (sorted by key), reading a file's bytes through `read`; the
-/// workflows in `forgotten` show as such.
+/// The inboxes, dead-letter and archive directories of `dirs`, listed empty when no file of theirs
+/// was (as `pantheon inbox GOD` lists a god whose inbox directory exists).
+fn shown_dirs(
+    dirs: &[&str],
+    inboxes: &mut BTreeMap<String, Dispatches>,
+    dead: &mut BTreeMap<String, Dispatches>,
+    archived: &mut BTreeMap<String, usize>,
+) {
+    for d in dirs {
+        match parts(d).as_slice() {
+            [c, pd, god]
+                if *c == layout::CONDUCTOR_DIR
+                    && *pd == layout::PENDING_DIR
+                    && crate::store::ids::is_valid_name(god)
+                    && !crate::conductor::files::is_foreign_pending_dir(god) =>
+            {
+                inboxes.entry((*god).to_owned()).or_default();
+            }
+            [c, dd, god] if *c == layout::CONDUCTOR_DIR && *dd == "dead" => {
+                dead.entry((*god).to_owned()).or_default();
+            }
+            [c, a, god] if *c == layout::CONDUCTOR_DIR && *a == layout::ARCHIVE_DIR => {
+                archived.entry((*god).to_owned()).or_default();
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The picture of the files `files` (sorted by key) and the recorded directories `dirs` (an inbox,
+/// dead-letter or archive directory shows, empty or not), reading a file's bytes through `read`;
+/// the workflows in `forgotten` show as such.
 pub(crate) fn picture(
     at: &str,
     files: &[Listed<'_>],
+    dirs: &[&str],
     read: &dyn Fn(&str) -> Option<Vec<u8>>,
     forgotten: &std::collections::BTreeSet<String>,
 ) -> Value {
@@ -303,6 +337,7 @@ pub(crate) fn picture(
             _ => {}
         }
     }
+    shown_dirs(dirs, &mut inboxes, &mut dead, &mut archived);
     let boards = boards_of(sessions, &board_files, read);
     let order = ordered;
     json!({
@@ -324,9 +359,24 @@ pub(crate) fn picture(
 /// The picture of a tree from the history (blobs read as needed; a forgotten or missing blob reads
 /// as nothing).
 pub(crate) fn of_history(hist: &HistoryDir, tree: &Tree, at_us: i64) -> Value {
-    let files: Vec<Listed<'_>> = tree.iter().map(|(k, f)| (k.as_str(), f.mtime_us)).collect();
+    let files: Vec<Listed<'_>> = tree
+        .iter()
+        .filter(|(_, f)| !f.dir)
+        .map(|(k, f)| (k.as_str(), f.mtime_us))
+        .collect();
+    let dirs: Vec<&str> = tree
+        .iter()
+        .filter(|(_, f)| f.dir)
+        .map(|(k, _)| k.as_str())
+        .collect();
     let read = |k: &str| -> Option<Vec<u8>> { hist.content(tree.get(k)?).ok().flatten() };
-    picture(&format_ts(instant(at_us)), &files, &read, &hist.forgotten())
+    picture(
+        &format_ts(instant(at_us)),
+        &files,
+        &dirs,
+        &read,
+        &hist.forgotten(),
+    )
 }
 
 /// The picture of the root as it is now, read from its files (what the history should show for
@@ -338,12 +388,23 @@ pub fn of_root(root: &crate::store::Root, at_us: i64) -> Value {
         let (p, _) = files.get(k)?;
         crate::store::read::read_bytes(p).ok().flatten()
     };
+    let dirs = root_dirs(root);
+    let dirs: Vec<&str> = dirs.iter().map(String::as_str).collect();
     picture(
         &format_ts(instant(at_us)),
         &listed,
+        &dirs,
         &read,
         &super::store::HistoryDir::of(root).forgotten(),
     )
+}
+
+/// The directories of the root the recorder records as such (`history::dirs`), by key.
+pub fn root_dirs(root: &crate::store::Root) -> std::collections::BTreeSet<String> {
+    super::dirs::recorded_dirs_under(&root.conductor, layout::CONDUCTOR_DIR)
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect()
 }
 
 /// The files of the root the recorder records, by key, with their path and mtime (microseconds).

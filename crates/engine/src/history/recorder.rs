@@ -36,8 +36,16 @@ const RETENTION_EVERY: Duration = Duration::from_secs(3600);
 /// What the recorder loop is told.
 #[derive(Debug)]
 pub enum Msg {
-    /// A file notification.
-    Fs(notify::Result<notify::Event>),
+    /// Paths the watcher saw change; with `rescan`, events were lost and only a walk of both
+    /// trees can tell what changed.
+    Changed {
+        /// The files and directories named by the events, in their order.
+        paths: Vec<PathBuf>,
+        /// Events were lost (the kernel's queue overflowed).
+        rescan: bool,
+    },
+    /// A watcher problem that does not stop recording (reported as a warning).
+    Warning(String),
     /// Stop recording (finish the batch in hand first).
     Stop,
     /// The lease was taken (sent by the stand-by thread).
@@ -221,6 +229,15 @@ impl Recorder {
                 }
             }
         }
+        for (prefix, dir) in &bases {
+            for mut c in super::dirs::appeared_under(&self.writer.tree, dir, prefix, &mut seen, now)
+            {
+                if initial {
+                    c.when_us = now;
+                }
+                batch.push(c);
+            }
+        }
         let gone: Vec<String> = self
             .writer
             .tree
@@ -274,6 +291,10 @@ impl Recorder {
                                 batch.extend(self.observe(&k, &f, now));
                             }
                         }
+                    }
+                    if let Some(k) = self.walked_key_of(p) {
+                        let tree = &self.writer.tree;
+                        batch.extend(super::dirs::appeared_under(tree, p, &k, &mut seen, now));
                     }
                     if whole && let Some(k) = self.dir_key_of(p) {
                         for g in self.recorded_below(&k) {
@@ -337,6 +358,15 @@ impl Recorder {
             }
         }
         None
+    }
+
+    /// The key of a directory walked: a base's own prefix (`conductor`) or `dir_key_of`'s.
+    fn walked_key_of(&self, path: &Path) -> Option<String> {
+        self.bases
+            .iter()
+            .find(|(_, dir)| dir == path)
+            .map(|(prefix, _)| prefix.clone())
+            .or_else(|| self.dir_key_of(path))
     }
 
     /// The change of one file since the history's tree, if any (`None` also for a file that cannot
@@ -577,7 +607,7 @@ fn take_lease(
                         report(Report::Stopped);
                         return Ok(None);
                     }
-                    Ok(Msg::Fs(_)) => {}
+                    Ok(Msg::Changed { .. } | Msg::Warning(_)) => {}
                 }
             }
         }
@@ -588,56 +618,49 @@ fn take_lease(
     Ok(Some(lease))
 }
 
-/// Watches `root` for the recorder: `conductor/` itself flat, each of its other directories
-/// recursively (the history's own directory is never watched: its writes would wake the recorder
-/// for nothing), and the handoffs' tree recursively. Returns the directories watched recursively.
+/// Watches both trees for changes, new directories as they come; the history's own directory is
+/// never watched (its writes would wake the recorder for nothing), nor the journal's intents.
+#[cfg(target_os = "linux")]
+fn watch(root: &Root, tx: &mpsc::Sender<Msg>) -> Result<super::tree_watch::TreeWatch> {
+    let mut tops = vec![root.conductor.clone()];
+    if !root.handoffs.starts_with(&root.conductor) {
+        tops.push(root.handoffs.clone());
+    }
+    let skip = vec![
+        HistoryDir::of(root).dir,
+        crate::conductor::intents::intents_dir(root),
+    ];
+    super::tree_watch::TreeWatch::start(&tops, skip, tx.clone())
+}
+
+/// Elsewhere, a general watcher on both trees (its open and read events dropped here).
+#[cfg(not(target_os = "linux"))]
 fn watch(root: &Root, tx: &mpsc::Sender<Msg>) -> Result<notify::RecommendedWatcher> {
+    use notify::Watcher;
     let wtx = tx.clone();
     let mut watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
-        // Opening or reading a file changes nothing. Dropped here, on the watcher's thread: the
-        // recorder's own first scan opens every file of the root (and its directories), and those
-        // notifications would otherwise wait in the channel, tens of megabytes on a large root.
-        if ev
-            .as_ref()
-            .is_ok_and(|e| matches!(e.kind, notify::EventKind::Access(_)))
-        {
-            return;
-        }
-        let _ = wtx.send(Msg::Fs(ev));
+        let msg = match ev {
+            Ok(e) if matches!(e.kind, notify::EventKind::Access(_)) => return,
+            Ok(e) => Msg::Changed {
+                rescan: e.need_rescan(),
+                paths: e.paths,
+            },
+            Err(_) => Msg::Changed {
+                paths: Vec::new(),
+                rescan: true,
+            },
+        };
+        let _ = wtx.send(msg);
     })
     .map_err(|e| Error::refused(format!("cannot watch the root: {e}")))?;
-    use notify::Watcher;
-    let hist_dir = HistoryDir::of(root).dir;
-    let intents_dir = crate::conductor::intents::intents_dir(root);
-    watcher
-        .watch(&root.conductor, notify::RecursiveMode::NonRecursive)
-        .map_err(|e| Error::refused(format!("cannot watch {}: {e}", root.conductor.display())))?;
-    for e in std::fs::read_dir(&root.conductor)
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        let p = e.path();
-        if p != hist_dir && p != intents_dir && e.file_type().is_ok_and(|t| t.is_dir()) {
-            watcher
-                .watch(&p, notify::RecursiveMode::Recursive)
-                .map_err(|e| Error::refused(format!("cannot watch {}: {e}", p.display())))?;
-        }
-    }
-    if !root.handoffs.starts_with(&root.conductor) {
+    for top in [&root.conductor, &root.handoffs] {
         watcher
-            .watch(&root.handoffs, notify::RecursiveMode::Recursive)
-            .map_err(|e| {
-                Error::refused(format!("cannot watch {}: {e}", root.handoffs.display()))
-            })?;
+            .watch(top, notify::RecursiveMode::Recursive)
+            .map_err(|e| Error::refused(format!("cannot watch {}: {e}", top.display())))?;
     }
     Ok(watcher)
 }
 
-/// Directories walked because a notification named them, to be walked again as a whole
-/// ([`Recorder::recheck`]) a moment later and once more a second later: a new directory's watch is
-/// added by the watcher's thread after it reported the directory, and what happened inside it in
-/// between (a file made and removed again) only a later walk can settle.
 #[derive(Debug, Default)]
 struct Rechecks(Vec<(std::time::Instant, PathBuf, bool)>);
 
@@ -718,8 +741,7 @@ pub(crate) fn run(
         crate::store::atomic::ensure_dir(root, &d)?;
     }
     // Watch first, then scan: a change made between the two is seen by both, never by neither.
-    let mut watcher = watch(root, &tx)?;
-    use notify::Watcher;
+    let watcher = watch(root, &tx)?;
     let (mut rec, scanned) = Recorder::start(root, lease)?;
     report(Report::Writing {
         scanned,
@@ -728,7 +750,6 @@ pub(crate) fn run(
     let mut last_retention = std::time::Instant::now();
     let mut rechecks = Rechecks::default();
     // Not history (see [`unrecorded`]): never watched.
-    let intents = crate::conductor::intents::intents_dir(root);
     loop {
         let wait = [rechecks.wait(), rec.writer.sync_wait()]
             .into_iter()
@@ -756,9 +777,14 @@ pub(crate) fn run(
         let mut stop = false;
         let mut take = |m: Msg, paths: &mut Vec<PathBuf>| match m {
             Msg::Stop => stop = true,
-            Msg::Fs(Ok(ev)) if ev.need_rescan() => rescan = true,
-            Msg::Fs(Ok(ev)) => paths.extend(ev.paths),
-            Msg::Fs(Err(_)) => rescan = true,
+            Msg::Changed {
+                paths: p,
+                rescan: r,
+            } => {
+                paths.extend(p);
+                rescan |= r;
+            }
+            Msg::Warning(w) => report(Report::Warning(w)),
             Msg::Leased(_) => {}
         };
         take(first, &mut paths);
@@ -778,15 +804,6 @@ pub(crate) fn run(
         // A directory (new, or removed and made again) in `conductor/`: watch it (again: a removed
         // directory's watch went with it, and watching a watched directory changes nothing). What
         // it already holds is read below.
-        for p in &paths {
-            if p.parent() == Some(root.conductor.as_path())
-                && p.is_dir()
-                && p.as_path() != rec.skip.as_path()
-                && *p != intents
-            {
-                let _ = watcher.watch(p, notify::RecursiveMode::Recursive);
-            }
-        }
         let done = if rescan {
             rec.rescan(false)
         } else if paths.is_empty() {

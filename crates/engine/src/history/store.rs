@@ -35,9 +35,12 @@ pub(crate) const WRITER_FILE: &str = "writer.json";
 pub(crate) const FORGOTTEN_FILE: &str = "forgotten.json";
 const SEGMENT_SUFFIX: &str = ".log";
 const CHECKPOINT_SUFFIX: &str = ".json";
-/// The format version new segments are written with: 2 (records may name packed blobs). Version 1
-/// segments (every blob a file) are read as they are.
-pub(crate) const FORMAT: u32 = 2;
+/// The format version new segments are written with: 3 (records may record a directory, see
+/// [`Kind::Dir`]). Version 2 segments (no directory records) and version 1 segments (every blob a
+/// file, no packs) are read as they are.
+pub(crate) const FORMAT: u32 = 3;
+/// The first format whose records may record a directory ([`Kind::Dir`]).
+pub(crate) const FORMAT_DIRS: u32 = 3;
 
 /// A segment is closed (a checkpoint taken, a new segment begun) after this many records…
 pub(crate) const SEGMENT_MAX_RECORDS: u64 = 20_000;
@@ -69,6 +72,10 @@ pub struct FileVer {
     /// Its modification time, microseconds since the epoch.
     #[serde(rename = "m", default)]
     pub mtime_us: i64,
+    /// A directory rather than a file (format 3: the directories whose mere existence the live
+    /// model shows, see `history::dirs`); it has no content.
+    #[serde(rename = "d", default, skip_serializing_if = "std::ops::Not::not")]
+    pub dir: bool,
 }
 
 /// What a change did to its file.
@@ -79,8 +86,10 @@ pub enum Kind {
     Put,
     /// Bytes were appended (a JSONL file): the blob is the new tail.
     App,
-    /// The file is gone.
+    /// The file (or the directory) is gone.
     Del,
+    /// The directory appeared (format 3; only the directories `history::dirs` names).
+    Dir,
 }
 
 impl Kind {
@@ -90,6 +99,7 @@ impl Kind {
             Kind::Put => "put",
             Kind::App => "app",
             Kind::Del => "del",
+            Kind::Dir => "dir",
         }
     }
 }
@@ -168,6 +178,17 @@ pub fn apply(tree: &mut Tree, c: &Change) {
                     blobs: c.blob.iter().cloned().collect(),
                     len: c.len,
                     mtime_us: c.mtime_us,
+                    dir: false,
+                },
+            );
+        }
+        Kind::Dir => {
+            tree.insert(
+                c.path.clone(),
+                FileVer {
+                    mtime_us: c.mtime_us,
+                    dir: true,
+                    ..FileVer::default()
                 },
             );
         }
@@ -1203,7 +1224,8 @@ mod tests {
         drop(w);
         let seg = hist.segment_path(0);
         let text = std::fs::read_to_string(&seg).unwrap();
-        std::fs::write(&seg, text.replacen("\"history\":2", "\"history\":1", 1)).unwrap();
+        let now = format!("\"history\":{FORMAT}");
+        std::fs::write(&seg, text.replacen(&now, "\"history\":1", 1)).unwrap();
         assert_eq!(hist.header(0).unwrap().history, 1);
         // Opened by this version, the old segment is closed: packed names begin a segment of
         // format 2, and the old one stays as it was.

@@ -1,0 +1,82 @@
+//! The same action on every marked record (see `marks`): made once per mark when a confirmation
+//! opens on a pane with marks, one engine call per record, one report for all.
+
+use chrono::{DateTime, Utc};
+
+use crate::engine::Error;
+use crate::live::snapshot::Snapshot;
+
+use super::super::action::Action;
+use super::super::app::{App, Effect, Tone};
+use super::super::engine_ops::EngineOperator;
+use super::super::marks::{describe_bulk, execute_bulk, summarize_bulk};
+use super::super::ops::Outcome;
+use super::super::shown::Version;
+use super::{Act, Op};
+
+/// No key starts it: any action that applies to marks becomes one on a pane with marks.
+pub(super) fn start(_app: &mut App, _action: &Action) -> Option<Vec<Effect>> {
+    None
+}
+
+impl App {
+    /// `op` as it is confirmed: made for every mark of the current pane when it applies to marks.
+    pub(crate) fn on_marks(&self, op: Op) -> Op {
+        match self.fan_out(&op) {
+            Some((items, skipped)) => Op::Bulk { items, skipped },
+            None => op,
+        }
+    }
+}
+
+impl Act for super::Bulk<'_> {
+    fn title(&self) -> String {
+        match self.items.first() {
+            Some((_, op)) => format!("{} {} marked record(s)", op.verb(), self.items.len()),
+            None => "Nothing to do on the marked records".to_owned(),
+        }
+    }
+
+    fn verb(&self) -> &'static str {
+        self.items.first().map_or("OK", |(_, op)| op.verb())
+    }
+
+    fn is_destructive(&self) -> bool {
+        self.items.iter().any(|(_, o)| o.is_destructive())
+    }
+
+    fn describe(&self, out: &mut Vec<(Tone, String)>, _snap: &Snapshot, _now: DateTime<Utc>) {
+        out.extend(describe_bulk(self.items, self.skipped));
+    }
+
+    fn version(&self, v: &mut Version, snap: &Snapshot) {
+        for (_, item) in self.items {
+            item.version(v, snap);
+        }
+    }
+
+    fn execute(&self, engine: &EngineOperator) -> Result<Outcome, Error> {
+        Ok(Outcome::Bulk(execute_bulk(engine, self.items, self.skipped)))
+    }
+
+    fn summarize(&self, outcome: &Outcome) -> String {
+        match outcome {
+            Outcome::Bulk(report) => summarize_bulk(self.items, report),
+            _ => String::new(),
+        }
+    }
+
+    fn subject(&self) -> String {
+        format!("{} records", self.items.len())
+    }
+
+    fn is_bulk(&self) -> bool {
+        true
+    }
+
+    fn finished(&self, app: &mut App, outcome: &Outcome) {
+        if let Outcome::Bulk(report) = outcome {
+            app.bulk_finished(self.items, report);
+        }
+    }
+}

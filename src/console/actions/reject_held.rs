@@ -1,0 +1,123 @@
+//! Reject a held dispatch of pane 2 (`R`): archived as rejected, its workflow failed; the reason is
+//! asked.
+
+use chrono::{DateTime, Utc};
+
+use crate::engine::{Actor, Error, HandoffId};
+use crate::live::snapshot::Snapshot;
+
+use super::super::action::{Action, Pane};
+use super::super::app::{App, Effect, FlashKind, PromptFor, Tone};
+use super::super::engine_ops::EngineOperator;
+use super::super::marks::FanOut;
+use super::super::ops::Outcome;
+use super::super::rowkey::RowKey;
+use super::super::shown::{self, Version};
+use super::approve::{approval_summary, held};
+use super::{Act, Op, line, marks_fit};
+
+/// `R` on a held dispatch.
+pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
+    if *action != Action::RejectHeld {
+        return None;
+    }
+    if marks_fit(
+        app,
+        &|a: &App, k: &RowKey| a.dispatch_is_held(k) == Some(true),
+        "a held dispatch",
+    ) {
+        app.start_reject_held();
+    }
+    Some(Vec::new())
+}
+
+impl App {
+    fn start_reject_held(&mut self) {
+        if self.refuse_if_gone(Pane::Inboxes) {
+            return;
+        }
+        match self.selected_dispatch() {
+            Some((_, d, true)) => match HandoffId::parse(&d.handoff_id) {
+                Ok(h) => self.ask(
+                    "Reason for rejecting (required)",
+                    true,
+                    String::new(),
+                    PromptFor::RejectHeld(h),
+                ),
+                Err(e) => self.flash(FlashKind::Error, e.to_string()),
+            },
+            _ => self.need("a held dispatch (the _quarantine rows of pane 2)"),
+        }
+    }
+
+    /// The reason was given: the confirmation.
+    pub(crate) fn reject_held_answered(&mut self, handoff_id: HandoffId, answer: Option<String>) {
+        self.confirm(Op::RejectHeld {
+            handoff_id,
+            reason: answer.unwrap_or_default(),
+        });
+    }
+}
+
+impl Act for super::RejectHeld<'_> {
+    fn title(&self) -> String {
+        format!("Reject held dispatch {}", self.handoff_id)
+    }
+
+    fn verb(&self) -> &'static str {
+        "Reject"
+    }
+
+    fn is_destructive(&self) -> bool {
+        true
+    }
+
+    fn describe(&self, out: &mut Vec<(Tone, String)>, _snap: &Snapshot, _now: DateTime<Utc>) {
+        out.push(line(
+            Tone::Danger,
+            format!(
+                "Held dispatch {} will be archived as rejected and its workflow marked failed.",
+                self.handoff_id
+            ),
+        ));
+        out.push(line(Tone::Dim, format!("Reason: {}", self.reason)));
+    }
+
+    fn version(&self, v: &mut Version, snap: &Snapshot) {
+        shown::dispatch(v, self.handoff_id.as_str(), snap)
+    }
+
+    fn execute(&self, engine: &EngineOperator) -> Result<Outcome, Error> {
+        Ok(Outcome::Approval(engine.conductor().reject_held(
+            self.handoff_id,
+            self.reason,
+            Actor::Operator,
+        )?))
+    }
+
+    fn summarize(&self, outcome: &Outcome) -> String {
+        match outcome {
+            Outcome::Approval(r) => approval_summary(r),
+            _ => String::new(),
+        }
+    }
+
+    fn subject(&self) -> String {
+        self.handoff_id.to_string()
+    }
+
+    fn done_word(&self) -> &'static str {
+        "rejected"
+    }
+
+    fn words(&self) -> Option<String> {
+        Some(self.reason.clone())
+    }
+
+    fn mark(&self, fan: &mut FanOut<'_>, mark: &RowKey) -> Option<Result<Op, String>> {
+        Some(held(fan, mark).map(|handoff_id| Op::RejectHeld {
+            handoff_id,
+            reason: self.reason.clone(),
+        }))
+    }
+}
