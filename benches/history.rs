@@ -5,8 +5,10 @@
 //! - **size**: the history of the 10,000-workflow root after its first recording, against the root's
 //!   own size (apparent bytes); goal < 2x.
 //! - **overhead**: submit + ack cycles with the recorder running on the same root (a thread, as
-//!   `pantheon serve` runs it), against the same cycles without it; goal < 5 % slower. Also the acting
-//!   thread's own CPU per cycle (user + system), which other processes' load does not move.
+//!   `pantheon serve` runs it), against the same cycles without it; goal < 5 % slower. Each pair's
+//!   arms start from fresh roots and do the same `HISTORY_BENCH_CYCLES` cycles (default 300, the
+//!   submit + ack benchmark's), `HISTORY_BENCH_ROUNDS` pairs (default 12). Also the acting thread's
+//!   own CPU per cycle (user + system), which other processes' load moves less.
 //! - **idle**: CPU the recorder uses on the idle 10,000-workflow root over 10 s, against one core;
 //!   goal < 1 %.
 //! - **seek** also times the console's seek in the same history (`:replay TS` in a replay: the tree
@@ -433,35 +435,52 @@ fn cycles(c: &Conductor, from: usize, n: usize) -> (f64, f64) {
     (n as f64 / wall, (thread_cpu_secs() - cpu) / n as f64)
 }
 
+/// One arm of the overhead's pairs: a fresh root, the recorder on it or not, `n` cycles.
+fn overhead_arm(with_recorder: bool, n: usize) -> (f64, f64) {
+    let dir = tempfile::tempdir().unwrap();
+    let c = Conductor::new(Root::at(dir.path()));
+    c.init().expect("init");
+    let bg = with_recorder.then(|| Background::start(&Root::at(dir.path()), quiet()).unwrap());
+    // The same pause in both arms: the recorder's first scan, or nothing.
+    std::thread::sleep(Duration::from_millis(300));
+    let r = cycles(&c, 0, n);
+    if let Some(bg) = bg {
+        bg.stop();
+    }
+    r
+}
+
 fn overhead() {
     let n: usize = std::env::var("HISTORY_BENCH_CYCLES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(200);
-    let dir = tempfile::tempdir().unwrap();
-    let c = Conductor::new(Root::at(dir.path()));
-    c.init().expect("init");
-    let root = Root::at(dir.path());
+        .unwrap_or(300);
     let rounds: usize = std::env::var("HISTORY_BENCH_ROUNDS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(3);
-    // Alternate rounds without and with the recorder, so drift of the machine hits both alike.
+        .unwrap_or(12);
+    // Each arm of a pair starts from a fresh root and does the same work (the submit + ack
+    // benchmark's: `n` cycles over ten workflows), so the states it rewrites are the same size in
+    // both; the order alternates (bare first, then recorder first) so drift of the machine hits
+    // both alike.
     let (mut bare, mut rec) = (Vec::new(), Vec::new());
     let (mut bare_cpu, mut rec_cpu) = (Vec::new(), Vec::new());
-    let mut next = 0;
-    for _ in 0..rounds {
-        let (b, bc) = cycles(&c, next, n);
-        bare.push(b);
-        bare_cpu.push(bc);
-        next += n;
-        let bg = Background::start(&root, quiet()).unwrap();
-        std::thread::sleep(Duration::from_millis(300));
-        let (r, rc) = cycles(&c, next, n);
-        rec.push(r);
-        rec_cpu.push(rc);
-        next += n;
-        bg.stop();
+    for round in 0..rounds {
+        let order = if round % 2 == 0 {
+            [false, true]
+        } else {
+            [true, false]
+        };
+        for with_recorder in order {
+            let (w, cpu) = overhead_arm(with_recorder, n);
+            if with_recorder {
+                rec.push(w);
+                rec_cpu.push(cpu);
+            } else {
+                bare.push(w);
+                bare_cpu.push(cpu);
+            }
+        }
     }
     let med = |v: &mut Vec<f64>| {
         v.sort_by(|a, b| a.total_cmp(b));
@@ -480,7 +499,7 @@ fn overhead() {
         "ms",
         (1000.0 / b, "the same cycle without the recorder"),
         b / r < 1.05,
-        &format!("median of {rounds} alternating rounds of {n} cycles each"),
+        &format!("median of {rounds} pairs of {n} cycles on fresh roots, order alternating"),
     );
     // On a shared machine the wall time swings with other processes' load; the acting thread's own
     // CPU (its system time included: the file system work of its writes) does not.
@@ -499,7 +518,9 @@ fn overhead() {
         "ms",
         (bc * 1e3, "the same cycle's thread CPU without the recorder"),
         rc / bc < 1.05,
-        &format!("median of {rounds} alternating rounds of {n} cycles each; user + system time"),
+        &format!(
+            "median of {rounds} pairs of {n} cycles on fresh roots, order alternating; user + system time"
+        ),
     );
 }
 
