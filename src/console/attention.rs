@@ -11,6 +11,9 @@ use crate::live::snapshot::{BridgeKind, Snapshot, Sym, short_duration};
 use super::action::Pane;
 use super::rowkey::RowKey;
 
+mod key;
+pub use key::Key;
+
 /// How long a board session may stay in `VOTING` (or wait in `RESOLVING`) after it started when the
 /// session names no deadline of its own (`vote_deadline` or `deadline`).
 pub const BOARD_VOTE_DEADLINE: Duration = Duration::hours(1);
@@ -59,8 +62,8 @@ impl Kind {
 /// Where Enter takes the operator.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Jump {
-    /// The row with this identity in this pane (see `App::keys`).
-    Row(Pane, RowKey),
+    /// The row with this identity, in the pane that lists its kind ([`RowKey::pane`]).
+    Row(RowKey),
     /// The pane itself, no row in particular.
     Pane(Pane),
     /// The Board pane on this track.
@@ -124,10 +127,11 @@ impl FromIterator<(&'static str, Sym)> for Ids {
 /// One thing that waits on a human.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Item {
+    /// The kind of its key.
     pub kind: Kind,
     /// The identity of the cause (kind and record ids): the same cause keeps the same key.
-    pub key: String,
-    /// The ids of the records it concerns.
+    pub key: Key,
+    /// The ids of the records it concerns: its key's, named.
     pub ids: Ids,
     pub reason: String,
     /// Since when the cause holds, when known.
@@ -139,26 +143,12 @@ pub struct Item {
 }
 
 impl Item {
-    fn new(kind: Kind, ids: &[(&'static str, &str)], reason: String, jump: Jump) -> Self {
-        Self::with_ids(
-            kind,
-            ids.iter().map(|(k, v)| (*k, Sym::from(*v))).collect(),
-            reason,
-            jump,
-        )
-    }
-
-    /// An item whose ids are shared copies (a workflow's id, a dispatch's name).
-    fn with_ids(kind: Kind, ids: Ids, reason: String, jump: Jump) -> Self {
-        let mut key = kind.as_str().to_owned();
-        for v in ids.values() {
-            key.push('/');
-            key.push_str(v);
-        }
+    /// The item of the cause `key`: its kind and ids are the key's.
+    pub(crate) fn new(key: Key, reason: String, jump: Jump) -> Self {
         Self {
-            kind,
+            kind: key.kind(),
+            ids: key.ids(),
             key,
-            ids,
             reason,
             since: None,
             action: "",
@@ -173,6 +163,19 @@ impl Item {
             _ => 0,
         };
         self.ids.0.get(at).map_or("", |(_, v)| &**v)
+    }
+
+    /// A held dispatch's item in the quarantine, for the notifier's and the hook's tests.
+    #[cfg(test)]
+    pub(crate) fn held(handoff_id: &str, reason: String) -> Self {
+        Item::new(
+            Key::Held {
+                handoff_id: handoff_id.into(),
+                workflow_id: "wf_1".into(),
+            },
+            reason,
+            Jump::Row(RowKey::dispatch("_quarantine", handoff_id)),
+        )
     }
 
     fn since(mut self, t: Option<DateTime<Utc>>) -> Self {
@@ -280,11 +283,10 @@ fn held_items(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
             .unwrap_or_default();
         out.push(
             Item::new(
-                Kind::Held,
-                &[
-                    ("handoff_id", &*x.handoff_id),
-                    ("workflow_id", &*x.workflow_id),
-                ],
+                Key::Held {
+                    handoff_id: x.handoff_id.clone(),
+                    workflow_id: Sym::from(&*x.workflow_id),
+                },
                 format!(
                     "{late}held for approval ({}): {} → {} step {}",
                     x.held_because.as_deref().unwrap_or("approval required"),
@@ -292,7 +294,7 @@ fn held_items(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
                     x.to_god,
                     x.step
                 ),
-                Jump::Row(Pane::Inboxes, RowKey::dispatch(&s.quarantine.god, &d.name)),
+                Jump::Row(RowKey::dispatch(&s.quarantine.god, &d.name)),
             )
             .since(x.dispatched_at.as_ref().and_then(|t| t.at()))
             .action("{approve} approve · {reject_held} reject"),
@@ -317,11 +319,10 @@ fn workflow_items(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
                         .and_then(|a| a.acked_at.as_ref().and_then(|t| t.at()))
                 });
             out.push(
-                Item::with_ids(
-                    Kind::Overdue,
-                    [("workflow_id", w.id.clone())].into_iter().collect(),
+                Item::new(
+                    Key::Overdue(w.id.clone()),
                     format!("overdue: {why}"),
-                    Jump::Row(Pane::Workflows, RowKey::Workflow(w.id.clone())),
+                    Jump::Row(RowKey::Workflow(w.id.clone())),
                 )
                 .since(since)
                 .action("{abort} abort · ack it in {pane_2} Inboxes"),
@@ -329,11 +330,10 @@ fn workflow_items(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
         }
         if s.loading.is_none() && Snapshot::orphaned(w) {
             out.push(
-                Item::with_ids(
-                    Kind::Orphaned,
-                    [("workflow_id", w.id.clone())].into_iter().collect(),
+                Item::new(
+                    Key::Orphaned(w.id.clone()),
                     "waits for an ack but its dispatch is in no inbox".into(),
-                    Jump::Row(Pane::Workflows, RowKey::Workflow(w.id.clone())),
+                    Jump::Row(RowKey::Workflow(w.id.clone())),
                 )
                 .since(w.state.updated.as_ref().and_then(|t| t.at()))
                 .action("{abort} abort · `pantheon redispatch` writes it again"),
@@ -353,18 +353,17 @@ fn track_items(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
             let beat = w.heartbeat();
             out.push(
                 Item::new(
-                    Kind::StaleWorker,
-                    &[
-                        ("track", t.name.as_str()),
-                        ("worker_id", w.worker_id.as_str()),
-                    ],
+                    Key::StaleWorker {
+                        track: t.name.as_str().into(),
+                        worker_id: w.worker_id.as_str().into(),
+                    },
                     format!(
                         "{} {} and silent for {}",
                         w.worker_id,
                         w.status,
                         beat.map_or("ever".into(), |b| short_duration(now - b))
                     ),
-                    Jump::Row(Pane::Workers, RowKey::worker(&t.name, &w.worker_id)),
+                    Jump::Row(RowKey::worker(&t.name, &w.worker_id)),
                 )
                 .since(beat)
                 .action("{worker_locks} its locks · check the worker"),
@@ -373,13 +372,15 @@ fn track_items(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
         for l in t.locks.iter().filter(|l| l.is_expired(now)) {
             out.push(
                 Item::new(
-                    Kind::ExpiredLock,
-                    &[("track", t.name.as_str()), ("path", l.path.as_str())],
+                    Key::ExpiredLock {
+                        track: t.name.as_str().into(),
+                        path: l.path.as_str().into(),
+                    },
                     format!(
                         "lock expired, still held by {}",
                         l.worker_id.as_deref().unwrap_or("-")
                     ),
-                    Jump::Row(Pane::Locks, RowKey::lock(&t.name, &l.path)),
+                    Jump::Row(RowKey::lock(&t.name, &l.path)),
                 )
                 .since(l.expires())
                 .action("{force_unlock} force-unlock"),
@@ -388,7 +389,7 @@ fn track_items(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
         for (i, cycle) in t.deadlocks.iter().enumerate() {
             let locks = t.deadlock_locks.get(i).cloned().unwrap_or_default();
             let jump = match locks.first() {
-                Some(p) => Jump::Row(Pane::Locks, RowKey::lock(&t.name, p)),
+                Some(p) => Jump::Row(RowKey::lock(&t.name, p)),
                 None => Jump::Pane(Pane::Workers),
             };
             let mut reason = format!("deadlock: {cycle}");
@@ -404,8 +405,10 @@ fn track_items(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
                 .and_then(|m| parse_ts(&m.timestamp));
             out.push(
                 Item::new(
-                    Kind::Deadlock,
-                    &[("track", t.name.as_str()), ("cycle", cycle.as_str())],
+                    Key::Deadlock {
+                        track: t.name.as_str().into(),
+                        cycle: cycle.as_str().into(),
+                    },
                     reason,
                     jump,
                 )
@@ -421,11 +424,10 @@ fn track_items(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
             {
                 out.push(
                     Item::new(
-                        Kind::VoteOverdue,
-                        &[
-                            ("track", t.name.as_str()),
-                            ("session_id", b.session.session_id.as_str()),
-                        ],
+                        Key::VoteOverdue {
+                            track: t.name.as_str().into(),
+                            session_id: b.session.session_id.as_str().into(),
+                        },
                         format!(
                             "board {status} past its deadline ({} votes of {})",
                             b.votes.len(),
@@ -475,14 +477,13 @@ fn dead_letter_items(s: &Snapshot, out: &mut Vec<Item>) {
             .or_else(|| x.dispatched_at.as_ref().and_then(|t| t.at()));
             out.push(
                 Item::new(
-                    Kind::DeadLetter,
-                    &[
-                        ("handoff_id", &*d.name),
-                        ("god", inbox.god.as_str()),
-                        ("workflow_id", &*x.workflow_id),
-                    ],
+                    Key::DeadLetter {
+                        handoff_id: d.name.clone(),
+                        god: inbox.god.as_str().into(),
+                        workflow_id: Sym::from(&*x.workflow_id),
+                    },
                     reason,
-                    Jump::Row(Pane::DeadLetters, RowKey::dead_letter(&inbox.god, &d.name)),
+                    Jump::Row(RowKey::dead_letter(&inbox.god, &d.name)),
                 )
                 .since(since)
                 .action("{requeue} requeue · {abort} abort its workflow"),
@@ -503,14 +504,9 @@ fn no_supervisor_item(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
             reason.push_str(&format!(" (last beat {} ago)", short_duration(now - t)));
         }
         out.push(
-            Item::new(
-                Kind::NoSupervisor,
-                &[("supervisor", "none")],
-                reason,
-                Jump::Pane(Pane::Inboxes),
-            )
-            .since(since)
-            .action("run `pantheon serve` for this root"),
+            Item::new(Key::NoSupervisor, reason, Jump::Pane(Pane::Inboxes))
+                .since(since)
+                .action("run `pantheon serve` for this root"),
         );
     }
 }
@@ -532,16 +528,12 @@ fn stuck_outbox_items(s: &Snapshot, out: &mut Vec<Item>) {
             .unwrap_or_default();
         out.push(
             Item::new(
-                Kind::StuckOutbox,
-                &[("outbox_id", id)],
+                Key::StuckOutbox(id.into()),
                 format!("outbox record {id} cannot be published (attempt {attempts}): {why}"),
-                Jump::Row(
-                    Pane::Bridge,
-                    RowKey::Bridge {
-                        kind: BridgeKind::Pending,
-                        id: id.into(),
-                    },
-                ),
+                Jump::Row(RowKey::Bridge {
+                    kind: BridgeKind::Pending,
+                    id: id.into(),
+                }),
             )
             .since(ts(Some(field("since"))))
             .action("fix what the reason names; the bridge retries it, then dead-letters it"),
@@ -563,8 +555,7 @@ fn unreadable_items(s: &Snapshot, out: &mut Vec<Item>) {
         };
         out.push(
             Item::new(
-                Kind::Unreadable,
-                &[("path", path.as_ref())],
+                Key::Unreadable(path.as_ref().into()),
                 format!("cannot read the file: {}", w.message),
                 Jump::Issues,
             )
@@ -580,18 +571,13 @@ fn unreadable_items(s: &Snapshot, out: &mut Vec<Item>) {
 fn budget_warnings(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
     for (w, view, bar) in s.standing_budget_warnings(now) {
         let jump = match view {
-            Some(v) => Jump::Row(Pane::Workflows, RowKey::Workflow(v.id.clone())),
-            None if w.scope == "god" => {
-                Jump::Row(Pane::Ledger, RowKey::God(w.name.as_str().into()))
-            }
-            None => Jump::Row(
-                Pane::Ledger,
-                RowKey::Budget {
-                    scope: w.scope.as_str().into(),
-                    name: w.name.as_str().into(),
-                    metric: w.metric.as_str().into(),
-                },
-            ),
+            Some(v) => Jump::Row(RowKey::Workflow(v.id.clone())),
+            None if w.scope == "god" => Jump::Row(RowKey::God(w.name.as_str().into())),
+            None => Jump::Row(RowKey::Budget {
+                scope: w.scope.as_str().into(),
+                name: w.name.as_str().into(),
+                metric: w.metric.as_str().into(),
+            }),
         };
         let what = if w.metric == "cost_usd" {
             "cost"
@@ -615,16 +601,14 @@ fn budget_warnings(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
                 w.warn_at * 100.0
             )
         };
-        let limit_text = bar.limit.to_string();
         out.push(
             Item::new(
-                Kind::BudgetWarning,
-                &[
-                    ("budget", w.name.as_str()),
-                    ("scope", w.scope.as_str()),
-                    ("metric", w.metric.as_str()),
-                    ("limit", limit_text.as_str()),
-                ],
+                Key::BudgetWarning {
+                    budget: w.name.as_str().into(),
+                    scope: w.scope.as_str().into(),
+                    metric: w.metric.as_str().into(),
+                    limit: bar.limit,
+                },
                 reason,
                 jump,
             )
@@ -643,8 +627,7 @@ mod tests {
 
     fn item(action: &'static str) -> Item {
         Item::new(
-            Kind::Held,
-            &[("handoff_id", "h1")],
+            Key::Unreadable("a.json".into()),
             String::new(),
             Jump::Issues,
         )
@@ -654,17 +637,17 @@ mod tests {
     #[test]
     fn ids_keep_the_items_order_for_the_record_and_the_key_and_sort_for_the_hook() {
         let dead = Item::new(
-            Kind::DeadLetter,
-            &[
-                ("handoff_id", "h1"),
-                ("god", "zeus"),
-                ("workflow_id", "wf_1"),
-            ],
+            Key::DeadLetter {
+                handoff_id: "h1".into(),
+                god: "zeus".into(),
+                workflow_id: "wf_1".into(),
+            },
             String::new(),
             Jump::Issues,
         );
+        assert_eq!(dead.kind, Kind::DeadLetter);
         assert_eq!(dead.record(), "h1");
-        assert_eq!(dead.key, "dead_letter/h1/zeus/wf_1");
+        assert_eq!(dead.key.to_string(), "dead_letter/h1/zeus/wf_1");
         assert_eq!(&dead.ids["god"], "zeus");
         assert_eq!(dead.ids.get("track"), None);
         assert_eq!(
@@ -672,8 +655,10 @@ mod tests {
             r#"{"god":"zeus","handoff_id":"h1","workflow_id":"wf_1"}"#
         );
         let stale = Item::new(
-            Kind::StaleWorker,
-            &[("track", "main"), ("worker_id", "w9")],
+            Key::StaleWorker {
+                track: "main".into(),
+                worker_id: "w9".into(),
+            },
             String::new(),
             Jump::Issues,
         );
@@ -708,11 +693,16 @@ mod tests {
         };
         assert_eq!(item.kind, Kind::Orphaned);
         assert_eq!(item.record(), "wf_orphan_1");
-        assert_eq!(item.key, "orphaned/wf_orphan_1");
+        assert_eq!(item.key, Key::Orphaned(w.id.clone()));
+        assert_eq!(item.key.to_string(), "orphaned/wf_orphan_1");
         let shared = |v: &Sym| std::sync::Arc::ptr_eq(v, &w.id);
         assert!(item.ids.0.iter().all(|(_, v)| shared(v)), "{item:?}");
         assert!(
-            matches!(&item.jump, Jump::Row(_, RowKey::Workflow(k)) if shared(k)),
+            matches!(&item.key, Key::Orphaned(k) if shared(k)),
+            "{item:?}"
+        );
+        assert!(
+            matches!(&item.jump, Jump::Row(RowKey::Workflow(k)) if shared(k)),
             "{item:?}"
         );
     }
@@ -732,13 +722,13 @@ mod tests {
             panic!("one stuck record, one item: {items:?}");
         };
         assert_eq!(item.kind, Kind::StuckOutbox);
-        assert_eq!(item.key, "stuck_outbox/ob_1");
+        assert_eq!(item.key.to_string(), "stuck_outbox/ob_1");
         assert!(
             item.reason
                 .contains("no stream holds subject subspace.konan.inbox")
         );
         assert!(
-            matches!(&item.jump, Jump::Row(Pane::Bridge, k) if k.to_string() == "pending/ob_1")
+            matches!(&item.jump, Jump::Row(k) if k.pane() == Pane::Bridge && k.to_string() == "pending/ob_1")
         );
     }
 

@@ -325,22 +325,9 @@ fn run_in(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::console::action::Pane;
-    use crate::console::attention::{Jump, Kind};
 
     fn item(key: &str) -> Item {
-        Item {
-            kind: Kind::Held,
-            key: key.into(),
-            ids: [("handoff_id", key.into())].into_iter().collect(),
-            reason: format!("held {key}"),
-            since: None,
-            action: "",
-            jump: Jump::Row(
-                Pane::Inboxes,
-                crate::console::rowkey::RowKey::dispatch("_quarantine", key),
-            ),
-        }
+        Item::held(key, format!("held {key}"))
     }
 
     #[test]

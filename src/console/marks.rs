@@ -212,13 +212,10 @@ impl App {
     /// The engine answered a bulk action: one flash for all, per item; the records that refused
     /// stay marked (the others are unmarked).
     pub(crate) fn bulk_finished(&mut self, items: &[BulkItem], report: &BulkReport) {
-        let pane = match items.first() {
-            Some((RowKey::DeadLetter { .. }, _)) => Pane::DeadLetters,
-            Some((RowKey::Workflow(_), _)) => Pane::Workflows,
-            Some((RowKey::Lock { .. }, _)) => Pane::Locks,
-            Some(_) => Pane::Inboxes,
-            None => return,
+        let Some((first, _)) = items.first() else {
+            return;
         };
+        let pane = first.pane();
         let failed: Vec<&RowKey> = report.refused_keys().collect();
         self.panes[pane].picked.retain(|k| failed.contains(&k));
     }

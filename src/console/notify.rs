@@ -76,7 +76,7 @@ impl NotifySettings {
 pub struct Notifier {
     pub settings: NotifySettings,
     /// Every cause seen, with when it was last present.
-    known: HashMap<String, Instant>,
+    known: HashMap<super::attention::Key, Instant>,
     /// The first observation is the baseline: what is there when the console opens is on screen.
     primed: bool,
     /// New items not announced yet (waiting for the rate limit).
@@ -195,22 +195,10 @@ pub fn hook_input(batch: &[Item]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::console::action::Pane;
-    use crate::console::attention::Jump;
+    use crate::console::attention::{Jump, Key};
 
     fn item(key: &str) -> Item {
-        Item {
-            kind: Kind::Held,
-            key: key.into(),
-            ids: [("handoff_id", key.into())].into_iter().collect(),
-            reason: format!("held \x1b]0;evil\x07 {key}"),
-            since: None,
-            action: "",
-            jump: Jump::Row(
-                Pane::Inboxes,
-                crate::console::rowkey::RowKey::dispatch("_quarantine", key),
-            ),
-        }
+        Item::held(key, format!("held \x1b]0;evil\x07 {key}"))
     }
 
     #[test]
@@ -238,8 +226,9 @@ mod tests {
         n.observe(&[item("c")], t0 + Duration::from_secs(3), w0);
         assert!(n.due(t0 + Duration::from_secs(3)).is_none());
         assert_eq!(
-            n.due(t0 + Duration::from_secs(6)).map(|b| b[0].key.clone()),
-            Some("c".into())
+            n.due(t0 + Duration::from_secs(6))
+                .map(|b| b[0].key.to_string()),
+            Some("held/c/wf_1".into())
         );
     }
 
@@ -248,8 +237,11 @@ mod tests {
         let mut n = Notifier::new(NotifySettings::default());
         let (t0, w0) = (Instant::now(), Utc::now());
         n.observe(&[], t0, w0);
-        let mut broken = item("conductor/pending/x/a.json");
-        broken.kind = Kind::Unreadable;
+        let mut broken = Item::new(
+            Key::Unreadable("conductor/pending/x/a.json".into()),
+            "cannot read the file".into(),
+            Jump::Issues,
+        );
         broken.since = Some(w0);
         assert_eq!(n.observe(std::slice::from_ref(&broken), t0, w0), 0);
         assert_eq!(

@@ -1,11 +1,15 @@
 //! The identity of a pane's row: what the selection, the marks, the jumps and a gone record
 //! follow. One variant per kind of record, so a pane compares its rows' fields with a key's
 //! without parsing text back; [`Display`](std::fmt::Display) gives the text operators read (and
-//! that a gone record or a skipped mark is named by).
+//! that a gone record or a skipped mark is named by). Each kind of record is listed by one pane
+//! ([`RowKey::pane`]), so a key alone says where its row is.
 
 use std::fmt;
 
 use crate::live::snapshot::{BridgeKind, Sym};
+
+use super::action::Pane;
+use super::attention;
 
 /// One row's identity, in whichever pane lists it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -23,7 +27,7 @@ pub enum RowKey {
     /// A director on the board (pane 6).
     Director(Sym),
     /// An attention item (pane 7), by its cause's key.
-    Attention(Sym),
+    Attention(attention::Key),
     /// A journal entry (pane 8), by its `seq` (the entry's text when it has none).
     Journal(Sym),
     /// A dead letter (pane 9): the god whose dead letters hold it, and its file name there.
@@ -37,6 +41,23 @@ pub enum RowKey {
 }
 
 impl RowKey {
+    /// The pane that lists rows of this kind (each kind is listed by exactly one).
+    pub fn pane(&self) -> Pane {
+        match self {
+            RowKey::Workflow(_) => Pane::Workflows,
+            RowKey::Dispatch { .. } => Pane::Inboxes,
+            RowKey::Message(_) => Pane::Bus,
+            RowKey::Lock { .. } => Pane::Locks,
+            RowKey::Worker { .. } => Pane::Workers,
+            RowKey::Director(_) => Pane::Board,
+            RowKey::Attention(_) => Pane::Attention,
+            RowKey::Journal(_) => Pane::Journal,
+            RowKey::DeadLetter { .. } => Pane::DeadLetters,
+            RowKey::Bridge { .. } => Pane::Bridge,
+            RowKey::God(_) | RowKey::Budget { .. } => Pane::Ledger,
+        }
+    }
+
     /// A dispatch of `god`'s inbox.
     pub fn dispatch(god: &str, name: &str) -> Self {
         RowKey::Dispatch {
@@ -83,11 +104,10 @@ impl RowKey {
 impl fmt::Display for RowKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            RowKey::Workflow(s)
-            | RowKey::Message(s)
-            | RowKey::Director(s)
-            | RowKey::Attention(s)
-            | RowKey::Journal(s) => f.write_str(s),
+            RowKey::Workflow(s) | RowKey::Message(s) | RowKey::Director(s) | RowKey::Journal(s) => {
+                f.write_str(s)
+            }
+            RowKey::Attention(k) => write!(f, "{k}"),
             RowKey::Dispatch { god, name } | RowKey::DeadLetter { god, name } => {
                 write!(f, "{god}/{name}")
             }

@@ -4,6 +4,8 @@
 //! - [`compact`]: the compact rows of dispatches and their times.
 //! - [`files`]: per-file caches (fingerprints, last good value, log offsets).
 //! - [`watch`]: `notify` or poll signals.
+//! - [`watch_set`]: which directories are watched: the one "watch exactly these" diff, shared with
+//!   the span watcher's inotify watches.
 //! - [`model`]: the caches of one root (split by record kind: workflows, inboxes, tracks) and the
 //!   snapshot they build.
 //! - [`snapshot`]: what the console draws.
@@ -19,6 +21,7 @@ pub mod model;
 pub mod runner;
 pub mod snapshot;
 pub mod watch;
+pub mod watch_set;
 
 pub use model::{LiveModel, ModelOptions};
 pub use snapshot::Snapshot;

@@ -13,7 +13,7 @@ use crate::engine::Root;
 
 use super::model::{FIRST_CHUNK, LOAD_CHUNK, LiveModel, ModelOptions, dirs_to_watch};
 use super::snapshot::Snapshot;
-use super::watch::{Signal, WatchMode, Watcher, dir_identity};
+use super::watch::{Signal, WatchMode, Watcher};
 
 /// A burst of events is considered over after this much quiet.
 pub const DEBOUNCE_QUIET: Duration = Duration::from_millis(10);
@@ -22,6 +22,16 @@ pub const DEBOUNCE_MAX: Duration = Duration::from_millis(30);
 /// How often the model thread checks, between bursts, that the root is still the directory it
 /// watches (a root deleted and re-created loses every notification watch; one `stat`, ~0 CPU).
 pub const ROOT_CHECK: Duration = Duration::from_secs(1);
+
+/// The device and inode of the root, through a link: the root is the operator's path (resolved
+/// when the `Root` was built), and one swapped for a link to a directory is still watched.
+fn root_identity(p: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(p)
+        .ok()
+        .filter(|m| m.is_dir())
+        .map(|m| (m.dev(), m.ino()))
+}
 
 /// The running model: the newest snapshot, and a way to ask for a rescan or stop.
 pub struct LiveHandle {
@@ -43,7 +53,7 @@ impl LiveHandle {
         fix_mmap_threshold();
         let (tx, rx) = mpsc::channel();
         // Watch first, then read: a change between the two is seen twice, never missed.
-        let identity = dir_identity(&root.dir);
+        let identity = root_identity(&root.dir);
         let mut watcher = super::watch::watch(mode, tx.clone());
         watcher.sync(&dirs_to_watch(&root));
         let watches = Arc::new(AtomicUsize::new(watcher.watch_count()));
@@ -116,7 +126,7 @@ impl Watched {
     /// True when the root is no longer the directory the watches were set on (deleted, or deleted and
     /// re-created): the watches are set again on what is there now, and the model must rescan.
     fn root_changed(&mut self) -> bool {
-        let now = dir_identity(&self.root.dir);
+        let now = root_identity(&self.root.dir);
         if now == self.identity {
             return false;
         }

@@ -3,13 +3,15 @@
 //! workflows: inotify watches are a per-user limit shared by every process), or a slow poll when
 //! notifications are unavailable or `--poll` forces it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use notify::{RecommendedWatcher, RecursiveMode, Watcher as _};
+use notify::{RecommendedWatcher, RecursiveMode};
+
+use super::watch_set::{WatchSet, Watches};
 
 /// One signal to the model: these paths changed, or everything should be re-checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,22 +81,13 @@ pub const DEFAULT_POLL: Duration = Duration::from_millis(1000);
 /// receiver is gone).
 pub struct Watcher {
     notify: Option<RecommendedWatcher>,
-    /// The directories watched, with the identity (device, inode) each had when its watch was set.
-    watched: BTreeMap<PathBuf, (u64, u64)>,
+    /// The directories watched (`notify` knows its watches by path).
+    watched: WatchSet<()>,
     tx: Sender<Signal>,
     /// The mode actually in force.
     pub mode: WatchMode,
     /// Why notifications were not used, when they were wanted but failed.
     pub fallback_reason: Option<String>,
-}
-
-/// The device and inode of a directory, `None` when it is missing (or not a directory).
-pub fn dir_identity(p: &Path) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(p)
-        .ok()
-        .filter(|m| m.is_dir())
-        .map(|m| (m.dev(), m.ino()))
 }
 
 /// Starts sending [`Signal`]s to `tx`: with [`WatchMode::Notify`] for the directories later given to
@@ -103,7 +96,7 @@ pub fn dir_identity(p: &Path) -> Option<(u64, u64)> {
 pub fn watch(wanted: WatchMode, tx: Sender<Signal>) -> Watcher {
     let mut w = Watcher {
         notify: None,
-        watched: BTreeMap::new(),
+        watched: WatchSet::default(),
         tx: tx.clone(),
         mode: wanted,
         fallback_reason: None,
@@ -130,7 +123,7 @@ impl Watcher {
 
     /// True when `path` is one of the watched directories.
     pub fn is_watched(&self, path: &Path) -> bool {
-        self.watched.contains_key(path)
+        self.watched.contains(path)
     }
 
     /// How many directories are watched.
@@ -138,59 +131,44 @@ impl Watcher {
         self.watched.len()
     }
 
-    /// Watches exactly the directories of `want` that exist (each non-recursively): sets a watch on
-    /// each new one and on each replaced since its watch was set (a directory deleted and created
-    /// again loses its watch), drops the others. Returns the directories whose watch is new: what
-    /// was written in them before the watch existed must be read again by the caller. When a watch
-    /// cannot be set (the user's inotify limit), falls back to polling.
+    /// Watches exactly the directories of `want` that exist (each non-recursively; see
+    /// [`WatchSet::sync`]). Returns the directories whose watch is new: what was written in them
+    /// before the watch existed must be read again by the caller. When a watch cannot be set (the
+    /// user's inotify limit), falls back to polling: this watcher owns the poll thread, so it
+    /// switches itself rather than handing the error on.
     pub fn sync(&mut self, want: &BTreeSet<PathBuf>) -> Vec<PathBuf> {
         let Some(n) = self.notify.as_mut() else {
             return Vec::new();
         };
-        let gone: Vec<PathBuf> = self
-            .watched
-            .keys()
-            .filter(|p| !want.contains(*p))
-            .cloned()
-            .collect();
-        for p in gone {
-            self.watched.remove(&p);
-            let _ = n.unwatch(&p);
-        }
-        let mut added = Vec::new();
-        let mut failed = None;
-        for d in want {
-            let Some(id) = dir_identity(d) else {
-                if self.watched.remove(d).is_some() {
-                    let _ = n.unwatch(d);
-                }
-                continue;
-            };
-            if self.watched.get(d) == Some(&id) {
-                continue;
-            }
-            match n.watch(d, RecursiveMode::NonRecursive) {
-                Ok(()) => {
-                    self.watched.insert(d.clone(), id);
-                    added.push(d.clone());
-                }
-                // Removed between the stat and the watch: its parent's watch reports it.
-                Err(e) if matches!(&e.kind, notify::ErrorKind::PathNotFound) => {}
-                Err(e) if matches!(&e.kind, notify::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::NotFound) =>
-                    {}
-                Err(e) => {
-                    failed = Some(format!("watching {}: {e}", d.display()));
-                    break;
-                }
+        match self.watched.sync(n, want) {
+            Ok(added) => added,
+            Err(why) => {
+                self.fall_back(why);
+                // Everything must be re-checked by the poll from now on.
+                let _ = self.tx.send(Signal::Rescan);
+                Vec::new()
             }
         }
-        if let Some(why) = failed {
-            self.fall_back(why);
-            // Everything must be re-checked by the poll from now on.
-            let _ = self.tx.send(Signal::Rescan);
-            return Vec::new();
+    }
+}
+
+impl Watches for RecommendedWatcher {
+    type Handle = ();
+    type Error = String;
+
+    fn watch(&mut self, dir: &Path) -> Result<Option<()>, String> {
+        match notify::Watcher::watch(self, dir, RecursiveMode::NonRecursive) {
+            Ok(()) => Ok(Some(())),
+            Err(e) if matches!(&e.kind, notify::ErrorKind::PathNotFound) => Ok(None),
+            Err(e) if matches!(&e.kind, notify::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::NotFound) => {
+                Ok(None)
+            }
+            Err(e) => Err(format!("watching {}: {e}", dir.display())),
         }
-        added
+    }
+
+    fn unwatch(&mut self, dir: &Path, (): ()) {
+        let _ = notify::Watcher::unwatch(self, dir);
     }
 }
 
@@ -226,4 +204,36 @@ fn spawn_poll(every: Duration, tx: Sender<Signal>) {
             }
         })
         .expect("spawning the poll thread");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notify_watches_exactly_the_wanted_directories_and_a_replaced_one_anew() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::create_dir(&a).unwrap();
+        std::fs::create_dir(&b).unwrap();
+        let (tx, _rx) = std::sync::mpsc::channel();
+        let mut w = watch(WatchMode::Notify, tx);
+        assert_eq!(w.mode, WatchMode::Notify, "{:?}", w.fallback_reason);
+        let both: BTreeSet<PathBuf> = [a.clone(), b.clone()].into();
+        assert_eq!(w.sync(&both), vec![a.clone(), b.clone()]);
+        assert!(w.sync(&both).is_empty(), "nothing new");
+        // One no longer wanted is dropped; a missing one is not watched.
+        let missing = dir.path().join("missing");
+        assert!(w.sync(&[a.clone(), missing.clone()].into()).is_empty());
+        assert!(w.is_watched(&a) && !w.is_watched(&b) && !w.is_watched(&missing));
+        // Replaced (moved away, so the new directory cannot have its inode, and made again):
+        // watched anew. A link to a directory is never watched.
+        std::fs::rename(&a, dir.path().join("a.old")).unwrap();
+        std::fs::create_dir(&a).unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&b, &link).unwrap();
+        assert_eq!(w.sync(&[a.clone(), link.clone()].into()), vec![a.clone()]);
+        assert!(!w.is_watched(&link));
+        assert_eq!(w.watch_count(), 1);
+    }
 }

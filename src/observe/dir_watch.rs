@@ -9,7 +9,7 @@
 //! what gathered in the kernel's queue in a few reads. A queue that overflowed, or a watch that
 //! could not be set, is reported, and the caller checks every file instead.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsStr;
 use std::mem::MaybeUninit;
 use std::os::fd::OwnedFd;
@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 use rustix::io::Errno;
+
+use crate::live::watch_set::{WatchSet, Watches};
 
 /// How often a burst's events are read from the kernel's queue while the burst gathers.
 const DRAIN_EVERY: Duration = Duration::from_millis(50);
@@ -35,12 +37,42 @@ pub struct Burst {
 
 /// The watches: an inotify instance and the directories it watches.
 pub struct DirWatch {
+    inotify: Inotify,
+    /// Directory to its watch descriptor (the set the live model's watcher keeps too).
+    watched: WatchSet<i32>,
+    buf: Vec<MaybeUninit<u8>>,
+}
+
+/// The inotify instance and what its watch descriptors name.
+struct Inotify {
     fd: OwnedFd,
     /// Watch descriptor to directory.
     dirs: HashMap<i32, PathBuf>,
-    /// Directory to its watch descriptor and the identity (device, inode) it had when watched.
-    watched: BTreeMap<PathBuf, (i32, (u64, u64))>,
-    buf: Vec<MaybeUninit<u8>>,
+}
+
+impl Watches for Inotify {
+    type Handle = i32;
+    type Error = std::io::Error;
+
+    fn watch(&mut self, dir: &Path) -> std::io::Result<Option<i32>> {
+        match inotify::add_watch(&self.fd, dir, mask()) {
+            Ok(wd) => {
+                // A directory replaced in place may come back under the same descriptor.
+                self.dirs.insert(wd, dir.to_path_buf());
+                Ok(Some(wd))
+            }
+            // Removed (or replaced by a link) between the stat and the watch.
+            Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn unwatch(&mut self, dir: &Path, wd: i32) {
+        if self.dirs.get(&wd).is_some_and(|d| d == dir) {
+            self.dirs.remove(&wd);
+        }
+        let _ = inotify::remove_watch(&self.fd, wd);
+    }
 }
 
 fn mask() -> WatchFlags {
@@ -54,73 +86,26 @@ fn mask() -> WatchFlags {
         | WatchFlags::DONT_FOLLOW
 }
 
-/// The device and inode of a directory (not through a link); `None` when it is not one.
-fn identity(p: &Path) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::symlink_metadata(p)
-        .ok()
-        .filter(|m| m.is_dir())
-        .map(|m| (m.dev(), m.ino()))
-}
-
 impl DirWatch {
     /// An inotify instance with no watch yet.
     pub fn new() -> std::io::Result<Self> {
         let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK)?;
         Ok(Self {
-            fd,
-            dirs: HashMap::new(),
-            watched: BTreeMap::new(),
+            inotify: Inotify {
+                fd,
+                dirs: HashMap::new(),
+            },
+            watched: WatchSet::default(),
             buf: vec![MaybeUninit::uninit(); 64 * 1024],
         })
     }
 
-    /// Watches exactly the directories of `want` that exist: a new one, one replaced since its
-    /// watch was set (removed and made again), none of the others. Returns the directories whose
-    /// watch is new (what was written in them before must be read by the caller); an error when a
-    /// watch could not be set (the user's inotify limit).
+    /// Watches exactly the directories of `want` that exist (see [`WatchSet::sync`]). Returns the
+    /// directories whose watch is new (what was written in them before must be read by the
+    /// caller); an error when a watch could not be set (the user's inotify limit): the caller
+    /// owns the fallback (it checks every file instead).
     pub fn sync(&mut self, want: &BTreeSet<PathBuf>) -> std::io::Result<Vec<PathBuf>> {
-        let gone: Vec<PathBuf> = self
-            .watched
-            .keys()
-            .filter(|p| !want.contains(*p))
-            .cloned()
-            .collect();
-        for p in gone {
-            self.unwatch(&p);
-        }
-        let mut added = Vec::new();
-        for d in want {
-            let Some(id) = identity(d) else {
-                self.unwatch(d);
-                continue;
-            };
-            if self.watched.get(d).is_some_and(|w| w.1 == id) {
-                continue;
-            }
-            match inotify::add_watch(&self.fd, d.as_path(), mask()) {
-                Ok(wd) => {
-                    // A directory replaced in place may come back under the same descriptor.
-                    self.dirs.insert(wd, d.clone());
-                    self.watched.insert(d.clone(), (wd, id));
-                    added.push(d.clone());
-                }
-                // Removed (or replaced by a link) between the stat and the watch: the event of
-                // its parent's watch, or the next sync, sees it.
-                Err(Errno::NOENT | Errno::NOTDIR | Errno::LOOP) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(added)
-    }
-
-    fn unwatch(&mut self, p: &Path) {
-        if let Some((wd, _)) = self.watched.remove(p) {
-            if self.dirs.get(&wd).is_some_and(|d| d == p) {
-                self.dirs.remove(&wd);
-            }
-            let _ = inotify::remove_watch(&self.fd, wd);
-        }
+        self.watched.sync(&mut self.inotify, want)
     }
 
     /// How many directories are watched.
@@ -151,7 +136,7 @@ impl DirWatch {
             tv_sec: i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX),
             tv_nsec: i64::from(timeout.subsec_nanos()),
         };
-        let mut fds = [PollFd::new(&self.fd, PollFlags::IN)];
+        let mut fds = [PollFd::new(&self.inotify.fd, PollFlags::IN)];
         match rustix::event::poll(&mut fds, Some(&ts)) {
             Ok(n) => Ok(n > 0),
             Err(Errno::INTR) => Ok(false),
@@ -161,7 +146,7 @@ impl DirWatch {
 
     /// Reads every event queued now into `burst`.
     fn drain(&mut self, burst: &mut Burst) -> std::io::Result<()> {
-        let mut reader = inotify::Reader::new(&self.fd, &mut self.buf);
+        let mut reader = inotify::Reader::new(&self.inotify.fd, &mut self.buf);
         loop {
             let ev = match reader.next() {
                 Ok(ev) => ev,
@@ -176,15 +161,13 @@ impl DirWatch {
             if flags.contains(ReadFlags::IGNORED) {
                 // The directory is gone (or its watch removed): the next sync sets it again, even
                 // when a directory made in its place has the same inode.
-                if let Some(dir) = self.dirs.remove(&ev.wd()) {
-                    if self.watched.get(&dir).is_some_and(|w| w.0 == ev.wd()) {
-                        self.watched.remove(&dir);
-                    }
+                if let Some(dir) = self.inotify.dirs.remove(&ev.wd()) {
+                    self.watched.forget(&dir, ev.wd());
                     burst.paths.insert(dir);
                 }
                 continue;
             }
-            let Some(dir) = self.dirs.get(&ev.wd()) else {
+            let Some(dir) = self.inotify.dirs.get(&ev.wd()) else {
                 continue;
             };
             match ev.file_name() {

@@ -27,8 +27,9 @@ impl App {
     /// Takes the operator to an attention item's record, and says what resolves it.
     pub(crate) fn open_attention(&mut self, item: &attention::Item) {
         match &item.jump {
-            Jump::Row(pane, key) => {
-                if !self.jump_to(*pane, key) {
+            Jump::Row(key) => {
+                let pane = key.pane();
+                if !self.jump_to(pane, key) {
                     self.flash(
                         FlashKind::Error,
                         format!("{key} is not listed in {} any more", pane.title()),

@@ -114,7 +114,11 @@ impl App {
     }
 
     /// How long to snooze an attention item was typed.
-    fn snooze_answered(&mut self, key: String, answer: Option<String>) -> Result<(), String> {
+    fn snooze_answered(
+        &mut self,
+        key: attention::Key,
+        answer: Option<String>,
+    ) -> Result<(), String> {
         let until = parse_eta(answer.as_deref().unwrap_or(""), self.now)?;
         let until = crate::engine::time::parse_ts(&until)
             .ok_or_else(|| format!("cannot read {until:?} as a time"))?;

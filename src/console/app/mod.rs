@@ -121,7 +121,7 @@ pub enum PromptFor {
     /// context bag it had then.
     Rerun(WorkflowId, Option<String>),
     /// How long to snooze the attention item with this key.
-    Snooze(String),
+    Snooze(attention::Key),
     /// The new limits of the budget a held dispatch was held for (empty: approve it as it is).
     RaiseBudget(HandoffId),
 }
@@ -301,9 +301,9 @@ pub struct App {
     /// Mouse capture is on (`:mouse` toggles it).
     pub mouse: bool,
     /// Attention items snoozed (by key) until a time.
-    pub snoozed: HashMap<String, DateTime<Utc>>,
+    pub snoozed: HashMap<attention::Key, DateTime<Utc>>,
     /// The key of the attention item the global key jumped to last.
-    last_attention: Option<String>,
+    last_attention: Option<attention::Key>,
     /// Every flash and notification, oldest first (`:messages`).
     pub messages: VecDeque<Message>,
     /// Per god, its inbox depth sampled every [`DEPTH_EVERY`], oldest first.

@@ -54,6 +54,8 @@ fn key_at_and_position_of_agree_with_the_keys_of_every_pane() {
     for pane in Pane::ALL {
         let keys = a.keys(pane);
         for (i, key) in keys.iter().enumerate() {
+            // The key alone says which pane lists it (where an attention item jumps).
+            assert_eq!(key.pane(), pane, "{key:?}");
             assert_eq!(a.key_at(pane, i).as_ref(), Some(key), "{pane:?} row {i}");
             let (found, len) = a.position_of(pane, key);
             // A key listed twice is found at its first row, as `position` on the keys does.
@@ -83,6 +85,28 @@ fn key_at_and_position_of_agree_with_the_keys_of_every_pane() {
     assert!(
         !wf.is_empty() && !inbox.is_empty(),
         "both big panes have rows"
+    );
+}
+
+#[test]
+fn every_attention_item_jumps_to_a_row_its_key_names_the_pane_of() {
+    let a = app();
+    let items = a.attention_all();
+    let mut rows = 0;
+    for item in &items {
+        if let Jump::Row(key) = &item.jump {
+            assert!(
+                a.position_of(key.pane(), key).0.is_some(),
+                "{} jumps to {key:?}, not listed in {:?}",
+                item.key,
+                key.pane()
+            );
+            rows += 1;
+        }
+    }
+    assert!(
+        rows >= 3,
+        "the fixture has attention items with rows: {items:?}"
     );
 }
 

@@ -91,7 +91,7 @@ impl PaneView for Attention {
     fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey> {
         app.attention_through(filter)
             .into_iter()
-            .map(|i| RowKey::Attention(i.key.into()))
+            .map(|i| RowKey::Attention(i.key))
             .collect()
     }
 

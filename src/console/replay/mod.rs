@@ -161,7 +161,7 @@ fn is_journal(c: &Change) -> bool {
     c.path == format!("{}/{}", layout::CONDUCTOR_DIR, layout::JOURNAL_FILE)
 }
 
-fn attention_keys(s: &Snapshot, at_us: i64) -> HashSet<String> {
+fn attention_keys(s: &Snapshot, at_us: i64) -> HashSet<super::attention::Key> {
     super::attention::items(s, instant(at_us))
         .into_iter()
         .map(|i| i.key)
