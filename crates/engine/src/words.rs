@@ -60,7 +60,7 @@ macro_rules! words {
 
         impl ::std::fmt::Display for $name {
             fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                f.write_str(self.as_str())
+                f.pad(self.as_str())
             }
         }
 
@@ -130,7 +130,7 @@ macro_rules! words {
 
         impl ::std::fmt::Display for $name {
             fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                f.write_str(self.as_str())
+                f.pad(self.as_str())
             }
         }
 
@@ -155,3 +155,15 @@ macro_rules! words {
 }
 
 pub(crate) use words;
+
+#[cfg(test)]
+mod tests {
+    use crate::conductor::model::{StepStatus, WorkflowStatus};
+
+    #[test]
+    fn a_word_pads_to_a_width_as_its_text_would() {
+        assert_eq!(format!("[{:<11}]", StepStatus::Completed), "[completed  ]");
+        assert_eq!(format!("[{:>8}]", WorkflowStatus::Failed), "[  failed]");
+        assert_eq!(format!("[{:<5}]", StepStatus::Other("x".into())), "[x    ]");
+    }
+}
