@@ -6,8 +6,8 @@ use chrono::{DateTime, Utc};
 use crate::engine::{Actor, Error, WorkflowId};
 use crate::live::snapshot::Snapshot;
 
-use super::super::action::Action;
-use super::super::app::{App, Effect, PromptFor, Tone};
+use super::super::action::{Action, Pane};
+use super::super::app::{App, Effect, PromptFor, Question, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::items;
 use super::super::marks::FanOut;
@@ -28,10 +28,31 @@ pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
             "Reason for aborting (required)",
             true,
             String::new(),
-            PromptFor::Abort(wf),
+            PromptFor::Action(Box::new(Reason(wf))),
         );
     }
     Some(Vec::new())
+}
+
+/// The reason an abort asks for, for this workflow.
+#[derive(Debug, Clone)]
+struct Reason(WorkflowId);
+
+impl Question for Reason {
+    fn title(&self, marked: usize, pane: Pane) -> String {
+        match marked {
+            0 => format!("Abort {}", self.0),
+            n if pane == Pane::DeadLetters => {
+                format!("Abort the workflows of {n} marked dead letter(s)")
+            }
+            n => format!("Abort {n} marked workflow(s)"),
+        }
+    }
+
+    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), String> {
+        app.abort_answered(self.0, answer);
+        Ok(())
+    }
 }
 
 impl App {
@@ -223,4 +244,20 @@ fn describe(out: &mut Vec<(Tone, String)>, workflow_id: &WorkflowId, reason: &st
         ));
     }
     out.push(line(Dim, format!("Reason: {reason}")));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reason_names_the_workflow_or_says_it_is_asked_for_every_mark() {
+        let q = Reason(WorkflowId::parse("wf_deploy_42").unwrap());
+        assert_eq!(q.title(0, Pane::Workflows), "Abort wf_deploy_42");
+        assert_eq!(q.title(3, Pane::Workflows), "Abort 3 marked workflow(s)");
+        assert_eq!(
+            q.title(2, Pane::DeadLetters),
+            "Abort the workflows of 2 marked dead letter(s)"
+        );
+    }
 }

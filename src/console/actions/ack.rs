@@ -11,7 +11,8 @@ use crate::live::snapshot::Snapshot;
 
 use super::super::action::{AckChoice, Action, Pane};
 use super::super::app::{
-    AckStage, AckTarget, App, Effect, FlashKind, Mode, PromptFor, Tone, parse_eta, parse_gates,
+    AckStage, AckTarget, App, Effect, FlashKind, Mode, PromptFor, Question, Tone, parse_eta,
+    parse_gates,
 };
 use super::super::engine_ops::EngineOperator;
 use super::super::items;
@@ -95,6 +96,33 @@ pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
     Some(Vec::new())
 }
 
+/// A question of an ack (its message, a pending ack's ETA, a completed ack's gates); the earlier
+/// answers ride along in `stage`.
+#[derive(Debug, Clone)]
+struct AckQuestion {
+    target: AckTarget,
+    status: AckChoice,
+    stage: AckStage,
+}
+
+impl Question for AckQuestion {
+    fn title(&self, marked: usize, _pane: Pane) -> String {
+        match marked {
+            0 => format!("Ack {} as {}", self.target.handoff_id, self.status.as_str()),
+            n => format!("Ack {n} marked dispatch(es) as {}", self.status.as_str()),
+        }
+    }
+
+    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), String> {
+        let AckQuestion {
+            target,
+            status,
+            stage,
+        } = *self;
+        app.ack_answered(target, status, stage, answer)
+    }
+}
+
 impl App {
     fn start_ack(&mut self, choice: Option<AckChoice>) {
         if self.refuse_if_gone(Pane::Inboxes) {
@@ -135,11 +163,11 @@ impl App {
                 label,
                 required,
                 String::new(),
-                PromptFor::Ack {
+                PromptFor::Action(Box::new(AckQuestion {
                     target,
                     status,
                     stage: AckStage::Message,
-                },
+                })),
             ),
             None => self.confirm(ack_op(target, status, None, None, Vec::new())),
         }
@@ -175,11 +203,11 @@ impl App {
                     "ETA (optional): in 30m / 2h / 1d, or a time like 2026-06-14T12:00:00Z",
                     false,
                     String::new(),
-                    PromptFor::Ack {
+                    PromptFor::Action(Box::new(AckQuestion {
                         target,
                         status,
                         stage: AckStage::Eta { message: answer },
-                    },
+                    })),
                 );
                 return Ok(());
             }
@@ -196,14 +224,14 @@ impl App {
                         ),
                         false,
                         declared.join(", "),
-                        PromptFor::Ack {
+                        PromptFor::Action(Box::new(AckQuestion {
                             target,
                             status,
                             stage: AckStage::Gates {
                                 message: answer,
                                 declared,
                             },
-                        },
+                        })),
                     );
                     return Ok(());
                 }

@@ -7,7 +7,7 @@ use crate::engine::{ApprovalResult, ApprovalStatus, Actor, Budget, Error, Handof
 use crate::live::snapshot::Snapshot;
 
 use super::super::action::{Action, Pane};
-use super::super::app::{App, Effect, FlashKind, PromptFor, Tone, parse_budget};
+use super::super::app::{App, Effect, FlashKind, PromptFor, Question, Tone, parse_budget};
 use super::super::engine_ops::EngineOperator;
 use super::super::items;
 use super::super::marks::FanOut;
@@ -31,6 +31,20 @@ pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
     Some(Vec::new())
 }
 
+/// The new limits of the budget this held dispatch was held for (empty: approve it as it is).
+#[derive(Debug, Clone)]
+struct Raise(HandoffId);
+
+impl Question for Raise {
+    fn title(&self, _marked: usize, _pane: Pane) -> String {
+        format!("Approve {}, held for a budget", self.0)
+    }
+
+    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), String> {
+        app.raise_answered(self.0, answer)
+    }
+}
+
 impl App {
     fn start_approve(&mut self) {
         if self.refuse_if_gone(Pane::Inboxes) {
@@ -47,7 +61,7 @@ impl App {
                         "Raise the budget to (e.g. $5, 3000000 tokens, or both; empty: approve as it is)",
                         false,
                         String::new(),
-                        PromptFor::RaiseBudget(h),
+                        PromptFor::Action(Box::new(Raise(h))),
                     ),
                     Err(e) => self.flash(FlashKind::Error, e.to_string()),
                 }

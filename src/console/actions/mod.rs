@@ -83,6 +83,8 @@ pub(crate) trait Act {
     fn finished(&self, _app: &mut App, _outcome: &Outcome) {}
 }
 
+pub(crate) use rerun::step_question as rerun_step_question;
+
 /// The one registration of every operator action: `Variant { its request data } => module`.
 /// Makes the [`Op`] enum, a struct per variant borrowing its fields (what the module implements
 /// [`Act`] for), [`Op::act`] (the one match over every action) and [`start`] (each module's flow

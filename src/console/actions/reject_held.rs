@@ -7,7 +7,7 @@ use crate::engine::{Actor, Error, HandoffId};
 use crate::live::snapshot::Snapshot;
 
 use super::super::action::{Action, Pane};
-use super::super::app::{App, Effect, FlashKind, PromptFor, Tone};
+use super::super::app::{App, Effect, FlashKind, PromptFor, Question, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::marks::FanOut;
 use super::super::ops::Outcome;
@@ -31,6 +31,24 @@ pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
     Some(Vec::new())
 }
 
+/// The reason a rejection of this held dispatch asks for.
+#[derive(Debug, Clone)]
+struct Reason(HandoffId);
+
+impl Question for Reason {
+    fn title(&self, marked: usize, _pane: Pane) -> String {
+        match marked {
+            0 => format!("Reject held {}", self.0),
+            n => format!("Reject {n} marked held dispatch(es)"),
+        }
+    }
+
+    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), String> {
+        app.reject_held_answered(self.0, answer);
+        Ok(())
+    }
+}
+
 impl App {
     fn start_reject_held(&mut self) {
         if self.refuse_if_gone(Pane::Inboxes) {
@@ -42,7 +60,7 @@ impl App {
                     "Reason for rejecting (required)",
                     true,
                     String::new(),
-                    PromptFor::RejectHeld(h),
+                    PromptFor::Action(Box::new(Reason(h))),
                 ),
                 Err(e) => self.flash(FlashKind::Error, e.to_string()),
             },

@@ -7,7 +7,7 @@ use crate::engine::{Error, GodName, HandoffId};
 use crate::live::snapshot::Snapshot;
 
 use super::super::action::{Action, Pane};
-use super::super::app::{App, Effect, FlashKind, Mode, PromptFor, Tone};
+use super::super::app::{App, Effect, FlashKind, Mode, PromptFor, Question, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::items;
 use super::super::marks::FanOut;
@@ -26,6 +26,26 @@ pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
         app.start_requeue();
     }
     Some(Vec::new())
+}
+
+/// Which god's inbox this dead letter goes back to (empty: the god it was delivered to last).
+#[derive(Debug, Clone)]
+struct Destination {
+    handoff_id: HandoffId,
+    from_god: GodName,
+}
+
+impl Question for Destination {
+    fn title(&self, marked: usize, _pane: Pane) -> String {
+        match marked {
+            0 => format!("Requeue dead letter {}", self.handoff_id),
+            n => format!("Requeue {n} marked dead letter(s)"),
+        }
+    }
+
+    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), String> {
+        app.requeue_answered(self.handoff_id, self.from_god, answer)
+    }
 }
 
 impl App {
@@ -58,10 +78,10 @@ impl App {
             label,
             false,
             input,
-            PromptFor::Requeue {
+            PromptFor::Action(Box::new(Destination {
                 handoff_id,
                 from_god,
-            },
+            })),
         );
         let gods = self.known_gods();
         if let Mode::Prompt(p) = &mut self.mode {

@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use crate::engine::{Error, StepId, WorkflowId};
 use crate::live::snapshot::Snapshot;
 
-use super::super::action::Action;
-use super::super::app::{App, Effect, FlashKind, Mode, PromptFor, Tone};
+use super::super::action::{Action, Pane};
+use super::super::app::{App, Effect, FlashKind, Mode, PromptFor, Question, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::ops::{OPERATOR, Outcome};
 use super::super::shown::{self, Version};
@@ -21,6 +21,32 @@ pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
     }
     app.start_rerun();
     Some(Vec::new())
+}
+
+/// The step a workflow is dispatched again from; with a moment (RFC 3339), a fork from the
+/// context bag it had then.
+#[derive(Debug, Clone)]
+struct FromStep {
+    workflow_id: WorkflowId,
+    as_of: Option<String>,
+}
+
+impl Question for FromStep {
+    fn title(&self, _marked: usize, _pane: Pane) -> String {
+        match &self.as_of {
+            None => format!("Rerun {}", self.workflow_id),
+            Some(at) => format!("Fork {} as of {at}", self.workflow_id),
+        }
+    }
+
+    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), String> {
+        app.rerun_answered(self.workflow_id, self.as_of, answer)
+    }
+}
+
+/// The question of a rerun of `workflow_id` (with `as_of`, the fork the replay offers).
+pub(crate) fn step_question(workflow_id: WorkflowId, as_of: Option<String>) -> PromptFor {
+    PromptFor::Action(Box::new(FromStep { workflow_id, as_of }))
 }
 
 impl App {
@@ -63,7 +89,7 @@ impl App {
         } else {
             format!("Rerun from step (Tab completes: {})", steps.join(", "))
         };
-        self.ask(label, true, default, PromptFor::Rerun(wf, None));
+        self.ask(label, true, default, step_question(wf, None));
         if let Mode::Prompt(p) = &mut self.mode {
             p.completions = steps;
         }

@@ -46,29 +46,8 @@ impl App {
         // record the selection stands on (the confirmation then lists each).
         let marked = self.pane_state().picked.len();
         let title = match &purpose {
-            PromptFor::Ack { status, .. } if marked > 0 => {
-                format!("Ack {marked} marked dispatch(es) as {}", status.as_str())
-            }
-            PromptFor::RejectHeld(_) if marked > 0 => {
-                format!("Reject {marked} marked held dispatch(es)")
-            }
-            PromptFor::Abort(_) if marked > 0 && self.pane == Pane::DeadLetters => {
-                format!("Abort the workflows of {marked} marked dead letter(s)")
-            }
-            PromptFor::Abort(_) if marked > 0 => format!("Abort {marked} marked workflow(s)"),
-            PromptFor::Requeue { .. } if marked > 0 => {
-                format!("Requeue {marked} marked dead letter(s)")
-            }
-            PromptFor::Ack { target, status, .. } => {
-                format!("Ack {} as {}", target.handoff_id, status.as_str())
-            }
-            PromptFor::RejectHeld(h) => format!("Reject held {h}"),
-            PromptFor::Abort(wf) => format!("Abort {wf}"),
-            PromptFor::Requeue { handoff_id, .. } => format!("Requeue dead letter {handoff_id}"),
-            PromptFor::Rerun(wf, None) => format!("Rerun {wf}"),
-            PromptFor::Rerun(wf, Some(at)) => format!("Fork {wf} as of {at}"),
+            PromptFor::Action(q) => q.title(marked, self.pane),
             PromptFor::Snooze(key) => format!("Snooze {key}"),
-            PromptFor::RaiseBudget(h) => format!("Approve {h}, held for a budget"),
         };
         self.mode = Mode::Prompt(Prompt {
             title,
@@ -90,25 +69,7 @@ impl App {
     ) -> Result<(), String> {
         let answer = (!text.is_empty()).then_some(text);
         match purpose {
-            PromptFor::Ack {
-                target,
-                status,
-                stage,
-            } => self.ack_answered(target, status, stage, answer),
-            PromptFor::RejectHeld(handoff_id) => {
-                self.reject_held_answered(handoff_id, answer);
-                Ok(())
-            }
-            PromptFor::Abort(workflow_id) => {
-                self.abort_answered(workflow_id, answer);
-                Ok(())
-            }
-            PromptFor::Requeue {
-                handoff_id,
-                from_god,
-            } => self.requeue_answered(handoff_id, from_god, answer),
-            PromptFor::Rerun(workflow_id, as_of) => self.rerun_answered(workflow_id, as_of, answer),
-            PromptFor::RaiseBudget(handoff_id) => self.raise_answered(handoff_id, answer),
+            PromptFor::Action(q) => q.answered(self, answer),
             PromptFor::Snooze(key) => self.snooze_answered(key, answer),
         }
     }

@@ -105,25 +105,41 @@ impl Confirm {
 /// What a text prompt's answer is for.
 #[derive(Debug, Clone)]
 pub enum PromptFor {
-    Ack {
-        target: AckTarget,
-        status: AckChoice,
-        stage: AckStage,
-    },
-    RejectHeld(HandoffId),
-    Abort(WorkflowId),
-    /// Which god's inbox a dead letter goes back to (empty: the god it was delivered to last).
-    Requeue {
-        handoff_id: HandoffId,
-        from_god: GodName,
-    },
-    /// The step a workflow is dispatched again from; with a moment (RFC 3339), a fork from the
-    /// context bag it had then.
-    Rerun(WorkflowId, Option<String>),
+    /// A question of an operator action: asked and answered by the action's module
+    /// (`console/actions/<action>.rs`), which implements [`Question`] for what the answer completes.
+    Action(Box<dyn Question>),
     /// How long to snooze the attention item with this key.
     Snooze(attention::Key),
-    /// The new limits of the budget a held dispatch was held for (empty: approve it as it is).
-    RaiseBudget(HandoffId),
+}
+
+/// A question an operator action asks in a text prompt, implemented in the action's module for
+/// the data the answer completes (the record, earlier answers).
+pub trait Question: std::fmt::Debug + QuestionClone {
+    /// The dialog's title, naming the record the answer is for; with `marked` records marked in
+    /// `pane` (0: none), the title says it is asked once for all of them.
+    fn title(&self, marked: usize, pane: Pane) -> String;
+
+    /// The answer was typed (`None`: left empty): the next question, the confirmation, or an
+    /// error that keeps the prompt open.
+    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), String>;
+}
+
+/// Cloning a boxed [`Question`] (the input mode is cloned); implemented for every `Clone` question.
+pub trait QuestionClone {
+    /// A boxed copy.
+    fn clone_box(&self) -> Box<dyn Question>;
+}
+
+impl<T: Question + Clone + 'static> QuestionClone for T {
+    fn clone_box(&self) -> Box<dyn Question> {
+        Box::new(self.clone())
+    }
+}
+
+impl Clone for Box<dyn Question> {
+    fn clone(&self) -> Self {
+        self.clone_box()
+    }
 }
 
 /// Which question of an ack the prompt asks; earlier answers ride along.

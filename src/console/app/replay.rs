@@ -127,7 +127,12 @@ impl App {
         } else {
             format!("Fork from step (Tab completes: {})", steps.join(", "))
         };
-        self.ask(label, true, default, PromptFor::Rerun(wf, Some(at)));
+        self.ask(
+            label,
+            true,
+            default,
+            crate::console::actions::rerun_step_question(wf, Some(at)),
+        );
         if let Mode::Prompt(p) = &mut self.mode {
             p.completions = steps;
         }
