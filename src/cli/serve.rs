@@ -260,7 +260,7 @@ fn start_observers(
 
 /// `pantheon serve`: the supervisor, until SIGTERM or SIGINT.
 pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
-    let mut out = open_log(args.log.as_ref())?;
+    let mut out = super::record::log_sink(args.log.as_ref())?;
     let c = Conductor::new(root.clone()).with_origin(origin);
     // Bound before anything else starts, so a port in use is the first and only thing said.
     let metrics = match &args.metrics {
@@ -330,20 +330,6 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     // Held to here, so the loop's channel never disconnects while it runs.
     drop(tx);
     Ok(Outcome::Exit(ExitCode::SUCCESS))
-}
-
-/// Where `serve` logs: the `--log` file (appended to), or standard error.
-fn open_log(log: Option<&PathBuf>) -> anyhow::Result<Box<dyn Write>> {
-    Ok(match log {
-        Some(p) => Box::new(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-                .with_context(|| format!("cannot open the log {}", p.display()))?,
-        ),
-        None => Box::new(std::io::stderr()),
-    })
 }
 
 /// The `--journal-anchor` writer, when asked for; what it warns about (a head that moved past the

@@ -19,6 +19,14 @@ use crate::store::layout;
 
 /// The directory of dead letters under `conductor/` (as `Root::dead_root` names it).
 const DEAD_DIR: &str = "dead";
+/// The directories of `conductor/` whose children are recorded directories: inboxes, archives,
+/// dead letters, tracks.
+const KINDS: [&str; 4] = [
+    layout::PENDING_DIR,
+    layout::ARCHIVE_DIR,
+    DEAD_DIR,
+    layout::TRACKS_DIR,
+];
 
 /// A name a recorded directory may have: not empty, not hidden, not a temporary or lock name.
 fn plain(name: &str) -> bool {
@@ -29,16 +37,7 @@ fn plain(name: &str) -> bool {
 pub(crate) fn is_recorded_dir(key: &str) -> bool {
     let p: Vec<&str> = key.split('/').collect();
     match p.as_slice() {
-        [c, kind, name] if *c == layout::CONDUCTOR_DIR => {
-            plain(name)
-                && [
-                    layout::PENDING_DIR,
-                    layout::ARCHIVE_DIR,
-                    DEAD_DIR,
-                    layout::TRACKS_DIR,
-                ]
-                .contains(kind)
-        }
+        [c, kind, name] if *c == layout::CONDUCTOR_DIR => plain(name) && KINDS.contains(kind),
         [c, t, track, b] if *c == layout::CONDUCTOR_DIR && *t == layout::TRACKS_DIR => {
             plain(track) && *b == layout::BUS_DIR
         }
@@ -54,16 +53,7 @@ fn leads_to_recorded(key: &str) -> bool {
     let p: Vec<&str> = key.split('/').collect();
     match p.as_slice() {
         [c] => *c == layout::CONDUCTOR_DIR,
-        [c, kind] => {
-            *c == layout::CONDUCTOR_DIR
-                && [
-                    layout::PENDING_DIR,
-                    layout::ARCHIVE_DIR,
-                    DEAD_DIR,
-                    layout::TRACKS_DIR,
-                ]
-                .contains(kind)
-        }
+        [c, kind] => *c == layout::CONDUCTOR_DIR && KINDS.contains(kind),
         [c, t, track] => *c == layout::CONDUCTOR_DIR && *t == layout::TRACKS_DIR && plain(track),
         [c, t, track, b] => {
             *c == layout::CONDUCTOR_DIR

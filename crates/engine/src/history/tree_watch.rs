@@ -40,10 +40,16 @@ fn mask() -> WatchMask {
 const MAX_DEPTH: usize = 24;
 /// Bytes read from the inotify descriptor at a time (room for several hundred events).
 const BUFFER: usize = 64 * 1024;
+/// Most paths handed on in one message: a storm of events is passed on in parts, never gathered
+/// whole while it lasts.
+const MAX_BATCH: usize = 8192;
 
 /// The directories watched and what their descriptors name.
 struct Dirs {
     watches: Watches,
+    /// A watch could not be added for want of room (`fs.inotify.max_user_watches`); said once
+    /// until a watch is added again.
+    full: bool,
     tops: Vec<PathBuf>,
     paths: HashMap<WatchDescriptor, PathBuf>,
     skip: Vec<PathBuf>,
@@ -74,6 +80,7 @@ impl Dirs {
             }
             Err(e) => return Err(e),
         };
+        self.full = false;
         self.paths.insert(wd, dir.to_path_buf());
         let Ok(rd) = std::fs::read_dir(dir) else {
             return Ok(());
@@ -112,6 +119,7 @@ impl TreeWatch {
             Inotify::init().map_err(|e| Error::refused(format!("cannot watch the root: {e}")))?;
         let mut dirs = Dirs {
             watches: ino.watches(),
+            full: false,
             paths: HashMap::new(),
             tops: tops.to_vec(),
             skip,
@@ -173,7 +181,7 @@ fn read_loop(mut ino: Inotify, mut dirs: Dirs, wake: &OwnedFd, tx: &mpsc::Sender
                         any = true;
                         batch.take(&mut dirs, ev.wd, ev.mask, ev.name);
                     }
-                    if !any {
+                    if !any || batch.paths.len() >= MAX_BATCH {
                         break;
                     }
                 }
@@ -248,11 +256,15 @@ impl Batch {
         if mask.contains(EventMask::ISDIR)
             && mask.intersects(EventMask::CREATE | EventMask::MOVED_TO)
             && let Err(e) = dirs.add_tree(&path, dirs.depth_of(&path))
+            && !dirs.full
         {
-            // Out of watches (`fs.inotify.max_user_watches`): changes below it are seen only by
-            // the next walk; said once per directory.
-            self.warnings
-                .push(format!("cannot watch {}: {e}", path.display()));
+            // Out of watches (`fs.inotify.max_user_watches`) or refused: changes below it are seen
+            // only by the next walk. Said once, not once per directory of a flood.
+            dirs.full = true;
+            self.warnings.push(format!(
+                "cannot watch {} (further directories unwatched are not named): {e}",
+                path.display()
+            ));
         }
         self.paths.push(path);
     }
