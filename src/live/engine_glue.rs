@@ -17,6 +17,10 @@ use crate::engine::{
 /// Messages read from a queue offset.
 #[derive(Debug, Default)]
 pub struct QueueBatch {
+    /// The timestamps of the messages read before [`QueueBatch::messages`], which a buffer of the
+    /// size asked for would drop at once (read for the message rate, not parsed in full).
+    pub earlier: Vec<String>,
+    /// The last messages read, at most the number asked for.
     pub messages: Vec<Envelope>,
     /// Offset just past the last complete line (an unterminated last line is left for later).
     pub next_offset: u64,
@@ -25,14 +29,21 @@ pub struct QueueBatch {
 }
 
 /// Reads the complete lines appended at or after `offset`, up to the first line end past
-/// `max_bytes` (`queue::read_from_upto`: writers faster than a starved model never keep it reading).
-pub fn read_queue(path: &Path, offset: u64, max_bytes: u64) -> Result<QueueBatch, String> {
-    let (messages, next_offset, skipped) =
-        crate::engine::queue::read_from_upto(path, offset, max_bytes).map_err(|e| e.to_string())?;
+/// `max_bytes` (`queue::read_last_upto`: writers faster than a starved model never keep it
+/// reading); the last `keep` messages in full, the timestamps of those before.
+pub fn read_queue(
+    path: &Path,
+    offset: u64,
+    max_bytes: u64,
+    keep: usize,
+) -> Result<QueueBatch, String> {
+    let r = crate::engine::queue::read_last_upto(path, offset, max_bytes, keep)
+        .map_err(|e| e.to_string())?;
     Ok(QueueBatch {
-        messages,
-        next_offset,
-        skipped: skipped as u64,
+        earlier: r.earlier,
+        messages: r.messages,
+        next_offset: r.next_offset,
+        skipped: r.skipped as u64,
     })
 }
 

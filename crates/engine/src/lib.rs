@@ -198,7 +198,8 @@ pub mod board {
 /// Reading a track's queue: filters, pages, cursors.
 pub mod queue {
     pub use crate::bus::queue::{
-        Filter, OversizedLine, Page, QueueCursor, ReadResult, read, read_from, read_from_upto, tail,
+        Filter, LastRead, OversizedLine, Page, QueueCursor, ReadResult, read, read_from,
+        read_from_upto, read_last_upto, tail,
     };
 }
 

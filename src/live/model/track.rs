@@ -106,15 +106,19 @@ impl TrackTracker {
             len.saturating_sub(self.cursor.offset())
                 .clamp(1, opts.tail_bytes.max(1))
         });
-        match crate::live::engine_glue::read_queue(&path, self.cursor.offset(), upto) {
+        let keep = opts.buffer.max(1);
+        match crate::live::engine_glue::read_queue(&path, self.cursor.offset(), upto, keep) {
             Ok(batch) => {
                 // Only an unterminated line after the offset: nothing to show until it completes.
                 changed |= !batch.messages.is_empty() || batch.skipped > 0;
                 self.cursor.advance_to(batch.next_offset);
                 self.lines_skipped += batch.skipped;
-                self.messages_read += batch.messages.len() as u64;
+                self.messages_read += (batch.earlier.len() + batch.messages.len()) as u64;
+                for ts in &batch.earlier {
+                    self.count_rate(ts);
+                }
                 for m in batch.messages {
-                    self.count_rate(&m);
+                    self.count_rate(&m.timestamp);
                     if self.messages.len() == opts.buffer {
                         self.messages.pop_front();
                     }
@@ -138,8 +142,8 @@ impl TrackTracker {
     }
 
     /// Counts a message in the second its timestamp names (one parse per message read).
-    fn count_rate(&mut self, m: &Envelope) {
-        let Some(sec) = crate::engine::time::parse_ts(&m.timestamp).map(|t| t.timestamp()) else {
+    fn count_rate(&mut self, timestamp: &str) {
+        let Some(sec) = crate::engine::time::parse_ts(timestamp).map(|t| t.timestamp()) else {
             return;
         };
         let window = crate::live::snapshot::RATE_SECONDS as i64;

@@ -147,7 +147,10 @@ impl Envelope {
     /// Parses one queue line; `None` for anything that is not a JSON object.
     pub(crate) fn parse_line(line: &[u8]) -> Option<Self> {
         let v: Value = serde_json::from_slice(line).ok()?;
-        from_object(&v)
+        if !v.is_object() {
+            return None;
+        }
+        serde_json::from_value(v).ok()
     }
 }
 

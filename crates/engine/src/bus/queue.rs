@@ -776,6 +776,94 @@ pub fn read_from_upto(
     Ok((out, next, skipped))
 }
 
+/// What [`read_last_upto`] read: the last messages in full, and only the timestamps of those before.
+#[derive(Debug, Default)]
+pub struct LastRead {
+    /// The timestamps (as written) of the messages read before [`LastRead::messages`], in order.
+    pub earlier: Vec<String>,
+    /// The last messages read, at most the number asked for, in order.
+    pub messages: Vec<Envelope>,
+    /// Offset just past the last complete line (an unterminated last line is left for later).
+    pub next_offset: u64,
+    /// Blank, unparsable or oversized lines passed over.
+    pub skipped: usize,
+}
+
+/// [`read_from_upto`] for a reader that keeps only the last `keep` messages (a bounded buffer): those
+/// are parsed in full, and of the messages before them only the timestamp is read (a message rate
+/// counts them). The lines a reader would drop at once cost a scan, not a parse into values; which
+/// lines are messages and which are skipped is the same as with [`read_from_upto`].
+pub fn read_last_upto(path: &Path, offset: u64, max_bytes: u64, keep: usize) -> Result<LastRead> {
+    let Some(mut file) = open_queue(path)? else {
+        return Ok(LastRead::default());
+    };
+    file.seek(SeekFrom::Start(offset))
+        .map_err(|e| Error::io(path, e))?;
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    let mut line = Vec::with_capacity(512);
+    // The complete lines, one after another in `bytes`, each its end there (at most `max_bytes` and
+    // one line: the bound the caller gave).
+    let (mut bytes, mut ends) = (Vec::new(), Vec::new());
+    let mut out = LastRead {
+        next_offset: offset,
+        ..LastRead::default()
+    };
+    loop {
+        match next_line(&mut reader, &mut line, MAX_LINE_BYTES).map_err(|e| Error::io(path, e))? {
+            Line::Eof | Line::Unterminated => break,
+            Line::Oversized { len } => {
+                out.next_offset += len;
+                out.skipped += 1;
+            }
+            Line::Complete { len } => {
+                out.next_offset += len;
+                bytes.extend_from_slice(&line);
+                ends.push(bytes.len());
+            }
+        }
+        if out.next_offset.saturating_sub(offset) >= max_bytes {
+            break;
+        }
+    }
+    let line_at = |i: usize| &bytes[if i == 0 { 0 } else { ends[i - 1] }..ends[i]];
+    // From the end: the last `keep` messages in full; where they start, the earlier lines begin.
+    let mut first_kept = ends.len();
+    while first_kept > 0 && out.messages.len() < keep {
+        first_kept -= 1;
+        match parse_line(line_at(first_kept)) {
+            Some(env) => out.messages.push(env),
+            None => out.skipped += 1,
+        }
+    }
+    out.messages.reverse();
+    for i in 0..first_kept {
+        match timestamp_of_line(line_at(i)) {
+            Some(ts) => out.earlier.push(ts),
+            None => out.skipped += 1,
+        }
+    }
+    Ok(out)
+}
+
+/// The `timestamp` of a queue line as [`Envelope`] reads it (`None` exactly when [`parse_line`]
+/// gives `None`), without building the line's values.
+fn timestamp_of_line(line: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Stamp {
+        #[serde(default, deserialize_with = "crate::bus::model::lenient::string")]
+        timestamp: String,
+    }
+    // Only an object is a message (a derived struct would also take an array).
+    if line.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return None;
+    }
+    match serde_json::from_slice::<Stamp>(line) {
+        Ok(s) => Some(s.timestamp),
+        // A key written twice is an error here and the last one wins in a full read.
+        Err(_) => parse_line(line).map(|e| e.timestamp),
+    }
+}
+
 /// The most bytes of the queue one [`QueueCursor::poll`] reads (the rest comes with the next poll).
 const POLL_MAX_BYTES: u64 = 16 * 1024 * 1024;
 
@@ -854,6 +942,61 @@ mod tests {
     fn age(p: &Path, ago: std::time::Duration) {
         let f = std::fs::OpenOptions::new().append(true).open(p).unwrap();
         f.set_modified(std::time::SystemTime::now() - ago).unwrap();
+    }
+
+    /// Queue lines as foreign writers leave them: messages with any kind of `timestamp` (missing,
+    /// a number, an object, written twice, escaped), arrays, scalars, blank and broken lines.
+    fn hostile_line() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (0u32..100).prop_map(|i| format!(
+                r#"{{"id":"m{i}","type":"PROGRESS","source":"w","timestamp":"2026-02-01T12:00:{:02}Z","payload":{{"i":{i}}}}}"#,
+                i % 60
+            )),
+            (0u32..100).prop_map(|i| format!(r#"{{"timestamp":{i},"x":[1,2,{{"timestamp":"no"}}]}}"#)),
+            Just(r#"{"timestamp":"a","timestamp":"b","id":"twice"}"#.to_owned()),
+            Just(r#"{"timestamp":"escaped"}"#.to_owned()),
+            Just(r#"{"timestamp":{"nested":true}}"#.to_owned()),
+            Just(r#"  {"id":"no timestamp"}  "#.to_owned()),
+            Just(r#"["2026-02-01T12:00:00Z"]"#.to_owned()),
+            Just("42".to_owned()),
+            Just(String::new()),
+            Just("   ".to_owned()),
+            Just(r#"{"timestamp":"cut"#.to_owned()),
+            Just(r#"{"a":1} trailing"#.to_owned()),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Keeping the last messages reads the same lines as a full read: the same messages kept,
+        /// the same timestamps before them, the same lines skipped and the same offset reached.
+        #[test]
+        fn reading_only_the_last_messages_in_full_agrees_with_a_full_read(
+            lines in proptest::collection::vec(hostile_line(), 0..60),
+            keep in 0usize..70,
+            from in 0usize..4,
+            bound in 1u64..8000,
+            unterminated in proptest::bool::ANY,
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("queue.jsonl");
+            let mut text = lines.join("\n");
+            if !unterminated && !lines.is_empty() {
+                text.push('\n');
+            }
+            std::fs::write(&p, &text).unwrap();
+            let offset = text
+                .match_indices('\n')
+                .nth(from)
+                .map_or(0, |(i, _)| i as u64 + 1);
+            let (all, next, skipped) = read_from_upto(&p, offset, bound).unwrap();
+            let last = read_last_upto(&p, offset, bound, keep).unwrap();
+            let split = all.len().saturating_sub(keep);
+            proptest::prop_assert_eq!(&last.messages[..], &all[split..]);
+            let stamps: Vec<&str> = all[..split].iter().map(|e| e.timestamp.as_str()).collect();
+            proptest::prop_assert_eq!(last.earlier.iter().map(String::as_str).collect::<Vec<_>>(), stamps);
+            proptest::prop_assert_eq!((last.next_offset, last.skipped), (next, skipped));
+        }
     }
 
     #[test]
