@@ -68,6 +68,10 @@ fn is_record(key: &str) -> u8 {
     }
 }
 
+/// Where a rewritten file is made before it takes its place: beside `conductor/` and `shared/`,
+/// where no recorded path goes ([`place`]).
+const FRESH: &str = ".fresh";
+
 /// The name of a scratch root starts with this, then the console's pid and `-`.
 const PREFIX: &str = "pantheon-replay-";
 
@@ -276,8 +280,21 @@ impl Scratch {
             }
             None => {
                 let bytes = hist.content(new).ok().flatten().unwrap_or_default();
-                let mut f = std::fs::File::create(p)?;
+                // A new file, never the old one truncated: a reader of an append-only log (the
+                // model's queue cursor) must see another file (another inode), not a longer one to
+                // read on from its offset; and ext4 writes back a file truncated to nothing when it
+                // is closed (its `auto_da_alloc`), a disk write per file of the moment. It is made
+                // beside the recorded trees (no recorded path is there), while the old one still
+                // holds its inode, then put in the old one's place (removed first: a rename over a
+                // file is written back by ext4 as well).
+                let fresh = self.dir.path().join(FRESH);
+                let mut f = std::fs::File::create(&fresh)?;
                 f.write_all(&bytes)?;
+                match std::fs::remove_file(p) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                    _ => {}
+                }
+                std::fs::rename(&fresh, p)?;
                 f
             }
         };
@@ -385,6 +402,61 @@ mod tests {
         assert_eq!(ino, same, "appended in place");
         assert!(!s.path().join("conductor/state/wf_a.json").exists());
         assert_eq!(touched.len(), 2);
+    }
+
+    #[test]
+    fn a_queue_rewritten_longer_is_read_as_another_file_not_an_append() {
+        use crate::engine::{HistoryWriter, Retention};
+        use crate::live::{ModelOptions, model::LiveModel};
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::at(d.path());
+        let ret = Retention {
+            max_bytes: u64::MAX,
+            max_age: Duration::from_secs(3600),
+        };
+        let mut w = HistoryWriter::open(&root, ret, 1_000).unwrap();
+        let line = |id: &str| {
+            format!(
+                "{{\"id\":\"{id}\",\"type\":\"PROGRESS\",\"source\":\"w\",\"timestamp\":\"2026-01-01T00:00:00Z\",\"payload\":{{}}}}\n"
+            )
+        };
+        let key = "conductor/tracks/t1/.message-bus/queue.jsonl";
+        let mut version = |ids: &[&str]| {
+            let text: String = ids.iter().map(|id| line(id)).collect();
+            let mut tree = HistoryTree::new();
+            tree.insert(
+                key.into(),
+                FileVer {
+                    blobs: vec![w.put_blob(text.as_bytes()).unwrap()],
+                    len: text.len() as u64,
+                    mtime_us: 1_000,
+                    dir: false,
+                },
+            );
+            tree
+        };
+        // The queue at one moment, and at another after it was archived and a longer one began.
+        let before = version(&["old1", "old2"]);
+        let after = version(&["new1", "new2", "new3", "new4"]);
+        let hist = HistoryDir::of(&root);
+        let mut s = Scratch::new(Default::default()).unwrap();
+        s.show(&hist, &before);
+        let mut model = LiveModel::open(s.root.clone(), ModelOptions::default());
+        let ids = |snap: &crate::live::Snapshot| -> Vec<String> {
+            snap.tracks[0]
+                .messages
+                .iter()
+                .map(|m| m.id.clone())
+                .collect()
+        };
+        assert_eq!(ids(&model.snapshot()), ["old1", "old2"]);
+        let touched = s.show(&hist, &after);
+        let snap = model.apply(&touched).expect("the queue changed");
+        assert_eq!(
+            ids(&snap),
+            ["new1", "new2", "new3", "new4"],
+            "read from its start, not on from the old file's length"
+        );
     }
 
     #[test]
