@@ -8,7 +8,9 @@
 //!   `pantheon serve` runs it), against the same cycles without it; goal < 5 % slower. Each pair's
 //!   arms start from fresh roots and do the same `HISTORY_BENCH_CYCLES` cycles (default 300, the
 //!   submit + ack benchmark's), `HISTORY_BENCH_ROUNDS` pairs (default 12). Also the acting thread's
-//!   own CPU per cycle (user + system), which other processes' load moves less.
+//!   own CPU per cycle (user + system), which other processes' load moves less. The same pairs
+//!   again on a memory file system (`/dev/shm`, when there is one): the recorder's cost against a
+//!   cycle whose file system work is cheap, and no disk state in the figure.
 //! - **idle**: CPU the recorder uses on the idle 10,000-workflow root over 10 s, against one core;
 //!   goal < 1 %.
 //! - **seek** also times the console's seek in the same history (`:replay TS` in a replay: the tree
@@ -435,19 +437,87 @@ fn cycles(c: &Conductor, from: usize, n: usize) -> (f64, f64) {
     (n as f64 / wall, (thread_cpu_secs() - cpu) / n as f64)
 }
 
-/// One arm of the overhead's pairs: a fresh root, the recorder on it or not, `n` cycles.
-fn overhead_arm(with_recorder: bool, n: usize) -> (f64, f64) {
-    let dir = tempfile::tempdir().unwrap();
+/// One arm of the overhead's pairs: a fresh root in `parent`, the recorder on it or not, `n`
+/// cycles. The root is returned, to be removed only when every arm is done (see [`overhead`]).
+fn overhead_arm(parent: &Path, with_recorder: bool, n: usize) -> ((f64, f64), tempfile::TempDir) {
+    let dir = tempfile::tempdir_in(parent).unwrap();
     let c = Conductor::new(Root::at(dir.path()));
     c.init().expect("init");
     let bg = with_recorder.then(|| Background::start(&Root::at(dir.path()), quiet()).unwrap());
+    // Without the recorder, another thread that only waits: the acting thread's process has more
+    // than one thread in both arms, as every process that acts beside a recorder of its own has
+    // (`pantheon serve`, the console, the MCP server; a god acting in a process of its own is
+    // beside `pantheon record`, another process). A process of one thread takes faster paths in
+    // the C library (no lock around `malloc`, none around a system call) and in the kernel (a file
+    // descriptor looked up without a reference); they are not the recorder's to keep.
+    let (stop_idle, idle) = std::sync::mpsc::channel::<()>();
+    let idle = (!with_recorder).then(|| std::thread::spawn(move || idle.recv().ok()));
     // The same pause in both arms: the recorder's first scan, or nothing.
     std::thread::sleep(Duration::from_millis(300));
     let r = cycles(&c, 0, n);
     if let Some(bg) = bg {
         bg.stop();
     }
-    r
+    drop(stop_idle);
+    if let Some(idle) = idle {
+        idle.join().unwrap();
+    }
+    (r, dir)
+}
+
+/// One pair's figures: the cycle time and the acting thread's CPU a cycle (seconds), without the
+/// recorder and with it.
+#[derive(Clone, Copy)]
+struct Pair {
+    bare: (f64, f64),
+    rec: (f64, f64),
+}
+
+/// The overhead's pairs in `parent`, `rounds` of them.
+fn overhead_pairs(parent: &Path, n: usize, rounds: usize) -> Vec<Pair> {
+    // Every root stays until the last arm is done: on ext4 without a journal (this project's
+    // bench machines), an inode freed less than a minute before (longer while its inode table
+    // block is unwritten) is passed over, one look each, by every file creation in its group, and
+    // an arm that followed the removal of the arm before (thousands of inodes) spent twice the
+    // CPU on its atomic writes' new files: that, not the recorder, swung the figure by 10 %.
+    let mut roots = Vec::new();
+    let mut pairs = Vec::new();
+    for round in 0..rounds {
+        let order = if round % 2 == 0 {
+            [false, true]
+        } else {
+            [true, false]
+        };
+        let mut pair = Pair {
+            bare: (0.0, 0.0),
+            rec: (0.0, 0.0),
+        };
+        for with_recorder in order {
+            let ((per_second, cpu), root) = overhead_arm(parent, with_recorder, n);
+            roots.push(root);
+            let arm = if with_recorder {
+                &mut pair.rec
+            } else {
+                &mut pair.bare
+            };
+            *arm = (1.0 / per_second, cpu);
+        }
+        pairs.push(pair);
+    }
+    pairs
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// A memory file system to run the overhead's pairs on as well, when there is one (`/dev/shm`).
+fn memory_fs() -> Option<tempfile::TempDir> {
+    let shm = Path::new("/dev/shm");
+    shm.is_dir()
+        .then(|| tempfile::tempdir_in(shm).ok())
+        .flatten()
 }
 
 fn overhead() {
@@ -462,66 +532,69 @@ fn overhead() {
     // Each arm of a pair starts from a fresh root and does the same work (the submit + ack
     // benchmark's: `n` cycles over ten workflows), so the states it rewrites are the same size in
     // both; the order alternates (bare first, then recorder first) so drift of the machine hits
-    // both alike.
-    let (mut bare, mut rec) = (Vec::new(), Vec::new());
-    let (mut bare_cpu, mut rec_cpu) = (Vec::new(), Vec::new());
-    for round in 0..rounds {
-        let order = if round % 2 == 0 {
-            [false, true]
-        } else {
-            [true, false]
-        };
-        for with_recorder in order {
-            let (w, cpu) = overhead_arm(with_recorder, n);
-            if with_recorder {
-                rec.push(w);
-                rec_cpu.push(cpu);
-            } else {
-                bare.push(w);
-                bare_cpu.push(cpu);
-            }
-        }
+    // both alike. On the temporary directory's file system, as the submit + ack benchmark.
+    let tmp = tempfile::tempdir().unwrap();
+    let note = format!("median of {rounds} pairs of {n} cycles on fresh roots, order alternating");
+    overhead_rows(tmp.path(), n, rounds, "", "", &note);
+    drop(tmp);
+    // Then on a memory file system, where a cycle's own file system work is a sixth of the disk's:
+    // what the recorder costs the acting thread is a larger part of the cycle, and what the disk's
+    // state does to a cycle is not measured.
+    if let Some(mem) = memory_fs() {
+        let note = format!("{note}; on a memory file system (`/dev/shm`)");
+        overhead_rows(
+            mem.path(),
+            n,
+            rounds,
+            "_memfs",
+            ", on a memory file system",
+            &note,
+        );
     }
-    let med = |v: &mut Vec<f64>| {
-        v.sort_by(|a, b| a.total_cmp(b));
-        v[v.len() / 2]
+}
+
+/// The two rows of the overhead in `parent`: the cycle time and the acting thread's CPU, each the
+/// median of the pairs' ratios (each pair's two arms ran one after the other: the drift of the
+/// machine and of its disk between pairs cancels out).
+fn overhead_rows(parent: &Path, n: usize, rounds: usize, suffix: &str, on: &str, note: &str) {
+    let pairs = overhead_pairs(parent, n, rounds);
+    let figure = |of: fn(&(f64, f64)) -> f64| {
+        let ratio = median(pairs.iter().map(|p| of(&p.rec) / of(&p.bare)).collect());
+        let bare = median(pairs.iter().map(|p| of(&p.bare) * 1e3).collect());
+        let rec = median(pairs.iter().map(|p| of(&p.rec) * 1e3).collect());
+        (ratio, bare, rec)
     };
-    let (b, r) = (med(&mut bare), med(&mut rec));
-    println!(
-        "overhead: submit + ack {b:.1} cycles/s bare, {r:.1} with the recorder: {:.3}x the bare cycle time ({:+.1} %, goal < 5 %)",
-        b / r,
-        (b / r - 1.0) * 100.0
-    );
-    bench(
-        "history_recorder_overhead_submit_ack",
-        "the recorder adds < 5 % to the submit + ack cycle",
-        1000.0 / r,
-        "ms",
-        (1000.0 / b, "the same cycle without the recorder"),
-        b / r < 1.05,
-        &format!("median of {rounds} pairs of {n} cycles on fresh roots, order alternating"),
-    );
-    // On a shared machine the wall time swings with other processes' load; the acting thread's own
-    // CPU (its system time included: the file system work of its writes) does not.
-    let (bc, rc) = (med(&mut bare_cpu), med(&mut rec_cpu));
-    println!(
-        "overhead (acting thread's CPU): {:.3} ms a cycle bare, {:.3} ms with the recorder: {:.3}x ({:+.1} %)",
-        bc * 1e3,
-        rc * 1e3,
-        rc / bc,
-        (rc / bc - 1.0) * 100.0
-    );
-    bench(
-        "history_recorder_overhead_submit_ack_cpu",
-        "the recorder adds < 5 % to the CPU the submit + ack cycle's own thread spends",
-        rc * 1e3,
-        "ms",
-        (bc * 1e3, "the same cycle's thread CPU without the recorder"),
-        rc / bc < 1.05,
-        &format!(
-            "median of {rounds} pairs of {n} cycles on fresh roots, order alternating; user + system time"
+    let rows = [
+        (
+            "",
+            "the submit + ack cycle",
+            "the cycle time",
+            figure(|a| a.0),
         ),
-    );
+        (
+            "_cpu",
+            "the CPU the submit + ack cycle's own thread spends",
+            "the acting thread's CPU (user + system)",
+            figure(|a| a.1),
+        ),
+    ];
+    for (row, what, measured, (ratio, bare, rec)) in rows {
+        println!(
+            "overhead{on}: {measured}: {bare:.3} ms a cycle bare, {rec:.3} ms with the recorder (medians); the pairs' ratios' median {ratio:.3}x ({:+.1} %, goal < 5 %)",
+            (ratio - 1.0) * 100.0
+        );
+        bench(
+            &format!("history_recorder_overhead_submit_ack{suffix}{row}"),
+            &format!("the recorder adds < 5 % to {what}{on}"),
+            ratio,
+            "x",
+            (1.0, "each pair's arm without the recorder"),
+            ratio < 1.05,
+            &format!(
+                "{measured}: {note}; median {bare:.3} ms a cycle without, {rec:.3} ms with the recorder"
+            ),
+        );
+    }
 }
 
 /// CPU seconds (user and system) the calling thread has used.
