@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use pantheon::engine::{Actor, Conductor, Root};
+use pantheon::engine::{Actor, Conductor, HistoryDir, Root};
 use serde_json::json;
 
 fn bin() -> &'static Path {
@@ -408,6 +408,31 @@ fn main() {
         std::thread::sleep(Duration::from_millis(200));
     }
     println!("serve   model loaded in {:.1} s", t.elapsed().as_secs_f64());
+    // `serve` records the root (the time machine): its first recording of a large root goes on
+    // after the model has loaded, and its memory grows with what it has seen. Scrapes are measured
+    // once the history has stopped growing, so what grows meanwhile is theirs.
+    let t = Instant::now();
+    let history = HistoryDir::of(&Root::at(&root));
+    let mut last = (0, Instant::now());
+    loop {
+        std::thread::sleep(Duration::from_millis(200));
+        let size = history.size();
+        if size > 0 && size == last.0 && last.1.elapsed() > Duration::from_secs(2) {
+            break;
+        }
+        if size != last.0 {
+            last = (size, Instant::now());
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(600),
+            "the first recording never ended"
+        );
+    }
+    println!(
+        "serve   first recording over {:.1} s later ({:.1} MiB of history)",
+        t.elapsed().as_secs_f64(),
+        last.0 as f64 / 1048576.0
+    );
     for _ in 0..20 {
         get(port).unwrap();
     }
