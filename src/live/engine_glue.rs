@@ -12,39 +12,19 @@ use crate::engine::{
     WorkerEntry,
     board::{self, QUICK_REVIEW, quick_review_rule, resolve_rule},
     detect_deadlocks,
+    queue::LastRead,
 };
 
-/// Messages read from a queue offset.
-#[derive(Debug, Default)]
-pub struct QueueBatch {
-    /// The timestamps of the messages read before [`QueueBatch::messages`], which a buffer of the
-    /// size asked for would drop at once (read for the message rate, not parsed in full).
-    pub earlier: Vec<String>,
-    /// The last messages read, at most the number asked for.
-    pub messages: Vec<Envelope>,
-    /// Offset just past the last complete line (an unterminated last line is left for later).
-    pub next_offset: u64,
-    /// Blank or unparsable lines passed over.
-    pub skipped: u64,
-}
-
 /// Reads the complete lines appended at or after `offset`, up to the first line end past
-/// `max_bytes` (`queue::read_last_upto`: writers faster than a starved model never keep it
-/// reading); the last `keep` messages in full, the timestamps of those before.
+/// `max_bytes` (writers faster than a starved model never keep it reading): the last `keep`
+/// messages in full, the timestamps of those before (`queue::read_last_upto`).
 pub fn read_queue(
     path: &Path,
     offset: u64,
     max_bytes: u64,
     keep: usize,
-) -> Result<QueueBatch, String> {
-    let r = crate::engine::queue::read_last_upto(path, offset, max_bytes, keep)
-        .map_err(|e| e.to_string())?;
-    Ok(QueueBatch {
-        earlier: r.earlier,
-        messages: r.messages,
-        next_offset: r.next_offset,
-        skipped: r.skipped as u64,
-    })
+) -> Result<LastRead, String> {
+    crate::engine::queue::read_last_upto(path, offset, max_bytes, keep).map_err(|e| e.to_string())
 }
 
 /// Reads `discussion.jsonl` (`bus::board::read_discussion`): the lines and how many were skipped.

@@ -306,6 +306,19 @@ impl Scratch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::{HistoryWriter, Retention};
+
+    /// A root in a temporary directory and a writer of its history (keep the directory alive).
+    fn history() -> (tempfile::TempDir, Root, HistoryWriter) {
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::at(d.path());
+        let ret = Retention {
+            max_bytes: u64::MAX,
+            max_age: Duration::from_secs(3600),
+        };
+        let w = HistoryWriter::open(&root, ret, 1_000).unwrap();
+        (d, root, w)
+    }
 
     #[test]
     fn only_plain_paths_inside_the_recorded_trees_are_placed() {
@@ -335,14 +348,7 @@ mod tests {
 
     #[test]
     fn a_moment_is_laid_out_in_parts_records_last_and_appends_grow_in_place() {
-        use crate::engine::{HistoryWriter, Retention};
-        let d = tempfile::tempdir().unwrap();
-        let root = Root::at(d.path());
-        let ret = Retention {
-            max_bytes: u64::MAX,
-            max_age: Duration::from_secs(3600),
-        };
-        let mut w = HistoryWriter::open(&root, ret, 1_000).unwrap();
+        let (_d, root, mut w) = history();
         let mut tree = HistoryTree::new();
         let mut put = |tree: &mut HistoryTree, key: &str, blobs: &[&[u8]], mtime_us: i64| {
             let blobs: Vec<String> = blobs.iter().map(|b| w.put_blob(b).unwrap()).collect();
@@ -406,15 +412,8 @@ mod tests {
 
     #[test]
     fn a_queue_rewritten_longer_is_read_as_another_file_not_an_append() {
-        use crate::engine::{HistoryWriter, Retention};
         use crate::live::{ModelOptions, model::LiveModel};
-        let d = tempfile::tempdir().unwrap();
-        let root = Root::at(d.path());
-        let ret = Retention {
-            max_bytes: u64::MAX,
-            max_age: Duration::from_secs(3600),
-        };
-        let mut w = HistoryWriter::open(&root, ret, 1_000).unwrap();
+        let (_d, root, mut w) = history();
         let line = |id: &str| {
             format!(
                 "{{\"id\":\"{id}\",\"type\":\"PROGRESS\",\"source\":\"w\",\"timestamp\":\"2026-01-01T00:00:00Z\",\"payload\":{{}}}}\n"
@@ -461,14 +460,7 @@ mod tests {
 
     #[test]
     fn a_recorded_directory_is_made_empty_and_removed_once_gone() {
-        use crate::engine::{HistoryWriter, Retention};
-        let d = tempfile::tempdir().unwrap();
-        let root = Root::at(d.path());
-        let ret = Retention {
-            max_bytes: u64::MAX,
-            max_age: Duration::from_secs(3600),
-        };
-        let mut w = HistoryWriter::open(&root, ret, 1_000).unwrap();
+        let (_d, root, mut w) = history();
         let dir = |tree: &mut HistoryTree, key: &str| {
             tree.insert(
                 key.into(),

@@ -112,7 +112,7 @@ impl TrackTracker {
                 // Only an unterminated line after the offset: nothing to show until it completes.
                 changed |= !batch.messages.is_empty() || batch.skipped > 0;
                 self.cursor.advance_to(batch.next_offset);
-                self.lines_skipped += batch.skipped;
+                self.lines_skipped += batch.skipped as u64;
                 self.messages_read += (batch.earlier.len() + batch.messages.len()) as u64;
                 for ts in &batch.earlier {
                     self.count_rate(ts);
