@@ -57,6 +57,19 @@ pub(crate) fn open_append(root: &Root, path: &Path) -> Result<File> {
         .ok_or_else(|| Error::not_found(format!("{} does not exist", path.display())))
 }
 
+/// Opens lock file `path` (created with its directory when missing, never truncated, never through
+/// a link) for reading only, or for appending when `writable`.
+pub(crate) fn open_lock_file(root: &Root, path: &Path, writable: bool) -> Result<File> {
+    let (dir, name) = parent_dir(root, path)?;
+    let access = if writable {
+        OFlags::RDWR | OFlags::APPEND
+    } else {
+        OFlags::RDONLY
+    };
+    dir.open_file(&name, access | OFlags::CREATE)?
+        .ok_or_else(|| Error::not_found(format!("{} does not exist", path.display())))
+}
+
 /// Like [`open_append`], but the directory must exist (only the file is created when missing).
 pub(crate) fn open_append_in_place(root: &Root, path: &Path) -> Result<File> {
     let (dir, name) = SafeDir::parent_of(root, path, false)?
@@ -98,6 +111,7 @@ pub(crate) fn remove_file(root: &Root, path: &Path) -> Result<bool> {
 mod tests {
     use super::*;
     use std::fs;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn writes_pretty_json_with_newline_and_no_temp_left() {
@@ -139,5 +153,32 @@ mod tests {
         // Paths outside the root are refused; inside and link-free is fine.
         assert!(write_json(&root, &outside.path().join("ok.json"), &1).is_err());
         write_json(&root, &root.dir.join("a/b.json"), &1).unwrap();
+    }
+
+    #[test]
+    fn a_replace_keeping_the_mode_it_was_given_changes_no_attribute() {
+        // `fchmod` to the mode the file already has is still an `IN_ATTRIB` to every watcher.
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path());
+        let p = dir.path().join("x.json");
+        write_atomic(&root, &p, b"{}\n").unwrap();
+        let seen = crate::store::watched_events(dir.path(), || {
+            write_atomic(&root, &p, b"{\"a\": 1}\n").unwrap();
+        });
+        assert!(
+            seen.iter().all(|(mask, _)| !mask.contains("ATTRIB")),
+            "{seen:?}"
+        );
+        assert!(
+            seen.iter()
+                .any(|(mask, name)| mask.contains("MOVED_TO") && name == "x.json")
+        );
+        // A mode of its own is still kept.
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o600)).unwrap();
+        write_atomic(&root, &p, b"{}\n").unwrap();
+        assert_eq!(
+            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
     }
 }

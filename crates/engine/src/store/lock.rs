@@ -23,18 +23,26 @@ impl FileLock {
     }
 
     /// Takes an exclusive lock on `path`, waiting at most `timeout`.
+    ///
+    /// The lock file is opened for reading only (`flock` does not care how a file is open): closing
+    /// a file that was open for writing is a change to file watchers (`IN_CLOSE_WRITE`), and a
+    /// watched root's writers would raise one for every lock they take. Where an exclusive lock
+    /// needs a file open for writing (`flock` emulated by byte-range locks, as on NFS: `EBADF`), it
+    /// is opened again for writing.
     pub(crate) fn exclusive_within(root: &Root, path: &Path, timeout: Duration) -> Result<Self> {
-        let file = super::atomic::open_append(root, path)?;
-        lock_file(&file, path, timeout)?;
+        let file = super::atomic::open_lock_file(root, path, false)?;
+        let file = match lock_file(&file, path, timeout) {
+            Err(Error::Io { cause, .. }) if cause.raw_os_error() == Some(libc::EBADF) => {
+                let file = super::atomic::open_lock_file(root, path, true)?;
+                lock_file(&file, path, timeout)?;
+                file
+            }
+            other => other.map(|()| file)?,
+        };
         Ok(Self {
             file,
             path: path.to_path_buf(),
         })
-    }
-
-    /// The locked file (for writers that lock the file they append to).
-    pub fn file(&self) -> &File {
-        &self.file
     }
 
     /// The lock file's path.
@@ -107,5 +115,29 @@ mod tests {
         drop(FileLock::exclusive(&root, &p).unwrap());
         FileLock::exclusive_within(&root, &p, Duration::from_millis(30)).unwrap();
         assert!(p.exists());
+    }
+
+    #[test]
+    fn taking_a_lock_is_no_change_to_a_watcher() {
+        // A watched root's writers take a lock for every act: were the lock file open for writing,
+        // its close would be an `IN_CLOSE_WRITE` to every watcher of the directory.
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path());
+        let p = dir.path().join(".lock");
+        drop(FileLock::exclusive(&root, &p).unwrap());
+        let seen = crate::store::watched_events(dir.path(), || {
+            for _ in 0..3 {
+                drop(FileLock::exclusive(&root, &p).unwrap());
+            }
+        });
+        let changes: Vec<_> = seen
+            .iter()
+            .filter(|(mask, _)| !mask.contains("OPEN") && !mask.contains("CLOSE_NOWRITE"))
+            .collect();
+        assert!(changes.is_empty(), "{changes:?}");
+        assert!(
+            seen.iter().any(|(mask, _)| mask.contains("OPEN")),
+            "{seen:?}"
+        );
     }
 }

@@ -45,3 +45,31 @@ pub(crate) fn json_value<T: serde::Serialize + ?Sized>(value: &T) -> serde_json:
 pub(crate) fn json_string<T: serde::Serialize + ?Sized>(value: &T) -> String {
     String::from_utf8_lossy(&json_text(value, false)).into_owned()
 }
+
+/// What a watcher of `dir` is told while `act` runs: each event's mask and name, in order.
+#[cfg(test)]
+pub(crate) fn watched_events(dir: &std::path::Path, act: impl FnOnce()) -> Vec<(String, String)> {
+    use inotify::{Inotify, WatchMask};
+    let mut inotify = Inotify::init().unwrap();
+    inotify.watches().add(dir, WatchMask::ALL_EVENTS).unwrap();
+    act();
+    let mut buffer = [0u8; 64 * 1024];
+    let mut seen = Vec::new();
+    loop {
+        match inotify.read_events(&mut buffer) {
+            Ok(events) => {
+                let before = seen.len();
+                seen.extend(events.map(|e| {
+                    let name = e.name.map(|n| n.to_string_lossy().into_owned());
+                    (format!("{:?}", e.mask), name.unwrap_or_default())
+                }));
+                if seen.len() == before {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) => panic!("reading inotify events: {e}"),
+        }
+    }
+    seen
+}

@@ -256,7 +256,11 @@ impl SafeDir {
         };
         let tmp_path = self.path.join(&tmp_name);
         let result = (|| {
-            if let Some(mode) = keep_mode {
+            // Only when the umask gave the new file another mode: a change of mode is an event to
+            // every watcher of the directory, even to the mode it had.
+            if let Some(mode) = keep_mode
+                && rustix::fs::fstat(&tmp).map_or(true, |st| st.st_mode & 0o7777 != mode)
+            {
                 rustix::fs::fchmod(&tmp, Mode::from_raw_mode(mode))
                     .map_err(|e| io_err(&tmp_path, e))?;
             }
