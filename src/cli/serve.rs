@@ -471,7 +471,12 @@ struct Supervisor<'a> {
     /// The least time between two anchors, and the last one.
     every: Duration,
     last_anchor: Instant,
+    /// When the root's temporary directory was last swept of killed writers' leftovers.
+    last_sweep: Option<Instant>,
 }
+
+/// How often `serve` sweeps the root's temporary directory.
+const SWEEP_EVERY: Duration = Duration::from_secs(600);
 
 impl<'a> Supervisor<'a> {
     fn new(
@@ -498,6 +503,7 @@ impl<'a> Supervisor<'a> {
             anchor,
             every,
             last_anchor: Instant::now() - every,
+            last_sweep: None,
         }
     }
 
@@ -524,6 +530,17 @@ impl<'a> Supervisor<'a> {
         if self.last_beat.elapsed() >= SUPERVISOR_BEAT {
             self.beat(out);
             self.last_beat = Instant::now();
+        }
+        if self.last_sweep.is_none_or(|t| t.elapsed() >= SWEEP_EVERY) {
+            self.last_sweep = Some(Instant::now());
+            let n = self.c.sweep_temps();
+            if n > 0 {
+                let _ = writeln!(
+                    out,
+                    "{} removed {n} temporary file(s) that killed writers left in .tmp/",
+                    format_ts(chrono::Utc::now())
+                );
+            }
         }
         if let Some(a) = self.anchor.as_mut()
             && self.anchor_dirty

@@ -231,10 +231,22 @@ fn terminate(mut child: Child) {
 #[test]
 fn serve_redelivers_and_dead_letters_as_deadlines_fall_due_and_exits_on_sigterm() {
     let env = env();
+    // A replace's temporary file that a writer killed two hours ago left, and one being written.
+    std::fs::create_dir_all(env.path(".tmp")).unwrap();
+    let left = env.path(".tmp/.tmp-00000000dead.part");
+    std::fs::File::create(&left)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - Duration::from_secs(7200))
+        .unwrap();
+    std::fs::write(env.path(".tmp/.tmp-00000000live.part"), b"{").unwrap();
     let child = serve(&env, "serve.log");
     wait_for("the heartbeat", Duration::from_secs(20), || {
         !env.names("conductor/supervisor").is_empty()
     });
+    wait_for("the leftover's removal", Duration::from_secs(20), || {
+        !left.exists()
+    });
+    assert!(env.path(".tmp/.tmp-00000000live.part").exists());
     let (wf, hid) = ("wf_deliver_serve", "hof_20260614_de0003");
     start(&env, wf, hid);
     // The act is journaled just after the file moves.

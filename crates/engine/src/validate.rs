@@ -104,6 +104,17 @@ pub fn validate_root(root: &Root) -> Result<ValidationReport> {
         );
     }
     c.orphaned_waits();
+    let (_, stale) = crate::store::safe::stale_temps(root, std::time::SystemTime::now());
+    if !stale.is_empty() {
+        c.warn(
+            &root.dir.join(crate::store::layout::TEMP_DIR),
+            format!(
+                "{} temporary file(s) an hour or more old, left by writers killed in the middle of \
+                 a write; `pantheon serve` or `pantheon tick` removes them",
+                stale.len()
+            ),
+        );
+    }
     c.tracks(root);
     c.bridge(root);
     c.problems.extend(crate::journal::validation_problem(root));

@@ -373,6 +373,14 @@ pub struct TickReport {
     pub never_due: Vec<String>,
     /// Intents dropped without a journal entry, and why (planted, or their act already journaled).
     pub warnings: Vec<String>,
+    /// Temporary files that writers killed in the middle of a write left in the root's `.tmp/`,
+    /// removed (an hour or more old; `pantheon tick` only: `serve` sweeps on its own clock).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub temps_removed: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// One redelivery or dead letter.
@@ -516,7 +524,15 @@ impl Conductor {
     /// ack deadline (or accepted step's timeout) has passed and dead-letters those out of deliveries.
     /// Each act is journaled.
     pub fn tick(&self, now: DateTime<Utc>) -> TickReport {
-        self.tick_index(&mut DeadlineIndex::build(&self.root), now)
+        let mut report = self.tick_index(&mut DeadlineIndex::build(&self.root), now);
+        report.temps_removed = self.sweep_temps();
+        report
+    }
+
+    /// Removes the temporary files writers killed in the middle of a write left in the root's
+    /// `.tmp/` (an hour or more old); returns how many.
+    pub fn sweep_temps(&self) -> usize {
+        crate::store::safe::sweep_temps(&self.root, std::time::SystemTime::now())
     }
 
     /// [`Conductor::tick`] for a long-running supervisor: acts on the entries of `index` that are

@@ -363,4 +363,71 @@ mod tests {
             Err(mpsc::RecvTimeoutError::Disconnected)
         ));
     }
+
+    #[test]
+    fn a_submit_and_ack_cycle_is_few_changes_to_the_recorders_watches() {
+        // What the recorder is woken for, per cycle, is what every watcher of a root pays for on
+        // the acting thread (docs/HISTORY.md, "What watching costs the writers"): a replace is one
+        // rename (its temporary file lives in the root's `.tmp/`), a lock is no change.
+        use crate::{Actor, Conductor, Root};
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path());
+        let c = Conductor::new(root.clone());
+        c.init().unwrap();
+        let cycle = |i: usize| {
+            let hid = format!("hof_20260614_{i:06x}");
+            let wf = format!("wf_watch_{}", i % 2);
+            let h = serde_json::json!({
+                "handoff_id": hid, "workflow_id": wf, "from_god": "thoth", "to_god": "marvin",
+                "step": format!("s{i}"),
+                "context": {"summary": "cycle", "decisions": [], "artifacts": []},
+            });
+            c.submit_handoff(&h).unwrap();
+            let a = serde_json::json!({"ack_id": format!("ack_20260614_{i:06x}"),
+                "handoff_id": hid, "workflow_id": wf, "status": "accepted"});
+            c.ack_handoff(&a, Actor::Recipient).unwrap();
+        };
+        // Every directory the cycles write in exists before the watches are set.
+        (0..2).for_each(cycle);
+        let mut inotify = Inotify::init().unwrap();
+        let mut todo = vec![root.conductor.clone(), root.handoffs.clone()];
+        while let Some(d) = todo.pop() {
+            if d.starts_with(super::super::HistoryDir::of(&root).dir) {
+                continue;
+            }
+            inotify.watches().add(&d, mask()).unwrap();
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                if e.file_type().unwrap().is_dir() {
+                    todo.push(e.path());
+                }
+            }
+        }
+        let n = 10;
+        (2..2 + n).for_each(cycle);
+        let mut buffer = vec![0u8; BUFFER];
+        let mut events = Vec::new();
+        while let Ok(batch) = inotify.read_events(&mut buffer) {
+            let before = events.len();
+            events.extend(batch.map(|e| (e.mask, e.name.map(|n| n.to_os_string()))));
+            if events.len() == before {
+                break;
+            }
+        }
+        // Per cycle (15): seven replaces, one rename each (the submit's and the ack's intents, the
+        // handoff, the state twice, the dispatch twice), the intents' two removals, the journal
+        // appended twice (a write and its close each), the dispatch moved to the archive (two
+        // renames). With the temporary files beside their targets the same cycles raised 43.
+        assert!(
+            events.len() <= 16 * n,
+            "{} events in {n} cycles: {events:?}",
+            events.len()
+        );
+        assert!(events.len() >= 4 * n, "{events:?}");
+        assert!(
+            events.iter().all(|(_, name)| name
+                .as_ref()
+                .is_none_or(|n| !n.to_string_lossy().starts_with(".tmp-"))),
+            "{events:?}"
+        );
+    }
 }

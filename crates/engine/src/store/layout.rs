@@ -69,6 +69,8 @@ const QUEUE_ARCHIVE_SUFFIX: &str = ".archive.jsonl";
 
 /// Prefix of the engine's own temporary files (never protocol files).
 pub const TEMP_PREFIX: &str = ".tmp-";
+/// The directory in the root where the engine writes the temporary files of its replaces.
+pub const TEMP_DIR: &str = ".tmp";
 /// Suffix of the per-workflow lock files in `state/`.
 pub const LOCK_SUFFIX: &str = ".lock";
 

@@ -18,6 +18,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
 use super::Root;
+use super::layout::{TEMP_DIR, TEMP_PREFIX};
 use crate::error::{Error, Result};
 
 /// The mode new files are created with before the umask applies (what `open(…, "w")` uses).
@@ -47,6 +48,9 @@ pub struct SafeDir {
     fd: OwnedFd,
     path: PathBuf,
     anchor: PathBuf,
+    /// The anchor is the root's own directory, whose [`TEMP_DIR`] replaces write their temporary
+    /// files in.
+    in_root: bool,
 }
 
 /// The anchor `path` lies under and the components below it.
@@ -164,6 +168,7 @@ impl SafeDir {
         let mut dir = SafeDir {
             fd,
             path: anchor.clone(),
+            in_root: anchor == root.dir,
             anchor,
         };
         for name in rest {
@@ -237,45 +242,64 @@ impl SafeDir {
     }
 
     fn replace_with(&self, name: &OsStr, bytes: &[u8], durable: bool) -> Result<()> {
-        use std::io::Write;
         let keep_mode = self.file_mode(name);
-        let (tmp_name, mut tmp) = loop {
-            let candidate = format!(".tmp-{}.part", super::ids::random_hex(12));
-            match self.open_file(
-                OsStr::new(&candidate),
-                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL,
-            ) {
-                Ok(Some(f)) => break (candidate, f),
-                Err(Error::Io { cause, .. })
-                    if cause.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(e),
-                Ok(None) => {
-                    return Err(Error::refused(format!("{candidate} could not be created")));
+        if let Some(temps) = self.temp_dir() {
+            let tmp_name = write_temp(&temps.fd, &temps.path, bytes, keep_mode, durable)?;
+            match rustix::fs::renameat(&temps.fd, tmp_name.as_str(), &self.fd, name) {
+                Ok(()) => return if durable { self.sync() } else { Ok(()) },
+                // Another mount of the same file system (a bind mount inside the root): written
+                // again here, below.
+                Err(Errno::XDEV) => {
+                    let _ = rustix::fs::unlinkat(&temps.fd, tmp_name.as_str(), AtFlags::empty());
+                }
+                Err(e) => {
+                    let _ = rustix::fs::unlinkat(&temps.fd, tmp_name.as_str(), AtFlags::empty());
+                    return Err(io_err(&self.path.join(name), e));
                 }
             }
-        };
-        let tmp_path = self.path.join(&tmp_name);
-        let result = (|| {
-            // Only when the umask gave the new file another mode: a change of mode is an event to
-            // every watcher of the directory, even to the mode it had.
-            if let Some(mode) = keep_mode
-                && rustix::fs::fstat(&tmp).map_or(true, |st| st.st_mode & 0o7777 != mode)
-            {
-                rustix::fs::fchmod(&tmp, Mode::from_raw_mode(mode))
-                    .map_err(|e| io_err(&tmp_path, e))?;
-            }
-            tmp.write_all(bytes).map_err(|e| Error::io(&tmp_path, e))?;
-            if durable {
-                tmp.sync_all().map_err(|e| Error::io(&tmp_path, e))?;
-            }
-            rustix::fs::renameat(&self.fd, tmp_name.as_str(), &self.fd, name)
-                .map_err(|e| io_err(&self.path.join(name), e))
-        })();
-        if result.is_err() {
+        }
+        let tmp_name = write_temp(&self.fd, &self.path, bytes, keep_mode, durable)?;
+        if let Err(e) = rustix::fs::renameat(&self.fd, tmp_name.as_str(), &self.fd, name) {
             let _ = rustix::fs::unlinkat(&self.fd, tmp_name.as_str(), AtFlags::empty());
-            return result;
+            return Err(io_err(&self.path.join(name), e));
         }
         if durable { self.sync() } else { Ok(()) }
+    }
+
+    /// The root's temporary directory ([`TEMP_DIR`], created when missing), when a replace here may
+    /// write its temporary file there: this directory is in the root's own anchor, and the
+    /// temporary directory is a directory (not a link) of this user on the same file system that
+    /// nobody else may write in unless they may write here too (whoever may write in it could swap
+    /// a temporary file before it is renamed into place). `None` means "in this directory".
+    ///
+    /// A temporary file in the directory it replaces a file in is a change to every watcher of that
+    /// directory (its creation, writes, close and rename); written there, a watcher of this
+    /// directory sees one rename.
+    fn temp_dir(&self) -> Option<TempDir> {
+        if !self.in_root {
+            return None;
+        }
+        let path = self.anchor.join(TEMP_DIR);
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = match rustix::fs::open(&path, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => {
+                match rustix::fs::mkdir(&path, Mode::from_raw_mode(DIR_MODE)) {
+                    Ok(()) | Err(Errno::EXIST) => {}
+                    Err(_) => return None,
+                }
+                rustix::fs::open(&path, flags, Mode::empty()).ok()?
+            }
+            Err(_) => return None,
+        };
+        let temps = rustix::fs::fstat(&fd).ok()?;
+        let here = rustix::fs::fstat(&self.fd).ok()?;
+        let trusted = temps.st_uid == rustix::process::geteuid().as_raw()
+            && temps.st_dev == here.st_dev
+            && temps.st_mode & 0o002 == 0
+            && (temps.st_mode & 0o020 == 0
+                || (here.st_mode & 0o020 != 0 && here.st_gid == temps.st_gid));
+        trusted.then_some(TempDir { fd, path })
     }
 
     /// Removes file (or link) `name` here; `Ok(false)` when it was not there.
@@ -293,6 +317,117 @@ impl SafeDir {
     pub(crate) fn remove_tree(&self, name: &OsStr) -> Result<bool> {
         remove_entry(&self.fd, &self.path, name, 0)
     }
+}
+
+/// How old a temporary file in the root's temporary directory must be for [`sweep_temps`] to take
+/// it for a killed writer's leftover. A write takes milliseconds; a writer stopped for longer than
+/// this finds its temporary file gone and fails, leaving the file it replaced as it was.
+pub(crate) const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(3600);
+/// Most entries of the temporary directory one sweep looks at.
+const SWEEP_MAX: usize = 10_000;
+
+/// The temporary files (`.tmp-*.part`, regular files) in the root's temporary directory
+/// ([`TEMP_DIR`]) last written [`STALE_TEMP`] or more before `now`: what writers killed in the
+/// middle of a replace left. Nothing is followed through a link.
+pub(crate) fn stale_temps(
+    root: &Root,
+    now: std::time::SystemTime,
+) -> (Option<OwnedFd>, Vec<OsString>) {
+    let path = root.dir.join(TEMP_DIR);
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let Ok(fd) = rustix::fs::open(&path, flags, Mode::empty()) else {
+        return (None, Vec::new());
+    };
+    let Ok(dir) = rustix::fs::Dir::read_from(&fd) else {
+        return (None, Vec::new());
+    };
+    let mut stale = Vec::new();
+    for e in dir.filter_map(|e| e.ok()).take(SWEEP_MAX) {
+        let name = OsStr::from_bytes(e.file_name().to_bytes());
+        let bytes = name.as_bytes();
+        if !bytes.starts_with(TEMP_PREFIX.as_bytes()) || !bytes.ends_with(b".part") {
+            continue;
+        }
+        let Ok(st) = rustix::fs::statat(&fd, name, AtFlags::SYMLINK_NOFOLLOW) else {
+            continue;
+        };
+        let written = u64::try_from(st.st_mtime)
+            .map(|s| std::time::UNIX_EPOCH + std::time::Duration::from_secs(s))
+            .unwrap_or(std::time::UNIX_EPOCH);
+        if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
+            && now
+                .duration_since(written)
+                .is_ok_and(|age| age >= STALE_TEMP)
+        {
+            stale.push(name.to_os_string());
+        }
+    }
+    (Some(fd), stale)
+}
+
+/// Removes the [`stale_temps`]; returns how many were removed.
+pub(crate) fn sweep_temps(root: &Root, now: std::time::SystemTime) -> usize {
+    let (fd, stale) = stale_temps(root, now);
+    let Some(fd) = fd else { return 0 };
+    stale
+        .iter()
+        .filter(|n| rustix::fs::unlinkat(&fd, n.as_os_str(), AtFlags::empty()).is_ok())
+        .count()
+}
+
+/// The root's temporary directory, opened.
+struct TempDir {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+/// Writes `bytes` to a new temporary file in `dir` (mode as `open(…, "w")` gives under the umask,
+/// or `keep_mode`), fsynced when `durable`, closed; returns its name. Nothing is left on an error.
+fn write_temp(
+    dir: &OwnedFd,
+    dir_path: &Path,
+    bytes: &[u8],
+    keep_mode: Option<u32>,
+    durable: bool,
+) -> Result<String> {
+    use std::io::Write;
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let (tmp_name, mut tmp) = loop {
+        let candidate = format!("{TEMP_PREFIX}{}.part", super::ids::random_hex(12));
+        match rustix::fs::openat(
+            dir,
+            candidate.as_str(),
+            flags,
+            Mode::from_raw_mode(FILE_MODE),
+        ) {
+            Ok(fd) => break (candidate, File::from(fd)),
+            Err(Errno::EXIST) => {}
+            Err(e) => return Err(io_err(&dir_path.join(&candidate), e)),
+        }
+    };
+    let tmp_path = dir_path.join(&tmp_name);
+    let written = (|| {
+        // Only when the umask gave the new file another mode: a change of mode is an event to
+        // every watcher of the directory, even to the mode it had.
+        if let Some(mode) = keep_mode
+            && rustix::fs::fstat(&tmp).map_or(true, |st| st.st_mode & 0o7777 != mode)
+        {
+            rustix::fs::fchmod(&tmp, Mode::from_raw_mode(mode))
+                .map_err(|e| io_err(&tmp_path, e))?;
+        }
+        tmp.write_all(bytes).map_err(|e| Error::io(&tmp_path, e))?;
+        if durable {
+            tmp.sync_all().map_err(|e| Error::io(&tmp_path, e))?;
+        }
+        Ok(())
+    })();
+    // Closed before it is renamed: its close is then no change to the target directory's watchers.
+    drop(tmp);
+    if let Err(e) = written {
+        let _ = rustix::fs::unlinkat(dir, tmp_name.as_str(), AtFlags::empty());
+        return Err(e);
+    }
+    Ok(tmp_name)
 }
 
 fn remove_entry(dir: &OwnedFd, dir_path: &Path, name: &OsStr, depth: usize) -> Result<bool> {
@@ -361,4 +496,128 @@ pub(crate) fn require_single_link(file: &File, path: &Path) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// The changes (not opens, reads or closes after reading) a watcher of `dir` is told of.
+    fn changes_in(dir: &Path, act: impl FnOnce()) -> Vec<(String, String)> {
+        crate::store::watched_events(dir, act)
+            .into_iter()
+            .filter(|(m, _)| {
+                !["OPEN", "ACCESS", "CLOSE_NOWRITE"]
+                    .iter()
+                    .any(|k| m.contains(k))
+            })
+            .collect()
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_replace_is_one_rename_to_a_watcher_of_its_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path());
+        let sub = dir.path().join("conductor/state");
+        let p = sub.join("wf_a.json");
+        crate::store::atomic::write_atomic(&root, &p, b"{}\n").unwrap();
+        let seen = changes_in(&sub, || {
+            crate::store::atomic::write_atomic(&root, &p, b"{\"a\": 1}\n").unwrap();
+        });
+        assert_eq!(
+            seen,
+            [("EventMask(MOVED_TO)".to_owned(), "wf_a.json".to_owned())]
+        );
+        assert_eq!(std::fs::read(&p).unwrap(), b"{\"a\": 1}\n");
+        // Nothing is left in the temporary directory, and it is the root's.
+        assert!(names(&dir.path().join(TEMP_DIR)).is_empty());
+        assert_eq!(names(&sub), ["wf_a.json"]);
+    }
+
+    #[test]
+    fn a_temporary_directory_others_could_tamper_with_is_not_used() {
+        // A link, a file, or a directory others may write in (they could swap a temporary file
+        // before its rename): the temporary file is written beside its target, as any writer does.
+        let outside = tempfile::tempdir().unwrap();
+        type Make<'a> = &'a dyn Fn(&Path);
+        let setups: [(&str, Make); 3] = [
+            ("a link", &|t: &Path| {
+                std::os::unix::fs::symlink(outside.path(), t).unwrap()
+            }),
+            ("a file", &|t: &Path| std::fs::write(t, b"x").unwrap()),
+            ("writable by all", &|t: &Path| {
+                std::fs::create_dir(t).unwrap();
+                std::fs::set_permissions(t, std::fs::Permissions::from_mode(0o777)).unwrap();
+            }),
+        ];
+        for (what, make) in setups {
+            let dir = tempfile::tempdir().unwrap();
+            let root = Root::at(dir.path());
+            let sub = dir.path().join("conductor");
+            std::fs::create_dir(&sub).unwrap();
+            make(&dir.path().join(TEMP_DIR));
+            let p = sub.join("x.json");
+            let seen = changes_in(&sub, || {
+                crate::store::atomic::write_atomic(&root, &p, b"{}\n").unwrap();
+            });
+            assert!(
+                seen.iter()
+                    .any(|(m, n)| m.contains("CREATE") && n.starts_with(TEMP_PREFIX)),
+                "{what}: {seen:?}"
+            );
+            assert_eq!(std::fs::read(&p).unwrap(), b"{}\n", "{what}");
+            assert_eq!(names(&sub), ["x.json"], "{what}");
+            assert!(names(outside.path()).is_empty(), "{what}");
+        }
+    }
+
+    #[test]
+    fn killed_writers_leftovers_are_swept_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path());
+        crate::store::atomic::write_atomic(&root, &dir.path().join("conductor/x.json"), b"{}\n")
+            .unwrap();
+        let temps = dir.path().join(TEMP_DIR);
+        let outside = tempfile::tempdir().unwrap();
+        let old = std::time::SystemTime::now() - STALE_TEMP - std::time::Duration::from_secs(5);
+        let make = |p: &Path, when: std::time::SystemTime| {
+            let f = File::create(p).unwrap();
+            f.set_modified(when).unwrap();
+        };
+        make(&temps.join(".tmp-0123456789ab.part"), old);
+        make(
+            &temps.join(".tmp-fresh00000000.part"),
+            std::time::SystemTime::now(),
+        );
+        make(&temps.join("notes.txt"), old);
+        make(&outside.path().join("target"), old);
+        std::os::unix::fs::symlink(outside.path().join("target"), temps.join(".tmp-link.part"))
+            .unwrap();
+        let report = crate::validate_root(&root).unwrap();
+        assert!(
+            report.problems.iter().any(|p| p
+                .message
+                .starts_with("1 temporary file(s) an hour or more old")),
+            "{:?}",
+            report.problems
+        );
+        let c = crate::Conductor::new(root.clone());
+        assert_eq!(c.tick(chrono::Utc::now()).temps_removed, 1);
+        assert_eq!(
+            names(&temps),
+            [".tmp-fresh00000000.part", ".tmp-link.part", "notes.txt"]
+        );
+        assert!(outside.path().join("target").exists());
+        assert_eq!(c.sweep_temps(), 0);
+    }
 }
