@@ -25,6 +25,8 @@ use crate::error::{Error, Result};
 const FILE_MODE: u32 = 0o666;
 /// The mode new directories are created with before the umask applies.
 const DIR_MODE: u32 = 0o777;
+/// The mode of the root's temporary directory: its owner's alone.
+const PRIVATE_DIR_MODE: u32 = 0o700;
 /// Deepest directory tree [`remove_tree`] descends into.
 const MAX_TREE_DEPTH: usize = 256;
 
@@ -266,11 +268,12 @@ impl SafeDir {
         if durable { self.sync() } else { Ok(()) }
     }
 
-    /// The root's temporary directory ([`TEMP_DIR`], created when missing), when a replace here may
-    /// write its temporary file there: this directory is in the root's own anchor, and the
+    /// The root's temporary directory ([`TEMP_DIR`], created `0700` when missing), when a replace
+    /// here may write its temporary file there: this directory is in the root's own anchor, and the
     /// temporary directory is a directory (not a link) of this user on the same file system that
-    /// nobody else may write in unless they may write here too (whoever may write in it could swap
-    /// a temporary file before it is renamed into place). `None` means "in this directory".
+    /// nobody else may enter (whoever may write in it could swap a temporary file before its
+    /// rename; whoever may read it could read what is being written into a directory they may not
+    /// read). `None` means "in this directory".
     ///
     /// A temporary file in the directory it replaces a file in is a change to every watcher of that
     /// directory (its creation, writes, close and rename); written there, a watcher of this
@@ -284,7 +287,7 @@ impl SafeDir {
         let fd = match rustix::fs::open(&path, flags, Mode::empty()) {
             Ok(fd) => fd,
             Err(Errno::NOENT) => {
-                match rustix::fs::mkdir(&path, Mode::from_raw_mode(DIR_MODE)) {
+                match rustix::fs::mkdir(&path, Mode::from_raw_mode(PRIVATE_DIR_MODE)) {
                     Ok(()) | Err(Errno::EXIST) => {}
                     Err(_) => return None,
                 }
@@ -294,12 +297,10 @@ impl SafeDir {
         };
         let temps = rustix::fs::fstat(&fd).ok()?;
         let here = rustix::fs::fstat(&self.fd).ok()?;
-        let trusted = temps.st_uid == rustix::process::geteuid().as_raw()
-            && temps.st_dev == here.st_dev
-            && temps.st_mode & 0o002 == 0
-            && (temps.st_mode & 0o020 == 0
-                || (here.st_mode & 0o020 != 0 && here.st_gid == temps.st_gid));
-        trusted.then_some(TempDir { fd, path })
+        let private = temps.st_uid == rustix::process::geteuid().as_raw()
+            && temps.st_mode & 0o077 == 0
+            && temps.st_dev == here.st_dev;
+        private.then_some(TempDir { fd, path })
     }
 
     /// Removes file (or link) `name` here; `Ok(false)` when it was not there.
@@ -539,18 +540,22 @@ mod tests {
             [("EventMask(MOVED_TO)".to_owned(), "wf_a.json".to_owned())]
         );
         assert_eq!(std::fs::read(&p).unwrap(), b"{\"a\": 1}\n");
-        // Nothing is left in the temporary directory, and it is the root's.
-        assert!(names(&dir.path().join(TEMP_DIR)).is_empty());
+        // Nothing is left in the temporary directory, the root's and its owner's alone.
+        let temps = dir.path().join(TEMP_DIR);
+        assert!(names(&temps).is_empty());
+        let mode = std::fs::metadata(&temps).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "{mode:o}");
         assert_eq!(names(&sub), ["wf_a.json"]);
     }
 
     #[test]
     fn a_temporary_directory_others_could_tamper_with_is_not_used() {
-        // A link, a file, or a directory others may write in (they could swap a temporary file
-        // before its rename): the temporary file is written beside its target, as any writer does.
+        // A link, a file, or a directory others may enter (they could swap a temporary file before
+        // its rename, or read what is written into a directory they may not read): the temporary
+        // file is written beside its target, as any writer does.
         let outside = tempfile::tempdir().unwrap();
         type Make<'a> = &'a dyn Fn(&Path);
-        let setups: [(&str, Make); 3] = [
+        let setups: [(&str, Make); 4] = [
             ("a link", &|t: &Path| {
                 std::os::unix::fs::symlink(outside.path(), t).unwrap()
             }),
@@ -558,6 +563,10 @@ mod tests {
             ("writable by all", &|t: &Path| {
                 std::fs::create_dir(t).unwrap();
                 std::fs::set_permissions(t, std::fs::Permissions::from_mode(0o777)).unwrap();
+            }),
+            ("readable by its group", &|t: &Path| {
+                std::fs::create_dir(t).unwrap();
+                std::fs::set_permissions(t, std::fs::Permissions::from_mode(0o750)).unwrap();
             }),
         ];
         for (what, make) in setups {
