@@ -104,8 +104,9 @@ pub fn validate_root(root: &Root) -> Result<ValidationReport> {
         );
     }
     c.orphaned_waits();
-    let (_, stale) = crate::store::safe::stale_temps(root, std::time::SystemTime::now());
-    if !stale.is_empty() {
+    if let Some((_, stale)) = crate::store::safe::stale_temps(root, std::time::SystemTime::now())
+        && !stale.is_empty()
+    {
         c.warn(
             &root.dir.join(crate::store::layout::TEMP_DIR),
             format!(

@@ -297,8 +297,10 @@ impl SafeDir {
         };
         let temps = rustix::fs::fstat(&fd).ok()?;
         let here = rustix::fs::fstat(&self.fd).ok()?;
+        // Its owner may create files in it (a mode changed by hand, or an umask without the
+        // owner's write bit, would refuse every temporary file), nobody else may enter it.
         let private = temps.st_uid == rustix::process::geteuid().as_raw()
-            && temps.st_mode & 0o077 == 0
+            && temps.st_mode & 0o777 & !0o400 == 0o300
             && temps.st_dev == here.st_dev;
         private.then_some(TempDir { fd, path })
     }
@@ -327,21 +329,18 @@ pub(crate) const STALE_TEMP: std::time::Duration = std::time::Duration::from_sec
 /// Most entries of the temporary directory one sweep looks at.
 const SWEEP_MAX: usize = 10_000;
 
-/// The temporary files (`.tmp-*.part`, regular files) in the root's temporary directory
-/// ([`TEMP_DIR`]) last written [`STALE_TEMP`] or more before `now`: what writers killed in the
-/// middle of a replace left. Nothing is followed through a link.
+/// The root's temporary directory ([`TEMP_DIR`]), opened, with the temporary files in it
+/// (`.tmp-*.part`, regular files) last written [`STALE_TEMP`] or more before `now`: what writers
+/// killed in the middle of a replace left. `None` when there is no such directory. Nothing is
+/// followed through a link.
 pub(crate) fn stale_temps(
     root: &Root,
     now: std::time::SystemTime,
-) -> (Option<OwnedFd>, Vec<OsString>) {
+) -> Option<(OwnedFd, Vec<OsString>)> {
     let path = root.dir.join(TEMP_DIR);
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let Ok(fd) = rustix::fs::open(&path, flags, Mode::empty()) else {
-        return (None, Vec::new());
-    };
-    let Ok(dir) = rustix::fs::Dir::read_from(&fd) else {
-        return (None, Vec::new());
-    };
+    let fd = rustix::fs::open(&path, flags, Mode::empty()).ok()?;
+    let dir = rustix::fs::Dir::read_from(&fd).ok()?;
     let mut stale = Vec::new();
     for e in dir.filter_map(|e| e.ok()).take(SWEEP_MAX) {
         let name = OsStr::from_bytes(e.file_name().to_bytes());
@@ -363,13 +362,14 @@ pub(crate) fn stale_temps(
             stale.push(name.to_os_string());
         }
     }
-    (Some(fd), stale)
+    Some((fd, stale))
 }
 
 /// Removes the [`stale_temps`]; returns how many were removed.
 pub(crate) fn sweep_temps(root: &Root, now: std::time::SystemTime) -> usize {
-    let (fd, stale) = stale_temps(root, now);
-    let Some(fd) = fd else { return 0 };
+    let Some((fd, stale)) = stale_temps(root, now) else {
+        return 0;
+    };
     stale
         .iter()
         .filter(|n| rustix::fs::unlinkat(&fd, n.as_os_str(), AtFlags::empty()).is_ok())
@@ -551,11 +551,11 @@ mod tests {
     #[test]
     fn a_temporary_directory_others_could_tamper_with_is_not_used() {
         // A link, a file, or a directory others may enter (they could swap a temporary file before
-        // its rename, or read what is written into a directory they may not read): the temporary
-        // file is written beside its target, as any writer does.
+        // its rename, or read what is written into a directory they may not read) or its owner may
+        // not write in: the temporary file is written beside its target, as any writer does.
         let outside = tempfile::tempdir().unwrap();
         type Make<'a> = &'a dyn Fn(&Path);
-        let setups: [(&str, Make); 4] = [
+        let setups: [(&str, Make); 5] = [
             ("a link", &|t: &Path| {
                 std::os::unix::fs::symlink(outside.path(), t).unwrap()
             }),
@@ -567,6 +567,12 @@ mod tests {
             ("readable by its group", &|t: &Path| {
                 std::fs::create_dir(t).unwrap();
                 std::fs::set_permissions(t, std::fs::Permissions::from_mode(0o750)).unwrap();
+            }),
+            // Not others' to tamper with, but not writable by its owner either (a mode changed by
+            // hand): every write would fail there.
+            ("not writable by its owner", &|t: &Path| {
+                std::fs::create_dir(t).unwrap();
+                std::fs::set_permissions(t, std::fs::Permissions::from_mode(0o500)).unwrap();
             }),
         ];
         for (what, make) in setups {
