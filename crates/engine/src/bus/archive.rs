@@ -111,7 +111,7 @@ impl Bus {
             lock_file(&q, &queue, self.root.settings.lock_timeout)?;
             archived_bytes = q.metadata().map(|m| m.len()).unwrap_or(0);
             rename_durable(&self.root, &queue, &target)?;
-            crate::conductor::crash_point("archive:after-rename");
+            crate::store::crash_point("archive:after-rename");
             // Mark the archive read-only while still holding the lock: a writer that opened the queue
             // before the rename and locks it next sees the mark and goes back to the name (see
             // `queue::QueueWriter`). Only a file we do not own refuses this; the writer's check of the
@@ -128,13 +128,13 @@ impl Bus {
                         .into_owned(),
                 );
             }
-            crate::conductor::crash_point("archive:after-clear-one");
+            crate::store::crash_point("archive:after-clear-one");
         }
         for ev in self.events()? {
             if remove_file(&self.root, &self.events_dir().join(&ev.name))? {
                 removed.push(format!("events/{}", ev.name));
             }
-            crate::conductor::crash_point("archive:after-event");
+            crate::store::crash_point("archive:after-event");
         }
         Ok(ArchiveResult {
             track: self.track.to_string(),

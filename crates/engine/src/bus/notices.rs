@@ -146,7 +146,7 @@ pub fn post_notices(root: &Root, track: &TrackName, now: DateTime<Utc>) -> Resul
             continue;
         }
         let env = bus.post(c.kind, "supervisor", c.payload.clone())?;
-        crate::conductor::crash_point("notice:after-post");
+        crate::store::crash_point("notice:after-post");
         kept.insert(
             c.key.clone(),
             json!({"at": format_ts(now), "message_id": env.id}),

@@ -51,22 +51,9 @@ pub(crate) use rules::load_rules;
 use crate::error::Result;
 use crate::journal::Origin;
 use crate::store::Root;
+// The crash points of the conductor's writers (`super::crash_point` in its modules).
+use crate::store::crash_point;
 use schema::{SchemaKey, Schemas, schema_key};
-
-/// Test-only crash points: when `PANTHEON_TEST_CRASH_AT` names this point, the process kills itself
-/// with SIGKILL there (used by the crash-repair tests to reach every point between two writes).
-pub(crate) fn crash_point(name: &str) {
-    if let Some(at) = std::env::var_os("PANTHEON_TEST_CRASH_AT")
-        && at == name
-    {
-        // SAFETY: kill(2) on our own pid with a constant signal has no memory-safety preconditions.
-        // The crate denies `unsafe_code`; this test hook is its one exception.
-        #[allow(unsafe_code)]
-        unsafe {
-            libc::kill(libc::getpid(), libc::SIGKILL);
-        }
-    }
-}
 
 /// Who performs an act: recorded as `by` (acks, approvals) or `aborted_by`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -309,7 +309,7 @@ pub(crate) fn append(root: &Root, line: &Line) -> Result<bool> {
     let path = ledger_path(root);
     let mut f = open_append(root, &path)?;
     f.write_all(&text).map_err(|e| Error::io(&path, e))?;
-    crate::conductor::crash_point("cost:after-ledger");
+    crate::store::crash_point("cost:after-ledger");
     let mut s = stored_summary(root);
     if s.offset > ledger_len(root) {
         s = Summary::default();

@@ -1,7 +1,8 @@
 //! The storage layer every protocol module stands on: atomic writes, `flock` with a bounded wait,
-//! tolerant reading, validated ids, timestamps and safe paths.
+//! tolerant reading, validated ids, timestamps, safe paths, and the test-only crash points.
 
 pub(crate) mod atomic;
+pub(crate) mod crash;
 pub(crate) mod ids;
 pub(crate) mod layout;
 pub(crate) mod limits;
@@ -18,6 +19,7 @@ pub(crate) use ids::{
     generate_dispatch_id, is_valid_ack_id, is_valid_handoff_id, is_valid_name,
     is_valid_workflow_id,
 };
+pub(crate) use crash::crash_point;
 pub(crate) use paths::Root;
 pub(crate) use settings::Settings;
 

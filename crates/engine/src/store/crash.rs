@@ -1,0 +1,16 @@
+//! The test-only crash points every writer of the engine marks between two writes.
+
+/// Test-only crash points: when `PANTHEON_TEST_CRASH_AT` names this point, the process kills itself
+/// with SIGKILL there (used by the crash-repair tests to reach every point between two writes).
+pub(crate) fn crash_point(name: &str) {
+    if let Some(at) = std::env::var_os("PANTHEON_TEST_CRASH_AT")
+        && at == name
+    {
+        // SAFETY: kill(2) on our own pid with a constant signal has no memory-safety preconditions.
+        // The crate denies `unsafe_code`; this test hook is its one exception.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::kill(libc::getpid(), libc::SIGKILL);
+        }
+    }
+}
