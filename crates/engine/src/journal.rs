@@ -933,30 +933,6 @@ pub fn verify_with(root: &Root, opts: &VerifyOptions) -> Result<VerifyResult> {
     })
 }
 
-/// `pantheon validate`'s check of the journal: every break of the chain, as errors.
-pub(crate) fn validation_problem(root: &Root) -> Vec<crate::validate::Problem> {
-    let v = match verify(root) {
-        Ok(v) => v,
-        Err(e) => {
-            return vec![crate::validate::Problem {
-                path: "conductor/journal.jsonl".into(),
-                line: None,
-                severity: crate::validate::Severity::Error,
-                message: format!("the journal cannot be read: {e}"),
-            }];
-        }
-    };
-    v.problems
-        .into_iter()
-        .map(|p| crate::validate::Problem {
-            path: p.file.unwrap_or_else(|| "conductor/journal.jsonl".into()),
-            line: p.line,
-            severity: crate::validate::Severity::Error,
-            message: format!("{} (see `pantheon journal --verify`)", p.message),
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

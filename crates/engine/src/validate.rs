@@ -118,7 +118,7 @@ pub fn validate_root(root: &Root) -> Result<ValidationReport> {
     }
     c.tracks(root);
     c.bridge(root);
-    c.problems.extend(crate::journal::validation_problem(root));
+    c.problems.extend(journal_problems(root));
     // The history (docs/HISTORY.md): segments, checkpoints, sequence, blobs.
     let (herr, hwarn) = crate::history::check(root);
     let hdir = crate::history::HistoryDir::of(root).dir;
@@ -1062,6 +1062,30 @@ impl Checker {
             );
         }
     }
+}
+
+/// `pantheon validate`'s check of the journal: every break of the chain, as errors.
+fn journal_problems(root: &Root) -> Vec<Problem> {
+    let v = match crate::journal::verify(root) {
+        Ok(v) => v,
+        Err(e) => {
+            return vec![Problem {
+                path: "conductor/journal.jsonl".into(),
+                line: None,
+                severity: Severity::Error,
+                message: format!("the journal cannot be read: {e}"),
+            }];
+        }
+    };
+    v.problems
+        .into_iter()
+        .map(|p| Problem {
+            path: p.file.unwrap_or_else(|| "conductor/journal.jsonl".into()),
+            line: p.line,
+            severity: Severity::Error,
+            message: format!("{} (see `pantheon journal --verify`)", p.message),
+        })
+        .collect()
 }
 
 #[cfg(test)]
