@@ -157,7 +157,7 @@ fn child_span(root: &Root, r: &Read<'_>, name: String, kind: &str, id: &str) -> 
     }
     let ctx = Ctx {
         st: &st,
-        trace: trace_of(&st),
+        trace: trace_of(st.trace_id.as_deref(), &st.workflow_id),
         not_before: None,
     };
     let mut sp = ctx.base(name, SpanKind::Internal, span_id(kind, id), 0);

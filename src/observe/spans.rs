@@ -233,7 +233,7 @@ pub fn spans_since(
 ) -> (Vec<SpanData>, Cursor) {
     let ctx = Ctx {
         st,
-        trace: trace_of(st),
+        trace: trace_of(st.trace_id.as_deref(), &st.workflow_id),
         not_before,
     };
     let mut out = Vec::new();

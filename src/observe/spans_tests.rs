@@ -39,7 +39,7 @@ fn a_workflow_is_one_trace_with_its_parent_links() {
     let st = state();
     let (spans, cursor) = spans_since(&st, Cursor::default(), None);
     assert_eq!(cursor, Cursor { steps: 2, acks: 2 });
-    let trace = trace_of(&st);
+    let trace = trace_of(st.trace_id.as_deref(), &st.workflow_id);
     assert!(spans.iter().all(|s| s.trace_id == trace));
     let submit = named(&spans, "submit research");
     assert_eq!(submit.parent, None, "the first submit is the root");

@@ -10,7 +10,6 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::conductor::model::WorkflowState;
 use crate::error::Violation;
 
 /// A parsed `traceparent` (version `00`): the trace, the parent span and the flags.
@@ -101,24 +100,30 @@ pub(crate) fn trace_id_for(traceparent: Option<&str>) -> String {
         .map_or_else(new_trace_id, |c| hex::encode(c.trace_id))
 }
 
-/// A workflow's trace id: its state's `trace_id`, or, for a state written before traces (or by
-/// another engine), one derived from the workflow id, so every reader agrees on it.
-pub fn trace_of(st: &WorkflowState) -> [u8; 16] {
-    if let Some(t) = st.trace_id.as_deref().and_then(hex_bytes::<16>)
+/// A workflow's trace id: the `trace_id` its state records, or, for a state written before traces
+/// (or by another engine), one derived from the workflow id, so every reader agrees on it.
+pub fn trace_of(trace_id: Option<&str>, workflow_id: &str) -> [u8; 16] {
+    if let Some(t) = trace_id.and_then(hex_bytes::<16>)
         && t != [0; 16]
     {
         return t;
     }
-    let d = Sha256::digest(format!("workflow:{}", st.workflow_id).as_bytes());
+    let d = Sha256::digest(format!("workflow:{workflow_id}").as_bytes());
     let mut out = [0u8; 16];
     out.copy_from_slice(&d[..16]);
     out
 }
 
-/// The `traceparent` of the span `kind:id` in the workflow `st`'s trace (sampled).
-pub(crate) fn traceparent_of(st: &WorkflowState, kind: &str, id: &str) -> String {
+/// The `traceparent` of the span `kind:id` in a workflow's trace (sampled): its recorded
+/// `trace_id` and its id, as [`trace_of`] takes them.
+pub(crate) fn traceparent_of(
+    trace_id: Option<&str>,
+    workflow_id: &str,
+    kind: &str,
+    id: &str,
+) -> String {
     TraceContext {
-        trace_id: trace_of(st),
+        trace_id: trace_of(trace_id, workflow_id),
         span_id: span_id(kind, id),
         flags: 1,
     }
@@ -176,22 +181,14 @@ mod tests {
         let fresh = trace_id_for(Some("garbage"));
         assert_eq!(fresh.len(), 32);
         assert_ne!(fresh, trace_id_for(None));
-        let st = WorkflowState {
-            workflow_id: "wf_a".into(),
-            trace_id: Some("4bf92f3577b34da6a3ce929d0e0e4736".into()),
-            ..Default::default()
-        };
-        let d = traceparent_of(&st, "dispatch", "hof_20260614_abc");
+        let recorded = Some("4bf92f3577b34da6a3ce929d0e0e4736");
+        let d = traceparent_of(recorded, "wf_a", "dispatch", "hof_20260614_abc");
         let c = TraceContext::parse(&d).unwrap();
         assert_eq!(hex::encode(c.trace_id), "4bf92f3577b34da6a3ce929d0e0e4736");
         assert_eq!(c.span_id, span_id("dispatch", "hof_20260614_abc"));
         assert_ne!(c.span_id, span_id("submit", "hof_20260614_abc"));
         // A state without one: derived from its id, the same for every reader.
-        let old = WorkflowState {
-            workflow_id: "wf_a".into(),
-            ..Default::default()
-        };
-        assert_eq!(trace_of(&old), trace_of(&old.clone()));
-        assert_ne!(trace_of(&old), trace_of(&st));
+        assert_eq!(trace_of(None, "wf_a"), trace_of(None, "wf_a"));
+        assert_ne!(trace_of(None, "wf_a"), trace_of(recorded, "wf_a"));
     }
 }

@@ -483,7 +483,12 @@ impl Conductor {
             raw["usage"] = u;
         }
         // The recorded handoff's parent is the ack's span.
-        raw["traceparent"] = json!(crate::trace::traceparent_of(&st, "ack", a.ack_id.as_str()));
+        raw["traceparent"] = json!(crate::trace::traceparent_of(
+            st.trace_id.as_deref(),
+            &st.workflow_id,
+            "ack",
+            a.ack_id.as_str(),
+        ));
         if let Some(def) = &def {
             let mut routing = json!({ "workflow_definition": def.id });
             if let Some(v) = &st.definition_version {

@@ -206,7 +206,12 @@ impl Conductor {
             .map(super::definition::StepDef::descriptive_keys)
             .unwrap_or_default();
         let carried = carried_context(st, rec, &handoff);
-        let traceparent = Some(crate::trace::traceparent_of(st, "dispatch", &hid));
+        let traceparent = Some(crate::trace::traceparent_of(
+            st.trace_id.as_deref(),
+            &st.workflow_id,
+            "dispatch",
+            &hid,
+        ));
         let mut d = Dispatch {
             dispatch_id: Some(generate_dispatch_id()),
             handoff_id: hid,

@@ -228,7 +228,12 @@ pub(crate) fn advance(
                 rec_extra.insert("peer".into(), json!(p));
             }
             let rec = OutboxRecord {
-                traceparent: Some(crate::trace::traceparent_of(st, "publish", &outbox_id)),
+                traceparent: Some(crate::trace::traceparent_of(
+                    st.trace_id.as_deref(),
+                    &st.workflow_id,
+                    "publish",
+                    &outbox_id,
+                )),
                 outbox_id: outbox_id.clone(),
                 kind: "request".into(),
                 workflow_id: wf.to_string(),
