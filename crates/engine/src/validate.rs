@@ -93,6 +93,11 @@ pub fn validate_root(root: &Root) -> Result<ValidationReport> {
         let p = root.config_path();
         c.warn(&p, w.clone());
     }
+    // The `cost:` mapping is checked by the cost module, above the store that reads the file.
+    for w in crate::cost::CostConfig::parse(root.settings.cost.as_ref()).warnings {
+        let p = root.config_path();
+        c.warn(&p, format!("conductor/config.yaml: {w}"));
+    }
     if let Some(n) = crate::conductor::delivery::unsupervised_deadlines(root, chrono::Utc::now()) {
         let p = root.supervisor_dir();
         c.warn(

@@ -110,10 +110,11 @@ pub struct Settings {
     pub check: Option<Value>,
     /// The `history:` mapping (recording and retention, docs/HISTORY.md).
     pub history: HistorySettings,
-    /// The `cost:` mapping: prices, god and day budgets, the warning share (read by
-    /// `cost::CostConfig`, docs/BUDGETS.md).
+    /// The `cost:` mapping: prices, god and day budgets, the warning share (read and checked by
+    /// `cost::CostConfig`, docs/BUDGETS.md; its warnings are not in `warnings`).
     pub cost: Option<Value>,
-    /// What was wrong with the config file or the environment (each value ignored, default kept).
+    /// What was wrong with the config file or the environment (each value ignored, default kept),
+    /// but for the `cost:` mapping, which `cost::CostConfig` checks.
     pub warnings: Vec<String>,
 }
 
@@ -192,15 +193,8 @@ impl Settings {
             "bridge" => {}
             "check" => self.check = Some(v.clone()),
             "history" => self.apply_history(source, v),
-            "cost" => {
-                self.warnings.extend(
-                    crate::cost::CostConfig::parse(Some(v))
-                        .warnings
-                        .into_iter()
-                        .map(|w| format!("{source}: {w}")),
-                );
-                self.cost = Some(v.clone());
-            }
+            // Read and checked by `cost::CostConfig`; `pantheon validate` reports its warnings.
+            "cost" => self.cost = Some(v.clone()),
             other => self.warnings.push(format!(
                 "{source}: unknown key {other:?} ignored (known: {})",
                 CONFIG_KEYS.join(", ")
