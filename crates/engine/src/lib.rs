@@ -227,7 +227,7 @@ pub mod recorder {
 /// The pure parts of the NATS bridge: subjects, wire format, peers, the bridge's files.
 pub mod nats {
     pub use crate::bridge::peer::{EnvelopeKind, Peer, Peers, Transport};
-    pub use crate::bridge::subject::check_filter;
+    pub use crate::conductor::subject::check_filter;
     pub use crate::bridge::{
         AwaitingReplies, Inbound, Status, Taken, Wire, admit, bridge_dir, configure_peers,
         dead_dir, dead_letter, encode, parse_message, read_status, redact_url, reply_subject,

@@ -187,7 +187,8 @@ fn str_field<'a>(m: &'a Map<String, Value>, k: &str) -> Option<&'a str> {
 impl Checker {
     /// The bridge's files (docs/NATS.md): outbox records (pending and sent) and shared-track cursors.
     fn bridge(&mut self, root: &Root) {
-        use crate::bridge::{subject, track};
+        use crate::bridge::track;
+        use crate::conductor::subject;
         use crate::conductor::outbox;
         for (dir, sent) in [
             (outbox::outbox_dir(root), false),

@@ -3,7 +3,6 @@
 //! No network and no async here; `pantheon bridge` (src/bridge/) moves the bytes.
 
 pub(crate) mod peer;
-pub(crate) mod subject;
 pub(crate) mod track;
 
 pub(crate) use peer::{EnvelopeKind, Peer, Peers};
@@ -12,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::conductor::outbox::{self, OutboxRecord, Reply, derive_handoff_id, derive_hex};
-use crate::conductor::{AckStatus, Conductor, SubmitResult, files};
+use crate::conductor::{AckStatus, Conductor, SubmitResult, files, subject};
 use crate::error::{Error, Result};
 use crate::store::atomic::write_json;
 use crate::store::read::read_json;

@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::subject;
+use crate::conductor::subject;
 use crate::conductor::outbox::OutboxRecord;
 use crate::store::is_valid_name;
 

@@ -232,7 +232,7 @@ impl WorkflowDef {
                         }
                     },
                 };
-                if let Err(e) = crate::bridge::subject::check_template_subject(&subject) {
+                if let Err(e) = super::subject::check_template_subject(&subject) {
                     problems.push(format!("step {:?}: subject: {e}", step.id));
                 }
                 let message = match field("message").and_then(scalar_text) {

@@ -32,6 +32,7 @@ pub(crate) mod route;
 pub(crate) mod rules;
 pub(crate) mod samples;
 pub(crate) mod schema;
+pub(crate) mod subject;
 #[allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
 pub(crate) mod submit;
 pub(crate) mod template;

@@ -1,8 +1,9 @@
 //! NATS subject checks (docs/NATS.md): a subject the bridge publishes on is literal (no `*` or `>`),
 //! a value put into a subject from an id or a template is exactly one token (no `.`), and a filter
-//! the operator configures may use `*` tokens and a final `>`.
+//! the operator configures may use `*` tokens and a final `>`. The conductor checks and renders the
+//! subject templates of `nats_publish` steps with them; the bridge checks its peers' subjects.
 
-use super::super::conductor::template::{Part, Template, Vars};
+use super::template::{Part, Template, Vars};
 
 /// Longest subject accepted, in bytes.
 pub(crate) const MAX_SUBJECT: usize = 256;
