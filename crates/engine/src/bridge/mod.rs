@@ -25,12 +25,12 @@ pub(crate) const WIRE_VERSION: u64 = 1;
 
 /// `conductor/bridge/`: the bridge's own files (inbound ledger, dead letters, status).
 pub fn bridge_dir(root: &Root) -> std::path::PathBuf {
-    root.conductor.join("bridge")
+    root.bridge_dir()
 }
 
 /// `conductor/bridge/dead/`: messages the bridge refused (inbound and shared-track lines), with why.
 pub fn dead_dir(root: &Root) -> std::path::PathBuf {
-    bridge_dir(root).join("dead")
+    root.bridge_dead_dir()
 }
 
 /// The directories whose files make up the bridge's picture in the console (status, cursors, dead

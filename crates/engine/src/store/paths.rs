@@ -285,6 +285,15 @@ impl Root {
     pub fn dead_dir(&self, god: &GodName) -> PathBuf {
         self.dead_root().join(god.as_str())
     }
+    /// `conductor/bridge/`: the bridge's own files (inbound ledger, dead letters, status).
+    pub(crate) fn bridge_dir(&self) -> PathBuf {
+        self.conductor.join("bridge")
+    }
+    /// `conductor/bridge/dead/`: messages the bridge refused (inbound and shared-track lines), and
+    /// outbox records no peer took, with why.
+    pub(crate) fn bridge_dead_dir(&self) -> PathBuf {
+        self.bridge_dir().join("dead")
+    }
     /// `conductor/timers`: one file per accepted dispatch whose step `timeout` the supervisor enforces
     /// (docs/PROTOCOL.md §2.10).
     pub fn timers_dir(&self) -> PathBuf {
