@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::conductor::outbox::{self, OutboxRecord, Reply, derive_handoff_id, derive_hex};
+use crate::conductor::route::{INBOUND_MARK, inbound_peer};
 use crate::conductor::{AckStatus, Conductor, SubmitResult, files, subject};
 use crate::error::{Error, Result};
 use crate::store::atomic::write_json;
@@ -525,18 +526,6 @@ pub fn take(c: &Conductor, cfg: &Inbound, subject: &str, w: &Wire) -> Result<Tak
         workflow_id: r.workflow_id.to_string(),
         status: r.status.to_string(),
     })
-}
-
-/// The key of a workflow's state that marks it as an inbound request of the bridge, from the peer
-/// it names (`{"peer": "konan"}`).
-pub(crate) const INBOUND_MARK: &str = "bridge_inbound";
-
-/// The peer whose inbound request started this workflow, if the bridge marked it so.
-pub(crate) fn inbound_peer(st: &crate::conductor::WorkflowState) -> Option<&str> {
-    st.extra
-        .get(INBOUND_MARK)
-        .and_then(|m| m.get("peer"))
-        .and_then(Value::as_str)
 }
 
 /// Marks the workflow an inbound request started (under its lock; repeating it is harmless), so

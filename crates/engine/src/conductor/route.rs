@@ -186,7 +186,7 @@ pub(crate) fn route(root: &Root, h: &Handoff, state: Option<&WorkflowState>) -> 
     // (what a `completed` ack records) finishes the workflow; the bridge sends the reply. It is
     // never dispatched to a god named after the peer.
     if let Some(st) = state
-        && crate::bridge::inbound_peer(st) == Some(h.to_god.as_str())
+        && inbound_peer(st) == Some(h.to_god.as_str())
     {
         return Ok(Route {
             target: Target::Complete,
@@ -289,4 +289,17 @@ pub(crate) fn route(root: &Root, h: &Handoff, state: Option<&WorkflowState>) -> 
         rule: None,
         warnings,
     })
+}
+
+/// The key of a workflow's state that marks it as an inbound request of the bridge, from the peer
+/// it names (`{"peer": "konan"}`).
+pub(crate) const INBOUND_MARK: &str = "bridge_inbound";
+
+/// The peer whose inbound request started this workflow, if the bridge marked it so: the handoff
+/// back to that peer finishes the workflow ([`route`]).
+pub(crate) fn inbound_peer(st: &WorkflowState) -> Option<&str> {
+    st.extra
+        .get(INBOUND_MARK)
+        .and_then(|m| m.get("peer"))
+        .and_then(Value::as_str)
 }
