@@ -963,6 +963,301 @@ fn the_surface_check_refuses_an_open_module_and_a_facade_with_code() {
     );
 }
 
+/// The engine's floors, lowest first: a module imports only modules of a lower floor, and one of its
+/// own floor only when [`ENGINE_TIES`] names the pair. `lib` (the crate's curated list) is the top.
+/// ARCHITECTURE.md ("Floors") says why each module stands where it does; a new top-level module
+/// takes its place here. `scripts/module-graph.py` reads this table too.
+const ENGINE_FLOORS: &[&[&str]] = &[
+    &["error", "words"],
+    &["store"],
+    &["journal", "trace"],
+    &["bus"],
+    &["conductor", "cost"],
+    &["bridge", "history"],
+    &["validate"],
+    &["health"],
+    &["lib"],
+];
+
+/// Modules of one floor that import each other: submit and ack call `cost::hook`, and `cost` acts
+/// through the `Conductor` (ARCHITECTURE.md, "Floors").
+const ENGINE_TIES: &[(&str, &str)] = &[("conductor", "cost")];
+
+/// `code` without its comments (doc comments included) and without the text of its string and char
+/// literals (a string stays as `""`), as [`comments`] reads them: what a path in it names is code.
+fn without_comments_and_strings(code: &str) -> String {
+    let b = code.as_bytes();
+    let mut out = String::with_capacity(code.len());
+    let mut i = 0usize;
+    let mut kept = 0usize;
+    let cut = |out: &mut String, kept: &mut usize, from: usize, to: usize, keep: &str| {
+        out.push_str(&code[*kept..from]);
+        out.push_str(keep);
+        *kept = to.min(b.len());
+    };
+    while i < b.len() {
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                let end = code[i..].find('\n').map_or(b.len(), |n| i + n);
+                cut(&mut out, &mut kept, i, end, "");
+                i = end;
+                continue;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                let end = code[i + 2..].find("*/").map_or(b.len(), |n| i + 4 + n);
+                cut(&mut out, &mut kept, i, end, " ");
+                i = end;
+                continue;
+            }
+            b'r' if (b.get(i + 1) == Some(&b'"') || b.get(i + 1) == Some(&b'#'))
+                && !(i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_')) =>
+            {
+                let hashes = b[i + 1..].iter().take_while(|c| **c == b'#').count();
+                if b.get(i + 1 + hashes) == Some(&b'"') {
+                    let close = format!("\"{}", "#".repeat(hashes));
+                    let start = i + 2 + hashes;
+                    let end = code[start..]
+                        .find(&close)
+                        .map_or(b.len(), |n| start + n + close.len());
+                    cut(&mut out, &mut kept, i, end, "\"\"");
+                    i = end;
+                    continue;
+                }
+            }
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    if b[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                cut(&mut out, &mut kept, start, i + 1, "\"\"");
+            }
+            // A char literal (`'"'`, `'\''`); a lifetime (`'a`) has no closing quote after one char.
+            b'\'' if b.get(i + 1) == Some(&b'\\') => {
+                let start = i;
+                i += 2;
+                while i < b.len() && b[i] != b'\'' {
+                    i += 1;
+                }
+                cut(&mut out, &mut kept, start, i + 1, "' '");
+            }
+            b'\'' if b.get(i + 2) == Some(&b'\'') => {
+                cut(&mut out, &mut kept, i, i + 3, "' '");
+                i += 2;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out.push_str(&code[kept.min(b.len())..]);
+    out
+}
+
+/// The crate-relative paths the code of the engine module `module` (`["conductor", "submit"]`; `[]`
+/// for lib.rs) names: every leaf of its `use` trees and every path written in its code that starts
+/// with `crate::`, `super::` or `self::`, spelled from the crate's root (`bus::queue::Filter`). A
+/// path through an extern crate or a child module's name is left out (it stays in the module).
+fn engine_paths(module: &[&str], code: &str) -> Vec<String> {
+    let absolute = |path: &str| -> Option<String> {
+        let mut segs: Vec<&str> = path.split("::").collect();
+        let mut base: Vec<&str> = match segs.first() {
+            Some(&"crate") => {
+                segs.remove(0);
+                Vec::new()
+            }
+            Some(&"super") | Some(&"self") => module.to_vec(),
+            _ => return None,
+        };
+        while let Some(&s) = segs.first() {
+            match s {
+                "super" => {
+                    base.pop();
+                }
+                "self" => {}
+                _ => break,
+            }
+            segs.remove(0);
+        }
+        base.extend(segs);
+        (!base.is_empty()).then(|| base.join("::"))
+    };
+    let code = without_comments_and_strings(code);
+    let mut out = Vec::new();
+    let mut rest_of_code = String::new();
+    let mut rest = code.as_str();
+    // The `use` items first (their trees are expanded into leaves), then the code between them.
+    loop {
+        let at = rest.match_indices("use ").find(|(i, _)| {
+            let line_start = rest[..*i].rfind('\n').map_or(0, |n| n + 1);
+            let before = rest[line_start..*i].trim();
+            before.is_empty() || before == "pub" || before.starts_with("pub(")
+        });
+        let Some((at, _)) = at else {
+            rest_of_code.push_str(rest);
+            break;
+        };
+        rest_of_code.push_str(&rest[..at]);
+        let tree = &rest[at + "use ".len()..];
+        let (leaves, len) = use_leaves(tree);
+        out.extend(leaves.iter().filter_map(|l| absolute(l.trim_end_matches("::*"))));
+        rest = &tree[(len + 1).min(tree.len())..];
+    }
+    let b = rest_of_code.as_bytes();
+    for start in ["crate::", "super::", "self::"] {
+        for (at, _) in rest_of_code.match_indices(start) {
+            if at > 0 && (b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_' || b[at - 1] == b':') {
+                continue;
+            }
+            let len = rest_of_code[at..]
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+                .unwrap_or(rest_of_code.len() - at);
+            let path = rest_of_code[at..at + len].trim_end_matches(':');
+            out.extend(absolute(path));
+        }
+    }
+    out
+}
+
+/// Every import of `files` (path under `crates/engine/src`, text) against [`ENGINE_FLOORS`] and
+/// [`ENGINE_TIES`]: to a module of a higher floor, to one of the same floor that is not a tie, to
+/// an item through the crate's root (`crate::Conductor`: inside the engine an item is named by its
+/// module), and from or to a module on no floor. Test code (from the first `#[cfg(test)]`) is not
+/// read.
+fn floor_problems(files: &[(String, String)], modules: &[&str]) -> Vec<String> {
+    let floor_of = |m: &str| ENGINE_FLOORS.iter().position(|f| f.contains(&m));
+    let tie = |a: &str, b: &str| {
+        ENGINE_TIES
+            .iter()
+            .any(|&(x, y)| (x, y) == (a, b) || (y, x) == (a, b))
+    };
+    let mut problems = Vec::new();
+    for (rel, text) in files {
+        let mut module: Vec<&str> = rel.trim_end_matches(".rs").split('/').collect();
+        if matches!(module.last(), Some(&"mod") | Some(&"lib")) {
+            module.pop();
+        }
+        let from = module.first().copied().unwrap_or("lib");
+        let Some(from_floor) = floor_of(from) else {
+            problems.push(format!("{rel}: module {from} is on no floor (add it to ENGINE_FLOORS)"));
+            continue;
+        };
+        let mut seen = std::collections::BTreeSet::new();
+        for path in engine_paths(&module, &non_test_code(text)) {
+            let to = path.split("::").next().unwrap_or_default().to_owned();
+            if to == from || !seen.insert(path.clone()) {
+                continue;
+            }
+            if !modules.contains(&to.as_str()) {
+                problems.push(format!(
+                    "{rel}: crate::{path} is reached through the crate's root; name its module"
+                ));
+                continue;
+            }
+            match floor_of(&to) {
+                None => problems.push(format!(
+                    "{rel}: module {to} is on no floor (add it to ENGINE_FLOORS)"
+                )),
+                Some(f) if f > from_floor || (f == from_floor && !tie(from, &to)) => {
+                    problems.push(format!(
+                        "{rel}: {from} (floor {from_floor}) imports {path} from {to} (floor {f})"
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    problems
+}
+
+/// The engine's modules keep their floors ([`ENGINE_FLOORS`]): no import runs up a floor or across
+/// one, but for the conductor/cost tie, so the one import loop between modules is that tie.
+#[test]
+fn engine_modules_keep_their_floors() {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = base.join("crates/engine/src");
+    let mut paths = Vec::new();
+    rust_files(&src, &mut paths);
+    let files: Vec<(String, String)> = paths
+        .iter()
+        .filter_map(|p| {
+            let rel = p.strip_prefix(&src).ok()?.to_string_lossy().replace('\\', "/");
+            let test_file = rel.ends_with("/tests.rs") || rel.ends_with("_tests.rs");
+            (!test_file).then(|| Some((rel, std::fs::read_to_string(p).ok()?)))?
+        })
+        .collect();
+    let modules: std::collections::BTreeSet<String> = engine_modules(&src)
+        .iter()
+        .map(|m| m.split("::").next().unwrap_or_default().to_owned())
+        .collect();
+    let modules: Vec<&str> = modules.iter().map(String::as_str).collect();
+    assert!(modules.contains(&"conductor") && modules.contains(&"store"), "{modules:?}");
+    for m in &modules {
+        assert!(
+            ENGINE_FLOORS.iter().any(|f| f.contains(m)),
+            "the engine module {m} is on no floor: add it to ENGINE_FLOORS (and ARCHITECTURE.md)"
+        );
+    }
+    // The check reads real imports: the conductor stands on the store.
+    let conductor = files.iter().find(|(r, _)| r == "conductor/mod.rs").unwrap();
+    assert!(
+        engine_paths(&["conductor"], &conductor.1)
+            .iter()
+            .any(|p| p.starts_with("store::")),
+        "the floor check found no import of the store in conductor/mod.rs"
+    );
+    let problems = floor_problems(&files, &modules);
+    assert!(
+        problems.is_empty(),
+        "imports against the engine's floors (move the item to the floor that owns it, or, for a \
+         new module, give it a floor in ENGINE_FLOORS and ARCHITECTURE.md):\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_floor_check_sees_an_import_against_the_floors() {
+    let modules = ["bus", "conductor", "cost", "journal", "store", "trace", "validate"];
+    let file = |rel: &str, text: &str| (rel.to_owned(), text.to_owned());
+    let files = [
+        // Down a floor, a tie, a comment, a string, test code, an extern crate: all fine.
+        file(
+            "conductor/submit.rs",
+            "use crate::{bus::Bus, store::{Root, time::now_ts}};\nuse serde::Serialize;\n\
+             fn f() { crate::cost::hook::after(); super::crash_point(\"crate::bridge::x\"); }\n\
+             // crate::bridge::inbound_peer\n#[cfg(test)]\nmod tests { use crate::bridge::x; }\n",
+        ),
+        file("cost/hook.rs", "use crate::conductor::Conductor;\n"),
+        // Up a floor: in a use tree, inline, through `super::super`.
+        file(
+            "bus/archive.rs",
+            "use crate::{store::Root, conductor::crash_point};\nfn f() {}\n",
+        ),
+        file(
+            "store/settings.rs",
+            "fn f() { let c = crate::cost::CostConfig::parse(None); }\n",
+        ),
+        file("store/paths.rs", "pub(crate) use super::super::bus::Bus;\n"),
+        // Across one floor without a tie; through the crate's root.
+        file("trace.rs", "use crate::journal::Origin;\n"),
+        file("journal.rs", "fn f() -> crate::Problem { todo!() }\n"),
+        file("metrics/mod.rs", "use crate::store::Root;\n"),
+    ];
+    assert_eq!(
+        floor_problems(&files, &modules),
+        [
+            "bus/archive.rs: bus (floor 3) imports conductor::crash_point from conductor (floor 4)",
+            "store/settings.rs: store (floor 1) imports cost::CostConfig::parse from cost (floor 4)",
+            "store/paths.rs: store (floor 1) imports bus::Bus from bus (floor 3)",
+            "trace.rs: trace (floor 2) imports journal::Origin from journal (floor 2)",
+            "journal.rs: crate::Problem is reached through the crate's root; name its module",
+            "metrics/mod.rs: module metrics is on no floor (add it to ENGINE_FLOORS)",
+        ]
+    );
+}
+
 /// The operator actions the `actions!` table registers: (the `Op` variant, its module).
 fn registered_actions(registration: &str) -> Vec<(String, String)> {
     let Some((_, table)) = registration.split_once("\nactions! {\n") else {
