@@ -365,25 +365,28 @@ const MAX_FILE_LINES: usize = 1200;
 /// The longest a non-test function may be, in lines (signature to closing brace).
 const MAX_FN_LINES: usize = 120;
 
-/// Functions allowed past [`MAX_FN_LINES`] for good, each justified in ARCHITECTURE.md ("Files
-/// and functions"): (repo-relative path, function name).
-const LONG_FUNCTIONS: &[(&str, &str)] = &[
+/// No function is longer than this, exception or not.
+const MAX_EXEMPT_FN_LINES: usize = 250;
+
+/// Functions allowed past [`MAX_FN_LINES`] for good, each justified in CONTRIBUTING.md ("Files
+/// and functions"): (repo-relative path, function name, its ceiling in lines). A ceiling is the
+/// function's length when it was set plus a little, so an exception cannot grow unnoticed: past it,
+/// the function is cut (or the ceiling raised, with a reason, in the same change).
+const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     // The default key table: one `bind` line per key, read top to bottom like the help it makes.
-    ("src/console/action.rs", "default"),
+    ("src/console/action.rs", "default", 245),
     // The pure ack step: one `match` over the four decisions, each arm its effects in write order.
-    ("crates/engine/src/conductor/ack_step.rs", "ack_step"),
+    ("crates/engine/src/conductor/ack_step.rs", "ack_step", 215),
     // The abort's ordered writes (manifest, state, withdrawals, marks), each resumable.
-    ("crates/engine/src/conductor/admin.rs", "abort_unjournaled"),
+    ("crates/engine/src/conductor/admin.rs", "abort_unjournaled", 155),
     // A workflow definition read field by field, each field's tolerance next to it.
-    ("crates/engine/src/conductor/definition.rs", "from_value"),
+    ("crates/engine/src/conductor/definition.rs", "from_value", 200),
     // An outbox record's moves: one arm per reply status.
-    ("crates/engine/src/conductor/outbox.rs", "advance"),
+    ("crates/engine/src/conductor/outbox.rs", "advance", 185),
     // The routing table of docs/PROTOCOL.md 2.3, in its order.
-    ("crates/engine/src/conductor/route.rs", "route"),
-    // The journal's chain check: one pass where every rule needs the previous entry.
-    ("crates/engine/src/journal.rs", "verify_with"),
+    ("crates/engine/src/conductor/route.rs", "route", 185),
     // A scripted demo scene, read top to bottom.
-    ("src/demo/workers.rs", "deadlock_scenario"),
+    ("src/demo/workers.rs", "deadlock_scenario", 135),
 ];
 
 /// Functions and files past the limits that are not cut to size YET (ARCHITECTURE.md names them):
@@ -428,6 +431,28 @@ fn long_functions(code: &str, max: usize) -> Vec<(String, usize, usize)> {
     out
 }
 
+/// What the size check says of the function `name` (of `rel`, at `line`, `len` lines long, past
+/// [`MAX_FN_LINES`]): nothing when it is a named exception within its ceiling or not cut yet, else
+/// why it fails.
+fn long_function_problem(
+    (rel, line, name, len): (&str, usize, &str, usize),
+    exceptions: &[(&str, &str, usize)],
+    not_yet: &[(&str, &str)],
+) -> Option<String> {
+    let exempt = exceptions.iter().find(|(p, n, _)| *p == rel && *n == name);
+    match exempt {
+        Some((_, _, ceiling)) if len > *ceiling => Some(format!(
+            "{rel}:{line} fn {name}: {len} lines, past its ceiling of {ceiling} (cut it, or raise \
+             the ceiling in LONG_FUNCTIONS with a reason)"
+        )),
+        Some(_) => None,
+        None if not_yet.iter().any(|(p, n)| *p == rel && *n == name) => None,
+        None => Some(format!(
+            "{rel}:{line} fn {name}: {len} lines (the limit is {MAX_FN_LINES})"
+        )),
+    }
+}
+
 /// Files and functions a person can hold in their head: outside tests, no source file of the
 /// root package or the engine is over [`MAX_FILE_LINES`] lines and no function over
 /// [`MAX_FN_LINES`], but for the exceptions named above (and in ARCHITECTURE.md).
@@ -455,16 +480,23 @@ fn files_and_functions_stay_within_their_size() {
             }
         }
         for (name, line, len) in long_functions(&code, MAX_FN_LINES) {
-            let known = |list: &[(&str, &str)]| list.iter().any(|(p, n)| *p == rel && *n == name);
-            if !known(LONG_FUNCTIONS) && !known(NOT_YET_CUT) {
-                over.push(format!(
-                    "{rel}:{line} fn {name}: {len} lines (the limit is {MAX_FN_LINES})"
-                ));
-            }
+            over.extend(long_function_problem(
+                (&rel, line, &name, len),
+                LONG_FUNCTIONS,
+                NOT_YET_CUT,
+            ));
             long_fns.push((rel.clone(), name));
         }
     }
-    for (p, n) in LONG_FUNCTIONS.iter().chain(NOT_YET_CUT) {
+    for (p, n, ceiling) in LONG_FUNCTIONS {
+        if *ceiling > MAX_EXEMPT_FN_LINES {
+            over.push(format!(
+                "{p} fn {n}: a ceiling of {ceiling} lines is past {MAX_EXEMPT_FN_LINES}: cut it"
+            ));
+        }
+    }
+    let listed = LONG_FUNCTIONS.iter().map(|(p, n, _)| (p, n));
+    for (p, n) in listed.chain(NOT_YET_CUT.iter().map(|(p, n)| (p, n))) {
         if !long_fns.iter().any(|(fp, fname)| fp == p && fname == n) {
             over.push(format!(
                 "{p} fn {n} is listed as long but is not (any more): remove it from the list"
@@ -482,6 +514,29 @@ fn files_and_functions_stay_within_their_size() {
         over.is_empty(),
         "split these (or name and justify an exception in ARCHITECTURE.md):\n{}",
         over.join("\n")
+    );
+}
+
+#[test]
+fn the_size_check_holds_an_exception_to_its_ceiling() {
+    let exceptions = [("src/a.rs", "table", 130)];
+    let at = |name, len| long_function_problem(("src/a.rs", 7, name, len), &exceptions, &[]);
+    assert_eq!(at("table", 130), None);
+    assert_eq!(
+        at("table", 131).as_deref(),
+        Some(
+            "src/a.rs:7 fn table: 131 lines, past its ceiling of 130 (cut it, or raise the \
+             ceiling in LONG_FUNCTIONS with a reason)"
+        )
+    );
+    assert_eq!(
+        at("other", 121).as_deref(),
+        Some("src/a.rs:7 fn other: 121 lines (the limit is 120)")
+    );
+    let not_yet = [("src/a.rs", "other")];
+    assert_eq!(
+        long_function_problem(("src/a.rs", 7, "other", 300), &[], &not_yet),
+        None
     );
 }
 

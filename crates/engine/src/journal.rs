@@ -9,6 +9,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
@@ -666,7 +667,63 @@ pub fn verify_with(root: &Root, opts: &VerifyOptions) -> Result<VerifyResult> {
         problems: Vec::new(),
         total: 0,
     };
-    let mut anchors: std::collections::BTreeMap<u64, Anchored> = Default::default();
+    let (mut anchors, mut anchor_report) = anchors_of(opts, &mut v)?;
+    let mut chain = Chain::new();
+    for_each_line(root, |path, n, line| {
+        let loc = (
+            path.strip_prefix(&root.dir)
+                .unwrap_or(path)
+                .display()
+                .to_string(),
+            n,
+        );
+        let name = path
+            .strip_prefix(&root.conductor)
+            .unwrap_or(path)
+            .display()
+            .to_string();
+        let at = format!("{name} line {n}");
+        chain.line(&mut v, &mut anchors, (at, loc), line)?;
+        Ok(true)
+    })?;
+    let Chain {
+        prev,
+        entries,
+        last_seq,
+        gaps,
+        matched,
+        ..
+    } = chain;
+    report_missing(&mut v, &anchors, gaps, last_seq);
+    if let Some(r) = &mut anchor_report {
+        r.matched = matched;
+        r.unanchored = last_seq.saturating_sub(r.last_anchored_seq.unwrap_or(0));
+    }
+    let first = v.problems.first().cloned();
+    Ok(VerifyResult {
+        valid: v.total == 0,
+        entries,
+        files: all.iter().filter(|p| p.exists()).count(),
+        head_ref: format!("{last_seq}:{prev}"),
+        head: prev,
+        head_seq: last_seq,
+        problem: first.as_ref().map(|p| p.message.clone()),
+        problem_file: first.as_ref().and_then(|p| p.file.clone()),
+        problem_line: first.as_ref().and_then(|p| p.line),
+        problems: v.problems,
+        problems_total: v.total,
+        anchor: anchor_report,
+    })
+}
+
+/// What the journal is checked against besides its own chain: the anchors of `opts.anchor` and the
+/// head `opts.head` kept, by sequence number, and the anchor report to fill in. What is wrong with
+/// them (an unreadable anchor file, a head that disagrees with it) goes to `v`.
+fn anchors_of(
+    opts: &VerifyOptions,
+    v: &mut Verifier,
+) -> Result<(BTreeMap<u64, Anchored>, Option<AnchorReport>)> {
+    let mut anchors: BTreeMap<u64, Anchored> = Default::default();
     let mut anchor_report = None;
     if let Some(path) = &opts.anchor {
         let read = anchor::read(path)?;
@@ -716,30 +773,46 @@ pub fn verify_with(root: &Root, opts: &VerifyOptions) -> Result<VerifyResult> {
             }
         }
     }
+    Ok((anchors, anchor_report))
+}
 
-    let mut expected = 1u64;
-    let mut prev = GENESIS.to_owned();
-    // The hash of a line that is no entry, read since the last entry: an entry appended after it
-    // chains to it.
-    let mut prev_raw: Option<String> = None;
-    let mut entries = 0u64;
-    let mut last_seq = 0u64;
-    let mut gaps: Vec<Gap> = Vec::new();
-    let mut matched = 0usize;
-    for_each_line(root, |path, n, line| {
-        let loc = (
-            path.strip_prefix(&root.dir)
-                .unwrap_or(path)
-                .display()
-                .to_string(),
-            n,
-        );
-        let name = path
-            .strip_prefix(&root.conductor)
-            .unwrap_or(path)
-            .display()
-            .to_string();
-        let at = format!("{name} line {n}");
+/// The chain as read so far, line by line: the entry expected next, the hash an entry must chain
+/// to, the gaps in the sequence not filled yet, and the anchored entries met.
+struct Chain {
+    expected: u64,
+    prev: String,
+    /// The hash of a line that is no entry, read since the last entry: an entry appended after it
+    /// chains to it.
+    prev_raw: Option<String>,
+    entries: u64,
+    last_seq: u64,
+    gaps: Vec<Gap>,
+    matched: usize,
+}
+
+impl Chain {
+    fn new() -> Self {
+        Chain {
+            expected: 1,
+            prev: GENESIS.to_owned(),
+            prev_raw: None,
+            entries: 0,
+            last_seq: 0,
+            gaps: Vec::new(),
+            matched: 0,
+        }
+    }
+
+    /// Checks one line of the journal (`at` names it, `loc` is its file and line) against the
+    /// chain so far and the anchors, then moves the chain on.
+    fn line(
+        &mut self,
+        v: &mut Verifier,
+        anchors: &mut BTreeMap<u64, Anchored>,
+        (at, loc): (String, (String, usize)),
+        line: &[u8],
+    ) -> Result<()> {
+        let expected = self.expected;
         let Some(mut entry) = serde_json::from_slice::<Map<String, Value>>(line).ok() else {
             v.push(
                 format!(
@@ -747,8 +820,8 @@ pub fn verify_with(root: &Root, opts: &VerifyOptions) -> Result<VerifyResult> {
                 ),
                 Some(&loc),
             );
-            prev_raw = Some(sha256_hex(line));
-            return Ok(true);
+            self.prev_raw = Some(sha256_hex(line));
+            return Ok(());
         };
         let (Some(seq), Some(hash), Some(p)) = (
             entry.get("seq").and_then(Value::as_u64),
@@ -759,10 +832,10 @@ pub fn verify_with(root: &Root, opts: &VerifyOptions) -> Result<VerifyResult> {
                 format!("{at} lacks its seq, prev or hash: entry {expected} was edited"),
                 Some(&loc),
             );
-            prev_raw = Some(sha256_hex(line));
-            return Ok(true);
+            self.prev_raw = Some(sha256_hex(line));
+            return Ok(());
         };
-        entries += 1;
+        self.entries += 1;
         entry.shift_remove("hash");
         let body = serde_json::to_string(&entry).map_err(|e| Error::refused(e.to_string()))?;
         if sha256_hex(body.as_bytes()) != hash {
@@ -776,7 +849,7 @@ pub fn verify_with(root: &Root, opts: &VerifyOptions) -> Result<VerifyResult> {
         if let Some(a) = anchors.get_mut(&seq) {
             if a.hash == hash {
                 if !a.seen {
-                    matched += 1;
+                    self.matched += 1;
                 }
             } else {
                 v.push(
@@ -791,41 +864,12 @@ pub fn verify_with(root: &Root, opts: &VerifyOptions) -> Result<VerifyResult> {
             a.seen = true;
         }
         if seq < expected {
-            if let Some(i) = gaps.iter().position(|g| (g.start..=g.end).contains(&seq)) {
-                let g = gaps.remove(i);
-                v.push(
-                    format!(
-                        "journal entries were reordered: entry {} ({}) comes before entry {seq} ({at})",
-                        g.found, g.found_at
-                    ),
-                    Some(&loc),
-                );
-                if g.start < seq {
-                    gaps.push(Gap {
-                        end: seq - 1,
-                        ..g.clone()
-                    });
-                }
-                if seq < g.end {
-                    gaps.push(Gap {
-                        start: seq + 1,
-                        ..g
-                    });
-                }
-            } else {
-                v.push(
-                    format!(
-                        "journal entry {seq} ({at}) comes again after entry {}: a copy, or entries were reordered",
-                        expected - 1
-                    ),
-                    Some(&loc),
-                );
-            }
-            return Ok(true);
+            self.out_of_order(v, seq, &at, &loc);
+            return Ok(());
         }
         if seq > expected {
-            if gaps.len() < MAX_PROBLEMS {
-                gaps.push(Gap {
+            if self.gaps.len() < MAX_PROBLEMS {
+                self.gaps.push(Gap {
                     start: expected,
                     end: seq - 1,
                     found: seq,
@@ -833,7 +877,7 @@ pub fn verify_with(root: &Root, opts: &VerifyOptions) -> Result<VerifyResult> {
                     loc: loc.clone(),
                 });
             }
-        } else if p != prev && prev_raw.as_deref() != Some(p.as_str()) {
+        } else if p != self.prev && self.prev_raw.as_deref() != Some(p.as_str()) {
             v.push(
                 format!(
                     "journal entry {seq} ({at}) does not chain to the entry before it: that entry was edited or replaced"
@@ -841,12 +885,58 @@ pub fn verify_with(root: &Root, opts: &VerifyOptions) -> Result<VerifyResult> {
                 Some(&loc),
             );
         }
-        prev = hash;
-        prev_raw = None;
-        expected = seq.saturating_add(1);
-        last_seq = seq;
-        Ok(true)
-    })?;
+        self.prev = hash;
+        self.prev_raw = None;
+        self.expected = seq.saturating_add(1);
+        self.last_seq = seq;
+        Ok(())
+    }
+
+    /// An entry numbered below the one expected: it fills a gap (entries were reordered), or it
+    /// comes again.
+    fn out_of_order(&mut self, v: &mut Verifier, seq: u64, at: &str, loc: &(String, usize)) {
+        let gaps = &mut self.gaps;
+        if let Some(i) = gaps.iter().position(|g| (g.start..=g.end).contains(&seq)) {
+            let g = gaps.remove(i);
+            v.push(
+                format!(
+                    "journal entries were reordered: entry {} ({}) comes before entry {seq} ({at})",
+                    g.found, g.found_at
+                ),
+                Some(loc),
+            );
+            if g.start < seq {
+                gaps.push(Gap {
+                    end: seq - 1,
+                    ..g.clone()
+                });
+            }
+            if seq < g.end {
+                gaps.push(Gap {
+                    start: seq + 1,
+                    ..g
+                });
+            }
+        } else {
+            v.push(
+                format!(
+                    "journal entry {seq} ({at}) comes again after entry {}: a copy, or entries were reordered",
+                    self.expected - 1
+                ),
+                Some(loc),
+            );
+        }
+    }
+}
+
+/// The gaps left in the sequence (entries removed, and the anchored ones among them) and the
+/// anchored entries never met: missing inside the journal, or cut off its end.
+fn report_missing(
+    v: &mut Verifier,
+    anchors: &BTreeMap<u64, Anchored>,
+    gaps: Vec<Gap>,
+    last_seq: u64,
+) {
     // Anchored entries never met: inside a gap (named with it below), else cut off the end.
     let in_gap = |s: u64| gaps.iter().any(|g| (g.start..=g.end).contains(&s));
     let lost: Vec<(u64, Anchored)> = anchors
@@ -912,25 +1002,6 @@ pub fn verify_with(root: &Root, opts: &VerifyOptions) -> Result<VerifyResult> {
             None,
         );
     }
-    if let Some(r) = &mut anchor_report {
-        r.matched = matched;
-        r.unanchored = last_seq.saturating_sub(r.last_anchored_seq.unwrap_or(0));
-    }
-    let first = v.problems.first().cloned();
-    Ok(VerifyResult {
-        valid: v.total == 0,
-        entries,
-        files: all.iter().filter(|p| p.exists()).count(),
-        head_ref: format!("{last_seq}:{prev}"),
-        head: prev,
-        head_seq: last_seq,
-        problem: first.as_ref().map(|p| p.message.clone()),
-        problem_file: first.as_ref().and_then(|p| p.file.clone()),
-        problem_line: first.as_ref().and_then(|p| p.line),
-        problems: v.problems,
-        problems_total: v.total,
-        anchor: anchor_report,
-    })
 }
 
 #[cfg(test)]
