@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pantheon::Root;
-use pantheon::console::action::{Action, Pane};
+use pantheon::console::keymap::{Action, Pane};
 use pantheon::console::app::App;
 use pantheon::console::theme::Theme;
 use pantheon::console::views;

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::engine::time::parse_ts;
 use crate::live::snapshot::{BridgeKind, Snapshot, Sym, short_duration};
 
-use super::action::Pane;
+use super::keymap::Pane;
 use super::rowkey::RowKey;
 
 mod key;
@@ -190,7 +190,7 @@ impl Item {
 
     /// The resolving action as the operator reads it: each `{name}` replaced by the key bound to
     /// that action (following remaps; `:name` when no key is bound).
-    pub fn action_text(&self, keymap: &super::action::Keymap) -> String {
+    pub fn action_text(&self, keymap: &super::keymap::Keymap) -> String {
         let mut out = String::with_capacity(self.action.len());
         let mut rest = self.action;
         while let Some(open) = rest.find('{') {
@@ -623,7 +623,7 @@ fn budget_warnings(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::console::action::Keymap;
+    use crate::console::keymap::Keymap;
 
     fn item(action: &'static str) -> Item {
         Item::new(

@@ -1,6 +1,6 @@
 //! The `:` commands: one table that the command line, its Tab completion and the help overlay read.
 
-use super::action::Action;
+use super::keymap::Action;
 
 /// What a command's argument is, for completion and for the help.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -279,7 +279,7 @@ pub fn action_of(c: &Command) -> Option<Action> {
         "requeue" => Action::Requeue,
         "rerun" => Action::Rerun,
         "live" => Action::ReplayLive,
-        "bridge" => Action::GoPane(crate::console::action::Pane::Bridge),
+        "bridge" => Action::GoPane(crate::console::keymap::Pane::Bridge),
         _ => return None,
     })
 }
@@ -299,7 +299,7 @@ pub fn suggest(word: &str) -> Option<String> {
         .iter()
         .map(|c| c.name.to_owned())
         .chain(
-            super::action::Pane::ALL
+            super::keymap::Pane::ALL
                 .iter()
                 .map(|p| p.title().to_ascii_lowercase().replace(' ', "-")),
         )

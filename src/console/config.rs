@@ -18,7 +18,7 @@ use ratatui::style::Color;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::action::{Action, Dialog, Key, Keymap, Scope};
+use super::keymap::{Action, Dialog, Key, Keymap, Scope};
 
 /// The largest config file read (it is the operator's, but a mistake should not eat memory).
 const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
@@ -970,7 +970,7 @@ fn toml_str(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::console::action::Pane;
+    use crate::console::keymap::Pane;
 
     fn same_keymap(a: &Keymap, b: &Keymap) -> bool {
         a.bindings.len() == b.bindings.len()

@@ -106,12 +106,12 @@ impl std::fmt::Display for Column {
 
 /// The columns a pane's rows can be sorted by; none for the bus tail (arrival order) and the
 /// board.
-pub fn sort_columns(pane: crate::console::action::Pane) -> &'static [Column] {
+pub fn sort_columns(pane: crate::console::keymap::Pane) -> &'static [Column] {
     pane.view().sort_columns()
 }
 
 /// The column of `pane` that `word` names: case-insensitive, a prefix, `-` or `_` for a space.
-pub fn sort_column(pane: crate::console::action::Pane, word: &str) -> Option<Column> {
+pub fn sort_column(pane: crate::console::keymap::Pane, word: &str) -> Option<Column> {
     let w = word.trim().to_uppercase().replace(['-', '_'], " ");
     if w.is_empty() {
         return None;
@@ -835,7 +835,7 @@ mod tests {
 
     #[test]
     fn sort_columns_are_named_by_prefix_and_with_dashes() {
-        use crate::console::action::Pane;
+        use crate::console::keymap::Pane;
         assert_eq!(sort_column(Pane::Workflows, "age"), Some(Column::Age));
         assert_eq!(sort_column(Pane::Workflows, "st"), Some(Column::Status));
         assert_eq!(sort_column(Pane::Workflows, "step"), Some(Column::Step));

@@ -8,7 +8,7 @@
 //! on its record when rows move, and a record that went away is reported as skipped, never replaced
 //! by a neighbour.
 
-use super::action::Pane;
+use super::keymap::Pane;
 use super::app::{App, FlashKind, Tone};
 use super::items::{self, Filter};
 use super::ops::{Op, Operator};
@@ -52,7 +52,7 @@ impl App {
         } else {
             st.picked.push(key);
         }
-        self.dispatch(super::action::Action::Down);
+        self.dispatch(super::keymap::Action::Down);
         self.say_marks();
     }
 
@@ -71,8 +71,8 @@ impl App {
                 FlashKind::Info,
                 format!(
                     "mark a first row with {}, then {} marks the range to here",
-                    self.keymap.key_for(&super::action::Action::ToggleMark),
-                    self.keymap.key_for(&super::action::Action::MarkRange)
+                    self.keymap.key_for(&super::keymap::Action::ToggleMark),
+                    self.keymap.key_for(&super::keymap::Action::MarkRange)
                 ),
             );
         };
@@ -126,7 +126,7 @@ impl App {
         } else {
             format!(
                 "{n} marked: an action now applies to every marked row · {} clears the marks",
-                self.keymap.key_for(&super::action::Action::Back)
+                self.keymap.key_for(&super::keymap::Action::Back)
             )
         };
         self.flash(FlashKind::Info, text);
@@ -180,7 +180,7 @@ impl App {
         if picked.is_empty() {
             return None;
         }
-        let key = |a: super::action::Action| self.keymap.key_for(&a);
+        let key = |a: super::keymap::Action| self.keymap.key_for(&a);
         let mut fan = FanOut {
             snap: &self.snapshot,
             all: Filter::default(),
@@ -188,12 +188,12 @@ impl App {
             dead_pane: self.pane == Pane::DeadLetters,
             held_why: format!(
                 "held: approve ({}) or reject ({}) it",
-                key(super::action::Action::Approve),
-                key(super::action::Action::RejectHeld)
+                key(super::keymap::Action::Approve),
+                key(super::keymap::Action::RejectHeld)
             ),
             not_held_why: format!(
                 "not held (ack it with {})",
-                key(super::action::Action::Ack(None))
+                key(super::keymap::Action::Ack(None))
             ),
             aborted: Vec::new(),
         };

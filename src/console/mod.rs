@@ -1,14 +1,13 @@
 //! The ratatui operations console: state and actions (pure), views (pure functions of a snapshot),
 //! and the event loop that ties them to the terminal, the live model and the engine.
 //!
-//! - [`action`]: the `Action` enum and the keymap (footer and help come from it).
+//! - [`keymap`]: the `Action` enum and the keymap (footer and help come from it).
 //! - [`app`]: the state machine; returns effects as data.
 //! - [`ops`] / [`preview`]: engine calls as data and what their confirmation says.
 //! - [`engine_ops`]: the real operator (the engine).
 //! - [`views`]: drawing. [`theme`]: colours and glyphs.
 //! - [`run`]: the event loop; [`terminal`]: raw mode and restoration.
 
-pub mod action;
 pub(crate) mod actions;
 pub mod app;
 pub mod attention;
@@ -18,6 +17,7 @@ pub mod config;
 pub mod engine_ops;
 pub mod hook;
 pub mod items;
+pub mod keymap;
 pub mod line;
 pub mod marks;
 pub mod moments;

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::Rect;
 
-use super::action::{Action, Pane};
+use super::keymap::{Action, Pane};
 use super::app::{App, Effect, Mode};
 
 /// Two clicks on the same row within this time open it.

@@ -8,7 +8,7 @@ use std::fmt;
 
 use crate::live::snapshot::{BridgeKind, Sym};
 
-use super::action::Pane;
+use super::keymap::Pane;
 use super::attention;
 
 /// One row's identity, in whichever pane lists it.

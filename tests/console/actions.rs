@@ -3,7 +3,7 @@
 
 use crossterm::event::KeyCode;
 use pantheon::Root;
-use pantheon::console::action::{Action, Pane};
+use pantheon::console::keymap::{Action, Pane};
 use pantheon::console::app::{App, Effect, FlashKind, Mode};
 use pantheon::console::engine_ops::EngineOperator;
 use pantheon::console::ops::{Op, Operator};
@@ -747,7 +747,7 @@ fn completed_asks_for_the_gates_its_step_declares_and_the_engine_checks_them() {
 /// aborted workflow.
 #[test]
 fn repeated_acks_and_aborts_flash_what_the_engine_says_of_them() {
-    use pantheon::console::action::AckChoice;
+    use pantheon::console::keymap::AckChoice;
     use pantheon::engine::AckRequest;
     use pantheon::engine::{GodName, HandoffId};
     let root = engine_root();

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use chrono::{DateTime, Duration, Utc};
 use crossterm::event::KeyCode;
-use pantheon::console::action::{Action, Pane};
+use pantheon::console::keymap::{Action, Pane};
 use pantheon::console::app::{App, Mode};
 use pantheon::console::attention::Kind;
 use serde_json::json;

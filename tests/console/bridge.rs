@@ -5,7 +5,7 @@
 
 use insta::assert_snapshot;
 use pantheon::Root;
-use pantheon::console::action::{Action, Pane};
+use pantheon::console::keymap::{Action, Pane};
 use pantheon::console::rowkey::RowKey;
 use pantheon::engine::{
     nats::{self as eb, Status},

@@ -4,7 +4,7 @@
 
 use crossterm::event::KeyCode;
 use insta::assert_snapshot;
-use pantheon::console::action::{Action, Pane};
+use pantheon::console::keymap::{Action, Pane};
 use pantheon::console::app::{App, Mode};
 
 use super::support::*;

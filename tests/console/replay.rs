@@ -9,7 +9,7 @@ use std::time::Duration;
 use crossterm::event::KeyCode;
 use insta::assert_snapshot;
 use pantheon::Root;
-use pantheon::console::action::{Action, Pane};
+use pantheon::console::keymap::{Action, Pane};
 use pantheon::console::app::{App, Effect, FlashKind, Mode};
 use pantheon::console::engine_ops::EngineOperator;
 use pantheon::console::replay::{Cmd, Frame, ReplayHandle, ReplayView};

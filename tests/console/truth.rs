@@ -8,7 +8,7 @@ use std::path::Path;
 use chrono::{Duration, Utc};
 use crossterm::event::KeyCode;
 use pantheon::Root;
-use pantheon::console::action::{Action, Keymap, Pane, Scope};
+use pantheon::console::keymap::{Action, Keymap, Pane, Scope};
 use pantheon::console::app::{App, Effect, FlashKind, Mode};
 use pantheon::console::attention::Kind;
 use pantheon::console::engine_ops::EngineOperator;
@@ -360,7 +360,7 @@ fn the_journal_follows_its_newest_entry_until_the_operator_moves_and_attention_s
         god: pantheon::engine::GodName::parse("hephaestus").unwrap(),
         request: pantheon::engine::AckRequest::new(
             pantheon::engine::HandoffId::parse("hof_20260614_aaa111").unwrap(),
-            pantheon::console::action::AckChoice::Accepted,
+            pantheon::console::keymap::AckChoice::Accepted,
         ),
     });
     acked.unwrap();
@@ -548,7 +548,7 @@ fn the_docs_key_table_matches_the_keymap_both_ways() {
     }
     for b in &km.bindings {
         if matches!(b.scope, Scope::Dialog(_))
-            || matches!(b.action, pantheon::console::action::Action::Sort(_))
+            || matches!(b.action, pantheon::console::keymap::Action::Sort(_))
         {
             continue;
         }

@@ -3,7 +3,7 @@
 
 use crossterm::event::KeyCode;
 use insta::assert_snapshot;
-use pantheon::console::action::{Action, Pane};
+use pantheon::console::keymap::{Action, Pane};
 use pantheon::console::app::{App, Mode};
 use pantheon::console::theme::Theme;
 use pantheon::console::views;

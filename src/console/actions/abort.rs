@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use crate::engine::{Actor, Error, WorkflowId};
 use crate::live::snapshot::Snapshot;
 
-use super::super::action::{Action, Pane};
+use super::super::keymap::{Action, Pane};
 use super::super::app::{App, Effect, PromptFor, Question, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::items;

@@ -9,7 +9,7 @@ use crate::engine::{
 };
 use crate::live::snapshot::Snapshot;
 
-use super::super::action::{AckChoice, Action, Pane};
+use super::super::keymap::{AckChoice, Action, Pane};
 use super::super::app::{
     AckStage, AckTarget, App, Effect, FlashKind, Mode, PromptFor, Question, Tone, parse_eta,
     parse_gates,
@@ -158,7 +158,7 @@ impl App {
 
     /// A status taken from the ack menu: its message prompt, or the confirmation.
     pub(crate) fn choose_ack(&mut self, target: AckTarget, status: AckChoice) {
-        match crate::console::action::ack_message_prompt(status) {
+        match crate::console::keymap::ack_message_prompt(status) {
             Some((label, required)) => self.ask(
                 label,
                 required,

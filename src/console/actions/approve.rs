@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use crate::engine::{ApprovalResult, ApprovalStatus, Actor, Budget, Error, HandoffId};
 use crate::live::snapshot::Snapshot;
 
-use super::super::action::{Action, Pane};
+use super::super::keymap::{Action, Pane};
 use super::super::app::{App, Effect, FlashKind, PromptFor, Question, Tone, parse_budget};
 use super::super::engine_ops::EngineOperator;
 use super::super::items;

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use crate::engine::{Error, TrackName, board::BoardSeen};
 use crate::live::snapshot::{BoardView, Snapshot};
 
-use super::super::action::Action;
+use super::super::keymap::Action;
 use super::super::app::{App, Effect, FlashKind, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::items::{self, BoardMoves};

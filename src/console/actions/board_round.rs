@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use crate::engine::{Error, board::DISCUSSING};
 use crate::live::snapshot::Snapshot;
 
-use super::super::action::Action;
+use super::super::keymap::Action;
 use super::super::app::{App, Effect, FlashKind, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::ops::{OPERATOR, Outcome};

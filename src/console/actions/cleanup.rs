@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use crate::engine::{CleanupResult, Error, WorkflowId};
 use crate::live::snapshot::Snapshot;
 
-use super::super::action::Action;
+use super::super::keymap::Action;
 use super::super::app::{App, Confirm, Effect, FlashKind, Mode, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::ops::Outcome;

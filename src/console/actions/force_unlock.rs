@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use crate::engine::{Error, LockKey, TrackName, WorkerId, time::relative};
 use crate::live::snapshot::Snapshot;
 
-use super::super::action::{Action, Pane};
+use super::super::keymap::{Action, Pane};
 use super::super::app::{App, Effect, FlashKind, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::items;

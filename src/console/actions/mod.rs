@@ -5,7 +5,7 @@
 //! applies to marks, what it is for each marked record ([`Act::mark`]). It is registered by ONE
 //! entry of the [`actions!`] table below: the [`Op`] variant with its request data, and its module.
 //! The rest of the console asks an [`Op`] through the methods the table generates; it never matches
-//! over every action. (The key that starts it is a line of `Keymap::default` in `console/action.rs`.)
+//! over every action. (The key that starts it is a line of `Keymap::default` in `console/keymap.rs`.)
 
 use chrono::{DateTime, Utc};
 
@@ -15,7 +15,7 @@ use crate::engine::{
 };
 use crate::live::snapshot::Snapshot;
 
-use super::action::Action;
+use super::keymap::Action;
 use super::app::{App, Effect, Tone};
 use super::engine_ops::EngineOperator;
 use super::marks::{BulkItem, FanOut, Skipped};

@@ -14,7 +14,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use crate::live::snapshot::Snapshot;
 
-use super::action::{AckChoice, Action, Dialog, Key, Keymap, Pane};
+use super::keymap::{AckChoice, Action, Dialog, Key, Keymap, Pane};
 use super::attention::{self, Jump};
 use super::commands::{self, Arg};
 use super::items::{self, Filter};

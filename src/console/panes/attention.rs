@@ -4,7 +4,7 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
 
-use crate::console::action::Pane;
+use crate::console::keymap::Pane;
 use crate::console::app::App;
 use crate::console::theme::Theme;
 use crate::engine::time::relative;

@@ -5,7 +5,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use crate::console::action::Pane;
+use crate::console::keymap::Pane;
 use crate::console::app::App;
 use crate::console::items::{self, DirectorCard};
 use crate::console::theme::Theme;
@@ -15,7 +15,7 @@ use crate::live::snapshot::BoardView;
 use crate::console::views::{block, empty, kv, section, trunc};
 use crate::console::items::Filter;
 use crate::console::panes::{PaneView, RowKey};
-use crate::console::action::Action;
+use crate::console::keymap::Action;
 
 fn num(n: Option<&serde_json::Number>) -> String {
     n.and_then(|n| n.as_f64())

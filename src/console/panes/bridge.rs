@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 use serde_json::Value;
 
-use crate::console::action::Pane;
+use crate::console::keymap::Pane;
 use crate::console::app::App;
 use crate::console::preview::when;
 use crate::console::theme::Theme;

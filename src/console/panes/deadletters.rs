@@ -5,7 +5,7 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use crate::console::action::{Action, Pane};
+use crate::console::keymap::{Action, Pane};
 use crate::console::app::App;
 use crate::console::items;
 use crate::console::preview::when;

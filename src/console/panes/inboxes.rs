@@ -4,7 +4,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 
-use crate::console::action::Pane;
+use crate::console::keymap::Pane;
 use crate::console::app::App;
 use crate::console::items;
 use crate::console::preview::{when, when_at};

@@ -8,7 +8,7 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use crate::console::action::Pane;
+use crate::console::keymap::Pane;
 use crate::console::app::App;
 use crate::console::items::Filter;
 use crate::console::panes::{PaneView, RowKey};

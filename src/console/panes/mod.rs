@@ -9,7 +9,7 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use serde::{Deserialize, Serialize};
 
-use super::action::Action;
+use super::keymap::Action;
 use super::app::{App, PaneState};
 use super::items::{Column, Filter};
 pub use super::rowkey::RowKey;

@@ -5,7 +5,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use crate::console::action::Pane;
+use crate::console::keymap::Pane;
 use crate::console::app::App;
 use crate::console::items;
 use crate::console::preview::when;

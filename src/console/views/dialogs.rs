@@ -5,7 +5,7 @@ use ratatui::layout::{Alignment, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
-use crate::console::action::AckChoice;
+use crate::console::keymap::AckChoice;
 use crate::console::app::{AckTarget, App, Confirm, HelpView, Prompt, Tone};
 use crate::console::theme::Theme;
 

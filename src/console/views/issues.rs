@@ -7,7 +7,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
-use super::super::action::Pane;
+use super::super::keymap::Pane;
 use super::super::app::App;
 use super::super::preview::when;
 use super::super::theme::Theme;

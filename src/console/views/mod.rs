@@ -12,7 +12,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Paragraph, Wrap};
 
-use super::action::{Dialog, Keymap, Pane, Scope};
+use super::keymap::{Dialog, Keymap, Pane, Scope};
 use super::app::{App, FlashKind, Mode};
 use super::theme::Theme;
 
@@ -149,7 +149,7 @@ pub(crate) fn follow_note(app: &App, pane: Pane) -> String {
         } else {
             format!(
                 "‖ paused ({} follows) ",
-                app.keymap.key_for(&super::action::Action::Top)
+                app.keymap.key_for(&super::keymap::Action::Top)
             )
         }
 }
@@ -489,8 +489,8 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                 Span::styled(
                     format!(
                         "  an action applies to every mark · {} unmark · {} clears",
-                        app.keymap.key_for(&super::action::Action::ToggleMark),
-                        app.keymap.key_for(&super::action::Action::Back)
+                        app.keymap.key_for(&super::keymap::Action::ToggleMark),
+                        app.keymap.key_for(&super::keymap::Action::Back)
                     ),
                     theme.dim(),
                 ),
@@ -721,7 +721,7 @@ pub(crate) fn raw_lines<'a, T>(
 /// The key that toggles a detail between its typed and its raw view.
 pub(crate) fn raw_key(app: &App) -> String {
     app.keymap
-        .key_for(&crate::console::action::Action::ToggleRaw)
+        .key_for(&crate::console::keymap::Action::ToggleRaw)
 }
 
 /// A titled list of lines used by detail views.
