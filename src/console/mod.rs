@@ -3,7 +3,7 @@
 //!
 //! - [`keymap`]: the `Action` enum and the keymap (footer and help come from it).
 //! - [`app`]: the state machine; returns effects as data.
-//! - [`ops`] / [`preview`]: engine calls as data and what their confirmation says.
+//! - [`ops`]: engine calls as data and what their confirmation says; [`times`]: how times read.
 //! - [`engine_ops`]: the real operator (the engine).
 //! - [`views`]: drawing. [`theme`]: colours and glyphs.
 //! - [`run`]: the event loop; [`terminal`]: raw mode and restoration.
@@ -25,7 +25,6 @@ pub mod mouse;
 pub mod notify;
 pub mod ops;
 pub mod panes;
-pub mod preview;
 pub mod replay;
 pub mod rowkey;
 pub mod run;
@@ -33,4 +32,5 @@ pub mod screenshot;
 pub mod shown;
 pub mod terminal;
 pub mod theme;
+pub mod times;
 pub mod views;

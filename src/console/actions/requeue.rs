@@ -12,7 +12,7 @@ use super::super::engine_ops::EngineOperator;
 use super::super::items;
 use super::super::marks::FanOut;
 use super::super::ops::{OPERATOR, Outcome};
-use super::super::preview::when;
+use super::super::times::when;
 use super::super::rowkey::RowKey;
 use super::super::shown::{self, Version};
 use super::{Act, Op, line, marks_fit};

@@ -303,7 +303,7 @@ impl App {
             // record changed, the lines stay the ones the operator read, and the dialog says what
             // changed (Enter then refuses).
             if c.changed.is_none() && c.op.described_from_snapshot() {
-                let mut lines = crate::console::preview::describe(&c.op, &self.snapshot, self.now);
+                let mut lines = c.op.describe(&self.snapshot, self.now);
                 lines.push((Tone::Dim, recorded_as(&self.actor)));
                 c.lines = lines;
             }

@@ -444,7 +444,7 @@ fn confirmations_speak_of_what_will_happen_and_of_a_vanished_target() {
         god: GodName::parse("hephaestus").unwrap(),
         request,
     };
-    let lines = super::super::preview::describe(&op, &a.snapshot, a.now);
+    let lines = op.describe(&a.snapshot, a.now);
     assert!(
         lines[0].1.contains("is no longer in hephaestus's inbox"),
         "{lines:?}"

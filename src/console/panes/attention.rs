@@ -41,7 +41,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let row = |i: &crate::console::attention::Item| {
         let age = match i.since {
             Some(t) if app.absolute_times => {
-                crate::console::preview::when(Some(&t.to_rfc3339()), now, true)
+                crate::console::times::when(Some(&t.to_rfc3339()), now, true)
             }
             Some(t) => relative(t, now),
             None => "-".into(),

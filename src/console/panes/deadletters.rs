@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use crate::console::keymap::{Action, Pane};
 use crate::console::app::App;
 use crate::console::items;
-use crate::console::preview::when;
+use crate::console::times::when;
 use crate::console::theme::Theme;
 
 use crate::console::views::table::Col;

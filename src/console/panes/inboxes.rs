@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use crate::console::keymap::Pane;
 use crate::console::app::App;
 use crate::console::items;
-use crate::console::preview::{when, when_at};
+use crate::console::times::{when, when_at};
 use crate::console::theme::Theme;
 use crate::live::snapshot::InboxView;
 

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::console::keymap::Pane;
 use crate::console::app::App;
-use crate::console::preview::when;
+use crate::console::times::when;
 use crate::console::theme::Theme;
 
 use crate::console::views::table::Col;

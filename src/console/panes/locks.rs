@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use crate::console::keymap::Pane;
 use crate::console::app::App;
 use crate::console::items;
-use crate::console::preview::when;
+use crate::console::times::when;
 use crate::console::theme::Theme;
 use crate::engine::time::relative;
 use crate::live::snapshot::short_duration;

@@ -8,7 +8,7 @@ use ratatui::widgets::{Paragraph, Wrap};
 use crate::console::keymap::Pane;
 use crate::console::app::App;
 use crate::console::items;
-use crate::console::preview::when;
+use crate::console::times::when;
 use crate::console::theme::Theme;
 use crate::live::snapshot::short_duration;
 

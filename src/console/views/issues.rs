@@ -9,7 +9,7 @@ use ratatui::widgets::{Clear, Paragraph, Wrap};
 
 use super::super::keymap::Pane;
 use super::super::app::App;
-use super::super::preview::when;
+use super::super::times::when;
 use super::super::theme::Theme;
 use super::block;
 use crate::live::snapshot::FileWarning;

@@ -1,19 +1,9 @@
-//! What a confirmation dialog says will happen (each action's module says it, from the snapshot or,
-//! for cleanup, from the engine's dry run), and how times read in it and in the panes.
+//! How times read in the panes and dialogs: relative to now, or absolute in local time.
 
 use crate::engine::time::{parse_ts, relative};
 use chrono::{DateTime, Utc};
 
-use crate::live::snapshot::{Snapshot, Stamp};
-
-use super::app::Tone;
-use super::ops::Op;
-
-/// The lines of the confirmation dialog for `op` (each action's module says them,
-/// `Act::describe`).
-pub fn describe(op: &Op, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, String)> {
-    op.describe(snap, now)
-}
+use crate::live::snapshot::Stamp;
 
 /// Formats an instant relative to now, or absolute in local time: `HH:MM:SS` on the same local
 /// day as now, with the date before it otherwise.
