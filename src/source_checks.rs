@@ -378,9 +378,17 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     // The pure ack step: one `match` over the four decisions, each arm its effects in write order.
     ("crates/engine/src/conductor/ack_step.rs", "ack_step", 215),
     // The abort's ordered writes (manifest, state, withdrawals, marks), each resumable.
-    ("crates/engine/src/conductor/admin.rs", "abort_unjournaled", 155),
+    (
+        "crates/engine/src/conductor/admin.rs",
+        "abort_unjournaled",
+        155,
+    ),
     // A workflow definition read field by field, each field's tolerance next to it.
-    ("crates/engine/src/conductor/definition.rs", "from_value", 200),
+    (
+        "crates/engine/src/conductor/definition.rs",
+        "from_value",
+        200,
+    ),
     // An outbox record's moves: one arm per reply status.
     ("crates/engine/src/conductor/outbox.rs", "advance", 185),
     // The routing table of docs/PROTOCOL.md 2.3, in its order.
@@ -1157,13 +1165,19 @@ fn engine_paths(module: &[&str], code: &str) -> Vec<String> {
         rest_of_code.push_str(&rest[..at]);
         let tree = &rest[at + "use ".len()..];
         let (leaves, len) = use_leaves(tree);
-        out.extend(leaves.iter().filter_map(|l| absolute(l.trim_end_matches("::*"))));
+        out.extend(
+            leaves
+                .iter()
+                .filter_map(|l| absolute(l.trim_end_matches("::*"))),
+        );
         rest = &tree[(len + 1).min(tree.len())..];
     }
     let b = rest_of_code.as_bytes();
     for start in ["crate::", "super::", "self::"] {
         for (at, _) in rest_of_code.match_indices(start) {
-            if at > 0 && (b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_' || b[at - 1] == b':') {
+            if at > 0
+                && (b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_' || b[at - 1] == b':')
+            {
                 continue;
             }
             let len = rest_of_code[at..]
@@ -1196,7 +1210,9 @@ fn floor_problems(files: &[(String, String)], modules: &[&str]) -> Vec<String> {
         }
         let from = module.first().copied().unwrap_or("lib");
         let Some(from_floor) = floor_of(from) else {
-            problems.push(format!("{rel}: module {from} is on no floor (add it to ENGINE_FLOORS)"));
+            problems.push(format!(
+                "{rel}: module {from} is on no floor (add it to ENGINE_FLOORS)"
+            ));
             continue;
         };
         let mut seen = std::collections::BTreeSet::new();
@@ -1238,7 +1254,11 @@ fn engine_modules_keep_their_floors() {
     let files: Vec<(String, String)> = paths
         .iter()
         .filter_map(|p| {
-            let rel = p.strip_prefix(&src).ok()?.to_string_lossy().replace('\\', "/");
+            let rel = p
+                .strip_prefix(&src)
+                .ok()?
+                .to_string_lossy()
+                .replace('\\', "/");
             let test_file = rel.ends_with("/tests.rs") || rel.ends_with("_tests.rs");
             (!test_file).then(|| Some((rel, std::fs::read_to_string(p).ok()?)))?
         })
@@ -1248,7 +1268,10 @@ fn engine_modules_keep_their_floors() {
         .map(|m| m.split("::").next().unwrap_or_default().to_owned())
         .collect();
     let modules: Vec<&str> = modules.iter().map(String::as_str).collect();
-    assert!(modules.contains(&"conductor") && modules.contains(&"store"), "{modules:?}");
+    assert!(
+        modules.contains(&"conductor") && modules.contains(&"store"),
+        "{modules:?}"
+    );
     for m in &modules {
         assert!(
             ENGINE_FLOORS.iter().any(|f| f.contains(m)),
@@ -1274,7 +1297,15 @@ fn engine_modules_keep_their_floors() {
 
 #[test]
 fn the_floor_check_sees_an_import_against_the_floors() {
-    let modules = ["bus", "conductor", "cost", "journal", "store", "trace", "validate"];
+    let modules = [
+        "bus",
+        "conductor",
+        "cost",
+        "journal",
+        "store",
+        "trace",
+        "validate",
+    ];
     let file = |rel: &str, text: &str| (rel.to_owned(), text.to_owned());
     let files = [
         // Down a floor, a tie, a comment, a string, test code, an extern crate: all fine.
@@ -1311,6 +1342,105 @@ fn the_floor_check_sees_an_import_against_the_floors() {
             "metrics/mod.rs: module metrics is on no floor (add it to ENGINE_FLOORS)",
         ]
     );
+}
+
+/// The modules `text` declares from other files (`mod x;`, `pub(crate) mod x;`, …), but test
+/// modules (`mod tests;`, or one right after a `#[cfg(test)]` line).
+fn declared_modules(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut after_test_attr = false;
+    for line in text.lines() {
+        let t = line.trim();
+        let vis_end = if t.starts_with("pub(") {
+            t.find(") ").map_or(0, |n| n + 2)
+        } else if t.starts_with("pub ") {
+            4
+        } else {
+            0
+        };
+        let decl = t[vis_end..]
+            .strip_prefix("mod ")
+            .and_then(|rest| rest.strip_suffix(';'))
+            .filter(|n| n.chars().all(|c| c.is_alphanumeric() || c == '_'));
+        if let Some(name) = decl
+            && !after_test_attr
+            && name != "tests"
+        {
+            out.push(name.to_owned());
+        }
+        if t.starts_with('#') {
+            after_test_attr |= t.starts_with("#[cfg(test)]");
+        } else if !t.is_empty() {
+            after_test_attr = false;
+        }
+    }
+    out
+}
+
+/// The modules a file's module map leaves out. A file has a map when its `//!` header lists its
+/// modules in bullets (a `//! - ` line naming one of them in backticks, `[`x`]` or `` `x` ``); then
+/// every module it declares is named in that header.
+fn module_map_misses(text: &str) -> Vec<String> {
+    let header: Vec<&str> = text.lines().take_while(|l| l.starts_with("//!")).collect();
+    let declared = declared_modules(text);
+    let names = |line: &str| -> Vec<String> {
+        line.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(|n| n.trim_start_matches('[').trim_end_matches(']').to_owned())
+            .collect()
+    };
+    let has_map = header
+        .iter()
+        .any(|l| l.starts_with("//! - ") && names(l).iter().any(|n| declared.contains(n)));
+    if !has_map {
+        return Vec::new();
+    }
+    let named: Vec<String> = header.iter().flat_map(|l| names(l)).collect();
+    declared
+        .into_iter()
+        .filter(|m| !named.contains(m))
+        .collect()
+}
+
+/// Module maps are true: a module whose doc lists its modules (`//! - [`x`]: …`) names every module
+/// it declares, so a newcomer reading the map sees the whole of it.
+#[test]
+fn module_maps_name_every_module() {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&base.join("src"), &mut files);
+    rust_files(&base.join("crates/engine/src"), &mut files);
+    let mut maps = 0;
+    let mut problems = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let rel = f.strip_prefix(base).unwrap().display().to_string();
+        if text.lines().any(|l| l.starts_with("//! - ")) {
+            maps += 1;
+        }
+        for m in module_map_misses(&text) {
+            problems.push(format!("{rel}: its module map does not name `{m}`"));
+        }
+    }
+    assert!(maps >= 5, "found only {maps} module maps");
+    assert!(
+        problems.is_empty(),
+        "name each module in its parent's map (a `//! - [`x`]: what it holds` line):\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_module_map_check_sees_a_module_left_out() {
+    let text = "//! The console.\n//!\n//! - [`app`]: the state; [`views`]: drawing.\n//! - `actions`: \
+                one per action.\n\npub mod app;\npub(crate) mod actions;\nmod views;\npub mod theme;\n\
+                #[cfg(test)]\n#[path = \"snapshot_tests.rs\"]\nmod snapshot_tests;\nmod tests;\n";
+    assert_eq!(declared_modules(text), ["app", "actions", "views", "theme"]);
+    assert_eq!(module_map_misses(text), ["theme"]);
+    // A header without a bulleted map of its modules asks nothing.
+    let no_map = "//! The bus: [`queue`] and more.\n//! - a bullet about nothing\n\nmod queue;\nmod locks;\n";
+    assert_eq!(module_map_misses(no_map), Vec::<String>::new());
 }
 
 /// The operator actions the `actions!` table registers: (the `Op` variant, its module).

@@ -6,6 +6,7 @@
 //! - [`sim`]: the one simulation thread (seeded RNG, discrete ticks, wall-clock pacing).
 //! - [`gods`], [`workers`], [`board`]: the actors.
 //! - [`events`]: the deterministic event log; [`summary`]: what `--headless` prints.
+//! - [`text`]: plausible words for the simulation (topics, summaries, decisions, remarks).
 
 pub mod board;
 pub mod events;
