@@ -16,8 +16,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pantheon::Root;
-use pantheon::console::keymap::{Action, Pane};
 use pantheon::console::app::App;
+use pantheon::console::keymap::{Action, Pane};
 use pantheon::console::theme::Theme;
 use pantheon::console::views;
 use pantheon::engine::{Bus, MessageType};

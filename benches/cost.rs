@@ -178,8 +178,8 @@ fn ledger_bench() {
 /// The console on the ledger `root` holds (its summary in place): the live model's first read, one
 /// appended line followed, and the Ledger pane drawn.
 fn console_bench(root: &Root, warm_command_ms: f64) {
-    use pantheon::console::keymap::{Action, Pane};
     use pantheon::console::app::App;
+    use pantheon::console::keymap::{Action, Pane};
     use pantheon::console::theme::Theme;
     use pantheon::live::{LiveModel, ModelOptions};
     use std::io::Write;

@@ -8,9 +8,9 @@
 //! on its record when rows move, and a record that went away is reported as skipped, never replaced
 //! by a neighbour.
 
-use super::keymap::Pane;
 use super::app::{App, FlashKind, Tone};
 use super::items::{self, Filter};
+use super::keymap::Pane;
 use super::ops::{Op, Operator};
 use super::rowkey::RowKey;
 

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::Rect;
 
-use super::keymap::{Action, Pane};
 use super::app::{App, Effect, Mode};
+use super::keymap::{Action, Pane};
 
 /// Two clicks on the same row within this time open it.
 pub const DOUBLE_CLICK: Duration = Duration::from_millis(400);

@@ -8,8 +8,8 @@ use std::fmt;
 
 use crate::live::snapshot::{BridgeKind, Sym};
 
-use super::keymap::Pane;
 use super::attention;
+use super::keymap::Pane;
 
 /// One row's identity, in whichever pane lists it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -3,9 +3,9 @@
 
 use crossterm::event::KeyCode;
 use pantheon::Root;
-use pantheon::console::keymap::{Action, Pane};
 use pantheon::console::app::{App, Effect, FlashKind, Mode};
 use pantheon::console::engine_ops::EngineOperator;
+use pantheon::console::keymap::{Action, Pane};
 use pantheon::console::ops::{Op, Operator};
 use pantheon::engine::WorkflowId;
 use serde_json::Value;

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use chrono::{DateTime, Duration, Utc};
 use crossterm::event::KeyCode;
-use pantheon::console::keymap::{Action, Pane};
 use pantheon::console::app::{App, Mode};
 use pantheon::console::attention::Kind;
+use pantheon::console::keymap::{Action, Pane};
 use serde_json::json;
 
 use super::support::*;

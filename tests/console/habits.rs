@@ -5,10 +5,10 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use pantheon::Root;
-use pantheon::console::keymap::{Action, Pane};
 use pantheon::console::app::{Effect, FlashKind, Mode};
 use pantheon::console::config;
 use pantheon::console::engine_ops::EngineOperator;
+use pantheon::console::keymap::{Action, Pane};
 use pantheon::console::ops::Op;
 use pantheon::console::rowkey::RowKey;
 

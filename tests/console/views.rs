@@ -3,8 +3,8 @@
 
 use crossterm::event::KeyCode;
 use insta::assert_snapshot;
-use pantheon::console::keymap::{Action, Pane};
 use pantheon::console::app::{App, Mode};
+use pantheon::console::keymap::{Action, Pane};
 use pantheon::console::theme::Theme;
 use pantheon::console::views;
 use ratatui::Terminal;

@@ -1092,8 +1092,8 @@ fn credentials_never_reach_logs_or_status() {
 /// wrote, the track's cursor with its counts, and the header item, at 80x24 and 200x50.
 #[test]
 fn the_console_bridge_pane_shows_what_a_real_bridge_wrote() {
-    use pantheon::console::keymap::Pane;
     use pantheon::console::app::App;
+    use pantheon::console::keymap::Pane;
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
 

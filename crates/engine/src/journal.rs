@@ -6,10 +6,10 @@
 //! [`DEFAULT_SEGMENT_BYTES`]; the chain runs on across segments. Journaling never blocks the act it
 //! records: an entry that cannot be written is reported by the caller as a warning.
 
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};

@@ -227,12 +227,12 @@ pub mod recorder {
 /// The pure parts of the NATS bridge: subjects, wire format, peers, the bridge's files.
 pub mod nats {
     pub use crate::bridge::peer::{EnvelopeKind, Peer, Peers, Transport};
-    pub use crate::conductor::subject::check_filter;
     pub use crate::bridge::{
         AwaitingReplies, Inbound, Status, Taken, Wire, admit, bridge_dir, configure_peers,
         dead_dir, dead_letter, encode, parse_message, read_status, redact_url, reply_subject,
         status_path, take, watched_dirs, write_bridge_record, write_status,
     };
+    pub use crate::conductor::subject::check_filter;
     /// A track mirrored through the bridge: streams, key-value buckets, cursors, lock plans.
     pub mod track {
         pub use crate::bridge::track::{

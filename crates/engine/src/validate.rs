@@ -188,8 +188,8 @@ impl Checker {
     /// The bridge's files (docs/NATS.md): outbox records (pending and sent) and shared-track cursors.
     fn bridge(&mut self, root: &Root) {
         use crate::bridge::track;
-        use crate::conductor::subject;
         use crate::conductor::outbox;
+        use crate::conductor::subject;
         for (dir, sent) in [
             (outbox::outbox_dir(root), false),
             (outbox::sent_dir(root), true),

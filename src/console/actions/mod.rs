@@ -15,9 +15,9 @@ use crate::engine::{
 };
 use crate::live::snapshot::Snapshot;
 
-use super::keymap::Action;
 use super::app::{App, Effect, Tone};
 use super::engine_ops::EngineOperator;
+use super::keymap::Action;
 use super::marks::{BulkItem, FanOut, Skipped};
 use super::ops::Outcome;
 use super::rowkey::RowKey;

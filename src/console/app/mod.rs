@@ -14,10 +14,10 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use crate::live::snapshot::Snapshot;
 
-use super::keymap::{AckChoice, Action, Dialog, Key, Keymap, Pane};
 use super::attention::{self, Jump};
 use super::commands::{self, Arg};
 use super::items::{self, Filter};
+use super::keymap::{AckChoice, Action, Dialog, Key, Keymap, Pane};
 use super::line::{self, Edit, History, LineEditor};
 use super::ops::Op;
 use super::rowkey::RowKey;

@@ -9,9 +9,9 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use serde::{Deserialize, Serialize};
 
-use super::keymap::Action;
 use super::app::{App, PaneState};
 use super::items::{Column, Filter};
+use super::keymap::Action;
 pub use super::rowkey::RowKey;
 use super::theme::Theme;
 

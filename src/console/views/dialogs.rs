@@ -5,8 +5,8 @@ use ratatui::layout::{Alignment, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
-use crate::console::keymap::AckChoice;
 use crate::console::app::{AckTarget, App, Confirm, HelpView, Prompt, Tone};
+use crate::console::keymap::AckChoice;
 use crate::console::theme::Theme;
 
 use super::block;

@@ -7,10 +7,10 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
-use super::super::keymap::Pane;
 use super::super::app::App;
-use super::super::times::when;
+use super::super::keymap::Pane;
 use super::super::theme::Theme;
+use super::super::times::when;
 use super::block;
 use crate::live::snapshot::FileWarning;
 

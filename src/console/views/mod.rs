@@ -12,8 +12,8 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Paragraph, Wrap};
 
-use super::keymap::{Dialog, Keymap, Pane, Scope};
 use super::app::{App, FlashKind, Mode};
+use super::keymap::{Dialog, Keymap, Pane, Scope};
 use super::theme::Theme;
 
 mod dialogs;

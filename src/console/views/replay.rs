@@ -7,8 +7,8 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use crate::console::keymap::Action;
 use crate::console::app::App;
+use crate::console::keymap::Action;
 use crate::console::replay::scrub::{ReplayView, ago, bar};
 use crate::console::theme::Theme;
 use crate::engine::time::instant;

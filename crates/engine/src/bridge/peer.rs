@@ -8,8 +8,8 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::conductor::subject;
 use crate::conductor::outbox::OutboxRecord;
+use crate::conductor::subject;
 use crate::store::is_valid_name;
 
 /// How records for a peer go on the wire.

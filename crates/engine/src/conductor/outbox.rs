@@ -438,7 +438,9 @@ pub fn mark_sent(root: &Root, rec: &OutboxRecord, stream_seq: u64) -> Result<()>
 /// harmless.
 pub fn give_up(root: &Root, rec: &OutboxRecord, reason: &str, attempts: u64) -> Result<()> {
     let from = record_path(root, &rec.outbox_id)?;
-    let to = root.bridge_dead_dir().join(format!("outbox_{}.json", rec.outbox_id));
+    let to = root
+        .bridge_dead_dir()
+        .join(format!("outbox_{}.json", rec.outbox_id));
     write_json(
         root,
         &to,

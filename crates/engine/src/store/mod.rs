@@ -14,12 +14,12 @@ pub(crate) mod settings;
 pub(crate) mod time;
 pub(crate) mod yaml;
 
+pub(crate) use crash::crash_point;
 pub(crate) use ids::{
     AckId, GodName, HandoffId, StepId, TrackName, WorkerId, WorkflowId, encode_key,
     generate_dispatch_id, is_valid_ack_id, is_valid_handoff_id, is_valid_name,
     is_valid_workflow_id,
 };
-pub(crate) use crash::crash_point;
 pub(crate) use paths::Root;
 pub(crate) use settings::Settings;
 
