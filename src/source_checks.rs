@@ -397,7 +397,7 @@ const LONG_FUNCTIONS: &[(&str, &str, usize)] = &[
     ("src/demo/workers.rs", "deadlock_scenario", 135),
 ];
 
-/// Functions and files past the limits that are not cut to size YET (ARCHITECTURE.md names them):
+/// Functions and files past the limits that are not cut to size YET (CONTRIBUTING.md names them):
 /// the list only shrinks. An entry that is no longer long fails the check too, so it is removed
 /// when its function is split.
 const NOT_YET_CUT: &[(&str, &str)] = &[];
@@ -463,7 +463,7 @@ fn long_function_problem(
 
 /// Files and functions a person can hold in their head: outside tests, no source file of the
 /// root package or the engine is over [`MAX_FILE_LINES`] lines and no function over
-/// [`MAX_FN_LINES`], but for the exceptions named above (and in ARCHITECTURE.md).
+/// [`MAX_FN_LINES`], but for the exceptions named above (and in CONTRIBUTING.md).
 #[test]
 fn files_and_functions_stay_within_their_size() {
     let base = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -520,7 +520,7 @@ fn files_and_functions_stay_within_their_size() {
     }
     assert!(
         over.is_empty(),
-        "split these (or name and justify an exception in ARCHITECTURE.md):\n{}",
+        "split these (or name and justify an exception in CONTRIBUTING.md):\n{}",
         over.join("\n")
     );
 }
@@ -578,7 +578,7 @@ fn argument_list_allowances(text: &str) -> Vec<usize> {
 
 /// No function takes a list of arguments long enough for clippy to object, and no allowance hides
 /// one: anywhere in `src/` and `crates/` (tests included), and in no manifest or clippy
-/// configuration. A step or a commit with many inputs takes an input struct (ARCHITECTURE.md,
+/// configuration. A step or a commit with many inputs takes an input struct (CONTRIBUTING.md,
 /// "Where new things go").
 #[test]
 fn no_function_allows_a_long_argument_list() {

@@ -5,7 +5,7 @@
 //! the operator journal, history (docs/HISTORY.md), traces and the strict check. Most items are at the
 //! crate's root; a group of functions and constants a caller reads under its area's name (file names,
 //! timestamps, the board, a track's queue, the ledger, the outbox, the recorder, the NATS bridge, the
-//! status figures) is a small module here that only re-exports. ARCHITECTURE.md says how to add one.
+//! status figures) is a small module here that only re-exports. docs/CODE.md says how to add one.
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
