@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use pantheon::Root;
-use pantheon::console::action::{Action, Pane};
 use pantheon::console::app::{App, Mode};
+use pantheon::console::keymap::{Action, Pane};
 use pantheon::console::screenshot::buffer_to_svg;
 use pantheon::console::theme::Theme;
 use pantheon::console::views;
