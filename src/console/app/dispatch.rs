@@ -49,9 +49,8 @@ impl App {
         self.flash(
             FlashKind::Info,
             format!(
-                "{}: {} · {}",
-                item.kind.as_str(),
-                item.reason,
+                "{} · {}",
+                attention_words(item),
                 item.action_text(&self.keymap)
             ),
         );
@@ -683,5 +682,25 @@ impl App {
             st.selected = 0;
             st.gone = None;
         }
+    }
+}
+
+/// What a flash says of an attention item: its kind in words (`stale worker`, not `stale_worker`)
+/// and its reason, the kind said once (`overdue: unacked for 6m`, never `overdue: overdue: …`).
+pub(crate) fn attention_words(item: &attention::Item) -> String {
+    let kind = item.kind.as_str().replace('_', " ");
+    let reason = item.reason.trim();
+    let first = reason
+        .split([':', ' ', '(', ','])
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches('▲')
+        .to_ascii_lowercase();
+    let said = !first.is_empty()
+        && (kind.starts_with(&first) || first.starts_with(kind.split(' ').next().unwrap_or("")));
+    if said {
+        reason.to_owned()
+    } else {
+        format!("{kind}: {reason}")
     }
 }
