@@ -122,7 +122,7 @@ fn cost_cell(app: &App, w: &WorkflowView, theme: &Theme) -> Line<'static> {
     }
 }
 
-/// The table's columns; narrow terminals hide AGE, then DEFINITION, COST, GOD and STEP (all in the
+/// The table's columns; narrow terminals hide AGE, then DEFINITION, GOD, COST and STEP (all in the
 /// detail view) before they cut a workflow id: at 60 columns the ids stay whole and tell the rows
 /// apart.
 const COLUMNS: [Col; 8] = [
@@ -130,7 +130,7 @@ const COLUMNS: [Col; 8] = [
     Col::new("DEFINITION", 10, 32).hide(2),
     Col::new("STATUS", 12, 22),
     Col::new("STEP", 6, 24).hide(5),
-    Col::new("GOD", 6, 16).hide(4),
+    Col::new("GOD", 6, 16).hide(3),
     Col::new("AGE", 6, 19).hide(1),
     Col::new("ACK", 8, 14),
     Col::new("", 12, 80).flex(),
@@ -142,10 +142,10 @@ const COLUMNS_COST: [Col; 9] = [
     Col::new("DEFINITION", 10, 32).hide(2),
     Col::new("STATUS", 12, 22),
     Col::new("STEP", 6, 24).hide(5),
-    Col::new("GOD", 6, 16).hide(4),
+    Col::new("GOD", 6, 16).hide(3),
     Col::new("AGE", 6, 19).hide(1),
     Col::new("ACK", 8, 14),
-    Col::new("COST", 5, 12).hide(3),
+    Col::new("COST", 5, 12).hide(4),
     Col::new("", 12, 80).flex(),
 ];
 

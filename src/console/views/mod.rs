@@ -412,13 +412,18 @@ fn fit_header(mut items: Vec<HeaderItem>, room: usize) -> Vec<(String, Style)> {
             level.remove(i);
             continue;
         }
-        // 3. The alerts take their short forms (`▲2 overdue`), the last first, then the counts
+        // 3. The alerts take their short forms together (`▲2 overdue ◔1 stale`), then the counts
         // (`@7`).
-        let short = (0..items.len())
-            .rev()
-            .find(|i| items[*i].part == Part::Alert && level[*i] == 0)
-            .or_else(|| (0..items.len()).find(|i| items[*i].part == Part::Count && level[*i] == 0));
-        if let Some(i) = short {
+        let alerts: Vec<usize> = (0..items.len())
+            .filter(|i| items[*i].part == Part::Alert && level[*i] == 0)
+            .collect();
+        if !alerts.is_empty() {
+            alerts.into_iter().for_each(|i| level[i] = 1);
+            continue;
+        }
+        if let Some(i) =
+            (0..items.len()).find(|i| items[*i].part == Part::Count && level[*i] == 0)
+        {
             level[i] = 1;
             continue;
         }
