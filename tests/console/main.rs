@@ -7,6 +7,7 @@ mod bridge;
 mod cost;
 mod deadletters;
 mod e2e;
+mod front_door;
 #[path = "../common/fixture.rs"]
 mod fixture_root;
 mod habits;
