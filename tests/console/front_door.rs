@@ -239,3 +239,37 @@ fn the_default_config_says_in_the_help() {
     assert!(text.contains("[keys.in_help]   # in the help\n"), "{text}");
     assert!(!text.contains("the this"), "{text}");
 }
+
+/// Every picture README.md and docs/*.md show is in `screenshots/` (scripts/screenshots.sh makes
+/// them), the new scenes included: the Ledger, the budget raise and the replay.
+#[test]
+fn every_picture_the_docs_show_exists() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut docs = vec![repo.join("README.md")];
+    for e in std::fs::read_dir(repo.join("docs")).unwrap().flatten() {
+        if e.path().extension().is_some_and(|x| x == "md") {
+            docs.push(e.path());
+        }
+    }
+    let mut shown = Vec::new();
+    for d in &docs {
+        let text = std::fs::read_to_string(d).unwrap();
+        for part in text.split("screenshots/").skip(1) {
+            let name: String = part
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+                .collect();
+            if name.ends_with(".png") || name.ends_with(".gif") {
+                assert!(
+                    repo.join("screenshots").join(&name).is_file(),
+                    "{} shows screenshots/{name}, which is missing",
+                    d.display()
+                );
+                shown.push(name);
+            }
+        }
+    }
+    for scene in ["11-ledger.png", "dialog-budget-raise.png", "replay.png", "demo.gif"] {
+        assert!(shown.iter().any(|s| s == scene), "no doc shows {scene}");
+    }
+}
