@@ -15,11 +15,11 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use pantheon::Root;
 use pantheon::console::action::{Action, Pane};
 use pantheon::console::app::{App, Mode};
+use pantheon::console::replay::{Cmd, ReplayHandle};
 use pantheon::console::screenshot::buffer_to_svg;
 use pantheon::console::theme::Theme;
 use pantheon::console::views;
 use pantheon::demo::{Sim, SimConfig};
-use pantheon::console::replay::{Cmd, ReplayHandle};
 use pantheon::engine::recorder::{self, Recorder};
 use pantheon::live::{LiveModel, ModelOptions, Snapshot};
 use ratatui::Terminal;
@@ -61,9 +61,11 @@ fn richness(s: &Snapshot) -> (usize, usize) {
             .as_ref()
             .is_some_and(|b| b.session.status == pantheon::engine::board::VOTING)
     });
-    let budget_held = s.quarantine.dispatches.iter().any(|d| {
-        pantheon::live::ledger::held_for_budget(d.dispatch.held_because.as_deref())
-    });
+    let budget_held = s
+        .quarantine
+        .dispatches
+        .iter()
+        .any(|d| pantheon::live::ledger::held_for_budget(d.dispatch.held_because.as_deref()));
     (
         (c.held > 0) as usize + budget_held as usize + (c.deadlocks > 0) as usize + voting as usize,
         c.workflows,
@@ -523,7 +525,8 @@ fn budget_held_row(app: &App) -> usize {
     let rows = pantheon::console::items::dispatches(s, &app.filter(Pane::Inboxes));
     rows.iter()
         .position(|r| {
-            r.held && pantheon::live::ledger::held_for_budget(r.view.dispatch.held_because.as_deref())
+            r.held
+                && pantheon::live::ledger::held_for_budget(r.view.dispatch.held_because.as_deref())
         })
         .unwrap_or_else(|| {
             eprintln!("error: no dispatch is held for its budget at the chosen moment");

@@ -684,13 +684,17 @@ impl Keymap {
                         .pane_key(p)
                         .map(|k| format!("press {k} first"))
                         .unwrap_or_else(|| format!(":pane {}", p.title().to_ascii_lowercase()));
-                    format!("{} in pane {} {} ({go})", b.describe(), p.number(), p.title())
+                    format!(
+                        "{} in pane {} {} ({go})",
+                        b.describe(),
+                        p.number(),
+                        p.title()
+                    )
                 }
                 Scope::Detail => format!("{} in a detail view (Enter first)", b.describe()),
-                Scope::Replay => format!(
-                    "{} in replay (pantheon --at TS, :replay TS)",
-                    b.describe()
-                ),
+                Scope::Replay => {
+                    format!("{} in replay (pantheon --at TS, :replay TS)", b.describe())
+                }
                 Scope::Global | Scope::Dialog(_) => continue,
             };
             if !places.contains(&place) {
@@ -700,7 +704,10 @@ impl Keymap {
         if places.is_empty() {
             return None;
         }
-        Some(format!("{label} does nothing here: it is {}", places.join(", ")))
+        Some(format!(
+            "{label} does nothing here: it is {}",
+            places.join(", ")
+        ))
     }
 
     /// The scopes in force in `pane`, most specific first.
@@ -798,9 +805,12 @@ impl Keymap {
             .into_iter()
             .filter(|(_, d)| *d != quit)
             .collect();
-        if let Some(q) = self.quit_keys_in_detail().and_then(|k| {
-            k.split(' ').next().map(str::to_owned)
-        }) && let Some(back) = hints.iter_mut().find(|(_, d)| *d == Action::Back.describe())
+        if let Some(q) = self
+            .quit_keys_in_detail()
+            .and_then(|k| k.split(' ').next().map(str::to_owned))
+            && let Some(back) = hints
+                .iter_mut()
+                .find(|(_, d)| *d == Action::Back.describe())
         {
             back.0 = format!("{}/{q}", back.0);
         }
@@ -874,7 +884,9 @@ impl Keymap {
                     keys: b.keys_label(),
                     text: match &b.action {
                         Action::Sort(c) => format!("sort by {c} (again: reversed)"),
-                        Action::Quit => "quit (in a detail or raw view: back; C-c always quits)".into(),
+                        Action::Quit => {
+                            "quit (in a detail or raw view: back; C-c always quits)".into()
+                        }
                         _ => b.describe().to_owned(),
                     },
                     mutation: b.action.is_mutation(),

@@ -233,8 +233,7 @@ pub fn ack_state(w: &WorkflowView) -> String {
         // step's `accepted` is no ack state of it.
         WorkflowStatus::Completed => "completed".into(),
         WorkflowStatus::Aborted
-            if w
-                .manifest
+            if w.manifest
                 .as_ref()
                 .is_some_and(|m| !m.dispatches_withdrawn.is_empty()) =>
         {

@@ -63,7 +63,12 @@ impl PendingNote {
             .as_deref()
             .map(str::trim)
             .filter(|m| !m.is_empty())
-            .map(|m| m.chars().take(PENDING_MESSAGE_MAX).collect::<String>().into());
+            .map(|m| {
+                m.chars()
+                    .take(PENDING_MESSAGE_MAX)
+                    .collect::<String>()
+                    .into()
+            });
         let eta = Stamp::of_opt(d.eta.as_deref());
         (eta.is_some() || message.is_some()).then_some(Self { eta, message })
     }

@@ -198,7 +198,10 @@ fn a_dead_letter_is_listed_requeued_to_another_god_and_journaled_as_the_console(
         ),
         "{text}"
     );
-    assert!(!text.contains(d["ack_deadline"].as_str().unwrap()), "{text}");
+    assert!(
+        !text.contains(d["ack_deadline"].as_str().unwrap()),
+        "{text}"
+    );
     assert_eq!(state(r, "wf_dl_1")["status"], "waiting_for_ack");
     assert_eq!(state(r, "wf_dl_1")["dispatched_to"], "marvin");
     let last = journal(r).pop().unwrap();

@@ -14,7 +14,10 @@ use super::deadletters::{DL_FLOW, dead_letter_all, root_with};
 use super::support::*;
 
 fn flash(app: &pantheon::console::app::App) -> String {
-    app.flash.as_ref().map(|f| f.text.clone()).unwrap_or_default()
+    app.flash
+        .as_ref()
+        .map(|f| f.text.clone())
+        .unwrap_or_default()
 }
 
 fn handoff(wf: &str, hid: &str, step: &str, from: &str, to: &str) -> String {
@@ -45,16 +48,44 @@ fn ack_root() -> tempfile::TempDir {
     let r = root.path();
     dead_letter_all(r);
     let submit = |wf: &str, hid: &str, step: &str, from: &str, to: &str| {
-        pantheon(r, &["handoff", "submit", "-"], Some(&handoff(wf, hid, step, from, to)));
+        pantheon(
+            r,
+            &["handoff", "submit", "-"],
+            Some(&handoff(wf, hid, step, from, to)),
+        );
     };
-    submit("wf_done", "hof_20260614_bbb001", "plan", "thoth", "hephaestus");
+    submit(
+        "wf_done",
+        "hof_20260614_bbb001",
+        "plan",
+        "thoth",
+        "hephaestus",
+    );
     ack(r, "ack_20260614_001", "hof_20260614_bbb001", json!({}));
-    submit("wf_done", "hof_20260614_bbb002", "build", "hephaestus", "apollo");
+    submit(
+        "wf_done",
+        "hof_20260614_bbb002",
+        "build",
+        "hephaestus",
+        "apollo",
+    );
     ack(r, "ack_20260614_002", "hof_20260614_bbb002", json!({}));
     submit("wf_done", "hof_20260614_bbb003", "ship", "apollo", "thoth");
-    submit("wf_abort", "hof_20260614_ccc001", "plan", "thoth", "hephaestus");
+    submit(
+        "wf_abort",
+        "hof_20260614_ccc001",
+        "plan",
+        "thoth",
+        "hephaestus",
+    );
     pantheon(r, &["abort", "wf_abort", "--reason", "superseded"], None);
-    submit("wf_wait", "hof_20260614_ddd001", "plan", "thoth", "hephaestus");
+    submit(
+        "wf_wait",
+        "hof_20260614_ddd001",
+        "plan",
+        "thoth",
+        "hephaestus",
+    );
     let eta = (Utc::now() + chrono::Duration::hours(2)).to_rfc3339();
     ack(
         r,
@@ -81,11 +112,16 @@ fn the_ack_column_is_right_for_completed_aborted_and_stalled_workflows() {
     let app = app_for(r, Utc::now());
     let s = screen(&app, 200, 30, r);
     let state = |wf: &str| -> serde_json::Value {
-        serde_json::from_slice(&std::fs::read(r.join(format!("conductor/state/{wf}.json"))).unwrap())
-            .unwrap()
+        serde_json::from_slice(
+            &std::fs::read(r.join(format!("conductor/state/{wf}.json"))).unwrap(),
+        )
+        .unwrap()
     };
     assert_eq!(state("wf_done")["status"], "completed");
-    assert_eq!(state("wf_done")["acks"].as_array().unwrap().last().unwrap()["status"], "accepted");
+    assert_eq!(
+        state("wf_done")["acks"].as_array().unwrap().last().unwrap()["status"],
+        "accepted"
+    );
     assert!(row(&s, "wf_done").contains("✔ completed"), "{s}");
     assert!(!row(&s, "wf_done").contains("accepted"), "{s}");
     assert!(row(&s, "wf_abort").contains("↩ withdrawn"), "{s}");
@@ -103,9 +139,15 @@ fn pane_2_shows_a_pending_acks_eta_and_message() {
     app.dispatch(Action::GoPane(Pane::Inboxes));
     let s = screen(&app, 200, 30, r);
     let line = row(&s, "hof_20260614_ddd001");
-    assert!(line.contains("eta in 1h5") || line.contains("eta in 2h"), "{line}");
+    assert!(
+        line.contains("eta in 1h5") || line.contains("eta in 2h"),
+        "{line}"
+    );
     assert!(line.contains("waiting for the API keys"), "{line}");
-    assert!(line.contains("plan of wf_wait done"), "the summary stays: {line}");
+    assert!(
+        line.contains("plan of wf_wait done"),
+        "the summary stays: {line}"
+    );
 }
 
 /// In a detail `q` goes back, and the footer said `q quit`; the help said nothing of it.
@@ -145,9 +187,17 @@ fn a_key_bound_elsewhere_says_where_it_acts() {
         "u does nothing here: it is force-unlock in pane 4 Locks (press 4 first)"
     );
     app.on_key(key('p'));
-    assert!(flash(&app).contains("approve held in pane 2 Inboxes (press 2 first)"), "{}", flash(&app));
+    assert!(
+        flash(&app).contains("approve held in pane 2 Inboxes (press 2 first)"),
+        "{}",
+        flash(&app)
+    );
     app.on_key(key('.'));
-    assert!(flash(&app).contains("in replay (pantheon --at TS, :replay TS)"), "{}", flash(&app));
+    assert!(
+        flash(&app).contains("in replay (pantheon --at TS, :replay TS)"),
+        "{}",
+        flash(&app)
+    );
     assert_eq!(app.pane, Pane::Workflows, "nothing moved");
     // A key bound here acts as before, with no such flash.
     app.flash = None;
@@ -175,7 +225,11 @@ fn pane_work_is_ambiguous_and_says_so() {
     app.run_command("pane workers");
     assert_eq!(app.pane, Pane::Workers);
     app.run_command("pane zzz");
-    assert!(flash(&app).starts_with("no pane \"zzz\""), "{}", flash(&app));
+    assert!(
+        flash(&app).starts_with("no pane \"zzz\""),
+        "{}",
+        flash(&app)
+    );
 }
 
 /// `@` flashed `overdue: overdue: …` and internal kinds (`stale_worker`); a snooze flashed the
@@ -194,13 +248,22 @@ fn flashes_speak_in_words_and_ages() {
     for f in &seen {
         assert!(!f.contains("overdue: overdue"), "{f}");
         assert!(
-            !["stale_worker", "expired_lock", "unreadable_file", "dead_letter", "no_supervisor"]
-                .iter()
-                .any(|k| f.contains(k)),
+            ![
+                "stale_worker",
+                "expired_lock",
+                "unreadable_file",
+                "dead_letter",
+                "no_supervisor"
+            ]
+            .iter()
+            .any(|k| f.contains(k)),
             "{f}"
         );
     }
-    assert!(seen.iter().any(|f| f.starts_with("stale worker")), "{seen:?}");
+    assert!(
+        seen.iter().any(|f| f.starts_with("stale worker")),
+        "{seen:?}"
+    );
     assert!(seen.iter().any(|f| f.starts_with("overdue")), "{seen:?}");
     // Snooze the overdue workflow's item from pane 7: the flash names it in words, for how long.
     app.dispatch(Action::GoPane(Pane::Attention));
@@ -222,7 +285,10 @@ fn flashes_speak_in_words_and_ages() {
     type_text(&mut app, "15m");
     app.on_key(code(KeyCode::Enter));
     let f = flash(&app);
-    assert!(f.starts_with("snoozed overdue wf_deploy_42 for 15m (until "), "{f}");
+    assert!(
+        f.starts_with("snoozed overdue wf_deploy_42 for 15m (until "),
+        "{f}"
+    );
     assert!(!f.contains("overdue/") && !f.contains("UTC"), "{f}");
 }
 
@@ -269,7 +335,12 @@ fn every_picture_the_docs_show_exists() {
             }
         }
     }
-    for scene in ["11-ledger.png", "dialog-budget-raise.png", "replay.png", "demo.gif"] {
+    for scene in [
+        "11-ledger.png",
+        "dialog-budget-raise.png",
+        "replay.png",
+        "demo.gif",
+    ] {
         assert!(shown.iter().any(|s| s == scene), "no doc shows {scene}");
     }
 }

@@ -7,9 +7,9 @@ mod bridge;
 mod cost;
 mod deadletters;
 mod e2e;
-mod front_door;
 #[path = "../common/fixture.rs"]
 mod fixture_root;
+mod front_door;
 mod habits;
 mod live;
 mod matrix;

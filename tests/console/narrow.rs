@@ -56,8 +56,16 @@ fn all_alerts_root() -> tempfile::TempDir {
                "current_step": "implement", "dispatched_to": "hephaestus",
                "created": "2026-06-14T09:00:00Z", "updated": "2026-06-14T10:00:00Z"})
     };
-    put(r, "conductor/state/wf_stuck_5.json", &state("wf_stuck_5", "stalled"));
-    put(r, "conductor/state/wf_lost_6.json", &state("wf_lost_6", "waiting_for_ack"));
+    put(
+        r,
+        "conductor/state/wf_stuck_5.json",
+        &state("wf_stuck_5", "stalled"),
+    );
+    put(
+        r,
+        "conductor/state/wf_lost_6.json",
+        &state("wf_lost_6", "waiting_for_ack"),
+    );
     // A dispatch whose ack is due, with no `pantheon serve` heartbeat anywhere.
     put(
         r,
@@ -108,7 +116,10 @@ fn the_header_keeps_every_alert_at_120_80_and_60_columns() {
     for (word, _) in ALERTS {
         assert!(header.contains(word), "200: {word} missing: {header}");
     }
-    assert!(header.contains("@ 10 need you") && header.contains("▲ 1 deadlock"), "{header}");
+    assert!(
+        header.contains("@ 10 need you") && header.contains("▲ 1 deadlock"),
+        "{header}"
+    );
     for (w, h) in [(120u16, 40u16), (80, 24), (60, 14)] {
         let s = screen(&app, w, h, root.path());
         let header = s.lines().next().unwrap();
@@ -118,7 +129,10 @@ fn the_header_keeps_every_alert_at_120_80_and_60_columns() {
             "{w}x{h}: {header}"
         );
         assert!(!header.contains('…'), "{w}x{h}: nothing is cut: {header}");
-        assert!(!header.contains("/srv/pantheon"), "{w}x{h}: the path went first: {header}");
+        assert!(
+            !header.contains("/srv/pantheon"),
+            "{w}x{h}: the path went first: {header}"
+        );
     }
     // At 120 every alert still has its word; at 80 the first ones keep theirs.
     let s = screen(&app, 120, 40, root.path());
@@ -152,10 +166,15 @@ fn in_tmux_the_header_keeps_every_alert_at_60x14_and_80x24() {
         t.tmux(&["resize-window", "-t", "main", "-x", w, "-y", h]);
         let s = t.wait(&format!("the header at {w}x{h}"), |s| {
             s.lines().next().is_some_and(|l| missing(l).is_empty())
-                && s.lines().nth(1).is_some_and(|l| l.chars().count() <= w.parse().unwrap())
+                && s.lines()
+                    .nth(1)
+                    .is_some_and(|l| l.chars().count() <= w.parse().unwrap())
         });
         let header = s.lines().next().unwrap();
-        assert!(header.contains("READ-ONLY") || header.contains("RO "), "{header}");
+        assert!(
+            header.contains("READ-ONLY") || header.contains("RO "),
+            "{header}"
+        );
     }
 }
 
@@ -215,16 +234,28 @@ fn the_board_cuts_with_an_ellipsis_and_counts_what_it_hides() {
     let s = screen(&app, 60, 14, root.path());
     let lines: Vec<&str> = s.lines().collect();
     let title = lines.iter().find(|l| l.contains("6 Board")).unwrap();
-    assert!(title.contains("…╮"), "the session id is cut with …: {title}");
+    assert!(
+        title.contains("…╮"),
+        "the session id is cut with …: {title}"
+    );
     let phases = lines.iter().find(|l| l.contains("assess")).unwrap();
     assert!(
         phases.contains("resolve") || phases.trim_end_matches('│').trim_end().ends_with('…'),
         "{phases}"
     );
     assert!(s.contains("+1 more╯"), "the verdict line is counted:\n{s}");
-    assert!(s.contains("+2 more╯") && s.contains("+4 more╯"), "the cards count theirs:\n{s}");
-    assert!(s.contains("+2 earlier"), "the discussion counts the earlier messages:\n{s}");
-    assert!(s.contains("Rollback plan?"), "the newest message is shown:\n{s}");
+    assert!(
+        s.contains("+2 more╯") && s.contains("+4 more╯"),
+        "the cards count theirs:\n{s}"
+    );
+    assert!(
+        s.contains("+2 earlier"),
+        "the discussion counts the earlier messages:\n{s}"
+    );
+    assert!(
+        s.contains("Rollback plan?"),
+        "the newest message is shown:\n{s}"
+    );
     // At 80x24 everything fits: nothing is counted as hidden, nothing cut.
     let s = screen(&app, 80, 24, root.path());
     assert!(!s.contains("more╯") && !s.contains("earlier"), "{s}");

@@ -394,7 +394,9 @@ fn fit_header(mut items: Vec<HeaderItem>, room: usize) -> Vec<(String, Style)> {
             continue;
         }
         // 2. The plain totals shorten (`6 wf`), then go, the higher number first.
-        if let Some(i) = (0..items.len()).find(|i| matches!(items[*i].part, Part::Total(_)) && level[*i] == 0) {
+        if let Some(i) =
+            (0..items.len()).find(|i| matches!(items[*i].part, Part::Total(_)) && level[*i] == 0)
+        {
             level[i] = 1;
             continue;
         }
@@ -421,8 +423,7 @@ fn fit_header(mut items: Vec<HeaderItem>, room: usize) -> Vec<(String, Style)> {
             alerts.into_iter().for_each(|i| level[i] = 1);
             continue;
         }
-        if let Some(i) =
-            (0..items.len()).find(|i| items[*i].part == Part::Count && level[*i] == 0)
+        if let Some(i) = (0..items.len()).find(|i| items[*i].part == Part::Count && level[*i] == 0)
         {
             level[i] = 1;
             continue;
