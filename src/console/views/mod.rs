@@ -229,45 +229,7 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             theme.alert(),
         ));
     }
-    if s.unsupervised_deadlines(app.now).is_some() {
-        // Deadlines nobody enforces: `pantheon serve` is not running (or died).
-        items.push(HeaderItem::new(
-            Part::Alert,
-            ["▲ no supervisor · ", "▲ no supervisor ", "▲ no serve "],
-            theme.alert(),
-        ));
-    }
-    for [full, short, tight] in alert_forms(&c) {
-        items.push(HeaderItem::new(
-            Part::Alert,
-            [full, short, tight],
-            theme.alert(),
-        ));
-    }
-    if c.warnings > 0 {
-        let n = c.warnings;
-        items.push(HeaderItem::new(
-            Part::Alert,
-            [
-                format!("⚠ {n} file issues · "),
-                format!("⚠{n} issues "),
-                format!("⚠{n} "),
-            ],
-            theme.warn(),
-        ));
-    }
-    if c.held > 0 {
-        let n = c.held;
-        items.push(HeaderItem::new(
-            Part::Alert,
-            [
-                format!("‖ {n} held · "),
-                format!("‖{n} held "),
-                format!("‖{n} "),
-            ],
-            theme.accent(),
-        ));
-    }
+    items.extend(alert_items(app, &c, theme));
     let wf = super::items::plural(c.workflows, "workflow", &format!("({} active)", c.active));
     items.push(HeaderItem::new(
         Part::Total(1),
@@ -319,6 +281,53 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         area.width,
     );
     frame.render_widget(Paragraph::new(line), area);
+}
+
+/// The header's alerts, each in its three forms: no supervisor, the alert counts, file issues,
+/// held dispatches.
+fn alert_items(app: &App, c: &crate::live::snapshot::Counts, theme: &Theme) -> Vec<HeaderItem> {
+    let s = &app.snapshot;
+    let mut items = Vec::new();
+    if s.unsupervised_deadlines(app.now).is_some() {
+        // Deadlines nobody enforces: `pantheon serve` is not running (or died).
+        items.push(HeaderItem::new(
+            Part::Alert,
+            ["▲ no supervisor · ", "▲ no supervisor ", "▲ no serve "],
+            theme.alert(),
+        ));
+    }
+    for [full, short, tight] in alert_forms(c) {
+        items.push(HeaderItem::new(
+            Part::Alert,
+            [full, short, tight],
+            theme.alert(),
+        ));
+    }
+    if c.warnings > 0 {
+        let n = c.warnings;
+        items.push(HeaderItem::new(
+            Part::Alert,
+            [
+                format!("⚠ {n} file issues · "),
+                format!("⚠{n} issues "),
+                format!("⚠{n} "),
+            ],
+            theme.warn(),
+        ));
+    }
+    if c.held > 0 {
+        let n = c.held;
+        items.push(HeaderItem::new(
+            Part::Alert,
+            [
+                format!("‖ {n} held · "),
+                format!("‖{n} held "),
+                format!("‖{n} "),
+            ],
+            theme.accent(),
+        ));
+    }
+    items
 }
 
 /// What a piece of the header is, which decides how it gives way on a narrow terminal.
