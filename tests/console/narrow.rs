@@ -148,9 +148,9 @@ fn the_header_keeps_every_alert_at_120_80_and_60_columns() {
     );
 }
 
-/// The same in a real terminal: the console in tmux at 60x14 and 80x24 on the same root.
+/// The same in a real terminal: the console in tmux at 120x40, 80x24 and 60x14 on the same root.
 #[test]
-fn in_tmux_the_header_keeps_every_alert_at_60x14_and_80x24() {
+fn in_tmux_the_header_keeps_every_alert_at_120_80_and_60_columns() {
     let root = all_alerts_root();
     let bin = assert_cmd::cargo::cargo_bin("pantheon");
     let log = tempfile::tempdir().unwrap();
@@ -162,7 +162,7 @@ fn in_tmux_the_header_keeps_every_alert_at_60x14_and_80x24() {
     );
     let t = crate::tmux::Tmux::start("narrow", &script);
     t.wait("the console", |s| s.contains("1 Workflows"));
-    for (w, h) in [("80", "24"), ("60", "14")] {
+    for (w, h) in [("120", "40"), ("80", "24"), ("60", "14")] {
         t.tmux(&["resize-window", "-t", "main", "-x", w, "-y", h]);
         let s = t.wait(&format!("the header at {w}x{h}"), |s| {
             s.lines().next().is_some_and(|l| missing(l).is_empty())
