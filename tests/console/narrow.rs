@@ -263,3 +263,14 @@ fn the_board_cuts_with_an_ellipsis_and_counts_what_it_hides() {
         assert!(l.chars().count() <= 80, "{l}");
     }
 }
+
+/// A detail's title wider than a 60-column box (the workflow id and its file's path) ends in `…`.
+#[test]
+fn a_detail_title_cut_at_60_columns_ends_in_an_ellipsis() {
+    let root = similar_ids_root();
+    let mut app = app_for(root.path(), fixture_now());
+    app.dispatch(Action::Open);
+    let s = screen(&app, 60, 14, root.path());
+    let title = s.lines().nth(2).unwrap();
+    assert!(title.starts_with("╭ wf_") && title.ends_with("…╮"), "{title}");
+}

@@ -972,6 +972,8 @@ pub(crate) fn detail(
     } else {
         pos.push_str(&format!("{total} lines "));
     }
+    // A title wider than the box ends in `…`, never cut bare.
+    let title = table::fit(Line::raw(title), area.width.saturating_sub(2));
     let block = block(title, theme).title_bottom(Line::styled(pos, theme.dim()).right_aligned());
     frame.render_widget(
         Paragraph::new(wrapped).block(block).scroll((scroll, 0)),
@@ -1013,6 +1015,7 @@ pub(crate) fn json_lines<'a>(v: &serde_json::Value, theme: &Theme) -> Vec<Line<'
 
 /// An empty-state message inside a block.
 pub(crate) fn empty(frame: &mut Frame, area: Rect, title: String, text: &str, theme: &Theme) {
+    let title = table::fit(Line::raw(title), area.width.saturating_sub(2));
     frame.render_widget(
         Paragraph::new(Line::styled(text.to_owned(), theme.dim()))
             .block(block(title, theme))
