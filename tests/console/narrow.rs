@@ -272,5 +272,8 @@ fn a_detail_title_cut_at_60_columns_ends_in_an_ellipsis() {
     app.dispatch(Action::Open);
     let s = screen(&app, 60, 14, root.path());
     let title = s.lines().nth(2).unwrap();
-    assert!(title.starts_with("╭ wf_") && title.ends_with("…╮"), "{title}");
+    assert!(
+        title.starts_with("╭ wf_") && title.ends_with("…╮"),
+        "{title}"
+    );
 }

@@ -50,7 +50,7 @@ impl App {
             FlashKind::Info,
             format!(
                 "{} · {}",
-                attention_words(item),
+                crate::console::notify::item_words(item),
                 item.action_text(&self.keymap)
             ),
         );
@@ -682,25 +682,5 @@ impl App {
             st.selected = 0;
             st.gone = None;
         }
-    }
-}
-
-/// What a flash says of an attention item: its kind in words (`stale worker`, not `stale_worker`)
-/// and its reason, the kind said once (`overdue: unacked for 6m`, never `overdue: overdue: …`).
-pub(crate) fn attention_words(item: &attention::Item) -> String {
-    let kind = item.kind.as_str().replace('_', " ");
-    let reason = item.reason.trim();
-    let first = reason
-        .split([':', ' ', '(', ','])
-        .next()
-        .unwrap_or_default()
-        .trim_start_matches('▲')
-        .to_ascii_lowercase();
-    let said = !first.is_empty()
-        && (kind.starts_with(&first) || first.starts_with(kind.split(' ').next().unwrap_or("")));
-    if said {
-        reason.to_owned()
-    } else {
-        format!("{kind}: {reason}")
     }
 }
