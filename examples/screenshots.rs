@@ -1,8 +1,11 @@
 //! Regenerates `screenshots/*.png` and `screenshots/demo.gif` from the real render path: the demo's
-//! simulation runs on a temp root up to a rich moment (a held dispatch, a deadlock, a vote under way,
-//! many workflows), `console::views::draw` draws it on a `TestBackend`, each frame becomes an SVG
-//! (`console::screenshot`) that `rsvg-convert` turns into a PNG; ImageMagick's `convert` joins the
-//! recording's frames into the GIF. Run `scripts/screenshots.sh`.
+//! simulation runs on a temp root up to a rich moment (a held dispatch, one held for its budget, a
+//! deadlock, a vote under way, many workflows, the gods' usage), recorded by the real history
+//! recorder as it goes; `console::views::draw` draws it on a `TestBackend`, each frame becomes an SVG
+//! (`console::screenshot`) that `rsvg-convert` turns into a PNG; ImageMagick joins the recording's
+//! frames into the GIF. Every picture is drawn at one fixed clock: [`SHOT_AFTER`] after the moment
+//! the simulation stopped (the dead letters' supervisor passes fall before it, so nothing is dated
+//! in the future). Run `scripts/screenshots.sh`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,13 +15,23 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use pantheon::Root;
 use pantheon::console::app::{App, Mode};
 use pantheon::console::keymap::{Action, Pane};
+use pantheon::console::replay::{Cmd, ReplayHandle};
 use pantheon::console::screenshot::buffer_to_svg;
 use pantheon::console::theme::Theme;
 use pantheon::console::views;
 use pantheon::demo::{Sim, SimConfig};
+use pantheon::engine::recorder::{self, Recorder};
 use pantheon::live::{LiveModel, ModelOptions, Snapshot};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
+
+/// The clock every picture is drawn at, after the moment the simulation stopped: past the dead
+/// letters' supervisor passes ([`DEAD_PASSES`]), well within the demo's stale and overdue limits.
+const SHOT_AFTER: chrono::Duration = chrono::Duration::seconds(90);
+
+/// When, after the simulation stopped, the supervisor passes run that dead-letter two dispatches
+/// (their step waits 15 s for an ack, delivered 3 times at most).
+const DEAD_PASSES: [i64; 3] = [20, 40, 60];
 
 const W: u16 = 150;
 const H: u16 = 38;
@@ -39,7 +52,8 @@ fn snapshot(root: &Path) -> Arc<Snapshot> {
     Arc::new(snap)
 }
 
-/// How much a moment shows: a held dispatch, a deadlock and a vote under way count most.
+/// How much a moment shows: a held dispatch, one held for its budget, a deadlock and a vote under
+/// way count most.
 fn richness(s: &Snapshot) -> (usize, usize) {
     let c = s.counts(chrono::Utc::now());
     let voting = s.tracks.iter().any(|t| {
@@ -47,17 +61,23 @@ fn richness(s: &Snapshot) -> (usize, usize) {
             .as_ref()
             .is_some_and(|b| b.session.status == pantheon::engine::board::VOTING)
     });
+    let budget_held = s
+        .quarantine
+        .dispatches
+        .iter()
+        .any(|d| pantheon::live::ledger::held_for_budget(d.dispatch.held_because.as_deref()));
     (
-        (c.held > 0) as usize + (c.deadlocks > 0) as usize + voting as usize,
+        (c.held > 0) as usize + budget_held as usize + (c.deadlocks > 0) as usize + voting as usize,
         c.workflows,
     )
 }
 
 /// Two dispatches nobody acks in time, dead-lettered through the engine as `pantheon serve` would
-/// (pane 9 has something to show; the demo's own steps have no ack deadline).
-fn dead_letters(root: &Path) {
+/// at `t0` + [`DEAD_PASSES`] (pane 9 has something to show; the demo's own steps have no ack
+/// deadline).
+fn dead_letters(root: &Path, t0: chrono::DateTime<chrono::Utc>) {
     let def = "workflow:\n  id: escalation\n  version: \"1\"\n  steps:\n    - id: intake\n      god: iris\n    \
-               - id: triage\n      god: hermes\n      ack_wait: 2m\n      max_deliveries: 3\n      \
+               - id: triage\n      god: hermes\n      ack_wait: 15s\n      max_deliveries: 3\n      \
                fallback_gods: [apollo]\n";
     std::fs::write(root.join("conductor/workflows/escalation.yaml"), def).unwrap();
     let c = pantheon::engine::Conductor::new(Root::at(root));
@@ -81,14 +101,18 @@ fn dead_letters(root: &Path) {
         });
         c.submit_handoff(&h).expect("submit");
     }
-    let t = chrono::Utc::now();
-    for m in [3, 6, 9] {
-        c.tick(t + chrono::Duration::minutes(m));
+    for s in DEAD_PASSES {
+        c.tick(t0 + chrono::Duration::seconds(s));
     }
-    // One more after the passes: it waits for its ack, with a deadline (pane 2 shows `1/3 due 2m`).
+    // One more after the passes, in a definition whose triage waits 10 minutes: it waits for its
+    // ack, with a deadline (pane 2 shows `1/3 due 8m`).
+    let paging = def
+        .replace("id: escalation", "id: paging")
+        .replace("ack_wait: 15s", "ack_wait: 10m");
+    std::fs::write(root.join("conductor/workflows/paging.yaml"), paging).unwrap();
     let h = serde_json::json!({
         "handoff_id": "hof_20260614_e5c019", "workflow_id": "wf_pager_19", "from_god": "iris",
-        "to_god": "hermes", "step": "intake", "routing": {"workflow_definition": "escalation"},
+        "to_god": "hermes", "step": "intake", "routing": {"workflow_definition": "paging"},
         "context": {"summary": "Search latency p99 at 4 s", "decisions": ["page the on-call god"],
                     "artifacts": [], "open_questions": [], "gates_passed": []}
     });
@@ -148,9 +172,17 @@ fn main() {
     }
     eprintln!("richest moment: tick {best_tick} ({best:?})");
 
-    // The recording: the demo from its start to that moment, switching panes as an operator would.
+    // The recording: the demo from its start to that moment, switching panes as an operator would,
+    // recorded by the real history recorder (the replay picture goes back into it).
     let tmp = tempfile::tempdir().unwrap();
     let mut s = sim(tmp.path());
+    let lease = recorder::lease_file(&Root::at(tmp.path())).expect("the history's lease");
+    lease.try_lock().expect("the history's lease is free");
+    let mut rec = Recorder::start(&Root::at(tmp.path()), lease)
+        .expect("the history recorder")
+        .0;
+    // The moment the replay picture shows: two thirds of the way.
+    let mut replay_at = None;
     let frames = tempfile::tempdir().unwrap();
     let every = (best_tick / 36).max(1);
     let panes = [
@@ -168,6 +200,10 @@ fn main() {
                 s.step();
             }
         }
+        rec.rescan(false).expect("the recorder records");
+        if replay_at.is_none() && s.ticks() * 3 >= best_tick * 2 {
+            replay_at = Some(chrono::Utc::now().timestamp_micros());
+        }
         app.now = chrono::Utc::now();
         app.set_snapshot(snapshot(tmp.path()));
         app.flash = None;
@@ -176,7 +212,8 @@ fn main() {
         n += 1;
     }
     let gif = out.join("demo.gif");
-    let mut cmd = Command::new("convert");
+    let magick = std::env::var("PANTHEON_CONVERT").unwrap_or_else(|_| "convert".into());
+    let mut cmd = Command::new(&magick);
     cmd.args(["-delay", "40", "-loop", "0"])
         .arg(frames.path().join("f*.png"))
         .args(["-colors", "48", "-layers", "Optimize"])
@@ -188,10 +225,15 @@ fn main() {
         ),
     }
 
-    // The screenshots, at the richest moment.
-    dead_letters(tmp.path());
-    let mut app = App::new(snapshot(tmp.path()), false, chrono::Utc::now());
+    // The screenshots, at the richest moment, all at one clock: `SHOT_AFTER` past now, the
+    // dead letters' supervisor passes falling between.
+    let t0 = chrono::Utc::now();
+    let clock = t0 + SHOT_AFTER;
+    dead_letters(tmp.path(), t0);
+    rec.rescan(false).expect("the recorder records");
+    let mut app = App::new(snapshot(tmp.path()), false, clock);
     let held_row = items_held_row(&app);
+    let budget_row = budget_held_row(&app);
     let shots: Vec<Shot> = vec![
         (
             "1-workflows",
@@ -306,8 +348,6 @@ fn main() {
         (
             "9-dead-letters",
             Box::new(|a: &mut App| {
-                // The supervisor passes ran 3, 6 and 9 minutes ahead: look from just after them.
-                a.now += chrono::Duration::minutes(12);
                 a.dispatch(Action::GoPane(Pane::DeadLetters));
                 a.dispatch(Action::Top);
             }),
@@ -326,8 +366,48 @@ fn main() {
                 key(a, KeyCode::Enter);
             }),
         ),
+        (
+            "11-ledger",
+            Box::new(|a: &mut App| {
+                key(a, KeyCode::Esc);
+                a.dispatch(Action::GoPane(Pane::Ledger));
+                a.dispatch(Action::Top);
+            }),
+        ),
+        (
+            "dialog-budget-raise",
+            Box::new(move |a: &mut App| {
+                // The dispatch held for its budget, in pane 2; `p` asks for the raise.
+                a.dispatch(Action::GoPane(Pane::Inboxes));
+                a.dispatch(Action::Top);
+                for _ in 0..budget_row {
+                    a.dispatch(Action::Down);
+                }
+                a.dispatch(Action::Approve);
+            }),
+        ),
     ];
     let mut drawn: Vec<(String, String)> = Vec::new();
+    let mut shots = shots;
+    // The replay: the console two thirds of the way through the recording, one change stepped
+    // back, with its header bar and scrub line.
+    let replay_root = Root::at(tmp.path());
+    let replay = std::cell::RefCell::new(None::<ReplayHandle>);
+    shots.push((
+        "replay",
+        Box::new(move |a: &mut App| {
+            key(a, KeyCode::Esc);
+            let at = replay_at.expect("a moment of the recording");
+            let mut h = ReplayHandle::start(&replay_root, at, ModelOptions::default())
+                .expect("the recorded history opens");
+            a.dispatch(Action::GoPane(Pane::Workflows));
+            a.show_frame(&h.latest());
+            h.send(Cmd::Step(-1));
+            a.show_frame(&next_frame(&mut h));
+            a.flash = None;
+            *replay.borrow_mut() = Some(h);
+        }),
+    ));
     for (name, step) in shots.iter() {
         step(&mut app);
         // Each picture shows what its name says, and no two are the same: a step that did not
@@ -395,6 +475,14 @@ fn shows(app: &App, name: &str) -> Result<(), String> {
         "dialog-abort" => dialog("abort"),
         "dialog-resolve" => dialog("resolve"),
         "dialog-requeue" => dialog("requeue"),
+        "dialog-budget-raise" => dialog("budget"),
+        "replay" => {
+            let screen = text_of(app, W, H);
+            match (&app.replay, &app.mode) {
+                (Some(_), Mode::Normal) if screen.contains("REPLAY") => Ok(()),
+                _ => Err(format!("the replay is not shown ({:?})", app.mode)),
+            }
+        }
         _ => {
             let number: usize = name
                 .split('-')
@@ -413,6 +501,37 @@ fn shows(app: &App, name: &str) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+/// The replay's next frame after a command (waits at most 20 s).
+fn next_frame(h: &mut ReplayHandle) -> Arc<pantheon::console::replay::Frame> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        tokio::time::timeout(std::time::Duration::from_secs(20), h.frames.changed())
+            .await
+            .expect("a frame from the replay")
+            .unwrap()
+    });
+    h.frames.borrow_and_update().clone()
+}
+
+/// The row of the first dispatch held for its budget in the Inboxes list (the held ones come after
+/// every god's inbox).
+fn budget_held_row(app: &App) -> usize {
+    let s = &app.snapshot;
+    let rows = pantheon::console::items::dispatches(s, &app.filter(Pane::Inboxes));
+    rows.iter()
+        .position(|r| {
+            r.held
+                && pantheon::live::ledger::held_for_budget(r.view.dispatch.held_because.as_deref())
+        })
+        .unwrap_or_else(|| {
+            eprintln!("error: no dispatch is held for its budget at the chosen moment");
+            std::process::exit(1)
+        })
 }
 
 /// The row of the first held dispatch in the Inboxes list (they come after every god's inbox).

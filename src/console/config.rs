@@ -1017,7 +1017,14 @@ mod tests {
         assert_eq!(km.lookup_dialog(Dialog::Confirm, Key::ch('n')), None);
         let rows = km.help_rows(Pane::Workflows);
         assert!(rows.iter().any(|r| r.keys == "X" && r.text == "abort"));
-        assert!(rows.iter().any(|r| r.keys == "Q C-c" && r.text == "quit"));
+        assert!(
+            rows.iter()
+                .any(|r| r.keys == "Q C-c" && r.text.starts_with("quit"))
+        );
+        // In a detail the remapped quit key is the one that goes back.
+        assert!(rows.iter().any(|r| r.section.starts_with("In a detail")
+            && r.keys == "Q"
+            && r.text.starts_with("back")));
         let hints = km.hints(Pane::Workflows, false);
         assert!(hints.iter().any(|(k, d)| k == "X" && *d == "abort"));
         assert!(hints.iter().any(|(k, d)| k == "Q" && *d == "quit"));

@@ -217,8 +217,8 @@ impl Filter {
 /// budget, a Ledger row at its limit.
 pub const OVER_BUDGET: &str = "over-budget";
 
-/// The ack column of a workflow: the waiting dispatch's state, else the latest ack (none for an
-/// aborted workflow, whose last ack no longer says anything about it).
+/// The ack column of a workflow: the waiting dispatch's state, else what its status says of its
+/// step's ack (`dead` stalled, `completed`, `withdrawn` or none aborted), else the latest ack.
 pub fn ack_state(w: &WorkflowView) -> String {
     if let Some((god, d)) = w.waiting.first() {
         if &**god == crate::engine::layout::QUARANTINE_DIR {
@@ -226,14 +226,27 @@ pub fn ack_state(w: &WorkflowView) -> String {
         }
         return d.ack_status.to_string();
     }
-    if w.state.status == WorkflowStatus::Aborted {
-        return "-".into();
+    match w.state.status {
+        // Its dispatch was dead-lettered: no ack came and none will (requeue or rerun it).
+        WorkflowStatus::Stalled => "dead".into(),
+        // Its last step was done (by a `completed` ack or by the god's handoff): an earlier
+        // step's `accepted` is no ack state of it.
+        WorkflowStatus::Completed => "completed".into(),
+        WorkflowStatus::Aborted
+            if w.manifest
+                .as_ref()
+                .is_some_and(|m| !m.dispatches_withdrawn.is_empty()) =>
+        {
+            "withdrawn".into()
+        }
+        WorkflowStatus::Aborted => "-".into(),
+        _ => w
+            .state
+            .last_ack
+            .as_ref()
+            .map(|a| a.status.to_string())
+            .unwrap_or_else(|| "-".into()),
     }
-    w.state
-        .last_ack
-        .as_ref()
-        .map(|a| a.status.to_string())
-        .unwrap_or_else(|| "-".into())
 }
 
 /// Why a dispatch of the Inboxes pane is overdue, if it is: the engine's one rule (unacked past

@@ -270,7 +270,7 @@ impl Dialog {
             Dialog::Confirm => "Confirmation",
             Dialog::AckMenu => "Ack chooser",
             Dialog::Prompt => "Prompt",
-            Dialog::Help => "This help",
+            Dialog::Help => "Help",
         }
     }
 }
@@ -670,6 +670,46 @@ impl Keymap {
         })
     }
 
+    /// What an unbound `key` would need, when it does something elsewhere: `u is force-unlock in
+    /// pane 4 Locks (press 4 first)`, `J is next record in a detail view (Enter first)`, `. is one
+    /// change forward in replay (pantheon --at TS, :replay TS)`. `None`: the key does nothing
+    /// anywhere but a dialog.
+    pub fn elsewhere(&self, key: Key) -> Option<String> {
+        let label = key.label();
+        let mut places: Vec<String> = Vec::new();
+        for b in self.bindings.iter().filter(|b| b.keys.contains(&key)) {
+            let place = match b.scope {
+                Scope::Pane(p) => {
+                    let go = self
+                        .pane_key(p)
+                        .map(|k| format!("press {k} first"))
+                        .unwrap_or_else(|| format!(":pane {}", p.title().to_ascii_lowercase()));
+                    format!(
+                        "{} in pane {} {} ({go})",
+                        b.describe(),
+                        p.number(),
+                        p.title()
+                    )
+                }
+                Scope::Detail => format!("{} in a detail view (Enter first)", b.describe()),
+                Scope::Replay => {
+                    format!("{} in replay (pantheon --at TS, :replay TS)", b.describe())
+                }
+                Scope::Global | Scope::Dialog(_) => continue,
+            };
+            if !places.contains(&place) {
+                places.push(place);
+            }
+        }
+        if places.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "{label} does nothing here: it is {}",
+            places.join(", ")
+        ))
+    }
+
     /// The scopes in force in `pane`, most specific first.
     pub fn scopes(pane: Pane, detail: bool) -> Vec<Scope> {
         Self::scopes_in(pane, detail, false)
@@ -731,6 +771,50 @@ impl Keymap {
             }
         }
         out
+    }
+
+    /// The quit keys that go back in a detail view instead (every one but `C-c`, which always
+    /// quits), as the help writes them; `None` when there is none.
+    pub fn quit_keys_in_detail(&self) -> Option<String> {
+        let ctrl_c = Key {
+            code: KeyCode::Char('c'),
+            ctrl: true,
+        };
+        let keys: Vec<String> = self
+            .bindings
+            .iter()
+            .filter(|b| b.scope == Scope::Global && b.action == Action::Quit)
+            .flat_map(|b| b.keys.iter())
+            .filter(|k| **k != ctrl_c)
+            .map(Key::label)
+            .collect();
+        (!keys.is_empty()).then(|| keys.join(" "))
+    }
+
+    /// The footer hints of a detail view: as [`Self::hints_offered`], with the quit key, which goes
+    /// back there, beside `Esc` (`Esc/q back`) instead of a `q quit` that does not quit.
+    pub fn detail_hints(
+        &self,
+        pane: Pane,
+        read_only: bool,
+        offered: &dyn Fn(&Action) -> bool,
+    ) -> Vec<(String, &'static str)> {
+        let quit = Action::Quit.describe();
+        let mut hints: Vec<(String, &'static str)> = self
+            .hints_offered(&Self::scopes(pane, true), read_only, offered)
+            .into_iter()
+            .filter(|(_, d)| *d != quit)
+            .collect();
+        if let Some(q) = self
+            .quit_keys_in_detail()
+            .and_then(|k| k.split(' ').next().map(str::to_owned))
+            && let Some(back) = hints
+                .iter_mut()
+                .find(|(_, d)| *d == Action::Back.describe())
+        {
+            back.0 = format!("{}/{q}", back.0);
+        }
+        hints
     }
 
     /// The footer hints for `pane`'s list: pane actions first, then the global ones.
@@ -800,9 +884,23 @@ impl Keymap {
                     keys: b.keys_label(),
                     text: match &b.action {
                         Action::Sort(c) => format!("sort by {c} (again: reversed)"),
+                        Action::Quit => {
+                            "quit (in a detail or raw view: back; C-c always quits)".into()
+                        }
                         _ => b.describe().to_owned(),
                     },
                     mutation: b.action.is_mutation(),
+                });
+            }
+            // In a detail the quit key goes back (C-c still quits): the detail's section says so.
+            if scope == Scope::Detail
+                && let Some(keys) = self.quit_keys_in_detail()
+            {
+                rows.push(HelpRow {
+                    section: section.clone(),
+                    keys,
+                    text: "back to the table (as Esc; C-c quits)".into(),
+                    mutation: false,
                 });
             }
         }

@@ -153,12 +153,32 @@ pub fn clean(text: &str, max: usize) -> String {
 /// The one-line summary of a batch.
 pub fn summary(batch: &[Item]) -> String {
     match batch {
-        [one] => format!("{}: {}", one.kind.as_str(), one.reason),
+        [one] => item_words(one),
         many => format!(
             "{} new items wait on you (first: {})",
             many.len(),
             many.first().map_or("", |i| i.reason.as_str())
         ),
+    }
+}
+
+/// What a flash or a notification says of an attention item: its kind in words (`stale worker`, not `stale_worker`)
+/// and its reason, the kind said once (`overdue: unacked for 6m`, never `overdue: overdue: …`).
+pub fn item_words(item: &Item) -> String {
+    let kind = item.kind.as_str().replace('_', " ");
+    let reason = item.reason.trim();
+    let first = reason
+        .split([':', ' ', '(', ','])
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches('▲')
+        .to_ascii_lowercase();
+    let said = !first.is_empty()
+        && (kind.starts_with(&first) || first.starts_with(kind.split(' ').next().unwrap_or("")));
+    if said {
+        reason.to_owned()
+    } else {
+        format!("{kind}: {reason}")
     }
 }
 
@@ -233,6 +253,23 @@ mod tests {
     }
 
     #[test]
+    fn a_notification_says_the_kind_once_and_in_words() {
+        let overdue = Item::new(
+            Key::Overdue("wf_1".into()),
+            "overdue: unacked for 6m (limit 5m)".into(),
+            Jump::Issues,
+        );
+        assert_eq!(summary(&[overdue]), "overdue: unacked for 6m (limit 5m)");
+        let broken = Item::new(
+            Key::Unreadable("conductor/pending/x/a.json".into()),
+            "cannot read the file".into(),
+            Jump::Issues,
+        );
+        assert_eq!(summary(&[broken]), "unreadable file: cannot read the file");
+        assert_eq!(summary(&[item("a")]), "held \x1b]0;evil\x07 a");
+    }
+
+    #[test]
     fn an_unreadable_file_is_announced_only_once_it_stays_unreadable() {
         let mut n = Notifier::new(NotifySettings::default());
         let (t0, w0) = (Instant::now(), Utc::now());
@@ -263,7 +300,7 @@ mod tests {
         };
         let b = String::from_utf8(terminal_bytes(&s, &[item("x")])).unwrap();
         assert!(
-            b.starts_with("\x1b]9;pantheon: held: held ]0;evil x\x07"),
+            b.starts_with("\x1b]9;pantheon: held ]0;evil x\x07"),
             "{b:?}"
         );
         assert!(b.ends_with('\x07'));

@@ -152,6 +152,8 @@ impl Theme {
             "completed" => (self.ok(), "✔"),
             "withdrawn" => (self.dim(), "↩"),
             "held" => (self.accent(), "‖"),
+            "dead" => (self.alert(), "☠"),
+            "-" => (self.dim(), "·"),
             _ => (self.base(), "?"),
         }
     }

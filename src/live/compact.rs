@@ -52,6 +52,28 @@ impl Stamp {
     }
 }
 
+impl PendingNote {
+    /// The note of a dispatch acked `pending` with an ETA or a message (`None` otherwise).
+    fn of(d: &Dispatch) -> Option<Self> {
+        if d.ack_status != AckStatus::Pending {
+            return None;
+        }
+        let message = d
+            .message
+            .as_deref()
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+            .map(|m| {
+                m.chars()
+                    .take(PENDING_MESSAGE_MAX)
+                    .collect::<String>()
+                    .into()
+            });
+        let eta = Stamp::of_opt(d.eta.as_deref());
+        (eta.is_some() || message.is_some()).then_some(Self { eta, message })
+    }
+}
+
 /// What a dead letter's row keeps besides the dispatch's (docs/PROTOCOL.md §2.10), boxed: only dead
 /// letters have it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -61,6 +83,18 @@ pub struct DeadNote {
     /// `dead_reason`.
     pub reason: Option<Box<str>>,
 }
+
+/// What a `pending` ack left on its dispatch (its `eta` and `message`), boxed: only dispatches
+/// acked `pending` with one of them have it. The message is kept up to [`PENDING_MESSAGE_MAX`]
+/// characters (the detail reads the file whole).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PendingNote {
+    pub eta: Option<Stamp>,
+    pub message: Option<Box<str>>,
+}
+
+/// How much of a pending ack's message a dispatch's row keeps.
+pub const PENDING_MESSAGE_MAX: usize = 200;
 
 /// What the Inboxes and Dead letters tables, the filter, the sorts, the attention queue, the overdue
 /// and held checks and the deadline count read of a dispatch file. Everything else (the context but
@@ -89,6 +123,8 @@ pub struct DispatchRow {
     pub last_target: Option<Sym>,
     /// Set for a dead letter that says when or why it died.
     pub dead: Option<Box<DeadNote>>,
+    /// Set for a dispatch acked `pending` with an ETA or a message (pane 2 shows them).
+    pub pending: Option<Box<PendingNote>>,
 }
 
 impl DispatchRow {
@@ -122,6 +158,7 @@ impl DispatchRow {
             max_deliveries: d.max_deliveries,
             last_target: d.deliveries.last().map(|x| intern(&x.to)),
             dead: (dead != DeadNote::default()).then(|| Box::new(dead)),
+            pending: PendingNote::of(d).map(Box::new),
         }
     }
 
@@ -154,6 +191,10 @@ impl DispatchRow {
         if let Some(dead) = &self.dead {
             d.dead_at = dead.at.as_deref().map(str::to_owned);
             d.dead_reason = dead.reason.as_deref().map(str::to_owned);
+        }
+        if let Some(p) = &self.pending {
+            d.eta = p.eta.as_ref().map(|t| t.text().into_owned());
+            d.message = p.message.as_deref().map(str::to_owned);
         }
         d
     }

@@ -404,25 +404,48 @@ fn a_reader_that_closes_the_pipe_early_ends_the_command_without_a_panic() {
     }
 }
 
-/// The first ```sh block after `heading` in README.md.
-fn readme_block(heading: &str) -> String {
+/// The ```sh blocks after `heading` in README.md, up to the next `## ` heading.
+fn readme_blocks(heading: &str) -> Vec<String> {
     let readme =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
     let at = readme
         .find(heading)
         .unwrap_or_else(|| panic!("README.md has no {heading:?}"));
-    let rest = &readme[at..];
-    let start = rest.find("```sh\n").expect("a sh block") + "```sh\n".len();
-    let end = rest[start..].find("```").expect("the block ends");
-    rest[start..start + end].to_owned()
+    let mut rest = &readme[at + heading.len()..];
+    if let Some(next) = rest.find("\n## ") {
+        rest = &rest[..next];
+    }
+    let mut blocks = Vec::new();
+    while let Some(start) = rest.find("```sh\n") {
+        let start = start + "```sh\n".len();
+        let end = rest[start..].find("```").expect("the block ends");
+        blocks.push(rest[start..start + end].to_owned());
+        rest = &rest[start + end + 3..];
+    }
+    blocks
 }
 
-/// README's quick start, run as written by `sh -e` with the binary on PATH, HOME a fresh directory and no
+/// README's quick start installs the binary before its first `pantheon` line (it began with
+/// `pantheon init`, which fails with `pantheon: command not found` on a fresh machine), then its
+/// block runs as written by `sh -e` with the binary on PATH, HOME a fresh directory and no
 /// PANTHEON_ROOT: every line must succeed and leave the workflow where the comments say.
 #[test]
-fn the_readme_quick_start_runs_as_written() {
-    let block = readme_block("## Quick start");
-    assert!(block.contains("pantheon init"), "{block}");
+fn the_readme_quick_start_installs_first_and_runs_as_written() {
+    let blocks = readme_blocks("## Quick start");
+    let first_pantheon = blocks
+        .iter()
+        .position(|b| b.lines().any(|l| l.trim_start().starts_with("pantheon ")))
+        .expect("a block running pantheon");
+    let install = blocks
+        .iter()
+        .position(|b| b.contains("cargo install --path ."))
+        .expect("the quick start says how to install the binary");
+    assert!(
+        install < first_pantheon,
+        "the quick start runs pantheon before it installs it: {blocks:?}"
+    );
+    let block = blocks[first_pantheon].clone();
+    assert!(block.starts_with("pantheon init"), "{block}");
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let work = dir.path().join("work");

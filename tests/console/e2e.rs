@@ -431,7 +431,8 @@ fn new_attention_items_reach_a_hook_once_each_and_the_terminal_as_osc_9() {
 
     let raw_out = String::from_utf8_lossy(&std::fs::read(&raw).unwrap()).into_owned();
     assert!(
-        raw_out.contains("\x1b]9;pantheon: held: held for approval (rule guard)"),
+        // The kind said once, in words (it read `held: held for approval`).
+        raw_out.contains("\x1b]9;pantheon: held for approval (rule guard)"),
         "no OSC 9 in the raw output"
     );
     assert!(raw_out.contains('\x07'));

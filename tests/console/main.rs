@@ -9,9 +9,11 @@ mod deadletters;
 mod e2e;
 #[path = "../common/fixture.rs"]
 mod fixture_root;
+mod front_door;
 mod habits;
 mod live;
 mod matrix;
+mod narrow;
 mod replay;
 mod support;
 #[path = "../common/tmux.rs"]

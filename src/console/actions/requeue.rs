@@ -154,9 +154,13 @@ impl Act for super::Requeue<'_> {
             r.handoff_id,
             r.to_god,
             r.workflow_id,
+            // The deadline as an age (`due in 5m`), not a raw timestamp.
             r.ack_deadline
                 .as_deref()
-                .map(|d| format!(" (ack deadline {d})"))
+                .map(|d| format!(
+                    " (ack due {})",
+                    crate::console::preview::when(Some(d), chrono::Utc::now(), false)
+                ))
                 .unwrap_or_default()
         )
     }

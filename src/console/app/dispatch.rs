@@ -49,9 +49,8 @@ impl App {
         self.flash(
             FlashKind::Info,
             format!(
-                "{}: {} · {}",
-                item.kind.as_str(),
-                item.reason,
+                "{} · {}",
+                crate::console::notify::item_words(item),
                 item.action_text(&self.keymap)
             ),
         );

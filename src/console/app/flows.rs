@@ -84,12 +84,25 @@ impl App {
         let until = crate::engine::time::parse_ts(&until)
             .ok_or_else(|| format!("cannot read {until:?} as a time"))?;
         self.snoozed.retain(|_, t| *t > self.now);
-        self.snoozed.insert(key.clone(), until);
+        // Said in words: the item's kind and record, and for how long (not its internal key).
+        let what = self
+            .attention_all()
+            .into_iter()
+            .find(|i| i.key == key)
+            .map(|i| format!("{} {}", i.kind.as_str().replace('_', " "), i.record()))
+            .unwrap_or_else(|| key.kind().as_str().replace('_', " "));
+        self.snoozed.insert(key, until);
         self.flash(
             FlashKind::Info,
             format!(
-                "snoozed {key} until {}",
-                until.format("%Y-%m-%d %H:%M:%S UTC")
+                "snoozed {} for {} (until {})",
+                what.trim(),
+                crate::live::snapshot::short_duration(until - self.now),
+                crate::console::preview::when_at(
+                    Some(&crate::live::compact::Stamp::At(until)),
+                    self.now,
+                    true
+                )
             ),
         );
         Ok(())

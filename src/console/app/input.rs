@@ -19,7 +19,13 @@ impl App {
                     Keymap::scopes_in(self.pane, self.pane_state().detail, self.replay.is_some());
                 match self.keymap.binding(&scopes, key).map(|b| b.action.clone()) {
                     Some(a) => self.dispatch(a),
-                    None => Vec::new(),
+                    None => {
+                        // A key that acts elsewhere says where, instead of doing nothing silently.
+                        if let Some(why) = self.keymap.elsewhere(key) {
+                            self.flash(FlashKind::Info, why);
+                        }
+                        Vec::new()
+                    }
                 }
             }
             Mode::Issues | Mode::Messages => Vec::new(),
@@ -391,10 +397,7 @@ impl App {
             "pane" => match Pane::parse(&arg) {
                 Some(p) => Action::GoPane(p),
                 None => {
-                    self.flash(
-                        FlashKind::Error,
-                        format!("no pane {arg:?}: use 1-{} or a name", Pane::ALL.len()),
-                    );
+                    self.flash(FlashKind::Error, Pane::not_one(&arg));
                     return Vec::new();
                 }
             },
@@ -414,6 +417,10 @@ impl App {
             "replay" => return self.replay_command(&arg),
             other => match Pane::parse(other) {
                 Some(p) => Action::GoPane(p),
+                None if Pane::matching(other).len() > 1 => {
+                    self.flash(FlashKind::Error, Pane::not_one(other));
+                    return Vec::new();
+                }
                 None => {
                     let hint = match commands::suggest(other) {
                         Some(near) => format!("did you mean :{near}? (? lists every command)"),

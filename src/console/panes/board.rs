@@ -3,7 +3,7 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Wrap};
+use ratatui::widgets::{Block, Paragraph};
 
 use crate::console::keymap::Pane;
 use crate::console::app::App;
@@ -12,6 +12,7 @@ use crate::console::theme::Theme;
 use crate::engine::{PHASE_COMPLETE, PHASE_IN_PROGRESS};
 use crate::live::snapshot::BoardView;
 
+use crate::console::views::table::fit;
 use crate::console::views::{block, empty, kv, section, trunc};
 use crate::console::items::Filter;
 use crate::console::panes::{PaneView, RowKey};
@@ -41,7 +42,7 @@ fn phase<'a>(name: &str, status: &str, progress: String, theme: &Theme) -> Vec<S
     ]
 }
 
-fn card<'a>(c: &DirectorCard, selected: bool, width: u16, theme: &Theme) -> Paragraph<'a> {
+fn card<'a>(c: &DirectorCard, selected: bool, width: u16, height: u16, theme: &Theme) -> Paragraph<'a> {
     let mut l = Vec::new();
     match c.assessment {
         Some(a) => {
@@ -73,10 +74,21 @@ fn card<'a>(c: &DirectorCard, selected: bool, width: u16, theme: &Theme) -> Para
     } else {
         b
     };
-    // A value that does not fit ends in `…`, never cut bare (`vote REJECT 0.`).
+    // A value that does not fit ends in `…`, never cut bare (`vote REJECT 0.`); lines below the
+    // card's height are counted in its bottom border.
     let inner = width.saturating_sub(2);
-    let l: Vec<Line> = l.into_iter().map(|x| crate::console::views::table::fit(x, inner)).collect();
+    let l: Vec<Line> = l.into_iter().map(|x| fit(x, inner)).collect();
+    let b = with_more(b, l.len(), Rect::new(0, 0, width, height), theme);
     Paragraph::new(l).block(b)
+}
+
+/// `b` with `+N more` in its bottom border when `lines` do not all fit inside `area`.
+fn with_more<'a>(b: Block<'a>, lines: usize, area: Rect, theme: &Theme) -> Block<'a> {
+    let hidden = lines.saturating_sub(area.height.saturating_sub(2) as usize);
+    if hidden == 0 {
+        return b;
+    }
+    b.title_bottom(Line::styled(format!("+{hidden} more"), theme.dim()).right_aligned())
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
@@ -120,18 +132,23 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         Constraint::Min(3),
     ])
     .areas(area);
-    frame.render_widget(
-        Paragraph::new(session_lines(b, cards.len(), theme)).block(block(
-            format!(" 6 Board · {} · {} ", track.name, s.session_id),
-            theme,
-        )),
-        info,
+    // What does not fit the box ends in `…`, never cut bare (the title, the phases line).
+    let inner = info.width.saturating_sub(2);
+    let lines: Vec<Line> = session_lines(b, cards.len(), inner, theme)
+        .into_iter()
+        .map(|l| fit(l, inner))
+        .collect();
+    let title = fit(
+        Line::raw(format!(" 6 Board · {} · {} ", track.name, s.session_id)),
+        inner,
     );
+    let boxed = with_more(block(title, theme), lines.len(), info, theme);
+    frame.render_widget(Paragraph::new(lines).block(boxed), info);
     if !cards.is_empty() {
         let cols = Layout::horizontal(vec![Constraint::Ratio(1, cards.len() as u32); cards.len()])
             .split(cards_area);
         for (i, (c, r)) in cards.iter().zip(cols.iter()).enumerate() {
-            frame.render_widget(card(c, i == sel, r.width, theme), *r);
+            frame.render_widget(card(c, i == sel, r.width, r.height, theme), *r);
         }
     }
     draw_discussion(frame, thread, b, theme);
@@ -193,7 +210,7 @@ fn director_lines<'a>(c: &DirectorCard, theme: &Theme) -> Vec<Line<'a>> {
 
 /// The session's head: its checkpoint, status and proposal, the four phases with their progress,
 /// and the resolution (or what resolving now would give, with `directors` the card count).
-fn session_lines<'a>(b: &BoardView, directors: usize, theme: &Theme) -> Vec<Line<'a>> {
+fn session_lines<'a>(b: &BoardView, directors: usize, width: u16, theme: &Theme) -> Vec<Line<'a>> {
     let s = &b.session;
     let p = &s.phases;
     let moves = items::board_moves(b);
@@ -220,6 +237,12 @@ fn session_lines<'a>(b: &BoardView, directors: usize, theme: &Theme) -> Vec<Line
         theme,
     ));
     ph.extend(phase("resolve", &p.resolve.status, String::new(), theme));
+    // Narrow: the phases stand one space apart before anything is cut.
+    if Line::from(ph.clone()).width() > width as usize {
+        for s in ph.iter_mut().filter(|s| s.content == "   ") {
+            s.content = " ".into();
+        }
+    }
     let predicted = b.predicted.clone().unwrap_or_else(|| "-".into());
     vec![
         Line::from(vec![
@@ -288,14 +311,31 @@ fn draw_discussion(frame: &mut Frame, area: Rect, b: &BoardView, theme: &Theme) 
         .collect();
     let n = lines.len();
     let visible = area.height.saturating_sub(2) as usize;
-    let scroll = n.saturating_sub(visible) as u16;
-    frame.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .scroll((scroll, 0))
-            .block(block(format!(" Discussion ({n}) "), theme)),
-        area,
-    );
+    let inner = area.width.saturating_sub(2);
+    // The newest messages that fit, each on the rows it wraps to (its indent kept); the older ones
+    // are counted in the bottom border (`+3 earlier`), never hidden silently.
+    let mut rows: Vec<Vec<Line>> = lines
+        .into_iter()
+        .map(|l| crate::console::views::wrap_lines(vec![l], inner.max(1) as usize))
+        .collect();
+    let mut used = 0;
+    let mut shown = 0;
+    for r in rows.iter().rev() {
+        if used + r.len() > visible && shown > 0 {
+            break;
+        }
+        used += r.len();
+        shown += 1;
+    }
+    let hidden = n - shown;
+    let mut b = block(fit(Line::raw(format!(" Discussion ({n}) ")), inner), theme);
+    if hidden > 0 {
+        b = b.title_bottom(Line::styled(format!(" +{hidden} earlier "), theme.dim()).right_aligned());
+    }
+    let body: Vec<Line> = rows.drain(hidden..).flatten().collect();
+    // A message longer than the box shows its newest rows.
+    let scroll = body.len().saturating_sub(visible) as u16;
+    frame.render_widget(Paragraph::new(body).scroll((scroll, 0)).block(b), area);
 }
 
 /// Pane 6: the board session of the shown track, whole.

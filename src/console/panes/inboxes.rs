@@ -138,7 +138,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                 if overdue { theme.alert() } else { theme.base() },
             ),
             ack_cell(r, overdue, app, theme, None),
-            Line::styled(d.summary.to_string(), theme.dim()),
+            summary_cell(d, app, theme),
         ]
     };
     // A dispatch with an ack deadline on screen: the ACK column keeps room for the deadline's
@@ -173,6 +173,32 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             })
         },
     );
+}
+
+/// The SUMMARY cell of a dispatch: a `pending` ack's ETA and message first (`eta in 2h · waiting for
+/// the API keys · `), then the context's summary.
+fn summary_cell<'a>(
+    d: &crate::live::snapshot::DispatchRow,
+    app: &App,
+    theme: &Theme,
+) -> Line<'a> {
+    let mut spans = Vec::new();
+    if let Some(p) = &d.pending {
+        if let Some(eta) = &p.eta {
+            spans.push(Span::styled(
+                format!("eta {} · ", when_at(Some(eta), app.now, app.absolute_times)),
+                theme.info(),
+            ));
+        }
+        if let Some(m) = &p.message {
+            spans.push(Span::styled(
+                format!("{} · ", crate::console::clipboard::printable(m)),
+                theme.info(),
+            ));
+        }
+    }
+    spans.push(Span::styled(d.summary.to_string(), theme.dim()));
+    Line::from(spans)
 }
 
 /// The ACK cell of a dispatch: its status, `▲ OVERDUE`, and the delivery count and ack deadline

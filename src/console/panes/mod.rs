@@ -164,18 +164,55 @@ impl Pane {
         self.view().short_title()
     }
 
-    /// Parses a pane by number or (prefix of) name, for `:pane`.
+    /// Parses a pane by number or (prefix of) name, for `:pane`: `None` when no pane or more than
+    /// one answers to it ([`Pane::matching`] says which).
     pub fn parse(s: &str) -> Option<Pane> {
+        match Pane::matching(s).as_slice() {
+            [p] => Some(*p),
+            _ => None,
+        }
+    }
+
+    /// Every pane `s` names: by number, by its whole title, else every title it begins (`work`:
+    /// Workflows and Workers).
+    pub fn matching(s: &str) -> Vec<Pane> {
         let s = s.trim().to_ascii_lowercase();
         if let Ok(n) = s.parse::<usize>() {
-            return Pane::ALL.get(n.checked_sub(1)?).copied();
+            return n
+                .checked_sub(1)
+                .and_then(|i| Pane::ALL.get(i))
+                .copied()
+                .into_iter()
+                .collect();
         }
         if s.is_empty() {
-            return None;
+            return Vec::new();
+        }
+        let title = |p: &Pane| p.title().to_ascii_lowercase();
+        if let Some(p) = Pane::ALL.into_iter().find(|p| title(p) == s) {
+            return vec![p];
         }
         Pane::ALL
             .into_iter()
-            .find(|p| p.title().to_ascii_lowercase().starts_with(&s))
+            .filter(|p| title(p).starts_with(&s))
+            .collect()
+    }
+
+    /// The error text of a `:pane` argument that names no pane or several.
+    pub fn not_one(s: &str) -> String {
+        let names = |ps: &[Pane]| {
+            ps.iter()
+                .map(|p| format!("{} {}", p.number(), p.title()))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        };
+        match Pane::matching(s).as_slice() {
+            [] => format!("no pane {s:?}: use 1-{} or a name", Pane::ALL.len()),
+            many => format!(
+                "pane {s:?} is ambiguous: it begins {}; type more of the name",
+                names(many)
+            ),
+        }
     }
 
     pub fn next(self) -> Pane {

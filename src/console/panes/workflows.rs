@@ -122,14 +122,15 @@ fn cost_cell(app: &App, w: &WorkflowView, theme: &Theme) -> Line<'static> {
     }
 }
 
-/// The table's columns; narrow terminals hide AGE, then DEFINITION (both are in the detail view)
-/// before they cut a workflow id.
+/// The table's columns; narrow terminals hide AGE, then DEFINITION, GOD, COST and STEP (all in the
+/// detail view) before they cut a workflow id: at 60 columns the ids stay whole and tell the rows
+/// apart.
 const COLUMNS: [Col; 8] = [
     Col::new("WORKFLOW", 12, 48).keep(),
     Col::new("DEFINITION", 10, 32).hide(2),
     Col::new("STATUS", 12, 22),
-    Col::new("STEP", 6, 24),
-    Col::new("GOD", 6, 16),
+    Col::new("STEP", 6, 24).hide(5),
+    Col::new("GOD", 6, 16).hide(3),
     Col::new("AGE", 6, 19).hide(1),
     Col::new("ACK", 8, 14),
     Col::new("", 12, 80).flex(),
@@ -140,11 +141,11 @@ const COLUMNS_COST: [Col; 9] = [
     Col::new("WORKFLOW", 12, 48).keep(),
     Col::new("DEFINITION", 10, 32).hide(2),
     Col::new("STATUS", 12, 22),
-    Col::new("STEP", 6, 24),
-    Col::new("GOD", 6, 16),
+    Col::new("STEP", 6, 24).hide(5),
+    Col::new("GOD", 6, 16).hide(3),
     Col::new("AGE", 6, 19).hide(1),
     Col::new("ACK", 8, 14),
-    Col::new("COST", 5, 12),
+    Col::new("COST", 5, 12).hide(4),
     Col::new("", 12, 80).flex(),
 ];
 

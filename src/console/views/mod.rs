@@ -21,6 +21,7 @@ mod issues;
 mod replay;
 pub(crate) mod table;
 mod wrap;
+pub(crate) use wrap::wrap_lines;
 
 /// The smallest terminal the console draws in.
 pub const MIN_WIDTH: u16 = 60;
@@ -194,43 +195,64 @@ fn too_small(frame: &mut Frame, area: Rect, theme: &Theme) {
 fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let s = &app.snapshot;
     let c = s.counts(app.now);
-    // (rank, text, style): a narrow terminal drops whole items, the highest rank first (the root
-    // path, then the counts), so the news stays and nothing is cut mid-word.
-    let mut items: Vec<(u8, String, Style)> = vec![(0, " ◈ pantheon ".into(), theme.title())];
+    let mut items: Vec<HeaderItem> = vec![HeaderItem::new(
+        Part::Title,
+        [" ◈ pantheon ", " ◈ pantheon ", " ◈ "],
+        theme.title(),
+    )];
     if app.read_only {
-        items.push((1, "READ-ONLY ".into(), theme.warn()));
+        items.push(HeaderItem::new(
+            Part::Count,
+            ["READ-ONLY ", "READ-ONLY ", "RO "],
+            theme.warn(),
+        ));
+    }
+    if let Some(l) = s.loading {
+        // The first screen of a large root comes before the whole root is read.
+        let full = format!(
+            "⟳ loading {} of {} files, {} finished so far · ",
+            l.read, l.total, l.finished
+        );
+        let short = format!("⟳ {}/{} ", l.read, l.total);
+        items.push(HeaderItem::new(
+            Part::Count,
+            [full, short.clone(), short],
+            theme.info(),
+        ));
     }
     let waiting = app.attention_count();
     if waiting > 0 {
-        items.push((1, format!("@ {waiting} need you · "), theme.alert()));
+        let short = format!("@{waiting} ");
+        items.push(HeaderItem::new(
+            Part::Count,
+            [format!("@ {waiting} need you · "), short.clone(), short],
+            theme.alert(),
+        ));
     }
-    if s.unsupervised_deadlines(app.now).is_some() {
-        // Deadlines nobody enforces: `pantheon serve` is not running (or died). First of the
-        // alerts, so it is the last of them a narrow header drops.
-        items.push((2, "▲ no supervisor · ".into(), theme.alert()));
-    }
-    for a in alerts(&c) {
-        items.push((2, format!("{a} · "), theme.alert()));
-    }
-    if c.warnings > 0 {
-        items.push((3, format!("⚠ {} file issues · ", c.warnings), theme.warn()));
-    }
-    if c.held > 0 {
-        items.push((4, format!("‖ {} held · ", c.held), theme.accent()));
-    }
-    items.push((
-        5,
-        format!(
-            "{} · ",
-            super::items::plural(c.workflows, "workflow", &format!("({} active)", c.active))
-        ),
+    items.extend(alert_items(app, &c, theme));
+    let wf = super::items::plural(c.workflows, "workflow", &format!("({} active)", c.active));
+    items.push(HeaderItem::new(
+        Part::Total(1),
+        [
+            format!("{wf} · "),
+            format!("{} wf ", c.workflows),
+            String::new(),
+        ],
         theme.base(),
     ));
-    items.push((6, format!("{} waiting ", c.waiting), theme.base()));
+    items.push(HeaderItem::new(
+        Part::Total(2),
+        [
+            format!("{} waiting ", c.waiting),
+            format!("{} waiting ", c.waiting),
+            String::new(),
+        ],
+        theme.base(),
+    ));
     if let Some(t) = super::items::track(s, app.track.as_deref()) {
         let rate = t.per_second(app.now, HEADER_SPARK);
         let now_rate = rate.last().copied().unwrap_or(0);
-        items.push((
+        items.push(HeaderItem::extra(
             7,
             format!("· bus {} {now_rate}/s ", sparkline(&rate)),
             theme.info(),
@@ -239,18 +261,7 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     if let Some(b) = &s.bridge {
         bridge_items(&mut items, b, theme);
     }
-    if let Some(l) = s.loading {
-        // The first screen of a large root comes before the whole root is read.
-        items.push((
-            1,
-            format!(
-                "⟳ loading {} of {} files, {} finished so far · ",
-                l.read, l.total, l.finished
-            ),
-            theme.info(),
-        ));
-    }
-    items.push((
+    items.push(HeaderItem::extra(
         9,
         format!(
             "  {} [{}]",
@@ -259,53 +270,237 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         ),
         theme.dim(),
     ));
-    let room = area.width as usize;
-    let width = |items: &[(u8, String, Style)]| -> usize {
+    let items = fit_header(items, area.width as usize);
+    let line = table::fit(
+        Line::from(
+            items
+                .into_iter()
+                .map(|(t, st)| Span::styled(t, st))
+                .collect::<Vec<_>>(),
+        ),
+        area.width,
+    );
+    frame.render_widget(Paragraph::new(line), area);
+}
+
+/// The header's alerts, each in its three forms: no supervisor, the alert counts, file issues,
+/// held dispatches.
+fn alert_items(app: &App, c: &crate::live::snapshot::Counts, theme: &Theme) -> Vec<HeaderItem> {
+    let s = &app.snapshot;
+    let mut items = Vec::new();
+    if s.unsupervised_deadlines(app.now).is_some() {
+        // Deadlines nobody enforces: `pantheon serve` is not running (or died).
+        items.push(HeaderItem::new(
+            Part::Alert,
+            ["▲ no supervisor · ", "▲ no supervisor ", "▲ no serve "],
+            theme.alert(),
+        ));
+    }
+    for [full, short, tight] in alert_forms(c) {
+        items.push(HeaderItem::new(
+            Part::Alert,
+            [full, short, tight],
+            theme.alert(),
+        ));
+    }
+    if c.warnings > 0 {
+        let n = c.warnings;
+        items.push(HeaderItem::new(
+            Part::Alert,
+            [
+                format!("⚠ {n} file issues · "),
+                format!("⚠{n} issues "),
+                format!("⚠{n} "),
+            ],
+            theme.warn(),
+        ));
+    }
+    if c.held > 0 {
+        let n = c.held;
+        items.push(HeaderItem::new(
+            Part::Alert,
+            [
+                format!("‖ {n} held · "),
+                format!("‖{n} held "),
+                format!("‖{n} "),
+            ],
+            theme.accent(),
+        ));
+    }
+    items
+}
+
+/// What a piece of the header is, which decides how it gives way on a narrow terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// ` ◈ pantheon `: shortened to its glyph last of all.
+    Title,
+    /// What waits on the operator (`@ 7 need you`), loading, read-only: shortened, never dropped.
+    Count,
+    /// An alert (`▲ 2 overdue`, `‖ 1 held`, `⚠ 3 file issues`): shortened, never dropped.
+    Alert,
+    /// A plain total (`4 workflows (3 active)`, `3 waiting`): shortened, then dropped (the
+    /// higher number first).
+    Total(u8),
+    /// The bus rate, the bridge, the root path: dropped whole first (the higher rank first).
+    Extra(u8),
+}
+
+/// One piece of the header in its three forms: whole, short (`▲2 overdue`), tight (`▲2`).
+struct HeaderItem {
+    part: Part,
+    forms: [String; 3],
+    style: Style,
+}
+
+impl HeaderItem {
+    fn new(part: Part, forms: [impl Into<String>; 3], style: Style) -> Self {
+        Self {
+            part,
+            forms: forms.map(Into::into),
+            style,
+        }
+    }
+
+    /// A piece with one form only, dropped whole when there is no room (rank: the higher first).
+    fn extra(rank: u8, text: String, style: Style) -> Self {
+        Self::new(Part::Extra(rank), [text.clone(), text.clone(), text], style)
+    }
+}
+
+/// The header's pieces as they fit `room` cells: first the extras go (the root path, the bridge,
+/// the bus rate), then the plain totals shorten and go, then the alerts shorten (`▲ 2 overdue · `
+/// to `▲2 overdue `) and the counts (`@7`), then the alerts shorten to their glyph and number
+/// (`▲2`, `⊘1`, `⟲1`; the last first, so the first keep their words longest) and the title to its
+/// glyph. An alert is never dropped: what is still too wide is cut with `…`.
+fn fit_header(mut items: Vec<HeaderItem>, room: usize) -> Vec<(String, Style)> {
+    let mut level = vec![0usize; items.len()];
+    let width = |items: &[HeaderItem], level: &[usize]| -> usize {
         items
             .iter()
-            .map(|(_, t, _)| Line::raw(t.as_str()).width())
+            .zip(level)
+            .map(|(i, l)| Line::raw(i.forms[*l].as_str()).width())
             .sum()
     };
-    while width(&items) > room {
-        let Some(i) = items
+    // Each step, in order, while the header is too wide.
+    loop {
+        if width(&items, &level) <= room {
+            break;
+        }
+        // 1. The extras, the highest rank first.
+        if let Some(i) = items
             .iter()
             .enumerate()
-            .filter(|(_, (r, _, _))| *r > 0)
-            .max_by_key(|(i, (r, _, _))| (*r, *i))
-            .map(|(i, _)| i)
-        else {
-            break;
-        };
-        items.remove(i);
+            .filter_map(|(i, x)| match x.part {
+                Part::Extra(r) => Some((r, i)),
+                _ => None,
+            })
+            .max()
+            .map(|(_, i)| i)
+        {
+            items.remove(i);
+            level.remove(i);
+            continue;
+        }
+        // 2. The plain totals shorten (`6 wf`), then go, the higher number first.
+        if let Some(i) =
+            (0..items.len()).find(|i| matches!(items[*i].part, Part::Total(_)) && level[*i] == 0)
+        {
+            level[i] = 1;
+            continue;
+        }
+        if let Some(i) = items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, x)| match x.part {
+                Part::Total(r) => Some((r, i)),
+                _ => None,
+            })
+            .max()
+            .map(|(_, i)| i)
+        {
+            items.remove(i);
+            level.remove(i);
+            continue;
+        }
+        // 3. The alerts take their short forms together (`▲2 overdue ◔1 stale`), then the counts
+        // (`@7`).
+        let alerts: Vec<usize> = (0..items.len())
+            .filter(|i| items[*i].part == Part::Alert && level[*i] == 0)
+            .collect();
+        if !alerts.is_empty() {
+            alerts.into_iter().for_each(|i| level[i] = 1);
+            continue;
+        }
+        if let Some(i) = (0..items.len()).find(|i| items[*i].part == Part::Count && level[*i] == 0)
+        {
+            level[i] = 1;
+            continue;
+        }
+        // 4. The alerts, the counts and the title take their tight forms.
+        // From the last: the first alerts (no supervisor, overdue, stalled) keep their words longest.
+        let tight = (0..items.len())
+            .rev()
+            .find(|i| level[*i] < 2 && items[*i].part != Part::Title)
+            .or_else(|| (0..items.len()).find(|i| level[*i] < 2));
+        if let Some(i) = tight {
+            level[i] = 2;
+            continue;
+        }
+        break;
     }
+    let mut out: Vec<(String, Style)> = items
+        .into_iter()
+        .zip(level)
+        .map(|(mut i, l)| (std::mem::take(&mut i.forms[l]), i.style))
+        .filter(|(t, _)| !t.is_empty())
+        .collect();
     // A separator left dangling at the end is dropped.
-    if let Some((_, t, _)) = items.last_mut()
+    if let Some((t, _)) = out.last_mut()
         && let Some(stripped) = t.strip_suffix(" · ")
     {
         *t = format!("{stripped} ");
     }
-    let spans: Vec<Span> = items
-        .into_iter()
-        .map(|(_, t, st)| Span::styled(t, st))
-        .collect();
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+    out
 }
 
 /// The alert counts of a header, `▲ 2 overdue`, in the order they are dropped last to first (the
 /// live header and the replay's bar show the same).
 pub(super) fn alerts(c: &crate::live::snapshot::Counts) -> Vec<String> {
+    alert_kinds(c)
+        .map(|(n, what, _)| format!("▲ {n} {what}"))
+        .collect()
+}
+
+/// The alert counts present: (count, word, the glyph the tight header shows).
+fn alert_kinds(
+    c: &crate::live::snapshot::Counts,
+) -> impl Iterator<Item = (usize, &'static str, &'static str)> {
     [
-        (c.overdue, "overdue"),
-        (c.stalled, "stalled"),
-        (c.stale, "stale"),
-        (c.expired, "expired"),
-        (c.deadlocks, "deadlock"),
-        (c.orphaned, "orphaned (redispatch)"),
+        (c.overdue, "overdue", "▲"),
+        (c.stalled, "stalled", "⊘"),
+        (c.stale, "stale", "◔"),
+        (c.expired, "expired", "✗"),
+        (c.deadlocks, "deadlock", "⟲"),
+        (c.orphaned, "orphaned (redispatch)", "∅"),
     ]
     .into_iter()
-    .filter(|(n, _)| *n > 0)
-    .map(|(n, what)| format!("▲ {n} {what}"))
-    .collect()
+    .filter(|(n, _, _)| *n > 0)
+}
+
+/// Each alert count's three header forms: `▲ 2 overdue · `, `▲2 overdue `, and its own glyph with
+/// the number (`▲2 `, `⊘1 `, `◔1 `, `✗1 `, `⟲1 `, `∅1 `), so a tight header still tells them apart.
+fn alert_forms(c: &crate::live::snapshot::Counts) -> Vec<[String; 3]> {
+    alert_kinds(c)
+        .map(|(n, what, glyph)| {
+            let word = what.split(' ').next().unwrap_or(what);
+            [
+                format!("▲ {n} {what} · "),
+                format!("{glyph}{n} {word} "),
+                format!("{glyph}{n} "),
+            ]
+        })
+        .collect()
 }
 
 /// Seconds of message rate the header shows.
@@ -348,7 +543,14 @@ fn tab_labels(app: &App, width: usize) -> Vec<(Pane, String)> {
             _ => format!(" {key}"),
         };
         if p == Pane::Attention && waiting > 0 {
-            l.insert_str(l.len() - 1, &format!(" {waiting}"));
+            // Beside a bare number the count says what it is (`7 @9`, not `7 9`, which reads as
+            // two tabs).
+            let count = if how >= 2 && !key.is_empty() {
+                format!("@{waiting}")
+            } else {
+                waiting.to_string()
+            };
+            l.insert_str(l.len() - 1, &format!(" {count}"));
         }
         l
     };
@@ -408,7 +610,7 @@ fn messages(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 }
 
 /// The bridge's status in the header (docs/NATS.md): connected or not, server, lag, last error.
-fn bridge_items(items: &mut Vec<(u8, String, Style)>, b: &serde_json::Value, theme: &Theme) {
+fn bridge_items(items: &mut Vec<HeaderItem>, b: &serde_json::Value, theme: &Theme) {
     let text = |k: &str| b.get(k).and_then(serde_json::Value::as_str).unwrap_or("");
     let connected = b.get("connected").and_then(serde_json::Value::as_bool) == Some(true);
     let lag = crate::console::panes::total_lag(b);
@@ -417,7 +619,7 @@ fn bridge_items(items: &mut Vec<(u8, String, Style)>, b: &serde_json::Value, the
     } else {
         ("○", theme.warn())
     };
-    items.push((
+    items.push(HeaderItem::extra(
         8,
         format!(
             "· ⇄ {} {mark} {} {} lag {lag} ",
@@ -432,7 +634,11 @@ fn bridge_items(items: &mut Vec<(u8, String, Style)>, b: &serde_json::Value, the
         style,
     ));
     if let Some(e) = b.get("last_error").and_then(serde_json::Value::as_str) {
-        items.push((8, format!("({}) ", trunc(e, 60)), theme.dim()));
+        items.push(HeaderItem::extra(
+            8,
+            format!("({}) ", trunc(e, 60)),
+            theme.dim(),
+        ));
     }
 }
 
@@ -523,7 +729,7 @@ fn draw_footer(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         Mode::Help(_) => km.hints_in(&[Scope::Dialog(Dialog::Help)], ro),
         Mode::Issues => vec![("any key".into(), "close file issues")],
         _ if app.pane_state().detail => km
-            .hints_offered(&Keymap::scopes(app.pane, true), ro, &|a| app.offers(a))
+            .detail_hints(app.pane, ro, &|a| app.offers(a))
             .into_iter()
             .filter(|(k, _)| !matches!(k.as_str(), "Enter" | "/" | ":" | "Tab"))
             .collect(),
@@ -766,6 +972,8 @@ pub(crate) fn detail(
     } else {
         pos.push_str(&format!("{total} lines "));
     }
+    // A title wider than the box ends in `…`, never cut bare.
+    let title = table::fit(Line::raw(title), area.width.saturating_sub(2));
     let block = block(title, theme).title_bottom(Line::styled(pos, theme.dim()).right_aligned());
     frame.render_widget(
         Paragraph::new(wrapped).block(block).scroll((scroll, 0)),
@@ -807,6 +1015,7 @@ pub(crate) fn json_lines<'a>(v: &serde_json::Value, theme: &Theme) -> Vec<Line<'
 
 /// An empty-state message inside a block.
 pub(crate) fn empty(frame: &mut Frame, area: Rect, title: String, text: &str, theme: &Theme) {
+    let title = table::fit(Line::raw(title), area.width.saturating_sub(2));
     frame.render_widget(
         Paragraph::new(Line::styled(text.to_owned(), theme.dim()))
             .block(block(title, theme))

@@ -168,14 +168,15 @@ fn shrink(cols: &[Col], natural: &[u16], hidden: &[bool], room: u16) -> Vec<u16>
         }
         return w;
     }
-    for pass in 0..4 {
-        // How narrow a column may get in this pass.
-        let floor = |i: usize| {
-            if pass == 2 && cols[i].flex {
-                0
-            } else {
-                cols[i].min
-            }
+    for pass in 0..5 {
+        // How narrow a column may get in this pass: the free-text column gives way whole in pass
+        // 2, every other column goes below its minimum (to a glyph and `…`) in pass 3, before the
+        // identity is cut at all.
+        let floor = |i: usize| match pass {
+            2 if cols[i].flex => 0,
+            3 | 4 if cols[i].flex => 0,
+            3 if !cols[i].keep => cols[i].min.min(CUT_FLOOR),
+            _ => cols[i].min,
         };
         while total(&w) > room32 {
             let pick = (0..cols.len())
@@ -184,7 +185,7 @@ fn shrink(cols: &[Col], natural: &[u16], hidden: &[bool], room: u16) -> Vec<u16>
                     let c = &cols[*i];
                     match pass {
                         0 | 2 => c.flex,
-                        1 => !c.flex && !c.keep,
+                        1 | 3 => !c.flex && !c.keep,
                         _ => c.keep,
                     }
                 })
@@ -197,6 +198,10 @@ fn shrink(cols: &[Col], natural: &[u16], hidden: &[bool], room: u16) -> Vec<u16>
     }
     w
 }
+
+/// The narrowest a column other than the identity is cut to before the identity is cut: a glyph,
+/// a letter and `…`.
+const CUT_FLOOR: u16 = 3;
 
 /// The width of one character on screen.
 fn char_width(c: char) -> usize {
@@ -486,8 +491,10 @@ mod tests {
         assert_eq!(widths(&COLS, &r, 66), [26, 0, 17, 21]);
         // Narrower: STATUS is cut before the identity, which is cut last.
         assert_eq!(widths(&COLS, &r, 36), [26, 0, 8, 0]);
+        // Narrower still: STATUS goes below its minimum (a glyph, a letter and `…`) first.
+        assert_eq!(widths(&COLS, &r, 31), [26, 0, 3, 0]);
         let w = widths(&COLS, &r, 24);
-        assert!(w[0] < 26 && w[0] >= 6 && w[2] == 8, "{w:?}");
+        assert_eq!(w, [19, 0, 3, 0], "the identity is cut only then");
     }
 
     #[test]
