@@ -7,7 +7,7 @@ use std::path::Path;
 
 use chrono::Utc;
 use crossterm::event::KeyCode;
-use pantheon::console::action::{Action, Pane};
+use pantheon::console::keymap::{Action, Pane};
 use serde_json::json;
 
 use super::deadletters::{DL_FLOW, dead_letter_all, root_with};

@@ -159,7 +159,7 @@ impl Act for super::Requeue<'_> {
                 .as_deref()
                 .map(|d| format!(
                     " (ack due {})",
-                    crate::console::preview::when(Some(d), chrono::Utc::now(), false)
+                    crate::console::times::when(Some(d), chrono::Utc::now(), false)
                 ))
                 .unwrap_or_default()
         )

@@ -98,7 +98,7 @@ impl App {
                 "snoozed {} for {} (until {})",
                 what.trim(),
                 crate::live::snapshot::short_duration(until - self.now),
-                crate::console::preview::when_at(
+                crate::console::times::when_at(
                     Some(&crate::live::compact::Stamp::At(until)),
                     self.now,
                     true
