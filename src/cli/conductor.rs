@@ -93,11 +93,14 @@ pub enum ConductorCommand {
         /// Why it is refused (required with --reject).
         #[arg(long)]
         reason: Option<String>,
-        /// For a dispatch held for a budget: first set each budget it reached to this many dollars
-        /// (journaled as `budget_raise`).
+        /// For a dispatch held for a budget: first set each budget it would go past (computed now,
+        /// from the ledger) to this many dollars (journaled as `budget_raise`). Refused, changing
+        /// nothing, when a budget would stay reached (a limit not above what is used, or a reached
+        /// token budget without --budget-tokens).
         #[arg(long, value_name = "USD", conflicts_with = "reject")]
         budget_usd: Option<f64>,
-        /// For a dispatch held for a budget: first set each budget it reached to this many tokens.
+        /// For a dispatch held for a budget: first set each budget it would go past to this many
+        /// tokens (refused likewise when a budget would stay reached).
         #[arg(long, value_name = "N", conflicts_with = "reject")]
         budget_tokens: Option<u64>,
     },
