@@ -528,6 +528,7 @@ pub(crate) fn ack_step(input: AckInput<'_>) -> Result<AckPlan> {
                     wf,
                     &state,
                     &format!("an ack of handoff {hid}"),
+                    Some(hid.as_str()),
                     None,
                 ));
             }
@@ -546,6 +547,7 @@ pub(crate) fn ack_step(input: AckInput<'_>) -> Result<AckPlan> {
                 wf,
                 &state,
                 &format!("an ack of handoff {hid}"),
+                Some(hid.as_str()),
                 Some(&f.path),
             ));
         }

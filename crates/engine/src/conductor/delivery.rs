@@ -782,6 +782,7 @@ impl Conductor {
                         &wf,
                         &st,
                         &format!("redelivering handoff {hid}"),
+                        Some(hid.as_str()),
                         Some(path),
                     ));
                 }
@@ -864,6 +865,7 @@ impl Conductor {
                 wf,
                 &st,
                 &format!("dead-lettering handoff {hid}"),
+                Some(hid.as_str()),
                 Some(path),
             ));
         }

@@ -63,17 +63,19 @@ pub(crate) fn holds_step(st: &WorkflowState, step: &str) -> bool {
 }
 
 /// The refusal of `act` (`an ack of handoff X`, `a new handoff`) while `st` holds workflow `wf`;
-/// `found`: where the dispatch acted on lies, when that is not `_quarantine`.
+/// `acted_on`: the handoff of the dispatch acted on (named when the state does not name the held
+/// one); `found`: where that dispatch lies, when that is not `_quarantine`.
 pub(crate) fn refusal(
     wf: &WorkflowId,
     st: &WorkflowState,
     act: &str,
+    acted_on: Option<&str>,
     found: Option<&std::path::Path>,
 ) -> Error {
     let Some(h) = undecided(st) else {
         return Error::refused(format!("{act} is refused: workflow {wf} is held"));
     };
-    let hid = h.handoff_id.unwrap_or("HANDOFF_ID");
+    let hid = h.handoff_id.or(acted_on).unwrap_or("HANDOFF_ID");
     let because = h
         .because
         .map(|b| format!(" ({})", clean(b)))
@@ -211,6 +213,7 @@ mod tests {
             &wf,
             &held(),
             "an ack of handoff hof_20261201_aaaaaa",
+            None,
             Some(std::path::Path::new("/r/conductor/pending/hermes/x.json")),
         )
         .to_string();

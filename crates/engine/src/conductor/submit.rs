@@ -249,7 +249,7 @@ fn refuse_held(wf: &WorkflowId, st: &WorkflowState, ack: Option<&AckRecord>) -> 
         Some(a) => format!("a completed ack of handoff {}", a.handoff_id),
         None => "a new handoff".to_owned(),
     };
-    Err(super::hold::refusal(wf, st, &act, None))
+    Err(super::hold::refusal(wf, st, &act, None, None))
 }
 
 /// Refuses any handoff for a workflow that is aborted or completed.
