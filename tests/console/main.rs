@@ -12,6 +12,7 @@ mod fixture_root;
 mod habits;
 mod live;
 mod matrix;
+mod raise;
 mod replay;
 mod support;
 #[path = "../common/tmux.rs"]
