@@ -81,20 +81,22 @@ fn root() -> tempfile::TempDir {
     root
 }
 
-/// The dialog box of a screen: the rows from its title to its bottom border, cut to the box.
+/// The dialog box of a screen: the columns of its title row's borders, from that row to its bottom
+/// border.
 fn dialog_box(screen: &str) -> String {
-    let lines: Vec<&str> = screen.lines().collect();
+    let lines: Vec<Vec<char>> = screen.lines().map(|l| l.chars().collect()).collect();
     let top = lines
         .iter()
-        .position(|l| l.contains("Raise the budgets"))
+        .position(|l| l.iter().collect::<String>().contains("Raise the budgets"))
         .expect("the dialog is drawn");
+    let from = lines[top].iter().position(|c| *c == '╭').unwrap();
+    let to = lines[top].iter().position(|c| *c == '╮').unwrap() + 1;
     let mut out = Vec::new();
     for l in &lines[top..] {
-        let chars: Vec<char> = l.chars().collect();
-        let from = chars.iter().position(|c| "┌│└".contains(*c)).unwrap_or(0);
-        let to = chars.iter().rposition(|c| "┐│┘".contains(*c)).unwrap_or(chars.len() - 1);
-        out.push(chars[from..=to].iter().collect::<String>());
-        if l.contains('└') {
+        let row: String = l[from.min(l.len())..to.min(l.len())].iter().collect();
+        let last = row.starts_with('╰');
+        out.push(row);
+        if last {
             break;
         }
     }
