@@ -78,22 +78,21 @@ pub(crate) fn refusal(
     let hid = h.handoff_id.or(acted_on).unwrap_or("HANDOFF_ID");
     let because = h
         .because
-        .map(|b| format!(" ({})", clean(b)))
+        .map(|b| format!(" Held because: {}.", clean(b)))
         .unwrap_or_default();
     let whose = h.god.map(|g| format!(" to {g}")).unwrap_or_default();
     let place = found
         .map(|p| {
             format!(
-                " The held dispatch lies in {}, moved out of conductor/pending/_quarantine/ by hand: moving it does not release it.",
+                " Its file lies in {}, moved out of conductor/pending/_quarantine/ by hand: moving it does not release it.",
                 p.display()
             )
         })
         .unwrap_or_default();
     Error::refused(format!(
-        "{act} is refused: workflow {wf} is held for an operator's decision at step {:?}: the \
-         dispatch of handoff {hid}{whose} awaits approval{because}, and no operator has decided it. \
-         A hold is the operator's alone.{place} An operator releases it with `pantheon approve {hid}` \
-         (or refuses it with `pantheon approve {hid} --reject --reason TEXT`)",
+        "{act} is refused: workflow {wf} is held for an operator's decision at step {:?} \
+         (handoff {hid}{whose}); only an operator releases a hold: `pantheon approve {hid}` \
+         (or `pantheon approve {hid} --reject --reason TEXT`).{because}{place}",
         h.step
     ))
 }
@@ -221,7 +220,7 @@ mod tests {
             "held for an operator's decision at step \"build\"",
             "requires approval",
             "moving it does not release it",
-            "pantheon approve hof_20261201_aaaaaa",
+            "only an operator releases a hold: `pantheon approve hof_20261201_aaaaaa`",
             "/r/conductor/pending/hermes/x.json",
         ] {
             assert!(e.contains(want), "{want:?} in {e}");
