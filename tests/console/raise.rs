@@ -329,3 +329,61 @@ fn enter_on_a_reached_budget_warning_lands_where_p_approves() {
     app.on_key(key('p'));
     assert!(matches!(&app.mode, Mode::Prompt(p) if p.title.starts_with("Raise the budgets of hof_20260614_b07400")), "{:?}", app.mode);
 }
+
+/// In a real terminal (tmux): `Enter` on the reached budget warning lands on its held dispatch,
+/// `p` opens the raise dialog with each budget reached, a dollars-only answer is refused naming the
+/// token budget, and the confirmation of both says what each becomes. Nothing is approved (Esc).
+#[test]
+fn the_raise_dialog_in_a_real_terminal() {
+    let root = root();
+    let r = root.path();
+    let bin = assert_cmd::cargo::cargo_bin!("pantheon").to_path_buf();
+    let script = format!(
+        "{} --root {} console; echo EXITED=$?; sleep 600",
+        bin.display(),
+        r.display()
+    );
+    let t = crate::tmux::Tmux::start("raise", &script);
+    t.wait("the console", |s| s.contains("1 Workflows"));
+    t.keys(&["7"]);
+    t.wait("the budget warning", |s| s.contains("budget_warning"));
+    t.keys(&["/"]);
+    t.type_text("budget_warning");
+    t.keys(&["Enter"]);
+    t.wait("the filtered attention list", |s| s.contains("/budget_warning"));
+    t.keys(&["Enter"]);
+    t.wait("the held dispatch in pane 2", |s| {
+        s.contains("hof_20260614_b07400")
+    });
+    t.keys(&["p"]);
+    let s = t.wait("the raise dialog", |s| {
+        s.contains("Raise the budgets of hof_20260614_b07400")
+    });
+    for want in [
+        "Reached: workflow wf_both_1: $1.20 of $1.00",
+        "Reached: step wf_both_1/build: 136.0k of 100.0k tokens",
+        "New limit in dollars and tokens",
+    ] {
+        assert!(s.contains(want), "{want:?}:\n{s}");
+    }
+    t.type_text("$5");
+    t.keys(&["Enter"]);
+    t.wait("the refusal naming the token budget", |s| {
+        s.contains("give tokens too") && s.contains("Raise the budgets")
+    });
+    t.keys(&["C-u"]);
+    t.type_text("$5, 200000 tokens");
+    t.keys(&["Enter"]);
+    t.wait("the confirmation", |s| {
+        s.contains("its limit will be set to $5.00")
+            && s.contains("its limit will be set to 200.0k")
+    });
+    t.keys(&["Escape"]);
+    t.wait("the cancelled approval", |s| s.contains("cancelled"));
+    t.keys(&["q"]);
+    t.wait("the console to exit", |s| s.contains("EXITED=0"));
+    assert!(
+        r.join("conductor/pending/_quarantine/hof_20260614_b07400.json")
+            .exists()
+    );
+}

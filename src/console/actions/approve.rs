@@ -272,7 +272,7 @@ impl Act for super::Approve<'_> {
         let handoff_id = self.handoff_id;
         match self.raise {
             None => format!("Approve held dispatch {handoff_id}"),
-            Some(_) => format!("Raise the budget and approve held dispatch {handoff_id}"),
+            Some(_) => format!("Raise the budgets and approve held dispatch {handoff_id}"),
         }
     }
 
