@@ -740,7 +740,9 @@ impl Conductor {
             && Some(f.dispatch.to_god.as_str()) == h.god;
         if !same {
             return Err(Error::refused(format!(
-                "the held dispatch of handoff {hid} was moved by hand to {} and changed: it names                  workflow {:?}, step {:?}, god {:?}, while workflow {wf} is held at step {:?} for {}.                  Move the original back to conductor/pending/_quarantine/ or abort the workflow",
+                "the held dispatch of handoff {hid} was moved by hand to {} and changed: it names \
+                 workflow {:?}, step {:?}, god {:?}, while workflow {wf} is held at step {:?} for {}. \
+                 Move the original back to conductor/pending/_quarantine/ or abort the workflow",
                 f.path.display(),
                 f.dispatch.workflow_id,
                 f.dispatch.step,

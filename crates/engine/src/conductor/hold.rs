@@ -206,6 +206,49 @@ mod tests {
     }
 
     #[test]
+    fn held_dispatches_moved_names_a_dispatch_of_a_held_step_in_an_inbox_and_nothing_else() {
+        let d = tempfile::tempdir().unwrap();
+        let c = crate::conductor::Conductor::new(Root::at(d.path()));
+        c.init().unwrap();
+        for e in std::fs::read_dir(c.root().rules_dir()).unwrap() {
+            std::fs::remove_file(e.unwrap().path()).unwrap();
+        }
+        std::fs::write(
+            c.root().workflows_dir().join("gate.yaml"),
+            "workflow:\n  id: gate\n  steps:\n    - id: plan\n      god: thoth\n    - id: build\n      god: hephaestus\n      approval_required: true\n",
+        )
+        .unwrap();
+        let h = |hid: &str, wf: &str| {
+            serde_json::json!({"handoff_id": hid, "workflow_id": wf, "from_god": "thoth",
+                "to_god": "hephaestus", "step": "plan", "routing": {"workflow_definition": "gate"},
+                "context": {"summary": "s", "decisions": [], "artifacts": []}})
+        };
+        c.submit_handoff(&h("hof_20261206_ab0001", "wf_m1")).unwrap();
+        c.submit_handoff(&h("hof_20261206_ab0002", "wf_m2")).unwrap();
+        assert_eq!(held_dispatches_moved(c.root()), Vec::new(), "held in _quarantine");
+        let from = c.root().quarantine_dir().join("hof_20261206_ab0001.json");
+        let to = c.root().pending_root().join("hephaestus/hof_20261206_ab0001.json");
+        std::fs::rename(&from, &to).unwrap();
+        assert_eq!(
+            held_dispatches_moved(c.root()),
+            vec![MovedHold {
+                workflow_id: "wf_m1".into(),
+                step: "build".into(),
+                god: "hephaestus".into(),
+                handoff_id: "hof_20261206_ab0001".into(),
+                path: to,
+            }]
+        );
+        // Approved where it lies: no longer held, no longer named.
+        c.approve(
+            &crate::store::HandoffId::parse("hof_20261206_ab0001").unwrap(),
+            crate::conductor::Actor::Operator,
+        )
+        .unwrap();
+        assert_eq!(held_dispatches_moved(c.root()), Vec::new());
+    }
+
+    #[test]
     fn the_refusal_names_the_hold_the_place_and_pantheon_approve() {
         let wf = WorkflowId::parse("wf_h").unwrap();
         let e = refusal(

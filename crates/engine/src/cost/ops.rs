@@ -675,6 +675,159 @@ pub fn metric_totals(root: &Root) -> Result<Vec<(String, String, Totals)>> {
 mod tests {
     use super::*;
 
+    fn subject(scope: &'static str, name: &str, budget: Budget, cost: u64, tokens: u64) -> Subject {
+        Subject {
+            scope,
+            name: name.into(),
+            budget,
+            used: super::super::usage::Totals {
+                input_tokens: tokens,
+                cost_micros: cost,
+                ..Default::default()
+            },
+        }
+    }
+
+    fn usd(c: u64) -> Budget {
+        Budget {
+            cost_micros: Some(c),
+            tokens: None,
+        }
+    }
+
+    fn tok(t: u64) -> Budget {
+        Budget {
+            cost_micros: None,
+            tokens: Some(t),
+        }
+    }
+
+    #[test]
+    fn a_raise_sets_each_reached_budget_in_the_metrics_it_limits_and_refuses_what_stays_reached() {
+        let wf = WorkflowId::parse("wf_x").unwrap();
+        let subjects = [
+            subject("workflow", "wf_x", usd(1_000_000), 1_200_000, 136_000),
+            subject("step", "wf_x/build", tok(100_000), 1_000_000, 136_000),
+            // Not reached: never raised.
+            subject("step", "wf_x/review", tok(500_000), 0, 0),
+        ];
+        // Dollars only: the step's tokens stay reached, named with what frees them.
+        let e = raise_plan(&wf, &subjects, usd(5_000_000))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(
+                "step wf_x/build: 136,000 tokens used, its limit 100,000 tokens is left as it is; \
+                 give --budget-tokens above 136,000 tokens"
+            ),
+            "{e}"
+        );
+        assert!(e.contains("would leave a budget reached"), "{e}");
+        // A limit at what is spent is no raise.
+        let e = raise_plan(
+            &wf,
+            &subjects,
+            Budget {
+                cost_micros: Some(1_200_000),
+                tokens: Some(200_000),
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("workflow wf_x: $1.20 used, the new limit $1.20 is not above it; give --budget-usd above $1.20"),
+            "{e}"
+        );
+        // Both above: each budget gets the metric it limits, and nothing else.
+        let plan = raise_plan(
+            &wf,
+            &subjects,
+            Budget {
+                cost_micros: Some(2_000_000),
+                tokens: Some(200_000),
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            plan,
+            vec![
+                (Target::Workflow, Some(usd(1_000_000)), usd(2_000_000)),
+                (
+                    Target::Step(crate::store::StepId::parse("build").unwrap()),
+                    Some(tok(100_000)),
+                    tok(200_000)
+                ),
+            ]
+        );
+        // Nothing reached: nothing to raise.
+        let e = raise_plan(&wf, &subjects[2..], usd(5_000_000))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("nothing to raise"), "{e}");
+    }
+
+    #[test]
+    fn names_a_raise_would_store_are_checked() {
+        let wf = WorkflowId::parse("wf_x").unwrap();
+        for (scope, name) in [("day", "../../x"), ("god", "../x"), ("step", "wf_x/../y")] {
+            let s = [subject(scope, name, usd(1), 5, 0)];
+            assert!(raise_plan(&wf, &s, usd(10)).is_err(), "{scope} {name}");
+        }
+        let s = [subject("day", "2026-12-06", usd(1), 5, 0)];
+        assert_eq!(
+            raise_plan(&wf, &s, usd(10)).unwrap()[0].0,
+            Target::Day("2026-12-06".into())
+        );
+    }
+
+    #[test]
+    fn budgets_reached_are_computed_from_the_state_and_the_ledger_not_the_dispatch() {
+        let d = tempfile::tempdir().unwrap();
+        let c = Conductor::new(Root::at(d.path()));
+        c.init().unwrap();
+        for e in std::fs::read_dir(c.root().rules_dir()).unwrap() {
+            std::fs::remove_file(e.unwrap().path()).unwrap();
+        }
+        std::fs::write(
+            c.root().workflows_dir().join("paid.yaml"),
+            "workflow:\n  id: paid\n  budget: {cost_usd: 1}\n  steps:\n    - id: research\n      god: thoth\n    - id: build\n      god: hephaestus\n      budget: {tokens: 100}\n",
+        )
+        .unwrap();
+        let h = serde_json::json!({"handoff_id": "hof_20261206_aa0001", "workflow_id": "wf_r",
+            "from_god": "thoth", "to_god": "hephaestus", "step": "research",
+            "routing": {"workflow_definition": "paid"},
+            "context": {"summary": "s", "decisions": [], "artifacts": []},
+            "usage": {"cost_usd": 1.5}});
+        assert_eq!(c.submit_handoff(&h).unwrap().status.as_str(), "awaiting_approval");
+        let hid = HandoffId::parse("hof_20261206_aa0001").unwrap();
+        // A forged figure in the dispatch changes nothing.
+        let p = c.root().quarantine_dir().join("hof_20261206_aa0001.json");
+        let mut v: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+        v["budget"]["crossed"] = json!([{"scope": "god", "name": "marvin", "metric": "tokens",
+                                         "used": 9, "limit": 1}]);
+        std::fs::write(&p, v.to_string()).unwrap();
+        let reached = c.budgets_reached(&hid).unwrap();
+        assert_eq!(
+            reached,
+            vec![BudgetReached {
+                scope: "workflow".into(),
+                name: "wf_r".into(),
+                metric: "cost_usd".into(),
+                used: 1_500_000,
+                limit: 1_000_000,
+            }]
+        );
+        assert_eq!(
+            reached[0].text(),
+            "workflow wf_r: $1.50 used of its $1.00 budget"
+        );
+        // Not held: refused.
+        let e = c
+            .budgets_reached(&HandoffId::parse("hof_20261206_ffffff").unwrap())
+            .unwrap_err();
+        assert!(matches!(e, Error::NotFound(_)), "{e}");
+    }
+
     #[test]
     fn the_metric_totals_sum_by_god_and_definition() {
         let d = tempfile::tempdir().unwrap();
