@@ -285,7 +285,18 @@ pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result
                 v["budget_raised"] = raised;
                 Ok(Outcome::Json(v))
             } else {
-                json(c.approve(&hid, Actor::Operator)?)
+                // What stays reached (computed before the approval ends the hold): the workflow's
+                // next dispatch will be held again.
+                let reached = c.budgets_reached(&hid).unwrap_or_default();
+                let mut v = serde_json::to_value(c.approve(&hid, Actor::Operator)?)?;
+                if !reached.is_empty() {
+                    v["budgets_reached"] = serde_json::to_value(&reached)?;
+                    v["note"] = serde_json::json!(
+                        "approved without a raise: these budgets stay reached, so the workflow's next \
+                         dispatch will be held again (approve --budget-usd/--budget-tokens raises them)"
+                    );
+                }
+                Ok(Outcome::Json(v))
             }
         }
         ConductorCommand::Requeue { handoff_id, to } => {

@@ -333,3 +333,29 @@ fn a_raise_with_no_budget_reached_is_refused() {
     assert!(err.contains("nothing to raise"), "{err}");
     assert_eq!(env.state("wf_nobudget")["status"], "awaiting_approval");
 }
+
+#[test]
+fn a_bare_approve_says_which_budgets_stay_reached() {
+    let env = env_with("paid", PAID);
+    let hid = "hof_20261206_f00001";
+    env.submit(&step(
+        hid,
+        "wf_bare",
+        "paid",
+        "thoth",
+        "research",
+        Some(json!({"cost_usd": 1.25})),
+    ));
+    let a = env.ok(&["approve", hid], None);
+    assert_eq!(a["status"], "approved", "{a:#}");
+    assert_eq!(
+        a["budgets_reached"],
+        json!([{"scope": "workflow", "name": "wf_bare", "metric": "cost_usd",
+                "used": 1_250_000, "limit": 1_000_000}]),
+        "{a:#}"
+    );
+    assert!(
+        a["note"].as_str().unwrap().contains("held again"),
+        "{a:#}"
+    );
+}
