@@ -106,7 +106,10 @@ fn every_act_is_refused(env: &Env, wf: &str, hid: &str, god: &str, next: &Value)
     assert_eq!(after["status"], "awaiting_approval", "{after:#}");
     assert_eq!(after["acks"], before["acks"]);
     assert_eq!(after["step_history"], before["step_history"]);
-    assert!(after.get("approvals").is_none_or(Value::is_null), "{after:#}");
+    assert!(
+        after.get("approvals").is_none_or(Value::is_null),
+        "{after:#}"
+    );
     assert!(
         !env.journal_entries()
             .iter()
@@ -129,7 +132,14 @@ fn a_held_dispatch_moved_into_an_inbox_by_its_god_is_not_released_until_an_opera
         d["ack_deadline"] = json!("2020-01-01T00:00:00Z");
         d["deliveries"] = json!([{"at": "2020-01-01T00:00:00Z", "to": "hephaestus"}]);
     });
-    let next = step("hof_20261206_a00002", wf, "held-flow", "hephaestus", "build", None);
+    let next = step(
+        "hof_20261206_a00002",
+        wf,
+        "held-flow",
+        "hephaestus",
+        "build",
+        None,
+    );
     every_act_is_refused(&env, wf, hid, "hephaestus", &next);
 
     // validate names it (an error: the root is not valid while it lies there).
@@ -184,7 +194,14 @@ fn a_dispatch_held_for_a_budget_moved_by_hand_is_refused_too_and_approve_raises_
     move_by_hand(&env, hid, "hephaestus", |d| {
         d.as_object_mut().unwrap().remove("budget");
     });
-    let next = step("hof_20261206_b00002", wf, "paid", "hephaestus", "build", None);
+    let next = step(
+        "hof_20261206_b00002",
+        wf,
+        "paid",
+        "hephaestus",
+        "build",
+        None,
+    );
     every_act_is_refused(&env, wf, hid, "hephaestus", &next);
     assert_eq!(moved_problems(&validate(&env)).len(), 1);
     // The raise is computed from the ledger, though the moved file lost its figures.
@@ -249,7 +266,10 @@ fn a_forged_budget_crossed_in_a_held_dispatch_does_not_steer_the_raise() {
         .find(|e| e["action"] == "budget_raise")
         .unwrap();
     let reason = raise["reason"].as_str().unwrap();
-    assert!(!reason.contains("marvin") && !reason.contains("../"), "{reason}");
+    assert!(
+        !reason.contains("marvin") && !reason.contains("../"),
+        "{reason}"
+    );
 }
 
 #[test]
@@ -264,7 +284,12 @@ fn a_raise_that_leaves_a_budget_reached_is_refused_naming_it_and_changes_nothing
         "research",
         Some(json!({"cost_usd": 0.2})),
     ));
-    env.ack(&ack("ack_20261206_d00001", "hof_20261206_d00001", "accepted", ""));
+    env.ack(&ack(
+        "ack_20261206_d00001",
+        "hof_20261206_d00001",
+        "accepted",
+        "",
+    ));
     // Hephaestus's build reaches both the workflow's dollars and the step's tokens.
     let r = env.submit(&step(
         "hof_20261206_d00002",
@@ -286,7 +311,14 @@ fn a_raise_that_leaves_a_budget_reached_is_refused_naming_it_and_changes_nothing
     assert!(err.contains("--budget-tokens above 136,000"), "{err}");
     // Below what is spent: refused too, naming the usage.
     let err = env.refused(
-        &["approve", hid, "--budget-usd", "1", "--budget-tokens", "200000"],
+        &[
+            "approve",
+            hid,
+            "--budget-usd",
+            "1",
+            "--budget-tokens",
+            "200000",
+        ],
         None,
     );
     assert!(err.contains(&format!("workflow {wf}: $1.20 used")), "{err}");
@@ -301,7 +333,14 @@ fn a_raise_that_leaves_a_budget_reached_is_refused_naming_it_and_changes_nothing
     );
     // Both, above what is used: raised and approved, and the next dispatch is not held.
     let a = env.ok(
-        &["approve", hid, "--budget-usd", "2", "--budget-tokens", "200000"],
+        &[
+            "approve",
+            hid,
+            "--budget-usd",
+            "2",
+            "--budget-tokens",
+            "200000",
+        ],
         None,
     );
     assert_eq!(a["status"], "approved", "{a:#}");
@@ -328,7 +367,14 @@ fn a_raise_that_leaves_a_budget_reached_is_refused_naming_it_and_changes_nothing
 fn a_raise_with_no_budget_reached_is_refused() {
     let env = env_with("held-flow", HELD_FLOW);
     let hid = "hof_20261206_e00001";
-    env.submit(&step(hid, "wf_nobudget", "held-flow", "thoth", "plan", None));
+    env.submit(&step(
+        hid,
+        "wf_nobudget",
+        "held-flow",
+        "thoth",
+        "plan",
+        None,
+    ));
     let err = env.refused(&["approve", hid, "--budget-usd", "5"], None);
     assert!(err.contains("nothing to raise"), "{err}");
     assert_eq!(env.state("wf_nobudget")["status"], "awaiting_approval");
@@ -354,8 +400,5 @@ fn a_bare_approve_says_which_budgets_stay_reached() {
                 "used": 1_250_000, "limit": 1_000_000}]),
         "{a:#}"
     );
-    assert!(
-        a["note"].as_str().unwrap().contains("held again"),
-        "{a:#}"
-    );
+    assert!(a["note"].as_str().unwrap().contains("held again"), "{a:#}");
 }

@@ -76,7 +76,14 @@ fn root() -> tempfile::TempDir {
     );
     submit(
         r,
-        step(STEP_HELD, "wf_gate_1", "gated", "thoth", "plan", Value::Null),
+        step(
+            STEP_HELD,
+            "wf_gate_1",
+            "gated",
+            "thoth",
+            "plan",
+            Value::Null,
+        ),
     );
     root
 }
@@ -110,7 +117,10 @@ fn clear_input(app: &mut App) {
 }
 
 fn flash(app: &App) -> String {
-    app.flash.as_ref().map(|f| f.text.clone()).unwrap_or_default()
+    app.flash
+        .as_ref()
+        .map(|f| f.text.clone())
+        .unwrap_or_default()
 }
 
 fn state(r: &std::path::Path, wf: &str) -> Value {
@@ -196,7 +206,11 @@ fn the_raise_dialog_lists_each_reached_budget_and_refuses_a_raise_that_leaves_on
     );
     let f = app.flash.clone().unwrap();
     assert_eq!(f.kind, FlashKind::Success, "{}", f.text);
-    assert!(f.text.contains("approved into marvin's inbox"), "{}", f.text);
+    assert!(
+        f.text.contains("approved into marvin's inbox"),
+        "{}",
+        f.text
+    );
     let st = state(r, "wf_both_1");
     assert_eq!(
         st["budget"],
@@ -327,7 +341,11 @@ fn enter_on_a_reached_budget_warning_lands_where_p_approves() {
     );
     // `p` there opens the raise dialog.
     app.on_key(key('p'));
-    assert!(matches!(&app.mode, Mode::Prompt(p) if p.title.starts_with("Raise the budgets of hof_20260614_b07400")), "{:?}", app.mode);
+    assert!(
+        matches!(&app.mode, Mode::Prompt(p) if p.title.starts_with("Raise the budgets of hof_20260614_b07400")),
+        "{:?}",
+        app.mode
+    );
 }
 
 /// In a real terminal (tmux): `Enter` on the reached budget warning lands on its held dispatch,
@@ -350,7 +368,9 @@ fn the_raise_dialog_in_a_real_terminal() {
     t.keys(&["/"]);
     t.type_text("budget_warning");
     t.keys(&["Enter"]);
-    t.wait("the filtered attention list", |s| s.contains("/budget_warning"));
+    t.wait("the filtered attention list", |s| {
+        s.contains("/budget_warning")
+    });
     t.keys(&["Enter"]);
     t.wait("the held dispatch in pane 2", |s| {
         s.contains("hof_20260614_b07400")

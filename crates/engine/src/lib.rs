@@ -116,7 +116,10 @@ pub use crate::{
         declared as declared_budgets,
     },
     cost::hook::{Hold, Origin as UsageOrigin, Report as UsageReport, hold as budget_hold},
-    cost::ops::{BudgetReached, CostPass, CostQuery, metric_totals as cost_metric_totals, query as cost_query},
+    cost::ops::{
+        BudgetReached, CostPass, CostQuery, metric_totals as cost_metric_totals,
+        query as cost_query,
+    },
     cost::prices::{Price, PriceTable},
     cost::usage::{Totals, Usage, micros_of},
 };

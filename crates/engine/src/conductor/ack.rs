@@ -868,13 +868,17 @@ pub(crate) fn held_step(input: HeldInput<'_>) -> Result<HeldStep> {
     // A state still held at the dispatch's step has decided nothing (a decision changes the status
     // in the write that records it), whatever a dispatch file's id says: its file may be forged.
     let undecided = held.is_some_and(|d| super::hold::holds_step(st, &d.step));
-    let prior = approvals(st).into_iter().rev().filter(|_| !undecided).find(|a| {
-        a.get("handoff_id").and_then(Value::as_str) == Some(hid.as_str())
-            && match (a.get("dispatch_id").and_then(Value::as_str), held_id) {
-                (Some(decided), Some(now)) => decided == now,
-                _ => true,
-            }
-    });
+    let prior = approvals(st)
+        .into_iter()
+        .rev()
+        .filter(|_| !undecided)
+        .find(|a| {
+            a.get("handoff_id").and_then(Value::as_str) == Some(hid.as_str())
+                && match (a.get("dispatch_id").and_then(Value::as_str), held_id) {
+                    (Some(decided), Some(now)) => decided == now,
+                    _ => true,
+                }
+        });
     // A decision already recorded stands, also while its dispatch is still held (a decision killed
     // between its state and its move: the other decision moved the dispatch against the state).
     if let Some(p) = &prior {

@@ -542,7 +542,9 @@ pub(crate) fn ack_step(input: AckInput<'_>) -> Result<AckPlan> {
         }
         // A hold is the operator's alone: a dispatch of the held step is not acked wherever its
         // file lies (a god may have moved it into an inbox, or into an archive).
-        Located::Live(f) | Located::Archived(f) if super::hold::holds_step(&state, &f.dispatch.step) => {
+        Located::Live(f) | Located::Archived(f)
+            if super::hold::holds_step(&state, &f.dispatch.step) =>
+        {
             return Err(super::hold::refusal(
                 wf,
                 &state,

@@ -322,9 +322,15 @@ fn refusals_wrong_god_held_unknown_archived_other_workflow() {
     // Held in a quarantine the state no longer holds (decided, its move killed): refused as before.
     let mut held = found(Place::Quarantine, &[]);
     held.dispatch.held_because = Some("publish step".into());
-    let e = step(waiting(), &a, Actor::Recipient, Located::Live(held), facts())
-        .unwrap_err()
-        .to_string();
+    let e = step(
+        waiting(),
+        &a,
+        Actor::Recipient,
+        Located::Live(held),
+        facts(),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(
         e.contains("is held for operator approval (publish step); approve it first"),
         "{e}"

@@ -223,11 +223,20 @@ mod tests {
                 "to_god": "hephaestus", "step": "plan", "routing": {"workflow_definition": "gate"},
                 "context": {"summary": "s", "decisions": [], "artifacts": []}})
         };
-        c.submit_handoff(&h("hof_20261206_ab0001", "wf_m1")).unwrap();
-        c.submit_handoff(&h("hof_20261206_ab0002", "wf_m2")).unwrap();
-        assert_eq!(held_dispatches_moved(c.root()), Vec::new(), "held in _quarantine");
+        c.submit_handoff(&h("hof_20261206_ab0001", "wf_m1"))
+            .unwrap();
+        c.submit_handoff(&h("hof_20261206_ab0002", "wf_m2"))
+            .unwrap();
+        assert_eq!(
+            held_dispatches_moved(c.root()),
+            Vec::new(),
+            "held in _quarantine"
+        );
         let from = c.root().quarantine_dir().join("hof_20261206_ab0001.json");
-        let to = c.root().pending_root().join("hephaestus/hof_20261206_ab0001.json");
+        let to = c
+            .root()
+            .pending_root()
+            .join("hephaestus/hof_20261206_ab0001.json");
         std::fs::rename(&from, &to).unwrap();
         assert_eq!(
             held_dispatches_moved(c.root()),

@@ -434,11 +434,12 @@ fn held_subjects(
     };
     let god = h.god.map(GodName::parse).transpose()?;
     let def = match st.definition_id.as_deref() {
-        Some(d) => crate::conductor::definition::find_definition(root, d)
-            .map_err(|e| Error::Corrupt {
+        Some(d) => {
+            crate::conductor::definition::find_definition(root, d).map_err(|e| Error::Corrupt {
                 path: e.path,
                 message: format!("workflow definition does not load: {}", e.message),
-            })?,
+            })?
+        }
         None => None,
     };
     hook::subjects(
@@ -499,9 +500,7 @@ fn raise_plan(
                 Target::Day(s.name.clone())
             }
             other => {
-                return Err(Error::refused(format!(
-                    "unknown budget scope {other:?}"
-                )));
+                return Err(Error::refused(format!("unknown budget scope {other:?}")));
             }
         };
         let from = Some(s.budget);
@@ -798,7 +797,10 @@ mod tests {
             "routing": {"workflow_definition": "paid"},
             "context": {"summary": "s", "decisions": [], "artifacts": []},
             "usage": {"cost_usd": 1.5}});
-        assert_eq!(c.submit_handoff(&h).unwrap().status.as_str(), "awaiting_approval");
+        assert_eq!(
+            c.submit_handoff(&h).unwrap().status.as_str(),
+            "awaiting_approval"
+        );
         let hid = HandoffId::parse("hof_20261206_aa0001").unwrap();
         // A forged figure in the dispatch changes nothing.
         let p = c.root().quarantine_dir().join("hof_20261206_aa0001.json");
