@@ -1,9 +1,9 @@
-//! A hold is the operator's alone (issue 41.1, docs/PROTOCOL.md §2.5, docs/THREAT-MODEL.md): a god
+//! A hold is the operator's alone (docs/PROTOCOL.md §2.5, docs/THREAT-MODEL.md): a god
 //! that moves its held dispatch out of `_quarantine` into an inbox gets no ack taken, no handoff
 //! recorded, no redelivery or dead letter from the supervisor; `validate` names the file; the
 //! operator still decides it where it lies. And what a budget raise changes is computed from the
-//! ledger at approval time, never read from the dispatch (41.6), and a raise that leaves a budget
-//! reached is refused naming it (42.4).
+//! ledger at approval time, never read from the dispatch, and a raise that leaves a budget
+//! reached is refused naming it.
 
 use serde_json::{Value, json};
 

@@ -1,4 +1,4 @@
-//! Budget raises that say what they do (issue 42.4, docs/BUDGETS.md, docs/CONSOLE.md): the raise
+//! Budget raises that say what they do (docs/BUDGETS.md, docs/CONSOLE.md): the raise
 //! dialog lists each budget reached with its usage and limit and asks for each metric reached; an
 //! answer that would leave a budget reached is refused naming it; bulk approve names the marked
 //! dispatches held for a budget and asks their raise; `Enter` on a reached `budget_warning` lands
