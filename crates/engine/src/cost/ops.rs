@@ -361,7 +361,7 @@ impl BudgetReached {
 /// An amount as people read it: `$1.20` (cents, or more digits when smaller), `136,000 tokens`.
 fn shown(metric: &str, n: u64) -> String {
     if metric == "cost_usd" {
-        if n % 10_000 == 0 || n >= 100_000_000 {
+        if n.is_multiple_of(10_000) || n >= 100_000_000 {
             format!("${:.2}", n as f64 / 1e6)
         } else {
             format!("${:.6}", n as f64 / 1e6)
