@@ -861,24 +861,7 @@ pub(crate) fn held_step(input: HeldInput<'_>) -> Result<HeldStep> {
     } else {
         "approved"
     };
-    // A decision is on one held dispatch: a handoff held again later (its reroute held for a budget,
-    // with a new dispatch id) is decided anew. Decisions recorded without a dispatch id match any; the
-    // newest first, so the repeat of a decision whose dispatch has moved finds that decision.
-    let held_id = held.and_then(|d| d.dispatch_id.as_deref());
-    // A state still held at the dispatch's step has decided nothing (a decision changes the status
-    // in the write that records it), whatever a dispatch file's id says: its file may be forged.
-    let undecided = held.is_some_and(|d| super::hold::holds_step(st, &d.step));
-    let prior = approvals(st)
-        .into_iter()
-        .rev()
-        .filter(|_| !undecided)
-        .find(|a| {
-            a.get("handoff_id").and_then(Value::as_str) == Some(hid.as_str())
-                && match (a.get("dispatch_id").and_then(Value::as_str), held_id) {
-                    (Some(decided), Some(now)) => decided == now,
-                    _ => true,
-                }
-        });
+    let prior = prior_decision(st, hid, held);
     // A decision already recorded stands, also while its dispatch is still held (a decision killed
     // between its state and its move: the other decision moved the dispatch against the state).
     if let Some(p) = &prior {
@@ -969,6 +952,30 @@ pub(crate) fn held_step(input: HeldInput<'_>) -> Result<HeldStep> {
         state,
         dispatch: Box::new(d),
         to,
+    })
+}
+
+/// The decision already recorded on the held dispatch of `hid` (`held`: as it lies, if it still
+/// does). A decision is on one held dispatch: a handoff held again later (its reroute held for a
+/// budget, with a new dispatch id) is decided anew. Decisions recorded without a dispatch id match
+/// any; the newest first, so the repeat of a decision whose dispatch has moved finds that decision. A
+/// state still held at the dispatch's step has decided nothing (a decision changes the status in the
+/// write that records it), whatever a dispatch file's id says: its file may be forged.
+fn prior_decision(
+    st: &WorkflowState,
+    hid: &HandoffId,
+    held: Option<&Dispatch>,
+) -> Option<serde_json::Map<String, Value>> {
+    if held.is_some_and(|d| super::hold::holds_step(st, &d.step)) {
+        return None;
+    }
+    let held_id = held.and_then(|d| d.dispatch_id.as_deref());
+    approvals(st).into_iter().rev().find(|a| {
+        a.get("handoff_id").and_then(Value::as_str) == Some(hid.as_str())
+            && match (a.get("dispatch_id").and_then(Value::as_str), held_id) {
+                (Some(decided), Some(now)) => decided == now,
+                _ => true,
+            }
     })
 }
 
