@@ -93,11 +93,14 @@ pub enum ConductorCommand {
         /// Why it is refused (required with --reject).
         #[arg(long)]
         reason: Option<String>,
-        /// For a dispatch held for a budget: first set each budget it reached to this many dollars
-        /// (journaled as `budget_raise`).
+        /// For a dispatch held for a budget: first set each budget it would go past (computed now,
+        /// from the ledger) to this many dollars (journaled as `budget_raise`). Refused, changing
+        /// nothing, when a budget would stay reached (a limit not above what is used, or a reached
+        /// token budget without --budget-tokens).
         #[arg(long, value_name = "USD", conflicts_with = "reject")]
         budget_usd: Option<f64>,
-        /// For a dispatch held for a budget: first set each budget it reached to this many tokens.
+        /// For a dispatch held for a budget: first set each budget it would go past to this many
+        /// tokens (refused likewise when a budget would stay reached).
         #[arg(long, value_name = "N", conflicts_with = "reject")]
         budget_tokens: Option<u64>,
     },
@@ -195,6 +198,44 @@ fn json<T: Serialize>(v: T) -> anyhow::Result<Outcome> {
     Ok(Outcome::Json(serde_json::to_value(v)?))
 }
 
+/// `approve --budget-usd/--budget-tokens`: the raise (journaled; refused when a budget would stay
+/// reached), then the approval.
+fn raise_and_approve(
+    c: &Conductor,
+    hid: &HandoffId,
+    usd: Option<f64>,
+    tokens: Option<u64>,
+) -> anyhow::Result<Outcome> {
+    let mut m = serde_json::Map::new();
+    if let Some(usd) = usd {
+        m.insert("cost_usd".into(), serde_json::json!(usd));
+    }
+    if let Some(n) = tokens {
+        m.insert("tokens".into(), serde_json::json!(n));
+    }
+    let to = crate::engine::Budget::parse(&serde_json::Value::Object(m))
+        .map_err(|e| anyhow::anyhow!("--budget-usd/--budget-tokens: {e}"))?;
+    let raised = c.raise_budget(hid, to, &c.origin().actor)?;
+    let mut v = serde_json::to_value(c.approve(hid, Actor::Operator)?)?;
+    v["budget_raised"] = raised;
+    Ok(Outcome::Json(v))
+}
+
+/// `approve` without a raise; the answer names the budgets that stay reached (computed before the
+/// approval ends the hold): the workflow's next dispatch will be held again.
+fn approve(c: &Conductor, hid: &HandoffId) -> anyhow::Result<Outcome> {
+    let reached = c.budgets_reached(hid).unwrap_or_default();
+    let mut v = serde_json::to_value(c.approve(hid, Actor::Operator)?)?;
+    if !reached.is_empty() {
+        v["budgets_reached"] = serde_json::to_value(&reached)?;
+        v["note"] = serde_json::json!(
+            "approved without a raise: these budgets stay reached, so the workflow's next \
+             dispatch will be held again (approve --budget-usd/--budget-tokens raises them)"
+        );
+    }
+    Ok(Outcome::Json(v))
+}
+
 pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
     let c = Conductor::new(root.clone()).with_origin(origin);
     match cmd {
@@ -267,22 +308,9 @@ pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result
                 let reason = reason.unwrap_or_default();
                 json(c.reject_held(&hid, &reason, Actor::Operator)?)
             } else if budget_usd.is_some() || budget_tokens.is_some() {
-                let mut m = serde_json::Map::new();
-                if let Some(usd) = budget_usd {
-                    m.insert("cost_usd".into(), serde_json::json!(usd));
-                }
-                if let Some(n) = budget_tokens {
-                    m.insert("tokens".into(), serde_json::json!(n));
-                }
-                let to = crate::engine::Budget::parse(&serde_json::Value::Object(m))
-                    .map_err(|e| anyhow::anyhow!("--budget-usd/--budget-tokens: {e}"))?;
-                let raised = c.raise_budget(&hid, to, &c.origin().actor)?;
-                let approved = c.approve(&hid, Actor::Operator)?;
-                let mut v = serde_json::to_value(approved)?;
-                v["budget_raised"] = raised;
-                Ok(Outcome::Json(v))
+                raise_and_approve(&c, &hid, budget_usd, budget_tokens)
             } else {
-                json(c.approve(&hid, Actor::Operator)?)
+                approve(&c, &hid)
             }
         }
         ConductorCommand::Requeue { handoff_id, to } => {

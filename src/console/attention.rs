@@ -570,10 +570,16 @@ fn unreadable_items(s: &Snapshot, out: &mut Vec<Item>) {
 /// warning is gone (the raise warns again at its own share).
 fn budget_warnings(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
     for (w, view, bar) in s.standing_budget_warnings(now) {
-        let jump = match view {
-            Some(v) => Jump::Row(RowKey::Workflow(v.id.clone())),
-            None if w.scope == "god" => Jump::Row(RowKey::God(w.name.as_str().into())),
-            None => Jump::Row(RowKey::Budget {
+        // Reached, with a dispatch held for it: `Enter` lands where `p` approves (and raises).
+        let held = match bar.reached() {
+            true => super::actions::budget_hold_row(s, &w.scope, &w.name, now),
+            false => None,
+        };
+        let jump = match (held, view) {
+            (Some(row), _) => Jump::Row(row),
+            (None, Some(v)) => Jump::Row(RowKey::Workflow(v.id.clone())),
+            (None, None) if w.scope == "god" => Jump::Row(RowKey::God(w.name.as_str().into())),
+            (None, None) => Jump::Row(RowKey::Budget {
                 scope: w.scope.as_str().into(),
                 name: w.name.as_str().into(),
                 metric: w.metric.as_str().into(),

@@ -16,6 +16,7 @@ mod foreign;
 mod hardening;
 mod help;
 mod history;
+mod holds;
 mod journal;
 mod limits;
 mod newcomer;

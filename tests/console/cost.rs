@@ -346,7 +346,13 @@ fn approving_a_dispatch_held_for_a_budget_shows_its_figures_and_raises_it_journa
     let Mode::Prompt(p) = &app.mode else {
         panic!("a budget hold asks for the raise first: {:?}", app.mode)
     };
-    assert!(p.title.contains("held for a budget"), "{}", p.title);
+    assert_eq!(
+        p.title,
+        "Raise the budgets of hof_20260614_c05700 and approve it"
+    );
+    // The dialog lists the budget reached, with its usage and limit, and asks for dollars.
+    assert_eq!(p.context, ["Reached: workflow wf_budget_1: $1.20 of $1.00"]);
+    assert!(p.label.starts_with("New limit in dollars"), "{}", p.label);
     // A bare number says neither dollars nor tokens: refused, the prompt stays.
     type_text(&mut app, "5");
     app.on_key(code(KeyCode::Enter));
@@ -356,10 +362,11 @@ fn approving_a_dispatch_held_for_a_budget_shows_its_figures_and_raises_it_journa
     app.on_key(code(KeyCode::Enter));
     let said = dialog_text(&app);
     assert!(
-        said.contains("Budget reached: workflow wf_budget_1 used $1.2 of its $1 (cost_usd)"),
+        said.contains(
+            "Budget reached: workflow wf_budget_1: $1.20 of $1.00; its limit will be set to $5.00"
+        ),
         "{said}"
     );
-    assert!(said.contains("first be set to $5.00"), "{said}");
     app.on_key(code(KeyCode::Tab));
     let effects = app.on_key(code(KeyCode::Enter));
     let done = run(&mut app, &op, effects);

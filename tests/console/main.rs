@@ -14,6 +14,7 @@ mod habits;
 mod live;
 mod matrix;
 mod narrow;
+mod raise;
 mod replay;
 mod support;
 #[path = "../common/tmux.rs"]

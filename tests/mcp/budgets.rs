@@ -87,3 +87,57 @@ fn both_sdks_take_usage_on_submit_and_ack_and_the_answers_fit_their_schemas() {
         assert!(text.contains("/usage/output_tokens"), "{sdk:?}: {text}");
     }
 }
+
+/// A hold is the operator's alone (docs/PROTOCOL.md 2.5): a god that moves its dispatch, held for a
+/// budget, out of `_quarantine` into its own inbox gets its acks and its next handoff refused over
+/// MCP, naming the hold and `pantheon approve`; the workflow stays `awaiting_approval`.
+#[test]
+fn an_agent_cannot_release_its_held_dispatch_by_moving_it_over_mcp_either() {
+    let root = TestRoot::new();
+    root.write("conductor/workflows/mcp-test.yaml", BUDGETED);
+    let (wf, h1) = ("wf_moved_mcp", handoff_id(0x7a0));
+    let mut first = handoff(&h1, wf, "thoth", "hephaestus", "research", &[]);
+    first["routing"] = json!({"workflow_definition": "mcp-test"});
+    first["usage"] = json!({"cost_usd": 1.5});
+    let report = root.session(&[call("submit_handoff", json!({"handoff": first}))]);
+    assert_eq!(ok(&report.results[0])["status"], "awaiting_approval");
+    // The god moves it into its own inbox.
+    let held = root
+        .path()
+        .join(format!("conductor/pending/_quarantine/{h1}.json"));
+    let inbox = root
+        .path()
+        .join(format!("conductor/pending/hephaestus/{h1}.json"));
+    std::fs::rename(&held, &inbox).unwrap();
+    let mut next = handoff(
+        &handoff_id(0x7a1),
+        wf,
+        "hephaestus",
+        "marvin",
+        "implement",
+        &[],
+    );
+    next["routing"] = json!({"workflow_definition": "mcp-test"});
+    let report = root.session(&[
+        call(
+            "ack_handoff",
+            json!({"ack": {"ack_id": ack_id(0x7a0), "handoff_id": h1, "status": "accepted"}}),
+        ),
+        call(
+            "ack_handoff",
+            json!({"ack": {"ack_id": ack_id(0x7a1), "handoff_id": h1, "status": "completed",
+                           "message": "done"}}),
+        ),
+        call("submit_handoff", json!({"handoff": next})),
+        call("get_workflow_state", json!({"workflow_id": wf})),
+    ]);
+    for r in &report.results[..3] {
+        let text = refused(r);
+        assert!(text.contains("held for an operator's decision"), "{text}");
+        assert!(text.contains(&format!("pantheon approve {h1}")), "{text}");
+    }
+    let st = ok(&report.results[3]);
+    assert_eq!(st["status"], "awaiting_approval", "{st:#}");
+    assert_eq!(st["acks"], json!([]), "{st:#}");
+    assert!(inbox.exists());
+}

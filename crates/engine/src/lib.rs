@@ -63,6 +63,7 @@ pub use crate::{
         supervisor_alive, write_supervisor_heartbeat,
     },
     conductor::files::{FileError, is_foreign_pending_dir, known_gods},
+    conductor::hold::{MovedHold, held_dispatches_moved},
     conductor::intents::settle::IntentRepair,
     conductor::model::{
         AbortManifest, AckRecord, AckStatus, CompletedStep, ContextBag, Dispatch, DispatchContext,
@@ -115,7 +116,10 @@ pub use crate::{
         declared as declared_budgets,
     },
     cost::hook::{Hold, Origin as UsageOrigin, Report as UsageReport, hold as budget_hold},
-    cost::ops::{CostPass, CostQuery, metric_totals as cost_metric_totals, query as cost_query},
+    cost::ops::{
+        BudgetReached, CostPass, CostQuery, metric_totals as cost_metric_totals,
+        query as cost_query,
+    },
     cost::prices::{Price, PriceTable},
     cost::usage::{Totals, Usage, micros_of},
 };

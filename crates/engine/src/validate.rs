@@ -87,6 +87,10 @@ pub fn validate_root(root: &Root) -> Result<ValidationReport> {
     c.definitions(root);
     c.states(root);
     c.dispatch_tree(&root.pending_root(), true);
+    // A hold is the operator's alone: a dispatch of a held step in an inbox was moved there by hand.
+    for m in crate::conductor::hold::held_dispatches_moved(root) {
+        c.error(&m.path, m.text());
+    }
     c.dispatch_tree(&root.archive_root(), false);
     c.dispatch_tree(&root.dead_root(), false);
     for w in &root.settings.warnings {

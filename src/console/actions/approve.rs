@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::engine::{ApprovalResult, ApprovalStatus, Actor, Budget, Error, HandoffId};
+use crate::live::ledger::Bar;
 use crate::live::snapshot::Snapshot;
 
 use super::super::keymap::{Action, Pane};
@@ -31,18 +32,160 @@ pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
     Some(Vec::new())
 }
 
-/// The new limits of the budget this held dispatch was held for (empty: approve it as it is).
+/// The new limits of the budgets held dispatches would go past (empty: approve as they are): one
+/// dispatch, or every marked one held for a budget (`held`: each with the budgets it reached).
 #[derive(Debug, Clone)]
-struct Raise(HandoffId);
+struct Raise {
+    handoff_id: HandoffId,
+    held: Vec<(String, Vec<Bar>)>,
+}
 
 impl Question for Raise {
-    fn title(&self, _marked: usize, _pane: Pane) -> String {
-        format!("Approve {}, held for a budget", self.0)
+    fn title(&self, marked: usize, _pane: Pane) -> String {
+        if marked > 0 {
+            format!(
+                "Approve {marked} marked dispatch(es): {} held for a budget",
+                self.held.len()
+            )
+        } else {
+            format!("Raise the budgets of {} and approve it", self.handoff_id)
+        }
     }
 
     fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), String> {
-        app.raise_answered(self.0, answer)
+        app.raise_answered(self.handoff_id, &self.held, answer)
     }
+}
+
+/// The budgets held dispatch `handoff_id` would go past if it were approved now, as the snapshot
+/// shows them (the Ledger's figures): its workflow's and steps' budgets (declared, or raised), the
+/// budget of the god the workflow holds it for, and today's; reached ones only. The engine computes
+/// the same from the ledger at approval time and refuses a raise that leaves one reached.
+pub(crate) fn reached_for(snap: &Snapshot, handoff_id: &str, now: DateTime<Utc>) -> Vec<Bar> {
+    let Some(d) = snap
+        .quarantine
+        .dispatches
+        .iter()
+        .find(|d| &*d.dispatch.handoff_id == handoff_id)
+    else {
+        return Vec::new();
+    };
+    let Some(w) = snap
+        .workflows
+        .iter()
+        .find(|w| *w.id == *d.dispatch.workflow_id)
+    else {
+        return Vec::new();
+    };
+    let god = w.state.dispatched_to.as_deref();
+    let mut out: Vec<Bar> = snap
+        .workflow_bars(w)
+        .into_iter()
+        .filter(Bar::reached)
+        .collect();
+    out.extend(
+        snap.root_bars(now)
+            .into_iter()
+            .filter(|b| b.reached() && (b.scope == "day" || Some(b.name.as_str()) == god)),
+    );
+    out
+}
+
+/// `workflow wf_x: $1.20 of $1.00`.
+fn bar_text(b: &Bar) -> String {
+    format!("{} {}: {}", b.scope, b.name, b.figures())
+}
+
+/// An amount of `metric` as the Ledger shows it.
+fn amount(metric: &str, n: u64) -> String {
+    if metric == "cost_usd" {
+        crate::live::ledger::usd(n)
+    } else {
+        format!("{} tokens", crate::live::ledger::tokens(n))
+    }
+}
+
+/// The prompt's lines: each budget reached, with its usage and limit (per dispatch when marked).
+fn raise_context(held: &[(String, Vec<Bar>)], bulk: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    for (hid, bars) in held {
+        for b in bars {
+            out.push(match bulk {
+                true => format!("{hid}: {} reached", bar_text(b)),
+                false => format!("Reached: {}", bar_text(b)),
+            });
+        }
+    }
+    if out.len() > 8 {
+        let more = out.len() - 7;
+        out.truncate(7);
+        out.push(format!("+{more} more"));
+    }
+    out
+}
+
+/// The prompt's label: a value for each metric reached, with an example above what is used.
+fn raise_label(held: &[(String, Vec<Bar>)]) -> String {
+    let bars = || held.iter().flat_map(|(_, b)| b.iter());
+    let most = |metric: &str| {
+        bars()
+            .filter(|b| b.metric == metric)
+            .map(|b| b.used.max(b.limit))
+            .max()
+    };
+    let mut want = Vec::new();
+    let mut example = Vec::new();
+    if let Some(c) = most("cost_usd") {
+        want.push("dollars");
+        let cents = (c.saturating_mul(2) / 10_000).max(1);
+        example.push(format!("${}.{:02}", cents / 100, cents % 100));
+    }
+    if let Some(t) = most("tokens") {
+        want.push("tokens");
+        example.push(format!("{} tokens", t.saturating_mul(2).max(1)));
+    }
+    format!(
+        "New limit in {} (each reached budget is set to it; it must be above what is used), e.g. {}. \
+         Empty: approve without a raise (the next dispatch is held again)",
+        want.join(" and "),
+        example.join(", ")
+    )
+}
+
+/// Why a raise to `to` would leave a budget of `held` reached (none: it frees every one).
+fn still_reached(held: &[(String, Vec<Bar>)], to: &Budget) -> Option<String> {
+    let mut why = Vec::new();
+    for (_, bars) in held {
+        for b in bars {
+            let (given, flag) = if b.metric == "cost_usd" {
+                (to.cost_micros, "dollars")
+            } else {
+                (to.tokens, "tokens")
+            };
+            let text = match given {
+                None => format!(
+                    "{} {} reached its {} ({}): give {flag} too, above {}",
+                    b.scope,
+                    b.name,
+                    amount(b.metric, b.limit),
+                    b.figures(),
+                    amount(b.metric, b.used)
+                ),
+                Some(n) if n <= b.used => format!(
+                    "{} {} has used {}: {} would leave it reached; give more",
+                    b.scope,
+                    b.name,
+                    amount(b.metric, b.used),
+                    amount(b.metric, n)
+                ),
+                Some(_) => continue,
+            };
+            if !why.contains(&text) {
+                why.push(text);
+            }
+        }
+    }
+    (!why.is_empty()).then(|| why.join("; "))
 }
 
 impl App {
@@ -50,40 +193,75 @@ impl App {
         if self.refuse_if_gone(Pane::Inboxes) {
             return;
         }
+        let marked = !self.pane_state().picked.is_empty() && !self.pane_state().detail;
         match self.selected_dispatch() {
-            // Held for a budget, one dispatch: the operator may raise the budget first.
-            Some((_, d, true))
-                if crate::live::ledger::held_for_budget(d.held_because.as_deref())
-                    && self.pane_state().picked.is_empty() =>
-            {
-                match HandoffId::parse(&d.handoff_id) {
-                    Ok(h) => self.ask(
-                        "Raise the budget to (e.g. $5, 3000000 tokens, or both; empty: approve as it is)",
-                        false,
-                        String::new(),
-                        PromptFor::Action(Box::new(Raise(h))),
-                    ),
-                    Err(e) => self.flash(FlashKind::Error, e.to_string()),
-                }
-            }
             Some((_, d, true)) => match HandoffId::parse(&d.handoff_id) {
-                Ok(handoff_id) => self.confirm(Op::Approve {
-                    handoff_id,
-                    raise: None,
-                }),
+                Ok(handoff_id) => {
+                    // Each dispatch that would go past a reached budget: the operator may raise it
+                    // first (with marks, one raise for every marked one held for a budget).
+                    let held = if marked {
+                        self.marked_budget_holds()
+                    } else {
+                        let bars = reached_for(&self.snapshot, &d.handoff_id, self.now);
+                        match bars.is_empty() {
+                            true => Vec::new(),
+                            false => vec![(d.handoff_id.to_string(), bars)],
+                        }
+                    };
+                    if held.is_empty() {
+                        self.confirm(Op::Approve {
+                            handoff_id,
+                            raise: None,
+                        });
+                    } else {
+                        let context = raise_context(&held, marked);
+                        let label = raise_label(&held);
+                        self.ask_about(
+                            context,
+                            label,
+                            String::new(),
+                            PromptFor::Action(Box::new(Raise { handoff_id, held })),
+                        );
+                    }
+                }
                 Err(e) => self.flash(FlashKind::Error, e.to_string()),
             },
             _ => self.need("a held dispatch (the _quarantine rows of pane 2)"),
         }
     }
 
-    /// The new limits of the budget a held dispatch was held for (empty: approve it as it is).
+    /// The marked held dispatches that would go past a reached budget, each with those budgets.
+    fn marked_budget_holds(&self) -> Vec<(String, Vec<Bar>)> {
+        let rows = items::dispatches(&self.snapshot, &Default::default());
+        let mut out = Vec::new();
+        for mark in &self.pane_state().picked {
+            let Some(r) = rows.iter().find(|r| r.is(mark) && r.held) else {
+                continue;
+            };
+            let hid = r.view.dispatch.handoff_id.to_string();
+            let bars = reached_for(&self.snapshot, &hid, self.now);
+            if !bars.is_empty() {
+                out.push((hid, bars));
+            }
+        }
+        out
+    }
+
+    /// The new limits of the budgets a held dispatch (or the marked ones) would go past (empty:
+    /// approve as they are). A raise that would leave a budget reached is refused here, naming it,
+    /// and the prompt stays open (the engine refuses it too).
     pub(crate) fn raise_answered(
         &mut self,
         handoff_id: HandoffId,
+        held: &[(String, Vec<Bar>)],
         answer: Option<String>,
     ) -> Result<(), String> {
         let raise = answer.as_deref().map(parse_budget).transpose()?;
+        if let Some(to) = &raise
+            && let Some(why) = still_reached(held, to)
+        {
+            return Err(why);
+        }
         self.confirm(Op::Approve { handoff_id, raise });
         Ok(())
     }
@@ -94,7 +272,7 @@ impl Act for super::Approve<'_> {
         let handoff_id = self.handoff_id;
         match self.raise {
             None => format!("Approve held dispatch {handoff_id}"),
-            Some(_) => format!("Raise the budget and approve held dispatch {handoff_id}"),
+            Some(_) => format!("Raise the budgets and approve held dispatch {handoff_id}"),
         }
     }
 
@@ -102,8 +280,8 @@ impl Act for super::Approve<'_> {
         "Approve"
     }
 
-    fn describe(&self, out: &mut Vec<(Tone, String)>, snap: &Snapshot, _now: DateTime<Utc>) {
-        describe(out, self.handoff_id, self.raise.as_ref(), snap)
+    fn describe(&self, out: &mut Vec<(Tone, String)>, snap: &Snapshot, now: DateTime<Utc>) {
+        describe(out, self.handoff_id, self.raise.as_ref(), snap, now)
     }
 
     fn version(&self, v: &mut Version, snap: &Snapshot) {
@@ -148,9 +326,12 @@ impl Act for super::Approve<'_> {
     }
 
     fn mark(&self, fan: &mut FanOut<'_>, mark: &RowKey) -> Option<Result<Op, String>> {
-        Some(held(fan, mark).map(|handoff_id| Op::Approve {
-            handoff_id,
-            raise: None,
+        // The raise asked for the marks goes to each one that would go past a reached budget.
+        Some(held(fan, mark).map(|handoff_id| {
+            let raise = self
+                .raise
+                .filter(|_| !reached_for(fan.snap, handoff_id.as_str(), chrono::Utc::now()).is_empty());
+            Op::Approve { handoff_id, raise }
         }))
     }
 }
@@ -204,6 +385,7 @@ fn describe(
     handoff_id: &HandoffId,
     raise: Option<&Budget>,
     snap: &Snapshot,
+    now: DateTime<Utc>,
 ) {
     use Tone::*;
     let held = snap
@@ -231,7 +413,7 @@ fn describe(
             if let Some(why) = &x.held_because {
                 out.push(line(Dim, format!("Held because: {why}")));
             }
-            describe_budget_hold(out, d, raise);
+            describe_budget_hold(out, &reached_for(snap, handoff_id.as_str(), now), raise);
         }
         None => out.push(line(
             Warn,
@@ -242,65 +424,71 @@ fn describe(
     }
 }
 
-/// The figures of a dispatch held for a budget (its `budget.crossed`: which budget, used, limit)
-/// and what a raise will set.
-fn describe_budget_hold(
-    out: &mut Vec<(Tone, String)>,
-    d: &crate::live::snapshot::DispatchView,
-    raise: Option<&Budget>,
-) {
+/// Each budget the dispatch would go past (which, used, limit), as the Ledger shows it now, and
+/// what the raise sets each to.
+fn describe_budget_hold(out: &mut Vec<(Tone, String)>, bars: &[Bar], raise: Option<&Budget>) {
     use Tone::*;
-    let whole = d.whole().ok();
-    let crossed = whole
-        .as_ref()
-        .and_then(|w| w.raw.pointer("/budget/crossed"))
-        .and_then(serde_json::Value::as_array);
-    for c in crossed.into_iter().flatten().take(8) {
-        let s = |k: &str| c.get(k).and_then(serde_json::Value::as_str).unwrap_or("?");
-        let n = |k: &str| {
-            c.get(k)
-                .map(|v| v.to_string())
-                .unwrap_or_else(|| "?".into())
-        };
-        let (used, limit) = if s("metric") == "cost_usd" {
-            (format!("${}", n("used")), format!("${}", n("limit")))
-        } else {
-            (
-                format!("{} tokens", n("used")),
-                format!("{} tokens", n("limit")),
-            )
-        };
-        out.push(line(
-            Warn,
-            format!(
-                "Budget reached: {} {} used {used} of its {limit} ({})",
-                s("scope"),
-                s("name"),
-                s("metric")
+    for b in bars.iter().take(8) {
+        let set = raise.map(|r| {
+            if b.metric == "cost_usd" {
+                r.cost_micros
+            } else {
+                r.tokens
+            }
+        });
+        let after = match set {
+            None => String::new(),
+            Some(Some(n)) if n > b.used => {
+                format!("; its limit will be set to {}", amount(b.metric, n))
+            }
+            Some(Some(n)) => format!(
+                "; {} is not above what is used: the engine will refuse",
+                amount(b.metric, n)
             ),
-        ));
+            Some(None) => "; no new limit given for it: it stays reached, the engine will refuse".into(),
+        };
+        out.push(line(Warn, format!("Budget reached: {}{after}", bar_text(b))));
     }
     match raise {
-        Some(b) => {
-            let mut to = Vec::new();
-            if let Some(c) = b.cost_micros {
-                to.push(crate::live::ledger::usd(c));
-            }
-            if let Some(t) = b.tokens {
-                to.push(format!("{t} tokens"));
-            }
-            out.push(line(
-                Normal,
-                format!(
-                    "Each budget it reached will first be set to {} (the other metric keeps its limit), journaled as budget_raise.",
-                    to.join(" and ")
-                ),
-            ));
-        }
-        None if crossed.is_some_and(|c| !c.is_empty()) => out.push(line(
+        Some(_) => out.push(line(
+            Normal,
+            "The raise is journaled as budget_raise, then the dispatch is approved.",
+        )),
+        None if !bars.is_empty() => out.push(line(
             Dim,
             "The budget stays reached: the workflow's next dispatch will be held again.",
         )),
         None => {}
     }
+}
+
+/// Where `Enter` on a budget warning lands: the held dispatch `p` approves (pane 2's `_quarantine`
+/// row) when one waits on that budget (a dispatch of the warned workflow, a dispatch to the warned
+/// god, any dispatch for the day's budget) and the budget is reached; `None` otherwise.
+pub(crate) fn budget_hold_row(
+    snap: &Snapshot,
+    scope: &str,
+    name: &str,
+    now: DateTime<Utc>,
+) -> Option<RowKey> {
+    let workflow = match scope {
+        "workflow" => Some(name),
+        "step" => name.rsplit_once('/').map(|(wf, _)| wf),
+        _ => None,
+    };
+    let d = snap.quarantine.dispatches.iter().find(|d| {
+        let x = &d.dispatch;
+        let ours = match (scope, workflow) {
+            (_, Some(wf)) => *x.workflow_id == *wf,
+            ("god", None) => *x.to_god == *name,
+            _ => true,
+        };
+        ours && reached_for(snap, &x.handoff_id, now)
+            .iter()
+            .any(|b| b.scope == scope && b.name == name)
+    })?;
+    Some(RowKey::Dispatch {
+        god: snap.quarantine.god.as_str().into(),
+        name: d.name.clone(),
+    })
 }

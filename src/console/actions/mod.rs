@@ -274,3 +274,6 @@ pub(crate) fn marks_fit(app: &mut App, fits: &dyn Fn(&App, &RowKey) -> bool, wha
 pub(crate) fn line(t: Tone, s: impl Into<String>) -> (Tone, String) {
     (t, s.into())
 }
+
+/// Where `Enter` on a budget warning lands (the attention list asks).
+pub(crate) use approve::budget_hold_row;

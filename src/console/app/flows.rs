@@ -56,7 +56,22 @@ impl App {
             input: LineEditor::new(input),
             purpose,
             completions: Vec::new(),
+            context: Vec::new(),
         });
+    }
+
+    /// [`App::ask`] with `context` lines shown above the label (what the answer is about).
+    pub(crate) fn ask_about(
+        &mut self,
+        context: Vec<String>,
+        label: impl Into<String>,
+        input: String,
+        purpose: PromptFor,
+    ) {
+        self.ask(label, false, input, purpose);
+        if let Mode::Prompt(p) = &mut self.mode {
+            p.context = context;
+        }
     }
 
     /// Takes a prompt's answer: asks the next question or opens the confirmation (the action's

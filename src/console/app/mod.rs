@@ -167,6 +167,9 @@ pub struct Prompt {
     pub purpose: PromptFor,
     /// What Tab completes the answer to (gods, step ids); empty: Tab does nothing.
     pub completions: Vec<String>,
+    /// Lines shown above the label: what the answer is about (each budget a raise is for, with
+    /// what is used of it and its limit); empty for most prompts.
+    pub context: Vec<String>,
 }
 
 /// The dispatch an ack menu is for.

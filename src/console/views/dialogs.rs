@@ -121,16 +121,24 @@ pub fn ack_menu(
 }
 
 pub fn prompt(frame: &mut Frame, area: Rect, p: &Prompt, theme: &Theme) {
-    let lines = vec![
-        Line::styled(p.label.as_str(), theme.dim()),
-        super::editor_line("> ", &p.input, theme),
-    ];
-    // The label wraps (a gates prompt names the step's gates); the box grows to fit it.
+    let mut lines: Vec<Line> = p
+        .context
+        .iter()
+        .map(|c| Line::styled(c.as_str(), theme.warn()))
+        .collect();
+    lines.push(Line::styled(p.label.as_str(), theme.dim()));
+    lines.push(super::editor_line("> ", &p.input, theme));
+    // The label and the context lines wrap (a gates prompt names the step's gates, a raise each
+    // budget reached); the box grows to fit them.
     let inner = 72u16
         .min(area.width.saturating_sub(2))
         .saturating_sub(2)
         .max(1) as usize;
-    let label_rows = p.label.chars().count().div_ceil(inner).max(1) as u16;
+    let rows = |s: &str| s.chars().count().div_ceil(inner).max(1) as u16;
+    let label_rows = p
+        .context
+        .iter()
+        .fold(rows(&p.label), |n, c| n.saturating_add(rows(c)));
     let r = centered(area, 72, label_rows + 3);
     frame.render_widget(Clear, r);
     frame.render_widget(

@@ -627,7 +627,10 @@ impl Conductor {
         let wf = self.workflow_of(&hid)?;
         let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
         let mut st = files::require_state(&self.root, &wf)?;
-        let held = files::in_quarantine(&self.root, &hid)?;
+        let held = match files::in_quarantine(&self.root, &hid)? {
+            Some(f) => Some(f),
+            None => self.moved_held(&wf, &st, &hid)?,
+        };
         let by_label = by.label("operator");
         let publish_def = match (&held, st.definition_id.as_deref()) {
             (Some(f), Some(id)) => super::definition::find_definition(&self.root, id)
@@ -691,7 +694,9 @@ impl Conductor {
             HeldMove::ToInbox => {
                 let to = self.root.inbox_dir(&god).join(format!("{hid}.json"));
                 write_json(&self.root, &to, &dispatch)?;
-                files::remove_file(&self.root, &f.path)?;
+                if f.path != to {
+                    files::remove_file(&self.root, &f.path)?;
+                }
                 to
             }
             HeldMove::ArchiveRejected => {
@@ -713,6 +718,50 @@ impl Conductor {
             by: by_label,
             duplicate: false,
         })
+    }
+
+    /// The held dispatch of `hid` when a god moved it out of `_quarantine` into an inbox: the workflow
+    /// is still held at its step (the state says so, docs/PROTOCOL.md §2.5), so the operator decides
+    /// it where it lies. Refused when the file no longer says what the state holds (another workflow,
+    /// step or god): the operator moves it back or aborts the workflow.
+    fn moved_held(
+        &self,
+        wf: &WorkflowId,
+        st: &WorkflowState,
+        hid: &HandoffId,
+    ) -> Result<Option<files::Found>> {
+        let Some(h) = super::hold::undecided(st) else {
+            return Ok(None);
+        };
+        if h.handoff_id.is_some_and(|held| held != hid.as_str()) {
+            return Ok(None);
+        }
+        let first = h.god.and_then(|g| GodName::parse(g).ok());
+        let Some(f) = files::find_live(&self.root, hid, first.as_ref())? else {
+            return Ok(None);
+        };
+        let same = f.dispatch.workflow_id == wf.as_str()
+            && f.dispatch.step == h.step
+            && Some(f.dispatch.to_god.as_str()) == h.god;
+        if !same {
+            return Err(Error::refused(format!(
+                "the held dispatch of handoff {hid} was moved by hand to {} and changed: it names \
+                 workflow {:?}, step {:?}, god {:?}, while workflow {wf} is held at step {:?} for {}. \
+                 Move the original back to conductor/pending/_quarantine/ or abort the workflow",
+                f.path.display(),
+                f.dispatch.workflow_id,
+                f.dispatch.step,
+                f.dispatch.to_god,
+                h.step,
+                h.god.unwrap_or("?")
+            )));
+        }
+        // As a held dispatch is: no delivery yet (the approval starts its clock), whatever the
+        // file was given on the way.
+        let mut f = f;
+        f.dispatch.deliveries.clear();
+        f.dispatch.ack_deadline = None;
+        Ok(Some(f))
     }
 
     /// The answer to a decision repeated after the dispatch has moved on, from its `approvals` record.
@@ -817,17 +866,7 @@ pub(crate) fn held_step(input: HeldInput<'_>) -> Result<HeldStep> {
     } else {
         "approved"
     };
-    // A decision is on one held dispatch: a handoff held again later (its reroute held for a budget,
-    // with a new dispatch id) is decided anew. Decisions recorded without a dispatch id match any; the
-    // newest first, so the repeat of a decision whose dispatch has moved finds that decision.
-    let held_id = held.and_then(|d| d.dispatch_id.as_deref());
-    let prior = approvals(st).into_iter().rev().find(|a| {
-        a.get("handoff_id").and_then(Value::as_str) == Some(hid.as_str())
-            && match (a.get("dispatch_id").and_then(Value::as_str), held_id) {
-                (Some(decided), Some(now)) => decided == now,
-                _ => true,
-            }
-    });
+    let prior = prior_decision(st, hid, held);
     // A decision already recorded stands, also while its dispatch is still held (a decision killed
     // between its state and its move: the other decision moved the dispatch against the state).
     if let Some(p) = &prior {
@@ -918,6 +957,30 @@ pub(crate) fn held_step(input: HeldInput<'_>) -> Result<HeldStep> {
         state,
         dispatch: Box::new(d),
         to,
+    })
+}
+
+/// The decision already recorded on the held dispatch of `hid` (`held`: as it lies, if it still
+/// does). A decision is on one held dispatch: a handoff held again later (its reroute held for a
+/// budget, with a new dispatch id) is decided anew. Decisions recorded without a dispatch id match
+/// any; the newest first, so the repeat of a decision whose dispatch has moved finds that decision. A
+/// state still held at the dispatch's step has decided nothing (a decision changes the status in the
+/// write that records it), whatever a dispatch file's id says: its file may be forged.
+fn prior_decision(
+    st: &WorkflowState,
+    hid: &HandoffId,
+    held: Option<&Dispatch>,
+) -> Option<serde_json::Map<String, Value>> {
+    if held.is_some_and(|d| super::hold::holds_step(st, &d.step)) {
+        return None;
+    }
+    let held_id = held.and_then(|d| d.dispatch_id.as_deref());
+    approvals(st).into_iter().rev().find(|a| {
+        a.get("handoff_id").and_then(Value::as_str) == Some(hid.as_str())
+            && match (a.get("dispatch_id").and_then(Value::as_str), held_id) {
+                (Some(decided), Some(now)) => decided == now,
+                _ => true,
+            }
     })
 }
 

@@ -500,7 +500,7 @@ pub(crate) struct AckInput<'a> {
 }
 
 /// The pure step of a new ack (after [`ack_start`] said `Fresh`). Refuses a held dispatch (approve it
-/// first), an unknown handoff, an archived dispatch whose status the ack would change, a dispatch of
+/// first), and any dispatch of a step the workflow is held at, wherever its file lies (`hold`), an unknown handoff, an archived dispatch whose status the ack would change, a dispatch of
 /// another workflow, a god the dispatch was never delivered to, a progress ack on an accepted step with
 /// no timeout, and a rejection's fallback god with an invalid name. Otherwise:
 /// - `pending`: the dispatch carries the ack and its next deadline (moved to the acking god's inbox when
@@ -523,6 +523,15 @@ pub(crate) fn ack_step(input: AckInput<'_>) -> Result<AckPlan> {
     let now_text = format_ts(facts.now);
     let (found, was_accepted) = match located {
         Located::Live(f) if f.place == Place::Quarantine => {
+            if super::hold::holds_step(&state, &f.dispatch.step) {
+                return Err(super::hold::refusal(
+                    wf,
+                    &state,
+                    &format!("an ack of handoff {hid}"),
+                    Some(hid.as_str()),
+                    None,
+                ));
+            }
             return Err(Error::refused(format!(
                 "handoff {hid} is held for operator approval ({}); approve it first (pantheon approve {hid})",
                 f.dispatch
@@ -530,6 +539,19 @@ pub(crate) fn ack_step(input: AckInput<'_>) -> Result<AckPlan> {
                     .as_deref()
                     .unwrap_or("approval required"),
             )));
+        }
+        // A hold is the operator's alone: a dispatch of the held step is not acked wherever its
+        // file lies (a god may have moved it into an inbox, or into an archive).
+        Located::Live(f) | Located::Archived(f)
+            if super::hold::holds_step(&state, &f.dispatch.step) =>
+        {
+            return Err(super::hold::refusal(
+                wf,
+                &state,
+                &format!("an ack of handoff {hid}"),
+                Some(hid.as_str()),
+                Some(&f.path),
+            ));
         }
         Located::Live(f) => (f, false),
         Located::Nowhere => return Err(unknown_handoff(hid)),

@@ -315,9 +315,54 @@ fn refusals_wrong_god_held_unknown_archived_other_workflow() {
     .unwrap_err()
     .to_string();
     assert!(
+        e.contains("held for an operator's decision at step \"build\"")
+            && e.contains("pantheon approve hof_20261201_aaaaaa"),
+        "{e}"
+    );
+    // Held in a quarantine the state no longer holds (decided, its move killed): refused as before.
+    let mut held = found(Place::Quarantine, &[]);
+    held.dispatch.held_because = Some("publish step".into());
+    let e = step(
+        waiting(),
+        &a,
+        Actor::Recipient,
+        Located::Live(held),
+        facts(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
         e.contains("is held for operator approval (publish step); approve it first"),
         "{e}"
     );
+    // The held dispatch moved into an inbox (or an archive) by hand: every ack is refused while
+    // the state holds its step, naming where it lies.
+    for decision in [
+        AckDecision::Accepted,
+        AckDecision::Pending,
+        AckDecision::Rejected,
+        AckDecision::Completed,
+    ] {
+        for located in [
+            Located::Live(inbox()),
+            Located::Archived(archived(AckStatus::Accepted, false)),
+        ] {
+            let e = step(
+                held_state(),
+                &ack(decision, None, None),
+                Actor::Recipient,
+                located,
+                facts(),
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(
+                e.contains("moving it does not release it")
+                    && e.contains("pantheon approve hof_20261201_aaaaaa"),
+                "{e}"
+            );
+        }
+    }
     let e = step(waiting(), &a, Actor::Recipient, Located::Nowhere, facts()).unwrap_err();
     assert!(matches!(e, Error::NotFound(_)), "{e}");
     // An archived (rejected, withdrawn by an abort, …) dispatch cannot change status.

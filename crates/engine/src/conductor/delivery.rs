@@ -775,8 +775,18 @@ impl Conductor {
                 let to_god = GodName::parse(&to)?;
                 let target = self.root.inbox_dir(&to_god).join(format!("{hid}.json"));
                 files::refuse_unconfined(&self.root, &[path.to_path_buf(), target.clone()])?;
-                self.intend_delivery(wf.as_str(), hid.as_str(), from.as_str(), &to, n, false);
                 let mut st = files::require_state(&self.root, &wf)?;
+                if super::hold::holds_step(&st, &d.step) {
+                    // A held dispatch moved into an inbox by hand is never delivered.
+                    return Err(super::hold::refusal(
+                        &wf,
+                        &st,
+                        &format!("redelivering handoff {hid}"),
+                        Some(hid.as_str()),
+                        Some(path),
+                    ));
+                }
+                self.intend_delivery(wf.as_str(), hid.as_str(), from.as_str(), &to, n, false);
                 let current = st.dispatched_to.as_deref() == Some(from.as_str())
                     && st.current_step.as_deref() == Some(d.step.as_str());
                 if current && to != from.as_str() {
@@ -847,6 +857,18 @@ impl Conductor {
         } = input;
         let target = self.root.dead_dir(god).join(format!("{hid}.json"));
         files::refuse_unconfined(&self.root, &[path.to_path_buf(), target.clone()])?;
+        let mut st = files::require_state(&self.root, wf)?;
+        if super::hold::holds_step(&st, &nd.step) {
+            // A held dispatch moved into an inbox by hand: a dead letter would stall the workflow
+            // past the operator's hold.
+            return Err(super::hold::refusal(
+                wf,
+                &st,
+                &format!("dead-lettering handoff {hid}"),
+                Some(hid.as_str()),
+                Some(path),
+            ));
+        }
         let used = nd.deliveries.len();
         self.intend_delivery(
             wf.as_str(),
@@ -856,7 +878,6 @@ impl Conductor {
             used,
             true,
         );
-        let mut st = files::require_state(&self.root, wf)?;
         let stalls = match stall {
             StallWhen::Always => true,
             StallWhen::CurrentAndOpen => {

@@ -18,6 +18,7 @@ pub(crate) mod definition;
 pub(crate) mod delivery;
 pub(crate) mod dispatch;
 pub(crate) mod files;
+pub(crate) mod hold;
 pub(crate) mod inbox_cache;
 pub(crate) mod intents;
 pub(crate) mod journaled;

@@ -238,6 +238,20 @@ fn refuse_out_of_step(
     )))
 }
 
+/// Refuses a new handoff (a god's, or the one a `completed` ack records) while the workflow awaits an
+/// operator's decision on a held dispatch: recording it would move the workflow past the hold
+/// (docs/PROTOCOL.md §2.5). An exact resubmit of a recorded handoff is answered before this.
+fn refuse_held(wf: &WorkflowId, st: &WorkflowState, ack: Option<&AckRecord>) -> Result<()> {
+    if super::hold::undecided(st).is_none() {
+        return Ok(());
+    }
+    let act = match ack {
+        Some(a) => format!("a completed ack of handoff {}", a.handoff_id),
+        None => "a new handoff".to_owned(),
+    };
+    Err(super::hold::refusal(wf, st, &act, None, None))
+}
+
 /// Refuses any handoff for a workflow that is aborted or completed.
 fn refuse_closed(wf: &WorkflowId, st: &WorkflowState) -> Result<()> {
     match st.status {
@@ -362,6 +376,7 @@ pub(crate) fn next_state(input: NextStateInput<'_>) -> Result<SubmitStep> {
     let from = GodName::parse_as("from_god", &h.from_god)?;
     if let Some(st) = &state {
         refuse_closed(wf, st)?;
+        refuse_held(wf, st, ack)?;
         refuse_out_of_step(wf, st, h, route)?;
     }
     if let Some(def) = def {

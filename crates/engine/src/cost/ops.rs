@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::budget::{Budget, CostConfig, Raised, STATE_BUDGET, STATE_RAISES};
+use super::budget::{Budget, CostConfig, Raised, STATE_BUDGET, STATE_RAISES, Subject, crossed};
 use super::hook::{self, Origin, Report};
 use super::ledger::{self, Line};
 use super::usage::{self, Totals};
@@ -232,10 +232,29 @@ impl Conductor {
         Ok(true)
     }
 
-    /// Raises the budget a held dispatch was held for (an operator act, before approving it): each
-    /// budget it reached is set to `cost_usd` and/or `tokens` (absolute values), recorded in the
-    /// workflow's `budget` and `budget_raises` (god and day budgets in `conductor/cost/budgets.json`)
-    /// and journaled as `budget_raise`. Refused for a dispatch not held for a budget.
+    /// The budgets a held dispatch would go past if it were approved now, with the usage recorded
+    /// against each and its limit: computed from the workflow's state, its definition, the root's
+    /// config, the raises recorded and the ledger at this moment (never from the dispatch file, which a
+    /// god may have edited). What `approve --budget-usd/--budget-tokens` raises and the console's raise
+    /// dialog lists. Refused when the dispatch is not held (the workflow is not awaiting an operator's
+    /// decision on it).
+    pub fn budgets_reached(&self, handoff_id: &HandoffId) -> Result<Vec<BudgetReached>> {
+        let root = self.root();
+        let (wf, _) = held_workflow(root, handoff_id)?;
+        let st = files::require_state(root, &wf)?;
+        let mut warnings = Vec::new();
+        let subjects = held_subjects(root, &wf, &st, handoff_id, &mut warnings)?;
+        Ok(reached(&subjects))
+    }
+
+    /// Raises the budgets a held dispatch would go past (an operator act, before approving it): each
+    /// budget reached now ([`Conductor::budgets_reached`]) gets `cost_usd` and/or `tokens` as its new
+    /// limit for each of those metrics it limits (absolute values; a metric not given keeps its
+    /// limit), recorded in the workflow's `budget` and
+    /// `budget_raises` (god and day budgets in `conductor/cost/budgets.json`) and journaled as
+    /// `budget_raise`. Refused, changing nothing, when no budget is reached, and when a budget would
+    /// stay reached after the raise (a limit at or below what is already used, or a reached metric
+    /// left as it is): the refusal names each such budget with its usage.
     pub fn raise_budget(&self, handoff_id: &HandoffId, to: Budget, by: &str) -> Result<Value> {
         let root = self.root();
         if to.is_empty() {
@@ -243,138 +262,37 @@ impl Conductor {
                 "give the new budget: --budget-usd, --budget-tokens or both",
             ));
         }
-        let (workflow_id, crossed) = held_for_budget(root, handoff_id)?;
-        let wf = WorkflowId::parse(&workflow_id)?;
+        let (wf, _) = held_workflow(root, handoff_id)?;
         let _lock = FileLock::exclusive(root, &root.workflow_lock_path(&wf))?;
         let mut st = files::require_state(root, &wf)?;
         let mut warnings = Vec::new();
+        let subjects = held_subjects(root, &wf, &st, handoff_id, &mut warnings)?;
+        let plan = raise_plan(&wf, &subjects, to)?;
         let at = now_ts();
-        let raise = Raise {
-            root,
-            handoff_id,
-            to,
-            by,
-            at: &at,
-        };
-        let raises = raise.apply(&crossed, &mut st, &mut warnings)?;
-        st.updated = Some(at.clone());
-        files::write_state(root, &wf, &st)?;
-        drop(_lock);
-        let act = Act::new("budget_raise", "raised")
-            .target("workflow_id", Some(wf.as_str()))
-            .target("handoff_id", Some(handoff_id.as_str()))
-            .reason(Some(&raises_text(&raises)));
-        warnings.extend(self.journal(&act));
-        Ok(
-            json!({ "status": "raised", "workflow_id": wf.as_str(), "handoff_id": handoff_id.as_str(),
-            "raises": raises, "warnings": warnings }),
-        )
-    }
-}
-
-/// The held dispatch `handoff_id`'s workflow and the budgets it was held for (its `budget.crossed`);
-/// refused for a dispatch not held, or held for another reason.
-fn held_for_budget(root: &Root, handoff_id: &HandoffId) -> Result<(String, Vec<Value>)> {
-    let found = files::find_live(root, handoff_id, None)?
-        .filter(|f| f.path.starts_with(root.quarantine_dir()))
-        .ok_or_else(|| {
-            Error::not_found(format!("no dispatch {handoff_id} is held for approval"))
-        })?;
-    let crossed: Vec<Value> = found
-        .dispatch
-        .extra
-        .get("budget")
-        .and_then(|b| b.get("crossed"))
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    if crossed.is_empty() {
-        return Err(Error::refused(format!(
-            "dispatch {handoff_id} is not held for a budget (held because: {}); approve it as it is",
-            found.dispatch.held_because.as_deref().unwrap_or("?")
-        )));
-    }
-    Ok((found.dispatch.workflow_id.to_string(), crossed))
-}
-
-/// One operator's raise of the budgets a held dispatch was held for.
-struct Raise<'a> {
-    root: &'a Root,
-    handoff_id: &'a HandoffId,
-    /// The new limits (absolute); a limit not given keeps the budget's own.
-    to: Budget,
-    by: &'a str,
-    at: &'a str,
-}
-
-impl Raise<'_> {
-    /// Raises each budget of `crossed` once: a workflow's or step's into the state's `budget` and
-    /// `budget_raises`, a god's or day's into `conductor/cost/budgets.json`. Returns the raises.
-    fn apply(
-        &self,
-        crossed: &[Value],
-        st: &mut crate::conductor::model::WorkflowState,
-        warnings: &mut Vec<String>,
-    ) -> Result<Vec<Value>> {
-        let def = st.definition_id.as_deref().and_then(|d| {
-            crate::conductor::definition::find_definition(self.root, d)
-                .ok()
-                .flatten()
-        });
-        let (declared_wf, declared_steps) = match &def {
-            Some(d) => super::budget::declared(d, warnings),
-            None => (None, BTreeMap::new()),
-        };
-        let cfg = CostConfig::of_root(self.root);
         let mut raised = Raised::of(&st.extra);
         let mut raises = Vec::new();
-        let mut seen = std::collections::BTreeSet::new();
-        for c in crossed {
-            let scope = c.get("scope").and_then(Value::as_str).unwrap_or("");
-            let name = c
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned();
-            if !seen.insert((scope.to_owned(), name.clone())) {
-                continue;
-            }
-            let (from, new) = match scope {
-                "workflow" => {
-                    let from = raised.workflow.or(declared_wf);
-                    let new = self.merge(from);
+        for (target, from, new) in plan {
+            let (scope, name) = match &target {
+                Target::Workflow => {
                     raised.workflow = Some(new);
-                    (from, new)
+                    ("workflow", wf.to_string())
                 }
-                "step" => {
-                    let step = name.rsplit('/').next().unwrap_or("").to_owned();
-                    let from = raised
-                        .steps
-                        .get(&step)
-                        .copied()
-                        .or(declared_steps.get(&step).copied());
-                    let new = self.merge(from);
-                    raised.steps.insert(step, new);
-                    (from, new)
+                Target::Step(step) => {
+                    raised.steps.insert(step.to_string(), new);
+                    ("step", format!("{wf}/{step}"))
                 }
-                "god" => {
-                    GodName::parse(&name)?;
-                    let from = cfg.gods.get(&name).copied();
-                    let new = self.merge(from);
-                    ledger::write_raised(self.root, "god", &name, &new)?;
-                    (from, new)
+                Target::God(g) => {
+                    ledger::write_raised(root, "god", g.as_str(), &new)?;
+                    ("god", g.to_string())
                 }
-                "day" => {
-                    let from = cfg.day_budget(&name);
-                    let new = self.merge(from);
-                    ledger::write_raised(self.root, "day", &name, &new)?;
-                    (from, new)
+                Target::Day(day) => {
+                    ledger::write_raised(root, "day", day, &new)?;
+                    ("day", day.clone())
                 }
-                _ => continue,
             };
             raises.push(json!({
-                "handoff_id": self.handoff_id.as_str(), "scope": scope, "name": name,
-                "from": from.map(|b| b.to_json()), "to": new.to_json(), "by": self.by, "at": self.at,
+                "handoff_id": handoff_id.as_str(), "scope": scope, "name": name,
+                "from": from.map(|b| b.to_json()), "to": new.to_json(), "by": by, "at": at,
             }));
         }
         st.extra.insert(
@@ -391,16 +309,250 @@ impl Raise<'_> {
         if let Some(a) = list.as_array_mut() {
             a.extend(raises.iter().cloned());
         }
-        Ok(raises)
+        st.updated = Some(at.clone());
+        files::write_state(root, &wf, &st)?;
+        drop(_lock);
+        let act = Act::new("budget_raise", "raised")
+            .target("workflow_id", Some(wf.as_str()))
+            .target("handoff_id", Some(handoff_id.as_str()))
+            .reason(Some(&raises_text(&raises)));
+        warnings.extend(self.journal(&act));
+        Ok(
+            json!({ "status": "raised", "workflow_id": wf.as_str(), "handoff_id": handoff_id.as_str(),
+            "raises": raises, "warnings": warnings }),
+        )
+    }
+}
+
+/// One budget a held dispatch would go past: which, the metric, what is used and the limit in force
+/// (micro-dollars for `cost_usd`, else tokens).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BudgetReached {
+    /// `workflow`, `step`, `god` or `day`.
+    pub scope: String,
+    /// The workflow id, `{workflow}/{step}`, the god, or the UTC day.
+    pub name: String,
+    /// `cost_usd` or `tokens`.
+    pub metric: String,
+    /// What is recorded against it.
+    pub used: u64,
+    /// Its limit.
+    pub limit: u64,
+}
+
+impl BudgetReached {
+    /// `workflow wf_x: $1.20 used of its $1.00 budget`.
+    pub fn text(&self) -> String {
+        format!(
+            "{} {}: {} used of its {} budget",
+            self.scope,
+            self.name,
+            shown(&self.metric, self.used),
+            shown(&self.metric, self.limit)
+        )
     }
 
-    /// The raised budget: the new limits, and the old one's where none is given.
-    fn merge(&self, from: Option<Budget>) -> Budget {
-        Budget {
-            cost_micros: self.to.cost_micros.or(from.and_then(|b| b.cost_micros)),
-            tokens: self.to.tokens.or(from.and_then(|b| b.tokens)),
-        }
+    /// True for a dollar budget.
+    pub fn is_cost(&self) -> bool {
+        self.metric == "cost_usd"
     }
+}
+
+/// An amount as people read it: `$1.20` (cents, or more digits when smaller), `136,000 tokens`.
+fn shown(metric: &str, n: u64) -> String {
+    if metric == "cost_usd" {
+        if n.is_multiple_of(10_000) || n >= 100_000_000 {
+            format!("${:.2}", n as f64 / 1e6)
+        } else {
+            format!("${:.6}", n as f64 / 1e6)
+                .trim_end_matches('0')
+                .to_owned()
+        }
+    } else {
+        let digits = n.to_string();
+        let mut out = String::new();
+        for (i, c) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        format!("{out} tokens")
+    }
+}
+
+fn reached(subjects: &[Subject]) -> Vec<BudgetReached> {
+    crossed(subjects)
+        .into_iter()
+        .map(|c| BudgetReached {
+            scope: c.scope.to_owned(),
+            name: c.name,
+            metric: c.metric.to_owned(),
+            used: c.used,
+            limit: c.limit,
+        })
+        .collect()
+}
+
+/// The workflow of the held dispatch `handoff_id` (its file found in `_quarantine`, or moved by hand
+/// into an inbox), checked against that workflow's state: the state must be held, by this handoff.
+fn held_workflow(root: &Root, handoff_id: &HandoffId) -> Result<(WorkflowId, files::Found)> {
+    let not_held = || {
+        Error::not_found(format!(
+            "no dispatch {handoff_id} is held for approval (pantheon pending lists awaiting_approval)"
+        ))
+    };
+    let found = files::find_live(root, handoff_id, None)?.ok_or_else(not_held)?;
+    let wf = WorkflowId::parse(&found.dispatch.workflow_id)?;
+    let st = files::require_state(root, &wf)?;
+    match crate::conductor::hold::undecided(&st) {
+        Some(h)
+            if h.step == found.dispatch.step
+                && h.handoff_id.is_none_or(|x| x == handoff_id.as_str()) =>
+        {
+            Ok((wf, found))
+        }
+        _ => Err(not_held()),
+    }
+}
+
+/// Every budget that applies to the held dispatch of `handoff_id` now, with
+/// the usage recorded against each: the workflow's and its steps' (definition, then raises in the
+/// state), the addressee's (the god the state holds the dispatch for) and today's.
+fn held_subjects(
+    root: &Root,
+    wf: &WorkflowId,
+    st: &crate::conductor::model::WorkflowState,
+    handoff_id: &HandoffId,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<Subject>> {
+    let Some(h) = crate::conductor::hold::undecided(st) else {
+        return Err(Error::not_found(format!(
+            "no dispatch {handoff_id} is held for approval: workflow {wf} is {}",
+            st.status
+        )));
+    };
+    let god = h.god.map(GodName::parse).transpose()?;
+    let def = match st.definition_id.as_deref() {
+        Some(d) => {
+            crate::conductor::definition::find_definition(root, d).map_err(|e| Error::Corrupt {
+                path: e.path,
+                message: format!("workflow definition does not load: {}", e.message),
+            })?
+        }
+        None => None,
+    };
+    hook::subjects(
+        root,
+        wf.as_str(),
+        Some(st),
+        def.as_ref(),
+        god.as_ref().map(GodName::as_str),
+        None,
+        warnings,
+    )
+}
+
+/// What a raise sets: a budget of the workflow, of one of its steps, of a god, of a day.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Target {
+    Workflow,
+    Step(crate::store::StepId),
+    God(GodName),
+    Day(String),
+}
+
+/// The raise of `to` over the budgets reached among `subjects`: for each, its target, the budget in
+/// force and the new one. Refused when none is reached, and when any would stay reached (each named,
+/// with what would free it).
+fn raise_plan(
+    wf: &WorkflowId,
+    subjects: &[Subject],
+    to: Budget,
+) -> Result<Vec<(Target, Option<Budget>, Budget)>> {
+    let reached_now = reached(subjects);
+    if reached_now.is_empty() {
+        return Err(Error::refused(format!(
+            "no budget of workflow {wf}, its steps, its god or today is reached now, so there is \
+             nothing to raise; approve it without --budget-usd/--budget-tokens"
+        )));
+    }
+    let mut plan = Vec::new();
+    let mut still = Vec::new();
+    for s in subjects {
+        if !reached_now
+            .iter()
+            .any(|r| r.scope == s.scope && r.name == s.name)
+        {
+            continue;
+        }
+        let target = match s.scope {
+            "workflow" => Target::Workflow,
+            "step" => {
+                let step = s.name.strip_prefix(&format!("{wf}/")).unwrap_or("");
+                Target::Step(crate::store::StepId::parse(step)?)
+            }
+            "god" => Target::God(GodName::parse(&s.name)?),
+            "day" => {
+                chrono::NaiveDate::parse_from_str(&s.name, "%Y-%m-%d").map_err(|_| {
+                    Error::refused(format!("{:?} is not a day (YYYY-MM-DD)", s.name))
+                })?;
+                Target::Day(s.name.clone())
+            }
+            other => {
+                return Err(Error::refused(format!("unknown budget scope {other:?}")));
+            }
+        };
+        let from = Some(s.budget);
+        // A given metric sets the limit of each reached budget that limits it; a budget keeps the
+        // limit of a metric not given, and gets none it did not have.
+        let new = Budget {
+            cost_micros: s.budget.cost_micros.map(|c| to.cost_micros.unwrap_or(c)),
+            tokens: s.budget.tokens.map(|t| to.tokens.unwrap_or(t)),
+        };
+        let after = Subject {
+            budget: new,
+            ..s.clone()
+        };
+        for c in crossed(std::slice::from_ref(&after)) {
+            let flag = if c.metric == "cost_usd" {
+                "--budget-usd"
+            } else {
+                "--budget-tokens"
+            };
+            let given = if c.metric == "cost_usd" {
+                to.cost_micros.is_some()
+            } else {
+                to.tokens.is_some()
+            };
+            let why = if given {
+                format!("the new limit {} is not above it", shown(c.metric, c.limit))
+            } else {
+                format!("its limit {} is left as it is", shown(c.metric, c.limit))
+            };
+            still.push(format!(
+                "{} {}: {} used, {why}; give {flag} above {}",
+                c.scope,
+                c.name,
+                shown(c.metric, c.used),
+                shown(c.metric, c.used)
+            ));
+        }
+        plan.push((target, from, new));
+    }
+    if !still.is_empty() {
+        return Err(Error::refused(format!(
+            "this raise would leave {} reached, so the workflow's next dispatch would be held \
+             again; nothing was changed: {}",
+            if still.len() == 1 {
+                "a budget"
+            } else {
+                "budgets"
+            },
+            still.join("; ")
+        )));
+    }
+    Ok(plan)
 }
 
 /// The journal's reason of a raise: `scope name -> limits`, one per budget.
@@ -521,6 +673,162 @@ pub fn metric_totals(root: &Root) -> Result<Vec<(String, String, Totals)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn subject(scope: &'static str, name: &str, budget: Budget, cost: u64, tokens: u64) -> Subject {
+        Subject {
+            scope,
+            name: name.into(),
+            budget,
+            used: super::super::usage::Totals {
+                input_tokens: tokens,
+                cost_micros: cost,
+                ..Default::default()
+            },
+        }
+    }
+
+    fn usd(c: u64) -> Budget {
+        Budget {
+            cost_micros: Some(c),
+            tokens: None,
+        }
+    }
+
+    fn tok(t: u64) -> Budget {
+        Budget {
+            cost_micros: None,
+            tokens: Some(t),
+        }
+    }
+
+    #[test]
+    fn a_raise_sets_each_reached_budget_in_the_metrics_it_limits_and_refuses_what_stays_reached() {
+        let wf = WorkflowId::parse("wf_x").unwrap();
+        let subjects = [
+            subject("workflow", "wf_x", usd(1_000_000), 1_200_000, 136_000),
+            subject("step", "wf_x/build", tok(100_000), 1_000_000, 136_000),
+            // Not reached: never raised.
+            subject("step", "wf_x/review", tok(500_000), 0, 0),
+        ];
+        // Dollars only: the step's tokens stay reached, named with what frees them.
+        let e = raise_plan(&wf, &subjects, usd(5_000_000))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(
+                "step wf_x/build: 136,000 tokens used, its limit 100,000 tokens is left as it is; \
+                 give --budget-tokens above 136,000 tokens"
+            ),
+            "{e}"
+        );
+        assert!(e.contains("would leave a budget reached"), "{e}");
+        // A limit at what is spent is no raise.
+        let e = raise_plan(
+            &wf,
+            &subjects,
+            Budget {
+                cost_micros: Some(1_200_000),
+                tokens: Some(200_000),
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("workflow wf_x: $1.20 used, the new limit $1.20 is not above it; give --budget-usd above $1.20"),
+            "{e}"
+        );
+        // Both above: each budget gets the metric it limits, and nothing else.
+        let plan = raise_plan(
+            &wf,
+            &subjects,
+            Budget {
+                cost_micros: Some(2_000_000),
+                tokens: Some(200_000),
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            plan,
+            vec![
+                (Target::Workflow, Some(usd(1_000_000)), usd(2_000_000)),
+                (
+                    Target::Step(crate::store::StepId::parse("build").unwrap()),
+                    Some(tok(100_000)),
+                    tok(200_000)
+                ),
+            ]
+        );
+        // Nothing reached: nothing to raise.
+        let e = raise_plan(&wf, &subjects[2..], usd(5_000_000))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("nothing to raise"), "{e}");
+    }
+
+    #[test]
+    fn names_a_raise_would_store_are_checked() {
+        let wf = WorkflowId::parse("wf_x").unwrap();
+        for (scope, name) in [("day", "../../x"), ("god", "../x"), ("step", "wf_x/../y")] {
+            let s = [subject(scope, name, usd(1), 5, 0)];
+            assert!(raise_plan(&wf, &s, usd(10)).is_err(), "{scope} {name}");
+        }
+        let s = [subject("day", "2026-12-06", usd(1), 5, 0)];
+        assert_eq!(
+            raise_plan(&wf, &s, usd(10)).unwrap()[0].0,
+            Target::Day("2026-12-06".into())
+        );
+    }
+
+    #[test]
+    fn budgets_reached_are_computed_from_the_state_and_the_ledger_not_the_dispatch() {
+        let d = tempfile::tempdir().unwrap();
+        let c = Conductor::new(Root::at(d.path()));
+        c.init().unwrap();
+        for e in std::fs::read_dir(c.root().rules_dir()).unwrap() {
+            std::fs::remove_file(e.unwrap().path()).unwrap();
+        }
+        std::fs::write(
+            c.root().workflows_dir().join("paid.yaml"),
+            "workflow:\n  id: paid\n  budget: {cost_usd: 1}\n  steps:\n    - id: research\n      god: thoth\n    - id: build\n      god: hephaestus\n      budget: {tokens: 100}\n",
+        )
+        .unwrap();
+        let h = serde_json::json!({"handoff_id": "hof_20261206_aa0001", "workflow_id": "wf_r",
+            "from_god": "thoth", "to_god": "hephaestus", "step": "research",
+            "routing": {"workflow_definition": "paid"},
+            "context": {"summary": "s", "decisions": [], "artifacts": []},
+            "usage": {"cost_usd": 1.5}});
+        assert_eq!(
+            c.submit_handoff(&h).unwrap().status.as_str(),
+            "awaiting_approval"
+        );
+        let hid = HandoffId::parse("hof_20261206_aa0001").unwrap();
+        // A forged figure in the dispatch changes nothing.
+        let p = c.root().quarantine_dir().join("hof_20261206_aa0001.json");
+        let mut v: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+        v["budget"]["crossed"] = json!([{"scope": "god", "name": "marvin", "metric": "tokens",
+                                         "used": 9, "limit": 1}]);
+        std::fs::write(&p, v.to_string()).unwrap();
+        let reached = c.budgets_reached(&hid).unwrap();
+        assert_eq!(
+            reached,
+            vec![BudgetReached {
+                scope: "workflow".into(),
+                name: "wf_r".into(),
+                metric: "cost_usd".into(),
+                used: 1_500_000,
+                limit: 1_000_000,
+            }]
+        );
+        assert_eq!(
+            reached[0].text(),
+            "workflow wf_r: $1.50 used of its $1.00 budget"
+        );
+        // Not held: refused.
+        let e = c
+            .budgets_reached(&HandoffId::parse("hof_20261206_ffffff").unwrap())
+            .unwrap_err();
+        assert!(matches!(e, Error::NotFound(_)), "{e}");
+    }
 
     #[test]
     fn the_metric_totals_sum_by_god_and_definition() {

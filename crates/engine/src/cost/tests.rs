@@ -45,12 +45,13 @@ proptest! {
 
     /// Every dispatch is held exactly when the usage recorded so far (the handoff's own included) has
     /// reached the budget in force, from the first dispatch after the crossing on; an approval that
-    /// raises the budget sets it to exactly what the journal says; no budget, no hold.
+    /// raises the budget sets it to exactly what the journal says, and one that would leave it
+    /// reached is refused; no budget, no hold.
     #[test]
     fn the_hold_fires_on_the_first_dispatch_after_the_crossing_and_raises_are_as_journaled(
         budget in prop::option::of((1u64..3_000_000, 1u64..3_000)),
         reports in prop::collection::vec((0u64..800_000, 0u64..800), STEPS - 1),
-        raises in prop::collection::vec((0u64..2_000_000, 0u64..2_000), STEPS - 1),
+        raises in prop::collection::vec((1u64..2_000_000, 1u64..2_000), STEPS - 1),
     ) {
         let (_d, c) = root_with(budget);
         let (mut limit_cost, mut limit_tokens) = budget.unwrap_or((u64::MAX, u64::MAX));
@@ -70,7 +71,11 @@ proptest! {
             let d: Value = serde_json::from_slice(&std::fs::read(
                 c.root().quarantine_dir().join(format!("{hid}.json"))).unwrap()).unwrap();
             prop_assert!(d["held_because"].as_str().unwrap().starts_with("budget: workflow wf_prop"));
-            // Raise both to the usage plus a random margin (a margin of 0 holds the next one again).
+            // A raise to what is already used would leave the budget reached: refused, nothing changed.
+            let level = super::budget::Budget { cost_micros: Some(used_cost), tokens: Some(used_tokens) };
+            let e = c.raise_budget(&hid, level, "prop").unwrap_err().to_string();
+            prop_assert!(e.contains("would leave") && e.contains("nothing was changed"), "{}", e);
+            // Raise both to the usage plus a random margin.
             let (add_cost, add_tokens) = raises[i];
             let to = super::budget::Budget {
                 cost_micros: Some(used_cost + add_cost),
