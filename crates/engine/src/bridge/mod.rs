@@ -144,6 +144,27 @@ pub fn encode(rec: &OutboxRecord, from: &str, peer: Option<&Peer>) -> Vec<u8> {
     crate::store::json_text(&value, false)
 }
 
+/// Whether an outbox record may go on the wire, checked again when it is sent (a record is a file in
+/// the root, which anyone may have edited since it was written): its subject is literal and never
+/// under `$` (a `$JS.API.STREAM.PURGE.X` "message" would purge stream X with this bridge's
+/// credentials), and a reply goes only to a reply subject of its peer. The error is the reason the
+/// record is dead-lettered instead.
+pub fn check_sendable(rec: &OutboxRecord, cfg: &Inbound) -> std::result::Result<(), String> {
+    let refused = |why: String| format!("not published: {why}");
+    subject::check_publish_subject(&rec.subject).map_err(refused)?;
+    if rec.kind == "reply" {
+        let peer = rec
+            .extra
+            .get("peer")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        cfg.peers
+            .reply_target(&cfg.name, peer, Some(&rec.subject))
+            .map_err(refused)?;
+    }
+    Ok(())
+}
+
 /// Parses and checks a message from the wire; the error is the reason it is dead-lettered.
 pub(crate) fn parse_wire(data: &[u8]) -> std::result::Result<Wire, String> {
     if data.len() > MAX_MESSAGE {

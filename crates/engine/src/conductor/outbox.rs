@@ -448,6 +448,136 @@ pub fn give_up(root: &Root, rec: &OutboxRecord, reason: &str, attempts: u64) -> 
     Ok(())
 }
 
+/// `conductor/bridge/retry/`: operators' requests that the bridge try a waiting record now.
+pub(crate) fn retry_dir(root: &Root) -> std::path::PathBuf {
+    crate::bridge::bridge_dir(root).join(crate::store::layout::BRIDGE_RETRY_DIR)
+}
+
+/// Most retry requests the bridge takes in one round (the rest wait for the next).
+const MAX_RETRY_REQUESTS: usize = 1000;
+
+/// The operators' retry requests waiting for the bridge: the outbox id each names (from the file
+/// name, which must be an outbox id) and the file, at most [`MAX_RETRY_REQUESTS`]. A file whose name
+/// is no outbox id is left out (and never read).
+pub fn retry_requests(root: &Root) -> Vec<(String, std::path::PathBuf)> {
+    super::definition::config_files(&retry_dir(root))
+        .into_iter()
+        .filter_map(|p| {
+            let id = p.file_stem()?.to_str()?.to_owned();
+            (p.extension().is_some_and(|e| e == "json") && id_ok(&id).is_ok()).then_some((id, p))
+        })
+        .take(MAX_RETRY_REQUESTS)
+        .collect()
+}
+
+/// Removes a retry request the bridge has taken (one outside `conductor/bridge/retry/` is refused).
+pub fn take_retry_request(root: &Root, path: &std::path::Path) -> Result<()> {
+    if path.parent() != Some(retry_dir(root).as_path()) {
+        return Err(Error::refused(format!(
+            "{} is not a retry request",
+            path.display()
+        )));
+    }
+    files::remove_file(root, path)
+}
+
+/// The record `id` as it waits in the outbox; refused with where it went when it no longer waits.
+fn waiting_record(root: &Root, id: &str) -> Result<OutboxRecord> {
+    let path = record_path(root, id)?;
+    let found = read_json(&path)?.map(serde_json::from_value::<OutboxRecord>);
+    match found {
+        Some(Ok(r)) if r.outbox_id == id => Ok(r),
+        Some(Ok(r)) => Err(Error::refused(format!(
+            "conductor/outbox/{id}.json names another record ({:?}); not acted on",
+            r.outbox_id
+        ))),
+        Some(Err(e)) => Err(Error::refused(format!(
+            "conductor/outbox/{id}.json is not an outbox record: {e}"
+        ))),
+        None => {
+            let dead = crate::bridge::dead_dir(root).join(format!("outbox_{id}.json"));
+            let gone = if sent_dir(root).join(format!("{id}.json")).is_file() {
+                "it was sent (conductor/outbox/sent/)".to_owned()
+            } else if dead.is_file() {
+                format!("it was dead-lettered (conductor/bridge/dead/outbox_{id}.json)")
+            } else {
+                "no record has that id (`pantheon bridge status` lists the waiting ones)".to_owned()
+            };
+            Err(Error::not_found(format!(
+                "no outbox record {id} is waiting: {gone}"
+            )))
+        }
+    }
+}
+
+/// True when a bridge runs on this root (its status file was written within
+/// [`crate::health::BRIDGE_SILENT_AFTER`]).
+fn bridge_running(root: &Root) -> bool {
+    let updated = read_json(&crate::bridge::status_path(root))
+        .ok()
+        .flatten()
+        .and_then(|v| v.get("updated").and_then(Value::as_str).map(str::to_owned));
+    updated
+        .as_deref()
+        .and_then(crate::store::time::parse_ts)
+        .is_some_and(|t| {
+            let age = chrono::Utc::now().signed_duration_since(t);
+            age <= crate::health::BRIDGE_SILENT_AFTER && -age <= crate::health::BRIDGE_SILENT_AFTER
+        })
+}
+
+impl Conductor {
+    /// Asks the bridge to try waiting record `id` again now (its backoff and give-up clock start
+    /// over): a request file under `conductor/bridge/retry/` that a running bridge takes within a
+    /// second. Refused when no such record waits.
+    pub(crate) fn retry_outbox_unjournaled(
+        &self,
+        id: &str,
+    ) -> Result<super::results::OutboxActResult> {
+        let root = self.root();
+        let rec = waiting_record(root, id)?;
+        let path = retry_dir(root).join(format!("{id}.json"));
+        files::refuse_unconfined(root, std::slice::from_ref(&path))?;
+        write_json(
+            root,
+            &path,
+            &json!({"outbox_id": id, "requested_at": now_ts(), "by": self.origin().actor}),
+        )?;
+        Ok(super::results::OutboxActResult {
+            status: super::results::OutboxActStatus::RetryRequested,
+            outbox_id: rec.outbox_id,
+            workflow_id: rec.workflow_id,
+            subject: rec.subject,
+            dead_letter: None,
+            bridge_running: bridge_running(root),
+        })
+    }
+
+    /// Gives up waiting record `id` by hand: kept as a dead letter
+    /// (`conductor/bridge/dead/outbox_{id}.json`) with `reason`, then removed from the outbox, so it
+    /// is never published. Refused when no such record waits, or the reason is not free text (1 to
+    /// 512 bytes).
+    pub(crate) fn discard_outbox_unjournaled(
+        &self,
+        id: &str,
+        reason: &str,
+    ) -> Result<super::results::OutboxActResult> {
+        crate::store::ids::check_free_text("reason", reason)?;
+        let root = self.root();
+        let rec = waiting_record(root, id)?;
+        let why = format!("discarded by {}: {reason}", self.origin().actor);
+        give_up(root, &rec, &why, 0)?;
+        Ok(super::results::OutboxActResult {
+            status: super::results::OutboxActStatus::Discarded,
+            outbox_id: rec.outbox_id,
+            workflow_id: rec.workflow_id,
+            subject: rec.subject,
+            dead_letter: Some(format!("conductor/bridge/dead/outbox_{id}.json")),
+            bridge_running: bridge_running(root),
+        })
+    }
+}
+
 /// What became of a reply.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReplyOutcome {
