@@ -523,9 +523,11 @@ fn the_deploy_round_trip_ends_at_the_reply_when_the_receiver_completes() {
     );
     let pending = b.ok(&["pending"], None).to_string();
     assert!(!pending.contains("konan"), "{pending}");
-    // A's workflow runs to its end.
+    // A's workflow runs to its end (its dispatch is written just after the state that names it).
+    wait_for("A's announce dispatch", Duration::from_secs(10), || {
+        inbox(&a).len() == 1
+    });
     let announce = inbox(&a);
-    assert_eq!(announce.len(), 1);
     ack(
         &a,
         2,
