@@ -148,6 +148,18 @@ fn a_subject_under_dollar_never_loads_and_never_leaves_the_bridge() {
     assert_eq!(inbox(&b).len(), 1);
 }
 
+/// The text exposition of `serve --metrics` on `port` (empty while it does not answer).
+fn scrape(port: u16) -> String {
+    use std::io::{Read, Write};
+    let Ok(mut c) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return String::new();
+    };
+    let _ = c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let mut s = String::new();
+    let _ = c.read_to_string(&mut s);
+    s
+}
+
 /// Percentile `p` (0..=100) of `v`, which it sorts.
 fn percentile(v: &mut [f64], p: f64) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -220,6 +232,27 @@ fn a_stuck_record_delays_no_other_subject_and_the_operator_retries_or_discards_i
             && hint.contains(&format!("pantheon bridge retry {to_inbox}")),
         "{hint}"
     );
+    // `serve --metrics` counts them for the alert rule (deploy/prometheus).
+    {
+        let port = free_port();
+        let _serve = Guard(Some(
+            a.command(&["serve", "--metrics", &port.to_string()])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        ));
+        wait_for(
+            "the stuck records in /metrics",
+            Duration::from_secs(30),
+            || {
+                scrape(port)
+                    .lines()
+                    .any(|l| l == "pantheon_bridge_outbox_stuck 2")
+            },
+        );
+    }
     // Every other subject goes out at once while both are stuck.
     let mut secs = Vec::new();
     for n in 1..=N {
