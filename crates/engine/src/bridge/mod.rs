@@ -538,20 +538,7 @@ pub fn take(c: &Conductor, cfg: &Inbound, subject: &str, w: &Wire) -> Result<Tak
             "remote_workflow_id": w.workflow_id, "reply_to": w.reply_to,
         }),
     );
-    let to_god = match &w.to_god {
-        None => cfg.god.clone(),
-        Some(g) => {
-            let gods = files::god_dirs(&root.pending_root());
-            if !gods.iter().any(|k| k.as_str() == g) {
-                return Err(Error::refused(format!(
-                    "target {g:?} is neither this pantheon ({}) nor a god of this root (gods: {})",
-                    cfg.name,
-                    files::known_gods(root).unwrap_or_else(|| "none".into())
-                )));
-            }
-            g.clone()
-        }
-    };
+    let to_god = dispatch_god(root, cfg, w)?;
     let mut handoff = json!({
         "handoff_id": entry.handoff_id,
         "workflow_id": entry.workflow_id,
@@ -580,6 +567,25 @@ pub fn take(c: &Conductor, cfg: &Inbound, subject: &str, w: &Wire) -> Result<Tak
         workflow_id: r.workflow_id.to_string(),
         status: r.status.to_string(),
     })
+}
+
+/// The god an inbound request is dispatched to: the god of this root the origin's `target` names
+/// (one with an inbox), else `--god`; refused when the target names no god of this root.
+fn dispatch_god(root: &Root, cfg: &Inbound, w: &Wire) -> Result<String> {
+    let Some(g) = &w.to_god else {
+        return Ok(cfg.god.clone());
+    };
+    if files::god_dirs(&root.pending_root())
+        .iter()
+        .any(|k| k.as_str() == g)
+    {
+        return Ok(g.clone());
+    }
+    Err(Error::refused(format!(
+        "target {g:?} is neither this pantheon ({}) nor a god of this root (gods: {})",
+        cfg.name,
+        files::known_gods(root).unwrap_or_else(|| "none".into())
+    )))
 }
 
 /// Most items taken from the origin's `context.decisions` or `context.artifacts`.
