@@ -675,6 +675,44 @@ mod tests {
     }
 
     #[test]
+    fn retry_and_discard_act_only_on_a_waiting_record_and_say_where_it_went() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Conductor::new(Root::at(dir.path()));
+        c.init().unwrap();
+        std::fs::write(c.root().workflows_dir().join("early.yaml"), FLOW).unwrap();
+        c.submit_handoff(&handoff("hof_20261201_e00001", "hephaestus", "package"))
+            .unwrap();
+        let id = pending(c.root()).0[0].outbox_id.clone();
+        for bad in ["../x", "OB_1", ""] {
+            assert!(c.retry_outbox(bad).is_err(), "{bad:?}");
+            assert!(c.discard_outbox(bad, "r").is_err(), "{bad:?}");
+        }
+        assert!(c.discard_outbox(&id, "").is_err(), "a reason is required");
+        let r = c.retry_outbox(&id).unwrap();
+        assert_eq!(
+            r.status,
+            super::super::results::OutboxActStatus::RetryRequested
+        );
+        assert!(!r.bridge_running);
+        let asked = retry_requests(c.root());
+        assert_eq!(asked.len(), 1);
+        assert_eq!(asked[0].0, id);
+        take_retry_request(c.root(), &asked[0].1).unwrap();
+        assert!(retry_requests(c.root()).is_empty());
+        assert!(
+            take_retry_request(c.root(), &c.root().state_dir().join("wf_early.json")).is_err(),
+            "only a retry request is removed"
+        );
+        let r = c.discard_outbox(&id, "resent by hand").unwrap();
+        assert_eq!(r.status, super::super::results::OutboxActStatus::Discarded);
+        assert!(pending(c.root()).0.is_empty());
+        let e = c.retry_outbox(&id).unwrap_err().to_string();
+        assert!(e.contains("dead-lettered"), "{e}");
+        let e = c.discard_outbox("ob_nothing", "r").unwrap_err().to_string();
+        assert!(e.contains("no record has that id"), "{e}");
+    }
+
+    #[test]
     fn a_reply_before_its_await_step_is_kept_and_taken_when_the_step_is_reached() {
         let dir = tempfile::tempdir().unwrap();
         let c = Conductor::new(Root::at(dir.path()));
