@@ -18,6 +18,7 @@ use crate::engine::{
     outbox,
 };
 
+mod publisher;
 mod strangers;
 mod trace;
 mod track;
@@ -108,6 +109,21 @@ pub enum BridgeCommand {
     /// Take, renew (--token) or release (--release) a lock of a shared track through the track's
     /// KV bucket (compare-and-set; the returned fencing token is the KV revision). JSON out.
     Lock(Box<LockArgs>),
+    /// Try a waiting outbox record again now (a running bridge takes the request within a second;
+    /// its backoff and `--give-up-after` clock start over). Journaled. JSON out.
+    Retry {
+        /// The record's outbox id (`bridge status` lists the stuck ones).
+        outbox_id: String,
+    },
+    /// Give a waiting outbox record up: it is dead-lettered with the reason and never published
+    /// (a running bridge stops trying it within a second). Journaled. JSON out.
+    Discard {
+        /// The record's outbox id (`bridge status` lists the stuck ones).
+        outbox_id: String,
+        /// Why, kept in the dead letter and the journal.
+        #[arg(long)]
+        reason: String,
+    },
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -152,10 +168,29 @@ const STATUS_EVERY: Duration = Duration::from_secs(5);
 /// Deliveries of one message before it is dead-lettered.
 const MAX_DELIVER: i64 = 20;
 
-/// Runs `pantheon bridge …`.
-pub fn run(args: BridgeArgs, root: &Root) -> anyhow::Result<crate::outcome::Outcome> {
-    if let Some(BridgeCommand::Status) = args.command {
-        return Ok(crate::outcome::Outcome::Json(eb::read_status(root)?));
+/// Runs `pantheon bridge …`; `origin` is who an operator act (retry, discard) is journaled as.
+pub fn run(
+    args: BridgeArgs,
+    root: &Root,
+    origin: crate::engine::Origin,
+) -> anyhow::Result<crate::outcome::Outcome> {
+    match &args.command {
+        Some(BridgeCommand::Status) => {
+            return Ok(crate::outcome::Outcome::Json(eb::read_status(root)?));
+        }
+        Some(BridgeCommand::Retry { outbox_id }) => {
+            let r = Conductor::new(root.clone())
+                .with_origin(origin)
+                .retry_outbox(outbox_id)?;
+            return Ok(crate::outcome::Outcome::Json(serde_json::to_value(r)?));
+        }
+        Some(BridgeCommand::Discard { outbox_id, reason }) => {
+            let r = Conductor::new(root.clone())
+                .with_origin(origin)
+                .discard_outbox(outbox_id, reason)?;
+            return Ok(crate::outcome::Outcome::Json(serde_json::to_value(r)?));
+        }
+        _ => {}
     }
     if let Some(BridgeCommand::Lock(l)) = &args.command {
         return run_lock(l, root);
@@ -513,7 +548,7 @@ async fn serve(
         credentials_given(&args.conn, &url),
         args.conn.require_auth,
     ));
-    let out = tokio::spawn(publish_loop(
+    let out = tokio::spawn(publisher::publish_loop(
         js.clone(),
         client.clone(),
         shared.clone(),
@@ -621,344 +656,6 @@ async fn check_auth(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     Ok(())
-}
-
-/// A record that could not be published: retried on its own schedule (doubling from 1 s to 60 s)
-/// until `--give-up-after`, then dead-lettered. Only its own subject waits for it.
-struct Retry {
-    attempts: u64,
-    since: std::time::Instant,
-    since_ts: String,
-    next: std::time::Instant,
-    error: String,
-    hint: Option<String>,
-}
-
-/// Why a publish failed, and what an operator can do about it.
-struct Failed {
-    error: String,
-    hint: Option<String>,
-}
-
-/// The publisher's memory between rounds.
-#[derive(Default)]
-struct Outgoing {
-    retry: std::collections::HashMap<String, Retry>,
-    /// Core records handed to the client whose flush has not been confirmed yet: they are flushed
-    /// again, never published again (the client sends what it holds once, across a reconnect).
-    handed: std::collections::HashSet<String>,
-}
-
-/// Longest pause between two tries of one record.
-const RETRY_MAX: Duration = Duration::from_secs(60);
-/// How often every ledger entry is read again (a missed state change is picked up then).
-const REPLY_RESCAN: Duration = Duration::from_secs(300);
-
-/// Publishes live outbox records, oldest first per subject: to a core peer once (publish, flush,
-/// then mark sent), else to JetStream with `Nats-Msg-Id` = its id, marked sent only after the
-/// server stored it. A record that fails waits on its own schedule; the rest go out meanwhile.
-/// Also turns acks of inbound requests into reply records, looking only at the workflows whose
-/// state changed (a watch on `conductor/state/`), so idle costs nothing however many wait.
-async fn publish_loop(
-    js: jetstream::Context,
-    client: async_nats::Client,
-    shared: Arc<Shared>,
-    every: Duration,
-    give_up_after: Duration,
-) {
-    let (tx, mut changed) = tokio::sync::mpsc::unbounded_channel::<String>();
-    let state_dir = shared.root.state_dir();
-    let _watcher = {
-        use notify::Watcher;
-        let mut w = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-            if let Ok(ev) = res
-                && !matches!(ev.kind, notify::EventKind::Access(_))
-            {
-                for p in ev.paths {
-                    if let Some(stem) = p.file_name().and_then(|n| n.to_str())
-                        && let Some(wf) = stem.strip_suffix(".json")
-                    {
-                        let _ = tx.send(wf.to_owned());
-                    }
-                }
-            }
-        })
-        .ok();
-        if let Some(w) = w.as_mut() {
-            let _ = std::fs::create_dir_all(&state_dir);
-            if let Err(e) = w.watch(&state_dir, notify::RecursiveMode::NonRecursive) {
-                tracing::warn!("bridge: no watch on {}: {e}", state_dir.display());
-            }
-        }
-        w
-    };
-    // The first round reads every ledger entry (`full`), later ones only what changed.
-    let mut awaiting = eb::AwaitingReplies::default();
-    let mut first = true;
-    let mut last_full = std::time::Instant::now();
-    let mut out = Outgoing::default();
-    while !shared.stop.load(Ordering::SeqCst) {
-        trace::mark("outbox", "");
-        let mut wfs: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
-        while let Ok(wf) = changed.try_recv() {
-            wfs.insert(wf);
-        }
-        let taken: Vec<String> =
-            std::mem::take(&mut *shared.taken.lock().unwrap_or_else(|e| e.into_inner()));
-        let full = first || last_full.elapsed() >= REPLY_RESCAN;
-        // The scans read files: on a blocking thread, so the shared tracks' loops never wait on them.
-        let scan = shared.clone();
-        let mut held = std::mem::take(&mut awaiting);
-        let scanned = tokio::task::spawn_blocking(move || {
-            if full {
-                held = eb::AwaitingReplies::scan(&scan.root);
-            }
-            for id in &taken {
-                if let Some(wf) = held.note(&scan.root, id) {
-                    wfs.insert(wf);
-                }
-            }
-            let look: Vec<String> = if full {
-                held.workflows()
-            } else {
-                wfs.into_iter().filter(|w| held.waits(w)).collect()
-            };
-            let replies = held.collect(&scan.conductor, &scan.inbound, &look);
-            (held, replies, outbox::pending(&scan.root).0)
-        })
-        .await;
-        if full {
-            first = false;
-            last_full = std::time::Instant::now();
-        }
-        let records = match scanned {
-            Ok((held, replies, records)) => {
-                awaiting = held;
-                match replies {
-                    Ok((_, refused)) => {
-                        for why in refused {
-                            shared.dead.fetch_add(1, Ordering::Relaxed);
-                            shared.note_error(why).await;
-                        }
-                    }
-                    Err(e) => shared.note_error(format!("collecting replies: {e}")).await,
-                }
-                records
-            }
-            Err(e) => {
-                shared.note_error(format!("scanning the outbox: {e}")).await;
-                Vec::new()
-            }
-        };
-        if client.connection_state() == async_nats::connection::State::Connected {
-            publish_round(&js, &client, &shared, &mut out, records, give_up_after).await;
-        }
-        shared.save_status(None, None).await;
-        trace::mark("outbox_done", "");
-        tokio::time::sleep(every).await;
-    }
-}
-
-async fn publish_round(
-    js: &jetstream::Context,
-    client: &async_nats::Client,
-    shared: &Arc<Shared>,
-    out: &mut Outgoing,
-    records: Vec<outbox::OutboxRecord>,
-    give_up_after: Duration,
-) {
-    let me = shared.inbound.name.clone();
-    let live: std::collections::HashSet<String> =
-        records.iter().map(|r| r.outbox_id.clone()).collect();
-    out.retry.retain(|id, _| live.contains(id));
-    out.handed.retain(|id| live.contains(id));
-    let mut blocked: std::collections::HashSet<String> = std::collections::HashSet::new();
-    for rec in records {
-        if shared.stop.load(Ordering::SeqCst) {
-            break;
-        }
-        if blocked.contains(&rec.subject) {
-            continue;
-        }
-        let now = std::time::Instant::now();
-        if out.retry.get(&rec.outbox_id).is_some_and(|r| r.next > now) {
-            blocked.insert(rec.subject.clone());
-            continue;
-        }
-        let peer = shared.inbound.peers.for_record(&rec).cloned();
-        let body = eb::encode(&rec, &me, peer.as_ref());
-        let core = peer
-            .as_ref()
-            .is_some_and(|p| p.transport == eb::Transport::Core);
-        let sent = if core {
-            publish_core(client, out, &rec, body).await
-        } else {
-            publish_js(js, &rec, body).await
-        };
-        match sent {
-            Ok((seq, duplicate)) => {
-                out.retry.remove(&rec.outbox_id);
-                out.handed.remove(&rec.outbox_id);
-                if let Err(e) = outbox::mark_sent(&shared.root, &rec, seq) {
-                    shared
-                        .note_error(format!("marking {} sent: {e}", rec.outbox_id))
-                        .await;
-                }
-                if !duplicate {
-                    shared.published.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-            Err(f) => {
-                blocked.insert(rec.subject.clone());
-                let r = out.retry.entry(rec.outbox_id.clone()).or_insert(Retry {
-                    attempts: 0,
-                    since: now,
-                    since_ts: crate::engine::time::now_ts(),
-                    next: now,
-                    error: String::new(),
-                    hint: None,
-                });
-                r.attempts += 1;
-                let pause = Duration::from_secs(1u64 << r.attempts.saturating_sub(1).min(6));
-                r.next = now + pause.min(RETRY_MAX);
-                r.error = f.error.clone();
-                r.hint = f.hint.clone();
-                let text = format!(
-                    "publishing {} on {}: {}{}",
-                    rec.outbox_id,
-                    rec.subject,
-                    f.error,
-                    f.hint
-                        .as_deref()
-                        .map(|h| format!(" ({h})"))
-                        .unwrap_or_default()
-                );
-                if r.since.elapsed() >= give_up_after {
-                    let reason = format!(
-                        "gave up after {} attempts over {}s: {}",
-                        r.attempts,
-                        r.since.elapsed().as_secs(),
-                        text
-                    );
-                    let attempts = r.attempts;
-                    out.retry.remove(&rec.outbox_id);
-                    shared.dead.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!("bridge: dead-lettered outbox record: {reason}");
-                    if let Err(e) = outbox::give_up(&shared.root, &rec, &reason, attempts) {
-                        shared
-                            .note_error(format!("dead letter {} not kept: {e}", rec.outbox_id))
-                            .await;
-                    }
-                } else {
-                    shared.note_error(text).await;
-                }
-            }
-        }
-    }
-    let stuck: Vec<serde_json::Value> = out
-        .retry
-        .iter()
-        .map(|(id, r)| {
-            serde_json::json!({
-                "outbox_id": id, "attempts": r.attempts, "since": r.since_ts,
-                "retry_in_s": r.next.saturating_duration_since(std::time::Instant::now()).as_secs(),
-                "error": r.error, "hint": r.hint,
-            })
-        })
-        .collect();
-    let mut s = shared.status.lock().await;
-    if stuck.is_empty() {
-        s.extra.remove("stuck");
-    } else {
-        s.extra
-            .insert("stuck".into(), serde_json::Value::Array(stuck));
-    }
-}
-
-/// A core NATS publish: handed to the client once, then flushed; a flush that did not finish is
-/// tried again next round without publishing again.
-async fn publish_core(
-    client: &async_nats::Client,
-    out: &mut Outgoing,
-    rec: &outbox::OutboxRecord,
-    body: Vec<u8>,
-) -> Result<(u64, bool), Failed> {
-    if !out.handed.contains(&rec.outbox_id) {
-        client
-            .publish(rec.subject.clone(), body.into())
-            .await
-            .map_err(|e| Failed {
-                error: e.to_string(),
-                hint: matches!(
-                    e.kind(),
-                    async_nats::client::PublishErrorKind::MaxPayloadExceeded
-                )
-                .then(|| "the record is larger than the server's max_payload".to_owned()),
-            })?;
-        out.handed.insert(rec.outbox_id.clone());
-    }
-    match tokio::time::timeout(Duration::from_secs(10), client.flush()).await {
-        Ok(Ok(())) => Ok((0, false)),
-        Ok(Err(e)) => Err(Failed {
-            error: format!("flush: {e} (handed to the client once; not published again)"),
-            hint: None,
-        }),
-        Err(_) => Err(Failed {
-            error: "flush: no answer in 10s (handed to the client once; not published again)"
-                .into(),
-            hint: None,
-        }),
-    }
-}
-
-/// A JetStream publish with `Nats-Msg-Id`, done when the server acknowledged it.
-async fn publish_js(
-    js: &jetstream::Context,
-    rec: &outbox::OutboxRecord,
-    body: Vec<u8>,
-) -> Result<(u64, bool), Failed> {
-    use async_nats::jetstream::context::PublishErrorKind as K;
-    let mut headers = async_nats::HeaderMap::new();
-    headers.insert("Nats-Msg-Id", rec.outbox_id.as_str());
-    if let Some(tp) = &rec.traceparent {
-        headers.insert("traceparent", tp.as_str());
-    }
-    let sent = async {
-        js.publish_with_headers(rec.subject.clone(), headers, body.into())
-            .await?
-            .await
-    };
-    match tokio::time::timeout(Duration::from_secs(10), sent).await {
-        Ok(Ok(ack)) => Ok((ack.sequence, ack.duplicate)),
-        Ok(Err(e)) => {
-            let hint = match e.kind() {
-                K::StreamNotFound => Some(format!(
-                    "no stream holds subject {}: create one that does (e.g. `nats stream add --subjects {}`), or, if the receiver listens with core NATS, declare its peer with `--peer NAME:core`",
-                    rec.subject, rec.subject
-                )),
-                K::MaxPayloadExceeded => {
-                    Some("the record is larger than the server's max_payload".to_owned())
-                }
-                K::TimedOut => Some(no_ack_hint(&rec.subject)),
-                _ => None,
-            };
-            Err(Failed {
-                error: e.to_string(),
-                hint,
-            })
-        }
-        Err(_) => Err(Failed {
-            error: "no answer in 10s".into(),
-            hint: Some(no_ack_hint(&rec.subject)),
-        }),
-    }
-}
-
-/// What a JetStream publish that is never acknowledged usually means.
-fn no_ack_hint(subject: &str) -> String {
-    format!(
-        "no JetStream acknowledgement for subject {subject}: if no stream holds it and a core-NATS subscriber listens on it, each try reaches that subscriber again; declare its peer with `--peer NAME:core`, or create a stream for the subject"
-    )
 }
 
 /// Creates the stream and durable consumer, then takes messages until stopped; a broken session

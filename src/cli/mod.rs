@@ -449,7 +449,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Bus(args)) => bus::run(args, &root, origin),
         Some(Command::Board(args)) => board::run(args, &root, origin),
         Some(Command::Journal(args)) => journal::run(args, &root, cli.actor),
-        Some(Command::Bridge(args)) => crate::bridge::run(*args, &root),
+        Some(Command::Bridge(args)) => crate::bridge::run(*args, &root, origin),
         Some(Command::Config(args)) => run_config(args),
         Some(Command::Tick) => serve::tick(
             &root,

@@ -536,7 +536,9 @@ fn stuck_outbox_items(s: &Snapshot, out: &mut Vec<Item>) {
                 }),
             )
             .since(ts(Some(field("since"))))
-            .action("fix what the reason names; the bridge retries it, then dead-letters it"),
+            .action(
+                "fix what the hint names, then `R` retries it now; `D` discards it (bridge pane)",
+            ),
         );
     }
 }

@@ -65,6 +65,10 @@ pub enum Action {
     Abort,
     Cleanup,
     ForceUnlock,
+    /// Try the selected waiting outbox record again now (the Bridge pane).
+    OutboxRetry,
+    /// Give the selected waiting outbox record up: dead-lettered with a reason, never published.
+    OutboxDiscard,
     BoardAdvance,
     /// Advance although the phase is not complete (its own confirmation, as the CLI's `--force`).
     BoardForceAdvance,
@@ -175,6 +179,8 @@ impl Action {
             Action::Abort => "abort",
             Action::Cleanup => "cleanup",
             Action::ForceUnlock => "force-unlock",
+            Action::OutboxRetry => "retry outbox record now",
+            Action::OutboxDiscard => "discard outbox record",
             Action::BoardAdvance => "advance phase",
             Action::BoardForceAdvance => "force advance",
             Action::BoardNextRound => "next round",
@@ -241,6 +247,8 @@ impl Action {
                 | Action::Abort
                 | Action::Cleanup
                 | Action::ForceUnlock
+                | Action::OutboxRetry
+                | Action::OutboxDiscard
                 | Action::BoardAdvance
                 | Action::BoardForceAdvance
                 | Action::BoardNextRound
@@ -451,6 +459,9 @@ impl Default for Keymap {
         bind(vec![Key::ch('[')], bus, Action::PrevTrack, false);
         let locks = Scope::Pane(Pane::Locks);
         bind(vec![Key::ch('u')], locks, Action::ForceUnlock, true);
+        let bridge = Scope::Pane(Pane::Bridge);
+        bind(vec![Key::ch('R')], bridge, Action::OutboxRetry, true);
+        bind(vec![Key::ch('D')], bridge, Action::OutboxDiscard, true);
         let board = Scope::Pane(Pane::Board);
         bind(vec![Key::ch(']')], board, Action::NextTrack, true);
         bind(vec![Key::ch('[')], board, Action::PrevTrack, false);

@@ -3,8 +3,8 @@
 //! file itself: the real operator is the engine (see `engine_ops`).
 
 use crate::engine::{
-    AbortResult, AckResult, ApprovalResult, CleanupResult, Error, RequeueResult, RerunResult,
-    UnlockResult, WorkflowId,
+    AbortResult, AckResult, ApprovalResult, CleanupResult, Error, OutboxActResult, RequeueResult,
+    RerunResult, UnlockResult, WorkflowId,
     board::{AdvanceResult, ResolveResult, WriteResult},
 };
 
@@ -44,6 +44,8 @@ pub enum Outcome {
     Requeue(RequeueResult),
     /// [`Op::Rerun`].
     Rerun(RerunResult),
+    /// [`Op::OutboxRetry`] and [`Op::OutboxDiscard`].
+    Outbox(OutboxActResult),
     /// [`Op::Bulk`]: one entry per item (`key`, `subject`, `ok`, and `error` when refused) and the
     /// marked records that were skipped, as [`super::marks::execute_bulk`] reports them.
     Bulk(super::marks::BulkReport),

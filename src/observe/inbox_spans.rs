@@ -226,7 +226,45 @@ fn redelivered(root: &Root, r: &Read<'_>, k: u32, out: &mut dyn FnMut(SpanData))
     out(sp);
 }
 
+/// A dispatch never acked has no `dispatch STEP` span from its state (that span ends at its first
+/// ack): its dead letter ends it here, so the parent its redeliveries and dead letter name is
+/// exported. Nothing when the state records an ack of it (the state's span is the one).
+fn unacked_dispatch(root: &Root, r: &Read<'_>, out: &mut dyn FnMut(SpanData)) {
+    let d = r.dispatch;
+    let Ok(wf) = WorkflowId::parse(&d.workflow_id) else {
+        return;
+    };
+    let Some(st) = read_state(&root.state_path(&wf)) else {
+        return;
+    };
+    let hid = handoff_id(r);
+    if st.acks.iter().any(|a| a.handoff_id == hid) {
+        return;
+    }
+    let ctx = Ctx {
+        st: &st,
+        trace: trace_of(&st),
+        not_before: None,
+    };
+    let first = d.deliveries.first().map(|x| x.at.as_str());
+    let start = nanos(d.dispatched_at.as_deref())
+        .or_else(|| nanos(first))
+        .map_or_else(now_nanos, |(_, n)| n);
+    let name = format!("dispatch {}", d.step);
+    let mut sp = ctx.base(name, SpanKind::Internal, span_id("dispatch", hid), start);
+    sp.end_nanos = nanos(d.dead_at.as_deref()).map_or(start, |(_, n)| n.max(start));
+    sp.parent = Some(span_id("submit", hid));
+    sp.attributes.extend([
+        ("pantheon.handoff_id", s(hid)),
+        ("pantheon.step", s(&d.step)),
+        ("pantheon.god", s(to_god(r))),
+        ("pantheon.first_ack", s("none")),
+    ]);
+    out(sp);
+}
+
 fn dead_letter(root: &Root, r: &Read<'_>, out: &mut dyn FnMut(SpanData)) {
+    unacked_dispatch(root, r, out);
     let name = format!("dead letter {}", r.dispatch.step);
     let Some(mut sp) = child_span(root, r, name, "dead", handoff_id(r)) else {
         return;

@@ -622,6 +622,16 @@ fn bridge_series(e: &mut Exposition, snap: &Snapshot, b: &serde_json::Value, now
     );
     e.gauge(&[], snap.bridge_view.pending as f64);
     e.family(
+        "pantheon_bridge_outbox_stuck",
+        Kind::Gauge,
+        "Outbox records the bridge could not publish and retries (its status's `stuck`).",
+    );
+    let stuck = b
+        .get("stuck")
+        .and_then(serde_json::Value::as_array)
+        .map_or(0, Vec::len);
+    e.gauge(&[], stuck as f64);
+    e.family(
         "pantheon_bridge_dead",
         Kind::Gauge,
         "The bridge's dead letters.",

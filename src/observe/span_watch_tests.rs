@@ -209,14 +209,19 @@ fn a_gods_own_pending_write_a_redelivery_and_a_dead_letter_are_seen_in_the_files
     assert_eq!(spans.len(), 1, "{spans:?}");
     assert_eq!(spans[0].name, "redeliver plan");
     assert_eq!(spans[0].parent, Some(span_id("dispatch", hid)));
-    // Then dead-lettered: one span, and the dispatch is forgotten in its inbox.
+    // Then dead-lettered: its span, and the dispatch's own (never acked, so its state gave none:
+    // the redelivery's and the dead letter's parent), and the dispatch is forgotten in its inbox.
     d["dead_at"] = json!(crate::engine::time::now_ts());
     rewrite(&f.dead(hid), &d);
     std::fs::remove_file(f.inbox(hid)).unwrap();
-    assert_eq!(
-        names(&mut w, &[f.inbox(hid), f.dead(hid)]),
-        ["dead letter plan"]
-    );
+    let mut spans = Vec::new();
+    w.changed(&[f.inbox(hid), f.dead(hid)], &mut |s| spans.push(s));
+    let mut got: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+    got.sort();
+    assert_eq!(got, ["dead letter plan", "dispatch plan"]);
+    let dispatch = spans.iter().find(|s| s.name == "dispatch plan").unwrap();
+    assert_eq!(dispatch.span_id, span_id("dispatch", hid));
+    assert_eq!(dispatch.parent, Some(span_id("submit", hid)));
     assert!(names(&mut w, &[f.dead(hid)]).is_empty(), "once");
     assert_eq!(w.remembered(), 2, "the workflow and its dead letter");
     std::fs::remove_file(f.dead(hid)).unwrap();

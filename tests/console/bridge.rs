@@ -200,3 +200,109 @@ fn the_header_follows_the_bridge_status_file_as_it_changes() {
         .expect("a new dead letter publishes a snapshot");
     assert_eq!(s.bridge_view.dead, 1);
 }
+
+#[test]
+fn retry_and_discard_act_on_a_waiting_outbox_record_and_are_journaled() {
+    use crossterm::event::KeyCode;
+    use pantheon::console::app::FlashKind;
+    use pantheon::console::engine_ops::EngineOperator;
+    use pantheon::console::ops::Operator;
+    let root = root_with_bridge();
+    let r = root.path();
+    let op = EngineOperator::new(Root::at(r));
+    let mut app = app_for(r, fixture_now());
+    app.run_command("pane bridge");
+    app.dispatch(Action::Top);
+    // Not offered on a row that is no waiting record (the track's cursor is first).
+    assert!(!app.offers(&Action::OutboxRetry));
+    assert!(!app.offers(&Action::OutboxDiscard));
+    let idx = app
+        .keys(Pane::Bridge)
+        .iter()
+        .position(|k| {
+            matches!(
+                k,
+                RowKey::Bridge {
+                    kind: BridgeKind::Pending,
+                    ..
+                }
+            )
+        })
+        .unwrap();
+    for _ in 0..idx {
+        app.dispatch(Action::Down);
+    }
+    assert!(app.offers(&Action::OutboxRetry));
+    // R: confirmed, then a request file the bridge takes; no bridge runs here (the status is old).
+    app.on_key(key('R'));
+    let said = super::actions::confirm_text(&app);
+    assert!(
+        said.contains("ob_deploy_42_notify") && said.contains("subspace.konan.outgoing.tallon"),
+        "{said}"
+    );
+    app.on_key(key('l'));
+    let effects = app.on_key(code(KeyCode::Enter));
+    super::actions::run(&mut app, &op, effects);
+    let f = app.flash.clone().unwrap();
+    assert_eq!(f.kind, FlashKind::Success, "{}", f.text);
+    assert_eq!(
+        f.text,
+        "ob_deploy_42_notify: retry asked; no bridge is running, the next one to start tries it at once"
+    );
+    assert!(
+        r.join("conductor/bridge/retry/ob_deploy_42_notify.json")
+            .exists()
+    );
+    // D: the reason is asked, the confirmation says it is never published.
+    app.on_key(key('D'));
+    type_text(&mut app, "resent by hand");
+    app.on_key(code(KeyCode::Enter));
+    let said = super::actions::confirm_text(&app);
+    assert!(
+        said.contains("will never be published") && said.contains("Reason: resent by hand"),
+        "{said}"
+    );
+    app.on_key(key('l'));
+    let effects = app.on_key(code(KeyCode::Enter));
+    super::actions::run(&mut app, &op, effects);
+    let f = app.flash.clone().unwrap();
+    assert_eq!(f.kind, FlashKind::Success, "{}", f.text);
+    assert_eq!(
+        f.text,
+        "ob_deploy_42_notify discarded: kept in conductor/bridge/dead/outbox_ob_deploy_42_notify.json"
+    );
+    assert!(!r.join("conductor/outbox/ob_deploy_42_notify.json").exists());
+    let dead: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(r.join("conductor/bridge/dead/outbox_ob_deploy_42_notify.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        dead["reason"]
+            .as_str()
+            .unwrap()
+            .ends_with(": resent by hand"),
+        "{dead}"
+    );
+    // Both journaled from the console, naming the outbox id.
+    let journal = std::fs::read_to_string(r.join("conductor/journal.jsonl")).unwrap();
+    let entries: Vec<serde_json::Value> = journal
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for action in ["bridge_retry", "bridge_discard"] {
+        let e = entries
+            .iter()
+            .find(|e| e["action"] == action)
+            .unwrap_or_else(|| panic!("no {action}: {journal}"));
+        assert_eq!(e["targets"]["outbox_id"], "ob_deploy_42_notify", "{e}");
+        assert_eq!(e["source"], "console", "{e}");
+    }
+    // A discarded record is gone: retry is refused with where it went.
+    let refused = op
+        .execute(&pantheon::console::ops::Op::OutboxRetry {
+            outbox_id: "ob_deploy_42_notify".into(),
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("dead-lettered"), "{refused}");
+}

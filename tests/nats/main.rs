@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+mod origin;
+mod outbox;
 mod peers;
 mod traces;
 

@@ -8,7 +8,7 @@ use super::*;
 
 /// The Python of the test virtualenv (`$PANTHEON_TEST_PYTHON`, else `.venv/bin/python`, which
 /// `scripts/test-setup.sh` creates with `nats-py`); a setup that fails is a failure with the fix.
-fn python() -> PathBuf {
+pub(super) fn python() -> PathBuf {
     if let Some(p) = std::env::var_os("PANTHEON_TEST_PYTHON").filter(|p| !p.is_empty()) {
         return PathBuf::from(p);
     }
@@ -34,19 +34,19 @@ fn python() -> PathBuf {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn client_py() -> PathBuf {
+pub(super) fn client_py() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/nats/python/client.py")
 }
 
 /// A core-NATS subscriber (the origin's listener's way) writing each message it gets to a file.
-struct Listener {
+pub(super) struct Listener {
     _proc: Guard,
     out: PathBuf,
     _dir: tempfile::TempDir,
 }
 
 impl Listener {
-    fn start(url: &str, subject: &str) -> Self {
+    pub(super) fn start(url: &str, subject: &str) -> Self {
         use std::io::BufRead;
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("received.jsonl");
@@ -76,7 +76,7 @@ impl Listener {
         }
     }
 
-    fn received(&self) -> Vec<Value> {
+    pub(super) fn received(&self) -> Vec<Value> {
         std::fs::read_to_string(&self.out)
             .unwrap_or_default()
             .lines()
@@ -86,7 +86,7 @@ impl Listener {
 }
 
 /// Publishes each message with core NATS (`nc.publish`, as the origin does).
-fn core_publish(url: &str, subject: &str, msgs: &[Value]) {
+pub(super) fn core_publish(url: &str, subject: &str, msgs: &[Value]) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("msgs.jsonl");
     let text: String = msgs.iter().map(|m| format!("{m}\n")).collect();
@@ -105,7 +105,7 @@ fn core_publish(url: &str, subject: &str, msgs: &[Value]) {
 }
 
 /// The number of messages a JetStream stream holds (`None`: no such stream yet).
-fn try_stream_msgs(url: &str, stream: &str) -> Option<u64> {
+pub(super) fn try_stream_msgs(url: &str, stream: &str) -> Option<u64> {
     let out = Command::new(python())
         .arg(client_py())
         .args([url, "stream-msgs", stream])
@@ -115,36 +115,36 @@ fn try_stream_msgs(url: &str, stream: &str) -> Option<u64> {
     v["messages"].as_u64()
 }
 
-fn stream_msgs(url: &str, stream: &str) -> u64 {
+pub(super) fn stream_msgs(url: &str, stream: &str) -> u64 {
     try_stream_msgs(url, stream).expect("the stream exists")
 }
 
 /// Waits until the bridge of `m` has made its stream: a core publish before that is stored nowhere.
-fn wait_stream(url: &str, m: &Machine) {
+pub(super) fn wait_stream(url: &str, m: &Machine) {
     wait_for("the bridge's stream", Duration::from_secs(30), || {
         try_stream_msgs(url, &format!("PANTHEON_{}", m.name)).is_some()
     });
 }
 
-fn read_json(p: &Path) -> Value {
+pub(super) fn read_json(p: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
 }
 
-fn dead_letters(m: &Machine) -> Vec<Value> {
+pub(super) fn dead_letters(m: &Machine) -> Vec<Value> {
     m.files("conductor/bridge/dead")
         .iter()
         .map(|p| read_json(p))
         .collect()
 }
 
-fn assert_valid(m: &Machine) {
+pub(super) fn assert_valid(m: &Machine) {
     let out = m.command(&["validate"]).output().unwrap();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["errors"], 0, "{}: {report:#}", m.name);
 }
 
 /// The deploy definition of `DEPLOY`, publishing to `to` instead of tallon, under id `deploy-{to}`.
-fn deploy_to(to: &str) -> String {
+pub(super) fn deploy_to(to: &str) -> String {
     DEPLOY
         .replace("deploy-across", &format!("deploy-{to}"))
         .replace(
@@ -153,7 +153,7 @@ fn deploy_to(to: &str) -> String {
         )
 }
 
-fn start_to(to: &str, n: usize) -> Value {
+pub(super) fn start_to(to: &str, n: usize) -> Value {
     let mut h = start_handoff(n);
     h["handoff_id"] = json!(format!("hof_20261201_{}{n:05}", &to[..1]));
     h["workflow_id"] = json!(format!("wf_{to}_{n}"));
@@ -161,7 +161,7 @@ fn start_to(to: &str, n: usize) -> Value {
     h
 }
 
-fn origin_msg(id: &str, source: &str, target: &str, context: Value) -> Value {
+pub(super) fn origin_msg(id: &str, source: &str, target: &str, context: Value) -> Value {
     json!({
         "id": id, "type": "deploy_request", "source": source, "target": target,
         "timestamp": "2026-12-01T10:00:00Z", "workflow_id": "wf_8a0b5f28",
@@ -523,9 +523,11 @@ fn the_deploy_round_trip_ends_at_the_reply_when_the_receiver_completes() {
     );
     let pending = b.ok(&["pending"], None).to_string();
     assert!(!pending.contains("konan"), "{pending}");
-    // A's workflow runs to its end.
+    // A's workflow runs to its end (its dispatch is written just after the state that names it).
+    wait_for("A's announce dispatch", Duration::from_secs(10), || {
+        inbox(&a).len() == 1
+    });
     let announce = inbox(&a);
-    assert_eq!(announce.len(), 1);
     ack(
         &a,
         2,

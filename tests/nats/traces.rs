@@ -597,6 +597,37 @@ fn a_redelivery_and_a_dead_letter_are_spans_of_the_dispatch() {
             .count(),
         1
     );
+    // No orphan: every parent named is a span exported (the never-acked dispatch's own span is
+    // ended by its dead letter), and the dispatch's parent is its submit.
+    wait_for("the dispatch's span", Duration::from_secs(10), || {
+        rx.of("wf_redo")
+            .iter()
+            .any(|s| s["span_id"] == dispatch_span.as_str())
+    });
+    let spans = rx.of("wf_redo");
+    let ids: std::collections::HashSet<&str> =
+        spans.iter().filter_map(|s| s["span_id"].as_str()).collect();
+    for s in &spans {
+        let parent = s["parent_span_id"].as_str().unwrap_or_default();
+        assert!(
+            parent.is_empty() || ids.contains(parent),
+            "{} names parent {parent}, which is not exported: {spans:#?}",
+            s["name"]
+        );
+    }
+    let d = spans
+        .iter()
+        .find(|s| s["span_id"] == dispatch_span.as_str())
+        .unwrap();
+    assert_eq!(d["name"], "dispatch build", "{d}");
+    assert_eq!(d["parent_span_id"], submit["span_id"], "{d}");
+    assert_eq!(
+        spans
+            .iter()
+            .filter(|s| s["name"] == "dispatch build")
+            .count(),
+        1
+    );
 }
 
 /// The span id the dispatch of `hid` named in its traceparent (read from the dead letter).

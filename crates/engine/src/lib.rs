@@ -77,9 +77,9 @@ pub use crate::{
     conductor::results::{
         AbortResult, AbortStatus, AckResult, ApprovalResult, ApprovalStatus, CleanupResult,
         CleanupStatus, DeadlineKind, DispatchResult, InboxResult, InitResult, InitStatus,
-        PendingEntry, PendingResult, RedispatchResult, RedispatchStatus, RefusedPath, ReplyStatus,
-        RuleDetail, RulesResult, StepSummary, SubmitResult, SubmitStatus, WorkflowSummary,
-        WorkflowsResult,
+        OutboxActResult, OutboxActStatus, PendingEntry, PendingResult, RedispatchResult,
+        RedispatchStatus, RefusedPath, ReplyStatus, RuleDetail, RulesResult, StepSummary,
+        SubmitResult, SubmitStatus, WorkflowSummary, WorkflowsResult,
     },
     conductor::rules::{Rule, RuleAction, load_rule_file},
     conductor::template::{Part, PayloadTemplate, Template, TemplateError, Vars as TemplateVars},
@@ -219,7 +219,7 @@ pub mod ledger {
 pub mod outbox {
     pub use crate::conductor::outbox::{
         OutboxRecord, Reply, ReplyOutcome, give_up, mark_sent, outbox_dir, pending, record_path,
-        sent_dir,
+        retry_requests, sent_dir, take_retry_request,
     };
 }
 
@@ -232,9 +232,9 @@ pub mod recorder {
 pub mod nats {
     pub use crate::bridge::peer::{EnvelopeKind, Peer, Peers, Transport};
     pub use crate::bridge::{
-        AwaitingReplies, Inbound, Status, Taken, Wire, admit, bridge_dir, configure_peers,
-        dead_dir, dead_letter, encode, parse_message, read_status, redact_url, reply_subject,
-        status_path, take, watched_dirs, write_bridge_record, write_status,
+        AwaitingReplies, Inbound, Status, Taken, Wire, admit, bridge_dir, check_sendable,
+        configure_peers, dead_dir, dead_letter, encode, parse_message, read_status, redact_url,
+        reply_subject, status_path, take, watched_dirs, write_bridge_record, write_status,
     };
     pub use crate::conductor::subject::check_filter;
     /// A track mirrored through the bridge: streams, key-value buckets, cursors, lock plans.

@@ -465,6 +465,12 @@ impl Checker {
                 .to_owned();
             self.error(&e.path, msg);
         }
+        // What `pantheon workflows` warns of (a dangling `input_from`), validate warns of too.
+        for d in &defs {
+            for w in &d.warnings {
+                self.warn(&d.path, w.clone());
+            }
+        }
     }
 
     fn states(&mut self, root: &Root) {

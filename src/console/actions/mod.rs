@@ -181,6 +181,10 @@ actions! {
         /// (`pantheon rerun WF --from STEP --as-of TS`).
         as_of: Option<String>,
     } => rerun,
+    /// Asks the bridge to try a waiting outbox record again now (`pantheon bridge retry ID`).
+    OutboxRetry { outbox_id: String } => outbox_retry,
+    /// Dead-letters a waiting outbox record with a reason (`pantheon bridge discard ID --reason`).
+    OutboxDiscard { outbox_id: String, reason: String } => outbox_discard,
     /// The same action on every marked record (see `marks`): one engine call each, in order.
     Bulk {
         items: Vec<BulkItem>,

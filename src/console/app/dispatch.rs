@@ -373,6 +373,8 @@ impl App {
             | Action::Abort
             | Action::Cleanup
             | Action::ForceUnlock
+            | Action::OutboxRetry
+            | Action::OutboxDiscard
             | Action::BoardAdvance
             | Action::BoardForceAdvance
             | Action::BoardNextRound

@@ -239,4 +239,17 @@ impl PaneView for Bridge {
     fn draw(&self, frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         draw(frame, area, app, theme)
     }
+
+    /// Retry and discard are offered on a waiting outbox record only.
+    fn offers(&self, app: &App, action: &crate::console::action::Action) -> Option<bool> {
+        use crate::console::action::Action;
+        match action {
+            Action::OutboxRetry | Action::OutboxDiscard => Some(
+                app.bridge_rows()
+                    .get(app.selected(Pane::Bridge))
+                    .is_some_and(|r| r.kind == BridgeKind::Pending),
+            ),
+            _ => None,
+        }
+    }
 }

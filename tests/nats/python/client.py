@@ -5,6 +5,7 @@ as the origin's listener subscribes and publishes).
                                        of OUT (flushed per message) until killed; prints "ready"
   client.py URL publish SUBJECT FILE   publish each line of FILE (core), flush, exit
   client.py URL stream-msgs NAME       print the number of messages JetStream stream NAME holds
+  client.py URL stream-add NAME SUBJ   create JetStream stream NAME holding subject SUBJ
 """
 
 import asyncio
@@ -42,6 +43,11 @@ async def stream_msgs(nc, name):
     print(json.dumps({"messages": info.state.messages}), flush=True)
 
 
+async def stream_add(nc, name, subject):
+    js = nc.jetstream()
+    await js.add_stream(name=name, subjects=[subject])
+
+
 async def main():
     url, cmd = sys.argv[1], sys.argv[2]
     nc = await nats.connect(url, allow_reconnect=True, max_reconnect_attempts=-1)
@@ -52,6 +58,8 @@ async def main():
             await publish(nc, sys.argv[3], sys.argv[4])
         elif cmd == "stream-msgs":
             await stream_msgs(nc, sys.argv[3])
+        elif cmd == "stream-add":
+            await stream_add(nc, sys.argv[3], sys.argv[4])
         else:
             raise SystemExit(f"unknown command {cmd}")
     finally:

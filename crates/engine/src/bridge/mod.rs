@@ -89,6 +89,10 @@ pub struct Wire {
     /// The envelope it came in (never on the wire: a received message's origin).
     #[serde(skip)]
     pub envelope: EnvelopeKind,
+    /// The god of this root the origin's envelope addressed (`"target": "hephaestus"`), when its
+    /// `target` is not this pantheon (never on the wire; checked against the root's gods when taken).
+    #[serde(skip)]
+    pub to_god: Option<String>,
 }
 
 /// The wire form of an outbox record sent by pantheon `from`.
@@ -108,6 +112,7 @@ pub(crate) fn to_wire(rec: &OutboxRecord, from: &str) -> Wire {
         status: rec.status.clone(),
         traceparent: rec.traceparent.clone(),
         envelope: EnvelopeKind::Pantheon,
+        to_god: None,
     }
 }
 
@@ -142,6 +147,27 @@ pub fn encode(rec: &OutboxRecord, from: &str, peer: Option<&Peer>) -> Vec<u8> {
         _ => serde_json::to_value(to_wire(rec, from)).unwrap_or(Value::Null),
     };
     crate::store::json_text(&value, false)
+}
+
+/// Whether an outbox record may go on the wire, checked again when it is sent (a record is a file in
+/// the root, which anyone may have edited since it was written): its subject is literal and never
+/// under `$` (a `$JS.API.STREAM.PURGE.X` "message" would purge stream X with this bridge's
+/// credentials), and a reply goes only to a reply subject of its peer. The error is the reason the
+/// record is dead-lettered instead.
+pub fn check_sendable(rec: &OutboxRecord, cfg: &Inbound) -> std::result::Result<(), String> {
+    let refused = |why: String| format!("not published: {why}");
+    subject::check_publish_subject(&rec.subject).map_err(refused)?;
+    if rec.kind == "reply" {
+        let peer = rec
+            .extra
+            .get("peer")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        cfg.peers
+            .reply_target(&cfg.name, peer, Some(&rec.subject))
+            .map_err(refused)?;
+    }
+    Ok(())
 }
 
 /// Parses and checks a message from the wire; the error is the reason it is dead-lettered.
@@ -281,10 +307,17 @@ fn from_origin(obj: &Map<String, Value>, me: &str) -> std::result::Result<Wire, 
             "id {id:?} is not a message id (1 to 80 letters, digits, `_` or `-`)"
         ));
     }
+    // The origin addresses this pantheon, or one of its gods (its own handoff doc does).
     let target = text("target");
-    if !target.is_empty() && target != me {
-        return Err(format!("target {target:?} is not this pantheon ({me})"));
-    }
+    let to_god = if target.is_empty() || target == me {
+        None
+    } else if is_valid_name(target) {
+        Some(target.to_owned())
+    } else {
+        return Err(format!(
+            "target {target:?} is neither this pantheon ({me}) nor a god name"
+        ));
+    };
     let kind = text("type");
     if kind.len() > 64 {
         return Err("type longer than 64 bytes".into());
@@ -316,6 +349,7 @@ fn from_origin(obj: &Map<String, Value>, me: &str) -> std::result::Result<Wire, 
         message,
         created: text("timestamp").chars().take(64).collect(),
         envelope: EnvelopeKind::Origin,
+        to_god,
         ..Default::default()
     };
     if kind == "reply" {
@@ -486,8 +520,14 @@ pub fn take(c: &Conductor, cfg: &Inbound, subject: &str, w: &Wire) -> Result<Tak
             w.message.clone()
         }),
     );
-    context.insert("decisions".into(), json!([]));
-    context.insert("artifacts".into(), json!([]));
+    // The origin's own `context.decisions` and `context.artifacts` are the dispatch's.
+    for key in ["decisions", "artifacts"] {
+        let own = match w.envelope {
+            EnvelopeKind::Origin => origin_list(&w.payload, key),
+            EnvelopeKind::Pantheon => Vec::new(),
+        };
+        context.insert(key.into(), json!(own));
+    }
     if !w.payload.is_null() {
         context.insert("payload".into(), w.payload.clone());
     }
@@ -498,11 +538,12 @@ pub fn take(c: &Conductor, cfg: &Inbound, subject: &str, w: &Wire) -> Result<Tak
             "remote_workflow_id": w.workflow_id, "reply_to": w.reply_to,
         }),
     );
+    let to_god = dispatch_god(root, cfg, w)?;
     let mut handoff = json!({
         "handoff_id": entry.handoff_id,
         "workflow_id": entry.workflow_id,
         "from_god": w.from_pantheon,
-        "to_god": cfg.god,
+        "to_god": to_god,
         "step": w.step,
         "context": context,
     });
@@ -526,6 +567,44 @@ pub fn take(c: &Conductor, cfg: &Inbound, subject: &str, w: &Wire) -> Result<Tak
         workflow_id: r.workflow_id.to_string(),
         status: r.status.to_string(),
     })
+}
+
+/// The god an inbound request is dispatched to: the god of this root the origin's `target` names
+/// (one with an inbox), else `--god`; refused when the target names no god of this root.
+fn dispatch_god(root: &Root, cfg: &Inbound, w: &Wire) -> Result<String> {
+    let Some(g) = &w.to_god else {
+        return Ok(cfg.god.clone());
+    };
+    if files::god_dirs(&root.pending_root())
+        .iter()
+        .any(|k| k.as_str() == g)
+    {
+        return Ok(g.clone());
+    }
+    Err(Error::refused(format!(
+        "target {g:?} is neither this pantheon ({}) nor a god of this root (gods: {})",
+        cfg.name,
+        files::known_gods(root).unwrap_or_else(|| "none".into())
+    )))
+}
+
+/// Most items taken from the origin's `context.decisions` or `context.artifacts`.
+const MAX_ORIGIN_ITEMS: usize = 1000;
+
+/// The origin's `context.KEY` list as the dispatch's own: its strings as they are, any other item
+/// as its JSON text (at most [`MAX_ORIGIN_ITEMS`]; what is not a list gives none).
+fn origin_list(context: &Value, key: &str) -> Vec<String> {
+    context
+        .get(key)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .take(MAX_ORIGIN_ITEMS)
+        .map(|v| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect()
 }
 
 /// Marks the workflow an inbound request started (under its lock; repeating it is harmless), so
@@ -924,11 +1003,16 @@ mod tests {
         assert_eq!(w.kind, "reply");
         assert_eq!(w.in_reply_to.as_deref(), Some("ob_1"));
         assert_eq!(w.status.as_deref(), Some("completed"));
-        let wrong = br#"{"id":"a-2","type":"deploy","source":"konan","target":"vulcan"}"#;
+        // A target other than this pantheon names a god of it (checked against the root's gods
+        // when taken); one that cannot be a name is refused here.
+        let to_god = br#"{"id":"a-2","type":"deploy","source":"konan","target":"hephaestus","workflow_id":"wf_a"}"#;
+        let w = parse_message(to_god, &tallon).unwrap();
+        assert_eq!(w.to_god.as_deref(), Some("hephaestus"));
+        let wrong = br#"{"id":"a-3","type":"deploy","source":"konan","target":"not a god","workflow_id":"wf_a"}"#;
         assert!(
             parse_message(wrong, &tallon)
                 .unwrap_err()
-                .contains("not this pantheon")
+                .contains("neither this pantheon")
         );
         assert_eq!(
             redact_url("nats://a:s1@h:1,nats://tok@g:2"),

@@ -150,13 +150,7 @@ impl Peer {
 /// A subject the bridge may publish a reply on: literal, and never under `$` (the server's own APIs:
 /// `$JS.API…`, `$KV…`, `$SYS…`), which a reply would call with this bridge's credentials.
 pub(crate) fn check_reply_subject(s: &str) -> Result<(), String> {
-    subject::check_subject(s)?;
-    if s.starts_with('$') {
-        return Err(format!(
-            "subject {s:?} is under `$` (the server's own API); the bridge never publishes there"
-        ));
-    }
-    Ok(())
+    subject::check_publish_subject(s)
 }
 
 /// The allowed peers.

@@ -277,6 +277,41 @@ impl Conductor {
     }
 }
 
+impl Conductor {
+    /// Asks the bridge to try a waiting outbox record again now (see `retry_outbox_unjournaled`).
+    /// An operator act, journaled naming the outbox id.
+    pub fn retry_outbox(&self, outbox_id: &str) -> Result<super::results::OutboxActResult> {
+        let r = self.retry_outbox_unjournaled(outbox_id)?;
+        self.journal(&outbox_act("bridge_retry", &r, None));
+        Ok(r)
+    }
+
+    /// Dead-letters a waiting outbox record by hand, so it is never published (see
+    /// `discard_outbox_unjournaled`). An operator act, journaled naming the outbox id and the reason.
+    pub fn discard_outbox(
+        &self,
+        outbox_id: &str,
+        reason: &str,
+    ) -> Result<super::results::OutboxActResult> {
+        let r = self.discard_outbox_unjournaled(outbox_id, reason)?;
+        self.journal(&outbox_act("bridge_discard", &r, Some(reason)));
+        Ok(r)
+    }
+}
+
+/// The entry of an operator's act on an outbox record.
+fn outbox_act(
+    action: &'static str,
+    r: &super::results::OutboxActResult,
+    reason: Option<&str>,
+) -> Act {
+    Act::new(action, r.status.to_string())
+        .target("outbox_id", Some(&r.outbox_id))
+        .target("workflow_id", Some(&r.workflow_id))
+        .target("subject", Some(&r.subject))
+        .reason(reason)
+}
+
 /// The entry of a decision; `original`: the repeat of one killed before its entry, journaled as the
 /// decision itself.
 fn approval_act(

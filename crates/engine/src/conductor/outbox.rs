@@ -455,6 +455,136 @@ pub fn give_up(root: &Root, rec: &OutboxRecord, reason: &str, attempts: u64) -> 
     Ok(())
 }
 
+/// `conductor/bridge/retry/`: operators' requests that the bridge try a waiting record now.
+pub(crate) fn retry_dir(root: &Root) -> std::path::PathBuf {
+    crate::bridge::bridge_dir(root).join(crate::store::layout::BRIDGE_RETRY_DIR)
+}
+
+/// Most retry requests the bridge takes in one round (the rest wait for the next).
+const MAX_RETRY_REQUESTS: usize = 1000;
+
+/// The operators' retry requests waiting for the bridge: the outbox id each names (from the file
+/// name, which must be an outbox id) and the file, at most [`MAX_RETRY_REQUESTS`]. A file whose name
+/// is no outbox id is left out (and never read).
+pub fn retry_requests(root: &Root) -> Vec<(String, std::path::PathBuf)> {
+    super::definition::config_files(&retry_dir(root))
+        .into_iter()
+        .filter_map(|p| {
+            let id = p.file_stem()?.to_str()?.to_owned();
+            (p.extension().is_some_and(|e| e == "json") && id_ok(&id).is_ok()).then_some((id, p))
+        })
+        .take(MAX_RETRY_REQUESTS)
+        .collect()
+}
+
+/// Removes a retry request the bridge has taken (one outside `conductor/bridge/retry/` is refused).
+pub fn take_retry_request(root: &Root, path: &std::path::Path) -> Result<()> {
+    if path.parent() != Some(retry_dir(root).as_path()) {
+        return Err(Error::refused(format!(
+            "{} is not a retry request",
+            path.display()
+        )));
+    }
+    files::remove_file(root, path)
+}
+
+/// The record `id` as it waits in the outbox; refused with where it went when it no longer waits.
+fn waiting_record(root: &Root, id: &str) -> Result<OutboxRecord> {
+    let path = record_path(root, id)?;
+    let found = read_json(&path)?.map(serde_json::from_value::<OutboxRecord>);
+    match found {
+        Some(Ok(r)) if r.outbox_id == id => Ok(r),
+        Some(Ok(r)) => Err(Error::refused(format!(
+            "conductor/outbox/{id}.json names another record ({:?}); not acted on",
+            r.outbox_id
+        ))),
+        Some(Err(e)) => Err(Error::refused(format!(
+            "conductor/outbox/{id}.json is not an outbox record: {e}"
+        ))),
+        None => {
+            let dead = crate::bridge::dead_dir(root).join(format!("outbox_{id}.json"));
+            let gone = if sent_dir(root).join(format!("{id}.json")).is_file() {
+                "it was sent (conductor/outbox/sent/)".to_owned()
+            } else if dead.is_file() {
+                format!("it was dead-lettered (conductor/bridge/dead/outbox_{id}.json)")
+            } else {
+                "no record has that id (`pantheon bridge status` lists the waiting ones)".to_owned()
+            };
+            Err(Error::not_found(format!(
+                "no outbox record {id} is waiting: {gone}"
+            )))
+        }
+    }
+}
+
+/// True when a bridge runs on this root (its status file was written within
+/// [`crate::health::BRIDGE_SILENT_AFTER`]).
+fn bridge_running(root: &Root) -> bool {
+    let updated = read_json(&crate::bridge::status_path(root))
+        .ok()
+        .flatten()
+        .and_then(|v| v.get("updated").and_then(Value::as_str).map(str::to_owned));
+    updated
+        .as_deref()
+        .and_then(crate::store::time::parse_ts)
+        .is_some_and(|t| {
+            let age = chrono::Utc::now().signed_duration_since(t);
+            age <= crate::health::BRIDGE_SILENT_AFTER && -age <= crate::health::BRIDGE_SILENT_AFTER
+        })
+}
+
+impl Conductor {
+    /// Asks the bridge to try waiting record `id` again now (its backoff and give-up clock start
+    /// over): a request file under `conductor/bridge/retry/` that a running bridge takes within a
+    /// second. Refused when no such record waits.
+    pub(crate) fn retry_outbox_unjournaled(
+        &self,
+        id: &str,
+    ) -> Result<super::results::OutboxActResult> {
+        let root = self.root();
+        let rec = waiting_record(root, id)?;
+        let path = retry_dir(root).join(format!("{id}.json"));
+        files::refuse_unconfined(root, std::slice::from_ref(&path))?;
+        write_json(
+            root,
+            &path,
+            &json!({"outbox_id": id, "requested_at": now_ts(), "by": self.origin().actor}),
+        )?;
+        Ok(super::results::OutboxActResult {
+            status: super::results::OutboxActStatus::RetryRequested,
+            outbox_id: rec.outbox_id,
+            workflow_id: rec.workflow_id,
+            subject: rec.subject,
+            dead_letter: None,
+            bridge_running: bridge_running(root),
+        })
+    }
+
+    /// Gives up waiting record `id` by hand: kept as a dead letter
+    /// (`conductor/bridge/dead/outbox_{id}.json`) with `reason`, then removed from the outbox, so it
+    /// is never published. Refused when no such record waits, or the reason is not free text (1 to
+    /// 512 bytes).
+    pub(crate) fn discard_outbox_unjournaled(
+        &self,
+        id: &str,
+        reason: &str,
+    ) -> Result<super::results::OutboxActResult> {
+        crate::store::ids::check_free_text("reason", reason)?;
+        let root = self.root();
+        let rec = waiting_record(root, id)?;
+        let why = format!("discarded by {}: {reason}", self.origin().actor);
+        give_up(root, &rec, &why, 0)?;
+        Ok(super::results::OutboxActResult {
+            status: super::results::OutboxActStatus::Discarded,
+            outbox_id: rec.outbox_id,
+            workflow_id: rec.workflow_id,
+            subject: rec.subject,
+            dead_letter: Some(format!("conductor/bridge/dead/outbox_{id}.json")),
+            bridge_running: bridge_running(root),
+        })
+    }
+}
+
 /// What became of a reply.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReplyOutcome {
@@ -549,6 +679,44 @@ mod tests {
         json!({"handoff_id": hid, "workflow_id": "wf_early", "from_god": from, "to_god": "hermes",
                "step": step, "context": {"summary": step, "decisions": [], "artifacts": []},
                "routing": {"workflow_definition": "early"}})
+    }
+
+    #[test]
+    fn retry_and_discard_act_only_on_a_waiting_record_and_say_where_it_went() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Conductor::new(Root::at(dir.path()));
+        c.init().unwrap();
+        std::fs::write(c.root().workflows_dir().join("early.yaml"), FLOW).unwrap();
+        c.submit_handoff(&handoff("hof_20261201_e00001", "hephaestus", "package"))
+            .unwrap();
+        let id = pending(c.root()).0[0].outbox_id.clone();
+        for bad in ["../x", "OB_1", ""] {
+            assert!(c.retry_outbox(bad).is_err(), "{bad:?}");
+            assert!(c.discard_outbox(bad, "r").is_err(), "{bad:?}");
+        }
+        assert!(c.discard_outbox(&id, "").is_err(), "a reason is required");
+        let r = c.retry_outbox(&id).unwrap();
+        assert_eq!(
+            r.status,
+            super::super::results::OutboxActStatus::RetryRequested
+        );
+        assert!(!r.bridge_running);
+        let asked = retry_requests(c.root());
+        assert_eq!(asked.len(), 1);
+        assert_eq!(asked[0].0, id);
+        take_retry_request(c.root(), &asked[0].1).unwrap();
+        assert!(retry_requests(c.root()).is_empty());
+        assert!(
+            take_retry_request(c.root(), &c.root().state_dir().join("wf_early.json")).is_err(),
+            "only a retry request is removed"
+        );
+        let r = c.discard_outbox(&id, "resent by hand").unwrap();
+        assert_eq!(r.status, super::super::results::OutboxActStatus::Discarded);
+        assert!(pending(c.root()).0.is_empty());
+        let e = c.retry_outbox(&id).unwrap_err().to_string();
+        assert!(e.contains("dead-lettered"), "{e}");
+        let e = c.discard_outbox("ob_nothing", "r").unwrap_err().to_string();
+        assert!(e.contains("no record has that id"), "{e}");
     }
 
     #[test]

@@ -46,6 +46,16 @@ words!(
 );
 
 words!(
+    /// What an operator's act on a waiting outbox record did (`pantheon bridge retry|discard`).
+    pub OutboxActStatus {
+        /// A request to try it again now was left for the bridge.
+        RetryRequested = "retry_requested",
+        /// It was dead-lettered and will never be published.
+        Discarded = "discarded",
+    }
+);
+
+words!(
     /// Which deadline an ack's answer names (docs/PROTOCOL.md §2.10).
     pub DeadlineKind {
         /// The wait for the next ack (after `pending`).
@@ -397,6 +407,25 @@ impl CleanupResult {
             .or(self.would_delete.as_deref())
             .unwrap_or_default()
     }
+}
+
+/// `bridge retry` and `bridge discard`'s result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutboxActResult {
+    /// `retry_requested` or `discarded`.
+    pub status: OutboxActStatus,
+    /// The outbox record acted on.
+    pub outbox_id: String,
+    /// The workflow whose step wrote it (for a reply: the peer's workflow).
+    pub workflow_id: String,
+    /// The subject it was to be published on.
+    pub subject: String,
+    /// For a discard: where the record is kept now, relative to the root.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dead_letter: Option<String>,
+    /// True when a bridge is running on this root (its status file is fresh): a retry takes
+    /// effect within a second; else when a bridge starts.
+    pub bridge_running: bool,
 }
 
 /// `redispatch`'s result.

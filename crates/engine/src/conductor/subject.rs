@@ -27,6 +27,19 @@ pub(crate) fn check_subject(s: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A subject the bridge may publish on: literal, and never under `$` (the server's own APIs:
+/// `$JS.API…`, `$KV…`, `$SYS…`), which a publish would call with this bridge's credentials (a
+/// `$JS.API.STREAM.PURGE.X` "message" purges stream X).
+pub(crate) fn check_publish_subject(s: &str) -> Result<(), String> {
+    check_subject(s)?;
+    if s.starts_with('$') {
+        return Err(format!(
+            "subject {s:?} is under `$` (the server's own API); the bridge never publishes there"
+        ));
+    }
+    Ok(())
+}
+
 /// A subject filter: like `check_subject`, but a token may be `*` and the last may be `>`.
 pub fn check_filter(s: &str) -> Result<(), String> {
     if s.is_empty() || s.len() > MAX_SUBJECT {
@@ -82,7 +95,7 @@ pub(crate) fn check_template_subject(t: &Template) -> Result<(), String> {
             _ => "x",
         })
         .collect();
-    check_subject(&filled).map_err(|e| format!("{e} (in {:?})", t.source))?;
+    check_publish_subject(&filled).map_err(|e| format!("{e} (in {:?})", t.source))?;
     Ok(())
 }
 
@@ -103,7 +116,7 @@ pub(crate) fn render_subject(t: &Template, vars: &Vars<'_>) -> Result<String, St
             }
         }
     }
-    check_subject(&out)?;
+    check_publish_subject(&out)?;
     Ok(out)
 }
 
@@ -156,5 +169,18 @@ mod tests {
             ctx.insert("from".into(), inject.into());
             assert!(render_subject(&t, &v(&ctx)).is_err(), "{inject}");
         }
+        // Nothing under `$`: not written, not filled in by a value.
+        let purge = Template::parse("$JS.API.STREAM.PURGE.X", &[]).unwrap();
+        let e = check_template_subject(&purge).unwrap_err();
+        assert!(e.contains("under `$`"), "{e}");
+        let led = Template::parse("${context.from}.API.STREAM.PURGE.X", &[]).unwrap();
+        assert!(
+            check_template_subject(&led).is_ok(),
+            "a placeholder is checked when filled"
+        );
+        ctx.insert("from".into(), "$JS".into());
+        let e = render_subject(&led, &v(&ctx)).unwrap_err();
+        assert!(e.contains("under `$`"), "{e}");
+        assert!(check_publish_subject("subspace.a$b.c").is_ok());
     }
 }

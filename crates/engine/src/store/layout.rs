@@ -36,6 +36,8 @@ pub const JOURNAL_FILE: &str = "journal.jsonl";
 pub const HISTORY_DIR: &str = "history";
 /// `conductor/outbox`: messages waiting for the bridge.
 pub(crate) const OUTBOX_DIR: &str = "outbox";
+/// `conductor/bridge/retry`: operators' requests that the bridge try a waiting outbox record now.
+pub(crate) const BRIDGE_RETRY_DIR: &str = "retry";
 
 /// `.message-bus/queue.jsonl`: the message queue.
 pub const QUEUE_FILE: &str = "queue.jsonl";
