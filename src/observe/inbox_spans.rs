@@ -243,7 +243,7 @@ fn unacked_dispatch(root: &Root, r: &Read<'_>, out: &mut dyn FnMut(SpanData)) {
     }
     let ctx = Ctx {
         st: &st,
-        trace: trace_of(&st),
+        trace: trace_of(st.trace_id.as_deref(), &st.workflow_id),
         not_before: None,
     };
     let first = d.deliveries.first().map(|x| x.at.as_str());

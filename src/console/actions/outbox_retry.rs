@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use crate::engine::Error;
 use crate::live::snapshot::{BridgeKind, BridgeRow, Snapshot};
 
-use super::super::action::{Action, Pane};
+use super::super::keymap::{Action, Pane};
 use super::super::app::{App, Effect, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::marks::FanOut;

@@ -241,8 +241,8 @@ impl PaneView for Bridge {
     }
 
     /// Retry and discard are offered on a waiting outbox record only.
-    fn offers(&self, app: &App, action: &crate::console::action::Action) -> Option<bool> {
-        use crate::console::action::Action;
+    fn offers(&self, app: &App, action: &crate::console::keymap::Action) -> Option<bool> {
+        use crate::console::keymap::Action;
         match action {
             Action::OutboxRetry | Action::OutboxDiscard => Some(
                 app.bridge_rows()
