@@ -148,8 +148,9 @@ fn a_dead_letter_is_listed_requeued_to_another_god_and_journaled_as_the_console(
     // R asks where to: the god it was delivered to last, Tab completes another.
     assert!(app.on_key(key('R')).is_empty());
     assert_eq!(prompt_text(&app), "hephaestus");
-    app.on_key(ctrl('u'));
+    // The suggestion is a placeholder: the first key typed replaces it.
     type_text(&mut app, "ma");
+    assert_eq!(prompt_text(&app), "ma");
     app.on_key(code(KeyCode::Tab));
     assert_eq!(prompt_text(&app), "marvin");
     app.on_key(code(KeyCode::Enter));
@@ -437,8 +438,10 @@ fn rerun_asks_for_a_step_of_the_definition_and_dispatches_it_again() {
         unreachable!()
     };
     assert!(p.label.contains("plan, build, ship"), "{}", p.label);
-    app.on_key(ctrl('u'));
+    assert!(p.input.is_suggested());
+    // Typing replaces the suggested step (not `buildnope`).
     type_text(&mut app, "nope");
+    assert_eq!(prompt_text(&app), "nope");
     app.on_key(code(KeyCode::Enter));
     assert!(
         matches!(app.mode, Mode::Prompt(_)),
