@@ -216,6 +216,45 @@ fn a_check_that_cannot_judge_is_unknown() {
     );
 }
 
+#[test]
+fn a_config_that_does_not_parse_and_a_pending_file_are_critical() {
+    // A configured CRITICAL level in a config that does not parse: the check does not quietly
+    // fall back to the default WARNING, it says the config is not in force.
+    let env = Env::dispatched("wf_obs_cfg", "hof_20260614_ob0007");
+    env.write(
+        "conductor/config.yaml",
+        "check:\n  overdue: {warn: 1, crit: 1\n",
+    );
+    let (code, line) = check(&env, &[]);
+    assert_eq!(code, 2, "{line}");
+    assert!(
+        line.starts_with("PANTHEON CRITICAL - conductor/config.yaml cannot be used ("),
+        "{line}"
+    );
+    assert!(
+        line.contains("its settings and check levels are not in force"),
+        "{line}"
+    );
+    assert!(status_json(&env)["broken"][0]
+        .as_str()
+        .is_some_and(|b| b.starts_with("conductor/config.yaml cannot be used")));
+    std::fs::remove_file(env.path("conductor/config.yaml")).unwrap();
+    assert_eq!(check(&env, &[]).0, 0, "a root with no config is fine");
+
+    // `conductor/pending` as a file: no inbox can be counted, which is no OK.
+    let pending = env.path("conductor/pending");
+    std::fs::remove_dir_all(&pending).unwrap();
+    std::fs::write(&pending, "not a directory").unwrap();
+    let (code, line) = check(&env, &[]);
+    assert_eq!(code, 2, "{line}");
+    assert!(
+        line.starts_with(
+            "PANTHEON CRITICAL - conductor/pending is not a directory: no dispatch in it can be counted"
+        ),
+        "{line}"
+    );
+}
+
 /// `pantheon serve` on the root, killed and reaped on drop.
 struct Serve(Child);
 

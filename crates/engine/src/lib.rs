@@ -176,7 +176,7 @@ pub mod time {
 pub mod status {
     pub use crate::health::{
         BRIDGE_SILENT_AFTER, BridgeHealth, DirFigures, DirKind, Health, LEVEL_NAMES, Level, State,
-        SupervisorRule, Thresholds, Verdict, evaluate, journal_chain, read, read_with,
+        Judged, SupervisorRule, Thresholds, Verdict, evaluate, journal_chain, read, read_with,
     };
 }
 

@@ -26,7 +26,7 @@ impl App {
 
     /// Takes the operator to an attention item's record, and says what resolves it.
     pub(crate) fn open_attention(&mut self, item: &attention::Item) {
-        match &item.jump {
+        match &attention::jump(item) {
             Jump::Row(key) => {
                 let pane = key.pane();
                 if !self.jump_to(pane, key) {
@@ -52,7 +52,7 @@ impl App {
                 "{}: {} · {}",
                 item.kind.as_str(),
                 item.reason,
-                item.action_text(&self.keymap)
+                attention::action_text(item, &self.keymap)
             ),
         );
     }
