@@ -613,7 +613,7 @@ fn dead_letter_items(s: &Snapshot, out: &mut Vec<Item>) {
                     },
                 )
                 .since(since)
-                .action("{requeue} requeue · {abort} abort its workflow"),
+                .action("{requeue} requeue · {discard_dead} discard · {abort} abort its workflow"),
             );
         }
     }

@@ -527,6 +527,17 @@ pub struct Judged<'a> {
     pub attention: &'a [(&'a str, usize)],
 }
 
+/// The attention items' total and the kinds present with their counts (`held 1, dead_letter 2`).
+fn attention_figure(by_kind: &[(&str, usize)]) -> (usize, String) {
+    let total = by_kind.iter().map(|(_, n)| n).sum();
+    let kinds: Vec<String> = by_kind
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    (total, kinds.join(", "))
+}
+
 /// Judges `h` (with the journal's chain, when it was verified, and the attention items) against `t`.
 pub fn evaluate(h: &Health, judged: &Judged<'_>, t: &Thresholds) -> Verdict {
     let journal = judged.journal;
@@ -577,21 +588,14 @@ pub fn evaluate(h: &Health, judged: &Judged<'_>, t: &Thresholds) -> Verdict {
             format!("bridge lag {}", plural(b.lag, "message", "messages")),
         );
     }
-    let attention: usize = judged.attention.iter().map(|(_, n)| n).sum();
-    let kinds: Vec<String> = judged
-        .attention
-        .iter()
-        .filter(|(_, n)| *n > 0)
-        .map(|(k, n)| format!("{k} {n}"))
-        .collect();
+    let (attention, kinds) = attention_figure(judged.attention);
     figure(
         "attention",
         n(attention),
         &t.attention,
         format!(
-            "{} ({})",
-            plural(n(attention), "attention item", "attention items"),
-            kinds.join(", ")
+            "{} ({kinds})",
+            plural(n(attention), "attention item", "attention items")
         ),
     );
     perfdata.push(format!("held={};;;0;", h.held));

@@ -63,6 +63,7 @@ pub use crate::{
         supervisor_alive, write_supervisor_heartbeat,
     },
     conductor::files::{FileError, is_foreign_pending_dir, known_gods},
+    conductor::retire::{MAX_RETIRE_REASON, RetiredDead, list_retired},
     conductor::intents::settle::IntentRepair,
     conductor::model::{
         AbortManifest, AckRecord, AckStatus, CompletedStep, ContextBag, Dispatch, DispatchContext,

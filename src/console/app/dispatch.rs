@@ -379,6 +379,7 @@ impl App {
             | Action::BoardNextRound
             | Action::BoardResolve
             | Action::Requeue
+            | Action::DiscardDead
             | Action::Rerun => {}
             Action::NextAttention => self.next_attention(),
             Action::Snooze => self.start_snooze(),

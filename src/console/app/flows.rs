@@ -214,6 +214,7 @@ impl App {
             | Action::RejectHeld
             | Action::ForceUnlock
             | Action::Requeue
+            | Action::DiscardDead
             | Action::Rerun
             | Action::Open => self.row_count() > 0,
             Action::ToggleMark | Action::MarkRange | Action::MarkAll => {

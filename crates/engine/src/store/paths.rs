@@ -285,6 +285,14 @@ impl Root {
     pub fn dead_dir(&self, god: &GodName) -> PathBuf {
         self.dead_root().join(god.as_str())
     }
+    /// `conductor/retired`: dead letters that ended, per god (docs/PROTOCOL.md §2.10).
+    pub fn retired_root(&self) -> PathBuf {
+        self.conductor.join(L::RETIRED_DIR)
+    }
+    /// `conductor/retired/{god}`.
+    pub fn retired_dir(&self, god: &GodName) -> PathBuf {
+        self.retired_root().join(god.as_str())
+    }
     /// `conductor/timers`: one file per accepted dispatch whose step `timeout` the supervisor enforces
     /// (docs/PROTOCOL.md §2.10).
     pub fn timers_dir(&self) -> PathBuf {
