@@ -141,7 +141,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            action_text(&item("{approve} approve · {reject_held} reject"), &cfg.keymap),
+            action_text(
+                &item("{approve} approve · {reject_held} reject"),
+                &cfg.keymap
+            ),
             "Z approve · R reject"
         );
         assert_eq!(

@@ -841,9 +841,7 @@ mod tests {
             item.reason
                 .contains("no stream holds subject subspace.konan.inbox")
         );
-        assert!(
-            matches!(&item.target, Target::Outbox(id) if &**id == "ob_1")
-        );
+        assert!(matches!(&item.target, Target::Outbox(id) if &**id == "ob_1"));
     }
 
     #[test]
@@ -867,5 +865,4 @@ mod tests {
             assert_eq!(d.is_some(), started.starts_with("9999"), "{started}: {d:?}");
         }
     }
-
 }

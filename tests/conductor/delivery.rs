@@ -1158,7 +1158,10 @@ fn dead_lettered(env: &Env, wf: &str, hid: &str) {
     ));
     wait_past_deadline(env, &format!("conductor/pending/hephaestus/{hid}.json"));
     env.ok(&["tick"], None);
-    assert_eq!(env.copies(hid), vec!["conductor/dead/hephaestus".to_string()]);
+    assert_eq!(
+        env.copies(hid),
+        vec!["conductor/dead/hephaestus".to_string()]
+    );
 }
 
 /// The `dead_retire` entries of `hid`: (outcome, reason, superseded_by).
@@ -1204,7 +1207,10 @@ fn a_dead_letter_ends_when_a_rerun_supersedes_it_its_workflow_is_aborted_or_it_i
     assert_eq!(status_dead(&env), 1);
     let r = env.ok(&["rerun", wf, "--from", "build"], None);
     let newer = r["handoff_id"].as_str().unwrap().to_owned();
-    assert_eq!(env.copies(hid), vec!["conductor/retired/hephaestus".to_string()]);
+    assert_eq!(
+        env.copies(hid),
+        vec!["conductor/retired/hephaestus".to_string()]
+    );
     let why = format!("superseded by {newer}, the rerun's dispatch of step build");
     assert_eq!(
         retirements(&env, hid),
@@ -1215,11 +1221,19 @@ fn a_dead_letter_ends_when_a_rerun_supersedes_it_its_workflow_is_aborted_or_it_i
     let retired = env.ok(&["dead", "--retired"], None);
     assert_eq!(dead_ids(&retired), [hid]);
     assert_eq!(retired["dead"][0]["status"], "retired");
-    assert_eq!(retired["dead"][0]["dispatch"]["superseded_by"], newer.as_str());
-    assert_eq!(retired["dead"][0]["dispatch"]["retired_reason"], why.as_str());
+    assert_eq!(
+        retired["dead"][0]["dispatch"]["superseded_by"],
+        newer.as_str()
+    );
+    assert_eq!(
+        retired["dead"][0]["dispatch"]["retired_reason"],
+        why.as_str()
+    );
     let e = env.refused(&["requeue", hid], None);
     assert!(
-        e.contains(&format!("the dead letter {hid} is retired: it was superseded by {newer}")),
+        e.contains(&format!(
+            "the dead letter {hid} is retired: it was superseded by {newer}"
+        )),
         "{e}"
     );
     assert_valid(&env);
@@ -1262,14 +1276,20 @@ fn a_dead_letter_ends_when_a_rerun_supersedes_it_its_workflow_is_aborted_or_it_i
         })
         .collect();
     assert_eq!(doubled.len(), 2, "{report:#}");
-    assert!(doubled.iter().all(|p| p["severity"] == "error"), "{report:#}");
+    assert!(
+        doubled.iter().all(|p| p["severity"] == "error"),
+        "{report:#}"
+    );
     std::fs::remove_file(env.path("conductor/pending/hermes/hof_20261206_tw0001.json")).unwrap();
 
     // Aborting a workflow retires its dead letter.
     let (wf2, hid2) = ("wf_retire_abort", "hof_20261206_rt0002");
     dead_lettered(&env, wf2, hid2);
     env.ok(&["abort", wf2, "--reason", "not this quarter"], None);
-    assert_eq!(env.copies(hid2), vec!["conductor/retired/hephaestus".to_string()]);
+    assert_eq!(
+        env.copies(hid2),
+        vec!["conductor/retired/hephaestus".to_string()]
+    );
     assert_eq!(
         retirements(&env, hid2),
         [(
@@ -1280,7 +1300,9 @@ fn a_dead_letter_ends_when_a_rerun_supersedes_it_its_workflow_is_aborted_or_it_i
     );
     let e = env.refused(&["requeue", hid2], None);
     assert!(
-        e.contains(&format!("the dead letter {hid2} is retired: its workflow was aborted")),
+        e.contains(&format!(
+            "the dead letter {hid2} is retired: its workflow was aborted"
+        )),
         "{e}"
     );
 
@@ -1295,13 +1317,19 @@ fn a_dead_letter_ends_when_a_rerun_supersedes_it_its_workflow_is_aborted_or_it_i
     assert_eq!(r["status"], "retired");
     assert_eq!(r["handoff_id"], hid3);
     assert_eq!(r["reason"], "obsolete");
-    assert_eq!(env.copies(hid3), vec!["conductor/retired/hephaestus".to_string()]);
+    assert_eq!(
+        env.copies(hid3),
+        vec!["conductor/retired/hephaestus".to_string()]
+    );
     assert_eq!(
         retirements(&env, hid3),
         [("retired".to_owned(), "obsolete".to_owned(), None)]
     );
     let e = env.refused(&["dead", "discard", hid3, "--reason", "again"], None);
-    assert!(e.contains(&format!("the dead letter {hid3} is retired: obsolete")), "{e}");
+    assert!(
+        e.contains(&format!("the dead letter {hid3} is retired: obsolete")),
+        "{e}"
+    );
     assert_eq!(
         dead_ids(&env.ok(&["dead", "--retired"], None)),
         [hid, hid2, hid3]

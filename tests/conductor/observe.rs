@@ -235,9 +235,11 @@ fn a_config_that_does_not_parse_and_a_pending_file_are_critical() {
         line.contains("its settings and check levels are not in force"),
         "{line}"
     );
-    assert!(status_json(&env)["broken"][0]
-        .as_str()
-        .is_some_and(|b| b.starts_with("conductor/config.yaml cannot be used")));
+    assert!(
+        status_json(&env)["broken"][0]
+            .as_str()
+            .is_some_and(|b| b.starts_with("conductor/config.yaml cannot be used"))
+    );
     std::fs::remove_file(env.path("conductor/config.yaml")).unwrap();
     assert_eq!(check(&env, &[]).0, 0, "a root with no config is fine");
 

@@ -626,7 +626,11 @@ fn every_surface_counts_the_same_attention_items_of_every_kind() {
     );
     let mut late = dispatch("hof_20261206_late01", "wf_att_late", "hephaestus", ago(20));
     late["ack_deadline"] = json!("2099-01-01T00:00:00Z");
-    put(r, "conductor/pending/hephaestus/hof_20261206_late01.json", &late);
+    put(
+        r,
+        "conductor/pending/hephaestus/hof_20261206_late01.json",
+        &late,
+    );
     // orphaned.
     put(
         r,
@@ -655,7 +659,11 @@ fn every_surface_counts_the_same_attention_items_of_every_kind() {
     };
     std::fs::write(
         r.join(bus1).join("queue.jsonl"),
-        format!("{}\n{}\n", blocked("m1", "w1", "b.ts"), blocked("m2", "w2", "a.ts")),
+        format!(
+            "{}\n{}\n",
+            blocked("m1", "w1", "b.ts"),
+            blocked("m2", "w2", "a.ts")
+        ),
     )
     .unwrap();
     put(
@@ -680,7 +688,11 @@ fn every_surface_counts_the_same_attention_items_of_every_kind() {
     let mut dead = dispatch("hof_20261206_dead01", "wf_att_dead", "hephaestus", ago(40));
     dead["deliveries"] = json!([{"at": ago(40), "to": "hephaestus"}]);
     dead["dead_at"] = json!(ago(10));
-    put(r, "conductor/dead/hephaestus/hof_20261206_dead01.json", &dead);
+    put(
+        r,
+        "conductor/dead/hephaestus/hof_20261206_dead01.json",
+        &dead,
+    );
     // An unreadable file, and an outbox record the bridge cannot publish.
     std::fs::create_dir_all(r.join("conductor/pending/apollo")).unwrap();
     std::fs::write(r.join("conductor/pending/apollo/broken.json"), "{ not json").unwrap();
@@ -726,7 +738,10 @@ fn every_surface_counts_the_same_attention_items_of_every_kind() {
     let line = run(&["status"]);
     assert!(line.starts_with(&format!("@{n} ")), "{line}");
     let tmux = run(&["status", "--format", "tmux"]);
-    assert!(tmux.starts_with(&format!("#[fg=colour214]@{n}#[default]")), "{tmux}");
+    assert!(
+        tmux.starts_with(&format!("#[fg=colour214]@{n}#[default]")),
+        "{tmux}"
+    );
     // `pantheon check`: the perfdata, and a level on it.
     let check = run(&["check", "--no-journal"]);
     assert!(check.contains(&format!(" attention={n};;;0;")), "{check}");
@@ -742,7 +757,9 @@ fn every_surface_counts_the_same_attention_items_of_every_kind() {
         .to_string();
     for (kind, count) in console.iter() {
         assert!(
-            text.contains(&format!("pantheon_attention_items{{kind=\"{kind}\"}} {count}\n")),
+            text.contains(&format!(
+                "pantheon_attention_items{{kind=\"{kind}\"}} {count}\n"
+            )),
             "{kind} {count}: {text}"
         );
     }

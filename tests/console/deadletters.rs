@@ -474,7 +474,10 @@ fn d_discards_a_dead_letter_with_a_reason_and_journals_it() {
     type_text(&mut app, "the customer cancelled");
     app.on_key(code(KeyCode::Enter));
     let lines = confirm_text(&app);
-    assert!(lines.contains("will be retired: moved to conductor/retired/hephaestus/"), "{lines}");
+    assert!(
+        lines.contains("will be retired: moved to conductor/retired/hephaestus/"),
+        "{lines}"
+    );
     assert!(lines.contains("Reason: the customer cancelled"), "{lines}");
     let effects = press_confirm(&mut app);
     run(&mut app, &op, effects);
@@ -486,7 +489,10 @@ fn d_discards_a_dead_letter_with_a_reason_and_journals_it() {
                 .into()
         )
     );
-    assert!(!r.join("conductor/dead/hephaestus/hof_20260614_dd0001.json").exists());
+    assert!(
+        !r.join("conductor/dead/hephaestus/hof_20260614_dd0001.json")
+            .exists()
+    );
     let kept: Value = serde_json::from_slice(
         &std::fs::read(r.join("conductor/retired/hephaestus/hof_20260614_dd0001.json")).unwrap(),
     )

@@ -651,11 +651,17 @@ fn a_suggested_snooze_is_replaced_by_what_is_typed() {
     let root = engine_root();
     let r = root.path();
     // One attention item: a file in an inbox that is no dispatch.
-    std::fs::write(r.join("conductor/pending/hephaestus/broken.json"), "{not json").unwrap();
+    std::fs::write(
+        r.join("conductor/pending/hephaestus/broken.json"),
+        "{not json",
+    )
+    .unwrap();
     let (t, _log) = console(r, "", "");
     t.wait("the console", |s| s.contains("wf_pay_2"));
     t.keys(&["7"]);
-    t.wait("the attention item", |s| s.contains("unreadable_file  conductor/pending"));
+    t.wait("the attention item", |s| {
+        s.contains("unreadable_file  conductor/pending")
+    });
     t.keys(&["z"]);
     t.wait("the suggested snooze", |s| {
         s.contains("> ▏1h  (suggested: Enter takes it, typing replaces it)")
@@ -665,7 +671,9 @@ fn a_suggested_snooze_is_replaced_by_what_is_typed() {
     assert!(!s.contains("1h15m"), "{s}");
     let asked = chrono::Utc::now();
     t.keys(&["Enter"]);
-    let s = t.wait("the snooze's flash", |s| s.contains("snoozed unreadable_file/"));
+    let s = t.wait("the snooze's flash", |s| {
+        s.contains("snoozed unreadable_file/")
+    });
     // Snoozed for 15 minutes, not 1h15m.
     let until = s
         .split("until ")
@@ -675,7 +683,10 @@ fn a_suggested_snooze_is_replaced_by_what_is_typed() {
         .map(|t| t.and_utc())
         .unwrap_or_else(|| panic!("no time in the flash: {s}"));
     let minutes = (until - asked).num_seconds() as f64 / 60.0;
-    assert!((14.0..16.5).contains(&minutes), "snoozed for {minutes} min: {s}");
+    assert!(
+        (14.0..16.5).contains(&minutes),
+        "snoozed for {minutes} min: {s}"
+    );
     t.keys(&["q"]);
     t.wait("the console to exit", |s| s.contains("EXITED=0"));
 }

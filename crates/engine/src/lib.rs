@@ -63,7 +63,6 @@ pub use crate::{
         supervisor_alive, write_supervisor_heartbeat,
     },
     conductor::files::{FileError, is_foreign_pending_dir, known_gods},
-    conductor::retire::{MAX_RETIRE_REASON, RetiredDead, list_retired},
     conductor::intents::settle::IntentRepair,
     conductor::model::{
         AbortManifest, AckRecord, AckStatus, CompletedStep, ContextBag, Dispatch, DispatchContext,
@@ -81,6 +80,7 @@ pub use crate::{
         RuleDetail, RulesResult, StepSummary, SubmitResult, SubmitStatus, WorkflowSummary,
         WorkflowsResult,
     },
+    conductor::retire::{MAX_RETIRE_REASON, RetiredDead, list_retired},
     conductor::rules::{Rule, RuleAction, load_rule_file},
     conductor::template::{Part, PayloadTemplate, Template, TemplateError, Vars as TemplateVars},
     conductor::{Actor, Conductor},
@@ -176,8 +176,8 @@ pub mod time {
 /// The figures of `pantheon status` and the verdict of `pantheon check`, read cheaply from a root.
 pub mod status {
     pub use crate::health::{
-        BRIDGE_SILENT_AFTER, BridgeHealth, DirFigures, DirKind, Health, LEVEL_NAMES, Level, State,
-        Judged, SupervisorRule, Thresholds, Verdict, evaluate, journal_chain, read, read_with,
+        BRIDGE_SILENT_AFTER, BridgeHealth, DirFigures, DirKind, Health, Judged, LEVEL_NAMES, Level,
+        State, SupervisorRule, Thresholds, Verdict, evaluate, journal_chain, read, read_with,
     };
 }
 

@@ -567,7 +567,10 @@ pub(crate) fn editor_line<'a>(
             Span::styled(prompt, theme.key()),
             Span::styled("▏", theme.key()),
             Span::styled(edit.text().to_owned(), theme.dim()),
-            Span::styled("  (suggested: Enter takes it, typing replaces it)", theme.dim()),
+            Span::styled(
+                "  (suggested: Enter takes it, typing replaces it)",
+                theme.dim(),
+            ),
         ]);
     }
     Line::from(vec![

@@ -81,6 +81,10 @@ impl Conductor {
             self.journal_intent(intent, act)
         };
         r.warnings.extend(warning);
+        // The handoff that finished the workflow ends its dead letters.
+        if r.state_status.is_finished() {
+            self.retire_dead_of_finished(r.workflow_id.as_str());
+        }
         Ok(r)
     }
 
@@ -224,6 +228,10 @@ impl Conductor {
             self.journal_duplicate(intent, act);
         } else {
             self.journal_intent(intent, act);
+        }
+        // A rejection fails the workflow: its dead letters end with it.
+        if reject.is_some() {
+            self.retire_dead_of_finished(r.workflow_id.as_str());
         }
         Ok(r)
     }

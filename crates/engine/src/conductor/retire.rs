@@ -61,7 +61,8 @@ pub fn list_retired(root: &Root) -> super::delivery::DeadLetters {
         out.errors.extend(errors);
     }
     out.dead.sort_by(|a, b| {
-        (a.dispatch.retired_at.as_deref(), &a.path).cmp(&(b.dispatch.retired_at.as_deref(), &b.path))
+        (a.dispatch.retired_at.as_deref(), &a.path)
+            .cmp(&(b.dispatch.retired_at.as_deref(), &b.path))
     });
     out
 }
@@ -211,7 +212,10 @@ impl Conductor {
                 )),
                 None => Error::refused(format!(
                     "the dead letter {hid} is retired: {} (pantheon dead --retired lists it)",
-                    r.dispatch.retired_reason.as_deref().unwrap_or("no reason kept")
+                    r.dispatch
+                        .retired_reason
+                        .as_deref()
+                        .unwrap_or("no reason kept")
                 )),
             },
             None => Error::not_found(format!(
@@ -222,12 +226,7 @@ impl Conductor {
 
     /// An open dispatch (in an inbox or `_quarantine`, not acked) of step `step` of `wf` other
     /// than `hid`: the newer dispatch a requeue of `hid` would double.
-    pub(crate) fn open_dispatch_of_step(
-        &self,
-        wf: &str,
-        step: &str,
-        hid: &str,
-    ) -> Option<String> {
+    pub(crate) fn open_dispatch_of_step(&self, wf: &str, step: &str, hid: &str) -> Option<String> {
         let pending = self.root.pending_root();
         files::god_dirs(&pending)
             .into_iter()
