@@ -13,10 +13,23 @@ use crate::live::attention::{Tally, items};
 use crate::outcome::Outcome;
 
 /// The attention items of `root` at `now`, counted by kind: the live model's snapshot of the root,
-/// read once (what the console shows on opening it), through the one attention function.
-pub(crate) fn attention(root: &Root, now: chrono::DateTime<chrono::Utc>) -> Tally {
-    let model = crate::live::LiveModel::open(root.clone(), crate::live::ModelOptions::default());
-    Tally::of(&items(&model.snapshot(), now))
+/// read once (what the console shows on opening it), through the one attention function; with
+/// `cached`, the counts of the last run while nothing they depend on changed.
+pub(crate) fn attention(root: &Root, now: chrono::DateTime<chrono::Utc>, cached: bool) -> Tally {
+    let count = || {
+        let model =
+            crate::live::LiveModel::open(root.clone(), crate::live::ModelOptions::default());
+        let snap = model.snapshot();
+        (
+            Tally::of(&items(&snap, now)),
+            crate::live::attention::next_change(&snap, now),
+        )
+    };
+    if cached {
+        crate::observe::status_cache::attention(root, now, count)
+    } else {
+        count().0
+    }
 }
 
 /// How `status` prints.
@@ -72,7 +85,7 @@ pub fn status(args: StatusArgs, root: &Root) -> anyhow::Result<Outcome> {
     } else {
         crate::observe::status_cache::read(root, &rule, now)
     };
-    let att = attention(root, now);
+    let att = attention(root, now, !args.no_cache);
     let exposed = if h.supervisors > 0 {
         crate::observe::record::exposed(root, &live_supervisors(root, now))
     } else {
@@ -196,7 +209,7 @@ fn judge(args: &CheckArgs, root: &Root) -> Result<status::Verdict, String> {
     }
     let now = chrono::Utc::now();
     let h = status::read(root, &OverdueRule::default(), now);
-    let att = attention(root, now);
+    let att = attention(root, now, false);
     let journal = t.journal.then(|| status::journal_chain(root));
     let by_kind: Vec<(&str, usize)> = att.iter().collect();
     Ok(status::evaluate(

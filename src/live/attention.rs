@@ -115,6 +115,19 @@ impl Tally {
         self.0.iter().map(|(k, n)| (*k, *n))
     }
 
+    /// The counts `to_json` wrote (an unknown kind is left out, a missing one is 0).
+    pub fn from_json(v: &Value) -> Option<Self> {
+        let m = v.as_object()?;
+        let mut t = Self::of(std::iter::empty());
+        for (k, n) in t.0.iter_mut() {
+            *n = match m.get(*k) {
+                Some(v) => usize::try_from(v.as_u64()?).ok()?,
+                None => 0,
+            };
+        }
+        Some(t)
+    }
+
     /// `{"kind": n, …}` for every kind.
     pub fn to_json(&self) -> Value {
         Value::Object(
@@ -334,6 +347,62 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
     // Kept for as long as the snapshot and the clock stand still: no spare capacity.
     out.shrink_to_fit();
     out
+}
+
+/// The earliest instant after `now` at which time alone, with no file changing, may change how
+/// many items of each kind [`items`] gives for `s`: a workflow going overdue, a lease running out,
+/// a worker going stale, a board vote passing its deadline, a supervisor's heartbeat growing too
+/// old, the UTC day turning (day budgets). `pantheon status` keeps its counts until then at most.
+pub fn next_change(s: &Snapshot, now: DateTime<Utc>) -> DateTime<Utc> {
+    let mut best = now
+        .date_naive()
+        .succ_opt()
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map_or(now + Duration::hours(1), |d| d.and_utc());
+    let mut consider = |t: DateTime<Utc>| {
+        if t > now && t < best {
+            best = t;
+        }
+    };
+    match &s.tallies {
+        Some(t) => {
+            let i = t.overdue_from.partition_point(|at| *at <= now);
+            if let Some(at) = t.overdue_from.get(i) {
+                consider(*at);
+            }
+        }
+        None => s
+            .workflows
+            .iter()
+            .filter_map(|w| s.overdue_from(w))
+            .for_each(&mut consider),
+    }
+    let stale_after = Duration::from_std(s.stale_threshold()).unwrap_or(Duration::MAX);
+    for t in s.tracks.iter() {
+        t.locks
+            .iter()
+            .filter_map(|l| l.expires())
+            .for_each(&mut consider);
+        for w in t.workers.iter().filter(|w| w.status.expects_heartbeat()) {
+            if let Some(at) = w
+                .heartbeat()
+                .and_then(|b| b.checked_add_signed(stale_after))
+            {
+                consider(at);
+            }
+        }
+        if let Some(d) = t.board.as_ref().and_then(|b| board_deadline(b)) {
+            consider(d);
+        }
+    }
+    let dead_after =
+        Duration::from_std(crate::engine::SUPERVISOR_DEAD_AFTER).unwrap_or(Duration::MAX);
+    for b in s.supervisors.iter() {
+        if let Some(at) = b.last_beat.and_then(|t| t.checked_add_signed(dead_after)) {
+            consider(at);
+        }
+    }
+    best
 }
 
 /// Held dispatches: one item each (past the held limit it says so here, and its workflow gets no

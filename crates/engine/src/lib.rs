@@ -59,8 +59,8 @@ pub use crate::{
     },
     conductor::delivery::{
         DeadLetter, DeadLetters, DeclaredPolicy, Delivery, DeliveryAct, Policy, RequeueResult,
-        SUPERVISOR_BEAT, TickReport, list_dead, live_supervisors, remove_supervisor_heartbeat,
-        supervisor_alive, write_supervisor_heartbeat,
+        SUPERVISOR_BEAT, SUPERVISOR_DEAD_AFTER, TickReport, list_dead, live_supervisors,
+        remove_supervisor_heartbeat, supervisor_alive, write_supervisor_heartbeat,
     },
     conductor::files::{FileError, is_foreign_pending_dir, known_gods},
     conductor::intents::settle::IntentRepair,

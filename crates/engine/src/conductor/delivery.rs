@@ -1045,7 +1045,7 @@ impl Conductor {
 /// How often `pantheon serve` writes its heartbeat.
 pub const SUPERVISOR_BEAT: Duration = Duration::from_secs(10);
 /// A supervisor whose heartbeat is older than this is not alive.
-pub(crate) const SUPERVISOR_DEAD_AFTER: Duration = Duration::from_secs(30);
+pub const SUPERVISOR_DEAD_AFTER: Duration = Duration::from_secs(30);
 
 /// The heartbeat file of supervisor `id` (`conductor/supervisor/{id}.json`).
 fn heartbeat_path(root: &Root, id: &str) -> Result<PathBuf> {

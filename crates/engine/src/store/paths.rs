@@ -153,7 +153,7 @@ impl Root {
     }
 
     /// `conductor/config.yaml`: the protocol settings shared by every process on the root.
-    pub(crate) fn config_path(&self) -> PathBuf {
+    pub fn config_path(&self) -> PathBuf {
         self.conductor.join("config.yaml")
     }
 
