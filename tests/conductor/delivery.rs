@@ -1335,4 +1335,30 @@ fn a_dead_letter_ends_when_a_rerun_supersedes_it_its_workflow_is_aborted_or_it_i
         [hid, hid2, hid3]
     );
     assert!(!dead_ids(&env.ok(&["dead"], None)).contains(&hid3.to_owned()));
+
+    // The ack that completes a workflow retires a dead letter of it still lying there (one left
+    // by hand beside its live dispatch).
+    let (wf4, hid4) = ("wf_retire_done", "hof_20261206_rt0004");
+    start(&env, wf4, hid4);
+    let mut stray = env.read(&format!("conductor/pending/hephaestus/{hid4}.json"));
+    stray["handoff_id"] = json!("hof_20261206_st0004");
+    stray["dead_at"] = json!("2026-12-06T10:00:00Z");
+    env.write(
+        "conductor/dead/hephaestus/hof_20261206_st0004.json",
+        &stray.to_string(),
+    );
+    env.ack(&ack("ack_20261206_rt0004", hid4, "completed", "built"));
+    assert_eq!(env.state(wf4)["status"], "completed");
+    assert_eq!(
+        env.copies("hof_20261206_st0004"),
+        vec!["conductor/retired/hephaestus".to_string()]
+    );
+    assert_eq!(
+        retirements(&env, "hof_20261206_st0004"),
+        [(
+            "retired".to_owned(),
+            "its workflow is completed".to_owned(),
+            None
+        )]
+    );
 }
