@@ -112,8 +112,15 @@ pub enum ConductorCommand {
         #[arg(long, value_name = "GOD")]
         to: Option<String>,
     },
-    /// List the dead letters (`conductor/dead/{god}/`), oldest first.
-    Dead,
+    /// List the live dead letters (`conductor/dead/{god}/`), oldest first; `discard` retires one.
+    Dead {
+        #[command(subcommand)]
+        command: Option<DeadCommand>,
+        /// List the retired dead letters instead (`conductor/retired/{god}/`), each marked
+        /// `"status": "retired"`, oldest retirement first.
+        #[arg(long)]
+        retired: bool,
+    },
     /// Start a failed, stalled or completed workflow again from a step (history keeps every attempt).
     Rerun {
         /// The workflow id (`wf_…`).
@@ -149,6 +156,19 @@ impl PageArgs {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum DeadCommand {
+    /// Retire a dead letter by hand: it leaves the dead letters for `conductor/retired/` and counts
+    /// as one nowhere (journaled with the reason).
+    Discard {
+        /// The dead letter's handoff id (`pantheon dead` lists them).
+        handoff_id: String,
+        /// Why it is discarded (kept with it and in the journal).
+        #[arg(long)]
+        reason: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 pub enum HandoffCommand {
     /// Submit a handoff JSON: validate, record, route, dispatch.
     Submit {
@@ -156,6 +176,29 @@ pub enum HandoffCommand {
         #[arg(value_name = "FILE|-")]
         file: Option<PathBuf>,
     },
+}
+
+/// `pantheon dead`: the live dead letters, the retired ones (`--retired`, each marked `"status":
+/// "retired"`), or `discard` retiring one.
+fn dead(
+    c: &Conductor,
+    root: &Root,
+    command: Option<DeadCommand>,
+    retired: bool,
+) -> anyhow::Result<Outcome> {
+    match command {
+        Some(DeadCommand::Discard { handoff_id, reason }) => {
+            json(c.discard_dead(&HandoffId::parse(&handoff_id)?, &reason)?)
+        }
+        None if retired => {
+            let mut v = serde_json::to_value(crate::engine::list_retired(root))?;
+            for d in v["dead"].as_array_mut().into_iter().flatten() {
+                d["status"] = "retired".into();
+            }
+            Ok(Outcome::Json(v))
+        }
+        None => json(crate::engine::list_dead(root)),
+    }
 }
 
 /// Reads a JSON document from a file or standard input (`-` or nothing).
@@ -327,7 +370,7 @@ pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result
             }
             json(c.requeue(&HandoffId::parse(&handoff_id)?, to.as_ref())?)
         }
-        ConductorCommand::Dead => json(crate::engine::list_dead(root)),
+        ConductorCommand::Dead { command, retired } => dead(&c, root, command, retired),
         ConductorCommand::Rerun {
             workflow_id,
             from,

@@ -1,5 +1,7 @@
 //! `pantheon status` (one line for a tmux status bar or a shell prompt) and `pantheon check` (a
-//! monitoring plugin): thin shells over `engine::health` (docs/OBSERVABILITY.md).
+//! monitoring plugin): thin shells over `engine::health` (docs/OBSERVABILITY.md). Their attention
+//! figure (`@`) is the console's: the items `live::attention::items` gives on a snapshot of the
+//! root, the one computation the console's header, pane 7, its hook and `/metrics` count.
 
 use std::process::ExitCode;
 
@@ -7,7 +9,28 @@ use crate::engine::{
     OverdueRule, Root, live_supervisors,
     status::{self, Health, Level, State, SupervisorRule, Thresholds},
 };
+use crate::live::attention::{Tally, items};
 use crate::outcome::Outcome;
+
+/// The attention items of `root` at `now`, counted by kind: the live model's snapshot of the root,
+/// read once (what the console shows on opening it), through the one attention function; with
+/// `cached`, the counts of the last run while nothing they depend on changed.
+pub(crate) fn attention(root: &Root, now: chrono::DateTime<chrono::Utc>, cached: bool) -> Tally {
+    let count = || {
+        let model =
+            crate::live::LiveModel::open(root.clone(), crate::live::ModelOptions::default());
+        let snap = model.snapshot();
+        (
+            Tally::of(&items(&snap, now)),
+            crate::live::attention::next_change(&snap, now),
+        )
+    };
+    if cached {
+        crate::observe::status_cache::attention(root, now, count)
+    } else {
+        count().0
+    }
+}
 
 /// How `status` prints.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -38,7 +61,7 @@ pub struct StatusArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct CheckArgs {
     /// WARNING when FIGURE is at or above N (overdue, dead_letters, stale_workers, expired_locks,
-    /// bridge_lag); repeatable; overrides the root config's `check:`.
+    /// bridge_lag, attention); repeatable; overrides the root config's `check:`.
     #[arg(long, value_name = "FIGURE=N")]
     pub warn: Vec<String>,
     /// CRITICAL when FIGURE is at or above N; repeatable.
@@ -62,6 +85,7 @@ pub fn status(args: StatusArgs, root: &Root) -> anyhow::Result<Outcome> {
     } else {
         crate::observe::status_cache::read(root, &rule, now)
     };
+    let att = attention(root, now, !args.no_cache);
     let exposed = if h.supervisors > 0 {
         crate::observe::record::exposed(root, &live_supervisors(root, now))
     } else {
@@ -73,22 +97,23 @@ pub fn status(args: StatusArgs, root: &Root) -> anyhow::Result<Outcome> {
         (false, true) => format!("{l} #[fg=red]⚠metrics#[default]"),
     };
     match args.format {
-        StatusFormat::Json => Ok(Outcome::Json(status_json(&h, &exposed))),
+        StatusFormat::Json => Ok(Outcome::Json(status_json(&h, &att, &exposed))),
         StatusFormat::Line => {
-            println!("{}", with_exposed(line(&h, false), false));
+            println!("{}", with_exposed(line(&h, att.total(), false), false));
             Ok(Outcome::Exit(ExitCode::SUCCESS))
         }
         StatusFormat::Tmux => {
-            println!("{}", with_exposed(line(&h, true), true));
+            println!("{}", with_exposed(line(&h, att.total(), true), true));
             Ok(Outcome::Exit(ExitCode::SUCCESS))
         }
     }
 }
 
-fn status_json(h: &Health, exposed: &[String]) -> serde_json::Value {
+fn status_json(h: &Health, att: &Tally, exposed: &[String]) -> serde_json::Value {
     let mut v = serde_json::to_value(h).unwrap_or_default();
     if let Some(m) = v.as_object_mut() {
-        m.insert("attention".into(), h.attention().into());
+        m.insert("attention".into(), att.total().into());
+        m.insert("attention_kinds".into(), att.to_json());
         m.insert("alerts".into(), h.alerts().into());
         m.insert("no_supervisor".into(), h.unsupervised().into());
         // `serve --metrics` addresses that are not loopback (the line shows `⚠metrics`).
@@ -97,10 +122,11 @@ fn status_json(h: &Health, exposed: &[String]) -> serde_json::Value {
     v
 }
 
-/// `@3 ‖1 ▲1 ☠2`: attention, held, alerts, dead letters; a figure at 0 is left out.
-fn line(h: &Health, tmux: bool) -> String {
+/// `@3 ‖1 ▲1 ☠2`: attention (`attention` items), held, alerts, dead letters; a figure at 0 is
+/// left out.
+fn line(h: &Health, attention: usize, tmux: bool) -> String {
     let parts: Vec<String> = [
-        ('@', h.attention(), "colour214"),
+        ('@', attention, "colour214"),
         ('‖', h.held, "colour75"),
         ('▲', h.alerts(), "red"),
         ('☠', h.dead_letters, "red"),
@@ -181,9 +207,19 @@ fn judge(args: &CheckArgs, root: &Root) -> Result<status::Verdict, String> {
     if args.no_journal {
         t.journal = false;
     }
-    let h = status::read(root, &OverdueRule::default(), chrono::Utc::now());
+    let now = chrono::Utc::now();
+    let h = status::read(root, &OverdueRule::default(), now);
+    let att = attention(root, now, false);
     let journal = t.journal.then(|| status::journal_chain(root));
-    Ok(status::evaluate(&h, journal.as_ref(), &t))
+    let by_kind: Vec<(&str, usize)> = att.iter().collect();
+    Ok(status::evaluate(
+        &h,
+        &status::Judged {
+            journal: journal.as_ref(),
+            attention: &by_kind,
+        },
+        &t,
+    ))
 }
 
 #[cfg(test)]
@@ -193,14 +229,14 @@ mod tests {
     #[test]
     fn the_line_leaves_out_zeros_and_says_all_clear() {
         let mut h = Health::default();
-        assert_eq!(line(&h, false), "✓");
-        assert_eq!(line(&h, true), "#[fg=green]✓#[default]");
+        assert_eq!(line(&h, 0, false), "✓");
+        assert_eq!(line(&h, 0, true), "#[fg=green]✓#[default]");
         h.held = 1;
         h.dead_letters = 2;
         h.overdue = 1;
         h.overdue_held = 1;
-        // attention: 1 held + 0 overdue not held + 2 dead letters; alerts: 1 overdue.
-        assert_eq!(line(&h, false), "@3 ‖1 ▲1 ☠2");
-        assert!(line(&h, true).starts_with("#[fg=colour214]@3#[default] "));
+        // attention: 3 items (counted by the attention function); alerts: 1 overdue.
+        assert_eq!(line(&h, 3, false), "@3 ‖1 ▲1 ☠2");
+        assert!(line(&h, 3, true).starts_with("#[fg=colour214]@3#[default] "));
     }
 }

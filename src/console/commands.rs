@@ -217,6 +217,13 @@ pub const COMMANDS: &[Command] = &[
         "put the selected dead letter (9) back into an inbox: its last god's, or one typed (Tab completes)",
     ),
     cmd(
+        "discard",
+        &[],
+        "",
+        Arg::None,
+        "retire the selected dead letter (9) by hand: asks the reason, confirms (journaled)",
+    ),
+    cmd(
         "rerun",
         &[],
         "",
@@ -277,6 +284,7 @@ pub fn action_of(c: &Command) -> Option<Action> {
         "snooze" => Action::Snooze,
         "next-attention" => Action::NextAttention,
         "requeue" => Action::Requeue,
+        "discard" => Action::DiscardDead,
         "rerun" => Action::Rerun,
         "live" => Action::ReplayLive,
         "bridge" => Action::GoPane(crate::console::keymap::Pane::Bridge),

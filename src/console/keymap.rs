@@ -116,6 +116,8 @@ pub enum Action {
     ToggleMouse,
     /// Put the selected dead letter back into an inbox (its god's, or one typed with Tab completion).
     Requeue,
+    /// Retire the selected dead letter by hand (asks the reason, confirms).
+    DiscardDead,
     /// Dispatch a failed, stalled or completed workflow again from a step (asked, Tab completes);
     /// in replay, fork it from the moment shown (`rerun --from STEP --as-of TS`).
     Rerun,
@@ -206,6 +208,7 @@ impl Action {
             Action::MarkAll => "mark all listed",
             Action::ToggleMouse => "mouse on/off",
             Action::Requeue => "requeue",
+            Action::DiscardDead => "discard",
             Action::Rerun => "rerun from a step",
             Action::ReplayBack => "one change back",
             Action::ReplayForward => "one change forward",
@@ -254,6 +257,7 @@ impl Action {
                 | Action::BoardNextRound
                 | Action::BoardResolve
                 | Action::Requeue
+                | Action::DiscardDead
                 | Action::Rerun
         )
     }
@@ -486,6 +490,7 @@ impl Default for Keymap {
         bind(vec![Key::ch('x')], dead, Action::Abort, true);
         bind(vec![Key::ch('w')], dead, Action::GoWorkflow, true);
         bind(vec![Key::ch('v')], dead, Action::ToggleRaw, true);
+        bind(vec![Key::ch('D')], dead, Action::DiscardDead, true);
         let d = Scope::Detail;
         bind(vec![Key::plain(Esc)], d, Action::Back, true);
         bind(vec![Key::ch('j'), Key::plain(Down)], d, Action::Down, true);

@@ -9,6 +9,10 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 pub struct LineEditor {
     text: String,
     cursor: usize,
+    /// True while the text is a suggested answer nobody typed: the first key that types or
+    /// deletes replaces it whole, a key that moves the cursor makes it ordinary text to edit, and
+    /// Enter takes it as it is.
+    suggested: bool,
 }
 
 /// What a key did to the line.
@@ -54,6 +58,18 @@ impl LineEditor {
         e
     }
 
+    /// A line holding the suggested answer `text` (see [`Self::is_suggested`]).
+    pub fn suggested(text: impl Into<String>) -> Self {
+        let mut e = Self::new(text);
+        e.suggested = !e.text.is_empty();
+        e
+    }
+
+    /// True while the text is a suggestion the first typed key replaces.
+    pub fn is_suggested(&self) -> bool {
+        self.suggested
+    }
+
     pub fn text(&self) -> &str {
         &self.text
     }
@@ -72,7 +88,17 @@ impl LineEditor {
     pub fn set(&mut self, text: impl Into<String>) {
         self.text.clear();
         self.cursor = 0;
+        self.suggested = false;
         self.insert_str(&text.into());
+    }
+
+    /// Drops a suggestion nobody typed (before a key that types or deletes).
+    fn drop_suggestion(&mut self) {
+        if self.suggested {
+            self.text.clear();
+            self.cursor = 0;
+            self.suggested = false;
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -82,6 +108,7 @@ impl LineEditor {
     /// Inserts text at the cursor (a paste): line breaks and tabs become spaces, other control
     /// characters are dropped, and the line stays within [`MAX_LEN`] bytes.
     pub fn insert_str(&mut self, s: &str) {
+        self.drop_suggestion();
         let mut clean = String::with_capacity(s.len());
         let mut prev = '\0';
         for raw in s.chars() {
@@ -161,10 +188,25 @@ impl LineEditor {
             .unwrap_or(0)
     }
 
-    /// Applies an editing key.
+    /// Applies an editing key. On a suggestion, a key that types or deletes replaces it whole
+    /// (typing `15m` over a suggested `1h` gives `15m`, a Backspace empties the line), and a key
+    /// that moves the cursor keeps it as text to edit.
     pub fn handle(&mut self, ev: &KeyEvent) -> Edit {
         let ctrl = ev.modifiers.contains(KeyModifiers::CONTROL);
         let alt = ev.modifiers.contains(KeyModifiers::ALT);
+        if self.suggested {
+            match Self::key_effect(ev.code, ctrl, alt) {
+                Edit::Changed => {
+                    let typed = matches!(ev.code, KeyCode::Char(_)) && !ctrl && !alt;
+                    self.drop_suggestion();
+                    if !typed {
+                        return Edit::Changed;
+                    }
+                }
+                Edit::Moved => self.suggested = false,
+                Edit::Ignored => return Edit::Ignored,
+            }
+        }
         let before = (self.text.len(), self.cursor);
         match ev.code {
             KeyCode::Char('a') if ctrl => self.cursor = 0,
@@ -223,6 +265,21 @@ impl LineEditor {
         }
     }
 
+    /// What `code` does to a line, without doing it: types or deletes (`Changed`), moves the
+    /// cursor (`Moved`), or nothing (`Ignored`).
+    fn key_effect(code: KeyCode, ctrl: bool, alt: bool) -> Edit {
+        match code {
+            KeyCode::Char('a' | 'e' | 'b' | 'f') if ctrl => Edit::Moved,
+            KeyCode::Char('b' | 'f') if alt => Edit::Moved,
+            KeyCode::Char('u' | 'k' | 'w' | 'h' | 'd') if ctrl => Edit::Changed,
+            KeyCode::Char('d') if alt => Edit::Changed,
+            KeyCode::Char(_) if ctrl || alt => Edit::Ignored,
+            KeyCode::Char(_) | KeyCode::Backspace | KeyCode::Delete => Edit::Changed,
+            KeyCode::Left | KeyCode::Right | KeyCode::Home | KeyCode::End => Edit::Moved,
+            _ => Edit::Ignored,
+        }
+    }
+
     fn backspace(&mut self) -> Edit {
         let start = self.prev_boundary(self.cursor);
         self.text.replace_range(start..self.cursor, "");
@@ -250,6 +307,8 @@ impl LineEditor {
 
     /// Replaces the word the cursor ends with `with`.
     pub fn replace_current_word(&mut self, with: &str) {
+        // Completing a suggestion edits it: what Tab gives is the operator's text.
+        self.suggested = false;
         let (start, _) = self.current_word();
         self.text.replace_range(start..self.cursor, "");
         self.cursor = start;
@@ -324,6 +383,34 @@ mod tests {
 
     fn alt(c: char) -> KeyEvent {
         key(KeyCode::Char(c), KeyModifiers::ALT)
+    }
+
+    #[test]
+    fn a_suggestion_is_replaced_by_typing_and_kept_by_moving() {
+        let typed = |e: &mut LineEditor, s: &str| {
+            for c in s.chars() {
+                e.handle(&key(KeyCode::Char(c), KeyModifiers::NONE));
+            }
+        };
+        let mut e = LineEditor::suggested("1h");
+        assert!(e.is_suggested());
+        typed(&mut e, "15m");
+        assert_eq!(e.text(), "15m", "the first key replaces the suggestion");
+        assert!(!e.is_suggested());
+        let mut e = LineEditor::suggested("1h");
+        e.handle(&key(KeyCode::Backspace, KeyModifiers::NONE));
+        assert!(e.is_empty(), "a deleting key removes it whole");
+        let mut e = LineEditor::suggested("research");
+        e.handle(&key(KeyCode::End, KeyModifiers::NONE));
+        typed(&mut e, "2");
+        assert_eq!(e.text(), "research2", "a moving key keeps it to edit");
+        let mut e = LineEditor::suggested("1h");
+        assert_eq!(e.handle(&ctrl('z')), Edit::Ignored);
+        assert!(e.is_suggested(), "a key that does nothing leaves it");
+        e.insert_str("30s");
+        assert_eq!(e.text(), "30s", "a paste replaces it");
+        assert!(!LineEditor::suggested("").is_suggested());
+        assert!(!LineEditor::new("1h").is_suggested());
     }
 
     #[test]

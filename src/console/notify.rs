@@ -215,7 +215,7 @@ pub fn hook_input(batch: &[Item]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::console::attention::{Jump, Key};
+    use crate::console::attention::Key;
 
     fn item(key: &str) -> Item {
         Item::held(key, format!("held \x1b]0;evil\x07 {key}"))
@@ -277,7 +277,7 @@ mod tests {
         let mut broken = Item::new(
             Key::Unreadable("conductor/pending/x/a.json".into()),
             "cannot read the file".into(),
-            Jump::Issues,
+            crate::console::attention::Target::Issues,
         );
         broken.since = Some(w0);
         assert_eq!(n.observe(std::slice::from_ref(&broken), t0, w0), 0);

@@ -46,6 +46,8 @@ pub enum Outcome {
     Rerun(RerunResult),
     /// [`Op::OutboxRetry`] and [`Op::OutboxDiscard`].
     Outbox(OutboxActResult),
+    /// [`Op::DiscardDead`].
+    Discard(crate::engine::RetiredDead),
     /// [`Op::Bulk`]: one entry per item (`key`, `subject`, `ok`, and `error` when refused) and the
     /// marked records that were skipped, as [`super::marks::execute_bulk`] reports them.
     Bulk(super::marks::BulkReport),

@@ -1,6 +1,7 @@
 //! The watched model of a root: file-system notifications -> incremental reads -> an immutable
 //! snapshot.
 //!
+//! - [`attention`]: the attention items of a snapshot, the one computation every surface counts.
 //! - [`compact`]: the compact rows of dispatches and their times.
 //! - [`files`]: per-file caches (fingerprints, last good value, log offsets).
 //! - [`watch`]: `notify` or poll signals.
@@ -13,6 +14,7 @@
 //! - [`engine_glue`]: the engine functions the model uses (queue reads, deadlocks, resolve rule).
 //! - [`runner`]: the model thread: debounce signals, refresh, publish only the newest snapshot.
 
+pub mod attention;
 pub mod compact;
 pub mod engine_glue;
 pub mod files;

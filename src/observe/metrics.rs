@@ -267,8 +267,8 @@ pub fn render(
 ) -> String {
     let mut e = Exposition::new(open_metrics);
     workflow_series(&mut e, snap);
-    let waiting = dispatch_series(&mut e, snap, now);
-    attention_series(&mut e, snap, &waiting, now);
+    dispatch_series(&mut e, snap, now);
+    attention_series(&mut e, snap, now);
     journal_series(&mut e, fold, m.started);
     track_series(&mut e, snap, m.started);
     worker_series(&mut e, snap, now);
@@ -306,20 +306,8 @@ fn workflow_series(e: &mut Exposition, snap: &Snapshot) {
     }
 }
 
-/// What the dispatch families counted that the attention list counts again.
-struct Waiting {
-    /// Dispatches held in `_quarantine`.
-    held: u64,
-    /// Dispatches overdue in the gods' inboxes (held ones not included).
-    overdue: u64,
-    /// Dead letters of every god.
-    dead: u64,
-    /// Dispatches waiting for an ack that carry a deadline (a supervisor must watch them).
-    deadlines: u64,
-}
-
 /// Dispatches: pending per god (what `pantheon inbox GOD` lists), held, overdue per god, dead.
-fn dispatch_series(e: &mut Exposition, snap: &Snapshot, now: DateTime<Utc>) -> Waiting {
+fn dispatch_series(e: &mut Exposition, snap: &Snapshot, now: DateTime<Utc>) {
     let rule = snap.overdue_rule();
     let overdue_of = |held: bool, d: &crate::live::snapshot::DispatchRow| {
         d.dispatched_at
@@ -334,7 +322,6 @@ fn dispatch_series(e: &mut Exposition, snap: &Snapshot, now: DateTime<Utc>) -> W
         "Dispatches in a god's inbox (what `pantheon inbox GOD` lists; an accepted one has left it).",
     );
     let mut overdue: Vec<(&str, u64)> = Vec::new();
-    let mut deadlines = 0u64;
     for inbox in snap.inboxes.iter() {
         let Some(god) = god_label(&inbox.god) else {
             continue;
@@ -344,14 +331,6 @@ fn dispatch_series(e: &mut Exposition, snap: &Snapshot, now: DateTime<Utc>) -> W
         for d in inbox.dispatches.iter() {
             if overdue_of(false, &d.dispatch) {
                 n += 1;
-            }
-            if d.dispatch.ack_deadline.is_some()
-                && matches!(
-                    d.dispatch.ack_status,
-                    crate::engine::AckStatus::Unacked | crate::engine::AckStatus::Pending
-                )
-            {
-                deadlines += 1;
             }
         }
         overdue.push((god, n));
@@ -383,49 +362,25 @@ fn dispatch_series(e: &mut Exposition, snap: &Snapshot, now: DateTime<Utc>) -> W
         Kind::Gauge,
         "Dispatches out of deliveries, in conductor/dead/{god}/.",
     );
-    let mut dead_total = 0usize;
     for inbox in snap.dead_letters.iter() {
         let Some(god) = god_label(&inbox.god) else {
             continue;
         };
-        dead_total += inbox.dispatches.len();
         e.gauge(&[("god", god)], inbox.dispatches.len() as f64);
-    }
-    Waiting {
-        held: held as u64,
-        overdue: overdue.iter().map(|(_, n)| n).sum(),
-        dead: dead_total as u64,
-        deadlines,
     }
 }
 
-/// The attention list's kinds, by the console's rules, and the live supervisors.
-fn attention_series(e: &mut Exposition, snap: &Snapshot, waiting: &Waiting, now: DateTime<Utc>) {
-    let counts = snap.counts(now);
+/// The attention items by kind, as every surface counts them (`live::attention::items`: the
+/// console's header and pane 7, `pantheon status` and `check`), and the live supervisors.
+fn attention_series(e: &mut Exposition, snap: &Snapshot, now: DateTime<Utc>) {
     let supervisors = snap.supervisors.iter().filter(|s| s.alive(now)).count();
     e.family(
         "pantheon_attention_items",
         Kind::Gauge,
-        "Things waiting on a human, by kind (the console's attention list).",
+        "Things waiting on a human, by kind (the console's attention list, pantheon status's @).",
     );
-    for (kind, n) in [
-        ("held", waiting.held),
-        ("overdue", waiting.overdue),
-        ("dead_letter", waiting.dead),
-        ("stale_worker", counts.stale as u64),
-        ("expired_lock", counts.expired as u64),
-        ("deadlock", counts.deadlocks as u64),
-        ("orphaned", counts.orphaned as u64),
-        ("stalled", counts.stalled as u64),
-        (
-            "no_supervisor",
-            u64::from(waiting.deadlines > 0 && supervisors == 0),
-        ),
-        (
-            "budget_warning",
-            snap.standing_budget_warnings(now).len() as u64,
-        ),
-    ] {
+    let items = crate::live::attention::items(snap, now);
+    for (kind, n) in crate::live::attention::Tally::of(&items).iter() {
         e.gauge(&[("kind", kind)], n as f64);
     }
     e.family(

@@ -191,3 +191,140 @@ pub fn read(root: &Root, rule: &OverdueRule, now: DateTime<Utc>) -> Health {
     }
     h
 }
+
+/// The attention counts kept between runs: reused while nothing the live model reads changed
+/// (each directory it reads, and the files of the directories written in place: queues, the
+/// ledger, board files, definitions, the config) and no time-based item can have come or gone
+/// (`live::attention::next_change`), for at most [`ATTENTION_MAX_AGE`].
+pub const ATTENTION_MAX_AGE: chrono::Duration = chrono::Duration::seconds(60);
+const ATTENTION_VERSION: u32 = 1;
+
+/// What one directory or file was when the counts were read (all zero: not there).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Seen {
+    path: String,
+    dev: u64,
+    ino: u64,
+    mtime: i64,
+    mtime_ns: i64,
+    size: u64,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct AttentionFile {
+    version: u32,
+    root: String,
+    written_us: i64,
+    until_us: i64,
+    seen: Vec<Seen>,
+    counts: serde_json::Value,
+}
+
+fn seen(path: &Path) -> Seen {
+    let mut s = Seen {
+        path: path.to_string_lossy().into_owned(),
+        ..Seen::default()
+    };
+    if let Ok(m) = std::fs::symlink_metadata(path) {
+        s.dev = m.dev();
+        s.ino = m.ino();
+        s.mtime = m.mtime();
+        s.mtime_ns = m.mtime_nsec();
+        s.size = m.len();
+    }
+    s
+}
+
+/// Every directory the live model reads, and each file of those written in place.
+fn fingerprint(root: &Root) -> Vec<Seen> {
+    use crate::engine::layout::{BOARD_DIR, BUS_DIR};
+    let in_place = |d: &Path| {
+        let name = d.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        name == BUS_DIR
+            || name == BOARD_DIR
+            || *d == root.workflows_dir()
+            || *d == crate::engine::ledger::cost_dir(root)
+    };
+    let mut out = Vec::new();
+    for dir in crate::live::model::dirs_to_watch(root) {
+        out.push(seen(&dir));
+        if in_place(&dir)
+            && let Ok(rd) = std::fs::read_dir(&dir)
+        {
+            let mut files: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+            files.sort();
+            out.extend(files.iter().map(|f| seen(f)));
+        }
+    }
+    out.push(seen(&root.config_path()));
+    out
+}
+
+fn load_attention(path: &Path) -> Option<AttentionFile> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_CACHE_BYTES).read_to_end(&mut bytes).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// The attention counts of `root` at `now`: those of the last run while they still hold, else
+/// `count()` (the one attention function over a fresh snapshot) and its next change.
+pub fn attention(
+    root: &Root,
+    now: DateTime<Utc>,
+    count: impl FnOnce() -> (crate::live::attention::Tally, DateTime<Utc>),
+) -> crate::live::attention::Tally {
+    let Some(path) = cache_path(root).map(|p| p.with_extension("attention.json")) else {
+        return count().0;
+    };
+    let root_name = root.dir.to_string_lossy().into_owned();
+    let before = fingerprint(root);
+    if let Some(kept) = load_attention(&path)
+        && kept.version == ATTENTION_VERSION
+        && kept.root == root_name
+        && kept.written_us <= now.timestamp_micros()
+        && now.timestamp_micros() < kept.until_us
+        && kept.seen == before
+        && let Some(t) = crate::live::attention::Tally::from_json(&kept.counts)
+    {
+        return t;
+    }
+    let (tally, next) = count();
+    // Kept only when nothing changed while it was read, nor within the file system's clock tick
+    // before (a change in the same tick would leave the times as they were).
+    let settled = now - SETTLED;
+    let quiet = before.iter().all(|s| {
+        DateTime::from_timestamp(s.mtime, u32::try_from(s.mtime_ns).unwrap_or(0))
+            .is_none_or(|t| t < settled)
+    });
+    if quiet && fingerprint(root) == before {
+        let until = next.min(now + ATTENTION_MAX_AGE);
+        let file = AttentionFile {
+            version: ATTENTION_VERSION,
+            root: root_name,
+            written_us: now.timestamp_micros(),
+            until_us: until.timestamp_micros(),
+            seen: before,
+            counts: tally.to_json(),
+        };
+        let Some(dir) = path.parent() else {
+            return tally;
+        };
+        if std::fs::create_dir_all(dir).is_ok()
+            && let Ok(mut tmp) = tempfile::NamedTempFile::new_in(dir)
+            && let Ok(bytes) = serde_json::to_vec(&file)
+            && tmp.write_all(&bytes).is_ok()
+        {
+            let _ = tmp.persist(&path);
+        }
+    }
+    tally
+}

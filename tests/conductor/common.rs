@@ -278,7 +278,12 @@ impl Env {
     pub fn copies(&self, hid: &str) -> Vec<String> {
         let file = format!("{hid}.json");
         let mut out = Vec::new();
-        for top in ["conductor/pending", "conductor/dead", "conductor/archive"] {
+        for top in [
+            "conductor/pending",
+            "conductor/dead",
+            "conductor/archive",
+            "conductor/retired",
+        ] {
             for god in self.names(top) {
                 let dir = format!("{top}/{god}");
                 if self.names(&dir).contains(&file) {

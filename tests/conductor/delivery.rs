@@ -1148,3 +1148,217 @@ fn deadlines_that_can_never_fire_are_refused_at_the_door_and_flagged_in_files() 
         );
     }
 }
+
+/// Dead-letters a fresh `deliver-once-flow` workflow: one delivery, its deadline passed, a tick.
+fn dead_lettered(env: &Env, wf: &str, hid: &str) {
+    env.submit(&def_handoff(
+        handoff(hid, wf, "thoth", "hephaestus", "plan", &[]),
+        "deliver-once-flow",
+        None,
+    ));
+    wait_past_deadline(env, &format!("conductor/pending/hephaestus/{hid}.json"));
+    env.ok(&["tick"], None);
+    assert_eq!(
+        env.copies(hid),
+        vec!["conductor/dead/hephaestus".to_string()]
+    );
+}
+
+/// The `dead_retire` entries of `hid`: (outcome, reason, superseded_by).
+fn retirements(env: &Env, hid: &str) -> Vec<(String, String, Option<String>)> {
+    env.journal_entries()
+        .iter()
+        .filter(|e| e["action"] == "dead_retire" && e["targets"]["handoff_id"] == hid)
+        .map(|e| {
+            (
+                e["outcome"].as_str().unwrap_or_default().to_owned(),
+                e["reason"].as_str().unwrap_or_default().to_owned(),
+                e["targets"]["superseded_by"].as_str().map(str::to_owned),
+            )
+        })
+        .collect()
+}
+
+fn dead_ids(v: &Value) -> Vec<String> {
+    v["dead"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["dispatch"]["handoff_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_dead_letter_ends_when_a_rerun_supersedes_it_its_workflow_is_aborted_or_it_is_discarded() {
+    let env = env();
+    install_once_flow(&env);
+    let status_dead = |env: &Env| {
+        let out = env.run(&["status", "--format", "json", "--no-cache"], None);
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["dead_letters"].clone()
+    };
+
+    // A rerun supersedes the stalled workflow's dead letter: retired, journaled naming the rerun's
+    // dispatch; `dead` no longer lists it, `dead --retired` does; its requeue is refused naming
+    // the newer dispatch.
+    let (wf, hid) = ("wf_retire_rerun", "hof_20261206_rt0001");
+    dead_lettered(&env, wf, hid);
+    assert_eq!(env.state(wf)["status"], "stalled");
+    assert_eq!(dead_ids(&env.ok(&["dead"], None)), [hid]);
+    assert_eq!(status_dead(&env), 1);
+    let r = env.ok(&["rerun", wf, "--from", "build"], None);
+    let newer = r["handoff_id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        env.copies(hid),
+        vec!["conductor/retired/hephaestus".to_string()]
+    );
+    let why = format!("superseded by {newer}, the rerun's dispatch of step build");
+    assert_eq!(
+        retirements(&env, hid),
+        [("retired".to_owned(), why.clone(), Some(newer.clone()))]
+    );
+    assert!(dead_ids(&env.ok(&["dead"], None)).is_empty());
+    assert_eq!(status_dead(&env), 0);
+    let retired = env.ok(&["dead", "--retired"], None);
+    assert_eq!(dead_ids(&retired), [hid]);
+    assert_eq!(retired["dead"][0]["status"], "retired");
+    assert_eq!(
+        retired["dead"][0]["dispatch"]["superseded_by"],
+        newer.as_str()
+    );
+    assert_eq!(
+        retired["dead"][0]["dispatch"]["retired_reason"],
+        why.as_str()
+    );
+    let e = env.refused(&["requeue", hid], None);
+    assert!(
+        e.contains(&format!(
+            "the dead letter {hid} is retired: it was superseded by {newer}"
+        )),
+        "{e}"
+    );
+    assert_valid(&env);
+
+    // A dead letter put back by hand beside the newer dispatch (as a rerun of an older engine left
+    // it): its requeue is refused naming the newer dispatch, and a second open dispatch of one
+    // step is an error of `validate`.
+    let mut back = env.read(&format!("conductor/retired/hephaestus/{hid}.json"));
+    for k in ["retired_at", "retired_reason", "superseded_by"] {
+        back.as_object_mut().unwrap().remove(k);
+    }
+    env.write(
+        &format!("conductor/dead/hephaestus/{hid}.json"),
+        &back.to_string(),
+    );
+    let e = env.refused(&["requeue", hid], None);
+    assert!(
+        e.contains(&format!(
+            "dead letter {hid} is superseded by {newer}, an open dispatch of step build of {wf}"
+        )),
+        "{e}"
+    );
+    let mut twin = env.read(&format!("conductor/pending/hephaestus/{newer}.json"));
+    twin["handoff_id"] = json!("hof_20261206_tw0001");
+    env.write(
+        "conductor/pending/hermes/hof_20261206_tw0001.json",
+        &twin.to_string(),
+    );
+    let out = env.run(&["validate"], None);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doubled: Vec<&Value> = report["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| {
+            p["message"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with(&format!("a second open dispatch of step build of {wf}"))
+        })
+        .collect();
+    assert_eq!(doubled.len(), 2, "{report:#}");
+    assert!(
+        doubled.iter().all(|p| p["severity"] == "error"),
+        "{report:#}"
+    );
+    std::fs::remove_file(env.path("conductor/pending/hermes/hof_20261206_tw0001.json")).unwrap();
+
+    // Aborting a workflow retires its dead letter.
+    let (wf2, hid2) = ("wf_retire_abort", "hof_20261206_rt0002");
+    dead_lettered(&env, wf2, hid2);
+    env.ok(&["abort", wf2, "--reason", "not this quarter"], None);
+    assert_eq!(
+        env.copies(hid2),
+        vec!["conductor/retired/hephaestus".to_string()]
+    );
+    assert_eq!(
+        retirements(&env, hid2),
+        [(
+            "retired".to_owned(),
+            "its workflow was aborted".to_owned(),
+            None
+        )]
+    );
+    let e = env.refused(&["requeue", hid2], None);
+    assert!(
+        e.contains(&format!(
+            "the dead letter {hid2} is retired: its workflow was aborted"
+        )),
+        "{e}"
+    );
+
+    // Discarded by hand, with a reason (required, and not empty).
+    let (wf3, hid3) = ("wf_retire_discard", "hof_20261206_rt0003");
+    dead_lettered(&env, wf3, hid3);
+    let usage = env.run(&["dead", "discard", hid3], None);
+    assert_eq!(usage.status.code(), Some(2), "{usage:?}");
+    let e = env.refused(&["dead", "discard", hid3, "--reason", "  "], None);
+    assert!(e.contains("a retirement needs a reason"), "{e}");
+    let r = env.ok(&["dead", "discard", hid3, "--reason", "obsolete"], None);
+    assert_eq!(r["status"], "retired");
+    assert_eq!(r["handoff_id"], hid3);
+    assert_eq!(r["reason"], "obsolete");
+    assert_eq!(
+        env.copies(hid3),
+        vec!["conductor/retired/hephaestus".to_string()]
+    );
+    assert_eq!(
+        retirements(&env, hid3),
+        [("retired".to_owned(), "obsolete".to_owned(), None)]
+    );
+    let e = env.refused(&["dead", "discard", hid3, "--reason", "again"], None);
+    assert!(
+        e.contains(&format!("the dead letter {hid3} is retired: obsolete")),
+        "{e}"
+    );
+    assert_eq!(
+        dead_ids(&env.ok(&["dead", "--retired"], None)),
+        [hid, hid2, hid3]
+    );
+    assert!(!dead_ids(&env.ok(&["dead"], None)).contains(&hid3.to_owned()));
+
+    // The ack that completes a workflow retires a dead letter of it still lying there (one left
+    // by hand beside its live dispatch).
+    let (wf4, hid4) = ("wf_retire_done", "hof_20261206_rt0004");
+    start(&env, wf4, hid4);
+    let mut stray = env.read(&format!("conductor/pending/hephaestus/{hid4}.json"));
+    stray["handoff_id"] = json!("hof_20261206_st0004");
+    stray["dead_at"] = json!("2026-12-06T10:00:00Z");
+    env.write(
+        "conductor/dead/hephaestus/hof_20261206_st0004.json",
+        &stray.to_string(),
+    );
+    env.ack(&ack("ack_20261206_rt0004", hid4, "completed", "built"));
+    assert_eq!(env.state(wf4)["status"], "completed");
+    assert_eq!(
+        env.copies("hof_20261206_st0004"),
+        vec!["conductor/retired/hephaestus".to_string()]
+    );
+    assert_eq!(
+        retirements(&env, "hof_20261206_st0004"),
+        [(
+            "retired".to_owned(),
+            "its workflow is completed".to_owned(),
+            None
+        )]
+    );
+}

@@ -216,6 +216,126 @@ fn a_check_that_cannot_judge_is_unknown() {
     );
 }
 
+/// The attention counts `status` keeps follow what the live model reads: a file appended in place
+/// (a queue's BLOCKED lines making a deadlock), a file renamed into a directory, and time alone (a
+/// lease running out with no file changing).
+#[test]
+fn the_kept_attention_counts_follow_appends_renames_and_the_clock() {
+    let env = Env::with_test_flow();
+    let bus = "conductor/tracks/t1/.message-bus";
+    let soon = chrono::Utc::now() + chrono::Duration::milliseconds(3500);
+    let iso =
+        |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    env.write(
+        &format!("{bus}/locks.json"),
+        &serde_json::json!({
+            "a.ts": {"worker_id": "w1", "acquired_at": iso(chrono::Utc::now()), "expires_at": "2099-01-01T00:00:00Z"},
+            "b.ts": {"worker_id": "w2", "acquired_at": iso(chrono::Utc::now()), "expires_at": "2099-01-01T00:00:00Z"},
+            "c.ts": {"worker_id": "w3", "acquired_at": iso(chrono::Utc::now()), "expires_at": iso(soon)},
+        })
+        .to_string(),
+    );
+    env.write(&format!("{bus}/queue.jsonl"), "");
+    std::thread::sleep(Duration::from_millis(1100));
+    let kinds = |env: &Env| status_json(env)["attention_kinds"].clone();
+    assert_eq!(status(&env, "line"), "✓");
+    // Kept: a second run reuses the counts (their file is not written again).
+    let kept = || {
+        std::fs::read_dir(env.home.join(".cache/pantheon/status"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.to_string_lossy().ends_with(".attention.json"))
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .expect("the attention counts are kept")
+    };
+    let first = kept();
+    assert_eq!(kinds(&env)["expired_lock"], 0);
+    assert_eq!(kept(), first, "reused, not counted again");
+    // Time alone: the lease of c.ts runs out, no file changing.
+    while chrono::Utc::now() < soon + chrono::Duration::milliseconds(200) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(kinds(&env)["expired_lock"], 1);
+    assert_eq!(kinds(&env)["deadlock"], 0);
+    // Appended in place: two BLOCKED lines make a wait cycle.
+    let blocked = |id: &str, src: &str, res: &str| {
+        serde_json::json!({"id": id, "type": "BLOCKED", "source": src,
+            "timestamp": iso(chrono::Utc::now()),
+            "payload": {"waiting_for": "file_lock", "resource": res}})
+        .to_string()
+    };
+    let mut q = std::fs::OpenOptions::new()
+        .append(true)
+        .open(env.path(&format!("{bus}/queue.jsonl")))
+        .unwrap();
+    use std::io::Write;
+    writeln!(
+        q,
+        "{}\n{}",
+        blocked("m1", "w1", "b.ts"),
+        blocked("m2", "w2", "a.ts")
+    )
+    .unwrap();
+    drop(q);
+    assert_eq!(kinds(&env)["deadlock"], 1);
+    // A dead letter renamed into conductor/dead/.
+    let d = serde_json::json!({"handoff_id": "hof_20261206_kd0001", "workflow_id": "wf_kept",
+        "from_god": "thoth", "to_god": "hephaestus", "step": "build", "context": {"summary": "s"},
+        "dispatched_at": iso(chrono::Utc::now()), "ack_status": "unacked"});
+    env.write("conductor/dead/hephaestus/x.tmp", &d.to_string());
+    std::fs::rename(
+        env.path("conductor/dead/hephaestus/x.tmp"),
+        env.path("conductor/dead/hephaestus/hof_20261206_kd0001.json"),
+    )
+    .unwrap();
+    let j = status_json(&env);
+    assert_eq!(j["attention_kinds"]["dead_letter"], 1, "{j:#}");
+    let out = env.run(&["status", "--format", "json", "--no-cache"], None);
+    let fresh: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(fresh["attention_kinds"], j["attention_kinds"]);
+}
+
+#[test]
+fn a_config_that_does_not_parse_and_a_pending_file_are_critical() {
+    // A configured CRITICAL level in a config that does not parse: the check does not quietly
+    // fall back to the default WARNING, it says the config is not in force.
+    let env = Env::dispatched("wf_obs_cfg", "hof_20260614_ob0007");
+    env.write(
+        "conductor/config.yaml",
+        "check:\n  overdue: {warn: 1, crit: 1\n",
+    );
+    let (code, line) = check(&env, &[]);
+    assert_eq!(code, 2, "{line}");
+    assert!(
+        line.starts_with("PANTHEON CRITICAL - conductor/config.yaml cannot be used ("),
+        "{line}"
+    );
+    assert!(
+        line.contains("its settings and check levels are not in force"),
+        "{line}"
+    );
+    assert!(
+        status_json(&env)["broken"][0]
+            .as_str()
+            .is_some_and(|b| b.starts_with("conductor/config.yaml cannot be used"))
+    );
+    std::fs::remove_file(env.path("conductor/config.yaml")).unwrap();
+    assert_eq!(check(&env, &[]).0, 0, "a root with no config is fine");
+
+    // `conductor/pending` as a file: no inbox can be counted, which is no OK.
+    let pending = env.path("conductor/pending");
+    std::fs::remove_dir_all(&pending).unwrap();
+    std::fs::write(&pending, "not a directory").unwrap();
+    let (code, line) = check(&env, &[]);
+    assert_eq!(code, 2, "{line}");
+    assert!(
+        line.starts_with(
+            "PANTHEON CRITICAL - conductor/pending is not a directory: no dispatch in it can be counted"
+        ),
+        "{line}"
+    );
+}
+
 /// `pantheon serve` on the root, killed and reaped on drop.
 struct Serve(Child);
 
@@ -631,17 +751,18 @@ fn the_status_cache_follows_protocol_writes_and_the_clock() {
     std::thread::sleep(Duration::from_millis(1100));
     both("✓");
     let cache_dir = env.home.join(".cache/pantheon/status");
-    let files = std::fs::read_dir(&cache_dir).unwrap().count();
-    assert_eq!(files, 1, "one cache file for the root");
-    let cached = std::fs::read_to_string(
-        std::fs::read_dir(&cache_dir)
-            .unwrap()
-            .next()
-            .unwrap()
-            .unwrap()
-            .path(),
-    )
-    .unwrap();
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&cache_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files.len(),
+        2,
+        "the directories' figures and the attention counts of the root: {files:?}"
+    );
+    assert!(files[0].to_string_lossy().ends_with(".attention.json"));
+    let cached = std::fs::read_to_string(&files[1]).unwrap();
     assert!(cached.contains("hephaestus"), "{cached}");
     // The kept overdue instant makes the cached figures right later, without a re-read.
     let until = at + chrono::Duration::minutes(5) + chrono::Duration::milliseconds(200);

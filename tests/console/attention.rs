@@ -69,7 +69,7 @@ fn check_jump(app: &mut App, kind: Kind, pane: Pane, key: &str, action_key: &str
         .iter()
         .find(|i| i.kind == kind)
         .unwrap_or_else(|| panic!("no {kind:?} item in {items:?}"));
-    let action = item.action_text(&app.keymap);
+    let action = pantheon::console::attention::action_text(item, &app.keymap);
     assert!(!item.reason.is_empty() && !action.is_empty());
     assert!(action.contains(action_key), "{action}");
     app.dispatch(Action::GoPane(Pane::Attention));
@@ -122,6 +122,7 @@ fn life(
     check_jump(&mut app, kind, pane, key, action_key);
 
     // Snooze it for 2 hours: it leaves the queue, the title counts it, and it comes back later.
+    // The suggested `1h` is a placeholder: typing `2h` replaces it (not `1h2h`).
     let mut app = app_at(r);
     app.dispatch(Action::GoPane(Pane::Attention));
     app.on_key(key_z());
@@ -129,9 +130,12 @@ fn life(
         panic!("z asks how long")
     };
     assert_eq!(p.input.text(), "1h");
-    app.on_key(code(KeyCode::Backspace));
-    app.on_key(code(KeyCode::Backspace));
+    assert!(p.input.is_suggested());
     type_text(&mut app, "2h");
+    let Mode::Prompt(p) = &app.mode else {
+        panic!("still asking")
+    };
+    assert_eq!(p.input.text(), "2h");
     app.on_key(code(KeyCode::Enter));
     assert!(app.attention_all().is_empty(), "snoozed");
     assert_eq!(app.snoozed_count(), 1);
@@ -575,4 +579,188 @@ fn sparklines_show_messages_per_second_and_inbox_depth_over_time() {
     app.dispatch(Action::GoPane(Pane::Inboxes));
     let s = screen(&app, 160, 30, r);
     assert!(s.contains("DEPTH 5m") && s.contains("▁▆█"), "{s}");
+}
+
+/// Every surface counts the same attention items on one root where every kind is present: the
+/// console's header and pane 7, `pantheon status` in each format, `pantheon check`'s perfdata and
+/// `/metrics`' `pantheon_attention_items` (the exposition `serve --metrics` serves, over the live
+/// model's snapshot of the root). A snoozed item stays in every count.
+#[test]
+fn every_surface_counts_the_same_attention_items_of_every_kind() {
+    let root = super::cost::cost_root();
+    let r = root.path();
+    let now = Utc::now();
+    let ago = |mins: i64| {
+        (now - Duration::minutes(mins)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    };
+    let state = |wf: &str, status: &str| {
+        json!({"workflow_id": wf, "status": status, "current_step": "build",
+               "dispatched_to": "hephaestus", "created": ago(60), "updated": ago(30)})
+    };
+    let dispatch = |hid: &str, wf: &str, to: &str, at: String| {
+        json!({"handoff_id": hid, "workflow_id": wf, "from_god": "thoth", "to_god": to,
+               "step": "build", "context": {"summary": "s"}, "dispatched_at": at,
+               "ack_status": "unacked"})
+    };
+    // held, and a held dispatch moved by hand into an inbox (its workflow awaits approval).
+    put(
+        r,
+        "conductor/pending/_quarantine/hof_20261206_held01.json",
+        &dispatch("hof_20261206_held01", "wf_att_held", "hephaestus", ago(2)),
+    );
+    put(
+        r,
+        "conductor/state/wf_att_moved.json",
+        &state("wf_att_moved", "awaiting_approval"),
+    );
+    put(
+        r,
+        "conductor/pending/hephaestus/hof_20261206_moved1.json",
+        &dispatch("hof_20261206_moved1", "wf_att_moved", "hephaestus", ago(1)),
+    );
+    // overdue, with an ack deadline nobody enforces (no supervisor).
+    put(
+        r,
+        "conductor/state/wf_att_late.json",
+        &state("wf_att_late", "waiting_for_ack"),
+    );
+    let mut late = dispatch("hof_20261206_late01", "wf_att_late", "hephaestus", ago(20));
+    late["ack_deadline"] = json!("2099-01-01T00:00:00Z");
+    put(
+        r,
+        "conductor/pending/hephaestus/hof_20261206_late01.json",
+        &late,
+    );
+    // orphaned.
+    put(
+        r,
+        "conductor/state/wf_att_orphan.json",
+        &state("wf_att_orphan", "waiting_for_ack"),
+    );
+    // A stale worker, a deadlock and an overdue board vote on t1; an expired lock on t2.
+    let bus1 = "conductor/tracks/t1/.message-bus";
+    put(
+        r,
+        &format!("{bus1}/worker-status.json"),
+        &json!({"w9": {"task_id": "1", "status": "RUNNING", "last_heartbeat": ago(30)}}),
+    );
+    put(
+        r,
+        &format!("{bus1}/locks.json"),
+        &json!({
+            "a.ts": {"worker_id": "w1", "acquired_at": ago(5), "expires_at": "2099-01-01T00:00:00Z"},
+            "b.ts": {"worker_id": "w2", "acquired_at": ago(5), "expires_at": "2099-01-01T00:00:00Z"},
+        }),
+    );
+    let blocked = |id: &str, src: &str, res: &str| {
+        json!({"id": id, "type": "BLOCKED", "source": src, "timestamp": ago(2),
+               "payload": {"waiting_for": "file_lock", "resource": res}})
+        .to_string()
+    };
+    std::fs::write(
+        r.join(bus1).join("queue.jsonl"),
+        format!(
+            "{}\n{}\n",
+            blocked("m1", "w1", "b.ts"),
+            blocked("m2", "w2", "a.ts")
+        ),
+    )
+    .unwrap();
+    put(
+        r,
+        &format!("{bus1}/board/session-b1.json"),
+        &json!({"session_id": "b1", "checkpoint": "EVALUATE_PLAN", "status": "VOTING",
+                "proposal": "Ship it", "directors": ["CA", "CPO", "CSO", "COO", "CXO"],
+                "started_at": ago(200), "vote_deadline": ago(20)}),
+    );
+    put(
+        r,
+        "conductor/tracks/t2/.message-bus/locks.json",
+        &json!({"src/a.rs": {"worker_id": "w1", "acquired_at": ago(60), "expires_at": ago(10)}}),
+    );
+    std::fs::write(r.join("conductor/tracks/t2/.message-bus/queue.jsonl"), "").unwrap();
+    // A dead letter of a stalled workflow.
+    put(
+        r,
+        "conductor/state/wf_att_dead.json",
+        &state("wf_att_dead", "stalled"),
+    );
+    let mut dead = dispatch("hof_20261206_dead01", "wf_att_dead", "hephaestus", ago(40));
+    dead["deliveries"] = json!([{"at": ago(40), "to": "hephaestus"}]);
+    dead["dead_at"] = json!(ago(10));
+    put(
+        r,
+        "conductor/dead/hephaestus/hof_20261206_dead01.json",
+        &dead,
+    );
+    // An unreadable file, and an outbox record the bridge cannot publish.
+    std::fs::create_dir_all(r.join("conductor/pending/apollo")).unwrap();
+    std::fs::write(r.join("conductor/pending/apollo/broken.json"), "{ not json").unwrap();
+    put(
+        r,
+        "conductor/bridge/status.json",
+        &json!({"name": "konan", "updated": ago(0), "stuck": [{
+            "outbox_id": "ob_1", "attempts": 3, "since": ago(5),
+            "error": "no stream found for given subject"}]}),
+    );
+
+    // The console: its header count and pane 7's rows, each kind present.
+    let mut app = app_for(r, now);
+    let listed = app.attention_all();
+    let console = pantheon::console::attention::Tally::of(&listed);
+    for kind in Kind::ALL {
+        assert!(console.get(kind) >= 1, "no {kind:?} item: {listed:#?}");
+    }
+    let n = console.total();
+    assert_eq!(app.attention_count(), n);
+    assert!(screen(&app, 200, 50, r).contains(&format!("@ {n} need you")));
+    // Snoozed, an item leaves pane 7's list and no count.
+    app.dispatch(Action::GoPane(Pane::Attention));
+    app.on_key(key_z());
+    app.on_key(code(KeyCode::Enter));
+    assert_eq!(app.attention_all().len(), n - 1);
+    assert_eq!(app.attention_count(), n);
+    assert!(screen(&app, 200, 50, r).contains(&format!("@ {n} need you")));
+
+    // `pantheon status`: the JSON's total and kinds, the line's and tmux's `@`.
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("pantheon"))
+            .arg("--root")
+            .arg(r)
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let j: serde_json::Value = serde_json::from_str(&run(&["status", "--format", "json"])).unwrap();
+    assert_eq!(j["attention"], n, "{j:#}");
+    assert_eq!(j["attention_kinds"], console.to_json(), "{j:#}");
+    let line = run(&["status"]);
+    assert!(line.starts_with(&format!("@{n} ")), "{line}");
+    let tmux = run(&["status", "--format", "tmux"]);
+    assert!(
+        tmux.starts_with(&format!("#[fg=colour214]@{n}#[default]")),
+        "{tmux}"
+    );
+    // `pantheon check`: the perfdata, and a level on it.
+    let check = run(&["check", "--no-journal"]);
+    assert!(check.contains(&format!(" attention={n};;;0;")), "{check}");
+    let check = run(&["check", "--no-journal", "--crit", &format!("attention={n}")]);
+    assert!(
+        check.starts_with("PANTHEON CRITICAL - ")
+            && check.contains(&format!("{n} attention items (")),
+        "{check}"
+    );
+    // `/metrics`: one series per kind, the same counts.
+    let text = pantheon::observe::metrics::Metrics::new(pantheon::Root::at(r), false)
+        .scrape(&snapshot_of(r), false)
+        .to_string();
+    for (kind, count) in console.iter() {
+        assert!(
+            text.contains(&format!(
+                "pantheon_attention_items{{kind=\"{kind}\"}} {count}\n"
+            )),
+            "{kind} {count}: {text}"
+        );
+    }
 }

@@ -44,7 +44,7 @@ fn line(key: &str, at: &str, wf: &str, step: &str, god: &str, cost_micros: u64) 
 /// reached ($2.60: research $0.90 by thoth, architect $1.70 by hephaestus); wf_bug_7 spent $0.85
 /// with marvin, whose $1 god budget is past its 80 % warning; the day has a $20 budget. The engine
 /// fired the warnings of both.
-fn cost_root() -> tempfile::TempDir {
+pub(crate) fn cost_root() -> tempfile::TempDir {
     let root = fixture_root();
     let r = root.path();
     let def = r.join("conductor/workflows/deploy-feature.yaml");

@@ -148,8 +148,9 @@ fn a_dead_letter_is_listed_requeued_to_another_god_and_journaled_as_the_console(
     // R asks where to: the god it was delivered to last, Tab completes another.
     assert!(app.on_key(key('R')).is_empty());
     assert_eq!(prompt_text(&app), "hephaestus");
-    app.on_key(ctrl('u'));
+    // The suggestion is a placeholder: the first key typed replaces it.
     type_text(&mut app, "ma");
+    assert_eq!(prompt_text(&app), "ma");
     app.on_key(code(KeyCode::Tab));
     assert_eq!(prompt_text(&app), "marvin");
     app.on_key(code(KeyCode::Enter));
@@ -242,6 +243,7 @@ fn abort_from_pane_9_and_a_bulk_requeue_report_each_dead_letter() {
     let root = root_with(
         DL_FLOW,
         &[
+            ("wf_dl_0", "hof_20260614_dd0000"),
             ("wf_dl_1", "hof_20260614_dd0001"),
             ("wf_dl_2", "hof_20260614_dd0002"),
             ("wf_dl_3", "hof_20260614_dd0003"),
@@ -263,7 +265,7 @@ fn abort_from_pane_9_and_a_bulk_requeue_report_each_dead_letter() {
         "{lines}"
     );
     assert!(
-        lines.contains("Its dead letter(s) will stay in conductor/dead/ as a record: hephaestus/hof_20260614_dd0003"),
+        lines.contains("Its dead letter(s) will be retired (moved to conductor/retired/, journaled): hephaestus/hof_20260614_dd0003"),
         "{lines}"
     );
     let effects = press_confirm(&mut app);
@@ -276,50 +278,84 @@ fn abort_from_pane_9_and_a_bulk_requeue_report_each_dead_letter() {
         )
     );
     assert_eq!(state(r, "wf_dl_3")["status"], "aborted");
-    let last = journal(r).pop().unwrap();
+    // The abort, then its dead letter's retirement, each journaled as the console.
+    let entries = journal(r);
+    let [.., abort, retire] = entries.as_slice() else {
+        panic!("{entries:?}")
+    };
     assert_eq!(
-        (last["action"].as_str(), last["source"].as_str()),
+        (abort["action"].as_str(), abort["source"].as_str()),
         (Some("abort"), Some("console"))
     );
-
-    // Requeued alone, the engine refuses it: the flash is the engine's reason.
+    assert_eq!(
+        (
+            retire["action"].as_str(),
+            retire["targets"]["handoff_id"].as_str(),
+            retire["reason"].as_str(),
+            retire["source"].as_str()
+        ),
+        (
+            Some("dead_retire"),
+            Some("hof_20260614_dd0003"),
+            Some("its workflow was aborted"),
+            Some("console")
+        )
+    );
+    assert!(
+        r.join("conductor/retired/hephaestus/hof_20260614_dd0003.json")
+            .exists()
+    );
     app.set_snapshot(snapshot_of(r));
-    // Its attention item went with its cause (the workflow is aborted); the others stay.
+    // Retired, it left pane 9 and the attention items; the live ones stay.
     let waiting: Vec<String> = app
         .attention_all()
         .iter()
         .filter(|i| i.kind == pantheon::console::attention::Kind::DeadLetter)
         .map(|i| i.ids["workflow_id"].to_owned())
         .collect();
-    assert!(
-        !waiting.is_empty() && !waiting.iter().any(|w| w == "wf_dl_3"),
-        "{waiting:?}"
-    );
-    app.dispatch(Action::Bottom);
+    assert_eq!(waiting.len(), 3, "{waiting:?}");
+    assert!(!waiting.iter().any(|w| w == "wf_dl_3"), "{waiting:?}");
+    assert_eq!(app.keys(Pane::DeadLetters).len(), 3);
+
+    // A dead letter whose step has a newer open dispatch (one a rerun wrote) is not requeued:
+    // the flash is the engine's reason, naming the newer dispatch.
+    let mut newer: Value = serde_json::from_slice(
+        &std::fs::read(r.join("conductor/dead/hephaestus/hof_20260614_dd0000.json")).unwrap(),
+    )
+    .unwrap();
+    let m = newer.as_object_mut().unwrap();
+    for k in ["dead_at", "dead_reason", "deliveries", "ack_deadline"] {
+        m.remove(k);
+    }
+    m.insert("handoff_id".into(), json!("hof_20260614_nw0000"));
+    m.insert("to_god".into(), json!("marvin"));
+    std::fs::create_dir_all(r.join("conductor/pending/marvin")).unwrap();
+    std::fs::write(
+        r.join("conductor/pending/marvin/hof_20260614_nw0000.json"),
+        newer.to_string(),
+    )
+    .unwrap();
+    app.set_snapshot(snapshot_of(r));
+    app.dispatch(Action::Top);
     app.on_key(key('R'));
     app.on_key(code(KeyCode::Enter));
-    let lines = confirm_text(&app);
-    assert!(
-        lines.contains("wf_dl_3 is aborted: the engine will refuse"),
-        "{lines}"
-    );
     let effects = press_confirm(&mut app);
     run(&mut app, &op, effects);
-    assert_eq!(
-        flash(&app),
-        (
-            FlashKind::Error,
-            "Requeue hof_20260614_dd0003 refused: workflow wf_dl_3 is aborted; a dead letter of it \
-             cannot be requeued (pantheon rerun starts it again)"
-                .into()
-        )
+    let (kind, text) = flash(&app);
+    assert_eq!(kind, FlashKind::Error);
+    assert!(
+        text.starts_with(
+            "Requeue hof_20260614_dd0000 refused: dead letter hof_20260614_dd0000 is superseded by \
+             hof_20260614_nw0000, an open dispatch of step build of wf_dl_0"
+        ),
+        "{text}"
     );
     // w goes to its workflow; the journal's dead-letter entry comes back here.
     app.on_key(key('w'));
     assert_eq!(app.pane, Pane::Workflows);
     assert_eq!(
         app.keys(Pane::Workflows)[app.selected(Pane::Workflows)],
-        RowKey::workflow("wf_dl_3")
+        RowKey::workflow("wf_dl_0")
     );
     app.dispatch(Action::GoPane(Pane::Journal));
     let row = app
@@ -340,7 +376,8 @@ fn abort_from_pane_9_and_a_bulk_requeue_report_each_dead_letter() {
         RowKey::dead_letter("hephaestus", "hof_20260614_dd0001")
     );
 
-    // Mark all three and requeue each to its last god: the aborted one is refused and stays marked.
+    // Mark all three and requeue each to its last god: the superseded one is refused and stays
+    // marked.
     app.on_key(key('*'));
     assert_eq!(app.picked(Pane::DeadLetters).len(), 3);
     app.on_key(key('R'));
@@ -360,12 +397,14 @@ fn abort_from_pane_9_and_a_bulk_requeue_report_each_dead_letter() {
     let (kind, text) = flash(&app);
     assert_eq!(kind, FlashKind::Error);
     assert!(
-        text.starts_with("requeued 2, refused 1: hof_20260614_dd0003: workflow wf_dl_3 is aborted"),
+        text.starts_with(
+            "requeued 2, refused 1: hof_20260614_dd0000: dead letter hof_20260614_dd0000 is superseded by"
+        ),
         "{text}"
     );
     assert_eq!(
         app.picked(Pane::DeadLetters),
-        [RowKey::dead_letter("hephaestus", "hof_20260614_dd0003")]
+        [RowKey::dead_letter("hephaestus", "hof_20260614_dd0000")]
     );
     for hid in ["hof_20260614_dd0001", "hof_20260614_dd0002"] {
         assert!(
@@ -414,6 +453,79 @@ fn abort_from_pane_9_and_a_bulk_requeue_report_each_dead_letter() {
 }
 
 #[test]
+fn d_discards_a_dead_letter_with_a_reason_and_journals_it() {
+    let root = root_with(
+        DL_FLOW,
+        &[
+            ("wf_dl_1", "hof_20260614_dd0001"),
+            ("wf_dl_2", "hof_20260614_dd0002"),
+        ],
+    );
+    let r = root.path();
+    dead_letter_all(r);
+    let op = EngineOperator::new(Root::at(r));
+    let mut app = app_for(r, chrono::Utc::now());
+    app.dispatch(Action::GoPane(Pane::DeadLetters));
+    app.dispatch(Action::Top);
+    app.on_key(key('D'));
+    let Mode::Prompt(p) = &app.mode else {
+        panic!("D asks a reason: {:?}", app.mode)
+    };
+    assert_eq!(p.title, "Discard dead letter hof_20260614_dd0001");
+    // The reason is required.
+    app.on_key(code(KeyCode::Enter));
+    assert!(matches!(app.mode, Mode::Prompt(_)));
+    type_text(&mut app, "the customer cancelled");
+    app.on_key(code(KeyCode::Enter));
+    let lines = confirm_text(&app);
+    assert!(
+        lines.contains("will be retired: moved to conductor/retired/hephaestus/"),
+        "{lines}"
+    );
+    assert!(lines.contains("Reason: the customer cancelled"), "{lines}");
+    let effects = press_confirm(&mut app);
+    run(&mut app, &op, effects);
+    assert_eq!(
+        flash(&app),
+        (
+            FlashKind::Success,
+            "hof_20260614_dd0001 discarded: retired from hephaestus's dead letters (the customer cancelled)"
+                .into()
+        )
+    );
+    assert!(
+        !r.join("conductor/dead/hephaestus/hof_20260614_dd0001.json")
+            .exists()
+    );
+    let kept: Value = serde_json::from_slice(
+        &std::fs::read(r.join("conductor/retired/hephaestus/hof_20260614_dd0001.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(kept["retired_reason"], "the customer cancelled");
+    assert!(kept["retired_at"].is_string() && kept["dead_at"].is_string());
+    let last = journal(r).pop().unwrap();
+    assert_eq!(
+        (
+            last["action"].as_str(),
+            last["targets"]["handoff_id"].as_str(),
+            last["reason"].as_str(),
+            last["source"].as_str()
+        ),
+        (
+            Some("dead_retire"),
+            Some("hof_20260614_dd0001"),
+            Some("the customer cancelled"),
+            Some("console")
+        )
+    );
+    app.set_snapshot(snapshot_of(r));
+    assert_eq!(
+        app.keys(Pane::DeadLetters),
+        vec![RowKey::dead_letter("hephaestus", "hof_20260614_dd0002")]
+    );
+}
+
+#[test]
 fn rerun_asks_for_a_step_of_the_definition_and_dispatches_it_again() {
     let root = root_with(DL_FLOW, &[("wf_dl_1", "hof_20260614_dd0001")]);
     let r = root.path();
@@ -441,8 +553,10 @@ fn rerun_asks_for_a_step_of_the_definition_and_dispatches_it_again() {
         unreachable!()
     };
     assert!(p.label.contains("plan, build, ship"), "{}", p.label);
-    app.on_key(ctrl('u'));
+    assert!(p.input.is_suggested());
+    // Typing replaces the suggested step (not `buildnope`).
     type_text(&mut app, "nope");
+    assert_eq!(prompt_text(&app), "nope");
     app.on_key(code(KeyCode::Enter));
     assert!(
         matches!(app.mode, Mode::Prompt(_)),
@@ -475,7 +589,11 @@ fn rerun_asks_for_a_step_of_the_definition_and_dispatches_it_again() {
     run(&mut app, &op, effects);
     let st = state(r, "wf_dl_1");
     assert_eq!(st["status"], "waiting_for_ack");
-    let last = journal(r).pop().unwrap();
+    // The rerun, then the retirement of the dead letter it superseded, each journaled.
+    let entries = journal(r);
+    let [.., last, retire] = entries.as_slice() else {
+        panic!("{entries:?}")
+    };
     assert_eq!(last["action"], "rerun");
     assert_eq!(last["source"], "console");
     let hid = last["targets"]["handoff_id"].as_str().unwrap();
@@ -492,6 +610,12 @@ fn rerun_asks_for_a_step_of_the_definition_and_dispatches_it_again() {
         r.join(format!("conductor/pending/hephaestus/{hid}.json"))
             .exists()
     );
+    assert_eq!(retire["action"], "dead_retire");
+    assert_eq!(retire["targets"]["handoff_id"], "hof_20260614_dd0001");
+    assert_eq!(retire["targets"]["superseded_by"], hid);
+    // It left pane 9: nothing offers to requeue it any more.
+    app.set_snapshot(snapshot_of(r));
+    assert!(app.keys(Pane::DeadLetters).is_empty());
 }
 
 #[test]

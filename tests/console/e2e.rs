@@ -646,3 +646,48 @@ fn a_budget_warning_reaches_the_hook_once_per_crossing() {
     t.keys(&["q"]);
     t.wait("the console to exit", |s| s.contains("EXITED=0"));
 }
+
+#[test]
+fn a_suggested_snooze_is_replaced_by_what_is_typed() {
+    let root = engine_root();
+    let r = root.path();
+    // One attention item: a file in an inbox that is no dispatch.
+    std::fs::write(
+        r.join("conductor/pending/hephaestus/broken.json"),
+        "{not json",
+    )
+    .unwrap();
+    let (t, _log) = console(r, "", "");
+    t.wait("the console", |s| s.contains("wf_pay_2"));
+    t.keys(&["7"]);
+    t.wait("the attention item", |s| {
+        s.contains("unreadable_file  conductor/pending")
+    });
+    t.keys(&["z"]);
+    t.wait("the suggested snooze", |s| {
+        s.contains("> ▏1h  (suggested: Enter takes it, typing replaces it)")
+    });
+    t.type_text("15m");
+    let s = t.wait("the typed snooze", |s| s.contains("> 15m▏"));
+    assert!(!s.contains("1h15m"), "{s}");
+    let asked = chrono::Utc::now();
+    t.keys(&["Enter"]);
+    let s = t.wait("the snooze's flash", |s| {
+        s.contains("snoozed unreadable_file/")
+    });
+    // Snoozed for 15 minutes, not 1h15m.
+    let until = s
+        .split("until ")
+        .nth(1)
+        .and_then(|rest| rest.get(..19))
+        .and_then(|t| chrono::NaiveDateTime::parse_from_str(t, "%Y-%m-%d %H:%M:%S").ok())
+        .map(|t| t.and_utc())
+        .unwrap_or_else(|| panic!("no time in the flash: {s}"));
+    let minutes = (until - asked).num_seconds() as f64 / 60.0;
+    assert!(
+        (14.0..16.5).contains(&minutes),
+        "snoozed for {minutes} min: {s}"
+    );
+    t.keys(&["q"]);
+    t.wait("the console to exit", |s| s.contains("EXITED=0"));
+}

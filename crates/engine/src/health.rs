@@ -48,6 +48,11 @@ pub struct Health {
     pub unreadable: usize,
     /// The bridge, when its status file exists.
     pub bridge: Option<BridgeHealth>,
+    /// What makes the root unreadable as a whole, each with its reason: a protocol directory that is
+    /// not a directory (`conductor/pending` as a file: nothing in it can be counted), a
+    /// `conductor/config.yaml` that cannot be used (its settings and `check:` levels are not in
+    /// force). `check` is CRITICAL on any.
+    pub broken: Vec<String>,
 }
 
 /// What the bridge's `status.json` says.
@@ -70,18 +75,6 @@ impl Health {
     /// console's `▲ no supervisor`).
     pub fn unsupervised(&self) -> bool {
         self.deadlines > 0 && self.supervisors == 0
-    }
-
-    /// Things that wait on a human (the status line's `@`): each held dispatch, each overdue
-    /// dispatch not held, each dead letter, stale worker and expired lock, and the missing
-    /// supervisor when deadlines need one.
-    pub fn attention(&self) -> usize {
-        self.held
-            .saturating_add(self.overdue.saturating_sub(self.overdue_held))
-            .saturating_add(self.dead_letters)
-            .saturating_add(self.stale_workers)
-            .saturating_add(self.expired_locks)
-            .saturating_add(usize::from(self.unsupervised()))
     }
 
     /// Alerts (the status line's `▲`, as in the console's header): overdue dispatches, stale
@@ -182,7 +175,10 @@ pub fn read_with(
     now: DateTime<Utc>,
     figures: &mut dyn FnMut(&std::path::Path, DirKind) -> DirFigures,
 ) -> Health {
-    let mut h = Health::default();
+    let mut h = Health {
+        broken: broken(root),
+        ..Health::default()
+    };
     let held = figures(&root.quarantine_dir(), DirKind::Held);
     h.held = held.files;
     h.unreadable += held.unreadable;
@@ -216,6 +212,31 @@ pub fn read_with(
     }
     h.bridge = read_bridge(root, now);
     h
+}
+
+/// What keeps the figures from meaning anything: protocol directories that exist as something
+/// other than a directory (never followed: a link is not one), and a config file that cannot be used.
+fn broken(root: &Root) -> Vec<String> {
+    let mut out = Vec::new();
+    for (dir, name) in [
+        (root.pending_root(), "conductor/pending"),
+        (root.quarantine_dir(), "conductor/pending/_quarantine"),
+        (root.dead_root(), "conductor/dead"),
+        (root.supervisor_dir(), "conductor/supervisor"),
+    ] {
+        match std::fs::symlink_metadata(&dir) {
+            Ok(m) if !m.is_dir() => out.push(format!(
+                "{name} is not a directory: no dispatch in it can be counted"
+            )),
+            _ => {}
+        }
+    }
+    if let Some(e) = &root.settings.config_error {
+        out.push(format!(
+            "conductor/config.yaml cannot be used ({e}): its settings and check levels are not in force"
+        ));
+    }
+    out
 }
 
 /// How many `*.json` files (not hidden) `dir` lists, without reading them.
@@ -361,6 +382,9 @@ pub struct Thresholds {
     pub expired_locks: Level,
     /// The bridge's lag in messages, while it runs (default: WARNING at 1000).
     pub bridge_lag: Level,
+    /// The attention items, every kind (the console's `@ N need you`; default: no level, the
+    /// figures of their own kinds judge).
+    pub attention: Level,
     /// When a missing supervisor is CRITICAL.
     pub supervisor: SupervisorRule,
     /// Whether the journal's hash chain is verified (a broken chain is CRITICAL; default: yes).
@@ -375,6 +399,7 @@ impl Default for Thresholds {
             stale_workers: Level::warn_at(1),
             expired_locks: Level::warn_at(1),
             bridge_lag: Level::warn_at(1000),
+            attention: Level::default(),
             supervisor: SupervisorRule::Deadlines,
             journal: true,
         }
@@ -382,12 +407,13 @@ impl Default for Thresholds {
 }
 
 /// The names of the figures a `check:` mapping (and `--warn`/`--crit`) may set.
-pub const LEVEL_NAMES: [&str; 5] = [
+pub const LEVEL_NAMES: [&str; 6] = [
     "overdue",
     "dead_letters",
     "stale_workers",
     "expired_locks",
     "bridge_lag",
+    "attention",
 ];
 
 impl Thresholds {
@@ -399,6 +425,7 @@ impl Thresholds {
             "stale_workers" => &mut self.stale_workers,
             "expired_locks" => &mut self.expired_locks,
             "bridge_lag" => &mut self.bridge_lag,
+            "attention" => &mut self.attention,
             _ => return None,
         })
     }
@@ -491,8 +518,29 @@ impl Verdict {
     }
 }
 
-/// Judges `h` (and the journal's chain, when it was verified) against `t`.
-pub fn evaluate(h: &Health, journal: Option<&Result<u64, String>>, t: &Thresholds) -> Verdict {
+/// What a check judges besides the [`Health`] figures.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Judged<'a> {
+    /// The journal's chain, when it was verified: its entries, or the first problem.
+    pub journal: Option<&'a Result<u64, String>>,
+    /// The attention items by kind (every kind, 0 included), as the console counts them.
+    pub attention: &'a [(&'a str, usize)],
+}
+
+/// The attention items' total and the kinds present with their counts (`held 1, dead_letter 2`).
+fn attention_figure(by_kind: &[(&str, usize)]) -> (usize, String) {
+    let total = by_kind.iter().map(|(_, n)| n).sum();
+    let kinds: Vec<String> = by_kind
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    (total, kinds.join(", "))
+}
+
+/// Judges `h` (with the journal's chain, when it was verified, and the attention items) against `t`.
+pub fn evaluate(h: &Health, judged: &Judged<'_>, t: &Thresholds) -> Verdict {
+    let journal = judged.journal;
     let mut found: Vec<(State, String)> = Vec::new();
     let mut perfdata = Vec::new();
     let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
@@ -540,6 +588,16 @@ pub fn evaluate(h: &Health, journal: Option<&Result<u64, String>>, t: &Threshold
             format!("bridge lag {}", plural(b.lag, "message", "messages")),
         );
     }
+    let (attention, kinds) = attention_figure(judged.attention);
+    figure(
+        "attention",
+        n(attention),
+        &t.attention,
+        format!(
+            "{} ({kinds})",
+            plural(n(attention), "attention item", "attention items")
+        ),
+    );
     perfdata.push(format!("held={};;;0;", h.held));
     perfdata.push(format!("waiting={};;;0;", h.waiting));
     perfdata.push(format!("supervisors={};;;0;", h.supervisors));
@@ -562,6 +620,9 @@ pub fn evaluate(h: &Health, journal: Option<&Result<u64, String>>, t: &Threshold
         }
         Some(Ok(entries)) => perfdata.push(format!("journal_entries={entries};;;0;")),
         None => {}
+    }
+    for why in &h.broken {
+        found.push((State::Critical, why.clone()));
     }
     if h.unreadable > 0 {
         found.push((

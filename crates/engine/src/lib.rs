@@ -59,8 +59,8 @@ pub use crate::{
     },
     conductor::delivery::{
         DeadLetter, DeadLetters, DeclaredPolicy, Delivery, DeliveryAct, Policy, RequeueResult,
-        SUPERVISOR_BEAT, TickReport, list_dead, live_supervisors, remove_supervisor_heartbeat,
-        supervisor_alive, write_supervisor_heartbeat,
+        SUPERVISOR_BEAT, SUPERVISOR_DEAD_AFTER, TickReport, list_dead, live_supervisors,
+        remove_supervisor_heartbeat, supervisor_alive, write_supervisor_heartbeat,
     },
     conductor::files::{FileError, is_foreign_pending_dir, known_gods},
     conductor::hold::{MovedHold, held_dispatches_moved},
@@ -81,6 +81,7 @@ pub use crate::{
         RedispatchStatus, RefusedPath, ReplyStatus, RuleDetail, RulesResult, StepSummary,
         SubmitResult, SubmitStatus, WorkflowSummary, WorkflowsResult,
     },
+    conductor::retire::{MAX_RETIRE_REASON, RetiredDead, list_retired},
     conductor::rules::{Rule, RuleAction, load_rule_file},
     conductor::template::{Part, PayloadTemplate, Template, TemplateError, Vars as TemplateVars},
     conductor::{Actor, Conductor},
@@ -179,8 +180,8 @@ pub mod time {
 /// The figures of `pantheon status` and the verdict of `pantheon check`, read cheaply from a root.
 pub mod status {
     pub use crate::health::{
-        BRIDGE_SILENT_AFTER, BridgeHealth, DirFigures, DirKind, Health, LEVEL_NAMES, Level, State,
-        SupervisorRule, Thresholds, Verdict, evaluate, journal_chain, read, read_with,
+        BRIDGE_SILENT_AFTER, BridgeHealth, DirFigures, DirKind, Health, Judged, LEVEL_NAMES, Level,
+        State, SupervisorRule, Thresholds, Verdict, evaluate, journal_chain, read, read_with,
     };
 }
 

@@ -82,6 +82,7 @@ pub fn validate_root(root: &Root) -> Result<ValidationReport> {
         files: 0,
         waiting: Vec::new(),
         dispatched: Default::default(),
+        open_steps: Default::default(),
     };
     c.handoffs(root);
     c.definitions(root);
@@ -93,6 +94,8 @@ pub fn validate_root(root: &Root) -> Result<ValidationReport> {
     }
     c.dispatch_tree(&root.archive_root(), false);
     c.dispatch_tree(&root.dead_root(), false);
+    c.dispatch_tree(&root.retired_root(), false);
+    c.doubled_steps();
     for w in &root.settings.warnings {
         let p = root.config_path();
         c.warn(&p, w.clone());
@@ -162,6 +165,9 @@ struct Checker {
     waiting: Vec<(PathBuf, String, String)>,
     /// Workflow ids of the dispatches found in the inboxes and `_quarantine`.
     dispatched: std::collections::HashSet<String>,
+    /// The open dispatches (unacked or pending, in an inbox or `_quarantine`) by workflow and step:
+    /// their files and handoff ids.
+    open_steps: std::collections::BTreeMap<(String, String), Vec<(PathBuf, String)>>,
 }
 
 /// Entries of a directory, sorted, without our own temp files and lock files (dotfiles).
@@ -662,6 +668,20 @@ impl Checker {
         self.timestamp(f, &m, "dispatched_at", None);
         if let Some(held) = waiting {
             self.overdue(f, &m, held);
+            let open = str_field(&m, "ack_status")
+                .map(AckStatus::parse)
+                .unwrap_or_default();
+            if let (Some(wf), Some(step), Some(h), AckStatus::Unacked | AckStatus::Pending) = (
+                str_field(&m, "workflow_id"),
+                str_field(&m, "step"),
+                hid.as_deref(),
+                open,
+            ) {
+                self.open_steps
+                    .entry((wf.to_owned(), step.to_owned()))
+                    .or_default()
+                    .push((f.to_path_buf(), h.to_owned()));
+            }
         }
         str_field(&m, "workflow_id").map(str::to_owned)
     }
@@ -689,6 +709,31 @@ impl Checker {
                 "its god has not acked it"
             };
             self.warn(f, format!("overdue: {o}; {what}"));
+        }
+    }
+
+    /// Two open dispatches of one step of one workflow (a dead letter requeued after a rerun
+    /// dispatched the step again): only one can ever be acked, the other is redelivered and
+    /// dead-lettered again. Each beyond the first is an error naming the others.
+    fn doubled_steps(&mut self) {
+        for ((wf, step), files) in std::mem::take(&mut self.open_steps) {
+            if files.len() < 2 {
+                continue;
+            }
+            for (f, hid) in &files {
+                let others: Vec<&str> = files
+                    .iter()
+                    .filter(|(_, h)| h != hid)
+                    .map(|(_, h)| h.as_str())
+                    .collect();
+                self.error(
+                    f,
+                    format!(
+                        "a second open dispatch of step {step} of {wf} (also open: {}): only one can ever be acked, the other is redelivered and dead-lettered again",
+                        others.join(", ")
+                    ),
+                );
+            }
         }
     }
 

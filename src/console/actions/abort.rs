@@ -238,7 +238,7 @@ fn describe(out: &mut Vec<(Tone, String)>, workflow_id: &WorkflowId, reason: &st
         out.push(line(
             Dim,
             format!(
-                "Its dead letter(s) will stay in conductor/dead/ as a record: {}",
+                "Its dead letter(s) will be retired (moved to conductor/retired/, journaled): {}",
                 dead.join(", ")
             ),
         ));

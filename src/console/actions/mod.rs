@@ -172,6 +172,8 @@ actions! {
         /// Another god's inbox; `None`: the god it was last delivered to.
         to: Option<GodName>,
     } => requeue,
+    /// Retires a dead letter by hand (`pantheon dead discard HANDOFF_ID --reason TEXT`).
+    DiscardDead { handoff_id: HandoffId, reason: String } => discard_dead,
     /// Dispatches a failed, stalled or completed workflow again from a step (`pantheon rerun WF
     /// --from STEP`; an edited context is the CLI's `--context FILE` only).
     Rerun {

@@ -26,7 +26,15 @@ impl App {
 
     /// Takes the operator to an attention item's record, and says what resolves it.
     pub(crate) fn open_attention(&mut self, item: &attention::Item) {
-        match &item.jump {
+        // A reached budget with a dispatch held for it: `Enter` lands where `p` approves (and raises).
+        let held = match &item.key {
+            attention::Key::BudgetWarning { budget, scope, .. } => {
+                crate::console::actions::budget_hold_row(&self.snapshot, scope, budget, self.now)
+            }
+            _ => None,
+        };
+        let jump = held.map_or_else(|| attention::jump(item), Jump::Row);
+        match &jump {
             Jump::Row(key) => {
                 let pane = key.pane();
                 if !self.jump_to(pane, key) {
@@ -51,7 +59,7 @@ impl App {
             format!(
                 "{} · {}",
                 crate::console::notify::item_words(item),
-                item.action_text(&self.keymap)
+                attention::action_text(item, &self.keymap)
             ),
         );
     }
@@ -380,6 +388,7 @@ impl App {
             | Action::BoardNextRound
             | Action::BoardResolve
             | Action::Requeue
+            | Action::DiscardDead
             | Action::Rerun => {}
             Action::NextAttention => self.next_attention(),
             Action::Snooze => self.start_snooze(),

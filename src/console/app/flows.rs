@@ -53,7 +53,9 @@ impl App {
             title,
             label: label.into(),
             required,
-            input: LineEditor::new(input),
+            // A suggested answer (the snooze's `1h`, requeue's last god, rerun's step) is a
+            // placeholder: the first key typed replaces it, Enter takes it.
+            input: LineEditor::suggested(input),
             purpose,
             completions: Vec::new(),
             context: Vec::new(),
@@ -240,6 +242,7 @@ impl App {
             | Action::RejectHeld
             | Action::ForceUnlock
             | Action::Requeue
+            | Action::DiscardDead
             | Action::Rerun
             | Action::Open => self.row_count() > 0,
             Action::ToggleMark | Action::MarkRange | Action::MarkAll => {

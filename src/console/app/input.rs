@@ -211,7 +211,12 @@ impl App {
     /// Tab in a prompt that offers completions: one candidate is taken whole, several are extended
     /// to what they share (and listed in a flash).
     pub(super) fn complete_prompt(&mut self, p: &mut Prompt) {
-        let typed = p.input.text().trim().to_owned();
+        // A suggestion is no typed prefix: Tab offers every candidate.
+        let typed = if p.input.is_suggested() {
+            String::new()
+        } else {
+            p.input.text().trim().to_owned()
+        };
         let cands: Vec<&String> = p
             .completions
             .iter()

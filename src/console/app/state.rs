@@ -33,17 +33,13 @@ impl App {
             .collect()
     }
 
-    /// How many of [`Self::attention_all`] there are, without copying them (the header and the tab
-    /// bar ask on every frame; a large root can have thousands of overdue workflows).
+    /// How many attention items there are, snoozed ones included (the header and the tab bar ask
+    /// on every frame). A snooze is this console's own reminder setting, which `pantheon status`,
+    /// `check` and the metrics cannot know: so no count leaves a snoozed item out, and every
+    /// surface gives the same number. Snoozing hides the item from pane 7's list, from `@` and
+    /// from the notifications until it ends.
     pub fn attention_count(&self) -> usize {
-        self.attention_items()
-            .iter()
-            .filter(|i| {
-                self.snoozed
-                    .get(&i.key)
-                    .is_none_or(|until| *until <= self.now)
-            })
-            .count()
+        self.attention_items().len()
     }
 
     /// The rows of the Attention pane: [`Self::attention_all`] through its filter.

@@ -94,7 +94,7 @@ fn every_attention_item_jumps_to_a_row_its_key_names_the_pane_of() {
     let items = a.attention_all();
     let mut rows = 0;
     for item in &items {
-        if let Jump::Row(key) = &item.jump {
+        if let Jump::Row(key) = &crate::console::attention::jump(item) {
             assert!(
                 a.position_of(key.pane(), key).0.is_some(),
                 "{} jumps to {key:?}, not listed in {:?}",

@@ -51,7 +51,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::raw(i.record().to_owned()),
             Line::raw(age),
             Line::raw(app.shown_text(&i.reason).into_owned()),
-            Line::styled(i.action_text(&app.keymap), theme.key()),
+            Line::styled(crate::console::attention::action_text(i, &app.keymap), theme.key()),
         ]
     };
     crate::console::views::pane_table(

@@ -166,8 +166,9 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DeadRow, them
     let key = |a: Action| app.keymap.key_for(&a);
     l.push(Line::styled(
         format!(
-            "  {} requeues it (to its last god, or another: Tab completes) · {} aborts its workflow",
+            "  {} requeues it (to its last god, or another: Tab completes) · {} discards it (retired, with a reason) · {} aborts its workflow",
             key(Action::Requeue),
+            key(Action::DiscardDead),
             key(Action::Abort)
         ),
         theme.dim(),

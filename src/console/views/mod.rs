@@ -767,6 +767,18 @@ pub(crate) fn editor_line<'a>(
     theme: &Theme,
 ) -> Line<'a> {
     let (before, after) = edit.split();
+    if edit.is_suggested() {
+        // A suggestion reads as one: dim, the cursor before it (typing replaces it).
+        return Line::from(vec![
+            Span::styled(prompt, theme.key()),
+            Span::styled("▏", theme.key()),
+            Span::styled(edit.text().to_owned(), theme.dim()),
+            Span::styled(
+                "  (suggested: Enter takes it, typing replaces it)",
+                theme.dim(),
+            ),
+        ]);
+    }
     Line::from(vec![
         Span::styled(prompt, theme.key()),
         Span::raw(before.to_owned()),

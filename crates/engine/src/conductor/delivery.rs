@@ -955,11 +955,7 @@ impl Conductor {
         hid: &HandoffId,
         to: Option<&GodName>,
     ) -> Result<(RequeueResult, String)> {
-        let missing = || {
-            Error::not_found(format!(
-                "no dead letter for handoff {hid} (pantheon dead lists them)"
-            ))
-        };
+        let missing = || self.no_dead_letter(hid);
         let found = self.find_dead(hid).ok_or_else(missing)?;
         let wf = WorkflowId::parse(&found.dispatch.workflow_id)?;
         let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
@@ -974,6 +970,17 @@ impl Conductor {
             return Err(Error::refused(format!(
                 "workflow {wf} is {}; a dead letter of it cannot be requeued (pantheon rerun starts it again)",
                 st.status
+            )));
+        }
+        // A newer dispatch of the same step (a rerun's) already waits: a requeue would put a second
+        // open dispatch of that step in an inbox, one that could never be acked.
+        if let Some(newer) =
+            self.open_dispatch_of_step(wf.as_str(), &found.dispatch.step, hid.as_str())
+        {
+            return Err(Error::refused(format!(
+                "dead letter {hid} is superseded by {newer}, an open dispatch of step {} of {wf}; \
+                 `pantheon dead discard {hid} --reason TEXT` retires it",
+                found.dispatch.step
             )));
         }
         let god = match to {
@@ -1059,7 +1066,7 @@ impl Conductor {
 /// How often `pantheon serve` writes its heartbeat.
 pub const SUPERVISOR_BEAT: Duration = Duration::from_secs(10);
 /// A supervisor whose heartbeat is older than this is not alive.
-pub(crate) const SUPERVISOR_DEAD_AFTER: Duration = Duration::from_secs(30);
+pub const SUPERVISOR_DEAD_AFTER: Duration = Duration::from_secs(30);
 
 /// The heartbeat file of supervisor `id` (`conductor/supervisor/{id}.json`).
 fn heartbeat_path(root: &Root, id: &str) -> Result<PathBuf> {

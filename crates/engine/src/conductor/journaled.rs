@@ -81,6 +81,10 @@ impl Conductor {
             self.journal_intent(intent, act)
         };
         r.warnings.extend(warning);
+        // The handoff that finished the workflow ends its dead letters.
+        if r.state_status.is_finished() {
+            self.retire_dead_of_finished(r.workflow_id.as_str());
+        }
         Ok(r)
     }
 
@@ -163,6 +167,10 @@ impl Conductor {
             self.journal_intent(intent, act)
         };
         r.warnings.extend(warning);
+        // The ack that finished the workflow ends its dead letters: nobody can requeue them now.
+        if r.state_status.is_finished() {
+            self.retire_dead_of_finished(r.workflow_id.as_str());
+        }
         Ok(r)
     }
 
@@ -221,6 +229,10 @@ impl Conductor {
         } else {
             self.journal_intent(intent, act);
         }
+        // A rejection fails the workflow: its dead letters end with it.
+        if reject.is_some() {
+            self.retire_dead_of_finished(r.workflow_id.as_str());
+        }
         Ok(r)
     }
 
@@ -244,6 +256,23 @@ impl Conductor {
             );
         }
         self.journal(&act);
+        // An aborted workflow's dead letters end with it (retired, each journaled).
+        self.retire_dead_of_finished(wf.as_str());
+        Ok(r)
+    }
+
+    /// Retires the dead letter of `handoff_id` by hand (docs/PROTOCOL.md §2.10): it leaves
+    /// `conductor/dead/` for `conductor/retired/`, stamped with `reason`, and counts as a dead letter
+    /// nowhere. An operator act, journaled (`dead_retire`, naming the handoff and the reason).
+    /// Refused without a reason, or when there is no live dead letter of that handoff (a retired
+    /// one says why it was retired and, when a rerun superseded it, names the newer dispatch).
+    pub fn discard_dead(
+        &self,
+        handoff_id: &HandoffId,
+        reason: &str,
+    ) -> Result<super::retire::RetiredDead> {
+        let r = self.discard_dead_unjournaled(handoff_id, reason)?;
+        self.journal_retired(std::slice::from_ref(&r));
         Ok(r)
     }
 

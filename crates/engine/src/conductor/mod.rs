@@ -29,6 +29,7 @@ pub(crate) mod paging;
 pub(crate) mod request;
 pub(crate) mod rerun;
 pub(crate) mod results;
+pub(crate) mod retire;
 pub(crate) mod route;
 pub(crate) mod rules;
 pub(crate) mod samples;

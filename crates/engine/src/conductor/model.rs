@@ -507,6 +507,28 @@ pub struct Dispatch {
         skip_serializing_if = "Option::is_none"
     )]
     pub dead_reason: Option<String>,
+    /// When the dead letter was retired (RFC 3339): it ended without a requeue and lies in
+    /// `conductor/retired/{god}/`; set before it is moved there.
+    #[serde(
+        default,
+        deserialize_with = "lenient::only_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub retired_at: Option<String>,
+    /// Why it was retired (the operator's reason, or the act that ended it).
+    #[serde(
+        default,
+        deserialize_with = "lenient::only_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub retired_reason: Option<String>,
+    /// The handoff of the newer dispatch of its step that superseded it (a rerun's).
+    #[serde(
+        default,
+        deserialize_with = "lenient::only_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub superseded_by: Option<String>,
     /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

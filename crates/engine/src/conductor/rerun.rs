@@ -345,6 +345,7 @@ impl Conductor {
         let r = self.rerun_unjournaled(workflow_id, step, context, None)?;
         let intent = self.intent_of(&rerun_key(&r));
         self.journal_intent(intent, rerun_act(&r));
+        self.retire_superseded(&r);
         Ok(r)
     }
 
@@ -361,7 +362,25 @@ impl Conductor {
         let r = self.rerun_unjournaled(workflow_id, step, context, Some(as_of))?;
         let intent = self.intent_of(&rerun_key(&r));
         self.journal_intent(intent, rerun_act(&r));
+        self.retire_superseded(&r);
         Ok(r)
+    }
+
+    /// The dead letters of a rerun workflow end: its new dispatch supersedes them (retired, each
+    /// journaled naming the rerun's handoff). One that cannot be moved now stays listed, and its
+    /// requeue is still refused while the newer dispatch is open.
+    fn retire_superseded(&self, r: &RerunResult) {
+        let Ok(wf) = WorkflowId::parse(&r.workflow_id) else {
+            return;
+        };
+        let reason = format!(
+            "superseded by {}, the rerun's dispatch of step {}",
+            r.handoff_id, r.step
+        );
+        let retired = self
+            .retire_dead_of(&wf, &reason, Some(&r.handoff_id))
+            .unwrap_or_default();
+        self.journal_retired(&retired);
     }
 }
 

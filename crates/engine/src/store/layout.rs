@@ -26,6 +26,9 @@ pub const PENDING_DIR: &str = "pending";
 pub const QUARANTINE_DIR: &str = "_quarantine";
 /// `conductor/archive`: closed dispatches, per god.
 pub const ARCHIVE_DIR: &str = "archive";
+/// `conductor/retired`: dead letters that ended (superseded by a rerun, their workflow finished or
+/// aborted, or discarded by the operator), per god (docs/PROTOCOL.md §2.10).
+pub(crate) const RETIRED_DIR: &str = "retired";
 /// `conductor/tracks`: one directory per track.
 pub(crate) const TRACKS_DIR: &str = "tracks";
 /// `tracks/{track}/.message-bus`: a track's bus.

@@ -153,7 +153,7 @@ impl Root {
     }
 
     /// `conductor/config.yaml`: the protocol settings shared by every process on the root.
-    pub(crate) fn config_path(&self) -> PathBuf {
+    pub fn config_path(&self) -> PathBuf {
         self.conductor.join("config.yaml")
     }
 
@@ -293,6 +293,14 @@ impl Root {
     /// outbox records no peer took, with why.
     pub(crate) fn bridge_dead_dir(&self) -> PathBuf {
         self.bridge_dir().join("dead")
+    }
+    /// `conductor/retired`: dead letters that ended, per god (docs/PROTOCOL.md §2.10).
+    pub fn retired_root(&self) -> PathBuf {
+        self.conductor.join(L::RETIRED_DIR)
+    }
+    /// `conductor/retired/{god}`.
+    pub fn retired_dir(&self, god: &GodName) -> PathBuf {
+        self.retired_root().join(god.as_str())
     }
     /// `conductor/timers`: one file per accepted dispatch whose step `timeout` the supervisor enforces
     /// (docs/PROTOCOL.md §2.10).

@@ -116,6 +116,9 @@ pub struct Settings {
     /// What was wrong with the config file or the environment (each value ignored, default kept),
     /// but for the `cost:` mapping, which `cost::CostConfig` checks.
     pub warnings: Vec<String>,
+    /// Why `conductor/config.yaml` could not be used at all (it does not parse, is too large, is not
+    /// a regular file): every setting it holds is at its default, `check:`'s levels included.
+    pub config_error: Option<String>,
 }
 
 impl Default for Settings {
@@ -129,6 +132,7 @@ impl Default for Settings {
             history: HistorySettings::default(),
             cost: None,
             warnings: Vec::new(),
+            config_error: None,
         }
     }
 }
@@ -287,9 +291,11 @@ impl Settings {
         match read_config(root) {
             Ok(Some(doc)) => s.apply_config("conductor/config.yaml", &doc),
             Ok(None) => {}
-            Err(e) => s
-                .warnings
-                .push(format!("conductor/config.yaml: {e}; defaults used")),
+            Err(e) => {
+                s.warnings
+                    .push(format!("conductor/config.yaml: {e}; defaults used"));
+                s.config_error = Some(e);
+            }
         }
         s.apply_env(|k| std::env::var(k).ok().filter(|v| !v.is_empty()));
         s

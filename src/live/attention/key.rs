@@ -34,6 +34,13 @@ pub enum Key {
         god: Sym,
         workflow_id: Sym,
     },
+    /// A dispatch in a god's inbox whose workflow awaits approval at its step (moved out of
+    /// `_quarantine` by hand): its handoff, the inbox's god, the workflow.
+    HeldMoved {
+        handoff_id: Sym,
+        god: Sym,
+        workflow_id: Sym,
+    },
     /// A file the live model cannot read, by its path from the root.
     Unreadable(Sym),
     /// Ack deadlines with no supervisor alive (one such item at most).
@@ -116,6 +123,7 @@ impl Key {
             Key::Deadlock { .. } => Kind::Deadlock,
             Key::VoteOverdue { .. } => Kind::VoteOverdue,
             Key::DeadLetter { .. } => Kind::DeadLetter,
+            Key::HeldMoved { .. } => Kind::HeldMoved,
             Key::Unreadable(_) => Kind::Unreadable,
             Key::NoSupervisor => Kind::NoSupervisor,
             Key::StuckOutbox(_) => Kind::StuckOutbox,
@@ -150,6 +158,11 @@ impl Key {
                 two(("track", T(track)), ("session_id", T(session_id)))
             }
             Key::DeadLetter {
+                handoff_id,
+                god,
+                workflow_id,
+            }
+            | Key::HeldMoved {
                 handoff_id,
                 god,
                 workflow_id,

@@ -1,0 +1,256 @@
+//! Retiring dead letters (docs/PROTOCOL.md §2.10): a dead letter ends without a requeue when a
+//! rerun supersedes it, when its workflow finishes or is aborted, or when the operator discards it.
+//! It is moved, stamped with when and why, from `conductor/dead/{god}/` to
+//! `conductor/retired/{god}/`, where `pantheon dead --retired` lists it; it no longer counts as a
+//! dead letter anywhere. Each retirement is journaled (`dead_retire`), naming the dead letter's
+//! handoff id and the reason.
+
+use chrono::Utc;
+use serde::Serialize;
+
+use super::Conductor;
+use super::delivery::{DeadLetter, list_dead};
+use super::files;
+use super::model::{AckStatus, WorkflowStatus};
+use crate::error::{Error, Result};
+use crate::store::atomic::{ensure_dir, rename_durable, write_json};
+use crate::store::lock::FileLock;
+use crate::store::time::format_ts;
+use crate::store::{GodName, HandoffId, Root, WorkflowId};
+
+/// Longest reason kept with a retired dead letter (a reason is a sentence, not a document).
+pub const MAX_RETIRE_REASON: usize = 1000;
+
+/// One retired dead letter: what `pantheon dead discard` answers, and what a rerun, an abort or
+/// the ack that finishes a workflow report for each dead letter of it they retired.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RetiredDead {
+    /// `retired`.
+    pub status: String,
+    /// The dead letter's handoff.
+    pub handoff_id: String,
+    /// Its workflow.
+    pub workflow_id: String,
+    /// The god whose dead letters held it.
+    pub god: String,
+    /// Why it was retired.
+    pub reason: String,
+    /// The newer dispatch of its step that superseded it, if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
+    /// Where it lies now (`conductor/retired/{god}/{handoff_id}.json`).
+    pub path: String,
+}
+
+/// Every retired dead letter of the root, oldest retirement first, and the files that could not be
+/// read (`pantheon dead --retired`).
+pub fn list_retired(root: &Root) -> super::delivery::DeadLetters {
+    let mut out = super::delivery::DeadLetters {
+        dead: Vec::new(),
+        errors: Vec::new(),
+    };
+    for god in files::god_dirs(&root.retired_root()) {
+        let (dispatches, errors) = files::read_dispatch_dir(&root.retired_dir(&god));
+        for (path, d) in dispatches {
+            out.dead.push(DeadLetter {
+                god: god.to_string(),
+                path,
+                dispatch: d,
+            });
+        }
+        out.errors.extend(errors);
+    }
+    out.dead.sort_by(|a, b| {
+        (a.dispatch.retired_at.as_deref(), &a.path)
+            .cmp(&(b.dispatch.retired_at.as_deref(), &b.path))
+    });
+    out
+}
+
+/// A reason as it may be kept: trimmed, not empty, at most [`MAX_RETIRE_REASON`] bytes.
+fn checked_reason(reason: &str) -> Result<String> {
+    let r = reason.trim();
+    if r.is_empty() {
+        return Err(Error::refused(
+            "a retirement needs a reason (--reason TEXT)".to_owned(),
+        ));
+    }
+    if r.len() > MAX_RETIRE_REASON {
+        return Err(Error::refused(format!(
+            "the reason is {} bytes, over the limit of {MAX_RETIRE_REASON}",
+            r.len()
+        )));
+    }
+    Ok(r.to_owned())
+}
+
+impl Conductor {
+    /// Moves the dead letter `found` to the retired archive, stamped with `reason` and the
+    /// dispatch that superseded it. The caller holds its workflow's lock. Unjournaled.
+    fn retire_found(
+        &self,
+        found: &DeadLetter,
+        reason: &str,
+        superseded_by: Option<&str>,
+    ) -> Result<RetiredDead> {
+        let hid = HandoffId::parse(&found.dispatch.handoff_id)?;
+        let god = GodName::parse(&found.god)?;
+        let dir = self.root.retired_dir(&god);
+        let target = dir.join(format!("{hid}.json"));
+        files::refuse_unconfined(&self.root, &[found.path.clone(), target.clone()])?;
+        ensure_dir(&self.root, &dir)?;
+        let mut d = found.dispatch.clone();
+        d.retired_at = Some(format_ts(Utc::now()));
+        d.retired_reason = Some(reason.to_owned());
+        d.superseded_by = superseded_by.map(str::to_owned);
+        // Stamped in place first, then moved: a dead letter found stamped in `dead/` is a
+        // retirement a crash cut short, which the next one finishes.
+        write_json(&self.root, &found.path, &d)?;
+        rename_durable(&self.root, &found.path, &target)?;
+        Ok(RetiredDead {
+            status: "retired".into(),
+            handoff_id: hid.to_string(),
+            workflow_id: d.workflow_id.clone(),
+            god: god.to_string(),
+            reason: reason.to_owned(),
+            superseded_by: d.superseded_by,
+            path: target.display().to_string(),
+        })
+    }
+
+    /// Retires the dead letter of `hid` by hand, with the operator's `reason`. Unjournaled; see
+    /// [`Conductor::discard_dead`].
+    pub(crate) fn discard_dead_unjournaled(
+        &self,
+        hid: &HandoffId,
+        reason: &str,
+    ) -> Result<RetiredDead> {
+        let reason = checked_reason(reason)?;
+        let missing = || self.no_dead_letter(hid);
+        let found = self.find_dead(hid).ok_or_else(missing)?;
+        let wf = WorkflowId::parse(&found.dispatch.workflow_id)?;
+        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
+        // Found again under the lock: a requeue or a retirement at the same time may have taken it.
+        let found = self
+            .find_dead(hid)
+            .filter(|f| f.dispatch.workflow_id == wf.as_str())
+            .ok_or_else(missing)?;
+        self.retire_found(&found, &reason, None)
+    }
+
+    /// Retires every dead letter of `wf` (a rerun superseded them, or the workflow finished or was
+    /// aborted): `reason` says which, `superseded_by` names the rerun's dispatch. Takes the
+    /// workflow's lock. Unjournaled: the act that retires them journals each
+    /// ([`Conductor::journal_retired`]).
+    pub(crate) fn retire_dead_of(
+        &self,
+        wf: &WorkflowId,
+        reason: &str,
+        superseded_by: Option<&str>,
+    ) -> Result<Vec<RetiredDead>> {
+        let of_wf = |c: &Self| -> Vec<DeadLetter> {
+            list_dead(&c.root)
+                .dead
+                .into_iter()
+                .filter(|d| d.dispatch.workflow_id == wf.as_str())
+                .collect()
+        };
+        if of_wf(self).is_empty() {
+            return Ok(Vec::new());
+        }
+        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(wf))?;
+        of_wf(self)
+            .iter()
+            .filter(|d| superseded_by != Some(d.dispatch.handoff_id.as_str()))
+            .map(|d| self.retire_found(d, reason, superseded_by))
+            .collect()
+    }
+
+    /// The dead letters of `wf` retired because its state says it is over (completed, failed or
+    /// aborted), journaled; nothing when it is not over. Errors are left for the next act that
+    /// ends the workflow (the dead letters stay listed until then).
+    pub(crate) fn retire_dead_of_finished(&self, wf: &str) -> Vec<RetiredDead> {
+        let Ok(wf) = WorkflowId::parse(wf) else {
+            return Vec::new();
+        };
+        let Ok(st) = files::require_state(&self.root, &wf) else {
+            return Vec::new();
+        };
+        if !st.status.is_finished() {
+            return Vec::new();
+        }
+        let reason = match st.status {
+            WorkflowStatus::Aborted => "its workflow was aborted".to_owned(),
+            ref s => format!("its workflow is {s}"),
+        };
+        let retired = self.retire_dead_of(&wf, &reason, None).unwrap_or_default();
+        self.journal_retired(&retired);
+        retired
+    }
+
+    /// Appends one `dead_retire` entry per retired dead letter.
+    pub(crate) fn journal_retired(&self, retired: &[RetiredDead]) {
+        for r in retired {
+            // A journal that cannot be written never undoes the act (as every journaled act).
+            let _ = self.journal(&retire_act(r));
+        }
+    }
+
+    /// The refusal for a handoff with no live dead letter: where it went when it was retired (a
+    /// rerun's dispatch superseded it, or why it ended), else that there is none.
+    pub(crate) fn no_dead_letter(&self, hid: &HandoffId) -> Error {
+        let retired = list_retired(&self.root)
+            .dead
+            .into_iter()
+            .find(|x| x.dispatch.handoff_id == hid.as_str());
+        match retired {
+            Some(r) => match &r.dispatch.superseded_by {
+                Some(newer) => Error::refused(format!(
+                    "the dead letter {hid} is retired: it was superseded by {newer}, the rerun's \
+                     dispatch of step {} (pantheon dead --retired lists it)",
+                    r.dispatch.step
+                )),
+                None => Error::refused(format!(
+                    "the dead letter {hid} is retired: {} (pantheon dead --retired lists it)",
+                    r.dispatch
+                        .retired_reason
+                        .as_deref()
+                        .unwrap_or("no reason kept")
+                )),
+            },
+            None => Error::not_found(format!(
+                "no dead letter for handoff {hid} (pantheon dead lists them)"
+            )),
+        }
+    }
+
+    /// An open dispatch (in an inbox or `_quarantine`, not acked) of step `step` of `wf` other
+    /// than `hid`: the newer dispatch a requeue of `hid` would double.
+    pub(crate) fn open_dispatch_of_step(&self, wf: &str, step: &str, hid: &str) -> Option<String> {
+        let pending = self.root.pending_root();
+        files::god_dirs(&pending)
+            .into_iter()
+            .map(|g| self.root.inbox_dir(&g))
+            .chain([self.root.quarantine_dir()])
+            .flat_map(|dir| files::read_dispatch_dir(&dir).0)
+            .map(|(_, d)| d)
+            .find(|d| {
+                d.workflow_id == wf
+                    && d.step == step
+                    && d.handoff_id != hid
+                    && matches!(d.ack_status, AckStatus::Unacked | AckStatus::Pending)
+            })
+            .map(|d| d.handoff_id)
+    }
+}
+
+/// The journal entry of one retirement: the dead letter's handoff id, its workflow, its god, the
+/// reason and the dispatch that superseded it.
+pub(crate) fn retire_act(r: &RetiredDead) -> crate::journal::Act {
+    crate::journal::Act::new("dead_retire", r.status.clone())
+        .target("workflow_id", Some(&r.workflow_id))
+        .target("handoff_id", Some(&r.handoff_id))
+        .target("god", Some(&r.god))
+        .target("superseded_by", r.superseded_by.as_ref())
+        .reason(Some(&r.reason))
+}
