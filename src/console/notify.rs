@@ -215,7 +215,7 @@ pub fn hook_input(batch: &[Item]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::console::attention::Key;
+    use crate::console::attention::{Key, Target};
 
     fn item(key: &str) -> Item {
         Item::held(key, format!("held \x1b]0;evil\x07 {key}"))
@@ -257,13 +257,13 @@ mod tests {
         let overdue = Item::new(
             Key::Overdue("wf_1".into()),
             "overdue: unacked for 6m (limit 5m)".into(),
-            Jump::Issues,
+            Target::Issues,
         );
         assert_eq!(summary(&[overdue]), "overdue: unacked for 6m (limit 5m)");
         let broken = Item::new(
             Key::Unreadable("conductor/pending/x/a.json".into()),
             "cannot read the file".into(),
-            Jump::Issues,
+            Target::Issues,
         );
         assert_eq!(summary(&[broken]), "unreadable file: cannot read the file");
         assert_eq!(summary(&[item("a")]), "held \x1b]0;evil\x07 a");

@@ -6,12 +6,12 @@ use chrono::{DateTime, Utc};
 use crate::engine::{Error, HandoffId};
 use crate::live::snapshot::Snapshot;
 
-use super::super::action::{Action, Pane};
+use super::super::keymap::{Action, Pane};
 use super::super::app::{App, Effect, PromptFor, Question, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::items;
 use super::super::ops::{OPERATOR, Outcome};
-use super::super::preview::when;
+use super::super::times::when;
 use super::super::shown::{self, Version};
 use super::{Act, Op, line};
 
