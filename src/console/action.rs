@@ -133,6 +133,8 @@ pub enum Action {
     ReplayFaster,
     /// Replay: play slower (down to 1x).
     ReplaySlower,
+    /// Replay: step through the supervisors' heartbeats too, or skip them (the default).
+    ReplayHeartbeats,
     /// Leave the replay: back to the live root.
     ReplayLive,
 }
@@ -210,6 +212,7 @@ impl Action {
             Action::ReplayPlay => "play / pause",
             Action::ReplayFaster => "faster",
             Action::ReplaySlower => "slower",
+            Action::ReplayHeartbeats => "step through heartbeats too / skip them",
             Action::ReplayLive => "back to live",
         }
     }
@@ -227,6 +230,7 @@ impl Action {
                 | Action::ReplayPlay
                 | Action::ReplayFaster
                 | Action::ReplaySlower
+                | Action::ReplayHeartbeats
                 | Action::ReplayLive
         )
     }
@@ -556,6 +560,7 @@ impl Default for Keymap {
             Action::ReplayFaster,
             true,
         );
+        bind(vec![Key::ch('H')], r, Action::ReplayHeartbeats, true);
         bind(vec![Key::ch('L')], r, Action::ReplayLive, true);
         bind(vec![Key::ch('y')], g, Action::Yank, true);
         bind(vec![Key::ch(' ')], g, Action::ToggleMark, true);

@@ -48,6 +48,34 @@ pub struct Health {
     pub unreadable: usize,
     /// The bridge, when its status file exists.
     pub bridge: Option<BridgeHealth>,
+    /// The history's recorder, when something should record the root (a recorder holds the
+    /// history's lease, or `pantheon serve` runs with `history.record` on).
+    pub recorder: Option<RecorderHealth>,
+}
+
+/// Whether the root's history is being recorded (docs/HISTORY.md).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RecorderHealth {
+    /// True while a recorder holds the history's lease and records.
+    pub up: bool,
+    /// Why it is down.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
+impl Health {
+    /// True when something should record the root and nothing does (`pantheon status` shows
+    /// `⚠recorder`, `check` warns).
+    pub fn recorder_down(&self) -> bool {
+        self.recorder.as_ref().is_some_and(|r| !r.up)
+    }
+}
+
+/// Whether `root`'s history is being recorded, with `supervisors` alive (`None`: nothing is
+/// expected to record it). A recorder holding the lease is up unless its `writer.json` says it is
+/// down; none holding it is down while a supervisor runs with `history.record` on.
+pub fn recorder_health(root: &Root, supervisors: usize) -> Option<RecorderHealth> {
+    crate::history::recorder::health(root, supervisors)
 }
 
 /// What the bridge's `status.json` says.
@@ -215,6 +243,7 @@ pub fn read_with(
         }
     }
     h.bridge = read_bridge(root, now);
+    h.recorder = recorder_health(root, h.supervisors);
     h
 }
 
@@ -562,6 +591,18 @@ pub fn evaluate(h: &Health, journal: Option<&Result<u64, String>>, t: &Threshold
         }
         Some(Ok(entries)) => perfdata.push(format!("journal_entries={entries};;;0;")),
         None => {}
+    }
+    if let Some(r) = h.recorder.as_ref().filter(|r| !r.up) {
+        found.push((
+            State::Warning,
+            format!(
+                "history recorder down: {}",
+                r.problem.as_deref().unwrap_or("nothing records the root")
+            ),
+        ));
+    }
+    if let Some(r) = &h.recorder {
+        perfdata.push(format!("recorder_up={};;;0;1", u8::from(r.up)));
     }
     if h.unreadable > 0 {
         found.push((

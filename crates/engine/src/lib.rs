@@ -175,8 +175,9 @@ pub mod time {
 /// The figures of `pantheon status` and the verdict of `pantheon check`, read cheaply from a root.
 pub mod status {
     pub use crate::health::{
-        BRIDGE_SILENT_AFTER, BridgeHealth, DirFigures, DirKind, Health, LEVEL_NAMES, Level, State,
-        SupervisorRule, Thresholds, Verdict, evaluate, journal_chain, read, read_with,
+        BRIDGE_SILENT_AFTER, BridgeHealth, DirFigures, DirKind, Health, LEVEL_NAMES, Level,
+        RecorderHealth, State, SupervisorRule, Thresholds, Verdict, evaluate, journal_chain, read,
+        read_with, recorder_health,
     };
 }
 
