@@ -126,6 +126,17 @@ pub fn timeline_at(root: &Root, _at_us: i64) -> Result<Timeline, String> {
     Timeline::open(root).map_err(|e| e.to_string())
 }
 
+/// Checks that the history can show moment `at_us` (or its first moment, for a moment before it):
+/// refused, with the engine's words, on a root never recorded or when the history's files for the
+/// moment are over their bounds (naming the file). The console asks this before it takes the
+/// terminal.
+pub fn check_moment(root: &Root, at_us: i64) -> Result<(), String> {
+    let mut timeline = timeline_at(root, at_us)?;
+    let at_us = at_us.max(timeline.first_us());
+    let pos = timeline.position_at(at_us).map_err(|e| e.to_string())?;
+    timeline.tree_at(pos).map(|_| ()).map_err(|e| e.to_string())
+}
+
 /// What the operator is told when the moment asked for, `at_us`, is before the history's first,
 /// `first_us` (the replay opens at the first moment instead).
 pub fn before_note(at_us: i64, first_us: i64) -> Option<String> {
@@ -279,9 +290,14 @@ impl Worker {
     }
 
     /// What the change that led to `pos` did (`put conductor/state/wf_x.json`), a journal entry
-    /// in its words (`ack accepted wf_x by ops`, the last entry the change appended).
+    /// in its words (`ack accepted wf_x by ops`, the last entry the change appended). While
+    /// heartbeats are skipped, the last act at or before `pos`: the one the screen shows.
     fn label(&mut self, pos: u64) -> Option<String> {
-        let c = self.timeline.change(pos.checked_sub(1)?).ok()??;
+        let c = if self.view.heartbeats {
+            self.timeline.change(pos.checked_sub(1)?).ok()??
+        } else {
+            self.timeline.last_act(pos).ok()??
+        };
         if is_journal(&c)
             && let Some(words) = c
                 .blob

@@ -106,6 +106,16 @@ impl Timeline {
         c.path.starts_with(&self.heartbeat_prefix())
     }
 
+    /// The last change numbered below `pos` that is not a heartbeat (the act the tree at `pos`
+    /// shows), looking back at most 10,000 changes.
+    pub fn last_act(&mut self, pos: u64) -> Result<Option<Change>> {
+        let prefix = self.heartbeat_prefix();
+        let act = move |c: &Change| !c.path.starts_with(&prefix);
+        Ok(self
+            .find(pos.saturating_add(1), false, 10_000, &act)?
+            .map(|(_, c)| c))
+    }
+
     /// The position one act away from `pos`, skipping heartbeats: forward, right after the next
     /// change that is not a heartbeat; backward, right after the act before the one `pos` shows
     /// (the last act numbered below `pos`). The end, or the first position, when no act is left
@@ -425,8 +435,11 @@ mod tests {
             }
         }
         let mut t = Timeline::open(&root).unwrap();
-        assert!(t.is_heartbeat(&t.change(1).unwrap().unwrap()));
-        assert!(!t.is_heartbeat(&t.change(0).unwrap().unwrap()));
+        let (c0, c1) = (t.change(0).unwrap().unwrap(), t.change(1).unwrap().unwrap());
+        assert!(t.is_heartbeat(&c1) && !t.is_heartbeat(&c0));
+        assert_eq!(t.last_act(3).unwrap().map(|c| c.seq), Some(0));
+        assert_eq!(t.last_act(4).unwrap().map(|c| c.seq), Some(3));
+        assert_eq!(t.last_act(0).unwrap(), None);
         let fwd = |t: &mut Timeline, p| t.step_act(p, true).unwrap();
         let back = |t: &mut Timeline, p| t.step_act(p, false).unwrap();
         // Forward from the start: after act 0, after act 3, after act 6 (across the segments),
