@@ -668,12 +668,16 @@ fn replay_refuses_a_root_never_recorded_and_shows_a_moment_before_the_history_at
     assert_eq!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("2020-01-01T00:00:00") && err.contains("is before the history starts: showing its first moment"),
+        err.contains("2020-01-01T00:00:00")
+            && err.contains("is before the history starts: showing its first moment"),
         "{err}"
     );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["at"], v["history"]["first"], "{v:#}");
-    assert!(v.get("note").is_none(), "the note is on standard error only: {v:#}");
+    assert!(
+        v.get("note").is_none(),
+        "the note is on standard error only: {v:#}"
+    );
     let v: Value =
         serde_json::from_slice(&env.run(&["replay", "--at", "now", "--json"], None).stdout)
             .unwrap();
@@ -936,7 +940,6 @@ fn replay_lists_an_empty_inbox_exactly_when_inbox_listed_it_then() {
     assert_eq!(report["errors"], 0, "{report:#}");
 }
 
-
 /// Runs the binary with `args` on `env`'s root: its exit code (`None`: killed by a signal, an
 /// abort), its standard error, and its peak resident memory in KiB, of this child alone (`wait4`).
 fn run_measured(env: &Env, args: &[&str]) -> (Option<i32>, String, i64) {
@@ -998,13 +1001,20 @@ fn a_hard_link_planted_as_the_newest_segment_is_set_aside_and_the_file_it_leads_
     rec.kill();
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), text);
     let meta = std::fs::metadata(&outside).unwrap();
-    assert_eq!(std::os::unix::fs::MetadataExt::nlink(&meta), 2, "the link is kept aside, for a look");
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::nlink(&meta),
+        2,
+        "the link is kept aside, for a look"
+    );
     let aside: Vec<String> = std::fs::read_dir(hist.dir.join("aside"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(aside.len(), 1, "{aside:?}");
-    assert!(aside[0].starts_with(&format!("{seg:020}.log.")), "{aside:?}");
+    assert!(
+        aside[0].starts_with(&format!("{seg:020}.log.")),
+        "{aside:?}"
+    );
     let said = log_text(&log);
     assert!(
         said.contains("hard links") && said.contains("set aside") && said.contains("begun anew"),
@@ -1053,10 +1063,7 @@ fn a_forged_blob_list_is_refused_naming_the_checkpoint_in_bounded_memory() {
             err.contains(&named) && err.contains("200 blobs"),
             "{args:?}: {err}"
         );
-        assert!(
-            peak_kib < 256 * 1024,
-            "{args:?}: a peak of {peak_kib} KiB"
-        );
+        assert!(peak_kib < 256 * 1024, "{args:?}: a peak of {peak_kib} KiB");
     }
 }
 
@@ -1091,10 +1098,16 @@ fn max_size_bounds_the_history_when_one_large_file_is_rewritten() {
     // 80 MB written; the history stays within max_size plus one segment (whose blobs pass a
     // quarter of max_size by at most the one file).
     let bound = (1 << 20) + 2 * file as u64 + 256 * 1024;
-    assert!(largest <= bound, "the history reached {largest} bytes (bound {bound})");
+    assert!(
+        largest <= bound,
+        "the history reached {largest} bytes (bound {bound})"
+    );
     assert!(hist.size() <= bound);
     let got = recorded(&root, now_us()).unwrap();
-    assert_eq!(got["conductor/big.json"], std::fs::read(env.path("conductor/big.json")).unwrap());
+    assert_eq!(
+        got["conductor/big.json"],
+        std::fs::read(env.path("conductor/big.json")).unwrap()
+    );
     let (errors, _) = check_history(&root);
     assert!(errors.is_empty(), "{errors:?}");
 }
@@ -1124,8 +1137,12 @@ fn a_garbage_checkpoint_does_not_stop_the_recorder() {
         log_text(&log).contains("history: recording")
     });
     let said = log_text(&log);
-    assert!(said.contains("set aside") && said.contains("begun anew"), "{said}");
-    let v: Value = serde_json::from_slice(&env.run(&["status", "--format", "json"], None).stdout).unwrap();
+    assert!(
+        said.contains("set aside") && said.contains("begun anew"),
+        "{said}"
+    );
+    let v: Value =
+        serde_json::from_slice(&env.run(&["status", "--format", "json"], None).stdout).unwrap();
     assert_eq!(v["recorder"]["up"], true, "{v:#}");
     assert_eq!(v["recorder_down"], false, "{v:#}");
     rec.kill();
@@ -1202,12 +1219,19 @@ fn status_check_and_the_metrics_say_when_the_recorder_is_down_and_it_comes_back(
     let out = env.run(&["check", "--no-journal"], None);
     let said = String::from_utf8_lossy(&out.stdout).into_owned();
     assert_eq!(out.status.code(), Some(1), "{said}");
-    assert!(said.contains("PANTHEON WARNING") && said.contains("history recorder down"), "{said}");
+    assert!(
+        said.contains("PANTHEON WARNING") && said.contains("history recorder down"),
+        "{said}"
+    );
     assert!(said.contains("recorder_up=0"), "{said}");
     eventually("the metrics say it is down", || {
         scrape(port).is_some_and(|m| m.lines().any(|l| l == "pantheon_recorder_up 0"))
     });
-    assert!(log_text(&log).contains("the recorder is down"), "{}", log_text(&log));
+    assert!(
+        log_text(&log).contains("the recorder is down"),
+        "{}",
+        log_text(&log)
+    );
     // Repaired by hand: the recorder tries again by itself and records.
     std::fs::remove_file(env.path("conductor/history/segments")).unwrap();
     eventually("status says the recorder is up", || {

@@ -309,7 +309,11 @@ fn stepping_goes_act_by_act_past_heartbeats_and_a_journal_entry_reads_in_its_wor
         labels.iter().all(|l| !l.contains("conductor/supervisor/")),
         "{labels:#?}"
     );
-    assert!((labels.len() as u64) < total, "{} stops of {total}", labels.len());
+    assert!(
+        (labels.len() as u64) < total,
+        "{} stops of {total}",
+        labels.len()
+    );
     // The rerun's journal entry, in its words, not the journal's file name.
     let rerun = journal(r)
         .into_iter()
@@ -317,9 +321,15 @@ fn stepping_goes_act_by_act_past_heartbeats_and_a_journal_entry_reads_in_its_wor
         .next_back()
         .expect("the rerun is journaled");
     let words = pantheon::console::replay::journal_words(&rerun).unwrap();
-    assert!(words.starts_with("rerun ") && words.contains(" wf_dl_1 by "), "{words}");
+    assert!(
+        words.starts_with("rerun ") && words.contains(" wf_dl_1 by "),
+        "{words}"
+    );
     assert!(labels.contains(&words), "{words:?} in {labels:#?}");
-    assert!(labels.iter().all(|l| !l.contains("journal.jsonl")), "{labels:#?}");
+    assert!(
+        labels.iter().all(|l| !l.contains("journal.jsonl")),
+        "{labels:#?}"
+    );
     // Back to the start, act by act as well.
     let mut back = 0;
     loop {
@@ -330,7 +340,9 @@ fn stepping_goes_act_by_act_past_heartbeats_and_a_journal_entry_reads_in_its_wor
         }
         back += 1;
         assert!(
-            v.change.as_deref().is_none_or(|l| !l.contains("conductor/supervisor/")),
+            v.change
+                .as_deref()
+                .is_none_or(|l| !l.contains("conductor/supervisor/")),
             "{:?}",
             v.change
         );
@@ -341,7 +353,9 @@ fn stepping_goes_act_by_act_past_heartbeats_and_a_journal_entry_reads_in_its_wor
     // `}` jumps to the journal entry and names it in its words.
     let v = step(&mut h, Cmd::Journal(true));
     assert!(
-        v.change.as_deref().is_some_and(|c| !c.contains("journal.jsonl")),
+        v.change
+            .as_deref()
+            .is_some_and(|c| !c.contains("journal.jsonl")),
         "{:?}",
         v.change
     );

@@ -184,7 +184,9 @@ pub fn journal_words(entry: &serde_json::Value) -> Option<String> {
     };
     let shown: String = words
         .chars()
-        .filter(|c| !c.is_control() && !matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'))
+        .filter(|c| {
+            !c.is_control() && !matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        })
         .take(200)
         .collect();
     Some(shown)

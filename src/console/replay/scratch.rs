@@ -447,7 +447,10 @@ mod tests {
         let mut tree = HistoryTree::new();
         for (key, text) in [
             ("conductor/state/wf_a.json", "{}"),
-            ("conductor/pending/thoth/hof_1.json", "{\"summary\": \"secret\"}"),
+            (
+                "conductor/pending/thoth/hof_1.json",
+                "{\"summary\": \"secret\"}",
+            ),
             ("conductor/tracks/t1/.message-bus/queue.jsonl", "a\n"),
         ] {
             let blob = w.put_blob(text.as_bytes()).unwrap();

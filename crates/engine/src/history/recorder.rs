@@ -812,7 +812,12 @@ impl Rechecks {
 /// Becomes the writer with `lease` (a second handle on the locked lease file): opens the history
 /// (a newest segment that fails the writer's checks or cannot be read is set aside there and a new
 /// one begun) and scans both trees. Says in `writer.json` whether it records, and reports it.
-fn begin(root: &Root, lease: &File, since: &str, report: &mut dyn FnMut(Report)) -> Option<Recorder> {
+fn begin(
+    root: &Root,
+    lease: &File,
+    since: &str,
+    report: &mut dyn FnMut(Report),
+) -> Option<Recorder> {
     let started = lease
         .try_clone()
         .map_err(|e| Error::io(HistoryDir::of(root).dir.join(WRITER_LOCK), e))

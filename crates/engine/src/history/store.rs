@@ -1605,7 +1605,8 @@ mod tests {
         };
         let mut w = Writer::open(&root, ret.clone(), 1_000).unwrap();
         let a = w.put_blob(b"a").unwrap();
-        w.commit(vec![put("conductor/a", &a, 2_000)], 2_000).unwrap();
+        w.commit(vec![put("conductor/a", &a, 2_000)], 2_000)
+            .unwrap();
         drop(w);
         let hist = HistoryDir::of(&root);
         let precious = outside.path().join("precious");
@@ -1617,27 +1618,44 @@ mod tests {
         let mut w = Writer::open(&root, ret.clone(), 3_000).unwrap();
         let why = w.set_aside.clone().unwrap();
         assert!(why.contains("hard links") && why.contains("aside"), "{why}");
-        assert_eq!(std::fs::read(&precious).unwrap(), text, "never cut or written");
+        assert_eq!(
+            std::fs::read(&precious).unwrap(),
+            text,
+            "never cut or written"
+        );
         assert_eq!(hist.segments(), [0]);
         let seg = std::fs::metadata(hist.segment_path(0)).unwrap();
-        assert_eq!(std::os::unix::fs::MetadataExt::nlink(&seg), 1, "a new segment");
+        assert_eq!(
+            std::os::unix::fs::MetadataExt::nlink(&seg),
+            1,
+            "a new segment"
+        );
         assert_eq!(hist.header(0).unwrap().seq, 0);
         let b = w.put_blob(b"b").unwrap();
-        w.commit(vec![put("conductor/b", &b, 4_000)], 4_000).unwrap();
+        w.commit(vec![put("conductor/b", &b, 4_000)], 4_000)
+            .unwrap();
         // The pack of the next segment planted the same way: set aside when the segment closes.
         std::fs::hard_link(&precious, hist.pack_path(w.next_seq)).unwrap();
         w.roll(5_000).unwrap();
         let c = w.put_blob(b"c").unwrap();
-        w.commit(vec![put("conductor/c", &c, 6_000)], 6_000).unwrap();
+        w.commit(vec![put("conductor/c", &c, 6_000)], 6_000)
+            .unwrap();
         w.sync().unwrap();
-        assert_eq!(std::fs::read(&precious).unwrap(), text, "never cut or written");
+        assert_eq!(
+            std::fs::read(&precious).unwrap(),
+            text,
+            "never cut or written"
+        );
         drop(w);
         let aside: Vec<_> = std::fs::read_dir(hist.dir.join(ASIDE_DIR))
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert_eq!(aside.len(), 2, "{aside:?}");
-        assert!(hist.size() < text.len() as u64, "what is aside is not counted");
+        assert!(
+            hist.size() < text.len() as u64,
+            "what is aside is not counted"
+        );
         match hist.seek(i64::MAX).unwrap() {
             Seek::Found { tree, .. } => {
                 assert_eq!(
@@ -1661,14 +1679,23 @@ mod tests {
         };
         let mut w = Writer::open(&root, ret.clone(), 1_000).unwrap();
         let a = w.put_blob(b"a").unwrap();
-        w.commit(vec![put("conductor/a", &a, 2_000)], 2_000).unwrap();
+        w.commit(vec![put("conductor/a", &a, 2_000)], 2_000)
+            .unwrap();
         w.roll(2_500).unwrap();
         drop(w);
         let hist = HistoryDir::of(&root);
         std::fs::write(hist.checkpoint_path(1), b"garbage").unwrap();
         let w = Writer::open(&root, ret, 9_000).unwrap();
-        assert!(w.set_aside.as_deref().unwrap().contains("checkpoints"), "{:?}", w.set_aside);
-        assert_eq!((w.next_seq, w.tree.len()), (1, 0), "begun anew, from nothing");
+        assert!(
+            w.set_aside.as_deref().unwrap().contains("checkpoints"),
+            "{:?}",
+            w.set_aside
+        );
+        assert_eq!(
+            (w.next_seq, w.tree.len()),
+            (1, 0),
+            "begun anew, from nothing"
+        );
         drop(w);
         assert_eq!(hist.segments(), [0, 1]);
         assert_eq!(hist.header(1).unwrap().t, 9_000);
@@ -1794,5 +1821,4 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
-
 }

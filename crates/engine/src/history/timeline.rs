@@ -458,5 +458,4 @@ mod tests {
         assert_eq!(back(&mut t, 1), 0);
         assert_eq!(back(&mut t, 0), 0);
     }
-
 }
