@@ -942,6 +942,10 @@ fn replay_lists_an_empty_inbox_exactly_when_inbox_listed_it_then() {
 
 /// Runs the binary with `args` on `env`'s root: its exit code (`None`: killed by a signal, an
 /// abort), its standard error, and its peak resident memory in KiB, of this child alone (`wait4`).
+#[expect(
+    clippy::zombie_processes,
+    reason = "the child is reaped by wait4, which gives its resource use"
+)]
 fn run_measured(env: &Env, args: &[&str]) -> (Option<i32>, String, i64) {
     use std::io::Read;
     let mut child = env

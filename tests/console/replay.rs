@@ -317,8 +317,7 @@ fn stepping_goes_act_by_act_past_heartbeats_and_a_journal_entry_reads_in_its_wor
     // The rerun's journal entry, in its words, not the journal's file name.
     let rerun = journal(r)
         .into_iter()
-        .filter(|e| e["action"] == "rerun")
-        .next_back()
+        .rfind(|e| e["action"] == "rerun")
         .expect("the rerun is journaled");
     let words = pantheon::console::replay::journal_words(&rerun).unwrap();
     assert!(
