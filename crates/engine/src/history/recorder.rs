@@ -809,6 +809,42 @@ impl Rechecks {
     }
 }
 
+/// Takes `first` and what comes within [`GATHER`] after it, then what is queued: the paths named,
+/// whether events were lost (a walk of both trees is needed), whether to stop.
+fn gather(
+    first: Msg,
+    rx: &mpsc::Receiver<Msg>,
+    report: &mut dyn FnMut(Report),
+) -> (Vec<PathBuf>, bool, bool) {
+    let mut paths = Vec::new();
+    let mut rescan = false;
+    let mut stop = false;
+    let mut take = |m: Msg, paths: &mut Vec<PathBuf>| match m {
+        Msg::Stop => stop = true,
+        Msg::Changed {
+            paths: p,
+            rescan: r,
+        } => {
+            paths.extend(p);
+            rescan |= r;
+        }
+        Msg::Warning(w) => report(Report::Warning(w)),
+        Msg::Leased(_) => {}
+    };
+    take(first, &mut paths);
+    let until = std::time::Instant::now() + GATHER;
+    while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
+        match rx.recv_timeout(left) {
+            Ok(m) => take(m, &mut paths),
+            Err(_) => break,
+        }
+    }
+    while let Ok(m) = rx.try_recv() {
+        take(m, &mut paths);
+    }
+    (paths, rescan, stop)
+}
+
 /// Becomes the writer with `lease` (a second handle on the locked lease file): opens the history
 /// (a newest segment that fails the writer's checks or cannot be read is set aside there and a new
 /// one begun) and scans both trees. Says in `writer.json` whether it records, and reports it.
@@ -912,32 +948,7 @@ pub(crate) fn run(
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         };
-        let mut paths = Vec::new();
-        let mut rescan = false;
-        let mut stop = false;
-        let mut take = |m: Msg, paths: &mut Vec<PathBuf>| match m {
-            Msg::Stop => stop = true,
-            Msg::Changed {
-                paths: p,
-                rescan: r,
-            } => {
-                paths.extend(p);
-                rescan |= r;
-            }
-            Msg::Warning(w) => report(Report::Warning(w)),
-            Msg::Leased(_) => {}
-        };
-        take(first, &mut paths);
-        let until = std::time::Instant::now() + GATHER;
-        while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
-            match rx.recv_timeout(left) {
-                Ok(m) => take(m, &mut paths),
-                Err(_) => break,
-            }
-        }
-        while let Ok(m) = rx.try_recv() {
-            take(m, &mut paths);
-        }
+        let (mut paths, rescan, stop) = gather(first, &rx, report);
         paths.retain(|p| !p.starts_with(&r.skip));
         paths.sort();
         paths.dedup();
