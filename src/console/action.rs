@@ -115,9 +115,9 @@ pub enum Action {
     /// Dispatch a failed, stalled or completed workflow again from a step (asked, Tab completes);
     /// in replay, fork it from the moment shown (`rerun --from STEP --as-of TS`).
     Rerun,
-    /// Replay: one change back.
+    /// Replay: one act back (the supervisors' heartbeats skipped, unless `ReplayHeartbeats`).
     ReplayBack,
-    /// Replay: one change forward.
+    /// Replay: one act forward (likewise).
     ReplayForward,
     /// Replay: the previous journal entry.
     ReplayPrevJournal,
@@ -203,8 +203,8 @@ impl Action {
             Action::ToggleMouse => "mouse on/off",
             Action::Requeue => "requeue",
             Action::Rerun => "rerun from a step",
-            Action::ReplayBack => "one change back",
-            Action::ReplayForward => "one change forward",
+            Action::ReplayBack => "one act back",
+            Action::ReplayForward => "one act forward",
             Action::ReplayPrevJournal => "previous journal entry",
             Action::ReplayNextJournal => "next journal entry",
             Action::ReplayPrevAttention => "previous attention item",

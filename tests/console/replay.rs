@@ -461,8 +461,10 @@ fn in_tmux_the_past_opens_steps_jumps_plays_refuses_acts_and_goes_back_to_live()
     let (root, then) = recorded_story();
     let r = root.path();
     let t = console(r, &format!("--at {}", ts(then)));
-    let s = t.wait("the replay", |s| header(s).contains("REPLAY"));
-    assert!(s.contains("wf_dl_1"), "{s}");
+    // The bar comes with the first frame; the rows once the model has read the moment.
+    let s = t.wait("the replay", |s| {
+        header(s).contains("REPLAY") && s.contains("wf_dl_1")
+    });
     assert!(header(&s).contains("read-only"), "{s}");
     let (n0, total) = change_of(&s);
     assert!(total > n0, "{s}");
