@@ -276,7 +276,7 @@ pub fn render(
     if let Some(b) = &snap.bridge {
         bridge_series(&mut e, snap, b, now);
     }
-    recorder_series(&mut e, snap, m, now);
+    recorder_series(&mut e, m);
     cost_series(&mut e, m, snap);
     trace_series(&mut e, m);
     exposition_series(&mut e, snap, m);
@@ -580,11 +580,10 @@ fn board_series(e: &mut Exposition, snap: &Snapshot) {
     }
 }
 
-/// The history's recorder, when something should record the root (docs/HISTORY.md): read from
-/// the history's lease and `writer.json` at each exposition, as `pantheon status` reads it.
-fn recorder_series(e: &mut Exposition, snap: &Snapshot, m: &Metrics, now: DateTime<Utc>) {
-    let supervisors = snap.supervisors.iter().filter(|s| s.alive(now)).count();
-    let Some(r) = crate::engine::status::recorder_health(&m.root, supervisors) else {
+/// The history's recorder, while one runs (docs/HISTORY.md): read from the history's lease and
+/// `writer.json` at each exposition, as `pantheon status` reads it.
+fn recorder_series(e: &mut Exposition, m: &Metrics) {
+    let Some(r) = crate::engine::status::recorder_health(&m.root) else {
         return;
     };
     e.family(

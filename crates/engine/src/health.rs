@@ -48,8 +48,8 @@ pub struct Health {
     pub unreadable: usize,
     /// The bridge, when its status file exists.
     pub bridge: Option<BridgeHealth>,
-    /// The history's recorder, when something should record the root (a recorder holds the
-    /// history's lease, or `pantheon serve` runs with `history.record` on).
+    /// The history's recorder, while one runs (it holds the history's lease, or it stopped on an
+    /// error and its process still runs).
     pub recorder: Option<RecorderHealth>,
 }
 
@@ -64,18 +64,18 @@ pub struct RecorderHealth {
 }
 
 impl Health {
-    /// True when something should record the root and nothing does (`pantheon status` shows
-    /// `⚠recorder`, `check` warns).
+    /// True when the recorder that runs does not record (`pantheon status` shows `⚠recorder`,
+    /// `check` warns).
     pub fn recorder_down(&self) -> bool {
         self.recorder.as_ref().is_some_and(|r| !r.up)
     }
 }
 
-/// Whether `root`'s history is being recorded, with `supervisors` alive (`None`: nothing is
-/// expected to record it). A recorder holding the lease is up unless its `writer.json` says it is
-/// down; none holding it is down while a supervisor runs with `history.record` on.
-pub fn recorder_health(root: &Root, supervisors: usize) -> Option<RecorderHealth> {
-    crate::history::recorder::health(root, supervisors)
+/// Whether `root`'s history is being recorded (`None`: no recorder runs). A recorder holding the
+/// history's lease is up unless its `writer.json` says it is down (it could not start and tries
+/// again); one that stopped on an error is down while its process runs.
+pub fn recorder_health(root: &Root) -> Option<RecorderHealth> {
+    crate::history::recorder::health(root)
 }
 
 /// What the bridge's `status.json` says.
@@ -243,7 +243,7 @@ pub fn read_with(
         }
     }
     h.bridge = read_bridge(root, now);
-    h.recorder = recorder_health(root, h.supervisors);
+    h.recorder = recorder_health(root);
     h
 }
 

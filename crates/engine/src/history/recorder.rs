@@ -177,37 +177,39 @@ fn leased(root: &Root) -> bool {
     }
 }
 
-/// Whether `root`'s history is being recorded, when something should record it: a recorder holds
-/// the lease (up, unless its `writer.json` says it could not start and waits to try again), or
-/// none does while `supervisors` (`pantheon serve`) are alive and the root's config says
-/// `history: {record: true}` (down). `None` when nothing is expected to record.
-pub(crate) fn health(root: &Root, supervisors: usize) -> Option<crate::health::RecorderHealth> {
-    if leased(root) {
-        let v = crate::store::read::read_json_once(&HistoryDir::of(root).dir.join(WRITER_FILE))
-            .ok()
-            .flatten();
-        let field = |k: &str| v.as_ref().and_then(|v| v.get(k));
-        let up = field("up").and_then(serde_json::Value::as_bool) != Some(false);
-        let problem = (!up).then(|| {
-            let why = field("problem")
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or("it could not start");
-            let mut why: String = why.chars().take(400).collect();
-            if let Some(pid) = field("pid").and_then(serde_json::Value::as_u64) {
-                why = format!("the recorder (pid {pid}) is down: {why}");
-            }
-            why
-        });
-        return Some(crate::health::RecorderHealth { up, problem });
+/// Whether `root`'s history is being recorded, as far as a recorder says: one holds the lease (up,
+/// unless its `writer.json` says it could not start and waits to try again), or none does and the
+/// last one's `writer.json` says it stopped on an error while its process still runs (down).
+/// `None` when no recorder runs (none expected: `serve` records unless told not to, and its own
+/// liveness is the supervisors' figure).
+pub(crate) fn health(root: &Root) -> Option<crate::health::RecorderHealth> {
+    let held = leased(root);
+    let v = crate::store::read::read_json_once(&HistoryDir::of(root).dir.join(WRITER_FILE))
+        .ok()
+        .flatten();
+    let field = |k: &str| v.as_ref().and_then(|v| v.get(k));
+    let down = field("up").and_then(serde_json::Value::as_bool) == Some(false);
+    let pid = field("pid")
+        .and_then(serde_json::Value::as_u64)
+        .and_then(|p| i32::try_from(p).ok())
+        .and_then(rustix::process::Pid::from_raw);
+    if !held && !(down && pid.is_some_and(|p| rustix::process::test_kill_process(p).is_ok())) {
+        return None;
     }
-    (root.settings.history.record && supervisors > 0).then(|| crate::health::RecorderHealth {
-        up: false,
-        problem: Some(
-            "no recorder holds the history's lease though `pantheon serve` runs with \
-             history.record on (see its log)"
-                .into(),
-        ),
-    })
+    let problem = down.then(|| {
+        let why: String = field("problem")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("it could not start")
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(400)
+            .collect();
+        match pid {
+            Some(p) => format!("the recorder (pid {}) is down: {why}", p.as_raw_nonzero()),
+            None => format!("the recorder is down: {why}"),
+        }
+    });
+    Some(crate::health::RecorderHealth { up: !down, problem })
 }
 
 /// Who holds the lease, as its `writer.json` says (`pid N since T`).
@@ -1026,6 +1028,8 @@ impl Background {
             .name("history-recorder".into())
             .spawn(move || {
                 if let Err(e) = run(&root, ttx, rx, &mut *report) {
+                    // Said where `status` looks, for as long as this process runs.
+                    write_state(&root, &crate::store::time::now_ts(), Some(&e.to_string()));
                     report(Report::Warning(format!("the recorder stopped: {e}")));
                 }
             })
