@@ -626,7 +626,22 @@ impl Worker {
 
 #[cfg(test)]
 mod tests {
-    use super::map_root;
+    use super::{journal_words, map_root};
+
+    #[test]
+    fn a_journal_entry_reads_as_action_outcome_target_and_actor() {
+        let e = serde_json::json!({"seq": 4, "actor": "ops", "source": "cli", "action": "ack",
+            "targets": {"handoff_id": "hof_1", "workflow_id": "wf_x"}, "outcome": "accepted"});
+        assert_eq!(journal_words(&e).as_deref(), Some("ack accepted wf_x by ops"));
+        let e = serde_json::json!({"action": "force_unlock", "targets": {"track": "t1"},
+            "outcome": "released", "actor": "a\u{1b}[31mb\u{202e}c"});
+        assert_eq!(
+            journal_words(&e).as_deref(),
+            Some("force_unlock released t1 by a[31mbc"),
+            "control and bidirectional characters are left out"
+        );
+        assert_eq!(journal_words(&serde_json::json!({"seq": 1})), None);
+    }
 
     #[test]
     fn a_scratch_path_is_shown_inside_the_recorded_root_and_nothing_else_changes() {
