@@ -632,7 +632,10 @@ mod tests {
     fn a_journal_entry_reads_as_action_outcome_target_and_actor() {
         let e = serde_json::json!({"seq": 4, "actor": "ops", "source": "cli", "action": "ack",
             "targets": {"handoff_id": "hof_1", "workflow_id": "wf_x"}, "outcome": "accepted"});
-        assert_eq!(journal_words(&e).as_deref(), Some("ack accepted wf_x by ops"));
+        assert_eq!(
+            journal_words(&e).as_deref(),
+            Some("ack accepted wf_x by ops")
+        );
         let e = serde_json::json!({"action": "force_unlock", "targets": {"track": "t1"},
             "outcome": "released", "actor": "a\u{1b}[31mb\u{202e}c"});
         assert_eq!(

@@ -358,6 +358,7 @@ impl Recorder {
 
     fn look(&mut self, paths: &[PathBuf], whole: bool) -> Result<(usize, Vec<PathBuf>)> {
         let now = now_us();
+        let mut committed = 0;
         let mut batch: Vec<Pending> = Vec::new();
         let mut done = std::collections::HashSet::new();
         let mut walked = Vec::new();
@@ -375,6 +376,13 @@ impl Recorder {
                             seen.insert(k.clone());
                             if done.insert(f.clone()) {
                                 batch.extend(self.observe(&k, &f, now));
+                            }
+                            // A large tree moved in at once is committed in parts, as a scan's:
+                            // a segment stays within what a reader accepts.
+                            if batch.len() >= SCAN_PART {
+                                committed += batch.len();
+                                let part = stamp_deletes(std::mem::take(&mut batch));
+                                self.writer.commit(part, now_us())?;
                             }
                         }
                     }
@@ -417,7 +425,7 @@ impl Recorder {
                 }
             }
         }
-        let n = batch.len();
+        let n = committed + batch.len();
         self.writer.commit(stamp_deletes(batch), now_us())?;
         Ok((n, walked))
     }
