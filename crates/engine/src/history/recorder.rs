@@ -193,7 +193,8 @@ pub(crate) fn health(root: &Root) -> Option<crate::health::RecorderHealth> {
         .and_then(serde_json::Value::as_u64)
         .and_then(|p| i32::try_from(p).ok())
         .and_then(rustix::process::Pid::from_raw);
-    if !held && !(down && pid.is_some_and(|p| rustix::process::test_kill_process(p).is_ok())) {
+    let stopped_alive = down && pid.is_some_and(|p| rustix::process::test_kill_process(p).is_ok());
+    if !(held || stopped_alive) {
         return None;
     }
     let problem = down.then(|| {
