@@ -226,6 +226,15 @@ fn a_moment_before_the_history_opens_at_its_first_and_a_root_never_recorded_is_r
         note.contains("is before the history starts: showing its first moment"),
         "{note}"
     );
+    // `:replay TS` before the history in an open replay: the same.
+    h.send(Cmd::Seek(then - 3_600_000_000));
+    let v = next_frame(&mut h).view.clone();
+    assert_eq!(v.moment_us, v.first_us);
+    let (error, note) = h.notes.try_recv().expect("a note");
+    assert!(
+        !error && note.contains("is before the history starts"),
+        "{note}"
+    );
     drop(h);
     let bare = engine_root();
     let e = ReplayHandle::start(&Root::at(bare.path()), then, ModelOptions::default())

@@ -452,13 +452,13 @@ impl Worker {
                     .into(),
                 ))
             }
-            Cmd::Seek(at) => {
+            Cmd::Seek(asked) => {
                 self.view.playing = false;
-                let at = at.max(self.timeline.first_us());
+                let at = asked.max(self.timeline.first_us());
                 let pos = self.timeline.position_at(at).map_err(|e| e.to_string())?;
                 self.go(pos)?;
                 self.view.moment_us = at.max(self.view.moment_us);
-                Ok(None)
+                Ok(before_note(asked, self.timeline.first_us()))
             }
             Cmd::Journal(forward) => {
                 self.view.playing = false;
