@@ -36,7 +36,8 @@ pub(super) fn over_bounds(
 ) -> Option<String> {
     if f.blobs.len() > MAX_PIECES {
         return Some(format!(
-            "{key} is made of {} blobs (at most {MAX_PIECES})",
+            "{} is made of {} blobs (at most {MAX_PIECES})",
+            key.escape_debug(),
             f.blobs.len()
         ));
     }
@@ -57,8 +58,9 @@ pub(super) fn over_bounds(
         total = total.saturating_add(n);
         if total > MAX_FILE_BYTES {
             return Some(format!(
-                "{key} is made of {} blobs adding up to more than {} MiB (a recorded file holds at \
+                "{} is made of {} blobs adding up to more than {} MiB (a recorded file holds at \
                  most {} MiB)",
+                key.escape_debug(),
                 f.blobs.len(),
                 MAX_FILE_BYTES >> 20,
                 MAX_FILE_BYTES >> 20

@@ -147,8 +147,9 @@ impl Writer {
         })
     }
 
-    /// Sets the newest segment `seg` aside (with its pack, and its checkpoint when that cannot be
-    /// read) because of `why`, and begins segment `seg` anew: from its checkpoint's tree when that
+    /// Sets the newest segment `seg` aside (and its checkpoint when that cannot be read) because
+    /// of `why`, and begins segment `seg` anew (its pack emptied, or set aside by
+    /// [`PackWriter::open`] when it fails the checks): from its checkpoint's tree when that
     /// reads, else from an empty tree at `now_us` (the recorder's first scan then records every
     /// file as it finds it). The records of the segment set aside are not part of the history.
     fn begin_anew(
