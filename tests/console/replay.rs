@@ -391,6 +391,26 @@ fn stepping_goes_act_by_act_past_heartbeats_and_a_journal_entry_reads_in_its_wor
         every.push(v.change.clone().unwrap_or_default());
     }
     assert_eq!(every.len() as u64, total);
+    // The moment is laid out where only its owner may look: 0700 directories, 0600 files.
+    let scratch = h.latest().snapshot.root.clone();
+    let mut stack = vec![scratch.clone()];
+    let mut files = 0;
+    while let Some(d) = stack.pop() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&d).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{}", d.display());
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else {
+                let mode = e.metadata().unwrap().permissions().mode() & 0o777;
+                assert_eq!(mode, 0o600, "{}", e.path().display());
+                files += 1;
+            }
+        }
+    }
+    assert!(files > 0, "{}", scratch.display());
     assert!(
         every
             .iter()
