@@ -84,7 +84,8 @@ pub(crate) fn tree_at(root: &Root, at_us: i64) -> Result<(store::Tree, i64, i64)
 /// the file).
 pub fn replay_at(root: &Root, at_us: i64) -> Result<Value> {
     let hist = HistoryDir::of(root);
-    let (at_us, note) = match hist.seek(at_us)? {
+    // One seek for a moment the history holds; a second only for one before it.
+    let (at_us, note, found) = match hist.seek(at_us)? {
         Seek::Before(first) if first != i64::MAX => (
             first,
             Some(format!(
@@ -92,10 +93,14 @@ pub fn replay_at(root: &Root, at_us: i64) -> Result<Value> {
                 format_ts(store::instant(at_us)),
                 format_ts(store::instant(first))
             )),
+            tree_at(root, first)?,
         ),
-        _ => (at_us, None),
+        Seek::Found {
+            tree, first, last, ..
+        } => (at_us, None, (tree, first, last)),
+        _ => (at_us, None, tree_at(root, at_us)?),
     };
-    let (tree, first, last) = tree_at(root, at_us)?;
+    let (tree, first, last) = found;
     let mut v = picture::of_history(&hist, &tree, at_us);
     if let Some(n) = note {
         v["note"] = n.into();

@@ -24,7 +24,7 @@ mod bounds;
 mod open;
 
 use bounds::over_bounds;
-pub(crate) use bounds::set_aside;
+pub(crate) use bounds::{check_tree_len, set_aside};
 
 /// `history/segments`: one file of change records per segment.
 pub(crate) const SEGMENTS_DIR: &str = "segments";
@@ -55,9 +55,12 @@ pub(crate) const SEGMENT_MAX_BYTES: u64 = 8 * 1024 * 1024;
 /// The longest a written record waits for its `fdatasync`.
 pub(crate) const SYNC_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 /// Largest segment file read (a segment closes at [`SEGMENT_MAX_BYTES`]; one batch may pass it).
-pub(crate) const MAX_SEGMENT_BYTES: u64 = 64 * 1024 * 1024;
-/// Largest checkpoint file read (a tree of some 400,000 files).
-pub(crate) const MAX_CHECKPOINT_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_SEGMENT_BYTES: u64 = 32 * 1024 * 1024;
+/// Largest checkpoint file read (a tree of some 250,000 files), parsed as it is read.
+pub(crate) const MAX_CHECKPOINT_BYTES: u64 = 32 * 1024 * 1024;
+/// Most files and directories a tree of one moment holds (what a checkpoint and the records
+/// applied to it may name), so a forged history's tree is bounded in memory too.
+pub(crate) const MAX_TREE_FILES: usize = 400_000;
 /// Most blobs one file version may name (a segment's appends, at most [`SEGMENT_MAX_RECORDS`],
 /// after a checkpoint's merged chunks).
 pub(crate) const MAX_PIECES: usize = 65_536;
@@ -481,13 +484,22 @@ impl HistoryDir {
     /// [`MAX_FILE_BYTES`] of content).
     pub fn checkpoint(&self, seq: u64) -> Result<Checkpoint> {
         let p = self.checkpoint_path(seq);
-        let bytes = read_bounded(&p, MAX_CHECKPOINT_BYTES)?
+        let f = crate::store::read::open_regular(&p)?
             .ok_or_else(|| Error::not_found(format!("{} is missing", p.display())))?;
-        let cp: Checkpoint = serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
+        let len = f.metadata().map_err(|e| Error::io(&p, e))?.len();
+        if len > MAX_CHECKPOINT_BYTES {
+            return Err(Error::Corrupt {
+                path: p,
+                message: format!("over the {MAX_CHECKPOINT_BYTES}-byte limit"),
+            });
+        }
+        // Parsed as it is read: the bytes are not held beside the tree they make.
+        let reader = std::io::BufReader::new(f.take(MAX_CHECKPOINT_BYTES));
+        let cp: Checkpoint = serde_json::from_reader(reader).map_err(|e| Error::Corrupt {
             path: p.clone(),
             message: e.to_string(),
         })?;
-        drop(bytes);
+        check_tree_len(&p, &cp.files)?;
         let mut sizes = HashMap::new();
         for (k, f) in &cp.files {
             if let Some(why) = over_bounds(self, k, f, &mut sizes) {
@@ -558,6 +570,7 @@ impl HistoryDir {
                 break;
             }
             apply(&mut tree, &c);
+            check_tree_len(&p, &tree)?;
             if c.kind == Kind::App {
                 appended.insert(c.path.clone());
             } else {
@@ -1535,6 +1548,34 @@ mod tests {
         let mut t = super::super::timeline::Timeline::open(&root).unwrap();
         let e = t.tree_at(40).unwrap_err().to_string();
         assert!(e.contains("segments/00000000000000000000.log"), "{e}");
+        // A checkpoint over its size, or naming more files than a tree holds.
+        let cp = hist.checkpoint_path(0);
+        std::fs::File::create(&cp)
+            .unwrap()
+            .set_len(MAX_CHECKPOINT_BYTES + 1)
+            .unwrap();
+        let e = hist.checkpoint(0).unwrap_err().to_string();
+        assert!(
+            e.contains("checkpoints/") && e.contains("-byte limit"),
+            "{e}"
+        );
+        let files: Tree = (0..=MAX_TREE_FILES)
+            .map(|i| (format!("conductor/x/{i}"), FileVer::default()))
+            .collect();
+        write_checkpoint(
+            &hist,
+            &CheckpointOut {
+                seq: 0,
+                t: 1_000,
+                files: &files,
+            },
+        )
+        .unwrap();
+        let e = hist.checkpoint(0).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("more than {MAX_TREE_FILES} files")),
+            "{e}"
+        );
         // A version within the bounds reads (39 x 2 MiB is not: 31 is).
         let f = FileVer {
             blobs: vec![big; 31],

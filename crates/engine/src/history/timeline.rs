@@ -158,9 +158,11 @@ impl Timeline {
         let pos = pos.clamp(self.first(), self.end);
         let seg = self.heads[self.segment_index(pos)].seq;
         let mut tree = self.hist.checkpoint(seg)?.files;
+        let seg_path = self.hist.segment_path(seg);
         let mut appended = std::collections::BTreeSet::new();
         for c in self.records(seg)?.iter().take_while(|c| c.seq < pos) {
             store::apply(&mut tree, c);
+            store::check_tree_len(&seg_path, &tree)?;
             if c.kind == store::Kind::App {
                 appended.insert(c.path.clone());
             } else {

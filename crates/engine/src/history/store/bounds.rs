@@ -5,9 +5,23 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::pack::{self, Loc};
-use super::{ASIDE_DIR, FileVer, HistoryDir, MAX_FILE_BYTES, MAX_PIECES, Tree};
+use super::{ASIDE_DIR, FileVer, HistoryDir, MAX_FILE_BYTES, MAX_PIECES, MAX_TREE_FILES, Tree};
 use crate::error::{Error, Result};
 use crate::store::Root;
+
+/// Refuses a tree of more than [`MAX_TREE_FILES`] entries, naming the history file that made it.
+pub(crate) fn check_tree_len(source: &Path, tree: &Tree) -> Result<()> {
+    if tree.len() > MAX_TREE_FILES {
+        return Err(Error::Corrupt {
+            path: source.to_path_buf(),
+            message: format!(
+                "it makes a tree of more than {MAX_TREE_FILES} files; this history was not written \
+                 by a recorder"
+            ),
+        });
+    }
+    Ok(())
+}
 
 /// Moves history file `path` into `history/aside/` (its name and the moment, so nothing is
 /// overwritten): a file the writer will not write to or cannot read is kept for a look, out of the

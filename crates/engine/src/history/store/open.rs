@@ -7,8 +7,8 @@ use std::collections::{BTreeSet, HashMap};
 use super::pack::{PACKS_DIR, PackReader, PackWriter};
 use super::{
     BLOBS_DIR, CHECKPOINTS_DIR, CheckpointOut, FORMAT, HistoryDir, Kind, Retention, SEGMENTS_DIR,
-    Tree, Writer, apply, cut_segment, hist_format, new_segment, reopen_segment, set_aside,
-    write_checkpoint,
+    Tree, Writer, apply, check_tree_len, cut_segment, hist_format, new_segment, reopen_segment,
+    set_aside, write_checkpoint,
 };
 use crate::error::{Error, Result};
 use crate::store::Root;
@@ -114,6 +114,7 @@ impl Writer {
                 break;
             }
             apply(&mut tree, c);
+            check_tree_len(&path, &tree)?;
             if c.kind == Kind::App {
                 appended.insert(c.path.clone());
             }
