@@ -167,9 +167,9 @@ fn run_console(args: ConsoleArgs, root: &Root, actor: Option<String>) -> anyhow:
         .as_deref()
         .map(|ts| crate::engine::parse_moment(ts, chrono::Utc::now()))
         .transpose()?;
-    // A moment the history does not hold is refused before anything else is asked of the terminal.
+    // A moment the history cannot show is refused before anything else is asked of the terminal.
     if let Some(at) = at {
-        crate::console::replay::timeline_at(root, at).map_err(|e| anyhow::anyhow!(e))?;
+        crate::console::replay::check_moment(root, at).map_err(|e| anyhow::anyhow!(e))?;
     }
     crate::console::terminal::require_terminal(
         "the console",

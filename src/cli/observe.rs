@@ -91,10 +91,21 @@ pub fn status(args: StatusArgs, root: &Root) -> anyhow::Result<Outcome> {
     } else {
         Vec::new()
     };
-    let with_exposed = |l: String, tmux: bool| match (exposed.is_empty(), tmux) {
-        (true, _) => l,
-        (false, false) => format!("{l} ⚠metrics"),
-        (false, true) => format!("{l} #[fg=red]⚠metrics#[default]"),
+    let with_exposed = |l: String, tmux: bool| {
+        let mut l = match (exposed.is_empty(), tmux) {
+            (true, _) => l,
+            (false, false) => format!("{l} ⚠metrics"),
+            (false, true) => format!("{l} #[fg=red]⚠metrics#[default]"),
+        };
+        // The history is not being recorded though something should record it.
+        if h.recorder_down() {
+            l = if tmux {
+                format!("{l} #[fg=red]⚠recorder#[default]")
+            } else {
+                format!("{l} ⚠recorder")
+            };
+        }
+        l
     };
     match args.format {
         StatusFormat::Json => Ok(Outcome::Json(status_json(&h, &att, &exposed))),
@@ -116,6 +127,7 @@ fn status_json(h: &Health, att: &Tally, exposed: &[String]) -> serde_json::Value
         m.insert("attention_kinds".into(), att.to_json());
         m.insert("alerts".into(), h.alerts().into());
         m.insert("no_supervisor".into(), h.unsupervised().into());
+        m.insert("recorder_down".into(), h.recorder_down().into());
         // `serve --metrics` addresses that are not loopback (the line shows `⚠metrics`).
         m.insert("metrics_exposed".into(), exposed.into());
     }

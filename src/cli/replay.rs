@@ -52,7 +52,11 @@ pub fn run(args: ReplayArgs, root: &Root) -> anyhow::Result<Outcome> {
         return Ok(Outcome::Json(history_changes(root, from, to, &filter)?));
     }
     let at = parse_moment(args.at.as_deref().unwrap_or("now"), now)?;
-    let v = replay_at(root, at)?;
+    let mut v = replay_at(root, at)?;
+    // A moment before the history: its first moment is shown, and said so on standard error.
+    if let Some(note) = v.as_object_mut().and_then(|m| m.remove("note")) {
+        eprintln!("note: {}", note.as_str().unwrap_or_default());
+    }
     if args.json {
         print_json(&v);
         return Ok(Outcome::Exit(ExitCode::SUCCESS));

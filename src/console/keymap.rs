@@ -121,9 +121,9 @@ pub enum Action {
     /// Dispatch a failed, stalled or completed workflow again from a step (asked, Tab completes);
     /// in replay, fork it from the moment shown (`rerun --from STEP --as-of TS`).
     Rerun,
-    /// Replay: one change back.
+    /// Replay: one act back (the supervisors' heartbeats skipped, unless `ReplayHeartbeats`).
     ReplayBack,
-    /// Replay: one change forward.
+    /// Replay: one act forward (likewise).
     ReplayForward,
     /// Replay: the previous journal entry.
     ReplayPrevJournal,
@@ -139,6 +139,8 @@ pub enum Action {
     ReplayFaster,
     /// Replay: play slower (down to 1x).
     ReplaySlower,
+    /// Replay: step through the supervisors' heartbeats too, or skip them (the default).
+    ReplayHeartbeats,
     /// Leave the replay: back to the live root.
     ReplayLive,
 }
@@ -210,8 +212,8 @@ impl Action {
             Action::Requeue => "requeue",
             Action::DiscardDead => "discard",
             Action::Rerun => "rerun from a step",
-            Action::ReplayBack => "one change back",
-            Action::ReplayForward => "one change forward",
+            Action::ReplayBack => "one act back",
+            Action::ReplayForward => "one act forward",
             Action::ReplayPrevJournal => "previous journal entry",
             Action::ReplayNextJournal => "next journal entry",
             Action::ReplayPrevAttention => "previous attention item",
@@ -219,6 +221,7 @@ impl Action {
             Action::ReplayPlay => "play / pause",
             Action::ReplayFaster => "faster",
             Action::ReplaySlower => "slower",
+            Action::ReplayHeartbeats => "step through heartbeats too / skip them",
             Action::ReplayLive => "back to live",
         }
     }
@@ -236,6 +239,7 @@ impl Action {
                 | Action::ReplayPlay
                 | Action::ReplayFaster
                 | Action::ReplaySlower
+                | Action::ReplayHeartbeats
                 | Action::ReplayLive
         )
     }
@@ -572,6 +576,7 @@ impl Default for Keymap {
             Action::ReplayFaster,
             true,
         );
+        bind(vec![Key::ch('H')], r, Action::ReplayHeartbeats, true);
         bind(vec![Key::ch('L')], r, Action::ReplayLive, true);
         bind(vec![Key::ch('y')], g, Action::Yank, true);
         bind(vec![Key::ch(' ')], g, Action::ToggleMark, true);

@@ -276,6 +276,7 @@ pub fn render(
     if let Some(b) = &snap.bridge {
         bridge_series(&mut e, snap, b, now);
     }
+    recorder_series(&mut e, m);
     cost_series(&mut e, m, snap);
     trace_series(&mut e, m);
     exposition_series(&mut e, snap, m);
@@ -532,6 +533,20 @@ fn board_series(e: &mut Exposition, snap: &Snapshot) {
             e.gauge(&[("track", track), ("phase", &phase)], 1.0);
         }
     }
+}
+
+/// The history's recorder, while one runs (docs/HISTORY.md): read from the history's lease and
+/// `writer.json` at each exposition, as `pantheon status` reads it.
+fn recorder_series(e: &mut Exposition, m: &Metrics) {
+    let Some(r) = crate::engine::status::recorder_health(&m.root) else {
+        return;
+    };
+    e.family(
+        "pantheon_recorder_up",
+        Kind::Gauge,
+        "1 while the history's recorder records the root; 0 when it is down (see `pantheon check`).",
+    );
+    e.gauge(&[], f64::from(u8::from(r.up)));
 }
 
 /// The bridge, from its status file `b` (only when that file exists).

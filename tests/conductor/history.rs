@@ -654,7 +654,7 @@ fn fork_reruns_from_the_context_bag_of_a_past_moment_and_journals_the_moment() {
 }
 
 #[test]
-fn replay_refuses_a_root_never_recorded_and_a_moment_before_the_history() {
+fn replay_refuses_a_root_never_recorded_and_shows_a_moment_before_the_history_at_its_first() {
     let env = Env::new();
     let out = env.run(&["replay", "--at", "-15m", "--json"], None);
     assert_eq!(out.status.code(), Some(1));
@@ -663,12 +663,20 @@ fn replay_refuses_a_root_never_recorded_and_a_moment_before_the_history() {
     let mut rec = Recorder::start(&env);
     caught_up(&root);
     rec.kill();
+    // A moment before the history: its first moment, said on standard error (exit 0).
     let out = env.run(&["replay", "--at", "2020-01-01T00:00:00Z", "--json"], None);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("before the history starts; the first moment kept is 20"),
+        err.contains("2020-01-01T00:00:00")
+            && err.contains("is before the history starts: showing its first moment"),
         "{err}"
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["at"], v["history"]["first"], "{v:#}");
+    assert!(
+        v.get("note").is_none(),
+        "the note is on standard error only: {v:#}"
     );
     let v: Value =
         serde_json::from_slice(&env.run(&["replay", "--at", "now", "--json"], None).stdout)
@@ -930,4 +938,316 @@ fn replay_lists_an_empty_inbox_exactly_when_inbox_listed_it_then() {
     );
     let report: Value = serde_json::from_slice(&env.run(&["validate"], None).stdout).unwrap();
     assert_eq!(report["errors"], 0, "{report:#}");
+}
+
+/// Runs the binary with `args` on `env`'s root: its exit code (`None`: killed by a signal, an
+/// abort), its standard error, and its peak resident memory in KiB, of this child alone (`wait4`).
+#[expect(
+    clippy::zombie_processes,
+    reason = "the child is reaped by wait4, which gives its resource use"
+)]
+fn run_measured(env: &Env, args: &[&str]) -> (Option<i32>, String, i64) {
+    use std::io::Read;
+    let mut child = env
+        .command(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid value for wait4 to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child, once; `status` and `usage` outlive the call.
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    (code, err, usage.ru_maxrss)
+}
+
+/// The lines of `pantheon record --log` (or `serve --log`) so far.
+fn log_text(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_default()
+}
+
+#[test]
+fn a_hard_link_planted_as_the_newest_segment_is_set_aside_and_the_file_it_leads_to_never_written() {
+    let env = Env::new();
+    let root = root_of(&env);
+    let log = env.dir.path().join("record.log");
+    let mut rec = Recorder::start(&env);
+    caught_up(&root);
+    rec.kill();
+    let hist = HistoryDir::of(&root);
+    let seg = *hist.segments().last().unwrap();
+    // A file outside the root, of the same file system, hard-linked in as the newest segment.
+    let outside = env.dir.path().join("outside.txt");
+    let text = "the operator's own file: never to be cut or written\n".repeat(1000);
+    std::fs::write(&outside, &text).unwrap();
+    std::fs::remove_file(hist.segment_path(seg)).unwrap();
+    std::fs::hard_link(&outside, hist.segment_path(seg)).unwrap();
+    let child = env
+        .command(&["record", "--log", log.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut rec = Recorder(child);
+    env.write("conductor/notes.json", r#"{"after": "the planted link"}"#);
+    caught_up(&root);
+    rec.kill();
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), text);
+    let meta = std::fs::metadata(&outside).unwrap();
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::nlink(&meta),
+        2,
+        "the link is kept aside, for a look"
+    );
+    let aside: Vec<String> = std::fs::read_dir(hist.dir.join("aside"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    assert!(
+        aside[0].starts_with(&format!("{seg:020}.log.")),
+        "{aside:?}"
+    );
+    let said = log_text(&log);
+    assert!(
+        said.contains("hard links") && said.contains("set aside") && said.contains("begun anew"),
+        "{said}"
+    );
+    let (errors, _) = check_history(&root);
+    assert!(errors.is_empty(), "{errors:?}");
+    let report: Value = serde_json::from_slice(&env.run(&["validate"], None).stdout).unwrap();
+    assert_eq!(report["errors"], 0, "{report:#}");
+}
+
+#[test]
+fn a_forged_blob_list_is_refused_naming_the_checkpoint_in_bounded_memory() {
+    let env = Env::new();
+    env.ok(&["bus", "--track", "t1", "init"], None);
+    let root = root_of(&env);
+    let mut rec = Recorder::start(&env);
+    caught_up(&root);
+    rec.kill();
+    let hist = HistoryDir::of(&root);
+    let seg = *hist.segments().last().unwrap();
+    // One blob of 60 MiB (sparse: it costs no disk), named 200 times by the newest checkpoint.
+    let h = "0123456789abcdef0123456789abcdef";
+    let blob = hist.dir.join("blobs").join(&h[..2]).join(&h[2..]);
+    std::fs::create_dir_all(blob.parent().unwrap()).unwrap();
+    std::fs::File::create(&blob)
+        .unwrap()
+        .set_len(60 << 20)
+        .unwrap();
+    let cp_path = hist.dir.join(format!("checkpoints/{seg:020}.json"));
+    let mut cp: Value = serde_json::from_slice(&std::fs::read(&cp_path).unwrap()).unwrap();
+    cp["files"]["conductor/tracks/t1/.message-bus/queue.jsonl"] =
+        json!({"b": vec![h; 200], "n": 200u64 * (60 << 20), "m": 0});
+    std::fs::write(&cp_path, serde_json::to_vec(&cp).unwrap()).unwrap();
+    let named = format!("checkpoints/{seg:020}.json");
+    for args in [
+        vec!["replay", "--at", "now", "--json"],
+        vec!["replay", "--at", "now"],
+        vec!["rerun", "wf_gone", "--from", "build", "--as-of", "now"],
+        // The console refuses it before it asks for a terminal.
+        vec!["--at", "now"],
+    ] {
+        let (code, err, peak_kib) = run_measured(&env, &args);
+        assert_eq!(code, Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains(&named) && err.contains("200 blobs"),
+            "{args:?}: {err}"
+        );
+        assert!(peak_kib < 256 * 1024, "{args:?}: a peak of {peak_kib} KiB");
+    }
+}
+
+#[test]
+fn max_size_bounds_the_history_when_one_large_file_is_rewritten() {
+    let env = Env::new();
+    let cfg = env.path("conductor/config.yaml");
+    let mut text = std::fs::read_to_string(&cfg).unwrap_or_default();
+    text.push_str("\nhistory:\n  max_size: 1MiB\n");
+    std::fs::write(&cfg, text).unwrap();
+    let root = Root::at(&env.root);
+    let mut rec = Recorder::start(&env);
+    caught_up(&root);
+    let hist = HistoryDir::of(&root);
+    let file = 2_000_000usize;
+    let mut largest = 0;
+    for i in 0..40u8 {
+        // Rewritten whole, as an atomic writer does; each version differs.
+        // Made beside the recorded trees (not recorded), then renamed into place.
+        let tmp = env.root.join(".big.json.part");
+        let mut bytes = vec![b' '; file];
+        bytes[0] = b'"';
+        bytes[1] = b'a' + (i % 26);
+        bytes[2] = b'0' + i / 26;
+        bytes[file - 1] = b'"';
+        std::fs::write(&tmp, &bytes).unwrap();
+        std::fs::rename(&tmp, env.path("conductor/big.json")).unwrap();
+        caught_up(&root);
+        largest = largest.max(hist.size());
+    }
+    rec.kill();
+    // 80 MB written; the history stays within max_size plus one segment (whose blobs pass a
+    // quarter of max_size by at most the one file).
+    let bound = (1 << 20) + 2 * file as u64 + 256 * 1024;
+    assert!(
+        largest <= bound,
+        "the history reached {largest} bytes (bound {bound})"
+    );
+    assert!(hist.size() <= bound);
+    let got = recorded(&root, now_us()).unwrap();
+    assert_eq!(
+        got["conductor/big.json"],
+        std::fs::read(env.path("conductor/big.json")).unwrap()
+    );
+    let (errors, _) = check_history(&root);
+    assert!(errors.is_empty(), "{errors:?}");
+}
+
+#[test]
+fn a_garbage_checkpoint_does_not_stop_the_recorder() {
+    let env = Env::new();
+    let root = root_of(&env);
+    let log = env.dir.path().join("record.log");
+    let mut rec = Recorder::start(&env);
+    caught_up(&root);
+    rec.kill();
+    let hist = HistoryDir::of(&root);
+    let seg = *hist.segments().last().unwrap();
+    let cp = hist.dir.join(format!("checkpoints/{seg:020}.json"));
+    std::fs::write(&cp, b"{\"seq\": 0, \"files\": garbage").unwrap();
+    let child = env
+        .command(&["record", "--log", log.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut rec = Recorder(child);
+    env.write("conductor/notes.json", r#"{"after": "the garbage"}"#);
+    caught_up(&root);
+    eventually("the recorder says it records", || {
+        log_text(&log).contains("history: recording")
+    });
+    let said = log_text(&log);
+    assert!(
+        said.contains("set aside") && said.contains("begun anew"),
+        "{said}"
+    );
+    let v: Value =
+        serde_json::from_slice(&env.run(&["status", "--format", "json"], None).stdout).unwrap();
+    assert_eq!(v["recorder"]["up"], true, "{v:#}");
+    assert_eq!(v["recorder_down"], false, "{v:#}");
+    rec.kill();
+    let (errors, _) = check_history(&root);
+    assert!(errors.is_empty(), "{errors:?}");
+}
+
+/// A free loopback port.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The body of `GET /metrics` on 127.0.0.1:port.
+fn scrape(port: u16) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    write!(s, "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut all = String::new();
+    s.read_to_string(&mut all).ok()?;
+    all.split_once("\r\n\r\n").map(|(_, b)| b.to_owned())
+}
+
+/// Waits (up to 30 s) until `f` holds.
+fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let until = Instant::now() + Duration::from_secs(30);
+    while !f() {
+        assert!(Instant::now() < until, "never: {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn status_check_and_the_metrics_say_when_the_recorder_is_down_and_it_comes_back() {
+    let env = Env::new();
+    // The history cannot be opened: its segments directory is a file.
+    std::fs::create_dir_all(env.path("conductor/history")).unwrap();
+    std::fs::write(env.path("conductor/history/segments"), b"not a directory").unwrap();
+    let port = free_port();
+    let log = env.dir.path().join("serve.log");
+    let child = env
+        .command(&[
+            "serve",
+            "--metrics",
+            &format!("127.0.0.1:{port}"),
+            "--log",
+            log.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut serve = Recorder(child);
+    let status = |env: &Env| -> Value {
+        serde_json::from_slice(&env.run(&["status", "--format", "json"], None).stdout).unwrap()
+    };
+    eventually("status says the recorder is down", || {
+        status(&env)["recorder"]["up"] == false
+    });
+    let v = status(&env);
+    assert_eq!(v["recorder_down"], true, "{v:#}");
+    assert!(
+        v["recorder"]["problem"]
+            .as_str()
+            .is_some_and(|p| p.contains("segments") && p.contains("not a directory")),
+        "{v:#}"
+    );
+    let line = String::from_utf8_lossy(&env.run(&["status"], None).stdout).into_owned();
+    assert!(line.contains("⚠recorder"), "{line}");
+    let out = env.run(&["check", "--no-journal"], None);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("PANTHEON WARNING") && said.contains("history recorder down"),
+        "{said}"
+    );
+    assert!(said.contains("recorder_up=0"), "{said}");
+    eventually("the metrics say it is down", || {
+        scrape(port).is_some_and(|m| m.lines().any(|l| l == "pantheon_recorder_up 0"))
+    });
+    assert!(
+        log_text(&log).contains("the recorder is down"),
+        "{}",
+        log_text(&log)
+    );
+    // Repaired by hand: the recorder tries again by itself and records.
+    std::fs::remove_file(env.path("conductor/history/segments")).unwrap();
+    eventually("status says the recorder is up", || {
+        status(&env)["recorder"]["up"] == true
+    });
+    let root = root_of(&env);
+    env.write("conductor/notes.json", r#"{"recorded": true}"#);
+    caught_up(&root);
+    let line = String::from_utf8_lossy(&env.run(&["status"], None).stdout).into_owned();
+    assert!(!line.contains("⚠recorder"), "{line}");
+    eventually("the metrics say it is up", || {
+        scrape(port).is_some_and(|m| m.lines().any(|l| l == "pantheon_recorder_up 1"))
+    });
+    serve.kill();
 }

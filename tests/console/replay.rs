@@ -209,19 +209,33 @@ fn the_fork_from_the_replay_reruns_from_the_context_bag_then_and_is_journaled_as
 }
 
 #[test]
-fn a_moment_before_the_history_or_a_root_never_recorded_is_refused() {
+fn a_moment_before_the_history_opens_at_its_first_and_a_root_never_recorded_is_refused() {
     let (root, then) = recorded_story();
-    let e = ReplayHandle::start(
+    let mut h = ReplayHandle::start(
         &Root::at(root.path()),
         then - 3_600_000_000,
         ModelOptions::default(),
     )
-    .err()
     .unwrap();
+    let v = h.latest().view.clone();
+    assert_eq!(v.pos, v.first, "the first moment");
+    assert_eq!(v.moment_us, v.first_us);
+    let (error, note) = h.notes.try_recv().expect("a note");
+    assert!(!error, "{note}");
     assert!(
-        e.contains("before the history starts; the first moment kept is"),
-        "{e}"
+        note.contains("is before the history starts: showing its first moment"),
+        "{note}"
     );
+    // `:replay TS` before the history in an open replay: the same.
+    h.send(Cmd::Seek(then - 3_600_000_000));
+    let v = next_frame(&mut h).view.clone();
+    assert_eq!(v.moment_us, v.first_us);
+    let (error, note) = h.notes.try_recv().expect("a note");
+    assert!(
+        !error && note.contains("is before the history starts"),
+        "{note}"
+    );
+    drop(h);
     let bare = engine_root();
     let e = ReplayHandle::start(&Root::at(bare.path()), then, ModelOptions::default())
         .err()
@@ -239,8 +253,170 @@ fn a_moment_before_the_history_or_a_root_never_recorded_is_refused() {
     };
     let e = refused(bare.path(), "-1m");
     assert!(e.contains("was never recorded"), "{e}");
+    // A moment before the history is not refused: past that check, the console asks for a
+    // terminal, which a test's pipe is not.
     let e = refused(root.path(), "2020-01-01T00:00:00Z");
-    assert!(e.contains("before the history starts"), "{e}");
+    assert!(!e.contains("before the history"), "{e}");
+}
+
+/// A recorded root where the supervisor's heartbeat changes between the acts: beat, beat,
+/// dead-lettering (the supervisor's acts), beat, beat, rerun (an operator's act, journaled),
+/// beat.
+fn story_with_heartbeats() -> tempfile::TempDir {
+    let root = root_with(DL_FLOW, &[("wf_dl_1", "hof_20260614_dd0001")]);
+    let r = root.path();
+    let mut rec = recorder(r);
+    let mut n = 0;
+    let mut beat = |rec: &mut Recorder| {
+        n += 1;
+        std::fs::create_dir_all(r.join("conductor/supervisor")).unwrap();
+        std::fs::write(
+            r.join("conductor/supervisor/pid-4242.json"),
+            format!("{{\"pid\": 4242, \"beats\": {n}}}"),
+        )
+        .unwrap();
+        rec.rescan(false).unwrap();
+    };
+    beat(&mut rec);
+    beat(&mut rec);
+    dead_letter_all(r);
+    rec.rescan(false).unwrap();
+    beat(&mut rec);
+    beat(&mut rec);
+    pantheon(r, &["rerun", "wf_dl_1", "--from", "build"], None);
+    rec.rescan(false).unwrap();
+    beat(&mut rec);
+    root
+}
+
+#[test]
+fn stepping_goes_act_by_act_past_heartbeats_and_a_journal_entry_reads_in_its_words() {
+    let root = story_with_heartbeats();
+    let r = root.path();
+    let mut h = ReplayHandle::start(&Root::at(r), 0, ModelOptions::default()).unwrap();
+    let _ = h.notes.try_recv();
+    let total = {
+        let v = &h.latest().view;
+        v.end - v.first
+    };
+    let step = |h: &mut ReplayHandle, cmd: Cmd| {
+        h.send(cmd);
+        next_frame(h).view.clone()
+    };
+    // Forward to the end: no stop is a heartbeat, and there are fewer stops than changes.
+    let mut labels = Vec::new();
+    loop {
+        let before = h.latest().view.pos;
+        let v = step(&mut h, Cmd::Step(1));
+        if v.pos == before {
+            break;
+        }
+        labels.push(v.change.clone().unwrap_or_default());
+    }
+    assert!(!labels.is_empty());
+    assert!(
+        labels.iter().all(|l| !l.contains("conductor/supervisor/")),
+        "{labels:#?}"
+    );
+    assert!(
+        (labels.len() as u64) < total,
+        "{} stops of {total}",
+        labels.len()
+    );
+    // The rerun's journal entry, in its words, not the journal's file name.
+    let rerun = journal(r)
+        .into_iter()
+        .rfind(|e| e["action"] == "rerun")
+        .expect("the rerun is journaled");
+    let words = pantheon::console::replay::journal_words(&rerun).unwrap();
+    assert!(
+        words.starts_with("rerun ") && words.contains(" wf_dl_1 by "),
+        "{words}"
+    );
+    assert!(labels.contains(&words), "{words:?} in {labels:#?}");
+    assert!(
+        labels.iter().all(|l| !l.contains("journal.jsonl")),
+        "{labels:#?}"
+    );
+    // Back to the start, act by act as well.
+    let mut back = 0;
+    loop {
+        let before = h.latest().view.pos;
+        let v = step(&mut h, Cmd::Step(-1));
+        if v.pos == before {
+            break;
+        }
+        back += 1;
+        assert!(
+            v.change
+                .as_deref()
+                .is_none_or(|l| !l.contains("conductor/supervisor/")),
+            "{:?}",
+            v.change
+        );
+        assert!(back <= labels.len(), "more stops back than forward");
+    }
+    assert!(back > 0);
+    assert_eq!(h.latest().view.pos, h.latest().view.first);
+    // `}` jumps to the journal entry and names it in its words.
+    let v = step(&mut h, Cmd::Journal(true));
+    assert!(
+        v.change
+            .as_deref()
+            .is_some_and(|c| !c.contains("journal.jsonl")),
+        "{:?}",
+        v.change
+    );
+    // `H`: the heartbeats too, one change at a time.
+    while h.notes.try_recv().is_ok() {}
+    h.send(Cmd::Heartbeats);
+    let _ = next_frame(&mut h);
+    let (_, note) = h.notes.try_recv().expect("a note");
+    assert!(note.contains("heartbeats too"), "{note}");
+    let mut every = Vec::new();
+    loop {
+        let before = h.latest().view.pos;
+        let v = step(&mut h, Cmd::Step(-1));
+        if v.pos == before {
+            break;
+        }
+    }
+    loop {
+        let before = h.latest().view.pos;
+        let v = step(&mut h, Cmd::Step(1));
+        if v.pos == before {
+            break;
+        }
+        assert_eq!(v.pos, before + 1);
+        every.push(v.change.clone().unwrap_or_default());
+    }
+    assert_eq!(every.len() as u64, total);
+    // The moment is laid out where only its owner may look: 0700 directories, 0600 files.
+    let scratch = h.latest().snapshot.root.clone();
+    let mut stack = vec![scratch.clone()];
+    let mut files = 0;
+    while let Some(d) = stack.pop() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&d).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{}", d.display());
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else {
+                let mode = e.metadata().unwrap().permissions().mode() & 0o777;
+                assert_eq!(mode, 0o600, "{}", e.path().display());
+                files += 1;
+            }
+        }
+    }
+    assert!(files > 0, "{}", scratch.display());
+    assert!(
+        every
+            .iter()
+            .any(|l| l == "put conductor/supervisor/pid-4242.json"),
+        "{every:#?}"
+    );
 }
 
 #[test]
@@ -314,8 +490,10 @@ fn in_tmux_the_past_opens_steps_jumps_plays_refuses_acts_and_goes_back_to_live()
     let (root, then) = recorded_story();
     let r = root.path();
     let t = console(r, &format!("--at {}", ts(then)));
-    let s = t.wait("the replay", |s| header(s).contains("REPLAY"));
-    assert!(s.contains("wf_dl_1"), "{s}");
+    // The bar comes with the first frame; the rows once the model has read the moment.
+    let s = t.wait("the replay", |s| {
+        header(s).contains("REPLAY") && s.contains("wf_dl_1")
+    });
     assert!(header(&s).contains("read-only"), "{s}");
     let (n0, total) = change_of(&s);
     assert!(total > n0, "{s}");
@@ -326,10 +504,16 @@ fn in_tmux_the_past_opens_steps_jumps_plays_refuses_acts_and_goes_back_to_live()
     t.wait("one change back", |s| change_of(s).0 == n0);
     // The next journal entry: the scrub line names the change that led there.
     t.keys(&["}"]);
+    // In the entry's words (`dead … by …`), not the journal's file name.
+    let words: Vec<String> = journal(r)
+        .iter()
+        .filter_map(pantheon::console::replay::journal_words)
+        .map(|w| w.chars().take(12).collect())
+        .collect();
     let s = t.wait("the next journal entry", |s| {
         s.lines()
             .last()
-            .is_some_and(|l| l.contains("conductor/journal.jsonl"))
+            .is_some_and(|l| !l.contains("journal.jsonl") && words.iter().any(|w| l.contains(w)))
     });
     assert!(change_of(&s).0 > n0, "{s}");
     // The next attention item: the dead letter the supervisor's pass made.
@@ -404,6 +588,7 @@ fn the_scrub_keys_move_the_replay_only_in_the_past_and_are_remappable() {
         ('-', Cmd::Slower),
         ('+', Cmd::Faster),
         ('=', Cmd::Faster),
+        ('H', Cmd::Heartbeats),
     ] {
         app.dispatch(Action::GoPane(Pane::Inboxes));
         assert_eq!(app.on_key(key(k)), vec![Effect::Replay(cmd)], "{k}");

@@ -53,6 +53,34 @@ pub struct Health {
     /// `conductor/config.yaml` that cannot be used (its settings and `check:` levels are not in
     /// force). `check` is CRITICAL on any.
     pub broken: Vec<String>,
+    /// The history's recorder, while one runs (it holds the history's lease, or it stopped on an
+    /// error and its process still runs).
+    pub recorder: Option<RecorderHealth>,
+}
+
+/// Whether the root's history is being recorded (docs/HISTORY.md).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RecorderHealth {
+    /// True while a recorder holds the history's lease and records.
+    pub up: bool,
+    /// Why it is down.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
+impl Health {
+    /// True when the recorder that runs does not record (`pantheon status` shows `⚠recorder`,
+    /// `check` warns).
+    pub fn recorder_down(&self) -> bool {
+        self.recorder.as_ref().is_some_and(|r| !r.up)
+    }
+}
+
+/// Whether `root`'s history is being recorded (`None`: no recorder runs). A recorder holding the
+/// history's lease is up unless its `writer.json` says it is down (it could not start and tries
+/// again); one that stopped on an error is down while its process runs.
+pub fn recorder_health(root: &Root) -> Option<RecorderHealth> {
+    crate::history::recorder::health(root)
 }
 
 /// What the bridge's `status.json` says.
@@ -211,6 +239,7 @@ pub fn read_with(
         }
     }
     h.bridge = read_bridge(root, now);
+    h.recorder = recorder_health(root);
     h
 }
 
@@ -623,6 +652,18 @@ pub fn evaluate(h: &Health, judged: &Judged<'_>, t: &Thresholds) -> Verdict {
     }
     for why in &h.broken {
         found.push((State::Critical, why.clone()));
+    }
+    if let Some(r) = h.recorder.as_ref().filter(|r| !r.up) {
+        found.push((
+            State::Warning,
+            format!(
+                "history recorder down: {}",
+                r.problem.as_deref().unwrap_or("nothing records the root")
+            ),
+        ));
+    }
+    if let Some(r) = &h.recorder {
+        perfdata.push(format!("recorder_up={};;;0;1", u8::from(r.up)));
     }
     if h.unreadable > 0 {
         found.push((

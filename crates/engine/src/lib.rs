@@ -181,7 +181,8 @@ pub mod time {
 pub mod status {
     pub use crate::health::{
         BRIDGE_SILENT_AFTER, BridgeHealth, DirFigures, DirKind, Health, Judged, LEVEL_NAMES, Level,
-        State, SupervisorRule, Thresholds, Verdict, evaluate, journal_chain, read, read_with,
+        RecorderHealth, State, SupervisorRule, Thresholds, Verdict, evaluate, journal_chain, read,
+        read_with, recorder_health,
     };
 }
 

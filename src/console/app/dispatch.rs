@@ -373,6 +373,7 @@ impl App {
             | Action::ReplayPlay
             | Action::ReplayFaster
             | Action::ReplaySlower
+            | Action::ReplayHeartbeats
             | Action::ReplayLive => {}
             // Started by their modules above (`Action::is_mutation`).
             Action::Ack(_)

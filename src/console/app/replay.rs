@@ -63,6 +63,7 @@ impl App {
             Action::ReplayPlay => Cmd::TogglePlay,
             Action::ReplayFaster => Cmd::Faster,
             Action::ReplaySlower => Cmd::Slower,
+            Action::ReplayHeartbeats => Cmd::Heartbeats,
             Action::ReplayLive => return vec![Effect::Live],
             _ => return Vec::new(),
         };

@@ -43,6 +43,8 @@ pub enum Cmd {
     Pause,
     Faster,
     Slower,
+    /// Step through the supervisors' heartbeats too, or skip them again.
+    Heartbeats,
 }
 
 /// One published state of the replay.
@@ -73,12 +75,16 @@ pub struct ReplayHandle {
 
 impl ReplayHandle {
     /// Opens the history of `root` at moment `at_us` and publishes its first frame before
-    /// returning; refused (with the engine's words) on a root never recorded or a moment before
-    /// the history starts.
+    /// returning; refused (with the engine's words) on a root never recorded or a moment the
+    /// history cannot show (its files over their bounds, naming the file). A moment before the
+    /// history starts opens at its first moment, with a note saying so.
     pub fn start(root: &Root, at_us: i64, opts: ModelOptions) -> Result<Self, String> {
         let worker = Worker::open(root, at_us, opts)?;
         let (frame_tx, frames) = watch::channel(Arc::new(worker.frame()));
         let (note_tx, notes) = tokio::sync::mpsc::unbounded_channel();
+        if let Some(n) = before_note(at_us, worker.timeline.first_us()) {
+            let _ = note_tx.send((false, n));
+        }
         let (cmds, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("pantheon-replay".into())
@@ -114,17 +120,76 @@ impl Drop for ReplayHandle {
     }
 }
 
-/// The timeline of `root`'s history when it holds moment `at_us`; refused, with the engine's words,
-/// on a root never recorded or a moment before the history starts.
-pub fn timeline_at(root: &Root, at_us: i64) -> Result<Timeline, String> {
-    let timeline = Timeline::open(root).map_err(|e| e.to_string())?;
-    if at_us < timeline.first_us() {
-        return Err(format!(
-            "that moment is before the history starts; the first moment kept is {}",
-            format_ts(instant(timeline.first_us()))
-        ));
+/// The timeline of `root`'s history; refused, with the engine's words, on a root never recorded.
+/// (A moment before the history starts opens at its first moment: [`before_note`].)
+pub fn timeline_at(root: &Root, _at_us: i64) -> Result<Timeline, String> {
+    Timeline::open(root).map_err(|e| e.to_string())
+}
+
+/// Checks that the history can show moment `at_us` (or its first moment, for a moment before it):
+/// refused, with the engine's words, on a root never recorded or when the history's files for the
+/// moment are over their bounds (naming the file). The console asks this before it takes the
+/// terminal.
+pub fn check_moment(root: &Root, at_us: i64) -> Result<(), String> {
+    let mut timeline = timeline_at(root, at_us)?;
+    let at_us = at_us.max(timeline.first_us());
+    let pos = timeline.position_at(at_us).map_err(|e| e.to_string())?;
+    timeline.tree_at(pos).map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// What the operator is told when the moment asked for, `at_us`, is before the history's first,
+/// `first_us` (the replay opens at the first moment instead).
+pub fn before_note(at_us: i64, first_us: i64) -> Option<String> {
+    (at_us < first_us).then(|| {
+        format!(
+            "{} is before the history starts: showing its first moment, {}",
+            format_ts(instant(at_us)),
+            format_ts(instant(first_us))
+        )
+    })
+}
+
+/// A journal entry's words, as the scrub line shows them: `ack accepted wf_x by ops` (what was
+/// done, what came of it, what it concerns, who did it). Control and bidirectional characters a
+/// foreign writer put in are left out.
+pub fn journal_words(entry: &serde_json::Value) -> Option<String> {
+    fn s(v: Option<&serde_json::Value>) -> &str {
+        v.and_then(serde_json::Value::as_str).unwrap_or("")
     }
-    Ok(timeline)
+    let action = s(entry.get("action"));
+    if action.is_empty() {
+        return None;
+    }
+    let targets = entry.get("targets");
+    let target = ["workflow_id", "handoff_id", "track", "path", "outbox_id"]
+        .iter()
+        .map(|k| s(targets.and_then(|t| t.get(*k))))
+        .find(|t| !t.is_empty())
+        .or_else(|| {
+            targets
+                .and_then(serde_json::Value::as_object)
+                .and_then(|m| m.values().find_map(serde_json::Value::as_str))
+        })
+        .unwrap_or("");
+    let actor = s(entry.get("actor"));
+    let words = [action, s(entry.get("outcome")), target]
+        .into_iter()
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let words = if actor.is_empty() {
+        words
+    } else {
+        format!("{words} by {actor}")
+    };
+    let shown: String = words
+        .chars()
+        .filter(|c| {
+            !c.is_control() && !matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        })
+        .take(200)
+        .collect();
+    Some(shown)
 }
 
 /// `text` with every path inside directory `from` written inside `to` instead: `from` where it is
@@ -185,6 +250,7 @@ struct Worker {
 impl Worker {
     fn open(root: &Root, at_us: i64, opts: ModelOptions) -> Result<Self, String> {
         let mut timeline = timeline_at(root, at_us)?;
+        let at_us = at_us.max(timeline.first_us());
         let pos = timeline.position_at(at_us).map_err(|e| e.to_string())?;
         let tree = timeline.tree_at(pos).map_err(|e| e.to_string())?;
         // The scratch root reads with the live root's settings (thresholds, staleness), not the
@@ -225,9 +291,31 @@ impl Worker {
         }
     }
 
-    /// What the change that led to `pos` did (`put conductor/state/wf_x.json`).
+    /// What the change that led to `pos` did (`put conductor/state/wf_x.json`), a journal entry
+    /// in its words (`ack accepted wf_x by ops`, the last entry the change appended). While
+    /// heartbeats are skipped, the last act at or before `pos`: the one the screen shows.
     fn label(&mut self, pos: u64) -> Option<String> {
-        let c = self.timeline.change(pos.checked_sub(1)?).ok()??;
+        let c = if self.view.heartbeats {
+            self.timeline.change(pos.checked_sub(1)?).ok()??
+        } else {
+            self.timeline.last_act(pos).ok()??
+        };
+        if is_journal(&c)
+            && let Some(words) = c
+                .blob
+                .as_deref()
+                .and_then(|b| self.timeline.dir().blob(b).ok().flatten())
+                .and_then(|bytes| {
+                    bytes
+                        .split(|b| *b == b'\n')
+                        .rev()
+                        .find_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
+                })
+                .as_ref()
+                .and_then(journal_words)
+        {
+            return Some(words);
+        }
         Some(format!("{} {}", c.kind.as_str(), c.path))
     }
 
@@ -334,20 +422,43 @@ impl Worker {
         match cmd {
             Cmd::Step(n) => {
                 self.view.playing = false;
-                let to = self.view.step_target(n);
+                let to = if self.view.heartbeats {
+                    self.view.step_target(n)
+                } else {
+                    // Act by act: the supervisors' heartbeats are stepped over.
+                    let mut to = self.view.pos;
+                    for _ in 0..n.unsigned_abs() {
+                        to = self
+                            .timeline
+                            .step_act(to, n > 0)
+                            .map_err(|e| e.to_string())?;
+                    }
+                    to
+                };
                 if to == self.view.pos && n > 0 {
                     return self.refresh_at_end();
                 }
                 self.go(to)?;
                 Ok(None)
             }
-            Cmd::Seek(at) => {
+            Cmd::Heartbeats => {
+                self.view.heartbeats = !self.view.heartbeats;
+                Ok(Some(
+                    if self.view.heartbeats {
+                        "stepping through every change, the supervisors' heartbeats too"
+                    } else {
+                        "stepping act by act: the supervisors' heartbeats are skipped"
+                    }
+                    .into(),
+                ))
+            }
+            Cmd::Seek(asked) => {
                 self.view.playing = false;
-                let at = at.max(self.timeline.first_us());
+                let at = asked.max(self.timeline.first_us());
                 let pos = self.timeline.position_at(at).map_err(|e| e.to_string())?;
                 self.go(pos)?;
                 self.view.moment_us = at.max(self.view.moment_us);
-                Ok(None)
+                Ok(before_note(asked, self.timeline.first_us()))
             }
             Cmd::Journal(forward) => {
                 self.view.playing = false;
@@ -515,7 +626,25 @@ impl Worker {
 
 #[cfg(test)]
 mod tests {
-    use super::map_root;
+    use super::{journal_words, map_root};
+
+    #[test]
+    fn a_journal_entry_reads_as_action_outcome_target_and_actor() {
+        let e = serde_json::json!({"seq": 4, "actor": "ops", "source": "cli", "action": "ack",
+            "targets": {"handoff_id": "hof_1", "workflow_id": "wf_x"}, "outcome": "accepted"});
+        assert_eq!(
+            journal_words(&e).as_deref(),
+            Some("ack accepted wf_x by ops")
+        );
+        let e = serde_json::json!({"action": "force_unlock", "targets": {"track": "t1"},
+            "outcome": "released", "actor": "a\u{1b}[31mb\u{202e}c"});
+        assert_eq!(
+            journal_words(&e).as_deref(),
+            Some("force_unlock released t1 by a[31mbc"),
+            "control and bidirectional characters are left out"
+        );
+        assert_eq!(journal_words(&serde_json::json!({"seq": 1})), None);
+    }
 
     #[test]
     fn a_scratch_path_is_shown_inside_the_recorded_root_and_nothing_else_changes() {

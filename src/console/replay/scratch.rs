@@ -114,6 +114,32 @@ pub fn remove_stale(tmp: &Path, uid: u32) -> usize {
     n
 }
 
+/// The mode of the scratch root and every directory made in it: the owner's alone (the history's
+/// content is the recorded root's, whatever that root's own modes).
+const PRIVATE_DIR: u32 = 0o700;
+/// The mode of every file laid out in the scratch root.
+const PRIVATE_FILE: u32 = 0o600;
+
+/// Makes directory `d` and those missing above it, each [`PRIVATE_DIR`].
+fn private_dirs(d: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(PRIVATE_DIR)
+        .create(d)
+}
+
+/// Creates (or empties) file `p`, [`PRIVATE_FILE`].
+fn private_file(p: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(PRIVATE_FILE)
+        .open(p)
+}
+
 fn mtime(us: i64) -> SystemTime {
     let us = u64::try_from(us).unwrap_or(0);
     SystemTime::UNIX_EPOCH
@@ -126,16 +152,20 @@ impl Scratch {
     /// named with the console's pid, so that the next console removes it if this one is killed
     /// before it can ([`remove_stale`], run here first).
     pub fn new(settings: crate::engine::Settings) -> std::io::Result<Self> {
+        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::Builder::new()
             .prefix(&format!("{PREFIX}{}-", std::process::id()))
+            .permissions(std::fs::Permissions::from_mode(PRIVATE_DIR))
             .tempdir()?;
+        // Whatever the umask or the temporary directory's defaults: the owner's alone.
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(PRIVATE_DIR))?;
         if let Some(parent) = dir.path().parent() {
             let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(dir.path())?);
             remove_stale(parent, uid);
         }
-        std::fs::create_dir_all(dir.path().join(layout::CONDUCTOR_DIR))?;
-        std::fs::create_dir_all(
-            dir.path()
+        private_dirs(&dir.path().join(layout::CONDUCTOR_DIR))?;
+        private_dirs(
+            &dir.path()
                 .join(layout::SHARED_DIR)
                 .join(layout::HANDOFFS_DIR),
         )?;
@@ -243,7 +273,7 @@ impl Scratch {
                 None => break,
             }
         }
-        std::fs::create_dir_all(d)?;
+        private_dirs(d)?;
         made.extend(missing.into_iter().rev());
         self.made.borrow_mut().insert(d.to_path_buf());
         Ok(())
@@ -288,7 +318,7 @@ impl Scratch {
                 // holds its inode, then put in the old one's place (removed first: a rename over a
                 // file is written back by ext4 as well).
                 let fresh = self.dir.path().join(FRESH);
-                let mut f = std::fs::File::create(&fresh)?;
+                let mut f = private_file(&fresh)?;
                 f.write_all(&bytes)?;
                 match std::fs::remove_file(p) {
                     Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
@@ -408,6 +438,66 @@ mod tests {
         assert_eq!(ino, same, "appended in place");
         assert!(!s.path().join("conductor/state/wf_a.json").exists());
         assert_eq!(touched.len(), 2);
+    }
+
+    #[test]
+    fn the_scratch_root_is_its_owners_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let (_d, root, mut w) = history();
+        let mut tree = HistoryTree::new();
+        for (key, text) in [
+            ("conductor/state/wf_a.json", "{}"),
+            (
+                "conductor/pending/thoth/hof_1.json",
+                "{\"summary\": \"secret\"}",
+            ),
+            ("conductor/tracks/t1/.message-bus/queue.jsonl", "a\n"),
+        ] {
+            let blob = w.put_blob(text.as_bytes()).unwrap();
+            tree.insert(
+                key.into(),
+                FileVer {
+                    blobs: vec![blob],
+                    len: text.len() as u64,
+                    mtime_us: 1_500_000_000_000_000,
+                    dir: false,
+                },
+            );
+        }
+        tree.insert(
+            "conductor/dead/thoth".into(),
+            FileVer {
+                dir: true,
+                ..FileVer::default()
+            },
+        );
+        let hist = HistoryDir::of(&root);
+        // Under the usual umask (022) the defaults were 0755 and 0644: readable by all.
+        let mut s = Scratch::new(Default::default()).unwrap();
+        s.show(&hist, &tree);
+        // A file replaced by another version is made anew: that one too.
+        let mut next = tree.clone();
+        let blob = w.put_blob(b"{\"v\": 2}").unwrap();
+        next.get_mut("conductor/state/wf_a.json").unwrap().blobs = vec![blob];
+        s.show(&hist, &next);
+        let mut seen = (0, 0);
+        let mut stack = vec![s.path().to_path_buf()];
+        while let Some(d) = stack.pop() {
+            let mode = std::fs::metadata(&d).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700, "{}", d.display());
+            seen.0 += 1;
+            for e in std::fs::read_dir(&d).unwrap() {
+                let e = e.unwrap();
+                if e.file_type().unwrap().is_dir() {
+                    stack.push(e.path());
+                } else {
+                    let mode = e.metadata().unwrap().permissions().mode() & 0o777;
+                    assert_eq!(mode, 0o600, "{}", e.path().display());
+                    seen.1 += 1;
+                }
+            }
+        }
+        assert!(seen.0 >= 8 && seen.1 == 3, "{seen:?}");
     }
 
     #[test]

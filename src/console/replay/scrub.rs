@@ -28,8 +28,11 @@ pub struct ReplayView {
     pub playing: bool,
     /// Index into [`SPEEDS`].
     pub speed: usize,
-    /// What the last change applied did (`put conductor/state/wf_x.json`).
+    /// What the last change applied did (`put conductor/state/wf_x.json`; a journal entry in its
+    /// own words, `ack accepted wf_x by ops`).
     pub change: Option<String>,
+    /// Whether stepping stops at the supervisors' heartbeats too (off: `,` `.` step act by act).
+    pub heartbeats: bool,
     /// While the first moment is still being laid out: the files shown so far and in all (a large
     /// root's first screen comes before the whole moment is read, as the live one's does).
     pub loading: Option<(usize, usize)>,
@@ -51,6 +54,7 @@ impl ReplayView {
             playing: false,
             speed: 0,
             change: None,
+            heartbeats: false,
             loading: None,
             recorded: None,
         }

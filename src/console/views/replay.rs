@@ -124,6 +124,10 @@ pub(super) fn scrub_line(frame: &mut Frame, area: Rect, app: &App, v: &ReplayVie
             format!("{} {}", k(Action::ReplaySlower), k(Action::ReplayFaster)),
             "speed",
         ),
+        (
+            k(Action::ReplayHeartbeats),
+            if v.heartbeats { "skip beats" } else { "beats" },
+        ),
         (k(Action::ReplayLive), "live"),
     ];
     let help = (k(Action::Help), "help");
@@ -149,7 +153,7 @@ pub(super) fn scrub_line(frame: &mut Frame, area: Rect, app: &App, v: &ReplayVie
     {
         // Too long: the kind and the file's name (`app journal.jsonl`), then cut.
         let short = match c.split_once(' ') {
-            Some((kind, path)) if c.chars().count() > room - 3 => {
+            Some((kind, path)) if path.contains('/') && c.chars().count() > room - 3 => {
                 format!("{kind} {}", path.rsplit('/').next().unwrap_or(path))
             }
             _ => c.clone(),

@@ -78,11 +78,33 @@ pub(crate) fn tree_at(root: &Root, at_us: i64) -> Result<(store::Tree, i64, i64)
     }
 }
 
-/// The root as it was at `at_us` (see `picture::picture`), with the history's bounds.
+/// The root as it was at `at_us` (see `picture::picture`), with the history's bounds. A moment
+/// before the history starts shows its first moment, and the result's `note` says so; refused on a
+/// root never recorded, or when the history's files for the moment are over their bounds (naming
+/// the file).
 pub fn replay_at(root: &Root, at_us: i64) -> Result<Value> {
-    let (tree, first, last) = tree_at(root, at_us)?;
     let hist = HistoryDir::of(root);
+    // One seek for a moment the history holds; a second only for one before it.
+    let (at_us, note, found) = match hist.seek(at_us)? {
+        Seek::Before(first) if first != i64::MAX => (
+            first,
+            Some(format!(
+                "{} is before the history starts: showing its first moment, {}",
+                format_ts(store::instant(at_us)),
+                format_ts(store::instant(first))
+            )),
+            tree_at(root, first)?,
+        ),
+        Seek::Found {
+            tree, first, last, ..
+        } => (at_us, None, (tree, first, last)),
+        _ => (at_us, None, tree_at(root, at_us)?),
+    };
+    let (tree, first, last) = found;
     let mut v = picture::of_history(&hist, &tree, at_us);
+    if let Some(n) = note {
+        v["note"] = n.into();
+    }
     v["history"] = json!({
         "first": format_ts(store::instant(first)),
         "last": format_ts(store::instant(last)),

@@ -158,14 +158,24 @@ impl PackWriter {
         let path = pack_path(dir, seq);
         let (parent, name) = SafeDir::parent_of(root, &path, true)?
             .ok_or_else(|| Error::not_found(format!("{} is missing", path.display())))?;
-        let mut flags = OFlags::RDWR | OFlags::CREATE;
-        if fresh {
-            flags |= OFlags::TRUNC;
+        // Never truncated on open: a file planted under the name (a hard link to a file elsewhere,
+        // another user's) is checked before anything is written to it.
+        let missing = || Error::not_found(format!("{} is missing", path.display()));
+        let mut file = parent
+            .open_file(&name, OFlags::RDWR | OFlags::CREATE)?
+            .ok_or_else(missing)?;
+        if let Err(e) = crate::store::safe::require_own_single_link(&file, &path) {
+            if !fresh {
+                return Err(e);
+            }
+            // A new segment's pack: the planted file is set aside, and the pack made anew.
+            drop(file);
+            super::store::set_aside(root, dir, &path)?;
+            file = parent
+                .open_file(&name, OFlags::RDWR | OFlags::CREATE | OFlags::EXCL)?
+                .ok_or_else(missing)?;
+            crate::store::safe::require_own_single_link(&file, &path)?;
         }
-        let file = parent
-            .open_file(&name, flags)?
-            .ok_or_else(|| Error::not_found(format!("{} is missing", path.display())))?;
-        crate::store::safe::require_single_link(&file, &path)?;
         let mut index = HashMap::new();
         let mut end = 0u64;
         if !fresh {
@@ -246,7 +256,7 @@ pub(crate) fn erase(root: &Root, dir: &Path, pack: u64, off: u64, len: u64) -> R
     let Some(f) = crate::store::safe::open_file(root, &path, OFlags::RDWR)? else {
         return Ok(false);
     };
-    crate::store::safe::require_single_link(&f, &path)?;
+    crate::store::safe::require_own_single_link(&f, &path)?;
     let size = f.metadata().map_err(io_at(&path))?.len();
     if off.saturating_add(len) > size {
         return Ok(false);

@@ -32,6 +32,11 @@ const TAIL: u64 = 64;
 const SCAN_PART: usize = 2048;
 /// How often the age bound is applied on an otherwise idle root.
 const RETENTION_EVERY: Duration = Duration::from_secs(3600);
+/// A recorder that could not (re)start tries again after this long, holding the lease meanwhile.
+pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(5);
+/// Failures in a row (a batch that could not be recorded) after which the recorder starts again
+/// from the files on disk and a fresh scan.
+const RESTART_AFTER: u32 = 3;
 
 /// What the recorder loop is told.
 #[derive(Debug)]
@@ -119,10 +124,93 @@ fn now_us() -> i64 {
     micros(chrono::Utc::now())
 }
 
-/// Opens the lease file (`history/.writer.lock`, created if missing, never through a link).
+/// Opens the lease file (`history/.writer.lock`, created if missing, never through a link) for
+/// reading only: the lease is an `flock` on it, and nothing is ever written to it (a hard link
+/// planted under the name leads nowhere).
 pub fn lease_file(root: &Root) -> Result<File> {
     let hist = HistoryDir::of(root);
-    crate::store::atomic::open_append(root, &hist.dir.join(WRITER_LOCK))
+    crate::store::atomic::open_lock_file(root, &hist.dir.join(WRITER_LOCK), false)
+}
+
+/// Says in `writer.json` who writes the history and whether it records (`up`), with the reason
+/// when it does not: what `pantheon status`, `check` and the metrics read (best effort: a writer
+/// that cannot write this file cannot record either, and its lease says it is there).
+fn write_state(root: &Root, since: &str, problem: Option<&str>) {
+    let mut me = serde_json::json!({
+        "pid": std::process::id(),
+        "since": since,
+        "up": problem.is_none(),
+    });
+    if let Some(p) = problem {
+        me["problem"] = p.into();
+        me["at"] = crate::store::time::now_ts().into();
+    }
+    let _ = crate::store::atomic::write_atomic(
+        root,
+        &HistoryDir::of(root).dir.join(WRITER_FILE),
+        &crate::store::atomic::to_pretty_json(&me),
+    );
+}
+
+/// True when a recorder holds the writer lease of `root`'s history (a shared lock is tried and
+/// let go at once; nothing is created).
+fn leased(root: &Root) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = HistoryDir::of(root).dir.join(WRITER_LOCK);
+    let Ok(f) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(&path)
+    else {
+        return false;
+    };
+    if !f.metadata().is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    match f.try_lock_shared() {
+        Ok(()) => {
+            let _ = f.unlock();
+            false
+        }
+        Err(std::fs::TryLockError::WouldBlock) => true,
+        Err(std::fs::TryLockError::Error(_)) => false,
+    }
+}
+
+/// Whether `root`'s history is being recorded, as far as a recorder says: one holds the lease (up,
+/// unless its `writer.json` says it could not start and waits to try again), or none does and the
+/// last one's `writer.json` says it stopped on an error while its process still runs (down).
+/// `None` when no recorder runs (none expected: `serve` records unless told not to, and its own
+/// liveness is the supervisors' figure).
+pub(crate) fn health(root: &Root) -> Option<crate::health::RecorderHealth> {
+    let held = leased(root);
+    let v = crate::store::read::read_json_once(&HistoryDir::of(root).dir.join(WRITER_FILE))
+        .ok()
+        .flatten();
+    let field = |k: &str| v.as_ref().and_then(|v| v.get(k));
+    let down = field("up").and_then(serde_json::Value::as_bool) == Some(false);
+    let pid = field("pid")
+        .and_then(serde_json::Value::as_u64)
+        .and_then(|p| i32::try_from(p).ok())
+        .and_then(rustix::process::Pid::from_raw);
+    let stopped_alive = down && pid.is_some_and(|p| rustix::process::test_kill_process(p).is_ok());
+    if !(held || stopped_alive) {
+        return None;
+    }
+    let problem = down.then(|| {
+        let why: String = field("problem")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("it could not start")
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(400)
+            .collect();
+        match pid {
+            Some(p) => format!("the recorder (pid {}) is down: {why}", p.as_raw_nonzero()),
+            None => format!("the recorder is down: {why}"),
+        }
+    });
+    Some(crate::health::RecorderHealth { up: !down, problem })
 }
 
 /// Who holds the lease, as its `writer.json` says (`pid N since T`).
@@ -148,8 +236,7 @@ impl Recorder {
         let t = now_us();
         let writer = Writer::open(root, retention_of(root), t)?;
         let hist = HistoryDir::of(root);
-        let me =
-            serde_json::json!({"pid": std::process::id(), "since": crate::store::time::now_ts()});
+        let me = serde_json::json!({"pid": std::process::id(), "since": crate::store::time::now_ts(), "up": true});
         crate::store::atomic::write_atomic(
             root,
             &hist.dir.join(WRITER_FILE),
@@ -272,6 +359,7 @@ impl Recorder {
 
     fn look(&mut self, paths: &[PathBuf], whole: bool) -> Result<(usize, Vec<PathBuf>)> {
         let now = now_us();
+        let mut committed = 0;
         let mut batch: Vec<Pending> = Vec::new();
         let mut done = std::collections::HashSet::new();
         let mut walked = Vec::new();
@@ -289,6 +377,13 @@ impl Recorder {
                             seen.insert(k.clone());
                             if done.insert(f.clone()) {
                                 batch.extend(self.observe(&k, &f, now));
+                            }
+                            // A large tree moved in at once is committed in parts, as a scan's:
+                            // a segment stays within what a reader accepts.
+                            if batch.len() >= SCAN_PART {
+                                committed += batch.len();
+                                let part = stamp_deletes(std::mem::take(&mut batch));
+                                self.writer.commit(part, now_us())?;
                             }
                         }
                     }
@@ -331,7 +426,7 @@ impl Recorder {
                 }
             }
         }
-        let n = batch.len();
+        let n = committed + batch.len();
         self.writer.commit(stamp_deletes(batch), now_us())?;
         Ok((n, walked))
     }
@@ -725,9 +820,86 @@ impl Rechecks {
     }
 }
 
+/// Takes `first` and what comes within [`GATHER`] after it, then what is queued: the paths named,
+/// whether events were lost (a walk of both trees is needed), whether to stop.
+fn gather(
+    first: Msg,
+    rx: &mpsc::Receiver<Msg>,
+    report: &mut dyn FnMut(Report),
+) -> (Vec<PathBuf>, bool, bool) {
+    let mut paths = Vec::new();
+    let mut rescan = false;
+    let mut stop = false;
+    let mut take = |m: Msg, paths: &mut Vec<PathBuf>| match m {
+        Msg::Stop => stop = true,
+        Msg::Changed {
+            paths: p,
+            rescan: r,
+        } => {
+            paths.extend(p);
+            rescan |= r;
+        }
+        Msg::Warning(w) => report(Report::Warning(w)),
+        Msg::Leased(_) => {}
+    };
+    take(first, &mut paths);
+    let until = std::time::Instant::now() + GATHER;
+    while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
+        match rx.recv_timeout(left) {
+            Ok(m) => take(m, &mut paths),
+            Err(_) => break,
+        }
+    }
+    while let Ok(m) = rx.try_recv() {
+        take(m, &mut paths);
+    }
+    (paths, rescan, stop)
+}
+
+/// Becomes the writer with `lease` (a second handle on the locked lease file): opens the history
+/// (a newest segment that fails the writer's checks or cannot be read is set aside there and a new
+/// one begun) and scans both trees. Says in `writer.json` whether it records, and reports it.
+fn begin(
+    root: &Root,
+    lease: &File,
+    since: &str,
+    report: &mut dyn FnMut(Report),
+) -> Option<Recorder> {
+    let started = lease
+        .try_clone()
+        .map_err(|e| Error::io(HistoryDir::of(root).dir.join(WRITER_LOCK), e))
+        .and_then(|l| Recorder::start(root, l));
+    match started {
+        Ok((rec, scanned)) => {
+            if let Some(why) = &rec.writer.set_aside {
+                report(Report::Warning(why.clone()));
+            }
+            write_state(root, since, None);
+            report(Report::Writing {
+                scanned,
+                repaired: rec.writer.repaired,
+            });
+            Some(rec)
+        }
+        Err(e) => {
+            let why = e.to_string();
+            write_state(root, since, Some(&why));
+            report(Report::Warning(format!(
+                "the recorder is down: {why}; trying again in {} s",
+                RETRY_AFTER.as_secs()
+            )));
+            None
+        }
+    }
+}
+
 /// Records `root` until `rx` gives [`Msg::Stop`] (or every sender is gone): stands by while another
 /// recorder holds the lease, then writes. `tx` must be the sender of `rx` (the file watcher and the
 /// stand-by thread send through it). Reports go to `report`.
+///
+/// A recorder that cannot start (its history unreadable, its directory not writable) keeps the
+/// lease, says it is down and tries again every [`RETRY_AFTER`]; one whose batches fail
+/// [`RESTART_AFTER`] times in a row starts again from the history on disk and a fresh scan.
 pub(crate) fn run(
     root: &Root,
     tx: mpsc::Sender<Msg>,
@@ -737,33 +909,48 @@ pub(crate) fn run(
     let Some(lease) = take_lease(root, &tx, &rx, report)? else {
         return Ok(());
     };
+    let since = crate::store::time::now_ts();
     for (_, d) in bases(root) {
         crate::store::atomic::ensure_dir(root, &d)?;
     }
     // Watch first, then scan: a change made between the two is seen by both, never by neither.
     let watcher = watch(root, &tx)?;
-    let (mut rec, scanned) = Recorder::start(root, lease)?;
-    report(Report::Writing {
-        scanned,
-        repaired: rec.writer.repaired,
-    });
+    let mut rec = begin(root, &lease, &since, report);
+    let mut retry_at = std::time::Instant::now() + RETRY_AFTER;
+    let mut failures = 0u32;
     let mut last_retention = std::time::Instant::now();
     let mut rechecks = Rechecks::default();
     // Not history (see [`unrecorded`]): never watched.
     loop {
-        let wait = [rechecks.wait(), rec.writer.sync_wait()]
+        let Some(r) = rec.as_mut() else {
+            // Down: wait for the next try (a stop ends it); what changes meanwhile the next
+            // start's scan records.
+            match rx.recv_timeout(retry_at.saturating_duration_since(std::time::Instant::now())) {
+                Ok(Msg::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Ok(Msg::Warning(w)) => report(Report::Warning(w)),
+                Ok(_) => {}
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    rec = begin(root, &lease, &since, report);
+                    retry_at = std::time::Instant::now() + RETRY_AFTER;
+                    failures = 0;
+                    rechecks = Rechecks::default();
+                }
+            }
+            continue;
+        };
+        let wait = [rechecks.wait(), r.writer.sync_wait()]
             .into_iter()
             .flatten()
             .fold(RETENTION_EVERY, Duration::min);
         let first = match rx.recv_timeout(wait) {
             Ok(m) => m,
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                rechecks.run(&mut rec, report);
-                if let Err(e) = rec.writer.sync_due() {
+                rechecks.run(r, report);
+                if let Err(e) = r.writer.sync_due() {
                     report(Report::Warning(e.to_string()));
                 }
                 if last_retention.elapsed() >= RETENTION_EVERY {
-                    if let Err(e) = rec.writer.enforce_retention(now_us()) {
+                    if let Err(e) = r.writer.enforce_retention(now_us()) {
                         report(Report::Warning(format!("retention: {e}")));
                     }
                     last_retention = std::time::Instant::now();
@@ -772,66 +959,60 @@ pub(crate) fn run(
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         };
-        let mut paths = Vec::new();
-        let mut rescan = false;
-        let mut stop = false;
-        let mut take = |m: Msg, paths: &mut Vec<PathBuf>| match m {
-            Msg::Stop => stop = true,
-            Msg::Changed {
-                paths: p,
-                rescan: r,
-            } => {
-                paths.extend(p);
-                rescan |= r;
-            }
-            Msg::Warning(w) => report(Report::Warning(w)),
-            Msg::Leased(_) => {}
-        };
-        take(first, &mut paths);
-        let until = std::time::Instant::now() + GATHER;
-        while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
-            match rx.recv_timeout(left) {
-                Ok(m) => take(m, &mut paths),
-                Err(_) => break,
-            }
-        }
-        while let Ok(m) = rx.try_recv() {
-            take(m, &mut paths);
-        }
-        paths.retain(|p| !p.starts_with(&rec.skip));
+        let (mut paths, rescan, stop) = gather(first, &rx, report);
+        paths.retain(|p| !p.starts_with(&r.skip));
         paths.sort();
         paths.dedup();
         // A directory (new, or removed and made again) in `conductor/`: watch it (again: a removed
         // directory's watch went with it, and watching a watched directory changes nothing). What
         // it already holds is read below.
         let done = if rescan {
-            rec.rescan(false)
+            r.rescan(false)
         } else if paths.is_empty() {
             Ok(0)
         } else {
-            rec.refresh(&paths).map(|(n, walked)| {
+            r.refresh(&paths).map(|(n, walked)| {
                 rechecks.add(walked);
                 n
             })
         };
         match done {
-            Ok(0) => {}
-            Ok(n) => report(Report::Committed(n)),
-            Err(e) => report(Report::Warning(e.to_string())),
+            Ok(n) => {
+                failures = 0;
+                if n > 0 {
+                    report(Report::Committed(n));
+                }
+            }
+            Err(e) => {
+                failures += 1;
+                report(Report::Warning(e.to_string()));
+            }
         }
         // On a busy root notifications never leave the loop idle: look at what is due here too.
-        rechecks.run(&mut rec, report);
-        if let Err(e) = rec.writer.sync_due() {
+        rechecks.run(r, report);
+        if let Err(e) = r.writer.sync_due() {
             report(Report::Warning(e.to_string()));
         }
         if last_retention.elapsed() >= RETENTION_EVERY {
             last_retention = std::time::Instant::now();
-            if let Err(e) = rec.writer.enforce_retention(now_us()) {
+            if let Err(e) = r.writer.enforce_retention(now_us()) {
                 report(Report::Warning(format!("retention: {e}")));
             }
         }
         if stop {
             break;
+        }
+        if failures >= RESTART_AFTER {
+            report(Report::Warning(format!(
+                "{failures} batches in a row could not be recorded; starting again from the \
+                 history on disk and a fresh scan"
+            )));
+            // The writer syncs and closes as it goes; the new one repairs what it left.
+            drop(rec.take());
+            rec = begin(root, &lease, &since, report);
+            retry_at = std::time::Instant::now() + RETRY_AFTER;
+            failures = 0;
+            rechecks = Rechecks::default();
         }
     }
     drop(watcher);
@@ -856,6 +1037,8 @@ impl Background {
             .name("history-recorder".into())
             .spawn(move || {
                 if let Err(e) = run(&root, ttx, rx, &mut *report) {
+                    // Said where `status` looks, for as long as this process runs.
+                    write_state(&root, &crate::store::time::now_ts(), Some(&e.to_string()));
                     report(Report::Warning(format!("the recorder stopped: {e}")));
                 }
             })

@@ -20,6 +20,12 @@ use crate::store::Root;
 use crate::store::layout;
 use crate::store::safe::SafeDir;
 
+mod bounds;
+mod open;
+
+use bounds::over_bounds;
+pub(crate) use bounds::{check_tree_len, set_aside};
+
 /// `history/segments`: one file of change records per segment.
 pub(crate) const SEGMENTS_DIR: &str = "segments";
 /// `history/checkpoints`: the whole tree at the start of each segment.
@@ -48,8 +54,22 @@ pub(crate) const SEGMENT_MAX_RECORDS: u64 = 20_000;
 pub(crate) const SEGMENT_MAX_BYTES: u64 = 8 * 1024 * 1024;
 /// The longest a written record waits for its `fdatasync`.
 pub(crate) const SYNC_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
-/// Largest segment or checkpoint file read.
-pub(crate) const MAX_INDEX_BYTES: u64 = 512 * 1024 * 1024;
+/// Largest segment file read (a segment closes at [`SEGMENT_MAX_BYTES`]; one batch may pass it).
+pub(crate) const MAX_SEGMENT_BYTES: u64 = 32 * 1024 * 1024;
+/// Largest checkpoint file read (a tree of some 250,000 files), parsed as it is read.
+pub(crate) const MAX_CHECKPOINT_BYTES: u64 = 32 * 1024 * 1024;
+/// Most files and directories a tree of one moment holds (what a checkpoint and the records
+/// applied to it may name), so a forged history's tree is bounded in memory too.
+pub(crate) const MAX_TREE_FILES: usize = 400_000;
+/// Most blobs one file version may name (a segment's appends, at most [`SEGMENT_MAX_RECORDS`],
+/// after a checkpoint's merged chunks).
+pub(crate) const MAX_PIECES: usize = 65_536;
+/// The open segment closes once the blobs it brought (its pack and the blob files written since it
+/// began) pass this share of the history's `max_size`: one quarter.
+const SEGMENT_SHARE: u64 = 4;
+/// `history/aside`: history files set aside (a segment or pack that failed the writer's checks,
+/// a checkpoint that could not be read), kept for a look, never read or counted.
+pub(crate) const ASIDE_DIR: &str = "aside";
 /// A file larger than this is recorded without its content (its size and time only).
 pub(crate) const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// At a checkpoint, runs of small appended pieces are merged into blobs of about this size.
@@ -429,26 +449,67 @@ impl HistoryDir {
         if f.blobs.is_empty() && f.len > 0 {
             return Ok(None);
         }
-        let mut out = Vec::with_capacity(usize::try_from(f.len).unwrap_or(0).min(1 << 26));
+        let over = |what: String| Error::Corrupt {
+            path: self.dir.clone(),
+            message: format!(
+                "a recorded file is {what}, over the {} MiB a recorded file holds; the history was \
+                 written by hand",
+                MAX_FILE_BYTES >> 20
+            ),
+        };
+        if f.blobs.len() > MAX_PIECES {
+            return Err(over(format!("made of {} blobs", f.blobs.len())));
+        }
+        let mut out = Vec::with_capacity(usize::try_from(f.len).unwrap_or(0).min(1 << 20));
         let mut packs = PackReader::new(&self.dir);
         for b in &f.blobs {
             match self.blob_with(b, &mut packs)? {
-                Some(bytes) => out.extend_from_slice(&bytes),
+                Some(bytes) => {
+                    if (out.len() as u64).saturating_add(bytes.len() as u64) > MAX_FILE_BYTES {
+                        return Err(over(format!(
+                            "made of {} blobs adding up to more",
+                            f.blobs.len()
+                        )));
+                    }
+                    out.extend_from_slice(&bytes)
+                }
                 None => return Ok(None),
             }
         }
         Ok(Some(out))
     }
 
-    /// Reads a checkpoint.
+    /// Reads a checkpoint; refused (naming it) when it is over [`MAX_CHECKPOINT_BYTES`] or a file
+    /// version it names is over the bounds (more than [`MAX_PIECES`] blobs, or more than
+    /// [`MAX_FILE_BYTES`] of content).
     pub fn checkpoint(&self, seq: u64) -> Result<Checkpoint> {
         let p = self.checkpoint_path(seq);
-        let bytes = read_bounded(&p, MAX_INDEX_BYTES)?
+        let f = crate::store::read::open_regular(&p)?
             .ok_or_else(|| Error::not_found(format!("{} is missing", p.display())))?;
-        serde_json::from_slice(&bytes).map_err(|e| Error::Corrupt {
-            path: p,
+        let len = f.metadata().map_err(|e| Error::io(&p, e))?.len();
+        if len > MAX_CHECKPOINT_BYTES {
+            return Err(Error::Corrupt {
+                path: p,
+                message: format!("over the {MAX_CHECKPOINT_BYTES}-byte limit"),
+            });
+        }
+        // Parsed as it is read: the bytes are not held beside the tree they make.
+        let reader = std::io::BufReader::new(f.take(MAX_CHECKPOINT_BYTES));
+        let cp: Checkpoint = serde_json::from_reader(reader).map_err(|e| Error::Corrupt {
+            path: p.clone(),
             message: e.to_string(),
-        })
+        })?;
+        check_tree_len(&p, &cp.files)?;
+        let mut sizes = HashMap::new();
+        for (k, f) in &cp.files {
+            if let Some(why) = over_bounds(self, k, f, &mut sizes) {
+                return Err(Error::Corrupt {
+                    path: p,
+                    message: format!("{why}; this checkpoint was not written by a recorder"),
+                });
+            }
+        }
+        Ok(cp)
     }
 
     /// The header of a segment (its first line only).
@@ -465,7 +526,7 @@ impl HistoryDir {
     /// Reads a segment whole.
     pub fn segment(&self, seq: u64) -> Result<SegmentRead> {
         let p = self.segment_path(seq);
-        let bytes = read_bounded(&p, MAX_INDEX_BYTES)?
+        let bytes = read_bounded(&p, MAX_SEGMENT_BYTES)?
             .ok_or_else(|| Error::not_found(format!("{} is missing", p.display())))?;
         Ok(parse_segment(seq, &bytes))
     }
@@ -496,9 +557,10 @@ impl HistoryDir {
         let mut tree = cp.files;
         let mut seq = cp.seq.checked_sub(1);
         let p = self.segment_path(seg);
-        let bytes = read_bounded(&p, MAX_INDEX_BYTES)?
+        let bytes = read_bounded(&p, MAX_SEGMENT_BYTES)?
             .ok_or_else(|| Error::not_found(format!("{} is missing", p.display())))?;
         let mut last = cp.t;
+        let mut appended = BTreeSet::new();
         // Records are in time order: parse only up to the moment, then read the last line's time.
         for line in bytes.split(|b| *b == b'\n').skip(1) {
             let Ok(c) = serde_json::from_slice::<Change>(line) else {
@@ -508,9 +570,16 @@ impl HistoryDir {
                 break;
             }
             apply(&mut tree, &c);
+            check_tree_len(&p, &tree)?;
+            if c.kind == Kind::App {
+                appended.insert(c.path.clone());
+            } else {
+                appended.remove(&c.path);
+            }
             seq = Some(c.seq);
             last = c.at_us;
         }
+        self.check_appended(seg, &tree, &appended)?;
         if let Some(c) = bytes
             .split(|b| *b == b'\n')
             .rev()
@@ -520,7 +589,7 @@ impl HistoryDir {
         }
         if let Some(&(s, _)) = heads.last()
             && s != seg
-            && let Ok(Some(b)) = read_bounded(&self.segment_path(s), MAX_INDEX_BYTES)
+            && let Ok(Some(b)) = read_bounded(&self.segment_path(s), MAX_SEGMENT_BYTES)
             && let Some(c) = b
                 .split(|x| *x == b'\n')
                 .rev()
@@ -583,7 +652,8 @@ impl HistoryDir {
             .unwrap_or_default()
     }
 
-    /// Bytes the history takes on disk (apparent sizes of its files).
+    /// Bytes the history takes on disk (apparent sizes of its files; what was set aside, in
+    /// `aside/`, is not counted: it may be a link to a file that is not the history's).
     pub fn size(&self) -> u64 {
         fn walk(p: &Path, depth: usize) -> u64 {
             let Ok(rd) = std::fs::read_dir(p) else {
@@ -591,6 +661,7 @@ impl HistoryDir {
             };
             rd.flatten()
                 .map(|e| match e.file_type() {
+                    Ok(t) if t.is_dir() && depth == 0 && e.file_name() == ASIDE_DIR => 0,
                     Ok(t) if t.is_dir() && depth < 4 => walk(&e.path(), depth + 1),
                     Ok(t) if t.is_file() => e.metadata().map(|m| m.len()).unwrap_or(0),
                     _ => 0,
@@ -678,6 +749,8 @@ pub struct Writer {
     seg_file: File,
     seg_records: u64,
     seg_bytes: u64,
+    /// Bytes of blob files written since the segment began (its pack's are counted by the pack).
+    seg_blob_bytes: u64,
     /// The next sequence number.
     pub next_seq: u64,
     /// The stamp of the last record (stamps never go back).
@@ -691,6 +764,9 @@ pub struct Writer {
     retention: Retention,
     /// Records cut from a damaged tail at open (a killed writer's half-written batch).
     pub repaired: usize,
+    /// Why the newest segment was set aside at open and a new one begun (it failed the writer's
+    /// checks, or it or its checkpoint could not be read), if it was.
+    pub set_aside: Option<String>,
     /// Since when records are written and not yet `fdatasync`ed ([`Writer::sync_due`]).
     unsynced: Option<std::time::Instant>,
 }
@@ -707,100 +783,6 @@ fn io_at(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
 }
 
 impl Writer {
-    /// Opens the history for appending (creating it when missing), after repairing the tail a
-    /// killed writer may have left: a torn last line is cut, and records whose blob is missing are
-    /// cut with everything after them.
-    pub fn open(root: &Root, retention: Retention, now_us: i64) -> Result<Self> {
-        let hist = HistoryDir::of(root);
-        for d in [SEGMENTS_DIR, CHECKPOINTS_DIR, BLOBS_DIR, PACKS_DIR] {
-            crate::store::atomic::ensure_dir(root, &hist.dir.join(d))?;
-        }
-        let segs = hist.segments();
-        let mut w = match segs.last() {
-            None => {
-                let cp = CheckpointOut {
-                    seq: 0,
-                    t: now_us,
-                    files: &Tree::new(),
-                };
-                write_checkpoint(&hist, &cp)?;
-                let pack = PackWriter::open(root, &hist.dir, 0, true, std::iter::empty())?;
-                let file = new_segment(&hist, 0, now_us)?;
-                Self {
-                    hist,
-                    tree: Tree::new(),
-                    seg: 0,
-                    seg_file: file,
-                    seg_records: 0,
-                    seg_bytes: 0,
-                    next_seq: 0,
-                    last_t: now_us,
-                    blob_dirs: HashMap::new(),
-                    pack,
-                    packing: true,
-                    retention,
-                    repaired: 0,
-                    unsynced: None,
-                }
-            }
-            Some(&seg) => {
-                let cp = hist.checkpoint(seg)?;
-                let path = hist.segment_path(seg);
-                let read = hist.segment(seg)?;
-                let mut tree = cp.files;
-                let mut next_seq = cp.seq;
-                let mut last_t = cp.t;
-                let mut keep_len = read.whole_len;
-                let mut kept = 0u64;
-                let mut repaired = 0usize;
-                let mut packs = PackReader::new(&hist.dir);
-                for (i, (off, c)) in read.records.iter().enumerate() {
-                    let blob_ok = c
-                        .blob
-                        .as_deref()
-                        .is_none_or(|b| hist.has_blob(b, &mut packs));
-                    if c.seq != next_seq || c.at_us < last_t || !blob_ok {
-                        keep_len = *off;
-                        repaired = read.records.len() - i;
-                        break;
-                    }
-                    apply(&mut tree, c);
-                    next_seq = c.seq + 1;
-                    last_t = c.at_us;
-                    kept += 1;
-                }
-                let names = read.records[..kept as usize]
-                    .iter()
-                    .filter_map(|(_, c)| c.blob.as_deref());
-                let pack = PackWriter::open(root, &hist.dir, seg, false, names)?;
-                let file = reopen_segment(root, &path, keep_len)?;
-                Self {
-                    hist,
-                    tree,
-                    seg,
-                    seg_file: file,
-                    seg_records: kept,
-                    seg_bytes: keep_len,
-                    next_seq,
-                    last_t,
-                    blob_dirs: HashMap::new(),
-                    pack,
-                    packing: true,
-                    retention,
-                    repaired,
-                    unsynced: None,
-                }
-            }
-        };
-        if hist_format(&w.hist, w.seg) < FORMAT {
-            // A segment of an older format is closed, so the records that may name packs begin a
-            // segment whose header says so.
-            w.roll(now_us)?;
-        }
-        w.enforce_retention(now_us)?;
-        Ok(w)
-    }
-
     /// Stores `bytes` as a blob and returns its name: a small one in the segment's pack (while
     /// [`Writer::packing`]), a large one as a file; identical contents are stored once.
     pub fn put_blob(&mut self, bytes: &[u8]) -> Result<String> {
@@ -827,6 +809,7 @@ impl Writer {
                     .is_ok_and(|s| s.st_size as u64 == bytes.len() as u64);
             if !exists {
                 d.replace_volatile(OsStr::new(&name), bytes)?;
+                self.seg_blob_bytes = self.seg_blob_bytes.saturating_add(bytes.len() as u64);
             }
         }
         Ok(h)
@@ -872,10 +855,18 @@ impl Writer {
         if self.seg_records >= SEGMENT_MAX_RECORDS
             || self.seg_bytes >= SEGMENT_MAX_BYTES
             || self.pack.len() >= PACK_MAX_BYTES
+            || self.pack.len().saturating_add(self.seg_blob_bytes) >= self.blob_share()
         {
             self.roll(now_us)?;
         }
         Ok(out)
+    }
+
+    /// The blob bytes past which the open segment closes: a [`SEGMENT_SHARE`] of `max_size`, so
+    /// that retention, which drops whole closed segments, keeps the history within `max_size` plus
+    /// one segment.
+    fn blob_share(&self) -> u64 {
+        (self.retention.max_bytes / SEGMENT_SHARE).max(1)
     }
 
     /// `fdatasync`s the records written if the oldest of them is `SYNC_EVERY` old (true: synced).
@@ -952,6 +943,7 @@ impl Writer {
         self.seg = self.next_seq;
         self.seg_records = 0;
         self.seg_bytes = 0;
+        self.seg_blob_bytes = 0;
         self.enforce_retention(now_us).map(|_| ())
     }
 
@@ -1133,23 +1125,34 @@ fn new_segment(hist: &HistoryDir, seq: u64, t: i64) -> Result<File> {
     line.push(b'\n');
     // Written whole under a temporary name then renamed, so a segment never lacks its header.
     crate::store::atomic::write_atomic(&hist.root, &path, &line)?;
-    reopen_segment(&hist.root, &path, line.len() as u64)
+    reopen_segment(&hist.root, &path, Some(line.len() as u64))
 }
 
-/// Opens a segment for appending after cutting it to `len` bytes.
-fn reopen_segment(root: &Root, path: &Path, len: u64) -> Result<File> {
+/// Opens a segment for appending (never through a link, and only a file of one link that this
+/// user owns: a hard link planted under the name would make the writer cut and write a file
+/// elsewhere), then, given `len`, cuts it there.
+fn reopen_segment(root: &Root, path: &Path, len: Option<u64>) -> Result<File> {
     let (dir, name) = SafeDir::parent_of(root, path, false)?
         .ok_or_else(|| Error::not_found(format!("{} is missing", path.display())))?;
     let mut f = dir
         .open_file(&name, OFlags::RDWR)?
         .ok_or_else(|| Error::not_found(format!("{} is missing", path.display())))?;
+    crate::store::safe::require_own_single_link(&f, path)?;
+    if let Some(len) = len {
+        cut_segment(&mut f, path, len)?;
+    }
+    Ok(f)
+}
+
+/// Cuts open segment `f` to `len` bytes (when longer) and places the writer at its end.
+fn cut_segment(f: &mut File, path: &Path, len: u64) -> Result<()> {
     let cur = f.metadata().map_err(io_at(path))?.len();
     if cur != len {
         f.set_len(len).map_err(io_at(path))?;
         f.sync_data().map_err(io_at(path))?;
     }
     f.seek(SeekFrom::Start(len)).map_err(io_at(path))?;
-    Ok(f)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1359,5 +1362,261 @@ mod tests {
         assert_eq!(hist.segments().len(), 1);
         let (errors, _) = crate::history::check(&root);
         assert!(errors.is_empty(), "{errors:?}");
+    }
+
+    #[test]
+    fn a_hard_link_planted_as_the_newest_segment_or_a_next_pack_is_set_aside_never_written() {
+        let d = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let root = Root::at(d.path());
+        let ret = Retention {
+            max_bytes: u64::MAX,
+            max_age: std::time::Duration::from_secs(3600),
+        };
+        let mut w = Writer::open(&root, ret.clone(), 1_000).unwrap();
+        let a = w.put_blob(b"a").unwrap();
+        w.commit(vec![put("conductor/a", &a, 2_000)], 2_000)
+            .unwrap();
+        drop(w);
+        let hist = HistoryDir::of(&root);
+        let precious = outside.path().join("precious");
+        let text = b"not the history's: must stay as it is\n".repeat(30_000);
+        std::fs::write(&precious, &text).unwrap();
+        // The newest segment replaced by a hard link to a file elsewhere.
+        std::fs::remove_file(hist.segment_path(0)).unwrap();
+        std::fs::hard_link(&precious, hist.segment_path(0)).unwrap();
+        let mut w = Writer::open(&root, ret.clone(), 3_000).unwrap();
+        let why = w.set_aside.clone().unwrap();
+        assert!(why.contains("hard links") && why.contains("aside"), "{why}");
+        assert_eq!(
+            std::fs::read(&precious).unwrap(),
+            text,
+            "never cut or written"
+        );
+        assert_eq!(hist.segments(), [0]);
+        let seg = std::fs::metadata(hist.segment_path(0)).unwrap();
+        assert_eq!(
+            std::os::unix::fs::MetadataExt::nlink(&seg),
+            1,
+            "a new segment"
+        );
+        assert_eq!(hist.header(0).unwrap().seq, 0);
+        let b = w.put_blob(b"b").unwrap();
+        w.commit(vec![put("conductor/b", &b, 4_000)], 4_000)
+            .unwrap();
+        // The pack of the next segment planted the same way: set aside when the segment closes.
+        std::fs::hard_link(&precious, hist.pack_path(w.next_seq)).unwrap();
+        w.roll(5_000).unwrap();
+        let c = w.put_blob(b"c").unwrap();
+        w.commit(vec![put("conductor/c", &c, 6_000)], 6_000)
+            .unwrap();
+        w.sync().unwrap();
+        assert_eq!(
+            std::fs::read(&precious).unwrap(),
+            text,
+            "never cut or written"
+        );
+        drop(w);
+        let aside: Vec<_> = std::fs::read_dir(hist.dir.join(ASIDE_DIR))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(aside.len(), 2, "{aside:?}");
+        assert!(
+            hist.size() < text.len() as u64,
+            "what is aside is not counted"
+        );
+        match hist.seek(i64::MAX).unwrap() {
+            Seek::Found { tree, .. } => {
+                assert_eq!(
+                    tree.keys().collect::<Vec<_>>(),
+                    ["conductor/b", "conductor/c"]
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        let (errors, _) = crate::history::check(&root);
+        assert!(errors.is_empty(), "{errors:?}");
+    }
+
+    #[test]
+    fn a_garbage_checkpoint_sets_its_segment_aside_and_a_new_one_begins_from_nothing() {
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::at(d.path());
+        let ret = Retention {
+            max_bytes: u64::MAX,
+            max_age: std::time::Duration::from_secs(3600),
+        };
+        let mut w = Writer::open(&root, ret.clone(), 1_000).unwrap();
+        let a = w.put_blob(b"a").unwrap();
+        w.commit(vec![put("conductor/a", &a, 2_000)], 2_000)
+            .unwrap();
+        w.roll(2_500).unwrap();
+        drop(w);
+        let hist = HistoryDir::of(&root);
+        std::fs::write(hist.checkpoint_path(1), b"garbage").unwrap();
+        let w = Writer::open(&root, ret, 9_000).unwrap();
+        assert!(
+            w.set_aside.as_deref().unwrap().contains("checkpoints"),
+            "{:?}",
+            w.set_aside
+        );
+        assert_eq!(
+            (w.next_seq, w.tree.len()),
+            (1, 0),
+            "begun anew, from nothing"
+        );
+        drop(w);
+        assert_eq!(hist.segments(), [0, 1]);
+        assert_eq!(hist.header(1).unwrap().t, 9_000);
+        assert!(hist.checkpoint(1).unwrap().files.is_empty());
+        // The moments before the new segment read as they were.
+        match hist.seek(2_400).unwrap() {
+            Seek::Found { tree, .. } => assert_eq!(tree.len(), 1),
+            other => panic!("{other:?}"),
+        }
+        let (errors, _) = crate::history::check(&root);
+        assert!(errors.is_empty(), "{errors:?}");
+    }
+
+    #[test]
+    fn a_forged_blob_list_is_refused_naming_the_file_not_read() {
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::at(d.path());
+        let ret = Retention {
+            max_bytes: u64::MAX,
+            max_age: std::time::Duration::from_secs(3600),
+        };
+        let mut w = Writer::open(&root, ret, 1_000).unwrap();
+        w.packing = false;
+        // One blob of 2 MiB: named 40 times it would be 80 MiB, over what a recorded file holds.
+        let big = w.put_blob(&vec![b'x'; 2 << 20]).unwrap();
+        w.packing = true;
+        let small = w.put_blob(b"y").unwrap();
+        drop(w);
+        let hist = HistoryDir::of(&root);
+        let forged = |blobs: Vec<String>| {
+            let files: Tree = [(
+                "conductor/tracks/t1/.message-bus/queue.jsonl".to_owned(),
+                FileVer {
+                    blobs,
+                    len: 0,
+                    mtime_us: 1_000,
+                    dir: false,
+                },
+            )]
+            .into();
+            let cp = CheckpointOut {
+                seq: 0,
+                t: 1_000,
+                files: &files,
+            };
+            write_checkpoint(&hist, &cp).unwrap();
+        };
+        forged(vec![big.clone(); 40]);
+        let e = hist.checkpoint(0).unwrap_err().to_string();
+        assert!(
+            e.contains("checkpoints/00000000000000000000.json") && e.contains("40 blobs"),
+            "{e}"
+        );
+        assert!(hist.seek(2_000).is_err());
+        forged(vec![small.clone(); MAX_PIECES + 1]);
+        let e = hist.checkpoint(0).unwrap_err().to_string();
+        assert!(e.contains(&format!("{} blobs", MAX_PIECES + 1)), "{e}");
+        // The same through the records of a segment: the segment is named.
+        forged(Vec::new());
+        let mut lines = String::new();
+        for i in 0..40u64 {
+            let c = Change {
+                seq: i,
+                at_us: 1_000,
+                path: "conductor/tracks/t1/.message-bus/queue.jsonl".into(),
+                kind: Kind::App,
+                blob: Some(big.clone()),
+                len: 1,
+                mtime_us: 1_000,
+            };
+            lines.push_str(&String::from_utf8(crate::store::json_text(&c, false)).unwrap());
+            lines.push('\n');
+        }
+        let seg = hist.segment_path(0);
+        let mut bytes = std::fs::read(&seg).unwrap();
+        bytes.extend_from_slice(lines.as_bytes());
+        std::fs::write(&seg, bytes).unwrap();
+        let e = hist.seek(2_000).unwrap_err().to_string();
+        assert!(e.contains("segments/00000000000000000000.log"), "{e}");
+        let mut t = super::super::timeline::Timeline::open(&root).unwrap();
+        let e = t.tree_at(40).unwrap_err().to_string();
+        assert!(e.contains("segments/00000000000000000000.log"), "{e}");
+        // A checkpoint over its size, or naming more files than a tree holds.
+        let cp = hist.checkpoint_path(0);
+        std::fs::File::create(&cp)
+            .unwrap()
+            .set_len(MAX_CHECKPOINT_BYTES + 1)
+            .unwrap();
+        let e = hist.checkpoint(0).unwrap_err().to_string();
+        assert!(
+            e.contains("checkpoints/") && e.contains("-byte limit"),
+            "{e}"
+        );
+        let files: Tree = (0..=MAX_TREE_FILES)
+            .map(|i| (format!("conductor/x/{i}"), FileVer::default()))
+            .collect();
+        write_checkpoint(
+            &hist,
+            &CheckpointOut {
+                seq: 0,
+                t: 1_000,
+                files: &files,
+            },
+        )
+        .unwrap();
+        let e = hist.checkpoint(0).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("more than {MAX_TREE_FILES} files")),
+            "{e}"
+        );
+        // A version within the bounds reads (39 x 2 MiB is not: 31 is).
+        let f = FileVer {
+            blobs: vec![big; 31],
+            len: 31 << 21,
+            mtime_us: 1,
+            dir: false,
+        };
+        assert_eq!(hist.content(&f).unwrap().unwrap().len(), 31 << 21);
+    }
+
+    #[test]
+    fn the_open_segment_closes_at_a_share_of_max_size_so_the_history_stays_bounded() {
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::at(d.path());
+        let max = 1 << 20;
+        let ret = Retention {
+            max_bytes: max,
+            max_age: std::time::Duration::from_secs(3600),
+        };
+        let mut w = Writer::open(&root, ret, 1_000).unwrap();
+        let hist = HistoryDir::of(&root);
+        let file = 2_000_000usize;
+        let mut largest = 0;
+        for i in 0..12u8 {
+            let t = 2_000 + i64::from(i) * 1_000;
+            let b = w.put_blob(&vec![b'a' + i; file]).unwrap();
+            w.commit(vec![put("conductor/big.json", &b, t)], t).unwrap();
+            largest = largest.max(hist.size());
+        }
+        // Within max_size plus one segment (whose blobs pass a quarter of max_size by at most one
+        // file): 24 MB written, never more than about 3 MB kept.
+        assert!(
+            largest <= max + 2 * file as u64 + 64 * 1024,
+            "the history reached {largest} bytes"
+        );
+        match hist.seek(i64::MAX).unwrap() {
+            Seek::Found { tree, .. } => {
+                let f = &tree["conductor/big.json"];
+                assert_eq!(hist.content(f).unwrap().unwrap(), vec![b'a' + 11; file]);
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -93,6 +93,49 @@ impl Timeline {
         &self.hist
     }
 
+    /// The key prefix of the supervisors' heartbeats (`conductor/supervisor/`).
+    fn heartbeat_prefix(&self) -> String {
+        let dir = self.hist.root.supervisor_dir();
+        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        format!("{}/{name}/", crate::store::layout::CONDUCTOR_DIR)
+    }
+
+    /// True when change `c` is a supervisor's heartbeat (`conductor/supervisor/pid-….json`: a
+    /// fifth of a busy root's changes, and no act of anyone's), which stepping skips by default.
+    pub fn is_heartbeat(&self, c: &Change) -> bool {
+        c.path.starts_with(&self.heartbeat_prefix())
+    }
+
+    /// The last change numbered below `pos` that is not a heartbeat (the act the tree at `pos`
+    /// shows), looking back at most 10,000 changes.
+    pub fn last_act(&mut self, pos: u64) -> Result<Option<Change>> {
+        let prefix = self.heartbeat_prefix();
+        let act = move |c: &Change| !c.path.starts_with(&prefix);
+        Ok(self
+            .find(pos.saturating_add(1), false, 10_000, &act)?
+            .map(|(_, c)| c))
+    }
+
+    /// The position one act away from `pos`, skipping heartbeats: forward, right after the next
+    /// change that is not a heartbeat; backward, right after the act before the one `pos` shows
+    /// (the last act numbered below `pos`). The end, or the first position, when no act is left
+    /// that way.
+    pub fn step_act(&mut self, pos: u64, forward: bool) -> Result<u64> {
+        let prefix = self.heartbeat_prefix();
+        let act = move |c: &Change| !c.path.starts_with(&prefix);
+        if forward {
+            return Ok(self
+                .find(pos, true, u64::MAX, &act)?
+                .map_or(self.end, |(p, _)| p));
+        }
+        let Some((shown, _)) = self.find(pos.saturating_add(1), false, u64::MAX, &act)? else {
+            return Ok(self.first());
+        };
+        Ok(self
+            .find(shown, false, u64::MAX, &act)?
+            .map_or(self.first(), |(p, _)| p))
+    }
+
     /// Where `pos` falls: the index of the segment whose checkpoint it starts from.
     fn segment_index(&self, pos: u64) -> usize {
         self.heads
@@ -115,9 +158,18 @@ impl Timeline {
         let pos = pos.clamp(self.first(), self.end);
         let seg = self.heads[self.segment_index(pos)].seq;
         let mut tree = self.hist.checkpoint(seg)?.files;
+        let seg_path = self.hist.segment_path(seg);
+        let mut appended = std::collections::BTreeSet::new();
         for c in self.records(seg)?.iter().take_while(|c| c.seq < pos) {
             store::apply(&mut tree, c);
+            store::check_tree_len(&seg_path, &tree)?;
+            if c.kind == store::Kind::App {
+                appended.insert(c.path.clone());
+            } else {
+                appended.remove(&c.path);
+            }
         }
+        self.hist.check_appended(seg, &tree, &appended)?;
         Ok(tree)
     }
 
@@ -349,5 +401,63 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let e = Timeline::open(&Root::at(d.path())).unwrap_err();
         assert!(e.to_string().contains("never recorded"), "{e}");
+    }
+
+    #[test]
+    fn stepping_by_acts_skips_the_supervisors_heartbeats() {
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::at(d.path());
+        let ret = Retention {
+            max_bytes: u64::MAX,
+            max_age: std::time::Duration::from_secs(3600),
+        };
+        let mut w = Writer::open(&root, ret, 1_000).unwrap();
+        // Changes: 0 act, 1 beat, 2 beat, 3 act, 4 beat | (new segment) 5 beat, 6 act, 7 beat.
+        let beat = "conductor/supervisor/pid-7.json";
+        let plan = [false, true, true, false, true, true, false, true];
+        for (n, is_beat) in plan.iter().enumerate() {
+            let t = 1_000 + 10 * n as i64;
+            let path = if *is_beat {
+                beat.to_owned()
+            } else {
+                format!("conductor/state/wf_{n}.json")
+            };
+            let b = w.put_blob(format!("{n}").as_bytes()).unwrap();
+            let p = Pending {
+                path,
+                kind: Kind::Put,
+                blob: Some(b),
+                len: 1,
+                mtime_us: t,
+                when_us: t,
+            };
+            w.commit(vec![p], t).unwrap();
+            if n == 4 {
+                w.roll(t).unwrap();
+            }
+        }
+        let mut t = Timeline::open(&root).unwrap();
+        let (c0, c1) = (t.change(0).unwrap().unwrap(), t.change(1).unwrap().unwrap());
+        assert!(t.is_heartbeat(&c1) && !t.is_heartbeat(&c0));
+        assert_eq!(t.last_act(3).unwrap().map(|c| c.seq), Some(0));
+        assert_eq!(t.last_act(4).unwrap().map(|c| c.seq), Some(3));
+        assert_eq!(t.last_act(0).unwrap(), None);
+        let fwd = |t: &mut Timeline, p| t.step_act(p, true).unwrap();
+        let back = |t: &mut Timeline, p| t.step_act(p, false).unwrap();
+        // Forward from the start: after act 0, after act 3, after act 6 (across the segments),
+        // then the end (only a heartbeat is left).
+        assert_eq!(fwd(&mut t, 0), 1);
+        assert_eq!(fwd(&mut t, 1), 4);
+        assert_eq!(fwd(&mut t, 2), 4, "from among heartbeats, the next act");
+        assert_eq!(fwd(&mut t, 4), 7);
+        assert_eq!(fwd(&mut t, 7), 8);
+        // Back: the act shown at 7 is 6, so the one before it, 3; at 5 (heartbeats after act 3)
+        // the act shown is 3, so act 0; before act 0, the first position.
+        assert_eq!(back(&mut t, 8), 4, "at the end the act shown is 6");
+        assert_eq!(back(&mut t, 7), 4);
+        assert_eq!(back(&mut t, 5), 1);
+        assert_eq!(back(&mut t, 4), 1);
+        assert_eq!(back(&mut t, 1), 0);
+        assert_eq!(back(&mut t, 0), 0);
     }
 }

@@ -499,6 +499,24 @@ pub(crate) fn require_single_link(file: &File, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// [`require_single_link`], and the file belongs to this process's user: what the history's writer
+/// appends to or cuts (a segment, a pack) is a file it made itself, never one another user planted
+/// under the name.
+pub(crate) fn require_own_single_link(file: &File, path: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    require_single_link(file, path)?;
+    let owner = file.metadata().map_err(|e| Error::io(path, e))?.uid();
+    let me = rustix::process::geteuid().as_raw();
+    if owner != me {
+        return Err(Error::refused(format!(
+            "{} belongs to user {owner}, not to user {me} who writes it; the history's writer only \
+             writes files it made",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
