@@ -7,10 +7,10 @@
 use crossterm::event::KeyCode;
 use insta::assert_snapshot;
 use pantheon::Root;
-use pantheon::console::keymap::{Action, Pane};
 use pantheon::console::app::{App, FlashKind, Mode};
 use pantheon::console::attention::Kind;
 use pantheon::console::engine_ops::EngineOperator;
+use pantheon::console::keymap::{Action, Pane};
 use pantheon::console::ops::Op;
 use serde_json::{Value, json};
 

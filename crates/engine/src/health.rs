@@ -58,15 +58,7 @@ pub struct Health {
     pub recorder: Option<RecorderHealth>,
 }
 
-/// Whether the root's history is being recorded (docs/HISTORY.md).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct RecorderHealth {
-    /// True while a recorder holds the history's lease and records.
-    pub up: bool,
-    /// Why it is down.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub problem: Option<String>,
-}
+pub use crate::history::recorder::RecorderHealth;
 
 impl Health {
     /// True when the recorder that runs does not record (`pantheon status` shows `⚠recorder`,
@@ -95,8 +87,7 @@ pub struct BridgeHealth {
     pub outbox_pending: u64,
 }
 
-/// A bridge whose status file is older than this is counted as gone.
-pub const BRIDGE_SILENT_AFTER: chrono::Duration = chrono::Duration::seconds(60);
+pub use crate::conductor::outbox::BRIDGE_SILENT_AFTER;
 
 impl Health {
     /// True when open dispatches have ack deadlines and no supervisor is alive to enforce them (the
@@ -567,6 +558,33 @@ fn attention_figure(by_kind: &[(&str, usize)]) -> (usize, String) {
     (total, kinds.join(", "))
 }
 
+/// What `check` finds in the root as a whole: what breaks it (CRITICAL), a recorder that runs and
+/// does not record, unreadable files (WARNING); the recorder's perfdata.
+fn root_problems(h: &Health, found: &mut Vec<(State, String)>, perfdata: &mut Vec<String>) {
+    for why in &h.broken {
+        found.push((State::Critical, why.clone()));
+    }
+    if let Some(r) = h.recorder.as_ref().filter(|r| !r.up) {
+        found.push((
+            State::Warning,
+            format!(
+                "history recorder down: {}",
+                r.problem.as_deref().unwrap_or("nothing records the root")
+            ),
+        ));
+    }
+    if let Some(r) = &h.recorder {
+        perfdata.push(format!("recorder_up={};;;0;1", u8::from(r.up)));
+    }
+    if h.unreadable > 0 {
+        let n = h.unreadable;
+        found.push((
+            State::Warning,
+            format!("{n} unreadable {}", if n == 1 { "file" } else { "files" }),
+        ));
+    }
+}
+
 /// Judges `h` (with the journal's chain, when it was verified, and the attention items) against `t`.
 pub fn evaluate(h: &Health, judged: &Judged<'_>, t: &Thresholds) -> Verdict {
     let journal = judged.journal;
@@ -650,27 +668,7 @@ pub fn evaluate(h: &Health, judged: &Judged<'_>, t: &Thresholds) -> Verdict {
         Some(Ok(entries)) => perfdata.push(format!("journal_entries={entries};;;0;")),
         None => {}
     }
-    for why in &h.broken {
-        found.push((State::Critical, why.clone()));
-    }
-    if let Some(r) = h.recorder.as_ref().filter(|r| !r.up) {
-        found.push((
-            State::Warning,
-            format!(
-                "history recorder down: {}",
-                r.problem.as_deref().unwrap_or("nothing records the root")
-            ),
-        ));
-    }
-    if let Some(r) = &h.recorder {
-        perfdata.push(format!("recorder_up={};;;0;1", u8::from(r.up)));
-    }
-    if h.unreadable > 0 {
-        found.push((
-            State::Warning,
-            plural(n(h.unreadable), "unreadable file", "unreadable files"),
-        ));
-    }
+    root_problems(h, &mut found, &mut perfdata);
     // Worst first; a stable sort keeps the order above among equals.
     found.sort_by_key(|f| std::cmp::Reverse(f.0));
     let state = found.first().map_or(State::Ok, |(s, _)| *s);

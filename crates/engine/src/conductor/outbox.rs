@@ -457,7 +457,8 @@ pub fn give_up(root: &Root, rec: &OutboxRecord, reason: &str, attempts: u64) -> 
 
 /// `conductor/bridge/retry/`: operators' requests that the bridge try a waiting record now.
 pub(crate) fn retry_dir(root: &Root) -> std::path::PathBuf {
-    crate::bridge::bridge_dir(root).join(crate::store::layout::BRIDGE_RETRY_DIR)
+    root.bridge_dir()
+        .join(crate::store::layout::BRIDGE_RETRY_DIR)
 }
 
 /// Most retry requests the bridge takes in one round (the rest wait for the next).
@@ -502,7 +503,7 @@ fn waiting_record(root: &Root, id: &str) -> Result<OutboxRecord> {
             "conductor/outbox/{id}.json is not an outbox record: {e}"
         ))),
         None => {
-            let dead = crate::bridge::dead_dir(root).join(format!("outbox_{id}.json"));
+            let dead = root.bridge_dead_dir().join(format!("outbox_{id}.json"));
             let gone = if sent_dir(root).join(format!("{id}.json")).is_file() {
                 "it was sent (conductor/outbox/sent/)".to_owned()
             } else if dead.is_file() {
@@ -518,9 +519,9 @@ fn waiting_record(root: &Root, id: &str) -> Result<OutboxRecord> {
 }
 
 /// True when a bridge runs on this root (its status file was written within
-/// [`crate::health::BRIDGE_SILENT_AFTER`]).
+/// [`BRIDGE_SILENT_AFTER`]).
 fn bridge_running(root: &Root) -> bool {
-    let updated = read_json(&crate::bridge::status_path(root))
+    let updated = read_json(&root.bridge_dir().join("status.json"))
         .ok()
         .flatten()
         .and_then(|v| v.get("updated").and_then(Value::as_str).map(str::to_owned));
@@ -529,7 +530,7 @@ fn bridge_running(root: &Root) -> bool {
         .and_then(crate::store::time::parse_ts)
         .is_some_and(|t| {
             let age = chrono::Utc::now().signed_duration_since(t);
-            age <= crate::health::BRIDGE_SILENT_AFTER && -age <= crate::health::BRIDGE_SILENT_AFTER
+            age <= BRIDGE_SILENT_AFTER && -age <= BRIDGE_SILENT_AFTER
         })
 }
 
@@ -668,6 +669,9 @@ impl Conductor {
         Ok(outcome(ReplyStatus::Applied, &st))
     }
 }
+
+/// A bridge whose status file is older than this is counted as gone.
+pub const BRIDGE_SILENT_AFTER: chrono::Duration = chrono::Duration::seconds(60);
 
 #[cfg(test)]
 mod tests {

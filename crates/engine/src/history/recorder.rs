@@ -177,12 +177,22 @@ fn leased(root: &Root) -> bool {
     }
 }
 
+/// Whether the root's history is being recorded (docs/HISTORY.md).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RecorderHealth {
+    /// True while a recorder holds the history's lease and records.
+    pub up: bool,
+    /// Why it is down.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
 /// Whether `root`'s history is being recorded, as far as a recorder says: one holds the lease (up,
 /// unless its `writer.json` says it could not start and waits to try again), or none does and the
 /// last one's `writer.json` says it stopped on an error while its process still runs (down).
 /// `None` when no recorder runs (none expected: `serve` records unless told not to, and its own
 /// liveness is the supervisors' figure).
-pub(crate) fn health(root: &Root) -> Option<crate::health::RecorderHealth> {
+pub(crate) fn health(root: &Root) -> Option<RecorderHealth> {
     let held = leased(root);
     let v = crate::store::read::read_json_once(&HistoryDir::of(root).dir.join(WRITER_FILE))
         .ok()
@@ -210,7 +220,7 @@ pub(crate) fn health(root: &Root) -> Option<crate::health::RecorderHealth> {
             None => format!("the recorder is down: {why}"),
         }
     });
-    Some(crate::health::RecorderHealth { up: !down, problem })
+    Some(RecorderHealth { up: !down, problem })
 }
 
 /// Who holds the lease, as its `writer.json` says (`pid N since T`).
