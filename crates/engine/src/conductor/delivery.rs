@@ -377,6 +377,13 @@ pub struct TickReport {
     /// removed (an hour or more old; `pantheon tick` only: `serve` sweeps on its own clock).
     #[serde(skip_serializing_if = "is_zero")]
     pub temps_removed: usize,
+    /// Due dispatches and step timers left as they are because a pause freezes them
+    /// (docs/PROTOCOL.md §2.14).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub paused: usize,
+    /// Pauses whose `--until` passed, ended by this pass (their ids).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resumed: Vec<String>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -547,7 +554,26 @@ impl Conductor {
         let repair = self.repair_intents();
         report.journaled_late = repair.journaled;
         report.warnings = repair.dropped;
+        let pauses = self.pauses_for_pass(now, &mut report);
+        // A pause whose resume failed is tried again a little later, never in a tight loop.
+        index.pause_due = pauses
+            .as_ref()
+            .and_then(super::pause::Pauses::next_until)
+            .map(|t| {
+                if t > now {
+                    t
+                } else {
+                    add(now, RETRY_AFTER).unwrap_or(t)
+                }
+            });
         for (path, kind) in index.take_due(now) {
+            if let Some(until) = self.frozen_until(&path, kind, pauses.as_ref(), now) {
+                // Frozen: looked at again when the pause ends (a change of paused.json makes
+                // `serve` rebuild its index; `tick` builds it anew each time).
+                report.paused += 1;
+                index.park(&path, until, kind);
+                continue;
+            }
             let touched = match kind {
                 Kind::Timer => self.handle_timer(&path, now, &mut report, &mut next),
                 Kind::Dispatch => self.handle_dispatch(&path, now, &mut report, &mut next),
@@ -573,6 +599,103 @@ impl Conductor {
         };
         report.next_deadline = next.map(format_ts);
         report
+    }
+
+    /// The pauses this pass applies, after ending those whose `until` has passed (each resume
+    /// journaled as `serve`'s). `None` when `paused.json` cannot be read: then every due dispatch is
+    /// left frozen (losing nothing) and the error says why.
+    fn pauses_for_pass(
+        &self,
+        now: DateTime<Utc>,
+        report: &mut TickReport,
+    ) -> Option<super::pause::Pauses> {
+        let pauses = match super::pause::Pauses::load(&self.root) {
+            Ok(p) => p,
+            Err(e) => {
+                report
+                    .errors
+                    .push(format!("{e} (every deadline stays frozen until it is fixed)"));
+                return None;
+            }
+        };
+        let due: Vec<_> = pauses
+            .list()
+            .iter()
+            .filter(|p| p.until_ts().is_some_and(|t| t <= now))
+            .map(super::pause::Pause::target)
+            .collect();
+        if due.is_empty() {
+            return Some(pauses);
+        }
+        let serve = Conductor::new(self.root.clone()).with_origin(crate::journal::Origin {
+            actor: "serve".into(),
+            source: "supervisor".into(),
+        });
+        for t in due {
+            match serve.resume(&t, None) {
+                Ok(r) => {
+                    report.errors.extend(r.errors.iter().cloned());
+                    report.resumed.push(r.pause.id);
+                }
+                Err(e) => report.errors.push(format!("resume of {}: {e}", t.label())),
+            }
+        }
+        match super::pause::Pauses::load(&self.root) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                report.errors.push(e.to_string());
+                None
+            }
+        }
+    }
+
+    /// When a due entry is frozen by a pause: until when it is parked (the pause's `until`, else an
+    /// hour; a change of the pauses looks again sooner). `None`: act on it.
+    fn frozen_until(
+        &self,
+        path: &std::path::Path,
+        kind: Kind,
+        pauses: Option<&super::pause::Pauses>,
+        now: DateTime<Utc>,
+    ) -> Option<DateTime<Utc>> {
+        let park = |until: Option<DateTime<Utc>>| {
+            Some(until.unwrap_or_else(|| now + chrono::Duration::hours(1)).max(now))
+        };
+        let Some(pauses) = pauses else {
+            return park(None);
+        };
+        if pauses.list().is_empty() {
+            return None;
+        }
+        let (god, wf, d) = match kind {
+            Kind::Dispatch => {
+                let d = files::read_model::<Dispatch>(path).ok().flatten()?;
+                let inbox = path.parent().and_then(|p| p.file_name());
+                if d.dead_at.is_some() || inbox.is_none_or(|g| g != d.to_god.as_str()) {
+                    // A move a crash cut short is finished whatever is paused.
+                    return None;
+                }
+                (d.to_god.clone(), d.workflow_id.clone(), Some(d))
+            }
+            Kind::Timer => {
+                let v = files::read_model::<Value>(path).ok().flatten()?;
+                let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+                (text("god"), text("workflow_id"), None)
+            }
+        };
+        let frozen = match &d {
+            Some(d) => pauses.freezing(d),
+            None => pauses.holding(&god, &wf),
+        };
+        if let Some(p) = frozen {
+            return park(p.until_ts());
+        }
+        // A redelivery to a paused god waits for its resume too.
+        let d = d?;
+        match decide(&d, &self.step_fallbacks(&d), now) {
+            Due::Redeliver { to, .. } => pauses.god_paused(&to).and_then(|p| park(p.until_ts())),
+            _ => None,
+        }
     }
 
     /// Writes the intent of a redelivery or dead letter before its first write (under the workflow's
@@ -765,6 +888,10 @@ impl Conductor {
             return Ok(None);
         };
         if d.deliveries.len() != seen.deliveries.len() || d.to_god != seen.to_god {
+            return Ok(None);
+        }
+        // A pause written since the pass looked freezes it now (an unreadable file: frozen too).
+        if super::pause::Pauses::load(&self.root).map_or(true, |p| p.freezing(&d).is_some()) {
             return Ok(None);
         }
         let from = GodName::parse(&d.to_god)?;
