@@ -1048,6 +1048,10 @@ pub(crate) fn fresh_id() -> String {
 }
 
 #[cfg(test)]
+#[path = "pause_tests.rs"]
+mod prop;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
