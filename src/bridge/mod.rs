@@ -773,9 +773,24 @@ async fn publish_round(
     out.retry.retain(|id, _| live.contains(id));
     out.handed.retain(|id| live.contains(id));
     let mut blocked: std::collections::HashSet<String> = std::collections::HashSet::new();
+    // A paused peer's records (or every record, the whole root paused) wait in the outbox: not
+    // published, not retried, not dead-lettered, not stuck. An unreadable paused.json holds them all.
+    let pauses = match crate::engine::Pauses::load(&shared.root) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            shared
+                .note_error(format!("outbox held: {e}"))
+                .await;
+            None
+        }
+    };
     for rec in records {
         if shared.stop.load(Ordering::SeqCst) {
             break;
+        }
+        if pauses.as_ref().is_none_or(|p| p.outbound(&rec).is_some()) {
+            out.retry.remove(&rec.outbox_id);
+            continue;
         }
         if blocked.contains(&rec.subject) {
             continue;

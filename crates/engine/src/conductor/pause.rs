@@ -295,13 +295,14 @@ fn write_file(root: &Root, file: &PausedFile) -> Result<()> {
 
 /// The pauses in force, as the engine's checks read them (a resume under way included).
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Pauses {
+pub struct Pauses {
     list: Vec<Pause>,
 }
 
 impl Pauses {
-    /// Reads the pauses in force (none when the file is missing).
-    pub(crate) fn load(root: &Root) -> Result<Self> {
+    /// Reads the pauses in force (none when the file is missing); refuses a file [`read_file`]
+    /// refuses.
+    pub fn load(root: &Root) -> Result<Self> {
         Ok(Self {
             list: read_file(root)?.pauses,
         })
@@ -351,13 +352,24 @@ impl Pauses {
         })
     }
 
-    /// The pause that keeps outbound records to `peer` in the outbox, if any.
-    pub(crate) fn peer(&self, peer: &str) -> Option<&Pause> {
+    /// The pause that keeps outbox record `rec` in the outbox (docs/NATS.md): its peer's (the
+    /// record's `peer`, else its subject's last token, as the bridge names it), or the whole root's.
+    pub fn outbound(&self, rec: &super::outbox::OutboxRecord) -> Option<&Pause> {
+        let peer = rec
+            .extra
+            .get("peer")
+            .and_then(Value::as_str)
+            .or_else(|| rec.subject.rsplit('.').next());
         self.list.iter().find(|p| match p.kind {
             PauseKind::All => true,
-            PauseKind::Peer => p.name.as_deref() == Some(peer),
+            PauseKind::Peer => p.name.is_some() && p.name.as_deref() == peer,
             _ => false,
         })
+    }
+
+    /// True when nothing is paused.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
     }
 
     /// The earliest `until` of a pause in force.
