@@ -410,3 +410,43 @@ fn the_seeds_python_gods_work_against_a_paused_root() {
     assert_eq!(seen["inbox"].as_array().unwrap().len(), 1);
     assert_eq!(seen["held"], json!([]));
 }
+
+#[test]
+fn status_and_check_say_what_is_paused_and_count_its_holds_as_paused_not_held() {
+    let env = env();
+    let status = |format: &str| {
+        let out = env.run(&["status", "--format", format, "--no-cache"], None);
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap().trim_end().to_owned()
+    };
+    let check = |args: &[&str]| {
+        let mut all = vec!["check", "--no-journal"];
+        all.extend_from_slice(args);
+        let out = env.run(&all, None);
+        (
+            out.status.code().unwrap(),
+            String::from_utf8(out.stdout).unwrap().trim_end().to_owned(),
+        )
+    };
+    assert_eq!(check(&[]).0, 0);
+    env.ok(&["pause", "--god", "hephaestus", "--reason", "r"], None);
+    start(&env, "wf_status", "hof_20261206_ah0001");
+    let j: Value = serde_json::from_str(&status("json")).unwrap();
+    assert_eq!(j["paused"], 1, "{j:#}");
+    assert_eq!(j["paused_held"], 1, "{j:#}");
+    assert_eq!(j["held"], 0, "a pause's hold is counted as paused, not held: {j:#}");
+    assert_eq!(j["attention"], 0, "a pause is no attention item: {j:#}");
+    assert!(j["pauses"][0].as_str().unwrap().starts_with("god hephaestus since "));
+    assert_eq!(status("line"), "⏸1");
+    let (code, line) = check(&[]);
+    assert_eq!(code, 1, "WARNING by default: {line}");
+    assert!(line.contains("paused: god hephaestus since "), "{line}");
+    assert!(line.contains("(1 dispatch held)"), "{line}");
+    assert!(line.contains(" paused=1;0;;0;"), "{line}");
+    // Configurable: a pause may be fine for this monitor.
+    let (code, line) = check(&["--warn", "paused=5"]);
+    assert_eq!(code, 0, "{line}");
+    env.ok(&["resume", "--god", "hephaestus"], None);
+    // Released with its ack deadline (and no supervisor running here: `▲`), no pause left.
+    assert_eq!(status("line"), "@1 ▲1");
+}
