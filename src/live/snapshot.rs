@@ -101,6 +101,38 @@ pub struct Snapshot {
     pub tallies: Option<Arc<Tallies>>,
     /// The ledger, budgets and budget warnings (`conductor/cost/`), read incrementally.
     pub ledger: Arc<super::ledger::LedgerView>,
+    /// The pauses in force (`conductor/paused.json`, docs/PROTOCOL.md §2.14), or why the file
+    /// cannot be read.
+    pub paused: Arc<PausedView>,
+}
+
+/// `conductor/paused.json` as the console shows it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PausedView {
+    /// The pauses in force, as the file lists them.
+    pub pauses: Vec<crate::engine::Pause>,
+    /// Why the file cannot be read (then nothing is shown as paused, and the header says so).
+    pub error: Option<String>,
+}
+
+impl PausedView {
+    /// The pause that stops dispatches to `god` or of workflow `wf`, if any.
+    pub fn covering(&self, god: &str, wf: &str) -> Option<&crate::engine::Pause> {
+        use crate::engine::PauseKind;
+        self.pauses.iter().find(|p| match p.kind {
+            PauseKind::All => true,
+            PauseKind::God => p.name.as_deref() == Some(god),
+            PauseKind::Workflow => p.name.as_deref() == Some(wf),
+            _ => false,
+        })
+    }
+
+    /// The pause of exactly `kind` and `name`, if any.
+    pub fn of(&self, kind: crate::engine::PauseKind, name: &str) -> Option<&crate::engine::Pause> {
+        self.pauses
+            .iter()
+            .find(|p| p.kind == kind && p.name.as_deref() == Some(name))
+    }
 }
 
 /// Workflow counts that do not depend on the clock, and the instants from which each unfinished

@@ -73,7 +73,7 @@ pub use crate::{
     conductor::paging::{CompactDispatch, DEFAULT_LIMIT as DEFAULT_PAGE_LIMIT, PageRequest},
     conductor::pause::{
         Frozen, MAX_PAUSED_BYTES, Pause, PauseKind, PauseResult, PauseTarget, PausedEntry,
-        PausedFile, PausedReport, Pauses, ResumeResult, parse_rate as parse_pause_rate, parse_until,
+        PausedFile, PausedReport, Pauses, ResumeResult, held_by_pause, parse_rate as parse_pause_rate, parse_until,
     },
     conductor::request::{AckDecision, AckRequest},
     conductor::rerun::{AsOf, RerunResult},

@@ -321,7 +321,7 @@ impl Pauses {
     }
 
     /// The pauses in force.
-    pub(crate) fn list(&self) -> &[Pause] {
+    pub fn list(&self) -> &[Pause] {
         &self.list
     }
 
@@ -338,8 +338,9 @@ impl Pauses {
             .find(|p| p.covers(&d.to_god, &d.workflow_id) && !applied(d, &p.id))
     }
 
-    /// The pause that stops a redelivery to `god`, if any.
-    pub(crate) fn god_paused(&self, god: &str) -> Option<&Pause> {
+    /// The pause that stops new dispatches to `god` whatever their workflow (its own or the whole
+    /// root's), if any.
+    pub fn god_paused(&self, god: &str) -> Option<&Pause> {
         self.list.iter().find(|p| p.covers_god(god))
     }
 
@@ -585,6 +586,12 @@ pub(crate) fn pause_parts(held_because: Option<&str>) -> Vec<&str> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// True when a dispatch's `held_because` names a pause (`paused: …`, alone or joined to another
+/// hold): the dispatch waits for a resume, not for an approval.
+pub fn held_by_pause(held_because: Option<&str>) -> bool {
+    !pause_parts(held_because).is_empty()
 }
 
 /// `held_because` without the part `part` (`None` when nothing else is left).
