@@ -726,6 +726,7 @@ impl LiveModel {
         self.check_definitions();
         self.rescan_dead();
         self.rescan_supervisors();
+        self.read_paused();
         self.check_journal();
         if self.bridge.refresh(&self.root, bridge::BridgePart::All) {
             self.dirty_bridge = true;
