@@ -135,6 +135,11 @@ pub enum Action {
     ReplaySlower,
     /// Leave the replay: back to the live root.
     ReplayLive,
+    /// Pause the selection's workflow (1), god (2) or track (3, 5) with a reason; on what is
+    /// paused, resume it (docs/PROTOCOL.md §2.14).
+    Pause,
+    /// Resume the selection's pause (`:resume`).
+    Resume,
 }
 
 impl Action {
@@ -211,6 +216,8 @@ impl Action {
             Action::ReplayFaster => "faster",
             Action::ReplaySlower => "slower",
             Action::ReplayLive => "back to live",
+            Action::Pause => "pause / resume",
+            Action::Resume => "resume",
         }
     }
 
@@ -247,6 +254,8 @@ impl Action {
                 | Action::BoardResolve
                 | Action::Requeue
                 | Action::Rerun
+                | Action::Pause
+                | Action::Resume
         )
     }
 }
@@ -440,6 +449,9 @@ impl Default for Keymap {
         bind(vec![Key::ch('x')], wf, Action::Abort, true);
         bind(vec![Key::ch('c')], wf, Action::Cleanup, true);
         bind(vec![Key::ch('v')], wf, Action::ToggleRaw, true);
+        for p in [Pane::Workflows, Pane::Inboxes, Pane::Bus, Pane::Workers] {
+            bind(vec![Key::ch('P')], Scope::Pane(p), Action::Pause, false);
+        }
         let inbox = Scope::Pane(Pane::Inboxes);
         bind(vec![Key::ch('a')], inbox, Action::Ack(None), true);
         bind(vec![Key::ch('p')], inbox, Action::Approve, true);

@@ -630,7 +630,14 @@ impl Snapshot {
             }
         }
         c.waiting = self.inboxes.iter().map(|i| i.dispatches.len()).sum();
-        c.held = self.quarantine.dispatches.len();
+        c.paused_held = self
+            .quarantine
+            .dispatches
+            .iter()
+            .filter(|d| crate::engine::held_by_pause(d.dispatch.held_because.as_deref()))
+            .count();
+        c.held = self.quarantine.dispatches.len() - c.paused_held;
+        c.paused = self.paused.pauses.len();
         for t in self.tracks.iter() {
             c.stale += t
                 .workers
@@ -728,6 +735,10 @@ impl Snapshot {
         let rule = self.overdue_rule();
         for (god, d) in &w.waiting {
             let held = &**god == crate::engine::layout::QUARANTINE_DIR;
+            if held && crate::engine::held_by_pause(d.held_because.as_deref()) {
+                // Waiting on the operator's own pause: never overdue.
+                continue;
+            }
             let at = d.dispatched_at.as_ref().and_then(Stamp::at);
             if let Some(o) = rule.check(held, &d.ack_status, at, now) {
                 return Some(OverdueCause::Dispatch(o));
@@ -866,6 +877,10 @@ pub struct Counts {
     pub warnings: usize,
     /// Workflows waiting for an ack whose dispatch is in no inbox (`pantheon redispatch` writes it again).
     pub orphaned: usize,
+    /// Pauses in force (`conductor/paused.json`).
+    pub paused: usize,
+    /// Dispatches held by a pause (counted here, not in `held`).
+    pub paused_held: usize,
 }
 
 /// `90s` -> `1m`, `2h`, `3d`.

@@ -181,6 +181,10 @@ actions! {
         /// (`pantheon rerun WF --from STEP --as-of TS`).
         as_of: Option<String>,
     } => rerun,
+    /// Pauses a god, a workflow or a track (`pantheon pause`), with a reason.
+    Pause { target: crate::engine::PauseTarget, reason: String } => pause,
+    /// Ends a pause (`pantheon resume`).
+    Resume { target: crate::engine::PauseTarget } => resume,
     /// The same action on every marked record (see `marks`): one engine call each, in order.
     Bulk {
         items: Vec<BulkItem>,

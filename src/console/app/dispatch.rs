@@ -379,7 +379,9 @@ impl App {
             | Action::BoardNextRound
             | Action::BoardResolve
             | Action::Requeue
-            | Action::Rerun => {}
+            | Action::Rerun
+            | Action::Pause
+            | Action::Resume => {}
             Action::NextAttention => self.next_attention(),
             Action::Snooze => self.start_snooze(),
             Action::Messages => self.mode = Mode::Messages,

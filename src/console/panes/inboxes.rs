@@ -27,6 +27,13 @@ fn summary_row<'a>(i: &InboxView, app: &App, theme: &Theme, held: bool) -> Vec<L
     let unacked = i.unacked;
     let name = if held {
         "‖ _quarantine".to_owned()
+    } else if app.snapshot.paused.covering(&i.god, "").is_some_and(|p| {
+        matches!(
+            p.kind,
+            crate::engine::PauseKind::God | crate::engine::PauseKind::All
+        )
+    }) {
+        format!("⏸ {}", i.god)
     } else {
         i.god.clone()
     };
@@ -120,8 +127,17 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         let overdue = items::dispatch_overdue(snap, r.view, r.held, app.now).is_some();
         vec![
             // A held dispatch names the god it is meant for.
-            if r.held {
+            if r.held && crate::engine::held_by_pause(d.held_because.as_deref()) {
+                Line::styled(format!("⏸ {}", d.to_god), theme.warn())
+            } else if r.held {
                 Line::styled(format!("‖ {}", d.to_god), theme.accent())
+            } else if app
+                .snapshot
+                .paused
+                .covering(r.god, &d.workflow_id)
+                .is_some()
+            {
+                Line::styled(format!("⏸ {}", r.god), theme.warn())
             } else {
                 Line::styled(r.god.to_owned(), theme.base())
             },

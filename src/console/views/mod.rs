@@ -200,6 +200,9 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     if app.read_only {
         items.push((1, "READ-ONLY ".into(), theme.warn()));
     }
+    if let Some(badge) = paused_badge(&s.paused, app) {
+        items.push((1, badge, theme.warn()));
+    }
     let waiting = app.attention_count();
     if waiting > 0 {
         items.push((1, format!("@ {waiting} need you · "), theme.alert()));
@@ -217,6 +220,9 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     if c.held > 0 {
         items.push((4, format!("‖ {} held · ", c.held), theme.accent()));
+    }
+    if c.paused_held > 0 {
+        items.push((4, format!("⏸ {} held by pauses · ", c.paused_held), theme.accent()));
     }
     items.push((
         5,
@@ -289,6 +295,25 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         .map(|(_, t, st)| Span::styled(t, st))
         .collect();
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// `⏸ PAUSED god hephaestus since 12:01 (+2 more) · `: what is paused and since when (the first
+/// pause; how many others); a `paused.json` that cannot be read says so instead.
+fn paused_badge(v: &crate::live::snapshot::PausedView, app: &App) -> Option<String> {
+    if let Some(e) = &v.error {
+        let short: String = e.chars().take(60).collect();
+        return Some(format!("⏸ paused.json unreadable: {short} · "));
+    }
+    let first = v.pauses.first()?;
+    let since = crate::console::preview::when(Some(&first.since), app.now, app.absolute_times);
+    let more = match v.pauses.len() {
+        1 => String::new(),
+        n => format!(" (+{} more)", n - 1),
+    };
+    Some(format!(
+        "⏸ PAUSED {} since {since}{more} · ",
+        first.target().label()
+    ))
 }
 
 /// The alert counts of a header, `▲ 2 overdue`, in the order they are dropped last to first (the

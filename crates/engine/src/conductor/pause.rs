@@ -171,6 +171,10 @@ impl Pause {
             PauseKind::Track | PauseKind::Peer => false,
         }
     }
+    /// Whether it stops (and freezes) dispatches to `god` of workflow `wf`.
+    pub fn covers_dispatch(&self, god: &str, wf: &str) -> bool {
+        self.covers(god, wf)
+    }
     /// Whether it stops dispatches to `god` whatever their workflow.
     pub(crate) fn covers_god(&self, god: &str) -> bool {
         match self.kind {
