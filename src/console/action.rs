@@ -450,7 +450,7 @@ impl Default for Keymap {
         bind(vec![Key::ch('c')], wf, Action::Cleanup, true);
         bind(vec![Key::ch('v')], wf, Action::ToggleRaw, true);
         for p in [Pane::Workflows, Pane::Inboxes, Pane::Bus, Pane::Workers] {
-            bind(vec![Key::ch('P')], Scope::Pane(p), Action::Pause, false);
+            bind(vec![Key::ch('Z')], Scope::Pane(p), Action::Pause, false);
         }
         let inbox = Scope::Pane(Pane::Inboxes);
         bind(vec![Key::ch('a')], inbox, Action::Ack(None), true);

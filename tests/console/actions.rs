@@ -787,8 +787,8 @@ fn repeated_acks_and_aborts_flash_what_the_engine_says_of_them() {
     );
 }
 
-/// `P` pauses the selected dispatch's god with a reason (confirmed); the header shows
-/// `⏸ PAUSED` with what and since, the inbox row is marked; `P` again (or `:resume`) resumes it,
+/// `Z` pauses the selected dispatch's god with a reason (confirmed); the header shows
+/// `⏸ PAUSED` with what and since, the inbox row is marked; `Z` again (or `:resume`) resumes it,
 /// confirmed; a read-only console refuses both.
 #[test]
 fn pause_and_resume_from_the_inboxes_pane_with_a_reason_and_a_header_badge() {
@@ -799,7 +799,7 @@ fn pause_and_resume_from_the_inboxes_pane_with_a_reason_and_a_header_badge() {
     let mut ro = app_for(r, chrono::Utc::now());
     ro.read_only = true;
     select_dispatch(&mut ro, "hof_20260614_aaa111");
-    ro.on_key(key('P'));
+    ro.on_key(key('Z'));
     assert!(matches!(ro.mode, Mode::Normal), "{:?}", ro.mode);
     let f = ro.flash.clone().unwrap();
     assert!(f.text.contains("read-only"), "{}", f.text);
@@ -809,7 +809,7 @@ fn pause_and_resume_from_the_inboxes_pane_with_a_reason_and_a_header_badge() {
 
     let mut app = app_for(r, chrono::Utc::now());
     select_dispatch(&mut app, "hof_20260614_aaa111");
-    app.on_key(key('P'));
+    app.on_key(key('Z'));
     type_text(&mut app, "god misbehaving");
     app.on_key(code(KeyCode::Enter));
     let said = confirm_text(&app);

@@ -1,4 +1,4 @@
-//! Pause and resume (`P` on panes 1, 2, 3 and 5; `:pause`, `:resume`): the selection's workflow
+//! Pause and resume (`Z` on panes 1, 2, 3 and 5; `:pause`, `:resume`): the selection's workflow
 //! (pane 1), god (pane 2: the selected dispatch's) or track (panes 3 and 5) is paused with a reason
 //! asked for, or resumed when it is paused already; each confirmed (docs/PROTOCOL.md §2.14).
 
@@ -58,7 +58,7 @@ pub(super) fn is_paused(snap: &Snapshot, target: &PauseTarget) -> bool {
     snap.paused.pauses.iter().any(|p| p.target() == *target)
 }
 
-/// `P` (pause, or resume what is paused) and `:resume`.
+/// `Z` (pause, or resume what is paused) and `:resume`.
 pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
     if !matches!(action, Action::Pause | Action::Resume) {
         return None;
@@ -133,7 +133,7 @@ impl Act for super::Pause<'_> {
         if is_paused(snap, self.target) {
             out.push(line(Dim, "It is paused already: nothing changes."));
         }
-        out.push(line(Dim, "Resume with P again or :resume; nothing is lost."));
+        out.push(line(Dim, "Resume with Z again or :resume; nothing is lost."));
         out.push(line(Dim, format!("Reason: {}", self.reason)));
     }
 

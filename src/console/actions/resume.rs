@@ -1,4 +1,4 @@
-//! Resume a pause (`P` on what is paused, `:resume`; started by `pause`'s flow): the confirmation
+//! Resume a pause (`Z` on what is paused, `:resume`; started by `pause`'s flow): the confirmation
 //! says what the pause holds; the engine releases it in the order held (docs/PROTOCOL.md §2.14).
 
 use chrono::{DateTime, Utc};
@@ -14,7 +14,7 @@ use super::super::shown::Version;
 use super::pause::is_paused;
 use super::{Act, line};
 
-/// Started by `pause`'s flow (`P` on what is paused, `:resume`), never on its own.
+/// Started by `pause`'s flow (`Z` on what is paused, `:resume`), never on its own.
 pub(super) fn start(_app: &mut App, _action: &Action) -> Option<Vec<Effect>> {
     None
 }
