@@ -759,6 +759,31 @@ async fn publish_loop(
     }
 }
 
+/// The records of this round that no pause holds. A paused peer's records (or every record, the
+/// whole root paused) wait in the outbox: not published, not retried, not dead-lettered, not stuck
+/// (their retry state is dropped). An unreadable `conductor/paused.json` holds them all, and the
+/// reason is noted.
+async fn without_paused(
+    shared: &Arc<Shared>,
+    out: &mut Outgoing,
+    records: Vec<outbox::OutboxRecord>,
+) -> Vec<outbox::OutboxRecord> {
+    let pauses = match crate::engine::Pauses::load(&shared.root) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            shared.note_error(format!("outbox held: {e}")).await;
+            None
+        }
+    };
+    let (held, free): (Vec<_>, Vec<_>) = records
+        .into_iter()
+        .partition(|r| pauses.as_ref().is_none_or(|p| p.outbound(r).is_some()));
+    for r in &held {
+        out.retry.remove(&r.outbox_id);
+    }
+    free
+}
+
 async fn publish_round(
     js: &jetstream::Context,
     client: &async_nats::Client,
@@ -773,24 +798,10 @@ async fn publish_round(
     out.retry.retain(|id, _| live.contains(id));
     out.handed.retain(|id| live.contains(id));
     let mut blocked: std::collections::HashSet<String> = std::collections::HashSet::new();
-    // A paused peer's records (or every record, the whole root paused) wait in the outbox: not
-    // published, not retried, not dead-lettered, not stuck. An unreadable paused.json holds them all.
-    let pauses = match crate::engine::Pauses::load(&shared.root) {
-        Ok(p) => Some(p),
-        Err(e) => {
-            shared
-                .note_error(format!("outbox held: {e}"))
-                .await;
-            None
-        }
-    };
+    let records = without_paused(shared, out, records).await;
     for rec in records {
         if shared.stop.load(Ordering::SeqCst) {
             break;
-        }
-        if pauses.as_ref().is_none_or(|p| p.outbound(&rec).is_some()) {
-            out.retry.remove(&rec.outbox_id);
-            continue;
         }
         if blocked.contains(&rec.subject) {
             continue;

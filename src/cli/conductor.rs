@@ -365,31 +365,8 @@ pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result
             what,
             until,
             reason,
-        } => {
-            let until = until
-                .map(|u| crate::engine::parse_until(&u, chrono::Utc::now()))
-                .transpose()?;
-            json(c.pause(&what.target()?, until, &reason)?)
-        }
-        ConductorCommand::Resume { what, rate } => {
-            let rate = rate
-                .map(|r| crate::engine::parse_pause_rate(&r))
-                .transpose()?;
-            let r = c.resume(&what.target()?, rate)?;
-            if !r.errors.is_empty() {
-                // Unfinished: the pause stays (resuming); the answer says what failed.
-                eprintln!(
-                    "error: the resume is not finished ({} problem(s)); repeat it to finish:",
-                    r.errors.len()
-                );
-                for e in &r.errors {
-                    eprintln!("  - {e}");
-                }
-                super::print_json(&serde_json::to_value(&r)?);
-                return Ok(Outcome::Exit(std::process::ExitCode::from(1)));
-            }
-            json(r)
-        }
+        } => pause(&c, &what, until, &reason),
+        ConductorCommand::Resume { what, rate } => resume(&c, &what, rate),
         ConductorCommand::Paused => json(c.paused()?),
         ConductorCommand::Rerun {
             workflow_id,
@@ -398,6 +375,40 @@ pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result
             as_of,
         } => rerun(&c, root, &workflow_id, &from, context, as_of),
     }
+}
+
+/// `pause …` (docs/PROTOCOL.md §2.14).
+fn pause(
+    c: &Conductor,
+    what: &PauseSelector,
+    until: Option<String>,
+    reason: &str,
+) -> anyhow::Result<Outcome> {
+    let until = until
+        .map(|u| crate::engine::parse_until(&u, chrono::Utc::now()))
+        .transpose()?;
+    json(c.pause(&what.target()?, until, reason)?)
+}
+
+/// `resume …`: an unfinished resume prints its answer and exits 1, saying what failed (the pause
+/// stays, marked resuming, for a repeat to finish).
+fn resume(c: &Conductor, what: &PauseSelector, rate: Option<String>) -> anyhow::Result<Outcome> {
+    let rate = rate
+        .map(|r| crate::engine::parse_pause_rate(&r))
+        .transpose()?;
+    let r = c.resume(&what.target()?, rate)?;
+    if r.errors.is_empty() {
+        return json(r);
+    }
+    eprintln!(
+        "error: the resume is not finished ({} problem(s)); repeat it to finish:",
+        r.errors.len()
+    );
+    for e in &r.errors {
+        eprintln!("  - {e}");
+    }
+    super::print_json(&serde_json::to_value(&r)?);
+    Ok(Outcome::Exit(std::process::ExitCode::from(1)))
 }
 
 /// `rerun WF --from STEP [--context FILE] [--as-of TS]`: a plain rerun, or a fork from the context bag

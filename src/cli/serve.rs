@@ -432,7 +432,14 @@ fn watch_root(
                 }
             }
             // Anything else directly in conductor/ (watched for paused.json and the journal).
-            Ok(ev) if ev.paths.iter().all(|p| p.parent() == Some(conductor_dir.as_path())) => Ok(()),
+            Ok(ev)
+                if ev
+                    .paths
+                    .iter()
+                    .all(|p| p.parent() == Some(conductor_dir.as_path())) =>
+            {
+                Ok(())
+            }
             Ok(ev) if ev.paths.iter().any(|p| p.starts_with(&watched_tracks)) => {
                 // Only the lease and heartbeat files of a track matter (queue appends do not wake us).
                 for t in ev

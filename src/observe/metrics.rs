@@ -380,7 +380,12 @@ fn dispatch_series(e: &mut Exposition, snap: &Snapshot, now: DateTime<Utc>) -> W
         "Pauses in force (conductor/paused.json), by what they pause.",
     );
     for kind in crate::engine::PauseKind::ALL {
-        let n = snap.paused.pauses.iter().filter(|p| p.kind == *kind).count();
+        let n = snap
+            .paused
+            .pauses
+            .iter()
+            .filter(|p| p.kind == *kind)
+            .count();
         e.gauge(&[("kind", kind.as_str())], n as f64);
     }
     let held_overdue = snap

@@ -720,7 +720,10 @@ fn serve_metrics_count_the_pauses_by_kind_and_what_they_hold() {
     }
     env.ok(&["resume", "--god", "hephaestus"], None);
     let until = Instant::now() + Duration::from_secs(30);
-    while !body().lines().any(|l| l == "pantheon_paused{kind=\"god\"} 0") {
+    while !body()
+        .lines()
+        .any(|l| l == "pantheon_paused{kind=\"god\"} 0")
+    {
         assert!(
             Instant::now() < until,
             "the resume never reached the metrics:\n{}\n{}",

@@ -62,14 +62,21 @@ fn a_paused_god_gets_nothing_new_and_its_resume_releases_what_was_held_in_order(
     assert_eq!(file["version"], 1);
     assert_eq!(file["pauses"][0]["reason"], "incident 12");
 
-    let hids = ["hof_20261206_aa0001", "hof_20261206_aa0002", "hof_20261206_aa0003"];
+    let hids = [
+        "hof_20261206_aa0001",
+        "hof_20261206_aa0002",
+        "hof_20261206_aa0003",
+    ];
     for (i, hid) in hids.iter().enumerate() {
         let r = start(&env, &format!("wf_paused_{i}"), hid);
         assert_eq!(r["status"], "awaiting_approval", "{r:#}");
         let d = env.read(&format!("conductor/pending/_quarantine/{hid}.json"));
         assert_eq!(d["held_because"], "paused: god hephaestus");
         assert!(d.get("ack_deadline").is_none(), "no clock runs while held");
-        assert_eq!(env.state(&format!("wf_paused_{i}"))["status"], "awaiting_approval");
+        assert_eq!(
+            env.state(&format!("wf_paused_{i}"))["status"],
+            "awaiting_approval"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     assert!(env.names("conductor/pending/hephaestus").is_empty());
@@ -84,18 +91,21 @@ fn a_paused_god_gets_nothing_new_and_its_resume_releases_what_was_held_in_order(
 
     // Approve is refused, naming the resume.
     let err = env.refused(&["approve", hids[0]], None);
-    assert!(
-        err.contains("pantheon resume --god hephaestus"),
-        "{err}"
-    );
+    assert!(err.contains("pantheon resume --god hephaestus"), "{err}");
 
     let r = env.ok(&["resume", "--god", "hephaestus"], None);
     assert_eq!(r["status"], "resumed", "{r:#}");
     assert_eq!(r["released"], json!(hids), "released in the order held");
     for (i, hid) in hids.iter().enumerate() {
         let d = env.read(&format!("conductor/pending/hephaestus/{hid}.json"));
-        assert!(d["ack_deadline"].is_string(), "the first delivery starts now");
-        assert_eq!(env.state(&format!("wf_paused_{i}"))["status"], "waiting_for_ack");
+        assert!(
+            d["ack_deadline"].is_string(),
+            "the first delivery starts now"
+        );
+        assert_eq!(
+            env.state(&format!("wf_paused_{i}"))["status"],
+            "waiting_for_ack"
+        );
     }
     assert!(env.names("conductor/pending/_quarantine").is_empty());
     let file = env.read("conductor/paused.json");
@@ -117,8 +127,7 @@ fn a_paused_god_gets_nothing_new_and_its_resume_releases_what_was_held_in_order(
     assert_eq!(entries(&env, "resume").len(), 1);
     let err = env.refused(&["resume", "--god", "iris"], None);
     assert!(err.contains("god iris is not paused"), "{err}");
-    let report: Value =
-        serde_json::from_slice(&env.run(&["validate"], None).stdout).unwrap();
+    let report: Value = serde_json::from_slice(&env.run(&["validate"], None).stdout).unwrap();
     assert_eq!(report["errors"], 0, "{report:#}");
 }
 
@@ -163,7 +172,11 @@ fn a_paused_god_still_acks_what_it_has_and_a_held_approval_hold_stays_for_the_op
 #[test]
 fn a_long_pause_gives_no_redelivery_and_no_dead_letter_and_deadlines_move_by_the_paused_time() {
     let env = env();
-    let hids = ["hof_20261206_ac0001", "hof_20261206_ac0002", "hof_20261206_ac0003"];
+    let hids = [
+        "hof_20261206_ac0001",
+        "hof_20261206_ac0002",
+        "hof_20261206_ac0003",
+    ];
     for (i, hid) in hids.iter().enumerate() {
         start(&env, &format!("wf_long_{i}"), hid);
     }
@@ -171,7 +184,10 @@ fn a_long_pause_gives_no_redelivery_and_no_dead_letter_and_deadlines_move_by_the
         .iter()
         .map(|h| env.read(&format!("conductor/pending/hephaestus/{h}.json")))
         .collect();
-    env.ok(&["pause", "--all", "--reason", "deploy window closed"], None);
+    env.ok(
+        &["pause", "--all", "--reason", "deploy window closed"],
+        None,
+    );
     let mut serve = env
         .command(&["serve"])
         .stdout(Stdio::null())
@@ -194,8 +210,15 @@ fn a_long_pause_gives_no_redelivery_and_no_dead_letter_and_deadlines_move_by_the
         // Frozen from the pause's start (the delivery came before it).
         assert_eq!(ts(&frozen["from"]), ts(&r["pause"]["since"]));
         let moved = ts(&d["ack_deadline"]) - ts(&old["ack_deadline"]);
-        assert_eq!(moved, resumed_at - ts(&r["pause"]["since"]), "shifted exactly");
-        assert_eq!(moved.num_milliseconds(), frozen["shifted_ms"].as_i64().unwrap());
+        assert_eq!(
+            moved,
+            resumed_at - ts(&r["pause"]["since"]),
+            "shifted exactly"
+        );
+        assert_eq!(
+            moved.num_milliseconds(),
+            frozen["shifted_ms"].as_i64().unwrap()
+        );
         // The god acks in time after the resume.
         let a = env.ack(&ack(&format!("ack_{}", &h[4..]), h, "accepted", "back"));
         assert_eq!(a["status"], "accepted");
@@ -206,7 +229,12 @@ fn a_long_pause_gives_no_redelivery_and_no_dead_letter_and_deadlines_move_by_the
     assert!(status.success());
     let mut log = String::new();
     use std::io::Read;
-    serve.stderr.take().unwrap().read_to_string(&mut log).unwrap();
+    serve
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
     assert!(!log.contains("redelivered"), "{log}");
     assert!(entries(&env, "redeliver").is_empty());
     assert!(entries(&env, "dead_letter").is_empty());
@@ -224,7 +252,15 @@ fn a_pause_with_until_is_ended_by_the_supervisor_journaled_as_serve() {
     let env = env();
     let (wf, hid) = ("wf_until", "hof_20261206_ad0001");
     env.ok(
-        &["pause", "--god", "hephaestus", "--until", "1s", "--reason", "short"],
+        &[
+            "pause",
+            "--god",
+            "hephaestus",
+            "--until",
+            "1s",
+            "--reason",
+            "short",
+        ],
         None,
     );
     assert_eq!(start(&env, wf, hid)["status"], "awaiting_approval");
@@ -254,12 +290,16 @@ fn a_paused_track_refuses_posts_naming_the_pause_and_tells_its_readers() {
     let env = Env::new();
     env.ok(&["bus", "--track", "main", "init"], None);
     env.ok(
-        &["bus", "--track", "main", "post", "PROGRESS", "--source", "w1"],
+        &[
+            "bus", "--track", "main", "post", "PROGRESS", "--source", "w1",
+        ],
         None,
     );
     env.ok(&["pause", "--track", "main", "--reason", "freeze"], None);
     let err = env.refused(
-        &["bus", "--track", "main", "post", "PROGRESS", "--source", "w1"],
+        &[
+            "bus", "--track", "main", "post", "PROGRESS", "--source", "w1",
+        ],
         None,
     );
     assert!(err.contains("track main is paused"), "{err}");
@@ -267,7 +307,18 @@ fn a_paused_track_refuses_posts_naming_the_pause_and_tells_its_readers() {
     assert!(err.contains("pantheon resume --track main"), "{err}");
     // Heartbeats, locks released and reads go on.
     env.ok(
-        &["bus", "--track", "main", "heartbeat", "--worker", "w1", "--task", "t1", "--status", "RUNNING"],
+        &[
+            "bus",
+            "--track",
+            "main",
+            "heartbeat",
+            "--worker",
+            "w1",
+            "--task",
+            "t1",
+            "--status",
+            "RUNNING",
+        ],
         None,
     );
     let read = env.ok(&["bus", "--track", "main", "read"], None);
@@ -282,7 +333,9 @@ fn a_paused_track_refuses_posts_naming_the_pause_and_tells_its_readers() {
     env.ok(&["pause", "--track", "main", "--reason", "freeze"], None);
     env.ok(&["resume", "--track", "main"], None);
     env.ok(
-        &["bus", "--track", "main", "post", "PROGRESS", "--source", "w1"],
+        &[
+            "bus", "--track", "main", "post", "PROGRESS", "--source", "w1",
+        ],
         None,
     );
     let read = env.ok(&["bus", "--track", "main", "read"], None);
@@ -325,7 +378,10 @@ fn a_hostile_paused_file_is_refused_by_name_and_loses_nothing() {
     let (wf, hid) = ("wf_hostile", "hof_20261206_af0001");
     start(&env, wf, hid);
     let inbox = format!("conductor/pending/hephaestus/{hid}.json");
-    env.write("conductor/paused.json", "{\"pauses\": [{\"id\": \"../x\"}]}");
+    env.write(
+        "conductor/paused.json",
+        "{\"pauses\": [{\"id\": \"../x\"}]}",
+    );
     let err = env.refused(&["pause", "--god", "iris", "--reason", "r"], None);
     assert!(err.contains("paused.json"), "{err}");
     assert_eq!(
@@ -376,7 +432,15 @@ fn the_seeds_python_gods_work_against_a_paused_root() {
     let (wf, hid) = ("wf_py_paused", "hof_20261206_ag0001");
     start(&env, wf, hid);
     env.ok(
-        &["pause", "--god", "iris", "--until", "1h", "--reason", "iris is misbehaving"],
+        &[
+            "pause",
+            "--god",
+            "iris",
+            "--until",
+            "1h",
+            "--reason",
+            "iris is misbehaving",
+        ],
         None,
     );
     // A foreign reader sees the pause in the file as the protocol describes it.
@@ -398,7 +462,11 @@ fn the_seeds_python_gods_work_against_a_paused_root() {
         .env("HOME", &env.home)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let done: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(done["next"]["status"], "awaiting_approval", "{done:#}");
     let seen = python_reader(&env, "iris");
@@ -434,9 +502,17 @@ fn status_and_check_say_what_is_paused_and_count_its_holds_as_paused_not_held() 
     let j: Value = serde_json::from_str(&status("json")).unwrap();
     assert_eq!(j["paused"], 1, "{j:#}");
     assert_eq!(j["paused_held"], 1, "{j:#}");
-    assert_eq!(j["held"], 0, "a pause's hold is counted as paused, not held: {j:#}");
+    assert_eq!(
+        j["held"], 0,
+        "a pause's hold is counted as paused, not held: {j:#}"
+    );
     assert_eq!(j["attention"], 0, "a pause is no attention item: {j:#}");
-    assert!(j["pauses"][0].as_str().unwrap().starts_with("god hephaestus since "));
+    assert!(
+        j["pauses"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("god hephaestus since ")
+    );
     assert_eq!(status("line"), "⏸1");
     let (code, line) = check(&[]);
     assert_eq!(code, 1, "WARNING by default: {line}");

@@ -813,7 +813,10 @@ fn pause_and_resume_from_the_inboxes_pane_with_a_reason_and_a_header_badge() {
     type_text(&mut app, "god misbehaving");
     app.on_key(code(KeyCode::Enter));
     let said = confirm_text(&app);
-    assert!(said.contains("Nothing new reaches hephaestus's inbox"), "{said}");
+    assert!(
+        said.contains("Nothing new reaches hephaestus's inbox"),
+        "{said}"
+    );
     assert!(said.contains("Reason: god misbehaving"), "{said}");
     let text = confirm(&mut app, &op);
     assert!(text.starts_with("god hephaestus paused since "), "{text}");

@@ -320,7 +320,10 @@ fn a_paused_gods_inbox_says_it_is_paused_and_until_when() {
     assert!(out.status.success(), "{out:?}");
     let r = root.session(&[
         call("check_inbox", json!({"god_name": "hephaestus"})),
-        call("check_inbox", json!({"god_name": "hephaestus", "compact": true})),
+        call(
+            "check_inbox",
+            json!({"god_name": "hephaestus", "compact": true}),
+        ),
         call("check_inbox", json!({"god_name": "thoth"})),
     ]);
     for i in 0..2 {
@@ -330,7 +333,10 @@ fn a_paused_gods_inbox_says_it_is_paused_and_until_when() {
         assert_eq!(p["reason"], json!("budget burning"));
         assert!(p["until"].is_string());
         assert!(
-            p["note"].as_str().unwrap().contains("hephaestus is paused until "),
+            p["note"]
+                .as_str()
+                .unwrap()
+                .contains("hephaestus is paused until "),
             "{p}"
         );
     }

@@ -361,7 +361,10 @@ fn ack_all(b: &Machine, acked: &mut std::collections::BTreeSet<String>) {
 fn a_paused_peers_records_wait_in_the_outbox_until_resumed() {
     let server = Server::start();
     let (mut a, mut b) = two_machines(&server);
-    a.ok(&["pause", "--peer", "tallon", "--reason", "tallon is down"], None);
+    a.ok(
+        &["pause", "--peer", "tallon", "--reason", "tallon is down"],
+        None,
+    );
     let r = a.ok(&["handoff", "submit", "-"], Some(&start_handoff(7)));
     assert_eq!(r["status"], "publishing", "{r}");
     // Several bridge rounds (50 ms each): nothing leaves.
@@ -373,9 +376,11 @@ fn a_paused_peers_records_wait_in_the_outbox_until_resumed() {
     assert_eq!(status["outbox_pending"], 1, "{status}");
     assert!(status["status"].get("stuck").is_none(), "{status}");
     a.ok(&["resume", "--peer", "tallon"], None);
-    wait_for("B's dispatch after the resume", Duration::from_secs(30), || {
-        inbox(&b).len() == 1
-    });
+    wait_for(
+        "B's dispatch after the resume",
+        Duration::from_secs(30),
+        || inbox(&b).len() == 1,
+    );
     assert!(a.bridge.terminate());
     assert!(b.bridge.terminate());
 }

@@ -159,9 +159,7 @@ impl DirFigures {
         f.files = found.len();
         f.unreadable = errors.len();
         for (_, d) in &found {
-            if held
-                && !crate::conductor::pause::pause_parts(d.held_because.as_deref()).is_empty()
-            {
+            if held && !crate::conductor::pause::pause_parts(d.held_because.as_deref()).is_empty() {
                 f.paused += 1;
                 continue;
             }

@@ -68,7 +68,7 @@ pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
     };
     let paused = is_paused(&app.snapshot, &target);
     match (action, paused) {
-        (_, true) => app.confirm(Op::Resume { target }),
+        (_, true) => app.resume_confirm(target),
         (Action::Resume, false) => app.flash(
             FlashKind::Error,
             format!("{} is not paused", target.label()),

@@ -14,6 +14,13 @@ use super::super::shown::Version;
 use super::pause::is_paused;
 use super::{Act, line};
 
+impl App {
+    /// The confirmation of the resume of `target` (what `Z` on a paused record, and `:resume`, open).
+    pub(crate) fn resume_confirm(&mut self, target: crate::engine::PauseTarget) {
+        self.confirm(super::Op::Resume { target });
+    }
+}
+
 /// Started by `pause`'s flow (`Z` on what is paused, `:resume`), never on its own.
 pub(super) fn start(_app: &mut App, _action: &Action) -> Option<Vec<Effect>> {
     None

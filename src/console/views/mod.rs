@@ -222,7 +222,11 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         items.push((4, format!("‖ {} held · ", c.held), theme.accent()));
     }
     if c.paused_held > 0 {
-        items.push((4, format!("⏸ {} held by pauses · ", c.paused_held), theme.accent()));
+        items.push((
+            4,
+            format!("⏸ {} held by pauses · ", c.paused_held),
+            theme.accent(),
+        ));
     }
     items.push((
         5,

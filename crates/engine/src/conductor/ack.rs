@@ -649,17 +649,7 @@ impl Conductor {
             && reject.is_none()
             && resumed.is_none()
         {
-            let parts = super::pause::pause_parts(f.dispatch.held_because.as_deref());
-            if let Some(part) = parts.first() {
-                let what = part.trim_start_matches(super::pause::HOLD_PREFIX);
-                let flag = match what.split_once(' ') {
-                    Some((kind, name)) => format!("--{kind} {name}"),
-                    None => format!("--{what}"),
-                };
-                return Err(Error::refused(format!(
-                    "held dispatch {hid} is held by a pause ({part}), not for approval; `pantheon resume {flag}` releases it"
-                )));
-            }
+            refuse_pause_hold(&hid, &f.dispatch)?;
         }
         let by_label = by.label("operator");
         let publish_def = match (&held, st.definition_id.as_deref()) {
@@ -961,6 +951,22 @@ pub(crate) fn held_step(input: HeldInput<'_>) -> Result<HeldStep> {
         dispatch: Box::new(d),
         to,
     })
+}
+
+/// Refuses an operator's approval of a dispatch a pause holds, naming the resume that releases it.
+fn refuse_pause_hold(hid: &HandoffId, d: &Dispatch) -> Result<()> {
+    let parts = super::pause::pause_parts(d.held_because.as_deref());
+    let Some(part) = parts.first() else {
+        return Ok(());
+    };
+    let what = part.trim_start_matches(super::pause::HOLD_PREFIX);
+    let flag = match what.split_once(' ') {
+        Some((kind, name)) => format!("--{kind} {name}"),
+        None => format!("--{what}"),
+    };
+    Err(Error::refused(format!(
+        "held dispatch {hid} is held by a pause ({part}), not for approval; `pantheon resume {flag}` releases it"
+    )))
 }
 
 /// The operator decisions on held dispatches recorded in a state (`approvals`).

@@ -468,9 +468,8 @@ impl Conductor {
 
     fn intent_done(&self, check: &Check) -> bool {
         match check {
-            Check::Pause { pause_id } => super::pause::read_file(&self.root).is_ok_and(|f| {
-                f.pauses.iter().chain(&f.ended).any(|p| p.id == *pause_id)
-            }),
+            Check::Pause { pause_id } => super::pause::read_file(&self.root)
+                .is_ok_and(|f| f.pauses.iter().chain(&f.ended).any(|p| p.id == *pause_id)),
             Check::Resume { pause_id } => super::pause::read_file(&self.root)
                 .is_ok_and(|f| f.ended.iter().any(|p| p.id == *pause_id)),
             Check::Ack { ack_id, handoff_id } => self

@@ -669,16 +669,16 @@ fn held_by(root: &Root, p: &Pause) -> Vec<(HandoffId, WorkflowId)> {
             .into_iter()
             .filter(|(_, d)| pause_parts(d.held_because.as_deref()).contains(&text.as_str()))
             .filter_map(|(_, d)| {
-            let hid = HandoffId::parse(&d.handoff_id).ok()?;
-            let wf = WorkflowId::parse(&d.workflow_id).ok()?;
-            Some((
-                d.dispatched_at.clone().unwrap_or_default(),
-                hid.to_string(),
-                hid,
-                wf,
-            ))
-        })
-        .collect();
+                let hid = HandoffId::parse(&d.handoff_id).ok()?;
+                let wf = WorkflowId::parse(&d.workflow_id).ok()?;
+                Some((
+                    d.dispatched_at.clone().unwrap_or_default(),
+                    hid.to_string(),
+                    hid,
+                    wf,
+                ))
+            })
+            .collect();
     v.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
     v.into_iter().map(|(_, _, h, w)| (h, w)).collect()
 }
@@ -1052,6 +1052,118 @@ impl Conductor {
     }
 }
 
+/// The supervisor's side of pauses (docs/PROTOCOL.md §2.14), called by each pass of
+/// [`Conductor::tick_index`].
+impl Conductor {
+    /// The pauses this pass applies, after ending those whose `until` has passed (each resume
+    /// journaled as `serve`'s). `None` when `paused.json` cannot be read: then every due dispatch is
+    /// left frozen (losing nothing) and the error says why.
+    pub(crate) fn pauses_for_pass(
+        &self,
+        now: DateTime<Utc>,
+        report: &mut super::delivery::TickReport,
+    ) -> Option<Pauses> {
+        let pauses = match Pauses::load(&self.root) {
+            Ok(p) => p,
+            Err(e) => {
+                report.errors.push(format!(
+                    "{e} (every deadline stays frozen until it is fixed)"
+                ));
+                return None;
+            }
+        };
+        let due: Vec<_> = pauses
+            .list()
+            .iter()
+            .filter(|p| p.until_ts().is_some_and(|t| t <= now))
+            .map(Pause::target)
+            .collect();
+        if due.is_empty() {
+            return Some(pauses);
+        }
+        let serve = Conductor::new(self.root.clone()).with_origin(crate::journal::Origin {
+            actor: "serve".into(),
+            source: "supervisor".into(),
+        });
+        for t in due {
+            match serve.resume(&t, None) {
+                Ok(r) => {
+                    report.errors.extend(r.errors.iter().cloned());
+                    report.resumed.push(r.pause.id);
+                }
+                Err(e) => report.errors.push(format!("resume of {}: {e}", t.label())),
+            }
+        }
+        match Pauses::load(&self.root) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                report.errors.push(e.to_string());
+                None
+            }
+        }
+    }
+
+    /// When a due entry is frozen by a pause: until when it is parked (the pause's `until`, else an
+    /// hour; a change of the pauses looks again sooner). `None`: act on it.
+    pub(crate) fn frozen_until(
+        &self,
+        path: &std::path::Path,
+        kind: super::deadlines::Kind,
+        pauses: Option<&Pauses>,
+        now: DateTime<Utc>,
+    ) -> Option<DateTime<Utc>> {
+        let park = |until: Option<DateTime<Utc>>| {
+            Some(
+                until
+                    .unwrap_or_else(|| now + chrono::Duration::hours(1))
+                    .max(now),
+            )
+        };
+        let Some(pauses) = pauses else {
+            return park(None);
+        };
+        if pauses.list().is_empty() {
+            return None;
+        }
+        let (god, wf, d) = match kind {
+            super::deadlines::Kind::Dispatch => {
+                let d = files::read_model::<Dispatch>(path).ok().flatten()?;
+                let inbox = path.parent().and_then(|p| p.file_name());
+                if d.dead_at.is_some() || inbox.is_none_or(|g| g != d.to_god.as_str()) {
+                    // A move a crash cut short is finished whatever is paused.
+                    return None;
+                }
+                (d.to_god.clone(), d.workflow_id.clone(), Some(d))
+            }
+            super::deadlines::Kind::Timer => {
+                let v = files::read_model::<Value>(path).ok().flatten()?;
+                let text = |k: &str| {
+                    v.get(k)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned()
+                };
+                (text("god"), text("workflow_id"), None)
+            }
+        };
+        let frozen = match &d {
+            Some(d) => pauses.freezing(d),
+            None => pauses.holding(&god, &wf),
+        };
+        if let Some(p) = frozen {
+            return park(p.until_ts());
+        }
+        // A redelivery to a paused god waits for its resume too.
+        let d = d?;
+        match super::delivery::decide(&d, &self.step_fallbacks(&d), now) {
+            super::delivery::Due::Redeliver { to, .. } => {
+                pauses.god_paused(&to).and_then(|p| park(p.until_ts()))
+            }
+            _ => None,
+        }
+    }
+}
+
 /// How long a pause lasted (to its end, its resume's instant, or now), in seconds.
 fn paused_secs(p: &Pause) -> f64 {
     let end = p
@@ -1072,7 +1184,7 @@ pub(crate) fn fresh_id() -> String {
 
 #[cfg(test)]
 #[path = "pause_tests.rs"]
-mod prop;
+mod pause_props;
 
 #[cfg(test)]
 mod tests {
@@ -1131,7 +1243,10 @@ mod tests {
             without_part(&h, "paused: god hermes").as_deref(),
             Some("budget: workflow wf: $1; $2")
         );
-        assert_eq!(without_part("paused: god hermes", "paused: god hermes"), None);
+        assert_eq!(
+            without_part("paused: god hermes", "paused: god hermes"),
+            None
+        );
     }
 
     #[test]
@@ -1152,7 +1267,11 @@ mod tests {
             let e = read_file(&root).unwrap_err().to_string();
             assert!(e.contains("paused.json"), "{bad}: {e}");
         }
-        std::fs::write(root.paused_path(), vec![b' '; MAX_PAUSED_BYTES as usize + 1]).unwrap();
+        std::fs::write(
+            root.paused_path(),
+            vec![b' '; MAX_PAUSED_BYTES as usize + 1],
+        )
+        .unwrap();
         assert!(read_file(&root).unwrap_err().to_string().contains("larger"));
         std::fs::remove_file(root.paused_path()).unwrap();
         std::os::unix::fs::symlink("/etc/passwd", root.paused_path()).unwrap();

@@ -68,10 +68,7 @@ fn places(root: &Root) -> BTreeMap<String, Vec<(String, PathBuf, Dispatch)>> {
         for dir in rd.flatten() {
             let name = dir.file_name().to_string_lossy().into_owned();
             for (path, d) in files::read_dispatch_dir(&dir.path()).0 {
-                let place = format!(
-                    "{}/{name}",
-                    top.file_name().unwrap().to_string_lossy()
-                );
+                let place = format!("{}/{name}", top.file_name().unwrap().to_string_lossy());
                 out.entry(d.handoff_id.clone())
                     .or_default()
                     .push((place, path, d));
@@ -208,4 +205,3 @@ proptest! {
         }
     }
 }
-

@@ -143,7 +143,8 @@ impl Facts {
                 *c = Cycle::default();
             }
             a @ ("pause" | "resume") if !duplicate && !text("pause_id").is_empty() => {
-                self.pauses.insert((a.to_owned(), text("pause_id").to_owned()));
+                self.pauses
+                    .insert((a.to_owned(), text("pause_id").to_owned()));
             }
             "rerun" if wanted.workflows.contains(text("workflow_id")) => {
                 self.reruns
@@ -165,10 +166,16 @@ impl Facts {
             Check::Ack { ack_id, .. } => named || self.acks.contains(ack_id),
             Check::Held { handoff_id } => named || self.held.contains(handoff_id),
             Check::Pause { pause_id } => {
-                named || self.pauses.contains(&("pause".to_owned(), pause_id.clone()))
+                named
+                    || self
+                        .pauses
+                        .contains(&("pause".to_owned(), pause_id.clone()))
             }
             Check::Resume { pause_id } => {
-                named || self.pauses.contains(&("resume".to_owned(), pause_id.clone()))
+                named
+                    || self
+                        .pauses
+                        .contains(&("resume".to_owned(), pause_id.clone()))
             }
             Check::Delivery {
                 handoff_id,
