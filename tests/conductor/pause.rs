@@ -526,3 +526,84 @@ fn status_and_check_say_what_is_paused_and_count_its_holds_as_paused_not_held() 
     // Released with its ack deadline (and no supervisor running here: `▲`), no pause left.
     assert_eq!(status("line"), "@1 ▲1");
 }
+
+/// `pantheon ARGS` killed with SIGKILL at crash point `point` (it must be reached).
+fn killed_at(env: &Env, args: &[&str], point: &str) {
+    use std::os::unix::process::ExitStatusExt;
+    let status = env
+        .command(args)
+        .env("PANTHEON_TEST_CRASH_AT", point)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(status.signal(), Some(9), "{point} not reached");
+}
+
+/// A pause and a resume killed at every point between their writes, then repeated (or left to
+/// the supervisor's next pass): nothing lost or doubled, each deadline shifted exactly once, and
+/// the journal holds each act exactly once.
+#[test]
+fn a_pause_and_a_resume_killed_anywhere_finish_exactly_once_when_repeated() {
+    for point in [
+        "pause:after-file",
+        "journal:before-append:pause",
+        "resume:after-mark",
+        "resume:after-shift",
+        "journal:before-append:resume",
+    ] {
+        let env = env();
+        let waiting = ["hof_20261206_ai0001", "hof_20261206_ai0002"];
+        for (i, h) in waiting.iter().enumerate() {
+            start(&env, &format!("wf_kill_{i}"), h);
+        }
+        let before: Vec<Value> = waiting
+            .iter()
+            .map(|h| env.read(&format!("conductor/pending/hephaestus/{h}.json")))
+            .collect();
+        let pause = ["pause", "--god", "hephaestus", "--reason", "kill test"];
+        if point.contains("pause") {
+            killed_at(&env, &pause, point);
+        }
+        let p = env.ok(&pause, None);
+        // A dispatch routed while paused is held, whatever the kill left.
+        let held = "hof_20261206_ai0003";
+        assert_eq!(start(&env, "wf_kill_held", held)["status"], "awaiting_approval");
+        std::thread::sleep(Duration::from_millis(300));
+        let resume = ["resume", "--god", "hephaestus"];
+        if point.contains("resume") {
+            killed_at(&env, &resume, point);
+        }
+        let r = env.ok(&resume, None);
+        // Killed after the act and before its entry, the repeat finds it done (`duplicate`) and
+        // the supervisor's pass journals the act from its intent.
+        assert!(
+            matches!(r["status"].as_str(), Some("resumed" | "duplicate")),
+            "{point}: {r:#}"
+        );
+        // The supervisor's pass settles what a killed process left unjournaled.
+        env.ok(&["tick"], None);
+        let since = ts(&p["pause"]["since"]);
+        let ended = env.read("conductor/paused.json")["ended"][0].clone();
+        let resumed_at = ts(&ended["resumed_at"]);
+        for (h, old) in waiting.iter().zip(&before) {
+            let d = env.read(&format!("conductor/pending/hephaestus/{h}.json"));
+            assert_eq!(d["frozen"].as_array().unwrap().len(), 1, "{point}: {d:#}");
+            let moved = ts(&d["ack_deadline"]) - ts(&old["ack_deadline"]);
+            assert_eq!(moved, resumed_at - since, "{point}: shifted exactly once");
+        }
+        assert!(env.exists(&format!("conductor/pending/hephaestus/{held}.json")), "{point}");
+        assert!(env.names("conductor/pending/_quarantine").is_empty(), "{point}");
+        let originals = |action: &str| {
+            entries(&env, action)
+                .iter()
+                .filter(|e| !e["outcome"].as_str().unwrap().contains("duplicate"))
+                .count()
+        };
+        assert_eq!(originals("pause"), 1, "{point}: {:#?}", entries(&env, "pause"));
+        assert_eq!(originals("resume"), 1, "{point}: {:#?}", entries(&env, "resume"));
+        let v: Value = serde_json::from_slice(&env.run(&["journal", "--verify"], None).stdout).unwrap();
+        assert_eq!(v["valid"], true, "{point}: {v:#}");
+    }
+}
