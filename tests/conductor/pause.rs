@@ -569,7 +569,10 @@ fn a_pause_and_a_resume_killed_anywhere_finish_exactly_once_when_repeated() {
         let p = env.ok(&pause, None);
         // A dispatch routed while paused is held, whatever the kill left.
         let held = "hof_20261206_ai0003";
-        assert_eq!(start(&env, "wf_kill_held", held)["status"], "awaiting_approval");
+        assert_eq!(
+            start(&env, "wf_kill_held", held)["status"],
+            "awaiting_approval"
+        );
         std::thread::sleep(Duration::from_millis(300));
         let resume = ["resume", "--god", "hephaestus"];
         if point.contains("resume") {
@@ -593,17 +596,116 @@ fn a_pause_and_a_resume_killed_anywhere_finish_exactly_once_when_repeated() {
             let moved = ts(&d["ack_deadline"]) - ts(&old["ack_deadline"]);
             assert_eq!(moved, resumed_at - since, "{point}: shifted exactly once");
         }
-        assert!(env.exists(&format!("conductor/pending/hephaestus/{held}.json")), "{point}");
-        assert!(env.names("conductor/pending/_quarantine").is_empty(), "{point}");
+        assert!(
+            env.exists(&format!("conductor/pending/hephaestus/{held}.json")),
+            "{point}"
+        );
+        assert!(
+            env.names("conductor/pending/_quarantine").is_empty(),
+            "{point}"
+        );
         let originals = |action: &str| {
             entries(&env, action)
                 .iter()
                 .filter(|e| !e["outcome"].as_str().unwrap().contains("duplicate"))
                 .count()
         };
-        assert_eq!(originals("pause"), 1, "{point}: {:#?}", entries(&env, "pause"));
-        assert_eq!(originals("resume"), 1, "{point}: {:#?}", entries(&env, "resume"));
-        let v: Value = serde_json::from_slice(&env.run(&["journal", "--verify"], None).stdout).unwrap();
+        assert_eq!(
+            originals("pause"),
+            1,
+            "{point}: {:#?}",
+            entries(&env, "pause")
+        );
+        assert_eq!(
+            originals("resume"),
+            1,
+            "{point}: {:#?}",
+            entries(&env, "resume")
+        );
+        let v: Value =
+            serde_json::from_slice(&env.run(&["journal", "--verify"], None).stdout).unwrap();
         assert_eq!(v["valid"], true, "{point}: {v:#}");
     }
+}
+
+/// `serve` killed with SIGKILL again and again while a pause runs out (`--until`) and its resume
+/// is under way: the pause ends once, each frozen deadline moves once, the held dispatch is
+/// released once, and the journal holds one resume.
+#[test]
+fn serve_killed_again_and_again_during_a_pause_and_its_resume_loses_and_doubles_nothing() {
+    // A 30 s ack wait: no deadline falls due during the test, so each one moves by the shift only.
+    let env = env();
+    env.write(
+        "conductor/workflows/quick-flow.yaml",
+        &QUICK_FLOW.replace("ack_wait: 1s", "ack_wait: 30s"),
+    );
+    let waiting = ["hof_20261206_aj0001", "hof_20261206_aj0002"];
+    for (i, h) in waiting.iter().enumerate() {
+        start(&env, &format!("wf_sk_{i}"), h);
+    }
+    let before: Vec<Value> = waiting
+        .iter()
+        .map(|h| env.read(&format!("conductor/pending/hephaestus/{h}.json")))
+        .collect();
+    let p = env.ok(
+        &[
+            "pause",
+            "--god",
+            "hephaestus",
+            "--until",
+            "2s",
+            "--reason",
+            "kill loop",
+        ],
+        None,
+    );
+    let held = "hof_20261206_aj0003";
+    assert_eq!(
+        start(&env, "wf_sk_held", held)["status"],
+        "awaiting_approval"
+    );
+    let started = Instant::now();
+    let mut round = 0u64;
+    // Kill serve at varied moments until well past the until (the resume runs in one of them).
+    while started.elapsed() < Duration::from_secs(4) {
+        let mut child = env
+            .command(&["serve"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(60 + (round * 97) % 400));
+        let _ = child.kill();
+        let _ = child.wait();
+        round += 1;
+    }
+    // Whatever the kills left, one clean pass finishes it.
+    env.ok(&["tick"], None);
+    let file = env.read("conductor/paused.json");
+    assert_eq!(file["pauses"], json!([]), "{file:#}");
+    assert_eq!(file["ended"].as_array().unwrap().len(), 1);
+    assert_eq!(file["ended"][0]["resumed_by"], "serve");
+    let since = ts(&p["pause"]["since"]);
+    let resumed_at = ts(&file["ended"][0]["resumed_at"]);
+    for (h, old) in waiting.iter().zip(&before) {
+        assert_eq!(
+            env.copies(h),
+            vec!["conductor/pending/hephaestus".to_string()],
+            "{h}"
+        );
+        let d = env.read(&format!("conductor/pending/hephaestus/{h}.json"));
+        assert_eq!(d["frozen"].as_array().unwrap().len(), 1, "{d:#}");
+        let moved = ts(&d["ack_deadline"]) - ts(&old["ack_deadline"]);
+        assert_eq!(moved, resumed_at - since, "shifted exactly once");
+    }
+    assert_eq!(
+        env.copies(held),
+        vec!["conductor/pending/hephaestus".to_string()]
+    );
+    let resumes: Vec<Value> = entries(&env, "resume")
+        .into_iter()
+        .filter(|e| !e["outcome"].as_str().unwrap().contains("duplicate"))
+        .collect();
+    assert_eq!(resumes.len(), 1, "{resumes:#?} after {round} kills");
+    assert!(entries(&env, "dead_letter").is_empty());
 }
