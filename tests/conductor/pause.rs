@@ -390,6 +390,16 @@ fn a_hostile_paused_file_is_refused_by_name_and_loses_nothing() {
         "never overwritten"
     );
     assert!(env.refused(&["paused"], None).contains("paused.json"));
+    let report: Value = serde_json::from_slice(&env.run(&["validate"], None).stdout).unwrap();
+    assert!(
+        report["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["severity"] == "error"
+                && p["path"].as_str().unwrap().ends_with("paused.json")),
+        "{report:#}"
+    );
     // The supervisor freezes rather than guess, and says why.
     std::thread::sleep(Duration::from_millis(1100));
     let t = env.ok(&["tick"], None);
