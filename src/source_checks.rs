@@ -205,6 +205,8 @@ fn every_console_flash_is_tested_against_the_engine() {
         ("Resolve", &["board resolved: "]),
         ("Requeue", &["requeued into"]),
         ("Rerun", &["rerun from step"]),
+        ("Pause", &["paused since "]),
+        ("Resume", &["resumed after "]),
         (
             "Outbox",
             &[

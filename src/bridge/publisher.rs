@@ -178,6 +178,7 @@ pub(super) async fn publish_loop(
                 Vec::new()
             }
         };
+        let records = without_paused(&shared, &out, records).await;
         if client.connection_state() == async_nats::connection::State::Connected {
             publish_round(
                 &js,
@@ -194,6 +195,32 @@ pub(super) async fn publish_loop(
         trace::mark("outbox_done", "");
         tokio::time::sleep(every).await;
     }
+}
+
+/// The records of this round that no pause holds. A paused peer's records (or every record, the
+/// whole root paused) wait in the outbox: not published, not retried, not dead-lettered, not stuck
+/// (their retry state is dropped). An unreadable `conductor/paused.json` holds them all, and the
+/// reason is noted.
+async fn without_paused(
+    shared: &Arc<Shared>,
+    out: &Out,
+    records: Vec<outbox::OutboxRecord>,
+) -> Vec<outbox::OutboxRecord> {
+    let pauses = match crate::engine::Pauses::load(&shared.root) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            shared.note_error(format!("outbox held: {e}")).await;
+            None
+        }
+    };
+    let (held, free): (Vec<_>, Vec<_>) = records
+        .into_iter()
+        .partition(|r| pauses.as_ref().is_none_or(|p| p.outbound(r).is_some()));
+    let mut o = lock(out);
+    for r in &held {
+        o.retry.remove(&r.outbox_id);
+    }
+    free
 }
 
 /// Takes the operators' retry requests (each file removed once read): the outbox ids they name.

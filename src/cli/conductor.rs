@@ -10,7 +10,8 @@ use serde::Serialize;
 
 use super::Outcome;
 use crate::engine::{
-    Actor, Conductor, GodName, HandoffId, Origin, PageRequest, Root, StepId, WorkflowId,
+    Actor, Conductor, GodName, HandoffId, Origin, PageRequest, PauseTarget, Root, StepId,
+    TrackName, WorkflowId,
 };
 
 #[derive(Debug, Subcommand)]
@@ -121,6 +122,29 @@ pub enum ConductorCommand {
         #[arg(long)]
         retired: bool,
     },
+    /// Pause a god, a workflow, a track, a peer or everything: nothing is lost, deadlines freeze
+    /// (docs/CONDUCTOR.md, "Pause and resume").
+    Pause {
+        #[command(flatten)]
+        what: PauseSelector,
+        /// End the pause by itself (the supervisor does it): a duration ahead (30m), an RFC 3339
+        /// moment, or a local HH:MM.
+        #[arg(long, value_name = "30m|TS|HH:MM")]
+        until: Option<String>,
+        /// Why (recorded in conductor/paused.json and the journal).
+        #[arg(long)]
+        reason: String,
+    },
+    /// End a pause: frozen deadlines shifted by the paused time, held dispatches released in order.
+    Resume {
+        #[command(flatten)]
+        what: PauseSelector,
+        /// Release at most this many a second, steadily (100/s, 6000/m); default: at once.
+        #[arg(long, value_name = "N/s")]
+        rate: Option<String>,
+    },
+    /// What is paused, by whom, why, since, until, and what each pause holds (JSON).
+    Paused,
     /// Start a failed, stalled or completed workflow again from a step (history keeps every attempt).
     Rerun {
         /// The workflow id (`wf_…`).
@@ -136,6 +160,43 @@ pub enum ConductorCommand {
         #[arg(long, value_name = "TS", allow_hyphen_values = true)]
         as_of: Option<String>,
     },
+}
+
+/// What a `pause` or `resume` names: exactly one of these.
+#[derive(Debug, Clone, clap::Args)]
+#[group(required = true, multiple = false)]
+pub struct PauseSelector {
+    /// One god: nothing new reaches its inbox; what it has keeps its ack deadline frozen.
+    #[arg(long, value_name = "GOD")]
+    pub god: Option<String>,
+    /// One workflow: nothing new is dispatched for it; its open dispatches are frozen.
+    #[arg(long, value_name = "WF")]
+    pub workflow: Option<String>,
+    /// One track: new posts are refused (reads, lock releases and heartbeats go on).
+    #[arg(long, value_name = "TRACK")]
+    pub track: Option<String>,
+    /// One peer pantheon: its outbound records wait in the outbox.
+    #[arg(long, value_name = "PEER")]
+    pub peer: Option<String>,
+    /// The whole root: every god, workflow, track and peer.
+    #[arg(long)]
+    pub all: bool,
+}
+
+impl PauseSelector {
+    fn target(&self) -> anyhow::Result<PauseTarget> {
+        Ok(if let Some(g) = &self.god {
+            PauseTarget::god(&GodName::parse_as("--god", g)?)
+        } else if let Some(w) = &self.workflow {
+            PauseTarget::workflow(&WorkflowId::parse(w)?)
+        } else if let Some(t) = &self.track {
+            PauseTarget::track(&TrackName::parse(t)?)
+        } else if let Some(p) = &self.peer {
+            PauseTarget::peer(p)?
+        } else {
+            PauseTarget::all()
+        })
+    }
 }
 
 /// Paging of `inbox` and `pending` (the same as MCP `check_inbox` and `list_pending`).
@@ -371,6 +432,13 @@ pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result
             json(c.requeue(&HandoffId::parse(&handoff_id)?, to.as_ref())?)
         }
         ConductorCommand::Dead { command, retired } => dead(&c, root, command, retired),
+        ConductorCommand::Pause {
+            what,
+            until,
+            reason,
+        } => pause(&c, &what, until, &reason),
+        ConductorCommand::Resume { what, rate } => resume(&c, &what, rate),
+        ConductorCommand::Paused => json(c.paused()?),
         ConductorCommand::Rerun {
             workflow_id,
             from,
@@ -378,6 +446,40 @@ pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result
             as_of,
         } => rerun(&c, root, &workflow_id, &from, context, as_of),
     }
+}
+
+/// `pause …` (docs/PROTOCOL.md §2.14).
+fn pause(
+    c: &Conductor,
+    what: &PauseSelector,
+    until: Option<String>,
+    reason: &str,
+) -> anyhow::Result<Outcome> {
+    let until = until
+        .map(|u| crate::engine::parse_until(&u, chrono::Utc::now()))
+        .transpose()?;
+    json(c.pause(&what.target()?, until, reason)?)
+}
+
+/// `resume …`: an unfinished resume prints its answer and exits 1, saying what failed (the pause
+/// stays, marked resuming, for a repeat to finish).
+fn resume(c: &Conductor, what: &PauseSelector, rate: Option<String>) -> anyhow::Result<Outcome> {
+    let rate = rate
+        .map(|r| crate::engine::parse_pause_rate(&r))
+        .transpose()?;
+    let r = c.resume(&what.target()?, rate)?;
+    if r.errors.is_empty() {
+        return json(r);
+    }
+    eprintln!(
+        "error: the resume is not finished ({} problem(s)); repeat it to finish:",
+        r.errors.len()
+    );
+    for e in &r.errors {
+        eprintln!("  - {e}");
+    }
+    super::print_json(&serde_json::to_value(&r)?);
+    Ok(Outcome::Exit(std::process::ExitCode::from(1)))
 }
 
 /// `rerun WF --from STEP [--context FILE] [--as-of TS]`: a plain rerun, or a fork from the context bag

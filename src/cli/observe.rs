@@ -61,7 +61,7 @@ pub struct StatusArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct CheckArgs {
     /// WARNING when FIGURE is at or above N (overdue, dead_letters, stale_workers, expired_locks,
-    /// bridge_lag, attention); repeatable; overrides the root config's `check:`.
+    /// bridge_lag, attention, paused); repeatable; overrides the root config's `check:`.
     #[arg(long, value_name = "FIGURE=N")]
     pub warn: Vec<String>,
     /// CRITICAL when FIGURE is at or above N; repeatable.
@@ -134,14 +134,15 @@ fn status_json(h: &Health, att: &Tally, exposed: &[String]) -> serde_json::Value
     v
 }
 
-/// `@3 ‖1 ▲1 ☠2`: attention (`attention` items), held, alerts, dead letters; a figure at 0 is
-/// left out.
+/// `@3 ‖1 ▲1 ☠2 ⏸1`: attention (`attention` items), held, alerts, dead letters, pauses in force; a
+/// figure at 0 is left out.
 fn line(h: &Health, attention: usize, tmux: bool) -> String {
     let parts: Vec<String> = [
         ('@', attention, "colour214"),
         ('‖', h.held, "colour75"),
         ('▲', h.alerts(), "red"),
         ('☠', h.dead_letters, "red"),
+        ('⏸', h.paused, "colour75"),
     ]
     .into_iter()
     .filter(|(_, n, _)| *n > 0)

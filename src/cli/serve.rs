@@ -60,6 +60,9 @@ enum Wake {
     Rescan,
     /// The journal moved (only watched with `--journal-anchor`).
     Journal,
+    /// `conductor/paused.json` changed: the index is rebuilt and a pass made (frozen entries are
+    /// looked at again, a new `until` is known).
+    Paused,
     /// SIGTERM or SIGINT.
     Stop,
 }
@@ -157,6 +160,9 @@ fn log_line(out: &mut dyn Write, report: &TickReport) {
             "{} dead-lettered {} ({}) of {} after {} deliveries: {}",
             report.now, a.handoff_id, a.workflow_id, a.from_god, a.delivery, a.path
         );
+    }
+    for id in &report.resumed {
+        let _ = writeln!(out, "{} resumed pause {id}: its until passed", report.now);
     }
     for e in &report.errors {
         let _ = writeln!(out, "{} error: {e}", report.now);
@@ -410,12 +416,30 @@ fn watch_root(
     std::fs::create_dir_all(&tracks_dir).ok();
     let watched_tracks = tracks_dir.clone();
     let journal_file = crate::engine::journal_path(root);
+    let paused_file = root.paused_path();
+    let conductor_dir = root.conductor.clone();
     let mut watcher = notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
         let _ = match ev {
             // Opening or reading a file (our own reads included) changes nothing.
             Ok(ev) if matches!(ev.kind, notify::EventKind::Access(_)) => Ok(()),
             Ok(ev) if ev.need_rescan() => wake.send(Wake::Rescan),
-            Ok(ev) if ev.paths.contains(&journal_file) => wake.send(Wake::Journal),
+            Ok(ev) if ev.paths.contains(&paused_file) => wake.send(Wake::Paused),
+            Ok(ev) if ev.paths.contains(&journal_file) => {
+                if anchor {
+                    wake.send(Wake::Journal)
+                } else {
+                    Ok(())
+                }
+            }
+            // Anything else directly in conductor/ (watched for paused.json and the journal).
+            Ok(ev)
+                if ev
+                    .paths
+                    .iter()
+                    .all(|p| p.parent() == Some(conductor_dir.as_path())) =>
+            {
+                Ok(())
+            }
             Ok(ev) if ev.paths.iter().any(|p| p.starts_with(&watched_tracks)) => {
                 // Only the lease and heartbeat files of a track matter (queue appends do not wake us).
                 for t in ev
@@ -441,11 +465,9 @@ fn watch_root(
     watcher
         .watch(&tracks_dir, notify::RecursiveMode::Recursive)
         .with_context(|| format!("cannot watch {}", tracks_dir.display()))?;
-    if anchor {
-        watcher
-            .watch(&root.conductor, notify::RecursiveMode::NonRecursive)
-            .with_context(|| format!("cannot watch {}", root.conductor.display()))?;
-    }
+    watcher
+        .watch(&root.conductor, notify::RecursiveMode::NonRecursive)
+        .with_context(|| format!("cannot watch {}", root.conductor.display()))?;
     Ok(watcher)
 }
 
@@ -613,6 +635,10 @@ impl<'a> Supervisor<'a> {
                 // A directory whose name is no track name holds no bus (PROTOCOL.md 1.3).
                 Wake::Track(t) => self.notice_now.extend(TrackName::parse(&t).ok()),
                 Wake::Journal => self.anchor_dirty = true,
+                Wake::Paused => {
+                    rescan = true;
+                    self.pass = true;
+                }
                 Wake::Stop => {}
             }
         }

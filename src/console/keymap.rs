@@ -143,6 +143,11 @@ pub enum Action {
     ReplayHeartbeats,
     /// Leave the replay: back to the live root.
     ReplayLive,
+    /// Pause the selection's workflow (1), god (2) or track (3, 5) with a reason; on what is
+    /// paused, resume it (docs/PROTOCOL.md §2.14).
+    Pause,
+    /// Resume the selection's pause (`:resume`).
+    Resume,
 }
 
 impl Action {
@@ -223,6 +228,8 @@ impl Action {
             Action::ReplaySlower => "slower",
             Action::ReplayHeartbeats => "step through heartbeats too / skip them",
             Action::ReplayLive => "back to live",
+            Action::Pause => "pause / resume",
+            Action::Resume => "resume",
         }
     }
 
@@ -263,6 +270,8 @@ impl Action {
                 | Action::Requeue
                 | Action::DiscardDead
                 | Action::Rerun
+                | Action::Pause
+                | Action::Resume
         )
     }
 }
@@ -456,6 +465,9 @@ impl Default for Keymap {
         bind(vec![Key::ch('x')], wf, Action::Abort, true);
         bind(vec![Key::ch('c')], wf, Action::Cleanup, true);
         bind(vec![Key::ch('v')], wf, Action::ToggleRaw, true);
+        for p in [Pane::Workflows, Pane::Inboxes, Pane::Bus, Pane::Workers] {
+            bind(vec![Key::ch('Z')], Scope::Pane(p), Action::Pause, false);
+        }
         let inbox = Scope::Pane(Pane::Inboxes);
         bind(vec![Key::ch('a')], inbox, Action::Ack(None), true);
         bind(vec![Key::ch('p')], inbox, Action::Approve, true);

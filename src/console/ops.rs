@@ -48,6 +48,10 @@ pub enum Outcome {
     Outbox(OutboxActResult),
     /// [`Op::DiscardDead`].
     Discard(crate::engine::RetiredDead),
+    /// [`Op::Pause`].
+    Pause(crate::engine::PauseResult),
+    /// [`Op::Resume`].
+    Resume(crate::engine::ResumeResult),
     /// [`Op::Bulk`]: one entry per item (`key`, `subject`, `ok`, and `error` when refused) and the
     /// marked records that were skipped, as [`super::marks::execute_bulk`] reports them.
     Bulk(super::marks::BulkReport),

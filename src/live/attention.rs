@@ -410,6 +410,10 @@ pub fn next_change(s: &Snapshot, now: DateTime<Utc>) -> DateTime<Utc> {
 fn held_items(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
     for d in s.quarantine.dispatches.iter() {
         let x = &d.dispatch;
+        // A pause's hold is the operator's own act, lifted by the resume: no attention item.
+        if crate::engine::held_by_pause(x.held_because.as_deref()) {
+            continue;
+        }
         // A held dispatch is one item: past the held limit it says so here, and its workflow
         // gets no second `overdue` item (nobody can ack a held dispatch).
         let late = crate::console::items::dispatch_overdue(s, d, true, now)

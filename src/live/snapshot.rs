@@ -101,6 +101,38 @@ pub struct Snapshot {
     pub tallies: Option<Arc<Tallies>>,
     /// The ledger, budgets and budget warnings (`conductor/cost/`), read incrementally.
     pub ledger: Arc<super::ledger::LedgerView>,
+    /// The pauses in force (`conductor/paused.json`, docs/PROTOCOL.md §2.14), or why the file
+    /// cannot be read.
+    pub paused: Arc<PausedView>,
+}
+
+/// `conductor/paused.json` as the console shows it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PausedView {
+    /// The pauses in force, as the file lists them.
+    pub pauses: Vec<crate::engine::Pause>,
+    /// Why the file cannot be read (then nothing is shown as paused, and the header says so).
+    pub error: Option<String>,
+}
+
+impl PausedView {
+    /// The pause that stops dispatches to `god` or of workflow `wf`, if any.
+    pub fn covering(&self, god: &str, wf: &str) -> Option<&crate::engine::Pause> {
+        use crate::engine::PauseKind;
+        self.pauses.iter().find(|p| match p.kind {
+            PauseKind::All => true,
+            PauseKind::God => p.name.as_deref() == Some(god),
+            PauseKind::Workflow => p.name.as_deref() == Some(wf),
+            _ => false,
+        })
+    }
+
+    /// The pause of exactly `kind` and `name`, if any.
+    pub fn of(&self, kind: crate::engine::PauseKind, name: &str) -> Option<&crate::engine::Pause> {
+        self.pauses
+            .iter()
+            .find(|p| p.kind == kind && p.name.as_deref() == Some(name))
+    }
 }
 
 /// Workflow counts that do not depend on the clock, and the instants from which each unfinished
@@ -598,7 +630,14 @@ impl Snapshot {
             }
         }
         c.waiting = self.inboxes.iter().map(|i| i.dispatches.len()).sum();
-        c.held = self.quarantine.dispatches.len();
+        c.paused_held = self
+            .quarantine
+            .dispatches
+            .iter()
+            .filter(|d| crate::engine::held_by_pause(d.dispatch.held_because.as_deref()))
+            .count();
+        c.held = self.quarantine.dispatches.len() - c.paused_held;
+        c.paused = self.paused.pauses.len();
         for t in self.tracks.iter() {
             c.stale += t
                 .workers
@@ -696,6 +735,10 @@ impl Snapshot {
         let rule = self.overdue_rule();
         for (god, d) in &w.waiting {
             let held = &**god == crate::engine::layout::QUARANTINE_DIR;
+            if held && crate::engine::held_by_pause(d.held_because.as_deref()) {
+                // Waiting on the operator's own pause: never overdue.
+                continue;
+            }
             let at = d.dispatched_at.as_ref().and_then(Stamp::at);
             if let Some(o) = rule.check(held, &d.ack_status, at, now) {
                 return Some(OverdueCause::Dispatch(o));
@@ -834,6 +877,10 @@ pub struct Counts {
     pub warnings: usize,
     /// Workflows waiting for an ack whose dispatch is in no inbox (`pantheon redispatch` writes it again).
     pub orphaned: usize,
+    /// Pauses in force (`conductor/paused.json`).
+    pub paused: usize,
+    /// Dispatches held by a pause (counted here, not in `held`).
+    pub paused_held: usize,
 }
 
 /// `90s` -> `1m`, `2h`, `3d`.

@@ -204,7 +204,19 @@ pub fn check_inbox() -> Arc<JsonObject> {
             next_cursor,
             ("errors", file_errors()),
         ],
-        &[],
+        &[(
+            "paused",
+            object(
+                &[
+                    ("what", string()),
+                    ("since", string()),
+                    ("reason", string()),
+                    ("by", string()),
+                    ("note", string()),
+                ],
+                &[("until", json!({"type": ["string", "null"]}))],
+            ),
+        )],
     );
     let entries = |shape: Value| json!({"properties": {"dispatches": array(shape)}});
     schema["if"] = json!({"properties": {"compact": {"const": true}}});

@@ -339,15 +339,40 @@ fn dispatch_series(e: &mut Exposition, snap: &Snapshot, now: DateTime<Utc>) {
     e.family(
         "pantheon_dispatches_held",
         Kind::Gauge,
-        "Dispatches held in _quarantine for an operator's approval.",
+        "Dispatches held in _quarantine for an operator's approval (not those a pause holds).",
     );
-    let held = snap.quarantine.dispatches.len();
+    let by_pause = |d: &&_| {
+        let d: &crate::live::snapshot::DispatchView = d;
+        crate::engine::held_by_pause(d.dispatch.held_because.as_deref())
+    };
+    let paused_held = snap.quarantine.dispatches.iter().filter(by_pause).count();
+    let held = snap.quarantine.dispatches.len() - paused_held;
     e.gauge(&[], held as f64);
+    e.family(
+        "pantheon_dispatches_paused",
+        Kind::Gauge,
+        "Dispatches held in _quarantine by a pause (released by its resume, not by approve).",
+    );
+    e.gauge(&[], paused_held as f64);
+    e.family(
+        "pantheon_paused",
+        Kind::Gauge,
+        "Pauses in force (conductor/paused.json), by what they pause.",
+    );
+    for kind in crate::engine::PauseKind::ALL {
+        let n = snap
+            .paused
+            .pauses
+            .iter()
+            .filter(|p| p.kind == *kind)
+            .count();
+        e.gauge(&[("kind", kind.as_str())], n as f64);
+    }
     let held_overdue = snap
         .quarantine
         .dispatches
         .iter()
-        .filter(|d| overdue_of(true, &d.dispatch))
+        .filter(|d| !by_pause(d) && overdue_of(true, &d.dispatch))
         .count();
     e.family(
         "pantheon_dispatches_overdue",

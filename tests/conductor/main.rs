@@ -24,6 +24,7 @@ mod observe;
 mod origin;
 mod orphans;
 mod paging;
+mod pause;
 mod planted;
 mod publish;
 mod races;

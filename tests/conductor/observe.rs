@@ -819,3 +819,38 @@ fn status_warns_while_a_live_supervisor_serves_metrics_beyond_loopback() {
     std::fs::remove_file(env.path("conductor/supervisor/pid-77.json")).unwrap();
     assert_eq!(status(&env, "line"), "✓");
 }
+
+/// `pantheon_paused{kind}` and `pantheon_dispatches_paused` follow `conductor/paused.json` as the
+/// live model reads it (docs/PROTOCOL.md §2.14); a pause's hold is not counted as held.
+#[test]
+fn serve_metrics_count_the_pauses_by_kind_and_what_they_hold() {
+    let env = Env::with_test_flow();
+    env.ok(&["pause", "--god", "hephaestus", "--reason", "r"], None);
+    env.submit(&plan_handoff("hof_20261206_ob0p01", "wf_obs_paused"));
+    let port = free_port();
+    let _serve = serve_metrics(&env, port);
+    let body = || http_get(port, "/metrics", None).unwrap().2;
+    let b = body();
+    for line in [
+        "pantheon_paused{kind=\"god\"} 1",
+        "pantheon_paused{kind=\"all\"} 0",
+        "pantheon_dispatches_paused 1",
+        "pantheon_dispatches_held 0",
+    ] {
+        assert!(b.lines().any(|l| l == line), "{line} in:\n{b}");
+    }
+    env.ok(&["resume", "--god", "hephaestus"], None);
+    let until = Instant::now() + Duration::from_secs(30);
+    while !body()
+        .lines()
+        .any(|l| l == "pantheon_paused{kind=\"god\"} 0")
+    {
+        assert!(
+            Instant::now() < until,
+            "the resume never reached the metrics:\n{}\n{}",
+            body(),
+            std::fs::read_to_string(env.path("conductor/paused.json")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -786,3 +786,60 @@ fn repeated_acks_and_aborts_flash_what_the_engine_says_of_them() {
         "the repeat returns the same manifest"
     );
 }
+
+/// `Z` pauses the selected dispatch's god with a reason (confirmed); the header shows
+/// `⏸ PAUSED` with what and since, the inbox row is marked; `Z` again (or `:resume`) resumes it,
+/// confirmed; a read-only console refuses both.
+#[test]
+fn pause_and_resume_from_the_inboxes_pane_with_a_reason_and_a_header_badge() {
+    let root = engine_root();
+    let r = root.path();
+    let op = EngineOperator::new(Root::at(r));
+
+    let mut ro = app_for(r, chrono::Utc::now());
+    ro.read_only = true;
+    select_dispatch(&mut ro, "hof_20260614_aaa111");
+    ro.on_key(key('Z'));
+    assert!(matches!(ro.mode, Mode::Normal), "{:?}", ro.mode);
+    let f = ro.flash.clone().unwrap();
+    assert!(f.text.contains("read-only"), "{}", f.text);
+    let effects = ro.run_command("resume");
+    assert!(effects.is_empty());
+    assert!(!r.join("conductor/paused.json").exists());
+
+    let mut app = app_for(r, chrono::Utc::now());
+    select_dispatch(&mut app, "hof_20260614_aaa111");
+    app.on_key(key('Z'));
+    type_text(&mut app, "god misbehaving");
+    app.on_key(code(KeyCode::Enter));
+    let said = confirm_text(&app);
+    assert!(
+        said.contains("Nothing new reaches hephaestus's inbox"),
+        "{said}"
+    );
+    assert!(said.contains("Reason: god misbehaving"), "{said}");
+    let text = confirm(&mut app, &op);
+    assert!(text.starts_with("god hephaestus paused since "), "{text}");
+    let paused: Value =
+        serde_json::from_slice(&std::fs::read(r.join("conductor/paused.json")).unwrap()).unwrap();
+    assert_eq!(paused["pauses"][0]["name"], "hephaestus");
+    assert_eq!(paused["pauses"][0]["reason"], "god misbehaving");
+    assert_eq!(paused["pauses"][0]["source"], "console");
+
+    refresh(&mut app, r);
+    let s = screen(&app, 200, 40, r);
+    assert!(s.contains("⏸ PAUSED god hephaestus since"), "{s}");
+    assert!(s.contains("⏸ hephaestus"), "{s}");
+
+    select_dispatch(&mut app, "hof_20260614_aaa111");
+    let effects = app.run_command("resume");
+    run(&mut app, &op, effects);
+    let said = confirm_text(&app);
+    assert!(said.contains("god hephaestus is paused since"), "{said}");
+    assert!(said.contains("god misbehaving"), "{said}");
+    let text = confirm(&mut app, &op);
+    assert!(text.starts_with("god hephaestus resumed after "), "{text}");
+    refresh(&mut app, r);
+    let s = screen(&app, 200, 40, r);
+    assert!(!s.contains("PAUSED"), "{s}");
+}

@@ -302,3 +302,43 @@ fn step_keys_and_extra_context_reach_the_god_over_mcp() {
     assert_eq!(one["step_def"]["action"], json!("implement"));
     assert_eq!(one["context"]["payload"], full["context"]["payload"]);
 }
+
+/// A paused god's `check_inbox` says it is paused, why and until when (docs/PROTOCOL.md §2.14);
+/// the answer still passes the tool's output schema, and another god's says nothing.
+#[test]
+fn a_paused_gods_inbox_says_it_is_paused_and_until_when() {
+    let root = TestRoot::new();
+    let out = root.pantheon(&[
+        "pause",
+        "--god",
+        "hephaestus",
+        "--until",
+        "2h",
+        "--reason",
+        "budget burning",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let r = root.session(&[
+        call("check_inbox", json!({"god_name": "hephaestus"})),
+        call(
+            "check_inbox",
+            json!({"god_name": "hephaestus", "compact": true}),
+        ),
+        call("check_inbox", json!({"god_name": "thoth"})),
+    ]);
+    for i in 0..2 {
+        let inbox = ok(&r.results[i]);
+        let p = &inbox["paused"];
+        assert_eq!(p["what"], json!("god hephaestus"), "{inbox}");
+        assert_eq!(p["reason"], json!("budget burning"));
+        assert!(p["until"].is_string());
+        assert!(
+            p["note"]
+                .as_str()
+                .unwrap()
+                .contains("hephaestus is paused until "),
+            "{p}"
+        );
+    }
+    assert!(ok(&r.results[2]).get("paused").is_none());
+}

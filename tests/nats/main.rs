@@ -357,6 +357,36 @@ fn ack_all(b: &Machine, acked: &mut std::collections::BTreeSet<String>) {
     }
 }
 
+/// A paused peer's outbound records wait in the outbox (docs/NATS.md, "Pauses"): not published,
+/// not retried, not dead-lettered, not stuck; its resume sends them.
+#[test]
+fn a_paused_peers_records_wait_in_the_outbox_until_resumed() {
+    let server = Server::start();
+    let (mut a, mut b) = two_machines(&server);
+    a.ok(
+        &["pause", "--peer", "tallon", "--reason", "tallon is down"],
+        None,
+    );
+    let r = a.ok(&["handoff", "submit", "-"], Some(&start_handoff(7)));
+    assert_eq!(r["status"], "publishing", "{r}");
+    // Several bridge rounds (50 ms each): nothing leaves.
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(inbox(&b).is_empty(), "delivered while paused");
+    assert_eq!(a.files("conductor/outbox").len(), 1);
+    assert!(a.files("conductor/bridge/dead").is_empty());
+    let status = a.ok(&["bridge", "status"], None);
+    assert_eq!(status["outbox_pending"], 1, "{status}");
+    assert!(status["status"].get("stuck").is_none(), "{status}");
+    a.ok(&["resume", "--peer", "tallon"], None);
+    wait_for(
+        "B's dispatch after the resume",
+        Duration::from_secs(30),
+        || inbox(&b).len() == 1,
+    );
+    assert!(a.bridge.terminate());
+    assert!(b.bridge.terminate());
+}
+
 #[test]
 fn cross_pantheon_deploy_end_to_end() {
     let server = Server::start();

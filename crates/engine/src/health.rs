@@ -25,8 +25,15 @@ use crate::store::time::parse_ts;
 /// The figures of one reading.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Health {
-    /// Dispatches held in `_quarantine` for an operator's approval.
+    /// Dispatches held in `_quarantine` for an operator's approval (those a pause holds are
+    /// counted in `paused_held`, not here).
     pub held: usize,
+    /// Pauses in force (docs/PROTOCOL.md §2.14): the operator's own act, never an attention item.
+    pub paused: usize,
+    /// What each pause names and since when: `god hephaestus since 2026-12-06T10:00:00Z`.
+    pub pauses: Vec<String>,
+    /// Dispatches held in `_quarantine` by a pause (released by its resume).
+    pub paused_held: usize,
     /// Dispatches overdue by the overdue rule (unacked in an inbox past the unacked limit, or held
     /// past the held limit).
     pub overdue: usize,
@@ -138,6 +145,9 @@ pub struct DirFigures {
     pub deadlines: usize,
     /// Overdue when read.
     pub overdue: usize,
+    /// Held by a pause (`_quarantine` only; never overdue: the operator's own act).
+    #[serde(default)]
+    pub paused: usize,
     /// When each other dispatch that can become overdue does (unix microseconds, sorted): overdue
     /// at any later instant past it.
     pub overdue_at: Vec<i64>,
@@ -161,6 +171,10 @@ impl DirFigures {
         f.files = found.len();
         f.unreadable = errors.len();
         for (_, d) in &found {
+            if held && !crate::conductor::pause::pause_parts(d.held_because.as_deref()).is_empty() {
+                f.paused += 1;
+                continue;
+            }
             let at = d.dispatched_at.as_deref().and_then(parse_ts);
             if rule.check(held, &d.ack_status, at, now).is_some() {
                 f.overdue += 1;
@@ -199,7 +213,19 @@ pub fn read_with(
         ..Health::default()
     };
     let held = figures(&root.quarantine_dir(), DirKind::Held);
-    h.held = held.files;
+    h.held = held.files.saturating_sub(held.paused);
+    h.paused_held = held.paused;
+    match crate::conductor::pause::Pauses::load(root) {
+        Ok(p) => {
+            h.paused = p.list().len();
+            h.pauses = p
+                .list()
+                .iter()
+                .map(|p| format!("{} since {}", p.target().label(), p.since))
+                .collect();
+        }
+        Err(_) => h.unreadable += 1,
+    }
     h.unreadable += held.unreadable;
     let n = held.overdue_at(now);
     h.overdue += n;
@@ -405,6 +431,8 @@ pub struct Thresholds {
     /// The attention items, every kind (the console's `@ N need you`; default: no level, the
     /// figures of their own kinds judge).
     pub attention: Level,
+    /// Pauses in force (default: WARNING at 1).
+    pub paused: Level,
     /// When a missing supervisor is CRITICAL.
     pub supervisor: SupervisorRule,
     /// Whether the journal's hash chain is verified (a broken chain is CRITICAL; default: yes).
@@ -420,6 +448,7 @@ impl Default for Thresholds {
             expired_locks: Level::warn_at(1),
             bridge_lag: Level::warn_at(1000),
             attention: Level::default(),
+            paused: Level::warn_at(1),
             supervisor: SupervisorRule::Deadlines,
             journal: true,
         }
@@ -427,13 +456,14 @@ impl Default for Thresholds {
 }
 
 /// The names of the figures a `check:` mapping (and `--warn`/`--crit`) may set.
-pub const LEVEL_NAMES: [&str; 6] = [
+pub const LEVEL_NAMES: [&str; 7] = [
     "overdue",
     "dead_letters",
     "stale_workers",
     "expired_locks",
     "bridge_lag",
     "attention",
+    "paused",
 ];
 
 impl Thresholds {
@@ -446,6 +476,7 @@ impl Thresholds {
             "expired_locks" => &mut self.expired_locks,
             "bridge_lag" => &mut self.bridge_lag,
             "attention" => &mut self.attention,
+            "paused" => &mut self.paused,
             _ => return None,
         })
     }
@@ -643,6 +674,23 @@ pub fn evaluate(h: &Health, judged: &Judged<'_>, t: &Thresholds) -> Verdict {
         format!(
             "{} ({kinds})",
             plural(n(attention), "attention item", "attention items")
+        ),
+    );
+    figure(
+        "paused",
+        n(h.paused),
+        &t.paused,
+        format!(
+            "paused: {}{}",
+            h.pauses.join(", "),
+            if h.paused_held > 0 {
+                format!(
+                    " ({})",
+                    plural(n(h.paused_held), "dispatch held", "dispatches held")
+                )
+            } else {
+                String::new()
+            }
         ),
     );
     perfdata.push(format!("held={};;;0;", h.held));

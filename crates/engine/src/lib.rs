@@ -72,6 +72,11 @@ pub use crate::{
     },
     conductor::overdue::{HELD_AFTER, Overdue, OverdueRule, UNACKED_AFTER, Waits},
     conductor::paging::{CompactDispatch, DEFAULT_LIMIT as DEFAULT_PAGE_LIMIT, PageRequest},
+    conductor::pause::{
+        Frozen, MAX_PAUSED_BYTES, Pause, PauseKind, PauseResult, PauseTarget, PausedEntry,
+        PausedFile, PausedReport, Pauses, ResumeResult, held_by_pause,
+        parse_rate as parse_pause_rate, parse_until,
+    },
     conductor::request::{AckDecision, AckRequest},
     conductor::rerun::{AsOf, RerunResult},
     conductor::results::{
@@ -164,8 +169,8 @@ pub mod layout {
     pub use crate::store::layout::{
         ARCHIVE_DIR, ASSESSMENTS_FILE, BOARD_DIR, BUS_DIR, BUS_MUTEX_FILE, CONDUCTOR_DIR,
         DISCUSSION_FILE, FILE_NAMES, HANDOFFS_DIR, HISTORY_DIR, JOURNAL_FILE, LOCK_SUFFIX,
-        LOCKS_FILE, PENDING_DIR, QUARANTINE_DIR, QUEUE_FILE, SHARED_DIR, STATE_DIR, TEMP_DIR,
-        TEMP_PREFIX, VOTES_FILE, WORKERS_FILE, session_file_name, session_id_of,
+        LOCKS_FILE, PAUSED_FILE, PENDING_DIR, QUARANTINE_DIR, QUEUE_FILE, SHARED_DIR, STATE_DIR,
+        TEMP_DIR, TEMP_PREFIX, VOTES_FILE, WORKERS_FILE, session_file_name, session_id_of,
     };
 }
 

@@ -116,6 +116,13 @@ pub fn validate_root(root: &Root) -> Result<ValidationReport> {
         );
     }
     c.orphaned_waits();
+    // The pauses (docs/PROTOCOL.md §2.14): a file no reader can trust freezes the supervisor.
+    if let Err(e) = crate::conductor::pause::read_file(root) {
+        c.error(
+            &root.paused_path(),
+            format!("{e} (while it is unreadable the supervisor redelivers nothing)"),
+        );
+    }
     if let Some((_, stale)) = crate::store::safe::stale_temps(root, std::time::SystemTime::now())
         && !stale.is_empty()
     {

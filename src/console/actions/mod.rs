@@ -187,6 +187,10 @@ actions! {
     OutboxRetry { outbox_id: String } => outbox_retry,
     /// Dead-letters a waiting outbox record with a reason (`pantheon bridge discard ID --reason`).
     OutboxDiscard { outbox_id: String, reason: String } => outbox_discard,
+    /// Pauses a god, a workflow or a track (`pantheon pause`), with a reason.
+    Pause { target: crate::engine::PauseTarget, reason: String } => pause,
+    /// Ends a pause (`pantheon resume`).
+    Resume { target: crate::engine::PauseTarget } => resume,
     /// The same action on every marked record (see `marks`): one engine call each, in order.
     Bulk {
         items: Vec<BulkItem>,

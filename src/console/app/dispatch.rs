@@ -390,7 +390,9 @@ impl App {
             | Action::BoardResolve
             | Action::Requeue
             | Action::DiscardDead
-            | Action::Rerun => {}
+            | Action::Rerun
+            | Action::Pause
+            | Action::Resume => {}
             Action::NextAttention => self.next_attention(),
             Action::Snooze => self.start_snooze(),
             Action::Messages => self.mode = Mode::Messages,

@@ -17,6 +17,26 @@ use crate::engine::Dispatch;
 use crate::console::items::{Column, Filter};
 use crate::console::panes::{PaneView, RowKey};
 
+/// The god cell of a dispatch row: `⏸` for a dispatch a pause holds or one in a paused inbox, `‖`
+/// for one held for approval (each names the god it is meant for).
+fn god_cell<'a>(r: &items::DispatchRow, app: &App, theme: &Theme) -> Line<'a> {
+    let d = &r.view.dispatch;
+    if r.held && crate::engine::held_by_pause(d.held_because.as_deref()) {
+        Line::styled(format!("⏸ {}", d.to_god), theme.warn())
+    } else if r.held {
+        Line::styled(format!("‖ {}", d.to_god), theme.accent())
+    } else if app
+        .snapshot
+        .paused
+        .covering(r.god, &d.workflow_id)
+        .is_some()
+    {
+        Line::styled(format!("⏸ {}", r.god), theme.warn())
+    } else {
+        Line::styled(r.god.to_owned(), theme.base())
+    }
+}
+
 fn summary_row<'a>(i: &InboxView, app: &App, theme: &Theme, held: bool) -> Vec<Line<'a>> {
     // Worked out by the model once per change of the inbox.
     let oldest = i
@@ -27,6 +47,13 @@ fn summary_row<'a>(i: &InboxView, app: &App, theme: &Theme, held: bool) -> Vec<L
     let unacked = i.unacked;
     let name = if held {
         "‖ _quarantine".to_owned()
+    } else if app.snapshot.paused.covering(&i.god, "").is_some_and(|p| {
+        matches!(
+            p.kind,
+            crate::engine::PauseKind::God | crate::engine::PauseKind::All
+        )
+    }) {
+        format!("⏸ {}", i.god)
     } else {
         i.god.clone()
     };
@@ -120,11 +147,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         let overdue = items::dispatch_overdue(snap, r.view, r.held, app.now).is_some();
         vec![
             // A held dispatch names the god it is meant for.
-            if r.held {
-                Line::styled(format!("‖ {}", d.to_god), theme.accent())
-            } else {
-                Line::styled(r.god.to_owned(), theme.base())
-            },
+            god_cell(r, app, theme),
             Line::raw(if d.handoff_id.is_empty() {
                 r.view.name.to_string()
             } else {

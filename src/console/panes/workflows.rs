@@ -71,8 +71,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             app.absolute_times,
         );
         let mut flag = Span::raw("");
+        let paused = app.snapshot.paused.covering(
+            s.dispatched_to.as_deref().unwrap_or_default(),
+            &w.id,
+        );
         if let Some(why) = &overdue {
             flag = Span::styled(format!("▲ OVERDUE {why}"), theme.alert());
+        } else if let Some(p) = paused {
+            flag = Span::styled(format!("⏸ paused ({})", p.target().label()), theme.warn());
         } else if w.warning.is_some() {
             flag = Span::styled("⚠ file changed, showing last good", theme.warn());
         }

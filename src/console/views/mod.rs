@@ -207,6 +207,9 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             theme.warn(),
         ));
     }
+    if let Some([full, short, tight]) = paused_badge(&s.paused, app) {
+        items.push(HeaderItem::new(Part::Alert, [full, short, tight], theme.warn()));
+    }
     if let Some(l) = s.loading {
         // The first screen of a large root comes before the whole root is read.
         let full = format!(
@@ -219,6 +222,9 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             [full, short.clone(), short],
             theme.info(),
         ));
+    }
+    if let Some(badge) = paused_badge(&s.paused, app) {
+        items.push((1, badge, theme.warn()));
     }
     let waiting = app.attention_count();
     if waiting > 0 {
@@ -327,7 +333,44 @@ fn alert_items(app: &App, c: &crate::live::snapshot::Counts, theme: &Theme) -> V
             theme.accent(),
         ));
     }
+    if c.paused_held > 0 {
+        let n = c.paused_held;
+        items.push(HeaderItem::new(
+            Part::Alert,
+            [
+                format!("⏸ {n} held by pauses · "),
+                format!("⏸{n} held "),
+                format!("⏸{n} "),
+            ],
+            theme.accent(),
+        ));
+    }
     items
+}
+
+/// `⏸ PAUSED god hephaestus since 12:01 (+2 more) · `: what is paused and since when (the first
+/// pause; how many others), in its three forms; a `paused.json` that cannot be read says so instead.
+fn paused_badge(v: &crate::live::snapshot::PausedView, app: &App) -> Option<[String; 3]> {
+    if let Some(e) = &v.error {
+        let short: String = e.chars().take(60).collect();
+        return Some([
+            format!("⏸ paused.json unreadable: {short} · "),
+            "⏸ paused.json unreadable ".into(),
+            "⏸? ".into(),
+        ]);
+    }
+    let first = v.pauses.first()?;
+    let since = crate::console::times::when(Some(&first.since), app.now, app.absolute_times);
+    let more = match v.pauses.len() {
+        1 => String::new(),
+        n => format!(" (+{} more)", n - 1),
+    };
+    let label = first.target().label();
+    Some([
+        format!("⏸ PAUSED {label} since {since}{more} · "),
+        format!("⏸ PAUSED {label} "),
+        format!("⏸ PAUSED{} ", if more.is_empty() { String::new() } else { format!(" {}", v.pauses.len()) }),
+    ])
 }
 
 /// What a piece of the header is, which decides how it gives way on a narrow terminal.
@@ -462,6 +505,25 @@ fn fit_header(mut items: Vec<HeaderItem>, room: usize) -> Vec<(String, Style)> {
         *t = format!("{stripped} ");
     }
     out
+}
+
+/// `⏸ PAUSED god hephaestus since 12:01 (+2 more) · `: what is paused and since when (the first
+/// pause; how many others); a `paused.json` that cannot be read says so instead.
+fn paused_badge(v: &crate::live::snapshot::PausedView, app: &App) -> Option<String> {
+    if let Some(e) = &v.error {
+        let short: String = e.chars().take(60).collect();
+        return Some(format!("⏸ paused.json unreadable: {short} · "));
+    }
+    let first = v.pauses.first()?;
+    let since = crate::console::preview::when(Some(&first.since), app.now, app.absolute_times);
+    let more = match v.pauses.len() {
+        1 => String::new(),
+        n => format!(" (+{} more)", n - 1),
+    };
+    Some(format!(
+        "⏸ PAUSED {} since {since}{more} · ",
+        first.target().label()
+    ))
 }
 
 /// The alert counts of a header, `▲ 2 overdue`, in the order they are dropped last to first (the

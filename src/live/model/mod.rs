@@ -197,6 +197,8 @@ enum Target {
     Journal,
     /// `conductor/supervisor/`: supervisor heartbeats.
     Supervisors,
+    /// `conductor/paused.json`: the pauses in force.
+    Paused,
     /// The bridge's status, cursors, outbox, sent records or dead letters.
     Bridge(bridge::BridgePart),
     /// `conductor/cost/`: the ledger, the budget warnings, the raised budgets.
@@ -259,6 +261,9 @@ pub struct LiveModel {
     /// The supervisors' heartbeats, as last read.
     supervisors: Vec<crate::live::snapshot::SupervisorBeat>,
     dirty_supervisors: bool,
+    /// The pauses in force (`conductor/paused.json`), or why the file cannot be read.
+    paused: crate::live::snapshot::PausedView,
+    dirty_paused: bool,
     /// Fingerprints of the journal's files when it was last read.
     journal_files: Vec<(PathBuf, Option<crate::live::files::Fingerprint>)>,
     dirty_journal: bool,
@@ -322,6 +327,8 @@ impl LiveModel {
             dirty_dead: true,
             supervisors: Vec::new(),
             dirty_supervisors: true,
+            paused: Default::default(),
+            dirty_paused: true,
             journal_files: Vec::new(),
             dirty_journal: true,
             bridge: Default::default(),
@@ -360,6 +367,7 @@ impl LiveModel {
         m.check_definitions();
         m.rescan_dead();
         m.rescan_supervisors();
+        m.read_paused();
         m.check_journal();
         // Small files: the supervisors' heartbeats and the bridge's status are part of the first
         // screen (the header's notices), not of the background load.
@@ -590,6 +598,9 @@ impl LiveModel {
         if path.starts_with(self.root.supervisor_dir()) {
             return Target::Supervisors;
         }
+        if path == self.root.paused_path() {
+            return Target::Paused;
+        }
         let journal = crate::engine::journal_path(&self.root);
         if path == journal || path.starts_with(crate::engine::journal_segments_dir(&self.root)) {
             return Target::Journal;
@@ -665,6 +676,7 @@ impl LiveModel {
             Target::Definitions => self.check_definitions(),
             Target::Dead => self.rescan_dead(),
             Target::Supervisors => self.rescan_supervisors(),
+            Target::Paused => self.read_paused(),
             Target::Journal => self.check_journal(),
             Target::Bridge(part) => {
                 if self.bridge.refresh(&self.root, part) {
@@ -714,6 +726,7 @@ impl LiveModel {
         self.check_definitions();
         self.rescan_dead();
         self.rescan_supervisors();
+        self.read_paused();
         self.check_journal();
         if self.bridge.refresh(&self.root, bridge::BridgePart::All) {
             self.dirty_bridge = true;
@@ -748,6 +761,24 @@ impl LiveModel {
         if beats != self.supervisors {
             self.supervisors = beats;
             self.dirty_supervisors = true;
+        }
+    }
+
+    /// Reads `conductor/paused.json` again (through the engine's bounded, no-follow reader).
+    fn read_paused(&mut self) {
+        let now = match crate::engine::Pauses::load(&self.root) {
+            Ok(p) => crate::live::snapshot::PausedView {
+                pauses: p.list().to_vec(),
+                error: None,
+            },
+            Err(e) => crate::live::snapshot::PausedView {
+                pauses: Vec::new(),
+                error: Some(e.to_string()),
+            },
+        };
+        if now != self.paused {
+            self.paused = now;
+            self.dirty_paused = true;
         }
     }
 
@@ -813,6 +844,7 @@ impl LiveModel {
             || self.dirty_definitions
             || self.dirty_dead
             || self.dirty_supervisors
+            || self.dirty_paused
             || self.dirty_journal
             || self.dirty_bridge
             || self.dirty_cost
@@ -900,6 +932,9 @@ impl LiveModel {
         if self.dirty_supervisors {
             s.supervisors = Arc::new(self.supervisors.clone());
         }
+        if self.dirty_paused {
+            s.paused = Arc::new(self.paused.clone());
+        }
         if self.dirty_cost {
             s.ledger = self.cost.view();
         }
@@ -954,6 +989,7 @@ impl LiveModel {
         self.dirty_definitions = false;
         self.dirty_dead = false;
         self.dirty_supervisors = false;
+        self.dirty_paused = false;
         self.dirty_journal = false;
         self.dirty_bridge = false;
         self.dirty_cost = false;

@@ -47,7 +47,9 @@ impl ConductorServer {
     /// `action`, `skill`, `output`, …); with
     /// `compact: true` only ids, sender, step, age and the summary's first line (then
     /// `get_dispatch` for one whole). Call this at the start of every session, then ack each
-    /// dispatch. `known_god: false` means you have no inbox: check your god name.
+    /// dispatch. `known_god: false` means you have no inbox: check your god name. `paused`, when
+    /// present, says an operator paused you (why, since, until): ack what you have; nothing new
+    /// arrives until the pause ends.
     #[tool(
         output_schema = output::check_inbox(),
         annotations(title = "Check your inbox", read_only_hint = true, open_world_hint = false)
@@ -57,15 +59,29 @@ impl ConductorServer {
         blocking("check_inbox", move || {
             let page = PageRequest::new(a.limit, a.cursor)?;
             let god = GodName::parse(&a.god_name)?;
-            if a.compact {
+            let mut answer = if a.compact {
                 serde_json::to_value(conductor.check_inbox_compact(&god, &page)?)
-                    .map_err(|e| Error::refused(e.to_string()))
+                    .map_err(|e| Error::refused(e.to_string()))?
             } else {
                 let mut answer = serde_json::to_value(conductor.check_inbox_page(&god, &page)?)
                     .map_err(|e| Error::refused(e.to_string()))?;
                 lean::lean_dispatches(&mut answer);
-                Ok(answer)
+                answer
+            };
+            // A paused god is told so, and until when (docs/PROTOCOL.md §2.14).
+            let pauses = crate::engine::Pauses::load(conductor.root())?;
+            if let Some(p) = pauses.god_paused(god.as_str()) {
+                answer["paused"] = serde_json::json!({
+                    "what": p.target().label(), "since": p.since, "until": p.until,
+                    "reason": p.reason, "by": p.by,
+                    "note": format!(
+                        "{} is paused{}: ack what you have; nothing new arrives until the pause ends",
+                        god,
+                        p.until.as_deref().map(|u| format!(" until {u}")).unwrap_or_default()
+                    ),
+                });
             }
+            Ok(answer)
         })
         .await
     }

@@ -206,7 +206,72 @@ impl Bus {
         FileLock::exclusive(&self.root, &self.mutex_path())
     }
 
+    /// Whether the track's bus directory exists.
+    pub(crate) fn is_initialised(&self) -> bool {
+        self.dir.is_dir()
+    }
+
+    /// Refuses a post while the track (or the whole root) is paused, naming the pause
+    /// (docs/PROTOCOL.md §2.14). Reads, lock releases and heartbeats are never refused.
+    fn refuse_paused(&self) -> Result<()> {
+        let pauses = crate::conductor::pause::Pauses::load(&self.root)?;
+        if let Some(p) = pauses.track(self.track.as_str()) {
+            let flag = match &p.name {
+                Some(n) => format!("--{} {n}", p.kind),
+                None => format!("--{}", p.kind),
+            };
+            return Err(Error::refused(format!(
+                "track {} is paused ({}: {} by {} since {}{}); posts wait until `pantheon resume {flag}`",
+                self.track,
+                p.target().label(),
+                p.reason,
+                p.by,
+                p.since,
+                p.until
+                    .as_deref()
+                    .map(|u| format!(", until {u}"))
+                    .unwrap_or_default()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Writes the `PAUSED` or `RESUMED` line of pause `p` (source `operator`), unless one of this
+    /// pause is already among the track's last lines of that type (a repeated pause or resume).
+    pub(crate) fn announce_pause(
+        &self,
+        p: &crate::conductor::pause::Pause,
+        word: vocab::MessageType,
+    ) -> Result<()> {
+        let filter = queue::Filter {
+            kind: Some(word.as_str().to_owned()),
+            ..Default::default()
+        };
+        let seen = queue::tail(&self.queue_path(), 50, &filter)?;
+        if seen
+            .messages
+            .iter()
+            .any(|m| m.payload.get("pause_id").and_then(Value::as_str) == Some(p.id.as_str()))
+        {
+            return Ok(());
+        }
+        let payload = serde_json::json!({
+            "pause_id": p.id, "kind": p.kind, "name": p.name, "by": p.by, "reason": p.reason,
+            "since": p.since, "until": p.until, "resumed_at": p.resuming_at,
+        });
+        let kind = queue::MessageKind::parse(word.as_str())?;
+        let env = {
+            let mut slot = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+            let env = queue::envelope(&kind, OPERATOR, payload)?;
+            self.append_with(&mut slot, &queue::line_of(&env))?;
+            env
+        };
+        events::touch_for(&self.root, &self.events_dir(), &env)?;
+        Ok(())
+    }
+
     /// Posts a message: appends the envelope under the queue's flock and touches its events.
+    /// Refused while the track is paused.
     pub fn post(
         &self,
         kind: impl Into<queue::MessageKind>,
@@ -214,6 +279,7 @@ impl Bus {
         payload: Value,
     ) -> Result<Envelope> {
         let kind = kind.into();
+        self.refuse_paused()?;
         let env = {
             let mut slot = self.writer.lock().unwrap_or_else(|e| e.into_inner());
             if slot.is_none() {
@@ -253,6 +319,7 @@ impl Bus {
         items: impl IntoIterator<Item = (queue::MessageKind, String, Value)>,
     ) -> Result<Vec<Envelope>> {
         self.require()?;
+        self.refuse_paused()?;
         let envs = items
             .into_iter()
             .map(|(kind, source, payload)| queue::envelope(&kind, &source, payload))
@@ -287,6 +354,7 @@ impl Bus {
         count: usize,
     ) -> Result<(usize, Option<String>, Option<String>)> {
         self.require()?;
+        self.refuse_paused()?;
         let template = queue::envelope(&kind.into(), source, payload)?;
         if count == 0 {
             return Ok((0, None, None));

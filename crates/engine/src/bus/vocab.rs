@@ -44,6 +44,10 @@ words!(
         LockExpired = "LOCK_EXPIRED",
         /// A worker's heartbeat went stale (posted once by the supervisor, `pantheon serve`).
         WorkerStale = "WORKER_STALE",
+        /// The track (or the whole root) was paused: new posts are refused until it is resumed.
+        Paused = "PAUSED",
+        /// The track's pause ended.
+        Resumed = "RESUMED",
     }
 );
 

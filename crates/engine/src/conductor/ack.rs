@@ -320,6 +320,15 @@ impl Conductor {
                 .warnings
                 .push(format!("budgets not checked for the reroute to {fb}: {e}")),
         }
+        // A reroute to a paused god (or of a paused workflow) is held as routing holds it.
+        let pauses = super::pause::Pauses::load_or_warn(&self.root, &mut facts.warnings);
+        if let Some(p) = pauses.holding(&fb, &found.dispatch.workflow_id) {
+            let budget = facts.reroute_hold.take();
+            facts.reroute_hold = Some(crate::cost::hook::Hold {
+                because: super::pause::join_hold(budget.as_ref().map(|b| b.because.clone()), p),
+                figures: budget.map(|b| b.figures).unwrap_or(Value::Null),
+            });
+        }
     }
 
     /// Finds an acked dispatch: in an inbox or `_quarantine` (the state's addressee's inbox first), else
@@ -623,6 +632,19 @@ impl Conductor {
         reject: Option<&str>,
         by: Actor,
     ) -> Result<ApprovalResult> {
+        self.decide_held_as(hid, reject, by, None)
+    }
+
+    /// An operator's decision on a held dispatch, or (`resumed`: the pause's `held_because` part)
+    /// the release of one a pause held, by its resume. An operator's approval of a dispatch a pause
+    /// holds is refused, naming `pantheon resume`.
+    pub(crate) fn decide_held_as(
+        &self,
+        hid: &HandoffId,
+        reject: Option<&str>,
+        by: Actor,
+        resumed: Option<&str>,
+    ) -> Result<ApprovalResult> {
         let hid = hid.clone();
         let wf = self.workflow_of(&hid)?;
         let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
@@ -631,6 +653,12 @@ impl Conductor {
             Some(f) => Some(f),
             None => self.moved_held(&wf, &st, &hid)?,
         };
+        if let Some(f) = &held
+            && reject.is_none()
+            && resumed.is_none()
+        {
+            refuse_pause_hold(&hid, &f.dispatch)?;
+        }
         let by_label = by.label("operator");
         let publish_def = match (&held, st.definition_id.as_deref()) {
             (Some(f), Some(id)) => super::definition::find_definition(&self.root, id)
@@ -675,7 +703,16 @@ impl Conductor {
                 },
             ],
         )?;
-        if let Some(new) = state {
+        if let Some(mut new) = state {
+            if let Some(text) = resumed
+                && let Some(last) = new
+                    .extra
+                    .get_mut("approvals")
+                    .and_then(Value::as_array_mut)
+                    .and_then(|a| a.last_mut())
+            {
+                last["resumed"] = json!(text);
+            }
             st = *new;
             if let Some(def) = &publish_def
                 && to == HeldMove::ArchivePublished
@@ -982,6 +1019,22 @@ fn prior_decision(
                 _ => true,
             }
     })
+}
+
+/// Refuses an operator's approval of a dispatch a pause holds, naming the resume that releases it.
+fn refuse_pause_hold(hid: &HandoffId, d: &Dispatch) -> Result<()> {
+    let parts = super::pause::pause_parts(d.held_because.as_deref());
+    let Some(part) = parts.first() else {
+        return Ok(());
+    };
+    let what = part.trim_start_matches(super::pause::HOLD_PREFIX);
+    let flag = match what.split_once(' ') {
+        Some((kind, name)) => format!("--{kind} {name}"),
+        None => format!("--{what}"),
+    };
+    Err(Error::refused(format!(
+        "held dispatch {hid} is held by a pause ({part}), not for approval; `pantheon resume {flag}` releases it"
+    )))
 }
 
 /// The operator decisions on held dispatches recorded in a state (`approvals`).

@@ -305,7 +305,9 @@ pub(crate) fn hold_reroute(
     hold: &crate::cost::hook::Hold,
 ) {
     d.held_because = Some(hold.because.clone());
-    d.extra.insert("budget".into(), hold.figures.clone());
+    if !hold.figures.is_null() {
+        d.extra.insert("budget".into(), hold.figures.clone());
+    }
     d.approved_by = None;
     d.approved_at = None;
     d.ack_deadline = None;

@@ -45,6 +45,8 @@ pub struct DeadlineIndex {
     pub reads: u64,
     /// Open dispatches whose deadline can never fire, and why (`super::delivery::never_due`).
     pub never_due: std::collections::BTreeMap<PathBuf, String>,
+    /// The earliest `until` of a pause in force, as the last pass read it (docs/PROTOCOL.md §2.14).
+    pub(crate) pause_due: Option<DateTime<Utc>>,
 }
 
 /// When an inbox dispatch needs the supervisor: its ack deadline; at once when a crash left a move
@@ -238,9 +240,18 @@ impl DeadlineIndex {
         }
     }
 
-    /// The earliest due time, if anything is indexed.
+    /// The earliest due time, if anything is indexed (a pause's `until` included).
     pub fn next_due(&mut self) -> Option<DateTime<Utc>> {
-        self.live_top().map(|(due, _, _)| due)
+        let top = self.live_top().map(|(due, _, _)| due);
+        match (top, self.pause_due) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Puts `path` back, due at `until` (a frozen entry, parked until its pause may end).
+    pub(crate) fn park(&mut self, path: &Path, until: DateTime<Utc>, kind: Kind) {
+        self.set(path.to_path_buf(), until, kind);
     }
 
     /// Takes every entry due at `now` out of the index, earliest first (the caller acts on each and

@@ -377,6 +377,13 @@ pub struct TickReport {
     /// removed (an hour or more old; `pantheon tick` only: `serve` sweeps on its own clock).
     #[serde(skip_serializing_if = "is_zero")]
     pub temps_removed: usize,
+    /// Due dispatches and step timers left as they are because a pause freezes them
+    /// (docs/PROTOCOL.md §2.14).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub paused: usize,
+    /// Pauses whose `--until` passed, ended by this pass (their ids).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resumed: Vec<String>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -547,7 +554,26 @@ impl Conductor {
         let repair = self.repair_intents();
         report.journaled_late = repair.journaled;
         report.warnings = repair.dropped;
+        let pauses = self.pauses_for_pass(now, &mut report);
+        // A pause whose resume failed is tried again a little later, never in a tight loop.
+        index.pause_due = pauses
+            .as_ref()
+            .and_then(super::pause::Pauses::next_until)
+            .map(|t| {
+                if t > now {
+                    t
+                } else {
+                    add(now, RETRY_AFTER).unwrap_or(t)
+                }
+            });
         for (path, kind) in index.take_due(now) {
+            if let Some(until) = self.frozen_until(&path, kind, pauses.as_ref(), now) {
+                // Frozen: looked at again when the pause ends (a change of paused.json makes
+                // `serve` rebuild its index; `tick` builds it anew each time).
+                report.paused += 1;
+                index.park(&path, until, kind);
+                continue;
+            }
             let touched = match kind {
                 Kind::Timer => self.handle_timer(&path, now, &mut report, &mut next),
                 Kind::Dispatch => self.handle_dispatch(&path, now, &mut report, &mut next),
@@ -765,6 +791,10 @@ impl Conductor {
             return Ok(None);
         };
         if d.deliveries.len() != seen.deliveries.len() || d.to_god != seen.to_god {
+            return Ok(None);
+        }
+        // A pause written since the pass looked freezes it now (an unreadable file: frozen too).
+        if super::pause::Pauses::load(&self.root).map_or(true, |p| p.freezing(&d).is_some()) {
             return Ok(None);
         }
         let from = GodName::parse(&d.to_god)?;

@@ -68,6 +68,16 @@ pub(crate) enum Check {
         /// The held dispatch's handoff.
         handoff_id: String,
     },
+    /// `conductor/paused.json` holds (or ended) this pause.
+    Pause {
+        /// The pause's id.
+        pause_id: String,
+    },
+    /// `conductor/paused.json` lists this pause as ended.
+    Resume {
+        /// The pause's id.
+        pause_id: String,
+    },
     /// The workflow's state records the rerun's handoff and its dispatch exists.
     Rerun {
         /// The workflow.
@@ -121,6 +131,8 @@ fn action_word(a: &str) -> Option<&'static str> {
         "rerun",
         "approve",
         "reject",
+        "pause",
+        "resume",
     ]
     .into_iter()
     .find(|w| *w == a)
@@ -456,6 +468,10 @@ impl Conductor {
 
     fn intent_done(&self, check: &Check) -> bool {
         match check {
+            Check::Pause { pause_id } => super::pause::read_file(&self.root)
+                .is_ok_and(|f| f.pauses.iter().chain(&f.ended).any(|p| p.id == *pause_id)),
+            Check::Resume { pause_id } => super::pause::read_file(&self.root)
+                .is_ok_and(|f| f.ended.iter().any(|p| p.id == *pause_id)),
             Check::Ack { ack_id, handoff_id } => self
                 .state_of_handoff(handoff_id)
                 .is_some_and(|st| st.acks.iter().any(|a| a.ack_id == *ack_id)),

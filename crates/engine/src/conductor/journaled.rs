@@ -361,3 +361,98 @@ fn approval_act(
         .target("step", Some(&r.target_step))
         .reason(reason)
 }
+
+impl Conductor {
+    /// Pauses `target` (docs/PROTOCOL.md §2.14) until resumed, or until `until` passes (the
+    /// supervisor then resumes it). Journaled as `pause` through the intent `pause-{pause_id}`; a
+    /// target paused already answers `duplicate` with its pause in force.
+    pub fn pause(
+        &self,
+        target: &super::pause::PauseTarget,
+        until: Option<chrono::DateTime<chrono::Utc>>,
+        reason: &str,
+    ) -> Result<super::pause::PauseResult> {
+        let id = super::pause::fresh_id();
+        let act = |status: &str, p: &super::pause::Pause| {
+            Act::new("pause", status.to_owned())
+                .target("pause_id", Some(&p.id))
+                .target("kind", Some(p.kind.as_str()))
+                .target("name", p.name.as_ref())
+                .target("until", p.until.as_ref())
+                .reason(Some(&p.reason))
+        };
+        let intent = self.intend(
+            &format!("pause-{id}"),
+            &Act::new("pause", "paused")
+                .target("pause_id", Some(&id))
+                .target("kind", Some(target.kind.as_str()))
+                .target("name", target.name.as_ref())
+                .reason(Some(reason)),
+            Check::Pause {
+                pause_id: id.clone(),
+            },
+        );
+        let r = match self.pause_unjournaled(target, &id, until, reason) {
+            Ok(r) => r,
+            Err(e) => {
+                self.drop_intent(intent);
+                return Err(e);
+            }
+        };
+        if r.status == "duplicate" {
+            // Not this intent's act: the pause in force was journaled by its own.
+            self.drop_intent(intent);
+            self.journal(&act("paused (duplicate)", &r.pause));
+        } else {
+            self.journal_intent(intent, act("paused", &r.pause));
+        }
+        Ok(r)
+    }
+
+    /// Ends the pause of `target` (docs/PROTOCOL.md §2.14), releasing what it held at most `rate` a
+    /// second (`None`: at once). Journaled as `resume` through the intent `resume-{pause_id}`, with
+    /// what it shifted and released; repeated after a kill it finishes the resume and journals it
+    /// once.
+    pub fn resume(
+        &self,
+        target: &super::pause::PauseTarget,
+        rate: Option<f64>,
+    ) -> Result<super::pause::ResumeResult> {
+        let by = self.origin().actor;
+        let Some(p) = self.pause_of(target)? else {
+            // Not paused (or just ended): the act answers, and journals nothing new.
+            let r = self.resume_unjournaled(target, rate, &by)?;
+            return Ok(r);
+        };
+        let intent = self.intend(
+            &format!("resume-{}", p.id),
+            &Act::new("resume", "resumed")
+                .target("pause_id", Some(&p.id))
+                .target("kind", Some(p.kind.as_str()))
+                .target("name", p.name.as_ref()),
+            Check::Resume {
+                pause_id: p.id.clone(),
+            },
+        );
+        let r = match self.resume_unjournaled(target, rate, &by) {
+            Ok(r) => r,
+            Err(e) => {
+                self.drop_intent(intent);
+                return Err(e);
+            }
+        };
+        if r.status != "resumed" {
+            // Unfinished (errors): the intent stays for the repeat that finishes it.
+            return Ok(r);
+        }
+        let act = Act::new("resume", r.status.clone())
+            .target("pause_id", Some(&r.pause.id))
+            .target("kind", Some(r.pause.kind.as_str()))
+            .target("name", r.pause.name.as_ref())
+            .target("shifted", Some(r.shifted.to_string()))
+            .target("released", Some(r.released.len().to_string()))
+            .target("still_held", Some(r.still_held.len().to_string()));
+        self.journal_intent(intent, act);
+        Ok(r)
+    }
+}

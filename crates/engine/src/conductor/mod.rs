@@ -26,6 +26,7 @@ pub(crate) mod model;
 pub(crate) mod outbox;
 pub(crate) mod overdue;
 pub(crate) mod paging;
+pub(crate) mod pause;
 pub(crate) mod request;
 pub(crate) mod rerun;
 pub(crate) mod results;

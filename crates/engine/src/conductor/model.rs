@@ -529,6 +529,21 @@ pub struct Dispatch {
         skip_serializing_if = "Option::is_none"
     )]
     pub superseded_by: Option<String>,
+    /// Set while a pause that ended still leaves another pause freezing the dispatch: when its ack
+    /// deadline stopped running (docs/PROTOCOL.md §2.14).
+    #[serde(
+        default,
+        deserialize_with = "lenient::only_string",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub frozen_since: Option<String>,
+    /// One entry per pause whose resume shifted (or noted) the ack deadline, the newest last.
+    #[serde(
+        default,
+        deserialize_with = "super::pause::frozen_de",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub frozen: Vec<super::pause::Frozen>,
     /// Fields this engine does not know, kept so a rewrite never drops them.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -516,6 +516,19 @@ fn budget_hold(
     Ok(found)
 }
 
+/// The pause decision: a dispatch to a paused god, or for a paused workflow, is held
+/// (`held_because: "paused: …"`, joined to a hold it already had) until the pause is resumed
+/// (docs/PROTOCOL.md §2.14). Nothing paused: one look for a file that is not there.
+fn pause_hold(root: &Root, wf: &WorkflowId, route: &mut Route, warnings: &mut Vec<String>) {
+    let Target::Dispatch { god, hold, .. } = &mut route.target else {
+        return;
+    };
+    let pauses = super::pause::Pauses::load_or_warn(root, warnings);
+    if let Some(p) = pauses.holding(god, wf.as_str()) {
+        *hold = Some(super::pause::join_hold(hold.take(), p));
+    }
+}
+
 /// The handoff's usage in the state and as the ledger's marker (written before the state, its
 /// commit point), and the budget hold's figures on the step record `hid` made.
 fn record_usage(
@@ -635,6 +648,7 @@ impl Conductor {
             report.as_ref(),
             &mut warnings,
         )?;
+        pause_hold(root, wf, &mut route, &mut warnings);
         let SubmitStep {
             state: mut st,
             status,

@@ -72,6 +72,11 @@ const JSON_SUFFIX: &str = ".json";
 const QUEUE_ARCHIVE_PREFIX: &str = "queue.";
 const QUEUE_ARCHIVE_SUFFIX: &str = ".archive.jsonl";
 
+/// `conductor/paused.json`: the pauses in force (docs/PROTOCOL.md §2.14).
+pub const PAUSED_FILE: &str = "paused.json";
+/// `conductor/.paused.lock`: serialises every rewrite of `paused.json`.
+pub(crate) const PAUSED_LOCK: &str = ".paused";
+
 /// Prefix of the engine's own temporary files (never protocol files).
 pub const TEMP_PREFIX: &str = ".tmp-";
 /// The directory in the root where the engine writes the temporary files of its replaces.
@@ -80,8 +85,9 @@ pub const TEMP_DIR: &str = ".tmp";
 pub const LOCK_SUFFIX: &str = ".lock";
 
 /// Every protocol file name with an extension (what the duplicate-spelling check looks for).
-pub const FILE_NAMES: [&str; 13] = [
+pub const FILE_NAMES: [&str; 14] = [
     SCHEMA_FILE,
+    PAUSED_FILE,
     JOURNAL_FILE,
     QUEUE_FILE,
     BUS_MUTEX_FILE,

@@ -257,6 +257,15 @@ impl Root {
     pub(crate) fn workflow_lock_path(&self, wf: &WorkflowId) -> PathBuf {
         self.state_dir().join(format!(".{wf}{}", L::LOCK_SUFFIX))
     }
+    /// `conductor/paused.json`: the pauses in force (docs/PROTOCOL.md §2.14).
+    pub fn paused_path(&self) -> PathBuf {
+        self.conductor.join(L::PAUSED_FILE)
+    }
+    /// `conductor/.paused.lock`: taken for every rewrite of `paused.json`.
+    pub(crate) fn paused_lock_path(&self) -> PathBuf {
+        self.conductor
+            .join(format!("{}{}", L::PAUSED_LOCK, L::LOCK_SUFFIX))
+    }
     /// `conductor/pending/`: the inboxes.
     pub fn pending_root(&self) -> PathBuf {
         self.conductor.join(L::PENDING_DIR)

@@ -66,6 +66,7 @@ impl Wanted {
             | Check::Held { handoff_id } => {
                 self.handoffs.insert(handoff_id.clone());
             }
+            Check::Pause { .. } | Check::Resume { .. } => {}
         }
     }
 }
@@ -88,6 +89,8 @@ pub(crate) struct Facts {
     held: HashSet<String>,
     cycles: HashMap<String, Cycle>,
     reruns: HashSet<(String, String)>,
+    /// `(action, pause_id)` of the pause and resume entries.
+    pauses: HashSet<(String, String)>,
 }
 
 impl Facts {
@@ -139,6 +142,10 @@ impl Facts {
                 let c = self.cycles.entry(hid.to_owned()).or_default();
                 *c = Cycle::default();
             }
+            a @ ("pause" | "resume") if !duplicate && !text("pause_id").is_empty() => {
+                self.pauses
+                    .insert((a.to_owned(), text("pause_id").to_owned()));
+            }
             "rerun" if wanted.workflows.contains(text("workflow_id")) => {
                 self.reruns
                     .insert((text("workflow_id").to_owned(), text("attempt").to_owned()));
@@ -158,6 +165,18 @@ impl Facts {
             Check::Submit { handoff_id, .. } => named || self.submits.contains(handoff_id),
             Check::Ack { ack_id, .. } => named || self.acks.contains(ack_id),
             Check::Held { handoff_id } => named || self.held.contains(handoff_id),
+            Check::Pause { pause_id } => {
+                named
+                    || self
+                        .pauses
+                        .contains(&("pause".to_owned(), pause_id.clone()))
+            }
+            Check::Resume { pause_id } => {
+                named
+                    || self
+                        .pauses
+                        .contains(&("resume".to_owned(), pause_id.clone()))
+            }
             Check::Delivery {
                 handoff_id,
                 delivery,
@@ -220,6 +239,14 @@ fn claims_agree(f: &IntentFile) -> std::result::Result<(), String> {
         Check::Held { handoff_id } => (
             format!("held-{handoff_id}"),
             matches!(f.action.as_str(), "approve" | "reject") && same("handoff_id", handoff_id),
+        ),
+        Check::Pause { pause_id } => (
+            format!("pause-{pause_id}"),
+            f.action == "pause" && same("pause_id", pause_id),
+        ),
+        Check::Resume { pause_id } => (
+            format!("resume-{pause_id}"),
+            f.action == "resume" && same("pause_id", pause_id),
         ),
         Check::Delivery {
             handoff_id,
