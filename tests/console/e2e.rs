@@ -672,7 +672,9 @@ fn a_suggested_snooze_is_replaced_by_what_is_typed() {
     assert!(!s.contains("1h15m"), "{s}");
     let asked = chrono::Utc::now();
     t.keys(&["Enter"]);
-    let s = t.wait("the snooze's flash", |s| s.contains("snoozed unreadable file"));
+    let s = t.wait("the snooze's flash", |s| {
+        s.contains("snoozed unreadable file")
+    });
     // Snoozed for 15 minutes, not 1h15m: the flash says for how long, in words.
     let long = s
         .split("snoozed unreadable file")

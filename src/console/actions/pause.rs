@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use crate::engine::{Error, GodName, PauseKind, PauseTarget, TrackName};
 use crate::live::snapshot::Snapshot;
 
-use super::super::action::{Action, Pane};
+use super::super::keymap::{Action, Pane};
 use super::super::app::{App, Effect, FlashKind, PromptFor, Question, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::ops::Outcome;

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use crate::engine::Error;
 use crate::live::snapshot::Snapshot;
 
-use super::super::action::Action;
+use super::super::keymap::Action;
 use super::super::app::{App, Effect, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::ops::Outcome;

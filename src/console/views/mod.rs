@@ -208,7 +208,11 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         ));
     }
     if let Some([full, short, tight]) = paused_badge(&s.paused, app) {
-        items.push(HeaderItem::new(Part::Alert, [full, short, tight], theme.warn()));
+        items.push(HeaderItem::new(
+            Part::Alert,
+            [full, short, tight],
+            theme.warn(),
+        ));
     }
     if let Some(l) = s.loading {
         // The first screen of a large root comes before the whole root is read.
@@ -222,9 +226,6 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             [full, short.clone(), short],
             theme.info(),
         ));
-    }
-    if let Some(badge) = paused_badge(&s.paused, app) {
-        items.push((1, badge, theme.warn()));
     }
     let waiting = app.attention_count();
     if waiting > 0 {
@@ -369,7 +370,14 @@ fn paused_badge(v: &crate::live::snapshot::PausedView, app: &App) -> Option<[Str
     Some([
         format!("⏸ PAUSED {label} since {since}{more} · "),
         format!("⏸ PAUSED {label} "),
-        format!("⏸ PAUSED{} ", if more.is_empty() { String::new() } else { format!(" {}", v.pauses.len()) }),
+        format!(
+            "⏸ PAUSED{} ",
+            if more.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", v.pauses.len())
+            }
+        ),
     ])
 }
 
@@ -505,25 +513,6 @@ fn fit_header(mut items: Vec<HeaderItem>, room: usize) -> Vec<(String, Style)> {
         *t = format!("{stripped} ");
     }
     out
-}
-
-/// `⏸ PAUSED god hephaestus since 12:01 (+2 more) · `: what is paused and since when (the first
-/// pause; how many others); a `paused.json` that cannot be read says so instead.
-fn paused_badge(v: &crate::live::snapshot::PausedView, app: &App) -> Option<String> {
-    if let Some(e) = &v.error {
-        let short: String = e.chars().take(60).collect();
-        return Some(format!("⏸ paused.json unreadable: {short} · "));
-    }
-    let first = v.pauses.first()?;
-    let since = crate::console::preview::when(Some(&first.since), app.now, app.absolute_times);
-    let more = match v.pauses.len() {
-        1 => String::new(),
-        n => format!(" (+{} more)", n - 1),
-    };
-    Some(format!(
-        "⏸ PAUSED {} since {since}{more} · ",
-        first.target().label()
-    ))
 }
 
 /// The alert counts of a header, `▲ 2 overdue`, in the order they are dropped last to first (the
