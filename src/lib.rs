@@ -9,6 +9,7 @@ pub mod bridge;
 pub mod cli;
 pub mod console;
 pub mod demo;
+pub mod http;
 pub mod live;
 pub mod mcp;
 pub mod observe;

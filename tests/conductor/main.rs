@@ -15,6 +15,7 @@ mod fixture_root;
 mod foreign;
 mod hardening;
 mod help;
+mod http;
 mod history;
 mod journal;
 mod limits;
