@@ -264,10 +264,7 @@ async fn bounded(State(limits): State<Limits>, req: Request, next: Next) -> Resp
             .into_response();
     }
     let (parts, body) = req.into_parts();
-    let req = Request::from_parts(
-        parts,
-        Body::new(http_body_util::Limited::new(body, max)),
-    );
+    let req = Request::from_parts(parts, Body::new(http_body_util::Limited::new(body, max)));
     match tokio::time::timeout(limits.request, next.run(req)).await {
         Ok(r) => r,
         Err(_) => (
@@ -292,6 +289,10 @@ mod tests {
             parse_addr("0.0.0.0:9464").unwrap().to_string(),
             "0.0.0.0:9464"
         );
-        assert!(parse_addr("nonsense").unwrap_err().contains("PORT or HOST:PORT"));
+        assert!(
+            parse_addr("nonsense")
+                .unwrap_err()
+                .contains("PORT or HOST:PORT")
+        );
     }
 }

@@ -14,6 +14,7 @@ pub mod live;
 pub mod mcp;
 pub mod observe;
 pub mod outcome;
+pub mod text;
 
 /// The protocol engine, its own crate ([`pantheon_engine`]); re-exported so shells name it `engine`.
 pub use pantheon_engine as engine;

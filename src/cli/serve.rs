@@ -46,8 +46,13 @@ pub struct ServeArgs {
     pub metrics: Option<std::net::SocketAddr>,
     /// Export spans (one trace per workflow) to an OpenTelemetry collector over OTLP/HTTP
     /// protobuf, e.g. http://127.0.0.1:4318 (docs/OBSERVABILITY.md, "Traces").
-    #[arg(long, value_name = "URL")]
-    pub otlp: Option<String>,
+    #[arg(long, value_name = "URL", value_parser = otlp_endpoint)]
+    pub otlp: Option<crate::observe::export::Endpoint>,
+}
+
+/// `--otlp URL`, parsed by clap: a URL it cannot take is bad usage (exit 2).
+fn otlp_endpoint(url: &str) -> Result<crate::observe::export::Endpoint, String> {
+    crate::observe::export::Endpoint::parse(url).map_err(|e| format!("{e:#}"))
 }
 
 /// What wakes the loop.
@@ -270,9 +275,7 @@ fn start_observers(
     );
     Ok(Observers {
         http: Some(server),
-        _record: Some(crate::observe::record::MetricsRecord::write(
-            root, id, addr,
-        )),
+        _record: Some(crate::observe::record::MetricsRecord::write(root, id, addr)),
     })
 }
 
@@ -285,11 +288,7 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
         Some(addr) => Some((addr, crate::http::bind("--metrics", addr)?)),
         None => None,
     };
-    let otlp = args
-        .otlp
-        .as_deref()
-        .map(crate::observe::export::Endpoint::parse)
-        .transpose()?;
+    let otlp = args.otlp.clone();
     let anchor = open_anchor(&args, root, &mut *out)?;
     let recorder = if root.settings.history.record {
         Some(super::record::background(

@@ -145,7 +145,10 @@ fn a_client_too_slow_to_send_its_headers_is_closed() {
     let n = silent.read(&mut buf).unwrap_or(0);
     assert_eq!(n, 0, "the silent connection got an answer");
     let silent_closed = start.elapsed();
-    let trickle_closed = closed_at.join().unwrap().expect("the slow client was never closed");
+    let trickle_closed = closed_at
+        .join()
+        .unwrap()
+        .expect("the slow client was never closed");
     for t in [silent_closed, trickle_closed] {
         assert!(t < Duration::from_secs(15), "closed after {t:?}");
     }
@@ -181,11 +184,20 @@ fn oversized_requests_get_their_status_and_other_paths_say_where_the_metrics_are
     );
     assert!(answer.starts_with("HTTP/1.1 405"), "{answer}");
     let (code, _, body) = http_get(port, "/nothing", None).unwrap();
-    assert_eq!((code, body.as_str()), (404, "pantheon serve: metrics at /metrics\n"));
+    assert_eq!(
+        (code, body.as_str()),
+        (404, "pantheon serve: metrics at /metrics\n")
+    );
     let (code, _, body) = http_get(port, "/", None).unwrap();
-    assert_eq!((code, body.as_str()), (200, "pantheon serve: metrics at /metrics\n"));
+    assert_eq!(
+        (code, body.as_str()),
+        (200, "pantheon serve: metrics at /metrics\n")
+    );
     // HEAD: the headers of the scrape, no body.
-    let answer = exchange(port, b"HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    let answer = exchange(
+        port,
+        b"HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert!(answer.ends_with("\r\n\r\n"), "{answer}");
     // Keep-alive: two scrapes on one connection.

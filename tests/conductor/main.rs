@@ -6,19 +6,22 @@ mod anchor;
 mod budgets;
 mod common;
 mod concurrency;
+mod cost_scale;
 mod crash;
 #[path = "../common/decoy.rs"]
 mod decoy;
 mod delivery;
+mod exit_codes;
 #[path = "../common/fixture.rs"]
 mod fixture_root;
 mod foreign;
 mod hardening;
 mod help;
-mod http;
 mod history;
+mod http;
 mod journal;
 mod limits;
+mod moments;
 mod newcomer;
 mod observe;
 mod origin;

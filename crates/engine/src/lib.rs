@@ -115,7 +115,10 @@ pub use crate::{
         declared as declared_budgets,
     },
     cost::hook::{Hold, Origin as UsageOrigin, Report as UsageReport, hold as budget_hold},
-    cost::ops::{CostPass, CostQuery, metric_totals as cost_metric_totals, query as cost_query},
+    cost::ops::{
+        BY as COST_DIMENSIONS, CostPass, CostQuery, metric_totals as cost_metric_totals,
+        query as cost_query,
+    },
     cost::prices::{Price, PriceTable},
     cost::usage::{Totals, Usage, micros_of},
 };
@@ -168,7 +171,8 @@ pub mod layout {
 pub mod time {
     pub use crate::history::store::instant;
     pub use crate::store::time::{
-        format_ts, now_ts, parse_duration, parse_duration_checked, parse_ts, relative,
+        MOMENT_FORMS, format_ts, now_ts, parse_duration, parse_duration_checked, parse_moment,
+        parse_moment_in, parse_ts, relative,
     };
 }
 
