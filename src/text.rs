@@ -67,7 +67,8 @@ mod tests {
             '\u{202a}', '\u{202b}', '\u{202c}', '\u{202d}', '\u{2066}', '\u{2067}', '\u{2068}',
             '\u{2069}',
         ] {
-            let e = escape_bidi(&format!("a{c}b"));
+            let s = format!("a{c}b");
+            let e = escape_bidi(&s);
             assert!(
                 !e.contains(c) && e.starts_with("a\\u{") && e.ends_with("}b"),
                 "{e}"
