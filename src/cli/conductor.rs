@@ -133,11 +133,23 @@ pub enum ConductorCommand {
 #[derive(Debug, Clone, clap::Args)]
 pub struct PageArgs {
     /// Entries per page, 1 to 1000.
-    #[arg(long, value_name = "N", default_value_t = crate::engine::DEFAULT_PAGE_LIMIT)]
+    #[arg(long, value_name = "N", default_value_t = crate::engine::DEFAULT_PAGE_LIMIT,
+          value_parser = page_limit)]
     pub limit: usize,
     /// The `next_cursor` of the previous page, for the page after it.
     #[arg(long, value_name = "CURSOR")]
     pub cursor: Option<String>,
+}
+
+/// `--limit N`: a page size the engine takes (1 to 1000); any other is bad usage (exit 2).
+fn page_limit(s: &str) -> Result<usize, String> {
+    let n: usize = s
+        .trim()
+        .parse()
+        .map_err(|_| "not a number of entries (1 to 1000)".to_owned())?;
+    PageRequest::new(Some(n), None)
+        .map(|_| n)
+        .map_err(|e| e.to_string())
 }
 
 impl PageArgs {

@@ -27,8 +27,13 @@ pub struct JournalArgs {
     #[arg(long, value_name = "PATH", requires = "verify")]
     pub anchor: Option<PathBuf>,
     /// With --verify: also check against a head you kept (`head_ref` of an earlier --verify).
-    #[arg(long, value_name = "SEQ:HASH", requires = "verify")]
-    pub head: Option<String>,
+    #[arg(long, value_name = "SEQ:HASH", requires = "verify", value_parser = head_ref)]
+    pub head: Option<HeadRef>,
+}
+
+/// `--head SEQ:HASH`, parsed by clap: a value that is none is bad usage (exit 2).
+fn head_ref(s: &str) -> Result<HeadRef, String> {
+    HeadRef::parse(s).map_err(|e| e.to_string())
 }
 
 /// Runs `pantheon journal`.
@@ -40,7 +45,7 @@ pub fn run(
     if args.verify {
         let opts = VerifyOptions {
             anchor: args.anchor,
-            head: args.head.as_deref().map(HeadRef::parse).transpose()?,
+            head: args.head,
         };
         let v = verify_journal_with(root, &opts)?;
         print_json(&serde_json::to_value(&v)?);

@@ -107,6 +107,15 @@ fn values_no_flag_takes_are_bad_usage_and_exit_2() {
             "invalid value 'nine'",
         ),
         (
+            &["inbox", "thoth", "--limit", "0"],
+            "ask for 1 to 1000 entries a page",
+        ),
+        (
+            &["pending", "--limit", "5000"],
+            "ask for 1 to 1000 entries a page",
+        ),
+        (&["journal", "--verify", "--head", "bad"], "is not SEQ:HASH"),
+        (
             &["cost", "--sinse", "-1h"],
             "tip: a similar argument exists: '--since'",
         ),
