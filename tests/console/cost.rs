@@ -564,4 +564,22 @@ fn a_name_with_bidirectional_controls_in_the_ledger_is_shown_escaped() {
     let s = screen(&app, 160, 40, r);
     assert!(s.contains("mar\\u{202e}nivram"), "{s}");
     assert!(!s.contains('\u{202e}'), "{s:?}");
+    // And the workflow detail's cost by god.
+    let mut app = app_for(r, fixture_now());
+    let at = app
+        .keys(Pane::Workflows)
+        .iter()
+        .position(|k| *k == RowKey::workflow("wf_bug_7"))
+        .unwrap();
+    app.dispatch(Action::Top);
+    for _ in 0..at {
+        app.dispatch(Action::Down);
+    }
+    app.dispatch(Action::Open);
+    let s = screen(&app, 160, 60, r);
+    assert!(
+        s.contains("by god") && s.contains("mar\\u{202e}nivram"),
+        "{s}"
+    );
+    assert!(!s.contains('\u{202e}'), "{s:?}");
 }
