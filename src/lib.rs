@@ -9,10 +9,12 @@ pub mod bridge;
 pub mod cli;
 pub mod console;
 pub mod demo;
+pub mod http;
 pub mod live;
 pub mod mcp;
 pub mod observe;
 pub mod outcome;
+pub mod text;
 
 /// The protocol engine, its own crate ([`pantheon_engine`]); re-exported so shells name it `engine`.
 pub use pantheon_engine as engine;

@@ -52,9 +52,10 @@ pub enum BusCommand {
     },
     /// Read messages (skipping and counting bad lines).
     Read {
-        /// Only messages at or after this time (compared as instants).
-        #[arg(long, value_name = "TS")]
-        since: Option<String>,
+        /// Only messages at or after this moment (compared as instants): RFC 3339, now, back from
+        /// now (-5m), or a local time today (10:30).
+        #[arg(long, value_name = "TS", allow_hyphen_values = true, value_parser = super::moment)]
+        since: Option<chrono::DateTime<chrono::Utc>>,
         /// Only this type.
         #[arg(long = "type", value_name = "TYPE")]
         kind: Option<String>,
@@ -175,7 +176,7 @@ pub fn run(args: BusArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome
             follow,
         } => {
             let filter = Filter {
-                since: since.as_deref().map(Filter::parse_since).transpose()?,
+                since,
                 kind,
                 source,
             };

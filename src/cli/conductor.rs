@@ -155,10 +155,11 @@ pub enum ConductorCommand {
         /// A JSON object (summary, decisions, artifacts, open_questions) replacing the context; `-`: stdin.
         #[arg(long, value_name = "FILE")]
         context: Option<PathBuf>,
-        /// Fork: start from the context bag the workflow had at this moment (RFC 3339, or back
-        /// from now: -15m), read from the root's history (`pantheon replay`); --context edits it.
-        #[arg(long, value_name = "TS", allow_hyphen_values = true)]
-        as_of: Option<String>,
+        /// Fork: start from the context bag the workflow had at this moment (RFC 3339, now, back
+        /// from now: -15m, or a local time today: 10:30), read from the root's history (`pantheon
+        /// replay`); --context edits it.
+        #[arg(long, value_name = "TS", allow_hyphen_values = true, value_parser = super::moment)]
+        as_of: Option<chrono::DateTime<chrono::Utc>>,
     },
 }
 
@@ -203,11 +204,23 @@ impl PauseSelector {
 #[derive(Debug, Clone, clap::Args)]
 pub struct PageArgs {
     /// Entries per page, 1 to 1000.
-    #[arg(long, value_name = "N", default_value_t = crate::engine::DEFAULT_PAGE_LIMIT)]
+    #[arg(long, value_name = "N", default_value_t = crate::engine::DEFAULT_PAGE_LIMIT,
+          value_parser = page_limit)]
     pub limit: usize,
     /// The `next_cursor` of the previous page, for the page after it.
     #[arg(long, value_name = "CURSOR")]
     pub cursor: Option<String>,
+}
+
+/// `--limit N`: a page size the engine takes (1 to 1000); any other is bad usage (exit 2).
+fn page_limit(s: &str) -> Result<usize, String> {
+    let n: usize = s
+        .trim()
+        .parse()
+        .map_err(|_| "not a number of entries (1 to 1000)".to_owned())?;
+    PageRequest::new(Some(n), None)
+        .map(|_| n)
+        .map_err(|e| e.to_string())
 }
 
 impl PageArgs {
@@ -357,14 +370,7 @@ pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result
             let page = page.request()?;
             let god = GodName::parse(&god)?;
             if !root.inbox_dir(&god).is_dir() {
-                // The JSON says `known_god: false`; a person reading it is told which gods there are.
-                let gods = crate::engine::known_gods(root).unwrap_or_else(|| {
-                    "none yet: `pantheon init` makes the default ones".to_owned()
-                });
-                eprintln!(
-                    "warning: {god} has no inbox in {}; gods here: {gods}",
-                    root.dir.display()
-                );
+                unknown_inbox(root, &god)?;
             }
             if compact {
                 json(c.check_inbox_compact(&god, &page)?)
@@ -482,6 +488,41 @@ fn resume(c: &Conductor, what: &PauseSelector, rate: Option<String>) -> anyhow::
     Ok(Outcome::Exit(std::process::ExitCode::from(1)))
 }
 
+/// `inbox GOD` of a god with no inbox: refused (naming the god meant, when one is close, and the gods
+/// there are) unless a workflow definition names the god, whose inbox appears with its first
+/// dispatch: then the empty answer (`known_god: false`) stands, with a warning.
+fn unknown_inbox(root: &Root, god: &GodName) -> anyhow::Result<()> {
+    let (defs, _) = crate::engine::load_definitions(root);
+    let mut named: Vec<String> = defs
+        .iter()
+        .flat_map(|d| d.steps.iter().map(|s| s.god.clone()))
+        .collect();
+    named.sort();
+    named.dedup();
+    let gods = crate::engine::known_gods(root)
+        .unwrap_or_else(|| "none yet: `pantheon init` makes the default ones".to_owned());
+    let dir = root.dir.display();
+    if named.iter().any(|g| g == god.as_str()) {
+        eprintln!(
+            "warning: {god} has no inbox in {dir} yet (a definition names it; its inbox appears with its first dispatch); gods here: {gods}"
+        );
+        return Ok(());
+    }
+    let with_inbox: Vec<String> = std::fs::read_dir(root.pending_root())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .filter_map(|e| GodName::parse(&e.file_name().to_string_lossy()).ok())
+        .map(|g| g.to_string())
+        .collect();
+    let candidates = with_inbox.iter().chain(&named).map(String::as_str);
+    let meant = crate::text::nearest(god.as_str(), candidates)
+        .map(|g| format!(" (did you mean {g}?)"))
+        .unwrap_or_default();
+    anyhow::bail!("{god} has no inbox in {dir}{meant}; gods here: {gods}")
+}
+
 /// `rerun WF --from STEP [--context FILE] [--as-of TS]`: a plain rerun, or a fork from the context bag
 /// the root's history holds for TS.
 fn rerun(
@@ -490,7 +531,7 @@ fn rerun(
     workflow_id: &str,
     from: &str,
     context: Option<PathBuf>,
-    as_of: Option<String>,
+    as_of: Option<chrono::DateTime<chrono::Utc>>,
 ) -> anyhow::Result<Outcome> {
     let ctx = match context {
         Some(f) => Some(read_input(Some(f), "context")?),
@@ -501,6 +542,7 @@ fn rerun(
     match as_of {
         None => json(c.rerun(&wf, &step, ctx.as_ref())?),
         Some(ts) => {
+            let ts = crate::engine::time::format_ts(ts);
             let as_of = crate::engine::context_as_of(root, &wf, &ts)?;
             json(c.rerun_as_of(&wf, &step, ctx.as_ref(), &as_of)?)
         }

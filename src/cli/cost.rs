@@ -11,11 +11,13 @@ use crate::engine::{Conductor, CostQuery, Origin, Root, cost_query};
 #[derive(Debug, Clone, clap::Args)]
 pub struct CostArgs {
     /// Totals per workflow, god, step, model, day, definition, track or session.
-    #[arg(long, value_name = "DIM", default_value = "god")]
+    #[arg(long, value_name = "DIM", default_value = "god",
+          value_parser = clap::builder::PossibleValuesParser::new(crate::engine::COST_DIMENSIONS))]
     pub by: String,
-    /// Only usage recorded at or after this time (RFC 3339; reads the whole ledger).
-    #[arg(long, value_name = "TS")]
-    pub since: Option<String>,
+    /// Only usage recorded at or after this moment (RFC 3339, now, back from now: -1h, or a local
+    /// time today: 10:30; reads the whole ledger).
+    #[arg(long, value_name = "TS", allow_hyphen_values = true, value_parser = super::moment)]
+    pub since: Option<chrono::DateTime<chrono::Utc>>,
     /// Print the answer as JSON (`cost_usd` a number, rounded to 6 decimals).
     #[arg(long)]
     pub json: bool,
@@ -42,13 +44,7 @@ pub fn run(args: CostArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcom
             serde_json::json!({"items": items, "count": items.len()}),
         ));
     }
-    let since = match &args.since {
-        Some(s) => Some(
-            crate::engine::time::parse_ts(s)
-                .ok_or_else(|| anyhow::anyhow!("--since {s:?} is not a time (RFC 3339)"))?,
-        ),
-        None => None,
-    };
+    let since = args.since;
     let mut pass = None;
     if !args.no_sync && root.conductor.is_dir() {
         let c = Conductor::new(root.clone()).with_origin(origin);
@@ -87,8 +83,13 @@ fn table(v: &serde_json::Value) -> String {
             t["reports"].as_u64().unwrap_or(0)
         )
     };
+    // A key is a name a report carried (a model, a session, …): shown with any bidirectional
+    // control escaped, so it cannot reorder the row.
     for r in v["rows"].as_array().into_iter().flatten() {
-        out.push_str(&row(r["key"].as_str().unwrap_or(""), r));
+        out.push_str(&row(
+            &crate::text::escape_bidi(r["key"].as_str().unwrap_or("")),
+            r,
+        ));
     }
     out.push_str(&row("TOTAL", &v["total"]));
     let unpriced = v["total"]["unpriced"].as_u64().unwrap_or(0);

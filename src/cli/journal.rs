@@ -4,21 +4,20 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::Args;
 
 use super::{Outcome, print_json};
 use crate::engine::{
-    HeadRef, JournalFilter, Root, VerifyOptions, journal_path, read_journal, time::parse_ts,
-    verify_journal_with,
+    HeadRef, JournalFilter, Root, VerifyOptions, journal_path, read_journal, verify_journal_with,
 };
 
 /// Options of `pantheon journal`.
 #[derive(Debug, Args)]
 pub struct JournalArgs {
-    /// Only entries at or after this time (RFC 3339, e.g. 2026-12-01T08:00:00Z).
-    #[arg(long, value_name = "TS")]
-    pub since: Option<String>,
+    /// Only entries at or after this moment (RFC 3339, now, back from now: -5m, or a local time
+    /// today: 10:30).
+    #[arg(long, value_name = "TS", allow_hyphen_values = true, value_parser = super::moment)]
+    pub since: Option<chrono::DateTime<chrono::Utc>>,
     /// Check the hash chain across every segment instead; exits 1 listing every entry that was
     /// edited, removed or reordered (and every line that is no entry).
     #[arg(long, conflicts_with = "since")]
@@ -28,8 +27,13 @@ pub struct JournalArgs {
     #[arg(long, value_name = "PATH", requires = "verify")]
     pub anchor: Option<PathBuf>,
     /// With --verify: also check against a head you kept (`head_ref` of an earlier --verify).
-    #[arg(long, value_name = "SEQ:HASH", requires = "verify")]
-    pub head: Option<String>,
+    #[arg(long, value_name = "SEQ:HASH", requires = "verify", value_parser = head_ref)]
+    pub head: Option<HeadRef>,
+}
+
+/// `--head SEQ:HASH`, parsed by clap: a value that is none is bad usage (exit 2).
+fn head_ref(s: &str) -> Result<HeadRef, String> {
+    HeadRef::parse(s).map_err(|e| e.to_string())
 }
 
 /// Runs `pantheon journal`.
@@ -41,7 +45,7 @@ pub fn run(
     if args.verify {
         let opts = VerifyOptions {
             anchor: args.anchor,
-            head: args.head.as_deref().map(HeadRef::parse).transpose()?,
+            head: args.head,
         };
         let v = verify_journal_with(root, &opts)?;
         print_json(&serde_json::to_value(&v)?);
@@ -73,17 +77,8 @@ pub fn run(
         }
         return Ok(Outcome::Exit(ExitCode::SUCCESS));
     }
-    let since = args
-        .since
-        .as_deref()
-        .map(|s| {
-            parse_ts(s).with_context(|| {
-                format!("--since {s:?} is not a timestamp; use e.g. 2026-12-01T08:00:00Z")
-            })
-        })
-        .transpose()?;
     let filter = JournalFilter {
-        since,
+        since: args.since,
         actor: actor_filter,
     };
     Ok(Outcome::Json(serde_json::to_value(read_journal(

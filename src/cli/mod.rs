@@ -148,11 +148,18 @@ pub struct ConsoleArgs {
     /// Default: the config's `[notify] rate_limit_secs`, else 5.
     #[arg(long, value_name = "SECS")]
     pub notify_every: Option<u64>,
-    /// Open in the past: every pane as it was at TS (RFC 3339, or back from now: -15m, -1h30m),
-    /// read-only, from the root's history (docs/HISTORY.md), with a scrub line to step, jump and
-    /// play; `L` goes back to live.
-    #[arg(long, value_name = "TS", allow_hyphen_values = true)]
-    pub at: Option<String>,
+    /// Open in the past: every pane as it was at TS (RFC 3339, now, back from now: -15m, -1h30m, or
+    /// a local time today: 10:30), read-only, from the root's history (docs/HISTORY.md), with a
+    /// scrub line to step, jump and play; `L` goes back to live.
+    #[arg(long, value_name = "TS", allow_hyphen_values = true, value_parser = moment)]
+    pub at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// The value parser of every flag that takes a moment (`--since`, `--at`, `--from`, `--to`,
+/// `--as-of`): RFC 3339, `now`, back from now (`-15m`), or a local `HH:MM[:SS]` of today, read by the
+/// engine's one parser; anything else is a usage error (exit 2) with its one error text.
+pub fn moment(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    crate::engine::time::parse_moment(s, chrono::Utc::now()).map_err(|e| e.to_string())
 }
 
 fn parse_desktop(s: &str) -> Result<crate::console::notify::Desktop, String> {
@@ -162,11 +169,7 @@ fn parse_desktop(s: &str) -> Result<crate::console::notify::Desktop, String> {
 fn run_console(args: ConsoleArgs, root: &Root, actor: Option<String>) -> anyhow::Result<Outcome> {
     // A config that cannot be used stops here, before the terminal is taken, with its line.
     let config = crate::console::config::load(args.config.as_deref())?;
-    let at = args
-        .at
-        .as_deref()
-        .map(|ts| crate::engine::parse_moment(ts, chrono::Utc::now()))
-        .transpose()?;
+    let at = args.at.map(|t| t.timestamp_micros());
     // A moment the history cannot show is refused before anything else is asked of the terminal.
     if let Some(at) = at {
         crate::console::replay::check_moment(root, at).map_err(|e| anyhow::anyhow!(e))?;
@@ -388,7 +391,26 @@ fn run_rootless(cli: Cli) -> anyhow::Result<Outcome> {
     }
 }
 
-/// Prints a result (JSON on stdout, an error on stderr) and turns it into the exit code.
+/// Bad usage found once the command line is parsed (a flag's value contradicting another's): said
+/// as `error: …` like a refusal, but exit 2 like clap's own usage errors.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// A [`UsageError`] as the `anyhow::Error` a command returns.
+pub fn usage(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(message.into()))
+}
+
+/// Prints a result (JSON on stdout, an error on stderr) and turns it into the exit code: 1 for a
+/// refusal, 2 for a [`UsageError`].
 fn finish(result: anyhow::Result<Outcome>) -> ExitCode {
     match result {
         Ok(Outcome::Json(v)) => {
@@ -398,7 +420,11 @@ fn finish(result: anyhow::Result<Outcome>) -> ExitCode {
         Ok(Outcome::Exit(code)) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::from(1)
+            if e.downcast_ref::<UsageError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
         }
     }
 }

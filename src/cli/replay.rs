@@ -4,20 +4,21 @@
 use std::process::ExitCode;
 
 use super::{Outcome, print_json};
-use crate::engine::{ChangeFilter, Root, history_changes, parse_moment, replay_at};
+use crate::engine::{ChangeFilter, Root, history_changes, replay_at};
 
 /// Options of `pantheon replay`.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ReplayArgs {
-    /// The moment: RFC 3339 (2026-06-14T10:30:00Z), `now`, or back from now (-15m, -1h30m).
-    #[arg(long, value_name = "TS", allow_hyphen_values = true, conflicts_with_all = ["from", "to"], required_unless_present = "from")]
-    pub at: Option<String>,
+    /// The moment: RFC 3339 (2026-06-14T10:30:00Z), `now`, back from now (-15m, -1h30m), or a
+    /// local time today (10:30, 10:30:15).
+    #[arg(long, value_name = "TS", allow_hyphen_values = true, value_parser = super::moment, conflicts_with_all = ["from", "to"], required_unless_present = "from")]
+    pub at: Option<chrono::DateTime<chrono::Utc>>,
     /// List the changes after this moment (with --to).
-    #[arg(long, value_name = "TS", allow_hyphen_values = true, requires = "to")]
-    pub from: Option<String>,
+    #[arg(long, value_name = "TS", allow_hyphen_values = true, value_parser = super::moment, requires = "to")]
+    pub from: Option<chrono::DateTime<chrono::Utc>>,
     /// …up to and including this moment.
-    #[arg(long, value_name = "TS", allow_hyphen_values = true, requires = "from")]
-    pub to: Option<String>,
+    #[arg(long, value_name = "TS", allow_hyphen_values = true, value_parser = super::moment, requires = "from")]
+    pub to: Option<chrono::DateTime<chrono::Utc>>,
     /// With --from/--to: only the files of this track's bus and board (a board session step by step).
     #[arg(long, value_name = "TRACK")]
     pub track: Option<String>,
@@ -34,13 +35,15 @@ pub struct ReplayArgs {
 
 /// Runs `pantheon replay`.
 pub fn run(args: ReplayArgs, root: &Root) -> anyhow::Result<Outcome> {
-    let now = chrono::Utc::now();
-    if let (Some(from), Some(to)) = (&args.from, &args.to) {
-        let from = parse_moment(from, now)?;
-        let to = parse_moment(to, now)?;
+    if let (Some(from), Some(to)) = (args.from, args.to) {
         if to < from {
-            anyhow::bail!("--to is before --from");
+            return Err(super::usage(format!(
+                "--to {} is before --from {}",
+                crate::engine::time::format_ts(to),
+                crate::engine::time::format_ts(from)
+            )));
         }
+        let (from, to) = (from.timestamp_micros(), to.timestamp_micros());
         if let Some(t) = &args.track {
             crate::engine::TrackName::parse(t)?;
         }
@@ -51,7 +54,7 @@ pub fn run(args: ReplayArgs, root: &Root) -> anyhow::Result<Outcome> {
         };
         return Ok(Outcome::Json(history_changes(root, from, to, &filter)?));
     }
-    let at = parse_moment(args.at.as_deref().unwrap_or("now"), now)?;
+    let at = args.at.unwrap_or_else(chrono::Utc::now).timestamp_micros();
     let mut v = replay_at(root, at)?;
     // A moment before the history: its first moment is shown, and said so on standard error.
     if let Some(note) = v.as_object_mut().and_then(|m| m.remove("note")) {

@@ -42,12 +42,17 @@ pub struct ServeArgs {
     pub journal_anchor: Option<PathBuf>,
     /// Serve Prometheus metrics at http://ADDR/metrics (PORT alone: 127.0.0.1:PORT). An address
     /// that is not loopback is warned about (docs/OBSERVABILITY.md).
-    #[arg(long, value_name = "ADDR")]
-    pub metrics: Option<String>,
+    #[arg(long, value_name = "ADDR", value_parser = crate::http::parse_addr)]
+    pub metrics: Option<std::net::SocketAddr>,
     /// Export spans (one trace per workflow) to an OpenTelemetry collector over OTLP/HTTP
     /// protobuf, e.g. http://127.0.0.1:4318 (docs/OBSERVABILITY.md, "Traces").
-    #[arg(long, value_name = "URL")]
-    pub otlp: Option<String>,
+    #[arg(long, value_name = "URL", value_parser = otlp_endpoint)]
+    pub otlp: Option<crate::observe::export::Endpoint>,
+}
+
+/// `--otlp URL`, parsed by clap: a URL it cannot take is bad usage (exit 2).
+fn otlp_endpoint(url: &str) -> Result<crate::observe::export::Endpoint, String> {
+    crate::observe::export::Endpoint::parse(url).map_err(|e| format!("{e:#}"))
 }
 
 /// What wakes the loop.
@@ -190,9 +195,15 @@ fn log_line(out: &mut dyn Write, report: &TickReport) {
 /// watcher a burst into one read of each file named.
 const SETTLE: Duration = Duration::from_millis(250);
 
+/// What `serve` started beside the supervisor for `--metrics`: the HTTP server (stopped gracefully
+/// at exit) and the record of where it listens (removed when dropped).
+struct Observers {
+    http: Option<crate::http::Server>,
+    _record: Option<crate::observe::record::MetricsRecord>,
+}
+
 /// Starts what was asked for: the span exporter (with its own watcher of the files spans come
-/// from) and the `/metrics` endpoint (with the live model it reads). Returns the record of where
-/// metrics are served (removed when dropped).
+/// from) and the `/metrics` endpoint (with the live model it reads).
 fn start_observers(
     args: &ServeArgs,
     root: &Root,
@@ -200,7 +211,7 @@ fn start_observers(
     metrics: Option<(std::net::SocketAddr, std::net::TcpListener)>,
     otlp: Option<crate::observe::export::Endpoint>,
     out: &mut dyn Write,
-) -> anyhow::Result<Option<crate::observe::record::MetricsRecord>> {
+) -> anyhow::Result<Observers> {
     let traces = match otlp {
         Some(endpoint) => {
             let log_path = args.log.clone();
@@ -230,7 +241,10 @@ fn start_observers(
         None => None,
     };
     let Some((addr, listener)) = metrics else {
-        return Ok(None);
+        return Ok(Observers {
+            http: None,
+            _record: None,
+        });
     };
     let exposed = !addr.ip().is_loopback();
     if exposed {
@@ -253,15 +267,22 @@ fn start_observers(
     ));
     let mut m = crate::observe::metrics::Metrics::new(root.clone(), exposed);
     m.traces = traces;
-    crate::observe::http::spawn(listener, Arc::new(m), live)?;
+    let routes = crate::observe::http::routes(Arc::new(m), live)?;
+    let server = crate::http::Server::start(
+        "metrics-http",
+        listener,
+        routes,
+        crate::http::Limits::default(),
+    )?;
     let _ = writeln!(
         out,
         "{} pantheon serve: metrics at http://{addr}/metrics",
         format_ts(chrono::Utc::now())
     );
-    Ok(Some(crate::observe::record::MetricsRecord::write(
-        root, id, addr,
-    )))
+    Ok(Observers {
+        http: Some(server),
+        _record: Some(crate::observe::record::MetricsRecord::write(root, id, addr)),
+    })
 }
 
 /// `pantheon serve`: the supervisor, until SIGTERM or SIGINT.
@@ -269,18 +290,11 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     let mut out = super::record::log_sink(args.log.as_ref())?;
     let c = Conductor::new(root.clone()).with_origin(origin);
     // Bound before anything else starts, so a port in use is the first and only thing said.
-    let metrics = match &args.metrics {
-        Some(a) => {
-            let addr = crate::observe::http::parse_addr(a)?;
-            Some((addr, crate::observe::http::bind(addr)?))
-        }
+    let metrics = match args.metrics {
+        Some(addr) => Some((addr, crate::http::bind("--metrics", addr)?)),
         None => None,
     };
-    let otlp = args
-        .otlp
-        .as_deref()
-        .map(crate::observe::export::Endpoint::parse)
-        .transpose()?;
+    let otlp = args.otlp.clone();
     let anchor = open_anchor(&args, root, &mut *out)?;
     let recorder = if root.settings.history.record {
         Some(super::record::background(
@@ -297,7 +311,7 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     on_signals(stop.clone(), tx.clone())?;
     let watcher = watch_root(root, tx.clone(), anchor.is_some())?;
     // The live model (the console's) behind `/metrics` and `--otlp`, kept current by its own watches.
-    let _metrics_record = start_observers(&args, root, &id, metrics, otlp, &mut *out)?;
+    let observers = start_observers(&args, root, &id, metrics, otlp, &mut *out)?;
     let _ = writeln!(
         out,
         "{started} pantheon serve: supervising {} (heartbeat {})",
@@ -319,6 +333,10 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
         sup.absorb(std::iter::once(first).chain(rx.try_iter()));
     }
     drop(watcher);
+    // Requests under way are answered; then nothing listens.
+    if let Some(server) = observers.http {
+        server.shutdown();
+    }
     if let Some(r) = recorder {
         r.stop();
     }

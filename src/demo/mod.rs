@@ -34,7 +34,7 @@ use crate::outcome::Outcome;
 pub struct DemoArgs {
     /// Pace factor: 2 runs twice as fast (ticks, short leases and the staleness threshold all
     /// scale); the sequence of events is the same at any speed.
-    #[arg(long, value_name = "X", default_value_t = 1.0)]
+    #[arg(long, value_name = "X", default_value_t = 1.0, value_parser = speed)]
     pub speed: f64,
     /// Seed of the simulation: the same seed gives the same sequence of events.
     #[arg(long, value_name = "N", default_value_t = 1)]
@@ -43,7 +43,7 @@ pub struct DemoArgs {
     #[arg(long)]
     pub headless: bool,
     /// With --headless: how many demo seconds to simulate (default 60); wall time is SECS / speed.
-    #[arg(long, value_name = "SECS", requires = "headless")]
+    #[arg(long, value_name = "SECS", requires = "headless", value_parser = duration)]
     pub duration: Option<f64>,
     /// With --headless: include the whole event log in the summary (`event_log`).
     #[arg(long, requires = "headless")]
@@ -52,6 +52,22 @@ pub struct DemoArgs {
     /// PATH instead of $XDG_CONFIG_HOME/pantheon/config.toml, as `pantheon console --config` does.
     #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
+}
+
+/// `--speed X`: a number from 0.05 to 100 (a usage error otherwise: exit 2).
+fn speed(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && (0.05..=100.0).contains(&x) => Ok(x),
+        _ => Err("the pace is a number from 0.05 to 100 (2 runs twice as fast)".to_owned()),
+    }
+}
+
+/// `--duration SECS`: demo seconds, more than 0 and at most 86400 (a usage error otherwise).
+fn duration(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 && x <= 86_400.0 => Ok(x),
+        _ => Err("a number of demo seconds above 0 and at most 86400".to_owned()),
+    }
 }
 
 /// Runs `pantheon demo`. `explicit_root` is `--root`; without it a fresh temporary root is created

@@ -1,54 +1,32 @@
-//! The `/metrics` endpoint: a small HTTP/1.1 server on its own thread (one request per connection,
-//! answered and closed), over the standard library only.
+//! The `/metrics` endpoint: its routes on the one HTTP stack (`crate::http`), served from the live
+//! model's newest snapshot, and the thread that prepares each new snapshot's exposition ahead of the
+//! scrapes.
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context;
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 
 use super::exposition::{OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE};
 use super::metrics::Metrics;
 use crate::live::runner::LiveHandle;
 
-/// The most bytes of a request read (its line and headers).
-const MAX_REQUEST: usize = 16 * 1024;
-/// How long a client may take to send its request or read the answer.
-const IO_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// `--metrics ADDR`: `PORT` alone is loopback (`127.0.0.1:PORT`); `HOST:PORT` as given.
-pub fn parse_addr(s: &str) -> anyhow::Result<SocketAddr> {
-    let s = s.trim();
-    if let Ok(port) = s.parse::<u16>() {
-        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
-    }
-    s.to_socket_addrs()
-        .with_context(|| format!("--metrics {s:?}: expected PORT or HOST:PORT"))?
-        .next()
-        .with_context(|| format!("--metrics {s:?}: names no address"))
-}
-
-/// Binds the listener (the caller reports a port in use as a clear error).
-pub fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
-    TcpListener::bind(addr).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::AddrInUse {
-            anyhow::anyhow!("--metrics {addr}: the address is already in use (another serve or exporter listens there)")
-        } else {
-            anyhow::anyhow!("--metrics {addr}: cannot listen: {e}")
-        }
-    })
-}
-
-/// Serves `/metrics` from `live`'s newest snapshot on a thread of its own until the process ends;
-/// a second thread notes each new snapshot's dispatches (so a step's end can be labelled) and,
-/// while scrapes come, computes the exposition ahead for each new snapshot and as it ages, so a
-/// scrape serves text already made ([`Metrics::scrape`]).
-pub fn spawn(
-    listener: TcpListener,
+/// What the handlers read: the figures and the live model they come from.
+#[derive(Clone)]
+struct Scrape {
     metrics: Arc<Metrics>,
     live: Arc<LiveHandle>,
-) -> anyhow::Result<()> {
+}
+
+/// The routes of `serve --metrics`: `GET /metrics` (and `HEAD`), `GET /` saying where the metrics
+/// are, 404 elsewhere. Starts a thread that notes each new snapshot's dispatches (so a step's end
+/// can be labelled) and, while scrapes come, computes the exposition ahead for each new snapshot
+/// and as it ages, so a scrape serves text already made ([`Metrics::scrape`]).
+pub fn routes(metrics: Arc<Metrics>, live: Arc<LiveHandle>) -> anyhow::Result<Router> {
     {
         let metrics = metrics.clone();
         let mut rx = live.snapshots.clone();
@@ -73,80 +51,43 @@ pub fn spawn(
             })
             .context("cannot start the metrics notes")?;
     }
-    std::thread::Builder::new()
-        .name("metrics-http".into())
-        .spawn(move || {
-            for conn in listener.incoming() {
-                let Ok(stream) = conn else { continue };
-                let _ = answer(stream, &metrics, &live);
-            }
-        })
-        .context("cannot start the metrics server")?;
-    Ok(())
+    const WHERE: &str = "pantheon serve: metrics at /metrics\n";
+    Ok(Router::new()
+        .route("/metrics", get(scrape))
+        .route("/", get(|| async { WHERE }))
+        .fallback(|| async { (StatusCode::NOT_FOUND, WHERE) })
+        .with_state(Scrape { metrics, live }))
 }
 
-fn answer(mut stream: TcpStream, metrics: &Metrics, live: &LiveHandle) -> std::io::Result<()> {
-    stream.set_read_timeout(Some(IO_TIMEOUT))?;
-    stream.set_write_timeout(Some(IO_TIMEOUT))?;
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 2048];
-    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-        let n = stream.read(&mut chunk)?;
-        if n == 0 || buf.len() + n > MAX_REQUEST {
-            return respond(
-                &mut stream,
-                "400 Bad Request",
-                "text/plain",
-                b"bad request\n",
-                false,
-            );
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
-    let text = String::from_utf8_lossy(&buf);
-    let mut lines = text.split("\r\n");
-    let mut first = lines.next().unwrap_or_default().split_whitespace();
-    let (method, target) = (
-        first.next().unwrap_or_default(),
-        first.next().unwrap_or_default(),
-    );
-    let head = method == "HEAD";
-    if method != "GET" && !head {
-        return respond(
-            &mut stream,
-            "405 Method Not Allowed",
-            "text/plain",
-            b"GET /metrics\n",
-            false,
-        );
-    }
-    let path = target.split('?').next().unwrap_or_default();
-    if path != "/metrics" {
-        let body: &[u8] = b"pantheon serve: metrics at /metrics\n";
-        let status = if path == "/" {
-            "200 OK"
-        } else {
-            "404 Not Found"
-        };
-        return respond(&mut stream, status, "text/plain; charset=utf-8", body, head);
-    }
-    let accept = lines
-        .filter_map(|l| l.split_once(':'))
-        .find(|(k, _)| k.trim().eq_ignore_ascii_case("accept"))
-        .map(|(_, v)| v.to_owned())
-        .unwrap_or_default();
+/// `GET /metrics`: the exposition of the newest snapshot, in the format the `Accept` header prefers.
+async fn scrape(State(s): State<Scrape>, headers: HeaderMap) -> Response {
+    let accept = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect::<Vec<_>>()
+        .join(",");
     let open_metrics = wants_openmetrics(&accept);
-    let snap = live.latest();
-    let body = metrics.scrape(&snap, open_metrics);
-    metrics
-        .scrapes
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    // The text is usually made already; when it is not, making it is work for a blocking thread,
+    // not for the ones that serve the other connections.
+    let made = tokio::task::spawn_blocking(move || {
+        let snap = s.live.latest();
+        let body = s.metrics.scrape(&snap, open_metrics);
+        s.metrics
+            .scrapes
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        body
+    })
+    .await;
+    let Ok(body) = made else {
+        return (StatusCode::INTERNAL_SERVER_ERROR, "the scrape failed\n").into_response();
+    };
     let ct = if open_metrics {
         OPENMETRICS_CONTENT_TYPE
     } else {
         TEXT_CONTENT_TYPE
     };
-    respond(&mut stream, "200 OK", ct, body.as_bytes(), head)
+    ([(header::CONTENT_TYPE, ct)], body.to_string()).into_response()
 }
 
 /// True when the `Accept` header prefers OpenMetrics (as Prometheus sends it) over the text format:
@@ -172,24 +113,6 @@ pub fn wants_openmetrics(accept: &str) -> bool {
     }
 }
 
-fn respond(
-    s: &mut TcpStream,
-    status: &str,
-    ct: &str,
-    body: &[u8],
-    head: bool,
-) -> std::io::Result<()> {
-    let header = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {ct}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    s.write_all(header.as_bytes())?;
-    if !head {
-        s.write_all(body)?;
-    }
-    s.flush()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,15 +128,5 @@ mod tests {
         assert!(!wants_openmetrics(
             "application/openmetrics-text;q=0.2,text/plain;q=0.9"
         ));
-    }
-
-    #[test]
-    fn a_port_alone_is_loopback() {
-        assert_eq!(parse_addr("9464").unwrap().to_string(), "127.0.0.1:9464");
-        assert_eq!(
-            parse_addr("0.0.0.0:9464").unwrap().to_string(),
-            "0.0.0.0:9464"
-        );
-        assert!(parse_addr("nonsense").is_err());
     }
 }

@@ -45,7 +45,7 @@ impl Env {
         c
     }
 
-    fn run(&self, area: &str, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, area: &str, args: &[&str]) -> Output {
         self.cmd()
             .arg(area)
             .args(["--track", &self.track])

@@ -239,8 +239,9 @@ fn a_journal_rewritten_truncated_or_deleted_by_a_root_writer_fails_against_its_a
     );
     std::fs::write(&none, "").unwrap();
     assert_fails(&env, &["--anchor", none.to_str().unwrap()], &["is empty"]);
+    // A value --head cannot take is bad usage.
     let out = env.run(&["journal", "--verify", "--head", "6:xyz"], None);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("SEQ:HASH"));
 
     // 5. Entries after the last anchor (written while no supervisor anchored) are reported as such.

@@ -6,10 +6,12 @@ mod anchor;
 mod budgets;
 mod common;
 mod concurrency;
+mod cost_scale;
 mod crash;
 #[path = "../common/decoy.rs"]
 mod decoy;
 mod delivery;
+mod exit_codes;
 #[path = "../common/fixture.rs"]
 mod fixture_root;
 mod foreign;
@@ -17,8 +19,10 @@ mod hardening;
 mod help;
 mod history;
 mod holds;
+mod http;
 mod journal;
 mod limits;
+mod moments;
 mod newcomer;
 mod observe;
 mod origin;

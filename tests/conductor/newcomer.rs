@@ -313,13 +313,11 @@ fn an_unknown_workflow_god_or_track_names_the_ones_that_exist() {
         );
     }
 
-    // A god without an inbox: the JSON stays on stdout, the gods that exist are named on stderr.
-    let out = env.run(&["inbox", "hephaistos"], None);
-    assert!(out.status.success());
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["known_god"], json!(false));
-    let err = stderr(&out);
-    assert!(err.starts_with("warning: hephaistos has no inbox"), "{err}");
+    // A god without an inbox that no definition names: refused, with the god meant and the gods
+    // that exist.
+    let err = env.refused(&["inbox", "hephaistos"], None);
+    assert!(err.starts_with("error: hephaistos has no inbox"), "{err}");
+    assert!(err.contains("(did you mean hephaestus?)"), "{err}");
     assert!(
         err.contains("gods here: caduceus, hephaestus, hermes"),
         "{err}"

@@ -337,7 +337,7 @@ fn a_config_that_does_not_parse_and_a_pending_file_are_critical() {
 }
 
 /// `pantheon serve` on the root, killed and reaped on drop.
-struct Serve(Child);
+pub(crate) struct Serve(pub(crate) Child);
 
 impl Serve {
     fn start(env: &Env) -> Self {
@@ -369,7 +369,7 @@ impl Drop for Serve {
 // ---- `serve --metrics`, scraped by a real Prometheus ----
 
 /// A free loopback port (bound, then released for the process that will listen there).
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -378,7 +378,11 @@ fn free_port() -> u16 {
 }
 
 /// `GET path` on 127.0.0.1:port (HTTP/1.0, whole answer): (status code, headers, body).
-fn http_get(port: u16, path: &str, accept: Option<&str>) -> Option<(u16, String, String)> {
+pub(crate) fn http_get(
+    port: u16,
+    path: &str,
+    accept: Option<&str>,
+) -> Option<(u16, String, String)> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
@@ -405,7 +409,7 @@ fn url_encode(s: &str) -> String {
 }
 
 /// `serve --metrics 127.0.0.1:PORT` on the root, killed and reaped on drop.
-fn serve_metrics(env: &Env, port: u16) -> Serve {
+pub(crate) fn serve_metrics(env: &Env, port: u16) -> Serve {
     let child = env
         .command(&["serve", "--metrics", &format!("127.0.0.1:{port}")])
         .stdout(Stdio::null())

@@ -79,8 +79,10 @@ fn inbox_pages_oldest_first_with_the_total_count_and_default_limit_20() {
 
     let bad = env.refused(&["inbox", "thoth", "--cursor", "not-a-cursor"], None);
     assert!(bad.contains("start again without a cursor"), "{bad}");
-    let zero = env.refused(&["inbox", "thoth", "--limit", "0"], None);
-    assert!(zero.contains("1 to 1000"), "{zero}");
+    // A page size the engine does not take is bad usage (exit 2).
+    let zero = env.run(&["inbox", "thoth", "--limit", "0"], None);
+    assert_eq!(zero.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&zero.stderr).contains("1 to 1000"));
 }
 
 /// Walks every page of `args`; `between(round)` runs between two pages. Returns the handoff ids

@@ -343,9 +343,19 @@ fn an_existing_empty_directory_is_no_root_and_init_creates_a_missing_one() {
 #[test]
 fn the_inbox_of_a_god_with_no_inbox_says_the_god_is_unknown() {
     let env = Env::new();
-    let unknown = env.ok(&["inbox", "nobody"], None);
+    // No inbox and no definition naming it: refused, nothing written.
+    let err = env.refused(&["inbox", "nobody"], None);
+    assert!(err.contains("nobody has no inbox"), "{err}");
+    assert!(!env.exists("conductor/pending/nobody"));
+    // A god a definition names whose inbox is not made yet: an empty answer and a warning.
+    std::fs::remove_dir(env.path("conductor/pending/thoth")).unwrap();
+    let out = env.run(&["inbox", "thoth"], None);
+    assert!(out.status.success());
+    let unknown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(unknown["known_god"], json!(false), "{unknown}");
     assert_eq!(unknown["count"], json!(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("a definition names it"));
+    std::fs::create_dir(env.path("conductor/pending/thoth")).unwrap();
     let known = env.ok(&["inbox", "thoth"], None);
     assert_eq!(known["known_god"], json!(true), "{known}");
 }

@@ -536,3 +536,57 @@ fn tab_reaches_the_ledger_only_in_a_root_that_records_cost() {
     app.dispatch(Action::PrevPane);
     assert_eq!(app.pane, Pane::Ledger);
 }
+
+#[test]
+fn a_name_with_bidirectional_controls_in_the_ledger_is_shown_escaped() {
+    let root = cost_root();
+    let r = root.path();
+    // A ledger line written by hand: its god's name holds a right-to-left override and an isolate.
+    let ledger = r.join("conductor/cost/ledger.jsonl");
+    let mut text = std::fs::read_to_string(&ledger).unwrap();
+    text.push_str(&line(
+        "handoff-e",
+        "2026-06-14T10:33:00Z",
+        "wf_bug_7",
+        "fix",
+        "mar\u{202e}nivram\u{2066}x\u{2069}",
+        9_000_000,
+    ));
+    text.push('\n');
+    std::fs::write(&ledger, text).unwrap();
+    let mut app = app_for(r, fixture_now());
+    app.dispatch(Action::GoPane(Pane::Ledger));
+    let s = screen(&app, 200, 50, r);
+    assert!(
+        s.contains("mar\\u{202e}nivram\\u{2066}x\\u{2069}"),
+        "the name is shown with its controls written out: {s}"
+    );
+    assert!(
+        !s.contains(['\u{202e}', '\u{2066}', '\u{2069}']),
+        "a raw control reached the terminal: {s:?}"
+    );
+    // Its detail too (the costliest god is first).
+    app.dispatch(Action::Top);
+    app.dispatch(Action::Open);
+    let s = screen(&app, 160, 40, r);
+    assert!(s.contains("mar\\u{202e}nivram"), "{s}");
+    assert!(!s.contains('\u{202e}'), "{s:?}");
+    // And the workflow detail's cost by god.
+    let mut app = app_for(r, fixture_now());
+    let at = app
+        .keys(Pane::Workflows)
+        .iter()
+        .position(|k| *k == RowKey::workflow("wf_bug_7"))
+        .unwrap();
+    app.dispatch(Action::Top);
+    for _ in 0..at {
+        app.dispatch(Action::Down);
+    }
+    app.dispatch(Action::Open);
+    let s = screen(&app, 160, 60, r);
+    assert!(
+        s.contains("by god") && s.contains("mar\\u{202e}nivram"),
+        "{s}"
+    );
+    assert!(!s.contains('\u{202e}'), "{s:?}");
+}

@@ -164,7 +164,8 @@ fn demo_refuses_a_zero_speed_and_duration_without_headless() {
         .args(["demo", "--headless", "--speed", "0"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    // A value the flag cannot take is bad usage (README: exit 2), before any root is made.
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--speed"));
     let out = pantheon()
         .args(["demo", "--duration", "5"])

@@ -123,8 +123,8 @@ pub use crate::{
     },
     cost::hook::{Hold, Origin as UsageOrigin, Report as UsageReport, hold as budget_hold},
     cost::ops::{
-        BudgetReached, CostPass, CostQuery, metric_totals as cost_metric_totals,
-        query as cost_query,
+        BY as COST_DIMENSIONS, BudgetReached, CostPass, CostQuery,
+        metric_totals as cost_metric_totals, query as cost_query,
     },
     cost::prices::{Price, PriceTable},
     cost::usage::{Totals, Usage, micros_of},
@@ -178,7 +178,8 @@ pub mod layout {
 pub mod time {
     pub use crate::history::store::instant;
     pub use crate::store::time::{
-        format_ts, now_ts, parse_duration, parse_duration_checked, parse_ts, relative,
+        MOMENT_FORMS, format_ts, now_ts, parse_duration, parse_duration_checked, parse_moment,
+        parse_moment_in, parse_ts, relative,
     };
 }
 

@@ -17,6 +17,7 @@ use crate::console::views::table::Col;
 use crate::console::views::{detail, kv, sparkline};
 use crate::live::ledger::{Bar, GodCost, tokens, usd};
 use crate::live::snapshot::Snapshot;
+use crate::text::escape_bidi;
 
 /// One row of the pane.
 #[derive(Debug, Clone)]
@@ -231,7 +232,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         };
         match r {
             Row::God(g, c, bars) => vec![
-                Line::styled(g.to_string(), theme.base()),
+                Line::styled(escape_bidi(g).into_owned(), theme.base()),
                 Line::raw(usd(c.total.cost_micros)),
                 Line::raw(tokens(c.total.tokens())),
                 Line::raw(usd(c.burn_per_hour(now))),
@@ -239,7 +240,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                 bar(bars),
             ],
             Row::Budget(b) => vec![
-                Line::styled(format!("{} {}", b.scope, b.name), theme.dim()),
+                Line::styled(format!("{} {}", b.scope, escape_bidi(&b.name)), theme.dim()),
                 Line::raw(if b.metric == "cost_usd" { usd(b.used) } else { "-".into() }),
                 Line::raw(if b.metric == "tokens" { tokens(b.used) } else { "-".into() }),
                 Line::styled("-", theme.dim()),
@@ -263,7 +264,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: &Row, theme: &Theme)
     let mut l: Vec<Line> = Vec::new();
     if let Row::God(g, c, _) = r {
         let t = &c.total;
-        l.push(kv("god", g.to_string(), theme.base(), theme));
+        l.push(kv("god", escape_bidi(g).into_owned(), theme.base(), theme));
         l.push(kv("cost", usd(t.cost_micros), theme.base(), theme));
         l.push(kv("burn rate", format!("{}/h (the last hour)", usd(c.burn_per_hour(app.now))), theme.base(), theme));
         for (k, v) in [
@@ -280,7 +281,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: &Row, theme: &Theme)
     }
     for b in r.bars() {
         l.push(Line::default());
-        l.push(kv("budget", format!("{} {} ({})", b.scope, b.name, b.metric), theme.base(), theme));
+        l.push(kv("budget", format!("{} {} ({})", b.scope, escape_bidi(&b.name), b.metric), theme.base(), theme));
         l.push(bar_cell(b, warn_at, theme));
         if b.reached() {
             l.push(Line::styled(
@@ -289,7 +290,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: &Row, theme: &Theme)
             ));
         }
     }
-    detail(frame, area, format!(" {} ", r.key()), l, app, theme);
+    detail(frame, area, format!(" {} ", escape_bidi(&r.key().to_string())), l, app, theme);
 }
 
 /// The Ledger pane.

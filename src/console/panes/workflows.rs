@@ -433,13 +433,16 @@ fn cost_section(l: &mut Vec<Line>, app: &App, w: &WorkflowView, theme: &Theme) {
     section(l, "Cost", theme);
     l.push(Line::raw(format!("  {:<20}{}", "total", figures(&c.usage.total))));
     l.push(Line::styled("  by step", theme.dim()));
+    // Step and god names here come from reports (a bus line's step is the god's own text).
     for (step, t) in &c.usage.steps {
+        let step = crate::text::escape_bidi(step);
         l.push(Line::raw(format!("    {step:<18}{}", figures(t))));
     }
     l.push(Line::styled("  by god", theme.dim()));
     match by_god {
         Some(gods) => {
             for (god, t) in gods.iter() {
+                let god = crate::text::escape_bidi(god);
                 l.push(Line::raw(format!("    {god:<18}{}", figures(t))));
             }
             let seen: u64 = gods.values().map(|t| t.reports).sum();

@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::store::Root;
 use crate::store::ids::{check_free_text, generate_message_id};
 use crate::store::lock::lock_file;
-use crate::store::time::{now_ts, parse_ts};
+use crate::store::time::now_ts;
 
 /// Pattern of message types.
 pub(crate) const TYPE_PATTERN: &str = "^[A-Z][A-Z0-9_]*$";
@@ -350,13 +350,10 @@ pub struct Filter {
 }
 
 impl Filter {
-    /// Parses a `--since` value into an instant, with a clear error.
+    /// Parses a `since` value into an instant, as every moment is parsed (`time::parse_moment`:
+    /// RFC 3339, `now`, `-15m`, a local `HH:MM` of today), with the same error text.
     pub fn parse_since(s: &str) -> Result<DateTime<Utc>> {
-        parse_ts(s).ok_or_else(|| {
-            Error::refused(format!(
-                "--since {s:?} is not a timestamp; use RFC 3339, e.g. 2026-02-01T12:00:00Z"
-            ))
-        })
+        crate::store::time::parse_moment(s, Utc::now())
     }
 
     /// True when `env` passes every filter.

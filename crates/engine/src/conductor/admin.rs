@@ -21,7 +21,6 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::store::atomic::{ensure_dir, write_atomic, write_json};
-use crate::store::lock::FileLock;
 use crate::store::read::read_json;
 use crate::store::time::now_ts;
 use crate::store::{GodName, HandoffId, WorkflowId};
@@ -329,7 +328,7 @@ impl Conductor {
         if reason.trim().is_empty() {
             return Err(Error::refused("an abort needs a reason (--reason TEXT)"));
         }
-        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
+        let _lock = files::lock_existing(&self.root, &wf)?;
         let st = match files::require_state(&self.root, &wf) {
             Err(Error::Corrupt { path, .. })
                 if std::fs::symlink_metadata(&path)
@@ -612,7 +611,7 @@ impl Conductor {
         dry_run: bool,
     ) -> Result<CleanupResult> {
         let wf = wf.clone();
-        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
+        let _lock = files::lock_existing(&self.root, &wf)?;
         let st = files::require_state(&self.root, &wf)?;
         if !matches!(
             st.status,

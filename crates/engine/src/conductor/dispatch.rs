@@ -17,7 +17,6 @@ use super::results::RedispatchStatus;
 use super::submit::stored_handoff_path;
 use crate::error::{Error, Result};
 use crate::store::atomic::write_json;
-use crate::store::lock::FileLock;
 use crate::store::read::read_json;
 use crate::store::time::now_ts;
 use crate::store::{GodName, HandoffId, StepId, WorkflowId, generate_dispatch_id};
@@ -32,7 +31,7 @@ impl Conductor {
         wf: &WorkflowId,
     ) -> Result<super::RedispatchResult> {
         let wf = wf.clone();
-        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
+        let _lock = files::lock_existing(&self.root, &wf)?;
         let st = files::require_state(&self.root, &wf)?;
         if let Some(request) = st.awaiting_reply()
             && st.status == WorkflowStatus::WaitingForAck
@@ -164,7 +163,7 @@ impl Conductor {
         write_json(&self.root, &path, &d)
     }
 
-    fn build_dispatch(
+    pub(super) fn build_dispatch(
         &self,
         wf: &WorkflowId,
         st: &WorkflowState,

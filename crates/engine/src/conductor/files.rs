@@ -51,24 +51,38 @@ pub(crate) fn load_state(root: &Root, wf: &WorkflowId) -> Result<Option<Workflow
 
 /// Reads the state of a workflow that must exist.
 pub(crate) fn require_state(root: &Root, wf: &WorkflowId) -> Result<WorkflowState> {
-    load_state(root, wf)?.ok_or_else(|| {
-        let known = crate::store::read::known_names(&root.state_dir(), |n| {
-            if n.ends_with(crate::store::layout::ABORTED_SUFFIX) {
-                return None;
-            }
-            let id = n.strip_suffix(".json")?;
-            WorkflowId::parse(id).ok().map(|w| w.to_string())
-        });
-        let known = match known {
-            Some(list) => format!("workflows here: {list}"),
-            None => "there is no workflow here yet (`pantheon handoff submit FILE` starts one)"
-                .to_owned(),
-        };
-        Error::not_found(format!(
-            "unknown workflow {wf}: no {}; {known}",
-            root.state_path(wf).display()
-        ))
-    })
+    load_state(root, wf)?.ok_or_else(|| unknown_workflow(root, wf))
+}
+
+/// Takes the lock of a workflow that must exist: refused as [`require_state`] refuses, before the
+/// lock file is made, when the workflow has no state (a refusal writes nothing, not even a lock
+/// file). The caller still reads the state under the lock (it may have gone meanwhile).
+pub(crate) fn lock_existing(root: &Root, wf: &WorkflowId) -> Result<crate::store::lock::FileLock> {
+    match std::fs::symlink_metadata(root.state_path(wf)) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(unknown_workflow(root, wf)),
+        _ => crate::store::lock::FileLock::exclusive(root, &root.workflow_lock_path(wf)),
+    }
+}
+
+/// The refusal of an unknown workflow, naming the workflows there are.
+fn unknown_workflow(root: &Root, wf: &WorkflowId) -> Error {
+    let known = crate::store::read::known_names(&root.state_dir(), |n| {
+        if n.ends_with(crate::store::layout::ABORTED_SUFFIX) {
+            return None;
+        }
+        let id = n.strip_suffix(".json")?;
+        WorkflowId::parse(id).ok().map(|w| w.to_string())
+    });
+    let known = match known {
+        Some(list) => format!("workflows here: {list}"),
+        None => {
+            "there is no workflow here yet (`pantheon handoff submit FILE` starts one)".to_owned()
+        }
+    };
+    Error::not_found(format!(
+        "unknown workflow {wf}: no {}; {known}",
+        root.state_path(wf).display()
+    ))
 }
 
 /// Writes a workflow state atomically.

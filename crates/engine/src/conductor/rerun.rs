@@ -11,7 +11,6 @@ use super::definition::find_definition;
 use super::files;
 use super::model::{Routed, StepRecord, StepStatus, WorkflowState, WorkflowStatus, lenient};
 use crate::error::{Error, Result};
-use crate::store::lock::FileLock;
 use crate::store::time::now_ts;
 use crate::store::{GodName, HandoffId, StepId, WorkflowId};
 
@@ -182,7 +181,7 @@ impl Conductor {
                 crate::store::limits::MAX_HANDOFF_BYTES,
             )?;
         }
-        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(wf))?;
+        let _lock = files::lock_existing(&self.root, wf)?;
         let st = files::require_state(&self.root, wf)?;
         let def_id = st.definition_id.clone().ok_or_else(|| {
             Error::refused(format!(
@@ -240,6 +239,7 @@ impl Conductor {
         let hid = HandoffId::generate();
         let (next, attempt) =
             rerun_state_as_of(&st, step, god.as_str(), &hid, context, as_of, &now_ts())?;
+        self.refuse_oversized_dispatch(wf, &next, step, &god)?;
         let path = self.root.inbox_dir(&god).join(format!("{hid}.json"));
         files::refuse_unconfined(&self.root, &[self.root.state_path(wf), path.clone()])?;
         let r = RerunResult {
@@ -267,6 +267,35 @@ impl Conductor {
         super::crash_point("rerun:after-state");
         self.repair_dispatch(wf, &next, &hid)?;
         Ok(r)
+    }
+
+    /// Refuses a rerun whose dispatch (the context bag, edited or forked, and the history it
+    /// carries) would be over the limit a submitted handoff has, before anything is written: the
+    /// god could not be handed more than a submit could.
+    fn refuse_oversized_dispatch(
+        &self,
+        wf: &WorkflowId,
+        next: &WorkflowState,
+        step: &str,
+        god: &GodName,
+    ) -> Result<()> {
+        let Some(rec) = next.step_history.last() else {
+            return Ok(());
+        };
+        let Some(routed) = &rec.routed else {
+            return Ok(());
+        };
+        let d = self.build_dispatch(wf, next, rec, god, step, routed)?;
+        let len = serde_json::to_vec(&d).map_or(usize::MAX, |v| v.len());
+        let max = crate::store::limits::MAX_HANDOFF_BYTES;
+        if len > max {
+            return Err(Error::refused(format!(
+                "the rerun's dispatch to {god} would be {len} bytes, over the {max}-byte limit of a \
+                 handoff; nothing was written: give a smaller --context (put large content in a file \
+                 and list it in artifacts)"
+            )));
+        }
+        Ok(())
     }
 
     /// The repeat of a rerun of `step` killed between its state and its dispatch: the state already

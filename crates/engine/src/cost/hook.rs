@@ -49,7 +49,11 @@ pub struct Origin<'a> {
 impl Report {
     /// Prices `u` with the root's table and makes its line.
     pub fn new(root: &Root, u: &Usage, o: Origin<'_>) -> Self {
-        let cfg = CostConfig::parse(root.settings.cost.as_ref());
+        Self::priced(&CostConfig::parse(root.settings.cost.as_ref()), u, o)
+    }
+
+    /// Prices `u` with `cfg`'s table (parsed once for many reports) and makes its line.
+    pub(crate) fn priced(cfg: &CostConfig, u: &Usage, o: Origin<'_>) -> Self {
         let (cost_micros, priced) = cfg.prices.cost(u);
         let s = |v: Option<&str>| v.map(str::to_owned);
         Report {
@@ -244,16 +248,35 @@ pub(crate) fn recorded(st: &WorkflowState, key: &str) -> bool {
 
 /// Records a report in the state (once per key): the workflow's and its step's totals.
 pub(crate) fn record(st: &mut WorkflowState, r: &Report) {
+    record_many(st, std::slice::from_ref(r), |_| false);
+}
+
+/// Records many reports in the state at once (the state's usage read and written once): each report
+/// whose key the state does not list and `known` does not say was recorded already. Returns how
+/// many were recorded.
+pub(crate) fn record_many(
+    st: &mut WorkflowState,
+    reports: &[Report],
+    known: impl Fn(&str) -> bool,
+) -> usize {
     let mut u = StateUsage::of(&st.extra);
-    if u.keys.contains(&r.line.key) {
-        return;
+    let mut seen: std::collections::HashSet<String> = u.keys.iter().cloned().collect();
+    let mut n = 0;
+    for r in reports {
+        if known(&r.line.key) || !seen.insert(r.line.key.clone()) {
+            continue;
+        }
+        let t: Totals = r.line.totals();
+        u.total.merge(&t);
+        if let Some(s) = &r.line.step {
+            u.steps.entry(s.clone()).or_default().merge(&t);
+        }
+        u.keys.push(r.line.key.clone());
+        n += 1;
     }
-    let t: Totals = r.line.totals();
-    u.total.merge(&t);
-    if let Some(s) = &r.line.step {
-        u.steps.entry(s.clone()).or_default().merge(&t);
+    if n == 0 {
+        return 0;
     }
-    u.keys.push(r.line.key.clone());
     if u.keys.len() > MAX_STATE_KEYS {
         let cut = u.keys.len() - MAX_STATE_KEYS;
         u.keys.drain(..cut);
@@ -262,6 +285,7 @@ pub(crate) fn record(st: &mut WorkflowState, r: &Report) {
         STATE_USAGE.into(),
         serde_json::to_value(&u).unwrap_or(Value::Null),
     );
+    n
 }
 
 impl Conductor {
@@ -281,15 +305,22 @@ impl Conductor {
             ));
             return warnings;
         }
-        match subjects(
-            root,
-            &r.line.workflow_id,
-            Some(st),
-            def,
-            Some(&r.line.god),
-            None,
-            &mut warnings,
-        ) {
+        self.budget_warnings(&r.line.workflow_id, st, def, &r.line.god, &mut warnings);
+        warnings
+    }
+
+    /// Fires once each budget warning that reports of `god` in `workflow_id` (its state `st`, the
+    /// reports recorded) brought past its share.
+    pub(crate) fn budget_warnings(
+        &self,
+        workflow_id: &str,
+        st: &WorkflowState,
+        def: Option<&WorkflowDef>,
+        god: &str,
+        warnings: &mut Vec<String>,
+    ) {
+        let root = self.root();
+        match subjects(root, workflow_id, Some(st), def, Some(god), None, warnings) {
             Ok(subjects) if !subjects.is_empty() => {
                 let warn_at = CostConfig::parse(root.settings.cost.as_ref()).warn_at;
                 for c in neared(&subjects, warn_at) {
@@ -301,7 +332,6 @@ impl Conductor {
             Ok(_) => {}
             Err(e) => warnings.push(format!("budgets not checked after the report: {e}")),
         }
-        warnings
     }
 
     /// Finishes the report `key` a killed act left as a marker, when the state records it.

@@ -320,6 +320,101 @@ pub(crate) fn append(root: &Root, line: &Line) -> Result<bool> {
     Ok(true)
 }
 
+/// The keys of the lines among the ledger's last `window` bytes (a line cut by the window's start, or
+/// one that does not parse, gives none).
+pub(crate) fn recent_keys(root: &Root, window: u64) -> Result<std::collections::HashSet<String>> {
+    #[derive(Deserialize)]
+    struct Key {
+        key: String,
+    }
+    let mut keys = std::collections::HashSet::new();
+    let path = ledger_path(root);
+    let Some(mut file) = open_regular(&path)? else {
+        return Ok(keys);
+    };
+    let len = file.metadata().map_err(|e| Error::io(&path, e))?.len();
+    let from = len.saturating_sub(window);
+    file.seek(SeekFrom::Start(from))
+        .map_err(|e| Error::io(&path, e))?;
+    let mut r = BufReader::with_capacity(256 * 1024, file.take(window));
+    let mut buf = Vec::with_capacity(512);
+    let mut first = from > 0;
+    loop {
+        buf.clear();
+        let n = (&mut r)
+            .take(MAX_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| Error::io(&path, e))?;
+        if n == 0 {
+            break;
+        }
+        // The first line read is cut by the window's start: it gives no key.
+        let cut = std::mem::take(&mut first);
+        if buf.last() != Some(&b'\n') {
+            if n <= MAX_LINE_BYTES {
+                break; // an unterminated tail: a writer is mid-line
+            }
+            // An oversized line: skip the rest of it.
+            let mut rest = Vec::new();
+            r.read_until(b'\n', &mut rest)
+                .map_err(|e| Error::io(&path, e))?;
+            continue;
+        }
+        if cut {
+            continue;
+        }
+        if let Ok(k) = serde_json::from_slice::<Key>(&buf) {
+            keys.insert(k.key);
+        }
+    }
+    Ok(keys)
+}
+
+/// Appends the lines whose keys the ledger does not have yet (among its last [`DEDUPE_WINDOW`]
+/// bytes plus the size of the lines themselves, so a batch a killed pass appended is found whole
+/// when the pass is repeated) in one write, then brings the summary up to date once. Returns how
+/// many were appended. Linear in the lines and the window, whatever the summary holds.
+pub(crate) fn append_new(root: &Root, lines: &[Line]) -> Result<usize> {
+    if lines.is_empty() {
+        return Ok(0);
+    }
+    let mut texts = Vec::with_capacity(lines.len());
+    let mut bytes: u64 = 0;
+    for l in lines {
+        let mut t = serde_json::to_vec(l).map_err(|e| Error::refused(e.to_string()))?;
+        t.push(b'\n');
+        bytes = bytes.saturating_add(t.len() as u64);
+        texts.push(t);
+    }
+    let _lock = lock(root)?;
+    let mut have = recent_keys(root, DEDUPE_WINDOW.saturating_add(bytes))?;
+    let path = ledger_path(root);
+    let mut f = open_append(root, &path)?;
+    let mut buf = Vec::with_capacity(256 * 1024);
+    let mut n = 0;
+    for (l, t) in lines.iter().zip(&texts) {
+        if !have.insert(l.key.clone()) {
+            continue;
+        }
+        buf.extend_from_slice(t);
+        n += 1;
+        if buf.len() >= 256 * 1024 {
+            f.write_all(&buf).map_err(|e| Error::io(&path, e))?;
+            buf.clear();
+        }
+    }
+    f.write_all(&buf).map_err(|e| Error::io(&path, e))?;
+    crate::store::crash_point("cost:after-ledger");
+    let mut s = stored_summary(root);
+    if s.offset > ledger_len(root) {
+        s = Summary::default();
+    }
+    let start = s.offset;
+    s.offset = read_from(root, start, |l, _| s.fold(&l))?;
+    write_json(root, &summary_path(root), &s)?;
+    Ok(n)
+}
+
 /// Appends many lines at once (one summary rewrite); for imports and benchmarks. Keys are not
 /// checked against the ledger.
 pub fn append_many(root: &Root, lines: &[Line]) -> Result<()> {

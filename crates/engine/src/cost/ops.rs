@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::budget::{Budget, CostConfig, Raised, STATE_BUDGET, STATE_RAISES, Subject, crossed};
 use super::hook::{self, Origin, Report};
 use super::ledger::{self, Line};
-use super::usage::{self, Totals};
+use super::usage::{self, Totals, Usage};
 use crate::conductor::Conductor;
 use crate::conductor::files;
 use crate::error::{Error, Result};
@@ -52,6 +52,28 @@ fn tracks(root: &Root) -> Vec<TrackName> {
         .collect();
     v.sort();
     v
+}
+
+/// The most of a track's queue one step of the cost pass reads (and holds) at once.
+const BUS_CHUNK_BYTES: u64 = 8 * 1024 * 1024;
+
+/// One `USAGE` line's workflow, god (its `source`) and usage: `payload {workflow_id, step?,
+/// session_id?, usage: {…}}`.
+fn bus_line(m: &crate::bus::model::Envelope) -> Result<(WorkflowId, GodName, Usage)> {
+    let pl = &m.payload;
+    let wf = WorkflowId::parse(pl.get("workflow_id").and_then(Value::as_str).unwrap_or(""))?;
+    let god = GodName::parse_as("source", &m.source)?;
+    match usage::of_document(pl, "/payload/usage") {
+        Ok(Some(u)) => Ok((wf, god, u)),
+        Ok(None) => Err(Error::invalid(
+            "USAGE line",
+            vec![crate::error::Violation {
+                pointer: "/payload/usage".into(),
+                message: "required: the usage object".into(),
+            }],
+        )),
+        Err(v) => Err(Error::invalid("USAGE line", v)),
+    }
 }
 
 impl Conductor {
@@ -106,6 +128,11 @@ impl Conductor {
         }
     }
 
+    /// Reads each track's `USAGE` lines past its cursor, a bounded chunk at a time, and records them
+    /// in batches: one state write per workflow, one ledger append and one summary write per chunk.
+    /// The cursor moves past a chunk only once all of it is recorded (a busy lock or a full disk
+    /// leaves it where it was; the next pass reads the chunk again and the keys make the repeat a
+    /// no-op).
     fn read_bus_usage(&self, p: &mut CostPass) {
         let root = self.root();
         let mut cursors: BTreeMap<String, u64> = read_json(&cursors_path(root))
@@ -113,6 +140,7 @@ impl Conductor {
             .flatten()
             .and_then(|v| serde_json::from_value(v).ok())
             .unwrap_or_default();
+        let cfg = CostConfig::parse(root.settings.cost.as_ref());
         let mut moved = false;
         for track in tracks(root) {
             let queue = root.bus_dir(&track).join(crate::store::layout::QUEUE_FILE);
@@ -124,42 +152,25 @@ impl Conductor {
                 // The queue was archived and started again.
                 from = 0;
             }
-            if from == len {
-                continue;
-            }
-            let (messages, next, _) = match crate::bus::queue::read_from(&queue, from) {
-                Ok(r) => r,
-                Err(e) => {
-                    p.errors.push(format!("track {track}: {e}"));
-                    continue;
+            while from < len {
+                let (messages, next, _) =
+                    match crate::bus::queue::read_from_upto(&queue, from, BUS_CHUNK_BYTES) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            p.errors.push(format!("track {track}: {e}"));
+                            break;
+                        }
+                    };
+                if next <= from {
+                    break;
                 }
-            };
-            let mut ok = true;
-            for m in messages.iter().filter(|m| m.kind == USAGE_TYPE) {
-                p.bus_reports += 1;
-                match self.record_bus_usage(&track, m) {
-                    Ok(true) => p.bus_recorded += 1,
-                    Ok(false) => {}
-                    Err(e)
-                        if matches!(
-                            e,
-                            Error::Invalid { .. } | Error::NotFound(_) | Error::InvalidName { .. }
-                        ) =>
-                    {
-                        p.errors.push(format!("track {track} USAGE {}: {e}", m.id))
-                    }
-                    Err(e) => {
-                        // A busy lock or a full disk: read this line again next pass.
-                        p.errors.push(format!(
-                            "track {track} USAGE {}: {e}; retried next pass",
-                            m.id
-                        ));
-                        ok = false;
-                        break;
-                    }
+                let usage: Vec<&crate::bus::model::Envelope> =
+                    messages.iter().filter(|m| m.kind == USAGE_TYPE).collect();
+                p.bus_reports += usage.len();
+                if !self.record_bus_chunk(&cfg, &track, &usage, next - from, p) {
+                    break;
                 }
-            }
-            if ok {
+                from = next;
                 cursors.insert(track.to_string(), next);
                 moved = true;
             }
@@ -169,67 +180,151 @@ impl Conductor {
         }
     }
 
-    /// Records one `USAGE` line: `payload {workflow_id, step?, session_id?, usage: {…}}`, the god being
-    /// the line's `source`. Returns false when it was already recorded.
-    fn record_bus_usage(&self, track: &TrackName, m: &crate::bus::model::Envelope) -> Result<bool> {
+    /// Records one chunk of a track's `USAGE` lines (`bytes` of the queue): each line checked, the
+    /// lines grouped by workflow and recorded in its state (under its lock, the state read and
+    /// written once), then every line the states record appended to the ledger at once. False when
+    /// the chunk is to be read again (a lock busy, a write failed).
+    fn record_bus_chunk(
+        &self,
+        cfg: &CostConfig,
+        track: &TrackName,
+        usage: &[&crate::bus::model::Envelope],
+        bytes: u64,
+        p: &mut CostPass,
+    ) -> bool {
         let root = self.root();
-        let pl = &m.payload;
-        let wf = WorkflowId::parse(pl.get("workflow_id").and_then(Value::as_str).unwrap_or(""))?;
-        let god = GodName::parse_as("source", &m.source)?;
-        let u = match usage::of_document(pl, "/payload/usage") {
-            Ok(Some(u)) => u,
-            Ok(None) => {
-                return Err(Error::invalid(
-                    "USAGE line",
-                    vec![crate::error::Violation {
-                        pointer: "/payload/usage".into(),
-                        message: "required: the usage object".into(),
-                    }],
-                ));
+        let mut by_wf: BTreeMap<WorkflowId, Vec<(&crate::bus::model::Envelope, GodName, Usage)>> =
+            BTreeMap::new();
+        for m in usage {
+            match bus_line(m) {
+                Ok((wf, god, u)) => by_wf.entry(wf).or_default().push((m, god, u)),
+                Err(e) => p.errors.push(format!("track {track} USAGE {}: {e}", m.id)),
             }
-            Err(v) => return Err(Error::invalid("USAGE line", v)),
+        }
+        if by_wf.is_empty() {
+            return true;
+        }
+        // The ledger's keys once for the chunk: a line recorded by a pass killed after its ledger
+        // append counts as recorded even when its state has since forgotten the key (a state keeps
+        // only the latest keys). Each line's ledger text is at most the queue line plus its key,
+        // definition and step: the chunk's size plus 1 KiB a line bounds them.
+        let window = ledger::DEDUPE_WINDOW
+            .saturating_add(bytes)
+            .saturating_add(1024 * usage.len() as u64);
+        let in_ledger = match ledger::recent_keys(root, window) {
+            Ok(k) => k,
+            Err(e) => {
+                p.errors.push(format!(
+                    "track {track}: the ledger cannot be read: {e}; retried next pass"
+                ));
+                return false;
+            }
         };
-        let key = format!("bus-{track}-{}", m.id);
-        let _lock = FileLock::exclusive(root, &root.workflow_lock_path(&wf))?;
-        let Some(mut st) = files::load_state(root, &wf)? else {
+        let mut ok = true;
+        let mut lines = Vec::new();
+        for (wf, group) in &by_wf {
+            match self.record_bus_workflow(cfg, track, wf, group, &in_ledger) {
+                Ok((recorded, reports)) => {
+                    p.bus_recorded += recorded;
+                    lines.extend(reports.into_iter().map(|r| r.line));
+                }
+                Err(e)
+                    if matches!(
+                        e,
+                        Error::Invalid { .. } | Error::NotFound(_) | Error::InvalidName { .. }
+                    ) =>
+                {
+                    for (m, ..) in group {
+                        p.errors.push(format!("track {track} USAGE {}: {e}", m.id));
+                    }
+                }
+                Err(e) => {
+                    // A busy lock or a full disk: read this chunk again next pass.
+                    p.errors.push(format!(
+                        "track {track} USAGE of workflow {wf}: {e}; retried next pass"
+                    ));
+                    ok = false;
+                }
+            }
+        }
+        // The states record these lines: the ledger gets them now (a repeat finds them by key).
+        if let Err(e) = ledger::append_new(root, &lines) {
+            p.errors.push(format!(
+                "track {track}: {} usage line(s) recorded in their workflows but not yet in the ledger ({e}); retried next pass",
+                lines.len()
+            ));
+            return false;
+        }
+        ok
+    }
+
+    /// Records the `USAGE` lines of one workflow in its state (read and written once, under its
+    /// lock); returns how many were new, and the reports of every line (the new ones and those the
+    /// state already recorded, whose ledger line a killed pass may not have written). The budget
+    /// warnings the new reports brought past their share fire once per reporting god.
+    fn record_bus_workflow(
+        &self,
+        cfg: &CostConfig,
+        track: &TrackName,
+        wf: &WorkflowId,
+        group: &[(&crate::bus::model::Envelope, GodName, Usage)],
+        in_ledger: &std::collections::HashSet<String>,
+    ) -> Result<(usize, Vec<Report>)> {
+        let root = self.root();
+        let _lock = files::lock_existing(root, wf)?;
+        let Some(mut st) = files::load_state(root, wf)? else {
             return Err(Error::not_found(format!("workflow {wf} has no state")));
         };
-        let step = pl
-            .get("step")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .or_else(|| st.current_step.clone());
-        let session = pl.get("session_id").and_then(Value::as_str);
-        let r = Report::new(
-            root,
-            &u,
-            Origin {
-                key: key.clone(),
-                source: "bus",
-                workflow_id: wf.as_str(),
-                definition: st.definition_id.as_deref(),
-                step: step.as_deref(),
-                god: god.as_str(),
-                track: Some(track.as_str()),
-                session: session.filter(|s| !s.is_empty() && s.len() <= 128),
-            },
-        );
-        if hook::recorded(&st, &key) {
-            // Recorded in the state by a pass killed before its ledger line: finish that.
-            ledger::append(root, &r.line)?;
-            return Ok(false);
+        let reports: Vec<Report> = group
+            .iter()
+            .map(|(m, god, u)| {
+                let pl = &m.payload;
+                let step = pl
+                    .get("step")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+                    .or_else(|| st.current_step.clone());
+                let session = pl.get("session_id").and_then(Value::as_str);
+                Report::priced(
+                    cfg,
+                    u,
+                    Origin {
+                        key: format!("bus-{track}-{}", m.id),
+                        source: "bus",
+                        workflow_id: wf.as_str(),
+                        definition: st.definition_id.as_deref(),
+                        step: step.as_deref(),
+                        god: god.as_str(),
+                        track: Some(track.as_str()),
+                        session: session.filter(|s| !s.is_empty() && s.len() <= 128),
+                    },
+                )
+            })
+            .collect();
+        let recorded = hook::record_many(&mut st, &reports, |k| in_ledger.contains(k));
+        if recorded == 0 {
+            return Ok((0, reports));
         }
-        hook::record(&mut st, &r);
         st.updated = Some(now_ts());
-        files::write_state(root, &wf, &st)?;
+        files::write_state(root, wf, &st)?;
         let def = st.definition_id.as_deref().and_then(|d| {
             crate::conductor::definition::find_definition(root, d)
                 .ok()
                 .flatten()
         });
-        // The bus line itself is the marker: the cursor moves past it only after this.
-        let _ = self.after_report(&st, def.as_ref(), &r);
-        Ok(true)
+        let mut gods: Vec<&str> = reports
+            .iter()
+            .filter(|r| !in_ledger.contains(&r.line.key))
+            .map(|r| r.line.god.as_str())
+            .collect();
+        gods.sort_unstable();
+        gods.dedup();
+        // Warnings never fail the pass (as after an act); the ledger lines come with the chunk's.
+        let mut warnings = Vec::new();
+        for g in gods {
+            self.budget_warnings(wf.as_str(), &st, def.as_ref(), g, &mut warnings);
+        }
+        Ok((recorded, reports))
     }
 
     /// The budgets a held dispatch would go past if it were approved now, with the usage recorded
@@ -581,7 +676,7 @@ pub struct CostQuery {
 }
 
 /// The dimensions `pantheon cost --by` takes.
-pub(crate) const BY: [&str; 8] = [
+pub const BY: [&str; 8] = [
     "workflow",
     "god",
     "step",

@@ -21,33 +21,14 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
-use crate::store::time::{format_ts, parse_ts};
+use crate::store::time::format_ts;
 use crate::store::{Root, WorkflowId, layout};
 pub(crate) use store::{HistoryDir, Kind, Seek};
 
-/// A moment given as RFC 3339 (`2026-06-14T10:30:00Z`), `now`, or relative to `now` (`-15m`,
-/// `-1h30m`, `-90s`).
+/// A moment (see `time::parse_moment`: RFC 3339, `now`, back from now `-15m`, a local `HH:MM[:SS]`
+/// of today) as microseconds since the epoch, the history's unit.
 pub fn parse_moment(s: &str, now: chrono::DateTime<chrono::Utc>) -> Result<i64> {
-    let s = s.trim();
-    if s == "now" {
-        return Ok(now.timestamp_micros());
-    }
-    if let Some(rel) = s.strip_prefix('-') {
-        let d = crate::store::time::parse_duration(rel).ok_or_else(|| {
-            Error::refused(format!(
-                "{s:?} is not a moment: give RFC 3339 (2026-06-14T10:30:00Z), now, or a duration \
-                 back from now (-15m, -1h30m)"
-            ))
-        })?;
-        let us = i64::try_from(d.as_micros()).unwrap_or(i64::MAX);
-        return Ok(now.timestamp_micros().saturating_sub(us));
-    }
-    parse_ts(s).map(|t| t.timestamp_micros()).ok_or_else(|| {
-        Error::refused(format!(
-            "{s:?} is not a moment: give RFC 3339 (2026-06-14T10:30:00Z), now, or a duration back \
-             from now (-15m, -1h30m)"
-        ))
-    })
+    crate::store::time::parse_moment(s, now).map(|t| t.timestamp_micros())
 }
 
 fn never(root: &Root) -> Error {

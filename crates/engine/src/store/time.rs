@@ -151,6 +151,74 @@ fn parse_duration_unbounded(s: &str) -> Option<std::time::Duration> {
     Some(std::time::Duration::from_secs(total))
 }
 
+/// The forms a moment takes wherever one is given (`--since`, `--at`, `--from`, `--to`, `--as-of`,
+/// the console's `:replay`), as the one error text names them.
+pub const MOMENT_FORMS: &str = "give RFC 3339 (2026-06-14T10:30:00Z), now, a duration back from now \
+                                (-15m, -1h30m) or a local time today (10:30, 10:30:15)";
+
+/// Parses a moment: RFC 3339 (any form [`parse_ts`] reads), `now`, a duration back from `now`
+/// (`-15m`, `-1h30m`, `-90s`), or a local wall-clock time of `now`'s day (`10:30`, `10:30:15`, in
+/// the machine's time zone). Every refusal is the same text, naming the forms.
+pub fn parse_moment(s: &str, now: DateTime<Utc>) -> crate::error::Result<DateTime<Utc>> {
+    parse_moment_in(s, now, &chrono::Local)
+}
+
+/// [`parse_moment`] with the time zone of a wall-clock time given (tests use a fixed one).
+pub fn parse_moment_in<Tz: chrono::TimeZone>(
+    s: &str,
+    now: DateTime<Utc>,
+    zone: &Tz,
+) -> crate::error::Result<DateTime<Utc>> {
+    let t = s.trim();
+    let not_a_moment = || {
+        crate::error::Error::refused(format!(
+            "{:?} is not a moment: {MOMENT_FORMS}",
+            s.chars().take(80).collect::<String>()
+        ))
+    };
+    if t == "now" {
+        return Ok(now);
+    }
+    if let Some(rel) = t.strip_prefix('-') {
+        let d = parse_duration(rel).ok_or_else(not_a_moment)?;
+        let d = chrono::TimeDelta::from_std(d).map_err(|_| not_a_moment())?;
+        return now.checked_sub_signed(d).ok_or_else(not_a_moment);
+    }
+    if let Some(clock) = wall_clock(t) {
+        let day = now.with_timezone(zone).date_naive();
+        return match day.and_time(clock).and_local_timezone(zone.clone()) {
+            chrono::LocalResult::Single(at) => Ok(at.with_timezone(&Utc)),
+            // A time the clock passes twice (the hour a clock goes back): the first of the two.
+            chrono::LocalResult::Ambiguous(first, _) => Ok(first.with_timezone(&Utc)),
+            chrono::LocalResult::None => Err(crate::error::Error::refused(format!(
+                "{t:?} does not exist today in this time zone (the clock skips it); give RFC 3339"
+            ))),
+        };
+    }
+    parse_ts(t).ok_or_else(not_a_moment)
+}
+
+/// `HH:MM` or `HH:MM:SS` (one or two digits for the hour), nothing else.
+fn wall_clock(s: &str) -> Option<chrono::NaiveTime> {
+    let parts: Vec<&str> = s.split(':').collect();
+    let field = |p: &str, max: u32, digits: std::ops::RangeInclusive<usize>| {
+        (digits.contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| p.parse::<u32>().ok())
+            .flatten()
+            .filter(|v| *v <= max)
+    };
+    let (h, m, sec) = match parts.as_slice() {
+        [h, m] => (field(h, 23, 1..=2)?, field(m, 59, 2..=2)?, 0),
+        [h, m, sec] => (
+            field(h, 23, 1..=2)?,
+            field(m, 59, 2..=2)?,
+            field(sec, 59, 2..=2)?,
+        ),
+        _ => return None,
+    };
+    chrono::NaiveTime::from_hms_opt(h, m, sec)
+}
+
 /// "3m ago" style age of an instant relative to `now`.
 pub fn relative(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
     // Past times count whole seconds elapsed; future ones are rounded to the nearest second, so an
@@ -184,6 +252,61 @@ pub fn relative(t: DateTime<Utc>, now: DateTime<Utc>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_moment_takes_every_form_and_one_error_text() {
+        let now = parse_ts("2026-06-14T12:00:00Z").unwrap();
+        let zone = chrono::FixedOffset::east_opt(2 * 3600).unwrap();
+        let at = |s: &str| parse_moment_in(s, now, &zone);
+        assert_eq!(at("now").unwrap(), now);
+        assert_eq!(
+            at("-15m").unwrap(),
+            parse_ts("2026-06-14T11:45:00Z").unwrap()
+        );
+        assert_eq!(
+            at(" -1h30m ").unwrap(),
+            parse_ts("2026-06-14T10:30:00Z").unwrap()
+        );
+        assert_eq!(
+            at("2026-06-14T10:30:00Z").unwrap(),
+            parse_ts("2026-06-14T10:30:00Z").unwrap()
+        );
+        // Local wall-clock times of today, in the zone given (UTC+2 here).
+        assert_eq!(
+            at("10:30").unwrap(),
+            parse_ts("2026-06-14T08:30:00Z").unwrap()
+        );
+        assert_eq!(
+            at("9:05:07").unwrap(),
+            parse_ts("2026-06-14T07:05:07Z").unwrap()
+        );
+        assert_eq!(
+            at("00:00").unwrap(),
+            parse_ts("2026-06-13T22:00:00Z").unwrap()
+        );
+        for bad in [
+            "yesterday",
+            "",
+            "-",
+            "-x",
+            "10:60",
+            "24:00",
+            "10:3",
+            "10:30:5",
+            "1:2:3:4",
+            "-99999999999w",
+            "+15m",
+            "10h",
+            "10:30pm",
+        ] {
+            let e = at(bad).unwrap_err().to_string();
+            assert!(e.ends_with(MOMENT_FORMS), "{bad:?}: {e}");
+            assert!(
+                e.starts_with(&format!("{:?} is not a moment", bad)),
+                "{bad:?}: {e}"
+            );
+        }
+    }
 
     #[test]
     fn parses_every_variant_to_the_same_instant() {
