@@ -136,7 +136,7 @@ mod tests {
     #[test]
     fn action_texts_follow_the_operators_remaps() {
         let cfg = crate::console::config::parse(
-            "[keys]\napprove = \"Z\"\npane_2 = \"F2\"\n",
+            "[keys]\napprove = \"Y\"\npane_2 = \"F2\"\n",
             "test.toml",
         )
         .unwrap();
@@ -145,7 +145,7 @@ mod tests {
                 &item("{approve} approve · {reject_held} reject"),
                 &cfg.keymap
             ),
-            "Z approve · R reject"
+            "Y approve · R reject"
         );
         assert_eq!(
             action_text(&item("ack it in {pane_2} Inboxes"), &cfg.keymap),

@@ -589,9 +589,22 @@ fn attention_figure(by_kind: &[(&str, usize)]) -> (usize, String) {
     (total, kinds.join(", "))
 }
 
-/// What `check` finds in the root as a whole: what breaks it (CRITICAL), a recorder that runs and
+/// What `check` finds in the root as a whole: a broken journal chain and what breaks the root
+/// (CRITICAL), a recorder that runs and
 /// does not record, unreadable files (WARNING); the recorder's perfdata.
-fn root_problems(h: &Health, found: &mut Vec<(State, String)>, perfdata: &mut Vec<String>) {
+fn root_problems(
+    h: &Health,
+    journal: Option<&std::result::Result<u64, String>>,
+    found: &mut Vec<(State, String)>,
+    perfdata: &mut Vec<String>,
+) {
+    match journal {
+        Some(Err(problem)) => {
+            found.push((State::Critical, format!("journal chain broken: {problem}")))
+        }
+        Some(Ok(entries)) => perfdata.push(format!("journal_entries={entries};;;0;")),
+        None => {}
+    }
     for why in &h.broken {
         found.push((State::Critical, why.clone()));
     }
@@ -709,14 +722,7 @@ pub fn evaluate(h: &Health, judged: &Judged<'_>, t: &Thresholds) -> Verdict {
         }
         _ => {}
     }
-    match journal {
-        Some(Err(problem)) => {
-            found.push((State::Critical, format!("journal chain broken: {problem}")))
-        }
-        Some(Ok(entries)) => perfdata.push(format!("journal_entries={entries};;;0;")),
-        None => {}
-    }
-    root_problems(h, &mut found, &mut perfdata);
+    root_problems(h, journal, &mut found, &mut perfdata);
     // Worst first; a stable sort keeps the order above among equals.
     found.sort_by_key(|f| std::cmp::Reverse(f.0));
     let state = found.first().map_or(State::Ok, |(s, _)| *s);

@@ -333,7 +333,7 @@ fn tab_completes_commands_panes_tracks_gods_and_workflow_ids() {
         m => panic!("{m:?}"),
     };
     a.on_key(k(':'));
-    typed(&mut a, "pa");
+    typed(&mut a, "pan");
     a.on_key(kc(KeyCode::Tab));
     assert_eq!(line(&a), "pane ");
     typed(&mut a, "wor");

@@ -214,7 +214,7 @@ impl Bus {
     /// Refuses a post while the track (or the whole root) is paused, naming the pause
     /// (docs/PROTOCOL.md §2.14). Reads, lock releases and heartbeats are never refused.
     fn refuse_paused(&self) -> Result<()> {
-        let pauses = crate::conductor::pause::Pauses::load(&self.root)?;
+        let pauses = crate::store::paused::Pauses::load(&self.root)?;
         if let Some(p) = pauses.track(self.track.as_str()) {
             let flag = match &p.name {
                 Some(n) => format!("--{} {n}", p.kind),
@@ -240,7 +240,7 @@ impl Bus {
     /// pause is already among the track's last lines of that type (a repeated pause or resume).
     pub(crate) fn announce_pause(
         &self,
-        p: &crate::conductor::pause::Pause,
+        p: &crate::store::paused::Pause,
         word: vocab::MessageType,
     ) -> Result<()> {
         let filter = queue::Filter {

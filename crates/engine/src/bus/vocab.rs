@@ -177,7 +177,7 @@ mod tests {
             VoteVerdict::parse_loose(" approve "),
             Some(VoteVerdict::Approve)
         );
-        assert_eq!(MessageType::ALL.len(), 16);
+        assert_eq!(MessageType::ALL.len(), 18);
         for m in MessageType::ALL {
             assert!(crate::bus::queue::is_valid_type(m.as_str()), "{m}");
         }

@@ -1172,35 +1172,9 @@ pub(crate) fn unsupervised_deadlines(root: &Root, now: DateTime<Utc>) -> Option<
     (n > 0 && live_supervisors(root, now).is_empty()).then_some(n)
 }
 
-/// The journal entry of a requeue.
-fn requeue_act(r: &RequeueResult) -> crate::journal::Act {
-    crate::journal::Act::new("requeue", r.status.clone())
-        .target("workflow_id", Some(&r.workflow_id))
-        .target("handoff_id", Some(&r.handoff_id))
-        .target("to_god", Some(&r.to_god))
-}
-
-fn delivery_intent_key(a: &DeliveryAct, dead: bool) -> String {
-    format!(
-        "{}-{}-{}",
-        if dead { "dead" } else { "redeliver" },
-        a.handoff_id,
-        a.delivery
-    )
-}
-
-fn delivery_act(a: &DeliveryAct, dead: bool) -> crate::journal::Act {
-    let n = a.delivery.to_string();
-    crate::journal::Act::new(
-        if dead { "dead_letter" } else { "redeliver" },
-        if dead { "dead_lettered" } else { "redelivered" },
-    )
-    .target("workflow_id", Some(&a.workflow_id))
-    .target("handoff_id", Some(&a.handoff_id))
-    .target("from_god", Some(&a.from_god))
-    .target("to_god", Some(&a.to_god))
-    .target("delivery", Some(&n))
-}
+#[path = "delivery_acts.rs"]
+mod acts;
+use acts::{delivery_act, delivery_intent_key, requeue_act};
 
 #[cfg(test)]
 #[path = "delivery_tests.rs"]

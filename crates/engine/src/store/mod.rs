@@ -8,6 +8,7 @@ pub(crate) mod layout;
 pub(crate) mod limits;
 pub(crate) mod lock;
 pub(crate) mod paths;
+pub(crate) mod paused;
 pub(crate) mod read;
 pub(crate) mod safe;
 pub(crate) mod settings;
