@@ -975,8 +975,15 @@ fn run_measured(env: &Env, args: &[&str]) -> (Option<i32>, String, i64) {
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let mut it = text.split_whitespace();
     let code = it.next().and_then(|c| c.parse::<i32>().ok());
-    let peak = it.next().and_then(|p| p.parse::<i64>().ok()).unwrap_or(i64::MAX);
-    (code, String::from_utf8_lossy(&out.stderr).into_owned(), peak)
+    let peak = it
+        .next()
+        .and_then(|p| p.parse::<i64>().ok())
+        .unwrap_or(i64::MAX);
+    (
+        code,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        peak,
+    )
 }
 
 /// The lines of `pantheon record --log` (or `serve --log`) so far.

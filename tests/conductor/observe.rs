@@ -858,3 +858,45 @@ fn serve_metrics_count_the_pauses_by_kind_and_what_they_hold() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// A record the bridge cannot publish is named by its outbox id in `check` (WARNING) and in
+/// `status --format json` (`bridge.stuck`), from the bridge's status file as the bridge writes it;
+/// an id that does not read as one (the file is another process's) is not printed.
+#[test]
+fn check_and_status_name_a_stuck_outbox_record_by_its_id() {
+    let env = Env::with_test_flow();
+    let (code, line) = check(&env, &["--supervisor", "never"]);
+    assert_eq!(code, 0, "{line}");
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    env.write(
+        "conductor/bridge/status.json",
+        &serde_json::json!({
+            "name": "konan", "updated": now, "connected": true, "lag": 0, "outbox_pending": 2,
+            "stuck": [
+                {"outbox_id": "ob_20261206_a1b2c3", "subject": "subspace.deploy.tallon",
+                 "attempts": 1, "since": now, "error": "no stream stores it",
+                 "hint": "add a stream for the subject, then `pantheon bridge retry ob_20261206_a1b2c3`"},
+                {"outbox_id": "ob_\u{1b}]0;evil\u{7}", "subject": "x", "attempts": 1, "since": now}
+            ]
+        })
+        .to_string(),
+    );
+    let (code, line) = check(&env, &["--supervisor", "never"]);
+    assert_eq!(code, 1, "{line}");
+    assert!(
+        line.contains("outbox records the bridge cannot publish: ob_20261206_a1b2c3 ")
+            && line.contains("pantheon bridge retry ID"),
+        "{line}"
+    );
+    assert!(!line.contains('\u{1b}'), "{line:?}");
+    let j = status_json(&env);
+    assert_eq!(
+        j["bridge"]["stuck"],
+        serde_json::json!(["ob_20261206_a1b2c3"]),
+        "{j:#}"
+    );
+    assert!(
+        j["attention_kinds"]["stuck_outbox"].as_u64().unwrap_or(0) >= 1,
+        "{j:#}"
+    );
+}

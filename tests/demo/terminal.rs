@@ -111,7 +111,7 @@ fn demo_in_a_terminal_follows_the_operators_keys_and_prints_the_kept_root_on_qui
     t.wait("the quarantine", |s| s.contains("_quarantine"));
     t.keys(&["p"]);
     let s = t.wait("the approve dialog", |s| {
-        s.contains("Approve held dispatch") || s.contains("held for a budget")
+        s.contains("Approve held dispatch") || s.contains("Raise the budgets of")
     });
     if !s.contains("Approve held dispatch") {
         // Held for the demo's budget: the raise is asked first; empty approves it as it is.

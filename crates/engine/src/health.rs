@@ -92,7 +92,13 @@ pub struct BridgeHealth {
     pub lag: u64,
     /// Outbox records waiting to be published.
     pub outbox_pending: u64,
+    /// The outbox ids of the records the bridge could not publish (its status's `stuck`, from the
+    /// first failed send), at most [`MAX_STUCK_NAMED`]; `check` names them.
+    pub stuck: Vec<String>,
 }
+
+/// The most stuck outbox ids `status` and `check` name (the status file is another process's).
+pub const MAX_STUCK_NAMED: usize = 20;
 
 pub use crate::conductor::outbox::BRIDGE_SILENT_AFTER;
 
@@ -313,10 +319,28 @@ fn read_bridge(root: &Root, now: DateTime<Utc>) -> Option<BridgeHealth> {
             let age = now.signed_duration_since(t);
             age <= BRIDGE_SILENT_AFTER && -age <= BRIDGE_SILENT_AFTER
         });
+    // Only ids that read as ids (letters, digits, `_`, `-`, `.`): the file is another process's.
+    let stuck = v
+        .get("stuck")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.get("outbox_id").and_then(serde_json::Value::as_str))
+        .filter(|id| {
+            !id.is_empty()
+                && id.len() <= 128
+                && id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+        })
+        .take(MAX_STUCK_NAMED)
+        .map(str::to_owned)
+        .collect();
     Some(BridgeHealth {
         alive,
         lag: num("lag"),
         outbox_pending: num("outbox_pending"),
+        stuck,
     })
 }
 
@@ -590,8 +614,8 @@ fn attention_figure(by_kind: &[(&str, usize)]) -> (usize, String) {
 }
 
 /// What `check` finds in the root as a whole: a broken journal chain and what breaks the root
-/// (CRITICAL), a recorder that runs and
-/// does not record, unreadable files (WARNING); the recorder's perfdata.
+/// (CRITICAL); outbox records the bridge cannot publish, by outbox id, a recorder that runs and does
+/// not record, unreadable files (WARNING); the recorder's perfdata.
 fn root_problems(
     h: &Health,
     journal: Option<&std::result::Result<u64, String>>,
@@ -604,6 +628,15 @@ fn root_problems(
         }
         Some(Ok(entries)) => perfdata.push(format!("journal_entries={entries};;;0;")),
         None => {}
+    }
+    if let Some(b) = h.bridge.as_ref().filter(|b| !b.stuck.is_empty()) {
+        found.push((
+            State::Warning,
+            format!(
+                "outbox records the bridge cannot publish: {} (`pantheon bridge status` says why; `pantheon bridge retry ID` or `discard ID --reason TEXT`)",
+                b.stuck.join(", ")
+            ),
+        ));
     }
     for why in &h.broken {
         found.push((State::Critical, why.clone()));
