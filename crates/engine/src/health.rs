@@ -98,7 +98,7 @@ pub struct BridgeHealth {
 }
 
 /// The most stuck outbox ids `status` and `check` name (the status file is another process's).
-pub const MAX_STUCK_NAMED: usize = 20;
+pub(crate) const MAX_STUCK_NAMED: usize = 20;
 
 pub use crate::conductor::outbox::BRIDGE_SILENT_AFTER;
 
