@@ -333,27 +333,7 @@ pub fn suggest(word: &str) -> Option<String> {
     {
         return Some(n.clone());
     }
-    names
-        .iter()
-        .map(|n| (edit_distance(&word, n), n))
-        .filter(|(d, n)| *d <= 2 && *d * 2 < n.chars().count().max(word.chars().count()))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, n)| n.clone())
-}
-
-/// Levenshtein distance between two short words.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
+    crate::text::nearest(&word, names.iter().map(String::as_str)).map(str::to_owned)
 }
 
 #[cfg(test)]

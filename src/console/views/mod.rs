@@ -310,40 +310,21 @@ fn alert_items(app: &App, c: &crate::live::snapshot::Counts, theme: &Theme) -> V
             theme.alert(),
         ));
     }
-    if c.warnings > 0 {
-        let n = c.warnings;
+    // A count and its three forms: whole, short, tight.
+    let counted = [
+        (c.warnings, "⚠", "file issues", "issues", theme.warn()),
+        (c.held, "‖", "held", "held", theme.accent()),
+        (c.paused_held, "⏸", "held by pauses", "held", theme.accent()),
+    ];
+    for (n, glyph, words, short, style) in counted.into_iter().filter(|(n, ..)| *n > 0) {
         items.push(HeaderItem::new(
             Part::Alert,
             [
-                format!("⚠ {n} file issues · "),
-                format!("⚠{n} issues "),
-                format!("⚠{n} "),
+                format!("{glyph} {n} {words} · "),
+                format!("{glyph}{n} {short} "),
+                format!("{glyph}{n} "),
             ],
-            theme.warn(),
-        ));
-    }
-    if c.held > 0 {
-        let n = c.held;
-        items.push(HeaderItem::new(
-            Part::Alert,
-            [
-                format!("‖ {n} held · "),
-                format!("‖{n} held "),
-                format!("‖{n} "),
-            ],
-            theme.accent(),
-        ));
-    }
-    if c.paused_held > 0 {
-        let n = c.paused_held;
-        items.push(HeaderItem::new(
-            Part::Alert,
-            [
-                format!("⏸ {n} held by pauses · "),
-                format!("⏸{n} held "),
-                format!("⏸{n} "),
-            ],
-            theme.accent(),
+            style,
         ));
     }
     items

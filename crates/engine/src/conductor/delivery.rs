@@ -449,12 +449,27 @@ pub struct DeadLetters {
 
 /// Every dead letter of the root.
 pub fn list_dead(root: &Root) -> DeadLetters {
+    let mut out = read_letters(&root.dead_root(), |g| root.dead_dir(g));
+    out.dead.sort_by(|a, b| {
+        dead_at(&a.dispatch)
+            .cmp(&dead_at(&b.dispatch))
+            .then(a.path.cmp(&b.path))
+    });
+    out
+}
+
+/// The dispatches of every god's directory under `top` (`dir` names a god's), unsorted, and the
+/// files that could not be read: the live dead letters, or the retired ones.
+pub(crate) fn read_letters(
+    top: &std::path::Path,
+    dir: impl Fn(&crate::store::GodName) -> PathBuf,
+) -> DeadLetters {
     let mut out = DeadLetters {
         dead: Vec::new(),
         errors: Vec::new(),
     };
-    for god in files::god_dirs(&root.dead_root()) {
-        let (dispatches, errors) = files::read_dispatch_dir(&root.dead_dir(&god));
+    for god in files::god_dirs(top) {
+        let (dispatches, errors) = files::read_dispatch_dir(&dir(&god));
         for (path, d) in dispatches {
             out.dead.push(DeadLetter {
                 god: god.to_string(),
@@ -464,11 +479,6 @@ pub fn list_dead(root: &Root) -> DeadLetters {
         }
         out.errors.extend(errors);
     }
-    out.dead.sort_by(|a, b| {
-        dead_at(&a.dispatch)
-            .cmp(&dead_at(&b.dispatch))
-            .then(a.path.cmp(&b.path))
-    });
     out
 }
 

@@ -45,21 +45,7 @@ pub struct RetiredDead {
 /// Every retired dead letter of the root, oldest retirement first, and the files that could not be
 /// read (`pantheon dead --retired`).
 pub fn list_retired(root: &Root) -> super::delivery::DeadLetters {
-    let mut out = super::delivery::DeadLetters {
-        dead: Vec::new(),
-        errors: Vec::new(),
-    };
-    for god in files::god_dirs(&root.retired_root()) {
-        let (dispatches, errors) = files::read_dispatch_dir(&root.retired_dir(&god));
-        for (path, d) in dispatches {
-            out.dead.push(DeadLetter {
-                god: god.to_string(),
-                path,
-                dispatch: d,
-            });
-        }
-        out.errors.extend(errors);
-    }
+    let mut out = super::delivery::read_letters(&root.retired_root(), |g| root.retired_dir(g));
     out.dead.sort_by(|a, b| {
         (a.dispatch.retired_at.as_deref(), &a.path)
             .cmp(&(b.dispatch.retired_at.as_deref(), &b.path))

@@ -297,6 +297,19 @@ fn recently_has(root: &Root, key: &str) -> Result<bool> {
     Ok(memchr::memmem::find(&bytes, needle.as_bytes()).is_some())
 }
 
+/// Brings `summary.json` up to the ledger's end: folds the lines after its offset (from the start when
+/// the offset is past the end, a ledger cut short) and writes it whole. The caller holds the lock.
+fn catch_up_summary(root: &Root) -> Result<()> {
+    let mut s = stored_summary(root);
+    if s.offset > ledger_len(root) {
+        s = Summary::default();
+    }
+    let start = s.offset;
+    s.offset = read_from(root, start, |l, _| s.fold(&l))?;
+    write_json(root, &summary_path(root), &s)?;
+    Ok(())
+}
+
 /// Appends `line` unless the ledger already has its key, then brings the summary up to date.
 /// Returns false when the line was already there.
 pub(crate) fn append(root: &Root, line: &Line) -> Result<bool> {
@@ -310,13 +323,7 @@ pub(crate) fn append(root: &Root, line: &Line) -> Result<bool> {
     let mut f = open_append(root, &path)?;
     f.write_all(&text).map_err(|e| Error::io(&path, e))?;
     crate::store::crash_point("cost:after-ledger");
-    let mut s = stored_summary(root);
-    if s.offset > ledger_len(root) {
-        s = Summary::default();
-    }
-    let start = s.offset;
-    s.offset = read_from(root, start, |l, _| s.fold(&l))?;
-    write_json(root, &summary_path(root), &s)?;
+    catch_up_summary(root)?;
     Ok(true)
 }
 
@@ -405,13 +412,7 @@ pub(crate) fn append_new(root: &Root, lines: &[Line]) -> Result<usize> {
     }
     f.write_all(&buf).map_err(|e| Error::io(&path, e))?;
     crate::store::crash_point("cost:after-ledger");
-    let mut s = stored_summary(root);
-    if s.offset > ledger_len(root) {
-        s = Summary::default();
-    }
-    let start = s.offset;
-    s.offset = read_from(root, start, |l, _| s.fold(&l))?;
-    write_json(root, &summary_path(root), &s)?;
+    catch_up_summary(root)?;
     Ok(n)
 }
 
