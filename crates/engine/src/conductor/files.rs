@@ -365,6 +365,17 @@ pub(crate) fn find_archived(
             out.push(f);
         }
     }
+    // A retired dead letter is an ended record too: a late or replayed ack of it finds its workflow
+    // (and is answered from the state: a duplicate, or refused as the workflow's end says).
+    if out.is_empty() {
+        for g in god_dirs(&root.retired_root()) {
+            let f = read_found(
+                Place::Archive(g.clone()),
+                root.retired_dir(&g).join(format!("{hid}.json")),
+            )?;
+            out.extend(f);
+        }
+    }
     Ok(out)
 }
 
