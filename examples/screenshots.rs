@@ -14,7 +14,7 @@ use std::sync::Arc;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use pantheon::Root;
 use pantheon::console::app::{App, Mode};
-use pantheon::console::keymap::{Action, Pane};
+use pantheon::console::keymap::{Action, OperatorAction, Pane};
 use pantheon::console::replay::{Cmd, ReplayHandle};
 use pantheon::console::screenshot::buffer_to_svg;
 use pantheon::console::theme::Theme;
@@ -293,7 +293,7 @@ fn main() {
         (
             "dialog-resolve",
             Box::new(|a: &mut App| {
-                a.dispatch(Action::BoardResolve);
+                a.dispatch(Action::Operator(OperatorAction::BoardResolve));
             }),
         ),
         (
@@ -301,7 +301,7 @@ fn main() {
             Box::new(|a: &mut App| {
                 key(a, KeyCode::Esc);
                 a.dispatch(Action::GoPane(Pane::Workflows));
-                a.dispatch(Action::Abort);
+                a.dispatch(Action::Operator(OperatorAction::Abort));
                 for c in "superseded by v2".chars() {
                     key(a, KeyCode::Char(c));
                 }
@@ -321,7 +321,7 @@ fn main() {
                 for _ in 0..first {
                     a.dispatch(Action::Down);
                 }
-                a.dispatch(Action::Ack(None));
+                a.dispatch(Action::Operator(OperatorAction::Ack(None)));
             }),
         ),
         (
@@ -362,7 +362,7 @@ fn main() {
             "dialog-requeue",
             Box::new(|a: &mut App| {
                 a.dispatch(Action::Back);
-                a.dispatch(Action::Requeue);
+                a.dispatch(Action::Operator(OperatorAction::Requeue));
                 key(a, KeyCode::Enter);
             }),
         ),
@@ -383,7 +383,7 @@ fn main() {
                 for _ in 0..budget_row {
                     a.dispatch(Action::Down);
                 }
-                a.dispatch(Action::Approve);
+                a.dispatch(Action::Operator(OperatorAction::Approve));
             }),
         ),
     ];

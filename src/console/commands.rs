@@ -1,6 +1,6 @@
 //! The `:` commands: one table that the command line, its Tab completion and the help overlay read.
 
-use super::keymap::Action;
+use super::keymap::{Action, OperatorAction};
 
 /// What a command's argument is, for completion and for the help.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -280,18 +280,18 @@ pub fn action_of(c: &Command) -> Option<Action> {
         "follow" => Action::ToggleFollow,
         "time" => Action::ToggleTimes,
         "raw" => Action::ToggleRaw,
-        "abort" => Action::Abort,
-        "pause" => Action::Pause,
-        "resume" => Action::Resume,
-        "cleanup" => Action::Cleanup,
-        "unlock" => Action::ForceUnlock,
-        "approve" => Action::Approve,
-        "reject" => Action::RejectHeld,
-        "advance" => Action::BoardAdvance,
-        "force-advance" => Action::BoardForceAdvance,
-        "next-round" => Action::BoardNextRound,
-        "resolve" => Action::BoardResolve,
-        "ack" => Action::Ack(None),
+        "abort" => Action::Operator(OperatorAction::Abort),
+        "pause" => Action::Operator(OperatorAction::Pause),
+        "resume" => Action::Operator(OperatorAction::Resume),
+        "cleanup" => Action::Operator(OperatorAction::Cleanup),
+        "unlock" => Action::Operator(OperatorAction::ForceUnlock),
+        "approve" => Action::Operator(OperatorAction::Approve),
+        "reject" => Action::Operator(OperatorAction::RejectHeld),
+        "advance" => Action::Operator(OperatorAction::BoardAdvance),
+        "force-advance" => Action::Operator(OperatorAction::BoardForceAdvance),
+        "next-round" => Action::Operator(OperatorAction::BoardNextRound),
+        "resolve" => Action::Operator(OperatorAction::BoardResolve),
+        "ack" => Action::Operator(OperatorAction::Ack(None)),
         "finished" => Action::ToggleFinished,
         "yank" => Action::Yank,
         "mark-all" => Action::MarkAll,
@@ -299,9 +299,9 @@ pub fn action_of(c: &Command) -> Option<Action> {
         "messages" => Action::Messages,
         "snooze" => Action::Snooze,
         "next-attention" => Action::NextAttention,
-        "requeue" => Action::Requeue,
-        "discard" => Action::DiscardDead,
-        "rerun" => Action::Rerun,
+        "requeue" => Action::Operator(OperatorAction::Requeue),
+        "discard" => Action::Operator(OperatorAction::DiscardDead),
+        "rerun" => Action::Operator(OperatorAction::Rerun),
         "live" => Action::ReplayLive,
         "bridge" => Action::GoPane(crate::console::keymap::Pane::Bridge),
         _ => return None,

@@ -18,7 +18,7 @@ use ratatui::style::Color;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::keymap::{Action, Dialog, Key, Keymap, Scope};
+use super::keymap::{Action, Dialog, Key, Keymap, OperatorAction, Scope};
 
 /// The largest config file read (it is the operator's, but a mistake should not eat memory).
 const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
@@ -347,18 +347,24 @@ impl Default for RawNotify {
 pub fn action_name(a: &Action) -> String {
     match a {
         Action::GoPane(p) => format!("pane_{}", p.number()),
-        Action::Ack(Some(c)) => format!("ack_{}", c.as_str()),
+        Action::Operator(OperatorAction::Ack(Some(c))) => format!("ack_{}", c.as_str()),
+        Action::Operator(op) => serde_name(op),
         // One name per column (`sort_age`), so each column's Shift-letter can be remapped.
         Action::Sort(col) => format!(
             "sort_{}",
             col.to_ascii_lowercase()
                 .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
         ),
-        other => serde_json::to_value(other)
-            .ok()
-            .and_then(|v| v.get("action").and_then(|s| s.as_str()).map(str::to_owned))
-            .unwrap_or_else(|| format!("{other:?}").to_ascii_lowercase()),
+        other => serde_name(other),
     }
+}
+
+/// The `action` tag `a` serialises with (its snake_case variant name).
+fn serde_name<T: serde::Serialize + std::fmt::Debug>(a: &T) -> String {
+    serde_json::to_value(a)
+        .ok()
+        .and_then(|v| v.get("action").and_then(|s| s.as_str()).map(str::to_owned))
+        .unwrap_or_else(|| format!("{a:?}").to_ascii_lowercase())
 }
 
 /// The dialog tables of `[keys]`.
@@ -1009,7 +1015,7 @@ mod tests {
         let km = &cfg.keymap;
         assert_eq!(
             km.lookup(Pane::Workflows, Key::ch('X')),
-            Some(&Action::Abort)
+            Some(&Action::Operator(OperatorAction::Abort))
         );
         assert_eq!(km.lookup(Pane::Workflows, Key::ch('x')), None);
         assert_eq!(km.lookup(Pane::Bus, Key::ch('Q')), Some(&Action::Quit));

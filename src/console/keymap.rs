@@ -58,22 +58,6 @@ pub enum Action {
     ToggleFollow,
     NextTrack,
     PrevTrack,
-    /// Open the ack chooser for the selected dispatch (or ack it directly with a status).
-    Ack(Option<AckChoice>),
-    Approve,
-    RejectHeld,
-    Abort,
-    Cleanup,
-    ForceUnlock,
-    /// Try the selected waiting outbox record again now (the Bridge pane).
-    OutboxRetry,
-    /// Give the selected waiting outbox record up: dead-lettered with a reason, never published.
-    OutboxDiscard,
-    BoardAdvance,
-    /// Advance although the phase is not complete (its own confirmation, as the CLI's `--force`).
-    BoardForceAdvance,
-    BoardNextRound,
-    BoardResolve,
     /// Jump to the next attention item's record, from anywhere.
     NextAttention,
     /// Snooze the selected attention item (asks for how long).
@@ -114,13 +98,6 @@ pub enum Action {
     MarkAll,
     /// Turn mouse capture off (the terminal selects text) or on.
     ToggleMouse,
-    /// Put the selected dead letter back into an inbox (its god's, or one typed with Tab completion).
-    Requeue,
-    /// Retire the selected dead letter by hand (asks the reason, confirms).
-    DiscardDead,
-    /// Dispatch a failed, stalled or completed workflow again from a step (asked, Tab completes);
-    /// in replay, fork it from the moment shown (`rerun --from STEP --as-of TS`).
-    Rerun,
     /// Replay: one act back (the supervisors' heartbeats skipped, unless `ReplayHeartbeats`).
     ReplayBack,
     /// Replay: one act forward (likewise).
@@ -143,11 +120,9 @@ pub enum Action {
     ReplayHeartbeats,
     /// Leave the replay: back to the live root.
     ReplayLive,
-    /// Pause the selection's workflow (1), god (2) or track (3, 5) with a reason; on what is
-    /// paused, resume it (docs/PROTOCOL.md §2.14).
-    Pause,
-    /// Resume the selection's pause (`:resume`).
-    Resume,
+    /// An operator action: it changes files (refused by `--read-only`), started by its module
+    /// (`console/actions/`).
+    Operator(OperatorAction),
 }
 
 impl Action {
@@ -155,6 +130,7 @@ impl Action {
     pub fn describe(&self) -> &'static str {
         match self {
             Action::Quit => "quit",
+            Action::Operator(o) => o.describe(),
             Action::Help => "help",
             Action::Issues => "file issues",
             Action::NextPane => "next pane",
@@ -182,18 +158,6 @@ impl Action {
             Action::ToggleFollow => "follow/pause",
             Action::NextTrack => "next track",
             Action::PrevTrack => "previous track",
-            Action::Ack(_) => "ack",
-            Action::Approve => "approve held",
-            Action::RejectHeld => "reject held",
-            Action::Abort => "abort",
-            Action::Cleanup => "cleanup",
-            Action::ForceUnlock => "force-unlock",
-            Action::OutboxRetry => "retry outbox record now",
-            Action::OutboxDiscard => "discard outbox record",
-            Action::BoardAdvance => "advance phase",
-            Action::BoardForceAdvance => "force advance",
-            Action::BoardNextRound => "next round",
-            Action::BoardResolve => "resolve",
             Action::NextAttention => "next attention",
             Action::Snooze => "snooze",
             Action::Messages => "messages",
@@ -214,9 +178,6 @@ impl Action {
             Action::MarkRange => "mark range",
             Action::MarkAll => "mark all listed",
             Action::ToggleMouse => "mouse on/off",
-            Action::Requeue => "requeue",
-            Action::DiscardDead => "discard",
-            Action::Rerun => "rerun from a step",
             Action::ReplayBack => "one act back",
             Action::ReplayForward => "one act forward",
             Action::ReplayPrevJournal => "previous journal entry",
@@ -228,8 +189,6 @@ impl Action {
             Action::ReplaySlower => "slower",
             Action::ReplayHeartbeats => "step through heartbeats too / skip them",
             Action::ReplayLive => "back to live",
-            Action::Pause => "pause / resume",
-            Action::Resume => "resume",
         }
     }
 
@@ -251,28 +210,76 @@ impl Action {
         )
     }
 
-    /// True for actions that change files (disabled by `--read-only`).
+    /// True for actions that change files (disabled by `--read-only`): the operator actions.
     pub fn is_mutation(&self) -> bool {
-        matches!(
-            self,
-            Action::Ack(_)
-                | Action::Approve
-                | Action::RejectHeld
-                | Action::Abort
-                | Action::Cleanup
-                | Action::ForceUnlock
-                | Action::OutboxRetry
-                | Action::OutboxDiscard
-                | Action::BoardAdvance
-                | Action::BoardForceAdvance
-                | Action::BoardNextRound
-                | Action::BoardResolve
-                | Action::Requeue
-                | Action::DiscardDead
-                | Action::Rerun
-                | Action::Pause
-                | Action::Resume
-        )
+        matches!(self, Action::Operator(_))
+    }
+}
+
+/// The operator actions: every action that changes files, each started by its module
+/// (`console/actions/<action>.rs`, through `actions::start`), all refused by `--read-only` and,
+/// but the fork, in the replay. A new one is a variant here, its arm in `actions::start` and its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "action", content = "arg")]
+pub enum OperatorAction {
+    /// Open the ack chooser for the selected dispatch (or ack it directly with a status).
+    Ack(Option<AckChoice>),
+    Approve,
+    RejectHeld,
+    Abort,
+    Cleanup,
+    ForceUnlock,
+    /// Try the selected waiting outbox record again now (the Bridge pane).
+    OutboxRetry,
+    /// Give the selected waiting outbox record up: dead-lettered with a reason, never published.
+    OutboxDiscard,
+    BoardAdvance,
+    /// Advance although the phase is not complete (its own confirmation, as the CLI's `--force`).
+    BoardForceAdvance,
+    BoardNextRound,
+    BoardResolve,
+    /// Put the selected dead letter back into an inbox (its god's, or one typed with Tab completion).
+    Requeue,
+    /// Retire the selected dead letter by hand (asks the reason, confirms).
+    DiscardDead,
+    /// Dispatch a failed, stalled or completed workflow again from a step (asked, Tab completes);
+    /// in replay, fork it from the moment shown (`rerun --from STEP --as-of TS`).
+    Rerun,
+    /// Pause the selection's workflow (1), god (2) or track (3, 5) with a reason; on what is
+    /// paused, resume it (docs/PROTOCOL.md §2.14).
+    Pause,
+    /// Resume the selection's pause (`:resume`).
+    Resume,
+}
+
+impl OperatorAction {
+    /// A short description used by the footer and the help overlay.
+    pub fn describe(&self) -> &'static str {
+        match self {
+            OperatorAction::Ack(_) => "ack",
+            OperatorAction::Approve => "approve held",
+            OperatorAction::RejectHeld => "reject held",
+            OperatorAction::Abort => "abort",
+            OperatorAction::Cleanup => "cleanup",
+            OperatorAction::ForceUnlock => "force-unlock",
+            OperatorAction::OutboxRetry => "retry outbox record now",
+            OperatorAction::OutboxDiscard => "discard outbox record",
+            OperatorAction::BoardAdvance => "advance phase",
+            OperatorAction::BoardForceAdvance => "force advance",
+            OperatorAction::BoardNextRound => "next round",
+            OperatorAction::BoardResolve => "resolve",
+            OperatorAction::Requeue => "requeue",
+            OperatorAction::DiscardDead => "discard",
+            OperatorAction::Rerun => "rerun from a step",
+            OperatorAction::Pause => "pause / resume",
+            OperatorAction::Resume => "resume",
+        }
+    }
+}
+
+impl From<OperatorAction> for Action {
+    fn from(o: OperatorAction) -> Self {
+        Action::Operator(o)
     }
 }
 
@@ -409,6 +416,8 @@ impl Default for Keymap {
         use KeyCode::*;
         let g = Scope::Global;
         let mut b = Vec::new();
+        // An operator action is bound as `Do::Abort.into()` (`Action::Operator(Do::Abort)`).
+        use OperatorAction as Do;
         let mut bind = |keys: Vec<Key>, scope: Scope, action: Action, hint: bool| {
             b.push(Binding {
                 keys,
@@ -462,33 +471,38 @@ impl Default for Keymap {
         bind(vec![Key::ch('t')], g, Action::ToggleTimes, false);
         bind(vec![Key::ch('@')], g, Action::NextAttention, true);
         let wf = Scope::Pane(Pane::Workflows);
-        bind(vec![Key::ch('x')], wf, Action::Abort, true);
-        bind(vec![Key::ch('c')], wf, Action::Cleanup, true);
+        bind(vec![Key::ch('x')], wf, Do::Abort.into(), true);
+        bind(vec![Key::ch('c')], wf, Do::Cleanup.into(), true);
         bind(vec![Key::ch('v')], wf, Action::ToggleRaw, true);
         for p in [Pane::Workflows, Pane::Inboxes, Pane::Bus, Pane::Workers] {
-            bind(vec![Key::ch('Z')], Scope::Pane(p), Action::Pause, false);
+            bind(vec![Key::ch('Z')], Scope::Pane(p), Do::Pause.into(), false);
         }
         let inbox = Scope::Pane(Pane::Inboxes);
-        bind(vec![Key::ch('a')], inbox, Action::Ack(None), true);
-        bind(vec![Key::ch('p')], inbox, Action::Approve, true);
-        bind(vec![Key::ch('R')], inbox, Action::RejectHeld, true);
+        bind(vec![Key::ch('a')], inbox, Do::Ack(None).into(), true);
+        bind(vec![Key::ch('p')], inbox, Do::Approve.into(), true);
+        bind(vec![Key::ch('R')], inbox, Do::RejectHeld.into(), true);
         bind(vec![Key::ch('v')], inbox, Action::ToggleRaw, true);
         let bus = Scope::Pane(Pane::Bus);
         bind(vec![Key::ch('f')], bus, Action::ToggleFollow, true);
         bind(vec![Key::ch(']')], bus, Action::NextTrack, true);
         bind(vec![Key::ch('[')], bus, Action::PrevTrack, false);
         let locks = Scope::Pane(Pane::Locks);
-        bind(vec![Key::ch('u')], locks, Action::ForceUnlock, true);
+        bind(vec![Key::ch('u')], locks, Do::ForceUnlock.into(), true);
         let bridge = Scope::Pane(Pane::Bridge);
-        bind(vec![Key::ch('R')], bridge, Action::OutboxRetry, true);
-        bind(vec![Key::ch('D')], bridge, Action::OutboxDiscard, true);
+        bind(vec![Key::ch('R')], bridge, Do::OutboxRetry.into(), true);
+        bind(vec![Key::ch('D')], bridge, Do::OutboxDiscard.into(), true);
         let board = Scope::Pane(Pane::Board);
         bind(vec![Key::ch(']')], board, Action::NextTrack, true);
         bind(vec![Key::ch('[')], board, Action::PrevTrack, false);
-        bind(vec![Key::ch('>')], board, Action::BoardAdvance, true);
-        bind(vec![Key::ch('F')], board, Action::BoardForceAdvance, true);
-        bind(vec![Key::ch('n')], board, Action::BoardNextRound, true);
-        bind(vec![Key::ch('s')], board, Action::BoardResolve, true);
+        bind(vec![Key::ch('>')], board, Do::BoardAdvance.into(), true);
+        bind(
+            vec![Key::ch('F')],
+            board,
+            Do::BoardForceAdvance.into(),
+            true,
+        );
+        bind(vec![Key::ch('n')], board, Do::BoardNextRound.into(), true);
+        bind(vec![Key::ch('s')], board, Do::BoardResolve.into(), true);
         let attention = Scope::Pane(Pane::Attention);
         bind(vec![Key::plain(Enter)], attention, Action::Open, true);
         bind(vec![Key::ch('z')], attention, Action::Snooze, true);
@@ -500,13 +514,13 @@ impl Default for Keymap {
         bind(vec![Key::ch('L')], workers, Action::CycleLock, true);
         bind(vec![Key::ch('w')], inbox, Action::GoWorkflow, true);
         bind(vec![Key::ch('d')], wf, Action::GoDispatch, true);
-        bind(vec![Key::ch('R')], wf, Action::Rerun, false);
+        bind(vec![Key::ch('R')], wf, Do::Rerun.into(), false);
         let dead = Scope::Pane(Pane::DeadLetters);
-        bind(vec![Key::ch('R')], dead, Action::Requeue, true);
-        bind(vec![Key::ch('x')], dead, Action::Abort, true);
+        bind(vec![Key::ch('R')], dead, Do::Requeue.into(), true);
+        bind(vec![Key::ch('x')], dead, Do::Abort.into(), true);
         bind(vec![Key::ch('w')], dead, Action::GoWorkflow, true);
         bind(vec![Key::ch('v')], dead, Action::ToggleRaw, true);
-        bind(vec![Key::ch('D')], dead, Action::DiscardDead, true);
+        bind(vec![Key::ch('D')], dead, Do::DiscardDead.into(), true);
         let d = Scope::Detail;
         bind(vec![Key::plain(Esc)], d, Action::Back, true);
         bind(vec![Key::ch('j'), Key::plain(Down)], d, Action::Down, true);
@@ -635,7 +649,9 @@ impl Default for Keymap {
                 (Scope::Dialog(Dialog::Help), Action::Cancel) => Some("close"),
                 (Scope::Pane(Pane::Attention), Action::Open) => Some("go to record"),
                 (Scope::Pane(Pane::Journal), Action::Open) => Some("go to record"),
-                (Scope::Pane(Pane::DeadLetters), Action::Abort) => Some("abort its workflow"),
+                (Scope::Pane(Pane::DeadLetters), Action::Operator(Do::Abort)) => {
+                    Some("abort its workflow")
+                }
                 (Scope::Detail, Action::Down) => Some("scroll down"),
                 (Scope::Detail, Action::Up) => Some("scroll up"),
                 (Scope::Detail, Action::Top) => Some("first line"),
@@ -1044,7 +1060,10 @@ mod tests {
         );
         // G stays "bottom", R stays "reject held".
         assert_eq!(sort(Pane::Workflows, 'G'), Some(Action::Bottom));
-        assert_eq!(sort(Pane::Inboxes, 'R'), Some(Action::RejectHeld));
+        assert_eq!(
+            sort(Pane::Inboxes, 'R'),
+            Some(Action::Operator(OperatorAction::RejectHeld))
+        );
         assert_eq!(
             sort(Pane::Inboxes, 'H'),
             Some(Action::Sort("HANDOFF".into()))

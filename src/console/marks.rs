@@ -10,7 +10,7 @@
 
 use super::app::{App, FlashKind, Tone};
 use super::items::{self, Filter};
-use super::keymap::Pane;
+use super::keymap::{OperatorAction, Pane};
 use super::ops::{Op, Operator};
 use super::rowkey::RowKey;
 
@@ -20,205 +20,198 @@ pub type BulkItem = (RowKey, Op);
 /// A marked record a bulk action skips, and why.
 pub type Skipped = (RowKey, String);
 
-impl App {
-    /// The marks of `pane`, in the order they were made.
-    pub fn picked(&self, pane: Pane) -> &[RowKey] {
-        &self.panes[pane].picked
-    }
+/// True when the record at `row` of the current pane's list is marked.
+pub fn is_picked(app: &App, keys: &[RowKey], row: usize) -> bool {
+    keys.get(row)
+        .is_some_and(|k| app.pane_state().picked.contains(k))
+}
 
-    /// True when the record at `row` of the current pane's list is marked.
-    pub fn is_picked(&self, keys: &[RowKey], row: usize) -> bool {
-        keys.get(row)
-            .is_some_and(|k| self.pane_state().picked.contains(k))
+/// Space: marks (or unmarks) the selected row and moves down.
+pub fn toggle_mark(app: &mut App) {
+    if app.pane_state().detail {
+        return;
     }
+    let Some(key) = app.selected_key(app.pane) else {
+        return app.flash(FlashKind::Info, "nothing to mark here");
+    };
+    if app.pane_state().gone.is_some() {
+        return app.flash(
+            FlashKind::Error,
+            "the selected record went away: select a row",
+        );
+    }
+    let st = app.pane_state_mut();
+    if let Some(i) = st.picked.iter().position(|k| *k == key) {
+        st.picked.remove(i);
+    } else {
+        st.picked.push(key);
+    }
+    app.dispatch(super::keymap::Action::Down);
+    say_marks(app);
+}
 
-    /// Space: marks (or unmarks) the selected row and moves down.
-    pub fn toggle_mark(&mut self) {
-        if self.pane_state().detail {
-            return;
+/// V: marks every row from the last mark to the selected one (both included).
+pub fn mark_range(app: &mut App) {
+    let keys = app.keys(app.pane);
+    let cur = app.selected(app.pane);
+    let Some(anchor) = app
+        .pane_state()
+        .picked
+        .iter()
+        .rev()
+        .find_map(|k| keys.iter().position(|x| x == k))
+    else {
+        return app.flash(
+            FlashKind::Info,
+            format!(
+                "mark a first row with {}, then {} marks the range to here",
+                app.keymap.key_for(&super::keymap::Action::ToggleMark),
+                app.keymap.key_for(&super::keymap::Action::MarkRange)
+            ),
+        );
+    };
+    let (a, b) = if anchor <= cur {
+        (anchor, cur)
+    } else {
+        (cur, anchor)
+    };
+    let st = app.pane_state_mut();
+    for k in keys.iter().take(b + 1).skip(a) {
+        if !st.picked.contains(k) {
+            st.picked.push(k.clone());
         }
-        let Some(key) = self.selected_key(self.pane) else {
-            return self.flash(FlashKind::Info, "nothing to mark here");
-        };
-        if self.pane_state().gone.is_some() {
-            return self.flash(
+    }
+    say_marks(app);
+}
+
+/// `*`: marks every row the filter lists; when all of them are marked already, unmarks them.
+pub fn mark_all(app: &mut App) {
+    let keys = app.keys(app.pane);
+    if keys.is_empty() {
+        return app.flash(FlashKind::Info, "nothing listed to mark");
+    }
+    let st = app.pane_state_mut();
+    if keys.iter().all(|k| st.picked.contains(k)) {
+        st.picked.retain(|k| !keys.contains(k));
+    } else {
+        for k in keys {
+            if !st.picked.contains(&k) {
+                st.picked.push(k);
+            }
+        }
+    }
+    say_marks(app);
+}
+
+/// Drops the current pane's marks (Esc); true if there were some.
+pub fn clear_marks(app: &mut App) -> bool {
+    let had = !app.pane_state().picked.is_empty();
+    app.pane_state_mut().picked.clear();
+    if had {
+        app.flash(FlashKind::Info, "marks cleared");
+    }
+    had
+}
+
+fn say_marks(app: &mut App) {
+    let n = app.pane_state().picked.len();
+    let text = if n == 0 {
+        "no row marked".to_owned()
+    } else {
+        format!(
+            "{n} marked: an action now applies to every marked row · {} clears the marks",
+            app.keymap.key_for(&super::keymap::Action::Back)
+        )
+    };
+    app.flash(FlashKind::Info, text);
+}
+
+/// Before an action on a pane with marks, selects the first marked row `fits` accepts (so the
+/// action's prompts are asked about a record it applies to). False (with a flash) when none does.
+pub(crate) fn select_first_mark(
+    app: &mut App,
+    fits: &dyn Fn(&App, &RowKey) -> bool,
+    what: &str,
+) -> bool {
+    let keys = app.keys(app.pane);
+    let picked = app.pane_state().picked.clone();
+    let found = keys
+        .iter()
+        .enumerate()
+        .find(|(_, k)| picked.contains(k) && fits(app, k));
+    match found {
+        Some((i, _)) => {
+            let st = app.pane_state_mut();
+            st.selected = i;
+            st.gone = None;
+            true
+        }
+        None => {
+            app.flash(
                 FlashKind::Error,
-                "the selected record went away: select a row",
-            );
-        }
-        let st = self.pane_state_mut();
-        if let Some(i) = st.picked.iter().position(|k| *k == key) {
-            st.picked.remove(i);
-        } else {
-            st.picked.push(key);
-        }
-        self.dispatch(super::keymap::Action::Down);
-        self.say_marks();
-    }
-
-    /// V: marks every row from the last mark to the selected one (both included).
-    pub fn mark_range(&mut self) {
-        let keys = self.keys(self.pane);
-        let cur = self.selected(self.pane);
-        let Some(anchor) = self
-            .pane_state()
-            .picked
-            .iter()
-            .rev()
-            .find_map(|k| keys.iter().position(|x| x == k))
-        else {
-            return self.flash(
-                FlashKind::Info,
                 format!(
-                    "mark a first row with {}, then {} marks the range to here",
-                    self.keymap.key_for(&super::keymap::Action::ToggleMark),
-                    self.keymap.key_for(&super::keymap::Action::MarkRange)
+                    "none of the {} marked rows listed here is {what}",
+                    picked.len()
                 ),
             );
-        };
-        let (a, b) = if anchor <= cur {
-            (anchor, cur)
-        } else {
-            (cur, anchor)
-        };
-        let st = self.pane_state_mut();
-        for k in keys.iter().take(b + 1).skip(a) {
-            if !st.picked.contains(k) {
-                st.picked.push(k.clone());
-            }
-        }
-        self.say_marks();
-    }
-
-    /// `*`: marks every row the filter lists; when all of them are marked already, unmarks them.
-    pub fn mark_all(&mut self) {
-        let keys = self.keys(self.pane);
-        if keys.is_empty() {
-            return self.flash(FlashKind::Info, "nothing listed to mark");
-        }
-        let st = self.pane_state_mut();
-        if keys.iter().all(|k| st.picked.contains(k)) {
-            st.picked.retain(|k| !keys.contains(k));
-        } else {
-            for k in keys {
-                if !st.picked.contains(&k) {
-                    st.picked.push(k);
-                }
-            }
-        }
-        self.say_marks();
-    }
-
-    /// Drops the current pane's marks (Esc); true if there were some.
-    pub fn clear_marks(&mut self) -> bool {
-        let had = !self.pane_state().picked.is_empty();
-        self.pane_state_mut().picked.clear();
-        if had {
-            self.flash(FlashKind::Info, "marks cleared");
-        }
-        had
-    }
-
-    fn say_marks(&mut self) {
-        let n = self.pane_state().picked.len();
-        let text = if n == 0 {
-            "no row marked".to_owned()
-        } else {
-            format!(
-                "{n} marked: an action now applies to every marked row · {} clears the marks",
-                self.keymap.key_for(&super::keymap::Action::Back)
-            )
-        };
-        self.flash(FlashKind::Info, text);
-    }
-
-    /// Before an action on a pane with marks, selects the first marked row `fits` accepts (so the
-    /// action's prompts are asked about a record it applies to). False (with a flash) when none does.
-    pub(crate) fn select_first_mark(
-        &mut self,
-        fits: &dyn Fn(&App, &RowKey) -> bool,
-        what: &str,
-    ) -> bool {
-        let keys = self.keys(self.pane);
-        let picked = self.pane_state().picked.clone();
-        let found = keys
-            .iter()
-            .enumerate()
-            .find(|(_, k)| picked.contains(k) && fits(self, k));
-        match found {
-            Some((i, _)) => {
-                let st = self.pane_state_mut();
-                st.selected = i;
-                st.gone = None;
-                true
-            }
-            None => {
-                self.flash(
-                    FlashKind::Error,
-                    format!(
-                        "none of the {} marked rows listed here is {what}",
-                        picked.len()
-                    ),
-                );
-                false
-            }
+            false
         }
     }
+}
 
-    /// True when a dispatch key of pane 2 is a held one.
-    pub(crate) fn dispatch_is_held(&self, key: &RowKey) -> Option<bool> {
-        items::dispatches(&self.snapshot, &Filter::default())
-            .iter()
-            .find(|r| r.is(key))
-            .map(|r| r.held)
+/// True when a dispatch key of pane 2 is a held one.
+pub(crate) fn dispatch_is_held(app: &App, key: &RowKey) -> Option<bool> {
+    items::dispatches(&app.snapshot, &Filter::default())
+        .iter()
+        .find(|r| r.is(key))
+        .map(|r| r.held)
+}
+
+/// `op` made for every mark of the current pane (None: no marks, or an op that is not bulk).
+/// Marks it cannot apply to come back as skipped, with why.
+pub(crate) fn fan_out(app: &App, op: &Op) -> Option<(Vec<BulkItem>, Vec<Skipped>)> {
+    let picked = app.pane_state().picked.clone();
+    if picked.is_empty() {
+        return None;
     }
-
-    /// `op` made for every mark of the current pane (None: no marks, or an op that is not bulk).
-    /// Marks it cannot apply to come back as skipped, with why.
-    pub(crate) fn fan_out(&self, op: &Op) -> Option<(Vec<BulkItem>, Vec<Skipped>)> {
-        let picked = self.pane_state().picked.clone();
-        if picked.is_empty() {
-            return None;
+    let key = |a: super::keymap::Action| app.keymap.key_for(&a);
+    let mut fan = FanOut {
+        snap: &app.snapshot,
+        all: Filter::default(),
+        dead: items::dead_letters(&app.snapshot, &Filter::default()),
+        dead_pane: app.pane == Pane::DeadLetters,
+        held_why: format!(
+            "held: approve ({}) or reject ({}) it",
+            key(OperatorAction::Approve.into()),
+            key(OperatorAction::RejectHeld.into())
+        ),
+        not_held_why: format!(
+            "not held (ack it with {})",
+            key(OperatorAction::Ack(None).into())
+        ),
+        aborted: Vec::new(),
+    };
+    let mut items = Vec::new();
+    let mut skipped = Vec::new();
+    // The first mark says whether the action applies to marks at all (`Act::mark`).
+    for mark in picked {
+        match op.mark(&mut fan, &mark)? {
+            Ok(op) => items.push((mark, op)),
+            Err(why) => skipped.push((mark, why)),
         }
-        let key = |a: super::keymap::Action| self.keymap.key_for(&a);
-        let mut fan = FanOut {
-            snap: &self.snapshot,
-            all: Filter::default(),
-            dead: items::dead_letters(&self.snapshot, &Filter::default()),
-            dead_pane: self.pane == Pane::DeadLetters,
-            held_why: format!(
-                "held: approve ({}) or reject ({}) it",
-                key(super::keymap::Action::Approve),
-                key(super::keymap::Action::RejectHeld)
-            ),
-            not_held_why: format!(
-                "not held (ack it with {})",
-                key(super::keymap::Action::Ack(None))
-            ),
-            aborted: Vec::new(),
-        };
-        let mut items = Vec::new();
-        let mut skipped = Vec::new();
-        // The first mark says whether the action applies to marks at all (`Act::mark`).
-        for mark in picked {
-            match op.mark(&mut fan, &mark)? {
-                Ok(op) => items.push((mark, op)),
-                Err(why) => skipped.push((mark, why)),
-            }
-        }
-        Some((items, skipped))
     }
+    Some((items, skipped))
+}
 
-    /// The engine answered a bulk action: one flash for all, per item; the records that refused
-    /// stay marked (the others are unmarked).
-    pub(crate) fn bulk_finished(&mut self, items: &[BulkItem], report: &BulkReport) {
-        let Some((first, _)) = items.first() else {
-            return;
-        };
-        let pane = first.pane();
-        let failed: Vec<&RowKey> = report.refused_keys().collect();
-        self.panes[pane].picked.retain(|k| failed.contains(&k));
-    }
+/// The engine answered a bulk action: one flash for all, per item; the records that refused
+/// stay marked (the others are unmarked).
+pub(crate) fn bulk_finished(app: &mut App, items: &[BulkItem], report: &BulkReport) {
+    let Some((first, _)) = items.first() else {
+        return;
+    };
+    let pane = first.pane();
+    let failed: Vec<&RowKey> = report.refused_keys().collect();
+    app.panes[pane].picked.retain(|k| failed.contains(&k));
 }
 
 /// What a bulk action did: one result per item, in order, and the marked records it skipped.

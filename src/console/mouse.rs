@@ -60,86 +60,84 @@ pub fn tab_at(x: u16) -> Option<Pane> {
 /// The screen row of the tab bar (under the header).
 pub const TAB_ROW: u16 = 1;
 
-impl App {
-    /// Handles a mouse event at time `at`.
-    pub fn on_mouse(&mut self, ev: MouseEvent, at: Instant) -> Vec<Effect> {
-        match (&self.mode, ev.kind) {
-            (Mode::Help(_), MouseEventKind::ScrollDown | MouseEventKind::ScrollUp) => {
-                let down = ev.kind == MouseEventKind::ScrollDown;
-                let key = if down { 'j' } else { 'k' };
-                let mut out = Vec::new();
-                for _ in 0..WHEEL_ROWS {
-                    out.extend(self.on_key(crossterm::event::KeyEvent::new(
-                        crossterm::event::KeyCode::Char(key),
-                        crossterm::event::KeyModifiers::NONE,
-                    )));
-                }
-                return out;
+/// Handles a mouse event at time `at`.
+pub(crate) fn on_mouse(app: &mut App, ev: MouseEvent, at: Instant) -> Vec<Effect> {
+    match (&app.mode, ev.kind) {
+        (Mode::Help(_), MouseEventKind::ScrollDown | MouseEventKind::ScrollUp) => {
+            let down = ev.kind == MouseEventKind::ScrollDown;
+            let key = if down { 'j' } else { 'k' };
+            let mut out = Vec::new();
+            for _ in 0..WHEEL_ROWS {
+                out.extend(app.on_key(crossterm::event::KeyEvent::new(
+                    crossterm::event::KeyCode::Char(key),
+                    crossterm::event::KeyModifiers::NONE,
+                )));
             }
-            (Mode::Normal, _) => {}
-            _ => return Vec::new(),
+            return out;
         }
-        match ev.kind {
-            MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => {
-                let a = if ev.kind == MouseEventKind::ScrollDown {
-                    Action::Down
-                } else {
-                    Action::Up
-                };
-                for _ in 0..WHEEL_ROWS {
-                    self.dispatch(a.clone());
-                }
-                Vec::new()
-            }
-            MouseEventKind::Down(MouseButton::Left) => self.click(ev.column, ev.row, at),
-            _ => Vec::new(),
-        }
+        (Mode::Normal, _) => {}
+        _ => return Vec::new(),
     }
-
-    fn click(&mut self, x: u16, y: u16, at: Instant) -> Vec<Effect> {
-        if y == TAB_ROW {
-            self.last_click = None;
-            let drawn = self
-                .tabs_drawn
-                .borrow()
-                .iter()
-                .find(|(from, w, _)| (*from..from + w).contains(&usize::from(x)))
-                .map(|(_, _, p)| *p);
-            let hit = if self.tabs_drawn.borrow().is_empty() {
-                tab_at(x)
+    match ev.kind {
+        MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => {
+            let a = if ev.kind == MouseEventKind::ScrollDown {
+                Action::Down
             } else {
-                drawn
+                Action::Up
             };
-            return match hit {
-                Some(p) => self.dispatch(Action::GoPane(p)),
-                None => Vec::new(),
-            };
+            for _ in 0..WHEEL_ROWS {
+                app.dispatch(a.clone());
+            }
+            Vec::new()
         }
-        if self.pane_state().detail {
-            return Vec::new();
-        }
-        let Some(row) = self.table_at.get().and_then(|t| t.row_at(x, y)) else {
-            return Vec::new();
-        };
-        if row >= self.row_count() {
-            return Vec::new();
-        }
-        let double = self.last_click.is_some_and(|(t, p, r)| {
-            p == self.pane && r == row && at.duration_since(t) <= DOUBLE_CLICK
-        });
-        let n = self.row_count();
-        if self.pane == Pane::Bus {
-            self.follow = row + 1 == n;
-        }
-        let st = self.pane_state_mut();
-        st.selected = row;
-        st.gone = None;
-        st.scroll = 0;
-        if double {
-            self.last_click = None;
-            return self.dispatch(Action::Open);
-        }
-        self.last_click = Some((at, self.pane, row));
-        Vec::new()
+        MouseEventKind::Down(MouseButton::Left) => click(app, ev.column, ev.row, at),
+        _ => Vec::new(),
     }
+}
+
+fn click(app: &mut App, x: u16, y: u16, at: Instant) -> Vec<Effect> {
+    if y == TAB_ROW {
+        app.last_click = None;
+        let drawn = app
+            .tabs_drawn
+            .borrow()
+            .iter()
+            .find(|(from, w, _)| (*from..from + w).contains(&usize::from(x)))
+            .map(|(_, _, p)| *p);
+        let hit = if app.tabs_drawn.borrow().is_empty() {
+            tab_at(x)
+        } else {
+            drawn
+        };
+        return match hit {
+            Some(p) => app.dispatch(Action::GoPane(p)),
+            None => Vec::new(),
+        };
+    }
+    if app.pane_state().detail {
+        return Vec::new();
+    }
+    let Some(row) = app.table_at.get().and_then(|t| t.row_at(x, y)) else {
+        return Vec::new();
+    };
+    if row >= app.row_count() {
+        return Vec::new();
+    }
+    let double = app
+        .last_click
+        .is_some_and(|(t, p, r)| p == app.pane && r == row && at.duration_since(t) <= DOUBLE_CLICK);
+    let n = app.row_count();
+    if app.pane == Pane::Bus {
+        app.panes.bus.follow = row + 1 == n;
+    }
+    let st = app.pane_state_mut();
+    st.selected = row;
+    st.gone = None;
+    st.scroll = 0;
+    if double {
+        app.last_click = None;
+        return app.dispatch(Action::Open);
+    }
+    app.last_click = Some((at, app.pane, row));
+    Vec::new()
 }

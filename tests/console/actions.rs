@@ -5,7 +5,7 @@ use crossterm::event::KeyCode;
 use pantheon::Root;
 use pantheon::console::app::{App, Effect, FlashKind, Mode};
 use pantheon::console::engine_ops::EngineOperator;
-use pantheon::console::keymap::{Action, Pane};
+use pantheon::console::keymap::{Action, OperatorAction, Pane};
 use pantheon::console::ops::{Op, Operator};
 use pantheon::engine::WorkflowId;
 use serde_json::Value;
@@ -226,7 +226,7 @@ fn engine_refusals_become_error_flashes() {
     app.dispatch(Action::GoPane(Pane::Workflows));
     app.dispatch(Action::Top);
     // Cleanup of a workflow still running is refused by the engine.
-    let effects = app.dispatch(Action::Cleanup);
+    let effects = app.dispatch(Action::Operator(OperatorAction::Cleanup));
     run(&mut app, &op, effects);
     let f = app.flash.clone().unwrap();
     assert_eq!(f.kind, FlashKind::Error, "{}", f.text);
@@ -277,7 +277,7 @@ fn board_actions_go_through_the_engine() {
     let mut app = app_for(r, chrono::Utc::now());
     app.dispatch(Action::GoPane(Pane::Board));
     // Advance with 1 of 5 assessments: not offered; the key says why and names the forced move.
-    assert!(!app.offers(&Action::BoardAdvance));
+    assert!(!app.offers(&Action::Operator(OperatorAction::BoardAdvance)));
     app.on_key(key('>'));
     assert!(matches!(app.mode, Mode::Normal));
     let f = app.flash.clone().unwrap();
@@ -339,10 +339,10 @@ fn board_actions_go_through_the_engine() {
     // A completed session offers nothing; its header says who resolved it.
     refresh(&mut app, r);
     for (k, a) in [
-        ('>', Action::BoardAdvance),
-        ('F', Action::BoardForceAdvance),
-        ('n', Action::BoardNextRound),
-        ('s', Action::BoardResolve),
+        ('>', Action::Operator(OperatorAction::BoardAdvance)),
+        ('F', Action::Operator(OperatorAction::BoardForceAdvance)),
+        ('n', Action::Operator(OperatorAction::BoardNextRound)),
+        ('s', Action::Operator(OperatorAction::BoardResolve)),
     ] {
         assert!(!app.offers(&a), "{a:?}");
         app.on_key(key(k));

@@ -5,7 +5,7 @@
 
 use insta::assert_snapshot;
 use pantheon::Root;
-use pantheon::console::keymap::{Action, Pane};
+use pantheon::console::keymap::{Action, OperatorAction, Pane};
 use pantheon::console::rowkey::RowKey;
 use pantheon::engine::{
     nats::{self as eb, Status},
@@ -214,8 +214,8 @@ fn retry_and_discard_act_on_a_waiting_outbox_record_and_are_journaled() {
     app.run_command("pane bridge");
     app.dispatch(Action::Top);
     // Not offered on a row that is no waiting record (the track's cursor is first).
-    assert!(!app.offers(&Action::OutboxRetry));
-    assert!(!app.offers(&Action::OutboxDiscard));
+    assert!(!app.offers(&Action::Operator(OperatorAction::OutboxRetry)));
+    assert!(!app.offers(&Action::Operator(OperatorAction::OutboxDiscard)));
     let idx = app
         .keys(Pane::Bridge)
         .iter()
@@ -232,7 +232,7 @@ fn retry_and_discard_act_on_a_waiting_outbox_record_and_are_journaled() {
     for _ in 0..idx {
         app.dispatch(Action::Down);
     }
-    assert!(app.offers(&Action::OutboxRetry));
+    assert!(app.offers(&Action::Operator(OperatorAction::OutboxRetry)));
     // R: confirmed, then a request file the bridge takes; no bridge runs here (the status is old).
     app.on_key(key('R'));
     let said = super::actions::confirm_text(&app);

@@ -254,7 +254,7 @@ fn sorted_and_narrowed_lists() {
         normal,
     );
     shots("workflows_finished_hidden", &[K::C('h')], |a| {
-        a.hide_finished
+        a.panes.workflows.hide_finished
     });
 }
 

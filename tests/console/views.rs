@@ -580,7 +580,7 @@ fn the_header_shows_the_bridge_and_the_bus_names_the_machine_of_a_mirrored_line(
     );
     app.dispatch(Action::GoPane(Pane::Bus));
     for _ in 0..20 {
-        if app.track.as_deref() == Some("shared") {
+        if app.panes.bus.track.as_deref() == Some("shared") {
             break;
         }
         app.dispatch(Action::NextTrack);

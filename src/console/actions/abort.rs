@@ -6,10 +6,10 @@ use chrono::{DateTime, Utc};
 use crate::engine::{Actor, Error, WorkflowId};
 use crate::live::snapshot::Snapshot;
 
-use super::super::keymap::{Action, Pane};
 use super::super::app::{App, Effect, PromptFor, Question, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::items;
+use super::super::keymap::Pane;
 use super::super::marks::FanOut;
 use super::super::ops::Outcome;
 use super::super::rowkey::RowKey;
@@ -17,10 +17,7 @@ use super::super::shown::{self, Version};
 use super::{Act, Op, line, marks_fit};
 
 /// `X` on a workflow or a dead letter.
-pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
-    if *action != Action::Abort {
-        return None;
-    }
+pub(super) fn start(app: &mut App) -> Vec<Effect> {
     if marks_fit(app, &|_: &App, _: &RowKey| true, "listed")
         && let Some(wf) = app.selected_workflow()
     {
@@ -31,7 +28,7 @@ pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
             PromptFor::Action(Box::new(Reason(wf))),
         );
     }
-    Some(Vec::new())
+    Vec::new()
 }
 
 /// The reason an abort asks for, for this workflow.
@@ -50,19 +47,17 @@ impl Question for Reason {
     }
 
     fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), String> {
-        app.abort_answered(self.0, answer);
+        abort_answered(app, self.0, answer);
         Ok(())
     }
 }
 
-impl App {
-    /// The reason was given: the confirmation.
-    pub(crate) fn abort_answered(&mut self, workflow_id: WorkflowId, answer: Option<String>) {
-        self.confirm(Op::Abort {
-            workflow_id,
-            reason: answer.unwrap_or_default(),
-        });
-    }
+/// The reason was given: the confirmation.
+pub(crate) fn abort_answered(app: &mut App, workflow_id: WorkflowId, answer: Option<String>) {
+    app.confirm(Op::Abort {
+        workflow_id,
+        reason: answer.unwrap_or_default(),
+    });
 }
 
 impl Act for super::Abort<'_> {
@@ -161,7 +156,12 @@ fn abort_dead(fan: &mut FanOut<'_>, reason: &str, mark: &RowKey) -> Result<Op, S
 }
 
 /// The confirmation lines of an abort.
-fn describe(out: &mut Vec<(Tone, String)>, workflow_id: &WorkflowId, reason: &str, snap: &Snapshot) {
+fn describe(
+    out: &mut Vec<(Tone, String)>,
+    workflow_id: &WorkflowId,
+    reason: &str,
+    snap: &Snapshot,
+) {
     use Tone::*;
     let w = snap
         .workflows

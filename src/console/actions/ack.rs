@@ -9,13 +9,13 @@ use crate::engine::{
 };
 use crate::live::snapshot::Snapshot;
 
-use super::super::keymap::{AckChoice, Action, Pane};
 use super::super::app::{
     AckStage, AckTarget, App, Effect, FlashKind, Mode, PromptFor, Question, Tone, parse_eta,
     parse_gates,
 };
 use super::super::engine_ops::EngineOperator;
 use super::super::items;
+use super::super::keymap::{AckChoice, Pane};
 use super::super::marks::FanOut;
 use super::super::ops::{OPERATOR, Outcome};
 use super::super::rowkey::RowKey;
@@ -82,18 +82,15 @@ fn ack_op(
 }
 
 /// `a` (the menu) or a status's own key, on a dispatch that is not held.
-pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
-    let Action::Ack(choice) = action else {
-        return None;
-    };
+pub(super) fn start(app: &mut App, choice: Option<AckChoice>) -> Vec<Effect> {
     if marks_fit(
         app,
-        &|a: &App, k: &RowKey| a.dispatch_is_held(k) == Some(false),
+        &|a: &App, k: &RowKey| crate::console::marks::dispatch_is_held(a, k) == Some(false),
         "a dispatch to ack",
     ) {
-        app.start_ack(*choice);
+        start_ack(app, choice);
     }
-    Some(Vec::new())
+    Vec::new()
 }
 
 /// A question of an ack (its message, a pending ack's ETA, a completed ack's gates); the earlier
@@ -119,139 +116,137 @@ impl Question for AckQuestion {
             status,
             stage,
         } = *self;
-        app.ack_answered(target, status, stage, answer)
+        ack_answered(app, target, status, stage, answer)
     }
 }
 
-impl App {
-    fn start_ack(&mut self, choice: Option<AckChoice>) {
-        if self.refuse_if_gone(Pane::Inboxes) {
-            return;
-        }
-        let Some((god, d, held)) = self.selected_dispatch() else {
-            return self.need("a dispatch in the Inboxes pane (2)");
-        };
-        if held {
-            self.flash(
-                FlashKind::Error,
-                "a held dispatch is approved (p) or rejected (R), not acked",
-            );
-            return;
-        }
-        let target = match (GodName::parse(&god), HandoffId::parse(&d.handoff_id)) {
-            (Ok(god), Ok(handoff_id)) => AckTarget {
-                god,
-                handoff_id,
-                workflow_id: WorkflowId::parse(&d.workflow_id).ok(),
-                step: d.step.to_string(),
-            },
-            (Err(e), _) | (_, Err(e)) => {
-                self.flash(FlashKind::Error, format!("cannot ack this dispatch: {e}"));
-                return;
-            }
-        };
-        match choice {
-            Some(c) => self.choose_ack(target, c),
-            None => self.mode = Mode::AckMenu { target, choice: 0 },
-        }
+fn start_ack(app: &mut App, choice: Option<AckChoice>) {
+    if app.refuse_if_gone(Pane::Inboxes) {
+        return;
     }
+    let Some((god, d, held)) = app.selected_dispatch() else {
+        return app.need("a dispatch in the Inboxes pane (2)");
+    };
+    if held {
+        app.flash(
+            FlashKind::Error,
+            "a held dispatch is approved (p) or rejected (R), not acked",
+        );
+        return;
+    }
+    let target = match (GodName::parse(&god), HandoffId::parse(&d.handoff_id)) {
+        (Ok(god), Ok(handoff_id)) => AckTarget {
+            god,
+            handoff_id,
+            workflow_id: WorkflowId::parse(&d.workflow_id).ok(),
+            step: d.step.to_string(),
+        },
+        (Err(e), _) | (_, Err(e)) => {
+            app.flash(FlashKind::Error, format!("cannot ack this dispatch: {e}"));
+            return;
+        }
+    };
+    match choice {
+        Some(c) => choose_ack(app, target, c),
+        None => app.mode = Mode::AckMenu { target, choice: 0 },
+    }
+}
 
-    /// A status taken from the ack menu: its message prompt, or the confirmation.
-    pub(crate) fn choose_ack(&mut self, target: AckTarget, status: AckChoice) {
-        match crate::console::keymap::ack_message_prompt(status) {
-            Some((label, required)) => self.ask(
-                label,
-                required,
+/// A status taken from the ack menu: its message prompt, or the confirmation.
+pub(crate) fn choose_ack(app: &mut App, target: AckTarget, status: AckChoice) {
+    match crate::console::keymap::ack_message_prompt(status) {
+        Some((label, required)) => app.ask(
+            label,
+            required,
+            String::new(),
+            PromptFor::Action(Box::new(AckQuestion {
+                target,
+                status,
+                stage: AckStage::Message,
+            })),
+        ),
+        None => app.confirm(ack_op(target, status, None, None, Vec::new())),
+    }
+}
+
+/// The gates the step of a dispatch declares in its workflow's definition (empty when unknown).
+fn declared_gates(app: &App, t: &AckTarget) -> Vec<String> {
+    let Some(wf) = &t.workflow_id else {
+        return Vec::new();
+    };
+    app.snapshot
+        .workflows
+        .iter()
+        .find(|w| *w.id == *wf.as_str())
+        .and_then(|w| app.snapshot.definition(w.state.definition_id.as_deref()))
+        .and_then(|d| d.step(&t.step))
+        .map(|s| s.gates.clone())
+        .unwrap_or_default()
+}
+
+/// An answer of the ack's prompts: the next question (the ETA of a pending ack, the gates of a
+/// completed one when its step declares some) or the confirmation.
+pub(crate) fn ack_answered(
+    app: &mut App,
+    target: AckTarget,
+    status: AckChoice,
+    stage: AckStage,
+    answer: Option<String>,
+) -> Result<(), String> {
+    let op = match stage {
+        AckStage::Message if status == AckChoice::Pending => {
+            app.ask(
+                "ETA (optional): in 30m / 2h / 1d, or a time like 2026-06-14T12:00:00Z",
+                false,
                 String::new(),
                 PromptFor::Action(Box::new(AckQuestion {
                     target,
                     status,
-                    stage: AckStage::Message,
+                    stage: AckStage::Eta { message: answer },
                 })),
-            ),
-            None => self.confirm(ack_op(target, status, None, None, Vec::new())),
+            );
+            return Ok(());
         }
-    }
-
-    /// The gates the step of a dispatch declares in its workflow's definition (empty when unknown).
-    fn declared_gates(&self, t: &AckTarget) -> Vec<String> {
-        let Some(wf) = &t.workflow_id else {
-            return Vec::new();
-        };
-        self.snapshot
-            .workflows
-            .iter()
-            .find(|w| *w.id == *wf.as_str())
-            .and_then(|w| self.snapshot.definition(w.state.definition_id.as_deref()))
-            .and_then(|d| d.step(&t.step))
-            .map(|s| s.gates.clone())
-            .unwrap_or_default()
-    }
-
-    /// An answer of the ack's prompts: the next question (the ETA of a pending ack, the gates of a
-    /// completed one when its step declares some) or the confirmation.
-    pub(crate) fn ack_answered(
-        &mut self,
-        target: AckTarget,
-        status: AckChoice,
-        stage: AckStage,
-        answer: Option<String>,
-    ) -> Result<(), String> {
-        let op = match stage {
-            AckStage::Message if status == AckChoice::Pending => {
-                self.ask(
-                    "ETA (optional): in 30m / 2h / 1d, or a time like 2026-06-14T12:00:00Z",
+        AckStage::Message if status == AckChoice::Completed => {
+            let declared = declared_gates(app, &target);
+            if declared.is_empty() {
+                ack_op(target, status, answer, None, Vec::new())
+            } else {
+                app.ask(
+                    format!(
+                        "Gates passed (step {} declares: {}; comma-separated, edit to what really passed)",
+                        target.step,
+                        declared.join(", ")
+                    ),
                     false,
-                    String::new(),
+                    declared.join(", "),
                     PromptFor::Action(Box::new(AckQuestion {
                         target,
                         status,
-                        stage: AckStage::Eta { message: answer },
+                        stage: AckStage::Gates {
+                            message: answer,
+                            declared,
+                        },
                     })),
                 );
                 return Ok(());
             }
-            AckStage::Message if status == AckChoice::Completed => {
-                let declared = self.declared_gates(&target);
-                if declared.is_empty() {
-                    ack_op(target, status, answer, None, Vec::new())
-                } else {
-                    self.ask(
-                        format!(
-                            "Gates passed (step {} declares: {}; comma-separated, edit to what really passed)",
-                            target.step,
-                            declared.join(", ")
-                        ),
-                        false,
-                        declared.join(", "),
-                        PromptFor::Action(Box::new(AckQuestion {
-                            target,
-                            status,
-                            stage: AckStage::Gates {
-                                message: answer,
-                                declared,
-                            },
-                        })),
-                    );
-                    return Ok(());
-                }
-            }
-            AckStage::Message => ack_op(target, status, answer, None, Vec::new()),
-            AckStage::Eta { message } => {
-                let eta = match answer {
-                    Some(a) => Some(parse_eta(&a, self.now)?),
-                    None => None,
-                };
-                ack_op(target, status, message, eta, Vec::new())
-            }
-            AckStage::Gates { message, .. } => {
-                let gates = parse_gates(answer.as_deref().unwrap_or(""))?;
-                ack_op(target, status, message, None, gates)
-            }
-        };
-        self.confirm(op);
-        Ok(())
-    }
+        }
+        AckStage::Message => ack_op(target, status, answer, None, Vec::new()),
+        AckStage::Eta { message } => {
+            let eta = match answer {
+                Some(a) => Some(parse_eta(&a, app.now)?),
+                None => None,
+            };
+            ack_op(target, status, message, eta, Vec::new())
+        }
+        AckStage::Gates { message, .. } => {
+            let gates = parse_gates(answer.as_deref().unwrap_or(""))?;
+            ack_op(target, status, message, None, gates)
+        }
+    };
+    app.confirm(op);
+    Ok(())
 }
 
 impl Act for super::Ack<'_> {

@@ -3,14 +3,14 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::engine::{ApprovalResult, ApprovalStatus, Actor, Budget, Error, HandoffId};
+use crate::engine::{Actor, ApprovalResult, ApprovalStatus, Budget, Error, HandoffId};
 use crate::live::ledger::Bar;
 use crate::live::snapshot::Snapshot;
 
-use super::super::keymap::{Action, Pane};
 use super::super::app::{App, Effect, FlashKind, PromptFor, Question, Tone, parse_budget};
 use super::super::engine_ops::EngineOperator;
 use super::super::items;
+use super::super::keymap::Pane;
 use super::super::marks::FanOut;
 use super::super::ops::Outcome;
 use super::super::rowkey::RowKey;
@@ -18,18 +18,15 @@ use super::super::shown::{self, Version};
 use super::{Act, Op, line, marks_fit};
 
 /// `p` on a held dispatch.
-pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
-    if *action != Action::Approve {
-        return None;
-    }
+pub(super) fn start(app: &mut App) -> Vec<Effect> {
     if marks_fit(
         app,
-        &|a: &App, k: &RowKey| a.dispatch_is_held(k) == Some(true),
+        &|a: &App, k: &RowKey| crate::console::marks::dispatch_is_held(a, k) == Some(true),
         "a held dispatch",
     ) {
-        app.start_approve();
+        start_approve(app);
     }
-    Some(Vec::new())
+    Vec::new()
 }
 
 /// The new limits of the budgets held dispatches would go past (empty: approve as they are): one
@@ -53,7 +50,7 @@ impl Question for Raise {
     }
 
     fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), String> {
-        app.raise_answered(self.handoff_id, &self.held, answer)
+        raise_answered(app, self.handoff_id, &self.held, answer)
     }
 }
 
@@ -188,83 +185,81 @@ fn still_reached(held: &[(String, Vec<Bar>)], to: &Budget) -> Option<String> {
     (!why.is_empty()).then(|| why.join("; "))
 }
 
-impl App {
-    fn start_approve(&mut self) {
-        if self.refuse_if_gone(Pane::Inboxes) {
-            return;
-        }
-        let marked = !self.pane_state().picked.is_empty() && !self.pane_state().detail;
-        match self.selected_dispatch() {
-            Some((_, d, true)) => match HandoffId::parse(&d.handoff_id) {
-                Ok(handoff_id) => {
-                    // Each dispatch that would go past a reached budget: the operator may raise it
-                    // first (with marks, one raise for every marked one held for a budget).
-                    let held = if marked {
-                        self.marked_budget_holds()
-                    } else {
-                        let bars = reached_for(&self.snapshot, &d.handoff_id, self.now);
-                        match bars.is_empty() {
-                            true => Vec::new(),
-                            false => vec![(d.handoff_id.to_string(), bars)],
-                        }
-                    };
-                    if held.is_empty() {
-                        self.confirm(Op::Approve {
-                            handoff_id,
-                            raise: None,
-                        });
-                    } else {
-                        let context = raise_context(&held, marked);
-                        let label = raise_label(&held);
-                        self.ask_about(
-                            context,
-                            label,
-                            String::new(),
-                            PromptFor::Action(Box::new(Raise { handoff_id, held })),
-                        );
+fn start_approve(app: &mut App) {
+    if app.refuse_if_gone(Pane::Inboxes) {
+        return;
+    }
+    let marked = !app.pane_state().picked.is_empty() && !app.pane_state().detail;
+    match app.selected_dispatch() {
+        Some((_, d, true)) => match HandoffId::parse(&d.handoff_id) {
+            Ok(handoff_id) => {
+                // Each dispatch that would go past a reached budget: the operator may raise it
+                // first (with marks, one raise for every marked one held for a budget).
+                let held = if marked {
+                    marked_budget_holds(app)
+                } else {
+                    let bars = reached_for(&app.snapshot, &d.handoff_id, app.now);
+                    match bars.is_empty() {
+                        true => Vec::new(),
+                        false => vec![(d.handoff_id.to_string(), bars)],
                     }
+                };
+                if held.is_empty() {
+                    app.confirm(Op::Approve {
+                        handoff_id,
+                        raise: None,
+                    });
+                } else {
+                    let context = raise_context(&held, marked);
+                    let label = raise_label(&held);
+                    app.ask_about(
+                        context,
+                        label,
+                        String::new(),
+                        PromptFor::Action(Box::new(Raise { handoff_id, held })),
+                    );
                 }
-                Err(e) => self.flash(FlashKind::Error, e.to_string()),
-            },
-            _ => self.need("a held dispatch (the _quarantine rows of pane 2)"),
-        }
-    }
-
-    /// The marked held dispatches that would go past a reached budget, each with those budgets.
-    fn marked_budget_holds(&self) -> Vec<(String, Vec<Bar>)> {
-        let rows = items::dispatches(&self.snapshot, &Default::default());
-        let mut out = Vec::new();
-        for mark in &self.pane_state().picked {
-            let Some(r) = rows.iter().find(|r| r.is(mark) && r.held) else {
-                continue;
-            };
-            let hid = r.view.dispatch.handoff_id.to_string();
-            let bars = reached_for(&self.snapshot, &hid, self.now);
-            if !bars.is_empty() {
-                out.push((hid, bars));
             }
-        }
-        out
+            Err(e) => app.flash(FlashKind::Error, e.to_string()),
+        },
+        _ => app.need("a held dispatch (the _quarantine rows of pane 2)"),
     }
+}
 
-    /// The new limits of the budgets a held dispatch (or the marked ones) would go past (empty:
-    /// approve as they are). A raise that would leave a budget reached is refused here, naming it,
-    /// and the prompt stays open (the engine refuses it too).
-    pub(crate) fn raise_answered(
-        &mut self,
-        handoff_id: HandoffId,
-        held: &[(String, Vec<Bar>)],
-        answer: Option<String>,
-    ) -> Result<(), String> {
-        let raise = answer.as_deref().map(parse_budget).transpose()?;
-        if let Some(to) = &raise
-            && let Some(why) = still_reached(held, to)
-        {
-            return Err(why);
+/// The marked held dispatches that would go past a reached budget, each with those budgets.
+fn marked_budget_holds(app: &App) -> Vec<(String, Vec<Bar>)> {
+    let rows = items::dispatches(&app.snapshot, &Default::default());
+    let mut out = Vec::new();
+    for mark in &app.pane_state().picked {
+        let Some(r) = rows.iter().find(|r| r.is(mark) && r.held) else {
+            continue;
+        };
+        let hid = r.view.dispatch.handoff_id.to_string();
+        let bars = reached_for(&app.snapshot, &hid, app.now);
+        if !bars.is_empty() {
+            out.push((hid, bars));
         }
-        self.confirm(Op::Approve { handoff_id, raise });
-        Ok(())
     }
+    out
+}
+
+/// The new limits of the budgets a held dispatch (or the marked ones) would go past (empty:
+/// approve as they are). A raise that would leave a budget reached is refused here, naming it,
+/// and the prompt stays open (the engine refuses it too).
+pub(crate) fn raise_answered(
+    app: &mut App,
+    handoff_id: HandoffId,
+    held: &[(String, Vec<Bar>)],
+    answer: Option<String>,
+) -> Result<(), String> {
+    let raise = answer.as_deref().map(parse_budget).transpose()?;
+    if let Some(to) = &raise
+        && let Some(why) = still_reached(held, to)
+    {
+        return Err(why);
+    }
+    app.confirm(Op::Approve { handoff_id, raise });
+    Ok(())
 }
 
 impl Act for super::Approve<'_> {
@@ -328,9 +323,9 @@ impl Act for super::Approve<'_> {
     fn mark(&self, fan: &mut FanOut<'_>, mark: &RowKey) -> Option<Result<Op, String>> {
         // The raise asked for the marks goes to each one that would go past a reached budget.
         Some(held(fan, mark).map(|handoff_id| {
-            let raise = self
-                .raise
-                .filter(|_| !reached_for(fan.snap, handoff_id.as_str(), chrono::Utc::now()).is_empty());
+            let raise = self.raise.filter(|_| {
+                !reached_for(fan.snap, handoff_id.as_str(), chrono::Utc::now()).is_empty()
+            });
             Op::Approve { handoff_id, raise }
         }))
     }
@@ -445,9 +440,14 @@ fn describe_budget_hold(out: &mut Vec<(Tone, String)>, bars: &[Bar], raise: Opti
                 "; {} is not above what is used: the engine will refuse",
                 amount(b.metric, n)
             ),
-            Some(None) => "; no new limit given for it: it stays reached, the engine will refuse".into(),
+            Some(None) => {
+                "; no new limit given for it: it stays reached, the engine will refuse".into()
+            }
         };
-        out.push(line(Warn, format!("Budget reached: {}{after}", bar_text(b))));
+        out.push(line(
+            Warn,
+            format!("Budget reached: {}{after}", bar_text(b)),
+        ));
     }
     match raise {
         Some(_) => out.push(line(

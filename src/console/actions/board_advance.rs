@@ -9,7 +9,6 @@ use chrono::{DateTime, Utc};
 use crate::engine::{Error, TrackName, board::BoardSeen};
 use crate::live::snapshot::{BoardView, Snapshot};
 
-use super::super::keymap::Action;
 use super::super::app::{App, Effect, FlashKind, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::items::{self, BoardMoves};
@@ -18,12 +17,9 @@ use super::super::shown::Version;
 use super::{Act, Op, line};
 
 /// `>` or `F` on the board.
-pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
-    if !matches!(action, Action::BoardAdvance | Action::BoardForceAdvance) {
-        return None;
-    }
+pub(super) fn start(app: &mut App, force_asked: bool) -> Vec<Effect> {
     let Some(b) = BoardAt::selected(app) else {
-        return Some(Vec::new());
+        return Vec::new();
     };
     let m = &b.moves;
     let Some(to) = m.next else {
@@ -31,10 +27,10 @@ pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
             FlashKind::Error,
             format!("the session is {}: resolve it with s", m.status),
         );
-        return Some(Vec::new());
+        return Vec::new();
     };
     let force = !m.complete;
-    if force && *action == Action::BoardAdvance {
+    if force && !force_asked {
         app.flash(
             FlashKind::Error,
             format!(
@@ -42,14 +38,14 @@ pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
                 m.status, m.missing, m.status
             ),
         );
-        return Some(Vec::new());
+        return Vec::new();
     }
     app.confirm(Op::BoardAdvance {
         track: b.track,
         force,
         seen: b.seen,
     });
-    Some(Vec::new())
+    Vec::new()
 }
 
 /// The board session a board act starts from: the shown track's, not resolved yet.
@@ -75,7 +71,7 @@ impl BoardAt {
                 return None;
             }
         };
-        let Some(moves) = app.board_moves() else {
+        let Some(moves) = crate::console::panes::board::board_moves(app) else {
             app.flash(FlashKind::Error, format!("{name} has no board session"));
             return None;
         };

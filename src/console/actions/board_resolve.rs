@@ -6,7 +6,6 @@ use chrono::{DateTime, Utc};
 use crate::engine::Error;
 use crate::live::snapshot::Snapshot;
 
-use super::super::keymap::Action;
 use super::super::app::{App, Effect, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::items;
@@ -16,12 +15,9 @@ use super::board_advance::{BoardAt, board_of, board_version, describe_session};
 use super::{Act, Op, line};
 
 /// `s` on the board.
-pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
-    if *action != Action::BoardResolve {
-        return None;
-    }
+pub(super) fn start(app: &mut App) -> Vec<Effect> {
     let Some(b) = BoardAt::selected(app) else {
-        return Some(Vec::new());
+        return Vec::new();
     };
     let missing = board_of(&app.snapshot, &b.name)
         .map(|s| items::directors(&s).iter().any(|c| c.vote.is_none()))
@@ -31,7 +27,7 @@ pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
         force: missing,
         seen: b.seen,
     });
-    Some(Vec::new())
+    Vec::new()
 }
 
 impl Act for super::BoardResolve<'_> {

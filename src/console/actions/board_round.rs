@@ -6,7 +6,6 @@ use chrono::{DateTime, Utc};
 use crate::engine::{Error, board::DISCUSSING};
 use crate::live::snapshot::Snapshot;
 
-use super::super::keymap::Action;
 use super::super::app::{App, Effect, FlashKind, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::ops::{OPERATOR, Outcome};
@@ -15,12 +14,9 @@ use super::board_advance::{BoardAt, board_version, describe_session};
 use super::{Act, Op, line};
 
 /// `n` on the board.
-pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
-    if *action != Action::BoardNextRound {
-        return None;
-    }
+pub(super) fn start(app: &mut App) -> Vec<Effect> {
     let Some(b) = BoardAt::selected(app) else {
-        return Some(Vec::new());
+        return Vec::new();
     };
     if b.moves.round.is_none() {
         let why = if b.moves.status == DISCUSSING {
@@ -32,13 +28,13 @@ pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
             )
         };
         app.flash(FlashKind::Error, why);
-        return Some(Vec::new());
+        return Vec::new();
     }
     app.confirm(Op::BoardNextRound {
         track: b.track,
         seen: b.seen,
     });
-    Some(Vec::new())
+    Vec::new()
 }
 
 impl Act for super::BoardNextRound<'_> {

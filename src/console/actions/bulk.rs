@@ -6,26 +6,20 @@ use chrono::{DateTime, Utc};
 use crate::engine::Error;
 use crate::live::snapshot::Snapshot;
 
-use super::super::keymap::Action;
-use super::super::app::{App, Effect, Tone};
+use super::super::app::{App, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::marks::{describe_bulk, execute_bulk, summarize_bulk};
 use super::super::ops::Outcome;
 use super::super::shown::Version;
 use super::{Act, Op};
 
-/// No key starts it: any action that applies to marks becomes one on a pane with marks.
-pub(super) fn start(_app: &mut App, _action: &Action) -> Option<Vec<Effect>> {
-    None
-}
+// No key starts it: any action that applies to marks becomes one on a pane with marks.
 
-impl App {
-    /// `op` as it is confirmed: made for every mark of the current pane when it applies to marks.
-    pub(crate) fn on_marks(&self, op: Op) -> Op {
-        match self.fan_out(&op) {
-            Some((items, skipped)) => Op::Bulk { items, skipped },
-            None => op,
-        }
+/// `op` as it is confirmed: made for every mark of the current pane when it applies to marks.
+pub(crate) fn on_marks(app: &App, op: Op) -> Op {
+    match crate::console::marks::fan_out(app, &op) {
+        Some((items, skipped)) => Op::Bulk { items, skipped },
+        None => op,
     }
 }
 
@@ -56,7 +50,11 @@ impl Act for super::Bulk<'_> {
     }
 
     fn execute(&self, engine: &EngineOperator) -> Result<Outcome, Error> {
-        Ok(Outcome::Bulk(execute_bulk(engine, self.items, self.skipped)))
+        Ok(Outcome::Bulk(execute_bulk(
+            engine,
+            self.items,
+            self.skipped,
+        )))
     }
 
     fn summarize(&self, outcome: &Outcome) -> String {
@@ -76,7 +74,7 @@ impl Act for super::Bulk<'_> {
 
     fn finished(&self, app: &mut App, outcome: &Outcome) {
         if let Outcome::Bulk(report) = outcome {
-            app.bulk_finished(self.items, report);
+            crate::console::marks::bulk_finished(app, self.items, report);
         }
     }
 }

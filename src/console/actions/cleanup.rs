@@ -6,7 +6,6 @@ use chrono::{DateTime, Utc};
 use crate::engine::{CleanupResult, Error, WorkflowId};
 use crate::live::snapshot::Snapshot;
 
-use super::super::keymap::Action;
 use super::super::app::{App, Confirm, Effect, FlashKind, Mode, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::ops::Outcome;
@@ -14,40 +13,39 @@ use super::super::shown::{self, Version};
 use super::{Act, Op, line};
 
 /// `D` on a workflow: asks the engine for the dry run.
-pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
-    if *action != Action::Cleanup {
-        return None;
-    }
-    Some(match app.selected_workflow() {
+pub(super) fn start(app: &mut App) -> Vec<Effect> {
+    match app.selected_workflow() {
         Some(wf) => {
             app.flash(FlashKind::Info, format!("dry run of cleanup for {wf}…"));
             vec![Effect::PreviewCleanup(wf)]
         }
         None => Vec::new(),
-    })
+    }
 }
 
-impl App {
-    /// The engine answered a cleanup dry run: show it and ask for confirmation.
-    pub fn cleanup_previewed(&mut self, wf: WorkflowId, result: Result<CleanupResult, String>) {
-        match result {
-            Ok(v) if cleanup_finds_nothing(&v) => self.flash(
-                FlashKind::Info,
-                format!(
-                    "cleanup of {wf}: the dry run found nothing to delete ({} already gone, {} refused)",
-                    v.missing.len(),
-                    v.refused.len()
-                ),
+/// The engine answered a cleanup dry run: show it and ask for confirmation.
+pub(crate) fn cleanup_previewed(
+    app: &mut App,
+    wf: WorkflowId,
+    result: Result<CleanupResult, String>,
+) {
+    match result {
+        Ok(v) if cleanup_finds_nothing(&v) => app.flash(
+            FlashKind::Info,
+            format!(
+                "cleanup of {wf}: the dry run found nothing to delete ({} already gone, {} refused)",
+                v.missing.len(),
+                v.refused.len()
             ),
-            Ok(v) => {
-                let op = Op::Cleanup { workflow_id: wf };
-                let mut lines = cleanup_lines(&v);
-                lines.push((Tone::Dim, self.recorded_as()));
-                self.flash = None;
-                self.mode = Mode::Confirm(Confirm::new(op, lines, &self.snapshot));
-            }
-            Err(e) => self.flash(FlashKind::Error, format!("cleanup of {wf} refused: {e}")),
+        ),
+        Ok(v) => {
+            let op = Op::Cleanup { workflow_id: wf };
+            let mut lines = cleanup_lines(&v);
+            lines.push((Tone::Dim, app.recorded_as()));
+            app.flash = None;
+            app.mode = Mode::Confirm(Confirm::new(op, lines, &app.snapshot));
         }
+        Err(e) => app.flash(FlashKind::Error, format!("cleanup of {wf} refused: {e}")),
     }
 }
 

@@ -6,30 +6,27 @@ use chrono::{DateTime, Utc};
 use crate::engine::{Error, HandoffId};
 use crate::live::snapshot::Snapshot;
 
-use super::super::keymap::{Action, Pane};
 use super::super::app::{App, Effect, PromptFor, Question, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::items;
+use super::super::keymap::Pane;
 use super::super::ops::{OPERATOR, Outcome};
-use super::super::times::when;
 use super::super::shown::{self, Version};
+use super::super::times::when;
 use super::{Act, Op, line};
 
 /// `D` on a dead letter.
-pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
-    if *action != Action::DiscardDead {
-        return None;
-    }
+pub(super) fn start(app: &mut App) -> Vec<Effect> {
     if !app.pane_state().picked.is_empty() {
         app.need("one dead letter (discard takes no marks)");
-        return Some(Vec::new());
+        return Vec::new();
     }
     if app.refuse_if_gone(Pane::DeadLetters) {
-        return Some(Vec::new());
+        return Vec::new();
     }
-    let Some((_, hid, _)) = app.selected_dead() else {
+    let Some((_, hid, _)) = crate::console::panes::deadletters::selected_dead(app) else {
         app.need("a dead letter in the Dead letters pane (9)");
-        return Some(Vec::new());
+        return Vec::new();
     };
     match HandoffId::parse(&hid) {
         Ok(h) => app.ask(
@@ -43,7 +40,7 @@ pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
             format!("cannot discard this file: {e}"),
         ),
     }
-    Some(Vec::new())
+    Vec::new()
 }
 
 /// The reason a discard asks for, for this dead letter.
@@ -81,9 +78,10 @@ impl Act for super::DiscardDead<'_> {
         use Tone::*;
         let hid = self.handoff_id;
         let rows = items::dead_letters(snap, &items::Filter::default());
-        match rows.iter().find(|r| {
-            *r.view.dispatch.handoff_id == *hid.as_str() || *r.view.name == *hid.as_str()
-        }) {
+        match rows
+            .iter()
+            .find(|r| *r.view.dispatch.handoff_id == *hid.as_str() || *r.view.name == *hid.as_str())
+        {
             Some(r) => {
                 let d = &r.view.dispatch;
                 out.push(line(

@@ -5,10 +5,10 @@ use chrono::{DateTime, Utc};
 use crate::engine::{Error, LockKey, TrackName, WorkerId, time::relative};
 use crate::live::snapshot::Snapshot;
 
-use super::super::keymap::{Action, Pane};
 use super::super::app::{App, Effect, FlashKind, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::items;
+use super::super::keymap::Pane;
 use super::super::marks::FanOut;
 use super::super::ops::{OPERATOR, Outcome};
 use super::super::rowkey::RowKey;
@@ -16,30 +16,25 @@ use super::super::shown::Version;
 use super::{Act, Op, line, marks_fit};
 
 /// `u` on a lock.
-pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
-    if *action != Action::ForceUnlock {
-        return None;
-    }
+pub(super) fn start(app: &mut App) -> Vec<Effect> {
     if marks_fit(app, &|_: &App, _: &RowKey| true, "listed") {
-        app.start_unlock();
+        start_unlock(app);
     }
-    Some(Vec::new())
+    Vec::new()
 }
 
-impl App {
-    fn start_unlock(&mut self) {
-        if self.pane == Pane::Locks && self.refuse_if_gone(Pane::Locks) {
-            return;
-        }
-        let rows = items::locks(&self.snapshot, &self.filter(Pane::Locks));
-        let Some((track, lock)) = rows.get(self.selected(Pane::Locks)).copied() else {
-            return self.need("a lock in the Locks pane (4)");
-        };
-        // Both parsed here, where the op is built: a hostile name never reaches a confirmation.
-        match TrackName::parse(track).and_then(|t| Ok((t, LockKey::parse(&lock.path)?))) {
-            Ok((track, path)) => self.confirm(Op::ForceUnlock { track, path }),
-            Err(e) => self.flash(FlashKind::Error, e.to_string()),
-        }
+fn start_unlock(app: &mut App) {
+    if app.pane == Pane::Locks && app.refuse_if_gone(Pane::Locks) {
+        return;
+    }
+    let rows = items::locks(&app.snapshot, &app.filter(Pane::Locks));
+    let Some((track, lock)) = rows.get(app.selected(Pane::Locks)).copied() else {
+        return app.need("a lock in the Locks pane (4)");
+    };
+    // Both parsed here, where the op is built: a hostile name never reaches a confirmation.
+    match TrackName::parse(track).and_then(|t| Ok((t, LockKey::parse(&lock.path)?))) {
+        Ok((track, path)) => app.confirm(Op::ForceUnlock { track, path }),
+        Err(e) => app.flash(FlashKind::Error, e.to_string()),
     }
 }
 

@@ -17,7 +17,7 @@ use crate::live::snapshot::Snapshot;
 
 use super::app::{App, Effect, Tone};
 use super::engine_ops::EngineOperator;
-use super::keymap::Action;
+use super::keymap::OperatorAction;
 use super::marks::{BulkItem, FanOut, Skipped};
 use super::ops::Outcome;
 use super::rowkey::RowKey;
@@ -87,14 +87,13 @@ pub(crate) use rerun::step_question as rerun_step_question;
 
 /// The one registration of every operator action: `Variant { its request data } => module`.
 /// Makes the [`Op`] enum, a struct per variant borrowing its fields (what the module implements
-/// [`Act`] for), [`Op::act`] (the one match over every action) and [`start`] (each module's flow
-/// asked in turn); and declares each module.
+/// [`Act`] for) and [`Op::act`] (the one match over every action); and declares each module.
 macro_rules! actions {
     ($(
         $(#[$doc:meta])*
         $variant:ident { $( $(#[$fdoc:meta])* $field:ident : $ty:ty ),* $(,)? } => $module:ident,
     )*) => {
-        $( mod $module; )*
+        $( pub(crate) mod $module; )*
 
         /// One engine call the operator asked for.
         #[derive(Debug, Clone, PartialEq)]
@@ -117,15 +116,6 @@ macro_rules! actions {
                     $( Op::$variant { $($field),* } => f(&$variant { $($field),* }), )*
                 }
             }
-        }
-
-        /// Starts the operator action `action` names from the selection (its module's `start`):
-        /// `None` when no action module starts it.
-        pub(crate) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
-            $( if let Some(effects) = $module::start(app, action) {
-                return Some(effects);
-            } )*
-            None
         }
     };
 }
@@ -197,6 +187,30 @@ actions! {
         /// Marked records the action does not apply to, with why (reported, never called).
         skipped: Vec<Skipped>,
     } => bulk,
+}
+
+/// Starts the operator action the operator asked for from the selection: its module's `start`
+/// (its menu, prompt or confirmation; a cleanup asks the engine's dry run first).
+pub(crate) fn start(app: &mut App, action: OperatorAction) -> Vec<Effect> {
+    match action {
+        OperatorAction::Ack(choice) => ack::start(app, choice),
+        OperatorAction::Approve => approve::start(app),
+        OperatorAction::RejectHeld => reject_held::start(app),
+        OperatorAction::Abort => abort::start(app),
+        OperatorAction::Cleanup => cleanup::start(app),
+        OperatorAction::ForceUnlock => force_unlock::start(app),
+        OperatorAction::OutboxRetry => outbox_retry::start(app),
+        OperatorAction::OutboxDiscard => outbox_discard::start(app),
+        OperatorAction::BoardAdvance => board_advance::start(app, false),
+        OperatorAction::BoardForceAdvance => board_advance::start(app, true),
+        OperatorAction::BoardNextRound => board_round::start(app),
+        OperatorAction::BoardResolve => board_resolve::start(app),
+        OperatorAction::Requeue => requeue::start(app),
+        OperatorAction::DiscardDead => discard_dead::start(app),
+        OperatorAction::Rerun => rerun::start(app),
+        OperatorAction::Pause => pause::start(app, false),
+        OperatorAction::Resume => pause::start(app, true),
+    }
 }
 
 impl Op {
@@ -277,7 +291,7 @@ impl Op {
 /// prompts are asked about a record it applies to; false (with a flash) when none does.
 pub(crate) fn marks_fit(app: &mut App, fits: &dyn Fn(&App, &RowKey) -> bool, what: &str) -> bool {
     let st = app.pane_state();
-    st.picked.is_empty() || st.detail || app.select_first_mark(fits, what)
+    st.picked.is_empty() || st.detail || crate::console::marks::select_first_mark(app, fits, what)
 }
 
 /// A confirmation line.

@@ -6,9 +6,9 @@ use chrono::{DateTime, Utc};
 use crate::engine::Error;
 use crate::live::snapshot::{BridgeKind, Snapshot};
 
-use super::super::keymap::{Action, Pane};
 use super::super::app::{App, Effect, PromptFor, Question, Tone};
 use super::super::engine_ops::EngineOperator;
+use super::super::keymap::Pane;
 use super::super::marks::FanOut;
 use super::super::ops::Outcome;
 use super::super::rowkey::RowKey;
@@ -17,10 +17,7 @@ use super::outbox_retry::{describe_record, is_waiting, selected_outbox, version_
 use super::{Act, Op, line, marks_fit};
 
 /// `D` on a waiting outbox record.
-pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
-    if *action != Action::OutboxDiscard {
-        return None;
-    }
+pub(super) fn start(app: &mut App) -> Vec<Effect> {
     if marks_fit(app, &is_waiting, "waiting outbox records")
         && let Some(outbox_id) = selected_outbox(app)
     {
@@ -31,7 +28,7 @@ pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
             PromptFor::Action(Box::new(Reason(outbox_id))),
         );
     }
-    Some(Vec::new())
+    Vec::new()
 }
 
 /// The reason a discard asks for, for this record.

@@ -6,9 +6,9 @@ use chrono::{DateTime, Utc};
 use crate::engine::Error;
 use crate::live::snapshot::{BridgeKind, BridgeRow, Snapshot};
 
-use super::super::keymap::{Action, Pane};
 use super::super::app::{App, Effect, Tone};
 use super::super::engine_ops::EngineOperator;
+use super::super::keymap::Pane;
 use super::super::marks::FanOut;
 use super::super::ops::Outcome;
 use super::super::rowkey::RowKey;
@@ -17,7 +17,13 @@ use super::{Act, Op, line, marks_fit};
 
 /// True when `key` is a waiting outbox record of the bridge pane.
 pub(super) fn is_waiting(_app: &App, key: &RowKey) -> bool {
-    matches!(key, RowKey::Bridge { kind: BridgeKind::Pending, .. })
+    matches!(
+        key,
+        RowKey::Bridge {
+            kind: BridgeKind::Pending,
+            ..
+        }
+    )
 }
 
 /// The waiting record `id` as `snap` lists it.
@@ -34,8 +40,7 @@ pub(super) fn selected_outbox(app: &mut App) -> Option<String> {
     if app.pane == Pane::Bridge && app.refuse_if_gone(Pane::Bridge) {
         return None;
     }
-    let id = app
-        .bridge_rows()
+    let id = crate::console::panes::bridge::bridge_rows(app)
         .get(app.selected(Pane::Bridge))
         .filter(|r| r.kind == BridgeKind::Pending)
         .map(|r| r.id.clone());
@@ -69,16 +74,13 @@ pub(super) fn version_of(v: &mut Version, snap: &Snapshot, id: &str) {
 }
 
 /// `R` on a waiting outbox record.
-pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
-    if *action != Action::OutboxRetry {
-        return None;
-    }
+pub(super) fn start(app: &mut App) -> Vec<Effect> {
     if marks_fit(app, &is_waiting, "waiting outbox records")
         && let Some(outbox_id) = selected_outbox(app)
     {
         app.confirm(Op::OutboxRetry { outbox_id });
     }
-    Some(Vec::new())
+    Vec::new()
 }
 
 impl Act for super::OutboxRetry<'_> {

@@ -7,9 +7,9 @@ use chrono::{DateTime, Utc};
 use crate::engine::{Error, GodName, PauseKind, PauseTarget, TrackName};
 use crate::live::snapshot::Snapshot;
 
-use super::super::keymap::{Action, Pane};
 use super::super::app::{App, Effect, FlashKind, PromptFor, Question, Tone};
 use super::super::engine_ops::EngineOperator;
+use super::super::keymap::Pane;
 use super::super::ops::Outcome;
 use super::super::shown::Version;
 use super::{Act, Op, line};
@@ -59,17 +59,14 @@ pub(super) fn is_paused(snap: &Snapshot, target: &PauseTarget) -> bool {
 }
 
 /// `Z` (pause, or resume what is paused) and `:resume`.
-pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
-    if !matches!(action, Action::Pause | Action::Resume) {
-        return None;
-    }
+pub(super) fn start(app: &mut App, resume_only: bool) -> Vec<Effect> {
     let Some(target) = selected_target(app) else {
-        return Some(Vec::new());
+        return Vec::new();
     };
     let paused = is_paused(&app.snapshot, &target);
-    match (action, paused) {
-        (_, true) => app.resume_confirm(target),
-        (Action::Resume, false) => app.flash(
+    match (resume_only, paused) {
+        (_, true) => crate::console::actions::resume::resume_confirm(app, target),
+        (true, false) => app.flash(
             FlashKind::Error,
             format!("{} is not paused", target.label()),
         ),
@@ -80,7 +77,7 @@ pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
             PromptFor::Action(Box::new(Reason(target))),
         ),
     }
-    Some(Vec::new())
+    Vec::new()
 }
 
 /// The reason a pause asks for.
@@ -133,7 +130,10 @@ impl Act for super::Pause<'_> {
         if is_paused(snap, self.target) {
             out.push(line(Dim, "It is paused already: nothing changes."));
         }
-        out.push(line(Dim, "Resume with Z again or :resume; nothing is lost."));
+        out.push(line(
+            Dim,
+            "Resume with Z again or :resume; nothing is lost.",
+        ));
         out.push(line(Dim, format!("Reason: {}", self.reason)));
     }
 
@@ -176,4 +176,3 @@ impl Act for super::Pause<'_> {
         "paused"
     }
 }
-

@@ -6,9 +6,9 @@ use chrono::{DateTime, Utc};
 use crate::engine::{Actor, Error, HandoffId};
 use crate::live::snapshot::Snapshot;
 
-use super::super::keymap::{Action, Pane};
 use super::super::app::{App, Effect, FlashKind, PromptFor, Question, Tone};
 use super::super::engine_ops::EngineOperator;
+use super::super::keymap::Pane;
 use super::super::marks::FanOut;
 use super::super::ops::Outcome;
 use super::super::rowkey::RowKey;
@@ -17,18 +17,15 @@ use super::approve::{approval_summary, held};
 use super::{Act, Op, line, marks_fit};
 
 /// `R` on a held dispatch.
-pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
-    if *action != Action::RejectHeld {
-        return None;
-    }
+pub(super) fn start(app: &mut App) -> Vec<Effect> {
     if marks_fit(
         app,
-        &|a: &App, k: &RowKey| a.dispatch_is_held(k) == Some(true),
+        &|a: &App, k: &RowKey| crate::console::marks::dispatch_is_held(a, k) == Some(true),
         "a held dispatch",
     ) {
-        app.start_reject_held();
+        start_reject_held(app);
     }
-    Some(Vec::new())
+    Vec::new()
 }
 
 /// The reason a rejection of this held dispatch asks for.
@@ -44,37 +41,35 @@ impl Question for Reason {
     }
 
     fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), String> {
-        app.reject_held_answered(self.0, answer);
+        reject_held_answered(app, self.0, answer);
         Ok(())
     }
 }
 
-impl App {
-    fn start_reject_held(&mut self) {
-        if self.refuse_if_gone(Pane::Inboxes) {
-            return;
-        }
-        match self.selected_dispatch() {
-            Some((_, d, true)) => match HandoffId::parse(&d.handoff_id) {
-                Ok(h) => self.ask(
-                    "Reason for rejecting (required)",
-                    true,
-                    String::new(),
-                    PromptFor::Action(Box::new(Reason(h))),
-                ),
-                Err(e) => self.flash(FlashKind::Error, e.to_string()),
-            },
-            _ => self.need("a held dispatch (the _quarantine rows of pane 2)"),
-        }
+fn start_reject_held(app: &mut App) {
+    if app.refuse_if_gone(Pane::Inboxes) {
+        return;
     }
+    match app.selected_dispatch() {
+        Some((_, d, true)) => match HandoffId::parse(&d.handoff_id) {
+            Ok(h) => app.ask(
+                "Reason for rejecting (required)",
+                true,
+                String::new(),
+                PromptFor::Action(Box::new(Reason(h))),
+            ),
+            Err(e) => app.flash(FlashKind::Error, e.to_string()),
+        },
+        _ => app.need("a held dispatch (the _quarantine rows of pane 2)"),
+    }
+}
 
-    /// The reason was given: the confirmation.
-    pub(crate) fn reject_held_answered(&mut self, handoff_id: HandoffId, answer: Option<String>) {
-        self.confirm(Op::RejectHeld {
-            handoff_id,
-            reason: answer.unwrap_or_default(),
-        });
-    }
+/// The reason was given: the confirmation.
+pub(crate) fn reject_held_answered(app: &mut App, handoff_id: HandoffId, answer: Option<String>) {
+    app.confirm(Op::RejectHeld {
+        handoff_id,
+        reason: answer.unwrap_or_default(),
+    });
 }
 
 impl Act for super::RejectHeld<'_> {

@@ -6,26 +6,23 @@ use chrono::{DateTime, Utc};
 use crate::engine::{Error, GodName, HandoffId};
 use crate::live::snapshot::Snapshot;
 
-use super::super::keymap::{Action, Pane};
 use super::super::app::{App, Effect, FlashKind, Mode, PromptFor, Question, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::items;
+use super::super::keymap::Pane;
 use super::super::marks::FanOut;
 use super::super::ops::{OPERATOR, Outcome};
-use super::super::times::when;
 use super::super::rowkey::RowKey;
 use super::super::shown::{self, Version};
+use super::super::times::when;
 use super::{Act, Op, line, marks_fit};
 
 /// `r` on a dead letter.
-pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
-    if *action != Action::Requeue {
-        return None;
-    }
+pub(super) fn start(app: &mut App) -> Vec<Effect> {
     if marks_fit(app, &|_: &App, _: &RowKey| true, "listed") {
-        app.start_requeue();
+        start_requeue(app);
     }
-    Some(Vec::new())
+    Vec::new()
 }
 
 /// Which god's inbox this dead letter goes back to (empty: the god it was delivered to last).
@@ -44,77 +41,74 @@ impl Question for Destination {
     }
 
     fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), String> {
-        app.requeue_answered(self.handoff_id, self.from_god, answer)
+        requeue_answered(app, self.handoff_id, self.from_god, answer)
     }
 }
 
-impl App {
-    fn start_requeue(&mut self) {
-        if self.refuse_if_gone(Pane::DeadLetters) {
-            return;
-        }
-        let Some((god, hid, _)) = self.selected_dead() else {
-            return self.need("a dead letter in the Dead letters pane (9)");
-        };
-        let (handoff_id, from_god) = match (HandoffId::parse(&hid), GodName::parse(&god)) {
-            (Ok(h), Ok(g)) => (h, g),
-            (Err(e), _) | (_, Err(e)) => {
-                return self.flash(FlashKind::Error, format!("cannot requeue this file: {e}"));
-            }
-        };
-        let last = self
-            .dead_row_of(&handoff_id)
-            .map(|(_, l)| l)
-            .unwrap_or_else(|| god.clone());
-        let marked = self.pane_state().picked.len();
-        let label = if marked > 1 {
-            "Requeue to god (empty: each to the god it was delivered to last; Tab completes)"
-                .to_owned()
-        } else {
-            format!("Requeue to god (the god it was delivered to last: {last}; Tab completes)")
-        };
-        let input = if marked > 1 { String::new() } else { last };
-        self.ask(
-            label,
-            false,
-            input,
-            PromptFor::Action(Box::new(Destination {
-                handoff_id,
-                from_god,
-            })),
-        );
-        let gods = self.known_gods();
-        if let Mode::Prompt(p) = &mut self.mode {
-            p.completions = gods;
-        }
+fn start_requeue(app: &mut App) {
+    if app.refuse_if_gone(Pane::DeadLetters) {
+        return;
     }
-
-    /// The god was typed (or left empty): the confirmation.
-    pub(crate) fn requeue_answered(
-        &mut self,
-        handoff_id: HandoffId,
-        from_god: GodName,
-        answer: Option<String>,
-    ) -> Result<(), String> {
-        let to = match answer.as_deref() {
-            None => None,
-            Some(g) => Some(GodName::parse_as("god", g).map_err(|e| e.to_string())?),
-        };
-        // The god it was delivered to last is the engine's own default: no `--to` (with
-        // marks, each dead letter is compared with its own last god when fanned out).
-        let last = self.dead_row_of(&handoff_id).map(|(_, last)| last);
-        let to = if self.pane_state().picked.is_empty() {
-            to.filter(|g| last.as_deref() != Some(g.as_str()))
-        } else {
-            to
-        };
-        self.confirm(Op::Requeue {
+    let Some((god, hid, _)) = crate::console::panes::deadletters::selected_dead(app) else {
+        return app.need("a dead letter in the Dead letters pane (9)");
+    };
+    let (handoff_id, from_god) = match (HandoffId::parse(&hid), GodName::parse(&god)) {
+        (Ok(h), Ok(g)) => (h, g),
+        (Err(e), _) | (_, Err(e)) => {
+            return app.flash(FlashKind::Error, format!("cannot requeue this file: {e}"));
+        }
+    };
+    let last = crate::console::panes::deadletters::dead_row_of(app, &handoff_id)
+        .map(|(_, l)| l)
+        .unwrap_or_else(|| god.clone());
+    let marked = app.pane_state().picked.len();
+    let label = if marked > 1 {
+        "Requeue to god (empty: each to the god it was delivered to last; Tab completes)".to_owned()
+    } else {
+        format!("Requeue to god (the god it was delivered to last: {last}; Tab completes)")
+    };
+    let input = if marked > 1 { String::new() } else { last };
+    app.ask(
+        label,
+        false,
+        input,
+        PromptFor::Action(Box::new(Destination {
             handoff_id,
             from_god,
-            to,
-        });
-        Ok(())
+        })),
+    );
+    let gods = app.known_gods();
+    if let Mode::Prompt(p) = &mut app.mode {
+        p.completions = gods;
     }
+}
+
+/// The god was typed (or left empty): the confirmation.
+pub(crate) fn requeue_answered(
+    app: &mut App,
+    handoff_id: HandoffId,
+    from_god: GodName,
+    answer: Option<String>,
+) -> Result<(), String> {
+    let to = match answer.as_deref() {
+        None => None,
+        Some(g) => Some(GodName::parse_as("god", g).map_err(|e| e.to_string())?),
+    };
+    // The god it was delivered to last is the engine's own default: no `--to` (with
+    // marks, each dead letter is compared with its own last god when fanned out).
+    let last =
+        crate::console::panes::deadletters::dead_row_of(app, &handoff_id).map(|(_, last)| last);
+    let to = if app.pane_state().picked.is_empty() {
+        to.filter(|g| last.as_deref() != Some(g.as_str()))
+    } else {
+        to
+    };
+    app.confirm(Op::Requeue {
+        handoff_id,
+        from_god,
+        to,
+    });
+    Ok(())
 }
 
 impl Act for super::Requeue<'_> {

@@ -7,20 +7,17 @@ use chrono::{DateTime, Utc};
 use crate::engine::{Error, StepId, WorkflowId};
 use crate::live::snapshot::Snapshot;
 
-use super::super::keymap::{Action, Pane};
 use super::super::app::{App, Effect, FlashKind, Mode, PromptFor, Question, Tone};
 use super::super::engine_ops::EngineOperator;
+use super::super::keymap::Pane;
 use super::super::ops::{OPERATOR, Outcome};
 use super::super::shown::{self, Version};
 use super::{Act, Op, line};
 
 /// `e` on a workflow.
-pub(super) fn start(app: &mut App, action: &Action) -> Option<Vec<Effect>> {
-    if *action != Action::Rerun {
-        return None;
-    }
-    app.start_rerun();
-    Some(Vec::new())
+pub(super) fn start(app: &mut App) -> Vec<Effect> {
+    start_rerun(app);
+    Vec::new()
 }
 
 /// The step a workflow is dispatched again from; with a moment (RFC 3339), a fork from the
@@ -40,7 +37,7 @@ impl Question for FromStep {
     }
 
     fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), String> {
-        app.rerun_answered(self.workflow_id, self.as_of, answer)
+        rerun_answered(app, self.workflow_id, self.as_of, answer)
     }
 }
 
@@ -49,86 +46,84 @@ pub(crate) fn step_question(workflow_id: WorkflowId, as_of: Option<String>) -> P
     PromptFor::Action(Box::new(FromStep { workflow_id, as_of }))
 }
 
-impl App {
-    fn start_rerun(&mut self) {
-        let Some(wf) = self.selected_workflow() else {
-            return;
-        };
-        let Some(w) = self
-            .snapshot
-            .workflows
-            .iter()
-            .find(|w| &*w.id == wf.as_str())
-        else {
-            return self.need("a workflow");
-        };
-        use crate::engine::WorkflowStatus as S;
-        let status = w.state.status.clone();
-        if !matches!(status, S::Failed | S::Stalled | S::Completed) {
-            return self.flash(
-                FlashKind::Error,
-                format!(
-                    "{wf} is {status}: only a failed, stalled or completed workflow is rerun (abort it first)"
-                ),
-            );
-        }
-        let steps = self.rerun_steps(&wf);
-        // The step it failed or stalled at; a completed workflow starts again from its first step.
-        let default = match status {
-            S::Completed => steps.first().cloned(),
-            _ => w
-                .state
-                .current_step
-                .as_deref()
-                .map(str::to_owned)
-                .or_else(|| steps.first().cloned()),
-        }
-        .unwrap_or_default();
-        let label = if steps.is_empty() {
-            "Rerun from step (its definition is not loaded here)".to_owned()
-        } else {
-            format!("Rerun from step (Tab completes: {})", steps.join(", "))
-        };
-        self.ask(label, true, default, step_question(wf, None));
-        if let Mode::Prompt(p) = &mut self.mode {
-            p.completions = steps;
-        }
+fn start_rerun(app: &mut App) {
+    let Some(wf) = app.selected_workflow() else {
+        return;
+    };
+    let Some(w) = app
+        .snapshot
+        .workflows
+        .iter()
+        .find(|w| &*w.id == wf.as_str())
+    else {
+        return app.need("a workflow");
+    };
+    use crate::engine::WorkflowStatus as S;
+    let status = w.state.status.clone();
+    if !matches!(status, S::Failed | S::Stalled | S::Completed) {
+        return app.flash(
+            FlashKind::Error,
+            format!(
+                "{wf} is {status}: only a failed, stalled or completed workflow is rerun (abort it first)"
+            ),
+        );
     }
+    let steps = rerun_steps(app, &wf);
+    // The step it failed or stalled at; a completed workflow starts again from its first step.
+    let default = match status {
+        S::Completed => steps.first().cloned(),
+        _ => w
+            .state
+            .current_step
+            .as_deref()
+            .map(str::to_owned)
+            .or_else(|| steps.first().cloned()),
+    }
+    .unwrap_or_default();
+    let label = if steps.is_empty() {
+        "Rerun from step (its definition is not loaded here)".to_owned()
+    } else {
+        format!("Rerun from step (Tab completes: {})", steps.join(", "))
+    };
+    app.ask(label, true, default, step_question(wf, None));
+    if let Mode::Prompt(p) = &mut app.mode {
+        p.completions = steps;
+    }
+}
 
-    /// The step ids of a workflow's definition, in its order (empty when it is not loaded).
-    pub fn rerun_steps(&self, wf: &WorkflowId) -> Vec<String> {
-        self.snapshot
-            .workflows
-            .iter()
-            .find(|w| &*w.id == wf.as_str())
-            .and_then(|w| self.snapshot.definition(w.state.definition_id.as_deref()))
-            .map(|d| d.steps.iter().map(|s| s.id.clone()).collect())
-            .unwrap_or_default()
-    }
+/// The step ids of a workflow's definition, in its order (empty when it is not loaded).
+pub fn rerun_steps(app: &App, wf: &WorkflowId) -> Vec<String> {
+    app.snapshot
+        .workflows
+        .iter()
+        .find(|w| &*w.id == wf.as_str())
+        .and_then(|w| app.snapshot.definition(w.state.definition_id.as_deref()))
+        .map(|d| d.steps.iter().map(|s| s.id.clone()).collect())
+        .unwrap_or_default()
+}
 
-    /// The step was typed: it must be one of the definition's (when it is loaded).
-    pub(crate) fn rerun_answered(
-        &mut self,
-        workflow_id: WorkflowId,
-        as_of: Option<String>,
-        answer: Option<String>,
-    ) -> Result<(), String> {
-        let step = answer.unwrap_or_default();
-        let steps = self.rerun_steps(&workflow_id);
-        if !steps.is_empty() && !steps.contains(&step) {
-            return Err(format!(
-                "{step:?} is not a step of {workflow_id}'s definition (Tab completes: {})",
-                steps.join(", ")
-            ));
-        }
-        let step = StepId::parse_as("step", &step).map_err(|e| e.to_string())?;
-        self.confirm(Op::Rerun {
-            workflow_id,
-            step,
-            as_of,
-        });
-        Ok(())
+/// The step was typed: it must be one of the definition's (when it is loaded).
+pub(crate) fn rerun_answered(
+    app: &mut App,
+    workflow_id: WorkflowId,
+    as_of: Option<String>,
+    answer: Option<String>,
+) -> Result<(), String> {
+    let step = answer.unwrap_or_default();
+    let steps = rerun_steps(app, &workflow_id);
+    if !steps.is_empty() && !steps.contains(&step) {
+        return Err(format!(
+            "{step:?} is not a step of {workflow_id}'s definition (Tab completes: {})",
+            steps.join(", ")
+        ));
     }
+    let step = StepId::parse_as("step", &step).map_err(|e| e.to_string())?;
+    app.confirm(Op::Rerun {
+        workflow_id,
+        step,
+        as_of,
+    });
+    Ok(())
 }
 
 impl Act for super::Rerun<'_> {
@@ -211,7 +206,12 @@ impl Act for super::Rerun<'_> {
 }
 
 /// The confirmation lines of a rerun.
-fn describe(out: &mut Vec<(Tone, String)>, workflow_id: &WorkflowId, step: &StepId, snap: &Snapshot) {
+fn describe(
+    out: &mut Vec<(Tone, String)>,
+    workflow_id: &WorkflowId,
+    step: &StepId,
+    snap: &Snapshot,
+) {
     use Tone::*;
     let Some(w) = snap
         .workflows

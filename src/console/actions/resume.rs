@@ -6,25 +6,19 @@ use chrono::{DateTime, Utc};
 use crate::engine::Error;
 use crate::live::snapshot::Snapshot;
 
-use super::super::keymap::Action;
-use super::super::app::{App, Effect, Tone};
+use super::super::app::{App, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::ops::Outcome;
 use super::super::shown::Version;
 use super::pause::is_paused;
 use super::{Act, line};
 
-impl App {
-    /// The confirmation of the resume of `target` (what `Z` on a paused record, and `:resume`, open).
-    pub(crate) fn resume_confirm(&mut self, target: crate::engine::PauseTarget) {
-        self.confirm(super::Op::Resume { target });
-    }
+/// The confirmation of the resume of `target` (what `Z` on a paused record, and `:resume`, open).
+pub(crate) fn resume_confirm(app: &mut App, target: crate::engine::PauseTarget) {
+    app.confirm(super::Op::Resume { target });
 }
 
-/// Started by `pause`'s flow (`Z` on what is paused, `:resume`), never on its own.
-pub(super) fn start(_app: &mut App, _action: &Action) -> Option<Vec<Effect>> {
-    None
-}
+// Started by `pause`'s flow (`Z` on what is paused, `:resume`), never on its own.
 
 impl Act for super::Resume<'_> {
     fn title(&self) -> String {
@@ -37,7 +31,12 @@ impl Act for super::Resume<'_> {
 
     fn describe(&self, out: &mut Vec<(Tone, String)>, snap: &Snapshot, _now: DateTime<Utc>) {
         use Tone::*;
-        match snap.paused.pauses.iter().find(|p| p.target() == *self.target) {
+        match snap
+            .paused
+            .pauses
+            .iter()
+            .find(|p| p.target() == *self.target)
+        {
             Some(p) => {
                 out.push(line(
                     Normal,
@@ -77,7 +76,9 @@ impl Act for super::Resume<'_> {
     }
 
     fn execute(&self, engine: &EngineOperator) -> Result<Outcome, Error> {
-        Ok(Outcome::Resume(engine.conductor().resume(self.target, None)?))
+        Ok(Outcome::Resume(
+            engine.conductor().resume(self.target, None)?,
+        ))
     }
 
     fn summarize(&self, outcome: &Outcome) -> String {
@@ -106,4 +107,3 @@ impl Act for super::Resume<'_> {
         "resumed"
     }
 }
-

@@ -13,7 +13,7 @@ impl App {
             return false;
         };
         if pane == Pane::Bus {
-            self.follow = false;
+            self.panes.bus.follow = false;
         }
         let st = &mut self.panes[pane];
         st.selected = i;
@@ -47,13 +47,13 @@ impl App {
             }
             Jump::Pane(pane) => self.pane = *pane,
             Jump::Board(track) => {
-                self.track = Some(track.clone());
+                self.panes.bus.track = Some(track.clone());
                 self.pane = Pane::Board;
                 self.panes[Pane::Board].detail = false;
             }
             Jump::Issues => self.mode = Mode::Issues,
         }
-        self.last_attention = Some(item.key.clone());
+        self.panes.attention.last = Some(item.key.clone());
         self.flash(
             FlashKind::Info,
             format!(
@@ -72,171 +72,14 @@ impl App {
             return;
         }
         let next = self
-            .last_attention
+            .panes
+            .attention
+            .last
             .as_ref()
             .and_then(|k| items.iter().position(|i| &i.key == k))
             .map_or(0, |i| (i + 1) % items.len());
         let item = items[next].clone();
         self.open_attention(&item);
-    }
-
-    /// Takes the operator from a journal entry to the record it is about; false if none is listed.
-    pub(crate) fn open_journal_entry(&mut self, e: &Value) -> bool {
-        let t = |k: &str| e.pointer(&format!("/targets/{k}")).and_then(Value::as_str);
-        if let Some(h) = t("handoff_id") {
-            let key = items::dispatches(&self.snapshot, &Filter::default())
-                .iter()
-                .find(|r| *r.view.dispatch.handoff_id == *h || *r.view.name == *h)
-                .map(items::DispatchRow::key);
-            if let Some(k) = key
-                && self.jump_to(Pane::Inboxes, &k)
-            {
-                return true;
-            }
-        }
-        if let Some(h) = t("handoff_id")
-            && let Ok(h) = HandoffId::parse(h)
-            && let Some((k, _)) = self.dead_row_of(&h)
-            && self.jump_to(Pane::DeadLetters, &k)
-        {
-            return true;
-        }
-        if let Some(w) = t("workflow_id")
-            && self.jump_to(Pane::Workflows, &RowKey::workflow(w))
-        {
-            return true;
-        }
-        if let (Some(track), Some(path)) = (t("track"), t("path"))
-            && self.jump_to(Pane::Locks, &RowKey::lock(track, path))
-        {
-            return true;
-        }
-        if let Some(track) = t("track")
-            && self.snapshot.track(track).is_some()
-            && e.get("action")
-                .and_then(Value::as_str)
-                .is_some_and(|a| a.starts_with("board"))
-        {
-            self.track = Some(track.to_owned());
-            self.pane = Pane::Board;
-            return true;
-        }
-        false
-    }
-
-    /// The selected worker: (track, worker id).
-    pub(super) fn selected_worker(&mut self) -> Option<(String, String)> {
-        if self.pane != Pane::Workers || self.refuse_if_gone(Pane::Workers) {
-            return None;
-        }
-        let rows = items::workers(&self.snapshot, &self.filter(Pane::Workers));
-        rows.get(self.selected(Pane::Workers))
-            .map(|(t, w)| ((*t).to_owned(), w.worker_id.clone()))
-    }
-
-    pub(super) fn worker_locks(&mut self) {
-        let Some((_, worker)) = self.selected_worker() else {
-            return self.need("a worker");
-        };
-        let held = items::locks(&self.snapshot, &Filter::default())
-            .iter()
-            .filter(|(_, l)| l.worker_id.as_deref() == Some(worker.as_str()))
-            .count();
-        if held == 0 {
-            return self.flash(FlashKind::Info, format!("{worker} holds no lock"));
-        }
-        self.panes[Pane::Locks] = PaneState {
-            filter: worker.clone(),
-            ..PaneState::default()
-        };
-        self.pane = Pane::Locks;
-        self.flash(
-            FlashKind::Info,
-            format!("{held} lock(s) held by {worker} · Esc clears the filter"),
-        );
-    }
-
-    pub(super) fn worker_messages(&mut self) {
-        let Some((track, worker)) = self.selected_worker() else {
-            return self.need("a worker");
-        };
-        self.track = Some(track.clone());
-        self.panes[Pane::Bus] = PaneState {
-            filter: format!("source:{worker}"),
-            ..PaneState::default()
-        };
-        self.follow = true;
-        self.pane = Pane::Bus;
-        self.flash(
-            FlashKind::Info,
-            format!("{track}: messages from {worker} · Esc shows the whole track"),
-        );
-    }
-
-    pub(super) fn cycle_lock(&mut self) {
-        let locks = self.cycle_locks();
-        if locks.is_empty() {
-            return self.flash(FlashKind::Info, "no deadlock cycle holds a lock");
-        }
-        // The selected worker's track first; pressed again, the next lock of the cycles.
-        let track = self.selected_worker().map(|(t, _)| t);
-        let current = self.selected_key(Pane::Locks);
-        let mut order: Vec<&(String, String)> = locks
-            .iter()
-            .filter(|(t, _)| Some(t) == track.as_ref())
-            .collect();
-        order.extend(locks.iter().filter(|(t, _)| Some(t) != track.as_ref()));
-        let at = order
-            .iter()
-            .position(|(t, p)| current.as_ref().is_some_and(|k| k.is_lock(t, p)))
-            .map_or(0, |i| (i + 1) % order.len());
-        let (t, p) = order[at].clone();
-        if self.jump_to(Pane::Locks, &RowKey::lock(&t, &p)) {
-            self.flash(
-                FlashKind::Info,
-                format!("{p} is in a deadlock cycle ({t}) · u force-unlocks it"),
-            );
-        }
-    }
-
-    pub(super) fn go_workflow(&mut self) {
-        let wf = match self.selected_dispatch() {
-            Some((_, d, _)) => d.workflow_id.to_string(),
-            None => match self.selected_dead() {
-                Some((_, _, wf)) => wf,
-                None => return self.need("a dispatch or a dead letter"),
-            },
-        };
-        if !self.jump_to(Pane::Workflows, &RowKey::workflow(&wf)) {
-            self.flash(
-                FlashKind::Error,
-                format!("workflow {wf} has no state file here"),
-            );
-        }
-    }
-
-    pub(super) fn go_dispatch(&mut self) {
-        let Some(wf) = self.selected_workflow() else {
-            return;
-        };
-        let key = self
-            .snapshot
-            .workflows
-            .iter()
-            .find(|w| *w.id == *wf.as_str())
-            .and_then(|w| w.waiting.first().cloned())
-            .and_then(|(god, d)| {
-                items::dispatches(&self.snapshot, &Filter::default())
-                    .iter()
-                    .find(|r| *r.god == *god && r.view.dispatch.handoff_id == d.handoff_id)
-                    .map(items::DispatchRow::key)
-            });
-        match key {
-            Some(k) => {
-                self.jump_to(Pane::Inboxes, &k);
-            }
-            None => self.flash(FlashKind::Info, format!("{wf} has no dispatch waiting")),
-        }
     }
 
     pub(super) fn sort_by(&mut self, word: &str) {
@@ -278,39 +121,6 @@ impl App {
         );
     }
 
-    pub(super) fn cycle_god(&mut self, forward: bool) {
-        let mut names: Vec<String> = vec![crate::engine::layout::QUARANTINE_DIR.into()];
-        names.extend(self.snapshot.inboxes.iter().map(|i| i.god.clone()));
-        // None (every inbox) sits before the first and after the last.
-        let cur = self
-            .inbox_god
-            .as_ref()
-            .and_then(|g| names.iter().position(|n| n == g));
-        let next = match (cur, forward) {
-            (None, true) => Some(0),
-            (None, false) => names.len().checked_sub(1),
-            (Some(i), true) => (i + 1 < names.len()).then_some(i + 1),
-            (Some(i), false) => i.checked_sub(1),
-        };
-        let god = next.map(|i| names[i].clone());
-        self.relist(Pane::Inboxes, |a| a.inbox_god = god.clone());
-        self.flash(
-            FlashKind::Info,
-            match god {
-                Some(g) => format!("dispatches in {g}'s inbox (] next, [ previous)"),
-                None => "dispatches of every inbox".to_owned(),
-            },
-        );
-    }
-
-    /// Stops the bus tail from following, remembering the newest message so the new ones count.
-    pub(super) fn pause(&mut self) {
-        self.follow = false;
-        self.paused_at = items::track(&self.snapshot, self.track.as_deref())
-            .and_then(|t| t.messages.last())
-            .map(|m| m.id.clone());
-    }
-
     /// Performs an action in normal mode.
     pub fn dispatch(&mut self, action: Action) -> Vec<Effect> {
         if action.is_replay() {
@@ -319,20 +129,20 @@ impl App {
         if self.refused_in_the_past(&action) {
             return Vec::new();
         }
-        if action.is_mutation() && self.read_only {
-            self.flash(
-                FlashKind::Error,
-                format!("read-only console: {} is disabled", action.describe()),
-            );
-            return Vec::new();
-        }
-        if action == Action::Rerun && self.replay.is_some() {
-            self.start_fork();
-            return vec![Effect::Replay(crate::console::replay::Cmd::Pause)];
-        }
         // An operator action: its module starts it (`console/actions/`).
-        if action.is_mutation() {
-            return crate::console::actions::start(self, &action).unwrap_or_default();
+        if let Action::Operator(op) = action {
+            if self.read_only {
+                self.flash(
+                    FlashKind::Error,
+                    format!("read-only console: {} is disabled", op.describe()),
+                );
+                return Vec::new();
+            }
+            if op == OperatorAction::Rerun && self.replay.is_some() {
+                self.start_fork();
+                return vec![Effect::Replay(crate::console::replay::Cmd::Pause)];
+            }
+            return crate::console::actions::start(self, op);
         }
         let detail = self.pane_state().detail;
         match action {
@@ -362,7 +172,9 @@ impl App {
             | Action::ToggleRaw
             | Action::ToggleFollow
             | Action::ToggleFinished => self.toggle(action),
-            Action::NextTrack | Action::PrevTrack => self.cycle_track(action == Action::NextTrack),
+            Action::NextTrack | Action::PrevTrack => {
+                crate::console::panes::bus::cycle_track(self, action == Action::NextTrack)
+            }
             // Answered by `replay_action` above.
             Action::ReplayBack
             | Action::ReplayForward
@@ -375,39 +187,25 @@ impl App {
             | Action::ReplaySlower
             | Action::ReplayHeartbeats
             | Action::ReplayLive => {}
-            // Started by their modules above (`Action::is_mutation`).
-            Action::Ack(_)
-            | Action::Approve
-            | Action::RejectHeld
-            | Action::Abort
-            | Action::Cleanup
-            | Action::ForceUnlock
-            | Action::OutboxRetry
-            | Action::OutboxDiscard
-            | Action::BoardAdvance
-            | Action::BoardForceAdvance
-            | Action::BoardNextRound
-            | Action::BoardResolve
-            | Action::Requeue
-            | Action::DiscardDead
-            | Action::Rerun
-            | Action::Pause
-            | Action::Resume => {}
+            // Started by their modules above.
+            Action::Operator(_) => {}
             Action::NextAttention => self.next_attention(),
-            Action::Snooze => self.start_snooze(),
+            Action::Snooze => crate::console::panes::attention::start_snooze(self),
             Action::Messages => self.mode = Mode::Messages,
-            Action::WorkerLocks => self.worker_locks(),
-            Action::WorkerMessages => self.worker_messages(),
-            Action::CycleLock => self.cycle_lock(),
-            Action::GoWorkflow => self.go_workflow(),
-            Action::GoDispatch => self.go_dispatch(),
+            Action::WorkerLocks => crate::console::panes::workers::worker_locks(self),
+            Action::WorkerMessages => crate::console::panes::workers::worker_messages(self),
+            Action::CycleLock => crate::console::panes::locks::cycle_lock(self),
+            Action::GoWorkflow => crate::console::panes::inboxes::go_workflow(self),
+            Action::GoDispatch => crate::console::panes::workflows::go_dispatch(self),
             Action::ToggleFocus | Action::Submit | Action::Cancel => {}
             Action::Sort(col) => self.sort_by(&col),
-            Action::NextGod | Action::PrevGod => self.cycle_god(action == Action::NextGod),
+            Action::NextGod | Action::PrevGod => {
+                crate::console::panes::inboxes::cycle_god(self, action == Action::NextGod)
+            }
             Action::Yank => return self.yank(),
-            Action::ToggleMark => self.toggle_mark(),
-            Action::MarkRange => self.mark_range(),
-            Action::MarkAll => self.mark_all(),
+            Action::ToggleMark => crate::console::marks::toggle_mark(self),
+            Action::MarkRange => crate::console::marks::mark_range(self),
+            Action::MarkAll => crate::console::marks::mark_all(self),
             Action::ToggleMouse => return self.toggle_mouse(),
         }
         Vec::new()
@@ -434,7 +232,7 @@ impl App {
                     st.scroll = 0;
                 }
             }
-            Action::Back if !detail && self.clear_marks() => {}
+            Action::Back if !detail && crate::console::marks::clear_marks(self) => {}
             Action::Back => {
                 let st = self.pane_state_mut();
                 if st.detail {
@@ -460,17 +258,17 @@ impl App {
                 st.scroll = 0;
             }
             Action::ToggleFollow => {
-                if self.follow {
+                if self.panes.bus.follow {
                     let sel = self.selected(Pane::Bus);
                     self.panes[Pane::Bus].selected = sel;
-                    self.pause();
+                    crate::console::panes::bus::pause_tail(self);
                 } else {
-                    self.follow = true;
+                    self.panes.bus.follow = true;
                 }
             }
             Action::ToggleFinished => {
-                let hide = !self.hide_finished;
-                self.relist(Pane::Workflows, |a| a.hide_finished = hide);
+                let hide = !self.panes.workflows.hide_finished;
+                self.relist(Pane::Workflows, |a| a.panes.workflows.hide_finished = hide);
                 self.flash(
                     FlashKind::Info,
                     if hide {
@@ -516,8 +314,8 @@ impl App {
             Action::HalfPageDown => self.move_by((self.page / 2).max(1) as isize),
             Action::HalfPageUp => self.move_by(-((self.page / 2).max(1) as isize)),
             Action::Top => {
-                if self.pane == Pane::Bus && self.follow {
-                    self.pause();
+                if self.pane == Pane::Bus && self.panes.bus.follow {
+                    crate::console::panes::bus::pause_tail(self);
                 }
                 let st = self.pane_state_mut();
                 st.selected = 0;
@@ -527,7 +325,7 @@ impl App {
             }
             Action::Bottom => {
                 if self.pane == Pane::Bus {
-                    self.follow = true;
+                    self.panes.bus.follow = true;
                 }
                 let n = self.row_count();
                 self.pane_state_mut().selected = n.saturating_sub(1);
@@ -650,10 +448,10 @@ impl App {
         self.pane_state_mut().scroll = 0;
         let n = self.row_count();
         if self.pane == Pane::Bus {
-            if self.follow && delta < 0 {
-                self.pause();
+            if self.panes.bus.follow && delta < 0 {
+                crate::console::panes::bus::pause_tail(self);
                 self.panes[Pane::Bus].selected = n.saturating_sub(1);
-            } else if self.follow {
+            } else if self.panes.bus.follow {
                 return;
             }
         }
@@ -666,35 +464,7 @@ impl App {
         self.pane_state_mut().selected = next;
         self.moved_in_newest_first();
         if self.pane == Pane::Bus && n > 0 && next == n - 1 && delta > 0 {
-            self.follow = true;
-        }
-    }
-
-    pub(super) fn cycle_track(&mut self, forward: bool) {
-        let names: Vec<String> = self
-            .snapshot
-            .tracks
-            .iter()
-            .map(|t| t.name.clone())
-            .collect();
-        if names.is_empty() {
-            self.flash(FlashKind::Info, "no tracks under conductor/tracks");
-            return;
-        }
-        let cur = self
-            .track_name()
-            .and_then(|t| names.iter().position(|n| *n == t))
-            .unwrap_or(0);
-        let next = if forward {
-            (cur + 1) % names.len()
-        } else {
-            (cur + names.len() - 1) % names.len()
-        };
-        self.track = Some(names[next].clone());
-        for p in [Pane::Bus, Pane::Board] {
-            let st = &mut self.panes[p];
-            st.selected = 0;
-            st.gone = None;
+            self.panes.bus.follow = true;
         }
     }
 }

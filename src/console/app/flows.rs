@@ -4,22 +4,6 @@
 use super::*;
 
 impl App {
-    pub(super) fn start_snooze(&mut self) {
-        if self.pane != Pane::Attention || self.refuse_if_gone(Pane::Attention) {
-            return self.need("an attention item (7 Attention)");
-        }
-        let items = self.attention();
-        let Some(item) = items.get(self.selected(Pane::Attention)) else {
-            return self.need("an attention item");
-        };
-        self.ask(
-            "Snooze for (e.g. 15m, 2h, 1d, or a time)",
-            true,
-            "1h".into(),
-            PromptFor::Snooze(item.key.clone()),
-        );
-    }
-
     pub(crate) fn selected_dispatch(
         &self,
     ) -> Option<(String, Arc<crate::live::snapshot::DispatchRecord>, bool)> {
@@ -87,42 +71,10 @@ impl App {
         let answer = (!text.is_empty()).then_some(text);
         match purpose {
             PromptFor::Action(q) => q.answered(self, answer),
-            PromptFor::Snooze(key) => self.snooze_answered(key, answer),
+            PromptFor::Snooze(key) => {
+                crate::console::panes::attention::snooze_answered(self, key, answer)
+            }
         }
-    }
-
-    /// How long to snooze an attention item was typed.
-    fn snooze_answered(
-        &mut self,
-        key: attention::Key,
-        answer: Option<String>,
-    ) -> Result<(), String> {
-        let until = parse_eta(answer.as_deref().unwrap_or(""), self.now)?;
-        let until = crate::engine::time::parse_ts(&until)
-            .ok_or_else(|| format!("cannot read {until:?} as a time"))?;
-        self.snoozed.retain(|_, t| *t > self.now);
-        // Said in words: the item's kind and record, and for how long (not its internal key).
-        let what = self
-            .attention_all()
-            .into_iter()
-            .find(|i| i.key == key)
-            .map(|i| format!("{} {}", i.kind.as_str().replace('_', " "), i.record()))
-            .unwrap_or_else(|| key.kind().as_str().replace('_', " "));
-        self.snoozed.insert(key, until);
-        self.flash(
-            FlashKind::Info,
-            format!(
-                "snoozed {} for {} (until {})",
-                what.trim(),
-                crate::live::snapshot::short_duration(until - self.now),
-                crate::console::times::when_at(
-                    Some(&crate::live::compact::Stamp::At(until)),
-                    self.now,
-                    true
-                )
-            ),
-        );
-        Ok(())
     }
 
     pub(crate) fn selected_workflow(&mut self) -> Option<WorkflowId> {
@@ -130,7 +82,9 @@ impl App {
             if self.refuse_if_gone(Pane::DeadLetters) {
                 return None;
             }
-            let Some(wf) = self.selected_dead().map(|(_, _, wf)| wf) else {
+            let Some(wf) =
+                crate::console::panes::deadletters::selected_dead(self).map(|(_, _, wf)| wf)
+            else {
                 self.need("a dead letter");
                 return None;
             };
@@ -163,33 +117,6 @@ impl App {
         }
     }
 
-    /// The selected dead letter of pane 9: (its god, its handoff id, its workflow id).
-    pub(crate) fn selected_dead(&self) -> Option<(String, String, String)> {
-        if self.pane != Pane::DeadLetters || self.pane_state().gone.is_some() {
-            return None;
-        }
-        let rows = items::dead_letters(&self.snapshot, &self.filter(Pane::DeadLetters));
-        let r = rows.get(self.selected(Pane::DeadLetters))?;
-        let d = &r.view.dispatch;
-        let hid = if d.handoff_id.is_empty() {
-            r.view.name.to_string()
-        } else {
-            d.handoff_id.to_string()
-        };
-        Some((r.god.to_owned(), hid, d.workflow_id.to_string()))
-    }
-
-    /// The dead letter of `handoff_id`: (its row key, the god it was delivered to last).
-    pub(crate) fn dead_row_of(&self, handoff_id: &HandoffId) -> Option<(RowKey, String)> {
-        items::dead_letters(&self.snapshot, &Filter::default())
-            .iter()
-            .find(|r| {
-                *r.view.dispatch.handoff_id == *handoff_id.as_str()
-                    || *r.view.name == *handoff_id.as_str()
-            })
-            .map(|r| (r.key(), r.last_target().to_owned()))
-    }
-
     /// Every god the console knows of (inboxes, dead letters, definitions' steps), for completion.
     pub fn known_gods(&self) -> Vec<String> {
         let s = &self.snapshot;
@@ -212,13 +139,6 @@ impl App {
         recorded_as(&self.actor)
     }
 
-    /// The board's moves on the shown track (None: no session).
-    pub(crate) fn board_moves(&self) -> Option<items::BoardMoves> {
-        items::track(&self.snapshot, self.track.as_deref())
-            .and_then(|t| t.board.as_ref())
-            .map(|b| items::board_moves(b))
-    }
-
     /// Whether the state allows `action` now (the pane decides first: the board's moves depend
     /// on its phase); the footer leaves out what is not offered, and the action itself says why.
     pub fn offers(&self, action: &Action) -> bool {
@@ -227,23 +147,27 @@ impl App {
             return yes;
         }
         match action {
-            Action::BoardAdvance
-            | Action::BoardForceAdvance
-            | Action::BoardNextRound
-            | Action::BoardResolve => false,
+            Action::Operator(
+                OperatorAction::BoardAdvance
+                | OperatorAction::BoardForceAdvance
+                | OperatorAction::BoardNextRound
+                | OperatorAction::BoardResolve,
+            ) => false,
             Action::Filter => view.lists_records(),
             Action::NextMatch | Action::PrevMatch => !self.pane_state().filter.is_empty(),
             // Nothing listed (an empty root): no action on a selected record is offered.
-            Action::Abort
-            | Action::Cleanup
+            Action::Operator(
+                OperatorAction::Abort
+                | OperatorAction::Cleanup
+                | OperatorAction::Ack(_)
+                | OperatorAction::Approve
+                | OperatorAction::RejectHeld
+                | OperatorAction::ForceUnlock
+                | OperatorAction::Requeue
+                | OperatorAction::DiscardDead
+                | OperatorAction::Rerun,
+            )
             | Action::ToggleRaw
-            | Action::Ack(_)
-            | Action::Approve
-            | Action::RejectHeld
-            | Action::ForceUnlock
-            | Action::Requeue
-            | Action::DiscardDead
-            | Action::Rerun
             | Action::Open => self.row_count() > 0,
             Action::ToggleMark | Action::MarkRange | Action::MarkAll => {
                 !self.pane_state().detail && view.lists_records()
@@ -254,10 +178,20 @@ impl App {
 
     /// Opens the confirmation dialog for `op`, with what will happen.
     pub(crate) fn confirm(&mut self, op: Op) {
-        let op = self.on_marks(op);
+        let op = crate::console::actions::bulk::on_marks(self, op);
         let mut lines = op.describe(&self.snapshot, self.now);
         lines.push((Tone::Dim, self.recorded_as()));
         self.mode = Mode::Confirm(Confirm::new(op, lines, &self.snapshot));
+    }
+
+    /// The engine's cleanup dry run for `wf` came back: the confirmation, or why there is none
+    /// (the `cleanup` action's module says).
+    pub fn cleanup_previewed(
+        &mut self,
+        wf: WorkflowId,
+        result: Result<crate::engine::CleanupResult, String>,
+    ) {
+        crate::console::actions::cleanup::cleanup_previewed(self, wf, result)
     }
 
     /// The engine answered an operation.

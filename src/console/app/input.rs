@@ -81,7 +81,11 @@ impl App {
                     Some(Action::Up) => choice = choice.saturating_sub(1),
                     Some(Action::Down) => choice = (choice + 1).min(AckChoice::ALL.len() - 1),
                     Some(Action::Submit) => {
-                        self.choose_ack(target, AckChoice::ALL[choice]);
+                        crate::console::actions::ack::choose_ack(
+                            self,
+                            target,
+                            AckChoice::ALL[choice],
+                        );
                         return Vec::new();
                     }
                     _ => {}
@@ -242,6 +246,11 @@ impl App {
     }
 
     /// Pasted text (bracketed paste) goes whole into the focused input; elsewhere it is ignored.
+    /// A mouse event (`console/mouse.rs`: clicks, the wheel, double-clicks).
+    pub fn on_mouse(&mut self, ev: crossterm::event::MouseEvent, at: Instant) -> Vec<Effect> {
+        crate::console::mouse::on_mouse(self, ev, at)
+    }
+
     pub fn on_paste(&mut self, text: &str) {
         match &mut self.mode {
             Mode::Prompt(p) => p.input.insert_str(text),
@@ -387,9 +396,9 @@ impl App {
         }
         let action = match name {
             "ack" => match arg.as_str() {
-                "" => Action::Ack(None),
+                "" => Action::Operator(OperatorAction::Ack(None)),
                 s => match AckChoice::parse(s.trim()) {
-                    Some(c) => Action::Ack(Some(c)),
+                    Some(c) => Action::Operator(OperatorAction::Ack(Some(c))),
                     None => {
                         self.flash(
                             FlashKind::Error,
@@ -408,7 +417,7 @@ impl App {
             },
             "track" => {
                 if self.snapshot.track(&arg).is_some() {
-                    self.track = Some(arg);
+                    self.panes.bus.track = Some(arg);
                 } else {
                     self.flash(FlashKind::Error, format!("no track {arg:?}"));
                 }

@@ -5,7 +5,7 @@
 use crate::engine::{GodName, HandoffId, WorkflowId};
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,7 +17,7 @@ use crate::live::snapshot::Snapshot;
 use super::attention::{self, Jump};
 use super::commands::{self, Arg};
 use super::items::{self, Filter};
-use super::keymap::{AckChoice, Action, Dialog, Key, Keymap, Pane};
+use super::keymap::{AckChoice, Action, Dialog, Key, Keymap, OperatorAction, Pane};
 use super::line::{self, Edit, History, LineEditor};
 use super::ops::Op;
 use super::rowkey::RowKey;
@@ -278,10 +278,6 @@ pub struct App {
     /// the fork.
     pub replay: Option<super::replay::ReplayView>,
     pub absolute_times: bool,
-    /// The track the Bus and Board panes show.
-    pub track: Option<String>,
-    /// The bus tail follows new messages (stops when scrolling up).
-    pub follow: bool,
     /// Rows visible in the main table (for paging); set from the terminal size.
     pub page: usize,
     /// Operations sent to the engine and not yet answered.
@@ -296,12 +292,6 @@ pub struct App {
     pub detail_max: Cell<u16>,
     /// The same for the help overlay.
     pub help_max: Cell<usize>,
-    /// Finished workflows are left out of the Workflows pane (`h`, `:finished`).
-    pub hide_finished: bool,
-    /// The inbox the Inboxes pane's dispatch list is narrowed to (`]`/`[`): a god or `_quarantine`.
-    pub inbox_god: Option<String>,
-    /// The newest bus message when the tail was paused: the ones after it are counted as new.
-    pub paused_at: Option<String>,
     /// One-line hints the first time something needs the operator (the demo turns them on).
     pub hints: Option<FirstTimeHints>,
     /// Who the journal records for this console's acts (`--actor`, else the login name).
@@ -319,10 +309,6 @@ pub struct App {
     pub(crate) last_click: Option<(Instant, Pane, usize)>,
     /// Mouse capture is on (`:mouse` toggles it).
     pub mouse: bool,
-    /// Attention items snoozed (by key) until a time.
-    pub snoozed: HashMap<attention::Key, DateTime<Utc>>,
-    /// The key of the attention item the global key jumped to last.
-    last_attention: Option<attention::Key>,
     /// Every flash and notification, oldest first (`:messages`).
     pub messages: VecDeque<Message>,
     /// Per god, its inbox depth sampled every [`DEPTH_EVERY`], oldest first.
@@ -364,17 +350,12 @@ impl App {
             wall: now,
             replay: None,
             absolute_times: false,
-            track: None,
-            follow: true,
             page: 20,
             in_flight: 0,
             acted_on: None,
             history: History::default(),
             detail_max: Cell::new(u16::MAX),
             help_max: Cell::new(usize::MAX),
-            hide_finished: false,
-            inbox_god: None,
-            paused_at: None,
             hints: None,
             // The run loop sets the real one (`--actor`, else the login name).
             actor: super::ops::OPERATOR.to_owned(),
@@ -384,8 +365,6 @@ impl App {
             tabs_drawn: RefCell::new(Vec::new()),
             last_click: None,
             mouse: true,
-            snoozed: HashMap::new(),
-            last_attention: None,
             messages: VecDeque::new(),
             depth: BTreeMap::new(),
             depth_sampled: None,
@@ -431,8 +410,14 @@ impl App {
         Filter::parse(&st.filter)
             .at(self.now)
             .sorted(st.sort.clone())
-            .hiding_finished(self.hide_finished && pane == Pane::Workflows)
-            .in_inbox(self.inbox_god.clone().filter(|_| pane == Pane::Inboxes))
+            .hiding_finished(self.panes.workflows.hide_finished && pane == Pane::Workflows)
+            .in_inbox(
+                self.panes
+                    .inboxes
+                    .god
+                    .clone()
+                    .filter(|_| pane == Pane::Inboxes),
+            )
     }
 
     /// The words to highlight in the current pane (its filter's).
@@ -442,7 +427,7 @@ impl App {
 
     /// The name of the track the Bus and Board panes show.
     pub fn track_name(&self) -> Option<String> {
-        items::track(&self.snapshot, self.track.as_deref()).map(|t| t.name.clone())
+        items::track(&self.snapshot, self.panes.bus.track.as_deref()).map(|t| t.name.clone())
     }
 
     /// Shows a flash message.

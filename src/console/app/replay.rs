@@ -76,11 +76,13 @@ impl App {
         let Some(moment) = self.replay_moment() else {
             return false;
         };
-        if !action.is_mutation() || *action == Action::Rerun {
+        if !action.is_mutation() || *action == Action::Operator(OperatorAction::Rerun) {
             return false;
         }
         let live = self.keymap.key_for(&Action::ReplayLive);
-        let fork = self.keymap.key_for(&Action::Rerun);
+        let fork = self
+            .keymap
+            .key_for(&Action::Operator(OperatorAction::Rerun));
         self.flash(
             FlashKind::Error,
             format!(
@@ -115,7 +117,7 @@ impl App {
         let Some(wf) = self.selected_workflow() else {
             return;
         };
-        let steps = self.rerun_steps(&wf);
+        let steps = crate::console::actions::rerun::rerun_steps(self, &wf);
         let then = self
             .snapshot
             .workflows

@@ -25,7 +25,9 @@ impl App {
         self.attention_items()
             .iter()
             .filter(|i| {
-                self.snoozed
+                self.panes
+                    .attention
+                    .snoozed
                     .get(&i.key)
                     .is_none_or(|until| *until <= self.now)
             })
@@ -44,15 +46,7 @@ impl App {
 
     /// The rows of the Attention pane: [`Self::attention_all`] through its filter.
     pub fn attention(&self) -> Vec<attention::Item> {
-        self.attention_through(&self.filter(Pane::Attention))
-    }
-
-    /// [`Self::attention_all`] through `f`.
-    pub(crate) fn attention_through(&self, f: &Filter) -> Vec<attention::Item> {
-        self.attention_all()
-            .into_iter()
-            .filter(|i| f.is_empty() || f.matches_text(&i.haystack()))
-            .collect()
+        crate::console::panes::attention::attention_through(self, &self.filter(Pane::Attention))
     }
 
     /// How many attention items are snoozed now (their cause still there).
@@ -60,7 +54,9 @@ impl App {
         self.attention_items()
             .iter()
             .filter(|i| {
-                self.snoozed
+                self.panes
+                    .attention
+                    .snoozed
                     .get(&i.key)
                     .is_some_and(|until| *until > self.now)
             })
@@ -69,43 +65,7 @@ impl App {
 
     /// The rows of the Journal pane: the entries read, newest first, through its filter.
     pub fn journal(&self) -> Vec<&Arc<Value>> {
-        self.journal_through(&self.filter(Pane::Journal))
-    }
-
-    /// The journal's entries, newest first, through `f`.
-    pub(crate) fn journal_through(&self, f: &Filter) -> Vec<&Arc<Value>> {
-        self.snapshot
-            .journal
-            .entries
-            .iter()
-            .rev()
-            .filter(|e| f.is_empty() || f.matches_text(&e.to_string()))
-            .collect()
-    }
-
-    /// The rows of the Bridge pane: tracks, pending, dead and sent records, through its filter.
-    pub fn bridge_rows(&self) -> Vec<&crate::live::snapshot::BridgeRow> {
-        self.bridge_rows_through(&self.filter(Pane::Bridge))
-    }
-
-    /// The Bridge pane's rows through `f`.
-    pub(crate) fn bridge_rows_through(&self, f: &Filter) -> Vec<&crate::live::snapshot::BridgeRow> {
-        self.snapshot
-            .bridge_view
-            .rows
-            .iter()
-            .filter(|r| {
-                f.is_empty()
-                    || f.matches_text(&format!(
-                        "{} {} {} {} {}",
-                        r.kind.word(),
-                        r.id,
-                        r.subject,
-                        r.what,
-                        r.at
-                    ))
-            })
-            .collect()
+        crate::console::panes::journal::journal_through(self, &self.filter(Pane::Journal))
     }
 
     /// Records the inbox depth of every god when [`DEPTH_EVERY`] has passed (the loop calls this).
@@ -129,25 +89,9 @@ impl App {
         }
     }
 
-    /// Every lock in a deadlock cycle: (track, path).
-    pub fn cycle_locks(&self) -> Vec<(String, String)> {
-        let mut out = Vec::new();
-        for t in self.snapshot.tracks.iter() {
-            for cycle in t.deadlock_locks.iter() {
-                for p in cycle {
-                    let k = (t.name.clone(), p.clone());
-                    if !out.contains(&k) {
-                        out.push(k);
-                    }
-                }
-            }
-        }
-        out
-    }
-
     /// Changes how `pane`'s rows are listed (order, what is left out) keeping the same record
     /// selected when it is still listed.
-    pub(super) fn relist(&mut self, pane: Pane, change: impl FnOnce(&mut Self)) {
+    pub(crate) fn relist(&mut self, pane: Pane, change: impl FnOnce(&mut Self)) {
         let key = self.selected_key(pane);
         change(self);
         let keys = self.keys(pane);
@@ -181,8 +125,8 @@ impl App {
             Some(format!(
                 "a dispatch is held for approval: press {}, select the held row, {} approves, {} rejects",
                 pane(Pane::Inboxes),
-                act(Action::Approve),
-                act(Action::RejectHeld)
+                act(Action::Operator(OperatorAction::Approve)),
+                act(Action::Operator(OperatorAction::RejectHeld))
             ))
         } else if c.deadlocks > 0 && !seen.deadlock {
             seen.deadlock = true;
@@ -247,7 +191,7 @@ impl App {
         } else {
             usize::MAX
         };
-        if pane == Pane::Bus && self.follow {
+        if pane == Pane::Bus && self.panes.bus.follow {
             return n.saturating_sub(1);
         }
         st.selected.min(n.saturating_sub(1))
@@ -335,6 +279,11 @@ impl App {
         }
     }
 
+    /// The marked records of `pane` (identities, in marking order).
+    pub fn picked(&self, pane: Pane) -> &[RowKey] {
+        &self.panes[pane].picked
+    }
+
     /// The identities of the rows of `pane`, in row order (what selection, marks and jumps follow).
     pub fn keys(&self, pane: Pane) -> Vec<RowKey> {
         pane.view().keys(self, &self.filter(pane))
@@ -342,7 +291,7 @@ impl App {
 
     /// The identity of the record selected in `pane` (the one that went away, if it did).
     pub(crate) fn selected_key(&self, pane: Pane) -> Option<RowKey> {
-        if pane == Pane::Bus && self.follow {
+        if pane == Pane::Bus && self.panes.bus.follow {
             return None;
         }
         let st = &self.panes[pane];

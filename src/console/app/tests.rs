@@ -201,17 +201,17 @@ fn bus_follow_stops_when_scrolling_up_and_resumes_at_the_bottom() {
     let mut a = app();
     a.dispatch(Action::GoPane(Pane::Bus));
     let n = a.row_count();
-    assert!(a.follow);
+    assert!(a.panes.bus.follow);
     assert_eq!(a.selected(Pane::Bus), n - 1);
     a.dispatch(Action::Up);
-    assert!(!a.follow);
+    assert!(!a.panes.bus.follow);
     assert_eq!(a.selected(Pane::Bus), n - 2);
     a.dispatch(Action::Down);
-    assert!(a.follow, "reaching the bottom resumes following");
+    assert!(a.panes.bus.follow, "reaching the bottom resumes following");
     a.dispatch(Action::Top);
-    assert!(!a.follow);
+    assert!(!a.panes.bus.follow);
     a.dispatch(Action::Bottom);
-    assert!(a.follow);
+    assert!(a.panes.bus.follow);
 }
 
 #[test]

@@ -5,18 +5,18 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
-use crate::console::keymap::Pane;
 use crate::console::app::App;
 use crate::console::items::{self, DirectorCard};
+use crate::console::keymap::Pane;
 use crate::console::theme::Theme;
 use crate::engine::{PHASE_COMPLETE, PHASE_IN_PROGRESS};
 use crate::live::snapshot::BoardView;
 
+use crate::console::items::Filter;
+use crate::console::keymap::{Action, OperatorAction};
+use crate::console::panes::{ListPane, PaneView, RowKey};
 use crate::console::views::table::fit;
 use crate::console::views::{block, empty, kv, section, trunc};
-use crate::console::items::Filter;
-use crate::console::panes::{PaneView, RowKey};
-use crate::console::keymap::Action;
 
 fn num(n: Option<&serde_json::Number>) -> String {
     n.and_then(|n| n.as_f64())
@@ -42,7 +42,13 @@ fn phase<'a>(name: &str, status: &str, progress: String, theme: &Theme) -> Vec<S
     ]
 }
 
-fn card<'a>(c: &DirectorCard, selected: bool, width: u16, height: u16, theme: &Theme) -> Paragraph<'a> {
+fn card<'a>(
+    c: &DirectorCard,
+    selected: bool,
+    width: u16,
+    height: u16,
+    theme: &Theme,
+) -> Paragraph<'a> {
     let mut l = Vec::new();
     match c.assessment {
         Some(a) => {
@@ -93,11 +99,11 @@ fn with_more<'a>(b: Block<'a>, lines: usize, area: Rect, theme: &Theme) -> Block
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let snap = &app.snapshot;
-    let Some(track) = items::track(snap, app.track.as_deref()) else {
+    let Some(track) = items::track(snap, app.panes.bus.track.as_deref()) else {
         return empty(
             frame,
             area,
-            " 6 Board ".into(),
+            format!(" {} ", Pane::Board.heading()),
             "No track under conductor/tracks.",
             theme,
         );
@@ -106,7 +112,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         return empty(
             frame,
             area,
-            format!(" 6 Board · {} ", track.name),
+            format!(" {} · {} ", Pane::Board.heading(), track.name),
             "No board session on this track (] for the next track).",
             theme,
         );
@@ -139,7 +145,12 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         .map(|l| fit(l, inner))
         .collect();
     let title = fit(
-        Line::raw(format!(" 6 Board · {} · {} ", track.name, s.session_id)),
+        Line::raw(format!(
+            " {} · {} · {} ",
+            Pane::Board.heading(),
+            track.name,
+            s.session_id
+        )),
         inner,
     );
     let boxed = with_more(block(title, theme), lines.len(), info, theme);
@@ -330,7 +341,9 @@ fn draw_discussion(frame: &mut Frame, area: Rect, b: &BoardView, theme: &Theme) 
     let hidden = n - shown;
     let mut b = block(fit(Line::raw(format!(" Discussion ({n}) ")), inner), theme);
     if hidden > 0 {
-        b = b.title_bottom(Line::styled(format!(" +{hidden} earlier "), theme.dim()).right_aligned());
+        b = b.title_bottom(
+            Line::styled(format!(" +{hidden} earlier "), theme.dim()).right_aligned(),
+        );
     }
     let body: Vec<Line> = rows.drain(hidden..).flatten().collect();
     // A message longer than the box shows its newest rows.
@@ -341,6 +354,29 @@ fn draw_discussion(frame: &mut Frame, area: Rect, b: &BoardView, theme: &Theme) 
 /// Pane 6: the board session of the shown track, whole.
 pub(crate) struct Board;
 
+/// The board's moves on the shown track (None: no session).
+pub(crate) fn board_moves(app: &App) -> Option<items::BoardMoves> {
+    items::track(&app.snapshot, app.panes.bus.track.as_deref())
+        .and_then(|t| t.board.as_ref())
+        .map(|b| items::board_moves(b))
+}
+
+impl ListPane for Board {
+    type Row<'a> = items::DirectorCard<'a>;
+
+    /// The session's directors (the board shows one session whole: no filter).
+    fn rows<'a>(&self, app: &'a App, _filter: &Filter) -> Vec<Self::Row<'a>> {
+        items::track(&app.snapshot, app.panes.bus.track.as_deref())
+            .and_then(|t| t.board.as_ref())
+            .map(|b| items::directors(b))
+            .unwrap_or_default()
+    }
+
+    fn key(&self, c: &Self::Row<'_>) -> RowKey {
+        RowKey::Director(c.director.into())
+    }
+}
+
 impl PaneView for Board {
     fn title(&self) -> &'static str {
         "Board"
@@ -348,25 +384,6 @@ impl PaneView for Board {
 
     fn short_title(&self) -> &'static str {
         "Brd"
-    }
-
-    fn count(&self, app: &App, _filter: &Filter) -> usize {
-        items::track(&app.snapshot, app.track.as_deref())
-            .and_then(|t| t.board.as_ref())
-            .map(|b| items::directors(b).len())
-            .unwrap_or(0)
-    }
-
-    fn keys(&self, app: &App, _filter: &Filter) -> Vec<RowKey> {
-        items::track(&app.snapshot, app.track.as_deref())
-            .and_then(|t| t.board.as_ref())
-            .map(|b| {
-                items::directors(b)
-                    .iter()
-                    .map(|c| RowKey::Director(c.director.into()))
-                    .collect()
-            })
-            .unwrap_or_default()
     }
 
     fn draw(&self, frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
@@ -380,12 +397,20 @@ impl PaneView for Board {
     /// The board's moves depend on its phase; the footer leaves out what is not offered, and the
     /// action itself says why. `Enter` opens the session's detail even before any director.
     fn offers(&self, app: &App, action: &Action) -> Option<bool> {
-        let board = || app.board_moves();
+        let board = || board_moves(app);
         Some(match action {
-            Action::BoardAdvance => board().is_some_and(|m| m.next.is_some() && m.complete),
-            Action::BoardForceAdvance => board().is_some_and(|m| m.next.is_some() && !m.complete),
-            Action::BoardNextRound => board().is_some_and(|m| m.round.is_some()),
-            Action::BoardResolve => board().is_some_and(|m| m.resolved.is_none()),
+            Action::Operator(OperatorAction::BoardAdvance) => {
+                board().is_some_and(|m| m.next.is_some() && m.complete)
+            }
+            Action::Operator(OperatorAction::BoardForceAdvance) => {
+                board().is_some_and(|m| m.next.is_some() && !m.complete)
+            }
+            Action::Operator(OperatorAction::BoardNextRound) => {
+                board().is_some_and(|m| m.round.is_some())
+            }
+            Action::Operator(OperatorAction::BoardResolve) => {
+                board().is_some_and(|m| m.resolved.is_none())
+            }
             Action::Open => true,
             _ => return None,
         })

@@ -9,16 +9,16 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 use serde_json::Value;
 
-use crate::console::keymap::Pane;
 use crate::console::app::App;
-use crate::console::times::when;
+use crate::console::keymap::Pane;
 use crate::console::theme::Theme;
+use crate::console::times::when;
 use crate::live::snapshot::BridgeKind;
 
+use crate::console::items::Filter;
+use crate::console::panes::{ListPane, PaneView, RowKey};
 use crate::console::views::table::Col;
 use crate::console::views::{block, empty, json_lines, trunc};
-use crate::console::items::Filter;
-use crate::console::panes::{PaneView, RowKey};
 
 fn text<'a>(v: &'a Value, k: &str) -> &'a str {
     v.get(k).and_then(Value::as_str).unwrap_or("")
@@ -130,15 +130,15 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             t,
         );
     }
-    let rows = app.bridge_rows();
+    let rows = bridge_rows(app);
     let tracks = v
         .rows
         .iter()
         .filter(|r| r.kind == BridgeKind::Track)
         .count();
     let mut title = format!(
-        " {} Bridge ({tracks} tracks · {} pending · {} dead · {} sent",
-        Pane::Bridge.number(),
+        " {} ({tracks} tracks · {} pending · {} dead · {} sent",
+        Pane::Bridge.heading(),
         v.pending,
         v.dead,
         v.sent
@@ -197,7 +197,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         rest,
         app,
         theme,
-        crate::console::views::table::Listing { title, cols: &COLUMNS, items: &rows },
+        crate::console::views::table::Listing {
+            title,
+            cols: &COLUMNS,
+            items: &rows,
+        },
         row,
     );
 }
@@ -213,6 +217,49 @@ const COLUMNS: [Col; 5] = [
 /// Pane 10: the NATS bridge.
 pub(crate) struct Bridge;
 
+/// The Bridge pane's rows through `f`.
+pub(crate) fn bridge_rows_through<'a>(
+    app: &'a App,
+    f: &Filter,
+) -> Vec<&'a crate::live::snapshot::BridgeRow> {
+    app.snapshot
+        .bridge_view
+        .rows
+        .iter()
+        .filter(|r| {
+            f.is_empty()
+                || f.matches_text(&format!(
+                    "{} {} {} {} {}",
+                    r.kind.word(),
+                    r.id,
+                    r.subject,
+                    r.what,
+                    r.at
+                ))
+        })
+        .collect()
+}
+
+/// The rows of the Bridge pane: tracks, pending, dead and sent records, through its filter.
+pub(crate) fn bridge_rows(app: &App) -> Vec<&crate::live::snapshot::BridgeRow> {
+    crate::console::panes::bridge::bridge_rows_through(app, &app.filter(Pane::Bridge))
+}
+
+impl ListPane for Bridge {
+    type Row<'a> = &'a crate::live::snapshot::BridgeRow;
+
+    fn rows<'a>(&self, app: &'a App, filter: &Filter) -> Vec<Self::Row<'a>> {
+        bridge_rows_through(app, filter)
+    }
+
+    fn key(&self, r: &Self::Row<'_>) -> RowKey {
+        RowKey::Bridge {
+            kind: r.kind,
+            id: r.id.as_str().into(),
+        }
+    }
+}
+
 impl PaneView for Bridge {
     fn title(&self) -> &'static str {
         "Bridge"
@@ -222,30 +269,16 @@ impl PaneView for Bridge {
         "Brdg"
     }
 
-    fn count(&self, app: &App, filter: &Filter) -> usize {
-        app.bridge_rows_through(filter).len()
-    }
-
-    fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey> {
-        app.bridge_rows_through(filter)
-            .iter()
-            .map(|r| RowKey::Bridge {
-                kind: r.kind,
-                id: r.id.as_str().into(),
-            })
-            .collect()
-    }
-
     fn draw(&self, frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         draw(frame, area, app, theme)
     }
 
     /// Retry and discard are offered on a waiting outbox record only.
     fn offers(&self, app: &App, action: &crate::console::keymap::Action) -> Option<bool> {
-        use crate::console::keymap::Action;
+        use crate::console::keymap::{Action, OperatorAction};
         match action {
-            Action::OutboxRetry | Action::OutboxDiscard => Some(
-                app.bridge_rows()
+            Action::Operator(OperatorAction::OutboxRetry | OperatorAction::OutboxDiscard) => Some(
+                bridge_rows(app)
                     .get(app.selected(Pane::Bridge))
                     .is_some_and(|r| r.kind == BridgeKind::Pending),
             ),

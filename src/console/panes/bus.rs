@@ -1,21 +1,43 @@
 //! Pane 3: a live tail of one track's `queue.jsonl`: follow or pause, filter by type and source.
 
+use crate::console::app::FlashKind;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use serde_json::Value;
 
-use crate::console::keymap::Pane;
 use crate::console::app::App;
 use crate::console::items;
-use crate::console::times::when;
+use crate::console::keymap::Pane;
 use crate::console::theme::Theme;
+use crate::console::times::when;
 use crate::engine::Envelope;
 
+use crate::console::items::Filter;
+use crate::console::panes::{ListPane, PaneView, RowKey};
 use crate::console::views::table::Col;
 use crate::console::views::{detail, empty, json_lines, kv};
-use crate::console::items::Filter;
-use crate::console::panes::{PaneView, RowKey};
+
+/// The Bus pane's own state (its track is the Board pane's too).
+#[derive(Debug, Clone)]
+pub struct BusState {
+    /// The track the Bus and Board panes show.
+    pub track: Option<String>,
+    /// The bus tail follows new messages (stops when scrolling up).
+    pub follow: bool,
+    /// The newest bus message when the tail was paused: the ones after it are counted as new.
+    pub paused_at: Option<String>,
+}
+
+impl Default for BusState {
+    fn default() -> Self {
+        Self {
+            track: None,
+            follow: true,
+            paused_at: None,
+        }
+    }
+}
 
 /// A one-line reading of a message's payload (the raw JSON when it has none of the usual fields).
 pub(crate) fn payload_summary(m: &Envelope) -> String {
@@ -125,15 +147,18 @@ fn title_of(app: &App, track: &crate::live::snapshot::TrackView, shown: usize) -
         .unwrap_or(0)
         + 1;
     let mut title = format!(
-        " 3 Bus · {} ({idx}/{}) · {} shown · {} ",
+        " {} · {} ({idx}/{}) · {} shown · {} ",
+        Pane::Bus.heading(),
         track.name,
         snap.tracks.len(),
         shown,
-        if app.follow {
+        if app.panes.bus.follow {
             "▼ following".to_owned()
         } else {
             // Paused: where the operator is, and how much arrived since.
             let new = app
+                .panes
+                .bus
                 .paused_at
                 .as_ref()
                 .and_then(|id| track.messages.iter().rposition(|m| m.id == *id))
@@ -172,11 +197,11 @@ fn title_of(app: &App, track: &crate::live::snapshot::TrackView, shown: usize) -
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let snap = &app.snapshot;
-    let Some(track) = items::track(snap, app.track.as_deref()) else {
+    let Some(track) = items::track(snap, app.panes.bus.track.as_deref()) else {
         return empty(
             frame,
             area,
-            " 3 Bus ".into(),
+            format!(" {} ", Pane::Bus.heading()),
             "No track under conductor/tracks has a .message-bus.",
             theme,
         );
@@ -248,7 +273,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         area,
         app,
         theme,
-        crate::console::views::table::Listing { title, cols: &COLUMNS, items: &msgs },
+        crate::console::views::table::Listing {
+            title,
+            cols: &COLUMNS,
+            items: &msgs,
+        },
         row,
     );
 }
@@ -277,6 +306,51 @@ fn source_of(m: &crate::engine::Envelope) -> String {
 /// Pane 3: the bus tail of the shown track.
 pub(crate) struct Bus;
 
+pub(crate) fn cycle_track(app: &mut App, forward: bool) {
+    let names: Vec<String> = app.snapshot.tracks.iter().map(|t| t.name.clone()).collect();
+    if names.is_empty() {
+        app.flash(FlashKind::Info, "no tracks under conductor/tracks");
+        return;
+    }
+    let cur = app
+        .track_name()
+        .and_then(|t| names.iter().position(|n| *n == t))
+        .unwrap_or(0);
+    let next = if forward {
+        (cur + 1) % names.len()
+    } else {
+        (cur + names.len() - 1) % names.len()
+    };
+    app.panes.bus.track = Some(names[next].clone());
+    for p in [Pane::Bus, Pane::Board] {
+        let st = &mut app.panes[p];
+        st.selected = 0;
+        st.gone = None;
+    }
+}
+
+/// Stops the bus tail from following, remembering the newest message so the new ones count.
+pub(crate) fn pause_tail(app: &mut App) {
+    app.panes.bus.follow = false;
+    app.panes.bus.paused_at = items::track(&app.snapshot, app.panes.bus.track.as_deref())
+        .and_then(|t| t.messages.last())
+        .map(|m| m.id.clone());
+}
+
+impl ListPane for Bus {
+    type Row<'a> = &'a std::sync::Arc<crate::engine::Envelope>;
+
+    fn rows<'a>(&self, app: &'a App, filter: &Filter) -> Vec<Self::Row<'a>> {
+        items::track(&app.snapshot, app.panes.bus.track.as_deref())
+            .map(|t| items::messages(t, filter))
+            .unwrap_or_default()
+    }
+
+    fn key(&self, m: &Self::Row<'_>) -> RowKey {
+        RowKey::Message(m.id.as_str().into())
+    }
+}
+
 impl PaneView for Bus {
     fn title(&self) -> &'static str {
         "Bus"
@@ -284,23 +358,6 @@ impl PaneView for Bus {
 
     fn short_title(&self) -> &'static str {
         "Bus"
-    }
-
-    fn count(&self, app: &App, filter: &Filter) -> usize {
-        items::track(&app.snapshot, app.track.as_deref())
-            .map(|t| items::messages(t, filter).len())
-            .unwrap_or(0)
-    }
-
-    fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey> {
-        items::track(&app.snapshot, app.track.as_deref())
-            .map(|t| {
-                items::messages(t, filter)
-                    .iter()
-                    .map(|m| RowKey::Message(m.id.as_str().into()))
-                    .collect()
-            })
-            .unwrap_or_default()
     }
 
     fn draw(&self, frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {

@@ -1,26 +1,27 @@
 //! Pane 9: dispatches dead-lettered after their last delivery (`conductor/dead/{god}/`), with their
 //! payload and whole delivery history in the detail; `R` requeues, `x` aborts the workflow.
 
+use crate::engine::HandoffId;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use crate::console::keymap::{Action, Pane};
 use crate::console::app::App;
 use crate::console::items;
-use crate::console::times::when;
+use crate::console::keymap::{Action, OperatorAction, Pane};
 use crate::console::theme::Theme;
+use crate::console::times::when;
 
+use crate::console::items::{Column, Filter};
+use crate::console::panes::{ListPane, PaneView, RowKey};
 use crate::console::views::table::Col;
 use crate::console::views::{detail, json_lines, kv, raw_key, raw_lines, section};
-use crate::console::items::{Column, Filter};
-use crate::console::panes::{PaneView, RowKey};
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let snap = &app.snapshot;
     let rows = items::dead_letters(snap, &app.filter(Pane::DeadLetters));
     let unreadable: usize = snap.dead_letters.iter().map(|i| i.errors.len()).sum();
-    let mut title = format!(" 9 Dead letters ({}", rows.len());
+    let mut title = format!(" {} ({}", Pane::DeadLetters.heading(), rows.len());
     if unreadable > 0 {
         title.push_str(&format!(", ⚠ {unreadable} unreadable: ! lists them"));
     }
@@ -77,7 +78,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         area,
         app,
         theme,
-        crate::console::views::table::Listing { title, cols: &COLUMNS, items: &rows },
+        crate::console::views::table::Listing {
+            title,
+            cols: &COLUMNS,
+            items: &rows,
+        },
         row,
     );
 }
@@ -100,7 +105,14 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DeadRow, them
     let whole = v.whole();
     if app.pane_state().raw {
         let title = format!(" dead {} · raw ({}) ", v.name, raw_key(app));
-        return detail(frame, area, title, raw_lines(&whole, &v.path(), theme), app, theme);
+        return detail(
+            frame,
+            area,
+            title,
+            raw_lines(&whole, &v.path(), theme),
+            app,
+            theme,
+        );
     }
     let known;
     let d = match &whole {
@@ -167,9 +179,9 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DeadRow, them
     l.push(Line::styled(
         format!(
             "  {} requeues it (to its last god, or another: Tab completes) · {} discards it (retired, with a reason) · {} aborts its workflow",
-            key(Action::Requeue),
-            key(Action::DiscardDead),
-            key(Action::Abort)
+            key(Action::Operator(OperatorAction::Requeue)),
+            key(Action::Operator(OperatorAction::DiscardDead)),
+            key(Action::Operator(OperatorAction::Abort))
         ),
         theme.dim(),
     ));
@@ -201,11 +213,18 @@ fn delivery_history(
     app: &App,
     theme: &Theme,
 ) {
-    section(l, &format!("Delivery history ({})", d.deliveries.len()), theme);
+    section(
+        l,
+        &format!("Delivery history ({})", d.deliveries.len()),
+        theme,
+    );
     for (i, x) in d.deliveries.iter().enumerate() {
         l.push(Line::from(vec![
             Span::styled(format!("  #{:<3}", i + 1), theme.dim()),
-            Span::raw(format!("{:<22}", when(Some(&x.at), app.now, app.absolute_times))),
+            Span::raw(format!(
+                "{:<22}",
+                when(Some(&x.at), app.now, app.absolute_times)
+            )),
             Span::styled(format!("→ {}", x.to), theme.info()),
         ]));
     }
@@ -213,6 +232,45 @@ fn delivery_history(
 
 /// Pane 9: the dispatches dead-lettered after their last delivery.
 pub(crate) struct DeadLetters;
+
+/// The selected dead letter of pane 9: (its god, its handoff id, its workflow id).
+pub(crate) fn selected_dead(app: &App) -> Option<(String, String, String)> {
+    if app.pane != Pane::DeadLetters || app.pane_state().gone.is_some() {
+        return None;
+    }
+    let rows = items::dead_letters(&app.snapshot, &app.filter(Pane::DeadLetters));
+    let r = rows.get(app.selected(Pane::DeadLetters))?;
+    let d = &r.view.dispatch;
+    let hid = if d.handoff_id.is_empty() {
+        r.view.name.to_string()
+    } else {
+        d.handoff_id.to_string()
+    };
+    Some((r.god.to_owned(), hid, d.workflow_id.to_string()))
+}
+
+/// The dead letter of `handoff_id`: (its row key, the god it was delivered to last).
+pub(crate) fn dead_row_of(app: &App, handoff_id: &HandoffId) -> Option<(RowKey, String)> {
+    items::dead_letters(&app.snapshot, &Filter::default())
+        .iter()
+        .find(|r| {
+            *r.view.dispatch.handoff_id == *handoff_id.as_str()
+                || *r.view.name == *handoff_id.as_str()
+        })
+        .map(|r| (r.key(), r.last_target().to_owned()))
+}
+
+impl ListPane for DeadLetters {
+    type Row<'a> = items::DeadRow<'a>;
+
+    fn rows<'a>(&self, app: &'a App, filter: &Filter) -> Vec<Self::Row<'a>> {
+        items::dead_letters(&app.snapshot, filter)
+    }
+
+    fn key(&self, row: &Self::Row<'_>) -> RowKey {
+        row.key()
+    }
+}
 
 impl PaneView for DeadLetters {
     fn title(&self) -> &'static str {
@@ -233,17 +291,6 @@ impl PaneView for DeadLetters {
             Column::DeadSince,
             Column::LastTarget,
         ]
-    }
-
-    fn count(&self, app: &App, filter: &Filter) -> usize {
-        items::dead_letters(&app.snapshot, filter).len()
-    }
-
-    fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey> {
-        items::dead_letters(&app.snapshot, filter)
-            .iter()
-            .map(items::DeadRow::key)
-            .collect()
     }
 
     fn draw(&self, frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {

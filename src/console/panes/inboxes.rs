@@ -1,21 +1,29 @@
 //! Pane 2: per-god inboxes (count, oldest, unacked), every dispatch with its context, the quarantine.
 
+use crate::console::app::FlashKind;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 
-use crate::console::keymap::Pane;
 use crate::console::app::App;
 use crate::console::items;
-use crate::console::times::{when, when_at};
+use crate::console::keymap::Pane;
 use crate::console::theme::Theme;
+use crate::console::times::{when, when_at};
 use crate::live::snapshot::InboxView;
 
+use crate::console::items::{Column, Filter};
+use crate::console::panes::{ListPane, PaneView, RowKey};
 use crate::console::views::table::{self, Col};
 use crate::console::views::{detail, empty, kv, raw_key, raw_lines, section};
 use crate::engine::Dispatch;
-use crate::console::items::{Column, Filter};
-use crate::console::panes::{PaneView, RowKey};
+
+/// The Inboxes pane's own state.
+#[derive(Debug, Clone, Default)]
+pub struct InboxesState {
+    /// The inbox the dispatch list is narrowed to (`]`/`[`): a god or `_quarantine`.
+    pub god: Option<String>,
+}
 
 /// The god cell of a dispatch row: `⏸` for a dispatch a pause holds or one in a paused inbox, `‖`
 /// for one held for approval (each names the god it is meant for).
@@ -109,11 +117,17 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         .chain(snap.inboxes.iter().map(|i| (i, false)))
         .collect();
     let chosen = app
-        .inbox_god
+        .panes
+        .inboxes
+        .god
         .as_ref()
         .and_then(|g| inboxes.iter().position(|(i, _)| i.god == *g));
-    let mut sum_title = format!(" 2 Inboxes ({} gods) ", snap.inboxes.len());
-    if let Some(g) = &app.inbox_god {
+    let mut sum_title = format!(
+        " {} ({} gods) ",
+        Pane::Inboxes.heading(),
+        snap.inboxes.len()
+    );
+    if let Some(g) = &app.panes.inboxes.god {
         sum_title.push_str(&format!("· showing {g} ([ ] other gods) "));
     }
     let marks = app.marks();
@@ -134,9 +148,13 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         },
         |(i, held)| summary_row(i, app, theme, *held),
     );
-    let title = format!(" Dispatches ({}) {}", rows.len(), crate::console::views::order_note(app));
+    let title = format!(
+        " Dispatches ({}) {}",
+        rows.len(),
+        crate::console::views::order_note(app)
+    );
     if rows.is_empty() {
-        let text = match &app.inbox_god {
+        let text = match &app.panes.inboxes.god {
             Some(g) => format!("No dispatch is waiting in {g}'s inbox ([ ] other gods)."),
             None => "No dispatch is waiting.".to_owned(),
         };
@@ -200,11 +218,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 
 /// The SUMMARY cell of a dispatch: a `pending` ack's ETA and message first (`eta in 2h · waiting for
 /// the API keys · `), then the context's summary.
-fn summary_cell<'a>(
-    d: &crate::live::snapshot::DispatchRow,
-    app: &App,
-    theme: &Theme,
-) -> Line<'a> {
+fn summary_cell<'a>(d: &crate::live::snapshot::DispatchRow, app: &App, theme: &Theme) -> Line<'a> {
     let mut spans = Vec::new();
     if let Some(p) = &d.pending {
         if let Some(eta) = &p.eta {
@@ -324,7 +338,14 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DispatchRow, 
     let whole = v.whole();
     if app.pane_state().raw {
         let title = format!(" {} · raw ({}) ", v.name, raw_key(app));
-        return detail(frame, area, title, raw_lines(&whole, &v.path(), theme), app, theme);
+        return detail(
+            frame,
+            area,
+            title,
+            raw_lines(&whole, &v.path(), theme),
+            app,
+            theme,
+        );
     }
     let known;
     let d = match &whole {
@@ -518,6 +539,65 @@ fn shown(text: &str) -> String {
 /// Pane 2: the inboxes and every dispatch waiting in them.
 pub(crate) struct Inboxes;
 
+pub(crate) fn go_workflow(app: &mut App) {
+    let wf = match app.selected_dispatch() {
+        Some((_, d, _)) => d.workflow_id.to_string(),
+        None => match crate::console::panes::deadletters::selected_dead(app) {
+            Some((_, _, wf)) => wf,
+            None => return app.need("a dispatch or a dead letter"),
+        },
+    };
+    if !app.jump_to(Pane::Workflows, &RowKey::workflow(&wf)) {
+        app.flash(
+            FlashKind::Error,
+            format!("workflow {wf} has no state file here"),
+        );
+    }
+}
+
+pub(crate) fn cycle_god(app: &mut App, forward: bool) {
+    let mut names: Vec<String> = vec![crate::engine::layout::QUARANTINE_DIR.into()];
+    names.extend(app.snapshot.inboxes.iter().map(|i| i.god.clone()));
+    // None (every inbox) sits before the first and after the last.
+    let cur = app
+        .panes
+        .inboxes
+        .god
+        .as_ref()
+        .and_then(|g| names.iter().position(|n| n == g));
+    let next = match (cur, forward) {
+        (None, true) => Some(0),
+        (None, false) => names.len().checked_sub(1),
+        (Some(i), true) => (i + 1 < names.len()).then_some(i + 1),
+        (Some(i), false) => i.checked_sub(1),
+    };
+    let god = next.map(|i| names[i].clone());
+    app.relist(Pane::Inboxes, |a| a.panes.inboxes.god = god.clone());
+    app.flash(
+        FlashKind::Info,
+        match god {
+            Some(g) => format!("dispatches in {g}'s inbox (] next, [ previous)"),
+            None => "dispatches of every inbox".to_owned(),
+        },
+    );
+}
+
+impl ListPane for Inboxes {
+    type Row<'a> = items::DispatchRow<'a>;
+
+    fn rows<'a>(&self, app: &'a App, filter: &Filter) -> Vec<Self::Row<'a>> {
+        items::dispatches(&app.snapshot, filter)
+    }
+
+    fn key(&self, r: &Self::Row<'_>) -> RowKey {
+        r.key()
+    }
+
+    fn is(&self, r: &Self::Row<'_>, key: &RowKey) -> bool {
+        r.is(key)
+    }
+}
+
 impl PaneView for Inboxes {
     fn title(&self) -> &'static str {
         "Inboxes"
@@ -537,28 +617,6 @@ impl PaneView for Inboxes {
             Column::Age,
             Column::Ack,
         ]
-    }
-
-    fn count(&self, app: &App, filter: &Filter) -> usize {
-        items::dispatches(&app.snapshot, filter).len()
-    }
-
-    fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey> {
-        items::dispatches(&app.snapshot, filter)
-            .iter()
-            .map(items::DispatchRow::key)
-            .collect()
-    }
-
-    fn key_at(&self, app: &App, filter: &Filter, i: usize) -> Option<RowKey> {
-        let rows = items::dispatches(&app.snapshot, filter);
-        let r = rows.get(i.min(rows.len().checked_sub(1)?))?;
-        Some(r.key())
-    }
-
-    fn position_of(&self, app: &App, filter: &Filter, key: &RowKey) -> (Option<usize>, usize) {
-        let rows = items::dispatches(&app.snapshot, filter);
-        (rows.iter().position(|r| r.is(key)), rows.len())
     }
 
     fn yank(&self, app: &App, filter: &Filter, i: usize) -> Option<String> {

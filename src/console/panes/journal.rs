@@ -1,22 +1,24 @@
 //! Pane 8: the operator journal, newest first: who did what, through which surface, with what
 //! outcome. Enter jumps to the record an entry is about.
 
+use crate::console::items;
+use crate::engine::HandoffId;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
 use serde_json::Value;
 
-use crate::console::keymap::Pane;
 use crate::console::app::App;
-use crate::console::times::when;
+use crate::console::keymap::Pane;
 use crate::console::theme::Theme;
+use crate::console::times::when;
 
-use crate::console::views::table::Col;
-use crate::console::views::{empty, json_lines};
-use crate::console::items::Filter;
-use crate::console::panes::{PaneView, RowKey};
 use crate::console::app::Effect;
 use crate::console::app::FlashKind;
+use crate::console::items::Filter;
+use crate::console::panes::{ListPane, PaneView, RowKey};
+use crate::console::views::table::Col;
+use crate::console::views::{empty, json_lines};
 
 fn s<'a>(e: &'a Value, k: &str) -> &'a str {
     e.get(k).and_then(Value::as_str).unwrap_or("")
@@ -38,7 +40,7 @@ pub(crate) fn targets(e: &Value) -> String {
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let j = &app.snapshot.journal;
     let rows = app.journal();
-    let mut title = format!(" 8 Journal ({}", rows.len());
+    let mut title = format!(" {} ({}", Pane::Journal.heading(), rows.len());
     if j.bad_lines > 0 {
         title.push_str(&format!(", {} unreadable lines", j.bad_lines));
     }
@@ -114,7 +116,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         area,
         app,
         theme,
-        crate::console::views::table::Listing { title, cols: &COLUMNS, items: &rows },
+        crate::console::views::table::Listing {
+            title,
+            cols: &COLUMNS,
+            items: &rows,
+        },
         row,
     );
 }
@@ -131,6 +137,80 @@ const COLUMNS: [Col; 6] = [
 /// Pane 8: the operator journal, newest first.
 pub(crate) struct Journal;
 
+/// Takes the operator from a journal entry to the record it is about; false if none is listed.
+pub(crate) fn open_journal_entry(app: &mut App, e: &Value) -> bool {
+    let t = |k: &str| e.pointer(&format!("/targets/{k}")).and_then(Value::as_str);
+    if let Some(h) = t("handoff_id") {
+        let key = items::dispatches(&app.snapshot, &Filter::default())
+            .iter()
+            .find(|r| *r.view.dispatch.handoff_id == *h || *r.view.name == *h)
+            .map(items::DispatchRow::key);
+        if let Some(k) = key
+            && app.jump_to(Pane::Inboxes, &k)
+        {
+            return true;
+        }
+    }
+    if let Some(h) = t("handoff_id")
+        && let Ok(h) = HandoffId::parse(h)
+        && let Some((k, _)) = crate::console::panes::deadletters::dead_row_of(app, &h)
+        && app.jump_to(Pane::DeadLetters, &k)
+    {
+        return true;
+    }
+    if let Some(w) = t("workflow_id")
+        && app.jump_to(Pane::Workflows, &RowKey::workflow(w))
+    {
+        return true;
+    }
+    if let (Some(track), Some(path)) = (t("track"), t("path"))
+        && app.jump_to(Pane::Locks, &RowKey::lock(track, path))
+    {
+        return true;
+    }
+    if let Some(track) = t("track")
+        && app.snapshot.track(track).is_some()
+        && e.get("action")
+            .and_then(Value::as_str)
+            .is_some_and(|a| a.starts_with("board"))
+    {
+        app.panes.bus.track = Some(track.to_owned());
+        app.pane = Pane::Board;
+        return true;
+    }
+    false
+}
+
+/// The journal's entries, newest first, through `f`.
+pub(crate) fn journal_through<'a>(
+    app: &'a App,
+    f: &Filter,
+) -> Vec<&'a std::sync::Arc<serde_json::Value>> {
+    app.snapshot
+        .journal
+        .entries
+        .iter()
+        .rev()
+        .filter(|e| f.is_empty() || f.matches_text(&e.to_string()))
+        .collect()
+}
+
+impl ListPane for Journal {
+    type Row<'a> = &'a std::sync::Arc<serde_json::Value>;
+
+    fn rows<'a>(&self, app: &'a App, filter: &Filter) -> Vec<Self::Row<'a>> {
+        journal_through(app, filter)
+    }
+
+    fn key(&self, e: &Self::Row<'_>) -> RowKey {
+        RowKey::Journal(
+            e.get("seq")
+                .map_or_else(|| e.to_string(), |v| v.to_string())
+                .into(),
+        )
+    }
+}
+
 impl PaneView for Journal {
     fn title(&self) -> &'static str {
         "Journal"
@@ -138,23 +218,6 @@ impl PaneView for Journal {
 
     fn short_title(&self) -> &'static str {
         "Jrnl"
-    }
-
-    fn count(&self, app: &App, filter: &Filter) -> usize {
-        app.journal_through(filter).len()
-    }
-
-    fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey> {
-        app.journal_through(filter)
-            .iter()
-            .map(|e| {
-                RowKey::Journal(
-                    e.get("seq")
-                        .map_or_else(|| e.to_string(), |v| v.to_string())
-                        .into(),
-                )
-            })
-            .collect()
     }
 
     fn draw(&self, frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
@@ -176,7 +239,7 @@ impl PaneView for Journal {
             .get(app.selected(Pane::Journal))
             .map(|e| (**e).clone());
         if let Some(e) = entry
-            && !app.open_journal_entry(&e)
+            && !open_journal_entry(app, &e)
         {
             let st = app.pane_state_mut();
             st.detail = true;

@@ -8,10 +8,10 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use crate::console::keymap::Pane;
 use crate::console::app::App;
 use crate::console::items::Filter;
-use crate::console::panes::{PaneView, RowKey};
+use crate::console::keymap::Pane;
+use crate::console::panes::{ListPane, PaneView, RowKey};
 use crate::console::theme::Theme;
 use crate::console::views::table::Col;
 use crate::console::views::{detail, kv, sparkline};
@@ -68,7 +68,11 @@ impl Row<'_> {
 
 /// The rows through `filter`: gods by cost (highest first), then the day's budget, then each
 /// unfinished workflow's and step's.
-pub(crate) fn rows<'a>(snap: &'a Snapshot, filter: &Filter, app_now: chrono::DateTime<chrono::Utc>) -> Vec<Row<'a>> {
+pub(crate) fn rows<'a>(
+    snap: &'a Snapshot,
+    filter: &Filter,
+    app_now: chrono::DateTime<chrono::Utc>,
+) -> Vec<Row<'a>> {
     let l = &snap.ledger;
     let root_bars = snap.root_bars(app_now);
     let mut gods: Vec<Row> = l
@@ -116,7 +120,12 @@ pub(crate) fn rows<'a>(snap: &'a Snapshot, filter: &Filter, app_now: chrono::Dat
             .definition_id
             .as_deref()
             .is_some_and(|id| budgeted.contains(&id));
-        if declares || w.state.cost.as_ref().is_some_and(|c| c.raised != Default::default()) {
+        if declares
+            || w.state
+                .cost
+                .as_ref()
+                .is_some_and(|c| c.raised != Default::default())
+        {
             out.extend(snap.workflow_bars(w).into_iter().map(Row::Budget));
         }
     }
@@ -181,7 +190,8 @@ fn title(app: &App, shown: usize) -> String {
     let today = now.format("%Y-%m-%d").to_string();
     let day = l.days.get(&today).map_or(0, |t| t.cost_micros);
     let mut t = format!(
-        " Ledger ({shown}) · {} · {} tokens · {}/h · today {} ",
+        " {} ({shown}) · {} · {} tokens · {}/h · today {} ",
+        crate::console::keymap::Pane::Ledger.title(),
         usd(l.total.cost_micros),
         tokens(l.total.tokens()),
         usd(burn),
@@ -241,8 +251,16 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             ],
             Row::Budget(b) => vec![
                 Line::styled(format!("{} {}", b.scope, escape_bidi(&b.name)), theme.dim()),
-                Line::raw(if b.metric == "cost_usd" { usd(b.used) } else { "-".into() }),
-                Line::raw(if b.metric == "tokens" { tokens(b.used) } else { "-".into() }),
+                Line::raw(if b.metric == "cost_usd" {
+                    usd(b.used)
+                } else {
+                    "-".into()
+                }),
+                Line::raw(if b.metric == "tokens" {
+                    tokens(b.used)
+                } else {
+                    "-".into()
+                }),
                 Line::styled("-", theme.dim()),
                 Line::raw(""),
                 bar(std::slice::from_ref(b)),
@@ -254,7 +272,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         area,
         app,
         theme,
-        crate::console::views::table::Listing { title, cols: &COLUMNS, items: &rows },
+        crate::console::views::table::Listing {
+            title,
+            cols: &COLUMNS,
+            items: &rows,
+        },
         row,
     );
 }
@@ -266,7 +288,12 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: &Row, theme: &Theme)
         let t = &c.total;
         l.push(kv("god", escape_bidi(g).into_owned(), theme.base(), theme));
         l.push(kv("cost", usd(t.cost_micros), theme.base(), theme));
-        l.push(kv("burn rate", format!("{}/h (the last hour)", usd(c.burn_per_hour(app.now))), theme.base(), theme));
+        l.push(kv(
+            "burn rate",
+            format!("{}/h (the last hour)", usd(c.burn_per_hour(app.now))),
+            theme.base(),
+            theme,
+        ));
         for (k, v) in [
             ("input tokens", t.input_tokens),
             ("output tokens", t.output_tokens),
@@ -281,7 +308,12 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: &Row, theme: &Theme)
     }
     for b in r.bars() {
         l.push(Line::default());
-        l.push(kv("budget", format!("{} {} ({})", b.scope, escape_bidi(&b.name), b.metric), theme.base(), theme));
+        l.push(kv(
+            "budget",
+            format!("{} {} ({})", b.scope, escape_bidi(&b.name), b.metric),
+            theme.base(),
+            theme,
+        ));
         l.push(bar_cell(b, warn_at, theme));
         if b.reached() {
             l.push(Line::styled(
@@ -290,11 +322,30 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: &Row, theme: &Theme)
             ));
         }
     }
-    detail(frame, area, format!(" {} ", escape_bidi(&r.key().to_string())), l, app, theme);
+    detail(
+        frame,
+        area,
+        format!(" {} ", escape_bidi(&r.key().to_string())),
+        l,
+        app,
+        theme,
+    );
 }
 
 /// The Ledger pane.
 pub(crate) struct Ledger;
+
+impl ListPane for Ledger {
+    type Row<'a> = Row<'a>;
+
+    fn rows<'a>(&self, app: &'a App, filter: &Filter) -> Vec<Self::Row<'a>> {
+        rows(&app.snapshot, filter, app.now)
+    }
+
+    fn key(&self, row: &Self::Row<'_>) -> RowKey {
+        row.key()
+    }
+}
 
 impl PaneView for Ledger {
     fn title(&self) -> &'static str {
@@ -303,10 +354,6 @@ impl PaneView for Ledger {
 
     fn short_title(&self) -> &'static str {
         "Cost"
-    }
-
-    fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey> {
-        rows(&app.snapshot, filter, app.now).iter().map(Row::key).collect()
     }
 
     fn draw(&self, frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {

@@ -1,26 +1,32 @@
 //! Pane 4: file locks of every track: holder, acquired, time left or expired.
 
+use crate::console::app::FlashKind;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use crate::console::keymap::Pane;
 use crate::console::app::App;
 use crate::console::items;
-use crate::console::times::when;
+use crate::console::keymap::Pane;
 use crate::console::theme::Theme;
+use crate::console::times::when;
 use crate::engine::time::relative;
 use crate::live::snapshot::short_duration;
 
+use crate::console::items::{Column, Filter};
+use crate::console::panes::{ListPane, PaneView, RowKey};
 use crate::console::views::kv;
 use crate::console::views::table::Col;
-use crate::console::items::{Column, Filter};
-use crate::console::panes::{PaneView, RowKey};
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let filter = app.filter(Pane::Locks);
     let rows = items::locks(&app.snapshot, &filter);
-    let title = format!(" 4 Locks ({}) {}", rows.len(), crate::console::views::order_note(app));
+    let title = format!(
+        " {} ({}) {}",
+        Pane::Locks.heading(),
+        rows.len(),
+        crate::console::views::order_note(app)
+    );
     let texts = ("No file is locked.", "No lock matches the filter.");
     let head = crate::console::views::ListHead {
         pane: Pane::Locks,
@@ -37,7 +43,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     if app.pane_state().detail {
         return draw_detail(frame, area, app, theme, rows[sel]);
     }
-    let cycles = app.cycle_locks();
+    let cycles = cycle_locks(app);
     let row = |(track, l): &(&str, &crate::engine::LockEntry)| {
         let left = match l.expires() {
             Some(t) if t <= now => {
@@ -72,7 +78,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         area,
         app,
         theme,
-        crate::console::views::table::Listing { title, cols: &cols, items: &rows },
+        crate::console::views::table::Listing {
+            title,
+            cols: &cols,
+            items: &rows,
+        },
         row,
     );
 }
@@ -201,8 +211,8 @@ fn draw_detail(
 fn waiters(t: &crate::live::snapshot::TrackView, path: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for m in t.messages.iter().rev() {
-        let waits_here = m.kind == "BLOCKED"
-            && m.payload.get("resource").and_then(|v| v.as_str()) == Some(path);
+        let waits_here =
+            m.kind == "BLOCKED" && m.payload.get("resource").and_then(|v| v.as_str()) == Some(path);
         let still = t
             .workers
             .iter()
@@ -228,6 +238,60 @@ const COLUMNS: [Col; 6] = [
 /// Pane 4: every lock of every track.
 pub(crate) struct Locks;
 
+pub(crate) fn cycle_lock(app: &mut App) {
+    let locks = cycle_locks(app);
+    if locks.is_empty() {
+        return app.flash(FlashKind::Info, "no deadlock cycle holds a lock");
+    }
+    // The selected worker's track first; pressed again, the next lock of the cycles.
+    let track = crate::console::panes::workers::selected_worker(app).map(|(t, _)| t);
+    let current = app.selected_key(Pane::Locks);
+    let mut order: Vec<&(String, String)> = locks
+        .iter()
+        .filter(|(t, _)| Some(t) == track.as_ref())
+        .collect();
+    order.extend(locks.iter().filter(|(t, _)| Some(t) != track.as_ref()));
+    let at = order
+        .iter()
+        .position(|(t, p)| current.as_ref().is_some_and(|k| k.is_lock(t, p)))
+        .map_or(0, |i| (i + 1) % order.len());
+    let (t, p) = order[at].clone();
+    if app.jump_to(Pane::Locks, &RowKey::lock(&t, &p)) {
+        app.flash(
+            FlashKind::Info,
+            format!("{p} is in a deadlock cycle ({t}) · u force-unlocks it"),
+        );
+    }
+}
+
+/// Every lock in a deadlock cycle: (track, path).
+pub(crate) fn cycle_locks(app: &App) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for t in app.snapshot.tracks.iter() {
+        for cycle in t.deadlock_locks.iter() {
+            for p in cycle {
+                let k = (t.name.clone(), p.clone());
+                if !out.contains(&k) {
+                    out.push(k);
+                }
+            }
+        }
+    }
+    out
+}
+
+impl ListPane for Locks {
+    type Row<'a> = (&'a str, &'a crate::engine::LockEntry);
+
+    fn rows<'a>(&self, app: &'a App, filter: &Filter) -> Vec<Self::Row<'a>> {
+        items::locks(&app.snapshot, filter)
+    }
+
+    fn key(&self, (t, l): &Self::Row<'_>) -> RowKey {
+        RowKey::lock(t, &l.path)
+    }
+}
+
 impl PaneView for Locks {
     fn title(&self) -> &'static str {
         "Locks"
@@ -246,17 +310,6 @@ impl PaneView for Locks {
             Column::Acquired,
             Column::TimeLeft,
         ]
-    }
-
-    fn count(&self, app: &App, filter: &Filter) -> usize {
-        items::locks(&app.snapshot, filter).len()
-    }
-
-    fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey> {
-        items::locks(&app.snapshot, filter)
-            .iter()
-            .map(|(t, l)| RowKey::lock(t, &l.path))
-            .collect()
     }
 
     fn yank(&self, app: &App, filter: &Filter, i: usize) -> Option<String> {

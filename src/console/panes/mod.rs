@@ -15,8 +15,66 @@ use super::keymap::Action;
 pub use super::rowkey::RowKey;
 use super::theme::Theme;
 
-/// What every pane is: the `App` asks the current pane through this trait only.
-pub(crate) trait PaneView: Sync {
+/// A pane's list: its rows through a filter and each row's identity. The row questions the `App`
+/// asks every pane ([`Rows`]: `count`, `keys`, `key_at`, `position_of`) come from these two.
+pub(crate) trait ListPane: Sync {
+    /// One listed row (borrowed from the snapshot, or made for the pane).
+    type Row<'a>;
+
+    /// The rows through `filter`, in row order.
+    fn rows<'a>(&self, app: &'a App, filter: &Filter) -> Vec<Self::Row<'a>>;
+
+    /// The identity of `row` (what selection, marks and jumps follow): a [`RowKey`] of the pane's
+    /// kind.
+    fn key(&self, row: &Self::Row<'_>) -> RowKey;
+
+    /// Whether `row` is the one with `key` (a pane that grows with the root compares without
+    /// building each row's key).
+    fn is(&self, row: &Self::Row<'_>, key: &RowKey) -> bool {
+        self.key(row) == *key
+    }
+}
+
+/// The row questions every pane answers, from its [`ListPane`] (implemented once, below, for
+/// every list pane).
+pub(crate) trait Rows {
+    /// How many rows the pane lists through `filter`.
+    fn count(&self, app: &App, filter: &Filter) -> usize;
+
+    /// The identity of each row through `filter`, in row order.
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey>;
+
+    /// The key of row `i` (the last row when `i` is past it); only that key is built.
+    fn key_at(&self, app: &App, filter: &Filter, i: usize) -> Option<RowKey>;
+
+    /// Where the row with `key` is, and how many rows there are.
+    fn position_of(&self, app: &App, filter: &Filter, key: &RowKey) -> (Option<usize>, usize);
+}
+
+impl<T: ListPane> Rows for T {
+    fn count(&self, app: &App, filter: &Filter) -> usize {
+        self.rows(app, filter).len()
+    }
+
+    fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey> {
+        self.rows(app, filter).iter().map(|r| self.key(r)).collect()
+    }
+
+    fn key_at(&self, app: &App, filter: &Filter, i: usize) -> Option<RowKey> {
+        let rows = self.rows(app, filter);
+        let last = rows.len().checked_sub(1)?;
+        rows.get(i.min(last)).map(|r| self.key(r))
+    }
+
+    fn position_of(&self, app: &App, filter: &Filter, key: &RowKey) -> (Option<usize>, usize) {
+        let rows = self.rows(app, filter);
+        (rows.iter().position(|r| self.is(r, key)), rows.len())
+    }
+}
+
+/// What every pane is: the `App` asks the current pane through this trait only (its rows through
+/// [`Rows`], which its [`ListPane`] gives).
+pub(crate) trait PaneView: Rows + Sync {
     /// The title in the tabs, the help and `:pane NAME`.
     fn title(&self) -> &'static str;
 
@@ -26,29 +84,6 @@ pub(crate) trait PaneView: Sync {
     /// The columns `:sort` and Shift + a column's letter order the rows by (none: its own order).
     fn sort_columns(&self) -> &'static [Column] {
         &[]
-    }
-
-    /// How many rows the pane lists through `filter`.
-    fn count(&self, app: &App, filter: &Filter) -> usize {
-        self.keys(app, filter).len()
-    }
-
-    /// The identity of each row through `filter`, in row order (what selection, marks and jumps
-    /// follow): a [`RowKey`] of the pane's kind.
-    fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey>;
-
-    /// The key of row `i` (the last row when `i` is past it). Panes that grow with the root
-    /// build only that key, not one key per row.
-    fn key_at(&self, app: &App, filter: &Filter, i: usize) -> Option<RowKey> {
-        let keys = self.keys(app, filter);
-        let last = keys.len().checked_sub(1)?;
-        keys.into_iter().nth(i.min(last))
-    }
-
-    /// Where the row with `key` is, and how many rows there are.
-    fn position_of(&self, app: &App, filter: &Filter, key: &RowKey) -> (Option<usize>, usize) {
-        let keys = self.keys(app, filter);
-        (keys.iter().position(|k| k == key), keys.len())
     }
 
     /// What `y` copies for row `i`, as the file has it (an id, a path, a director): the key's
@@ -98,7 +133,7 @@ pub(crate) trait PaneView: Sync {
 /// them. Makes the `Pane` enum, `Pane::ALL` and `Pane::view`, and declares each module.
 macro_rules! panes {
     ($( $(#[$doc:meta])* $variant:ident => $module:ident :: $ty:ident, )*) => {
-        $( mod $module; )*
+        $( pub(crate) mod $module; )*
 
         /// The panes, numbered as operators see them: 1-6 as ever, then the newer views (7, 8, …;
         /// past 9 only by `:pane NAME`).
@@ -157,6 +192,12 @@ impl Pane {
 
     pub fn title(self) -> &'static str {
         self.view().title()
+    }
+
+    /// The pane's number and title as its frame's title begins (`7 Attention`): the numbers
+    /// come from the table, so no title spells one.
+    pub fn heading(self) -> String {
+        format!("{} {}", self.number(), self.title())
     }
 
     /// The title cut short, for a tab bar that does not fit the whole titles.
@@ -224,19 +265,35 @@ impl Pane {
     }
 }
 
-/// The view state of every pane, indexed by [`Pane`].
+pub use attention::AttentionState;
+pub use bus::BusState;
+pub use inboxes::InboxesState;
+pub use workflows::WorkflowsState;
+
+/// The view state of every pane: the list state every pane has ([`PaneState`], indexed by
+/// [`Pane`]), and what a pane keeps of its own (declared in its module).
 #[derive(Debug, Clone, Default)]
-pub struct PaneStates([PaneState; Pane::ALL.len()]);
+pub struct PaneStates {
+    list: [PaneState; Pane::ALL.len()],
+    /// Pane 1's: whether finished workflows are left out.
+    pub workflows: WorkflowsState,
+    /// Pane 2's: the inbox its dispatch list is narrowed to.
+    pub inboxes: InboxesState,
+    /// Panes 3 and 6: the track shown, and the bus tail's following.
+    pub bus: BusState,
+    /// Pane 7's: the snoozed items, and the one the global key jumped to last.
+    pub attention: AttentionState,
+}
 
 impl std::ops::Index<Pane> for PaneStates {
     type Output = PaneState;
     fn index(&self, p: Pane) -> &PaneState {
-        &self.0[p.index()]
+        &self.list[p.index()]
     }
 }
 
 impl std::ops::IndexMut<Pane> for PaneStates {
     fn index_mut(&mut self, p: Pane) -> &mut PaneState {
-        &mut self.0[p.index()]
+        &mut self.list[p.index()]
     }
 }

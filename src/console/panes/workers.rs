@@ -1,21 +1,22 @@
 //! Pane 5: worker heartbeats: status, progress, task, last beat, STALE; deadlock cycles as an alert.
 
+use crate::console::app::{FlashKind, PaneState};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use crate::console::keymap::Pane;
 use crate::console::app::App;
 use crate::console::items;
-use crate::console::times::when;
+use crate::console::keymap::Pane;
 use crate::console::theme::Theme;
+use crate::console::times::when;
 use crate::live::snapshot::short_duration;
 
+use crate::console::items::{Column, Filter};
+use crate::console::panes::{ListPane, PaneView, RowKey};
 use crate::console::views::table::Col;
 use crate::console::views::{block, kv};
-use crate::console::items::{Column, Filter};
-use crate::console::panes::{PaneView, RowKey};
 
 /// A text progress bar: `█████░░░░░  50%`.
 pub(crate) fn gauge(pct: Option<f64>, width: usize) -> String {
@@ -127,11 +128,16 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         .count();
     let title = match snap.stale_after {
         Some(t) => format!(
-            " 5 Workers ({}, {stale} stale · stale after {}) ",
+            " {} ({}, {stale} stale · stale after {}) ",
+            Pane::Workers.heading(),
             rows.len(),
             threshold(t)
         ),
-        None => format!(" 5 Workers ({}, {stale} stale) ", rows.len()),
+        None => format!(
+            " {} ({}, {stale} stale) ",
+            Pane::Workers.heading(),
+            rows.len()
+        ),
     } + &crate::console::views::order_note(app);
     let texts = (
         "No worker has reported a heartbeat.",
@@ -178,7 +184,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         area,
         app,
         theme,
-        crate::console::views::table::Listing { title, cols: &COLUMNS, items: &rows },
+        crate::console::views::table::Listing {
+            title,
+            cols: &COLUMNS,
+            items: &rows,
+        },
         row,
     );
 }
@@ -197,6 +207,67 @@ const COLUMNS: [Col; 8] = [
 
 /// Pane 5: every worker of every track.
 pub(crate) struct Workers;
+
+/// The selected worker: (track, worker id).
+pub(crate) fn selected_worker(app: &mut App) -> Option<(String, String)> {
+    if app.pane != Pane::Workers || app.refuse_if_gone(Pane::Workers) {
+        return None;
+    }
+    let rows = items::workers(&app.snapshot, &app.filter(Pane::Workers));
+    rows.get(app.selected(Pane::Workers))
+        .map(|(t, w)| ((*t).to_owned(), w.worker_id.clone()))
+}
+
+pub(crate) fn worker_locks(app: &mut App) {
+    let Some((_, worker)) = crate::console::panes::workers::selected_worker(app) else {
+        return app.need("a worker");
+    };
+    let held = items::locks(&app.snapshot, &Filter::default())
+        .iter()
+        .filter(|(_, l)| l.worker_id.as_deref() == Some(worker.as_str()))
+        .count();
+    if held == 0 {
+        return app.flash(FlashKind::Info, format!("{worker} holds no lock"));
+    }
+    app.panes[Pane::Locks] = PaneState {
+        filter: worker.clone(),
+        ..PaneState::default()
+    };
+    app.pane = Pane::Locks;
+    app.flash(
+        FlashKind::Info,
+        format!("{held} lock(s) held by {worker} · Esc clears the filter"),
+    );
+}
+
+pub(crate) fn worker_messages(app: &mut App) {
+    let Some((track, worker)) = crate::console::panes::workers::selected_worker(app) else {
+        return app.need("a worker");
+    };
+    app.panes.bus.track = Some(track.clone());
+    app.panes[Pane::Bus] = PaneState {
+        filter: format!("source:{worker}"),
+        ..PaneState::default()
+    };
+    app.panes.bus.follow = true;
+    app.pane = Pane::Bus;
+    app.flash(
+        FlashKind::Info,
+        format!("{track}: messages from {worker} · Esc shows the whole track"),
+    );
+}
+
+impl ListPane for Workers {
+    type Row<'a> = (&'a str, &'a crate::engine::WorkerEntry);
+
+    fn rows<'a>(&self, app: &'a App, filter: &Filter) -> Vec<Self::Row<'a>> {
+        items::workers(&app.snapshot, filter)
+    }
+
+    fn key(&self, (t, w): &Self::Row<'_>) -> RowKey {
+        RowKey::worker(t, &w.worker_id)
+    }
+}
 
 impl PaneView for Workers {
     fn title(&self) -> &'static str {
@@ -217,17 +288,6 @@ impl PaneView for Workers {
             Column::Subtask,
             Column::Beat,
         ]
-    }
-
-    fn count(&self, app: &App, filter: &Filter) -> usize {
-        items::workers(&app.snapshot, filter).len()
-    }
-
-    fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey> {
-        items::workers(&app.snapshot, filter)
-            .iter()
-            .map(|(t, w)| RowKey::worker(t, &w.worker_id))
-            .collect()
     }
 
     fn draw(&self, frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {

@@ -1,29 +1,37 @@
 //! Pane 1: workflows, with step history, context bag, acks and gates on Enter, raw state on `v`.
 
+use crate::console::app::FlashKind;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use crate::console::keymap::Pane;
 use crate::console::app::App;
 use crate::console::items;
-use crate::console::times::{when, when_at};
+use crate::console::keymap::Pane;
 use crate::console::theme::Theme;
+use crate::console::times::{when, when_at};
 use crate::live::ledger::{tokens, usd};
 use crate::live::snapshot::WorkflowView;
 
+use crate::console::items::{Column, Filter};
+use crate::console::panes::{ListPane, PaneView, RowKey};
 use crate::console::views::table::Col;
 use crate::console::views::{detail, empty, kv, raw_key, raw_lines, section, trunc};
 use crate::engine::WorkflowState;
-use crate::console::items::{Column, Filter};
-use crate::console::panes::{PaneView, RowKey};
+
+/// The Workflows pane's own state.
+#[derive(Debug, Clone, Default)]
+pub struct WorkflowsState {
+    /// Finished workflows are left out of the list (`h`, `:finished`).
+    pub hide_finished: bool,
+}
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let filter = app.filter(Pane::Workflows);
     let rows = items::workflows(&app.snapshot, &filter);
     let st = app.pane_state();
-    let mut title = format!(" 1 Workflows ({}) ", rows.len());
-    if app.hide_finished {
+    let mut title = format!(" {} ({}) ", Pane::Workflows.heading(), rows.len());
+    if app.panes.workflows.hide_finished {
         let finished = app
             .snapshot
             .workflows
@@ -41,7 +49,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
              See README.md, \"Quick start\"."
         } else if s.workflows.is_empty() {
             "No workflow state under conductor/state yet: `pantheon handoff submit FILE` starts one."
-        } else if app.hide_finished && app.pane_state().filter.is_empty() {
+        } else if app.panes.workflows.hide_finished && app.pane_state().filter.is_empty() {
             "Every workflow is finished and finished ones are hidden: h shows them."
         } else {
             "No workflow matches the filter."
@@ -71,10 +79,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             app.absolute_times,
         );
         let mut flag = Span::raw("");
-        let paused = app.snapshot.paused.covering(
-            s.dispatched_to.as_deref().unwrap_or_default(),
-            &w.id,
-        );
+        let paused = app
+            .snapshot
+            .paused
+            .covering(s.dispatched_to.as_deref().unwrap_or_default(), &w.id);
         if let Some(why) = &overdue {
             flag = Span::styled(format!("▲ OVERDUE {why}"), theme.alert());
         } else if let Some(p) = paused {
@@ -110,7 +118,11 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         area,
         app,
         theme,
-        crate::console::views::table::Listing { title, cols, items: &rows },
+        crate::console::views::table::Listing {
+            title,
+            cols,
+            items: &rows,
+        },
         row,
     );
 }
@@ -120,7 +132,11 @@ fn cost_cell(app: &App, w: &WorkflowView, theme: &Theme) -> Line<'static> {
     let over = app.snapshot.over_budget(w);
     match &w.state.cost {
         Some(c) if c.usage.total.reports > 0 || over => Line::styled(
-            format!("{}{}", if over { "▲ " } else { "" }, usd(c.usage.total.cost_micros)),
+            format!(
+                "{}{}",
+                if over { "▲ " } else { "" },
+                usd(c.usage.total.cost_micros)
+            ),
             if over { theme.alert() } else { theme.base() },
         ),
         _ if over => Line::styled("▲ $0.00", theme.alert()),
@@ -160,7 +176,14 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme
     let whole = w.whole();
     if app.pane_state().raw {
         let title = format!(" {} · raw state ({}) ", w.id, raw_key(app));
-        return detail(frame, area, title, raw_lines(&whole, &w.path(), theme), app, theme);
+        return detail(
+            frame,
+            area,
+            title,
+            raw_lines(&whole, &w.path(), theme),
+            app,
+            theme,
+        );
     }
     let known;
     let s = match &whole {
@@ -177,11 +200,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, w: &WorkflowView, theme
     acks_section(&mut l, app, s, theme);
     waiting_section(&mut l, app, w, theme);
     manifest_section(&mut l, w, theme);
-    let title = format!(
-        " {} · {} ",
-        w.id,
-        trunc(&app.shown_path(&w.path()), 80)
-    );
+    let title = format!(" {} · {} ", w.id, trunc(&app.shown_path(&w.path()), 80));
     detail(frame, area, title, l, app, theme);
 }
 
@@ -409,7 +428,12 @@ fn cost_section(l: &mut Vec<Line>, app: &App, w: &WorkflowView, theme: &Theme) {
     let snap = &app.snapshot;
     let bars = snap.workflow_bars(w);
     let by_god = snap.ledger.workflows.get(&w.id);
-    let Some(c) = w.state.cost.as_deref().filter(|c| c.usage.total.reports > 0) else {
+    let Some(c) = w
+        .state
+        .cost
+        .as_deref()
+        .filter(|c| c.usage.total.reports > 0)
+    else {
         if bars.is_empty() {
             return;
         }
@@ -431,7 +455,11 @@ fn cost_section(l: &mut Vec<Line>, app: &App, w: &WorkflowView, theme: &Theme) {
         )
     };
     section(l, "Cost", theme);
-    l.push(Line::raw(format!("  {:<20}{}", "total", figures(&c.usage.total))));
+    l.push(Line::raw(format!(
+        "  {:<20}{}",
+        "total",
+        figures(&c.usage.total)
+    )));
     l.push(Line::styled("  by step", theme.dim()));
     // Step and god names here come from reports (a bus line's step is the god's own text).
     for (step, t) in &c.usage.steps {
@@ -500,6 +528,46 @@ fn budget_lines(l: &mut Vec<Line>, app: &App, bars: &[crate::live::ledger::Bar],
 /// Pane 1: every workflow, unfinished first.
 pub(crate) struct Workflows;
 
+pub(crate) fn go_dispatch(app: &mut App) {
+    let Some(wf) = app.selected_workflow() else {
+        return;
+    };
+    let key = app
+        .snapshot
+        .workflows
+        .iter()
+        .find(|w| *w.id == *wf.as_str())
+        .and_then(|w| w.waiting.first().cloned())
+        .and_then(|(god, d)| {
+            items::dispatches(&app.snapshot, &Filter::default())
+                .iter()
+                .find(|r| *r.god == *god && r.view.dispatch.handoff_id == d.handoff_id)
+                .map(items::DispatchRow::key)
+        });
+    match key {
+        Some(k) => {
+            app.jump_to(Pane::Inboxes, &k);
+        }
+        None => app.flash(FlashKind::Info, format!("{wf} has no dispatch waiting")),
+    }
+}
+
+impl ListPane for Workflows {
+    type Row<'a> = &'a crate::live::snapshot::WorkflowView;
+
+    fn rows<'a>(&self, app: &'a App, filter: &Filter) -> Vec<Self::Row<'a>> {
+        items::workflows(&app.snapshot, filter)
+    }
+
+    fn key(&self, w: &Self::Row<'_>) -> RowKey {
+        RowKey::Workflow(w.id.clone())
+    }
+
+    fn is(&self, w: &Self::Row<'_>, key: &RowKey) -> bool {
+        matches!(key, RowKey::Workflow(id) if w.id == *id)
+    }
+}
+
 impl PaneView for Workflows {
     fn title(&self) -> &'static str {
         "Workflows"
@@ -519,31 +587,6 @@ impl PaneView for Workflows {
             Column::Age,
             Column::Ack,
         ]
-    }
-
-    fn count(&self, app: &App, filter: &Filter) -> usize {
-        items::workflows(&app.snapshot, filter).len()
-    }
-
-    fn keys(&self, app: &App, filter: &Filter) -> Vec<RowKey> {
-        items::workflows(&app.snapshot, filter)
-            .iter()
-            .map(|w| RowKey::Workflow(w.id.clone()))
-            .collect()
-    }
-
-    fn key_at(&self, app: &App, filter: &Filter, i: usize) -> Option<RowKey> {
-        let rows = items::workflows(&app.snapshot, filter);
-        let w = rows.get(i.min(rows.len().checked_sub(1)?))?;
-        Some(RowKey::Workflow(w.id.clone()))
-    }
-
-    fn position_of(&self, app: &App, filter: &Filter, key: &RowKey) -> (Option<usize>, usize) {
-        let rows = items::workflows(&app.snapshot, filter);
-        let RowKey::Workflow(id) = key else {
-            return (None, rows.len());
-        };
-        (rows.iter().position(|w| w.id == *id), rows.len())
     }
 
     fn yank(&self, app: &App, filter: &Filter, i: usize) -> Option<String> {

@@ -164,7 +164,7 @@ fn draw_marks(frame: &mut Frame, app: &App, theme: &Theme) {
     let Some(t) = app.table_at.get() else { return };
     let keys = app.keys(app.pane);
     for i in 0..t.rows {
-        if app.is_picked(&keys, t.first + i) {
+        if crate::console::marks::is_picked(app, &keys, t.first + i) {
             let y = t.area.y + 2 + i as u16;
             frame
                 .buffer_mut()
@@ -256,7 +256,7 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         ],
         theme.base(),
     ));
-    if let Some(t) = super::items::track(s, app.track.as_deref()) {
+    if let Some(t) = super::items::track(s, app.panes.bus.track.as_deref()) {
         let rate = t.per_second(app.now, HEADER_SPARK);
         let now_rate = rate.last().copied().unwrap_or(0);
         items.push(HeaderItem::extra(
@@ -884,8 +884,14 @@ fn unfiltered_count(app: &App) -> usize {
     use super::items;
     let f = items::Filter::parse("")
         .at(app.now)
-        .hiding_finished(app.hide_finished && app.pane == Pane::Workflows)
-        .in_inbox(app.inbox_god.clone().filter(|_| app.pane == Pane::Inboxes));
+        .hiding_finished(app.panes.workflows.hide_finished && app.pane == Pane::Workflows)
+        .in_inbox(
+            app.panes
+                .inboxes
+                .god
+                .clone()
+                .filter(|_| app.pane == Pane::Inboxes),
+        );
     app.pane.view().count(app, &f)
 }
 
