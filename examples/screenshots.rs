@@ -433,7 +433,7 @@ fn main() {
         let png = if matches!(app.mode, Mode::Help(_)) {
             // The whole reference in one picture: as tall as its rows.
             shoot(&app, W, H, frames.path(), "probe");
-            let h = (H as usize + app.help_max.get()).min(400) as u16;
+            let h = (H as usize + app.drawn.help_max.get()).min(400) as u16;
             shoot(&app, W, h, &out, name)
         } else {
             shoot(&app, W, H, &out, name)

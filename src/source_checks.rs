@@ -1632,7 +1632,6 @@ fn pub_app_fields(text: &str) -> Vec<String> {
 /// no longer `pub` fails until it is removed).
 const APP_FIELDS_STILL_PUB: &[&str] = &[
     "keymap",
-    "read_only",
     "pane",
     "panes",
     "mode",
@@ -1642,21 +1641,10 @@ const APP_FIELDS_STILL_PUB: &[&str] = &[
     "wall",
     "replay",
     "absolute_times",
-    "page",
-    "in_flight",
-    "history",
-    "detail_max",
-    "help_max",
     "hints",
-    "actor",
-    "thresholds",
-    "notify",
-    "table_at",
-    "tabs_drawn",
     "last_click",
-    "mouse",
-    "messages",
     "depth",
+    "drawn",
 ];
 
 /// `App` is a host: it is implemented only under `src/console/app/` (an action, a pane or a helper

@@ -350,9 +350,10 @@ pub fn action_name(a: &Action) -> String {
         Action::Operator(OperatorAction::Ack(Some(c))) => format!("ack_{}", c.as_str()),
         Action::Operator(op) => serde_name(op),
         // One name per column (`sort_age`), so each column's Shift-letter can be remapped.
-        Action::Sort(col) => format!(
+        Action::Sort(Some(col)) => format!(
             "sort_{}",
-            col.to_ascii_lowercase()
+            col.header()
+                .to_ascii_lowercase()
                 .replace(|c: char| !c.is_ascii_alphanumeric(), "_")
         ),
         other => serde_name(other),

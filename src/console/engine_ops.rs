@@ -5,7 +5,7 @@ use crate::engine::{
     Bus, CleanupResult, Conductor, Error, Origin, Root, TrackName, WorkflowId, board::BoardSeen,
 };
 
-use super::ops::{Op, Operator, Outcome};
+use super::ops::{Done, Op, Operator};
 
 /// Performs operations with the Conductor and bus engines of one root.
 pub struct EngineOperator {
@@ -55,7 +55,7 @@ impl EngineOperator {
 
 impl Operator for EngineOperator {
     /// The action's one engine call, made by its module (`Act::execute`).
-    fn execute(&self, op: &Op) -> Result<Outcome, Error> {
+    fn execute(&self, op: &Op) -> Result<Done, Error> {
         op.execute(self)
     }
 

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use super::rowkey::RowKey;
-use crate::engine::{Assessment, Envelope, LockEntry, Vote, WorkerEntry, WorkflowStatus};
+use crate::engine::{
+    AckStatus, Assessment, Envelope, LockEntry, Vote, WorkerEntry, WorkflowStatus,
+};
 use crate::live::snapshot::{BoardView, DispatchView, Snapshot, TrackView, WorkflowView};
 
 /// A pane filter: free words that must all appear (case-insensitive), and for the bus `type:X` and
@@ -35,7 +37,7 @@ pub struct Sort {
 
 /// A column rows can be ordered by. Each pane names its own ([`sort_columns`]); the header text
 /// is only what the column is called on screen and on the `:sort` line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Column {
     Workflow,
     Definition,
@@ -217,35 +219,68 @@ impl Filter {
 /// budget, a Ledger row at its limit.
 pub const OVER_BUDGET: &str = "over-budget";
 
+/// What an ack column shows: an ack's own status, or the console's word for a dispatch held for
+/// approval (`held`), a workflow whose dispatch was dead-lettered (`dead`), or no ack (`-`). Its
+/// text (`Display`) is the column's and the filter's; the theme colours the variant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AckShown {
+    Status(AckStatus),
+    Held,
+    Dead,
+    None,
+}
+
+impl AckShown {
+    /// A dispatch's ack column: `held` in `_quarantine`, else its ack status.
+    pub fn of_dispatch(status: &AckStatus, held: bool) -> Self {
+        if held {
+            AckShown::Held
+        } else {
+            AckShown::Status(status.clone())
+        }
+    }
+}
+
+impl std::fmt::Display for AckShown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Padded as its text was (`{:<10}`).
+        f.pad(match self {
+            AckShown::Status(s) => s.as_str(),
+            AckShown::Held => "held",
+            AckShown::Dead => "dead",
+            AckShown::None => "-",
+        })
+    }
+}
+
 /// The ack column of a workflow: the waiting dispatch's state, else what its status says of its
 /// step's ack (`dead` stalled, `completed`, `withdrawn` or none aborted), else the latest ack.
-pub fn ack_state(w: &WorkflowView) -> String {
+pub fn ack_state(w: &WorkflowView) -> AckShown {
     if let Some((god, d)) = w.waiting.first() {
         if &**god == crate::engine::layout::QUARANTINE_DIR {
-            return "held".into();
+            return AckShown::Held;
         }
-        return d.ack_status.to_string();
+        return AckShown::Status(d.ack_status.clone());
     }
     match w.state.status {
         // Its dispatch was dead-lettered: no ack came and none will (requeue or rerun it).
-        WorkflowStatus::Stalled => "dead".into(),
+        WorkflowStatus::Stalled => AckShown::Dead,
         // Its last step was done (by a `completed` ack or by the god's handoff): an earlier
         // step's `accepted` is no ack state of it.
-        WorkflowStatus::Completed => "completed".into(),
+        WorkflowStatus::Completed => AckShown::Status(AckStatus::Completed),
         WorkflowStatus::Aborted
             if w.manifest
                 .as_ref()
                 .is_some_and(|m| !m.dispatches_withdrawn.is_empty()) =>
         {
-            "withdrawn".into()
+            AckShown::Status(AckStatus::Withdrawn)
         }
-        WorkflowStatus::Aborted => "-".into(),
+        WorkflowStatus::Aborted => AckShown::None,
         _ => w
             .state
             .last_ack
             .as_ref()
-            .map(|a| a.status.to_string())
-            .unwrap_or_else(|| "-".into()),
+            .map_or(AckShown::None, |a| AckShown::Status(a.status.clone())),
     }
 }
 
@@ -363,7 +398,7 @@ pub fn workflows<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<&'a WorkflowVie
                 .or(s.updated.as_ref())
                 .map(|t| t.text().into_owned())
                 .unwrap_or_default(),
-            Column::Ack => ack_state(w),
+            Column::Ack => ack_state(w).to_string(),
             _ => String::new(),
         }
     });

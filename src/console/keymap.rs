@@ -80,8 +80,9 @@ pub enum Action {
     Submit,
     /// Leave a dialog without acting.
     Cancel,
-    /// Order the pane's rows by a column (again: the other way round).
-    Sort(String),
+    /// Order the pane's rows by a column (again: the other way round); `None`: the pane's own order
+    /// again (`:sort` with no column).
+    Sort(Option<super::items::Column>),
     /// Hide / show finished workflows.
     ToggleFinished,
     /// Narrow the dispatch list to the next god's inbox (after the last: every inbox again).
@@ -629,7 +630,7 @@ impl Default for Keymap {
                     b.push(Binding {
                         keys: vec![key],
                         scope: Scope::Pane(p),
-                        action: Action::Sort(col.header().to_owned()),
+                        action: Action::Sort(Some(*col)),
                         hint: false,
                         label: None,
                     });
@@ -932,7 +933,7 @@ impl Keymap {
                     section: section.clone(),
                     keys: b.keys_label(),
                     text: match &b.action {
-                        Action::Sort(c) => format!("sort by {c} (again: reversed)"),
+                        Action::Sort(Some(c)) => format!("sort by {c} (again: reversed)"),
                         Action::Quit => {
                             "quit (in a detail or raw view: back; C-c always quits)".into()
                         }
@@ -986,6 +987,7 @@ impl Keymap {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::console::items::Column;
 
     #[test]
     fn pane_bindings_win_over_global_ones() {
@@ -1053,10 +1055,13 @@ mod tests {
     fn sort_keys_take_only_free_capitals() {
         let km = Keymap::default();
         let sort = |p, c| km.lookup(p, Key::ch(c)).cloned();
-        assert_eq!(sort(Pane::Workflows, 'A'), Some(Action::Sort("AGE".into())));
+        assert_eq!(
+            sort(Pane::Workflows, 'A'),
+            Some(Action::Sort(Some(Column::Age)))
+        );
         assert_eq!(
             sort(Pane::Workflows, 'S'),
-            Some(Action::Sort("STATUS".into()))
+            Some(Action::Sort(Some(Column::Status)))
         );
         // G stays "bottom", R stays "reject held".
         assert_eq!(sort(Pane::Workflows, 'G'), Some(Action::Bottom));
@@ -1066,7 +1071,7 @@ mod tests {
         );
         assert_eq!(
             sort(Pane::Inboxes, 'H'),
-            Some(Action::Sort("HANDOFF".into()))
+            Some(Action::Sort(Some(Column::Handoff)))
         );
         assert_eq!(sort(Pane::Bus, 'T'), None);
         let rows = km.help_rows(Pane::Workflows);

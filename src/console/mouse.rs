@@ -99,12 +99,13 @@ fn click(app: &mut App, x: u16, y: u16, at: Instant) -> Vec<Effect> {
     if y == TAB_ROW {
         app.last_click = None;
         let drawn = app
-            .tabs_drawn
+            .drawn
+            .tabs
             .borrow()
             .iter()
             .find(|(from, w, _)| (*from..from + w).contains(&usize::from(x)))
             .map(|(_, _, p)| *p);
-        let hit = if app.tabs_drawn.borrow().is_empty() {
+        let hit = if app.drawn.tabs.borrow().is_empty() {
             tab_at(x)
         } else {
             drawn
@@ -117,7 +118,7 @@ fn click(app: &mut App, x: u16, y: u16, at: Instant) -> Vec<Effect> {
     if app.pane_state().detail {
         return Vec::new();
     }
-    let Some(row) = app.table_at.get().and_then(|t| t.row_at(x, y)) else {
+    let Some(row) = app.drawn.table_at.get().and_then(|t| t.row_at(x, y)) else {
         return Vec::new();
     };
     if row >= app.row_count() {

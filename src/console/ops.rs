@@ -14,7 +14,7 @@ pub use super::actions::Op;
 pub const OPERATOR: &str = "operator";
 
 /// What the engine returned for an [`Op`]: its typed result, so a flash message reads real fields
-/// (the action's module makes the flash, `Act::summarize`). One variant per kind of engine result:
+/// (the action's module makes the flash of its result type, see [`Done`]). One variant per kind of engine result:
 /// an action whose engine call returns a new kind adds its variant here.
 #[derive(Debug, Clone)]
 pub enum Outcome {
@@ -57,10 +57,35 @@ pub enum Outcome {
     Bulk(super::marks::BulkReport),
 }
 
+/// What an operator action's one engine call produced: the engine's typed result, and the flash
+/// the action's module made of it where the result's type is known (so no flash is asked of an
+/// outcome of another kind).
+#[derive(Debug, Clone)]
+pub struct Done {
+    /// The engine's typed result (what `Act::finished` reads afterwards).
+    pub outcome: Outcome,
+    /// The flash message: a one-line account of the result.
+    pub flash: String,
+}
+
+impl Done {
+    /// `result` as `wrap` holds it, with the flash `summary` makes of it.
+    pub fn new<R>(
+        result: R,
+        summary: impl FnOnce(&R) -> String,
+        wrap: impl FnOnce(R) -> Outcome,
+    ) -> Self {
+        Self {
+            flash: summary(&result),
+            outcome: wrap(result),
+        }
+    }
+}
+
 /// Performs operations. The console's real operator calls the engine; tests may record calls.
 pub trait Operator: Send + Sync + 'static {
-    /// Performs `op` and returns the engine's typed result.
-    fn execute(&self, op: &Op) -> Result<Outcome, Error>;
+    /// Performs `op` and returns the engine's typed result with its flash.
+    fn execute(&self, op: &Op) -> Result<Done, Error>;
     /// What `cleanup` would do, without doing it (the dry run shown before confirming).
     fn cleanup_preview(&self, workflow_id: &WorkflowId) -> Result<CleanupResult, Error>;
 }

@@ -127,8 +127,11 @@ fn init_logging() -> Option<PathBuf> {
 /// What finished in the background.
 enum Done {
     /// Boxed: an engine result is large beside a preview.
-    Op(Box<(Op, Result<super::ops::Outcome, String>)>),
-    Preview(WorkflowId, Result<crate::engine::CleanupResult, String>),
+    Op(Box<(Op, Result<super::ops::Done, crate::engine::Error>)>),
+    Preview(
+        WorkflowId,
+        Result<crate::engine::CleanupResult, crate::engine::Error>,
+    ),
 }
 
 /// Opens the console on `root` until the operator quits.
@@ -181,7 +184,7 @@ pub fn run(root: Root, opts: ConsoleOptions) -> anyhow::Result<()> {
         app.first_time_hints();
     }
     app.configure(&opts.config);
-    app.actor = opts.actor.clone();
+    app.set_actor(opts.actor.clone());
     if let Some(h) = &past.handle {
         app.show_frame(&h.latest());
     }
@@ -266,7 +269,7 @@ impl Past {
                         app.show_frame(&h.latest());
                         self.handle = Some(h);
                     }
-                    Err(e) => app.flash(FlashKind::Error, e),
+                    Err(e) => app.flash(FlashKind::Error, e.to_string()),
                 },
             },
             Effect::Replay(cmd) => {
@@ -362,7 +365,7 @@ fn draw(guard: &mut TerminalGuard, app: &mut App, theme: &Theme) -> anyhow::Resu
         app.now = app.wall;
     }
     let size = guard.terminal.size()?;
-    app.page = size.height.saturating_sub(views::CHROME_ROWS + 3).max(1) as usize;
+    app.set_page(size.height.saturating_sub(views::CHROME_ROWS + 3).max(1) as usize);
     // DEC mode 2026 (synchronized output): the terminal shows the frame whole, never half
     // drawn; a terminal without it ignores the unknown mode.
     crossterm::queue!(
@@ -539,7 +542,7 @@ fn apply(
             let (tx, operator) = (done_tx.clone(), s.operator.clone());
             tracing::info!(op = ?op, "operator action");
             tokio::task::spawn_blocking(move || {
-                let r = operator.execute(&op).map_err(|e| e.to_string());
+                let r = operator.execute(&op);
                 if let Err(e) = &r {
                     tracing::warn!(op = ?op, "refused: {e}");
                 }
@@ -567,7 +570,7 @@ fn apply(
         Effect::PreviewCleanup(wf) => {
             let (tx, operator) = (done_tx.clone(), s.operator.clone());
             tokio::task::spawn_blocking(move || {
-                let r = operator.cleanup_preview(&wf).map_err(|e| e.to_string());
+                let r = operator.cleanup_preview(&wf);
                 let _ = tx.send(Done::Preview(wf, r));
             });
         }

@@ -1,6 +1,8 @@
 //! Colours and glyphs. Every state is shown by word or glyph as well as colour, so `NO_COLOR`
 //! (which drops colours but keeps bold/reverse) loses nothing.
 
+use super::items::AckShown;
+use crate::engine::{AckStatus, WorkflowStatus};
 use ratatui::style::{Color, Modifier, Style};
 
 use super::config::Palette;
@@ -129,32 +131,32 @@ impl Theme {
     }
 
     /// Style and glyph of a workflow status.
-    pub fn workflow_status(&self, status: &str) -> (Style, &'static str) {
+    pub fn workflow_status(&self, status: &WorkflowStatus) -> (Style, &'static str) {
         match status {
-            "in_progress" => (self.info(), "●"),
-            "waiting_for_ack" => (self.warn(), "◌"),
-            "awaiting_approval" => (self.accent(), "‖"),
-            "completed" => (self.ok(), "✓"),
-            "aborted" => (self.dim(), "✗"),
-            "failed" => (self.alert(), "!"),
-            "stalled" => (self.alert(), "⊘"),
-            _ => (self.base(), "?"),
+            WorkflowStatus::InProgress => (self.info(), "●"),
+            WorkflowStatus::WaitingForAck => (self.warn(), "◌"),
+            WorkflowStatus::AwaitingApproval => (self.accent(), "‖"),
+            WorkflowStatus::Completed => (self.ok(), "✓"),
+            WorkflowStatus::Aborted => (self.dim(), "✗"),
+            WorkflowStatus::Failed => (self.alert(), "!"),
+            WorkflowStatus::Stalled => (self.alert(), "⊘"),
+            WorkflowStatus::Other(_) => (self.base(), "?"),
         }
     }
 
-    /// Style and glyph of an ack status.
-    pub fn ack_status(&self, status: &str) -> (Style, &'static str) {
-        match status {
-            "unacked" => (self.warn(), "○"),
-            "pending" => (self.info(), "…"),
-            "accepted" => (self.ok(), "◐"),
-            "rejected" => (self.alert(), "✗"),
-            "completed" => (self.ok(), "✔"),
-            "withdrawn" => (self.dim(), "↩"),
-            "held" => (self.accent(), "‖"),
-            "dead" => (self.alert(), "☠"),
-            "-" => (self.dim(), "·"),
-            _ => (self.base(), "?"),
+    /// Style and glyph of what an ack column shows.
+    pub fn ack_status(&self, shown: &AckShown) -> (Style, &'static str) {
+        match shown {
+            AckShown::Status(AckStatus::Unacked) => (self.warn(), "○"),
+            AckShown::Status(AckStatus::Pending) => (self.info(), "…"),
+            AckShown::Status(AckStatus::Accepted) => (self.ok(), "◐"),
+            AckShown::Status(AckStatus::Rejected) => (self.alert(), "✗"),
+            AckShown::Status(AckStatus::Completed) => (self.ok(), "✔"),
+            AckShown::Status(AckStatus::Withdrawn) => (self.dim(), "↩"),
+            AckShown::Held => (self.accent(), "‖"),
+            AckShown::Dead => (self.alert(), "☠"),
+            AckShown::None => (self.dim(), "·"),
+            AckShown::Status(AckStatus::Other(_)) => (self.base(), "?"),
         }
     }
 

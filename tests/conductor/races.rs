@@ -624,7 +624,7 @@ fn console_op(root: &Path, op: pantheon::console::ops::Op) -> Output {
     use pantheon::console::engine_ops::EngineOperator;
     use pantheon::console::ops::{Operator, Outcome};
     let operator = EngineOperator::new(pantheon::Root::at(root));
-    match operator.execute(&op) {
+    match operator.execute(&op).map(|done| done.outcome) {
         Ok(Outcome::Approval(r)) => engine_output(Ok(r)),
         Ok(Outcome::Abort(r)) => engine_output(Ok(r)),
         Ok(other) => panic!("unexpected outcome {other:?}"),

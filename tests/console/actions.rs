@@ -18,12 +18,12 @@ pub(crate) fn run(app: &mut App, op: &EngineOperator, effects: Vec<Effect>) -> V
     for e in effects {
         match e {
             Effect::Execute(o) => {
-                let r = op.execute(&o).map_err(|e| e.to_string());
+                let r = op.execute(&o);
                 app.op_finished(&o, r);
                 done.push(*o);
             }
             Effect::PreviewCleanup(wf) => {
-                let r = op.cleanup_preview(&wf).map_err(|e| e.to_string());
+                let r = op.cleanup_preview(&wf);
                 app.cleanup_previewed(wf, r);
             }
             Effect::Quit
@@ -202,7 +202,7 @@ fn abort_asks_a_reason_shows_withdrawals_and_writes_the_manifest() {
     };
     let done = op.execute(&cleanup).unwrap();
     assert_eq!(
-        cleanup.summarize(&done),
+        done.flash,
         format!(
             "wf_pay_1 cleaned: 0 deleted, {} missing, 0 refused",
             dry.missing.len()
@@ -762,13 +762,13 @@ fn repeated_acks_and_aborts_flash_what_the_engine_says_of_them() {
         ),
     };
     let (accept, second) = (accept(), accept());
-    let first = accept.summarize(&op.execute(&accept).unwrap());
+    let first = op.execute(&accept).unwrap().flash;
     assert_eq!(
         first, "hof_20260614_aaa111: accepted, workflow in_progress",
         "{first}"
     );
     // A second accept (a new ack id) of the archived, accepted dispatch: the engine calls it a duplicate.
-    let again = second.summarize(&op.execute(&second).unwrap());
+    let again = op.execute(&second).unwrap().flash;
     assert_eq!(
         again,
         "hof_20260614_aaa111: accepted (already recorded), workflow in_progress"
@@ -777,9 +777,9 @@ fn repeated_acks_and_aborts_flash_what_the_engine_says_of_them() {
         workflow_id: WorkflowId::parse("wf_pay_1").unwrap(),
         reason: "scope cut".into(),
     };
-    let first = abort.summarize(&op.execute(&abort).unwrap());
+    let first = op.execute(&abort).unwrap().flash;
     assert!(!first.contains("already aborted"), "{first}");
-    let again = abort.summarize(&op.execute(&abort).unwrap());
+    let again = op.execute(&abort).unwrap().flash;
     assert_eq!(
         again,
         format!("{} (already aborted)", first),
@@ -797,7 +797,7 @@ fn pause_and_resume_from_the_inboxes_pane_with_a_reason_and_a_header_badge() {
     let op = EngineOperator::new(Root::at(r));
 
     let mut ro = app_for(r, chrono::Utc::now());
-    ro.read_only = true;
+    ro.set_read_only(true);
     select_dispatch(&mut ro, "hof_20260614_aaa111");
     ro.on_key(key('Z'));
     assert!(matches!(ro.mode, Mode::Normal), "{:?}", ro.mode);

@@ -240,7 +240,7 @@ fn a_moment_before_the_history_opens_at_its_first_and_a_root_never_recorded_is_r
     let e = ReplayHandle::start(&Root::at(bare.path()), then, ModelOptions::default())
         .err()
         .unwrap();
-    assert!(e.contains("was never recorded"), "{e}");
+    assert!(e.to_string().contains("was never recorded"), "{e}");
     // The command line says the same before it looks for a terminal.
     let refused = |root: &Path, at: &str| {
         let out = assert_cmd::Command::cargo_bin("pantheon")

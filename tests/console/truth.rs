@@ -243,7 +243,7 @@ fn the_actor_given_is_journaled_and_named_in_the_confirmation() {
     let r = root.path();
     let op = EngineOperator::acting_as(Root::at(r), "alice");
     let mut app = app_for(r, Utc::now());
-    app.actor = "alice".into();
+    app.set_actor("alice".into());
     select_dispatch(&mut app, "hof_20260614_aaa111");
     app.on_key(key('a'));
     app.on_key(code(KeyCode::Enter));

@@ -320,7 +320,7 @@ fn detail_keys_scroll_the_record_and_j_k_capitals_step_records() {
         "G keeps the same record: {bottom}"
     );
     assert!(bottom.contains("record 3/4"), "{bottom}");
-    let max = app.detail_max.get();
+    let max = app.drawn.detail_max.get();
     assert!(max > 0);
     app.dispatch(Action::Down);
     assert_eq!(
@@ -377,7 +377,7 @@ fn help_is_a_scrollable_searchable_reference_at_any_size() {
     assert!(matches!(app.mode, Mode::Normal));
     // Read-only: the keys that change files are marked.
     let mut ro = app_for(root.path(), fixture_now());
-    ro.read_only = true;
+    ro.set_read_only(true);
     ro.dispatch(Action::GoPane(Pane::Inboxes));
     ro.on_key(key('?'));
     let s = screen(&ro, 200, 50, root.path());

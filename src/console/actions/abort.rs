@@ -11,7 +11,7 @@ use super::super::engine_ops::EngineOperator;
 use super::super::items;
 use super::super::keymap::Pane;
 use super::super::marks::FanOut;
-use super::super::ops::Outcome;
+use super::super::ops::{Done, Outcome};
 use super::super::rowkey::RowKey;
 use super::super::shown::{self, Version};
 use super::{Act, Op, line, marks_fit};
@@ -81,29 +81,14 @@ impl Act for super::Abort<'_> {
         shown::workflow(v, self.workflow_id.as_str(), snap)
     }
 
-    fn execute(&self, engine: &EngineOperator) -> Result<Outcome, Error> {
-        Ok(Outcome::Abort(engine.conductor().abort_workflow(
-            self.workflow_id,
-            self.reason,
-            Actor::Operator,
-        )?))
-    }
-
-    fn summarize(&self, outcome: &Outcome) -> String {
-        let Outcome::Abort(r) = outcome else {
-            return String::new();
-        };
-        format!(
-            "{} aborted: {} artifact(s) marked, {} dispatch(es) withdrawn{}",
-            r.workflow_id,
-            r.artifacts_marked.len(),
-            r.dispatches_withdrawn.len(),
-            if r.duplicate {
-                " (already aborted)"
-            } else {
-                ""
-            }
-        )
+    fn execute(&self, engine: &EngineOperator) -> Result<Done, Error> {
+        Ok(Done::new(
+            engine
+                .conductor()
+                .abort_workflow(self.workflow_id, self.reason, Actor::Operator)?,
+            summary,
+            Outcome::Abort,
+        ))
     }
 
     fn subject(&self) -> String {
@@ -244,6 +229,21 @@ fn describe(
         ));
     }
     out.push(line(Dim, format!("Reason: {reason}")));
+}
+
+/// The flash made of the engine's answer.
+fn summary(r: &crate::engine::AbortResult) -> String {
+    format!(
+        "{} aborted: {} artifact(s) marked, {} dispatch(es) withdrawn{}",
+        r.workflow_id,
+        r.artifacts_marked.len(),
+        r.dispatches_withdrawn.len(),
+        if r.duplicate {
+            " (already aborted)"
+        } else {
+            ""
+        }
+    )
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use super::super::engine_ops::EngineOperator;
 use super::super::items;
 use super::super::keymap::{AckChoice, Pane};
 use super::super::marks::FanOut;
-use super::super::ops::{OPERATOR, Outcome};
+use super::super::ops::{Done, OPERATOR, Outcome};
 use super::super::rowkey::RowKey;
 use super::super::shown::{self, Version};
 use super::{Act, Op, line, marks_fit};
@@ -274,25 +274,12 @@ impl Act for super::Ack<'_> {
         shown::dispatch(v, self.request.handoff_id.as_str(), snap)
     }
 
-    fn execute(&self, engine: &EngineOperator) -> Result<Outcome, Error> {
-        Ok(Outcome::Ack(
+    fn execute(&self, engine: &EngineOperator) -> Result<Done, Error> {
+        Ok(Done::new(
             engine.conductor().ack(self.request, Actor::Operator)?,
+            summary,
+            Outcome::Ack,
         ))
-    }
-
-    fn summarize(&self, outcome: &Outcome) -> String {
-        let Outcome::Ack(r) = outcome else {
-            return String::new();
-        };
-        let mut out = format!("{}: {}", r.handoff_id, r.status);
-        if r.duplicate {
-            out.push_str(" (already recorded)");
-        }
-        out.push_str(&format!(", workflow {}", r.state_status));
-        if let Some(g) = &r.rerouted_to {
-            out.push_str(&format!(", rerouted to {g}"));
-        }
-        out
     }
 
     fn subject(&self) -> String {
@@ -439,4 +426,17 @@ fn describe(
             },
         ));
     }
+}
+
+/// The flash made of the engine's answer.
+fn summary(r: &crate::engine::AckResult) -> String {
+    let mut out = format!("{}: {}", r.handoff_id, r.status);
+    if r.duplicate {
+        out.push_str(" (already recorded)");
+    }
+    out.push_str(&format!(", workflow {}", r.state_status));
+    if let Some(g) = &r.rerouted_to {
+        out.push_str(&format!(", rerouted to {g}"));
+    }
+    out
 }

@@ -12,7 +12,7 @@ use super::super::engine_ops::EngineOperator;
 use super::super::items;
 use super::super::keymap::Pane;
 use super::super::marks::FanOut;
-use super::super::ops::Outcome;
+use super::super::ops::{Done, Outcome};
 use super::super::rowkey::RowKey;
 use super::super::shown::{self, Version};
 use super::{Act, Op, line, marks_fit};
@@ -283,33 +283,29 @@ impl Act for super::Approve<'_> {
         shown::dispatch(v, self.handoff_id.as_str(), snap)
     }
 
-    fn execute(&self, engine: &EngineOperator) -> Result<Outcome, Error> {
+    fn execute(&self, engine: &EngineOperator) -> Result<Done, Error> {
         let conductor = engine.conductor();
         let Some(to) = self.raise else {
-            return Ok(Outcome::Approval(
+            return Ok(Done::new(
                 conductor.approve(self.handoff_id, Actor::Operator)?,
+                approval_summary,
+                Outcome::Approval,
             ));
         };
         // As `approve --budget-usd/--budget-tokens`: the raise (journaled), then the approval.
         let actor = conductor.origin().actor.clone();
         let raised = conductor.raise_budget(self.handoff_id, *to, &actor)?;
         let raises = raise_texts(&raised);
-        Ok(Outcome::RaisedAndApproved {
-            raises,
-            approval: conductor.approve(self.handoff_id, Actor::Operator)?,
+        let approval = conductor.approve(self.handoff_id, Actor::Operator)?;
+        let flash = format!(
+            "budget raised ({}); {}",
+            raises.join("; "),
+            approval_summary(&approval)
+        );
+        Ok(Done {
+            outcome: Outcome::RaisedAndApproved { raises, approval },
+            flash,
         })
-    }
-
-    fn summarize(&self, outcome: &Outcome) -> String {
-        match outcome {
-            Outcome::RaisedAndApproved { raises, approval } => format!(
-                "budget raised ({}); {}",
-                raises.join("; "),
-                approval_summary(approval)
-            ),
-            Outcome::Approval(r) => approval_summary(r),
-            _ => String::new(),
-        }
     }
 
     fn subject(&self) -> String {

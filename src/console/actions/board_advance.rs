@@ -12,7 +12,7 @@ use crate::live::snapshot::{BoardView, Snapshot};
 use super::super::app::{App, Effect, FlashKind, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::items::{self, BoardMoves};
-use super::super::ops::{OPERATOR, Outcome};
+use super::super::ops::{Done, OPERATOR, Outcome};
 use super::super::shown::Version;
 use super::{Act, Op, line};
 
@@ -205,27 +205,27 @@ impl Act for super::BoardAdvance<'_> {
         board_version(v, self.track, snap)
     }
 
-    fn execute(&self, engine: &EngineOperator) -> Result<Outcome, Error> {
-        Ok(Outcome::Advance(
+    fn execute(&self, engine: &EngineOperator) -> Result<Done, Error> {
+        Ok(Done::new(
             engine
                 .board(self.track, self.seen)?
                 .board_advance(*self.force, OPERATOR)?,
+            summary,
+            Outcome::Advance,
         ))
-    }
-
-    fn summarize(&self, outcome: &Outcome) -> String {
-        let Outcome::Advance(r) = outcome else {
-            return String::new();
-        };
-        format!(
-            "board {} -> {}{}",
-            r.from,
-            r.to,
-            if r.forced { " (forced)" } else { "" }
-        )
     }
 
     fn subject(&self) -> String {
         self.track.to_string()
     }
+}
+
+/// The flash made of the engine's answer.
+fn summary(r: &crate::engine::board::AdvanceResult) -> String {
+    format!(
+        "board {} -> {}{}",
+        r.from,
+        r.to,
+        if r.forced { " (forced)" } else { "" }
+    )
 }

@@ -9,7 +9,7 @@ use crate::live::snapshot::Snapshot;
 use super::super::app::{App, Effect, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::items;
-use super::super::ops::{OPERATOR, Outcome};
+use super::super::ops::{Done, OPERATOR, Outcome};
 use super::super::shown::Version;
 use super::board_advance::{BoardAt, board_of, board_version, describe_session};
 use super::{Act, Op, line};
@@ -88,26 +88,26 @@ impl Act for super::BoardResolve<'_> {
         board_version(v, self.track, snap)
     }
 
-    fn execute(&self, engine: &EngineOperator) -> Result<Outcome, Error> {
-        Ok(Outcome::Resolve(
+    fn execute(&self, engine: &EngineOperator) -> Result<Done, Error> {
+        Ok(Done::new(
             engine
                 .board(self.track, self.seen)?
                 .board_resolve(*self.force, OPERATOR)?,
+            summary,
+            Outcome::Resolve,
         ))
-    }
-
-    fn summarize(&self, outcome: &Outcome) -> String {
-        let Outcome::Resolve(r) = outcome else {
-            return String::new();
-        };
-        format!(
-            "board resolved: {}{}",
-            r.resolution.outcome.verdict.as_str(),
-            if r.resolution.forced { " (forced)" } else { "" }
-        )
     }
 
     fn subject(&self) -> String {
         self.track.to_string()
     }
+}
+
+/// The flash made of the engine's answer.
+fn summary(r: &crate::engine::board::ResolveResult) -> String {
+    format!(
+        "board resolved: {}{}",
+        r.resolution.outcome.verdict.as_str(),
+        if r.resolution.forced { " (forced)" } else { "" }
+    )
 }

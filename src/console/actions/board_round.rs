@@ -8,7 +8,7 @@ use crate::live::snapshot::Snapshot;
 
 use super::super::app::{App, Effect, FlashKind, Tone};
 use super::super::engine_ops::EngineOperator;
-use super::super::ops::{OPERATOR, Outcome};
+use super::super::ops::{Done, OPERATOR, Outcome};
 use super::super::shown::Version;
 use super::board_advance::{BoardAt, board_version, describe_session};
 use super::{Act, Op, line};
@@ -69,35 +69,35 @@ impl Act for super::BoardNextRound<'_> {
         board_version(v, self.track, snap)
     }
 
-    fn execute(&self, engine: &EngineOperator) -> Result<Outcome, Error> {
-        Ok(Outcome::Round(
+    fn execute(&self, engine: &EngineOperator) -> Result<Done, Error> {
+        Ok(Done::new(
             engine
                 .board(self.track, self.seen)?
                 .board_next_round(OPERATOR)?,
+            summary,
+            Outcome::Round,
         ))
-    }
-
-    fn summarize(&self, outcome: &Outcome) -> String {
-        let Outcome::Round(r) = outcome else {
-            return String::new();
-        };
-        let d = &r.phases.discuss;
-        if d.rounds >= d.max_rounds {
-            format!(
-                "discussion round {} of {} closed: the last one (advance with >)",
-                d.rounds, d.max_rounds
-            )
-        } else {
-            format!(
-                "discussion round {} closed; round {} of {} begins",
-                d.rounds,
-                d.rounds.saturating_add(1),
-                d.max_rounds
-            )
-        }
     }
 
     fn subject(&self) -> String {
         self.track.to_string()
+    }
+}
+
+/// The flash made of the engine's answer.
+fn summary(r: &crate::engine::board::WriteResult) -> String {
+    let d = &r.phases.discuss;
+    if d.rounds >= d.max_rounds {
+        format!(
+            "discussion round {} of {} closed: the last one (advance with >)",
+            d.rounds, d.max_rounds
+        )
+    } else {
+        format!(
+            "discussion round {} closed; round {} of {} begins",
+            d.rounds,
+            d.rounds.saturating_add(1),
+            d.max_rounds
+        )
     }
 }

@@ -9,7 +9,7 @@ use crate::live::snapshot::Snapshot;
 use super::super::app::{App, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::marks::{describe_bulk, execute_bulk, summarize_bulk};
-use super::super::ops::Outcome;
+use super::super::ops::{Done, Outcome};
 use super::super::shown::Version;
 use super::{Act, Op};
 
@@ -49,19 +49,12 @@ impl Act for super::Bulk<'_> {
         }
     }
 
-    fn execute(&self, engine: &EngineOperator) -> Result<Outcome, Error> {
-        Ok(Outcome::Bulk(execute_bulk(
-            engine,
-            self.items,
-            self.skipped,
-        )))
-    }
-
-    fn summarize(&self, outcome: &Outcome) -> String {
-        match outcome {
-            Outcome::Bulk(report) => summarize_bulk(self.items, report),
-            _ => String::new(),
-        }
+    fn execute(&self, engine: &EngineOperator) -> Result<Done, Error> {
+        Ok(Done::new(
+            execute_bulk(engine, self.items, self.skipped),
+            |report| summarize_bulk(self.items, report),
+            Outcome::Bulk,
+        ))
     }
 
     fn subject(&self) -> String {

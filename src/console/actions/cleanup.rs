@@ -8,7 +8,7 @@ use crate::live::snapshot::Snapshot;
 
 use super::super::app::{App, Confirm, Effect, FlashKind, Mode, Tone};
 use super::super::engine_ops::EngineOperator;
-use super::super::ops::Outcome;
+use super::super::ops::{Done, Outcome};
 use super::super::shown::{self, Version};
 use super::{Act, Op, line};
 
@@ -27,7 +27,7 @@ pub(super) fn start(app: &mut App) -> Vec<Effect> {
 pub(crate) fn cleanup_previewed(
     app: &mut App,
     wf: WorkflowId,
-    result: Result<CleanupResult, String>,
+    result: Result<CleanupResult, crate::engine::Error>,
 ) {
     match result {
         Ok(v) if cleanup_finds_nothing(&v) => app.flash(
@@ -73,23 +73,12 @@ impl Act for super::Cleanup<'_> {
         shown::workflow(v, self.workflow_id.as_str(), snap)
     }
 
-    fn execute(&self, engine: &EngineOperator) -> Result<Outcome, Error> {
-        Ok(Outcome::Cleanup(
+    fn execute(&self, engine: &EngineOperator) -> Result<Done, Error> {
+        Ok(Done::new(
             engine.conductor().cleanup(self.workflow_id, false)?,
+            summary,
+            Outcome::Cleanup,
         ))
-    }
-
-    fn summarize(&self, outcome: &Outcome) -> String {
-        let Outcome::Cleanup(r) = outcome else {
-            return String::new();
-        };
-        format!(
-            "{} cleaned: {} deleted, {} missing, {} refused",
-            r.workflow_id,
-            r.paths().len(),
-            r.missing.len(),
-            r.refused.len()
-        )
     }
 
     fn subject(&self) -> String {
@@ -129,4 +118,15 @@ pub(crate) fn cleanup_lines(r: &CleanupResult) -> Vec<(Tone, String)> {
     }
     out.push(line(Dim, "The .aborted markers will stay."));
     out
+}
+
+/// The flash made of the engine's answer.
+fn summary(r: &crate::engine::CleanupResult) -> String {
+    format!(
+        "{} cleaned: {} deleted, {} missing, {} refused",
+        r.workflow_id,
+        r.paths().len(),
+        r.missing.len(),
+        r.refused.len()
+    )
 }

@@ -10,7 +10,7 @@ use super::super::app::{App, Effect, PromptFor, Question, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::items;
 use super::super::keymap::Pane;
-use super::super::ops::{OPERATOR, Outcome};
+use super::super::ops::{Done, OPERATOR, Outcome};
 use super::super::shown::{self, Version};
 use super::super::times::when;
 use super::{Act, Op, line};
@@ -122,22 +122,14 @@ impl Act for super::DiscardDead<'_> {
         shown::dead_letter(v, self.handoff_id.as_str(), snap)
     }
 
-    fn execute(&self, engine: &EngineOperator) -> Result<Outcome, Error> {
-        Ok(Outcome::Discard(
+    fn execute(&self, engine: &EngineOperator) -> Result<Done, Error> {
+        Ok(Done::new(
             engine
                 .conductor()
                 .discard_dead(self.handoff_id, self.reason)?,
+            summary,
+            Outcome::Discard,
         ))
-    }
-
-    fn summarize(&self, outcome: &Outcome) -> String {
-        let Outcome::Discard(r) = outcome else {
-            return String::new();
-        };
-        format!(
-            "{} discarded: retired from {}'s dead letters ({})",
-            r.handoff_id, r.god, r.reason
-        )
     }
 
     fn subject(&self) -> String {
@@ -151,4 +143,12 @@ impl Act for super::DiscardDead<'_> {
     fn words(&self) -> Option<String> {
         Some(self.reason.clone())
     }
+}
+
+/// The flash made of the engine's answer.
+fn summary(r: &crate::engine::RetiredDead) -> String {
+    format!(
+        "{} discarded: retired from {}'s dead letters ({})",
+        r.handoff_id, r.god, r.reason
+    )
 }

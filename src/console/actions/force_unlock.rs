@@ -10,7 +10,7 @@ use super::super::engine_ops::EngineOperator;
 use super::super::items;
 use super::super::keymap::Pane;
 use super::super::marks::FanOut;
-use super::super::ops::{OPERATOR, Outcome};
+use super::super::ops::{Done, OPERATOR, Outcome};
 use super::super::rowkey::RowKey;
 use super::super::shown::Version;
 use super::{Act, Op, line, marks_fit};
@@ -107,26 +107,14 @@ impl Act for super::ForceUnlock<'_> {
         }
     }
 
-    fn execute(&self, engine: &EngineOperator) -> Result<Outcome, Error> {
-        Ok(Outcome::Unlock(engine.bus(self.track)?.release_lock(
-            self.path,
-            &WorkerId::operator(),
-            true,
-        )?))
-    }
-
-    fn summarize(&self, outcome: &Outcome) -> String {
-        let Outcome::Unlock(r) = outcome else {
-            return String::new();
-        };
-        format!(
-            "{} unlocked{}",
-            r.filepath,
-            r.released_from
-                .as_deref()
-                .map(|h| format!(" (was held by {h})"))
-                .unwrap_or_default()
-        )
+    fn execute(&self, engine: &EngineOperator) -> Result<Done, Error> {
+        Ok(Done::new(
+            engine
+                .bus(self.track)?
+                .release_lock(self.path, &WorkerId::operator(), true)?,
+            summary,
+            Outcome::Unlock,
+        ))
     }
 
     fn subject(&self) -> String {
@@ -151,4 +139,16 @@ impl Act for super::ForceUnlock<'_> {
             },
         )
     }
+}
+
+/// The flash made of the engine's answer.
+fn summary(r: &crate::engine::UnlockResult) -> String {
+    format!(
+        "{} unlocked{}",
+        r.filepath,
+        r.released_from
+            .as_deref()
+            .map(|h| format!(" (was held by {h})"))
+            .unwrap_or_default()
+    )
 }

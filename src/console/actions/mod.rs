@@ -1,7 +1,7 @@
 //! The operator actions. An action is one module: its flow from the selection to a prompt, a menu
 //! or a confirmation (`start`, and the answers of its prompts), what the confirmation says
 //! ([`Act::describe`]) and is bound to ([`Act::version`]), its one engine call ([`Act::execute`],
-//! through the `Operator`), the flash made of the engine's answer ([`Act::summarize`]) and, when it
+//! through the `Operator`), the flash made of the engine's typed answer (its `summary`, in [`Done`]) and, when it
 //! applies to marks, what it is for each marked record ([`Act::mark`]). It is registered by ONE
 //! entry of the [`actions!`] table below: the [`Op`] variant with its request data, and its module.
 //! The rest of the console asks an [`Op`] through the methods the table generates; it never matches
@@ -19,7 +19,7 @@ use super::app::{App, Effect, Tone};
 use super::engine_ops::EngineOperator;
 use super::keymap::OperatorAction;
 use super::marks::{BulkItem, FanOut, Skipped};
-use super::ops::Outcome;
+use super::ops::{Done, Outcome};
 use super::rowkey::RowKey;
 use super::shown::Version;
 
@@ -49,11 +49,9 @@ pub(crate) trait Act {
     /// The version of the records it acts on, as `snap` has them (see `shown`).
     fn version(&self, v: &mut Version, snap: &Snapshot);
 
-    /// Its one engine call.
-    fn execute(&self, engine: &EngineOperator) -> Result<Outcome, Error>;
-
-    /// A one-line account of what the engine returned, for the flash message.
-    fn summarize(&self, outcome: &Outcome) -> String;
+    /// Its one engine call, and the flash made of the engine's typed answer (the module's
+    /// `summary` of its result type, through [`Done::new`]).
+    fn execute(&self, engine: &EngineOperator) -> Result<Done, Error>;
 
     /// The short name of the record it is for (the handoff, workflow or lock path).
     fn subject(&self) -> String;
@@ -229,11 +227,6 @@ impl Op {
         self.act(|a| a.is_destructive())
     }
 
-    /// A one-line account of what the engine returned, for the flash message.
-    pub fn summarize(&self, outcome: &Outcome) -> String {
-        self.act(|a| a.summarize(outcome))
-    }
-
     /// The lines of its confirmation dialog.
     pub fn describe(&self, snap: &Snapshot, now: DateTime<Utc>) -> Vec<(Tone, String)> {
         let mut out = Vec::new();
@@ -282,7 +275,7 @@ impl Op {
     }
 
     /// Its one engine call.
-    pub(crate) fn execute(&self, engine: &EngineOperator) -> Result<Outcome, Error> {
+    pub(crate) fn execute(&self, engine: &EngineOperator) -> Result<Done, Error> {
         self.act(|a| a.execute(engine))
     }
 }

@@ -10,7 +10,7 @@ use super::super::app::{App, Effect, PromptFor, Question, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::keymap::Pane;
 use super::super::marks::FanOut;
-use super::super::ops::Outcome;
+use super::super::ops::{Done, Outcome};
 use super::super::rowkey::RowKey;
 use super::super::shown::Version;
 use super::outbox_retry::{describe_record, is_waiting, selected_outbox, version_of, waiting};
@@ -85,23 +85,14 @@ impl Act for super::OutboxDiscard<'_> {
         version_of(v, snap, self.outbox_id)
     }
 
-    fn execute(&self, engine: &EngineOperator) -> Result<Outcome, Error> {
-        Ok(Outcome::Outbox(
+    fn execute(&self, engine: &EngineOperator) -> Result<Done, Error> {
+        Ok(Done::new(
             engine
                 .conductor()
                 .discard_outbox(self.outbox_id, self.reason)?,
+            summary,
+            Outcome::Outbox,
         ))
-    }
-
-    fn summarize(&self, outcome: &Outcome) -> String {
-        let Outcome::Outbox(r) = outcome else {
-            return String::new();
-        };
-        format!(
-            "{} discarded: kept in {}",
-            r.outbox_id,
-            r.dead_letter.as_deref().unwrap_or("the dead letters")
-        )
     }
 
     fn subject(&self) -> String {
@@ -132,4 +123,13 @@ impl Act for super::OutboxDiscard<'_> {
             _ => Err("not a waiting outbox record".into()),
         })
     }
+}
+
+/// The flash made of the engine's answer.
+fn summary(r: &crate::engine::OutboxActResult) -> String {
+    format!(
+        "{} discarded: kept in {}",
+        r.outbox_id,
+        r.dead_letter.as_deref().unwrap_or("the dead letters")
+    )
 }

@@ -10,7 +10,7 @@ use super::super::app::{App, Effect, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::keymap::Pane;
 use super::super::marks::FanOut;
-use super::super::ops::Outcome;
+use super::super::ops::{Done, Outcome};
 use super::super::rowkey::RowKey;
 use super::super::shown::Version;
 use super::{Act, Op, line, marks_fit};
@@ -107,24 +107,12 @@ impl Act for super::OutboxRetry<'_> {
         version_of(v, snap, self.outbox_id)
     }
 
-    fn execute(&self, engine: &EngineOperator) -> Result<Outcome, Error> {
-        Ok(Outcome::Outbox(
+    fn execute(&self, engine: &EngineOperator) -> Result<Done, Error> {
+        Ok(Done::new(
             engine.conductor().retry_outbox(self.outbox_id)?,
+            summary,
+            Outcome::Outbox,
         ))
-    }
-
-    fn summarize(&self, outcome: &Outcome) -> String {
-        let Outcome::Outbox(r) = outcome else {
-            return String::new();
-        };
-        if r.bridge_running {
-            format!("{} will be tried again within a second", r.outbox_id)
-        } else {
-            format!(
-                "{}: retry asked; no bridge is running, the next one to start tries it at once",
-                r.outbox_id
-            )
-        }
     }
 
     fn subject(&self) -> String {
@@ -149,5 +137,17 @@ impl Act for super::OutboxRetry<'_> {
             } => Err("no longer waits".into()),
             _ => Err("not a waiting outbox record".into()),
         })
+    }
+}
+
+/// The flash made of the engine's answer.
+fn summary(r: &crate::engine::OutboxActResult) -> String {
+    if r.bridge_running {
+        format!("{} will be tried again within a second", r.outbox_id)
+    } else {
+        format!(
+            "{}: retry asked; no bridge is running, the next one to start tries it at once",
+            r.outbox_id
+        )
     }
 }

@@ -10,7 +10,7 @@ use crate::live::snapshot::Snapshot;
 use super::super::app::{App, Effect, FlashKind, PromptFor, Question, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::keymap::Pane;
-use super::super::ops::Outcome;
+use super::super::ops::{Done, Outcome};
 use super::super::shown::Version;
 use super::{Act, Op, line};
 
@@ -144,28 +144,12 @@ impl Act for super::Pause<'_> {
         ));
     }
 
-    fn execute(&self, engine: &EngineOperator) -> Result<Outcome, Error> {
-        Ok(Outcome::Pause(engine.conductor().pause(
-            self.target,
-            None,
-            self.reason,
-        )?))
-    }
-
-    fn summarize(&self, outcome: &Outcome) -> String {
-        let Outcome::Pause(r) = outcome else {
-            return String::new();
-        };
-        format!(
-            "{} paused since {}{}",
-            r.pause.target().label(),
-            r.pause.since,
-            if r.status == "duplicate" {
-                " (already paused)"
-            } else {
-                ""
-            }
-        )
+    fn execute(&self, engine: &EngineOperator) -> Result<Done, Error> {
+        Ok(Done::new(
+            engine.conductor().pause(self.target, None, self.reason)?,
+            summary,
+            Outcome::Pause,
+        ))
     }
 
     fn subject(&self) -> String {
@@ -175,4 +159,18 @@ impl Act for super::Pause<'_> {
     fn done_word(&self) -> &'static str {
         "paused"
     }
+}
+
+/// The flash made of the engine's answer.
+fn summary(r: &crate::engine::PauseResult) -> String {
+    format!(
+        "{} paused since {}{}",
+        r.pause.target().label(),
+        r.pause.since,
+        if r.status == "duplicate" {
+            " (already paused)"
+        } else {
+            ""
+        }
+    )
 }

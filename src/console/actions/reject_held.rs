@@ -10,7 +10,7 @@ use super::super::app::{App, Effect, FlashKind, PromptFor, Question, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::keymap::Pane;
 use super::super::marks::FanOut;
-use super::super::ops::Outcome;
+use super::super::ops::{Done, Outcome};
 use super::super::rowkey::RowKey;
 use super::super::shown::{self, Version};
 use super::approve::{approval_summary, held};
@@ -100,19 +100,14 @@ impl Act for super::RejectHeld<'_> {
         shown::dispatch(v, self.handoff_id.as_str(), snap)
     }
 
-    fn execute(&self, engine: &EngineOperator) -> Result<Outcome, Error> {
-        Ok(Outcome::Approval(engine.conductor().reject_held(
-            self.handoff_id,
-            self.reason,
-            Actor::Operator,
-        )?))
-    }
-
-    fn summarize(&self, outcome: &Outcome) -> String {
-        match outcome {
-            Outcome::Approval(r) => approval_summary(r),
-            _ => String::new(),
-        }
+    fn execute(&self, engine: &EngineOperator) -> Result<Done, Error> {
+        Ok(Done::new(
+            engine
+                .conductor()
+                .reject_held(self.handoff_id, self.reason, Actor::Operator)?,
+            approval_summary,
+            Outcome::Approval,
+        ))
     }
 
     fn subject(&self) -> String {

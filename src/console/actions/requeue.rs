@@ -11,7 +11,7 @@ use super::super::engine_ops::EngineOperator;
 use super::super::items;
 use super::super::keymap::Pane;
 use super::super::marks::FanOut;
-use super::super::ops::{OPERATOR, Outcome};
+use super::super::ops::{Done, OPERATOR, Outcome};
 use super::super::rowkey::RowKey;
 use super::super::shown::{self, Version};
 use super::super::times::when;
@@ -131,32 +131,14 @@ impl Act for super::Requeue<'_> {
         shown::dead_letter(v, self.handoff_id.as_str(), snap)
     }
 
-    fn execute(&self, engine: &EngineOperator) -> Result<Outcome, Error> {
-        Ok(Outcome::Requeue(
+    fn execute(&self, engine: &EngineOperator) -> Result<Done, Error> {
+        Ok(Done::new(
             engine
                 .conductor()
                 .requeue(self.handoff_id, self.to.as_ref())?,
+            summary,
+            Outcome::Requeue,
         ))
-    }
-
-    fn summarize(&self, outcome: &Outcome) -> String {
-        let Outcome::Requeue(r) = outcome else {
-            return String::new();
-        };
-        format!(
-            "{} requeued into {}'s inbox, workflow {} waits for its ack again{}",
-            r.handoff_id,
-            r.to_god,
-            r.workflow_id,
-            // The deadline as an age (`due in 5m`), not a raw timestamp.
-            r.ack_deadline
-                .as_deref()
-                .map(|d| format!(
-                    " (ack due {})",
-                    crate::console::times::when(Some(d), chrono::Utc::now(), false)
-                ))
-                .unwrap_or_default()
-        )
     }
 
     fn subject(&self) -> String {
@@ -272,4 +254,22 @@ fn describe(
         Dim,
         format!("Journaled as requeue by {OPERATOR} (console)."),
     ));
+}
+
+/// The flash made of the engine's answer.
+fn summary(r: &crate::engine::RequeueResult) -> String {
+    format!(
+        "{} requeued into {}'s inbox, workflow {} waits for its ack again{}",
+        r.handoff_id,
+        r.to_god,
+        r.workflow_id,
+        // The deadline as an age (`due in 5m`), not a raw timestamp.
+        r.ack_deadline
+            .as_deref()
+            .map(|d| format!(
+                " (ack due {})",
+                crate::console::times::when(Some(d), chrono::Utc::now(), false)
+            ))
+            .unwrap_or_default()
+    )
 }

@@ -10,7 +10,7 @@ use crate::live::snapshot::Snapshot;
 use super::super::app::{App, Effect, FlashKind, Mode, PromptFor, Question, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::keymap::Pane;
-use super::super::ops::{OPERATOR, Outcome};
+use super::super::ops::{Done, OPERATOR, Outcome};
 use super::super::shown::{self, Version};
 use super::{Act, Op, line};
 
@@ -157,43 +157,22 @@ impl Act for super::Rerun<'_> {
         }
     }
 
-    fn execute(&self, engine: &EngineOperator) -> Result<Outcome, Error> {
+    fn execute(&self, engine: &EngineOperator) -> Result<Done, Error> {
         let conductor = engine.conductor();
         let Some(at) = self.as_of else {
-            return Ok(Outcome::Rerun(conductor.rerun(
-                self.workflow_id,
-                self.step,
-                None,
-            )?));
+            return Ok(Done::new(
+                conductor.rerun(self.workflow_id, self.step, None)?,
+                summary,
+                Outcome::Rerun,
+            ));
         };
         // A fork acts on the live root, from the context bag the history holds for the moment.
         let as_of = crate::engine::context_as_of(engine.root(), self.workflow_id, at)?;
-        Ok(Outcome::Rerun(conductor.rerun_as_of(
-            self.workflow_id,
-            self.step,
-            None,
-            &as_of,
-        )?))
-    }
-
-    fn summarize(&self, outcome: &Outcome) -> String {
-        let Outcome::Rerun(r) = outcome else {
-            return String::new();
-        };
-        format!(
-            "{} {} from step {}{} (attempt {}, was {}): dispatched to {} as {}",
-            r.workflow_id,
-            if r.as_of.is_some() { "forked" } else { "rerun" },
-            r.step,
-            r.as_of
-                .as_deref()
-                .map(|t| format!(" as of {t}"))
-                .unwrap_or_default(),
-            r.attempt,
-            r.previous_status,
-            r.to_god,
-            r.handoff_id
-        )
+        Ok(Done::new(
+            conductor.rerun_as_of(self.workflow_id, self.step, None, &as_of)?,
+            summary,
+            Outcome::Rerun,
+        ))
     }
 
     fn subject(&self) -> String {
@@ -301,4 +280,22 @@ fn describe_fork(
              rerun whose status is fork, naming the moment."
         ),
     ));
+}
+
+/// The flash made of the engine's answer.
+fn summary(r: &crate::engine::RerunResult) -> String {
+    format!(
+        "{} {} from step {}{} (attempt {}, was {}): dispatched to {} as {}",
+        r.workflow_id,
+        if r.as_of.is_some() { "forked" } else { "rerun" },
+        r.step,
+        r.as_of
+            .as_deref()
+            .map(|t| format!(" as of {t}"))
+            .unwrap_or_default(),
+        r.attempt,
+        r.previous_status,
+        r.to_god,
+        r.handoff_id
+    )
 }

@@ -8,7 +8,7 @@ use crate::live::snapshot::Snapshot;
 
 use super::super::app::{App, Tone};
 use super::super::engine_ops::EngineOperator;
-use super::super::ops::Outcome;
+use super::super::ops::{Done, Outcome};
 use super::super::shown::Version;
 use super::pause::is_paused;
 use super::{Act, line};
@@ -75,28 +75,12 @@ impl Act for super::Resume<'_> {
         ));
     }
 
-    fn execute(&self, engine: &EngineOperator) -> Result<Outcome, Error> {
-        Ok(Outcome::Resume(
+    fn execute(&self, engine: &EngineOperator) -> Result<Done, Error> {
+        Ok(Done::new(
             engine.conductor().resume(self.target, None)?,
+            summary,
+            Outcome::Resume,
         ))
-    }
-
-    fn summarize(&self, outcome: &Outcome) -> String {
-        let Outcome::Resume(r) = outcome else {
-            return String::new();
-        };
-        format!(
-            "{} resumed after {:.0}s: {} released, {} deadline(s) shifted{}",
-            r.pause.target().label(),
-            r.paused_secs,
-            r.released.len(),
-            r.shifted,
-            if r.errors.is_empty() {
-                String::new()
-            } else {
-                format!("; {} problem(s): repeat to finish", r.errors.len())
-            }
-        )
     }
 
     fn subject(&self) -> String {
@@ -106,4 +90,20 @@ impl Act for super::Resume<'_> {
     fn done_word(&self) -> &'static str {
         "resumed"
     }
+}
+
+/// The flash made of the engine's answer.
+fn summary(r: &crate::engine::ResumeResult) -> String {
+    format!(
+        "{} resumed after {:.0}s: {} released, {} deadline(s) shifted{}",
+        r.pause.target().label(),
+        r.paused_secs,
+        r.released.len(),
+        r.shifted,
+        if r.errors.is_empty() {
+            String::new()
+        } else {
+            format!("; {} problem(s): repeat to finish", r.errors.len())
+        }
+    )
 }

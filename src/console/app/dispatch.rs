@@ -82,23 +82,12 @@ impl App {
         self.open_attention(&item);
     }
 
-    pub(super) fn sort_by(&mut self, word: &str) {
+    /// Orders the current pane by `column` (again: the other way round; `None`: its own order).
+    pub(super) fn sort_by(&mut self, column: Option<items::Column>) {
         let pane = self.pane;
-        if word.trim().is_empty() {
+        let Some(column) = column else {
             self.relist(pane, |a| a.pane_state_mut().sort = None);
             return self.flash(FlashKind::Info, "the pane's own order again");
-        }
-        let Some(column) = items::sort_column(pane, word) else {
-            let cols = items::sort_columns(pane);
-            let text = if cols.is_empty() {
-                format!("{} rows are not sortable", pane.title())
-            } else {
-                format!(
-                    "no column {word:?} here: use {}",
-                    cols.iter().map(|c| c.word()).collect::<Vec<_>>().join(", ")
-                )
-            };
-            return self.flash(FlashKind::Error, text);
         };
         let descending = self
             .pane_state()
@@ -198,7 +187,7 @@ impl App {
             Action::GoWorkflow => crate::console::panes::inboxes::go_workflow(self),
             Action::GoDispatch => crate::console::panes::workflows::go_dispatch(self),
             Action::ToggleFocus | Action::Submit | Action::Cancel => {}
-            Action::Sort(col) => self.sort_by(&col),
+            Action::Sort(col) => self.sort_by(col),
             Action::NextGod | Action::PrevGod => {
                 crate::console::panes::inboxes::cycle_god(self, action == Action::NextGod)
             }
@@ -437,7 +426,7 @@ impl App {
 
     /// Scrolls the open detail, within its lines.
     pub(super) fn scroll_by(&mut self, delta: isize) {
-        let max = self.detail_max.get() as isize;
+        let max = self.drawn.detail_max.get() as isize;
         let st = self.pane_state_mut();
         let from = (st.scroll as isize).min(max);
         st.scroll = (from + delta).clamp(0, max.max(0)) as u16;

@@ -189,22 +189,26 @@ impl App {
     pub fn cleanup_previewed(
         &mut self,
         wf: WorkflowId,
-        result: Result<crate::engine::CleanupResult, String>,
+        result: Result<crate::engine::CleanupResult, crate::engine::Error>,
     ) {
         crate::console::actions::cleanup::cleanup_previewed(self, wf, result)
     }
 
     /// The engine answered an operation.
-    pub fn op_finished(&mut self, op: &Op, result: Result<crate::console::ops::Outcome, String>) {
+    pub fn op_finished(
+        &mut self,
+        op: &Op,
+        result: Result<crate::console::ops::Done, crate::engine::Error>,
+    ) {
         self.in_flight = self.in_flight.saturating_sub(1);
         match result {
-            Ok(v) => {
-                let kind = match &v {
+            Ok(done) => {
+                let kind = match &done.outcome {
                     crate::console::ops::Outcome::Bulk(r) if r.has_failures() => FlashKind::Error,
                     _ => FlashKind::Success,
                 };
-                self.flash(kind, op.summarize(&v));
-                op.finished(self, &v);
+                self.flash(kind, done.flash);
+                op.finished(self, &done.outcome);
             }
             Err(e) => self.flash(FlashKind::Error, format!("{} refused: {e}", op.title())),
         }

@@ -144,7 +144,7 @@ impl App {
             self.mode = Mode::Help(h);
             return;
         }
-        let max = self.help_max.get();
+        let max = self.drawn.help_max.get();
         let page = self.page.max(1);
         // Bottom is kept as "the end" (whatever the size); moving starts from what is shown.
         h.scroll = h.scroll.min(max);
@@ -427,7 +427,23 @@ impl App {
                 self.set_filter(arg);
                 return Vec::new();
             }
-            "sort" => Action::Sort(arg),
+            "sort" if arg.trim().is_empty() => Action::Sort(None),
+            "sort" => match items::sort_column(self.pane, &arg) {
+                Some(column) => Action::Sort(Some(column)),
+                None => {
+                    let cols = items::sort_columns(self.pane);
+                    let text = if cols.is_empty() {
+                        format!("{} rows are not sortable", self.pane.title())
+                    } else {
+                        format!(
+                            "no column {arg:?} here: use {}",
+                            cols.iter().map(|c| c.word()).collect::<Vec<_>>().join(", ")
+                        )
+                    };
+                    self.flash(FlashKind::Error, text);
+                    return Vec::new();
+                }
+            },
             "replay" => return self.replay_command(&arg),
             other => match Pane::parse(other) {
                 Some(p) => Action::GoPane(p),

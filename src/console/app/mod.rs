@@ -262,7 +262,7 @@ pub const DEPTH_SAMPLES: usize = 30;
 /// The whole console state.
 pub struct App {
     pub keymap: Keymap,
-    pub read_only: bool,
+    read_only: bool,
     pub pane: Pane,
     pub panes: super::panes::PaneStates,
     pub mode: Mode,
@@ -279,48 +279,76 @@ pub struct App {
     pub replay: Option<super::replay::ReplayView>,
     pub absolute_times: bool,
     /// Rows visible in the main table (for paging); set from the terminal size.
-    pub page: usize,
+    page: usize,
     /// Operations sent to the engine and not yet answered.
-    pub in_flight: usize,
+    in_flight: usize,
     /// The record the operator's last confirmed action was on (pane, identity): when it goes away
     /// because of that action, the selection moves on to its neighbour instead of reporting it gone.
     acted_on: Option<(Pane, RowKey)>,
     /// The `:` lines run so far (Up/Down recall them).
-    pub history: History,
-    /// The largest scroll offset of the detail drawn last (its lines past one screen). Written by
-    /// drawing, as ratatui's `TableState` offset is, so `G` and paging stop at the last line.
-    pub detail_max: Cell<u16>,
-    /// The same for the help overlay.
-    pub help_max: Cell<usize>,
+    history: History,
+    /// Where drawing put things, for the keys and clicks that follow (see [`Drawn`]).
+    pub drawn: Drawn,
     /// One-line hints the first time something needs the operator (the demo turns them on).
     pub hints: Option<FirstTimeHints>,
     /// Who the journal records for this console's acts (`--actor`, else the login name).
-    pub actor: String,
+    actor: String,
     /// The config's thresholds (stale, overdue, held too long).
-    pub thresholds: super::config::Thresholds,
+    thresholds: super::config::Thresholds,
     /// The config's `[notify]` settings, for the attention notifier.
-    pub notify: super::config::NotifySettings,
-    /// Where the current pane's table was drawn (written by drawing; read by mouse clicks).
-    pub table_at: Cell<Option<super::mouse::TableAt>>,
-    /// Where each tab was drawn last (first column, width, pane), written by drawing, read by clicks
-    /// (labels follow the width and the operator's pane keys).
-    pub(crate) tabs_drawn: RefCell<Vec<(usize, usize, Pane)>>,
+    notify: super::config::NotifySettings,
     /// The last click on a row (when, pane, row), for double-clicks.
     pub(crate) last_click: Option<(Instant, Pane, usize)>,
     /// Mouse capture is on (`:mouse` toggles it).
-    pub mouse: bool,
+    mouse: bool,
     /// Every flash and notification, oldest first (`:messages`).
-    pub messages: VecDeque<Message>,
+    messages: VecDeque<Message>,
     /// Per god, its inbox depth sampled every [`DEPTH_EVERY`], oldest first.
     pub depth: BTreeMap<String, VecDeque<u32>>,
     depth_sampled: Option<DateTime<Utc>>,
-    /// Counts the snapshots installed (the attention items are computed once per snapshot and time).
-    snapshot_gen: u64,
-    /// The attention items of (snapshot generation, now): the header, the tabs and pane 7 share them.
-    attention_memo: RefCell<Option<AttentionMemo>>,
+    /// What a frame asks twice, kept for the snapshot installed (see [`Memo`]).
+    memo: Memo,
+}
+
+/// Where drawing put things, written by drawing (as ratatui's `TableState` offset is) and read by
+/// the keys and clicks that follow.
+#[derive(Debug)]
+pub struct Drawn {
+    /// The largest scroll offset of the detail drawn last (its lines past one screen), so `G`
+    /// and paging stop at the last line.
+    pub detail_max: Cell<u16>,
+    /// The same for the help overlay.
+    pub help_max: Cell<usize>,
+    /// Where the current pane's table was drawn (read by mouse clicks).
+    pub table_at: Cell<Option<super::mouse::TableAt>>,
+    /// Where each tab was drawn last (first column, width, pane), read by clicks (labels follow
+    /// the width and the operator's pane keys).
+    pub tabs: RefCell<Vec<(usize, usize, Pane)>>,
+}
+
+impl Default for Drawn {
+    fn default() -> Self {
+        Self {
+            detail_max: Cell::new(u16::MAX),
+            help_max: Cell::new(usize::MAX),
+            table_at: Cell::new(None),
+            tabs: RefCell::new(Vec::new()),
+        }
+    }
+}
+
+/// What a frame asks twice, computed once per snapshot installed.
+#[derive(Default)]
+struct Memo {
+    /// Counts the snapshots installed (the attention items are computed once per snapshot and
+    /// time).
+    generation: u64,
+    /// The attention items of (snapshot generation, now): the header, the tabs and pane 7 share
+    /// them.
+    attention: RefCell<Option<AttentionMemo>>,
     /// The row count of the Workflows or Inboxes pane for (pane, snapshot, generation, filter):
     /// a frame asks for it twice, and each count is a pass over every workflow or dispatch.
-    rows_memo: RefCell<Option<RowsMemo>>,
+    rows: RefCell<Option<RowsMemo>>,
 }
 
 /// Which first-time hints were shown already.
@@ -354,23 +382,18 @@ impl App {
             in_flight: 0,
             acted_on: None,
             history: History::default(),
-            detail_max: Cell::new(u16::MAX),
-            help_max: Cell::new(usize::MAX),
+            drawn: Drawn::default(),
             hints: None,
             // The run loop sets the real one (`--actor`, else the login name).
             actor: super::ops::OPERATOR.to_owned(),
             thresholds: Default::default(),
             notify: Default::default(),
-            table_at: Cell::new(None),
-            tabs_drawn: RefCell::new(Vec::new()),
             last_click: None,
             mouse: true,
             messages: VecDeque::new(),
             depth: BTreeMap::new(),
             depth_sampled: None,
-            snapshot_gen: 0,
-            attention_memo: RefCell::new(None),
-            rows_memo: RefCell::new(None),
+            memo: Memo::default(),
         }
     }
 
@@ -384,7 +407,7 @@ impl App {
         self.notify = cfg.notify.clone();
         let s = self.snapshot.clone();
         self.snapshot = self.with_my_thresholds(&s);
-        self.snapshot_gen += 1;
+        self.memo.generation += 1;
     }
 
     /// `s` with this console's overdue and held-too-long thresholds (the snapshot itself when the
@@ -394,6 +417,31 @@ impl App {
             self.thresholds.overdue_after(),
             self.thresholds.held_after(),
         )
+    }
+
+    /// Whether the console refuses every act (`--read-only`).
+    pub fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// Turns `--read-only` on or off: every act refused.
+    pub fn set_read_only(&mut self, on: bool) {
+        self.read_only = on;
+    }
+
+    /// Every flash and notification kept for `:messages`, oldest first.
+    pub fn messages(&self) -> &VecDeque<Message> {
+        &self.messages
+    }
+
+    /// The terminal's size: how many rows the main table shows (paging moves by it).
+    pub fn set_page(&mut self, rows: usize) {
+        self.page = rows;
+    }
+
+    /// Who the journal records for this console's acts (`--actor`, else the login name).
+    pub fn set_actor(&mut self, actor: String) {
+        self.actor = actor;
     }
 
     pub fn pane_state(&self) -> &PaneState {

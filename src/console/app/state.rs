@@ -8,15 +8,15 @@ impl App {
     /// Every attention item of the snapshot now, snoozed ones included (computed once per snapshot
     /// and time).
     pub(super) fn attention_items(&self) -> Arc<Vec<attention::Item>> {
-        let mut memo = self.attention_memo.borrow_mut();
+        let mut memo = self.memo.attention.borrow_mut();
         if let Some((g, t, items)) = memo.as_ref()
-            && *g == self.snapshot_gen
+            && *g == self.memo.generation
             && *t == self.now
         {
             return items.clone();
         }
         let items = Arc::new(attention::items(&self.snapshot, self.now));
-        *memo = Some((self.snapshot_gen, self.now, items.clone()));
+        *memo = Some((self.memo.generation, self.now, items.clone()));
         items
     }
 
@@ -162,14 +162,14 @@ impl App {
             return view.count(self, &f);
         }
         let at = Arc::as_ptr(&self.snapshot) as usize;
-        if let Some((p, ptr, g, filter, n)) = self.rows_memo.borrow().as_ref()
-            && (*p, *ptr, *g) == (self.pane, at, self.snapshot_gen)
+        if let Some((p, ptr, g, filter, n)) = self.memo.rows.borrow().as_ref()
+            && (*p, *ptr, *g) == (self.pane, at, self.memo.generation)
             && *filter == f
         {
             return *n;
         }
         let n = view.count(self, &f);
-        *self.rows_memo.borrow_mut() = Some((self.pane, at, self.snapshot_gen, f, n));
+        *self.memo.rows.borrow_mut() = Some((self.pane, at, self.memo.generation, f, n));
         n
     }
 
@@ -204,7 +204,7 @@ impl App {
     pub fn set_snapshot(&mut self, s: Arc<Snapshot>) {
         let keys: Vec<Option<RowKey>> = Pane::ALL.iter().map(|p| self.selected_key(*p)).collect();
         self.snapshot = self.with_my_thresholds(&s);
-        self.snapshot_gen += 1;
+        self.memo.generation += 1;
         for (pane, key) in Pane::ALL.iter().zip(keys) {
             let Some(key) = key else { continue };
             let (found, len) = self.position_of(*pane, &key);

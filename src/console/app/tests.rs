@@ -169,7 +169,10 @@ fn a_confirmed_op_becomes_an_effect_and_its_result_a_flash() {
         matches!(&**op, Op::ForceUnlock { path, .. } if path.as_str() == "src/app/api/webhooks/stripe/route.ts")
     );
     assert_eq!(a.in_flight, 1);
-    a.op_finished(op, Err("lock timed out".into()));
+    a.op_finished(
+        op,
+        Err(crate::engine::Error::Refused("lock timed out".into())),
+    );
     let f = a.flash.clone().unwrap();
     assert_eq!(f.kind, FlashKind::Error);
     assert!(f.text.contains("refused: lock timed out"), "{}", f.text);

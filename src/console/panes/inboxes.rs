@@ -249,11 +249,7 @@ fn ack_cell<'a>(
     width: Option<u16>,
 ) -> Line<'a> {
     let d = &r.view.dispatch;
-    let ack = if r.held {
-        "held".to_owned()
-    } else {
-        d.ack_status.to_string()
-    };
+    let ack = items::AckShown::of_dispatch(&d.ack_status, r.held);
     let (astyle, g) = theme.ack_status(&ack);
     let parts = items::delivery_parts(d, app.now);
     let form = |word: bool, flag: &str, count: bool| {
@@ -378,11 +374,7 @@ fn dispatch_fields<'a>(
 ) -> Vec<Line<'a>> {
     let now = app.now;
     let abs = app.absolute_times;
-    let ack = if r.held {
-        "held".to_owned()
-    } else {
-        d.ack_status.to_string()
-    };
+    let ack = items::AckShown::of_dispatch(&d.ack_status, r.held);
     let (astyle, g) = theme.ack_status(&ack);
     let mut l = vec![
         kv("inbox", r.god.to_owned(), theme.base(), theme),

@@ -1,9 +1,12 @@
-//! The panes. A pane is one module: it implements [`PaneView`] (its title, its rows and their
-//! identities from a snapshot, what `y` copies, the columns it sorts by, its list and detail
-//! drawn, what `Enter` does on a row, which actions it offers) and is registered by ONE line of
-//! the [`panes!`] table below, which makes the [`Pane`] variant, its place in [`Pane::ALL`] (its
-//! number) and its module. The `App` asks the current pane through [`Pane::view`]; it never
-//! matches over every pane. Per-pane state lives in [`PaneStates`], indexed by [`Pane`].
+//! The panes. A pane is one module: it implements [`ListPane`] (its rows through a filter and each
+//! row's identity, from which [`Rows`] gives `count`, `keys`, `key_at` and `position_of`) and
+//! [`PaneView`] (its title, what `y` copies, the columns it sorts by, its list and detail drawn,
+//! what `Enter` does on a row, which actions it offers), and is registered by ONE line of the
+//! [`panes!`] table below, which makes the [`Pane`] variant, its place in [`Pane::ALL`] (its
+//! number, which its frame's title takes through [`Pane::heading`]) and its module. The `App` asks
+//! the current pane through [`Pane::view`]; it never matches over every pane. Per-pane state lives
+//! in [`PaneStates`]: the list state indexed by [`Pane`], and what a pane keeps of its own (a struct
+//! of its module); a pane's verbs are free functions of its module taking the `App`.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;

@@ -68,8 +68,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let costed = app.snapshot.has_cost();
     let row = |w: &&WorkflowView| {
         let s = &w.state;
-        let status = s.status.to_string();
-        let (sstyle, glyph) = theme.workflow_status(&status);
+        let (sstyle, glyph) = theme.workflow_status(&s.status);
         let ack = items::ack_state(w);
         let (astyle, aglyph) = theme.ack_status(&ack);
         let overdue = app.snapshot.overdue(w, now);
@@ -100,7 +99,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                 },
             )),
             Line::from(s.definition_id.as_deref().unwrap_or("-").to_owned()),
-            Line::from(Span::styled(format!("{glyph} {status}"), sstyle)),
+            Line::from(Span::styled(format!("{glyph} {}", s.status), sstyle)),
             Line::from(s.current_step.as_deref().unwrap_or("-").to_owned()),
             Line::from(s.dispatched_to.as_deref().unwrap_or("-").to_owned()),
             Line::from(age),
@@ -215,10 +214,9 @@ fn state_fields<'a>(
 ) -> Vec<Line<'a>> {
     let now = app.now;
     let abs = app.absolute_times;
-    let status = s.status.to_string();
-    let (sstyle, glyph) = theme.workflow_status(&status);
+    let (sstyle, glyph) = theme.workflow_status(&s.status);
     let mut l: Vec<Line> = vec![
-        kv("status", format!("{glyph} {status}"), sstyle, theme),
+        kv("status", format!("{glyph} {}", s.status), sstyle, theme),
         kv(
             "definition",
             format!(
@@ -349,7 +347,7 @@ fn acks_section(l: &mut Vec<Line>, app: &App, s: &WorkflowState, theme: &Theme) 
         l.push(Line::styled("  (none)", theme.dim()));
     }
     for a in &s.acks {
-        let st = a.status.to_string();
+        let st = items::AckShown::Status(a.status.clone());
         let (style, g) = theme.ack_status(&st);
         l.push(Line::from(vec![
             Span::styled(format!("  {g} {st:<10}"), style),

@@ -73,12 +73,42 @@ pub struct ReplayHandle {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+/// Why the replay cannot show a moment or move there.
+#[derive(Debug)]
+pub enum ReplayError {
+    /// The history refused, in the engine's words: a root never recorded, or the history's files
+    /// for the moment over their bounds (naming the file).
+    History(crate::engine::Error),
+    /// The replay's thread could not start.
+    Thread(std::io::Error),
+    /// The replay's scratch root (where a recorded moment is laid out) could not be made.
+    Scratch(std::io::Error),
+}
+
+impl std::fmt::Display for ReplayError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReplayError::History(e) => e.fmt(f),
+            ReplayError::Thread(e) => write!(f, "cannot start the replay: {e}"),
+            ReplayError::Scratch(e) => write!(f, "cannot make the replay's scratch root: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ReplayError {}
+
+impl From<crate::engine::Error> for ReplayError {
+    fn from(e: crate::engine::Error) -> Self {
+        ReplayError::History(e)
+    }
+}
+
 impl ReplayHandle {
     /// Opens the history of `root` at moment `at_us` and publishes its first frame before
     /// returning; refused (with the engine's words) on a root never recorded or a moment the
     /// history cannot show (its files over their bounds, naming the file). A moment before the
     /// history starts opens at its first moment, with a note saying so.
-    pub fn start(root: &Root, at_us: i64, opts: ModelOptions) -> Result<Self, String> {
+    pub fn start(root: &Root, at_us: i64, opts: ModelOptions) -> Result<Self, ReplayError> {
         let worker = Worker::open(root, at_us, opts)?;
         let (frame_tx, frames) = watch::channel(Arc::new(worker.frame()));
         let (note_tx, notes) = tokio::sync::mpsc::unbounded_channel();
@@ -89,7 +119,7 @@ impl ReplayHandle {
         let thread = std::thread::Builder::new()
             .name("pantheon-replay".into())
             .spawn(move || worker.run(rx, frame_tx, note_tx))
-            .map_err(|e| format!("cannot start the replay: {e}"))?;
+            .map_err(ReplayError::Thread)?;
         Ok(Self {
             frames,
             notes,
@@ -122,19 +152,20 @@ impl Drop for ReplayHandle {
 
 /// The timeline of `root`'s history; refused, with the engine's words, on a root never recorded.
 /// (A moment before the history starts opens at its first moment: [`before_note`].)
-pub fn timeline_at(root: &Root, _at_us: i64) -> Result<Timeline, String> {
-    Timeline::open(root).map_err(|e| e.to_string())
+pub fn timeline_at(root: &Root, _at_us: i64) -> Result<Timeline, ReplayError> {
+    Ok(Timeline::open(root)?)
 }
 
 /// Checks that the history can show moment `at_us` (or its first moment, for a moment before it):
 /// refused, with the engine's words, on a root never recorded or when the history's files for the
 /// moment are over their bounds (naming the file). The console asks this before it takes the
 /// terminal.
-pub fn check_moment(root: &Root, at_us: i64) -> Result<(), String> {
+pub fn check_moment(root: &Root, at_us: i64) -> Result<(), ReplayError> {
     let mut timeline = timeline_at(root, at_us)?;
     let at_us = at_us.max(timeline.first_us());
-    let pos = timeline.position_at(at_us).map_err(|e| e.to_string())?;
-    timeline.tree_at(pos).map(|_| ()).map_err(|e| e.to_string())
+    let pos = timeline.position_at(at_us)?;
+    timeline.tree_at(pos)?;
+    Ok(())
 }
 
 /// What the operator is told when the moment asked for, `at_us`, is before the history's first,
@@ -248,15 +279,14 @@ struct Worker {
 }
 
 impl Worker {
-    fn open(root: &Root, at_us: i64, opts: ModelOptions) -> Result<Self, String> {
+    fn open(root: &Root, at_us: i64, opts: ModelOptions) -> Result<Self, ReplayError> {
         let mut timeline = timeline_at(root, at_us)?;
         let at_us = at_us.max(timeline.first_us());
-        let pos = timeline.position_at(at_us).map_err(|e| e.to_string())?;
-        let tree = timeline.tree_at(pos).map_err(|e| e.to_string())?;
+        let pos = timeline.position_at(at_us)?;
+        let tree = timeline.tree_at(pos)?;
         // The scratch root reads with the live root's settings (thresholds, staleness), not the
         // defaults of a directory without a config.
-        let mut scratch = Scratch::new(root.settings.clone())
-            .map_err(|e| format!("cannot make the replay's scratch root: {e}"))?;
+        let mut scratch = Scratch::new(root.settings.clone()).map_err(ReplayError::Scratch)?;
         // The first screen within twice the live one's: half its reading budget for the layout
         // (reading what was laid out takes about as long again); what is not laid out by then
         // follows in the background, and the bar says how far.
@@ -320,24 +350,24 @@ impl Worker {
     }
 
     /// Moves the scratch root and the model to position `pos`; the moment becomes its change's.
-    fn go(&mut self, pos: u64) -> Result<(), String> {
+    fn go(&mut self, pos: u64) -> Result<(), ReplayError> {
         let pos = pos.clamp(self.timeline.first(), self.timeline.end());
         let here = self.view.pos;
         if pos == here {
             // The scratch root shows this position already.
-            self.view.moment_us = self.timeline.moment_of(pos).map_err(|e| e.to_string())?;
+            self.view.moment_us = self.timeline.moment_of(pos)?;
             return Ok(());
         }
         let tree = if pos > here && pos - here <= 64 {
             let mut t = self.tree.clone();
             for seq in here..pos {
-                if let Some(c) = self.timeline.change(seq).map_err(|e| e.to_string())? {
+                if let Some(c) = self.timeline.change(seq)? {
                     apply_change(&mut t, &c);
                 }
             }
             t
         } else {
-            self.timeline.tree_at(pos).map_err(|e| e.to_string())?
+            self.timeline.tree_at(pos)?
         };
         let touched = self.scratch.show(self.timeline.dir(), &tree);
         self.view.loading = None;
@@ -351,7 +381,7 @@ impl Worker {
             self.snapshot = s;
         }
         self.view.pos = pos;
-        self.view.moment_us = self.timeline.moment_of(pos).map_err(|e| e.to_string())?;
+        self.view.moment_us = self.timeline.moment_of(pos)?;
         self.view.change = self.label(pos);
         Ok(())
     }
@@ -393,7 +423,7 @@ impl Worker {
                 None => self.play(),
             };
             if let Err(e) = &note {
-                let _ = notes.send((true, e.clone()));
+                let _ = notes.send((true, e.to_string()));
             } else if let Ok(Some(n)) = &note {
                 let _ = notes.send((false, n.clone()));
             }
@@ -418,7 +448,7 @@ impl Worker {
     }
 
     /// One command; `Ok(Some(text))` is a note for the operator.
-    fn handle(&mut self, cmd: Cmd) -> Result<Option<String>, String> {
+    fn handle(&mut self, cmd: Cmd) -> Result<Option<String>, ReplayError> {
         match cmd {
             Cmd::Step(n) => {
                 self.view.playing = false;
@@ -428,10 +458,7 @@ impl Worker {
                     // Act by act: the supervisors' heartbeats are stepped over.
                     let mut to = self.view.pos;
                     for _ in 0..n.unsigned_abs() {
-                        to = self
-                            .timeline
-                            .step_act(to, n > 0)
-                            .map_err(|e| e.to_string())?;
+                        to = self.timeline.step_act(to, n > 0)?;
                     }
                     to
                 };
@@ -455,7 +482,7 @@ impl Worker {
             Cmd::Seek(asked) => {
                 self.view.playing = false;
                 let at = asked.max(self.timeline.first_us());
-                let pos = self.timeline.position_at(at).map_err(|e| e.to_string())?;
+                let pos = self.timeline.position_at(at)?;
                 self.go(pos)?;
                 self.view.moment_us = at.max(self.view.moment_us);
                 Ok(before_note(asked, self.timeline.first_us()))
@@ -464,8 +491,7 @@ impl Worker {
                 self.view.playing = false;
                 match self
                     .timeline
-                    .find(self.view.pos, forward, u64::MAX, &is_journal)
-                    .map_err(|e| e.to_string())?
+                    .find(self.view.pos, forward, u64::MAX, &is_journal)?
                 {
                     Some((pos, _)) => self.go(pos).map(|()| None),
                     None => Ok(Some(format!(
@@ -508,8 +534,8 @@ impl Worker {
 
     /// At the last position: reads the history again (a recorder may have written more since);
     /// says so when nothing new was recorded.
-    fn refresh_at_end(&mut self) -> Result<Option<String>, String> {
-        self.timeline.refresh().map_err(|e| e.to_string())?;
+    fn refresh_at_end(&mut self) -> Result<Option<String>, ReplayError> {
+        self.timeline.refresh()?;
         self.view.first = self.timeline.first();
         self.view.end = self.timeline.end();
         self.view.last_us = self.timeline.last_us();
@@ -525,21 +551,17 @@ impl Worker {
 
     /// Playback: moves the moment by the real time elapsed times the speed and applies the
     /// changes that fell due; pauses at the end of the history.
-    fn play(&mut self) -> Result<Option<String>, String> {
+    fn play(&mut self) -> Result<Option<String>, ReplayError> {
         let elapsed = self.played_at.elapsed();
         self.played_at = Instant::now();
         let moment = self.view.advanced(elapsed);
-        let pos = self
-            .timeline
-            .position_at(moment)
-            .map_err(|e| e.to_string())?
-            .max(self.view.pos);
+        let pos = self.timeline.position_at(moment)?.max(self.view.pos);
         if pos != self.view.pos {
             self.go(pos)?;
         }
         self.view.moment_us = moment.max(self.view.moment_us);
         if self.view.at_end() && self.view.moment_us >= self.view.last_us {
-            self.timeline.refresh().map_err(|e| e.to_string())?;
+            self.timeline.refresh()?;
             self.view.end = self.timeline.end();
             self.view.last_us = self.timeline.last_us();
             if self.view.at_end() {
@@ -555,14 +577,11 @@ impl Worker {
 
     /// Replays forward until an attention item appears that the moment before did not have: at a
     /// change, or when time alone brings it (an ack going overdue, a lease running out).
-    fn next_attention(&mut self) -> Result<Option<String>, String> {
+    fn next_attention(&mut self) -> Result<Option<String>, ReplayError> {
         let start = (self.view.pos, self.view.moment_us);
         let mut seen = attention_keys(&self.snapshot, self.view.moment_us);
         for _ in 0..ATTENTION_BUDGET {
-            let next = self
-                .timeline
-                .change(self.view.pos)
-                .map_err(|e| e.to_string())?;
+            let next = self.timeline.change(self.view.pos)?;
             let timed = super::moments::next(&self.snapshot, instant(self.view.moment_us))
                 .map(|t| (t + super::moments::AFTER).timestamp_micros())
                 .filter(|t| next.as_ref().is_none_or(|c| *t < c.at_us));
@@ -590,7 +609,7 @@ impl Worker {
 
     /// Replays the changes before this moment, window by window, for the last position where an
     /// attention item appeared that the change before did not have.
-    fn previous_attention(&mut self) -> Result<Option<String>, String> {
+    fn previous_attention(&mut self) -> Result<Option<String>, ReplayError> {
         let start = (self.view.pos, self.view.moment_us);
         let first = self.timeline.first();
         let mut upto = start.0.saturating_sub(1);

@@ -1,5 +1,7 @@
 //! Overlays: the confirmation dialog (Cancel focused), the ack chooser, the text prompt, the help.
 
+use crate::console::items::AckShown;
+use crate::engine::AckStatus;
 use ratatui::Frame;
 use ratatui::layout::{Alignment, Rect};
 use ratatui::text::{Line, Span};
@@ -102,7 +104,7 @@ pub fn ack_menu(
     };
     let mut lines = vec![Line::styled(what, theme.dim()), Line::default()];
     for (i, c) in AckChoice::ALL.iter().enumerate() {
-        let (style, g) = theme.ack_status(c.as_str());
+        let (style, g) = theme.ack_status(&AckShown::Status(AckStatus::parse(c.as_str())));
         let text = format!(" {g} {:<10} ", c.as_str());
         lines.push(if i == choice {
             Line::styled(format!("▶{text}"), theme.selected())
@@ -176,7 +178,7 @@ pub fn help(frame: &mut Frame, area: Rect, app: &App, h: &HelpView, theme: &Them
             lines.push(Line::styled(row.section.clone(), theme.header()));
             last = &row.section;
         }
-        let disabled = app.read_only && row.mutation;
+        let disabled = app.read_only() && row.mutation;
         let mut text = row.text.clone();
         if disabled {
             text.push_str(" (disabled: read-only)");
@@ -198,10 +200,10 @@ pub fn help(frame: &mut Frame, area: Rect, app: &App, h: &HelpView, theme: &Them
     let lines = super::wrap::wrap_lines(lines, inner_w.max(1));
     let height = r.height.saturating_sub(2) as usize;
     let max = lines.len().saturating_sub(height);
-    app.help_max.set(max);
+    app.drawn.help_max.set(max);
     let scroll = h.scroll.min(max);
     let mut title = String::from(" Help ");
-    if app.read_only {
+    if app.read_only() {
         title.push_str("· read-only: actions are disabled ");
     }
     let pos = if lines.len() > height {

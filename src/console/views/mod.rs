@@ -59,7 +59,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
         None => draw_header(frame, header, app, theme),
     }
     draw_tabs(frame, tabs, app, theme);
-    app.table_at.set(None);
+    app.drawn.table_at.set(None);
     app.pane.view().draw(frame, body, app, theme);
     draw_marks(frame, app, theme);
     issues::last_good_marker(frame, body, app, theme);
@@ -91,7 +91,8 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
 pub(crate) fn record_table(app: &App, area: Rect, first: usize) {
     let height = area.height.saturating_sub(3) as usize;
     let rows = app.row_count().saturating_sub(first).min(height);
-    app.table_at
+    app.drawn
+        .table_at
         .set(Some(crate::console::mouse::TableAt { area, first, rows }));
 }
 
@@ -161,7 +162,9 @@ fn draw_marks(frame: &mut Frame, app: &App, theme: &Theme) {
     if st.picked.is_empty() || st.detail {
         return;
     }
-    let Some(t) = app.table_at.get() else { return };
+    let Some(t) = app.drawn.table_at.get() else {
+        return;
+    };
     let keys = app.keys(app.pane);
     for i in 0..t.rows {
         if crate::console::marks::is_picked(app, &keys, t.first + i) {
@@ -200,7 +203,7 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         [" ◈ pantheon ", " ◈ pantheon ", " ◈ "],
         theme.title(),
     )];
-    if app.read_only {
+    if app.read_only() {
         items.push(HeaderItem::new(
             Part::Count,
             ["READ-ONLY ", "READ-ONLY ", "RO "],
@@ -612,12 +615,12 @@ fn messages(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         area.height.saturating_sub(2),
     );
     frame.render_widget(ratatui::widgets::Clear, r);
-    let title = format!(" Messages: {} · any key closes ", app.messages.len());
-    if app.messages.is_empty() {
+    let title = format!(" Messages: {} · any key closes ", app.messages().len());
+    if app.messages().is_empty() {
         return empty(frame, r, title, "No message yet.", theme);
     }
     let lines: Vec<Line> = app
-        .messages
+        .messages()
         .iter()
         .rev()
         .take(r.height.saturating_sub(2) as usize)
@@ -690,7 +693,7 @@ fn draw_tabs(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         spans.push(Span::styled(label, style));
         spans.push(Span::raw(" "));
     }
-    *app.tabs_drawn.borrow_mut() = drawn;
+    *app.drawn.tabs.borrow_mut() = drawn;
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
@@ -753,7 +756,7 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 fn draw_footer(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let mut spans = Vec::new();
     let km = &app.keymap;
-    let ro = app.read_only;
+    let ro = app.read_only();
     let hints: Vec<(String, &str)> = match &app.mode {
         Mode::Confirm(_) => km.hints_in(&[Scope::Dialog(Dialog::Confirm)], ro),
         Mode::AckMenu { .. } => km.hints_in(&[Scope::Dialog(Dialog::AckMenu)], ro),
@@ -1008,7 +1011,7 @@ pub(crate) fn detail(
     let wrapped = wrap::wrap_lines(lines, inner_w);
     let total = wrapped.len();
     let max = total.saturating_sub(inner_h).min(u16::MAX as usize) as u16;
-    app.detail_max.set(max);
+    app.drawn.detail_max.set(max);
     let scroll = app.pane_state().scroll.min(max);
     let first = scroll as usize + 1;
     let last = (scroll as usize + inner_h).min(total);
