@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use crate::engine::{Actor, Error, WorkflowId};
 use crate::live::snapshot::Snapshot;
 
-use super::super::app::{App, Effect, PromptFor, Question, Tone};
+use super::super::app::{AnswerError, App, Effect, PromptFor, Question, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::items;
 use super::super::keymap::Pane;
@@ -46,7 +46,7 @@ impl Question for Reason {
         }
     }
 
-    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), String> {
+    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), AnswerError> {
         abort_answered(app, self.0, answer);
         Ok(())
     }

@@ -10,8 +10,8 @@ use crate::engine::{
 use crate::live::snapshot::Snapshot;
 
 use super::super::app::{
-    AckStage, AckTarget, App, Effect, FlashKind, Mode, PromptFor, Question, Tone, parse_eta,
-    parse_gates,
+    AckStage, AckTarget, AnswerError, App, Effect, FlashKind, Mode, PromptFor, Question, Tone,
+    parse_eta, parse_gates,
 };
 use super::super::engine_ops::EngineOperator;
 use super::super::items;
@@ -110,7 +110,7 @@ impl Question for AckQuestion {
         }
     }
 
-    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), String> {
+    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), AnswerError> {
         let AckQuestion {
             target,
             status,
@@ -192,7 +192,7 @@ pub(crate) fn ack_answered(
     status: AckChoice,
     stage: AckStage,
     answer: Option<String>,
-) -> Result<(), String> {
+) -> Result<(), AnswerError> {
     let op = match stage {
         AckStage::Message if status == AckChoice::Pending => {
             app.ask(

@@ -7,7 +7,9 @@ use crate::engine::{Actor, ApprovalResult, ApprovalStatus, Budget, Error, Handof
 use crate::live::ledger::Bar;
 use crate::live::snapshot::Snapshot;
 
-use super::super::app::{App, Effect, FlashKind, PromptFor, Question, Tone, parse_budget};
+use super::super::app::{
+    AnswerError, App, Effect, FlashKind, PromptFor, Question, Tone, parse_budget,
+};
 use super::super::engine_ops::EngineOperator;
 use super::super::items;
 use super::super::keymap::Pane;
@@ -49,7 +51,7 @@ impl Question for Raise {
         }
     }
 
-    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), String> {
+    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), AnswerError> {
         raise_answered(app, self.handoff_id, &self.held, answer)
     }
 }
@@ -251,12 +253,12 @@ pub(crate) fn raise_answered(
     handoff_id: HandoffId,
     held: &[(String, Vec<Bar>)],
     answer: Option<String>,
-) -> Result<(), String> {
+) -> Result<(), AnswerError> {
     let raise = answer.as_deref().map(parse_budget).transpose()?;
     if let Some(to) = &raise
         && let Some(why) = still_reached(held, to)
     {
-        return Err(why);
+        return Err(AnswerError::Unreadable(why));
     }
     app.confirm(Op::Approve { handoff_id, raise });
     Ok(())

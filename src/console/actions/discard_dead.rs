@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use crate::engine::{Error, HandoffId};
 use crate::live::snapshot::Snapshot;
 
-use super::super::app::{App, Effect, PromptFor, Question, Tone};
+use super::super::app::{AnswerError, App, Effect, PromptFor, Question, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::items;
 use super::super::keymap::Pane;
@@ -52,7 +52,7 @@ impl Question for Reason {
         format!("Discard dead letter {}", self.0)
     }
 
-    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), String> {
+    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), AnswerError> {
         app.confirm(Op::DiscardDead {
             handoff_id: self.0,
             reason: answer.unwrap_or_default(),

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use crate::engine::Error;
 use crate::live::snapshot::{BridgeKind, Snapshot};
 
-use super::super::app::{App, Effect, PromptFor, Question, Tone};
+use super::super::app::{AnswerError, App, Effect, PromptFor, Question, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::keymap::Pane;
 use super::super::marks::FanOut;
@@ -43,7 +43,7 @@ impl Question for Reason {
         }
     }
 
-    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), String> {
+    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), AnswerError> {
         app.confirm(Op::OutboxDiscard {
             outbox_id: self.0,
             reason: answer.unwrap_or_default(),

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use crate::engine::{Error, GodName, PauseKind, PauseTarget, TrackName};
 use crate::live::snapshot::Snapshot;
 
-use super::super::app::{App, Effect, FlashKind, PromptFor, Question, Tone};
+use super::super::app::{AnswerError, App, Effect, FlashKind, PromptFor, Question, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::keymap::Pane;
 use super::super::ops::{Done, Outcome};
@@ -89,7 +89,7 @@ impl Question for Reason {
         format!("Pause {}", self.0.label())
     }
 
-    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), String> {
+    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), AnswerError> {
         app.confirm(Op::Pause {
             target: self.0,
             reason: answer.unwrap_or_default(),

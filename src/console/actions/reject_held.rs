@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use crate::engine::{Actor, Error, HandoffId};
 use crate::live::snapshot::Snapshot;
 
-use super::super::app::{App, Effect, FlashKind, PromptFor, Question, Tone};
+use super::super::app::{AnswerError, App, Effect, FlashKind, PromptFor, Question, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::keymap::Pane;
 use super::super::marks::FanOut;
@@ -40,7 +40,7 @@ impl Question for Reason {
         }
     }
 
-    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), String> {
+    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), AnswerError> {
         reject_held_answered(app, self.0, answer);
         Ok(())
     }

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use crate::engine::{Error, GodName, HandoffId};
 use crate::live::snapshot::Snapshot;
 
-use super::super::app::{App, Effect, FlashKind, Mode, PromptFor, Question, Tone};
+use super::super::app::{AnswerError, App, Effect, FlashKind, Mode, PromptFor, Question, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::items;
 use super::super::keymap::Pane;
@@ -40,7 +40,7 @@ impl Question for Destination {
         }
     }
 
-    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), String> {
+    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), AnswerError> {
         requeue_answered(app, self.handoff_id, self.from_god, answer)
     }
 }
@@ -89,10 +89,10 @@ pub(crate) fn requeue_answered(
     handoff_id: HandoffId,
     from_god: GodName,
     answer: Option<String>,
-) -> Result<(), String> {
+) -> Result<(), AnswerError> {
     let to = match answer.as_deref() {
         None => None,
-        Some(g) => Some(GodName::parse_as("god", g).map_err(|e| e.to_string())?),
+        Some(g) => Some(GodName::parse_as("god", g)?),
     };
     // The god it was delivered to last is the engine's own default: no `--to` (with
     // marks, each dead letter is compared with its own last god when fanned out).

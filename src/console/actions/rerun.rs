@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use crate::engine::{Error, StepId, WorkflowId};
 use crate::live::snapshot::Snapshot;
 
-use super::super::app::{App, Effect, FlashKind, Mode, PromptFor, Question, Tone};
+use super::super::app::{AnswerError, App, Effect, FlashKind, Mode, PromptFor, Question, Tone};
 use super::super::engine_ops::EngineOperator;
 use super::super::keymap::Pane;
 use super::super::ops::{Done, OPERATOR, Outcome};
@@ -36,7 +36,7 @@ impl Question for FromStep {
         }
     }
 
-    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), String> {
+    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), AnswerError> {
         rerun_answered(app, self.workflow_id, self.as_of, answer)
     }
 }
@@ -108,16 +108,16 @@ pub(crate) fn rerun_answered(
     workflow_id: WorkflowId,
     as_of: Option<String>,
     answer: Option<String>,
-) -> Result<(), String> {
+) -> Result<(), AnswerError> {
     let step = answer.unwrap_or_default();
     let steps = rerun_steps(app, &workflow_id);
     if !steps.is_empty() && !steps.contains(&step) {
-        return Err(format!(
+        return Err(AnswerError::Unreadable(format!(
             "{step:?} is not a step of {workflow_id}'s definition (Tab completes: {})",
             steps.join(", ")
-        ));
+        )));
     }
-    let step = StepId::parse_as("step", &step).map_err(|e| e.to_string())?;
+    let step = StepId::parse_as("step", &step)?;
     app.confirm(Op::Rerun {
         workflow_id,
         step,

@@ -67,7 +67,7 @@ impl App {
         &mut self,
         purpose: PromptFor,
         text: String,
-    ) -> Result<(), String> {
+    ) -> Result<(), AnswerError> {
         let answer = (!text.is_empty()).then_some(text);
         match purpose {
             PromptFor::Action(q) => q.answered(self, answer),

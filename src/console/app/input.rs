@@ -106,7 +106,7 @@ impl App {
                         return Vec::new();
                     }
                     if let Err(why) = self.prompt_answered(p.purpose.clone(), text) {
-                        self.flash(FlashKind::Error, why);
+                        self.flash(FlashKind::Error, why.to_string());
                         self.mode = Mode::Prompt(p);
                     }
                     Vec::new()

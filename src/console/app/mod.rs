@@ -121,7 +121,41 @@ pub trait Question: std::fmt::Debug + QuestionClone {
 
     /// The answer was typed (`None`: left empty): the next question, the confirmation, or an
     /// error that keeps the prompt open.
-    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), String>;
+    fn answered(self: Box<Self>, app: &mut App, answer: Option<String>) -> Result<(), AnswerError>;
+}
+
+/// Why a prompt's answer is not taken: the prompt stays open and the flash says why.
+#[derive(Debug)]
+pub enum AnswerError {
+    /// The text is not what the prompt asks for (an ETA, a budget, gates, a step, a god): what
+    /// was wrong and what it takes.
+    Unreadable(String),
+    /// The engine refused the value (an id that is no id, free text past its limits), in its
+    /// words.
+    Engine(crate::engine::Error),
+}
+
+impl std::fmt::Display for AnswerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AnswerError::Unreadable(why) => f.write_str(why),
+            AnswerError::Engine(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for AnswerError {}
+
+impl From<String> for AnswerError {
+    fn from(why: String) -> Self {
+        AnswerError::Unreadable(why)
+    }
+}
+
+impl From<crate::engine::Error> for AnswerError {
+    fn from(e: crate::engine::Error) -> Self {
+        AnswerError::Engine(e)
+    }
 }
 
 /// Cloning a boxed [`Question`] (the input mode is cloned); implemented for every `Clone` question.

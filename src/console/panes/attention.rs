@@ -1,6 +1,6 @@
 //! Pane 7: everything that waits on a human, newest first: reason, age, what resolves it.
 
-use crate::console::app::{FlashKind, PromptFor, parse_eta};
+use crate::console::app::{AnswerError, FlashKind, PromptFor, parse_eta};
 use crate::console::attention;
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -115,7 +115,7 @@ pub(crate) fn snooze_answered(
     app: &mut App,
     key: attention::Key,
     answer: Option<String>,
-) -> Result<(), String> {
+) -> Result<(), AnswerError> {
     let until = parse_eta(answer.as_deref().unwrap_or(""), app.now)?;
     let until = crate::engine::time::parse_ts(&until)
         .ok_or_else(|| format!("cannot read {until:?} as a time"))?;
