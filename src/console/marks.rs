@@ -18,7 +18,46 @@ use super::rowkey::RowKey;
 pub type BulkItem = (RowKey, Op);
 
 /// A marked record a bulk action skips, and why.
-pub type Skipped = (RowKey, String);
+pub type Skipped = (RowKey, SkipWhy);
+
+/// Why a bulk action skips a marked record (said in the confirmation and the report).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkipWhy {
+    /// The record went away since it was marked.
+    NoLongerListed,
+    /// An outbox record sent or dead-lettered since it was marked.
+    NoLongerWaits,
+    /// A record of the Bridge pane that is no waiting outbox record.
+    NotWaitingOutbox,
+    /// A held dispatch, which is approved or rejected, not acked: what to press, in words.
+    Held(String),
+    /// A dispatch not held, which is acked, not approved or rejected: what to press, in words.
+    NotHeld(String),
+    /// A dead letter whose workflow an earlier mark aborts already.
+    AbortedOnce(String),
+    /// Its file names an id the engine does not take, in the engine's words.
+    Unreadable(String),
+}
+
+impl std::fmt::Display for SkipWhy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SkipWhy::NoLongerListed => f.write_str("no longer listed"),
+            SkipWhy::NoLongerWaits => f.write_str("no longer waits"),
+            SkipWhy::NotWaitingOutbox => f.write_str("not a waiting outbox record"),
+            SkipWhy::Held(why) | SkipWhy::NotHeld(why) | SkipWhy::Unreadable(why) => {
+                f.write_str(why)
+            }
+            SkipWhy::AbortedOnce(wf) => write!(f, "its workflow {wf} is aborted once already"),
+        }
+    }
+}
+
+impl From<crate::engine::Error> for SkipWhy {
+    fn from(e: crate::engine::Error) -> Self {
+        SkipWhy::Unreadable(e.to_string())
+    }
+}
 
 /// True when the record at `row` of the current pane's list is marked.
 pub fn is_picked(app: &App, keys: &[RowKey], row: usize) -> bool {

@@ -1,6 +1,7 @@
 //! Abort a workflow (`X` on pane 1, or on a dead letter of pane 9: its workflow): the reason is
 //! asked; the confirmation lists what is withdrawn and marked.
 
+use crate::console::marks::SkipWhy;
 use chrono::{DateTime, Utc};
 
 use crate::engine::{Actor, Error, WorkflowId};
@@ -103,37 +104,37 @@ impl Act for super::Abort<'_> {
         Some(self.reason.clone())
     }
 
-    fn mark(&self, fan: &mut FanOut<'_>, mark: &RowKey) -> Option<Result<Op, String>> {
+    fn mark(&self, fan: &mut FanOut<'_>, mark: &RowKey) -> Option<Result<Op, SkipWhy>> {
         Some(if fan.dead_pane {
             abort_dead(fan, self.reason, mark)
         } else {
             match mark {
                 RowKey::Workflow(id) if fan.snap.workflows.iter().any(|w| w.id == *id) => {
                     WorkflowId::parse(id)
-                        .map_err(|e| e.to_string())
+                        .map_err(SkipWhy::from)
                         .map(|workflow_id| Op::Abort {
                             workflow_id,
                             reason: self.reason.clone(),
                         })
                 }
-                _ => Err("no longer listed".into()),
+                _ => Err(SkipWhy::NoLongerListed),
             }
         })
     }
 }
 
 /// An abort of the marked dead letter's workflow, once per workflow.
-fn abort_dead(fan: &mut FanOut<'_>, reason: &str, mark: &RowKey) -> Result<Op, String> {
+fn abort_dead(fan: &mut FanOut<'_>, reason: &str, mark: &RowKey) -> Result<Op, SkipWhy> {
     let Some(r) = fan.dead.iter().find(|r| r.is(mark)) else {
-        return Err("no longer listed".into());
+        return Err(SkipWhy::NoLongerListed);
     };
     let wf = r.view.dispatch.workflow_id.to_string();
     if fan.aborted.contains(&wf) {
-        return Err(format!("its workflow {wf} is aborted once already"));
+        return Err(SkipWhy::AbortedOnce(wf));
     }
     fan.aborted.push(wf.clone());
     WorkflowId::parse(&wf)
-        .map_err(|e| e.to_string())
+        .map_err(SkipWhy::from)
         .map(|workflow_id| Op::Abort {
             workflow_id,
             reason: reason.to_owned(),

@@ -1,6 +1,7 @@
 //! Ack a dispatch of pane 2 (`a` opens the status menu; each status has its own key): the menu,
 //! the message / ETA / gates prompts, and the engine's `ack` as the operator.
 
+use crate::console::marks::SkipWhy;
 use chrono::{DateTime, Utc};
 
 use crate::engine::{
@@ -294,24 +295,23 @@ impl Act for super::Ack<'_> {
         self.request.message.clone()
     }
 
-    fn mark(&self, fan: &mut FanOut<'_>, mark: &RowKey) -> Option<Result<Op, String>> {
+    fn mark(&self, fan: &mut FanOut<'_>, mark: &RowKey) -> Option<Result<Op, SkipWhy>> {
         Some(self.marked(fan, mark))
     }
 }
 
 impl super::Ack<'_> {
     /// The same answers, in a new ack (its own id) of the marked dispatch.
-    fn marked(&self, fan: &FanOut<'_>, mark: &RowKey) -> Result<Op, String> {
+    fn marked(&self, fan: &FanOut<'_>, mark: &RowKey) -> Result<Op, SkipWhy> {
         let rows = items::dispatches(fan.snap, &fan.all);
         let Some(r) = rows.iter().find(|r| r.is(mark)) else {
-            return Err("no longer listed".into());
+            return Err(SkipWhy::NoLongerListed);
         };
         if r.held {
-            return Err(fan.held_why.clone());
+            return Err(SkipWhy::Held(fan.held_why.clone()));
         }
-        let god = GodName::parse(r.god).map_err(|e| e.to_string())?;
-        let handoff_id =
-            HandoffId::parse(&r.view.dispatch.handoff_id).map_err(|e| e.to_string())?;
+        let god = GodName::parse(r.god).map_err(SkipWhy::from)?;
+        let handoff_id = HandoffId::parse(&r.view.dispatch.handoff_id).map_err(SkipWhy::from)?;
         let request = self.request;
         Ok(Op::Ack {
             god,

@@ -1,6 +1,7 @@
 //! Approve a held dispatch of pane 2 (`p`): into its god's inbox; one held for a budget may have
 //! the budget raised first (asked), as `pantheon approve --budget-usd/--budget-tokens`.
 
+use crate::console::marks::SkipWhy;
 use chrono::{DateTime, Utc};
 
 use crate::engine::{Actor, ApprovalResult, ApprovalStatus, Budget, Error, HandoffId};
@@ -318,7 +319,7 @@ impl Act for super::Approve<'_> {
         "approved"
     }
 
-    fn mark(&self, fan: &mut FanOut<'_>, mark: &RowKey) -> Option<Result<Op, String>> {
+    fn mark(&self, fan: &mut FanOut<'_>, mark: &RowKey) -> Option<Result<Op, SkipWhy>> {
         // The raise asked for the marks goes to each one that would go past a reached budget.
         Some(held(fan, mark).map(|handoff_id| {
             let raise = self.raise.filter(|_| {
@@ -330,15 +331,15 @@ impl Act for super::Approve<'_> {
 }
 
 /// The marked held dispatch (an approval or a rejection of it), or why the mark is skipped.
-pub(super) fn held(fan: &FanOut<'_>, mark: &RowKey) -> Result<HandoffId, String> {
+pub(super) fn held(fan: &FanOut<'_>, mark: &RowKey) -> Result<HandoffId, SkipWhy> {
     let rows = items::dispatches(fan.snap, &fan.all);
     let Some(r) = rows.iter().find(|r| r.is(mark)) else {
-        return Err("no longer listed".into());
+        return Err(SkipWhy::NoLongerListed);
     };
     if !r.held {
-        return Err(fan.not_held_why.clone());
+        return Err(SkipWhy::NotHeld(fan.not_held_why.clone()));
     }
-    HandoffId::parse(&r.view.dispatch.handoff_id).map_err(|e| e.to_string())
+    HandoffId::parse(&r.view.dispatch.handoff_id).map_err(SkipWhy::from)
 }
 
 /// The flash of the engine's answer to an approval or a rejection of a held dispatch.

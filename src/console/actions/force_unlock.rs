@@ -1,5 +1,6 @@
 //! Force-unlock a lock of pane 4 (`u`): `FILE_UNLOCK` posted with `forced_by: operator`.
 
+use crate::console::marks::SkipWhy;
 use chrono::{DateTime, Utc};
 
 use crate::engine::{Error, LockKey, TrackName, WorkerId, time::relative};
@@ -125,16 +126,16 @@ impl Act for super::ForceUnlock<'_> {
         "unlocked"
     }
 
-    fn mark(&self, fan: &mut FanOut<'_>, mark: &RowKey) -> Option<Result<Op, String>> {
+    fn mark(&self, fan: &mut FanOut<'_>, mark: &RowKey) -> Option<Result<Op, SkipWhy>> {
         Some(
             match items::locks(fan.snap, &fan.all)
                 .iter()
                 .find(|(t, l)| mark.is_lock(t, &l.path))
             {
-                None => Err("no longer listed".into()),
+                None => Err(SkipWhy::NoLongerListed),
                 Some((t, l)) => TrackName::parse(t)
                     .and_then(|track| Ok((track, LockKey::parse(&l.path)?)))
-                    .map_err(|e| e.to_string())
+                    .map_err(SkipWhy::from)
                     .map(|(track, path)| Op::ForceUnlock { track, path }),
             },
         )

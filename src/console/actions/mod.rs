@@ -18,7 +18,7 @@ use crate::live::snapshot::Snapshot;
 use super::app::{App, Effect, Tone};
 use super::engine_ops::EngineOperator;
 use super::keymap::OperatorAction;
-use super::marks::{BulkItem, FanOut, Skipped};
+use super::marks::{BulkItem, FanOut, SkipWhy, Skipped};
 use super::ops::{Done, Outcome};
 use super::rowkey::RowKey;
 use super::shown::Version;
@@ -68,7 +68,7 @@ pub(crate) trait Act {
 
     /// It made for `mark`, or why the mark is skipped; `None` for an action that does not apply
     /// to marks.
-    fn mark(&self, _fan: &mut FanOut<'_>, _mark: &RowKey) -> Option<Result<Op, String>> {
+    fn mark(&self, _fan: &mut FanOut<'_>, _mark: &RowKey) -> Option<Result<Op, SkipWhy>> {
         None
     }
 
@@ -270,7 +270,7 @@ impl Op {
     }
 
     /// It made for `mark` (see [`Act::mark`]).
-    pub(crate) fn mark(&self, fan: &mut FanOut<'_>, mark: &RowKey) -> Option<Result<Op, String>> {
+    pub(crate) fn mark(&self, fan: &mut FanOut<'_>, mark: &RowKey) -> Option<Result<Op, SkipWhy>> {
         self.act(|a| a.mark(fan, mark))
     }
 

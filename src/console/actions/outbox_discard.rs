@@ -1,6 +1,7 @@
 //! Give a waiting outbox record up (`D` on pane 10, the bridge): `pantheon bridge discard ID
 //! --reason TEXT`. The reason is asked; the record is dead-lettered with it and never published.
 
+use crate::console::marks::SkipWhy;
 use chrono::{DateTime, Utc};
 
 use crate::engine::Error;
@@ -107,7 +108,7 @@ impl Act for super::OutboxDiscard<'_> {
         Some(self.reason.clone())
     }
 
-    fn mark(&self, fan: &mut FanOut<'_>, mark: &RowKey) -> Option<Result<Op, String>> {
+    fn mark(&self, fan: &mut FanOut<'_>, mark: &RowKey) -> Option<Result<Op, SkipWhy>> {
         Some(match mark {
             RowKey::Bridge {
                 kind: BridgeKind::Pending,
@@ -119,8 +120,8 @@ impl Act for super::OutboxDiscard<'_> {
             RowKey::Bridge {
                 kind: BridgeKind::Pending,
                 ..
-            } => Err("no longer waits".into()),
-            _ => Err("not a waiting outbox record".into()),
+            } => Err(SkipWhy::NoLongerWaits),
+            _ => Err(SkipWhy::NotWaitingOutbox),
         })
     }
 }

@@ -1,6 +1,7 @@
 //! Retry a waiting outbox record now (`R` on pane 10, the bridge): `pantheon bridge retry ID`. A
 //! running bridge takes the request within a second; its backoff and give-up clock start over.
 
+use crate::console::marks::SkipWhy;
 use chrono::{DateTime, Utc};
 
 use crate::engine::Error;
@@ -123,7 +124,7 @@ impl Act for super::OutboxRetry<'_> {
         "retried"
     }
 
-    fn mark(&self, fan: &mut FanOut<'_>, mark: &RowKey) -> Option<Result<Op, String>> {
+    fn mark(&self, fan: &mut FanOut<'_>, mark: &RowKey) -> Option<Result<Op, SkipWhy>> {
         Some(match mark {
             RowKey::Bridge {
                 kind: BridgeKind::Pending,
@@ -134,8 +135,8 @@ impl Act for super::OutboxRetry<'_> {
             RowKey::Bridge {
                 kind: BridgeKind::Pending,
                 ..
-            } => Err("no longer waits".into()),
-            _ => Err("not a waiting outbox record".into()),
+            } => Err(SkipWhy::NoLongerWaits),
+            _ => Err(SkipWhy::NotWaitingOutbox),
         })
     }
 }

@@ -1,6 +1,7 @@
 //! Reject a held dispatch of pane 2 (`R`): archived as rejected, its workflow failed; the reason is
 //! asked.
 
+use crate::console::marks::SkipWhy;
 use chrono::{DateTime, Utc};
 
 use crate::engine::{Actor, Error, HandoffId};
@@ -122,7 +123,7 @@ impl Act for super::RejectHeld<'_> {
         Some(self.reason.clone())
     }
 
-    fn mark(&self, fan: &mut FanOut<'_>, mark: &RowKey) -> Option<Result<Op, String>> {
+    fn mark(&self, fan: &mut FanOut<'_>, mark: &RowKey) -> Option<Result<Op, SkipWhy>> {
         Some(held(fan, mark).map(|handoff_id| Op::RejectHeld {
             handoff_id,
             reason: self.reason.clone(),

@@ -1,6 +1,7 @@
 //! Requeue a dead letter of pane 9 (`r`): back into an inbox (the god it was delivered to last, or
 //! one typed, Tab completing), its deliveries counted again from 1.
 
+use crate::console::marks::SkipWhy;
 use chrono::{DateTime, Utc};
 
 use crate::engine::{Error, GodName, HandoffId};
@@ -149,16 +150,16 @@ impl Act for super::Requeue<'_> {
         "requeued"
     }
 
-    fn mark(&self, fan: &mut FanOut<'_>, mark: &RowKey) -> Option<Result<Op, String>> {
+    fn mark(&self, fan: &mut FanOut<'_>, mark: &RowKey) -> Option<Result<Op, SkipWhy>> {
         Some(self.marked(fan, mark))
     }
 }
 
 impl super::Requeue<'_> {
     /// A requeue of the marked dead letter (to `to` unless that is where it went last).
-    fn marked(&self, fan: &FanOut<'_>, mark: &RowKey) -> Result<Op, String> {
+    fn marked(&self, fan: &FanOut<'_>, mark: &RowKey) -> Result<Op, SkipWhy> {
         let Some(r) = fan.dead.iter().find(|r| r.is(mark)) else {
-            return Err("no longer listed".into());
+            return Err(SkipWhy::NoLongerListed);
         };
         let d = &r.view.dispatch;
         let hid: &str = if d.handoff_id.is_empty() {
@@ -166,8 +167,8 @@ impl super::Requeue<'_> {
         } else {
             &d.handoff_id
         };
-        let handoff_id = HandoffId::parse(hid).map_err(|e| e.to_string())?;
-        let from_god = GodName::parse(r.god).map_err(|e| e.to_string())?;
+        let handoff_id = HandoffId::parse(hid).map_err(SkipWhy::from)?;
+        let from_god = GodName::parse(r.god).map_err(SkipWhy::from)?;
         Ok(Op::Requeue {
             handoff_id,
             from_god,
