@@ -1638,12 +1638,9 @@ const APP_FIELDS_STILL_PUB: &[&str] = &[
     "flash",
     "snapshot",
     "now",
-    "wall",
     "replay",
     "absolute_times",
-    "hints",
     "last_click",
-    "depth",
     "drawn",
 ];
 

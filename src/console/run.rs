@@ -180,7 +180,7 @@ pub fn run(root: Root, opts: ConsoleOptions) -> anyhow::Result<()> {
     let mut guard = TerminalGuard::enter().context("setting up the terminal")?;
     let mut app = App::new(live.latest(), opts.read_only, chrono::Utc::now());
     if opts.hints {
-        app.hints = Some(Default::default());
+        app.show_first_time_hints();
         app.first_time_hints();
     }
     app.configure(&opts.config);
@@ -320,10 +320,7 @@ fn start_hook(
 
 /// Looks at the items (when the files changed, and once a second: ages cross thresholds).
 fn look_at_items(app: &mut App, notifier: &mut super::notify::Notifier) {
-    app.wall = chrono::Utc::now();
-    if app.replay.is_none() {
-        app.now = app.wall;
-    }
+    app.set_wall(chrono::Utc::now());
     if app.replay.is_none() {
         app.sample_depth();
     }
@@ -360,10 +357,7 @@ fn notify_due(
 
 /// Draws one frame.
 fn draw(guard: &mut TerminalGuard, app: &mut App, theme: &Theme) -> anyhow::Result<()> {
-    app.wall = chrono::Utc::now();
-    if app.replay.is_none() {
-        app.now = app.wall;
-    }
+    app.set_wall(chrono::Utc::now());
     let size = guard.terminal.size()?;
     app.set_page(size.height.saturating_sub(views::CHROME_ROWS + 3).max(1) as usize);
     // DEC mode 2026 (synchronized output): the terminal shows the frame whole, never half

@@ -574,7 +574,7 @@ fn sparklines_show_messages_per_second_and_inbox_depth_over_time() {
         app.sample_depth();
     }
     // Depths 0, 2, 3 (the files add up).
-    let depth: Vec<u32> = app.depth["hephaestus"].iter().copied().collect();
+    let depth: Vec<u32> = app.depth("hephaestus").unwrap().iter().copied().collect();
     assert_eq!(depth, vec![0, 2, 3]);
     app.dispatch(Action::GoPane(Pane::Inboxes));
     let s = screen(&app, 160, 30, r);

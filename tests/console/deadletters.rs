@@ -973,7 +973,7 @@ fn remapped_pane_keys_show_in_the_tabs_and_the_help_and_work() {
     let waits = root_with_waits();
     let mut app = app_for(waits.path(), chrono::Utc::now());
     app.configure(&cfg);
-    app.hints = Some(Default::default());
+    app.show_first_time_hints();
     app.first_time_hints();
     let hint = flash(&app).1;
     assert!(

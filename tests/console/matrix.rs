@@ -279,7 +279,7 @@ fn an_empty_root_says_what_to_run_and_offers_no_action_on_records() {
 fn the_demo_hints_once_at_the_first_held_dispatch() {
     let root = root_with_held();
     let mut app = App::new(snapshot_of(root.path()), false, fixture_now());
-    app.hints = Some(Default::default());
+    app.show_first_time_hints();
     app.first_time_hints();
     let hint = app
         .flash

@@ -442,7 +442,7 @@ fn the_replay_header_and_scrub_line_80x24() {
     v.change = Some("put conductor/state/wf_deploy_42.json".into());
     app.replay = Some(v);
     app.now = moment;
-    app.wall = now;
+    app.set_wall(now);
     assert_snapshot!("replay_paused_80x24", screen(&app, 80, 24, root.path()));
     if let Some(v) = &mut app.replay {
         v.playing = true;

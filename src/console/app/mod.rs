@@ -306,7 +306,7 @@ pub struct App {
     /// shown.
     pub now: DateTime<Utc>,
     /// The real time, for the replay's header (how long ago the moment shown was).
-    pub wall: DateTime<Utc>,
+    wall: DateTime<Utc>,
     /// Where the replay stands while the console shows the past (`pantheon --at`, `:replay`):
     /// every pane shows the recorded moment and every action that changes files is refused, but
     /// the fork.
@@ -324,7 +324,7 @@ pub struct App {
     /// Where drawing put things, for the keys and clicks that follow (see [`Drawn`]).
     pub drawn: Drawn,
     /// One-line hints the first time something needs the operator (the demo turns them on).
-    pub hints: Option<FirstTimeHints>,
+    hints: Option<FirstTimeHints>,
     /// Who the journal records for this console's acts (`--actor`, else the login name).
     actor: String,
     /// The config's thresholds (stale, overdue, held too long).
@@ -338,7 +338,7 @@ pub struct App {
     /// Every flash and notification, oldest first (`:messages`).
     messages: VecDeque<Message>,
     /// Per god, its inbox depth sampled every [`DEPTH_EVERY`], oldest first.
-    pub depth: BTreeMap<String, VecDeque<u32>>,
+    depth: BTreeMap<String, VecDeque<u32>>,
     depth_sampled: Option<DateTime<Utc>>,
     /// What a frame asks twice, kept for the snapshot installed (see [`Memo`]).
     memo: Memo,
@@ -456,6 +456,30 @@ impl App {
     /// Whether the console refuses every act (`--read-only`).
     pub fn read_only(&self) -> bool {
         self.read_only
+    }
+
+    /// The real time is `wall`: the views compare against it too, unless the replay shows the
+    /// past.
+    pub fn set_wall(&mut self, wall: DateTime<Utc>) {
+        self.wall = wall;
+        if self.replay.is_none() {
+            self.now = wall;
+        }
+    }
+
+    /// The real time (the replay's header says how long ago the moment shown was).
+    pub fn wall(&self) -> DateTime<Utc> {
+        self.wall
+    }
+
+    /// Turns the first-time hints on (the demo's).
+    pub fn show_first_time_hints(&mut self) {
+        self.hints = Some(FirstTimeHints::default());
+    }
+
+    /// `god`'s inbox depth sampled every [`DEPTH_EVERY`], oldest first.
+    pub fn depth(&self, god: &str) -> Option<&VecDeque<u32>> {
+        self.depth.get(god)
     }
 
     /// Turns `--read-only` on or off: every act refused.

@@ -78,8 +78,7 @@ fn summary_row<'a>(i: &InboxView, app: &App, theme: &Theme, held: bool) -> Vec<L
             },
         ),
         Line::styled(
-            app.depth
-                .get(&i.god)
+            app.depth(&i.god)
                 .filter(|_| !held)
                 .map(|v| crate::console::views::sparkline(&v.iter().copied().collect::<Vec<_>>()))
                 .unwrap_or_default(),

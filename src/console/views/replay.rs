@@ -38,7 +38,7 @@ pub(super) fn header(frame: &mut Frame, area: Rect, app: &App, v: &ReplayView, t
     let waiting = app.attention_count();
     let mut pieces = vec![
         format!(" ↺ REPLAY {}", moment(v.moment_us)),
-        format!(" ({})", ago(app.wall.timestamp_micros(), v.moment_us)),
+        format!(" ({})", ago(app.wall().timestamp_micros(), v.moment_us)),
         match v.loading {
             Some((done, total)) => format!(" — laying out {done} of {total} files"),
             None => String::new(),
