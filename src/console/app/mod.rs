@@ -578,7 +578,7 @@ fn recorded_as(actor: &str) -> String {
 
 /// An ETA as typed: a duration from now (`30m`, `in 2h`, `+1d`, `1h30m`) or a time in any form the
 /// protocol reads (a bare time is UTC). Returned as RFC 3339 UTC.
-pub fn parse_eta(input: &str, now: DateTime<Utc>) -> Result<String, String> {
+pub fn parse_eta(input: &str, now: DateTime<Utc>) -> Result<String, AnswerError> {
     use crate::engine::{time::format_ts, time::parse_duration, time::parse_ts};
     let s = input.trim();
     let rel = s
@@ -590,18 +590,20 @@ pub fn parse_eta(input: &str, now: DateTime<Utc>) -> Result<String, String> {
             .ok()
             .and_then(|d| now.checked_add_signed(d))
             .map(format_ts)
-            .ok_or_else(|| format!("ETA {s:?} is too far away"));
+            .ok_or_else(|| AnswerError::Unreadable(format!("ETA {s:?} is too far away")));
     }
     parse_ts(s).map(format_ts).ok_or_else(|| {
-        format!("ETA {s:?} is neither a duration (30m, 2h, 1d) nor a time (2026-06-14T12:00:00Z)")
+        AnswerError::Unreadable(format!(
+            "ETA {s:?} is neither a duration (30m, 2h, 1d) nor a time (2026-06-14T12:00:00Z)"
+        ))
     })
 }
 
 /// Gate names as typed, comma-separated (repeats dropped), each 1 to 512 bytes without NUL.
-pub fn parse_gates(input: &str) -> Result<Vec<String>, String> {
+pub fn parse_gates(input: &str) -> Result<Vec<String>, AnswerError> {
     let mut out: Vec<String> = Vec::new();
     for g in input.split(',').map(str::trim).filter(|g| !g.is_empty()) {
-        crate::engine::check_free_text("gate", g).map_err(|e| e.to_string())?;
+        crate::engine::check_free_text("gate", g)?;
         if !out.iter().any(|o| o == g) {
             out.push(g.to_owned());
         }
@@ -618,7 +620,7 @@ mod tests;
 /// A budget as typed in the approval of a dispatch held for a budget: dollars (`$5`, `5usd`),
 /// tokens (`3000000 tokens`, `3m tokens`, `500k tok`) or both; absolute limits, checked as the
 /// engine checks a declared budget.
-pub fn parse_budget(input: &str) -> Result<crate::engine::Budget, String> {
+pub fn parse_budget(input: &str) -> Result<crate::engine::Budget, AnswerError> {
     let lower = input.trim().to_ascii_lowercase();
     let words: Vec<&str> = lower
         .split(|c: char| c.is_whitespace() || c == ',')
@@ -633,9 +635,9 @@ pub fn parse_budget(input: &str) -> Result<crate::engine::Budget, String> {
             .or_else(|| w.strip_suffix("usd"))
             .or_else(|| w.strip_suffix('$'));
         if let Some(d) = dollars {
-            let v: f64 = d
-                .parse()
-                .map_err(|_| format!("{w:?} is not a number of dollars"))?;
+            let v: f64 = d.parse().map_err(|_| {
+                AnswerError::Unreadable(format!("{w:?} is not a number of dollars"))
+            })?;
             m.insert("cost_usd".into(), serde_json::json!(v));
             i += 1;
             continue;
@@ -656,19 +658,21 @@ pub fn parse_budget(input: &str) -> Result<crate::engine::Budget, String> {
             unit
         };
         if !matches!(unit, "tokens" | "token" | "tok") {
-            return Err(format!(
+            return Err(AnswerError::Unreadable(format!(
                 "{w:?}: say $ for dollars or tokens for tokens (e.g. $5, 3000000 tokens)"
-            ));
+            )));
         }
         let n: f64 = num
             .parse()
-            .map_err(|_| format!("{num:?} is not a number of tokens"))?;
+            .map_err(|_| AnswerError::Unreadable(format!("{num:?} is not a number of tokens")))?;
         let n = n * mult as f64;
         if !(n.is_finite() && n >= 0.0 && n.fract() == 0.0 && n <= 1e15) {
-            return Err(format!("{w:?} is not a whole number of tokens"));
+            return Err(AnswerError::Unreadable(format!(
+                "{w:?} is not a whole number of tokens"
+            )));
         }
         m.insert("tokens".into(), serde_json::json!(n as u64));
         i += 1;
     }
-    crate::engine::Budget::parse(&serde_json::Value::Object(m))
+    crate::engine::Budget::parse(&serde_json::Value::Object(m)).map_err(AnswerError::Unreadable)
 }
