@@ -1640,7 +1640,6 @@ const APP_FIELDS_STILL_PUB: &[&str] = &[
     "now",
     "replay",
     "absolute_times",
-    "last_click",
     "drawn",
 ];
 

@@ -97,7 +97,7 @@ pub(crate) fn on_mouse(app: &mut App, ev: MouseEvent, at: Instant) -> Vec<Effect
 
 fn click(app: &mut App, x: u16, y: u16, at: Instant) -> Vec<Effect> {
     if y == TAB_ROW {
-        app.last_click = None;
+        app.click_at(None, at, DOUBLE_CLICK);
         let drawn = app
             .drawn
             .tabs
@@ -124,9 +124,7 @@ fn click(app: &mut App, x: u16, y: u16, at: Instant) -> Vec<Effect> {
     if row >= app.row_count() {
         return Vec::new();
     }
-    let double = app
-        .last_click
-        .is_some_and(|(t, p, r)| p == app.pane && r == row && at.duration_since(t) <= DOUBLE_CLICK);
+    let double = app.click_at(Some(row), at, DOUBLE_CLICK);
     let n = app.row_count();
     if app.pane == Pane::Bus {
         app.panes.bus.follow = row + 1 == n;
@@ -136,9 +134,7 @@ fn click(app: &mut App, x: u16, y: u16, at: Instant) -> Vec<Effect> {
     st.gone = None;
     st.scroll = 0;
     if double {
-        app.last_click = None;
         return app.dispatch(Action::Open);
     }
-    app.last_click = Some((at, app.pane, row));
     Vec::new()
 }

@@ -246,6 +246,22 @@ impl App {
     }
 
     /// Pasted text (bracketed paste) goes whole into the focused input; elsewhere it is ignored.
+    /// A click on `row` of the current pane (`None`: elsewhere) at `at`: true when it doubles the
+    /// last one (the same pane and row within `within`), which is then forgotten; otherwise it is
+    /// remembered for the next click.
+    pub(crate) fn click_at(&mut self, row: Option<usize>, at: Instant, within: Duration) -> bool {
+        let double = row.is_some_and(|row| {
+            self.last_click.is_some_and(|(t, p, r)| {
+                p == self.pane && r == row && at.duration_since(t) <= within
+            })
+        });
+        self.last_click = match row {
+            Some(row) if !double => Some((at, self.pane, row)),
+            _ => None,
+        };
+        double
+    }
+
     /// A mouse event (`console/mouse.rs`: clicks, the wheel, double-clicks).
     pub fn on_mouse(&mut self, ev: crossterm::event::MouseEvent, at: Instant) -> Vec<Effect> {
         crate::console::mouse::on_mouse(self, ev, at)

@@ -332,7 +332,7 @@ pub struct App {
     /// The config's `[notify]` settings, for the attention notifier.
     notify: super::config::NotifySettings,
     /// The last click on a row (when, pane, row), for double-clicks.
-    pub(crate) last_click: Option<(Instant, Pane, usize)>,
+    last_click: Option<(Instant, Pane, usize)>,
     /// Mouse capture is on (`:mouse` toggles it).
     mouse: bool,
     /// Every flash and notification, oldest first (`:messages`).
