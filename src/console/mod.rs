@@ -1,13 +1,16 @@
 //! The ratatui operations console: state and actions (pure), views (pure functions of a snapshot),
 //! and the event loop that ties them to the terminal, the live model and the engine.
 //!
-//! - [`app`]: the state machine (`App`); keys become actions, actions return effects as data.
-//! - [`keymap`]: the `Action` enum and the key table (the footer and the `?` help come from it);
+//! - [`app`]: the state machine (`App`, a host implemented only there); keys become actions,
+//!   actions return effects as data.
+//! - [`keymap`]: the `Action` enum (operator actions nested as `Action::Operator(OperatorAction)`)
+//!   and the key table (the footer and the `?` help come from it);
 //!   [`commands`]: the `:` commands; [`line`]: the one line editor of every text input.
-//! - [`panes`]: one module per pane (its rows, keys, detail), registered by the `panes!` table;
+//! - [`panes`]: one module per pane (its `ListPane` rows and keys, detail, own state and verbs),
+//!   registered by the `panes!` table;
 //!   [`items`]: the rows each pane lists, filtered; [`rowkey`]: a row's typed identity.
 //! - `actions`: one module per operator action, registered by the `actions!` table; [`ops`]:
-//!   engine calls as data (`Op`, `Operator`); [`engine_ops`]: the real operator (the engine);
+//!   engine calls as data (`Op`, `Operator`) and their typed output (`Done`); [`engine_ops`]: the real operator (the engine);
 //!   [`shown`]: what a confirmation showed, checked again before it acts; [`marks`]: marks and
 //!   bulk actions.
 //! - [`attention`]: what waits on a human; [`moments`]: when time alone changes it; [`notify`]:
