@@ -53,6 +53,12 @@ pub use crate::{
 // The Conductor: handoffs, acks, approvals, routing, deadlines, state (docs/PROTOCOL.md §2).
 pub use crate::{
     conductor::admin::DEFAULT_GODS,
+    conductor::approvals::{
+        Channel as ApprovalChannel, DEFAULT_LINK_TTL, Ended as LinkEnded,
+        KEEP_ENDED as LINK_KEEP_ENDED, LinkDecision, LinkEntry, LinkRecord, LinkRequest, LinkView,
+        MAX_LINK_TTL, MAX_LINKS, MintedLink, Receipt as LinkReceipt, RedeemRequest,
+        Refusal as LinkRefusal, is_token_shaped, token_sha256,
+    },
     conductor::deadlines::{DeadlineIndex, Kind as DeadlineEntryKind},
     conductor::definition::{
         LoadError, PublishDef, StepDef, WorkflowDef, load_definition_file, load_definitions,

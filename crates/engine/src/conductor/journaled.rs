@@ -223,12 +223,21 @@ impl Conductor {
             }
         };
         let original = intent.as_ref().is_some_and(|i| i.unjournaled_before);
-        let act = approval_act(action, &r, reject, original);
+        let mut act = approval_act(action, &r, reject, original);
+        let source = self.origin().source;
+        if super::approvals::Channel::ALL
+            .iter()
+            .any(|c| c.as_str() == source)
+        {
+            act = act.target("channel", Some(&source));
+        }
         if r.duplicate && !original {
             self.journal_duplicate(intent, act);
         } else {
             self.journal_intent(intent, act);
         }
+        // Its approval links can decide nothing now: they say who did.
+        self.supersede_links(r.workflow_id.as_str(), Some(r.handoff_id.as_str()), outcome);
         // A rejection fails the workflow: its dead letters end with it.
         if reject.is_some() {
             self.retire_dead_of_finished(r.workflow_id.as_str());
@@ -256,6 +265,7 @@ impl Conductor {
             );
         }
         self.journal(&act);
+        self.supersede_links(wf.as_str(), None, "aborted");
         // An aborted workflow's dead letters end with it (retired, each journaled).
         self.retire_dead_of_finished(wf.as_str());
         Ok(r)
@@ -343,7 +353,7 @@ fn outbox_act(
 
 /// The entry of a decision; `original`: the repeat of one killed before its entry, journaled as the
 /// decision itself.
-fn approval_act(
+pub(crate) fn approval_act(
     action: &'static str,
     r: &ApprovalResult,
     reason: Option<&str>,
