@@ -286,6 +286,45 @@ pub struct LinkView {
     pub refusal: Option<Receipt>,
 }
 
+/// `conductor/approvals/listener.json`: where `serve --approvals` listens (its base URL), so
+/// `approve --link` and the hook can build links.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ListenerRecord {
+    /// `http://HOST:PORT`: the links are `{base_url}/a/{token}`.
+    pub base_url: String,
+    /// The serving process.
+    pub pid: u32,
+    /// When it started listening.
+    pub started_at: String,
+}
+
+/// Records where this process's listener serves (atomic; the last `serve` to start wins).
+pub fn write_listener(root: &Root, base_url: &str) -> Result<()> {
+    let rec = ListenerRecord {
+        base_url: base_url.to_owned(),
+        pid: std::process::id(),
+        started_at: format_ts(Utc::now()),
+    };
+    write_json(root, &root.approvals_listener_path(), &rec)
+}
+
+/// Removes the listener record when it is this process's.
+pub fn remove_listener(root: &Root) {
+    if read_listener(root).is_some_and(|r| r.pid == std::process::id()) {
+        let _ = crate::store::atomic::remove_file(root, &root.approvals_listener_path());
+    }
+}
+
+/// The listener record, `None` when there is none or it cannot be read as one. Its `base_url` is
+/// only ever used to print links, never fetched.
+pub fn read_listener(root: &Root) -> Option<ListenerRecord> {
+    let bytes = read_bytes(&root.approvals_listener_path()).ok()??;
+    let r: ListenerRecord = serde_json::from_slice(&bytes).ok()?;
+    (r.base_url.starts_with("http://") || r.base_url.starts_with("https://"))
+        .then_some(r)
+        .filter(|r| r.base_url.len() < 300 && !r.base_url.chars().any(char::is_control))
+}
+
 /// A fresh token: [`TOKEN_BYTES`] random bytes, base64url without padding.
 fn new_token() -> String {
     let mut b = [0u8; TOKEN_BYTES];
@@ -512,7 +551,10 @@ impl Conductor {
         let mut n = 0;
         for e in dir.filter_map(|e| e.ok()).take(MAX_LINKS + 100) {
             let name = e.file_name().to_string_lossy().into_owned();
-            let Some(hash) = name.strip_suffix(crate::store::layout::JSON_SUFFIX) else {
+            let Some(hash) = name
+                .strip_suffix(crate::store::layout::JSON_SUFFIX)
+                .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+            else {
                 continue;
             };
             let gone_at = match read_record(root, hash) {

@@ -1,0 +1,270 @@
+//! Approval links end to end (docs/PROTOCOL.md §2.15): the real binary's `serve --approvals`,
+//! `approve --link`, `approvals`, `approve --revoke`, driven by `curl` and by a real headless
+//! Chromium (selenium) at a phone's width.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::*;
+use crate::observe::{Serve, free_port, http_get};
+
+const GATE: &str = r#"
+workflow:
+  id: gate
+  steps:
+    - id: plan
+      god: thoth
+    - id: build
+      god: hephaestus
+      approval_required: true
+"#;
+
+fn held_env() -> Env {
+    let env = Env::with_test_flow();
+    env.write("conductor/workflows/gate.yaml", GATE);
+    env
+}
+
+fn hold(env: &Env, n: u32) -> String {
+    let hid = format!("hof_20261206_lk{n:04}");
+    let mut h = def_handoff(
+        handoff(&hid, &format!("wf_lk{n}"), "thoth", "x", "plan", &[]),
+        "gate",
+        None,
+    );
+    h["context"]["summary"] = "pay the supplier $82,000".into();
+    env.submit(&h);
+    hid
+}
+
+/// `serve --approvals 127.0.0.1:PORT --log FILE`, answering.
+fn serve_approvals(env: &Env, port: u16) -> Serve {
+    let log = env.dir.path().join("serve.log");
+    let child = env
+        .command(&[
+            "serve",
+            "--approvals",
+            &format!("127.0.0.1:{port}"),
+            "--log",
+            log.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let serve = Serve(child);
+    let until = Instant::now() + Duration::from_secs(30);
+    while http_get(port, "/", None).is_none_or(|(c, _, _)| c != 200)
+        || !env.exists("conductor/approvals/listener.json")
+    {
+        assert!(Instant::now() < until, "serve --approvals never answered");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    serve
+}
+
+/// `curl` (the system's): (status, body).
+fn curl(args: &[&str]) -> (u16, String) {
+    let out = Command::new("curl")
+        .args(["-s", "-m", "20", "-w", "\n%{http_code}"])
+        .args(args)
+        .output()
+        .expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap();
+    (code.trim().parse().unwrap(), body.to_owned())
+}
+
+fn inbox_has(env: &Env, hid: &str) -> bool {
+    env.exists(&format!("conductor/pending/hephaestus/{hid}.json"))
+}
+
+#[test]
+fn a_link_approves_over_http_once_and_every_later_tap_gets_a_receipt() {
+    let env = held_env();
+    let port = free_port();
+    let _serve = serve_approvals(&env, port);
+    let hid = hold(&env, 1);
+    let link = env.ok(&["approve", &hid, "--link"], None);
+    let approve_url = link["approve_url"].as_str().unwrap().to_owned();
+    let reject_url = link["reject_url"].as_str().unwrap().to_owned();
+    assert!(
+        approve_url.starts_with(&format!("http://127.0.0.1:{port}/a/")),
+        "{link:#}"
+    );
+    assert!(link["expires_at"].is_string());
+    // The page: what is held, small, no script, no asset from elsewhere.
+    let (code, page) = curl(&[&approve_url]);
+    assert_eq!(code, 200, "{page}");
+    assert!(page.len() < 20 * 1024, "{} bytes", page.len());
+    for want in [
+        "pay the supplier $82,000",
+        "wf_lk1",
+        "hephaestus",
+        "build",
+        link["content_sha256"].as_str().unwrap(),
+        "Approve",
+    ] {
+        assert!(page.contains(want), "{want:?} in {page}");
+    }
+    for never in ["<script", "src=", "http://", "https://"] {
+        assert!(!page.contains(never), "{never:?} in {page}");
+    }
+    // `approvals` lists the pair, without the tokens.
+    let list = env.ok(&["approvals"], None);
+    let listed = list.to_string();
+    assert_eq!(list.as_array().unwrap().len(), 2, "{list:#}");
+    assert!(!listed.contains(approve_url.rsplit('/').next().unwrap()));
+    // The tap.
+    let form = format!(
+        "handoff={hid}&digest={}",
+        link["content_sha256"].as_str().unwrap()
+    );
+    let (code, receipt) = curl(&["-d", &form, &approve_url]);
+    assert_eq!(code, 200, "{receipt}");
+    assert!(receipt.contains("Approved"), "{receipt}");
+    assert!(inbox_has(&env, &hid));
+    // A second tap, and the reject link of the pair.
+    let (code, again) = curl(&["-d", &form, &approve_url]);
+    assert_eq!(code, 409, "{again}");
+    assert!(
+        again.contains("already approved by operator via http link"),
+        "{again}"
+    );
+    let (code, pair) = curl(&["-d", &form, &reject_url]);
+    assert_eq!(code, 409, "{pair}");
+    assert!(pair.contains("already_decided"), "{pair}");
+    // The journal says where it came from; no token reached the log.
+    let entry = env
+        .journal_entries()
+        .into_iter()
+        .rev()
+        .find(|e| e["action"] == "approve")
+        .unwrap();
+    assert_eq!(entry["targets"]["channel"], "http", "{entry:#}");
+    let log = std::fs::read_to_string(env.dir.path().join("serve.log")).unwrap();
+    assert!(log.contains("approval links at"), "{log}");
+    assert!(!log.contains(approve_url.rsplit('/').next().unwrap()));
+}
+
+#[test]
+fn a_link_to_edited_content_is_refused_and_a_revoked_one_too() {
+    let env = held_env();
+    let port = free_port();
+    let _serve = serve_approvals(&env, port);
+    let hid = hold(&env, 2);
+    let link = env.ok(&["approve", &hid, "--link", "--ttl", "5m"], None);
+    let url = link["approve_url"].as_str().unwrap().to_owned();
+    let rel = format!("conductor/pending/_quarantine/{hid}.json");
+    let text = std::fs::read_to_string(env.path(&rel))
+        .unwrap()
+        .replace("$82,000", "$820,000");
+    env.write(&rel, &text);
+    let (code, receipt) = curl(&["-X", "POST", &url]);
+    assert_eq!(code, 409, "{receipt}");
+    assert!(receipt.contains("edited"), "{receipt}");
+    assert!(!inbox_has(&env, &hid));
+    // A fresh link for the content as it is now, revoked before the tap.
+    let link = env.ok(&["approve", &hid, "--link"], None);
+    let r = env.ok(&["approve", &hid, "--revoke"], None);
+    // Both pairs: a refused link stays open (its binding refuses it anyway), and is revoked too.
+    assert_eq!(r["revoked"], 4, "{r:#}");
+    let (code, receipt) = curl(&["-X", "POST", link["approve_url"].as_str().unwrap()]);
+    assert_eq!(code, 409, "{receipt}");
+    assert!(receipt.contains("revoked"), "{receipt}");
+    // Unknown tokens: a page that says so, nothing read from the path.
+    let (code, _) = curl(&[&format!("http://127.0.0.1:{port}/a/{}", "A".repeat(43))]);
+    assert_eq!(code, 404);
+    // Without a listener recorded and no --base-url, `--link` says what to do.
+    let other = held_env();
+    let hid = hold(&other, 3);
+    let e = other.refused(&["approve", &hid, "--link"], None);
+    assert!(
+        e.contains("serve --approvals") && e.contains("--base-url"),
+        "{e}"
+    );
+    let v: Value = other.ok(
+        &[
+            "approve",
+            &hid,
+            "--link",
+            "--base-url",
+            "https://ops.example/",
+        ],
+        None,
+    );
+    assert!(
+        v["approve_url"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://ops.example/a/")
+    );
+}
+
+/// The Python of the test venv with selenium (scripts/test-setup.sh installs it).
+fn venv_python() -> std::path::PathBuf {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let setup = Command::new("bash")
+        .arg(repo.join("scripts/test-setup.sh"))
+        .output()
+        .unwrap();
+    assert!(
+        setup.status.success(),
+        "scripts/test-setup.sh: {}",
+        String::from_utf8_lossy(&setup.stderr)
+    );
+    repo.join(".venv/bin/python")
+}
+
+const BROWSER: &str = r#"
+import sys
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+o = Options()
+for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=390,844",
+          "--disable-dev-shm-usage"]:
+    o.add_argument(a)
+o.binary_location = "/usr/bin/chromium"
+d = webdriver.Chrome(options=o, service=Service("/usr/bin/chromedriver"))
+try:
+    d.get(sys.argv[1])
+    width = d.execute_script("return document.documentElement.scrollWidth")
+    view = d.execute_script("return window.innerWidth")
+    assert width <= view, f"the page scrolls sideways at a phone's width: {width} > {view}"
+    assert "82,000" in d.find_element(By.TAG_NAME, "body").text
+    d.find_element(By.XPATH, "//button[text()='Approve']").click()
+    print(d.find_element(By.TAG_NAME, "h1").text)
+    print(d.find_element(By.TAG_NAME, "body").text)
+finally:
+    d.quit()
+"#;
+
+#[test]
+fn a_phone_sized_headless_chromium_taps_approve_and_the_dispatch_reaches_the_inbox() {
+    let python = venv_python();
+    let env = held_env();
+    let port = free_port();
+    let _serve = serve_approvals(&env, port);
+    let hid = hold(&env, 4);
+    let link = env.ok(&["approve", &hid, "--link"], None);
+    let script = env.dir.path().join("browser.py");
+    std::fs::write(&script, BROWSER).unwrap();
+    let out = Command::new(python)
+        .arg(&script)
+        .arg(link["approve_url"].as_str().unwrap())
+        .env("HOME", &env.home)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the browser failed: {said}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.starts_with("Approved"), "{said}");
+    assert!(inbox_has(&env, &hid));
+}
