@@ -157,6 +157,39 @@ fn check_approver(
     }
 }
 
+/// The `--on-attention` hook's links: for a held item, when a listener is recorded in the root, a
+/// fresh pair minted for this notification (channel `hook`, the default lifetime) as
+/// `{approve_url, reject_url, expires_at}`; nothing for any other item, or when minting is refused
+/// (a pause-held item, no listener).
+pub fn hook_links(root: Root) -> crate::console::hook::Enrich {
+    let c = Conductor::new(root).with_origin(Origin::new(None, "console"));
+    Arc::new(move |item: &crate::live::attention::Item| {
+        if item.kind != crate::live::attention::Kind::Held {
+            return None;
+        }
+        let hid = crate::engine::HandoffId::parse(item.ids.get("handoff_id")?).ok()?;
+        let base = crate::engine::read_approvals_listener(c.root())?.base_url;
+        let m = c
+            .mint_link(&crate::engine::LinkRequest {
+                handoff_id: hid,
+                ttl: crate::engine::DEFAULT_LINK_TTL,
+                channel: ApprovalChannel::Hook,
+            })
+            .ok()?;
+        let mut out = serde_json::Map::new();
+        out.insert(
+            "approve_url".into(),
+            format!("{base}/a/{}", m.approve_token).into(),
+        );
+        out.insert(
+            "reject_url".into(),
+            format!("{base}/a/{}", m.reject_token).into(),
+        );
+        out.insert("expires_at".into(), m.expires_at.into());
+        Some(out)
+    })
+}
+
 /// What an approver signs: the token and the content digest, one per line.
 pub fn signed_text(token: &str, digest: &str) -> String {
     format!("{token}\n{digest}\n")
@@ -454,6 +487,55 @@ pub fn render_receipt(r: &LinkReceipt) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_hook_line_of_a_held_item_carries_a_fresh_pair_of_links() {
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::at(d.path());
+        let c = Conductor::new(root.clone());
+        c.init().unwrap();
+        for e in std::fs::read_dir(d.path().join("conductor/rules")).unwrap() {
+            std::fs::remove_file(e.unwrap().path()).unwrap();
+        }
+        std::fs::write(
+            d.path().join("conductor/workflows/gate.yaml"),
+            "workflow:\n  id: gate\n  steps:\n    - id: plan\n      god: thoth\n    - id: build\n      god: hephaestus\n      approval_required: true\n",
+        )
+        .unwrap();
+        c.submit_handoff(&serde_json::json!({"handoff_id": "hof_20261206_hk0001",
+            "workflow_id": "wf_hk", "from_god": "thoth", "to_god": "hephaestus", "step": "plan",
+            "routing": {"workflow_definition": "gate"},
+            "context": {"summary": "s", "decisions": [], "artifacts": []}}))
+            .unwrap();
+        let snap = crate::live::LiveModel::open(root.clone(), crate::live::ModelOptions::default())
+            .snapshot();
+        let items: Vec<_> = crate::live::attention::items(&snap, chrono::Utc::now())
+            .into_iter()
+            .filter(|i| i.kind == crate::live::attention::Kind::Held)
+            .collect();
+        assert_eq!(items.len(), 1, "{items:?}");
+        let enrich = hook_links(root.clone());
+        // No listener recorded: no links.
+        let line = crate::console::notify::hook_input_with(&items, Some(&enrich));
+        assert!(!line.contains("approve_url"), "{line}");
+        crate::engine::write_approvals_listener(&root, "http://127.0.0.1:9").unwrap();
+        let first = crate::console::notify::hook_input_with(&items, Some(&enrich));
+        let second = crate::console::notify::hook_input_with(&items, Some(&enrich));
+        let v: serde_json::Value = serde_json::from_str(first.trim()).unwrap();
+        assert!(
+            v["approve_url"]
+                .as_str()
+                .unwrap()
+                .starts_with("http://127.0.0.1:9/a/"),
+            "{v}"
+        );
+        assert!(
+            v["reject_url"].is_string() && v["expires_at"].is_string(),
+            "{v}"
+        );
+        assert_ne!(first, second, "a fresh pair per notification");
+        assert_eq!(c.links().len(), 4);
+    }
 
     #[test]
     fn a_form_body_is_decoded_and_bounded() {

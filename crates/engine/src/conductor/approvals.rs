@@ -957,6 +957,16 @@ impl Conductor {
                 format!("workflow {wf} changed since the link was made"),
             );
         }
+        self.needs_raise(rec, hid, req)
+    }
+
+    /// An approval of a budget hold that gives no raise: refused, naming the budgets.
+    fn needs_raise(
+        &self,
+        rec: &LinkRecord,
+        hid: &HandoffId,
+        req: Option<&RedeemRequest>,
+    ) -> Option<Receipt> {
         if let Some(q) = req
             && rec.decision == LinkDecision::Approve
             && rec.budgets_sha256.is_some()
@@ -964,7 +974,7 @@ impl Conductor {
         {
             let reached = self.budgets_reached(hid).unwrap_or_default();
             let names: Vec<String> = reached.iter().map(|b| b.text()).collect();
-            return changed(
+            return Some(Receipt::refused(
                 Refusal::NeedsRaise,
                 format!(
                     "held dispatch {hid} is a budget hold: approving it needs a raise ({}); give \
@@ -972,7 +982,8 @@ impl Conductor {
                      approve {hid} --budget-usd N`",
                     names.join("; ")
                 ),
-            );
+                Some(rec),
+            ));
         }
         None
     }

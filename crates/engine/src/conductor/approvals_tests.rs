@@ -87,9 +87,14 @@ fn an_approval_link_releases_the_held_dispatch_once_and_a_second_tap_says_by_who
     );
     let pair = redeem(&c, &m.reject_token);
     assert_eq!(pair.refused, Some(Refusal::AlreadyDecided), "{pair:?}");
-    let journal =
-        std::fs::read_to_string(c.root().state_dir().parent().unwrap().join("journal.jsonl"))
-            .unwrap();
+    let journal = std::fs::read_to_string(
+        c.root()
+            .state_dir()
+            .parent()
+            .unwrap()
+            .join(crate::store::layout::JOURNAL_FILE),
+    )
+    .unwrap();
     assert!(journal.contains("\"channel\":\"http\""), "{journal}");
 }
 
@@ -205,6 +210,58 @@ fn rewrite(path: &std::path::Path, f: impl FnOnce(&mut Value)) {
     std::fs::write(path, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
 }
 
+/// Does `between` to the held `item` (or to the request) after `m` was minted.
+fn disturb(
+    c: &Conductor,
+    between: Between,
+    rng: &mut impl rand::Rng,
+    item: &HandoffId,
+    m: &MintedLink,
+    used: &[String],
+    req: &mut RedeemRequest,
+) {
+    let quarantined = c.root().quarantine_dir().join(format!("{item}.json"));
+    let wf = WorkflowId::parse(&m.workflow_id).unwrap();
+    match between {
+        Between::Nothing | Between::TwoTapsAtOnce | Between::ApproveAndRejectAtOnce => {}
+        Between::Edited => rewrite(&quarantined, |v| {
+            v["context"]["summary"] = format!("ship ${}", rng.random::<u32>()).into()
+        }),
+        Between::Replayed => match used.last() {
+            Some(t) => req.token = t.clone(),
+            None => req.expect_handoff = Some("hof_20261206_zz0000".into()),
+        },
+        Between::OtherItem => req.expect_handoff = Some("hof_20261206_zz0000".into()),
+        Between::Expired => rewrite(
+            &c.root()
+                .approvals_dir()
+                .join(format!("{}.json", token_sha256(&m.approve_token))),
+            |v| v["expires_at"] = "2026-01-01T00:00:00Z".into(),
+        ),
+        Between::DecidedAtCli => {
+            c.approve(item, Actor::Operator).unwrap();
+        }
+        Between::StateMoved => rewrite(&c.root().state_path(&wf), |v| {
+            v["updated"] = crate::store::time::now_ts().into()
+        }),
+        Between::Rerouted => {
+            let now: Value = serde_json::from_slice(&std::fs::read(&quarantined).unwrap()).unwrap();
+            let to = ["iris", "hermes", "hephaestus"]
+                .into_iter()
+                .filter(|g| now["to_god"] != *g)
+                .nth(rng.random_range(0..2))
+                .unwrap();
+            rewrite(&c.root().state_path(&wf), |v| {
+                v["dispatched_to"] = to.into()
+            });
+            rewrite(&quarantined, |v| v["to_god"] = to.into());
+        }
+        Between::Redispatched => rewrite(&quarantined, |v| {
+            v["dispatch_id"] = crate::store::generate_dispatch_id().into()
+        }),
+    }
+}
+
 /// 0 wrong approvals in the rounds asked (`PANTHEON_LINK_RACES`, 1,000 by default; the 100,000
 /// reported in docs/THREAT-MODEL.md is that variable set, on a tmpfs): each round mints
 /// a link to a held item, does one thing between the mint and the tap (or nothing), and taps; a tap
@@ -226,59 +283,19 @@ fn zero_wrong_approvals_in_fuzzed_races_between_mint_and_tap() {
     let mut used: Vec<String> = Vec::new();
     let (mut wrong, mut applied, mut refused) = (0usize, 0usize, 0usize);
     let mut refusals = std::collections::BTreeMap::<String, usize>::new();
-    let mut fresh = |c: &Conductor, n: &mut u32| {
+    let fresh = |c: &Conductor, n: &mut u32| {
         *n += 1;
         held(c, *n)
     };
     for _ in 0..rounds {
         let between = BETWEEN[rng.random_range(0..BETWEEN.len())];
         let m = mint(&c, &item);
-        let quarantined = c.root().quarantine_dir().join(format!("{item}.json"));
-        let wf = WorkflowId::parse(&m.workflow_id).unwrap();
         let mut req = RedeemRequest {
             token: m.approve_token.clone(),
             channel: Some(Channel::Http),
             ..Default::default()
         };
-        match between {
-            Between::Nothing | Between::TwoTapsAtOnce | Between::ApproveAndRejectAtOnce => {}
-            Between::Edited => rewrite(&quarantined, |v| {
-                v["context"]["summary"] = format!("ship ${}", rng.random::<u32>()).into()
-            }),
-            Between::Replayed => match used.last() {
-                Some(t) => req.token = t.clone(),
-                None => req.expect_handoff = Some("hof_20261206_zz0000".into()),
-            },
-            Between::OtherItem => req.expect_handoff = Some("hof_20261206_zz0000".into()),
-            Between::Expired => rewrite(
-                &c.root()
-                    .approvals_dir()
-                    .join(format!("{}.json", token_sha256(&m.approve_token))),
-                |v| v["expires_at"] = "2026-01-01T00:00:00Z".into(),
-            ),
-            Between::DecidedAtCli => {
-                c.approve(&item, Actor::Operator).unwrap();
-            }
-            Between::StateMoved => rewrite(&c.root().state_path(&wf), |v| {
-                v["updated"] = crate::store::time::now_ts().into()
-            }),
-            Between::Rerouted => {
-                let now: Value =
-                    serde_json::from_slice(&std::fs::read(&quarantined).unwrap()).unwrap();
-                let to = ["iris", "hermes", "hephaestus"]
-                    .into_iter()
-                    .filter(|g| now["to_god"] != *g)
-                    .nth(rng.random_range(0..2))
-                    .unwrap();
-                rewrite(&c.root().state_path(&wf), |v| {
-                    v["dispatched_to"] = to.into()
-                });
-                rewrite(&quarantined, |v| v["to_god"] = to.into());
-            }
-            Between::Redispatched => rewrite(&quarantined, |v| {
-                v["dispatch_id"] = crate::store::generate_dispatch_id().into()
-            }),
-        }
+        disturb(&c, between, &mut rng, &item, &m, &used, &mut req);
         let outcomes: Vec<Receipt> = match between {
             Between::TwoTapsAtOnce | Between::ApproveAndRejectAtOnce => {
                 let mut other = req.clone();
