@@ -268,3 +268,107 @@ fn a_phone_sized_headless_chromium_taps_approve_and_the_dispatch_reaches_the_inb
     assert!(said.starts_with("Approved"), "{said}");
     assert!(inbox_has(&env, &hid));
 }
+
+/// The ntfy hook of docs/CONSOLE.md ("Approving from a phone"), with the topic's URL from `$NTFY`.
+const NTFY_HOOK: &str = r#"while read -r line; do
+  a=$(printf '%s' "$line" | jq -r '.approve_url // empty')
+  r=$(printf '%s' "$line" | jq -r '.reject_url // empty')
+  msg=$(printf '%s' "$line" | jq -r '.reason')
+  if [ -n "$a" ]; then
+    curl -s -H "Actions: http, Approve, $a, method=POST, body=via=ntfy, clear=true; http, Reject, $r, method=POST, body=via=ntfy, clear=true; view, Open, $a" -d "$msg" "$NTFY"
+  else
+    curl -s -d "$msg" "$NTFY"
+  fi
+done"#;
+
+/// A stand-in for ntfy: it takes one publish, parses its `Actions` header as ntfy does, and taps
+/// the action labelled as asked the way ntfy's app does (its method, URL and body); prints what
+/// the tap answered.
+const NTFY_STANDIN: &str = r#"
+import sys, urllib.request, http.server
+tap = sys.argv[1]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", "0"))
+        self.rfile.read(n)
+        actions = [a.strip() for a in self.headers.get("Actions", "").split(";") if a.strip()]
+        self.send_response(200); self.end_headers(); self.wfile.write(b"{}")
+        for a in actions:
+            parts = [p.strip() for p in a.split(",")]
+            kind, label, url = parts[0], parts[1], parts[2]
+            opts = dict(p.split("=", 1) for p in parts[3:])
+            if kind == "http" and label == tap:
+                req = urllib.request.Request(url, data=opts.get("body", "").encode(),
+                                             method=opts.get("method", "POST"))
+                try:
+                    with urllib.request.urlopen(req) as r:
+                        print(r.status, r.read().decode())
+                except urllib.error.HTTPError as e:
+                    print(e.code, e.read().decode())
+        sys.stdout.flush()
+        raise SystemExit
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1]); sys.stdout.flush()
+s.serve_forever()
+"#;
+
+#[test]
+fn the_documented_ntfy_hook_gets_action_buttons_that_approve_through_the_listener() {
+    use std::io::{BufRead, BufReader, Write};
+    let env = held_env();
+    let port = free_port();
+    let _serve = serve_approvals(&env, port);
+    let hid = hold(&env, 5);
+    let script = env.dir.path().join("ntfy.py");
+    std::fs::write(&script, NTFY_STANDIN).unwrap();
+    let mut ntfy = Command::new("python3")
+        .arg(&script)
+        .arg("Approve")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(ntfy.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    let ntfy_port: u16 = first.trim().parse().unwrap();
+    // The console's hook line for the held item, links included.
+    let root = pantheon::engine::Root::at(&env.root);
+    let snap = pantheon::live::LiveModel::open(root.clone(), Default::default()).snapshot();
+    let items: Vec<_> = pantheon::live::attention::items(&snap, chrono::Utc::now())
+        .into_iter()
+        .filter(|i| i.kind == pantheon::live::attention::Kind::Held)
+        .collect();
+    let line = pantheon::console::notify::hook_input_with(
+        &items,
+        Some(&pantheon::approvals::hook_links(root)),
+    );
+    assert!(line.contains("approve_url"), "{line}");
+    let mut hook = Command::new("sh")
+        .args(["-c", NTFY_HOOK])
+        .env("NTFY", format!("http://127.0.0.1:{ntfy_port}/ops"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    hook.stdin
+        .take()
+        .unwrap()
+        .write_all(line.as_bytes())
+        .unwrap();
+    assert!(hook.wait().unwrap().success());
+    let mut tapped = String::new();
+    // Everything until the stand-in exits after its one tap.
+    std::io::Read::read_to_string(&mut out, &mut tapped).unwrap();
+    let _ = ntfy.kill();
+    let _ = ntfy.wait();
+    assert!(tapped.starts_with("200"), "{tapped}");
+    assert!(tapped.contains("Approved"), "{tapped}");
+    assert!(inbox_has(&env, &hid));
+    let entry = env
+        .journal_entries()
+        .into_iter()
+        .rev()
+        .find(|e| e["action"] == "approve")
+        .unwrap();
+    assert_eq!(entry["targets"]["channel"], "ntfy", "{entry:#}");
+}
