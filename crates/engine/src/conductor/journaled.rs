@@ -223,14 +223,7 @@ impl Conductor {
             }
         };
         let original = intent.as_ref().is_some_and(|i| i.unjournaled_before);
-        let mut act = approval_act(action, &r, reject, original);
-        let source = self.origin().source;
-        if super::approvals::Channel::ALL
-            .iter()
-            .any(|c| c.as_str() == source)
-        {
-            act = act.target("channel", Some(&source));
-        }
+        let act = approval_act(action, &r, reject, original);
         if r.duplicate && !original {
             self.journal_duplicate(intent, act);
         } else {
