@@ -41,15 +41,23 @@ fn hold(env: &Env, n: u32) -> String {
 
 /// `serve --approvals 127.0.0.1:PORT --log FILE`, answering.
 fn serve_approvals(env: &Env, port: u16) -> Serve {
+    serve_approvals_with(env, port, &[])
+}
+
+/// [`serve_approvals`] with more arguments.
+fn serve_approvals_with(env: &Env, port: u16, more: &[&str]) -> Serve {
     let log = env.dir.path().join("serve.log");
+    let addr = format!("127.0.0.1:{port}");
+    let mut args = vec![
+        "serve",
+        "--approvals",
+        &addr,
+        "--log",
+        log.to_str().unwrap(),
+    ];
+    args.extend_from_slice(more);
     let child = env
-        .command(&[
-            "serve",
-            "--approvals",
-            &format!("127.0.0.1:{port}"),
-            "--log",
-            log.to_str().unwrap(),
-        ])
+        .command(&args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -371,4 +379,91 @@ fn the_documented_ntfy_hook_gets_action_buttons_that_approve_through_the_listene
         .find(|e| e["action"] == "approve")
         .unwrap();
     assert_eq!(entry["targets"]["channel"], "ntfy", "{entry:#}");
+}
+
+fn form_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[test]
+fn with_a_signers_file_a_decision_needs_an_ssh_signature_over_the_token_and_digest() {
+    let env = held_env();
+    let key = env.dir.path().join("op_key");
+    let made = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "op", "-f"])
+        .arg(&key)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+    let signers = env.dir.path().join("allowed_signers");
+    std::fs::write(
+        &signers,
+        format!(
+            "alice@ops namespaces=\"pantheon-approve\" {}",
+            public.trim()
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let _serve = serve_approvals_with(
+        &env,
+        port,
+        &["--approvals-signers", signers.to_str().unwrap()],
+    );
+    let hid = hold(&env, 6);
+    let link = env.ok(&["approve", &hid, "--link"], None);
+    let url = link["approve_url"].as_str().unwrap();
+    let token = url.rsplit('/').next().unwrap();
+    let digest = link["content_sha256"].as_str().unwrap();
+    // Unsigned: refused, nothing decided.
+    let (code, page) = curl(&["-d", "x=1", url]);
+    assert_eq!(code, 403, "{page}");
+    assert!(page.contains("requires a signed decision"), "{page}");
+    // Signed by the listed key over the token and the digest.
+    let msg = env.dir.path().join("decision.txt");
+    std::fs::write(&msg, format!("{token}\n{digest}\n")).unwrap();
+    let signed = Command::new("ssh-keygen")
+        .args(["-Y", "sign", "-n", "pantheon-approve", "-f"])
+        .arg(&key)
+        .arg(&msg)
+        .output()
+        .unwrap();
+    assert!(
+        signed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&signed.stderr)
+    );
+    let sig = std::fs::read_to_string(msg.with_extension("txt.sig")).unwrap();
+    let (code, page) = curl(&[
+        "-d",
+        &format!("principal=mallory@ops&signature={}", form_encode(&sig)),
+        url,
+    ]);
+    assert_eq!(code, 403, "another principal: {page}");
+    assert!(!inbox_has(&env, &hid));
+    let (code, page) = curl(&[
+        "-d",
+        &format!("principal=alice@ops&signature={}", form_encode(&sig)),
+        url,
+    ]);
+    assert_eq!(code, 200, "{page}");
+    assert!(inbox_has(&env, &hid));
+    let entry = env
+        .journal_entries()
+        .into_iter()
+        .rev()
+        .find(|e| e["action"] == "approve")
+        .unwrap();
+    assert_eq!(
+        entry["targets"]["approver"], "alice@ops (ssh signature)",
+        "{entry:#}"
+    );
 }
