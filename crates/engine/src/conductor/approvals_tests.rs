@@ -145,7 +145,7 @@ fn every_change_between_mint_and_tap_is_refused_with_its_receipt() {
 }
 
 #[test]
-fn a_pause_held_item_gets_no_link_and_a_free_one_neither() {
+fn an_item_no_longer_held_gets_no_link() {
     let (_d, c) = gate_root();
     let hid = held(&c, 7);
     c.approve(&hid, Actor::Operator).unwrap();
@@ -351,4 +351,37 @@ fn zero_wrong_approvals_in_fuzzed_races_between_mint_and_tap() {
     );
     assert_eq!(wrong, 0, "seed {seed}");
     assert!(refusals.len() >= 7, "{refusals:?}");
+}
+
+#[test]
+fn a_budget_hold_approved_by_link_needs_the_raise_and_takes_it() {
+    let (_d, c) = gate_root();
+    std::fs::write(
+        c.root().workflows_dir().join("paid.yaml"),
+        "workflow:\n  id: paid\n  budget: {cost_usd: 1.0}\n  steps:\n    - id: research\n      god: thoth\n    - id: build\n      god: hephaestus\n",
+    )
+    .unwrap();
+    let h = serde_json::json!({"handoff_id": "hof_20261206_bd0001", "workflow_id": "wf_bd",
+        "from_god": "thoth", "to_god": "hephaestus", "step": "research",
+        "routing": {"workflow_definition": "paid"}, "usage": {"cost_usd": 1.2},
+        "context": {"summary": "s", "decisions": [], "artifacts": []}});
+    c.submit_handoff(&h).unwrap();
+    let hid = HandoffId::parse("hof_20261206_bd0001").unwrap();
+    let m = mint(&c, &hid);
+    let r = redeem(&c, &m.approve_token);
+    assert_eq!(r.refused, Some(Refusal::NeedsRaise), "{r:?}");
+    assert!(r.message.contains("used of its"), "{}", r.message);
+    let raised = c
+        .redeem_link(&RedeemRequest {
+            token: m.approve_token.clone(),
+            channel: Some(Channel::Http),
+            raise: Some(
+                crate::cost::budget::Budget::parse(&serde_json::json!({"cost_usd": 3.0})).unwrap(),
+            ),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(raised.status, "approved", "{raised:?}");
+    let st = files::require_state(c.root(), &WorkflowId::parse("wf_bd").unwrap()).unwrap();
+    assert_eq!(raises(&st), 1);
 }
