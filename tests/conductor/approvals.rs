@@ -467,3 +467,54 @@ fn with_a_signers_file_a_decision_needs_an_ssh_signature_over_the_token_and_dige
         "{entry:#}"
     );
 }
+
+#[test]
+fn two_listeners_on_one_root_tapped_at_once_decide_each_item_once() {
+    let env = held_env();
+    let (p1, p2) = (free_port(), free_port());
+    let _a = serve_approvals(&env, p1);
+    let _b = serve_approvals_with(&env, p2, &[]);
+    let items: Vec<(String, String)> = (10..20)
+        .map(|n| {
+            let hid = hold(&env, n);
+            let link = env.ok(&["approve", &hid, "--link", "--base-url", "http://x"], None);
+            let token = link["approve_url"]
+                .as_str()
+                .unwrap()
+                .rsplit('/')
+                .next()
+                .unwrap()
+                .to_owned();
+            (hid, token)
+        })
+        .collect();
+    for (hid, token) in &items {
+        let codes: Vec<u16> = std::thread::scope(|s| {
+            let taps: Vec<_> = [p1, p2, p1, p2]
+                .into_iter()
+                .map(|p| {
+                    let url = format!("http://127.0.0.1:{p}/a/{token}");
+                    s.spawn(move || curl(&["-X", "POST", &url]).0)
+                })
+                .collect();
+            taps.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        assert_eq!(
+            codes.iter().filter(|c| **c == 200).count(),
+            1,
+            "{hid}: {codes:?}"
+        );
+        assert_eq!(
+            codes.iter().filter(|c| **c == 409).count(),
+            3,
+            "{hid}: {codes:?}"
+        );
+        assert!(inbox_has(&env, hid));
+    }
+    let approvals = env
+        .journal_entries()
+        .into_iter()
+        .filter(|e| e["action"] == "approve")
+        .count();
+    assert_eq!(approvals, items.len());
+}
