@@ -298,9 +298,10 @@ fn start_observers(
 fn start_approvals(
     args: &ServeArgs,
     root: &Root,
+    id: &str,
     bound: Option<(std::net::SocketAddr, std::net::TcpListener)>,
     out: &mut dyn Write,
-) -> anyhow::Result<Option<crate::http::Server>> {
+) -> anyhow::Result<Option<(crate::http::Server, crate::observe::record::MetricsRecord)>> {
     let Some((addr, listener)) = bound else {
         return Ok(None);
     };
@@ -341,7 +342,8 @@ fn start_approvals(
         "{} pantheon serve: approval links at {base}/a/TOKEN",
         format_ts(chrono::Utc::now())
     );
-    Ok(Some(server))
+    let record = crate::observe::record::MetricsRecord::write_kind(root, "approvals", id, addr);
+    Ok(Some((server, record)))
 }
 
 /// `pantheon serve`: the supervisor, until SIGTERM or SIGINT.
@@ -375,7 +377,7 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     let watcher = watch_root(root, tx.clone(), anchor.is_some())?;
     // The live model (the console's) behind `/metrics` and `--otlp`, kept current by its own watches.
     let observers = start_observers(&args, root, &id, metrics, otlp, &mut *out)?;
-    let approvals = start_approvals(&args, root, approvals, &mut *out)?;
+    let approvals = start_approvals(&args, root, &id, approvals, &mut *out)?;
     let _ = writeln!(
         out,
         "{started} pantheon serve: supervising {} (heartbeat {})",
@@ -401,7 +403,7 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     if let Some(server) = observers.http {
         server.shutdown();
     }
-    if let Some(server) = approvals {
+    if let Some((server, _record)) = approvals {
         server.shutdown();
         crate::engine::remove_approvals_listener(root);
     }

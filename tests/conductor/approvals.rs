@@ -518,3 +518,38 @@ fn two_listeners_on_one_root_tapped_at_once_decide_each_item_once() {
         .count();
     assert_eq!(approvals, items.len());
 }
+
+#[test]
+fn a_listener_beyond_loopback_warns_and_status_shows_its_badge() {
+    let env = held_env();
+    let port = free_port();
+    let err = env.dir.path().join("serve.err");
+    let child = env
+        .command(&["serve", "--approvals", &format!("0.0.0.0:{port}")])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let _serve = Serve(child);
+    let until = Instant::now() + Duration::from_secs(30);
+    let badge = || {
+        let out = env.run(&["status", "--format", "line"], None);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    while !badge().contains("⚠approvals") {
+        assert!(Instant::now() < until, "no badge: {}", badge());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let v: Value =
+        serde_json::from_slice(&env.run(&["status", "--format", "json"], None).stdout).unwrap();
+    assert_eq!(
+        v["approvals_exposed"],
+        serde_json::json!([format!("0.0.0.0:{port}")])
+    );
+    let warned = std::fs::read_to_string(&err).unwrap();
+    assert!(
+        warned.contains("warning: --approvals 0.0.0.0:")
+            && warned.contains("not a loopback address"),
+        "{warned}"
+    );
+}
