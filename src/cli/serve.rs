@@ -44,6 +44,15 @@ pub struct ServeArgs {
     /// that is not loopback is warned about (docs/OBSERVABILITY.md).
     #[arg(long, value_name = "ADDR", value_parser = crate::http::parse_addr)]
     pub metrics: Option<std::net::SocketAddr>,
+    /// Serve approval links at http://ADDR/a/TOKEN (PORT alone: 127.0.0.1:PORT) and record the
+    /// address in the root for `approve --link`. An address that is not loopback is warned about
+    /// (docs/THREAT-MODEL.md, "Approval links").
+    #[arg(long, value_name = "ADDR", value_parser = crate::http::parse_addr)]
+    pub approvals: Option<std::net::SocketAddr>,
+    /// Require an `ssh-keygen -Y sign` signature over each link's token and digest, verified
+    /// against this allowed-signers file (the signer's principal is the approver).
+    #[arg(long, value_name = "FILE", requires = "approvals")]
+    pub approvals_signers: Option<PathBuf>,
     /// Export spans (one trace per workflow) to an OpenTelemetry collector over OTLP/HTTP
     /// protobuf, e.g. http://127.0.0.1:4318 (docs/OBSERVABILITY.md, "Traces").
     #[arg(long, value_name = "URL", value_parser = otlp_endpoint)]
@@ -285,6 +294,58 @@ fn start_observers(
     })
 }
 
+/// Starts `--approvals`: the links' listener, its address recorded in the root.
+fn start_approvals(
+    args: &ServeArgs,
+    root: &Root,
+    id: &str,
+    bound: Option<(std::net::SocketAddr, std::net::TcpListener)>,
+    out: &mut dyn Write,
+) -> anyhow::Result<Option<(crate::http::Server, crate::observe::record::MetricsRecord)>> {
+    let Some((addr, listener)) = bound else {
+        return Ok(None);
+    };
+    if !addr.ip().is_loopback() {
+        let w = format!(
+            "warning: --approvals {addr} is not a loopback address: anyone who can reach it and holds a link decides that held item (docs/THREAT-MODEL.md)"
+        );
+        eprintln!("{w}");
+        if args.log.is_some() {
+            let _ = writeln!(out, "{} {w}", format_ts(chrono::Utc::now()));
+        }
+    }
+    let approver = match &args.approvals_signers {
+        Some(f) => {
+            if !f.is_file() {
+                anyhow::bail!(
+                    "--approvals-signers {}: no such file (give an ssh allowed_signers file)",
+                    f.display()
+                );
+            }
+            crate::approvals::Approver::SshSigners(f.clone())
+        }
+        None => crate::approvals::Approver::Link,
+    };
+    let server = crate::http::Server::start(
+        "approvals-http",
+        listener,
+        crate::approvals::routes(root.clone(), approver),
+        crate::http::Limits {
+            max_body_bytes: 64 * 1024,
+            ..crate::http::Limits::default()
+        },
+    )?;
+    let base = format!("http://{}", server.local_addr());
+    crate::engine::write_approvals_listener(root, &base)?;
+    let _ = writeln!(
+        out,
+        "{} pantheon serve: approval links at {base}/a/TOKEN",
+        format_ts(chrono::Utc::now())
+    );
+    let record = crate::observe::record::MetricsRecord::write_kind(root, "approvals", id, addr);
+    Ok(Some((server, record)))
+}
+
 /// `pantheon serve`: the supervisor, until SIGTERM or SIGINT.
 pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
     let mut out = super::record::log_sink(args.log.as_ref())?;
@@ -292,6 +353,10 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     // Bound before anything else starts, so a port in use is the first and only thing said.
     let metrics = match args.metrics {
         Some(addr) => Some((addr, crate::http::bind("--metrics", addr)?)),
+        None => None,
+    };
+    let approvals = match args.approvals {
+        Some(addr) => Some((addr, crate::http::bind("--approvals", addr)?)),
         None => None,
     };
     let otlp = args.otlp.clone();
@@ -312,6 +377,7 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     let watcher = watch_root(root, tx.clone(), anchor.is_some())?;
     // The live model (the console's) behind `/metrics` and `--otlp`, kept current by its own watches.
     let observers = start_observers(&args, root, &id, metrics, otlp, &mut *out)?;
+    let approvals = start_approvals(&args, root, &id, approvals, &mut *out)?;
     let _ = writeln!(
         out,
         "{started} pantheon serve: supervising {} (heartbeat {})",
@@ -336,6 +402,10 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     // Requests under way are answered; then nothing listens.
     if let Some(server) = observers.http {
         server.shutdown();
+    }
+    if let Some((server, _record)) = approvals {
+        server.shutdown();
+        crate::engine::remove_approvals_listener(root);
     }
     if let Some(r) = recorder {
         r.stop();

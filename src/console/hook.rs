@@ -25,6 +25,11 @@ pub const OUTPUT_KEPT: usize = 4096;
 /// Items that may wait for the next run while one is under way.
 pub const MAX_WAITING_ITEMS: usize = 1000;
 
+/// Fields added to an item's line of the hook's stdin (a held item's approval links): called once
+/// per item per run, from the hook's thread.
+pub type Enrich =
+    Arc<dyn Fn(&Item) -> Option<serde_json::Map<String, serde_json::Value>> + Send + Sync>;
+
 /// What one run did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HookReport {
@@ -118,6 +123,16 @@ impl HookRunner {
         timeout: Duration,
         report: impl Fn(HookReport) + Send + 'static,
     ) -> std::io::Result<Self> {
+        Self::start_enriched(cmd, timeout, None, report)
+    }
+
+    /// [`Self::start`], each item's line given what `enrich` adds.
+    pub fn start_enriched(
+        cmd: String,
+        timeout: Duration,
+        enrich: Option<Enrich>,
+        report: impl Fn(HookReport) + Send + 'static,
+    ) -> std::io::Result<Self> {
         let shared: Arc<(Mutex<Waiting>, Condvar)> = Arc::default();
         let theirs = shared.clone();
         let running: Arc<std::sync::atomic::AtomicI32> = Arc::default();
@@ -137,7 +152,7 @@ impl HookRunner {
                         }
                         (std::mem::take(&mut w.items), std::mem::take(&mut w.dropped))
                     };
-                    let mut r = run_in(&cmd, &batch, timeout, &group);
+                    let mut r = run_in(&cmd, &batch, timeout, &group, enrich.as_ref());
                     r.dropped = dropped;
                     report(r);
                 }
@@ -201,7 +216,13 @@ fn drain(mut r: impl Read, keep: usize) -> (Vec<u8>, u64) {
 
 /// One run of `cmd` with `batch` on its stdin, bounded by `timeout`.
 pub fn run_once(cmd: &str, batch: &[Item], timeout: Duration) -> HookReport {
-    run_in(cmd, batch, timeout, &std::sync::atomic::AtomicI32::new(0))
+    run_in(
+        cmd,
+        batch,
+        timeout,
+        &std::sync::atomic::AtomicI32::new(0),
+        None,
+    )
 }
 
 /// [`run_once`], publishing the run's process group in `running` while it runs.
@@ -210,6 +231,7 @@ fn run_in(
     batch: &[Item],
     timeout: Duration,
     running: &std::sync::atomic::AtomicI32,
+    enrich: Option<&Enrich>,
 ) -> HookReport {
     let started = Instant::now();
     let mut report = HookReport {
@@ -266,7 +288,7 @@ fn run_in(
     }
     drop(tx);
     if let Some(mut stdin) = child.stdin.take() {
-        let input = super::notify::hook_input(batch);
+        let input = super::notify::hook_input_with(batch, enrich);
         let _ = std::thread::Builder::new()
             .name("pantheon-hook-input".into())
             .spawn(move || {

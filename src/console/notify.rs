@@ -204,9 +204,21 @@ pub fn terminal_bytes(settings: &NotifySettings, batch: &[Item]) -> Vec<u8> {
 
 /// The hook's stdin: one compact JSON object per item, one per line.
 pub fn hook_input(batch: &[Item]) -> String {
+    hook_input_with(batch, None)
+}
+
+/// [`hook_input`], each line given what `enrich` adds (a held item's `approve_url`, `reject_url`,
+/// `expires_at`).
+pub fn hook_input_with(batch: &[Item], enrich: Option<&super::hook::Enrich>) -> String {
     let mut s = String::new();
     for i in batch {
-        s.push_str(&i.to_json().to_string());
+        let mut line = i.to_json();
+        if let (Some(f), Some(obj)) = (enrich, line.as_object_mut())
+            && let Some(extra) = f(i)
+        {
+            obj.extend(extra);
+        }
+        s.push_str(&line.to_string());
         s.push('\n');
     }
     s

@@ -304,9 +304,18 @@ fn start_hook(
     tx: mpsc::UnboundedSender<super::hook::HookReport>,
 ) -> Option<super::hook::HookRunner> {
     let cmd = notifier.settings.on_attention.as_ref()?;
-    match super::hook::HookRunner::start(cmd.clone(), super::hook::HOOK_TIMEOUT, move |r| {
-        let _ = tx.send(r);
-    }) {
+    // A held item's line carries a fresh pair of approval links when a listener is recorded (a
+    // read-only console mints none: minting writes into the root).
+    let enrich = (!app.read_only)
+        .then(|| crate::approvals::hook_links(crate::engine::Root::at(&app.snapshot.root)));
+    match super::hook::HookRunner::start_enriched(
+        cmd.clone(),
+        super::hook::HOOK_TIMEOUT,
+        enrich,
+        move |r| {
+            let _ = tx.send(r);
+        },
+    ) {
         Ok(h) => Some(h),
         Err(e) => {
             app.flash(

@@ -25,7 +25,12 @@ impl MetricsRecord {
     /// Writes the record of supervisor `id` listening on `addr` (a failure is only logged: the
     /// metrics are served all the same).
     pub fn write(root: &Root, id: &str, addr: SocketAddr) -> Self {
-        let path = dir(root).join(format!("metrics-{id}.json"));
+        Self::write_kind(root, "metrics", id, addr)
+    }
+
+    /// [`Self::write`] for a listener of `kind` (`metrics`, `approvals`).
+    pub fn write_kind(root: &Root, kind: &str, id: &str, addr: SocketAddr) -> Self {
+        let path = dir(root).join(format!("{kind}-{id}.json"));
         let body = json!({
             "supervisor": id,
             "pid": std::process::id(),
@@ -56,6 +61,12 @@ impl Drop for MetricsRecord {
 
 /// The addresses not on loopback that live supervisors serve metrics on.
 pub fn exposed(root: &Root, live_supervisors: &[Value]) -> Vec<String> {
+    exposed_kind(root, "metrics", live_supervisors)
+}
+
+/// The addresses not on loopback that live supervisors serve a listener of `kind` on.
+pub fn exposed_kind(root: &Root, kind: &str, live_supervisors: &[Value]) -> Vec<String> {
+    let prefix = format!("{kind}-");
     let alive: Vec<&str> = live_supervisors
         .iter()
         .filter_map(|v| v.get("supervisor").and_then(Value::as_str))
@@ -68,7 +79,7 @@ pub fn exposed(root: &Root, live_supervisors: &[Value]) -> Vec<String> {
         .filter(|e| {
             let n = e.file_name();
             let n = n.to_string_lossy();
-            n.starts_with("metrics-") && n.ends_with(".json")
+            n.starts_with(&prefix) && n.ends_with(".json")
         })
         .filter_map(|e| crate::engine::read_json(&e.path()).ok().flatten())
         .filter(|v| {

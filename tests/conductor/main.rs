@@ -3,6 +3,7 @@
 mod abort_cleanup;
 mod acks;
 mod anchor;
+mod approvals;
 mod budgets;
 mod common;
 mod concurrency;

@@ -53,6 +53,14 @@ pub use crate::{
 // The Conductor: handoffs, acks, approvals, routing, deadlines, state (docs/PROTOCOL.md §2).
 pub use crate::{
     conductor::admin::DEFAULT_GODS,
+    conductor::approvals::{
+        Channel as ApprovalChannel, DEFAULT_LINK_TTL, Ended as LinkEnded,
+        KEEP_ENDED as LINK_KEEP_ENDED, LinkDecision, LinkEntry, LinkRecord, LinkRequest, LinkView,
+        ListenerRecord as ApprovalsListener, MAX_LINK_TTL, MAX_LINKS, MintedLink,
+        Receipt as LinkReceipt, RedeemRequest, Refusal as LinkRefusal, is_token_shaped,
+        read_listener as read_approvals_listener, remove_listener as remove_approvals_listener,
+        token_sha256, write_listener as write_approvals_listener,
+    },
     conductor::deadlines::{DeadlineIndex, Kind as DeadlineEntryKind},
     conductor::definition::{
         LoadError, PublishDef, StepDef, WorkflowDef, load_definition_file, load_definitions,

@@ -645,9 +645,22 @@ impl Conductor {
         by: Actor,
         resumed: Option<&str>,
     ) -> Result<ApprovalResult> {
-        let hid = hid.clone();
-        let wf = self.workflow_of(&hid)?;
+        let wf = self.workflow_of(hid)?;
         let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
+        self.decide_held_locked(&wf, hid, reject, by, resumed)
+    }
+
+    /// [`Self::decide_held_as`] under workflow `wf`'s lock, which the caller holds (an approval
+    /// link checks its binding and decides in the same hold of the lock).
+    pub(crate) fn decide_held_locked(
+        &self,
+        wf: &WorkflowId,
+        hid: &HandoffId,
+        reject: Option<&str>,
+        by: Actor,
+        resumed: Option<&str>,
+    ) -> Result<ApprovalResult> {
+        let (hid, wf) = (hid.clone(), wf.clone());
         let mut st = files::require_state(&self.root, &wf)?;
         let held = match files::in_quarantine(&self.root, &hid)? {
             Some(f) => Some(f),

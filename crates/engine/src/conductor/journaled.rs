@@ -229,6 +229,8 @@ impl Conductor {
         } else {
             self.journal_intent(intent, act);
         }
+        // Its approval links can decide nothing now: they say who did.
+        self.supersede_links(r.workflow_id.as_str(), Some(r.handoff_id.as_str()), outcome);
         // A rejection fails the workflow: its dead letters end with it.
         if reject.is_some() {
             self.retire_dead_of_finished(r.workflow_id.as_str());
@@ -256,6 +258,7 @@ impl Conductor {
             );
         }
         self.journal(&act);
+        self.supersede_links(wf.as_str(), None, "aborted");
         // An aborted workflow's dead letters end with it (retired, each journaled).
         self.retire_dead_of_finished(wf.as_str());
         Ok(r)
@@ -343,7 +346,7 @@ fn outbox_act(
 
 /// The entry of a decision; `original`: the repeat of one killed before its entry, journaled as the
 /// decision itself.
-fn approval_act(
+pub(crate) fn approval_act(
     action: &'static str,
     r: &ApprovalResult,
     reason: Option<&str>,

@@ -13,6 +13,7 @@
 pub(crate) mod ack;
 pub(crate) mod ack_step;
 pub(crate) mod admin;
+pub(crate) mod approvals;
 pub(crate) mod deadlines;
 pub(crate) mod definition;
 pub(crate) mod delivery;

@@ -358,7 +358,32 @@ impl Conductor {
             ));
         }
         let (wf, _) = held_workflow(root, handoff_id)?;
-        let _lock = FileLock::exclusive(root, &root.workflow_lock_path(&wf))?;
+        let lock = FileLock::exclusive(root, &root.workflow_lock_path(&wf))?;
+        let (answer, act, mut warnings) = self.raise_budget_locked(handoff_id, &wf, to, by)?;
+        drop(lock);
+        warnings.extend(self.journal(&act));
+        let mut answer = answer;
+        answer["warnings"] = json!(warnings);
+        Ok(answer)
+    }
+
+    /// [`Conductor::raise_budget`] under the workflow's lock, which the caller holds (an approval
+    /// link checks its binding and raises in the same hold of the lock): the answer, the entry to
+    /// journal once the lock is released, and the warnings.
+    pub(crate) fn raise_budget_locked(
+        &self,
+        handoff_id: &HandoffId,
+        wf: &WorkflowId,
+        to: Budget,
+        by: &str,
+    ) -> Result<(Value, Act, Vec<String>)> {
+        let root = self.root();
+        let wf = wf.clone();
+        if to.is_empty() {
+            return Err(Error::refused(
+                "give the new budget: --budget-usd, --budget-tokens or both",
+            ));
+        }
         let mut st = files::require_state(root, &wf)?;
         let mut warnings = Vec::new();
         let subjects = held_subjects(root, &wf, &st, handoff_id, &mut warnings)?;
@@ -406,16 +431,13 @@ impl Conductor {
         }
         st.updated = Some(at.clone());
         files::write_state(root, &wf, &st)?;
-        drop(_lock);
         let act = Act::new("budget_raise", "raised")
             .target("workflow_id", Some(wf.as_str()))
             .target("handoff_id", Some(handoff_id.as_str()))
             .reason(Some(&raises_text(&raises)));
-        warnings.extend(self.journal(&act));
-        Ok(
-            json!({ "status": "raised", "workflow_id": wf.as_str(), "handoff_id": handoff_id.as_str(),
-            "raises": raises, "warnings": warnings }),
-        )
+        let answer = json!({ "status": "raised", "workflow_id": wf.as_str(),
+            "handoff_id": handoff_id.as_str(), "raises": raises, "warnings": [] });
+        Ok((answer, act, warnings))
     }
 }
 

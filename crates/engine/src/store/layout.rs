@@ -39,6 +39,11 @@ pub const JOURNAL_FILE: &str = "journal.jsonl";
 pub const HISTORY_DIR: &str = "history";
 /// `conductor/outbox`: messages waiting for the bridge.
 pub(crate) const OUTBOX_DIR: &str = "outbox";
+/// `conductor/approvals`: the records of approval links, one per token, named by the token's
+/// SHA-256 (docs/PROTOCOL.md §2.15).
+pub(crate) const APPROVALS_DIR: &str = "approvals";
+/// `conductor/approvals/listener.json`: where `serve --approvals` listens, for `approve --link`.
+pub(crate) const APPROVALS_LISTENER_FILE: &str = "listener.json";
 /// `conductor/bridge/retry`: operators' requests that the bridge try a waiting outbox record now.
 pub(crate) const BRIDGE_RETRY_DIR: &str = "retry";
 
@@ -68,7 +73,7 @@ pub(crate) const RESOLUTION_FILE: &str = "resolution.md";
 pub(crate) const BOARD_ARCHIVE_DIR: &str = "archive";
 
 const SESSION_PREFIX: &str = "session-";
-const JSON_SUFFIX: &str = ".json";
+pub(crate) const JSON_SUFFIX: &str = ".json";
 const QUEUE_ARCHIVE_PREFIX: &str = "queue.";
 const QUEUE_ARCHIVE_SUFFIX: &str = ".archive.jsonl";
 

@@ -316,6 +316,14 @@ impl Root {
     pub fn timers_dir(&self) -> PathBuf {
         self.conductor.join("timers")
     }
+    /// `conductor/approvals`: the approval links' records (docs/PROTOCOL.md §2.15).
+    pub fn approvals_dir(&self) -> PathBuf {
+        self.conductor.join(L::APPROVALS_DIR)
+    }
+    /// `conductor/approvals/listener.json`: the address `serve --approvals` listens on.
+    pub fn approvals_listener_path(&self) -> PathBuf {
+        self.approvals_dir().join(L::APPROVALS_LISTENER_FILE)
+    }
     /// `conductor/supervisor`: the heartbeats of running supervisors (`pantheon serve`).
     pub fn supervisor_dir(&self) -> PathBuf {
         self.conductor.join("supervisor")

@@ -1,0 +1,554 @@
+//! `serve --approvals ADDR`: the approval links' listener on the one HTTP stack (`crate::http`).
+//!
+//! `GET /a/TOKEN` is a small page a phone can open (no JavaScript, no asset from anywhere, under
+//! 20 KB): what is held (workflow, step, god, summary, decisions, the budgets and their usage for a
+//! budget hold, the content digest) with an Approve or Reject form; `POST /a/TOKEN` redeems the
+//! token through [`Conductor::redeem_link`] and shows the receipt. Nothing here logs a request,
+//! so no token reaches a log. With `--approvals-signers FILE` a decision needs an `ssh-keygen -Y
+//! sign` signature over the token and the digest, verified by the operator's own `ssh-keygen -Y
+//! verify` against that allowed-signers file; the signer's principal is the approver.
+//!
+//! The seam for other proofs of the approver ([`Approver`]): a check that takes the request's
+//! form and answers the approver's name or a refusal. An operator credential (a bearer token
+//! from the credentials file of remote gods) would be one more variant checked the same way.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use crate::engine::{
+    ApprovalChannel, Budget, Conductor, LinkDecision, LinkReceipt, LinkView, Origin, RedeemRequest,
+    Root,
+};
+
+/// The SSH signature namespace a signature over a link must be made in.
+pub const SIGNATURE_NAMESPACE: &str = "pantheon-approve";
+
+/// How a decision's approver is proven.
+#[derive(Debug, Clone)]
+pub enum Approver {
+    /// Nobody in particular: whoever holds the link (the link is the capability).
+    Link,
+    /// An `ssh-keygen -Y sign -n pantheon-approve` signature over `{token}\n{digest}\n`, checked
+    /// against this allowed-signers file; the principal (the form's `principal`) is the approver.
+    SshSigners(PathBuf),
+}
+
+/// What the handlers share.
+#[derive(Clone)]
+struct Ctx {
+    root: Root,
+    approver: Approver,
+}
+
+/// The routes of `serve --approvals`.
+pub fn routes(root: Root, approver: Approver) -> Router {
+    Router::new()
+        .route("/a/{token}", get(page).post(decide))
+        .route(
+            "/",
+            get(|| async { "pantheon serve: approval links at /a/TOKEN\n" }),
+        )
+        .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
+        .with_state(Arc::new(Ctx { root, approver }))
+}
+
+fn conductor(root: &Root, channel: ApprovalChannel) -> Conductor {
+    Conductor::new(root.clone()).with_origin(Origin::new(None, channel.as_str()))
+}
+
+/// `GET /a/TOKEN`: the held item and the form, or why the link would be refused.
+async fn page(State(ctx): State<Arc<Ctx>>, Path(token): Path<String>) -> Response {
+    let view = tokio::task::spawn_blocking(move || {
+        conductor(&ctx.root, ApprovalChannel::Http)
+            .view_link(&token)
+            .map(|v| render_page(&v, &token, &ctx.approver))
+    })
+    .await
+    .ok()
+    .flatten();
+    match view {
+        Some(html) => html_response(StatusCode::OK, html),
+        None => html_response(
+            StatusCode::NOT_FOUND,
+            shell(
+                "Unknown link",
+                "<p class=bad>This link is unknown: it was never minted here, or it ended more than a day ago.</p>",
+            ),
+        ),
+    }
+}
+
+/// `POST /a/TOKEN`: redeems the token; the receipt page says what happened.
+async fn decide(State(ctx): State<Arc<Ctx>>, Path(token): Path<String>, body: Bytes) -> Response {
+    let form = parse_form(&body);
+    let done = tokio::task::spawn_blocking(move || -> Result<LinkReceipt, String> {
+        let channel = match form.get("via").map(String::as_str) {
+            Some("ntfy") => ApprovalChannel::Ntfy,
+            _ => ApprovalChannel::Http,
+        };
+        let approver = check_approver(&ctx.approver, &ctx.root, &token, &form)?;
+        let raise = raise_of(&form)?;
+        conductor(&ctx.root, channel)
+            .redeem_link(&RedeemRequest {
+                token: token.clone(),
+                expect_handoff: form.get("handoff").cloned(),
+                expect_digest: form.get("digest").cloned(),
+                channel: Some(channel),
+                approver,
+                reason: form.get("reason").cloned(),
+                raise,
+            })
+            .map_err(|e| format!("error: {e}"))
+    })
+    .await
+    .unwrap_or_else(|e| Err(format!("error: {e}")));
+    match done {
+        Ok(r) => {
+            let code = if r.applied() {
+                StatusCode::OK
+            } else {
+                StatusCode::CONFLICT
+            };
+            html_response(code, render_receipt(&r))
+        }
+        Err(e) => html_response(
+            StatusCode::FORBIDDEN,
+            shell(
+                "Refused",
+                &format!("<p class=bad>{}</p><p>Nothing was decided.</p>", esc(&e)),
+            ),
+        ),
+    }
+}
+
+/// The approver the request proves, or why it proves none.
+fn check_approver(
+    approver: &Approver,
+    root: &Root,
+    token: &str,
+    form: &HashMap<String, String>,
+) -> Result<Option<String>, String> {
+    match approver {
+        Approver::Link => Ok(None),
+        Approver::SshSigners(file) => {
+            let principal = form
+                .get("principal")
+                .filter(|p| !p.trim().is_empty())
+                .ok_or("this listener requires a signed decision: give principal and signature")?;
+            let signature = form
+                .get("signature")
+                .filter(|s| !s.trim().is_empty())
+                .ok_or("this listener requires a signed decision: give principal and signature")?;
+            let digest = conductor(root, ApprovalChannel::Http)
+                .view_link(token)
+                .map(|v| v.record.content_sha256)
+                .ok_or("this link is unknown")?;
+            verify_ssh(file, principal, signature, &signed_text(token, &digest))?;
+            Ok(Some(format!("{principal} (ssh signature)")))
+        }
+    }
+}
+
+/// The `--on-attention` hook's links: for a held item, when a listener is recorded in the root, a
+/// fresh pair minted for this notification (channel `hook`, the default lifetime) as
+/// `{approve_url, reject_url, expires_at}`; nothing for any other item, or when minting is refused
+/// (a pause-held item, no listener).
+pub fn hook_links(root: Root) -> crate::console::hook::Enrich {
+    let c = Conductor::new(root).with_origin(Origin::new(None, "console"));
+    Arc::new(move |item: &crate::live::attention::Item| {
+        if item.kind != crate::live::attention::Kind::Held {
+            return None;
+        }
+        let hid = crate::engine::HandoffId::parse(item.ids.get("handoff_id")?).ok()?;
+        let base = crate::engine::read_approvals_listener(c.root())?.base_url;
+        let m = c
+            .mint_link(&crate::engine::LinkRequest {
+                handoff_id: hid,
+                ttl: crate::engine::DEFAULT_LINK_TTL,
+                channel: ApprovalChannel::Hook,
+            })
+            .ok()?;
+        let mut out = serde_json::Map::new();
+        out.insert(
+            "approve_url".into(),
+            format!("{base}/a/{}", m.approve_token).into(),
+        );
+        out.insert(
+            "reject_url".into(),
+            format!("{base}/a/{}", m.reject_token).into(),
+        );
+        out.insert("expires_at".into(), m.expires_at.into());
+        Some(out)
+    })
+}
+
+/// What an approver signs: the token and the content digest, one per line.
+pub fn signed_text(token: &str, digest: &str) -> String {
+    format!("{token}\n{digest}\n")
+}
+
+/// Runs the operator's `ssh-keygen -Y verify` (found on `PATH`, never named by the root) on
+/// `signature` over `message` for `principal` against the allowed-signers `file`.
+fn verify_ssh(
+    file: &std::path::Path,
+    principal: &str,
+    signature: &str,
+    message: &str,
+) -> Result<(), String> {
+    use std::io::Write;
+    if principal.len() > 200
+        || principal
+            .chars()
+            .any(|c| c.is_control() || c.is_whitespace())
+    {
+        return Err("the principal is not a usable name".into());
+    }
+    let mut sig = tempfile::NamedTempFile::new().map_err(|e| format!("error: {e}"))?;
+    sig.write_all(signature.replace("\r\n", "\n").as_bytes())
+        .map_err(|e| format!("error: {e}"))?;
+    let mut child = std::process::Command::new("ssh-keygen")
+        .args(["-Y", "verify", "-f"])
+        .arg(file)
+        .args(["-I", principal, "-n", SIGNATURE_NAMESPACE, "-s"])
+        .arg(sig.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("error: cannot run ssh-keygen to verify the signature: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(message.as_bytes());
+    }
+    let ok = child.wait().map(|s| s.success()).unwrap_or(false);
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "the signature does not verify for principal {principal:?} against the allowed signers: nothing was decided"
+        ))
+    }
+}
+
+/// The raise an approval of a budget hold gives (`raise_usd`, `raise_tokens`), if any.
+fn raise_of(form: &HashMap<String, String>) -> Result<Option<Budget>, String> {
+    let mut m = serde_json::Map::new();
+    if let Some(v) = form.get("raise_usd").filter(|v| !v.trim().is_empty()) {
+        let usd: f64 = v
+            .trim()
+            .parse()
+            .map_err(|_| format!("the raise {v:?} is not a number of dollars"))?;
+        m.insert("cost_usd".into(), serde_json::json!(usd));
+    }
+    if let Some(v) = form.get("raise_tokens").filter(|v| !v.trim().is_empty()) {
+        let n: u64 = v
+            .trim()
+            .parse()
+            .map_err(|_| format!("the raise {v:?} is not a number of tokens"))?;
+        m.insert("tokens".into(), serde_json::json!(n));
+    }
+    if m.is_empty() {
+        return Ok(None);
+    }
+    Budget::parse(&serde_json::Value::Object(m))
+        .map(Some)
+        .map_err(|e| format!("the raise: {e}"))
+}
+
+/// An `application/x-www-form-urlencoded` body (at most 64 fields, each value cut to 8 KiB).
+pub fn parse_form(body: &[u8]) -> HashMap<String, String> {
+    String::from_utf8_lossy(body)
+        .split('&')
+        .take(64)
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            (unescape(k), unescape(v).chars().take(8192).collect())
+        })
+        .collect()
+}
+
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < b.len() => {
+                let hex = |c: u8| (c as char).to_digit(16);
+                match (hex(b[i + 1]), hex(b[i + 2])) {
+                    (Some(h), Some(l)) => {
+                        out.push((h * 16 + l) as u8);
+                        i += 2;
+                    }
+                    _ => out.push(b'%'),
+                }
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn html_response(code: StatusCode, html: String) -> Response {
+    (
+        code,
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+            (header::REFERRER_POLICY, "no-referrer"),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'",
+            ),
+        ],
+        html,
+    )
+        .into_response()
+}
+
+/// HTML-escapes text.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() && c != '\n' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn cut(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_owned()
+    } else {
+        format!("{}…", s.chars().take(n).collect::<String>())
+    }
+}
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:40em;margin:0 auto;padding:1em;\
+line-height:1.4;font-size:17px}h1{font-size:1.3em}dt{font-weight:bold;margin-top:.6em}dd{margin:0;\
+overflow-wrap:anywhere}button{font-size:1.1em;padding:.7em 1.4em;margin:.5em .5em .5em 0;width:100%}\
+.ok{color:#060}.bad{color:#a00}input,textarea{width:100%;font-size:1em;box-sizing:border-box}\
+code{overflow-wrap:anywhere;font-size:.85em}";
+
+fn shell(title: &str, body: &str) -> String {
+    format!(
+        "<!doctype html><html lang=en><head><meta charset=utf-8>\
+         <meta name=viewport content=\"width=device-width,initial-scale=1\">\
+         <meta name=referrer content=no-referrer><title>{t}</title><style>{STYLE}</style></head>\
+         <body><h1>{t}</h1>{body}</body></html>",
+        t = esc(title)
+    )
+}
+
+/// The page of a link: what is held, and the form (or why the link would be refused now).
+pub fn render_page(v: &LinkView, token: &str, approver: &Approver) -> String {
+    let r = &v.record;
+    let mut b = String::new();
+    b.push_str("<dl>");
+    let mut row = |k: &str, val: &str| {
+        b.push_str(&format!("<dt>{}</dt><dd>{}</dd>", esc(k), val));
+    };
+    row("Workflow", &esc(&r.workflow_id));
+    row("Step", &esc(&r.step));
+    row("God", &esc(&r.god));
+    row("Handoff", &esc(&r.handoff_id));
+    if let Some(d) = &v.dispatch {
+        row("From", &esc(&d.from_god));
+        row("Summary", &esc(&cut(&d.context.summary, 2000)));
+        if let Some(h) = &d.held_because {
+            row("Held because", &esc(&cut(h, 300)));
+        }
+        let decisions: String = d
+            .context
+            .decisions
+            .iter()
+            .take(30)
+            .map(|x| format!("<li>{}</li>", esc(&cut(x, 300))))
+            .collect();
+        row(
+            "Decisions",
+            &if decisions.is_empty() {
+                "none".into()
+            } else {
+                format!("<ul>{decisions}</ul>")
+            },
+        );
+    }
+    if !v.budgets.is_empty() {
+        let list: String = v
+            .budgets
+            .iter()
+            .take(10)
+            .map(|x| format!("<li>{}</li>", esc(&x.text())))
+            .collect();
+        row("Budgets reached", &format!("<ul>{list}</ul>"));
+    }
+    row(
+        "Content SHA-256",
+        &format!("<code>{}</code>", esc(&r.content_sha256)),
+    );
+    row("Expires", &esc(&r.expires_at));
+    b.push_str("</dl>");
+    if let Some(refusal) = &v.refusal {
+        b.push_str(&format!(
+            "<p class=bad><b>{}</b>: {}</p>",
+            esc(refusal.refused.map(|x| x.as_str()).unwrap_or("refused")),
+            esc(&refusal.message)
+        ));
+        return shell("Held work", &b);
+    }
+    b.push_str(&format!(
+        "<form method=post action=\"/a/{tok}\"><input type=hidden name=handoff value=\"{h}\">\
+         <input type=hidden name=digest value=\"{d}\">",
+        tok = esc(token),
+        h = esc(&r.handoff_id),
+        d = esc(&r.content_sha256)
+    ));
+    if let Approver::SshSigners(_) = approver {
+        b.push_str(&format!(
+            "<p>This listener needs a signed decision: sign <code>{}</code> then a newline, the \
+             digest and a newline, with <code>ssh-keygen -Y sign -n {SIGNATURE_NAMESPACE}</code>.</p>\
+             <label>Principal <input name=principal></label>\
+             <label>Signature <textarea name=signature rows=6></textarea></label>",
+            esc("the token of this link")
+        ));
+    }
+    match r.decision {
+        LinkDecision::Approve => {
+            if !v.budgets.is_empty() {
+                b.push_str(
+                    "<p>This is a budget hold: approving it needs a raise. New limit for each \
+                     budget reached:</p><label>Dollars <input name=raise_usd inputmode=decimal>\
+                     </label><label>Tokens <input name=raise_tokens inputmode=numeric></label>",
+                );
+            }
+            b.push_str("<button type=submit>Approve</button></form>");
+        }
+        LinkDecision::Reject => b.push_str(
+            "<label>Reason <input name=reason></label><button type=submit>Reject</button></form>",
+        ),
+    }
+    shell(
+        match r.decision {
+            LinkDecision::Approve => "Approve held work",
+            LinkDecision::Reject => "Reject held work",
+        },
+        &b,
+    )
+}
+
+/// The receipt page of a decision.
+pub fn render_receipt(r: &LinkReceipt) -> String {
+    let (title, class) = if r.applied() {
+        (
+            if r.status == "approved" {
+                "Approved"
+            } else {
+                "Rejected"
+            },
+            "ok",
+        )
+    } else {
+        ("Not decided", "bad")
+    };
+    let mut b = format!("<p class={class}>{}</p>", esc(&r.message));
+    if let Some(why) = r.refused {
+        b.push_str(&format!(
+            "<p>Receipt: <b>{}</b>. Nothing was decided by this link.</p>",
+            esc(why.as_str())
+        ));
+    }
+    if let Some(res) = &r.result {
+        b.push_str(&format!(
+            "<dl><dt>Workflow</dt><dd>{}</dd><dt>Now</dt><dd>{}</dd></dl>",
+            esc(res.workflow_id.as_str()),
+            esc(&res.state_status.to_string())
+        ));
+    }
+    shell(title, &b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hook_line_of_a_held_item_carries_a_fresh_pair_of_links() {
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::at(d.path());
+        let c = Conductor::new(root.clone());
+        c.init().unwrap();
+        for e in std::fs::read_dir(d.path().join("conductor/rules")).unwrap() {
+            std::fs::remove_file(e.unwrap().path()).unwrap();
+        }
+        std::fs::write(
+            d.path().join("conductor/workflows/gate.yaml"),
+            "workflow:\n  id: gate\n  steps:\n    - id: plan\n      god: thoth\n    - id: build\n      god: hephaestus\n      approval_required: true\n",
+        )
+        .unwrap();
+        c.submit_handoff(&serde_json::json!({"handoff_id": "hof_20261206_hk0001",
+            "workflow_id": "wf_hk", "from_god": "thoth", "to_god": "hephaestus", "step": "plan",
+            "routing": {"workflow_definition": "gate"},
+            "context": {"summary": "s", "decisions": [], "artifacts": []}}))
+            .unwrap();
+        let snap = crate::live::LiveModel::open(root.clone(), crate::live::ModelOptions::default())
+            .snapshot();
+        let items: Vec<_> = crate::live::attention::items(&snap, chrono::Utc::now())
+            .into_iter()
+            .filter(|i| i.kind == crate::live::attention::Kind::Held)
+            .collect();
+        assert_eq!(items.len(), 1, "{items:?}");
+        let enrich = hook_links(root.clone());
+        // No listener recorded: no links.
+        let line = crate::console::notify::hook_input_with(&items, Some(&enrich));
+        assert!(!line.contains("approve_url"), "{line}");
+        crate::engine::write_approvals_listener(&root, "http://127.0.0.1:9").unwrap();
+        let first = crate::console::notify::hook_input_with(&items, Some(&enrich));
+        let second = crate::console::notify::hook_input_with(&items, Some(&enrich));
+        let v: serde_json::Value = serde_json::from_str(first.trim()).unwrap();
+        assert!(
+            v["approve_url"]
+                .as_str()
+                .unwrap()
+                .starts_with("http://127.0.0.1:9/a/"),
+            "{v}"
+        );
+        assert!(
+            v["reject_url"].is_string() && v["expires_at"].is_string(),
+            "{v}"
+        );
+        assert_ne!(first, second, "a fresh pair per notification");
+        assert_eq!(c.links().len(), 4);
+    }
+
+    #[test]
+    fn a_form_body_is_decoded_and_bounded() {
+        let f = parse_form(b"handoff=hof_1&reason=too+risky%21&x=%zz&empty");
+        assert_eq!(f["handoff"], "hof_1");
+        assert_eq!(f["reason"], "too risky!");
+        assert_eq!(f["x"], "%zz");
+        assert_eq!(f["empty"], "");
+        assert_eq!(parse_form(b"a=%4").get("a").map(String::as_str), Some("%4"));
+    }
+
+    #[test]
+    fn text_on_the_page_is_escaped() {
+        assert_eq!(esc("<b a=\"x\">&'"), "&lt;b a=&quot;x&quot;&gt;&amp;&#39;");
+    }
+}

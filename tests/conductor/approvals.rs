@@ -1,0 +1,555 @@
+//! Approval links end to end (docs/PROTOCOL.md §2.15): the real binary's `serve --approvals`,
+//! `approve --link`, `approvals`, `approve --revoke`, driven by `curl` and by a real headless
+//! Chromium (selenium) at a phone's width.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::*;
+use crate::observe::{Serve, free_port, http_get};
+
+const GATE: &str = r#"
+workflow:
+  id: gate
+  steps:
+    - id: plan
+      god: thoth
+    - id: build
+      god: hephaestus
+      approval_required: true
+"#;
+
+fn held_env() -> Env {
+    let env = Env::with_test_flow();
+    env.write("conductor/workflows/gate.yaml", GATE);
+    env
+}
+
+fn hold(env: &Env, n: u32) -> String {
+    let hid = format!("hof_20261206_lk{n:04}");
+    let mut h = def_handoff(
+        handoff(&hid, &format!("wf_lk{n}"), "thoth", "x", "plan", &[]),
+        "gate",
+        None,
+    );
+    h["context"]["summary"] = "pay the supplier $82,000".into();
+    env.submit(&h);
+    hid
+}
+
+/// `serve --approvals 127.0.0.1:PORT --log FILE`, answering.
+fn serve_approvals(env: &Env, port: u16) -> Serve {
+    serve_approvals_with(env, port, &[])
+}
+
+/// [`serve_approvals`] with more arguments.
+fn serve_approvals_with(env: &Env, port: u16, more: &[&str]) -> Serve {
+    let log = env.dir.path().join("serve.log");
+    let addr = format!("127.0.0.1:{port}");
+    let mut args = vec![
+        "serve",
+        "--approvals",
+        &addr,
+        "--log",
+        log.to_str().unwrap(),
+    ];
+    args.extend_from_slice(more);
+    let child = env
+        .command(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let serve = Serve(child);
+    let until = Instant::now() + Duration::from_secs(30);
+    while http_get(port, "/", None).is_none_or(|(c, _, _)| c != 200)
+        || !env.exists("conductor/approvals/listener.json")
+    {
+        assert!(Instant::now() < until, "serve --approvals never answered");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    serve
+}
+
+/// `curl` (the system's): (status, body).
+fn curl(args: &[&str]) -> (u16, String) {
+    let out = Command::new("curl")
+        .args(["-s", "-m", "20", "-w", "\n%{http_code}"])
+        .args(args)
+        .output()
+        .expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap();
+    (code.trim().parse().unwrap(), body.to_owned())
+}
+
+fn inbox_has(env: &Env, hid: &str) -> bool {
+    env.exists(&format!("conductor/pending/hephaestus/{hid}.json"))
+}
+
+#[test]
+fn a_link_approves_over_http_once_and_every_later_tap_gets_a_receipt() {
+    let env = held_env();
+    let port = free_port();
+    let _serve = serve_approvals(&env, port);
+    let hid = hold(&env, 1);
+    let link = env.ok(&["approve", &hid, "--link"], None);
+    let approve_url = link["approve_url"].as_str().unwrap().to_owned();
+    let reject_url = link["reject_url"].as_str().unwrap().to_owned();
+    assert!(
+        approve_url.starts_with(&format!("http://127.0.0.1:{port}/a/")),
+        "{link:#}"
+    );
+    assert!(link["expires_at"].is_string());
+    // The page: what is held, small, no script, no asset from elsewhere.
+    let (code, page) = curl(&[&approve_url]);
+    assert_eq!(code, 200, "{page}");
+    assert!(page.len() < 20 * 1024, "{} bytes", page.len());
+    for want in [
+        "pay the supplier $82,000",
+        "wf_lk1",
+        "hephaestus",
+        "build",
+        link["content_sha256"].as_str().unwrap(),
+        "Approve",
+    ] {
+        assert!(page.contains(want), "{want:?} in {page}");
+    }
+    for never in ["<script", "src=", "http://", "https://"] {
+        assert!(!page.contains(never), "{never:?} in {page}");
+    }
+    // `approvals` lists the pair, without the tokens.
+    let list = env.ok(&["approvals"], None);
+    let listed = list.to_string();
+    assert_eq!(list.as_array().unwrap().len(), 2, "{list:#}");
+    assert!(!listed.contains(approve_url.rsplit('/').next().unwrap()));
+    // The tap.
+    let form = format!(
+        "handoff={hid}&digest={}",
+        link["content_sha256"].as_str().unwrap()
+    );
+    let (code, receipt) = curl(&["-d", &form, &approve_url]);
+    assert_eq!(code, 200, "{receipt}");
+    assert!(receipt.contains("Approved"), "{receipt}");
+    assert!(inbox_has(&env, &hid));
+    // A second tap, and the reject link of the pair.
+    let (code, again) = curl(&["-d", &form, &approve_url]);
+    assert_eq!(code, 409, "{again}");
+    assert!(
+        again.contains("already approved by operator via http link"),
+        "{again}"
+    );
+    let (code, pair) = curl(&["-d", &form, &reject_url]);
+    assert_eq!(code, 409, "{pair}");
+    assert!(pair.contains("already_decided"), "{pair}");
+    // The journal says where it came from; no token reached the log.
+    let entry = env
+        .journal_entries()
+        .into_iter()
+        .rev()
+        .find(|e| e["action"] == "approve")
+        .unwrap();
+    assert_eq!(entry["targets"]["channel"], "http", "{entry:#}");
+    let log = std::fs::read_to_string(env.dir.path().join("serve.log")).unwrap();
+    assert!(log.contains("approval links at"), "{log}");
+    assert!(!log.contains(approve_url.rsplit('/').next().unwrap()));
+}
+
+#[test]
+fn a_link_to_edited_content_is_refused_and_a_revoked_one_too() {
+    let env = held_env();
+    let port = free_port();
+    let _serve = serve_approvals(&env, port);
+    let hid = hold(&env, 2);
+    let link = env.ok(&["approve", &hid, "--link", "--ttl", "5m"], None);
+    let url = link["approve_url"].as_str().unwrap().to_owned();
+    let rel = format!("conductor/pending/_quarantine/{hid}.json");
+    let text = std::fs::read_to_string(env.path(&rel))
+        .unwrap()
+        .replace("$82,000", "$820,000");
+    env.write(&rel, &text);
+    let (code, receipt) = curl(&["-X", "POST", &url]);
+    assert_eq!(code, 409, "{receipt}");
+    assert!(receipt.contains("edited"), "{receipt}");
+    assert!(!inbox_has(&env, &hid));
+    // A fresh link for the content as it is now, revoked before the tap.
+    let link = env.ok(&["approve", &hid, "--link"], None);
+    let r = env.ok(&["approve", &hid, "--revoke"], None);
+    // Both pairs: a refused link stays open (its binding refuses it anyway), and is revoked too.
+    assert_eq!(r["revoked"], 4, "{r:#}");
+    let (code, receipt) = curl(&["-X", "POST", link["approve_url"].as_str().unwrap()]);
+    assert_eq!(code, 409, "{receipt}");
+    assert!(receipt.contains("revoked"), "{receipt}");
+    // Unknown tokens: a page that says so, nothing read from the path.
+    let (code, _) = curl(&[&format!("http://127.0.0.1:{port}/a/{}", "A".repeat(43))]);
+    assert_eq!(code, 404);
+    // Without a listener recorded and no --base-url, `--link` says what to do.
+    let other = held_env();
+    let hid = hold(&other, 3);
+    let e = other.refused(&["approve", &hid, "--link"], None);
+    assert!(
+        e.contains("serve --approvals") && e.contains("--base-url"),
+        "{e}"
+    );
+    let v: Value = other.ok(
+        &[
+            "approve",
+            &hid,
+            "--link",
+            "--base-url",
+            "https://ops.example/",
+        ],
+        None,
+    );
+    assert!(
+        v["approve_url"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://ops.example/a/")
+    );
+}
+
+/// The Python of the test venv with selenium (scripts/test-setup.sh installs it).
+fn venv_python() -> std::path::PathBuf {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let setup = Command::new("bash")
+        .arg(repo.join("scripts/test-setup.sh"))
+        .output()
+        .unwrap();
+    assert!(
+        setup.status.success(),
+        "scripts/test-setup.sh: {}",
+        String::from_utf8_lossy(&setup.stderr)
+    );
+    repo.join(".venv/bin/python")
+}
+
+const BROWSER: &str = r#"
+import sys
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+o = Options()
+for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=390,844",
+          "--disable-dev-shm-usage"]:
+    o.add_argument(a)
+o.binary_location = "/usr/bin/chromium"
+d = webdriver.Chrome(options=o, service=Service("/usr/bin/chromedriver"))
+try:
+    d.get(sys.argv[1])
+    width = d.execute_script("return document.documentElement.scrollWidth")
+    view = d.execute_script("return window.innerWidth")
+    assert width <= view, f"the page scrolls sideways at a phone's width: {width} > {view}"
+    assert "82,000" in d.find_element(By.TAG_NAME, "body").text
+    d.find_element(By.XPATH, "//button[text()='Approve']").click()
+    print(d.find_element(By.TAG_NAME, "h1").text)
+    print(d.find_element(By.TAG_NAME, "body").text)
+finally:
+    d.quit()
+"#;
+
+#[test]
+fn a_phone_sized_headless_chromium_taps_approve_and_the_dispatch_reaches_the_inbox() {
+    let python = venv_python();
+    let env = held_env();
+    let port = free_port();
+    let _serve = serve_approvals(&env, port);
+    let hid = hold(&env, 4);
+    let link = env.ok(&["approve", &hid, "--link"], None);
+    let script = env.dir.path().join("browser.py");
+    std::fs::write(&script, BROWSER).unwrap();
+    let out = Command::new(python)
+        .arg(&script)
+        .arg(link["approve_url"].as_str().unwrap())
+        .env("HOME", &env.home)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the browser failed: {said}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.starts_with("Approved"), "{said}");
+    assert!(inbox_has(&env, &hid));
+}
+
+/// The ntfy hook of docs/CONSOLE.md ("Approving from a phone"), with the topic's URL from `$NTFY`.
+const NTFY_HOOK: &str = r#"while read -r line; do
+  a=$(printf '%s' "$line" | jq -r '.approve_url // empty')
+  r=$(printf '%s' "$line" | jq -r '.reject_url // empty')
+  msg=$(printf '%s' "$line" | jq -r '.reason')
+  if [ -n "$a" ]; then
+    curl -s -H "Actions: http, Approve, $a, method=POST, body=via=ntfy, clear=true; http, Reject, $r, method=POST, body=via=ntfy, clear=true; view, Open, $a" -d "$msg" "$NTFY"
+  else
+    curl -s -d "$msg" "$NTFY"
+  fi
+done"#;
+
+/// A stand-in for ntfy: it takes one publish, parses its `Actions` header as ntfy does, and taps
+/// the action labelled as asked the way ntfy's app does (its method, URL and body); prints what
+/// the tap answered.
+const NTFY_STANDIN: &str = r#"
+import sys, urllib.request, http.server
+tap = sys.argv[1]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", "0"))
+        self.rfile.read(n)
+        actions = [a.strip() for a in self.headers.get("Actions", "").split(";") if a.strip()]
+        self.send_response(200); self.end_headers(); self.wfile.write(b"{}")
+        for a in actions:
+            parts = [p.strip() for p in a.split(",")]
+            kind, label, url = parts[0], parts[1], parts[2]
+            opts = dict(p.split("=", 1) for p in parts[3:])
+            if kind == "http" and label == tap:
+                req = urllib.request.Request(url, data=opts.get("body", "").encode(),
+                                             method=opts.get("method", "POST"))
+                try:
+                    with urllib.request.urlopen(req) as r:
+                        print(r.status, r.read().decode())
+                except urllib.error.HTTPError as e:
+                    print(e.code, e.read().decode())
+        sys.stdout.flush()
+        raise SystemExit
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1]); sys.stdout.flush()
+s.serve_forever()
+"#;
+
+#[test]
+fn the_documented_ntfy_hook_gets_action_buttons_that_approve_through_the_listener() {
+    use std::io::{BufRead, BufReader, Write};
+    let env = held_env();
+    let port = free_port();
+    let _serve = serve_approvals(&env, port);
+    let hid = hold(&env, 5);
+    let script = env.dir.path().join("ntfy.py");
+    std::fs::write(&script, NTFY_STANDIN).unwrap();
+    let mut ntfy = Command::new("python3")
+        .arg(&script)
+        .arg("Approve")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(ntfy.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    let ntfy_port: u16 = first.trim().parse().unwrap();
+    // The console's hook line for the held item, links included.
+    let root = pantheon::engine::Root::at(&env.root);
+    let snap = pantheon::live::LiveModel::open(root.clone(), Default::default()).snapshot();
+    let items: Vec<_> = pantheon::live::attention::items(&snap, chrono::Utc::now())
+        .into_iter()
+        .filter(|i| i.kind == pantheon::live::attention::Kind::Held)
+        .collect();
+    let line = pantheon::console::notify::hook_input_with(
+        &items,
+        Some(&pantheon::approvals::hook_links(root)),
+    );
+    assert!(line.contains("approve_url"), "{line}");
+    let mut hook = Command::new("sh")
+        .args(["-c", NTFY_HOOK])
+        .env("NTFY", format!("http://127.0.0.1:{ntfy_port}/ops"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    hook.stdin
+        .take()
+        .unwrap()
+        .write_all(line.as_bytes())
+        .unwrap();
+    assert!(hook.wait().unwrap().success());
+    let mut tapped = String::new();
+    // Everything until the stand-in exits after its one tap.
+    std::io::Read::read_to_string(&mut out, &mut tapped).unwrap();
+    let _ = ntfy.kill();
+    let _ = ntfy.wait();
+    assert!(tapped.starts_with("200"), "{tapped}");
+    assert!(tapped.contains("Approved"), "{tapped}");
+    assert!(inbox_has(&env, &hid));
+    let entry = env
+        .journal_entries()
+        .into_iter()
+        .rev()
+        .find(|e| e["action"] == "approve")
+        .unwrap();
+    assert_eq!(entry["targets"]["channel"], "ntfy", "{entry:#}");
+}
+
+fn form_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[test]
+fn with_a_signers_file_a_decision_needs_an_ssh_signature_over_the_token_and_digest() {
+    let env = held_env();
+    let key = env.dir.path().join("op_key");
+    let made = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "op", "-f"])
+        .arg(&key)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+    let signers = env.dir.path().join("allowed_signers");
+    std::fs::write(
+        &signers,
+        format!(
+            "alice@ops namespaces=\"pantheon-approve\" {}",
+            public.trim()
+        ),
+    )
+    .unwrap();
+    let port = free_port();
+    let _serve = serve_approvals_with(
+        &env,
+        port,
+        &["--approvals-signers", signers.to_str().unwrap()],
+    );
+    let hid = hold(&env, 6);
+    let link = env.ok(&["approve", &hid, "--link"], None);
+    let url = link["approve_url"].as_str().unwrap();
+    let token = url.rsplit('/').next().unwrap();
+    let digest = link["content_sha256"].as_str().unwrap();
+    // Unsigned: refused, nothing decided.
+    let (code, page) = curl(&["-d", "x=1", url]);
+    assert_eq!(code, 403, "{page}");
+    assert!(page.contains("requires a signed decision"), "{page}");
+    // Signed by the listed key over the token and the digest.
+    let msg = env.dir.path().join("decision.txt");
+    std::fs::write(&msg, format!("{token}\n{digest}\n")).unwrap();
+    let signed = Command::new("ssh-keygen")
+        .args(["-Y", "sign", "-n", "pantheon-approve", "-f"])
+        .arg(&key)
+        .arg(&msg)
+        .output()
+        .unwrap();
+    assert!(
+        signed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&signed.stderr)
+    );
+    let sig = std::fs::read_to_string(msg.with_extension("txt.sig")).unwrap();
+    let (code, page) = curl(&[
+        "-d",
+        &format!("principal=mallory@ops&signature={}", form_encode(&sig)),
+        url,
+    ]);
+    assert_eq!(code, 403, "another principal: {page}");
+    assert!(!inbox_has(&env, &hid));
+    let (code, page) = curl(&[
+        "-d",
+        &format!("principal=alice@ops&signature={}", form_encode(&sig)),
+        url,
+    ]);
+    assert_eq!(code, 200, "{page}");
+    assert!(inbox_has(&env, &hid));
+    let entry = env
+        .journal_entries()
+        .into_iter()
+        .rev()
+        .find(|e| e["action"] == "approve")
+        .unwrap();
+    assert_eq!(
+        entry["targets"]["approver"], "alice@ops (ssh signature)",
+        "{entry:#}"
+    );
+}
+
+#[test]
+fn two_listeners_on_one_root_tapped_at_once_decide_each_item_once() {
+    let env = held_env();
+    let (p1, p2) = (free_port(), free_port());
+    let _a = serve_approvals(&env, p1);
+    let _b = serve_approvals_with(&env, p2, &[]);
+    let items: Vec<(String, String)> = (10..20)
+        .map(|n| {
+            let hid = hold(&env, n);
+            let link = env.ok(&["approve", &hid, "--link", "--base-url", "http://x"], None);
+            let token = link["approve_url"]
+                .as_str()
+                .unwrap()
+                .rsplit('/')
+                .next()
+                .unwrap()
+                .to_owned();
+            (hid, token)
+        })
+        .collect();
+    for (hid, token) in &items {
+        let codes: Vec<u16> = std::thread::scope(|s| {
+            let taps: Vec<_> = [p1, p2, p1, p2]
+                .into_iter()
+                .map(|p| {
+                    let url = format!("http://127.0.0.1:{p}/a/{token}");
+                    s.spawn(move || curl(&["-X", "POST", &url]).0)
+                })
+                .collect();
+            taps.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        assert_eq!(
+            codes.iter().filter(|c| **c == 200).count(),
+            1,
+            "{hid}: {codes:?}"
+        );
+        assert_eq!(
+            codes.iter().filter(|c| **c == 409).count(),
+            3,
+            "{hid}: {codes:?}"
+        );
+        assert!(inbox_has(&env, hid));
+    }
+    let approvals = env
+        .journal_entries()
+        .into_iter()
+        .filter(|e| e["action"] == "approve")
+        .count();
+    assert_eq!(approvals, items.len());
+}
+
+#[test]
+fn a_listener_beyond_loopback_warns_and_status_shows_its_badge() {
+    let env = held_env();
+    let port = free_port();
+    let err = env.dir.path().join("serve.err");
+    let child = env
+        .command(&["serve", "--approvals", &format!("0.0.0.0:{port}")])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let _serve = Serve(child);
+    let until = Instant::now() + Duration::from_secs(30);
+    let badge = || {
+        let out = env.run(&["status", "--format", "line"], None);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    while !badge().contains("⚠approvals") {
+        assert!(Instant::now() < until, "no badge: {}", badge());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let v: Value =
+        serde_json::from_slice(&env.run(&["status", "--format", "json"], None).stdout).unwrap();
+    assert_eq!(
+        v["approvals_exposed"],
+        serde_json::json!([format!("0.0.0.0:{port}")])
+    );
+    let warned = std::fs::read_to_string(&err).unwrap();
+    assert!(
+        warned.contains("warning: --approvals 0.0.0.0:")
+            && warned.contains("not a loopback address"),
+        "{warned}"
+    );
+}
