@@ -306,7 +306,7 @@ fn start_hook(
     let cmd = notifier.settings.on_attention.as_ref()?;
     // A held item's line carries a fresh pair of approval links when a listener is recorded (a
     // read-only console mints none: minting writes into the root).
-    let enrich = (!app.read_only)
+    let enrich = (!app.read_only())
         .then(|| crate::approvals::hook_links(crate::engine::Root::at(&app.snapshot.root)));
     match super::hook::HookRunner::start_enriched(
         cmd.clone(),
