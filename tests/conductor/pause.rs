@@ -719,3 +719,30 @@ fn serve_killed_again_and_again_during_a_pause_and_its_resume_loses_and_doubles_
     assert_eq!(resumes.len(), 1, "{resumes:#?} after {round} kills");
     assert!(entries(&env, "dead_letter").is_empty());
 }
+
+/// `held_because` as the engine writes it is `paused: {kind} {name}`; a bare `paused` part (the short
+/// form, or another writer's) is read as a hold of the pause in force that covers the dispatch.
+#[test]
+fn a_bare_paused_hold_is_read_as_a_pause_and_released_by_its_resume() {
+    let env = env();
+    env.ok(&["pause", "--god", "hephaestus", "--reason", "r"], None);
+    let hid = "hof_20261206_bb0001";
+    start(&env, "wf_bare", hid);
+    let path = format!("conductor/pending/_quarantine/{hid}.json");
+    let mut d = env.read(&path);
+    assert_eq!(d["held_because"], "paused: god hephaestus");
+    d["held_because"] = json!("paused");
+    env.write(&path, &serde_json::to_string_pretty(&d).unwrap());
+    let listed = env.ok(&["paused"], None);
+    assert_eq!(listed["paused"][0]["held"], json!([hid]), "{listed:#}");
+    let err = env.refused(&["approve", hid], None);
+    assert!(err.contains("held by a pause (paused)"), "{err}");
+    assert!(err.contains("pantheon paused"), "{err}");
+    let r = env.ok(&["resume", "--god", "hephaestus"], None);
+    assert_eq!(r["released"], json!([hid]), "{r:#}");
+    assert!(
+        env.read(&format!("conductor/pending/hephaestus/{hid}.json"))["ack_deadline"].is_string()
+    );
+    assert!(env.names("conductor/pending/_quarantine").is_empty());
+    assert_eq!(env.state("wf_bare")["status"], "waiting_for_ack");
+}
