@@ -746,3 +746,46 @@ fn a_bare_paused_hold_is_read_as_a_pause_and_released_by_its_resume() {
     assert!(env.names("conductor/pending/_quarantine").is_empty());
     assert_eq!(env.state("wf_bare")["status"], "waiting_for_ack");
 }
+
+/// A seed-written god whose own god is paused (the whole root) still acks what it already has, through
+/// the CLI as the seeds do; what its completion routes onward is held, and the foreign reader sees it.
+#[test]
+fn a_paused_seed_god_acks_what_it_has_and_the_next_dispatch_is_held() {
+    let env = env();
+    let (wf, hid) = ("wf_py_all", "hof_20261206_ag0002");
+    start(&env, wf, hid);
+    assert_eq!(python_reader(&env, "hephaestus")["inbox"], json!([hid]));
+    env.ok(&["pause", "--all", "--reason", "freeze everything"], None);
+    assert_eq!(python_reader(&env, "hephaestus")["paused"], true);
+    let out = std::process::Command::new("python3")
+        .arg(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/conductor/python/usage_god.py"),
+        )
+        .arg(bin())
+        .arg(&env.root)
+        .args(["hephaestus", wf, "silent"])
+        .env("HOME", &env.home)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the paused god's acks: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let done: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(done["next"]["status"], "awaiting_approval", "{done:#}");
+    assert_eq!(python_reader(&env, "hephaestus")["inbox"], json!([]));
+    let iris = python_reader(&env, "iris");
+    assert_eq!(iris["inbox"], json!([]));
+    assert_eq!(iris["held"].as_array().unwrap().len(), 1, "{iris}");
+    assert_eq!(
+        entries(&env, "ack").len(),
+        2,
+        "accepted and completed, journaled"
+    );
+    env.ok(&["resume", "--all"], None);
+    let iris = python_reader(&env, "iris");
+    assert_eq!(iris["inbox"].as_array().unwrap().len(), 1, "{iris}");
+    assert_eq!(iris["held"], json!([]));
+}
