@@ -21,8 +21,9 @@ cargo bench --bench proof -- soak "$soak" | tee -a "$out"
 # console bench ends with the scale rows: roots of 1,000, 10,000 and 100,000 workflows,
 # first screen, resident memory and frame time (PANTHEON_BENCH_SCALE=1000,10000 to stop earlier).
 # The observe bench: `status` and a `/metrics` scrape on a 100,000-workflow root, and the submit +
-# ack cycle with and without `serve --otlp`.
-for b in conductor bus console mcp nats delivery cost history observe; do
+# ack cycle with and without `serve --otlp`. The pause bench: a pause's effect on a god with 10,000
+# waiting dispatches, a resume's rate, and the submit + ack cycle beside a root that never paused.
+for b in conductor bus console mcp nats delivery cost history observe pause; do
   if grep -q 'BENCH ' "benches/$b.rs" 2>/dev/null; then
     cargo bench --bench "$b" 2>/dev/null | grep '^BENCH ' | tee -a "$out" || true
   fi

@@ -18,6 +18,7 @@ use crate::engine::{
     outbox,
 };
 
+mod pauses;
 mod publisher;
 mod strangers;
 mod trace;
@@ -67,6 +68,11 @@ pub struct BridgeArgs {
     /// How often the outbox is scanned, in milliseconds.
     #[arg(long, default_value_t = 200)]
     pub poll_ms: u64,
+    /// How often this root's pauses are announced to the peers when nothing changed (they also go
+    /// out at once on a pause, a resume and a reconnect), e.g. `10s`; a peer forgets them after three
+    /// periods of silence.
+    #[arg(long, default_value = "10s", value_parser = parse_every_secs)]
+    pub announce_every: u64,
 }
 
 /// How to reach and authenticate to NATS (credentials are read from files, never printed).
@@ -255,6 +261,8 @@ struct Shared {
     connects: AtomicU64,
     /// Ids of inbound requests taken since the publisher last looked (their replies are watched).
     taken: std::sync::Mutex<Vec<String>>,
+    /// The peers' pauses heard on `pantheon.*.paused` (docs/NATS.md "Pauses").
+    peer_pauses: pauses::Heard,
 }
 
 impl Shared {
@@ -292,6 +300,10 @@ impl Shared {
             s.extra
                 .insert("tracks".into(), serde_json::Value::Object(tracks));
         }
+        s.extra.insert(
+            "peer_pauses".into(),
+            eb::peer_pauses_json(&pauses::live(&self.peer_pauses)),
+        );
         // Written when something in it changed, else every few seconds (its `updated` says the
         // bridge is alive): a console watching the file is not woken five times a second.
         let mut same = s.clone();
@@ -440,6 +452,16 @@ fn parse_ttl_secs(s: &str) -> Result<u64, String> {
         .map_err(|e| e.to_string())
 }
 
+fn parse_every_secs(s: &str) -> Result<u64, String> {
+    let secs = crate::engine::time::parse_duration_checked("--announce-every", s)
+        .map(|d| d.as_secs())
+        .map_err(|e| e.to_string())?;
+    if !(1..=3600).contains(&secs) {
+        return Err(format!("--announce-every {s}: must be from 1 s to 1 h"));
+    }
+    Ok(secs)
+}
+
 /// `pantheon bridge lock`: one compare-and-set on the track's lock bucket.
 fn run_lock(l: &LockArgs, root: &Root) -> anyhow::Result<crate::outcome::Outcome> {
     let url = l
@@ -528,6 +550,7 @@ async fn serve(
         connects: AtomicU64::new(0),
         status_written: Default::default(),
         taken: Default::default(),
+        peer_pauses: Default::default(),
     });
     shared.save_status(Some(false), None).await;
     let client = connect(&args, &url, shared.clone()).await?;
@@ -555,29 +578,19 @@ async fn serve(
         Duration::from_millis(args.poll_ms.max(10)),
         Duration::from_secs(args.give_up_after),
     ));
+    let pause_tasks = pauses::spawn(
+        &client,
+        &shared,
+        Duration::from_millis(args.poll_ms.max(10)),
+        Duration::from_secs(args.announce_every),
+    );
     let inn = tokio::spawn(consume_loop(
         js.clone(),
         shared.clone(),
         subjects,
         args.replicas,
     ));
-    let mut track_tasks = Vec::new();
-    for t in &args.tracks {
-        let name = crate::engine::TrackName::parse(t)?;
-        let (tasks, stats) = track::spawn(
-            js.clone(),
-            shared.clone(),
-            name,
-            args.replicas,
-            Duration::from_millis(args.poll_ms.max(10)),
-        )?;
-        track_tasks.extend(tasks);
-        shared
-            .tracks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((t.clone(), stats));
-    }
+    let track_tasks = spawn_tracks(&args, &js, &shared)?;
     while !shared.stop.load(Ordering::SeqCst) {
         tokio::time::sleep(Duration::from_millis(50)).await;
         if out.is_finished() || inn.is_finished() || auth.is_finished() {
@@ -587,6 +600,7 @@ async fn serve(
     shared.stop.store(true, Ordering::SeqCst);
     // Every loop sees the stop within a poll; one that waits on the server is cut off after 5 s.
     let mut tasks = vec![out, inn];
+    tasks.extend(pause_tasks);
     tasks.extend(track_tasks);
     let aborts: Vec<_> = tasks.iter().map(|t| t.abort_handle()).collect();
     let _ = tokio::time::timeout(
@@ -606,6 +620,32 @@ async fn serve(
         return Err(e);
     }
     Ok(())
+}
+
+/// Starts the mirroring of each `--track`.
+fn spawn_tracks(
+    args: &BridgeArgs,
+    js: &jetstream::Context,
+    shared: &Arc<Shared>,
+) -> anyhow::Result<Vec<tokio::task::JoinHandle<()>>> {
+    let mut track_tasks = Vec::new();
+    for t in &args.tracks {
+        let name = crate::engine::TrackName::parse(t)?;
+        let (tasks, stats) = track::spawn(
+            js.clone(),
+            shared.clone(),
+            name,
+            args.replicas,
+            Duration::from_millis(args.poll_ms.max(10)),
+        )?;
+        track_tasks.extend(tasks);
+        shared
+            .tracks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((t.clone(), stats));
+    }
+    Ok(track_tasks)
 }
 
 /// True when the bridge was given credentials (a token, creds, an nkey, a client certificate, or

@@ -515,7 +515,15 @@ pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result
             reason,
         } => pause(&c, &what, until, &reason),
         ConductorCommand::Resume { what, rate } => resume(&c, &what, rate),
-        ConductorCommand::Paused => json(c.paused()?),
+        ConductorCommand::Paused => {
+            // The peers' pauses the running bridge heard (docs/NATS.md "Pauses"), beside this root's.
+            let mut v = serde_json::to_value(c.paused()?)?;
+            v["peers"] = serde_json::to_value(crate::engine::nats::read_peer_pauses(
+                root,
+                chrono::Utc::now(),
+            ))?;
+            json(v)
+        }
         ConductorCommand::Rerun {
             workflow_id,
             from,

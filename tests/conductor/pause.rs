@@ -719,3 +719,73 @@ fn serve_killed_again_and_again_during_a_pause_and_its_resume_loses_and_doubles_
     assert_eq!(resumes.len(), 1, "{resumes:#?} after {round} kills");
     assert!(entries(&env, "dead_letter").is_empty());
 }
+
+/// `held_because` as the engine writes it is `paused: {kind} {name}`; a bare `paused` part (the short
+/// form, or another writer's) is read as a hold of the pause in force that covers the dispatch.
+#[test]
+fn a_bare_paused_hold_is_read_as_a_pause_and_released_by_its_resume() {
+    let env = env();
+    env.ok(&["pause", "--god", "hephaestus", "--reason", "r"], None);
+    let hid = "hof_20261206_bb0001";
+    start(&env, "wf_bare", hid);
+    let path = format!("conductor/pending/_quarantine/{hid}.json");
+    let mut d = env.read(&path);
+    assert_eq!(d["held_because"], "paused: god hephaestus");
+    d["held_because"] = json!("paused");
+    env.write(&path, &serde_json::to_string_pretty(&d).unwrap());
+    let listed = env.ok(&["paused"], None);
+    assert_eq!(listed["paused"][0]["held"], json!([hid]), "{listed:#}");
+    let err = env.refused(&["approve", hid], None);
+    assert!(err.contains("held by a pause (paused)"), "{err}");
+    assert!(err.contains("pantheon paused"), "{err}");
+    let r = env.ok(&["resume", "--god", "hephaestus"], None);
+    assert_eq!(r["released"], json!([hid]), "{r:#}");
+    assert!(
+        env.read(&format!("conductor/pending/hephaestus/{hid}.json"))["ack_deadline"].is_string()
+    );
+    assert!(env.names("conductor/pending/_quarantine").is_empty());
+    assert_eq!(env.state("wf_bare")["status"], "waiting_for_ack");
+}
+
+/// A seed-written god whose own god is paused (the whole root) still acks what it already has, through
+/// the CLI as the seeds do; what its completion routes onward is held, and the foreign reader sees it.
+#[test]
+fn a_paused_seed_god_acks_what_it_has_and_the_next_dispatch_is_held() {
+    let env = env();
+    let (wf, hid) = ("wf_py_all", "hof_20261206_ag0002");
+    start(&env, wf, hid);
+    assert_eq!(python_reader(&env, "hephaestus")["inbox"], json!([hid]));
+    env.ok(&["pause", "--all", "--reason", "freeze everything"], None);
+    assert_eq!(python_reader(&env, "hephaestus")["paused"], true);
+    let out = std::process::Command::new("python3")
+        .arg(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/conductor/python/usage_god.py"),
+        )
+        .arg(bin())
+        .arg(&env.root)
+        .args(["hephaestus", wf, "silent"])
+        .env("HOME", &env.home)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the paused god's acks: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let done: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(done["next"]["status"], "awaiting_approval", "{done:#}");
+    assert_eq!(python_reader(&env, "hephaestus")["inbox"], json!([]));
+    let iris = python_reader(&env, "iris");
+    assert_eq!(iris["inbox"], json!([]));
+    assert_eq!(iris["held"].as_array().unwrap().len(), 1, "{iris}");
+    assert_eq!(
+        entries(&env, "ack").len(),
+        2,
+        "accepted and completed, journaled"
+    );
+    env.ok(&["resume", "--all"], None);
+    let iris = python_reader(&env, "iris");
+    assert_eq!(iris["inbox"].as_array().unwrap().len(), 1, "{iris}");
+    assert_eq!(iris["held"], json!([]));
+}

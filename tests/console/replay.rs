@@ -747,3 +747,44 @@ fn in_replay_details_and_file_issues_name_the_recorded_roots_files_80x24_and_wid
     app.back_to_live(app.snapshot.clone());
     assert_eq!(app.shown_text(&scratch), scratch);
 }
+
+/// The time machine shows a pause in the past: a pause and its resume recorded, the moment inside it
+/// replays with the pause in force (what the header's `⏸ PAUSED` badge and the paused rows read), the
+/// moments before and after without it.
+#[test]
+fn the_past_shows_a_pause_that_was_in_force_then() {
+    let root = root_with(DL_FLOW, &[("wf_dl_1", "hof_20260614_pp0001")]);
+    let r = root.path();
+    let mut rec = recorder(r);
+    rec.rescan(false).unwrap();
+    let before = now_us();
+    std::thread::sleep(Duration::from_millis(20));
+    pantheon(
+        r,
+        &["pause", "--all", "--reason", "incident in the past"],
+        None,
+    );
+    rec.rescan(false).unwrap();
+    let during = now_us();
+    std::thread::sleep(Duration::from_millis(20));
+    pantheon(r, &["resume", "--all"], None);
+    rec.rescan(false).unwrap();
+    let after = now_us();
+    let paused_at = |at: i64| -> Vec<String> {
+        let mut h = ReplayHandle::start(&Root::at(r), at, ModelOptions::default()).unwrap();
+        let mut f = h.latest();
+        while f.snapshot.loading.is_some() {
+            f = next_frame(&mut h);
+        }
+        assert!(f.snapshot.paused.error.is_none(), "{:?}", f.snapshot.paused);
+        f.snapshot
+            .paused
+            .pauses
+            .iter()
+            .map(|p| format!("{} {}", p.kind, p.reason))
+            .collect()
+    };
+    assert!(paused_at(before).is_empty(), "before the pause");
+    assert_eq!(paused_at(during), vec!["all incident in the past"]);
+    assert!(paused_at(after).is_empty(), "after the resume");
+}

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 mod origin;
 mod outbox;
+mod pauses;
 mod peers;
 mod traces;
 

@@ -246,6 +246,12 @@ pub mod recorder {
 
 /// The pure parts of the NATS bridge: subjects, wire format, peers, the bridge's files.
 pub mod nats {
+    pub use crate::bridge::pauses::{
+        AnnouncedPause, MAX_ANNOUNCED, MAX_ANNOUNCEMENT_BYTES, PAUSE_SUBJECTS, PauseAnnouncement,
+        PeerPauses, SILENT_AFTER_ANNOUNCEMENTS, encode_pause_announcement,
+        parse_pause_announcement, pause_announcement, pause_subject, peer_pauses_json,
+        peer_pauses_live, read_peer_pauses,
+    };
     pub use crate::bridge::peer::{EnvelopeKind, Peer, Peers, Transport};
     pub use crate::bridge::{
         AwaitingReplies, Inbound, Status, Taken, Wire, admit, bridge_dir, check_sendable,

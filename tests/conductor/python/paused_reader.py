@@ -36,7 +36,8 @@ def main():
     for f in sorted(glob.glob(os.path.join(root, "conductor", "pending", "_quarantine", "*.json"))):
         with open(f) as fh:
             d = json.load(fh)
-        if any(part.startswith("paused: ") for part in (d.get("held_because") or "").split("; ")):
+        parts = (d.get("held_because") or "").split("; ")
+        if any(part == "paused" or part.startswith("paused: ") for part in parts):
             held.append(d["handoff_id"])
     print(
         json.dumps(

@@ -2,6 +2,7 @@
 //! requests turned into handoffs, replies collected from acks, dead letters and the status file.
 //! No network and no async here; `pantheon bridge` (src/bridge/) moves the bytes.
 
+pub(crate) mod pauses;
 pub(crate) mod peer;
 pub(crate) mod track;
 

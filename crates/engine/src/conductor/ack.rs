@@ -1042,6 +1042,9 @@ fn refuse_pause_hold(hid: &HandoffId, d: &Dispatch) -> Result<()> {
     };
     let what = part.trim_start_matches(super::pause::HOLD_PREFIX);
     let flag = match what.split_once(' ') {
+        _ if *part == super::pause::BARE_HOLD => {
+            "with the pause's selector (`pantheon paused` lists them)".to_owned()
+        }
         Some((kind, name)) => format!("--{kind} {name}"),
         None => format!("--{what}"),
     };

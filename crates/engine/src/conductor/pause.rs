@@ -29,7 +29,8 @@ use crate::store::{GodName, HandoffId, Root, TrackName, WorkflowId};
 
 pub use crate::store::paused::*;
 pub(crate) use crate::store::paused::{
-    HOLD_PREFIX, MAX_ENDED, MAX_FROZEN, MAX_PAUSES, MAX_RATE, MAX_UNTIL, read_file, write_file,
+    BARE_HOLD, HOLD_PREFIX, MAX_ENDED, MAX_FROZEN, MAX_PAUSES, MAX_RATE, MAX_UNTIL, read_file,
+    write_file,
 };
 
 /// What the conductor asks of the pauses in force: which freezes a dispatch, which holds an
@@ -257,12 +258,13 @@ pub struct PausedEntry {
     pub frozen: usize,
 }
 
-/// The parts of a `held_because` (joined by `; `) that name a pause.
+/// The parts of a `held_because` (joined by `; `) that name a pause: `paused: {kind} {name}` as the
+/// engine writes it, or a bare `paused`.
 pub(crate) fn pause_parts(held_because: Option<&str>) -> Vec<&str> {
     held_because
         .map(|h| {
             h.split("; ")
-                .filter(|p| p.starts_with(HOLD_PREFIX))
+                .filter(|p| *p == BARE_HOLD || p.starts_with(HOLD_PREFIX))
                 .collect()
         })
         .unwrap_or_default()
@@ -336,6 +338,13 @@ fn covered_inbox(root: &Root, p: &Pause) -> Vec<(std::path::PathBuf, Dispatch)> 
     out
 }
 
+/// Whether `p` (whose hold text is `text`) holds dispatch `d`: its part names `p`, or a bare `paused`
+/// part is there and `p` covers the dispatch.
+fn holds(p: &Pause, text: &str, d: &Dispatch) -> bool {
+    let parts = pause_parts(d.held_because.as_deref());
+    parts.contains(&text) || parts.contains(&BARE_HOLD) && p.covers(&d.to_god, &d.workflow_id)
+}
+
 /// The dispatches held in `_quarantine` by `p`, in the order they were held.
 fn held_by(root: &Root, p: &Pause) -> Vec<(HandoffId, WorkflowId)> {
     let text = p.target().hold_text();
@@ -343,7 +352,7 @@ fn held_by(root: &Root, p: &Pause) -> Vec<(HandoffId, WorkflowId)> {
         files::read_dispatch_dir(&root.quarantine_dir())
             .0
             .into_iter()
-            .filter(|(_, d)| pause_parts(d.held_because.as_deref()).contains(&text.as_str()))
+            .filter(|(_, d)| holds(p, &text, d))
             .filter_map(|(_, d)| {
                 let hid = HandoffId::parse(&d.handoff_id).ok()?;
                 let wf = WorkflowId::parse(&d.workflow_id).ok()?;
@@ -659,17 +668,18 @@ impl Conductor {
                 return Ok(HeldFate::Gone);
             };
             let held = f.dispatch.held_because.clone().unwrap_or_default();
-            if !pause_parts(Some(&held)).contains(&text.as_str()) {
+            if !holds(p, &text, &f.dispatch) {
                 return Ok(HeldFate::Gone);
             }
+            let base = without_part(&held, BARE_HOLD).and_then(|h| without_part(&h, &text));
             let others = Pauses::load(&self.root).unwrap_or_default();
             let other = others
                 .list()
                 .iter()
                 .find(|q| q.id != p.id && q.covers(&f.dispatch.to_god, &f.dispatch.workflow_id));
             let rest = match other {
-                Some(q) => Some(join_hold(without_part(&held, &text), q)),
-                None => without_part(&held, &text),
+                Some(q) => Some(join_hold(base, q)),
+                None => base,
             };
             if let Some(rest) = rest {
                 f.dispatch.held_because = Some(rest);
@@ -883,6 +893,15 @@ mod tests {
         assert!(parse_until("2026-12-01T09:00:00Z", now).is_err());
         assert!(parse_until("400d", now).is_err());
         assert!(parse_until("soon", now).is_err());
+    }
+
+    #[test]
+    fn a_bare_paused_part_is_read_as_a_pause_hold() {
+        assert!(held_by_pause(Some("paused")));
+        assert!(held_by_pause(Some("step \"x\" requires approval; paused")));
+        assert!(!held_by_pause(Some("pausedness")));
+        assert!(!held_by_pause(Some("budget: paused spending")));
+        assert_eq!(without_part("paused", BARE_HOLD), None);
     }
 
     #[test]

@@ -42,6 +42,9 @@ pub(crate) const MAX_ENDED: usize = 100;
 pub(crate) const MAX_UNTIL: chrono::Duration = chrono::Duration::days(365);
 /// The `held_because` part a pause writes: `paused: god hephaestus`.
 pub(crate) const HOLD_PREFIX: &str = "paused: ";
+/// A `held_because` part that says only `paused` (another writer's, or the short form): read
+/// as a hold of whichever pause in force covers the dispatch.
+pub(crate) const BARE_HOLD: &str = "paused";
 /// The entries of a dispatch's `frozen` kept (the newest).
 pub(crate) const MAX_FROZEN: usize = 20;
 /// The fastest resume rate accepted, per second.

@@ -1,0 +1,212 @@
+//! Pauses across pantheons (docs/NATS.md "Pauses"): this root's pauses announced on
+//! `pantheon.{name}.paused` on a pause, a resume, the end of an `--until`, the bridge's start and
+//! every period, so a late peer learns them; a peer's announcement shown by `paused` and
+//! `bridge status` until the peer falls silent. The peer is a `nats-py` client (core NATS).
+
+use super::peers::{Listener, core_publish};
+use super::*;
+
+/// The announcements `l` received, newest last.
+fn announcements(l: &Listener) -> Vec<Value> {
+    l.received()
+}
+
+/// The names of the pauses in an announcement.
+fn names(a: &Value) -> Vec<String> {
+    a["pauses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {}",
+                p["kind"].as_str().unwrap(),
+                p["name"].as_str().unwrap_or("-")
+            )
+        })
+        .collect()
+}
+
+fn wait_announced(l: &Listener, after: usize, want: &[&str]) -> Value {
+    let mut last = Value::Null;
+    wait_for(
+        &format!("an announcement of {want:?}"),
+        Duration::from_secs(20),
+        || {
+            let got = announcements(l);
+            match got.iter().skip(after).find(|a| names(a) == want) {
+                Some(a) => {
+                    last = a.clone();
+                    true
+                }
+                None => false,
+            }
+        },
+    );
+    last
+}
+
+#[test]
+fn this_roots_pauses_are_announced_to_peers_on_every_change_and_on_start() {
+    let server = Server::start();
+    let url = server.url();
+    let mut a = Machine::new("konan");
+    let peer = Listener::start(&url, "pantheon.konan.paused");
+    // An hour between periodic announcements: every one below comes from a change or a start.
+    a.start_bridge(&url, &["--peer", "tallon", "--announce-every", "1h"]);
+    let first = wait_announced(&peer, 0, &[]);
+    assert_eq!(first["pantheon_pauses"], 1, "{first}");
+    assert_eq!(first["from_pantheon"], "konan");
+    assert_eq!(first["every_s"], 3600);
+
+    a.ok(
+        &["pause", "--god", "hermes", "--reason", "incident 7"],
+        None,
+    );
+    let n = announcements(&peer).len();
+    let p = wait_announced(&peer, n, &["god hermes"]);
+    let pause = &p["pauses"][0];
+    assert_eq!(pause["reason"], "incident 7");
+    assert!(pause["id"].as_str().unwrap().starts_with("pause_"), "{p}");
+    assert!(
+        pause["since"].is_string() && pause["until"].is_null(),
+        "{p}"
+    );
+
+    // A pause ended by its --until (the supervisor's pass) is announced gone.
+    a.ok(
+        &[
+            "pause",
+            "--track",
+            "main",
+            "--until",
+            "2s",
+            "--reason",
+            "deploy window",
+        ],
+        None,
+    );
+    wait_announced(&peer, n, &["god hermes", "track main"]);
+    std::thread::sleep(Duration::from_millis(2200));
+    let n = announcements(&peer).len();
+    let t = a.ok(&["tick"], None);
+    assert_eq!(t["resumed"].as_array().map(Vec::len), Some(1), "{t}");
+    wait_announced(&peer, n, &["god hermes"]);
+
+    // A peer that starts listening late learns the pause when the bridge starts again.
+    let late = Listener::start(&url, "pantheon.konan.paused");
+    a.restart_bridge();
+    wait_announced(&late, 0, &["god hermes"]);
+
+    let n = announcements(&peer).len();
+    a.ok(&["resume", "--god", "hermes"], None);
+    wait_announced(&peer, n, &[]);
+    assert!(a.bridge.terminate());
+}
+
+#[test]
+fn a_late_peer_learns_the_pause_from_the_periodic_announcement() {
+    let server = Server::start();
+    let url = server.url();
+    let mut a = Machine::new("konan");
+    a.start_bridge(&url, &["--peer", "tallon", "--announce-every", "1s"]);
+    a.ok(&["pause", "--all", "--reason", "freeze"], None);
+    std::thread::sleep(Duration::from_millis(1500));
+    let late = Listener::start(&url, "pantheon.konan.paused");
+    let got = wait_announced(&late, 0, &["all -"]);
+    assert_eq!(got["pauses"][0]["reason"], "freeze");
+    assert!(a.bridge.terminate());
+}
+
+#[test]
+fn a_peers_pause_is_shown_until_the_peer_falls_silent_and_strangers_are_ignored() {
+    let server = Server::start();
+    let url = server.url();
+    let mut a = Machine::new("konan");
+    a.start_bridge(&url, &["--peer", "tallon"]);
+    wait_for("konan's bridge", Duration::from_secs(20), || {
+        a.ok(&["bridge", "status"], None)["status"]["connected"] == true
+    });
+    let announcement = |from: &str, kind: &str| {
+        let mut a = json!({"pantheon_pauses": 1, "from_pantheon": from, "at": "2026-12-06T10:00:00Z",
+               "every_s": 1, "more": 0,
+               "pauses": [{"id": "pause_20261206_100000_abcdef", "kind": kind, "name": "hermes",
+                           "by": "ops", "reason": "tallon's incident", "since": "2026-12-06T09:00:00Z",
+                           "until": null}]});
+        if kind == "all" {
+            a["pauses"][0].as_object_mut().unwrap().remove("name");
+        }
+        a
+    };
+    // A stranger, and a peer's name claimed on another's subject: neither is shown.
+    core_publish(
+        &url,
+        "pantheon.vulcan.paused",
+        &[announcement("vulcan", "god")],
+    );
+    core_publish(
+        &url,
+        "pantheon.vulcan.paused",
+        &[announcement("tallon", "god")],
+    );
+    // The peer announces (a few times, as its bridge does every second).
+    let peer_pauses = |a: &Machine| a.ok(&["paused"], None)["peers"].clone();
+    for _ in 0..3 {
+        core_publish(
+            &url,
+            "pantheon.tallon.paused",
+            &[announcement("tallon", "god")],
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let last_heard = Instant::now();
+    wait_for(
+        "tallon's pause in `paused`",
+        Duration::from_secs(10),
+        || peer_pauses(&a).as_array().is_some_and(|v| v.len() == 1),
+    );
+    let peers = peer_pauses(&a);
+    assert_eq!(peers[0]["peer"], "tallon", "{peers}");
+    assert_eq!(peers[0]["pauses"][0]["kind"], "god");
+    assert_eq!(peers[0]["pauses"][0]["name"], "hermes");
+    assert_eq!(peers[0]["pauses"][0]["reason"], "tallon's incident");
+    let status = a.ok(&["bridge", "status"], None);
+    let shown = status["status"]["peer_pauses"].as_array().unwrap();
+    assert_eq!(shown.len(), 1, "{status}");
+    assert!(
+        status["status"]["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("vulcan")),
+        "the refused announcements are named: {status}"
+    );
+    // Silent for three periods (3 s): forgotten.
+    wait_for("tallon's pause to expire", Duration::from_secs(15), || {
+        peer_pauses(&a).as_array().is_some_and(Vec::is_empty)
+    });
+    assert!(
+        last_heard.elapsed() >= Duration::from_millis(2600),
+        "forgotten {:?} after the last announcement, before three periods of 1 s",
+        last_heard.elapsed()
+    );
+    wait_for("the status without it", Duration::from_secs(15), || {
+        a.ok(&["bridge", "status"], None)["status"]["peer_pauses"]
+            .as_array()
+            .is_some_and(Vec::is_empty)
+    });
+    // An empty list from the peer ends its pauses at once.
+    core_publish(
+        &url,
+        "pantheon.tallon.paused",
+        &[announcement("tallon", "all")],
+    );
+    wait_for("tallon's `all` pause", Duration::from_secs(10), || {
+        peer_pauses(&a).as_array().is_some_and(|v| v.len() == 1)
+    });
+    let mut none = announcement("tallon", "all");
+    none["pauses"] = json!([]);
+    core_publish(&url, "pantheon.tallon.paused", &[none]);
+    wait_for("tallon's pauses ended", Duration::from_secs(2), || {
+        peer_pauses(&a).as_array().is_some_and(Vec::is_empty)
+    });
+    assert!(a.bridge.terminate());
+}
