@@ -132,10 +132,24 @@ fi
 "$py" - "$results" "$work/pantheon.json" "$rows" <<'EOF'
 import json, os, sys
 results = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-ours = json.load(open(sys.argv[2])) if os.path.exists(sys.argv[2]) else []
-ours = {f["gods"]: f for f in ours if f["arm"] == "ours"}
+figures = json.load(open(sys.argv[2])) if os.path.exists(sys.argv[2]) else []
+ours = {f["gods"]: f for f in figures if f["arm"] == "ours"}
+before = {f["gods"]: f for f in figures if f["arm"] == "baseline"}
 names = {"nats": "NATS JetStream", "redis": "Redis", "dbos": "DBOS on PostgreSQL"}
 out = []
+goals = {1: 300, 16: 2100}
+for n, mine in sorted(ours.items()):
+    goal = goals.get(n)
+    met = ("yes" if mine["cycles_per_s"] >= goal else "**no**") if goal else "–"
+    goal_text = f">= {goal} durable submit + ack cycles/s" if goal else "durable submit + ack cycles/s (a figure)"
+    b = before.get(n)
+    base = f"{b['cycles_per_s']:.0f} cycles/s (the build before the group commit, same run)" if b else "–"
+    ratio = f"{mine['cycles_per_s'] / b['cycles_per_s']:.3f}" if b else "–"
+    out.append(f"| 48 | `durable_submit_ack_{n}_gods`<br><sub>one `pantheon mcp` per god, on the disk</sub> | {goal_text} | {mine['cycles_per_s']:.0f} cycles/s | {base} | {ratio} | {met} |")
+    spc = mine["syncs_per_cycle"]
+    met = ("yes" if spc <= 4 else "**no**") if n == 1 else "–"
+    bs = f"{b['syncs_per_cycle']:.2f} syncs (the build before)" if b else "–"
+    out.append(f"| 48 | `durable_syncs_per_cycle_{n}_gods`<br><sub>`strace -f -c` over god 0's own process</sub> | {'<= 4 syncs a cycle' if n == 1 else 'syncs a cycle (a figure)'} | {spc:.2f} syncs | {bs} | – | {met} |")
 for r in results:
     mine = ours.get(r["clients"])
     durable = r["setting"].startswith(("sync_interval", "appendfsync", "PostgreSQL"))
