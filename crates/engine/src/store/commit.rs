@@ -88,6 +88,14 @@ pub(crate) fn defer(fd: BorrowedFd<'_>) -> bool {
     })
 }
 
+/// True when the current thread is inside an [`act`]. A replace's temporary file asks this rather
+/// than [`defer`]: keeping a duplicate of its descriptor until the commit would close it after the
+/// rename, a change (`IN_CLOSE_WRITE`) to every watcher of the directory it was renamed into; the
+/// directory's own deferred sync, right after the rename, notes the file system instead.
+pub(crate) fn deferring() -> bool {
+    PENDING.with(|p| p.borrow().depth > 0)
+}
+
 /// An open act on this thread; [`Scope::finish`] (or, when `work` panics, the drop) closes it.
 struct Scope {
     open: bool,

@@ -429,8 +429,9 @@ fn write_temp(
                 .map_err(|e| io_err(&tmp_path, e))?;
         }
         tmp.write_all(bytes).map_err(|e| Error::io(&tmp_path, e))?;
-        // Inside an act, the act's commit syncs the file with the rest of what it wrote.
-        if durable && !super::commit::defer(tmp.as_fd()) {
+        // Inside an act, the act's commit syncs the file with the rest of what it wrote (the
+        // directory's deferred sync after the rename notes its file system).
+        if durable && !super::commit::deferring() {
             tmp.sync_all().map_err(|e| Error::io(&tmp_path, e))?;
         }
         Ok(())
