@@ -158,7 +158,8 @@ impl TestRoot {
         }
     }
 
-    fn spawn_session(&self, mut cmd: Command, steps: &[Value]) -> Session {
+    /// Starts `cmd` (a client script taking the steps on its stdin) as a session.
+    pub fn spawn_session(&self, mut cmd: Command, steps: &[Value]) -> Session {
         let mut child = cmd
             .env_remove("PANTHEON_ROOT")
             .env_remove("CONDUCTOR_BASE_DIR")

@@ -8,6 +8,7 @@ mod budgets;
 mod bus;
 mod clients;
 mod concurrency;
+mod durable;
 #[path = "../common/fixture.rs"]
 mod fixture_root;
 mod foreign;

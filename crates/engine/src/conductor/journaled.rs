@@ -38,11 +38,18 @@ impl Conductor {
 
     /// [`Self::submit_handoff`], holding the dispatch for approval when `hold` gives a reason (the
     /// bridge holds inbound work when its operator asks).
+    ///
+    /// One act ([`crate::store::commit::act`]): what it writes is made durable by one shared sync
+    /// before it returns.
     pub(crate) fn submit_handoff_held(
         &self,
         handoff: &Value,
         hold: Option<String>,
     ) -> Result<SubmitResult> {
+        crate::store::commit::act(self.root(), || self.submit_held_act(handoff, hold))
+    }
+
+    fn submit_held_act(&self, handoff: &Value, hold: Option<String>) -> Result<SubmitResult> {
         let s = |k: &str| handoff.get(k).and_then(Value::as_str).unwrap_or_default();
         let intent = self.intend(
             &format!("submit-{}", s("handoff_id")),
@@ -114,8 +121,17 @@ impl Conductor {
     }
 
     /// An ack journaled through the intent `ack-{ack_id}` (`said`: the ids as the ack gave them,
-    /// before any check); `take` records it.
+    /// before any check); `take` records it. One act ([`crate::store::commit::act`]): what it
+    /// writes is made durable by one shared sync before it returns.
     fn ack_journaled(
+        &self,
+        said: AckWords<'_>,
+        take: impl FnOnce() -> Result<AckResult>,
+    ) -> Result<AckResult> {
+        crate::store::commit::act(self.root(), || self.ack_act(said, take))
+    }
+
+    fn ack_act(
         &self,
         said: AckWords<'_>,
         take: impl FnOnce() -> Result<AckResult>,

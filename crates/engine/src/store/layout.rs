@@ -86,6 +86,9 @@ pub(crate) const PAUSED_LOCK: &str = ".paused";
 pub const TEMP_PREFIX: &str = ".tmp-";
 /// The directory in the root where the engine writes the temporary files of its replaces.
 pub const TEMP_DIR: &str = ".tmp";
+/// `.tmp/commit.lock`: the group commit's lock, whose first eight bytes count the completed rounds
+/// (`store::commit`).
+pub(crate) const COMMIT_LOCK: &str = "commit.lock";
 /// Suffix of the per-workflow lock files in `state/`.
 pub const LOCK_SUFFIX: &str = ".lock";
 

@@ -2,6 +2,7 @@
 //! tolerant reading, validated ids, timestamps, safe paths, and the test-only crash points.
 
 pub(crate) mod atomic;
+pub(crate) mod commit;
 pub(crate) mod crash;
 pub(crate) mod ids;
 pub(crate) mod layout;

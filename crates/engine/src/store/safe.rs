@@ -201,8 +201,12 @@ impl SafeDir {
         &self.path
     }
 
-    /// fsyncs the directory (makes a rename or removal in it durable).
+    /// fsyncs the directory (makes a rename or removal in it durable); inside an act
+    /// ([`super::commit::act`]) the act's commit does, before the act returns.
     pub fn sync(&self) -> Result<()> {
+        if super::commit::defer(self.fd.as_fd()) {
+            return Ok(());
+        }
         rustix::fs::fsync(&self.fd).map_err(|e| io_err(&self.path, e))
     }
 
@@ -282,27 +286,9 @@ impl SafeDir {
         if !self.in_root {
             return None;
         }
-        let path = self.anchor.join(TEMP_DIR);
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd = match rustix::fs::open(&path, flags, Mode::empty()) {
-            Ok(fd) => fd,
-            Err(Errno::NOENT) => {
-                match rustix::fs::mkdir(&path, Mode::from_raw_mode(PRIVATE_DIR_MODE)) {
-                    Ok(()) | Err(Errno::EXIST) => {}
-                    Err(_) => return None,
-                }
-                rustix::fs::open(&path, flags, Mode::empty()).ok()?
-            }
-            Err(_) => return None,
-        };
-        let temps = rustix::fs::fstat(&fd).ok()?;
         let here = rustix::fs::fstat(&self.fd).ok()?;
-        // Its owner may create files in it (a mode changed by hand, or an umask without the
-        // owner's write bit, would refuse every temporary file), nobody else may enter it.
-        let private = temps.st_uid == rustix::process::geteuid().as_raw()
-            && temps.st_mode & 0o777 & !0o400 == 0o300
-            && temps.st_dev == here.st_dev;
-        private.then_some(TempDir { fd, path })
+        let (fd, path, dev) = private_temp_dir(&self.anchor)?;
+        (dev == here.st_dev).then_some(TempDir { fd, path })
     }
 
     /// Removes file (or link) `name` here; `Ok(false)` when it was not there.
@@ -320,6 +306,32 @@ impl SafeDir {
     pub(crate) fn remove_tree(&self, name: &OsStr) -> Result<bool> {
         remove_entry(&self.fd, &self.path, name, 0)
     }
+}
+
+/// The root's temporary directory ([`TEMP_DIR`] in `root_dir`, created `0700` when missing), opened,
+/// with its path and its file system's device, when it is a directory (not a link) of this user that
+/// nobody else may enter and its owner may create files in (a mode changed by hand, or an umask
+/// without the owner's write bit, would refuse every temporary file). `None` otherwise.
+pub(crate) fn private_temp_dir(root_dir: &Path) -> Option<(OwnedFd, PathBuf, u64)> {
+    let path = root_dir.join(TEMP_DIR);
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = match rustix::fs::open(&path, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => {
+            match rustix::fs::mkdir(&path, Mode::from_raw_mode(PRIVATE_DIR_MODE)) {
+                Ok(()) | Err(Errno::EXIST) => {}
+                Err(_) => return None,
+            }
+            rustix::fs::open(&path, flags, Mode::empty()).ok()?
+        }
+        Err(_) => return None,
+    };
+    let temps = rustix::fs::fstat(&fd).ok()?;
+    let private = temps.st_uid == rustix::process::geteuid().as_raw()
+        && temps.st_mode & 0o777 & !0o400 == 0o300;
+    #[allow(clippy::useless_conversion)]
+    let dev = u64::from(temps.st_dev);
+    private.then_some((fd, path, dev))
 }
 
 /// How old a temporary file in the root's temporary directory must be for [`sweep_temps`] to take
@@ -417,7 +429,9 @@ fn write_temp(
                 .map_err(|e| io_err(&tmp_path, e))?;
         }
         tmp.write_all(bytes).map_err(|e| Error::io(&tmp_path, e))?;
-        if durable {
+        // Inside an act, the act's commit syncs the file with the rest of what it wrote (the
+        // directory's deferred sync after the rename notes its file system).
+        if durable && !super::commit::deferring() {
             tmp.sync_all().map_err(|e| Error::io(&tmp_path, e))?;
         }
         Ok(())
