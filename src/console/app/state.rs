@@ -51,7 +51,7 @@ impl App {
     pub(crate) fn attention_through(&self, f: &Filter) -> Vec<attention::Item> {
         self.attention_all()
             .into_iter()
-            .filter(|i| f.is_empty() || f.matches_text(&i.haystack()))
+            .filter(|i| f.is_empty() || f.matches_item(i.source(), &i.haystack()))
             .collect()
     }
 
