@@ -24,7 +24,13 @@ if [ -x "$venv/bin/mcp-agent-mail" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" =
     echo "agent-mail-setup: $venv is ready"
     exit 0
 fi
-command -v "$python" >/dev/null 2>&1 || {
+# A pyenv shim answers for python3.13 even when it cannot run it: take pyenv's own install then.
+if ! "$python" --version >/dev/null 2>&1 && command -v pyenv >/dev/null 2>&1; then
+    for p in "$(pyenv root)"/versions/3.13*/bin/python3.13; do
+        [ -x "$p" ] && python="$p" && break
+    done
+fi
+"$python" --version >/dev/null 2>&1 || {
     echo "agent-mail-setup: MCP Agent Mail needs Python 3.13 ($python not found); set PYTHON313" >&2
     exit 1
 }

@@ -34,5 +34,8 @@ mod publish;
 mod races;
 mod refusals;
 mod routing;
+#[path = "../common/setup.rs"]
+mod setup;
+mod sources;
 mod supervisor_kills;
 mod upgrade;
