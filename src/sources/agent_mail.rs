@@ -110,6 +110,10 @@ impl Source for AgentMail {
             snap.locks = st.locks.clone();
             self.ack_items(&mut snap, st, Utc::now());
         }
+        // A key is shown (the item's record): foreign ids in it are cleaned like any text.
+        for a in &mut snap.attention {
+            a.key = clean(&a.key, MAX_TEXT);
+        }
         Ok(snap)
     }
 

@@ -495,6 +495,10 @@ impl Read {
                 a.status = Some("idle".into());
             }
         }
+        // A key is shown (the item's record): foreign ids in it are cleaned like any text.
+        for a in &mut self.attention {
+            a.key = clean(&a.key, MAX_TEXT);
+        }
         Snapshot {
             agents,
             messages: self.messages,

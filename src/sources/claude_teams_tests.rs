@@ -115,3 +115,98 @@ fn a_missing_directory_is_an_error_and_a_broken_file_is_an_item_not_a_failure() 
     assert!(whats[0].contains("truncated JSON"), "{whats:?}");
     assert!(whats[1].contains("JSON array of messages"), "{whats:?}");
 }
+
+/// Every string of a snapshot that a row shows.
+fn shown(s: &Snapshot) -> Vec<String> {
+    let mut out = Vec::new();
+    for a in &s.agents {
+        out.extend([a.name.clone(), a.group.clone().unwrap_or_default(), a.status.clone().unwrap_or_default()]);
+    }
+    for m in &s.messages {
+        out.extend([m.id.clone(), m.from.clone(), m.body.clone(), m.subject.clone().unwrap_or_default()]);
+        out.extend(m.to.iter().cloned());
+    }
+    for t in &s.tasks {
+        out.extend([t.id.clone(), t.title.clone(), t.state.clone(), t.owner.clone().unwrap_or_default()]);
+    }
+    for a in &s.attention {
+        out.extend([a.key.clone(), a.agent.clone(), a.what.clone()]);
+    }
+    out
+}
+
+/// A hostile piece of JSON text: escape sequences, controls, wrong types, huge or truncated.
+fn hostile(rng: &mut rand::rngs::StdRng) -> String {
+    use rand::Rng;
+    const EVIL: [&str; 8] = [
+        "\u{1b}[2J\u{1b}]0;pwned\u{7}",
+        "\u{9b}31m",
+        "\u{202e}txt.exe",
+        "\r\n\t",
+        "\u{0}",
+        "💥",
+        "\u{1b}P+q\u{1b}\\",
+        "",
+    ];
+    let s = || EVIL[rand::rng().random_range(0..EVIL.len())].to_owned();
+    let text = serde_json::Value::String(format!("{}{}{}", s(), s(), s()));
+    let perm = serde_json::json!({"type": "permission_request", "requestId": text, "workerName": text,
+        "toolName": text, "input": {"command": text}, "from": text});
+    let v = match rng.random_range(0..9) {
+        0 => serde_json::json!([{"from": text, "text": perm.to_string(), "timestamp": text}]),
+        1 => serde_json::json!([{"from": 7, "text": {"type": "permission_request"}, "timestamp": -1e300}]),
+        2 => serde_json::json!({"members": [{"name": text, "isActive": text}, 3, null], "leadAgentId": text}),
+        3 => serde_json::json!({"id": text, "subject": text, "status": text, "owner": text, "blockedBy": [text, 1, null]}),
+        4 => serde_json::json!({"id": 1e308, "subject": [], "status": {}, "blockedBy": "x"}),
+        5 => serde_json::json!([{"from": "w", "text": format!("{{\"type\":\"plan_approval_request\",\"planContent\":{text},\"timestamp\":{}}}", i64::MAX)}]),
+        6 => serde_json::json!("just a string"),
+        7 => serde_json::Value::String("x".repeat(rng.random_range(0..200_000))),
+        _ => serde_json::json!([{"from": text, "text": text, "timestamp": 1e20}]),
+    };
+    let mut out = v.to_string();
+    if rng.random_bool(0.3) {
+        let cut = rng.random_range(0..=out.len());
+        while !out.is_char_boundary(cut.min(out.len())) {
+            out.pop();
+        }
+        out.truncate(cut.min(out.len()));
+    }
+    out
+}
+
+#[test]
+fn ten_thousand_hostile_files_give_no_panic_and_no_escape_sequence_on_screen() {
+    use rand::SeedableRng;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(47);
+    let d = tempfile::tempdir().unwrap();
+    let team = d.path().join("teams/t");
+    let tasks = d.path().join("tasks/t");
+    std::fs::create_dir_all(team.join("inboxes")).unwrap();
+    std::fs::create_dir_all(&tasks).unwrap();
+    let mut src = ClaudeTeams::new(d.path().to_str().unwrap()).unwrap();
+    let mut files = 0;
+    for round in 0..2_000 {
+        for (i, path) in [
+            team.join("config.json"),
+            team.join("inboxes/lead.json"),
+            team.join(format!("inboxes/w{}.json", round % 3)),
+            tasks.join("1.json"),
+            tasks.join(format!("{}.json", round % 5 + 2)),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let _ = i;
+            std::fs::write(&path, hostile(&mut rng)).unwrap();
+            files += 1;
+        }
+        let snap = super::super::read_guarded(&mut src).unwrap_or_else(|e| panic!("round {round}: {e}"));
+        for text in shown(&snap) {
+            assert!(
+                !text.chars().any(|c| c.is_control() || crate::text::is_bidi_control(c)),
+                "round {round}: {text:?}"
+            );
+        }
+    }
+    assert_eq!(files, 10_000);
+}
