@@ -120,14 +120,28 @@ fn a_missing_directory_is_an_error_and_a_broken_file_is_an_item_not_a_failure() 
 fn shown(s: &Snapshot) -> Vec<String> {
     let mut out = Vec::new();
     for a in &s.agents {
-        out.extend([a.name.clone(), a.group.clone().unwrap_or_default(), a.status.clone().unwrap_or_default()]);
+        out.extend([
+            a.name.clone(),
+            a.group.clone().unwrap_or_default(),
+            a.status.clone().unwrap_or_default(),
+        ]);
     }
     for m in &s.messages {
-        out.extend([m.id.clone(), m.from.clone(), m.body.clone(), m.subject.clone().unwrap_or_default()]);
+        out.extend([
+            m.id.clone(),
+            m.from.clone(),
+            m.body.clone(),
+            m.subject.clone().unwrap_or_default(),
+        ]);
         out.extend(m.to.iter().cloned());
     }
     for t in &s.tasks {
-        out.extend([t.id.clone(), t.title.clone(), t.state.clone(), t.owner.clone().unwrap_or_default()]);
+        out.extend([
+            t.id.clone(),
+            t.title.clone(),
+            t.state.clone(),
+            t.owner.clone().unwrap_or_default(),
+        ]);
     }
     for a in &s.attention {
         out.extend([a.key.clone(), a.agent.clone(), a.what.clone()]);
@@ -154,11 +168,19 @@ fn hostile(rng: &mut rand::rngs::StdRng) -> String {
         "toolName": text, "input": {"command": text}, "from": text});
     let v = match rng.random_range(0..9) {
         0 => serde_json::json!([{"from": text, "text": perm.to_string(), "timestamp": text}]),
-        1 => serde_json::json!([{"from": 7, "text": {"type": "permission_request"}, "timestamp": -1e300}]),
-        2 => serde_json::json!({"members": [{"name": text, "isActive": text}, 3, null], "leadAgentId": text}),
-        3 => serde_json::json!({"id": text, "subject": text, "status": text, "owner": text, "blockedBy": [text, 1, null]}),
+        1 => {
+            serde_json::json!([{"from": 7, "text": {"type": "permission_request"}, "timestamp": -1e300}])
+        }
+        2 => {
+            serde_json::json!({"members": [{"name": text, "isActive": text}, 3, null], "leadAgentId": text})
+        }
+        3 => {
+            serde_json::json!({"id": text, "subject": text, "status": text, "owner": text, "blockedBy": [text, 1, null]})
+        }
         4 => serde_json::json!({"id": 1e308, "subject": [], "status": {}, "blockedBy": "x"}),
-        5 => serde_json::json!([{"from": "w", "text": format!("{{\"type\":\"plan_approval_request\",\"planContent\":{text},\"timestamp\":{}}}", i64::MAX)}]),
+        5 => {
+            serde_json::json!([{"from": "w", "text": format!("{{\"type\":\"plan_approval_request\",\"planContent\":{text},\"timestamp\":{}}}", i64::MAX)}])
+        }
         6 => serde_json::json!("just a string"),
         7 => serde_json::Value::String("x".repeat(rng.random_range(0..200_000))),
         _ => serde_json::json!([{"from": text, "text": text, "timestamp": 1e20}]),
@@ -200,10 +222,13 @@ fn ten_thousand_hostile_files_give_no_panic_and_no_escape_sequence_on_screen() {
             std::fs::write(&path, hostile(&mut rng)).unwrap();
             files += 1;
         }
-        let snap = super::super::read_guarded(&mut src).unwrap_or_else(|e| panic!("round {round}: {e}"));
+        let snap =
+            super::super::read_guarded(&mut src).unwrap_or_else(|e| panic!("round {round}: {e}"));
         for text in shown(&snap) {
             assert!(
-                !text.chars().any(|c| c.is_control() || crate::text::is_bidi_control(c)),
+                !text
+                    .chars()
+                    .any(|c| c.is_control() || crate::text::is_bidi_control(c)),
                 "round {round}: {text:?}"
             );
         }
