@@ -61,9 +61,10 @@ pub struct Cli {
     /// (default ~/.claude), agent-mail:ARCHIVE[,DB]. Its agents, messages, tasks, locks and waiting
     /// items join the console, `status`, `check` and `inbox` (docs/SOURCES.md); `pantheon sources`
     /// probes each.
+    // Given before the command (`pantheon --source S status`): not global, since `bus post` has a
+    // `--source` of its own (the message's sender).
     #[arg(
         long = "source",
-        global = true,
         value_name = "KIND:LOCATION",
         help_heading = "Global options",
         value_parser = parse_source
