@@ -23,7 +23,8 @@ cargo bench --bench proof -- soak "$soak" | tee -a "$out"
 # The observe bench: `status` and a `/metrics` scrape on a 100,000-workflow root, and the submit +
 # ack cycle with and without `serve --otlp`. The pause bench: a pause's effect on a god with 10,000
 # waiting dispatches, a resume's rate, and the submit + ack cycle beside a root that never paused.
-for b in conductor bus console mcp nats delivery cost history observe pause; do
+# The sources bench: a Claude Code permission request to its attention item, a large team's load.
+for b in conductor bus console mcp nats delivery cost history observe pause sources; do
   if grep -q 'BENCH ' "benches/$b.rs" 2>/dev/null; then
     cargo bench --bench "$b" 2>/dev/null | grep '^BENCH ' | tee -a "$out" || true
   fi

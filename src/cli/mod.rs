@@ -19,6 +19,7 @@ pub mod observe;
 pub mod record;
 pub mod replay;
 pub mod serve;
+pub mod sources;
 
 /// Pantheon Console: watch and operate a pantheon of AI agents coordinating through files.
 #[derive(Debug, Parser)]
@@ -56,6 +57,19 @@ pub struct Cli {
         help_heading = "Global options"
     )]
     pub actor: Option<String>,
+    /// A foreign substrate beside the root, KIND:LOCATION (repeatable): claude-teams[:DIR]
+    /// (default ~/.claude), agent-mail:ARCHIVE[,DB]. Its agents, messages, tasks, locks and waiting
+    /// items join the console, `status`, `check` and `inbox` (docs/SOURCES.md); `pantheon sources`
+    /// probes each.
+    // Given before the command (`pantheon --source S status`): not global, since `bus post` has a
+    // `--source` of its own (the message's sender).
+    #[arg(
+        long = "source",
+        value_name = "KIND:LOCATION",
+        help_heading = "Global options",
+        value_parser = parse_source
+    )]
+    pub sources: Vec<String>,
 
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -100,6 +114,9 @@ pub enum Command {
     Check(observe::CheckArgs),
     /// What the pantheon costs: usage totals from the ledger by god, workflow, step, model or day.
     Cost(cost::CostArgs),
+    /// Probe each --source once and list it as JSON with its health (ok, or error and the reason);
+    /// exit 1 when one is broken.
+    Sources(sources::SourcesArgs),
 }
 
 /// Options of `pantheon config`.
@@ -162,13 +179,34 @@ pub fn moment(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
     crate::engine::time::parse_moment(s, chrono::Utc::now()).map_err(|e| e.to_string())
 }
 
+/// The value parser of `--source`: a known kind and a location (the source itself is opened, and
+/// may be broken, later: a broken source is shown, never a refusal).
+fn parse_source(s: &str) -> Result<String, String> {
+    crate::sources::split_spec(s)
+        .map(|_| s.to_owned())
+        .map_err(|e| e.reason)
+}
+
 fn parse_desktop(s: &str) -> Result<crate::console::notify::Desktop, String> {
     crate::console::notify::Desktop::parse(s).ok_or_else(|| format!("{s:?}: use osc9 or osc777"))
 }
 
-fn run_console(args: ConsoleArgs, root: &Root, actor: Option<String>) -> anyhow::Result<Outcome> {
+fn run_console(
+    args: ConsoleArgs,
+    root: &Root,
+    actor: Option<String>,
+    sources: Vec<String>,
+) -> anyhow::Result<Outcome> {
     // A config that cannot be used stops here, before the terminal is taken, with its line.
-    let config = crate::console::config::load(args.config.as_deref())?;
+    let mut config = crate::console::config::load(args.config.as_deref())?;
+    // The flags' sources first, then the config's (each once).
+    let mut all = sources;
+    for s in std::mem::take(&mut config.sources) {
+        if !all.contains(&s) {
+            all.push(s);
+        }
+    }
+    config.sources = all;
     let at = args.at.map(|t| t.timestamp_micros());
     // A moment the history cannot show is refused before anything else is asked of the terminal.
     if let Some(at) = at {
@@ -370,7 +408,7 @@ impl Cli {
 /// `demo` without --root makes its own root and `config` reads none: neither looks for one.
 fn needs_root(cli: &Cli) -> bool {
     match &cli.command {
-        Some(Command::Config(_)) => false,
+        Some(Command::Config(_)) | Some(Command::Sources(_)) => false,
         Some(Command::Demo(_)) => cli.root.is_some(),
         // A check says UNKNOWN (exit 3) itself when the root is missing.
         Some(Command::Check(_)) => false,
@@ -383,6 +421,7 @@ fn run_rootless(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {
         Some(Command::Demo(args)) => crate::demo::run(args, None),
         Some(Command::Config(args)) => run_config(args),
+        Some(Command::Sources(args)) => sources::run(args, &cli.sources),
         Some(Command::Check(_)) => {
             println!("PANTHEON UNKNOWN - {NO_ROOT}");
             Ok(Outcome::Exit(ExitCode::from(3)))
@@ -466,8 +505,14 @@ pub fn run(cli: Cli) -> ExitCode {
     };
     let origin = crate::actor::origin(cli.actor.as_deref(), "cli");
     let result: anyhow::Result<Outcome> = match cli.command {
-        None => run_console(cli.console, &root, cli.actor),
-        Some(Command::Console(args)) => run_console(args, &root, cli.actor),
+        None => run_console(cli.console, &root, cli.actor, cli.sources),
+        Some(Command::Console(args)) => run_console(args, &root, cli.actor, cli.sources),
+        Some(Command::Sources(args)) => sources::run(args, &cli.sources),
+        Some(Command::Conductor(conductor::ConductorCommand::Inbox { god, .. }))
+            if !cli.sources.is_empty() =>
+        {
+            sources::inbox(&god, &cli.sources)
+        }
         Some(Command::Demo(args)) => crate::demo::run(args, cli.root.as_deref()),
         Some(Command::Validate) => run_validate(&root),
         Some(Command::Mcp) => crate::mcp::serve(root).map(|()| Outcome::Exit(ExitCode::SUCCESS)),
@@ -486,8 +531,8 @@ pub fn run(cli: Cli) -> ExitCode {
             &root,
             crate::actor::origin(cli.actor.as_deref(), "supervisor"),
         ),
-        Some(Command::Status(args)) => observe::status(args, &root),
-        Some(Command::Check(args)) => observe::check(args, &root),
+        Some(Command::Status(args)) => observe::status(args, &root, &cli.sources),
+        Some(Command::Check(args)) => observe::check(args, &root, &cli.sources),
         Some(Command::Record(args)) => record::run(args, &root),
         Some(Command::Replay(args)) => replay::run(args, &root),
         Some(Command::Cost(args)) => cost::run(args, &root, origin),

@@ -15,17 +15,32 @@ use crate::outcome::Outcome;
 /// The attention items of `root` at `now`, counted by kind: the live model's snapshot of the root,
 /// read once (what the console shows on opening it), through the one attention function; with
 /// `cached`, the counts of the last run while nothing they depend on changed.
-pub(crate) fn attention(root: &Root, now: chrono::DateTime<chrono::Utc>, cached: bool) -> Tally {
+pub(crate) fn attention(
+    root: &Root,
+    now: chrono::DateTime<chrono::Utc>,
+    cached: bool,
+    sources: &[String],
+) -> Tally {
     let count = || {
         let model =
             crate::live::LiveModel::open(root.clone(), crate::live::ModelOptions::default());
-        let snap = model.snapshot();
+        let mut snap = model.snapshot();
+        if !sources.is_empty() {
+            // Each source read once, beside the root, through the same attention function.
+            let mut s = (*snap).clone();
+            s.sources = std::sync::Arc::new(crate::sources::probe(
+                sources,
+                crate::sources::PROBE_TIMEOUT,
+            ));
+            snap = std::sync::Arc::new(s);
+        }
         (
             Tally::of(&items(&snap, now)),
             crate::live::attention::next_change(&snap, now),
         )
     };
-    if cached {
+    // The cache keeps the root's counts only: a foreign source is read afresh every time.
+    if cached && sources.is_empty() {
         crate::observe::status_cache::attention(root, now, count)
     } else {
         count().0
@@ -77,7 +92,7 @@ pub struct CheckArgs {
 }
 
 /// `pantheon status`.
-pub fn status(args: StatusArgs, root: &Root) -> anyhow::Result<Outcome> {
+pub fn status(args: StatusArgs, root: &Root, sources: &[String]) -> anyhow::Result<Outcome> {
     let now = chrono::Utc::now();
     let rule = OverdueRule::default();
     let h = if args.no_cache {
@@ -85,7 +100,7 @@ pub fn status(args: StatusArgs, root: &Root) -> anyhow::Result<Outcome> {
     } else {
         crate::observe::status_cache::read(root, &rule, now)
     };
-    let att = attention(root, now, !args.no_cache);
+    let att = attention(root, now, !args.no_cache, sources);
     let exposed = if h.supervisors > 0 {
         crate::observe::record::exposed(root, &live_supervisors(root, now))
     } else {
@@ -180,8 +195,8 @@ fn line(h: &Health, attention: usize, tmux: bool) -> String {
 
 /// `pantheon check`: prints one line and exits with the plugin's code. Every failure to judge the
 /// root (none there, a bad threshold) is UNKNOWN (3), never an error exit that reads as WARNING.
-pub fn check(args: CheckArgs, root: &Root) -> anyhow::Result<Outcome> {
-    let state = match judge(&args, root) {
+pub fn check(args: CheckArgs, root: &Root, sources: &[String]) -> anyhow::Result<Outcome> {
+    let state = match judge(&args, root, sources) {
         Ok(v) => {
             println!("{}", v.line());
             v.state
@@ -194,7 +209,7 @@ pub fn check(args: CheckArgs, root: &Root) -> anyhow::Result<Outcome> {
     Ok(Outcome::Exit(ExitCode::from(state.code())))
 }
 
-fn judge(args: &CheckArgs, root: &Root) -> Result<status::Verdict, String> {
+fn judge(args: &CheckArgs, root: &Root, sources: &[String]) -> Result<status::Verdict, String> {
     if !root.conductor.is_dir() {
         return Err(format!(
             "{} is not a pantheon root (no conductor/)",
@@ -239,7 +254,7 @@ fn judge(args: &CheckArgs, root: &Root) -> Result<status::Verdict, String> {
     }
     let now = chrono::Utc::now();
     let h = status::read(root, &OverdueRule::default(), now);
-    let att = attention(root, now, false);
+    let att = attention(root, now, false, sources);
     let journal = t.journal.then(|| status::journal_chain(root));
     let by_kind: Vec<(&str, usize)> = att.iter().collect();
     Ok(status::evaluate(

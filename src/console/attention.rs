@@ -60,6 +60,8 @@ pub fn jump(item: &Item) -> Jump {
             metric: metric.clone(),
         }),
         Target::Issues => Jump::Issues,
+        // A foreign item has no pane of its own: the Attention pane's detail shows it, raw.
+        Target::Source { .. } => Jump::Pane(Pane::Attention),
     }
 }
 

@@ -197,6 +197,9 @@ pub struct Config {
     pub time: TimeFormat,
     pub thresholds: Thresholds,
     pub notify: NotifySettings,
+    /// The foreign sources the console opens beside the root (`[sources] list`, each
+    /// `KIND:LOCATION`; the `--source` flags come first).
+    pub sources: Vec<String>,
     /// Where it was read from (None: the defaults, no file).
     pub source: Option<PathBuf>,
 }
@@ -210,6 +213,7 @@ impl Default for Config {
             time: TimeFormat::Relative,
             thresholds: Thresholds::default(),
             notify: NotifySettings::default(),
+            sources: Vec::new(),
             source: None,
         }
     }
@@ -251,7 +255,17 @@ struct RawConfig {
     #[serde(default)]
     notify: RawNotify,
     #[serde(default)]
+    sources: RawSources,
+    #[serde(default)]
     skins: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// `[sources]`: the foreign sources to open, `list = ["claude-teams:~/.claude", …]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSources {
+    #[serde(default)]
+    list: Vec<toml::Spanned<String>>,
 }
 
 /// A value of `[keys]` (the list view: everywhere, the panes, the detail view), or one of the
@@ -518,8 +532,19 @@ pub fn parse(text: &str, path: &str) -> Result<Config, ConfigError> {
             ));
         }
     };
+    let mut sources = Vec::new();
+    for spec in &raw.sources.list {
+        crate::sources::split_spec(spec.get_ref()).map_err(|e| {
+            at(
+                Some(spec.span()),
+                e.reason.replacen("--source ", "[sources] ", 1),
+            )
+        })?;
+        sources.push(spec.get_ref().clone());
+    }
     let (t, n) = (raw.thresholds, raw.notify);
     Ok(Config {
+        sources,
         keymap,
         theme_name,
         palette,
@@ -942,7 +967,11 @@ pub fn default_toml() -> String {
          bell = {}           # ring the terminal bell\n\
          desktop = {}        # desktop notification (OSC 9 / OSC 777)\n\
          on_attention = \"\"   # a command run through sh -c, one JSON item per line on stdin\n\
-         rate_limit_secs = {}  # at most one notification per this many seconds\n",
+         rate_limit_secs = {}  # at most one notification per this many seconds\n\n\
+         # Foreign agents beside the root (docs/SOURCES.md), each KIND:LOCATION as --source takes it:\n\
+         # claude-teams:~/.claude, agent-mail:ARCHIVE[,DB]. The --source flags are opened first.\n\
+         [sources]\n\
+         list = []\n",
         t.stale_secs,
         t.overdue_secs,
         t.held_secs,

@@ -198,6 +198,17 @@ impl Filter {
         self.words.iter().all(|w| h.contains(w.as_str()))
     }
 
+    /// An attention item: `source:KIND` keeps the items of foreign sources whose `KIND:LOCATION`
+    /// starts with it (`source:claude` the Claude Code teams'); words search its text.
+    pub fn matches_item(&self, source: Option<&str>, haystack: &str) -> bool {
+        if let Some(s) = &self.source
+            && !source.is_some_and(|x| x.to_lowercase().starts_with(s.as_str()))
+        {
+            return false;
+        }
+        self.matches_text(haystack)
+    }
+
     /// A bus message: `type:` and `source:` are prefixes of those fields; words search the whole line.
     pub fn matches_message(&self, m: &Envelope) -> bool {
         if let Some(k) = &self.kind

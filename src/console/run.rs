@@ -165,7 +165,7 @@ pub fn run(root: Root, opts: ConsoleOptions) -> anyhow::Result<()> {
         Some(at) => Some(ReplayHandle::start(&root, at, model).map_err(|e| anyhow::anyhow!(e))?),
         None => None,
     };
-    let live = LiveHandle::start(root.clone(), mode, model);
+    let live = LiveHandle::start_with_sources(root.clone(), mode, model, &opts.config.sources);
     tracing::info!(ready_ms = started.elapsed().as_millis() as u64, mode = %live.mode, "model ready");
     let past = Past {
         root: root.clone(),

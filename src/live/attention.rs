@@ -44,12 +44,17 @@ pub enum Kind {
     /// A dispatch lying in a god's inbox while its workflow is `awaiting_approval` at that step: a
     /// held dispatch moved out of `_quarantine` by hand (only `pantheon approve` releases it).
     HeldMoved,
+    /// An item of a foreign source (`--source`) waiting for a human: a teammate's permission or
+    /// plan approval request, a blocked task, an unacked message, a task asking for input.
+    Foreign,
+    /// A foreign source that cannot be read (gone, changed format, server down).
+    SourceDown,
 }
 
 impl Kind {
     /// Every kind, in the order the surfaces list them (the metric gives each a series, 0
     /// included; `status --format json` each a count).
-    pub const ALL: [Kind; 13] = [
+    pub const ALL: [Kind; 15] = [
         Kind::Held,
         Kind::HeldMoved,
         Kind::Overdue,
@@ -63,6 +68,8 @@ impl Kind {
         Kind::NoSupervisor,
         Kind::StuckOutbox,
         Kind::BudgetWarning,
+        Kind::Foreign,
+        Kind::SourceDown,
     ];
 
     /// The word used in the pane, the filter and the hook's JSON.
@@ -81,6 +88,8 @@ impl Kind {
             Kind::StuckOutbox => "stuck_outbox",
             Kind::BudgetWarning => "budget_warning",
             Kind::HeldMoved => "held_moved",
+            Kind::Foreign => "foreign",
+            Kind::SourceDown => "source_down",
         }
     }
 }
@@ -167,6 +176,8 @@ pub enum Target {
     Budget { scope: Sym, name: Sym, metric: Sym },
     /// The files that could not be read.
     Issues,
+    /// A foreign source (`KIND:LOCATION`) and, for an item of its own, the item's key.
+    Source { source: Sym, key: Option<Sym> },
 }
 
 /// The ids of the records an item concerns (`workflow_id`, `handoff_id`, `god`, `track`, `path`,
@@ -257,7 +268,11 @@ impl Item {
     /// The id the pane shows for it (the record's own: handoff, workflow, worker, lock path…).
     pub fn record(&self) -> &str {
         let at = match self.kind {
-            Kind::StaleWorker | Kind::ExpiredLock | Kind::Deadlock | Kind::VoteOverdue => 1,
+            Kind::StaleWorker
+            | Kind::ExpiredLock
+            | Kind::Deadlock
+            | Kind::VoteOverdue
+            | Kind::Foreign => 1,
             _ => 0,
         };
         self.ids.0.get(at).map_or("", |(_, v)| &**v)
@@ -289,14 +304,33 @@ impl Item {
         self
     }
 
-    /// The compact JSON a notification hook receives (one object per line).
+    /// The foreign source (`KIND:LOCATION`) the item comes from; `None` for the root's own.
+    pub fn source(&self) -> Option<&str> {
+        match self.kind {
+            Kind::Foreign | Kind::SourceDown => self.ids.get("source"),
+            _ => None,
+        }
+    }
+
+    /// The kind of the foreign source the item comes from (`claude-teams`), the `source` label of
+    /// the metrics; `None` for the root's own.
+    pub fn source_kind(&self) -> Option<&str> {
+        self.source().map(|s| s.split(':').next().unwrap_or(s))
+    }
+
+    /// The compact JSON a notification hook receives (one object per line); a foreign item names
+    /// its `source`.
     pub fn to_json(&self) -> Value {
-        json!({
+        let mut v = json!({
             "kind": self.kind.as_str(),
             "ids": self.ids.to_json(),
             "reason": self.reason,
             "since": self.since.map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
-        })
+        });
+        if let (Some(src), Some(m)) = (self.source(), v.as_object_mut()) {
+            m.insert("source".into(), src.into());
+        }
+        v
     }
 
     /// The text the filter matches: kind, ids and reason.
@@ -336,6 +370,7 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
     stuck_outbox_items(s, &mut out);
     budget_warnings(s, now, &mut out);
     unreadable_items(s, &mut out);
+    source_items(s, &mut out);
     // Newest first; undated last; then by key so the order is stable.
     out.sort_by(|a, b| {
         b.since
@@ -761,6 +796,49 @@ fn unreadable_items(s: &Snapshot, out: &mut Vec<Item>) {
             .since(w.since)
             .action("fix or remove the file"),
         );
+    }
+}
+
+/// The foreign sources' items: each waiting item of a source (its last good read's, also while it
+/// is broken: the state it showed still waits), and each source that cannot be read.
+fn source_items(s: &Snapshot, out: &mut Vec<Item>) {
+    for src in s.sources.iter() {
+        let spec: Sym = Sym::from(src.spec());
+        if let crate::sources::Health::Error { reason, since } = &src.health {
+            out.push(
+                Item::new(
+                    Key::SourceDown(spec.clone()),
+                    format!("source {spec} cannot be read: {reason}"),
+                    Target::Source {
+                        source: spec.clone(),
+                        key: None,
+                    },
+                )
+                .since(Some(*since))
+                .action("fix what the reason names (`pantheon sources` probes it)"),
+            );
+        }
+        for a in &src.snapshot.attention {
+            let key: Sym = Sym::from(a.key.as_str());
+            let mut item = Item::new(
+                Key::Foreign {
+                    source: spec.clone(),
+                    key: key.clone(),
+                },
+                a.what.clone(),
+                Target::Source {
+                    source: spec.clone(),
+                    key: Some(key),
+                },
+            )
+            .since(a.since);
+            item.action = if a.answerable {
+                "its source takes an answer (`Source::answer`)"
+            } else {
+                "answer it where the agents run (this source is read-only)"
+            };
+            out.push(item);
+        }
     }
 }
 

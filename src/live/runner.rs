@@ -13,7 +13,20 @@ use crate::engine::Root;
 
 use super::model::{FIRST_CHUNK, LOAD_CHUNK, LiveModel, ModelOptions, dirs_to_watch};
 use super::snapshot::Snapshot;
-use super::watch::{Signal, WatchMode, Watcher};
+use super::watch::{AnswerRequest, Signal, WatchMode, Watcher};
+use crate::sources::hub::SourceHub;
+
+/// `snap` carrying the sources' newest states (the same snapshot when there are none).
+fn with_sources(snap: Arc<Snapshot>, sources: Option<&SourceHub>) -> Arc<Snapshot> {
+    match sources {
+        None => snap,
+        Some(h) => {
+            let mut s = (*snap).clone();
+            s.sources = h.states();
+            Arc::new(s)
+        }
+    }
+}
 
 /// A burst of events is considered over after this much quiet.
 pub const DEBOUNCE_QUIET: Duration = Duration::from_millis(10);
@@ -50,8 +63,28 @@ pub struct LiveHandle {
 impl LiveHandle {
     /// Starts watching `root` and publishes the first snapshot before returning.
     pub fn start(root: Root, mode: WatchMode, opts: ModelOptions) -> Self {
+        Self::start_with_sources(root, mode, opts, &[])
+    }
+
+    /// [`LiveHandle::start`] with the foreign sources `specs` (`KIND:LOCATION`) beside the root:
+    /// each read by its own thread ([`SourceHub`]), their states carried by every snapshot.
+    pub fn start_with_sources(
+        root: Root,
+        mode: WatchMode,
+        opts: ModelOptions,
+        specs: &[String],
+    ) -> Self {
         fix_mmap_threshold();
         let (tx, rx) = mpsc::channel();
+        let sources = (!specs.is_empty()).then(|| {
+            let wake = tx.clone();
+            SourceHub::start(
+                specs,
+                Arc::new(move || {
+                    let _ = wake.send(Signal::Sources);
+                }),
+            )
+        });
         // Watch first, then read: a change between the two is seen twice, never missed.
         let identity = root_identity(&root.dir);
         let mut watcher = super::watch::watch(mode, tx.clone());
@@ -61,8 +94,9 @@ impl LiveHandle {
         let settle = opts.settle.unwrap_or(DEBOUNCE_MAX);
         let mut model = LiveModel::open_progressive(root.clone(), opts, FIRST_CHUNK);
         model.set_watch_mode(mode.to_string());
-        let (snap_tx, snap_rx) = watch::channel(model.snapshot());
+        let (snap_tx, snap_rx) = watch::channel(with_sources(model.snapshot(), sources.as_ref()));
         let watched = Watched {
+            sources,
             root,
             tx: tx.clone(),
             identity,
@@ -82,6 +116,30 @@ impl LiveHandle {
             watches,
             thread: Some(thread),
         }
+    }
+
+    /// Answers item `key` of source number `index` with `text` (its own thread sends it).
+    pub fn answer_source(
+        &self,
+        index: usize,
+        key: &str,
+        text: &str,
+    ) -> Result<crate::sources::Answered, crate::sources::SourceError> {
+        let (reply, rx) = mpsc::channel();
+        self.signals
+            .send(Signal::Answer(AnswerRequest {
+                index,
+                key: key.to_owned(),
+                text: text.to_owned(),
+                reply,
+            }))
+            .map_err(|_| crate::sources::SourceError::new("the live model has stopped"))?;
+        rx.recv_timeout(crate::sources::hub::ANSWER_TIMEOUT)
+            .map_err(|_| {
+                crate::sources::SourceError::new(
+                    "the source did not take the answer in time; it may still arrive",
+                )
+            })?
     }
 
     /// Asks for every file to be re-checked now.
@@ -112,6 +170,8 @@ impl Drop for LiveHandle {
 /// The change source and what it watches, kept by the model thread so it can follow the root's
 /// directories as they appear and vanish.
 struct Watched {
+    /// The foreign sources' readers, when `--source` named any.
+    sources: Option<SourceHub>,
     root: Root,
     tx: Sender<Signal>,
     identity: Option<(u64, u64)>,
@@ -160,35 +220,38 @@ impl Watched {
 
 /// Collects one burst: the first signal (waiting at most `idle`), then whatever follows within the
 /// debounce window. Returns `None` on stop, an empty burst when `idle` passed with no signal.
-fn next_burst(
-    rx: &Receiver<Signal>,
-    idle: Duration,
-    settle: Duration,
-) -> Option<(bool, Vec<PathBuf>)> {
+fn next_burst(rx: &Receiver<Signal>, idle: Duration, settle: Duration) -> Option<Burst> {
     let first = match rx.recv_timeout(idle) {
         Ok(s) => s,
-        Err(RecvTimeoutError::Timeout) => return Some((false, Vec::new())),
+        Err(RecvTimeoutError::Timeout) => return Some(Burst::default()),
         Err(RecvTimeoutError::Disconnected) => return None,
     };
     let started = Instant::now();
-    let mut rescan = false;
-    let mut paths = Vec::new();
-    let take = |s: Signal, rescan: &mut bool, paths: &mut Vec<PathBuf>| match s {
+    let mut burst = Burst::default();
+    let take = |s: Signal, b: &mut Burst| match s {
         Signal::Stop => false,
         Signal::Rescan => {
-            *rescan = true;
+            b.rescan = true;
+            true
+        }
+        Signal::Sources => {
+            b.sources = true;
+            true
+        }
+        Signal::Answer(a) => {
+            b.answers.push(a);
             true
         }
         Signal::Paths(p) => {
-            paths.extend(p);
+            b.paths.extend(p);
             true
         }
         Signal::Pending(p) => {
-            paths.extend(p.take());
+            b.paths.extend(p.take());
             true
         }
     };
-    if !take(first, &mut rescan, &mut paths) {
+    if !take(first, &mut burst) {
         return None;
     }
     loop {
@@ -204,7 +267,7 @@ fn next_burst(
         };
         match rx.recv_timeout(quiet) {
             Ok(s) => {
-                if !take(s, &mut rescan, &mut paths) {
+                if !take(s, &mut burst) {
                     return None;
                 }
             }
@@ -212,7 +275,16 @@ fn next_burst(
             Err(RecvTimeoutError::Disconnected) => return None,
         }
     }
-    Some((rescan, paths))
+    Some(burst)
+}
+
+/// One burst of signals: a rescan asked, a source's state changed, changed paths, answers to send.
+#[derive(Default)]
+struct Burst {
+    rescan: bool,
+    sources: bool,
+    paths: Vec<PathBuf>,
+    answers: Vec<AnswerRequest>,
 }
 
 fn run(
@@ -229,10 +301,23 @@ fn run(
         } else {
             ROOT_CHECK
         };
-        let Some((mut rescan, mut paths)) = next_burst(&rx, idle, settle) else {
+        let Some(Burst {
+            mut rescan,
+            sources,
+            mut paths,
+            answers,
+        }) = next_burst(&rx, idle, settle)
+        else {
             return;
         };
+        answer_sources(watched.sources.as_ref(), answers);
         rescan |= watched.root_changed();
+        if sources && !rescan && paths.is_empty() {
+            let s = with_sources(model.snapshot(), watched.sources.as_ref());
+            if out.send(s).is_err() {
+                return;
+            }
+        }
         if rescan || !paths.is_empty() {
             paths.sort();
             paths.dedup();
@@ -265,19 +350,34 @@ fn run(
                     took_us = started.elapsed().as_micros() as u64,
                     "snapshot"
                 );
-                if out.send(s).is_err() {
+                if out.send(with_sources(s, watched.sources.as_ref())).is_err() {
                     return;
                 }
             }
         }
         if model.is_loading() {
             if let Some(s) = model.load_more(LOAD_CHUNK)
-                && out.send(s).is_err()
+                && out.send(with_sources(s, watched.sources.as_ref())).is_err()
             {
                 return;
             }
             if !model.is_loading() {
                 release_free_memory();
+            }
+        }
+    }
+}
+
+/// Hands each answer to its source's reader, which replies to the asker itself: the model thread
+/// never waits for a source.
+fn answer_sources(sources: Option<&SourceHub>, answers: Vec<AnswerRequest>) {
+    for a in answers {
+        match sources {
+            Some(hub) => hub.send_answer(a.index, &a.key, &a.text, a.reply),
+            None => {
+                let _ = a.reply.send(Err(crate::sources::SourceError::new(
+                    "no source is open in this console; start it with --source KIND:LOCATION",
+                )));
             }
         }
     }

@@ -104,6 +104,9 @@ pub struct Snapshot {
     /// The pauses in force (`conductor/paused.json`, docs/PROTOCOL.md §2.14), or why the file
     /// cannot be read.
     pub paused: Arc<PausedView>,
+    /// The foreign sources beside the root (`--source`), as their readers last saw them: their
+    /// agents, messages, tasks, locks and waiting items, or why they cannot be read.
+    pub sources: Arc<Vec<crate::sources::SourceState>>,
 }
 
 /// `conductor/paused.json` as the console shows it.

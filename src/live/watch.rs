@@ -24,9 +24,30 @@ pub enum Signal {
     Pending(PendingPaths),
     /// Re-check every file (poll tick, event overflow, or an operator's refresh).
     Rescan,
+    /// A foreign source's state changed (`crate::sources::hub`): publish the snapshot again with it.
+    Sources,
+    /// An operator's answer to a foreign item, for its source's reader.
+    Answer(AnswerRequest),
     /// Stop the model thread.
     Stop,
 }
+
+/// An operator's answer to item `key` of source number `index`; the result goes to `reply`.
+#[derive(Debug, Clone)]
+pub struct AnswerRequest {
+    pub index: usize,
+    pub key: String,
+    pub text: String,
+    pub reply: Sender<Result<crate::sources::Answered, crate::sources::SourceError>>,
+}
+
+impl PartialEq for AnswerRequest {
+    fn eq(&self, other: &Self) -> bool {
+        (self.index, &self.key, &self.text) == (other.index, &other.key, &other.text)
+    }
+}
+
+impl Eq for AnswerRequest {}
 
 /// Changed paths not yet taken by the model (see [`Signal::Pending`]).
 #[derive(Debug, Clone, Default)]

@@ -406,8 +406,22 @@ fn attention_series(e: &mut Exposition, snap: &Snapshot, now: DateTime<Utc>) {
         "Things waiting on a human, by kind (the console's attention list, pantheon status's @).",
     );
     let items = crate::live::attention::items(snap, now);
+    // A foreign source's items are counted by its kind too (`source` label); the root's own kinds,
+    // and a foreign kind with no item, keep their one series.
+    let mut foreign: std::collections::BTreeMap<(&str, &str), usize> = Default::default();
+    for i in &items {
+        if let Some(src) = i.source_kind() {
+            *foreign.entry((i.kind.as_str(), src)).or_default() += 1;
+        }
+    }
     for (kind, n) in crate::live::attention::Tally::of(&items).iter() {
-        e.gauge(&[("kind", kind)], n as f64);
+        let by_source: Vec<_> = foreign.iter().filter(|((k, _), _)| *k == kind).collect();
+        if by_source.is_empty() {
+            e.gauge(&[("kind", kind)], n as f64);
+        }
+        for ((_, src), n) in by_source {
+            e.gauge(&[("kind", kind), ("source", src)], *n as f64);
+        }
     }
     e.family(
         "pantheon_supervisors",

@@ -35,5 +35,8 @@ mod publish;
 mod races;
 mod refusals;
 mod routing;
+#[path = "../common/setup.rs"]
+mod setup;
+mod sources;
 mod supervisor_kills;
 mod upgrade;

@@ -704,8 +704,32 @@ fn every_surface_counts_the_same_attention_items_of_every_kind() {
             "error": "no stream found for given subject"}]}),
     );
 
+    // A foreign source with a teammate's permission request, and one that cannot be read: the
+    // `foreign` and `source_down` kinds, beside the root (outside it).
+    let claude = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(claude.path().join("teams/t/inboxes")).unwrap();
+    let req = json!({"type": "permission_request", "requestId": "p1", "workerName": "w",
+                     "toolName": "Bash", "input": {"command": "make"}});
+    std::fs::write(
+        claude.path().join("teams/t/inboxes/lead.json"),
+        json!([{"from": "w", "text": req.to_string(), "timestamp": ago(3)}]).to_string(),
+    )
+    .unwrap();
+    let specs = [
+        format!("claude-teams:{}", claude.path().display()),
+        format!("claude-teams:{}", claude.path().join("gone").display()),
+    ];
+    let with_sources = || {
+        let mut s = (*snapshot_of(r)).clone();
+        s.sources = std::sync::Arc::new(pantheon::sources::probe(
+            &specs,
+            std::time::Duration::from_secs(10),
+        ));
+        std::sync::Arc::new(s)
+    };
+
     // The console: its header count and pane 7's rows, each kind present.
-    let mut app = app_for(r, now);
+    let mut app = App::new(with_sources(), false, now);
     let listed = app.attention_all();
     let console = pantheon::console::attention::Tally::of(&listed);
     for kind in Kind::ALL {
@@ -727,6 +751,7 @@ fn every_surface_counts_the_same_attention_items_of_every_kind() {
         let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("pantheon"))
             .arg("--root")
             .arg(r)
+            .args(specs.iter().flat_map(|s| ["--source", s.as_str()]))
             .args(args)
             .output()
             .unwrap();
@@ -753,14 +778,18 @@ fn every_surface_counts_the_same_attention_items_of_every_kind() {
     );
     // `/metrics`: one series per kind, the same counts.
     let text = pantheon::observe::metrics::Metrics::new(pantheon::Root::at(r), false)
-        .scrape(&snapshot_of(r), false)
+        .scrape(&with_sources(), false)
         .to_string();
     for (kind, count) in console.iter() {
-        assert!(
-            text.contains(&format!(
-                "pantheon_attention_items{{kind=\"{kind}\"}} {count}\n"
-            )),
-            "{kind} {count}: {text}"
-        );
+        // A foreign source's items are counted by the source's kind too.
+        let series = match kind {
+            "foreign" | "source_down" => {
+                format!(
+                    "pantheon_attention_items{{kind=\"{kind}\",source=\"claude-teams\"}} {count}\n"
+                )
+            }
+            _ => format!("pantheon_attention_items{{kind=\"{kind}\"}} {count}\n"),
+        };
+        assert!(text.contains(&series), "{kind} {count}: {text}");
     }
 }

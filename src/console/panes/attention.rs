@@ -148,7 +148,7 @@ pub(crate) fn snooze_answered(
 pub(crate) fn attention_through(app: &App, f: &Filter) -> Vec<attention::Item> {
     app.attention_all()
         .into_iter()
-        .filter(|i| f.is_empty() || f.matches_text(&i.haystack()))
+        .filter(|i| f.is_empty() || f.matches_item(i.source(), &i.haystack()))
         .collect()
 }
 

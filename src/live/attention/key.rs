@@ -55,6 +55,11 @@ pub enum Key {
         metric: Sym,
         limit: u64,
     },
+    /// A foreign source's item waiting for a human: the source (`KIND:LOCATION`) and the item's
+    /// own key, stable across the source's reads.
+    Foreign { source: Sym, key: Sym },
+    /// A foreign source that cannot be read, by its `KIND:LOCATION`.
+    SourceDown(Sym),
 }
 
 /// One id of a key, as it reads.
@@ -128,6 +133,8 @@ impl Key {
             Key::NoSupervisor => Kind::NoSupervisor,
             Key::StuckOutbox(_) => Kind::StuckOutbox,
             Key::BudgetWarning { .. } => Kind::BudgetWarning,
+            Key::Foreign { .. } => Kind::Foreign,
+            Key::SourceDown(_) => Kind::SourceDown,
         }
     }
 
@@ -186,6 +193,8 @@ impl Key {
                 Some(("metric", T(metric))),
                 Some(("limit", Field::Number(*limit))),
             ],
+            Key::Foreign { source, key } => two(("source", T(source)), ("key", T(key))),
+            Key::SourceDown(source) => one(("source", T(source))),
         };
         fields.into_iter().flatten()
     }
