@@ -162,8 +162,9 @@ pub fn moment(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
     crate::engine::time::parse_moment(s, chrono::Utc::now()).map_err(|e| e.to_string())
 }
 
-fn parse_desktop(s: &str) -> Result<crate::console::notify::Desktop, String> {
-    crate::console::notify::Desktop::parse(s).ok_or_else(|| format!("{s:?}: use osc9 or osc777"))
+fn parse_desktop(s: &str) -> Result<crate::console::notify::Desktop, crate::engine::Refusal> {
+    crate::console::notify::Desktop::parse(s)
+        .ok_or_else(|| format!("{s:?}: use osc9 or osc777").into())
 }
 
 fn run_console(args: ConsoleArgs, root: &Root, actor: Option<String>) -> anyhow::Result<Outcome> {

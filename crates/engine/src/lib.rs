@@ -30,7 +30,7 @@ mod validate;
 mod words;
 
 // Errors: everything the engine can refuse or fail with, and one schema or rule violation.
-pub use crate::error::{Error, Result, Violation};
+pub use crate::error::{Error, Refusal, Result, Violation};
 
 // The root and its files: the `Root`, validated ids, settings, safe reads and atomic writes.
 pub use crate::{
@@ -238,13 +238,14 @@ pub mod recorder {
 
 /// The pure parts of the NATS bridge: subjects, wire format, peers, the bridge's files.
 pub mod nats {
-    pub use crate::bridge::peer::{EnvelopeKind, Peer, Peers, Transport};
+    pub use crate::bridge::peer::{EnvelopeKind, Peer, PeerError, Peers, Transport};
+    pub use crate::bridge::refusal::WireError;
     pub use crate::bridge::{
         AwaitingReplies, Inbound, Status, Taken, Wire, admit, bridge_dir, check_sendable,
         configure_peers, dead_dir, dead_letter, encode, parse_message, read_status, redact_url,
         reply_subject, status_path, take, watched_dirs, write_bridge_record, write_status,
     };
-    pub use crate::conductor::subject::check_filter;
+    pub use crate::conductor::subject::{SubjectError, check_filter};
     /// A track mirrored through the bridge: streams, key-value buckets, cursors, lock plans.
     pub mod track {
         pub use crate::bridge::track::{

@@ -579,5 +579,5 @@ pub fn parse_budget(input: &str) -> Result<crate::engine::Budget, String> {
         m.insert("tokens".into(), serde_json::json!(n as u64));
         i += 1;
     }
-    crate::engine::Budget::parse(&serde_json::Value::Object(m))
+    crate::engine::Budget::parse(&serde_json::Value::Object(m)).map_err(String::from)
 }

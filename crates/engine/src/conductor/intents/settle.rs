@@ -7,6 +7,7 @@
 //! supervisors, or a supervisor restarted while another runs, once both journaled the same intent (a
 //! redelivery journaled twice with the same key).
 
+use crate::error::Refusal;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
@@ -219,7 +220,7 @@ fn target<'a>(f: &'a IntentFile, k: &str) -> Option<&'a str> {
 
 /// Whether the intent's key, action and targets are those its own writer gives the act its `check`
 /// names; the reason when not. (Every engine writer derives the key from the act.)
-fn claims_agree(f: &IntentFile) -> std::result::Result<(), String> {
+fn claims_agree(f: &IntentFile) -> std::result::Result<(), Refusal> {
     let same = |k: &str, want: &str| target(f, k).is_none_or(|v| v == want);
     let supervisor = f.source == "supervisor";
     let (expected, ok) = match &f.check {
@@ -300,7 +301,7 @@ fn claims_agree(f: &IntentFile) -> std::result::Result<(), String> {
         Err(format!(
             "its key, action ({}), source ({}) or targets are not those the engine writes for the act it claims (key {expected})",
             f.action, f.source
-        ))
+        ).into())
     }
 }
 
@@ -322,7 +323,7 @@ impl Conductor {
 
     /// Whether the intent's delivery claims agree with the dispatch (its act done): the delivery it
     /// names went to the god it names, a dead letter used the deliveries it names, in its workflow.
-    fn state_agrees(&self, f: &IntentFile) -> std::result::Result<(), String> {
+    fn state_agrees(&self, f: &IntentFile) -> std::result::Result<(), Refusal> {
         let (hid, n) = match &f.check {
             Check::Delivery {
                 handoff_id,
@@ -344,7 +345,8 @@ impl Conductor {
                 } else {
                     Err(format!(
                         "the state records ack {ack_id} for another handoff than {handoff_id}"
-                    ))
+                    )
+                    .into())
                 };
             }
             _ => return Ok(()),
@@ -370,7 +372,8 @@ impl Conductor {
                 "the dispatch of {hid} (workflow {}, {} deliveries) disagrees with it",
                 d.workflow_id,
                 d.deliveries.len()
-            ))
+            )
+            .into())
         }
     }
 
@@ -453,7 +456,7 @@ impl Conductor {
                 continue;
             };
             if let Err(why) = claims_agree(&f) {
-                drop(why, &mut out);
+                drop(why.into(), &mut out);
                 continue;
             }
             if facts.records(&f.key, &f.check) {
@@ -472,7 +475,7 @@ impl Conductor {
                 continue;
             }
             if let Err(why) = self.state_agrees(&f) {
-                drop(why, &mut out);
+                drop(why.into(), &mut out);
                 continue;
             }
             let act = self.late_act(&f, action);
