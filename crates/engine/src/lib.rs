@@ -135,11 +135,12 @@ pub use crate::{
     journal::anchor::{AnchorWriter, anchor_every},
     journal::{
         Act, AnchorReport, Filter as JournalFilter, HeadRef,
-        MAX_LINE_BYTES as MAX_JOURNAL_LINE_BYTES, Origin, ReadResult as JournalPage, VerifyOptions,
-        VerifyProblem, VerifyResult, append as append_journal, check_actor, clean_actor,
-        files as journal_files, journal_path, open_read as open_journal, read as read_journal,
-        read_recent as read_recent_journal, segments as journal_segments,
-        segments_dir as journal_segments_dir, verify_with as verify_journal_with,
+        MAX_LINE_BYTES as MAX_JOURNAL_LINE_BYTES, Origin, ReadResult as JournalPage,
+        Target as JournalTarget, Verb as JournalVerb, VerifyOptions, VerifyProblem, VerifyResult,
+        append as append_journal, check_actor, clean_actor, files as journal_files, journal_path,
+        open_read as open_journal, read as read_journal, read_recent as read_recent_journal,
+        segments as journal_segments, segments_dir as journal_segments_dir,
+        verify_with as verify_journal_with,
     },
 };
 

@@ -8,6 +8,7 @@
 //! redelivery journaled twice with the same key).
 
 use crate::error::Refusal;
+use crate::journal::{Target, Verb};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
@@ -120,34 +121,34 @@ impl Facts {
         let duplicate = outcome == "duplicate" || outcome.ends_with("(duplicate)");
         let hid = text("handoff_id");
         let wanted_hid = wanted.handoffs.contains(hid);
-        match e.get("action").and_then(Value::as_str).unwrap_or_default() {
-            "submit" if !duplicate && wanted_hid => {
+        match Verb::parse(e.get("action").and_then(Value::as_str).unwrap_or_default()) {
+            Verb::Submit if !duplicate && wanted_hid => {
                 self.submits.insert(hid.to_owned());
             }
-            "ack" if !duplicate && wanted.acks.contains(text("ack_id")) => {
+            Verb::Ack if !duplicate && wanted.acks.contains(text("ack_id")) => {
                 self.acks.insert(text("ack_id").to_owned());
             }
-            "approve" | "reject" if !duplicate && wanted_hid => {
+            Verb::Approve | Verb::Reject if !duplicate && wanted_hid => {
                 self.held.insert(hid.to_owned());
             }
-            "redeliver" if wanted_hid => {
+            Verb::Redeliver if wanted_hid => {
                 let c = self.cycles.entry(hid.to_owned()).or_default();
                 c.redelivered.insert(text("delivery").to_owned());
             }
-            "dead_letter" if wanted_hid => {
+            Verb::DeadLetter if wanted_hid => {
                 let c = self.cycles.entry(hid.to_owned()).or_default();
                 c.dead.insert(text("delivery").to_owned());
                 c.dead_last = true;
             }
-            "requeue" if wanted_hid => {
+            Verb::Requeue if wanted_hid => {
                 let c = self.cycles.entry(hid.to_owned()).or_default();
                 *c = Cycle::default();
             }
-            a @ ("pause" | "resume") if !duplicate && !text("pause_id").is_empty() => {
+            a @ (Verb::Pause | Verb::Resume) if !duplicate && !text("pause_id").is_empty() => {
                 self.pauses
-                    .insert((a.to_owned(), text("pause_id").to_owned()));
+                    .insert((a.as_str().to_owned(), text("pause_id").to_owned()));
             }
-            "rerun" if wanted.workflows.contains(text("workflow_id")) => {
+            Verb::Rerun if wanted.workflows.contains(text("workflow_id")) => {
                 self.reruns
                     .insert((text("workflow_id").to_owned(), text("attempt").to_owned()));
             }
@@ -229,32 +230,32 @@ fn claims_agree(f: &IntentFile) -> std::result::Result<(), Refusal> {
             handoff_id,
         } => (
             format!("submit-{handoff_id}"),
-            f.action == "submit"
+            f.action == Verb::Submit
                 && same("workflow_id", workflow_id)
                 && same("handoff_id", handoff_id),
         ),
         Check::Ack { ack_id, handoff_id } => (
             format!("ack-{ack_id}"),
-            f.action == "ack" && same("ack_id", ack_id) && same("handoff_id", handoff_id),
+            f.action == Verb::Ack && same("ack_id", ack_id) && same("handoff_id", handoff_id),
         ),
         Check::Held { handoff_id } => (
             format!("held-{handoff_id}"),
-            matches!(f.action.as_str(), "approve" | "reject") && same("handoff_id", handoff_id),
+            matches!(f.action, Verb::Approve | Verb::Reject) && same("handoff_id", handoff_id),
         ),
         Check::Pause { pause_id } => (
             format!("pause-{pause_id}"),
-            f.action == "pause" && same("pause_id", pause_id),
+            f.action == Verb::Pause && same("pause_id", pause_id),
         ),
         Check::Resume { pause_id } => (
             format!("resume-{pause_id}"),
-            f.action == "resume" && same("pause_id", pause_id),
+            f.action == Verb::Resume && same("pause_id", pause_id),
         ),
         Check::Delivery {
             handoff_id,
             delivery,
         } => (
             format!("redeliver-{handoff_id}-{delivery}"),
-            f.action == "redeliver"
+            f.action == Verb::Redeliver
                 && supervisor
                 && target(f, "handoff_id") == Some(handoff_id)
                 && target(f, "delivery") == Some(delivery.to_string().as_str()),
@@ -264,7 +265,7 @@ fn claims_agree(f: &IntentFile) -> std::result::Result<(), Refusal> {
             (
                 format!("dead-{handoff_id}-{{deliveries}}"),
                 n.is_some()
-                    && f.action == "dead_letter"
+                    && f.action == Verb::DeadLetter
                     && supervisor
                     && target(f, "handoff_id") == Some(handoff_id)
                     && target(f, "delivery") == n,
@@ -273,7 +274,7 @@ fn claims_agree(f: &IntentFile) -> std::result::Result<(), Refusal> {
         Check::Requeue { handoff_id } => (
             format!("requeue-{handoff_id}-{{stamp}}"),
             key_number(&f.key, &format!("requeue-{handoff_id}-")).is_some()
-                && f.action == "requeue"
+                && f.action == Verb::Requeue
                 && target(f, "handoff_id") == Some(handoff_id),
         ),
         Check::Rerun {
@@ -284,7 +285,7 @@ fn claims_agree(f: &IntentFile) -> std::result::Result<(), Refusal> {
             (
                 format!("rerun-{workflow_id}-{{attempt}}"),
                 n.is_some()
-                    && f.action == "rerun"
+                    && f.action == Verb::Rerun
                     && target(f, "workflow_id") == Some(workflow_id)
                     && target(f, "handoff_id") == Some(handoff_id)
                     && target(f, "attempt") == n,
@@ -499,7 +500,7 @@ impl Conductor {
     /// The entry of an act a killed process did: from the state's record of it where there is one
     /// (the intent may hold the words of a concurrent attempt that was then refused), else the
     /// intent's targets with the act's own outcome word; naming the intent.
-    fn late_act(&self, f: &IntentFile, action: &'static str) -> Act {
+    fn late_act(&self, f: &IntentFile, action: Verb) -> Act {
         let mut act = self.recorded_act(&f.check).unwrap_or_else(|| {
             let outcome = match &f.check {
                 Check::Submit {
@@ -519,7 +520,7 @@ impl Conductor {
             act.targets = f.targets.clone();
             act
         });
-        act.targets.insert("intent".into(), json!(f.key));
+        act.set_target(Target::Intent, json!(f.key));
         act
     }
 }
@@ -535,7 +536,7 @@ mod tests {
             pid: 1,
             actor: "a".into(),
             source: source.into(),
-            action: action.into(),
+            action: Verb::parse(action),
             targets: targets.as_object().cloned().unwrap_or_default(),
             outcome: String::new(),
             check,
