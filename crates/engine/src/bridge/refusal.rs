@@ -106,3 +106,50 @@ pub enum WireError {
     #[error("not published: {0}")]
     NotPublished(Box<WireError>),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reasons_keep_their_words() {
+        assert_eq!(
+            WireError::TooLarge(5).to_string(),
+            "message is 5 bytes; at most 1048576"
+        );
+        assert_eq!(
+            WireError::Version(2).to_string(),
+            "pantheon_bridge version 2 is not 1"
+        );
+        assert_eq!(
+            WireError::ReplyStatus(Some("x".into())).to_string(),
+            r#"reply status Some("x") is not accepted, completed or rejected"#
+        );
+        assert_eq!(
+            SubjectError::Length(String::new()).to_string(),
+            r#"subject "" must be 1 to 256 bytes"#
+        );
+        assert_eq!(
+            WireError::NotPublished(Box::new(SubjectError::ServerApi("$JS.X".into()).into()))
+                .to_string(),
+            r#"not published: subject "$JS.X" is under `$` (the server's own API); the bridge never publishes there"#
+        );
+        assert_eq!(
+            PeerError::Name {
+                flag: "a b".into(),
+                name: "a b".into()
+            }
+            .to_string(),
+            r#"--peer "a b": "a b" must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"#
+        );
+        let to = PeerError::ReplyTo {
+            asked: "$JS.API.X".into(),
+            peer: "konan".into(),
+            allowed: vec!["a.b".into(), "c.d".into()],
+        };
+        assert_eq!(
+            to.to_string(),
+            "reply_to \"$JS.API.X\" is not a reply subject of peer konan (allowed: a.b, c.d; declare another with --peer-reply konan=SUBJECT); a reply there would publish with this bridge's credentials into the server's own API"
+        );
+    }
+}
