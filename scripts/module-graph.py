@@ -332,12 +332,14 @@ def shell_report(root):
     files = [f for f in rust_files(src) if not f.endswith("source_checks.rs")]
     app_fields = app_pub = 0
     methods = blocks = 0
-    pub_fn = pub_mod = results = 0
+    pub_fn = pub_mod = results = console_results = 0
     for f in files:
         rel = os.path.relpath(f, root)
         name = os.path.basename(f)
         test_file = name.endswith("_tests.rs") or name == "tests.rs"
         code = code_only(non_test(read(f))) if not test_file else ""
+        if rel.startswith(os.path.join("src", "console") + os.sep):
+            console_results += string_results(code)
         m = re.search(r"(?m)^pub(?:\([^)]*\))? struct App \{\n(.*?)^\}", code, re.S)
         if m:
             for line in m.group(1).splitlines():
@@ -358,7 +360,10 @@ def shell_report(root):
         if not (name.endswith("_tests.rs") or name == "tests.rs"):
             results += string_results(code_only(non_test(read(f))))
     print(f"App: {app_fields} fields ({app_pub} pub), {methods} methods in {blocks} `impl App` blocks")
-    print(f"Result<_, String> (non-test code of both crates): {results}")
+    print(
+        f"Result<_, String> (non-test code of both crates): {results}"
+        f" ({console_results} in src/console, {results - console_results} outside it)"
+    )
     print(f"shell crate (src/): {pub_fn} `pub fn`, {pub_mod} `pub mod`")
 
 

@@ -68,15 +68,15 @@ impl Default for Limits {
 
 /// An address flag's value (`--metrics ADDR`): `PORT` alone is loopback (`127.0.0.1:PORT`),
 /// `HOST:PORT` as given (a host name is resolved once, here). A clap value parser.
-pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
+pub fn parse_addr(s: &str) -> Result<SocketAddr, crate::engine::Refusal> {
     let s = s.trim();
     if let Ok(port) = s.parse::<u16>() {
         return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
     }
     s.to_socket_addrs()
-        .map_err(|_| "expected PORT or HOST:PORT (e.g. 9464 or 127.0.0.1:9464)".to_owned())?
+        .map_err(|_| "expected PORT or HOST:PORT (e.g. 9464 or 127.0.0.1:9464)")?
         .next()
-        .ok_or_else(|| "the host names no address".to_owned())
+        .ok_or_else(|| "the host names no address".into())
 }
 
 /// Binds a listener for `flag` (named in the error): an address in use is said so, before anything
@@ -292,6 +292,7 @@ mod tests {
         assert!(
             parse_addr("nonsense")
                 .unwrap_err()
+                .as_str()
                 .contains("PORT or HOST:PORT")
         );
     }

@@ -446,10 +446,10 @@ fn userinfo_options(opts: async_nats::ConnectOptions, url: &str) -> async_nats::
 }
 
 /// `bridge lock --ttl`: a duration as `bus lock --ttl` takes it, in whole seconds.
-fn parse_ttl_secs(s: &str) -> Result<u64, String> {
+fn parse_ttl_secs(s: &str) -> Result<u64, crate::engine::Refusal> {
     crate::engine::time::parse_duration_checked("--ttl", s)
         .map(|d| d.as_secs())
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string().into())
 }
 
 fn parse_every_secs(s: &str) -> Result<u64, String> {
@@ -835,11 +835,12 @@ fn take_one(
     data: &[u8],
     traceparent: Option<String>,
 ) -> Result<(), Verdict> {
-    let mut w = eb::parse_message(data, &shared.inbound).map_err(Verdict::Dead)?;
+    let mut w =
+        eb::parse_message(data, &shared.inbound).map_err(|e| Verdict::Dead(e.to_string()))?;
     if w.traceparent.is_none() {
         w.traceparent = traceparent;
     }
-    eb::admit(&shared.inbound, subj, &w).map_err(Verdict::Dead)?;
+    eb::admit(&shared.inbound, subj, &w).map_err(|e| Verdict::Dead(e.to_string()))?;
     match eb::take(&shared.conductor, &shared.inbound, subj, &w) {
         Ok(taken) => {
             if matches!(taken, eb::Taken::Request { .. }) {

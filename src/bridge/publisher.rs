@@ -326,7 +326,7 @@ async fn attempt(
 ) -> Sent {
     // Checked again now: the record is a file anyone may have edited since it was written.
     if let Err(why) = eb::check_sendable(rec, &shared.inbound) {
-        return Sent::Refused(why);
+        return Sent::Refused(why.to_string());
     }
     let me = &shared.inbound.name;
     let peer = shared.inbound.peers.for_record(rec).cloned();

@@ -230,14 +230,14 @@ pub struct PageArgs {
 }
 
 /// `--limit N`: a page size the engine takes (1 to 1000); any other is bad usage (exit 2).
-fn page_limit(s: &str) -> Result<usize, String> {
+fn page_limit(s: &str) -> Result<usize, crate::engine::Refusal> {
     let n: usize = s
         .trim()
         .parse()
-        .map_err(|_| "not a number of entries (1 to 1000)".to_owned())?;
+        .map_err(|_| "not a number of entries (1 to 1000)")?;
     PageRequest::new(Some(n), None)
         .map(|_| n)
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string().into())
 }
 
 impl PageArgs {

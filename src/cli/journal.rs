@@ -32,8 +32,8 @@ pub struct JournalArgs {
 }
 
 /// `--head SEQ:HASH`, parsed by clap: a value that is none is bad usage (exit 2).
-fn head_ref(s: &str) -> Result<HeadRef, String> {
-    HeadRef::parse(s).map_err(|e| e.to_string())
+fn head_ref(s: &str) -> Result<HeadRef, crate::engine::Refusal> {
+    HeadRef::parse(s).map_err(|e| e.to_string().into())
 }
 
 /// Runs `pantheon journal`.

@@ -181,14 +181,15 @@ pub fn moment(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
 
 /// The value parser of `--source`: a known kind and a location (the source itself is opened, and
 /// may be broken, later: a broken source is shown, never a refusal).
-fn parse_source(s: &str) -> Result<String, String> {
+fn parse_source(s: &str) -> Result<String, crate::engine::Refusal> {
     crate::sources::split_spec(s)
         .map(|_| s.to_owned())
-        .map_err(|e| e.reason)
+        .map_err(|e| e.reason.into())
 }
 
-fn parse_desktop(s: &str) -> Result<crate::console::notify::Desktop, String> {
-    crate::console::notify::Desktop::parse(s).ok_or_else(|| format!("{s:?}: use osc9 or osc777"))
+fn parse_desktop(s: &str) -> Result<crate::console::notify::Desktop, crate::engine::Refusal> {
+    crate::console::notify::Desktop::parse(s)
+        .ok_or_else(|| format!("{s:?}: use osc9 or osc777").into())
 }
 
 fn run_console(

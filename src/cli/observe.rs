@@ -209,12 +209,17 @@ pub fn check(args: CheckArgs, root: &Root, sources: &[String]) -> anyhow::Result
     Ok(Outcome::Exit(ExitCode::from(state.code())))
 }
 
-fn judge(args: &CheckArgs, root: &Root, sources: &[String]) -> Result<status::Verdict, String> {
+fn judge(
+    args: &CheckArgs,
+    root: &Root,
+    sources: &[String],
+) -> Result<status::Verdict, crate::engine::Refusal> {
     if !root.conductor.is_dir() {
         return Err(format!(
             "{} is not a pantheon root (no conductor/)",
             root.dir.display()
-        ));
+        )
+        .into());
     }
     let mut t = Thresholds::from_config(root.settings.check.as_ref())
         .map_err(|e| format!("conductor/config.yaml: {e}"))?;
@@ -243,9 +248,9 @@ fn judge(args: &CheckArgs, root: &Root, sources: &[String]) -> Result<status::Ve
             "always" => SupervisorRule::Always,
             "never" => SupervisorRule::Never,
             other => {
-                return Err(format!(
-                    "--supervisor {other:?}: use deadlines, always or never"
-                ));
+                return Err(
+                    format!("--supervisor {other:?}: use deadlines, always or never").into(),
+                );
             }
         };
     }

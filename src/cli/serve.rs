@@ -60,8 +60,8 @@ pub struct ServeArgs {
 }
 
 /// `--otlp URL`, parsed by clap: a URL it cannot take is bad usage (exit 2).
-fn otlp_endpoint(url: &str) -> Result<crate::observe::export::Endpoint, String> {
-    crate::observe::export::Endpoint::parse(url).map_err(|e| format!("{e:#}"))
+fn otlp_endpoint(url: &str) -> Result<crate::observe::export::Endpoint, crate::engine::Refusal> {
+    crate::observe::export::Endpoint::parse(url).map_err(|e| format!("{e:#}").into())
 }
 
 /// What wakes the loop.

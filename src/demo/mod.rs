@@ -55,18 +55,18 @@ pub struct DemoArgs {
 }
 
 /// `--speed X`: a number from 0.05 to 100 (a usage error otherwise: exit 2).
-fn speed(s: &str) -> Result<f64, String> {
+fn speed(s: &str) -> Result<f64, crate::engine::Refusal> {
     match s.trim().parse::<f64>() {
         Ok(x) if x.is_finite() && (0.05..=100.0).contains(&x) => Ok(x),
-        _ => Err("the pace is a number from 0.05 to 100 (2 runs twice as fast)".to_owned()),
+        _ => Err("the pace is a number from 0.05 to 100 (2 runs twice as fast)".into()),
     }
 }
 
 /// `--duration SECS`: demo seconds, more than 0 and at most 86400 (a usage error otherwise).
-fn duration(s: &str) -> Result<f64, String> {
+fn duration(s: &str) -> Result<f64, crate::engine::Refusal> {
     match s.trim().parse::<f64>() {
         Ok(x) if x.is_finite() && x > 0.0 && x <= 86_400.0 => Ok(x),
-        _ => Err("a number of demo seconds above 0 and at most 86400".to_owned()),
+        _ => Err("a number of demo seconds above 0 and at most 86400".into()),
     }
 }
 

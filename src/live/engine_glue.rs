@@ -8,8 +8,8 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 
 use crate::engine::{
-    Assessment, BoardSession, Bus, DiscussionLine, Envelope, LockEntry, Root, TrackName, Vote,
-    WorkerEntry,
+    Assessment, BoardSession, Bus, DiscussionLine, Envelope, Error, LockEntry, Root, TrackName,
+    Vote, WorkerEntry,
     board::{self, QUICK_REVIEW, quick_review_rule, resolve_rule},
     detect_deadlocks,
     queue::LastRead,
@@ -23,20 +23,20 @@ pub fn read_queue(
     offset: u64,
     max_bytes: u64,
     keep: usize,
-) -> Result<LastRead, String> {
-    crate::engine::queue::read_last_upto(path, offset, max_bytes, keep).map_err(|e| e.to_string())
+) -> Result<LastRead, Error> {
+    crate::engine::queue::read_last_upto(path, offset, max_bytes, keep)
 }
 
 /// Reads `discussion.jsonl` (`bus::board::read_discussion`): the lines and how many were skipped.
-pub fn read_discussion(path: &Path) -> Result<(Vec<DiscussionLine>, usize), String> {
-    board::read_discussion(path).map_err(|e| e.to_string())
+pub fn read_discussion(path: &Path) -> Result<(Vec<DiscussionLine>, usize), Error> {
+    board::read_discussion(path)
 }
 
 /// The current board session of a track, chosen by the engine's rule.
-pub fn current_session(root: &Root, track: &str) -> Result<Option<BoardSession>, String> {
-    let track = TrackName::parse(track).map_err(|e| e.to_string())?;
+pub fn current_session(root: &Root, track: &str) -> Result<Option<BoardSession>, Error> {
+    let track = TrackName::parse(track)?;
     let bus = Bus::open(root, &track);
-    board::current_session(&bus).map_err(|e| e.to_string())
+    board::current_session(&bus)
 }
 
 /// The wait-for cycles among a track's workers, each as a readable chain (`detect_deadlocks`), and

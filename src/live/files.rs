@@ -104,7 +104,10 @@ impl<T> JsonFile<T> {
     }
 
     /// Re-reads the file if its fingerprint changed, parsing the JSON with `parse`.
-    pub fn refresh(&mut self, parse: impl FnOnce(Value) -> Result<T, String>) -> Refresh {
+    pub fn refresh<E: Into<String>>(
+        &mut self,
+        parse: impl FnOnce(Value) -> Result<T, E>,
+    ) -> Refresh {
         self.file.refresh(&self.path, parse)
     }
 }
@@ -145,10 +148,10 @@ impl<T> RecordFile<T> {
     }
 
     /// Re-reads `path` (this record's file) if its fingerprint changed, parsing the JSON with `parse`.
-    pub fn refresh(
+    pub fn refresh<E: Into<String>>(
         &mut self,
         path: &Path,
-        parse: impl FnOnce(Value) -> Result<T, String>,
+        parse: impl FnOnce(Value) -> Result<T, E>,
     ) -> Refresh {
         let Some(fp) = Fingerprint::of(path) else {
             let was = self.fingerprint.take().is_some() || self.value.is_some();
@@ -165,7 +168,7 @@ impl<T> RecordFile<T> {
         }
         self.fingerprint = Some(fp);
         let parsed = match read_json_once(path) {
-            Ok(Some(v)) => parse(v),
+            Ok(Some(v)) => parse(v).map_err(Into::into),
             Ok(None) => {
                 self.fingerprint = None;
                 self.value = None;
@@ -312,11 +315,11 @@ mod tests {
         }
     }
 
-    fn parse_obj(v: Value) -> Result<Value, String> {
+    fn parse_obj(v: Value) -> Result<Value, &'static str> {
         if v.is_object() {
             Ok(v)
         } else {
-            Err("not an object".into())
+            Err("not an object")
         }
     }
 

@@ -16,7 +16,8 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use crate::engine::{
-    MAX_JOURNAL_LINE_BYTES, Root, journal_path, journal_segments, open_journal, time::parse_ts,
+    JournalVerb, MAX_JOURNAL_LINE_BYTES, Root, journal_path, journal_segments, open_journal,
+    time::parse_ts,
 };
 
 use super::exposition::Histogram;
@@ -218,8 +219,8 @@ impl JournalFold {
             self.first_at = at;
         }
         let outcome = e.outcome.unwrap_or_default();
-        match e.action.as_str() {
-            "submit" => {
+        match JournalVerb::parse(&e.action) {
+            JournalVerb::Submit => {
                 bump(&mut self.submits, &outcome);
                 if let (Some(h), Some(at)) = (e.targets.handoff_id, at)
                     && matches!(outcome.as_str(), "dispatched" | "awaiting_approval")
@@ -227,7 +228,7 @@ impl JournalFold {
                     self.open_dispatch(h, at);
                 }
             }
-            "ack" => {
+            JournalVerb::Ack => {
                 // A duplicate repeats an ack already counted.
                 if outcome.ends_with("(duplicate)") {
                     return;
@@ -261,8 +262,8 @@ impl JournalFold {
                     }
                 }
             }
-            "redeliver" => self.redeliveries = self.redeliveries.saturating_add(1),
-            "dead_letter" => {
+            JournalVerb::Redeliver => self.redeliveries = self.redeliveries.saturating_add(1),
+            JournalVerb::DeadLetter => {
                 self.dead_lettered = self.dead_lettered.saturating_add(1);
                 if let Some(h) = e.targets.handoff_id {
                     self.open.remove(&h);

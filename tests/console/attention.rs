@@ -418,11 +418,15 @@ fn the_journal_pane_lists_entries_newest_first_filters_and_jumps_to_the_record()
     );
     let root = pantheon::Root::at(r);
     let o = pantheon::engine::Origin::new(Some("alice"), "cli");
-    for (wf, action) in [("wf_j", "submit"), ("wf_gone", "abort")] {
+    use pantheon::engine::JournalVerb;
+    for (wf, action) in [
+        ("wf_j", JournalVerb::Submit),
+        ("wf_gone", JournalVerb::Abort),
+    ] {
         pantheon::engine::append_journal(
             &root,
             &o,
-            &pantheon::engine::Act::new(action, "done").target("workflow_id", Some(wf)),
+            &pantheon::engine::Act::new(action, "done").workflow(wf),
         )
         .unwrap();
     }

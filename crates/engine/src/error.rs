@@ -113,6 +113,47 @@ impl Error {
     }
 }
 
+/// Why a value of a document, a flag or a path is refused: a workflow definition's or rule's
+/// field, a budget, the check thresholds, a pause entry, an intent that disagrees with the state,
+/// YAML past its bounds, a path outside the root, a record the live model cannot show, a shell's
+/// flag value (clap shows it as the usage error). Its words are the whole of it (what, where, what to do);
+/// the caller places it in its file (`{path}: {refusal}`) or collects it with others, and it
+/// converts into [`Error::Refused`] where an operation fails on it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Refusal(String);
+
+impl Refusal {
+    /// The words, for a list of problems.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for Refusal {
+    fn from(s: String) -> Self {
+        Self(s)
+    }
+}
+
+impl From<&str> for Refusal {
+    fn from(s: &str) -> Self {
+        Self(s.to_owned())
+    }
+}
+
+impl From<Refusal> for String {
+    fn from(r: Refusal) -> Self {
+        r.0
+    }
+}
+
+impl From<Refusal> for Error {
+    fn from(r: Refusal) -> Self {
+        Error::Refused(r.0)
+    }
+}
+
 /// `{path}: {cause}`, with what to do when the disk or a size limit is full.
 fn io_message(path: &std::path::Path, cause: &std::io::Error) -> String {
     use std::io::ErrorKind;

@@ -11,6 +11,7 @@
 //! Overdue is the engine's one rule ([`crate::conductor::overdue::OverdueRule`]), the same the
 //! console's panes, header and attention list apply.
 
+use crate::error::Refusal;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -345,11 +346,14 @@ fn read_bridge(root: &Root, now: DateTime<Utc>) -> Option<BridgeHealth> {
 }
 
 /// Whether the journal's hash chain holds; `Err` carries the first problem (reads the whole journal).
-pub fn journal_chain(root: &Root) -> Result<u64, String> {
+pub fn journal_chain(root: &Root) -> Result<u64, Refusal> {
     match crate::journal::verify(root) {
         Ok(r) if r.valid => Ok(r.entries),
-        Ok(r) => Err(r.problem.unwrap_or_else(|| "the chain is broken".into())),
-        Err(e) => Err(e.to_string()),
+        Ok(r) => Err(r
+            .problem
+            .unwrap_or_else(|| "the chain is broken".into())
+            .into()),
+        Err(e) => Err(e.to_string().into()),
     }
 }
 
@@ -507,7 +511,7 @@ impl Thresholds {
 
     /// The defaults with the root config's `check:` mapping applied; an unknown key or a value that
     /// is not a count is an error (a check must not run on thresholds nobody meant).
-    pub fn from_config(check: Option<&serde_json::Value>) -> Result<Self, String> {
+    pub fn from_config(check: Option<&serde_json::Value>) -> Result<Self, Refusal> {
         use serde_json::Value;
         let mut t = Self::default();
         let Some(check) = check else {
@@ -526,7 +530,8 @@ impl Thresholds {
                         _ => {
                             return Err(format!(
                                 "check.supervisor: {v} is not deadlines, always or never"
-                            ));
+                            )
+                            .into());
                         }
                     }
                 }
@@ -543,7 +548,7 @@ impl Thresholds {
                         )
                     })?;
                     let Value::Object(lm) = v else {
-                        return Err(format!("check.{name}: expected {{warn: N, crit: N}}"));
+                        return Err(format!("check.{name}: expected {{warn: N, crit: N}}").into());
                     };
                     for (lk, lv) in lm {
                         let n = match lv {
@@ -551,7 +556,11 @@ impl Thresholds {
                             Value::Number(n) => Some(n.as_u64().ok_or_else(|| {
                                 format!("check.{name}.{lk}: {lv} is not a count")
                             })?),
-                            _ => return Err(format!("check.{name}.{lk}: {lv} is not a count")),
+                            _ => {
+                                return Err(
+                                    format!("check.{name}.{lk}: {lv} is not a count").into()
+                                );
+                            }
                         };
                         match lk.as_str() {
                             "warn" => level.warn = n,
@@ -559,7 +568,8 @@ impl Thresholds {
                             _ => {
                                 return Err(format!(
                                     "check.{name}: unknown key {lk:?} (known: warn, crit)"
-                                ));
+                                )
+                                .into());
                             }
                         }
                     }
@@ -597,7 +607,7 @@ impl Verdict {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Judged<'a> {
     /// The journal's chain, when it was verified: its entries, or the first problem.
-    pub journal: Option<&'a Result<u64, String>>,
+    pub journal: Option<&'a Result<u64, Refusal>>,
     /// The attention items by kind (every kind, 0 included), as the console counts them.
     pub attention: &'a [(&'a str, usize)],
 }
@@ -618,7 +628,7 @@ fn attention_figure(by_kind: &[(&str, usize)]) -> (usize, String) {
 /// not record, unreadable files (WARNING); the recorder's perfdata.
 fn root_problems(
     h: &Health,
-    journal: Option<&std::result::Result<u64, String>>,
+    journal: Option<&std::result::Result<u64, Refusal>>,
     found: &mut Vec<(State, String)>,
     perfdata: &mut Vec<String>,
 ) {

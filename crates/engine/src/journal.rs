@@ -23,6 +23,9 @@ use crate::store::lock::FileLock;
 use crate::store::time::{now_ts, parse_ts};
 
 pub(crate) mod anchor;
+pub(crate) mod verb;
+
+pub use verb::{Target, Verb};
 
 /// The `prev` of the first entry.
 pub(crate) const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -101,9 +104,9 @@ pub fn check_actor(a: &str) -> Result<()> {
 /// One act to record.
 #[derive(Debug, Clone)]
 pub struct Act {
-    /// What was done: `submit`, `ack`, `approve`, `reject`, `abort`, `cleanup`, `force_unlock`, …
-    pub action: &'static str,
-    /// The ids it concerns (`workflow_id`, `handoff_id`, `track`, `path`, …).
+    /// What was done: one word of the journal's vocabulary ([`Verb`]).
+    pub action: Verb,
+    /// The ids it concerns, keyed by [`Target`] words (`workflow_id`, `handoff_id`, `track`, …).
     pub targets: Map<String, Value>,
     /// Why, when the actor gave a reason (an operator's reject or abort).
     pub reason: Option<String>,
@@ -113,7 +116,7 @@ pub struct Act {
 
 impl Act {
     /// An act with no targets yet.
-    pub fn new(action: &'static str, outcome: impl Into<String>) -> Self {
+    pub fn new(action: Verb, outcome: impl Into<String>) -> Self {
         Self {
             action,
             targets: Map::new(),
@@ -123,13 +126,29 @@ impl Act {
     }
 
     /// Adds a target id (skipped when `None` or empty).
-    pub fn target<S: AsRef<str>>(mut self, key: &str, value: Option<S>) -> Self {
+    pub fn target<S: AsRef<str>>(mut self, key: Target, value: Option<S>) -> Self {
         if let Some(v) = value
             && !v.as_ref().is_empty()
         {
-            self.targets.insert(key.to_owned(), json!(v.as_ref()));
+            self.targets
+                .insert(key.as_str().to_owned(), json!(v.as_ref()));
         }
         self
+    }
+
+    /// Adds the workflow the act concerns (skipped when empty).
+    pub fn workflow(self, id: impl AsRef<str>) -> Self {
+        self.target(Target::WorkflowId, Some(id))
+    }
+
+    /// Adds the handoff (the dispatch) the act concerns (skipped when empty).
+    pub fn handoff(self, id: impl AsRef<str>) -> Self {
+        self.target(Target::HandoffId, Some(id))
+    }
+
+    /// Sets a target to any JSON value (a list: the dispatches an abort withdrew).
+    pub(crate) fn set_target(&mut self, key: Target, value: Value) {
+        self.targets.insert(key.as_str().to_owned(), value);
     }
 
     /// Sets the reason.
@@ -373,7 +392,7 @@ pub(crate) fn append_held(
     body.insert("at".into(), json!(now_ts()));
     body.insert("actor".into(), json!(origin.actor));
     body.insert("source".into(), json!(origin.source));
-    body.insert("action".into(), json!(act.action));
+    body.insert("action".into(), json!(act.action.as_str()));
     body.insert("targets".into(), Value::Object(act.targets.clone()));
     body.insert("reason".into(), json!(act.reason));
     body.insert("outcome".into(), json!(act.outcome));
@@ -1021,7 +1040,7 @@ mod tests {
             append(
                 r,
                 &o,
-                &Act::new("abort", "aborted").target("workflow_id", Some(format!("wf_{i}"))),
+                &Act::new(Verb::Abort, "aborted").workflow(format!("wf_{i}")),
             )
             .unwrap();
         }
@@ -1178,7 +1197,7 @@ mod tests {
             append(
                 &r2,
                 &Origin::new(Some("a"), "cli"),
-                &Act::new("abort", "aborted"),
+                &Act::new(Verb::Abort, "aborted"),
             )
             .map(|_| ())
             .map_err(|e| e.to_string())

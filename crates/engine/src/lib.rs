@@ -30,7 +30,7 @@ mod validate;
 mod words;
 
 // Errors: everything the engine can refuse or fail with, and one schema or rule violation.
-pub use crate::error::{Error, Result, Violation};
+pub use crate::error::{Error, Refusal, Result, Violation};
 
 // The root and its files: the `Root`, validated ids, settings, safe reads and atomic writes.
 pub use crate::{
@@ -143,11 +143,12 @@ pub use crate::{
     journal::anchor::{AnchorWriter, anchor_every},
     journal::{
         Act, AnchorReport, Filter as JournalFilter, HeadRef,
-        MAX_LINE_BYTES as MAX_JOURNAL_LINE_BYTES, Origin, ReadResult as JournalPage, VerifyOptions,
-        VerifyProblem, VerifyResult, append as append_journal, check_actor, clean_actor,
-        files as journal_files, journal_path, open_read as open_journal, read as read_journal,
-        read_recent as read_recent_journal, segments as journal_segments,
-        segments_dir as journal_segments_dir, verify_with as verify_journal_with,
+        MAX_LINE_BYTES as MAX_JOURNAL_LINE_BYTES, Origin, ReadResult as JournalPage,
+        Target as JournalTarget, Verb as JournalVerb, VerifyOptions, VerifyProblem, VerifyResult,
+        append as append_journal, check_actor, clean_actor, files as journal_files, journal_path,
+        open_read as open_journal, read as read_journal, read_recent as read_recent_journal,
+        segments as journal_segments, segments_dir as journal_segments_dir,
+        verify_with as verify_journal_with,
     },
 };
 
@@ -252,13 +253,14 @@ pub mod nats {
         parse_pause_announcement, pause_announcement, pause_subject, peer_pauses_json,
         peer_pauses_live, read_peer_pauses,
     };
-    pub use crate::bridge::peer::{EnvelopeKind, Peer, Peers, Transport};
+    pub use crate::bridge::peer::{EnvelopeKind, Peer, PeerError, Peers, Transport};
+    pub use crate::bridge::refusal::WireError;
     pub use crate::bridge::{
         AwaitingReplies, Inbound, Status, Taken, Wire, admit, bridge_dir, check_sendable,
         configure_peers, dead_dir, dead_letter, encode, parse_message, read_status, redact_url,
         reply_subject, status_path, take, watched_dirs, write_bridge_record, write_status,
     };
-    pub use crate::conductor::subject::check_filter;
+    pub use crate::conductor::subject::{SubjectError, check_filter};
     /// A track mirrored through the bridge: streams, key-value buckets, cursors, lock plans.
     pub mod track {
         pub use crate::bridge::track::{

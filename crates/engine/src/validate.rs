@@ -232,7 +232,7 @@ impl Checker {
                 match str_field(&m, "subject") {
                     Some(s) => {
                         if let Err(e) = subject::check_subject(s) {
-                            self.error(&f, e);
+                            self.error(&f, e.to_string());
                         }
                     }
                     None => self.error(&f, "subject is missing"),

@@ -674,5 +674,6 @@ pub fn parse_budget(input: &str) -> Result<crate::engine::Budget, AnswerError> {
         m.insert("tokens".into(), serde_json::json!(n as u64));
         i += 1;
     }
-    crate::engine::Budget::parse(&serde_json::Value::Object(m)).map_err(AnswerError::Unreadable)
+    crate::engine::Budget::parse(&serde_json::Value::Object(m))
+        .map_err(|e| AnswerError::Unreadable(String::from(e)))
 }

@@ -32,12 +32,13 @@ fn parse_row(
     v: serde_json::Value,
     name: &Sym,
     names: &mut Interner,
-) -> Result<DispatchRecord, String> {
+) -> Result<DispatchRecord, crate::engine::Refusal> {
     if !v.is_object() {
         return Err(format!(
             "expected a JSON object, found {}",
             crate::engine::json_kind(&v)
-        ));
+        )
+        .into());
     }
     let d = model_from_value::<crate::engine::Dispatch>(v)?;
     Ok(Record::new(DispatchRow::with(&d, Some(name), &mut |s| {

@@ -41,23 +41,25 @@ impl Default for ModelOptions {
 }
 
 /// Parses a record file that must hold a JSON object into `T`.
-fn parse_as<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, String> {
+fn parse_as<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, crate::engine::Refusal> {
     if !v.is_object() {
         return Err(format!(
             "expected a JSON object, found {}",
             crate::engine::json_kind(&v)
-        ));
+        )
+        .into());
     }
     model_from_value::<T>(v)
 }
 
-fn object(v: Value) -> Result<serde_json::Map<String, Value>, String> {
+fn object(v: Value) -> Result<serde_json::Map<String, Value>, crate::engine::Refusal> {
     match v {
         Value::Object(m) => Ok(m),
         other => Err(format!(
             "expected a JSON object, found {}",
             crate::engine::json_kind(&other)
-        )),
+        )
+        .into()),
     }
 }
 

@@ -134,7 +134,7 @@ impl TrackTracker {
                 }
             }
             Err(e) => {
-                self.queue_note = Some(e);
+                self.queue_note = Some(e.to_string());
                 changed = true;
             }
         }
@@ -198,7 +198,7 @@ impl TrackTracker {
                     self.session_warning = Some(if self.session.is_some() {
                         format!("{e}{}", crate::live::files::LAST_GOOD_NOTE)
                     } else {
-                        e
+                        e.to_string()
                     });
                 }
             }
@@ -220,7 +220,7 @@ impl TrackTracker {
             (Some(fp), _) => {
                 match crate::live::engine_glue::read_discussion(&disc) {
                     Ok((lines, _skipped)) => self.discussion = Some((fp, Arc::new(lines))),
-                    Err(e) => self.session_warning = Some(e),
+                    Err(e) => self.session_warning = Some(e.to_string()),
                 }
                 changed = true;
             }

@@ -57,12 +57,13 @@ impl Interner {
 fn parse_row(
     v: serde_json::Value,
     intern: &mut Interner,
-) -> Result<Record<WorkflowRow, WorkflowState>, String> {
+) -> Result<Record<WorkflowRow, WorkflowState>, crate::engine::Refusal> {
     if !v.is_object() {
         return Err(format!(
             "expected a JSON object, found {}",
             crate::engine::json_kind(&v)
-        ));
+        )
+        .into());
     }
     let state = model_from_value::<WorkflowState>(v)?;
     Ok(Record::new(WorkflowRow::with(&state, &mut |s| {

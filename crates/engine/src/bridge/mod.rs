@@ -4,9 +4,11 @@
 
 pub(crate) mod pauses;
 pub(crate) mod peer;
+pub(crate) mod refusal;
 pub(crate) mod track;
 
-pub(crate) use peer::{EnvelopeKind, Peer, Peers};
+pub(crate) use peer::{EnvelopeKind, Peer, PeerError, Peers};
+pub(crate) use refusal::WireError;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -155,9 +157,9 @@ pub fn encode(rec: &OutboxRecord, from: &str, peer: Option<&Peer>) -> Vec<u8> {
 /// under `$` (a `$JS.API.STREAM.PURGE.X` "message" would purge stream X with this bridge's
 /// credentials), and a reply goes only to a reply subject of its peer. The error is the reason the
 /// record is dead-lettered instead.
-pub fn check_sendable(rec: &OutboxRecord, cfg: &Inbound) -> std::result::Result<(), String> {
-    let refused = |why: String| format!("not published: {why}");
-    subject::check_publish_subject(&rec.subject).map_err(refused)?;
+pub fn check_sendable(rec: &OutboxRecord, cfg: &Inbound) -> std::result::Result<(), WireError> {
+    let refused = |why: WireError| WireError::NotPublished(Box::new(why));
+    subject::check_publish_subject(&rec.subject).map_err(|e| refused(e.into()))?;
     if rec.kind == "reply" {
         let peer = rec
             .extra
@@ -166,25 +168,19 @@ pub fn check_sendable(rec: &OutboxRecord, cfg: &Inbound) -> std::result::Result<
             .unwrap_or_default();
         cfg.peers
             .reply_target(&cfg.name, peer, Some(&rec.subject))
-            .map_err(refused)?;
+            .map_err(|e| refused(e.into()))?;
     }
     Ok(())
 }
 
 /// Parses and checks a message from the wire; the error is the reason it is dead-lettered.
-pub(crate) fn parse_wire(data: &[u8]) -> std::result::Result<Wire, String> {
+pub(crate) fn parse_wire(data: &[u8]) -> std::result::Result<Wire, WireError> {
     if data.len() > MAX_MESSAGE {
-        return Err(format!(
-            "message is {} bytes; at most {MAX_MESSAGE}",
-            data.len()
-        ));
+        return Err(WireError::TooLarge(data.len()));
     }
-    let w: Wire = serde_json::from_slice(data).map_err(|e| format!("not a bridge message: {e}"))?;
+    let w: Wire = serde_json::from_slice(data).map_err(|e| WireError::NotBridge(e.to_string()))?;
     if w.pantheon_bridge != WIRE_VERSION {
-        return Err(format!(
-            "pantheon_bridge version {} is not {WIRE_VERSION}",
-            w.pantheon_bridge
-        ));
+        return Err(WireError::Version(w.pantheon_bridge));
     }
     let id_ok = |s: &str| {
         (1..=80).contains(&s.len())
@@ -192,19 +188,19 @@ pub(crate) fn parse_wire(data: &[u8]) -> std::result::Result<Wire, String> {
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
     };
     if !id_ok(&w.id) {
-        return Err(format!("id {:?} is not a bridge message id", w.id));
+        return Err(WireError::Id(w.id));
     }
     if !is_valid_name(&w.from_pantheon) {
-        return Err(format!("from_pantheon {:?} is not a name", w.from_pantheon));
+        return Err(WireError::From(w.from_pantheon));
     }
-    WorkflowId::parse(&w.workflow_id).map_err(|e| e.to_string())?;
+    WorkflowId::parse(&w.workflow_id).map_err(|e| WireError::WorkflowId(e.to_string()))?;
     if w.message.len() > 64 * 1024 {
-        return Err("message text longer than 64 KiB".into());
+        return Err(WireError::TextTooLong);
     }
     match w.kind.as_str() {
         "request" => {
             if !is_valid_name(&w.step) {
-                return Err(format!("step {:?} is not a name", w.step));
+                return Err(WireError::Step(w.step));
             }
             if let Some(r) = &w.reply_to {
                 subject::check_subject(r)?;
@@ -212,18 +208,16 @@ pub(crate) fn parse_wire(data: &[u8]) -> std::result::Result<Wire, String> {
         }
         "reply" => {
             if !w.in_reply_to.as_deref().is_some_and(id_ok) {
-                return Err("a reply needs in_reply_to, the id of the request".into());
+                return Err(WireError::NoInReplyTo);
             }
             match w.status.as_deref() {
                 Some("accepted" | "completed" | "rejected") => {}
                 other => {
-                    return Err(format!(
-                        "reply status {other:?} is not accepted, completed or rejected"
-                    ));
+                    return Err(WireError::ReplyStatus(other.map(str::to_owned)));
                 }
             }
         }
-        other => return Err(format!("kind {other:?} is not request or reply")),
+        other => return Err(WireError::Kind(other.to_owned())),
     }
     Ok(w)
 }
@@ -256,39 +250,29 @@ pub fn configure_peers(root: &Root, peers: &mut Peers) -> Vec<String> {
 /// Parses a message from the wire in either envelope: ours (`pantheon_bridge: 1`) or, from a peer
 /// declared with it, the origin's. The error is the reason it is dead-lettered, said so a person
 /// knows the fix.
-pub fn parse_message(data: &[u8], cfg: &Inbound) -> std::result::Result<Wire, String> {
+pub fn parse_message(data: &[u8], cfg: &Inbound) -> std::result::Result<Wire, WireError> {
     if data.len() > MAX_MESSAGE {
-        return Err(format!(
-            "message is {} bytes; at most {MAX_MESSAGE}",
-            data.len()
-        ));
+        return Err(WireError::TooLarge(data.len()));
     }
-    let v: Value = serde_json::from_slice(data).map_err(|e| format!("not JSON: {e}"))?;
+    let v: Value = serde_json::from_slice(data).map_err(|e| WireError::NotJson(e.to_string()))?;
     let Some(obj) = v.as_object() else {
-        return Err("not a JSON object".into());
+        return Err(WireError::NotObject);
     };
     if obj.contains_key("pantheon_bridge") {
         return parse_wire(data);
     }
     if !peer::looks_like_origin(obj) {
-        return Err(
-            "not a pantheon_bridge message (no `pantheon_bridge` field) and not the origin's envelope (no `source` and `type`)"
-                .into(),
-        );
+        return Err(WireError::NoEnvelope);
     }
     let source = obj
         .get("source")
         .and_then(Value::as_str)
         .unwrap_or_default();
     let Some(p) = cfg.peers.get(source) else {
-        return Err(format!(
-            "not a pantheon_bridge message, and {source:?} (its source) is not an allowed peer; to take the origin's messages from it run the bridge with --peer {source}:core:origin"
-        ));
+        return Err(WireError::UnknownSource(source.to_owned()));
     };
     if p.envelope != EnvelopeKind::Origin {
-        return Err(format!(
-            "not a pantheon_bridge message and peer {source} is not declared with the origin's envelope (run the bridge with --peer {source}:core:origin, or set bridge.peers.{source}.envelope: origin in conductor/config.yaml)"
-        ));
+        return Err(WireError::NotOriginPeer(source.to_owned()));
     }
     from_origin(obj, &cfg.name)
 }
@@ -296,7 +280,7 @@ pub fn parse_message(data: &[u8], cfg: &Inbound) -> std::result::Result<Wire, St
 /// The origin's envelope as a [`Wire`]: `source` is the sender, `step_id` the step, the whole
 /// `context` the payload (its `summary` or `message` the text); `type: reply` with
 /// `context.in_reply_to` and `context.status` answers one of our requests.
-fn from_origin(obj: &Map<String, Value>, me: &str) -> std::result::Result<Wire, String> {
+fn from_origin(obj: &Map<String, Value>, me: &str) -> std::result::Result<Wire, WireError> {
     let text = |k: &str| obj.get(k).and_then(Value::as_str).unwrap_or_default();
     let id = text("id");
     if !((1..=80).contains(&id.len())
@@ -304,9 +288,7 @@ fn from_origin(obj: &Map<String, Value>, me: &str) -> std::result::Result<Wire, 
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'))
     {
-        return Err(format!(
-            "id {id:?} is not a message id (1 to 80 letters, digits, `_` or `-`)"
-        ));
+        return Err(WireError::OriginId(id.to_owned()));
     }
     // The origin addresses this pantheon, or one of its gods (its own handoff doc does).
     let target = text("target");
@@ -315,18 +297,19 @@ fn from_origin(obj: &Map<String, Value>, me: &str) -> std::result::Result<Wire, 
     } else if is_valid_name(target) {
         Some(target.to_owned())
     } else {
-        return Err(format!(
-            "target {target:?} is neither this pantheon ({me}) nor a god name"
-        ));
+        return Err(WireError::Target {
+            target: target.to_owned(),
+            me: me.to_owned(),
+        });
     };
     let kind = text("type");
     if kind.len() > 64 {
-        return Err("type longer than 64 bytes".into());
+        return Err(WireError::TypeTooLong);
     }
     let context = match obj.get("context") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(m)) => m.clone(),
-        Some(_) => return Err("context is not a JSON object".into()),
+        Some(_) => return Err(WireError::ContextNotObject),
     };
     let ctext = |k: &str| context.get(k).and_then(Value::as_str).unwrap_or_default();
     let message = [ctext("summary"), ctext("message")]
@@ -335,12 +318,14 @@ fn from_origin(obj: &Map<String, Value>, me: &str) -> std::result::Result<Wire, 
         .unwrap_or_default()
         .to_owned();
     if message.len() > 64 * 1024 {
-        return Err("message text longer than 64 KiB".into());
+        return Err(WireError::TextTooLong);
     }
     // The sender's workflow id comes back in the reply (and names ours in a reply to us).
     let workflow_id = text("workflow_id");
-    WorkflowId::parse(workflow_id)
-        .map_err(|e| format!("workflow_id {workflow_id:?} is not a workflow id: {e}"))?;
+    WorkflowId::parse(workflow_id).map_err(|e| WireError::OriginWorkflowId {
+        id: workflow_id.to_owned(),
+        cause: e.to_string(),
+    })?;
     let step_id = text("step_id");
     let mut w = Wire {
         pantheon_bridge: WIRE_VERSION,
@@ -363,13 +348,10 @@ fn from_origin(obj: &Map<String, Value>, me: &str) -> std::result::Result<Wire, 
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
             || ctext("in_reply_to").is_empty()
         {
-            return Err("a reply needs context.in_reply_to, the id of our request".into());
+            return Err(WireError::OriginNoInReplyTo);
         }
         if !matches!(ctext("status"), "accepted" | "completed" | "rejected") {
-            return Err(format!(
-                "reply status {:?} is not accepted, completed or rejected",
-                ctext("status")
-            ));
+            return Err(WireError::OriginReplyStatus(ctext("status").to_owned()));
         }
     } else {
         w.kind = "request".into();
@@ -438,15 +420,12 @@ fn ledger_path(root: &Root, id: &str) -> std::path::PathBuf {
 /// Checks the allowlist, and that a request's `reply_to` is one of its sender's reply subjects (a
 /// reply is published with this bridge's credentials: never into `$JS.API…`, `$KV…` or another
 /// pantheon's subjects); the error is the reason.
-pub fn admit(cfg: &Inbound, subject: &str, w: &Wire) -> std::result::Result<(), String> {
+pub fn admit(cfg: &Inbound, subject: &str, w: &Wire) -> std::result::Result<(), WireError> {
     if !cfg.peers.allows(&w.from_pantheon) {
-        return Err(format!(
-            "pantheon {:?} is not an allowed peer (--peer)",
-            w.from_pantheon
-        ));
+        return Err(PeerError::NotAllowed(w.from_pantheon.clone()).into());
     }
     if !cfg.subjects.iter().any(|f| subject::matches(f, subject)) {
-        return Err(format!("subject {subject:?} is not on the allowlist"));
+        return Err(WireError::NotOnAllowlist(subject.to_owned()));
     }
     if w.kind == "request" && w.envelope == EnvelopeKind::Pantheon {
         cfg.peers
@@ -941,10 +920,11 @@ mod tests {
             br#"{"id":"a-1","type":"deploy","source":"konan","target":"tallon","context":{}}"#;
         let e = parse_message(origin, &cfg).unwrap_err();
         assert!(
-            e.contains("peer konan is not declared with the origin's envelope"),
+            e.to_string()
+                .contains("peer konan is not declared with the origin's envelope"),
             "{e}"
         );
-        assert!(!e.contains("version 0"));
+        assert!(!e.to_string().contains("version 0"));
     }
 
     #[test]
@@ -1013,6 +993,7 @@ mod tests {
         assert!(
             parse_message(wrong, &tallon)
                 .unwrap_err()
+                .to_string()
                 .contains("neither this pantheon")
         );
         assert_eq!(

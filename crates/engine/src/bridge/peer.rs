@@ -9,8 +9,77 @@
 use serde_json::{Map, Value, json};
 
 use crate::conductor::outbox::OutboxRecord;
-use crate::conductor::subject;
+use crate::conductor::subject::{self, SubjectError};
 use crate::store::is_valid_name;
+
+/// Why a `--peer` or `--peer-reply` flag, a value of `bridge.peers`, or a reply's subject is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PeerError {
+    /// A transport word that is not `jetstream` (`js`) or `core`.
+    #[error("transport {0:?} is not jetstream or core")]
+    Transport(String),
+    /// An envelope word that is not `pantheon` or `origin`.
+    #[error("envelope {0:?} is not pantheon or origin")]
+    Envelope(String),
+    /// A `--peer` name that is not a name.
+    #[error("--peer {flag:?}: {name:?} must match ^[A-Za-z0-9][A-Za-z0-9_-]{{0,63}}$")]
+    Name {
+        /// The flag's value.
+        flag: String,
+        /// Its name part.
+        name: String,
+    },
+    /// A part of a `--peer` flag is refused.
+    #[error("--peer {flag:?}: {cause}")]
+    InFlag {
+        /// The flag's value.
+        flag: String,
+        /// Why its part is refused.
+        cause: Box<PeerError>,
+    },
+    /// A `--peer` flag of more than three parts.
+    #[error("--peer {0:?} has too many parts (NAME[:TRANSPORT[:ENVELOPE]])")]
+    TooManyParts(String),
+    /// The same peer named by two `--peer` flags.
+    #[error("--peer {0:?} is given twice")]
+    Twice(String),
+    /// A `--peer-reply` flag with no `=`.
+    #[error("--peer-reply {0:?} is not NAME=SUBJECT")]
+    ReplyShape(String),
+    /// A `--peer-reply` subject that is refused.
+    #[error("--peer-reply {flag:?}: {cause}")]
+    ReplySubject {
+        /// The flag's value.
+        flag: String,
+        /// Why its subject is refused.
+        cause: SubjectError,
+    },
+    /// A `--peer-reply` for a name no `--peer` declares.
+    #[error("--peer-reply {flag:?}: {name:?} is not a --peer (declare the peer first)")]
+    ReplyUnknown {
+        /// The flag's value.
+        flag: String,
+        /// The name it gives.
+        name: String,
+    },
+    /// A pantheon that is not an allowed peer.
+    #[error("pantheon {0:?} is not an allowed peer (--peer)")]
+    NotAllowed(String),
+    /// A reply subject a request asked for that is not one of its peer's.
+    #[error(
+        "reply_to {asked:?} is not a reply subject of peer {peer} (allowed: {}; declare another with --peer-reply {peer}=SUBJECT); a reply there would publish with this bridge's credentials{}",
+        .allowed.join(", "),
+        if .asked.starts_with('$') { " into the server's own API" } else { "" }
+    )]
+    ReplyTo {
+        /// The subject asked for.
+        asked: String,
+        /// The peer.
+        peer: String,
+        /// Its reply subjects.
+        allowed: Vec<String>,
+    },
+}
 
 /// How records for a peer go on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -25,11 +94,11 @@ pub enum Transport {
 }
 
 impl Transport {
-    fn parse(s: &str) -> Result<Self, String> {
+    fn parse(s: &str) -> Result<Self, PeerError> {
         match s {
             "jetstream" | "js" => Ok(Self::JetStream),
             "core" => Ok(Self::Core),
-            other => Err(format!("transport {other:?} is not jetstream or core")),
+            other => Err(PeerError::Transport(other.to_owned())),
         }
     }
 
@@ -53,11 +122,11 @@ pub enum EnvelopeKind {
 }
 
 impl EnvelopeKind {
-    fn parse(s: &str) -> Result<Self, String> {
+    fn parse(s: &str) -> Result<Self, PeerError> {
         match s {
             "pantheon" => Ok(Self::Pantheon),
             "origin" => Ok(Self::Origin),
-            other => Err(format!("envelope {other:?} is not pantheon or origin")),
+            other => Err(PeerError::Envelope(other.to_owned())),
         }
     }
 
@@ -88,30 +157,33 @@ pub struct Peer {
 
 impl Peer {
     /// Parses `--peer NAME[:TRANSPORT[:ENVELOPE]]`.
-    pub(crate) fn parse_flag(s: &str) -> Result<Self, String> {
+    pub(crate) fn parse_flag(s: &str) -> Result<Self, PeerError> {
         let mut parts = s.split(':');
         let name = parts.next().unwrap_or_default();
         if !is_valid_name(name) {
-            return Err(format!(
-                "--peer {s:?}: {name:?} must match ^[A-Za-z0-9][A-Za-z0-9_-]{{0,63}}$"
-            ));
+            return Err(PeerError::Name {
+                flag: s.to_owned(),
+                name: name.to_owned(),
+            });
         }
+        let in_flag = |e: PeerError| PeerError::InFlag {
+            flag: s.to_owned(),
+            cause: Box::new(e),
+        };
         let mut p = Self {
             name: name.to_owned(),
             ..Default::default()
         };
         if let Some(t) = parts.next().filter(|t| !t.is_empty()) {
-            p.transport = Transport::parse(t).map_err(|e| format!("--peer {s:?}: {e}"))?;
+            p.transport = Transport::parse(t).map_err(in_flag)?;
             p.explicit_transport = true;
         }
         if let Some(e) = parts.next().filter(|e| !e.is_empty()) {
-            p.envelope = EnvelopeKind::parse(e).map_err(|e| format!("--peer {s:?}: {e}"))?;
+            p.envelope = EnvelopeKind::parse(e).map_err(in_flag)?;
             p.explicit_envelope = true;
         }
         if parts.next().is_some() {
-            return Err(format!(
-                "--peer {s:?} has too many parts (NAME[:TRANSPORT[:ENVELOPE]])"
-            ));
+            return Err(PeerError::TooManyParts(s.to_owned()));
         }
         Ok(p)
     }
@@ -149,7 +221,7 @@ impl Peer {
 
 /// A subject the bridge may publish a reply on: literal, and never under `$` (the server's own APIs:
 /// `$JS.API…`, `$KV…`, `$SYS…`), which a reply would call with this bridge's credentials.
-pub(crate) fn check_reply_subject(s: &str) -> Result<(), String> {
+pub(crate) fn check_reply_subject(s: &str) -> Result<(), SubjectError> {
     subject::check_publish_subject(s)
 }
 
@@ -159,24 +231,28 @@ pub struct Peers(pub Vec<Peer>);
 
 impl Peers {
     /// The peers given by `--peer` flags and `--peer-reply NAME=SUBJECT` flags.
-    pub fn from_flags(peers: &[String], replies: &[String]) -> Result<Self, String> {
+    pub fn from_flags(peers: &[String], replies: &[String]) -> Result<Self, PeerError> {
         let mut out: Vec<Peer> = Vec::new();
         for s in peers {
             let p = Peer::parse_flag(s)?;
             if out.iter().any(|q| q.name == p.name) {
-                return Err(format!("--peer {:?} is given twice", p.name));
+                return Err(PeerError::Twice(p.name));
             }
             out.push(p);
         }
         for r in replies {
             let Some((name, subj)) = r.split_once('=') else {
-                return Err(format!("--peer-reply {r:?} is not NAME=SUBJECT"));
+                return Err(PeerError::ReplyShape(r.clone()));
             };
-            check_reply_subject(subj).map_err(|e| format!("--peer-reply {r:?}: {e}"))?;
+            check_reply_subject(subj).map_err(|cause| PeerError::ReplySubject {
+                flag: r.clone(),
+                cause,
+            })?;
             let Some(p) = out.iter_mut().find(|p| p.name == name) else {
-                return Err(format!(
-                    "--peer-reply {r:?}: {name:?} is not a --peer (declare the peer first)"
-                ));
+                return Err(PeerError::ReplyUnknown {
+                    flag: r.clone(),
+                    name: name.to_owned(),
+                });
             };
             p.reply_subject = Some(subj.to_owned());
         }
@@ -282,23 +358,19 @@ impl Peers {
         me: &str,
         peer: &str,
         asked: Option<&str>,
-    ) -> Result<String, String> {
+    ) -> Result<String, PeerError> {
         let Some(p) = self.get(peer) else {
-            return Err(format!("pantheon {peer:?} is not an allowed peer (--peer)"));
+            return Err(PeerError::NotAllowed(peer.to_owned()));
         };
         let allowed = p.reply_subjects(me);
         match asked {
             None => Ok(p.default_reply_subject(me)),
             Some(a) if allowed.iter().any(|s| s == a) => Ok(a.to_owned()),
-            Some(a) => Err(format!(
-                "reply_to {a:?} is not a reply subject of peer {peer} (allowed: {}; declare another with --peer-reply {peer}=SUBJECT); a reply there would publish with this bridge's credentials{}",
-                allowed.join(", "),
-                if a.starts_with('$') {
-                    " into the server's own API"
-                } else {
-                    ""
-                }
-            )),
+            Some(a) => Err(PeerError::ReplyTo {
+                asked: a.to_owned(),
+                peer: peer.to_owned(),
+                allowed,
+            }),
         }
     }
 }
@@ -360,7 +432,10 @@ mod tests {
             "pantheon.tallon.in.reply",
         ] {
             let e = p.reply_target("tallon", "konan", Some(bad)).unwrap_err();
-            assert!(e.contains("not a reply subject of peer konan"), "{e}");
+            assert!(
+                e.to_string().contains("not a reply subject of peer konan"),
+                "{e}"
+            );
         }
         assert!(p.reply_target("tallon", "rogue", None).is_err());
         let rec = OutboxRecord {

@@ -7,6 +7,7 @@ use super::board::{AdvanceResult, ResolveResult};
 use super::locks::{LockKey, UnlockResult};
 use crate::error::Result;
 use crate::journal::{self, Act, Origin};
+use crate::journal::{Target, Verb};
 use crate::store::WorkerId;
 
 impl Bus {
@@ -21,7 +22,7 @@ impl Bus {
         let _ = journal::append(
             &self.root,
             &self.origin,
-            &act.target("track", Some(self.track.as_str())),
+            &act.target(Target::Track, Some(self.track.as_str())),
         );
     }
 
@@ -48,10 +49,10 @@ impl Bus {
         let r = self.release_unjournaled(path, worker, force, token)?;
         if r.forced_by.is_some() {
             self.journal(
-                Act::new("force_unlock", "released")
-                    .target("path", Some(&r.filepath))
-                    .target("holder", r.released_from.as_ref())
-                    .target("message_id", Some(&r.message_id)),
+                Act::new(Verb::ForceUnlock, "released")
+                    .target(Target::Path, Some(&r.filepath))
+                    .target(Target::Holder, r.released_from.as_ref())
+                    .target(Target::MessageId, Some(&r.message_id)),
             );
         }
         Ok(r)
@@ -67,9 +68,9 @@ impl Bus {
             if r.forced { " (forced)" } else { "" }
         );
         self.journal(
-            Act::new("board_advance", outcome)
-                .target("session_id", Some(&r.session_id))
-                .target("message_id", Some(&r.message_id)),
+            Act::new(Verb::BoardAdvance, outcome)
+                .target(Target::SessionId, Some(&r.session_id))
+                .target(Target::MessageId, Some(&r.message_id)),
         );
         Ok(r)
     }
@@ -84,9 +85,9 @@ impl Bus {
             if res.forced { " (forced)" } else { "" }
         );
         self.journal(
-            Act::new("board_resolve", outcome)
-                .target("session_id", Some(&res.session_id))
-                .target("message_id", Some(&r.message_id)),
+            Act::new(Verb::BoardResolve, outcome)
+                .target(Target::SessionId, Some(&res.session_id))
+                .target(Target::MessageId, Some(&r.message_id)),
         );
         Ok(r)
     }

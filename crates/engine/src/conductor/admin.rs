@@ -357,7 +357,7 @@ impl Conductor {
                 let m: AbortManifest = match read_json(&manifest_path)? {
                     Some(v) => super::model::from_value(v).map_err(|message| Error::Corrupt {
                         path: manifest_path.clone(),
-                        message,
+                        message: message.into(),
                     })?,
                     None => AbortManifest {
                         workflow_id: wf.to_string(),
@@ -418,7 +418,7 @@ impl Conductor {
             match self.root.confine(&path) {
                 Err(why) => skipped.push(SkippedArtifact {
                     path: raw.clone(),
-                    reason: why,
+                    reason: why.into(),
                     extra: Default::default(),
                 }),
                 Ok(real) if real.symlink_metadata().is_err() => skipped.push(SkippedArtifact {
@@ -666,7 +666,7 @@ impl Conductor {
                 Err(reason) => {
                     result.refused.push(RefusedPath {
                         path: text(&path),
-                        reason,
+                        reason: reason.into(),
                     });
                     continue;
                 }

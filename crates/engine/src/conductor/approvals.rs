@@ -23,7 +23,7 @@ use super::files;
 use super::model::{Dispatch, WorkflowState};
 use super::{Actor, ApprovalResult, Conductor};
 use crate::error::{Error, Result};
-use crate::journal::Act;
+use crate::journal::{Act, Target, Verb};
 use crate::store::atomic::write_json;
 use crate::store::lock::FileLock;
 use crate::store::read::read_bytes;
@@ -611,9 +611,9 @@ impl Conductor {
             },
         )?;
         self.journal(
-            &Act::new("link_revoke", format!("revoked ({n})"))
-                .target("workflow_id", Some(wf.as_str()))
-                .target("handoff_id", Some(hid.as_str())),
+            &Act::new(Verb::LinkRevoke, format!("revoked ({n})"))
+                .workflow(wf.as_str())
+                .handoff(hid.as_str()),
         );
         Ok(n)
     }
@@ -773,14 +773,14 @@ impl Conductor {
             self.journal(&act);
         }
         let action = if reject.is_some() {
-            "reject"
+            Verb::Reject
         } else {
-            "approve"
+            Verb::Approve
         };
         let mut act = super::journaled::approval_act(action, &result, reject, false)
-            .target("channel", Some(channel.as_str()));
+            .target(Target::Channel, Some(channel.as_str()));
         if let Some(a) = &req.approver {
-            act = act.target("approver", Some(&crate::journal::clean_actor(a)));
+            act = act.target(Target::Approver, Some(&crate::journal::clean_actor(a)));
         }
         self.journal(&act);
         if reject.is_some() {

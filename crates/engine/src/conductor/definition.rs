@@ -2,6 +2,7 @@
 //! A file that does not load is reported as a [`LoadError`], never silently dropped; keys this engine
 //! does not use (such as `loop:`) are kept in `extra`.
 
+use crate::error::Refusal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -131,7 +132,7 @@ impl WorkflowDef {
 
     /// Parses a definition from its YAML/JSON value. `stem` (the file name without extension) is the id
     /// when the file does not give one. Returns every problem found.
-    pub fn from_value(value: &Value, path: &Path) -> Result<Self, String> {
+    pub fn from_value(value: &Value, path: &Path) -> Result<Self, Refusal> {
         let stem = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -140,14 +141,13 @@ impl WorkflowDef {
             Value::Object(m) => match m.get("workflow") {
                 Some(Value::Object(inner)) => inner,
                 Some(other) => {
-                    return Err(format!(
-                        "`workflow:` must be a mapping, found {}",
-                        kind(other)
-                    ));
+                    return Err(
+                        format!("`workflow:` must be a mapping, found {}", kind(other)).into(),
+                    );
                 }
                 None => m,
             },
-            other => return Err(format!("expected a mapping, found {}", kind(other))),
+            other => return Err(format!("expected a mapping, found {}", kind(other)).into()),
         };
         let mut problems = Vec::new();
         let text = |k: &str| body.get(k).and_then(scalar_text);
@@ -304,7 +304,7 @@ impl WorkflowDef {
             }
         };
         if !problems.is_empty() {
-            return Err(problems.join("; "));
+            return Err(problems.join("; ").into());
         }
         let known = ["id", "name", "version", "description", "steps", "context"];
         let extra = body
@@ -376,19 +376,20 @@ impl StepDef {
         out
     }
 
-    fn from_value(v: &Value) -> Result<Self, String> {
+    fn from_value(v: &Value) -> Result<Self, Refusal> {
         let Value::Object(m) = v else {
-            return Err(format!("a step must be a mapping, found {}", kind(v)));
+            return Err(format!("a step must be a mapping, found {}", kind(v)).into());
         };
         let text = |k: &str| m.get(k).and_then(scalar_text);
         let id = text("id").ok_or("step has no `id`")?;
         let name_ok = |field: &str, value: &str| {
             if is_valid_name(value) {
-                Ok(())
+                Ok::<(), Refusal>(())
             } else {
-                Err(format!(
-                    "{field} {value:?} must match ^[A-Za-z0-9][A-Za-z0-9_-]{{0,63}}$"
-                ))
+                Err(
+                    format!("{field} {value:?} must match ^[A-Za-z0-9][A-Za-z0-9_-]{{0,63}}$")
+                        .into(),
+                )
             }
         };
         name_ok("step id", &id)?;
@@ -396,7 +397,7 @@ impl StepDef {
         let god = match text("god") {
             Some(g) => g,
             None if publishes => PUBLISH_GOD.to_owned(),
-            None => return Err(format!("step {id:?} has no `god`")),
+            None => return Err(format!("step {id:?} has no `god`").into()),
         };
         name_ok("god", &god)?;
         // `action` is free text for the god (the origin's files say `triage`, `inject`,
@@ -414,7 +415,8 @@ impl StepDef {
         if publishes && await_ack {
             return Err(format!(
                 "step {id:?}: a nats_publish step cannot also be action: await_ack"
-            ));
+            )
+            .into());
         }
         let fallback_gods = string_list(m.get("fallback_gods"), "fallback_gods")?;
         for g in &fallback_gods {
@@ -437,7 +439,8 @@ impl StepDef {
                     return Err(format!(
                         "step {id:?}: {key} must be true or false, found {}",
                         kind(other)
-                    ));
+                    )
+                    .into());
                 }
             }
         }
@@ -467,7 +470,8 @@ impl StepDef {
                 return Err(format!(
                     "step {id:?}: temp_artifacts entry {t:?} is refused: {why}; list only scratch \
                      paths of the workflow (e.g. \"{{root}}/tmp/{{workflow_id}}/\")"
-                ));
+                )
+                .into());
             }
         }
         Ok(Self {
@@ -525,7 +529,7 @@ pub fn load_definition_file(path: &Path) -> Result<WorkflowDef, LoadError> {
         message,
     };
     let value = read_yaml(path).map_err(|e| err(e.to_string()))?;
-    WorkflowDef::from_value(&value, path).map_err(err)
+    WorkflowDef::from_value(&value, path).map_err(|e| err(e.into()))
 }
 
 /// Loads every definition in `conductor/workflows/`. Broken files and repeated ids are reported in the
@@ -613,8 +617,14 @@ mod tests {
         )
         .unwrap();
         let err = WorkflowDef::from_value(&bad, p).unwrap_err();
-        assert!(err.contains("steps[0]") && err.contains("../x"), "{err}");
-        assert!(err.contains("steps[1]") && err.contains("soon"), "{err}");
+        assert!(
+            err.to_string().contains("steps[0]") && err.to_string().contains("../x"),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains("steps[1]") && err.to_string().contains("soon"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -644,14 +654,15 @@ mod tests {
         let bad: Value =
             serde_yaml::from_str("steps:\n  - {id: a, god: hermes, action: [x]}\n").unwrap();
         let err = WorkflowDef::from_value(&bad, p).unwrap_err();
-        assert!(err.contains("action must be text"), "{err}");
+        assert!(err.to_string().contains("action must be text"), "{err}");
         let bad: Value = serde_yaml::from_str(
             "steps:\n  - {id: a, god: hermes, operator_approval_required: yes-please}\n",
         )
         .unwrap();
         let err = WorkflowDef::from_value(&bad, p).unwrap_err();
         assert!(
-            err.contains("operator_approval_required must be true or false"),
+            err.to_string()
+                .contains("operator_approval_required must be true or false"),
             "{err}"
         );
     }

@@ -9,6 +9,7 @@
 //! idempotent on the delivery number, so two supervisors, or one restarted after a crash, redeliver each
 //! dispatch exactly once.
 
+use crate::error::Refusal;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -69,26 +70,26 @@ pub struct DeclaredPolicy {
     pub backoff: Vec<Duration>,
 }
 
-fn duration_value(what: &str, v: &Value) -> Result<Duration, String> {
+fn duration_value(what: &str, v: &Value) -> Result<Duration, Refusal> {
     let d = match v {
         Value::String(s) => parse_duration(s),
         Value::Number(n) => n.as_u64().map(Duration::from_secs),
         _ => None,
     };
     d.filter(|d| !d.is_zero()).ok_or_else(|| {
-        format!(
+        Refusal::from(format!(
             "{what} {} is not a positive duration (e.g. 30s, 5m; at most 365d)",
             match v {
                 Value::String(s) => format!("{s:?}"),
                 other => kind(other).to_owned(),
             }
-        )
+        ))
     })
 }
 
 impl DeclaredPolicy {
     /// Reads `ack_wait`, `max_deliveries` and `backoff` from a step (or a rule's `then`).
-    pub(crate) fn from_map(m: &Map<String, Value>) -> Result<Self, String> {
+    pub(crate) fn from_map(m: &Map<String, Value>) -> Result<Self, Refusal> {
         let ack_wait = match m.get("ack_wait") {
             None | Some(Value::Null) => None,
             Some(v) => Some(duration_value("ack_wait", v)?),

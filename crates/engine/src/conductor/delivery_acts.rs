@@ -2,13 +2,14 @@
 //! make each exactly once.
 
 use super::{DeliveryAct, RequeueResult};
+use crate::journal::{Target, Verb};
 
 /// The journal entry of a requeue.
 pub(super) fn requeue_act(r: &RequeueResult) -> crate::journal::Act {
-    crate::journal::Act::new("requeue", r.status.clone())
-        .target("workflow_id", Some(&r.workflow_id))
-        .target("handoff_id", Some(&r.handoff_id))
-        .target("to_god", Some(&r.to_god))
+    crate::journal::Act::new(Verb::Requeue, r.status.clone())
+        .workflow(&r.workflow_id)
+        .handoff(&r.handoff_id)
+        .target(Target::ToGod, Some(&r.to_god))
 }
 
 pub(super) fn delivery_intent_key(a: &DeliveryAct, dead: bool) -> String {
@@ -23,12 +24,16 @@ pub(super) fn delivery_intent_key(a: &DeliveryAct, dead: bool) -> String {
 pub(super) fn delivery_act(a: &DeliveryAct, dead: bool) -> crate::journal::Act {
     let n = a.delivery.to_string();
     crate::journal::Act::new(
-        if dead { "dead_letter" } else { "redeliver" },
+        if dead {
+            crate::journal::Verb::DeadLetter
+        } else {
+            crate::journal::Verb::Redeliver
+        },
         if dead { "dead_lettered" } else { "redelivered" },
     )
-    .target("workflow_id", Some(&a.workflow_id))
-    .target("handoff_id", Some(&a.handoff_id))
-    .target("from_god", Some(&a.from_god))
-    .target("to_god", Some(&a.to_god))
-    .target("delivery", Some(&n))
+    .workflow(&a.workflow_id)
+    .handoff(&a.handoff_id)
+    .target(Target::FromGod, Some(&a.from_god))
+    .target(Target::ToGod, Some(&a.to_god))
+    .target(Target::Delivery, Some(&n))
 }

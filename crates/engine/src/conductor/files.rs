@@ -31,7 +31,7 @@ pub(crate) fn read_model<T: serde::de::DeserializeOwned>(
     };
     match read_json(path) {
         Ok(None) => Ok(None),
-        Ok(Some(v)) => from_value(v).map(Some).map_err(err),
+        Ok(Some(v)) => from_value(v).map(Some).map_err(|e| err(e.into())),
         Err(e) => Err(err(e.to_string())),
     }
 }

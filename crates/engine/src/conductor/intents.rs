@@ -14,6 +14,7 @@
 //!   a repeat journals itself).
 
 use super::model::RouteStatus;
+use crate::journal::{Target, Verb};
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -95,7 +96,7 @@ struct IntentFile {
     pid: u32,
     actor: String,
     source: String,
-    action: String,
+    action: Verb,
     targets: Map<String, Value>,
     outcome: String,
     check: Check,
@@ -120,22 +121,22 @@ pub(crate) fn intents_dir(root: &Root) -> PathBuf {
     root.conductor.join("journal-intents")
 }
 
-/// The actions an intent may name (the journal's `action` is a static word).
-fn action_word(a: &str) -> Option<&'static str> {
+/// The acts an intent may name: an intent file is read as hostile input, and names no other.
+fn action_word(a: &Verb) -> Option<Verb> {
     [
-        "submit",
-        "ack",
-        "redeliver",
-        "dead_letter",
-        "requeue",
-        "rerun",
-        "approve",
-        "reject",
-        "pause",
-        "resume",
+        Verb::Submit,
+        Verb::Ack,
+        Verb::Redeliver,
+        Verb::DeadLetter,
+        Verb::Requeue,
+        Verb::Rerun,
+        Verb::Approve,
+        Verb::Reject,
+        Verb::Pause,
+        Verb::Resume,
     ]
     .into_iter()
-    .find(|w| *w == a)
+    .find(|w| w == a)
 }
 
 /// Whether any journal entry in the current journal file or the last segment names intent `key`.
@@ -238,7 +239,7 @@ impl Conductor {
             pid: std::process::id(),
             actor: origin.actor.clone(),
             source: origin.source.clone(),
-            action: act.action.to_owned(),
+            action: act.action.clone(),
             targets: act.targets.clone(),
             outcome: act.outcome.clone(),
             check,
@@ -316,7 +317,7 @@ impl Conductor {
         let Some(intent) = intent else {
             return self.journal(&act);
         };
-        act.targets.insert("intent".into(), json!(intent.key));
+        act.set_target(Target::Intent, json!(intent.key));
         let warning = self.journal(&act);
         if warning.is_none() {
             let _ = remove_intent(&self.root, &intent.path);
@@ -401,25 +402,25 @@ impl Conductor {
                 let routed = st.record_of(handoff_id)?.routed.clone().unwrap_or_default();
                 let outcome = self.submit_outcome(&wf, handoff_id)?;
                 Some(
-                    Act::new("submit", outcome)
-                        .target("workflow_id", Some(workflow_id))
-                        .target("handoff_id", Some(handoff_id))
-                        .target("to_god", routed.target_god.as_ref())
-                        .target("step", routed.target_step.as_ref()),
+                    Act::new(Verb::Submit, outcome)
+                        .workflow(workflow_id)
+                        .handoff(handoff_id)
+                        .target(Target::ToGod, routed.target_god.as_ref())
+                        .target(Target::Step, routed.target_step.as_ref()),
                 )
             }
             Check::Ack { ack_id, handoff_id } => {
                 let st = self.state_of_handoff(handoff_id)?;
                 let a = st.acks.iter().find(|a| a.ack_id == *ack_id)?;
                 Some(
-                    Act::new("ack", a.status.to_string())
-                        .target("workflow_id", Some(&st.workflow_id))
-                        .target("handoff_id", Some(&a.handoff_id))
-                        .target("ack_id", Some(&a.ack_id))
-                        .target("god", a.god.as_ref())
-                        .target("by", a.by.as_ref().or(a.god.as_ref()))
-                        .target("rerouted_to", a.rerouted_to.as_ref())
-                        .target("next_handoff_id", a.recorded_handoff_id.as_ref()),
+                    Act::new(Verb::Ack, a.status.to_string())
+                        .workflow(&st.workflow_id)
+                        .handoff(&a.handoff_id)
+                        .target(Target::AckId, Some(&a.ack_id))
+                        .target(Target::God, a.god.as_ref())
+                        .target(Target::By, a.by.as_ref().or(a.god.as_ref()))
+                        .target(Target::ReroutedTo, a.rerouted_to.as_ref())
+                        .target(Target::NextHandoffId, a.recorded_handoff_id.as_ref()),
                 )
             }
             Check::Held { handoff_id } => {
@@ -430,16 +431,16 @@ impl Conductor {
                 let text = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_owned);
                 let decision = text("decision")?;
                 let action = if decision == "rejected" {
-                    "reject"
+                    Verb::Reject
                 } else {
-                    "approve"
+                    Verb::Approve
                 };
                 Some(
                     Act::new(action, decision)
-                        .target("workflow_id", Some(&st.workflow_id))
-                        .target("handoff_id", Some(handoff_id))
-                        .target("to_god", text("target_god"))
-                        .target("step", text("step"))
+                        .workflow(&st.workflow_id)
+                        .handoff(handoff_id)
+                        .target(Target::ToGod, text("target_god"))
+                        .target(Target::Step, text("step"))
                         .reason(text("reason").as_deref()),
                 )
             }

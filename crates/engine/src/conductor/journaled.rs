@@ -4,6 +4,7 @@
 //! where the result has them).
 
 use super::results::SubmitStatus;
+use crate::journal::{Target, Verb};
 use serde_json::Value;
 
 use super::intents::Check;
@@ -53,9 +54,9 @@ impl Conductor {
         let s = |k: &str| handoff.get(k).and_then(Value::as_str).unwrap_or_default();
         let intent = self.intend(
             &format!("submit-{}", s("handoff_id")),
-            &Act::new("submit", "submitted")
-                .target("workflow_id", Some(s("workflow_id")))
-                .target("handoff_id", Some(s("handoff_id"))),
+            &Act::new(Verb::Submit, "submitted")
+                .workflow(s("workflow_id"))
+                .handoff(s("handoff_id")),
             Check::Submit {
                 workflow_id: s("workflow_id").to_owned(),
                 handoff_id: s("handoff_id").to_owned(),
@@ -77,11 +78,11 @@ impl Conductor {
         } else {
             r.status.to_string()
         };
-        let act = Act::new("submit", outcome)
-            .target("workflow_id", Some(&r.workflow_id))
-            .target("handoff_id", Some(&r.handoff_id))
-            .target("to_god", r.target_god.as_ref())
-            .target("step", r.target_step.as_ref());
+        let act = Act::new(Verb::Submit, outcome)
+            .workflow(&r.workflow_id)
+            .handoff(&r.handoff_id)
+            .target(Target::ToGod, r.target_god.as_ref())
+            .target(Target::Step, r.target_step.as_ref());
         let warning = if duplicate && !original {
             self.journal_duplicate(intent, act)
         } else {
@@ -138,10 +139,10 @@ impl Conductor {
     ) -> Result<AckResult> {
         let intent = self.intend(
             &format!("ack-{}", said.ack_id),
-            &Act::new("ack", said.status)
-                .target("workflow_id", Some(said.workflow_id))
-                .target("handoff_id", Some(said.handoff_id))
-                .target("ack_id", Some(said.ack_id)),
+            &Act::new(Verb::Ack, said.status)
+                .workflow(said.workflow_id)
+                .handoff(said.handoff_id)
+                .target(Target::AckId, Some(said.ack_id)),
             Check::Ack {
                 ack_id: said.ack_id.to_owned(),
                 handoff_id: said.handoff_id.to_owned(),
@@ -169,14 +170,14 @@ impl Conductor {
             None if original => self.recorded_handoff(&r.workflow_id, &r.ack_id),
             None => None,
         };
-        let act = Act::new("ack", outcome)
-            .target("workflow_id", Some(&r.workflow_id))
-            .target("handoff_id", Some(&r.handoff_id))
-            .target("ack_id", Some(&r.ack_id))
-            .target("god", Some(&r.god))
-            .target("by", Some(&r.by))
-            .target("rerouted_to", r.rerouted_to.as_ref())
-            .target("next_handoff_id", next_handoff.as_ref());
+        let act = Act::new(Verb::Ack, outcome)
+            .workflow(&r.workflow_id)
+            .handoff(&r.handoff_id)
+            .target(Target::AckId, Some(&r.ack_id))
+            .target(Target::God, Some(&r.god))
+            .target(Target::By, Some(&r.by))
+            .target(Target::ReroutedTo, r.rerouted_to.as_ref())
+            .target(Target::NextHandoffId, next_handoff.as_ref());
         let warning = if r.duplicate && !original {
             self.journal_duplicate(intent, act)
         } else {
@@ -215,13 +216,13 @@ impl Conductor {
         by: Actor,
     ) -> Result<ApprovalResult> {
         let (action, outcome) = match reject {
-            None => ("approve", "approved"),
-            Some(_) => ("reject", "rejected"),
+            None => (Verb::Approve, "approved"),
+            Some(_) => (Verb::Reject, "rejected"),
         };
         let intent = self.intend(
             &format!("held-{handoff_id}"),
-            &Act::new(action, outcome)
-                .target("handoff_id", Some(handoff_id.as_str()))
+            &Act::new(action.clone(), outcome)
+                .handoff(handoff_id.as_str())
                 .reason(reject),
             Check::Held {
                 handoff_id: handoff_id.to_string(),
@@ -264,12 +265,12 @@ impl Conductor {
         } else {
             r.status.to_string()
         };
-        let mut act = Act::new("abort", outcome)
-            .target("workflow_id", Some(&r.workflow_id))
+        let mut act = Act::new(Verb::Abort, outcome)
+            .workflow(&r.workflow_id)
             .reason(Some(reason));
         if !r.dispatches_withdrawn.is_empty() {
-            act.targets.insert(
-                "dispatches_withdrawn".into(),
+            act.set_target(
+                Target::DispatchesWithdrawn,
                 serde_json::json!(r.dispatches_withdrawn),
             );
         }
@@ -302,10 +303,10 @@ impl Conductor {
         let mut r = self.cleanup_unjournaled(wf, dry_run)?;
         if !dry_run {
             let act = Act::new(
-                "cleanup",
+                Verb::Cleanup,
                 format!("{} ({} deleted)", r.status, r.paths().len()),
             )
-            .target("workflow_id", Some(&r.workflow_id));
+            .workflow(&r.workflow_id);
             r.warnings.extend(self.journal(&act));
         }
         Ok(r)
@@ -315,11 +316,11 @@ impl Conductor {
     /// cleanup), re-derived from its state. An operator act, journaled.
     pub fn redispatch(&self, wf: &WorkflowId) -> Result<RedispatchResult> {
         let r = self.redispatch_unjournaled(wf)?;
-        let act = Act::new("redispatch", r.status.to_string())
-            .target("workflow_id", Some(&r.workflow_id))
-            .target("handoff_id", Some(&r.handoff_id))
-            .target("to_god", Some(&r.to_god))
-            .target("step", Some(&r.step));
+        let act = Act::new(Verb::Redispatch, r.status.to_string())
+            .workflow(&r.workflow_id)
+            .handoff(&r.handoff_id)
+            .target(Target::ToGod, Some(&r.to_god))
+            .target(Target::Step, Some(&r.step));
         self.journal(&act);
         Ok(r)
     }
@@ -330,7 +331,7 @@ impl Conductor {
     /// An operator act, journaled naming the outbox id.
     pub fn retry_outbox(&self, outbox_id: &str) -> Result<super::results::OutboxActResult> {
         let r = self.retry_outbox_unjournaled(outbox_id)?;
-        self.journal(&outbox_act("bridge_retry", &r, None));
+        self.journal(&outbox_act(Verb::BridgeRetry, &r, None));
         Ok(r)
     }
 
@@ -342,28 +343,24 @@ impl Conductor {
         reason: &str,
     ) -> Result<super::results::OutboxActResult> {
         let r = self.discard_outbox_unjournaled(outbox_id, reason)?;
-        self.journal(&outbox_act("bridge_discard", &r, Some(reason)));
+        self.journal(&outbox_act(Verb::BridgeDiscard, &r, Some(reason)));
         Ok(r)
     }
 }
 
 /// The entry of an operator's act on an outbox record.
-fn outbox_act(
-    action: &'static str,
-    r: &super::results::OutboxActResult,
-    reason: Option<&str>,
-) -> Act {
+fn outbox_act(action: Verb, r: &super::results::OutboxActResult, reason: Option<&str>) -> Act {
     Act::new(action, r.status.to_string())
-        .target("outbox_id", Some(&r.outbox_id))
-        .target("workflow_id", Some(&r.workflow_id))
-        .target("subject", Some(&r.subject))
+        .target(Target::OutboxId, Some(&r.outbox_id))
+        .workflow(&r.workflow_id)
+        .target(Target::Subject, Some(&r.subject))
         .reason(reason)
 }
 
 /// The entry of a decision; `original`: the repeat of one killed before its entry, journaled as the
 /// decision itself.
 pub(crate) fn approval_act(
-    action: &'static str,
+    action: Verb,
     r: &ApprovalResult,
     reason: Option<&str>,
     original: bool,
@@ -374,10 +371,10 @@ pub(crate) fn approval_act(
         r.status.to_string()
     };
     Act::new(action, outcome)
-        .target("workflow_id", Some(&r.workflow_id))
-        .target("handoff_id", Some(&r.handoff_id))
-        .target("to_god", Some(&r.target_god))
-        .target("step", Some(&r.target_step))
+        .workflow(&r.workflow_id)
+        .handoff(&r.handoff_id)
+        .target(Target::ToGod, Some(&r.target_god))
+        .target(Target::Step, Some(&r.target_step))
         .reason(reason)
 }
 
@@ -393,19 +390,19 @@ impl Conductor {
     ) -> Result<super::pause::PauseResult> {
         let id = super::pause::fresh_id();
         let act = |status: &str, p: &super::pause::Pause| {
-            Act::new("pause", status.to_owned())
-                .target("pause_id", Some(&p.id))
-                .target("kind", Some(p.kind.as_str()))
-                .target("name", p.name.as_ref())
-                .target("until", p.until.as_ref())
+            Act::new(Verb::Pause, status.to_owned())
+                .target(Target::PauseId, Some(&p.id))
+                .target(Target::Kind, Some(p.kind.as_str()))
+                .target(Target::Name, p.name.as_ref())
+                .target(Target::Until, p.until.as_ref())
                 .reason(Some(&p.reason))
         };
         let intent = self.intend(
             &format!("pause-{id}"),
-            &Act::new("pause", "paused")
-                .target("pause_id", Some(&id))
-                .target("kind", Some(target.kind.as_str()))
-                .target("name", target.name.as_ref())
+            &Act::new(Verb::Pause, "paused")
+                .target(Target::PauseId, Some(&id))
+                .target(Target::Kind, Some(target.kind.as_str()))
+                .target(Target::Name, target.name.as_ref())
                 .reason(Some(reason)),
             Check::Pause {
                 pause_id: id.clone(),
@@ -445,10 +442,10 @@ impl Conductor {
         };
         let intent = self.intend(
             &format!("resume-{}", p.id),
-            &Act::new("resume", "resumed")
-                .target("pause_id", Some(&p.id))
-                .target("kind", Some(p.kind.as_str()))
-                .target("name", p.name.as_ref()),
+            &Act::new(Verb::Resume, "resumed")
+                .target(Target::PauseId, Some(&p.id))
+                .target(Target::Kind, Some(p.kind.as_str()))
+                .target(Target::Name, p.name.as_ref()),
             Check::Resume {
                 pause_id: p.id.clone(),
             },
@@ -464,13 +461,13 @@ impl Conductor {
             // Unfinished (errors): the intent stays for the repeat that finishes it.
             return Ok(r);
         }
-        let act = Act::new("resume", r.status.clone())
-            .target("pause_id", Some(&r.pause.id))
-            .target("kind", Some(r.pause.kind.as_str()))
-            .target("name", r.pause.name.as_ref())
-            .target("shifted", Some(r.shifted.to_string()))
-            .target("released", Some(r.released.len().to_string()))
-            .target("still_held", Some(r.still_held.len().to_string()));
+        let act = Act::new(Verb::Resume, r.status.clone())
+            .target(Target::PauseId, Some(&r.pause.id))
+            .target(Target::Kind, Some(r.pause.kind.as_str()))
+            .target(Target::Name, r.pause.name.as_ref())
+            .target(Target::Shifted, Some(r.shifted.to_string()))
+            .target(Target::Released, Some(r.released.len().to_string()))
+            .target(Target::StillHeld, Some(r.still_held.len().to_string()));
         self.journal_intent(intent, act);
         Ok(r)
     }

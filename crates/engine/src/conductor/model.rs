@@ -2,6 +2,7 @@
 //! acks. Readers accept what foreign writers leave (missing fields, `null`s, non-string list items,
 //! unknown statuses); unknown fields are kept in `extra` so a rewrite never loses them.
 
+use crate::error::Refusal;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::words::words;
@@ -892,8 +893,8 @@ pub struct AbortManifest {
 }
 
 /// Parses a JSON value into a model type, describing the failure for an `errors[]` list.
-pub fn from_value<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, String> {
-    serde_json::from_value(v).map_err(|e| e.to_string())
+pub fn from_value<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, Refusal> {
+    serde_json::from_value(v).map_err(|e| e.to_string().into())
 }
 
 #[cfg(test)]

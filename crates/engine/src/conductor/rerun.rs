@@ -3,6 +3,7 @@
 //! appended to, and `attempts` records each rerun.
 
 use super::model::RouteStatus;
+use crate::journal::{Target, Verb};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
@@ -420,13 +421,13 @@ fn rerun_key(r: &RerunResult) -> String {
 
 /// The journal entry of a rerun.
 fn rerun_act(r: &RerunResult) -> crate::journal::Act {
-    crate::journal::Act::new("rerun", r.status.clone())
-        .target("workflow_id", Some(&r.workflow_id))
-        .target("handoff_id", Some(&r.handoff_id))
-        .target("step", Some(&r.step))
-        .target("to_god", Some(&r.to_god))
-        .target("attempt", Some(&r.attempt.to_string()))
-        .target("as_of", r.as_of.as_ref())
+    crate::journal::Act::new(Verb::Rerun, r.status.clone())
+        .workflow(&r.workflow_id)
+        .handoff(&r.handoff_id)
+        .target(Target::Step, Some(&r.step))
+        .target(Target::ToGod, Some(&r.to_god))
+        .target(Target::Attempt, Some(&r.attempt.to_string()))
+        .target(Target::AsOf, r.as_of.as_ref())
 }
 
 #[cfg(test)]

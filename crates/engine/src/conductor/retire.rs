@@ -5,6 +5,7 @@
 //! dead letter anywhere. Each retirement is journaled (`dead_retire`), naming the dead letter's
 //! handoff id and the reason.
 
+use crate::journal::{Target, Verb};
 use chrono::Utc;
 use serde::Serialize;
 
@@ -233,10 +234,10 @@ impl Conductor {
 /// The journal entry of one retirement: the dead letter's handoff id, its workflow, its god, the
 /// reason and the dispatch that superseded it.
 pub(crate) fn retire_act(r: &RetiredDead) -> crate::journal::Act {
-    crate::journal::Act::new("dead_retire", r.status.clone())
-        .target("workflow_id", Some(&r.workflow_id))
-        .target("handoff_id", Some(&r.handoff_id))
-        .target("god", Some(&r.god))
-        .target("superseded_by", r.superseded_by.as_ref())
+    crate::journal::Act::new(Verb::DeadRetire, r.status.clone())
+        .workflow(&r.workflow_id)
+        .handoff(&r.handoff_id)
+        .target(Target::God, Some(&r.god))
+        .target(Target::SupersededBy, r.superseded_by.as_ref())
         .reason(Some(&r.reason))
 }

@@ -2,6 +2,7 @@
 //! Files are read in name order, rules in file order; the first match wins. A file or rule that does
 //! not load is reported, never silently dropped.
 
+use crate::error::Refusal;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -47,15 +48,18 @@ pub struct RuleAction {
 }
 
 impl RuleAction {
-    fn from_then(then: &Map<String, Value>) -> Result<Self, String> {
-        let text = |k: &str| -> Result<Option<String>, String> {
+    fn from_then(then: &Map<String, Value>) -> Result<Self, Refusal> {
+        let text = |k: &str| -> Result<Option<String>, Refusal> {
             match then.get(k) {
                 None | Some(Value::Null) => Ok(None),
                 Some(Value::String(s)) if is_valid_name(s) => Ok(Some(s.clone())),
                 Some(Value::String(s)) => Err(format!(
                     "then.{k} {s:?} must match ^[A-Za-z0-9][A-Za-z0-9_-]{{0,63}}$"
-                )),
-                Some(other) => Err(format!("then.{k} must be a string, found {}", kind(other))),
+                )
+                .into()),
+                Some(other) => {
+                    Err(format!("then.{k} must be a string, found {}", kind(other)).into())
+                }
             }
         };
         let flag = |k: &str| matches!(then.get(k), Some(Value::Bool(true)));
@@ -65,7 +69,8 @@ impl RuleAction {
             Some(other) => {
                 return Err(format!(
                     "then.handling_mode {other:?} is not one of approval_required, log_only, auto"
-                ));
+                )
+                .into());
             }
         }
         Ok(Self {
@@ -217,16 +222,14 @@ pub fn load_rule_file(path: &Path) -> (Vec<Rule>, Vec<LoadError>) {
     (rules, errors)
 }
 
-fn parse_rule(v: &Value, path: &Path) -> Result<Rule, String> {
+fn parse_rule(v: &Value, path: &Path) -> Result<Rule, Refusal> {
     let Value::Object(m) = v else {
-        return Err(format!("a rule must be a mapping, found {}", kind(v)));
+        return Err(format!("a rule must be a mapping, found {}", kind(v)).into());
     };
     let id = match m.get("id") {
         Some(Value::String(s)) if is_valid_name(s) => s.clone(),
         Some(Value::String(s)) => {
-            return Err(format!(
-                "id {s:?} must match ^[A-Za-z0-9][A-Za-z0-9_-]{{0,63}}$"
-            ));
+            return Err(format!("id {s:?} must match ^[A-Za-z0-9][A-Za-z0-9_-]{{0,63}}$").into());
         }
         _ => return Err("rule has no `id`".into()),
     };
@@ -237,12 +240,13 @@ fn parse_rule(v: &Value, path: &Path) -> Result<Rule, String> {
             return Err(format!(
                 "rule {id:?}: `when` must be a mapping, found {}",
                 kind(other)
-            ));
+            )
+            .into());
         }
     };
     let then = match m.get("then") {
         Some(Value::Object(t)) => t.clone(),
-        _ => return Err(format!("rule {id:?}: `then` must be a mapping")),
+        _ => return Err(format!("rule {id:?}: `then` must be a mapping").into()),
     };
     let action = RuleAction::from_then(&then).map_err(|e| format!("rule {id:?}: {e}"))?;
     if action.dispatch_workflow.is_none()
@@ -252,7 +256,7 @@ fn parse_rule(v: &Value, path: &Path) -> Result<Rule, String> {
     {
         return Err(format!(
             "rule {id:?}: `then` needs dispatch_workflow, dispatch_god, handling_mode: approval_required or log_only"
-        ));
+        ).into());
     }
     Ok(Rule {
         id,

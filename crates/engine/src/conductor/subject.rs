@@ -14,15 +14,67 @@ fn token_ok(t: &str) -> bool {
             .all(|b| b.is_ascii_graphic() && b != b'.' && b != b'*' && b != b'>')
 }
 
+/// Why a subject, a subject filter or a value put into a subject is refused; each says what and
+/// where, in the words docs/NATS.md uses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SubjectError {
+    /// A subject is empty or longer than [`MAX_SUBJECT`] bytes.
+    #[error("subject {0:?} must be 1 to {MAX_SUBJECT} bytes")]
+    Length(String),
+    /// A subject's token is empty or holds a wildcard, space or control character.
+    #[error(
+        "subject {subject:?}: token {token:?} is empty or holds a wildcard, space or control character"
+    )]
+    Token {
+        /// The subject.
+        subject: String,
+        /// Its first bad token.
+        token: String,
+    },
+    /// A subject under `$`, the server's own API.
+    #[error("subject {0:?} is under `$` (the server's own API); the bridge never publishes there")]
+    ServerApi(String),
+    /// A subject filter is empty or longer than [`MAX_SUBJECT`] bytes.
+    #[error("subject filter {0:?} must be 1 to {MAX_SUBJECT} bytes")]
+    FilterLength(String),
+    /// A filter's token is neither a name, `*`, nor a final `>`.
+    #[error("subject filter {filter:?}: token {token:?} is not a name, `*`, or a final `>`")]
+    FilterToken {
+        /// The filter.
+        filter: String,
+        /// Its first bad token.
+        token: String,
+    },
+    /// A value put into a subject is not exactly one token.
+    #[error(
+        "{what} {value:?} cannot be part of a subject: it must be one token (no `.`, `*`, `>`, spaces)"
+    )]
+    NotOneToken {
+        /// What the value is (`value of ${workflow_id}`, …).
+        what: String,
+        /// The value.
+        value: String,
+    },
+    /// A template's literal text makes a bad subject.
+    #[error("{cause} (in {template:?})")]
+    InTemplate {
+        /// Why its text is refused.
+        cause: Box<SubjectError>,
+        /// The template as written.
+        template: String,
+    },
+}
+
 /// A literal subject: dot-separated non-empty tokens of printable ASCII, no wildcards.
-pub(crate) fn check_subject(s: &str) -> Result<(), String> {
+pub(crate) fn check_subject(s: &str) -> Result<(), SubjectError> {
     if s.is_empty() || s.len() > MAX_SUBJECT {
-        return Err(format!("subject {s:?} must be 1 to {MAX_SUBJECT} bytes"));
+        return Err(SubjectError::Length(s.to_owned()));
     }
     if let Some(bad) = s.split('.').find(|t| !token_ok(t)) {
-        return Err(format!(
-            "subject {s:?}: token {bad:?} is empty or holds a wildcard, space or control character"
-        ));
+        return Err(SubjectError::Token {
+            subject: s.to_owned(),
+            token: bad.to_owned(),
+        });
     }
     Ok(())
 }
@@ -30,43 +82,41 @@ pub(crate) fn check_subject(s: &str) -> Result<(), String> {
 /// A subject the bridge may publish on: literal, and never under `$` (the server's own APIs:
 /// `$JS.API…`, `$KV…`, `$SYS…`), which a publish would call with this bridge's credentials (a
 /// `$JS.API.STREAM.PURGE.X` "message" purges stream X).
-pub(crate) fn check_publish_subject(s: &str) -> Result<(), String> {
+pub(crate) fn check_publish_subject(s: &str) -> Result<(), SubjectError> {
     check_subject(s)?;
     if s.starts_with('$') {
-        return Err(format!(
-            "subject {s:?} is under `$` (the server's own API); the bridge never publishes there"
-        ));
+        return Err(SubjectError::ServerApi(s.to_owned()));
     }
     Ok(())
 }
 
 /// A subject filter: like `check_subject`, but a token may be `*` and the last may be `>`.
-pub fn check_filter(s: &str) -> Result<(), String> {
+pub fn check_filter(s: &str) -> Result<(), SubjectError> {
     if s.is_empty() || s.len() > MAX_SUBJECT {
-        return Err(format!(
-            "subject filter {s:?} must be 1 to {MAX_SUBJECT} bytes"
-        ));
+        return Err(SubjectError::FilterLength(s.to_owned()));
     }
     let tokens: Vec<&str> = s.split('.').collect();
     for (i, t) in tokens.iter().enumerate() {
         let ok = token_ok(t) || *t == "*" || (*t == ">" && i + 1 == tokens.len());
         if !ok {
-            return Err(format!(
-                "subject filter {s:?}: token {t:?} is not a name, `*`, or a final `>`"
-            ));
+            return Err(SubjectError::FilterToken {
+                filter: s.to_owned(),
+                token: (*t).to_owned(),
+            });
         }
     }
     Ok(())
 }
 
 /// One token taken from an id or a rendered value.
-pub(crate) fn check_token(what: &str, s: &str) -> Result<(), String> {
+pub(crate) fn check_token(what: &str, s: &str) -> Result<(), SubjectError> {
     if s.len() <= MAX_SUBJECT && token_ok(s) {
         Ok(())
     } else {
-        Err(format!(
-            "{what} {s:?} cannot be part of a subject: it must be one token (no `.`, `*`, `>`, spaces)"
-        ))
+        Err(SubjectError::NotOneToken {
+            what: what.to_owned(),
+            value: s.to_owned(),
+        })
     }
 }
 
@@ -86,7 +136,7 @@ pub(crate) fn matches(filter: &str, subject: &str) -> bool {
 }
 
 /// Checks the literal text of a subject template (at load): its fixed tokens must be valid.
-pub(crate) fn check_template_subject(t: &Template) -> Result<(), String> {
+pub(crate) fn check_template_subject(t: &Template) -> Result<(), SubjectError> {
     let filled: String = t
         .parts
         .iter()
@@ -95,12 +145,14 @@ pub(crate) fn check_template_subject(t: &Template) -> Result<(), String> {
             _ => "x",
         })
         .collect();
-    check_publish_subject(&filled).map_err(|e| format!("{e} (in {:?})", t.source))?;
-    Ok(())
+    check_publish_subject(&filled).map_err(|e| SubjectError::InTemplate {
+        cause: Box::new(e),
+        template: t.source.clone(),
+    })
 }
 
 /// Renders a subject template: every substituted value must be one token.
-pub(crate) fn render_subject(t: &Template, vars: &Vars<'_>) -> Result<String, String> {
+pub(crate) fn render_subject(t: &Template, vars: &Vars<'_>) -> Result<String, SubjectError> {
     let mut out = String::new();
     for p in &t.parts {
         match p {
@@ -172,7 +224,7 @@ mod tests {
         // Nothing under `$`: not written, not filled in by a value.
         let purge = Template::parse("$JS.API.STREAM.PURGE.X", &[]).unwrap();
         let e = check_template_subject(&purge).unwrap_err();
-        assert!(e.contains("under `$`"), "{e}");
+        assert!(e.to_string().contains("under `$`"), "{e}");
         let led = Template::parse("${context.from}.API.STREAM.PURGE.X", &[]).unwrap();
         assert!(
             check_template_subject(&led).is_ok(),
@@ -180,7 +232,7 @@ mod tests {
         );
         ctx.insert("from".into(), "$JS".into());
         let e = render_subject(&led, &v(&ctx)).unwrap_err();
-        assert!(e.contains("under `$`"), "{e}");
+        assert!(e.to_string().contains("under `$`"), "{e}");
         assert!(check_publish_subject("subspace.a$b.c").is_ok());
     }
 }

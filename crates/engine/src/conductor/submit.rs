@@ -107,7 +107,7 @@ pub(crate) fn validate_handoff(c: &Conductor, v: &Value) -> Result<(Handoff, Vec
             "handoff",
             vec![Violation {
                 pointer: String::new(),
-                message: m,
+                message: m.into(),
             }],
         )
     })?;

@@ -2,6 +2,7 @@
 //! root's config declares per god and per day, the raises operators approved, and the pure decision
 //! that holds a dispatch once recorded usage has reached a budget.
 
+use crate::error::Refusal;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -28,7 +29,7 @@ pub struct Budget {
 
 impl Budget {
     /// Parses `{cost_usd, tokens}` (either may be left out, not both).
-    pub fn parse(v: &Value) -> Result<Self, String> {
+    pub fn parse(v: &Value) -> Result<Self, Refusal> {
         let Value::Object(m) = v else {
             return Err("a budget is a mapping {cost_usd, tokens}".into());
         };
@@ -43,19 +44,22 @@ impl Budget {
                     None => {
                         return Err(format!(
                             "budget cost_usd {x} is not a number of dollars from 0 to 1e9"
-                        ));
+                        )
+                        .into());
                     }
                 },
                 "tokens" => match x.as_u64() {
                     Some(n) => b.tokens = Some(n),
                     None => {
-                        return Err(format!("budget tokens {x} is not a whole number of tokens"));
+                        return Err(
+                            format!("budget tokens {x} is not a whole number of tokens").into()
+                        );
                     }
                 },
                 other => {
-                    return Err(format!(
-                        "unknown budget key {other:?} (known: cost_usd, tokens)"
-                    ));
+                    return Err(
+                        format!("unknown budget key {other:?} (known: cost_usd, tokens)").into(),
+                    );
                 }
             }
         }

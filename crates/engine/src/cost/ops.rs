@@ -2,6 +2,7 @@
 //! that settles reports a killed act left, raising a budget when approving a held dispatch, and the
 //! `pantheon cost` query.
 
+use crate::journal::Verb;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -431,9 +432,9 @@ impl Conductor {
         }
         st.updated = Some(at.clone());
         files::write_state(root, &wf, &st)?;
-        let act = Act::new("budget_raise", "raised")
-            .target("workflow_id", Some(wf.as_str()))
-            .target("handoff_id", Some(handoff_id.as_str()))
+        let act = Act::new(Verb::BudgetRaise, "raised")
+            .workflow(wf.as_str())
+            .handoff(handoff_id.as_str())
             .reason(Some(&raises_text(&raises)));
         let answer = json!({ "status": "raised", "workflow_id": wf.as_str(),
             "handoff_id": handoff_id.as_str(), "raises": raises, "warnings": [] });

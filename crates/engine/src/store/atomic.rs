@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 /// Refuses `path` when it lies outside the root or a symbolic link below the root is on its way (see
 /// [`Root::check_write`]). Creates nothing.
 pub(crate) fn confined(root: &Root, path: &Path) -> Result<()> {
-    root.check_write(path).map_err(Error::refused)
+    root.check_write(path).map_err(Error::from)
 }
 
 /// Serialises `value` as pretty JSON (2-space indent, trailing newline).

@@ -1,6 +1,7 @@
 //! The root and every path in it. Paths are built only from validated ids, and any path that comes
 //! from input (artifacts, temp artifacts) is checked to lie inside the allowed roots.
 
+use crate::error::Refusal;
 use std::path::{Component, Path, PathBuf};
 
 use super::ids::{GodName, HandoffId, StepId, TrackName, WorkflowId};
@@ -201,14 +202,14 @@ impl Root {
     /// Refuses a write, move or removal of `path` when it lies outside every anchor or when a
     /// component of its directory below the anchor is a symbolic link (see `super::safe`). Creates
     /// nothing.
-    pub(crate) fn check_write(&self, path: &Path) -> Result<(), String> {
+    pub(crate) fn check_write(&self, path: &Path) -> Result<(), Refusal> {
         let path = absolute(path);
         if self.anchors().contains(&path) {
             return Ok(());
         }
         match super::safe::SafeDir::parent_of(self, &path, false) {
             Ok(_) => Ok(()),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e.to_string().into()),
         }
     }
 
@@ -367,7 +368,7 @@ impl Root {
     /// Checks that `path` lies strictly inside one of `Root::allowed_roots` once every symbolic link in
     /// its parent directories is resolved (the last component is never followed). Returns the path to act
     /// on, or why it is refused.
-    pub fn confine(&self, path: &Path) -> Result<PathBuf, String> {
+    pub fn confine(&self, path: &Path) -> Result<PathBuf, Refusal> {
         if path.as_os_str().as_encoded_bytes().contains(&0) {
             return Err("path contains a NUL byte".into());
         }
@@ -387,7 +388,7 @@ impl Root {
             return Err("refusing to touch the root itself or a cleanup root".into());
         }
         if let Some(why) = protected_reason(self, &real) {
-            return Err(format!("refusing a protocol path: {why}"));
+            return Err(format!("refusing a protocol path: {why}").into());
         }
         if roots.iter().any(|r| real.starts_with(r)) {
             Ok(real)
@@ -395,7 +396,8 @@ impl Root {
             Err(format!(
                 "outside the root and PANTHEON_CLEANUP_ROOTS ({})",
                 real.display()
-            ))
+            )
+            .into())
         }
     }
 }

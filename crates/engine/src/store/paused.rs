@@ -3,6 +3,7 @@
 //! conductor; the acts that pause and resume, and what they do to dispatches, are the conductor's
 //! (`conductor/pause.rs`).
 
+use crate::error::Refusal;
 use std::io::Read;
 
 use chrono::{DateTime, Utc};
@@ -248,18 +249,18 @@ pub(crate) fn read_file(root: &Root) -> Result<PausedFile> {
 }
 
 /// The checks every entry passes before anything acts on it.
-pub(crate) fn check_entry(p: &Pause) -> std::result::Result<(), String> {
+pub(crate) fn check_entry(p: &Pause) -> std::result::Result<(), Refusal> {
     if !p.id.starts_with("pause_") || !is_valid_name(&p.id) {
         return Err("its id is not pause_… (letters, digits, '_', at most 64)".into());
     }
     match (p.kind, p.name.as_deref()) {
         (PauseKind::All, None) => {}
         (PauseKind::All, Some(_)) => return Err("an `all` pause names nothing".into()),
-        (_, None) => return Err(format!("a {} pause needs a name", p.kind)),
+        (_, None) => return Err(format!("a {} pause needs a name", p.kind).into()),
         (PauseKind::Workflow, Some(n)) if !crate::store::is_valid_workflow_id(n) => {
-            return Err(format!("{n:?} is no workflow id"));
+            return Err(format!("{n:?} is no workflow id").into());
         }
-        (_, Some(n)) if !is_valid_name(n) => return Err(format!("{n:?} is no valid name")),
+        (_, Some(n)) if !is_valid_name(n) => return Err(format!("{n:?} is no valid name").into()),
         _ => {}
     }
     for (what, t) in [
@@ -271,12 +272,12 @@ pub(crate) fn check_entry(p: &Pause) -> std::result::Result<(), String> {
         if let Some(t) = t
             && parse_ts(t).is_none()
         {
-            return Err(format!("{what} {t:?} is not an RFC 3339 time"));
+            return Err(format!("{what} {t:?} is not an RFC 3339 time").into());
         }
     }
     for (what, t) in [("by", &p.by), ("reason", &p.reason)] {
         if t.len() > 4096 {
-            return Err(format!("{what} is longer than 4096 bytes"));
+            return Err(format!("{what} is longer than 4096 bytes").into());
         }
     }
     Ok(())

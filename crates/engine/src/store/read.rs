@@ -155,7 +155,7 @@ pub(crate) fn read_yaml(path: &Path) -> Result<Value> {
         }
         super::yaml::parse_bounded(&bytes, super::yaml::MAX_YAML_NODES)
             .map(std::sync::Arc::new)
-            .map_err(corrupt)
+            .map_err(|e| corrupt(e.into()))
     })?;
     Ok(Value::clone(&parsed))
 }

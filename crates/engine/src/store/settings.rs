@@ -3,6 +3,7 @@
 //! built-in defaults, then `conductor/config.yaml` (hostile input: values only, bounded, unknown keys
 //! warned), then environment variables; the last one that sets a value wins.
 
+use crate::error::Refusal;
 use std::io::Read;
 use std::time::Duration;
 
@@ -294,7 +295,7 @@ impl Settings {
             Err(e) => {
                 s.warnings
                     .push(format!("conductor/config.yaml: {e}; defaults used"));
-                s.config_error = Some(e);
+                s.config_error = Some(e.into());
             }
         }
         s.apply_env(|k| std::env::var(k).ok().filter(|v| !v.is_empty()));
@@ -303,7 +304,7 @@ impl Settings {
 }
 
 /// Reads and parses `conductor/config.yaml` (never through a link, at most [`MAX_CONFIG_BYTES`]).
-pub(crate) fn read_config(root: &Root) -> Result<Option<Value>, String> {
+pub(crate) fn read_config(root: &Root) -> Result<Option<Value>, Refusal> {
     let path = root.config_path();
     // NONBLOCK: a FIFO planted here must not hang every command that builds a root.
     let file = super::safe::open_file(
@@ -323,7 +324,7 @@ pub(crate) fn read_config(root: &Root) -> Result<Option<Value>, String> {
         .read_to_end(&mut bytes)
         .map_err(|e| e.to_string())?;
     if bytes.len() as u64 > MAX_CONFIG_BYTES {
-        return Err(format!("over {MAX_CONFIG_BYTES} bytes"));
+        return Err(format!("over {MAX_CONFIG_BYTES} bytes").into());
     }
     super::yaml::parse_bounded(&bytes, 1000).map(Some)
 }

@@ -1,6 +1,7 @@
 //! YAML for workflow definitions and rules: parsed with a bound on the nodes built (so aliases cannot
 //! expand a small file into gigabytes), and cached by file identity for long-lived processes.
 
+use crate::error::Refusal;
 use std::collections::HashMap;
 use std::fmt;
 use std::os::unix::fs::MetadataExt;
@@ -19,7 +20,7 @@ pub const MAX_YAML_NODES: usize = 100_000;
 
 /// Parses YAML into a JSON value, refusing a document that would build more than `max_nodes` nodes.
 /// Errors are the message to show after the file's path.
-pub fn parse_bounded(bytes: &[u8], max_nodes: usize) -> Result<Value, String> {
+pub fn parse_bounded(bytes: &[u8], max_nodes: usize) -> Result<Value, Refusal> {
     let budget = Budget {
         left: std::cell::Cell::new(max_nodes),
         exceeded: std::cell::Cell::new(false),
@@ -30,8 +31,8 @@ pub fn parse_bounded(bytes: &[u8], max_nodes: usize) -> Result<Value, String> {
         Err(_) if budget.exceeded.get() => Err(format!(
             "YAML expands to more than {max_nodes} nodes, counting each copy an alias (`*name`) makes; \
              refused as an alias bomb. Write repeated parts out or use fewer aliases"
-        )),
-        Err(e) => Err(format!("YAML does not parse: {e}")),
+        ).into()),
+        Err(e) => Err(format!("YAML does not parse: {e}").into()),
     }
 }
 
@@ -268,7 +269,7 @@ mod tests {
         let v = parse_bounded(bomb(10, 10).as_bytes(), 1000).unwrap();
         assert_eq!(v["b"].as_array().unwrap().len(), 10);
         let err = parse_bounded(bomb(10_000, 10_000).as_bytes(), MAX_YAML_NODES).unwrap_err();
-        assert!(err.contains("alias"), "{err}");
+        assert!(err.to_string().contains("alias"), "{err}");
     }
 
     #[test]
@@ -306,7 +307,7 @@ mod tests {
                     let plain: Value = serde_yaml::from_str(&text).unwrap();
                     proptest::prop_assert_eq!(v, plain);
                 }
-                Err(e) => proptest::prop_assert!(e.contains("alias"), "{}", e),
+                Err(e) => proptest::prop_assert!(e.to_string().contains("alias"), "{}", e),
             }
         }
     }
@@ -326,7 +327,7 @@ mod tests {
                     .map(Arc::new)
                     .map_err(|message| Error::Corrupt {
                         path: path.to_path_buf(),
-                        message,
+                        message: message.into(),
                     })
             })
         };

@@ -7,6 +7,8 @@
 //! supervisors, or a supervisor restarted while another runs, once both journaled the same intent (a
 //! redelivery journaled twice with the same key).
 
+use crate::error::Refusal;
+use crate::journal::{Target, Verb};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
@@ -119,34 +121,34 @@ impl Facts {
         let duplicate = outcome == "duplicate" || outcome.ends_with("(duplicate)");
         let hid = text("handoff_id");
         let wanted_hid = wanted.handoffs.contains(hid);
-        match e.get("action").and_then(Value::as_str).unwrap_or_default() {
-            "submit" if !duplicate && wanted_hid => {
+        match Verb::parse(e.get("action").and_then(Value::as_str).unwrap_or_default()) {
+            Verb::Submit if !duplicate && wanted_hid => {
                 self.submits.insert(hid.to_owned());
             }
-            "ack" if !duplicate && wanted.acks.contains(text("ack_id")) => {
+            Verb::Ack if !duplicate && wanted.acks.contains(text("ack_id")) => {
                 self.acks.insert(text("ack_id").to_owned());
             }
-            "approve" | "reject" if !duplicate && wanted_hid => {
+            Verb::Approve | Verb::Reject if !duplicate && wanted_hid => {
                 self.held.insert(hid.to_owned());
             }
-            "redeliver" if wanted_hid => {
+            Verb::Redeliver if wanted_hid => {
                 let c = self.cycles.entry(hid.to_owned()).or_default();
                 c.redelivered.insert(text("delivery").to_owned());
             }
-            "dead_letter" if wanted_hid => {
+            Verb::DeadLetter if wanted_hid => {
                 let c = self.cycles.entry(hid.to_owned()).or_default();
                 c.dead.insert(text("delivery").to_owned());
                 c.dead_last = true;
             }
-            "requeue" if wanted_hid => {
+            Verb::Requeue if wanted_hid => {
                 let c = self.cycles.entry(hid.to_owned()).or_default();
                 *c = Cycle::default();
             }
-            a @ ("pause" | "resume") if !duplicate && !text("pause_id").is_empty() => {
+            a @ (Verb::Pause | Verb::Resume) if !duplicate && !text("pause_id").is_empty() => {
                 self.pauses
-                    .insert((a.to_owned(), text("pause_id").to_owned()));
+                    .insert((a.as_str().to_owned(), text("pause_id").to_owned()));
             }
-            "rerun" if wanted.workflows.contains(text("workflow_id")) => {
+            Verb::Rerun if wanted.workflows.contains(text("workflow_id")) => {
                 self.reruns
                     .insert((text("workflow_id").to_owned(), text("attempt").to_owned()));
             }
@@ -219,7 +221,7 @@ fn target<'a>(f: &'a IntentFile, k: &str) -> Option<&'a str> {
 
 /// Whether the intent's key, action and targets are those its own writer gives the act its `check`
 /// names; the reason when not. (Every engine writer derives the key from the act.)
-fn claims_agree(f: &IntentFile) -> std::result::Result<(), String> {
+fn claims_agree(f: &IntentFile) -> std::result::Result<(), Refusal> {
     let same = |k: &str, want: &str| target(f, k).is_none_or(|v| v == want);
     let supervisor = f.source == "supervisor";
     let (expected, ok) = match &f.check {
@@ -228,32 +230,32 @@ fn claims_agree(f: &IntentFile) -> std::result::Result<(), String> {
             handoff_id,
         } => (
             format!("submit-{handoff_id}"),
-            f.action == "submit"
+            f.action == Verb::Submit
                 && same("workflow_id", workflow_id)
                 && same("handoff_id", handoff_id),
         ),
         Check::Ack { ack_id, handoff_id } => (
             format!("ack-{ack_id}"),
-            f.action == "ack" && same("ack_id", ack_id) && same("handoff_id", handoff_id),
+            f.action == Verb::Ack && same("ack_id", ack_id) && same("handoff_id", handoff_id),
         ),
         Check::Held { handoff_id } => (
             format!("held-{handoff_id}"),
-            matches!(f.action.as_str(), "approve" | "reject") && same("handoff_id", handoff_id),
+            matches!(f.action, Verb::Approve | Verb::Reject) && same("handoff_id", handoff_id),
         ),
         Check::Pause { pause_id } => (
             format!("pause-{pause_id}"),
-            f.action == "pause" && same("pause_id", pause_id),
+            f.action == Verb::Pause && same("pause_id", pause_id),
         ),
         Check::Resume { pause_id } => (
             format!("resume-{pause_id}"),
-            f.action == "resume" && same("pause_id", pause_id),
+            f.action == Verb::Resume && same("pause_id", pause_id),
         ),
         Check::Delivery {
             handoff_id,
             delivery,
         } => (
             format!("redeliver-{handoff_id}-{delivery}"),
-            f.action == "redeliver"
+            f.action == Verb::Redeliver
                 && supervisor
                 && target(f, "handoff_id") == Some(handoff_id)
                 && target(f, "delivery") == Some(delivery.to_string().as_str()),
@@ -263,7 +265,7 @@ fn claims_agree(f: &IntentFile) -> std::result::Result<(), String> {
             (
                 format!("dead-{handoff_id}-{{deliveries}}"),
                 n.is_some()
-                    && f.action == "dead_letter"
+                    && f.action == Verb::DeadLetter
                     && supervisor
                     && target(f, "handoff_id") == Some(handoff_id)
                     && target(f, "delivery") == n,
@@ -272,7 +274,7 @@ fn claims_agree(f: &IntentFile) -> std::result::Result<(), String> {
         Check::Requeue { handoff_id } => (
             format!("requeue-{handoff_id}-{{stamp}}"),
             key_number(&f.key, &format!("requeue-{handoff_id}-")).is_some()
-                && f.action == "requeue"
+                && f.action == Verb::Requeue
                 && target(f, "handoff_id") == Some(handoff_id),
         ),
         Check::Rerun {
@@ -283,7 +285,7 @@ fn claims_agree(f: &IntentFile) -> std::result::Result<(), String> {
             (
                 format!("rerun-{workflow_id}-{{attempt}}"),
                 n.is_some()
-                    && f.action == "rerun"
+                    && f.action == Verb::Rerun
                     && target(f, "workflow_id") == Some(workflow_id)
                     && target(f, "handoff_id") == Some(handoff_id)
                     && target(f, "attempt") == n,
@@ -300,7 +302,7 @@ fn claims_agree(f: &IntentFile) -> std::result::Result<(), String> {
         Err(format!(
             "its key, action ({}), source ({}) or targets are not those the engine writes for the act it claims (key {expected})",
             f.action, f.source
-        ))
+        ).into())
     }
 }
 
@@ -322,7 +324,7 @@ impl Conductor {
 
     /// Whether the intent's delivery claims agree with the dispatch (its act done): the delivery it
     /// names went to the god it names, a dead letter used the deliveries it names, in its workflow.
-    fn state_agrees(&self, f: &IntentFile) -> std::result::Result<(), String> {
+    fn state_agrees(&self, f: &IntentFile) -> std::result::Result<(), Refusal> {
         let (hid, n) = match &f.check {
             Check::Delivery {
                 handoff_id,
@@ -344,7 +346,8 @@ impl Conductor {
                 } else {
                     Err(format!(
                         "the state records ack {ack_id} for another handoff than {handoff_id}"
-                    ))
+                    )
+                    .into())
                 };
             }
             _ => return Ok(()),
@@ -370,7 +373,8 @@ impl Conductor {
                 "the dispatch of {hid} (workflow {}, {} deliveries) disagrees with it",
                 d.workflow_id,
                 d.deliveries.len()
-            ))
+            )
+            .into())
         }
     }
 
@@ -453,7 +457,7 @@ impl Conductor {
                 continue;
             };
             if let Err(why) = claims_agree(&f) {
-                drop(why, &mut out);
+                drop(why.into(), &mut out);
                 continue;
             }
             if facts.records(&f.key, &f.check) {
@@ -472,7 +476,7 @@ impl Conductor {
                 continue;
             }
             if let Err(why) = self.state_agrees(&f) {
-                drop(why, &mut out);
+                drop(why.into(), &mut out);
                 continue;
             }
             let act = self.late_act(&f, action);
@@ -496,7 +500,7 @@ impl Conductor {
     /// The entry of an act a killed process did: from the state's record of it where there is one
     /// (the intent may hold the words of a concurrent attempt that was then refused), else the
     /// intent's targets with the act's own outcome word; naming the intent.
-    fn late_act(&self, f: &IntentFile, action: &'static str) -> Act {
+    fn late_act(&self, f: &IntentFile, action: Verb) -> Act {
         let mut act = self.recorded_act(&f.check).unwrap_or_else(|| {
             let outcome = match &f.check {
                 Check::Submit {
@@ -516,7 +520,7 @@ impl Conductor {
             act.targets = f.targets.clone();
             act
         });
-        act.targets.insert("intent".into(), json!(f.key));
+        act.set_target(Target::Intent, json!(f.key));
         act
     }
 }
@@ -532,7 +536,7 @@ mod tests {
             pid: 1,
             actor: "a".into(),
             source: source.into(),
-            action: action.into(),
+            action: Verb::parse(action),
             targets: targets.as_object().cloned().unwrap_or_default(),
             outcome: String::new(),
             check,
