@@ -14,6 +14,7 @@ pub mod live;
 pub mod mcp;
 pub mod observe;
 pub mod outcome;
+pub mod sources;
 pub mod text;
 
 /// The protocol engine, its own crate ([`pantheon_engine`]); re-exported so shells name it `engine`.
