@@ -19,6 +19,7 @@ pub mod observe;
 pub mod record;
 pub mod replay;
 pub mod serve;
+pub mod sources;
 
 /// Pantheon Console: watch and operate a pantheon of AI agents coordinating through files.
 #[derive(Debug, Parser)]
@@ -100,6 +101,8 @@ pub enum Command {
     Check(observe::CheckArgs),
     /// What the pantheon costs: usage totals from the ledger by god, workflow, step, model or day.
     Cost(cost::CostArgs),
+    /// Foreign sources (A2A agents): read one once as JSON, or answer a task waiting for input.
+    Sources(sources::SourcesArgs),
 }
 
 /// Options of `pantheon config`.
@@ -374,6 +377,8 @@ fn needs_root(cli: &Cli) -> bool {
         Some(Command::Demo(_)) => cli.root.is_some(),
         // A check says UNKNOWN (exit 3) itself when the root is missing.
         Some(Command::Check(_)) => false,
+        // Reading a foreign source touches no root; an answer is journaled into it.
+        Some(Command::Sources(s)) => !matches!(s.command, sources::SourcesCommand::Read(_)),
         _ => true,
     }
 }
@@ -387,6 +392,7 @@ fn run_rootless(cli: Cli) -> anyhow::Result<Outcome> {
             println!("PANTHEON UNKNOWN - {NO_ROOT}");
             Ok(Outcome::Exit(ExitCode::from(3)))
         }
+        Some(Command::Sources(args)) => sources::run_rootless(args),
         _ => anyhow::bail!("{NO_ROOT}"),
     }
 }
@@ -491,6 +497,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Record(args)) => record::run(args, &root),
         Some(Command::Replay(args)) => replay::run(args, &root),
         Some(Command::Cost(args)) => cost::run(args, &root, origin),
+        Some(Command::Sources(args)) => sources::run(args, &root, origin),
     };
     finish(result)
 }

@@ -153,7 +153,7 @@ impl A2aSource {
     }
 
     fn call(&self, card: &Card, method: &str, params: Value) -> Result<Value, CallError> {
-        self.http.call(&card.rpc_url, card.dialect, method, params)
+        self.http.call(&card.rpc_url, method, params)
     }
 
     /// Lists the agent's tasks (every page up to `MAX_TASKS`), or, when it lists none, gets the
@@ -352,10 +352,7 @@ struct Follower {
 impl Follower {
     fn run(self) {
         let method = self.dialect.method(Method::Subscribe);
-        let ok = match self
-            .http
-            .stream(&self.url, self.dialect, method, json!({"id": self.id}))
-        {
+        let ok = match self.http.stream(&self.url, method, json!({"id": self.id})) {
             Ok(mut lines) => self.follow(&mut lines),
             Err(_) => false,
         };

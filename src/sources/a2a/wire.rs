@@ -149,20 +149,15 @@ impl Http {
             .map_err(|e| format!("{url} is not JSON: {e}"))
     }
 
-    /// One JSON-RPC call; its `result`, or why not.
-    pub fn call(
-        &self,
-        url: &str,
-        dialect: Dialect,
-        method: &str,
-        params: Value,
-    ) -> Result<Value, CallError> {
+    /// One JSON-RPC call; its `result`, or why not. A 1.0 method (`ListTasks`) carries the
+    /// `A2A-Version: 1.0` header, a 0.3 one (`tasks/list`) none (an agent reads no header as 0.3).
+    pub fn call(&self, url: &str, method: &str, params: Value) -> Result<Value, CallError> {
         let body = request_body(method, params);
         let mut req = self
             .calls
             .post(url)
             .header("Content-Type", "application/json");
-        if dialect == Dialect::V1 {
+        if is_1_0(method) {
             req = req.header("A2A-Version", "1.0");
         }
         let mut resp = req
@@ -187,20 +182,14 @@ impl Http {
     }
 
     /// Opens a streaming call (`SubscribeToTask`, `tasks/resubscribe`): its events as lines.
-    pub fn stream(
-        &self,
-        url: &str,
-        dialect: Dialect,
-        method: &str,
-        params: Value,
-    ) -> Result<SseLines, String> {
+    pub fn stream(&self, url: &str, method: &str, params: Value) -> Result<SseLines, String> {
         let body = request_body(method, params);
         let mut req = self
             .streams
             .post(url)
             .header("Content-Type", "application/json")
             .header("Accept", "text/event-stream");
-        if dialect == Dialect::V1 {
+        if is_1_0(method) {
             req = req.header("A2A-Version", "1.0");
         }
         let resp = req
@@ -215,6 +204,11 @@ impl Http {
             reader: BufReader::new(Box::new(reader)),
         })
     }
+}
+
+/// 1.0's method names are words (`SendMessage`); 0.3's are paths (`message/send`).
+fn is_1_0(method: &str) -> bool {
+    !method.contains('/')
 }
 
 fn request_body(method: &str, params: Value) -> String {
