@@ -22,7 +22,9 @@ cargo bench --bench proof -- soak "$soak" | tee -a "$out"
 # first screen, resident memory and frame time (PANTHEON_BENCH_SCALE=1000,10000 to stop earlier).
 # The observe bench: `status` and a `/metrics` scrape on a 100,000-workflow root, and the submit +
 # ack cycle with and without `serve --otlp`.
-for b in conductor bus console mcp nats delivery cost history observe; do
+# The sources bench: an A2A agent of the official Python SDK, its question to the attention item and
+# the operator's answer to the task resumed, next to the SDK's own client.
+for b in conductor bus console mcp nats delivery cost history observe sources; do
   if grep -q 'BENCH ' "benches/$b.rs" 2>/dev/null; then
     cargo bench --bench "$b" 2>/dev/null | grep '^BENCH ' | tee -a "$out" || true
   fi

@@ -5,6 +5,13 @@
   a2a_client.py get URL TASK_ID     prints {"state", "artifacts": [text], "history": [text], "status": text}
   a2a_client.py answer URL TASK_ID CONTEXT_ID TEXT
                                     sends TEXT as the task's next message; prints {"state", "seconds"}
+  a2a_client.py bench URL ROUNDS PER_ROUND
+                                    the benchmark's baseline, the SDK client's own way: PER_ROUND tasks
+                                    at once ("slow:1500"), each followed by a subscription from its
+                                    start; the input-required event's arrival minus the status
+                                    timestamp ("attention_ms"), then each answered in turn with
+                                    send_message: the completed status timestamp minus the send
+                                    ("answer_ms")
 """
 
 import asyncio
@@ -16,7 +23,14 @@ import httpx
 
 from a2a.client import ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_artifact_text, get_message_text, new_text_message
-from a2a.types import GetTaskRequest, Role, SendMessageRequest, TaskState
+from a2a.types import (
+    GetTaskRequest,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    TaskState,
+)
 
 
 def state_name(state: int) -> str:
@@ -36,7 +50,60 @@ async def send(client, message) -> dict:
     return {"id": task.id, "contextId": task.context_id, "state": state_name(task.status.state)}
 
 
+WAITING = (TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED)
+
+
+async def one_task(streaming, polling, out):
+    """Starts a task that works, then asks; measures its question's arrival."""
+    request = SendMessageRequest(
+        message=new_text_message("slow:1500", role=Role.ROLE_USER),
+        configuration=SendMessageConfiguration(return_immediately=True),
+    )
+    first = await polling.send_message(request).__anext__()
+    task = first.task
+    seen = None
+    async for event in streaming.subscribe(SubscribeToTaskRequest(id=task.id)):
+        status = None
+        if event.HasField("status_update"):
+            status = event.status_update.status
+        elif event.HasField("task"):
+            status = event.task.status
+        if status is not None and status.state in WAITING:
+            seen = time.time() - status.timestamp.ToDatetime().timestamp()
+            break
+    out["attention_ms"].append(seen * 1000)
+    return task
+
+
+async def answer(polling, task, out) -> None:
+    """Answers a waiting task (one at a time, as an operator and as the bench's source do)."""
+    message = new_text_message(
+        "Ada", role=Role.ROLE_USER, task_id=task.id, context_id=task.context_id
+    )
+    t0 = time.time()
+    async for _ in polling.send_message(SendMessageRequest(message=message)):
+        pass
+    done = await polling.get_task(GetTaskRequest(id=task.id))
+    out["answer_ms"].append((done.status.timestamp.ToDatetime().timestamp() - t0) * 1000)
+
+
+async def bench(url: str, rounds: int, per_round: int) -> dict:
+    http = httpx.AsyncClient(timeout=30)
+    streaming = await create_client(url, ClientConfig(streaming=True, httpx_client=http))
+    polling = await create_client(url, ClientConfig(streaming=False, httpx_client=http))
+    out = {"attention_ms": [], "answer_ms": []}
+    for _ in range(rounds):
+        tasks = await asyncio.gather(*(one_task(streaming, polling, out) for _ in range(per_round)))
+        for task in tasks:
+            await answer(polling, task, out)
+    return out
+
+
 async def main() -> None:
+    if sys.argv[1] == "bench":
+        out = await bench(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        print(json.dumps(out), flush=True)
+        return
     cmd, url = sys.argv[1], sys.argv[2]
     client = await client_for(url)
     if cmd == "start":
