@@ -104,18 +104,24 @@ fn answer(args: AnswerArgs, root: &Root, origin: &Origin) -> anyhow::Result<Outc
     let act = Act::new("answer_source", &answered.detail)
         .target("source", Some(&args.source))
         .target("item", Some(&args.key));
-    let entry = append_journal(root, origin, &act).map_err(|e| {
-        anyhow::anyhow!(
-            "the answer was sent ({}) but the journal could not record it: {e}; note it by hand",
-            answered.detail
-        )
-    })?;
+    // As every act (docs/PROTOCOL.md 2.8): the journal is written after the act, which stands with
+    // a warning when it cannot be.
+    let seq = match append_journal(root, origin, &act) {
+        Ok(entry) => entry.get("seq").cloned().unwrap_or(Value::Null),
+        Err(e) => {
+            eprintln!(
+                "warning: the answer was sent ({}) but the journal could not record it: {e}",
+                answered.detail
+            );
+            Value::Null
+        }
+    };
     Ok(Outcome::Json(json!({
         "source": args.source,
         "key": answered.key,
         "sent_chars": chars,
         "detail": answered.detail,
-        "journal_seq": entry.get("seq").cloned().unwrap_or(Value::Null),
+        "journal_seq": seq,
     })))
 }
 
