@@ -163,3 +163,100 @@ fn hostile_text_is_bounded_and_flat() {
     let bidi = clean_line("a\u{202e}b", 10);
     assert!(!bidi.contains('\u{202e}'), "{bidi:?}");
 }
+
+mod fuzz {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Text with what a hostile agent would send: escapes, bells, bidirectional overrides, line
+    /// breaks, long runs.
+    fn hostile_text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z ]{0,12}",
+            Just("\u{1b}[2J\u{1b}]0;owned\u{7}".to_owned()),
+            Just("a\u{202e}b\u{2066}c\u{9b}31m".to_owned()),
+            Just("line\r\nbreak\ttab\u{0}nul".to_owned()),
+            Just("TASK_STATE_INPUT_REQUIRED".to_owned()),
+            Just("input-required".to_owned()),
+            Just("ROLE_USER".to_owned()),
+            Just("2026-12-06T14:47:08.650625Z".to_owned()),
+            Just("x".repeat(20_000)),
+        ]
+    }
+
+    /// JSON shaped like A2A's, with the protocol's keys at random places and of random types.
+    fn a2a_like() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            hostile_text().prop_map(Value::String),
+        ];
+        let keys = prop_oneof![
+            Just("id"),
+            Just("contextId"),
+            Just("taskId"),
+            Just("status"),
+            Just("state"),
+            Just("timestamp"),
+            Just("message"),
+            Just("messageId"),
+            Just("history"),
+            Just("role"),
+            Just("parts"),
+            Just("text"),
+            Just("data"),
+            Just("file"),
+            Just("artifacts"),
+            Just("artifactId"),
+            Just("name"),
+            Just("kind"),
+            Just("task"),
+            Just("statusUpdate"),
+            Just("artifactUpdate"),
+        ];
+        leaf.prop_recursive(5, 64, 6, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec((keys.clone(), inner), 0..8).prop_map(|kv| {
+                    Value::Object(kv.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+                }),
+            ]
+        })
+    }
+
+    fn shown_clean(s: &str, body: bool) -> bool {
+        s.chars()
+            .all(|c| !(c.is_control() && !(body && c == '\n')) && !crate::text::is_bidi_control(c))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 10_000, ..ProptestConfig::default() })]
+
+        /// Ten thousand hostile documents: no panic, and nothing shown holds a control character or
+        /// a bidirectional control (the raw JSON is kept as it came).
+        #[test]
+        fn hostile_a2a_json_never_panics_and_shows_no_escape(card in a2a_like(), docs in prop::collection::vec(a2a_like(), 0..4)) {
+            let _ = read_card(card.clone(), "http://h/c.json");
+            let fair = read_card(card_v1(), "http://h/c.json").unwrap();
+            let mut tasks = BTreeMap::new();
+            for d in &docs {
+                apply_event(&mut tasks, d);
+                let _ = attention_key(d);
+            }
+            let snap = snapshot(&fair, "ok", docs.iter().chain(tasks.values()));
+            for t in &snap.tasks {
+                prop_assert!(shown_clean(&t.title, false) && shown_clean(&t.state, false) && shown_clean(&t.id, false), "{t:?}");
+            }
+            for a in &snap.attention {
+                prop_assert!(shown_clean(&a.what, false) && shown_clean(&a.key, false), "{a:?}");
+                prop_assert!(a.what.chars().count() <= 330);
+            }
+            for m in &snap.messages {
+                prop_assert!(shown_clean(&m.body, true) && shown_clean(&m.id, false), "{m:?}");
+                prop_assert!(m.body.chars().count() <= 8 * 1024 + 1);
+            }
+        }
+    }
+}
