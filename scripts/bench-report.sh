@@ -24,7 +24,9 @@ cargo bench --bench proof -- soak "$soak" | tee -a "$out"
 # ack cycle with and without `serve --otlp`. The pause bench: a pause's effect on a god with 10,000
 # waiting dispatches, a resume's rate, and the submit + ack cycle beside a root that never paused.
 # The sources bench: a Claude Code permission request to its attention item, a large team's load.
-for b in conductor bus console mcp nats delivery cost history observe pause sources; do
+# The a2a bench: an A2A agent of the official Python SDK, its question to the attention item and the
+# operator's answer to the task resumed, next to the SDK's own client.
+for b in conductor bus console mcp nats delivery cost history observe pause sources a2a; do
   if grep -q 'BENCH ' "benches/$b.rs" 2>/dev/null; then
     cargo bench --bench "$b" 2>/dev/null | grep '^BENCH ' | tee -a "$out" || true
   fi

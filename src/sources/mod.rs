@@ -2,6 +2,8 @@
 //! Mail, A2A agents (docs/SOURCES.md). A shell module beside `live`: it imports only the engine's
 //! safe reads and the terminal text rules, never the live model, so `live` can carry its states.
 //!
+//! - [`a2a`]: `a2a:AGENT_CARD_URL`, agents speaking A2A (JSON-RPC over HTTP): their tasks, history
+//!   and artifacts, the tasks waiting for a human as answerable attention items.
 //! - [`claude_teams`]: `claude-teams:DIR`, the teams, inboxes and tasks of Claude Code agent teams.
 //! - [`agent_mail`]: `agent-mail:ARCHIVE[,DB]`, MCP Agent Mail's archive and its SQLite, read-only.
 //! - [`hub`]: one thread per source: reads it when its files change (or on its poll), keeps the
@@ -14,6 +16,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+pub mod a2a;
 pub mod agent_mail;
 pub mod claude_teams;
 pub mod files;
@@ -121,17 +124,13 @@ impl std::error::Error for SourceError {}
 /// The kinds `--source` takes, in the order `--help` lists them.
 pub const KINDS: [&str; 3] = ["claude-teams", "agent-mail", "a2a"];
 
-/// Parses `KIND:LOCATION` (the `--source` option) into a source. The sources session writes this; it dispatches on kind and the a2a session's `a2a::A2aSource::new(location)` is called for `a2a:`.
+/// Parses `KIND:LOCATION` (the `--source` option) into a source, opened by its kind's module.
 pub fn open(spec: &str) -> Result<Box<dyn Source>, SourceError> {
     let (kind, location) = split_spec(spec)?;
     match kind {
         "claude-teams" => Ok(Box::new(claude_teams::ClaudeTeams::new(location)?)),
         "agent-mail" => Ok(Box::new(agent_mail::AgentMail::new(location)?)),
-        // The A2A source (`a2a::A2aSource::new(location)`) is its own module; until it is built in,
-        // the kind is named and refused rather than taken for a typo.
-        "a2a" => Err(SourceError::new(format!(
-            "--source {spec}: the a2a source is not part of this build; use claude-teams or agent-mail"
-        ))),
+        "a2a" => Ok(Box::new(a2a::A2aSource::new(location)?)),
         _ => unreachable!("split_spec returns only the kinds of KINDS"),
     }
 }
