@@ -8,6 +8,7 @@ pub mod actor;
 pub mod bridge;
 pub mod cli;
 pub mod console;
+pub mod credentials;
 pub mod demo;
 pub mod http;
 pub mod live;

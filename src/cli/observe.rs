@@ -86,17 +86,27 @@ pub fn status(args: StatusArgs, root: &Root) -> anyhow::Result<Outcome> {
         crate::observe::status_cache::read(root, &rule, now)
     };
     let att = attention(root, now, !args.no_cache);
+    let supervisors = live_supervisors(root, now);
     let exposed = if h.supervisors > 0 {
-        crate::observe::record::exposed(root, &live_supervisors(root, now))
+        crate::observe::record::exposed(root, &supervisors)
     } else {
         Vec::new()
     };
+    // An MCP endpoint beyond loopback: `serve --mcp` (a supervisor) or `mcp --http` (a process).
+    let mcp_exposed = crate::observe::record::mcp_exposed(root, &supervisors);
     let with_exposed = |l: String, tmux: bool| {
         let mut l = match (exposed.is_empty(), tmux) {
             (true, _) => l,
             (false, false) => format!("{l} ⚠metrics"),
             (false, true) => format!("{l} #[fg=red]⚠metrics#[default]"),
         };
+        if !mcp_exposed.is_empty() {
+            l = if tmux {
+                format!("{l} #[fg=red]⚠mcp#[default]")
+            } else {
+                format!("{l} ⚠mcp")
+            };
+        }
         // The history is not being recorded though something should record it.
         if h.recorder_down() {
             l = if tmux {
@@ -108,7 +118,12 @@ pub fn status(args: StatusArgs, root: &Root) -> anyhow::Result<Outcome> {
         l
     };
     match args.format {
-        StatusFormat::Json => Ok(Outcome::Json(status_json(&h, &att, &exposed))),
+        StatusFormat::Json => {
+            let mut v = status_json(&h, &att, &exposed);
+            // `serve --mcp` / `mcp --http` addresses that are not loopback (the line shows `⚠mcp`).
+            v["mcp_exposed"] = mcp_exposed.clone().into();
+            Ok(Outcome::Json(v))
+        }
         StatusFormat::Line => {
             println!("{}", with_exposed(line(&h, att.total(), false), false));
             Ok(Outcome::Exit(ExitCode::SUCCESS))

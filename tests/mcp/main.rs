@@ -11,6 +11,7 @@ mod concurrency;
 #[path = "../common/fixture.rs"]
 mod fixture_root;
 mod foreign;
+mod http;
 mod listing;
 mod schemas;
 #[path = "../common/setup.rs"]
