@@ -368,3 +368,109 @@ fn an_endpoint_beyond_loopback_is_warned_about_and_shown_by_status() {
     let status = root.cli_json(&["status", "--format", "json"]);
     assert_eq!(status["mcp_exposed"], json!([]), "gone at exit: {status:#}");
 }
+
+/// A self-signed certificate for 127.0.0.1 and its key, made by the `openssl` command-line tool.
+fn self_signed(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let out = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+        ])
+        .args(["-nodes", "-days", "2", "-subj", "/CN=pantheon-test"])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("the openssl command-line tool is installed");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (cert, key)
+}
+
+#[test]
+fn tls_from_a_certificate_and_key_serves_https_to_a_client_that_trusts_it() {
+    let certs = tempfile::tempdir().unwrap();
+    let (cert, key) = self_signed(certs.path());
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("credentials");
+    let root = TestRoot::new();
+    root.write("conductor/workflows/mcp-test.yaml", TEST_WORKFLOW);
+    let secret = add_credential(&root, &file, "thoth", "--god");
+    let server = HttpServer::start(
+        root.path(),
+        &[
+            "mcp",
+            "--http",
+            "127.0.0.1:0",
+            "--credentials",
+            file.to_str().unwrap(),
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        server.url.starts_with("https://127.0.0.1:"),
+        "{}",
+        server.url
+    );
+    let steps = [
+        list_tools(),
+        call(
+            "submit_handoff",
+            json!({"handoff": handoff(&handoff_id(0x71), "wf_tls_1", "thoth", "hephaestus", "research", &[])}),
+        ),
+    ];
+    let ca = cert.to_str().unwrap();
+    let r = http_results(&http_session(
+        Sdk::Python,
+        &server.url,
+        Some(&secret),
+        &[("PANTHEON_MCP_CA", ca)],
+        &steps,
+    ));
+    assert_eq!(r[0]["tools"].as_array().unwrap().len(), ALL_TOOLS.len());
+    assert_eq!(ok(&r[1])["status"], "dispatched");
+    let r = http_results(&http_session(
+        Sdk::TypeScript,
+        &server.url,
+        Some(&secret),
+        &[("NODE_EXTRA_CA_CERTS", ca)],
+        &steps[..1],
+    ));
+    assert_eq!(r[0]["tools"].as_array().unwrap().len(), ALL_TOOLS.len());
+    // A client that does not trust the certificate does not get through.
+    let untrusted = http_session(Sdk::Python, &server.url, Some(&secret), &[], &steps[..1]);
+    let e = untrusted["connect_error"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(e.to_lowercase().contains("certificate"), "{untrusted:#}");
+    // Plain HTTP to the TLS port is not served.
+    let plain = server.url.replace("https://", "http://");
+    let r = http_session(Sdk::Python, &plain, Some(&secret), &[], &steps[..1]);
+    assert!(r.get("connect_error").is_some(), "{r:#}");
+
+    let bad = root.pantheon(&[
+        "mcp",
+        "--http",
+        "127.0.0.1:0",
+        "--tls-cert",
+        key.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+    ]);
+    assert_eq!(bad.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.starts_with("error: --tls-cert "), "{err}");
+}
