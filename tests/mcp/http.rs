@@ -474,3 +474,52 @@ fn tls_from_a_certificate_and_key_serves_https_to_a_client_that_trusts_it() {
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.starts_with("error: --tls-cert "), "{err}");
 }
+
+/// 100 official Python clients at once, each its own connection: a submit and an ack each, no
+/// error, and the journal holds each act exactly once.
+#[test]
+fn a_hundred_concurrent_http_clients_submit_and_ack_each_act_journaled_once() {
+    const N: usize = 100;
+    let (root, server) = served(&[]);
+    let out = std::process::Command::new(python())
+        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/python/swarm.py"))
+        .arg(&server.url)
+        .arg(N.to_string())
+        .output()
+        .expect("run the swarm");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["errors"], json!([]), "{report:#}\n{}", server.log());
+    assert_eq!(report["ok"], json!(N), "{report:#}");
+    eprintln!(
+        "{N} clients, submit + ack each: {:.2} s",
+        report["seconds"].as_f64().unwrap()
+    );
+    drop(server);
+
+    let j = root.cli_json(&["journal"]);
+    let entries = j["entries"].as_array().unwrap();
+    let mut seen = std::collections::BTreeMap::<(String, String), usize>::new();
+    for e in entries {
+        let key = match e["action"].as_str().unwrap() {
+            "submit" => e["targets"]["workflow_id"].as_str().unwrap().to_owned(),
+            "ack" => e["targets"]["ack_id"].as_str().unwrap().to_owned(),
+            other => panic!("unexpected act {other}: {e}"),
+        };
+        *seen
+            .entry((e["action"].as_str().unwrap().to_owned(), key))
+            .or_default() += 1;
+    }
+    assert_eq!(entries.len(), 2 * N, "{j:#}");
+    assert_eq!(seen.len(), 2 * N, "no act doubled, none lost");
+    assert!(seen.values().all(|n| *n == 1));
+    assert_eq!(root.cli_json(&["journal", "--verify"])["valid"], true);
+    for i in 0..N {
+        let state = root.cli_json(&["state", &format!("wf_swarm_{i}")]);
+        assert_eq!(state["acks"].as_array().map(Vec::len), Some(1), "{state:#}");
+    }
+}
