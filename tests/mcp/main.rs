@@ -12,6 +12,7 @@ mod concurrency;
 mod fixture_root;
 mod foreign;
 mod http;
+mod inspector;
 mod listing;
 mod remote;
 mod schemas;
