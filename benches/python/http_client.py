@@ -11,6 +11,7 @@ Prints one JSON object: for each variant, the latencies (ms) of N calls.
 """
 
 import asyncio
+import contextlib
 import json
 import sys
 import time
@@ -35,19 +36,14 @@ async def main():
         "http_sse": Client(url, mode="legacy", read_timeout_seconds=60),
     }
     out = {name: {"ms": []} for name in clients}
-    opened = {}
-    for name, c in clients.items():
-        opened[name] = await c.__aenter__()
-    try:
-        for name, c in opened.items():  # warm up: first calls compile schemas, open connections
+    async with contextlib.AsyncExitStack() as stack:
+        opened = {name: await stack.enter_async_context(c) for name, c in clients.items()}
+        for c in opened.values():  # warm up: first calls compile schemas, open connections
             for _ in range(5):
                 await timed(c, god)
         for _ in range(n):
             for name, c in opened.items():
                 out[name]["ms"].append(await timed(c, god))
-    finally:
-        for c in clients.values():
-            await c.__aexit__(None, None, None)
     json.dump(out, sys.stdout)
 
 
