@@ -5,8 +5,8 @@
 //! (`initialize`, protocol versions before 2026-07-28) gets a session (`Mcp-Session-Id`), its answers
 //! as server-sent events with event ids it can resume from (`Last-Event-ID`), and a `GET` stream;
 //! a client of the per-request era (`server/discover`, 2026-07-28) is served statelessly, each
-//! answer as one JSON body (`json_response`), which the official Python client reads about three
-//! times faster than an event stream (docs/MCP.md, "Streamable HTTP"). The `MCP-Protocol-Version`
+//! answer as one JSON body (`json_response`), which the official Python client reads faster than an
+//! event stream (docs/MCP.md, "Figures"). The `MCP-Protocol-Version`
 //! header is checked on every request.
 //!
 //! With `--credentials FILE` every request must carry `Authorization: Bearer SECRET` of a line of

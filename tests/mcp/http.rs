@@ -523,3 +523,26 @@ fn a_hundred_concurrent_http_clients_submit_and_ack_each_act_journaled_once() {
         assert_eq!(state["acks"].as_array().map(Vec::len), Some(1), "{state:#}");
     }
 }
+
+/// A wait longer than the HTTP stack's default 10 s request limit is answered, as a JSON body (the
+/// Python client, per request) and as an event stream (the TypeScript client, in a session).
+#[test]
+fn a_long_wait_for_event_is_answered_over_http() {
+    let (_root, server) = served(&[]);
+    for sdk in BOTH_SDKS {
+        let started = std::time::Instant::now();
+        let r = http_results(&http_session(
+            sdk,
+            &server.url,
+            None,
+            &[],
+            &[call(
+                "wait_for_event",
+                json!({"track": TRACK, "event_pattern": "NEVER_*", "timeout": 12}),
+            )],
+        ));
+        let waited = ok(&r[0]);
+        assert_eq!(waited["matched"], json!(false), "{sdk:?}: {waited:#}");
+        assert!(started.elapsed() >= std::time::Duration::from_secs(12));
+    }
+}
