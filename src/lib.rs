@@ -9,6 +9,7 @@ pub mod approvals;
 pub mod bridge;
 pub mod cli;
 pub mod console;
+pub mod credentials;
 pub mod demo;
 pub mod http;
 pub mod live;

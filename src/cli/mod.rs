@@ -14,6 +14,7 @@ pub mod board;
 pub mod bus;
 pub mod conductor;
 pub mod cost;
+pub mod credentials;
 pub mod journal;
 pub mod observe;
 pub mod record;
@@ -83,8 +84,11 @@ pub enum Command {
     Demo(crate::demo::DemoArgs),
     /// Check every protocol file under the root; prints a JSON report, exits 1 on any error.
     Validate,
-    /// Serve the Conductor and bus tools over MCP on stdio (the root must exist: `init` first).
-    Mcp,
+    /// Serve the Conductor and bus tools over MCP on stdio, or over Streamable HTTP with --http
+    /// (the root must exist: `init` first).
+    Mcp(crate::mcp::McpArgs),
+    /// Credentials for `mcp --http` and `serve --mcp`: `credentials add NAME --god --file FILE`.
+    Credentials(credentials::CredentialsArgs),
     #[command(flatten)]
     Conductor(conductor::ConductorCommand),
     /// The per-track message bus.
@@ -522,7 +526,10 @@ pub fn run(cli: Cli) -> ExitCode {
         }
         Some(Command::Demo(args)) => crate::demo::run(args, cli.root.as_deref()),
         Some(Command::Validate) => run_validate(&root),
-        Some(Command::Mcp) => crate::mcp::serve(root).map(|()| Outcome::Exit(ExitCode::SUCCESS)),
+        Some(Command::Mcp(args)) => {
+            crate::mcp::run(root, args).map(|()| Outcome::Exit(ExitCode::SUCCESS))
+        }
+        Some(Command::Credentials(args)) => credentials::run(args, &root),
         Some(Command::Conductor(cmd)) => conductor::run(cmd, &root, origin),
         Some(Command::Bus(args)) => bus::run(args, &root, origin),
         Some(Command::Board(args)) => board::run(args, &root, origin),

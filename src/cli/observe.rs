@@ -101,16 +101,19 @@ pub fn status(args: StatusArgs, root: &Root, sources: &[String]) -> anyhow::Resu
         crate::observe::status_cache::read(root, &rule, now)
     };
     let att = attention(root, now, !args.no_cache, sources);
+    let supervisors = live_supervisors(root, now);
     let exposed = if h.supervisors > 0 {
-        crate::observe::record::exposed(root, &live_supervisors(root, now))
+        crate::observe::record::exposed(root, &supervisors)
     } else {
         Vec::new()
     };
     let approvals_exposed = if h.supervisors > 0 {
-        crate::observe::record::exposed_kind(root, "approvals", &live_supervisors(root, now))
+        crate::observe::record::exposed_kind(root, "approvals", &supervisors)
     } else {
         Vec::new()
     };
+    // An MCP endpoint beyond loopback: `serve --mcp` (a supervisor) or `mcp --http` (a process).
+    let mcp_exposed = crate::observe::record::mcp_exposed(root, &supervisors);
     let with_exposed = |l: String, tmux: bool| {
         let mut l = match (exposed.is_empty(), tmux) {
             (true, _) => l,
@@ -123,6 +126,13 @@ pub fn status(args: StatusArgs, root: &Root, sources: &[String]) -> anyhow::Resu
             (false, false) => format!("{l} ⚠approvals"),
             (false, true) => format!("{l} #[fg=red]⚠approvals#[default]"),
         };
+        if !mcp_exposed.is_empty() {
+            l = if tmux {
+                format!("{l} #[fg=red]⚠mcp#[default]")
+            } else {
+                format!("{l} ⚠mcp")
+            };
+        }
         // The history is not being recorded though something should record it.
         if h.recorder_down() {
             l = if tmux {
@@ -139,6 +149,8 @@ pub fn status(args: StatusArgs, root: &Root, sources: &[String]) -> anyhow::Resu
             if !approvals_exposed.is_empty() {
                 v["approvals_exposed"] = approvals_exposed.clone().into();
             }
+            // `serve --mcp` / `mcp --http` addresses that are not loopback (the line shows `⚠mcp`).
+            v["mcp_exposed"] = mcp_exposed.clone().into();
             Ok(Outcome::Json(v))
         }
         StatusFormat::Line => {

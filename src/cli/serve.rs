@@ -57,6 +57,22 @@ pub struct ServeArgs {
     /// protobuf, e.g. http://127.0.0.1:4318 (docs/OBSERVABILITY.md, "Traces").
     #[arg(long, value_name = "URL", value_parser = otlp_endpoint)]
     pub otlp: Option<crate::observe::export::Endpoint>,
+    /// Serve the MCP tools over Streamable HTTP at http://ADDR/mcp (PORT alone: 127.0.0.1:PORT), for
+    /// agents on other machines. An address that is not loopback is warned about and shown by
+    /// `pantheon status` (docs/MCP.md, "Streamable HTTP").
+    #[arg(long, value_name = "ADDR", value_parser = crate::http::parse_addr)]
+    pub mcp: Option<std::net::SocketAddr>,
+    /// With --mcp: every request must carry `Authorization: Bearer SECRET` of a principal of FILE
+    /// (`pantheon credentials add`) and acts only within its rights; FILE must lie outside the
+    /// root, readable by its owner only.
+    #[arg(long, value_name = "FILE", requires = "mcp")]
+    pub credentials: Option<PathBuf>,
+    /// With --mcp: serve HTTPS with this PEM certificate chain (and --tls-key).
+    #[arg(long, value_name = "FILE", requires_all = ["mcp", "tls_key"])]
+    pub tls_cert: Option<PathBuf>,
+    /// With --mcp: the PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires_all = ["mcp", "tls_cert"])]
+    pub tls_key: Option<PathBuf>,
 }
 
 /// `--otlp URL`, parsed by clap: a URL it cannot take is bad usage (exit 2).
@@ -346,6 +362,46 @@ fn start_approvals(
     Ok(Some((server, record)))
 }
 
+/// The MCP endpoint of `serve --mcp` (credentials and TLS loaded first), its warning beyond
+/// loopback, and the record `pantheon status` reads.
+fn start_mcp(
+    args: &ServeArgs,
+    root: &Root,
+    id: &str,
+    listener: std::net::TcpListener,
+    out: &mut dyn Write,
+) -> anyhow::Result<(
+    crate::mcp::http::Endpoint,
+    crate::observe::record::MetricsRecord,
+)> {
+    let options = crate::mcp::http::HttpOptions {
+        credentials: args.credentials.clone(),
+        tls: crate::http::TlsFiles::from_flags(args.tls_cert.as_deref(), args.tls_key.as_deref()),
+    };
+    let endpoint = crate::mcp::http::start(root, listener, &options)?;
+    let addr = endpoint.server.local_addr();
+    if let Some(w) = crate::mcp::http::exposure_warning("--mcp", addr, endpoint.authenticated) {
+        eprintln!("{w}");
+        if args.log.is_some() {
+            let _ = writeln!(out, "{} {w}", format_ts(chrono::Utc::now()));
+        }
+    }
+    let _ = writeln!(
+        out,
+        "{} pantheon serve: MCP at {}{}",
+        format_ts(chrono::Utc::now()),
+        endpoint.url,
+        if endpoint.authenticated {
+            " (credentials required)"
+        } else {
+            ""
+        }
+    );
+    let record =
+        crate::observe::record::MetricsRecord::write_mcp(root, id, addr, endpoint.authenticated);
+    Ok((endpoint, record))
+}
+
 /// `pantheon serve`: the supervisor, until SIGTERM or SIGINT.
 pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
     let mut out = super::record::log_sink(args.log.as_ref())?;
@@ -357,6 +413,10 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     };
     let approvals = match args.approvals {
         Some(addr) => Some((addr, crate::http::bind("--approvals", addr)?)),
+        None => None,
+    };
+    let mcp = match args.mcp {
+        Some(addr) => Some(crate::http::bind("--mcp", addr)?),
         None => None,
     };
     let otlp = args.otlp.clone();
@@ -378,6 +438,10 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     // The live model (the console's) behind `/metrics` and `--otlp`, kept current by its own watches.
     let observers = start_observers(&args, root, &id, metrics, otlp, &mut *out)?;
     let approvals = start_approvals(&args, root, &id, approvals, &mut *out)?;
+    let mcp = match mcp {
+        Some(listener) => Some(start_mcp(&args, root, &id, listener, &mut *out)?),
+        None => None,
+    };
     let _ = writeln!(
         out,
         "{started} pantheon serve: supervising {} (heartbeat {})",
@@ -406,6 +470,10 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     if let Some((server, _record)) = approvals {
         server.shutdown();
         crate::engine::remove_approvals_listener(root);
+    }
+    if let Some((endpoint, record)) = mcp {
+        endpoint.server.shutdown();
+        drop(record);
     }
     if let Some(r) = recorder {
         r.stop();

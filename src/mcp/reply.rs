@@ -100,6 +100,12 @@ pub fn refusal(e: &Error) -> CallToolResult {
     failure(e.to_string(), kind, violations)
 }
 
+/// A call outside the caller's rights: `isError: true`, the message naming the right, kind
+/// `forbidden`.
+pub fn forbidden(message: String) -> CallToolResult {
+    failure(message, "forbidden", None)
+}
+
 /// Arguments that do not fit the tool's input schema: `isError: true`, one line per violation.
 pub fn bad_arguments(tool: &str, violations: Vec<String>) -> CallToolResult {
     let violations: Vec<String> = violations.iter().map(|v| clip(v, MAX_LINE)).collect();

@@ -13,11 +13,13 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool_handler};
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use super::check::ArgumentChecks;
-use super::reply;
-use crate::engine::{Conductor, Root};
+use super::{reply, rights};
+use crate::credentials::{Kind, Principal};
+use crate::engine::{Actor, Conductor, Origin, Root};
 
 /// The server's name: hosts show its tools as `conductor.submit_handoff` or
 /// `mcp__conductor__submit_handoff`.
@@ -41,6 +43,11 @@ pub struct ConductorServer {
     pub(super) conductor: Arc<Conductor>,
     tool_router: ToolRouter<Self>,
     checks: ArgumentChecks,
+    /// Who this server acts for: `mcp --as GOD`, or the principal of an HTTP request's credential
+    /// (a server of its own per principal, [`ConductorServer::for_principal`]). `None`: unbound.
+    pub(super) principal: Option<Arc<Principal>>,
+    /// The servers of the principals seen so far, each journaling as its principal.
+    bound: Arc<Mutex<HashMap<String, ConductorServer>>>,
 }
 
 impl std::fmt::Debug for ConductorServer {
@@ -63,6 +70,45 @@ impl ConductorServer {
             root,
             tool_router,
             checks,
+            principal: None,
+            bound: Arc::default(),
+        }
+    }
+
+    /// This server bound to `principal` (`pantheon mcp --as GOD`): every call is checked against
+    /// its rights and journaled as its act.
+    pub fn bound_to(mut self, principal: Principal) -> Self {
+        self.conductor = Arc::new(
+            Conductor::new(self.root.clone())
+                .with_origin(Origin::new(Some(&principal.name), "mcp")),
+        );
+        self.principal = Some(Arc::new(principal));
+        self
+    }
+
+    /// The server acting for `principal` (made once per principal, then reused: its Conductor keeps
+    /// its caches). A credential whose line changed gets a fresh one.
+    fn for_principal(&self, principal: &Principal) -> ConductorServer {
+        let mut bound = self.bound.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(s) = bound.get(&principal.name)
+            && s.principal.as_deref() == Some(principal)
+        {
+            return s.clone();
+        }
+        let mut s = self.clone();
+        s.bound = Arc::default();
+        let s = s.bound_to(principal.clone());
+        bound.insert(principal.name.clone(), s.clone());
+        s
+    }
+
+    /// Who an ack is recorded as being by: the acking god itself when bound to a god (the engine
+    /// then refuses another god's dispatch), the operator for an operator, else the addressee.
+    pub(super) fn acker(&self) -> Actor {
+        match self.principal.as_deref() {
+            Some(p) if p.kind == Kind::God => Actor::God(p.name.clone()),
+            Some(_) => Actor::Operator,
+            None => Actor::Recipient,
         }
     }
 
@@ -109,15 +155,29 @@ impl ServerHandler for ConductorServer {
             tracing::info!(tool = %request.name, ?violations, "arguments refused");
             return Ok(reply::bad_arguments(&request.name, violations).into());
         }
-        if let Some(info) = context.peer.peer_info() {
+        let from_http = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Principal>())
+            .cloned();
+        let server = match from_http {
+            Some(p) => self.for_principal(&p),
+            None => self.clone(),
+        };
+        if let Some(p) = server.principal.as_deref() {
+            if let Some(why) = rights::refusal(p, &request.name, request.arguments.as_ref()) {
+                tracing::info!(tool = %request.name, principal = %p.name, "refused by rights");
+                return Ok(reply::forbidden(why).into());
+            }
+        } else if let Some(info) = context.peer.peer_info() {
             let name = info.client_info.name.as_str();
             if self.conductor.origin().actor != crate::engine::clean_actor(name) {
                 self.conductor
                     .set_origin(crate::engine::Origin::new(Some(name), "mcp"));
             }
         }
-        let call = ToolCallContext::new(self, request, context);
-        self.tool_router.call(call).await
+        let call = ToolCallContext::new(&server, request, context);
+        server.tool_router.call(call).await
     }
 
     fn get_info(&self) -> ServerConfig {

@@ -143,6 +143,20 @@ impl TestRoot {
         self.spawn_session(cmd, steps)
     }
 
+    /// [`TestRoot::start_session`] with variables added to the client's environment (which the
+    /// server it starts inherits).
+    pub fn start_session_env(&self, mode: &str, steps: &[Value], env: &[(&str, &str)]) -> Session {
+        let mut cmd = Command::new(python());
+        cmd.arg(session_script())
+            .arg(pantheon_bin())
+            .arg(self.path())
+            .arg(mode);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        self.spawn_session(cmd, steps)
+    }
+
     /// Starts a session of `sdk`'s official client running `steps`.
     pub fn start_session_with(&self, sdk: Sdk, steps: &[Value]) -> Session {
         match sdk {
@@ -323,4 +337,181 @@ pub fn handoff(id: &str, wf: &str, from: &str, to: &str, step: &str, gates: &[&s
         },
         "routing": {"workflow_definition": "mcp-test", "workflow_version": "1.0.0"},
     })
+}
+
+/// A `pantheon mcp --http` (or `serve --mcp`) process on a test root, stopped with SIGTERM when
+/// dropped; its standard error is kept for a failing test's message.
+pub struct HttpServer {
+    child: Option<Child>,
+    /// Where clients connect: `http://127.0.0.1:PORT/mcp`.
+    pub url: String,
+    log: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl HttpServer {
+    /// Starts `pantheon --root ROOT ARGS…` and waits for the line that says where MCP is served.
+    pub fn start(root: &Path, args: &[&str]) -> Self {
+        use std::io::BufRead;
+        let mut child = Command::new(pantheon_bin())
+            .arg("--root")
+            .arg(root)
+            .args(args)
+            .env_remove("PANTHEON_ROOT")
+            .env("PANTHEON_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start pantheon");
+        let stderr = child.stderr.take().unwrap();
+        let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                for line in std::io::BufReader::new(stderr)
+                    .lines()
+                    .map_while(Result::ok)
+                {
+                    log.lock().unwrap().push_str(&format!("{line}\n"));
+                    if let Some(at) = line.find("http://").or_else(|| line.find("https://"))
+                        && line.contains("/mcp")
+                    {
+                        let url = line[at..].split_whitespace().next().unwrap().to_owned();
+                        let _ = tx.send(url);
+                    }
+                }
+            });
+        }
+        let url = match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+            Ok(url) => url,
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "pantheon {args:?} never said where it serves MCP:\n{}",
+                    log.lock().unwrap()
+                );
+            }
+        };
+        Self {
+            child: Some(child),
+            url,
+            log,
+        }
+    }
+
+    /// What the server wrote to standard error so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Stops it with SIGTERM and returns its exit status (killed after 20 s).
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        self.stop_now().expect("the server was running")
+    }
+
+    fn stop_now(&mut self) -> Option<std::process::ExitStatus> {
+        let mut child = self.child.take()?;
+        // SAFETY: kill only sends a signal to our own child.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Some(status);
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                return child.wait().ok();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        self.stop_now();
+    }
+}
+
+/// One official client's session over Streamable HTTP to `url`, with `token` as its bearer
+/// credential: the raw report (`{server, results}`, or `{connect_error}` when the server refused the
+/// connection). `env` adds variables (a CA to trust, a client name).
+pub fn http_session(
+    sdk: Sdk,
+    url: &str,
+    token: Option<&str>,
+    env: &[(&str, &str)],
+    steps: &[Value],
+) -> Value {
+    let mut cmd = match sdk {
+        Sdk::Python => {
+            let mut c = Command::new(python());
+            c.arg(session_script()).arg(url).arg("-").arg("auto");
+            c
+        }
+        Sdk::TypeScript => {
+            let mut c = Command::new("node");
+            c.arg(crate::setup::node_client_dir().join("session.mjs"))
+                .arg(url)
+                .arg("-");
+            c
+        }
+    };
+    cmd.env_remove("PANTHEON_MCP_TOKEN");
+    if let Some(t) = token {
+        cmd.env("PANTHEON_MCP_TOKEN", t);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the MCP client");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&serde_json::to_vec(steps).unwrap())
+        .unwrap();
+    let out = child.wait_with_output().expect("wait for the client");
+    assert!(
+        out.status.success(),
+        "the {sdk:?} client failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "the {sdk:?} client's output is not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// The results of an HTTP session that connected (fails the test with the report otherwise).
+pub fn http_results(report: &Value) -> Vec<Value> {
+    assert!(
+        report.get("connect_error").is_none(),
+        "the session did not connect: {report:#}"
+    );
+    report["results"].as_array().cloned().unwrap_or_default()
+}
+
+/// Adds a principal with `pantheon credentials add` and returns its secret.
+pub fn add_credential(root: &TestRoot, file: &Path, name: &str, kind: &str) -> String {
+    let v = root.cli_json(&[
+        "credentials",
+        "add",
+        name,
+        kind,
+        "--file",
+        file.to_str().unwrap(),
+    ]);
+    v["secret"].as_str().expect("a secret").to_owned()
 }

@@ -53,6 +53,33 @@ fn every_tool_result_fits_its_declared_output_schema() {
     let root = TestRoot::new();
     root.write("conductor/workflows/mcp-test.yaml", TEST_WORKFLOW);
     root.init_track(TRACK);
+    let steps = every_tool_steps(TRACK);
+    let report = root.session(&steps);
+    if std::env::var_os("PANTHEON_DUMP_RESULTS").is_some() {
+        for (step, result) in steps.iter().zip(&report.results) {
+            eprintln!("{}: {}", step["tool"], result["structured"]);
+        }
+    }
+    all_fit(&steps, &report.results);
+}
+
+/// Every result is a success that fits its tool's schema, and every tool was called.
+pub fn all_fit(steps: &[Value], results: &[Value]) {
+    assert_eq!(steps.len(), results.len(), "one result per step");
+    let mut covered: Vec<&str> = Vec::new();
+    for (step, result) in steps.iter().zip(results) {
+        let tool = step["tool"].as_str().unwrap();
+        ok(result);
+        covered.push(tool);
+    }
+    covered.sort();
+    covered.dedup();
+    assert_eq!(covered, ALL_TOOLS, "every tool's result is checked");
+}
+
+/// A call of every tool with arguments it accepts, in an order where each succeeds, on a root
+/// with [`TEST_WORKFLOW`] and the bus of `track`.
+pub fn every_tool_steps(track: &str) -> Vec<Value> {
     let wf = "wf_schemas_1";
     let h1 = handoff_id(0x5c1);
     let directors = ["CA", "CPO", "CSO", "COO", "CXO"];
@@ -85,77 +112,63 @@ fn every_tool_result_fits_its_declared_output_schema() {
         call("cleanup", json!({"workflow_id": wf, "dry_run": true})),
         call(
             "post_message",
-            json!({"track": TRACK, "msg_type": "TASK_COMPLETE", "source": "w1",
+            json!({"track": track, "msg_type": "TASK_COMPLETE", "source": "w1",
                    "payload": {"task_id": "1.1"}}),
         ),
-        call("read_messages", json!({"track": TRACK})),
+        call("read_messages", json!({"track": track})),
         call(
             "acquire_lock",
-            json!({"track": TRACK, "filepath": "src/a.rs", "worker_id": "w1"}),
+            json!({"track": track, "filepath": "src/a.rs", "worker_id": "w1"}),
         ),
         call(
             "release_lock",
-            json!({"track": TRACK, "filepath": "src/a.rs", "worker_id": "w1"}),
+            json!({"track": track, "filepath": "src/a.rs", "worker_id": "w1"}),
         ),
         call(
             "update_worker_status",
-            json!({"track": TRACK, "worker_id": "w1", "task_id": "1.2", "status": "RUNNING",
+            json!({"track": track, "worker_id": "w1", "task_id": "1.2", "status": "RUNNING",
                    "progress_pct": 10, "current_subtask": "reading"}),
         ),
         call(
             "wait_for_event",
-            json!({"track": TRACK, "event_pattern": "TASK_COMPLETE_*", "timeout": 5}),
+            json!({"track": track, "event_pattern": "TASK_COMPLETE_*", "timeout": 5}),
         ),
-        call("detect_deadlocks", json!({"track": TRACK})),
+        call("detect_deadlocks", json!({"track": track})),
         call(
             "board_open",
-            json!({"track": TRACK, "checkpoint": "EVALUATE_PLAN", "proposal": "Ship it"}),
+            json!({"track": track, "checkpoint": "EVALUATE_PLAN", "proposal": "Ship it"}),
         ),
-        call("board_status", json!({"track": TRACK})),
+        call("board_status", json!({"track": track})),
     ];
     for d in directors {
         steps.push(call(
             "board_assess",
-            json!({"track": TRACK, "director": d, "verdict": "APPROVE", "score": 8}),
+            json!({"track": track, "director": d, "verdict": "APPROVE", "score": 8}),
         ));
     }
-    steps.push(call("board_advance", json!({"track": TRACK})));
+    steps.push(call("board_advance", json!({"track": track})));
     steps.push(call(
         "board_discuss",
-        json!({"track": TRACK, "from": "CA", "to": "ALL", "msg_type": "AGREE", "message": "ok"}),
+        json!({"track": track, "from": "CA", "to": "ALL", "msg_type": "AGREE", "message": "ok"}),
     ));
-    steps.push(call("board_next_round", json!({"track": TRACK})));
+    steps.push(call("board_next_round", json!({"track": track})));
     steps.push(call(
         "board_advance",
-        json!({"track": TRACK, "force": true}),
+        json!({"track": track, "force": true}),
     ));
     for d in directors {
         steps.push(call(
             "board_vote",
-            json!({"track": TRACK, "director": d, "final_verdict": "APPROVE", "confidence": 0.9}),
+            json!({"track": track, "director": d, "final_verdict": "APPROVE", "confidence": 0.9}),
         ));
     }
     steps.push(call(
         "board_resolve",
-        json!({"track": TRACK, "force": true}),
+        json!({"track": track, "force": true}),
     ));
-    steps.push(call("board_status", json!({"track": TRACK})));
+    steps.push(call("board_status", json!({"track": track})));
 
-    let report = root.session(&steps);
-    if std::env::var_os("PANTHEON_DUMP_RESULTS").is_some() {
-        for (step, result) in steps.iter().zip(&report.results) {
-            eprintln!("{}: {}", step["tool"], result["structured"]);
-        }
-    }
-    let mut covered: Vec<&str> = Vec::new();
-    for (step, result) in steps.iter().zip(&report.results) {
-        let tool = step["tool"].as_str().unwrap();
-        ok(result);
-        covered.push(tool);
-    }
-    covered.sort();
-    covered.dedup();
-    assert_eq!(covered, ALL_TOOLS, "every tool's result is checked");
+    steps
 }
 
 /// `check_inbox` and `list_pending` page (`limit`, `cursor`, `next_cursor`, `count`

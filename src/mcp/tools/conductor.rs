@@ -130,10 +130,8 @@ impl ConductorServer {
     )]
     async fn ack_handoff(&self, Parameters(a): Parameters<AckHandoff>) -> CallToolResult {
         let conductor = self.conductor.clone();
-        blocking("ack_handoff", move || {
-            conductor.ack_handoff(&a.ack, Actor::Recipient)
-        })
-        .await
+        let by = self.acker();
+        blocking("ack_handoff", move || conductor.ack_handoff(&a.ack, by)).await
     }
 
     /// The full state of a workflow instance: status, current step, who it is dispatched to, the
@@ -222,8 +220,9 @@ impl ConductorServer {
     )]
     async fn abort_workflow(&self, Parameters(a): Parameters<AbortWorkflow>) -> CallToolResult {
         let conductor = self.conductor.clone();
+        let bound = self.principal.as_ref().map(|p| p.name.clone());
         blocking("abort_workflow", move || {
-            let by = Actor::God(a.by.unwrap_or_else(|| DEFAULT_ABORTED_BY.into()));
+            let by = Actor::God(a.by.or(bound).unwrap_or_else(|| DEFAULT_ABORTED_BY.into()));
             conductor.abort_workflow(&WorkflowId::parse(&a.workflow_id)?, &a.reason, by)
         })
         .await

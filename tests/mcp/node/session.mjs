@@ -3,6 +3,13 @@
 // would.
 //
 // Usage: node session.mjs PANTHEON_BINARY ROOT < steps.json > results.json
+//        node session.mjs URL - < steps.json > results.json
+//
+// With a URL (`http://…/mcp`) in place of the binary, the session connects to a running server with
+// the SDK's `StreamableHTTPClientTransport`; `PANTHEON_MCP_TOKEN`, when set, is sent as
+// `Authorization: Bearer TOKEN` (Node's `NODE_EXTRA_CA_CERTS` trusts a test's certificate). A
+// connection the server refuses (e.g. HTTP 401) is reported as `{"connect_error": {"status",
+// "message"}}` instead of the usual report.
 //
 // The steps and the report are those of ../python/session.py (`list_tools`, `call`, `gather`), so
 // the Rust tests run one sequence through both official clients. A `call` is made with
@@ -17,6 +24,7 @@
 import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport, getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 
 const REFUSAL_META = "pantheon/refusal";
@@ -94,14 +102,29 @@ async function runStep(client, step) {
 async function main() {
   const [binary, root] = process.argv.slice(2);
   const steps = JSON.parse(readFileSync(0, "utf8"));
-  const transport = new StdioClientTransport({
-    command: binary,
-    args: ["--root", root, "mcp"],
-    env: { ...getDefaultEnvironment(), PANTHEON_LOG: process.env.PANTHEON_LOG ?? "warn" },
-    stderr: "inherit",
-  });
-  const client = new Client({ name: "pantheon-tests-ts", version: "1.0.0" });
-  await client.connect(transport, REQUEST);
+  const http = /^https?:\/\//.test(binary);
+  let transport;
+  if (http) {
+    const token = process.env.PANTHEON_MCP_TOKEN;
+    const headers = token ? { Authorization: `Bearer ${token}` } : {};
+    transport = new StreamableHTTPClientTransport(new URL(binary), { requestInit: { headers } });
+  } else {
+    transport = new StdioClientTransport({
+      command: binary,
+      args: ["--root", root, "mcp"],
+      env: { ...getDefaultEnvironment(), PANTHEON_LOG: process.env.PANTHEON_LOG ?? "warn" },
+      stderr: "inherit",
+    });
+  }
+  const client = new Client({ name: process.env.PANTHEON_MCP_CLIENT ?? "pantheon-tests-ts", version: "1.0.0" });
+  try {
+    await client.connect(transport, REQUEST);
+  } catch (e) {
+    if (!http) throw e;
+    const status = e?.code ?? null;
+    process.stdout.write(JSON.stringify({ connect_error: { status: Number.isInteger(status) ? status : null, message: String(e).slice(0, 2000) } }));
+    return;
+  }
   const info = client.getServerVersion();
   const server = {
     name: info?.name ?? null,

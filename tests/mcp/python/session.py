@@ -1,6 +1,15 @@
 """Drives one `pantheon mcp` server through the official MCP Python SDK, as an MCP host would.
 
 Usage: session.py PANTHEON_BINARY ROOT [MODE] < steps.json > results.json
+       session.py URL - [MODE] < steps.json > results.json
+
+With a URL (`http://…/mcp` or `https://…/mcp`) in place of the binary, the session connects to a
+running server over Streamable HTTP with the SDK's `streamable_http_client`; `PANTHEON_MCP_TOKEN`, when
+set, is sent as `Authorization: Bearer TOKEN`, and `PANTHEON_MCP_CA` names a PEM file of the
+certificate authority to trust (a test's self-signed certificate). A connection the server refuses
+(e.g. HTTP 401) is reported as `{"connect_error": {"status": int | null, "message": str}}` instead
+of the usual report. `PANTHEON_MCP_ARGS`, a JSON list, adds arguments to a stdio server's command
+line (`["--as", "thoth"]`).
 
 The same steps run through the official TypeScript SDK with ../node/session.mjs.
 
@@ -34,11 +43,15 @@ e.g. the server dies.
 
 import asyncio
 import json
+import os
+import ssl
 import sys
 
+import httpx2
 import jsonschema
 
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 
@@ -107,13 +120,52 @@ async def run_step(client, step):
     raise ValueError(f"unknown step op {op!r}")
 
 
+def http_target(url):
+    """The SDK's streamable HTTP transport to `url`, with the test's token and trusted CA."""
+    headers = {}
+    token = os.environ.get("PANTHEON_MCP_TOKEN")
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    ca = os.environ.get("PANTHEON_MCP_CA")
+    verify = ssl.create_default_context(cafile=ca) if ca else True
+    http = httpx2.AsyncClient(headers=headers, verify=verify, timeout=httpx2.Timeout(30, read=300))
+    return streamable_http_client(url, http_client=http)
+
+
+def status_of(error):
+    """The HTTP status behind a connection failure, looking inside exception groups."""
+    stack = [error]
+    while stack:
+        e = stack.pop()
+        response = getattr(e, "response", None)
+        if response is not None and getattr(response, "status_code", None):
+            return response.status_code
+        stack.extend(getattr(e, "exceptions", ()))
+        if e.__cause__ is not None:
+            stack.append(e.__cause__)
+        if e.__context__ is not None:
+            stack.append(e.__context__)
+    return None
+
+
 async def main():
     binary, root = sys.argv[1], sys.argv[2]
     mode = sys.argv[3] if len(sys.argv) > 3 else "auto"
     steps = json.load(sys.stdin)
-    params = StdioServerParameters(command=binary, args=["--root", root, "mcp"])
+    if binary.startswith(("http://", "https://")):
+        try:
+            await run_session(http_target(binary), mode, steps)
+        except Exception as e:  # noqa: BLE001 - reported for the test to judge
+            json.dump({"connect_error": {"status": status_of(e), "message": repr(e)[:2000]}}, sys.stdout)
+        return
+    extra = json.loads(os.environ.get("PANTHEON_MCP_ARGS", "[]"))
+    params = StdioServerParameters(command=binary, args=["--root", root, "mcp", *extra])
+    await run_session(params, mode, steps)
+
+
+async def run_session(target, mode, steps):
     results = []
-    async with Client(params, mode=mode, read_timeout_seconds=120) as client:
+    async with Client(target, mode=mode, read_timeout_seconds=120) as client:
         server = {
             "name": client.server_info.name if client.server_info else None,
             "version": client.server_info.version if client.server_info else None,
