@@ -102,9 +102,7 @@ fn list(with_detail: bool, specs: &[String]) -> anyhow::Result<Outcome> {
         .iter()
         .map(|s| {
             let mut v = s.to_json();
-            if with_detail
-                && let Some(m) = v.as_object_mut()
-            {
+            if with_detail && let Some(m) = v.as_object_mut() {
                 m.insert("detail".into(), detail(s));
             }
             v
