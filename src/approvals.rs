@@ -24,8 +24,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use crate::engine::{
-    ApprovalChannel, Budget, Conductor, LinkDecision, LinkReceipt, LinkView, Origin, RedeemRequest,
-    Root,
+    ApprovalChannel, Budget, Conductor, LinkDecision, LinkKey, LinkReceipt, LinkView, Origin,
+    RedeemRequest, Root,
 };
 
 /// The SSH signature namespace a signature over a link must be made in.
@@ -41,15 +41,105 @@ pub enum Approver {
     SshSigners(PathBuf),
 }
 
+/// Where the operator's link key is kept: `$PANTHEON_LINK_KEY_FILE`, else
+/// `$XDG_CONFIG_HOME/pantheon/link-key`, else `~/.config/pantheon/link-key`.
+pub fn link_key_path() -> Option<PathBuf> {
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    env("PANTHEON_LINK_KEY_FILE")
+        .or_else(|| env("XDG_CONFIG_HOME").map(|d| d.join("pantheon").join("link-key")))
+        .or_else(|| env("HOME").map(|h| h.join(".config").join("pantheon").join("link-key")))
+}
+
+/// The operator's link key (docs/PROTOCOL.md §2.15), made on first use (256 random bits, 64 hex
+/// digits, mode 0600 in a directory made 0700). Refused when the file lies inside the root (a
+/// writer of the root could read it), is a link, or others may read it.
+pub fn link_key(root: &Root) -> anyhow::Result<LinkKey> {
+    let path = link_key_path().ok_or_else(|| {
+        anyhow::anyhow!("no place for the approval links' key: set PANTHEON_LINK_KEY_FILE or HOME")
+    })?;
+    link_key_at(&path, root)
+}
+
+/// [`link_key`] kept at `path`.
+pub fn link_key_at(path: &std::path::Path, root: &Root) -> anyhow::Result<LinkKey> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+    let shown = path.display().to_string();
+    if let Some(parent) = path.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(parent)
+            .map_err(|e| anyhow::anyhow!("cannot make {}: {e}", parent.display()))?;
+        let (dir, root_dir) = (parent.canonicalize()?, root.dir.canonicalize()?);
+        if dir.starts_with(&root_dir) {
+            anyhow::bail!(
+                "the approval links' key {shown} lies inside the root {}: a writer of the root could \
+                 read it; keep it in the operator's own directory (PANTHEON_LINK_KEY_FILE)",
+                root.dir.display()
+            );
+        }
+    }
+    for _ in 0..2 {
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+        {
+            Ok(mut f) => {
+                let meta = f.metadata()?;
+                if !meta.is_file() || meta.mode() & 0o077 != 0 {
+                    anyhow::bail!(
+                        "the approval links' key {shown} is not a private file (it must be a regular \
+                         file only its owner can read: chmod 600 {shown})"
+                    );
+                }
+                let mut text = String::new();
+                std::io::Read::read_to_string(&mut std::io::Read::take(&mut f, 256), &mut text)?;
+                return LinkKey::from_hex(&text).ok_or_else(|| {
+                    anyhow::anyhow!("the approval links' key {shown} is not 64 hex digits: remove it to make a new one (outstanding links end)")
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let key = LinkKey::generate();
+                match std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .custom_flags(libc::O_NOFOLLOW)
+                    .open(path)
+                {
+                    Ok(mut f) => {
+                        f.write_all(format!("{}\n", key.to_hex()).as_bytes())?;
+                        f.sync_all()?;
+                        return Ok(key);
+                    }
+                    // Another process made it first: read theirs.
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                    Err(e) => anyhow::bail!("cannot make the approval links' key {shown}: {e}"),
+                }
+            }
+            Err(e) => anyhow::bail!("cannot read the approval links' key {shown}: {e}"),
+        }
+    }
+    anyhow::bail!("cannot read the approval links' key {shown}")
+}
+
 /// What the handlers share.
 #[derive(Clone)]
 struct Ctx {
     root: Root,
     approver: Approver,
+    key: LinkKey,
 }
 
 /// The routes of `serve --approvals`.
-pub fn routes(root: Root, approver: Approver) -> Router {
+/// `key`: the operator's link key ([`link_key`]); only the links it signed are honoured.
+pub fn routes(root: Root, approver: Approver, key: LinkKey) -> Router {
     Router::new()
         .route("/a/{token}", get(page).post(decide))
         .route(
@@ -57,17 +147,23 @@ pub fn routes(root: Root, approver: Approver) -> Router {
             get(|| async { "pantheon serve: approval links at /a/TOKEN\n" }),
         )
         .fallback(|| async { (StatusCode::NOT_FOUND, "not found\n") })
-        .with_state(Arc::new(Ctx { root, approver }))
+        .with_state(Arc::new(Ctx {
+            root,
+            approver,
+            key,
+        }))
 }
 
-fn conductor(root: &Root, channel: ApprovalChannel) -> Conductor {
-    Conductor::new(root.clone()).with_origin(Origin::new(None, channel.as_str()))
+fn conductor(ctx: &Ctx, channel: ApprovalChannel) -> Conductor {
+    Conductor::new(ctx.root.clone())
+        .with_origin(Origin::new(None, channel.as_str()))
+        .with_link_key(ctx.key.clone())
 }
 
 /// `GET /a/TOKEN`: the held item and the form, or why the link would be refused.
 async fn page(State(ctx): State<Arc<Ctx>>, Path(token): Path<String>) -> Response {
     let view = tokio::task::spawn_blocking(move || {
-        conductor(&ctx.root, ApprovalChannel::Http)
+        conductor(&ctx, ApprovalChannel::Http)
             .view_link(&token)
             .map(|v| render_page(&v, &token, &ctx.approver))
     })
@@ -94,9 +190,9 @@ async fn decide(State(ctx): State<Arc<Ctx>>, Path(token): Path<String>, body: By
             Some("ntfy") => ApprovalChannel::Ntfy,
             _ => ApprovalChannel::Http,
         };
-        let approver = check_approver(&ctx.approver, &ctx.root, &token, &form)?;
+        let approver = check_approver(&ctx, &token, &form)?;
         let raise = raise_of(&form)?;
-        conductor(&ctx.root, channel)
+        conductor(&ctx, channel)
             .redeem_link(&RedeemRequest {
                 token: token.clone(),
                 expect_handoff: form.get("handoff").cloned(),
@@ -131,12 +227,11 @@ async fn decide(State(ctx): State<Arc<Ctx>>, Path(token): Path<String>, body: By
 
 /// The approver the request proves, or why it proves none.
 fn check_approver(
-    approver: &Approver,
-    root: &Root,
+    ctx: &Ctx,
     token: &str,
     form: &HashMap<String, String>,
 ) -> Result<Option<String>, String> {
-    match approver {
+    match &ctx.approver {
         Approver::Link => Ok(None),
         Approver::SshSigners(file) => {
             let principal = form
@@ -147,7 +242,7 @@ fn check_approver(
                 .get("signature")
                 .filter(|s| !s.trim().is_empty())
                 .ok_or("this listener requires a signed decision: give principal and signature")?;
-            let digest = conductor(root, ApprovalChannel::Http)
+            let digest = conductor(ctx, ApprovalChannel::Http)
                 .view_link(token)
                 .map(|v| v.record.content_sha256)
                 .ok_or("this link is unknown")?;
@@ -160,10 +255,16 @@ fn check_approver(
 /// The `--on-attention` hook's links: for a held item, when a listener is recorded in the root, a
 /// fresh pair minted for this notification (channel `hook`, the default lifetime) as
 /// `{approve_url, reject_url, expires_at}`; nothing for any other item, or when minting is refused
-/// (a pause-held item, no listener).
-pub fn hook_links(root: Root) -> crate::console::hook::Enrich {
+/// (a pause-held item, no listener). `key`: the operator's ([`link_key`]); without one no link is
+/// minted (a listener would refuse it).
+pub fn hook_links(root: Root, key: Option<LinkKey>) -> crate::console::hook::Enrich {
     let c = Conductor::new(root).with_origin(Origin::new(None, "console"));
+    let c = match key {
+        Some(k) => Some(c.with_link_key(k)),
+        None => None,
+    };
     Arc::new(move |item: &crate::live::attention::Item| {
+        let c = c.as_ref()?;
         if item.kind != crate::live::attention::Kind::Held {
             return None;
         }

@@ -397,6 +397,10 @@ fn mint_link(
         Some(t) => crate::engine::time::parse_duration_checked("--ttl", t)?,
         None => crate::engine::DEFAULT_LINK_TTL,
     };
+    // Signed with the operator's key, which the listener checks (docs/PROTOCOL.md §2.15).
+    let c = Conductor::new(c.root().clone())
+        .with_origin(c.origin())
+        .with_link_key(crate::approvals::link_key(c.root())?);
     let m = c.mint_link(&crate::engine::LinkRequest {
         handoff_id: hid.clone(),
         ttl,

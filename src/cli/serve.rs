@@ -345,7 +345,7 @@ fn start_approvals(
     let server = crate::http::Server::start(
         "approvals-http",
         listener,
-        crate::approvals::routes(root.clone(), approver),
+        crate::approvals::routes(root.clone(), approver, crate::approvals::link_key(root)?),
         crate::http::Limits {
             max_body_bytes: 64 * 1024,
             ..crate::http::Limits::default()

@@ -306,8 +306,14 @@ fn start_hook(
     let cmd = notifier.settings.on_attention.as_ref()?;
     // A held item's line carries a fresh pair of approval links when a listener is recorded (a
     // read-only console mints none: minting writes into the root).
-    let enrich = (!app.read_only())
-        .then(|| crate::approvals::hook_links(crate::engine::Root::at(&app.snapshot.root)));
+    let enrich = (!app.read_only()).then(|| {
+        let root = crate::engine::Root::at(&app.snapshot.root);
+        let key = crate::approvals::link_key(&root);
+        if let Err(e) = &key {
+            tracing::warn!("no approval links in the hook's lines: {e}");
+        }
+        crate::approvals::hook_links(root, key.ok())
+    });
     match super::hook::HookRunner::start_enriched(
         cmd.clone(),
         super::hook::HOOK_TIMEOUT,

@@ -348,7 +348,17 @@ fn the_documented_ntfy_hook_gets_action_buttons_that_approve_through_the_listene
         .collect();
     let line = pantheon::console::notify::hook_input_with(
         &items,
-        Some(&pantheon::approvals::hook_links(root)),
+        Some(&pantheon::approvals::hook_links(
+            root.clone(),
+            // The operator's key, where the listener (run with this HOME) keeps it.
+            Some(
+                pantheon::approvals::link_key_at(
+                    &env.home.join(".config/pantheon/link-key"),
+                    &root,
+                )
+                .unwrap(),
+            ),
+        )),
     );
     assert!(line.contains("approve_url"), "{line}");
     let mut hook = Command::new("sh")

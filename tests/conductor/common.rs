@@ -51,6 +51,8 @@ impl Env {
             "CONDUCTOR_HANDOFFS_DIR",
             "PANTHEON_CLEANUP_ROOTS",
             "PANTHEON_TEST_CRASH_AT",
+            "PANTHEON_LINK_KEY_FILE",
+            "XDG_CONFIG_HOME",
         ] {
             c.env_remove(v);
         }

@@ -55,8 +55,8 @@ pub use crate::{
     conductor::admin::DEFAULT_GODS,
     conductor::approvals::{
         Channel as ApprovalChannel, DEFAULT_LINK_TTL, Ended as LinkEnded,
-        KEEP_ENDED as LINK_KEEP_ENDED, LinkDecision, LinkEntry, LinkRecord, LinkRequest, LinkView,
-        ListenerRecord as ApprovalsListener, MAX_LINK_TTL, MAX_LINKS, MintedLink,
+        KEEP_ENDED as LINK_KEEP_ENDED, LinkDecision, LinkEntry, LinkKey, LinkRecord, LinkRequest,
+        LinkView, ListenerRecord as ApprovalsListener, MAX_LINK_TTL, MAX_LINKS, MintedLink,
         Receipt as LinkReceipt, RedeemRequest, Refusal as LinkRefusal, is_token_shaped,
         read_listener as read_approvals_listener, remove_listener as remove_approvals_listener,
         token_sha256, write_listener as write_approvals_listener,

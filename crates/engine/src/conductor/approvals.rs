@@ -80,6 +80,8 @@ crate::words::words! {
     pub Refusal {
         /// No record of this token (never minted, or cleaned a day after it ended).
         Unknown = "unknown",
+        /// A record the operator's key did not sign (planted in the root by someone else).
+        Forged = "forged",
         /// Past its expiry.
         Expired = "expired",
         /// The token names another held item than the one the request names.
@@ -190,6 +192,100 @@ pub struct LinkRecord {
     /// How it ended (absent while open).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended: Option<Ended>,
+    /// HMAC-SHA256 (hex) of the binding under the operator's key ([`LinkKey`]): what makes a record
+    /// the operator's, not one planted by a writer of the root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<String>,
+}
+
+/// The operator's secret for approval links (256 bits), kept outside the root (the shell keeps it in
+/// the operator's own config directory): the records it signs are the only ones a keyed handle
+/// honours, so a writer of the root who cannot read it cannot plant a link of its own.
+#[derive(Clone)]
+pub struct LinkKey([u8; 32]);
+
+impl std::fmt::Debug for LinkKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LinkKey(…)")
+    }
+}
+
+impl LinkKey {
+    /// A fresh random key.
+    pub fn generate() -> Self {
+        let mut b = [0u8; 32];
+        rand::rng().fill_bytes(&mut b);
+        Self(b)
+    }
+
+    /// The key as 64 hex digits (how the shell stores it).
+    pub fn to_hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// A key from its 64 hex digits (surrounding white space ignored).
+    pub fn from_hex(s: &str) -> Option<Self> {
+        let s = s.trim();
+        if s.len() != 64 || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        let mut b = [0u8; 32];
+        for (i, out) in b.iter_mut().enumerate() {
+            *out = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+        }
+        Some(Self(b))
+    }
+
+    /// The HMAC over the record's binding: every field, one a line (`ended` and `mac` are not).
+    fn hmac_of(&self, r: &LinkRecord) -> hmac::Hmac<Sha256> {
+        use hmac::Mac;
+        let mut m = <hmac::Hmac<Sha256> as Mac>::new_from_slice(&self.0)
+            .expect("HMAC takes a key of any length");
+        let raises = r.raises.to_string();
+        let fields = [
+            r.token_sha256.as_str(),
+            r.pair_sha256.as_str(),
+            r.handoff_id.as_str(),
+            r.workflow_id.as_str(),
+            r.step.as_str(),
+            r.god.as_str(),
+            r.held_path.as_str(),
+            r.content_sha256.as_str(),
+            r.state_sha256.as_str(),
+            r.dispatch_id.as_deref().unwrap_or(""),
+            r.budgets_sha256.as_deref().unwrap_or(""),
+            raises.as_str(),
+            r.decision.as_str(),
+            r.minted_at.as_str(),
+            r.expires_at.as_str(),
+            r.channel.as_str(),
+        ];
+        for f in fields {
+            m.update(f.as_bytes());
+            m.update(b"\n");
+        }
+        m
+    }
+
+    /// The record's MAC, hex.
+    fn mac(&self, r: &LinkRecord) -> String {
+        use hmac::Mac;
+        self.hmac_of(r)
+            .finalize()
+            .into_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    /// Whether `r` carries this key's MAC (verified in constant time).
+    fn signed(&self, r: &LinkRecord) -> bool {
+        use hmac::Mac;
+        match r.mac.as_deref().and_then(LinkKey::from_hex) {
+            Some(given) => self.hmac_of(r).verify_slice(&given.0).is_ok(),
+            None => false,
+        }
+    }
 }
 
 /// What a redeem brings.
@@ -500,6 +596,7 @@ impl Conductor {
             expires_at: format_ts(until),
             channel: req.channel.as_str().to_owned(),
             ended: None,
+            mac: None,
         };
         for (mine, other, decision) in [
             (&approve, &reject, LinkDecision::Approve),
@@ -510,6 +607,10 @@ impl Conductor {
                 pair_sha256: token_sha256(other),
                 decision,
                 ..base.clone()
+            };
+            let rec = LinkRecord {
+                mac: self.link_key().map(|k| k.mac(&rec)),
+                ..rec
             };
             write_json(root, &record_path(root, &rec.token_sha256), &rec)?;
         }
@@ -522,6 +623,11 @@ impl Conductor {
             minted_at: base.minted_at,
             content_sha256: base.content_sha256,
         })
+    }
+
+    /// Whether this handle honours `r`: any record without a link key, else only one it signed.
+    fn honoured(&self, r: &LinkRecord) -> bool {
+        self.link_key().is_none_or(|k| k.signed(r))
     }
 
     /// Every link record kept (open, expired or ended within [`KEEP_ENDED`]), oldest first.
@@ -678,7 +784,7 @@ impl Conductor {
             return None;
         }
         let root = self.root();
-        let record = read_record(root, &token_sha256(token))?;
+        let record = read_record(root, &token_sha256(token)).filter(|r| self.honoured(r))?;
         let hid = HandoffId::parse(&record.handoff_id).ok()?;
         let wf = WorkflowId::parse(&record.workflow_id).ok()?;
         let refusal = self.check_link(&record, &wf, &hid, Utc::now(), None);
@@ -709,6 +815,14 @@ impl Conductor {
                 None,
             )
         };
+        let forged = || {
+            Receipt::refused(
+                Refusal::Forged,
+                "this link's record was not made by this operator (its signature does not match the \
+                 operator's link key): it approves nothing",
+                None,
+            )
+        };
         if !is_token_shaped(req.token.trim()) {
             return Ok(unknown());
         }
@@ -716,6 +830,9 @@ impl Conductor {
         let Some(first) = read_record(root, &hash) else {
             return Ok(unknown());
         };
+        if !self.honoured(&first) {
+            return Ok(forged());
+        }
         let (Ok(wf), Ok(hid)) = (
             WorkflowId::parse(&first.workflow_id),
             HandoffId::parse(&first.handoff_id),
@@ -727,6 +844,9 @@ impl Conductor {
         else {
             return Ok(unknown());
         };
+        if !self.honoured(&rec) {
+            return Ok(forged());
+        }
         if let Some(r) = self.check_link(&rec, &wf, &hid, Utc::now(), Some(req)) {
             return Ok(r);
         }

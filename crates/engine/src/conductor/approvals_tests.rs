@@ -385,3 +385,75 @@ fn a_budget_hold_approved_by_link_needs_the_raise_and_takes_it() {
     let st = files::require_state(c.root(), &WorkflowId::parse("wf_bd").unwrap()).unwrap();
     assert_eq!(raises(&st), 1);
 }
+
+/// A writer of the root who cannot read the operator's key plants a record of its own (a token it
+/// chose, bound to the held item as a minted one would be): a keyed handle honours none of it, and
+/// a link the key signed still works.
+#[test]
+fn a_record_planted_in_the_root_without_the_operators_key_approves_nothing() {
+    let (d, c) = gate_root();
+    let key = LinkKey::generate();
+    let keyed = Conductor::new(Root::at(d.path())).with_link_key(key.clone());
+    let hid = held(&c, 40);
+    // The planter mints through a handle without the key (the record it writes is exactly a
+    // minted one, unsigned), and then forges a MAC with a key of its own.
+    let planted = mint(&c, &hid);
+    assert_eq!(
+        keyed
+            .redeem_link(&RedeemRequest {
+                token: planted.approve_token.clone(),
+                channel: Some(Channel::Http),
+                ..Default::default()
+            })
+            .unwrap()
+            .refused,
+        Some(Refusal::Forged)
+    );
+    assert!(keyed.view_link(&planted.approve_token).is_none());
+    let other = Conductor::new(Root::at(d.path())).with_link_key(LinkKey::generate());
+    let forged = other.mint_link(&LinkRequest {
+        handoff_id: hid.clone(),
+        ttl: DEFAULT_LINK_TTL,
+        channel: Channel::Cli,
+    });
+    let forged = forged.unwrap();
+    let r = keyed
+        .redeem_link(&RedeemRequest {
+            token: forged.approve_token.clone(),
+            channel: Some(Channel::Http),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(r.refused, Some(Refusal::Forged), "{r:?}");
+    // Editing a signed record's binding (another expiry) breaks its MAC as well.
+    let good = keyed
+        .mint_link(&LinkRequest {
+            handoff_id: hid.clone(),
+            ttl: DEFAULT_LINK_TTL,
+            channel: Channel::Cli,
+        })
+        .unwrap();
+    let path = record_path(c.root(), &token_sha256(&good.reject_token));
+    let mut rec: LinkRecord = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    rec.expires_at = "2099-01-01T00:00:00.000000Z".into();
+    std::fs::write(&path, serde_json::to_vec(&rec).unwrap()).unwrap();
+    let r = keyed
+        .redeem_link(&RedeemRequest {
+            token: good.reject_token.clone(),
+            channel: Some(Channel::Http),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(r.refused, Some(Refusal::Forged), "{r:?}");
+    // Nothing was decided by any of it: the signed approve link still releases the dispatch.
+    let r = keyed
+        .redeem_link(&RedeemRequest {
+            token: good.approve_token,
+            channel: Some(Channel::Http),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(r.status, "approved", "{r:?}");
+    assert!(LinkKey::from_hex(&key.to_hex()).is_some());
+    assert!(LinkKey::from_hex("xyz").is_none());
+}

@@ -90,6 +90,9 @@ pub struct Conductor {
     origin: RwLock<Origin>,
     /// Inboxes read before, for a handle that reads them again and again (the MCP server).
     inboxes: inbox_cache::InboxCache,
+    /// The operator's key for approval links' records (kept outside the root; see
+    /// [`approvals::LinkKey`]): set, a record it did not sign grants nothing.
+    link_key: Option<approvals::LinkKey>,
 }
 
 impl Conductor {
@@ -100,7 +103,20 @@ impl Conductor {
             schemas: Mutex::new(None),
             origin: RwLock::new(Origin::default()),
             inboxes: inbox_cache::InboxCache::default(),
+            link_key: None,
         }
+    }
+
+    /// This Conductor, signing the approval links it mints with `key` and honouring only links
+    /// signed by it (docs/PROTOCOL.md §2.15).
+    pub fn with_link_key(mut self, key: approvals::LinkKey) -> Self {
+        self.link_key = Some(key);
+        self
+    }
+
+    /// The approval links' key this handle holds.
+    pub(crate) fn link_key(&self) -> Option<&approvals::LinkKey> {
+        self.link_key.as_ref()
     }
 
     /// This Conductor, journaling its acts as `origin`'s.
