@@ -259,10 +259,7 @@ fn check_approver(
 /// minted (a listener would refuse it).
 pub fn hook_links(root: Root, key: Option<LinkKey>) -> crate::console::hook::Enrich {
     let c = Conductor::new(root).with_origin(Origin::new(None, "console"));
-    let c = match key {
-        Some(k) => Some(c.with_link_key(k)),
-        None => None,
-    };
+    let c = key.map(|k| c.with_link_key(k));
     Arc::new(move |item: &crate::live::attention::Item| {
         let c = c.as_ref()?;
         if item.kind != crate::live::attention::Kind::Held {
@@ -615,7 +612,7 @@ mod tests {
             .filter(|i| i.kind == crate::live::attention::Kind::Held)
             .collect();
         assert_eq!(items.len(), 1, "{items:?}");
-        let enrich = hook_links(root.clone());
+        let enrich = hook_links(root.clone(), Some(LinkKey::generate()));
         // No listener recorded: no links.
         let line = crate::console::notify::hook_input_with(&items, Some(&enrich));
         assert!(!line.contains("approve_url"), "{line}");

@@ -239,8 +239,11 @@ impl LinkKey {
     /// The HMAC over the record's binding: every field, one a line (`ended` and `mac` are not).
     fn hmac_of(&self, r: &LinkRecord) -> hmac::Hmac<Sha256> {
         use hmac::Mac;
-        let mut m = <hmac::Hmac<Sha256> as Mac>::new_from_slice(&self.0)
-            .expect("HMAC takes a key of any length");
+        // HMAC pads a key shorter than the hash's block with zeros (RFC 2104): the same MAC as the
+        // 32-byte key given as it is, with no fallible length check.
+        let mut block = [0u8; 64];
+        block[..32].copy_from_slice(&self.0);
+        let mut m = <hmac::Hmac<Sha256> as hmac::digest::KeyInit>::new(&block.into());
         let raises = r.raises.to_string();
         let fields = [
             r.token_sha256.as_str(),
