@@ -457,3 +457,34 @@ fn a_record_planted_in_the_root_without_the_operators_key_approves_nothing() {
     assert!(LinkKey::from_hex(&key.to_hex()).is_some());
     assert!(LinkKey::from_hex("xyz").is_none());
 }
+
+/// A dispatch a pause holds gets no link: the pause is the operator's own act, lifted by resume, and
+/// a link would let a tap release what the operator stopped.
+#[test]
+fn an_item_held_by_a_pause_gets_no_link() {
+    let (_d, c) = gate_root();
+    let god = crate::store::GodName::parse("hephaestus").unwrap();
+    c.pause(
+        &super::super::pause::PauseTarget::god(&god),
+        None,
+        "incident",
+    )
+    .unwrap();
+    let hid = held(&c, 41);
+    let err = c
+        .mint_link(&LinkRequest {
+            handoff_id: hid.clone(),
+            ttl: DEFAULT_LINK_TTL,
+            channel: Channel::Cli,
+        })
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("pause") && err.contains("resume"), "{err}");
+    assert_eq!(
+        std::fs::read_dir(c.root().approvals_dir())
+            .map(|d| d.count())
+            .unwrap_or(0),
+        0,
+        "a refused mint writes no record"
+    );
+}
