@@ -191,7 +191,7 @@ fn the_engine_depends_on_no_terminal_async_or_mcp_crate() {
 fn every_console_flash_is_tested_against_the_engine() {
     let base = Path::new(env!("CARGO_MANIFEST_DIR"));
     // Each variant, and pieces of its flash texts the engine tests assert.
-    let asserted: [(&str, &[&str]); 15] = [
+    let asserted: [(&str, &[&str]); 16] = [
         (
             "Ack",
             &[": accepted, workflow", "(already recorded)", "rerouted to"],
@@ -215,6 +215,7 @@ fn every_console_flash_is_tested_against_the_engine() {
         ("Discard", &[" discarded: retired from "]),
         ("Pause", &["paused since "]),
         ("Resume", &["resumed after "]),
+        ("Answer", &["answered "]),
         (
             "Bulk",
             &["approved 4, refused 1: ", "requeued 2, refused 1: "],

@@ -251,6 +251,9 @@ pub enum OperatorAction {
     Pause,
     /// Resume the selection's pause (`:resume`).
     Resume,
+    /// Answer the selected foreign attention item whose source takes answers (an A2A task waiting
+    /// for input): the text is asked, confirmed, sent and journaled (docs/SOURCES.md).
+    Answer,
 }
 
 impl OperatorAction {
@@ -274,6 +277,7 @@ impl OperatorAction {
             OperatorAction::Rerun => "rerun from a step",
             OperatorAction::Pause => "pause / resume",
             OperatorAction::Resume => "resume",
+            OperatorAction::Answer => "answer a foreign item",
         }
     }
 }
@@ -507,6 +511,7 @@ impl Default for Keymap {
         let attention = Scope::Pane(Pane::Attention);
         bind(vec![Key::plain(Enter)], attention, Action::Open, true);
         bind(vec![Key::ch('z')], attention, Action::Snooze, true);
+        bind(vec![Key::ch('a')], attention, Do::Answer.into(), false);
         let journal = Scope::Pane(Pane::Journal);
         bind(vec![Key::plain(Enter)], journal, Action::Open, true);
         let workers = Scope::Pane(Pane::Workers);

@@ -2,6 +2,7 @@
 //! the real engine, the model's incremental reading, and end-to-end runs in tmux.
 
 mod actions;
+mod answer;
 mod attention;
 mod bridge;
 mod cost;
@@ -16,6 +17,8 @@ mod matrix;
 mod narrow;
 mod raise;
 mod replay;
+#[path = "../common/setup.rs"]
+mod setup;
 mod support;
 #[path = "../common/tmux.rs"]
 mod tmux;

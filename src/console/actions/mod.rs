@@ -179,6 +179,15 @@ actions! {
     Pause { target: crate::engine::PauseTarget, reason: String } => pause,
     /// Ends a pause (`pantheon resume`).
     Resume { target: crate::engine::PauseTarget } => resume,
+    /// Sends an answer to a foreign source's waiting item (`pantheon sources answer`).
+    AnswerSource {
+        /// The source, `KIND:LOCATION`.
+        source: String,
+        /// The item's stable key.
+        key: String,
+        /// The answer.
+        text: String,
+    } => answer,
     /// The same action on every marked record (see `marks`): one engine call each, in order.
     Bulk {
         items: Vec<BulkItem>,
@@ -208,6 +217,7 @@ pub(crate) fn start(app: &mut App, action: OperatorAction) -> Vec<Effect> {
         OperatorAction::Rerun => rerun::start(app),
         OperatorAction::Pause => pause::start(app, false),
         OperatorAction::Resume => pause::start(app, true),
+        OperatorAction::Answer => answer::start(app),
     }
 }
 
