@@ -232,6 +232,8 @@ from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+from selenium.common.exceptions import StaleElementReferenceException
 o = Options()
 for a in ["--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=390,844",
           "--disable-dev-shm-usage"]:
@@ -244,8 +246,14 @@ try:
     view = d.execute_script("return window.innerWidth")
     assert width <= view, f"the page scrolls sideways at a phone's width: {width} > {view}"
     assert "82,000" in d.find_element(By.TAG_NAME, "body").text
+    before = [e.text for e in d.find_elements(By.TAG_NAME, "h1")]
     d.find_element(By.XPATH, "//button[text()='Approve']").click()
-    print(d.find_element(By.TAG_NAME, "h1").text)
+    # The click starts a navigation (the form's POST); wait for the receipt page's heading rather
+    # than read a page that is still loading (a loaded machine takes its time).
+    def receipt(drv):
+        hs = drv.find_elements(By.TAG_NAME, "h1")
+        return hs[0].text if hs and hs[0].text not in before else False
+    print(WebDriverWait(d, 30, ignored_exceptions=(StaleElementReferenceException,)).until(receipt))
     print(d.find_element(By.TAG_NAME, "body").text)
 finally:
     d.quit()
