@@ -132,6 +132,7 @@ async fn listen_loop(client: async_nats::Client, shared: Arc<Shared>) {
         }
     };
     let mut shown = Vec::new();
+    let mut strangers: Vec<String> = Vec::new();
     while !shared.stop.load(Ordering::SeqCst) {
         if let Ok(Some(msg)) = tokio::time::timeout(Duration::from_millis(200), sub.next()).await
             && msg.subject.as_str() != own
@@ -146,6 +147,15 @@ async fn listen_loop(client: async_nats::Client, shared: Arc<Shared>) {
                 Ok(p) => {
                     let mut heard = shared.peer_pauses.lock().unwrap_or_else(|e| e.into_inner());
                     heard.insert(p.peer.clone(), p);
+                }
+                // A stranger on a shared server is not this bridge's error: logged, not shown.
+                Err(eb::NotBelieved::Stranger(name)) => {
+                    if !strangers.contains(&name) && strangers.len() < 64 {
+                        tracing::info!(
+                            "bridge: pauses announced by {name} ignored: not a peer (run the bridge with --peer {name})"
+                        );
+                        strangers.push(name);
+                    }
                 }
                 Err(why) => shared.note_error(why).await,
             }

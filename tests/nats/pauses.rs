@@ -138,19 +138,34 @@ fn a_peers_pause_is_shown_until_the_peer_falls_silent_and_strangers_are_ignored(
         }
         a
     };
-    // A stranger, and a peer's name claimed on another's subject: neither is shown.
+    // A stranger (on a shared server, the usual case: ignored, not an error of this bridge), then
+    // the peer itself on the same connection, so once the peer's pause is seen the stranger's was read.
     core_publish(
         &url,
         "pantheon.vulcan.paused",
         &[announcement("vulcan", "god")],
     );
+    let peer_pauses = |a: &Machine| a.ok(&["paused"], None)["peers"].clone();
+    core_publish(
+        &url,
+        "pantheon.tallon.paused",
+        &[announcement("tallon", "god")],
+    );
+    wait_for("tallon's first pause", Duration::from_secs(10), || {
+        peer_pauses(&a).as_array().is_some_and(|v| v.len() == 1)
+    });
+    let status = a.ok(&["bridge", "status"], None);
+    assert!(
+        status["status"]["last_error"].is_null(),
+        "a stranger's announcement is no error: {status}"
+    );
+    // A peer's name claimed on another's subject: refused and named, not shown.
     core_publish(
         &url,
         "pantheon.vulcan.paused",
         &[announcement("tallon", "god")],
     );
     // The peer announces (a few times, as its bridge does every second).
-    let peer_pauses = |a: &Machine| a.ok(&["paused"], None)["peers"].clone();
     for _ in 0..3 {
         core_publish(
             &url,
@@ -159,7 +174,6 @@ fn a_peers_pause_is_shown_until_the_peer_falls_silent_and_strangers_are_ignored(
         );
         std::thread::sleep(Duration::from_millis(300));
     }
-    let last_heard = Instant::now();
     wait_for(
         "tallon's pause in `paused`",
         Duration::from_secs(10),
@@ -179,14 +193,27 @@ fn a_peers_pause_is_shown_until_the_peer_falls_silent_and_strangers_are_ignored(
             .is_some_and(|e| e.contains("vulcan")),
         "the refused announcements are named: {status}"
     );
-    // Silent for three periods (3 s): forgotten.
+    // Silent for three periods (3 s): forgotten, and not before. The bridge's own times are the
+    // measure (a publisher's exit comes later than the delivery on a loaded machine).
+    let ts = |v: &Value| chrono::DateTime::parse_from_rfc3339(v.as_str().unwrap()).unwrap();
+    let mut expires = None;
     wait_for("tallon's pause to expire", Duration::from_secs(15), || {
-        peer_pauses(&a).as_array().is_some_and(Vec::is_empty)
+        let p = peer_pauses(&a);
+        let Some(first) = p.as_array().and_then(|v| v.first()) else {
+            return true;
+        };
+        assert_eq!(
+            ts(&first["expires_at"]) - ts(&first["received_at"]),
+            chrono::Duration::seconds(3),
+            "{first}"
+        );
+        expires = Some(ts(&first["expires_at"]));
+        false
     });
+    let expires = expires.expect("the pause was seen before it expired");
     assert!(
-        last_heard.elapsed() >= Duration::from_millis(2600),
-        "forgotten {:?} after the last announcement, before three periods of 1 s",
-        last_heard.elapsed()
+        chrono::Utc::now() >= expires,
+        "forgotten before {expires}, three periods of 1 s after it was last heard"
     );
     wait_for("the status without it", Duration::from_secs(15), || {
         a.ok(&["bridge", "status"], None)["status"]["peer_pauses"]

@@ -248,8 +248,8 @@ pub mod recorder {
 /// The pure parts of the NATS bridge: subjects, wire format, peers, the bridge's files.
 pub mod nats {
     pub use crate::bridge::pauses::{
-        AnnouncedPause, MAX_ANNOUNCED, MAX_ANNOUNCEMENT_BYTES, PAUSE_SUBJECTS, PauseAnnouncement,
-        PeerPauses, SILENT_AFTER_ANNOUNCEMENTS, encode_pause_announcement,
+        AnnouncedPause, MAX_ANNOUNCED, MAX_ANNOUNCEMENT_BYTES, NotBelieved, PAUSE_SUBJECTS,
+        PauseAnnouncement, PeerPauses, SILENT_AFTER_ANNOUNCEMENTS, encode_pause_announcement,
         parse_pause_announcement, pause_announcement, pause_subject, peer_pauses_json,
         peer_pauses_live, read_peer_pauses,
     };

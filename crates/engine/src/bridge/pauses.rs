@@ -146,60 +146,88 @@ pub struct PeerPauses {
     pub expires_at: String,
 }
 
+/// Why an announcement heard on `pantheon.*.paused` is not believed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotBelieved {
+    /// A well-formed announcement from a pantheon not on the `--peer` list: on a server shared by
+    /// pantheons that are not all peers this is the usual case, not an error of this bridge.
+    Stranger(String),
+    /// A malformed, forged or out-of-bounds announcement, naming why.
+    Refused(String),
+}
+
+impl std::fmt::Display for NotBelieved {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Stranger(name) => write!(
+                f,
+                "pause announcement from {name} ignored: not a peer (run the bridge with --peer {name})"
+            ),
+            Self::Refused(why) => f.write_str(why),
+        }
+    }
+}
+
+impl From<String> for NotBelieved {
+    fn from(why: String) -> Self {
+        Self::Refused(why)
+    }
+}
+
 /// Reads a peer's announcement received on `subject` at `now`. Refuses (naming why) one that is too
-/// large, not JSON of this shape, from a pantheon not on the `--peer` list, from this pantheon itself,
-/// whose `from_pantheon` is not the subject's pantheon, or whose pauses fail the checks of
-/// `conductor/paused.json` (docs/PROTOCOL.md §2.14).
+/// large, not JSON of this shape, from this pantheon itself, whose `from_pantheon` is not the
+/// subject's pantheon, or whose pauses fail the checks of `conductor/paused.json` (docs/PROTOCOL.md
+/// §2.14); one from a pantheon not on the `--peer` list is a [`NotBelieved::Stranger`].
 pub fn parse_pause_announcement(
     subject: &str,
     data: &[u8],
     me: &str,
     peers: &Peers,
     now: DateTime<Utc>,
-) -> std::result::Result<PeerPauses, String> {
+) -> std::result::Result<PeerPauses, NotBelieved> {
     if data.len() > MAX_ANNOUNCEMENT_BYTES {
-        return Err(format!(
+        return Err(NotBelieved::Refused(format!(
             "pause announcement on {subject} is {} bytes, more than {MAX_ANNOUNCEMENT_BYTES}",
             data.len()
-        ));
+        )));
     }
-    let a: PauseAnnouncement = serde_json::from_slice(data)
-        .map_err(|e| format!("pause announcement on {subject} is not one (docs/NATS.md): {e}"))?;
+    let a: PauseAnnouncement = serde_json::from_slice(data).map_err(|e| {
+        NotBelieved::Refused(format!(
+            "pause announcement on {subject} is not one (docs/NATS.md): {e}"
+        ))
+    })?;
     if a.pantheon_pauses != 1 {
-        return Err(format!(
+        return Err(NotBelieved::Refused(format!(
             "pause announcement on {subject}: version {} is not 1",
             a.pantheon_pauses
-        ));
+        )));
     }
     if subject != pause_subject(&a.from_pantheon) {
-        return Err(format!(
+        return Err(NotBelieved::Refused(format!(
             "pause announcement on {subject} claims to be from {:?}, whose subject is another",
             a.from_pantheon
-        ));
+        )));
     }
     if a.from_pantheon == me {
-        return Err(format!(
+        return Err(NotBelieved::Refused(format!(
             "pause announcement on {subject} is this pantheon's own"
-        ));
+        )));
     }
     if !peers.allows(&a.from_pantheon) {
-        return Err(format!(
-            "pause announcement from {} ignored: not a peer (run the bridge with --peer {})",
-            a.from_pantheon, a.from_pantheon
-        ));
+        return Err(NotBelieved::Stranger(a.from_pantheon));
     }
     if a.pauses.len() > MAX_ANNOUNCED {
-        return Err(format!(
+        return Err(NotBelieved::Refused(format!(
             "pause announcement from {}: {} pauses, more than {MAX_ANNOUNCED}",
             a.from_pantheon,
             a.pauses.len()
-        ));
+        )));
     }
     let Some(sent) = parse_ts(&a.at) else {
-        return Err(format!(
+        return Err(NotBelieved::Refused(format!(
             "pause announcement from {}: at {:?} is not an RFC 3339 time",
             a.from_pantheon, a.at
-        ));
+        )));
     };
     for p in &a.pauses {
         let entry = Pause {
@@ -217,10 +245,10 @@ pub fn parse_pause_announcement(
             extra: Default::default(),
         };
         check_entry(&entry).map_err(|why| {
-            format!(
+            NotBelieved::Refused(format!(
                 "pause announcement from {}: pause {:?}: {why}",
                 a.from_pantheon, p.id
-            )
+            ))
         })?;
     }
     let every = a.every_s.clamp(1, MAX_EVERY_S);
@@ -337,7 +365,9 @@ mod tests {
             ),
         ];
         for (subject, data, why) in cases {
-            let e = parse_pause_announcement(subject, &data, "konan", &peers(), now).unwrap_err();
+            let e = parse_pause_announcement(subject, &data, "konan", &peers(), now)
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(why), "{subject}: {e}");
         }
     }
