@@ -130,6 +130,8 @@ struct Machine {
     root: PathBuf,
     name: String,
     bridge_args: Vec<String>,
+    /// Environment the bridge is started with (a test's crash point).
+    bridge_env: Vec<(String, String)>,
     bridge: Guard,
 }
 
@@ -142,6 +144,7 @@ impl Machine {
             root,
             name: name.to_owned(),
             bridge_args: Vec::new(),
+            bridge_env: Vec::new(),
             bridge: Guard(None),
         };
         m.ok(&["init"], None);
@@ -214,6 +217,7 @@ impl Machine {
         let child = self
             .command(&args)
             .env("RUST_LOG", "info")
+            .envs(self.bridge_env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)

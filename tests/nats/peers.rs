@@ -496,6 +496,48 @@ fn a_reply_to_the_jetstream_api_is_refused_at_the_door() {
     assert_eq!(replies[0]["in_reply_to"], "ob_fine");
 }
 
+/// A god may ack the instant its dispatch appears: the mark that routes its completion back to the
+/// peer is in the state the submit commits, before the dispatch is written (the bridge is killed
+/// right after writing the dispatch, at the submit's crash point, and the state already has it).
+#[test]
+fn an_inbound_requests_mark_is_committed_before_its_dispatch_is_seen() {
+    let server = Server::start();
+    let mut a = Machine::new("konan");
+    let mut b = Machine::new("tallon");
+    a.write("conductor/workflows/deploy-across.yaml", DEPLOY);
+    b.bridge_env = vec![(
+        "PANTHEON_TEST_CRASH_AT".into(),
+        "submit:after-dispatch".into(),
+    )];
+    b.start_bridge(
+        &server.url(),
+        &[
+            "--peer",
+            "konan",
+            "--subject",
+            "subspace.*.outgoing.tallon",
+            "--god",
+            "hermes",
+        ],
+    );
+    a.start_bridge(&server.url(), &["--peer", "tallon"]);
+    a.ok(&["handoff", "submit", "-"], Some(&start_handoff(1)));
+    wait_for("B's dispatch", Duration::from_secs(30), || {
+        inbox(&b).len() == 1
+    });
+    let mut bridge = b.bridge.0.take().unwrap();
+    let status = bridge.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        status.signal(),
+        Some(9),
+        "killed at its crash point: {status:?}"
+    );
+    let wf = inbox(&b)[0]["workflow_id"].as_str().unwrap().to_owned();
+    let st = b.state(&wf);
+    assert_eq!(st["bridge_inbound"]["peer"], "konan", "{st}");
+}
+
 #[test]
 fn the_deploy_round_trip_ends_at_the_reply_when_the_receiver_completes() {
     let server = Server::start();

@@ -541,7 +541,12 @@ pub fn take(c: &Conductor, cfg: &Inbound, subject: &str, w: &Wire) -> Result<Tak
             w.from_pantheon
         )
     });
-    let r: SubmitResult = c.submit_handoff_held(&handoff, hold)?;
+    let from = crate::conductor::submit::SubmitFrom {
+        hold,
+        inbound_peer: Some(w.from_pantheon.clone()),
+    };
+    let r: SubmitResult = c.submit_handoff_held(&handoff, from)?;
+    // A workflow this request started before the mark was part of the submit gets it now.
     mark_inbound(root, &entry.workflow_id, &w.from_pantheon)?;
     Ok(Taken::Request {
         workflow_id: r.workflow_id.to_string(),

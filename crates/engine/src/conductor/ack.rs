@@ -528,7 +528,7 @@ impl Conductor {
                 state: Some(st),
                 warnings,
                 ack: Some(commit),
-                hold: None,
+                from: Default::default(),
             })
             .map_err(|e| match e {
                 Error::Invalid { what, violations } => Error::Invalid {

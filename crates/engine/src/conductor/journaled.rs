@@ -4,6 +4,7 @@
 //! where the result has them).
 
 use super::results::SubmitStatus;
+use super::submit::SubmitFrom;
 use crate::journal::{Target, Verb};
 use serde_json::Value;
 
@@ -34,23 +35,24 @@ impl Conductor {
 
     /// Submits a handoff (docs/PROTOCOL.md §2.1): validates it, records it, routes it and dispatches it.
     pub fn submit_handoff(&self, handoff: &Value) -> Result<SubmitResult> {
-        self.submit_handoff_held(handoff, None)
+        self.submit_handoff_held(handoff, SubmitFrom::default())
     }
 
-    /// [`Self::submit_handoff`], holding the dispatch for approval when `hold` gives a reason (the
-    /// bridge holds inbound work when its operator asks).
+    /// [`Self::submit_handoff`], holding the dispatch for approval when `from.hold` gives a reason
+    /// (the bridge holds inbound work when its operator asks) and marking a peer's inbound request in
+    /// the state it commits (`from.inbound_peer`).
     ///
     /// One act ([`crate::store::commit::act`]): what it writes is made durable by one shared sync
     /// before it returns.
     pub(crate) fn submit_handoff_held(
         &self,
         handoff: &Value,
-        hold: Option<String>,
+        from: SubmitFrom,
     ) -> Result<SubmitResult> {
-        crate::store::commit::act(self.root(), || self.submit_held_act(handoff, hold))
+        crate::store::commit::act(self.root(), || self.submit_held_act(handoff, from))
     }
 
-    fn submit_held_act(&self, handoff: &Value, hold: Option<String>) -> Result<SubmitResult> {
+    fn submit_held_act(&self, handoff: &Value, from: SubmitFrom) -> Result<SubmitResult> {
         let s = |k: &str| handoff.get(k).and_then(Value::as_str).unwrap_or_default();
         let intent = self.intend(
             &format!("submit-{}", s("handoff_id")),
@@ -62,7 +64,7 @@ impl Conductor {
                 handoff_id: s("handoff_id").to_owned(),
             },
         );
-        let mut r = match self.submit_held_unjournaled(handoff, hold) {
+        let mut r = match self.submit_held_unjournaled(handoff, from) {
             Ok(r) => r,
             Err(e) => {
                 self.drop_intent(intent);

@@ -570,8 +570,18 @@ pub(crate) struct SubmitLocked<'a> {
     pub warnings: Vec<String>,
     /// The ack a `completed` ack records with its handoff.
     pub ack: Option<AckCommit>,
+    /// How the handoff came in: held for an operator, a peer's inbound request.
+    pub from: SubmitFrom,
+}
+
+/// How a submitted handoff came in, beyond its own fields.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SubmitFrom {
     /// Why its dispatch is to be held for an operator, when it is.
     pub hold: Option<String>,
+    /// The peer pantheon whose inbound request this is (the bridge): marked in the state the submit
+    /// commits, before its dispatch is written, so an ack however quick routes back to the peer.
+    pub inbound_peer: Option<String>,
 }
 
 impl Conductor {
@@ -581,7 +591,7 @@ impl Conductor {
     pub(crate) fn submit_held_unjournaled(
         &self,
         handoff: &Value,
-        hold: Option<String>,
+        from: SubmitFrom,
     ) -> Result<SubmitResult> {
         let (h, warnings) = validate_handoff(self, handoff)?;
         let wf = WorkflowId::parse(&h.workflow_id)?;
@@ -594,7 +604,7 @@ impl Conductor {
             state,
             warnings,
             ack: None,
-            hold,
+            from,
         })
     }
 
@@ -607,7 +617,7 @@ impl Conductor {
             state,
             mut warnings,
             ack,
-            hold,
+            from: SubmitFrom { hold, inbound_peer },
         } = input;
         let root = &self.root;
         let hid = HandoffId::parse(&h.handoff_id)?;
@@ -665,6 +675,14 @@ impl Conductor {
             now: &now_ts(),
         })?;
         self.refuse_planted(&r, dispatch.as_ref(), ack.as_ref())?;
+        if let Some(peer) = inbound_peer
+            && super::route::inbound_peer(&st).is_none()
+        {
+            st.extra.insert(
+                super::route::INBOUND_MARK.into(),
+                serde_json::json!({ "peer": peer }),
+            );
+        }
         record_usage(root, &mut st, &hid, report.as_ref(), budget_hold.as_ref())?;
         self.apply_submit(&r, &mut st, effects, ack)?;
         if let Some(report) = &report {
