@@ -221,7 +221,7 @@ pub struct ResumeResult {
     pub pause: Pause,
     /// How long it lasted, in seconds.
     pub paused_secs: f64,
-    /// Dispatches whose ack deadline was shifted.
+    /// Dispatches whose ack deadline, or step deadline after `accepted`, was shifted.
     pub shifted: usize,
     /// Held dispatches released into their inboxes, in the order they were held.
     pub released: Vec<String>,
@@ -514,6 +514,14 @@ impl Conductor {
                 Err(e) => errors.push(format!("{}: {e}", path.display())),
             }
         }
+        for (path, t) in self.covered_timers(&pause) {
+            pacer.wait();
+            match self.unfreeze_step(&path, &t, &pause, at) {
+                Ok(true) => shifted += 1,
+                Ok(false) => {}
+                Err(e) => errors.push(format!("{}: {e}", path.display())),
+            }
+        }
         let (released, still_held) = self.release_held(&pause, by, &mut pacer, &mut errors);
         let announced = self.announce(&pause, crate::bus::vocab::MessageType::Resumed)?;
         if !errors.is_empty() {
@@ -572,15 +580,43 @@ impl Conductor {
         if applied(&d, &p.id) || d.workflow_id != seen.workflow_id {
             return Ok(false);
         }
+        let began = delivered_at(&d);
+        let moved = self.frozen_stretch(&mut d, p, at, began);
+        if let Some(deadline) = d.ack_deadline.as_deref().and_then(parse_ts)
+            && let Some(by) = moved
+            && let Some(moved) = deadline.checked_add_signed(by)
+        {
+            d.ack_deadline = Some(format_ts(moved));
+            if let Some(last) = d.frozen.last_mut() {
+                last.shifted_ms = by.num_milliseconds();
+            }
+        }
+        write_json(&self.root, path, &d)?;
+        super::crash_point("resume:after-shift");
+        Ok(true)
+    }
+
+    /// Records on `d` the frozen stretch the resume of `p` at `at` ends (a [`Frozen`] entry, its
+    /// `shifted_ms` 0 until the caller moves a deadline), and returns how far its deadline moves:
+    /// `None` while another pause in force still freezes it (then only `frozen_since` notes when the
+    /// stretch began). `began`: when the deadline started running (the delivery it waits on, or the
+    /// acceptance for a step's timeout); the stretch never starts before it.
+    fn frozen_stretch(
+        &self,
+        d: &mut Dispatch,
+        p: &Pause,
+        at: DateTime<Utc>,
+        began: Option<DateTime<Utc>>,
+    ) -> Option<chrono::Duration> {
         let others = Pauses::load(&self.root).unwrap_or_default();
         let still = others
             .list()
             .iter()
-            .filter(|q| q.id != p.id && q.covers(&d.to_god, &d.workflow_id) && !applied(&d, &q.id))
+            .filter(|q| q.id != p.id && q.covers(&d.to_god, &d.workflow_id) && !applied(d, &q.id))
             .collect::<Vec<_>>();
         // The frozen stretch began at the earliest start of the pauses that froze it without a
         // break (this one, the ones still in force, one that ended while another held on), and
-        // never before the delivery it waits on.
+        // never before the deadline began running.
         let mut start = p.since_ts().unwrap_or(at);
         for q in &still {
             if let Some(s) = q.since_ts() {
@@ -590,34 +626,107 @@ impl Conductor {
         if let Some(s) = d.frozen_since.as_deref().and_then(parse_ts) {
             start = start.min(s);
         }
-        if let Some(t) = delivered_at(&d) {
+        if let Some(t) = began {
             start = start.max(t);
         }
         let start = start.min(at);
-        let mut rec = Frozen {
+        d.frozen.push(Frozen {
             pause: p.id.clone(),
             from: format_ts(start),
             to: format_ts(at),
             shifted_ms: 0,
-        };
-        if still.is_empty() {
-            let by = at - start;
-            if let Some(deadline) = d.ack_deadline.as_deref().and_then(parse_ts)
-                && let Some(moved) = deadline.checked_add_signed(by)
-            {
-                d.ack_deadline = Some(format_ts(moved));
-                rec.shifted_ms = by.num_milliseconds();
-            }
-            d.frozen_since = None;
-        } else {
-            d.frozen_since = Some(format_ts(start));
-        }
-        d.frozen.push(rec);
+        });
         let cut = d.frozen.len().saturating_sub(MAX_FROZEN);
         d.frozen.drain(..cut);
-        write_json(&self.root, path, &d)?;
-        super::crash_point("resume:after-shift");
-        Ok(true)
+        if still.is_empty() {
+            d.frozen_since = None;
+            Some(at - start)
+        } else {
+            d.frozen_since = Some(format_ts(start));
+            None
+        }
+    }
+
+    /// The step timers (`conductor/timers/`) of the accepted dispatches a pause covers, by their
+    /// god and workflow: `(timer path, timer)`.
+    fn covered_timers(&self, p: &Pause) -> Vec<(std::path::PathBuf, super::timers::StepTimer)> {
+        let Ok(rd) = std::fs::read_dir(self.root.timers_dir()) else {
+            return Vec::new();
+        };
+        let mut out: Vec<_> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|path| path.extension().is_some_and(|x| x == "json"))
+            .filter_map(|path| super::timers::read_timer(&path).map(|t| (path, t)))
+            .filter(|(_, t)| p.covers(&t.god, &t.workflow_id))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// Shifts the step deadline of one accepted dispatch a pause froze by the time it was frozen
+    /// (docs/PROTOCOL.md §2.14): the archived dispatch's `step_deadline` (with a [`Frozen`] entry,
+    /// so a repeated resume never shifts twice) under its workflow's lock, then its timer's
+    /// `deadline`. A repeat after a kill between the two writes writes the timer again from the
+    /// dispatch. Whether the step deadline moved.
+    fn unfreeze_step(
+        &self,
+        timer: &Path,
+        t: &super::timers::StepTimer,
+        p: &Pause,
+        at: DateTime<Utc>,
+    ) -> Result<bool> {
+        let (Ok(wf), Ok(hid), Ok(god)) = (
+            WorkflowId::parse(&t.workflow_id),
+            HandoffId::parse(&t.handoff_id),
+            GodName::parse(&t.god),
+        ) else {
+            // Names nothing the engine wrote: the supervisor removes it, nothing to shift.
+            return Ok(false);
+        };
+        if timer != super::timers::timer_path(&self.root, &hid) {
+            // Not a file this engine wrote under that name: never acted on.
+            return Ok(false);
+        }
+        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
+        let Some(f) = files::in_archive(&self.root, &god, &hid)? else {
+            return Ok(false);
+        };
+        let mut d = f.dispatch;
+        if d.workflow_id != wf.as_str() || d.step_deadline.is_none() {
+            return Ok(false);
+        }
+        let mut moved = false;
+        if !applied(&d, &p.id) {
+            let began = d
+                .acked_at
+                .as_deref()
+                .and_then(parse_ts)
+                .or_else(|| delivered_at(&d));
+            let by = self.frozen_stretch(&mut d, p, at, began);
+            if let Some(deadline) = d.step_deadline.as_deref().and_then(parse_ts)
+                && let Some(by) = by
+                && let Some(later) = deadline.checked_add_signed(by)
+            {
+                d.step_deadline = Some(format_ts(later));
+                if let Some(last) = d.frozen.last_mut() {
+                    last.shifted_ms = by.num_milliseconds();
+                }
+                moved = true;
+            }
+            write_json(&self.root, &f.path, &d)?;
+            super::crash_point("resume:after-step-shift");
+        }
+        let deadline = d.step_deadline.clone().unwrap_or_default();
+        if let Some(now) = super::timers::read_timer(timer)
+            && now.deadline != deadline
+            && now.handoff_id == t.handoff_id
+        {
+            let mut now = now;
+            now.deadline = deadline;
+            self.write_timer(&hid, &now)?;
+        }
+        Ok(moved)
     }
 
     /// Releases the dispatches `p` held, in the order they were held, until none is left (new ones
