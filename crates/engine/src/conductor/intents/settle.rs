@@ -65,7 +65,8 @@ impl Wanted {
             Check::Delivery { handoff_id, .. }
             | Check::Dead { handoff_id }
             | Check::Requeue { handoff_id }
-            | Check::Held { handoff_id } => {
+            | Check::Held { handoff_id }
+            | Check::Retire { handoff_id, .. } => {
                 self.handoffs.insert(handoff_id.clone());
             }
             Check::Pause { .. } | Check::Resume { .. } => {}
@@ -167,6 +168,8 @@ impl Facts {
             Check::Submit { handoff_id, .. } => named || self.submits.contains(handoff_id),
             Check::Ack { ack_id, .. } => named || self.acks.contains(ack_id),
             Check::Held { handoff_id } => named || self.held.contains(handoff_id),
+            // The key holds the stamp: only the entry naming it records this retirement.
+            Check::Retire { .. } => named,
             Check::Pause { pause_id } => {
                 named
                     || self
@@ -249,6 +252,13 @@ fn claims_agree(f: &IntentFile) -> std::result::Result<(), Refusal> {
         Check::Resume { pause_id } => (
             format!("resume-{pause_id}"),
             f.action == Verb::Resume && same("pause_id", pause_id),
+        ),
+        Check::Retire {
+            handoff_id,
+            retired_at,
+        } => (
+            crate::conductor::retire::retire_key(handoff_id, retired_at),
+            f.action == Verb::DeadRetire && target(f, "handoff_id") == Some(handoff_id),
         ),
         Check::Delivery {
             handoff_id,
@@ -407,6 +417,16 @@ impl Conductor {
                 continue;
             };
             if !writer_running(&f) {
+                // A retirement killed between its stamp and its move: the move is finished first
+                // (under the workflow's lock, never inside the journal's), then it is settled as
+                // done.
+                if let Check::Retire {
+                    handoff_id,
+                    retired_at,
+                } = &f.check
+                {
+                    self.finish_cut_retirement(handoff_id, retired_at);
+                }
                 candidates.push(path);
             }
         }
@@ -513,6 +533,7 @@ impl Conductor {
                 Check::Dead { .. } => Some("dead_lettered".to_owned()),
                 Check::Requeue { .. } => Some("requeued".to_owned()),
                 Check::Rerun { .. } => Some("rerun".to_owned()),
+                Check::Retire { .. } => Some("retired".to_owned()),
                 _ => None,
             }
             .unwrap_or_else(|| f.outcome.clone());
