@@ -388,14 +388,9 @@ impl Conductor {
         }
     }
 
-    /// Settles the intents crashed processes left (see the module doc and docs/PROTOCOL.md §2.8).
-    pub(crate) fn repair_intents(&self) -> IntentRepair {
-        let mut out = IntentRepair::default();
-        let dir = intents_dir(&self.root);
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            return out;
-        };
-        // Which intents may need settling, looked at without the lock (a live writer's are left).
+    /// The intents a pass may need to settle, looked at without the lock: whole ones whose writer
+    /// is gone (a live writer's are left); a torn one is removed once it is old.
+    fn unsettled(&self, rd: std::fs::ReadDir) -> Vec<PathBuf> {
         let mut candidates: Vec<PathBuf> = Vec::new();
         for e in rd.flatten().take(MAX_PER_PASS) {
             let path = e.path();
@@ -430,6 +425,17 @@ impl Conductor {
                 candidates.push(path);
             }
         }
+        candidates
+    }
+
+    /// Settles the intents crashed processes left (see the module doc and docs/PROTOCOL.md §2.8).
+    pub(crate) fn repair_intents(&self) -> IntentRepair {
+        let mut out = IntentRepair::default();
+        let dir = intents_dir(&self.root);
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            return out;
+        };
+        let candidates = self.unsettled(rd);
         if candidates.is_empty() {
             return out;
         }
