@@ -366,6 +366,21 @@ fn resume_at_a_rate_releases_steadily_in_the_order_held() {
     assert_eq!(r["released"], json!(hids));
     // Six releases at 10/s: the sixth is due 0.5 s after the first.
     assert!(took >= Duration::from_millis(500), "{took:?}");
+    // Each reaches its inbox when it is due, a tenth of a second after the one before (by
+    // schedule: the releases due together share one sync, none waits for another's).
+    let at: Vec<_> = hids
+        .iter()
+        .map(|h| {
+            ts(&env.read(&format!("conductor/pending/hephaestus/{h}.json"))["deliveries"][0]["at"])
+        })
+        .collect();
+    for w in at.windows(2) {
+        let gap = (w[1] - w[0]).num_milliseconds();
+        assert!(
+            (80..=400).contains(&gap),
+            "{gap} ms between two releases: {at:?}"
+        );
+    }
     for bad in ["0/s", "fast", "10/d"] {
         let err = env.refused(&["resume", "--god", "iris", "--rate", bad], None);
         assert!(err.contains("--rate"), "{bad}: {err}");

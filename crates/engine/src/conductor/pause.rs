@@ -172,7 +172,15 @@ pub fn parse_rate(text: &str) -> Result<f64> {
     Ok(rate)
 }
 
-/// Spaces the releases of a resume: the n-th waits until `start + n / rate`.
+/// The most steps of a resume run as one act (one shared sync, `store/commit.rs`).
+const MAX_BATCH: u64 = 64;
+
+/// Spaces the steps of a resume (each shift and each release): the n-th is due at
+/// `start + n / rate`, by schedule, whatever the steps before it took. The steps due by the time
+/// the previous ones were made durable run together as one act (`store/commit.rs`): each step's
+/// writes reach readers one by one, when it is due, and one sync makes the batch durable before the
+/// next batch starts. A step then costs its writes, not a sync of its own, so the rate holds where
+/// one sync takes longer than a step's share of a second.
 struct Pacer {
     rate: Option<f64>,
     start: Instant,
@@ -187,15 +195,47 @@ impl Pacer {
             n: 0,
         }
     }
-    fn wait(&mut self) {
-        if let Some(r) = self.rate {
-            let due = self.start + Duration::from_secs_f64(self.n as f64 / r);
-            let now = Instant::now();
-            if due > now {
-                std::thread::sleep(due - now);
+
+    /// When the next step is due (`None`: at once).
+    fn due(&self) -> Option<Instant> {
+        self.rate
+            .map(|r| self.start + Duration::from_secs_f64(self.n as f64 / r))
+    }
+
+    /// Runs `step` over `items` in order, each not before it is due, in batches of the steps due
+    /// together, each batch one act of `root`. Returns the batches' failed syncs (their steps'
+    /// writes may not survive a crash of the machine: a repeated resume writes them again).
+    fn run<T>(
+        &mut self,
+        root: &Root,
+        items: impl IntoIterator<Item = T>,
+        mut step: impl FnMut(T),
+    ) -> Vec<String> {
+        let mut failed = Vec::new();
+        let mut items = items.into_iter().peekable();
+        while items.peek().is_some() {
+            if let Some(due) = self.due() {
+                let now = Instant::now();
+                if due > now {
+                    std::thread::sleep(due - now);
+                }
+            }
+            let synced = crate::store::commit::act(root, || {
+                let mut k = 0u64;
+                while let Some(item) = items.next_if(|_| {
+                    k == 0 || k < MAX_BATCH && self.due().is_none_or(|d| d <= Instant::now())
+                }) {
+                    step(item);
+                    self.n += 1;
+                    k += 1;
+                }
+                Ok(())
+            });
+            if let Err(e) = synced {
+                failed.push(e.to_string());
             }
         }
-        self.n += 1;
+        failed
     }
 }
 
@@ -503,25 +543,29 @@ impl Conductor {
         let mut pacer = Pacer::new(rate);
         let mut errors = Vec::new();
         let mut shifted = 0;
-        for (path, d) in covered_inbox(&self.root, &pause) {
-            if applied(&d, &pause.id) || d.ack_deadline.is_none() && d.deliveries.is_empty() {
-                continue;
-            }
-            pacer.wait();
+        let frozen = covered_inbox(&self.root, &pause)
+            .into_iter()
+            .filter(|(_, d)| {
+                !applied(d, &pause.id) && (d.ack_deadline.is_some() || !d.deliveries.is_empty())
+            });
+        let failed = pacer.run(&self.root, frozen, |(path, d)| {
             match self.unfreeze(&path, &d, &pause, at) {
                 Ok(true) => shifted += 1,
                 Ok(false) => {}
                 Err(e) => errors.push(format!("{}: {e}", path.display())),
             }
-        }
-        for (path, t) in self.covered_timers(&pause) {
-            pacer.wait();
-            match self.unfreeze_step(&path, &t, &pause, at) {
+        });
+        errors.extend(failed);
+        let failed = pacer.run(
+            &self.root,
+            self.covered_timers(&pause),
+            |(path, t)| match self.unfreeze_step(&path, &t, &pause, at) {
                 Ok(true) => shifted += 1,
                 Ok(false) => {}
                 Err(e) => errors.push(format!("{}: {e}", path.display())),
-            }
-        }
+            },
+        );
+        errors.extend(failed);
         let (released, still_held) = self.release_held(&pause, by, &mut pacer, &mut errors);
         let announced = self.announce(&pause, crate::bus::vocab::MessageType::Resumed)?;
         if !errors.is_empty() {
@@ -749,16 +793,18 @@ impl Conductor {
             if todo.is_empty() {
                 break;
             }
-            for (hid, _) in todo {
+            for (hid, _) in &todo {
                 tried.insert(hid.to_string());
-                pacer.wait();
+            }
+            let failed = pacer.run(&self.root, todo, |(hid, _)| {
                 match self.release_one(&hid, p, by) {
                     Ok(HeldFate::Released) => released.push(hid.to_string()),
                     Ok(HeldFate::Kept) => kept.push(hid.to_string()),
                     Ok(HeldFate::Gone) => {}
                     Err(e) => errors.push(format!("{hid}: {e}")),
                 }
-            }
+            });
+            errors.extend(failed);
         }
         (released, kept)
     }
