@@ -616,6 +616,26 @@ mod tests {
         assert!(claims_agree(&submit(&format!("submit-{hid}"), "submit")).is_ok());
         assert!(claims_agree(&submit("forged-1", "submit")).is_err());
         assert!(claims_agree(&submit(&format!("submit-{hid}"), "approve")).is_err());
+        // A retirement's key is its handoff and the digits of the stamp it wrote.
+        let at = "2026-12-06T12:09:24.509471Z";
+        let retire = |key: &str, action: &str, handoff: &str| {
+            intent(
+                key,
+                action,
+                "cli",
+                json!({"handoff_id": handoff}),
+                Check::Retire {
+                    handoff_id: hid.into(),
+                    retired_at: at.into(),
+                },
+            )
+        };
+        let key = format!("retire-{hid}-20261206120924509471");
+        assert_eq!(crate::conductor::retire::retire_key(hid, at), key);
+        assert!(claims_agree(&retire(&key, "dead_retire", hid)).is_ok());
+        assert!(claims_agree(&retire(&format!("retire-{hid}-1"), "dead_retire", hid)).is_err());
+        assert!(claims_agree(&retire(&key, "requeue", hid)).is_err());
+        assert!(claims_agree(&retire(&key, "dead_retire", "hof_20260614_000002")).is_err());
         assert_eq!(key_number("rerun-wf_a-12", "rerun-wf_a-"), Some("12"));
         assert_eq!(key_number("rerun-wf_a-", "rerun-wf_a-"), None);
     }
