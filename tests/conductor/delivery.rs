@@ -1362,3 +1362,106 @@ fn a_dead_letter_ends_when_a_rerun_supersedes_it_its_workflow_is_aborted_or_it_i
         )]
     );
 }
+
+/// A retirement (`dead discard`) killed at every point between its writes, then either repeated or
+/// left to the supervisor's pass: the dead letter ends retired (or, killed before anything was
+/// written, stays dead), and the journal holds its `dead_retire` entry exactly once, naming the
+/// retirement's intent, which no pass leaves behind.
+#[test]
+fn a_retirement_killed_anywhere_is_journaled_exactly_once() {
+    let env = env();
+    install_once_flow(&env);
+    let points = [
+        "retire:before-stamp",
+        "retire:after-stamp",
+        "journal:before-append:dead_retire",
+    ];
+    for (i, point) in points.iter().enumerate() {
+        for repeat in [true, false] {
+            let n = i * 2 + usize::from(repeat);
+            let (wf, hid) = (
+                format!("wf_retire_crash_{n}"),
+                format!("hof_20261206_rc{n:04}"),
+            );
+            dead_lettered(&env, &wf, &hid);
+            assert!(
+                killed_at(
+                    &env,
+                    &["dead", "discard", &hid, "--reason", "obsolete"],
+                    point
+                ),
+                "{point} was not reached"
+            );
+            assert!(
+                retirements(&env, &hid).is_empty(),
+                "{point}: not journaled yet"
+            );
+            let mut reason = "obsolete";
+            if repeat {
+                let out = env.run(&["dead", "discard", &hid, "--reason", "again"], None);
+                let answer: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+                match *point {
+                    // Nothing was written: the repeat is a retirement of its own.
+                    "retire:before-stamp" => {
+                        assert_eq!(answer["reason"], "again", "{point}: {out:?}");
+                        reason = "again";
+                    }
+                    // The repeat finishes the cut-short one, with its stamp and reason.
+                    "retire:after-stamp" => {
+                        assert_eq!(answer["reason"], "obsolete", "{point}: {out:?}")
+                    }
+                    // Done already: refused, naming the retirement; the pass journals it.
+                    _ => {
+                        let e = String::from_utf8_lossy(&out.stderr);
+                        assert!(e.contains("is retired: obsolete"), "{point}: {e}");
+                    }
+                }
+            }
+            env.ok(&["tick"], None);
+            let untouched = !repeat && *point == "retire:before-stamp";
+            if untouched {
+                // Killed before its stamp: nothing happened, and nothing is journaled.
+                assert_eq!(
+                    env.copies(&hid),
+                    vec!["conductor/dead/hephaestus".to_string()]
+                );
+                assert!(retirements(&env, &hid).is_empty(), "{point}");
+            } else {
+                assert_eq!(
+                    env.copies(&hid),
+                    vec!["conductor/retired/hephaestus".to_string()],
+                    "{point} repeat={repeat}"
+                );
+                assert_eq!(
+                    retirements(&env, &hid),
+                    [("retired".to_owned(), reason.to_owned(), None)],
+                    "{point} repeat={repeat}"
+                );
+                let e = env
+                    .journal_entries()
+                    .into_iter()
+                    .find(|e| e["action"] == "dead_retire" && e["targets"]["handoff_id"] == *hid)
+                    .unwrap();
+                let key = e["targets"]["intent"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                assert!(key.starts_with(&format!("retire-{hid}-")), "{e:#}");
+            }
+            let r = env.ok(&["tick"], None);
+            assert_eq!(r["journaled_late"], 0, "{point}: {r:#}");
+            assert_eq!(
+                retirements(&env, &hid).len(),
+                usize::from(!untouched),
+                "{point}"
+            );
+            assert!(
+                !env.names("conductor/journal-intents")
+                    .iter()
+                    .any(|k| k.contains(&hid)),
+                "{point} repeat={repeat}: an intent was left behind"
+            );
+        }
+    }
+    assert_valid(&env);
+}

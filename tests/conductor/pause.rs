@@ -366,6 +366,21 @@ fn resume_at_a_rate_releases_steadily_in_the_order_held() {
     assert_eq!(r["released"], json!(hids));
     // Six releases at 10/s: the sixth is due 0.5 s after the first.
     assert!(took >= Duration::from_millis(500), "{took:?}");
+    // Each reaches its inbox when it is due, a tenth of a second after the one before (by
+    // schedule: the releases due together share one sync, none waits for another's).
+    let at: Vec<_> = hids
+        .iter()
+        .map(|h| {
+            ts(&env.read(&format!("conductor/pending/hephaestus/{h}.json"))["deliveries"][0]["at"])
+        })
+        .collect();
+    for w in at.windows(2) {
+        let gap = (w[1] - w[0]).num_milliseconds();
+        assert!(
+            (80..=400).contains(&gap),
+            "{gap} ms between two releases: {at:?}"
+        );
+    }
     for bad in ["0/s", "fast", "10/d"] {
         let err = env.refused(&["resume", "--god", "iris", "--rate", bad], None);
         assert!(err.contains("--rate"), "{bad}: {err}");
@@ -788,4 +803,111 @@ fn a_paused_seed_god_acks_what_it_has_and_the_next_dispatch_is_held() {
     let iris = python_reader(&env, "iris");
     assert_eq!(iris["inbox"].as_array().unwrap().len(), 1, "{iris}");
     assert_eq!(iris["held"], json!([]));
+}
+
+/// A flow whose `build` step has a 2 s `timeout` after `accepted` (its `ack_wait` an hour).
+const STEP_TIMEOUT_FLOW: &str = r#"
+workflow:
+  id: step-timeout-flow
+  version: "1"
+  steps:
+    - id: plan
+      god: thoth
+    - id: build
+      god: hephaestus
+      ack_wait: 1h
+      timeout: 2s
+      max_deliveries: 3
+"#;
+
+/// A pause longer than a step's own `timeout` fires no timeout: the supervisor parks the timer
+/// while paused, and the resume shifts the archived dispatch's `step_deadline` and its timer's
+/// `deadline` by the paused time (where a foreign reader sees them), exactly once even when the
+/// resume is killed between the two writes and repeated; the timeout then runs again and fires.
+#[test]
+fn a_pause_longer_than_a_step_timeout_fires_no_timeout_and_shifts_the_step_deadline() {
+    let env = env();
+    env.write(
+        "conductor/workflows/step-timeout-flow.yaml",
+        STEP_TIMEOUT_FLOW,
+    );
+    let (wf, hid) = ("wf_step_pause", "hof_20261206_st0001");
+    env.start("step-timeout-flow", wf, hid, &[]);
+    let a = env.ack(&ack("ack_20261206_st0001", hid, "accepted", "on it"));
+    assert_eq!(a["deadline_kind"], "step_timeout", "{a:#}");
+    let archived = format!("conductor/archive/hephaestus/{hid}.json");
+    let timer = format!("conductor/timers/{hid}.json");
+    let before = ts(&env.read(&archived)["step_deadline"]);
+    assert_eq!(ts(&env.read(&timer)["deadline"]), before);
+
+    env.ok(
+        &["pause", "--god", "hephaestus", "--reason", "budget burn"],
+        None,
+    );
+    // Well past the step's timeout while paused: nothing fires.
+    std::thread::sleep(Duration::from_millis(3000));
+    let tick = env.ok(&["tick"], None);
+    assert_eq!(tick["redelivered"], json!([]), "{tick:#}");
+    assert_eq!(tick["dead_lettered"], json!([]), "{tick:#}");
+    assert_eq!(
+        env.copies(hid),
+        vec!["conductor/archive/hephaestus".to_string()]
+    );
+
+    // The resume killed between the dispatch's shift and its timer's: the repeat writes the timer
+    // from the dispatch and shifts nothing twice.
+    killed_at(
+        &env,
+        &["resume", "--god", "hephaestus"],
+        "resume:after-step-shift",
+    );
+    let half = env.read(&archived);
+    assert_eq!(half["frozen"].as_array().unwrap().len(), 1, "{half:#}");
+    assert_eq!(
+        ts(&env.read(&timer)["deadline"]),
+        before,
+        "the timer not yet"
+    );
+    let r = env.ok(&["resume", "--god", "hephaestus"], None);
+    assert_eq!(r["status"], "resumed", "{r:#}");
+    assert_eq!(r["shifted"], 0, "shifted by the killed attempt: {r:#}");
+    let d = env.read(&archived);
+    assert_eq!(d["frozen"], half["frozen"], "shifted once");
+    let frozen = &d["frozen"][0];
+    assert_eq!(frozen["pause"], r["pause"]["id"]);
+    let resumed_at = ts(&r["pause"]["resumed_at"]);
+    assert_eq!(ts(&frozen["to"]), resumed_at);
+    // Frozen from the pause's start (the acceptance came before it).
+    assert_eq!(ts(&frozen["from"]), ts(&r["pause"]["since"]));
+    let after = ts(&d["step_deadline"]);
+    assert_eq!(
+        after - before,
+        resumed_at - ts(&r["pause"]["since"]),
+        "shifted exactly"
+    );
+    assert_eq!(
+        (after - before).num_milliseconds(),
+        frozen["shifted_ms"].as_i64().unwrap()
+    );
+    assert!((after - before).num_milliseconds() >= 3000, "{frozen:#}");
+    assert_eq!(
+        ts(&env.read(&timer)["deadline"]),
+        after,
+        "the timer says it too"
+    );
+
+    // Right after the resume the step still has the time it had left: no timeout yet.
+    let tick = env.ok(&["tick"], None);
+    assert_eq!(tick["redelivered"], json!([]), "{tick:#}");
+    assert_eq!(
+        env.copies(hid),
+        vec!["conductor/archive/hephaestus".to_string()]
+    );
+    // Past the shifted deadline the timeout fires as it would have without the pause.
+    let wait = after - chrono::Utc::now() + chrono::Duration::milliseconds(100);
+    std::thread::sleep(wait.to_std().unwrap_or_default());
+    let tick = env.ok(&["tick"], None);
+    assert_eq!(tick["redelivered"][0]["handoff_id"], hid, "{tick:#}");
+    assert_eq!(tick["redelivered"][0]["delivery"], 2, "{tick:#}");
+    assert!(entries(&env, "dead_letter").is_empty());
 }

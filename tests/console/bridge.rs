@@ -306,3 +306,58 @@ fn retry_and_discard_act_on_a_waiting_outbox_record_and_are_journaled() {
         .to_string();
     assert!(refused.contains("dead-lettered"), "{refused}");
 }
+
+/// A peer pantheon's pause the bridge heard (its status file's `peer_pauses`, docs/NATS.md) shows in
+/// the header's `⏸ PEER` badge on every pane and in the bridge pane's status box, at 80x24 and
+/// 200x50; once expired (the peer silent for three of its periods) it shows nowhere.
+#[test]
+fn a_peers_pause_shows_in_the_header_and_the_bridge_pane() {
+    let root = root_with_bridge();
+    let r = Root::at(root.path());
+    let mut st = status(true, None);
+    st.extra.insert(
+        "peer_pauses".into(),
+        json!([{"peer": "tallon", "more": 0,
+                "pauses": [{"id": "pause_20260614_100100_abcdef", "kind": "god", "name": "hermes",
+                            "by": "ops", "reason": "incident 12", "since": "2026-06-14T10:01:00Z",
+                            "until": null},
+                           {"id": "pause_20260614_100200_abcdef", "kind": "track", "name": "main",
+                            "by": "ops", "reason": "incident 12", "since": "2026-06-14T10:02:00Z",
+                            "until": null}],
+                "announced_at": "2026-06-14T10:35:50Z", "received_at": "2026-06-14T10:35:50Z",
+                "expires_at": "2026-06-14T10:36:20Z"}]),
+    );
+    eb::write_status(&r, &st).unwrap();
+    for (w, h) in [(80, 24), (200, 50)] {
+        let mut app = app_for(root.path(), fixture_now());
+        let s = screen(&app, w, h, root.path());
+        let header = s.lines().next().unwrap();
+        assert!(header.contains("⏸ PEER tallon"), "{w}x{h}: {header}");
+        app.run_command("pane bridge");
+        let s = screen(&app, w, h, root.path());
+        assert!(s.lines().next().unwrap().contains("⏸ PEER tallon"), "{s}");
+        assert!(
+            s.contains("⏸ peers paused: tallon: god hermes since"),
+            "{s}"
+        );
+        // The table keeps its rows below the taller status box.
+        for want in ["ob_deploy_42_notify", "ob_ship_7_notify"] {
+            assert!(s.contains(want), "{w}x{h}: no {want:?} in\n{s}");
+        }
+        assert_snapshot!(format!("bridge_pane_peer_paused_{w}x{h}"), s);
+    }
+    let wide = screen(&app_for(root.path(), fixture_now()), 200, 50, root.path());
+    assert!(
+        wide.lines()
+            .next()
+            .unwrap()
+            .contains("⏸ PEER tallon: god hermes since"),
+        "{wide}"
+    );
+    // Expired: the bridge stopped hearing the peer.
+    let later = fixture_now() + chrono::Duration::minutes(5);
+    let mut app = app_for(root.path(), later);
+    app.run_command("pane bridge");
+    let s = screen(&app, 200, 50, root.path());
+    assert!(!s.contains("PEER") && !s.contains("peers paused"), "{s}");
+}

@@ -237,3 +237,67 @@ fn a_peers_pause_is_shown_until_the_peer_falls_silent_and_strangers_are_ignored(
     });
     assert!(a.bridge.terminate());
 }
+
+/// Runs `client.py URL CMD ARGS…` and returns its standard output (the command must succeed).
+fn client(url: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new(super::peers::python())
+        .arg(super::peers::client_py())
+        .arg(url)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "client.py {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// After the NATS server restarts, the bridge announces this root's pauses again as soon as it has
+/// reconnected (its period is an hour, so only the reconnection can send it). A nats-py client
+/// keeps what is published on `pantheon.konan.paused` in a JetStream stream on the server's
+/// disk, which survives the restart, so the re-announcement is seen whichever of the bridge and
+/// the peer's own subscriber reconnects first; the peer's core subscriber hears the pause before
+/// the restart.
+#[test]
+fn the_bridge_announces_its_pauses_again_when_it_reconnects_after_the_server_restarts() {
+    let mut server = Server::start();
+    let url = server.url();
+    client(
+        &url,
+        &["stream-add", "KONAN_PAUSES", "pantheon.konan.paused"],
+    );
+    let mut a = Machine::new("konan");
+    let peer = Listener::start(&url, "pantheon.konan.paused");
+    a.start_bridge(&url, &["--peer", "tallon", "--announce-every", "1h"]);
+    wait_announced(&peer, 0, &[]);
+    a.ok(
+        &["pause", "--god", "hermes", "--reason", "incident 9"],
+        None,
+    );
+    wait_announced(&peer, 0, &["god hermes"]);
+    let kept = super::peers::stream_msgs(&url, "KONAN_PAUSES");
+    assert_eq!(kept, 2, "the start's announcement and the pause's");
+
+    let restarted = chrono::Utc::now();
+    server.restart();
+    wait_for(
+        "the re-announcement after the reconnection",
+        Duration::from_secs(30),
+        || super::peers::try_stream_msgs(&url, "KONAN_PAUSES").is_some_and(|n| n > kept),
+    );
+    let again: Value =
+        serde_json::from_str(client(&url, &["stream-get", "KONAN_PAUSES", "3"]).trim()).unwrap();
+    assert_eq!(again["from_pantheon"], "konan", "{again}");
+    assert_eq!(names(&again), ["god hermes"], "{again}");
+    assert_eq!(again["pauses"][0]["reason"], "incident 9", "{again}");
+    let at = chrono::DateTime::parse_from_rfc3339(again["at"].as_str().unwrap())
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    assert!(at >= restarted, "sent after the restart: {again}");
+    // Once: nothing more until a change (or the hour's period).
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(
+        super::peers::stream_msgs(&url, "KONAN_PAUSES"),
+        kept + 1,
+        "one re-announcement"
+    );
+    assert!(a.bridge.terminate());
+}

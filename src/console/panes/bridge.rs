@@ -38,6 +38,61 @@ pub fn total_lag(b: &Value) -> u64 {
         .fold(num(b, "lag"), u64::saturating_add)
 }
 
+/// The peers' pauses the running bridge heard (its status file's `peer_pauses`, docs/NATS.md),
+/// those not expired at the console's `now`; none without a status file or in another shape.
+pub(crate) fn peer_pauses(app: &App) -> Vec<crate::engine::nats::PeerPauses> {
+    app.snapshot
+        .bridge
+        .as_deref()
+        .and_then(|b| b.get("peer_pauses"))
+        .and_then(Value::as_array)
+        .map(|v| {
+            v.iter()
+                .filter_map(|x| {
+                    serde_json::from_value::<crate::engine::nats::PeerPauses>(x.clone()).ok()
+                })
+                .filter(|p| crate::engine::nats::peer_pauses_live(p, app.now))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `tallon: god hermes since 10:01 (+1)`: a peer and its first pause, with how many more.
+pub(crate) fn peer_pause_text(p: &crate::engine::nats::PeerPauses, app: &App) -> String {
+    let Some(first) = p.pauses.first() else {
+        return p.peer.clone();
+    };
+    let what = match &first.name {
+        Some(n) => format!("{} {n}", first.kind),
+        None => first.kind.to_string(),
+    };
+    let since = when(Some(&first.since), app.now, app.absolute_times);
+    let more = (p.pauses.len() - 1).saturating_add(p.more);
+    let more = if more > 0 {
+        format!(" (+{more})")
+    } else {
+        String::new()
+    };
+    format!("{}: {what} since {since}{more}", p.peer)
+}
+
+/// The status box's line of the peers' pauses: `⏸ peers paused: tallon: god hermes since 10:01
+/// (incident) · konan: all since 09:58`.
+fn peer_pause_line<'a>(peers: &[crate::engine::nats::PeerPauses], app: &App, theme: &Theme) -> Line<'a> {
+    let list: Vec<String> = peers
+        .iter()
+        .map(|p| {
+            let why = p
+                .pauses
+                .first()
+                .map(|x| format!(" ({})", trunc(&x.reason, 40)))
+                .unwrap_or_default();
+            format!("{}{why}", peer_pause_text(p, app))
+        })
+        .collect();
+    Line::styled(format!("⏸ peers paused: {}", list.join(" · ")), theme.warn())
+}
+
 /// The status box's lines.
 fn status_lines<'a>(b: &Value, app: &App, theme: &Theme, width: usize) -> Vec<Line<'a>> {
     let connected = b.get("connected").and_then(Value::as_bool) == Some(true);
@@ -92,6 +147,10 @@ fn status_lines<'a>(b: &Value, app: &App, theme: &Theme, width: usize) -> Vec<Li
         (None, Some(e)) => Line::styled(format!("last error: {e}"), theme.alert()),
         (None, None) => Line::styled("no error", theme.dim()),
     });
+    let peers = peer_pauses(app);
+    if !peers.is_empty() {
+        out.push(peer_pause_line(&peers, app, theme));
+    }
     out
 }
 
@@ -108,9 +167,16 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             theme,
         );
     }
-    // The status box takes five rows when the pane has room for a table below it.
-    let (top, rest) = if area.height >= 11 {
-        let [t, r] = Layout::vertical([Constraint::Length(5), Constraint::Min(3)]).areas(area);
+    // The status box takes five rows (six with a line of the peers' pauses) when the pane has
+    // room for a table below it.
+    let high = if status.is_some() && !peer_pauses(app).is_empty() {
+        6
+    } else {
+        5
+    };
+    let (top, rest) = if area.height >= high + 6 {
+        let [t, r] =
+            Layout::vertical([Constraint::Length(high), Constraint::Min(3)]).areas(area);
         (Some(t), r)
     } else {
         (None, area)

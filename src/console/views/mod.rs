@@ -217,6 +217,13 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             theme.warn(),
         ));
     }
+    if let Some([full, short, tight]) = peer_paused_badge(app) {
+        items.push(HeaderItem::new(
+            Part::Alert,
+            [full, short, tight],
+            theme.warn(),
+        ));
+    }
     if let Some(l) = s.loading {
         // The first screen of a large root comes before the whole root is read.
         let full = format!(
@@ -362,6 +369,23 @@ fn paused_badge(v: &crate::live::snapshot::PausedView, app: &App) -> Option<[Str
                 format!(" {}", v.pauses.len())
             }
         ),
+    ])
+}
+
+/// `⏸ PEER tallon: god hermes since 10:01 (+1 more peer) · `: a peer pantheon's pause heard by
+/// the bridge (docs/NATS.md), the first peer's first pause, in its three forms.
+fn peer_paused_badge(app: &App) -> Option<[String; 3]> {
+    let peers = crate::console::panes::bridge::peer_pauses(app);
+    let first = peers.first()?;
+    let more = match peers.len() {
+        1 => String::new(),
+        n => format!(" (+{} more peer{})", n - 1, if n == 2 { "" } else { "s" }),
+    };
+    let text = crate::console::panes::bridge::peer_pause_text(first, app);
+    Some([
+        format!("⏸ PEER {text}{more} · "),
+        format!("⏸ PEER {} ", first.peer),
+        format!("⏸P{} ", peers.len()),
     ])
 }
 

@@ -6,6 +6,7 @@ as the origin's listener subscribes and publishes).
   client.py URL publish SUBJECT FILE   publish each line of FILE (core), flush, exit
   client.py URL stream-msgs NAME       print the number of messages JetStream stream NAME holds
   client.py URL stream-add NAME SUBJ   create JetStream stream NAME holding subject SUBJ
+  client.py URL stream-get NAME SEQ    print the body of message SEQ of JetStream stream NAME
 """
 
 import asyncio
@@ -48,6 +49,12 @@ async def stream_add(nc, name, subject):
     await js.add_stream(name=name, subjects=[subject])
 
 
+async def stream_get(nc, name, seq):
+    js = nc.jetstream()
+    msg = await js.get_msg(name, seq=int(seq))
+    print(msg.data.decode(), flush=True)
+
+
 async def main():
     url, cmd = sys.argv[1], sys.argv[2]
     nc = await nats.connect(url, allow_reconnect=True, max_reconnect_attempts=-1)
@@ -60,6 +67,8 @@ async def main():
             await stream_msgs(nc, sys.argv[3])
         elif cmd == "stream-add":
             await stream_add(nc, sys.argv[3], sys.argv[4])
+        elif cmd == "stream-get":
+            await stream_get(nc, sys.argv[3], sys.argv[4])
         else:
             raise SystemExit(f"unknown command {cmd}")
     finally:

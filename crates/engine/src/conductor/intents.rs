@@ -79,6 +79,14 @@ pub(crate) enum Check {
         /// The pause's id.
         pause_id: String,
     },
+    /// The dead letter lies in `conductor/retired/`, stamped `retired_at` (one stamped but still in
+    /// `conductor/dead/` is not: its move is finished first, or a repeat finishes and journals it).
+    Retire {
+        /// The dead letter's handoff.
+        handoff_id: String,
+        /// The stamp the retirement wrote.
+        retired_at: String,
+    },
     /// The workflow's state records the rerun's handoff and its dispatch exists.
     Rerun {
         /// The workflow.
@@ -134,6 +142,7 @@ fn action_word(a: &Verb) -> Option<Verb> {
         Verb::Reject,
         Verb::Pause,
         Verb::Resume,
+        Verb::DeadRetire,
     ]
     .into_iter()
     .find(|w| w == a)
@@ -444,6 +453,22 @@ impl Conductor {
                         .reason(text("reason").as_deref()),
                 )
             }
+            Check::Retire {
+                handoff_id,
+                retired_at,
+            } => {
+                let r = super::retire::list_retired(&self.root)
+                    .dead
+                    .into_iter()
+                    .find(|r| {
+                        r.dispatch.handoff_id == *handoff_id
+                            && r.dispatch.retired_at.as_deref() == Some(retired_at.as_str())
+                    })?;
+                let stamp = super::retire::RetireStamp::of(&r, "", None);
+                Some(super::retire::retire_act(
+                    &stamp.planned(&r, r.path.display().to_string()),
+                ))
+            }
             _ => None,
         }
     }
@@ -515,6 +540,16 @@ impl Conductor {
                         .is_some_and(|f| f.dispatch.dead_at.is_some())
                     || self.archived_halfway(&hid, |d| d.dead_at.is_some())
             }),
+            Check::Retire {
+                handoff_id,
+                retired_at,
+            } => super::retire::list_retired(&self.root)
+                .dead
+                .iter()
+                .any(|r| {
+                    r.dispatch.handoff_id == *handoff_id
+                        && r.dispatch.retired_at.as_deref() == Some(retired_at.as_str())
+                }),
             Check::Requeue { handoff_id } => HandoffId::parse(handoff_id)
                 .ok()
                 .is_some_and(|hid| self.find_dead(&hid).is_none() && self.dispatched(&hid)),

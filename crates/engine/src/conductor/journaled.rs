@@ -293,9 +293,42 @@ impl Conductor {
         handoff_id: &HandoffId,
         reason: &str,
     ) -> Result<super::retire::RetiredDead> {
-        let r = self.discard_dead_unjournaled(handoff_id, reason)?;
-        self.journal_retired(std::slice::from_ref(&r));
-        Ok(r)
+        self.discard_dead_retiring(handoff_id, reason)
+    }
+
+    /// Retires one dead letter (`found`, under its workflow's lock, which the caller holds),
+    /// journaled as `dead_retire` through the intent `retire-{handoff_id}-{stamp}` (docs/PROTOCOL.md
+    /// §2.8, §2.10): the intent before the stamp, the entry after the move, so a process killed
+    /// anywhere between neither loses the entry (the repeat or the supervisor's next pass journals
+    /// it) nor doubles it. A retirement a crash cut short is finished with its own stamp, under the
+    /// same key.
+    pub(crate) fn retire_journaled(
+        &self,
+        found: &super::delivery::DeadLetter,
+        reason: &str,
+        superseded_by: Option<&str>,
+    ) -> Result<super::retire::RetiredDead> {
+        let stamp = super::retire::RetireStamp::of(found, reason, superseded_by);
+        let hid = found.dispatch.handoff_id.as_str();
+        let intent = self.intend(
+            &super::retire::retire_key(hid, &stamp.at),
+            &super::retire::retire_act(&stamp.planned(found, String::new())),
+            Check::Retire {
+                handoff_id: hid.to_owned(),
+                retired_at: stamp.at.clone(),
+            },
+        );
+        match self.retire_found_unjournaled(found, &stamp) {
+            Ok(r) => {
+                // A journal that cannot be written never undoes the act (as every journaled act).
+                let _ = self.journal_intent(intent, super::retire::retire_act(&r));
+                Ok(r)
+            }
+            Err(e) => {
+                self.drop_intent(intent);
+                Err(e)
+            }
+        }
     }
 
     /// Deletes the definition's `temp_artifacts` of an aborted or completed workflow, only inside the

@@ -172,7 +172,15 @@ pub fn parse_rate(text: &str) -> Result<f64> {
     Ok(rate)
 }
 
-/// Spaces the releases of a resume: the n-th waits until `start + n / rate`.
+/// The most steps of a resume run as one act (one shared sync, `store/commit.rs`).
+const MAX_BATCH: u64 = 64;
+
+/// Spaces the steps of a resume (each shift and each release): the n-th is due at
+/// `start + n / rate`, by schedule, whatever the steps before it took. The steps due by the time
+/// the previous ones were made durable run together as one act (`store/commit.rs`): each step's
+/// writes reach readers one by one, when it is due, and one sync makes the batch durable before the
+/// next batch starts. A step then costs its writes, not a sync of its own, so the rate holds where
+/// one sync takes longer than a step's share of a second.
 struct Pacer {
     rate: Option<f64>,
     start: Instant,
@@ -187,15 +195,47 @@ impl Pacer {
             n: 0,
         }
     }
-    fn wait(&mut self) {
-        if let Some(r) = self.rate {
-            let due = self.start + Duration::from_secs_f64(self.n as f64 / r);
-            let now = Instant::now();
-            if due > now {
-                std::thread::sleep(due - now);
+
+    /// When the next step is due (`None`: at once).
+    fn due(&self) -> Option<Instant> {
+        self.rate
+            .map(|r| self.start + Duration::from_secs_f64(self.n as f64 / r))
+    }
+
+    /// Runs `step` over `items` in order, each not before it is due, in batches of the steps due
+    /// together, each batch one act of `root`. Returns the batches' failed syncs (their steps'
+    /// writes may not survive a crash of the machine: a repeated resume writes them again).
+    fn run<T>(
+        &mut self,
+        root: &Root,
+        items: impl IntoIterator<Item = T>,
+        mut step: impl FnMut(T),
+    ) -> Vec<String> {
+        let mut failed = Vec::new();
+        let mut items = items.into_iter().peekable();
+        while items.peek().is_some() {
+            if let Some(due) = self.due() {
+                let now = Instant::now();
+                if due > now {
+                    std::thread::sleep(due - now);
+                }
+            }
+            let synced = crate::store::commit::act(root, || {
+                let mut k = 0u64;
+                while let Some(item) = items.next_if(|_| {
+                    k == 0 || k < MAX_BATCH && self.due().is_none_or(|d| d <= Instant::now())
+                }) {
+                    step(item);
+                    self.n += 1;
+                    k += 1;
+                }
+                Ok(())
+            });
+            if let Err(e) = synced {
+                failed.push(e.to_string());
             }
         }
-        self.n += 1;
+        failed
     }
 }
 
@@ -221,7 +261,7 @@ pub struct ResumeResult {
     pub pause: Pause,
     /// How long it lasted, in seconds.
     pub paused_secs: f64,
-    /// Dispatches whose ack deadline was shifted.
+    /// Dispatches whose ack deadline, or step deadline after `accepted`, was shifted.
     pub shifted: usize,
     /// Held dispatches released into their inboxes, in the order they were held.
     pub released: Vec<String>,
@@ -503,17 +543,29 @@ impl Conductor {
         let mut pacer = Pacer::new(rate);
         let mut errors = Vec::new();
         let mut shifted = 0;
-        for (path, d) in covered_inbox(&self.root, &pause) {
-            if applied(&d, &pause.id) || d.ack_deadline.is_none() && d.deliveries.is_empty() {
-                continue;
-            }
-            pacer.wait();
+        let frozen = covered_inbox(&self.root, &pause)
+            .into_iter()
+            .filter(|(_, d)| {
+                !applied(d, &pause.id) && (d.ack_deadline.is_some() || !d.deliveries.is_empty())
+            });
+        let failed = pacer.run(&self.root, frozen, |(path, d)| {
             match self.unfreeze(&path, &d, &pause, at) {
                 Ok(true) => shifted += 1,
                 Ok(false) => {}
                 Err(e) => errors.push(format!("{}: {e}", path.display())),
             }
-        }
+        });
+        errors.extend(failed);
+        let failed = pacer.run(
+            &self.root,
+            self.covered_timers(&pause),
+            |(path, t)| match self.unfreeze_step(&path, &t, &pause, at) {
+                Ok(true) => shifted += 1,
+                Ok(false) => {}
+                Err(e) => errors.push(format!("{}: {e}", path.display())),
+            },
+        );
+        errors.extend(failed);
         let (released, still_held) = self.release_held(&pause, by, &mut pacer, &mut errors);
         let announced = self.announce(&pause, crate::bus::vocab::MessageType::Resumed)?;
         if !errors.is_empty() {
@@ -572,15 +624,43 @@ impl Conductor {
         if applied(&d, &p.id) || d.workflow_id != seen.workflow_id {
             return Ok(false);
         }
+        let began = delivered_at(&d);
+        let moved = self.frozen_stretch(&mut d, p, at, began);
+        if let Some(deadline) = d.ack_deadline.as_deref().and_then(parse_ts)
+            && let Some(by) = moved
+            && let Some(moved) = deadline.checked_add_signed(by)
+        {
+            d.ack_deadline = Some(format_ts(moved));
+            if let Some(last) = d.frozen.last_mut() {
+                last.shifted_ms = by.num_milliseconds();
+            }
+        }
+        write_json(&self.root, path, &d)?;
+        super::crash_point("resume:after-shift");
+        Ok(true)
+    }
+
+    /// Records on `d` the frozen stretch the resume of `p` at `at` ends (a [`Frozen`] entry, its
+    /// `shifted_ms` 0 until the caller moves a deadline), and returns how far its deadline moves:
+    /// `None` while another pause in force still freezes it (then only `frozen_since` notes when the
+    /// stretch began). `began`: when the deadline started running (the delivery it waits on, or the
+    /// acceptance for a step's timeout); the stretch never starts before it.
+    fn frozen_stretch(
+        &self,
+        d: &mut Dispatch,
+        p: &Pause,
+        at: DateTime<Utc>,
+        began: Option<DateTime<Utc>>,
+    ) -> Option<chrono::Duration> {
         let others = Pauses::load(&self.root).unwrap_or_default();
         let still = others
             .list()
             .iter()
-            .filter(|q| q.id != p.id && q.covers(&d.to_god, &d.workflow_id) && !applied(&d, &q.id))
+            .filter(|q| q.id != p.id && q.covers(&d.to_god, &d.workflow_id) && !applied(d, &q.id))
             .collect::<Vec<_>>();
         // The frozen stretch began at the earliest start of the pauses that froze it without a
         // break (this one, the ones still in force, one that ended while another held on), and
-        // never before the delivery it waits on.
+        // never before the deadline began running.
         let mut start = p.since_ts().unwrap_or(at);
         for q in &still {
             if let Some(s) = q.since_ts() {
@@ -590,34 +670,107 @@ impl Conductor {
         if let Some(s) = d.frozen_since.as_deref().and_then(parse_ts) {
             start = start.min(s);
         }
-        if let Some(t) = delivered_at(&d) {
+        if let Some(t) = began {
             start = start.max(t);
         }
         let start = start.min(at);
-        let mut rec = Frozen {
+        d.frozen.push(Frozen {
             pause: p.id.clone(),
             from: format_ts(start),
             to: format_ts(at),
             shifted_ms: 0,
-        };
-        if still.is_empty() {
-            let by = at - start;
-            if let Some(deadline) = d.ack_deadline.as_deref().and_then(parse_ts)
-                && let Some(moved) = deadline.checked_add_signed(by)
-            {
-                d.ack_deadline = Some(format_ts(moved));
-                rec.shifted_ms = by.num_milliseconds();
-            }
-            d.frozen_since = None;
-        } else {
-            d.frozen_since = Some(format_ts(start));
-        }
-        d.frozen.push(rec);
+        });
         let cut = d.frozen.len().saturating_sub(MAX_FROZEN);
         d.frozen.drain(..cut);
-        write_json(&self.root, path, &d)?;
-        super::crash_point("resume:after-shift");
-        Ok(true)
+        if still.is_empty() {
+            d.frozen_since = None;
+            Some(at - start)
+        } else {
+            d.frozen_since = Some(format_ts(start));
+            None
+        }
+    }
+
+    /// The step timers (`conductor/timers/`) of the accepted dispatches a pause covers, by their
+    /// god and workflow: `(timer path, timer)`.
+    fn covered_timers(&self, p: &Pause) -> Vec<(std::path::PathBuf, super::timers::StepTimer)> {
+        let Ok(rd) = std::fs::read_dir(self.root.timers_dir()) else {
+            return Vec::new();
+        };
+        let mut out: Vec<_> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|path| path.extension().is_some_and(|x| x == "json"))
+            .filter_map(|path| super::timers::read_timer(&path).map(|t| (path, t)))
+            .filter(|(_, t)| p.covers(&t.god, &t.workflow_id))
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
+    }
+
+    /// Shifts the step deadline of one accepted dispatch a pause froze by the time it was frozen
+    /// (docs/PROTOCOL.md §2.14): the archived dispatch's `step_deadline` (with a [`Frozen`] entry,
+    /// so a repeated resume never shifts twice) under its workflow's lock, then its timer's
+    /// `deadline`. A repeat after a kill between the two writes writes the timer again from the
+    /// dispatch. Whether the step deadline moved.
+    fn unfreeze_step(
+        &self,
+        timer: &Path,
+        t: &super::timers::StepTimer,
+        p: &Pause,
+        at: DateTime<Utc>,
+    ) -> Result<bool> {
+        let (Ok(wf), Ok(hid), Ok(god)) = (
+            WorkflowId::parse(&t.workflow_id),
+            HandoffId::parse(&t.handoff_id),
+            GodName::parse(&t.god),
+        ) else {
+            // Names nothing the engine wrote: the supervisor removes it, nothing to shift.
+            return Ok(false);
+        };
+        if timer != super::timers::timer_path(&self.root, &hid) {
+            // Not a file this engine wrote under that name: never acted on.
+            return Ok(false);
+        }
+        let _lock = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf))?;
+        let Some(f) = files::in_archive(&self.root, &god, &hid)? else {
+            return Ok(false);
+        };
+        let mut d = f.dispatch;
+        if d.workflow_id != wf.as_str() || d.step_deadline.is_none() {
+            return Ok(false);
+        }
+        let mut moved = false;
+        if !applied(&d, &p.id) {
+            let began = d
+                .acked_at
+                .as_deref()
+                .and_then(parse_ts)
+                .or_else(|| delivered_at(&d));
+            let by = self.frozen_stretch(&mut d, p, at, began);
+            if let Some(deadline) = d.step_deadline.as_deref().and_then(parse_ts)
+                && let Some(by) = by
+                && let Some(later) = deadline.checked_add_signed(by)
+            {
+                d.step_deadline = Some(format_ts(later));
+                if let Some(last) = d.frozen.last_mut() {
+                    last.shifted_ms = by.num_milliseconds();
+                }
+                moved = true;
+            }
+            write_json(&self.root, &f.path, &d)?;
+            super::crash_point("resume:after-step-shift");
+        }
+        let deadline = d.step_deadline.clone().unwrap_or_default();
+        if let Some(now) = super::timers::read_timer(timer)
+            && now.deadline != deadline
+            && now.handoff_id == t.handoff_id
+        {
+            let mut now = now;
+            now.deadline = deadline;
+            self.write_timer(&hid, &now)?;
+        }
+        Ok(moved)
     }
 
     /// Releases the dispatches `p` held, in the order they were held, until none is left (new ones
@@ -640,16 +793,18 @@ impl Conductor {
             if todo.is_empty() {
                 break;
             }
-            for (hid, _) in todo {
+            for (hid, _) in &todo {
                 tried.insert(hid.to_string());
-                pacer.wait();
+            }
+            let failed = pacer.run(&self.root, todo, |(hid, _)| {
                 match self.release_one(&hid, p, by) {
                     Ok(HeldFate::Released) => released.push(hid.to_string()),
                     Ok(HeldFate::Kept) => kept.push(hid.to_string()),
                     Ok(HeldFate::Gone) => {}
                     Err(e) => errors.push(format!("{hid}: {e}")),
                 }
-            }
+            });
+            errors.extend(failed);
         }
         (released, kept)
     }

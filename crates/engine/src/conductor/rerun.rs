@@ -407,10 +407,8 @@ impl Conductor {
             "superseded by {}, the rerun's dispatch of step {}",
             r.handoff_id, r.step
         );
-        let retired = self
-            .retire_dead_of(&wf, &reason, Some(&r.handoff_id))
-            .unwrap_or_default();
-        self.journal_retired(&retired);
+        // Each retirement is journaled through its own intent; one that fails stays listed.
+        let _ = self.retire_dead_of(&wf, &reason, Some(&r.handoff_id));
     }
 }
 

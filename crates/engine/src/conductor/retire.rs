@@ -71,14 +71,66 @@ fn checked_reason(reason: &str) -> Result<String> {
     Ok(r.to_owned())
 }
 
+/// What a retirement stamps on its dead letter: when, why, and the dispatch that superseded it.
+/// A dead letter already stamped in `conductor/dead/` is a retirement a crash cut short: it is
+/// finished with its own stamp, so its intent's key and its journal entry are the first attempt's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RetireStamp {
+    /// `retired_at`.
+    pub(crate) at: String,
+    /// `retired_reason`.
+    pub(crate) reason: String,
+    /// `superseded_by`.
+    pub(crate) superseded_by: Option<String>,
+}
+
+impl RetireStamp {
+    /// The stamp for retiring `found` now with `reason`, or the one a cut-short retirement left.
+    pub(crate) fn of(found: &DeadLetter, reason: &str, superseded_by: Option<&str>) -> Self {
+        let d = &found.dispatch;
+        match (&d.retired_at, &d.retired_reason) {
+            (Some(at), Some(why)) if crate::store::time::parse_ts(at).is_some() => Self {
+                at: at.clone(),
+                reason: why.clone(),
+                superseded_by: d.superseded_by.clone(),
+            },
+            _ => Self {
+                at: format_ts(Utc::now()),
+                reason: reason.to_owned(),
+                superseded_by: superseded_by.map(str::to_owned),
+            },
+        }
+    }
+
+    /// The retirement this stamp makes of `found`, as it will be reported and journaled.
+    pub(crate) fn planned(&self, found: &DeadLetter, path: String) -> RetiredDead {
+        RetiredDead {
+            status: "retired".into(),
+            handoff_id: found.dispatch.handoff_id.clone(),
+            workflow_id: found.dispatch.workflow_id.clone(),
+            god: found.god.clone(),
+            reason: self.reason.clone(),
+            superseded_by: self.superseded_by.clone(),
+            path,
+        }
+    }
+}
+
+/// The intent key of a retirement: `retire-{handoff_id}-{the stamp's digits}` (a dead letter put
+/// back by hand and retired again is another act, with another key).
+pub(crate) fn retire_key(handoff_id: &str, retired_at: &str) -> String {
+    let digits: String = retired_at.chars().filter(char::is_ascii_digit).collect();
+    format!("retire-{handoff_id}-{digits}")
+}
+
 impl Conductor {
-    /// Moves the dead letter `found` to the retired archive, stamped with `reason` and the
-    /// dispatch that superseded it. The caller holds its workflow's lock. Unjournaled.
-    fn retire_found(
+    /// Moves the dead letter `found` to the retired archive, stamped with `stamp`. The caller holds
+    /// its workflow's lock. Unjournaled: [`Conductor::retire_journaled`] journals it through its
+    /// intent.
+    pub(crate) fn retire_found_unjournaled(
         &self,
         found: &DeadLetter,
-        reason: &str,
-        superseded_by: Option<&str>,
+        stamp: &RetireStamp,
     ) -> Result<RetiredDead> {
         let hid = HandoffId::parse(&found.dispatch.handoff_id)?;
         let god = GodName::parse(&found.god)?;
@@ -86,28 +138,49 @@ impl Conductor {
         let target = dir.join(format!("{hid}.json"));
         files::refuse_unconfined(&self.root, &[found.path.clone(), target.clone()])?;
         ensure_dir(&self.root, &dir)?;
-        let mut d = found.dispatch.clone();
-        d.retired_at = Some(format_ts(Utc::now()));
-        d.retired_reason = Some(reason.to_owned());
-        d.superseded_by = superseded_by.map(str::to_owned);
+        super::crash_point("retire:before-stamp");
         // Stamped in place first, then moved: a dead letter found stamped in `dead/` is a
-        // retirement a crash cut short, which the next one finishes.
-        write_json(&self.root, &found.path, &d)?;
+        // retirement a crash cut short, which the next one (or the supervisor's pass over its
+        // intent) finishes.
+        if found.dispatch.retired_at.as_deref() != Some(stamp.at.as_str()) {
+            let mut d = found.dispatch.clone();
+            d.retired_at = Some(stamp.at.clone());
+            d.retired_reason = Some(stamp.reason.clone());
+            d.superseded_by = stamp.superseded_by.clone();
+            write_json(&self.root, &found.path, &d)?;
+        }
+        super::crash_point("retire:after-stamp");
         rename_durable(&self.root, &found.path, &target)?;
-        Ok(RetiredDead {
-            status: "retired".into(),
-            handoff_id: hid.to_string(),
-            workflow_id: d.workflow_id.clone(),
-            god: god.to_string(),
-            reason: reason.to_owned(),
-            superseded_by: d.superseded_by,
-            path: target.display().to_string(),
-        })
+        Ok(stamp.planned(found, target.display().to_string()))
     }
 
-    /// Retires the dead letter of `hid` by hand, with the operator's `reason`. Unjournaled; see
-    /// [`Conductor::discard_dead`].
-    pub(crate) fn discard_dead_unjournaled(
+    /// Finishes the move of a retirement a crash cut short after stamping the dead letter of
+    /// `hid` with `retired_at` (the supervisor's pass over the intent the crash left, before it
+    /// settles it). True when it moved one.
+    pub(crate) fn finish_cut_retirement(&self, hid: &str, retired_at: &str) -> bool {
+        let Ok(hid) = HandoffId::parse(hid) else {
+            return false;
+        };
+        let stamped = |f: &DeadLetter| f.dispatch.retired_at.as_deref() == Some(retired_at);
+        let Some(found) = self.find_dead(&hid).filter(stamped) else {
+            return false;
+        };
+        let Ok(wf) = WorkflowId::parse(&found.dispatch.workflow_id) else {
+            return false;
+        };
+        let Ok(_lock) = FileLock::exclusive(&self.root, &self.root.workflow_lock_path(&wf)) else {
+            return false;
+        };
+        let Some(found) = self.find_dead(&hid).filter(stamped) else {
+            return false;
+        };
+        let stamp = RetireStamp::of(&found, "", None);
+        self.retire_found_unjournaled(&found, &stamp).is_ok()
+    }
+
+    /// Retires the dead letter of `hid` by hand, with the operator's `reason`, journaled through
+    /// its intent ([`Conductor::retire_journaled`]); see [`Conductor::discard_dead`].
+    pub(crate) fn discard_dead_retiring(
         &self,
         hid: &HandoffId,
         reason: &str,
@@ -122,13 +195,13 @@ impl Conductor {
             .find_dead(hid)
             .filter(|f| f.dispatch.workflow_id == wf.as_str())
             .ok_or_else(missing)?;
-        self.retire_found(&found, &reason, None)
+        self.retire_journaled(&found, &reason, None)
     }
 
     /// Retires every dead letter of `wf` (a rerun superseded them, or the workflow finished or was
     /// aborted): `reason` says which, `superseded_by` names the rerun's dispatch. Takes the
-    /// workflow's lock. Unjournaled: the act that retires them journals each
-    /// ([`Conductor::journal_retired`]).
+    /// workflow's lock; each retirement is journaled through its intent
+    /// ([`Conductor::retire_journaled`]).
     pub(crate) fn retire_dead_of(
         &self,
         wf: &WorkflowId,
@@ -149,7 +222,7 @@ impl Conductor {
         of_wf(self)
             .iter()
             .filter(|d| superseded_by != Some(d.dispatch.handoff_id.as_str()))
-            .map(|d| self.retire_found(d, reason, superseded_by))
+            .map(|d| self.retire_journaled(d, reason, superseded_by))
             .collect()
     }
 
@@ -170,17 +243,7 @@ impl Conductor {
             WorkflowStatus::Aborted => "its workflow was aborted".to_owned(),
             ref s => format!("its workflow is {s}"),
         };
-        let retired = self.retire_dead_of(&wf, &reason, None).unwrap_or_default();
-        self.journal_retired(&retired);
-        retired
-    }
-
-    /// Appends one `dead_retire` entry per retired dead letter.
-    pub(crate) fn journal_retired(&self, retired: &[RetiredDead]) {
-        for r in retired {
-            // A journal that cannot be written never undoes the act (as every journaled act).
-            let _ = self.journal(&retire_act(r));
-        }
+        self.retire_dead_of(&wf, &reason, None).unwrap_or_default()
     }
 
     /// The refusal for a handoff with no live dead letter: where it went when it was retired (a

@@ -65,7 +65,8 @@ impl Wanted {
             Check::Delivery { handoff_id, .. }
             | Check::Dead { handoff_id }
             | Check::Requeue { handoff_id }
-            | Check::Held { handoff_id } => {
+            | Check::Held { handoff_id }
+            | Check::Retire { handoff_id, .. } => {
                 self.handoffs.insert(handoff_id.clone());
             }
             Check::Pause { .. } | Check::Resume { .. } => {}
@@ -167,6 +168,8 @@ impl Facts {
             Check::Submit { handoff_id, .. } => named || self.submits.contains(handoff_id),
             Check::Ack { ack_id, .. } => named || self.acks.contains(ack_id),
             Check::Held { handoff_id } => named || self.held.contains(handoff_id),
+            // The key holds the stamp: only the entry naming it records this retirement.
+            Check::Retire { .. } => named,
             Check::Pause { pause_id } => {
                 named
                     || self
@@ -249,6 +252,13 @@ fn claims_agree(f: &IntentFile) -> std::result::Result<(), Refusal> {
         Check::Resume { pause_id } => (
             format!("resume-{pause_id}"),
             f.action == Verb::Resume && same("pause_id", pause_id),
+        ),
+        Check::Retire {
+            handoff_id,
+            retired_at,
+        } => (
+            crate::conductor::retire::retire_key(handoff_id, retired_at),
+            f.action == Verb::DeadRetire && target(f, "handoff_id") == Some(handoff_id),
         ),
         Check::Delivery {
             handoff_id,
@@ -378,14 +388,9 @@ impl Conductor {
         }
     }
 
-    /// Settles the intents crashed processes left (see the module doc and docs/PROTOCOL.md §2.8).
-    pub(crate) fn repair_intents(&self) -> IntentRepair {
-        let mut out = IntentRepair::default();
-        let dir = intents_dir(&self.root);
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            return out;
-        };
-        // Which intents may need settling, looked at without the lock (a live writer's are left).
+    /// The intents a pass may need to settle, looked at without the lock: whole ones whose writer
+    /// is gone (a live writer's are left); a torn one is removed once it is old.
+    fn unsettled(&self, rd: std::fs::ReadDir) -> Vec<PathBuf> {
         let mut candidates: Vec<PathBuf> = Vec::new();
         for e in rd.flatten().take(MAX_PER_PASS) {
             let path = e.path();
@@ -407,9 +412,30 @@ impl Conductor {
                 continue;
             };
             if !writer_running(&f) {
+                // A retirement killed between its stamp and its move: the move is finished first
+                // (under the workflow's lock, never inside the journal's), then it is settled as
+                // done.
+                if let Check::Retire {
+                    handoff_id,
+                    retired_at,
+                } = &f.check
+                {
+                    self.finish_cut_retirement(handoff_id, retired_at);
+                }
                 candidates.push(path);
             }
         }
+        candidates
+    }
+
+    /// Settles the intents crashed processes left (see the module doc and docs/PROTOCOL.md §2.8).
+    pub(crate) fn repair_intents(&self) -> IntentRepair {
+        let mut out = IntentRepair::default();
+        let dir = intents_dir(&self.root);
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            return out;
+        };
+        let candidates = self.unsettled(rd);
         if candidates.is_empty() {
             return out;
         }
@@ -513,6 +539,7 @@ impl Conductor {
                 Check::Dead { .. } => Some("dead_lettered".to_owned()),
                 Check::Requeue { .. } => Some("requeued".to_owned()),
                 Check::Rerun { .. } => Some("rerun".to_owned()),
+                Check::Retire { .. } => Some("retired".to_owned()),
                 _ => None,
             }
             .unwrap_or_else(|| f.outcome.clone());
@@ -589,6 +616,26 @@ mod tests {
         assert!(claims_agree(&submit(&format!("submit-{hid}"), "submit")).is_ok());
         assert!(claims_agree(&submit("forged-1", "submit")).is_err());
         assert!(claims_agree(&submit(&format!("submit-{hid}"), "approve")).is_err());
+        // A retirement's key is its handoff and the digits of the stamp it wrote.
+        let at = "2026-12-06T12:09:24.509471Z";
+        let retire = |key: &str, action: &str, handoff: &str| {
+            intent(
+                key,
+                action,
+                "cli",
+                json!({"handoff_id": handoff}),
+                Check::Retire {
+                    handoff_id: hid.into(),
+                    retired_at: at.into(),
+                },
+            )
+        };
+        let key = format!("retire-{hid}-20261206120924509471");
+        assert_eq!(crate::conductor::retire::retire_key(hid, at), key);
+        assert!(claims_agree(&retire(&key, "dead_retire", hid)).is_ok());
+        assert!(claims_agree(&retire(&format!("retire-{hid}-1"), "dead_retire", hid)).is_err());
+        assert!(claims_agree(&retire(&key, "requeue", hid)).is_err());
+        assert!(claims_agree(&retire(&key, "dead_retire", "hof_20260614_000002")).is_err());
         assert_eq!(key_number("rerun-wf_a-12", "rerun-wf_a-"), Some("12"));
         assert_eq!(key_number("rerun-wf_a-", "rerun-wf_a-"), None);
     }
