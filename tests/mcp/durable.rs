@@ -30,7 +30,7 @@ fn strace_available() -> bool {
 fn cycle_act(answer: u32) -> (&'static str, &'static str, Value) {
     let k = answer / 2;
     let h = handoff_id(0xd00 + k);
-    if answer % 2 == 0 {
+    if answer.is_multiple_of(2) {
         let handoff = json!({"handoff_id": h, "workflow_id": format!("wf_durable_{k}"),
                              "from_god": "thoth", "to_god": "marvin", "step": "triage",
                              "context": {"summary": "triaged", "decisions": ["d"], "artifacts": []}});
@@ -331,6 +331,128 @@ fn every_answered_act_was_synced_before_its_answer_and_survives_a_power_cut() {
     let last = Path::new(cuts.last().unwrap().as_str().unwrap());
     assert_acked_there_once(last, 2 * CYCLES as usize - 1, "the last cut");
     check_mid_act_crashes(&report, first_tool_answer);
+}
+
+/// A definition whose second step waits for the operator's approval.
+const HELD_FLOW: &str = "workflow:\n  id: held-flow\n  steps:\n    - id: plan\n      god: thoth\n    \
+    - id: build\n      god: hephaestus\n      approval_required: true\n";
+
+/// The trace of `log` shows `acts` acts, each answered (its first write to standard output, the
+/// `acts` last such answers when `first` is false) after a shared round covered everything it
+/// wrote (at least one write each), and no sync but the rounds and the data syncs of the files
+/// renamed into place.
+fn assert_synced_by_rounds(log: &Path, root: &Path, acts: usize, first: bool, what: &str) {
+    let report = audit(log, root, None);
+    assert_eq!(report["uncovered"], json!([]), "{what}: {report:#}");
+    let covered: Vec<u64> = report["covered_per_reply"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    let answers = if first {
+        covered.get(..acts)
+    } else {
+        covered.len().checked_sub(acts).map(|from| &covered[from..])
+    };
+    assert!(
+        answers.is_some_and(|a| a.iter().all(|n| *n >= 1)),
+        "{what}: {covered:?}"
+    );
+    let syncs = &report["syncs"];
+    assert_eq!(syncs["fsync"], json!(0), "{what}: {syncs}");
+    assert!(
+        (1..=acts as u64).contains(&syncs["syncfs"].as_u64().unwrap()),
+        "{what}: one round per act at most: {syncs}"
+    );
+}
+
+#[test]
+fn approve_abort_bus_and_board_acts_are_synced_by_the_rounds_before_they_answer() {
+    if !strace_available() {
+        eprintln!("skipped: strace is not installed");
+        return;
+    }
+    let root = TestRoot::new();
+    root.init_track("durable");
+    root.write("conductor/workflows/held-flow.yaml", HELD_FLOW);
+    let work = tempfile::tempdir().unwrap();
+    let track = "durable";
+    let held = handoff_id(0xe01);
+    let steps = vec![
+        call(
+            "submit_handoff",
+            json!({"handoff": {"handoff_id": handoff_id(0xe00), "workflow_id": "wf_durable_abort",
+                               "from_god": "thoth", "to_god": "marvin", "step": "triage",
+                               "context": {"summary": "s", "decisions": [], "artifacts": []}}}),
+        ),
+        call(
+            "abort_workflow",
+            json!({"workflow_id": "wf_durable_abort", "reason": "not needed"}),
+        ),
+        call(
+            "post_message",
+            json!({"track": track, "msg_type": "TASK_COMPLETE", "source": "worker-1",
+                   "payload": {"task_id": "1.1", "commit_sha": "abc", "files_modified": [],
+                               "unblocks": []}}),
+        ),
+        call(
+            "acquire_lock",
+            json!({"track": track, "filepath": "src/a.rs", "worker_id": "worker-1"}),
+        ),
+        call(
+            "update_worker_status",
+            json!({"track": track, "worker_id": "worker-1", "task_id": "1.1", "status": "RUNNING"}),
+        ),
+        call(
+            "release_lock",
+            json!({"track": track, "filepath": "src/a.rs", "worker_id": "worker-1"}),
+        ),
+        call(
+            "board_open",
+            json!({"track": track, "checkpoint": "EVALUATE_PLAN", "proposal": "Ship it"}),
+        ),
+        call(
+            "board_assess",
+            json!({"track": track, "director": "CA", "verdict": "APPROVE", "score": 8}),
+        ),
+        call(
+            "submit_handoff",
+            json!({"handoff": {"handoff_id": held, "workflow_id": "wf_durable_held",
+                               "from_god": "thoth", "to_god": "hephaestus", "step": "plan",
+                               "context": {"summary": "s", "decisions": [], "artifacts": []},
+                               "routing": {"workflow_definition": "held-flow"}}}),
+        ),
+    ];
+    let (log, results) = traced_session(&root, work.path(), "acts", &steps);
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(r["is_error"], json!(false), "step {i}: {r:#}");
+    }
+    let last = results.last().unwrap().to_string();
+    assert!(last.contains("awaiting_approval"), "{last}");
+    assert_synced_by_rounds(&log, root.path(), steps.len(), false, "the MCP acts");
+
+    // The operator's approval, through the CLI under strace.
+    let log = work.path().join("approve.log");
+    let wrapper = traced_wrapper(work.path(), &log);
+    let out = Command::new(&wrapper)
+        .arg("--root")
+        .arg(root.path())
+        .args(["approve", &held])
+        .env_remove("PANTHEON_ROOT")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "approve: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("approved"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_synced_by_rounds(&log, root.path(), 1, true, "approve");
 }
 
 #[test]
