@@ -235,7 +235,8 @@ impl SafeDir {
     }
 
     /// Replaces `name` with `bytes` atomically and durably: a fresh temp file here (mode as `open(…,
-    /// "w")` gives under the umask, or the replaced file's mode), fsync, rename, directory fsync.
+    /// "w")` gives under the umask, or the replaced file's mode), fsync, rename, directory fsync;
+    /// inside an act ([`super::commit::act`]) fdatasync, rename, and the act's round for the rest.
     pub fn replace(&self, name: &OsStr, bytes: &[u8]) -> Result<()> {
         self.replace_with(name, bytes, true)
     }
