@@ -25,11 +25,29 @@ fn strace_available() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// `CYCLES` submit + ack cycles through the official Python client against `pantheon mcp` under
-/// strace; returns the trace's path and the session's results.
-fn traced_cycles(root: &TestRoot, work: &Path) -> (std::path::PathBuf, Vec<Value>) {
-    let log = work.join("trace.log");
-    let wrapper = work.join("pantheon-traced");
+/// The tool call of answer `answer` of the cycles: a submit (even) or an ack (odd) of cycle
+/// `answer / 2`, as (tool, its argument's name, the document).
+fn cycle_act(answer: u32) -> (&'static str, &'static str, Value) {
+    let k = answer / 2;
+    let h = handoff_id(0xd00 + k);
+    if answer.is_multiple_of(2) {
+        let handoff = json!({"handoff_id": h, "workflow_id": format!("wf_durable_{k}"),
+                             "from_god": "thoth", "to_god": "marvin", "step": "triage",
+                             "context": {"summary": "triaged", "decisions": ["d"], "artifacts": []}});
+        ("submit_handoff", "handoff", handoff)
+    } else {
+        let ack = json!({"ack_id": ack_id(0xd00 + k), "handoff_id": h, "status": "completed",
+                         "message": "done"});
+        ("ack_handoff", "ack", ack)
+    }
+}
+
+/// A wrapper that runs `pantheon` under strace, writing the trace to `log`.
+fn traced_wrapper(work: &Path, log: &Path) -> std::path::PathBuf {
+    let wrapper = work.join(format!(
+        "pantheon-traced-{}",
+        log.file_stem().unwrap().to_string_lossy()
+    ));
     std::fs::write(
         &wrapper,
         format!(
@@ -42,28 +60,59 @@ fn traced_cycles(root: &TestRoot, work: &Path) -> (std::path::PathBuf, Vec<Value
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let mut steps = Vec::new();
-    for k in 0..CYCLES {
-        let h = handoff_id(0xd00 + k);
-        steps.push(call(
-            "submit_handoff",
-            json!({"handoff": {"handoff_id": h, "workflow_id": format!("wf_durable_{k}"),
-                               "from_god": "thoth", "to_god": "marvin", "step": "triage",
-                               "context": {"summary": "triaged", "decisions": ["d"], "artifacts": []}}}),
-        ));
-        steps.push(call(
-            "ack_handoff",
-            json!({"ack": {"ack_id": ack_id(0xd00 + k), "handoff_id": h, "status": "completed",
-                           "message": "done"}}),
-        ));
-    }
+    wrapper
+}
+
+/// `steps` through the official Python client against `pantheon mcp` under strace; returns the
+/// trace's path and the session's results.
+fn traced_session(
+    root: &TestRoot,
+    work: &Path,
+    name: &str,
+    steps: &[Value],
+) -> (std::path::PathBuf, Vec<Value>) {
+    let log = work.join(format!("{name}.log"));
+    let wrapper = traced_wrapper(work, &log);
     let mut cmd = Command::new(python());
     cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/python/session.py"))
         .arg(&wrapper)
         .arg(root.path())
         .arg("auto");
-    let report = root.spawn_session(cmd, &steps).finish();
+    let report = root.spawn_session(cmd, steps).finish();
     (log, report.results)
+}
+
+/// `CYCLES` submit + ack cycles through the official Python client against `pantheon mcp` under
+/// strace; returns the trace's path and the session's results.
+fn traced_cycles(root: &TestRoot, work: &Path) -> (std::path::PathBuf, Vec<Value>) {
+    let steps: Vec<Value> = (0..2 * CYCLES)
+        .map(|a| {
+            let (tool, arg, doc) = cycle_act(a);
+            call(tool, json!({ arg: doc }))
+        })
+        .collect();
+    traced_session(root, work, "cycles", &steps)
+}
+
+/// `pantheon --root ROOT ARGS` with `stdin`; its output.
+fn cli(root: &Path, args: &[&str], stdin: Option<&Value>) -> std::process::Output {
+    use std::io::Write;
+    let mut child = Command::new(pantheon_bin())
+        .arg("--root")
+        .arg(root)
+        .args(args)
+        .env_remove("PANTHEON_ROOT")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    if let Some(doc) = stdin {
+        input.write_all(doc.to_string().as_bytes()).unwrap();
+    }
+    drop(input);
+    child.wait_with_output().unwrap()
 }
 
 fn audit(log: &Path, root: &Path, cuts: Option<(&Path, &Path)>) -> Value {
@@ -128,6 +177,95 @@ fn assert_acked_there_once(root: &Path, acked: usize, what: &str) {
     }
 }
 
+/// Every JSON file of `root` (its temporary directory aside) is whole: not empty, no NUL byte, and
+/// parses; every line of a JSONL file too.
+fn assert_whole(root: &Path, what: &str) {
+    let mut stack = vec![root.to_path_buf()];
+    let mut seen = 0;
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let path = e.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if name != ".tmp" {
+                    stack.push(path);
+                }
+                continue;
+            }
+            let bytes = std::fs::read(&path).unwrap();
+            if name.ends_with(".jsonl") {
+                let text = String::from_utf8_lossy(&bytes);
+                for line in text.lines() {
+                    assert!(
+                        serde_json::from_str::<Value>(line).is_ok(),
+                        "{what}: {} holds a torn line {line:?}",
+                        path.display()
+                    );
+                }
+            } else if name.ends_with(".json") {
+                assert!(
+                    !bytes.is_empty() && !bytes.contains(&0),
+                    "{what}: {} is empty or torn ({} bytes)",
+                    path.display(),
+                    bytes.len()
+                );
+                serde_json::from_slice::<Value>(&bytes)
+                    .unwrap_or_else(|e| panic!("{what}: {} does not parse: {e}", path.display()));
+                seen += 1;
+            }
+        }
+    }
+    assert!(seen > 0, "{what}: no JSON file in {}", root.display());
+}
+
+/// `pantheon tick` on `root` succeeds.
+fn tick(root: &Path, what: &str) {
+    let out = cli(root, &["tick"], None);
+    assert!(
+        out.status.success(),
+        "tick on {what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The crash of the machine in the middle of each act (the audit's `mid_cuts`): its names
+/// committed, its unsynced data lost. No file is empty or torn, every act answered before is there
+/// exactly once, also after `tick`, and the client's repeat of the act in flight (through the CLI,
+/// as a god without an answer does) succeeds and leaves it there once too.
+fn check_mid_act_crashes(report: &Value, first_tool_answer: usize) {
+    let mut checked = 0;
+    for mid in report["mid_cuts"].as_array().unwrap() {
+        let k = mid["reply"].as_u64().unwrap() as usize;
+        let Some(answer) = k.checked_sub(first_tool_answer) else {
+            continue;
+        };
+        let cut = Path::new(mid["dir"].as_str().unwrap());
+        let what = format!("a crash in the middle of act {answer}");
+        assert_whole(cut, &what);
+        assert_acked_there_once(cut, answer, &what);
+        tick(cut, &what);
+        assert_whole(cut, &format!("{what}, after tick"));
+        assert_acked_there_once(cut, answer, &format!("{what}, after tick"));
+        let (tool, _, doc) = cycle_act(answer as u32);
+        let args: &[&str] = if tool == "submit_handoff" {
+            &["handoff", "submit", "-"]
+        } else {
+            &["ack"]
+        };
+        let out = cli(cut, args, Some(&doc));
+        assert!(
+            out.status.success(),
+            "{what}: repeating it failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_whole(cut, &format!("{what}, repeated"));
+        assert_acked_there_once(cut, answer + 1, &format!("{what}, repeated"));
+        checked += 1;
+    }
+    // Not vacuous: every act of the cycles ran a round of its own, and was cut before it.
+    assert_eq!(checked, 2 * CYCLES as usize, "{report:#}");
+}
+
 #[test]
 fn every_answered_act_was_synced_before_its_answer_and_survives_a_power_cut() {
     if !strace_available() {
@@ -160,15 +298,18 @@ fn every_answered_act_was_synced_before_its_answer_and_survives_a_power_cut() {
         covered.iter().filter(|n| **n >= 3).count() >= 2 * CYCLES as usize,
         "{covered:?}"
     );
-    // The syncs the god's own process made: at most 4 a cycle (one shared round per act).
+    // The syncs the god's own process made: one shared round (`syncfs`) per act, and one
+    // `fdatasync` per file the act renamed into place (its data before its name: a cycle writes
+    // eight such files), nothing else.
     let syncs = &report["syncs"];
-    let total: u64 = ["syncfs", "fsync", "fdatasync"]
-        .iter()
-        .map(|k| syncs[k].as_u64().unwrap())
-        .sum();
+    let count = |k: &str| syncs[k].as_u64().unwrap();
     assert!(
-        total <= 4 * u64::from(CYCLES),
-        "{total} syncs for {CYCLES} cycles: {syncs}"
+        count("syncfs") <= 2 * u64::from(CYCLES) && count("fsync") == 0,
+        "{syncs} for {CYCLES} cycles"
+    );
+    assert!(
+        count("fdatasync") <= 8 * u64::from(CYCLES),
+        "{syncs} for {CYCLES} cycles"
     );
 
     // The power cut at each answer: only what a completed sync covered.
@@ -183,23 +324,135 @@ fn every_answered_act_was_synced_before_its_answer_and_survives_a_power_cut() {
         assert_acked_there_once(cut, acked, &format!("cut before answer {k}"));
         // The engine's repair after the crash (what `serve` and `tick` run) neither loses nor
         // repeats an acknowledged act.
-        let out = Command::new(pantheon_bin())
-            .arg("--root")
-            .arg(cut)
-            .arg("tick")
-            .env_remove("PANTHEON_ROOT")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "tick on the cut root {k}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        tick(cut, &format!("the cut root {k}"));
         assert_acked_there_once(cut, acked, &format!("cut before answer {k}, after tick"));
     }
     // The last cut holds every act: the last answer's own sync finished before it.
     let last = Path::new(cuts.last().unwrap().as_str().unwrap());
     assert_acked_there_once(last, 2 * CYCLES as usize - 1, "the last cut");
+    check_mid_act_crashes(&report, first_tool_answer);
+}
+
+/// A definition whose second step waits for the operator's approval.
+const HELD_FLOW: &str = "workflow:\n  id: held-flow\n  steps:\n    - id: plan\n      god: thoth\n    \
+    - id: build\n      god: hephaestus\n      approval_required: true\n";
+
+/// The trace of `log` shows `acts` acts, each answered (its first write to standard output, the
+/// `acts` last such answers when `first` is false) after a shared round covered everything it
+/// wrote (at least one write each), and no sync but the rounds and the data syncs of the files
+/// renamed into place.
+fn assert_synced_by_rounds(log: &Path, root: &Path, acts: usize, first: bool, what: &str) {
+    let report = audit(log, root, None);
+    assert_eq!(report["uncovered"], json!([]), "{what}: {report:#}");
+    let covered: Vec<u64> = report["covered_per_reply"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    let answers = if first {
+        covered.get(..acts)
+    } else {
+        covered.len().checked_sub(acts).map(|from| &covered[from..])
+    };
+    assert!(
+        answers.is_some_and(|a| a.iter().all(|n| *n >= 1)),
+        "{what}: {covered:?}"
+    );
+    let syncs = &report["syncs"];
+    assert_eq!(syncs["fsync"], json!(0), "{what}: {syncs}");
+    assert!(
+        (1..=acts as u64).contains(&syncs["syncfs"].as_u64().unwrap()),
+        "{what}: one round per act at most: {syncs}"
+    );
+}
+
+#[test]
+fn approve_abort_bus_and_board_acts_are_synced_by_the_rounds_before_they_answer() {
+    if !strace_available() {
+        eprintln!("skipped: strace is not installed");
+        return;
+    }
+    let root = TestRoot::new();
+    root.init_track("durable");
+    root.write("conductor/workflows/held-flow.yaml", HELD_FLOW);
+    let work = tempfile::tempdir().unwrap();
+    let track = "durable";
+    let held = handoff_id(0xe01);
+    let steps = vec![
+        call(
+            "submit_handoff",
+            json!({"handoff": {"handoff_id": handoff_id(0xe00), "workflow_id": "wf_durable_abort",
+                               "from_god": "thoth", "to_god": "marvin", "step": "triage",
+                               "context": {"summary": "s", "decisions": [], "artifacts": []}}}),
+        ),
+        call(
+            "abort_workflow",
+            json!({"workflow_id": "wf_durable_abort", "reason": "not needed"}),
+        ),
+        call(
+            "post_message",
+            json!({"track": track, "msg_type": "TASK_COMPLETE", "source": "worker-1",
+                   "payload": {"task_id": "1.1", "commit_sha": "abc", "files_modified": [],
+                               "unblocks": []}}),
+        ),
+        call(
+            "acquire_lock",
+            json!({"track": track, "filepath": "src/a.rs", "worker_id": "worker-1"}),
+        ),
+        call(
+            "update_worker_status",
+            json!({"track": track, "worker_id": "worker-1", "task_id": "1.1", "status": "RUNNING"}),
+        ),
+        call(
+            "release_lock",
+            json!({"track": track, "filepath": "src/a.rs", "worker_id": "worker-1"}),
+        ),
+        call(
+            "board_open",
+            json!({"track": track, "checkpoint": "EVALUATE_PLAN", "proposal": "Ship it"}),
+        ),
+        call(
+            "board_assess",
+            json!({"track": track, "director": "CA", "verdict": "APPROVE", "score": 8}),
+        ),
+        call(
+            "submit_handoff",
+            json!({"handoff": {"handoff_id": held, "workflow_id": "wf_durable_held",
+                               "from_god": "thoth", "to_god": "hephaestus", "step": "plan",
+                               "context": {"summary": "s", "decisions": [], "artifacts": []},
+                               "routing": {"workflow_definition": "held-flow"}}}),
+        ),
+    ];
+    let (log, results) = traced_session(&root, work.path(), "acts", &steps);
+    for (i, r) in results.iter().enumerate() {
+        assert_eq!(r["is_error"], json!(false), "step {i}: {r:#}");
+    }
+    let last = results.last().unwrap().to_string();
+    assert!(last.contains("awaiting_approval"), "{last}");
+    assert_synced_by_rounds(&log, root.path(), steps.len(), false, "the MCP acts");
+
+    // The operator's approval, through the CLI under strace.
+    let log = work.path().join("approve.log");
+    let wrapper = traced_wrapper(work.path(), &log);
+    let out = Command::new(&wrapper)
+        .arg("--root")
+        .arg(root.path())
+        .args(["approve", &held])
+        .env_remove("PANTHEON_ROOT")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "approve: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("approved"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_synced_by_rounds(&log, root.path(), 1, true, "approve");
 }
 
 #[test]

@@ -24,6 +24,14 @@ that finished before the last `syncfs` finished before answer k began, and nothi
 crash of the machine at that instant leaves, under the model that a completed `syncfs` made
 everything before it durable and nothing after it survived. "cuts" lists the directories.
 
+Then the crash in the middle of an act: for each answer k whose act ran a `syncfs` of its own,
+CUT_DIR/mid-k is INITIAL_COPY as a crash at the instant that round began leaves it when the file
+system had committed every change of names before it (creations, renames, removals, new
+directories: what a periodic journal commit writes) but no data that no sync had covered: a write
+survives only when a `syncfs`, or an `fsync`/`fdatasync` of the file it wrote, began after it and
+finished before the instant. A file renamed into place before its data was synced is empty there.
+"mid_cuts" lists them as {"reply": k, "dir": ...}.
+
 This script only reads the trace and lays files out; the Rust test (tests/mcp/durable.rs)
 decides what is right.
 """
@@ -221,6 +229,31 @@ def replay(initial, target, root, ops):
             pass
 
 
+def data_survives(m, t, syncs):
+    """A write's data is on the disk at instant t: a sync covering it began after it and ended before t."""
+    return any(
+        s["begin"] > m["end"] and s["end"] < t and (s["kind"] == "syncfs" or s["path"] in m["paths"])
+        for s in syncs
+    )
+
+
+def mid_act_cuts(muts, syncs, replies, cut_dir, initial, root):
+    out = []
+    previous = -1
+    for k, r in enumerate(replies):
+        rounds = [s for s in syncs if s["kind"] == "syncfs" and previous < s["begin"] < r["begin"]]
+        previous = r["end"]
+        if not rounds:
+            continue
+        t = rounds[-1]["begin"]
+        ops = [m["op"] for m in muts
+               if m["end"] < t and (m["kind"] != "write" or data_survives(m, t, syncs))]
+        target = os.path.join(cut_dir, "mid-%d" % k)
+        replay(initial, target, root, ops)
+        out.append({"reply": k, "dir": target})
+    return out
+
+
 def main():
     log, root = sys.argv[1], os.path.realpath(sys.argv[2])
     calls = parse(log)
@@ -238,6 +271,7 @@ def main():
             target = os.path.join(cut_dir, str(k))
             replay(initial, target, root, ops)
             out["cuts"].append(target)
+        out["mid_cuts"] = mid_act_cuts(muts, syncs, replies, cut_dir, initial, root)
     json.dump(out, sys.stdout)
 
 

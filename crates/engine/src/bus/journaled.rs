@@ -46,6 +46,18 @@ impl Bus {
         force: bool,
         token: Option<u64>,
     ) -> Result<UnlockResult> {
+        crate::store::commit::act(&self.root, || {
+            self.release_lock_fenced_act(path, worker, force, token)
+        })
+    }
+
+    fn release_lock_fenced_act(
+        &self,
+        path: &LockKey,
+        worker: &WorkerId,
+        force: bool,
+        token: Option<u64>,
+    ) -> Result<UnlockResult> {
         let r = self.release_unjournaled(path, worker, force, token)?;
         if r.forced_by.is_some() {
             self.journal(
@@ -60,6 +72,10 @@ impl Bus {
 
     /// Moves the board session to its next phase (`force`: even with records missing).
     pub fn board_advance(&self, force: bool, source: &str) -> Result<AdvanceResult> {
+        crate::store::commit::act(&self.root, || self.board_advance_act(force, source))
+    }
+
+    fn board_advance_act(&self, force: bool, source: &str) -> Result<AdvanceResult> {
         let r = self.advance_unjournaled(force, source)?;
         let outcome = format!(
             "{} -> {}{}",
@@ -77,6 +93,10 @@ impl Bus {
 
     /// Resolves the board session: applies the rule to the votes, writes the resolution, posts it.
     pub fn board_resolve(&self, force: bool, source: &str) -> Result<ResolveResult> {
+        crate::store::commit::act(&self.root, || self.board_resolve_act(force, source))
+    }
+
+    fn board_resolve_act(&self, force: bool, source: &str) -> Result<ResolveResult> {
         let r = self.resolve_unjournaled(force, source)?;
         let res = &r.resolution;
         let outcome = format!(

@@ -179,6 +179,19 @@ impl Bus {
         lock_type: Option<&str>,
         token: Option<u64>,
     ) -> Result<LockResult> {
+        crate::store::commit::act(&self.root, || {
+            self.acquire_lock_fenced_act(path, worker, ttl, lock_type, token)
+        })
+    }
+
+    fn acquire_lock_fenced_act(
+        &self,
+        path: &LockKey,
+        worker: &WorkerId,
+        ttl: Duration,
+        lock_type: Option<&str>,
+        token: Option<u64>,
+    ) -> Result<LockResult> {
         self.require()?;
         let key = path.as_str().to_owned();
         let worker = worker.as_str();

@@ -278,6 +278,15 @@ impl Bus {
         source: &str,
         payload: Value,
     ) -> Result<Envelope> {
+        crate::store::commit::act(&self.root, || self.post_act(kind, source, payload))
+    }
+
+    fn post_act(
+        &self,
+        kind: impl Into<queue::MessageKind>,
+        source: &str,
+        payload: Value,
+    ) -> Result<Envelope> {
         let kind = kind.into();
         self.refuse_paused()?;
         let env = {
@@ -318,6 +327,13 @@ impl Bus {
         &self,
         items: impl IntoIterator<Item = (queue::MessageKind, String, Value)>,
     ) -> Result<Vec<Envelope>> {
+        crate::store::commit::act(&self.root, || self.post_batch_act(items))
+    }
+
+    fn post_batch_act(
+        &self,
+        items: impl IntoIterator<Item = (queue::MessageKind, String, Value)>,
+    ) -> Result<Vec<Envelope>> {
         self.require()?;
         self.refuse_paused()?;
         let envs = items
@@ -347,6 +363,18 @@ impl Bus {
     /// in chunks of whole lines like [`Bus::post_batch`] without holding every envelope in memory.
     /// Returns (count, first id, last id).
     pub fn post_repeated(
+        &self,
+        kind: impl Into<queue::MessageKind>,
+        source: &str,
+        payload: Value,
+        count: usize,
+    ) -> Result<(usize, Option<String>, Option<String>)> {
+        crate::store::commit::act(&self.root, || {
+            self.post_repeated_act(kind, source, payload, count)
+        })
+    }
+
+    fn post_repeated_act(
         &self,
         kind: impl Into<queue::MessageKind>,
         source: &str,

@@ -81,6 +81,10 @@ impl Bus {
     /// Merges a heartbeat into the worker's entry (keeping fields it does not set) and stamps
     /// `last_heartbeat`, under `.lock_mutex`.
     pub fn heartbeat(&self, beat: &Heartbeat<'_>) -> Result<WorkerView> {
+        crate::store::commit::act(&self.root, || self.heartbeat_act(beat))
+    }
+
+    fn heartbeat_act(&self, beat: &Heartbeat<'_>) -> Result<WorkerView> {
         self.require()?;
         if let Some(t) = beat.task_id {
             check_free_text("task", t)?;

@@ -210,8 +210,17 @@ impl Conductor {
 
     /// An approval (`reject`: `None`) or rejection of a held dispatch, journaled through the intent
     /// `held-{handoff_id}` (a decision killed before its entry is journaled by its repeat or the next
-    /// supervisor pass, as an ack is).
+    /// supervisor pass, as an ack is). One act ([`crate::store::commit::act`]), as the abort is.
     fn decide_journaled(
+        &self,
+        handoff_id: &HandoffId,
+        reject: Option<&str>,
+        by: Actor,
+    ) -> Result<ApprovalResult> {
+        crate::store::commit::act(self.root(), || self.decide_act(handoff_id, reject, by))
+    }
+
+    fn decide_act(
         &self,
         handoff_id: &HandoffId,
         reject: Option<&str>,
@@ -261,6 +270,10 @@ impl Conductor {
     /// the state `aborted`, and every open dispatch withdrawn. Aborting again returns the same manifest
     /// (finishing anything a crash left undone); a completed workflow cannot be aborted.
     pub fn abort_workflow(&self, wf: &WorkflowId, reason: &str, by: Actor) -> Result<AbortResult> {
+        crate::store::commit::act(self.root(), || self.abort_workflow_act(wf, reason, by))
+    }
+
+    fn abort_workflow_act(&self, wf: &WorkflowId, reason: &str, by: Actor) -> Result<AbortResult> {
         let r = self.abort_unjournaled(wf, reason, by)?;
         let outcome = if r.duplicate {
             format!("{} (duplicate)", r.status)

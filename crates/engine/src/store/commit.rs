@@ -3,10 +3,11 @@
 //! docs/PROTOCOL.md, "What covers a write").
 //!
 //! Outside an act every durable write syncs itself: its temporary file, then its directory after the
-//! rename. Inside [`act`] those syncs are only noted: the act's writes, renames and removals reach the
-//! page cache in their order, readers see each file appear whole by its rename as before, and when
-//! the outermost act ends one `syncfs(2)` of the file system they were made on covers them all,
-//! before the act returns. `syncfs` writes back every dirty inode of the file system and, on ext4,
+//! rename. Inside [`act`] the temporary file's data is still synced before its rename (`fdatasync`,
+//! so a crash of the machine never leaves a name on an empty or torn file), but the syncs of names
+//! are only noted: the act's renames and removals reach the page cache in their order, readers see
+//! each file appear whole by its rename as before, and when the outermost act ends one `syncfs(2)`
+//! of the file system they were made on covers them all, before the act returns. `syncfs` writes back every dirty inode of the file system and, on ext4,
 //! commits its journal with a cache flush, so a completed round covers every write made before it
 //! started, by this process or any other.
 //!
@@ -89,9 +90,10 @@ pub(crate) fn defer(fd: BorrowedFd<'_>) -> bool {
 }
 
 /// True when the current thread is inside an [`act`]. A replace's temporary file asks this rather
-/// than [`defer`]: keeping a duplicate of its descriptor until the commit would close it after the
-/// rename, a change (`IN_CLOSE_WRITE`) to every watcher of the directory it was renamed into; the
-/// directory's own deferred sync, right after the rename, notes the file system instead.
+/// than [`defer`] (inside an act it syncs its data only, before the rename): keeping a duplicate of
+/// its descriptor until the commit would close it after the rename, a change (`IN_CLOSE_WRITE`) to
+/// every watcher of the directory it was renamed into; the directory's own deferred sync, right
+/// after the rename, notes the file system instead.
 pub(crate) fn deferring() -> bool {
     PENDING.with(|p| p.borrow().depth > 0)
 }

@@ -235,7 +235,8 @@ impl SafeDir {
     }
 
     /// Replaces `name` with `bytes` atomically and durably: a fresh temp file here (mode as `open(…,
-    /// "w")` gives under the umask, or the replaced file's mode), fsync, rename, directory fsync.
+    /// "w")` gives under the umask, or the replaced file's mode), fsync, rename, directory fsync;
+    /// inside an act ([`super::commit::act`]) fdatasync, rename, and the act's round for the rest.
     pub fn replace(&self, name: &OsStr, bytes: &[u8]) -> Result<()> {
         self.replace_with(name, bytes, true)
     }
@@ -429,9 +430,14 @@ fn write_temp(
                 .map_err(|e| io_err(&tmp_path, e))?;
         }
         tmp.write_all(bytes).map_err(|e| Error::io(&tmp_path, e))?;
-        // Inside an act, the act's commit syncs the file with the rest of what it wrote (the
-        // directory's deferred sync after the rename notes its file system).
-        if durable && !super::commit::deferring() {
+        // Inside an act, the act's commit makes the rename durable with the rest of what it
+        // wrote (the directory's deferred sync after the rename notes its file system), and the
+        // data goes first, by its own `fdatasync`: a crash of the machine in the middle of an act
+        // then leaves each name on its old file or on the whole new one, never on an empty or torn
+        // file (a rename can reach the disk before the data of the file it names).
+        if durable && super::commit::deferring() {
+            tmp.sync_data().map_err(|e| Error::io(&tmp_path, e))?;
+        } else if durable {
             tmp.sync_all().map_err(|e| Error::io(&tmp_path, e))?;
         }
         Ok(())

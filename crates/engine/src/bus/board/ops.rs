@@ -196,6 +196,10 @@ pub struct BoardStatus {
 impl Bus {
     /// Opens a new session, moving the previous session's files to `board/archive/{old_id}/`.
     pub fn board_open(&self, input: &OpenInput) -> Result<OpenResult> {
+        crate::store::commit::act(&self.root, || self.board_open_act(input))
+    }
+
+    fn board_open_act(&self, input: &OpenInput) -> Result<OpenResult> {
         self.require()?;
         let checkpoint = one_of::<Checkpoint>("checkpoint", &input.checkpoint)?;
         check_free_text("source", &input.source)?;
@@ -280,6 +284,10 @@ impl Bus {
 
     /// Records a director's assessment (ASSESSING only; a director may revise theirs).
     pub fn board_assess(&self, input: &AssessInput) -> Result<WriteResult> {
+        crate::store::commit::act(&self.root, || self.board_assess_act(input))
+    }
+
+    fn board_assess_act(&self, input: &AssessInput) -> Result<WriteResult> {
         self.require()?;
         let verdict = one_of::<AssessVerdict>("verdict", &input.verdict)?;
         if !(1.0..=10.0).contains(&input.score) {
@@ -334,6 +342,10 @@ impl Bus {
 
     /// Appends a discussion line for the current round (DISCUSSING only).
     pub fn board_discuss(&self, input: &DiscussInput) -> Result<WriteResult> {
+        crate::store::commit::act(&self.root, || self.board_discuss_act(input))
+    }
+
+    fn board_discuss_act(&self, input: &DiscussInput) -> Result<WriteResult> {
         self.require()?;
         let kind = one_of::<DiscussKind>("discussion type", &input.kind)?;
         check_free_text("message", &input.message)?;
@@ -376,6 +388,10 @@ impl Bus {
 
     /// Closes the current discussion round (DISCUSSING only, up to `max_rounds`).
     pub fn board_next_round(&self, source: &str) -> Result<WriteResult> {
+        crate::store::commit::act(&self.root, || self.board_next_round_act(source))
+    }
+
+    fn board_next_round_act(&self, source: &str) -> Result<WriteResult> {
         self.require()?;
         check_free_text("source", source)?;
         let _mutex = self.mutex()?;
@@ -402,6 +418,10 @@ impl Bus {
 
     /// Records a director's final vote (VOTING only; a director may change it until resolved).
     pub fn board_vote(&self, input: &VoteInput) -> Result<WriteResult> {
+        crate::store::commit::act(&self.root, || self.board_vote_act(input))
+    }
+
+    fn board_vote_act(&self, input: &VoteInput) -> Result<WriteResult> {
         self.require()?;
         let verdict = one_of::<VoteVerdict>("verdict", &input.final_verdict)?;
         if !(0.0..=1.0).contains(&input.confidence) {
