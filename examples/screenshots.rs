@@ -204,9 +204,9 @@ fn main() {
         if replay_at.is_none() && s.ticks() * 3 >= best_tick * 2 {
             replay_at = Some(chrono::Utc::now().timestamp_micros());
         }
-        app.now = chrono::Utc::now();
+        app.set_now(chrono::Utc::now());
         app.set_snapshot(snapshot(tmp.path()));
-        app.flash = None;
+        app.clear_flash();
         app.dispatch(Action::GoPane(panes[(n / 8) % panes.len()]));
         shoot(&app, 120, 32, frames.path(), &format!("f{n:03}"));
         n += 1;
@@ -316,7 +316,7 @@ fn main() {
                 a.dispatch(Action::Top);
                 // The first dispatch that can be acked (a held one is approved or rejected).
                 let rows =
-                    pantheon::console::items::dispatches(&a.snapshot, &a.filter(Pane::Inboxes));
+                    pantheon::console::items::dispatches(a.snapshot(), &a.filter(Pane::Inboxes));
                 let first = rows.iter().position(|r| !r.held).unwrap_or(0);
                 for _ in 0..first {
                     a.dispatch(Action::Down);
@@ -404,7 +404,7 @@ fn main() {
             a.show_frame(&h.latest());
             h.send(Cmd::Step(-1));
             a.show_frame(&next_frame(&mut h));
-            a.flash = None;
+            a.clear_flash();
             *replay.borrow_mut() = Some(h);
         }),
     ));
@@ -415,7 +415,7 @@ fn main() {
         if let Err(why) = shows(&app, name) {
             eprintln!(
                 "error: {name}.png would not show its subject: {why}{}",
-                app.flash
+                app.shown_flash()
                     .as_ref()
                     .map(|f| format!(" (the console said: {})", f.text))
                     .unwrap_or_default()
@@ -423,17 +423,17 @@ fn main() {
             std::process::exit(1);
         }
         // No flash left over from an earlier step.
-        app.flash = None;
+        app.clear_flash();
         let screen = text_of(&app, W, H);
         if let Some((other, _)) = drawn.iter().find(|(_, s)| *s == screen) {
             eprintln!("error: {name}.png would be the same picture as {other}.png");
             std::process::exit(1);
         }
         drawn.push(((*name).to_owned(), screen));
-        let png = if matches!(app.mode, Mode::Help(_)) {
+        let png = if matches!(app.mode(), Mode::Help(_)) {
             // The whole reference in one picture: as tall as its rows.
             shoot(&app, W, H, frames.path(), "probe");
-            let h = (H as usize + app.drawn.help_max.get()).min(400) as u16;
+            let h = (H as usize + app.drawn().help_max.get()).min(400) as u16;
             shoot(&app, W, h, &out, name)
         } else {
             shoot(&app, W, H, &out, name)
@@ -460,15 +460,15 @@ fn text_of(app: &App, w: u16, h: u16) -> String {
 fn shows(app: &App, name: &str) -> Result<(), String> {
     let dialog = |want: &str| -> Result<(), String> {
         let screen = text_of(app, W, H);
-        let open = !matches!(app.mode, Mode::Normal | Mode::Help(_));
+        let open = !matches!(app.mode(), Mode::Normal | Mode::Help(_));
         if open && screen.to_lowercase().contains(want) {
             Ok(())
         } else {
-            Err(format!("no {want} dialog is open ({:?})", app.mode))
+            Err(format!("no {want} dialog is open ({:?})", app.mode()))
         }
     };
     match name {
-        "help" => matches!(app.mode, Mode::Help(_))
+        "help" => matches!(app.mode(), Mode::Help(_))
             .then_some(())
             .ok_or_else(|| "the help is not open".to_owned()),
         "dialog-ack" => dialog("acknowledge as"),
@@ -478,9 +478,9 @@ fn shows(app: &App, name: &str) -> Result<(), String> {
         "dialog-budget-raise" => dialog("budget"),
         "replay" => {
             let screen = text_of(app, W, H);
-            match (&app.replay, &app.mode) {
+            match (&app.replay(), &app.mode()) {
                 (Some(_), Mode::Normal) if screen.contains("REPLAY") => Ok(()),
-                _ => Err(format!("the replay is not shown ({:?})", app.mode)),
+                _ => Err(format!("the replay is not shown ({:?})", app.mode())),
             }
         }
         _ => {
@@ -489,14 +489,17 @@ fn shows(app: &App, name: &str) -> Result<(), String> {
                 .next()
                 .and_then(|n| n.parse().ok())
                 .ok_or_else(|| format!("{name} names no pane"))?;
-            if app.pane.number() != number {
-                return Err(format!("pane {} is shown, not {number}", app.pane.number()));
+            if app.pane().number() != number {
+                return Err(format!(
+                    "pane {} is shown, not {number}",
+                    app.pane().number()
+                ));
             }
             if name.ends_with("-detail") != app.pane_state().detail {
                 return Err(format!("detail open: {}", app.pane_state().detail));
             }
-            if !matches!(app.mode, Mode::Normal) {
-                return Err(format!("a dialog is open: {:?}", app.mode));
+            if !matches!(app.mode(), Mode::Normal) {
+                return Err(format!("a dialog is open: {:?}", app.mode()));
             }
             Ok(())
         }
@@ -521,7 +524,7 @@ fn next_frame(h: &mut ReplayHandle) -> Arc<pantheon::console::replay::Frame> {
 /// The row of the first dispatch held for its budget in the Inboxes list (the held ones come after
 /// every god's inbox).
 fn budget_held_row(app: &App) -> usize {
-    let s = &app.snapshot;
+    let s = &app.snapshot();
     let rows = pantheon::console::items::dispatches(s, &app.filter(Pane::Inboxes));
     rows.iter()
         .position(|r| {
@@ -536,7 +539,7 @@ fn budget_held_row(app: &App) -> usize {
 
 /// The row of the first held dispatch in the Inboxes list (they come after every god's inbox).
 fn items_held_row(app: &App) -> usize {
-    let s = &app.snapshot;
+    let s = &app.snapshot();
     if s.quarantine.dispatches.is_empty() {
         return 0;
     }

@@ -289,17 +289,13 @@ impl Shared {
         if let Ok(n) = tokio::task::spawn_blocking(move || outbox::pending(&root).0.len()).await {
             s.outbox_pending = n;
         }
-        let tracks: serde_json::Map<String, serde_json::Value> = self
+        s.tracks = self
             .tracks
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
-            .map(|(t, st)| (t.clone(), st.to_json()))
+            .map(|(t, st)| (t.clone(), st.counts()))
             .collect();
-        if !tracks.is_empty() {
-            s.extra
-                .insert("tracks".into(), serde_json::Value::Object(tracks));
-        }
         s.extra.insert(
             "peer_pauses".into(),
             eb::peer_pauses_json(&pauses::live(&self.peer_pauses)),

@@ -448,29 +448,24 @@ async fn give_up(
 /// The records that failed, in the status file's `stuck` (`outbox_id`, `subject`, `attempts`,
 /// `since`, `retry_in_s`, `error`, `hint`): stuck from the first failed try.
 async fn report_stuck(shared: &Shared, out: &Out) {
-    let stuck: Vec<serde_json::Value> = {
+    let stuck: Vec<eb::StuckRecord> = {
         let o = lock(out);
         let now = Instant::now();
         let mut v: Vec<(&String, &Retry)> = o.retry.iter().collect();
         v.sort_by(|a, b| a.1.since_ts.cmp(&b.1.since_ts).then(a.0.cmp(b.0)));
         v.into_iter()
-            .map(|(id, r)| {
-                serde_json::json!({
-                    "outbox_id": id, "subject": r.subject, "attempts": r.attempts,
-                    "since": r.since_ts,
-                    "retry_in_s": r.next.saturating_duration_since(now).as_secs(),
-                    "error": r.error, "hint": r.hint,
-                })
+            .map(|(id, r)| eb::StuckRecord {
+                outbox_id: id.clone(),
+                subject: r.subject.clone(),
+                attempts: r.attempts,
+                since: r.since_ts.clone(),
+                retry_in_s: r.next.saturating_duration_since(now).as_secs(),
+                error: r.error.clone(),
+                hint: r.hint.clone(),
             })
             .collect()
     };
-    let mut s = shared.status.lock().await;
-    if stuck.is_empty() {
-        s.extra.remove("stuck");
-    } else {
-        s.extra
-            .insert("stuck".into(), serde_json::Value::Array(stuck));
-    }
+    shared.status.lock().await.stuck = stuck;
 }
 
 /// A core NATS publish: handed to the client once (`handed` says whether it was before and is set

@@ -35,13 +35,14 @@ pub struct TrackStats {
 }
 
 impl TrackStats {
-    pub fn to_json(&self) -> Value {
-        json!({
-            "published": self.published.load(Ordering::Relaxed),
-            "mirrored": self.mirrored.load(Ordering::Relaxed),
-            "stream_seq": self.stream_seq.load(Ordering::Relaxed),
-            "lag": self.lag.load(Ordering::Relaxed),
-        })
+    /// The counts the status file shows (`tracks.T`).
+    pub fn counts(&self) -> crate::engine::nats::TrackCounts {
+        crate::engine::nats::TrackCounts {
+            published: self.published.load(Ordering::Relaxed),
+            mirrored: self.mirrored.load(Ordering::Relaxed),
+            stream_seq: self.stream_seq.load(Ordering::Relaxed),
+            lag: self.lag.load(Ordering::Relaxed),
+        }
     }
 }
 

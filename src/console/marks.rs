@@ -70,7 +70,7 @@ pub fn toggle_mark(app: &mut App) {
     if app.pane_state().detail {
         return;
     }
-    let Some(key) = app.selected_key(app.pane) else {
+    let Some(key) = app.selected_key(app.pane()) else {
         return app.flash(FlashKind::Info, "nothing to mark here");
     };
     if app.pane_state().gone.is_some() {
@@ -91,8 +91,8 @@ pub fn toggle_mark(app: &mut App) {
 
 /// V: marks every row from the last mark to the selected one (both included).
 pub fn mark_range(app: &mut App) {
-    let keys = app.keys(app.pane);
-    let cur = app.selected(app.pane);
+    let keys = app.keys(app.pane());
+    let cur = app.selected(app.pane());
     let Some(anchor) = app
         .pane_state()
         .picked
@@ -104,8 +104,8 @@ pub fn mark_range(app: &mut App) {
             FlashKind::Info,
             format!(
                 "mark a first row with {}, then {} marks the range to here",
-                app.keymap.key_for(&super::keymap::Action::ToggleMark),
-                app.keymap.key_for(&super::keymap::Action::MarkRange)
+                app.keymap().key_for(&super::keymap::Action::ToggleMark),
+                app.keymap().key_for(&super::keymap::Action::MarkRange)
             ),
         );
     };
@@ -125,7 +125,7 @@ pub fn mark_range(app: &mut App) {
 
 /// `*`: marks every row the filter lists; when all of them are marked already, unmarks them.
 pub fn mark_all(app: &mut App) {
-    let keys = app.keys(app.pane);
+    let keys = app.keys(app.pane());
     if keys.is_empty() {
         return app.flash(FlashKind::Info, "nothing listed to mark");
     }
@@ -159,7 +159,7 @@ fn say_marks(app: &mut App) {
     } else {
         format!(
             "{n} marked: an action now applies to every marked row · {} clears the marks",
-            app.keymap.key_for(&super::keymap::Action::Back)
+            app.keymap().key_for(&super::keymap::Action::Back)
         )
     };
     app.flash(FlashKind::Info, text);
@@ -172,7 +172,7 @@ pub(crate) fn select_first_mark(
     fits: &dyn Fn(&App, &RowKey) -> bool,
     what: &str,
 ) -> bool {
-    let keys = app.keys(app.pane);
+    let keys = app.keys(app.pane());
     let picked = app.pane_state().picked.clone();
     let found = keys
         .iter()
@@ -200,7 +200,7 @@ pub(crate) fn select_first_mark(
 
 /// True when a dispatch key of pane 2 is a held one.
 pub(crate) fn dispatch_is_held(app: &App, key: &RowKey) -> Option<bool> {
-    items::dispatches(&app.snapshot, &Filter::default())
+    items::dispatches(app.snapshot(), &Filter::default())
         .iter()
         .find(|r| r.is(key))
         .map(|r| r.held)
@@ -213,12 +213,12 @@ pub(crate) fn fan_out(app: &App, op: &Op) -> Option<(Vec<BulkItem>, Vec<Skipped>
     if picked.is_empty() {
         return None;
     }
-    let key = |a: super::keymap::Action| app.keymap.key_for(&a);
+    let key = |a: super::keymap::Action| app.keymap().key_for(&a);
     let mut fan = FanOut {
-        snap: &app.snapshot,
+        snap: app.snapshot(),
         all: Filter::default(),
-        dead: items::dead_letters(&app.snapshot, &Filter::default()),
-        dead_pane: app.pane == Pane::DeadLetters,
+        dead: items::dead_letters(app.snapshot(), &Filter::default()),
+        dead_pane: app.pane() == Pane::DeadLetters,
         held_why: format!(
             "held: approve ({}) or reject ({}) it",
             key(OperatorAction::Approve.into()),
@@ -250,7 +250,7 @@ pub(crate) fn bulk_finished(app: &mut App, items: &[BulkItem], report: &BulkRepo
     };
     let pane = first.pane();
     let failed: Vec<&RowKey> = report.refused_keys().collect();
-    app.panes[pane].picked.retain(|k| failed.contains(&k));
+    app.panes_mut()[pane].picked.retain(|k| failed.contains(&k));
 }
 
 /// What a bulk action did: one result per item, in order, and the marked records it skipped.

@@ -62,7 +62,7 @@ pub const TAB_ROW: u16 = 1;
 
 /// Handles a mouse event at time `at`.
 pub(crate) fn on_mouse(app: &mut App, ev: MouseEvent, at: Instant) -> Vec<Effect> {
-    match (&app.mode, ev.kind) {
+    match (&app.mode(), ev.kind) {
         (Mode::Help(_), MouseEventKind::ScrollDown | MouseEventKind::ScrollUp) => {
             let down = ev.kind == MouseEventKind::ScrollDown;
             let key = if down { 'j' } else { 'k' };
@@ -99,13 +99,13 @@ fn click(app: &mut App, x: u16, y: u16, at: Instant) -> Vec<Effect> {
     if y == TAB_ROW {
         app.click_at(None, at, DOUBLE_CLICK);
         let drawn = app
-            .drawn
+            .drawn()
             .tabs
             .borrow()
             .iter()
             .find(|(from, w, _)| (*from..from + w).contains(&usize::from(x)))
             .map(|(_, _, p)| *p);
-        let hit = if app.drawn.tabs.borrow().is_empty() {
+        let hit = if app.drawn().tabs.borrow().is_empty() {
             tab_at(x)
         } else {
             drawn
@@ -118,7 +118,7 @@ fn click(app: &mut App, x: u16, y: u16, at: Instant) -> Vec<Effect> {
     if app.pane_state().detail {
         return Vec::new();
     }
-    let Some(row) = app.drawn.table_at.get().and_then(|t| t.row_at(x, y)) else {
+    let Some(row) = app.drawn().table_at.get().and_then(|t| t.row_at(x, y)) else {
         return Vec::new();
     };
     if row >= app.row_count() {
@@ -126,8 +126,8 @@ fn click(app: &mut App, x: u16, y: u16, at: Instant) -> Vec<Effect> {
     }
     let double = app.click_at(Some(row), at, DOUBLE_CLICK);
     let n = app.row_count();
-    if app.pane == Pane::Bus {
-        app.panes.bus.follow = row + 1 == n;
+    if app.pane() == Pane::Bus {
+        app.panes_mut().bus.follow = row + 1 == n;
     }
     let st = app.pane_state_mut();
     st.selected = row;

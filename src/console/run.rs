@@ -307,7 +307,7 @@ fn start_hook(
     // A held item's line carries a fresh pair of approval links when a listener is recorded (a
     // read-only console mints none: minting writes into the root).
     let enrich = (!app.read_only()).then(|| {
-        let root = crate::engine::Root::at(&app.snapshot.root);
+        let root = crate::engine::Root::at(&app.snapshot().root);
         let key = crate::approvals::link_key(&root);
         if let Err(e) = &key {
             tracing::warn!("no approval links in the hook's lines: {e}");
@@ -336,12 +336,12 @@ fn start_hook(
 /// Looks at the items (when the files changed, and once a second: ages cross thresholds).
 fn look_at_items(app: &mut App, notifier: &mut super::notify::Notifier) {
     app.set_wall(chrono::Utc::now());
-    if app.replay.is_none() {
+    if app.replay().is_none() {
         app.sample_depth();
     }
     // The past's items were news then, not now: nothing is announced in replay.
-    if notifier.settings.any() && app.replay.is_none() {
-        notifier.observe(&app.attention_all(), Instant::now(), app.now);
+    if notifier.settings.any() && app.replay().is_none() {
+        notifier.observe(&app.attention_all(), Instant::now(), app.now());
     }
 }
 
@@ -397,8 +397,8 @@ fn draw(guard: &mut TerminalGuard, app: &mut App, theme: &Theme) -> anyhow::Resu
 /// The instant time alone next brings an attention item (a lease running out, an ack going
 /// overdue, a worker going stale): the loop wakes then, not on the next tick.
 fn next_moment(app: &App) -> Option<tokio::time::Instant> {
-    super::moments::next(&app.snapshot, chrono::Utc::now())
-        .filter(|_| app.replay.is_none())
+    super::moments::next(app.snapshot(), chrono::Utc::now())
+        .filter(|_| app.replay().is_none())
         .map(|at| {
             let wait = (at - chrono::Utc::now()).to_std().unwrap_or_default();
             tokio::time::Instant::now() + wait
@@ -500,7 +500,7 @@ async fn event_loop(
                 // Only the newest snapshot is kept by the channel; a burst is drawn once. In
                 // replay the present waits here for the operator's way back.
                 let snap = s.live.snapshots.borrow_and_update().clone();
-                if app.replay.is_none() {
+                if app.replay().is_none() {
                     app.set_snapshot(snap);
                     dirty = true;
                     look = true;

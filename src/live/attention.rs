@@ -749,25 +749,18 @@ fn no_supervisor_item(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
 /// Outbox records the bridge cannot publish.
 fn stuck_outbox_items(s: &Snapshot, out: &mut Vec<Item>) {
     // Outbox records the bridge cannot publish (`stuck` in its status): each says why and what to do.
-    let stuck = s.bridge.as_deref().and_then(|b| b.get("stuck"));
-    for r in stuck.and_then(Value::as_array).into_iter().flatten() {
-        let field = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or_default();
-        let id = field("outbox_id");
-        let why = [field("hint"), field("error")]
-            .into_iter()
-            .find(|t| !t.is_empty())
-            .unwrap_or_default();
-        let attempts = r
-            .get("attempts")
-            .and_then(Value::as_u64)
-            .unwrap_or_default();
+    let stuck = s.bridge.as_deref().map(|b| b.stuck.as_slice());
+    for r in stuck.unwrap_or_default() {
+        let id = r.outbox_id.as_str();
+        let why = r.why();
+        let attempts = r.attempts;
         out.push(
             Item::new(
                 Key::StuckOutbox(id.into()),
                 format!("outbox record {id} cannot be published (attempt {attempts}): {why}"),
                 Target::Outbox(id.into()),
             )
-            .since(ts(Some(field("since"))))
+            .since(ts(Some(r.since.as_str())))
             .action(
                 "fix what the hint names, then `R` retries it now; `D` discards it (bridge pane)",
             ),
@@ -981,7 +974,9 @@ mod tests {
             "error": "no stream found for given subject",
             "hint": "no stream holds subject subspace.konan.inbox: create one that does"}]});
         let s = Snapshot {
-            bridge: Some(std::sync::Arc::new(status)),
+            bridge: Some(std::sync::Arc::new(
+                crate::engine::nats::Status::from_value(&status),
+            )),
             ..Default::default()
         };
         let items = items(&s, Utc::now());

@@ -77,7 +77,7 @@ pub struct Snapshot {
     /// The newest entries of the operator journal (`conductor/journal.jsonl` and its segments).
     pub journal: Arc<JournalView>,
     /// `conductor/bridge/status.json` as the running bridge last wrote it (docs/NATS.md), if any.
-    pub bridge: Option<Arc<Value>>,
+    pub bridge: Option<Arc<crate::engine::nats::Status>>,
     /// Set while the first load of a large root is still reading files (the first screen is drawn
     /// before the whole root is read).
     pub loading: Option<Loading>,

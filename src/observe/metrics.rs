@@ -589,11 +589,14 @@ fn recorder_series(e: &mut Exposition, m: &Metrics) {
 }
 
 /// The bridge, from its status file `b` (only when that file exists).
-fn bridge_series(e: &mut Exposition, snap: &Snapshot, b: &serde_json::Value, now: DateTime<Utc>) {
-    let num = |k: &str| b.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+fn bridge_series(
+    e: &mut Exposition,
+    snap: &Snapshot,
+    b: &crate::engine::nats::Status,
+    now: DateTime<Utc>,
+) {
     let alive = b
-        .get("updated")
-        .and_then(serde_json::Value::as_str)
+        .updated()
         .and_then(crate::engine::time::parse_ts)
         .is_some_and(|t| (now - t).abs() <= crate::engine::status::BRIDGE_SILENT_AFTER);
     e.family(
@@ -601,29 +604,25 @@ fn bridge_series(e: &mut Exposition, snap: &Snapshot, b: &serde_json::Value, now
         Kind::Gauge,
         "1 while the bridge's status file is fresh and it holds a connection.",
     );
-    let connected = b
-        .get("connected")
-        .and_then(serde_json::Value::as_bool)
-        .unwrap_or(false);
-    e.gauge(&[], f64::from(u8::from(alive && connected)));
+    e.gauge(&[], f64::from(u8::from(alive && b.connected)));
     e.family(
         "pantheon_bridge_published",
         Kind::Counter,
         "Messages the bridge published since it started.",
     );
-    e.counter(&[], num("published"), None);
+    e.counter(&[], b.published, None);
     e.family(
         "pantheon_bridge_mirrored",
         Kind::Counter,
         "Messages the bridge received and mirrored since it started.",
     );
-    e.counter(&[], num("received"), None);
+    e.counter(&[], b.received, None);
     e.family(
         "pantheon_bridge_lag",
         Kind::Gauge,
         "Messages the server holds that the bridge has not mirrored yet.",
     );
-    e.gauge(&[], num("lag") as f64);
+    e.gauge(&[], b.lag as f64);
     e.family(
         "pantheon_bridge_outbox_waiting",
         Kind::Gauge,
@@ -635,11 +634,7 @@ fn bridge_series(e: &mut Exposition, snap: &Snapshot, b: &serde_json::Value, now
         Kind::Gauge,
         "Outbox records the bridge could not publish and retries (its status's `stuck`).",
     );
-    let stuck = b
-        .get("stuck")
-        .and_then(serde_json::Value::as_array)
-        .map_or(0, Vec::len);
-    e.gauge(&[], stuck as f64);
+    e.gauge(&[], b.stuck.len() as f64);
     e.family(
         "pantheon_bridge_dead",
         Kind::Gauge,

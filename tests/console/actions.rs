@@ -45,7 +45,7 @@ fn refresh(app: &mut App, root: &std::path::Path) {
 pub(crate) fn select_dispatch(app: &mut App, handoff: &str) {
     app.dispatch(Action::GoPane(Pane::Inboxes));
     app.dispatch(Action::Top);
-    let idx = pantheon::console::items::dispatches(&app.snapshot, &app.filter(Pane::Inboxes))
+    let idx = pantheon::console::items::dispatches(app.snapshot(), &app.filter(Pane::Inboxes))
         .iter()
         .position(|r| *r.view.dispatch.handoff_id == *handoff)
         .unwrap_or_else(|| panic!("{handoff} not in the Inboxes pane"));
@@ -67,18 +67,18 @@ fn ack_accepted_through_the_dialog_archives_the_dispatch_as_the_operator() {
     let mut app = app_for(r, chrono::Utc::now());
     select_dispatch(&mut app, "hof_20260614_aaa111");
     assert!(app.on_key(key('a')).is_empty());
-    assert!(matches!(app.mode, Mode::AckMenu { .. }));
+    assert!(matches!(app.mode(), Mode::AckMenu { .. }));
     assert!(
         app.on_key(code(KeyCode::Enter)).is_empty(),
         "accepted needs no message"
     );
-    let Mode::Confirm(c) = &app.mode else {
+    let Mode::Confirm(c) = &app.mode() else {
         panic!("expected a confirmation")
     };
     assert!(!c.confirm_focused, "Cancel is focused first");
     // Enter on the focused Cancel does nothing.
     assert!(app.on_key(code(KeyCode::Enter)).is_empty());
-    assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Info);
+    assert_eq!(app.shown_flash().unwrap().kind, FlashKind::Info);
     assert!(
         r.join("conductor/pending/hephaestus/hof_20260614_aaa111.json")
             .exists()
@@ -90,7 +90,7 @@ fn ack_accepted_through_the_dialog_archives_the_dispatch_as_the_operator() {
     let effects = app.on_key(code(KeyCode::Enter));
     let done = run(&mut app, &op, effects);
     assert_eq!(done.len(), 1);
-    let flash = app.flash.clone().unwrap();
+    let flash = app.shown_flash().cloned().unwrap();
     assert_eq!(flash.kind, FlashKind::Success, "{}", flash.text);
     assert!(flash.text.contains("in_progress"), "{}", flash.text);
     assert!(
@@ -131,17 +131,17 @@ fn ack_rejected_asks_a_reason_and_reroutes_to_the_fallback_god() {
     app.on_key(key('j'));
     app.on_key(key('j'));
     app.on_key(code(KeyCode::Enter));
-    assert!(matches!(app.mode, Mode::Prompt(_)));
+    assert!(matches!(app.mode(), Mode::Prompt(_)));
     // An empty reason is refused and the prompt stays.
     app.on_key(code(KeyCode::Enter));
-    assert!(matches!(app.mode, Mode::Prompt(_)));
-    assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Error);
+    assert!(matches!(app.mode(), Mode::Prompt(_)));
+    assert_eq!(app.shown_flash().unwrap().kind, FlashKind::Error);
     type_text(&mut app, "on leave");
     app.on_key(code(KeyCode::Enter));
     app.on_key(code(KeyCode::Right));
     let effects = app.on_key(code(KeyCode::Enter));
     run(&mut app, &op, effects);
-    let flash = app.flash.clone().unwrap();
+    let flash = app.shown_flash().cloned().unwrap();
     assert_eq!(flash.kind, FlashKind::Success, "{}", flash.text);
     assert!(flash.text.contains("rerouted to marvin"), "{}", flash.text);
     assert!(
@@ -193,8 +193,8 @@ fn abort_asks_a_reason_shows_withdrawals_and_writes_the_manifest() {
         .unwrap();
     run(&mut app, &op, effects);
     assert!(dry.paths().is_empty() && dry.deleted.is_none(), "{dry:?}");
-    assert!(matches!(app.mode, Mode::Normal), "{:?}", app.mode);
-    let f = app.flash.clone().unwrap();
+    assert!(matches!(app.mode(), Mode::Normal), "{:?}", app.mode());
+    let f = app.shown_flash().cloned().unwrap();
     assert!(f.text.contains("found nothing to delete"), "{}", f.text);
     // The cleanup itself (no Delete button here, so straight through the operator): its flash counts.
     let cleanup = Op::Cleanup {
@@ -228,9 +228,9 @@ fn engine_refusals_become_error_flashes() {
     // Cleanup of a workflow still running is refused by the engine.
     let effects = app.dispatch(Action::Operator(OperatorAction::Cleanup));
     run(&mut app, &op, effects);
-    let f = app.flash.clone().unwrap();
+    let f = app.shown_flash().cloned().unwrap();
     assert_eq!(f.kind, FlashKind::Error, "{}", f.text);
-    assert!(matches!(app.mode, Mode::Normal));
+    assert!(matches!(app.mode(), Mode::Normal));
 }
 
 #[test]
@@ -249,7 +249,7 @@ fn force_unlock_releases_the_lock_and_posts_file_unlock() {
     app.on_key(key('l'));
     let effects = app.on_key(code(KeyCode::Enter));
     run(&mut app, &op, effects);
-    let f = app.flash.clone().unwrap();
+    let f = app.shown_flash().cloned().unwrap();
     assert_eq!(f.kind, FlashKind::Success);
     assert_eq!(f.text, "src/app.rs unlocked (was held by worker-1)");
     let locks: Value = serde_json::from_slice(
@@ -279,8 +279,8 @@ fn board_actions_go_through_the_engine() {
     // Advance with 1 of 5 assessments: not offered; the key says why and names the forced move.
     assert!(!app.offers(&Action::Operator(OperatorAction::BoardAdvance)));
     app.on_key(key('>'));
-    assert!(matches!(app.mode, Mode::Normal));
-    let f = app.flash.clone().unwrap();
+    assert!(matches!(app.mode(), Mode::Normal));
+    let f = app.shown_flash().cloned().unwrap();
     assert!(
         f.text.contains("ASSESSING phase is not complete")
             && f.text.contains("no assessment from CPO")
@@ -290,9 +290,9 @@ fn board_actions_go_through_the_engine() {
     );
     // No discussion round outside DISCUSSING.
     app.on_key(key('n'));
-    assert!(matches!(app.mode, Mode::Normal));
+    assert!(matches!(app.mode(), Mode::Normal));
     assert!(
-        app.flash
+        app.shown_flash()
             .as_ref()
             .unwrap()
             .text
@@ -326,7 +326,7 @@ fn board_actions_go_through_the_engine() {
     // Resolve with missing votes is forced (they abstain) after the dialog says so.
     refresh(&mut app, r);
     app.on_key(key('s'));
-    let Mode::Confirm(c) = &app.mode else {
+    let Mode::Confirm(c) = &app.mode() else {
         panic!("expected a confirmation")
     };
     assert!(matches!(c.op, Op::BoardResolve { force: true, .. }));
@@ -346,8 +346,8 @@ fn board_actions_go_through_the_engine() {
     ] {
         assert!(!app.offers(&a), "{a:?}");
         app.on_key(key(k));
-        assert!(matches!(app.mode, Mode::Normal), "{k}");
-        let f = app.flash.clone().unwrap();
+        assert!(matches!(app.mode(), Mode::Normal), "{k}");
+        let f = app.shown_flash().cloned().unwrap();
         assert!(
             f.text.contains("is resolved: ESCALATE by operator at"),
             "{k}: {}",
@@ -379,8 +379,8 @@ fn read_only_refuses_every_action_before_any_dialog() {
     ] {
         app.dispatch(Action::GoPane(pane));
         assert!(app.on_key(key(k)).is_empty());
-        assert!(matches!(app.mode, Mode::Normal), "{pane:?} {k}");
-        assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Error);
+        assert!(matches!(app.mode(), Mode::Normal), "{pane:?} {k}");
+        assert_eq!(app.shown_flash().unwrap().kind, FlashKind::Error);
     }
 }
 
@@ -417,8 +417,8 @@ fn held_dispatches_are_approved_into_the_inbox_or_rejected_with_a_reason() {
     select_dispatch(&mut app, "hof_20260614_ddd444");
     // A held dispatch is not acked.
     app.on_key(key('a'));
-    assert!(matches!(app.mode, Mode::Normal));
-    assert_eq!(app.flash.as_ref().unwrap().kind, FlashKind::Error);
+    assert!(matches!(app.mode(), Mode::Normal));
+    assert_eq!(app.shown_flash().unwrap().kind, FlashKind::Error);
     app.on_key(key('p'));
     let said = confirm_text(&app);
     assert!(said.contains("caduceus's inbox"), "{said}");
@@ -465,8 +465,8 @@ pub(crate) fn three_held() -> tempfile::TempDir {
 }
 
 pub(crate) fn dialog_text(app: &App) -> String {
-    let Mode::Confirm(c) = &app.mode else {
-        panic!("a confirmation is open: {:?}", app.mode)
+    let Mode::Confirm(c) = &app.mode() else {
+        panic!("a confirmation is open: {:?}", app.mode())
     };
     let mut s = c.op.title();
     for (_, l) in &c.lines {
@@ -552,10 +552,10 @@ fn a_held_dispatch_that_goes_away_while_viewed_is_reported_and_p_refuses_to_appr
     );
     app.on_key(key('p'));
     assert!(
-        matches!(app.mode, Mode::Normal),
+        matches!(app.mode(), Mode::Normal),
         "no dialog for a neighbour"
     );
-    let f = app.flash.clone().unwrap();
+    let f = app.shown_flash().cloned().unwrap();
     assert_eq!(f.kind, FlashKind::Error);
     assert!(f.text.contains("no longer listed"), "{}", f.text);
 
@@ -563,7 +563,7 @@ fn a_held_dispatch_that_goes_away_while_viewed_is_reported_and_p_refuses_to_appr
     // list highlights.
     app.dispatch(Action::Back);
     app.on_key(key('j'));
-    let rows = pantheon::console::items::dispatches(&app.snapshot, &app.filter(Pane::Inboxes));
+    let rows = pantheon::console::items::dispatches(app.snapshot(), &app.filter(Pane::Inboxes));
     let shown = rows[app.selected(Pane::Inboxes)]
         .view
         .dispatch
@@ -599,8 +599,8 @@ fn a_selected_record_that_comes_back_is_selected_again() {
 
 /// The lines of the confirmation on screen, joined.
 pub(crate) fn confirm_text(app: &App) -> String {
-    let Mode::Confirm(c) = &app.mode else {
-        panic!("expected a confirmation, got {:?}", app.mode)
+    let Mode::Confirm(c) = &app.mode() else {
+        panic!("expected a confirmation, got {:?}", app.mode())
     };
     c.lines
         .iter()
@@ -610,8 +610,8 @@ pub(crate) fn confirm_text(app: &App) -> String {
 }
 
 fn prompt_of(app: &App) -> (String, String) {
-    let Mode::Prompt(p) = &app.mode else {
-        panic!("expected a prompt, got {:?}", app.mode)
+    let Mode::Prompt(p) = &app.mode() else {
+        panic!("expected a prompt, got {:?}", app.mode())
     };
     (p.label.clone(), p.input.text().to_owned())
 }
@@ -630,7 +630,7 @@ pub(crate) fn confirm(app: &mut App, op: &EngineOperator) -> String {
     app.on_key(code(KeyCode::Tab));
     let effects = app.on_key(code(KeyCode::Enter));
     run(app, op, effects);
-    let f = app.flash.clone().unwrap();
+    let f = app.shown_flash().cloned().unwrap();
     assert_eq!(f.kind, FlashKind::Success, "{}", f.text);
     f.text
 }
@@ -651,7 +651,7 @@ fn pending_asks_a_message_then_an_eta_and_the_dispatch_keeps_both() {
     // Something that is no time is refused and the prompt stays.
     type_text(&mut app, "soonish");
     app.on_key(code(KeyCode::Enter));
-    let f = app.flash.clone().unwrap();
+    let f = app.shown_flash().cloned().unwrap();
     assert_eq!(f.kind, FlashKind::Error);
     assert!(f.text.contains("neither a duration"), "{}", f.text);
     for _ in 0.."soonish".len() {
@@ -691,7 +691,7 @@ fn completed_asks_for_the_gates_its_step_declares_and_the_engine_checks_them() {
     assert!(text.contains("completed"), "{text}");
     // The next step, implement, went to marvin and declares logic_gate.
     refresh(&mut app, r);
-    let next = pantheon::console::items::dispatches(&app.snapshot, &app.filter(Pane::Inboxes))
+    let next = pantheon::console::items::dispatches(app.snapshot(), &app.filter(Pane::Inboxes))
         .iter()
         .find(|d| d.god == "marvin")
         .map(|d| d.view.dispatch.handoff_id.to_string())
@@ -712,7 +712,7 @@ fn completed_asks_for_the_gates_its_step_declares_and_the_engine_checks_them() {
     app.on_key(code(KeyCode::Tab));
     let effects = app.on_key(code(KeyCode::Enter));
     run(&mut app, &op, effects);
-    let f = app.flash.clone().unwrap();
+    let f = app.shown_flash().cloned().unwrap();
     assert_eq!(f.kind, FlashKind::Error, "{}", f.text);
     assert!(f.text.contains("logic_gate"), "{}", f.text);
     assert!(
@@ -800,8 +800,8 @@ fn pause_and_resume_from_the_inboxes_pane_with_a_reason_and_a_header_badge() {
     ro.set_read_only(true);
     select_dispatch(&mut ro, "hof_20260614_aaa111");
     ro.on_key(key('Z'));
-    assert!(matches!(ro.mode, Mode::Normal), "{:?}", ro.mode);
-    let f = ro.flash.clone().unwrap();
+    assert!(matches!(ro.mode(), Mode::Normal), "{:?}", ro.mode());
+    let f = ro.shown_flash().cloned().unwrap();
     assert!(f.text.contains("read-only"), "{}", f.text);
     let effects = ro.run_command("resume");
     assert!(effects.is_empty());

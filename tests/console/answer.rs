@@ -110,22 +110,28 @@ fn a_waiting_a2a_task_is_answered_from_the_attention_pane_and_completes_with_the
     ro.dispatch(Action::GoPane(Pane::Attention));
     select_foreign(&mut ro);
     ro.on_key(key('a'));
-    assert!(matches!(ro.mode, Mode::Normal), "{:?}", ro.mode);
-    assert!(ro.flash.clone().unwrap().text.contains("read-only"));
+    assert!(matches!(ro.mode(), Mode::Normal), "{:?}", ro.mode());
+    assert!(
+        ro.shown_flash()
+            .cloned()
+            .unwrap()
+            .text
+            .contains("read-only")
+    );
 
     let mut app = app_for(r, chrono::Utc::now());
     app.set_snapshot(Arc::new(snap));
     app.dispatch(Action::GoPane(Pane::Attention));
     select_foreign(&mut app);
     app.on_key(key('a'));
-    let Mode::Prompt(p) = &app.mode else {
-        panic!("expected the answer's prompt, got {:?}", app.mode)
+    let Mode::Prompt(p) = &app.mode() else {
+        panic!("expected the answer's prompt, got {:?}", app.mode())
     };
     assert!(p.label.contains("what name?"), "{}", p.label);
     // An empty answer is not sent: the prompt says why and stays open for the text.
     app.on_key(code(KeyCode::Enter));
-    assert_eq!(app.flash.clone().unwrap().kind, FlashKind::Error);
-    assert!(matches!(app.mode, Mode::Prompt(_)), "{:?}", app.mode);
+    assert_eq!(app.shown_flash().cloned().unwrap().kind, FlashKind::Error);
+    assert!(matches!(app.mode(), Mode::Prompt(_)), "{:?}", app.mode());
     type_text(&mut app, "Ada");
     app.on_key(code(KeyCode::Enter));
     let said = confirm_text(&app);

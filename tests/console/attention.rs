@@ -69,7 +69,7 @@ fn check_jump(app: &mut App, kind: Kind, pane: Pane, key: &str, action_key: &str
         .iter()
         .find(|i| i.kind == kind)
         .unwrap_or_else(|| panic!("no {kind:?} item in {items:?}"));
-    let action = pantheon::console::attention::action_text(item, &app.keymap);
+    let action = pantheon::console::attention::action_text(item, app.keymap());
     assert!(!item.reason.is_empty() && !action.is_empty());
     assert!(action.contains(action_key), "{action}");
     app.dispatch(Action::GoPane(Pane::Attention));
@@ -79,10 +79,10 @@ fn check_jump(app: &mut App, kind: Kind, pane: Pane, key: &str, action_key: &str
         app.dispatch(Action::Down);
     }
     app.on_key(code(KeyCode::Enter));
-    assert_eq!(app.pane, pane, "{kind:?} jumps to {pane:?}");
-    let st = &app.panes[pane];
+    assert_eq!(app.pane(), pane, "{kind:?} jumps to {pane:?}");
+    let st = &app.panes()[pane];
     assert!(st.gone.is_none());
-    let flash = app.flash.as_ref().unwrap().text.clone();
+    let flash = app.shown_flash().unwrap().text.clone();
     assert!(flash.contains(&action), "{flash}");
     if !key.is_empty() {
         let selected = app.selected(pane);
@@ -126,13 +126,13 @@ fn life(
     let mut app = app_at(r);
     app.dispatch(Action::GoPane(Pane::Attention));
     app.on_key(key_z());
-    let Mode::Prompt(p) = &app.mode else {
+    let Mode::Prompt(p) = &app.mode() else {
         panic!("z asks how long")
     };
     assert_eq!(p.input.text(), "1h");
     assert!(p.input.is_suggested());
     type_text(&mut app, "2h");
-    let Mode::Prompt(p) = &app.mode else {
+    let Mode::Prompt(p) = &app.mode() else {
         panic!("still asking")
     };
     assert_eq!(p.input.text(), "2h");
@@ -140,7 +140,7 @@ fn life(
     assert!(app.attention_all().is_empty(), "snoozed");
     assert_eq!(app.snoozed_count(), 1);
     assert!(screen(&app, 120, 30, r).contains("7 Attention (0, 1 snoozed)"));
-    app.now = now() + Duration::hours(3);
+    app.set_now(now() + Duration::hours(3));
     // (Moved on in time, other causes may have grown due; this one is back.)
     assert!(app.attention_all().iter().any(|i| i.kind == kind));
 
@@ -293,10 +293,10 @@ fn deadlocked_locks_are_marked_in_pane_4_and_l_in_pane_5_selects_one() {
     assert_eq!(s.matches("⟲ CYCLE").count(), 2, "{s}");
     app.dispatch(Action::GoPane(Pane::Workers));
     app.on_key(key('L'));
-    assert_eq!(app.pane, Pane::Locks);
+    assert_eq!(app.pane(), Pane::Locks);
     let first = row_keys(&app, Pane::Locks)[app.selected(Pane::Locks)].clone();
     assert!(first == "t1/a.ts" || first == "t1/b.ts", "{first}");
-    assert!(app.flash.as_ref().unwrap().text.contains("u force-unlocks"));
+    assert!(app.shown_flash().unwrap().text.contains("u force-unlocks"));
     // Pressed again (from pane 5): the other lock of the cycle.
     app.dispatch(Action::GoPane(Pane::Workers));
     app.on_key(key('L'));
@@ -360,7 +360,7 @@ fn a_file_the_engine_cannot_read_opens_the_issues() {
     assert_eq!(kinds(&app), vec![Kind::Unreadable]);
     app.dispatch(Action::GoPane(Pane::Attention));
     app.on_key(code(KeyCode::Enter));
-    assert!(matches!(app.mode, Mode::Issues));
+    assert!(matches!(app.mode(), Mode::Issues));
     std::fs::remove_file(r.join(f)).unwrap();
     assert!(kinds(&app_at(r)).is_empty());
 }
@@ -395,7 +395,7 @@ fn newest_first_and_the_global_key_walks_every_item_from_any_pane() {
     let mut visited = Vec::new();
     for _ in 0..4 {
         app.on_key(key('@'));
-        visited.push((app.pane, app.selected(app.pane)));
+        visited.push((app.pane(), app.selected(app.pane())));
     }
     assert_eq!(visited[0].0, Pane::Inboxes);
     assert_eq!(visited[1].0, Pane::Workflows);
@@ -404,7 +404,7 @@ fn newest_first_and_the_global_key_walks_every_item_from_any_pane() {
     assert_ne!(visited[0].1, visited[2].1);
     // From the held dispatch, approving is one key away.
     app.on_key(key('p'));
-    assert!(matches!(app.mode, Mode::Confirm(_)));
+    assert!(matches!(app.mode(), Mode::Confirm(_)));
 }
 
 #[test]
@@ -442,7 +442,7 @@ fn the_journal_pane_lists_entries_newest_first_filters_and_jumps_to_the_record()
     app.on_key(code(KeyCode::Enter));
     assert_eq!(app.row_count(), 1);
     app.on_key(code(KeyCode::Enter));
-    assert_eq!(app.pane, Pane::Workflows, "Enter jumps to the workflow");
+    assert_eq!(app.pane(), Pane::Workflows, "Enter jumps to the workflow");
     assert_eq!(
         row_keys(&app, Pane::Workflows)[app.selected(Pane::Workflows)],
         "wf_j"
@@ -452,7 +452,7 @@ fn the_journal_pane_lists_entries_newest_first_filters_and_jumps_to_the_record()
     app.on_key(code(KeyCode::Esc));
     app.dispatch(Action::Top);
     app.on_key(code(KeyCode::Enter));
-    assert_eq!(app.pane, Pane::Journal);
+    assert_eq!(app.pane(), Pane::Journal);
     assert!(app.pane_state().detail);
     assert!(screen(&app, 120, 30, r).contains("\"wf_gone\""));
 }
@@ -464,7 +464,7 @@ fn flashes_are_kept_in_messages() {
     app.dispatch(Action::Refresh);
     app.on_key(key('@'));
     app.run_command("messages");
-    assert!(matches!(app.mode, Mode::Messages));
+    assert!(matches!(app.mode(), Mode::Messages));
     let s = screen(&app, 120, 30, d.path());
     assert!(s.contains("rescanning the root"), "{s}");
     assert!(s.contains("nothing waits on you"), "{s}");
@@ -503,22 +503,22 @@ fn workers_link_to_their_locks_and_messages_and_dispatches_to_their_workflow() {
     let mut app = app_at(r);
     app.dispatch(Action::GoPane(Pane::Workers));
     app.on_key(key('l'));
-    assert_eq!(app.pane, Pane::Locks);
+    assert_eq!(app.pane(), Pane::Locks);
     assert_eq!(row_keys(&app, Pane::Locks), vec!["t1/src/x.rs"]);
     app.dispatch(Action::GoPane(Pane::Workers));
     app.on_key(key('m'));
-    assert_eq!(app.pane, Pane::Bus);
+    assert_eq!(app.pane(), Pane::Bus);
     assert_eq!(app.track_name().as_deref(), Some("t1"));
     assert_eq!(app.pane_state().filter, "source:w1");
     app.dispatch(Action::GoPane(Pane::Workflows));
     app.on_key(key('d'));
-    assert_eq!(app.pane, Pane::Inboxes);
+    assert_eq!(app.pane(), Pane::Inboxes);
     assert_eq!(
         row_keys(&app, Pane::Inboxes)[app.selected(Pane::Inboxes)],
         "hephaestus/hof_l"
     );
     app.on_key(key('w'));
-    assert_eq!(app.pane, Pane::Workflows);
+    assert_eq!(app.pane(), Pane::Workflows);
     assert_eq!(
         row_keys(&app, Pane::Workflows)[app.selected(Pane::Workflows)],
         "wf_l"
@@ -548,7 +548,7 @@ fn sparklines_show_messages_per_second_and_inbox_depth_over_time() {
     )
     .unwrap();
     let mut app = app_at(r);
-    let t = app.snapshot.track("t1").unwrap().clone();
+    let t = app.snapshot().track("t1").unwrap().clone();
     assert_eq!(t.per_second(now(), 8), vec![0, 0, 0, 0, 0, 1, 0, 3]);
     let s = screen(&app, 200, 30, r);
     assert!(
@@ -574,7 +574,7 @@ fn sparklines_show_messages_per_second_and_inbox_depth_over_time() {
         }
         std::fs::create_dir_all(r.join("conductor/pending/hephaestus")).unwrap();
         app.set_snapshot(snapshot_of(r));
-        app.now = now() + Duration::seconds(10 * i as i64);
+        app.set_now(now() + Duration::seconds(10 * i as i64));
         app.sample_depth();
     }
     // Depths 0, 2, 3 (the files add up).

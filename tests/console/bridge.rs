@@ -37,9 +37,14 @@ fn status(connected: bool, error: Option<&str>) -> Status {
         updated: "2026-06-14T10:35:58Z".into(),
         ..Default::default()
     };
-    s.extra.insert(
-        "tracks".into(),
-        json!({"shared": {"published": 40, "mirrored": 37, "stream_seq": 77, "lag": 2}}),
+    s.tracks.insert(
+        "shared".into(),
+        eb::TrackCounts {
+            published: 40,
+            mirrored: 37,
+            stream_seq: 77,
+            lag: 2,
+        },
     );
     s
 }
@@ -97,7 +102,7 @@ fn the_bridge_pane_at_80x24_and_200x50() {
     for (w, h) in [(80, 24), (200, 50)] {
         let mut app = app_for(root.path(), fixture_now());
         app.run_command("pane bridge");
-        assert_eq!(app.pane, Pane::Bridge);
+        assert_eq!(app.pane(), Pane::Bridge);
         let s = screen(&app, w, h, root.path());
         for want in [
             "konan",
@@ -176,13 +181,13 @@ fn the_header_follows_the_bridge_status_file_as_it_changes() {
     }
     let mut model = LiveModel::open(root.clone(), ModelOptions::default());
     let s = model.snapshot();
-    assert_eq!(s.bridge.as_ref().unwrap()["connected"], true);
+    assert!(s.bridge.as_ref().unwrap().connected);
     // Only the status file changes (nothing else in the root): the header follows it.
     eb::write_status(&root, &status(false, Some("nats: disconnected"))).unwrap();
     let s = model
         .apply(&[eb::status_path(&root)])
         .expect("a changed status file publishes a snapshot");
-    assert_eq!(s.bridge.as_ref().unwrap()["connected"], false);
+    assert!(!s.bridge.as_ref().unwrap().connected);
     let app = pantheon::console::app::App::new(s, false, fixture_now());
     let text = screen(&app, 200, 50, dir.path());
     let header = text.lines().next().unwrap();
@@ -243,7 +248,7 @@ fn retry_and_discard_act_on_a_waiting_outbox_record_and_are_journaled() {
     app.on_key(key('l'));
     let effects = app.on_key(code(KeyCode::Enter));
     super::actions::run(&mut app, &op, effects);
-    let f = app.flash.clone().unwrap();
+    let f = app.shown_flash().cloned().unwrap();
     assert_eq!(f.kind, FlashKind::Success, "{}", f.text);
     assert_eq!(
         f.text,
@@ -265,7 +270,7 @@ fn retry_and_discard_act_on_a_waiting_outbox_record_and_are_journaled() {
     app.on_key(key('l'));
     let effects = app.on_key(code(KeyCode::Enter));
     super::actions::run(&mut app, &op, effects);
-    let f = app.flash.clone().unwrap();
+    let f = app.shown_flash().cloned().unwrap();
     assert_eq!(f.kind, FlashKind::Success, "{}", f.text);
     assert_eq!(
         f.text,

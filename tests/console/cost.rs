@@ -283,7 +283,7 @@ fn budget_warnings_are_attention_items_while_their_budget_stands() {
     // `/metrics` counts the same standing warnings.
     let scraped = |app: &App| {
         pantheon::observe::metrics::Metrics::new(Root::at(r), false)
-            .scrape(&app.snapshot, false)
+            .scrape(app.snapshot(), false)
             .to_string()
     };
     let text = scraped(&app);
@@ -343,8 +343,8 @@ fn approving_a_dispatch_held_for_a_budget_shows_its_figures_and_raises_it_journa
     let mut app = app_for(r, chrono::Utc::now());
     select_dispatch(&mut app, "hof_20260614_c05700");
     assert!(app.on_key(key('p')).is_empty());
-    let Mode::Prompt(p) = &app.mode else {
-        panic!("a budget hold asks for the raise first: {:?}", app.mode)
+    let Mode::Prompt(p) = &app.mode() else {
+        panic!("a budget hold asks for the raise first: {:?}", app.mode())
     };
     assert_eq!(
         p.title,
@@ -356,7 +356,7 @@ fn approving_a_dispatch_held_for_a_budget_shows_its_figures_and_raises_it_journa
     // A bare number says neither dollars nor tokens: refused, the prompt stays.
     type_text(&mut app, "5");
     app.on_key(code(KeyCode::Enter));
-    assert!(matches!(app.mode, Mode::Prompt(_)), "{:?}", app.mode);
+    assert!(matches!(app.mode(), Mode::Prompt(_)), "{:?}", app.mode());
     app.on_key(code(KeyCode::Backspace));
     type_text(&mut app, "$5");
     app.on_key(code(KeyCode::Enter));
@@ -374,7 +374,7 @@ fn approving_a_dispatch_held_for_a_budget_shows_its_figures_and_raises_it_journa
         matches!(done.as_slice(), [Op::Approve { raise: Some(b), .. }] if b.cost_micros == Some(5_000_000)),
         "{done:?}"
     );
-    let flash = app.flash.clone().unwrap();
+    let flash = app.shown_flash().cloned().unwrap();
     assert_eq!(flash.kind, FlashKind::Success, "{}", flash.text);
     assert!(
         flash
@@ -520,21 +520,21 @@ fn tab_reaches_the_ledger_only_in_a_root_that_records_cost() {
     app.dispatch(Action::GoPane(Pane::Bridge));
     app.dispatch(Action::NextPane);
     assert_eq!(
-        app.pane,
+        app.pane(),
         Pane::Workflows,
         "no usage: the Ledger is passed over"
     );
     app.dispatch(Action::PrevPane);
-    assert_eq!(app.pane, Pane::Bridge);
+    assert_eq!(app.pane(), Pane::Bridge);
     let costed = cost_root();
     let mut app = app_for(costed.path(), fixture_now());
     app.dispatch(Action::GoPane(Pane::Bridge));
     app.dispatch(Action::NextPane);
-    assert_eq!(app.pane, Pane::Ledger);
+    assert_eq!(app.pane(), Pane::Ledger);
     app.dispatch(Action::NextPane);
-    assert_eq!(app.pane, Pane::Workflows);
+    assert_eq!(app.pane(), Pane::Workflows);
     app.dispatch(Action::PrevPane);
-    assert_eq!(app.pane, Pane::Ledger);
+    assert_eq!(app.pane(), Pane::Ledger);
 }
 
 #[test]

@@ -92,7 +92,7 @@ fn ctrl(c: char) -> KeyEvent {
 }
 
 fn flash(app: &App) -> (FlashKind, String) {
-    let f = app.flash.as_ref().expect("a flash");
+    let f = app.shown_flash().expect("a flash");
     (f.kind, f.text.clone())
 }
 
@@ -103,7 +103,7 @@ fn press_confirm(app: &mut App) -> Vec<pantheon::console::app::Effect> {
 }
 
 fn prompt_text(app: &App) -> String {
-    match &app.mode {
+    match &app.mode() {
         Mode::Prompt(p) => p.input.text().to_owned(),
         m => panic!("expected a prompt, got {m:?}"),
     }
@@ -352,7 +352,7 @@ fn abort_from_pane_9_and_a_bulk_requeue_report_each_dead_letter() {
     );
     // w goes to its workflow; the journal's dead-letter entry comes back here.
     app.on_key(key('w'));
-    assert_eq!(app.pane, Pane::Workflows);
+    assert_eq!(app.pane(), Pane::Workflows);
     assert_eq!(
         app.keys(Pane::Workflows)[app.selected(Pane::Workflows)],
         RowKey::workflow("wf_dl_0")
@@ -370,7 +370,7 @@ fn abort_from_pane_9_and_a_bulk_requeue_report_each_dead_letter() {
         app.dispatch(Action::Down);
     }
     app.on_key(code(KeyCode::Enter));
-    assert_eq!(app.pane, Pane::DeadLetters);
+    assert_eq!(app.pane(), Pane::DeadLetters);
     assert_eq!(
         app.keys(Pane::DeadLetters)[app.selected(Pane::DeadLetters)],
         RowKey::dead_letter("hephaestus", "hof_20260614_dd0001")
@@ -468,13 +468,13 @@ fn d_discards_a_dead_letter_with_a_reason_and_journals_it() {
     app.dispatch(Action::GoPane(Pane::DeadLetters));
     app.dispatch(Action::Top);
     app.on_key(key('D'));
-    let Mode::Prompt(p) = &app.mode else {
-        panic!("D asks a reason: {:?}", app.mode)
+    let Mode::Prompt(p) = &app.mode() else {
+        panic!("D asks a reason: {:?}", app.mode())
     };
     assert_eq!(p.title, "Discard dead letter hof_20260614_dd0001");
     // The reason is required.
     app.on_key(code(KeyCode::Enter));
-    assert!(matches!(app.mode, Mode::Prompt(_)));
+    assert!(matches!(app.mode(), Mode::Prompt(_)));
     type_text(&mut app, "the customer cancelled");
     app.on_key(code(KeyCode::Enter));
     let lines = confirm_text(&app);
@@ -534,7 +534,7 @@ fn rerun_asks_for_a_step_of_the_definition_and_dispatches_it_again() {
     // While it waits for an ack, rerun is refused with why.
     app.dispatch(Action::GoPane(Pane::Workflows));
     app.on_key(key('R'));
-    assert!(matches!(app.mode, Mode::Normal));
+    assert!(matches!(app.mode(), Mode::Normal));
     assert_eq!(
         flash(&app),
         (
@@ -549,7 +549,7 @@ fn rerun_asks_for_a_step_of_the_definition_and_dispatches_it_again() {
     app.on_key(key('R'));
     // The stalled step is the default; the label names the steps Tab completes.
     assert_eq!(prompt_text(&app), "build");
-    let Mode::Prompt(p) = &app.mode else {
+    let Mode::Prompt(p) = &app.mode() else {
         unreachable!()
     };
     assert!(p.label.contains("plan, build, ship"), "{}", p.label);
@@ -559,7 +559,7 @@ fn rerun_asks_for_a_step_of_the_definition_and_dispatches_it_again() {
     assert_eq!(prompt_text(&app), "nope");
     app.on_key(code(KeyCode::Enter));
     assert!(
-        matches!(app.mode, Mode::Prompt(_)),
+        matches!(app.mode(), Mode::Prompt(_)),
         "a wrong step keeps the prompt"
     );
     assert!(
@@ -776,7 +776,7 @@ fn no_supervisor_is_said_in_the_header_and_the_queue_until_pantheon_serve_beats(
     // Enter on it goes to the inboxes.
     app.dispatch(Action::GoPane(Pane::Attention));
     app.on_key(code(KeyCode::Enter));
-    assert_eq!(app.pane, Pane::Inboxes);
+    assert_eq!(app.pane(), Pane::Inboxes);
 
     let serve = Serve::start(r);
     wait_for("the supervisor's heartbeat", || {
@@ -788,7 +788,7 @@ fn no_supervisor_is_said_in_the_header_and_the_queue_until_pantheon_serve_beats(
         if let Some(s) = model.rescan() {
             app.set_snapshot(s);
         }
-        app.now = chrono::Utc::now();
+        app.set_now(chrono::Utc::now());
         notice(&app).is_empty()
     });
     let top = screen(&app, 200, 50, r).lines().next().unwrap().to_owned();
@@ -920,7 +920,7 @@ fn remapped_pane_keys_show_in_the_tabs_and_the_help_and_work() {
     let r = root.path();
     let mut app = app_for(r, fixture_now());
     app.configure(&cfg);
-    let help = app.keymap.help_rows(Pane::Workflows);
+    let help = app.keymap().help_rows(Pane::Workflows);
     let row = |keys: &str| {
         help.iter()
             .find(|h| h.keys == keys)
@@ -942,9 +942,9 @@ fn remapped_pane_keys_show_in_the_tabs_and_the_help_and_work() {
         "{tabs}"
     );
     app.on_key(key('9'));
-    assert_eq!(app.pane, Pane::Workflows);
+    assert_eq!(app.pane(), Pane::Workflows);
     app.on_key(code(KeyCode::F(9)));
-    assert_eq!(app.pane, Pane::DeadLetters);
+    assert_eq!(app.pane(), Pane::DeadLetters);
     // The help overlay as drawn.
     app.on_key(key('?'));
     let s = screen(&app, 200, 50, r);
@@ -962,7 +962,7 @@ fn remapped_pane_keys_show_in_the_tabs_and_the_help_and_work() {
         },
         Instant::now(),
     );
-    assert_eq!(app.pane, Pane::Workflows);
+    assert_eq!(app.pane(), Pane::Workflows);
     // The first-time hints name the keys as bound too.
     std::fs::write(
         dir.path().join("c2.toml"),
@@ -1049,11 +1049,11 @@ fn two_consoles_in_one_process_keep_their_own_thresholds() {
     // Held 10 minutes: overdue for a (5m) and b (2m), not for c (30m). Unacked 2 minutes: overdue
     // for a (1m) and b (90s), not for c (5m).
     for app in [&a, &b] {
-        assert_eq!(app.snapshot.counts(now).overdue, 1);
+        assert_eq!(app.snapshot().counts(now).overdue, 1);
         let s = screen(app, 200, 50, r);
         assert!(s.contains("▲ 1 overdue"), "{s}");
     }
-    assert_eq!(c.snapshot.counts(now).overdue, 0);
+    assert_eq!(c.snapshot().counts(now).overdue, 0);
     assert!(!screen(&c, 200, 50, r).contains("overdue"));
     assert_eq!(kinds(&a), vec![Kind::Held, Kind::Overdue]);
     assert_eq!(kinds(&c), vec![Kind::Held]);
@@ -1065,9 +1065,9 @@ fn two_consoles_in_one_process_keep_their_own_thresholds() {
     assert!(held_flag(&mut a) && held_flag(&mut b) && !held_flag(&mut c));
     // A new snapshot keeps each console's own limits.
     b.set_snapshot(LiveModel::open(Root::at(r), ModelOptions::default()).snapshot());
-    assert_eq!(b.snapshot.counts(now).overdue, 1);
+    assert_eq!(b.snapshot().counts(now).overdue, 1);
     c.set_snapshot(strict.snapshot());
-    assert_eq!(c.snapshot.counts(now).overdue, 0, "c keeps the defaults");
+    assert_eq!(c.snapshot().counts(now).overdue, 0, "c keeps the defaults");
 }
 
 #[test]

@@ -14,7 +14,7 @@ use super::deadletters::{DL_FLOW, dead_letter_all, root_with};
 use super::support::*;
 
 fn flash(app: &pantheon::console::app::App) -> String {
-    app.flash
+    app.shown_flash()
         .as_ref()
         .map(|f| f.text.clone())
         .unwrap_or_default()
@@ -163,7 +163,7 @@ fn the_detail_footer_and_the_help_say_q_goes_back_there() {
     let footer = s.lines().last().unwrap();
     assert!(footer.contains("Esc/q back"), "{footer}");
     assert!(!footer.contains("q quit"), "{footer}");
-    let rows = app.keymap.help_rows(Pane::Workflows);
+    let rows = app.keymap().help_rows(Pane::Workflows);
     assert!(rows.iter().any(|r| r.section.starts_with("In a detail")
         && r.keys == "q"
         && r.text.starts_with("back to the table")));
@@ -198,11 +198,11 @@ fn a_key_bound_elsewhere_says_where_it_acts() {
         "{}",
         flash(&app)
     );
-    assert_eq!(app.pane, Pane::Workflows, "nothing moved");
+    assert_eq!(app.pane(), Pane::Workflows, "nothing moved");
     // A key bound here acts as before, with no such flash.
-    app.flash = None;
+    app.clear_flash();
     app.on_key(key('j'));
-    assert!(app.flash.is_none());
+    assert!(app.shown_flash().is_none());
 }
 
 /// `:pane work` went to Workflows although Workers begins so too.
@@ -213,7 +213,7 @@ fn pane_work_is_ambiguous_and_says_so() {
     app.dispatch(Action::GoPane(Pane::Bus));
     for cmd in ["pane work", "work"] {
         app.run_command(cmd);
-        assert_eq!(app.pane, Pane::Bus, ":{cmd} went somewhere");
+        assert_eq!(app.pane(), Pane::Bus, ":{cmd} went somewhere");
         let f = flash(&app);
         assert!(
             f.contains("\"work\" is ambiguous") && f.contains("1 Workflows or 5 Workers"),
@@ -221,9 +221,9 @@ fn pane_work_is_ambiguous_and_says_so() {
         );
     }
     app.run_command("pane workf");
-    assert_eq!(app.pane, Pane::Workflows);
+    assert_eq!(app.pane(), Pane::Workflows);
     app.run_command("pane workers");
-    assert_eq!(app.pane, Pane::Workers);
+    assert_eq!(app.pane(), Pane::Workers);
     app.run_command("pane zzz");
     assert!(
         flash(&app).starts_with("no pane \"zzz\""),

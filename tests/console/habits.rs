@@ -49,7 +49,7 @@ fn bulk_approve_of_five_held_dispatches_with_one_refused_reports_both() {
     assert_eq!(app.row_count(), 5);
     app.on_key(key('*'));
     assert_eq!(app.picked(Pane::Inboxes).len(), 5);
-    app.flash = None;
+    app.clear_flash();
     let screen = text(&render(&app, 160, 40));
     assert!(screen.contains("● 5 marked"), "{screen}");
     assert_eq!(
@@ -78,7 +78,7 @@ fn bulk_approve_of_five_held_dispatches_with_one_refused_reports_both() {
     let done = run(&mut app, &op, effects);
     assert!(matches!(done.as_slice(), [Op::Bulk { items, .. }] if items.len() == 5));
 
-    let f = app.flash.clone().unwrap();
+    let f = app.shown_flash().cloned().unwrap();
     assert_eq!(f.kind, FlashKind::Error, "a refusal is not a success");
     assert!(f.text.starts_with("approved 4, refused 1: "), "{}", f.text);
     assert!(f.text.contains(HELD[2].1), "{}", f.text);
@@ -114,7 +114,7 @@ fn marks_take_a_range_and_an_ack_skips_the_held_ones_it_cannot_ack() {
     let r = root.path();
     let mut app = app_for(r, chrono::Utc::now());
     app.dispatch(Action::GoPane(Pane::Inboxes));
-    let rows = pantheon::console::items::dispatches(&app.snapshot, &app.filter(Pane::Inboxes));
+    let rows = pantheon::console::items::dispatches(app.snapshot(), &app.filter(Pane::Inboxes));
     let waiting = rows.iter().filter(|r| !r.held).count();
     let n = rows.len();
     drop(rows);
@@ -124,7 +124,7 @@ fn marks_take_a_range_and_an_ack_skips_the_held_ones_it_cannot_ack() {
     app.on_key(key('V'));
     assert_eq!(app.picked(Pane::Inboxes).len(), n);
     app.on_key(key('a'));
-    assert!(matches!(app.mode, Mode::AckMenu { .. }));
+    assert!(matches!(app.mode(), Mode::AckMenu { .. }));
     app.on_key(code(KeyCode::Enter));
     let said = dialog_text(&app);
     assert!(
@@ -146,11 +146,11 @@ fn marks_take_a_range_and_an_ack_skips_the_held_ones_it_cannot_ack() {
 fn y_yanks_the_selected_id_and_every_marked_one_and_v_shows_the_raw_json() {
     let root = engine_root();
     let mut app = app_for(root.path(), chrono::Utc::now());
-    let wf = pantheon::console::items::workflows(&app.snapshot, &app.filter(Pane::Workflows))[0]
+    let wf = pantheon::console::items::workflows(app.snapshot(), &app.filter(Pane::Workflows))[0]
         .id
         .to_string();
     assert_eq!(app.on_key(key('y')), vec![Effect::Clipboard(wf.clone())]);
-    assert!(app.flash.as_ref().unwrap().text.contains(&wf));
+    assert!(app.shown_flash().unwrap().text.contains(&wf));
     app.on_key(key('*'));
     let Some(Effect::Clipboard(all)) = app.on_key(key('y')).pop() else {
         panic!("yank")
@@ -185,13 +185,13 @@ fn clicks_select_tabs_and_rows_double_clicks_open_and_the_wheel_scrolls() {
     let (x, y) = find(&buf, "2 Inboxes").unwrap();
     assert_eq!(y, 1);
     app.on_mouse(mouse(MouseEventKind::Down(MouseButton::Left), x + 2, y), t0);
-    assert_eq!(app.pane, Pane::Inboxes);
+    assert_eq!(app.pane(), Pane::Inboxes);
 
     // A click on the row showing a held dispatch selects that one.
     let buf = render(&app, 160, 40);
     let (hx, hy) = find(&buf, HELD[3].1).unwrap();
     app.on_mouse(mouse(MouseEventKind::Down(MouseButton::Left), hx, hy), t0);
-    let rows = pantheon::console::items::dispatches(&app.snapshot, &app.filter(Pane::Inboxes));
+    let rows = pantheon::console::items::dispatches(app.snapshot(), &app.filter(Pane::Inboxes));
     assert_eq!(
         &*rows[app.selected(Pane::Inboxes)].view.dispatch.handoff_id,
         HELD[3].1
@@ -224,7 +224,7 @@ fn clicks_select_tabs_and_rows_double_clicks_open_and_the_wheel_scrolls() {
     // Dialogs take no clicks.
     app.on_key(key('?'));
     app.on_mouse(mouse(MouseEventKind::Down(MouseButton::Left), x, y), t0);
-    assert!(matches!(app.mode, Mode::Help(_)));
+    assert!(matches!(app.mode(), Mode::Help(_)));
 }
 
 #[test]
@@ -243,10 +243,10 @@ fn remapped_keys_are_what_the_help_and_the_footer_show_and_what_works() {
     assert!(footer.contains("F1 help"), "{footer}");
     assert!(!footer.contains("x abort"), "{footer}");
     app.on_key(code(KeyCode::F(1)));
-    assert!(matches!(app.mode, Mode::Help(_)));
+    assert!(matches!(app.mode(), Mode::Help(_)));
     let help = text(&render(&app, 200, 60));
     assert!(help.contains("X") && help.contains("abort"), "{help}");
-    let rows = app.keymap.help_rows(Pane::Workflows);
+    let rows = app.keymap().help_rows(Pane::Workflows);
     assert!(rows.iter().any(|r| r.keys == "X" && r.text == "abort"));
     assert!(
         rows.iter()
@@ -255,10 +255,13 @@ fn remapped_keys_are_what_the_help_and_the_footer_show_and_what_works() {
     assert!(rows.iter().any(|r| r.keys == "F5" && r.text == "raw JSON"));
     app.on_key(code(KeyCode::Esc));
     app.on_key(key('X'));
-    assert!(matches!(app.mode, Mode::Prompt(_)), "X now aborts");
+    assert!(matches!(app.mode(), Mode::Prompt(_)), "X now aborts");
     app.on_key(code(KeyCode::Esc));
     assert!(app.on_key(key('x')).is_empty());
-    assert!(matches!(app.mode, Mode::Normal), "x does nothing any more");
+    assert!(
+        matches!(app.mode(), Mode::Normal),
+        "x does nothing any more"
+    );
 }
 
 #[test]

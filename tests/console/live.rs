@@ -556,7 +556,7 @@ fn file_issues_are_listed_with_since_and_a_pane_marks_its_last_good_data() {
         "{locks_pane}"
     );
     app.on_key(key('!'));
-    assert!(matches!(app.mode, Mode::Issues));
+    assert!(matches!(app.mode(), Mode::Issues));
     let overlay = screen(&app, 160, 30, r);
     assert!(overlay.contains("File issues: 1"), "{overlay}");
     assert!(
@@ -566,7 +566,7 @@ fn file_issues_are_listed_with_since_and_a_pane_marks_its_last_good_data() {
     assert!(overlay.contains("locks.json  since "), "{overlay}");
     assert!(overlay.contains("  truncated JSON"), "{overlay}");
     app.on_key(key('x'));
-    assert!(matches!(app.mode, Mode::Normal));
+    assert!(matches!(app.mode(), Mode::Normal));
     // Fixed: the issue and its marker go away.
     std::fs::write(&locks, "{}").unwrap();
     m.apply(std::slice::from_ref(&locks));

@@ -64,7 +64,7 @@ fn shots(name: &str, keys: &[K], expect: impl Fn(&App) -> bool) {
     for (w, h) in SIZES {
         let mut app = app_for(root.path(), fixture_now());
         press(&mut app, keys);
-        assert!(expect(&app), "{name}: {:?}", app.mode);
+        assert!(expect(&app), "{name}: {:?}", app.mode());
         let s = screen(&app, w, h, root.path());
         assert!(!s.contains("Terminal too small"), "{name} {w}x{h}");
         assert_snapshot!(format!("matrix_{name}_{w}x{h}"), s);
@@ -72,15 +72,15 @@ fn shots(name: &str, keys: &[K], expect: impl Fn(&App) -> bool) {
 }
 
 fn normal(a: &App) -> bool {
-    matches!(a.mode, Mode::Normal)
+    matches!(a.mode(), Mode::Normal)
 }
 
 fn confirm(a: &App) -> bool {
-    matches!(a.mode, Mode::Confirm(_))
+    matches!(a.mode(), Mode::Confirm(_))
 }
 
 fn prompt(a: &App) -> bool {
-    matches!(a.mode, Mode::Prompt(_))
+    matches!(a.mode(), Mode::Prompt(_))
 }
 
 #[test]
@@ -138,23 +138,23 @@ fn the_help_overlay_unscrolled_and_scrolled() {
     for p in [Pane::Workflows, Pane::Inboxes] {
         let n = p.title().to_lowercase();
         shots(&format!("help_{n}_top"), &[K::Go(p, 0), K::C('?')], |a| {
-            matches!(a.mode, Mode::Help(_))
+            matches!(a.mode(), Mode::Help(_))
         });
         shots(
             &format!("help_{n}_page2"),
             &[K::Go(p, 0), K::C('?'), K::Code(KeyCode::PageDown)],
-            |a| matches!(&a.mode, Mode::Help(h) if h.scroll > 0),
+            |a| matches!(&a.mode(), Mode::Help(h) if h.scroll > 0),
         );
         shots(
             &format!("help_{n}_bottom"),
             &[K::Go(p, 0), K::C('?'), K::C('G')],
-            |a| matches!(&a.mode, Mode::Help(h) if h.scroll > 0),
+            |a| matches!(&a.mode(), Mode::Help(h) if h.scroll > 0),
         );
     }
     shots(
         "help_search",
         &[K::C('?'), K::C('/'), K::Text("sort")],
-        |a| matches!(a.mode, Mode::Help(_)),
+        |a| matches!(a.mode(), Mode::Help(_)),
     );
 }
 
@@ -175,7 +175,7 @@ fn every_dialog_at_80x24_and_200x50() {
         confirm,
     );
     shots("ack_menu", &[inbox(), C('a')], |a| {
-        matches!(a.mode, Mode::AckMenu { .. })
+        matches!(a.mode(), Mode::AckMenu { .. })
     });
     shots(
         "ack_accepted_confirm",
@@ -227,12 +227,14 @@ fn every_dialog_at_80x24_and_200x50() {
     );
     shots("force_unlock", &[Go(Pane::Locks, 0), C('u')], confirm);
     shots("board_resolve", &[Go(Pane::Board, 0), C('s')], confirm);
-    shots("file_issues", &[C('!')], |a| matches!(a.mode, Mode::Issues));
+    shots("file_issues", &[C('!')], |a| {
+        matches!(a.mode(), Mode::Issues)
+    });
     shots("command_line", &[C(':'), Text("so")], |a| {
-        matches!(a.mode, Mode::Command(_))
+        matches!(a.mode(), Mode::Command(_))
     });
     shots("filter_line", &[C('/'), Text("overdue")], |a| {
-        matches!(a.mode, Mode::Filter(_))
+        matches!(a.mode(), Mode::Filter(_))
     });
 }
 
@@ -254,7 +256,7 @@ fn sorted_and_narrowed_lists() {
         normal,
     );
     shots("workflows_finished_hidden", &[K::C('h')], |a| {
-        a.panes.workflows.hide_finished
+        a.panes().workflows.hide_finished
     });
 }
 
@@ -282,16 +284,16 @@ fn the_demo_hints_once_at_the_first_held_dispatch() {
     app.show_first_time_hints();
     app.first_time_hints();
     let hint = app
-        .flash
+        .shown_flash()
         .as_ref()
         .map(|f| f.text.clone())
         .unwrap_or_default();
     assert!(hint.contains("press 2, select the held row, p"), "{hint}");
-    app.flash = None;
+    app.clear_flash();
     app.set_snapshot(snapshot_of(root.path()));
     // Not again for the same kind; the next one (a deadlock in the fixture) gets its own line.
     let next = app
-        .flash
+        .shown_flash()
         .as_ref()
         .map(|f| f.text.clone())
         .unwrap_or_default();
@@ -299,7 +301,7 @@ fn the_demo_hints_once_at_the_first_held_dispatch() {
     // Without hints (the plain console) nothing is said.
     let mut plain = app_for(root.path(), fixture_now());
     plain.set_snapshot(snapshot_of(root.path()));
-    assert!(plain.flash.is_none());
+    assert!(plain.shown_flash().is_none());
 }
 
 #[test]

@@ -117,7 +117,7 @@ fn clear_input(app: &mut App) {
 }
 
 fn flash(app: &App) -> String {
-    app.flash
+    app.shown_flash()
         .as_ref()
         .map(|f| f.text.clone())
         .unwrap_or_default()
@@ -136,8 +136,8 @@ fn the_raise_dialog_lists_each_reached_budget_and_refuses_a_raise_that_leaves_on
     let mut app = app_for(r, chrono::Utc::now());
     select_dispatch(&mut app, BUDGET_HELD);
     assert!(app.on_key(key('p')).is_empty());
-    let Mode::Prompt(p) = &app.mode else {
-        panic!("a budget hold asks for the raise first: {:?}", app.mode)
+    let Mode::Prompt(p) = &app.mode() else {
+        panic!("a budget hold asks for the raise first: {:?}", app.mode())
     };
     assert_eq!(
         p.context,
@@ -168,7 +168,7 @@ fn the_raise_dialog_lists_each_reached_budget_and_refuses_a_raise_that_leaves_on
     // Dollars only: the step's token budget would stay reached. Refused, named, the prompt stays.
     type_text(&mut app, "$5");
     app.on_key(code(KeyCode::Enter));
-    assert!(matches!(app.mode, Mode::Prompt(_)), "{:?}", app.mode);
+    assert!(matches!(app.mode(), Mode::Prompt(_)), "{:?}", app.mode());
     let said = flash(&app);
     assert!(
         said.contains("step wf_both_1/build reached its 100.0k tokens")
@@ -179,7 +179,7 @@ fn the_raise_dialog_lists_each_reached_budget_and_refuses_a_raise_that_leaves_on
     clear_input(&mut app);
     type_text(&mut app, "$1, 200000 tokens");
     app.on_key(code(KeyCode::Enter));
-    assert!(matches!(app.mode, Mode::Prompt(_)), "{:?}", app.mode);
+    assert!(matches!(app.mode(), Mode::Prompt(_)), "{:?}", app.mode());
     let said = flash(&app);
     assert!(
         said.contains("workflow wf_both_1 has used $1.20: $1.00 would leave it reached"),
@@ -204,7 +204,7 @@ fn the_raise_dialog_lists_each_reached_budget_and_refuses_a_raise_that_leaves_on
             if b.cost_micros == Some(5_000_000) && b.tokens == Some(200_000)),
         "{done:?}"
     );
-    let f = app.flash.clone().unwrap();
+    let f = app.shown_flash().cloned().unwrap();
     assert_eq!(f.kind, FlashKind::Success, "{}", f.text);
     assert!(
         f.text.contains("approved into marvin's inbox"),
@@ -231,7 +231,7 @@ fn an_engine_refusal_of_a_raise_is_flashed_and_nothing_is_approved() {
     app.on_key(key('p'));
     type_text(&mut app, "$5, 140000 tokens");
     app.on_key(code(KeyCode::Enter));
-    assert!(matches!(app.mode, Mode::Confirm(_)), "{:?}", app.mode);
+    assert!(matches!(app.mode(), Mode::Confirm(_)), "{:?}", app.mode());
     // Meanwhile 10,000 more tokens are recorded against the build step (in its state, as the
     // engine records a report), after the console's snapshot was taken.
     let p = r.join("conductor/state/wf_both_1.json");
@@ -241,7 +241,7 @@ fn an_engine_refusal_of_a_raise_is_flashed_and_nothing_is_approved() {
     app.on_key(code(KeyCode::Tab));
     let effects = app.on_key(code(KeyCode::Enter));
     run(&mut app, &op, effects);
-    let f = app.flash.clone().unwrap();
+    let f = app.shown_flash().cloned().unwrap();
     assert_eq!(f.kind, FlashKind::Error, "{}", f.text);
     assert!(
         f.text.contains("would leave a budget reached")
@@ -267,8 +267,11 @@ fn bulk_approve_names_the_dispatches_held_for_a_budget_and_asks_their_raise() {
         app.dispatch(Action::ToggleMark);
     }
     app.on_key(key('p'));
-    let Mode::Prompt(p) = &app.mode else {
-        panic!("marks with a budget hold ask for the raise: {:?}", app.mode)
+    let Mode::Prompt(p) = &app.mode() else {
+        panic!(
+            "marks with a budget hold ask for the raise: {:?}",
+            app.mode()
+        )
     };
     assert_eq!(
         p.title,
@@ -283,7 +286,7 @@ fn bulk_approve_names_the_dispatches_held_for_a_budget_and_asks_their_raise() {
     );
     type_text(&mut app, "$3, 300000 tokens");
     app.on_key(code(KeyCode::Enter));
-    assert!(matches!(app.mode, Mode::Confirm(_)), "{:?}", app.mode);
+    assert!(matches!(app.mode(), Mode::Confirm(_)), "{:?}", app.mode());
     app.on_key(code(KeyCode::Tab));
     let effects = app.on_key(code(KeyCode::Enter));
     let done = run(&mut app, &op, effects);
@@ -329,7 +332,7 @@ fn enter_on_a_reached_budget_warning_lands_where_p_approves() {
         app.dispatch(Action::Down);
     }
     app.on_key(code(KeyCode::Enter));
-    assert_eq!(app.pane, Pane::Inboxes);
+    assert_eq!(app.pane(), Pane::Inboxes);
     let keys: Vec<String> = app
         .keys(Pane::Inboxes)
         .iter()
@@ -342,9 +345,9 @@ fn enter_on_a_reached_budget_warning_lands_where_p_approves() {
     // `p` there opens the raise dialog.
     app.on_key(key('p'));
     assert!(
-        matches!(&app.mode, Mode::Prompt(p) if p.title.starts_with("Raise the budgets of hof_20260614_b07400")),
+        matches!(&app.mode(), Mode::Prompt(p) if p.title.starts_with("Raise the budgets of hof_20260614_b07400")),
         "{:?}",
-        app.mode
+        app.mode()
     );
 }
 

@@ -130,7 +130,7 @@ fn the_fork_from_the_replay_reruns_from_the_context_bag_then_and_is_journaled_as
     // The past: the workflow waits for build's ack, as it did then.
     app.dispatch(Action::GoPane(Pane::Workflows));
     let w = app
-        .snapshot
+        .snapshot()
         .workflows
         .iter()
         .find(|w| &*w.id == "wf_dl_1")
@@ -145,8 +145,8 @@ fn the_fork_from_the_replay_reruns_from_the_context_bag_then_and_is_journaled_as
     ] {
         app.dispatch(Action::GoPane(pane));
         assert!(app.on_key(key(k)).is_empty());
-        assert!(matches!(app.mode, Mode::Normal));
-        let f = app.flash.as_ref().unwrap();
+        assert!(matches!(app.mode(), Mode::Normal));
+        let f = app.shown_flash().unwrap();
         assert_eq!(f.kind, FlashKind::Error);
         assert!(
             f.text.contains("the console is in the past") && f.text.contains("L goes back to live"),
@@ -160,8 +160,8 @@ fn the_fork_from_the_replay_reruns_from_the_context_bag_then_and_is_journaled_as
     let effects = app.on_key(key('R'));
     assert_eq!(effects, vec![Effect::Replay(Cmd::Pause)]);
     scrub(&mut app, &mut h, effects);
-    let Mode::Prompt(p) = &app.mode else {
-        panic!("a prompt, got {:?}", app.mode)
+    let Mode::Prompt(p) = &app.mode() else {
+        panic!("a prompt, got {:?}", app.mode())
     };
     assert_eq!(p.input.text(), "build");
     assert!(p.title.starts_with("Fork wf_dl_1 as of "), "{}", p.title);
@@ -179,7 +179,7 @@ fn the_fork_from_the_replay_reruns_from_the_context_bag_then_and_is_journaled_as
     let effects = app.on_key(code(KeyCode::Enter));
     let done = run(&mut app, &op, effects);
     assert_eq!(done.len(), 1);
-    let f = app.flash.as_ref().unwrap();
+    let f = app.shown_flash().unwrap();
     assert_eq!(f.kind, FlashKind::Success, "{}", f.text);
     assert!(
         f.text
@@ -440,11 +440,11 @@ fn the_replay_header_and_scrub_line_80x24() {
     v.last_us = now.timestamp_micros();
     v.speed = 3;
     v.change = Some("put conductor/state/wf_deploy_42.json".into());
-    app.replay = Some(v);
-    app.now = moment;
+    app.set_replay(Some(v));
+    app.set_now(moment);
     app.set_wall(now);
     assert_snapshot!("replay_paused_80x24", screen(&app, 80, 24, root.path()));
-    if let Some(v) = &mut app.replay {
+    if let Some(v) = app.replay_mut() {
         v.playing = true;
     }
     let s = screen(&app, 80, 24, root.path());
@@ -454,7 +454,7 @@ fn the_replay_header_and_scrub_line_80x24() {
     // Wide enough, the bar carries the alert counts the live header shows at that moment.
     let replayed = screen(&app, 240, 24, root.path());
     let bar = replayed.lines().next().unwrap().to_owned();
-    app.replay = None;
+    app.set_replay(None);
     let live = screen(&app, 240, 24, root.path());
     let alerts = |line: &str| -> Vec<String> {
         line.split(['·', '—'])
@@ -575,17 +575,17 @@ fn the_scrub_keys_move_the_replay_only_in_the_past_and_are_remappable() {
     assert!(app.on_key(key('.')).is_empty());
     assert!(app.run_command("live").is_empty());
     assert!(
-        app.flash.as_ref().unwrap().text.contains("only in replay"),
+        app.shown_flash().unwrap().text.contains("only in replay"),
         "{:?}",
-        app.flash
+        app.shown_flash()
     );
     // `:replay -15m` opens the past at that moment; `:live` and `L` leave it.
     let effects = app.run_command("replay -15m");
     let want = (now - chrono::Duration::minutes(15)).timestamp_micros();
     assert_eq!(effects, vec![Effect::ReplayAt(want)]);
     assert!(app.run_command("replay yesterday").is_empty());
-    assert!(app.flash.as_ref().unwrap().text.contains("is not a moment"));
-    app.replay = Some(ReplayView::new(5, 0, 10));
+    assert!(app.shown_flash().unwrap().text.contains("is not a moment"));
+    app.set_replay(Some(ReplayView::new(5, 0, 10)));
     for (k, cmd) in [
         (',', Cmd::Step(-1)),
         ('.', Cmd::Step(1)),
@@ -740,11 +740,11 @@ fn in_replay_details_and_file_issues_name_the_recorded_roots_files_80x24_and_wid
         format!("{scratch}/conductor/state/wf_bad.json: unreadable"),
     );
     assert_eq!(
-        app.flash.as_ref().unwrap().text,
+        app.shown_flash().unwrap().text,
         format!("{live_root}/conductor/state/wf_bad.json: unreadable")
     );
     // Back to live, nothing is mapped any more.
-    app.back_to_live(app.snapshot.clone());
+    app.back_to_live(app.snapshot().clone());
     assert_eq!(app.shown_text(&scratch), scratch);
 }
 

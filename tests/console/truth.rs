@@ -78,7 +78,7 @@ fn a_held_dispatch_is_overdue_only_past_the_held_limit_and_is_one_item_everywher
         "{pay:?}"
     );
     assert_eq!(
-        app.snapshot.counts(app.now).overdue,
+        app.snapshot().counts(app.now()).overdue,
         1,
         "the header counts wf_pay_1 only"
     );
@@ -111,7 +111,7 @@ fn a_held_dispatch_is_overdue_only_past_the_held_limit_and_is_one_item_everywher
         "{ext:?}"
     );
     assert!(!ext[0].1.contains("ack it"));
-    assert_eq!(app.snapshot.counts(app.now).overdue, 2);
+    assert_eq!(app.snapshot().counts(app.now()).overdue, 2);
     let s = screen(&app, 200, 50, r);
     let ext_row = s.lines().find(|l| l.contains("wf_ext_1")).unwrap();
     assert!(ext_row.contains("OVERDUE"), "{ext_row}");
@@ -147,8 +147,8 @@ fn a_board_confirmation_refuses_once_the_session_moved_on_and_says_what_changed(
         None,
     );
     app.set_snapshot(snapshot_of(r));
-    let Mode::Confirm(c) = &app.mode else {
-        panic!("the dialog stays open: {:?}", app.mode)
+    let Mode::Confirm(c) = &app.mode() else {
+        panic!("the dialog stays open: {:?}", app.mode())
     };
     assert!(
         c.changed
@@ -163,7 +163,7 @@ fn a_board_confirmation_refuses_once_the_session_moved_on_and_says_what_changed(
     app.on_key(code(KeyCode::Tab));
     let effects = app.on_key(code(KeyCode::Enter));
     assert!(effects.is_empty(), "nothing is sent: {effects:?}");
-    let f = app.flash.clone().unwrap();
+    let f = app.shown_flash().cloned().unwrap();
     assert_eq!(f.kind, FlashKind::Error);
     assert!(
         f.text.contains("refused: changed since it was shown")
@@ -228,7 +228,7 @@ fn a_force_unlock_confirmation_refuses_when_another_worker_took_the_lock_meanwhi
     app.set_snapshot(snapshot_of(r));
     app.on_key(code(KeyCode::Tab));
     assert!(app.on_key(code(KeyCode::Enter)).is_empty());
-    let f = app.flash.clone().unwrap();
+    let f = app.shown_flash().cloned().unwrap();
     assert!(f.text.contains("holder worker-1 → worker-2"), "{}", f.text);
     let locks: Value = serde_json::from_slice(
         &std::fs::read(r.join("conductor/tracks/alpha/.message-bus/locks.json")).unwrap(),
@@ -276,7 +276,7 @@ fn a_stalled_workflow_has_its_glyph_its_header_alert_its_filter_and_is_not_activ
     let r = root.path();
     dead_letter_all(r);
     let mut app = app_for(r, Utc::now());
-    let c = app.snapshot.counts(app.now);
+    let c = app.snapshot().counts(app.now());
     assert_eq!((c.stalled, c.active), (1, 0), "{c:?}");
     let buf = render(&app, 200, 50);
     let s = text(&buf);
@@ -369,7 +369,7 @@ fn the_journal_follows_its_newest_entry_until_the_operator_moves_and_attention_s
     app.dispatch(Action::GoPane(Pane::Workflows));
     app.dispatch(Action::GoPane(Pane::Attention));
     app.on_key(key('z'));
-    assert!(matches!(app.mode, Mode::Prompt(_)), "{:?}", app.mode);
+    assert!(matches!(app.mode(), Mode::Prompt(_)), "{:?}", app.mode());
 }
 
 #[test]
@@ -383,8 +383,8 @@ fn bulk_prompts_and_the_ack_chooser_name_every_marked_record() {
     app.on_key(code(KeyCode::Enter));
     app.on_key(key('*'));
     app.on_key(key('R'));
-    let Mode::Prompt(p) = &app.mode else {
-        panic!("{:?}", app.mode)
+    let Mode::Prompt(p) = &app.mode() else {
+        panic!("{:?}", app.mode())
     };
     assert_eq!(p.title, "Reject 3 marked held dispatch(es)");
     app.on_key(code(KeyCode::Esc));
@@ -415,7 +415,7 @@ fn y_copies_a_hostile_lock_path_without_its_control_characters() {
     std::fs::write(&file, serde_json::to_vec(&locks).unwrap()).unwrap();
     let mut app = app_for(r, Utc::now());
     app.dispatch(Action::GoPane(Pane::Locks));
-    let rows = pantheon::console::items::locks(&app.snapshot, &app.filter(Pane::Locks));
+    let rows = pantheon::console::items::locks(app.snapshot(), &app.filter(Pane::Locks));
     let i = rows
         .iter()
         .position(|(_, l)| l.path.contains("evil"))
@@ -429,7 +429,7 @@ fn y_copies_a_hostile_lock_path_without_its_control_characters() {
     };
     assert_eq!(t, "src/]52;c;ZXZpbA==evilx.rs");
     assert!(
-        !app.flash
+        !app.shown_flash()
             .as_ref()
             .unwrap()
             .text
@@ -629,10 +629,16 @@ fn a_mistyped_command_says_what_was_meant() {
     let root = fixture_root();
     let mut app = app_for(root.path(), fixture_now());
     app.run_command("requeu");
-    let f = app.flash.clone().unwrap();
+    let f = app.shown_flash().cloned().unwrap();
     assert!(f.text.contains("did you mean :requeue?"), "{}", f.text);
     app.run_command("qqqqqqq");
-    assert!(!app.flash.clone().unwrap().text.contains("did you mean"));
+    assert!(
+        !app.shown_flash()
+            .cloned()
+            .unwrap()
+            .text
+            .contains("did you mean")
+    );
 }
 
 #[test]

@@ -151,7 +151,7 @@ fn dialogs_show_what_will_happen_with_cancel_focused() {
     app.on_key(code(KeyCode::Esc));
 
     app.on_key(key('?'));
-    assert!(matches!(app.mode, Mode::Help(_)));
+    assert!(matches!(app.mode(), Mode::Help(_)));
     assert_snapshot!("dialog_help", screen(&app, W, H, root.path()));
 }
 
@@ -254,7 +254,7 @@ fn workers_pane_names_an_overridden_staleness_threshold() {
         !s.contains("stale after"),
         "the protocol's 10 minutes go unsaid: {s}"
     );
-    let mut snap = (*app.snapshot).clone();
+    let mut snap = (**app.snapshot()).clone();
     snap.stale_after = Some(chrono::Duration::seconds(6));
     app.set_snapshot(std::sync::Arc::new(snap));
     let s = screen(&app, W, H, root.path());
@@ -320,7 +320,7 @@ fn detail_keys_scroll_the_record_and_j_k_capitals_step_records() {
         "G keeps the same record: {bottom}"
     );
     assert!(bottom.contains("record 3/4"), "{bottom}");
-    let max = app.drawn.detail_max.get();
+    let max = app.drawn().detail_max.get();
     assert!(max > 0);
     app.dispatch(Action::Down);
     assert_eq!(
@@ -374,7 +374,7 @@ fn help_is_a_scrollable_searchable_reference_at_any_size() {
     );
     app.on_key(code(KeyCode::Esc));
     app.on_key(code(KeyCode::Esc));
-    assert!(matches!(app.mode, Mode::Normal));
+    assert!(matches!(app.mode(), Mode::Normal));
     // Read-only: the keys that change files are marked.
     let mut ro = app_for(root.path(), fixture_now());
     ro.set_read_only(true);
@@ -413,14 +413,14 @@ fn the_filter_matches_the_labels_on_screen_highlights_them_and_n_steps() {
     app.dispatch(Action::Top);
     app.on_key(key('n'));
     assert_eq!(app.selected(Pane::Inboxes), 1);
-    assert_eq!(app.flash.as_ref().unwrap().text, format!("match 2/{n}"));
+    assert_eq!(app.shown_flash().unwrap().text, format!("match 2/{n}"));
     app.on_key(key('N'));
     app.on_key(key('N'));
     assert_eq!(app.selected(Pane::Inboxes), n - 1, "N wraps around");
     // The board is shown whole: no filter there.
     app.dispatch(Action::GoPane(Pane::Board));
     app.on_key(key('/'));
-    assert!(matches!(app.mode, Mode::Normal));
+    assert!(matches!(app.mode(), Mode::Normal));
 }
 
 #[test]
@@ -436,7 +436,7 @@ fn long_flashes_wrap_and_narrow_board_cards_cut_with_an_ellipsis() {
         s.contains("wait until it is finished"),
         "the flash wraps: {s}"
     );
-    app.flash = None;
+    app.clear_flash();
     app.dispatch(Action::GoPane(Pane::Board));
     let s = screen(&app, 60, 24, root.path());
     assert!(
@@ -519,7 +519,7 @@ fn attention_and_journal_panes_at_80x24_and_200x50() {
     let root = attention_root();
     let mut app = app_for(root.path(), fixture_now());
     // When a file became unreadable is the model's clock: fixed here, as the rest is.
-    let mut snap = (*app.snapshot).clone();
+    let mut snap = (**app.snapshot()).clone();
     snap.warnings = std::sync::Arc::new(
         snap.warnings
             .iter()
@@ -580,7 +580,7 @@ fn the_header_shows_the_bridge_and_the_bus_names_the_machine_of_a_mirrored_line(
     );
     app.dispatch(Action::GoPane(Pane::Bus));
     for _ in 0..20 {
-        if app.panes.bus.track.as_deref() == Some("shared") {
+        if app.panes().bus.track.as_deref() == Some("shared") {
             break;
         }
         app.dispatch(Action::NextTrack);

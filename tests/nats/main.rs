@@ -1149,7 +1149,7 @@ fn the_console_bridge_pane_shows_what_a_real_bridge_wrote() {
     let mirrored = |s: &pantheon::live::Snapshot| {
         s.bridge
             .as_ref()
-            .and_then(|b| b["tracks"]["shared"]["mirrored"].as_u64())
+            .and_then(|b| b.tracks.get("shared").map(|t| t.mirrored))
     };
     // The status file catches up with the counts (it is written when they change) and the track's
     // cursor file exists: the bridge writes the cursor at most every 250 ms (`CURSOR_EVERY`), so
@@ -1172,7 +1172,7 @@ fn the_console_bridge_pane_shows_what_a_real_bridge_wrote() {
     let model = seen.expect("the wait returned with a model");
     let mut app = App::new(model.snapshot(), false, chrono::Utc::now());
     app.run_command("pane bridge");
-    assert_eq!(app.pane, Pane::Bridge);
+    assert_eq!(app.pane(), Pane::Bridge);
     for (w, h) in [(80u16, 24u16), (200, 50)] {
         let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
         t.draw(|f| {
@@ -1199,8 +1199,5 @@ fn the_console_bridge_pane_shows_what_a_real_bridge_wrote() {
     assert!(b.bridge.terminate(), "bridge B did not exit cleanly");
     // After a clean exit the status says disconnected, and the pane says so.
     let model = pantheon::live::LiveModel::open(root, Default::default());
-    assert_eq!(
-        model.snapshot().bridge.as_ref().unwrap()["connected"],
-        false
-    );
+    assert!(!model.snapshot().bridge.as_ref().unwrap().connected);
 }

@@ -308,25 +308,16 @@ fn json_files(dir: &std::path::Path) -> usize {
 }
 
 fn read_bridge(root: &Root, now: DateTime<Utc>) -> Option<BridgeHealth> {
-    let v = crate::store::read::read_json(&crate::bridge::status_path(root))
-        .ok()
-        .flatten()?;
-    let num = |k: &str| v.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
-    let alive = v
-        .get("updated")
-        .and_then(serde_json::Value::as_str)
-        .and_then(parse_ts)
-        .is_some_and(|t| {
-            let age = now.signed_duration_since(t);
-            age <= BRIDGE_SILENT_AFTER && -age <= BRIDGE_SILENT_AFTER
-        });
+    let s = crate::bridge::load_status(root).ok().flatten()?;
+    let alive = s.updated().and_then(parse_ts).is_some_and(|t| {
+        let age = now.signed_duration_since(t);
+        age <= BRIDGE_SILENT_AFTER && -age <= BRIDGE_SILENT_AFTER
+    });
     // Only ids that read as ids (letters, digits, `_`, `-`, `.`): the file is another process's.
-    let stuck = v
-        .get("stuck")
-        .and_then(serde_json::Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|r| r.get("outbox_id").and_then(serde_json::Value::as_str))
+    let stuck = s
+        .stuck
+        .iter()
+        .map(|r| r.outbox_id.as_str())
         .filter(|id| {
             !id.is_empty()
                 && id.len() <= 128
@@ -339,8 +330,8 @@ fn read_bridge(root: &Root, now: DateTime<Utc>) -> Option<BridgeHealth> {
         .collect();
     Some(BridgeHealth {
         alive,
-        lag: num("lag"),
-        outbox_pending: num("outbox_pending"),
+        lag: s.lag,
+        outbox_pending: s.outbox_pending as u64,
         stuck,
     })
 }

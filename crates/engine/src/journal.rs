@@ -25,7 +25,7 @@ use crate::store::time::{now_ts, parse_ts};
 pub(crate) mod anchor;
 pub(crate) mod verb;
 
-pub use verb::{Target, Verb};
+pub use verb::{Outcome, Target, Verb};
 
 /// The `prev` of the first entry.
 pub(crate) const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";

@@ -143,12 +143,12 @@ pub use crate::{
     journal::anchor::{AnchorWriter, anchor_every},
     journal::{
         Act, AnchorReport, Filter as JournalFilter, HeadRef,
-        MAX_LINE_BYTES as MAX_JOURNAL_LINE_BYTES, Origin, ReadResult as JournalPage,
-        Target as JournalTarget, Verb as JournalVerb, VerifyOptions, VerifyProblem, VerifyResult,
-        append as append_journal, check_actor, clean_actor, files as journal_files, journal_path,
-        open_read as open_journal, read as read_journal, read_recent as read_recent_journal,
-        segments as journal_segments, segments_dir as journal_segments_dir,
-        verify_with as verify_journal_with,
+        MAX_LINE_BYTES as MAX_JOURNAL_LINE_BYTES, Origin, Outcome as JournalOutcome,
+        ReadResult as JournalPage, Target as JournalTarget, Verb as JournalVerb, VerifyOptions,
+        VerifyProblem, VerifyResult, append as append_journal, check_actor, clean_actor,
+        files as journal_files, journal_path, open_read as open_journal, read as read_journal,
+        read_recent as read_recent_journal, segments as journal_segments,
+        segments_dir as journal_segments_dir, verify_with as verify_journal_with,
     },
 };
 
@@ -256,9 +256,10 @@ pub mod nats {
     pub use crate::bridge::peer::{EnvelopeKind, Peer, PeerError, Peers, Transport};
     pub use crate::bridge::refusal::WireError;
     pub use crate::bridge::{
-        AwaitingReplies, Inbound, Status, Taken, Wire, admit, bridge_dir, check_sendable,
-        configure_peers, dead_dir, dead_letter, encode, parse_message, read_status, redact_url,
-        reply_subject, status_path, take, watched_dirs, write_bridge_record, write_status,
+        AwaitingReplies, Inbound, Status, StuckRecord, Taken, TrackCounts, Wire, admit, bridge_dir,
+        check_sendable, configure_peers, dead_dir, dead_letter, encode, load_status, parse_message,
+        read_status, redact_url, reply_subject, status_path, take, watched_dirs,
+        write_bridge_record, write_status,
     };
     pub use crate::conductor::subject::{SubjectError, check_filter};
     /// A track mirrored through the bridge: streams, key-value buckets, cursors, lock plans.

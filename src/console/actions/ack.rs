@@ -149,7 +149,7 @@ fn start_ack(app: &mut App, choice: Option<AckChoice>) {
     };
     match choice {
         Some(c) => choose_ack(app, target, c),
-        None => app.mode = Mode::AckMenu { target, choice: 0 },
+        None => app.set_mode(Mode::AckMenu { target, choice: 0 }),
     }
 }
 
@@ -175,11 +175,11 @@ fn declared_gates(app: &App, t: &AckTarget) -> Vec<String> {
     let Some(wf) = &t.workflow_id else {
         return Vec::new();
     };
-    app.snapshot
+    app.snapshot()
         .workflows
         .iter()
         .find(|w| *w.id == *wf.as_str())
-        .and_then(|w| app.snapshot.definition(w.state.definition_id.as_deref()))
+        .and_then(|w| app.snapshot().definition(w.state.definition_id.as_deref()))
         .and_then(|d| d.step(&t.step))
         .map(|s| s.gates.clone())
         .unwrap_or_default()
@@ -236,7 +236,7 @@ pub(crate) fn ack_answered(
         AckStage::Message => ack_op(target, status, answer, None, Vec::new()),
         AckStage::Eta { message } => {
             let eta = match answer {
-                Some(a) => Some(parse_eta(&a, app.now)?),
+                Some(a) => Some(parse_eta(&a, app.now())?),
                 None => None,
             };
             ack_op(target, status, message, eta, Vec::new())

@@ -32,7 +32,7 @@ fn answerable(snap: &Snapshot, source: &str, key: &str) -> Option<(String, Strin
 
 /// `a` on pane 7.
 pub(super) fn start(app: &mut App) -> Vec<Effect> {
-    if app.pane != Pane::Attention || app.refuse_if_gone(Pane::Attention) {
+    if app.pane() != Pane::Attention || app.refuse_if_gone(Pane::Attention) {
         app.need("a foreign item waiting for an answer (7 Attention)");
         return Vec::new();
     }
@@ -49,7 +49,7 @@ pub(super) fn start(app: &mut App) -> Vec<Effect> {
         app.need("a foreign item waiting for an answer");
         return Vec::new();
     }
-    let Some((agent, what)) = answerable(&app.snapshot, source, key) else {
+    let Some((agent, what)) = answerable(app.snapshot(), source, key) else {
         app.need("an item whose source takes answers (this one is answered where its agents run)");
         return Vec::new();
     };

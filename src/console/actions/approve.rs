@@ -201,7 +201,7 @@ fn start_approve(app: &mut App) {
                 let held = if marked {
                     marked_budget_holds(app)
                 } else {
-                    let bars = reached_for(&app.snapshot, &d.handoff_id, app.now);
+                    let bars = reached_for(app.snapshot(), &d.handoff_id, app.now());
                     match bars.is_empty() {
                         true => Vec::new(),
                         false => vec![(d.handoff_id.to_string(), bars)],
@@ -231,14 +231,14 @@ fn start_approve(app: &mut App) {
 
 /// The marked held dispatches that would go past a reached budget, each with those budgets.
 fn marked_budget_holds(app: &App) -> Vec<(String, Vec<Bar>)> {
-    let rows = items::dispatches(&app.snapshot, &Default::default());
+    let rows = items::dispatches(app.snapshot(), &Default::default());
     let mut out = Vec::new();
     for mark in &app.pane_state().picked {
         let Some(r) = rows.iter().find(|r| r.is(mark) && r.held) else {
             continue;
         };
         let hid = r.view.dispatch.handoff_id.to_string();
-        let bars = reached_for(&app.snapshot, &hid, app.now);
+        let bars = reached_for(app.snapshot(), &hid, app.now());
         if !bars.is_empty() {
             out.push((hid, bars));
         }

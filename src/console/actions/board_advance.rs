@@ -82,7 +82,7 @@ impl BoardAt {
             );
             return None;
         }
-        let seen = board_of(&app.snapshot, &name).map(|b| BoardSeen::of(&b.session));
+        let seen = board_of(app.snapshot(), &name).map(|b| BoardSeen::of(&b.session));
         Some(BoardAt {
             name,
             track,

@@ -19,7 +19,7 @@ pub(super) fn start(app: &mut App) -> Vec<Effect> {
     let Some(b) = BoardAt::selected(app) else {
         return Vec::new();
     };
-    let missing = board_of(&app.snapshot, &b.name)
+    let missing = board_of(app.snapshot(), &b.name)
         .map(|s| items::directors(&s).iter().any(|c| c.vote.is_none()))
         .unwrap_or(false);
     app.confirm(Op::BoardResolve {

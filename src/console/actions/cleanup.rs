@@ -42,8 +42,8 @@ pub(crate) fn cleanup_previewed(
             let op = Op::Cleanup { workflow_id: wf };
             let mut lines = cleanup_lines(&v);
             lines.push((Tone::Dim, app.recorded_as()));
-            app.flash = None;
-            app.mode = Mode::Confirm(Confirm::new(op, lines, &app.snapshot));
+            app.clear_flash();
+            app.set_mode(Mode::Confirm(Confirm::new(op, lines, app.snapshot())));
         }
         Err(e) => app.flash(FlashKind::Error, format!("cleanup of {wf} refused: {e}")),
     }

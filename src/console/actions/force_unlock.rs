@@ -25,10 +25,10 @@ pub(super) fn start(app: &mut App) -> Vec<Effect> {
 }
 
 fn start_unlock(app: &mut App) {
-    if app.pane == Pane::Locks && app.refuse_if_gone(Pane::Locks) {
+    if app.pane() == Pane::Locks && app.refuse_if_gone(Pane::Locks) {
         return;
     }
-    let rows = items::locks(&app.snapshot, &app.filter(Pane::Locks));
+    let rows = items::locks(app.snapshot(), &app.filter(Pane::Locks));
     let Some((track, lock)) = rows.get(app.selected(Pane::Locks)).copied() else {
         return app.need("a lock in the Locks pane (4)");
     };

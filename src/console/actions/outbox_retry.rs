@@ -38,7 +38,7 @@ pub(super) fn waiting<'a>(snap: &'a Snapshot, id: &str) -> Option<&'a BridgeRow>
 /// The outbox id of the selected row of the bridge pane, when it is a waiting record (else the
 /// flash says what is needed).
 pub(super) fn selected_outbox(app: &mut App) -> Option<String> {
-    if app.pane == Pane::Bridge && app.refuse_if_gone(Pane::Bridge) {
+    if app.pane() == Pane::Bridge && app.refuse_if_gone(Pane::Bridge) {
         return None;
     }
     let id = crate::console::panes::bridge::bridge_rows(app)

@@ -18,7 +18,7 @@ use super::{Act, Op, line};
 /// selected in pane 2, the track of panes 3 and 5; `None` (and a flash saying what to select)
 /// elsewhere.
 fn selected_target(app: &mut App) -> Option<PauseTarget> {
-    match app.pane {
+    match app.pane() {
         Pane::Workflows => app.selected_workflow().map(|w| PauseTarget::workflow(&w)),
         Pane::Inboxes => {
             let Some((god, _, _)) = app.selected_dispatch() else {
@@ -63,7 +63,7 @@ pub(super) fn start(app: &mut App, resume_only: bool) -> Vec<Effect> {
     let Some(target) = selected_target(app) else {
         return Vec::new();
     };
-    let paused = is_paused(&app.snapshot, &target);
+    let paused = is_paused(app.snapshot(), &target);
     match (resume_only, paused) {
         (_, true) => crate::console::actions::resume::resume_confirm(app, target),
         (true, false) => app.flash(

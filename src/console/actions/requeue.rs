@@ -79,7 +79,7 @@ fn start_requeue(app: &mut App) {
         })),
     );
     let gods = app.known_gods();
-    if let Mode::Prompt(p) = &mut app.mode {
+    if let Mode::Prompt(p) = app.mode_mut() {
         p.completions = gods;
     }
 }

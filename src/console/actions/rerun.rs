@@ -51,7 +51,7 @@ fn start_rerun(app: &mut App) {
         return;
     };
     let Some(w) = app
-        .snapshot
+        .snapshot()
         .workflows
         .iter()
         .find(|w| &*w.id == wf.as_str())
@@ -86,18 +86,18 @@ fn start_rerun(app: &mut App) {
         format!("Rerun from step (Tab completes: {})", steps.join(", "))
     };
     app.ask(label, true, default, step_question(wf, None));
-    if let Mode::Prompt(p) = &mut app.mode {
+    if let Mode::Prompt(p) = app.mode_mut() {
         p.completions = steps;
     }
 }
 
 /// The step ids of a workflow's definition, in its order (empty when it is not loaded).
 pub fn rerun_steps(app: &App, wf: &WorkflowId) -> Vec<String> {
-    app.snapshot
+    app.snapshot()
         .workflows
         .iter()
         .find(|w| &*w.id == wf.as_str())
-        .and_then(|w| app.snapshot.definition(w.state.definition_id.as_deref()))
+        .and_then(|w| app.snapshot().definition(w.state.definition_id.as_deref()))
         .map(|d| d.steps.iter().map(|s| s.id.clone()).collect())
         .unwrap_or_default()
 }

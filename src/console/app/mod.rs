@@ -295,23 +295,23 @@ pub const DEPTH_SAMPLES: usize = 30;
 
 /// The whole console state.
 pub struct App {
-    pub keymap: Keymap,
+    keymap: Keymap,
     read_only: bool,
-    pub pane: Pane,
-    pub panes: super::panes::PaneStates,
-    pub mode: Mode,
-    pub flash: Option<Flash>,
-    pub snapshot: Arc<Snapshot>,
+    pane: Pane,
+    panes: super::panes::PaneStates,
+    mode: Mode,
+    flash: Option<Flash>,
+    snapshot: Arc<Snapshot>,
     /// The time views compare against (set by the loop; fixed in tests). In replay, the moment
     /// shown.
-    pub now: DateTime<Utc>,
+    now: DateTime<Utc>,
     /// The real time, for the replay's header (how long ago the moment shown was).
     wall: DateTime<Utc>,
     /// Where the replay stands while the console shows the past (`pantheon --at`, `:replay`):
     /// every pane shows the recorded moment and every action that changes files is refused, but
     /// the fork.
-    pub replay: Option<super::replay::ReplayView>,
-    pub absolute_times: bool,
+    replay: Option<super::replay::ReplayView>,
+    absolute_times: bool,
     /// Rows visible in the main table (for paging); set from the terminal size.
     page: usize,
     /// Operations sent to the engine and not yet answered.
@@ -322,7 +322,7 @@ pub struct App {
     /// The `:` lines run so far (Up/Down recall them).
     history: History,
     /// Where drawing put things, for the keys and clicks that follow (see [`Drawn`]).
-    pub drawn: Drawn,
+    drawn: Drawn,
     /// One-line hints the first time something needs the operator (the demo turns them on).
     hints: Option<FirstTimeHints>,
     /// Who the journal records for this console's acts (`--actor`, else the login name).
@@ -451,6 +451,101 @@ impl App {
             self.thresholds.overdue_after(),
             self.thresholds.held_after(),
         )
+    }
+
+    /// The key table the console runs with (defaults and the config's `[keys]`).
+    pub fn keymap(&self) -> &Keymap {
+        &self.keymap
+    }
+
+    /// The pane shown.
+    pub fn pane(&self) -> Pane {
+        self.pane
+    }
+
+    /// Shows `pane` (its selection, filter and detail as it left them).
+    pub fn set_pane(&mut self, pane: Pane) {
+        self.pane = pane;
+    }
+
+    /// Every pane's list state and what a pane keeps of its own (`panes()[pane]`,
+    /// `panes().bus.track`, …).
+    pub fn panes(&self) -> &super::panes::PaneStates {
+        &self.panes
+    }
+
+    /// The panes' states, to change (a pane's verbs: `panes_mut().bus.follow = true`).
+    pub fn panes_mut(&mut self) -> &mut super::panes::PaneStates {
+        &mut self.panes
+    }
+
+    /// What the keys act on now: the panes, a dialog, a prompt, the help.
+    pub fn mode(&self) -> &Mode {
+        &self.mode
+    }
+
+    /// The mode, to change in place (an action's prompt taking its answer).
+    pub fn mode_mut(&mut self) -> &mut Mode {
+        &mut self.mode
+    }
+
+    /// Opens `mode` (a menu, a prompt, a confirmation), closing the one open.
+    pub fn set_mode(&mut self, mode: Mode) {
+        self.mode = mode;
+    }
+
+    /// The flash shown under the table, if any (set through [`App::flash`]).
+    pub fn shown_flash(&self) -> Option<&Flash> {
+        self.flash.as_ref()
+    }
+
+    /// Takes the flash away (it stays in `:messages`).
+    pub fn clear_flash(&mut self) {
+        self.flash = None;
+    }
+
+    /// The snapshot the panes show (the live model's, with this console's thresholds; in replay,
+    /// the recorded moment's).
+    pub fn snapshot(&self) -> &Arc<Snapshot> {
+        &self.snapshot
+    }
+
+    /// The time views compare against (set by the loop; fixed in tests). In replay, the moment
+    /// shown.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.now
+    }
+
+    /// Sets the time views compare against, leaving the real time ([`App::set_wall`]) as it is:
+    /// a test's fixed clock, a replay's moment.
+    pub fn set_now(&mut self, now: DateTime<Utc>) {
+        self.now = now;
+    }
+
+    /// Where the replay stands, while the console shows the past.
+    pub fn replay(&self) -> Option<&super::replay::ReplayView> {
+        self.replay.as_ref()
+    }
+
+    /// The replay's position, to move it.
+    pub fn replay_mut(&mut self) -> Option<&mut super::replay::ReplayView> {
+        self.replay.as_mut()
+    }
+
+    /// Puts the console into the replay at `view` (`None`: back to the present). The replay's
+    /// thread and snapshots are the caller's: this sets where the scrub line stands.
+    pub fn set_replay(&mut self, view: Option<super::replay::ReplayView>) {
+        self.replay = view;
+    }
+
+    /// Times are shown as clock times (`T` toggles), not as ages.
+    pub fn absolute_times(&self) -> bool {
+        self.absolute_times
+    }
+
+    /// Where drawing put things (see [`Drawn`]).
+    pub fn drawn(&self) -> &Drawn {
+        &self.drawn
     }
 
     /// Whether the console refuses every act (`--read-only`).

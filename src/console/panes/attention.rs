@@ -49,10 +49,10 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     if crate::console::views::list_head(frame, area, app, theme, head) {
         return;
     }
-    let now = app.now;
+    let now = app.now();
     let row = |i: &crate::console::attention::Item| {
         let age = match i.since {
-            Some(t) if app.absolute_times => {
+            Some(t) if app.absolute_times() => {
                 crate::console::times::when(Some(&t.to_rfc3339()), now, true)
             }
             Some(t) => relative(t, now),
@@ -64,7 +64,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::raw(age),
             Line::raw(app.shown_text(&i.reason).into_owned()),
             Line::styled(
-                crate::console::attention::action_text(i, &app.keymap),
+                crate::console::attention::action_text(i, app.keymap()),
                 theme.key(),
             ),
         ]
@@ -95,7 +95,7 @@ const COLUMNS: [Col; 5] = [
 pub(crate) struct Attention;
 
 pub(crate) fn start_snooze(app: &mut App) {
-    if app.pane != Pane::Attention || app.refuse_if_gone(Pane::Attention) {
+    if app.pane() != Pane::Attention || app.refuse_if_gone(Pane::Attention) {
         return app.need("an attention item (7 Attention)");
     }
     let items = app.attention();
@@ -116,10 +116,11 @@ pub(crate) fn snooze_answered(
     key: attention::Key,
     answer: Option<String>,
 ) -> Result<(), AnswerError> {
-    let until = parse_eta(answer.as_deref().unwrap_or(""), app.now)?;
+    let until = parse_eta(answer.as_deref().unwrap_or(""), app.now())?;
     let until = crate::engine::time::parse_ts(&until)
         .ok_or_else(|| format!("cannot read {until:?} as a time"))?;
-    app.panes.attention.snoozed.retain(|_, t| *t > app.now);
+    let now = app.now();
+    app.panes_mut().attention.snoozed.retain(|_, t| *t > now);
     // Said in words: the item's kind and record, and for how long (not its internal key).
     let what = app
         .attention_all()
@@ -127,16 +128,16 @@ pub(crate) fn snooze_answered(
         .find(|i| i.key == key)
         .map(|i| format!("{} {}", i.kind.as_str().replace('_', " "), i.record()))
         .unwrap_or_else(|| key.kind().as_str().replace('_', " "));
-    app.panes.attention.snoozed.insert(key, until);
+    app.panes_mut().attention.snoozed.insert(key, until);
     app.flash(
         FlashKind::Info,
         format!(
             "snoozed {} for {} (until {})",
             what.trim(),
-            crate::live::snapshot::short_duration(until - app.now),
+            crate::live::snapshot::short_duration(until - app.now()),
             crate::console::times::when_at(
                 Some(&crate::live::compact::Stamp::At(until)),
-                app.now,
+                app.now(),
                 true
             )
         ),

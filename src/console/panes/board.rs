@@ -98,8 +98,8 @@ fn with_more<'a>(b: Block<'a>, lines: usize, area: Rect, theme: &Theme) -> Block
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let snap = &app.snapshot;
-    let Some(track) = items::track(snap, app.panes.bus.track.as_deref()) else {
+    let snap = &app.snapshot();
+    let Some(track) = items::track(snap, app.panes().bus.track.as_deref()) else {
         return empty(
             frame,
             area,
@@ -356,7 +356,7 @@ pub(crate) struct Board;
 
 /// The board's moves on the shown track (None: no session).
 pub(crate) fn board_moves(app: &App) -> Option<items::BoardMoves> {
-    items::track(&app.snapshot, app.panes.bus.track.as_deref())
+    items::track(app.snapshot(), app.panes().bus.track.as_deref())
         .and_then(|t| t.board.as_ref())
         .map(|b| items::board_moves(b))
 }
@@ -366,7 +366,7 @@ impl ListPane for Board {
 
     /// The session's directors (the board shows one session whole: no filter).
     fn rows<'a>(&self, app: &'a App, _filter: &Filter) -> Vec<Self::Row<'a>> {
-        items::track(&app.snapshot, app.panes.bus.track.as_deref())
+        items::track(app.snapshot(), app.panes().bus.track.as_deref())
             .and_then(|t| t.board.as_ref())
             .map(|b| items::directors(b))
             .unwrap_or_default()

@@ -7,7 +7,6 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
-use serde_json::Value;
 
 use crate::console::app::App;
 use crate::console::keymap::Pane;
@@ -19,24 +18,7 @@ use crate::console::items::Filter;
 use crate::console::panes::{ListPane, PaneView, RowKey};
 use crate::console::views::table::Col;
 use crate::console::views::{block, empty, json_lines, trunc};
-
-fn text<'a>(v: &'a Value, k: &str) -> &'a str {
-    v.get(k).and_then(Value::as_str).unwrap_or("")
-}
-
-fn num(v: &Value, k: &str) -> u64 {
-    v.get(k).and_then(Value::as_u64).unwrap_or(0)
-}
-
-/// The bridge's lag with its tracks' (a status file is input: the sum saturates, never overflows).
-pub fn total_lag(b: &Value) -> u64 {
-    let tracks = b.get("tracks").and_then(Value::as_object);
-    tracks
-        .into_iter()
-        .flat_map(|t| t.values())
-        .map(|t| num(t, "lag"))
-        .fold(num(b, "lag"), u64::saturating_add)
-}
+use crate::engine::nats::Status;
 
 /// The peers' pauses the running bridge heard (its status file's `peer_pauses`, docs/NATS.md),
 /// those not expired at the console's `now`; none without a status file or in another shape.
@@ -94,53 +76,38 @@ fn peer_pause_line<'a>(peers: &[crate::engine::nats::PeerPauses], app: &App, the
 }
 
 /// The status box's lines.
-fn status_lines<'a>(b: &Value, app: &App, theme: &Theme, width: usize) -> Vec<Line<'a>> {
-    let connected = b.get("connected").and_then(Value::as_bool) == Some(true);
-    let (mark, word, style) = if connected {
+fn status_lines<'a>(b: &Status, app: &App, theme: &Theme, width: usize) -> Vec<Line<'a>> {
+    let (mark, word, style) = if b.connected {
         ("●", "connected", theme.accent())
     } else {
         ("○", "disconnected", theme.warn())
     };
-    let lag = total_lag(b);
+    let lag = b.total_lag();
     let mut out = vec![Line::from(vec![
-        Span::styled(format!("{} ", text(b, "name")), theme.key()),
+        Span::styled(format!("{} ", b.name), theme.key()),
         Span::styled(format!("{mark} {word} "), style),
-        Span::raw(trunc(text(b, "server"), width.saturating_sub(40).max(10))),
+        Span::raw(trunc(&b.server, width.saturating_sub(40).max(10))),
         Span::styled(
             format!(
                 " · pid {} · updated {}",
-                num(b, "pid"),
-                when(
-                    b.get("updated").and_then(Value::as_str),
-                    app.now,
-                    app.absolute_times
-                )
+                b.pid,
+                when(b.updated(), app.now(), app.absolute_times())
             ),
             theme.dim(),
         ),
     ])];
     out.push(Line::raw(format!(
         "published {} · received {} · dead-lettered {} · outbox pending {} · lag {lag}",
-        num(b, "published"),
-        num(b, "received"),
-        num(b, "dead_lettered"),
-        num(b, "outbox_pending"),
+        b.published, b.received, b.dead_lettered, b.outbox_pending,
     )));
-    let stuck = b
-        .get("stuck")
-        .and_then(Value::as_array)
-        .filter(|s| !s.is_empty());
-    out.push(match (stuck, b.get("last_error").and_then(Value::as_str)) {
+    out.push(match (b.stuck.first(), &b.last_error) {
         // A record that cannot be published outranks the last error: it names what to do.
-        (Some(s), _) => Line::styled(
+        (Some(first), _) => Line::styled(
             format!(
                 "{} record(s) cannot be published (the rest go out): {} {}",
-                s.len(),
-                text(&s[0], "outbox_id"),
-                [text(&s[0], "hint"), text(&s[0], "error")]
-                    .into_iter()
-                    .find(|t| !t.is_empty())
-                    .unwrap_or_default()
+                b.stuck.len(),
+                first.outbox_id,
+                first.why()
             ),
             theme.alert(),
         ),
@@ -155,8 +122,8 @@ fn status_lines<'a>(b: &Value, app: &App, theme: &Theme, width: usize) -> Vec<Li
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let v = &app.snapshot.bridge_view;
-    let status = app.snapshot.bridge.as_deref();
+    let v = &app.snapshot().bridge_view;
+    let status = app.snapshot().bridge.as_deref();
     if status.is_none() && v.rows.is_empty() {
         return empty(
             frame,
@@ -252,8 +219,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::raw(r.subject.clone()),
             Line::raw(when(
                 (!r.at.is_empty()).then_some(r.at.as_str()),
-                app.now,
-                app.absolute_times,
+                app.now(),
+                app.absolute_times(),
             )),
             Line::raw(r.what.clone()),
         ]
@@ -288,7 +255,7 @@ pub(crate) fn bridge_rows_through<'a>(
     app: &'a App,
     f: &Filter,
 ) -> Vec<&'a crate::live::snapshot::BridgeRow> {
-    app.snapshot
+    app.snapshot()
         .bridge_view
         .rows
         .iter()

@@ -139,7 +139,7 @@ fn known_fields(m: &Envelope) -> String {
 /// The pane's title: the track and its place among the tracks, the rows shown, following or paused
 /// (and what arrived since), the filter, the message rate, and what was skipped reading the queue.
 fn title_of(app: &App, track: &crate::live::snapshot::TrackView, shown: usize) -> String {
-    let snap = &app.snapshot;
+    let snap = &app.snapshot();
     let idx = snap
         .tracks
         .iter()
@@ -152,12 +152,12 @@ fn title_of(app: &App, track: &crate::live::snapshot::TrackView, shown: usize) -
         track.name,
         snap.tracks.len(),
         shown,
-        if app.panes.bus.follow {
+        if app.panes().bus.follow {
             "▼ following".to_owned()
         } else {
             // Paused: where the operator is, and how much arrived since.
             let new = app
-                .panes
+                .panes()
                 .bus
                 .paused_at
                 .as_ref()
@@ -173,7 +173,7 @@ fn title_of(app: &App, track: &crate::live::snapshot::TrackView, shown: usize) -
     title.push_str(&crate::console::views::filter_note(app));
     {
         // Messages per second over the last half minute.
-        let rate = track.per_second(app.now, 30);
+        let rate = track.per_second(app.now(), 30);
         title.push_str(&format!(
             "· {} {}/s ",
             crate::console::views::sparkline(&rate),
@@ -196,8 +196,8 @@ fn title_of(app: &App, track: &crate::live::snapshot::TrackView, shown: usize) -
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let snap = &app.snapshot;
-    let Some(track) = items::track(snap, app.panes.bus.track.as_deref()) else {
+    let snap = &app.snapshot();
+    let Some(track) = items::track(snap, app.panes().bus.track.as_deref()) else {
         return empty(
             frame,
             area,
@@ -234,7 +234,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                 format!(
                     "{}  ({})",
                     m.timestamp,
-                    when(Some(&m.timestamp), app.now, false)
+                    when(Some(&m.timestamp), app.now(), false)
                 ),
                 theme.base(),
                 theme,
@@ -260,7 +260,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         let (style, g) = theme.message_type(&m.kind);
         vec![
             Line::styled(
-                when(Some(&m.timestamp), app.now, app.absolute_times),
+                when(Some(&m.timestamp), app.now(), app.absolute_times()),
                 theme.dim(),
             ),
             Line::from(Span::styled(format!("{g} {}", m.kind), style)),
@@ -307,7 +307,7 @@ fn source_of(m: &crate::engine::Envelope) -> String {
 pub(crate) struct Bus;
 
 pub(crate) fn cycle_track(app: &mut App, forward: bool) {
-    let names: Vec<String> = app.snapshot.tracks.iter().map(|t| t.name.clone()).collect();
+    let names: Vec<String> = app.snapshot().tracks.iter().map(|t| t.name.clone()).collect();
     if names.is_empty() {
         app.flash(FlashKind::Info, "no tracks under conductor/tracks");
         return;
@@ -321,9 +321,9 @@ pub(crate) fn cycle_track(app: &mut App, forward: bool) {
     } else {
         (cur + names.len() - 1) % names.len()
     };
-    app.panes.bus.track = Some(names[next].clone());
+    app.panes_mut().bus.track = Some(names[next].clone());
     for p in [Pane::Bus, Pane::Board] {
-        let st = &mut app.panes[p];
+        let st = &mut app.panes_mut()[p];
         st.selected = 0;
         st.gone = None;
     }
@@ -331,8 +331,8 @@ pub(crate) fn cycle_track(app: &mut App, forward: bool) {
 
 /// Stops the bus tail from following, remembering the newest message so the new ones count.
 pub(crate) fn pause_tail(app: &mut App) {
-    app.panes.bus.follow = false;
-    app.panes.bus.paused_at = items::track(&app.snapshot, app.panes.bus.track.as_deref())
+    app.panes_mut().bus.follow = false;
+    app.panes_mut().bus.paused_at = items::track(app.snapshot(), app.panes().bus.track.as_deref())
         .and_then(|t| t.messages.last())
         .map(|m| m.id.clone());
 }
@@ -341,7 +341,7 @@ impl ListPane for Bus {
     type Row<'a> = &'a std::sync::Arc<crate::engine::Envelope>;
 
     fn rows<'a>(&self, app: &'a App, filter: &Filter) -> Vec<Self::Row<'a>> {
-        items::track(&app.snapshot, app.panes.bus.track.as_deref())
+        items::track(app.snapshot(), app.panes().bus.track.as_deref())
             .map(|t| items::messages(t, filter))
             .unwrap_or_default()
     }

@@ -18,7 +18,7 @@ use crate::console::views::table::Col;
 use crate::console::views::{detail, json_lines, kv, raw_key, raw_lines, section};
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let snap = &app.snapshot;
+    let snap = &app.snapshot();
     let rows = items::dead_letters(snap, &app.filter(Pane::DeadLetters));
     let unreadable: usize = snap.dead_letters.iter().map(|i| i.errors.len()).sum();
     let mut title = format!(" {} ({}", Pane::DeadLetters.heading(), rows.len());
@@ -28,7 +28,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     title.push_str(&format!(") {}", crate::console::views::order_note(app)));
     // Only a running supervisor dead-letters: without one, an empty list says nothing about
     // deadlines met.
-    let empty = if snap.supervisors.iter().any(|b| b.alive(app.now)) {
+    let empty = if snap.supervisors.iter().any(|b| b.alive(app.now())) {
         "No dead letter: conductor/dead/ is empty (a supervisor is running and dead-letters a \
          dispatch that runs out of deliveries)."
     } else {
@@ -68,7 +68,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::raw(d.workflow_id.to_string()),
             Line::raw(d.step.to_string()),
             Line::styled(r.deliveries(), theme.warn()),
-            Line::raw(when(r.dead_at(), app.now, app.absolute_times)),
+            Line::raw(when(r.dead_at(), app.now(), app.absolute_times())),
             Line::raw(r.last_target().to_owned()),
             Line::styled(reason, theme.dim()),
         ]
@@ -122,10 +122,10 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DeadRow, them
             &known
         }
     };
-    let now = app.now;
-    let abs = app.absolute_times;
+    let now = app.now();
+    let abs = app.absolute_times();
     let status = app
-        .snapshot
+        .snapshot()
         .workflows
         .iter()
         .find(|w| *w.id == *d.workflow_id)
@@ -175,7 +175,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: items::DeadRow, them
             theme,
         ));
     }
-    let key = |a: Action| app.keymap.key_for(&a);
+    let key = |a: Action| app.keymap().key_for(&a);
     l.push(Line::styled(
         format!(
             "  {} requeues it (to its last god, or another: Tab completes) · {} discards it (retired, with a reason) · {} aborts its workflow",
@@ -223,7 +223,7 @@ fn delivery_history(
             Span::styled(format!("  #{:<3}", i + 1), theme.dim()),
             Span::raw(format!(
                 "{:<22}",
-                when(Some(&x.at), app.now, app.absolute_times)
+                when(Some(&x.at), app.now(), app.absolute_times())
             )),
             Span::styled(format!("→ {}", x.to), theme.info()),
         ]));
@@ -235,10 +235,10 @@ pub(crate) struct DeadLetters;
 
 /// The selected dead letter of pane 9: (its god, its handoff id, its workflow id).
 pub(crate) fn selected_dead(app: &App) -> Option<(String, String, String)> {
-    if app.pane != Pane::DeadLetters || app.pane_state().gone.is_some() {
+    if app.pane() != Pane::DeadLetters || app.pane_state().gone.is_some() {
         return None;
     }
-    let rows = items::dead_letters(&app.snapshot, &app.filter(Pane::DeadLetters));
+    let rows = items::dead_letters(app.snapshot(), &app.filter(Pane::DeadLetters));
     let r = rows.get(app.selected(Pane::DeadLetters))?;
     let d = &r.view.dispatch;
     let hid = if d.handoff_id.is_empty() {
@@ -251,7 +251,7 @@ pub(crate) fn selected_dead(app: &App) -> Option<(String, String, String)> {
 
 /// The dead letter of `handoff_id`: (its row key, the god it was delivered to last).
 pub(crate) fn dead_row_of(app: &App, handoff_id: &HandoffId) -> Option<(RowKey, String)> {
-    items::dead_letters(&app.snapshot, &Filter::default())
+    items::dead_letters(app.snapshot(), &Filter::default())
         .iter()
         .find(|r| {
             *r.view.dispatch.handoff_id == *handoff_id.as_str()
@@ -264,7 +264,7 @@ impl ListPane for DeadLetters {
     type Row<'a> = items::DeadRow<'a>;
 
     fn rows<'a>(&self, app: &'a App, filter: &Filter) -> Vec<Self::Row<'a>> {
-        items::dead_letters(&app.snapshot, filter)
+        items::dead_letters(app.snapshot(), filter)
     }
 
     fn key(&self, row: &Self::Row<'_>) -> RowKey {

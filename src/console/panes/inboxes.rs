@@ -34,7 +34,7 @@ fn god_cell<'a>(r: &items::DispatchRow, app: &App, theme: &Theme) -> Line<'a> {
     } else if r.held {
         Line::styled(format!("‖ {}", d.to_god), theme.accent())
     } else if app
-        .snapshot
+        .snapshot()
         .paused
         .covering(r.god, &d.workflow_id)
         .is_some()
@@ -50,12 +50,12 @@ fn summary_row<'a>(i: &InboxView, app: &App, theme: &Theme, held: bool) -> Vec<L
     let oldest = i
         .oldest_at
         .as_deref()
-        .map(|t| when(Some(t), app.now, app.absolute_times))
+        .map(|t| when(Some(t), app.now(), app.absolute_times()))
         .unwrap_or_else(|| "-".into());
     let unacked = i.unacked;
     let name = if held {
         "‖ _quarantine".to_owned()
-    } else if app.snapshot.paused.covering(&i.god, "").is_some_and(|p| {
+    } else if app.snapshot().paused.covering(&i.god, "").is_some_and(|p| {
         matches!(
             p.kind,
             crate::engine::PauseKind::God | crate::engine::PauseKind::All
@@ -96,7 +96,7 @@ fn summary_row<'a>(i: &InboxView, app: &App, theme: &Theme, held: bool) -> Vec<L
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let snap = &app.snapshot;
+    let snap = &app.snapshot();
     let filter = app.filter(Pane::Inboxes);
     let rows = items::dispatches(snap, &filter);
     let st = app.pane_state();
@@ -116,7 +116,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         .chain(snap.inboxes.iter().map(|i| (i, false)))
         .collect();
     let chosen = app
-        .panes
+        .panes()
         .inboxes
         .god
         .as_ref()
@@ -126,7 +126,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         Pane::Inboxes.heading(),
         snap.inboxes.len()
     );
-    if let Some(g) = &app.panes.inboxes.god {
+    if let Some(g) = &app.panes().inboxes.god {
         sum_title.push_str(&format!("· showing {g} ([ ] other gods) "));
     }
     let marks = app.marks();
@@ -153,7 +153,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         crate::console::views::order_note(app)
     );
     if rows.is_empty() {
-        let text = match &app.panes.inboxes.god {
+        let text = match &app.panes().inboxes.god {
             Some(g) => format!("No dispatch is waiting in {g}'s inbox ([ ] other gods)."),
             None => "No dispatch is waiting.".to_owned(),
         };
@@ -161,7 +161,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     let row = |r: &items::DispatchRow| {
         let d = &r.view.dispatch;
-        let overdue = items::dispatch_overdue(snap, r.view, r.held, app.now).is_some();
+        let overdue = items::dispatch_overdue(snap, r.view, r.held, app.now()).is_some();
         vec![
             // A held dispatch names the god it is meant for.
             god_cell(r, app, theme),
@@ -174,7 +174,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::raw(d.step.to_string()),
             Line::raw(d.from_god.to_string()),
             Line::styled(
-                when_at(d.dispatched_at.as_ref(), app.now, app.absolute_times),
+                when_at(d.dispatched_at.as_ref(), app.now(), app.absolute_times()),
                 if overdue { theme.alert() } else { theme.base() },
             ),
             ack_cell(r, overdue, app, theme, None),
@@ -208,7 +208,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         row,
         |r, col, width| {
             (col == ACK_COL).then(|| {
-                let overdue = items::dispatch_overdue(snap, r.view, r.held, app.now).is_some();
+                let overdue = items::dispatch_overdue(snap, r.view, r.held, app.now()).is_some();
                 ack_cell(r, overdue, app, theme, Some(width))
             })
         },
@@ -222,7 +222,7 @@ fn summary_cell<'a>(d: &crate::live::snapshot::DispatchRow, app: &App, theme: &T
     if let Some(p) = &d.pending {
         if let Some(eta) = &p.eta {
             spans.push(Span::styled(
-                format!("eta {} · ", when_at(Some(eta), app.now, app.absolute_times)),
+                format!("eta {} · ", when_at(Some(eta), app.now(), app.absolute_times())),
                 theme.info(),
             ));
         }
@@ -250,7 +250,7 @@ fn ack_cell<'a>(
     let d = &r.view.dispatch;
     let ack = items::AckShown::of_dispatch(&d.ack_status, r.held);
     let (astyle, g) = theme.ack_status(&ack);
-    let parts = items::delivery_parts(d, app.now);
+    let parts = items::delivery_parts(d, app.now());
     let form = |word: bool, flag: &str, count: bool| {
         let note = match &parts {
             Some((c, Some(due))) if count => format!(" {c} {due}"),
@@ -371,8 +371,8 @@ fn dispatch_fields<'a>(
     app: &App,
     theme: &Theme,
 ) -> Vec<Line<'a>> {
-    let now = app.now;
-    let abs = app.absolute_times;
+    let now = app.now();
+    let abs = app.absolute_times();
     let ack = items::AckShown::of_dispatch(&d.ack_status, r.held);
     let (astyle, g) = theme.ack_status(&ack);
     let mut l = vec![
@@ -548,10 +548,10 @@ pub(crate) fn go_workflow(app: &mut App) {
 
 pub(crate) fn cycle_god(app: &mut App, forward: bool) {
     let mut names: Vec<String> = vec![crate::engine::layout::QUARANTINE_DIR.into()];
-    names.extend(app.snapshot.inboxes.iter().map(|i| i.god.clone()));
+    names.extend(app.snapshot().inboxes.iter().map(|i| i.god.clone()));
     // None (every inbox) sits before the first and after the last.
     let cur = app
-        .panes
+        .panes()
         .inboxes
         .god
         .as_ref()
@@ -563,7 +563,7 @@ pub(crate) fn cycle_god(app: &mut App, forward: bool) {
         (Some(i), false) => i.checked_sub(1),
     };
     let god = next.map(|i| names[i].clone());
-    app.relist(Pane::Inboxes, |a| a.panes.inboxes.god = god.clone());
+    app.relist(Pane::Inboxes, |a| a.panes_mut().inboxes.god = god.clone());
     app.flash(
         FlashKind::Info,
         match god {
@@ -577,7 +577,7 @@ impl ListPane for Inboxes {
     type Row<'a> = items::DispatchRow<'a>;
 
     fn rows<'a>(&self, app: &'a App, filter: &Filter) -> Vec<Self::Row<'a>> {
-        items::dispatches(&app.snapshot, filter)
+        items::dispatches(app.snapshot(), filter)
     }
 
     fn key(&self, r: &Self::Row<'_>) -> RowKey {
@@ -611,7 +611,7 @@ impl PaneView for Inboxes {
     }
 
     fn yank(&self, app: &App, filter: &Filter, i: usize) -> Option<String> {
-        items::dispatches(&app.snapshot, filter)
+        items::dispatches(app.snapshot(), filter)
             .get(i)
             .map(|r| r.view.dispatch.handoff_id.to_string())
     }

@@ -38,7 +38,7 @@ pub(crate) fn targets(e: &Value) -> String {
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let j = &app.snapshot.journal;
+    let j = &app.snapshot().journal;
     let rows = app.journal();
     let mut title = format!(" {} ({}", Pane::Journal.heading(), rows.len());
     if j.bad_lines > 0 {
@@ -86,7 +86,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     let row = |e: &&std::sync::Arc<Value>| {
         let outcome = s(e, "outcome");
-        let style = if outcome.contains("refused") || outcome.contains("fail") {
+        let style = if crate::engine::JournalOutcome::read(outcome).went_wrong() {
             theme.alert()
         } else {
             theme.base()
@@ -102,8 +102,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             ),
             Line::raw(when(
                 e.get("at").and_then(Value::as_str),
-                app.now,
-                app.absolute_times,
+                app.now(),
+                app.absolute_times(),
             )),
             Line::raw(format!("{} ({})", s(e, "actor"), s(e, "source"))),
             Line::styled(s(e, "action").to_owned(), theme.key()),
@@ -141,7 +141,7 @@ pub(crate) struct Journal;
 pub(crate) fn open_journal_entry(app: &mut App, e: &Value) -> bool {
     let t = |k: &str| e.pointer(&format!("/targets/{k}")).and_then(Value::as_str);
     if let Some(h) = t("handoff_id") {
-        let key = items::dispatches(&app.snapshot, &Filter::default())
+        let key = items::dispatches(app.snapshot(), &Filter::default())
             .iter()
             .find(|r| *r.view.dispatch.handoff_id == *h || *r.view.name == *h)
             .map(items::DispatchRow::key);
@@ -169,13 +169,13 @@ pub(crate) fn open_journal_entry(app: &mut App, e: &Value) -> bool {
         return true;
     }
     if let Some(track) = t("track")
-        && app.snapshot.track(track).is_some()
+        && app.snapshot().track(track).is_some()
         && e.get("action")
             .and_then(Value::as_str)
             .is_some_and(|a| a.starts_with("board"))
     {
-        app.panes.bus.track = Some(track.to_owned());
-        app.pane = Pane::Board;
+        app.panes_mut().bus.track = Some(track.to_owned());
+        app.set_pane(Pane::Board);
         return true;
     }
     false
@@ -186,7 +186,7 @@ pub(crate) fn journal_through<'a>(
     app: &'a App,
     f: &Filter,
 ) -> Vec<&'a std::sync::Arc<serde_json::Value>> {
-    app.snapshot
+    app.snapshot()
         .journal
         .entries
         .iter()

@@ -181,8 +181,8 @@ const COLUMNS: [Col; 6] = [
 
 /// The title: the totals, the burn rate, today's spend.
 fn title(app: &App, shown: usize) -> String {
-    let l = &app.snapshot.ledger;
-    let now = app.now;
+    let l = &app.snapshot().ledger;
+    let now = app.now();
     let burn = l
         .gods
         .values()
@@ -206,9 +206,9 @@ fn title(app: &App, shown: usize) -> String {
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let filter = app.filter(Pane::Ledger);
-    let rows = rows(&app.snapshot, &filter, app.now);
+    let rows = rows(app.snapshot(), &filter, app.now());
     let title = title(app, rows.len());
-    if let Some(e) = &app.snapshot.ledger.error {
+    if let Some(e) = &app.snapshot().ledger.error {
         let text = format!("The ledger cannot be read: {e}");
         return crate::console::views::empty(frame, area, title, &text, theme);
     }
@@ -231,8 +231,8 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         let r = &rows[app.selected(Pane::Ledger).min(rows.len() - 1)];
         return draw_detail(frame, area, app, r, theme);
     }
-    let now = app.now;
-    let warn_at = app.snapshot.ledger.warn_share();
+    let now = app.now();
+    let warn_at = app.snapshot().ledger.warn_share();
     let n = (area.width as usize).saturating_sub(90).clamp(12, 48);
     let row = |r: &Row| -> Vec<Line> {
         let bar = |bars: &[Bar]| {
@@ -282,7 +282,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 }
 
 fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: &Row, theme: &Theme) {
-    let warn_at = app.snapshot.ledger.warn_share();
+    let warn_at = app.snapshot().ledger.warn_share();
     let mut l: Vec<Line> = Vec::new();
     if let Row::God(g, c, _) = r {
         let t = &c.total;
@@ -290,7 +290,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: &Row, theme: &Theme)
         l.push(kv("cost", usd(t.cost_micros), theme.base(), theme));
         l.push(kv(
             "burn rate",
-            format!("{}/h (the last hour)", usd(c.burn_per_hour(app.now))),
+            format!("{}/h (the last hour)", usd(c.burn_per_hour(app.now()))),
             theme.base(),
             theme,
         ));
@@ -304,7 +304,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: &Row, theme: &Theme)
         ] {
             l.push(kv(k, v.to_string(), theme.base(), theme));
         }
-        l.push(kv("last 24 h", spark(c, app.now, 48), theme.info(), theme));
+        l.push(kv("last 24 h", spark(c, app.now(), 48), theme.info(), theme));
     }
     for b in r.bars() {
         l.push(Line::default());
@@ -339,7 +339,7 @@ impl ListPane for Ledger {
     type Row<'a> = Row<'a>;
 
     fn rows<'a>(&self, app: &'a App, filter: &Filter) -> Vec<Self::Row<'a>> {
-        rows(&app.snapshot, filter, app.now)
+        rows(app.snapshot(), filter, app.now())
     }
 
     fn key(&self, row: &Self::Row<'_>) -> RowKey {
@@ -366,6 +366,6 @@ impl PaneView for Ledger {
     }
 
     fn in_tabs(&self, app: &App) -> bool {
-        app.snapshot.has_cost()
+        app.snapshot().has_cost()
     }
 }

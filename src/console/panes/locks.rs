@@ -20,7 +20,7 @@ use crate::console::views::table::Col;
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let filter = app.filter(Pane::Locks);
-    let rows = items::locks(&app.snapshot, &filter);
+    let rows = items::locks(app.snapshot(), &filter);
     let title = format!(
         " {} ({}) {}",
         Pane::Locks.heading(),
@@ -39,7 +39,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         return;
     }
     let sel = app.selected(Pane::Locks);
-    let now = app.now;
+    let now = app.now();
     if app.pane_state().detail {
         return draw_detail(frame, area, app, theme, rows[sel]);
     }
@@ -64,7 +64,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             },
             Line::raw(l.worker_id.clone().unwrap_or_else(|| "-".into())),
             Line::raw(l.lock_type.clone().unwrap_or_else(|| "exclusive".into())),
-            Line::raw(when(l.acquired_at.as_deref(), now, app.absolute_times)),
+            Line::raw(when(l.acquired_at.as_deref(), now, app.absolute_times())),
             Line::from(left),
         ]
     };
@@ -95,7 +95,7 @@ fn draw_detail(
     theme: &Theme,
     (track, l): (&str, &crate::engine::LockEntry),
 ) {
-    let now = app.now;
+    let now = app.now();
     let mut lines = vec![
         kv("track", track.to_owned(), theme.base(), theme),
         kv("path", l.path.clone(), theme.base(), theme),
@@ -139,14 +139,14 @@ fn draw_detail(
         },
     ];
     // The holder's heartbeat, and who waits for this file (BLOCKED on it), from the track.
-    let t = items::track(&app.snapshot, Some(track));
+    let t = items::track(app.snapshot(), Some(track));
     let holder = l
         .worker_id
         .as_deref()
         .and_then(|h| t.and_then(|t| t.workers.iter().find(|w| w.worker_id == h)));
     lines.push(match holder {
         Some(w) => {
-            let stale = w.is_stale(now, app.snapshot.stale_threshold());
+            let stale = w.is_stale(now, app.snapshot().stale_threshold());
             kv(
                 "holder beat",
                 format!(
@@ -267,7 +267,7 @@ pub(crate) fn cycle_lock(app: &mut App) {
 /// Every lock in a deadlock cycle: (track, path).
 pub(crate) fn cycle_locks(app: &App) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    for t in app.snapshot.tracks.iter() {
+    for t in app.snapshot().tracks.iter() {
         for cycle in t.deadlock_locks.iter() {
             for p in cycle {
                 let k = (t.name.clone(), p.clone());
@@ -284,7 +284,7 @@ impl ListPane for Locks {
     type Row<'a> = (&'a str, &'a crate::engine::LockEntry);
 
     fn rows<'a>(&self, app: &'a App, filter: &Filter) -> Vec<Self::Row<'a>> {
-        items::locks(&app.snapshot, filter)
+        items::locks(app.snapshot(), filter)
     }
 
     fn key(&self, (t, l): &Self::Row<'_>) -> RowKey {
@@ -313,7 +313,7 @@ impl PaneView for Locks {
     }
 
     fn yank(&self, app: &App, filter: &Filter, i: usize) -> Option<String> {
-        items::locks(&app.snapshot, filter)
+        items::locks(app.snapshot(), filter)
             .get(i)
             .map(|(_, l)| l.path.clone())
     }

@@ -180,8 +180,6 @@ panes! {
     Ledger => ledger::Ledger,
 }
 
-pub(crate) use bridge::total_lag;
-
 impl Pane {
     /// Where the pane is in [`Pane::ALL`] (its number less one).
     pub fn index(self) -> usize {

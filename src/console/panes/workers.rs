@@ -47,7 +47,7 @@ fn threshold(t: chrono::Duration) -> String {
 /// The deadlock banner above the table when a track has a cycle (chains wrap, or a line each cut
 /// with `…` and the rest counted); returns the area left for the table.
 fn deadlock_banner(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) -> Rect {
-    let snap = &app.snapshot;
+    let snap = &app.snapshot();
     let cycles: Vec<(String, String)> = snap
         .tracks
         .iter()
@@ -117,11 +117,11 @@ fn deadlock_banner(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) -> R
 }
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let snap = &app.snapshot;
+    let snap = &app.snapshot();
     let area = deadlock_banner(frame, area, app, theme);
     let filter = app.filter(Pane::Workers);
     let rows = items::workers(snap, &filter);
-    let now = app.now;
+    let now = app.now();
     let stale = rows
         .iter()
         .filter(|(_, w)| w.is_stale(now, snap.stale_threshold()))
@@ -169,7 +169,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             Line::raw(w.task_id.clone().unwrap_or_else(|| "-".into())),
             Line::raw(w.current_subtask.clone().unwrap_or_default()),
             Line::styled(
-                when(w.last_heartbeat.as_deref(), now, app.absolute_times),
+                when(w.last_heartbeat.as_deref(), now, app.absolute_times()),
                 if is_stale {
                     theme.alert()
                 } else {
@@ -210,10 +210,10 @@ pub(crate) struct Workers;
 
 /// The selected worker: (track, worker id).
 pub(crate) fn selected_worker(app: &mut App) -> Option<(String, String)> {
-    if app.pane != Pane::Workers || app.refuse_if_gone(Pane::Workers) {
+    if app.pane() != Pane::Workers || app.refuse_if_gone(Pane::Workers) {
         return None;
     }
-    let rows = items::workers(&app.snapshot, &app.filter(Pane::Workers));
+    let rows = items::workers(app.snapshot(), &app.filter(Pane::Workers));
     rows.get(app.selected(Pane::Workers))
         .map(|(t, w)| ((*t).to_owned(), w.worker_id.clone()))
 }
@@ -222,18 +222,18 @@ pub(crate) fn worker_locks(app: &mut App) {
     let Some((_, worker)) = crate::console::panes::workers::selected_worker(app) else {
         return app.need("a worker");
     };
-    let held = items::locks(&app.snapshot, &Filter::default())
+    let held = items::locks(app.snapshot(), &Filter::default())
         .iter()
         .filter(|(_, l)| l.worker_id.as_deref() == Some(worker.as_str()))
         .count();
     if held == 0 {
         return app.flash(FlashKind::Info, format!("{worker} holds no lock"));
     }
-    app.panes[Pane::Locks] = PaneState {
+    app.panes_mut()[Pane::Locks] = PaneState {
         filter: worker.clone(),
         ..PaneState::default()
     };
-    app.pane = Pane::Locks;
+    app.set_pane(Pane::Locks);
     app.flash(
         FlashKind::Info,
         format!("{held} lock(s) held by {worker} · Esc clears the filter"),
@@ -244,13 +244,13 @@ pub(crate) fn worker_messages(app: &mut App) {
     let Some((track, worker)) = crate::console::panes::workers::selected_worker(app) else {
         return app.need("a worker");
     };
-    app.panes.bus.track = Some(track.clone());
-    app.panes[Pane::Bus] = PaneState {
+    app.panes_mut().bus.track = Some(track.clone());
+    app.panes_mut()[Pane::Bus] = PaneState {
         filter: format!("source:{worker}"),
         ..PaneState::default()
     };
-    app.panes.bus.follow = true;
-    app.pane = Pane::Bus;
+    app.panes_mut().bus.follow = true;
+    app.set_pane(Pane::Bus);
     app.flash(
         FlashKind::Info,
         format!("{track}: messages from {worker} · Esc shows the whole track"),
@@ -261,7 +261,7 @@ impl ListPane for Workers {
     type Row<'a> = (&'a str, &'a crate::engine::WorkerEntry);
 
     fn rows<'a>(&self, app: &'a App, filter: &Filter) -> Vec<Self::Row<'a>> {
-        items::workers(&app.snapshot, filter)
+        items::workers(app.snapshot(), filter)
     }
 
     fn key(&self, (t, w): &Self::Row<'_>) -> RowKey {
@@ -303,7 +303,7 @@ fn draw_detail(
     theme: &Theme,
     (track, w): (&str, &crate::engine::WorkerEntry),
 ) {
-    let (snap, now) = (&app.snapshot, app.now);
+    let (snap, now) = (&app.snapshot(), app.now());
     let mut lines = vec![
         kv("track", track.to_owned(), theme.base(), theme),
         kv("worker", w.worker_id.clone(), theme.base(), theme),

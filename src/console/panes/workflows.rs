@@ -28,12 +28,12 @@ pub struct WorkflowsState {
 
 pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let filter = app.filter(Pane::Workflows);
-    let rows = items::workflows(&app.snapshot, &filter);
+    let rows = items::workflows(app.snapshot(), &filter);
     let st = app.pane_state();
     let mut title = format!(" {} ({}) ", Pane::Workflows.heading(), rows.len());
-    if app.panes.workflows.hide_finished {
+    if app.panes().workflows.hide_finished {
         let finished = app
-            .snapshot
+            .snapshot()
             .workflows
             .iter()
             .filter(|w| w.state.status.is_finished())
@@ -42,14 +42,14 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     }
     title.push_str(&crate::console::views::order_note(app));
     if rows.is_empty() {
-        let s = &app.snapshot;
+        let s = &app.snapshot();
         let text = if s.workflows.is_empty() && s.inboxes.is_empty() && s.tracks.is_empty() {
             "This root has no pantheon in it yet. To watch one at work run `pantheon demo`; \
              to start one here run `pantheon init`, then `pantheon handoff submit FILE`. \
              See README.md, \"Quick start\"."
         } else if s.workflows.is_empty() {
             "No workflow state under conductor/state yet: `pantheon handoff submit FILE` starts one."
-        } else if app.panes.workflows.hide_finished && app.pane_state().filter.is_empty() {
+        } else if app.panes().workflows.hide_finished && app.pane_state().filter.is_empty() {
             "Every workflow is finished and finished ones are hidden: h shows them."
         } else {
             "No workflow matches the filter."
@@ -63,23 +63,23 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     if st.detail {
         return draw_detail(frame, area, app, rows[sel], theme);
     }
-    let now = app.now;
+    let now = app.now();
     // The cost column shows once the root records usage or declares a budget.
-    let costed = app.snapshot.has_cost();
+    let costed = app.snapshot().has_cost();
     let row = |w: &&WorkflowView| {
         let s = &w.state;
         let (sstyle, glyph) = theme.workflow_status(&s.status);
         let ack = items::ack_state(w);
         let (astyle, aglyph) = theme.ack_status(&ack);
-        let overdue = app.snapshot.overdue(w, now);
+        let overdue = app.snapshot().overdue(w, now);
         let age = when_at(
             s.created.as_ref().or(s.updated.as_ref()),
             now,
-            app.absolute_times,
+            app.absolute_times(),
         );
         let mut flag = Span::raw("");
         let paused = app
-            .snapshot
+            .snapshot()
             .paused
             .covering(s.dispatched_to.as_deref().unwrap_or_default(), &w.id);
         if let Some(why) = &overdue {
@@ -128,7 +128,7 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 
 /// The cost column: the usage the workflow's state records, red once a budget of it is reached.
 fn cost_cell(app: &App, w: &WorkflowView, theme: &Theme) -> Line<'static> {
-    let over = app.snapshot.over_budget(w);
+    let over = app.snapshot().over_budget(w);
     match &w.state.cost {
         Some(c) if c.usage.total.reports > 0 || over => Line::styled(
             format!(
@@ -212,8 +212,8 @@ fn state_fields<'a>(
     app: &App,
     theme: &Theme,
 ) -> Vec<Line<'a>> {
-    let now = app.now;
-    let abs = app.absolute_times;
+    let now = app.now();
+    let abs = app.absolute_times();
     let (sstyle, glyph) = theme.workflow_status(&s.status);
     let mut l: Vec<Line> = vec![
         kv("status", format!("{glyph} {}", s.status), sstyle, theme),
@@ -255,7 +255,7 @@ fn state_fields<'a>(
     if let Some(t) = &s.completion_target {
         l.push(kv("target", when(Some(t), now, abs), theme.base(), theme));
     }
-    if let Some(why) = app.snapshot.overdue(w, now) {
+    if let Some(why) = app.snapshot().overdue(w, now) {
         l.push(kv("OVERDUE", why, theme.alert(), theme));
     }
     if let Some(e) = unread {
@@ -278,12 +278,12 @@ fn state_fields<'a>(
 /// Every step record: its god, status and time, its summary, and its gates (the ones the
 /// definition declares, passed or not, then any other passed).
 fn history_section(l: &mut Vec<Line>, app: &App, s: &WorkflowState, theme: &Theme) {
-    let (now, abs) = (app.now, app.absolute_times);
+    let (now, abs) = (app.now(), app.absolute_times());
     section(l, "Step history", theme);
     if s.step_history.is_empty() {
         l.push(Line::styled("  (none)", theme.dim()));
     }
-    let def = app.snapshot.definition(s.definition_id.as_deref());
+    let def = app.snapshot().definition(s.definition_id.as_deref());
     for r in &s.step_history {
         let (style, g) = match r.status.as_str() {
             "completed" => (theme.ok(), "✓"),
@@ -341,7 +341,7 @@ fn bag_section(l: &mut Vec<Line>, s: &WorkflowState, theme: &Theme) {
 
 /// Every ack recorded: its status, handoff, who and when, and its message.
 fn acks_section(l: &mut Vec<Line>, app: &App, s: &WorkflowState, theme: &Theme) {
-    let (now, abs) = (app.now, app.absolute_times);
+    let (now, abs) = (app.now(), app.absolute_times());
     section(l, "Acks", theme);
     if s.acks.is_empty() {
         l.push(Line::styled("  (none)", theme.dim()));
@@ -369,7 +369,7 @@ fn waiting_section(l: &mut Vec<Line>, app: &App, w: &WorkflowView, theme: &Theme
     if w.waiting.is_empty() {
         return;
     }
-    let (now, abs) = (app.now, app.absolute_times);
+    let (now, abs) = (app.now(), app.absolute_times());
     section(l, "Waiting dispatches", theme);
     for (god, d) in &w.waiting {
         l.push(Line::raw(format!(
@@ -423,7 +423,7 @@ fn manifest_section(l: &mut Vec<Line>, w: &WorkflowView, theme: &Theme) {
 /// The detail's cost: the workflow's usage, by step (from its state) and by god (from the ledger),
 /// and its budgets' bars. Nothing for a workflow with neither usage nor a budget.
 fn cost_section(l: &mut Vec<Line>, app: &App, w: &WorkflowView, theme: &Theme) {
-    let snap = &app.snapshot;
+    let snap = &app.snapshot();
     let bars = snap.workflow_bars(w);
     let by_god = snap.ledger.workflows.get(&w.id);
     let Some(c) = w
@@ -495,7 +495,7 @@ fn cost_section(l: &mut Vec<Line>, app: &App, w: &WorkflowView, theme: &Theme) {
 }
 
 fn budget_lines(l: &mut Vec<Line>, app: &App, bars: &[crate::live::ledger::Bar], theme: &Theme) {
-    let warn_at = app.snapshot.ledger.warn_share();
+    let warn_at = app.snapshot().ledger.warn_share();
     for b in bars {
         let share = b.share();
         let style = if b.reached() {
@@ -531,13 +531,13 @@ pub(crate) fn go_dispatch(app: &mut App) {
         return;
     };
     let key = app
-        .snapshot
+        .snapshot()
         .workflows
         .iter()
         .find(|w| *w.id == *wf.as_str())
         .and_then(|w| w.waiting.first().cloned())
         .and_then(|(god, d)| {
-            items::dispatches(&app.snapshot, &Filter::default())
+            items::dispatches(app.snapshot(), &Filter::default())
                 .iter()
                 .find(|r| *r.god == *god && r.view.dispatch.handoff_id == d.handoff_id)
                 .map(items::DispatchRow::key)
@@ -554,7 +554,7 @@ impl ListPane for Workflows {
     type Row<'a> = &'a crate::live::snapshot::WorkflowView;
 
     fn rows<'a>(&self, app: &'a App, filter: &Filter) -> Vec<Self::Row<'a>> {
-        items::workflows(&app.snapshot, filter)
+        items::workflows(app.snapshot(), filter)
     }
 
     fn key(&self, w: &Self::Row<'_>) -> RowKey {
@@ -588,7 +588,7 @@ impl PaneView for Workflows {
     }
 
     fn yank(&self, app: &App, filter: &Filter, i: usize) -> Option<String> {
-        items::workflows(&app.snapshot, filter)
+        items::workflows(app.snapshot(), filter)
             .get(i)
             .map(|w| w.id.to_string())
     }

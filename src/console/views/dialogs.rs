@@ -154,7 +154,7 @@ pub fn prompt(frame: &mut Frame, area: Rect, p: &Prompt, theme: &Theme) {
 /// The help overlay: the keymap's reference (this pane first, then everywhere, the other panes,
 /// the dialogs, the line editor and every `:` command), scrollable and searchable.
 pub fn help(frame: &mut Frame, area: Rect, app: &App, h: &HelpView, theme: &Theme) {
-    let all = app.keymap.help_rows(app.pane);
+    let all = app.keymap().help_rows(app.pane());
     let q = h.search.text().to_lowercase();
     let rows: Vec<_> = all
         .iter()
@@ -200,7 +200,7 @@ pub fn help(frame: &mut Frame, area: Rect, app: &App, h: &HelpView, theme: &Them
     let lines = super::wrap::wrap_lines(lines, inner_w.max(1));
     let height = r.height.saturating_sub(2) as usize;
     let max = lines.len().saturating_sub(height);
-    app.drawn.help_max.set(max);
+    app.drawn().help_max.set(max);
     let scroll = h.scroll.min(max);
     let mut title = String::from(" Help ");
     if app.read_only() {

@@ -17,7 +17,7 @@ use crate::live::snapshot::FileWarning;
 /// The path of `w` relative to the root when it is inside it (whole, and in replay inside the
 /// recorded root, when not).
 fn shown_path(app: &App, w: &FileWarning) -> String {
-    match w.path.strip_prefix(&app.snapshot.root) {
+    match w.path.strip_prefix(&app.snapshot().root) {
         Ok(rel) => rel.display().to_string(),
         Err(_) => app.shown_path(&w.path),
     }
@@ -33,7 +33,7 @@ fn problem(app: &App, w: &FileWarning) -> String {
 
 fn since(app: &App, w: &FileWarning) -> String {
     let ts = w.since.map(|t| t.to_rfc3339());
-    when(ts.as_deref(), app.now, app.absolute_times)
+    when(ts.as_deref(), app.now(), app.absolute_times())
 }
 
 /// The overlay: one row per file issue.
@@ -45,7 +45,7 @@ pub fn overlay(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         area.height.saturating_sub(2),
     );
     frame.render_widget(Clear, r);
-    let warnings = &app.snapshot.warnings;
+    let warnings = &app.snapshot().warnings;
     let title = format!(" File issues: {} · any key closes ", warnings.len());
     if warnings.is_empty() {
         frame.render_widget(
@@ -104,10 +104,10 @@ fn feeds(pane: Pane, w: &FileWarning) -> bool {
 /// On the pane's top border: which file it shows a last good version of, and since when.
 pub fn last_good_marker(frame: &mut Frame, body: Rect, app: &App, theme: &Theme) {
     let stale: Vec<&FileWarning> = app
-        .snapshot
+        .snapshot()
         .warnings
         .iter()
-        .filter(|w| w.shows_last_good() && feeds(app.pane, w))
+        .filter(|w| w.shows_last_good() && feeds(app.pane(), w))
         .collect();
     let Some(first) = stale.first() else {
         return;

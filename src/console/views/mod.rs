@@ -39,7 +39,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
     }
     // A long flash (an engine refusal) wraps onto up to three rows instead of being cut.
     let rows_for = |chars: usize| (chars.div_ceil(area.width.max(1) as usize)).clamp(1, 3) as u16;
-    let status_rows = match (&app.mode, &app.flash) {
+    let status_rows = match (&app.mode(), &app.shown_flash()) {
         (Mode::Command(cl), _) => cl.candidates.as_ref().map_or(1, |c| {
             rows_for(cl.edit.text().chars().count() + 5 + c.chars().count())
         }),
@@ -54,21 +54,21 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
         Constraint::Length(1),
     ])
     .areas(area);
-    match &app.replay {
+    match &app.replay() {
         Some(v) => replay::header(frame, header, app, v, theme),
         None => draw_header(frame, header, app, theme),
     }
     draw_tabs(frame, tabs, app, theme);
-    app.drawn.table_at.set(None);
-    app.pane.view().draw(frame, body, app, theme);
+    app.drawn().table_at.set(None);
+    app.pane().view().draw(frame, body, app, theme);
     draw_marks(frame, app, theme);
     issues::last_good_marker(frame, body, app, theme);
     draw_status(frame, status, app, theme);
-    match (&app.replay, &app.mode) {
+    match (&app.replay(), &app.mode()) {
         (Some(v), Mode::Normal) => replay::scrub_line(frame, footer, app, v, theme),
         _ => draw_footer(frame, footer, app, theme),
     }
-    match &app.mode {
+    match &app.mode() {
         Mode::Help(h) => dialogs::help(frame, area, app, h, theme),
         Mode::Issues => issues::overlay(frame, area, app, theme),
         Mode::Messages => messages(frame, area, app, theme),
@@ -91,7 +91,7 @@ pub fn draw(frame: &mut Frame, app: &App, theme: &Theme) {
 pub(crate) fn record_table(app: &App, area: Rect, first: usize) {
     let height = area.height.saturating_sub(3) as usize;
     let rows = app.row_count().saturating_sub(first).min(height);
-    app.drawn
+    app.drawn()
         .table_at
         .set(Some(crate::console::mouse::TableAt { area, first, rows }));
 }
@@ -151,7 +151,7 @@ pub(crate) fn follow_note(app: &App, pane: Pane) -> String {
         } else {
             format!(
                 "‖ paused ({} follows) ",
-                app.keymap.key_for(&super::keymap::Action::Top)
+                app.keymap().key_for(&super::keymap::Action::Top)
             )
         }
 }
@@ -162,10 +162,10 @@ fn draw_marks(frame: &mut Frame, app: &App, theme: &Theme) {
     if st.picked.is_empty() || st.detail {
         return;
     }
-    let Some(t) = app.drawn.table_at.get() else {
+    let Some(t) = app.drawn().table_at.get() else {
         return;
     };
-    let keys = app.keys(app.pane);
+    let keys = app.keys(app.pane());
     for i in 0..t.rows {
         if crate::console::marks::is_picked(app, &keys, t.first + i) {
             let y = t.area.y + 2 + i as u16;
@@ -196,8 +196,8 @@ fn too_small(frame: &mut Frame, area: Rect, theme: &Theme) {
 }
 
 fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let s = &app.snapshot;
-    let c = s.counts(app.now);
+    let s = &app.snapshot();
+    let c = s.counts(app.now());
     let mut items: Vec<HeaderItem> = vec![HeaderItem::new(
         Part::Title,
         [" ◈ pantheon ", " ◈ pantheon ", " ◈ "],
@@ -266,8 +266,8 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         ],
         theme.base(),
     ));
-    if let Some(t) = super::items::track(s, app.panes.bus.track.as_deref()) {
-        let rate = t.per_second(app.now, HEADER_SPARK);
+    if let Some(t) = super::items::track(s, app.panes().bus.track.as_deref()) {
+        let rate = t.per_second(app.now(), HEADER_SPARK);
         let now_rate = rate.last().copied().unwrap_or(0);
         items.push(HeaderItem::extra(
             7,
@@ -303,9 +303,9 @@ fn draw_header(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 /// The header's alerts, each in its three forms: no supervisor, the alert counts, file issues,
 /// held dispatches.
 fn alert_items(app: &App, c: &crate::live::snapshot::Counts, theme: &Theme) -> Vec<HeaderItem> {
-    let s = &app.snapshot;
+    let s = &app.snapshot();
     let mut items = Vec::new();
-    if s.unsupervised_deadlines(app.now).is_some() {
+    if s.unsupervised_deadlines(app.now()).is_some() {
         // Deadlines nobody enforces: `pantheon serve` is not running (or died).
         items.push(HeaderItem::new(
             Part::Alert,
@@ -352,7 +352,7 @@ fn paused_badge(v: &crate::live::snapshot::PausedView, app: &App) -> Option<[Str
         ]);
     }
     let first = v.pauses.first()?;
-    let since = crate::console::times::when(Some(&first.since), app.now, app.absolute_times);
+    let since = crate::console::times::when(Some(&first.since), app.now(), app.absolute_times());
     let more = match v.pauses.len() {
         1 => String::new(),
         n => format!(" (+{} more)", n - 1),
@@ -591,7 +591,7 @@ fn tab_labels(app: &App, width: usize) -> Vec<(Pane, String)> {
     let label = |p: Pane, how: u8| {
         // The key that goes there, as the operator bound it (none past 9: `:pane NAME`).
         let key = app
-            .keymap
+            .keymap()
             .pane_key(p)
             .map(|k| format!("{k} "))
             .unwrap_or_default();
@@ -618,9 +618,9 @@ fn tab_labels(app: &App, width: usize) -> Vec<(Pane, String)> {
     for (how, keyless) in tries {
         let labels: Vec<(Pane, String)> = Pane::ALL
             .into_iter()
-            .filter(|p| keyless || *p == app.pane || app.keymap.pane_key(*p).is_some())
-            .filter(|p| *p == app.pane || p.view().in_tabs(app))
-            .map(|p| (p, label(p, if p == app.pane { how.min(1) } else { how })))
+            .filter(|p| keyless || *p == app.pane() || app.keymap().pane_key(*p).is_some())
+            .filter(|p| *p == app.pane() || p.view().in_tabs(app))
+            .map(|p| (p, label(p, if p == app.pane() { how.min(1) } else { how })))
             .collect();
         let w: usize = labels.iter().map(|(_, l)| l.chars().count() + 1).sum();
         if w <= width || how == 2 {
@@ -654,10 +654,10 @@ fn messages(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                 FlashKind::Success => (theme.ok(), "✔"),
                 FlashKind::Error => (theme.alert(), "✗"),
             };
-            let at = if app.absolute_times {
+            let at = if app.absolute_times() {
                 m.at.format("%Y-%m-%d %H:%M:%S").to_string()
             } else {
-                crate::engine::time::relative(m.at, app.now)
+                crate::engine::time::relative(m.at, app.now())
             };
             Line::from(vec![
                 Span::styled(format!("{at:>10} "), theme.dim()),
@@ -669,10 +669,9 @@ fn messages(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 }
 
 /// The bridge's status in the header (docs/NATS.md): connected or not, server, lag, last error.
-fn bridge_items(items: &mut Vec<HeaderItem>, b: &serde_json::Value, theme: &Theme) {
-    let text = |k: &str| b.get(k).and_then(serde_json::Value::as_str).unwrap_or("");
-    let connected = b.get("connected").and_then(serde_json::Value::as_bool) == Some(true);
-    let lag = crate::console::panes::total_lag(b);
+fn bridge_items(items: &mut Vec<HeaderItem>, b: &crate::engine::nats::Status, theme: &Theme) {
+    let connected = b.connected;
+    let lag = b.total_lag();
     let (mark, style) = if connected {
         ("●", theme.accent())
     } else {
@@ -682,17 +681,17 @@ fn bridge_items(items: &mut Vec<HeaderItem>, b: &serde_json::Value, theme: &Them
         8,
         format!(
             "· ⇄ {} {mark} {} {} lag {lag} ",
-            text("name"),
+            b.name,
             if connected {
                 "connected"
             } else {
                 "disconnected"
             },
-            text("server"),
+            b.server,
         ),
         style,
     ));
-    if let Some(e) = b.get("last_error").and_then(serde_json::Value::as_str) {
+    if let Some(e) = &b.last_error {
         items.push(HeaderItem::extra(
             8,
             format!("({}) ", trunc(e, 60)),
@@ -709,7 +708,7 @@ fn draw_tabs(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         let w = label.chars().count();
         drawn.push((x, w, p));
         x += w + 1;
-        let style = if p == app.pane {
+        let style = if p == app.pane() {
             theme.tab_active()
         } else {
             theme.dim()
@@ -717,12 +716,12 @@ fn draw_tabs(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
         spans.push(Span::styled(label, style));
         spans.push(Span::raw(" "));
     }
-    *app.drawn.tabs.borrow_mut() = drawn;
+    *app.drawn().tabs.borrow_mut() = drawn;
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
 fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
-    let line = match &app.mode {
+    let line = match &app.mode() {
         Mode::Filter(edit) => {
             let mut l = editor_line("/", edit, theme);
             l.push_span(Span::styled("  Enter keep · Esc clear", theme.dim()));
@@ -737,7 +736,7 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
             }
             l
         }
-        _ => match &app.flash {
+        _ => match &app.shown_flash() {
             Some(f) => {
                 let (style, glyph) = match f.kind {
                     FlashKind::Info => (theme.info(), "ℹ"),
@@ -754,8 +753,8 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                 Span::styled(
                     format!(
                         "  an action applies to every mark · {} unmark · {} clears",
-                        app.keymap.key_for(&super::keymap::Action::ToggleMark),
-                        app.keymap.key_for(&super::keymap::Action::Back)
+                        app.keymap().key_for(&super::keymap::Action::ToggleMark),
+                        app.keymap().key_for(&super::keymap::Action::Back)
                     ),
                     theme.dim(),
                 ),
@@ -779,20 +778,20 @@ fn draw_status(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
 
 fn draw_footer(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let mut spans = Vec::new();
-    let km = &app.keymap;
+    let km = &app.keymap();
     let ro = app.read_only();
-    let hints: Vec<(String, &str)> = match &app.mode {
+    let hints: Vec<(String, &str)> = match &app.mode() {
         Mode::Confirm(_) => km.hints_in(&[Scope::Dialog(Dialog::Confirm)], ro),
         Mode::AckMenu { .. } => km.hints_in(&[Scope::Dialog(Dialog::AckMenu)], ro),
         Mode::Prompt(_) => km.hints_in(&[Scope::Dialog(Dialog::Prompt)], ro),
         Mode::Help(_) => km.hints_in(&[Scope::Dialog(Dialog::Help)], ro),
         Mode::Issues => vec![("any key".into(), "close file issues")],
         _ if app.pane_state().detail => km
-            .detail_hints(app.pane, ro, &|a| app.offers(a))
+            .detail_hints(app.pane(), ro, &|a| app.offers(a))
             .into_iter()
             .filter(|(k, _)| !matches!(k.as_str(), "Enter" | "/" | ":" | "Tab"))
             .collect(),
-        _ => km.hints_offered(&Keymap::scopes(app.pane, false), ro, &|a| app.offers(a)),
+        _ => km.hints_offered(&Keymap::scopes(app.pane(), false), ro, &|a| app.offers(a)),
     };
     // Whole hints only, in the keymap's order, while they fit; `? help` is always kept (last).
     let width = |k: &str, d: &str| k.chars().count() + d.chars().count() + 3;
@@ -872,7 +871,7 @@ pub(crate) fn window(selected: usize, len: usize, height: usize) -> (usize, usiz
 fn rows_of(app: &App, len: usize) -> table::Rows {
     table::Rows {
         len,
-        selected: app.selected(app.pane),
+        selected: app.selected(app.pane()),
         no_highlight: app.pane_state().gone.is_some(),
     }
 }
@@ -910,16 +909,16 @@ pub(crate) fn filter_note(app: &App) -> String {
 fn unfiltered_count(app: &App) -> usize {
     use super::items;
     let f = items::Filter::parse("")
-        .at(app.now)
-        .hiding_finished(app.panes.workflows.hide_finished && app.pane == Pane::Workflows)
+        .at(app.now())
+        .hiding_finished(app.panes().workflows.hide_finished && app.pane() == Pane::Workflows)
         .in_inbox(
-            app.panes
+            app.panes()
                 .inboxes
                 .god
                 .clone()
-                .filter(|_| app.pane == Pane::Inboxes),
+                .filter(|_| app.pane() == Pane::Inboxes),
         );
-    app.pane.view().count(app, &f)
+    app.pane().view().count(app, &f)
 }
 
 /// The head every list pane shares: with no row to show it says why (`none`, or `unmatched` when the
@@ -1003,7 +1002,7 @@ pub(crate) fn raw_lines<'a, T>(
 
 /// The key that toggles a detail between its typed and its raw view.
 pub(crate) fn raw_key(app: &App) -> String {
-    app.keymap
+    app.keymap()
         .key_for(&crate::console::keymap::Action::ToggleRaw)
 }
 
@@ -1027,7 +1026,7 @@ pub(crate) fn detail(
     let inner_w = area.width.saturating_sub(2).max(1) as usize;
     let inner_h = area.height.saturating_sub(2) as usize;
     // In replay, the paths a detail shows name the recorded root's files, not the scratch root's.
-    let (title, lines) = if app.replay.is_some() {
+    let (title, lines) = if app.replay().is_some() {
         (app.shown_text(&title).into_owned(), shown_lines(app, lines))
     } else {
         (title, lines)
@@ -1035,14 +1034,17 @@ pub(crate) fn detail(
     let wrapped = wrap::wrap_lines(lines, inner_w);
     let total = wrapped.len();
     let max = total.saturating_sub(inner_h).min(u16::MAX as usize) as u16;
-    app.drawn.detail_max.set(max);
+    app.drawn().detail_max.set(max);
     let scroll = app.pane_state().scroll.min(max);
     let first = scroll as usize + 1;
     let last = (scroll as usize + inner_h).min(total);
     let mut pos = String::from(" ");
     let rows = app.row_count();
     if app.pane_state().gone.is_none() && rows > 0 {
-        pos.push_str(&format!("record {}/{rows} · ", app.selected(app.pane) + 1));
+        pos.push_str(&format!(
+            "record {}/{rows} · ",
+            app.selected(app.pane()) + 1
+        ));
     }
     if total > inner_h {
         pos.push_str(&format!("lines {first}-{last}/{total} "));

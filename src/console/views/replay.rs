@@ -34,7 +34,7 @@ fn fit(pieces: Vec<String>, room: usize) -> String {
 /// `REPLAY 2026-12-02 03:12:04 UTC (-1h12m) — change 418/2210 — L live — read-only — ▲ 1 overdue`.
 pub(super) fn header(frame: &mut Frame, area: Rect, app: &App, v: &ReplayView, theme: &Theme) {
     let (n, total) = v.counter();
-    let live = app.keymap.key_for(&Action::ReplayLive);
+    let live = app.keymap().key_for(&Action::ReplayLive);
     let waiting = app.attention_count();
     let mut pieces = vec![
         format!(" ↺ REPLAY {}", moment(v.moment_us)),
@@ -53,7 +53,7 @@ pub(super) fn header(frame: &mut Frame, area: Rect, app: &App, v: &ReplayView, t
         },
     ];
     // The alerts the live header would have shown at that moment ("now" is the moment).
-    let counts = app.snapshot.counts(app.now);
+    let counts = app.snapshot().counts(app.now());
     pieces.extend(
         super::alerts(&counts)
             .into_iter()
@@ -72,7 +72,7 @@ pub(super) fn header(frame: &mut Frame, area: Rect, app: &App, v: &ReplayView, t
 
 /// `▶ 10x ━━━●──── 03:12:04 put conductor/state/wf_x.json · , . step · { } journal · …`.
 pub(super) fn scrub_line(frame: &mut Frame, area: Rect, app: &App, v: &ReplayView, theme: &Theme) {
-    let km = &app.keymap;
+    let km = &app.keymap();
     let k = |a: Action| km.key_for(&a);
     let state = if v.playing {
         format!(" ▶ {}x ", v.speed())

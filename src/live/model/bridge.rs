@@ -240,8 +240,7 @@ impl BridgeTracker {
     }
 
     /// The view, with each track's counts taken from the status file (`tracks` in `status`).
-    pub(super) fn view(&self, status: Option<&Value>) -> BridgeView {
-        let counts = status.and_then(|s| s.get("tracks"));
+    pub(super) fn view(&self, status: Option<&eb::Status>) -> BridgeView {
         let mut rows: Vec<BridgeRow> = self
             .cursors
             .iter()
@@ -252,12 +251,10 @@ impl BridgeTracker {
                     num(&c.raw, "stream_seq"),
                     num(&c.raw, "published_offset")
                 );
-                if let Some(t) = counts.and_then(|t| t.get(&c.id)) {
+                if let Some(t) = status.and_then(|s| s.tracks.get(&c.id)) {
                     what.push_str(&format!(
                         " · published {} · mirrored {} · lag {}",
-                        num(t, "published"),
-                        num(t, "mirrored"),
-                        num(t, "lag")
+                        t.published, t.mirrored, t.lag
                     ));
                 }
                 r.what = what;
@@ -265,25 +262,16 @@ impl BridgeTracker {
             })
             .collect();
         // A record the bridge cannot publish says why and what to do (`stuck` in the status).
-        let stuck = status
-            .and_then(|s| s.get("stuck"))
-            .and_then(Value::as_array);
+        let stuck = status.map(|s| s.stuck.as_slice()).unwrap_or_default();
         rows.extend(self.pending.iter().map(|r| {
             let mut r = r.clone();
-            if let Some(st) = stuck
-                .into_iter()
-                .flatten()
-                .find(|s| s.get("outbox_id").and_then(Value::as_str) == Some(r.id.as_str()))
-            {
-                let why = [text(st, "hint"), text(st, "error")]
-                    .into_iter()
-                    .find(|t| !t.is_empty())
-                    .unwrap_or_default();
+            if let Some(st) = stuck.iter().find(|s| s.outbox_id == r.id) {
                 r.what = format!(
-                    "{} · waiting, attempt {}, next in {}s: {why}",
+                    "{} · waiting, attempt {}, next in {}s: {}",
                     r.what,
-                    num(st, "attempts"),
-                    num(st, "retry_in_s")
+                    st.attempts,
+                    st.retry_in_s,
+                    st.why()
                 );
             }
             r

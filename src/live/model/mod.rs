@@ -897,7 +897,7 @@ impl LiveModel {
             .ok()
             .flatten()
             .filter(Value::is_object)
-            .map(Arc::new);
+            .map(|v| Arc::new(crate::engine::nats::Status::from_value(&v)));
         if self.dirty_bridge {
             s.bridge_view = Arc::new(self.bridge.view(s.bridge.as_deref()));
         }

@@ -545,9 +545,6 @@ mod tests {
         let s = m.snapshot();
         assert_eq!(s.supervisors.len(), 1, "{:?}", s.supervisors);
         assert!(s.supervisors[0].alive(chrono::Utc::now()));
-        assert_eq!(
-            s.bridge.as_ref().and_then(|b| b["name"].as_str()),
-            Some("konan")
-        );
+        assert_eq!(s.bridge.as_ref().map(|b| b.name.as_str()), Some("konan"));
     }
 }

@@ -5,10 +5,14 @@
 pub(crate) mod pauses;
 pub(crate) mod peer;
 pub(crate) mod refusal;
+pub(crate) mod status;
 pub(crate) mod track;
 
 pub(crate) use peer::{EnvelopeKind, Peer, PeerError, Peers};
 pub(crate) use refusal::WireError;
+pub use status::{
+    Status, StuckRecord, TrackCounts, load_status, read_status, status_path, write_status,
+};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -803,42 +807,6 @@ pub fn dead_letter(
     )
 }
 
-/// The bridge's status file (`conductor/bridge/status.json`), written by the running bridge.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Status {
-    /// This pantheon's bridge name.
-    pub name: String,
-    /// The server URL with any user or password removed.
-    pub server: String,
-    /// True while the bridge holds a connection to the server.
-    pub connected: bool,
-    /// The bridge process's id.
-    pub pid: u32,
-    /// Messages published since the bridge started.
-    pub published: u64,
-    /// Messages received since the bridge started.
-    pub received: u64,
-    /// Messages moved to dead letters since the bridge started.
-    pub dead_lettered: u64,
-    /// Outbox records waiting to be published.
-    pub outbox_pending: usize,
-    /// Messages the consumer has not delivered yet (from the server).
-    pub lag: u64,
-    /// The last error the bridge met, if any.
-    pub last_error: Option<String>,
-    /// When the file was last written (RFC 3339); an old time means the bridge is gone.
-    pub updated: String,
-    /// Fields this engine does not know, kept so a rewrite never drops them.
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
-}
-
-/// `conductor/bridge/status.json`.
-pub fn status_path(root: &Root) -> std::path::PathBuf {
-    bridge_dir(root).join("status.json")
-}
-
 /// Writes one of the bridge's own records (a dead letter of a shared track, a cursor) atomically under
 /// `conductor/bridge/`; any other path is refused, so the bridge cannot write protocol files this way.
 pub fn write_bridge_record(root: &Root, path: &std::path::Path, value: &Value) -> Result<()> {
@@ -850,31 +818,6 @@ pub fn write_bridge_record(root: &Root, path: &std::path::Path, value: &Value) -
         )));
     }
     write_json(root, path, value)
-}
-
-/// Writes the bridge's status file atomically but without fsync: it is a report the running bridge
-/// rewrites every few seconds (a kill leaves the old or the new file, never a torn one; a power
-/// loss may leave an older one, which the next write replaces), and an fsync per write cost the
-/// bridge's loops milliseconds on a busy disk.
-pub fn write_status(root: &Root, s: &Status) -> Result<()> {
-    let path = status_path(root);
-    let (dir, name) = crate::store::safe::SafeDir::parent_of(root, &path, true)?
-        .ok_or_else(|| Error::refused(format!("{} has no parent directory", path.display())))?;
-    dir.replace_volatile(&name, &crate::store::atomic::to_pretty_json(s))
-}
-
-/// The status file if any, with the outbox and dead-letter counts taken from disk now.
-pub fn read_status(root: &Root) -> Result<Value> {
-    let status = read_json(&status_path(root))?;
-    let (pending, inert) = outbox::pending(root);
-    let dead = crate::conductor::definition::config_files(&dead_dir(root)).len();
-    Ok(json!({
-        "running": status.is_some(),
-        "status": status,
-        "outbox_pending": pending.len(),
-        "outbox_uncommitted": inert,
-        "dead_letters": dead,
-    }))
 }
 
 /// Removes `user:password@` from a URL (or each of a comma-separated list) for display.

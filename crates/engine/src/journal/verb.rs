@@ -132,6 +132,41 @@ words!(
     }
 );
 
+/// What came of a journaled act, as an operator reads an entry's `outcome`: it took effect, was
+/// refused, or failed. The outcome is the result's own words (`dispatched`, `rejected`,
+/// `approved (duplicate)`, `revoked (2)`, a foreign source's answer), open text that another writer
+/// may have written, so it is read by its words: one that says `refused` makes it
+/// [`Outcome::Refused`], one that says `fail…` (`failed`, `failure`) [`Outcome::Failed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The act took effect (or found it done already).
+    Took,
+    /// The act was refused.
+    Refused,
+    /// The act, or what it concerns, failed.
+    Failed,
+}
+
+impl Outcome {
+    /// Reads an entry's `outcome` text (see [`Outcome`]); a refusal outranks a failure.
+    pub fn read(text: &str) -> Self {
+        let words = || text.split(|c: char| !(c.is_alphanumeric() || c == '_'));
+        if words().any(|w| w.contains("refused")) {
+            Self::Refused
+        } else if words().any(|w| w.contains("fail")) {
+            Self::Failed
+        } else {
+            Self::Took
+        }
+    }
+
+    /// True when the act did not take effect as asked (refused or failed): the journal pane shows it
+    /// as an alert.
+    pub fn went_wrong(self) -> bool {
+        self != Self::Took
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,6 +207,25 @@ mod tests {
         }
         assert_eq!(Target::WorkflowId.as_str(), "workflow_id");
         assert_eq!(Target::DispatchesWithdrawn.as_str(), "dispatches_withdrawn");
+    }
+
+    #[test]
+    fn an_outcome_reads_by_its_words() {
+        for (text, reading) in [
+            ("dispatched", Outcome::Took),
+            ("approved (duplicate)", Outcome::Took),
+            ("revoked (2)", Outcome::Took),
+            ("", Outcome::Took),
+            ("refused", Outcome::Refused),
+            ("refused: the link expired", Outcome::Refused),
+            ("failed", Outcome::Failed),
+            ("send_failure (peer gone)", Outcome::Failed),
+            ("failed, then refused", Outcome::Refused),
+            ("refusedly", Outcome::Refused),
+        ] {
+            assert_eq!(Outcome::read(text), reading, "{text:?}");
+            assert_eq!(Outcome::read(text).went_wrong(), reading != Outcome::Took);
+        }
     }
 
     #[test]
