@@ -23,17 +23,17 @@ use crate::engine::nats::Status;
 /// The peers' pauses the running bridge heard (its status file's `peer_pauses`, docs/NATS.md),
 /// those not expired at the console's `now`; none without a status file or in another shape.
 pub(crate) fn peer_pauses(app: &App) -> Vec<crate::engine::nats::PeerPauses> {
-    app.snapshot
+    app.snapshot()
         .bridge
         .as_deref()
-        .and_then(|b| b.get("peer_pauses"))
-        .and_then(Value::as_array)
+        .and_then(|b| b.extra.get("peer_pauses"))
+        .and_then(serde_json::Value::as_array)
         .map(|v| {
             v.iter()
                 .filter_map(|x| {
                     serde_json::from_value::<crate::engine::nats::PeerPauses>(x.clone()).ok()
                 })
-                .filter(|p| crate::engine::nats::peer_pauses_live(p, app.now))
+                .filter(|p| crate::engine::nats::peer_pauses_live(p, app.now()))
                 .collect()
         })
         .unwrap_or_default()
@@ -48,7 +48,7 @@ pub(crate) fn peer_pause_text(p: &crate::engine::nats::PeerPauses, app: &App) ->
         Some(n) => format!("{} {n}", first.kind),
         None => first.kind.to_string(),
     };
-    let since = when(Some(&first.since), app.now, app.absolute_times);
+    let since = when(Some(&first.since), app.now(), app.absolute_times());
     let more = (p.pauses.len() - 1).saturating_add(p.more);
     let more = if more > 0 {
         format!(" (+{more})")
