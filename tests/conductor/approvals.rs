@@ -571,3 +571,64 @@ fn a_listener_beyond_loopback_warns_and_status_shows_its_badge() {
         "{warned}"
     );
 }
+
+#[test]
+fn a_redeem_killed_before_its_journal_entry_is_journaled_once_by_the_next_tick() {
+    use std::os::unix::process::ExitStatusExt;
+    let env = held_env();
+    let port = free_port();
+    let hid = hold(&env, 7);
+    let base = format!("http://127.0.0.1:{port}");
+    let link = env.ok(&["approve", &hid, "--link", "--base-url", &base], None);
+    let approve_url = link["approve_url"].as_str().unwrap().to_owned();
+    // The listener kills itself after the decision, before its journal entry.
+    let mut c = env.command(&["serve", "--approvals", &format!("127.0.0.1:{port}")]);
+    c.env("PANTHEON_TEST_CRASH_AT", "journal:before-append:approve")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut serve = Serve(c.spawn().unwrap());
+    let until = Instant::now() + Duration::from_secs(30);
+    while http_get(port, "/", None).is_none_or(|(c, _, _)| c != 200) {
+        assert!(Instant::now() < until, "serve --approvals never answered");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let form = format!(
+        "handoff={hid}&digest={}",
+        link["content_sha256"].as_str().unwrap()
+    );
+    let (code, _) = curl(&["-d", &form, &approve_url]);
+    assert_eq!(code, 0, "the listener died mid-answer");
+    let status = serve.0.wait().unwrap();
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGKILL),
+        "the crash point was reached"
+    );
+    // The decision is made, its entry is not; the intent says what was done.
+    assert!(inbox_has(&env, &hid));
+    let approvals = |env: &Env| -> Vec<Value> {
+        env.journal_entries()
+            .into_iter()
+            .filter(|e| e["action"] == "approve" && e["targets"]["handoff_id"] == hid.as_str())
+            .collect()
+    };
+    assert!(approvals(&env).is_empty());
+    assert_eq!(
+        env.names("conductor/journal-intents"),
+        vec![format!("held-{hid}.json")]
+    );
+    // The next supervisor pass journals it once, with its channel; the pass after, nothing.
+    let r = env.ok(&["tick"], None);
+    assert_eq!(r["journaled_late"], 1, "{r:#}");
+    let e = approvals(&env);
+    assert_eq!(e.len(), 1, "{e:#?}");
+    assert_eq!(e[0]["outcome"], "approved");
+    assert_eq!(e[0]["targets"]["channel"], "http", "{:#}", e[0]);
+    assert_eq!(e[0]["targets"]["intent"], format!("held-{hid}"));
+    assert_eq!(env.names("conductor/journal-intents"), Vec::<String>::new());
+    let r = env.ok(&["tick"], None);
+    assert_eq!(r["journaled_late"], 0);
+    assert_eq!(approvals(&env).len(), 1);
+    let out = env.run(&["journal", "--verify"], None);
+    assert!(out.status.success(), "{out:?}");
+}
