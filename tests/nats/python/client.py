@@ -6,6 +6,7 @@ as the origin's listener subscribes and publishes).
   client.py URL publish SUBJECT FILE   publish each line of FILE (core), flush, exit
   client.py URL stream-msgs NAME       print the number of messages JetStream stream NAME holds
   client.py URL stream-add NAME SUBJ   create JetStream stream NAME holding subject SUBJ
+  client.py URL request SUBJECT BODY   send BODY as a request (core), print the reply's body
 """
 
 import asyncio
@@ -48,6 +49,11 @@ async def stream_add(nc, name, subject):
     await js.add_stream(name=name, subjects=[subject])
 
 
+async def request(nc, subject, body):
+    msg = await nc.request(subject, body.encode(), timeout=20)
+    print(msg.data.decode(), flush=True)
+
+
 async def main():
     url, cmd = sys.argv[1], sys.argv[2]
     nc = await nats.connect(url, allow_reconnect=True, max_reconnect_attempts=-1)
@@ -58,6 +64,8 @@ async def main():
             await publish(nc, sys.argv[3], sys.argv[4])
         elif cmd == "stream-msgs":
             await stream_msgs(nc, sys.argv[3])
+        elif cmd == "request":
+            await request(nc, sys.argv[3], sys.argv[4])
         elif cmd == "stream-add":
             await stream_add(nc, sys.argv[3], sys.argv[4])
         else:
