@@ -30,6 +30,71 @@ use crate::engine::{
     RedeemRequest, Root,
 };
 
+/// How long a link lives unless told otherwise: `approvals: {ttl: …}` of `conductor/config.yaml`,
+/// else 15 minutes.
+pub fn default_ttl(root: &Root) -> std::time::Duration {
+    root.settings
+        .link_ttl
+        .unwrap_or(crate::engine::DEFAULT_LINK_TTL)
+        .min(crate::engine::MAX_LINK_TTL)
+}
+
+/// A minted pair as a shell hands it out: the URLs carry the tokens.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LinkUrls {
+    /// `{base}/a/{approve token}`.
+    pub approve_url: String,
+    /// `{base}/a/{reject token}`.
+    pub reject_url: String,
+    /// When both expire.
+    pub expires_at: String,
+    /// The held dispatch.
+    pub handoff_id: String,
+    /// Its workflow.
+    pub workflow_id: String,
+    /// The SHA-256 of the held file's bytes they are bound to.
+    pub content_sha256: String,
+}
+
+/// Mints a pair of links to held dispatch `hid` through `c` (which holds the operator's link
+/// key), their URLs from `base` or the listener `serve --approvals` recorded in the root.
+pub fn mint_urls(
+    c: &Conductor,
+    hid: &crate::engine::HandoffId,
+    ttl: std::time::Duration,
+    base: Option<&str>,
+    channel: ApprovalChannel,
+) -> anyhow::Result<LinkUrls> {
+    let base = match base {
+        Some(b) => b.trim_end_matches('/').to_owned(),
+        None => crate::engine::read_approvals_listener(c.root())
+            .map(|l| l.base_url)
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "no approvals listener is recorded in {}: start `pantheon serve --approvals ADDR` \
+                     or give --base-url URL",
+                    c.root().approvals_listener_path().display()
+                )
+            })?,
+    };
+    if !(base.starts_with("http://") || base.starts_with("https://")) {
+        anyhow::bail!("--base-url {base:?}: give an http:// or https:// URL");
+    }
+    let m = c.mint_link(&crate::engine::LinkRequest {
+        handoff_id: hid.clone(),
+        ttl,
+        channel,
+    })?;
+    Ok(LinkUrls {
+        approve_url: format!("{base}/a/{}", m.approve_token),
+        reject_url: format!("{base}/a/{}", m.reject_token),
+        expires_at: m.expires_at,
+        handoff_id: m.handoff_id,
+        workflow_id: m.workflow_id,
+        content_sha256: m.content_sha256,
+    })
+}
+
 /// The SSH signature namespace a signature over a link must be made in.
 pub const SIGNATURE_NAMESPACE: &str = "pantheon-approve";
 
@@ -386,6 +451,7 @@ fn check_approver(
 /// (a pause-held item, no listener). `key`: the operator's ([`link_key`]); without one no link is
 /// minted (a listener would refuse it).
 pub fn hook_links(root: Root, key: Option<LinkKey>) -> crate::console::hook::Enrich {
+    let ttl = default_ttl(&root);
     let c = Conductor::new(root).with_origin(Origin::new(None, "console"));
     let c = key.map(|k| c.with_link_key(k));
     Arc::new(move |item: &crate::live::attention::Item| {
@@ -398,7 +464,7 @@ pub fn hook_links(root: Root, key: Option<LinkKey>) -> crate::console::hook::Enr
         let m = c
             .mint_link(&crate::engine::LinkRequest {
                 handoff_id: hid,
-                ttl: crate::engine::DEFAULT_LINK_TTL,
+                ttl,
                 channel: ApprovalChannel::Hook,
             })
             .ok()?;

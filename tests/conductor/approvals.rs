@@ -868,3 +868,34 @@ fn a_listener_that_requires_an_operator_asks_for_basic_auth_and_records_who_appr
     assert!(said.contains("alice (operator credential)"), "{said}");
     assert!(inbox_has(&env, &h2));
 }
+
+#[test]
+fn the_root_config_sets_how_long_a_link_lives_unless_ttl_says_otherwise() {
+    let env = held_env();
+    env.write("conductor/config.yaml", "approvals:\n  ttl: 2h\n");
+    let hid = hold(&env, 41);
+    let base = "http://127.0.0.1:9";
+    let lives = |v: &Value| {
+        let at = |s: &Value| chrono::DateTime::parse_from_rfc3339(s.as_str().unwrap()).unwrap();
+        let listed = env.ok(&["approvals"], None);
+        let minted = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["expires_at"] == v["expires_at"])
+            .map(|l| at(&l["minted_at"]))
+            .unwrap();
+        (at(&v["expires_at"]) - minted).num_seconds()
+    };
+    let l = env.ok(&["approve", &hid, "--link", "--base-url", base], None);
+    assert_eq!(lives(&l), 7200, "{l:#}");
+    let l = env.ok(
+        &["approve", &hid, "--link", "--base-url", base, "--ttl", "5m"],
+        None,
+    );
+    assert_eq!(lives(&l), 300, "{l:#}");
+    // A bad value is a warning and keeps the built-in 15 minutes.
+    env.write("conductor/config.yaml", "approvals:\n  ttl: 9d\n");
+    let l = env.ok(&["approve", &hid, "--link", "--base-url", base], None);
+    assert_eq!(lives(&l), 900, "{l:#}");
+}
