@@ -635,8 +635,13 @@ impl Conductor {
 
     /// Every link record kept (open, expired or ended within [`KEEP_ENDED`]), oldest first.
     pub fn links(&self) -> Vec<LinkEntry> {
+        self.sweep_links(Utc::now());
+        self.link_entries()
+    }
+
+    /// [`Self::links`] without cleaning anything (a read-only reader: the console).
+    pub fn link_entries(&self) -> Vec<LinkEntry> {
         let now = Utc::now();
-        self.sweep_links(now);
         let mut out: Vec<LinkEntry> = all_records(self.root())
             .into_iter()
             .map(|r| LinkEntry {
