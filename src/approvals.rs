@@ -909,6 +909,34 @@ mod tests {
     }
 
     #[test]
+    fn an_authorization_gives_its_secret_as_basic_password_or_bearer() {
+        // "alice:pan_x" and "x:" in standard base64 (with and without padding).
+        assert_eq!(
+            secret_of("Basic YWxpY2U6cGFuX3g=").as_deref(),
+            Some("pan_x")
+        );
+        assert_eq!(secret_of("basic YWxpY2U6cGFuX3g").as_deref(), Some("pan_x"));
+        assert_eq!(secret_of("Bearer pan_y").as_deref(), Some("pan_y"));
+        assert_eq!(secret_of("Basic eDo="), None, "an empty password");
+        assert_eq!(secret_of("Basic !!!!"), None);
+        assert_eq!(secret_of("Digest abc"), None);
+        assert_eq!(base64_decode("TWFu").as_deref(), Some(&b"Man"[..]));
+        assert_eq!(base64_decode("TQ").as_deref(), Some(&b"M"[..]));
+        assert_eq!(base64_decode("T"), None);
+    }
+
+    #[test]
+    fn a_relayed_decision_is_json_or_a_form_and_bounded() {
+        let f = relay_fields(br#"{"token": "t", "raise_usd": 5, "x": [1]}"#).unwrap();
+        assert_eq!(f["token"], "t");
+        assert_eq!(f["raise_usd"], "5");
+        assert!(!f.contains_key("x"));
+        assert_eq!(relay_fields(b"token=t&handoff=h").unwrap()["handoff"], "h");
+        assert!(relay_fields(b"{not json").is_err());
+        assert!(relay_fields(&vec![b' '; MAX_RELAYED_BYTES + 1]).is_err());
+    }
+
+    #[test]
     fn text_on_the_page_is_escaped() {
         assert_eq!(esc("<b a=\"x\">&'"), "&lt;b a=&quot;x&quot;&gt;&amp;&#39;");
     }

@@ -490,7 +490,7 @@ impl Default for Keymap {
         bind(vec![Key::ch('a')], inbox, Do::Ack(None).into(), true);
         bind(vec![Key::ch('p')], inbox, Do::Approve.into(), true);
         bind(vec![Key::ch('R')], inbox, Do::RejectHeld.into(), true);
-        bind(vec![Key::ch('Y')], inbox, Do::Link.into(), false);
+        bind(vec![Key::ch('L')], inbox, Do::Link.into(), false);
         bind(vec![Key::ch('v')], inbox, Action::ToggleRaw, true);
         let bus = Scope::Pane(Pane::Bus);
         bind(vec![Key::ch('f')], bus, Action::ToggleFollow, true);

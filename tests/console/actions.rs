@@ -845,7 +845,7 @@ fn pause_and_resume_from_the_inboxes_pane_with_a_reason_and_a_header_badge() {
 }
 
 #[test]
-fn capital_y_mints_an_approval_link_to_a_held_dispatch_and_copies_its_url() {
+fn l_mints_an_approval_link_to_a_held_dispatch_and_copies_its_url() {
     let root = engine_root();
     let r = root.path();
     let hid = "hof_20260614_lnk001";
@@ -865,7 +865,7 @@ fn capital_y_mints_an_approval_link_to_a_held_dispatch_and_copies_its_url() {
     let mut app = App::new(real(r), false, chrono::Utc::now());
     // No listener recorded: the confirmation says so and the engine call is refused.
     select_dispatch(&mut app, hid);
-    app.on_key(key('Y'));
+    app.on_key(key('L'));
     let said = confirm_text(&app);
     assert!(said.contains("Its links so far: none yet."), "{said}");
     assert!(said.contains("No listener is recorded"), "{said}");
@@ -879,7 +879,7 @@ fn capital_y_mints_an_approval_link_to_a_held_dispatch_and_copies_its_url() {
     pantheon::engine::write_approvals_listener(&Root::at(r), "http://127.0.0.1:9").unwrap();
     app.set_snapshot(real(r));
     select_dispatch(&mut app, hid);
-    app.on_key(key('Y'));
+    app.on_key(key('L'));
     app.on_key(code(KeyCode::Tab));
     let effects = app.on_key(code(KeyCode::Enter));
     let mut clipboard = Vec::new();
@@ -923,14 +923,14 @@ fn capital_y_mints_an_approval_link_to_a_held_dispatch_and_copies_its_url() {
     // The next confirmation counts them.
     app.set_snapshot(real(r));
     select_dispatch(&mut app, hid);
-    app.on_key(key('Y'));
+    app.on_key(key('L'));
     let said = confirm_text(&app);
     assert!(said.contains("Its links so far: 2 open."), "{said}");
     app.on_key(code(KeyCode::Esc));
     // A read-only console refuses before any dialog.
     let mut ro = App::new(snapshot_of(r), true, chrono::Utc::now());
     select_dispatch(&mut ro, hid);
-    assert!(ro.on_key(key('Y')).is_empty());
+    assert!(ro.on_key(key('L')).is_empty());
     assert!(matches!(ro.mode, Mode::Normal));
     assert_eq!(ro.flash.as_ref().unwrap().kind, FlashKind::Error);
 }

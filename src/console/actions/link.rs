@@ -1,4 +1,4 @@
-//! Copy an approval link (`Y` on a held dispatch of pane 2): mints a pair of one-time links to the
+//! Copy an approval link (`L` on a held dispatch of pane 2): mints a pair of one-time links to the
 //! held dispatch (docs/PROTOCOL.md §2.15), as `pantheon approve HOF --link` does (channel
 //! `console`, the root's default lifetime), and puts the approve URL on the clipboard (OSC 52); the
 //! flash shows it too. The confirmation says which links the item has already (open, used,
@@ -17,7 +17,7 @@ use super::super::ops::{Done, Outcome};
 use super::super::shown::{self, Version};
 use super::{Act, Op, line};
 
-/// `Y` on a held dispatch.
+/// `L` on a held dispatch.
 pub(super) fn start(app: &mut App) -> Vec<Effect> {
     if app.refuse_if_gone(Pane::Inboxes) {
         return Vec::new();
