@@ -25,8 +25,9 @@ cargo bench --bench proof -- soak "$soak" | tee -a "$out"
 # waiting dispatches, a resume's rate, and the submit + ack cycle beside a root that never paused.
 # The sources bench: a Claude Code permission request to its attention item, a large team's load.
 # The a2a bench: an A2A agent of the official Python SDK, its question to the attention item and the
-# operator's answer to the task resumed, next to the SDK's own client.
-for b in conductor bus console mcp nats delivery cost history observe pause sources a2a; do
+# operator's answer to the task resumed, next to the SDK's own client. The approvals bench: an
+# approval link's tap on the listener to the dispatch in the inbox, next to the operator's approve.
+for b in conductor bus console mcp nats delivery cost history observe pause sources a2a approvals; do
   if grep -q 'BENCH ' "benches/$b.rs" 2>/dev/null; then
     cargo bench --bench "$b" 2>/dev/null | grep '^BENCH ' | tee -a "$out" || true
   fi

@@ -12,6 +12,8 @@
 //! form and answers the approver's name or a refusal. An operator credential (a bearer token
 //! from the credentials file of remote gods) would be one more variant checked the same way.
 
+pub mod drop_dir;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,7 +21,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
@@ -27,6 +29,71 @@ use crate::engine::{
     ApprovalChannel, Budget, Conductor, LinkDecision, LinkKey, LinkReceipt, LinkView, Origin,
     RedeemRequest, Root,
 };
+
+/// How long a link lives unless told otherwise: `approvals: {ttl: …}` of `conductor/config.yaml`,
+/// else 15 minutes.
+pub fn default_ttl(root: &Root) -> std::time::Duration {
+    root.settings
+        .link_ttl
+        .unwrap_or(crate::engine::DEFAULT_LINK_TTL)
+        .min(crate::engine::MAX_LINK_TTL)
+}
+
+/// A minted pair as a shell hands it out: the URLs carry the tokens.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LinkUrls {
+    /// `{base}/a/{approve token}`.
+    pub approve_url: String,
+    /// `{base}/a/{reject token}`.
+    pub reject_url: String,
+    /// When both expire.
+    pub expires_at: String,
+    /// The held dispatch.
+    pub handoff_id: String,
+    /// Its workflow.
+    pub workflow_id: String,
+    /// The SHA-256 of the held file's bytes they are bound to.
+    pub content_sha256: String,
+}
+
+/// Mints a pair of links to held dispatch `hid` through `c` (which holds the operator's link
+/// key), their URLs from `base` or the listener `serve --approvals` recorded in the root.
+pub fn mint_urls(
+    c: &Conductor,
+    hid: &crate::engine::HandoffId,
+    ttl: std::time::Duration,
+    base: Option<&str>,
+    channel: ApprovalChannel,
+) -> anyhow::Result<LinkUrls> {
+    let base = match base {
+        Some(b) => b.trim_end_matches('/').to_owned(),
+        None => crate::engine::read_approvals_listener(c.root())
+            .map(|l| l.base_url)
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "no approvals listener is recorded in {}: start `pantheon serve --approvals ADDR` \
+                     or give --base-url URL",
+                    c.root().approvals_listener_path().display()
+                )
+            })?,
+    };
+    if !(base.starts_with("http://") || base.starts_with("https://")) {
+        anyhow::bail!("--base-url {base:?}: give an http:// or https:// URL");
+    }
+    let m = c.mint_link(&crate::engine::LinkRequest {
+        handoff_id: hid.clone(),
+        ttl,
+        channel,
+    })?;
+    Ok(LinkUrls {
+        approve_url: format!("{base}/a/{}", m.approve_token),
+        reject_url: format!("{base}/a/{}", m.reject_token),
+        expires_at: m.expires_at,
+        handoff_id: m.handoff_id,
+        workflow_id: m.workflow_id,
+        content_sha256: m.content_sha256,
+    })
+}
 
 /// The SSH signature namespace a signature over a link must be made in.
 pub const SIGNATURE_NAMESPACE: &str = "pantheon-approve";
@@ -135,11 +202,25 @@ struct Ctx {
     root: Root,
     approver: Approver,
     key: LinkKey,
+    operators: Option<Arc<crate::credentials::Credentials>>,
 }
 
 /// The routes of `serve --approvals`.
 /// `key`: the operator's link key ([`link_key`]); only the links it signed are honoured.
 pub fn routes(root: Root, approver: Approver, key: LinkKey) -> Router {
+    routes_with(root, approver, key, None)
+}
+
+/// [`routes`]; with `operators` (`--approvals-require operator`) the page and the decision need
+/// the secret of an operator principal of that credentials file, as HTTP Basic (any user name,
+/// the secret as the password: a phone's browser asks for it and can keep it) or `Authorization:
+/// Bearer SECRET`; the principal is the approver.
+pub fn routes_with(
+    root: Root,
+    approver: Approver,
+    key: LinkKey,
+    operators: Option<Arc<crate::credentials::Credentials>>,
+) -> Router {
     Router::new()
         .route("/a/{token}", get(page).post(decide))
         .route(
@@ -151,7 +232,102 @@ pub fn routes(root: Root, approver: Approver, key: LinkKey) -> Router {
             root,
             approver,
             key,
+            operators,
         }))
+}
+
+/// The operator a request's `Authorization` proves, when the listener requires one: `Ok(None)`
+/// when it requires none, the `401` to answer when the request proves no operator.
+fn operator_of(ctx: &Ctx, headers: &HeaderMap) -> Result<Option<String>, Box<Response>> {
+    let Some(creds) = &ctx.operators else {
+        return Ok(None);
+    };
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(secret_of);
+    match given.and_then(|s| creds.authenticate(&s)) {
+        Some(p)
+            if p.kind == crate::credentials::Kind::Operator
+                && p.may(crate::credentials::Right::Approve) =>
+        {
+            Ok(Some(p.name))
+        }
+        Some(p) => Err(Box::new(unauthorized(&format!(
+            "{} is not an operator with the approve right: only such an operator decides a held item",
+            p.name
+        )))),
+        None => Err(Box::new(unauthorized(
+            "this listener requires an operator's credential: sign in with any user name and the \
+             operator's secret (from `pantheon credentials add NAME --operator`) as the password",
+        ))),
+    }
+}
+
+/// The secret of an `Authorization` value: `Bearer SECRET`, or `Basic` with the secret as the
+/// password.
+fn secret_of(authorization: &str) -> Option<String> {
+    if let Some(t) = crate::credentials::bearer(authorization) {
+        return Some(t.to_owned());
+    }
+    let (scheme, b64) = authorization.trim().split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let pair = String::from_utf8(base64_decode(b64.trim())?).ok()?;
+    let (_, password) = pair.split_once(':')?;
+    (!password.is_empty()).then(|| password.to_owned())
+}
+
+/// Standard base64 (padding optional); `None` on any other byte.
+fn base64_decode(s: &str) -> Option<Vec<u8>> {
+    let val = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let bytes = s.trim_end_matches('=').as_bytes();
+    if bytes.len() > 4096 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
+    for chunk in bytes.chunks(4) {
+        let mut n = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            n |= val(c)? << (18 - 6 * i);
+        }
+        let take = match chunk.len() {
+            4 => 3,
+            3 => 2,
+            2 => 1,
+            _ => return None,
+        };
+        out.extend_from_slice(&n.to_be_bytes()[1..1 + take]);
+    }
+    Some(out)
+}
+
+/// `401` with the challenge that makes a browser ask for the credential.
+fn unauthorized(why: &str) -> Response {
+    let mut r = html_response(
+        StatusCode::UNAUTHORIZED,
+        shell(
+            "Sign in",
+            &format!("<p class=bad>{}</p><p>Nothing was decided.</p>", esc(why)),
+        ),
+    );
+    r.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        axum::http::HeaderValue::from_static(
+            "Basic realm=\"pantheon approvals\", charset=\"UTF-8\"",
+        ),
+    );
+    r
 }
 
 fn conductor(ctx: &Ctx, channel: ApprovalChannel) -> Conductor {
@@ -161,7 +337,14 @@ fn conductor(ctx: &Ctx, channel: ApprovalChannel) -> Conductor {
 }
 
 /// `GET /a/TOKEN`: the held item and the form, or why the link would be refused.
-async fn page(State(ctx): State<Arc<Ctx>>, Path(token): Path<String>) -> Response {
+async fn page(
+    State(ctx): State<Arc<Ctx>>,
+    Path(token): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(r) = operator_of(&ctx, &headers) {
+        return *r;
+    }
     let view = tokio::task::spawn_blocking(move || {
         conductor(&ctx, ApprovalChannel::Http)
             .view_link(&token)
@@ -183,14 +366,24 @@ async fn page(State(ctx): State<Arc<Ctx>>, Path(token): Path<String>) -> Respons
 }
 
 /// `POST /a/TOKEN`: redeems the token; the receipt page says what happened.
-async fn decide(State(ctx): State<Arc<Ctx>>, Path(token): Path<String>, body: Bytes) -> Response {
+async fn decide(
+    State(ctx): State<Arc<Ctx>>,
+    Path(token): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let operator = match operator_of(&ctx, &headers) {
+        Ok(o) => o,
+        Err(r) => return *r,
+    };
     let form = parse_form(&body);
     let done = tokio::task::spawn_blocking(move || -> Result<LinkReceipt, String> {
         let channel = match form.get("via").map(String::as_str) {
             Some("ntfy") => ApprovalChannel::Ntfy,
             _ => ApprovalChannel::Http,
         };
-        let approver = check_approver(&ctx, &token, &form)?;
+        let approver = check_approver(&ctx, &token, &form)?
+            .or_else(|| operator.map(|o| format!("{o} (operator credential)")));
         let raise = raise_of(&form)?;
         conductor(&ctx, channel)
             .redeem_link(&RedeemRequest {
@@ -258,6 +451,7 @@ fn check_approver(
 /// (a pause-held item, no listener). `key`: the operator's ([`link_key`]); without one no link is
 /// minted (a listener would refuse it).
 pub fn hook_links(root: Root, key: Option<LinkKey>) -> crate::console::hook::Enrich {
+    let ttl = default_ttl(&root);
     let c = Conductor::new(root).with_origin(Origin::new(None, "console"));
     let c = key.map(|k| c.with_link_key(k));
     Arc::new(move |item: &crate::live::attention::Item| {
@@ -270,7 +464,7 @@ pub fn hook_links(root: Root, key: Option<LinkKey>) -> crate::console::hook::Enr
         let m = c
             .mint_link(&crate::engine::LinkRequest {
                 handoff_id: hid,
-                ttl: crate::engine::DEFAULT_LINK_TTL,
+                ttl,
                 channel: ApprovalChannel::Hook,
             })
             .ok()?;
@@ -333,6 +527,75 @@ fn verify_ssh(
             "the signature does not verify for principal {principal:?} against the allowed signers: nothing was decided"
         ))
     }
+}
+
+/// The largest relayed decision read (a NATS message, a dropped file).
+pub const MAX_RELAYED_BYTES: usize = 16 * 1024;
+
+/// The fields of a relayed decision (a NATS message, a dropped file): a JSON object (string or
+/// number values) or a form body, with the same names as the page's form: `token` (or `url`, the
+/// link itself), `handoff`, `digest`, `reason`, `raise_usd`, `raise_tokens`, and `from`.
+pub fn relay_fields(body: &[u8]) -> Result<HashMap<String, String>, String> {
+    if body.len() > MAX_RELAYED_BYTES {
+        return Err(format!(
+            "the decision is {} bytes, more than {MAX_RELAYED_BYTES}",
+            body.len()
+        ));
+    }
+    let text = String::from_utf8_lossy(body);
+    if !text.trim_start().starts_with('{') {
+        return Ok(parse_form(text.trim().as_bytes()));
+    }
+    let v: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text)
+        .map_err(|e| format!("the decision is not a JSON object: {e}"))?;
+    Ok(v.into_iter()
+        .take(64)
+        .filter_map(|(k, v)| match v {
+            serde_json::Value::String(s) => Some((k, s.chars().take(8192).collect())),
+            serde_json::Value::Number(n) => Some((k, n.to_string())),
+            _ => None,
+        })
+        .collect())
+}
+
+/// Redeems a relayed decision exactly as the listener's `POST` does (the same checks, receipts and
+/// journal entry), through `channel`; `approver`: who the channel proves sent it, if anyone.
+pub fn redeem_relayed(
+    root: &Root,
+    key: &LinkKey,
+    channel: ApprovalChannel,
+    fields: &HashMap<String, String>,
+    approver: Option<String>,
+) -> Result<LinkReceipt, String> {
+    let token = fields
+        .get("token")
+        .cloned()
+        .or_else(|| {
+            let url = fields.get("url")?;
+            let tail = url.trim().rsplit_once("/a/")?.1;
+            Some(
+                tail.split(['?', '#', '/'])
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
+        })
+        .filter(|t| !t.trim().is_empty())
+        .ok_or("the decision names no token: give `token` (or `url`, the link)")?;
+    let raise = raise_of(fields)?;
+    Conductor::new(root.clone())
+        .with_origin(Origin::new(None, channel.as_str()))
+        .with_link_key(key.clone())
+        .redeem_link(&RedeemRequest {
+            token,
+            expect_handoff: fields.get("handoff").cloned(),
+            expect_digest: fields.get("digest").cloned(),
+            channel: Some(channel),
+            approver,
+            reason: fields.get("reason").cloned(),
+            raise,
+        })
+        .map_err(|e| format!("error: {e}"))
 }
 
 /// The raise an approval of a budget hold gives (`raise_usd`, `raise_tokens`), if any.
@@ -643,6 +906,34 @@ mod tests {
         assert_eq!(f["x"], "%zz");
         assert_eq!(f["empty"], "");
         assert_eq!(parse_form(b"a=%4").get("a").map(String::as_str), Some("%4"));
+    }
+
+    #[test]
+    fn an_authorization_gives_its_secret_as_basic_password_or_bearer() {
+        // "alice:pan_x" and "x:" in standard base64 (with and without padding).
+        assert_eq!(
+            secret_of("Basic YWxpY2U6cGFuX3g=").as_deref(),
+            Some("pan_x")
+        );
+        assert_eq!(secret_of("basic YWxpY2U6cGFuX3g").as_deref(), Some("pan_x"));
+        assert_eq!(secret_of("Bearer pan_y").as_deref(), Some("pan_y"));
+        assert_eq!(secret_of("Basic eDo="), None, "an empty password");
+        assert_eq!(secret_of("Basic !!!!"), None);
+        assert_eq!(secret_of("Digest abc"), None);
+        assert_eq!(base64_decode("TWFu").as_deref(), Some(&b"Man"[..]));
+        assert_eq!(base64_decode("TQ").as_deref(), Some(&b"M"[..]));
+        assert_eq!(base64_decode("T"), None);
+    }
+
+    #[test]
+    fn a_relayed_decision_is_json_or_a_form_and_bounded() {
+        let f = relay_fields(br#"{"token": "t", "raise_usd": 5, "x": [1]}"#).unwrap();
+        assert_eq!(f["token"], "t");
+        assert_eq!(f["raise_usd"], "5");
+        assert!(!f.contains_key("x"));
+        assert_eq!(relay_fields(b"token=t&handoff=h").unwrap()["handoff"], "h");
+        assert!(relay_fields(b"{not json").is_err());
+        assert!(relay_fields(&vec![b' '; MAX_RELAYED_BYTES + 1]).is_err());
     }
 
     #[test]

@@ -191,7 +191,7 @@ fn the_engine_depends_on_no_terminal_async_or_mcp_crate() {
 fn every_console_flash_is_tested_against_the_engine() {
     let base = Path::new(env!("CARGO_MANIFEST_DIR"));
     // Each variant, and pieces of its flash texts the engine tests assert.
-    let asserted: [(&str, &[&str]); 16] = [
+    let asserted: [(&str, &[&str]); 17] = [
         (
             "Ack",
             &[": accepted, workflow", "(already recorded)", "rerouted to"],
@@ -216,6 +216,7 @@ fn every_console_flash_is_tested_against_the_engine() {
         ("Pause", &["paused since "]),
         ("Resume", &["resumed after "]),
         ("Answer", &["answered "]),
+        ("Link", &["approval link for "]),
         (
             "Bulk",
             &["approved 4, refused 1: ", "requeued 2, refused 1: "],

@@ -18,6 +18,7 @@ use crate::engine::{
     outbox,
 };
 
+mod approvals;
 mod pauses;
 mod publisher;
 mod strangers;
@@ -68,6 +69,10 @@ pub struct BridgeArgs {
     /// How often the outbox is scanned, in milliseconds.
     #[arg(long, default_value_t = 200)]
     pub poll_ms: u64,
+    /// Take approval-link decisions on `pantheon.NAME.approve` (docs/NATS.md "Approval links"):
+    /// a token published there is redeemed as the listener's page redeems it, the receipt the reply.
+    #[arg(long)]
+    pub approvals: bool,
     /// How often this root's pauses are announced to the peers when nothing changed (they also go
     /// out at once on a pause, a resume and a reconnect), e.g. `10s`; a peer forgets them after three
     /// periods of silence.
@@ -513,6 +518,12 @@ async fn serve(
     peers: eb::Peers,
     root: Root,
 ) -> anyhow::Result<()> {
+    // The operator's link key: only the links it signed are honoured (made on first use).
+    let link_key = if args.approvals {
+        Some(crate::approvals::link_key(&root)?)
+    } else {
+        None
+    };
     let mut subjects = vec![eb::reply_subject(&name)];
     subjects.extend(args.subjects.iter().cloned());
     // The peers as the bridge runs with them (flags, then conductor/config.yaml), for `bridge status`.
@@ -586,7 +597,10 @@ async fn serve(
         subjects,
         args.replicas,
     ));
-    let track_tasks = spawn_tracks(&args, &js, &shared)?;
+    let mut track_tasks = spawn_tracks(&args, &js, &shared)?;
+    if let Some(key) = link_key {
+        track_tasks.push(approvals::spawn(&client, &shared, key));
+    }
     while !shared.stop.load(Ordering::SeqCst) {
         tokio::time::sleep(Duration::from_millis(50)).await;
         if out.is_finished() || inn.is_finished() || auth.is_finished() {

@@ -378,42 +378,17 @@ fn mint_link(
     ttl: Option<&str>,
     base_url: Option<&str>,
 ) -> anyhow::Result<Outcome> {
-    let base = match base_url {
-        Some(b) => b.trim_end_matches('/').to_owned(),
-        None => crate::engine::read_approvals_listener(c.root())
-            .map(|l| l.base_url)
-            .ok_or_else(|| {
-                anyhow::anyhow!(
-                    "no approvals listener is recorded in {}: start `pantheon serve --approvals ADDR` \
-                     or give --base-url URL",
-                    c.root().approvals_listener_path().display()
-                )
-            })?,
-    };
-    if !(base.starts_with("http://") || base.starts_with("https://")) {
-        anyhow::bail!("--base-url {base:?}: give an http:// or https:// URL");
-    }
     let ttl = match ttl {
         Some(t) => crate::engine::time::parse_duration_checked("--ttl", t)?,
-        None => crate::engine::DEFAULT_LINK_TTL,
+        None => crate::approvals::default_ttl(c.root()),
     };
     // Signed with the operator's key, which the listener checks (docs/PROTOCOL.md §2.15).
     let c = Conductor::new(c.root().clone())
         .with_origin(c.origin())
         .with_link_key(crate::approvals::link_key(c.root())?);
-    let m = c.mint_link(&crate::engine::LinkRequest {
-        handoff_id: hid.clone(),
-        ttl,
-        channel: crate::engine::ApprovalChannel::Cli,
-    })?;
-    Ok(Outcome::Json(serde_json::json!({
-        "approve_url": format!("{base}/a/{}", m.approve_token),
-        "reject_url": format!("{base}/a/{}", m.reject_token),
-        "expires_at": m.expires_at,
-        "handoff_id": m.handoff_id,
-        "workflow_id": m.workflow_id,
-        "content_sha256": m.content_sha256,
-    })))
+    let urls =
+        crate::approvals::mint_urls(&c, hid, ttl, base_url, crate::engine::ApprovalChannel::Cli)?;
+    Ok(Outcome::Json(serde_json::to_value(urls)?))
 }
 
 pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {

@@ -53,6 +53,16 @@ pub struct ServeArgs {
     /// against this allowed-signers file (the signer's principal is the approver).
     #[arg(long, value_name = "FILE", requires = "approvals")]
     pub approvals_signers: Option<PathBuf>,
+    /// `operator`: the links' page and decision need an operator's secret from --credentials FILE,
+    /// as HTTP Basic (any user name, the secret as the password; a phone's browser asks for it) or
+    /// `Authorization: Bearer SECRET`; the operator is recorded as the approver.
+    #[arg(long, value_name = "WHO", value_parser = ["operator"], requires_all = ["approvals", "credentials"])]
+    pub approvals_require: Option<String>,
+    /// Take approval-link decisions dropped as files into DIR (a directory outside the root): each
+    /// file is read, removed and redeemed, its receipt written beside it as NAME.receipt.json
+    /// (docs/APPROVALS.md, "File drop").
+    #[arg(long, value_name = "DIR")]
+    pub approvals_drop: Option<PathBuf>,
     /// Export spans (one trace per workflow) to an OpenTelemetry collector over OTLP/HTTP
     /// protobuf, e.g. http://127.0.0.1:4318 (docs/OBSERVABILITY.md, "Traces").
     #[arg(long, value_name = "URL", value_parser = otlp_endpoint)]
@@ -63,9 +73,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR", value_parser = crate::http::parse_addr)]
     pub mcp: Option<std::net::SocketAddr>,
     /// With --mcp: every request must carry `Authorization: Bearer SECRET` of a principal of FILE
-    /// (`pantheon credentials add`) and acts only within its rights; FILE must lie outside the
-    /// root, readable by its owner only.
-    #[arg(long, value_name = "FILE", requires = "mcp")]
+    /// (`pantheon credentials add`) and acts only within its rights; with --approvals-require
+    /// operator, the operators of FILE decide approval links. FILE must lie outside the root,
+    /// readable by its owner only.
+    #[arg(long, value_name = "FILE")]
     pub credentials: Option<PathBuf>,
     /// With --mcp: serve HTTPS with this PEM certificate chain (and --tls-key).
     #[arg(long, value_name = "FILE", requires_all = ["mcp", "tls_key"])]
@@ -342,10 +353,21 @@ fn start_approvals(
         }
         None => crate::approvals::Approver::Link,
     };
+    let operators = match (&args.approvals_require, &args.credentials) {
+        (Some(_), Some(file)) => Some(Arc::new(crate::credentials::Credentials::load(
+            file, &root.dir,
+        )?)),
+        _ => None,
+    };
     let server = crate::http::Server::start(
         "approvals-http",
         listener,
-        crate::approvals::routes(root.clone(), approver, crate::approvals::link_key(root)?),
+        crate::approvals::routes_with(
+            root.clone(),
+            approver,
+            crate::approvals::link_key(root)?,
+            operators,
+        ),
         crate::http::Limits {
             max_body_bytes: 64 * 1024,
             ..crate::http::Limits::default()
@@ -406,6 +428,11 @@ fn start_mcp(
 pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
     let mut out = super::record::log_sink(args.log.as_ref())?;
     let c = Conductor::new(root.clone()).with_origin(origin);
+    if args.credentials.is_some() && args.mcp.is_none() && args.approvals_require.is_none() {
+        anyhow::bail!(
+            "--credentials is for --mcp or --approvals-require operator: give one of them, or drop it"
+        );
+    }
     // Bound before anything else starts, so a port in use is the first and only thing said.
     let metrics = match args.metrics {
         Some(addr) => Some((addr, crate::http::bind("--metrics", addr)?)),
@@ -438,6 +465,23 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     // The live model (the console's) behind `/metrics` and `--otlp`, kept current by its own watches.
     let observers = start_observers(&args, root, &id, metrics, otlp, &mut *out)?;
     let approvals = start_approvals(&args, root, &id, approvals, &mut *out)?;
+    let drop_dir = match &args.approvals_drop {
+        Some(d) => {
+            let dd = crate::approvals::drop_dir::DropDir::start(
+                root,
+                d,
+                crate::approvals::link_key(root)?,
+            )?;
+            let _ = writeln!(
+                out,
+                "{} pantheon serve: approval decisions taken from files in {}",
+                format_ts(chrono::Utc::now()),
+                dd.dir.display()
+            );
+            Some(dd)
+        }
+        None => None,
+    };
     let mcp = match mcp {
         Some(listener) => Some(start_mcp(&args, root, &id, listener, &mut *out)?),
         None => None,
@@ -470,6 +514,9 @@ pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Out
     if let Some((server, _record)) = approvals {
         server.shutdown();
         crate::engine::remove_approvals_listener(root);
+    }
+    if let Some(d) = drop_dir {
+        d.stop();
     }
     if let Some((endpoint, record)) = mcp {
         endpoint.server.shutdown();

@@ -11,6 +11,8 @@ use super::ops::{Done, Op, Operator};
 pub struct EngineOperator {
     root: Root,
     conductor: Conductor,
+    /// Where the operator's approval-link key is kept (`None`: `approvals::link_key_path`).
+    link_key_file: Option<std::path::PathBuf>,
 }
 
 impl EngineOperator {
@@ -25,6 +27,21 @@ impl EngineOperator {
             conductor: Conductor::new(root.clone())
                 .with_origin(Origin::new(Some(actor), "console")),
             root,
+            link_key_file: None,
+        }
+    }
+
+    /// Keeps the operator's approval-link key at `path` instead of its usual place.
+    pub fn with_link_key_file(mut self, path: std::path::PathBuf) -> Self {
+        self.link_key_file = Some(path);
+        self
+    }
+
+    /// The operator's approval-link key (made on first use).
+    pub(crate) fn link_key(&self) -> anyhow::Result<crate::engine::LinkKey> {
+        match &self.link_key_file {
+            Some(p) => crate::approvals::link_key_at(p, &self.root),
+            None => crate::approvals::link_key(&self.root),
         }
     }
 

@@ -254,6 +254,9 @@ pub enum OperatorAction {
     /// Answer the selected foreign attention item whose source takes answers (an A2A task waiting
     /// for input): the text is asked, confirmed, sent and journaled (docs/SOURCES.md).
     Answer,
+    /// Mint a pair of approval links to the selected held dispatch and copy the approve URL
+    /// (docs/PROTOCOL.md §2.15): the confirmation shows the item's links (open, used, expired).
+    Link,
 }
 
 impl OperatorAction {
@@ -278,6 +281,7 @@ impl OperatorAction {
             OperatorAction::Pause => "pause / resume",
             OperatorAction::Resume => "resume",
             OperatorAction::Answer => "answer a foreign item",
+            OperatorAction::Link => "copy an approval link",
         }
     }
 }
@@ -486,6 +490,7 @@ impl Default for Keymap {
         bind(vec![Key::ch('a')], inbox, Do::Ack(None).into(), true);
         bind(vec![Key::ch('p')], inbox, Do::Approve.into(), true);
         bind(vec![Key::ch('R')], inbox, Do::RejectHeld.into(), true);
+        bind(vec![Key::ch('L')], inbox, Do::Link.into(), false);
         bind(vec![Key::ch('v')], inbox, Action::ToggleRaw, true);
         let bus = Scope::Pane(Pane::Bus);
         bind(vec![Key::ch('f')], bus, Action::ToggleFollow, true);
@@ -500,12 +505,8 @@ impl Default for Keymap {
         bind(vec![Key::ch(']')], board, Action::NextTrack, true);
         bind(vec![Key::ch('[')], board, Action::PrevTrack, false);
         bind(vec![Key::ch('>')], board, Do::BoardAdvance.into(), true);
-        bind(
-            vec![Key::ch('F')],
-            board,
-            Do::BoardForceAdvance.into(),
-            true,
-        );
+        let force = Do::BoardForceAdvance.into();
+        bind(vec![Key::ch('F')], board, force, true);
         bind(vec![Key::ch('n')], board, Do::BoardNextRound.into(), true);
         bind(vec![Key::ch('s')], board, Do::BoardResolve.into(), true);
         let attention = Scope::Pane(Pane::Attention);

@@ -54,6 +54,8 @@ pub enum Outcome {
     Resume(crate::engine::ResumeResult),
     /// [`Op::AnswerSource`]: what the source said it did.
     Answer(crate::sources::Answered),
+    /// [`Op::Link`]: the pair minted, with its URLs.
+    Link(crate::approvals::LinkUrls),
     /// [`Op::Bulk`]: one entry per item (`key`, `subject`, `ok`, and `error` when refused) and the
     /// marked records that were skipped, as [`super::marks::execute_bulk`] reports them.
     Bulk(super::marks::BulkReport),

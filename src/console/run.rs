@@ -516,7 +516,7 @@ async fn event_loop(
             },
             Some(done) = done_rx.recv() => {
                 match done {
-                    Done::Op(done) => app.op_finished(&done.0, done.1),
+                    Done::Op(done) => effects = app.op_finished(&done.0, done.1),
                     Done::Preview(wf, r) => app.cleanup_previewed(wf, r),
                 }
                 dirty = true;

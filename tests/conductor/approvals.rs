@@ -571,3 +571,331 @@ fn a_listener_beyond_loopback_warns_and_status_shows_its_badge() {
         "{warned}"
     );
 }
+
+#[test]
+fn a_redeem_killed_before_its_journal_entry_is_journaled_once_by_the_next_tick() {
+    use std::os::unix::process::ExitStatusExt;
+    let env = held_env();
+    let port = free_port();
+    let hid = hold(&env, 7);
+    let base = format!("http://127.0.0.1:{port}");
+    let link = env.ok(&["approve", &hid, "--link", "--base-url", &base], None);
+    let approve_url = link["approve_url"].as_str().unwrap().to_owned();
+    // The listener kills itself after the decision, before its journal entry.
+    let mut c = env.command(&["serve", "--approvals", &format!("127.0.0.1:{port}")]);
+    c.env("PANTHEON_TEST_CRASH_AT", "journal:before-append:approve")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut serve = Serve(c.spawn().unwrap());
+    let until = Instant::now() + Duration::from_secs(30);
+    while http_get(port, "/", None).is_none_or(|(c, _, _)| c != 200) {
+        assert!(Instant::now() < until, "serve --approvals never answered");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let form = format!(
+        "handoff={hid}&digest={}",
+        link["content_sha256"].as_str().unwrap()
+    );
+    let (code, _) = curl(&["-d", &form, &approve_url]);
+    assert_eq!(code, 0, "the listener died mid-answer");
+    let status = serve.0.wait().unwrap();
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGKILL),
+        "the crash point was reached"
+    );
+    // The decision is made, its entry is not; the intent says what was done.
+    assert!(inbox_has(&env, &hid));
+    let approvals = |env: &Env| -> Vec<Value> {
+        env.journal_entries()
+            .into_iter()
+            .filter(|e| e["action"] == "approve" && e["targets"]["handoff_id"] == hid.as_str())
+            .collect()
+    };
+    assert!(approvals(&env).is_empty());
+    assert_eq!(
+        env.names("conductor/journal-intents"),
+        vec![format!("held-{hid}.json")]
+    );
+    // The next supervisor pass journals it once, with its channel; the pass after, nothing.
+    let r = env.ok(&["tick"], None);
+    assert_eq!(r["journaled_late"], 1, "{r:#}");
+    let e = approvals(&env);
+    assert_eq!(e.len(), 1, "{e:#?}");
+    assert_eq!(e[0]["outcome"], "approved");
+    assert_eq!(e[0]["targets"]["channel"], "http", "{:#}", e[0]);
+    assert_eq!(e[0]["targets"]["intent"], format!("held-{hid}"));
+    assert_eq!(env.names("conductor/journal-intents"), Vec::<String>::new());
+    let r = env.ok(&["tick"], None);
+    assert_eq!(r["journaled_late"], 0);
+    assert_eq!(approvals(&env).len(), 1);
+    let out = env.run(&["journal", "--verify"], None);
+    assert!(out.status.success(), "{out:?}");
+}
+
+/// A plain Python writer (not our code) drops `body` into `dir` as `name` (a hidden temp file
+/// renamed), then waits for the receipt written beside it; the receipt's JSON.
+fn drop_and_wait(dir: &std::path::Path, name: &str, body: &str) -> Value {
+    let script = r#"
+import json, os, sys, time
+d, name, body = sys.argv[1], sys.argv[2], sys.argv[3]
+tmp = os.path.join(d, "." + name)
+with open(tmp, "w") as f:
+    f.write(body)
+os.rename(tmp, os.path.join(d, name))
+receipt = os.path.join(d, name + ".receipt.json")
+until = time.time() + 20
+while not os.path.exists(receipt):
+    if time.time() > until:
+        sys.exit("no receipt")
+    time.sleep(0.05)
+print(open(receipt).read())
+"#;
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .arg(dir)
+        .args([name, body])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn a_decision_dropped_as_a_file_is_read_once_removed_and_answered_with_a_receipt_beside_it() {
+    let env = held_env();
+    let (h1, h2) = (hold(&env, 21), hold(&env, 22));
+    let base = "http://127.0.0.1:9";
+    let l1 = env.ok(&["approve", &h1, "--link", "--base-url", base], None);
+    let l2 = env.ok(&["approve", &h2, "--link", "--base-url", base], None);
+    // A drop directory inside the root is refused, saying why.
+    let inside = env.root.join("drop");
+    std::fs::create_dir_all(&inside).unwrap();
+    let out = env.run(
+        &["serve", "--approvals-drop", inside.to_str().unwrap()],
+        None,
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("lies inside the root"), "{err}");
+    // One outside it.
+    let dir = env.dir.path().join("drop");
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = env.dir.path().join("serve.log");
+    let child = env
+        .command(&[
+            "serve",
+            "--approvals-drop",
+            dir.to_str().unwrap(),
+            "--log",
+            log.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _serve = Serve(child);
+    let until = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("approval decisions taken from files")
+    {
+        assert!(
+            Instant::now() < until,
+            "serve never took the drop directory"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let token = |l: &Value, k: &str| {
+        l[k].as_str()
+            .unwrap()
+            .rsplit('/')
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    let body = serde_json::json!({"token": token(&l1, "approve_url"), "handoff": h1,
+        "digest": l1["content_sha256"]})
+    .to_string();
+    let r = drop_and_wait(&dir, "d1.json", &body);
+    assert_eq!(r["status"], "approved", "{r:#}");
+    let uid = std::fs::metadata(&dir)
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
+        .unwrap();
+    assert_eq!(
+        r["decided_by"],
+        format!("uid {uid} (file owner) via file link"),
+        "{r:#}"
+    );
+    assert!(!dir.join("d1.json").exists(), "the token does not stay");
+    assert!(inbox_has(&env, &h1));
+    let e: Vec<Value> = env
+        .journal_entries()
+        .into_iter()
+        .filter(|e| e["action"] == "approve" && e["targets"]["handoff_id"] == h1.as_str())
+        .collect();
+    assert_eq!(e.len(), 1, "{e:#?}");
+    assert_eq!(e[0]["targets"]["channel"], "file");
+    assert_eq!(
+        e[0]["targets"]["approver"],
+        format!("uid {uid} (file owner)")
+    );
+    // The same token again: a receipt saying who decided.
+    let r = drop_and_wait(&dir, "d2.json", &body);
+    assert_eq!(r["refused"], "already_decided", "{r:#}");
+    // A link in the drop directory is not followed: removed, refused, its target untouched.
+    let target = env.dir.path().join("elsewhere.txt");
+    std::fs::write(&target, format!("token={}", token(&l2, "reject_url"))).unwrap();
+    std::os::unix::fs::symlink(&target, dir.join("evil.txt")).unwrap();
+    let receipt = dir.join("evil.txt.receipt.json");
+    let until = Instant::now() + Duration::from_secs(20);
+    while !receipt.exists() {
+        assert!(Instant::now() < until, "no receipt for the link");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let r: Value = serde_json::from_slice(&std::fs::read(&receipt).unwrap()).unwrap();
+    assert_eq!(r["status"], "error", "{r:#}");
+    assert!(!dir.join("evil.txt").exists());
+    assert!(target.exists());
+    assert!(env.exists(&format!("conductor/pending/_quarantine/{h2}.json")));
+}
+
+#[test]
+fn a_listener_that_requires_an_operator_asks_for_basic_auth_and_records_who_approved() {
+    let env = held_env();
+    let creds = env.dir.path().join("credentials.jsonl");
+    let add = |name: &str, kind: &str| {
+        env.ok(
+            &[
+                "credentials",
+                "add",
+                name,
+                kind,
+                "--file",
+                creds.to_str().unwrap(),
+            ],
+            None,
+        )["secret"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let (alice, hermes) = (add("alice", "--operator"), add("hermes", "--god"));
+    let port = free_port();
+    let _serve = serve_approvals_with(
+        &env,
+        port,
+        &[
+            "--approvals-require",
+            "operator",
+            "--credentials",
+            creds.to_str().unwrap(),
+        ],
+    );
+    let (h1, h2) = (hold(&env, 31), hold(&env, 32));
+    let l1 = env.ok(&["approve", &h1, "--link"], None);
+    let url = l1["approve_url"].as_str().unwrap().to_owned();
+    let form = format!(
+        "handoff={h1}&digest={}",
+        l1["content_sha256"].as_str().unwrap()
+    );
+    // Without a credential: 401 and the challenge a browser answers with its sign-in prompt.
+    let out = Command::new("curl")
+        .args(["-s", "-i", "-m", "20", &url])
+        .output()
+        .unwrap();
+    let head = String::from_utf8_lossy(&out.stdout);
+    assert!(head.starts_with("HTTP/1.1 401"), "{head}");
+    assert!(
+        head.contains("Basic realm=\"pantheon approvals\""),
+        "{head}"
+    );
+    let (code, _) = curl(&["-d", &form, &url]);
+    assert_eq!(code, 401);
+    // A god's secret, or a wrong one, is no operator.
+    let (code, body) = curl(&["-u", &format!("x:{hermes}"), "-d", &form, &url]);
+    assert_eq!(code, 401, "{body}");
+    assert!(body.contains("not an operator"), "{body}");
+    let (code, _) = curl(&["-u", "alice:pan_nope", "-d", &form, &url]);
+    assert_eq!(code, 401);
+    assert!(!inbox_has(&env, &h1));
+    // The operator's secret as Basic's password (curl -u) decides, and is the approver.
+    let (code, page) = curl(&["-u", &format!("alice:{alice}"), &url]);
+    assert_eq!(code, 200, "{page}");
+    let (code, receipt) = curl(&["-u", &format!("alice:{alice}"), "-d", &form, &url]);
+    assert_eq!(code, 200, "{receipt}");
+    assert!(
+        receipt.contains("alice (operator credential) via http link"),
+        "{receipt}"
+    );
+    let e = env
+        .journal_entries()
+        .into_iter()
+        .rev()
+        .find(|e| e["action"] == "approve" && e["targets"]["handoff_id"] == h1.as_str())
+        .unwrap();
+    assert_eq!(
+        e["targets"]["approver"], "alice (operator credential)",
+        "{e:#}"
+    );
+    // A phone's browser: the credential in the link's URL (as a password manager fills it).
+    let python = venv_python();
+    let l2 = env.ok(&["approve", &h2, "--link"], None);
+    let with_auth = l2["approve_url"].as_str().unwrap().replacen(
+        "http://",
+        &format!("http://alice:{alice}@"),
+        1,
+    );
+    let script = env.dir.path().join("browser.py");
+    std::fs::write(&script, BROWSER).unwrap();
+    let out = Command::new(python)
+        .arg(&script)
+        .arg(&with_auth)
+        .env("HOME", &env.home)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the browser failed: {said}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.starts_with("Approved"), "{said}");
+    assert!(said.contains("alice (operator credential)"), "{said}");
+    assert!(inbox_has(&env, &h2));
+}
+
+#[test]
+fn the_root_config_sets_how_long_a_link_lives_unless_ttl_says_otherwise() {
+    let env = held_env();
+    env.write("conductor/config.yaml", "approvals:\n  ttl: 2h\n");
+    let hid = hold(&env, 41);
+    let base = "http://127.0.0.1:9";
+    let lives = |v: &Value| {
+        let at = |s: &Value| chrono::DateTime::parse_from_rfc3339(s.as_str().unwrap()).unwrap();
+        let listed = env.ok(&["approvals"], None);
+        let minted = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["expires_at"] == v["expires_at"])
+            .map(|l| at(&l["minted_at"]))
+            .unwrap();
+        (at(&v["expires_at"]) - minted).num_seconds()
+    };
+    let l = env.ok(&["approve", &hid, "--link", "--base-url", base], None);
+    assert_eq!(lives(&l), 7200, "{l:#}");
+    let l = env.ok(
+        &["approve", &hid, "--link", "--base-url", base, "--ttl", "5m"],
+        None,
+    );
+    assert_eq!(lives(&l), 300, "{l:#}");
+    // A bad value is a warning and keeps the built-in 15 minutes.
+    env.write("conductor/config.yaml", "approvals:\n  ttl: 9d\n");
+    let l = env.ok(&["approve", &hid, "--link", "--base-url", base], None);
+    assert_eq!(lives(&l), 900, "{l:#}");
+}

@@ -843,3 +843,94 @@ fn pause_and_resume_from_the_inboxes_pane_with_a_reason_and_a_header_badge() {
     let s = screen(&app, 200, 40, r);
     assert!(!s.contains("PAUSED"), "{s}");
 }
+
+#[test]
+fn l_mints_an_approval_link_to_a_held_dispatch_and_copies_its_url() {
+    let root = engine_root();
+    let r = root.path();
+    let hid = "hof_20260614_lnk001";
+    pantheon(
+        r,
+        &["handoff", "submit", "-"],
+        Some(&held_handoff("wf_lnk_1", hid)),
+    );
+    let keys = tempfile::tempdir().unwrap();
+    let op = EngineOperator::new(Root::at(r)).with_link_key_file(keys.path().join("link-key"));
+    // The confirmation reads the item's links from the snapshot's root: the real one here.
+    let real = |r: &std::path::Path| {
+        let mut s = (*snapshot_of(r)).clone();
+        s.root = r.to_path_buf();
+        std::sync::Arc::new(s)
+    };
+    let mut app = App::new(real(r), false, chrono::Utc::now());
+    // No listener recorded: the confirmation says so and the engine call is refused.
+    select_dispatch(&mut app, hid);
+    app.on_key(key('L'));
+    let said = confirm_text(&app);
+    assert!(said.contains("Its links so far: none yet."), "{said}");
+    assert!(said.contains("No listener is recorded"), "{said}");
+    app.on_key(code(KeyCode::Tab));
+    let effects = app.on_key(code(KeyCode::Enter));
+    run(&mut app, &op, effects);
+    let f = app.shown_flash().cloned().unwrap();
+    assert_eq!(f.kind, FlashKind::Error, "{}", f.text);
+    assert!(f.text.contains("serve --approvals"), "{}", f.text);
+    // With a listener: minted, the approve URL on the clipboard and in the flash.
+    pantheon::engine::write_approvals_listener(&Root::at(r), "http://127.0.0.1:9").unwrap();
+    app.set_snapshot(real(r));
+    select_dispatch(&mut app, hid);
+    app.on_key(key('L'));
+    app.on_key(code(KeyCode::Tab));
+    let effects = app.on_key(code(KeyCode::Enter));
+    let mut clipboard = Vec::new();
+    for e in effects {
+        if let Effect::Execute(o) = e {
+            let done = op.execute(&o);
+            for more in app.op_finished(&o, done) {
+                if let Effect::Clipboard(t) = more {
+                    clipboard.push(t);
+                }
+            }
+        }
+    }
+    let flash = app.shown_flash().unwrap().text.clone();
+    assert!(
+        flash.starts_with(&format!(
+            "approval link for {hid} copied (OSC 52), expires "
+        )),
+        "{flash}"
+    );
+    assert_eq!(clipboard.len(), 1, "{flash}");
+    assert!(
+        clipboard[0].starts_with("http://127.0.0.1:9/a/"),
+        "{clipboard:?}"
+    );
+    assert!(flash.ends_with(&clipboard[0]), "{flash}");
+    // The root keeps the pair (hashes only), minted through the console.
+    let links = pantheon::engine::Conductor::new(Root::at(r)).link_entries();
+    assert_eq!(links.len(), 2, "{links:?}");
+    assert!(
+        links
+            .iter()
+            .all(|l| l.channel == "console" && l.state == "open")
+    );
+    let token = clipboard[0].rsplit('/').next().unwrap();
+    let kept = std::fs::read_dir(r.join("conductor/approvals"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect::<String>();
+    assert!(!kept.contains(token), "no token rests in the root");
+    // The next confirmation counts them.
+    app.set_snapshot(real(r));
+    select_dispatch(&mut app, hid);
+    app.on_key(key('L'));
+    let said = confirm_text(&app);
+    assert!(said.contains("Its links so far: 2 open."), "{said}");
+    app.on_key(code(KeyCode::Esc));
+    // A read-only console refuses before any dialog.
+    let mut ro = App::new(snapshot_of(r), true, chrono::Utc::now());
+    select_dispatch(&mut ro, hid);
+    assert!(ro.on_key(key('L')).is_empty());
+    assert!(matches!(ro.mode(), Mode::Normal));
+    assert_eq!(ro.shown_flash().unwrap().kind, FlashKind::Error);
+}

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+mod approvals;
 mod origin;
 mod outbox;
 mod pauses;
@@ -159,9 +160,12 @@ impl Machine {
             "CONDUCTOR_BASE_DIR",
             "CONDUCTOR_HANDOFFS_DIR",
             "PANTHEON_NATS_URL",
+            "XDG_CONFIG_HOME",
         ] {
             c.env_remove(v);
         }
+        // The operator's approval-link key, kept beside the root (never the tester's own).
+        c.env("PANTHEON_LINK_KEY_FILE", self._dir.path().join("link-key"));
         c
     }
 

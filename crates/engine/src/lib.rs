@@ -256,10 +256,10 @@ pub mod nats {
     pub use crate::bridge::peer::{EnvelopeKind, Peer, PeerError, Peers, Transport};
     pub use crate::bridge::refusal::WireError;
     pub use crate::bridge::{
-        AwaitingReplies, Inbound, Status, StuckRecord, Taken, TrackCounts, Wire, admit, bridge_dir,
-        check_sendable, configure_peers, dead_dir, dead_letter, encode, load_status, parse_message,
-        read_status, redact_url, reply_subject, status_path, take, watched_dirs,
-        write_bridge_record, write_status,
+        AwaitingReplies, Inbound, Status, StuckRecord, Taken, TrackCounts, Wire, admit,
+        approve_subject, bridge_dir, check_sendable, configure_peers, dead_dir, dead_letter,
+        encode, load_status, parse_message, read_status, redact_url, reply_subject, status_path,
+        take, watched_dirs, write_bridge_record, write_status,
     };
     pub use crate::conductor::subject::{SubjectError, check_filter};
     /// A track mirrored through the bridge: streams, key-value buckets, cursors, lock plans.

@@ -65,9 +65,10 @@ impl Act for super::Bulk<'_> {
         true
     }
 
-    fn finished(&self, app: &mut App, outcome: &Outcome) {
+    fn finished(&self, app: &mut App, outcome: &Outcome) -> Vec<super::Effect> {
         if let Outcome::Bulk(report) = outcome {
             crate::console::marks::bulk_finished(app, self.items, report);
         }
+        Vec::new()
     }
 }

@@ -78,7 +78,9 @@ pub(crate) trait Act {
     }
 
     /// After the engine answered (and the flash said so): what else changes in the console.
-    fn finished(&self, _app: &mut App, _outcome: &Outcome) {}
+    fn finished(&self, _app: &mut App, _outcome: &Outcome) -> Vec<Effect> {
+        Vec::new()
+    }
 }
 
 pub(crate) use rerun::step_question as rerun_step_question;
@@ -188,6 +190,9 @@ actions! {
         /// The answer.
         text: String,
     } => answer,
+    /// Mints a pair of approval links to a held dispatch (`pantheon approve HOF --link`); the
+    /// approve URL goes to the clipboard.
+    Link { handoff_id: HandoffId } => link,
     /// The same action on every marked record (see `marks`): one engine call each, in order.
     Bulk {
         items: Vec<BulkItem>,
@@ -218,6 +223,7 @@ pub(crate) fn start(app: &mut App, action: OperatorAction) -> Vec<Effect> {
         OperatorAction::Pause => pause::start(app, false),
         OperatorAction::Resume => pause::start(app, true),
         OperatorAction::Answer => answer::start(app),
+        OperatorAction::Link => link::start(app),
     }
 }
 
@@ -275,7 +281,7 @@ impl Op {
     }
 
     /// After the engine answered (see [`Act::finished`]).
-    pub(crate) fn finished(&self, app: &mut App, outcome: &Outcome) {
+    pub(crate) fn finished(&self, app: &mut App, outcome: &Outcome) -> Vec<Effect> {
         self.act(|a| a.finished(app, outcome))
     }
 

@@ -199,7 +199,7 @@ impl App {
         &mut self,
         op: &Op,
         result: Result<crate::console::ops::Done, crate::engine::Error>,
-    ) {
+    ) -> Vec<Effect> {
         self.in_flight = self.in_flight.saturating_sub(1);
         match result {
             Ok(done) => {
@@ -208,9 +208,12 @@ impl App {
                     _ => FlashKind::Success,
                 };
                 self.flash(kind, done.flash);
-                op.finished(self, &done.outcome);
+                op.finished(self, &done.outcome)
             }
-            Err(e) => self.flash(FlashKind::Error, format!("{} refused: {e}", op.title())),
+            Err(e) => {
+                self.flash(FlashKind::Error, format!("{} refused: {e}", op.title()));
+                Vec::new()
+            }
         }
     }
 }

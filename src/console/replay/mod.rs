@@ -208,11 +208,20 @@ pub fn journal_words(entry: &serde_json::Value) -> Option<String> {
         .filter(|w| !w.is_empty())
         .collect::<Vec<_>>()
         .join(" ");
-    let words = if actor.is_empty() {
+    let mut words = if actor.is_empty() {
         words
     } else {
         format!("{words} by {actor}")
     };
+    // A decision that came through an approval link says so: which channel, and who it proved.
+    let channel = s(targets.and_then(|t| t.get("channel")));
+    if !channel.is_empty() {
+        words.push_str(&format!(" via {channel} link"));
+        let approver = s(targets.and_then(|t| t.get("approver")));
+        if !approver.is_empty() {
+            words.push_str(&format!(", approver {approver}"));
+        }
+    }
     let shown: String = words
         .chars()
         .filter(|c| {
@@ -663,6 +672,14 @@ mod tests {
             "control and bidirectional characters are left out"
         );
         assert_eq!(journal_words(&serde_json::json!({"seq": 1})), None);
+        // A decision made remotely, through an approval link: its channel and approver.
+        let e = serde_json::json!({"actor": "operator", "source": "nats", "action": "approve",
+            "outcome": "approved", "targets": {"workflow_id": "wf_x", "handoff_id": "hof_1",
+            "channel": "nats", "approver": "tallon (nats peer)", "intent": "held-hof_1"}});
+        assert_eq!(
+            journal_words(&e).as_deref(),
+            Some("approve approved wf_x by operator via nats link, approver tallon (nats peer)")
+        );
     }
 
     #[test]

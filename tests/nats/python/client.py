@@ -7,6 +7,7 @@ as the origin's listener subscribes and publishes).
   client.py URL stream-msgs NAME       print the number of messages JetStream stream NAME holds
   client.py URL stream-add NAME SUBJ   create JetStream stream NAME holding subject SUBJ
   client.py URL stream-get NAME SEQ    print the body of message SEQ of JetStream stream NAME
+  client.py URL request SUBJECT BODY   send BODY as a request (core), print the reply's body
 """
 
 import asyncio
@@ -55,6 +56,11 @@ async def stream_get(nc, name, seq):
     print(msg.data.decode(), flush=True)
 
 
+async def request(nc, subject, body):
+    msg = await nc.request(subject, body.encode(), timeout=20)
+    print(msg.data.decode(), flush=True)
+
+
 async def main():
     url, cmd = sys.argv[1], sys.argv[2]
     nc = await nats.connect(url, allow_reconnect=True, max_reconnect_attempts=-1)
@@ -65,6 +71,8 @@ async def main():
             await publish(nc, sys.argv[3], sys.argv[4])
         elif cmd == "stream-msgs":
             await stream_msgs(nc, sys.argv[3])
+        elif cmd == "request":
+            await request(nc, sys.argv[3], sys.argv[4])
         elif cmd == "stream-add":
             await stream_add(nc, sys.argv[3], sys.argv[4])
         elif cmd == "stream-get":

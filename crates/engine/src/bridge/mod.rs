@@ -58,6 +58,12 @@ pub fn reply_subject(pantheon: &str) -> String {
     format!("pantheon.{pantheon}.in.reply")
 }
 
+/// The subject a pantheon's bridge takes approval-link decisions on (`bridge --approvals`): a
+/// peer or a phone relay publishes a token there and gets the receipt as the reply.
+pub fn approve_subject(pantheon: &str) -> String {
+    format!("pantheon.{pantheon}.approve")
+}
+
 /// A message between pantheons (the JSON body on the wire).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]

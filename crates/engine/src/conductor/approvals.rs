@@ -635,8 +635,13 @@ impl Conductor {
 
     /// Every link record kept (open, expired or ended within [`KEEP_ENDED`]), oldest first.
     pub fn links(&self) -> Vec<LinkEntry> {
+        self.sweep_links(Utc::now());
+        self.link_entries()
+    }
+
+    /// [`Self::links`] without cleaning anything (a read-only reader: the console).
+    pub fn link_entries(&self) -> Vec<LinkEntry> {
         let now = Utc::now();
-        self.sweep_links(now);
         let mut out: Vec<LinkEntry> = all_records(self.root())
             .into_iter()
             .map(|r| LinkEntry {
@@ -853,9 +858,26 @@ impl Conductor {
         if let Some(r) = self.check_link(&rec, &wf, &hid, Utc::now(), Some(req)) {
             return Ok(r);
         }
+        self.apply_link(&rec, &wf, &hid, req, lock)
+    }
+
+    /// Applies a checked link's decision under the workflow's `lock` (taken by the caller, dropped
+    /// here before the journal is written): the decision goes through the intent `held-{hid}` the
+    /// operator's approve and reject write, with the link's `channel` and `approver`, so a process
+    /// killed between the decision and its entry is journaled once, by the next supervisor pass.
+    fn apply_link(
+        &self,
+        rec: &LinkRecord,
+        wf: &WorkflowId,
+        hid: &HandoffId,
+        req: &RedeemRequest,
+        lock: FileLock,
+    ) -> Result<Receipt> {
+        let root = self.root();
         let channel = req.channel.unwrap_or(Channel::Http);
-        let by = match &req.approver {
-            Some(a) => format!("{} via {channel} link", crate::journal::clean_actor(a)),
+        let approver = req.approver.as_deref().map(crate::journal::clean_actor);
+        let by = match &approver {
+            Some(a) => format!("{a} via {channel} link"),
             None => format!("operator via {channel} link"),
         };
         let mut raise_act = None;
@@ -863,7 +885,7 @@ impl Conductor {
             && rec.budgets_sha256.is_some()
             && let Some(to) = req.raise
         {
-            let (_, act, _) = self.raise_budget_locked(&hid, &wf, to, &by)?;
+            let (_, act, _) = self.raise_budget_locked(hid, wf, to, &by)?;
             raise_act = Some(act);
         }
         let reason = req
@@ -872,7 +894,29 @@ impl Conductor {
             .filter(|r| !r.trim().is_empty())
             .unwrap_or_else(|| format!("rejected through a {channel} link"));
         let reject = (rec.decision == LinkDecision::Reject).then_some(reason.as_str());
-        let result = self.decide_held_locked(&wf, &hid, reject, Actor::God(by.clone()), None)?;
+        let (action, outcome) = match reject {
+            None => (Verb::Approve, "approved"),
+            Some(_) => (Verb::Reject, "rejected"),
+        };
+        let intent = self.intend(
+            &format!("held-{hid}"),
+            &Act::new(action.clone(), outcome)
+                .workflow(wf.as_str())
+                .handoff(hid.as_str())
+                .reason(reject)
+                .target(Target::Channel, Some(channel.as_str()))
+                .target(Target::Approver, approver.as_ref()),
+            super::intents::Check::Held {
+                handoff_id: hid.to_string(),
+            },
+        );
+        let result = match self.decide_held_locked(wf, hid, reject, Actor::God(by.clone()), None) {
+            Ok(r) => r,
+            Err(e) => {
+                self.drop_intent(intent);
+                return Err(e);
+            }
+        };
         let ended = Ended {
             how: "used".into(),
             at: format_ts(Utc::now()),
@@ -884,7 +928,7 @@ impl Conductor {
         r.ended = Some(ended.clone());
         write_json(root, &record_path(root, &r.token_sha256), &r)?;
         self.end_links_locked(
-            &wf,
+            wf,
             Some(hid.as_str()),
             &Ended {
                 how: "superseded".into(),
@@ -895,17 +939,10 @@ impl Conductor {
         if let Some(act) = raise_act {
             self.journal(&act);
         }
-        let action = if reject.is_some() {
-            Verb::Reject
-        } else {
-            Verb::Approve
-        };
-        let mut act = super::journaled::approval_act(action, &result, reject, false)
-            .target(Target::Channel, Some(channel.as_str()));
-        if let Some(a) = &req.approver {
-            act = act.target(Target::Approver, Some(&crate::journal::clean_actor(a)));
-        }
-        self.journal(&act);
+        let act = super::journaled::approval_act(action, &result, reject, false)
+            .target(Target::Channel, Some(channel.as_str()))
+            .target(Target::Approver, approver.as_ref());
+        self.journal_intent(intent, act);
         if reject.is_some() {
             self.retire_dead_of_finished(result.workflow_id.as_str());
         }

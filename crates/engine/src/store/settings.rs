@@ -22,6 +22,8 @@ pub(crate) const DEFAULT_MAX_DELIVERIES: u32 = 3;
 pub(crate) const MAX_MAX_DELIVERIES: u32 = 1000;
 /// Largest `conductor/config.yaml` read.
 pub(crate) const MAX_CONFIG_BYTES: u64 = 64 * 1024;
+/// Longest `approvals.ttl` accepted (the approval links' own ceiling, 7 days).
+const MAX_LINK_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 /// Longest lock timeout accepted (a longer wait is a hang, not a timeout).
 pub(crate) const MAX_LOCK_TIMEOUT: Duration = Duration::from_secs(3600);
 
@@ -36,7 +38,8 @@ pub(crate) const ACK_WAIT_ENV: &str = "PANTHEON_ACK_WAIT";
 pub(crate) const MAX_DELIVERIES_ENV: &str = "PANTHEON_MAX_DELIVERIES";
 
 /// The keys `conductor/config.yaml` may hold.
-pub(crate) const CONFIG_KEYS: [&str; 8] = [
+pub(crate) const CONFIG_KEYS: [&str; 9] = [
+    "approvals",
     "stale_after",
     "lock_timeout",
     "ack_wait",
@@ -111,6 +114,9 @@ pub struct Settings {
     pub check: Option<Value>,
     /// The `history:` mapping (recording and retention, docs/HISTORY.md).
     pub history: HistorySettings,
+    /// `approvals: {ttl: DURATION}`: how long an approval link lives unless told otherwise (`None`:
+    /// the built-in 15 minutes); more than 0 s and at most 7 days.
+    pub link_ttl: Option<Duration>,
     /// The `cost:` mapping: prices, god and day budgets, the warning share (read and checked by
     /// `cost::CostConfig`, docs/BUDGETS.md; its warnings are not in `warnings`).
     pub cost: Option<Value>,
@@ -131,6 +137,7 @@ impl Default for Settings {
             max_deliveries: DEFAULT_MAX_DELIVERIES,
             check: None,
             history: HistorySettings::default(),
+            link_ttl: None,
             cost: None,
             warnings: Vec::new(),
             config_error: None,
@@ -198,12 +205,36 @@ impl Settings {
             "bridge" => {}
             "check" => self.check = Some(v.clone()),
             "history" => self.apply_history(source, v),
+            "approvals" => self.apply_approvals(source, v),
             // Read and checked by `cost::CostConfig`; `pantheon validate` reports its warnings.
             "cost" => self.cost = Some(v.clone()),
             other => self.warnings.push(format!(
                 "{source}: unknown key {other:?} ignored (known: {})",
                 CONFIG_KEYS.join(", ")
             )),
+        }
+    }
+
+    /// Applies the `approvals:` mapping (`ttl`); a bad value is a warning and keeps the default.
+    fn apply_approvals(&mut self, source: &str, v: &Value) {
+        let Some(m) = v.as_object() else {
+            self.warnings.push(format!(
+                "{source}: approvals {v} is not a mapping (ttl); the default is kept"
+            ));
+            return;
+        };
+        for (k, v) in m {
+            match k.as_str() {
+                "ttl" => match duration_of(v).filter(|d| !d.is_zero() && *d <= MAX_LINK_TTL) {
+                    Some(d) => self.link_ttl = Some(d),
+                    None => self.warnings.push(format!(
+                        "{source}: approvals.ttl {v} is not a duration from 1s to 7d; the default (15m) is kept"
+                    )),
+                },
+                other => self.warnings.push(format!(
+                    "{source}: unknown key approvals.{other} ignored (known: ttl)"
+                )),
+            }
         }
     }
 
@@ -404,6 +435,22 @@ mod tests {
         let mut t = Settings::default();
         t.apply_config("cfg", &serde_json::json!(["a"]));
         assert_eq!(t.warnings.len(), 1);
+    }
+
+    #[test]
+    fn the_approvals_ttl_with_its_bounds() {
+        let mut s = Settings::default();
+        s.apply_config("c", &serde_json::json!({"approvals": {"ttl": "30m"}}));
+        assert_eq!(s.link_ttl, Some(Duration::from_secs(1800)));
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+        let mut t = Settings::default();
+        t.apply_config(
+            "c",
+            &serde_json::json!({"approvals": {"ttl": "8d", "x": 1}}),
+        );
+        assert_eq!(t.link_ttl, None);
+        assert_eq!(t.warnings.len(), 2, "{:?}", t.warnings);
+        assert!(t.warnings[0].contains("approvals.ttl"), "{:?}", t.warnings);
     }
 
     #[test]

@@ -547,8 +547,39 @@ impl Conductor {
             act.targets = f.targets.clone();
             act
         });
+        if let Check::Held { handoff_id } = &f.check {
+            self.link_targets(f, handoff_id, &mut act);
+        }
         act.set_target(Target::Intent, json!(f.key));
         act
+    }
+
+    /// The `channel` and `approver` of a decision an approval link made, from its intent, kept only
+    /// when the state's record of the decision says the same (`by` is `{approver} via {channel}
+    /// link`): an intent is read as hostile input.
+    fn link_targets(&self, f: &IntentFile, handoff_id: &str, act: &mut Act) {
+        let Some(channel) = target(f, Target::Channel.as_str())
+            .and_then(crate::conductor::approvals::Channel::parse)
+        else {
+            return;
+        };
+        let by = self.state_of_handoff(handoff_id).and_then(|st| {
+            crate::conductor::ack::approvals(&st)
+                .into_iter()
+                .rev()
+                .find(|a| a.get("handoff_id").and_then(Value::as_str) == Some(handoff_id))
+                .and_then(|a| a.get("by").and_then(Value::as_str).map(str::to_owned))
+        });
+        let Some(by) = by else {
+            return;
+        };
+        let Some(who) = by.strip_suffix(&format!(" via {channel} link")) else {
+            return;
+        };
+        act.set_target(Target::Channel, json!(channel.as_str()));
+        if let Some(a) = target(f, Target::Approver.as_str()).filter(|a| *a == who) {
+            act.set_target(Target::Approver, json!(a));
+        }
     }
 }
 

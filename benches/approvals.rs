@@ -1,0 +1,201 @@
+//! Approval links (docs/PROTOCOL.md §2.15): the tap to the dispatch in the god's inbox, beside the
+//! operator's own approve measured in the same run. Prints `BENCH {json}` lines
+//! (scripts/bench-report.sh collects them).
+//!
+//! - `approval_link_http_tap_p50` / `_p99`: a `POST /a/TOKEN` (the page's form) on the real
+//!   listener (`pantheon::approvals::routes` on the one HTTP stack, loopback), from the request sent
+//!   to the answer read; the answer is written after the dispatch is in the god's inbox, which is
+//!   checked after each tap. Goal: p99 < 50 ms. Baseline: `Conductor::approve` (what `pantheon
+//!   approve HOF` calls), in process, on the same kind of held item.
+//! - `approval_link_relayed_redeem_p99`: the redeem a NATS message or a dropped file goes through
+//!   (`pantheon::approvals::redeem_relayed`), in process, without the transport.
+//!
+//! `cargo bench --bench approvals` (`APPROVALS_BENCH_N`, default 300 taps of each kind).
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use pantheon::engine::{
+    Actor, ApprovalChannel, Conductor, HandoffId, LinkKey, LinkRequest, Origin, Root,
+};
+use serde_json::json;
+
+fn bench(
+    name: &str,
+    goal: &str,
+    median: f64,
+    baseline: Option<(f64, &str)>,
+    met: bool,
+    note: &str,
+) {
+    println!(
+        "BENCH {}",
+        json!({"name": name, "issue": 46, "goal": goal, "median": (median * 1000.0).round() / 1000.0,
+            "unit": "ms", "baseline": baseline.map(|b| (b.0 * 1000.0).round() / 1000.0),
+            "baseline_name": baseline.map(|b| b.1),
+            "ratio": baseline.map(|b| if b.0 == 0.0 { f64::NAN } else { (median / b.0 * 1000.0).round() / 1000.0 }),
+            "met": met, "note": note})
+    );
+    std::io::stdout().flush().unwrap();
+}
+
+const GATE: &str = "workflow:\n  id: gate\n  steps:\n    - {id: plan, god: thoth}\n    - {id: build, god: hephaestus, approval_required: true}\n";
+
+fn root(dir: &Path, key: &LinkKey) -> Conductor {
+    let c = Conductor::new(Root::at(dir));
+    c.init().unwrap();
+    std::fs::write(dir.join("conductor/workflows/gate.yaml"), GATE).unwrap();
+    for e in std::fs::read_dir(dir.join("conductor/rules")).unwrap() {
+        std::fs::remove_file(e.unwrap().path()).unwrap();
+    }
+    Conductor::new(Root::at(dir))
+        .with_origin(Origin::new(None, "bench"))
+        .with_link_key(key.clone())
+}
+
+/// Holds a fresh dispatch (the gate's build step); its handoff id.
+fn hold(c: &Conductor, tag: &str, i: usize) -> HandoffId {
+    let hid = format!("hof_20261206_{tag}{i:05}");
+    c.submit_handoff(
+        &json!({"handoff_id": hid, "workflow_id": format!("wf_{tag}_{i}"),
+        "from_god": "thoth", "to_god": "hephaestus", "step": "plan",
+        "routing": {"workflow_definition": "gate"},
+        "context": {"summary": "pay the supplier", "decisions": [], "artifacts": []}}),
+    )
+    .unwrap();
+    HandoffId::parse(&hid).unwrap()
+}
+
+fn mint(c: &Conductor, hid: &HandoffId) -> pantheon::engine::MintedLink {
+    c.mint_link(&LinkRequest {
+        handoff_id: hid.clone(),
+        ttl: Duration::from_secs(900),
+        channel: ApprovalChannel::Cli,
+    })
+    .unwrap()
+}
+
+fn percentile(v: &mut [f64], q: f64) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[((v.len() as f64 - 1.0) * q).round() as usize]
+}
+
+/// One form POST over a fresh connection; the status code.
+fn post(addr: std::net::SocketAddr, path: &str, form: &str) -> u16 {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_nodelay(true).unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{form}",
+        form.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    answer
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+fn main() {
+    let n: usize = std::env::var("APPROVALS_BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let key = LinkKey::generate();
+    let dir = tempfile::tempdir().unwrap();
+    let c = root(dir.path(), &key);
+    let inbox = |hid: &HandoffId| {
+        dir.path()
+            .join(format!("conductor/pending/hephaestus/{hid}.json"))
+    };
+    // Baseline: the operator's approve, in process.
+    let mut base = Vec::with_capacity(n);
+    for i in 0..n {
+        let hid = hold(&c, "ba", i);
+        let t = Instant::now();
+        c.approve(&hid, Actor::Operator).unwrap();
+        base.push(t.elapsed().as_secs_f64() * 1000.0);
+        assert!(inbox(&hid).exists());
+    }
+    // The listener.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let server = pantheon::http::Server::start(
+        "approvals-bench",
+        listener,
+        pantheon::approvals::routes(
+            Root::at(dir.path()),
+            pantheon::approvals::Approver::Link,
+            key.clone(),
+        ),
+        pantheon::http::Limits::default(),
+    )
+    .unwrap();
+    let addr = server.local_addr();
+    let mut taps = Vec::with_capacity(n);
+    for i in 0..n {
+        let hid = hold(&c, "ht", i);
+        let m = mint(&c, &hid);
+        let form = format!("handoff={hid}&digest={}", m.content_sha256);
+        let t = Instant::now();
+        let code = post(addr, &format!("/a/{}", m.approve_token), &form);
+        taps.push(t.elapsed().as_secs_f64() * 1000.0);
+        assert_eq!(code, 200);
+        assert!(inbox(&hid).exists());
+    }
+    server.shutdown();
+    // The relayed redeem (NATS, file drop) without its transport.
+    let mut relayed = Vec::with_capacity(n);
+    for i in 0..n {
+        let hid = hold(&c, "re", i);
+        let m = mint(&c, &hid);
+        let fields = [("token".to_owned(), m.approve_token.clone())]
+            .into_iter()
+            .collect();
+        let t = Instant::now();
+        let r = pantheon::approvals::redeem_relayed(
+            &Root::at(dir.path()),
+            &key,
+            ApprovalChannel::Nats,
+            &fields,
+            None,
+        )
+        .unwrap();
+        relayed.push(t.elapsed().as_secs_f64() * 1000.0);
+        assert!(r.applied(), "{r:?}");
+    }
+    let (b50, b99) = (percentile(&mut base, 0.5), percentile(&mut base, 0.99));
+    let (h50, h99) = (percentile(&mut taps, 0.5), percentile(&mut taps, 0.99));
+    let (r50, r99) = (
+        percentile(&mut relayed, 0.5),
+        percentile(&mut relayed, 0.99),
+    );
+    let note = format!("{n} taps each; a fresh held item per tap on one root");
+    bench(
+        "approval_link_http_tap_p50",
+        "-",
+        h50,
+        Some((b50, "Conductor::approve p50")),
+        true,
+        &note,
+    );
+    bench(
+        "approval_link_http_tap_p99",
+        "< 50 ms",
+        h99,
+        Some((b99, "Conductor::approve p99")),
+        h99 < 50.0,
+        &note,
+    );
+    bench(
+        "approval_link_relayed_redeem_p99",
+        "-",
+        r99,
+        Some((b99, "Conductor::approve p99")),
+        true,
+        &format!("{note}; p50 {r50:.3} ms"),
+    );
+}
