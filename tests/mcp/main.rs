@@ -15,6 +15,7 @@ mod foreign;
 mod http;
 mod inspector;
 mod listing;
+mod operator;
 mod remote;
 mod schemas;
 #[path = "../common/setup.rs"]
