@@ -18,6 +18,7 @@ mod listing;
 mod operator;
 mod remote;
 mod schemas;
+mod sessions;
 #[path = "../common/setup.rs"]
 mod setup;
 mod stdio;
