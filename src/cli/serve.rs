@@ -84,6 +84,15 @@ pub struct ServeArgs {
     /// With --mcp: the PEM private key of --tls-cert.
     #[arg(long, value_name = "FILE", requires_all = ["mcp", "tls_cert"])]
     pub tls_key: Option<PathBuf>,
+    /// With --mcp: the most MCP sessions (clients of the `initialize` handshake) alive at once;
+    /// past it a new session is answered 503 (docs/MCP.md, "Sessions").
+    #[arg(long, value_name = "N", requires = "mcp", value_parser = crate::mcp::http::parse_max_sessions,
+          default_value_t = crate::mcp::http::DEFAULT_MAX_SESSIONS)]
+    pub max_sessions: usize,
+    /// With --mcp: close an MCP session idle this long (no request, no answer): 30s, 15m, 2h.
+    /// Default 15m, longer than the longest call.
+    #[arg(long, value_name = "DURATION", requires = "mcp", value_parser = crate::mcp::http::parse_session_idle)]
+    pub session_idle: Option<std::time::Duration>,
 }
 
 /// `--otlp URL`, parsed by clap: a URL it cannot take is bad usage (exit 2).
@@ -399,6 +408,12 @@ fn start_mcp(
     let options = crate::mcp::http::HttpOptions {
         credentials: args.credentials.clone(),
         tls: crate::http::TlsFiles::from_flags(args.tls_cert.as_deref(), args.tls_key.as_deref()),
+        sessions: crate::mcp::http::SessionLimits {
+            max: args.max_sessions,
+            idle: args
+                .session_idle
+                .unwrap_or(crate::mcp::http::DEFAULT_SESSION_IDLE),
+        },
     };
     let endpoint = crate::mcp::http::start(root, listener, &options)?;
     let addr = endpoint.server.local_addr();

@@ -110,6 +110,32 @@ pub struct AbortWorkflow {
     pub by: Option<String>,
 }
 
+/// `approve_dispatch`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApproveDispatch {
+    /// The held dispatch's `handoff_id` (`list_pending` lists them under `awaiting_approval`).
+    pub handoff_id: String,
+    /// `true`: refuse it instead (archived as rejected, the workflow `failed`); needs `reason`.
+    /// Default `false` (release it into its god's inbox).
+    #[serde(default)]
+    pub reject: bool,
+    /// Why it is refused (required with `reject: true`; recorded in the state and the journal).
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// `requeue_dead_letter`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequeueDeadLetter {
+    /// The dead letter's `handoff_id` (`pantheon dead` lists them).
+    pub handoff_id: String,
+    /// Deliver it to this god instead of the one it died with (a god with an inbox).
+    #[serde(default)]
+    pub to: Option<String>,
+}
+
 /// `cleanup`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

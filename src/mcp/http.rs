@@ -47,11 +47,60 @@ pub fn limits() -> crate::http::Limits {
     }
 }
 
+/// How many sessions may live at once unless `--max-sessions` says otherwise.
+pub const DEFAULT_MAX_SESSIONS: usize = 512;
+
+/// How long a session may stay idle (no request, no answer) unless `--session-idle` says
+/// otherwise: longer than the longest request ([`limits`]), so a session waiting out a long call is
+/// never taken for an idle one.
+pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(15 * 60);
+
+/// The bounds on the sessions of the handshake era (`initialize`): how many live at once, and how
+/// long one lives without a request or an answer before it is closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionLimits {
+    /// The most live sessions; past it an `initialize` is answered `503` (other requests go on).
+    pub max: usize,
+    /// A session idle this long is closed (its id then answers `404`, and a client starts anew).
+    pub idle: Duration,
+}
+
+impl Default for SessionLimits {
+    fn default() -> Self {
+        Self {
+            max: DEFAULT_MAX_SESSIONS,
+            idle: DEFAULT_SESSION_IDLE,
+        }
+    }
+}
+
+/// `--session-idle DURATION`, parsed by clap: `30s`, `15m`, `2h`; at least a second.
+pub fn parse_session_idle(s: &str) -> Result<Duration, crate::engine::Refusal> {
+    match crate::engine::time::parse_duration(s) {
+        Some(d) if d >= Duration::from_secs(1) => Ok(d),
+        Some(_) => Err("a session may idle at least 1s".into()),
+        None => Err("expected a duration such as 30s, 15m or 2h".into()),
+    }
+}
+
+/// `--max-sessions N`, parsed by clap: at least 1.
+pub fn parse_max_sessions(s: &str) -> Result<usize, crate::engine::Refusal> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err("expected a number of sessions, at least 1".into()),
+    }
+}
+
 /// The routes of the MCP endpoint for `root`: `/mcp` (POST, GET, DELETE as the transport says),
 /// behind the credential check when `credentials` is given. `public`: the listener is not on
 /// loopback, so the `Host` header is not limited to loopback names (a credential, not the host
-/// name, is then what keeps others out).
-pub fn routes(root: Root, credentials: Option<Arc<Credentials>>, public: bool) -> Router {
+/// name, is then what keeps others out). Sessions are bounded by `sessions`.
+pub fn routes(
+    root: Root,
+    credentials: Option<Arc<Credentials>>,
+    public: bool,
+    sessions: SessionLimits,
+) -> Router {
     let mut config = StreamableHttpServerConfig::default()
         .with_json_response(true)
         .with_sse_keep_alive(Some(SSE_KEEP_ALIVE));
@@ -59,17 +108,109 @@ pub fn routes(root: Root, credentials: Option<Arc<Credentials>>, public: bool) -
         config = config.disable_allowed_hosts();
     }
     let server = ConductorServer::new(root);
-    let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
-    let router = Router::new().nest_service(PATH, service);
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(sessions.idle);
+    let manager = Arc::new(manager);
+    let service = StreamableHttpService::new(move || Ok(server.clone()), manager.clone(), config);
+    let cap = SessionCap {
+        manager,
+        limits: sessions,
+    };
+    // The credential check is the outer layer: a stranger learns nothing, not even that the
+    // server is full.
+    let router = Router::new()
+        .nest_service(PATH, service)
+        .layer(axum::middleware::from_fn_with_state(cap, cap_sessions));
     match credentials {
         Some(c) => router.layer(axum::middleware::from_fn_with_state(c, authenticate)),
         None => router,
     }
 }
+
+/// What [`cap_sessions`] counts and bounds.
+#[derive(Clone)]
+struct SessionCap {
+    manager: Arc<LocalSessionManager>,
+    limits: SessionLimits,
+}
+
+/// The most bytes of a request body read to tell whether it opens a session (only when the
+/// server is full; the stack's body limit bounds it anyway).
+const MAX_PEEK_BYTES: usize = 1024 * 1024;
+
+/// Refuses an `initialize` (a `POST` without `Mcp-Session-Id` whose body is that request) while
+/// the live sessions are at their limit: `503` with `Retry-After` and the reason as a JSON-RPC
+/// error. Everything else passes untouched; the body is only read when the server is full.
+async fn cap_sessions(State(cap): State<SessionCap>, req: Request, next: Next) -> Response {
+    if req.method() != axum::http::Method::POST || req.headers().contains_key("mcp-session-id") {
+        return next.run(req).await;
+    }
+    let live = cap.manager.sessions.read().await.len();
+    if live < cap.limits.max {
+        return next.run(req).await;
+    }
+    let (parts, body) = req.into_parts();
+    let bytes = match axum::body::to_bytes(body, MAX_PEEK_BYTES).await {
+        Ok(b) => b,
+        Err(_) => {
+            return (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "error: the request body is too large\n",
+            )
+                .into_response();
+        }
+    };
+    #[derive(serde::Deserialize)]
+    struct Head {
+        method: Option<String>,
+        id: Option<serde_json::Value>,
+    }
+    let head: Option<Head> = serde_json::from_slice(&bytes).ok();
+    match head {
+        Some(Head {
+            method: Some(m),
+            id,
+        }) if m == "initialize" => {
+            tracing::warn!(
+                live,
+                max = cap.limits.max,
+                "a new session refused: the server is full"
+            );
+            full(&cap.limits, id)
+        }
+        _ => {
+            next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+                .await
+        }
+    }
+}
+
+/// `503` for a session over the limit, saying what the limit is and what frees a place.
+fn full(limits: &SessionLimits, id: Option<serde_json::Value>) -> Response {
+    let message = format!(
+        "error: this server holds {0} sessions, its limit (--max-sessions {0}); a session is freed \
+         when its client ends it (DELETE /mcp) or after {1} s idle; try again later",
+        limits.max,
+        limits.idle.as_secs()
+    );
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": SERVER_FULL_CODE, "message": message},
+    });
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        [
+            (header::RETRY_AFTER, "30"),
+            (header::CONTENT_TYPE, "application/json"),
+        ],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// The JSON-RPC error code of an `initialize` refused because the server holds its most sessions.
+pub const SERVER_FULL_CODE: i64 = -32002;
 
 /// Every request: its bearer token must be a credential of the file; its principal rides in the
 /// request's extensions to the tools. Otherwise `401` with `WWW-Authenticate: Bearer`.
@@ -133,6 +274,8 @@ pub struct HttpOptions {
     pub credentials: Option<std::path::PathBuf>,
     /// `--tls-cert FILE` and `--tls-key FILE`.
     pub tls: Option<crate::http::TlsFiles>,
+    /// `--max-sessions N` and `--session-idle DURATION`.
+    pub sessions: SessionLimits,
 }
 
 /// A running MCP endpoint and where it listens.
@@ -164,7 +307,7 @@ pub fn start(
     let addr: SocketAddr = listener.local_addr()?;
     let public = !addr.ip().is_loopback();
     let authenticated = credentials.is_some();
-    let app = routes(root.clone(), credentials, public);
+    let app = routes(root.clone(), credentials, public, options.sessions);
     let scheme = if tls.is_some() { "https" } else { "http" };
     let server = crate::http::Server::start_with(crate::http::Start {
         name: "mcp-http",

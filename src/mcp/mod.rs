@@ -42,6 +42,15 @@ pub struct McpArgs {
     /// With --http: the PEM private key of --tls-cert.
     #[arg(long, value_name = "FILE", requires_all = ["http", "tls_cert"])]
     pub tls_key: Option<std::path::PathBuf>,
+    /// With --http: the most sessions (clients of the `initialize` handshake) alive at once; past
+    /// it a new session is answered 503 (docs/MCP.md, "Sessions").
+    #[arg(long, value_name = "N", requires = "http", value_parser = http::parse_max_sessions,
+          default_value_t = http::DEFAULT_MAX_SESSIONS)]
+    pub max_sessions: usize,
+    /// With --http: close a session idle this long (no request, no answer): 30s, 15m, 2h.
+    /// Default 15m, longer than the longest call.
+    #[arg(long, value_name = "DURATION", requires = "http", value_parser = http::parse_session_idle)]
+    pub session_idle: Option<std::time::Duration>,
     /// On stdio: act as god GOD only, with a god's rights (submit as itself, ack its own
     /// dispatches, post and lock as itself, read its own inbox). Unbound without it.
     #[arg(long = "as", value_name = "GOD", conflicts_with = "http")]
@@ -74,6 +83,10 @@ fn serve_http(root: Root, addr: std::net::SocketAddr, args: &McpArgs) -> anyhow:
     let options = http::HttpOptions {
         credentials: args.credentials.clone(),
         tls: crate::http::TlsFiles::from_flags(args.tls_cert.as_deref(), args.tls_key.as_deref()),
+        sessions: http::SessionLimits {
+            max: args.max_sessions,
+            idle: args.session_idle.unwrap_or(http::DEFAULT_SESSION_IDLE),
+        },
     };
     let endpoint = http::start(&root, listener, &options)?;
     let local = endpoint.server.local_addr();

@@ -370,6 +370,39 @@ pub fn abort_workflow() -> Arc<JsonObject> {
     ))
 }
 
+pub fn approve_dispatch() -> Arc<JsonObject> {
+    tool_schema(object(
+        &[
+            ("status", string()),
+            ("handoff_id", string()),
+            ("workflow_id", string()),
+            ("target_god", string()),
+            ("target_step", string()),
+            ("state_status", string()),
+            ("dispatch_path", string()),
+            ("by", string()),
+            ("duplicate", boolean()),
+        ],
+        // An approval that leaves a budget reached says which, and that the next dispatch will be
+        // held again.
+        &[("budgets_reached", array(any_object())), ("note", string())],
+    ))
+}
+
+pub fn requeue_dead_letter() -> Arc<JsonObject> {
+    tool_schema(object(
+        &[
+            ("status", string()),
+            ("handoff_id", string()),
+            ("workflow_id", string()),
+            ("to_god", string()),
+            ("dispatch_path", string()),
+            ("ack_deadline", string_or_null()),
+        ],
+        &[],
+    ))
+}
+
 pub fn cleanup() -> Arc<JsonObject> {
     tool_schema(object(
         &[

@@ -4,7 +4,9 @@
 //!
 //! A god acts only as itself: it submits handoffs `from_god` itself, posts as `source` itself,
 //! locks and heartbeats as its own worker (`worker_id` its name, or its name and `-…`), reads its
-//! own inbox (and those its credential's `inboxes` name), and aborts as itself. Acks are checked by
+//! own inbox (and those its credential's `inboxes` name), and aborts as itself. Approving a held
+//! dispatch and requeueing a dead letter are an operator's alone: a god is refused them even when
+//! its line lists the right. Acks are checked by
 //! the engine under the workflow's lock: a god's ack goes in as `Actor::God(name)`, which the
 //! Conductor refuses for a dispatch addressed to another god.
 
@@ -22,9 +24,15 @@ pub fn right_of(tool: &str) -> Option<Right> {
         | "board_vote" | "board_advance" | "board_resolve" => Right::Post,
         "acquire_lock" | "release_lock" | "update_worker_status" => Right::Lock,
         "abort_workflow" | "cleanup" => Right::Abort,
+        "approve_dispatch" => Right::Approve,
+        "requeue_dead_letter" => Right::Requeue,
         _ => return None,
     })
 }
+
+/// The rights only an operator exercises, whatever a god's line says: deciding a held dispatch and
+/// requeueing a dead letter are a person's acts, never an agent's.
+const OPERATOR_ONLY: [Right; 2] = [Right::Approve, Right::Requeue];
 
 /// Why `principal` may not call `tool` with `args`, or `None` when it may.
 pub fn refusal(
@@ -34,6 +42,12 @@ pub fn refusal(
 ) -> Option<String> {
     let right = right_of(tool)?;
     let who = format!("{} {}", principal.kind, principal.name);
+    if OPERATOR_ONLY.contains(&right) && principal.kind != Kind::Operator {
+        return Some(format!(
+            "refused: {tool} needs the right `{right}`, which only an operator's credential grants, \
+             and {who} is not an operator; ask an operator (`pantheon credentials add NAME --operator`)"
+        ));
+    }
     if !principal.may(right) {
         return Some(format!(
             "refused: {tool} needs the right `{right}`, which the credential of {who} does not grant \
@@ -155,6 +169,26 @@ mod tests {
         assert!(e.contains("needs the right `abort`"), "{e}");
         assert_eq!(ok("list_pending", json!({})), None);
         assert_eq!(ok("wait_for_event", json!({})), None);
+        let e = ok("approve_dispatch", json!({"handoff_id": "hof_x"})).unwrap();
+        assert!(e.contains("needs the right `approve`"), "{e}");
+        let e = ok("requeue_dead_letter", json!({"handoff_id": "hof_x"})).unwrap();
+        assert!(e.contains("needs the right `requeue`"), "{e}");
+    }
+
+    #[test]
+    fn a_god_is_refused_the_operator_acts_even_when_its_line_lists_them() {
+        let mut hermes = Principal::god("hermes").unwrap();
+        hermes.rights.extend([Right::Approve, Right::Requeue]);
+        for (tool, right) in [
+            ("approve_dispatch", "approve"),
+            ("requeue_dead_letter", "requeue"),
+        ] {
+            let e = refusal(&hermes, tool, Some(&args(json!({"handoff_id": "hof_x"})))).unwrap();
+            assert!(
+                e.contains(&format!("`{right}`")) && e.contains("only an operator"),
+                "{e}"
+            );
+        }
     }
 
     #[test]
@@ -165,6 +199,11 @@ mod tests {
         let ok = |tool: &str, a: Value| refusal(&alice, tool, Some(&args(a)));
         assert_eq!(ok("check_inbox", json!({"god_name": "athena"})), None);
         assert_eq!(ok("abort_workflow", json!({"by": "someone"})), None);
+        assert_eq!(ok("approve_dispatch", json!({"handoff_id": "hof_x"})), None);
+        assert_eq!(
+            ok("requeue_dead_letter", json!({"handoff_id": "hof_x"})),
+            None
+        );
         let e = ok("submit_handoff", json!({"handoff": {"from_god": "alice"}})).unwrap();
         assert!(
             e.contains("needs the right `submit`") && e.contains("operator alice"),

@@ -2,8 +2,9 @@
 //!
 //! Each tool deserialises its arguments (see [`super::args`]), calls the engine on the blocking
 //! pool and returns the engine's result unchanged. There is no protocol logic here: validation,
-//! locking, routing and every refusal come from the engine, exactly as for the CLI. Operator-only
-//! acts (approving a held dispatch, force-releasing a lock) are deliberately not offered.
+//! locking, routing and every refusal come from the engine, exactly as for the CLI. The operator's
+//! acts offered (`approve_dispatch`, `requeue_dead_letter`, `abort_workflow`) need an operator's
+//! credential when the server is bound ([`super::rights`]); force-releasing a lock is not offered.
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::tool::ToolCallContext;
@@ -41,7 +42,9 @@ pub struct ConductorServer {
     pub(super) root: Root,
     /// Shared by every call: it caches the compiled handoff schema.
     pub(super) conductor: Arc<Conductor>,
-    tool_router: ToolRouter<Self>,
+    /// Shared, not copied: the HTTP transport takes a server per request (twice for a call), and a
+    /// router is a map of every tool.
+    tool_router: Arc<ToolRouter<Self>>,
     checks: ArgumentChecks,
     /// Who this server acts for: `mcp --as GOD`, or the principal of an HTTP request's credential
     /// (a server of its own per principal, [`ConductorServer::for_principal`]). `None`: unbound.
@@ -68,7 +71,7 @@ impl ConductorServer {
                 Conductor::new(root.clone()).with_origin(crate::actor::origin(None, "mcp")),
             ),
             root,
-            tool_router,
+            tool_router: Arc::new(tool_router),
             checks,
             principal: None,
             bound: Arc::default(),

@@ -163,6 +163,43 @@ fn refusals() -> Vec<(Value, Expect)> {
             call("cleanup", json!({"workflow_id": "wf_nowhere"})),
             Bad(&["wf_nowhere"]),
         ),
+        // The operator's acts (an unbound server acts as the operator, as the CLI does).
+        (
+            call("approve_dispatch", json!({"handoff_id": 7})),
+            Bad(&["/handoff_id"]),
+        ),
+        (
+            call(
+                "approve_dispatch",
+                json!({"handoff_id": handoff_id(0xbeef)}),
+            ),
+            Bad(&["hof_20260614_00beef"]),
+        ),
+        (
+            call(
+                "approve_dispatch",
+                json!({"handoff_id": handoff_id(0xbeef), "reject": true}),
+            ),
+            Bad(&["reason"]),
+        ),
+        (
+            call("requeue_dead_letter", json!({"handoff_id": []})),
+            Bad(&["/handoff_id"]),
+        ),
+        (
+            call(
+                "requeue_dead_letter",
+                json!({"handoff_id": handoff_id(0xbeef)}),
+            ),
+            Bad(&["hof_20260614_00beef"]),
+        ),
+        (
+            call(
+                "requeue_dead_letter",
+                json!({"handoff_id": handoff_id(0xbeef), "to": "nobody"}),
+            ),
+            Bad(&["nobody", "no inbox"]),
+        ),
         // The bus.
         (
             call("post_message", json!({"track": t, "msg_type": "PROGRESS"})),
@@ -481,6 +518,34 @@ fn busy_sequence() -> Vec<(Value, Expect)> {
             Good,
         ),
         (call("cleanup", json!({"workflow_id": "wf_busy_3"})), Good),
+        // The operator's acts on the items `fresh_root` made: an approval (and its repeat), a
+        // rejection, a requeue and a requeue to another god.
+        (
+            call("approve_dispatch", json!({"handoff_id": held_id(0)})),
+            Good,
+        ),
+        (
+            call("approve_dispatch", json!({"handoff_id": held_id(0)})),
+            Good,
+        ),
+        (
+            call(
+                "approve_dispatch",
+                json!({"handoff_id": held_id(1), "reject": true, "reason": "not now"}),
+            ),
+            Good,
+        ),
+        (
+            call("requeue_dead_letter", json!({"handoff_id": dead_id(0)})),
+            Good,
+        ),
+        (
+            call(
+                "requeue_dead_letter",
+                json!({"handoff_id": dead_id(1), "to": "hephaestus"}),
+            ),
+            Good,
+        ),
         (call("cleanup", json!({"workflow_id": "wf_busy_1"})), Good),
         (call("list_rules", json!({})), Good),
         (call("list_workflows", json!({})), Good),
@@ -656,6 +721,7 @@ fn fresh_root() -> TestRoot {
     let root = TestRoot::new();
     root.write("conductor/workflows/mcp-test.yaml", TEST_WORKFLOW);
     root.init_track(TRACK);
+    root.operator_items(2);
     root
 }
 

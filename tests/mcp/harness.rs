@@ -11,10 +11,11 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 /// Every tool docs/PROTOCOL.md §5.2 lists, sorted.
-pub const ALL_TOOLS: [&str; 25] = [
+pub const ALL_TOOLS: [&str; 27] = [
     "abort_workflow",
     "ack_handoff",
     "acquire_lock",
+    "approve_dispatch",
     "board_advance",
     "board_assess",
     "board_discuss",
@@ -34,6 +35,7 @@ pub const ALL_TOOLS: [&str; 25] = [
     "post_message",
     "read_messages",
     "release_lock",
+    "requeue_dead_letter",
     "submit_handoff",
     "update_worker_status",
     "wait_for_event",
@@ -320,6 +322,89 @@ pub const TEST_WORKFLOW: &str = r#"workflow:
     - id: review
       god: marvin
 "#;
+
+/// A workflow whose `build` step waits for an operator's approval.
+const GATE_WORKFLOW: &str = r#"workflow:
+  id: gate
+  version: "1"
+  steps:
+    - id: plan
+      god: thoth
+    - id: build
+      god: ares
+      approval_required: true
+"#;
+
+/// A workflow whose `build` dispatch waits 1 s for an ack and is delivered twice at most.
+const DEAD_WORKFLOW: &str = r#"workflow:
+  id: dead-flow
+  version: "1"
+  steps:
+    - id: plan
+      god: thoth
+    - id: build
+      god: hades
+      ack_wait: 1s
+      max_deliveries: 2
+"#;
+
+/// What the operator's tools act on (see [`TestRoot::operator_items`]): held dispatches and dead
+/// letters, by handoff id.
+pub struct OperatorItems {
+    /// Dispatches held for approval (for `ares`).
+    pub held: Vec<String>,
+    /// Dead letters (of `hades`).
+    pub dead: Vec<String>,
+}
+
+/// The handoff id of the `i`th held dispatch [`TestRoot::operator_items`] makes.
+pub fn held_id(i: u32) -> String {
+    handoff_id(0xa100 + i)
+}
+
+/// The handoff id of the `i`th dead letter [`TestRoot::operator_items`] makes.
+pub fn dead_id(i: u32) -> String {
+    handoff_id(0xd100 + i)
+}
+
+impl TestRoot {
+    /// `n` dispatches held for approval and `n` dead letters, made through the engine as agents and
+    /// the supervisor make them: a submit into a step with `approval_required`, and a dispatch
+    /// nobody acks, passed twice by the supervisor's pass an hour and two hours on.
+    pub fn operator_items(&self, n: u32) -> OperatorItems {
+        self.write("conductor/workflows/gate.yaml", GATE_WORKFLOW);
+        self.write("conductor/workflows/dead-flow.yaml", DEAD_WORKFLOW);
+        let c = pantheon::engine::Conductor::new(pantheon::Root::at(self.path()));
+        let mut items = OperatorItems {
+            held: Vec::new(),
+            dead: Vec::new(),
+        };
+        for i in 0..n {
+            for (definition, id, list) in [
+                ("gate", held_id(i), &mut items.held),
+                ("dead-flow", dead_id(i), &mut items.dead),
+            ] {
+                let plan = id;
+                let mut h = handoff(
+                    &plan,
+                    &format!("wf_{}_{i}", definition.replace('-', "_")),
+                    "thoth",
+                    "x",
+                    "plan",
+                    &[],
+                );
+                h["routing"] = json!({"workflow_definition": definition});
+                let r = c.submit_handoff(&h).expect("the operator item's submit");
+                list.push(r.handoff_id.to_string());
+            }
+        }
+        let t = chrono::Utc::now();
+        c.tick(t + chrono::Duration::hours(1));
+        let report = c.tick(t + chrono::Duration::hours(2));
+        assert_eq!(report.dead_lettered.len(), n as usize, "{report:?}");
+        items
+    }
+}
 
 /// A handoff for the test workflow (see [`TEST_WORKFLOW`]).
 pub fn handoff(id: &str, wf: &str, from: &str, to: &str, step: &str, gates: &[&str]) -> Value {

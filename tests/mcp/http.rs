@@ -27,14 +27,15 @@ fn served(extra: &[&str]) -> (TestRoot, HttpServer) {
 #[test]
 fn every_tool_answers_over_http_through_both_official_clients() {
     for sdk in BOTH_SDKS {
-        let (_root, server) = served(&[]);
+        let (root, server) = served(&[]);
+        let items = root.operator_items(1);
         assert!(
             server.url.starts_with("http://127.0.0.1:"),
             "{}",
             server.url
         );
         let mut steps = vec![list_tools()];
-        steps.extend(every_tool_steps(TRACK));
+        steps.extend(every_tool_steps(TRACK, &items));
         steps.push(call("ack_handoff", json!({"ack": {"status": "accepted"}})));
         steps.push(call("check_inbox", json!({"god_name": "thoth", "nope": 1})));
         steps.push(call("no_such_tool", json!({})));

@@ -15,8 +15,10 @@ mod foreign;
 mod http;
 mod inspector;
 mod listing;
+mod operator;
 mod remote;
 mod schemas;
+mod sessions;
 #[path = "../common/setup.rs"]
 mod setup;
 mod stdio;

@@ -53,7 +53,8 @@ fn every_tool_result_fits_its_declared_output_schema() {
     let root = TestRoot::new();
     root.write("conductor/workflows/mcp-test.yaml", TEST_WORKFLOW);
     root.init_track(TRACK);
-    let steps = every_tool_steps(TRACK);
+    let items = root.operator_items(1);
+    let steps = every_tool_steps(TRACK, &items);
     let report = root.session(&steps);
     if std::env::var_os("PANTHEON_DUMP_RESULTS").is_some() {
         for (step, result) in steps.iter().zip(&report.results) {
@@ -78,8 +79,9 @@ pub fn all_fit(steps: &[Value], results: &[Value]) {
 }
 
 /// A call of every tool with arguments it accepts, in an order where each succeeds, on a root
-/// with [`TEST_WORKFLOW`] and the bus of `track`.
-pub fn every_tool_steps(track: &str) -> Vec<Value> {
+/// with [`TEST_WORKFLOW`], the bus of `track` and `items` (one held dispatch, one dead letter, for the
+/// operator's tools).
+pub fn every_tool_steps(track: &str, items: &OperatorItems) -> Vec<Value> {
     let wf = "wf_schemas_1";
     let h1 = handoff_id(0x5c1);
     let directors = ["CA", "CPO", "CSO", "COO", "CXO"];
@@ -110,6 +112,8 @@ pub fn every_tool_steps(track: &str) -> Vec<Value> {
             json!({"workflow_id": wf, "reason": "schema test", "by": "thoth"}),
         ),
         call("cleanup", json!({"workflow_id": wf, "dry_run": true})),
+        call("approve_dispatch", json!({"handoff_id": items.held[0]})),
+        call("requeue_dead_letter", json!({"handoff_id": items.dead[0]})),
         call(
             "post_message",
             json!({"track": track, "msg_type": "TASK_COMPLETE", "source": "w1",

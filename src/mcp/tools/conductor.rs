@@ -1,4 +1,5 @@
-//! The Conductor tools (docs/PROTOCOL.md §2): handoffs, inboxes, acks, state, abort and cleanup.
+//! The Conductor tools (docs/PROTOCOL.md §2): handoffs, inboxes, acks, state, abort and cleanup,
+//! and the operator's approval and requeue.
 
 use crate::engine::{Actor, Error, GodName, HandoffId, PageRequest, WorkflowId};
 use crate::mcp::args::*;
@@ -247,6 +248,98 @@ impl ConductorServer {
         let conductor = self.conductor.clone();
         blocking("cleanup", move || {
             conductor.cleanup(&WorkflowId::parse(&a.workflow_id)?, a.dry_run)
+        })
+        .await
+    }
+
+    /// An operator act: release a dispatch held for approval into its god's inbox, or with
+    /// `reject: true` (and a `reason`) refuse it (archived, the workflow `failed`). Returns
+    /// `{status: "approved"|"rejected", handoff_id, workflow_id, target_god, target_step,
+    /// state_status, dispatch_path, by, duplicate}`; deciding again is a harmless `duplicate`. An
+    /// approval that leaves a budget reached names it (`budgets_reached`, `note`): the workflow's
+    /// next dispatch will be held again. Needs the right `approve`, which only an operator's
+    /// credential holds.
+    #[tool(
+        output_schema = output::approve_dispatch(),
+        annotations(
+        title = "Approve or reject a held dispatch",
+        read_only_hint = false,
+        destructive_hint = true,
+        idempotent_hint = true,
+        open_world_hint = false
+    )
+    )]
+    async fn approve_dispatch(&self, Parameters(a): Parameters<ApproveDispatch>) -> CallToolResult {
+        let conductor = self.conductor.clone();
+        blocking("approve_dispatch", move || {
+            let hid = HandoffId::parse(&a.handoff_id)?;
+            if a.reject {
+                let reason = match a.reason.as_deref().map(str::trim) {
+                    Some(r) if !r.is_empty() => r.to_owned(),
+                    _ => {
+                        return Err(Error::refused(
+                            "reject: true needs a reason (why the dispatch is refused)",
+                        ));
+                    }
+                };
+                return serde_json::to_value(conductor.reject_held(
+                    &hid,
+                    &reason,
+                    Actor::Operator,
+                )?)
+                .map_err(|e| Error::refused(e.to_string()));
+            }
+            let reached = conductor.budgets_reached(&hid).unwrap_or_default();
+            let mut v = serde_json::to_value(conductor.approve(&hid, Actor::Operator)?)
+                .map_err(|e| Error::refused(e.to_string()))?;
+            if !reached.is_empty() {
+                v["budgets_reached"] =
+                    serde_json::to_value(&reached).map_err(|e| Error::refused(e.to_string()))?;
+                v["note"] = serde_json::json!(
+                    "approved without a raise: these budgets stay reached, so the workflow's next \
+                     dispatch will be held again (`pantheon approve --budget-usd` raises them)"
+                );
+            }
+            Ok(v)
+        })
+        .await
+    }
+
+    /// An operator act: put a dead letter (a dispatch out of deliveries) back into an inbox, its
+    /// deliveries reset, optionally to another god (`to`). Returns `{status: "requeued",
+    /// handoff_id, workflow_id, to_god, dispatch_path, ack_deadline}`. Needs the right `requeue`,
+    /// which only an operator's credential holds.
+    #[tool(
+        output_schema = output::requeue_dead_letter(),
+        annotations(
+        title = "Requeue a dead letter",
+        read_only_hint = false,
+        destructive_hint = false,
+        idempotent_hint = false,
+        open_world_hint = false
+    )
+    )]
+    async fn requeue_dead_letter(
+        &self,
+        Parameters(a): Parameters<RequeueDeadLetter>,
+    ) -> CallToolResult {
+        let conductor = self.conductor.clone();
+        blocking("requeue_dead_letter", move || {
+            let to =
+                a.to.as_deref()
+                    .map(|g| GodName::parse_as("to", g))
+                    .transpose()?;
+            if let Some(g) = &to
+                && !conductor.root().inbox_dir(g).is_dir()
+            {
+                // A typo would deliver into an inbox nobody reads: refused, with the gods there are.
+                let gods = crate::engine::known_gods(conductor.root())
+                    .unwrap_or_else(|| "none yet".to_owned());
+                return Err(Error::refused(format!(
+                    "to: {g} has no inbox in this root; gods here: {gods}"
+                )));
+            }
+            conductor.requeue(&HandoffId::parse(&a.handoff_id)?, to.as_ref())
         })
         .await
     }
