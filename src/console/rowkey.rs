@@ -38,6 +38,9 @@ pub enum RowKey {
     God(Sym),
     /// A budget in the ledger (pane 11): its scope, the name in that scope and the metric.
     Budget { scope: Sym, name: Sym, metric: Sym },
+    /// A foreign agent's cost in the ledger (pane 11): its source's `KIND:LOCATION`, its team and
+    /// its name.
+    ForeignCost { source: Sym, team: Sym, agent: Sym },
     /// A foreign source or one of its records (pane 12): the source's `KIND:LOCATION`, what the
     /// record is and its id in the source (empty for the source itself).
     Source {
@@ -87,7 +90,7 @@ impl RowKey {
             RowKey::Journal(_) => Pane::Journal,
             RowKey::DeadLetter { .. } => Pane::DeadLetters,
             RowKey::Bridge { .. } => Pane::Bridge,
-            RowKey::God(_) | RowKey::Budget { .. } => Pane::Ledger,
+            RowKey::God(_) | RowKey::Budget { .. } | RowKey::ForeignCost { .. } => Pane::Ledger,
             RowKey::Source { .. } => Pane::Sources,
         }
     }
@@ -154,6 +157,11 @@ impl fmt::Display for RowKey {
                 name,
                 metric,
             } => write!(f, "budget/{scope}/{name}/{metric}"),
+            RowKey::ForeignCost {
+                source,
+                team,
+                agent,
+            } => write!(f, "{source}/cost/{team}/{agent}"),
             RowKey::Source {
                 source,
                 record: SourceRecord::Source,

@@ -5,6 +5,7 @@
 //! - [`a2a`]: `a2a:AGENT_CARD_URL`, agents speaking A2A (JSON-RPC over HTTP): their tasks, history
 //!   and artifacts, the tasks waiting for a human as answerable attention items.
 //! - [`claude_teams`]: `claude-teams:DIR`, the teams, inboxes and tasks of Claude Code agent teams.
+//! - [`claude_usage`]: what each teammate cost, from Claude Code's session logs (`projects/`).
 //! - [`agent_mail`]: `agent-mail:ARCHIVE[,DB]`, MCP Agent Mail's archive and its SQLite, read-only.
 //! - [`hub`]: one thread per source: reads it when its files change (or on its poll), keeps the
 //!   newest state, answers an item; the console's and `serve`'s live model read the states.
@@ -19,6 +20,7 @@ use serde_json::Value;
 pub mod a2a;
 pub mod agent_mail;
 pub mod claude_teams;
+pub mod claude_usage;
 pub mod files;
 pub mod hub;
 
@@ -53,6 +55,17 @@ pub struct Snapshot {
     pub tasks: Vec<Task>,
     pub locks: Vec<Lock>,
     pub attention: Vec<Attention>,
+    /// What each agent cost, where the substrate logs usage (Claude Code's session logs).
+    pub costs: Vec<claude_usage::TeammateCost>,
+}
+
+impl Snapshot {
+    /// What agent `name` of `group` cost, when the substrate logged it.
+    pub fn cost_of(&self, group: Option<&str>, name: &str) -> Option<&claude_usage::TeammateCost> {
+        self.costs
+            .iter()
+            .find(|c| c.agent == name && group.is_none_or(|g| g == c.team))
+    }
 }
 #[derive(Debug, Clone, PartialEq)]
 pub struct Agent {

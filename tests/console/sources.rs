@@ -263,3 +263,46 @@ fn in_a_terminal_the_sources_pane_follows_a_team_another_process_writes() {
     t.keys(&["Escape"]);
     t.wait("the list of sources", |s| s.contains("12 Sources (1)"));
 }
+
+#[test]
+fn the_ledger_lists_each_teammates_cost_from_its_session_logs() {
+    let root = fixture_root();
+    let r = root.path();
+    let mut app = app_with_sources(r);
+    app.run_command("pane ledger");
+    assert_eq!(app.pane, Pane::Ledger);
+    let s = screen(&app, 200, 50, r);
+    // The corpus's logs: the poet's two replies on Opus, the lead's on Haiku (a streamed reply once).
+    for want in [
+        "haiku-poet-1 @claude-teams",
+        "team-lead @claude-teams",
+        "$0.11",
+        "22.7k",
+        "test-team · claude-teams:~/.claude (its logs)",
+    ] {
+        assert!(s.contains(want), "no {want:?} in\n{s}");
+    }
+    let poet = s
+        .lines()
+        .position(|l| l.contains("haiku-poet-1 @"))
+        .unwrap();
+    let lead = s.lines().position(|l| l.contains("team-lead @")).unwrap();
+    assert!(poet < lead, "highest cost first:\n{s}");
+    // Its detail: the tokens by kind, the models, where it comes from.
+    filter(&mut app, "haiku-poet-1");
+    app.dispatch(Action::Open);
+    let s = screen(&app, 200, 50, r);
+    for want in [
+        "output tokens 570",
+        "cache writes  2150",
+        "claude-opus-4-6",
+        "not in the root's ledger",
+    ] {
+        assert!(s.contains(want), "no {want:?} in\n{s}");
+    }
+    // In the Sources pane the god's row says it too.
+    app.run_command("pane sources");
+    app.dispatch(Action::Open);
+    let s = screen(&app, 200, 50, r);
+    assert!(s.contains("$0.11 · 22.7k tokens · 2 replies"), "{s}");
+}

@@ -22,6 +22,8 @@ use crate::console::times::when_at;
 use crate::console::views::table::Col;
 use crate::console::views::{ListHead, detail, kv, list_head, pane_table, section};
 use crate::live::snapshot::{Stamp, Sym};
+use crate::live::ledger::{tokens, usd};
+use crate::sources::claude_usage::TeammateCost;
 use crate::sources::{Agent, Attention, Health, Lock, Message, SourceState, Task, files};
 
 /// What the pane keeps of its own: the source it has open (by its `KIND:LOCATION`), if any.
@@ -134,7 +136,10 @@ impl<'a> Row<'a> {
                 format!("{} @{}", a.name, s.kind),
                 a.group.clone().unwrap_or_default(),
                 a.status.clone().unwrap_or_default(),
-                String::new(),
+                s.snapshot
+                    .cost_of(a.group.as_deref(), &a.name)
+                    .map(cost_text)
+                    .unwrap_or_default(),
             ],
             Row::Task(_, t) => [
                 "task".into(),
@@ -172,6 +177,21 @@ impl<'a> Row<'a> {
             Row::Agent(..) | Row::Task(..) => None,
         }
     }
+}
+
+/// A teammate's cost as a row says it: `$1.23 · 45.6k tokens · 12 replies`.
+fn cost_text(c: &TeammateCost) -> String {
+    let t = &c.totals;
+    let mut out = format!(
+        "{} · {} tokens · {} replies",
+        usd(t.cost_micros),
+        tokens(t.tokens()),
+        t.reports
+    );
+    if t.unpriced > 0 {
+        out.push_str(&format!(" · {} unpriced", t.unpriced));
+    }
+    out
 }
 
 fn health_word(h: &Health) -> &'static str {
@@ -396,6 +416,25 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: Row, theme: &Theme) 
             theme.base(),
             theme,
         ));
+    }
+    if let Row::Agent(src, a) = r
+        && let Some(c) = src.snapshot.cost_of(a.group.as_deref(), &a.name)
+    {
+        section(&mut l, "cost (from its session logs, priced by the shipped table)", theme);
+        let t = &c.totals;
+        l.push(kv("cost", usd(t.cost_micros), theme.base(), theme));
+        for (k, v) in [
+            ("input tokens", t.input_tokens),
+            ("output tokens", t.output_tokens),
+            ("cache reads", t.cache_read_tokens),
+            ("cache writes", t.cache_write_tokens),
+            ("replies", t.reports),
+            ("unpriced", t.unpriced),
+        ] {
+            l.push(kv(k, v.to_string(), theme.base(), theme));
+        }
+        l.push(kv("models", c.models.join(", "), theme.base(), theme));
+        l.push(kv("sessions", c.sessions.to_string(), theme.base(), theme));
     }
     if let Row::Message(_, m) = r {
         section(&mut l, "body", theme);
