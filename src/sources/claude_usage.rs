@@ -31,7 +31,8 @@ const MAX_TOKENS: u64 = 1_000_000_000_000;
 
 /// What one teammate cost: its team, its name, its totals, the models it used and the sessions its
 /// lines came from.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct TeammateCost {
     pub team: String,
     pub agent: String,

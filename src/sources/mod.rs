@@ -10,11 +10,14 @@
 //! - [`hub`]: one thread per source: reads it when its files change (or on its poll), keeps the
 //!   newest state, answers an item; the console's and `serve`'s live model read the states.
 //! - [`files`]: the bounded, no-follow reads and the text cleaning every source uses.
+//! - [`record`]: the sources' states written into the root (`conductor/sources/`) by a recorder
+//!   that reads them, so the history keeps them and the time machine shows them.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub mod a2a;
@@ -23,6 +26,7 @@ pub mod claude_teams;
 pub mod claude_usage;
 pub mod files;
 pub mod hub;
+pub mod record;
 
 /// A foreign substrate read into the live model: Claude Code agent teams, MCP Agent Mail, A2A agents.
 pub trait Source: Send {
@@ -48,7 +52,8 @@ pub trait Source: Send {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Snapshot {
     pub agents: Vec<Agent>,
     pub messages: Vec<Message>,
@@ -67,14 +72,14 @@ impl Snapshot {
             .find(|c| c.agent == name && group.is_none_or(|g| g == c.team))
     }
 }
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Agent {
     pub name: String,
     pub group: Option<String>,
     pub status: Option<String>,
     pub raw: Value,
 }
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     pub id: String,
     pub group: Option<String>,
@@ -85,7 +90,7 @@ pub struct Message {
     pub body: String,
     pub raw: Value,
 }
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Task {
     pub id: String,
     pub group: Option<String>,
@@ -94,7 +99,7 @@ pub struct Task {
     pub owner: Option<String>,
     pub raw: Value,
 }
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Lock {
     pub path: String,
     pub holder: String,
@@ -102,7 +107,7 @@ pub struct Lock {
     pub raw: Value,
 }
 /// A foreign item waiting for a human. `key` is stable across reads (the same waiting state gives the same key).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Attention {
     pub key: String,
     pub agent: String,

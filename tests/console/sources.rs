@@ -306,3 +306,141 @@ fn the_ledger_lists_each_teammates_cost_from_its_session_logs() {
     let s = screen(&app, 200, 50, r);
     assert!(s.contains("$0.11 · 22.7k tokens · 2 replies"), "{s}");
 }
+
+/// A permission request added to the team's inbox by another process.
+fn ask_permission(team_dir: &Path, id: &str) {
+    let inbox = team_dir.join("teams/my-project/inboxes/team-lead.json");
+    let mut messages: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(&inbox).unwrap()).unwrap();
+    let request = serde_json::json!({"type": "permission_request", "requestId": id,
+        "workerName": "worker-1", "toolName": "WebFetch", "input": {"url": "https://example.org/"},
+        "createdAt": 1770772300000u64});
+    messages.push(
+        serde_json::json!({"from": "worker-1", "text": request.to_string(),
+        "timestamp": "2026-02-11T14:40:00.000Z", "read": false}),
+    );
+    let tmp = inbox.with_extension("json.tmp");
+    std::fs::write(&tmp, serde_json::to_vec(&messages).unwrap()).unwrap();
+    std::fs::rename(&tmp, &inbox).unwrap();
+}
+
+fn frame_at(r: &Path, at: i64) -> std::sync::Arc<pantheon::live::snapshot::Snapshot> {
+    let mut h = pantheon::console::replay::ReplayHandle::start(
+        &pantheon::Root::at(r),
+        at,
+        pantheon::live::ModelOptions::default(),
+    )
+    .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let mut f = h.latest();
+    while f.snapshot.loading.is_some() {
+        rt.block_on(async {
+            tokio::time::timeout(Duration::from_secs(20), h.frames.changed())
+                .await
+                .expect("a frame from the replay")
+                .unwrap()
+        });
+        f = h.frames.borrow_and_update().clone();
+    }
+    f.snapshot.clone()
+}
+
+/// The time machine shows a source as it was: its states, written into the root as they change,
+/// are recorded by the real recorder, and the replay of a moment reads them back (a permission
+/// request asked after that moment is not there; one asked before it is).
+#[test]
+fn the_time_machine_shows_a_sources_items_as_they_were() {
+    use pantheon::engine::recorder::{self, Recorder};
+    let root = engine_root();
+    let r = root.path();
+    let claude = tempfile::tempdir().unwrap();
+    copy_dir(&corpus("swarm-2026-01"), claude.path());
+    let spec = format!("claude-teams:{}", claude.path().display());
+    let proot = pantheon::Root::at(r);
+    let lease = recorder::lease_file(&proot).unwrap();
+    lease.try_lock().unwrap();
+    let mut rec = Recorder::start(&proot, lease).unwrap().0;
+    let mut last = Vec::new();
+    let mut moment = |rec: &mut Recorder| {
+        let states = pantheon::sources::probe(std::slice::from_ref(&spec), Duration::from_secs(10));
+        pantheon::sources::record::write_states(&proot, &states, &mut last).unwrap();
+        rec.rescan(false).unwrap();
+        let at = chrono::Utc::now().timestamp_micros();
+        std::thread::sleep(Duration::from_millis(20));
+        at
+    };
+    let before = moment(&mut rec);
+    ask_permission(claude.path(), "perm-recorded-1");
+    let after = moment(&mut rec);
+    let has = |s: &pantheon::live::snapshot::Snapshot| {
+        s.sources.len() == 1
+            && s.sources[0]
+                .snapshot
+                .attention
+                .iter()
+                .any(|a| a.key.contains("perm-recorded-1"))
+    };
+    let then = frame_at(r, before);
+    assert_eq!(then.sources.len(), 1, "the source was recorded");
+    assert_eq!(then.sources[0].spec(), spec);
+    assert!(!has(&then), "{:#?}", then.sources[0].snapshot.attention);
+    let now = frame_at(r, after);
+    assert!(has(&now), "{:#?}", now.sources[0].snapshot.attention);
+    // The replayed console's Sources pane shows it, read from the history only.
+    let mut app = app_for(r, fixture_now());
+    app.set_snapshot(now);
+    app.run_command("pane sources");
+    app.dispatch(Action::Open);
+    let s = screen(&app, 200, 50, r);
+    assert!(s.contains("WebFetch"), "{s}");
+}
+
+/// `pantheon --source … record` writes the sources' states into the root as they change (the
+/// recorder beside it records them); stopped by SIGTERM, it leaves no process behind.
+#[test]
+fn record_with_a_source_writes_its_state_into_the_root_as_it_changes() {
+    let root = engine_root();
+    let r = root.path();
+    let claude = tempfile::tempdir().unwrap();
+    copy_dir(&corpus("swarm-2026-01"), claude.path());
+    let bin: PathBuf = assert_cmd::cargo::cargo_bin("pantheon");
+    let mut child = Running(
+        std::process::Command::new(bin)
+            .arg("--root")
+            .arg(r)
+            .arg("--source")
+            .arg(format!("claude-teams:{}", claude.path().display()))
+            .arg("record")
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let file = r.join("conductor/sources/0.json");
+    let read = || -> Option<serde_json::Value> {
+        serde_json::from_slice(&std::fs::read(&file).ok()?).ok()
+    };
+    crate::tmux::wait_fs("the source's state", Duration::from_secs(20), || {
+        read().is_some_and(|v| v["health"] == "ok")
+    });
+    ask_permission(claude.path(), "perm-record-2");
+    crate::tmux::wait_fs("the new item in the state", Duration::from_secs(20), || {
+        read().is_some_and(|v| v.to_string().contains("perm-record-2"))
+    });
+    // SAFETY: kill with the pid of the child this test started.
+    unsafe { libc::kill(child.0.id() as i32, libc::SIGTERM) };
+    let status = child.0.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+}
+
+/// A child process killed and reaped when the test ends, passed or not.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
