@@ -547,7 +547,7 @@ pub fn run(cli: Cli) -> ExitCode {
         ),
         Some(Command::Status(args)) => observe::status(args, &root, &cli.sources),
         Some(Command::Check(args)) => observe::check(args, &root, &cli.sources),
-        Some(Command::Record(args)) => record::run(args, &root),
+        Some(Command::Record(args)) => record::run(args, &root, &cli.sources),
         Some(Command::Replay(args)) => replay::run(args, &root),
         Some(Command::Cost(args)) => cost::run(args, &root, origin),
     };

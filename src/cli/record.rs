@@ -75,14 +75,28 @@ pub fn background(root: &Root, mut out: Box<dyn Write + Send>) -> anyhow::Result
     )?)
 }
 
-/// `pantheon record`.
-pub fn run(args: RecordArgs, root: &Root) -> anyhow::Result<Outcome> {
+/// `pantheon record`; with `--source`s, their states are recorded too (`conductor/sources/`).
+pub fn run(args: RecordArgs, root: &Root, sources: &[String]) -> anyhow::Result<Outcome> {
     if let Some(wf) = &args.forget {
         let wf = WorkflowId::parse(wf)?;
         let r = crate::engine::forget_history(root, &wf)?;
         return Ok(Outcome::Json(serde_json::to_value(r)?));
     }
     let out = log_sink(args.log.as_ref())?;
+    // The sources' states go into the root first: the recorder below records them as any file.
+    let recording = (!sources.is_empty()).then(|| {
+        let warn = log_sink(args.log.as_ref()).ok().map(std::sync::Mutex::new);
+        crate::sources::record::Recording::start(
+            root,
+            sources,
+            Box::new(move |w| {
+                if let Some(out) = &warn {
+                    let mut out = out.lock().unwrap_or_else(|p| p.into_inner());
+                    let _ = writeln!(out, "{} history: {w}", format_ts(chrono::Utc::now()));
+                }
+            }),
+        )
+    });
     let bg = background(root, out)?;
     let stop = bg.sender();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -100,6 +114,7 @@ pub fn run(args: RecordArgs, root: &Root) -> anyhow::Result<Outcome> {
         let _ = stop.send(Msg::Stop);
         anyhow::Ok(())
     })?;
+    drop(recording);
     bg.stop();
     Ok(Outcome::Exit(ExitCode::SUCCESS))
 }

@@ -124,6 +124,7 @@ fn detail(s: &SourceState) -> Value {
         "tasks": snap.tasks.iter().map(|t| json!({"id": t.id, "group": t.group, "title": t.title, "state": t.state, "owner": t.owner})).collect::<Vec<_>>(),
         "locks": snap.locks.iter().map(|l| json!({"path": l.path, "holder": l.holder, "expires": l.expires})).collect::<Vec<_>>(),
         "attention": snap.attention.iter().map(|a| json!({"key": a.key, "agent": a.agent, "what": a.what, "since": a.since, "answerable": a.answerable})).collect::<Vec<_>>(),
+        "costs": snap.costs.iter().map(|c| c.to_json()).collect::<Vec<_>>(),
     })
 }
 

@@ -60,8 +60,17 @@ pub fn jump(item: &Item) -> Jump {
             metric: metric.clone(),
         }),
         Target::Issues => Jump::Issues,
-        // A foreign item has no pane of its own: the Attention pane's detail shows it, raw.
-        Target::Source { .. } => Jump::Pane(Pane::Attention),
+        // A foreign item: its row among its source's records (`:pane sources`); a source that
+        // cannot be read: its row on the list of sources, with the reason.
+        Target::Source { source, key } => Jump::Row(RowKey::Source {
+            source: source.clone(),
+            record: if key.is_some() {
+                crate::console::rowkey::SourceRecord::Item
+            } else {
+                crate::console::rowkey::SourceRecord::Source
+            },
+            id: key.clone().unwrap_or_else(|| "".into()),
+        }),
     }
 }
 

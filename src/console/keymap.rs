@@ -89,6 +89,10 @@ pub enum Action {
     NextGod,
     /// The same, backwards.
     PrevGod,
+    /// `:pane sources`: open the next source's records (after the last: the list of sources).
+    NextSource,
+    /// The same, backwards.
+    PrevSource,
     /// Copy the selected record's id or path (every marked one's, if any) to the clipboard (OSC 52).
     Yank,
     /// Mark or unmark the selected row (bulk actions apply to every mark).
@@ -174,6 +178,8 @@ impl Action {
             Action::ToggleFinished => "hide/show finished",
             Action::NextGod => "next god",
             Action::PrevGod => "previous god",
+            Action::NextSource => "next source",
+            Action::PrevSource => "previous source",
             Action::Yank => "yank id/path",
             Action::ToggleMark => "mark",
             Action::MarkRange => "mark range",
@@ -615,34 +621,13 @@ impl Default for Keymap {
         bind(vec![Key::ch(' ')], g, Action::ToggleMark, true);
         bind(vec![Key::ch('V')], g, Action::MarkRange, false);
         bind(vec![Key::ch('*')], g, Action::MarkAll, false);
-        let wf = Scope::Pane(Pane::Workflows);
         bind(vec![Key::ch('h')], wf, Action::ToggleFinished, false);
-        let inbox = Scope::Pane(Pane::Inboxes);
         bind(vec![Key::ch(']')], inbox, Action::NextGod, true);
         bind(vec![Key::ch('[')], inbox, Action::PrevGod, false);
-        // Sorting, k9s style: Shift + the column's first letter, where that key is still free in
-        // the pane (its detail included); `:sort COLUMN` works for every column.
-        for p in Pane::ALL {
-            let scopes = [Scope::Detail, Scope::Pane(p), Scope::Global];
-            for col in super::items::sort_columns(p) {
-                let Some(c) = col.header().chars().next().filter(char::is_ascii_uppercase) else {
-                    continue;
-                };
-                let key = Key::ch(c);
-                let taken = b
-                    .iter()
-                    .any(|x| scopes.contains(&x.scope) && x.keys.contains(&key));
-                if !taken {
-                    b.push(Binding {
-                        keys: vec![key],
-                        scope: Scope::Pane(p),
-                        action: Action::Sort(Some(*col)),
-                        hint: false,
-                        label: None,
-                    });
-                }
-            }
-        }
+        let src = Scope::Pane(Pane::Sources);
+        bind(vec![Key::ch(']')], src, Action::NextSource, true);
+        bind(vec![Key::ch('[')], src, Action::PrevSource, false);
+        sort_keys(&mut b);
         let mut km = Keymap { bindings: b };
         // Words that read better in their place than the action's own.
         for bd in &mut km.bindings {
@@ -667,6 +652,32 @@ impl Default for Keymap {
             };
         }
         km
+    }
+}
+
+/// Sorting, k9s style: Shift + the column's first letter, where that key is still free in the pane
+/// (its detail included); `:sort COLUMN` works for every column.
+fn sort_keys(b: &mut Vec<Binding>) {
+    for p in Pane::ALL {
+        let scopes = [Scope::Detail, Scope::Pane(p), Scope::Global];
+        for col in super::items::sort_columns(p) {
+            let Some(c) = col.header().chars().next().filter(char::is_ascii_uppercase) else {
+                continue;
+            };
+            let key = Key::ch(c);
+            let taken = b
+                .iter()
+                .any(|x| scopes.contains(&x.scope) && x.keys.contains(&key));
+            if !taken {
+                b.push(Binding {
+                    keys: vec![key],
+                    scope: Scope::Pane(p),
+                    action: Action::Sort(Some(*col)),
+                    hint: false,
+                    label: None,
+                });
+            }
+        }
     }
 }
 
@@ -1111,10 +1122,13 @@ mod tests {
         assert_eq!(Pane::parse("10"), Some(Pane::Bridge));
         assert_eq!(Pane::parse("ledger"), Some(Pane::Ledger));
         assert_eq!(Pane::parse("11"), Some(Pane::Ledger));
-        assert_eq!(Pane::parse("12"), None);
+        assert_eq!(Pane::parse("sources"), Some(Pane::Sources));
+        assert_eq!(Pane::parse("12"), Some(Pane::Sources));
+        assert_eq!(Pane::parse("13"), None);
         assert_eq!(Pane::DeadLetters.next(), Pane::Bridge);
         assert_eq!(Pane::Bridge.next(), Pane::Ledger);
-        assert_eq!(Pane::Ledger.next(), Pane::Workflows);
-        assert_eq!(Pane::Workflows.prev(), Pane::Ledger);
+        assert_eq!(Pane::Ledger.next(), Pane::Sources);
+        assert_eq!(Pane::Sources.next(), Pane::Workflows);
+        assert_eq!(Pane::Workflows.prev(), Pane::Sources);
     }
 }

@@ -38,6 +38,42 @@ pub enum RowKey {
     God(Sym),
     /// A budget in the ledger (pane 11): its scope, the name in that scope and the metric.
     Budget { scope: Sym, name: Sym, metric: Sym },
+    /// A foreign agent's cost in the ledger (pane 11): its source's `KIND:LOCATION`, its team and
+    /// its name.
+    ForeignCost { source: Sym, team: Sym, agent: Sym },
+    /// A foreign source or one of its records (pane 12): the source's `KIND:LOCATION`, what the
+    /// record is and its id in the source (empty for the source itself).
+    Source {
+        source: Sym,
+        record: SourceRecord,
+        id: Sym,
+    },
+}
+
+/// What a row of the Sources pane is: a source, or a kind of its records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SourceRecord {
+    Source,
+    /// A waiting item (what the source's attention items are).
+    Item,
+    Agent,
+    Task,
+    Message,
+    Lock,
+}
+
+impl SourceRecord {
+    /// The word a key's text names it by.
+    pub fn word(self) -> &'static str {
+        match self {
+            SourceRecord::Source => "source",
+            SourceRecord::Item => "item",
+            SourceRecord::Agent => "agent",
+            SourceRecord::Task => "task",
+            SourceRecord::Message => "message",
+            SourceRecord::Lock => "lock",
+        }
+    }
 }
 
 impl RowKey {
@@ -54,7 +90,8 @@ impl RowKey {
             RowKey::Journal(_) => Pane::Journal,
             RowKey::DeadLetter { .. } => Pane::DeadLetters,
             RowKey::Bridge { .. } => Pane::Bridge,
-            RowKey::God(_) | RowKey::Budget { .. } => Pane::Ledger,
+            RowKey::God(_) | RowKey::Budget { .. } | RowKey::ForeignCost { .. } => Pane::Ledger,
+            RowKey::Source { .. } => Pane::Sources,
         }
     }
 
@@ -120,6 +157,19 @@ impl fmt::Display for RowKey {
                 name,
                 metric,
             } => write!(f, "budget/{scope}/{name}/{metric}"),
+            RowKey::ForeignCost {
+                source,
+                team,
+                agent,
+            } => write!(f, "{source}/cost/{team}/{agent}"),
+            RowKey::Source {
+                source,
+                record: SourceRecord::Source,
+                ..
+            } => f.write_str(source),
+            RowKey::Source { source, record, id } => {
+                write!(f, "{source}/{}/{id}", record.word())
+            }
         }
     }
 }
@@ -154,6 +204,22 @@ mod tests {
                     metric: "usd".into(),
                 },
                 "budget/workflow/wf_1/usd",
+            ),
+            (
+                RowKey::Source {
+                    source: "claude-teams:/h/.claude".into(),
+                    record: SourceRecord::Source,
+                    id: "".into(),
+                },
+                "claude-teams:/h/.claude",
+            ),
+            (
+                RowKey::Source {
+                    source: "claude-teams:/h/.claude".into(),
+                    record: SourceRecord::Agent,
+                    id: "t/researcher".into(),
+                },
+                "claude-teams:/h/.claude/agent/t/researcher",
             ),
         ];
         for (key, text) in cases {

@@ -41,6 +41,12 @@ const LIST_EVERY_STREAMING: Duration = Duration::from_millis(500);
 const POLL_STREAMING: Duration = Duration::from_millis(50);
 /// How often it is read otherwise (each read lists the tasks).
 const POLL_LISTING: Duration = Duration::from_millis(500);
+/// Between two listings of a streaming 1.0 agent, the tasks whose status changed lately are asked
+/// this often (`ListTasks` with `statusTimestampAfter`): a task that asks before any listing saw it
+/// is found within this, not at the next listing.
+const RECENT_EVERY: Duration = Duration::from_millis(100);
+/// How far back the recent listing reaches before the last full listing (clock skew, slow calls).
+const RECENT_MARGIN: chrono::TimeDelta = chrono::TimeDelta::seconds(2);
 /// How long a task whose stream failed is left to the polling before it is subscribed again.
 const RESUBSCRIBE_AFTER: Duration = Duration::from_secs(5);
 
@@ -53,6 +59,9 @@ pub struct A2aSource {
     shared: Arc<Shared>,
     listing: Listing,
     last_list: Option<Instant>,
+    /// When the last full listing started (wall clock), and when the recent tasks were last asked.
+    listed_at: Option<chrono::DateTime<chrono::Utc>>,
+    last_recent: Option<Instant>,
 }
 
 /// How the agent's tasks are found.
@@ -121,6 +130,8 @@ impl A2aSource {
             shared: Arc::new(Shared::default()),
             listing: Listing::Untried,
             last_list: None,
+            listed_at: None,
+            last_recent: None,
         })
     }
 
@@ -175,6 +186,38 @@ impl A2aSource {
         }
         *tasks = fresh;
         Ok(())
+    }
+
+    /// Between two listings of a streaming 1.0 agent (at most every [`RECENT_EVERY`]): one page of
+    /// the tasks whose status changed since shortly before the last listing, folded in, so a task
+    /// that asks at once is found now. An agent that refuses the filter keeps its listings.
+    fn list_recent(&mut self, card: &Card) {
+        if card.dialect != Dialect::V1
+            || !matches!(self.listing, Listing::Method(_))
+            || self.last_recent.is_some_and(|t| t.elapsed() < RECENT_EVERY)
+        {
+            return;
+        }
+        let Some(since) = self.listed_at.map(|t| t - RECENT_MARGIN) else {
+            return;
+        };
+        self.last_recent = Some(Instant::now());
+        let params = json!({
+            "pageSize": PAGE,
+            "historyLength": HISTORY_LENGTH,
+            "includeArtifacts": true,
+            "statusTimestampAfter": since.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        });
+        if let Ok(Some(page)) = self.list_page(card, params) {
+            for task in page
+                .get("tasks")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+            {
+                fold_task(&self.shared, task);
+            }
+        }
     }
 
     /// Every page of the listing; `Ok(None)` when the agent offers no listing method.
@@ -409,12 +452,16 @@ impl Source for A2aSource {
             Some(at) => !streaming || at.elapsed() >= LIST_EVERY_STREAMING,
         };
         if due {
+            let started = chrono::Utc::now();
             if let Err(e) = self.refresh(&card) {
                 // The agent may have restarted with another card: fetch it again next time.
                 self.card = None;
                 return Err(e);
             }
             self.last_list = Some(Instant::now());
+            self.listed_at = Some(started);
+        } else if streaming {
+            self.list_recent(&card);
         }
         self.follow_open_tasks(&card);
         let status = format!(
@@ -431,8 +478,13 @@ impl Source for A2aSource {
     }
 
     fn poll_every(&self) -> Duration {
+        let recent = self.card.as_ref().is_some_and(|c| {
+            c.streaming && c.dialect == Dialect::V1 && matches!(self.listing, Listing::Method(_))
+        }) && !self.shared.no_streams.load(Ordering::Relaxed);
         if self.streams_open() {
             POLL_STREAMING
+        } else if recent {
+            RECENT_EVERY
         } else {
             POLL_LISTING
         }

@@ -8,6 +8,9 @@
 //!   `permission_request`, their responses, …), camelCase or snake_case fields.
 //! - `tasks/{team}/{N}.json`: a task (`subject`, `status`, `owner`, `blocks`, `blockedBy`).
 //!
+//! - `projects/*/*.jsonl` (and `projects/*/*/subagents/*.jsonl`): the session logs, whose usage
+//!   lines give each teammate's cost (`claude_usage`).
+//!
 //! Attention: a permission request or plan approval request with no response of the same request
 //! id in the team; a task blocked on a finished or missing task; a teammate idle with open tasks
 //! of its own; a file that cannot be read. docs/SOURCES.md lists the layouts seen.
@@ -29,10 +32,12 @@ pub struct ClaudeTeams {
     /// Each file's fingerprint and parsed value (or why it could not be parsed), from the last
     /// read: a read parses again only the files that changed.
     cache: HashMap<PathBuf, (Fingerprint, Result<Value, String>)>,
+    /// The session logs' usage lines (`projects/`), for each teammate's cost.
+    logs: super::claude_usage::Logs,
 }
 
 /// Length, modification time and inode: a rewrite (temp + rename, or in place) changes one.
-type Fingerprint = (u64, i64, i64, u64);
+pub(crate) type Fingerprint = (u64, i64, i64, u64);
 
 impl ClaudeTeams {
     /// The source at `location` (`~/…` from the home directory; empty: `~/.claude`).
@@ -52,6 +57,7 @@ impl ClaudeTeams {
             location: location.to_owned(),
             dir: crate::engine::absolute_path(&dir),
             cache: HashMap::new(),
+            logs: Default::default(),
         })
     }
 
@@ -124,7 +130,15 @@ impl Source for ClaudeTeams {
         }
         // Files gone since the last read leave the cache.
         self.cache.retain(|p, _| seen.contains(p));
-        Ok(read.finish())
+        let leads = std::mem::take(&mut read.leads);
+        let mut skipped = Vec::new();
+        let costs = self.logs.costs(&dir, &leads, &mut skipped);
+        for (path, why) in skipped {
+            read.unreadable(&path, why);
+        }
+        let mut snap = read.finish();
+        snap.costs = costs;
+        Ok(snap)
     }
 
     fn watch_paths(&self) -> Vec<PathBuf> {
@@ -272,6 +286,8 @@ struct Read {
     /// Per `(team, agent)`: the time and kind of its newest message, idle or not.
     last_said: BTreeMap<(String, String), LastSaid>,
     attention: Vec<Attention>,
+    /// Per team: its lead's session id and name (a session log line of the lead names no agent).
+    leads: BTreeMap<String, (String, String)>,
 }
 
 /// The request types that wait on a human, with their response type and a word for the item.
@@ -303,6 +319,11 @@ impl Read {
     fn team(&mut self, team: &str, v: &Value) {
         let lead = text(v, &["leadAgentId", "lead_agent_id", "lead", "leadName"])
             .map(|l| l.split('@').next().unwrap_or(l).to_owned());
+        if let (Some(session), Some(lead)) = (text(v, &["leadSessionId", "lead_session_id"]), &lead)
+        {
+            self.leads
+                .insert(clean(team, 200), (clean(session, 200), clean(lead, 200)));
+        }
         let members = v.get("members").and_then(Value::as_array);
         let Some(members) = members else {
             self.unreadable(
@@ -505,6 +526,7 @@ impl Read {
             tasks: self.tasks,
             locks: Vec::new(),
             attention: self.attention,
+            costs: Vec::new(),
         }
     }
 

@@ -56,6 +56,22 @@ fn each_layout_of_the_corpus_reads_as_its_expected_agents_tasks_and_items() {
             }
             assert!(item.since.is_some(), "{layout}: {key} is dated");
         }
+        // Each teammate's cost from the session logs (a streamed request once, a torn line and
+        // the lines before the team left out), priced by the shipped table.
+        let costs = expected["costs"].as_object().cloned().unwrap_or_default();
+        assert_eq!(snap.costs.len(), costs.len(), "{layout}: {:#?}", snap.costs);
+        for (agent, want) in &costs {
+            let c = snap
+                .costs
+                .iter()
+                .find(|c| c.agent == *agent)
+                .unwrap_or_else(|| panic!("{layout}: no cost for {agent}: {:#?}", snap.costs));
+            let got = c.totals.to_json();
+            for (k, v) in want.as_object().unwrap() {
+                assert_eq!(&got[k], v, "{layout}: {agent}'s {k}");
+            }
+            assert!(c.totals.cost_micros > 0 && c.totals.unpriced == 0, "{c:?}");
+        }
         // Unknown fields are kept: the raw member and the raw task are the files' own.
         assert!(snap.agents.iter().all(|a| a.raw.is_object()));
         assert!(snap.tasks.iter().all(|t| t.raw.get("subject").is_some()));

@@ -5,22 +5,28 @@
 //! - [`a2a`]: `a2a:AGENT_CARD_URL`, agents speaking A2A (JSON-RPC over HTTP): their tasks, history
 //!   and artifacts, the tasks waiting for a human as answerable attention items.
 //! - [`claude_teams`]: `claude-teams:DIR`, the teams, inboxes and tasks of Claude Code agent teams.
+//! - [`claude_usage`]: what each teammate cost, from Claude Code's session logs (`projects/`).
 //! - [`agent_mail`]: `agent-mail:ARCHIVE[,DB]`, MCP Agent Mail's archive and its SQLite, read-only.
 //! - [`hub`]: one thread per source: reads it when its files change (or on its poll), keeps the
 //!   newest state, answers an item; the console's and `serve`'s live model read the states.
 //! - [`files`]: the bounded, no-follow reads and the text cleaning every source uses.
+//! - [`record`]: the sources' states written into the root (`conductor/sources/`) by a recorder
+//!   that reads them, so the history keeps them and the time machine shows them.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub mod a2a;
 pub mod agent_mail;
 pub mod claude_teams;
+pub mod claude_usage;
 pub mod files;
 pub mod hub;
+pub mod record;
 
 /// A foreign substrate read into the live model: Claude Code agent teams, MCP Agent Mail, A2A agents.
 pub trait Source: Send {
@@ -46,22 +52,34 @@ pub trait Source: Send {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Snapshot {
     pub agents: Vec<Agent>,
     pub messages: Vec<Message>,
     pub tasks: Vec<Task>,
     pub locks: Vec<Lock>,
     pub attention: Vec<Attention>,
+    /// What each agent cost, where the substrate logs usage (Claude Code's session logs).
+    pub costs: Vec<claude_usage::TeammateCost>,
 }
-#[derive(Debug, Clone, PartialEq)]
+
+impl Snapshot {
+    /// What agent `name` of `group` cost, when the substrate logged it.
+    pub fn cost_of(&self, group: Option<&str>, name: &str) -> Option<&claude_usage::TeammateCost> {
+        self.costs
+            .iter()
+            .find(|c| c.agent == name && group.is_none_or(|g| g == c.team))
+    }
+}
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Agent {
     pub name: String,
     pub group: Option<String>,
     pub status: Option<String>,
     pub raw: Value,
 }
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     pub id: String,
     pub group: Option<String>,
@@ -72,7 +90,7 @@ pub struct Message {
     pub body: String,
     pub raw: Value,
 }
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Task {
     pub id: String,
     pub group: Option<String>,
@@ -81,7 +99,7 @@ pub struct Task {
     pub owner: Option<String>,
     pub raw: Value,
 }
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Lock {
     pub path: String,
     pub holder: String,
@@ -89,7 +107,7 @@ pub struct Lock {
     pub raw: Value,
 }
 /// A foreign item waiting for a human. `key` is stable across reads (the same waiting state gives the same key).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Attention {
     pub key: String,
     pub agent: String,

@@ -19,6 +19,7 @@ mod raise;
 mod replay;
 #[path = "../common/setup.rs"]
 mod setup;
+mod sources;
 mod support;
 #[path = "../common/tmux.rs"]
 mod tmux;

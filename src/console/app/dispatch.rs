@@ -7,6 +7,9 @@ impl App {
     /// Shows `pane` with the row whose identity is `key` selected (the pane's filter cleared so it
     /// is listed); false when no such row is there.
     pub fn jump_to(&mut self, pane: Pane, key: &RowKey) -> bool {
+        if pane == Pane::Sources {
+            crate::console::panes::sources::prepare_jump(self, key);
+        }
         let saved = std::mem::take(&mut self.panes[pane].filter);
         let Some(i) = self.position_of(pane, key).0 else {
             self.panes[pane].filter = saved;
@@ -191,6 +194,9 @@ impl App {
             Action::NextGod | Action::PrevGod => {
                 crate::console::panes::inboxes::cycle_god(self, action == Action::NextGod)
             }
+            Action::NextSource | Action::PrevSource => {
+                crate::console::panes::sources::cycle_source(self, action == Action::NextSource)
+            }
             Action::Yank => return self.yank(),
             Action::ToggleMark => crate::console::marks::toggle_mark(self),
             Action::MarkRange => crate::console::marks::mark_range(self),
@@ -227,8 +233,10 @@ impl App {
                 if st.detail {
                     st.detail = false;
                     st.raw = false;
-                } else {
+                } else if !st.filter.is_empty() {
                     st.filter.clear();
+                } else {
+                    self.pane.view().back(self);
                 }
             }
             _ => {}

@@ -17,6 +17,8 @@ use crate::console::views::table::Col;
 use crate::console::views::{detail, kv, sparkline};
 use crate::live::ledger::{Bar, GodCost, tokens, usd};
 use crate::live::snapshot::Snapshot;
+use crate::sources::SourceState;
+use crate::sources::claude_usage::TeammateCost;
 use crate::text::escape_bidi;
 
 /// One row of the pane.
@@ -26,6 +28,8 @@ pub(crate) enum Row<'a> {
     God(&'a str, &'a GodCost, Vec<Bar>),
     /// A budget of the day, a workflow or a step.
     Budget(Bar),
+    /// A foreign agent's cost, as its source logged it (a Claude Code teammate's session logs).
+    Foreign(&'a SourceState, &'a TeammateCost),
 }
 
 impl Row<'_> {
@@ -38,6 +42,11 @@ impl Row<'_> {
                 name: b.name.as_str().into(),
                 metric: b.metric.into(),
             },
+            Row::Foreign(s, c) => RowKey::ForeignCost {
+                source: s.spec().into(),
+                team: c.team.as_str().into(),
+                agent: c.agent.as_str().into(),
+            },
         }
     }
 
@@ -45,6 +54,7 @@ impl Row<'_> {
         match self {
             Row::God(_, _, bars) => bars,
             Row::Budget(b) => std::slice::from_ref(b),
+            Row::Foreign(..) => &[],
         }
     }
 
@@ -62,6 +72,7 @@ impl Row<'_> {
         match self {
             Row::God(g, ..) => format!("god {g} {over}"),
             Row::Budget(b) => format!("budget {} {} {} {over}", b.scope, b.name, b.metric),
+            Row::Foreign(s, c) => format!("god {} @{} {} {}", c.agent, s.kind, c.team, s.spec()),
         }
     }
 }
@@ -96,6 +107,17 @@ pub(crate) fn rows<'a>(
         _ => std::cmp::Ordering::Equal,
     });
     let mut out = gods;
+    // The foreign agents whose source logs usage, by cost (highest first), after the root's gods.
+    let mut foreign: Vec<Row> = snap
+        .sources
+        .iter()
+        .flat_map(|s| s.snapshot.costs.iter().map(move |c| Row::Foreign(s, c)))
+        .collect();
+    foreign.sort_by_key(|r| match r {
+        Row::Foreign(_, c) => std::cmp::Reverse(c.totals.cost_micros),
+        _ => std::cmp::Reverse(0),
+    });
+    out.extend(foreign);
     for b in root_bars {
         match b.scope {
             // A god with a budget and no spend yet still gets its row.
@@ -265,6 +287,17 @@ pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
                 Line::raw(""),
                 bar(std::slice::from_ref(b)),
             ],
+            Row::Foreign(s, c) => vec![
+                Line::from(vec![
+                    Span::styled(c.agent.clone(), theme.base()),
+                    Span::styled(format!(" @{}", s.kind), theme.dim()),
+                ]),
+                Line::raw(usd(c.totals.cost_micros)),
+                Line::raw(tokens(c.totals.tokens())),
+                Line::styled("-", theme.dim()),
+                Line::raw(""),
+                Line::styled(format!("{} · {} (its logs)", c.team, s.spec()), theme.dim()),
+            ],
         }
     };
     crate::console::views::pane_table(
@@ -305,6 +338,30 @@ fn draw_detail(frame: &mut Frame, area: Rect, app: &App, r: &Row, theme: &Theme)
             l.push(kv(k, v.to_string(), theme.base(), theme));
         }
         l.push(kv("last 24 h", spark(c, app.now(), 48), theme.info(), theme));
+    }
+    if let Row::Foreign(s, c) = r {
+        let t = &c.totals;
+        l.push(kv("agent", format!("{} @{}", c.agent, s.kind), theme.base(), theme));
+        l.push(kv("source", s.spec(), theme.base(), theme));
+        l.push(kv("team", c.team.clone(), theme.base(), theme));
+        l.push(kv("cost", usd(t.cost_micros), theme.base(), theme));
+        for (k, v) in [
+            ("input tokens", t.input_tokens),
+            ("output tokens", t.output_tokens),
+            ("cache reads", t.cache_read_tokens),
+            ("cache writes", t.cache_write_tokens),
+            ("replies", t.reports),
+            ("unpriced", t.unpriced),
+        ] {
+            l.push(kv(k, v.to_string(), theme.base(), theme));
+        }
+        l.push(kv("models", c.models.join(", "), theme.base(), theme));
+        l.push(kv("sessions", c.sessions.to_string(), theme.base(), theme));
+        l.push(Line::styled(
+            "read from its session logs, priced by the shipped price table (pantheon cost --prices); \
+             not in the root's ledger, totals or budgets",
+            theme.dim(),
+        ));
     }
     for b in r.bars() {
         l.push(Line::default());
@@ -367,5 +424,10 @@ impl PaneView for Ledger {
 
     fn in_tabs(&self, app: &App) -> bool {
         app.snapshot().has_cost()
+            || app
+                .snapshot()
+                .sources
+                .iter()
+                .any(|s| !s.snapshot.costs.is_empty())
     }
 }

@@ -126,6 +126,12 @@ pub(crate) trait PaneView: Rows + Sync {
         true
     }
 
+    /// `Esc` on the list (no detail, no mark, no filter), when it does something: a pane that
+    /// drills into a record's own list goes back up a level. False: nothing to go back from.
+    fn back(&self, _app: &mut App) -> bool {
+        false
+    }
+
     /// Whether the pane offers `action` now (`None`: the console's common rule decides).
     fn offers(&self, _app: &App, _action: &Action) -> Option<bool> {
         None
@@ -178,6 +184,9 @@ panes! {
     Bridge => bridge::Bridge,
     /// What the gods cost: totals, burn rates, budgets (`:pane ledger`).
     Ledger => ledger::Ledger,
+    /// The foreign sources beside the root and, opened, their agents, tasks, messages, locks and
+    /// waiting items (`:pane sources`).
+    Sources => sources::Sources,
 }
 
 impl Pane {
@@ -269,6 +278,7 @@ impl Pane {
 pub use attention::AttentionState;
 pub use bus::BusState;
 pub use inboxes::InboxesState;
+pub use sources::SourcesState;
 pub use workflows::WorkflowsState;
 
 /// The view state of every pane: the list state every pane has ([`PaneState`], indexed by
@@ -284,6 +294,8 @@ pub struct PaneStates {
     pub bus: BusState,
     /// Pane 7's: the snoozed items, and the one the global key jumped to last.
     pub attention: AttentionState,
+    /// `:pane sources`': the source it has open.
+    pub sources: SourcesState,
 }
 
 impl std::ops::Index<Pane> for PaneStates {

@@ -47,6 +47,18 @@ pub enum Cmd {
     Heartbeats,
 }
 
+/// `snap` with the foreign sources' states recorded at its moment (`conductor/sources/`, written by
+/// a recorder that read them): the past shows foreign items as they were, never the live ones.
+fn with_recorded_sources(snap: Arc<Snapshot>, scratch: &crate::engine::Root) -> Arc<Snapshot> {
+    let recorded = crate::sources::record::recorded(&scratch.conductor);
+    if recorded.is_empty() && snap.sources.is_empty() {
+        return snap;
+    }
+    let mut s = (*snap).clone();
+    s.sources = Arc::new(recorded);
+    Arc::new(s)
+}
+
 /// One published state of the replay.
 #[derive(Debug, Clone)]
 pub struct Frame {
@@ -303,7 +315,7 @@ impl Worker {
         let (_, left) = scratch.show_until(timeline.dir(), &tree, Some(until));
         let mut model = LiveModel::open(scratch.root.clone(), opts);
         model.set_watch_mode("replay");
-        let snapshot = model.snapshot();
+        let snapshot = with_recorded_sources(model.snapshot(), &scratch.root);
         let mut view = ReplayView::new(pos, timeline.first(), timeline.end());
         view.first_us = timeline.first_us();
         view.last_us = timeline.last_us();
@@ -387,7 +399,7 @@ impl Worker {
             self.model.apply(&touched)
         };
         if let Some(s) = snap {
-            self.snapshot = s;
+            self.snapshot = with_recorded_sources(s, &self.scratch.root);
         }
         self.view.pos = pos;
         self.view.moment_us = self.timeline.moment_of(pos)?;
@@ -449,7 +461,7 @@ impl Worker {
             .scratch
             .show_until(self.timeline.dir(), &self.tree, Some(until));
         if let Some(s) = self.model.apply(&touched) {
-            self.snapshot = s;
+            self.snapshot = with_recorded_sources(s, &self.scratch.root);
         }
         self.view.loading = loading(&self.tree, left);
         // Playback asked for meanwhile starts when the moment is whole, not with a jump.

@@ -97,7 +97,7 @@ fn feeds(pane: Pane, w: &FileWarning) -> bool {
         Pane::Bus | Pane::Attention => false,
         Pane::Journal => p.contains("journal"),
         Pane::DeadLetters => p.contains("/conductor/dead/"),
-        Pane::Bridge | Pane::Ledger => false,
+        Pane::Bridge | Pane::Ledger | Pane::Sources => false,
     }
 }
 

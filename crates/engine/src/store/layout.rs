@@ -37,6 +37,9 @@ pub const BUS_DIR: &str = ".message-bus";
 pub const JOURNAL_FILE: &str = "journal.jsonl";
 /// `conductor/history`: the recorded history of the root (docs/HISTORY.md).
 pub const HISTORY_DIR: &str = "history";
+/// `conductor/sources`: the last state of each foreign source a recorder reads (`pantheon --source
+/// … record`), `{n}.json` for its `n`-th source, kept in the history so the time machine shows it.
+pub const SOURCES_DIR: &str = "sources";
 /// `conductor/outbox`: messages waiting for the bridge.
 pub(crate) const OUTBOX_DIR: &str = "outbox";
 /// `conductor/approvals`: the records of approval links, one per token, named by the token's
