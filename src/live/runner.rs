@@ -224,20 +224,37 @@ impl Watched {
     }
 }
 
+/// Whether a burst may be taken on its leading edge: allowed at all (the console's window, no load
+/// under way), and when a snapshot was last published.
+#[derive(Debug, Clone, Copy)]
+struct Edge {
+    allowed: bool,
+    published: Option<Instant>,
+}
+
+impl Edge {
+    /// True when the first signal, arriving now, comes after a quiet moment: judged when it
+    /// arrives, not when the wait for it began.
+    fn leading(&self) -> bool {
+        self.allowed && self.published.is_none_or(|t| t.elapsed() >= LEADING_QUIET)
+    }
+}
+
 /// Collects one burst: the first signal (waiting at most `idle`), then whatever follows within the
-/// debounce window, or, on the `leading` edge, only what is already queued. Returns `None` on stop,
+/// debounce window, or, on the leading `edge`, only what is already queued. Returns `None` on stop,
 /// an empty burst when `idle` passed with no signal.
 fn next_burst(
     rx: &Receiver<Signal>,
     idle: Duration,
     settle: Duration,
-    leading: bool,
+    edge: Edge,
 ) -> Option<Burst> {
     let first = match rx.recv_timeout(idle) {
         Ok(s) => s,
         Err(RecvTimeoutError::Timeout) => return Some(Burst::default()),
         Err(RecvTimeoutError::Disconnected) => return None,
     };
+    let leading = edge.leading();
     let started = Instant::now();
     let mut burst = Burst::default();
     let take = |s: Signal, b: &mut Burst| match s {
@@ -330,15 +347,16 @@ fn run(
         } else {
             ROOT_CHECK
         };
-        let leading = settle <= DEBOUNCE_MAX
-            && !model.is_loading()
-            && published.is_none_or(|t| t.elapsed() >= LEADING_QUIET);
+        let edge = Edge {
+            allowed: settle <= DEBOUNCE_MAX && !model.is_loading(),
+            published,
+        };
         let Some(Burst {
             mut rescan,
             sources,
             mut paths,
             answers,
-        }) = next_burst(&rx, idle, settle, leading)
+        }) = next_burst(&rx, idle, settle, edge)
         else {
             return;
         };
@@ -469,7 +487,11 @@ mod tests {
         tx.send(Signal::Paths(vec![a.clone()])).unwrap();
         tx.send(Signal::Paths(vec![b.clone()])).unwrap();
         let t = Instant::now();
-        let burst = next_burst(&rx, ROOT_CHECK, Duration::from_secs(10), true).unwrap();
+        let quiet = Edge {
+            allowed: true,
+            published: None,
+        };
+        let burst = next_burst(&rx, ROOT_CHECK, Duration::from_secs(10), quiet).unwrap();
         assert!(
             t.elapsed() < Duration::from_secs(5),
             "took {:?}",
@@ -484,11 +506,35 @@ mod tests {
             std::thread::sleep(Duration::from_millis(50));
             late.send(Signal::Paths(vec![PathBuf::from("c")])).unwrap();
         });
-        let burst = next_burst(&rx, ROOT_CHECK, Duration::from_secs(2), false).unwrap();
+        let busy = Edge {
+            allowed: true,
+            published: Some(Instant::now() + Duration::from_secs(60)),
+        };
+        let burst = next_burst(&rx, ROOT_CHECK, Duration::from_secs(2), busy).unwrap();
         sender.join().unwrap();
-        assert_eq!(paths(&burst), [a, c]);
+        assert_eq!(paths(&burst), [a.clone(), c]);
+        // The edge is judged when the signal arrives, not when the wait began: a publish just
+        // before the wait, and a signal well after it, is a leading edge (taken at once).
+        let recent = Edge {
+            allowed: true,
+            published: Some(Instant::now()),
+        };
+        let late = tx.clone();
+        let sender = std::thread::spawn(move || {
+            std::thread::sleep(LEADING_QUIET * 2);
+            late.send(Signal::Paths(vec![PathBuf::from("a")])).unwrap();
+        });
+        let t = Instant::now();
+        let burst = next_burst(&rx, ROOT_CHECK * 10, Duration::from_secs(10), recent).unwrap();
+        sender.join().unwrap();
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "took {:?}",
+            t.elapsed()
+        );
+        assert_eq!(paths(&burst), [a]);
         // A stop ends the thread on either edge.
         tx.send(Signal::Stop).unwrap();
-        assert!(next_burst(&rx, ROOT_CHECK, DEBOUNCE_MAX, true).is_none());
+        assert!(next_burst(&rx, ROOT_CHECK, DEBOUNCE_MAX, quiet).is_none());
     }
 }
