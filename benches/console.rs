@@ -8,7 +8,12 @@
 //! 5. scale: first screen, resident memory and frame time on roots of 1,000, 10,000 and
 //!    100,000 workflows, each with a dispatch and a handoff file, every fifth unfinished
 //!    (`cargo bench --bench console -- scale`; each size is measured in three fresh child processes:
-//!    first screen and frame time are their medians, resident memory the worst).
+//!    first screen and frame time are their medians, resident memory the worst); the largest root
+//!    also in the real console in tmux: fully loaded and peak resident memory ([`tmux::scale`]),
+//! 6. event to screen in the real console in tmux (`cargo bench --bench console -- screen`).
+//!
+//! The tmux figures can be taken beside an older binary in the same run, alternating:
+//! `PANTHEON_BENCH_BASELINE_BIN=/path/to/pantheon`.
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -26,6 +31,9 @@ use pantheon::live::{LiveModel, ModelOptions, WatchMode};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use serde_json::json;
+
+#[path = "console/tmux.rs"]
+mod tmux;
 
 fn pct(v: &mut [f64], p: f64) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -562,6 +570,13 @@ fn hook_latency() {
     }
 }
 
+/// Event to screen in the real console ([`tmux::screen`]) on a root of 1,000 workflows.
+fn screen_latency() {
+    let dir = tempfile::tempdir().unwrap();
+    scale_root(dir.path(), 1_000);
+    tmux::screen(dir.path());
+}
+
 /// Writes a root of `n` workflows (every fifth waiting for an ack, the rest completed), each with a
 /// dispatch in one of 50 inboxes and a handoff file in its own `shared/handoffs/` directory. The
 /// files are written by one thread per core (100,000 workflows are some 300,000 files).
@@ -913,6 +928,9 @@ fn scale() {
             v["heap_in_use_mib"].as_f64().unwrap_or(0.0),
             v["heap_free_mib"].as_f64().unwrap_or(0.0)
         );
+        if n >= 100_000 {
+            tmux::scale(dir.path(), n, runs);
+        }
         results.push(v);
     }
     let base = results
@@ -997,10 +1015,14 @@ fn main() {
     if args.iter().any(|a| a == "hook") {
         return hook_latency();
     }
+    if args.iter().any(|a| a == "screen") {
+        return screen_latency();
+    }
     latency(10, 50);
     latency(1000, 3000);
     render_times();
     hook_latency();
+    screen_latency();
     idle_cpu();
     let gib = std::env::var("PANTHEON_BENCH_QUEUE_MIB")
         .ok()

@@ -153,6 +153,45 @@ impl<T> RecordFile<T> {
         path: &Path,
         parse: impl FnOnce(Value) -> Result<T, E>,
     ) -> Refresh {
+        if self.fingerprint.is_none() {
+            // Nothing read yet (or gone since): no fingerprint to compare, so the file is opened
+            // straight away and the fingerprint taken from the handle, with no `stat` first.
+            return match self.read_first(path, parse) {
+                Ok(r) => r,
+                Err(parse) => self.refresh_stat_first(path, parse),
+            };
+        }
+        self.refresh_stat_first(path, parse)
+    }
+
+    /// The first read of a file this record holds nothing of: opened without following a link,
+    /// its fingerprint from the open handle. `Err(parse)` (handed back) when it could not be opened
+    /// so (a link, no permission): the caller's `stat`-first path decides then, as for any file.
+    pub fn read_first<E: Into<String>, P: FnOnce(Value) -> Result<T, E>>(
+        &mut self,
+        path: &Path,
+        parse: P,
+    ) -> Result<Refresh, P> {
+        let read = match crate::engine::read_json_nofollow(path) {
+            Ok(Some(read)) => read,
+            // Missing, or not a regular file: nothing was here and nothing is.
+            Ok(None) => return Ok(Refresh::Unchanged),
+            Err(_) => return Err(parse),
+        };
+        self.fingerprint = Fingerprint::from_metadata(&read.metadata);
+        let parsed = read
+            .value
+            .map_err(|e| e.to_string())
+            .and_then(|v| parse(v).map_err(Into::into));
+        Ok(self.take_parsed(parsed))
+    }
+
+    /// Re-reads `path` if a `stat` says its fingerprint changed.
+    fn refresh_stat_first<E: Into<String>>(
+        &mut self,
+        path: &Path,
+        parse: impl FnOnce(Value) -> Result<T, E>,
+    ) -> Refresh {
         let Some(fp) = Fingerprint::of(path) else {
             let was = self.fingerprint.take().is_some() || self.value.is_some();
             self.value = None;
@@ -177,6 +216,11 @@ impl<T> RecordFile<T> {
             }
             Err(e) => Err(e.to_string()),
         };
+        self.take_parsed(parsed)
+    }
+
+    /// Keeps a parsed value, or the warning of one that did not parse (and the last good value).
+    fn take_parsed(&mut self, parsed: Result<T, String>) -> Refresh {
         match parsed {
             Ok(v) => {
                 self.value = Some(Arc::new(v));

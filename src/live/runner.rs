@@ -32,6 +32,12 @@ fn with_sources(snap: Arc<Snapshot>, sources: Option<&SourceHub>) -> Arc<Snapsho
 pub const DEBOUNCE_QUIET: Duration = Duration::from_millis(10);
 /// A burst is never held back longer than this.
 pub const DEBOUNCE_MAX: Duration = Duration::from_millis(30);
+/// The console's leading edge: when no snapshot was published for this long, the next change is
+/// published at once, with whatever signals are already queued, and not held for the debounce
+/// window (the first event after a quiet moment is on screen within a frame). Changes that follow
+/// a publish closer than this are gathered into bursts as before, so a busy root still costs one
+/// snapshot per window.
+pub const LEADING_QUIET: Duration = Duration::from_millis(50);
 /// How often the model thread checks, between bursts, that the root is still the directory it
 /// watches (a root deleted and re-created loses every notification watch; one `stat`, ~0 CPU).
 pub const ROOT_CHECK: Duration = Duration::from_secs(1);
@@ -218,14 +224,37 @@ impl Watched {
     }
 }
 
+/// Whether a burst may be taken on its leading edge: allowed at all (the console's window, no load
+/// under way), and when a snapshot was last published.
+#[derive(Debug, Clone, Copy)]
+struct Edge {
+    allowed: bool,
+    published: Option<Instant>,
+}
+
+impl Edge {
+    /// True when the first signal, arriving now, comes after a quiet moment: judged when it
+    /// arrives, not when the wait for it began.
+    fn leading(&self) -> bool {
+        self.allowed && self.published.is_none_or(|t| t.elapsed() >= LEADING_QUIET)
+    }
+}
+
 /// Collects one burst: the first signal (waiting at most `idle`), then whatever follows within the
-/// debounce window. Returns `None` on stop, an empty burst when `idle` passed with no signal.
-fn next_burst(rx: &Receiver<Signal>, idle: Duration, settle: Duration) -> Option<Burst> {
+/// debounce window, or, on the leading `edge`, only what is already queued. Returns `None` on stop,
+/// an empty burst when `idle` passed with no signal.
+fn next_burst(
+    rx: &Receiver<Signal>,
+    idle: Duration,
+    settle: Duration,
+    edge: Edge,
+) -> Option<Burst> {
     let first = match rx.recv_timeout(idle) {
         Ok(s) => s,
         Err(RecvTimeoutError::Timeout) => return Some(Burst::default()),
         Err(RecvTimeoutError::Disconnected) => return None,
     };
+    let leading = edge.leading();
     let started = Instant::now();
     let mut burst = Burst::default();
     let take = |s: Signal, b: &mut Burst| match s {
@@ -253,6 +282,20 @@ fn next_burst(rx: &Receiver<Signal>, idle: Duration, settle: Duration) -> Option
     };
     if !take(first, &mut burst) {
         return None;
+    }
+    if leading {
+        // The first change after a quiet moment: what is queued now, and nothing waited for.
+        loop {
+            match rx.try_recv() {
+                Ok(s) => {
+                    if !take(s, &mut burst) {
+                        return None;
+                    }
+                }
+                Err(mpsc::TryRecvError::Empty) => return Some(burst),
+                Err(mpsc::TryRecvError::Disconnected) => return None,
+            }
+        }
     }
     loop {
         let left = settle.saturating_sub(started.elapsed());
@@ -294,6 +337,9 @@ fn run(
     mut watched: Watched,
     settle: Duration,
 ) {
+    // When a snapshot was last published: a change after a quiet moment is published at once
+    // (the console's window only; a reader with a longer one gathers every burst).
+    let mut published: Option<Instant> = None;
     loop {
         // While the first load is still reading, take what signals there are and go on reading.
         let idle = if model.is_loading() {
@@ -301,12 +347,16 @@ fn run(
         } else {
             ROOT_CHECK
         };
+        let edge = Edge {
+            allowed: settle <= DEBOUNCE_MAX && !model.is_loading(),
+            published,
+        };
         let Some(Burst {
             mut rescan,
             sources,
             mut paths,
             answers,
-        }) = next_burst(&rx, idle, settle)
+        }) = next_burst(&rx, idle, settle, edge)
         else {
             return;
         };
@@ -353,6 +403,7 @@ fn run(
                 if out.send(with_sources(s, watched.sources.as_ref())).is_err() {
                     return;
                 }
+                published = Some(Instant::now());
             }
         }
         if model.is_loading() {
@@ -417,5 +468,73 @@ fn release_free_memory() {
     // arenas to the kernel; it is safe to call at any time from any thread.
     unsafe {
         libc::malloc_trim(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn paths(b: &Burst) -> Vec<PathBuf> {
+        b.paths.clone()
+    }
+
+    #[test]
+    fn the_first_change_after_quiet_is_taken_at_once_and_a_burst_is_gathered() {
+        let (tx, rx) = mpsc::channel();
+        let (a, b, c) = (PathBuf::from("a"), PathBuf::from("b"), PathBuf::from("c"));
+        // On the leading edge: what is queued, at once, though the window is ten seconds long.
+        tx.send(Signal::Paths(vec![a.clone()])).unwrap();
+        tx.send(Signal::Paths(vec![b.clone()])).unwrap();
+        let t = Instant::now();
+        let quiet = Edge {
+            allowed: true,
+            published: None,
+        };
+        let burst = next_burst(&rx, ROOT_CHECK, Duration::from_secs(10), quiet).unwrap();
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "took {:?}",
+            t.elapsed()
+        );
+        assert_eq!(paths(&burst), [a.clone(), b.clone()]);
+        // Within a burst (a publish was recent): what follows the first signal within the window
+        // is gathered with it.
+        tx.send(Signal::Paths(vec![a.clone()])).unwrap();
+        let late = tx.clone();
+        let sender = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            late.send(Signal::Paths(vec![PathBuf::from("c")])).unwrap();
+        });
+        let busy = Edge {
+            allowed: true,
+            published: Some(Instant::now() + Duration::from_secs(60)),
+        };
+        let burst = next_burst(&rx, ROOT_CHECK, Duration::from_secs(2), busy).unwrap();
+        sender.join().unwrap();
+        assert_eq!(paths(&burst), [a.clone(), c]);
+        // The edge is judged when the signal arrives, not when the wait began: a publish just
+        // before the wait, and a signal well after it, is a leading edge (taken at once).
+        let recent = Edge {
+            allowed: true,
+            published: Some(Instant::now()),
+        };
+        let late = tx.clone();
+        let sender = std::thread::spawn(move || {
+            std::thread::sleep(LEADING_QUIET * 2);
+            late.send(Signal::Paths(vec![PathBuf::from("a")])).unwrap();
+        });
+        let t = Instant::now();
+        let burst = next_burst(&rx, ROOT_CHECK * 10, Duration::from_secs(10), recent).unwrap();
+        sender.join().unwrap();
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "took {:?}",
+            t.elapsed()
+        );
+        assert_eq!(paths(&burst), [a]);
+        // A stop ends the thread on either edge.
+        tx.send(Signal::Stop).unwrap();
+        assert!(next_burst(&rx, ROOT_CHECK, DEBOUNCE_MAX, quiet).is_none());
     }
 }

@@ -42,7 +42,9 @@ pub use crate::{
     store::limits::MAX_HANDOFF_BYTES,
     store::lock::FileLock,
     store::paths::{Root, absolute as absolute_path, home_dir},
-    store::read::{kind as json_kind, open_regular, read_json, read_json_once},
+    store::read::{
+        JsonRead, kind as json_kind, open_regular, read_json, read_json_nofollow, read_json_once,
+    },
     store::safe::SafeDir,
     store::settings::{DEFAULT_STALE_AFTER, HistorySettings, STALE_AFTER_ENV, Settings},
     store::yaml::{

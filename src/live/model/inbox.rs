@@ -123,6 +123,27 @@ impl InboxTracker {
         changed
     }
 
+    /// Reads a file the first load listed and deferred, with no `stat` before the open (the
+    /// listing said it is a file, not a link); one that cannot be opened without following a link,
+    /// or at all, goes the way of an event ([`InboxTracker::touch`]). True if anything changed.
+    pub(super) fn read_listed(&mut self, name: &str, names: &mut Interner) -> bool {
+        if let Some(stem) = name.strip_suffix(".json")
+            && !name.starts_with('.')
+            && !self.files.contains_key(stem)
+        {
+            let key = Sym::from(stem);
+            let mut f = RecordFile::default();
+            if let Ok(r) = f.read_first(&self.dir.join(name), |v| parse_row(v, &key, names)) {
+                let changed = r != Refresh::Unchanged;
+                if changed {
+                    self.files.insert(key, f);
+                }
+                return changed;
+            }
+        }
+        self.touch(name, names)
+    }
+
     /// Refreshes one file named by an event; true if anything changed.
     pub(super) fn touch(&mut self, name: &str, names: &mut Interner) -> bool {
         if name.starts_with('.') {
@@ -267,10 +288,10 @@ impl LiveModel {
     /// Reads one dispatch file left for later by the first load; the inbox is rebuilt by the caller.
     pub(super) fn read_deferred_dispatch(&mut self, god: &str, file: &str) -> bool {
         if god == layout::QUARANTINE_DIR {
-            return self.quarantine.touch(file, &mut self.names);
+            return self.quarantine.read_listed(file, &mut self.names);
         }
         match self.inboxes.get_mut(god) {
-            Some(inbox) => inbox.touch(file, &mut self.names),
+            Some(inbox) => inbox.read_listed(file, &mut self.names),
             None => false,
         }
     }

@@ -156,7 +156,8 @@ impl LiveModel {
         // A publish of 100,000 rows then makes a few large allocations, not one per row (the
         // small ones, freed at the next publish, left the heap full of holes).
         let mut all = Vec::with_capacity(flat.len());
-        let mut ranges = Vec::with_capacity(self.states.len());
+        // Each workflow's range as two `u32` (a `Waiting` keeps no more), not two `usize`.
+        let mut ranges: Vec<(u32, u32)> = Vec::with_capacity(self.states.len());
         let mut i = 0;
         for id in self.states.keys() {
             while flat.get(i).is_some_and(|f| f.0 < &**id) {
@@ -167,7 +168,8 @@ impl LiveModel {
                 all.push((f.1.clone(), f.2.clone()));
                 i += 1;
             }
-            ranges.push((start, all.len()));
+            let at = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+            ranges.push((at(start), at(all.len())));
         }
         drop(flat);
         let all: Arc<[WaitingDispatch]> = all.into();
@@ -181,7 +183,7 @@ impl LiveModel {
                 state: p.clone(),
                 manifest: self.manifests.get(&**id).and_then(|m| m.value()).cloned(),
                 warning: f.warning().map(Box::from),
-                waiting: Waiting::new(&all, start, end),
+                waiting: Waiting::new(&all, start as usize, end as usize),
                 dir: self.state_dir.clone(),
             });
         }

@@ -48,6 +48,62 @@ pub fn read_json_once(path: &Path) -> Result<Option<Value>> {
         })
 }
 
+/// One read of a JSON file by [`read_json_nofollow`]: the metadata of the handle read (the version
+/// the value is of) and the value, or why it is not one.
+#[derive(Debug)]
+pub struct JsonRead {
+    /// The open handle's metadata: the version of the file the value was read from.
+    pub metadata: std::fs::Metadata,
+    /// The parsed JSON, or why the bytes read are not JSON (or could not be read whole).
+    pub value: Result<Value>,
+}
+
+/// Reads a file's JSON once, as [`read_json_once`], with the metadata of the open handle: a caller
+/// keeping a fingerprint of what it read takes it from here, with no `stat` before the open (the
+/// first load of a large root reads every file once, and each path lookup saved is a syscall).
+/// The open does not follow a final symbolic link and does not block. `Ok(None)` when the file is
+/// missing or not a regular file; `Err` when it could not be opened (a link, no permission), for
+/// the caller's own path to decide. The size is checked on the handle and the read is bounded and
+/// sized from it (one read and the end-of-file probe, not a read per doubling of the buffer).
+pub fn read_json_nofollow(path: &Path) -> Result<Option<JsonRead>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOFOLLOW)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let metadata = f.metadata().map_err(|e| Error::io(path, e))?;
+    if !metadata.is_file() {
+        return Ok(None);
+    }
+    let too_big = |len: u64| Error::Corrupt {
+        path: path.to_path_buf(),
+        message: format!("file is {len} bytes, over the {MAX_JSON_BYTES} byte limit"),
+    };
+    if metadata.len() > MAX_JSON_BYTES {
+        let value = Err(too_big(metadata.len()));
+        return Ok(Some(JsonRead { metadata, value }));
+    }
+    let room = usize::try_from(metadata.len())
+        .unwrap_or(0)
+        .saturating_add(1);
+    let mut bytes = Vec::with_capacity(room);
+    let value = match f.take(MAX_JSON_BYTES + 1).read_to_end(&mut bytes) {
+        Err(e) => Err(Error::io(path, e)),
+        Ok(_) if bytes.len() as u64 > MAX_JSON_BYTES => Err(too_big(bytes.len() as u64)),
+        Ok(_) => serde_json::from_slice::<Value>(&bytes).map_err(|e| Error::Corrupt {
+            path: path.to_path_buf(),
+            message: describe_json_error(&bytes, &e),
+        }),
+    };
+    Ok(Some(JsonRead { metadata, value }))
+}
+
 /// Reads a JSON file that must hold an object; a missing file is an empty object.
 pub(crate) fn read_json_object(path: &Path) -> Result<serde_json::Map<String, Value>> {
     match read_json(path)? {
@@ -77,7 +133,8 @@ pub(crate) fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>> {
     if m.len() > MAX_JSON_BYTES {
         return Err(too_big(m.len()));
     }
-    let mut bytes = Vec::new();
+    // Sized from the handle: one read and the end-of-file probe, not a read per doubling.
+    let mut bytes = Vec::with_capacity(usize::try_from(m.len()).unwrap_or(0).saturating_add(1));
     f.take(MAX_JSON_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| Error::io(path, e))?;
@@ -222,6 +279,33 @@ mod tests {
         std::fs::write(&p, "{\"dispatch_id\": \"disp_2026").unwrap();
         let err = read_json(&p).unwrap_err().to_string();
         assert!(err.contains("truncated"), "{err}");
+    }
+
+    #[test]
+    fn a_read_without_following_gives_the_handles_metadata_and_refuses_a_link() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        assert!(
+            read_json_nofollow(&dir.path().join("nope.json"))
+                .unwrap()
+                .is_none()
+        );
+        let p = dir.path().join("s.json");
+        std::fs::write(&p, r#"{"workflow_id": "wf_1"}"#).unwrap();
+        let r = read_json_nofollow(&p).unwrap().unwrap();
+        assert_eq!(r.value.unwrap()["workflow_id"], "wf_1");
+        let m = std::fs::metadata(&p).unwrap();
+        assert_eq!((r.metadata.ino(), r.metadata.len()), (m.ino(), m.len()));
+        // Truncated: the same words as the other readers, with the metadata of what was read.
+        std::fs::write(&p, "{\"dispatch_id\": \"disp_2026").unwrap();
+        let r = read_json_nofollow(&p).unwrap().unwrap();
+        assert!(r.value.unwrap_err().to_string().contains("truncated"));
+        assert_eq!(r.metadata.len(), 26);
+        // A directory is not a file to read; a link is not followed.
+        assert!(read_json_nofollow(dir.path()).unwrap().is_none());
+        let link = dir.path().join("l.json");
+        std::os::unix::fs::symlink(&p, &link).unwrap();
+        assert!(read_json_nofollow(&link).is_err());
     }
 
     #[test]
