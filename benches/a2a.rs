@@ -21,8 +21,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use pantheon::sources::Source;
-use pantheon::sources::a2a::A2aSource;
+use pantheon::testing::sources::Source;
+use pantheon::testing::sources::a2a::A2aSource;
 use serde_json::{Value, json};
 
 fn repo() -> &'static Path {

@@ -3,12 +3,12 @@
 //! (scripts/bench-report.sh collects them).
 //!
 //! - `approval_link_http_tap_p50` / `_p99`: a `POST /a/TOKEN` (the page's form) on the real
-//!   listener (`pantheon::approvals::routes` on the one HTTP stack, loopback), from the request sent
+//!   listener (`pantheon::testing::approvals::routes` on the one HTTP stack, loopback), from the request sent
 //!   to the answer read; the answer is written after the dispatch is in the god's inbox, which is
 //!   checked after each tap. Goal: p99 < 50 ms. Baseline: `Conductor::approve` (what `pantheon
 //!   approve HOF` calls), in process, on the same kind of held item.
 //! - `approval_link_relayed_redeem_p99`: the redeem a NATS message or a dropped file goes through
-//!   (`pantheon::approvals::redeem_relayed`), in process, without the transport.
+//!   (`pantheon::testing::approvals::redeem_relayed`), in process, without the transport.
 //!
 //! `cargo bench --bench approvals` (`APPROVALS_BENCH_N`, default 300 taps of each kind).
 
@@ -123,15 +123,15 @@ fn main() {
     }
     // The listener.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let server = pantheon::http::Server::start(
+    let server = pantheon::testing::http::Server::start(
         "approvals-bench",
         listener,
-        pantheon::approvals::routes(
+        pantheon::testing::approvals::routes(
             Root::at(dir.path()),
-            pantheon::approvals::Approver::Link,
+            pantheon::testing::approvals::Approver::Link,
             key.clone(),
         ),
-        pantheon::http::Limits::default(),
+        pantheon::testing::http::Limits::default(),
     )
     .unwrap();
     let addr = server.local_addr();
@@ -156,7 +156,7 @@ fn main() {
             .into_iter()
             .collect();
         let t = Instant::now();
-        let r = pantheon::approvals::redeem_relayed(
+        let r = pantheon::testing::approvals::redeem_relayed(
             &Root::at(dir.path()),
             &key,
             ApprovalChannel::Nats,

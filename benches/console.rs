@@ -21,13 +21,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pantheon::Root;
-use pantheon::console::app::App;
-use pantheon::console::keymap::{Action, Pane};
-use pantheon::console::theme::Theme;
-use pantheon::console::views;
 use pantheon::engine::{Bus, MessageType};
-use pantheon::live::runner::LiveHandle;
-use pantheon::live::{LiveModel, ModelOptions, WatchMode};
+use pantheon::testing::console::app::App;
+use pantheon::testing::console::keymap::{Action, Pane};
+use pantheon::testing::console::theme::Theme;
+use pantheon::testing::console::views;
+use pantheon::testing::live::runner::LiveHandle;
+use pantheon::testing::live::{LiveModel, ModelOptions, WatchMode};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use serde_json::json;
@@ -686,10 +686,10 @@ fn chunk(len: usize) -> usize {
 /// row (structs, their allocations, their strings), averaged over the snapshot, as counted from
 /// the types (the model's maps' nodes and the allocator's free lists come on top; `rows_mib` is
 /// the sum, to compare with the resident size).
-fn row_bytes(s: &pantheon::live::Snapshot) -> serde_json::Value {
+fn row_bytes(s: &pantheon::testing::live::Snapshot) -> serde_json::Value {
     use pantheon::engine::WorkflowState;
-    use pantheon::live::files::RecordFile;
-    use pantheon::live::snapshot::{
+    use pantheon::testing::live::files::RecordFile;
+    use pantheon::testing::live::snapshot::{
         DispatchRecord, DispatchView, Record, Stamp, Sym, WorkflowRow, WorkflowView,
     };
     use std::mem::size_of;

@@ -178,10 +178,10 @@ fn ledger_bench() {
 /// The console on the ledger `root` holds (its summary in place): the live model's first read, one
 /// appended line followed, and the Ledger pane drawn.
 fn console_bench(root: &Root, warm_command_ms: f64) {
-    use pantheon::console::app::App;
-    use pantheon::console::keymap::{Action, Pane};
-    use pantheon::console::theme::Theme;
-    use pantheon::live::{LiveModel, ModelOptions};
+    use pantheon::testing::console::app::App;
+    use pantheon::testing::console::keymap::{Action, Pane};
+    use pantheon::testing::console::theme::Theme;
+    use pantheon::testing::live::{LiveModel, ModelOptions};
     use std::io::Write;
     let opened: Vec<f64> = (0..3)
         .map(|_| {
@@ -226,7 +226,7 @@ fn console_bench(root: &Root, warm_command_ms: f64) {
     let draws: Vec<f64> = (0..200)
         .map(|_| {
             let t = Instant::now();
-            term.draw(|f| pantheon::console::views::draw(f, &app, &theme))
+            term.draw(|f| pantheon::testing::console::views::draw(f, &app, &theme))
                 .expect("draw");
             t.elapsed().as_secs_f64() * 1000.0
         })

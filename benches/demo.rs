@@ -10,8 +10,8 @@
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use pantheon::demo::{Sim, SimConfig, TICKS_PER_SECOND};
 use pantheon::engine::{Root, validate_root};
+use pantheon::testing::demo::{Sim, SimConfig, TICKS_PER_SECOND};
 
 fn main() {
     let ticks: u64 = if std::env::var_os("DEMO_BENCH_QUICK").is_some() {

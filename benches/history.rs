@@ -24,15 +24,15 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use pantheon::console::replay::{Cmd, ReplayHandle};
 use pantheon::engine::{
     Actor, ChangeKind, Conductor, HistoryDir, HistoryWriter, PendingChange, Retention, Root,
     recorder::{self, Background, Report},
     replay_at,
 };
+use pantheon::testing::console::replay::{Cmd, ReplayHandle};
 
-use pantheon::live::runner::LiveHandle;
-use pantheon::live::{ModelOptions, WatchMode};
+use pantheon::testing::live::runner::LiveHandle;
+use pantheon::testing::live::{ModelOptions, WatchMode};
 use serde_json::json;
 
 /// One figure for BENCHMARKS.md (`scripts/bench-report.sh` collects the `BENCH` lines).
@@ -350,7 +350,7 @@ fn timed_seeks(
 }
 
 /// Blocks until the replay publishes its next frame.
-fn next_frame(h: &mut ReplayHandle) -> std::sync::Arc<pantheon::console::replay::Frame> {
+fn next_frame(h: &mut ReplayHandle) -> std::sync::Arc<pantheon::testing::console::replay::Frame> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()

@@ -359,16 +359,21 @@ fn main() {
     // What a scrape computed every time before the exposition was kept per snapshot: the
     // journal fold and the render, on the same root's snapshot.
     let uncached_p99 = {
-        let model = pantheon::live::LiveModel::open(Root::at(&root), Default::default());
+        let model = pantheon::testing::live::LiveModel::open(Root::at(&root), Default::default());
         let snap = model.snapshot();
-        let m = pantheon::observe::metrics::Metrics::new(Root::at(&root), false);
+        let m = pantheon::testing::observe::metrics::Metrics::new(Root::at(&root), false);
         let mut times = Vec::new();
         for _ in 0..50 {
             let t = Instant::now();
             let mut fold = m.fold.lock().unwrap();
             fold.fold(&m.root);
-            let text =
-                pantheon::observe::metrics::render(&snap, &fold, &m, chrono::Utc::now(), true);
+            let text = pantheon::testing::observe::metrics::render(
+                &snap,
+                &fold,
+                &m,
+                chrono::Utc::now(),
+                true,
+            );
             drop(fold);
             std::hint::black_box(text);
             times.push(t.elapsed().as_secs_f64() * 1000.0);

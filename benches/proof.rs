@@ -17,8 +17,8 @@ use pantheon::engine::{
     Actor, Bus, Conductor, LockKey, MessageKind, MessageType, WorkerId, to_pretty_json,
     write_atomic,
 };
-use pantheon::live::runner::LiveHandle;
-use pantheon::live::{LiveModel, ModelOptions, WatchMode};
+use pantheon::testing::live::runner::LiveHandle;
+use pantheon::testing::live::{LiveModel, ModelOptions, WatchMode};
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_pantheon");

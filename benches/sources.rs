@@ -23,9 +23,9 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use notify::{RecursiveMode, Watcher};
-use pantheon::sources::Source;
-use pantheon::sources::claude_teams::ClaudeTeams;
-use pantheon::sources::hub::SourceHub;
+use pantheon::testing::sources::Source;
+use pantheon::testing::sources::claude_teams::ClaudeTeams;
+use pantheon::testing::sources::hub::SourceHub;
 use serde_json::{Value, json};
 
 fn bench(

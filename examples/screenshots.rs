@@ -13,15 +13,15 @@ use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use pantheon::Root;
-use pantheon::console::app::{App, Mode};
-use pantheon::console::keymap::{Action, OperatorAction, Pane};
-use pantheon::console::replay::{Cmd, ReplayHandle};
-use pantheon::console::screenshot::buffer_to_svg;
-use pantheon::console::theme::Theme;
-use pantheon::console::views;
-use pantheon::demo::{Sim, SimConfig};
 use pantheon::engine::recorder::{self, Recorder};
-use pantheon::live::{LiveModel, ModelOptions, Snapshot};
+use pantheon::testing::console::app::{App, Mode};
+use pantheon::testing::console::keymap::{Action, OperatorAction, Pane};
+use pantheon::testing::console::replay::{Cmd, ReplayHandle};
+use pantheon::testing::console::screenshot::buffer_to_svg;
+use pantheon::testing::console::theme::Theme;
+use pantheon::testing::console::views;
+use pantheon::testing::demo::{Sim, SimConfig};
+use pantheon::testing::live::{LiveModel, ModelOptions, Snapshot};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
@@ -61,11 +61,9 @@ fn richness(s: &Snapshot) -> (usize, usize) {
             .as_ref()
             .is_some_and(|b| b.session.status == pantheon::engine::board::VOTING)
     });
-    let budget_held = s
-        .quarantine
-        .dispatches
-        .iter()
-        .any(|d| pantheon::live::ledger::held_for_budget(d.dispatch.held_because.as_deref()));
+    let budget_held = s.quarantine.dispatches.iter().any(|d| {
+        pantheon::testing::live::ledger::held_for_budget(d.dispatch.held_because.as_deref())
+    });
     (
         (c.held > 0) as usize + budget_held as usize + (c.deadlocks > 0) as usize + voting as usize,
         c.workflows,
@@ -161,9 +159,9 @@ fn main() {
     let probe = tempfile::tempdir().unwrap();
     let mut s = sim(probe.path());
     let (mut best, mut best_tick) = ((0, 0), 0);
-    for t in 1..=90 * pantheon::demo::TICKS_PER_SECOND {
+    for t in 1..=90 * pantheon::testing::demo::TICKS_PER_SECOND {
         s.step();
-        if t % pantheon::demo::TICKS_PER_SECOND == 0 {
+        if t % pantheon::testing::demo::TICKS_PER_SECOND == 0 {
             let r = richness(&snapshot(probe.path()));
             if r > best {
                 (best, best_tick) = (r, t);
@@ -315,8 +313,10 @@ fn main() {
                 a.dispatch(Action::GoPane(Pane::Inboxes));
                 a.dispatch(Action::Top);
                 // The first dispatch that can be acked (a held one is approved or rejected).
-                let rows =
-                    pantheon::console::items::dispatches(a.snapshot(), &a.filter(Pane::Inboxes));
+                let rows = pantheon::testing::console::items::dispatches(
+                    a.snapshot(),
+                    &a.filter(Pane::Inboxes),
+                );
                 let first = rows.iter().position(|r| !r.held).unwrap_or(0);
                 for _ in 0..first {
                     a.dispatch(Action::Down);
@@ -507,7 +507,7 @@ fn shows(app: &App, name: &str) -> Result<(), String> {
 }
 
 /// The replay's next frame after a command (waits at most 20 s).
-fn next_frame(h: &mut ReplayHandle) -> Arc<pantheon::console::replay::Frame> {
+fn next_frame(h: &mut ReplayHandle) -> Arc<pantheon::testing::console::replay::Frame> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
@@ -525,11 +525,13 @@ fn next_frame(h: &mut ReplayHandle) -> Arc<pantheon::console::replay::Frame> {
 /// every god's inbox).
 fn budget_held_row(app: &App) -> usize {
     let s = &app.snapshot();
-    let rows = pantheon::console::items::dispatches(s, &app.filter(Pane::Inboxes));
+    let rows = pantheon::testing::console::items::dispatches(s, &app.filter(Pane::Inboxes));
     rows.iter()
         .position(|r| {
             r.held
-                && pantheon::live::ledger::held_for_budget(r.view.dispatch.held_because.as_deref())
+                && pantheon::testing::live::ledger::held_for_budget(
+                    r.view.dispatch.held_because.as_deref(),
+                )
         })
         .unwrap_or_else(|| {
             eprintln!("error: no dispatch is held for its budget at the chosen moment");

@@ -17,7 +17,7 @@ pub fn operator_name(actor: Option<&str>) -> String {
 
 /// The journal origin of an act by `source` (`cli`, `console`, `supervisor`, `mcp`), named as
 /// [`operator_name`] says.
-pub fn origin(actor: Option<&str>, source: &str) -> Origin {
+pub(crate) fn origin(actor: Option<&str>, source: &str) -> Origin {
     Origin::new(Some(&operator_name(actor)), source)
 }
 

@@ -12,7 +12,7 @@
 //! form and answers the approver's name or a refusal. An operator credential (a bearer token
 //! from the credentials file of remote gods) would be one more variant checked the same way.
 
-pub mod drop_dir;
+pub(crate) mod drop_dir;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -32,7 +32,7 @@ use crate::engine::{
 
 /// How long a link lives unless told otherwise: `approvals: {ttl: …}` of `conductor/config.yaml`,
 /// else 15 minutes.
-pub fn default_ttl(root: &Root) -> std::time::Duration {
+pub(crate) fn default_ttl(root: &Root) -> std::time::Duration {
     root.settings
         .link_ttl
         .unwrap_or(crate::engine::DEFAULT_LINK_TTL)
@@ -58,7 +58,7 @@ pub struct LinkUrls {
 
 /// Mints a pair of links to held dispatch `hid` through `c` (which holds the operator's link
 /// key), their URLs from `base` or the listener `serve --approvals` recorded in the root.
-pub fn mint_urls(
+pub(crate) fn mint_urls(
     c: &Conductor,
     hid: &crate::engine::HandoffId,
     ttl: std::time::Duration,
@@ -96,7 +96,7 @@ pub fn mint_urls(
 }
 
 /// The SSH signature namespace a signature over a link must be made in.
-pub const SIGNATURE_NAMESPACE: &str = "pantheon-approve";
+pub(crate) const SIGNATURE_NAMESPACE: &str = "pantheon-approve";
 
 /// How a decision's approver is proven.
 #[derive(Debug, Clone)]
@@ -110,7 +110,7 @@ pub enum Approver {
 
 /// Where the operator's link key is kept: `$PANTHEON_LINK_KEY_FILE`, else
 /// `$XDG_CONFIG_HOME/pantheon/link-key`, else `~/.config/pantheon/link-key`.
-pub fn link_key_path() -> Option<PathBuf> {
+pub(crate) fn link_key_path() -> Option<PathBuf> {
     let env = |k: &str| {
         std::env::var_os(k)
             .filter(|v| !v.is_empty())
@@ -124,7 +124,7 @@ pub fn link_key_path() -> Option<PathBuf> {
 /// The operator's link key (docs/PROTOCOL.md §2.15), made on first use (256 random bits, 64 hex
 /// digits, mode 0600 in a directory made 0700). Refused when the file lies inside the root (a
 /// writer of the root could read it), is a link, or others may read it.
-pub fn link_key(root: &Root) -> anyhow::Result<LinkKey> {
+pub(crate) fn link_key(root: &Root) -> anyhow::Result<LinkKey> {
     let path = link_key_path().ok_or_else(|| {
         anyhow::anyhow!("no place for the approval links' key: set PANTHEON_LINK_KEY_FILE or HOME")
     })?;
@@ -215,7 +215,7 @@ pub fn routes(root: Root, approver: Approver, key: LinkKey) -> Router {
 /// the secret of an operator principal of that credentials file, as HTTP Basic (any user name,
 /// the secret as the password: a phone's browser asks for it and can keep it) or `Authorization:
 /// Bearer SECRET`; the principal is the approver.
-pub fn routes_with(
+pub(crate) fn routes_with(
     root: Root,
     approver: Approver,
     key: LinkKey,
@@ -483,7 +483,7 @@ pub fn hook_links(root: Root, key: Option<LinkKey>) -> crate::console::hook::Enr
 }
 
 /// What an approver signs: the token and the content digest, one per line.
-pub fn signed_text(token: &str, digest: &str) -> String {
+pub(crate) fn signed_text(token: &str, digest: &str) -> String {
     format!("{token}\n{digest}\n")
 }
 
@@ -530,12 +530,12 @@ fn verify_ssh(
 }
 
 /// The largest relayed decision read (a NATS message, a dropped file).
-pub const MAX_RELAYED_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_RELAYED_BYTES: usize = 16 * 1024;
 
 /// The fields of a relayed decision (a NATS message, a dropped file): a JSON object (string or
 /// number values) or a form body, with the same names as the page's form: `token` (or `url`, the
 /// link itself), `handoff`, `digest`, `reason`, `raise_usd`, `raise_tokens`, and `from`.
-pub fn relay_fields(body: &[u8]) -> Result<HashMap<String, String>, String> {
+pub(crate) fn relay_fields(body: &[u8]) -> Result<HashMap<String, String>, String> {
     if body.len() > MAX_RELAYED_BYTES {
         return Err(format!(
             "the decision is {} bytes, more than {MAX_RELAYED_BYTES}",
@@ -624,7 +624,7 @@ fn raise_of(form: &HashMap<String, String>) -> Result<Option<Budget>, String> {
 }
 
 /// An `application/x-www-form-urlencoded` body (at most 64 fields, each value cut to 8 KiB).
-pub fn parse_form(body: &[u8]) -> HashMap<String, String> {
+pub(crate) fn parse_form(body: &[u8]) -> HashMap<String, String> {
     String::from_utf8_lossy(body)
         .split('&')
         .take(64)
@@ -677,7 +677,7 @@ fn html_response(code: StatusCode, html: String) -> Response {
 }
 
 /// HTML-escapes text.
-pub fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -718,7 +718,7 @@ fn shell(title: &str, body: &str) -> String {
 }
 
 /// The page of a link: what is held, and the form (or why the link would be refused now).
-pub fn render_page(v: &LinkView, token: &str, approver: &Approver) -> String {
+pub(crate) fn render_page(v: &LinkView, token: &str, approver: &Approver) -> String {
     let r = &v.record;
     let mut b = String::new();
     b.push_str("<dl>");
@@ -815,7 +815,7 @@ pub fn render_page(v: &LinkView, token: &str, approver: &Approver) -> String {
 }
 
 /// The receipt page of a decision.
-pub fn render_receipt(r: &LinkReceipt) -> String {
+pub(crate) fn render_receipt(r: &LinkReceipt) -> String {
     let (title, class) = if r.applied() {
         (
             if r.status == "approved" {

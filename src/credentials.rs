@@ -140,7 +140,7 @@ impl fmt::Display for Right {
 
 /// Who a request comes from, once its credential is checked (or as `mcp --as GOD` names it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Principal {
+pub(crate) struct Principal {
     /// The god's name, or the operator's.
     pub name: String,
     /// God or operator.
@@ -154,7 +154,7 @@ pub struct Principal {
 
 impl Principal {
     /// A god with the default rights of a god, reading only its own inbox.
-    pub fn god(name: &str) -> anyhow::Result<Self> {
+    pub(crate) fn god(name: &str) -> anyhow::Result<Self> {
         let name = GodName::parse(name)?.to_string();
         Ok(Self {
             name,
@@ -165,12 +165,12 @@ impl Principal {
     }
 
     /// Whether it holds `right`.
-    pub fn may(&self, right: Right) -> bool {
+    pub(crate) fn may(&self, right: Right) -> bool {
         self.rights.contains(&right)
     }
 
     /// Whether it may read `god`'s inbox (given it holds `read_inbox`).
-    pub fn may_read_inbox_of(&self, god: &str) -> bool {
+    pub(crate) fn may_read_inbox_of(&self, god: &str) -> bool {
         self.kind == Kind::Operator
             || self.name == god
             || self.inboxes.iter().any(|i| i == "*" || i == god)
@@ -191,7 +191,7 @@ struct Line {
 
 /// The principals of a credentials file.
 #[derive(Debug, Clone, Default)]
-pub struct Credentials {
+pub(crate) struct Credentials {
     entries: Vec<(Principal, [u8; 32])>,
 }
 
@@ -199,13 +199,13 @@ impl Credentials {
     /// Reads `path`: refused when it is a link, not a regular file, readable or writable by
     /// anyone but its owner, inside `root_dir`, over 1 MiB, or holds a line that does not parse
     /// (named by its number) or a name twice.
-    pub fn load(path: &Path, root_dir: &Path) -> anyhow::Result<Self> {
+    pub(crate) fn load(path: &Path, root_dir: &Path) -> anyhow::Result<Self> {
         refuse_inside_root(path, root_dir)?;
         Self::parse(&read_checked(path)?).with_context(|| format!("{}", path.display()))
     }
 
     /// The principals of a file's text (its check of names and digests, without the file).
-    pub fn parse(text: &str) -> anyhow::Result<Self> {
+    pub(crate) fn parse(text: &str) -> anyhow::Result<Self> {
         let mut entries: Vec<(Principal, [u8; 32])> = Vec::new();
         for (i, raw) in text.lines().enumerate() {
             let n = i.saturating_add(1);
@@ -239,7 +239,7 @@ impl Credentials {
     }
 
     /// The principal whose secret `bearer` is, if any. Every digest is compared, in constant time.
-    pub fn authenticate(&self, bearer: &str) -> Option<Principal> {
+    pub(crate) fn authenticate(&self, bearer: &str) -> Option<Principal> {
         let presented: [u8; 32] = Sha256::digest(bearer.as_bytes()).into();
         let mut found = None;
         for (p, digest) in &self.entries {
@@ -251,18 +251,14 @@ impl Credentials {
     }
 
     /// How many principals the file names.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
-    }
-
-    /// Whether it names none.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 }
 
 /// The token of an `Authorization: Bearer TOKEN` header value.
-pub fn bearer(authorization: &str) -> Option<&str> {
+pub(crate) fn bearer(authorization: &str) -> Option<&str> {
     let (scheme, token) = authorization.trim().split_once(' ')?;
     let token = token.trim();
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
@@ -270,7 +266,7 @@ pub fn bearer(authorization: &str) -> Option<&str> {
 
 /// What `credentials add` makes.
 #[derive(Debug, Clone)]
-pub struct NewCredential {
+pub(crate) struct NewCredential {
     /// Who it is for.
     pub principal: Principal,
     /// The secret, to hand to the principal (it is stored hashed only).
@@ -281,7 +277,11 @@ pub struct NewCredential {
 /// returns the new secret. Refused when `path` lies inside `root_dir`, is not private, or names
 /// the principal already. The file is rewritten whole (temporary file and rename) under a lock
 /// beside it, so two `add`s never lose a line and a reader never sees half of one.
-pub fn add(path: &Path, root_dir: &Path, principal: Principal) -> anyhow::Result<NewCredential> {
+pub(crate) fn add(
+    path: &Path,
+    root_dir: &Path,
+    principal: Principal,
+) -> anyhow::Result<NewCredential> {
     check_name(&principal.name, principal.kind)?;
     refuse_inside_root(path, root_dir)?;
     let dir = parent_dir(path);

@@ -68,7 +68,7 @@ impl Default for Limits {
 
 /// An address flag's value (`--metrics ADDR`): `PORT` alone is loopback (`127.0.0.1:PORT`),
 /// `HOST:PORT` as given (a host name is resolved once, here). A clap value parser.
-pub fn parse_addr(s: &str) -> Result<SocketAddr, crate::engine::Refusal> {
+pub(crate) fn parse_addr(s: &str) -> Result<SocketAddr, crate::engine::Refusal> {
     let s = s.trim();
     if let Ok(port) = s.parse::<u16>() {
         return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
@@ -81,7 +81,7 @@ pub fn parse_addr(s: &str) -> Result<SocketAddr, crate::engine::Refusal> {
 
 /// Binds a listener for `flag` (named in the error): an address in use is said so, before anything
 /// else starts.
-pub fn bind(flag: &str, addr: SocketAddr) -> anyhow::Result<TcpListener> {
+pub(crate) fn bind(flag: &str, addr: SocketAddr) -> anyhow::Result<TcpListener> {
     TcpListener::bind(addr).map_err(|e| {
         if e.kind() == std::io::ErrorKind::AddrInUse {
             anyhow::anyhow!(
@@ -96,7 +96,7 @@ pub fn bind(flag: &str, addr: SocketAddr) -> anyhow::Result<TcpListener> {
 /// A certificate chain and its private key, PEM files named on the command line (`--tls-cert`,
 /// `--tls-key`).
 #[derive(Debug, Clone)]
-pub struct TlsFiles {
+pub(crate) struct TlsFiles {
     /// The certificate chain, leaf first.
     pub cert: std::path::PathBuf,
     /// The private key (PKCS#8, PKCS#1 or SEC1).
@@ -105,7 +105,7 @@ pub struct TlsFiles {
 
 impl TlsFiles {
     /// The files named, both or neither (clap makes each flag require the other).
-    pub fn from_flags(
+    pub(crate) fn from_flags(
         cert: Option<&std::path::Path>,
         key: Option<&std::path::Path>,
     ) -> Option<Self> {
@@ -117,7 +117,7 @@ impl TlsFiles {
 
     /// A TLS 1.3 acceptor from the files (rustls, the ring provider), refused with the file and
     /// what is wrong with it.
-    pub fn acceptor(&self) -> anyhow::Result<tokio_rustls::TlsAcceptor> {
+    pub(crate) fn acceptor(&self) -> anyhow::Result<tokio_rustls::TlsAcceptor> {
         use tokio_rustls::rustls;
         use tokio_rustls::rustls::pki_types::pem::PemObject;
         use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -160,7 +160,7 @@ impl TlsFiles {
 }
 
 /// What [`Server::start_with`] serves.
-pub struct Start<'a> {
+pub(crate) struct Start<'a> {
     /// The runtime's thread name.
     pub name: &'a str,
     /// The listener, already bound.
@@ -201,7 +201,7 @@ impl Server {
     }
 
     /// [`Server::start`], with TLS when [`Start::tls`] is given.
-    pub fn start_with(start: Start<'_>) -> anyhow::Result<Self> {
+    pub(crate) fn start_with(start: Start<'_>) -> anyhow::Result<Self> {
         let Start {
             name,
             listener,

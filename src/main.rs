@@ -3,5 +3,5 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    pantheon::cli::run(pantheon::cli::Cli::parse())
+    pantheon::run(pantheon::Cli::parse())
 }

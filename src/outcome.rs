@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 /// What a command produced: a JSON result to print, or a process exit code of its own.
-pub enum Outcome {
+pub(crate) enum Outcome {
     /// Print this as pretty JSON and exit 0.
     Json(serde_json::Value),
     /// Exit with this code (the command printed what it had to).

@@ -7,13 +7,13 @@ use std::borrow::Cow;
 /// True for the characters that reorder the text around them when a terminal applies the
 /// bidirectional algorithm: the embeddings and overrides U+202A..U+202E and the isolates
 /// U+2066..U+2069 ("Trojan Source"). They are invisible, so a name holding one can read as another.
-pub fn is_bidi_control(c: char) -> bool {
+pub(crate) fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// `s` with each bidirectional control character written out as its escape (`\u{202e}`), so it
 /// shows instead of reordering what follows; borrowed when there is none.
-pub fn escape_bidi(s: &str) -> Cow<'_, str> {
+pub(crate) fn escape_bidi(s: &str) -> Cow<'_, str> {
     if !s.chars().any(is_bidi_control) {
         return Cow::Borrowed(s);
     }
@@ -30,7 +30,7 @@ pub fn escape_bidi(s: &str) -> Cow<'_, str> {
 
 /// The name of `names` a mistyped `word` most likely meant: the closest by edit distance, at most
 /// 2 edits and fewer than half its letters (`hephastus` -> `hephaestus`); `None` when none is close.
-pub fn nearest<'a>(word: &str, names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn nearest<'a>(word: &str, names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     names
         .into_iter()
         .filter(|n| *n != word)

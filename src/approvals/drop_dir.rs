@@ -23,14 +23,14 @@ use super::{MAX_RELAYED_BYTES, redeem_relayed, relay_fields};
 use crate::engine::{ApprovalChannel, LinkKey, Root};
 
 /// The suffix of a receipt file (never read as a decision).
-pub const RECEIPT_SUFFIX: &str = ".receipt.json";
+pub(crate) const RECEIPT_SUFFIX: &str = ".receipt.json";
 /// Files taken in one scan; the rest wait for the next.
 const PER_SCAN: usize = 256;
 /// How often the directory is scanned when no event came (an event missed, a file kept back).
 const RESCAN: Duration = Duration::from_secs(2);
 
 /// The running drop directory's thread.
-pub struct DropDir {
+pub(crate) struct DropDir {
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
     /// The directory, resolved.
@@ -39,7 +39,7 @@ pub struct DropDir {
 
 impl DropDir {
     /// Checks `dir` (a directory outside the root) and starts taking its files.
-    pub fn start(root: &Root, dir: &Path, key: LinkKey) -> anyhow::Result<Self> {
+    pub(crate) fn start(root: &Root, dir: &Path, key: LinkKey) -> anyhow::Result<Self> {
         let resolved = dir.canonicalize().map_err(|e| {
             anyhow::anyhow!(
                 "--approvals-drop {}: {e} (give an existing directory outside the root)",
@@ -83,7 +83,7 @@ impl DropDir {
     }
 
     /// Stops the thread (the file under way is finished first).
-    pub fn stop(mut self) {
+    pub(crate) fn stop(mut self) {
         self.stop.store(true, Ordering::SeqCst);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -92,7 +92,7 @@ impl DropDir {
 }
 
 /// Takes every decision file of `dir` once.
-pub fn scan(root: &Root, dir: &Path, key: &LinkKey) -> usize {
+pub(crate) fn scan(root: &Root, dir: &Path, key: &LinkKey) -> usize {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return 0;
     };

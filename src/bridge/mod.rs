@@ -180,7 +180,7 @@ const STATUS_EVERY: Duration = Duration::from_secs(5);
 const MAX_DELIVER: i64 = 20;
 
 /// Runs `pantheon bridge …`; `origin` is who an operator act (retry, discard) is journaled as.
-pub fn run(
+pub(crate) fn run(
     args: BridgeArgs,
     root: &Root,
     origin: crate::engine::Origin,

@@ -27,7 +27,7 @@ const APPLY_BATCH: usize = 1024;
 
 /// Counters of one shared track, for `bridge status`.
 #[derive(Debug, Default)]
-pub struct TrackStats {
+pub(super) struct TrackStats {
     pub published: AtomicU64,
     pub mirrored: AtomicU64,
     pub stream_seq: AtomicU64,
@@ -36,7 +36,7 @@ pub struct TrackStats {
 
 impl TrackStats {
     /// The counts the status file shows (`tracks.T`).
-    pub fn counts(&self) -> crate::engine::nats::TrackCounts {
+    pub(super) fn counts(&self) -> crate::engine::nats::TrackCounts {
         crate::engine::nats::TrackCounts {
             published: self.published.load(Ordering::Relaxed),
             mirrored: self.mirrored.load(Ordering::Relaxed),
@@ -852,7 +852,7 @@ async fn lock_entry(store: &kv::Store, key: &str) -> anyhow::Result<Option<KvEnt
 }
 
 /// What `pantheon bridge lock` asks.
-pub struct LockRequest {
+pub(super) struct LockRequest {
     pub pantheon: String,
     pub track: TrackName,
     pub path: String,
@@ -867,7 +867,7 @@ pub struct LockRequest {
 
 /// Takes, renews or releases a lock of a shared track by compare-and-set on the KV revision, then
 /// mirrors the bucket into the local `locks.json` and posts FILE_LOCK / FILE_UNLOCK on the track.
-pub async fn lock(
+pub(super) async fn lock(
     js: &jetstream::Context,
     root: &crate::engine::Root,
     r: &LockRequest,

@@ -132,7 +132,7 @@ fn json_of<T: serde::Serialize>(v: T) -> anyhow::Result<Outcome> {
 }
 
 /// Runs `pantheon board …`.
-pub fn run(args: BoardArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
+pub(crate) fn run(args: BoardArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
     let bus = Bus::open(root, &TrackName::parse(&args.track)?).with_origin(origin);
     match args.command {
         BoardCommand::Open {

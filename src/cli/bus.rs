@@ -155,7 +155,7 @@ fn json_of<T: serde::Serialize>(v: T) -> anyhow::Result<Outcome> {
 }
 
 /// Runs `pantheon bus …`.
-pub fn run(args: BusArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
+pub(crate) fn run(args: BusArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
     let bus = Bus::open(root, &TrackName::parse(&args.track)?).with_origin(origin);
     match args.command {
         BusCommand::Init => json_of(bus.init()?),

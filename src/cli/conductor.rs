@@ -391,7 +391,7 @@ fn mint_link(
     Ok(Outcome::Json(serde_json::to_value(urls)?))
 }
 
-pub fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
+pub(crate) fn run(cmd: ConductorCommand, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
     let c = Conductor::new(root.clone()).with_origin(origin);
     match cmd {
         ConductorCommand::Init => {

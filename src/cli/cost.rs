@@ -33,7 +33,7 @@ pub struct CostArgs {
 }
 
 /// Runs `pantheon cost`.
-pub fn run(args: CostArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
+pub(crate) fn run(args: CostArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
     if args.prices {
         let cfg = crate::engine::CostConfig::of_root(root);
         return Ok(Outcome::Json(cfg.prices.to_json()));

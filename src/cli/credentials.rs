@@ -60,7 +60,7 @@ fn right(verb: &str) -> Result<Right, String> {
 }
 
 /// Runs `pantheon credentials`.
-pub fn run(args: CredentialsArgs, root: &Root) -> anyhow::Result<Outcome> {
+pub(crate) fn run(args: CredentialsArgs, root: &Root) -> anyhow::Result<Outcome> {
     let CredentialsCommand::Add(a) = args.command;
     let kind = if a.operator {
         Kind::Operator

@@ -37,7 +37,7 @@ fn head_ref(s: &str) -> Result<HeadRef, crate::engine::Refusal> {
 }
 
 /// Runs `pantheon journal`.
-pub fn run(
+pub(crate) fn run(
     args: JournalArgs,
     root: &Root,
     actor_filter: Option<String>,

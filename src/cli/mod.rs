@@ -10,17 +10,17 @@ use clap::{Parser, Subcommand};
 
 use crate::engine::Root;
 
-pub mod board;
-pub mod bus;
-pub mod conductor;
-pub mod cost;
-pub mod credentials;
-pub mod journal;
-pub mod observe;
-pub mod record;
-pub mod replay;
-pub mod serve;
-pub mod sources;
+pub(crate) mod board;
+pub(crate) mod bus;
+pub(crate) mod conductor;
+pub(crate) mod cost;
+pub(crate) mod credentials;
+pub(crate) mod journal;
+pub(crate) mod observe;
+pub(crate) mod record;
+pub(crate) mod replay;
+pub(crate) mod serve;
+pub(crate) mod sources;
 
 /// Pantheon Console: watch and operate a pantheon of AI agents coordinating through files.
 #[derive(Debug, Parser)]
@@ -179,7 +179,7 @@ pub struct ConsoleArgs {
 /// The value parser of every flag that takes a moment (`--since`, `--at`, `--from`, `--to`,
 /// `--as-of`): RFC 3339, `now`, back from now (`-15m`), or a local `HH:MM[:SS]` of today, read by the
 /// engine's one parser; anything else is a usage error (exit 2) with its one error text.
-pub fn moment(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+pub(crate) fn moment(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
     crate::engine::time::parse_moment(s, chrono::Utc::now()).map_err(|e| e.to_string())
 }
 
@@ -269,11 +269,11 @@ fn run_validate(root: &Root) -> anyhow::Result<Outcome> {
     }))
 }
 
-pub use crate::outcome::Outcome;
+pub(crate) use crate::outcome::Outcome;
 
 /// Prints `value` as pretty JSON on stdout. A reader that went away (`pantheon … | head`) is not an
 /// error worth a panic: the output is simply dropped, as other Unix tools do.
-pub fn print_json(value: &serde_json::Value) {
+pub(crate) fn print_json(value: &serde_json::Value) {
     use std::io::Write;
     let text = serde_json::to_string_pretty(value).expect("JSON values always serialise");
     let mut out = std::io::stdout().lock();
@@ -298,7 +298,7 @@ impl Command {
 
 /// Where the root of this run was taken from, named in every error about it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RootSource {
+pub(crate) enum RootSource {
     /// `--root DIR`.
     Flag,
     /// `$PANTHEON_ROOT`.
@@ -320,7 +320,7 @@ impl RootSource {
 /// The root directory this run uses (`--root`, else `$PANTHEON_ROOT`, else `$HOME/pantheon`) and where
 /// it came from; `None` when none of the three is set (never a `pantheon` directory in whatever the
 /// current directory happens to be).
-pub fn choose_root(flag: Option<&Path>) -> Option<(PathBuf, RootSource)> {
+pub(crate) fn choose_root(flag: Option<&Path>) -> Option<(PathBuf, RootSource)> {
     let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
     if let Some(p) = flag {
         Some((p.to_path_buf(), RootSource::Flag))
@@ -332,7 +332,7 @@ pub fn choose_root(flag: Option<&Path>) -> Option<(PathBuf, RootSource)> {
 }
 
 /// The error when no root is set at all (a usage error: exit 2).
-pub const NO_ROOT: &str = "no pantheon root: HOME is not set, so there is no default ~/pantheon; \
+pub(crate) const NO_ROOT: &str = "no pantheon root: HOME is not set, so there is no default ~/pantheon; \
                            pass --root DIR or set PANTHEON_ROOT";
 
 /// Refuses a root that is not an existing pantheon root: missing, a file, a link to nothing, a
@@ -340,7 +340,7 @@ pub const NO_ROOT: &str = "no pantheon root: HOME is not set, so there is no def
 /// `shared/handoffs/`: an empty directory, a git checkout). Each refusal names the path, where it
 /// came from and what to run. `init` refuses only a root that cannot become a directory.
 /// A bus or board command also names the bus-only `init` of its track (`bus_track`).
-pub fn require_root(
+pub(crate) fn require_root(
     root: &Root,
     source: RootSource,
     creating: bool,
@@ -444,7 +444,7 @@ fn run_rootless(cli: Cli) -> anyhow::Result<Outcome> {
 /// Bad usage found once the command line is parsed (a flag's value contradicting another's): said
 /// as `error: …` like a refusal, but exit 2 like clap's own usage errors.
 #[derive(Debug)]
-pub struct UsageError(pub String);
+pub(crate) struct UsageError(pub String);
 
 impl std::fmt::Display for UsageError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -455,7 +455,7 @@ impl std::fmt::Display for UsageError {
 impl std::error::Error for UsageError {}
 
 /// A [`UsageError`] as the `anyhow::Error` a command returns.
-pub fn usage(message: impl Into<String>) -> anyhow::Error {
+pub(crate) fn usage(message: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(message.into()))
 }
 

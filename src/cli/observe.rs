@@ -92,7 +92,7 @@ pub struct CheckArgs {
 }
 
 /// `pantheon status`.
-pub fn status(args: StatusArgs, root: &Root, sources: &[String]) -> anyhow::Result<Outcome> {
+pub(crate) fn status(args: StatusArgs, root: &Root, sources: &[String]) -> anyhow::Result<Outcome> {
     let now = chrono::Utc::now();
     let rule = OverdueRule::default();
     let h = if args.no_cache {
@@ -207,7 +207,7 @@ fn line(h: &Health, attention: usize, tmux: bool) -> String {
 
 /// `pantheon check`: prints one line and exits with the plugin's code. Every failure to judge the
 /// root (none there, a bad threshold) is UNKNOWN (3), never an error exit that reads as WARNING.
-pub fn check(args: CheckArgs, root: &Root, sources: &[String]) -> anyhow::Result<Outcome> {
+pub(crate) fn check(args: CheckArgs, root: &Root, sources: &[String]) -> anyhow::Result<Outcome> {
     let state = match judge(&args, root, sources) {
         Ok(v) => {
             println!("{}", v.line());

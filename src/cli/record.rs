@@ -29,7 +29,7 @@ pub struct RecordArgs {
 }
 
 /// One log line for a recorder report (`None`: nothing worth a line).
-pub fn report_line(r: &Report) -> Option<String> {
+pub(crate) fn report_line(r: &Report) -> Option<String> {
     let now = format_ts(chrono::Utc::now());
     Some(match r {
         Report::StandingBy(who) => {
@@ -50,7 +50,7 @@ pub fn report_line(r: &Report) -> Option<String> {
 }
 
 /// A log sink: the file `log` (appended) or standard error.
-pub fn log_sink(log: Option<&PathBuf>) -> anyhow::Result<Box<dyn Write + Send>> {
+pub(crate) fn log_sink(log: Option<&PathBuf>) -> anyhow::Result<Box<dyn Write + Send>> {
     Ok(match log {
         Some(p) => Box::new(
             std::fs::OpenOptions::new()
@@ -64,7 +64,10 @@ pub fn log_sink(log: Option<&PathBuf>) -> anyhow::Result<Box<dyn Write + Send>> 
 }
 
 /// Starts the recorder on a thread, its reports logged to `out`.
-pub fn background(root: &Root, mut out: Box<dyn Write + Send>) -> anyhow::Result<Background> {
+pub(crate) fn background(
+    root: &Root,
+    mut out: Box<dyn Write + Send>,
+) -> anyhow::Result<Background> {
     Ok(Background::start(
         root,
         Box::new(move |r: Report| {
@@ -76,7 +79,7 @@ pub fn background(root: &Root, mut out: Box<dyn Write + Send>) -> anyhow::Result
 }
 
 /// `pantheon record`; with `--source`s, their states are recorded too (`conductor/sources/`).
-pub fn run(args: RecordArgs, root: &Root, sources: &[String]) -> anyhow::Result<Outcome> {
+pub(crate) fn run(args: RecordArgs, root: &Root, sources: &[String]) -> anyhow::Result<Outcome> {
     if let Some(wf) = &args.forget {
         let wf = WorkflowId::parse(wf)?;
         let r = crate::engine::forget_history(root, &wf)?;

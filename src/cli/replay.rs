@@ -34,7 +34,7 @@ pub struct ReplayArgs {
 }
 
 /// Runs `pantheon replay`.
-pub fn run(args: ReplayArgs, root: &Root) -> anyhow::Result<Outcome> {
+pub(crate) fn run(args: ReplayArgs, root: &Root) -> anyhow::Result<Outcome> {
     if let (Some(from), Some(to)) = (args.from, args.to) {
         if to < from {
             return Err(super::usage(format!(

@@ -118,7 +118,7 @@ enum Wake {
 }
 
 /// `pantheon tick`: one pass (deadlines, then lease and staleness notices), its report as JSON.
-pub fn tick(root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
+pub(crate) fn tick(root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
     let c = Conductor::new(root.clone()).with_origin(origin);
     let now = chrono::Utc::now();
     let r = c.tick(now);
@@ -440,7 +440,7 @@ fn start_mcp(
 }
 
 /// `pantheon serve`: the supervisor, until SIGTERM or SIGINT.
-pub fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
+pub(crate) fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Result<Outcome> {
     let mut out = super::record::log_sink(args.log.as_ref())?;
     let c = Conductor::new(root.clone()).with_origin(origin);
     if args.credentials.is_some() && args.mcp.is_none() && args.approvals_require.is_none() {

@@ -64,7 +64,7 @@ pub struct AnswerArgs {
 }
 
 /// Runs `pantheon sources …`; `root` is needed only by `answer` (it is journaled).
-pub fn run(
+pub(crate) fn run(
     args: SourcesArgs,
     specs: &[String],
     root: Option<&Root>,
@@ -81,7 +81,7 @@ pub fn run(
 }
 
 /// Whether the command journals (and so needs a root).
-pub fn needs_root(args: &SourcesArgs) -> bool {
+pub(crate) fn needs_root(args: &SourcesArgs) -> bool {
     matches!(args.command, Some(SourcesCommand::Answer(_)))
 }
 
@@ -130,7 +130,7 @@ fn detail(s: &SourceState) -> Value {
 
 /// `pantheon --source … inbox AGENT`: the messages to AGENT in every source, oldest first, each
 /// with its source; plus each source's health, so an empty list is never a silent failure.
-pub fn inbox(agent: &str, specs: &[String]) -> anyhow::Result<Outcome> {
+pub(crate) fn inbox(agent: &str, specs: &[String]) -> anyhow::Result<Outcome> {
     let states = probe(specs, PROBE_TIMEOUT);
     let mut messages = Vec::new();
     for s in &states {
@@ -215,7 +215,7 @@ fn answer(args: AnswerArgs, root: &Root, origin: &Origin) -> anyhow::Result<Outc
 }
 
 /// A snapshot as JSON (the shapes of `sources read`).
-pub fn snapshot_json(spec: &str, snap: &Snapshot) -> Value {
+pub(crate) fn snapshot_json(spec: &str, snap: &Snapshot) -> Value {
     let time = |t: Option<chrono::DateTime<chrono::Utc>>| t.map(|t| t.to_rfc3339());
     json!({
         "source": spec,

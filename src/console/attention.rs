@@ -2,7 +2,7 @@
 //! (`crate::live::attention`); here, where `Enter` takes the operator (a pane and a row) and the
 //! resolving action in the keys bound now.
 
-pub use crate::live::attention::{BOARD_VOTE_DEADLINE, Ids, Item, Key, Kind, Tally, Target, items};
+pub(crate) use crate::live::attention::{Item, Key, Kind, Target, items};
 
 use crate::live::snapshot::BridgeKind;
 
@@ -11,7 +11,7 @@ use super::rowkey::RowKey;
 
 /// Where Enter takes the operator.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Jump {
+pub(crate) enum Jump {
     /// The row with this identity, in the pane that lists its kind ([`RowKey::pane`]).
     Row(RowKey),
     /// The pane itself, no row in particular.
@@ -23,7 +23,7 @@ pub enum Jump {
 }
 
 /// Where Enter takes the operator for `item`: the row of its record in the pane that lists it.
-pub fn jump(item: &Item) -> Jump {
+pub(crate) fn jump(item: &Item) -> Jump {
     match &item.target {
         Target::Dispatch { god, name } => Jump::Row(RowKey::Dispatch {
             god: god.clone(),

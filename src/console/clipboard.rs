@@ -3,11 +3,11 @@
 //! clipboard library, no X11/Wayland connection: only bytes on the terminal.
 
 /// The largest text yanked (terminals cap OSC 52 payloads; an id or a path is far smaller).
-pub const MAX_YANK_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_YANK_BYTES: usize = 64 * 1024;
 
 /// The OSC 52 sequence that sets the clipboard (`c`) to `text`: `ESC ] 52 ; c ; BASE64 BEL`.
 /// Text longer than [`MAX_YANK_BYTES`] is cut at a character boundary.
-pub fn osc52(text: &str) -> String {
+pub(crate) fn osc52(text: &str) -> String {
     let mut end = text.len().min(MAX_YANK_BYTES);
     while !text.is_char_boundary(end) {
         end -= 1;
@@ -18,12 +18,12 @@ pub fn osc52(text: &str) -> String {
 /// What `y` copies of one id or path: its characters as the screen shows them, without the control
 /// characters (ESC, newlines, C1) an agent may have written into a file of the root; the clipboard
 /// never receives a sequence the screen would not have shown.
-pub fn printable(text: &str) -> String {
+pub(crate) fn printable(text: &str) -> String {
     text.chars().filter(|c| !c.is_control()).collect()
 }
 
 /// Standard base64 with padding (RFC 4648 §4).
-pub fn base64(data: &[u8]) -> String {
+pub(crate) fn base64(data: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
     for chunk in data.chunks(3) {

@@ -4,7 +4,7 @@ use super::keymap::{Action, OperatorAction};
 
 /// What a command's argument is, for completion and for the help.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Arg {
+pub(crate) enum Arg {
     None,
     /// A pane number or name.
     Pane,
@@ -22,7 +22,7 @@ pub enum Arg {
 
 /// One `:` command.
 #[derive(Debug, Clone, Copy)]
-pub struct Command {
+pub(crate) struct Command {
     pub name: &'static str,
     pub aliases: &'static [&'static str],
     /// How the argument is written in the help (`N|name`), empty when there is none.
@@ -48,7 +48,7 @@ const fn cmd(
 }
 
 /// Every `:` command, in the order the help lists them.
-pub const COMMANDS: &[Command] = &[
+pub(crate) const COMMANDS: &[Command] = &[
     cmd(
         "pane",
         &["p"],
@@ -271,7 +271,7 @@ pub const COMMANDS: &[Command] = &[
 
 /// The action a command without an argument stands for (the ones with arguments are parsed by
 /// the app: `:pane`, `:track`, `:filter`, `:ack`).
-pub fn action_of(c: &Command) -> Option<Action> {
+pub(crate) fn action_of(c: &Command) -> Option<Action> {
     Some(match c.name {
         "quit" => Action::Quit,
         "help" => Action::Help,
@@ -309,7 +309,7 @@ pub fn action_of(c: &Command) -> Option<Action> {
 }
 
 /// The command named `word` (by name or alias).
-pub fn lookup(word: &str) -> Option<&'static Command> {
+pub(crate) fn lookup(word: &str) -> Option<&'static Command> {
     COMMANDS
         .iter()
         .find(|c| c.name == word || c.aliases.contains(&word))
@@ -317,7 +317,7 @@ pub fn lookup(word: &str) -> Option<&'static Command> {
 
 /// The command (or pane name) nearest to a mistyped `word`, as k9s and git suggest: a name it
 /// starts, else the closest by edit distance (at most 2 edits, and fewer than half its letters).
-pub fn suggest(word: &str) -> Option<String> {
+pub(crate) fn suggest(word: &str) -> Option<String> {
     let word = word.to_ascii_lowercase();
     let names: Vec<String> = COMMANDS
         .iter()

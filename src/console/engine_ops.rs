@@ -81,4 +81,4 @@ impl Operator for EngineOperator {
     }
 }
 
-pub use crate::actor::operator_name;
+pub(crate) use crate::actor::operator_name;

@@ -17,22 +17,22 @@ use std::time::{Duration, Instant};
 use super::attention::Item;
 
 /// The longest a hook run may take before it is killed.
-pub const HOOK_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const HOOK_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Bytes of each of stdout and stderr kept for the report.
-pub const OUTPUT_KEPT: usize = 4096;
+pub(crate) const OUTPUT_KEPT: usize = 4096;
 
 /// Items that may wait for the next run while one is under way.
-pub const MAX_WAITING_ITEMS: usize = 1000;
+pub(crate) const MAX_WAITING_ITEMS: usize = 1000;
 
 /// Fields added to an item's line of the hook's stdin (a held item's approval links): called once
 /// per item per run, from the hook's thread.
-pub type Enrich =
+pub(crate) type Enrich =
     Arc<dyn Fn(&Item) -> Option<serde_json::Map<String, serde_json::Value>> + Send + Sync>;
 
 /// What one run did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HookReport {
+pub(crate) struct HookReport {
     /// Items the run was given.
     pub items: usize,
     /// Items dropped while waiting (more than [`MAX_WAITING_ITEMS`] waited).
@@ -49,7 +49,7 @@ pub struct HookReport {
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HookOutcome {
+pub(crate) enum HookOutcome {
     /// It exited with this status (0: success).
     Exited(i32),
     /// A signal ended it.
@@ -62,12 +62,12 @@ pub enum HookOutcome {
 
 impl HookReport {
     /// True when the run succeeded.
-    pub fn ok(&self) -> bool {
+    pub(crate) fn ok(&self) -> bool {
         self.outcome == HookOutcome::Exited(0)
     }
 
     /// One line for `:messages` and the flash.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         let what = match &self.outcome {
             HookOutcome::Exited(0) => "ran".to_owned(),
             HookOutcome::Exited(c) => format!("failed (exit {c})"),
@@ -109,7 +109,7 @@ struct Waiting {
 }
 
 /// Runs the hook in one background thread, one run at a time.
-pub struct HookRunner {
+pub(crate) struct HookRunner {
     shared: Arc<(Mutex<Waiting>, Condvar)>,
     /// The process group of the run under way (0: none), killed when the console quits.
     running: Arc<std::sync::atomic::AtomicI32>,
@@ -118,7 +118,8 @@ pub struct HookRunner {
 
 impl HookRunner {
     /// A runner of `cmd` (through `sh -c`); `report` is called after every run, from its thread.
-    pub fn start(
+    #[cfg(test)]
+    pub(crate) fn start(
         cmd: String,
         timeout: Duration,
         report: impl Fn(HookReport) + Send + 'static,
@@ -127,7 +128,7 @@ impl HookRunner {
     }
 
     /// [`Self::start`], each item's line given what `enrich` adds.
-    pub fn start_enriched(
+    pub(crate) fn start_enriched(
         cmd: String,
         timeout: Duration,
         enrich: Option<Enrich>,
@@ -165,7 +166,7 @@ impl HookRunner {
     }
 
     /// Hands a batch to the next run (at once when none is under way).
-    pub fn submit(&self, batch: Vec<Item>) {
+    pub(crate) fn submit(&self, batch: Vec<Item>) {
         let (lock, cv) = &*self.shared;
         let mut w = lock.lock().unwrap_or_else(|e| e.into_inner());
         w.items.extend(batch);
@@ -215,7 +216,8 @@ fn drain(mut r: impl Read, keep: usize) -> (Vec<u8>, u64) {
 }
 
 /// One run of `cmd` with `batch` on its stdin, bounded by `timeout`.
-pub fn run_once(cmd: &str, batch: &[Item], timeout: Duration) -> HookReport {
+#[cfg(test)]
+pub(crate) fn run_once(cmd: &str, batch: &[Item], timeout: Duration) -> HookReport {
     run_in(
         cmd,
         batch,

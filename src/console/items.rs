@@ -108,12 +108,12 @@ impl std::fmt::Display for Column {
 
 /// The columns a pane's rows can be sorted by; none for the bus tail (arrival order) and the
 /// board.
-pub fn sort_columns(pane: crate::console::keymap::Pane) -> &'static [Column] {
+pub(crate) fn sort_columns(pane: crate::console::keymap::Pane) -> &'static [Column] {
     pane.view().sort_columns()
 }
 
 /// The column of `pane` that `word` names: case-insensitive, a prefix, `-` or `_` for a space.
-pub fn sort_column(pane: crate::console::keymap::Pane, word: &str) -> Option<Column> {
+pub(crate) fn sort_column(pane: crate::console::keymap::Pane, word: &str) -> Option<Column> {
     let w = word.trim().to_uppercase().replace(['-', '_'], " ");
     if w.is_empty() {
         return None;
@@ -228,7 +228,7 @@ impl Filter {
 
 /// The label `/over-budget` finds: a workflow past a budget or held for one, a dispatch held for a
 /// budget, a Ledger row at its limit.
-pub const OVER_BUDGET: &str = "over-budget";
+pub(crate) const OVER_BUDGET: &str = "over-budget";
 
 /// What an ack column shows: an ack's own status, or the console's word for a dispatch held for
 /// approval (`held`), a workflow whose dispatch was dead-lettered (`dead`), or no ack (`-`). Its
@@ -266,7 +266,7 @@ impl std::fmt::Display for AckShown {
 
 /// The ack column of a workflow: the waiting dispatch's state, else what its status says of its
 /// step's ack (`dead` stalled, `completed`, `withdrawn` or none aborted), else the latest ack.
-pub fn ack_state(w: &WorkflowView) -> AckShown {
+pub(crate) fn ack_state(w: &WorkflowView) -> AckShown {
     if let Some((god, d)) = w.waiting.first() {
         if &**god == crate::engine::layout::QUARANTINE_DIR {
             return AckShown::Held;
@@ -297,7 +297,7 @@ pub fn ack_state(w: &WorkflowView) -> AckShown {
 
 /// Why a dispatch of the Inboxes pane is overdue, if it is: the engine's one rule (unacked past
 /// the unacked limit in a god's inbox; held past the held limit in `_quarantine`).
-pub fn dispatch_overdue(
+pub(crate) fn dispatch_overdue(
     snap: &Snapshot,
     d: &DispatchView,
     held: bool,
@@ -312,11 +312,12 @@ pub fn dispatch_overdue(
     )
 }
 
-pub use crate::live::snapshot::HELD_OVERDUE_AFTER;
-
 /// The delivery count and the ack deadline's countdown of a dispatch with an `ack_wait`
 /// (docs/PROTOCOL.md §2.10): `2/3 due 12s`, `2/3 due now`; `None` without a deadline.
-pub fn delivery_note(d: &crate::live::snapshot::DispatchRow, now: DateTime<Utc>) -> Option<String> {
+pub(crate) fn delivery_note(
+    d: &crate::live::snapshot::DispatchRow,
+    now: DateTime<Utc>,
+) -> Option<String> {
     let (count, due) = delivery_parts(d, now)?;
     Some(match due {
         Some(due) => format!("{count} {due}"),
@@ -326,7 +327,7 @@ pub fn delivery_note(d: &crate::live::snapshot::DispatchRow, now: DateTime<Utc>)
 
 /// [`delivery_note`]'s two parts, for cells that drop the count before they cut the deadline:
 /// the count (`2/3`) and the deadline (`due 12s`, `due now`; `None` when the dispatch has none).
-pub fn delivery_parts(
+pub(crate) fn delivery_parts(
     d: &crate::live::snapshot::DispatchRow,
     now: DateTime<Utc>,
 ) -> Option<(String, Option<String>)> {
@@ -417,7 +418,7 @@ pub fn workflows<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<&'a WorkflowVie
 }
 
 /// `1 workflow (…)`, `3 workflows (…)`: a count with its noun in the right number, then `rest`.
-pub fn plural(n: usize, noun: &str, rest: &str) -> String {
+pub(crate) fn plural(n: usize, noun: &str, rest: &str) -> String {
     let s = if n == 1 { "" } else { "s" };
     if rest.is_empty() {
         format!("{n} {noun}{s}")
@@ -427,7 +428,7 @@ pub fn plural(n: usize, noun: &str, rest: &str) -> String {
 }
 
 /// Orders ids as people read them: runs of digits by value (`wf_bug_fix_5` before `wf_bug_fix_11`).
-pub fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+pub(crate) fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
     use std::cmp::Ordering;
     let (mut x, mut y) = (a, b);
     loop {
@@ -564,7 +565,7 @@ pub fn dispatches<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<DispatchRow<'a
 
 /// One row of the Dead letters pane: a dispatch in `conductor/dead/{god}/`.
 #[derive(Debug, Clone, Copy)]
-pub struct DeadRow<'a> {
+pub(crate) struct DeadRow<'a> {
     /// The god whose dead letters hold it.
     pub god: &'a str,
     pub view: &'a DispatchView,
@@ -572,7 +573,7 @@ pub struct DeadRow<'a> {
 
 impl DeadRow<'_> {
     /// The identity the selection and the marks follow: the god and the file name.
-    pub fn key(&self) -> RowKey {
+    pub(crate) fn key(&self) -> RowKey {
         RowKey::DeadLetter {
             god: self.god.into(),
             name: self.view.name.clone(),
@@ -580,7 +581,7 @@ impl DeadRow<'_> {
     }
 
     /// True when `key` is this dead letter's.
-    pub fn is(&self, key: &RowKey) -> bool {
+    pub(crate) fn is(&self, key: &RowKey) -> bool {
         match key {
             RowKey::DeadLetter { god, name } => **god == *self.god && *name == self.view.name,
             _ => false,
@@ -588,22 +589,22 @@ impl DeadRow<'_> {
     }
 
     /// When it was dead-lettered (`dead_at`, as written).
-    pub fn dead_at(&self) -> Option<&str> {
+    pub(crate) fn dead_at(&self) -> Option<&str> {
         self.view.dispatch.dead.as_ref()?.at.as_deref()
     }
 
     /// Why (`dead_reason`).
-    pub fn reason(&self) -> Option<&str> {
+    pub(crate) fn reason(&self) -> Option<&str> {
         self.view.dispatch.dead.as_ref()?.reason.as_deref()
     }
 
     /// The god of its last delivery.
-    pub fn last_target(&self) -> &str {
+    pub(crate) fn last_target(&self) -> &str {
         self.view.dispatch.last_target()
     }
 
     /// `3/3`: deliveries made of the most allowed.
-    pub fn deliveries(&self) -> String {
+    pub(crate) fn deliveries(&self) -> String {
         let d = &self.view.dispatch;
         match d.max_deliveries {
             Some(m) => format!("{}/{m}", d.deliveries),
@@ -613,7 +614,7 @@ impl DeadRow<'_> {
 }
 
 /// Every dead letter, oldest first (by `dead_at`, then god and file), as `pantheon dead` lists them.
-pub fn dead_letters<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<DeadRow<'a>> {
+pub(crate) fn dead_letters<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<DeadRow<'a>> {
     let mut out: Vec<DeadRow> = snap
         .dead_letters
         .iter()
@@ -662,13 +663,13 @@ pub fn dead_letters<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<DeadRow<'a>>
 }
 
 /// The track shown by the Bus and Board panes: the named one, else the first.
-pub fn track<'a>(snap: &'a Snapshot, name: Option<&str>) -> Option<&'a Arc<TrackView>> {
+pub(crate) fn track<'a>(snap: &'a Snapshot, name: Option<&str>) -> Option<&'a Arc<TrackView>> {
     name.and_then(|n| snap.track(n))
         .or_else(|| snap.tracks.first())
 }
 
 /// The bus messages of a track that pass the filter, oldest first.
-pub fn messages<'a>(track: &'a TrackView, filter: &Filter) -> Vec<&'a Arc<Envelope>> {
+pub(crate) fn messages<'a>(track: &'a TrackView, filter: &Filter) -> Vec<&'a Arc<Envelope>> {
     track
         .messages
         .iter()
@@ -709,7 +710,7 @@ pub fn locks<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<(&'a str, &'a LockE
 }
 
 /// Every worker of every track: (track, entry).
-pub fn workers<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<(&'a str, &'a WorkerEntry)> {
+pub(crate) fn workers<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<(&'a str, &'a WorkerEntry)> {
     let mut v: Vec<(&str, &WorkerEntry)> = snap
         .tracks
         .iter()
@@ -752,7 +753,7 @@ pub fn workers<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<(&'a str, &'a Wor
 
 /// What the session's phase allows now, so the console offers only the moves the engine takes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BoardMoves {
+pub(crate) struct BoardMoves {
     pub status: String,
     /// Where `advance` goes (None once RESOLVING or COMPLETE).
     pub next: Option<&'static str>,
@@ -767,7 +768,7 @@ pub struct BoardMoves {
 }
 
 /// What the board's phase allows now.
-pub fn board_moves(b: &BoardView) -> BoardMoves {
+pub(crate) fn board_moves(b: &BoardView) -> BoardMoves {
     use crate::engine::{board, board::COMPLETE, board::DISCUSSING};
     let s = &b.session;
     let assessed = |d: &str| b.assessments.iter().any(|(n, _)| n == d);
@@ -832,14 +833,14 @@ pub fn board_moves(b: &BoardView) -> BoardMoves {
 
 /// A director on the board with what they said so far.
 #[derive(Debug, Clone, Copy)]
-pub struct DirectorCard<'a> {
+pub(crate) struct DirectorCard<'a> {
     pub director: &'a str,
     pub assessment: Option<&'a Assessment>,
     pub vote: Option<&'a Vote>,
 }
 
 /// The board's directors (the session's list, then anyone else who assessed or voted).
-pub fn directors(board: &BoardView) -> Vec<DirectorCard<'_>> {
+pub(crate) fn directors(board: &BoardView) -> Vec<DirectorCard<'_>> {
     let mut names: Vec<&str> = board.session.directors.iter().map(String::as_str).collect();
     for (d, _) in board.assessments.iter().chain(std::iter::empty()) {
         if !names.contains(&d.as_str()) {

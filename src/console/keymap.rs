@@ -4,14 +4,14 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde::{Deserialize, Serialize};
 
-pub use super::panes::Pane;
+pub(crate) use super::panes::Pane;
 
 /// An acknowledgement status an operator can give a dispatch (docs/PROTOCOL.md §2.5): the engine's
 /// closed [`AckDecision`](crate::engine::AckDecision), so the console builds typed acks.
-pub use crate::engine::AckDecision as AckChoice;
+pub(crate) use crate::engine::AckDecision as AckChoice;
 
 /// What the operator is asked to type for an ack, and whether it is required.
-pub fn ack_message_prompt(choice: AckChoice) -> Option<(&'static str, bool)> {
+pub(crate) fn ack_message_prompt(choice: AckChoice) -> Option<(&'static str, bool)> {
     match choice {
         AckChoice::Accepted => None,
         AckChoice::Pending => Some(("Message (optional, e.g. why it waits)", false)),

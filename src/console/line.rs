@@ -27,7 +27,7 @@ pub enum Edit {
 }
 
 /// The editor's keys, for the help overlay.
-pub const KEYS: &[(&str, &str)] = &[
+pub(crate) const KEYS: &[(&str, &str)] = &[
     ("C-a Home", "start of the line"),
     ("C-e End", "end of the line"),
     ("← → C-b C-f", "one character"),
@@ -48,7 +48,7 @@ pub const KEYS: &[(&str, &str)] = &[
 ];
 
 /// Longest line the editor keeps: a reason or a filter, never a document.
-pub const MAX_LEN: usize = 4096;
+pub(crate) const MAX_LEN: usize = 4096;
 
 impl LineEditor {
     /// A line holding `text`, the cursor at its end.
@@ -318,14 +318,14 @@ impl LineEditor {
 
 /// The `:` line's history: oldest first, repeats of the last entry not kept, at most 100 entries.
 #[derive(Debug, Clone, Default)]
-pub struct History {
+pub(crate) struct History {
     entries: Vec<String>,
 }
 
 impl History {
     const MAX: usize = 100;
 
-    pub fn push(&mut self, line: &str) {
+    pub(crate) fn push(&mut self, line: &str) {
         let line = line.trim();
         if line.is_empty() || self.entries.last().is_some_and(|l| l == line) {
             return;
@@ -336,21 +336,17 @@ impl History {
         self.entries.push(line.to_owned());
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    pub fn get(&self, i: usize) -> Option<&str> {
+    pub(crate) fn get(&self, i: usize) -> Option<&str> {
         self.entries.get(i).map(String::as_str)
     }
 }
 
 /// The longest prefix every candidate shares.
-pub fn common_prefix<'a>(cands: impl IntoIterator<Item = &'a str>) -> String {
+pub(crate) fn common_prefix<'a>(cands: impl IntoIterator<Item = &'a str>) -> String {
     let mut it = cands.into_iter();
     let Some(first) = it.next() else {
         return String::new();

@@ -15,10 +15,10 @@ use super::ops::{Op, Operator};
 use super::rowkey::RowKey;
 
 /// One record of a bulk action: its mark (identity) and the engine call for it.
-pub type BulkItem = (RowKey, Op);
+pub(crate) type BulkItem = (RowKey, Op);
 
 /// A marked record a bulk action skips, and why.
-pub type Skipped = (RowKey, SkipWhy);
+pub(crate) type Skipped = (RowKey, SkipWhy);
 
 /// Why a bulk action skips a marked record (said in the confirmation and the report).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,13 +60,13 @@ impl From<crate::engine::Error> for SkipWhy {
 }
 
 /// True when the record at `row` of the current pane's list is marked.
-pub fn is_picked(app: &App, keys: &[RowKey], row: usize) -> bool {
+pub(crate) fn is_picked(app: &App, keys: &[RowKey], row: usize) -> bool {
     keys.get(row)
         .is_some_and(|k| app.pane_state().picked.contains(k))
 }
 
 /// Space: marks (or unmarks) the selected row and moves down.
-pub fn toggle_mark(app: &mut App) {
+pub(crate) fn toggle_mark(app: &mut App) {
     if app.pane_state().detail {
         return;
     }
@@ -90,7 +90,7 @@ pub fn toggle_mark(app: &mut App) {
 }
 
 /// V: marks every row from the last mark to the selected one (both included).
-pub fn mark_range(app: &mut App) {
+pub(crate) fn mark_range(app: &mut App) {
     let keys = app.keys(app.pane());
     let cur = app.selected(app.pane());
     let Some(anchor) = app
@@ -124,7 +124,7 @@ pub fn mark_range(app: &mut App) {
 }
 
 /// `*`: marks every row the filter lists; when all of them are marked already, unmarks them.
-pub fn mark_all(app: &mut App) {
+pub(crate) fn mark_all(app: &mut App) {
     let keys = app.keys(app.pane());
     if keys.is_empty() {
         return app.flash(FlashKind::Info, "nothing listed to mark");
@@ -143,7 +143,7 @@ pub fn mark_all(app: &mut App) {
 }
 
 /// Drops the current pane's marks (Esc); true if there were some.
-pub fn clear_marks(app: &mut App) -> bool {
+pub(crate) fn clear_marks(app: &mut App) -> bool {
     let had = !app.pane_state().picked.is_empty();
     app.pane_state_mut().picked.clear();
     if had {
@@ -288,7 +288,7 @@ impl BulkReport {
 
 /// Runs every item of a bulk action, one engine call each, in order; a refusal does not stop the
 /// others. The report lists each item and the skipped records.
-pub fn execute_bulk(
+pub(crate) fn execute_bulk(
     operator: &dyn Operator,
     items: &[BulkItem],
     skipped: &[Skipped],
@@ -308,7 +308,7 @@ pub fn execute_bulk(
 }
 
 /// "approved 4, refused 1: hof_x: why; skipped 1: god/file: not held".
-pub fn summarize_bulk(items: &[BulkItem], report: &BulkReport) -> String {
+pub(crate) fn summarize_bulk(items: &[BulkItem], report: &BulkReport) -> String {
     let word = items.first().map_or("done", |(_, op)| op.done_word());
     let ok = report.results.iter().filter(|r| r.error.is_none()).count();
     let refused: Vec<String> = report
@@ -340,7 +340,7 @@ pub fn summarize_bulk(items: &[BulkItem], report: &BulkReport) -> String {
 }
 
 /// The confirmation of a bulk action: what it does to each record, and what is skipped.
-pub fn describe_bulk(items: &[BulkItem], skipped: &[Skipped]) -> Vec<(Tone, String)> {
+pub(crate) fn describe_bulk(items: &[BulkItem], skipped: &[Skipped]) -> Vec<(Tone, String)> {
     const SHOWN: usize = 12;
     let mut out = Vec::new();
     let first = items.first().map(|(_, op)| op);

@@ -8,10 +8,10 @@ use chrono::{DateTime, Duration, Utc};
 use crate::live::snapshot::Snapshot;
 
 /// Wake this long after a moment: the checks compare strictly (`waited > limit`).
-pub const AFTER: Duration = Duration::milliseconds(2);
+pub(crate) const AFTER: Duration = Duration::milliseconds(2);
 
 /// The earliest instant after `now` at which a time-based attention item appears in `s`.
-pub fn next(s: &Snapshot, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+pub(crate) fn next(s: &Snapshot, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
     let mut best: Option<DateTime<Utc>> = None;
     let mut consider = |t: DateTime<Utc>| {
         if t > now && best.is_none_or(|b| t < b) {

@@ -15,10 +15,10 @@ use super::app::{App, Effect, Mode};
 use super::keymap::{Action, Pane};
 
 /// Two clicks on the same row within this time open it.
-pub const DOUBLE_CLICK: Duration = Duration::from_millis(400);
+pub(crate) const DOUBLE_CLICK: Duration = Duration::from_millis(400);
 
 /// Rows the wheel moves per notch.
-pub const WHEEL_ROWS: usize = 3;
+pub(crate) const WHEEL_ROWS: usize = 3;
 
 /// Where the current pane's main table was drawn: its area (with the border) and the index of the
 /// record on its first row.
@@ -45,7 +45,7 @@ impl TableAt {
 }
 
 /// The pane whose tab is at column `x` of the tab bar (drawn as ` N Title ` and a space each).
-pub fn tab_at(x: u16) -> Option<Pane> {
+pub(crate) fn tab_at(x: u16) -> Option<Pane> {
     let mut from = 0usize;
     for p in Pane::ALL {
         let w = format!(" {} {} ", p.number(), p.title()).chars().count();
@@ -58,7 +58,7 @@ pub fn tab_at(x: u16) -> Option<Pane> {
 }
 
 /// The screen row of the tab bar (under the header).
-pub const TAB_ROW: u16 = 1;
+pub(crate) const TAB_ROW: u16 = 1;
 
 /// Handles a mouse event at time `at`.
 pub(crate) fn on_mouse(app: &mut App, ev: MouseEvent, at: Instant) -> Vec<Effect> {

@@ -16,7 +16,7 @@ use super::attention::{Item, Kind};
 
 /// A file the engine cannot read is announced once it stayed so this long: a file caught mid-write
 /// by a writer that does not rename into place reads as broken for a moment.
-pub const UNREADABLE_SETTLE: chrono::Duration = chrono::Duration::seconds(3);
+pub(crate) const UNREADABLE_SETTLE: chrono::Duration = chrono::Duration::seconds(3);
 
 /// Which escape sequence carries a desktop notification.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,7 +73,7 @@ impl NotifySettings {
 
 /// Decides which attention items are new, and when they may be announced.
 #[derive(Debug)]
-pub struct Notifier {
+pub(crate) struct Notifier {
     pub settings: NotifySettings,
     /// Every cause seen, with when it was last present.
     known: HashMap<super::attention::Key, Instant>,
@@ -85,7 +85,7 @@ pub struct Notifier {
 }
 
 impl Notifier {
-    pub fn new(settings: NotifySettings) -> Self {
+    pub(crate) fn new(settings: NotifySettings) -> Self {
         Self {
             settings,
             known: HashMap::new(),
@@ -98,7 +98,7 @@ impl Notifier {
     /// Looks at the current items: the ones never seen (or gone for longer than the flap window)
     /// are queued for announcing. Returns how many were new. `wall` is the clock the items' `since`
     /// is read against.
-    pub fn observe(&mut self, items: &[Item], now: Instant, wall: DateTime<Utc>) -> usize {
+    pub(crate) fn observe(&mut self, items: &[Item], now: Instant, wall: DateTime<Utc>) -> usize {
         let window = self.settings.flap_window;
         let mut new = 0;
         for item in items {
@@ -121,7 +121,7 @@ impl Notifier {
     }
 
     /// The items to announce now, if the rate limit allows (oldest first).
-    pub fn due(&mut self, now: Instant) -> Option<Vec<Item>> {
+    pub(crate) fn due(&mut self, now: Instant) -> Option<Vec<Item>> {
         if self.pending.is_empty() {
             return None;
         }
@@ -134,16 +134,11 @@ impl Notifier {
         self.last_sent = Some(now);
         Some(std::mem::take(&mut self.pending))
     }
-
-    /// True while items wait for the rate limit.
-    pub fn waiting(&self) -> bool {
-        !self.pending.is_empty()
-    }
 }
 
 /// Text safe to put inside an escape sequence: no control characters (an item's reason comes from
 /// files agents write), at most `max` characters.
-pub fn clean(text: &str, max: usize) -> String {
+pub(crate) fn clean(text: &str, max: usize) -> String {
     text.chars()
         .filter(|c| !c.is_control() && *c != '\u{9c}')
         .take(max)
@@ -151,7 +146,7 @@ pub fn clean(text: &str, max: usize) -> String {
 }
 
 /// The one-line summary of a batch.
-pub fn summary(batch: &[Item]) -> String {
+pub(crate) fn summary(batch: &[Item]) -> String {
     match batch {
         [one] => item_words(one),
         many => format!(
@@ -164,7 +159,7 @@ pub fn summary(batch: &[Item]) -> String {
 
 /// What a flash or a notification says of an attention item: its kind in words (`stale worker`, not `stale_worker`)
 /// and its reason, the kind said once (`overdue: unacked for 6m`, never `overdue: overdue: …`).
-pub fn item_words(item: &Item) -> String {
+pub(crate) fn item_words(item: &Item) -> String {
     let kind = item.kind.as_str().replace('_', " ");
     let reason = item.reason.trim();
     let first = reason
@@ -183,7 +178,7 @@ pub fn item_words(item: &Item) -> String {
 }
 
 /// The bytes to write to the terminal for a batch: the bell and/or the desktop notification.
-pub fn terminal_bytes(settings: &NotifySettings, batch: &[Item]) -> Vec<u8> {
+pub(crate) fn terminal_bytes(settings: &NotifySettings, batch: &[Item]) -> Vec<u8> {
     let mut out = Vec::new();
     if batch.is_empty() {
         return out;
@@ -203,7 +198,8 @@ pub fn terminal_bytes(settings: &NotifySettings, batch: &[Item]) -> Vec<u8> {
 }
 
 /// The hook's stdin: one compact JSON object per item, one per line.
-pub fn hook_input(batch: &[Item]) -> String {
+#[cfg(test)]
+pub(crate) fn hook_input(batch: &[Item]) -> String {
     hook_input_with(batch, None)
 }
 

@@ -8,10 +8,10 @@ use crate::engine::{
     board::{AdvanceResult, ResolveResult, WriteResult},
 };
 
-pub use super::actions::Op;
+pub(crate) use super::actions::Op;
 
 /// Who the console acts as (recorded as `by` / `source` / `forced_by`).
-pub const OPERATOR: &str = "operator";
+pub(crate) const OPERATOR: &str = "operator";
 
 /// What the engine returned for an [`Op`]: its typed result, so a flash message reads real fields
 /// (the action's module makes the flash of its result type, see [`Done`]). One variant per kind of engine result:

@@ -92,7 +92,7 @@ impl ConsoleOptions {
 
 /// Where the console writes its log: `$PANTHEON_LOG`, else `$XDG_STATE_HOME/pantheon/console.log`,
 /// else `~/.local/state/pantheon/console.log`. Never inside the root (the watcher would see it).
-pub fn log_path() -> Option<PathBuf> {
+pub(crate) fn log_path() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("PANTHEON_LOG").filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(p));
     }
@@ -135,7 +135,7 @@ enum Done {
 }
 
 /// Opens the console on `root` until the operator quits.
-pub fn run(root: Root, opts: ConsoleOptions) -> anyhow::Result<()> {
+pub(crate) fn run(root: Root, opts: ConsoleOptions) -> anyhow::Result<()> {
     if !root.dir.is_dir() {
         anyhow::bail!(
             "{} is not a directory; create a root with `pantheon --root {} init`, or pass --root / set PANTHEON_ROOT",

@@ -7,14 +7,14 @@ use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier};
 
 /// Pixel size of one terminal cell at the SVG's font size.
-pub const CELL_W: f64 = 8.4;
-pub const CELL_H: f64 = 18.0;
+pub(crate) const CELL_W: f64 = 8.4;
+pub(crate) const CELL_H: f64 = 18.0;
 const FONT_SIZE: f64 = 14.0;
 const BG: &str = "#1a1b26";
 const FG: &str = "#c0caf5";
 
 /// The hex colour of a terminal colour (a Tokyo Night-like palette).
-pub fn hex(c: Color, fg: bool) -> String {
+pub(crate) fn hex(c: Color, fg: bool) -> String {
     let s = match c {
         Color::Reset => return if fg { FG.into() } else { BG.into() },
         Color::Black => "#15161e",

@@ -10,11 +10,11 @@ use crate::live::snapshot::Snapshot;
 use super::ops::Op;
 
 /// (what, its value) for every field a confirmation's act depends on, in a fixed order.
-pub type Version = Vec<(String, String)>;
+pub(crate) type Version = Vec<(String, String)>;
 
 /// The version of the records `op` acts on, as `snap` has them (each action's module says which,
 /// `Act::version`).
-pub fn version(op: &Op, snap: &Snapshot) -> Version {
+pub(crate) fn version(op: &Op, snap: &Snapshot) -> Version {
     let mut v = Version::new();
     op.version(&mut v, snap);
     v
@@ -82,7 +82,7 @@ pub(crate) fn dead_letter(v: &mut Version, handoff_id: &str, snap: &Snapshot) {
 }
 
 /// What differs between the version shown and the version now, in words (`None`: nothing).
-pub fn changed(shown: &Version, now: &Version) -> Option<String> {
+pub(crate) fn changed(shown: &Version, now: &Version) -> Option<String> {
     let mut out = Vec::new();
     for (what, was) in shown {
         match now.iter().find(|(w, _)| w == what) {

@@ -17,7 +17,7 @@ use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 
 /// The terminal the console draws on; restored when dropped.
-pub struct TerminalGuard {
+pub(crate) struct TerminalGuard {
     pub terminal: Terminal<CrosstermBackend<Stdout>>,
 }
 
@@ -28,7 +28,7 @@ static ENTERED: AtomicBool = AtomicBool::new(false);
 /// Safe to call more than once: only the first call after [`TerminalGuard::enter`] acts. (A second
 /// "leave alternate screen" would move the cursor back to where the console started, and whatever
 /// is printed next, such as a panic's backtrace, would overwrite the lines above it.)
-pub fn restore() {
+pub(crate) fn restore() {
     if !ENTERED.swap(false, Ordering::SeqCst) {
         return;
     }
@@ -59,7 +59,7 @@ fn install_panic_hook() {
 /// Refuses to start a full-screen view when standard output is not a terminal (a pipe, a file, a job
 /// without a terminal): the screen would go into the pipe, or raw mode fails with a bare `os error 6`.
 /// `what` names the command for the message; `instead` says what to run without a terminal.
-pub fn require_terminal(what: &str, instead: &str) -> anyhow::Result<()> {
+pub(crate) fn require_terminal(what: &str, instead: &str) -> anyhow::Result<()> {
     use std::io::IsTerminal;
     if io::stdout().is_terminal() {
         Ok(())
@@ -70,7 +70,7 @@ pub fn require_terminal(what: &str, instead: &str) -> anyhow::Result<()> {
 
 impl TerminalGuard {
     /// Enters raw mode and the alternate screen. If any step fails, what was done is undone.
-    pub fn enter() -> io::Result<Self> {
+    pub(crate) fn enter() -> io::Result<Self> {
         install_panic_hook();
         enable_raw_mode()?;
         ENTERED.store(true, Ordering::SeqCst);
@@ -104,7 +104,7 @@ impl Drop for TerminalGuard {
 /// How to run this program again from a shell: `pantheon` when that name on `PATH` is this very
 /// executable, else its full path (after `cargo run`, `target/debug/pantheon`), so a printed hint
 /// is a command that runs.
-pub fn program_name() -> String {
+pub(crate) fn program_name() -> String {
     let Ok(me) = std::env::current_exe().and_then(std::fs::canonicalize) else {
         return "pantheon".into();
     };

@@ -7,7 +7,7 @@ use crate::live::snapshot::Stamp;
 
 /// Formats an instant relative to now, or absolute in local time: `HH:MM:SS` on the same local
 /// day as now, with the date before it otherwise.
-pub fn when(ts: Option<&str>, now: DateTime<Utc>, absolute: bool) -> String {
+pub(crate) fn when(ts: Option<&str>, now: DateTime<Utc>, absolute: bool) -> String {
     match ts.and_then(parse_ts) {
         Some(t) => when_time(t, now, absolute),
         None => ts.map(|s| format!("{s}?")).unwrap_or_else(|| "-".into()),
@@ -15,7 +15,7 @@ pub fn when(ts: Option<&str>, now: DateTime<Utc>, absolute: bool) -> String {
 }
 
 /// [`when`] of a time a compact row keeps (parsed once when its file was read).
-pub fn when_at(ts: Option<&Stamp>, now: DateTime<Utc>, absolute: bool) -> String {
+pub(crate) fn when_at(ts: Option<&Stamp>, now: DateTime<Utc>, absolute: bool) -> String {
     match ts {
         Some(Stamp::At(t)) => when_time(*t, now, absolute),
         Some(Stamp::Unparsed(s)) => format!("{s}?"),

@@ -19,7 +19,7 @@ use crate::engine::{
 };
 
 /// Who the orchestrator's acts are recorded as.
-pub const ORCHESTRATOR: &str = "orchestrator";
+pub(crate) const ORCHESTRATOR: &str = "orchestrator";
 
 const CHECKPOINTS: [&str; 3] = ["EVALUATE_PLAN", "EVALUATE_EXECUTION", "PRE_LAUNCH"];
 const DISCUSS_KINDS: [&str; 4] = ["CHALLENGE", "QUESTION", "CLARIFY", "AGREE"];
@@ -46,7 +46,7 @@ struct Current {
 }
 
 /// The board's side of the simulation.
-pub struct BoardSim {
+pub(crate) struct BoardSim {
     bus: Bus,
     next_open: u64,
     next_act: u64,
@@ -57,7 +57,7 @@ pub struct BoardSim {
 
 impl BoardSim {
     /// The board of `bus`'s track.
-    pub fn new(bus: Bus) -> Self {
+    pub(crate) fn new(bus: Bus) -> Self {
         Self {
             bus,
             next_open: 15,

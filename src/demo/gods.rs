@@ -16,7 +16,7 @@ use crate::engine::{
 };
 
 /// The default gods (the inboxes `init` creates), in the order they take their turn.
-pub const GODS: [&str; 8] = crate::engine::DEFAULT_GODS;
+pub(crate) const GODS: [&str; 8] = crate::engine::DEFAULT_GODS;
 
 /// The definitions the first four workflows use, so every kind of event shows in the first minute:
 /// a held handover, a short pipeline that completes, the full feature pipeline, and a probe whose
@@ -33,14 +33,14 @@ const OPENING: [(u64, &str); 4] = [
 /// them. The page carries an ack deadline; the simulation's supervisor pass redelivers it once and
 /// then dead-letters it, so pane 2 shows a deadline counting down and pane 9 a dead letter. Once a
 /// page has been dead-lettered Hermes is back: an operator's requeue is worked as usual.
-pub const PROBE: &str = "uptime-probe";
+pub(crate) const PROBE: &str = "uptime-probe";
 
 /// The step of [`PROBE`] that nobody acks.
 const PROBE_PAGE: &str = "page-on-call";
 
 /// [`PROBE`]'s definition file, its page's `ack_wait` 15 demo seconds at `speed` (at least one
 /// wall-clock second: deadlines run on the wall clock).
-pub fn probe_yaml(speed: f64) -> String {
+pub(crate) fn probe_yaml(speed: f64) -> String {
     let wait = (15.0 / speed).round().clamp(1.0, 3600.0) as u64;
     format!(
         "\
@@ -108,7 +108,7 @@ const MAX_ACTIVE: usize = 8;
 
 /// How a workflow the simulation started is doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WfOutcome {
+pub(crate) enum WfOutcome {
     Active,
     Completed,
     Failed,
@@ -116,7 +116,7 @@ pub enum WfOutcome {
 
 /// A workflow the simulation started.
 #[derive(Debug, Clone)]
-pub struct SimWorkflow {
+pub(crate) struct SimWorkflow {
     pub definition: String,
     pub topic: String,
     pub outcome: WfOutcome,
@@ -160,7 +160,7 @@ struct Held {
 }
 
 /// The gods' side of the simulation.
-pub struct Gods {
+pub(crate) struct Gods {
     defs: BTreeMap<String, WorkflowDef>,
     pub(crate) workflows: BTreeMap<String, SimWorkflow>,
     jobs: Vec<Job>,
@@ -178,7 +178,7 @@ pub struct Gods {
 
 impl Gods {
     /// Loads the definitions of `root` (installed by `init`).
-    pub fn new(root: &Root) -> Result<Self> {
+    pub(crate) fn new(root: &Root) -> Result<Self> {
         let (defs, _errors) = load_definitions(root);
         let taken = std::fs::read_dir(root.state_dir())
             .map(|rd| {

@@ -8,13 +8,13 @@
 //! - [`events`]: the deterministic event log; [`summary`]: what `--headless` prints.
 //! - [`text`]: plausible words for the simulation (topics, summaries, decisions, remarks).
 
-pub mod board;
-pub mod events;
-pub mod gods;
-pub mod sim;
-pub mod summary;
-pub mod text;
-pub mod workers;
+pub(crate) mod board;
+pub(crate) mod events;
+pub(crate) mod gods;
+pub(crate) mod sim;
+pub(crate) mod summary;
+pub(crate) mod text;
+pub(crate) mod workers;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -23,8 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, bail};
 
-pub use sim::{Sim, SimConfig, TICKS_PER_SECOND};
-pub use summary::Summary;
+pub(crate) use sim::{Sim, SimConfig, TICKS_PER_SECOND};
 
 use crate::engine::{Root, STALE_AFTER_ENV};
 use crate::outcome::Outcome;
@@ -72,7 +71,7 @@ fn duration(s: &str) -> Result<f64, crate::engine::Refusal> {
 
 /// Runs `pantheon demo`. `explicit_root` is `--root`; without it a fresh temporary root is created
 /// (and kept), never `$PANTHEON_ROOT`, so a demo cannot mix with a real pantheon by accident.
-pub fn run(args: DemoArgs, explicit_root: Option<&Path>) -> anyhow::Result<Outcome> {
+pub(crate) fn run(args: DemoArgs, explicit_root: Option<&Path>) -> anyhow::Result<Outcome> {
     if !(args.speed.is_finite() && (0.05..=100.0).contains(&args.speed)) {
         bail!("--speed {} must be between 0.05 and 100", args.speed);
     }

@@ -28,7 +28,7 @@ pub const TICKS_PER_SECOND: u64 = 10;
 
 /// One demo second stands for this many seconds of a real pantheon: a worker beats every 3 demo
 /// seconds (5 minutes), goes stale after 6 (10 minutes), a step takes 2–4 (an hour or so, roughly).
-pub const COMPRESSION: f64 = 100.0;
+pub(crate) const COMPRESSION: f64 = 100.0;
 
 /// How the simulation runs.
 #[derive(Debug, Clone)]
@@ -79,10 +79,10 @@ impl SimConfig {
 }
 
 /// The two tracks whose workers the simulation runs: (name, track number, worker count).
-pub const TRACKS: [(&str, u32, u32); 2] = [("checkout", 1, 3), ("search", 2, 2)];
+pub(crate) const TRACKS: [(&str, u32, u32); 2] = [("checkout", 1, 3), ("search", 2, 2)];
 
 /// The track whose board deliberates.
-pub const BOARD_TRACK: &str = "checkout";
+pub(crate) const BOARD_TRACK: &str = "checkout";
 
 /// The whole simulated pantheon.
 pub struct Sim {

@@ -5,12 +5,12 @@ use rand::Rng;
 use rand::rngs::StdRng;
 
 /// Picks one item.
-pub fn pick<'a>(rng: &mut StdRng, items: &[&'a str]) -> &'a str {
+pub(crate) fn pick<'a>(rng: &mut StdRng, items: &[&'a str]) -> &'a str {
     items[rng.random_range(0..items.len())]
 }
 
 /// What a workflow of `definition` is about.
-pub fn topic(rng: &mut StdRng, definition: &str) -> &'static str {
+pub(crate) fn topic(rng: &mut StdRng, definition: &str) -> &'static str {
     match definition {
         "bug-fix" => pick(
             rng,
@@ -59,7 +59,7 @@ pub fn topic(rng: &mut StdRng, definition: &str) -> &'static str {
 }
 
 /// A one-line summary of `step` done on `topic`.
-pub fn summary(rng: &mut StdRng, step: &str, topic: &str) -> String {
+pub(crate) fn summary(rng: &mut StdRng, step: &str, topic: &str) -> String {
     let t: &[&str] = match step {
         "research" => &[
             "Surveyed prior art and constraints for {t}; three options compared.",
@@ -106,7 +106,7 @@ pub fn summary(rng: &mut StdRng, step: &str, topic: &str) -> String {
 }
 
 /// One or two decisions taken at `step`.
-pub fn decisions(rng: &mut StdRng, step: &str) -> Vec<String> {
+pub(crate) fn decisions(rng: &mut StdRng, step: &str) -> Vec<String> {
     let pool: &[&str] = match step {
         "research" | "news-scan" | "active-goals" => &[
             "Prefer the boring, proven option",
@@ -138,7 +138,7 @@ pub fn decisions(rng: &mut StdRng, step: &str) -> Vec<String> {
 }
 
 /// A short message for a pending ack.
-pub fn pending_message(rng: &mut StdRng) -> &'static str {
+pub(crate) fn pending_message(rng: &mut StdRng) -> &'static str {
     pick(
         rng,
         &[
@@ -150,7 +150,7 @@ pub fn pending_message(rng: &mut StdRng) -> &'static str {
 }
 
 /// Why a god declines a dispatch.
-pub fn reject_message(rng: &mut StdRng) -> &'static str {
+pub(crate) fn reject_message(rng: &mut StdRng) -> &'static str {
     pick(
         rng,
         &[
@@ -162,7 +162,7 @@ pub fn reject_message(rng: &mut StdRng) -> &'static str {
 }
 
 /// A worker subtask at `pct` percent.
-pub fn subtask(rng: &mut StdRng, pct: u32) -> &'static str {
+pub(crate) fn subtask(rng: &mut StdRng, pct: u32) -> &'static str {
     match pct {
         0 => "reading the task",
         p if p < 50 => pick(
@@ -175,7 +175,7 @@ pub fn subtask(rng: &mut StdRng, pct: u32) -> &'static str {
 }
 
 /// A failure a worker reports.
-pub fn failure(rng: &mut StdRng) -> (&'static str, &'static str) {
+pub(crate) fn failure(rng: &mut StdRng) -> (&'static str, &'static str) {
     pick2(
         rng,
         &[
@@ -200,7 +200,7 @@ fn pick2<T: Copy>(rng: &mut StdRng, items: &[T]) -> T {
 }
 
 /// A board proposal for `checkpoint`.
-pub fn proposal(rng: &mut StdRng, checkpoint: &str) -> &'static str {
+pub(crate) fn proposal(rng: &mut StdRng, checkpoint: &str) -> &'static str {
     match checkpoint {
         "EVALUATE_PLAN" => pick(
             rng,
@@ -227,7 +227,7 @@ pub fn proposal(rng: &mut StdRng, checkpoint: &str) -> &'static str {
 }
 
 /// A director's concern.
-pub fn concern(rng: &mut StdRng, director: &str) -> &'static str {
+pub(crate) fn concern(rng: &mut StdRng, director: &str) -> &'static str {
     match director {
         "CA" => pick(
             rng,
@@ -247,7 +247,7 @@ pub fn concern(rng: &mut StdRng, director: &str) -> &'static str {
 }
 
 /// A director's recommendation.
-pub fn recommendation(rng: &mut StdRng, director: &str) -> &'static str {
+pub(crate) fn recommendation(rng: &mut StdRng, director: &str) -> &'static str {
     match director {
         "CA" => pick(rng, &["Idempotency keys", "Split the adapter"]),
         "CPO" => pick(
@@ -267,7 +267,7 @@ pub fn recommendation(rng: &mut StdRng, director: &str) -> &'static str {
 }
 
 /// A discussion line of `kind`.
-pub fn discussion(rng: &mut StdRng, kind: &str) -> &'static str {
+pub(crate) fn discussion(rng: &mut StdRng, kind: &str) -> &'static str {
     match kind {
         "CHALLENGE" => pick(
             rng,

@@ -139,13 +139,13 @@ struct TrackSim {
 }
 
 /// The workers' side of the simulation.
-pub struct Workers {
+pub(crate) struct Workers {
     tracks: Vec<TrackSim>,
 }
 
 impl Workers {
     /// Workers for each `(bus, track number, worker count)`.
-    pub fn new(buses: Vec<(Bus, u32, u32)>) -> Self {
+    pub(crate) fn new(buses: Vec<(Bus, u32, u32)>) -> Self {
         let tracks = buses
             .into_iter()
             .enumerate()
@@ -179,7 +179,7 @@ impl Workers {
     }
 
     /// The tracks' names.
-    pub fn track_names(&self) -> Vec<String> {
+    pub(crate) fn track_names(&self) -> Vec<String> {
         self.tracks.iter().map(|t| t.name.clone()).collect()
     }
 }

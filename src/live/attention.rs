@@ -16,11 +16,11 @@ use crate::engine::time::parse_ts;
 use crate::live::snapshot::{Snapshot, Sym, short_duration};
 
 mod key;
-pub use key::Key;
+pub(crate) use key::Key;
 
 /// How long a board session may stay in `VOTING` (or wait in `RESOLVING`) after it started when the
 /// session names no deadline of its own (`vote_deadline` or `deadline`).
-pub const BOARD_VOTE_DEADLINE: Duration = Duration::hours(1);
+pub(crate) const BOARD_VOTE_DEADLINE: Duration = Duration::hours(1);
 
 /// Why an item waits on a human.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -388,7 +388,7 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
 /// many items of each kind [`items`] gives for `s`: a workflow going overdue, a lease running out,
 /// a worker going stale, a board vote passing its deadline, a supervisor's heartbeat growing too
 /// old, the UTC day turning (day budgets). `pantheon status` keeps its counts until then at most.
-pub fn next_change(s: &Snapshot, now: DateTime<Utc>) -> DateTime<Utc> {
+pub(crate) fn next_change(s: &Snapshot, now: DateTime<Utc>) -> DateTime<Utc> {
     let mut best = now
         .date_naive()
         .succ_opt()

@@ -94,7 +94,7 @@ pub struct PendingNote {
 }
 
 /// How much of a pending ack's message a dispatch's row keeps.
-pub const PENDING_MESSAGE_MAX: usize = 200;
+pub(crate) const PENDING_MESSAGE_MAX: usize = 200;
 
 /// What the Inboxes and Dead letters tables, the filter, the sorts, the attention queue, the overdue
 /// and held checks and the deadline count read of a dispatch file. Everything else (the context but

@@ -18,7 +18,7 @@ use crate::engine::{
 /// Reads the complete lines appended at or after `offset`, up to the first line end past
 /// `max_bytes` (writers faster than a starved model never keep it reading): the last `keep`
 /// messages in full, the timestamps of those before (`queue::read_last_upto`).
-pub fn read_queue(
+pub(crate) fn read_queue(
     path: &Path,
     offset: u64,
     max_bytes: u64,
@@ -28,12 +28,12 @@ pub fn read_queue(
 }
 
 /// Reads `discussion.jsonl` (`bus::board::read_discussion`): the lines and how many were skipped.
-pub fn read_discussion(path: &Path) -> Result<(Vec<DiscussionLine>, usize), Error> {
+pub(crate) fn read_discussion(path: &Path) -> Result<(Vec<DiscussionLine>, usize), Error> {
     board::read_discussion(path)
 }
 
 /// The current board session of a track, chosen by the engine's rule.
-pub fn current_session(root: &Root, track: &str) -> Result<Option<BoardSession>, Error> {
+pub(crate) fn current_session(root: &Root, track: &str) -> Result<Option<BoardSession>, Error> {
     let track = TrackName::parse(track)?;
     let bus = Bus::open(root, &track);
     board::current_session(&bus)
@@ -41,7 +41,7 @@ pub fn current_session(root: &Root, track: &str) -> Result<Option<BoardSession>,
 
 /// The wait-for cycles among a track's workers, each as a readable chain (`detect_deadlocks`), and
 /// for each cycle the paths of the locks in it (the resources waited for that are locked).
-pub fn deadlocks(
+pub(crate) fn deadlocks(
     messages: &[Arc<Envelope>],
     locks: &[LockEntry],
     workers: &[WorkerEntry],
@@ -78,7 +78,7 @@ pub fn deadlocks(
 }
 
 /// The verdict the resolve rule (or the quick-review rule) would give now.
-pub fn predicted_verdict(
+pub(crate) fn predicted_verdict(
     session: &BoardSession,
     assessments: &[(String, Assessment)],
     votes: &[(String, Vote)],

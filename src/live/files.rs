@@ -14,7 +14,7 @@ use crate::engine::read_json_once;
 
 /// What identifies one version of a file without reading it: inode, size and change times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Fingerprint {
+pub(crate) struct Fingerprint {
     pub ino: u64,
     /// The size plus one: never zero, so an `Option<Fingerprint>` (kept per record file, 200,000
     /// of them in a large root) is no larger than a fingerprint.
@@ -25,19 +25,19 @@ pub struct Fingerprint {
 
 impl Fingerprint {
     /// The size in bytes (a file of `u64::MAX` bytes reads as one byte less; none exists).
-    pub fn size(&self) -> u64 {
+    pub(crate) fn size(&self) -> u64 {
         self.len_1.get() - 1
     }
 
     /// Stats `path`; `None` when it does not exist (or cannot be stat'ed).
-    pub fn of(path: &Path) -> Option<Self> {
+    pub(crate) fn of(path: &Path) -> Option<Self> {
         let m = std::fs::metadata(path).ok()?;
         Self::from_metadata(&m)
     }
 
     /// The fingerprint of a file's metadata (an open handle's, say); `None` when it is not a
     /// regular file.
-    pub fn from_metadata(m: &std::fs::Metadata) -> Option<Self> {
+    pub(crate) fn from_metadata(m: &std::fs::Metadata) -> Option<Self> {
         if !m.is_file() {
             return None;
         }
@@ -71,40 +71,40 @@ pub enum Refresh {
 }
 
 /// Appended to a file's warning when the model keeps showing the value it last parsed from it.
-pub const LAST_GOOD_NOTE: &str = " (showing the last good version)";
+pub(crate) const LAST_GOOD_NOTE: &str = " (showing the last good version)";
 
 /// One JSON file and the last value that parsed, re-read only when it changes.
 #[derive(Debug, Clone)]
-pub struct JsonFile<T> {
+pub(crate) struct JsonFile<T> {
     path: PathBuf,
     file: RecordFile<T>,
 }
 
 impl<T> JsonFile<T> {
     /// A cache for `path`, not read yet.
-    pub fn new(path: impl Into<PathBuf>) -> Self {
+    pub(crate) fn new(path: impl Into<PathBuf>) -> Self {
         Self {
             path: path.into(),
             file: RecordFile::default(),
         }
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// The last value that parsed.
-    pub fn value(&self) -> Option<&Arc<T>> {
+    pub(crate) fn value(&self) -> Option<&Arc<T>> {
         self.file.value()
     }
 
     /// Why the current file content is not the value shown (mid-write, corrupt), if it is not.
-    pub fn warning(&self) -> Option<&str> {
+    pub(crate) fn warning(&self) -> Option<&str> {
         self.file.warning()
     }
 
     /// Re-reads the file if its fingerprint changed, parsing the JSON with `parse`.
-    pub fn refresh<E: Into<String>>(
+    pub(crate) fn refresh<E: Into<String>>(
         &mut self,
         parse: impl FnOnce(Value) -> Result<T, E>,
     ) -> Refresh {
@@ -241,7 +241,7 @@ impl<T> RecordFile<T> {
 
 /// Where an append-only log is read from: the file's identity and the offset of the first unread byte.
 #[derive(Debug, Clone, Default)]
-pub struct LogCursor {
+pub(crate) struct LogCursor {
     ino: Option<u64>,
     offset: u64,
     /// Bytes skipped at the start when a large file was opened from its tail.
@@ -250,7 +250,7 @@ pub struct LogCursor {
 
 /// How a log changed since the cursor last looked at it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogChange {
+pub(crate) enum LogChange {
     /// Nothing new.
     Unchanged,
     /// New bytes after the offset.
@@ -263,23 +263,23 @@ pub enum LogChange {
 
 impl LogCursor {
     /// A cursor that starts at the beginning of the file.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// The offset of the first byte not yet consumed.
-    pub fn offset(&self) -> u64 {
+    pub(crate) fn offset(&self) -> u64 {
         self.offset
     }
 
     /// Records that everything before `offset` has been consumed.
-    pub fn advance_to(&mut self, offset: u64) {
+    pub(crate) fn advance_to(&mut self, offset: u64) {
         self.offset = offset;
     }
 
     /// Compares the file with the cursor. On first sight of a file longer than `tail_bytes`, the
     /// cursor jumps to the first line that starts in the last `tail_bytes` (never reading the head).
-    pub fn check(&mut self, path: &Path, tail_bytes: u64) -> LogChange {
+    pub(crate) fn check(&mut self, path: &Path, tail_bytes: u64) -> LogChange {
         let Some(fp) = Fingerprint::of(path) else {
             let was = self.ino.take().is_some();
             self.offset = 0;
@@ -321,7 +321,7 @@ impl LogCursor {
 
 /// The offset of the first line that starts at or after `from` (just after the first `\n` at or after
 /// `from - 1`), so a tail read never begins mid-line.
-pub fn line_start_after(path: &Path, from: u64) -> std::io::Result<u64> {
+pub(crate) fn line_start_after(path: &Path, from: u64) -> std::io::Result<u64> {
     if from == 0 {
         return Ok(0);
     }

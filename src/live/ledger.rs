@@ -13,12 +13,12 @@ use crate::engine::{Budget, Raised, StateUsage, Totals, declared_budgets};
 use super::snapshot::{Snapshot, Sym, WorkflowView};
 
 /// The width of one bucket of recent spend, in seconds.
-pub const BUCKET_SECS: i64 = 300;
+pub(crate) const BUCKET_SECS: i64 = 300;
 /// How many buckets a god keeps: one day.
-pub const BUCKETS_KEPT: i64 = 24 * 3600 / BUCKET_SECS;
+pub(crate) const BUCKETS_KEPT: i64 = 24 * 3600 / BUCKET_SECS;
 
 /// The bucket an instant falls in.
-pub fn bucket_of(t: DateTime<Utc>) -> i64 {
+pub(crate) fn bucket_of(t: DateTime<Utc>) -> i64 {
     t.timestamp().div_euclid(BUCKET_SECS)
 }
 
@@ -148,7 +148,7 @@ impl LedgerView {
 }
 
 /// `$0.23`, `$12.40`, `$1,234` (cents below $1,000; whole dollars above).
-pub fn usd(micros: u64) -> String {
+pub(crate) fn usd(micros: u64) -> String {
     let cents = micros.saturating_add(5_000) / 10_000;
     if cents >= 100_000 {
         let d = cents / 100;
@@ -167,7 +167,7 @@ pub fn usd(micros: u64) -> String {
 }
 
 /// `950`, `48.2k`, `3.1M`, `2.0G` tokens.
-pub fn tokens(n: u64) -> String {
+pub(crate) fn tokens(n: u64) -> String {
     match n {
         0..1_000 => n.to_string(),
         1_000..1_000_000 => format!("{:.1}k", n as f64 / 1e3),
@@ -381,7 +381,7 @@ impl Snapshot {
 }
 
 /// True when a definition declares a budget for its workflows or a step.
-pub fn declares_budget(d: &crate::engine::WorkflowDef) -> bool {
+pub(crate) fn declares_budget(d: &crate::engine::WorkflowDef) -> bool {
     d.extra.contains_key("budget") || d.steps.iter().any(|s| s.extra.contains_key("budget"))
 }
 

@@ -14,17 +14,17 @@
 //! - [`engine_glue`]: the engine functions the model uses (queue reads, deadlocks, resolve rule).
 //! - [`runner`]: the model thread: debounce signals, refresh, publish only the newest snapshot.
 
-pub mod attention;
-pub mod compact;
-pub mod engine_glue;
-pub mod files;
-pub mod ledger;
-pub mod model;
-pub mod runner;
-pub mod snapshot;
-pub mod watch;
-pub mod watch_set;
+pub(crate) mod attention;
+pub(crate) mod compact;
+pub(crate) mod engine_glue;
+pub(crate) mod files;
+pub(crate) mod ledger;
+pub(crate) mod model;
+pub(crate) mod runner;
+pub(crate) mod snapshot;
+pub(crate) mod watch;
+pub(crate) mod watch_set;
 
-pub use model::{LiveModel, ModelOptions};
-pub use snapshot::Snapshot;
-pub use watch::WatchMode;
+pub(crate) use model::{LiveModel, ModelOptions};
+pub(crate) use snapshot::Snapshot;
+pub(crate) use watch::WatchMode;

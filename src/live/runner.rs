@@ -29,18 +29,18 @@ fn with_sources(snap: Arc<Snapshot>, sources: Option<&SourceHub>) -> Arc<Snapsho
 }
 
 /// A burst of events is considered over after this much quiet.
-pub const DEBOUNCE_QUIET: Duration = Duration::from_millis(10);
+pub(crate) const DEBOUNCE_QUIET: Duration = Duration::from_millis(10);
 /// A burst is never held back longer than this.
-pub const DEBOUNCE_MAX: Duration = Duration::from_millis(30);
+pub(crate) const DEBOUNCE_MAX: Duration = Duration::from_millis(30);
 /// The console's leading edge: when no snapshot was published for this long, the next change is
 /// published at once, with whatever signals are already queued, and not held for the debounce
 /// window (the first event after a quiet moment is on screen within a frame). Changes that follow
 /// a publish closer than this are gathered into bursts as before, so a busy root still costs one
 /// snapshot per window.
-pub const LEADING_QUIET: Duration = Duration::from_millis(50);
+pub(crate) const LEADING_QUIET: Duration = Duration::from_millis(50);
 /// How often the model thread checks, between bursts, that the root is still the directory it
 /// watches (a root deleted and re-created loses every notification watch; one `stat`, ~0 CPU).
-pub const ROOT_CHECK: Duration = Duration::from_secs(1);
+pub(crate) const ROOT_CHECK: Duration = Duration::from_secs(1);
 
 /// The device and inode of the root, through a link: the root is the operator's path (resolved
 /// when the `Root` was built), and one swapped for a link to a directory is still watched.
@@ -271,6 +271,7 @@ fn next_burst(
             b.answers.push(a);
             true
         }
+        #[cfg(test)]
         Signal::Paths(p) => {
             b.paths.extend(p);
             true
@@ -435,7 +436,7 @@ fn answer_sources(sources: Option<&SourceHub>, answers: Vec<AnswerRequest>) {
 }
 
 /// The size from which glibc serves an allocation with its own mapping: its default, fixed.
-pub const MMAP_THRESHOLD: usize = 128 * 1024;
+pub(crate) const MMAP_THRESHOLD: usize = 128 * 1024;
 
 /// Fixes glibc's mmap threshold at [`MMAP_THRESHOLD`] (once per process). By default glibc raises
 /// the threshold to the size of every mapped block freed, up to 32 MiB: after the first publish of

@@ -13,18 +13,18 @@ use crate::engine::{
     WorkflowState, WorkflowStatus,
 };
 
-pub use super::compact::{DeadNote, DispatchRow, Stamp};
+pub(crate) use super::compact::{DispatchRow, Stamp};
 
 /// A dispatch that has waited unacknowledged this long is overdue (the default of
 /// [`Snapshot::unacked_overdue_after`]; the console's `[thresholds] overdue_secs` sets another).
-pub const UNACKED_OVERDUE_AFTER: Duration = crate::engine::UNACKED_AFTER;
+pub(crate) const UNACKED_OVERDUE_AFTER: Duration = crate::engine::UNACKED_AFTER;
 
 /// A held dispatch (in `_quarantine`) waiting for an operator longer than this is flagged as
 /// overdue (the default of [`Snapshot::held_overdue_after`]; `[thresholds] held_secs` sets another).
-pub const HELD_OVERDUE_AFTER: Duration = crate::engine::HELD_AFTER;
+pub(crate) const HELD_OVERDUE_AFTER: Duration = crate::engine::HELD_AFTER;
 
 /// A threshold in seconds as the config gives it, bounded (at least one second, at most a century).
-pub fn threshold_secs(secs: u64) -> Duration {
+pub(crate) fn threshold_secs(secs: u64) -> Duration {
     Duration::seconds(
         i64::try_from(secs)
             .unwrap_or(i64::MAX)
@@ -289,10 +289,10 @@ pub struct BridgeView {
 }
 
 /// The most sent records the bridge view keeps (the newest by file time).
-pub const BRIDGE_KEPT: usize = 500;
+pub(crate) const BRIDGE_KEPT: usize = 500;
 
 /// How many seconds of message rate a track keeps.
-pub const RATE_SECONDS: usize = 120;
+pub(crate) const RATE_SECONDS: usize = 120;
 
 impl TrackView {
     /// Messages per second over the `secs` seconds up to `now`, oldest first.
@@ -315,7 +315,7 @@ impl TrackView {
 }
 
 /// The most journal entries the console keeps.
-pub const JOURNAL_KEPT: usize = 2000;
+pub(crate) const JOURNAL_KEPT: usize = 2000;
 
 /// A string shared by every row that holds it (god names, step ids, definition ids): the model
 /// keeps one copy of each (see `Interner` in the live model).
@@ -462,7 +462,7 @@ impl WorkflowView {
 pub type DispatchRecord = Record<DispatchRow, Dispatch>;
 
 /// A waiting dispatch of a workflow: the god (or `_quarantine`) and the dispatch.
-pub type WaitingDispatch = (Sym, Arc<DispatchRecord>);
+pub(crate) type WaitingDispatch = (Sym, Arc<DispatchRecord>);
 
 /// The dispatches of one workflow still waiting, oldest first per inbox: a range of one list the
 /// snapshot's rows share (a publish makes one allocation for every workflow's, not one per row).
@@ -887,7 +887,7 @@ pub struct Counts {
 }
 
 /// `90s` -> `1m`, `2h`, `3d`.
-pub fn short_duration(d: Duration) -> String {
+pub(crate) fn short_duration(d: Duration) -> String {
     let s = d.num_seconds().abs();
     if s < 60 {
         format!("{s}s")

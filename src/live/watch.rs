@@ -15,8 +15,9 @@ use super::watch_set::{WatchSet, Watches};
 
 /// One signal to the model: these paths changed, or everything should be re-checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Signal {
-    /// Paths named by file-system events.
+pub(crate) enum Signal {
+    /// Paths named directly (the runner's tests send these; the watcher sends [`Signal::Pending`]).
+    #[cfg(test)]
     Paths(Vec<PathBuf>),
     /// Paths named by file-system events, collected in a shared set: the watcher adds to the set and
     /// sends this signal only when the set was empty, so a burst of writes faster than the model can
@@ -34,7 +35,7 @@ pub enum Signal {
 
 /// An operator's answer to item `key` of source number `index`; the result goes to `reply`.
 #[derive(Debug, Clone)]
-pub struct AnswerRequest {
+pub(crate) struct AnswerRequest {
     pub index: usize,
     pub key: String,
     pub text: String,
@@ -51,7 +52,7 @@ impl Eq for AnswerRequest {}
 
 /// Changed paths not yet taken by the model (see [`Signal::Pending`]).
 #[derive(Debug, Clone, Default)]
-pub struct PendingPaths(Arc<Mutex<BTreeSet<PathBuf>>>);
+pub(crate) struct PendingPaths(Arc<Mutex<BTreeSet<PathBuf>>>);
 
 impl PendingPaths {
     /// Adds `paths`; true when the set was empty (the model must be woken).
@@ -63,7 +64,7 @@ impl PendingPaths {
     }
 
     /// Takes every pending path.
-    pub fn take(&self) -> Vec<PathBuf> {
+    pub(crate) fn take(&self) -> Vec<PathBuf> {
         let mut set = self.0.lock().unwrap_or_else(|p| p.into_inner());
         std::mem::take(&mut *set).into_iter().collect()
     }
@@ -96,11 +97,11 @@ impl std::fmt::Display for WatchMode {
 }
 
 /// Default interval of the poll fallback.
-pub const DEFAULT_POLL: Duration = Duration::from_millis(1000);
+pub(crate) const DEFAULT_POLL: Duration = Duration::from_millis(1000);
 
 /// Keeps the change source alive; dropping it stops notifications (the poll thread ends when its
 /// receiver is gone).
-pub struct Watcher {
+pub(crate) struct Watcher {
     notify: Option<RecommendedWatcher>,
     /// The directories watched (`notify` knows its watches by path).
     watched: WatchSet<()>,
@@ -114,7 +115,7 @@ pub struct Watcher {
 /// Starts sending [`Signal`]s to `tx`: with [`WatchMode::Notify`] for the directories later given to
 /// [`Watcher::sync`], falling back to polling at [`DEFAULT_POLL`] if notifications cannot be set up
 /// (and saying why).
-pub fn watch(wanted: WatchMode, tx: Sender<Signal>) -> Watcher {
+pub(crate) fn watch(wanted: WatchMode, tx: Sender<Signal>) -> Watcher {
     let mut w = Watcher {
         notify: None,
         watched: WatchSet::default(),
@@ -143,12 +144,12 @@ impl Watcher {
     }
 
     /// True when `path` is one of the watched directories.
-    pub fn is_watched(&self, path: &Path) -> bool {
+    pub(crate) fn is_watched(&self, path: &Path) -> bool {
         self.watched.contains(path)
     }
 
     /// How many directories are watched.
-    pub fn watch_count(&self) -> usize {
+    pub(crate) fn watch_count(&self) -> usize {
         self.watched.len()
     }
 
@@ -157,7 +158,7 @@ impl Watcher {
     /// before the watch existed must be read again by the caller. When a watch cannot be set (the
     /// user's inotify limit), falls back to polling: this watcher owns the poll thread, so it
     /// switches itself rather than handing the error on.
-    pub fn sync(&mut self, want: &BTreeSet<PathBuf>) -> Vec<PathBuf> {
+    pub(crate) fn sync(&mut self, want: &BTreeSet<PathBuf>) -> Vec<PathBuf> {
         let Some(n) = self.notify.as_mut() else {
             return Vec::new();
         };

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 /// The device and inode of a directory, not through a link: `None` when it is missing, a link or
 /// not a directory.
-pub fn dir_identity(p: &Path) -> Option<(u64, u64)> {
+pub(crate) fn dir_identity(p: &Path) -> Option<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
     std::fs::symlink_metadata(p)
         .ok()
@@ -24,7 +24,7 @@ pub fn dir_identity(p: &Path) -> Option<(u64, u64)> {
 }
 
 /// A way of setting and removing one directory's watch (non-recursively).
-pub trait Watches {
+pub(crate) trait Watches {
     /// What a watch is known by once set (inotify's watch descriptor; `()` where the watcher
     /// knows its watches by path).
     type Handle: Copy + PartialEq;
@@ -41,7 +41,7 @@ pub trait Watches {
 
 /// The directories watched, each with its watch and the identity it had when the watch was set.
 #[derive(Debug)]
-pub struct WatchSet<H> {
+pub(crate) struct WatchSet<H> {
     watched: BTreeMap<PathBuf, (H, (u64, u64))>,
 }
 
@@ -59,7 +59,7 @@ impl<H: Copy + PartialEq> WatchSet<H> {
     /// with it), drops the others. Returns the directories whose watch is new, in `want`'s order:
     /// what was written in them before the watch existed must be read by the caller. At the first
     /// watch that cannot be set, returns its error; the watches set until then stay.
-    pub fn sync<W: Watches<Handle = H>>(
+    pub(crate) fn sync<W: Watches<Handle = H>>(
         &mut self,
         w: &mut W,
         want: &BTreeSet<PathBuf>,
@@ -98,29 +98,24 @@ impl<H: Copy + PartialEq> WatchSet<H> {
 
     /// Forgets `dir`'s watch when it is `handle` (the watcher was told the watch is gone): the next
     /// sync sets it again, even when a directory made in its place has the same inode.
-    pub fn forget(&mut self, dir: &Path, handle: H) {
+    pub(crate) fn forget(&mut self, dir: &Path, handle: H) {
         if self.watched.get(dir).is_some_and(|(h, _)| *h == handle) {
             self.watched.remove(dir);
         }
     }
 
     /// Forgets every watch (the watcher that held them is gone).
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.watched.clear();
     }
 
     /// True when `dir` is watched.
-    pub fn contains(&self, dir: &Path) -> bool {
+    pub(crate) fn contains(&self, dir: &Path) -> bool {
         self.watched.contains_key(dir)
     }
 
     /// How many directories are watched.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.watched.len()
-    }
-
-    /// True when no directory is watched.
-    pub fn is_empty(&self) -> bool {
-        self.watched.is_empty()
     }
 }

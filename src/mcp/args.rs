@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 /// `submit_handoff`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SubmitHandoff {
+pub(crate) struct SubmitHandoff {
     /// The handoff for the step you just finished: `{handoff_id, workflow_id, from_god, to_god,
     /// step, context: {summary, decisions[], artifacts[], open_questions[]?, gates_passed[]?},
     /// routing?: {workflow_definition, workflow_version, workflow_step, priority}}`.
@@ -30,7 +30,7 @@ pub struct SubmitHandoff {
 /// `ack_handoff`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct AckHandoff {
+pub(crate) struct AckHandoff {
     /// The acknowledgement of a dispatch from your inbox: `{ack_id, handoff_id, workflow_id?,
     /// status, eta?, message?, context?}`. `ack_id` is `ack_YYYYMMDD_` + 3-8 lowercase hex
     /// chars; `handoff_id` is the dispatch's. `status`: `accepted` (you take the work), `pending`
@@ -45,7 +45,7 @@ pub struct AckHandoff {
 /// `check_inbox`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct CheckInbox {
+pub(crate) struct CheckInbox {
     /// Your god name (e.g. `thoth`, `hephaestus`, `marvin`): whose pending dispatches to list.
     pub god_name: String,
     /// Dispatches per page, oldest first. Default 20.
@@ -64,7 +64,7 @@ pub struct CheckInbox {
 /// `get_dispatch`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct GetDispatch {
+pub(crate) struct GetDispatch {
     /// Your god name: whose inbox holds the dispatch.
     pub god_name: String,
     /// The dispatch's `handoff_id` (as `check_inbox` lists it).
@@ -74,7 +74,7 @@ pub struct GetDispatch {
 /// `list_pending`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ListPending {
+pub(crate) struct ListPending {
     /// Dispatches per page (ordered by god, then oldest first). Default 20.
     #[serde(default)]
     #[schemars(range(min = 1, max = 1000))]
@@ -87,12 +87,12 @@ pub struct ListPending {
 /// Tools that take no arguments (`list_rules`, `list_workflows`): anything given is refused.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct NoArguments {}
+pub(crate) struct NoArguments {}
 
 /// `get_workflow_state`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct WorkflowRef {
+pub(crate) struct WorkflowRef {
     /// The workflow instance id, e.g. `wf_deploy_42`.
     pub workflow_id: String,
 }
@@ -100,7 +100,7 @@ pub struct WorkflowRef {
 /// `abort_workflow`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct AbortWorkflow {
+pub(crate) struct AbortWorkflow {
     /// The workflow instance to abort, e.g. `wf_deploy_42`.
     pub workflow_id: String,
     /// Why it cannot go on; stored as the workflow's `failure_reason` and shown to operators.
@@ -113,7 +113,7 @@ pub struct AbortWorkflow {
 /// `approve_dispatch`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ApproveDispatch {
+pub(crate) struct ApproveDispatch {
     /// The held dispatch's `handoff_id` (`list_pending` lists them under `awaiting_approval`).
     pub handoff_id: String,
     /// `true`: refuse it instead (archived as rejected, the workflow `failed`); needs `reason`.
@@ -128,7 +128,7 @@ pub struct ApproveDispatch {
 /// `requeue_dead_letter`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RequeueDeadLetter {
+pub(crate) struct RequeueDeadLetter {
     /// The dead letter's `handoff_id` (`pantheon dead` lists them).
     pub handoff_id: String,
     /// Deliver it to this god instead of the one it died with (a god with an inbox).
@@ -139,7 +139,7 @@ pub struct RequeueDeadLetter {
 /// `cleanup`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Cleanup {
+pub(crate) struct Cleanup {
     /// An aborted or completed workflow whose declared `temp_artifacts` to delete.
     pub workflow_id: String,
     /// `true`: only report what would be deleted. Default `false` (delete).
@@ -150,7 +150,7 @@ pub struct Cleanup {
 /// `post_message`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct PostMessage {
+pub(crate) struct PostMessage {
     /// The track whose message bus to use (`conductor/tracks/{track}/.message-bus/`).
     pub track: String,
     /// Message type, `^[A-Z][A-Z0-9_]*$`: `PROGRESS`, `TASK_COMPLETE`, `TASK_FAILED`, `BLOCKED`, …
@@ -166,7 +166,7 @@ pub struct PostMessage {
 /// `read_messages`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ReadMessages {
+pub(crate) struct ReadMessages {
     /// The track whose message bus to read.
     pub track: String,
     /// Only messages at or after this instant (RFC 3339, e.g. `2026-06-14T10:30:00Z`).
@@ -192,7 +192,7 @@ pub struct ReadMessages {
 /// `acquire_lock`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct AcquireLock {
+pub(crate) struct AcquireLock {
     /// The track whose lock table to use.
     pub track: String,
     /// The file to lock (a path as the workers name it; `./a//b` and `a/b` are the same lock).
@@ -210,7 +210,7 @@ pub struct AcquireLock {
 /// `release_lock`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ReleaseLock {
+pub(crate) struct ReleaseLock {
     /// The track whose lock table to use.
     pub track: String,
     /// The locked file, as given to `acquire_lock`.
@@ -225,7 +225,7 @@ pub struct ReleaseLock {
 /// `update_worker_status`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct UpdateWorkerStatus {
+pub(crate) struct UpdateWorkerStatus {
     /// The track whose worker table to update.
     pub track: String,
     /// Your worker id.
@@ -246,7 +246,7 @@ pub struct UpdateWorkerStatus {
 /// `wait_for_event`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct WaitForEvent {
+pub(crate) struct WaitForEvent {
     /// The track whose events to watch.
     pub track: String,
     /// Event file glob, e.g. `TASK_COMPLETE_1.1`, `FILE_UNLOCK_*`, `BOARD_RESOLVE*`.
@@ -263,7 +263,7 @@ pub struct WaitForEvent {
 /// Tools that take only the track: `detect_deadlocks`, `board_status`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct TrackRef {
+pub(crate) struct TrackRef {
     /// The track to use.
     pub track: String,
 }
@@ -271,7 +271,7 @@ pub struct TrackRef {
 /// `board_open`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct BoardOpen {
+pub(crate) struct BoardOpen {
     /// The track whose board to open (the previous session is archived).
     pub track: String,
     /// `EVALUATE_PLAN`, `EVALUATE_EXECUTION`, `PRE_LAUNCH` or `QUICK_REVIEW` (assessments only).
@@ -293,7 +293,7 @@ pub struct BoardOpen {
 /// `board_assess`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct BoardAssess {
+pub(crate) struct BoardAssess {
     /// The track of the board session.
     pub track: String,
     /// Your director seat: `CA`, `CPO`, `CSO`, `COO` or `CXO` (or as the session lists).
@@ -323,7 +323,7 @@ pub struct BoardAssess {
 /// `board_discuss`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct BoardDiscuss {
+pub(crate) struct BoardDiscuss {
     /// The track of the board session.
     pub track: String,
     /// Your director seat.
@@ -342,7 +342,7 @@ pub struct BoardDiscuss {
 /// `board_vote`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct BoardVote {
+pub(crate) struct BoardVote {
     /// The track of the board session.
     pub track: String,
     /// Your director seat.
@@ -359,7 +359,7 @@ pub struct BoardVote {
 /// `board_next_round`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct BoardRound {
+pub(crate) struct BoardRound {
     /// The track of the board session.
     pub track: String,
     /// Who acts (recorded as the message source). Default `orchestrator`.
@@ -370,7 +370,7 @@ pub struct BoardRound {
 /// `board_advance` and `board_resolve`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct BoardForce {
+pub(crate) struct BoardForce {
     /// The track of the board session.
     pub track: String,
     /// Who acts (recorded as the message source). Default `orchestrator`.
@@ -383,4 +383,4 @@ pub struct BoardForce {
 }
 
 /// The source recorded for board acts by an agent that does not name itself.
-pub const DEFAULT_BOARD_SOURCE: &str = "orchestrator";
+pub(crate) const DEFAULT_BOARD_SOURCE: &str = "orchestrator";

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 /// One compiled validator per tool, built once when the server starts.
 #[derive(Clone)]
-pub struct ArgumentChecks {
+pub(crate) struct ArgumentChecks {
     validators: Arc<HashMap<String, Checked>>,
 }
 
@@ -34,7 +34,7 @@ impl std::fmt::Debug for ArgumentChecks {
 impl ArgumentChecks {
     /// Compiles the input schema of each tool. A schema that does not compile is a programming
     /// error in this crate (the schemas are generated); that tool is then checked by serde alone.
-    pub fn new(tools: &[Tool]) -> Self {
+    pub(crate) fn new(tools: &[Tool]) -> Self {
         let validators = tools
             .iter()
             .filter_map(|t| {
@@ -68,7 +68,11 @@ impl ArgumentChecks {
 
     /// `None` when the arguments fit the tool's schema, else one line per violation. An argument
     /// the tool does not declare is named, with the arguments it does take.
-    pub fn violations(&self, tool: &str, arguments: Option<&JsonObject>) -> Option<Vec<String>> {
+    pub(crate) fn violations(
+        &self,
+        tool: &str,
+        arguments: Option<&JsonObject>,
+    ) -> Option<Vec<String>> {
         let checked = self.validators.get(tool)?;
         let instance = Value::Object(arguments.cloned().unwrap_or_default());
         let mut found: Vec<String> = instance

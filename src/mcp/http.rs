@@ -31,7 +31,7 @@ use crate::credentials::{Credentials, bearer};
 use crate::engine::Root;
 
 /// The path of the endpoint.
-pub const PATH: &str = "/mcp";
+pub(crate) const PATH: &str = "/mcp";
 
 /// How long a server-sent event stream may stay silent before a keep-alive comment.
 const SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -39,7 +39,7 @@ const SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// The HTTP server's limits for the MCP endpoint: the stack's defaults, except that a request may
 /// run as long as the longest `wait_for_event` a client would sensibly ask for over a plain JSON
 /// answer (ten minutes; a longer wait is answered `408`), and a connection lives an hour.
-pub fn limits() -> crate::http::Limits {
+pub(crate) fn limits() -> crate::http::Limits {
     crate::http::Limits {
         request: Duration::from_secs(600),
         connection: Duration::from_secs(3600),
@@ -48,17 +48,17 @@ pub fn limits() -> crate::http::Limits {
 }
 
 /// How many sessions may live at once unless `--max-sessions` says otherwise.
-pub const DEFAULT_MAX_SESSIONS: usize = 512;
+pub(crate) const DEFAULT_MAX_SESSIONS: usize = 512;
 
 /// How long a session may stay idle (no request, no answer) unless `--session-idle` says
 /// otherwise: longer than the longest request ([`limits`]), so a session waiting out a long call is
 /// never taken for an idle one.
-pub const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(15 * 60);
+pub(crate) const DEFAULT_SESSION_IDLE: Duration = Duration::from_secs(15 * 60);
 
 /// The bounds on the sessions of the handshake era (`initialize`): how many live at once, and how
 /// long one lives without a request or an answer before it is closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SessionLimits {
+pub(crate) struct SessionLimits {
     /// The most live sessions; past it an `initialize` is answered `503` (other requests go on).
     pub max: usize,
     /// A session idle this long is closed (its id then answers `404`, and a client starts anew).
@@ -75,7 +75,7 @@ impl Default for SessionLimits {
 }
 
 /// `--session-idle DURATION`, parsed by clap: `30s`, `15m`, `2h`; at least a second.
-pub fn parse_session_idle(s: &str) -> Result<Duration, crate::engine::Refusal> {
+pub(crate) fn parse_session_idle(s: &str) -> Result<Duration, crate::engine::Refusal> {
     match crate::engine::time::parse_duration(s) {
         Some(d) if d >= Duration::from_secs(1) => Ok(d),
         Some(_) => Err("a session may idle at least 1s".into()),
@@ -84,7 +84,7 @@ pub fn parse_session_idle(s: &str) -> Result<Duration, crate::engine::Refusal> {
 }
 
 /// `--max-sessions N`, parsed by clap: at least 1.
-pub fn parse_max_sessions(s: &str) -> Result<usize, crate::engine::Refusal> {
+pub(crate) fn parse_max_sessions(s: &str) -> Result<usize, crate::engine::Refusal> {
     match s.trim().parse::<usize>() {
         Ok(n) if n >= 1 => Ok(n),
         _ => Err("expected a number of sessions, at least 1".into()),
@@ -95,7 +95,7 @@ pub fn parse_max_sessions(s: &str) -> Result<usize, crate::engine::Refusal> {
 /// behind the credential check when `credentials` is given. `public`: the listener is not on
 /// loopback, so the `Host` header is not limited to loopback names (a credential, not the host
 /// name, is then what keeps others out). Sessions are bounded by `sessions`.
-pub fn routes(
+pub(crate) fn routes(
     root: Root,
     credentials: Option<Arc<Credentials>>,
     public: bool,
@@ -210,7 +210,7 @@ fn full(limits: &SessionLimits, id: Option<serde_json::Value>) -> Response {
 }
 
 /// The JSON-RPC error code of an `initialize` refused because the server holds its most sessions.
-pub const SERVER_FULL_CODE: i64 = -32002;
+pub(crate) const SERVER_FULL_CODE: i64 = -32002;
 
 /// Every request: its bearer token must be a credential of the file; its principal rides in the
 /// request's extensions to the tools. Otherwise `401` with `WWW-Authenticate: Bearer`.
@@ -265,11 +265,11 @@ fn unauthorized(message: &'static str) -> Response {
 
 /// The JSON-RPC error code of a request without a valid credential (the implementation-defined
 /// server error range).
-pub const UNAUTHORIZED_CODE: i64 = -32001;
+pub(crate) const UNAUTHORIZED_CODE: i64 = -32001;
 
 /// What `pantheon mcp --http` and `serve --mcp` were asked for.
 #[derive(Debug, Clone, Default)]
-pub struct HttpOptions {
+pub(crate) struct HttpOptions {
     /// `--credentials FILE`.
     pub credentials: Option<std::path::PathBuf>,
     /// `--tls-cert FILE` and `--tls-key FILE`.
@@ -279,7 +279,7 @@ pub struct HttpOptions {
 }
 
 /// A running MCP endpoint and where it listens.
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     /// The HTTP server (stop it with [`crate::http::Server::shutdown`]).
     pub server: crate::http::Server,
     /// The URL clients connect to.
@@ -291,7 +291,7 @@ pub struct Endpoint {
 /// Starts the endpoint for `root` on `listener` (already bound): loads the credentials (refusing
 /// a file inside the root or readable by others) and the TLS certificate first, so a mistake is
 /// said before anything listens.
-pub fn start(
+pub(crate) fn start(
     root: &Root,
     listener: std::net::TcpListener,
     options: &HttpOptions,
@@ -324,7 +324,11 @@ pub fn start(
 }
 
 /// The warning for an endpoint beyond loopback, if it is one.
-pub fn exposure_warning(flag: &str, addr: SocketAddr, authenticated: bool) -> Option<String> {
+pub(crate) fn exposure_warning(
+    flag: &str,
+    addr: SocketAddr,
+    authenticated: bool,
+) -> Option<String> {
     if addr.ip().is_loopback() {
         return None;
     }

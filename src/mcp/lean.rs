@@ -23,7 +23,7 @@ const STANDARD_LISTS: [&str; 5] = [
 ];
 
 /// Leaves out of one dispatch (as serialised) what carries nothing: see the module's text.
-pub fn lean_dispatch(dispatch: &mut Value) {
+pub(crate) fn lean_dispatch(dispatch: &mut Value) {
     let Some(d) = dispatch.as_object_mut() else {
         return;
     };
@@ -44,7 +44,7 @@ pub fn lean_dispatch(dispatch: &mut Value) {
 }
 
 /// [`lean_dispatch`] on every entry of an answer's `dispatches` array.
-pub fn lean_dispatches(answer: &mut Value) {
+pub(crate) fn lean_dispatches(answer: &mut Value) {
     if let Some(Value::Array(list)) = answer.get_mut("dispatches") {
         list.iter_mut().for_each(lean_dispatch);
     }

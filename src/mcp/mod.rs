@@ -11,18 +11,18 @@ use rmcp::ServiceExt;
 
 use crate::engine::Root;
 
-pub mod args;
-pub mod check;
-pub mod http;
-pub mod lean;
-pub mod output;
-pub mod reply;
-pub mod rights;
-pub mod server;
+pub(crate) mod args;
+pub(crate) mod check;
+pub(crate) mod http;
+pub(crate) mod lean;
+pub(crate) mod output;
+pub(crate) mod reply;
+pub(crate) mod rights;
+pub(crate) mod server;
 mod tools;
-pub mod transport;
+pub(crate) mod transport;
 
-pub use server::{ConductorServer, SERVER_NAME};
+pub(crate) use server::ConductorServer;
 
 /// Options of `pantheon mcp`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -58,7 +58,7 @@ pub struct McpArgs {
 }
 
 /// `pantheon mcp`: stdio, or HTTP with `--http`.
-pub fn run(root: Root, args: McpArgs) -> anyhow::Result<()> {
+pub(crate) fn run(root: Root, args: McpArgs) -> anyhow::Result<()> {
     match args.http {
         Some(addr) => serve_http(root, addr, &args),
         None => {
@@ -133,11 +133,6 @@ fn wait_for_signal() -> anyhow::Result<()> {
         }
         Ok(())
     })
-}
-
-/// Serves the tools for `root` on stdin/stdout until the host closes the connection.
-pub fn serve(root: Root) -> anyhow::Result<()> {
-    serve_bound(root, None)
 }
 
 /// [`serve`], bound to `principal` when given (`--as GOD`).

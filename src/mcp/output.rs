@@ -143,7 +143,7 @@ fn submit_result() -> Value {
     )
 }
 
-pub fn submit_handoff() -> Arc<JsonObject> {
+pub(crate) fn submit_handoff() -> Arc<JsonObject> {
     tool_schema(submit_result())
 }
 
@@ -191,7 +191,7 @@ fn listed(shape: Value, typed: &[&str]) -> Value {
 
 /// `check_inbox`: one shape for whole dispatches, one for `compact` ones, chosen by the answer's
 /// `compact` tag. Entries are [`listed`]: every field required, the ones a god acts on typed.
-pub fn check_inbox() -> Arc<JsonObject> {
+pub(crate) fn check_inbox() -> Arc<JsonObject> {
     let [limit, next_cursor] = paging();
     let mut schema = object(
         &[
@@ -225,7 +225,7 @@ pub fn check_inbox() -> Arc<JsonObject> {
     tool_schema(schema)
 }
 
-pub fn get_dispatch() -> Arc<JsonObject> {
+pub(crate) fn get_dispatch() -> Arc<JsonObject> {
     tool_schema(object(
         &[
             ("god", string()),
@@ -236,7 +236,7 @@ pub fn get_dispatch() -> Arc<JsonObject> {
     ))
 }
 
-pub fn ack_handoff() -> Arc<JsonObject> {
+pub(crate) fn ack_handoff() -> Arc<JsonObject> {
     tool_schema(object(
         &[
             ("acknowledged", boolean()),
@@ -256,7 +256,7 @@ pub fn ack_handoff() -> Arc<JsonObject> {
     ))
 }
 
-pub fn get_workflow_state() -> Arc<JsonObject> {
+pub(crate) fn get_workflow_state() -> Arc<JsonObject> {
     tool_schema(object(
         &[
             ("workflow_id", string()),
@@ -275,7 +275,7 @@ pub fn get_workflow_state() -> Arc<JsonObject> {
     ))
 }
 
-pub fn list_pending() -> Arc<JsonObject> {
+pub(crate) fn list_pending() -> Arc<JsonObject> {
     let [limit, next_cursor] = paging();
     tool_schema(object(
         &[
@@ -293,7 +293,7 @@ pub fn list_pending() -> Arc<JsonObject> {
     ))
 }
 
-pub fn list_rules() -> Arc<JsonObject> {
+pub(crate) fn list_rules() -> Arc<JsonObject> {
     tool_schema(object(
         &[
             ("rules", strings()),
@@ -316,7 +316,7 @@ pub fn list_rules() -> Arc<JsonObject> {
     ))
 }
 
-pub fn list_workflows() -> Arc<JsonObject> {
+pub(crate) fn list_workflows() -> Arc<JsonObject> {
     let step = object(
         &[
             ("id", string()),
@@ -355,7 +355,7 @@ fn path_and_reason() -> Value {
     object(&[("path", string()), ("reason", string())], &[])
 }
 
-pub fn abort_workflow() -> Arc<JsonObject> {
+pub(crate) fn abort_workflow() -> Arc<JsonObject> {
     tool_schema(object(
         &[
             ("status", string()),
@@ -370,7 +370,7 @@ pub fn abort_workflow() -> Arc<JsonObject> {
     ))
 }
 
-pub fn approve_dispatch() -> Arc<JsonObject> {
+pub(crate) fn approve_dispatch() -> Arc<JsonObject> {
     tool_schema(object(
         &[
             ("status", string()),
@@ -389,7 +389,7 @@ pub fn approve_dispatch() -> Arc<JsonObject> {
     ))
 }
 
-pub fn requeue_dead_letter() -> Arc<JsonObject> {
+pub(crate) fn requeue_dead_letter() -> Arc<JsonObject> {
     tool_schema(object(
         &[
             ("status", string()),
@@ -403,7 +403,7 @@ pub fn requeue_dead_letter() -> Arc<JsonObject> {
     ))
 }
 
-pub fn cleanup() -> Arc<JsonObject> {
+pub(crate) fn cleanup() -> Arc<JsonObject> {
     tool_schema(object(
         &[
             ("status", string()),
@@ -432,11 +432,11 @@ fn message() -> Value {
     )
 }
 
-pub fn post_message() -> Arc<JsonObject> {
+pub(crate) fn post_message() -> Arc<JsonObject> {
     tool_schema(message())
 }
 
-pub fn read_messages() -> Arc<JsonObject> {
+pub(crate) fn read_messages() -> Arc<JsonObject> {
     // Messages read back come from any writer of the queue: only their envelope is an object.
     tool_schema(object(
         &[
@@ -450,7 +450,7 @@ pub fn read_messages() -> Arc<JsonObject> {
     ))
 }
 
-pub fn acquire_lock() -> Arc<JsonObject> {
+pub(crate) fn acquire_lock() -> Arc<JsonObject> {
     tool_schema(object(
         &[
             ("filepath", string()),
@@ -466,7 +466,7 @@ pub fn acquire_lock() -> Arc<JsonObject> {
     ))
 }
 
-pub fn release_lock() -> Arc<JsonObject> {
+pub(crate) fn release_lock() -> Arc<JsonObject> {
     tool_schema(object(
         &[
             ("filepath", string()),
@@ -479,7 +479,7 @@ pub fn release_lock() -> Arc<JsonObject> {
     ))
 }
 
-pub fn update_worker_status() -> Arc<JsonObject> {
+pub(crate) fn update_worker_status() -> Arc<JsonObject> {
     tool_schema(object(
         &[
             ("worker_id", string()),
@@ -496,7 +496,7 @@ pub fn update_worker_status() -> Arc<JsonObject> {
     ))
 }
 
-pub fn wait_for_event() -> Arc<JsonObject> {
+pub(crate) fn wait_for_event() -> Arc<JsonObject> {
     tool_schema(object(
         &[
             ("pattern", string()),
@@ -514,7 +514,7 @@ pub fn wait_for_event() -> Arc<JsonObject> {
     ))
 }
 
-pub fn detect_deadlocks() -> Arc<JsonObject> {
+pub(crate) fn detect_deadlocks() -> Arc<JsonObject> {
     tool_schema(object(
         &[
             ("deadlocked", boolean()),
@@ -542,7 +542,7 @@ fn session() -> Value {
     )
 }
 
-pub fn board_status() -> Arc<JsonObject> {
+pub(crate) fn board_status() -> Arc<JsonObject> {
     tool_schema(object(
         &[
             // `null` until a board is opened on the track.
@@ -561,7 +561,7 @@ pub fn board_status() -> Arc<JsonObject> {
     ))
 }
 
-pub fn board_open() -> Arc<JsonObject> {
+pub(crate) fn board_open() -> Arc<JsonObject> {
     tool_schema(object(
         &[("session", session()), ("message_id", string())],
         &[("archived", json!({}))],
@@ -569,7 +569,7 @@ pub fn board_open() -> Arc<JsonObject> {
 }
 
 /// `board_assess`, `board_discuss`, `board_vote`, `board_next_round`: the act recorded.
-pub fn board_write() -> Arc<JsonObject> {
+pub(crate) fn board_write() -> Arc<JsonObject> {
     tool_schema(object(
         &[
             ("session_id", string()),
@@ -582,7 +582,7 @@ pub fn board_write() -> Arc<JsonObject> {
     ))
 }
 
-pub fn board_advance() -> Arc<JsonObject> {
+pub(crate) fn board_advance() -> Arc<JsonObject> {
     tool_schema(object(
         &[
             ("session_id", string()),
@@ -596,7 +596,7 @@ pub fn board_advance() -> Arc<JsonObject> {
     ))
 }
 
-pub fn board_resolve() -> Arc<JsonObject> {
+pub(crate) fn board_resolve() -> Arc<JsonObject> {
     tool_schema(object(
         &[
             ("session_id", string()),

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use crate::engine::{Error, Violation};
 
 /// Runs `call` on the blocking pool and turns its outcome into the tool's result.
-pub async fn blocking<T, F>(tool: &'static str, call: F) -> CallToolResult
+pub(crate) async fn blocking<T, F>(tool: &'static str, call: F) -> CallToolResult
 where
     F: FnOnce() -> Result<T, Error> + Send + 'static,
     T: Serialize + Send + 'static,
@@ -74,7 +74,7 @@ where
 /// A successful result: structured content, and the same JSON as text for hosts that only read
 /// text. Results are JSON objects (the shapes of docs/PROTOCOL.md); anything else is wrapped as `{"result": …}`
 /// so that structured content stays an object, as MCP requires.
-pub fn success(value: Value) -> CallToolResult {
+pub(crate) fn success(value: Value) -> CallToolResult {
     let value = match value {
         Value::Object(_) => value,
         other => json!({ "result": other }),
@@ -83,11 +83,11 @@ pub fn success(value: Value) -> CallToolResult {
 }
 
 /// The `_meta` key of a refusal's `{kind, violations?}`.
-pub const REFUSAL_META: &str = "pantheon/refusal";
+pub(crate) const REFUSAL_META: &str = "pantheon/refusal";
 
 /// A refusal by the engine: `isError: true`, the engine's message as text, and
 /// `{kind, violations?}` in `_meta` for callers that branch on the kind.
-pub fn refusal(e: &Error) -> CallToolResult {
+pub(crate) fn refusal(e: &Error) -> CallToolResult {
     let (kind, violations) = match e {
         Error::InvalidName { .. } => ("invalid_name", None),
         Error::Invalid { violations, .. } => ("invalid", Some(clipped(violations))),
@@ -102,12 +102,12 @@ pub fn refusal(e: &Error) -> CallToolResult {
 
 /// A call outside the caller's rights: `isError: true`, the message naming the right, kind
 /// `forbidden`.
-pub fn forbidden(message: String) -> CallToolResult {
+pub(crate) fn forbidden(message: String) -> CallToolResult {
     failure(message, "forbidden", None)
 }
 
 /// Arguments that do not fit the tool's input schema: `isError: true`, one line per violation.
-pub fn bad_arguments(tool: &str, violations: Vec<String>) -> CallToolResult {
+pub(crate) fn bad_arguments(tool: &str, violations: Vec<String>) -> CallToolResult {
     let violations: Vec<String> = violations.iter().map(|v| clip(v, MAX_LINE)).collect();
     let message = format!(
         "invalid arguments for {tool}:\n{}",

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use crate::credentials::{Kind, Principal, Right};
 
 /// The right a tool needs, if any (the read-only tools need none beyond a valid credential).
-pub fn right_of(tool: &str) -> Option<Right> {
+pub(crate) fn right_of(tool: &str) -> Option<Right> {
     Some(match tool {
         "submit_handoff" => Right::Submit,
         "ack_handoff" => Right::Ack,
@@ -35,7 +35,7 @@ pub fn right_of(tool: &str) -> Option<Right> {
 const OPERATOR_ONLY: [Right; 2] = [Right::Approve, Right::Requeue];
 
 /// Why `principal` may not call `tool` with `args`, or `None` when it may.
-pub fn refusal(
+pub(crate) fn refusal(
     principal: &Principal,
     tool: &str,
     args: Option<&Map<String, Value>>,

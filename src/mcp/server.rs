@@ -24,7 +24,7 @@ use crate::engine::{Actor, Conductor, Origin, Root};
 
 /// The server's name: hosts show its tools as `conductor.submit_handoff` or
 /// `mcp__conductor__submit_handoff`.
-pub const SERVER_NAME: &str = "conductor";
+pub(crate) const SERVER_NAME: &str = "conductor";
 
 /// What a host shows the model when it connects.
 const INSTRUCTIONS: &str = "Pantheon Conductor and message bus. At the start of a session: \
@@ -38,7 +38,7 @@ tools (post_message, acquire_lock, update_worker_status, wait_for_event) and the
 
 /// The MCP server for one pantheon root. Cheap to clone; it holds no protocol state of its own.
 #[derive(Clone)]
-pub struct ConductorServer {
+pub(crate) struct ConductorServer {
     pub(super) root: Root,
     /// Shared by every call: it caches the compiled handoff schema.
     pub(super) conductor: Arc<Conductor>,
@@ -63,7 +63,7 @@ impl std::fmt::Debug for ConductorServer {
 
 impl ConductorServer {
     /// A server for `root`.
-    pub fn new(root: Root) -> Self {
+    pub(crate) fn new(root: Root) -> Self {
         let tool_router = Self::router();
         let checks = ArgumentChecks::new(&tool_router.list_all());
         Self {
@@ -80,7 +80,7 @@ impl ConductorServer {
 
     /// This server bound to `principal` (`pantheon mcp --as GOD`): every call is checked against
     /// its rights and journaled as its act.
-    pub fn bound_to(mut self, principal: Principal) -> Self {
+    pub(crate) fn bound_to(mut self, principal: Principal) -> Self {
         self.conductor = Arc::new(
             Conductor::new(self.root.clone())
                 .with_origin(Origin::new(Some(&principal.name), "mcp")),
@@ -121,7 +121,7 @@ impl ConductorServer {
     }
 
     /// The names of every tool this server offers, sorted.
-    pub fn tool_names() -> Vec<String> {
+    pub(crate) fn tool_names() -> Vec<String> {
         Self::router()
             .list_all()
             .into_iter()

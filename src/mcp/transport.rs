@@ -18,7 +18,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::Mutex;
 
 /// The longest request line read (the SDK's default: 16 MiB); longer ones are answered and dropped.
-pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 /// How much of an over-long line is kept to find its `id`.
 const ID_PREFIX_BYTES: usize = 4096;
@@ -28,7 +28,7 @@ const INVALID_REQUEST: i64 = -32600;
 const INVALID_PARAMS: i64 = -32602;
 
 /// Line-delimited JSON-RPC over a reader and a writer (stdin and stdout for `pantheon mcp`).
-pub struct LineTransport<R, W> {
+pub(crate) struct LineTransport<R, W> {
     read: BufReader<R>,
     write: Arc<Mutex<W>>,
     line: Vec<u8>,
@@ -39,7 +39,7 @@ pub struct LineTransport<R, W> {
 }
 
 /// The transport of `pantheon mcp`: stdin and stdout.
-pub fn stdio() -> LineTransport<tokio::io::Stdin, tokio::io::Stdout> {
+pub(crate) fn stdio() -> LineTransport<tokio::io::Stdin, tokio::io::Stdout> {
     LineTransport::new(tokio::io::stdin(), tokio::io::stdout(), MAX_LINE_BYTES)
 }
 
@@ -50,7 +50,7 @@ enum Line {
 }
 
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin + Send + 'static> LineTransport<R, W> {
-    pub fn new(read: R, write: W, max_line: usize) -> Self {
+    pub(crate) fn new(read: R, write: W, max_line: usize) -> Self {
         Self {
             read: BufReader::new(read),
             write: Arc::new(Mutex::new(write)),

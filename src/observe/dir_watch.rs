@@ -28,7 +28,7 @@ const DRAIN_EVERY: Duration = Duration::from_millis(50);
 
 /// What one burst named.
 #[derive(Debug, Default)]
-pub struct Burst {
+pub(crate) struct Burst {
     /// The paths events named (files in a watched directory, or a watched directory itself).
     pub paths: BTreeSet<PathBuf>,
     /// Events were lost (the queue overflowed): every file must be checked.
@@ -36,7 +36,7 @@ pub struct Burst {
 }
 
 /// The watches: an inotify instance and the directories it watches.
-pub struct DirWatch {
+pub(crate) struct DirWatch {
     inotify: Inotify,
     /// Directory to its watch descriptor (the set the live model's watcher keeps too).
     watched: WatchSet<i32>,
@@ -88,7 +88,7 @@ fn mask() -> WatchFlags {
 
 impl DirWatch {
     /// An inotify instance with no watch yet.
-    pub fn new() -> std::io::Result<Self> {
+    pub(crate) fn new() -> std::io::Result<Self> {
         let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK)?;
         Ok(Self {
             inotify: Inotify {
@@ -104,18 +104,23 @@ impl DirWatch {
     /// directories whose watch is new (what was written in them before must be read by the
     /// caller); an error when a watch could not be set (the user's inotify limit): the caller
     /// owns the fallback (it checks every file instead).
-    pub fn sync(&mut self, want: &BTreeSet<PathBuf>) -> std::io::Result<Vec<PathBuf>> {
+    pub(crate) fn sync(&mut self, want: &BTreeSet<PathBuf>) -> std::io::Result<Vec<PathBuf>> {
         self.watched.sync(&mut self.inotify, want)
     }
 
     /// How many directories are watched.
-    pub fn count(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn count(&self) -> usize {
         self.watched.len()
     }
 
     /// Waits at most `idle` for an event, then gathers the burst for `settle` (reading the queue
     /// every [`DRAIN_EVERY`], so it cannot fill during a long burst). An empty burst: `idle` passed.
-    pub fn next_burst(&mut self, idle: Duration, settle: Duration) -> std::io::Result<Burst> {
+    pub(crate) fn next_burst(
+        &mut self,
+        idle: Duration,
+        settle: Duration,
+    ) -> std::io::Result<Burst> {
         let mut burst = Burst::default();
         if !self.readable(idle)? {
             return Ok(burst);

@@ -17,9 +17,9 @@ use anyhow::{Context, bail};
 use super::otlp::{AttrValue, SpanData, export_request};
 
 /// Spans the queue holds; past it new spans are dropped.
-pub const QUEUE_SPANS: usize = 4096;
+pub(crate) const QUEUE_SPANS: usize = 4096;
 /// Spans per request at most.
-pub const BATCH_SPANS: usize = 512;
+pub(crate) const BATCH_SPANS: usize = 512;
 /// How long a batch waits for more spans before it is sent.
 const BATCH_WAIT: Duration = Duration::from_millis(200);
 /// Connect, write and read limits of one request.
@@ -88,14 +88,14 @@ impl Endpoint {
 
 /// The sending side of the queue: never blocks.
 #[derive(Clone)]
-pub struct SpanQueue {
+pub(crate) struct SpanQueue {
     tx: SyncSender<SpanData>,
     pub stats: Arc<TraceStats>,
 }
 
 impl SpanQueue {
     /// Queues one span, or drops and counts it when the queue is full.
-    pub fn offer(&self, span: SpanData) {
+    pub(crate) fn offer(&self, span: SpanData) {
         match self.tx.try_send(span) {
             Ok(()) => {
                 self.stats.queued.fetch_add(1, Ordering::Relaxed);
@@ -109,7 +109,7 @@ impl SpanQueue {
 
 /// Starts the sender thread for `endpoint`; `log` receives one line when the collector stops
 /// taking spans and one when it takes them again.
-pub fn start(
+pub(crate) fn start(
     endpoint: Endpoint,
     resource: Vec<(&'static str, AttrValue)>,
     log: Box<dyn FnMut(String) + Send>,

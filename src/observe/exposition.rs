@@ -8,17 +8,17 @@
 use std::fmt::Write as _;
 
 /// The most label sets one family shows in one scrape.
-pub const MAX_SERIES_PER_FAMILY: usize = 1000;
+pub(crate) const MAX_SERIES_PER_FAMILY: usize = 1000;
 
 /// The content type of the text format (what `promtool check metrics` reads).
-pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub(crate) const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// The content type of OpenMetrics 1.0.
-pub const OPENMETRICS_CONTENT_TYPE: &str =
+pub(crate) const OPENMETRICS_CONTENT_TYPE: &str =
     "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// What a family is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Gauge,
     Counter,
     Histogram,
@@ -62,7 +62,7 @@ impl Histogram {
 }
 
 /// One scrape's text.
-pub struct Exposition {
+pub(crate) struct Exposition {
     out: String,
     open_metrics: bool,
     /// The family being written and how many series it has so far.
@@ -73,7 +73,7 @@ pub struct Exposition {
 }
 
 impl Exposition {
-    pub fn new(open_metrics: bool) -> Self {
+    pub(crate) fn new(open_metrics: bool) -> Self {
         Self {
             out: String::with_capacity(16 * 1024),
             open_metrics,
@@ -84,13 +84,8 @@ impl Exposition {
         }
     }
 
-    /// True when writing OpenMetrics.
-    pub fn open_metrics(&self) -> bool {
-        self.open_metrics
-    }
-
     /// Starts a family. `name` is the family's name without a counter's `_total`.
-    pub fn family(&mut self, name: &str, kind: Kind, help: &str) {
+    pub(crate) fn family(&mut self, name: &str, kind: Kind, help: &str) {
         self.family = name.to_owned();
         self.kind = Some(kind);
         self.series = 0;
@@ -118,7 +113,7 @@ impl Exposition {
     }
 
     /// A gauge's sample.
-    pub fn gauge(&mut self, labels: &[(&str, &str)], value: f64) {
+    pub(crate) fn gauge(&mut self, labels: &[(&str, &str)], value: f64) {
         debug_assert_eq!(self.kind, Some(Kind::Gauge));
         if self.admit() {
             let name = self.family.clone();
@@ -127,12 +122,17 @@ impl Exposition {
     }
 
     /// A counter's sample (`_total`), and its `_created` (unix seconds) in OpenMetrics.
-    pub fn counter(&mut self, labels: &[(&str, &str)], value: u64, created: Option<f64>) {
+    pub(crate) fn counter(&mut self, labels: &[(&str, &str)], value: u64, created: Option<f64>) {
         self.counter_f64(labels, value as f64, created);
     }
 
     /// A counter whose value is not a whole number (dollars, say).
-    pub fn counter_f64(&mut self, labels: &[(&str, &str)], value: f64, created: Option<f64>) {
+    pub(crate) fn counter_f64(
+        &mut self,
+        labels: &[(&str, &str)],
+        value: f64,
+        created: Option<f64>,
+    ) {
         debug_assert_eq!(self.kind, Some(Kind::Counter));
         if !self.admit() {
             return;
@@ -147,7 +147,12 @@ impl Exposition {
     }
 
     /// A histogram's buckets, sum and count (and `_created` in OpenMetrics).
-    pub fn histogram(&mut self, labels: &[(&str, &str)], h: &Histogram, created: Option<f64>) {
+    pub(crate) fn histogram(
+        &mut self,
+        labels: &[(&str, &str)],
+        h: &Histogram,
+        created: Option<f64>,
+    ) {
         debug_assert_eq!(self.kind, Some(Kind::Histogram));
         if !self.admit() {
             return;
@@ -205,12 +210,12 @@ impl Exposition {
     }
 
     /// Samples dropped so far by the per-family cap.
-    pub fn dropped(&self) -> u64 {
+    pub(crate) fn dropped(&self) -> u64 {
         self.dropped
     }
 
     /// The finished text (OpenMetrics ends with `# EOF`).
-    pub fn finish(mut self) -> String {
+    pub(crate) fn finish(mut self) -> String {
         if self.open_metrics {
             self.out.push_str("# EOF\n");
         }
@@ -219,7 +224,7 @@ impl Exposition {
 }
 
 /// A number as both formats write it: integers without a fraction, `+Inf`, `NaN`.
-pub fn fmt_f64(v: f64) -> String {
+pub(crate) fn fmt_f64(v: f64) -> String {
     if v.is_nan() {
         "NaN".into()
     } else if v.is_infinite() {

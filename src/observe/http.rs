@@ -26,7 +26,7 @@ struct Scrape {
 /// are, 404 elsewhere. Starts a thread that notes each new snapshot's dispatches (so a step's end
 /// can be labelled) and, while scrapes come, computes the exposition ahead for each new snapshot
 /// and as it ages, so a scrape serves text already made ([`Metrics::scrape`]).
-pub fn routes(metrics: Arc<Metrics>, live: Arc<LiveHandle>) -> anyhow::Result<Router> {
+pub(crate) fn routes(metrics: Arc<Metrics>, live: Arc<LiveHandle>) -> anyhow::Result<Router> {
     {
         let metrics = metrics.clone();
         let mut rx = live.snapshots.clone();
@@ -92,7 +92,7 @@ async fn scrape(State(s): State<Scrape>, headers: HeaderMap) -> Response {
 
 /// True when the `Accept` header prefers OpenMetrics (as Prometheus sends it) over the text format:
 /// `application/openmetrics-text` is named with a quality above the text format's.
-pub fn wants_openmetrics(accept: &str) -> bool {
+pub(crate) fn wants_openmetrics(accept: &str) -> bool {
     let q = |kind: &str| -> Option<f32> {
         accept.split(',').find_map(|part| {
             let mut it = part.split(';');

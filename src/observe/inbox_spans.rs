@@ -29,7 +29,7 @@ struct Open {
 }
 
 /// A dispatch file as read: its content, where it lies and when it was written.
-pub struct Read<'a> {
+pub(crate) struct Read<'a> {
     /// The file's name without `.json`: the handoff id the file is kept under.
     pub key: &'a str,
     /// The inbox (or dead-letter directory) it lies in.
@@ -42,14 +42,14 @@ pub struct Read<'a> {
 /// What the open dispatches and dead letters showed, as last read; only dispatches whose file
 /// changed since the exporter started are kept (and forgotten when their file goes).
 #[derive(Default)]
-pub struct InboxWatch {
+pub(crate) struct InboxWatch {
     open: HashMap<String, Open>,
     dead: HashSet<String>,
 }
 
 impl InboxWatch {
     /// The spans of a dispatch file of `god`'s inbox that changed (or appeared).
-    pub fn dispatch(
+    pub(crate) fn dispatch(
         &mut self,
         root: &Root,
         started: DateTime<Utc>,
@@ -91,14 +91,14 @@ impl InboxWatch {
     }
 
     /// A dispatch file of `god`'s inbox is gone (acked and archived, moved, dead-lettered).
-    pub fn gone(&mut self, key: &str, god: &str) {
+    pub(crate) fn gone(&mut self, key: &str, god: &str) {
         if self.open.get(key).is_some_and(|o| o.god == god) {
             self.open.remove(key);
         }
     }
 
     /// The span of a dispatch that reached `conductor/dead/` (once per dead letter).
-    pub fn dead_letter(
+    pub(crate) fn dead_letter(
         &mut self,
         root: &Root,
         started: DateTime<Utc>,
@@ -116,18 +116,19 @@ impl InboxWatch {
     }
 
     /// A dead letter's file is gone (requeued, removed).
-    pub fn dead_gone(&mut self, key: &str) {
+    pub(crate) fn dead_gone(&mut self, key: &str) {
         self.dead.remove(key);
     }
 
     /// Forgets the dispatches and dead letters `keep` does not name (after a rescan listed them all).
-    pub fn retain(&mut self, keep: &dyn Fn(&str, Option<&str>) -> bool) {
+    pub(crate) fn retain(&mut self, keep: &dyn Fn(&str, Option<&str>) -> bool) {
         self.open.retain(|k, o| keep(k, Some(&o.god)));
         self.dead.retain(|k| keep(k, None));
     }
 
     /// How many dispatches and dead letters are remembered.
-    pub fn remembered(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn remembered(&self) -> usize {
         self.open.len() + self.dead.len()
     }
 }

@@ -23,21 +23,21 @@ use crate::engine::{
 use super::exposition::Histogram;
 
 /// Upper bounds (seconds) of the ack latency histogram.
-pub const ACK_LATENCY_BOUNDS: &[f64] = &[
+pub(crate) const ACK_LATENCY_BOUNDS: &[f64] = &[
     0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0, 14400.0, 86400.0,
 ];
 /// Upper bounds (seconds) of the step duration histogram.
-pub const STEP_DURATION_BOUNDS: &[f64] = &[
+pub(crate) const STEP_DURATION_BOUNDS: &[f64] = &[
     0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 14400.0, 86400.0, 604800.0,
 ];
 /// The most dispatches whose first ack (or end) is awaited at once; past it the oldest half is
 /// forgotten (their latency is then not observed), so the fold's memory stays bounded.
-pub const MAX_OPEN: usize = 200_000;
+pub(crate) const MAX_OPEN: usize = 200_000;
 /// The most distinct words a counter's label takes (`submit` outcomes); others count as `other`.
-pub const MAX_WORDS: usize = 16;
+pub(crate) const MAX_WORDS: usize = 16;
 
 /// What a dispatch's end is labelled with: its definition and step, both as the engine loaded them.
-pub type StepKey = (Arc<str>, Arc<str>);
+pub(crate) type StepKey = (Arc<str>, Arc<str>);
 
 #[derive(Debug, Deserialize, Default)]
 struct Entry {

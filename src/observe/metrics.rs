@@ -50,7 +50,7 @@ struct Cached {
 
 /// How long a computed exposition is served for the same snapshot: the figures that move with the
 /// clock alone (overdue dispatches, stale workers, live supervisors) are at most this late.
-pub const CACHE_FOR: Duration = Duration::from_secs(1);
+pub(crate) const CACHE_FOR: Duration = Duration::from_secs(1);
 
 /// Texts are prepared ahead (on a new snapshot, and as they age) only while scrapes came within
 /// this long; an unscraped `serve` computes nothing.

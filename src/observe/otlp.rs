@@ -6,7 +6,7 @@
 
 /// How a span relates to its neighbours (`Span.SpanKind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SpanKind {
+pub(crate) enum SpanKind {
     Internal = 1,
     Server = 2,
     Producer = 4,
@@ -14,14 +14,14 @@ pub enum SpanKind {
 
 /// An attribute value: ids and closed words are strings; counts are integers.
 #[derive(Debug, Clone, PartialEq)]
-pub enum AttrValue {
+pub(crate) enum AttrValue {
     Str(String),
     Int(i64),
 }
 
 /// One span, ready to encode.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SpanData {
+pub(crate) struct SpanData {
     pub trace_id: [u8; 16],
     pub span_id: [u8; 8],
     pub parent: Option<[u8; 8]>,
@@ -100,7 +100,10 @@ fn span(s: &SpanData) -> Vec<u8> {
 
 /// The request body: one `ResourceSpans` (resource `service.name=pantheon` and the given
 /// attributes), one `ScopeSpans` (scope `pantheon`), the spans.
-pub fn export_request(resource: &[(&'static str, AttrValue)], spans: &[SpanData]) -> Vec<u8> {
+pub(crate) fn export_request(
+    resource: &[(&'static str, AttrValue)],
+    spans: &[SpanData],
+) -> Vec<u8> {
     let mut res = Vec::new();
     for (k, v) in resource {
         bytes_field(&mut res, 1, &key_value(k, v));

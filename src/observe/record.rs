@@ -11,12 +11,12 @@ use serde_json::{Value, json};
 use crate::engine::{Root, SafeDir};
 
 /// The directory of the records.
-pub fn dir(root: &Root) -> PathBuf {
+pub(crate) fn dir(root: &Root) -> PathBuf {
     root.conductor.join("observe")
 }
 
 /// A record written for this process; removed when dropped.
-pub struct MetricsRecord {
+pub(crate) struct MetricsRecord {
     root: Root,
     path: PathBuf,
 }
@@ -24,7 +24,7 @@ pub struct MetricsRecord {
 impl MetricsRecord {
     /// Writes the record of supervisor `id` listening on `addr` (a failure is only logged: the
     /// metrics are served all the same).
-    pub fn write(root: &Root, id: &str, addr: SocketAddr) -> Self {
+    pub(crate) fn write(root: &Root, id: &str, addr: SocketAddr) -> Self {
         let body = json!({
             "supervisor": id,
             "pid": std::process::id(),
@@ -35,7 +35,7 @@ impl MetricsRecord {
     }
 
     /// [`Self::write`] for a listener of `kind` (`metrics`, `approvals`).
-    pub fn write_kind(root: &Root, kind: &str, id: &str, addr: SocketAddr) -> Self {
+    pub(crate) fn write_kind(root: &Root, kind: &str, id: &str, addr: SocketAddr) -> Self {
         let body = json!({
             "supervisor": id,
             "pid": std::process::id(),
@@ -47,7 +47,7 @@ impl MetricsRecord {
 
     /// The record of an MCP endpoint (`serve --mcp`, whose `id` is its supervisor's, or `mcp --http`),
     /// `mcp-{id}.json`: where it listens and whether it takes credentials.
-    pub fn write_mcp(root: &Root, id: &str, addr: SocketAddr, authenticated: bool) -> Self {
+    pub(crate) fn write_mcp(root: &Root, id: &str, addr: SocketAddr, authenticated: bool) -> Self {
         let body = json!({
             "supervisor": id,
             "pid": std::process::id(),
@@ -83,18 +83,18 @@ impl Drop for MetricsRecord {
 }
 
 /// The addresses not on loopback that live supervisors serve metrics on.
-pub fn exposed(root: &Root, live_supervisors: &[Value]) -> Vec<String> {
+pub(crate) fn exposed(root: &Root, live_supervisors: &[Value]) -> Vec<String> {
     exposed_as(root, live_supervisors, "metrics-")
 }
 
 /// The addresses not on loopback that live supervisors serve a listener of `kind` on.
-pub fn exposed_kind(root: &Root, kind: &str, live_supervisors: &[Value]) -> Vec<String> {
+pub(crate) fn exposed_kind(root: &Root, kind: &str, live_supervisors: &[Value]) -> Vec<String> {
     exposed_as(root, live_supervisors, &format!("{kind}-"))
 }
 
 /// The addresses not on loopback that live MCP endpoints listen on: a `serve --mcp` whose supervisor
 /// is alive, or a `pantheon mcp --http` whose process is.
-pub fn mcp_exposed(root: &Root, live_supervisors: &[Value]) -> Vec<String> {
+pub(crate) fn mcp_exposed(root: &Root, live_supervisors: &[Value]) -> Vec<String> {
     exposed_as(root, live_supervisors, "mcp-")
 }
 

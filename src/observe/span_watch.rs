@@ -86,7 +86,7 @@ enum Changed {
 }
 
 /// The headless span watcher: turns the files events name into spans.
-pub struct SpanWatch {
+pub(crate) struct SpanWatch {
     root: Root,
     started: DateTime<Utc>,
     /// By state file name (without `.json`): how far its records were turned into spans.
@@ -100,7 +100,7 @@ pub struct SpanWatch {
 impl SpanWatch {
     /// A watcher of `root` that exports what happens from `started` on: a record older than that
     /// (in a file not seen since) happened before the exporter and is passed over.
-    pub fn new(root: Root, started: DateTime<Utc>) -> Self {
+    pub(crate) fn new(root: Root, started: DateTime<Utc>) -> Self {
         Self {
             root,
             started,
@@ -112,7 +112,7 @@ impl SpanWatch {
 
     /// The directories to watch, each non-recursively: `state/`, `pending/` and each inbox,
     /// `dead/` and each god's dead letters (a dozen or so, none per workflow).
-    pub fn dirs(&self) -> BTreeSet<PathBuf> {
+    pub(crate) fn dirs(&self) -> BTreeSet<PathBuf> {
         let mut out = BTreeSet::new();
         let pending = self.root.pending_root();
         for god in subdirs(&pending) {
@@ -129,7 +129,8 @@ impl SpanWatch {
     }
 
     /// How many workflows and dispatches the watcher remembers (for its tests and bounds).
-    pub fn remembered(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn remembered(&self) -> usize {
         self.cursors.len() + self.inboxes.remembered()
     }
 
@@ -170,7 +171,7 @@ impl SpanWatch {
 
     /// The spans of the files `paths` name (events: written, renamed, removed), given to `out`.
     /// True when a directory changed: the caller syncs its watches with [`SpanWatch::dirs`].
-    pub fn changed(&mut self, paths: &[PathBuf], out: &mut dyn FnMut(SpanData)) -> bool {
+    pub(crate) fn changed(&mut self, paths: &[PathBuf], out: &mut dyn FnMut(SpanData)) -> bool {
         let mut what: Vec<Changed> = paths.iter().map(|p| self.classify(p)).collect();
         what.sort();
         what.dedup();
@@ -260,7 +261,7 @@ impl SpanWatch {
 
     /// The files of directories just watched (made, or made again, after the watcher started):
     /// what was written in them before their watch existed.
-    pub fn read_dirs(&mut self, dirs: &[PathBuf], out: &mut dyn FnMut(SpanData)) {
+    pub(crate) fn read_dirs(&mut self, dirs: &[PathBuf], out: &mut dyn FnMut(SpanData)) {
         let paths: Vec<PathBuf> = dirs
             .iter()
             .flat_map(|d| files(d).into_iter().map(move |f| d.join(f)))
@@ -273,7 +274,7 @@ impl SpanWatch {
     /// Checks every file (no event can be trusted: the poll fallback, or events were lost): a stat
     /// each, and a read of those changed since the previous rescan (at the first, of those written
     /// since the watcher started). What is no longer there is forgotten.
-    pub fn rescan(&mut self, out: &mut dyn FnMut(SpanData)) {
+    pub(crate) fn rescan(&mut self, out: &mut dyn FnMut(SpanData)) {
         let started_ns = self.started.timestamp_nanos_opt().unwrap_or(i64::MIN);
         let mut now = HashMap::new();
         let mut changed = Vec::new();

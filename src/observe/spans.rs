@@ -25,7 +25,7 @@ use super::otlp::{AttrValue, SpanData, SpanKind};
 
 /// How far a workflow's records were turned into spans.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Cursor {
+pub(crate) struct Cursor {
     pub steps: usize,
     pub acks: usize,
 }
@@ -68,7 +68,7 @@ pub(super) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    pub fn base(&self, name: String, kind: SpanKind, id: [u8; 8], at: u64) -> SpanData {
+    pub(super) fn base(&self, name: String, kind: SpanKind, id: [u8; 8], at: u64) -> SpanData {
         let mut attributes = vec![("pantheon.workflow_id", s(&self.st.workflow_id))];
         if let Some(d) = &self.st.definition_id {
             attributes.push(("pantheon.definition", s(d)));
@@ -226,7 +226,7 @@ impl Ctx<'_> {
 
 /// The spans of the records `st` gained since `from` (a record older than `not_before` is passed
 /// over: it happened before the exporter started), and the cursor after them.
-pub fn spans_since(
+pub(crate) fn spans_since(
     st: &WorkflowState,
     from: Cursor,
     not_before: Option<DateTime<Utc>>,

@@ -30,7 +30,7 @@ use crate::engine::{
 };
 
 /// How long after its last change a directory's figures may be kept.
-pub const SETTLED: chrono::Duration = chrono::Duration::seconds(1);
+pub(crate) const SETTLED: chrono::Duration = chrono::Duration::seconds(1);
 /// The largest cache file read.
 const MAX_CACHE_BYTES: u64 = 32 << 20;
 const VERSION: u32 = 1;
@@ -78,7 +78,7 @@ fn key_of(dir: &Path) -> Option<(DirKey, DateTime<Utc>)> {
 }
 
 /// Where the cache of `root` is kept, when the user has a cache directory.
-pub fn cache_path(root: &Root) -> Option<PathBuf> {
+pub(crate) fn cache_path(root: &Root) -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
@@ -147,7 +147,7 @@ fn save(path: &Path, c: &CacheFile) {
 }
 
 /// The root's health at `now`, reusing the figures of directories unchanged since the last run.
-pub fn read(root: &Root, rule: &OverdueRule, now: DateTime<Utc>) -> Health {
+pub(crate) fn read(root: &Root, rule: &OverdueRule, now: DateTime<Utc>) -> Health {
     let Some(path) = cache_path(root) else {
         return status::read(root, rule, now);
     };
@@ -196,7 +196,7 @@ pub fn read(root: &Root, rule: &OverdueRule, now: DateTime<Utc>) -> Health {
 /// (each directory it reads, and the files of the directories written in place: queues, the
 /// ledger, board files, definitions, the config) and no time-based item can have come or gone
 /// (`live::attention::next_change`), for at most [`ATTENTION_MAX_AGE`].
-pub const ATTENTION_MAX_AGE: chrono::Duration = chrono::Duration::seconds(60);
+pub(crate) const ATTENTION_MAX_AGE: chrono::Duration = chrono::Duration::seconds(60);
 const ATTENTION_VERSION: u32 = 1;
 
 /// What one directory or file was when the counts were read (all zero: not there).
@@ -277,7 +277,7 @@ fn load_attention(path: &Path) -> Option<AttentionFile> {
 
 /// The attention counts of `root` at `now`: those of the last run while they still hold, else
 /// `count()` (the one attention function over a fresh snapshot) and its next change.
-pub fn attention(
+pub(crate) fn attention(
     root: &Root,
     now: DateTime<Utc>,
     count: impl FnOnce() -> (crate::live::attention::Tally, DateTime<Utc>),

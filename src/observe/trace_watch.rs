@@ -23,7 +23,7 @@ const RESYNC: Duration = Duration::from_secs(1);
 
 /// Starts the exporter and the span watcher; returns the exporter's figures (for `/metrics`).
 /// `settle` is how long a burst of file events gathers before the files it named are read.
-pub fn spawn(
+pub(crate) fn spawn(
     root: &Root,
     supervisor: &str,
     endpoint: Endpoint,

@@ -20,8 +20,8 @@ use serde_json::{Value, json};
 
 use super::{Answered, Snapshot, Source, SourceError};
 
-pub mod map;
-pub mod wire;
+pub(crate) mod map;
+pub(crate) mod wire;
 
 use map::Card;
 use wire::{CallError, Dialect, Http, METHOD_NOT_FOUND, Method};

@@ -24,9 +24,9 @@ use super::files::{MAX_FILE_BYTES, MAX_TEXT, clean, list_dir, read_bounded};
 use super::{Agent, Attention, Lock, Message, Snapshot, Source, SourceError};
 
 /// How long a message that requires an ack may stay unacked before it is an attention item.
-pub const ACK_AFTER: Duration = Duration::from_secs(10 * 60);
+pub(crate) const ACK_AFTER: Duration = Duration::from_secs(10 * 60);
 /// The variable that overrides [`ACK_AFTER`], in seconds (read, never written).
-pub const ACK_AFTER_ENV: &str = "PANTHEON_AGENT_MAIL_ACK_AFTER_SECS";
+pub(crate) const ACK_AFTER_ENV: &str = "PANTHEON_AGENT_MAIL_ACK_AFTER_SECS";
 /// The most recipient rows and reservations read from the database in one read.
 const MAX_ROWS: usize = 500_000;
 
@@ -36,7 +36,7 @@ type Fingerprint = (u64, i64, i64, u64);
 type Parsed = Result<(Value, String), String>;
 
 /// The agent-mail source.
-pub struct AgentMail {
+pub(crate) struct AgentMail {
     location: String,
     archive: PathBuf,
     db: Option<PathBuf>,
@@ -47,7 +47,7 @@ pub struct AgentMail {
 
 impl AgentMail {
     /// The source at `ARCHIVE[,DB]`.
-    pub fn new(location: &str) -> Result<Self, SourceError> {
+    pub(crate) fn new(location: &str) -> Result<Self, SourceError> {
         let (archive, db) = match location.split_once(',') {
             Some((a, d)) => (a, Some(d)),
             None => (location, None),
@@ -290,7 +290,7 @@ fn unreadable(snap: &mut Snapshot, path: &Path, why: &str) {
 }
 
 /// `---json\n{…}\n---\n\nbody`: the front matter (a JSON object) and the body.
-pub fn parse_markdown(text: &str) -> Result<(Value, String), String> {
+pub(crate) fn parse_markdown(text: &str) -> Result<(Value, String), String> {
     let rest = text
         .strip_prefix("---json\n")
         .ok_or("no `---json` front matter at the start")?;
@@ -371,7 +371,7 @@ fn lock_of(v: &Value) -> Lock {
 
 /// A time as Agent Mail stores it: ISO 8601 with or without an offset (the database's naive
 /// times are UTC), with a space or a `T`.
-pub fn db_time(s: &str) -> Option<DateTime<Utc>> {
+pub(crate) fn db_time(s: &str) -> Option<DateTime<Utc>> {
     crate::engine::time::parse_ts(s).or_else(|| {
         ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f"]
             .iter()

@@ -23,9 +23,9 @@ use crate::engine::{PriceTable, Totals, Usage};
 use super::files::{MAX_TEXT, clean, list_dir};
 
 /// Most bytes read of one session log (the oldest lines of a longer one are left out).
-pub const MAX_LOG_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_LOG_BYTES: u64 = 64 * 1024 * 1024;
 /// Most session logs read in one pass, newest first.
-pub const MAX_LOGS: usize = 2_000;
+pub(crate) const MAX_LOGS: usize = 2_000;
 /// Most tokens one line may count in one field (the engine's bound on a report).
 const MAX_TOKENS: u64 = 1_000_000_000_000;
 
@@ -66,7 +66,7 @@ struct Line {
 
 /// The session logs' lines that count, each file parsed again only when it changed.
 #[derive(Debug, Default)]
-pub struct Logs {
+pub(crate) struct Logs {
     cache: HashMap<PathBuf, (super::claude_teams::Fingerprint, Vec<Line>)>,
 }
 
@@ -74,7 +74,7 @@ impl Logs {
     /// Each teammate's cost over the logs under `dir/projects`, `leads` naming each team's lead
     /// (`team -> (leadSessionId, lead name)`). A log that cannot be read is left out (named in
     /// `skipped`), never an error of the source.
-    pub fn costs(
+    pub(crate) fn costs(
         &mut self,
         dir: &Path,
         leads: &BTreeMap<String, (String, String)>,

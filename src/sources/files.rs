@@ -8,18 +8,18 @@ use std::path::{Path, PathBuf};
 use super::SourceError;
 
 /// The largest foreign file read (an inbox of 10,000 messages is a few MiB).
-pub const MAX_FILE_BYTES: u64 = 32 * 1024 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 32 * 1024 * 1024;
 /// The most entries read from one foreign directory.
-pub const MAX_DIR_ENTRIES: usize = 100_000;
+pub(crate) const MAX_DIR_ENTRIES: usize = 100_000;
 /// The longest text kept of a foreign field shown in a row (the raw value keeps the whole).
-pub const MAX_TEXT: usize = 4096;
+pub(crate) const MAX_TEXT: usize = 4096;
 /// The longest reason kept of a source's error.
-pub const MAX_REASON: usize = 512;
+pub(crate) const MAX_REASON: usize = 512;
 
 /// Reads the regular file `path` whole, `Ok(None)` when it is missing. Refuses a link (the last
 /// component is opened with `O_NOFOLLOW`), anything that is not a regular file (a FIFO cannot hang
 /// the reader: the open does not block), and a file over `max` bytes; the read itself is bounded.
-pub fn read_bounded(path: &Path, max: u64) -> Result<Option<Vec<u8>>, SourceError> {
+pub(crate) fn read_bounded(path: &Path, max: u64) -> Result<Option<Vec<u8>>, SourceError> {
     let f = match std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
@@ -65,11 +65,11 @@ pub fn read_bounded(path: &Path, max: u64) -> Result<Option<Vec<u8>>, SourceErro
 }
 
 /// A directory entry: its name, its path, and whether it is a directory.
-pub type Entry = (String, PathBuf, bool);
+pub(crate) type Entry = (String, PathBuf, bool);
 
 /// The entries of directory `dir` (sorted by name; `Ok(None)` when it is missing), at most
 /// [`MAX_DIR_ENTRIES`]; each with whether it is a directory (links are neither: not followed).
-pub fn list_dir(dir: &Path) -> Result<Option<Vec<Entry>>, SourceError> {
+pub(crate) fn list_dir(dir: &Path) -> Result<Option<Vec<Entry>>, SourceError> {
     match std::fs::symlink_metadata(dir) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(SourceError::new(format!("{}: {e}", dir.display()))),
@@ -102,7 +102,7 @@ pub fn list_dir(dir: &Path) -> Result<Option<Vec<Entry>>, SourceError> {
 /// `s` fit for a terminal: every control character (C0, DEL, C1: what starts an escape sequence)
 /// and every bidirectional control written out as its escape (`\u{1b}`), cut to `max` characters
 /// with `…`. Every foreign string a source puts into a row passes through here.
-pub fn clean(s: &str, max: usize) -> String {
+pub(crate) fn clean(s: &str, max: usize) -> String {
     let mut out = String::with_capacity(s.len().min(max + 8));
     for (n, c) in s.chars().enumerate() {
         if n >= max {
@@ -124,7 +124,7 @@ pub fn clean(s: &str, max: usize) -> String {
 
 /// A raw value as text for a terminal: its JSON, cleaned (JSON escapes C0 controls but keeps C1
 /// and bidirectional ones as they are), cut to `max` characters.
-pub fn clean_raw(v: &serde_json::Value, max: usize) -> String {
+pub(crate) fn clean_raw(v: &serde_json::Value, max: usize) -> String {
     clean(&v.to_string(), max)
 }
 

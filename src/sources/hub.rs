@@ -15,14 +15,14 @@ use notify::{RecursiveMode, Watcher as _};
 use super::{Answered, Health, Source, SourceError, SourceState, open, read_guarded, split_spec};
 
 /// A burst of file events is read once, after this much quiet.
-pub const QUIET: Duration = Duration::from_millis(3);
+pub(crate) const QUIET: Duration = Duration::from_millis(3);
 /// A burst is never held back longer than this.
-pub const SETTLE_MAX: Duration = Duration::from_millis(15);
+pub(crate) const SETTLE_MAX: Duration = Duration::from_millis(15);
 /// How long the console waits for a source to take an answer.
-pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What the live model is woken with when a source's state changed.
-pub type Wake = Arc<dyn Fn() + Send + Sync>;
+pub(crate) type Wake = Arc<dyn Fn() + Send + Sync>;
 
 enum Cmd {
     Changed,

@@ -20,13 +20,13 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub mod a2a;
-pub mod agent_mail;
-pub mod claude_teams;
-pub mod claude_usage;
-pub mod files;
-pub mod hub;
-pub mod record;
+pub(crate) mod a2a;
+pub(crate) mod agent_mail;
+pub(crate) mod claude_teams;
+pub(crate) mod claude_usage;
+pub(crate) mod files;
+pub(crate) mod hub;
+pub(crate) mod record;
 
 /// A foreign substrate read into the live model: Claude Code agent teams, MCP Agent Mail, A2A agents.
 pub trait Source: Send {
@@ -140,10 +140,10 @@ impl std::fmt::Display for SourceError {
 impl std::error::Error for SourceError {}
 
 /// The kinds `--source` takes, in the order `--help` lists them.
-pub const KINDS: [&str; 3] = ["claude-teams", "agent-mail", "a2a"];
+pub(crate) const KINDS: [&str; 3] = ["claude-teams", "agent-mail", "a2a"];
 
 /// Parses `KIND:LOCATION` (the `--source` option) into a source, opened by its kind's module.
-pub fn open(spec: &str) -> Result<Box<dyn Source>, SourceError> {
+pub(crate) fn open(spec: &str) -> Result<Box<dyn Source>, SourceError> {
     let (kind, location) = split_spec(spec)?;
     match kind {
         "claude-teams" => Ok(Box::new(claude_teams::ClaudeTeams::new(location)?)),
@@ -155,7 +155,7 @@ pub fn open(spec: &str) -> Result<Box<dyn Source>, SourceError> {
 
 /// `KIND:LOCATION` split at its first `:`, the kind checked against [`KINDS`] (a near miss named);
 /// `claude-teams` alone (no location) means its default, `~/.claude`.
-pub fn split_spec(spec: &str) -> Result<(&'static str, &str), SourceError> {
+pub(crate) fn split_spec(spec: &str) -> Result<(&'static str, &str), SourceError> {
     let (kind, location) = spec.split_once(':').unwrap_or((spec, ""));
     let Some(known) = KINDS.iter().find(|k| **k == kind) else {
         let near = crate::text::nearest(kind, KINDS)
@@ -286,7 +286,7 @@ impl SourceState {
 }
 
 /// How long `probe` waits for one source's read before calling it broken.
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Opens and reads each spec once, each in its own thread, waiting at most `timeout` for all (a
 /// source that has not answered by then is an error saying so); in the order given. A spec that
@@ -351,7 +351,7 @@ pub fn probe(specs: &[String], timeout: Duration) -> Vec<SourceState> {
 
 /// One read, a panic inside it turned into an error naming it (a source's reader is the code most
 /// exposed to hostile input: a bug there must cost the source, not the console).
-pub fn read_guarded(source: &mut dyn Source) -> Result<Snapshot, SourceError> {
+pub(crate) fn read_guarded(source: &mut dyn Source) -> Result<Snapshot, SourceError> {
     let kind = source.kind();
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| source.read())) {
         Ok(r) => r,

@@ -19,20 +19,20 @@ use super::{Health, KINDS, Snapshot, SourceState, files};
 use crate::engine::{Root, layout, write_atomic};
 
 /// Most messages a recorded state keeps (the newest).
-pub const MAX_RECORDED_MESSAGES: usize = 200;
+pub(crate) const MAX_RECORDED_MESSAGES: usize = 200;
 /// A source's state is written at most this often.
-pub const EVERY: Duration = Duration::from_millis(500);
+pub(crate) const EVERY: Duration = Duration::from_millis(500);
 /// Largest recorded state read back.
 const MAX_RECORD_BYTES: u64 = 32 * 1024 * 1024;
 
 /// `conductor/sources/`.
-pub fn dir(root: &Root) -> PathBuf {
+pub(crate) fn dir(root: &Root) -> PathBuf {
     root.conductor.join(layout::SOURCES_DIR)
 }
 
 /// A state as recorded: what `pantheon sources` says of it, and its snapshot (messages cut to the
 /// newest [`MAX_RECORDED_MESSAGES`]).
-pub fn to_record(s: &SourceState) -> Value {
+pub(crate) fn to_record(s: &SourceState) -> Value {
     let mut snap: Snapshot = (*s.snapshot).clone();
     if snap.messages.len() > MAX_RECORDED_MESSAGES {
         snap.messages.sort_by_key(|m| std::cmp::Reverse(m.at));
@@ -50,7 +50,7 @@ pub fn to_record(s: &SourceState) -> Value {
 }
 
 /// A recorded state read back; `None` when it is not one.
-pub fn from_record(v: &Value) -> Option<SourceState> {
+pub(crate) fn from_record(v: &Value) -> Option<SourceState> {
     let text = |k: &str| v.get(k).and_then(Value::as_str);
     let kind = KINDS.iter().copied().find(|k| Some(*k) == text("kind"))?;
     let location = files::clean(text("location").unwrap_or(""), files::MAX_TEXT);
@@ -133,7 +133,7 @@ fn clean(mut s: Snapshot) -> Snapshot {
 
 /// The states recorded under `conductor/` (a root's, or a replay's scratch root's), in their
 /// order; a file that cannot be read as one is left out.
-pub fn recorded(conductor: &Path) -> Vec<SourceState> {
+pub(crate) fn recorded(conductor: &Path) -> Vec<SourceState> {
     let dir = conductor.join(layout::SOURCES_DIR);
     let mut out: Vec<SourceState> = files::list_dir(&dir)
         .ok()
@@ -191,7 +191,7 @@ pub fn write_states(
 
 /// The sources read for a recorder: their readers, and a thread writing their states into the root
 /// as they change. Dropping it stops both.
-pub struct Recording {
+pub(crate) struct Recording {
     stop: mpsc::Sender<()>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -199,7 +199,7 @@ pub struct Recording {
 impl Recording {
     /// Starts reading `specs` and recording their states into `root`; `warn` hears a write that
     /// failed (once per failing streak).
-    pub fn start(root: &Root, specs: &[String], warn: Box<dyn Fn(String) + Send>) -> Self {
+    pub(crate) fn start(root: &Root, specs: &[String], warn: Box<dyn Fn(String) + Send>) -> Self {
         let (wake_tx, wake_rx) = mpsc::channel::<()>();
         let (stop, stop_rx) = mpsc::channel::<()>();
         let wake_tx2 = wake_tx.clone();

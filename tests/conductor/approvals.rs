@@ -349,18 +349,19 @@ fn the_documented_ntfy_hook_gets_action_buttons_that_approve_through_the_listene
     let ntfy_port: u16 = first.trim().parse().unwrap();
     // The console's hook line for the held item, links included.
     let root = pantheon::engine::Root::at(&env.root);
-    let snap = pantheon::live::LiveModel::open(root.clone(), Default::default()).snapshot();
-    let items: Vec<_> = pantheon::live::attention::items(&snap, chrono::Utc::now())
+    let snap =
+        pantheon::testing::live::LiveModel::open(root.clone(), Default::default()).snapshot();
+    let items: Vec<_> = pantheon::testing::live::attention::items(&snap, chrono::Utc::now())
         .into_iter()
-        .filter(|i| i.kind == pantheon::live::attention::Kind::Held)
+        .filter(|i| i.kind == pantheon::testing::live::attention::Kind::Held)
         .collect();
-    let line = pantheon::console::notify::hook_input_with(
+    let line = pantheon::testing::console::notify::hook_input_with(
         &items,
-        Some(&pantheon::approvals::hook_links(
+        Some(&pantheon::testing::approvals::hook_links(
             root.clone(),
             // The operator's key, where the listener (run with this HOME) keeps it.
             Some(
-                pantheon::approvals::link_key_at(
+                pantheon::testing::approvals::link_key_at(
                     &env.home.join(".config/pantheon/link-key"),
                     &root,
                 )

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command as Proc;
 
 use clap::CommandFactory;
-use pantheon::cli::Cli;
+use pantheon::testing::cli::Cli;
 
 use crate::common::bin;
 

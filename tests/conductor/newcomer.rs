@@ -559,7 +559,7 @@ fn every_help_says_where_the_root_comes_from_and_the_top_level_one_the_exit_code
 /// `--ttl 30m` an operator knows from `bus lock` was a usage error); a bad one is still exit 2.
 #[test]
 fn bridge_lock_ttl_takes_the_durations_bus_lock_takes() {
-    let cmd = <pantheon::cli::Cli as clap::CommandFactory>::command();
+    let cmd = <pantheon::testing::cli::Cli as clap::CommandFactory>::command();
     for (ttl, secs) in [("30m", 1800u64), ("90", 90), ("1h30m", 5400)] {
         let m = cmd
             .clone()

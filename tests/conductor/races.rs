@@ -620,9 +620,9 @@ fn held() -> Env {
     env
 }
 
-fn console_op(root: &Path, op: pantheon::console::ops::Op) -> Output {
-    use pantheon::console::engine_ops::EngineOperator;
-    use pantheon::console::ops::{Operator, Outcome};
+fn console_op(root: &Path, op: pantheon::testing::console::ops::Op) -> Output {
+    use pantheon::testing::console::engine_ops::EngineOperator;
+    use pantheon::testing::console::ops::{Operator, Outcome};
     let operator = EngineOperator::new(pantheon::Root::at(root));
     match operator.execute(&op).map(|done| done.outcome) {
         Ok(Outcome::Approval(r)) => engine_output(Ok(r)),
@@ -636,7 +636,7 @@ fn console_approve(root: &Path) -> Output {
     let handoff_id = pantheon::engine::HandoffId::parse(HID).unwrap();
     console_op(
         root,
-        pantheon::console::ops::Op::Approve {
+        pantheon::testing::console::ops::Op::Approve {
             handoff_id,
             raise: None,
         },
@@ -648,7 +648,7 @@ fn console_reject(root: &Path) -> Output {
     let reason = "not now".to_owned();
     console_op(
         root,
-        pantheon::console::ops::Op::RejectHeld { handoff_id, reason },
+        pantheon::testing::console::ops::Op::RejectHeld { handoff_id, reason },
     )
 }
 

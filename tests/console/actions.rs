@@ -3,11 +3,11 @@
 
 use crossterm::event::KeyCode;
 use pantheon::Root;
-use pantheon::console::app::{App, Effect, FlashKind, Mode};
-use pantheon::console::engine_ops::EngineOperator;
-use pantheon::console::keymap::{Action, OperatorAction, Pane};
-use pantheon::console::ops::{Op, Operator};
 use pantheon::engine::WorkflowId;
+use pantheon::testing::console::app::{App, Effect, FlashKind, Mode};
+use pantheon::testing::console::engine_ops::EngineOperator;
+use pantheon::testing::console::keymap::{Action, OperatorAction, Pane};
+use pantheon::testing::console::ops::{Op, Operator};
 use serde_json::Value;
 
 use super::support::*;
@@ -45,10 +45,11 @@ fn refresh(app: &mut App, root: &std::path::Path) {
 pub(crate) fn select_dispatch(app: &mut App, handoff: &str) {
     app.dispatch(Action::GoPane(Pane::Inboxes));
     app.dispatch(Action::Top);
-    let idx = pantheon::console::items::dispatches(app.snapshot(), &app.filter(Pane::Inboxes))
-        .iter()
-        .position(|r| *r.view.dispatch.handoff_id == *handoff)
-        .unwrap_or_else(|| panic!("{handoff} not in the Inboxes pane"));
+    let idx =
+        pantheon::testing::console::items::dispatches(app.snapshot(), &app.filter(Pane::Inboxes))
+            .iter()
+            .position(|r| *r.view.dispatch.handoff_id == *handoff)
+            .unwrap_or_else(|| panic!("{handoff} not in the Inboxes pane"));
     for _ in 0..idx {
         app.dispatch(Action::Down);
     }
@@ -109,7 +110,7 @@ fn ack_accepted_through_the_dialog_archives_the_dispatch_as_the_operator() {
     let j = pantheon::engine::read_journal(&Root::at(r), &Default::default()).unwrap();
     let e = j.entries.last().unwrap();
     assert_eq!(e["source"], "console", "{:?}", j.entries);
-    let me = pantheon::console::engine_ops::operator_name(None);
+    let me = pantheon::testing::console::engine_ops::operator_name(None);
     assert_eq!(e["actor"], me.as_str());
     assert_ne!(
         me, "unknown",
@@ -563,7 +564,8 @@ fn a_held_dispatch_that_goes_away_while_viewed_is_reported_and_p_refuses_to_appr
     // list highlights.
     app.dispatch(Action::Back);
     app.on_key(key('j'));
-    let rows = pantheon::console::items::dispatches(app.snapshot(), &app.filter(Pane::Inboxes));
+    let rows =
+        pantheon::testing::console::items::dispatches(app.snapshot(), &app.filter(Pane::Inboxes));
     let shown = rows[app.selected(Pane::Inboxes)]
         .view
         .dispatch
@@ -691,11 +693,12 @@ fn completed_asks_for_the_gates_its_step_declares_and_the_engine_checks_them() {
     assert!(text.contains("completed"), "{text}");
     // The next step, implement, went to marvin and declares logic_gate.
     refresh(&mut app, r);
-    let next = pantheon::console::items::dispatches(app.snapshot(), &app.filter(Pane::Inboxes))
-        .iter()
-        .find(|d| d.god == "marvin")
-        .map(|d| d.view.dispatch.handoff_id.to_string())
-        .expect("implement dispatched to marvin");
+    let next =
+        pantheon::testing::console::items::dispatches(app.snapshot(), &app.filter(Pane::Inboxes))
+            .iter()
+            .find(|d| d.god == "marvin")
+            .map(|d| d.view.dispatch.handoff_id.to_string())
+            .expect("implement dispatched to marvin");
     select_dispatch(&mut app, &next);
     ack_menu_pick(&mut app, 3);
     type_text(&mut app, "Implemented");
@@ -747,9 +750,9 @@ fn completed_asks_for_the_gates_its_step_declares_and_the_engine_checks_them() {
 /// aborted workflow.
 #[test]
 fn repeated_acks_and_aborts_flash_what_the_engine_says_of_them() {
-    use pantheon::console::keymap::AckChoice;
     use pantheon::engine::AckRequest;
     use pantheon::engine::{GodName, HandoffId};
+    use pantheon::testing::console::keymap::AckChoice;
     let root = engine_root();
     let r = root.path();
     let op = EngineOperator::new(Root::at(r));

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::KeyCode;
 use pantheon::Root;
-use pantheon::console::app::{FlashKind, Mode};
-use pantheon::console::engine_ops::EngineOperator;
-use pantheon::console::keymap::{Action, Pane};
+use pantheon::testing::console::app::{FlashKind, Mode};
+use pantheon::testing::console::engine_ops::EngineOperator;
+use pantheon::testing::console::keymap::{Action, Pane};
 use serde_json::Value;
 
 use super::actions::{confirm, confirm_text};
@@ -85,7 +85,8 @@ fn a_waiting_a2a_task_is_answered_from_the_attention_pane_and_completes_with_the
     // The console's snapshot with the source read as the live model reads it.
     let deadline = Instant::now() + Duration::from_secs(20);
     let snap = loop {
-        let states = pantheon::sources::probe(std::slice::from_ref(&spec), Duration::from_secs(10));
+        let states =
+            pantheon::testing::sources::probe(std::slice::from_ref(&spec), Duration::from_secs(10));
         if states[0]
             .snapshot
             .attention
@@ -159,12 +160,12 @@ fn a_waiting_a2a_task_is_answered_from_the_attention_pane_and_completes_with_the
 }
 
 /// Moves the Attention pane's selection onto the foreign item.
-fn select_foreign(app: &mut pantheon::console::app::App) {
+fn select_foreign(app: &mut pantheon::testing::console::app::App) {
     app.dispatch(Action::Top);
     let items = app.attention();
     let i = items
         .iter()
-        .position(|i| i.kind == pantheon::live::attention::Kind::Foreign)
+        .position(|i| i.kind == pantheon::testing::live::attention::Kind::Foreign)
         .unwrap_or_else(|| panic!("no foreign item in {items:?}"));
     for _ in 0..i {
         app.dispatch(Action::Down);

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use chrono::{DateTime, Duration, Utc};
 use crossterm::event::KeyCode;
-use pantheon::console::app::{App, Mode};
-use pantheon::console::attention::Kind;
-use pantheon::console::keymap::{Action, Pane};
+use pantheon::testing::console::app::{App, Mode};
+use pantheon::testing::console::attention::Kind;
+use pantheon::testing::console::keymap::{Action, Pane};
 use serde_json::json;
 
 use super::support::*;
@@ -69,7 +69,7 @@ fn check_jump(app: &mut App, kind: Kind, pane: Pane, key: &str, action_key: &str
         .iter()
         .find(|i| i.kind == kind)
         .unwrap_or_else(|| panic!("no {kind:?} item in {items:?}"));
-    let action = pantheon::console::attention::action_text(item, app.keymap());
+    let action = pantheon::testing::console::attention::action_text(item, app.keymap());
     assert!(!item.reason.is_empty() && !action.is_empty());
     assert!(action.contains(action_key), "{action}");
     app.dispatch(Action::GoPane(Pane::Attention));
@@ -725,7 +725,7 @@ fn every_surface_counts_the_same_attention_items_of_every_kind() {
     ];
     let with_sources = || {
         let mut s = (*snapshot_of(r)).clone();
-        s.sources = std::sync::Arc::new(pantheon::sources::probe(
+        s.sources = std::sync::Arc::new(pantheon::testing::sources::probe(
             &specs,
             std::time::Duration::from_secs(10),
         ));
@@ -735,7 +735,7 @@ fn every_surface_counts_the_same_attention_items_of_every_kind() {
     // The console: its header count and pane 7's rows, each kind present.
     let mut app = App::new(with_sources(), false, now);
     let listed = app.attention_all();
-    let console = pantheon::console::attention::Tally::of(&listed);
+    let console = pantheon::testing::console::attention::Tally::of(&listed);
     for kind in Kind::ALL {
         assert!(console.get(kind) >= 1, "no {kind:?} item: {listed:#?}");
     }
@@ -781,7 +781,7 @@ fn every_surface_counts_the_same_attention_items_of_every_kind() {
         "{check}"
     );
     // `/metrics`: one series per kind, the same counts.
-    let text = pantheon::observe::metrics::Metrics::new(pantheon::Root::at(r), false)
+    let text = pantheon::testing::observe::metrics::Metrics::new(pantheon::Root::at(r), false)
         .scrape(&with_sources(), false)
         .to_string();
     for (kind, count) in console.iter() {

@@ -5,14 +5,14 @@
 
 use insta::assert_snapshot;
 use pantheon::Root;
-use pantheon::console::keymap::{Action, OperatorAction, Pane};
-use pantheon::console::rowkey::RowKey;
 use pantheon::engine::{
     nats::{self as eb, Status},
     outbox::{self, OutboxRecord},
 };
-use pantheon::live::snapshot::BridgeKind;
-use pantheon::live::{LiveModel, ModelOptions};
+use pantheon::testing::console::keymap::{Action, OperatorAction, Pane};
+use pantheon::testing::console::rowkey::RowKey;
+use pantheon::testing::live::snapshot::BridgeKind;
+use pantheon::testing::live::{LiveModel, ModelOptions};
 use serde_json::json;
 
 use super::support::*;
@@ -175,7 +175,7 @@ fn the_header_follows_the_bridge_status_file_as_it_changes() {
     let root = Root::at(dir.path());
     eb::write_status(&root, &status(true, None)).unwrap();
     // The status file's directory and the outbox's are watched.
-    let watched = pantheon::live::model::dirs_to_watch(&root);
+    let watched = pantheon::testing::live::model::dirs_to_watch(&root);
     for d in eb::watched_dirs(&root) {
         assert!(watched.contains(&d), "{} is not watched", d.display());
     }
@@ -188,7 +188,7 @@ fn the_header_follows_the_bridge_status_file_as_it_changes() {
         .apply(&[eb::status_path(&root)])
         .expect("a changed status file publishes a snapshot");
     assert!(!s.bridge.as_ref().unwrap().connected);
-    let app = pantheon::console::app::App::new(s, false, fixture_now());
+    let app = pantheon::testing::console::app::App::new(s, false, fixture_now());
     let text = screen(&app, 200, 50, dir.path());
     let header = text.lines().next().unwrap();
     assert!(
@@ -209,9 +209,9 @@ fn the_header_follows_the_bridge_status_file_as_it_changes() {
 #[test]
 fn retry_and_discard_act_on_a_waiting_outbox_record_and_are_journaled() {
     use crossterm::event::KeyCode;
-    use pantheon::console::app::FlashKind;
-    use pantheon::console::engine_ops::EngineOperator;
-    use pantheon::console::ops::Operator;
+    use pantheon::testing::console::app::FlashKind;
+    use pantheon::testing::console::engine_ops::EngineOperator;
+    use pantheon::testing::console::ops::Operator;
     let root = root_with_bridge();
     let r = root.path();
     let op = EngineOperator::new(Root::at(r));
@@ -304,7 +304,7 @@ fn retry_and_discard_act_on_a_waiting_outbox_record_and_are_journaled() {
     }
     // A discarded record is gone: retry is refused with where it went.
     let refused = op
-        .execute(&pantheon::console::ops::Op::OutboxRetry {
+        .execute(&pantheon::testing::console::ops::Op::OutboxRetry {
             outbox_id: "ob_deploy_42_notify".into(),
         })
         .unwrap_err()

@@ -6,12 +6,12 @@
 use crossterm::event::KeyCode;
 use insta::assert_snapshot;
 use pantheon::Root;
-use pantheon::console::app::{App, FlashKind, Mode};
-use pantheon::console::attention::Kind;
-use pantheon::console::engine_ops::EngineOperator;
-use pantheon::console::keymap::{Action, Pane};
-use pantheon::console::ops::Op;
-use pantheon::console::rowkey::RowKey;
+use pantheon::testing::console::app::{App, FlashKind, Mode};
+use pantheon::testing::console::attention::Kind;
+use pantheon::testing::console::engine_ops::EngineOperator;
+use pantheon::testing::console::keymap::{Action, Pane};
+use pantheon::testing::console::ops::Op;
+use pantheon::testing::console::rowkey::RowKey;
 use serde_json::{Value, json};
 
 use super::actions::{dialog_text, run, select_dispatch};
@@ -282,7 +282,7 @@ fn budget_warnings_are_attention_items_while_their_budget_stands() {
     );
     // `/metrics` counts the same standing warnings.
     let scraped = |app: &App| {
-        pantheon::observe::metrics::Metrics::new(Root::at(r), false)
+        pantheon::testing::observe::metrics::Metrics::new(Root::at(r), false)
             .scrape(app.snapshot(), false)
             .to_string()
     };
@@ -436,7 +436,7 @@ fn held_files_of(r: &std::path::Path) -> Vec<String> {
 #[test]
 fn the_model_follows_the_ledger_and_the_warnings_from_where_it_read_and_starts_over_when_replaced()
 {
-    use pantheon::live::{LiveModel, ModelOptions};
+    use pantheon::testing::live::{LiveModel, ModelOptions};
     let root = cost_root();
     let r = root.path();
     let mut m = LiveModel::open(Root::at(r), ModelOptions::default());

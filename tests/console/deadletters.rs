@@ -9,13 +9,13 @@ use std::time::{Duration, Instant};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use insta::assert_snapshot;
 use pantheon::Root;
-use pantheon::console::app::{App, FlashKind, Mode};
-use pantheon::console::attention::Kind;
-use pantheon::console::engine_ops::EngineOperator;
-use pantheon::console::keymap::{Action, Pane};
-use pantheon::console::rowkey::RowKey;
 use pantheon::engine::Conductor;
-use pantheon::live::{LiveModel, ModelOptions};
+use pantheon::testing::console::app::{App, FlashKind, Mode};
+use pantheon::testing::console::attention::Kind;
+use pantheon::testing::console::engine_ops::EngineOperator;
+use pantheon::testing::console::keymap::{Action, Pane};
+use pantheon::testing::console::rowkey::RowKey;
+use pantheon::testing::live::{LiveModel, ModelOptions};
 use serde_json::{Value, json};
 
 use super::actions::{confirm_text, run};
@@ -97,7 +97,7 @@ fn flash(app: &App) -> (FlashKind, String) {
 }
 
 /// Tab to the confirm button and press it: the effects to run.
-fn press_confirm(app: &mut App) -> Vec<pantheon::console::app::Effect> {
+fn press_confirm(app: &mut App) -> Vec<pantheon::testing::console::app::Effect> {
     assert!(app.on_key(code(KeyCode::Tab)).is_empty());
     app.on_key(code(KeyCode::Enter))
 }
@@ -310,7 +310,7 @@ fn abort_from_pane_9_and_a_bulk_requeue_report_each_dead_letter() {
     let waiting: Vec<String> = app
         .attention_all()
         .iter()
-        .filter(|i| i.kind == pantheon::console::attention::Kind::DeadLetter)
+        .filter(|i| i.kind == pantheon::testing::console::attention::Kind::DeadLetter)
         .map(|i| i.ids["workflow_id"].to_owned())
         .collect();
     assert_eq!(waiting.len(), 3, "{waiting:?}");
@@ -915,7 +915,7 @@ fn remapped_pane_keys_show_in_the_tabs_and_the_help_and_work() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("config.toml");
     std::fs::write(&cfg, "[keys]\npane_9 = \"F9\"\npane_1 = \"F1\"\n").unwrap();
-    let cfg = pantheon::console::config::load(Some(&cfg)).unwrap();
+    let cfg = pantheon::testing::console::config::load(Some(&cfg)).unwrap();
     let root = fixture_with_dead();
     let r = root.path();
     let mut app = app_for(r, fixture_now());
@@ -969,7 +969,7 @@ fn remapped_pane_keys_show_in_the_tabs_and_the_help_and_work() {
         "[keys]\npane_2 = \"F2\"\napprove = \"P\"\n",
     )
     .unwrap();
-    let cfg = pantheon::console::config::load(Some(&dir.path().join("c2.toml"))).unwrap();
+    let cfg = pantheon::testing::console::config::load(Some(&dir.path().join("c2.toml"))).unwrap();
     let waits = root_with_waits();
     let mut app = app_for(waits.path(), chrono::Utc::now());
     app.configure(&cfg);
@@ -1035,7 +1035,7 @@ fn two_consoles_in_one_process_keep_their_own_thresholds() {
         false,
         now,
     );
-    b.configure(&pantheon::console::config::load(Some(&cfg)).unwrap());
+    b.configure(&pantheon::testing::console::config::load(Some(&cfg)).unwrap());
     let c = App::new(
         LiveModel::open(Root::at(r), ModelOptions::default()).snapshot(),
         false,
@@ -1076,7 +1076,7 @@ fn the_live_model_watches_dead_letters_and_supervisor_heartbeats() {
     let r = root.path();
     dead_letter_all(r);
     std::fs::create_dir_all(r.join("conductor/supervisor")).unwrap();
-    let dirs = pantheon::live::model::dirs_to_watch(&Root::at(r));
+    let dirs = pantheon::testing::live::model::dirs_to_watch(&Root::at(r));
     for d in [
         "conductor/dead",
         "conductor/dead/hephaestus",

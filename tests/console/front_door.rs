@@ -7,13 +7,13 @@ use std::path::Path;
 
 use chrono::Utc;
 use crossterm::event::KeyCode;
-use pantheon::console::keymap::{Action, Pane};
+use pantheon::testing::console::keymap::{Action, Pane};
 use serde_json::json;
 
 use super::deadletters::{DL_FLOW, dead_letter_all, root_with};
 use super::support::*;
 
-fn flash(app: &pantheon::console::app::App) -> String {
+fn flash(app: &pantheon::testing::console::app::App) -> String {
     app.shown_flash()
         .as_ref()
         .map(|f| f.text.clone())

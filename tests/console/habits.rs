@@ -5,12 +5,12 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use pantheon::Root;
-use pantheon::console::app::{Effect, FlashKind, Mode};
-use pantheon::console::config;
-use pantheon::console::engine_ops::EngineOperator;
-use pantheon::console::keymap::{Action, Pane};
-use pantheon::console::ops::Op;
-use pantheon::console::rowkey::RowKey;
+use pantheon::testing::console::app::{Effect, FlashKind, Mode};
+use pantheon::testing::console::config;
+use pantheon::testing::console::engine_ops::EngineOperator;
+use pantheon::testing::console::keymap::{Action, Pane};
+use pantheon::testing::console::ops::Op;
+use pantheon::testing::console::rowkey::RowKey;
 
 use super::actions::{dialog_text, held_files, held_handoff, run};
 use super::support::*;
@@ -114,7 +114,8 @@ fn marks_take_a_range_and_an_ack_skips_the_held_ones_it_cannot_ack() {
     let r = root.path();
     let mut app = app_for(r, chrono::Utc::now());
     app.dispatch(Action::GoPane(Pane::Inboxes));
-    let rows = pantheon::console::items::dispatches(app.snapshot(), &app.filter(Pane::Inboxes));
+    let rows =
+        pantheon::testing::console::items::dispatches(app.snapshot(), &app.filter(Pane::Inboxes));
     let waiting = rows.iter().filter(|r| !r.held).count();
     let n = rows.len();
     drop(rows);
@@ -146,7 +147,9 @@ fn marks_take_a_range_and_an_ack_skips_the_held_ones_it_cannot_ack() {
 fn y_yanks_the_selected_id_and_every_marked_one_and_v_shows_the_raw_json() {
     let root = engine_root();
     let mut app = app_for(root.path(), chrono::Utc::now());
-    let wf = pantheon::console::items::workflows(app.snapshot(), &app.filter(Pane::Workflows))[0]
+    let wf =
+        pantheon::testing::console::items::workflows(app.snapshot(), &app.filter(Pane::Workflows))
+            [0]
         .id
         .to_string();
     assert_eq!(app.on_key(key('y')), vec![Effect::Clipboard(wf.clone())]);
@@ -191,7 +194,8 @@ fn clicks_select_tabs_and_rows_double_clicks_open_and_the_wheel_scrolls() {
     let buf = render(&app, 160, 40);
     let (hx, hy) = find(&buf, HELD[3].1).unwrap();
     app.on_mouse(mouse(MouseEventKind::Down(MouseButton::Left), hx, hy), t0);
-    let rows = pantheon::console::items::dispatches(app.snapshot(), &app.filter(Pane::Inboxes));
+    let rows =
+        pantheon::testing::console::items::dispatches(app.snapshot(), &app.filter(Pane::Inboxes));
     assert_eq!(
         &*rows[app.selected(Pane::Inboxes)].view.dispatch.handoff_id,
         HELD[3].1

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pantheon::Root;
-use pantheon::live::runner::LiveHandle;
-use pantheon::live::{LiveModel, ModelOptions, WatchMode};
+use pantheon::testing::live::runner::LiveHandle;
+use pantheon::testing::live::{LiveModel, ModelOptions, WatchMode};
 
 use super::support::*;
 
@@ -250,7 +250,7 @@ fn the_fixture_is_read_with_every_problem_reported() {
 fn wait_for(
     handle: &mut LiveHandle,
     deadline: Duration,
-    pred: impl Fn(&pantheon::live::Snapshot) -> bool,
+    pred: impl Fn(&pantheon::testing::live::Snapshot) -> bool,
 ) -> Duration {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -365,7 +365,7 @@ fn a_wait_whose_dispatch_was_deleted_is_counted_as_orphaned() {
         .iter()
         .find(|w| &*w.id == "wf_deploy_42")
         .unwrap();
-    assert!(pantheon::live::Snapshot::orphaned(w));
+    assert!(pantheon::testing::live::Snapshot::orphaned(w));
 }
 
 #[test]
@@ -496,9 +496,9 @@ fn a_large_root_is_shown_before_it_is_read_whole_and_details_read_the_file_on_de
     by_hand.tallies = None;
     by_hand.workflows_in_order = false;
     assert_eq!(s.counts(now), by_hand.counts(now));
-    let f = pantheon::console::items::Filter::default();
-    let ids = |s: &pantheon::live::Snapshot| -> Vec<String> {
-        pantheon::console::items::workflows(s, &f)
+    let f = pantheon::testing::console::items::Filter::default();
+    let ids = |s: &pantheon::testing::live::Snapshot| -> Vec<String> {
+        pantheon::testing::console::items::workflows(s, &f)
             .iter()
             .map(|w| w.id.to_string())
             .collect()
@@ -520,7 +520,7 @@ fn a_large_root_is_shown_before_it_is_read_whole_and_details_read_the_file_on_de
 
 #[test]
 fn file_issues_are_listed_with_since_and_a_pane_marks_its_last_good_data() {
-    use pantheon::console::app::{App, Mode};
+    use pantheon::testing::console::app::{App, Mode};
     let root = engine_root();
     let r = root.path();
     let locks = bus_dir(r, "alpha").join("locks.json");

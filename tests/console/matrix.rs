@@ -4,8 +4,8 @@
 
 use crossterm::event::KeyCode;
 use insta::assert_snapshot;
-use pantheon::console::app::{App, Mode};
-use pantheon::console::keymap::{Action, Pane};
+use pantheon::testing::console::app::{App, Mode};
+use pantheon::testing::console::keymap::{Action, Pane};
 
 use super::support::*;
 

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use pantheon::console::keymap::{Action, Pane};
+use pantheon::testing::console::keymap::{Action, Pane};
 use serde_json::json;
 
 use super::support::*;

@@ -7,11 +7,11 @@
 use crossterm::event::KeyCode;
 use insta::assert_snapshot;
 use pantheon::Root;
-use pantheon::console::app::{App, FlashKind, Mode};
-use pantheon::console::attention::Kind;
-use pantheon::console::engine_ops::EngineOperator;
-use pantheon::console::keymap::{Action, Pane};
-use pantheon::console::ops::Op;
+use pantheon::testing::console::app::{App, FlashKind, Mode};
+use pantheon::testing::console::attention::Kind;
+use pantheon::testing::console::engine_ops::EngineOperator;
+use pantheon::testing::console::keymap::{Action, Pane};
+use pantheon::testing::console::ops::Op;
 use serde_json::{Value, json};
 
 use super::actions::{dialog_text, run, select_dispatch};

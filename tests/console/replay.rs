@@ -9,12 +9,12 @@ use std::time::Duration;
 use crossterm::event::KeyCode;
 use insta::assert_snapshot;
 use pantheon::Root;
-use pantheon::console::app::{App, Effect, FlashKind, Mode};
-use pantheon::console::engine_ops::EngineOperator;
-use pantheon::console::keymap::{Action, Pane};
-use pantheon::console::replay::{Cmd, Frame, ReplayHandle, ReplayView};
 use pantheon::engine::recorder::{self, Recorder};
-use pantheon::live::ModelOptions;
+use pantheon::testing::console::app::{App, Effect, FlashKind, Mode};
+use pantheon::testing::console::engine_ops::EngineOperator;
+use pantheon::testing::console::keymap::{Action, Pane};
+use pantheon::testing::console::replay::{Cmd, Frame, ReplayHandle, ReplayView};
+use pantheon::testing::live::ModelOptions;
 use serde_json::{Value, json};
 
 use super::actions::{confirm_text, run};
@@ -328,7 +328,7 @@ fn stepping_goes_act_by_act_past_heartbeats_and_a_journal_entry_reads_in_its_wor
         .into_iter()
         .rfind(|e| e["action"] == "rerun")
         .expect("the rerun is journaled");
-    let words = pantheon::console::replay::journal_words(&rerun).unwrap();
+    let words = pantheon::testing::console::replay::journal_words(&rerun).unwrap();
     assert!(
         words.starts_with("rerun ") && words.contains(" wf_dl_1 by "),
         "{words}"
@@ -338,7 +338,7 @@ fn stepping_goes_act_by_act_past_heartbeats_and_a_journal_entry_reads_in_its_wor
     let retire = journal(r)
         .into_iter()
         .rfind(|e| e["action"] == "dead_retire")
-        .and_then(|e| pantheon::console::replay::journal_words(&e));
+        .and_then(|e| pantheon::testing::console::replay::journal_words(&e));
     assert!(
         labels.contains(&words) || retire.as_ref().is_some_and(|w| labels.contains(w)),
         "{words:?} (or {retire:?}) in {labels:#?}"
@@ -516,7 +516,7 @@ fn in_tmux_the_past_opens_steps_jumps_plays_refuses_acts_and_goes_back_to_live()
     // In the entry's words (`dead … by …`), not the journal's file name.
     let words: Vec<String> = journal(r)
         .iter()
-        .filter_map(pantheon::console::replay::journal_words)
+        .filter_map(pantheon::testing::console::replay::journal_words)
         .map(|w| w.chars().take(12).collect())
         .collect();
     let s = t.wait("the next journal entry", |s| {
@@ -605,7 +605,8 @@ fn the_scrub_keys_move_the_replay_only_in_the_past_and_are_remappable() {
     assert_eq!(app.on_key(key('L')), vec![Effect::Live]);
     assert_eq!(app.run_command("live"), vec![Effect::Live]);
     // The operator's remap applies to the scrub keys as to any.
-    let cfg = pantheon::console::config::parse("[keys]\nreplay_live = \"F12\"\n", "test").unwrap();
+    let cfg = pantheon::testing::console::config::parse("[keys]\nreplay_live = \"F12\"\n", "test")
+        .unwrap();
     app.configure(&cfg);
     assert_eq!(app.on_key(code(KeyCode::F(12))), vec![Effect::Live]);
     assert_ne!(app.on_key(key('L')), vec![Effect::Live]);
@@ -614,7 +615,7 @@ fn the_scrub_keys_move_the_replay_only_in_the_past_and_are_remappable() {
 /// What a snapshot shows, as text: every part a pane reads, the counts at `now`, the root's path
 /// written `ROOT` (the scratch root is elsewhere). Left out: the snapshot's number, when it was
 /// taken, the watch mode and the loading state, which say how it was read, not what it shows.
-fn shown(s: &pantheon::live::snapshot::Snapshot, now: i64) -> String {
+fn shown(s: &pantheon::testing::live::snapshot::Snapshot, now: i64) -> String {
     let now = chrono::DateTime::from_timestamp_micros(now).unwrap();
     let inboxes = &s.inboxes;
     format!(
@@ -654,7 +655,7 @@ fn the_replayed_snapshot_of_a_moment_equals_the_live_models_snapshot_then() {
     let mut moments = Vec::new();
     let mut take = |rec: &mut Recorder| {
         rec.rescan(false).unwrap();
-        let live = pantheon::live::LiveModel::open(Root::at(r), ModelOptions::default());
+        let live = pantheon::testing::live::LiveModel::open(Root::at(r), ModelOptions::default());
         let at = now_us();
         moments.push((at, shown(&live.snapshot(), at)));
         std::thread::sleep(Duration::from_millis(20));

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use crossterm::event::KeyCode;
 use insta::assert_snapshot;
-use pantheon::console::keymap::{Action, Pane};
-use pantheon::sources::{Health, SourceState};
+use pantheon::testing::console::keymap::{Action, Pane};
+use pantheon::testing::sources::{Health, SourceState};
 
 use super::support::*;
 
@@ -28,7 +28,7 @@ fn states() -> Vec<SourceState> {
         format!("claude-teams:{}", corpus("v2.1.39").display()),
         "agent-mail:/nonexistent/mailbox".to_owned(),
     ];
-    let mut states = pantheon::sources::probe(&specs, Duration::from_secs(10));
+    let mut states = pantheon::testing::sources::probe(&specs, Duration::from_secs(10));
     assert_eq!(states[0].health, Health::Ok, "{:?}", states[0].health);
     assert!(
         matches!(states[1].health, Health::Error { .. }),
@@ -48,7 +48,7 @@ fn states() -> Vec<SourceState> {
     states
 }
 
-fn app_with_sources(root: &Path) -> pantheon::console::app::App {
+fn app_with_sources(root: &Path) -> pantheon::testing::console::app::App {
     let mut snap = (*snapshot_of(root)).clone();
     snap.sources = Arc::new(states());
     let mut app = app_for(root, fixture_now());
@@ -195,7 +195,7 @@ fn the_sources_tab_shows_only_when_the_console_reads_a_source() {
 }
 
 /// Types `/TEXT` and Enter: the pane's filter.
-fn filter(app: &mut pantheon::console::app::App, text: &str) {
+fn filter(app: &mut pantheon::testing::console::app::App, text: &str) {
     app.on_key(key('/'));
     type_text(app, text);
     app.on_key(code(KeyCode::Enter));
@@ -324,11 +324,11 @@ fn ask_permission(team_dir: &Path, id: &str) {
     std::fs::rename(&tmp, &inbox).unwrap();
 }
 
-fn frame_at(r: &Path, at: i64) -> std::sync::Arc<pantheon::live::snapshot::Snapshot> {
-    let mut h = pantheon::console::replay::ReplayHandle::start(
+fn frame_at(r: &Path, at: i64) -> std::sync::Arc<pantheon::testing::live::snapshot::Snapshot> {
+    let mut h = pantheon::testing::console::replay::ReplayHandle::start(
         &pantheon::Root::at(r),
         at,
-        pantheon::live::ModelOptions::default(),
+        pantheon::testing::live::ModelOptions::default(),
     )
     .unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -365,8 +365,9 @@ fn the_time_machine_shows_a_sources_items_as_they_were() {
     let mut rec = Recorder::start(&proot, lease).unwrap().0;
     let mut last = Vec::new();
     let mut moment = |rec: &mut Recorder| {
-        let states = pantheon::sources::probe(std::slice::from_ref(&spec), Duration::from_secs(10));
-        pantheon::sources::record::write_states(&proot, &states, &mut last).unwrap();
+        let states =
+            pantheon::testing::sources::probe(std::slice::from_ref(&spec), Duration::from_secs(10));
+        pantheon::testing::sources::record::write_states(&proot, &states, &mut last).unwrap();
         rec.rescan(false).unwrap();
         let at = chrono::Utc::now().timestamp_micros();
         std::thread::sleep(Duration::from_millis(20));
@@ -375,7 +376,7 @@ fn the_time_machine_shows_a_sources_items_as_they_were() {
     let before = moment(&mut rec);
     ask_permission(claude.path(), "perm-recorded-1");
     let after = moment(&mut rec);
-    let has = |s: &pantheon::live::snapshot::Snapshot| {
+    let has = |s: &pantheon::testing::live::snapshot::Snapshot| {
         s.sources.len() == 1
             && s.sources[0]
                 .snapshot

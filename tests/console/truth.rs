@@ -8,12 +8,12 @@ use std::path::Path;
 use chrono::{Duration, Utc};
 use crossterm::event::KeyCode;
 use pantheon::Root;
-use pantheon::console::app::{App, Effect, FlashKind, Mode};
-use pantheon::console::attention::Kind;
-use pantheon::console::engine_ops::EngineOperator;
-use pantheon::console::keymap::{Action, Keymap, Pane, Scope};
-use pantheon::console::ops::{Op, Operator};
 use pantheon::engine::{TrackName, board::BoardSeen};
+use pantheon::testing::console::app::{App, Effect, FlashKind, Mode};
+use pantheon::testing::console::attention::Kind;
+use pantheon::testing::console::engine_ops::EngineOperator;
+use pantheon::testing::console::keymap::{Action, Keymap, Pane, Scope};
+use pantheon::testing::console::ops::{Op, Operator};
 use serde_json::Value;
 
 use super::actions::{confirm, confirm_text, held_handoff, select_dispatch, three_held};
@@ -258,15 +258,15 @@ fn the_actor_given_is_journaled_and_named_in_the_confirmation() {
     assert_eq!(last["actor"], "alice", "{last}");
     assert_eq!(last["source"], "console", "{last}");
     // `--actor` reaches the console's options; without it, a name (never `unknown`).
-    let opts = pantheon::console::run::ConsoleOptions::for_operator(
+    let opts = pantheon::testing::console::run::ConsoleOptions::for_operator(
         Default::default(),
-        pantheon::console::run::OperatorFlags {
+        pantheon::testing::console::run::OperatorFlags {
             actor: Some("carol".into()),
             ..Default::default()
         },
     );
     assert_eq!(opts.actor, "carol");
-    let own = pantheon::console::engine_ops::operator_name(None);
+    let own = pantheon::testing::console::engine_ops::operator_name(None);
     assert!(!own.is_empty() && own != "unknown", "{own}");
 }
 
@@ -360,7 +360,7 @@ fn the_journal_follows_its_newest_entry_until_the_operator_moves_and_attention_s
         god: pantheon::engine::GodName::parse("hephaestus").unwrap(),
         request: pantheon::engine::AckRequest::new(
             pantheon::engine::HandoffId::parse("hof_20260614_aaa111").unwrap(),
-            pantheon::console::keymap::AckChoice::Accepted,
+            pantheon::testing::console::keymap::AckChoice::Accepted,
         ),
     });
     acked.unwrap();
@@ -415,7 +415,7 @@ fn y_copies_a_hostile_lock_path_without_its_control_characters() {
     std::fs::write(&file, serde_json::to_vec(&locks).unwrap()).unwrap();
     let mut app = app_for(r, Utc::now());
     app.dispatch(Action::GoPane(Pane::Locks));
-    let rows = pantheon::console::items::locks(app.snapshot(), &app.filter(Pane::Locks));
+    let rows = pantheon::testing::console::items::locks(app.snapshot(), &app.filter(Pane::Locks));
     let i = rows
         .iter()
         .position(|(_, l)| l.path.contains("evil"))
@@ -533,7 +533,7 @@ fn the_docs_key_table_matches_the_keymap_both_ways() {
     let doc = documented_keys();
     let mut seen = std::collections::HashSet::new();
     for (scope, k, line) in &doc {
-        let key = pantheon::console::config::parse_key(k)
+        let key = pantheon::testing::console::config::parse_key(k)
             .unwrap_or_else(|| panic!("row {line}: `{k}` is no key"));
         assert!(
             seen.insert((format!("{scope:?}"), k.clone())),
@@ -548,7 +548,10 @@ fn the_docs_key_table_matches_the_keymap_both_ways() {
     }
     for b in &km.bindings {
         if matches!(b.scope, Scope::Dialog(_))
-            || matches!(b.action, pantheon::console::keymap::Action::Sort(_))
+            || matches!(
+                b.action,
+                pantheon::testing::console::keymap::Action::Sort(_)
+            )
         {
             continue;
         }
@@ -556,7 +559,7 @@ fn the_docs_key_table_matches_the_keymap_both_ways() {
             b.keys
                 .iter()
                 .any(|k| doc.iter().any(|(s, d, _)| *s == b.scope
-                    && pantheon::console::config::parse_key(d) == Some(*k))),
+                    && pantheon::testing::console::config::parse_key(d) == Some(*k))),
             "{:?} ({}) in {:?} is missing from docs/CONSOLE.md's key table",
             b.action,
             b.keys_label(),

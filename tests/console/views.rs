@@ -3,10 +3,10 @@
 
 use crossterm::event::KeyCode;
 use insta::assert_snapshot;
-use pantheon::console::app::{App, Mode};
-use pantheon::console::keymap::{Action, Pane};
-use pantheon::console::theme::Theme;
-use pantheon::console::views;
+use pantheon::testing::console::app::{App, Mode};
+use pantheon::testing::console::keymap::{Action, Pane};
+use pantheon::testing::console::theme::Theme;
+use pantheon::testing::console::views;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::style::Color;
@@ -428,7 +428,7 @@ fn long_flashes_wrap_and_narrow_board_cards_cut_with_an_ellipsis() {
     let root = fixture_root();
     let mut app = app_for(root.path(), fixture_now());
     app.flash(
-        pantheon::console::app::FlashKind::Error,
+        pantheon::testing::console::app::FlashKind::Error,
         "cleanup refused: the workflow wf_deploy_42 is still waiting_for_ack; abort it first (x) or wait until it is finished",
     );
     let s = screen(&app, 80, 24, root.path());

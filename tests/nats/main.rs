@@ -1133,8 +1133,8 @@ fn credentials_never_reach_logs_or_status() {
 /// wrote, the track's cursor with its counts, and the header item, at 80x24 and 200x50.
 #[test]
 fn the_console_bridge_pane_shows_what_a_real_bridge_wrote() {
-    use pantheon::console::app::App;
-    use pantheon::console::keymap::Pane;
+    use pantheon::testing::console::app::App;
+    use pantheon::testing::console::keymap::Pane;
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
 
@@ -1150,7 +1150,7 @@ fn the_console_bridge_pane_shows_what_a_real_bridge_wrote() {
         progress_count(&a, "shared") >= 5
     });
     let root = pantheon::Root::at(&a.root);
-    let mirrored = |s: &pantheon::live::Snapshot| {
+    let mirrored = |s: &pantheon::testing::live::Snapshot| {
         s.bridge
             .as_ref()
             .and_then(|b| b.tracks.get("shared").map(|t| t.mirrored))
@@ -1164,7 +1164,7 @@ fn the_console_bridge_pane_shows_what_a_real_bridge_wrote() {
         "A's status file naming 5 mirrored, and the track's cursor",
         Duration::from_secs(30),
         || {
-            let model = pantheon::live::LiveModel::open(root.clone(), Default::default());
+            let model = pantheon::testing::live::LiveModel::open(root.clone(), Default::default());
             let s = model.snapshot();
             let ok = mirrored(&s) == Some(5) && s.bridge_view.rows.iter().any(|r| r.id == "shared");
             if ok {
@@ -1180,7 +1180,11 @@ fn the_console_bridge_pane_shows_what_a_real_bridge_wrote() {
     for (w, h) in [(80u16, 24u16), (200, 50)] {
         let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
         t.draw(|f| {
-            pantheon::console::views::draw(f, &app, &pantheon::console::theme::Theme::plain(true))
+            pantheon::testing::console::views::draw(
+                f,
+                &app,
+                &pantheon::testing::console::theme::Theme::plain(true),
+            )
         })
         .unwrap();
         let buf = t.backend().buffer().clone();
@@ -1202,6 +1206,6 @@ fn the_console_bridge_pane_shows_what_a_real_bridge_wrote() {
     assert!(a.bridge.terminate(), "bridge A did not exit cleanly");
     assert!(b.bridge.terminate(), "bridge B did not exit cleanly");
     // After a clean exit the status says disconnected, and the pane says so.
-    let model = pantheon::live::LiveModel::open(root, Default::default());
+    let model = pantheon::testing::live::LiveModel::open(root, Default::default());
     assert!(!model.snapshot().bridge.as_ref().unwrap().connected);
 }

@@ -7,7 +7,7 @@ use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
 use pantheon::Root;
-use pantheon::live::{LiveModel, ModelOptions};
+use pantheon::testing::live::{LiveModel, ModelOptions};
 use serde_json::{Value, json};
 
 use crate::common::*;
@@ -33,12 +33,12 @@ fn as_argument(bytes: &[u8]) -> Value {
     serde_json::from_slice(bytes).unwrap_or_else(|_| json!(String::from_utf8_lossy(bytes)))
 }
 
-fn live_snapshot(env: &Env) -> std::sync::Arc<pantheon::live::Snapshot> {
+fn live_snapshot(env: &Env) -> std::sync::Arc<pantheon::testing::live::Snapshot> {
     LiveModel::open(Root::at(&env.root), ModelOptions::default()).snapshot()
 }
 
 /// All warnings of a snapshot (root, inboxes, tracks) as text.
-fn all_warnings(s: &pantheon::live::Snapshot) -> String {
+fn all_warnings(s: &pantheon::testing::live::Snapshot) -> String {
     let mut out = String::new();
     for w in s.warnings.iter() {
         out += &format!("{}: {}\n", w.path.display(), w.message);

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use pantheon::sources::Source;
-use pantheon::sources::a2a::A2aSource;
+use pantheon::testing::sources::Source;
+use pantheon::testing::sources::a2a::A2aSource;
 use serde_json::Value;
 
 #[path = "../common/setup.rs"]
@@ -110,8 +110,8 @@ fn init_root() -> tempfile::TempDir {
 fn read_until(
     source: &mut A2aSource,
     what: &str,
-    pred: impl Fn(&pantheon::sources::Snapshot) -> bool,
-) -> pantheon::sources::Snapshot {
+    pred: impl Fn(&pantheon::testing::sources::Snapshot) -> bool,
+) -> pantheon::testing::sources::Snapshot {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let snap = source.read().unwrap_or_else(|e| panic!("read: {e}"));

@@ -33,7 +33,7 @@ pub(super) fn start(app: &mut App) -> Vec<Effect> {
 }
 
 /// The item's links as the root keeps them: `2 open, 1 expired` (none: `none yet`).
-pub fn link_state(root: &std::path::Path, handoff_id: &str) -> String {
+pub(crate) fn link_state(root: &std::path::Path, handoff_id: &str) -> String {
     let entries = Conductor::new(Root::at(root)).link_entries();
     let mut counts: Vec<(String, usize)> = Vec::new();
     for e in entries.iter().filter(|e| e.handoff_id == handoff_id) {

@@ -92,7 +92,7 @@ fn start_rerun(app: &mut App) {
 }
 
 /// The step ids of a workflow's definition, in its order (empty when it is not loaded).
-pub fn rerun_steps(app: &App, wf: &WorkflowId) -> Vec<String> {
+pub(crate) fn rerun_steps(app: &App, wf: &WorkflowId) -> Vec<String> {
     app.snapshot()
         .workflows
         .iter()

@@ -178,7 +178,7 @@ impl Clone for Box<dyn Question> {
 
 /// Which question of an ack the prompt asks; earlier answers ride along.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AckStage {
+pub(crate) enum AckStage {
     /// The message (reason, summary).
     Message,
     /// The ETA of a `pending` ack.
@@ -287,11 +287,11 @@ pub struct Message {
 }
 
 /// The most messages `:messages` keeps.
-pub const MESSAGES_KEPT: usize = 500;
+pub(crate) const MESSAGES_KEPT: usize = 500;
 
 /// Inbox depth samples: one every [`DEPTH_EVERY`], [`DEPTH_SAMPLES`] kept (five minutes).
-pub const DEPTH_EVERY: chrono::Duration = chrono::Duration::seconds(10);
-pub const DEPTH_SAMPLES: usize = 30;
+pub(crate) const DEPTH_EVERY: chrono::Duration = chrono::Duration::seconds(10);
+pub(crate) const DEPTH_SAMPLES: usize = 30;
 
 /// The whole console state.
 pub struct App {
@@ -387,7 +387,7 @@ struct Memo {
 
 /// Which first-time hints were shown already.
 #[derive(Debug, Clone, Default)]
-pub struct FirstTimeHints {
+pub(crate) struct FirstTimeHints {
     pub held: bool,
     pub deadlock: bool,
     pub vote: bool,
@@ -673,7 +673,7 @@ fn recorded_as(actor: &str) -> String {
 
 /// An ETA as typed: a duration from now (`30m`, `in 2h`, `+1d`, `1h30m`) or a time in any form the
 /// protocol reads (a bare time is UTC). Returned as RFC 3339 UTC.
-pub fn parse_eta(input: &str, now: DateTime<Utc>) -> Result<String, AnswerError> {
+pub(crate) fn parse_eta(input: &str, now: DateTime<Utc>) -> Result<String, AnswerError> {
     use crate::engine::{time::format_ts, time::parse_duration, time::parse_ts};
     let s = input.trim();
     let rel = s
@@ -695,7 +695,7 @@ pub fn parse_eta(input: &str, now: DateTime<Utc>) -> Result<String, AnswerError>
 }
 
 /// Gate names as typed, comma-separated (repeats dropped), each 1 to 512 bytes without NUL.
-pub fn parse_gates(input: &str) -> Result<Vec<String>, AnswerError> {
+pub(crate) fn parse_gates(input: &str) -> Result<Vec<String>, AnswerError> {
     let mut out: Vec<String> = Vec::new();
     for g in input.split(',').map(str::trim).filter(|g| !g.is_empty()) {
         crate::engine::check_free_text("gate", g)?;
@@ -715,7 +715,7 @@ mod tests;
 /// A budget as typed in the approval of a dispatch held for a budget: dollars (`$5`, `5usd`),
 /// tokens (`3000000 tokens`, `3m tokens`, `500k tok`) or both; absolute limits, checked as the
 /// engine checks a declared budget.
-pub fn parse_budget(input: &str) -> Result<crate::engine::Budget, AnswerError> {
+pub(crate) fn parse_budget(input: &str) -> Result<crate::engine::Budget, AnswerError> {
     let lower = input.trim().to_ascii_lowercase();
     let words: Vec<&str> = lower
         .split(|c: char| c.is_whitespace() || c == ',')

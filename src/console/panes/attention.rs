@@ -26,7 +26,7 @@ pub struct AttentionState {
     pub last: Option<crate::console::attention::Key>,
 }
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+pub(crate) fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let rows = app.attention();
     let snoozed = app.snoozed_count();
     let mut title = format!(" {} ({}", Pane::Attention.heading(), rows.len());

@@ -97,7 +97,7 @@ fn with_more<'a>(b: Block<'a>, lines: usize, area: Rect, theme: &Theme) -> Block
     b.title_bottom(Line::styled(format!("+{hidden} more"), theme.dim()).right_aligned())
 }
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+pub(crate) fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let snap = &app.snapshot();
     let Some(track) = items::track(snap, app.panes().bus.track.as_deref()) else {
         return empty(

@@ -121,7 +121,7 @@ fn status_lines<'a>(b: &Status, app: &App, theme: &Theme, width: usize) -> Vec<L
     out
 }
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+pub(crate) fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let v = &app.snapshot().bridge_view;
     let status = app.snapshot().bridge.as_deref();
     if status.is_none() && v.rows.is_empty() {

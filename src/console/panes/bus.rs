@@ -195,7 +195,7 @@ fn title_of(app: &App, track: &crate::live::snapshot::TrackView, shown: usize) -
     title
 }
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+pub(crate) fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let snap = &app.snapshot();
     let Some(track) = items::track(snap, app.panes().bus.track.as_deref()) else {
         return empty(

@@ -17,7 +17,7 @@ use crate::console::panes::{ListPane, PaneView, RowKey};
 use crate::console::views::table::Col;
 use crate::console::views::{detail, json_lines, kv, raw_key, raw_lines, section};
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+pub(crate) fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let snap = &app.snapshot();
     let rows = items::dead_letters(snap, &app.filter(Pane::DeadLetters));
     let unreadable: usize = snap.dead_letters.iter().map(|i| i.errors.len()).sum();

@@ -37,7 +37,7 @@ pub(crate) fn targets(e: &Value) -> String {
         .unwrap_or_default()
 }
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+pub(crate) fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let j = &app.snapshot().journal;
     let rows = app.journal();
     let mut title = format!(" {} ({}", Pane::Journal.heading(), rows.len());

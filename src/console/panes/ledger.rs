@@ -226,7 +226,7 @@ fn title(app: &App, shown: usize) -> String {
     t
 }
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+pub(crate) fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let filter = app.filter(Pane::Ledger);
     let rows = rows(app.snapshot(), &filter, app.now());
     let title = title(app, rows.len());

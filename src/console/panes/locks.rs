@@ -18,7 +18,7 @@ use crate::console::panes::{ListPane, PaneView, RowKey};
 use crate::console::views::kv;
 use crate::console::views::table::Col;
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+pub(crate) fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let filter = app.filter(Pane::Locks);
     let rows = items::locks(app.snapshot(), &filter);
     let title = format!(

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::app::{App, PaneState};
 use super::items::{Column, Filter};
 use super::keymap::Action;
-pub use super::rowkey::RowKey;
+pub(crate) use super::rowkey::RowKey;
 use super::theme::Theme;
 
 /// A pane's list: its rows through a filter and each row's identity. The row questions the `App`
@@ -275,11 +275,11 @@ impl Pane {
     }
 }
 
-pub use attention::AttentionState;
-pub use bus::BusState;
-pub use inboxes::InboxesState;
-pub use sources::SourcesState;
-pub use workflows::WorkflowsState;
+pub(crate) use attention::AttentionState;
+pub(crate) use bus::BusState;
+pub(crate) use inboxes::InboxesState;
+pub(crate) use sources::SourcesState;
+pub(crate) use workflows::WorkflowsState;
 
 /// The view state of every pane: the list state every pane has ([`PaneState`], indexed by
 /// [`Pane`]), and what a pane keeps of its own (declared in its module).

@@ -300,7 +300,7 @@ fn title(app: &App, shown: usize) -> String {
     }
 }
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+pub(crate) fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let filter = app.filter(Pane::Sources);
     let rows = rows(app, &filter);
     let title = title(app, rows.len());

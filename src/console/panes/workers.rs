@@ -116,7 +116,7 @@ fn deadlock_banner(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) -> R
     }
 }
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+pub(crate) fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let snap = &app.snapshot();
     let area = deadlock_banner(frame, area, app, theme);
     let filter = app.filter(Pane::Workers);

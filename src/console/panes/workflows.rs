@@ -26,7 +26,7 @@ pub struct WorkflowsState {
     pub hide_finished: bool,
 }
 
-pub fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+pub(crate) fn draw(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let filter = app.filter(Pane::Workflows);
     let rows = items::workflows(app.snapshot(), &filter);
     let st = app.pane_state();

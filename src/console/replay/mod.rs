@@ -7,8 +7,8 @@
 //! Nothing here writes to the root: the scratch root is a private temporary directory, removed
 //! when the replay ends.
 
-pub mod scratch;
-pub mod scrub;
+pub(crate) mod scratch;
+pub(crate) mod scrub;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -26,7 +26,7 @@ use crate::live::snapshot::Snapshot;
 use crate::live::{LiveModel, ModelOptions};
 
 use scratch::Scratch;
-pub use scrub::ReplayView;
+pub(crate) use scrub::ReplayView;
 
 /// What the console asks of the replay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,10 +67,10 @@ pub struct Frame {
 }
 
 /// A message for the operator (an error when true).
-pub type Note = (bool, String);
+pub(crate) type Note = (bool, String);
 
 /// The most changes a jump to an attention item replays, each way.
-pub const ATTENTION_BUDGET: u64 = 2_000;
+pub(crate) const ATTENTION_BUDGET: u64 = 2_000;
 /// Backward, the attention items are looked for in windows of this many changes.
 const ATTENTION_WINDOW: u64 = 400;
 /// A move that rewrites more files than this has the model read the whole scratch root again.
@@ -164,7 +164,7 @@ impl Drop for ReplayHandle {
 
 /// The timeline of `root`'s history; refused, with the engine's words, on a root never recorded.
 /// (A moment before the history starts opens at its first moment: [`before_note`].)
-pub fn timeline_at(root: &Root, _at_us: i64) -> Result<Timeline, ReplayError> {
+pub(crate) fn timeline_at(root: &Root, _at_us: i64) -> Result<Timeline, ReplayError> {
     Ok(Timeline::open(root)?)
 }
 
@@ -172,7 +172,7 @@ pub fn timeline_at(root: &Root, _at_us: i64) -> Result<Timeline, ReplayError> {
 /// refused, with the engine's words, on a root never recorded or when the history's files for the
 /// moment are over their bounds (naming the file). The console asks this before it takes the
 /// terminal.
-pub fn check_moment(root: &Root, at_us: i64) -> Result<(), ReplayError> {
+pub(crate) fn check_moment(root: &Root, at_us: i64) -> Result<(), ReplayError> {
     let mut timeline = timeline_at(root, at_us)?;
     let at_us = at_us.max(timeline.first_us());
     let pos = timeline.position_at(at_us)?;
@@ -182,7 +182,7 @@ pub fn check_moment(root: &Root, at_us: i64) -> Result<(), ReplayError> {
 
 /// What the operator is told when the moment asked for, `at_us`, is before the history's first,
 /// `first_us` (the replay opens at the first moment instead).
-pub fn before_note(at_us: i64, first_us: i64) -> Option<String> {
+pub(crate) fn before_note(at_us: i64, first_us: i64) -> Option<String> {
     (at_us < first_us).then(|| {
         format!(
             "{} is before the history starts: showing its first moment, {}",
@@ -247,7 +247,7 @@ pub fn journal_words(entry: &serde_json::Value) -> Option<String> {
 /// `text` with every path inside directory `from` written inside `to` instead: `from` where it is
 /// a whole path or a path's leading part (followed by `/`, the end, or a character no file name
 /// of the scratch root continues with), never a longer name that merely starts the same.
-pub fn map_root<'a>(text: &'a str, from: &str, to: &str) -> std::borrow::Cow<'a, str> {
+pub(crate) fn map_root<'a>(text: &'a str, from: &str, to: &str) -> std::borrow::Cow<'a, str> {
     if from.is_empty() || !text.contains(from) {
         return std::borrow::Cow::Borrowed(text);
     }

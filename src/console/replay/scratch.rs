@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::engine::{FileVer, HistoryDir, HistoryTree, Root, layout};
 
 /// A scratch root showing one tree of the history. Removed when dropped.
-pub struct Scratch {
+pub(crate) struct Scratch {
     dir: tempfile::TempDir,
     /// The scratch directory as a root (default layout).
     pub root: Root,
@@ -27,7 +27,7 @@ pub struct Scratch {
 
 /// Where `key` goes under `dir`, or `None` when the key is not a plain relative path inside one of
 /// the recorded trees (or names the history itself).
-pub fn place(dir: &Path, key: &str) -> Option<PathBuf> {
+pub(crate) fn place(dir: &Path, key: &str) -> Option<PathBuf> {
     let handoffs = format!("{}/{}/", layout::SHARED_DIR, layout::HANDOFFS_DIR);
     let conductor = format!("{}/", layout::CONDUCTOR_DIR);
     let history = format!("{}/{}/", layout::CONDUCTOR_DIR, layout::HISTORY_DIR);
@@ -48,7 +48,7 @@ pub fn place(dir: &Path, key: &str) -> Option<PathBuf> {
 /// True for the files the console reads: not the handoffs (`shared/handoffs/`) nor the archives
 /// (`conductor/archive/`), which neither the live model nor a pane opens, and which are most of a
 /// large root's files.
-pub fn read_by_console(key: &str) -> bool {
+pub(crate) fn read_by_console(key: &str) -> bool {
     let handoffs = format!("{}/{}/", layout::SHARED_DIR, layout::HANDOFFS_DIR);
     let archive = format!("{}/{}/", layout::CONDUCTOR_DIR, layout::ARCHIVE_DIR);
     !key.starts_with(&handoffs) && !key.starts_with(&archive)
@@ -85,7 +85,7 @@ fn alive(pid: i32) -> bool {
 /// Removes the scratch roots that consoles killed before they could remove their own left in
 /// `tmp`: only directories (never a link) named `pantheon-replay-{pid}-…` whose owner is `uid` and
 /// whose pid is not a running process. Returns how many went.
-pub fn remove_stale(tmp: &Path, uid: u32) -> usize {
+pub(crate) fn remove_stale(tmp: &Path, uid: u32) -> usize {
     use std::os::unix::fs::MetadataExt;
     let mut n = 0;
     for e in std::fs::read_dir(tmp).into_iter().flatten().flatten() {
@@ -151,7 +151,7 @@ impl Scratch {
     /// An empty scratch root (mode 0700: the history's content is the root's, not the world's),
     /// named with the console's pid, so that the next console removes it if this one is killed
     /// before it can ([`remove_stale`], run here first).
-    pub fn new(settings: crate::engine::Settings) -> std::io::Result<Self> {
+    pub(crate) fn new(settings: crate::engine::Settings) -> std::io::Result<Self> {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::Builder::new()
             .prefix(&format!("{PREFIX}{}-", std::process::id()))
@@ -179,21 +179,22 @@ impl Scratch {
     }
 
     /// The scratch directory.
-    pub fn path(&self) -> &Path {
+    #[cfg(test)]
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
     /// Makes the scratch root show `tree`, its contents read from `hist`; returns the paths of the
     /// files written or removed and of the directories made, for the model to read again. A file
     /// whose content the history did not keep (too large, forgotten) is shown empty.
-    pub fn show(&mut self, hist: &HistoryDir, tree: &HistoryTree) -> Vec<PathBuf> {
+    pub(crate) fn show(&mut self, hist: &HistoryDir, tree: &HistoryTree) -> Vec<PathBuf> {
         self.show_until(hist, tree, None).0
     }
 
     /// [`Self::show`], stopping once `until` has passed: the files of the record directories
     /// (workflow states, inbox dispatches) come last, as the live model's first load reads them
     /// last. Returns the paths touched and how many files are left to write (shown by a later call).
-    pub fn show_until(
+    pub(crate) fn show_until(
         &mut self,
         hist: &HistoryDir,
         tree: &HistoryTree,

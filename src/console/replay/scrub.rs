@@ -5,11 +5,11 @@
 use std::time::Duration;
 
 /// The playback speeds, slowest first (`-` and `+` move along them).
-pub const SPEEDS: [u32; 6] = [1, 2, 5, 10, 20, 50];
+pub(crate) const SPEEDS: [u32; 6] = [1, 2, 5, 10, 20, 50];
 
 /// While playing, the moment shown moves at least this often (the header's clock), even when no
 /// change falls due.
-pub const PLAY_TICK: Duration = Duration::from_millis(250);
+pub(crate) const PLAY_TICK: Duration = Duration::from_millis(250);
 
 /// Where the replay stands and how it plays: what the header and the scrub line show.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,7 +123,7 @@ impl ReplayView {
 
 /// How long before `now_us` the moment `at_us` was, as the header writes it: `-1h12m`, `-4m05s`,
 /// `-12s`, `now`.
-pub fn ago(now_us: i64, at_us: i64) -> String {
+pub(crate) fn ago(now_us: i64, at_us: i64) -> String {
     let secs = now_us.saturating_sub(at_us) / 1_000_000;
     if secs <= 0 {
         return "now".into();
@@ -141,7 +141,7 @@ pub fn ago(now_us: i64, at_us: i64) -> String {
 }
 
 /// A bar of `width` cells with the share `done` of `total` filled and the rest ruled.
-pub fn bar(done: u64, total: u64, width: usize) -> String {
+pub(crate) fn bar(done: u64, total: u64, width: usize) -> String {
     if width == 0 {
         return String::new();
     }

@@ -27,7 +27,7 @@ fn centered(area: Rect, w: u16, h: u16) -> Rect {
     )
 }
 
-pub fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme) {
+pub(super) fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme) {
     let danger = c.op.is_destructive();
     let mut lines: Vec<Line> = c
         .lines
@@ -88,7 +88,7 @@ pub fn confirm(frame: &mut Frame, area: Rect, c: &Confirm, theme: &Theme) {
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).block(b), r);
 }
 
-pub fn ack_menu(
+pub(super) fn ack_menu(
     frame: &mut Frame,
     area: Rect,
     t: &AckTarget,
@@ -122,7 +122,7 @@ pub fn ack_menu(
     );
 }
 
-pub fn prompt(frame: &mut Frame, area: Rect, p: &Prompt, theme: &Theme) {
+pub(super) fn prompt(frame: &mut Frame, area: Rect, p: &Prompt, theme: &Theme) {
     let mut lines: Vec<Line> = p
         .context
         .iter()
@@ -153,7 +153,7 @@ pub fn prompt(frame: &mut Frame, area: Rect, p: &Prompt, theme: &Theme) {
 
 /// The help overlay: the keymap's reference (this pane first, then everywhere, the other panes,
 /// the dialogs, the line editor and every `:` command), scrollable and searchable.
-pub fn help(frame: &mut Frame, area: Rect, app: &App, h: &HelpView, theme: &Theme) {
+pub(super) fn help(frame: &mut Frame, area: Rect, app: &App, h: &HelpView, theme: &Theme) {
     let all = app.keymap().help_rows(app.pane());
     let q = h.search.text().to_lowercase();
     let rows: Vec<_> = all

@@ -37,7 +37,7 @@ fn since(app: &App, w: &FileWarning) -> String {
 }
 
 /// The overlay: one row per file issue.
-pub fn overlay(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
+pub(super) fn overlay(frame: &mut Frame, area: Rect, app: &App, theme: &Theme) {
     let r = Rect::new(
         area.x + 1,
         area.y + 1,
@@ -102,7 +102,7 @@ fn feeds(pane: Pane, w: &FileWarning) -> bool {
 }
 
 /// On the pane's top border: which file it shows a last good version of, and since when.
-pub fn last_good_marker(frame: &mut Frame, body: Rect, app: &App, theme: &Theme) {
+pub(super) fn last_good_marker(frame: &mut Frame, body: Rect, app: &App, theme: &Theme) {
     let stale: Vec<&FileWarning> = app
         .snapshot()
         .warnings

@@ -32,7 +32,7 @@ pub(crate) struct Col {
 }
 
 impl Col {
-    pub const fn new(header: &'static str, min: u16, max: u16) -> Self {
+    pub(crate) const fn new(header: &'static str, min: u16, max: u16) -> Self {
         Self {
             header,
             min,
@@ -44,19 +44,19 @@ impl Col {
     }
 
     /// The free-text column that takes the leftover width.
-    pub const fn flex(mut self) -> Self {
+    pub(crate) const fn flex(mut self) -> Self {
         self.flex = true;
         self
     }
 
     /// Hidden (rank 1 first) rather than cut when the terminal is too narrow.
-    pub const fn hide(mut self, rank: u8) -> Self {
+    pub(crate) const fn hide(mut self, rank: u8) -> Self {
         self.hide = rank;
         self
     }
 
     /// The identity column: cut last.
-    pub const fn keep(mut self) -> Self {
+    pub(crate) const fn keep(mut self) -> Self {
         self.keep = true;
         self
     }

@@ -21,7 +21,7 @@ use super::super::ledger::{BUCKETS_KEPT, LedgerView, Warning, bucket_of};
 
 /// How much of a ledger's end is read line by line on first sight (recent spend, per-workflow
 /// figures); the totals of what lies before come from the engine's summary.
-pub const LEDGER_TAIL_BYTES: u64 = 16 * 1024 * 1024;
+pub(super) const LEDGER_TAIL_BYTES: u64 = 16 * 1024 * 1024;
 /// How much of the warnings file is read on first sight.
 const WARNINGS_TAIL_BYTES: u64 = 4 * 1024 * 1024;
 /// Longest warning line read; a longer one is skipped.

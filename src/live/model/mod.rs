@@ -227,14 +227,14 @@ enum Unread {
 }
 
 /// How long the first load reads before the first snapshot is published (the first screen).
-pub const FIRST_CHUNK: std::time::Duration = std::time::Duration::from_millis(40);
+pub(crate) const FIRST_CHUNK: std::time::Duration = std::time::Duration::from_millis(40);
 /// How long the first later step of the first load reads before it publishes what it has; each
 /// step after it reads twice as long as the one before, up to [`LOAD_STEPS_DOUBLE`] doublings.
-pub const LOAD_CHUNK: std::time::Duration = std::time::Duration::from_millis(200);
+pub(crate) const LOAD_CHUNK: std::time::Duration = std::time::Duration::from_millis(200);
 /// How many times a step of the first load doubles [`LOAD_CHUNK`] (200 ms, 400, 800, then 1.6 s):
 /// every publish rebuilds and re-sorts the whole list of rows, and so does the console's frame
 /// after it, so a root of 100,000 workflows loads in a handful of steps, not in twenty.
-pub const LOAD_STEPS_DOUBLE: u32 = 3;
+pub(crate) const LOAD_STEPS_DOUBLE: u32 = 3;
 
 /// The watched model of one root.
 pub struct LiveModel {

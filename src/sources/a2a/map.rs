@@ -18,7 +18,7 @@ const HISTORY: usize = 50;
 
 /// What the source needs from an agent card.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Card {
+pub(crate) struct Card {
     pub name: String,
     pub rpc_url: String,
     pub dialect: Dialect,
@@ -29,7 +29,7 @@ pub struct Card {
 /// Reads a card: its name, the JSON-RPC endpoint and the protocol to speak there. A 1.0 card lists
 /// `supportedInterfaces` (a JSON-RPC one of version 1.x is preferred, then one of 0.3); a 0.3 card
 /// has `url` with `preferredTransport` (JSON-RPC when absent) or `additionalInterfaces`.
-pub fn read_card(raw: Value, card_url: &str) -> Result<Card, String> {
+pub(crate) fn read_card(raw: Value, card_url: &str) -> Result<Card, String> {
     if !raw.is_object() {
         return Err(format!("the agent card at {card_url} is not a JSON object"));
     }
@@ -137,7 +137,7 @@ fn absolute(url: &str, card_url: &str) -> Result<String, String> {
 }
 
 /// `scheme://host[:port]` of a URL.
-pub fn origin(url: &str) -> &str {
+pub(crate) fn origin(url: &str) -> &str {
     let after_scheme = url.find("://").map_or(0, |i| i + 3);
     match url[after_scheme..].find('/') {
         Some(i) => &url[..after_scheme + i],
@@ -147,33 +147,33 @@ pub fn origin(url: &str) -> &str {
 
 /// A task state as the operator reads it: `TASK_STATE_INPUT_REQUIRED` and `input-required` both
 /// give `input-required`.
-pub fn state_word(raw: &str) -> String {
+pub(crate) fn state_word(raw: &str) -> String {
     let lower = raw.to_ascii_lowercase();
     let word = lower.strip_prefix("task_state_").unwrap_or(&lower);
     clean_line(&word.replace('_', "-"), 40)
 }
 
 /// A task's id, when it has a usable one.
-pub fn task_id(task: &Value) -> Option<&str> {
+pub(crate) fn task_id(task: &Value) -> Option<&str> {
     task.get("id")
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
 }
 
 /// A task's state word (`unknown` when it has none).
-pub fn task_state(task: &Value) -> String {
+pub(crate) fn task_state(task: &Value) -> String {
     task.pointer("/status/state")
         .and_then(Value::as_str)
         .map_or_else(|| "unknown".to_owned(), state_word)
 }
 
 /// Whether a state waits for a human.
-pub fn is_waiting(state: &str) -> bool {
+pub(crate) fn is_waiting(state: &str) -> bool {
     state == "input-required" || state == "auth-required"
 }
 
 /// Whether a state is one a task does not leave.
-pub fn is_final(state: &str) -> bool {
+pub(crate) fn is_final(state: &str) -> bool {
     matches!(
         state,
         "completed" | "canceled" | "cancelled" | "failed" | "rejected"
@@ -188,7 +188,7 @@ fn status_time(task: &Value) -> Option<DateTime<Utc>> {
 }
 
 /// Whether `incoming` may replace `existing`: not when its status is older.
-pub fn not_older(existing: &Value, incoming: &Value) -> bool {
+pub(crate) fn not_older(existing: &Value, incoming: &Value) -> bool {
     match (status_time(existing), status_time(incoming)) {
         (Some(a), Some(b)) => b >= a,
         _ => true,
@@ -197,7 +197,7 @@ pub fn not_older(existing: &Value, incoming: &Value) -> bool {
 
 /// Folds one stream event (a 1.0 `StreamResponse` or a 0.3 result) into the known tasks; the id of
 /// the task it touched.
-pub fn apply_event(tasks: &mut BTreeMap<String, Value>, event: &Value) -> Option<String> {
+pub(crate) fn apply_event(tasks: &mut BTreeMap<String, Value>, event: &Value) -> Option<String> {
     let kind = event.get("kind").and_then(Value::as_str);
     if let Some(task) = event
         .get("task")
@@ -249,7 +249,7 @@ pub fn apply_event(tasks: &mut BTreeMap<String, Value>, event: &Value) -> Option
 
 /// The text of a message's or an artifact's parts: text parts as they are, data parts as compact
 /// JSON, files by name.
-pub fn parts_text(parts: Option<&Value>) -> String {
+pub(crate) fn parts_text(parts: Option<&Value>) -> String {
     let mut out = String::new();
     for part in parts.and_then(Value::as_array).into_iter().flatten() {
         let piece = if let Some(t) = part.get("text").and_then(Value::as_str) {
@@ -277,7 +277,7 @@ pub fn parts_text(parts: Option<&Value>) -> String {
 
 /// One line for a terminal: controls become spaces, bidirectional controls are escaped, at most
 /// `max` characters (`…` marks a cut).
-pub fn clean_line(s: &str, max: usize) -> String {
+pub(crate) fn clean_line(s: &str, max: usize) -> String {
     let flat: String = s
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
@@ -304,7 +304,7 @@ fn cut(s: String, max: usize) -> String {
 
 /// The attention key of a waiting task: its id, state and the moment it entered that state, so the
 /// same wait gives the same key and a new wait a new one.
-pub fn attention_key(task: &Value) -> Option<String> {
+pub(crate) fn attention_key(task: &Value) -> Option<String> {
     let id = task_id(task)?;
     let stamp = task
         .pointer("/status/timestamp")
@@ -320,7 +320,11 @@ pub fn attention_key(task: &Value) -> Option<String> {
 
 /// The snapshot of one agent: the agent, its tasks, their history and artifacts as messages, and
 /// each waiting task as an answerable attention item.
-pub fn snapshot<'a>(card: &Card, status: &str, tasks: impl Iterator<Item = &'a Value>) -> Snapshot {
+pub(crate) fn snapshot<'a>(
+    card: &Card,
+    status: &str,
+    tasks: impl Iterator<Item = &'a Value>,
+) -> Snapshot {
     let agent = &card.name;
     let mut snap = Snapshot {
         agents: vec![Agent {

@@ -8,21 +8,21 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 /// The largest agent card read (a card is a few KiB; signed, with many skills, tens).
-pub const MAX_CARD_BYTES: u64 = 256 * 1024;
+pub(crate) const MAX_CARD_BYTES: u64 = 256 * 1024;
 /// The largest JSON-RPC response read (a page of tasks with their history and artifacts).
-pub const MAX_RESPONSE_BYTES: u64 = 8 * 1024 * 1024;
+pub(crate) const MAX_RESPONSE_BYTES: u64 = 8 * 1024 * 1024;
 /// The longest line of an event stream (one event's `data:`).
-pub const MAX_SSE_LINE: usize = 1024 * 1024;
+pub(crate) const MAX_SSE_LINE: usize = 1024 * 1024;
 /// How long connecting may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long one call may take in all (connect, send, headers and body).
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a stream may stay silent before it is dropped (and opened again if still wanted).
-pub const STREAM_IDLE: Duration = Duration::from_secs(30);
+pub(crate) const STREAM_IDLE: Duration = Duration::from_secs(30);
 
 /// The JSON-RPC protocol generation an agent is spoken to in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
+pub(crate) enum Dialect {
     /// A2A 1.0: `SendMessage`, `GetTask`, `ListTasks`, `SubscribeToTask`; the `A2A-Version: 1.0`
     /// header; protobuf JSON (`TASK_STATE_INPUT_REQUIRED`, `ROLE_USER`).
     V1,
@@ -33,7 +33,7 @@ pub enum Dialect {
 
 impl Dialect {
     /// The method name for `what` in this dialect.
-    pub fn method(self, what: Method) -> &'static str {
+    pub(crate) fn method(self, what: Method) -> &'static str {
         match (self, what) {
             (Dialect::V1, Method::Send) => "SendMessage",
             (Dialect::V1, Method::Get) => "GetTask",
@@ -47,7 +47,7 @@ impl Dialect {
     }
 
     /// The protocol version as the operator reads it.
-    pub fn version(self) -> &'static str {
+    pub(crate) fn version(self) -> &'static str {
         match self {
             Dialect::V1 => "1.0",
             Dialect::V03 => "0.3",
@@ -57,7 +57,7 @@ impl Dialect {
 
 /// The calls the source makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Method {
+pub(crate) enum Method {
     Send,
     Get,
     List,
@@ -67,13 +67,13 @@ pub enum Method {
 /// Why a call failed: the agent could not be reached or answered badly (`Transport`), or it
 /// answered with a JSON-RPC error (`Rpc`, with its code, so "method not found" can be told apart).
 #[derive(Debug, Clone, PartialEq)]
-pub enum CallError {
+pub(crate) enum CallError {
     Transport(String),
     Rpc { code: i64, message: String },
 }
 
 /// JSON-RPC's "method not found".
-pub const METHOD_NOT_FOUND: i64 = -32601;
+pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
 
 impl std::fmt::Display for CallError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -88,7 +88,7 @@ impl std::fmt::Display for CallError {
 
 /// The HTTP client, one per source (its connections are kept alive between polls).
 #[derive(Clone)]
-pub struct Http {
+pub(crate) struct Http {
     calls: ureq::Agent,
     streams: ureq::Agent,
 }
@@ -101,7 +101,7 @@ impl Default for Http {
 
 impl Http {
     /// A client whose every call has the deadlines above; streams have a per-read deadline instead.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let base = || {
             ureq::Agent::config_builder()
                 .http_status_as_error(false)
@@ -124,7 +124,7 @@ impl Http {
 
     /// GETs `url` and parses it as JSON, at most `limit` bytes. `Ok(None)` on 404 (the caller tries
     /// the next name).
-    pub fn get_json(&self, url: &str, limit: u64) -> Result<Option<Value>, String> {
+    pub(crate) fn get_json(&self, url: &str, limit: u64) -> Result<Option<Value>, String> {
         let mut resp = self
             .calls
             .get(url)
@@ -151,7 +151,7 @@ impl Http {
 
     /// One JSON-RPC call; its `result`, or why not. A 1.0 method (`ListTasks`) carries the
     /// `A2A-Version: 1.0` header, a 0.3 one (`tasks/list`) none (an agent reads no header as 0.3).
-    pub fn call(&self, url: &str, method: &str, params: Value) -> Result<Value, CallError> {
+    pub(crate) fn call(&self, url: &str, method: &str, params: Value) -> Result<Value, CallError> {
         let body = request_body(method, params);
         let mut req = self
             .calls
@@ -182,7 +182,12 @@ impl Http {
     }
 
     /// Opens a streaming call (`SubscribeToTask`, `tasks/resubscribe`): its events as lines.
-    pub fn stream(&self, url: &str, method: &str, params: Value) -> Result<SseLines, String> {
+    pub(crate) fn stream(
+        &self,
+        url: &str,
+        method: &str,
+        params: Value,
+    ) -> Result<SseLines, String> {
         let body = request_body(method, params);
         let mut req = self
             .streams
@@ -218,7 +223,7 @@ fn request_body(method: &str, params: Value) -> String {
 }
 
 /// A JSON-RPC reply's `result`, or its `error` as `CallError::Rpc`.
-pub fn rpc_result(reply: Value) -> Result<Value, CallError> {
+pub(crate) fn rpc_result(reply: Value) -> Result<Value, CallError> {
     let Value::Object(mut map) = reply else {
         return Err(CallError::Transport(
             "the reply is not a JSON-RPC object".into(),
@@ -263,13 +268,13 @@ fn body_error(url: &str, limit: u64, e: &ureq::Error) -> String {
 }
 
 /// The `data:` payloads of a Server-Sent Events stream, each line bounded.
-pub struct SseLines {
+pub(crate) struct SseLines {
     reader: BufReader<Box<dyn Read + Send>>,
 }
 
 impl SseLines {
     /// The next event's data (its `data:` lines joined), `Ok(None)` at the end of the stream.
-    pub fn next_event(&mut self) -> Result<Option<String>, String> {
+    pub(crate) fn next_event(&mut self) -> Result<Option<String>, String> {
         let mut data = String::new();
         loop {
             let Some(line) = read_line(&mut self.reader, MAX_SSE_LINE)? else {
