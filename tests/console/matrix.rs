@@ -91,8 +91,9 @@ fn every_pane_and_detail_at_80x24_and_200x50() {
         // The Board's cards are its detail; Enter on an attention item jumps to its record; this
         // root has no journal (pane 8 with entries: views::attention_and_journal_panes_…) and no
         // dead letter (pane 9 with some: deadletters::pane_9_…), no bridge (the Bridge pane with
-        // records: bridge::the_bridge_pane_at_80x24_and_200x50) and no usage (the Ledger with
-        // some: views::the_ledger_pane_and_the_cost_column_…).
+        // records: bridge::the_bridge_pane_at_80x24_and_200x50), no usage (the Ledger with
+        // some: views::the_ledger_pane_and_the_cost_column_…) and no foreign source (the Sources
+        // pane with some, opened and detailed: sources::…).
         if !matches!(
             p,
             Pane::Board
@@ -101,6 +102,7 @@ fn every_pane_and_detail_at_80x24_and_200x50() {
                 | Pane::DeadLetters
                 | Pane::Bridge
                 | Pane::Ledger
+                | Pane::Sources
         ) {
             shots(
                 &format!("{name}_detail"),
