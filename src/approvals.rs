@@ -532,22 +532,42 @@ fn verify_ssh(
 /// The largest relayed decision read (a NATS message, a dropped file).
 pub(crate) const MAX_RELAYED_BYTES: usize = 16 * 1024;
 
+/// Why a relayed decision could not be read.
+#[derive(Debug)]
+pub(crate) enum RelayError {
+    /// Its size, over [`MAX_RELAYED_BYTES`].
+    TooLarge(usize),
+    /// It starts as JSON but is not one object.
+    NotAnObject(serde_json::Error),
+}
+
+impl std::fmt::Display for RelayError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::TooLarge(n) => {
+                write!(
+                    f,
+                    "the decision is {n} bytes, more than {MAX_RELAYED_BYTES}"
+                )
+            }
+            Self::NotAnObject(e) => write!(f, "the decision is not a JSON object: {e}"),
+        }
+    }
+}
+
 /// The fields of a relayed decision (a NATS message, a dropped file): a JSON object (string or
 /// number values) or a form body, with the same names as the page's form: `token` (or `url`, the
 /// link itself), `handoff`, `digest`, `reason`, `raise_usd`, `raise_tokens`, and `from`.
-pub(crate) fn relay_fields(body: &[u8]) -> Result<HashMap<String, String>, String> {
+pub(crate) fn relay_fields(body: &[u8]) -> Result<HashMap<String, String>, RelayError> {
     if body.len() > MAX_RELAYED_BYTES {
-        return Err(format!(
-            "the decision is {} bytes, more than {MAX_RELAYED_BYTES}",
-            body.len()
-        ));
+        return Err(RelayError::TooLarge(body.len()));
     }
     let text = String::from_utf8_lossy(body);
     if !text.trim_start().starts_with('{') {
         return Ok(parse_form(text.trim().as_bytes()));
     }
-    let v: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text)
-        .map_err(|e| format!("the decision is not a JSON object: {e}"))?;
+    let v: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&text).map_err(RelayError::NotAnObject)?;
     Ok(v.into_iter()
         .take(64)
         .filter_map(|(k, v)| match v {

@@ -90,7 +90,7 @@ impl Logs {
             let lines = match self.lines(&path) {
                 Ok(l) => l,
                 Err(why) => {
-                    skipped.push((path, why));
+                    skipped.push((path, why.to_string()));
                     continue;
                 }
             };
@@ -132,9 +132,9 @@ impl Logs {
     }
 
     /// The lines of `path` that count, through the cache.
-    fn lines(&mut self, path: &Path) -> Result<Vec<Line>, String> {
+    fn lines(&mut self, path: &Path) -> std::io::Result<Vec<Line>> {
         use std::os::unix::fs::MetadataExt;
-        let meta = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
+        let meta = std::fs::symlink_metadata(path)?;
         let fp = (meta.len(), meta.mtime(), meta.mtime_nsec(), meta.ino());
         if let Some((seen, lines)) = self.cache.get(path)
             && *seen == fp
@@ -181,30 +181,29 @@ fn logs_under(projects: &Path) -> Vec<PathBuf> {
 }
 
 /// Opens `path` without following a link, a regular file only.
-fn open_log(path: &Path) -> Result<std::fs::File, String> {
+fn open_log(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
         .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => "a symbolic link (never followed)".to_owned(),
-            _ => e.to_string(),
+            Some(libc::ELOOP) => std::io::Error::new(e.kind(), "a symbolic link (never followed)"),
+            _ => e,
         })?;
-    let m = f.metadata().map_err(|e| e.to_string())?;
-    if !m.is_file() {
-        return Err("not a regular file".into());
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
     }
     Ok(f)
 }
 
 /// The team lines of one log with usage, one per request (the line with the most output tokens).
-fn read_log(path: &Path) -> Result<Vec<Line>, String> {
+fn read_log(path: &Path) -> std::io::Result<Vec<Line>> {
     use std::io::{Read, Seek, SeekFrom};
     let mut f = open_log(path)?;
-    let len = f.metadata().map_err(|e| e.to_string())?.len();
+    let len = f.metadata()?.len();
     let start = len.saturating_sub(MAX_LOG_BYTES);
-    f.seek(SeekFrom::Start(start)).map_err(|e| e.to_string())?;
+    f.seek(SeekFrom::Start(start))?;
     let mut reader = std::io::BufReader::new(f.take(MAX_LOG_BYTES));
     if start > 0 {
         // Past a cut the first line is a tail: skipped.
@@ -219,7 +218,7 @@ fn read_log(path: &Path) -> Result<Vec<Line>, String> {
         match reader.read_until(b'\n', &mut buf) {
             Ok(0) => break,
             Ok(_) => {}
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(e),
         }
         // Cheap test before parsing: only a team's lines with usage count.
         let has = |needle: &[u8]| buf.windows(needle.len()).any(|w| w == needle);
