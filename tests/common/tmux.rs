@@ -32,7 +32,9 @@ impl Tmux {
         assert!(ok.success(), "tmux could not start {script}");
         Self {
             socket,
-            deadline: Duration::from_secs(10),
+            // Generous: a wait that passes returns as soon as the screen shows it, and on a loaded
+            // machine (CI beside a build) 10 s was once not enough for a replay to play through.
+            deadline: Duration::from_secs(30),
             key_pause: Duration::ZERO,
         }
     }
