@@ -110,6 +110,7 @@ pub mod live {
     pub mod attention {
         pub use crate::live::attention::Kind;
         pub use crate::live::attention::items;
+        pub use crate::live::attention::tally;
     }
     /// `crate::live::files`, as the tests name it.
     pub mod files {

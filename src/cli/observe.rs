@@ -9,7 +9,7 @@ use crate::engine::{
     OverdueRule, Root, live_supervisors,
     status::{self, Health, Level, State, SupervisorRule, Thresholds},
 };
-use crate::live::attention::{Tally, items};
+use crate::live::attention::Tally;
 use crate::outcome::Outcome;
 
 /// The attention items of `root` at `now`, counted by kind: the live model's snapshot of the root,
@@ -35,7 +35,7 @@ pub(crate) fn attention(
             snap = std::sync::Arc::new(s);
         }
         (
-            Tally::of(&items(&snap, now)),
+            crate::live::attention::tally(&snap, now),
             crate::live::attention::next_change(&snap, now),
         )
     };

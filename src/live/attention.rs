@@ -13,7 +13,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
 
 use crate::engine::time::parse_ts;
-use crate::live::snapshot::{Snapshot, Sym, short_duration};
+use crate::live::snapshot::{OverdueCause, Snapshot, Sym, WorkflowView, short_duration};
 
 mod key;
 pub(crate) use key::Key;
@@ -107,6 +107,10 @@ impl Tally {
             *t.entry(i.kind.as_str()).or_default() += 1;
         }
         Self(t)
+    }
+
+    fn add(&mut self, kind: Kind, n: usize) {
+        *self.0.entry(kind.as_str()).or_default() += n;
     }
 
     /// The items of kind `kind`.
@@ -361,16 +365,8 @@ fn board_deadline(b: &crate::live::snapshot::BoardView) -> Option<DateTime<Utc>>
 /// Everything that waits on a human now, newest first (items with no known time last).
 pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
     let mut out = Vec::new();
-    held_items(s, now, &mut out);
-    held_moved_items(s, &mut out);
+    for_each_kind_but_workflows(s, now, &mut out);
     workflow_items(s, now, &mut out);
-    track_items(s, now, &mut out);
-    dead_letter_items(s, &mut out);
-    no_supervisor_item(s, now, &mut out);
-    stuck_outbox_items(s, &mut out);
-    budget_warnings(s, now, &mut out);
-    unreadable_items(s, &mut out);
-    source_items(s, &mut out);
     // Newest first; undated last; then by key so the order is stable.
     out.sort_by(|a, b| {
         b.since
@@ -381,6 +377,45 @@ pub fn items(s: &Snapshot, now: DateTime<Utc>) -> Vec<Item> {
     });
     // Kept for as long as the snapshot and the clock stand still: no spare capacity.
     out.shrink_to_fit();
+    out
+}
+
+/// How many items of each kind [`items`] gives for `s` at `now` (the same [`Tally::of`] would
+/// count), without making the workflows' items: on a root of 100,000 workflows tens of thousands
+/// may be overdue, and `/metrics` and `pantheon status` need their number, not their words. The
+/// workflows' kinds are counted by the predicates [`items`] uses; every other kind is few and is
+/// counted from its items.
+pub fn tally(s: &Snapshot, now: DateTime<Utc>) -> Tally {
+    let mut out = Vec::new();
+    for_each_kind_but_workflows(s, now, &mut out);
+    let mut t = Tally::of(&out);
+    let (mut overdue, mut orphaned) = (0, 0);
+    for w in s.workflows.iter() {
+        overdue += usize::from(overdue_item_cause(s, w, now).is_some());
+        orphaned += usize::from(orphaned_item(s, w));
+    }
+    t.add(Kind::Overdue, overdue);
+    t.add(Kind::Orphaned, orphaned);
+    t
+}
+
+/// The items of every kind but the workflows' own (`overdue`, `orphaned`), in no order.
+fn for_each_kind_but_workflows(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
+    held_items(s, now, out);
+    held_moved_items(s, out);
+    track_items(s, now, out);
+    dead_letter_items(s, out);
+    no_supervisor_item(s, now, out);
+    stuck_outbox_items(s, out);
+    budget_warnings(s, now, out);
+    unreadable_items(s, out);
+    source_items(s, out);
+}
+
+/// The foreign sources' items (kinds `foreign` and `source_down`), for the counts by source.
+pub(crate) fn source_only_items(s: &Snapshot) -> Vec<Item> {
+    let mut out = Vec::new();
+    source_items(s, &mut out);
     out
 }
 
@@ -531,9 +566,20 @@ fn held_moved_items(s: &Snapshot, out: &mut Vec<Item>) {
 }
 
 /// Workflows overdue (for a cause other than a held dispatch) and orphaned ones.
+/// Why `w` has an `overdue` item at `now`, if it has one (a held dispatch's cause belongs to its
+/// `held` item).
+fn overdue_item_cause(s: &Snapshot, w: &WorkflowView, now: DateTime<Utc>) -> Option<OverdueCause> {
+    s.overdue_cause(w, now).filter(|c| !c.is_held())
+}
+
+/// True when `w` has an `orphaned` item.
+fn orphaned_item(s: &Snapshot, w: &WorkflowView) -> bool {
+    s.loading.is_none() && Snapshot::orphaned(w)
+}
+
 fn workflow_items(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
     for w in s.workflows.iter() {
-        if let Some(why) = s.overdue_cause(w, now).filter(|c| !c.is_held()) {
+        if let Some(why) = overdue_item_cause(s, w, now) {
             // The oldest unacked dispatch, else the last ack, dates it.
             let since = w
                 .waiting
@@ -556,7 +602,7 @@ fn workflow_items(s: &Snapshot, now: DateTime<Utc>, out: &mut Vec<Item>) {
                 .action("{abort} abort · ack it in {pane_2} Inboxes"),
             );
         }
-        if s.loading.is_none() && Snapshot::orphaned(w) {
+        if orphaned_item(s, w) {
             out.push(
                 Item::new(
                     Key::Orphaned(w.id.clone()),

@@ -41,8 +41,10 @@ pub(crate) fn routes(metrics: Arc<Metrics>, live: Arc<LiveHandle>) -> anyhow::Re
                     loop {
                         let snap = rx.borrow_and_update().clone();
                         metrics.prepare(&snap);
-                        // A new snapshot, or the clock moving the time-bound figures.
-                        let wait = super::metrics::CACHE_FOR / 2;
+                        // A new snapshot, or the clock moving the time-bound figures: woken
+                        // four times per `CACHE_FOR`, so a text is renewed before it ages out
+                        // (see `Metrics::prepare`) even when making it takes a while.
+                        let wait = super::metrics::CACHE_FOR / 4;
                         if let Ok(Err(_)) = tokio::time::timeout(wait, rx.changed()).await {
                             break;
                         }

@@ -96,7 +96,7 @@ impl Metrics {
     }
 
     /// Computes ahead the formats scraped lately, for `snap`, when their text is not for it or
-    /// has aged (called on each new snapshot and every [`CACHE_FOR`] by the notes thread), so a
+    /// has aged (called on each new snapshot and every quarter of [`CACHE_FOR`] by the notes thread), so a
     /// scrape finds its text ready.
     pub fn prepare(&self, snap: &Snapshot) {
         let now = Instant::now();
@@ -117,8 +117,10 @@ impl Metrics {
                 .collect()
         };
         for om in asked {
-            // Renewed a little before it ages out, so a scrape does not wait for it.
-            let fresh = now + CACHE_FOR / 4;
+            // Renewed once half its time is over (the notes thread looks every quarter), so it
+            // is made again before it ages out and a scrape does not wait for it, as long as
+            // making it takes less than a quarter of `CACHE_FOR`.
+            let fresh = now + CACHE_FOR / 2;
             if self.cached(snap.seq, om, fresh).is_none() {
                 self.compute(snap, om);
             }
@@ -405,16 +407,19 @@ fn attention_series(e: &mut Exposition, snap: &Snapshot, now: DateTime<Utc>) {
         Kind::Gauge,
         "Things waiting on a human, by kind (the console's attention list, pantheon status's @).",
     );
-    let items = crate::live::attention::items(snap, now);
+    // Counted, not listed: the same counts as the items' (`attention::tally`), without making an
+    // item for each of a large root's overdue workflows on every scrape.
+    let tally = crate::live::attention::tally(snap, now);
+    let foreign_items = crate::live::attention::source_only_items(snap);
     // A foreign source's items are counted by its kind too (`source` label); the root's own kinds,
     // and a foreign kind with no item, keep their one series.
     let mut foreign: std::collections::BTreeMap<(&str, &str), usize> = Default::default();
-    for i in &items {
+    for i in &foreign_items {
         if let Some(src) = i.source_kind() {
             *foreign.entry((i.kind.as_str(), src)).or_default() += 1;
         }
     }
-    for (kind, n) in crate::live::attention::Tally::of(&items).iter() {
+    for (kind, n) in tally.iter() {
         let by_source: Vec<_> = foreign.iter().filter(|((k, _), _)| *k == kind).collect();
         if by_source.is_empty() {
             e.gauge(&[("kind", kind)], n as f64);

@@ -741,6 +741,17 @@ fn every_surface_counts_the_same_attention_items_of_every_kind() {
     }
     let n = console.total();
     assert_eq!(app.attention_count(), n);
+    // The counts without the items (what `/metrics` and `status` use) are the items' counts.
+    let snap = with_sources();
+    for at in [now, now + Duration::minutes(10), now + Duration::days(2)] {
+        assert_eq!(
+            pantheon::testing::live::attention::tally(&snap, at),
+            pantheon::testing::console::attention::Tally::of(
+                &pantheon::testing::live::attention::items(&snap, at)
+            ),
+            "at {at}"
+        );
+    }
     assert!(screen(&app, 200, 50, r).contains(&format!("@ {n} need you")));
     // Snoozed, an item leaves pane 7's list and no count.
     app.dispatch(Action::GoPane(Pane::Attention));
