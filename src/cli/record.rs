@@ -114,10 +114,12 @@ pub(crate) fn run(args: RecordArgs, root: &Root, sources: &[String]) -> anyhow::
             _ = term.recv() => {}
             _ = int.recv() => {}
         }
-        let _ = stop.send(Msg::Stop);
         anyhow::Ok(())
     })?;
+    // The sources' states end first (their files removed: nobody reads the sources any more), so
+    // the recorder can still see them go.
     drop(recording);
+    let _ = stop.send(Msg::Stop);
     bg.stop();
     Ok(Outcome::Exit(ExitCode::SUCCESS))
 }

@@ -189,6 +189,37 @@ pub fn write_states(
     Ok(n)
 }
 
+/// Removes the recorded states this recorder does not write: every `{n}.json` with `n` at or past
+/// `keep` (a previous recorder's with more sources, or every one once `keep` is 0, when recording
+/// stops), so the time machine does not show a source as it last was after nobody read it any more.
+/// Names that are not a recorder's (`{n}.json`) are left alone. Returns how many went.
+pub(crate) fn retire(root: &Root, keep: usize) -> crate::engine::Result<usize> {
+    let Some(dir) = crate::engine::SafeDir::open(root, &dir(root), false)? else {
+        return Ok(0);
+    };
+    let mut n = 0;
+    let listed = files::list_dir(dir.path())
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    for (name, _, is_dir) in listed {
+        let Some(index) = name
+            .strip_suffix(".json")
+            .filter(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|i| i.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        if !is_dir && index >= keep && dir.remove_file(std::ffi::OsStr::new(&name))? {
+            n += 1;
+        }
+    }
+    if n > 0 {
+        dir.sync()?;
+    }
+    Ok(n)
+}
+
 /// The sources read for a recorder: their readers, and a thread writing their states into the root
 /// as they change. Dropping it stops both.
 pub(crate) struct Recording {
@@ -211,18 +242,29 @@ impl Recording {
         );
         drop(wake_tx);
         let root = root.clone();
+        let keep = specs.len();
         let thread = std::thread::Builder::new()
             .name("pantheon-source-record".into())
             .spawn(move || {
                 let mut last = Vec::new();
                 let mut failing = false;
+                // A previous recorder's states past this one's sources end now; this one's end
+                // when it stops.
+                let retire = |keep: usize| {
+                    if let Err(e) = retire(&root, keep) {
+                        warn(format!(
+                            "warning: cannot retire the recorded source states: {e}"
+                        ));
+                    }
+                };
+                retire(keep);
                 loop {
                     match wake_rx.recv_timeout(EVERY) {
                         Ok(()) | Err(mpsc::RecvTimeoutError::Timeout) => {}
-                        Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                        Err(mpsc::RecvTimeoutError::Disconnected) => return retire(0),
                     }
                     if stop_rx.try_recv() != Err(mpsc::TryRecvError::Empty) {
-                        return;
+                        return retire(0);
                     }
                     match write_states(&root, &hub.states(), &mut last) {
                         Ok(_) => failing = false,
@@ -278,5 +320,42 @@ mod tests {
         assert!(!s.snapshot.agents[0].name.contains('\u{1b}'));
         v["kind"] = "rm -rf".into();
         assert!(from_record(&v).is_none());
+    }
+
+    #[test]
+    fn retiring_removes_a_recorders_states_past_its_sources_and_nothing_else() {
+        let d = tempfile::tempdir().unwrap();
+        let root = Root::at(d.path());
+        assert_eq!(retire(&root, 0).unwrap(), 0, "no directory, nothing to do");
+        let dir = dir(&root);
+        std::fs::create_dir_all(&dir).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("kept.json"), "{}").unwrap();
+        for n in [
+            "0.json",
+            "1.json",
+            "12.json",
+            "notes.json",
+            "1.json.tmp",
+            ".json",
+        ] {
+            std::fs::write(dir.join(n), "{}").unwrap();
+        }
+        std::fs::create_dir(dir.join("3.json")).unwrap();
+        // A link named as a state: removed as a link, never followed.
+        std::os::unix::fs::symlink(outside.path().join("kept.json"), dir.join("2.json")).unwrap();
+        assert_eq!(retire(&root, 1).unwrap(), 3);
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [".json", "0.json", "1.json.tmp", "3.json", "notes.json"]
+        );
+        assert!(outside.path().join("kept.json").exists());
+        assert_eq!(retire(&root, 0).unwrap(), 1);
+        assert!(!dir.join("0.json").exists());
     }
 }

@@ -400,13 +400,19 @@ fn the_time_machine_shows_a_sources_items_as_they_were() {
 }
 
 /// `pantheon --source … record` writes the sources' states into the root as they change (the
-/// recorder beside it records them); stopped by SIGTERM, it leaves no process behind.
+/// recorder beside it records them), retires the states of sources it does not read, and stopped by
+/// SIGTERM, removes its own and leaves no process behind.
 #[test]
 fn record_with_a_source_writes_its_state_into_the_root_as_it_changes() {
     let root = engine_root();
     let r = root.path();
     let claude = tempfile::tempdir().unwrap();
     copy_dir(&corpus("swarm-2026-01"), claude.path());
+    // A previous recorder's state of a second source, and a file that is not a recorder's.
+    let dir = r.join("conductor/sources");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("1.json"), r#"{"index": 1, "health": "ok"}"#).unwrap();
+    std::fs::write(dir.join("notes.json"), "{}").unwrap();
     let bin: PathBuf = assert_cmd::cargo::cargo_bin("pantheon");
     let mut child = Running(
         std::process::Command::new(bin)
@@ -426,6 +432,10 @@ fn record_with_a_source_writes_its_state_into_the_root_as_it_changes() {
     crate::tmux::wait_fs("the source's state", Duration::from_secs(20), || {
         read().is_some_and(|v| v["health"] == "ok")
     });
+    assert!(
+        !dir.join("1.json").exists(),
+        "a source this recorder does not read is retired"
+    );
     ask_permission(claude.path(), "perm-record-2");
     crate::tmux::wait_fs("the new item in the state", Duration::from_secs(20), || {
         read().is_some_and(|v| v.to_string().contains("perm-record-2"))
@@ -434,6 +444,9 @@ fn record_with_a_source_writes_its_state_into_the_root_as_it_changes() {
     unsafe { libc::kill(child.0.id() as i32, libc::SIGTERM) };
     let status = child.0.wait().unwrap();
     assert!(status.success(), "{status:?}");
+    // Stopped, it retires its states: the time machine shows no source after nobody read it.
+    assert!(!file.exists(), "the state ends with its recorder");
+    assert!(dir.join("notes.json").exists(), "not a recorder's file");
 }
 
 /// A child process killed and reaped when the test ends, passed or not.
