@@ -159,7 +159,10 @@ fn nats_taps(c: &Conductor, key_file: &Path, n: usize) -> Vec<f64> {
     let url = format!("nats://127.0.0.1:{port}");
     let start = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(start.elapsed() < Duration::from_secs(20), "nats-server did not start");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "nats-server did not start"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
     let _bridge = Kill(
@@ -186,15 +189,16 @@ fn nats_taps(c: &Conductor, key_file: &Path, n: usize) -> Vec<f64> {
         let start = Instant::now();
         loop {
             let body = json!({"token": "x".repeat(43)}).to_string();
-            if let Ok(Ok(_)) = tokio::time::timeout(
-                Duration::from_secs(2),
-                client.request(subject, body.into()),
-            )
-            .await
+            if let Ok(Ok(_)) =
+                tokio::time::timeout(Duration::from_secs(2), client.request(subject, body.into()))
+                    .await
             {
                 break;
             }
-            assert!(start.elapsed() < Duration::from_secs(60), "the bridge never answered");
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "the bridge never answered"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let mut taps = Vec::with_capacity(n);
@@ -227,8 +231,7 @@ fn main() {
     // The operator's key in a file outside the root: the bridge process reads the same one.
     let keys = tempfile::tempdir().unwrap();
     let key_file = keys.path().join("link-key");
-    let key =
-        pantheon::testing::approvals::link_key_at(&key_file, &Root::at(dir.path())).unwrap();
+    let key = pantheon::testing::approvals::link_key_at(&key_file, &Root::at(dir.path())).unwrap();
     let c = root(dir.path(), &key);
     let inbox = |hid: &HandoffId| {
         dir.path()

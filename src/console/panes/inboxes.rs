@@ -429,7 +429,9 @@ fn dispatch_fields<'a>(
     if let Some(h) = &d.held_because {
         l.push(kv("held because", h.clone(), theme.accent(), theme));
     }
-    if r.held && !crate::engine::held_by_pause(d.held_because.as_deref()) {
+    // A held item's links (none yet: the key that mints them), and those of one a link released.
+    let linked = app.snapshot().links.by_handoff.contains_key(&d.handoff_id);
+    if linked || (r.held && !crate::engine::held_by_pause(d.held_because.as_deref())) {
         link_lines(&mut l, &d.handoff_id, app, theme);
     }
     if let Some(w) = &r.view.warning {
@@ -511,12 +513,19 @@ fn link_state(
             .filter_map(|r| r.ended.as_ref())
             .find(|e| e.how == how)
     };
+    // Who, and through which channel (a link's `by` says both already: `alice via http link`).
+    let by = |e: &crate::engine::LinkEnded| {
+        if e.by.contains(" via ") {
+            e.by.clone()
+        } else {
+            format!("{} via {}", e.by, e.channel)
+        }
+    };
     if let Some(e) = ended("used") {
         let outcome = e.outcome.as_deref().unwrap_or("decided");
         let text = format!(
-            "used · {outcome} by {} via {} {}",
-            e.by,
-            e.channel,
+            "used · {outcome} by {} {}",
+            by(e),
             when(Some(&e.at), now, abs)
         );
         return (text, theme.ok());
@@ -528,9 +537,8 @@ fn link_state(
     if let Some(e) = ended("superseded") {
         let outcome = e.outcome.as_deref().unwrap_or("decided");
         let text = format!(
-            "ended · {outcome} by {} via {} {}",
-            e.by,
-            e.channel,
+            "ended · {outcome} by {} {}",
+            by(e),
             when(Some(&e.at), now, abs)
         );
         return (text, theme.dim());
