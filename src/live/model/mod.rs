@@ -1028,6 +1028,12 @@ impl LiveModel {
         let mut warnings = self.collect_warnings(&s);
         self.date_warnings(&mut warnings);
         s.warnings = Arc::new(warnings);
+        self.clear_dirty();
+        self.snapshot = Arc::new(s);
+    }
+
+    /// Every part published: nothing dirty until the next change.
+    fn clear_dirty(&mut self) {
         self.dirty_workflows = false;
         self.dirty_inboxes = false;
         self.dirty_tracks = false;
@@ -1039,7 +1045,6 @@ impl LiveModel {
         self.dirty_bridge = false;
         self.dirty_cost = false;
         self.dirty_links = false;
-        self.snapshot = Arc::new(s);
     }
 
     fn collect_warnings(&self, s: &Snapshot) -> Vec<FileWarning> {

@@ -35,6 +35,11 @@ fn lines(bytes: &[u8]) -> usize {
         .count()
 }
 
+/// The journal's entries counted, and its decisions by approval link.
+fn journal_of(bytes: &[u8]) -> (usize, Vec<Value>) {
+    (lines(bytes), decided_by_link(bytes))
+}
+
 /// The most decisions by approval link a picture lists (the newest).
 const BY_LINK_KEPT: usize = 100;
 
@@ -279,8 +284,7 @@ pub(crate) fn picture(
     let mut archived: BTreeMap<String, usize> = BTreeMap::new();
     let (mut locks, mut workers, mut bus) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
     let mut supervisors: Vec<String> = Vec::new();
-    let mut journal = 0usize;
-    let mut by_link: Vec<Value> = Vec::new();
+    let mut journal = (0usize, Vec::new());
     // Per track: the newest session (started, id) and the board files' keys.
     let mut sessions: BTreeMap<String, (Option<i64>, String, BoardSession)> = BTreeMap::new();
     let mut board_files: BTreeMap<String, Vec<(&str, String)>> = BTreeMap::new();
@@ -333,9 +337,7 @@ pub(crate) fn picture(
                 supervisors.extend(f.strip_suffix(".json").map(str::to_owned));
             }
             [c, f] if *c == layout::CONDUCTOR_DIR && *f == layout::JOURNAL_FILE => {
-                let bytes = read(key);
-                journal += bytes.as_deref().map(lines).unwrap_or(0);
-                by_link = bytes.as_deref().map(decided_by_link).unwrap_or_default();
+                journal = read(key).map_or_else(Default::default, |b| journal_of(&b));
             }
             [c, t, track, b, rest @ ..]
                 if *c == layout::CONDUCTOR_DIR
@@ -384,7 +386,7 @@ pub(crate) fn picture(
         "workers": workers,
         "boards": boards,
         "bus": bus,
-        "journal": {"entries": journal, "decided_by_link": by_link},
+        "journal": {"entries": journal.0, "decided_by_link": journal.1},
         "supervisors": supervisors,
     })
 }
