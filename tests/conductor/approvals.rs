@@ -157,6 +157,64 @@ fn a_link_approves_over_http_once_and_every_later_tap_gets_a_receipt() {
     assert!(!log.contains(approve_url.rsplit('/').next().unwrap()));
 }
 
+/// A budget hold approved from the page, with `curl`: the page shows each budget reached with its
+/// usage and limit and asks for the raise; a tap without one is refused saying it needs one
+/// (nothing decided); a tap with one raises and approves, journaled with its channel.
+#[test]
+fn a_budget_hold_tapped_on_the_page_needs_the_raise_and_takes_it() {
+    let env = held_env();
+    env.write(
+        "conductor/workflows/paid.yaml",
+        "workflow:\n  id: paid\n  budget: {cost_usd: 1.0}\n  steps:\n    - id: research\n      god: thoth\n    - id: build\n      god: hephaestus\n",
+    );
+    let hid = "hof_20261206_lkb001";
+    let mut h = def_handoff(
+        handoff(hid, "wf_lkb1", "thoth", "x", "research", &[]),
+        "paid",
+        None,
+    );
+    h["usage"] = serde_json::json!({"cost_usd": 1.2});
+    env.submit(&h);
+    assert!(env.exists(&format!("conductor/pending/_quarantine/{hid}.json")));
+    let port = free_port();
+    let _serve = serve_approvals(&env, port);
+    let link = env.ok(&["approve", hid, "--link"], None);
+    let url = link["approve_url"].as_str().unwrap().to_owned();
+    let (code, page) = curl(&[&url]);
+    assert_eq!(code, 200, "{page}");
+    for want in [
+        "Budgets reached",
+        "$1.20 used of its $1.00 budget",
+        "name=raise_usd",
+        "needs a raise",
+    ] {
+        assert!(page.contains(want), "{want:?} in {page}");
+    }
+    assert!(page.len() < 20 * 1024, "{} bytes", page.len());
+    let form = format!(
+        "handoff={hid}&digest={}",
+        link["content_sha256"].as_str().unwrap()
+    );
+    // No raise: refused, saying it needs one, naming the budget's usage.
+    let (code, receipt) = curl(&["-d", &form, &url]);
+    assert_ne!(code, 200, "{receipt}");
+    assert!(receipt.contains("needs_raise"), "{receipt}");
+    assert!(receipt.contains("$1.20"), "{receipt}");
+    assert!(!inbox_has(&env, hid));
+    // With the raise: approved, the budget raised first.
+    let (code, receipt) = curl(&["-d", &format!("{form}&raise_usd=3"), &url]);
+    assert_eq!(code, 200, "{receipt}");
+    assert!(receipt.contains("Approved"), "{receipt}");
+    assert!(inbox_has(&env, hid));
+    let e = env
+        .journal_entries()
+        .into_iter()
+        .rev()
+        .find(|e| e["action"] == "approve" && e["targets"]["handoff_id"] == hid)
+        .unwrap();
+    assert_eq!(e["targets"]["channel"], "http", "{e:#}");
+}
+
 #[test]
 fn a_link_to_edited_content_is_refused_and_a_revoked_one_too() {
     let env = held_env();
