@@ -241,11 +241,13 @@ enum Between {
     StateMoved,
     Rerouted,
     Redispatched,
+    /// The held file moved out of the quarantine into its god's inbox by hand.
+    MovedOut,
     TwoTapsAtOnce,
     ApproveAndRejectAtOnce,
 }
 
-const BETWEEN: [Between; 11] = [
+const BETWEEN: [Between; 12] = [
     Between::Nothing,
     Between::Edited,
     Between::Replayed,
@@ -255,6 +257,7 @@ const BETWEEN: [Between; 11] = [
     Between::StateMoved,
     Between::Rerouted,
     Between::Redispatched,
+    Between::MovedOut,
     Between::TwoTapsAtOnce,
     Between::ApproveAndRejectAtOnce,
 ];
@@ -314,6 +317,11 @@ fn disturb(
         Between::Redispatched => rewrite(&quarantined, |v| {
             v["dispatch_id"] = crate::store::generate_dispatch_id().into()
         }),
+        Between::MovedOut => {
+            let inbox = c.root().pending_root().join("hephaestus");
+            std::fs::create_dir_all(&inbox).unwrap();
+            std::fs::rename(&quarantined, inbox.join(format!("{item}.json"))).unwrap();
+        }
     }
 }
 
@@ -392,8 +400,8 @@ fn zero_wrong_approvals_in_fuzzed_races_between_mint_and_tap() {
         if used.len() > 8 {
             used.remove(0);
         }
-        // A decided item is done with: the next round holds a new one.
-        if decided > 0 || between == Between::DecidedAtCli {
+        // A decided item is done with, and so is one no longer held: the next round holds a new one.
+        if decided > 0 || matches!(between, Between::DecidedAtCli | Between::MovedOut) {
             item = fresh(&c, &mut n);
         }
         // Keep the records few, as a day's cleaning would.
