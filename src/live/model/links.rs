@@ -2,7 +2,7 @@
 //! detail of a held item (its links open, used, expired or revoked). Every file there is hostile
 //! input: only names shaped as a record's (64 hex digits and `.json`) are read, a symbolic link is
 //! never followed (it is listed as unreadable), a file over [`MAX_RECORD_BYTES`] is not read, at
-//! most [`MAX_RECORD_FILES`] are taken, and one that does not parse is a warning, never the pane's
+//! most [`MAX_RECORD_FILES`] entries are taken, and one that does not parse is a warning, never the pane's
 //! failure. A file is re-read only when its `lstat` fingerprint changed.
 
 use std::collections::BTreeMap;
@@ -15,7 +15,7 @@ use crate::live::snapshot::{FileWarning, LinksView};
 
 /// The largest record read (a record is under 2 KiB; the rest is not one).
 pub(super) const MAX_RECORD_BYTES: u64 = 64 * 1024;
-/// The most record files taken (the engine keeps at most 10,000, plus a margin).
+/// The most directory entries taken (the engine keeps at most 10,000 records, plus a margin).
 pub(super) const MAX_RECORD_FILES: usize = 10_100;
 
 /// What a file's `lstat` says of its version: inode, size, modification and change times.
@@ -94,10 +94,9 @@ impl LinkTracker {
         };
         let mut seen: BTreeMap<String, Read> = BTreeMap::new();
         let mut changed = false;
-        for e in rd.filter_map(|e| e.ok()) {
-            if seen.len() >= MAX_RECORD_FILES {
-                break;
-            }
+        // Bounded over every entry, as the engine's own listing is: a directory stuffed with other
+        // names costs no more than one of records.
+        for e in rd.filter_map(|e| e.ok()).take(MAX_RECORD_FILES) {
             let name = e.file_name().to_string_lossy().into_owned();
             let Some(hash) = record_name(&name) else {
                 continue;
