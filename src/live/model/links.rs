@@ -2,8 +2,8 @@
 //! detail of a held item (its links open, used, expired or revoked). Every file there is hostile
 //! input: only names shaped as a record's (64 hex digits and `.json`) are read, a symbolic link is
 //! never followed (it is listed as unreadable), a file over [`MAX_RECORD_BYTES`] is not read, at
-//! most [`MAX_RECORD_FILES`] entries are taken, and one that does not parse is a warning, never the pane's
-//! failure. A file is re-read only when its `lstat` fingerprint changed.
+//! most [`MAX_RECORD_FILES`] entries are taken, and one that does not parse is a warning, never the
+//! pane's failure. A file is re-read only when its `lstat` fingerprint changed.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
