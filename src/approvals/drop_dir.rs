@@ -1,15 +1,23 @@
-//! `serve --approvals-drop DIR`: a file drop directory for local relays (docs/APPROVALS.md, "File
+//! `serve --approvals-drop DIR`: a file drop directory for local relays (docs/PROTOCOL.md §2.15, "File
 //! drop"). A relay writes a decision (the page's form fields, as JSON or a form body: `token` or
 //! `url`, `handoff`, `digest`, `reason`, `raise_usd`, `raise_tokens`) into a file of DIR, under a
 //! name that does not start with `.` (write `.name` and rename it, so no half-written file is read).
-//! Each file is opened without following a link, read to at most
-//! [`MAX_RELAYED_BYTES`](super::MAX_RELAYED_BYTES), removed, and then redeemed as the listener's
-//! `POST` is (channel `file`, the file's owner the approver); its receipt is written beside it as
-//! `NAME.receipt.json` (temp and rename). DIR must lie outside the root: no token rests in the root.
+//! DIR must lie outside the root: no token rests in the root.
 //!
-//! Resumable: killed after the removal and before the redeem, nothing was decided (the relay, with
-//! no receipt, sends the token again); killed after the redeem, the decision is journaled by its
-//! intent and the token sent again gets the receipt "already approved by …".
+//! Each file is taken in this order, each step resumable:
+//! 1. read: opened without following a link, to at most
+//!    [`MAX_RELAYED_BYTES`](super::MAX_RELAYED_BYTES) (a link, a FIFO, anything not a regular file
+//!    or too big decides nothing: its receipt says why);
+//! 2. redeem, as the listener's `POST` is (channel `file`, the file's owner the approver): the
+//!    decision and its journal intent are written under the workflow's lock;
+//! 3. the receipt written beside it as `NAME.receipt.json` (temp and rename);
+//! 4. the file removed.
+//!
+//! Killed anywhere before 4, the file is still there and the next scan (of this `serve` or the
+//! next) takes it again: a redeem is idempotent (the token is stamped used with the decision, so a
+//! repeat is refused as `already_decided`, naming who decided), so the decision is applied once,
+//! journaled once (by its intent), and the receipt is rewritten saying it was decided already.
+//! When the receipt cannot be written, the file stays for the next scan.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -91,7 +99,8 @@ impl DropDir {
     }
 }
 
-/// Takes every decision file of `dir` once.
+/// Takes every decision file of `dir` once: read, redeemed, its receipt written, then removed (the
+/// module's order: a file is removed only once its receipt is written).
 pub(crate) fn scan(root: &Root, dir: &Path, key: &LinkKey) -> usize {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return 0;
@@ -107,12 +116,19 @@ pub(crate) fn scan(root: &Root, dir: &Path, key: &LinkKey) -> usize {
     for name in names {
         let answer = take(root, dir, &name, key);
         let body = serde_json::to_vec_pretty(&answer).unwrap_or_default();
-        let _ = write_beside(dir, &format!("{name}{RECEIPT_SUFFIX}"), &body);
+        if write_beside(dir, &format!("{name}{RECEIPT_SUFFIX}"), &body).is_err() {
+            // Kept for the next scan: its redeem is answered again, as already decided.
+            continue;
+        }
+        crate::engine::crash_point("drop:after-receipt");
+        // A link is removed itself, never its target.
+        let _ = std::fs::remove_file(dir.join(&name));
     }
     n
 }
 
-/// One file: read (no link followed, bounded), removed, redeemed; its receipt or the error.
+/// One file: read (no link followed, bounded) and redeemed; its receipt or the error. The file is
+/// left where it is (the caller removes it once the receipt is written).
 fn take(root: &Root, dir: &Path, name: &str, key: &LinkKey) -> serde_json::Value {
     use std::io::Read;
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
@@ -131,13 +147,11 @@ fn take(root: &Root, dir: &Path, name: &str, key: &LinkKey) -> serde_json::Value
         }
         Ok((meta, bytes))
     });
-    // Removed before it is acted on: a token never stays behind, even when it is refused.
-    let _ = std::fs::remove_file(&path);
     let (meta, bytes) = match read {
         Ok(x) => x,
         Err(e) => {
             return error(format!(
-                "error: {name} could not be read without following a link: {e}"
+                "error: {name} could not be read without following a link: {e}; nothing was decided"
             ));
         }
     };
@@ -151,10 +165,12 @@ fn take(root: &Root, dir: &Path, name: &str, key: &LinkKey) -> serde_json::Value
         Err(e) => return error(format!("error: {name}: {e}")),
     };
     let approver = Some(format!("uid {} (file owner)", meta.uid()));
-    match redeem_relayed(root, key, ApprovalChannel::File, &fields, approver) {
+    let answer = match redeem_relayed(root, key, ApprovalChannel::File, &fields, approver) {
         Ok(r) => serde_json::to_value(r).unwrap_or_else(|e| error(format!("error: {e}"))),
         Err(e) => error(e),
-    }
+    };
+    crate::engine::crash_point("drop:after-redeem");
+    answer
 }
 
 /// Writes `dir/name` atomically: a hidden temporary file renamed over it.

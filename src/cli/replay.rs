@@ -106,6 +106,27 @@ fn summary(v: &serde_json::Value) -> String {
     if !held.is_empty() {
         out.push(format!("held: {}", held.join(" ")));
     }
+    // The decisions that came through an approval link: which channel, and who it proved.
+    for d in v["journal"]["decided_by_link"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+    {
+        let s = |k: &str| d[k].as_str().unwrap_or("-");
+        let mut line = format!(
+            "by link: {} {} {} ({}) via {}",
+            s("action"),
+            s("outcome"),
+            s("handoff_id"),
+            s("workflow_id"),
+            s("channel")
+        );
+        if let Some(a) = d["approver"].as_str() {
+            line.push_str(&format!(", approver {a}"));
+        }
+        line.push_str(&format!(" at {}", s("at")));
+        out.push(line);
+    }
     for (track, b) in v["boards"].as_object().unwrap_or(&empty) {
         out.push(format!(
             "board {track}: {} round {} ({} assessments, {} votes)",

@@ -59,8 +59,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "WHO", value_parser = ["operator"], requires_all = ["approvals", "credentials"])]
     pub approvals_require: Option<String>,
     /// Take approval-link decisions dropped as files into DIR (a directory outside the root): each
-    /// file is read, removed and redeemed, its receipt written beside it as NAME.receipt.json
-    /// (docs/APPROVALS.md, "File drop").
+    /// file is read and redeemed, its receipt written beside it as NAME.receipt.json, then it is
+    /// removed (docs/PROTOCOL.md §2.15, "File drop").
     #[arg(long, value_name = "DIR")]
     pub approvals_drop: Option<PathBuf>,
     /// Export spans (one trace per workflow) to an OpenTelemetry collector over OTLP/HTTP

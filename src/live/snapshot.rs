@@ -107,6 +107,19 @@ pub struct Snapshot {
     /// The foreign sources beside the root (`--source`), as their readers last saw them: their
     /// agents, messages, tasks, locks and waiting items, or why they cannot be read.
     pub sources: Arc<Vec<crate::sources::SourceState>>,
+    /// The approval links' records (`conductor/approvals/`, docs/PROTOCOL.md §2.15), by held item.
+    pub links: Arc<LinksView>,
+}
+
+/// `conductor/approvals/` as the console shows it: each held item's link records, as kept (the
+/// console does not hold the operator's key, so it shows what a record says; a record planted by
+/// another writer of the root approves nothing, the engine refuses it when its token is used).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LinksView {
+    /// Each held item's records (by handoff id), oldest first.
+    pub by_handoff: std::collections::BTreeMap<String, Vec<Arc<crate::engine::LinkRecord>>>,
+    /// Record files that could not be read as one (each is a warning too).
+    pub unreadable: usize,
 }
 
 /// `conductor/paused.json` as the console shows it.

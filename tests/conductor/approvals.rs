@@ -157,6 +157,64 @@ fn a_link_approves_over_http_once_and_every_later_tap_gets_a_receipt() {
     assert!(!log.contains(approve_url.rsplit('/').next().unwrap()));
 }
 
+/// A budget hold approved from the page, with `curl`: the page shows each budget reached with its
+/// usage and limit and asks for the raise; a tap without one is refused saying it needs one
+/// (nothing decided); a tap with one raises and approves, journaled with its channel.
+#[test]
+fn a_budget_hold_tapped_on_the_page_needs_the_raise_and_takes_it() {
+    let env = held_env();
+    env.write(
+        "conductor/workflows/paid.yaml",
+        "workflow:\n  id: paid\n  budget: {cost_usd: 1.0}\n  steps:\n    - id: research\n      god: thoth\n    - id: build\n      god: hephaestus\n",
+    );
+    let hid = "hof_20261206_lkb001";
+    let mut h = def_handoff(
+        handoff(hid, "wf_lkb1", "thoth", "x", "research", &[]),
+        "paid",
+        None,
+    );
+    h["usage"] = serde_json::json!({"cost_usd": 1.2});
+    env.submit(&h);
+    assert!(env.exists(&format!("conductor/pending/_quarantine/{hid}.json")));
+    let port = free_port();
+    let _serve = serve_approvals(&env, port);
+    let link = env.ok(&["approve", hid, "--link"], None);
+    let url = link["approve_url"].as_str().unwrap().to_owned();
+    let (code, page) = curl(&[&url]);
+    assert_eq!(code, 200, "{page}");
+    for want in [
+        "Budgets reached",
+        "$1.20 used of its $1.00 budget",
+        "name=raise_usd",
+        "needs a raise",
+    ] {
+        assert!(page.contains(want), "{want:?} in {page}");
+    }
+    assert!(page.len() < 20 * 1024, "{} bytes", page.len());
+    let form = format!(
+        "handoff={hid}&digest={}",
+        link["content_sha256"].as_str().unwrap()
+    );
+    // No raise: refused, saying it needs one, naming the budget's usage.
+    let (code, receipt) = curl(&["-d", &form, &url]);
+    assert_ne!(code, 200, "{receipt}");
+    assert!(receipt.contains("needs_raise"), "{receipt}");
+    assert!(receipt.contains("$1.20"), "{receipt}");
+    assert!(!inbox_has(&env, hid));
+    // With the raise: approved, the budget raised first.
+    let (code, receipt) = curl(&["-d", &format!("{form}&raise_usd=3"), &url]);
+    assert_eq!(code, 200, "{receipt}");
+    assert!(receipt.contains("Approved"), "{receipt}");
+    assert!(inbox_has(&env, hid));
+    let e = env
+        .journal_entries()
+        .into_iter()
+        .rev()
+        .find(|e| e["action"] == "approve" && e["targets"]["handoff_id"] == hid)
+        .unwrap();
+    assert_eq!(e["targets"]["channel"], "http", "{e:#}");
+}
+
 #[test]
 fn a_link_to_edited_content_is_refused_and_a_revoked_one_too() {
     let env = held_env();
@@ -666,6 +724,139 @@ print(open(receipt).read())
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// Waits until `path` is gone (a dropped file is removed just after its receipt is written); a
+/// link is seen as itself.
+fn gone(path: &std::path::Path) {
+    let until = Instant::now() + Duration::from_secs(20);
+    while std::fs::symlink_metadata(path).is_ok() {
+        assert!(Instant::now() < until, "{} stayed", path.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `serve --approvals-drop DIR` (with `crash_at`: killed there); the process.
+fn serve_drop(env: &Env, dir: &std::path::Path, crash_at: Option<&str>) -> Serve {
+    let log = env.dir.path().join("serve.log");
+    let mut c = env.command(&[
+        "serve",
+        "--approvals-drop",
+        dir.to_str().unwrap(),
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    if let Some(at) = crash_at {
+        c.env("PANTHEON_TEST_CRASH_AT", at);
+    }
+    Serve(
+        c.stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// Waits for `serve` to die; true when it was killed by SIGKILL (its crash point).
+fn killed(serve: &mut Serve) -> bool {
+    use std::os::unix::process::ExitStatusExt;
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(st) = serve.0.try_wait().unwrap() {
+            return st.signal() == Some(libc::SIGKILL);
+        }
+        assert!(
+            Instant::now() < until,
+            "serve never reached its crash point"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// kill -9 at the drop's crash points, between the redeem and the removal: the file stays, the next
+/// `serve` takes it again, its receipt says the item was decided already, and the decision was
+/// applied and journaled once.
+#[test]
+fn a_drop_killed_between_its_redeem_and_its_removal_is_taken_again_and_decided_once() {
+    let env = held_env();
+    let dir = env.dir.path().join("drop");
+    std::fs::create_dir_all(&dir).unwrap();
+    let uid = std::fs::metadata(&dir)
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
+        .unwrap();
+    for (n, at) in [(51, "drop:after-redeem"), (52, "drop:after-receipt")] {
+        let hid = hold(&env, n);
+        let link = env.ok(
+            &[
+                "approve",
+                &hid,
+                "--link",
+                "--base-url",
+                "http://127.0.0.1:9",
+            ],
+            None,
+        );
+        let token = link["approve_url"]
+            .as_str()
+            .unwrap()
+            .rsplit('/')
+            .next()
+            .unwrap();
+        let body = serde_json::json!({"token": token, "handoff": hid,
+            "digest": link["content_sha256"]})
+        .to_string();
+        // Dropped as a relay does (a hidden file renamed), before serve starts: its first scan
+        // takes it and dies at the crash point.
+        let name = format!("d{n}.json");
+        std::fs::write(dir.join(format!(".{name}")), &body).unwrap();
+        std::fs::rename(dir.join(format!(".{name}")), dir.join(&name)).unwrap();
+        let receipt = dir.join(format!("{name}.receipt.json"));
+        let mut serve = serve_drop(&env, &dir, Some(at));
+        assert!(killed(&mut serve), "{at} was reached");
+        let approvals = |env: &Env| -> Vec<Value> {
+            env.journal_entries()
+                .into_iter()
+                .filter(|e| e["action"] == "approve" && e["targets"]["handoff_id"] == hid.as_str())
+                .collect()
+        };
+        // Decided and journaled; the file is still there (with the receipt only after it).
+        assert!(inbox_has(&env, &hid), "{at}");
+        assert_eq!(approvals(&env).len(), 1, "{at}");
+        assert!(
+            dir.join(&name).exists(),
+            "{at}: the file stays until its receipt is written"
+        );
+        assert_eq!(receipt.exists(), at == "drop:after-receipt", "{at}");
+        if at == "drop:after-receipt" {
+            let r: Value = serde_json::from_slice(&std::fs::read(&receipt).unwrap()).unwrap();
+            assert_eq!(r["status"], "approved", "{r:#}");
+            std::fs::remove_file(&receipt).unwrap();
+        }
+        // The next serve takes it again: answered "already decided", then removed.
+        let serve = serve_drop(&env, &dir, None);
+        let until = Instant::now() + Duration::from_secs(30);
+        while !receipt.exists() {
+            assert!(Instant::now() < until, "{at}: no receipt after the restart");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        gone(&dir.join(&name));
+        drop(serve);
+        let r: Value = serde_json::from_slice(&std::fs::read(&receipt).unwrap()).unwrap();
+        assert_eq!(r["status"], "refused", "{at}: {r:#}");
+        assert_eq!(r["refused"], "already_decided", "{at}: {r:#}");
+        let said = r["message"].as_str().unwrap();
+        assert!(
+            said.contains(&format!("already approved by uid {uid} (file owner)")),
+            "{at}: {said}"
+        );
+        // Once: one decision, one entry, with its channel.
+        let e = approvals(&env);
+        assert_eq!(e.len(), 1, "{at}: {e:#?}");
+        assert_eq!(e[0]["targets"]["channel"], "file");
+        assert!(inbox_has(&env, &hid));
+    }
+    let out = env.run(&["journal", "--verify"], None);
+    assert!(out.status.success(), "{out:?}");
+}
+
 #[test]
 fn a_decision_dropped_as_a_file_is_read_once_removed_and_answered_with_a_receipt_beside_it() {
     let env = held_env();
@@ -732,7 +923,8 @@ fn a_decision_dropped_as_a_file_is_read_once_removed_and_answered_with_a_receipt
         format!("uid {uid} (file owner) via file link"),
         "{r:#}"
     );
-    assert!(!dir.join("d1.json").exists(), "the token does not stay");
+    // Removed once its receipt is written.
+    gone(&dir.join("d1.json"));
     assert!(inbox_has(&env, &h1));
     let e: Vec<Value> = env
         .journal_entries()
@@ -760,7 +952,7 @@ fn a_decision_dropped_as_a_file_is_read_once_removed_and_answered_with_a_receipt
     }
     let r: Value = serde_json::from_slice(&std::fs::read(&receipt).unwrap()).unwrap();
     assert_eq!(r["status"], "error", "{r:#}");
-    assert!(!dir.join("evil.txt").exists());
+    gone(&dir.join("evil.txt"));
     assert!(target.exists());
     assert!(env.exists(&format!("conductor/pending/_quarantine/{h2}.json")));
 }

@@ -12,6 +12,7 @@ mod e2e;
 mod fixture_root;
 mod front_door;
 mod habits;
+mod links;
 mod live;
 mod matrix;
 mod narrow;

@@ -35,6 +35,7 @@ pub use crate::error::{Error, Refusal, Result, Violation};
 // The root and its files: the `Root`, validated ids, settings, safe reads and atomic writes.
 pub use crate::{
     store::atomic::{to_pretty_json, write_atomic},
+    store::crash::crash_point,
     store::ids::{
         AckId, Director, GodName, HandoffId, StepId, TrackName, WorkerId, WorkflowId,
         check_free_text, decode_key, encode_key, is_valid_name,

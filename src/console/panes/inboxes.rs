@@ -429,6 +429,11 @@ fn dispatch_fields<'a>(
     if let Some(h) = &d.held_because {
         l.push(kv("held because", h.clone(), theme.accent(), theme));
     }
+    // A held item's links (none yet: the key that mints them), and those of one a link released.
+    let linked = app.snapshot().links.by_handoff.contains_key(&d.handoff_id);
+    if linked || (r.held && !crate::engine::held_by_pause(d.held_because.as_deref())) {
+        link_lines(&mut l, &d.handoff_id, app, theme);
+    }
     if let Some(w) = &r.view.warning {
         l.push(kv("⚠ file", w.clone(), theme.warn(), theme));
     }
@@ -441,6 +446,115 @@ fn dispatch_fields<'a>(
         ));
     }
     l
+}
+
+/// The most link pairs a held item's detail lists (the newest; older ones are counted).
+const LINK_PAIRS_SHOWN: usize = 3;
+
+/// A held item's approval links (docs/PROTOCOL.md §2.15), newest pair first: open (minted when,
+/// by which channel, expires when), used (the decision, by whom, through which channel), revoked,
+/// superseded (decided another way) or expired; `none` with the key that mints one.
+fn link_lines(l: &mut Vec<Line>, handoff_id: &str, app: &App, theme: &Theme) {
+    let snap = app.snapshot();
+    let Some(records) = snap.links.by_handoff.get(handoff_id) else {
+        use crate::console::keymap::{Action, OperatorAction};
+        let key = app
+            .keymap()
+            .key_for(&Action::Operator(OperatorAction::Link));
+        l.push(kv(
+            "links",
+            format!("none · {key} mints a one-time pair"),
+            theme.dim(),
+            theme,
+        ));
+        return;
+    };
+    // The pair of one mint: the approve and reject records name each other.
+    let mut pairs: Vec<Vec<&crate::engine::LinkRecord>> = Vec::new();
+    for r in records.iter().rev() {
+        match pairs
+            .iter_mut()
+            .find(|p| p.iter().any(|x| x.pair_sha256 == r.token_sha256))
+        {
+            Some(p) => p.push(r),
+            None => pairs.push(vec![r]),
+        }
+    }
+    let (now, abs) = (app.now(), app.absolute_times());
+    for (i, pair) in pairs.iter().take(LINK_PAIRS_SHOWN).enumerate() {
+        let (text, style) = link_state(pair, now, abs, theme);
+        l.push(kv(
+            if i == 0 { "links" } else { "" },
+            text,
+            style,
+            theme,
+        ));
+    }
+    if pairs.len() > LINK_PAIRS_SHOWN {
+        l.push(kv(
+            "",
+            format!("+{} older", pairs.len() - LINK_PAIRS_SHOWN),
+            theme.dim(),
+            theme,
+        ));
+    }
+}
+
+/// One minted pair's state as its records say.
+fn link_state(
+    pair: &[&crate::engine::LinkRecord],
+    now: chrono::DateTime<chrono::Utc>,
+    abs: bool,
+    theme: &Theme,
+) -> (String, ratatui::style::Style) {
+    let first = pair[0];
+    let ended = |how: &str| {
+        pair.iter()
+            .filter_map(|r| r.ended.as_ref())
+            .find(|e| e.how == how)
+    };
+    // Who, and through which channel (a link's `by` says both already: `alice via http link`).
+    let by = |e: &crate::engine::LinkEnded| {
+        if e.by.contains(" via ") {
+            e.by.clone()
+        } else {
+            format!("{} via {}", e.by, e.channel)
+        }
+    };
+    if let Some(e) = ended("used") {
+        let outcome = e.outcome.as_deref().unwrap_or("decided");
+        let text = format!(
+            "used · {outcome} by {} {}",
+            by(e),
+            when(Some(&e.at), now, abs)
+        );
+        return (text, theme.ok());
+    }
+    if let Some(e) = ended("revoked") {
+        let text = format!("revoked by {} {}", e.by, when(Some(&e.at), now, abs));
+        return (text, theme.dim());
+    }
+    if let Some(e) = ended("superseded") {
+        let outcome = e.outcome.as_deref().unwrap_or("decided");
+        let text = format!(
+            "ended · {outcome} by {} {}",
+            by(e),
+            when(Some(&e.at), now, abs)
+        );
+        return (text, theme.dim());
+    }
+    let expires = crate::engine::time::parse_ts(&first.expires_at);
+    if expires.is_none_or(|t| t <= now) {
+        let text = format!("expired {}", when(Some(&first.expires_at), now, abs));
+        return (text, theme.warn());
+    }
+    let text = format!(
+        "open · minted {} ({}), expires {}",
+        when(Some(&first.minted_at), now, abs),
+        first.channel,
+        when(Some(&first.expires_at), now, abs)
+    );
+    (text, theme.accent())
 }
 
 /// What a dispatch asks and carries: its step's definition, the summary, the context's lists, the

@@ -131,6 +131,7 @@ fn list_files_and_links(dir: &Path) -> (Vec<String>, Vec<String>) {
 
 mod cost;
 mod inbox;
+mod links;
 mod track;
 mod workflow;
 
@@ -178,6 +179,8 @@ pub fn dirs_to_watch(root: &Root) -> BTreeSet<PathBuf> {
     out.extend(crate::engine::nats::watched_dirs(root));
     // The ledger, the budget warnings and the raised budgets (the Ledger pane, the cost column).
     out.insert(cost::watched(root));
+    // The approval links' records (pane 2's detail of a held item).
+    out.insert(root.approvals_dir());
     out
 }
 
@@ -205,6 +208,8 @@ enum Target {
     Bridge(bridge::BridgePart),
     /// `conductor/cost/`: the ledger, the budget warnings, the raised budgets.
     Cost(cost::CostPart),
+    /// `conductor/approvals/`: the approval links' records.
+    Links,
     Ignore,
 }
 
@@ -280,6 +285,9 @@ pub struct LiveModel {
     /// The ledger, warnings and raised budgets (`conductor/cost/`).
     cost: cost::CostTracker,
     dirty_cost: bool,
+    /// The approval links' records (`conductor/approvals/`).
+    links: links::LinkTracker,
+    dirty_links: bool,
     /// True until the first load read `conductor/cost/` (after the first screen: a long ledger's
     /// tail takes longer than the first screen may).
     cost_unread: bool,
@@ -344,6 +352,8 @@ impl LiveModel {
             dirty_bridge: true,
             cost: Default::default(),
             dirty_cost: true,
+            links: Default::default(),
+            dirty_links: true,
             cost_unread: false,
             layout: 0,
             progressive: false,
@@ -406,6 +416,10 @@ impl LiveModel {
             self.cost_unread = false;
             if self.cost.refresh(&self.root, cost::CostPart::All) {
                 self.dirty_cost = true;
+            }
+            // The approval links' records too: up to 10,000 small files, after the first screen.
+            if self.links.refresh(&self.root) {
+                self.dirty_links = true;
             }
         }
         if self.inboxes_unlisted {
@@ -608,6 +622,9 @@ impl LiveModel {
         if path.starts_with(self.dead_dir()) {
             return Target::Dead;
         }
+        if path.starts_with(self.root.approvals_dir()) {
+            return Target::Links;
+        }
         if path.starts_with(self.root.supervisor_dir()) {
             return Target::Supervisors;
         }
@@ -701,6 +718,11 @@ impl LiveModel {
                     self.dirty_cost = true;
                 }
             }
+            Target::Links => {
+                if self.links.refresh(&self.root) {
+                    self.dirty_links = true;
+                }
+            }
             Target::TracksDir => self.rescan_tracks(),
             Target::Track(name, part) => {
                 let bus = self.root.tracks_dir().join(&name).join(layout::BUS_DIR);
@@ -746,6 +768,9 @@ impl LiveModel {
         }
         if self.cost.refresh(&self.root, cost::CostPart::All) {
             self.dirty_cost = true;
+        }
+        if self.links.refresh(&self.root) {
+            self.dirty_links = true;
         }
     }
 
@@ -861,6 +886,7 @@ impl LiveModel {
             || self.dirty_journal
             || self.dirty_bridge
             || self.dirty_cost
+            || self.dirty_links
         {
             self.publish();
             Some(self.snapshot.clone())
@@ -951,6 +977,9 @@ impl LiveModel {
         if self.dirty_cost {
             s.ledger = self.cost.view();
         }
+        if self.dirty_links {
+            s.links = Arc::new(self.links.view());
+        }
         if self.dirty_inboxes || self.dirty_workflows || self.dirty_definitions {
             let mut list = self.build_workflows(&s);
             // In the Workflows pane's order once here, not on every frame. Unstable, so no buffer
@@ -999,6 +1028,12 @@ impl LiveModel {
         let mut warnings = self.collect_warnings(&s);
         self.date_warnings(&mut warnings);
         s.warnings = Arc::new(warnings);
+        self.clear_dirty();
+        self.snapshot = Arc::new(s);
+    }
+
+    /// Every part published: nothing dirty until the next change.
+    fn clear_dirty(&mut self) {
         self.dirty_workflows = false;
         self.dirty_inboxes = false;
         self.dirty_tracks = false;
@@ -1009,7 +1044,7 @@ impl LiveModel {
         self.dirty_journal = false;
         self.dirty_bridge = false;
         self.dirty_cost = false;
-        self.snapshot = Arc::new(s);
+        self.dirty_links = false;
     }
 
     fn collect_warnings(&self, s: &Snapshot) -> Vec<FileWarning> {
@@ -1048,6 +1083,7 @@ impl LiveModel {
         for i in s.dead_letters.iter() {
             out.extend(i.errors.iter().cloned());
         }
+        out.extend(self.links.warnings(&self.root));
         out
     }
 }

@@ -144,6 +144,61 @@ fn every_change_between_mint_and_tap_is_refused_with_its_receipt() {
     assert_eq!(redeem(&c, "../../etc").refused, Some(Refusal::Unknown));
 }
 
+/// The two changes `every_change_between_mint_and_tap_is_refused_with_its_receipt` leaves out: a
+/// budget raised between the mint and the tap (the raise the link's approver would have been asked
+/// for was given another way) and a held dispatch moved out of the quarantine by hand (requeued
+/// into its god's inbox). Each is refused with its receipt and nothing is decided.
+#[test]
+fn a_raise_or_a_move_out_of_the_quarantine_between_mint_and_tap_is_refused() {
+    let (_d, c) = gate_root();
+    std::fs::write(
+        c.root().workflows_dir().join("paid.yaml"),
+        "workflow:\n  id: paid\n  budget: {cost_usd: 1.0}\n  steps:\n    - id: research\n      god: thoth\n    - id: build\n      god: hephaestus\n",
+    )
+    .unwrap();
+    let h = serde_json::json!({"handoff_id": "hof_20261206_bd0002", "workflow_id": "wf_bd2",
+        "from_god": "thoth", "to_god": "hephaestus", "step": "research",
+        "routing": {"workflow_definition": "paid"}, "usage": {"cost_usd": 1.2},
+        "context": {"summary": "s", "decisions": [], "artifacts": []}});
+    c.submit_handoff(&h).unwrap();
+    let hid = HandoffId::parse("hof_20261206_bd0002").unwrap();
+    let m = mint(&c, &hid);
+    let to = crate::cost::budget::Budget::parse(&serde_json::json!({"cost_usd": 2.0})).unwrap();
+    c.raise_budget(&hid, to, "operator").unwrap();
+    let three = crate::cost::budget::Budget::parse(&serde_json::json!({"cost_usd": 3.0})).unwrap();
+    let r = c
+        .redeem_link(&RedeemRequest {
+            token: m.approve_token.clone(),
+            channel: Some(Channel::Http),
+            raise: Some(three),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(r.refused, Some(Refusal::Raised), "{r:?}");
+    assert!(!r.message.is_empty());
+    assert!(
+        c.root()
+            .quarantine_dir()
+            .join(format!("{hid}.json"))
+            .exists()
+    );
+    // Moved out of the quarantine into the god's inbox by hand.
+    let gated = held(&c, 40);
+    let m = mint(&c, &gated);
+    let inbox = c.root().pending_root().join("hephaestus");
+    std::fs::create_dir_all(&inbox).unwrap();
+    std::fs::rename(
+        c.root().quarantine_dir().join(format!("{gated}.json")),
+        inbox.join(format!("{gated}.json")),
+    )
+    .unwrap();
+    let r = redeem(&c, &m.approve_token);
+    assert_eq!(r.refused, Some(Refusal::Requeued), "{r:?}");
+    assert!(!r.applied());
+    let st = files::require_state(c.root(), &WorkflowId::parse("wf_ap40").unwrap()).unwrap();
+    assert!(decided(&st, &gated).is_none(), "nothing was decided");
+}
+
 #[test]
 fn an_item_no_longer_held_gets_no_link() {
     let (_d, c) = gate_root();
@@ -186,11 +241,13 @@ enum Between {
     StateMoved,
     Rerouted,
     Redispatched,
+    /// The held file moved out of the quarantine into its god's inbox by hand.
+    MovedOut,
     TwoTapsAtOnce,
     ApproveAndRejectAtOnce,
 }
 
-const BETWEEN: [Between; 11] = [
+const BETWEEN: [Between; 12] = [
     Between::Nothing,
     Between::Edited,
     Between::Replayed,
@@ -200,6 +257,7 @@ const BETWEEN: [Between; 11] = [
     Between::StateMoved,
     Between::Rerouted,
     Between::Redispatched,
+    Between::MovedOut,
     Between::TwoTapsAtOnce,
     Between::ApproveAndRejectAtOnce,
 ];
@@ -259,6 +317,11 @@ fn disturb(
         Between::Redispatched => rewrite(&quarantined, |v| {
             v["dispatch_id"] = crate::store::generate_dispatch_id().into()
         }),
+        Between::MovedOut => {
+            let inbox = c.root().pending_root().join("hephaestus");
+            std::fs::create_dir_all(&inbox).unwrap();
+            std::fs::rename(&quarantined, inbox.join(format!("{item}.json"))).unwrap();
+        }
     }
 }
 
@@ -337,8 +400,8 @@ fn zero_wrong_approvals_in_fuzzed_races_between_mint_and_tap() {
         if used.len() > 8 {
             used.remove(0);
         }
-        // A decided item is done with: the next round holds a new one.
-        if decided > 0 || between == Between::DecidedAtCli {
+        // A decided item is done with, and so is one no longer held: the next round holds a new one.
+        if decided > 0 || matches!(between, Between::DecidedAtCli | Between::MovedOut) {
             item = fresh(&c, &mut n);
         }
         // Keep the records few, as a day's cleaning would.

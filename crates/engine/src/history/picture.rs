@@ -35,6 +35,41 @@ fn lines(bytes: &[u8]) -> usize {
         .count()
 }
 
+/// The journal's entries counted, and its decisions by approval link.
+fn journal_of(bytes: &[u8]) -> (usize, Vec<Value>) {
+    (lines(bytes), decided_by_link(bytes))
+}
+
+/// The most decisions by approval link a picture lists (the newest).
+const BY_LINK_KEPT: usize = 100;
+
+/// The journal's decisions that came through an approval link (an entry whose targets name a
+/// `channel` other than the operator's usual paths), newest last, at most [`BY_LINK_KEPT`]:
+/// `{seq, at, action, outcome, workflow_id, handoff_id, channel, approver}`. A line that is not an
+/// entry is passed over.
+fn decided_by_link(bytes: &[u8]) -> Vec<Value> {
+    let usual = ["cli", "console", "mcp"];
+    let mut out: std::collections::VecDeque<Value> = std::collections::VecDeque::new();
+    for line in bytes.split(|b| *b == b'\n') {
+        let Ok(e) = serde_json::from_slice::<Value>(line) else {
+            continue;
+        };
+        let t = &e["targets"];
+        let Some(channel) = t["channel"].as_str().filter(|c| !usual.contains(c)) else {
+            continue;
+        };
+        if out.len() == BY_LINK_KEPT {
+            out.pop_front();
+        }
+        out.push_back(json!({
+            "seq": e["seq"], "at": e["at"], "action": e["action"], "outcome": e["outcome"],
+            "workflow_id": t["workflow_id"], "handoff_id": t["handoff_id"],
+            "channel": channel, "approver": t["approver"],
+        }));
+    }
+    out.into()
+}
+
 /// A dispatch file's place in its directory's order (`dispatched_at`, else its mtime; then its name)
 /// and its handoff id (its name when it cannot be read).
 fn dispatch_of(
@@ -249,7 +284,7 @@ pub(crate) fn picture(
     let mut archived: BTreeMap<String, usize> = BTreeMap::new();
     let (mut locks, mut workers, mut bus) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
     let mut supervisors: Vec<String> = Vec::new();
-    let mut journal = 0usize;
+    let mut journal = (0usize, Vec::new());
     // Per track: the newest session (started, id) and the board files' keys.
     let mut sessions: BTreeMap<String, (Option<i64>, String, BoardSession)> = BTreeMap::new();
     let mut board_files: BTreeMap<String, Vec<(&str, String)>> = BTreeMap::new();
@@ -302,7 +337,7 @@ pub(crate) fn picture(
                 supervisors.extend(f.strip_suffix(".json").map(str::to_owned));
             }
             [c, f] if *c == layout::CONDUCTOR_DIR && *f == layout::JOURNAL_FILE => {
-                journal += read(key).map(|b| lines(&b)).unwrap_or(0);
+                journal = read(key).map_or_else(Default::default, |b| journal_of(&b));
             }
             [c, t, track, b, rest @ ..]
                 if *c == layout::CONDUCTOR_DIR
@@ -351,7 +386,7 @@ pub(crate) fn picture(
         "workers": workers,
         "boards": boards,
         "bus": bus,
-        "journal": {"entries": journal},
+        "journal": {"entries": journal.0, "decided_by_link": journal.1},
         "supervisors": supervisors,
     })
 }

@@ -1,8 +1,9 @@
 //! The test-only crash points every writer of the engine marks between two writes.
 
 /// Test-only crash points: when `PANTHEON_TEST_CRASH_AT` names this point, the process kills itself
-/// with SIGKILL there (used by the crash-repair tests to reach every point between two writes).
-pub(crate) fn crash_point(name: &str) {
+/// with SIGKILL there (used by the crash-repair tests to reach every point between two writes). The
+/// shells mark theirs with it too (the approvals' file drop).
+pub fn crash_point(name: &str) {
     if let Some(at) = std::env::var_os("PANTHEON_TEST_CRASH_AT")
         && at == name
     {
