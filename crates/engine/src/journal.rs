@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -234,13 +234,14 @@ fn skip_line(r: &mut impl BufRead) -> std::io::Result<()> {
     }
 }
 
-fn open_for_append(root: &Root, path: &Path) -> Result<File> {
+/// Opens the journal for appending, with its length (from the one `statx` its check made).
+fn open_for_append(root: &Root, path: &Path) -> Result<(File, u64)> {
     use rustix::fs::OFlags;
     let file =
         crate::store::safe::open_file(root, path, OFlags::RDWR | OFlags::APPEND | OFlags::CREATE)?
             .ok_or_else(|| Error::refused(format!("{} could not be created", path.display())))?;
-    crate::store::safe::require_single_link(&file, path)?;
-    Ok(file)
+    let len = crate::store::safe::require_single_link(&file, path)?.len();
+    Ok((file, len))
 }
 
 /// What the last entry of the journal was: its sequence number and hash.
@@ -283,14 +284,26 @@ fn parse_head(line: &[u8]) -> Option<Head> {
 }
 
 /// Reads enough of the end of `file` (length `len`) to hold its last whole line: 4 KiB, else up to
-/// [`MAX_LINE_BYTES`].
-fn read_tail(file: &mut File, len: u64) -> std::io::Result<Vec<u8>> {
+/// [`MAX_LINE_BYTES`]. Each window is one positioned read (not a read per doubling of a buffer);
+/// a file shorter than `len` gives what it holds.
+fn read_tail(file: &File, len: u64) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
     let mut buf = Vec::new();
     for window in [4096u64, MAX_LINE_BYTES as u64 * 2] {
         let start = len.saturating_sub(window);
-        file.seek(SeekFrom::Start(start))?;
         buf.clear();
-        Read::by_ref(file).take(len - start).read_to_end(&mut buf)?;
+        buf.resize(usize::try_from(len - start).unwrap_or(0), 0);
+        let mut filled = 0;
+        while filled < buf.len() {
+            let at = start.saturating_add(filled as u64);
+            match file.read_at(&mut buf[filled..], at) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        buf.truncate(filled);
         let body = buf.strip_suffix(b"\n").unwrap_or(&buf);
         if start == 0 || body.contains(&b'\n') {
             break;
@@ -323,13 +336,13 @@ pub fn files(root: &Root) -> Vec<PathBuf> {
 }
 
 fn head_of_file(path: &Path) -> Result<Option<Head>> {
-    let mut f = match open_read(path) {
+    let f = match open_read(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(Error::io(path, e)),
     };
     let len = f.metadata().map_err(|e| Error::io(path, e))?.len();
-    let tail = read_tail(&mut f, len).map_err(|e| Error::io(path, e))?;
+    let tail = read_tail(&f, len).map_err(|e| Error::io(path, e))?;
     Ok(head_of_tail(&tail))
 }
 
@@ -358,9 +371,8 @@ pub(crate) fn append_held(
     act: &Act,
 ) -> Result<Value> {
     let path = journal_path(root);
-    let mut file = open_for_append(root, &path)?;
-    let len = file.metadata().map_err(|e| Error::io(&path, e))?.len();
-    let tail = read_tail(&mut file, len).map_err(|e| Error::io(&path, e))?;
+    let (mut file, len) = open_for_append(root, &path)?;
+    let tail = read_tail(&file, len).map_err(|e| Error::io(&path, e))?;
     // Writers end every entry with a newline; anything after the last one is a torn line left by a
     // writer killed mid-write, which never became an entry.
     let keep = tail.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
@@ -384,7 +396,7 @@ pub(crate) fn append_held(
         crate::store::atomic::ensure_dir(root, &dir)?;
         let seg = dir.join(format!("{first:020}.jsonl"));
         crate::store::atomic::rename_durable(root, &path, &seg)?;
-        file = open_for_append(root, &path)?;
+        file = open_for_append(root, &path)?.0;
     }
 
     let mut body = Map::new();

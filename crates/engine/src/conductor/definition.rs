@@ -503,18 +503,17 @@ impl StepDef {
 pub(crate) fn config_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
         Ok(rd) => rd
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                let name = p
-                    .file_name()
-                    .map(|n| n.to_string_lossy())
-                    .unwrap_or_default();
+            .filter_map(|e| e.ok())
+            .filter(|e| {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
                 !name.starts_with('.')
                     && (name.ends_with(".yaml")
                         || name.ends_with(".yml")
                         || name.ends_with(".json"))
-                    && p.is_file()
             })
+            .filter(|e| crate::store::read::entry_is(e, std::fs::FileType::is_file))
+            .map(|e| e.path())
             .collect(),
         Err(_) => Vec::new(),
     };

@@ -14,10 +14,9 @@ use super::model::{
     StepStatus, WorkflowState, WorkflowStatus, from_value,
 };
 use super::results::RedispatchStatus;
-use super::submit::stored_handoff_path;
+use super::submit::stored_handoff;
 use crate::error::{Error, Result};
 use crate::store::atomic::write_json;
-use crate::store::read::read_json;
 use crate::store::time::now_ts;
 use crate::store::{GodName, HandoffId, StepId, WorkflowId, generate_dispatch_id};
 
@@ -174,14 +173,10 @@ impl Conductor {
     ) -> Result<Dispatch> {
         let hid = rec.handoff_id.clone().unwrap_or_default();
         let step_id = StepId::parse(&rec.step_id)?;
-        let handoff: Handoff = read_json(&stored_handoff_path(
-            &self.root,
-            wf,
-            &step_id,
-            &HandoffId::parse(&hid)?,
-        ))?
-        .and_then(|v| from_value(v).ok())
-        .unwrap_or_default();
+        let handoff: Handoff = stored_handoff(&self.root, wf, &step_id, &HandoffId::parse(&hid)?)
+            .1?
+            .and_then(|v| from_value(v).ok())
+            .unwrap_or_default();
         let history = st
             .step_history
             .iter()

@@ -232,7 +232,7 @@ pub(crate) fn god_dirs(dir: &Path) -> Vec<GodName> {
     let mut out: Vec<GodName> = match std::fs::read_dir(dir) {
         Ok(rd) => rd
             .filter_map(|e| e.ok())
-            .filter(|e| e.path().is_dir())
+            .filter(|e| crate::store::read::entry_is(e, std::fs::FileType::is_dir))
             .filter_map(|e| {
                 let n = e.file_name().to_string_lossy().into_owned();
                 if is_valid_name(&n) && !is_foreign_pending_dir(&n) {

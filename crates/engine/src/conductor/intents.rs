@@ -227,7 +227,8 @@ impl Conductor {
         // An intent already there is a crashed attempt's only when its writer is gone: a concurrent
         // repeat still running journals its own act (two processes acking at once each journaled the
         // ack as the original: one act, two entries).
-        let other_running = path.exists()
+        let there = path.exists();
+        let other_running = there
             && files::read_model::<IntentFile>(&path)
                 .ok()
                 .flatten()
@@ -235,12 +236,11 @@ impl Conductor {
         // A crashed attempt's intent is settled by this repeat only when the journal records neither
         // the intent nor the act (a planted intent for an act journaled long ago would otherwise
         // make the repeat journal it a second time).
-        let unjournaled_before =
-            path.exists() && !other_running && !journal_names(&self.root, key) && {
-                let mut wanted = settle::Wanted::default();
-                wanted.add(key, &check);
-                !settle::Facts::scan(&self.root, &wanted).records(key, &check)
-            };
+        let unjournaled_before = there && !other_running && !journal_names(&self.root, key) && {
+            let mut wanted = settle::Wanted::default();
+            wanted.add(key, &check);
+            !settle::Facts::scan(&self.root, &wanted).records(key, &check)
+        };
         let origin = self.origin();
         let f = IntentFile {
             key: key.to_owned(),
@@ -275,6 +275,7 @@ impl Conductor {
             && i.made_dir
         {
             // Only an empty directory is removed (another writer's intent keeps it).
+            crate::store::safe::forget_walks();
             let _ = std::fs::remove_dir(intents_dir(&self.root));
         }
     }

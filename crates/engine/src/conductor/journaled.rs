@@ -15,6 +15,7 @@ use super::{
 };
 use crate::error::Result;
 use crate::journal::{self, Act};
+use crate::store::safe::reusing_walks;
 use crate::store::{HandoffId, WorkflowId};
 
 /// An ack's ids and status as it gave them, for its intent.
@@ -43,13 +44,16 @@ impl Conductor {
     /// the state it commits (`from.inbound_peer`).
     ///
     /// One act ([`crate::store::commit::act`]): what it writes is made durable by one shared sync
-    /// before it returns.
+    /// before it returns, and each directory it writes in is walked to once ([`reusing_walks`]; so
+    /// are the ack's, the decision's and the abort's).
     pub(crate) fn submit_handoff_held(
         &self,
         handoff: &Value,
         from: SubmitFrom,
     ) -> Result<SubmitResult> {
-        crate::store::commit::act(self.root(), || self.submit_held_act(handoff, from))
+        crate::store::commit::act(self.root(), || {
+            reusing_walks(|| self.submit_held_act(handoff, from))
+        })
     }
 
     fn submit_held_act(&self, handoff: &Value, from: SubmitFrom) -> Result<SubmitResult> {
@@ -131,7 +135,7 @@ impl Conductor {
         said: AckWords<'_>,
         take: impl FnOnce() -> Result<AckResult>,
     ) -> Result<AckResult> {
-        crate::store::commit::act(self.root(), || self.ack_act(said, take))
+        crate::store::commit::act(self.root(), || reusing_walks(|| self.ack_act(said, take)))
     }
 
     fn ack_act(
@@ -217,7 +221,9 @@ impl Conductor {
         reject: Option<&str>,
         by: Actor,
     ) -> Result<ApprovalResult> {
-        crate::store::commit::act(self.root(), || self.decide_act(handoff_id, reject, by))
+        crate::store::commit::act(self.root(), || {
+            reusing_walks(|| self.decide_act(handoff_id, reject, by))
+        })
     }
 
     fn decide_act(
@@ -270,7 +276,9 @@ impl Conductor {
     /// the state `aborted`, and every open dispatch withdrawn. Aborting again returns the same manifest
     /// (finishing anything a crash left undone); a completed workflow cannot be aborted.
     pub fn abort_workflow(&self, wf: &WorkflowId, reason: &str, by: Actor) -> Result<AbortResult> {
-        crate::store::commit::act(self.root(), || self.abort_workflow_act(wf, reason, by))
+        crate::store::commit::act(self.root(), || {
+            reusing_walks(|| self.abort_workflow_act(wf, reason, by))
+        })
     }
 
     fn abort_workflow_act(&self, wf: &WorkflowId, reason: &str, by: Actor) -> Result<AbortResult> {

@@ -2,9 +2,6 @@
 //! `shared/handoffs/schema.json` is used when present (a user may tighten it); otherwise the built-in
 //! schema, with a warning. Every violation is reported with its JSON pointer.
 
-use std::path::PathBuf;
-use std::time::SystemTime;
-
 use jsonschema::error::ValidationErrorKind;
 use serde_json::Value;
 
@@ -73,14 +70,14 @@ pub(crate) struct Schemas {
     pub handoff_has_traceparent: bool,
 }
 
-/// What identifies a schema file's version on disk (to reuse compiled validators).
-pub(crate) type SchemaKey = Option<(PathBuf, SystemTime, u64)>;
+/// What identifies a schema file's version on disk (to reuse compiled validators): its device,
+/// inode, size, mtime and ctime, from one `statx` (a file replaced by rename, or rewritten with the
+/// same size and its mtime set back, is another version).
+pub(crate) type SchemaKey = Option<crate::store::yaml::FileIdentity>;
 
 /// The key of the root's schema file now (`None`: no file).
 pub(crate) fn schema_key(root: &Root) -> SchemaKey {
-    let p = root.schema_path();
-    let m = std::fs::metadata(&p).ok()?;
-    Some((p, m.modified().ok()?, m.len()))
+    crate::store::yaml::FileIdentity::of(&root.schema_path())
 }
 
 fn compile(doc: &Value, def: Option<&str>, origin: &str) -> Result<jsonschema::Validator> {
@@ -214,10 +211,49 @@ fn violations(validator: &jsonschema::Validator, v: &Value) -> Vec<Violation> {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::sync::Arc;
 
     fn builtin() -> Schemas {
         let dir = tempfile::tempdir().unwrap();
         Schemas::load(&Root::at(dir.path())).unwrap()
+    }
+
+    #[test]
+    fn a_schema_rewritten_with_the_same_size_and_mtime_is_compiled_again_at_the_next_act() {
+        // One process (a god's `pantheon mcp`) reuses its compiled schema while the file is the
+        // same version; an operator's edit that keeps the size and sets the mtime back is another
+        // version all the same (its inode and ctime differ), seen at the next submit.
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path());
+        let c = crate::Conductor::new(root.clone());
+        let text = crate::store::atomic::to_pretty_json(&builtin_schema().unwrap());
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        let write = |bytes: &[u8]| {
+            crate::store::atomic::write_atomic(&root, &root.schema_path(), bytes).unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(root.schema_path())
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        };
+        write(&text);
+        // Out of the racy window (a change within the clock's granularity is never cached).
+        std::thread::sleep(std::time::Duration::from_millis(2100));
+        let first = c.schemas().unwrap();
+        assert!(Arc::ptr_eq(&first, &c.schemas().unwrap()), "reused");
+        // The same size: a name in it changed to another of its length.
+        let tightened =
+            String::from_utf8(text.clone())
+                .unwrap()
+                .replacen("\"summary\"", "\"summarx\"", 1);
+        assert_eq!(tightened.len(), text.len());
+        assert_ne!(tightened.as_bytes(), &text[..]);
+        write(tightened.as_bytes());
+        let meta = std::fs::metadata(root.schema_path()).unwrap();
+        assert_eq!(meta.modified().unwrap(), old);
+        let second = c.schemas().unwrap();
+        assert!(!Arc::ptr_eq(&first, &second), "the edit is seen");
     }
 
     #[test]

@@ -186,17 +186,25 @@ fn path_text(p: &std::path::Path) -> String {
     p.display().to_string()
 }
 
-/// The path of the file that holds `hid`'s handoff for `step`, if any.
-pub(crate) fn stored_handoff_path(
+/// The file that holds `hid`'s handoff for `step` (the step's latest handoff when it is `hid`'s,
+/// else the copy kept under its id) and what reading it gave: the latest file is read once, not
+/// once to choose it and again for its content.
+pub(crate) fn stored_handoff(
     root: &Root,
     wf: &WorkflowId,
     step: &StepId,
     hid: &HandoffId,
-) -> std::path::PathBuf {
+) -> (std::path::PathBuf, Result<Option<Value>>) {
     let latest = root.handoff_path(wf, step);
     match read_json(&latest) {
-        Ok(Some(v)) if v.get("handoff_id").and_then(Value::as_str) == Some(hid.as_str()) => latest,
-        _ => root.handoff_history_path(wf, step, hid),
+        Ok(Some(v)) if v.get("handoff_id").and_then(Value::as_str) == Some(hid.as_str()) => {
+            (latest, Ok(Some(v)))
+        }
+        _ => {
+            let kept = root.handoff_history_path(wf, step, hid);
+            let read = read_json(&kept);
+            (kept, read)
+        }
     }
 }
 
@@ -792,8 +800,8 @@ impl Conductor {
     ) -> Result<SubmitResult> {
         let hid = HandoffId::parse(rec.handoff_id.as_deref().unwrap_or_default())?;
         let rec_step = StepId::parse(&rec.step_id)?;
-        let stored_path = stored_handoff_path(&self.root, wf, &rec_step, &hid);
-        match read_json(&stored_path) {
+        let (stored_path, stored) = stored_handoff(&self.root, wf, &rec_step, &hid);
+        match stored {
             Ok(Some(stored)) if stored == *raw => {}
             Ok(None) => warnings.push(format!(
                 "handoff {hid} is recorded but {} is missing; compared by id only",

@@ -169,13 +169,13 @@ pub(crate) fn current_head(root: &Root) -> Result<Option<(u64, String)>> {
     let mut paths = segments(root);
     paths.push(journal_path(root));
     for path in paths.iter().rev() {
-        let mut f = match super::open_read(path) {
+        let f = match super::open_read(path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(Error::io(path, e)),
         };
         let len = f.metadata().map_err(|e| Error::io(path, e))?.len();
-        let tail = read_tail(&mut f, len).map_err(|e| Error::io(path, e))?;
+        let tail = read_tail(&f, len).map_err(|e| Error::io(path, e))?;
         if let Some(h) = last_entry(&tail) {
             return Ok(Some((h.seq, h.hash)));
         }

@@ -126,10 +126,9 @@ pub(crate) fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>> {
         path: path.to_path_buf(),
         message: format!("file is {len} bytes, over the {MAX_JSON_BYTES} byte limit"),
     };
-    let Some(f) = open_regular(path)? else {
+    let Some((f, m)) = open_regular_with_metadata(path)? else {
         return Ok(None);
     };
-    let m = f.metadata().map_err(|e| Error::io(path, e))?;
     if m.len() > MAX_JSON_BYTES {
         return Err(too_big(m.len()));
     }
@@ -148,6 +147,11 @@ pub(crate) fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>> {
 /// does not block (`O_NONBLOCK`), so a FIFO planted in a root cannot hang the reader, and a device such
 /// as `/dev/zero` is refused before it is read.
 pub fn open_regular(path: &Path) -> Result<Option<std::fs::File>> {
+    Ok(open_regular_with_metadata(path)?.map(|(f, _)| f))
+}
+
+/// [`open_regular`], with the metadata of the handle it checked (one `statx`, not one per question).
+fn open_regular_with_metadata(path: &Path) -> Result<Option<(std::fs::File, std::fs::Metadata)>> {
     use std::os::unix::fs::OpenOptionsExt;
     let f = match std::fs::OpenOptions::new()
         .read(true)
@@ -165,7 +169,7 @@ pub fn open_regular(path: &Path) -> Result<Option<std::fs::File>> {
             message: "not a regular file".to_owned(),
         });
     }
-    Ok(Some(f))
+    Ok(Some((f, m)))
 }
 
 fn describe_json_error(bytes: &[u8], e: &serde_json::Error) -> String {
@@ -215,6 +219,16 @@ pub(crate) fn read_yaml(path: &Path) -> Result<Value> {
             .map_err(|e| corrupt(e.into()))
     })?;
     Ok(Value::clone(&parsed))
+}
+
+/// Whether directory entry `e` is what `kind` asks of the file it names, following a link as
+/// `Path::is_file` / `Path::is_dir` do: from the type the directory listing gave when it is not a
+/// link (no `stat`), else from a `stat` of its path.
+pub(crate) fn entry_is(e: &std::fs::DirEntry, kind: fn(&std::fs::FileType) -> bool) -> bool {
+    match e.file_type() {
+        Ok(t) if !t.is_symlink() => kind(&t),
+        _ => std::fs::metadata(e.path()).is_ok_and(|m| kind(&m.file_type())),
+    }
 }
 
 /// At most this many directory entries are looked at to name the known ones in an error message.

@@ -8,11 +8,13 @@
 //! symbolic link anywhere below the anchor is refused before anything is created, and a link swapped
 //! in after a check cannot redirect the operation (there is no check-then-use on a path).
 
+use std::cell::RefCell;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
@@ -47,7 +49,7 @@ fn link_refusal(path: &Path, link: &Path, anchor: &Path) -> Error {
 /// An open directory inside an anchor, with the path it was reached by (for messages).
 #[derive(Debug)]
 pub struct SafeDir {
-    fd: OwnedFd,
+    fd: Arc<OwnedFd>,
     path: PathBuf,
     anchor: PathBuf,
     /// The anchor is the root's own directory, whose [`TEMP_DIR`] replaces write their temporary
@@ -162,23 +164,46 @@ impl SafeDir {
     /// Opens directory `path` under `root` without following any link below its anchor; creates what
     /// is missing when `create` (nothing is created before every existing component was checked).
     /// `Ok(None)` when it does not exist and `create` is false.
+    ///
+    /// Inside [`reusing_walks`] (an act), a directory an earlier walk of the same act opened is
+    /// taken from there, and the walk goes on from it: each directory is opened once per act, as
+    /// checked, not once per file.
     pub fn open(root: &Root, path: &Path, create: bool) -> Result<Option<Self>> {
         let (anchor, rest) = split(root, path)?;
-        let Some(fd) = open_anchor(&anchor, create)? else {
-            return Ok(None);
+        let in_root = anchor == root.dir;
+        let (mut dir, walked) = match walked(&anchor, &rest) {
+            Some((fd, walked)) => {
+                let mut path = anchor.clone();
+                path.extend(&rest[..walked]);
+                let dir = SafeDir {
+                    fd,
+                    path,
+                    in_root,
+                    anchor,
+                };
+                (dir, walked)
+            }
+            None => {
+                let Some(fd) = open_anchor(&anchor, create)? else {
+                    return Ok(None);
+                };
+                let dir = SafeDir {
+                    fd: Arc::new(fd),
+                    path: anchor.clone(),
+                    in_root,
+                    anchor,
+                };
+                remember(&dir);
+                (dir, 0)
+            }
         };
-        let mut dir = SafeDir {
-            fd,
-            path: anchor.clone(),
-            in_root: anchor == root.dir,
-            anchor,
-        };
-        for name in rest {
-            let Some(fd) = open_child_dir(&dir, &name, create)? else {
+        for name in &rest[walked..] {
+            let Some(fd) = open_child_dir(&dir, name, create)? else {
                 return Ok(None);
             };
-            dir.path.push(&name);
-            dir.fd = fd;
+            dir.path.push(name);
+            dir.fd = Arc::new(fd);
+            remember(&dir);
         }
         Ok(Some(dir))
     }
@@ -287,9 +312,9 @@ impl SafeDir {
         if !self.in_root {
             return None;
         }
-        let here = rustix::fs::fstat(&self.fd).ok()?;
-        let (fd, path, dev) = private_temp_dir(&self.anchor)?;
-        (dev == here.st_dev).then_some(TempDir { fd, path })
+        let here = device_of(&self.fd)?;
+        let (temps, dev) = act_temp_dir(&self.anchor)?;
+        (dev == here).then_some(temps)
     }
 
     /// Removes file (or link) `name` here; `Ok(false)` when it was not there.
@@ -305,6 +330,8 @@ impl SafeDir {
     /// directory is emptied by walking it from its own opened handle, then removed. `Ok(false)` when
     /// it was not there.
     pub(crate) fn remove_tree(&self, name: &OsStr) -> Result<bool> {
+        // A directory removed here may be one the act's walks keep open.
+        forget_walks();
         remove_entry(&self.fd, &self.path, name, 0)
     }
 }
@@ -390,9 +417,167 @@ pub(crate) fn sweep_temps(root: &Root, now: std::time::SystemTime) -> usize {
 }
 
 /// The root's temporary directory, opened.
+#[derive(Clone)]
 struct TempDir {
-    fd: OwnedFd,
+    fd: Arc<OwnedFd>,
     path: PathBuf,
+}
+
+/// Most directories one act's walks keep open.
+const MAX_WALKED: usize = 64;
+
+/// What the current thread's act ([`reusing_walks`]) has opened and checked so far.
+#[derive(Default)]
+struct Walks {
+    /// How many [`reusing_walks`] are open on this thread (one may run inside another).
+    depth: u32,
+    /// Each directory a walk opened: its anchor, its path, its handle and, once asked, its device.
+    dirs: Vec<Walked>,
+    /// The root's temporary directory as [`private_temp_dir`] found it, by root directory.
+    temps: Option<(PathBuf, Option<(TempDir, u64)>)>,
+}
+
+struct Walked {
+    anchor: PathBuf,
+    path: PathBuf,
+    fd: Arc<OwnedFd>,
+    dev: Option<u64>,
+}
+
+thread_local! {
+    static WALKS: RefCell<Walks> = RefCell::new(Walks::default());
+}
+
+/// Runs `work` with the directories its walks open kept and reused until it returns: each
+/// directory of an act is opened (component by component, without following a link, as
+/// [`SafeDir::open`] does) once per act instead of once per file, and the root's temporary
+/// directory is opened and checked once. Nothing is kept past the outermost call, so the next act
+/// walks and checks every path again: a link planted between two acts is refused by the second.
+/// Within one act a directory is reached as it was when the act first walked to it, as a single
+/// write reached it when its walk began.
+pub(crate) fn reusing_walks<T>(work: impl FnOnce() -> T) -> T {
+    struct Open;
+    impl Drop for Open {
+        fn drop(&mut self) {
+            WALKS.with(|w| {
+                let mut w = w.borrow_mut();
+                w.depth = w.depth.saturating_sub(1);
+                if w.depth == 0 {
+                    w.dirs.clear();
+                    w.temps = None;
+                }
+            });
+        }
+    }
+    WALKS.with(|w| {
+        let mut w = w.borrow_mut();
+        w.depth = w.depth.saturating_add(1);
+    });
+    let _open = Open;
+    work()
+}
+
+/// Forgets the directories the current act's walks opened (one of them may be removed).
+pub(crate) fn forget_walks() {
+    WALKS.with(|w| w.borrow_mut().dirs.clear());
+}
+
+/// The deepest directory on the way from `anchor` through `rest` that the current act's walks
+/// opened, and how many components of `rest` it covers.
+fn walked(anchor: &Path, rest: &[OsString]) -> Option<(Arc<OwnedFd>, usize)> {
+    WALKS.with(|w| {
+        let w = w.borrow();
+        if w.depth == 0 || w.dirs.is_empty() {
+            return None;
+        }
+        let mut best: Option<(Arc<OwnedFd>, usize)> = None;
+        for d in w.dirs.iter().filter(|d| d.anchor == anchor) {
+            let Ok(below) = d.path.strip_prefix(anchor) else {
+                continue;
+            };
+            let n = below.components().count();
+            let covers = n <= rest.len()
+                && below
+                    .components()
+                    .zip(rest)
+                    .all(|(c, r)| c.as_os_str() == r);
+            if covers && best.as_ref().is_none_or(|(_, k)| n > *k) {
+                best = Some((d.fd.clone(), n));
+            }
+        }
+        best
+    })
+}
+
+/// Keeps `dir` for the current act's later walks (nothing outside an act).
+fn remember(dir: &SafeDir) {
+    WALKS.with(|w| {
+        let mut w = w.borrow_mut();
+        if w.depth == 0 || w.dirs.len() >= MAX_WALKED {
+            return;
+        }
+        w.dirs.push(Walked {
+            anchor: dir.anchor.clone(),
+            path: dir.path.clone(),
+            fd: dir.fd.clone(),
+            dev: None,
+        });
+    });
+}
+
+/// The device of the file system `fd` is on, asked once per act for a directory its walks keep.
+fn device_of(fd: &Arc<OwnedFd>) -> Option<u64> {
+    let kept = WALKS.with(|w| {
+        w.borrow()
+            .dirs
+            .iter()
+            .find(|d| Arc::ptr_eq(&d.fd, fd))
+            .and_then(|d| d.dev)
+    });
+    if kept.is_some() {
+        return kept;
+    }
+    #[allow(clippy::useless_conversion)]
+    let dev = u64::from(rustix::fs::fstat(fd.as_ref()).ok()?.st_dev);
+    WALKS.with(|w| {
+        if let Some(d) = w
+            .borrow_mut()
+            .dirs
+            .iter_mut()
+            .find(|d| Arc::ptr_eq(&d.fd, fd))
+        {
+            d.dev = Some(dev);
+        }
+    });
+    Some(dev)
+}
+
+/// [`private_temp_dir`] of `root_dir`, opened and checked once per act.
+fn act_temp_dir(root_dir: &Path) -> Option<(TempDir, u64)> {
+    let kept = WALKS.with(|w| {
+        let w = w.borrow();
+        match &w.temps {
+            Some((dir, found)) if w.depth > 0 && dir == root_dir => Some(found.clone()),
+            _ => None,
+        }
+    });
+    if let Some(found) = kept {
+        return found;
+    }
+    let found = private_temp_dir(root_dir).map(|(fd, path, dev)| {
+        let temps = TempDir {
+            fd: Arc::new(fd),
+            path,
+        };
+        (temps, dev)
+    });
+    WALKS.with(|w| {
+        let mut w = w.borrow_mut();
+        if w.depth > 0 {
+            w.temps = Some((root_dir.to_path_buf(), found.clone()));
+        }
+    });
+    found
 }
 
 /// Writes `bytes` to a new temporary file in `dir` (mode as `open(…, "w")` gives under the umask,
@@ -498,8 +683,8 @@ pub(crate) fn open_file(root: &Root, path: &Path, flags: OFlags) -> Result<Optio
 }
 
 /// Refuses `file` (opened at `path`) unless it has exactly one link: a hard link to a file elsewhere
-/// would make an append or a lock land outside the root.
-pub(crate) fn require_single_link(file: &File, path: &Path) -> Result<()> {
+/// would make an append or a lock land outside the root. Returns the metadata it checked.
+pub(crate) fn require_single_link(file: &File, path: &Path) -> Result<std::fs::Metadata> {
     use std::os::unix::fs::MetadataExt;
     let meta = file.metadata().map_err(|e| Error::io(path, e))?;
     if !meta.file_type().is_file() {
@@ -516,7 +701,7 @@ pub(crate) fn require_single_link(file: &File, path: &Path) -> Result<()> {
             meta.nlink()
         )));
     }
-    Ok(())
+    Ok(meta)
 }
 
 /// [`require_single_link`], and the file belongs to this process's user: what the history's writer
@@ -524,8 +709,7 @@ pub(crate) fn require_single_link(file: &File, path: &Path) -> Result<()> {
 /// under the name.
 pub(crate) fn require_own_single_link(file: &File, path: &Path) -> Result<()> {
     use std::os::unix::fs::MetadataExt;
-    require_single_link(file, path)?;
-    let owner = file.metadata().map_err(|e| Error::io(path, e))?.uid();
+    let owner = require_single_link(file, path)?.uid();
     let me = rustix::process::geteuid().as_raw();
     if owner != me {
         return Err(Error::refused(format!(
@@ -632,6 +816,79 @@ mod tests {
             assert_eq!(names(&sub), ["x.json"], "{what}");
             assert!(names(outside.path()).is_empty(), "{what}");
         }
+    }
+
+    #[test]
+    fn an_act_opens_each_directory_once_and_the_next_act_walks_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path());
+        let sub = dir.path().join("conductor/state");
+        let rest: Vec<OsString> = ["conductor", "state"].map(OsString::from).into();
+        let anchor = root.dir.clone();
+        reusing_walks(|| {
+            let first = SafeDir::open(&root, &sub, true).unwrap().unwrap();
+            // The same handle for the directory and its parents, not a new walk.
+            let (kept, covered) = walked(&anchor, &rest).unwrap();
+            assert!(Arc::ptr_eq(&kept, &first.fd));
+            assert_eq!(covered, 2);
+            let again = SafeDir::open(&root, &sub, false).unwrap().unwrap();
+            assert!(Arc::ptr_eq(&again.fd, &first.fd));
+            // A nested act shares the outer one's walks.
+            reusing_walks(|| assert!(walked(&anchor, &rest).is_some()));
+            assert!(walked(&anchor, &rest).is_some());
+            // The temporary directory is opened and checked once.
+            let (t1, _) = act_temp_dir(&anchor).unwrap();
+            let (t2, _) = act_temp_dir(&anchor).unwrap();
+            assert!(Arc::ptr_eq(&t1.fd, &t2.fd));
+            // A removed tree may be a kept directory: nothing is kept past it.
+            SafeDir::open(&root, &dir.path().join("conductor"), false)
+                .unwrap()
+                .unwrap()
+                .remove_tree(OsStr::new("nothing-here"))
+                .unwrap();
+            assert!(walked(&anchor, &rest).is_none());
+        });
+        // Outside an act nothing is kept.
+        assert!(walked(&anchor, &rest).is_none());
+        SafeDir::open(&root, &sub, false).unwrap().unwrap();
+        assert!(walked(&anchor, &rest).is_none());
+    }
+
+    #[test]
+    fn a_directory_swapped_for_a_link_between_two_acts_of_one_process_is_refused() {
+        // One process (a god's `pantheon mcp`) acts twice; between the acts its inbox directory is
+        // moved outside the root and a link to it planted in its place. The second act walks again
+        // and refuses the link: nothing is written outside.
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path());
+        let c = crate::Conductor::new(root.clone());
+        let handoff = |hid: &str, wf: &str| {
+            serde_json::json!({"handoff_id": hid, "workflow_id": wf, "from_god": "thoth",
+                "to_god": "hephaestus", "step": "scratch",
+                "context": {"summary": "s", "decisions": [], "artifacts": []}})
+        };
+        c.submit_handoff(&handoff("hof_20260614_aa0001", "wf_swap_1"))
+            .unwrap();
+        let inbox = dir.path().join("conductor/pending/hephaestus");
+        assert!(inbox.join("hof_20260614_aa0001.json").is_file());
+        let outside = tempfile::tempdir().unwrap();
+        let moved = outside.path().join("inbox");
+        std::fs::rename(&inbox, &moved).unwrap();
+        std::os::unix::fs::symlink(&moved, &inbox).unwrap();
+        let err = c
+            .submit_handoff(&handoff("hof_20260614_aa0002", "wf_swap_2"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("symbolic link"), "{err}");
+        assert_eq!(names(&moved), ["hof_20260614_aa0001.json"]);
+        // The same inside one act: a link planted before the act's first walk to it is refused.
+        let err = reusing_walks(|| {
+            crate::store::atomic::write_atomic(&root, &inbox.join("x.json"), b"{}\n")
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("symbolic link"), "{err}");
+        assert_eq!(names(&moved), ["hof_20260614_aa0001.json"]);
     }
 
     #[test]

@@ -183,7 +183,7 @@ impl FileIdentity {
 
     /// True when the file changed too recently for its timestamps to tell a later rewrite apart
     /// (file times advance in coarse clock ticks), so it must not be cached yet.
-    fn racy(&self) -> bool {
+    pub(crate) fn racy(&self) -> bool {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs() as i64)
