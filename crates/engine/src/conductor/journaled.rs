@@ -217,7 +217,7 @@ impl Conductor {
         reject: Option<&str>,
         by: Actor,
     ) -> Result<ApprovalResult> {
-        crate::store::commit::act(self.root(), || self.decide_act(handoff_id, reject, by))
+        crate::store::commit::act_unheld(self.root(), || self.decide_act(handoff_id, reject, by))
     }
 
     fn decide_act(
@@ -270,7 +270,7 @@ impl Conductor {
     /// the state `aborted`, and every open dispatch withdrawn. Aborting again returns the same manifest
     /// (finishing anything a crash left undone); a completed workflow cannot be aborted.
     pub fn abort_workflow(&self, wf: &WorkflowId, reason: &str, by: Actor) -> Result<AbortResult> {
-        crate::store::commit::act(self.root(), || self.abort_workflow_act(wf, reason, by))
+        crate::store::commit::act_unheld(self.root(), || self.abort_workflow_act(wf, reason, by))
     }
 
     fn abort_workflow_act(&self, wf: &WorkflowId, reason: &str, by: Actor) -> Result<AbortResult> {
