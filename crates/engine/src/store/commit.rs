@@ -5,8 +5,9 @@
 //! Outside an act every durable write syncs itself: its temporary file, then its directory after the
 //! rename. Inside [`act`] nothing syncs on its own and the renames wait: a replace writes its
 //! temporary file (in the root's private `.tmp/`) and holds its rename ([`hold`]); at the act's next
-//! barrier ([`settle`]: the release of a protocol lock, an append, a removal, a read of a held name
-//! that the temporary file cannot answer, the act's end) one shared round, the *data round*, makes
+//! barrier ([`settle`]: the release of a protocol lock, an append, a removal, a move of a file not
+//! held, a listing of a directory holding a waiting rename ([`settle_in`]), an unheld act inside
+//! this one, a test crash point, the act's end) one shared round, the *data round*, makes
 //! every held temporary file's data durable, and only then are the renames made, in the order the
 //! act asked for them; when the outermost act ends a second shared round, the *names round*, covers
 //! the renames, removals, new directories and appends. A crash of the machine thus never leaves a
@@ -14,6 +15,9 @@
 //! an act answers only after its names round. Readers see each file appear whole by its rename, as
 //! before, only a little later (still under the act's lock: a lock's release is a barrier). The
 //! act's own reads of a file it holds are answered from the temporary file ([`held_source`]).
+//! Inside [`act_unheld`] (the acts whose code looks at what it wrote by means the store's readers
+//! do not see) each temporary file's data is synced (`fdatasync`) before its rename, made at once,
+//! and only the names round is shared.
 //!
 //! A round is one `syncfs(2)` of the file system. `syncfs` writes back every dirty inode of the file
 //! system and, on ext4, commits its journal with a cache flush, so a completed round covers every
