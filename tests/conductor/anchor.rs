@@ -72,7 +72,12 @@ fn sigterm(mut g: Guard) {
         libc::kill(child.id() as i32, libc::SIGTERM);
     }
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "serve exits 0 on SIGTERM");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "serve exits 0 on SIGTERM: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn wait_for(what: &str, mut f: impl FnMut() -> bool) {

@@ -11,6 +11,9 @@ LOG is `strace -f -y -qq -xx -s 1048576 -e trace=...` output (every string and e
    "syncs": {"syncfs": n, "fsync": n, "fdatasync": n},
    "uncovered": [...],           # per answer: a mutation made before it with no covering sync
                                  #  completed between the mutation and the answer
+   "renamed_before_data": [...], # a temporary file (`.tmp-*.part`) renamed into place before a
+                                 #  sync covering its data (a `syncfs`, or an `fsync`/`fdatasync`
+                                 #  of the file, begun after the write) had finished
    "covered_per_reply": [...],   # how many mutations each answer's covering syncs covered
    "cuts": [...]}                # with CUT_DIR: one directory per answer, see below
 
@@ -24,13 +27,15 @@ that finished before the last `syncfs` finished before answer k began, and nothi
 crash of the machine at that instant leaves, under the model that a completed `syncfs` made
 everything before it durable and nothing after it survived. "cuts" lists the directories.
 
-Then the crash in the middle of an act: for each answer k whose act ran a `syncfs` of its own,
-CUT_DIR/mid-k is INITIAL_COPY as a crash at the instant that round began leaves it when the file
-system had committed every change of names before it (creations, renames, removals, new
-directories: what a periodic journal commit writes) but no data that no sync had covered: a write
-survives only when a `syncfs`, or an `fsync`/`fdatasync` of the file it wrote, began after it and
-finished before the instant. A file renamed into place before its data was synced is empty there.
-"mid_cuts" lists them as {"reply": k, "dir": ...}.
+Then the crash in the middle of an act: for each answer k and each `syncfs` round its act ran
+(an act that holds its renames runs two: its data round, then its names round), CUT_DIR/mid-k-i-begin
+and CUT_DIR/mid-k-i-end are INITIAL_COPY as a crash at the instant round i began, and at the instant
+just before it finished (its sync not done), leaves it when the file system had committed every
+change of names before that instant (creations, renames, removals, new directories: what a periodic
+journal commit writes) but no data that no sync had covered: a write survives only when a
+`syncfs`, or an `fsync`/`fdatasync` of the file it wrote, began after it and finished before the
+instant. A file renamed into place before its data was synced is empty there. "mid_cuts" lists them
+as {"reply": k, "round": i, "at": "begin" | "end", "dir": ...}.
 
 This script only reads the trace and lays files out; the Rust test (tests/mcp/durable.rs)
 decides what is right.
@@ -165,7 +170,8 @@ def mutations_and_syncs(calls, root):
             src = os.path.join(d1, string_of(a[1]).decode("utf-8", "replace"))
             dst = os.path.join(d2, string_of(a[3]).decode("utf-8", "replace"))
             if under(dst) or under(src):
-                muts.append({"kind": "rename", "paths": [d1, d2], "op": ("rename", src, dst), "end": c["end"]})
+                muts.append({"kind": "rename", "paths": [d1, d2], "op": ("rename", src, dst),
+                             "begin": c["begin"], "end": c["end"]})
         elif n == "unlinkat":
             _, d = fd_of(a[0])
             p = os.path.join(d, string_of(a[1]).decode("utf-8", "replace"))
@@ -198,6 +204,26 @@ def audit(muts, syncs, replies):
         covered.append(n)
         start = r["begin"]
     return uncovered, covered
+
+
+def renamed_before_data(muts, syncs):
+    """Temporary files renamed into place before a sync covering every write to them finished."""
+    out = []
+    for m in muts:
+        if m["kind"] != "rename":
+            continue
+        src = m["op"][1]
+        name = os.path.basename(src)
+        if not (name.startswith(".tmp-") and name.endswith(".part")):
+            continue
+        for w in muts:
+            if w["kind"] != "write" or w["paths"] != [src] or w["end"] >= m["begin"]:
+                continue
+            if not any(s["begin"] > w["end"] and s["end"] < m["begin"]
+                       and (s["kind"] == "syncfs" or s["path"] == src) for s in syncs):
+                out.append({"rename": [str(x)[:200] for x in m["op"][1:3]]})
+                break
+    return out
 
 
 def replay(initial, target, root, ops):
@@ -243,14 +269,13 @@ def mid_act_cuts(muts, syncs, replies, cut_dir, initial, root):
     for k, r in enumerate(replies):
         rounds = [s for s in syncs if s["kind"] == "syncfs" and previous < s["begin"] < r["begin"]]
         previous = r["end"]
-        if not rounds:
-            continue
-        t = rounds[-1]["begin"]
-        ops = [m["op"] for m in muts
-               if m["end"] < t and (m["kind"] != "write" or data_survives(m, t, syncs))]
-        target = os.path.join(cut_dir, "mid-%d" % k)
-        replay(initial, target, root, ops)
-        out.append({"reply": k, "dir": target})
+        for i, s in enumerate(rounds):
+            for at, t in (("begin", s["begin"]), ("end", s["end"])):
+                ops = [m["op"] for m in muts
+                       if m["end"] < t and (m["kind"] != "write" or data_survives(m, t, syncs))]
+                target = os.path.join(cut_dir, "mid-%d-%d-%s" % (k, i, at))
+                replay(initial, target, root, ops)
+                out.append({"reply": k, "round": i, "at": at, "dir": target})
     return out
 
 
@@ -261,7 +286,8 @@ def main():
     uncovered, covered = audit(muts, syncs, replies)
     counts = {k: sum(1 for s in syncs if s["kind"] == k) for k in ("syncfs", "fsync", "fdatasync")}
     out = {"replies": len(replies), "mutations": len(muts), "syncs": counts,
-           "uncovered": uncovered, "covered_per_reply": covered, "cuts": []}
+           "uncovered": uncovered, "renamed_before_data": renamed_before_data(muts, syncs),
+           "covered_per_reply": covered, "cuts": []}
     if len(sys.argv) > 4:
         cut_dir, initial = sys.argv[3], sys.argv[4]
         for k, r in enumerate(replies):

@@ -46,7 +46,7 @@ impl Bus {
         force: bool,
         token: Option<u64>,
     ) -> Result<UnlockResult> {
-        crate::store::commit::act(&self.root, || {
+        crate::store::commit::act_unheld(&self.root, || {
             self.release_lock_fenced_act(path, worker, force, token)
         })
     }
@@ -72,7 +72,7 @@ impl Bus {
 
     /// Moves the board session to its next phase (`force`: even with records missing).
     pub fn board_advance(&self, force: bool, source: &str) -> Result<AdvanceResult> {
-        crate::store::commit::act(&self.root, || self.board_advance_act(force, source))
+        crate::store::commit::act_unheld(&self.root, || self.board_advance_act(force, source))
     }
 
     fn board_advance_act(&self, force: bool, source: &str) -> Result<AdvanceResult> {
@@ -93,7 +93,7 @@ impl Bus {
 
     /// Resolves the board session: applies the rule to the votes, writes the resolution, posts it.
     pub fn board_resolve(&self, force: bool, source: &str) -> Result<ResolveResult> {
-        crate::store::commit::act(&self.root, || self.board_resolve_act(force, source))
+        crate::store::commit::act_unheld(&self.root, || self.board_resolve_act(force, source))
     }
 
     fn board_resolve_act(&self, force: bool, source: &str) -> Result<ResolveResult> {

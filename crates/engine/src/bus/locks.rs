@@ -179,7 +179,7 @@ impl Bus {
         lock_type: Option<&str>,
         token: Option<u64>,
     ) -> Result<LockResult> {
-        crate::store::commit::act(&self.root, || {
+        crate::store::commit::act_unheld(&self.root, || {
             self.acquire_lock_fenced_act(path, worker, ttl, lock_type, token)
         })
     }

@@ -287,7 +287,7 @@ impl Bus {
         source: &str,
         payload: Value,
     ) -> Result<Envelope> {
-        crate::store::commit::act(&self.root, || self.post_act(kind, source, payload))
+        crate::store::commit::act_unheld(&self.root, || self.post_act(kind, source, payload))
     }
 
     fn post_act(
@@ -336,7 +336,7 @@ impl Bus {
         &self,
         items: impl IntoIterator<Item = (queue::MessageKind, String, Value)>,
     ) -> Result<Vec<Envelope>> {
-        crate::store::commit::act(&self.root, || self.post_batch_act(items))
+        crate::store::commit::act_unheld(&self.root, || self.post_batch_act(items))
     }
 
     fn post_batch_act(
@@ -378,7 +378,7 @@ impl Bus {
         payload: Value,
         count: usize,
     ) -> Result<(usize, Option<String>, Option<String>)> {
-        crate::store::commit::act(&self.root, || {
+        crate::store::commit::act_unheld(&self.root, || {
             self.post_repeated_act(kind, source, payload, count)
         })
     }

@@ -81,7 +81,7 @@ impl Bus {
     /// Merges a heartbeat into the worker's entry (keeping fields it does not set) and stamps
     /// `last_heartbeat`, under `.lock_mutex`.
     pub fn heartbeat(&self, beat: &Heartbeat<'_>) -> Result<WorkerView> {
-        crate::store::commit::act(&self.root, || self.heartbeat_act(beat))
+        crate::store::commit::act_unheld(&self.root, || self.heartbeat_act(beat))
     }
 
     fn heartbeat_act(&self, beat: &Heartbeat<'_>) -> Result<WorkerView> {

@@ -77,7 +77,7 @@ impl Conductor {
             .ok_or_else(|| cannot("its state names no god in `dispatched_to`".into()))?;
         let step = st.current_step.clone().unwrap_or_default();
         let archived = self.root.archive_dir(&god).join(format!("{hid}.json"));
-        if archived.exists() {
+        if crate::store::read::exists(&archived) {
             return Err(cannot(format!(
                 "its dispatch {hid} was closed and archived ({})",
                 archived.display()
@@ -85,7 +85,7 @@ impl Conductor {
         }
         self.repair_dispatch(&wf, &st, &hid)?;
         let path = self.root.inbox_dir(&god).join(format!("{hid}.json"));
-        if !path.exists() {
+        if !crate::store::read::exists(&path) {
             return Err(cannot(format!(
                 "its last handoff {hid} did not route to {god}'s step {step:?}, which it waits on"
             )));

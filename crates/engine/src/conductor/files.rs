@@ -110,6 +110,9 @@ pub(crate) type DirListing = (Vec<(PathBuf, Dispatch)>, Vec<FileError>);
 pub(crate) fn read_dispatch_dir(dir: &Path) -> DirListing {
     let mut found = Vec::new();
     let mut errors = Vec::new();
+    // A listing cannot see a rename the current act holds in `dir` (module `store::commit`): made
+    // first. A failure is the act's (its end reports it).
+    let _ = crate::store::commit::settle_in(dir);
     let Ok(rd) = std::fs::read_dir(dir) else {
         return (found, errors);
     };
@@ -381,9 +384,10 @@ pub(crate) fn find_archived(
 
 /// Whether a dispatch of `hid` to `god` exists anywhere (inbox, quarantine or archive).
 pub(crate) fn dispatch_exists(root: &Root, god: &GodName, hid: &HandoffId) -> bool {
-    root.inbox_dir(god).join(format!("{hid}.json")).exists()
-        || root.quarantine_dir().join(format!("{hid}.json")).exists()
-        || root.archive_dir(god).join(format!("{hid}.json")).exists()
+    use crate::store::read::exists;
+    exists(&root.inbox_dir(god).join(format!("{hid}.json")))
+        || exists(&root.quarantine_dir().join(format!("{hid}.json")))
+        || exists(&root.archive_dir(god).join(format!("{hid}.json")))
 }
 
 /// Moves a dispatch to `archive/{to_god}/` with its new content: rewrites it in place (atomically),

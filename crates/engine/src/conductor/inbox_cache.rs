@@ -98,6 +98,7 @@ impl InboxCache {
     pub(crate) fn read_dir(&self, dir: &Path) -> SharedListing {
         let mut found = Vec::new();
         let mut errors = Vec::new();
+        let _ = crate::store::commit::settle_in(dir);
         let Ok(rd) = std::fs::read_dir(dir) else {
             self.forget(dir);
             return (found, errors);

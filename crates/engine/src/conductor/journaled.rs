@@ -221,7 +221,7 @@ impl Conductor {
         reject: Option<&str>,
         by: Actor,
     ) -> Result<ApprovalResult> {
-        crate::store::commit::act(self.root(), || {
+        crate::store::commit::act_unheld(self.root(), || {
             reusing_walks(|| self.decide_act(handoff_id, reject, by))
         })
     }
@@ -276,7 +276,7 @@ impl Conductor {
     /// the state `aborted`, and every open dispatch withdrawn. Aborting again returns the same manifest
     /// (finishing anything a crash left undone); a completed workflow cannot be aborted.
     pub fn abort_workflow(&self, wf: &WorkflowId, reason: &str, by: Actor) -> Result<AbortResult> {
-        crate::store::commit::act(self.root(), || {
+        crate::store::commit::act_unheld(self.root(), || {
             reusing_walks(|| self.abort_workflow_act(wf, reason, by))
         })
     }

@@ -220,7 +220,7 @@ impl Pacer {
                     std::thread::sleep(due - now);
                 }
             }
-            let synced = crate::store::commit::act(root, || {
+            let synced = crate::store::commit::act_unheld(root, || {
                 let mut k = 0u64;
                 while let Some(item) = items.next_if(|_| {
                     k == 0 || k < MAX_BATCH && self.due().is_none_or(|d| d <= Instant::now())

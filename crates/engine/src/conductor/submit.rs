@@ -841,12 +841,12 @@ impl Conductor {
                 let keep = root
                     .handoff_dir(wf)
                     .join(format!("{step}.{}.json", encode_key(old_id)));
-                if !keep.exists() {
+                if !crate::store::read::exists(&keep) {
                     write_json(&self.root, &keep, &old)?;
                     super::crash_point("submit:after-keep-old");
                 }
             }
-        } else if latest.exists() {
+        } else if crate::store::read::exists(&latest) {
             let keep = root.handoff_dir(wf).join(format!(
                 "{step}.unreadable-{}.json",
                 chrono::Utc::now().timestamp_micros()
@@ -881,7 +881,11 @@ impl Conductor {
                     .join(god)
                     .join(format!("{hid}.json"));
                 let q = self.root.quarantine_dir().join(format!("{hid}.json"));
-                Some(path_text(if held && !inbox.exists() { &q } else { &inbox }))
+                Some(path_text(if held && !crate::store::read::exists(&inbox) {
+                    &q
+                } else {
+                    &inbox
+                }))
             }
             _ => None,
         };

@@ -4,6 +4,7 @@
 //! planted in the root would lead it outside ([`Root::check_write`]).
 
 use std::fs::File;
+use std::os::fd::AsFd;
 use std::path::Path;
 
 use rustix::fs::OFlags;
@@ -89,6 +90,29 @@ pub(crate) fn rename_durable(root: &Root, from: &Path, to: &Path) -> Result<()> 
     let (from_dir, from_name) = SafeDir::parent_of(root, from, false)?
         .ok_or_else(|| Error::not_found(format!("{} does not exist", from.display())))?;
     let (to_dir, to_name) = parent_dir(root, to)?;
+    // A move of a file the act holds a replace of waits with it, in order (module `commit`);
+    // any other move comes after every rename the act holds.
+    let from_path = from_dir.path().join(&from_name);
+    if super::commit::holds(&from_path) {
+        let dup = |d: &SafeDir| {
+            d.as_fd()
+                .try_clone_to_owned()
+                .map_err(|e| Error::io(d.path(), e))
+        };
+        let held = super::commit::Held {
+            from_dir: dup(&from_dir)?,
+            from: from_name.clone(),
+            from_path,
+            to_dir: dup(&to_dir)?,
+            to_path: to_dir.path().join(&to_name),
+            to: to_name.clone(),
+            written: None,
+        };
+        if super::commit::hold(held).is_none() {
+            return Ok(());
+        }
+    }
+    super::commit::settle()?;
     rustix::fs::renameat(&from_dir, &from_name, &to_dir, &to_name)
         .map_err(|e| Error::io(from, std::io::Error::from(e)))?;
     to_dir.sync()?;

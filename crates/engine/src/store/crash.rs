@@ -7,6 +7,9 @@ pub fn crash_point(name: &str) {
     if let Some(at) = std::env::var_os("PANTHEON_TEST_CRASH_AT")
         && at == name
     {
+        // The renames the act holds are made first (module `commit`): the kill then leaves on disk
+        // what the point names, as a kill during the act's settle leaves every prefix of them.
+        let _ = super::commit::settle();
         // SAFETY: kill(2) on our own pid with a constant signal has no memory-safety preconditions.
         // The crate denies `unsafe_code`; this test hook is its one exception.
         #[allow(unsafe_code)]

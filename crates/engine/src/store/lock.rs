@@ -53,6 +53,10 @@ impl FileLock {
 
 impl Drop for FileLock {
     fn drop(&mut self) {
+        // The renames the current act holds are made before the lock is released: the next
+        // holder reads what this one wrote (module `commit`). A failure is the act's: its end
+        // reports it, and its later barriers refuse.
+        let _ = super::commit::settle();
         let _ = self.file.unlock();
     }
 }

@@ -68,10 +68,15 @@ pub struct JsonRead {
 pub fn read_json_nofollow(path: &Path) -> Result<Option<JsonRead>> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
+    // The current act's own read of a file whose rename it holds (module `commit`).
+    let held = super::commit::held_source(path);
+    let Some(at) = held.as_ref().map_or(Some(path), |h| h.as_deref()) else {
+        return Ok(None);
+    };
     let f = match std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOFOLLOW)
-        .open(path)
+        .open(at)
     {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -143,6 +148,17 @@ pub(crate) fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>> {
     Ok(Some(bytes))
 }
 
+/// Whether `path` exists (following a link, as [`Path::exists`]), as the current act sees it: a
+/// file whose rename the act holds is there already, one a held move takes away is gone (module
+/// `commit`).
+pub(crate) fn exists(path: &Path) -> bool {
+    match super::commit::held_source(path) {
+        None => path.exists(),
+        Some(None) => false,
+        Some(Some(at)) => at.exists(),
+    }
+}
+
 /// Opens `path` for reading, `None` if missing; refuses anything that is not a regular file. The open
 /// does not block (`O_NONBLOCK`), so a FIFO planted in a root cannot hang the reader, and a device such
 /// as `/dev/zero` is refused before it is read.
@@ -153,10 +169,15 @@ pub fn open_regular(path: &Path) -> Result<Option<std::fs::File>> {
 /// [`open_regular`], with the metadata of the handle it checked (one `statx`, not one per question).
 fn open_regular_with_metadata(path: &Path) -> Result<Option<(std::fs::File, std::fs::Metadata)>> {
     use std::os::unix::fs::OpenOptionsExt;
+    // The current act's own read of a file whose rename it holds (module `commit`).
+    let held = super::commit::held_source(path);
+    let Some(at) = held.as_ref().map_or(Some(path), |h| h.as_deref()) else {
+        return Ok(None);
+    };
     let f = match std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
+        .open(at)
     {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),

@@ -238,6 +238,11 @@ impl SafeDir {
     /// Opens file `name` here without following a link.
     pub(crate) fn open_file(&self, name: &OsStr, flags: OFlags) -> Result<Option<File>> {
         let path = self.path.join(name);
+        // An append comes after every rename the act holds (a journal line after the state it
+        // records), and a file the act holds a rename of is opened once it is in place.
+        if flags.contains(OFlags::APPEND) || super::commit::holds(&path) {
+            super::commit::settle()?;
+        }
         match rustix::fs::openat(
             &self.fd,
             name,
@@ -275,8 +280,29 @@ impl SafeDir {
 
     fn replace_with(&self, name: &OsStr, bytes: &[u8], durable: bool) -> Result<()> {
         let keep_mode = self.file_mode(name);
+        // Inside an act a durable replace's rename waits for the act's data round (module
+        // `commit`): its temporary file is written without a sync of its own.
+        let held = durable && super::commit::holding();
+        let sync = match (durable, held) {
+            (false, _) | (true, true) => TempSync::No,
+            (true, false) if super::commit::deferring() => TempSync::Data,
+            (true, false) => TempSync::All,
+        };
         if let Some(temps) = self.temp_dir() {
-            let tmp_name = write_temp(&temps.fd, &temps.path, bytes, keep_mode, durable)?;
+            let tmp_name = write_temp(&temps.fd, &temps.path, bytes, keep_mode, sync)?;
+            if held {
+                // The act's walks may keep the temporary directory: the held rename takes its
+                // own handle.
+                let from_dir = match temps.fd.try_clone() {
+                    Ok(fd) => fd,
+                    Err(e) => {
+                        let _ =
+                            rustix::fs::unlinkat(&*temps.fd, tmp_name.as_str(), AtFlags::empty());
+                        return Err(Error::io(&temps.path, e));
+                    }
+                };
+                return self.hold(from_dir, &temps.path, tmp_name, name, bytes, keep_mode);
+            }
             match rustix::fs::renameat(&temps.fd, tmp_name.as_str(), &self.fd, name) {
                 Ok(()) => return if durable { self.sync() } else { Ok(()) },
                 // Another mount of the same file system (a bind mount inside the root): written
@@ -290,12 +316,54 @@ impl SafeDir {
                 }
             }
         }
-        let tmp_name = write_temp(&self.fd, &self.path, bytes, keep_mode, durable)?;
+        let tmp_name = write_temp(&self.fd, &self.path, bytes, keep_mode, sync)?;
+        if held {
+            let here = self.fd.try_clone().map_err(|e| Error::io(&self.path, e))?;
+            return self.hold(here, &self.path, tmp_name, name, bytes, keep_mode);
+        }
         if let Err(e) = rustix::fs::renameat(&self.fd, tmp_name.as_str(), &self.fd, name) {
             let _ = rustix::fs::unlinkat(&self.fd, tmp_name.as_str(), AtFlags::empty());
             return Err(io_err(&self.path.join(name), e));
         }
         if durable { self.sync() } else { Ok(()) }
+    }
+
+    /// Holds the rename of temporary file `tmp_name` (in `from_dir`) onto `name` here until the
+    /// act's data round (see `commit::hold`).
+    fn hold(
+        &self,
+        from_dir: OwnedFd,
+        from_dir_path: &Path,
+        tmp_name: String,
+        name: &OsStr,
+        bytes: &[u8],
+        keep_mode: Option<u32>,
+    ) -> Result<()> {
+        let to_dir = match self.fd.try_clone() {
+            Ok(fd) => fd,
+            Err(e) => {
+                let _ = rustix::fs::unlinkat(&from_dir, tmp_name.as_str(), AtFlags::empty());
+                return Err(Error::io(&self.path, e));
+            }
+        };
+        let rename = super::commit::Held {
+            from_path: from_dir_path.join(&tmp_name),
+            from: tmp_name.into(),
+            from_dir,
+            to_dir,
+            to: name.to_os_string(),
+            to_path: self.path.join(name),
+            written: Some((bytes.to_vec(), keep_mode)),
+        };
+        match super::commit::hold(rename) {
+            None => Ok(()),
+            // Not in an act after all: renamed now, durably.
+            Some(h) => {
+                rustix::fs::renameat(&h.from_dir, &h.from, &self.fd, name)
+                    .map_err(|e| io_err(&h.to_path, e))?;
+                self.sync()
+            }
+        }
     }
 
     /// The root's temporary directory ([`TEMP_DIR`], created `0700` when missing), when a replace
@@ -319,6 +387,8 @@ impl SafeDir {
 
     /// Removes file (or link) `name` here; `Ok(false)` when it was not there.
     pub fn remove_file(&self, name: &OsStr) -> Result<bool> {
+        // After the renames the act holds, in the order it asked for them.
+        super::commit::settle()?;
         match rustix::fs::unlinkat(&self.fd, name, AtFlags::empty()) {
             Ok(()) => Ok(true),
             Err(Errno::NOENT) => Ok(false),
@@ -330,6 +400,7 @@ impl SafeDir {
     /// directory is emptied by walking it from its own opened handle, then removed. `Ok(false)` when
     /// it was not there.
     pub(crate) fn remove_tree(&self, name: &OsStr) -> Result<bool> {
+        super::commit::settle()?;
         // A directory removed here may be one the act's walks keep open.
         forget_walks();
         remove_entry(&self.fd, &self.path, name, 0)
@@ -580,14 +651,43 @@ fn act_temp_dir(root_dir: &Path) -> Option<(TempDir, u64)> {
     found
 }
 
+/// What a temporary file's writer syncs before closing it.
+#[derive(Clone, Copy)]
+enum TempSync {
+    /// Nothing: not durable, or an act's data round covers it.
+    No,
+    /// Its data (`fdatasync`).
+    Data,
+    /// Its data and metadata (`fsync`).
+    All,
+}
+
+/// Writes `bytes` afresh beside `name` in `dir` (at `dir_path`), its data synced, and renames it
+/// into place: an act's held replace whose rename crossed a mount. The rename is covered by the
+/// act's names round.
+pub(crate) fn replace_beside(
+    dir: &OwnedFd,
+    dir_path: &Path,
+    name: &OsStr,
+    bytes: &[u8],
+    keep_mode: Option<u32>,
+) -> Result<()> {
+    let tmp_name = write_temp(dir, dir_path, bytes, keep_mode, TempSync::Data)?;
+    if let Err(e) = rustix::fs::renameat(dir, tmp_name.as_str(), dir, name) {
+        let _ = rustix::fs::unlinkat(dir, tmp_name.as_str(), AtFlags::empty());
+        return Err(io_err(&dir_path.join(name), e));
+    }
+    Ok(())
+}
+
 /// Writes `bytes` to a new temporary file in `dir` (mode as `open(…, "w")` gives under the umask,
-/// or `keep_mode`), fsynced when `durable`, closed; returns its name. Nothing is left on an error.
+/// or `keep_mode`), synced as `sync` says, closed; returns its name. Nothing is left on an error.
 fn write_temp(
     dir: &OwnedFd,
     dir_path: &Path,
     bytes: &[u8],
     keep_mode: Option<u32>,
-    durable: bool,
+    sync: TempSync,
 ) -> Result<String> {
     use std::io::Write;
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
@@ -615,15 +715,14 @@ fn write_temp(
                 .map_err(|e| io_err(&tmp_path, e))?;
         }
         tmp.write_all(bytes).map_err(|e| Error::io(&tmp_path, e))?;
-        // Inside an act, the act's commit makes the rename durable with the rest of what it
-        // wrote (the directory's deferred sync after the rename notes its file system), and the
-        // data goes first, by its own `fdatasync`: a crash of the machine in the middle of an act
-        // then leaves each name on its old file or on the whole new one, never on an empty or torn
-        // file (a rename can reach the disk before the data of the file it names).
-        if durable && super::commit::deferring() {
-            tmp.sync_data().map_err(|e| Error::io(&tmp_path, e))?;
-        } else if durable {
-            tmp.sync_all().map_err(|e| Error::io(&tmp_path, e))?;
+        // Inside an act that holds its renames nothing is synced here: the act's data round covers
+        // the file before its held rename is made (module `commit`); inside another act its data
+        // is synced here. Either way a crash of the machine never leaves a name on an empty or
+        // torn file (a rename can reach the disk before the data of the file it names).
+        match sync {
+            TempSync::No => {}
+            TempSync::Data => tmp.sync_data().map_err(|e| Error::io(&tmp_path, e))?,
+            TempSync::All => tmp.sync_all().map_err(|e| Error::io(&tmp_path, e))?,
         }
         Ok(())
     })();

@@ -196,7 +196,7 @@ pub struct BoardStatus {
 impl Bus {
     /// Opens a new session, moving the previous session's files to `board/archive/{old_id}/`.
     pub fn board_open(&self, input: &OpenInput) -> Result<OpenResult> {
-        crate::store::commit::act(&self.root, || self.board_open_act(input))
+        crate::store::commit::act_unheld(&self.root, || self.board_open_act(input))
     }
 
     fn board_open_act(&self, input: &OpenInput) -> Result<OpenResult> {
@@ -284,7 +284,7 @@ impl Bus {
 
     /// Records a director's assessment (ASSESSING only; a director may revise theirs).
     pub fn board_assess(&self, input: &AssessInput) -> Result<WriteResult> {
-        crate::store::commit::act(&self.root, || self.board_assess_act(input))
+        crate::store::commit::act_unheld(&self.root, || self.board_assess_act(input))
     }
 
     fn board_assess_act(&self, input: &AssessInput) -> Result<WriteResult> {
@@ -342,7 +342,7 @@ impl Bus {
 
     /// Appends a discussion line for the current round (DISCUSSING only).
     pub fn board_discuss(&self, input: &DiscussInput) -> Result<WriteResult> {
-        crate::store::commit::act(&self.root, || self.board_discuss_act(input))
+        crate::store::commit::act_unheld(&self.root, || self.board_discuss_act(input))
     }
 
     fn board_discuss_act(&self, input: &DiscussInput) -> Result<WriteResult> {
@@ -388,7 +388,7 @@ impl Bus {
 
     /// Closes the current discussion round (DISCUSSING only, up to `max_rounds`).
     pub fn board_next_round(&self, source: &str) -> Result<WriteResult> {
-        crate::store::commit::act(&self.root, || self.board_next_round_act(source))
+        crate::store::commit::act_unheld(&self.root, || self.board_next_round_act(source))
     }
 
     fn board_next_round_act(&self, source: &str) -> Result<WriteResult> {
@@ -418,7 +418,7 @@ impl Bus {
 
     /// Records a director's final vote (VOTING only; a director may change it until resolved).
     pub fn board_vote(&self, input: &VoteInput) -> Result<WriteResult> {
-        crate::store::commit::act(&self.root, || self.board_vote_act(input))
+        crate::store::commit::act_unheld(&self.root, || self.board_vote_act(input))
     }
 
     fn board_vote_act(&self, input: &VoteInput) -> Result<WriteResult> {
