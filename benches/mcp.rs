@@ -11,10 +11,14 @@
 //!
 //! Then one tool call through the official Python client over Streamable HTTP (`pantheon mcp
 //! --http`), as JSON answers and as event streams, against the same call over stdio in the same run
-//! ([`http_vs_stdio`]).
+//! ([`http_vs_stdio`]); and the same call against MCP Agent Mail's own HTTP server answering its
+//! `fetch_inbox` through the same client ([`http_vs_agent_mail`]; Agent Mail from
+//! scripts/agent-mail-setup.sh). Then a `/metrics` scrape of `serve --metrics` with 50 slow
+//! connections open ([`scrape_beside_slow_connections`]).
 //!
-//! Run: `cargo bench --bench mcp` (release build). Set `MCP_BENCH_N` to change the call count and
-//! `MCP_CLIENT_BENCH_N` the client calls per variant.
+//! Run: `cargo bench --bench mcp` (release build); `cargo bench --bench mcp -- http` runs only the
+//! HTTP rows. Set `MCP_BENCH_N` to change the call count and `MCP_CLIENT_BENCH_N` the client calls
+//! per variant.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -145,6 +149,13 @@ fn main() {
         .output()
         .unwrap();
     assert!(init.status.success());
+    // `cargo bench --bench mcp -- http`: only the HTTP rows (against stdio, against Agent Mail).
+    if std::env::args().skip(1).any(|a| a == "http") {
+        fill_inbox(root);
+        http_vs_stdio(root);
+        scrape_beside_slow_connections(root);
+        return;
+    }
 
     // Session start: spawn to initialize answered.
     let starts: Vec<Duration> = (0..20)
@@ -201,6 +212,7 @@ fn main() {
 
     client_inbox_bench(root);
     http_vs_stdio(root);
+    scrape_beside_slow_connections(root);
 
     // Four servers on one root submitting at once.
     let per = n / 2;
@@ -247,6 +259,17 @@ fn rich_handoff(k: usize) -> Value {
                     "decisions": decisions, "artifacts": artifacts}}})
 }
 
+/// `iris`'s inbox of 100 rich dispatches, submitted over stdio: what the client benches read.
+fn fill_inbox(root: &Path) {
+    let mut s = Server::start(root);
+    s.initialize();
+    for k in 0..100 {
+        let r = s.round_trip(10_000 + k as u64, "submit_handoff", rich_handoff(k));
+        assert!(r < Duration::from_secs(30));
+    }
+    s.close();
+}
+
 /// The 100-dispatch inbox through the official Python client, paged: the whole inbox
 /// with full context (what every call returned before paging) against the default page and
 /// `compact`. Skipped, saying so, when the test virtualenv is missing.
@@ -258,13 +281,7 @@ fn client_inbox_bench(root: &Path) {
         println!("check_inbox via the Python client: skipped (run scripts/test-setup.sh)");
         return;
     }
-    let mut s = Server::start(root);
-    s.initialize();
-    for k in 0..100 {
-        let r = s.round_trip(10_000 + k as u64, "submit_handoff", rich_handoff(k));
-        assert!(r < Duration::from_secs(30));
-    }
-    s.close();
+    fill_inbox(root);
     let n = std::env::var("MCP_CLIENT_BENCH_N")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -455,6 +472,11 @@ fn http_vs_stdio(root: &Path) {
         .arg(n.to_string())
         .output()
         .expect("run the Python client");
+    // The same server, against Agent Mail's over HTTP (before it stops).
+    let theirs = out
+        .status
+        .success()
+        .then(|| http_vs_agent_mail(&python, &url, n));
     // SAFETY: kill only sends SIGTERM to our own child.
     unsafe { libc::kill(server.id() as libc::pid_t, libc::SIGTERM) };
     let _ = server.wait();
@@ -489,4 +511,185 @@ fn http_vs_stdio(root: &Path) {
             println!("BENCH {line}");
         }
     }
+    if let Some(Some(v)) = theirs {
+        agent_mail_http_figures(&v, n);
+    }
+}
+
+/// One inbox call over Streamable HTTP through the official Python client, ours (`check_inbox` on the
+/// running `pantheon mcp --http` at `url`) against MCP Agent Mail's HTTP server (`fetch_inbox`, its
+/// `serve-http`, started by the driver), both inboxes of 100 messages of about the same size, the
+/// default page of each, calls paired (`benches/python/agent_mail_http_client.py`). Agent Mail is
+/// `AGENT_MAIL_BIN` or `.agent-mail/bin/mcp-agent-mail` (scripts/agent-mail-setup.sh); skipped,
+/// saying so, without it. `None` when skipped.
+fn http_vs_agent_mail(python: &Path, url: &str, n: usize) -> Option<Value> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bin = std::env::var_os("AGENT_MAIL_BIN")
+        .filter(|b| !b.is_empty())
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| repo.join(".agent-mail/bin/mcp-agent-mail"));
+    if !bin.exists() {
+        println!(
+            "HTTP vs Agent Mail's HTTP: skipped: {} is missing (scripts/agent-mail-setup.sh installs it)",
+            bin.display()
+        );
+        return None;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let out = Command::new(python)
+        .arg(repo.join("benches/python/agent_mail_http_client.py"))
+        .arg(&bin)
+        .arg(work.path())
+        .arg(n.to_string())
+        .arg(url)
+        .arg("iris")
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("run the Python client against Agent Mail's HTTP server");
+    assert!(
+        out.status.success(),
+        "the Agent Mail HTTP client failed (its server's log was {}/agent-mail.log)",
+        work.path().display()
+    );
+    Some(serde_json::from_slice(&out.stdout).unwrap())
+}
+
+/// The lines of the HTTP side-by-side run: p50 and p99 of ours as a ratio of Agent Mail's.
+fn agent_mail_http_figures(v: &Value, n: usize) {
+    let (o50, o99) = percentiles(&v["ours"]);
+    let (l50, l99) = percentiles(&v["ours_legacy"]);
+    let (t50, t99) = percentiles(&v["theirs"]);
+    println!(
+        "{:<34} ours p50 {o50:>7.2} ms p99 {o99:>7.2} ms ({} bytes)  events p50 {l50:>7.2} ms p99 {l99:>7.2} ms  Agent Mail p50 {t50:>7.2} ms p99 {t99:>7.2} ms ({} bytes)  => {:.2}x / {:.2}x faster",
+        "inbox over HTTP vs Agent Mail",
+        v["ours"]["bytes"],
+        v["theirs"]["bytes"],
+        t50 / o50,
+        t99 / o99,
+    );
+    for (q, o, l, t) in [("p50", o50, l50, t50), ("p99", o99, l99, t99)] {
+        let line = serde_json::json!({
+            "name": format!("tool_call_http_vs_agent_mail_http_{q}"),
+            "issue": 45,
+            "goal": format!("an inbox call over HTTP through the official Python client, {q}, at least 4x faster than MCP Agent Mail's HTTP server answering fetch_inbox through the same client (ratio <= 0.25)"),
+            "median": (o * 1000.0).round() / 1000.0,
+            "unit": "ms",
+            "baseline": (t * 1000.0).round() / 1000.0,
+            "baseline_name": "MCP Agent Mail 0.2.1 `serve-http` (uvicorn, Python 3.13) fetch_inbox, default page, same client, same run",
+            "ratio": ((o / t) * 1000.0).round() / 1000.0,
+            "met": o * 4.0 <= t,
+            "note": format!("check_inbox default page of 100 dispatches ({} bytes) vs fetch_inbox default page of 100 messages ({} bytes), {:.1}x faster; as event streams (`mode=\"legacy\"`) {l:.2} ms; calls paired; n={n}", v["ours"]["bytes"], v["theirs"]["bytes"], t / o),
+        });
+        println!("BENCH {line}");
+    }
+}
+
+/// `GET /metrics` on a fresh connection to 127.0.0.1:`port` (HTTP/1.0: the server closes it), whole
+/// answer read; its time, or `None` when it did not answer 200.
+fn scrape(port: u16) -> Option<Duration> {
+    use std::io::Read;
+    let t = Instant::now();
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    s.write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        .ok()?;
+    let mut all = String::new();
+    s.read_to_string(&mut all).ok()?;
+    let took = t.elapsed();
+    (all.split_whitespace().nth(1) == Some("200")).then_some(took)
+}
+
+/// A `/metrics` scrape of `pantheon serve --metrics` on the one HTTP stack while 50 slow
+/// connections are open (each sending its request a byte every second, well within the 5 s the
+/// server gives a client to send its headers), next to the same scrapes with none open, in the
+/// same run.
+fn scrape_beside_slow_connections(root: &Path) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_pantheon"))
+        .arg("--root")
+        .arg(root)
+        .args(["serve", "--metrics", &format!("127.0.0.1:{port}")])
+        .env("PANTHEON_LOG", "error")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start pantheon serve --metrics");
+    let until = Instant::now() + Duration::from_secs(30);
+    while scrape(port).is_none() {
+        assert!(Instant::now() < until, "serve --metrics never answered");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let scrapes = 40;
+    let mut quiet: Vec<Duration> = (0..scrapes)
+        .map(|_| {
+            std::thread::sleep(Duration::from_millis(50));
+            scrape(port).expect("a scrape answers")
+        })
+        .collect();
+    // 50 connections, each sending `GET /metrics` one byte a second from a thread of its own.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut conns: Vec<std::net::TcpStream> = (0..50)
+        .map(|_| std::net::TcpStream::connect(("127.0.0.1", port)).unwrap())
+        .collect();
+    let flag = stop.clone();
+    let trickle = std::thread::spawn(move || {
+        let request = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+        let mut at = 0;
+        while !flag.load(std::sync::atomic::Ordering::SeqCst) && at < request.len() {
+            for c in &mut conns {
+                let _ = c.write_all(&request[at..=at]);
+            }
+            at += 1;
+            for _ in 0..50 {
+                if flag.load(std::sync::atomic::Ordering::SeqCst) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    // Within the first 4 s: every slow connection is open throughout.
+    let mut slow: Vec<Duration> = (0..scrapes)
+        .map(|_| {
+            std::thread::sleep(Duration::from_millis(50));
+            scrape(port).expect("a scrape answers beside 50 slow connections")
+        })
+        .collect();
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    trickle.join().unwrap();
+    // SAFETY: kill only sends SIGTERM to our own child.
+    unsafe { libc::kill(serve.id() as libc::pid_t, libc::SIGTERM) };
+    let _ = serve.wait();
+    quiet.sort();
+    slow.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let p = |v: &[Duration], q: f64| ms(v[((v.len() - 1) as f64 * q).round() as usize]);
+    let (q50, q99, s50, s99) = (
+        p(&quiet, 0.5),
+        p(&quiet, 0.99),
+        p(&slow, 0.5),
+        p(&slow, 0.99),
+    );
+    println!(
+        "{:<34} n={scrapes:<5} p50 {s50:>7.2} ms  p99 {s99:>7.2} ms  (none open: p50 {q50:.2} ms, p99 {q99:.2} ms)",
+        "/metrics beside 50 slow conns"
+    );
+    let line = serde_json::json!({
+        "name": "metrics_scrape_50_slow_connections_p99",
+        "issue": 45,
+        "goal": "with 50 slow connections open, a /metrics scrape answers in < 100 ms",
+        "median": (s99 * 1000.0).round() / 1000.0,
+        "unit": "ms",
+        "baseline": (q99 * 1000.0).round() / 1000.0,
+        "baseline_name": "the same scrapes with no slow connection open, same server, same run",
+        "ratio": ((s99 / q99) * 1000.0).round() / 1000.0,
+        "met": s99 < 100.0,
+        "note": format!("`serve --metrics`, each scrape a fresh connection; 50 connections sending a byte a second; p50 {s50:.2} ms vs {q50:.2} ms; n={scrapes}"),
+    });
+    println!("BENCH {line}");
 }

@@ -312,6 +312,41 @@ fn a_credentials_file_inside_the_root_or_readable_by_others_is_refused_before_li
         err.starts_with("error: ") && err.contains("chmod 600"),
         "{err}"
     );
+    // `serve --mcp` loads the file the same way: readable by others, refused before it listens.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o604)).unwrap();
+    let out = root.pantheon(&[
+        "serve",
+        "--mcp",
+        "127.0.0.1:0",
+        "--credentials",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("mode 604") && err.contains("chmod 600"),
+        "{err}"
+    );
+    // A private file moved inside the root (where every agent can write) is refused by both.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let inside = root.path().join("credentials");
+    std::fs::copy(&file, &inside).unwrap();
+    std::fs::set_permissions(&inside, std::fs::Permissions::from_mode(0o600)).unwrap();
+    for command in [["mcp", "--http"], ["serve", "--mcp"]] {
+        let out = root.pantheon(&[
+            command[0],
+            command[1],
+            "127.0.0.1:0",
+            "--credentials",
+            inside.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{command:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.starts_with("error: ") && err.contains("lies inside the root"),
+            "{command:?}: {err}"
+        );
+    }
 }
 
 #[test]
