@@ -82,10 +82,15 @@ impl Actor {
     }
 }
 
+/// The compiled schemas, their file's key and, while the file is racy, the document compiled.
+type CachedSchemas = (SchemaKey, Arc<Schemas>, Option<serde_json::Value>);
+
 /// The Conductor of one root.
 pub struct Conductor {
     root: Root,
-    schemas: Mutex<Option<(SchemaKey, Arc<Schemas>)>>,
+    /// The compiled schemas, their file's key, and, while that file is racy, the document they were
+    /// compiled from (the bytes decide then, not the key).
+    schemas: Mutex<Option<CachedSchemas>>,
     /// Who acts through this handle, for the journal.
     origin: RwLock<Origin>,
     /// Inboxes read before, for a handle that reads them again and again (the MCP server).
@@ -147,18 +152,43 @@ impl Conductor {
     pub(crate) fn schemas(&self) -> Result<Arc<Schemas>> {
         let key = schema_key(&self.root);
         let mut guard = self.schemas.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((k, s)) = guard.as_ref()
+        let mut read = None;
+        if let Some((k, s, racy)) = guard.as_mut()
             && *k == key
         {
-            return Ok(s.clone());
+            let Some(doc) = racy else {
+                return Ok(s.clone());
+            };
+            // Changed within its clock's granularity when compiled: a rewrite may hide under the
+            // same key, so the document decides (one small read instead of a compile).
+            let now = Schemas::read_source(&self.root)?;
+            if now.as_ref() == Some(&*doc) {
+                let s = s.clone();
+                if !key.as_ref().is_some_and(|k| k.racy()) {
+                    *racy = None;
+                }
+                return Ok(s);
+            }
+            read = Some(now);
         }
-        let s = Arc::new(Schemas::load(&self.root)?);
-        // A file changed within its clock's granularity could change again under the same key:
-        // compiled again next time.
-        *guard = match key {
-            Some(k) if k.racy() => None,
-            _ => Some((key, s.clone())),
+        let doc = match read {
+            Some(d) => d,
+            None => Schemas::read_source(&self.root)?,
         };
+        let s = Arc::new(Schemas::compiled(&self.root, doc.clone())?);
+        // A file changed within its clock's granularity could change again under the same key: kept
+        // with the document it was compiled from, and reused only while the file still reads so.
+        let racy = match &key {
+            Some(k) if k.racy() => match doc {
+                Some(d) => Some(d),
+                None => {
+                    *guard = None;
+                    return Ok(s);
+                }
+            },
+            _ => None,
+        };
+        *guard = Some((key, s.clone(), racy));
         Ok(s)
     }
 }

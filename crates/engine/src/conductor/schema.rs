@@ -108,9 +108,21 @@ fn compile(doc: &Value, def: Option<&str>, origin: &str) -> Result<jsonschema::V
 
 impl Schemas {
     /// Loads the root's schema, or the built-in one (with a warning) when the root has none.
+    #[cfg(test)]
     pub(crate) fn load(root: &Root) -> Result<Self> {
+        Self::compiled(root, read_json(&root.schema_path())?)
+    }
+
+    /// The root's schema file as it reads now (`None` when there is none): what [`Self::compiled`]
+    /// compiles, and what a racy cache entry is compared with.
+    pub(crate) fn read_source(root: &Root) -> Result<Option<Value>> {
+        read_json(&root.schema_path())
+    }
+
+    /// [`Self::load`] of the document `read` (the root's schema file as read, `None`: the built-in).
+    pub(crate) fn compiled(root: &Root, read: Option<Value>) -> Result<Self> {
         let path = root.schema_path();
-        let (doc, origin, warning) = match read_json(&path)? {
+        let (doc, origin, warning) = match read {
             Some(doc) => (doc, path.display().to_string(), None),
             None => (
                 builtin_schema()?,
