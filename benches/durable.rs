@@ -209,6 +209,11 @@ fn fresh_root(parent: &Path, name: &str, bin: &Path) -> PathBuf {
         .output()
         .unwrap();
     assert!(init.status.success(), "{init:?}");
+    // A root in use, not one just made: the engine parses a definition, a rule or the schema again
+    // at every act while the file changed within its clock's granularity (a rewrite of the same size
+    // could keep its identity; `store::yaml::FileIdentity::racy`), which on a fresh root is the
+    // first one to two seconds. Measured past that, as every root an operator runs is.
+    std::thread::sleep(Duration::from_millis(2100));
     root
 }
 

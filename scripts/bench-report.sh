@@ -14,6 +14,10 @@ if [[ "${QUICK:-}" == 1 ]]; then
 else
   soak=60 target_md=BENCHMARKS.md
 fi
+# The Python clients (the official MCP SDK, nats-py, a2a-sdk) and MCP Agent Mail, which the mcp and
+# sources benches compare against; both installs are idempotent and quick once done.
+scripts/test-setup.sh >/dev/null
+scripts/agent-mail-setup.sh >/dev/null || echo "bench-report: MCP Agent Mail did not install; its rows are left out" >&2
 cargo bench --bench proof --no-run >/dev/null
 cargo bench --bench proof -- goals | tee -a "$out"
 cargo bench --bench proof -- soak "$soak" | tee -a "$out"
