@@ -36,6 +36,12 @@ for b in conductor bus console mcp nats delivery cost history observe pause sour
     cargo bench --bench "$b" 2>/dev/null | grep '^BENCH ' | tee -a "$out" || true
   fi
 done
+# Durable submit + ack cycles with one `pantheon mcp` per god, beside NATS JetStream, Redis and DBOS
+# at equal durability and at their defaults (scripts/bench-durable.sh: about 4 minutes; it installs
+# its own venv and redis-server; SKIP_DURABLE=1 leaves it out).
+if [[ "${QUICK:-}" != 1 && "${SKIP_DURABLE:-}" != 1 ]]; then
+  scripts/bench-durable.sh 2>/dev/null | grep '^BENCH ' | tee -a "$out" || true
+fi
 # The binary a user installs: its size and cold build time (two cold builds, about 10 minutes;
 # SKIP_BUILD=1 leaves them out).
 if [[ "${QUICK:-}" != 1 && "${SKIP_BUILD:-}" != 1 ]]; then
