@@ -395,7 +395,8 @@ fn agent_mail_figures(ours: &Value, theirs: &Value, n: usize, run: usize) {
     let pairs = [
         ("page_20", "default page", Some(0.25), 0.25),
         ("full_100", "all 100, full content", None, 1.0),
-        ("compact_100", "all 100, compact", None, 1.0),
+        // Issue 48 asks the compact listing to reach 4x Agent Mail at p99 (it was 3.4x).
+        ("compact_100", "all 100, compact", None, 0.25),
         ("page_20_bodies", "20 with full content", None, 1.0),
     ];
     for (v, what, goal50, goal99) in pairs {

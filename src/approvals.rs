@@ -439,7 +439,8 @@ fn check_approver(
                 .view_link(token)
                 .map(|v| v.record.content_sha256)
                 .ok_or("this link is unknown")?;
-            verify_ssh(file, principal, signature, &signed_text(token, &digest))?;
+            verify_ssh(file, principal, signature, &signed_text(token, &digest))
+                .map_err(|e| e.to_string())?;
             Ok(Some(format!("{principal} (ssh signature)")))
         }
     }
@@ -494,18 +495,18 @@ fn verify_ssh(
     principal: &str,
     signature: &str,
     message: &str,
-) -> Result<(), String> {
+) -> Result<(), SignatureError> {
     use std::io::Write;
     if principal.len() > 200
         || principal
             .chars()
             .any(|c| c.is_control() || c.is_whitespace())
     {
-        return Err("the principal is not a usable name".into());
+        return Err(SignatureError::Principal);
     }
-    let mut sig = tempfile::NamedTempFile::new().map_err(|e| format!("error: {e}"))?;
+    let mut sig = tempfile::NamedTempFile::new().map_err(SignatureError::Io)?;
     sig.write_all(signature.replace("\r\n", "\n").as_bytes())
-        .map_err(|e| format!("error: {e}"))?;
+        .map_err(SignatureError::Io)?;
     let mut child = std::process::Command::new("ssh-keygen")
         .args(["-Y", "verify", "-f"])
         .arg(file)
@@ -515,7 +516,7 @@ fn verify_ssh(
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
-        .map_err(|e| format!("error: cannot run ssh-keygen to verify the signature: {e}"))?;
+        .map_err(SignatureError::Run)?;
     if let Some(mut stdin) = child.stdin.take() {
         let _ = stdin.write_all(message.as_bytes());
     }
@@ -523,9 +524,37 @@ fn verify_ssh(
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "the signature does not verify for principal {principal:?} against the allowed signers: nothing was decided"
-        ))
+        Err(SignatureError::Refused(principal.to_owned()))
+    }
+}
+
+/// Why a signed decision was not taken ([`verify_ssh`]).
+#[derive(Debug)]
+enum SignatureError {
+    /// The principal has control characters or spaces, or is over 200 bytes.
+    Principal,
+    /// The signature's temporary file could not be written.
+    Io(std::io::Error),
+    /// `ssh-keygen` could not be started.
+    Run(std::io::Error),
+    /// `ssh-keygen` did not accept the signature for this principal.
+    Refused(String),
+}
+
+impl std::fmt::Display for SignatureError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Principal => f.write_str("the principal is not a usable name"),
+            Self::Io(e) => write!(f, "error: {e}"),
+            Self::Run(e) => write!(
+                f,
+                "error: cannot run ssh-keygen to verify the signature: {e}"
+            ),
+            Self::Refused(p) => write!(
+                f,
+                "the signature does not verify for principal {p:?} against the allowed signers: nothing was decided"
+            ),
+        }
     }
 }
 

@@ -25,7 +25,49 @@ type Version = (u64, u64, i64, i64, i64, i64);
 #[derive(Debug, Clone)]
 struct Read {
     version: Version,
-    record: Result<Arc<LinkRecord>, String>,
+    record: Result<Arc<LinkRecord>, NotARecord>,
+}
+
+/// Why a file in `conductor/approvals/` is not a record the pane shows (its warning's message).
+#[derive(Debug, Clone)]
+enum NotARecord {
+    /// A symbolic link: never followed.
+    Link,
+    /// Not a regular file.
+    NotRegular,
+    /// Over [`MAX_RECORD_BYTES`] (its size, when the listing gave one).
+    TooLarge(Option<u64>),
+    /// Gone between the listing and the read.
+    Gone,
+    /// The read or the JSON failed.
+    Unreadable(String),
+    /// JSON, but not a record's fields.
+    Shape(String),
+    /// Its `token_sha256` is not its file name.
+    Misnamed,
+}
+
+impl std::fmt::Display for NotARecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Link => f.write_str("a symbolic link, not an approval link record: not followed"),
+            Self::NotRegular => f.write_str("not a regular file: not an approval link record"),
+            Self::TooLarge(Some(n)) => write!(
+                f,
+                "{n} bytes, over the {MAX_RECORD_BYTES} bytes an approval link record may take: not read"
+            ),
+            Self::TooLarge(None) => write!(
+                f,
+                "over the {MAX_RECORD_BYTES} bytes an approval link record may take: not read"
+            ),
+            Self::Gone => f.write_str("gone, or not a regular file"),
+            Self::Unreadable(why) => f.write_str(why),
+            Self::Shape(e) => write!(f, "not an approval link record: {e}"),
+            Self::Misnamed => {
+                f.write_str("its token_sha256 is not its file name: not an approval link record")
+            }
+        }
+    }
 }
 
 /// The records of `conductor/approvals/`, re-read as they change.
@@ -52,32 +94,32 @@ fn version_of(m: &std::fs::Metadata) -> Version {
 }
 
 /// Reads one record file (no link followed, bounded) into a record or why it is none.
-fn read_record(path: &Path, hash: &str, meta: &std::fs::Metadata) -> Result<LinkRecord, String> {
+fn read_record(
+    path: &Path,
+    hash: &str,
+    meta: &std::fs::Metadata,
+) -> Result<LinkRecord, NotARecord> {
     if meta.file_type().is_symlink() {
-        return Err("a symbolic link, not an approval link record: not followed".into());
+        return Err(NotARecord::Link);
     }
     if !meta.is_file() {
-        return Err("not a regular file: not an approval link record".into());
+        return Err(NotARecord::NotRegular);
     }
     if meta.len() > MAX_RECORD_BYTES {
-        return Err(format!(
-            "{} bytes, over the {MAX_RECORD_BYTES} bytes an approval link record may take: not read",
-            meta.len()
-        ));
+        return Err(NotARecord::TooLarge(Some(meta.len())));
     }
     let read = read_json_nofollow(path)
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| "gone, or not a regular file".to_owned())?;
+        .map_err(|e| NotARecord::Unreadable(e.to_string()))?
+        .ok_or(NotARecord::Gone)?;
     if read.metadata.len() > MAX_RECORD_BYTES {
-        return Err(format!(
-            "over the {MAX_RECORD_BYTES} bytes an approval link record may take: not read"
-        ));
+        return Err(NotARecord::TooLarge(None));
     }
-    let v = read.value.map_err(|e| e.to_string())?;
-    let r: LinkRecord =
-        serde_json::from_value(v).map_err(|e| format!("not an approval link record: {e}"))?;
+    let v = read
+        .value
+        .map_err(|e| NotARecord::Unreadable(e.to_string()))?;
+    let r: LinkRecord = serde_json::from_value(v).map_err(|e| NotARecord::Shape(e.to_string()))?;
     if r.token_sha256 != hash {
-        return Err("its token_sha256 is not its file name: not an approval link record".into());
+        return Err(NotARecord::Misnamed);
     }
     Ok(r)
 }
@@ -150,7 +192,7 @@ impl LinkTracker {
             .filter_map(|(name, f)| {
                 Some(FileWarning {
                     path: dir.join(name),
-                    message: f.record.as_ref().err()?.clone(),
+                    message: f.record.as_ref().err()?.to_string(),
                     since: None,
                 })
             })
