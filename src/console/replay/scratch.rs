@@ -68,6 +68,10 @@ fn is_record(key: &str) -> u8 {
     }
 }
 
+/// The records a bounded layout ([`Scratch::show_until`]) lays out at the least: more rows than a
+/// tall terminal shows.
+const FIRST_RECORDS: usize = 100;
+
 /// Where a rewritten file is made before it takes its place: beside `conductor/` and `shared/`,
 /// where no recorded path goes ([`place`]).
 const FRESH: &str = ".fresh";
@@ -278,10 +282,17 @@ impl Scratch {
             .collect();
         due.sort_by_key(|(k, _)| (is_record(k), *k));
         let mut left = due.len();
+        // A first screen shows rows: past `until`, the layout still goes on to a screenful of
+        // records (workflow states come first among them), however long the few files took.
+        let mut records = 0usize;
         for (i, (key, new)) in due.into_iter().enumerate() {
-            if i % 32 == 0 && until.is_some_and(|u| Instant::now() >= u) {
+            if i % 32 == 0
+                && records >= FIRST_RECORDS
+                && until.is_some_and(|u| Instant::now() >= u)
+            {
                 break;
             }
+            records += usize::from(is_record(key) > 0);
             left -= 1;
             let Some(p) = place(self.dir.path(), key) else {
                 tracing::warn!(
@@ -464,10 +475,25 @@ mod tests {
         put(&mut tree, "shared/handoffs/wf_a/plan.json", &[b"{}"], 1);
         let hist = HistoryDir::of(&root);
         let mut s = Scratch::new(Default::default()).unwrap();
-        // No time left: nothing is written yet, everything the console reads is left.
-        let (touched, left) = s.show_until(&hist, &tree, Some(Instant::now()));
-        assert_eq!((touched.len(), left), (0, 2));
-        let (_, left) = s.show_until(&hist, &tree, None);
+        // No time left, and under a screenful of records: all of it is written all the same (a
+        // first screen shows rows, however long the few files took).
+        let (_, left) = s.show_until(&hist, &tree, Some(Instant::now()));
+        assert_eq!(left, 0);
+        // Many records and no time: a screenful of them and the few files first, the rest left.
+        let mut many = tree.clone();
+        for i in 0..FIRST_RECORDS + 40 {
+            put(&mut many, &format!("conductor/state/wf_m{i:04}.json"), &[b"{}"], 1);
+        }
+        let mut m = Scratch::new(Default::default()).unwrap();
+        let (touched, left) = m.show_until(&hist, &many, Some(Instant::now()));
+        let states = touched
+            .iter()
+            .filter(|p| p.to_string_lossy().contains("/conductor/state/"))
+            .count();
+        assert!(states >= FIRST_RECORDS && left > 0, "{states} states, {left} left");
+        assert!(m.path().join("conductor/journal.jsonl").is_file());
+        assert!(m.path().join("conductor/state/wf_m0000.json").is_file());
+        let (_, left) = m.show_until(&hist, &many, None);
         assert_eq!(left, 0);
         let journal = s.path().join("conductor/journal.jsonl");
         assert_eq!(std::fs::read(&journal).unwrap(), b"a\n");
