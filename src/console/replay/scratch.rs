@@ -286,9 +286,7 @@ impl Scratch {
         // records (workflow states come first among them), however long the few files took.
         let mut records = 0usize;
         for (i, (key, new)) in due.into_iter().enumerate() {
-            if i % 32 == 0
-                && records >= FIRST_RECORDS
-                && until.is_some_and(|u| Instant::now() >= u)
+            if i % 32 == 0 && records >= FIRST_RECORDS && until.is_some_and(|u| Instant::now() >= u)
             {
                 break;
             }
@@ -482,7 +480,12 @@ mod tests {
         // Many records and no time: a screenful of them and the few files first, the rest left.
         let mut many = tree.clone();
         for i in 0..FIRST_RECORDS + 40 {
-            put(&mut many, &format!("conductor/state/wf_m{i:04}.json"), &[b"{}"], 1);
+            put(
+                &mut many,
+                &format!("conductor/state/wf_m{i:04}.json"),
+                &[b"{}"],
+                1,
+            );
         }
         let mut m = Scratch::new(Default::default()).unwrap();
         let (touched, left) = m.show_until(&hist, &many, Some(Instant::now()));
@@ -490,7 +493,10 @@ mod tests {
             .iter()
             .filter(|p| p.to_string_lossy().contains("/conductor/state/"))
             .count();
-        assert!(states >= FIRST_RECORDS && left > 0, "{states} states, {left} left");
+        assert!(
+            states >= FIRST_RECORDS && left > 0,
+            "{states} states, {left} left"
+        );
         assert!(m.path().join("conductor/journal.jsonl").is_file());
         assert!(m.path().join("conductor/state/wf_m0000.json").is_file());
         let (_, left) = m.show_until(&hist, &many, None);
@@ -706,7 +712,11 @@ mod tests {
         }
         // And the scratch root itself lands there, private.
         let s = Scratch::new(Default::default()).unwrap();
-        assert!(memory_fs_with_room(s.path().parent().unwrap()), "{}", s.path().display());
+        assert!(
+            memory_fs_with_room(s.path().parent().unwrap()),
+            "{}",
+            s.path().display()
+        );
         use std::os::unix::fs::MetadataExt;
         assert_eq!(std::fs::metadata(s.path()).unwrap().mode() & 0o777, 0o700);
     }
