@@ -275,7 +275,10 @@ fn loading(tree: &HistoryTree, left: usize) -> Option<(usize, usize)> {
 }
 
 fn is_journal(c: &Change) -> bool {
-    c.path == format!("{}/{}", layout::CONDUCTOR_DIR, layout::JOURNAL_FILE)
+    c.path
+        .strip_prefix(layout::CONDUCTOR_DIR)
+        .and_then(|r| r.strip_prefix('/'))
+        == Some(layout::JOURNAL_FILE)
 }
 
 fn attention_keys(s: &Snapshot, at_us: i64) -> HashSet<super::attention::Key> {

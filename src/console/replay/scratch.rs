@@ -28,11 +28,9 @@ pub(crate) struct Scratch {
 /// Where `key` goes under `dir`, or `None` when the key is not a plain relative path inside one of
 /// the recorded trees (or names the history itself).
 pub(crate) fn place(dir: &Path, key: &str) -> Option<PathBuf> {
-    let handoffs = format!("{}/{}/", layout::SHARED_DIR, layout::HANDOFFS_DIR);
-    let conductor = format!("{}/", layout::CONDUCTOR_DIR);
-    let history = format!("{}/{}/", layout::CONDUCTOR_DIR, layout::HISTORY_DIR);
-    if !(key.starts_with(&conductor) || key.starts_with(&handoffs))
-        || key.starts_with(&history)
+    if !(under(key, layout::CONDUCTOR_DIR, None)
+        || under(key, layout::SHARED_DIR, Some(layout::HANDOFFS_DIR)))
+        || under(key, layout::CONDUCTOR_DIR, Some(layout::HISTORY_DIR))
         || key.contains('\0')
         || key.len() > 4096
     {
@@ -49,19 +47,26 @@ pub(crate) fn place(dir: &Path, key: &str) -> Option<PathBuf> {
 /// (`conductor/archive/`), which neither the live model nor a pane opens, and which are most of a
 /// large root's files.
 pub(crate) fn read_by_console(key: &str) -> bool {
-    let handoffs = format!("{}/{}/", layout::SHARED_DIR, layout::HANDOFFS_DIR);
-    let archive = format!("{}/{}/", layout::CONDUCTOR_DIR, layout::ARCHIVE_DIR);
-    !key.starts_with(&handoffs) && !key.starts_with(&archive)
+    !under(key, layout::SHARED_DIR, Some(layout::HANDOFFS_DIR))
+        && !under(key, layout::CONDUCTOR_DIR, Some(layout::ARCHIVE_DIR))
+}
+
+/// True when `key` lies under `top/` (or `top/sub/`), tested in place: these run for every file of
+/// a moment's tree, several times a seek (a `format!` of the prefixes per call made the sort of a
+/// 10,000-workflow tree's keys allocate hundreds of thousands of times).
+fn under(key: &str, top: &str, sub: Option<&str>) -> bool {
+    let Some(rest) = key.strip_prefix(top).and_then(|r| r.strip_prefix('/')) else {
+        return false;
+    };
+    sub.is_none_or(|sub| rest.strip_prefix(sub).is_some_and(|r| r.starts_with('/')))
 }
 
 /// Where a file comes in the layout of a moment: the few files first, then the directories of many
 /// records, workflow states (the first pane) before inbox dispatches.
 fn is_record(key: &str) -> u8 {
-    let state = format!("{}/{}/", layout::CONDUCTOR_DIR, layout::STATE_DIR);
-    let pending = format!("{}/{}/", layout::CONDUCTOR_DIR, layout::PENDING_DIR);
-    if key.starts_with(&state) {
+    if under(key, layout::CONDUCTOR_DIR, Some(layout::STATE_DIR)) {
         1
-    } else if key.starts_with(&pending) {
+    } else if under(key, layout::CONDUCTOR_DIR, Some(layout::PENDING_DIR)) {
         2
     } else {
         0
