@@ -191,6 +191,17 @@ fn scratch_base_from(runtime: Option<PathBuf>) -> Option<PathBuf> {
     candidates.into_iter().find(|p| memory_fs_with_room(p))
 }
 
+/// The memory file systems a scratch root may have been made in ([`scratch_base_from`]'s
+/// candidates, whatever their free room now), for [`remove_stale`].
+fn scratch_bases(runtime: Option<PathBuf>) -> Vec<PathBuf> {
+    runtime
+        .filter(|p| p.is_absolute())
+        .into_iter()
+        .chain(Some(PathBuf::from("/dev/shm")))
+        .filter(|p| p.is_dir())
+        .collect()
+}
+
 /// True when `p` is on a memory file system (tmpfs) with [`MEMORY_FS_ROOM`] free.
 fn memory_fs_with_room(p: &Path) -> bool {
     const TMPFS_MAGIC: i128 = 0x0102_1994;
@@ -223,9 +234,22 @@ impl Scratch {
         };
         // Whatever the umask or the temporary directory's defaults: the owner's alone.
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(PRIVATE_DIR))?;
-        if let Some(parent) = dir.path().parent() {
-            let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(dir.path())?);
-            remove_stale(parent, uid);
+        // A killed console's scratch root is removed wherever it was made: in the memory file
+        // system (where it holds memory) even when this one lands in the temporary directory.
+        let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(dir.path())?);
+        let mut bases: Vec<PathBuf> = dir
+            .path()
+            .parent()
+            .map(Path::to_path_buf)
+            .into_iter()
+            .collect();
+        bases.extend(scratch_bases(
+            std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from),
+        ));
+        bases.push(std::env::temp_dir());
+        bases.dedup();
+        for base in &bases {
+            remove_stale(base, uid);
         }
         private_dirs(&dir.path().join(layout::CONDUCTOR_DIR))?;
         private_dirs(
@@ -715,6 +739,12 @@ mod tests {
         if !on_tmpfs {
             assert!(!memory_fs_with_room(disk));
         }
+        // A killed console's scratch root left there is removed by the next one's, wherever
+        // that one lands (no process has the pid i32::MAX: above any pid_max).
+        let stale = shm.join(format!("{PREFIX}{}-left", i32::MAX));
+        private_dirs(&stale.join("conductor")).unwrap();
+        let _next = Scratch::new(Default::default()).unwrap();
+        assert!(!stale.exists(), "{} was left", stale.display());
         // And the scratch root itself lands there, private.
         let s = Scratch::new(Default::default()).unwrap();
         assert!(
