@@ -237,7 +237,8 @@ struct Past {
 /// What the replay sent.
 enum FromPast {
     Frame(Arc<Frame>),
-    Note(Note),
+    /// A note, with the frame it came with when the console has not drawn that yet.
+    Note(Note, Option<Arc<Frame>>),
     Stopped,
 }
 
@@ -253,7 +254,11 @@ impl Past {
                 Err(_) => FromPast::Stopped,
             },
             note = h.notes.recv() => match note {
-                Some(n) => FromPast::Note(n),
+                // The frame a note speaks of was sent before it: both are drawn together.
+                Some(n) => {
+                    let fresh = h.frames.has_changed().unwrap_or(false);
+                    FromPast::Note(n, fresh.then(|| h.frames.borrow_and_update().clone()))
+                }
                 None => FromPast::Stopped,
             },
         }
@@ -434,8 +439,17 @@ fn on_event(
 fn from_past(app: &mut App, s: &mut Sources, from: FromPast) {
     match from {
         FromPast::Frame(f) => app.show_frame(&f),
-        FromPast::Note((true, text)) => app.flash(FlashKind::Error, text),
-        FromPast::Note((false, text)) => app.flash(FlashKind::Info, text),
+        FromPast::Note((error, text), frame) => {
+            if let Some(f) = frame {
+                app.show_frame(&f);
+            }
+            let kind = if error {
+                FlashKind::Error
+            } else {
+                FlashKind::Info
+            };
+            app.flash(kind, text);
+        }
         FromPast::Stopped => {
             s.past.handle = None;
             app.back_to_live(s.live.latest());

@@ -105,6 +105,17 @@ fn next_frame(h: &mut ReplayHandle) -> Arc<Frame> {
     h.frames.borrow_and_update().clone()
 }
 
+/// The replay's next note (sent just after the frame it speaks of).
+fn next_note(h: &mut ReplayHandle) -> (bool, String) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    rt.block_on(async { tokio::time::timeout(Duration::from_secs(20), h.notes.recv()).await })
+        .expect("a note from the replay")
+        .expect("the replay still running")
+}
+
 /// Runs a key's replay effects the way the event loop does; the frame they led to.
 fn scrub(app: &mut App, h: &mut ReplayHandle, effects: Vec<Effect>) -> Option<Arc<Frame>> {
     let mut last = None;
@@ -230,7 +241,7 @@ fn a_moment_before_the_history_opens_at_its_first_and_a_root_never_recorded_is_r
     h.send(Cmd::Seek(then - 3_600_000_000));
     let v = next_frame(&mut h).view.clone();
     assert_eq!(v.moment_us, v.first_us);
-    let (error, note) = h.notes.try_recv().expect("a note");
+    let (error, note) = next_note(&mut h);
     assert!(
         !error && note.contains("is before the history starts"),
         "{note}"
@@ -377,10 +388,13 @@ fn stepping_goes_act_by_act_past_heartbeats_and_a_journal_entry_reads_in_its_wor
         v.change
     );
     // `H`: the heartbeats too, one change at a time.
-    while h.notes.try_recv().is_ok() {}
     h.send(Cmd::Heartbeats);
     let _ = next_frame(&mut h);
-    let (_, note) = h.notes.try_recv().expect("a note");
+    // Notes of the steps before may still be on their way; this one follows them.
+    let mut note = next_note(&mut h).1;
+    while !note.contains("heartbeats") {
+        note = next_note(&mut h).1;
+    }
     assert!(note.contains("heartbeats too"), "{note}");
     let mut every = Vec::new();
     loop {

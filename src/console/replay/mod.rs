@@ -448,13 +448,15 @@ impl Worker {
                 Some(c) => self.handle(c),
                 None => self.play(),
             };
+            // The frame before the note that speaks of it, so the console draws them together
+            // (a note drawn over the frame before it showed `change 33/37` beside "the end").
+            if frames.send(Arc::new(self.frame())).is_err() {
+                return;
+            }
             if let Err(e) = &note {
                 let _ = notes.send((true, e.to_string()));
             } else if let Ok(Some(n)) = &note {
                 let _ = notes.send((false, n.clone()));
-            }
-            if frames.send(Arc::new(self.frame())).is_err() {
-                return;
             }
         }
     }
