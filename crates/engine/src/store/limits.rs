@@ -20,18 +20,26 @@ pub(crate) const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
 pub(crate) const MAX_STATE_BYTES: usize = 32 * 1024 * 1024;
 
 /// Refuses `value` (a `what` such as "handoff") when any string in it is over [`MAX_FIELD_BYTES`] or its
-/// compact JSON is over `max` bytes.
+/// compact JSON is over `max` bytes. Every post and submit passes here: nothing is allocated for a
+/// document within its limits (the pointer is built only for a field over its limit, the length is
+/// counted as the JSON is written, stopping at `max`).
 pub(crate) fn check_document(what: &str, value: &Value, max: usize) -> Result<()> {
-    if let Some((pointer, len)) = long_string(value, String::new()) {
+    if let Some((pointer, len)) = long_string(value) {
+        let pointer = if pointer.is_empty() {
+            "/".into()
+        } else {
+            pointer
+        };
         return Err(Error::refused(format!(
             "{what} field {pointer} is {len} bytes, over the {MAX_FIELD_BYTES}-byte limit per field; \
              put large content in a file and list it in artifacts"
         )));
     }
-    let len = serde_json::to_vec(value)
-        .map(|v| v.len())
-        .unwrap_or(usize::MAX);
-    if len > max {
+    let mut count = Count { len: 0, max };
+    if serde_json::to_writer(&mut count, value).is_err() || count.len > max {
+        let len = serde_json::to_vec(value)
+            .map(|v| v.len())
+            .unwrap_or(usize::MAX);
         return Err(Error::refused(format!(
             "{what} is {len} bytes, over the {max}-byte limit; put large content in a file and list it \
              in artifacts"
@@ -40,22 +48,43 @@ pub(crate) fn check_document(what: &str, value: &Value, max: usize) -> Result<()
     Ok(())
 }
 
-fn long_string(v: &Value, at: String) -> Option<(String, usize)> {
+/// The JSON pointer (RFC 6901; empty for `v` itself) and length of the first string in `v` over
+/// [`MAX_FIELD_BYTES`].
+fn long_string(v: &Value) -> Option<(String, usize)> {
     match v {
-        Value::String(s) if s.len() > MAX_FIELD_BYTES => {
-            Some((if at.is_empty() { "/".into() } else { at }, s.len()))
-        }
+        Value::String(s) if s.len() > MAX_FIELD_BYTES => Some((String::new(), s.len())),
         Value::Array(a) => a
             .iter()
             .enumerate()
-            .find_map(|(i, x)| long_string(x, format!("{at}/{i}"))),
+            .find_map(|(i, x)| long_string(x).map(|(at, len)| (format!("/{i}{at}"), len))),
         Value::Object(m) => m.iter().find_map(|(k, x)| {
-            long_string(
-                x,
-                format!("{at}/{}", k.replace('~', "~0").replace('/', "~1")),
-            )
+            long_string(x).map(|(at, len)| {
+                let key = k.replace('~', "~0").replace('/', "~1");
+                (format!("/{key}{at}"), len)
+            })
         }),
         _ => None,
+    }
+}
+
+/// Counts the bytes written to it, failing once they pass `max` (so a huge document is not written
+/// out whole to be measured).
+struct Count {
+    len: usize,
+    max: usize,
+}
+
+impl std::io::Write for Count {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.len = self.len.saturating_add(buf.len());
+        if self.len > self.max {
+            return Err(std::io::ErrorKind::FileTooLarge.into());
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -87,5 +116,27 @@ mod tests {
         .to_string();
         assert!(err.contains("over the 1048576-byte limit"), "{err}");
         check_document("handoff", &serde_json::json!({"a": "b"}), MAX_HANDOFF_BYTES).unwrap();
+        // The pointer names the field in RFC 6901's escapes, through arrays, or the whole value.
+        let big = "z".repeat(MAX_FIELD_BYTES + 1);
+        let nested = serde_json::json!({"ok": ["a"], "a/b~c": [1, {"x": big}]});
+        let err = check_document("ack", &nested, usize::MAX)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("ack field /a~1b~0c/1/x is 262145 bytes"),
+            "{err}"
+        );
+        let err = check_document("payload", &serde_json::json!(big), usize::MAX)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("payload field / is"), "{err}");
+        // The whole document's length, exact at the limit and one over it.
+        let doc = serde_json::json!({"k": "v".repeat(100)});
+        let len = serde_json::to_vec(&doc).unwrap().len();
+        check_document("post", &doc, len).unwrap();
+        let err = check_document("post", &doc, len - 1)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&format!("post is {len} bytes")), "{err}");
     }
 }
