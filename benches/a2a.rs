@@ -25,6 +25,9 @@ use pantheon::testing::sources::Source;
 use pantheon::testing::sources::a2a::A2aSource;
 use serde_json::{Value, json};
 
+mod common;
+use common::Figure;
+
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
@@ -224,19 +227,20 @@ fn main() {
             .filter_map(Value::as_f64)
             .collect();
         let (o99, b99) = (pct(o, 0.99), pct(&b, 0.99));
-        let line = json!({
-            "name": format!("a2a_{name}_p99"),
-            "issue": 47,
-            "goal": what,
-            "median": o99,
-            "unit": "ms",
-            "baseline": b99,
-            "baseline_name": base_name,
-            "ratio": ((o99 / b99.max(0.01)) * 1000.0).round() / 1000.0,
-            "met": o99 < goal,
-            "note": format!("p50 {} ms vs {} ms; tasks working 1.5 s then asking, {per_round} at once; n={n}",
-                            pct(o, 0.5), pct(&b, 0.5)),
-        });
-        println!("BENCH {line}");
+        Figure {
+            name: &format!("a2a_{name}_p99"),
+            issue: 47,
+            goal: what,
+            median: o99,
+            unit: "ms",
+            baseline: Some((b99, base_name)),
+            met: Some(o99 < goal),
+            note: &format!(
+                "p50 {} ms vs {} ms; tasks working 1.5 s then asking, {per_round} at once; n={n}",
+                pct(o, 0.5),
+                pct(&b, 0.5)
+            ),
+        }
+        .print();
     }
 }

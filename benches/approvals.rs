@@ -30,24 +30,8 @@ use pantheon::engine::{
 };
 use serde_json::json;
 
-fn bench(
-    name: &str,
-    goal: &str,
-    median: f64,
-    baseline: Option<(f64, &str)>,
-    met: bool,
-    note: &str,
-) {
-    println!(
-        "BENCH {}",
-        json!({"name": name, "issue": 46, "goal": goal, "median": (median * 1000.0).round() / 1000.0,
-            "unit": "ms", "baseline": baseline.map(|b| (b.0 * 1000.0).round() / 1000.0),
-            "baseline_name": baseline.map(|b| b.1),
-            "ratio": baseline.map(|b| if b.0 == 0.0 { f64::NAN } else { (median / b.0 * 1000.0).round() / 1000.0 }),
-            "met": met, "note": note})
-    );
-    std::io::stdout().flush().unwrap();
-}
+mod common;
+use common::Figure;
 
 const GATE: &str = "workflow:\n  id: gate\n  steps:\n    - {id: plan, god: thoth}\n    - {id: build, god: hephaestus, approval_required: true}\n";
 
@@ -305,49 +289,64 @@ fn main() {
         percentile(&mut relayed, 0.99),
     );
     let note = format!("{n} taps each; a fresh held item per tap on one root");
-    bench(
-        "approval_link_http_tap_p50",
-        "-",
-        h50,
-        Some((b50, "Conductor::approve p50")),
-        true,
-        &note,
-    );
-    bench(
-        "approval_link_http_tap_p99",
-        "< 50 ms",
-        h99,
-        Some((b99, "Conductor::approve p99")),
-        h99 < 50.0,
-        &note,
-    );
-    bench(
-        "approval_link_relayed_redeem_p99",
-        "-",
-        r99,
-        Some((b99, "Conductor::approve p99")),
-        true,
-        &format!("{note}; p50 {r50:.3} ms"),
-    );
+    Figure {
+        name: "approval_link_http_tap_p50",
+        issue: 46,
+        goal: "-",
+        median: h50,
+        unit: "ms",
+        baseline: Some((b50, "Conductor::approve p50")),
+        met: Some(true),
+        note: &note,
+    }
+    .print();
+    Figure {
+        name: "approval_link_http_tap_p99",
+        issue: 46,
+        goal: "< 50 ms",
+        median: h99,
+        unit: "ms",
+        baseline: Some((b99, "Conductor::approve p99")),
+        met: Some(h99 < 50.0),
+        note: &note,
+    }
+    .print();
+    Figure {
+        name: "approval_link_relayed_redeem_p99",
+        issue: 46,
+        goal: "-",
+        median: r99,
+        unit: "ms",
+        baseline: Some((b99, "Conductor::approve p99")),
+        met: Some(true),
+        note: &format!("{note}; p50 {r50:.3} ms"),
+    }
+    .print();
     let nats_note = format!(
         "{n} taps; a fresh held item per tap on a fresh root; a local nats-server, the real bridge \
          process (`bridge --approvals`); the publisher is the bench's async-nats client standing in \
          for a peer or a relay"
     );
-    bench(
-        "approval_link_nats_tap_p50",
-        "-",
-        n50,
-        Some((b50, "Conductor::approve p50")),
-        true,
-        &nats_note,
-    );
-    bench(
-        "approval_link_nats_tap_p99",
-        "< 100 ms",
-        n99,
-        Some((b99, "Conductor::approve p99")),
-        n99 < 100.0,
-        &nats_note,
-    );
+    Figure {
+        name: "approval_link_nats_tap_p50",
+        issue: 46,
+        goal: "-",
+        median: n50,
+        unit: "ms",
+        baseline: Some((b50, "Conductor::approve p50")),
+        met: Some(true),
+        note: &nats_note,
+    }
+    .print();
+    Figure {
+        name: "approval_link_nats_tap_p99",
+        issue: 46,
+        goal: "< 100 ms",
+        median: n99,
+        unit: "ms",
+        baseline: Some((b99, "Conductor::approve p99")),
+        met: Some(n99 < 100.0),
+        note: &nats_note,
+    }
+    .print();
 }

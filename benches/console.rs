@@ -32,6 +32,9 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use serde_json::json;
 
+mod common;
+use common::Figure;
+
 #[path = "console/tmux.rs"]
 mod tmux;
 
@@ -328,16 +331,7 @@ fn render_times() {
     let median = pct(&mut all, 0.5);
     println!("render 200x50 all panes: median {median:.2} ms");
     // Collected by scripts/bench-report.sh into BENCHMARKS.md.
-    println!(
-        "BENCH {}",
-        json!({
-            "name": "frame_render_200x50", "issue": 4,
-            "goal": "frame render at 200x50 with 1,000 workflows, 50 gods, 10,000 messages, 500 locks, 100 workers: median < 5 ms",
-            "median": (median * 1000.0).round() / 1000.0, "unit": "ms",
-            "baseline": null, "baseline_name": null, "ratio": null, "met": median < 5.0,
-            "note": "every pane, 200 draws each, ratatui TestBackend"
-        })
-    );
+    Figure { name: "frame_render_200x50", issue: 4, goal: "frame render at 200x50 with 1,000 workflows, 50 gods, 10,000 messages, 500 locks, 100 workers: median < 5 ms", median: (median * 1000.0).round() / 1000.0, unit: "ms", baseline: None, met: Some(median < 5.0), note: "every pane, 200 draws each, ratatui TestBackend" }.print();
 }
 
 fn idle_cpu() {
@@ -556,17 +550,7 @@ fn hook_latency() {
         }
         let (p50, p99) = (pct(&mut v, 0.50), pct(&mut v, 0.99));
         let max = v.iter().cloned().fold(f64::MIN, f64::max);
-        println!(
-            "BENCH {}",
-            json!({
-                "name": format!("{name}_p99"), "issue": 27,
-                "goal": "an attention item's `--on-attention` hook starts within 50 ms (p99) of its cause (peers refresh every 2 to 60 s)",
-                "median": (p99 * 10.0).round() / 10.0, "unit": "ms",
-                "baseline": 1000.0, "baseline_name": "the console's 1 s tick (how time-based items were seen before)",
-                "ratio": ((p99 / 1000.0) * 1000.0).round() / 1000.0, "met": p99 < 50.0,
-                "note": format!("{what}; p50 {p50:.1} ms, max {max:.1} ms over {} samples; the real console in tmux, `--notify-every 0`", v.len())
-            })
-        );
+        Figure { name: &format!("{name}_p99"), issue: 27, goal: "an attention item's `--on-attention` hook starts within 50 ms (p99) of its cause (peers refresh every 2 to 60 s)", median: (p99 * 10.0).round() / 10.0, unit: "ms", baseline: Some((1000.0, "the console's 1 s tick (how time-based items were seen before)")), met: Some(p99 < 50.0), note: &format!("{what}; p50 {p50:.1} ms, max {max:.1} ms over {} samples; the real console in tmux, `--notify-every 0`", v.len()) }.print();
     }
 }
 
@@ -948,42 +932,52 @@ fn scale() {
             n.to_string()
         };
         let first = v["first_screen_ms"].as_f64().unwrap_or(f64::NAN);
-        let ratio = base.map(|b| first / b);
-        println!(
-            "BENCH {}",
-            json!({
-                "name": format!("scale_first_screen_{label}"), "issue": 14,
-                "goal": format!("first screen on a root of {n} workflows within 3x of a 1,000-workflow root"),
-                "median": (first * 10.0).round() / 10.0, "unit": "ms",
-                "baseline": base.map(|b| (b * 10.0).round() / 10.0), "baseline_name": "1,000 workflows",
-                "ratio": ratio.map(|r| (r * 100.0).round() / 100.0),
-                "met": ratio.is_some_and(|r| r <= 3.0),
-                "note": format!("LiveHandle::start + first 200x50 frame, median of {} runs (the 1,000 root's too); fully loaded after {:.0} ms", v["runs"], v["loaded_ms"].as_f64().unwrap_or(0.0))
-            })
-        );
+        Figure {
+            name: &format!("scale_first_screen_{label}"),
+            issue: 14,
+            goal: &format!("first screen on a root of {n} workflows within 3x of a 1,000-workflow root"),
+            median: first,
+            unit: "ms",
+            baseline: base.map(|b| (b, "1,000 workflows")),
+            met: Some(base.is_some_and(|b| first / b <= 3.0)),
+            note: &format!(
+                "LiveHandle::start + first 200x50 frame, median of {} runs (the 1,000 root's too); fully loaded after {:.0} ms",
+                v["runs"],
+                v["loaded_ms"].as_f64().unwrap_or(0.0)
+            ),
+        }
+        .print();
         let limit = if n >= 100_000 { 150.0 } else { 60.0 };
         let rss = v["rss_mib"].as_f64().unwrap_or(f64::NAN);
-        println!(
-            "BENCH {}",
-            json!({
-                "name": format!("scale_rss_{label}"), "issue": 14,
-                "goal": format!("resident memory with {n} workflows loaded < {limit} MiB"),
-                "median": (rss * 10.0).round() / 10.0, "unit": "MiB",
-                "baseline": null, "baseline_name": null, "ratio": null, "met": rss < limit,
-                "note": format!("VmRSS of a fresh process after the whole root is read; the worst of {} runs", v["runs"])
-            })
-        );
+        Figure {
+            name: &format!("scale_rss_{label}"),
+            issue: 14,
+            goal: &format!("resident memory with {n} workflows loaded < {limit} MiB"),
+            median: (rss * 10.0).round() / 10.0,
+            unit: "MiB",
+            baseline: None,
+            met: Some(rss < limit),
+            note: &format!(
+                "VmRSS of a fresh process after the whole root is read; the worst of {} runs",
+                v["runs"]
+            ),
+        }
+        .print();
         let fm = v["frame_median_ms"].as_f64().unwrap_or(f64::NAN);
-        println!(
-            "BENCH {}",
-            json!({
-                "name": format!("scale_frame_{label}"), "issue": 14,
-                "goal": format!("frame render at 200x50 with {n} workflows: median < 5 ms"),
-                "median": (fm * 1000.0).round() / 1000.0, "unit": "ms",
-                "baseline": null, "baseline_name": null, "ratio": null, "met": fm < 5.0,
-                "note": format!("Workflows and Inboxes panes, 100 draws each; median of {} runs", v["runs"])
-            })
-        );
+        Figure {
+            name: &format!("scale_frame_{label}"),
+            issue: 14,
+            goal: &format!("frame render at 200x50 with {n} workflows: median < 5 ms"),
+            median: (fm * 1000.0).round() / 1000.0,
+            unit: "ms",
+            baseline: None,
+            met: Some(fm < 5.0),
+            note: &format!(
+                "Workflows and Inboxes panes, 100 draws each; median of {} runs",
+                v["runs"]
+            ),
+        }
+        .print();
     }
 }
 

@@ -22,27 +22,8 @@ use pantheon::engine::{
 
 use serde_json::json;
 
-/// One figure for BENCHMARKS.md (`scripts/bench-report.sh` collects the `BENCH` lines).
-fn bench(
-    name: &str,
-    goal: &str,
-    median: f64,
-    unit: &str,
-    baseline: (f64, &str),
-    met: bool,
-    note: &str,
-) {
-    let round = |x: f64| (x * 1000.0).round() / 1000.0;
-    let ratio = if baseline.0 != 0.0 {
-        median / baseline.0
-    } else {
-        f64::NAN
-    };
-    let line = json!({"name": name, "issue": 31, "goal": goal, "median": round(median), "unit": unit,
-        "baseline": round(baseline.0), "baseline_name": baseline.1, "ratio": round(ratio), "met": met,
-        "note": note});
-    println!("BENCH {line}");
-}
+mod common;
+use common::Figure;
 
 fn env_or(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -157,21 +138,23 @@ fn ledger_bench() {
         "  pantheon cost --by god (no summary, cold):   {cold:>8.1} ms per command ({:.1}x the warm one)",
         cold / warm
     );
-    bench(
-        "cost_by_god_100k_workflows",
-        "`pantheon cost --by god` on a root with 100,000 workflows < 200 ms",
-        warm,
-        "ms",
-        (
+    Figure {
+        name: "cost_by_god_100k_workflows",
+        issue: 31,
+        goal: "`pantheon cost --by god` on a root with 100,000 workflows < 200 ms",
+        median: warm,
+        unit: "ms",
+        baseline: Some((
             cold,
             "the same command with no summary (the whole ledger folded)",
-        ),
-        warm < 200.0,
-        &format!(
+        )),
+        met: Some(warm < 200.0),
+        note: &format!(
             "{n} reports, {:.1} MiB ledger; the real binary, median of 9",
             bytes as f64 / 1048576.0
         ),
-    );
+    }
+    .print();
     console_bench(&root, warm);
 }
 
@@ -326,18 +309,22 @@ fn cycles_bench() {
         "  the no-budget check alone:   {check_ns:>7.0} ns per dispatch ({:.5}% of the baseline cycle)",
         check_ns / (rates[0] * 1e6) * 100.0
     );
-    bench(
-        "budget_check_share_of_submit_ack",
-        "no budget declared: no measurable cost in the submit + ack cycle",
-        check_ns / 1000.0,
-        "us",
-        (
+    Figure {
+        name: "budget_check_share_of_submit_ack",
+        issue: 31,
+        goal: "no budget declared: no measurable cost in the submit + ack cycle",
+        median: check_ns / 1000.0,
+        unit: "us",
+        baseline: Some((
             rates[0] * 1000.0,
             "one submit + ack cycle with no usage and no budget",
+        )),
+        met: Some(check_ns / (rates[0] * 1e6) < 0.01),
+        note: &format!(
+            "the hook's no-budget check timed alone, {n} runs; the cycle median of {cycles}"
         ),
-        check_ns / (rates[0] * 1e6) < 0.01,
-        &format!("the hook's no-budget check timed alone, {n} runs; the cycle median of {cycles}"),
-    );
+    }
+    .print();
 }
 
 fn main() {

@@ -6,13 +6,15 @@
 //! plus `DUE` dispatches whose deadlines fall over 10 s once the supervisor runs. The delay of a
 //! redelivery is the journal entry's time minus the deadline.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
+
+mod common;
+use common::Figure;
 
 const WAITING: usize = 10_000;
 const DUE: usize = 200;
@@ -62,20 +64,6 @@ fn status_kb(pid: u32, key: &str) -> f64 {
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(0.0)
-}
-
-fn bench(name: &str, goal: &str, median: f64, unit: &str, met: bool, note: &str) {
-    // The redelivery delay is shown beside JetStream's default AckWait (the wait before any
-    // redelivery there); the other figures have no baseline.
-    let baseline = (unit == "ms").then_some(30_000.0);
-    println!(
-        "BENCH {}",
-        json!({"name": name, "issue": 16, "goal": goal, "median": (median * 1000.0).round() / 1000.0,
-            "unit": unit, "baseline": baseline,
-            "baseline_name": baseline.map(|_| "JetStream default AckWait (30 s)"),
-            "ratio": baseline.map(|b| (median / b * 1000.0).round() / 1000.0), "met": met, "note": note})
-    );
-    std::io::stdout().flush().unwrap();
 }
 
 fn main() {
@@ -198,31 +186,30 @@ fn main() {
     assert!(status.success(), "serve exits 0 on SIGTERM");
 
     let complete = delays.len() == DUE;
-    bench(
-        "redelivery_delay_p99",
-        "supervisor on 10,000 waiting dispatches: redelivery within 100 ms of the deadline (p99)",
-        p99,
-        "ms",
-        complete && p99 < 100.0,
-        &format!(
+    Figure { name: "redelivery_delay_p99", issue: 16, goal: "supervisor on 10,000 waiting dispatches: redelivery within 100 ms of the deadline (p99)", median: p99, unit: "ms", baseline: Some((30_000.0, "JetStream default AckWait (30 s)")), met: Some(complete && p99 < 100.0), note: &format!(
             "{DUE} deadlines over 10 s among {WAITING} waiting; p50 {p50:.1} ms; {} of {DUE} redelivered",
             delays.len(),
-        ),
-    );
-    bench(
-        "supervisor_idle_cpu",
-        "supervisor idle CPU on 10,000 waiting dispatches < 1 %",
-        idle_pct,
-        "%",
-        idle_pct < 1.0,
-        "20 s with nothing due (deadlines 1 h away), /proc utime+stime",
-    );
-    bench(
-        "supervisor_rss",
-        "supervisor memory on 10,000 waiting dispatches < 50 MB",
-        rss_mb,
-        "MB",
-        rss_mb < 50.0,
-        "peak RSS (VmHWM)",
-    );
+        ) }.print();
+    Figure {
+        name: "supervisor_idle_cpu",
+        issue: 16,
+        goal: "supervisor idle CPU on 10,000 waiting dispatches < 1 %",
+        median: idle_pct,
+        unit: "%",
+        baseline: None,
+        met: Some(idle_pct < 1.0),
+        note: "20 s with nothing due (deadlines 1 h away), /proc utime+stime",
+    }
+    .print();
+    Figure {
+        name: "supervisor_rss",
+        issue: 16,
+        goal: "supervisor memory on 10,000 waiting dispatches < 50 MB",
+        median: rss_mb,
+        unit: "MB",
+        baseline: None,
+        met: Some(rss_mb < 50.0),
+        note: "peak RSS (VmHWM)",
+    }
+    .print();
 }

@@ -35,27 +35,8 @@ use pantheon::testing::live::runner::LiveHandle;
 use pantheon::testing::live::{ModelOptions, WatchMode};
 use serde_json::json;
 
-/// One figure for BENCHMARKS.md (`scripts/bench-report.sh` collects the `BENCH` lines).
-fn bench(
-    name: &str,
-    goal: &str,
-    median: f64,
-    unit: &str,
-    baseline: (f64, &str),
-    met: bool,
-    note: &str,
-) {
-    let round = |x: f64| (x * 1000.0).round() / 1000.0;
-    let ratio = if baseline.0 != 0.0 {
-        median / baseline.0
-    } else {
-        f64::NAN
-    };
-    let line = json!({"name": name, "issue": 29, "goal": goal, "median": round(median), "unit": unit,
-        "baseline": round(baseline.0), "baseline_name": baseline.1, "ratio": round(ratio), "met": met,
-        "note": note});
-    println!("BENCH {line}");
-}
+mod common;
+use common::Figure;
 
 fn du(p: &Path) -> u64 {
     let Ok(rd) = std::fs::read_dir(p) else {
@@ -174,18 +155,20 @@ fn size() {
         hist_bytes as f64 / root_bytes as f64,
         took.as_secs_f64()
     );
-    bench(
-        "history_size_10k_workflows",
-        "the history of the 10,000-workflow root < 2x the root's own size",
-        hist_bytes as f64 / 1048576.0,
-        "MiB",
-        (
+    Figure {
+        name: "history_size_10k_workflows",
+        issue: 29,
+        goal: "the history of the 10,000-workflow root < 2x the root's own size",
+        median: hist_bytes as f64 / 1048576.0,
+        unit: "MiB",
+        baseline: Some((
             root_bytes as f64 / 1048576.0,
             "the root's own files (apparent bytes)",
-        ),
-        hist_bytes < 2 * root_bytes,
-        &format!("first recording {:.1} s", took.as_secs_f64()),
-    );
+        )),
+        met: Some(hist_bytes < 2 * root_bytes),
+        note: &format!("first recording {:.1} s", took.as_secs_f64()),
+    }
+    .print();
 }
 
 fn seek() {
@@ -277,18 +260,20 @@ fn seek() {
         worst.as_secs_f64() * 1e3,
         worst.as_secs_f64() / 0.2
     );
-    bench(
-        "history_seek_1m_changes_worst",
-        "seek to any moment of 1,000,000 recorded changes < 200 ms",
-        worst.as_secs_f64() * 1e3,
-        "ms",
-        (200.0, "the goal"),
-        worst < Duration::from_millis(200),
-        &format!(
+    Figure {
+        name: "history_seek_1m_changes_worst",
+        issue: 29,
+        goal: "seek to any moment of 1,000,000 recorded changes < 200 ms",
+        median: worst.as_secs_f64() * 1e3,
+        unit: "ms",
+        baseline: Some((200.0, "the goal")),
+        met: Some(worst < Duration::from_millis(200)),
+        note: &format!(
             "`replay --at`, worst of {seeks} random moments; mean {:.1} ms",
             total.as_secs_f64() * 1e3 / seeks as f64
         ),
-    );
+    }
+    .print();
     console_seek(&root, t0, changes);
 }
 
@@ -311,18 +296,20 @@ fn console_seek(root: &Root, t0: i64, changes: u64) {
         worst.as_secs_f64() * 1e3,
         worst.as_secs_f64() / 0.2
     );
-    bench(
-        "history_console_seek_1m_changes_worst",
-        "the console's `:replay TS` in 1,000,000 recorded changes < 200 ms",
-        worst.as_secs_f64() * 1e3,
-        "ms",
-        (200.0, "the goal"),
-        worst < Duration::from_millis(200),
-        &format!(
+    Figure {
+        name: "history_console_seek_1m_changes_worst",
+        issue: 29,
+        goal: "the console's `:replay TS` in 1,000,000 recorded changes < 200 ms",
+        median: worst.as_secs_f64() * 1e3,
+        unit: "ms",
+        baseline: Some((200.0, "the goal")),
+        met: Some(worst < Duration::from_millis(200)),
+        note: &format!(
             "the moment laid out, read and its snapshot published; worst of {seeks}, mean {:.1} ms",
             total.as_secs_f64() * 1e3 / seeks as f64
         ),
-    );
+    }
+    .print();
 }
 
 /// Times `seek` at `n` pseudo-random moments (xorshift from `seed`) of a history of `changes`
@@ -401,18 +388,10 @@ fn first() {
         shown.1,
         p.as_secs_f64() / l.as_secs_f64()
     );
-    bench(
-        "history_replayed_first_screen_10k",
-        "first screen of the replayed console within 2x of the live one on the same root",
-        p.as_secs_f64() * 1e3,
-        "ms",
-        (l.as_secs_f64() * 1e3, "the live console's first screen"),
-        p < 2 * l,
-        &format!(
+    Figure { name: "history_replayed_first_screen_10k", issue: 29, goal: "first screen of the replayed console within 2x of the live one on the same root", median: p.as_secs_f64() * 1e3, unit: "ms", baseline: Some((l.as_secs_f64() * 1e3, "the live console's first screen")), met: Some(p < 2 * l), note: &format!(
             "median of {runs}; {} live rows, {} replayed rows on the first screen (the rest load after)",
             shown.0, shown.1
-        ),
-    );
+        ) }.print();
 }
 
 /// Cycles per second, and the CPU the calling thread spent per cycle (seconds, user and system: the
@@ -583,17 +562,9 @@ fn overhead_rows(parent: &Path, n: usize, rounds: usize, suffix: &str, on: &str,
             "overhead{on}: {measured}: {bare:.3} ms a cycle bare, {rec:.3} ms with the recorder (medians); the pairs' ratios' median {ratio:.3}x ({:+.1} %, goal < 5 %)",
             (ratio - 1.0) * 100.0
         );
-        bench(
-            &format!("history_recorder_overhead_submit_ack{suffix}{row}"),
-            &format!("the recorder adds < 5 % to {what}{on}"),
-            ratio,
-            "x",
-            (1.0, "each pair's arm without the recorder"),
-            ratio < 1.05,
-            &format!(
+        Figure { name: &format!("history_recorder_overhead_submit_ack{suffix}{row}"), issue: 29, goal: &format!("the recorder adds < 5 % to {what}{on}"), median: ratio, unit: "x", baseline: Some((1.0, "each pair's arm without the recorder")), met: Some(ratio < 1.05), note: &format!(
                 "{measured}: {note}; median {bare:.3} ms a cycle without, {rec:.3} ms with the recorder"
-            ),
-        );
+            ) }.print();
     }
 }
 
@@ -644,15 +615,17 @@ fn idle() {
         used * 1e3,
         used / wall * 100.0
     );
-    bench(
-        "history_recorder_idle_cpu",
-        "the recorder uses < 1 % of a core on an idle root",
-        used / wall * 100.0,
-        "%",
-        (1.0, "the goal"),
-        used / wall < 0.01,
-        &format!("the idle 10,000-workflow root, {wall:.1} s"),
-    );
+    Figure {
+        name: "history_recorder_idle_cpu",
+        issue: 29,
+        goal: "the recorder uses < 1 % of a core on an idle root",
+        median: used / wall * 100.0,
+        unit: "%",
+        baseline: Some((1.0, "the goal")),
+        met: Some(used / wall < 0.01),
+        note: &format!("the idle 10,000-workflow root, {wall:.1} s"),
+    }
+    .print();
     let _ = recorder::GATHER;
 }
 

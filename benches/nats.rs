@@ -16,7 +16,6 @@
 //! post -> A's bridge woken -> line read -> published -> acknowledged; -> received on B -> appended
 //! -> seen by this program, and which background writes (cursor, status, outbox scan) overlapped it.
 
-use std::io::Write;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -26,6 +25,9 @@ use async_nats::jetstream::{self, consumer::pull, stream};
 use futures_util::StreamExt;
 use pantheon::engine::{Bus, MessageType, Root};
 use serde_json::json;
+
+mod common;
+use common::Figure;
 
 const PANTHEON: &str = env!("CARGO_BIN_EXE_pantheon");
 
@@ -68,28 +70,6 @@ fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
         assert!(start.elapsed() < limit, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(2));
     }
-}
-
-fn bench(
-    name: &str,
-    goal: &str,
-    median: f64,
-    unit: &str,
-    baseline: (f64, &str),
-    met: bool,
-    note: &str,
-) {
-    let round = |x: f64| (x * 1000.0).round() / 1000.0;
-    let ratio = if baseline.0 != 0.0 {
-        median / baseline.0
-    } else {
-        f64::NAN
-    };
-    let line = json!({"name": name, "issue": 17, "goal": goal, "median": round(median), "unit": unit,
-        "baseline": round(baseline.0), "baseline_name": baseline.1, "ratio": round(ratio), "met": met,
-        "note": note});
-    println!("BENCH {line}");
-    std::io::stdout().flush().unwrap();
 }
 
 fn percentile(v: &mut [f64], p: f64) -> f64 {
@@ -499,34 +479,30 @@ fn main() {
             ""
         }
     );
-    bench(
-        "shared track latency p50 (A append -> B queue.jsonl)",
-        "within 3x of a bare JetStream round trip",
-        o50,
-        "ms",
-        (b50, "bare JetStream publish+ack+consume p50"),
-        o50 <= 3.0 * b50,
-        &note,
-    );
-    bench(
-        "shared track latency p99 (A append -> B queue.jsonl)",
-        "within 3x of a bare JetStream round trip",
-        o99,
-        "ms",
-        (b99, "bare JetStream publish+ack+consume p99"),
-        o99 <= 3.0 * b99,
-        &note,
-    );
-    bench(
-        "shared track mirrored throughput (A batch -> B queue.jsonl)",
-        ">= 0.6x bare JetStream publish throughput",
-        our_tput,
-        "msg/s",
-        (bare_tput, "bare JetStream publish, acks in windows of 512"),
-        ratio >= 0.6,
-        &format!(
+    Figure {
+        name: "shared track latency p50 (A append -> B queue.jsonl)",
+        issue: 17,
+        goal: "within 3x of a bare JetStream round trip",
+        median: o50,
+        unit: "ms",
+        baseline: Some((b50, "bare JetStream publish+ack+consume p50")),
+        met: Some(o50 <= 3.0 * b50),
+        note: &note,
+    }
+    .print();
+    Figure {
+        name: "shared track latency p99 (A append -> B queue.jsonl)",
+        issue: 17,
+        goal: "within 3x of a bare JetStream round trip",
+        median: o99,
+        unit: "ms",
+        baseline: Some((b99, "bare JetStream publish+ack+consume p99")),
+        met: Some(o99 <= 3.0 * b99),
+        note: &note,
+    }
+    .print();
+    Figure { name: "shared track mirrored throughput (A batch -> B queue.jsonl)", issue: 17, goal: ">= 0.6x bare JetStream publish throughput", median: our_tput, unit: "msg/s", baseline: Some((bare_tput, "bare JetStream publish, acks in windows of 512")), met: Some(ratio >= 0.6), note: &format!(
             "{tput_n} lines posted in one batch on A, counted in B's queue; the median of {runs} runs, each next to a bare run (ratios {})",
             spread.join(", ")
-        ),
-    );
+        ) }.print();
 }

@@ -22,6 +22,9 @@ use std::time::{Duration, Instant};
 use pantheon::engine::{Actor, Conductor, HistoryDir, Root};
 use serde_json::json;
 
+mod common;
+use common::Figure;
+
 fn bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_pantheon"))
 }
@@ -108,24 +111,6 @@ fn rss_kib(pid: u32) -> u64 {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
-}
-
-fn bench(
-    name: &str,
-    goal: &str,
-    median: f64,
-    unit: &str,
-    baseline: Option<(f64, &str)>,
-    met: Option<bool>,
-) {
-    let r3 = |x: f64| (x * 1000.0).round() / 1000.0;
-    println!(
-        "BENCH {}",
-        json!({"name": name, "issue": 30, "goal": goal, "median": r3(median), "unit": unit,
-            "baseline": baseline.map(|b| r3(b.0)), "baseline_name": baseline.map(|b| b.1),
-            "ratio": baseline.map(|b| r3(median / b.0)), "met": met, "note": ""})
-    );
-    std::io::stdout().flush().unwrap();
 }
 
 /// A collector stand-in: answers every HTTP request 200 after reading its body; counts requests.
@@ -274,22 +259,28 @@ fn otlp_overhead() {
         rounds / 2
     );
     println!("otlp    serve's CPU per cycle: {pc:.3} ms without --otlp, {tc:.3} ms with");
-    bench(
-        "submit_ack_cycle_with_otlp",
-        "< 5 % over serve without --otlp",
-        t,
-        "ms",
-        Some((p, "the same cycle with serve running, no --otlp")),
-        Some(t <= p * 1.05),
-    );
-    bench(
-        "serve_cpu_per_cycle_with_otlp",
-        "what --otlp costs serve per cycle (a figure, no goal)",
-        tc,
-        "ms",
-        Some((pc, "serve without --otlp")),
-        None,
-    );
+    Figure {
+        name: "submit_ack_cycle_with_otlp",
+        issue: 30,
+        goal: "< 5 % over serve without --otlp",
+        median: t,
+        unit: "ms",
+        baseline: Some((p, "the same cycle with serve running, no --otlp")),
+        met: Some(t <= p * 1.05),
+        note: "",
+    }
+    .print();
+    Figure {
+        name: "serve_cpu_per_cycle_with_otlp",
+        issue: 30,
+        goal: "what --otlp costs serve per cycle (a figure, no goal)",
+        median: tc,
+        unit: "ms",
+        baseline: Some((pc, "serve without --otlp")),
+        met: None,
+        note: "",
+    }
+    .print();
 }
 
 fn main() {
@@ -347,14 +338,17 @@ fn main() {
         "status  --no-cache: median {f50:.1} ms (5 runs); cached is {:.3}x of it",
         c50 / f50
     );
-    bench(
-        &format!("status_cached_{n}"),
-        "< 20 ms whole process",
-        c50,
-        "ms",
-        Some((f50, "status --no-cache")),
-        Some(c50 < 20.0),
-    );
+    Figure {
+        name: &format!("status_cached_{n}"),
+        issue: 30,
+        goal: "< 20 ms whole process",
+        median: c50,
+        unit: "ms",
+        baseline: Some((f50, "status --no-cache")),
+        met: Some(c50 < 20.0),
+        note: "",
+    }
+    .print();
 
     // What a scrape computed every time before the exposition was kept per snapshot: the
     // journal fold and the render, on the same root's snapshot.
@@ -466,25 +460,31 @@ fn main() {
     }
     let spaced99 = pct(&mut spaced, 1.0);
     println!("scrape  1.1 s apart: max {spaced99:.2} ms (20 scrapes)");
-    bench(
-        &format!("metrics_scrape_p99_{n}"),
-        "< 50 ms",
-        p99.max(spaced99),
-        "ms",
-        Some((
+    Figure {
+        name: &format!("metrics_scrape_p99_{n}"),
+        issue: 30,
+        goal: "< 50 ms",
+        median: p99.max(spaced99),
+        unit: "ms",
+        baseline: Some((
             uncached_p99,
             "the exposition computed afresh per scrape (p99)",
         )),
-        Some(p99.max(spaced99) < 50.0),
-    );
-    bench(
-        &format!("metrics_serve_rss_growth_{n}"),
-        "no growth per scrape",
-        (rss1 as f64 - rss0 as f64) / 1024.0,
-        "MiB",
-        None,
-        Some(rss1 <= rss0 + 2048),
-    );
+        met: Some(p99.max(spaced99) < 50.0),
+        note: "",
+    }
+    .print();
+    Figure {
+        name: &format!("metrics_serve_rss_growth_{n}"),
+        issue: 30,
+        goal: "no growth per scrape",
+        median: (rss1 as f64 - rss0 as f64) / 1024.0,
+        unit: "MiB",
+        baseline: None,
+        met: Some(rss1 <= rss0 + 2048),
+        note: "",
+    }
+    .print();
     println!(
         "serve   RSS {rss0} KiB after 20 scrapes, {rss1} KiB after 1020 ({:+} KiB)",
         rss1 as i64 - rss0 as i64

@@ -12,34 +12,16 @@
 //!
 //! `cargo bench --bench pause`
 
-use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use pantheon::engine::{Actor, Conductor, PauseTarget, Pauses, Root, parse_pause_rate};
 use serde_json::{Value, json};
 
-const WAITING: usize = 10_000;
+mod common;
+use common::Figure;
 
-fn bench(
-    name: &str,
-    goal: &str,
-    median: f64,
-    unit: &str,
-    baseline: Option<(f64, &str)>,
-    met: bool,
-    note: &str,
-) {
-    println!(
-        "BENCH {}",
-        json!({"name": name, "issue": 44, "goal": goal, "median": (median * 1000.0).round() / 1000.0,
-            "unit": unit, "baseline": baseline.map(|b| (b.0 * 1000.0).round() / 1000.0),
-            "baseline_name": baseline.map(|b| b.1),
-            "ratio": baseline.map(|b| if b.0 == 0.0 { f64::NAN } else { (median / b.0 * 1000.0).round() / 1000.0 }),
-            "met": met, "note": note})
-    );
-    std::io::stdout().flush().unwrap();
-}
+const WAITING: usize = 10_000;
 
 fn write(path: &Path, v: &Value) {
     std::fs::write(path, serde_json::to_vec(v).unwrap()).unwrap();
@@ -137,17 +119,9 @@ fn pause_effect() {
     eprintln!(
         "pause effect over {n} rounds: p50 {p50:.2} ms, p99 {p99:.2} ms; resume of {WAITING} frozen: median {resume_med:.2} s"
     );
-    bench(
-        "pause_effect_p99",
-        "a pause of a god with 10,000 waiting dispatches takes effect for the supervisor within 50 ms (p99)",
-        p99,
-        "ms",
-        Some((p50, "median of the same rounds")),
-        p99 < 50.0,
-        &format!(
+    Figure { name: "pause_effect_p99", issue: 44, goal: "a pause of a god with 10,000 waiting dispatches takes effect for the supervisor within 50 ms (p99)", median: p99, unit: "ms", baseline: Some((p50, "median of the same rounds")), met: Some(p99 < 50.0), note: &format!(
             "{n} pause/resume rounds; each resume shifted {WAITING} frozen deadlines in {resume_med:.2} s (median)"
-        ),
-    );
+        ) }.print();
 }
 
 fn resume_rate() {
@@ -184,15 +158,19 @@ fn resume_rate() {
     let rate = (held - 1) as f64 / secs;
     let off = (rate - asked).abs() / asked * 100.0;
     eprintln!("resume of {held} held at 100/s: {secs:.2} s, {rate:.2}/s ({off:.2} % off)");
-    bench(
-        "resume_rate_error",
-        "resume of held dispatches at 100/s within 5 % of the rate",
-        rate,
-        "/s",
-        Some((asked, "the asked rate")),
-        off <= 5.0,
-        &format!("{held} held dispatches released in {secs:.2} s ({off:.2} % off the asked rate)"),
-    );
+    Figure {
+        name: "resume_rate_error",
+        issue: 44,
+        goal: "resume of held dispatches at 100/s within 5 % of the rate",
+        median: rate,
+        unit: "/s",
+        baseline: Some((asked, "the asked rate")),
+        met: Some(off <= 5.0),
+        note: &format!(
+            "{held} held dispatches released in {secs:.2} s ({off:.2} % off the asked rate)"
+        ),
+    }
+    .print();
 }
 
 fn cycles(c: &Conductor, n: usize, tag: &str) -> f64 {
@@ -238,15 +216,17 @@ fn cycle_overhead() {
     eprintln!(
         "submit + ack: {base_med:.3} ms without paused.json, {with_med:.3} ms with 100 ended pauses ({over:+.1} %)"
     );
-    bench(
-        "pause_cycle_overhead",
-        "pause adds nothing measurable to the submit + ack cycle when nothing is paused",
-        with_med,
-        "ms",
-        Some((base_med, "the same cycle, no paused.json")),
-        over < 5.0,
-        &format!("median of 5 rounds of {} cycles each; {over:+.1} %", n / 5),
-    );
+    Figure {
+        name: "pause_cycle_overhead",
+        issue: 44,
+        goal: "pause adds nothing measurable to the submit + ack cycle when nothing is paused",
+        median: with_med,
+        unit: "ms",
+        baseline: Some((base_med, "the same cycle, no paused.json")),
+        met: Some(over < 5.0),
+        note: &format!("median of 5 rounds of {} cycles each; {over:+.1} %", n / 5),
+    }
+    .print();
 }
 
 fn main() {

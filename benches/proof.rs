@@ -21,6 +21,9 @@ use pantheon::testing::live::runner::LiveHandle;
 use pantheon::testing::live::{LiveModel, ModelOptions, WatchMode};
 use serde_json::{Value, json};
 
+mod common;
+use common::Figure;
+
 const BIN: &str = env!("CARGO_BIN_EXE_pantheon");
 
 fn main() {
@@ -44,54 +47,6 @@ fn main() {
             soak(60);
         }
         other => panic!("unknown mode {other}; use all, goals, soak [SECS] or render IN OUT"),
-    }
-}
-
-/// One figure, as `bench-report.sh` reads it.
-struct Bench<'a> {
-    /// The figure's name.
-    name: &'a str,
-    /// The tracker entry whose goal it measures (a column of the report).
-    issue: u32,
-    /// The goal, in words.
-    goal: &'a str,
-    /// The measured median.
-    median: f64,
-    /// Its unit.
-    unit: &'a str,
-    /// The baseline's figure and name, when there is one.
-    baseline: Option<(f64, &'a str)>,
-    /// Whether the goal is met, when it is a yes-or-no goal.
-    met: Option<bool>,
-    /// How it was measured.
-    note: &'a str,
-}
-
-/// One figure: printed as a `BENCH` line.
-fn bench(b: Bench<'_>) {
-    let Bench {
-        name,
-        issue,
-        goal,
-        median,
-        unit,
-        baseline,
-        met,
-        note,
-    } = b;
-    let ratio = baseline.map(|(b, _)| if b != 0.0 { median / b } else { f64::NAN });
-    let line = json!({"name": name, "issue": issue, "goal": goal, "median": round(median), "unit": unit,
-        "baseline": baseline.map(|b| round(b.0)), "baseline_name": baseline.map(|b| b.1),
-        "ratio": ratio.map(round), "met": met, "note": note});
-    println!("BENCH {line}");
-    std::io::stdout().flush().unwrap();
-}
-
-fn round(x: f64) -> f64 {
-    if x.abs() >= 100.0 {
-        x.round()
-    } else {
-        (x * 1000.0).round() / 1000.0
     }
 }
 
@@ -323,7 +278,7 @@ fn soak(secs: u64) {
     eprintln!("soak RSS over time: {}", series.join(" "));
     let p99 = percentile(&mut lat.clone(), 0.99);
     let p50 = median(&mut lat.clone());
-    bench(Bench {
+    Figure {
         name: "soak_probe_lag_p50",
         issue: 7,
         goal: "live model keeps up with 8 writers at full speed",
@@ -335,8 +290,8 @@ fn soak(secs: u64) {
             "{rate:.0} msgs/s from 8 writer processes for {secs}s; {} probes, {missed} not seen within 5 s",
             lat.len()
         ),
-    });
-    bench(Bench {
+    }.print();
+    Figure {
         name: "soak_probe_lag_p99",
         issue: 7,
         goal: "lag stays bounded (p99 < 1 s)",
@@ -345,8 +300,9 @@ fn soak(secs: u64) {
         baseline: None,
         met: Some(p99 < 1000.0 && missed == 0),
         note: "",
-    });
-    bench(Bench {
+    }
+    .print();
+    Figure {
         name: "soak_rss_growth",
         issue: 7,
         goal: "no unbounded memory growth (RSS from 1/3 of the run to its end grows < 20 MB)",
@@ -361,7 +317,8 @@ fn soak(secs: u64) {
             late / 1024,
             series.join(" ")
         ),
-    });
+    }
+    .print();
     drop(handle);
 }
 
@@ -409,7 +366,7 @@ fn conductor_cycle() {
     }
     let ops = 1.0 / median(&mut cyc);
     let floor = 1.0 / median(&mut base);
-    bench(Bench {
+    Figure {
         name: "submit_ack_cycle",
         issue: 2,
         goal: "submit + ack cycles per second, next to 3 plain atomic writes (the disk's floor)",
@@ -418,7 +375,8 @@ fn conductor_cycle() {
         baseline: Some((floor, "3 atomic JSON writes (temp+fsync+rename+dir fsync)")),
         met: None,
         note: &format!("{n} cycles, in-process engine; median of each"),
-    });
+    }
+    .print();
 }
 
 fn python_seed() -> PathBuf {
@@ -457,7 +415,7 @@ fn appends() {
             assert!(k.wait().unwrap().success());
         }
         let py = (per * writers) as f64 / t0.elapsed().as_secs_f64();
-        bench(Bench {
+        Figure {
             name: &format!("append_{writers}_writer"),
             issue: 3,
             goal: "appends/s >= 0.5x the raw O_APPEND loop",
@@ -466,8 +424,9 @@ fn appends() {
             baseline: Some((raw, "raw O_APPEND write loop (Rust, no lock)")),
             met: Some(ours >= 0.5 * raw),
             note: "",
-        });
-        bench(Bench {
+        }
+        .print();
+        Figure {
             name: &format!("append_{writers}_writer_batched"),
             issue: 3,
             goal: "appends/s posting a stream in batches (`bus post --count/--stdin`: whole lines, one write per 64 KiB chunk under one flock)",
@@ -476,8 +435,8 @@ fn appends() {
             baseline: Some((raw, "raw O_APPEND write loop (Rust, no lock)")),
             met: Some(batched >= 0.5 * raw),
             note: "",
-        });
-        bench(Bench {
+        }.print();
+        Figure {
             name: &format!("append_{writers}_writer_vs_locked_floor"),
             issue: 3,
             goal: "appends/s next to a bare flock + fstat + write + unlock loop (what the per-line lock alone allows)",
@@ -486,8 +445,8 @@ fn appends() {
             baseline: Some((locked, "flock+fstat+write+unlock loop (Rust, same line)")),
             met: None,
             note: "",
-        });
-        bench(Bench {
+        }.print();
+        Figure {
             name: &format!("locked_floor_{writers}_writer_vs_raw"),
             issue: 3,
             goal: "the bare locked loop itself next to the raw loop: the ceiling of any per-message post that takes the lock",
@@ -496,8 +455,8 @@ fn appends() {
             baseline: Some((raw, "raw O_APPEND write loop (Rust, no lock)")),
             met: None,
             note: "",
-        });
-        bench(Bench {
+        }.print();
+        Figure {
             name: &format!("append_{writers}_writer_vs_python"),
             issue: 3,
             goal: "appends/s faster than the seed's Python post_message",
@@ -506,7 +465,8 @@ fn appends() {
             baseline: Some((py, "seed post_message (python3)")),
             met: Some(ours > py),
             note: "",
-        });
+        }
+        .print();
     }
 }
 
@@ -614,7 +574,7 @@ fn locks() {
     let secs = 3.0;
     let t0 = Instant::now();
     let total = run_children("lockworker", d.path(), secs, 8);
-    bench(Bench {
+    Figure {
         name: "lock_cycles_8_procs",
         issue: 3,
         goal: "lock acquire+release cycles/s, 8 processes contending for 3 keys",
@@ -623,7 +583,7 @@ fn locks() {
         baseline: None,
         met: None,
         note: "each cycle: two locked read-modify-writes of locks.json + FILE_LOCK/FILE_UNLOCK posts",
-    });
+    }.print();
 }
 
 /// Writes a queue of about `bytes` bytes of valid lines.
@@ -675,7 +635,7 @@ fn tail_and_open() {
     }
     let (o, g) = (median(&mut ours), median(&mut gnu));
     let note = format!("{gb} MB queue, {lines} lines; whole process (exec to exit), median of 7");
-    bench(Bench {
+    Figure {
         name: "tail_100_of_1gb",
         issue: 3,
         goal: "`bus read --tail 100` on 1 GB: < 20 ms and within 5x GNU tail",
@@ -684,8 +644,9 @@ fn tail_and_open() {
         baseline: Some((g, "GNU tail -n 100")),
         met: Some(o < 20.0 && o <= 5.0 * g),
         note: &note,
-    });
-    bench(Bench {
+    }
+    .print();
+    Figure {
         name: "tail_100_of_1gb_rss",
         issue: 3,
         goal: "... and < 20 MB resident",
@@ -694,7 +655,8 @@ fn tail_and_open() {
         baseline: Some((gnu_rss as f64 / 1024.0, "GNU tail -n 100")),
         met: Some(ours_rss < 20 * 1024),
         note: "",
-    });
+    }
+    .print();
     let (mut ms, mut rss) = (vec![], 0u64);
     for _ in 0..5 {
         let out = Command::new(self_exe())
@@ -707,7 +669,7 @@ fn tail_and_open() {
         rss = rss.max(it.next().unwrap().parse().unwrap());
     }
     let m = median(&mut ms);
-    bench(Bench {
+    Figure {
         name: "open_root_with_1gb_queue",
         issue: 4,
         goal: "live model ready on a root with a 1 GB queue in < 300 ms",
@@ -716,8 +678,9 @@ fn tail_and_open() {
         baseline: None,
         met: Some(m < 300.0),
         note: &note,
-    });
-    bench(Bench {
+    }
+    .print();
+    Figure {
         name: "open_root_with_1gb_queue_rss",
         issue: 4,
         goal: "... with < 100 MB resident",
@@ -726,7 +689,8 @@ fn tail_and_open() {
         baseline: None,
         met: Some(rss < 100 * 1024),
         note: "peak RSS of the process that opened it",
-    });
+    }
+    .print();
 }
 
 /// The console: external append -> snapshot showing it, at 10 and 1,000 messages/s.
@@ -775,7 +739,7 @@ fn live_latency() {
         poster.join().unwrap();
         let mut v: Vec<f64> = seen.values().copied().collect();
         let p99 = percentile(&mut v, 0.99);
-        bench(Bench {
+        Figure {
             name: &format!("live_latency_{rate}_per_s_p99"),
             issue: 4,
             goal: "append -> snapshot p99 < 50 ms (the Python tooling polls every 1-5 s)",
@@ -789,7 +753,8 @@ fn live_latency() {
                 rate * secs,
                 median(&mut v)
             ),
-        });
+        }
+        .print();
     }
 }
 
@@ -802,7 +767,7 @@ fn idle_cpu() {
         .output()
         .unwrap();
     let pct: f64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
-    bench(Bench {
+    Figure {
         name: "idle_cpu",
         issue: 4,
         goal: "live model idle on a quiet root: < 1% CPU",
@@ -811,7 +776,8 @@ fn idle_cpu() {
         baseline: None,
         met: Some(pct < 1.0),
         note: "notify mode, 5 s",
-    });
+    }
+    .print();
 }
 
 /// The CLI: a `pantheon bus wait` for an event that never comes, while the track is busy (a post
@@ -851,7 +817,7 @@ fn waiting_cpu() {
     let cpu = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     let wall = started.elapsed().as_secs_f64();
     let pct = (cpu(usage.ru_utime) + cpu(usage.ru_stime)) / wall * 100.0;
-    bench(Bench {
+    Figure {
         name: "waiting_cpu",
         issue: 12,
         goal: "a god blocked in `bus wait` / `wait_for_event`: ~0 % CPU (was ~85 % of a core, spinning on its own scans)",
@@ -860,7 +826,7 @@ fn waiting_cpu() {
         baseline: None,
         met: Some(pct < 1.0),
         note: "`pantheon bus wait` for 5 s on a track posting every 100 ms; whole process from its rusage",
-    });
+    }.print();
 }
 
 // ---------------------------------------------------------------- BENCHMARKS.md

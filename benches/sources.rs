@@ -28,26 +28,8 @@ use pantheon::testing::sources::claude_teams::ClaudeTeams;
 use pantheon::testing::sources::hub::SourceHub;
 use serde_json::{Value, json};
 
-fn bench(
-    name: &str,
-    goal: &str,
-    value: f64,
-    unit: &str,
-    baseline: (f64, &str),
-    met: bool,
-    note: &str,
-) {
-    let round = |x: f64| (x * 1000.0).round() / 1000.0;
-    let ratio = if baseline.0 != 0.0 {
-        value / baseline.0
-    } else {
-        f64::NAN
-    };
-    let line = json!({"name": name, "issue": 47, "goal": goal, "median": round(value), "unit": unit,
-        "baseline": round(baseline.0), "baseline_name": baseline.1, "ratio": round(ratio), "met": met,
-        "note": note});
-    println!("BENCH {line}");
-}
+mod common;
+use common::Figure;
 
 fn pct(mut v: Vec<f64>, p: f64) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
@@ -118,15 +100,7 @@ fn load() {
         assert_eq!(n, 10_000);
     }
     let (m, b) = (pct(ours, 0.5), pct(base, 0.5));
-    bench(
-        "sources_team_load_30x10000",
-        "< 300 ms",
-        m,
-        "ms",
-        (b, "serde_json read of the same files"),
-        m < 300.0,
-        "a fresh claude-teams source reads a team of 30 agents, 10,000 messages and 300 tasks (median of 15)",
-    );
+    Figure { name: "sources_team_load_30x10000", issue: 47, goal: "< 300 ms", median: m, unit: "ms", baseline: Some((b, "serde_json read of the same files")), met: Some(m < 300.0), note: "a fresh claude-teams source reads a team of 30 agents, 10,000 messages and 300 tasks (median of 15)" }.print();
 }
 
 fn permission() {
@@ -190,18 +164,10 @@ fn permission() {
         base.push(t.elapsed().as_secs_f64() * 1e3);
     }
     let (p99, b99) = (pct(ours.clone(), 0.99), pct(base, 0.99));
-    bench(
-        "sources_permission_request_to_item_p99",
-        "p99 < 50 ms",
-        p99,
-        "ms",
-        (b99, "bare notify watcher p99"),
-        p99 < 50.0,
-        &format!(
+    Figure { name: "sources_permission_request_to_item_p99", issue: 47, goal: "p99 < 50 ms", median: p99, unit: "ms", baseline: Some((b99, "bare notify watcher p99")), met: Some(p99 < 50.0), note: &format!(
             "a permission request appended to a team inbox (temp + rename) to the source's attention item; median {:.2} ms, 200 samples",
             pct(ours, 0.5)
-        ),
-    );
+        ) }.print();
 }
 
 /// Seconds since the epoch, as Python's `time.time()`.
@@ -325,20 +291,12 @@ fn agent_mail() {
     let _ = child.0.wait();
     drop(hub);
     let (p99, b99) = (pct(ours.clone(), 0.99), pct(base.clone(), 0.99));
-    bench(
-        "sources_agent_mail_message_to_console_p99",
-        "p99 < 100 ms",
-        p99,
-        "ms",
-        (b99, "bare notify watcher on the archive p99"),
-        p99 < 100.0,
-        &format!(
+    Figure { name: "sources_agent_mail_message_to_console_p99", issue: 47, goal: "p99 < 100 ms", median: p99, unit: "ms", baseline: Some((b99, "bare notify watcher on the archive p99")), met: Some(p99 < 100.0), note: &format!(
             "a message sent through Agent Mail's send_message (MCP, real server) to the source's state; \
              median {:.2} ms (baseline median {:.2} ms), 100 samples",
             pct(ours, 0.5),
             pct(base, 0.5)
-        ),
-    );
+        ) }.print();
 }
 
 fn main() {

@@ -32,7 +32,7 @@ cargo bench --bench proof -- soak "$soak" | tee -a "$out"
 # operator's answer to the task resumed, next to the SDK's own client. The approvals bench: an
 # approval link's tap on the listener to the dispatch in the inbox, next to the operator's approve.
 for b in conductor bus console mcp nats delivery cost history observe pause sources a2a approvals; do
-  if grep -q 'BENCH ' "benches/$b.rs" 2>/dev/null; then
+  if grep -qE 'BENCH |mod common;' "benches/$b.rs" 2>/dev/null; then
     cargo bench --bench "$b" 2>/dev/null | grep '^BENCH ' | tee -a "$out" || true
   fi
 done

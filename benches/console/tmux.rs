@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use super::common::Figure;
+
 /// The binary measured: the one this bench was built with.
 pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_pantheon"))
@@ -193,29 +195,37 @@ pub fn scale(root: &Path, n: usize, runs: usize) {
         (!theirs.is_empty()).then(|| median(&mut theirs.iter().map(|r| r.1).collect::<Vec<_>>()));
     let base_peak = (!theirs.is_empty()).then(|| theirs.iter().map(|r| r.2).fold(0.0, f64::max));
     let label = format!("{}k", n / 1000);
-    let ratio = |a: f64, b: Option<f64>| b.map(|b| (a / b * 1000.0).round() / 1000.0);
-    println!(
-        "BENCH {}",
-        json!({
-            "name": format!("console_loaded_{label}_tmux"), "issue": 48,
-            "goal": format!("the real console in tmux fully loaded on a root of {n} workflows < 5 s"),
-            "median": loaded.round(), "unit": "ms",
-            "baseline": base_loaded.map(f64::round), "baseline_name": base_loaded.map(|_| "the baseline binary, alternating runs"),
-            "ratio": ratio(loaded, base_loaded), "met": loaded < 5000.0,
-            "note": format!("200x50 tmux pane, until the header's loading note is gone (screen read every 50 ms); median of {} runs", ours.len())
-        })
-    );
-    println!(
-        "BENCH {}",
-        json!({
-            "name": format!("console_peak_rss_{label}_tmux"), "issue": 48,
-            "goal": format!("peak resident memory of the real console on a root of {n} workflows < 150 MiB"),
-            "median": (peak * 10.0).round() / 10.0, "unit": "MiB",
-            "baseline": base_peak.map(|b| (b * 10.0).round() / 10.0), "baseline_name": base_peak.map(|_| "the baseline binary, alternating runs"),
-            "ratio": ratio(peak, base_peak), "met": peak < 150.0,
-            "note": format!("VmHWM of the console process once loaded; the worst of {} runs", ours.len())
-        })
-    );
+    let baseline = "the baseline binary, alternating runs";
+    Figure {
+        name: &format!("console_loaded_{label}_tmux"),
+        issue: 48,
+        goal: &format!("the real console in tmux fully loaded on a root of {n} workflows < 5 s"),
+        median: loaded,
+        unit: "ms",
+        baseline: base_loaded.map(|b| (b, baseline)),
+        met: Some(loaded < 5000.0),
+        note: &format!(
+            "200x50 tmux pane, until the header's loading note is gone (screen read every 50 ms); median of {} runs",
+            ours.len()
+        ),
+    }
+    .print();
+    Figure {
+        name: &format!("console_peak_rss_{label}_tmux"),
+        issue: 48,
+        goal: &format!(
+            "peak resident memory of the real console on a root of {n} workflows < 150 MiB"
+        ),
+        median: peak,
+        unit: "MiB",
+        baseline: base_peak.map(|b| (b, baseline)),
+        met: Some(peak < 150.0),
+        note: &format!(
+            "VmHWM of the console process once loaded; the worst of {} runs",
+            ours.len()
+        ),
+    }
+    .print();
 }
 
 /// A marker of 12 letters for sample `i`: each letter differs from the same letter of the markers
@@ -310,15 +320,17 @@ pub fn screen(root: &Path) {
     if n == 0 {
         return;
     }
-    println!(
-        "BENCH {}",
-        json!({
-            "name": "event_to_screen_tmux_p99", "issue": 48,
-            "goal": "a change to a watched file on screen in a real terminal within one frame at 60 Hz (p99 < 16 ms)",
-            "median": (p99 * 100.0).round() / 100.0, "unit": "ms",
-            "baseline": base_p99.map(|b| (b * 100.0).round() / 100.0), "baseline_name": base_p99.map(|_| "the baseline binary, alternating rounds"),
-            "ratio": base_p99.map(|b| (p99 / b * 1000.0).round() / 1000.0), "met": p99 < 16.0,
-            "note": format!("a bus post until the console's output carrying it reached tmux (a control-mode client); p50 {p50:.1} ms, p90 {p90:.1} ms, max {max:.1} ms; {n} of {samples} seen; 200x50, Bus pane, 1,000 workflows")
-        })
-    );
+    Figure {
+        name: "event_to_screen_tmux_p99",
+        issue: 48,
+        goal: "a change to a watched file on screen in a real terminal within one frame at 60 Hz (p99 < 16 ms)",
+        median: p99,
+        unit: "ms",
+        baseline: base_p99.map(|b| (b, "the baseline binary, alternating rounds")),
+        met: Some(p99 < 16.0),
+        note: &format!(
+            "a bus post until the console's output carrying it reached tmux (a control-mode client); p50 {p50:.1} ms, p90 {p90:.1} ms, max {max:.1} ms; {n} of {samples} seen; 200x50, Bus pane, 1,000 workflows"
+        ),
+    }
+    .print();
 }
