@@ -21,8 +21,8 @@
 //! `cargo bench --bench approvals` (`APPROVALS_BENCH_N`, default 300 taps of each kind).
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use pantheon::engine::{
@@ -31,7 +31,10 @@ use pantheon::engine::{
 use serde_json::json;
 
 mod common;
+#[path = "common/nats.rs"]
+mod nats_server;
 use common::Figure;
+use nats_server::{Kill, free_port, nats_server_bin};
 
 const GATE: &str = "workflow:\n  id: gate\n  steps:\n    - {id: plan, god: thoth}\n    - {id: build, god: hephaestus, approval_required: true}\n";
 
@@ -94,36 +97,6 @@ fn post(addr: std::net::SocketAddr, path: &str, form: &str) -> u16 {
 }
 
 const PANTHEON: &str = env!("CARGO_BIN_EXE_pantheon");
-
-/// The `nats-server` scripts/test-setup.sh installs into `.venv/bin/`, else one on PATH.
-fn nats_server_bin() -> PathBuf {
-    let dirs = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .unwrap_or_default();
-    std::iter::once(Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin"))
-        .chain(dirs)
-        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/local/bin")])
-        .map(|d| d.join("nats-server"))
-        .find(|p| p.is_file())
-        .expect("nats-server not found: run scripts/test-setup.sh")
-}
-
-/// A child process killed when dropped.
-struct Kill(Child);
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// The NATS tap: a local nats-server, the real bridge with `--approvals` on `c`'s root, and `n`
 /// tokens published as requests by an async-nats client; each tap's milliseconds.

@@ -16,9 +16,8 @@
 //! post -> A's bridge woken -> line read -> published -> acknowledged; -> received on B -> appended
 //! -> seen by this program, and which background writes (cursor, status, outbox scan) overlapped it.
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, consumer::pull, stream};
@@ -27,41 +26,15 @@ use pantheon::engine::{Bus, MessageType, Root};
 use serde_json::json;
 
 mod common;
+#[path = "common/nats.rs"]
+mod nats_server;
 use common::Figure;
+use nats_server::{Kill, free_port, nats_server_bin};
 
 const PANTHEON: &str = env!("CARGO_BIN_EXE_pantheon");
 
 fn quick() -> bool {
     std::env::var_os("NATS_BENCH_QUICK").is_some()
-}
-
-/// The `nats-server` `scripts/test-setup.sh` installs into `.venv/bin/`, else one on PATH.
-fn nats_server_bin() -> PathBuf {
-    let dirs = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .unwrap_or_default();
-    std::iter::once(Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin"))
-        .chain(dirs)
-        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/local/bin")])
-        .map(|d| d.join("nats-server"))
-        .find(|p| p.is_file())
-        .expect("nats-server not found: run scripts/test-setup.sh")
-}
-
-struct Kill(Child);
-impl Drop for Kill {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
