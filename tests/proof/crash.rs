@@ -332,7 +332,7 @@ fn check_files(env: &Env, m: &mut Model) -> (BTreeMap<u64, usize>, usize) {
     let own_tear = !trailing.is_empty() && trailing != TORN;
     if own_tear {
         assert!(
-            trailing.starts_with(b"{") && queue.len() % 4096 == 0,
+            trailing.starts_with(b"{") && queue.len().is_multiple_of(4096),
             "a tail left at byte {} of the queue, not at a page boundary: {:?}",
             queue.len(),
             String::from_utf8_lossy(trailing)
