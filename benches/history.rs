@@ -388,10 +388,20 @@ fn first() {
         shown.1,
         p.as_secs_f64() / l.as_secs_f64()
     );
-    Figure { name: "history_replayed_first_screen_10k", issue: 29, goal: "first screen of the replayed console within 2x of the live one on the same root", median: p.as_secs_f64() * 1e3, unit: "ms", baseline: Some((l.as_secs_f64() * 1e3, "the live console's first screen")), met: Some(p < 2 * l), note: &format!(
+    Figure {
+        name: "history_replayed_first_screen_10k",
+        issue: 29,
+        goal: "first screen of the replayed console within 2x of the live one on the same root",
+        median: p.as_secs_f64() * 1e3,
+        unit: "ms",
+        baseline: Some((l.as_secs_f64() * 1e3, "the live console's first screen")),
+        met: Some(p < 2 * l),
+        note: &format!(
             "median of {runs}; {} live rows, {} replayed rows on the first screen (the rest load after)",
             shown.0, shown.1
-        ) }.print();
+        ),
+    }
+    .print();
 }
 
 /// Cycles per second, and the CPU the calling thread spent per cycle (seconds, user and system: the
@@ -562,9 +572,19 @@ fn overhead_rows(parent: &Path, n: usize, rounds: usize, suffix: &str, on: &str,
             "overhead{on}: {measured}: {bare:.3} ms a cycle bare, {rec:.3} ms with the recorder (medians); the pairs' ratios' median {ratio:.3}x ({:+.1} %, goal < 5 %)",
             (ratio - 1.0) * 100.0
         );
-        Figure { name: &format!("history_recorder_overhead_submit_ack{suffix}{row}"), issue: 29, goal: &format!("the recorder adds < 5 % to {what}{on}"), median: ratio, unit: "x", baseline: Some((1.0, "each pair's arm without the recorder")), met: Some(ratio < 1.05), note: &format!(
+        Figure {
+            name: &format!("history_recorder_overhead_submit_ack{suffix}{row}"),
+            issue: 29,
+            goal: &format!("the recorder adds < 5 % to {what}{on}"),
+            median: ratio,
+            unit: "x",
+            baseline: Some((1.0, "each pair's arm without the recorder")),
+            met: Some(ratio < 1.05),
+            note: &format!(
                 "{measured}: {note}; median {bare:.3} ms a cycle without, {rec:.3} ms with the recorder"
-            ) }.print();
+            ),
+        }
+        .print();
     }
 }
 

@@ -100,7 +100,17 @@ fn load() {
         assert_eq!(n, 10_000);
     }
     let (m, b) = (pct(ours, 0.5), pct(base, 0.5));
-    Figure { name: "sources_team_load_30x10000", issue: 47, goal: "< 300 ms", median: m, unit: "ms", baseline: Some((b, "serde_json read of the same files")), met: Some(m < 300.0), note: "a fresh claude-teams source reads a team of 30 agents, 10,000 messages and 300 tasks (median of 15)" }.print();
+    Figure {
+        name: "sources_team_load_30x10000",
+        issue: 47,
+        goal: "< 300 ms",
+        median: m,
+        unit: "ms",
+        baseline: Some((b, "serde_json read of the same files")),
+        met: Some(m < 300.0),
+        note: "a fresh claude-teams source reads a team of 30 agents, 10,000 messages and 300 tasks (median of 15)",
+    }
+    .print();
 }
 
 fn permission() {
@@ -164,10 +174,20 @@ fn permission() {
         base.push(t.elapsed().as_secs_f64() * 1e3);
     }
     let (p99, b99) = (pct(ours.clone(), 0.99), pct(base, 0.99));
-    Figure { name: "sources_permission_request_to_item_p99", issue: 47, goal: "p99 < 50 ms", median: p99, unit: "ms", baseline: Some((b99, "bare notify watcher p99")), met: Some(p99 < 50.0), note: &format!(
+    Figure {
+        name: "sources_permission_request_to_item_p99",
+        issue: 47,
+        goal: "p99 < 50 ms",
+        median: p99,
+        unit: "ms",
+        baseline: Some((b99, "bare notify watcher p99")),
+        met: Some(p99 < 50.0),
+        note: &format!(
             "a permission request appended to a team inbox (temp + rename) to the source's attention item; median {:.2} ms, 200 samples",
             pct(ours, 0.5)
-        ) }.print();
+        ),
+    }
+    .print();
 }
 
 /// Seconds since the epoch, as Python's `time.time()`.
@@ -291,12 +311,22 @@ fn agent_mail() {
     let _ = child.0.wait();
     drop(hub);
     let (p99, b99) = (pct(ours.clone(), 0.99), pct(base.clone(), 0.99));
-    Figure { name: "sources_agent_mail_message_to_console_p99", issue: 47, goal: "p99 < 100 ms", median: p99, unit: "ms", baseline: Some((b99, "bare notify watcher on the archive p99")), met: Some(p99 < 100.0), note: &format!(
+    Figure {
+        name: "sources_agent_mail_message_to_console_p99",
+        issue: 47,
+        goal: "p99 < 100 ms",
+        median: p99,
+        unit: "ms",
+        baseline: Some((b99, "bare notify watcher on the archive p99")),
+        met: Some(p99 < 100.0),
+        note: &format!(
             "a message sent through Agent Mail's send_message (MCP, real server) to the source's state; \
              median {:.2} ms (baseline median {:.2} ms), 100 samples",
             pct(ours, 0.5),
             pct(base, 0.5)
-        ) }.print();
+        ),
+    }
+    .print();
 }
 
 fn main() {
