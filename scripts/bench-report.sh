@@ -31,8 +31,12 @@ cargo bench --bench proof -- soak "$soak" | tee -a "$out"
 # The a2a bench: an A2A agent of the official Python SDK, its question to the attention item and the
 # operator's answer to the task resumed, next to the SDK's own client. The approvals bench: an
 # approval link's tap on the listener to the dispatch in the inbox, next to the operator's approve.
-for b in conductor bus console mcp nats delivery cost history observe pause sources a2a approvals; do
-  if grep -qE 'BENCH |mod common;' "benches/$b.rs" 2>/dev/null; then
+# Every bench that prints figures (it includes benches/common, or prints BENCH lines itself), but the
+# proof (above) and the durable one (below, through its script).
+for f in benches/*.rs; do
+  b=$(basename "$f" .rs)
+  [[ "$b" == proof || "$b" == durable ]] && continue
+  if grep -qE 'BENCH |mod common;' "$f"; then
     cargo bench --bench "$b" 2>/dev/null | grep '^BENCH ' | tee -a "$out" || true
   fi
 done
