@@ -155,15 +155,10 @@ fn validate_ack(c: &Conductor, v: &Value) -> Result<AckRequest> {
 }
 
 impl Conductor {
-    /// Finds the workflow a handoff's dispatch belongs to, from the inboxes, quarantine or archive.
+    /// Finds the workflow a handoff's dispatch belongs to, from the inboxes, quarantine or archive
+    /// (before the workflow's lock is taken: see [`files::find_anywhere`]).
     fn workflow_of(&self, hid: &HandoffId) -> Result<WorkflowId> {
-        let found = match files::find_live(&self.root, hid, None)? {
-            Some(f) => Some(f),
-            None => files::find_archived(&self.root, hid, None)?
-                .into_iter()
-                .next(),
-        };
-        let f = found.ok_or_else(|| unknown_handoff(hid))?;
+        let f = files::find_anywhere(&self.root, hid)?.ok_or_else(|| unknown_handoff(hid))?;
         WorkflowId::parse(&f.dispatch.workflow_id)
     }
 

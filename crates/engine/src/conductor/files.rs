@@ -382,6 +382,37 @@ pub(crate) fn find_archived(
     Ok(out)
 }
 
+/// How many times [`find_anywhere`] looks in the inboxes and the archive before it says nowhere.
+const LOOKS: usize = 3;
+
+/// A dispatch of `hid` wherever it lies (the inboxes and the quarantine first, then the archives),
+/// for a caller that does not hold the workflow's lock (it is looking for the workflow). The dispatch
+/// may move between the looks: an accepted ack archives it, a step timeout moves it back into an
+/// inbox. Each move is one rename, so it is never in neither place, but a look at the inboxes, a move
+/// back from the archive, then a look at the archive finds it nowhere; the looks are repeated up to
+/// [`LOOKS`] times, so a dispatch that moved in between is found the next time round.
+pub(crate) fn find_anywhere(root: &Root, hid: &HandoffId) -> Result<Option<Found>> {
+    find_in_turn(
+        || find_live(root, hid, None),
+        || Ok(find_archived(root, hid, None)?.into_iter().next()),
+    )
+}
+
+fn find_in_turn<T>(
+    mut live: impl FnMut() -> Result<Option<T>>,
+    mut archived: impl FnMut() -> Result<Option<T>>,
+) -> Result<Option<T>> {
+    for _ in 0..LOOKS {
+        if let Some(f) = live()? {
+            return Ok(Some(f));
+        }
+        if let Some(f) = archived()? {
+            return Ok(Some(f));
+        }
+    }
+    Ok(None)
+}
+
 /// Whether a dispatch of `hid` to `god` exists anywhere (inbox, quarantine or archive).
 pub(crate) fn dispatch_exists(root: &Root, god: &GodName, hid: &HandoffId) -> bool {
     use crate::store::read::exists;
@@ -476,5 +507,48 @@ mod tests {
         let states = list_states(&root);
         assert_eq!(states.len(), 4);
         assert!(states.iter().all(|(_, s)| s.is_ok()));
+    }
+
+    /// The race CI met: an ack without its workflow id looks in the inboxes (the dispatch is in the
+    /// archive, accepted), a step timeout moves it back into the inbox, the ack looks in the archive.
+    /// Made here by moving the file between the two looks, as the supervisor did.
+    #[test]
+    fn a_dispatch_moved_back_from_the_archive_between_the_looks_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Root::at(dir.path());
+        let hid = HandoffId::parse("hof_20260614_st0005").unwrap();
+        let god = GodName::parse("hephaestus").unwrap();
+        let (inbox, archive) = (root.inbox_dir(&god), root.archive_dir(&god));
+        std::fs::create_dir_all(&inbox).unwrap();
+        std::fs::create_dir_all(&archive).unwrap();
+        let d = serde_json::json!({"handoff_id": hid.as_str(), "workflow_id": "wf_race_st_5",
+            "from_god": "thoth", "to_god": "hephaestus", "step": "build", "ack_status": "accepted"});
+        let (archived, live) = (
+            archive.join("hof_20260614_st0005.json"),
+            inbox.join("hof_20260614_st0005.json"),
+        );
+        std::fs::write(&archived, serde_json::to_vec(&d).unwrap()).unwrap();
+        let mut moved = false;
+        let mut looks = 0;
+        let found = find_in_turn(
+            || {
+                looks += 1;
+                let f = find_live(&root, &hid, None);
+                if !moved {
+                    std::fs::rename(&archived, &live).unwrap();
+                    moved = true;
+                }
+                f
+            },
+            || Ok(find_archived(&root, &hid, None)?.into_iter().next()),
+        )
+        .unwrap()
+        .expect("found on the second look at the inboxes");
+        assert_eq!(found.dispatch.workflow_id, "wf_race_st_5");
+        assert_eq!(found.path, live);
+        assert_eq!(looks, 2);
+        // A handoff with no dispatch anywhere is nowhere, after every look.
+        let none = HandoffId::parse("hof_20260614_nowhere").unwrap();
+        assert!(find_anywhere(&root, &none).unwrap().is_none());
     }
 }

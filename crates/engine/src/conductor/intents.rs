@@ -388,13 +388,10 @@ impl Conductor {
 
     /// Whether a dispatch of `hid` lies in an inbox or in the archive.
     fn dispatched(&self, hid: &HandoffId) -> bool {
-        files::find_live(&self.root, hid, None)
+        files::find_anywhere(&self.root, hid)
             .ok()
             .flatten()
             .is_some()
-            || files::find_archived(&self.root, hid, None)
-                .ok()
-                .is_some_and(|v| !v.is_empty())
     }
 
     /// The entry of a submit, an ack or a decision on a held dispatch that a killed attempt did, from
@@ -478,16 +475,10 @@ impl Conductor {
     /// `_quarantine`, the archive or the dead letters).
     fn state_of_handoff(&self, handoff_id: &str) -> Option<super::model::WorkflowState> {
         let hid = HandoffId::parse(handoff_id).ok()?;
-        let found = files::find_live(&self.root, &hid, None)
+        let found = files::find_anywhere(&self.root, &hid)
             .ok()
             .flatten()
             .map(|f| f.dispatch)
-            .or_else(|| {
-                files::find_archived(&self.root, &hid, None)
-                    .ok()
-                    .and_then(|v| v.into_iter().next())
-                    .map(|f| f.dispatch)
-            })
             .or_else(|| self.find_dead(&hid).map(|d| d.dispatch))?;
         let wf = WorkflowId::parse(&found.workflow_id).ok()?;
         files::require_state(&self.root, &wf).ok()

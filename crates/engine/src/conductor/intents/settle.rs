@@ -319,16 +319,10 @@ fn claims_agree(f: &IntentFile) -> std::result::Result<(), Refusal> {
 impl Conductor {
     /// The dispatch of `hid` wherever it lies: an inbox or `_quarantine`, the archive, the dead letters.
     fn dispatch_anywhere(&self, hid: &HandoffId) -> Option<Dispatch> {
-        files::find_live(&self.root, hid, None)
+        files::find_anywhere(&self.root, hid)
             .ok()
             .flatten()
             .map(|f| f.dispatch)
-            .or_else(|| {
-                files::find_archived(&self.root, hid, None)
-                    .ok()
-                    .and_then(|v| v.into_iter().next())
-                    .map(|f| f.dispatch)
-            })
             .or_else(|| self.find_dead(hid).map(|d| d.dispatch))
     }
 
