@@ -15,9 +15,9 @@ import asyncio
 import json
 import os
 import sys
-import time
 
 from mcp import Client, StdioServerParameters
+from agent_mail_common import agent_mail_env, size_of, timed
 
 BODY = ("Research for the item done. " + "Keep the schema additive and record why in the ADR, with the "
         "measurements that back it. ") * 11  # about 1.5 KB, as a rich dispatch's context
@@ -31,10 +31,6 @@ PAIRS = {
 }
 
 
-def size_of(result):
-    return len(json.dumps(result.structured_content)) + sum(len(getattr(b, "text", "")) for b in result.content)
-
-
 def entries_of(result):
     entries = result.structured_content
     if isinstance(entries, dict) and "result" in entries:
@@ -44,23 +40,10 @@ def entries_of(result):
     return len(entries)
 
 
-async def timed(client, tool, args):
-    t = time.perf_counter()
-    result = await client.call_tool(tool, args)
-    took = (time.perf_counter() - t) * 1e3
-    assert not result.is_error, result
-    return took
-
-
 async def main():
     binary, work, n, ours_bin, root, god = sys.argv[1], sys.argv[2], int(sys.argv[3]), *sys.argv[4:7]
     os.makedirs(work, exist_ok=True)
-    env = dict(os.environ)
-    env.update({
-        "DATABASE_URL": f"sqlite+aiosqlite:///{work}/storage.sqlite3",
-        "STORAGE_ROOT": f"{work}/mailbox",
-        "LOG_LEVEL": "ERROR",
-    })
+    env = agent_mail_env(work)
     theirs_params = StdioServerParameters(command=binary, args=["serve-stdio"], env=env, cwd=work)
     ours_params = StdioServerParameters(command=ours_bin, args=["--root", root, "mcp"],
                                         env={"PANTHEON_LOG": "error"})

@@ -26,6 +26,7 @@ import sys
 import time
 
 from mcp import Client
+from agent_mail_common import agent_mail_env, data, size_of, timed
 
 BODY = ("Research for the item done. " + "Keep the schema additive and record why in the ADR, with the "
         "measurements that back it. ") * 11  # about 1.5 KB, as a rich dispatch's context
@@ -52,38 +53,12 @@ def wait_listening(port, proc, log, deadline_s=120):
     raise SystemExit(f"error: mcp-agent-mail serve-http did not listen on {port} in {deadline_s} s; its log: {log}")
 
 
-def size_of(result):
-    return len(json.dumps(result.structured_content)) + sum(len(getattr(b, "text", "")) for b in result.content)
-
-
-async def timed(client, tool, args):
-    t = time.perf_counter()
-    result = await client.call_tool(tool, args)
-    took = (time.perf_counter() - t) * 1e3
-    assert not result.is_error, result
-    return took
-
-
-def data(result):
-    if result.structured_content is not None:
-        v = result.structured_content
-        return v.get("result", v) if isinstance(v, dict) and set(v) == {"result"} else v
-    return json.loads(result.content[0].text)
-
-
 async def main():
     binary, work = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     n, url, god = int(sys.argv[3]), sys.argv[4], sys.argv[5]
     os.makedirs(work, exist_ok=True)
     port = free_port()
-    env = dict(os.environ)
-    env.update({
-        "DATABASE_URL": f"sqlite+aiosqlite:///{work}/storage.sqlite3",
-        "STORAGE_ROOT": f"{work}/mailbox",
-        "LOG_LEVEL": "ERROR",
-        "HTTP_HOST": "127.0.0.1",
-        "HTTP_PORT": str(port),
-    })
+    env = agent_mail_env(work, HTTP_HOST="127.0.0.1", HTTP_PORT=str(port))
     log_path = f"{work}/agent-mail.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen([binary, "serve-http", "--host", "127.0.0.1", "--port", str(port)],

@@ -16,23 +16,12 @@ import time
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-
-
-def data(result):
-    if result.structured_content is not None:
-        v = result.structured_content
-        return v.get("result", v) if isinstance(v, dict) and set(v) == {"result"} else v
-    return json.loads(result.content[0].text)
+from agent_mail_common import agent_mail_env, data
 
 
 async def main():
     binary, work = sys.argv[1], sys.argv[2]
-    env = dict(os.environ)
-    env.update({
-        "DATABASE_URL": f"sqlite+aiosqlite:///{work}/storage.sqlite3",
-        "STORAGE_ROOT": f"{work}/mailbox",
-        "LOG_LEVEL": "ERROR",
-    })
+    env = agent_mail_env(work)
     params = StdioServerParameters(command=binary, args=["serve-stdio"], env=env, cwd=work)
     project = f"{work}/project"
     os.makedirs(project, exist_ok=True)
