@@ -463,14 +463,6 @@ pub(crate) fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Res
     };
     let otlp = args.otlp.clone();
     let anchor = open_anchor(&args, root, &mut *out)?;
-    let recorder = if root.settings.history.record {
-        Some(super::record::background(
-            root,
-            super::record::log_sink(args.log.as_ref())?,
-        )?)
-    } else {
-        None
-    };
     let id = format!("pid-{}", std::process::id());
     let started = format_ts(chrono::Utc::now());
     let stop = Arc::new(AtomicBool::new(false));
@@ -500,6 +492,16 @@ pub(crate) fn serve(args: ServeArgs, root: &Root, origin: Origin) -> anyhow::Res
     let mcp = match mcp {
         Some(listener) => Some(start_mcp(&args, root, &id, listener, &mut *out)?),
         None => None,
+    };
+    // The recorder last: what can be refused (credentials, TLS, the drop directory) is refused
+    // before its thread says anything, so a mistake is the first and only thing on standard error.
+    let recorder = if root.settings.history.record {
+        Some(super::record::background(
+            root,
+            super::record::log_sink(args.log.as_ref())?,
+        )?)
+    } else {
+        None
     };
     let _ = writeln!(
         out,

@@ -342,10 +342,12 @@ fn a_credentials_file_inside_the_root_or_readable_by_others_is_refused_before_li
         ]);
         assert_eq!(out.status.code(), Some(1), "{command:?}: {out:?}");
         let err = String::from_utf8_lossy(&out.stderr);
+        // The refusal is the only thing said: nothing (the history recorder's thread) starts first.
         assert!(
             err.starts_with("error: ") && err.contains("lies inside the root"),
             "{command:?}: {err}"
         );
+        assert_eq!(err.trim_end().lines().count(), 1, "{command:?}: {err}");
     }
 }
 
