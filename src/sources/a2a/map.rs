@@ -311,8 +311,10 @@ pub(crate) fn attention_key(task: &Value) -> Option<String> {
         .or_else(|| task.pointer("/status/message/messageId"))
         .and_then(Value::as_str)
         .unwrap_or("");
+    // The id escaped, not cleaned: a key shows no control character and two ids stay two keys.
     Some(format!(
-        "{id}#{}@{}",
+        "{}#{}@{}",
+        id.escape_debug(),
         task_state(task),
         clean_line(stamp, 64)
     ))
