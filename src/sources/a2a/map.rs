@@ -311,10 +311,20 @@ pub(crate) fn attention_key(task: &Value) -> Option<String> {
         .or_else(|| task.pointer("/status/message/messageId"))
         .and_then(Value::as_str)
         .unwrap_or("");
-    // The id escaped, not cleaned: a key shows no control character and two ids stay two keys.
+    // Control and bidirectional characters of the id escaped (`\u{1b}`), the rest as it is: a key
+    // shows no control character, two ids stay two keys, and an ordinary id is answered as before.
+    let id: String = id
+        .chars()
+        .map(|c| {
+            if c.is_control() || crate::text::is_bidi_control(c) {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
     Some(format!(
-        "{}#{}@{}",
-        id.escape_debug(),
+        "{id}#{}@{}",
         task_state(task),
         clean_line(stamp, 64)
     ))
